@@ -1,0 +1,265 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	hf "github.com/daulet/tokenizers"
+)
+
+// File names looked up by Load when it is given a directory.
+const (
+	TokenizerFile = "tokenizer.json"
+	ConfigFile    = "tokenizer_config.json"
+)
+
+// Tokenizer encodes and decodes text with a Hugging Face tokenizer.json and
+// knows the ChatML special tokens. Create it with Load or FromBytes and
+// release it with Close.
+type Tokenizer struct {
+	hf       *hf.Tokenizer
+	vocab    *vocabulary
+	imStart  int32
+	imEnd    int32
+	eot      int32
+	template string // chat_template from tokenizer_config.json, if any
+}
+
+// Load reads a tokenizer. path is either a tokenizer.json file or a
+// directory holding tokenizer.json and, optionally, tokenizer_config.json.
+// When the config is present it must be valid JSON, and a chat_template in
+// it must be ChatML (it must mention <|im_start|>), since RenderChat is the
+// only template this package renders. Errors name the file and the problem.
+func Load(path string) (*Tokenizer, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: load %q: %w", path, err)
+	}
+	file, config := path, ""
+	if info.IsDir() {
+		file = filepath.Join(path, TokenizerFile)
+		config = filepath.Join(path, ConfigFile)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: load %q: %w", file, err)
+	}
+	t, err := fromBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: load %q: %w", file, err)
+	}
+	if config != "" {
+		tmpl, err := readChatTemplate(config)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("tokenizer: load %q: %w", config, err), t.Close())
+		}
+		t.template = tmpl
+	}
+	return t, nil
+}
+
+// FromBytes builds a Tokenizer from the contents of a tokenizer.json.
+func FromBytes(data []byte) (*Tokenizer, error) {
+	t, err := fromBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	return t, nil
+}
+
+func fromBytes(data []byte) (*Tokenizer, error) {
+	v, err := parseVocabulary(data)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tokenizer{vocab: v}
+	var missing []string
+	for _, s := range []struct {
+		name string
+		dst  *int32
+	}{{IMStartToken, &t.imStart}, {IMEndToken, &t.imEnd}, {EndOfTextToken, &t.eot}} {
+		id, ok := v.addedID(s.name)
+		if !ok {
+			missing = append(missing, s.name)
+		}
+		*s.dst = id
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("added_tokens lacks %s (ChatML needs <|im_start|>, <|im_end|> and <|endoftext|> as added tokens)", strings.Join(missing, ", "))
+	}
+	// The default options leave special-token matching on: "<|im_start|>"
+	// written in the text encodes to its single id.
+	h, err := hf.FromBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("native tokenizers library rejected the file: %w", err)
+	}
+	t.hf = h
+	return t, nil
+}
+
+// addedID returns the id of an added token by content.
+func (v *vocabulary) addedID(content string) (int32, bool) {
+	for _, a := range v.added {
+		if a.Content == content {
+			return a.ID, true
+		}
+	}
+	return 0, false
+}
+
+// readChatTemplate validates tokenizer_config.json at path and returns its
+// chat template ("" when there is none). A missing file is not an error.
+func readChatTemplate(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var cfg struct {
+		ChatTemplate json.RawMessage `json:"chat_template"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return "", fmt.Errorf("malformed JSON: %w", describeJSONError(data, err))
+	}
+	var tmpl string
+	if len(cfg.ChatTemplate) > 0 && string(cfg.ChatTemplate) != "null" {
+		// Either one template string or a list of {name, template}.
+		if err := json.Unmarshal(cfg.ChatTemplate, &tmpl); err != nil {
+			var named []struct{ Name, Template string }
+			if err := json.Unmarshal(cfg.ChatTemplate, &named); err != nil {
+				return "", errors.New("chat_template is neither a string nor a list of {name, template}")
+			}
+			for _, n := range named {
+				if n.Name == "default" || tmpl == "" {
+					tmpl = n.Template
+				}
+			}
+		}
+	}
+	if tmpl != "" && !strings.Contains(tmpl, IMStartToken) {
+		return "", errors.New("chat_template is not ChatML (it never writes <|im_start|>); only ChatML is supported")
+	}
+	return tmpl, nil
+}
+
+// Close frees the native tokenizer. The Tokenizer must not be used after.
+// Calling Close twice is harmless.
+func (t *Tokenizer) Close() error {
+	if t.hf != nil {
+		err := t.hf.Close()
+		t.hf = nil
+		if err != nil {
+			return fmt.Errorf("tokenizer: close: %w", err)
+		}
+	}
+	return nil
+}
+
+// Encode returns the token ids of text, with no special tokens added.
+// Special tokens written in text (such as "<|im_end|>") become their single
+// ids. NUL characters are dropped (see the package doc); invalid UTF-8
+// bytes are encoded as U+FFFD. Encode of "" is nil.
+func (t *Tokenizer) Encode(text string) []int32 {
+	var ids []int32
+	for piece := range strings.SplitSeq(text, "\x00") {
+		if piece == "" {
+			continue
+		}
+		enc := t.hf.EncodeWithOptions(piece, false)
+		for _, id := range enc.IDs {
+			ids = append(ids, int32(id))
+		}
+	}
+	return ids
+}
+
+// Decode returns the text of ids, special tokens included. Ids outside
+// [0, VocabSize()) are skipped. Bytes that do not form complete UTF-8
+// characters become U+FFFD.
+func (t *Tokenizer) Decode(ids []int32) string {
+	return t.decode(ids, false)
+}
+
+// DecodeSkipSpecial is Decode without the special tokens (those marked
+// "special" in added_tokens, such as <|im_end|>).
+func (t *Tokenizer) DecodeSkipSpecial(ids []int32) string {
+	return t.decode(ids, true)
+}
+
+func (t *Tokenizer) decode(ids []int32, skipSpecial bool) string {
+	u := make([]uint32, 0, len(ids))
+	for _, id := range ids {
+		if id >= 0 && int(id) < t.vocab.size {
+			u = append(u, uint32(id))
+		}
+	}
+	if len(u) == 0 {
+		return ""
+	}
+	s := t.hf.Decode(u, skipSpecial)
+	if s != "" {
+		return s
+	}
+	// The native library returns "" when the text holds a NUL byte, which
+	// a C string cannot carry. Drop the tokens that decode to nothing on
+	// their own (NUL bytes, empty tokens) and try again.
+	kept := u[:0:0]
+	for _, id := range u {
+		if t.hf.Decode([]uint32{id}, skipSpecial) != "" {
+			kept = append(kept, id)
+		}
+	}
+	if len(kept) == 0 || len(kept) == len(u) {
+		return ""
+	}
+	return t.hf.Decode(kept, skipSpecial)
+}
+
+// VocabSize is the number of ids the tokenizer can produce: one more than
+// the largest id of the model vocabulary and the added tokens (Qwen3:
+// 151,643 BPE tokens + 26 added tokens = 151,669).
+func (t *Tokenizer) VocabSize() int { return t.vocab.size }
+
+// TokenID returns the id of the token spelled s exactly as in
+// tokenizer.json (for byte-level BPE that is the byte-level spelling, e.g.
+// "Ġthe" for " the"), and whether there is one. Added tokens take
+// precedence over the model vocabulary.
+func (t *Tokenizer) TokenID(s string) (int32, bool) {
+	id, ok := t.vocab.ids[s]
+	return id, ok
+}
+
+// AddedTokens returns a copy of the added tokens (special or not), in the
+// order of tokenizer.json.
+func (t *Tokenizer) AddedTokens() []AddedToken {
+	return append([]AddedToken(nil), t.vocab.added...)
+}
+
+// IMStart is the id of <|im_start|>, which opens a ChatML turn.
+func (t *Tokenizer) IMStart() int32 { return t.imStart }
+
+// IMEnd is the id of <|im_end|>, which closes a ChatML turn.
+func (t *Tokenizer) IMEnd() int32 { return t.imEnd }
+
+// EndOfText is the id of <|endoftext|>, the end-of-document token (Qwen's
+// pad token).
+func (t *Tokenizer) EndOfText() int32 { return t.eot }
+
+// StopIDs returns the ids that end generation: <|im_end|> and
+// <|endoftext|>, in that order.
+func (t *Tokenizer) StopIDs() []int32 { return []int32{t.imEnd, t.eot} }
+
+// IsStop reports whether id ends generation (see StopIDs).
+func (t *Tokenizer) IsStop(id int32) bool { return id == t.imEnd || id == t.eot }
+
+// ChatTemplate returns the Jinja chat_template of tokenizer_config.json
+// when Load found one, else "". It is informational: RenderChat renders
+// ChatML in Go.
+func (t *Tokenizer) ChatTemplate() string { return t.template }

@@ -1,0 +1,144 @@
+package tokenizer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Names of the ChatML special tokens that every tokenizer loaded by this
+// package must define as added tokens.
+const (
+	IMStartToken   = "<|im_start|>"
+	IMEndToken     = "<|im_end|>"
+	EndOfTextToken = "<|endoftext|>"
+)
+
+// AddedToken is one entry of tokenizer.json's "added_tokens" list: a token
+// matched in the raw text before the model runs.
+type AddedToken struct {
+	ID      int32  `json:"id"`
+	Content string `json:"content"`
+	Special bool   `json:"special"`
+}
+
+// vocabulary is what this package reads from tokenizer.json itself, in Go:
+// the token-to-id map (model vocabulary and added tokens) and the added
+// tokens. The native library does the encoding; this is for TokenID,
+// VocabSize and validation.
+type vocabulary struct {
+	ids   map[string]int32 // token string -> id; added tokens win over the model vocabulary
+	added []AddedToken
+	size  int // max id + 1
+}
+
+// rawFile is the part of tokenizer.json that is parsed here.
+type rawFile struct {
+	AddedTokens []struct {
+		ID      *int64  `json:"id"`
+		Content *string `json:"content"`
+		Special bool    `json:"special"`
+	} `json:"added_tokens"`
+	Model *struct {
+		Type  string          `json:"type"`
+		Vocab json.RawMessage `json:"vocab"`
+	} `json:"model"`
+}
+
+// parseVocabulary validates data as a tokenizer.json and extracts its
+// vocabulary. Errors do not name the file; the caller adds that.
+func parseVocabulary(data []byte) (*vocabulary, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New("empty file")
+	}
+	var f rawFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("malformed JSON: %w", describeJSONError(data, err))
+	}
+	if f.Model == nil {
+		return nil, errors.New(`no "model" object`)
+	}
+	v := &vocabulary{ids: make(map[string]int32)}
+	maxID := int64(-1)
+	checkID := func(id int64, what string) error {
+		if id < 0 || id > math.MaxInt32 {
+			return fmt.Errorf("%s has id %d outside [0, %d]", what, id, math.MaxInt32)
+		}
+		maxID = max(maxID, id)
+		return nil
+	}
+	vocab := bytes.TrimSpace(f.Model.Vocab)
+	switch {
+	case len(vocab) == 0 || bytes.Equal(vocab, []byte("null")):
+		return nil, fmt.Errorf(`model (type %q) has no "vocab"`, f.Model.Type)
+	case vocab[0] == '{': // BPE, WordLevel, WordPiece: token -> id
+		var m map[string]int64
+		if err := json.Unmarshal(vocab, &m); err != nil {
+			return nil, fmt.Errorf("model vocab: %w", err)
+		}
+		for tok, id := range m {
+			if err := checkID(id, fmt.Sprintf("vocab token %q", tok)); err != nil {
+				return nil, fmt.Errorf("model vocab: %w", err)
+			}
+			v.ids[tok] = int32(id)
+		}
+	case vocab[0] == '[': // Unigram: [[piece, score], ...], id = index
+		var list []json.RawMessage
+		if err := json.Unmarshal(vocab, &list); err != nil {
+			return nil, fmt.Errorf("model vocab: %w", err)
+		}
+		for i, raw := range list {
+			var pair []any
+			if err := json.Unmarshal(raw, &pair); err != nil || len(pair) != 2 {
+				return nil, fmt.Errorf("model vocab entry %d: want [piece, score], got %s", i, raw)
+			}
+			piece, ok := pair[0].(string)
+			if !ok {
+				return nil, fmt.Errorf("model vocab entry %d: piece is not a string", i)
+			}
+			if err := checkID(int64(i), fmt.Sprintf("vocab token %q", piece)); err != nil {
+				return nil, fmt.Errorf("model vocab: %w", err)
+			}
+			v.ids[piece] = int32(i)
+		}
+	default:
+		return nil, fmt.Errorf("model vocab is neither an object nor a list")
+	}
+	for i, a := range f.AddedTokens {
+		if a.ID == nil || a.Content == nil {
+			return nil, fmt.Errorf(`added_tokens[%d]: missing "id" or "content"`, i)
+		}
+		if err := checkID(*a.ID, fmt.Sprintf("added token %q", *a.Content)); err != nil {
+			return nil, fmt.Errorf("added_tokens[%d]: %w", i, err)
+		}
+		v.ids[*a.Content] = int32(*a.ID)
+		v.added = append(v.added, AddedToken{ID: int32(*a.ID), Content: *a.Content, Special: a.Special})
+	}
+	if maxID < 0 {
+		return nil, errors.New("vocabulary is empty")
+	}
+	v.size = int(maxID) + 1
+	return v, nil
+}
+
+// describeJSONError adds the line and column to encoding/json's errors,
+// which report only a byte offset.
+func describeJSONError(data []byte, err error) error {
+	var off int64 = -1
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		off = syn.Offset
+	case errors.As(err, &typ):
+		off = typ.Offset
+	}
+	if off < 0 || off > int64(len(data)) {
+		return err
+	}
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	col := int(off) - bytes.LastIndexByte(data[:off], '\n')
+	return fmt.Errorf("line %d, column %d: %w", line, col, err)
+}
