@@ -1,0 +1,37 @@
+// Package modeltest holds test helpers shared by the model packages' tests.
+package modeltest
+
+import (
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/spiral-rl/spiral/model"
+)
+
+// shared is the one Runtime of a test binary: onnxruntime_go keeps its
+// environment in package state, so tests share it instead of each opening
+// and closing one. It lives until the test process exits.
+var shared struct {
+	once sync.Once
+	rt   *model.Runtime
+	err  error
+}
+
+// Runtime returns the test binary's CPU Runtime (2 intra-op threads),
+// opening it on first use. It skips the test with the setup command when
+// no library can be loaded and $CI is unset; in CI (CI=true) a missing
+// library fails the test.
+func Runtime(t testing.TB) *model.Runtime {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.rt, shared.err = model.OpenRuntime(model.RuntimeOptions{Threads: 2})
+	})
+	if shared.err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("ONNX Runtime not available (run %s): %v", model.SetupCommand, shared.err)
+		}
+		t.Fatalf("ONNX Runtime not available: %v", shared.err)
+	}
+	return shared.rt
+}

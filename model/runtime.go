@@ -1,0 +1,265 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// ORTVersion is the ONNX Runtime release that scripts/setup.sh installs; its
+// C API (version 24) is the one github.com/yalue/onnxruntime_go v1.27 asks for.
+const ORTVersion = "1.30.0"
+
+// LibEnvVar names the environment variable that points at the ONNX Runtime
+// shared library when --ort-lib is not given.
+const LibEnvVar = "ONNXRUNTIME_LIB"
+
+// SetupCommand is the command that installs the native dependencies.
+const SetupCommand = "scripts/setup.sh"
+
+// CacheDir returns spiral's per-user cache directory: $SPIRAL_CACHE_DIR if
+// set, else the "spiral" folder of os.UserCacheDir (on Linux
+// ${XDG_CACHE_HOME:-$HOME/.cache}/spiral), the same place scripts/setup.sh
+// writes to.
+func CacheDir() (string, error) {
+	if d := os.Getenv("SPIRAL_CACHE_DIR"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("model: locate cache directory: %w", err)
+	}
+	return filepath.Join(d, "spiral"), nil
+}
+
+// SetupLibPath returns where scripts/setup.sh installs the ONNX Runtime
+// shared library.
+func SetupLibPath() string {
+	d, err := CacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "onnxruntime-"+ORTVersion, "libonnxruntime.so")
+}
+
+// DeviceKind is the execution provider family a Runtime uses.
+type DeviceKind int
+
+const (
+	// CPU runs every session on ONNX Runtime's CPU execution provider.
+	CPU DeviceKind = iota
+	// CUDA appends ONNX Runtime's CUDA execution provider to every session.
+	CUDA
+)
+
+// Device is a parsed --device value.
+type Device struct {
+	Kind DeviceKind
+	// ID is the CUDA device ordinal; 0 for CPU.
+	ID int
+}
+
+// String renders d the way --device accepts it.
+func (d Device) String() string {
+	if d.Kind == CUDA {
+		return "cuda:" + strconv.Itoa(d.ID)
+	}
+	return "cpu"
+}
+
+// ParseDevice parses "cpu", "cuda", "cuda:N" or "auto". auto reports
+// auto=true and the CUDA device 0; the caller falls back to CPU when CUDA
+// cannot load.
+func ParseDevice(s string) (d Device, auto bool, err error) {
+	switch s := strings.TrimSpace(strings.ToLower(s)); {
+	case s == "" || s == "cpu":
+		return Device{Kind: CPU}, false, nil
+	case s == "auto":
+		return Device{Kind: CUDA}, true, nil
+	case s == "cuda":
+		return Device{Kind: CUDA}, false, nil
+	case strings.HasPrefix(s, "cuda:"):
+		n, err := strconv.Atoi(s[len("cuda:"):])
+		if err != nil || n < 0 {
+			return Device{}, false, fmt.Errorf("model: device %q: want cuda:N with N a non-negative integer", s)
+		}
+		return Device{Kind: CUDA, ID: n}, false, nil
+	}
+	return Device{}, false, fmt.Errorf("model: device %q: want cpu, cuda, cuda:N or auto", s)
+}
+
+// RuntimeOptions configures OpenRuntime. The zero value loads the library
+// from $ONNXRUNTIME_LIB or the setup location and runs on the CPU with ONNX
+// Runtime's default thread count.
+type RuntimeOptions struct {
+	// LibPath is the ONNX Runtime shared library (--ort-lib); tried first.
+	LibPath string
+	// Device is "cpu" (default), "cuda", "cuda:N" or "auto".
+	Device string
+	// Threads is the intra-op thread count per session; 0 = ONNX Runtime's
+	// default (one per physical core).
+	Threads int
+	// Warn receives one-line warnings (the auto fallback); nil = os.Stderr.
+	Warn io.Writer
+}
+
+// Runtime owns the process's ONNX Runtime environment. Build one in main,
+// pass it down, Close it with defer. onnxruntime_go keeps the environment in
+// package state, so at most one Runtime is open per process.
+type Runtime struct {
+	lib     string
+	device  Device
+	threads int
+}
+
+// LibraryNotFoundError reports that no candidate ONNX Runtime library loaded.
+type LibraryNotFoundError struct {
+	// Tried lists each place looked at ("--ort-lib", "$ONNXRUNTIME_LIB",
+	// "setup location") with its path and why it failed.
+	Tried []string
+}
+
+func (e *LibraryNotFoundError) Error() string {
+	return fmt.Sprintf("model: no ONNX Runtime library could be loaded; tried:\n  %s\nrun %s to install ONNX Runtime %s, or pass --ort-lib / set %s",
+		strings.Join(e.Tried, "\n  "), SetupCommand, ORTVersion, LibEnvVar)
+}
+
+// OpenRuntime loads the ONNX Runtime shared library, trying in order
+// opt.LibPath (--ort-lib), $ONNXRUNTIME_LIB and the setup location, and
+// initialises the environment. With Device cuda it checks that the CUDA
+// execution provider can be appended and fails otherwise; with auto it
+// falls back to CPU with a one-line warning.
+func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
+	dev, auto, err := ParseDevice(opt.Device)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Threads < 0 {
+		return nil, fmt.Errorf("model: threads %d: want >= 0", opt.Threads)
+	}
+	if ort.IsInitialized() {
+		return nil, errors.New("model: an ONNX Runtime environment is already open in this process")
+	}
+	candidates := []struct{ what, path string }{
+		{"--ort-lib", opt.LibPath},
+		{"$" + LibEnvVar, os.Getenv(LibEnvVar)},
+		{"setup location", SetupLibPath()},
+	}
+	var tried []string
+	var lib string
+	for _, c := range candidates {
+		if c.path == "" {
+			tried = append(tried, c.what+": not set")
+			continue
+		}
+		if _, err := os.Stat(c.path); err != nil {
+			tried = append(tried, fmt.Sprintf("%s: %s: no such file", c.what, c.path))
+			continue
+		}
+		ort.SetSharedLibraryPath(c.path)
+		if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
+			tried = append(tried, fmt.Sprintf("%s: %s: %v", c.what, c.path, err))
+			continue
+		}
+		lib = c.path
+		break
+	}
+	if lib == "" {
+		return nil, &LibraryNotFoundError{Tried: tried}
+	}
+	r := &Runtime{lib: lib, device: dev, threads: opt.Threads}
+	if dev.Kind == CUDA {
+		if err := r.checkCUDA(); err != nil {
+			if !auto {
+				return nil, errors.Join(err, r.Close())
+			}
+			w := opt.Warn
+			if w == nil {
+				w = os.Stderr
+			}
+			fmt.Fprintf(w, "spiral: warning: --device auto: CUDA unavailable (%v); using CPU\n", firstLine(err.Error()))
+			r.device = Device{Kind: CPU}
+		}
+	}
+	return r, nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func (r *Runtime) checkCUDA() error {
+	so, err := r.NewSessionOptions()
+	if err != nil {
+		return err
+	}
+	return so.Destroy()
+}
+
+// Close releases the ONNX Runtime environment.
+func (r *Runtime) Close() error {
+	if !ort.IsInitialized() {
+		return nil
+	}
+	if err := ort.DestroyEnvironment(); err != nil {
+		return fmt.Errorf("model: close ONNX Runtime: %w", err)
+	}
+	return nil
+}
+
+// Version returns the version string reported by the loaded library.
+func (r *Runtime) Version() string { return ort.GetVersion() }
+
+// LibraryPath returns the path of the loaded ONNX Runtime library.
+func (r *Runtime) LibraryPath() string { return r.lib }
+
+// Device returns the device sessions run on (CPU after an auto fallback).
+func (r *Runtime) Device() Device { return r.device }
+
+// Threads returns the intra-op thread count (0 = ONNX Runtime's default).
+func (r *Runtime) Threads() int { return r.threads }
+
+// NewSessionOptions returns session options with the runtime's thread count
+// and, on CUDA, the CUDA execution provider appended. The caller destroys
+// them.
+func (r *Runtime) NewSessionOptions() (*ort.SessionOptions, error) {
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("model: session options: %w", err)
+	}
+	if r.threads > 0 {
+		if err := so.SetIntraOpNumThreads(r.threads); err != nil {
+			return nil, errors.Join(fmt.Errorf("model: set %d threads: %w", r.threads, err), so.Destroy())
+		}
+	}
+	if r.device.Kind == CUDA {
+		if err := r.appendCUDA(so); err != nil {
+			return nil, errors.Join(err, so.Destroy())
+		}
+	}
+	return so, nil
+}
+
+func (r *Runtime) appendCUDA(so *ort.SessionOptions) error {
+	co, err := ort.NewCUDAProviderOptions()
+	if err != nil {
+		return fmt.Errorf("model: ONNX Runtime library %s has no CUDA execution provider (CUDA provider options: %v)", r.lib, err)
+	}
+	defer co.Destroy()
+	if err := co.Update(map[string]string{"device_id": strconv.Itoa(r.device.ID)}); err != nil {
+		return fmt.Errorf("model: CUDA provider options for device %d: %w", r.device.ID, err)
+	}
+	if err := so.AppendExecutionProviderCUDA(co); err != nil {
+		return fmt.Errorf("model: ONNX Runtime library %s cannot append the CUDA execution provider (needs a GPU build with libonnxruntime_providers_cuda.so, CUDA and cuDNN beside it): %v", r.lib, err)
+	}
+	return nil
+}
