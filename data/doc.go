@@ -1,0 +1,47 @@
+// Package data loads math problem sets, shuffles them reproducibly, renders
+// the prompt templates, and (in sub-package synth) generates the embedded
+// synthetic arithmetic task.
+//
+// # Loading
+//
+// [Load] reads JSONL, JSON (an array of rows, an object of rows keyed by id,
+// or an object holding one array of rows such as {"data": [...]}) and
+// Parquet. Every row is first turned into plain Go values (maps, slices,
+// strings, numbers), so the same field mapping and validation apply to every
+// format:
+//
+//   - The problem comes from the field named by [LoadOptions.ProblemField], or
+//     the first of [ProblemFields] present in the first row (exact name
+//     first, then case-insensitive). A list of chat messages
+//     ([{role, content}, ...], as in verl parquet files) yields the content of
+//     its last user message. A known instruction suffix such as "Please
+//     reason step by step, and put your final answer within \boxed{}." is cut
+//     from the end (see [InstructionSuffixes]), because the search template
+//     adds its own.
+//   - The gold answer comes from [LoadOptions.AnswerField], or the first of
+//     [AnswerFields] present, looked up at the top level and then one level
+//     down (reward_model.ground_truth). Dotted paths name nested fields.
+//     Numbers become their shortest decimal form (27.0 -> "27"). A worked
+//     solution yields the content of its last \boxed{} (see [LastBoxed]), or
+//     the text after a final "####" marker (GSM8K); fields that are worked
+//     solutions by name ([SolutionFields]) must contain one of the two.
+//   - Malformed rows, missing fields and wrong types are errors that name the
+//     file, the line (JSONL) or row (JSON, Parquet), and the field. Empty
+//     problems, empty answers and duplicate problems are skipped and reported
+//     by [Dataset.Skipped]; they are never silently kept or dropped.
+//
+// Problem.Source is "path:LINE" for JSONL (1-based line) and "path:row N"
+// for JSON and Parquet (0-based row, as in the files' own indices).
+//
+// # Shuffling
+//
+// [Sampler] visits a dataset in epochs; epoch e is the permutation drawn
+// from a PCG generator seeded with (seed, e), so a saved [Cursor] (seed,
+// epoch, position) restores the exact same sequence.
+//
+// # Templates
+//
+// [Templates] holds the search and aggregation prompts as text/template
+// sources; the defaults are embedded from templates/*.txt and either can be
+// replaced by a file.
+package data

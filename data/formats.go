@@ -1,0 +1,289 @@
+package data
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// Format names accepted by [LoadOptions.Format].
+const (
+	FormatJSONL   = "jsonl"
+	FormatJSON    = "json"
+	FormatParquet = "parquet"
+)
+
+// record is one row of a file, decoded into plain Go values: map[string]any
+// for objects, []any for lists, string, json.Number or a Go number type,
+// bool, nil.
+type record struct {
+	loc   string // "path:LINE" (JSONL) or "path:row N" (JSON, Parquet)
+	key   string // the row's key in a JSON object of rows, else ""
+	value any
+}
+
+// detectFormat returns the format named by ext, or found by sniffing the
+// first bytes of the file when the extension is unknown.
+func detectFormat(path string, opt string) (string, error) {
+	switch f := strings.ToLower(opt); f {
+	case FormatJSONL, FormatJSON, FormatParquet:
+		return f, nil
+	case "ndjson":
+		return FormatJSONL, nil
+	case "":
+	default:
+		return "", fmt.Errorf("data: %s: unknown format %q (want %s, %s or %s)", path, opt, FormatJSONL, FormatJSON, FormatParquet)
+	}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".jsonl", ".ndjson":
+		return FormatJSONL, nil
+	case ".json":
+		return FormatJSON, nil
+	case ".parquet", ".pq":
+		return FormatParquet, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("data: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("data: %s: %w", path, err)
+	}
+	head = head[:n]
+	switch t := bytes.TrimLeft(bytes.TrimPrefix(head, utf8BOM), " \t\r\n"); {
+	case bytes.HasPrefix(head, []byte("PAR1")):
+		return FormatParquet, nil
+	case bytes.HasPrefix(t, []byte("[")):
+		return FormatJSON, nil
+	case bytes.HasPrefix(t, []byte("{")):
+		// One object per line is JSONL; an object spanning lines is JSON.
+		line, _, _ := bytes.Cut(t, []byte("\n"))
+		if json.Valid(bytes.TrimSpace(line)) {
+			return FormatJSONL, nil
+		}
+		return FormatJSON, nil
+	}
+	return "", fmt.Errorf("data: %s: cannot detect the format from the extension %q or the content; set the format explicitly", path, filepath.Ext(path))
+}
+
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// readRecords calls fn for every row of the file in order.
+func readRecords(path, format string, fn func(record) error) error {
+	switch format {
+	case FormatJSONL:
+		return readJSONL(path, fn)
+	case FormatJSON:
+		return readJSON(path, fn)
+	case FormatParquet:
+		return readParquet(path, fn)
+	}
+	return fmt.Errorf("data: %s: unknown format %q", path, format)
+}
+
+func decodeStrict(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("extra data after the JSON value")
+	}
+	return v, nil
+}
+
+// readJSONL reads one JSON object per line; blank lines are ignored.
+func readJSONL(path string, fn func(record) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<16)
+	for lineNo := 1; ; lineNo++ {
+		line, err := br.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("data: %s:%d: %w", path, lineNo, err)
+		}
+		if lineNo == 1 {
+			line = bytes.TrimPrefix(line, utf8BOM)
+		}
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			v, derr := decodeStrict(t)
+			if derr != nil {
+				return fmt.Errorf("data: %s:%d: malformed JSON: %w", path, lineNo, derr)
+			}
+			if ferr := fn(record{loc: fmt.Sprintf("%s:%d", path, lineNo), value: v}); ferr != nil {
+				return ferr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+	}
+}
+
+// lineOf returns the 1-based line of byte offset off in b.
+func lineOf(b []byte, off int64) int {
+	if off > int64(len(b)) {
+		off = int64(len(b))
+	}
+	return 1 + bytes.Count(b[:off], []byte("\n"))
+}
+
+// readJSON reads an array of rows, an object of rows keyed by id, or an
+// object that holds exactly one array of rows.
+func readJSON(path string, fn func(record) error) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	b = bytes.TrimPrefix(b, utf8BOM)
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil // no rows; the caller reports the empty file
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	syntax := func(err error) error {
+		off := dec.InputOffset()
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			off = se.Offset
+		}
+		return fmt.Errorf("data: %s:%d: malformed JSON: %w", path, lineOf(b, off), err)
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return syntax(err)
+	}
+	switch tok {
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				return syntax(err)
+			}
+			if err := fn(record{loc: fmt.Sprintf("%s:row %d", path, i), value: v}); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return syntax(err)
+		}
+	case json.Delim('{'):
+		var keys []string
+		var vals []any
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return syntax(err)
+			}
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				return syntax(err)
+			}
+			keys = append(keys, kt.(string))
+			vals = append(vals, v)
+		}
+		if _, err := dec.Token(); err != nil {
+			return syntax(err)
+		}
+		if err := objectRows(path, keys, vals, fn); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("data: %s:1: top-level JSON value is %s, want an array or an object of rows", path, typeName(tok))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("data: %s:%d: malformed JSON: extra data after the top-level value", path, lineOf(b, dec.InputOffset()))
+	}
+	return nil
+}
+
+// objectRows interprets a top-level JSON object: either every value is a
+// row (keyed by id) or exactly one value is an array of rows.
+func objectRows(path string, keys []string, vals []any, fn func(record) error) error {
+	allObjects := len(vals) > 0
+	for _, v := range vals {
+		if _, ok := v.(map[string]any); !ok {
+			allObjects = false
+			break
+		}
+	}
+	if allObjects {
+		for i, v := range vals {
+			if err := fn(record{loc: fmt.Sprintf("%s:row %q", path, keys[i]), key: keys[i], value: v}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var arrays []int
+	for i, v := range vals {
+		if _, ok := v.([]any); ok {
+			arrays = append(arrays, i)
+		}
+	}
+	if len(arrays) != 1 {
+		return fmt.Errorf("data: %s: top-level JSON object holds %d arrays and is not an object of rows; want an array of rows, an object of rows keyed by id, or an object with one array of rows", path, len(arrays))
+	}
+	k := keys[arrays[0]]
+	for i, v := range vals[arrays[0]].([]any) {
+		if err := fn(record{loc: fmt.Sprintf("%s:%s row %d", path, k, i), value: v}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readParquet reads every row of a Parquet file as a map of plain values.
+// A corrupt file that makes the Parquet library panic is reported as an
+// error.
+func readParquet(path string, fn func(record) error) (err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return fmt.Errorf("data: %s: not a readable Parquet file: %w", path, err)
+	}
+	row := -1
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("data: %s:row %d: corrupt Parquet data: %v", path, row, p)
+		}
+	}()
+	r := parquet.NewReader(pf)
+	defer r.Close()
+	for row = 0; ; row++ {
+		m := map[string]any{}
+		if rerr := r.Read(&m); rerr != nil {
+			if errors.Is(rerr, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("data: %s:row %d: reading Parquet: %w", path, row, rerr)
+		}
+		if ferr := fn(record{loc: fmt.Sprintf("%s:row %d", path, row), value: m}); ferr != nil {
+			return ferr
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package data
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// inspectExamples is how many problems Inspect prints.
+const inspectExamples = 3
+
+// inspectWidth caps the characters of a problem or answer Inspect prints.
+const inspectWidth = 300
+
+// Inspect loads path with opt and prints its detected format, field
+// mapping, record count, skipped rows, and the first three problems. It
+// returns Load's error for a bad file (after printing nothing).
+func Inspect(w io.Writer, path string, opt LoadOptions) error {
+	ds, err := Load(path, opt)
+	if err != nil {
+		return err
+	}
+	m := ds.Mapping
+	var b strings.Builder
+	fmt.Fprintf(&b, "file:     %s\n", ds.Path)
+	fmt.Fprintf(&b, "format:   %s\n", ds.Format)
+	problem := m.ProblemField
+	if m.ChatProblems > 0 {
+		problem += " (last user message of a chat list)"
+	}
+	if m.SuffixesCut > 0 {
+		problem += fmt.Sprintf(" (instruction suffix cut from %d)", m.SuffixesCut)
+	}
+	fmt.Fprintf(&b, "problem:  %s\n", problem)
+	fmt.Fprintf(&b, "answer:   %s (%s)\n", m.AnswerField, answerFrom(m.AnswerFrom))
+	id := m.IDField
+	if id == "" {
+		id = "(positional or object key)"
+	}
+	fmt.Fprintf(&b, "id:       %s\n", id)
+	fmt.Fprintf(&b, "records:  %d read, %d kept, %d skipped\n", ds.Records, len(ds.Problems), len(ds.skipped))
+	for _, s := range ds.skipped {
+		fmt.Fprintf(&b, "  skipped %s: %s\n", s.Source, s.Reason)
+	}
+	for i, p := range ds.Problems[:min(inspectExamples, len(ds.Problems))] {
+		fmt.Fprintf(&b, "\nexample %d  id=%s  source=%s\n", i+1, p.ID, p.Source)
+		fmt.Fprintf(&b, "  problem: %s\n", clip(p.Problem))
+		fmt.Fprintf(&b, "  answer:  %s\n", clip(p.Answer))
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("data: inspect: %w", err)
+	}
+	return nil
+}
+
+func answerFrom(counts map[string]int) string {
+	desc := map[string]string{"field": "value as is", "boxed": `last \boxed{}`, "####": "text after ####"}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s: %d", desc[k], counts[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// clip shortens s to inspectWidth runes on one line.
+func clip(s string) string {
+	s = strings.ReplaceAll(s, "\n", `\n`)
+	r := []rune(s)
+	if len(r) > inspectWidth {
+		return string(r[:inspectWidth]) + "…"
+	}
+	return s
+}

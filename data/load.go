@@ -1,0 +1,468 @@
+package data
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Problem is one math problem with its gold answer.
+type Problem struct {
+	// ID is the row's own id (fields id, unique_id, index, problem_idx or
+	// the key of a JSON object of rows) when it has one, else
+	// "<file name>:<record number>". IDs are unique within a Dataset.
+	ID string `json:"id"`
+	// Problem is the problem statement, without any instruction suffix.
+	Problem string `json:"problem"`
+	// Answer is the gold answer as text (never empty).
+	Answer string `json:"answer"`
+	// Source is where the row came from: "path:LINE" or "path:row N".
+	Source string `json:"source"`
+}
+
+// LoadOptions controls [Load]. The zero value detects everything.
+type LoadOptions struct {
+	// ProblemField names the problem field; "" detects one of
+	// [ProblemFields]. Dots name nested fields ("prompt.content" is not
+	// needed for chat lists, which are recognised by their shape).
+	ProblemField string
+	// AnswerField names the gold-answer field; "" detects one of
+	// [AnswerFields], also one level down (reward_model.ground_truth).
+	AnswerField string
+	// IDField names the id field; "" detects one of [IDFields]; "-" uses
+	// positional ids.
+	IDField string
+	// Format is "jsonl", "json" or "parquet"; "" detects it from the
+	// extension (.jsonl/.ndjson, .json, .parquet) or, failing that, the
+	// content.
+	Format string
+	// KeepInstructions keeps known instruction suffixes on problems
+	// instead of cutting them (see [InstructionSuffixes]).
+	KeepInstructions bool
+}
+
+// Field names tried, in order, when a field is not given. Matching is exact
+// first, then case-insensitive.
+var (
+	// ProblemFields are the detected names of the problem field.
+	ProblemFields = []string{"problem", "question", "prompt", "input", "query"}
+	// AnswerFields are the detected names of the gold-answer field; a
+	// worked solution comes last so that a short answer wins when both
+	// exist.
+	AnswerFields = []string{"answer", "final_answer", "ground_truth", "expected_answer", "gold", "target", "solution"}
+	// SolutionFields are answer fields that hold a worked solution, whose
+	// final answer must be extracted (last \boxed{} or "####").
+	SolutionFields = []string{"solution", "rationale", "response", "completion"}
+	// IDFields are the detected names of the id field.
+	IDFields = []string{"id", "unique_id", "uid", "problem_id", "index", "problem_idx"}
+	// InstructionSuffixes are instructions that data sets append to the
+	// problem; Load cuts them (one, at the very end) unless
+	// KeepInstructions is set, because the search template adds its own.
+	InstructionSuffixes = []string{
+		`Please reason step by step, and put your final answer within \boxed{}.`,
+		`Let's think step by step and output the final answer within \boxed{}.`,
+		`Let's think step by step and output the final answer within \boxed{}`,
+		`Please put your final answer within \boxed{}.`,
+	}
+)
+
+// Mapping records which fields a Dataset was read from.
+type Mapping struct {
+	ProblemField string `json:"problem_field"`
+	AnswerField  string `json:"answer_field"`
+	IDField      string `json:"id_field,omitempty"` // "" when ids are positional or object keys
+	// AnswerFrom counts how gold answers were obtained: "field" (the value
+	// as is), "boxed" (last \boxed{} of the value), "####" (after the
+	// GSM8K marker).
+	AnswerFrom map[string]int `json:"answer_from"`
+	// ChatProblems counts problems taken from a list of chat messages.
+	ChatProblems int `json:"chat_problems,omitempty"`
+	// SuffixesCut counts problems whose instruction suffix was cut.
+	SuffixesCut int `json:"suffixes_cut,omitempty"`
+}
+
+// SkippedRow is a row that Load read but did not keep.
+type SkippedRow struct {
+	Source string `json:"source"`
+	Reason string `json:"reason"`
+}
+
+// Dataset is a loaded problem set.
+type Dataset struct {
+	// Path is the file read ("" for generated sets).
+	Path string `json:"path,omitempty"`
+	// Format is the format read: "jsonl", "json" or "parquet".
+	Format string `json:"format,omitempty"`
+	// Mapping is the field mapping used.
+	Mapping Mapping `json:"mapping"`
+	// Records is the number of rows read, kept or skipped.
+	Records int `json:"records"`
+	// Problems are the kept problems, in file order.
+	Problems []Problem `json:"problems"`
+
+	skipped []SkippedRow
+}
+
+// Len returns the number of kept problems.
+func (d *Dataset) Len() int { return len(d.Problems) }
+
+// Skipped returns the rows that were read but not kept (empty problem,
+// empty answer, duplicate problem, no final answer in a worked solution),
+// each with its source and reason, in file order.
+func (d *Dataset) Skipped() []SkippedRow { return slices.Clone(d.skipped) }
+
+// NewDataset builds a Dataset from problems (for generated sets), applying
+// the same rules as Load: empty and duplicate problems are skipped and
+// reported, empty IDs get positional ones, repeated IDs are made unique.
+func NewDataset(name string, problems []Problem) *Dataset {
+	b := newBuilder(name)
+	for i, p := range problems {
+		src := p.Source
+		if src == "" {
+			src = fmt.Sprintf("%s:row %d", name, i)
+		}
+		b.add(p.ID, p.Problem, p.Answer, src, "", i)
+	}
+	b.ds.Records = len(problems)
+	return b.ds
+}
+
+// builder accumulates problems, skipping empty and duplicate ones.
+type builder struct {
+	ds   *Dataset
+	name string
+	seen map[string]string // normalised problem -> source of first copy
+	ids  map[string]bool
+}
+
+func newBuilder(path string) *builder {
+	return &builder{
+		ds:   &Dataset{Path: path, Mapping: Mapping{AnswerFrom: map[string]int{}}},
+		name: filepath.Base(path),
+		seen: map[string]string{},
+		ids:  map[string]bool{},
+	}
+}
+
+func (b *builder) skip(src, reason string) {
+	b.ds.skipped = append(b.ds.skipped, SkippedRow{Source: src, Reason: reason})
+}
+
+func (b *builder) add(id, problem, answer, src, skipReason string, n int) {
+	problem = strings.TrimSpace(problem)
+	answer = strings.TrimSpace(answer)
+	switch {
+	case problem == "":
+		b.skip(src, "empty problem")
+		return
+	case skipReason != "":
+		b.skip(src, skipReason)
+		return
+	case answer == "":
+		b.skip(src, "empty answer")
+		return
+	}
+	key := strings.Join(strings.Fields(problem), " ")
+	if first, dup := b.seen[key]; dup {
+		b.skip(src, "duplicate problem (first at "+first+")")
+		return
+	}
+	b.seen[key] = src
+	if id == "" {
+		id = fmt.Sprintf("%s:%d", b.name, n)
+	}
+	for base, k := id, 2; b.ids[id]; k++ {
+		id = fmt.Sprintf("%s~%d", base, k)
+	}
+	b.ids[id] = true
+	b.ds.Problems = append(b.ds.Problems, Problem{ID: id, Problem: problem, Answer: answer, Source: src})
+}
+
+// Load reads a problem set from path. See the package documentation for
+// the formats, the field mapping and what is skipped. It returns an error
+// naming the file, line or row, and field for malformed rows, missing
+// fields and values of the wrong type, and for a file with no usable rows.
+func Load(path string, opt LoadOptions) (*Dataset, error) {
+	format, err := detectFormat(path, opt.Format)
+	if err != nil {
+		return nil, err
+	}
+	b := newBuilder(path)
+	b.ds.Format = format
+	var m *fieldMap
+	n := 0
+	err = readRecords(path, format, func(r record) error {
+		row, ok := r.value.(map[string]any)
+		if !ok {
+			return fmt.Errorf("data: %s: row is %s, want an object", r.loc, typeName(r.value))
+		}
+		if m == nil {
+			fm, err := detectFields(row, opt, r.key != "")
+			if err != nil {
+				return fmt.Errorf("data: %s: %w", r.loc, err)
+			}
+			m = fm
+			b.ds.Mapping.ProblemField = fm.problem
+			b.ds.Mapping.AnswerField = fm.answer
+			b.ds.Mapping.IDField = fm.id
+		}
+		n++
+		return b.addRow(r, row, m, opt, n-1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.ds.Records = n
+	if n == 0 {
+		return nil, fmt.Errorf("data: %s: no records (empty file)", path)
+	}
+	if len(b.ds.Problems) == 0 {
+		return nil, fmt.Errorf("data: %s: none of the %d records is usable (first skipped: %s: %s)", path, n, b.ds.skipped[0].Source, b.ds.skipped[0].Reason)
+	}
+	return b.ds, nil
+}
+
+// fieldMap is the resolved mapping of one file.
+type fieldMap struct {
+	problem, answer, id string
+	solution            bool // the answer field is a worked solution
+}
+
+func detectFields(row map[string]any, opt LoadOptions, keyed bool) (*fieldMap, error) {
+	m := &fieldMap{problem: opt.ProblemField, answer: opt.AnswerField, id: opt.IDField}
+	var ok bool
+	if m.problem == "" {
+		if m.problem, ok = findField(row, ProblemFields, false); !ok {
+			return nil, fmt.Errorf("no problem field: none of %v among the fields %v; set the problem field", ProblemFields, fieldNames(row))
+		}
+	}
+	if m.answer == "" {
+		if m.answer, ok = findField(row, AnswerFields, true); !ok {
+			return nil, fmt.Errorf("no answer field: none of %v among the fields %v; set the answer field", AnswerFields, fieldNames(row))
+		}
+	}
+	switch {
+	case m.id == "-":
+		m.id = ""
+	case m.id == "" && !keyed:
+		m.id, _ = findField(row, IDFields, false)
+	}
+	leaf := m.answer[strings.LastIndex(m.answer, ".")+1:]
+	for _, s := range SolutionFields {
+		if strings.EqualFold(leaf, s) {
+			m.solution = true
+		}
+	}
+	return m, nil
+}
+
+// findField returns the first of names present in row (exact, then
+// case-insensitive), and with nested set also one level down as
+// "outer.inner".
+func findField(row map[string]any, names []string, nested bool) (string, bool) {
+	keys := fieldNames(row)
+	for _, n := range names {
+		if _, ok := row[n]; ok {
+			return n, true
+		}
+		for _, k := range keys {
+			if strings.EqualFold(k, n) {
+				return k, true
+			}
+		}
+	}
+	if !nested {
+		return "", false
+	}
+	for _, n := range names {
+		for _, k := range keys {
+			inner, ok := row[k].(map[string]any)
+			if !ok {
+				continue
+			}
+			if f, ok := findField(inner, []string{n}, false); ok {
+				return k + "." + f, true
+			}
+		}
+	}
+	return "", false
+}
+
+func fieldNames(row map[string]any) []string {
+	keys := make([]string, 0, len(row))
+	for k := range row {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// lookup follows a dotted path; a key containing dots is tried whole first.
+func lookup(row map[string]any, path string) (any, bool) {
+	if v, ok := row[path]; ok {
+		return v, true
+	}
+	head, rest, found := strings.Cut(path, ".")
+	if !found {
+		return nil, false
+	}
+	inner, ok := row[head].(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	return lookup(inner, rest)
+}
+
+func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOptions, n int) error {
+	pv, ok := lookup(row, m.problem)
+	if !ok {
+		return fmt.Errorf("data: %s: field %q: missing", r.loc, m.problem)
+	}
+	problem, chat, err := problemText(pv)
+	if err != nil {
+		return fmt.Errorf("data: %s: field %q: %w", r.loc, m.problem, err)
+	}
+	if chat {
+		b.ds.Mapping.ChatProblems++
+	}
+	if !opt.KeepInstructions {
+		var cut bool
+		if problem, cut = cutInstruction(problem); cut {
+			b.ds.Mapping.SuffixesCut++
+		}
+	}
+	av, ok := lookup(row, m.answer)
+	if !ok {
+		return fmt.Errorf("data: %s: field %q: missing", r.loc, m.answer)
+	}
+	answer, err := scalarText(av)
+	if err != nil {
+		return fmt.Errorf("data: %s: field %q: %w", r.loc, m.answer, err)
+	}
+	skipReason := ""
+	if a, method, found := FinalAnswer(answer); found {
+		answer = a
+		b.countFrom(method)
+	} else if m.solution && strings.TrimSpace(answer) != "" {
+		skipReason = fmt.Sprintf("field %q: no final answer (\\boxed{} or ####) in the worked solution", m.answer)
+	} else {
+		b.countFrom("field")
+	}
+	id := r.key
+	if m.id != "" {
+		if iv, ok := lookup(row, m.id); ok && iv != nil {
+			if id, err = scalarText(iv); err != nil {
+				return fmt.Errorf("data: %s: field %q: %w", r.loc, m.id, err)
+			}
+		}
+	}
+	b.add(id, problem, answer, r.loc, skipReason, n)
+	return nil
+}
+
+func (b *builder) countFrom(method string) { b.ds.Mapping.AnswerFrom[method]++ }
+
+// problemText turns a problem value into text: a string as is, or the
+// content of the last user message of a chat list.
+func problemText(v any) (text string, chat bool, err error) {
+	switch x := v.(type) {
+	case string:
+		return x, false, nil
+	case []any:
+		last := -1
+		for i, e := range x {
+			msg, ok := e.(map[string]any)
+			if !ok {
+				return "", false, fmt.Errorf("list element %d is %s, want a chat message {role, content}", i, typeName(e))
+			}
+			role, _ := msg["role"].(string)
+			if role == "user" {
+				last = i
+			}
+		}
+		if last < 0 {
+			return "", false, errors.New("chat message list has no user message")
+		}
+		c, ok := x[last].(map[string]any)["content"].(string)
+		if !ok {
+			return "", false, fmt.Errorf("chat message %d: content is %s, want a string", last, typeName(x[last].(map[string]any)["content"]))
+		}
+		return c, true, nil
+	}
+	return "", false, fmt.Errorf("wrong type: %s, want a string or a list of chat messages", typeName(v))
+}
+
+// cutInstruction removes one known instruction suffix from the end of p.
+func cutInstruction(p string) (string, bool) {
+	t := strings.TrimSpace(p)
+	for _, s := range InstructionSuffixes {
+		if strings.HasSuffix(t, s) {
+			return strings.TrimSpace(strings.TrimSuffix(t, s)), true
+		}
+	}
+	return p, false
+}
+
+// scalarText turns a string or number into text. Integral numbers print
+// without a fraction (27.0 -> "27"); others in their shortest form.
+func scalarText(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case json.Number:
+		if f, err := x.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			return strconv.FormatFloat(f, 'f', -1, 64), nil
+		}
+		return x.String(), nil
+	case float64:
+		return formatFloat(x), nil
+	case float32:
+		return formatFloat(float64(x)), nil
+	case int:
+		return strconv.Itoa(x), nil
+	case int32:
+		return strconv.FormatInt(int64(x), 10), nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case uint32:
+		return strconv.FormatUint(uint64(x), 10), nil
+	case uint64:
+		return strconv.FormatUint(x, 10), nil
+	case []byte:
+		return string(x), nil
+	}
+	return "", fmt.Errorf("wrong type: %s, want a string or a number", typeName(v))
+}
+
+func formatFloat(f float64) string {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// typeName names the JSON-like type of v for error messages.
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case json.Number, float64, float32, int, int32, int64, uint32, uint64:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	case json.Delim:
+		return fmt.Sprintf("%q", v)
+	}
+	return fmt.Sprintf("%T", v)
+}

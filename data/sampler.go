@@ -1,0 +1,95 @@
+package data
+
+import (
+	"fmt"
+	"math/rand/v2"
+)
+
+// Cursor is a Sampler's position, saved in checkpoints: Position problems
+// of epoch Epoch have been handed out; the permutation of each epoch is
+// derived from (Seed, Epoch). Size, when non-zero, is the dataset length
+// the cursor was taken on, checked by Restore.
+type Cursor struct {
+	Epoch    int    `json:"epoch"`
+	Position int    `json:"position"`
+	Seed     uint64 `json:"seed"`
+	Size     int    `json:"size,omitempty"`
+}
+
+// epochStream is the PCG stream selector mixed with the epoch number, so
+// that epoch 0 of seed s and the plain PCG(s, 0) stream differ.
+const epochStream = 0x9E3779B97F4A7C15
+
+// Sampler hands out the problems of a Dataset in shuffled epochs. Each
+// epoch is a fresh permutation that depends only on (seed, epoch), so a
+// Sampler restored from a Cursor continues exactly as the original would
+// have. It is not safe for concurrent use.
+type Sampler struct {
+	ds    *Dataset
+	seed  uint64
+	epoch int
+	pos   int
+	perm  []int // permutation of the current epoch
+}
+
+// NewSampler returns a Sampler at the start of epoch 0. It panics if ds has
+// no problems (Load never returns such a Dataset).
+func NewSampler(ds *Dataset, seed uint64) *Sampler {
+	if ds == nil || len(ds.Problems) == 0 {
+		panic("data: NewSampler: empty dataset")
+	}
+	s := &Sampler{ds: ds, seed: seed}
+	s.perm = EpochPermutation(len(ds.Problems), seed, 0)
+	return s
+}
+
+// EpochPermutation returns the visiting order of epoch of a dataset of n
+// problems: a Fisher-Yates permutation drawn from PCG(seed, epoch ^
+// 0x9E3779B97F4A7C15).
+func EpochPermutation(n int, seed uint64, epoch int) []int {
+	r := rand.New(rand.NewPCG(seed, uint64(epoch)^epochStream))
+	return r.Perm(n)
+}
+
+// Next returns the next n problems, crossing into the next epoch (a new
+// permutation) when the current one is used up; so n may exceed the
+// dataset size. n <= 0 returns nil.
+func (s *Sampler) Next(n int) []Problem {
+	if n <= 0 {
+		return nil
+	}
+	out := make([]Problem, 0, n)
+	for len(out) < n {
+		if s.pos == len(s.perm) {
+			s.epoch++
+			s.pos = 0
+			s.perm = EpochPermutation(len(s.ds.Problems), s.seed, s.epoch)
+		}
+		out = append(out, s.ds.Problems[s.perm[s.pos]])
+		s.pos++
+	}
+	return out
+}
+
+// Cursor returns the current position.
+func (s *Sampler) Cursor() Cursor {
+	return Cursor{Epoch: s.epoch, Position: s.pos, Seed: s.seed, Size: len(s.ds.Problems)}
+}
+
+// Restore moves the sampler to c, adopting c.Seed. It fails when c does not
+// fit the dataset (negative fields, a position past the end, or a Size
+// different from the dataset's length).
+func (s *Sampler) Restore(c Cursor) error {
+	n := len(s.ds.Problems)
+	switch {
+	case c.Epoch < 0 || c.Position < 0:
+		return fmt.Errorf("data: restore cursor %+v: negative epoch or position", c)
+	case c.Size != 0 && c.Size != n:
+		return fmt.Errorf("data: restore cursor %+v: taken on %d problems, dataset has %d", c, c.Size, n)
+	case c.Position > n:
+		return fmt.Errorf("data: restore cursor %+v: position past the dataset's %d problems", c, n)
+	}
+	s.seed, s.epoch, s.pos = c.Seed, c.Epoch, c.Position
+	s.perm = EpochPermutation(n, s.seed, s.epoch)
+	return nil
+}

@@ -1,0 +1,162 @@
+package data
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"strings"
+	"text/template"
+)
+
+// The default prompt templates, for real models.
+var (
+	//go:embed templates/search.txt
+	defaultSearch string
+	//go:embed templates/aggregate.txt
+	defaultAggregate string
+)
+
+// DefaultSearchTemplate returns the source of the embedded search template.
+func DefaultSearchTemplate() string { return defaultSearch }
+
+// DefaultAggregateTemplate returns the source of the embedded aggregation
+// template.
+func DefaultAggregateTemplate() string { return defaultAggregate }
+
+// SearchData is what the search template is executed with.
+type SearchData struct {
+	Problem string
+}
+
+// Candidate is one candidate solution in the aggregation template; Number
+// counts from 1.
+type Candidate struct {
+	Number int
+	Text   string
+}
+
+// AggregateData is what the aggregation template is executed with.
+type AggregateData struct {
+	Problem    string
+	Candidates []Candidate
+}
+
+// Templates renders the search and aggregation prompts. Sources are Go
+// text/template text: the search template sees [SearchData], the
+// aggregation template [AggregateData]. One trailing newline of a source
+// (as editors add) is dropped; rendered prompts are the user turn only,
+// without any chat markup.
+type Templates struct {
+	search, aggregate *template.Template
+	searchSrc, aggSrc string
+}
+
+// LoadTemplates reads the templates from files; "" selects the embedded
+// default for that template.
+func LoadTemplates(searchPath, aggregatePath string) (*Templates, error) {
+	search, agg := defaultSearch, defaultAggregate
+	if searchPath != "" {
+		b, err := os.ReadFile(searchPath)
+		if err != nil {
+			return nil, fmt.Errorf("data: search template: %w", err)
+		}
+		search = string(b)
+	}
+	if aggregatePath != "" {
+		b, err := os.ReadFile(aggregatePath)
+		if err != nil {
+			return nil, fmt.Errorf("data: aggregation template: %w", err)
+		}
+		agg = string(b)
+	}
+	t, err := ParseTemplates(search, agg)
+	if err != nil {
+		return nil, fmt.Errorf("%w (files %q, %q)", err, searchPath, aggregatePath)
+	}
+	return t, nil
+}
+
+// DefaultTemplates returns the embedded templates.
+func DefaultTemplates() *Templates {
+	t, err := ParseTemplates(defaultSearch, defaultAggregate)
+	if err != nil {
+		panic("data: embedded templates: " + err.Error()) // a build defect
+	}
+	return t
+}
+
+// Probe strings that a template must carry into its output.
+const (
+	probeProblem   = "\x00problem\x00"
+	probeCandidate = "\x00candidate %d\x00"
+)
+
+// ParseTemplates parses template sources and checks them: each is executed
+// once with probe data, and the search output must contain the problem, the
+// aggregation output the problem and every candidate's text.
+func ParseTemplates(search, aggregate string) (*Templates, error) {
+	t := &Templates{searchSrc: trimOneNewline(search), aggSrc: trimOneNewline(aggregate)}
+	var err error
+	if t.search, err = template.New("search").Parse(t.searchSrc); err != nil {
+		return nil, fmt.Errorf("data: search template: %w", err)
+	}
+	if t.aggregate, err = template.New("aggregate").Parse(t.aggSrc); err != nil {
+		return nil, fmt.Errorf("data: aggregation template: %w", err)
+	}
+	out, err := t.Search(probeProblem)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.Contains(out, probeProblem) {
+		return nil, fmt.Errorf("data: search template: output does not contain the problem ({{.Problem}})")
+	}
+	cands := []string{fmt.Sprintf(probeCandidate, 1), fmt.Sprintf(probeCandidate, 2)}
+	if out, err = t.Aggregate(probeProblem, cands); err != nil {
+		return nil, err
+	}
+	if !strings.Contains(out, probeProblem) {
+		return nil, fmt.Errorf("data: aggregation template: output does not contain the problem ({{.Problem}})")
+	}
+	for _, c := range cands {
+		if !strings.Contains(out, c) {
+			return nil, fmt.Errorf("data: aggregation template: output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}})")
+		}
+	}
+	return t, nil
+}
+
+func trimOneNewline(s string) string {
+	if strings.HasSuffix(s, "\r\n") {
+		return s[:len(s)-2]
+	}
+	return strings.TrimSuffix(s, "\n")
+}
+
+// SearchSource returns the search template's source.
+func (t *Templates) SearchSource() string { return t.searchSrc }
+
+// AggregateSource returns the aggregation template's source.
+func (t *Templates) AggregateSource() string { return t.aggSrc }
+
+// Search renders the search prompt for problem.
+func (t *Templates) Search(problem string) (string, error) {
+	var sb strings.Builder
+	if err := t.search.Execute(&sb, SearchData{Problem: problem}); err != nil {
+		return "", fmt.Errorf("data: search template: %w", err)
+	}
+	return sb.String(), nil
+}
+
+// Aggregate renders the aggregation prompt for problem and its candidate
+// solutions, numbered from 1 in the given order.
+func (t *Templates) Aggregate(problem string, candidates []string) (string, error) {
+	d := AggregateData{Problem: problem, Candidates: make([]Candidate, len(candidates))}
+	for i, c := range candidates {
+		d.Candidates[i] = Candidate{Number: i + 1, Text: c}
+	}
+	var sb strings.Builder
+	if err := t.aggregate.Execute(&sb, d); err != nil {
+		return "", fmt.Errorf("data: aggregation template: %w", err)
+	}
+	return sb.String(), nil
+}
