@@ -256,7 +256,7 @@ func (r *Runtime) appendCUDA(so *ort.SessionOptions) error {
 	}
 	defer co.Destroy()
 	if err := co.Update(map[string]string{"device_id": strconv.Itoa(r.device.ID)}); err != nil {
-		return fmt.Errorf("model: CUDA provider options for device %d: %w", r.device.ID, err)
+		return fmt.Errorf("model: ONNX Runtime library %s cannot set up the CUDA execution provider for device %d (a GPU build needs libonnxruntime_providers_shared.so and libonnxruntime_providers_cuda.so beside it, plus CUDA and cuDNN): %w", r.lib, r.device.ID, err)
 	}
 	if err := so.AppendExecutionProviderCUDA(co); err != nil {
 		return fmt.Errorf("model: ONNX Runtime library %s cannot append the CUDA execution provider (needs a GPU build with libonnxruntime_providers_cuda.so, CUDA and cuDNN beside it): %v", r.lib, err)

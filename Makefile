@@ -1,0 +1,36 @@
+# The README's two commands are `make train` (set up, build, run the main job
+# on the embedded default) and `make test` (set up, then vet, format check and
+# every test). scripts/setup.sh is idempotent and prints the env file that
+# holds the cgo flags and library locations; each recipe sources it.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+GOFLAGS_BUILD := -ldflags "-X main.version=$(VERSION)"
+ENV = source "$$(scripts/setup.sh)"
+# Python's onnx package is the independent checker of generated graphs in tests.
+ONNX_PY_VERSION := 1.23.2
+ARGS ?=
+
+.PHONY: setup build train test test-slow bench vet
+
+setup:
+	@scripts/setup.sh >/dev/null
+
+build:
+	@$(ENV) && go build $(GOFLAGS_BUILD) -o spiral .
+
+train: build
+	./spiral train $(ARGS)
+
+vet:
+	@$(ENV) && go vet ./... && test -z "$$(gofmt -l . | tee /dev/stderr)"
+
+test: vet
+	@python3 -c 'import onnx' 2>/dev/null || python3 -m pip install --quiet "onnx==$(ONNX_PY_VERSION)"
+	@$(ENV) && go test -count=1 ./...
+
+test-slow: vet
+	@$(ENV) && go test -count=1 -tags slow -timeout 60m ./...
+
+bench:
+	@$(ENV) && go test -run '^$$' -bench . -benchtime 2x ./...

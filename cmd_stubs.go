@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/pflag"
+)
+
+// The commands below are registered with their flags so that --help
+// documents them, but their implementations have not landed yet: running
+// them says so and exits non-zero.
+
+func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	var rf runtimeFlags
+	rf.register(fs)
+	fs.String("model", "", "ONNX causal LM (default: the embedded tiny model)")
+	fs.String("data", "", "training problems: JSONL, JSON or Parquet (default: the embedded arithmetic task)")
+	fs.String("algo", "spiral", "algorithm: spiral, grpo, or agg-only")
+	fs.String("out", "runs/spiral", "run directory: metrics.jsonl, checkpoints, plots")
+	return func(context.Context, *cliEnv, []string) error {
+		return notBuilt("the training loop (rl/) and the embedded tiny model have not landed")
+	}
+}
+
+func setupEval(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	var rf runtimeFlags
+	rf.register(fs)
+	fs.String("model", "", "ONNX causal LM (default: the embedded tiny model)")
+	fs.String("mode", "passk", "scaffold: sequential, passk, majority, rsa")
+	return func(context.Context, *cliEnv, []string) error {
+		return notBuilt("the evaluation scaffolds (rollout/) have not landed")
+	}
+}
+
+func setupSFT(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	var rf runtimeFlags
+	rf.register(fs)
+	return func(context.Context, *cliEnv, []string) error {
+		return notBuilt("supervised warm start needs the training graph (model/autodiff)")
+	}
+}
+
+func setupGenerate(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	var rf runtimeFlags
+	rf.register(fs)
+	fs.String("model", "", "ONNX causal LM (default: the embedded tiny model)")
+	return func(context.Context, *cliEnv, []string) error {
+		return notBuilt("the sampler (rollout/) has not landed")
+	}
+}
+
+func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	fs.String("model", "", "ONNX causal LM to derive the graphs from")
+	fs.String("out", "", "output directory")
+	return func(context.Context, *cliEnv, []string) error {
+		return notBuilt("training-graph generation (model/autodiff) has not landed")
+	}
+}
+
+func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	fs.String("checkpoint", "", "checkpoint directory")
+	fs.String("out", "", "output .onnx path")
+	return func(context.Context, *cliEnv, []string) error {
+		return notBuilt("checkpoints have not landed")
+	}
+}
+
+func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	fs.String("out", "", "output directory")
+	return func(context.Context, *cliEnv, []string) error {
+		return notBuilt("the Qwen3 graph generator (model/qwen3) has not landed")
+	}
+}
+
+func setupData(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	return func(context.Context, *cliEnv, []string) error {
+		return notBuilt("dataset loading (data/) has not landed")
+	}
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/spf13/pflag"
+
+	"github.com/spiral-rl/spiral/model/tokenizer"
+)
+
+// version is spiral's version; the Makefile sets it from git describe.
+var version = "dev"
+
+func setupVersion(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	var rf runtimeFlags
+	rf.register(fs)
+	return func(_ context.Context, env *cliEnv, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Errorf("unexpected arguments %q", args)}
+		}
+		fmt.Fprintf(env.stdout, "spiral %s\n", version)
+		fmt.Fprintf(env.stdout, "tokenizers %s (libtokenizers %s)\n", moduleVersion("github.com/daulet/tokenizers"), tokenizer.LibraryVersion)
+		rt, err := rf.open(env)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "onnxruntime %s (%s, device %s)\n", rt.Version(), rt.LibraryPath(), rt.Device())
+		return rt.Close()
+	}
+}
+
+// moduleVersion returns the version of dependency path in this binary's
+// build information, or "unknown".
+func moduleVersion(path string) string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	for _, d := range bi.Deps {
+		if d.Path == path {
+			if d.Replace != nil {
+				return d.Replace.Version
+			}
+			return d.Version
+		}
+	}
+	return "unknown"
+}
+
+// errNotBuilt is returned by commands whose implementation has not landed.
+var errNotBuilt = errors.New("not built yet")
+
+func notBuilt(what string) error {
+	return fmt.Errorf("%w: %s", errNotBuilt, what)
+}

@@ -1,0 +1,141 @@
+// Command spiral trains and evaluates language models with SPIRAL
+// (Sequential-Parallel-Aggregative RL): the model samples several reasoning
+// traces in parallel, then writes one aggregation trace that reads them; only
+// the aggregated answer is rewarded.
+//
+// Usage:
+//
+//	spiral [command] [flags]
+//
+// Commands: train (the default, also when only flags are given), eval, sft,
+// generate, artifacts, export, init-model, data, version. `spiral COMMAND
+// --help` lists a command's flags with their defaults.
+//
+// This file is wiring only: flags are bound here (one pflag.FlagSet per
+// command) and handed to the packages that do the work.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+)
+
+// exitUsage is the exit status for command-line mistakes (unknown flag or
+// command, bad flag value); exitFailure for everything else that fails.
+const (
+	exitUsage   = 2
+	exitFailure = 1
+)
+
+// command is one subcommand: its flags are registered on fs by setup, and
+// run executes it with the positional arguments left after parsing.
+type command struct {
+	name    string
+	summary string
+	// setup registers the command's flags and returns its run function.
+	setup func(fs *pflag.FlagSet) func(ctx context.Context, env *cliEnv, args []string) error
+}
+
+// cliEnv carries the process's standard streams to commands.
+type cliEnv struct {
+	stdout, stderr io.Writer
+}
+
+// usageError marks an error as a command-line mistake (exit status 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func commands() []command {
+	return []command{
+		{"train", "train a model with SPIRAL, GRPO or the aggregation-only ablation (default command)", setupTrain},
+		{"eval", "evaluate a model: sequential, pass@k, majority@k, RSA", setupEval},
+		{"sft", "supervised warm start on search and aggregation traces", setupSFT},
+		{"generate", "sample completions for prompts", setupGenerate},
+		{"artifacts", "build the rollout and training graphs of an ONNX model", setupArtifacts},
+		{"export", "write a checkpoint's weights into the original ONNX graph", setupExport},
+		{"init-model", "write a randomly initialised tiny Qwen3-architecture model", setupInitModel},
+		{"data", "inspect a dataset file (spiral data inspect FILE)", setupData},
+		{"version", "print the versions of spiral, ONNX Runtime and tokenizers", setupVersion},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], &cliEnv{stdout: os.Stdout, stderr: os.Stderr})
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches args to a command and returns the process exit status.
+func run(ctx context.Context, args []string, env *cliEnv) int {
+	name := "train"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	} else if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		printTopUsage(env.stdout)
+		return 0
+	}
+	if name == "help" {
+		printTopUsage(env.stdout)
+		return 0
+	}
+	var cmd *command
+	for _, c := range commands() {
+		if c.name == name {
+			cmd = &c
+			break
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(env.stderr, "spiral: unknown command %q (run 'spiral --help' for the list)\n", name)
+		return exitUsage
+	}
+	fs := pflag.NewFlagSet("spiral "+cmd.name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	runFn := cmd.setup(fs)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			printCommandUsage(env.stdout, cmd, fs)
+			return 0
+		}
+		fmt.Fprintf(env.stderr, "spiral %s: %v (run 'spiral %s --help')\n", cmd.name, err, cmd.name)
+		return exitUsage
+	}
+	if err := runFn(ctx, env, fs.Args()); err != nil {
+		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			return exitUsage
+		}
+		return exitFailure
+	}
+	return 0
+}
+
+func printTopUsage(w io.Writer) {
+	fmt.Fprintln(w, "spiral — train and evaluate language models with SPIRAL (learning to search and aggregate)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: spiral [command] [flags]   (no command = train)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'spiral COMMAND --help' for a command's flags and their defaults.")
+}
+
+func printCommandUsage(w io.Writer, c *command, fs *pflag.FlagSet) {
+	fmt.Fprintf(w, "spiral %s — %s\n\nFlags:\n%s", c.name, c.summary, fs.FlagUsages())
+}

@@ -1,0 +1,144 @@
+package tests
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// binary is the spiral executable built by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "spiral-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "spiral")
+	build := exec.Command("go", "build", "-o", binary, "..")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "tests: go build: %v\n", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is what one run of the binary produced.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// spiral runs the binary with args and extra environment variables.
+func spiral(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run spiral %v: %v", args, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// requireRuntime skips (locally) or fails (in CI) when the ONNX Runtime
+// library that scripts/setup.sh installs is not configured.
+func requireRuntime(t *testing.T) {
+	t.Helper()
+	if os.Getenv("ONNXRUNTIME_LIB") == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("ONNXRUNTIME_LIB unset in CI: the test command must source scripts/setup.sh's env")
+		}
+		t.Skip("ONNXRUNTIME_LIB unset: run make test")
+	}
+}
+
+func TestVersion(t *testing.T) {
+	requireRuntime(t)
+	r := spiral(t, nil, "version")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Regexp(t, regexp.MustCompile(`(?m)^spiral \S+$`), r.stdout)
+	require.Regexp(t, regexp.MustCompile(`(?m)^tokenizers v1\.22\.1 `), r.stdout)
+	require.Regexp(t, regexp.MustCompile(`(?m)^onnxruntime 1\.30\.0 \(`), r.stdout)
+}
+
+func TestHelp(t *testing.T) {
+	r := spiral(t, nil, "--help")
+	require.Equal(t, 0, r.code)
+	for _, c := range []string{"train", "eval", "sft", "generate", "artifacts", "export", "init-model", "version"} {
+		require.Regexp(t, regexp.MustCompile(`(?m)^  `+regexp.QuoteMeta(c)+` `), r.stdout, "command %s missing from --help", c)
+	}
+	// Every command's --help lists its flags with defaults.
+	for _, c := range []string{"train", "eval", "version"} {
+		r := spiral(t, nil, c, "--help")
+		require.Equal(t, 0, r.code, c)
+		require.Contains(t, r.stdout, "--device string")
+		require.Contains(t, r.stdout, `(default "cpu")`)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{"unknown flag on command", []string{"version", "--frobnicate"}, "unknown flag: --frobnicate"},
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"bad flag value", []string{"version", "--threads", "many"}, "invalid argument"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := spiral(t, nil, c.args...)
+			require.Equal(t, 2, r.code)
+			require.Contains(t, r.stderr, c.want)
+			require.Equal(t, 1, strings.Count(strings.TrimRight(r.stderr, "\n"), "\n")+1, "want a one-line error, got %q", r.stderr)
+		})
+	}
+}
+
+// TestMissingRuntime checks that when no ONNX Runtime library loads, the
+// error names all three places looked at and the setup command.
+func TestMissingRuntime(t *testing.T) {
+	r := spiral(t, []string{"ONNXRUNTIME_LIB=/nonexistent/env.so", "SPIRAL_CACHE_DIR=" + t.TempDir()},
+		"version", "--ort-lib", "/nonexistent/flag.so")
+	require.Equal(t, 1, r.code)
+	for _, want := range []string{"--ort-lib: /nonexistent/flag.so", "$ONNXRUNTIME_LIB: /nonexistent/env.so", "setup location:", "scripts/setup.sh"} {
+		require.Contains(t, r.stderr, want)
+	}
+}
+
+func TestDeviceCUDAWithoutProvider(t *testing.T) {
+	requireRuntime(t)
+	r := spiral(t, nil, "version", "--device", "cuda")
+	if r.code == 0 {
+		t.Skip("this ONNX Runtime build has a working CUDA provider")
+	}
+	require.Contains(t, r.stderr, os.Getenv("ONNXRUNTIME_LIB"))
+	require.Contains(t, r.stderr, "CUDA execution provider")
+
+	r = spiral(t, nil, "version", "--device", "auto")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "warning: --device auto")
+	require.Contains(t, r.stdout, "device cpu")
+}
