@@ -1,0 +1,25 @@
+// Package synth is the embedded synthetic task that the tiny model learns:
+// integer arithmetic expressions such as "Compute 7+5*3-4." with short
+// worked solutions such as "5*3=15. 7+15=22. 22-4=18. \boxed{18}".
+//
+// Conventions:
+//
+//   - Operands are positive integers; the operators are "+", "-" and "*"
+//     with the usual precedence and left-to-right evaluation. A solution
+//     first computes every product (left to right, one multiplication per
+//     step), then the sums and differences left to right, one step per
+//     operator, and ends with the answer in \boxed{}. Intermediate results
+//     and answers may be negative.
+//   - The split is fixed by the task seed: an expression belongs to the
+//     test split when FNV-1a(seed, expression) mod 100 < TestPercent, so
+//     train and test never share an expression, whatever is sampled.
+//   - Supervised data comes in two kinds: search examples (prompt = the
+//     search template on the problem, completion = the worked solution) and
+//     aggregation examples (prompt = the aggregation template on the problem
+//     and n candidate solutions, some with a planted arithmetic slip that
+//     is carried through the later steps; completion = the correct worked
+//     solution).
+//   - Texts are short and use only the characters of [Alphabet], so a
+//     character-level tokenizer with a context of a few hundred characters
+//     can hold an aggregation prompt with four candidates.
+package synth

@@ -1,0 +1,171 @@
+package synth
+
+import (
+	_ "embed"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+
+	"github.com/spiral-rl/spiral/data"
+)
+
+// The compact templates for the tiny model.
+var (
+	//go:embed templates/search.txt
+	searchTemplate string
+	//go:embed templates/aggregate.txt
+	aggregateTemplate string
+)
+
+// Templates returns the compact prompt templates of the synthetic task:
+// the search prompt is the problem alone, and the aggregation prompt is
+// the problem, one line "#k <candidate>" per candidate, and a short
+// instruction. A fresh value is returned on every call.
+func Templates() *data.Templates {
+	t, err := data.ParseTemplates(searchTemplate, aggregateTemplate)
+	if err != nil {
+		panic("synth: embedded templates: " + err.Error()) // a build defect
+	}
+	return t
+}
+
+// problemChars are the characters problems and solutions are made of.
+const problemChars = `Compute 0123456789+-*=.\boxed{}`
+
+// Alphabet returns, sorted and without repeats, every character that the
+// task's problems, solutions and compact prompts (with up to 9
+// candidates) can contain, newline included. A character-level tokenizer
+// built from it covers the whole task.
+func Alphabet() string {
+	t := Templates()
+	cands := make([]string, 9)
+	for i := range cands {
+		cands[i] = problemChars
+	}
+	search, err := t.Search(problemChars)
+	if err != nil {
+		panic("synth: embedded templates: " + err.Error())
+	}
+	agg, err := t.Aggregate(problemChars, cands)
+	if err != nil {
+		panic("synth: embedded templates: " + err.Error())
+	}
+	set := map[rune]bool{}
+	for _, c := range problemChars + search + agg {
+		set[c] = true
+	}
+	rs := make([]rune, 0, len(set))
+	for c := range set {
+		rs = append(rs, c)
+	}
+	slices.Sort(rs)
+	return string(rs)
+}
+
+// Kinds of supervised examples.
+const (
+	KindSearch    = "search"
+	KindAggregate = "aggregate"
+)
+
+// Example is one supervised (prompt, completion) pair.
+type Example struct {
+	// Kind is KindSearch or KindAggregate.
+	Kind string `json:"kind"`
+	// Prompt is the rendered template (the user turn, without chat markup).
+	Prompt string `json:"prompt"`
+	// Completion is the correct worked solution ending in \boxed{answer}.
+	Completion string `json:"completion"`
+	// Answer is the gold answer.
+	Answer string `json:"answer"`
+	// Candidates are the candidate solutions of an aggregation example,
+	// and CandidateAnswers their final answers.
+	Candidates       []string `json:"candidates,omitempty"`
+	CandidateAnswers []string `json:"candidate_answers,omitempty"`
+	// CorrectCandidates counts candidates without a planted mistake.
+	CorrectCandidates int `json:"correct_candidates,omitempty"`
+}
+
+// SearchExample returns the search example of it: prompt = tm's search
+// template on the problem, completion = the worked solution. A nil tm means
+// the compact Templates().
+func SearchExample(tm *data.Templates, it Item) (Example, error) {
+	if tm == nil {
+		tm = Templates()
+	}
+	p, err := tm.Search(it.Problem())
+	if err != nil {
+		return Example{}, fmt.Errorf("synth: %w", err)
+	}
+	return Example{Kind: KindSearch, Prompt: p, Completion: it.Solution(), Answer: strconv.Itoa(it.Answer)}, nil
+}
+
+// AggregateExample returns an aggregation example of it with n candidates:
+// each candidate carries a planted mistake with probability MistakeRate;
+// with probability SharedMistakeRate all wrong candidates share one
+// mistake (so a wrong answer can win a vote). The completion is the
+// correct worked solution. A nil tm means the compact Templates().
+func (t *Task) AggregateExample(r *rand.Rand, tm *data.Templates, it Item, n int) (Example, error) {
+	if n < 1 {
+		return Example{}, fmt.Errorf("synth: aggregation example with %d candidates, want at least 1", n)
+	}
+	if tm == nil {
+		tm = Templates()
+	}
+	ex := Example{Kind: KindAggregate, Completion: it.Solution(), Answer: strconv.Itoa(it.Answer)}
+	shared := r.Float64() < t.cfg.SharedMistakeRate
+	common := it.PlantMistake(r)
+	for range n {
+		if r.Float64() >= t.cfg.MistakeRate {
+			ex.Candidates = append(ex.Candidates, it.Solution())
+			ex.CandidateAnswers = append(ex.CandidateAnswers, strconv.Itoa(it.Answer))
+			ex.CorrectCandidates++
+			continue
+		}
+		m := common
+		if !shared {
+			m = it.PlantMistake(r)
+		}
+		text, ans := it.WrongSolution(m)
+		ex.Candidates = append(ex.Candidates, text)
+		ex.CandidateAnswers = append(ex.CandidateAnswers, strconv.Itoa(ans))
+	}
+	p, err := tm.Aggregate(it.Problem(), ex.Candidates)
+	if err != nil {
+		return Example{}, fmt.Errorf("synth: %w", err)
+	}
+	ex.Prompt = p
+	return ex, nil
+}
+
+// SFTExamples returns n supervised examples on fresh train problems drawn
+// from r: each is an aggregation example with `candidates` candidates with
+// probability aggregateShare, else a search example. A nil tm means the
+// compact Templates().
+func (t *Task) SFTExamples(r *rand.Rand, tm *data.Templates, n, candidates int, aggregateShare float64) ([]Example, error) {
+	if aggregateShare < 0 || aggregateShare > 1 {
+		return nil, fmt.Errorf("synth: aggregate share %g: want 0 to 1", aggregateShare)
+	}
+	if tm == nil {
+		tm = Templates()
+	}
+	out := make([]Example, 0, n)
+	for range n {
+		it, err := t.Sample(r, Train)
+		if err != nil {
+			return nil, err
+		}
+		var ex Example
+		if r.Float64() < aggregateShare {
+			ex, err = t.AggregateExample(r, tm, it, candidates)
+		} else {
+			ex, err = SearchExample(tm, it)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ex)
+	}
+	return out, nil
+}

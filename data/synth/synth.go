@@ -1,0 +1,224 @@
+package synth
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"github.com/spiral-rl/spiral/data"
+)
+
+// Config holds the difficulty knobs and the split. The zero value is the
+// default task; every zero field takes its documented default.
+type Config struct {
+	// MinOperands and MaxOperands bound the number of operands of an
+	// expression, drawn uniformly (defaults 3 and 4; at least 2).
+	MinOperands, MaxOperands int
+	// MinOperand and MaxOperand bound each operand, drawn uniformly
+	// (defaults 1 and 15; MinOperand >= 1).
+	MinOperand, MaxOperand int
+	// Ops lists the operators used, a subset of "+-*", each drawn
+	// uniformly per gap (default "+-*").
+	Ops string
+	// TestPercent is the share of all expressions, in percent, that
+	// belongs to the test split (default 10; 1 to 99).
+	TestPercent int
+	// MistakeRate is the probability that a candidate in an aggregation
+	// example carries a planted mistake (default 0.5; 0 to 1).
+	MistakeRate float64
+	// SharedMistakeRate is the probability that all wrong candidates of an
+	// aggregation example share the same mistake, so that a wrong answer
+	// can hold the majority and voting is not enough (default 0.3).
+	SharedMistakeRate float64
+}
+
+// Defaults of Config, applied to zero fields.
+const (
+	DefaultMinOperands       = 3
+	DefaultMaxOperands       = 4
+	DefaultMinOperand        = 1
+	DefaultMaxOperand        = 15
+	DefaultOps               = "+-*"
+	DefaultTestPercent       = 10
+	DefaultMistakeRate       = 0.5
+	DefaultSharedMistakeRate = 0.3
+)
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.MinOperands == 0 {
+		c.MinOperands = DefaultMinOperands
+	}
+	if c.MaxOperands == 0 {
+		c.MaxOperands = max(DefaultMaxOperands, c.MinOperands)
+	}
+	if c.MinOperand == 0 {
+		c.MinOperand = DefaultMinOperand
+	}
+	if c.MaxOperand == 0 {
+		c.MaxOperand = max(DefaultMaxOperand, c.MinOperand)
+	}
+	if c.Ops == "" {
+		c.Ops = DefaultOps
+	}
+	if c.TestPercent == 0 {
+		c.TestPercent = DefaultTestPercent
+	}
+	if c.MistakeRate == 0 {
+		c.MistakeRate = DefaultMistakeRate
+	}
+	if c.SharedMistakeRate == 0 {
+		c.SharedMistakeRate = DefaultSharedMistakeRate
+	}
+	return c
+}
+
+// Validate reports the first field of c (after defaults) outside its
+// allowed range.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	switch {
+	case c.MinOperands < 2 || c.MaxOperands < c.MinOperands:
+		return fmt.Errorf("synth: operands %d..%d: want 2 <= min <= max", c.MinOperands, c.MaxOperands)
+	case c.MinOperand < 1 || c.MaxOperand < c.MinOperand:
+		return fmt.Errorf("synth: operand range %d..%d: want 1 <= min <= max", c.MinOperand, c.MaxOperand)
+	case c.MaxOperand > 1_000_000:
+		return fmt.Errorf("synth: max operand %d: want at most 1000000", c.MaxOperand)
+	case c.TestPercent < 1 || c.TestPercent > 99:
+		return fmt.Errorf("synth: test percent %d: want 1 to 99", c.TestPercent)
+	case c.MistakeRate < 0 || c.MistakeRate > 1:
+		return fmt.Errorf("synth: mistake rate %g: want 0 to 1", c.MistakeRate)
+	case c.SharedMistakeRate < 0 || c.SharedMistakeRate > 1:
+		return fmt.Errorf("synth: shared mistake rate %g: want 0 to 1", c.SharedMistakeRate)
+	}
+	for _, op := range c.Ops {
+		if !strings.ContainsRune("+-*", op) {
+			return fmt.Errorf("synth: ops %q: want a subset of \"+-*\"", c.Ops)
+		}
+	}
+	return nil
+}
+
+// Split is a part of the task: Train or Test.
+type Split int
+
+// The two splits.
+const (
+	Train Split = iota
+	Test
+)
+
+// String returns "train" or "test".
+func (s Split) String() string {
+	if s == Test {
+		return "test"
+	}
+	return "train"
+}
+
+// Task generates problems of one configuration and split seed.
+type Task struct {
+	cfg  Config
+	seed uint64
+}
+
+// New returns the task for cfg (zero fields take defaults) whose train/test
+// split is fixed by seed.
+func New(cfg Config, seed uint64) (*Task, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Task{cfg: cfg.WithDefaults(), seed: seed}, nil
+}
+
+// Config returns the task's configuration with defaults applied.
+func (t *Task) Config() Config { return t.cfg }
+
+// SplitOf returns the split an expression belongs to:
+// Test when FNV-1a-64(seed as 8 little-endian bytes, expr) mod 100 <
+// TestPercent.
+func (t *Task) SplitOf(expr string) Split {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], t.seed)
+	h.Write(b[:])
+	h.Write([]byte(expr))
+	if h.Sum64()%100 < uint64(t.cfg.TestPercent) {
+		return Test
+	}
+	return Train
+}
+
+// maxSampleTries bounds the rejection sampling of one problem of a split.
+const maxSampleTries = 10_000
+
+// Sample draws one problem of split s from r.
+func (t *Task) Sample(r *rand.Rand, s Split) (Item, error) {
+	for range maxSampleTries {
+		n := t.cfg.MinOperands + r.IntN(t.cfg.MaxOperands-t.cfg.MinOperands+1)
+		operands := make([]int, n)
+		ops := make([]byte, n-1)
+		for i := range operands {
+			operands[i] = t.cfg.MinOperand + r.IntN(t.cfg.MaxOperand-t.cfg.MinOperand+1)
+		}
+		for i := range ops {
+			ops[i] = t.cfg.Ops[r.IntN(len(t.cfg.Ops))]
+		}
+		it := build(operands, ops)
+		if t.SplitOf(it.Expr) == s {
+			return it, nil
+		}
+	}
+	return Item{}, fmt.Errorf("synth: no %s problem in %d tries", s, maxSampleTries)
+}
+
+// Problems returns n distinct problems of split s, drawn from a PCG
+// generator seeded with (seed, split). It fails when the configuration has
+// too few distinct expressions.
+func (t *Task) Problems(s Split, n int, seed uint64) ([]Item, error) {
+	r := rand.New(rand.NewPCG(seed, uint64(s)+0x5851F42D4C957F2D))
+	items := make([]Item, 0, n)
+	seen := make(map[string]bool, n)
+	for tries := 0; len(items) < n; tries++ {
+		if tries > 100*n+1000 {
+			return nil, fmt.Errorf("synth: only %d distinct %s problems found, want %d; widen the operand range or count", len(items), s, n)
+		}
+		it, err := t.Sample(r, s)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[it.Expr] {
+			seen[it.Expr] = true
+			items = append(items, it)
+		}
+	}
+	return items, nil
+}
+
+// Dataset returns n distinct problems of split s as a data.Dataset, with
+// IDs "synth-<split>-<i>", sources "synth:<split>:<i>" and the answer as a
+// decimal integer.
+func (t *Task) Dataset(s Split, n int, seed uint64) (*data.Dataset, error) {
+	items, err := t.Problems(s, n, seed)
+	if err != nil {
+		return nil, err
+	}
+	ps := make([]data.Problem, len(items))
+	for i, it := range items {
+		ps[i] = data.Problem{
+			ID:      fmt.Sprintf("synth-%s-%d", s, i),
+			Problem: it.Problem(),
+			Answer:  strconv.Itoa(it.Answer),
+			Source:  fmt.Sprintf("synth:%s:%d", s, i),
+		}
+	}
+	ds := data.NewDataset("synth-"+s.String(), ps)
+	if len(ds.Skipped()) != 0 {
+		return nil, errors.New("synth: internal error: generated problems were skipped")
+	}
+	return ds, nil
+}
