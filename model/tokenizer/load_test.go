@@ -1,0 +1,123 @@
+package tokenizer
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestLoadErrors(t *testing.T) {
+	good, err := BuildCharTokenizerJSON([]rune("ab"))
+	require.NoError(t, err)
+	noSpecials := strings.Replace(string(good), `"<|im_end|>"`, `"<|other|>"`, 1)
+	cases := []struct {
+		name   string
+		files  map[string]string // relative path -> contents
+		load   string            // relative path given to Load
+		inFile string            // file the error must name
+		want   string            // problem the error must state
+	}{
+		{"missing path", nil, "nope", "nope", "no such file"},
+		{"directory without tokenizer.json", map[string]string{"d/x": ""}, "d", "d/tokenizer.json", "no such file"},
+		{"empty file", map[string]string{"t.json": " \n"}, "t.json", "t.json", "empty file"},
+		{"truncated JSON", map[string]string{"t.json": string(good[:len(good)/2])}, "t.json", "t.json", "malformed JSON"},
+		{"syntax error position", map[string]string{"t.json": "{\n  \"model\": {,}\n}"}, "t.json", "t.json", "line 2, column"},
+		{"not an object", map[string]string{"t.json": "[1, 2]"}, "t.json", "t.json", "malformed JSON"},
+		{"no model", map[string]string{"t.json": `{"added_tokens": []}`}, "t.json", "t.json", `no "model"`},
+		{"no vocab", map[string]string{"t.json": `{"model": {"type": "BPE"}}`}, "t.json", "t.json", `has no "vocab"`},
+		{"vocab of wrong type", map[string]string{"t.json": `{"model": {"vocab": 3}}`}, "t.json", "t.json", "neither an object nor a list"},
+		{"negative id", map[string]string{"t.json": `{"model": {"vocab": {"a": -1}}}`}, "t.json", "t.json", "outside"},
+		{"missing specials", map[string]string{"t.json": noSpecials}, "t.json", "t.json", "lacks <|im_end|>"},
+		{"rejected by native library", map[string]string{"t.json": strings.Replace(string(good), `"WordLevel"`, `"NoSuchModel"`, 1)}, "t.json", "t.json", "native tokenizers library rejected"},
+		{"malformed config", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": "{"}, "d", "d/tokenizer_config.json", "malformed JSON"},
+		{"non-ChatML template", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": `{"chat_template": "{{ bos_token }}[INST]"}`}, "d", "d/tokenizer_config.json", "not ChatML"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for rel, body := range c.files {
+				p := filepath.Join(dir, rel)
+				require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+				require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+			}
+			tok, err := Load(filepath.Join(dir, c.load))
+			require.Error(t, err)
+			require.Nil(t, tok)
+			require.ErrorContains(t, err, filepath.Join(dir, c.inFile))
+			require.ErrorContains(t, err, c.want)
+			require.True(t, strings.HasPrefix(err.Error(), "tokenizer: "), err.Error())
+		})
+	}
+}
+
+func TestLoadDirectory(t *testing.T) {
+	good, err := BuildByteTokenizerJSON()
+	require.NoError(t, err)
+	cases := []struct {
+		name, config, wantTemplate string
+	}{
+		{"no config", "", ""},
+		{"config without template", `{"eos_token": "<|im_end|>"}`, ""},
+		{"string template", `{"chat_template": "<|im_start|>{{ m }}"}`, "<|im_start|>{{ m }}"},
+		{"named templates", `{"chat_template": [{"name": "tool_use", "template": "<|im_start|>t"}, {"name": "default", "template": "<|im_start|>d"}]}`, "<|im_start|>d"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, TokenizerFile), good, 0o644))
+			if c.config != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, ConfigFile), []byte(c.config), 0o644))
+			}
+			tok, err := Load(dir)
+			require.NoError(t, err)
+			defer tok.Close()
+			require.Equal(t, c.wantTemplate, tok.ChatTemplate())
+			require.Equal(t, 259, tok.VocabSize())
+		})
+	}
+}
+
+func TestFromBytesErrors(t *testing.T) {
+	_, err := FromBytes(nil)
+	require.ErrorContains(t, err, "tokenizer: empty file")
+	_, err = FromBytes([]byte(`{"model": {"vocab": {"a": 0}}}`))
+	require.ErrorContains(t, err, "lacks <|im_start|>, <|im_end|>, <|endoftext|>")
+}
+
+func TestCloseTwice(t *testing.T) {
+	data, err := BuildByteTokenizerJSON()
+	require.NoError(t, err)
+	tok, err := FromBytes(data)
+	require.NoError(t, err)
+	require.NoError(t, tok.Close())
+	require.NoError(t, tok.Close())
+}
+
+// FuzzFromBytes feeds arbitrary bytes to FromBytes: it must return a
+// tokenizer or an error, never crash, and a tokenizer it returns must
+// encode and decode.
+func FuzzFromBytes(f *testing.F) {
+	char, err := BuildCharTokenizerJSON([]rune("xyz"))
+	require.NoError(f, err)
+	byteLevel, err := BuildByteTokenizerJSON()
+	require.NoError(f, err)
+	f.Add(char)
+	f.Add(byteLevel)
+	f.Add([]byte(`{"model": {"vocab": [["a", 0.0]]}}`))
+	f.Add([]byte(`{"added_tokens": [{"id": 0, "content": "<|im_start|>"}], "model": {"vocab": {}}}`))
+	f.Add(char[:len(char)-10])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tok, err := FromBytes(data)
+		if err != nil {
+			require.Nil(t, tok)
+			return
+		}
+		defer tok.Close()
+		ids := tok.Encode("<|im_start|>user\nxyz")
+		_ = tok.Decode(ids)
+		require.Positive(t, tok.VocabSize())
+	})
+}
