@@ -266,6 +266,9 @@ func readParquet(path string, fn func(record) error) (err error) {
 	if err != nil {
 		return fmt.Errorf("data: %s: not a readable Parquet file: %w", path, err)
 	}
+	if pf.NumRows() == 0 {
+		return nil // no rows; the caller reports the empty file
+	}
 	row := -1
 	defer func() {
 		if p := recover(); p != nil {

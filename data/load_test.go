@@ -1,0 +1,304 @@
+package data
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// writeFile writes content to name in a fresh temporary directory and
+// returns its path.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+// want is the expected outcome of one load: problem/answer pairs in order,
+// and the skipped rows' reasons (substrings) in order.
+type want struct {
+	problems [][2]string
+	skipped  []string
+	mapping  [2]string // problem field, answer field
+	ids      []string  // when non-nil, the expected IDs
+}
+
+func TestLoadTable(t *testing.T) {
+	const instr = `Please reason step by step, and put your final answer within \boxed{}.`
+	cases := []struct {
+		name    string
+		file    string // file name: its extension selects the format
+		content string
+		opt     LoadOptions
+		want    want
+	}{
+		{
+			name:    "jsonl problem/answer",
+			file:    "a.jsonl",
+			content: `{"problem": "1+1?", "answer": "2"}` + "\n" + `{"problem": "2+2?", "answer": "4"}` + "\n",
+			want:    want{problems: [][2]string{{"1+1?", "2"}, {"2+2?", "4"}}, mapping: [2]string{"problem", "answer"}},
+		},
+		{
+			name:    "jsonl question/final_answer, blank lines, CRLF, BOM, no final newline",
+			file:    "a.jsonl",
+			content: "\xEF\xBB\xBF" + `{"question": "Q1", "final_answer": "A1"}` + "\r\n\r\n  \n" + `{"question": "Q2", "final_answer": "A2"}`,
+			want:    want{problems: [][2]string{{"Q1", "A1"}, {"Q2", "A2"}}, mapping: [2]string{"question", "final_answer"}},
+		},
+		{
+			name:    "case-insensitive names, exact name preferred",
+			file:    "a.jsonl",
+			content: `{"Question": "upper", "question": "lower", "Answer": "7"}` + "\n",
+			want:    want{problems: [][2]string{{"lower", "7"}}, mapping: [2]string{"question", "Answer"}},
+		},
+		{
+			name:    "prompt/expected_answer with numbers of every kind",
+			file:    "a.jsonl",
+			content: `{"prompt": "p1", "expected_answer": 27.0}` + "\n" + `{"prompt": "p2", "expected_answer": 32.5}` + "\n" + `{"prompt": "p3", "expected_answer": -4}` + "\n" + `{"prompt": "p4", "expected_answer": 1e3}` + "\n",
+			want:    want{problems: [][2]string{{"p1", "27"}, {"p2", "32.5"}, {"p3", "-4"}, {"p4", "1000"}}, mapping: [2]string{"prompt", "expected_answer"}},
+		},
+		{
+			name:    "verl row: chat prompt, nested ground truth, instruction cut",
+			file:    "a.jsonl",
+			content: `{"data_source": "x", "prompt": [{"role": "system", "content": "be nice"}, {"role": "user", "content": "What is 3*3? Let's think step by step and output the final answer within \\boxed{}."}], "reward_model": {"ground_truth": "9", "style": "rule"}}` + "\n",
+			want:    want{problems: [][2]string{{"What is 3*3?", "9"}}, mapping: [2]string{"prompt", "reward_model.ground_truth"}},
+		},
+		{
+			name:    "instruction suffix cut",
+			file:    "a.jsonl",
+			content: `{"prompt": "Find x.\n` + strings.ReplaceAll(instr, `\`, `\\`) + `", "answer": "1"}` + "\n",
+			want:    want{problems: [][2]string{{"Find x.", "1"}}, mapping: [2]string{"prompt", "answer"}},
+		},
+		{
+			name:    "instruction suffix kept on request",
+			file:    "a.jsonl",
+			content: `{"prompt": "Find x. ` + strings.ReplaceAll(instr, `\`, `\\`) + `", "answer": "1"}` + "\n",
+			opt:     LoadOptions{KeepInstructions: true},
+			want:    want{problems: [][2]string{{"Find x. " + instr, "1"}}, mapping: [2]string{"prompt", "answer"}},
+		},
+		{
+			name:    "solution only: last boxed, nested braces",
+			file:    "a.jsonl",
+			content: `{"problem": "p", "solution": "First \\boxed{1}, then \\boxed{\\frac{1}{2}}."}` + "\n",
+			want:    want{problems: [][2]string{{"p", `\frac{1}{2}`}}, mapping: [2]string{"problem", "solution"}},
+		},
+		{
+			name:    "answer preferred over solution",
+			file:    "a.jsonl",
+			content: `{"problem": "p", "solution": "so \\boxed{3}", "answer": "three"}` + "\n",
+			want:    want{problems: [][2]string{{"p", "three"}}, mapping: [2]string{"problem", "answer"}},
+		},
+		{
+			name:    "gsm8k rationale with ####",
+			file:    "a.jsonl",
+			content: `{"question": "q", "answer": "16 - 3 = <<16-3=13>>13\n#### 13"}` + "\n",
+			want:    want{problems: [][2]string{{"q", "13"}}, mapping: [2]string{"question", "answer"}},
+		},
+		{
+			name:    "explicit fields, dotted path, ids",
+			file:    "a.jsonl",
+			content: `{"text": "t1", "meta": {"gold": "g1"}, "key": 5, "problem": "ignored", "answer": "ignored"}` + "\n",
+			opt:     LoadOptions{ProblemField: "text", AnswerField: "meta.gold", IDField: "key"},
+			want:    want{problems: [][2]string{{"t1", "g1"}}, mapping: [2]string{"text", "meta.gold"}, ids: []string{"5"}},
+		},
+		{
+			name:    "skips: empty problem, empty answer, duplicate, solution without box",
+			file:    "a.jsonl",
+			content: `{"problem": "  ", "solution": "\\boxed{1}"}` + "\n" + `{"problem": "a  b", "solution": "\\boxed{}"}` + "\n" + `{"problem": "keep", "solution": "\\boxed{2}"}` + "\n" + `{"problem": " keep\n", "solution": "\\boxed{3}"}` + "\n" + `{"problem": "nobox", "solution": "it is 4"}` + "\n",
+			want: want{
+				problems: [][2]string{{"keep", "2"}},
+				skipped:  []string{"a.jsonl:1: empty problem", "a.jsonl:2: empty answer", "a.jsonl:4: duplicate problem (first at ", `a.jsonl:5: field "solution": no final answer`},
+				mapping:  [2]string{"problem", "solution"},
+			},
+		},
+		{
+			name:    "positional and repeated ids",
+			file:    "a.jsonl",
+			content: `{"problem": "p1", "answer": "1", "id": "x"}` + "\n" + `{"problem": "p2", "answer": "2", "id": "x"}` + "\n" + `{"problem": "p3", "answer": "3"}` + "\n",
+			want:    want{problems: [][2]string{{"p1", "1"}, {"p2", "2"}, {"p3", "3"}}, mapping: [2]string{"problem", "answer"}, ids: []string{"x", "x~2", "a.jsonl:2"}},
+		},
+		{
+			name:    "json array",
+			file:    "a.json",
+			content: "[\n {\"problem\": \"p1\", \"answer\": 142.0},\n {\"problem\": \"p2\", \"answer\": \"x\"}\n]\n",
+			want:    want{problems: [][2]string{{"p1", "142"}, {"p2", "x"}}, mapping: [2]string{"problem", "answer"}},
+		},
+		{
+			name:    "json object of rows keyed by id, order kept",
+			file:    "a.json",
+			content: `{"z": {"question": "q1", "answer": "1"}, "a": {"question": "q2", "answer": "2"}}`,
+			want:    want{problems: [][2]string{{"q1", "1"}, {"q2", "2"}}, mapping: [2]string{"question", "answer"}, ids: []string{"z", "a"}},
+		},
+		{
+			name:    "json object holding one array of rows",
+			file:    "a.json",
+			content: `{"version": 2, "data": [{"problem": "p", "ground_truth": 3}]}`,
+			want:    want{problems: [][2]string{{"p", "3"}}, mapping: [2]string{"problem", "ground_truth"}},
+		},
+		{
+			name:    "format forced for an unknown extension",
+			file:    "a.txt",
+			content: `{"problem": "p", "answer": "1"}` + "\n",
+			opt:     LoadOptions{Format: "jsonl"},
+			want:    want{problems: [][2]string{{"p", "1"}}, mapping: [2]string{"problem", "answer"}},
+		},
+		{
+			name:    "format sniffed: JSON array without extension",
+			file:    "data",
+			content: ` [{"problem": "p", "answer": "1"}]`,
+			want:    want{problems: [][2]string{{"p", "1"}}, mapping: [2]string{"problem", "answer"}},
+		},
+		{
+			name:    "format sniffed: pretty JSON object is JSON, not JSONL",
+			file:    "data",
+			content: "{\n \"k\": {\"problem\": \"p\", \"answer\": \"1\"}\n}",
+			want:    want{problems: [][2]string{{"p", "1"}}, mapping: [2]string{"problem", "answer"}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, tc.file, tc.content)
+			ds, err := Load(path, tc.opt)
+			require.NoError(t, err)
+			var got [][2]string
+			for _, p := range ds.Problems {
+				got = append(got, [2]string{p.Problem, p.Answer})
+				require.NotEmpty(t, p.ID)
+				require.True(t, strings.HasPrefix(p.Source, path+":"), "source %q", p.Source)
+			}
+			require.Equal(t, tc.want.problems, got)
+			require.Equal(t, tc.want.mapping, [2]string{ds.Mapping.ProblemField, ds.Mapping.AnswerField})
+			sk := ds.Skipped()
+			require.Len(t, sk, len(tc.want.skipped), "skipped: %+v", sk)
+			for i, s := range sk {
+				require.Contains(t, filepath.Base(s.Source)+": "+s.Reason, tc.want.skipped[i])
+			}
+			require.Equal(t, len(got)+len(sk), ds.Records)
+			if tc.want.ids != nil {
+				var ids []string
+				for _, p := range ds.Problems {
+					ids = append(ids, p.ID)
+				}
+				require.Equal(t, tc.want.ids, ids)
+			}
+		})
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	cases := []struct {
+		name    string
+		file    string
+		content string // "" with noFile means the file does not exist
+		noFile  bool
+		opt     LoadOptions
+		want    []string // substrings of the error
+	}{
+		{name: "malformed line", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n" + `{"problem": "p2", "answer": ` + "\n", want: []string{"a.jsonl:2:", "malformed JSON"}},
+		{name: "two values on a line", file: "a.jsonl", content: `{"problem": "p", "answer": "1"} {"problem": "q"}` + "\n", want: []string{"a.jsonl:1:", "extra data"}},
+		{name: "row is not an object", file: "a.jsonl", content: `["p", "1"]` + "\n", want: []string{"a.jsonl:1:", "row is a list, want an object"}},
+		{name: "missing answer field in a later row", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n\n" + `{"problem": "q"}` + "\n", want: []string{"a.jsonl:3:", `field "answer": missing`}},
+		{name: "missing problem field", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n" + `{"answer": "2"}` + "\n", want: []string{"a.jsonl:2:", `field "problem": missing`}},
+		{name: "answer of wrong type: boolean", file: "a.jsonl", content: `{"problem": "p", "answer": true}` + "\n", want: []string{"a.jsonl:1:", `field "answer": wrong type: a boolean`}},
+		{name: "answer of wrong type: object", file: "a.jsonl", content: `{"problem": "p", "answer": {"v": 1}}` + "\n", want: []string{"a.jsonl:1:", `field "answer": wrong type: an object`}},
+		{name: "answer null", file: "a.jsonl", content: `{"problem": "p", "answer": null}` + "\n", want: []string{"a.jsonl:1:", `field "answer": wrong type: null`}},
+		{name: "problem of wrong type: number", file: "a.jsonl", content: `{"problem": 12, "answer": "1"}` + "\n", want: []string{"a.jsonl:1:", `field "problem": wrong type: a number`}},
+		{name: "chat list without user message", file: "a.jsonl", content: `{"prompt": [{"role": "system", "content": "x"}], "answer": "1"}` + "\n", want: []string{"a.jsonl:1:", `field "prompt": chat message list has no user message`}},
+		{name: "chat list of strings", file: "a.jsonl", content: `{"prompt": ["x"], "answer": "1"}` + "\n", want: []string{"a.jsonl:1:", `field "prompt": list element 0 is a string`}},
+		{name: "no detectable problem field", file: "a.jsonl", content: `{"text": "p", "answer": "1"}` + "\n", want: []string{"a.jsonl:1:", "no problem field", "[answer text]"}},
+		{name: "no detectable answer field", file: "a.jsonl", content: `{"problem": "p", "label": "1"}` + "\n", want: []string{"a.jsonl:1:", "no answer field"}},
+		{name: "explicit field absent", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n", opt: LoadOptions{AnswerField: "gold"}, want: []string{"a.jsonl:1:", `field "gold": missing`}},
+		{name: "empty jsonl", file: "a.jsonl", content: "", want: []string{"a.jsonl", "no records (empty file)"}},
+		{name: "blank-only jsonl", file: "a.jsonl", content: "\n  \n", want: []string{"no records (empty file)"}},
+		{name: "empty json", file: "a.json", content: "", want: []string{"a.json", "no records"}},
+		{name: "empty json array", file: "a.json", content: "[]", want: []string{"a.json", "no records"}},
+		{name: "every row skipped", file: "a.jsonl", content: `{"problem": "", "answer": "1"}` + "\n", want: []string{"none of the 1 records is usable", "a.jsonl:1: empty problem"}},
+		{name: "json syntax error names the line", file: "a.json", content: "[\n{\"problem\": \"p\", \"answer\": \"1\"},\n{\"problem\": \"q\" \"answer\": \"2\"}\n]", want: []string{"a.json:3:", "malformed JSON"}},
+		{name: "json truncated", file: "a.json", content: "[{\"problem\": \"p\", \"answer\": \"1\"}", want: []string{"a.json:1:", "malformed JSON"}},
+		{name: "json top level string", file: "a.json", content: `"rows"`, want: []string{"a.json:1:", "top-level JSON value is a string"}},
+		{name: "json object with two arrays", file: "a.json", content: `{"a": [], "b": []}`, want: []string{"holds 2 arrays"}},
+		{name: "json array element not an object", file: "a.json", content: `[1]`, want: []string{"a.json:row 0:", "row is a number"}},
+		{name: "json trailing garbage", file: "a.json", content: `[{"problem": "p", "answer": "1"}] x`, want: []string{"a.json:1:", "malformed JSON"}},
+		{name: "parquet extension, not parquet", file: "a.parquet", content: "problem,answer\np,1\n", want: []string{"a.parquet", "not a readable Parquet file"}},
+		{name: "unknown format option", file: "a.jsonl", content: "{}", opt: LoadOptions{Format: "csv"}, want: []string{`unknown format "csv"`}},
+		{name: "undetectable format", file: "a.csv", content: "problem,answer\n", want: []string{"cannot detect the format"}},
+		{name: "missing file", file: "nope.jsonl", noFile: true, want: []string{"nope.jsonl", "no such file"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), tc.file)
+			if !tc.noFile {
+				path = writeFile(t, tc.file, tc.content)
+			}
+			ds, err := Load(path, tc.opt)
+			require.Error(t, err, "loaded %+v", ds)
+			require.Nil(t, ds)
+			require.True(t, strings.HasPrefix(err.Error(), "data: "), "error %q lacks the package prefix", err)
+			for _, w := range tc.want {
+				require.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestNewDataset(t *testing.T) {
+	ds := NewDataset("gen", []Problem{
+		{Problem: "a", Answer: "1"},
+		{Problem: "a", Answer: "2"},
+		{ID: "k", Problem: "b", Answer: "3", Source: "here"},
+		{Problem: "c", Answer: ""},
+	})
+	require.Equal(t, 4, ds.Records)
+	require.Equal(t, []Problem{
+		{ID: "gen:0", Problem: "a", Answer: "1", Source: "gen:row 0"},
+		{ID: "k", Problem: "b", Answer: "3", Source: "here"},
+	}, ds.Problems)
+	require.Equal(t, []SkippedRow{
+		{Source: "gen:row 1", Reason: "duplicate problem (first at gen:row 0)"},
+		{Source: "gen:row 3", Reason: "empty answer"},
+	}, ds.Skipped())
+}
+
+// FuzzLoadJSONL checks that no input makes Load panic, and that whatever it
+// keeps has a non-empty problem and answer.
+func FuzzLoadJSONL(f *testing.F) {
+	f.Add([]byte(`{"problem": "p", "answer": "1"}` + "\n"))
+	f.Add([]byte(`{"prompt": [{"role": "user", "content": "x"}], "reward_model": {"ground_truth": 2.0}}`))
+	f.Add([]byte(`{"question": "q", "solution": "\\boxed{\\frac{1}{2}"}`))
+	f.Add([]byte("[{\"problem\": \"p\", \"answer\": 3}]"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, ext := range []string{".jsonl", ".json"} {
+			p := filepath.Join(dir, "f"+ext)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ds, err := Load(p, LoadOptions{})
+			if err != nil {
+				continue
+			}
+			for _, pr := range ds.Problems {
+				if strings.TrimSpace(pr.Problem) == "" || strings.TrimSpace(pr.Answer) == "" {
+					t.Fatalf("kept an empty problem or answer: %+v", pr)
+				}
+			}
+		}
+	})
+}
+
+func BenchmarkLoadJSONL(b *testing.B) {
+	var sb strings.Builder
+	for i := range 2000 {
+		sb.WriteString(`{"question": "What is ` + strings.Repeat("x", i%50) + `?", "answer": "Step one.\n#### ` + string(rune('0'+i%10)) + `", "id": ` + "1" + `}` + "\n")
+	}
+	p := filepath.Join(b.TempDir(), "bench.jsonl")
+	require.NoError(b, os.WriteFile(p, []byte(sb.String()), 0o644))
+	for b.Loop() {
+		if _, err := Load(p, LoadOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package data
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// parquetWant is the expectation file written by testdata/make_parquet.py.
+type parquetWant struct {
+	Problems     [][2]string `json:"problems"`
+	Skipped      int         `json:"skipped"`
+	ProblemField string      `json:"problem_field"`
+	AnswerField  string      `json:"answer_field"`
+}
+
+// checkParquetDir loads the files make_parquet.py wrote into dir and
+// compares them with the script's own expectations.
+func checkParquetDir(t *testing.T, dir string) {
+	t.Helper()
+	for _, name := range []string{"verl", "flat"} {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(dir, name+".want.json"))
+			require.NoError(t, err)
+			var w parquetWant
+			require.NoError(t, json.Unmarshal(b, &w))
+			ds, err := Load(filepath.Join(dir, name+".parquet"), LoadOptions{})
+			require.NoError(t, err)
+			require.Equal(t, FormatParquet, ds.Format)
+			var got [][2]string
+			for _, p := range ds.Problems {
+				got = append(got, [2]string{p.Problem, p.Answer})
+			}
+			require.Equal(t, w.Problems, got)
+			require.Len(t, ds.Skipped(), w.Skipped)
+			require.Equal(t, w.ProblemField, ds.Mapping.ProblemField)
+			require.Equal(t, w.AnswerField, ds.Mapping.AnswerField)
+		})
+	}
+	t.Run("wrong type", func(t *testing.T) {
+		_, err := Load(filepath.Join(dir, "wrongtype.parquet"), LoadOptions{})
+		require.ErrorContains(t, err, `wrongtype.parquet:row 0: field "answer": wrong type: a list`)
+	})
+	t.Run("empty", func(t *testing.T) {
+		_, err := Load(filepath.Join(dir, "empty.parquet"), LoadOptions{})
+		require.ErrorContains(t, err, "no records (empty file)")
+	})
+}
+
+// TestParquetCommitted reads the pyarrow-written files committed under
+// testdata (regenerate with testdata/make_parquet.py).
+func TestParquetCommitted(t *testing.T) {
+	checkParquetDir(t, "testdata")
+}
+
+// TestParquetFromPyarrow writes the files afresh with pyarrow, when it is
+// installed, so the test follows the current pyarrow release.
+func TestParquetFromPyarrow(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found; TestParquetCommitted covers the committed pyarrow files")
+	}
+	if out, err := exec.Command(py, "-c", "import pyarrow").CombinedOutput(); err != nil {
+		t.Skipf("pyarrow not installed (pip install pyarrow); TestParquetCommitted covers the committed files: %s", out)
+	}
+	dir := t.TempDir()
+	out, err := exec.Command(py, filepath.Join("testdata", "make_parquet.py"), dir).CombinedOutput()
+	require.NoError(t, err, "make_parquet.py: %s", out)
+	checkParquetDir(t, dir)
+}
+
+// FuzzLoadParquet checks that corrupt Parquet input is an error, never a
+// panic.
+func FuzzLoadParquet(f *testing.F) {
+	for _, name := range []string{"verl", "flat", "wrongtype", "empty"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name+".parquet"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, "f.parquet")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := Load(p, LoadOptions{})
+		if err == nil && len(ds.Problems) == 0 {
+			t.Fatal("Load returned a dataset without problems")
+		}
+	})
+}

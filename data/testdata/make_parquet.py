@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Writes the Parquet test files of package data with pyarrow, a Parquet
+implementation other than the one the product reads with.
+
+Usage: python3 make_parquet.py OUTDIR
+
+For every NAME it writes OUTDIR/NAME.parquet and OUTDIR/NAME.want.json; the
+latter holds what data.Load must return, derived here from the rows
+themselves (not from the Go code):
+  {"problems": [[problem, answer], ...], "skipped": N,
+   "problem_field": F, "answer_field": F}
+Regenerate the committed copies with: python3 make_parquet.py .
+"""
+import json
+import os
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SUFFIX = " Let's think step by step and output the final answer within \\boxed{}."
+
+
+def verl(outdir):
+    # verl layout: chat prompt (list of structs), nested ground truth as
+    # double, as in the POLARIS evaluation files. Two row groups.
+    questions = ["What is 2+3?", "What is $\\frac{1}{2}+\\frac{1}{2}$?", "Name a prime above 10.", "What is 7*6?"]
+    truths = [5.0, 1.0, 11.0, 42.5]
+    prompt_t = pa.list_(pa.struct([("content", pa.string()), ("role", pa.string())]))
+    rm_t = pa.struct([("ground_truth", pa.float64()), ("style", pa.string())])
+    table = pa.table({
+        "data_source": pa.array(["t"] * 4),
+        "prompt": pa.array([[{"content": "Be brief.", "role": "system"}, {"content": q + SUFFIX, "role": "user"}] for q in questions], type=prompt_t),
+        "ability": pa.array(["math"] * 4),
+        "reward_model": pa.array([{"ground_truth": g, "style": "rule"} for g in truths], type=rm_t),
+        "extra_info": pa.array([{"index": i, "split": "test"} for i in range(4)]),
+    })
+    pq.write_table(table, os.path.join(outdir, "verl.parquet"), row_group_size=2)
+    want = {
+        "problems": [[q, ("%d" % g) if g == int(g) else repr(g)] for q, g in zip(questions, truths)],
+        "skipped": 0,
+        "problem_field": "prompt",
+        "answer_field": "reward_model.ground_truth",
+    }
+    with open(os.path.join(outdir, "verl.want.json"), "w") as f:
+        json.dump(want, f, indent=1)
+
+
+def flat(outdir):
+    # Flat columns (string problem, int64 answer), zstd-compressed; one
+    # empty and one duplicate problem are skipped.
+    problems = ["Compute 1+1.", "", "Compute 2*3.", "Compute 1+1.", "Compute 9-4."]
+    answers = [2, 7, 6, 2, 5]
+    table = pa.table({
+        "id": pa.array(["a", "b", "c", "d", "e"]),
+        "question": pa.array(problems, type=pa.string()),
+        "answer": pa.array(answers, type=pa.int64()),
+    })
+    pq.write_table(table, os.path.join(outdir, "flat.parquet"), compression="zstd")
+    seen, kept, skipped = set(), [], 0
+    for p, a in zip(problems, answers):
+        if not p.strip() or p in seen:
+            skipped += 1
+            continue
+        seen.add(p)
+        kept.append([p, str(a)])
+    want = {"problems": kept, "skipped": skipped, "problem_field": "question", "answer_field": "answer"}
+    with open(os.path.join(outdir, "flat.want.json"), "w") as f:
+        json.dump(want, f, indent=1)
+
+
+def wrongtype(outdir):
+    # The answer column is a list: Load must fail naming row 0 and the field.
+    table = pa.table({"problem": pa.array(["p"]), "answer": pa.array([[1, 2]])})
+    pq.write_table(table, os.path.join(outdir, "wrongtype.parquet"))
+
+
+def empty(outdir):
+    table = pa.table({"problem": pa.array([], type=pa.string()), "answer": pa.array([], type=pa.string())})
+    pq.write_table(table, os.path.join(outdir, "empty.parquet"))
+
+
+if __name__ == "__main__":
+    out = sys.argv[1] if len(sys.argv) > 1 else "."
+    for fn in (verl, flat, wrongtype, empty):
+        fn(out)
