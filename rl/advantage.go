@@ -1,0 +1,422 @@
+package rl
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Numerical conventions shared by every advantage in this file. verl, TRL
+// and nanochat each choose these differently, so they are named here.
+
+// StdEpsilon is added to a standard deviation before dividing by it:
+// A = (r - mean) / (std + StdEpsilon). It is the epsilon=1e-6 default of
+// verl's compute_grpo_outcome_advantage.
+const StdEpsilon = 1e-6
+
+// StdDDOF is the delta degrees of freedom of every standard deviation in
+// this file: 1, the sample (Bessel-corrected) standard deviation
+// sqrt(sum_i (x_i - mean)^2 / (n - 1)). That is what torch.std computes by
+// default, hence what verl's GRPO divides by. (TRL's GRPOTrainer also uses
+// torch.std; a population std, ddof 0, would give slightly smaller
+// advantages for small groups.)
+const StdDDOF = 1
+
+// The constant-group rule: a group whose values are all exactly equal,
+// which includes a group of one, gets advantages of exactly 0, with or
+// without std scaling. This departs from verl, which gives a group of one
+// mean 0 and std 1, so that a lone sample's advantage is its raw reward;
+// here a lone sample carries no signal, like a group that all succeeded or
+// all failed. Exact zeros matter: Informative tests advantages against 0.
+
+// AdvantageOptions selects the variants of SPIRAL's advantages. The zero
+// value is the default: SPIRAL as in the authors' set-RL code (no std
+// scaling), gradients on both search and aggregation traces.
+type AdvantageOptions struct {
+	// ScaleSearch divides the set advantages A#(x,G) by the sample std of
+	// the K set values f(x,G) (plus StdEpsilon) before they are averaged
+	// into the search-trace advantages. Default off.
+	ScaleSearch bool
+	// ScaleAggregation divides each aggregation advantage
+	// r(x,y*) - f(x,G) by the sample std of the N2 rewards of its subset G
+	// (plus StdEpsilon): GRPO within each subset. Default off.
+	ScaleAggregation bool
+	// AggregationOnly is the `--algo agg-only` ablation: the SPIRAL
+	// pipeline with gradients on the aggregation traces only. Search
+	// advantages are computed (for metrics) but SearchMask is all false.
+	AggregationOnly bool
+}
+
+// SpiralProblem holds one problem's SPIRAL rollout rewards.
+//
+// Shapes: N1 = NumSearch search traces; K = len(Subsets) subsets, subset g
+// holding len(Subsets[g]) distinct indices in [0, N1) (in any order; one
+// trace may sit in several subsets); Rewards[g] holds the rewards of the
+// N2 aggregation traces of subset g (N2 may differ between subsets but
+// must be at least 1). Rewards are usually in {0, 1} but any finite value
+// is allowed.
+type SpiralProblem struct {
+	NumSearch int         // N1
+	Subsets   [][]int     // [K][n_g], indices into the search traces
+	Rewards   [][]float64 // [K][N2_g], rewards of the aggregation traces
+}
+
+// Validate reports the first structural problem of p: no subsets, an empty
+// subset, an index out of range or repeated within a subset, a subset with
+// no aggregation rewards, or a non-finite reward.
+func (p SpiralProblem) Validate() error {
+	if p.NumSearch < 0 {
+		return fmt.Errorf("rl: spiral problem: NumSearch %d < 0", p.NumSearch)
+	}
+	if len(p.Subsets) == 0 {
+		return fmt.Errorf("rl: spiral problem: no subsets")
+	}
+	if len(p.Rewards) != len(p.Subsets) {
+		return fmt.Errorf("rl: spiral problem: %d reward rows for %d subsets", len(p.Rewards), len(p.Subsets))
+	}
+	// stamp[i] == g+1 marks trace i as seen in subset g.
+	stamp := make([]int, p.NumSearch)
+	for g, members := range p.Subsets {
+		if len(members) == 0 {
+			return fmt.Errorf("rl: spiral problem: subset %d is empty", g)
+		}
+		for _, i := range members {
+			if i < 0 || i >= p.NumSearch {
+				return fmt.Errorf("rl: spiral problem: subset %d: index %d outside [0, %d)", g, i, p.NumSearch)
+			}
+			if stamp[i] == g+1 {
+				return fmt.Errorf("rl: spiral problem: subset %d: index %d repeated", g, i)
+			}
+			stamp[i] = g + 1
+		}
+		if len(p.Rewards[g]) == 0 {
+			return fmt.Errorf("rl: spiral problem: subset %d has no aggregation rewards", g)
+		}
+		for j, r := range p.Rewards[g] {
+			if math.IsNaN(r) || math.IsInf(r, 0) {
+				return fmt.Errorf("rl: spiral problem: subset %d: reward %d is %v", g, j, r)
+			}
+		}
+	}
+	return nil
+}
+
+// SpiralResult holds one problem's SPIRAL advantages. Shapes follow the
+// SpiralProblem it came from.
+type SpiralResult struct {
+	// SetValue is f(x,G) per subset: the mean reward of its aggregation
+	// traces, a Monte Carlo estimate of the aggregator's expected reward
+	// on G. [K]
+	SetValue []float64
+	// SetAdvantage is A#(x,G) = f(x,G) - mean_{G'} f(x,G'), divided by
+	// (std_{G'} f(x,G') + StdEpsilon) when ScaleSearch is set. It sums to
+	// zero over the subsets. [K]
+	SetAdvantage []float64
+	// Search is A_marg(x,y) for each search trace: the mean of
+	// SetAdvantage over the subsets that contain y, and 0 for a trace in
+	// no subset. [N1]
+	Search []float64
+	// SearchMask is true where a search trace receives a gradient: it is
+	// in at least one subset and the algorithm trains search traces (false
+	// everywhere under AggregationOnly). The trainer must skip masked-out
+	// traces entirely rather than train them with advantage 0, which would
+	// still count their tokens in the token-mean. [N1]
+	SearchMask []bool
+	// Membership counts the subsets that contain each search trace. [N1]
+	Membership []int
+	// Aggregation is A(x,y*) = r(x,y*) - f(x,G) for each aggregation trace
+	// of each subset G, divided by (std of G's rewards + StdEpsilon) when
+	// ScaleAggregation is set. Each row sums to zero. [K][N2_g]
+	Aggregation [][]float64
+}
+
+// Informative reports whether the problem carries any gradient signal:
+// some trained search trace (SearchMask) or some aggregation trace has a
+// nonzero advantage. Dynamic sampling drops problems that are not
+// informative. A problem whose rewards are all equal is never informative
+// (the constant-group rule makes its advantages exactly zero).
+func (r SpiralResult) Informative() bool {
+	for i, a := range r.Search {
+		if r.SearchMask[i] && a != 0 {
+			return true
+		}
+	}
+	for _, row := range r.Aggregation {
+		for _, a := range row {
+			if a != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// SpiralAdvantages computes SPIRAL's advantages for one problem x
+// (ARCHITECTURE.md, "The algorithm"): the set term credits each search
+// trace with the mean advantage of the subsets it sits in, and the
+// standard term gives each aggregation trace its reward minus its subset's
+// mean reward (a per-set baseline):
+//
+//	f(x,G)     = mean_j r[G][j]
+//	A#(x,G)    = f(x,G) - mean_{G'} f(x,G')
+//	A_marg(x,y) = mean_{G : y in G} A#(x,G)      (no gradient if no G holds y)
+//	A(x,y*)    = r(x,y*) - f(x,G)                 (y* aggregates G)
+//
+// Optional std scaling is described in AdvantageOptions. It returns an
+// error if p does not validate.
+func SpiralAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, error) {
+	if err := p.Validate(); err != nil {
+		return SpiralResult{}, err
+	}
+	k := len(p.Subsets)
+	res := SpiralResult{
+		SetValue:     make([]float64, k),
+		SetAdvantage: make([]float64, k),
+		Search:       make([]float64, p.NumSearch),
+		SearchMask:   make([]bool, p.NumSearch),
+		Membership:   make([]int, p.NumSearch),
+		Aggregation:  make([][]float64, k),
+	}
+	for g, rewards := range p.Rewards {
+		res.SetValue[g] = mean(rewards)
+		res.Aggregation[g] = make([]float64, len(rewards))
+		centre(res.Aggregation[g], rewards, opt.ScaleAggregation)
+	}
+	centre(res.SetAdvantage, res.SetValue, opt.ScaleSearch)
+	for g, members := range p.Subsets {
+		for _, i := range members {
+			res.Search[i] += res.SetAdvantage[g]
+			res.Membership[i]++
+		}
+	}
+	for i, m := range res.Membership {
+		if m > 0 {
+			res.Search[i] /= float64(m)
+			res.SearchMask[i] = !opt.AggregationOnly
+		}
+	}
+	return res, nil
+}
+
+// AggOnlyAdvantages is the `--algo agg-only` ablation: SpiralAdvantages
+// with opt.AggregationOnly set, so only aggregation traces get gradients.
+func AggOnlyAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, error) {
+	opt.AggregationOnly = true
+	return SpiralAdvantages(p, opt)
+}
+
+// BatchAdvantages holds the SPIRAL advantages of a batch of P problems in
+// flat, problem-major slices, the layout the trainer packs sequences in.
+type BatchAdvantages struct {
+	// Search holds A_marg for every search trace, problem by problem:
+	// problem p's traces are Search[SearchOffset[p]:SearchOffset[p+1]].
+	// [sum_p N1_p]
+	Search       []float64
+	SearchMask   []bool // [sum_p N1_p], as SpiralResult.SearchMask
+	SearchOffset []int  // [P+1]
+	// Aggregation holds A(x,y*) for every aggregation trace in (problem,
+	// subset, trace) order: problem p's traces are
+	// Aggregation[AggregationOffset[p]:AggregationOffset[p+1]].
+	// [sum_p sum_g N2_{p,g}]
+	Aggregation       []float64
+	AggregationOffset []int  // [P+1]
+	Informative       []bool // [P], as SpiralResult.Informative
+}
+
+// SpiralBatchAdvantages computes SpiralAdvantages for every problem of a
+// batch into flat slices, allocating only the outputs and one scratch
+// buffer. It returns the same numbers as calling SpiralAdvantages per
+// problem and concatenating (tested against exactly that loop). The error
+// names the first problem that does not validate.
+func SpiralBatchAdvantages(problems []SpiralProblem, opt AdvantageOptions) (BatchAdvantages, error) {
+	nSearch, nAgg, maxK := 0, 0, 0
+	for pi, p := range problems {
+		if err := p.Validate(); err != nil {
+			return BatchAdvantages{}, fmt.Errorf("rl: batch problem %d: %w", pi, err)
+		}
+		nSearch += p.NumSearch
+		for _, row := range p.Rewards {
+			nAgg += len(row)
+		}
+		maxK = max(maxK, len(p.Subsets))
+	}
+	out := BatchAdvantages{
+		Search:            make([]float64, nSearch),
+		SearchMask:        make([]bool, nSearch),
+		SearchOffset:      make([]int, len(problems)+1),
+		Aggregation:       make([]float64, nAgg),
+		AggregationOffset: make([]int, len(problems)+1),
+		Informative:       make([]bool, len(problems)),
+	}
+	scratch := make([]float64, 2*maxK)
+	var membership []int // [N1] of the current problem
+	so, ao := 0, 0
+	for pi, p := range problems {
+		k := len(p.Subsets)
+		f, setAdv := scratch[:k], scratch[k:2*k]
+		informative := false
+		for g, rewards := range p.Rewards {
+			f[g] = mean(rewards)
+			dst := out.Aggregation[ao : ao+len(rewards)]
+			centre(dst, rewards, opt.ScaleAggregation)
+			for _, a := range dst {
+				informative = informative || a != 0
+			}
+			ao += len(rewards)
+		}
+		centre(setAdv, f, opt.ScaleSearch)
+		search := out.Search[so : so+p.NumSearch]
+		membership = slices.Grow(membership[:0], p.NumSearch)[:p.NumSearch]
+		clear(membership)
+		for g, members := range p.Subsets {
+			for _, i := range members {
+				search[i] += setAdv[g]
+				membership[i]++
+			}
+		}
+		for i, m := range membership {
+			if m == 0 {
+				continue
+			}
+			search[i] /= float64(m)
+			if !opt.AggregationOnly {
+				out.SearchMask[so+i] = true
+				informative = informative || search[i] != 0
+			}
+		}
+		so += p.NumSearch
+		out.SearchOffset[pi+1] = so
+		out.AggregationOffset[pi+1] = ao
+		out.Informative[pi] = informative
+	}
+	return out, nil
+}
+
+// GRPOOptions selects the GRPO variant. The zero value is GRPO as in
+// DeepSeekMath (Shao et al. 2024, arXiv:2402.03300), scaled by the group
+// std.
+type GRPOOptions struct {
+	// NoStdScaling drops the division by the group std, as in Dr. GRPO
+	// (Liu et al. 2025, "Understanding R1-Zero-Like Training",
+	// arXiv:2503.20783): A_i = r_i - mean r.
+	NoStdScaling bool
+}
+
+// GRPOAdvantages computes group-relative advantages for the G traces of
+// one problem (rewards [G] -> advantages [G]):
+//
+//	A_i = (r_i - mean_j r_j) / (std_j r_j + StdEpsilon)
+//
+// with the sample std (StdDDOF) and StdEpsilon of verl's GRPO. A group whose
+// rewards are all equal, including a group of one, gets exactly zero. It
+// returns an error for an empty group or a non-finite reward.
+func GRPOAdvantages(rewards []float64, opt GRPOOptions) ([]float64, error) {
+	if len(rewards) == 0 {
+		return nil, fmt.Errorf("rl: grpo: empty group")
+	}
+	for i, r := range rewards {
+		if math.IsNaN(r) || math.IsInf(r, 0) {
+			return nil, fmt.Errorf("rl: grpo: reward %d is %v", i, r)
+		}
+	}
+	adv := make([]float64, len(rewards))
+	centre(adv, rewards, !opt.NoStdScaling)
+	return adv, nil
+}
+
+// GRPOAdvantagesByGroup computes GRPOAdvantages over a flat batch in which
+// group[i] names the problem of trace i (verl's `index` layout; groups may
+// interleave and have different sizes): rewards [B], group [B] ->
+// advantages [B]. It makes three passes over the batch instead of
+// gathering each group, and returns the same numbers as GRPOAdvantages on
+// each gathered group.
+func GRPOAdvantagesByGroup(rewards []float64, group []int, opt GRPOOptions) ([]float64, error) {
+	if len(rewards) != len(group) {
+		return nil, fmt.Errorf("rl: grpo: %d rewards but %d group ids", len(rewards), len(group))
+	}
+	type stats struct {
+		n        int
+		sum, ss  float64
+		first    float64
+		constant bool
+	}
+	slot := make(map[int]int)
+	ids := make([]int, len(rewards)) // dense group slot of each trace
+	var st []stats
+	for i, r := range rewards {
+		if math.IsNaN(r) || math.IsInf(r, 0) {
+			return nil, fmt.Errorf("rl: grpo: reward %d is %v", i, r)
+		}
+		s, ok := slot[group[i]]
+		if !ok {
+			s = len(st)
+			slot[group[i]] = s
+			st = append(st, stats{first: r, constant: true})
+		}
+		ids[i] = s
+		st[s].n++
+		st[s].sum += r
+		st[s].constant = st[s].constant && r == st[s].first
+	}
+	for i, r := range rewards {
+		s := &st[ids[i]]
+		d := r - s.sum/float64(s.n)
+		s.ss += d * d
+	}
+	adv := make([]float64, len(rewards))
+	for i, r := range rewards {
+		s := st[ids[i]]
+		if s.constant {
+			continue
+		}
+		a := r - s.sum/float64(s.n)
+		if !opt.NoStdScaling {
+			a *= 1 / (math.Sqrt(s.ss/float64(s.n-StdDDOF)) + StdEpsilon)
+		}
+		adv[i] = a
+	}
+	return adv, nil
+}
+
+// mean returns the arithmetic mean of x, which must be non-empty.
+func mean(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}
+
+// centre writes x_i - mean(x) into dst (len(dst) == len(x)), divided by
+// (sample std of x + StdEpsilon) when scale is set. By the constant-group
+// rule, dst is exactly zero when all x are equal (so also for len(x) == 1),
+// which rounding in the mean would otherwise break (mean of three 0.1s is
+// not 0.1 in float64).
+func centre(dst, x []float64, scale bool) {
+	constant := true
+	for _, v := range x {
+		if v != x[0] {
+			constant = false
+			break
+		}
+	}
+	if constant {
+		clear(dst)
+		return
+	}
+	m := mean(x)
+	for i, v := range x {
+		dst[i] = v - m
+	}
+	if !scale {
+		return
+	}
+	ss := 0.0
+	for _, d := range dst {
+		ss += d * d
+	}
+	inv := 1 / (math.Sqrt(ss/float64(len(x)-StdDDOF)) + StdEpsilon)
+	for i := range dst {
+		dst[i] *= inv
+	}
+}

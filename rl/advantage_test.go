@@ -1,0 +1,519 @@
+package rl
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Worked example used by several tests. N1 = 4 search traces, K = 3
+// subsets; trace 3 sits in no subset.
+//
+//	G0 = {0,1}  rewards [1 1 0 0]  f = 2/4 = 0.5
+//	G1 = {1,2}  rewards [1 1 1 1]  f = 1
+//	G2 = {2,0}  rewards [0 0 0 0]  f = 0
+//	mean f = (0.5 + 1 + 0)/3 = 0.5
+//	A#     = [0.5-0.5, 1-0.5, 0-0.5] = [0, 0.5, -0.5]
+//	A_marg: y0 in G0,G2: (0 - 0.5)/2 = -0.25
+//	        y1 in G0,G1: (0 + 0.5)/2 = +0.25
+//	        y2 in G1,G2: (0.5 - 0.5)/2 = 0
+//	        y3 in none: no gradient
+//	A(y*):  G0: [1-0.5, 1-0.5, 0-0.5, 0-0.5] = [0.5 0.5 -0.5 -0.5]; G1, G2: 0
+func workedProblem() SpiralProblem {
+	return SpiralProblem{
+		NumSearch: 4,
+		Subsets:   [][]int{{0, 1}, {1, 2}, {2, 0}},
+		Rewards:   [][]float64{{1, 1, 0, 0}, {1, 1, 1, 1}, {0, 0, 0, 0}},
+	}
+}
+
+func TestSpiralAdvantagesHandComputed(t *testing.T) {
+	// Scaled variants of the worked example:
+	//  ScaleSearch: deviations of f = [0, 0.5, -0.5], sample std =
+	//   sqrt((0 + 0.25 + 0.25)/(3-1)) = 0.5, so A# = [0, 0.5, -0.5]/(0.5+1e-6).
+	//  ScaleAggregation: G0 deviations ±0.5, sample std =
+	//   sqrt(4*0.25/(4-1)) = sqrt(1/3), so ±0.5/(sqrt(1/3)+1e-6).
+	s := 0.5 / (0.5 + StdEpsilon)
+	a := 0.5 / (math.Sqrt(1.0/3) + StdEpsilon)
+	tests := []struct {
+		name        string
+		opt         AdvantageOptions
+		setAdv      []float64
+		search      []float64
+		mask        []bool
+		agg0        []float64
+		informative bool
+	}{
+		{"spiral", AdvantageOptions{}, []float64{0, 0.5, -0.5}, []float64{-0.25, 0.25, 0, 0},
+			[]bool{true, true, true, false}, []float64{0.5, 0.5, -0.5, -0.5}, true},
+		{"scale search", AdvantageOptions{ScaleSearch: true}, []float64{0, s, -s}, []float64{-s / 2, s / 2, 0, 0},
+			[]bool{true, true, true, false}, []float64{0.5, 0.5, -0.5, -0.5}, true},
+		{"scale aggregation", AdvantageOptions{ScaleAggregation: true}, []float64{0, 0.5, -0.5}, []float64{-0.25, 0.25, 0, 0},
+			[]bool{true, true, true, false}, []float64{a, a, -a, -a}, true},
+		{"agg-only", AdvantageOptions{AggregationOnly: true}, []float64{0, 0.5, -0.5}, []float64{-0.25, 0.25, 0, 0},
+			[]bool{false, false, false, false}, []float64{0.5, 0.5, -0.5, -0.5}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := SpiralAdvantages(workedProblem(), tc.opt)
+			require.NoError(t, err)
+			require.Equal(t, []float64{0.5, 1, 0}, got.SetValue)
+			require.InDeltaSlice(t, tc.setAdv, got.SetAdvantage, 1e-12)
+			require.InDeltaSlice(t, tc.search, got.Search, 1e-12)
+			require.Equal(t, tc.mask, got.SearchMask)
+			require.Equal(t, []int{2, 2, 2, 0}, got.Membership)
+			require.InDeltaSlice(t, tc.agg0, got.Aggregation[0], 1e-12)
+			require.Equal(t, []float64{0, 0, 0, 0}, got.Aggregation[1])
+			require.Equal(t, []float64{0, 0, 0, 0}, got.Aggregation[2])
+			require.Equal(t, tc.informative, got.Informative())
+		})
+	}
+}
+
+func TestSpiralInformative(t *testing.T) {
+	tests := []struct {
+		name    string
+		p       SpiralProblem
+		opt     AdvantageOptions
+		want    bool
+		because string
+	}{
+		{"all correct", SpiralProblem{3, [][]int{{0, 1}, {1, 2}}, [][]float64{{1, 1}, {1, 1}}}, AdvantageOptions{}, false,
+			"f = [1 1], A# = 0, every r - f = 0"},
+		{"all wrong scaled", SpiralProblem{3, [][]int{{0, 1}, {1, 2}}, [][]float64{{0, 0}, {0, 0}}}, AdvantageOptions{ScaleSearch: true, ScaleAggregation: true}, false,
+			"constant groups give exact zeros even when scaling"},
+		{"equal non-dyadic rewards", SpiralProblem{2, [][]int{{0}, {1}}, [][]float64{{0.1, 0.1, 0.1}, {0.1, 0.1, 0.1}}}, AdvantageOptions{}, false,
+			"0.1+0.1+0.1 = 0.30000000000000004, /3 != 0.1, yet the constant-group rule gives exact zeros"},
+		{"set signal only", SpiralProblem{2, [][]int{{0}, {1}}, [][]float64{{1, 1}, {0, 0}}}, AdvantageOptions{}, true,
+			"f = [1 0], A# = [0.5 -0.5], A_marg = [0.5 -0.5]; aggregation rows constant"},
+		{"set signal only, agg-only", SpiralProblem{2, [][]int{{0}, {1}}, [][]float64{{1, 1}, {0, 0}}}, AdvantageOptions{AggregationOnly: true}, false,
+			"same as above but search traces carry no gradient"},
+		{"set signal cancels in marginal", SpiralProblem{2, [][]int{{0, 1}, {1, 0}}, [][]float64{{1, 1}, {0, 0}}}, AdvantageOptions{}, false,
+			"A# = [0.5 -0.5] but both traces sit in both subsets: A_marg = (0.5-0.5)/2 = 0"},
+		{"aggregation signal only", SpiralProblem{2, [][]int{{0}, {1}}, [][]float64{{1, 0}, {0, 1}}}, AdvantageOptions{AggregationOnly: true}, true,
+			"f = [0.5 0.5], A# = 0, A(y*) = ±0.5"},
+		{"uncovered trace ignored", SpiralProblem{3, [][]int{{0}, {1}}, [][]float64{{1}, {1}}}, AdvantageOptions{}, false,
+			"trace 2 has no subset; the rest is constant"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := SpiralAdvantages(tc.p, tc.opt)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got.Informative(), tc.because)
+			if !tc.want {
+				for _, row := range got.Aggregation {
+					for _, a := range row {
+						require.Zero(t, a, tc.because)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestSpiralProblemValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		p    SpiralProblem
+		want string
+	}{
+		{"no subsets", SpiralProblem{NumSearch: 2}, "no subsets"},
+		{"row mismatch", SpiralProblem{2, [][]int{{0}}, nil}, "0 reward rows for 1 subsets"},
+		{"empty subset", SpiralProblem{2, [][]int{{}}, [][]float64{{1}}}, "subset 0 is empty"},
+		{"index too big", SpiralProblem{2, [][]int{{0}, {2}}, [][]float64{{1}, {1}}}, "subset 1: index 2 outside [0, 2)"},
+		{"negative index", SpiralProblem{2, [][]int{{-1}}, [][]float64{{1}}}, "index -1 outside"},
+		{"repeated index", SpiralProblem{3, [][]int{{0, 1}, {2, 1, 2}}, [][]float64{{1}, {1}}}, "subset 1: index 2 repeated"},
+		{"no rewards", SpiralProblem{2, [][]int{{0}}, [][]float64{{}}}, "subset 0 has no aggregation rewards"},
+		{"nan reward", SpiralProblem{2, [][]int{{0}}, [][]float64{{1, math.NaN()}}}, "reward 1 is NaN"},
+		{"inf reward", SpiralProblem{2, [][]int{{0}}, [][]float64{{math.Inf(1)}}}, "reward 0 is +Inf"},
+		{"negative N1", SpiralProblem{-1, [][]int{{0}}, [][]float64{{1}}}, "NumSearch -1 < 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := SpiralAdvantages(tc.p, AdvantageOptions{})
+			require.ErrorContains(t, err, tc.want)
+			require.ErrorContains(t, err, "rl: ")
+			_, err = SpiralBatchAdvantages([]SpiralProblem{workedProblem(), tc.p}, AdvantageOptions{})
+			require.ErrorContains(t, err, "rl: batch problem 1: ")
+		})
+	}
+}
+
+// randomProblem draws a SPIRAL problem of random shape. Binary rewards
+// mimic the grader; continuous ones exercise non-dyadic arithmetic.
+func randomProblem(rng *rand.Rand) SpiralProblem {
+	n1 := 1 + rng.IntN(10)
+	k := 1 + rng.IntN(6)
+	binary := rng.IntN(2) == 0
+	p := SpiralProblem{NumSearch: n1, Subsets: make([][]int, k), Rewards: make([][]float64, k)}
+	for g := range k {
+		p.Subsets[g] = rng.Perm(n1)[:1+rng.IntN(n1)]
+		p.Rewards[g] = make([]float64, 1+rng.IntN(5))
+		for j := range p.Rewards[g] {
+			if binary {
+				p.Rewards[g][j] = float64(rng.IntN(2))
+			} else {
+				p.Rewards[g][j] = rng.Float64()
+			}
+		}
+	}
+	return p
+}
+
+var allOptions = []AdvantageOptions{
+	{}, {ScaleSearch: true}, {ScaleAggregation: true}, {ScaleSearch: true, ScaleAggregation: true},
+	{AggregationOnly: true}, {AggregationOnly: true, ScaleSearch: true, ScaleAggregation: true},
+}
+
+// naiveSpiral restates the formulas of ARCHITECTURE.md literally: per
+// search trace, scan every subset for membership.
+func naiveSpiral(p SpiralProblem, opt AdvantageOptions) (search []float64, mask []bool, agg [][]float64) {
+	k := len(p.Subsets)
+	f := make([]float64, k)
+	for g, rs := range p.Rewards {
+		for _, r := range rs {
+			f[g] += r / float64(len(rs))
+		}
+	}
+	fbar := 0.0
+	for _, v := range f {
+		fbar += v / float64(k)
+	}
+	setAdv := make([]float64, k)
+	for g := range f {
+		setAdv[g] = f[g] - fbar
+		if opt.ScaleSearch {
+			setAdv[g] /= sampleStd(f) + StdEpsilon
+		}
+	}
+	search = make([]float64, p.NumSearch)
+	mask = make([]bool, p.NumSearch)
+	for y := range p.NumSearch {
+		var sum float64
+		var cnt int
+		for g, members := range p.Subsets {
+			if slices.Contains(members, y) {
+				sum += setAdv[g]
+				cnt++
+			}
+		}
+		if cnt > 0 {
+			search[y] = sum / float64(cnt)
+			mask[y] = !opt.AggregationOnly
+		}
+	}
+	agg = make([][]float64, k)
+	for g, rs := range p.Rewards {
+		agg[g] = make([]float64, len(rs))
+		for j, r := range rs {
+			agg[g][j] = r - f[g]
+			if opt.ScaleAggregation {
+				agg[g][j] /= sampleStd(rs) + StdEpsilon
+			}
+		}
+	}
+	return search, mask, agg
+}
+
+// sampleStd is the Bessel-corrected std, 0 for fewer than two values.
+func sampleStd(x []float64) float64 {
+	if len(x) < 2 {
+		return 0
+	}
+	m := 0.0
+	for _, v := range x {
+		m += v / float64(len(x))
+	}
+	ss := 0.0
+	for _, v := range x {
+		ss += (v - m) * (v - m)
+	}
+	return math.Sqrt(ss / float64(len(x)-1))
+}
+
+func TestSpiralAdvantagesMatchesNaiveFormulas(t *testing.T) {
+	for seed := range uint64(500) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		p := randomProblem(rng)
+		for _, opt := range allOptions {
+			got, err := SpiralAdvantages(p, opt)
+			require.NoError(t, err)
+			search, mask, agg := naiveSpiral(p, opt)
+			msg := fmt.Sprintf("seed %d opt %+v problem %+v", seed, opt, p)
+			// Tolerance: the naive version sums r/n instead of sum(r)/n and
+			// skips the constant-group rule; with std scaling a near-constant
+			// group divides a 1e-17 rounding residue by eps = 1e-6.
+			require.InDeltaSlice(t, search, got.Search, 1e-9, msg)
+			require.Equal(t, mask, got.SearchMask, msg)
+			for g := range agg {
+				require.InDeltaSlice(t, agg[g], got.Aggregation[g], 1e-9, msg)
+			}
+		}
+	}
+}
+
+func TestSpiralAdvantagesProperties(t *testing.T) {
+	for seed := range uint64(500) {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		p := randomProblem(rng)
+		for _, opt := range allOptions {
+			msg := fmt.Sprintf("seed %d opt %+v", seed, opt)
+			got, err := SpiralAdvantages(p, opt)
+			require.NoError(t, err)
+
+			// Set advantages sum to zero over the subsets (centred by their mean).
+			require.InDelta(t, 0, sum(got.SetAdvantage), 1e-12, msg)
+			// Aggregation advantages sum to zero within each subset.
+			for g := range got.Aggregation {
+				require.InDelta(t, 0, sum(got.Aggregation[g]), 1e-12, msg)
+			}
+			// sum_y |{G : y in G}| A_marg(y) = sum_G |G| A#(G): each
+			// (subset, member) pair is counted once on either side.
+			lhs, rhs := 0.0, 0.0
+			for i, m := range got.Membership {
+				lhs += float64(m) * got.Search[i]
+			}
+			for g, members := range p.Subsets {
+				rhs += float64(len(members)) * got.SetAdvantage[g]
+			}
+			require.InDelta(t, rhs, lhs, 1e-12, msg)
+
+			// Invariance to adding a constant to every reward.
+			c := rng.Float64()*10 - 5
+			shifted := mapRewards(p, func(r float64) float64 { return r + c })
+			gotShift, err := SpiralAdvantages(shifted, opt)
+			require.NoError(t, err)
+			// Tolerance: r + c rounds at ~|c| * 2^-52 ~ 1e-15; with scaling a
+			// group that is constant only after rounding is the worst case,
+			// which binary rewards never produce and uniform floats almost
+			// never do.
+			require.InDeltaSlice(t, got.Search, gotShift.Search, 1e-8, msg)
+			for g := range got.Aggregation {
+				require.InDeltaSlice(t, got.Aggregation[g], gotShift.Aggregation[g], 1e-8, msg)
+			}
+			require.Equal(t, got.Informative(), gotShift.Informative(), msg)
+
+			// With both scalings, invariance to multiplying rewards by s > 0,
+			// up to eps: d*s/(s*std+eps) vs d/(std+eps) differ by about
+			// |A| * eps * |1/s - 1| / std <= ~1e-4 for std >= 0.01, s in [0.5, 2].
+			if opt.ScaleSearch && opt.ScaleAggregation {
+				s := 0.5 + 1.5*rng.Float64()
+				scaled, err := SpiralAdvantages(mapRewards(p, func(r float64) float64 { return r * s }), opt)
+				require.NoError(t, err)
+				require.InDeltaSlice(t, got.SetAdvantage, scaled.SetAdvantage, 1e-3, msg)
+			}
+		}
+	}
+}
+
+func mapRewards(p SpiralProblem, f func(float64) float64) SpiralProblem {
+	q := p
+	q.Rewards = make([][]float64, len(p.Rewards))
+	for g, rs := range p.Rewards {
+		q.Rewards[g] = make([]float64, len(rs))
+		for j, r := range rs {
+			q.Rewards[g][j] = f(r)
+		}
+	}
+	return q
+}
+
+func sum(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s
+}
+
+func TestSpiralBatchMatchesPerProblemLoop(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		problems := make([]SpiralProblem, rng.IntN(12))
+		for i := range problems {
+			problems[i] = randomProblem(rng)
+		}
+		for _, opt := range allOptions {
+			msg := fmt.Sprintf("seed %d opt %+v", seed, opt)
+			got, err := SpiralBatchAdvantages(problems, opt)
+			require.NoError(t, err)
+
+			var want BatchAdvantages
+			want.SearchOffset = []int{0}
+			want.AggregationOffset = []int{0}
+			for _, p := range problems {
+				r, err := aggOnlyOrSpiral(p, opt)
+				require.NoError(t, err)
+				want.Search = append(want.Search, r.Search...)
+				want.SearchMask = append(want.SearchMask, r.SearchMask...)
+				for _, row := range r.Aggregation {
+					want.Aggregation = append(want.Aggregation, row...)
+				}
+				want.SearchOffset = append(want.SearchOffset, len(want.Search))
+				want.AggregationOffset = append(want.AggregationOffset, len(want.Aggregation))
+				want.Informative = append(want.Informative, r.Informative())
+			}
+			// Same arithmetic in the same order: exact equality expected.
+			require.Equal(t, len(want.Search), len(got.Search), msg)
+			require.Equal(t, len(want.Aggregation), len(got.Aggregation), msg)
+			require.Equal(t, want.SearchOffset, got.SearchOffset, msg)
+			require.Equal(t, want.AggregationOffset, got.AggregationOffset, msg)
+			require.Equal(t, want.Informative, nilIfEmpty(got.Informative), msg)
+			require.Equal(t, want.SearchMask, nilIfEmpty(got.SearchMask), msg)
+			require.InDeltaSlice(t, want.Search, nilIfEmpty(got.Search), 0, msg)
+			require.InDeltaSlice(t, want.Aggregation, nilIfEmpty(got.Aggregation), 0, msg)
+		}
+	}
+}
+
+// aggOnlyOrSpiral routes through AggOnlyAdvantages when the option asks
+// for it, so that the batch test also covers that entry point.
+func aggOnlyOrSpiral(p SpiralProblem, opt AdvantageOptions) (SpiralResult, error) {
+	if opt.AggregationOnly {
+		opt.AggregationOnly = false // AggOnlyAdvantages must set it itself
+		return AggOnlyAdvantages(p, opt)
+	}
+	return SpiralAdvantages(p, opt)
+}
+
+func nilIfEmpty[T any](x []T) []T {
+	if len(x) == 0 {
+		return nil
+	}
+	return x
+}
+
+func TestGRPOAdvantagesHandComputed(t *testing.T) {
+	// [1 0 0 0]: mean 0.25, deviations [0.75 -0.25 -0.25 -0.25],
+	// sample var = (0.5625 + 3*0.0625)/(4-1) = 0.25, std 0.5.
+	// [1 1 0 0]: deviations ±0.5, sample std sqrt(1/3).
+	// [3 5]: mean 4, deviations ∓1, sample std sqrt(2/1).
+	tests := []struct {
+		name    string
+		rewards []float64
+		opt     GRPOOptions
+		want    []float64
+	}{
+		{"one of four", []float64{1, 0, 0, 0}, GRPOOptions{}, []float64{0.75 / 0.500001, -0.25 / 0.500001, -0.25 / 0.500001, -0.25 / 0.500001}},
+		{"one of four Dr. GRPO", []float64{1, 0, 0, 0}, GRPOOptions{NoStdScaling: true}, []float64{0.75, -0.25, -0.25, -0.25}},
+		{"half", []float64{1, 1, 0, 0}, GRPOOptions{}, []float64{0.5 / (math.Sqrt(1.0/3) + 1e-6), 0.5 / (math.Sqrt(1.0/3) + 1e-6), -0.5 / (math.Sqrt(1.0/3) + 1e-6), -0.5 / (math.Sqrt(1.0/3) + 1e-6)}},
+		{"non-binary", []float64{3, 5}, GRPOOptions{}, []float64{-1 / (math.Sqrt2 + 1e-6), 1 / (math.Sqrt2 + 1e-6)}},
+		{"all correct", []float64{1, 1, 1}, GRPOOptions{}, []float64{0, 0, 0}},
+		{"group of one", []float64{1}, GRPOOptions{}, []float64{0}},
+		{"group of one Dr. GRPO", []float64{1}, GRPOOptions{NoStdScaling: true}, []float64{0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := GRPOAdvantages(tc.rewards, tc.opt)
+			require.NoError(t, err)
+			require.InDeltaSlice(t, tc.want, got, 1e-12)
+		})
+	}
+}
+
+func TestGRPOErrors(t *testing.T) {
+	_, err := GRPOAdvantages(nil, GRPOOptions{})
+	require.ErrorContains(t, err, "rl: grpo: empty group")
+	_, err = GRPOAdvantages([]float64{0, math.NaN()}, GRPOOptions{})
+	require.ErrorContains(t, err, "rl: grpo: reward 1 is NaN")
+	_, err = GRPOAdvantagesByGroup([]float64{0, 1}, []int{0}, GRPOOptions{})
+	require.ErrorContains(t, err, "rl: grpo: 2 rewards but 1 group ids")
+	_, err = GRPOAdvantagesByGroup([]float64{0, math.Inf(-1)}, []int{0, 0}, GRPOOptions{})
+	require.ErrorContains(t, err, "reward 1 is -Inf")
+}
+
+func TestGRPOByGroupMatchesPerGroupLoop(t *testing.T) {
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 4))
+		b := rng.IntN(40)
+		rewards := make([]float64, b)
+		group := make([]int, b)
+		binary := rng.IntN(2) == 0
+		for i := range b {
+			group[i] = rng.IntN(6) - 2 // arbitrary ids, negative ones too, interleaved
+			if binary {
+				rewards[i] = float64(rng.IntN(2))
+			} else {
+				rewards[i] = rng.NormFloat64()
+			}
+		}
+		for _, opt := range []GRPOOptions{{}, {NoStdScaling: true}} {
+			got, err := GRPOAdvantagesByGroup(rewards, group, opt)
+			require.NoError(t, err)
+			want := make([]float64, b)
+			for id := -2; id < 4; id++ {
+				var idx []int
+				var rs []float64
+				for i := range b {
+					if group[i] == id {
+						idx = append(idx, i)
+						rs = append(rs, rewards[i])
+					}
+				}
+				if len(rs) == 0 {
+					continue
+				}
+				adv, err := GRPOAdvantages(rs, opt)
+				require.NoError(t, err)
+				for j, i := range idx {
+					want[i] = adv[j]
+				}
+			}
+			require.InDeltaSlice(t, want, got, 1e-12, "seed %d opt %+v", seed, opt)
+		}
+	}
+}
+
+// defaultBatch is the paper's batch shape with our default split:
+// 256 problems, N1 = 8, K = 4 subsets of n = 4, N2 = 4.
+func defaultBatch(rng *rand.Rand) []SpiralProblem {
+	problems := make([]SpiralProblem, 256)
+	for i := range problems {
+		p := SpiralProblem{NumSearch: 8, Subsets: make([][]int, 4), Rewards: make([][]float64, 4)}
+		for g := range 4 {
+			p.Subsets[g] = rng.Perm(8)[:4]
+			p.Rewards[g] = []float64{float64(rng.IntN(2)), float64(rng.IntN(2)), float64(rng.IntN(2)), float64(rng.IntN(2))}
+		}
+		problems[i] = p
+	}
+	return problems
+}
+
+func BenchmarkSpiralBatchAdvantages(b *testing.B) {
+	problems := defaultBatch(rand.New(rand.NewPCG(1, 2)))
+	for b.Loop() {
+		if _, err := SpiralBatchAdvantages(problems, AdvantageOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSpiralAdvantagesPerProblem(b *testing.B) {
+	problems := defaultBatch(rand.New(rand.NewPCG(1, 2)))
+	for b.Loop() {
+		for _, p := range problems {
+			if _, err := SpiralAdvantages(p, AdvantageOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func BenchmarkGRPOAdvantagesByGroup(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	rewards := make([]float64, 256*24)
+	group := make([]int, len(rewards))
+	for i := range rewards {
+		rewards[i] = float64(rng.IntN(2))
+		group[i] = i / 24
+	}
+	for b.Loop() {
+		if _, err := GRPOAdvantagesByGroup(rewards, group, GRPOOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
