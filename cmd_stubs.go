@@ -71,9 +71,3 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		return notBuilt("the Qwen3 graph generator (model/qwen3) has not landed")
 	}
 }
-
-func setupData(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
-	return func(context.Context, *cliEnv, []string) error {
-		return notBuilt("dataset loading (data/) has not landed")
-	}
-}

@@ -142,3 +142,23 @@ func TestDeviceCUDAWithoutProvider(t *testing.T) {
 	require.Contains(t, r.stderr, "warning: --device auto")
 	require.Contains(t, r.stdout, "device cpu")
 }
+
+func TestDataInspect(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "p.jsonl")
+	require.NoError(t, os.WriteFile(good, []byte(`{"question":"1+1?","answer":"2"}`+"\n"+`{"question":"2+2?","answer":"4"}`+"\n"), 0o644))
+	r := spiral(t, nil, "data", "inspect", good)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "jsonl")
+	require.Contains(t, r.stdout, "question")
+	require.Contains(t, r.stdout, "2 kept")
+
+	bad := filepath.Join(dir, "bad.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"question":"1+1?","answer":"2"}`+"\n"+`{"question": oops`+"\n"), 0o644))
+	r = spiral(t, nil, "data", "inspect", bad)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "bad.jsonl:2")
+
+	r = spiral(t, nil, "data", "inspect")
+	require.Equal(t, 2, r.code)
+}
