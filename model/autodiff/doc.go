@@ -1,0 +1,38 @@
+// Package autodiff generates ONNX training graphs: reverse-mode
+// differentiation of an ONNX forward graph (Differentiate) and the causal-LM
+// policy-gradient training graph built on it (TrainingGraph).
+//
+// Conventions:
+//
+//   - Graphs are raw onnxpb messages. Differentiate never mutates its input;
+//     it returns a new graph that computes every value the forward graph did
+//     (same node outputs, same graph outputs) plus one output per entry of
+//     wrt named GradName(w) = "grad." + w, holding d loss / d w with the
+//     dtype and shape of w. A wrt entry the loss does not depend on gets a
+//     zero gradient.
+//   - The loss must be a float tensor; its seed gradient is ones of its shape,
+//     so a non-scalar loss is differentiated as the sum of its elements.
+//   - Emitted nodes use opset-18 forms of the default domain (Reduce* with
+//     axes as an input, ScatterND/ScatterElements with reduction="add"), so the
+//     model must import the default domain at opset >= 18. Rules read both
+//     the attribute and the input form of axes in forward nodes.
+//     Softmax and LogSoftmax follow opset >= 13 semantics (one axis).
+//   - Fused ops (Gemm, LayerNormalization, and the opset-23 RMSNormalization,
+//     RotaryEmbedding and Attention) are first rewritten into primitives by
+//     Decompose; the primitive graph is what gets differentiated.
+//   - Generated value and node names start with NamePrefix ("ad/") followed
+//     by a counter; Differentiate fails if the forward graph already uses a
+//     name with that prefix.
+//   - Broadcast gradients are reduced back to each input's shape at run time
+//     (ReduceSum over the axes where the left-padded input shape is 1, then
+//     Reshape to Shape(input)), so dynamic dimensions (batch, sequence) need
+//     no static shape information.
+//   - Only float tensors (float16, bfloat16, float, double) carry gradients.
+//     Integer and bool values, and the index/shape/mask inputs of ops (Gather
+//     indices, Reshape shape, Where condition, Slice starts...), are pruned.
+//     A node on a path from wrt to the loss whose op has no gradient rule
+//     stops Differentiate with an *UnsupportedOpError naming the op type and
+//     the node.
+//   - Ties in Max, Min and ReduceMax split the gradient evenly among the tied
+//     inputs (the convention of PyTorch's amax); Relu passes no gradient at 0.
+package autodiff
