@@ -1,0 +1,48 @@
+// Package grader decides whether a model's response to a math problem
+// states the gold answer. It is the reward of every RL step and the score
+// of every evaluation in spiral.
+//
+// Grading runs in three stages, each callable alone:
+//
+//	Extract   response text -> answer text (the last \boxed{...}, a
+//	          "final answer is ..." sentence, else the last LaTeX span or
+//	          plain number);
+//	Normalize answer text  -> canonical LaTeX-ish text (LaTeX spacing and
+//	          sizing noise, \text units, degrees, dollars, thousands
+//	          separators, trailing punctuation removed);
+//	Equal     gold, answer -> bool (parsed into a small expression tree
+//	          and compared exactly, symbolically or numerically).
+//
+// Conventions:
+//
+//   - Equal is asymmetric, as in Math-Verify: the gold side decides how an
+//     equation or an interval is read ("x = 3" is accepted for gold "3",
+//     an inequality gold is accepted as an interval answer, an interval
+//     gold accepts an inequality only with Config.AllowSetRelation).
+//     Equivalent is the symmetric variant used to cluster answers.
+//   - Numbers are exact rationals (math/big) while they can be: integers,
+//     decimals, fractions, integer powers and factorials stay exact, so
+//     1/2006! and 1/2004! differ. Irrational constants and functions are
+//     evaluated in complex128.
+//   - Expressions with free variables are compared by evaluating both at
+//     NumericPoints pseudo-random real points (seeded deterministically
+//     from the expressions); they agree when every point agrees within the
+//     relative tolerance NumericTolerance. Uninterpreted functions such as
+//     f(x) evaluate to a fixed smooth function of their name and argument.
+//   - When either side contains a decimal literal with a fractional part,
+//     numbers are compared after rounding to Config.FloatRounding decimal
+//     places (default 6), as Math-Verify does: 0.333 equals 1/3 at 3
+//     places but not at 4.
+//   - Bare comma lists and sets compare as sets (order-free, duplicates
+//     ignored); parenthesised tuples, points, ratios and matrices compare
+//     in order. A tuple of two elements also matches the open interval
+//     with the same ends.
+//   - Every call is deterministic, never panics on any input and is
+//     bounded: inputs are cut to MaxResponseBytes / MaxAnswerBytes,
+//     parsing and evaluation draw on a step budget (MaxSteps), nesting is
+//     limited to MaxDepth, and exact arithmetic refuses integers above
+//     MaxBits bits (falling back to floating point). No signals,
+//     goroutines or timers are used.
+//   - The package has no global mutable state and imports nothing from
+//     spiral.
+package grader

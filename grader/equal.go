@@ -1,0 +1,1219 @@
+package grader
+
+import (
+	"hash/fnv"
+	"math"
+	"math/big"
+	"math/cmplx"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// comparer compares two parsed answers, gold first.
+type comparer struct {
+	cfg     Config
+	b       *budget
+	lastHow string
+}
+
+func (c *comparer) how() string {
+	if c.lastHow == "" {
+		return "structural"
+	}
+	return c.lastHow
+}
+
+// equal compares gold g with answer p.
+func (c *comparer) equal(g, p *node) bool {
+	c.b.left--
+	if c.b.left < 0 || g == nil || p == nil {
+		return false
+	}
+	g, p = c.prep(g), c.prep(p)
+	if c.cfg.NonStrict {
+		g, p = renameVars(g), renameVars(p)
+	}
+	// A labelled equation "x = v" stands for v when the other side is not
+	// an equation.
+	if isEq(g) && !isRel(p) {
+		if !g.lab {
+			return false
+		}
+		g = g.args[1]
+	}
+	if isEq(p) && !isRel(g) {
+		if !p.lab {
+			return false
+		}
+		p = p.args[1]
+	}
+	// ± expands into alternatives compared as sets.
+	ga, pa := c.expand(g), c.expand(p)
+	if len(ga) != 1 || len(pa) != 1 {
+		// Against ±, a list or set stands for its members.
+		if len(ga) == 1 && (g.k == nList || g.k == nSet) {
+			ga = c.elems(g)
+		}
+		if len(pa) == 1 && (p.k == nList || p.k == nSet) {
+			pa = c.elems(p)
+		}
+		return c.setEqual(ga, pa)
+	}
+	g, p = ga[0], pa[0]
+	switch {
+	case g.k == nPercent || p.k == nPercent:
+		return c.percentEqual(g, p)
+	case isRel(g) || isRel(p):
+		return c.relEqual(g, p)
+	case isIntervalish(g) || isIntervalish(p):
+		return c.intervalEqual(g, p)
+	case g.k == nMatrix || p.k == nMatrix:
+		return c.matrixEqual(g, p)
+	case isColl(g) || isColl(p):
+		return c.collEqual(g, p)
+	case g.k == nRatio || p.k == nRatio:
+		if g.k != p.k || len(g.args) != len(p.args) {
+			return false
+		}
+		return c.seqEqual(g.args, p.args)
+	case g.k == nText || p.k == nText:
+		kg, kp := textKey(nodeText(g)), textKey(nodeText(p))
+		c.lastHow = "text"
+		return kg != "" && kg == kp
+	}
+	return c.scalarEqual(g, p)
+}
+
+func isRel(n *node) bool { return n.k == nRel }
+
+func isEq(n *node) bool {
+	if n.k != nRel {
+		return false
+	}
+	for _, o := range n.ops {
+		if o != "=" {
+			return false
+		}
+	}
+	return true
+}
+
+func isColl(n *node) bool { return n.k == nList || n.k == nSet || n.k == nTuple }
+
+func isIntervalish(n *node) bool { return n.k == nInterval || n.k == nUnion }
+
+func nodeText(n *node) string {
+	switch n.k {
+	case nText, nSym, nConst:
+		return n.name
+	case nMul:
+		var b strings.Builder
+		for _, a := range n.args {
+			if a.k != nSym && a.k != nConst && a.k != nText {
+				return ""
+			}
+			b.WriteString(a.name)
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// prep rewrites a node before comparison: membership "x \in S" becomes
+// S, equation chains are reduced to "label = value" or the value, and
+// matrix arithmetic is carried out.
+func (c *comparer) prep(n *node) *node {
+	if n.k == nRel && len(n.args) == 2 && (n.ops[0] == "in") {
+		return n.args[1]
+	}
+	if n.k == nRel && n.lab {
+		return n
+	}
+	if n.k == nRel {
+		allEq := true
+		hasApprox := false
+		for _, o := range n.ops {
+			if o == "~" {
+				hasApprox = true
+			} else if o != "=" {
+				allEq = false
+			}
+		}
+		if allEq {
+			return c.reduceChain(n, hasApprox)
+		}
+	}
+	if hasMatrix(n, 0) {
+		if m := c.matSimplify(n); m != nil {
+			return m
+		}
+	}
+	return n
+}
+
+// reduceChain turns a = b = ... = v (with = or ≈) into "label = v" when
+// the first side is a label, into v when the other sides are constants,
+// and into first = v otherwise. With ≈ the value is the last side that
+// follows an "=" (x = 1/3 ≈ 0.33 gives 1/3), else the side after ≈.
+func (c *comparer) reduceChain(n *node, hasApprox bool) *node {
+	vi := len(n.args) - 1
+	if hasApprox {
+		vi = -1
+		for i := len(n.args) - 1; i >= 1; i-- {
+			if n.ops[i-1] == "=" {
+				vi = i
+				break
+			}
+		}
+		if vi < 0 {
+			vi = len(n.args) - 1
+		}
+	}
+	val := n.args[vi]
+	first := n.args[0]
+	if vi == 0 {
+		return first
+	}
+	if isLabel(first) {
+		return &node{k: nRel, args: []*node{first, val}, ops: []string{"="}, lab: true}
+	}
+	constant := true
+	for _, a := range n.args {
+		if len(freeSyms(a, nil)) > 0 || a.k == nText {
+			constant = false
+		}
+	}
+	if constant {
+		return val
+	}
+	// A label later in the chain: 1 = \zzz = x = 0.
+	for i := 1; i < vi; i++ {
+		if isLabel(n.args[i]) && n.args[i].k == nSym && !strings.HasPrefix(n.args[i].name, `\`) {
+			return &node{k: nRel, args: []*node{n.args[i], val}, ops: []string{"="}, lab: true}
+		}
+	}
+	if len(n.args) == 2 {
+		if isLabel(val) && !isLabel(first) && len(freeSyms(first, nil)) == 0 {
+			// 5 = x reads as x = 5.
+			return &node{k: nRel, args: []*node{val, first}, ops: []string{"="}, lab: true}
+		}
+		return n
+	}
+	return &node{k: nRel, args: []*node{first, val}, ops: []string{"="}}
+}
+
+// isLabel reports whether n names a quantity rather than computing one:
+// a symbol, f(x), a_{n}, |AB|, AB, NO/BO, A:B, (p, q), \text{Area}.
+// Numbers and sums are not labels.
+func isLabel(n *node) bool {
+	switch n.k {
+	case nSym, nText:
+		return true
+	case nFunc:
+		switch n.name {
+		case "abs":
+			return isLabel(n.args[0])
+		case "sin", "cos", "tan", "sec", "csc", "cot", "log", "ln", "exp", "sqrt", "root", "fact", "binom",
+			"floor", "ceil", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh":
+			return false
+		}
+		return true
+	case nMul, nRatio, nTuple:
+		if len(n.args) == 0 {
+			return false
+		}
+		for _, a := range n.args {
+			if !isLabel(a) {
+				return false
+			}
+		}
+		return true
+	case nPow:
+		// A reciprocal inside a label quotient: NO/BO.
+		return n.args[1].k == nNum && n.args[1].val.Cmp(big.NewRat(-1, 1)) == 0 && isLabel(n.args[0])
+	}
+	return false
+}
+
+// freeSyms appends the names of the free symbols of n.
+func freeSyms(n *node, out map[string]bool) map[string]bool {
+	if out == nil {
+		out = map[string]bool{}
+	}
+	if n == nil || len(out) > 64 {
+		return out
+	}
+	switch n.k {
+	case nSym:
+		out[n.name] = true
+	case nSum:
+		inner := freeSyms(n.args[3], nil)
+		if n.args[0].k == nSym {
+			delete(inner, n.args[0].name)
+		}
+		for k := range inner {
+			out[k] = true
+		}
+		freeSyms(n.args[1], out)
+		freeSyms(n.args[2], out)
+	case nMatrix:
+		for _, r := range n.rows {
+			for _, x := range r {
+				freeSyms(x, out)
+			}
+		}
+	default:
+		for _, a := range n.args {
+			freeSyms(a, out)
+		}
+	}
+	return out
+}
+
+// renameVars renames free symbols to v0, v1, ... in order of appearance.
+func renameVars(n *node) *node {
+	names := map[string]string{}
+	var walk func(n *node) *node
+	walk = func(n *node) *node {
+		if n == nil {
+			return nil
+		}
+		if n.k == nSym {
+			if _, ok := names[n.name]; !ok {
+				names[n.name] = "v" + strconv.Itoa(len(names))
+			}
+			return &node{k: nSym, name: names[n.name]}
+		}
+		m := *n
+		if len(n.args) > 0 {
+			m.args = make([]*node, len(n.args))
+			for i, a := range n.args {
+				m.args[i] = walk(a)
+			}
+		}
+		if len(n.rows) > 0 {
+			m.rows = make([][]*node, len(n.rows))
+			for i, r := range n.rows {
+				m.rows[i] = make([]*node, len(r))
+				for j, x := range r {
+					m.rows[i][j] = walk(x)
+				}
+			}
+		}
+		return &m
+	}
+	return walk(n)
+}
+
+// expand returns the alternatives of a node holding ± terms (at most
+// MaxElements), or the node itself. Lists are not expanded here; their
+// elements are, in setEqual.
+func (c *comparer) expand(n *node) []*node {
+	if !hasPM(n, 0) {
+		return []*node{n}
+	}
+	out := expandPM(n)
+	if len(out) == 0 || len(out) > MaxElements {
+		return []*node{n}
+	}
+	return out
+}
+
+func hasPM(n *node, depth int) bool {
+	if n == nil || depth > MaxDepth*2 {
+		return false
+	}
+	if n.k == nPM {
+		return true
+	}
+	if isColl(n) || n.k == nInterval || n.k == nMatrix || n.k == nUnion {
+		return false
+	}
+	for _, a := range n.args {
+		if hasPM(a, depth+1) {
+			return true
+		}
+	}
+	return false
+}
+
+func expandPM(n *node) []*node {
+	if n.k == nPM {
+		var out []*node
+		for _, a := range expandPM(n.args[0]) {
+			out = append(out, a, mk(nNeg, a))
+		}
+		return out
+	}
+	if len(n.args) == 0 || isColl(n) || n.k == nInterval || n.k == nMatrix || n.k == nUnion {
+		return []*node{n}
+	}
+	alts := [][]*node{{}}
+	for _, a := range n.args {
+		ea := expandPM(a)
+		var next [][]*node
+		for _, pre := range alts {
+			for _, x := range ea {
+				row := append(append([]*node{}, pre...), x)
+				next = append(next, row)
+			}
+		}
+		alts = next
+		if len(alts) > MaxElements {
+			return nil
+		}
+	}
+	out := make([]*node, 0, len(alts))
+	for _, args := range alts {
+		m := *n
+		m.args = args
+		out = append(out, &m)
+	}
+	return out
+}
+
+// elems returns the members of a collection, with ± alternatives spread.
+func (c *comparer) elems(n *node) []*node {
+	var out []*node
+	for _, a := range n.args {
+		out = append(out, c.expand(c.prep(a))...)
+	}
+	return out
+}
+
+// setEqual reports whether every member of a equals some member of b and
+// vice versa.
+func (c *comparer) setEqual(a, b []*node) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	if len(a) > MaxElements || len(b) > MaxElements {
+		return false
+	}
+	matchedB := make([]bool, len(b))
+	for _, x := range a {
+		found := false
+		for j, y := range b {
+			if c.equal(x, y) {
+				found = true
+				matchedB[j] = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	for j, y := range b {
+		if matchedB[j] {
+			continue
+		}
+		found := false
+		for _, x := range a {
+			if c.equal(x, y) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *comparer) seqEqual(a, b []*node) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !c.equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// collEqual compares lists, sets and tuples: tuples (and anything against
+// a tuple) in order, lists and sets as sets. A collection against a
+// single value is equal only when every member equals it.
+func (c *comparer) collEqual(g, p *node) bool {
+	if !isColl(g) || !isColl(p) {
+		coll, one := g, p
+		if !isColl(g) {
+			coll, one = p, g
+		}
+		if len(coll.args) == 1 {
+			if coll == g {
+				return c.equal(coll.args[0], one)
+			}
+			return c.equal(one, coll.args[0])
+		}
+		if coll.k == nTuple || len(coll.args) == 0 {
+			return false
+		}
+		for _, x := range coll.args {
+			if coll == g && !c.equal(x, one) || coll == p && !c.equal(one, x) {
+				return false
+			}
+		}
+		return true
+	}
+	if g.k == nTuple || p.k == nTuple {
+		return c.seqEqual(c.elemsNoPM(g), c.elemsNoPM(p))
+	}
+	if c.setEqual(c.elems(g), c.elems(p)) {
+		return true
+	}
+	fg, fp := c.flatten(g), c.flatten(p)
+	if len(fg) != len(g.args) || len(fp) != len(p.args) {
+		return c.setEqual(fg, fp)
+	}
+	return false
+}
+
+func (c *comparer) elemsNoPM(n *node) []*node {
+	out := make([]*node, len(n.args))
+	for i, a := range n.args {
+		out[i] = c.prep(a)
+	}
+	return out
+}
+
+func (c *comparer) flatten(n *node) []*node {
+	var out []*node
+	for _, a := range n.args {
+		if a.k == nList || a.k == nSet {
+			out = append(out, c.flatten(a)...)
+		} else {
+			out = append(out, c.expand(c.prep(a))...)
+		}
+		if len(out) > MaxElements {
+			return out[:MaxElements]
+		}
+	}
+	return out
+}
+
+// percentEqual accepts x% for x and for x/100.
+func (c *comparer) percentEqual(g, p *node) bool {
+	switch {
+	case g.k == nPercent && p.k == nPercent:
+		return c.equal(g.args[0], p.args[0])
+	case g.k == nPercent:
+		return c.equal(g.args[0], p) || c.equal(mk(nMul, g.args[0], numInt(1), inv(numInt(100))), p)
+	default:
+		return c.equal(g, p.args[0]) || c.equal(g, mk(nMul, p.args[0], inv(numInt(100))))
+	}
+}
+
+// matrixEqual compares matrices elementwise; a one-row or one-column
+// matrix also equals a tuple of its entries.
+func (c *comparer) matrixEqual(g, p *node) bool {
+	if g.k == nMatrix && p.k == nMatrix {
+		if len(g.rows) != len(p.rows) {
+			return false
+		}
+		for i := range g.rows {
+			if !c.seqEqual(g.rows[i], p.rows[i]) {
+				return false
+			}
+		}
+		c.lastHow = "matrix"
+		return true
+	}
+	m, t := g, p
+	if p.k == nMatrix {
+		m, t = p, g
+	}
+	if t.k != nTuple {
+		return false
+	}
+	var v []*node
+	if len(m.rows) == 1 {
+		v = m.rows[0]
+	} else {
+		for _, r := range m.rows {
+			if len(r) != 1 {
+				return false
+			}
+			v = append(v, r[0])
+		}
+	}
+	if m == g {
+		return c.seqEqual(v, t.args)
+	}
+	return c.seqEqual(t.args, v)
+}
+
+func hasMatrix(n *node, depth int) bool {
+	if n == nil || depth > MaxDepth*2 {
+		return false
+	}
+	if n.k == nMatrix {
+		return true
+	}
+	if n.k != nAdd && n.k != nMul && n.k != nNeg {
+		return false
+	}
+	for _, a := range n.args {
+		if hasMatrix(a, depth+1) {
+			return true
+		}
+	}
+	return false
+}
+
+// matSimplify carries out sums, products and scalar multiples of matrices
+// symbolically (entries become expression nodes). It returns nil when the
+// shapes do not fit.
+func (c *comparer) matSimplify(n *node) *node {
+	c.b.left--
+	if c.b.left < 0 {
+		return nil
+	}
+	switch n.k {
+	case nMatrix:
+		return n
+	case nNeg:
+		m := c.matSimplify(n.args[0])
+		if m == nil {
+			return nil
+		}
+		return scaleMat(m, numInt(-1))
+	case nAdd:
+		var acc *node
+		for _, a := range n.args {
+			m := c.matSimplify(a)
+			if m == nil || m.k != nMatrix {
+				return nil
+			}
+			if acc == nil {
+				acc = m
+				continue
+			}
+			if len(acc.rows) != len(m.rows) {
+				return nil
+			}
+			rows := make([][]*node, len(m.rows))
+			for i := range m.rows {
+				if len(acc.rows[i]) != len(m.rows[i]) {
+					return nil
+				}
+				rows[i] = make([]*node, len(m.rows[i]))
+				for j := range m.rows[i] {
+					rows[i][j] = mk(nAdd, acc.rows[i][j], m.rows[i][j])
+				}
+			}
+			acc = &node{k: nMatrix, rows: rows}
+		}
+		return acc
+	case nMul:
+		var acc *node
+		var scalars []*node
+		for _, a := range n.args {
+			if !hasMatrix(a, 0) {
+				scalars = append(scalars, a)
+				continue
+			}
+			m := c.matSimplify(a)
+			if m == nil {
+				return nil
+			}
+			if acc == nil {
+				acc = m
+				continue
+			}
+			acc = matMul(acc, m)
+			if acc == nil {
+				return nil
+			}
+		}
+		if acc == nil {
+			return nil
+		}
+		for _, s := range scalars {
+			acc = scaleMat(acc, s)
+		}
+		return acc
+	}
+	return nil
+}
+
+func scaleMat(m, s *node) *node {
+	rows := make([][]*node, len(m.rows))
+	for i, r := range m.rows {
+		rows[i] = make([]*node, len(r))
+		for j, x := range r {
+			rows[i][j] = mk(nMul, s, x)
+		}
+	}
+	return &node{k: nMatrix, rows: rows}
+}
+
+func matMul(a, b *node) *node {
+	if len(a.rows) == 0 || len(b.rows) == 0 || len(a.rows)*len(b.rows[0]) > MaxElements {
+		return nil
+	}
+	inner := len(b.rows)
+	for _, r := range a.rows {
+		if len(r) != inner {
+			return nil
+		}
+	}
+	cols := len(b.rows[0])
+	for _, r := range b.rows {
+		if len(r) != cols {
+			return nil
+		}
+	}
+	rows := make([][]*node, len(a.rows))
+	for i := range a.rows {
+		rows[i] = make([]*node, cols)
+		for j := 0; j < cols; j++ {
+			s := &node{k: nAdd}
+			for k := 0; k < inner; k++ {
+				s.args = append(s.args, mk(nMul, a.rows[i][k], b.rows[k][j]))
+			}
+			rows[i][j] = s
+		}
+	}
+	return &node{k: nMatrix, rows: rows}
+}
+
+// relEqual compares relations: equations by proportional sides,
+// inequalities by direction and proportional sides, and either against an
+// interval through its solution set.
+func (c *comparer) relEqual(g, p *node) bool {
+	if isRel(g) && isRel(p) {
+		if isEq(g) && isEq(p) {
+			return c.eqEqual(g, p)
+		}
+		if isEq(g) || isEq(p) {
+			return false
+		}
+		if len(g.args) == 2 && len(p.args) == 2 && g.ops[0] != "in" && p.ops[0] != "in" {
+			if c.ineqEqual(g, p) {
+				return true
+			}
+		}
+		ig, ok1 := c.toIntervals(g)
+		ip, ok2 := c.toIntervals(p)
+		if ok1 && ok2 {
+			return c.intervalSetsEqual(ig, ip)
+		}
+		if len(g.args) == len(p.args) && strings.Join(g.ops, ",") == strings.Join(p.ops, ",") {
+			return c.seqEqual(g.args, p.args)
+		}
+		return false
+	}
+	if isRel(g) {
+		// Inequality gold, set answer: always allowed.
+		ig, ok := c.toIntervals(g)
+		ip, ok2 := c.asIntervals(p)
+		return ok && ok2 && c.intervalSetsEqual(ig, ip)
+	}
+	if !c.cfg.AllowSetRelation {
+		return false
+	}
+	ig, ok := c.asIntervals(g)
+	ip, ok2 := c.toIntervals(p)
+	return ok && ok2 && c.intervalSetsEqual(ig, ip)
+}
+
+// diff returns L - R of a two-sided relation.
+func diff(r *node) *node {
+	return mk(nAdd, r.args[0], mk(nNeg, r.args[len(r.args)-1]))
+}
+
+// eqEqual compares equations L1 = R1 and L2 = R2: equal when L1-R1 is a
+// nonzero constant multiple of L2-R2 (so y = 2x+1 equals 2x+1 = y and
+// 2x - 2y + 2 = 0).
+func (c *comparer) eqEqual(g, p *node) bool {
+	if len(g.args) != 2 || len(p.args) != 2 {
+		if len(g.args) != len(p.args) {
+			return false
+		}
+		return c.seqEqual(g.args, p.args)
+	}
+	if g.lab && p.lab && canon(g.args[0]) == canon(p.args[0]) {
+		return c.equal(g.args[1], p.args[1])
+	}
+	return c.proportional(diff(g), diff(p), false)
+}
+
+// ineqEqual compares two one-sided inequalities L op R.
+func (c *comparer) ineqEqual(g, p *node) bool {
+	dg, og := orient(g)
+	dp, op := orient(p)
+	if og != op || og == "" {
+		return false
+	}
+	return c.proportional(dg, dp, og != "!=")
+}
+
+// orient rewrites L op R as d op' 0 with op' in {>, >=, !=}.
+func orient(r *node) (*node, string) {
+	switch r.ops[0] {
+	case ">", ">=", "!=":
+		return diff(r), r.ops[0]
+	case "<":
+		return mk(nAdd, r.args[1], mk(nNeg, r.args[0])), ">"
+	case "<=":
+		return mk(nAdd, r.args[1], mk(nNeg, r.args[0])), ">="
+	}
+	return nil, ""
+}
+
+// points returns NumericPoints assignments of exact rational values to the
+// given symbols, seeded from their names so that results are
+// deterministic.
+func points(names []string) []map[string]value {
+	h := fnv.New64a()
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+	}
+	rng := rand.New(rand.NewPCG(h.Sum64(), 0x5851f42d4c957f2d))
+	out := make([]map[string]value, NumericPoints)
+	for k := range out {
+		env := make(map[string]value, len(names))
+		for _, n := range names {
+			num := int64(rng.IntN(37) + 3)
+			den := int64(rng.IntN(7) + 7)
+			if k > 0 && rng.IntN(2) == 0 {
+				num = -num
+			}
+			env[n] = exact(big.NewRat(num, den))
+		}
+		out[k] = env
+	}
+	return out
+}
+
+func sortedSyms(ns ...*node) []string {
+	set := map[string]bool{}
+	for _, n := range ns {
+		freeSyms(n, set)
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// proportional reports whether a = k*b for a constant k != 0 (k > 0 when
+// positive is set), by evaluation at random points; falls back to
+// structural equality when evaluation fails.
+func (c *comparer) proportional(a, b *node, positive bool) bool {
+	names := sortedSyms(a, b)
+	var ratio value
+	have := false
+	valid := 0
+	for _, env := range points(names) {
+		e := &evaluator{env: env, b: c.b}
+		va, ok1 := e.eval(a)
+		vb, ok2 := e.eval(b)
+		if !ok1 || !ok2 {
+			return c.structEqual(a, b)
+		}
+		za, zb := isZero(va), isZero(vb)
+		if za && zb {
+			valid++
+			continue
+		}
+		if za != zb || !finite(va) || !finite(vb) {
+			return false
+		}
+		var r value
+		if va.r != nil && vb.r != nil {
+			r = exact(new(big.Rat).Quo(va.r, vb.r))
+		} else {
+			r = approx(va.c / vb.c)
+		}
+		if !have {
+			ratio, have = r, true
+			if positive && (real(r.c) <= 0 || math.Abs(imag(r.c)) > NumericTolerance) {
+				return false
+			}
+		} else if !c.numEqual(ratio, r, false) {
+			return false
+		}
+		valid++
+	}
+	c.lastHow = "numeric"
+	return valid >= 2 || len(names) == 0 && valid >= 1
+}
+
+func isZero(v value) bool {
+	if v.r != nil {
+		return v.r.Sign() == 0
+	}
+	return cmplx.Abs(v.c) < 1e-12
+}
+
+func finite(v value) bool {
+	return !cmplx.IsInf(v.c) && !cmplx.IsNaN(v.c)
+}
+
+// structEqual compares canonical forms (sorted sums and products).
+func (c *comparer) structEqual(a, b *node) bool {
+	c.lastHow = "structural"
+	return canon(a) == canon(b)
+}
+
+// hasFloat reports whether n contains a decimal literal.
+func hasFloat(n *node) bool {
+	if n == nil {
+		return false
+	}
+	if n.k == nNum {
+		return n.flt
+	}
+	for _, a := range n.args {
+		if hasFloat(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func infSign(n *node) int {
+	switch {
+	case n.k == nConst && n.name == "inf":
+		return 1
+	case n.k == nNeg:
+		return -infSign(n.args[0])
+	case n.k == nAdd && len(n.args) == 1:
+		return infSign(n.args[0])
+	}
+	return 0
+}
+
+// scalarEqual compares two scalar expressions: exactly when both are
+// rational constants, by rounding when a decimal literal is involved, by
+// evaluation at random points when they have free symbols, and
+// structurally when they cannot be evaluated.
+func (c *comparer) scalarEqual(g, p *node) bool {
+	if sg, sp := infSign(g), infSign(p); sg != 0 || sp != 0 {
+		return sg == sp
+	}
+	flt := hasFloat(g) || hasFloat(p)
+	names := sortedSyms(g, p)
+	if len(names) == 0 {
+		e := &evaluator{b: c.b}
+		vg, ok1 := e.eval(g)
+		vp, ok2 := e.eval(p)
+		if !ok1 || !ok2 || !finite(vg) || !finite(vp) {
+			return c.structEqual(g, p)
+		}
+		if vg.r != nil && vp.r != nil && !flt {
+			c.lastHow = "exact"
+			return vg.r.Cmp(vp.r) == 0
+		}
+		c.lastHow = "numeric"
+		if vg.r != nil && vp.r != nil && roundRatEq(vg.r, vp.r, c.cfg.rounding()) {
+			return true
+		}
+		return c.numEqual(vg, vp, flt)
+	}
+	valid := 0
+	for _, env := range points(names) {
+		e := &evaluator{env: env, b: c.b}
+		vg, ok1 := e.eval(g)
+		vp, ok2 := e.eval(p)
+		if !ok1 || !ok2 {
+			return c.structEqual(g, p)
+		}
+		if !finite(vg) || !finite(vp) {
+			if finite(vg) != finite(vp) {
+				return false
+			}
+			continue
+		}
+		if vg.r != nil && vp.r != nil && !flt {
+			if vg.r.Cmp(vp.r) != 0 {
+				return false
+			}
+		} else if !c.numEqual(vg, vp, flt) {
+			return false
+		}
+		valid++
+	}
+	c.lastHow = "numeric"
+	return valid >= 2
+}
+
+// numEqual compares two numbers: rounded to FloatRounding places when flt,
+// else within the relative tolerance NumericTolerance.
+func (c *comparer) numEqual(a, b value, flt bool) bool {
+	if flt {
+		d := c.cfg.rounding()
+		return roundEq(real(a.c), real(b.c), d) && roundEq(imag(a.c), imag(b.c), d)
+	}
+	scale := math.Max(1, math.Max(cmplx.Abs(a.c), cmplx.Abs(b.c)))
+	return cmplx.Abs(a.c-b.c) <= NumericTolerance*scale
+}
+
+// roundRatEq reports whether two rationals agree when rounded half away
+// from zero to d decimal places.
+func roundRatEq(x, y *big.Rat, d int) bool {
+	scale := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(d)), nil))
+	round := func(r *big.Rat) *big.Int {
+		t := new(big.Rat).Mul(r, scale)
+		t.Abs(t)
+		t.Add(t, big.NewRat(1, 2))
+		q := new(big.Int).Quo(t.Num(), t.Denom())
+		if r.Sign() < 0 {
+			q.Neg(q)
+		}
+		return q
+	}
+	return round(x).Cmp(round(y)) == 0
+}
+
+// roundEq reports whether x and y agree when rounded to d decimal places
+// (with a relative slack for values too large for float rounding).
+func roundEq(x, y float64, d int) bool {
+	if x == y {
+		return true
+	}
+	p := math.Pow(10, float64(d))
+	rx, ry := math.Round(x*p), math.Round(y*p)
+	if rx == ry {
+		return true
+	}
+	scale := math.Max(math.Abs(x), math.Abs(y))
+	if math.Abs(rx-ry) <= 1 && math.Abs(x-y) <= 1e-9*math.Max(1, scale) {
+		return true // float representation noise on a rounding boundary
+	}
+	return scale > 1e12 && math.Abs(x-y) <= 1e-12*scale
+}
+
+// interval is one interval with endpoint nodes.
+type interval struct {
+	lo, hi *node
+	lc, rc bool
+}
+
+// asIntervals reads an interval, a union or a two-element tuple (an open
+// interval) as a list of intervals.
+func (c *comparer) asIntervals(n *node) ([]interval, bool) {
+	switch n.k {
+	case nInterval:
+		return []interval{{n.args[0], n.args[1], n.lc, n.rc}}, true
+	case nTuple:
+		if len(n.args) == 2 {
+			return []interval{{n.args[0], n.args[1], false, false}}, true
+		}
+	case nUnion:
+		var out []interval
+		for _, a := range n.args {
+			iv, ok := c.asIntervals(c.prep(a))
+			if !ok {
+				return nil, false
+			}
+			out = append(out, iv...)
+		}
+		return out, true
+	case nRel:
+		return c.toIntervals(n)
+	}
+	return nil, false
+}
+
+// intervalEqual compares intervals and unions (a 2-tuple is an open
+// interval); an inequality on the other side is handled by relEqual.
+func (c *comparer) intervalEqual(g, p *node) bool {
+	ig, ok1 := c.asIntervals(g)
+	ip, ok2 := c.asIntervals(p)
+	if !ok1 || !ok2 {
+		return false
+	}
+	return c.intervalSetsEqual(ig, ip)
+}
+
+func (c *comparer) intervalSetsEqual(a, b []interval) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	used := make([]bool, len(b))
+	for _, x := range a {
+		found := false
+		for j, y := range b {
+			if !used[j] && c.intervalEq(x, y) {
+				used[j] = true
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	c.lastHow = "interval"
+	return true
+}
+
+func (c *comparer) intervalEq(x, y interval) bool {
+	if infSign(x.lo) == 0 && x.lc != y.lc || infSign(x.hi) == 0 && x.rc != y.rc {
+		return false
+	}
+	return c.equal(x.lo, y.lo) && c.equal(x.hi, y.hi)
+}
+
+// toIntervals solves a one-variable inequality: a linear L op R, or a
+// chain lo op M op hi with M a label (|M| gives two intervals).
+func (c *comparer) toIntervals(r *node) ([]interval, bool) {
+	if r.k != nRel {
+		return c.asIntervals(r)
+	}
+	if len(r.args) == 2 && r.ops[0] == "in" {
+		return c.asIntervals(c.prep(r.args[1]))
+	}
+	if len(r.args) == 3 {
+		o1, o2 := r.ops[0], r.ops[1]
+		lo, m, hi := r.args[0], r.args[1], r.args[2]
+		if (o1 == ">" || o1 == ">=") && (o2 == ">" || o2 == ">=") {
+			lo, hi = hi, lo
+			o1, o2 = flipOp(o2), flipOp(o1)
+		}
+		if !(o1 == "<" || o1 == "<=") || !(o2 == "<" || o2 == "<=") {
+			return nil, false
+		}
+		if m.k == nFunc && m.name == "abs" && isLabel(m.args[0]) {
+			// lo <= |z| <= hi with lo >= 0.
+			e := &evaluator{b: c.b}
+			v, ok := e.eval(lo)
+			if !ok || real(v.c) < 0 {
+				return nil, false
+			}
+			return []interval{
+				{mk(nNeg, hi), mk(nNeg, lo), o2 == "<=", o1 == "<="},
+				{lo, hi, o1 == "<=", o2 == "<="},
+			}, true
+		}
+		if !isLabel(m) {
+			return nil, false
+		}
+		return []interval{{lo, hi, o1 == "<=", o2 == "<="}}, true
+	}
+	if len(r.args) != 2 {
+		return nil, false
+	}
+	d, op := orient(r)
+	if op == "" {
+		return nil, false
+	}
+	names := sortedSyms(d)
+	if len(names) != 1 {
+		return nil, false
+	}
+	x := names[0]
+	at := func(v int64) (*big.Rat, bool) {
+		e := &evaluator{env: map[string]value{x: exact(big.NewRat(v, 1))}, b: c.b}
+		val, ok := e.eval(d)
+		if !ok || val.r == nil {
+			return nil, false
+		}
+		return val.r, true
+	}
+	d0, ok0 := at(0)
+	d1, ok1 := at(1)
+	d2, ok2 := at(2)
+	if !ok0 || !ok1 || !ok2 {
+		return nil, false
+	}
+	a := new(big.Rat).Sub(d1, d0)
+	if a.Sign() == 0 || new(big.Rat).Add(new(big.Rat).Add(d0, a), a).Cmp(d2) != 0 {
+		return nil, false
+	}
+	root := num(new(big.Rat).Quo(new(big.Rat).Neg(d0), a))
+	inf := &node{k: nConst, name: "inf"}
+	ninf := mk(nNeg, inf)
+	closed := op == ">="
+	switch {
+	case op == "!=":
+		return []interval{{ninf, root, false, false}, {root, inf, false, false}}, true
+	case a.Sign() > 0:
+		return []interval{{root, inf, closed, false}}, true
+	default:
+		return []interval{{ninf, root, false, closed}}, true
+	}
+}
+
+func flipOp(o string) string {
+	switch o {
+	case ">":
+		return "<"
+	case ">=":
+		return "<="
+	case "<":
+		return ">"
+	case "<=":
+		return ">="
+	}
+	return o
+}
+
+// canon returns a canonical string of n: sums and products have sorted
+// operands, numbers are reduced fractions.
+func canon(n *node) string {
+	var b strings.Builder
+	canonTo(&b, n, 0)
+	return b.String()
+}
+
+func canonTo(b *strings.Builder, n *node, depth int) {
+	if n == nil {
+		b.WriteString("nil")
+		return
+	}
+	if depth > MaxDepth*4 || b.Len() > 1<<16 {
+		b.WriteString("…")
+		return
+	}
+	switch n.k {
+	case nNum:
+		b.WriteString(n.val.RatString())
+		return
+	case nSym, nConst:
+		b.WriteString(n.name)
+		return
+	case nText:
+		b.WriteString("text:" + textKey(n.name))
+		return
+	}
+	b.WriteString(strconv.Itoa(int(n.k)))
+	b.WriteString(n.name)
+	if n.lc {
+		b.WriteByte('[')
+	}
+	if n.rc {
+		b.WriteByte(']')
+	}
+	b.WriteString(strings.Join(n.ops, ","))
+	b.WriteByte('(')
+	parts := make([]string, len(n.args))
+	for i, a := range n.args {
+		var sb strings.Builder
+		canonTo(&sb, a, depth+1)
+		parts[i] = sb.String()
+	}
+	if n.k == nAdd || n.k == nMul || n.k == nSet || n.k == nList {
+		sort.Strings(parts)
+	}
+	b.WriteString(strings.Join(parts, ";"))
+	for _, r := range n.rows {
+		b.WriteByte('|')
+		for _, x := range r {
+			canonTo(b, x, depth+1)
+			b.WriteByte('&')
+		}
+	}
+	b.WriteByte(')')
+}

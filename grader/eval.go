@@ -1,0 +1,476 @@
+package grader
+
+import (
+	"hash/fnv"
+	"math"
+	"math/big"
+	"math/cmplx"
+)
+
+// value is the result of evaluating a scalar node: an exact rational when
+// r is non-nil, and always its complex128 approximation c.
+type value struct {
+	r *big.Rat
+	c complex128
+}
+
+func exact(r *big.Rat) value {
+	f, _ := r.Float64()
+	return value{r: r, c: complex(f, 0)}
+}
+
+func approx(c complex128) value { return value{c: c} }
+
+// evaluator evaluates scalar nodes under an assignment of the free
+// symbols. ok=false means the node is not a number (a set, a relation, an
+// unknown symbol) or evaluation failed.
+type evaluator struct {
+	env map[string]value
+	b   *budget
+}
+
+func fits(r *big.Rat) bool {
+	return r.Num().BitLen() <= MaxBits && r.Denom().BitLen() <= MaxBits
+}
+
+func (e *evaluator) eval(n *node) (value, bool) {
+	e.b.left--
+	if e.b.left < 0 || n == nil {
+		return value{}, false
+	}
+	switch n.k {
+	case nNum:
+		return exact(n.val), true
+	case nConst:
+		switch n.name {
+		case "pi":
+			return approx(math.Pi), true
+		case "e":
+			return approx(math.E), true
+		case "i":
+			return approx(1i), true
+		case "inf":
+			return approx(complex(math.Inf(1), 0)), true
+		}
+		return value{}, false
+	case nSym:
+		v, ok := e.env[n.name]
+		return v, ok
+	case nNeg:
+		v, ok := e.eval(n.args[0])
+		if !ok {
+			return v, false
+		}
+		if v.r != nil {
+			return exact(new(big.Rat).Neg(v.r)), true
+		}
+		return approx(-v.c), true
+	case nPM:
+		return e.eval(n.args[0]) // the + branch; expansion handles the rest
+	case nPercent:
+		v, ok := e.eval(n.args[0])
+		if !ok {
+			return v, false
+		}
+		return e.mul(v, exact(big.NewRat(1, 100))), true
+	case nAdd:
+		acc := exact(new(big.Rat))
+		for _, a := range n.args {
+			v, ok := e.eval(a)
+			if !ok {
+				return v, false
+			}
+			if acc.r != nil && v.r != nil {
+				s := new(big.Rat).Add(acc.r, v.r)
+				if fits(s) {
+					acc = exact(s)
+					continue
+				}
+			}
+			acc = approx(acc.c + v.c)
+		}
+		return acc, true
+	case nMul:
+		acc := exact(big.NewRat(1, 1))
+		for _, a := range n.args {
+			v, ok := e.eval(a)
+			if !ok {
+				return v, false
+			}
+			acc = e.mul(acc, v)
+		}
+		return acc, true
+	case nPow:
+		b, ok := e.eval(n.args[0])
+		if !ok {
+			return b, false
+		}
+		x, ok := e.eval(n.args[1])
+		if !ok {
+			return x, false
+		}
+		return e.pow(b, x)
+	case nFunc:
+		return e.fn(n)
+	case nSum:
+		return e.sum(n)
+	}
+	return value{}, false
+}
+
+func (e *evaluator) mul(a, b value) value {
+	if a.r != nil && b.r != nil {
+		p := new(big.Rat).Mul(a.r, b.r)
+		if fits(p) {
+			return exact(p)
+		}
+	}
+	if a.r != nil && a.r.Sign() == 0 || b.r != nil && b.r.Sign() == 0 {
+		return exact(new(big.Rat))
+	}
+	return approx(a.c * b.c)
+}
+
+// pow computes b^x, exactly for rational b and integer x when the result
+// fits in MaxBits, and for perfect roots (8^{1/3}).
+func (e *evaluator) pow(b, x value) (value, bool) {
+	if b.r != nil && x.r != nil {
+		if x.r.IsInt() {
+			k := x.r.Num()
+			if k.IsInt64() {
+				kk := k.Int64()
+				if b.r.Sign() == 0 {
+					if kk < 0 {
+						return value{}, false
+					}
+					if kk == 0 {
+						return exact(big.NewRat(1, 1)), true
+					}
+					return exact(new(big.Rat)), true
+				}
+				abs := kk
+				if abs < 0 {
+					abs = -abs
+				}
+				bits := int64(max(b.r.Num().BitLen(), b.r.Denom().BitLen()))
+				if abs <= MaxBits && bits*abs <= MaxBits {
+					e.b.left -= int(abs / 64)
+					num := new(big.Int).Exp(b.r.Num(), big.NewInt(abs), nil)
+					den := new(big.Int).Exp(b.r.Denom(), big.NewInt(abs), nil)
+					r := new(big.Rat).SetFrac(num, den)
+					if kk < 0 {
+						r.Inv(r)
+					}
+					return exact(r), true
+				}
+			}
+		} else if x.r.Denom().IsInt64() && x.r.Denom().Int64() <= 12 && b.r.Sign() > 0 && x.r.Num().IsInt64() {
+			q := x.r.Denom().Int64()
+			if rt, ok := ratRoot(b.r, q); ok {
+				return e.pow(exact(rt), exact(new(big.Rat).SetInt(x.r.Num())))
+			}
+		}
+	}
+	if b.r != nil && b.r.Sign() == 0 {
+		if real(x.c) > 0 {
+			return exact(new(big.Rat)), true
+		}
+		return value{}, false
+	}
+	if b.c == complex(math.E, 0) && b.r == nil {
+		return approx(cmplx.Exp(x.c)), true
+	}
+	if x.r != nil && x.r.IsInt() && imag(b.c) == 0 && x.r.Num().IsInt64() {
+		// Real power with integer exponent keeps negative bases real.
+		return approx(complex(math.Pow(real(b.c), float64(x.r.Num().Int64())), 0)), true
+	}
+	if x.r != nil && imag(b.c) == 0 && real(b.c) < 0 && !x.r.IsInt() && x.r.Denom().Int64()%2 == 1 {
+		// Odd roots of negatives: keep the principal complex branch, as
+		// sympy does.
+		return approx(cmplx.Pow(b.c, x.c)), true
+	}
+	return approx(cmplx.Pow(b.c, x.c)), true
+}
+
+// ratRoot returns the exact q-th root of a positive rational, if any.
+func ratRoot(r *big.Rat, q int64) (*big.Rat, bool) {
+	n, ok1 := intRoot(r.Num(), q)
+	d, ok2 := intRoot(r.Denom(), q)
+	if !ok1 || !ok2 {
+		return nil, false
+	}
+	return new(big.Rat).SetFrac(n, d), true
+}
+
+func intRoot(x *big.Int, q int64) (*big.Int, bool) {
+	if x.Sign() < 0 || x.BitLen() > MaxBits {
+		return nil, false
+	}
+	if q == 2 {
+		s := new(big.Int).Sqrt(x)
+		return s, new(big.Int).Mul(s, s).Cmp(x) == 0
+	}
+	f, _ := new(big.Float).SetInt(x).Float64()
+	g := math.Round(math.Pow(f, 1/float64(q)))
+	if math.IsInf(g, 0) || g > 1e15 {
+		return nil, false
+	}
+	c := big.NewInt(int64(g))
+	return c, new(big.Int).Exp(c, big.NewInt(q), nil).Cmp(x) == 0
+}
+
+func (e *evaluator) fn(n *node) (value, bool) {
+	args := make([]value, len(n.args))
+	for i, a := range n.args {
+		if n.name == "det" && a.k == nMatrix {
+			return e.det(a)
+		}
+		v, ok := e.eval(a)
+		if !ok {
+			return v, false
+		}
+		args[i] = v
+	}
+	one := func() (complex128, bool) {
+		if len(args) != 1 {
+			return 0, false
+		}
+		return args[0].c, true
+	}
+	var f func(complex128) complex128
+	switch n.name {
+	case "sqrt":
+		if len(args) == 1 && args[0].r != nil && args[0].r.Sign() >= 0 {
+			if rt, ok := ratRoot(args[0].r, 2); ok {
+				return exact(rt), true
+			}
+		}
+		f = cmplx.Sqrt
+	case "root":
+		if len(args) != 2 {
+			return value{}, false
+		}
+		if args[1].r != nil && args[1].r.IsInt() && args[1].r.Sign() > 0 && args[0].r != nil && args[0].r.Sign() >= 0 && args[1].r.Num().IsInt64() {
+			if rt, ok := ratRoot(args[0].r, args[1].r.Num().Int64()); ok {
+				return exact(rt), true
+			}
+		}
+		if args[1].c == 0 {
+			return value{}, false
+		}
+		return approx(cmplx.Pow(args[0].c, 1/args[1].c)), true
+	case "sin":
+		f = cmplx.Sin
+	case "cos":
+		f = cmplx.Cos
+	case "tan":
+		f = cmplx.Tan
+	case "sec":
+		f = func(z complex128) complex128 { return 1 / cmplx.Cos(z) }
+	case "csc":
+		f = func(z complex128) complex128 { return 1 / cmplx.Sin(z) }
+	case "cot":
+		f = func(z complex128) complex128 { return cmplx.Cos(z) / cmplx.Sin(z) }
+	case "arcsin":
+		f = cmplx.Asin
+	case "arccos":
+		f = cmplx.Acos
+	case "arctan":
+		f = cmplx.Atan
+	case "sinh":
+		f = cmplx.Sinh
+	case "cosh":
+		f = cmplx.Cosh
+	case "tanh":
+		f = cmplx.Tanh
+	case "exp":
+		f = cmplx.Exp
+	case "ln":
+		f = cmplx.Log
+	case "log":
+		if len(args) == 2 {
+			lb := cmplx.Log(args[1].c)
+			if lb == 0 {
+				return value{}, false
+			}
+			return approx(cmplx.Log(args[0].c) / lb), true
+		}
+		f = cmplx.Log
+	case "abs":
+		if len(args) == 1 && args[0].r != nil {
+			return exact(new(big.Rat).Abs(args[0].r)), true
+		}
+		f = func(z complex128) complex128 { return complex(cmplx.Abs(z), 0) }
+	case "fact":
+		return e.factorial(args)
+	case "floor", "ceil":
+		if len(args) == 1 && args[0].r != nil {
+			q := new(big.Int).Quo(args[0].r.Num(), args[0].r.Denom())
+			r := new(big.Rat).SetInt(q)
+			if n.name == "floor" && r.Cmp(args[0].r) > 0 {
+				r.Sub(r, big.NewRat(1, 1))
+			}
+			if n.name == "ceil" && r.Cmp(args[0].r) < 0 {
+				r.Add(r, big.NewRat(1, 1))
+			}
+			return exact(r), true
+		}
+		if len(args) == 1 && imag(args[0].c) == 0 {
+			if n.name == "floor" {
+				return approx(complex(math.Floor(real(args[0].c)), 0)), true
+			}
+			return approx(complex(math.Ceil(real(args[0].c)), 0)), true
+		}
+		return value{}, false
+	case "binom":
+		if len(args) == 2 && args[0].r != nil && args[1].r != nil && args[0].r.IsInt() && args[1].r.IsInt() {
+			a, b := args[0].r.Num(), args[1].r.Num()
+			if a.IsInt64() && b.IsInt64() && a.Int64() >= 0 && a.Int64() <= 5000 {
+				e.b.left -= int(a.Int64() / 8)
+				return exact(new(big.Rat).SetInt(new(big.Int).Binomial(a.Int64(), b.Int64()))), true
+			}
+		}
+		return value{}, false
+	case "gcd", "lcm", "max", "min", "det", "cap", "setminus":
+		return value{}, false
+	default:
+		// Uninterpreted function: a fixed smooth function of the name and
+		// the arguments.
+		h := fnv.New64a()
+		h.Write([]byte(n.name))
+		s := h.Sum64()
+		z := complex(0.3, 0)
+		for i, a := range args {
+			w := complex(float64(s>>(8*uint(i%8))&0xff)/97+0.5, 0)
+			z += w * a.c
+		}
+		a := float64(s&0xffff)/65536 + 0.7
+		return approx(cmplx.Sin(complex(a, 0)*z+0.4)*1.3 + cmplx.Exp(0.21*z)), true
+	}
+	c, ok := one()
+	if !ok {
+		return value{}, false
+	}
+	return approx(f(c)), true
+}
+
+func (e *evaluator) factorial(args []value) (value, bool) {
+	if len(args) != 1 {
+		return value{}, false
+	}
+	a := args[0]
+	if a.r != nil && a.r.IsInt() && a.r.Sign() >= 0 && a.r.Num().IsInt64() {
+		k := a.r.Num().Int64()
+		// log2(k!) < k*log2(k); keep exact while it fits MaxBits.
+		if k <= 1 || float64(k)*math.Log2(float64(k)) <= MaxBits {
+			e.b.left -= int(k)
+			if e.b.left < 0 {
+				return value{}, false
+			}
+			return exact(new(big.Rat).SetInt(new(big.Int).MulRange(1, max(k, 1)))), true
+		}
+		return approx(complex(math.Inf(1), 0)), true
+	}
+	if imag(a.c) == 0 {
+		return approx(complex(math.Gamma(real(a.c)+1), 0)), true
+	}
+	return value{}, false
+}
+
+// sum evaluates \sum and \prod with integer bounds of at most 1000 terms.
+func (e *evaluator) sum(n *node) (value, bool) {
+	v, lo, hi, body := n.args[0], n.args[1], n.args[2], n.args[3]
+	if v.k != nSym {
+		return value{}, false
+	}
+	l, ok1 := e.eval(lo)
+	h, ok2 := e.eval(hi)
+	if !ok1 || !ok2 || l.r == nil || h.r == nil || !l.r.IsInt() || !h.r.IsInt() {
+		return value{}, false
+	}
+	a, b := l.r.Num().Int64(), h.r.Num().Int64()
+	if b-a > 1000 || !l.r.Num().IsInt64() || !h.r.Num().IsInt64() {
+		return value{}, false
+	}
+	old, had := e.env[v.name]
+	defer func() {
+		if had {
+			e.env[v.name] = old
+		} else {
+			delete(e.env, v.name)
+		}
+	}()
+	acc := exact(big.NewRat(0, 1))
+	if n.name == "prod" {
+		acc = exact(big.NewRat(1, 1))
+	}
+	for k := a; k <= b; k++ {
+		e.env[v.name] = exact(big.NewRat(k, 1))
+		t, ok := e.eval(body)
+		if !ok {
+			return t, false
+		}
+		if n.name == "prod" {
+			acc = e.mul(acc, t)
+		} else if acc.r != nil && t.r != nil {
+			acc = exact(new(big.Rat).Add(acc.r, t.r))
+		} else {
+			acc = approx(acc.c + t.c)
+		}
+	}
+	return acc, true
+}
+
+// det evaluates the determinant of a square matrix of at most 6 rows by
+// cofactor expansion.
+func (e *evaluator) det(m *node) (value, bool) {
+	n := len(m.rows)
+	if n == 0 || n > 6 {
+		return value{}, false
+	}
+	vals := make([][]value, n)
+	for i, r := range m.rows {
+		if len(r) != n {
+			return value{}, false
+		}
+		vals[i] = make([]value, n)
+		for j, c := range r {
+			v, ok := e.eval(c)
+			if !ok {
+				return v, false
+			}
+			vals[i][j] = v
+		}
+	}
+	var rec func(rows []int, cols []int) value
+	rec = func(rows, cols []int) value {
+		if len(rows) == 1 {
+			return vals[rows[0]][cols[0]]
+		}
+		acc := exact(new(big.Rat))
+		for k, c := range cols {
+			rest := make([]int, 0, len(cols)-1)
+			rest = append(rest, cols[:k]...)
+			rest = append(rest, cols[k+1:]...)
+			t := e.mul(vals[rows[0]][c], rec(rows[1:], rest))
+			if k%2 == 1 {
+				if t.r != nil {
+					t = exact(new(big.Rat).Neg(t.r))
+				} else {
+					t = approx(-t.c)
+				}
+			}
+			if acc.r != nil && t.r != nil {
+				acc = exact(new(big.Rat).Add(acc.r, t.r))
+			} else {
+				acc = approx(acc.c + t.c)
+			}
+		}
+		return acc
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return rec(idx, idx), true
+}

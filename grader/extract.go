@@ -1,0 +1,734 @@
+package grader
+
+import (
+	"regexp"
+	"strings"
+)
+
+// chatMarkers end a response: text after a chat-template marker belongs to
+// a turn the model should not have written.
+var chatMarkers = []string{"<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|start_header_id|>"}
+
+// strongAnchorRe finds "final answer is" phrases, weakAnchorRe other
+// "answer is" phrases (case-insensitive).
+var (
+	strongAnchorRe = regexp.MustCompile(`(?i)final answer(?:\s+is|\s*:)`)
+	weakAnchorRe   = regexp.MustCompile(`(?i)(?:the answer is|answer is\s*:?|answer\s*:)`)
+)
+
+// Extract finds the answer in a model response with the default Config.
+func Extract(response string) (string, bool) { return Config{}.Extract(response) }
+
+// Extract finds the answer in a model response. In order of priority it
+// takes the last group of \boxed{...} / \fbox{...} (boxes separated only
+// by "and", "or", commas or spacing are joined with ", "), then the last
+// "final answer is ..." sentence, then (unless NoFallback) the last LaTeX
+// math span or plain number. Text after a chat-template marker such as
+// <|im_start|> is ignored, and when the response holds a </think> tag the
+// text after it is searched first. The bool is false when nothing was
+// found.
+func (c Config) Extract(response string) (string, bool) {
+	s := cleanResponse(response)
+	if len(c.Choices) > 0 {
+		return extractChoice(s, c.Choices)
+	}
+	if i := strings.LastIndex(s, "</think>"); i >= 0 {
+		if a, ok := c.extractFrom(s[i+len("</think>"):]); ok {
+			return a, true
+		}
+	}
+	return c.extractFrom(s)
+}
+
+// ExtractGold returns the answer text of a gold answer: the last boxed
+// group when it has one, else the answer Extract finds when it holds LaTeX
+// math delimiters, else the whole (trimmed) string.
+func (c Config) ExtractGold(gold string) string {
+	s := cleanResponse(gold)
+	if len(c.Choices) > 0 {
+		return strings.TrimSpace(s)
+	}
+	if b := lastBoxGroup(s); b != "" {
+		return b
+	}
+	if strings.ContainsAny(s, "$") || strings.Contains(s, `\(`) || strings.Contains(s, `\[`) {
+		cc := c
+		cc.Targets = TargetLatex
+		cc.NoFallback = false
+		if a, ok := cc.extractFrom(s); ok {
+			return a
+		}
+	}
+	return strings.TrimSpace(s)
+}
+
+func cleanResponse(s string) string {
+	if len(s) > MaxResponseBytes {
+		s = s[len(s)-MaxResponseBytes:]
+	}
+	for _, m := range chatMarkers {
+		if i := strings.Index(s, m); i >= 0 {
+			s = s[:i]
+		}
+	}
+	return collapseEscapes(s)
+}
+
+func (c Config) extractFrom(s string) (string, bool) {
+	t := c.targets()
+	box, boxEnd := "", -1
+	if t&TargetLatex != 0 {
+		box, boxEnd = lastBoxGroupAt(s)
+	}
+	// The later of the last box and the last "final answer is" wins.
+	if a, at, ok := c.anchored(s, strongAnchorRe); ok && (box == "" || c.AnchorFirst || at >= boxEnd) {
+		return a, true
+	}
+	if box != "" {
+		return box, true
+	}
+	if a, _, ok := c.anchored(s, weakAnchorRe); ok {
+		return a, true
+	}
+	if c.NoFallback {
+		return "", false
+	}
+	return c.lastCandidate(s, true)
+}
+
+// anchored returns the answer in the sentence after the last phrase
+// matched by re (among the last three that hold an answer), and where
+// that phrase starts.
+func (c Config) anchored(s string, re *regexp.Regexp) (string, int, bool) {
+	locs := re.FindAllStringIndex(s, -1)
+	for k := len(locs) - 1; k >= 0 && k >= len(locs)-3; k-- {
+		rest := s[locs[k][1]:]
+		span := rest[:sentenceEnd(rest)]
+		if a, ok := c.lastCandidate(span, false); ok {
+			return a, locs[k][0], true
+		}
+		if c.targets()&TargetLatex != 0 {
+			if b := lastBoxGroup(span); b != "" {
+				return b, locs[k][0], true
+			}
+		}
+	}
+	return "", -1, false
+}
+
+// sentenceEnd returns the index where the first sentence of s ends: a
+// newline pair, or a period, '!' or '?' followed by space or end, outside
+// math spans.
+func sentenceEnd(s string) int {
+	inMath := false
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case ch == '\\' && i+1 < len(s):
+			if s[i+1] == '(' || s[i+1] == '[' {
+				inMath = true
+			} else if s[i+1] == ')' || s[i+1] == ']' {
+				inMath = false
+			}
+			i++
+		case ch == '$':
+			inMath = !inMath
+		case ch == '\n' && !inMath:
+			if i > 0 {
+				return i
+			}
+		case (ch == '.' || ch == '!' || ch == '?') && !inMath:
+			if i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\n' || s[i+1] == '\t' {
+				if i > 0 {
+					return i
+				}
+			}
+		}
+	}
+	return len(s)
+}
+
+// lastCandidate returns the last LaTeX span (joined with neighbouring
+// spans) or number in s, by end position, that parses. whole allows the
+// whole string as a LaTeX candidate when it has commands but no spans.
+func (c Config) lastCandidate(s string, whole bool) (string, bool) {
+	t := c.targets()
+	type cand struct {
+		end  int
+		text string
+	}
+	var cands []cand
+	var spans []mathSpan
+	if t&TargetLatex != 0 {
+		spans = mathSpans(s)
+		groups := groupSpans(s, spans)
+		for _, g := range groups {
+			cands = append(cands, cand{g.end, g.text})
+		}
+		if len(spans) == 0 && whole && strings.Contains(s, `\`) && len(s) <= 400 {
+			if a := strings.TrimSpace(s); a != "" && parses(a) {
+				return a, true
+			}
+		}
+	}
+	if t&TargetExpr != 0 {
+		for _, n := range findNumbers(s, spans) {
+			cands = append(cands, cand{n.end, n.text})
+		}
+	}
+	// Newest first; stable order for equal ends.
+	for k := 0; k < len(cands); k++ {
+		best := -1
+		for j := range cands {
+			if cands[j].end >= 0 && (best < 0 || cands[j].end > cands[best].end) {
+				best = j
+			}
+		}
+		if best < 0 {
+			break
+		}
+		cd := cands[best]
+		cands[best].end = -1
+		if parses(cd.text) {
+			return strings.TrimSpace(cd.text), true
+		}
+	}
+	return "", false
+}
+
+// parses reports whether an answer text parses into a non-empty tree.
+func parses(a string) bool {
+	n := Normalize(a)
+	if n == "" || len(n) > MaxAnswerBytes {
+		return false
+	}
+	_, err := parseAnswer(n, &budget{left: MaxSteps / 4})
+	return err == nil
+}
+
+// box is one \boxed{...} occurrence: [start, end) in the text and its content.
+type box struct {
+	start, end int
+	text       string
+}
+
+// findBoxes returns every \boxed{...}, \fbox{...} and "\boxed x" in s.
+func findBoxes(s string) []box {
+	var out []box
+	for i := 0; i < len(s); {
+		j := strings.Index(s[i:], `\`)
+		if j < 0 {
+			break
+		}
+		p := i + j
+		var name string
+		switch {
+		case strings.HasPrefix(s[p:], `\boxed`):
+			name = `\boxed`
+		case strings.HasPrefix(s[p:], `\fbox`):
+			name = `\fbox`
+		default:
+			i = p + 1
+			continue
+		}
+		q := p + len(name)
+		if q < len(s) && isLetter(s[q]) {
+			i = q
+			continue
+		}
+		for q < len(s) && (s[q] == ' ' || s[q] == '\t') {
+			q++
+		}
+		if q < len(s) && s[q] == '{' {
+			end := matchBrace(s, q)
+			if end < 0 {
+				i = q + 1
+				continue
+			}
+			out = append(out, box{p, end + 1, s[q+1 : end]})
+			i = end + 1
+			if len(out) > MaxElements*4 {
+				out = out[len(out)-MaxElements:]
+			}
+			continue
+		}
+		if q > p+len(name) && q < len(s) {
+			// \boxed 5 : one token.
+			e := q
+			for e < len(s) && (isDigit(s[e]) || s[e] == '.' || isLetter(s[e])) {
+				e++
+			}
+			if e > q {
+				out = append(out, box{p, e, s[q:e]})
+			}
+			i = e
+			continue
+		}
+		i = q
+	}
+	return out
+}
+
+// matchBrace returns the index of the brace closing the one at s[open], or
+// -1. Escaped braces \{ \} are skipped.
+func matchBrace(s string, open int) int {
+	depth := 0
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '{':
+			depth++
+		case '}':
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// lastBoxGroup returns the contents of the last run of boxes whose gaps are
+// joinable, joined with ", ".
+func lastBoxGroup(s string) string {
+	b, _ := lastBoxGroupAt(s)
+	return b
+}
+
+// lastBoxGroupAt is lastBoxGroup that also returns where the group ends.
+func lastBoxGroupAt(s string) (string, int) {
+	bs := findBoxes(s)
+	if len(bs) == 0 {
+		return "", -1
+	}
+	k := len(bs) - 1
+	for k > 0 && joinable(s[bs[k-1].end:bs[k].start]) && len(bs)-k < MaxElements {
+		k--
+	}
+	parts := make([]string, 0, len(bs)-k)
+	for _, b := range bs[k:] {
+		if t := strings.TrimSpace(b.text); t != "" {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, ", "), bs[len(bs)-1].end
+}
+
+var wordRe = regexp.MustCompile(`[A-Za-z]+`)
+
+// joinable reports whether the text between two boxes or math spans only
+// separates answers: spacing, punctuation, or a few words including "and"
+// or "or" or a comma.
+func joinable(gap string) bool {
+	if len(gap) > 120 {
+		return false
+	}
+	g := gap
+	for _, r := range []string{`\quad`, `\qquad`, `\text`, `\textnormal`, `\mbox`, `\,`, `\;`, `\ `, `\!`} {
+		g = strings.ReplaceAll(g, r, " ")
+	}
+	hasMath := strings.ContainsAny(g, "$") || strings.Contains(g, `\(`) || strings.Contains(g, `\)`) ||
+		strings.Contains(g, `\[`) || strings.Contains(g, `\]`)
+	words := wordRe.FindAllString(g, -1)
+	conj := strings.ContainsAny(g, ",;")
+	for _, w := range words {
+		lw := strings.ToLower(w)
+		if lw == "and" || lw == "or" {
+			conj = true
+		}
+	}
+	if len(words) == 0 && !hasMath {
+		return true
+	}
+	return conj && len(words) <= 5
+}
+
+// mathSpan is a LaTeX math region: [start, end) including delimiters, and
+// its inner text.
+type mathSpan struct {
+	start, end int
+	text       string
+}
+
+// mathSpans finds $...$, $$...$$, \(...\) and \[...\] in s. Inline $ and \(
+// spans may not cross a newline; an opening $ without a valid close is
+// read as a literal dollar.
+func mathSpans(s string) []mathSpan {
+	var out []mathSpan
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			if i+1 >= len(s) {
+				continue
+			}
+			switch s[i+1] {
+			case '(', '[':
+				closer := `\)`
+				if s[i+1] == '[' {
+					closer = `\]`
+				}
+				j := strings.Index(s[i+2:], closer)
+				if j < 0 {
+					i++
+					continue
+				}
+				inner := s[i+2 : i+2+j]
+				if s[i+1] == '(' && strings.Contains(inner, "\n") {
+					i++
+					continue
+				}
+				out = append(out, mathSpan{i, i + 2 + j + 2, inner})
+				i = i + 2 + j + 1
+			default:
+				i++
+			}
+		case '$':
+			if i+1 < len(s) && s[i+1] == '$' {
+				j := strings.Index(s[i+2:], "$$")
+				if j < 0 {
+					i++
+					continue
+				}
+				out = append(out, mathSpan{i, i + 2 + j + 2, s[i+2 : i+2+j]})
+				i = i + 2 + j + 1
+				continue
+			}
+			j := i + 1
+			for j < len(s) && s[j] != '$' && s[j] != '\n' {
+				if s[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(s) || s[j] != '$' {
+				continue
+			}
+			out = append(out, mathSpan{i, j + 1, s[i+1 : j]})
+			i = j
+		}
+		if len(out) > 4*MaxElements {
+			out = out[len(out)-MaxElements:]
+		}
+	}
+	return out
+}
+
+// groupSpans joins runs of math spans with joinable gaps.
+func groupSpans(s string, spans []mathSpan) []box {
+	var out []box
+	for k := 0; k < len(spans); {
+		j := k
+		for j+1 < len(spans) && joinable(s[spans[j].end:spans[j+1].start]) && j-k < MaxElements {
+			j++
+		}
+		var parts []string
+		for _, sp := range spans[k : j+1] {
+			if t := strings.TrimSpace(sp.text); t != "" {
+				parts = append(parts, t)
+			}
+		}
+		if len(parts) > 0 {
+			out = append(out, box{spans[k].start, spans[j].end, strings.Join(parts, ", ")})
+		}
+		// Also offer the last span alone, so a sentence joined by "and"
+		// does not hide the final answer.
+		if j > k {
+			if t := strings.TrimSpace(spans[j].text); t != "" {
+				out = append(out, box{spans[j].start, spans[j].end - 1, t})
+			}
+		}
+		k = j + 1
+	}
+	return out
+}
+
+// number is a plain number found in running text, in canonical form.
+type number struct {
+	end  int
+	text string
+}
+
+// findNumbers scans s for numbers outside the given math spans. A number
+// must not follow a letter or digit; it may carry a sign, thousands
+// separators (",", " "), a decimal point or comma, a "/d" denominator and
+// a percent sign. The text is canonical: "1,000.99" -> "1000.99",
+// "2,74" -> "2.74".
+func findNumbers(s string, skip []mathSpan) []number {
+	var out []number
+	sk := 0
+	for i := 0; i < len(s); i++ {
+		for sk < len(skip) && skip[sk].end <= i {
+			sk++
+		}
+		if sk < len(skip) && i >= skip[sk].start {
+			i = skip[sk].end - 1
+			continue
+		}
+		ch := s[i]
+		if !isDigit(ch) && !(ch == '.' && i+1 < len(s) && isDigit(s[i+1])) {
+			continue
+		}
+		if i > 0 {
+			p := s[i-1]
+			if isLetter(p) || isDigit(p) || p == '_' || p == '^' || p == '\\' || (p == '.' && ch != '.') {
+				// Skip the rest of this token.
+				for i+1 < len(s) && (isDigit(s[i+1]) || s[i+1] == '.') {
+					i++
+				}
+				continue
+			}
+		}
+		text, end := scanNumber(s, i)
+		neg := false
+		if i > 0 && (s[i-1] == '-' || strings.HasSuffix(s[:i], "−")) {
+			k := i - 1
+			if s[i-1] != '-' {
+				k = i - len("−")
+			}
+			if k == 0 || !(isLetter(s[k-1]) || isDigit(s[k-1]) || s[k-1] == ')') {
+				neg = true
+			}
+		}
+		if neg {
+			text = "-" + text
+		}
+		out = append(out, number{end, text})
+		if len(out) > 4*MaxElements {
+			out = out[len(out)-MaxElements:]
+		}
+		i = end - 1
+	}
+	return out
+}
+
+// scanNumber reads the number starting at s[i] and returns its canonical
+// text and end index.
+func scanNumber(s string, i int) (string, int) {
+	j := i
+	for j < len(s) && isDigit(s[j]) {
+		j++
+	}
+	intPart := s[i:j]
+	var b strings.Builder
+	b.WriteString(intPart)
+	// Thousands groups: ",ddd" or " ddd" repeated, not followed by a digit.
+	group := func(sep byte, k int) int {
+		if k+4 <= len(s) && s[k] == sep && isDigit(s[k+1]) && isDigit(s[k+2]) && isDigit(s[k+3]) &&
+			(k+4 == len(s) || !isDigit(s[k+4])) {
+			return k + 4
+		}
+		return -1
+	}
+	if len(intPart) > 0 && len(intPart) <= 3 && intPart != "0" {
+		for _, sep := range []byte{',', ' '} {
+			k := j
+			n := 0
+			for {
+				nk := group(sep, k)
+				if nk < 0 {
+					break
+				}
+				b.WriteString(s[k+1 : nk])
+				k = nk
+				n++
+			}
+			if n > 0 {
+				j = k
+				break
+			}
+		}
+	}
+	// Decimal part: ".d+" or ",d+" (a comma not followed by exactly three
+	// digits, or after a zero integer part).
+	if j+1 < len(s) && (s[j] == '.' || s[j] == ',') && isDigit(s[j+1]) {
+		k := j + 1
+		for k < len(s) && isDigit(s[k]) {
+			k++
+		}
+		if s[j] == '.' || k-(j+1) != 3 || intPart == "0" || intPart == "" {
+			if !(s[j] == ',' && k < len(s) && s[k] == ',') {
+				b.WriteByte('.')
+				b.WriteString(s[j+1 : k])
+				j = k
+			}
+		}
+	}
+	// Fraction a/b.
+	k := j
+	for k < len(s) && s[k] == ' ' {
+		k++
+	}
+	if k < len(s) && s[k] == '/' {
+		k++
+		for k < len(s) && s[k] == ' ' {
+			k++
+		}
+		e := k
+		for e < len(s) && isDigit(s[e]) {
+			e++
+		}
+		if e > k {
+			b.WriteByte('/')
+			b.WriteString(s[k:e])
+			j = e
+		}
+	}
+	// Percent.
+	k = j
+	for k < len(s) && s[k] == ' ' {
+		k++
+	}
+	if k < len(s) && s[k] == '%' {
+		b.WriteByte('%')
+		j = k + 1
+	} else if k+2 < len(s) && s[k] == '\\' && s[k+1] == '%' {
+		b.WriteByte('%')
+		j = k + 2
+	} else {
+		low := strings.ToLower(s[k:min(len(s), k+10)])
+		for _, w := range []string{"percent", "pct"} {
+			if strings.HasPrefix(low, w) {
+				b.WriteByte('%')
+				j = k + len(w)
+				break
+			}
+		}
+	}
+	return b.String(), j
+}
+
+// extractChoice finds a multiple-choice answer among choices: after an
+// "answer is" phrase, at the very start, or the first standalone choice.
+func extractChoice(s string, choices []string) (string, bool) {
+	isChoice := func(w string) (string, bool) {
+		w = strings.Trim(w, "()[]{}*$.:,;!? \t\n")
+		w = strings.TrimPrefix(w, `\text{`)
+		w = strings.TrimSuffix(w, "}")
+		w = strings.Trim(w, "()")
+		for _, c := range choices {
+			if w == c {
+				return c, true
+			}
+		}
+		return "", false
+	}
+	if b := lastBoxGroup(s); b != "" {
+		if c, ok := isChoice(b); ok {
+			return c, true
+		}
+	}
+	locs := weakAnchorRe.FindAllStringIndex(s, -1)
+	locs = append(locs, strongAnchorRe.FindAllStringIndex(s, -1)...)
+	for k := len(locs) - 1; k >= 0; k-- {
+		f := strings.Fields(s[locs[k][1]:])
+		if len(f) > 0 {
+			if c, ok := isChoice(f[0]); ok {
+				return c, true
+			}
+		}
+	}
+	f := strings.Fields(s)
+	if len(f) > 0 {
+		if c, ok := isChoice(f[0]); ok {
+			return c, true
+		}
+	}
+	for _, w := range f {
+		if c, ok := isChoice(w); ok {
+			return c, true
+		}
+	}
+	return "", false
+}
+
+func choiceKey(s string) string {
+	s = strings.TrimSpace(s)
+	for _, r := range []string{"$", `\text{`, `\textbf{`, `\mathrm{`, "{", "}", "(", ")", `\boxed`} {
+		s = strings.ReplaceAll(s, r, "")
+	}
+	return strings.ToUpper(strings.Trim(s, " .:"))
+}
+
+// knownCommands are LaTeX command names recognised after a doubled
+// backslash (JSON-escaped text such as \\frac) and as prefixes of glued
+// commands such as \quadx.
+var knownCommands = map[string]bool{
+	"frac": true, "dfrac": true, "tfrac": true, "cfrac": true, "sqrt": true, "left": true, "right": true,
+	"boxed": true, "fbox": true, "text": true, "textbf": true, "textit": true, "textnormal": true, "textrm": true,
+	"mathrm": true, "mathbf": true, "mbox": true, "pi": true, "cdot": true, "times": true, "div": true,
+	"le": true, "leq": true, "ge": true, "geq": true, "ne": true, "neq": true, "lt": true, "gt": true,
+	"infty": true, "in": true, "cup": true, "cap": true, "pm": true, "mp": true, "approx": true,
+	"sin": true, "cos": true, "tan": true, "sec": true, "csc": true, "cot": true, "log": true, "ln": true,
+	"exp": true, "quad": true, "qquad": true, "begin": true, "end": true, "pmatrix": true, "bmatrix": true,
+	"circ": true, "degree": true, "alpha": true, "beta": true, "gamma": true, "theta": true, "lambda": true,
+	"binom": true, "dbinom": true, "displaystyle": true, "overline": true, "vec": true, "mathbb": true,
+	"emptyset": true, "varnothing": true, "leqslant": true, "geqslant": true, "angle": true,
+	"arcsin": true, "arccos": true, "arctan": true, "sinh": true, "cosh": true, "tanh": true,
+	"lfloor": true, "rfloor": true, "lceil": true, "rceil": true, "sum": true, "prod": true,
+	"operatorname": true, "mathit": true, "boldsymbol": true, "hat": true, "bar": true,
+	"overrightarrow": true, "lbrace": true, "rbrace": true, "langle": true, "rangle": true,
+	"setminus": true, "infin": true, "dots": true, "ldots": true, "cdots": true, "sigma": true,
+	"mu": true, "omega": true, "phi": true, "varphi": true, "rho": true, "tau": true, "delta": true,
+	"Delta": true, "epsilon": true, "varepsilon": true, "eta": true, "zeta": true, "xi": true,
+	"psi": true, "chi": true, "nu": true, "kappa": true, "iota": true, "Omega": true, "Gamma": true,
+	"Theta": true, "Lambda": true, "Sigma": true, "Phi": true, "Psi": true, "Pi": true,
+	"mathcal": true, "widehat": true, "tilde": true, "dot": true, "ddot": true, "prime": true,
+	"notin": true, "subset": true, "subseteq": true, "to": true, "rightarrow": true, "Rightarrow": true,
+	"implies": true, "iff": true, "land": true, "lor": true, "wedge": true, "vee": true, "neg": true,
+	"lvert": true, "rvert": true, "vert": true, "mid": true, "lbrack": true, "rbrack": true,
+	"bigl": true, "bigr": true, "Bigl": true, "Bigr": true, "big": true, "Big": true, "biggl": true,
+	"biggr": true, "Biggl": true, "Biggr": true, "bigg": true, "Bigg": true, "textstyle": true, "limits": true,
+	"mod": true, "pmod": true, "bmod": true, "equiv": true, "perp": true, "parallel": true,
+	"triangle": true, "cong": true, "sim": true, "simeq": true, "propto": true, "forall": true, "exists": true,
+	"textup": true, "textsf": true, "mathsf": true, "mathtt": true, "texttt": true, "hline": true,
+	"array": true, "matrix": true, "vmatrix": true, "cases": true, "align": true, "aligned": true,
+	"cdotp": true, "ast": true, "star": true, "bmatrix*": true, "gcd": true, "lcm": true, "max": true, "min": true,
+	"det": true, "deg": true, "arg": true, "lim": true, "int": true, "partial": true, "nabla": true,
+}
+
+// collapseEscapes turns a doubled backslash before a known command name
+// (\\frac, as left by JSON double-escaping) into a single one. Real row
+// separators (\\ followed by space, digit or another command) are kept.
+func collapseEscapes(s string) string {
+	if !strings.Contains(s, `\\`) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		if s[i] != '\\' {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && s[j] == '\\' {
+			j++
+		}
+		run := j - i
+		k := j
+		for k < len(s) && isLetter(s[k]) {
+			k++
+		}
+		if run == 2 && k > j && knownPrefix(s[j:k]) {
+			b.WriteByte('\\')
+		} else {
+			b.WriteString(s[i:j])
+		}
+		i = j
+	}
+	return b.String()
+}
+
+func knownPrefix(name string) bool {
+	for n := len(name); n > 0; n-- {
+		if knownCommands[name[:n]] {
+			return true
+		}
+	}
+	return false
+}
+
+func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

@@ -1,0 +1,194 @@
+package grader
+
+import (
+	"strings"
+)
+
+// Limits that bound the work done per call. They are constants, not Config
+// fields, so that no configuration can make grading unbounded.
+const (
+	// MaxResponseBytes is the longest response Extract reads; longer
+	// responses are cut to their final MaxResponseBytes bytes (the answer
+	// sits at the end).
+	MaxResponseBytes = 256 << 10
+	// MaxAnswerBytes is the longest answer text that is parsed; longer
+	// answers are compared as normalized strings only.
+	MaxAnswerBytes = 4096
+	// MaxSteps is the step budget shared by parsing and evaluation of one
+	// comparison; one step is one token consumed or one node evaluated.
+	MaxSteps = 200000
+	// MaxDepth is the deepest nesting of groups and operators parsed.
+	MaxDepth = 64
+	// MaxBits is the largest integer (numerator or denominator) kept
+	// exact; beyond it arithmetic continues in complex128.
+	MaxBits = 1 << 16
+	// MaxElements caps the members of a list, set, tuple or matrix and the
+	// alternatives produced by expanding \pm.
+	MaxElements = 256
+	// NumericPoints is how many random points expressions with free
+	// variables are evaluated at.
+	NumericPoints = 5
+	// NumericTolerance is the relative tolerance of numeric comparisons
+	// without decimal literals: |a-b| <= NumericTolerance * max(1,|a|,|b|).
+	NumericTolerance = 1e-8
+	// DefaultFloatRounding is the number of decimal places used when a
+	// decimal literal is involved and Config.FloatRounding is zero.
+	DefaultFloatRounding = 6
+)
+
+// Target selects the kinds of answer text Extract looks for.
+type Target uint8
+
+const (
+	// TargetLatex finds \boxed{...}, "final answer is" anchors and LaTeX
+	// math spans ($...$, $$...$$, \(...\), \[...\]).
+	TargetLatex Target = 1 << iota
+	// TargetExpr finds plain numbers and simple fractions in running text,
+	// resolving thousands separators and decimal commas.
+	TargetExpr
+)
+
+// Config holds the grading options. Its zero value is the default used by
+// Grade: both targets, fallback to the last LaTeX span or number, strict
+// variable names, 6 decimal places for decimal literals, \boxed preferred
+// over "final answer is".
+type Config struct {
+	// Targets selects the extractors; zero means TargetLatex|TargetExpr.
+	Targets Target
+	// NoFallback, when true, accepts only \boxed{...} and "final answer
+	// is ..." answers: a response without them is graded incorrect. When
+	// false (default), the last LaTeX span or number is used instead.
+	NoFallback bool
+	// AnchorFirst, when true, prefers a "final answer is ..." sentence over
+	// \boxed{...} (Math-Verify's boxed_match_priority=100). Default false.
+	AnchorFirst bool
+	// FloatRounding is the number of decimal places numbers are rounded to
+	// when either side contains a decimal literal; zero means 6.
+	FloatRounding int
+	// NonStrict, when true, lets variables be renamed: f(y) equals f(x).
+	// Default false (variable names must match).
+	NonStrict bool
+	// AllowSetRelation, when true, accepts an inequality answer for an
+	// interval gold (x >= 5 for [5, \infty)). An inequality gold always
+	// accepts the interval answer. Default false.
+	AllowSetRelation bool
+	// Choices, when non-empty, switches Extract to multiple-choice mode:
+	// the answer is one of these strings (usually letters "A".."E").
+	Choices []string
+}
+
+// Verdict is the result of grading one response.
+type Verdict struct {
+	// Correct reports whether the extracted answer equals the gold answer.
+	Correct bool
+	// Extracted is the answer text found in the response ("" if none).
+	Extracted string
+	// Reason says briefly why: "no answer found", "equal: exact",
+	// "not equal", and so on.
+	Reason string
+}
+
+func (c Config) targets() Target {
+	if c.Targets == 0 {
+		return TargetLatex | TargetExpr
+	}
+	return c.Targets
+}
+
+func (c Config) rounding() int {
+	if c.FloatRounding <= 0 {
+		return DefaultFloatRounding
+	}
+	if c.FloatRounding > 15 {
+		return 15
+	}
+	return c.FloatRounding
+}
+
+// Grade grades response against gold with the default Config.
+func Grade(response, gold string) Verdict { return Config{}.Grade(response, gold) }
+
+// Grade extracts the answer from response, normalizes both it and gold and
+// compares them with gold in the gold role. Gold may be a bare answer
+// ("3/4"), LaTeX ("$\frac34$") or a whole worked solution ending in
+// \boxed{...}.
+func (c Config) Grade(response, gold string) Verdict {
+	pred, ok := c.Extract(response)
+	if !ok {
+		return Verdict{Reason: "no answer found"}
+	}
+	g := c.ExtractGold(gold)
+	if strings.TrimSpace(g) == "" {
+		return Verdict{Extracted: pred, Reason: "empty gold answer"}
+	}
+	eq, why := c.equalWhy(g, pred)
+	return Verdict{Correct: eq, Extracted: pred, Reason: why}
+}
+
+// Equal reports whether answer equals gold under the default Config; both
+// are answer texts (not whole responses).
+func Equal(gold, answer string) bool { return Config{}.Equal(gold, answer) }
+
+// Equal reports whether answer equals gold; both are answer texts. They
+// are normalized first, so Equal(Normalize(a), b) == Equal(a, b).
+func (c Config) Equal(gold, answer string) bool {
+	eq, _ := c.equalWhy(gold, answer)
+	return eq
+}
+
+// Equivalent reports whether two extracted answers mean the same thing,
+// for clustering answers in majority voting. It is symmetric: true when
+// either answer, taken as gold, accepts the other, with set relations
+// allowed both ways.
+func Equivalent(a, b string) bool { return Config{}.Equivalent(a, b) }
+
+// Equivalent is the symmetric comparison of Equivalent under c.
+func (c Config) Equivalent(a, b string) bool {
+	c.AllowSetRelation = true
+	return c.Equal(a, b) || c.Equal(b, a)
+}
+
+func (c Config) equalWhy(gold, answer string) (bool, string) {
+	if len(gold) > MaxResponseBytes {
+		gold = gold[:MaxResponseBytes]
+	}
+	if len(answer) > MaxResponseBytes {
+		answer = answer[len(answer)-MaxResponseBytes:]
+	}
+	if len(c.Choices) > 0 {
+		if strings.EqualFold(choiceKey(gold), choiceKey(answer)) {
+			return true, "equal: choice"
+		}
+		return false, "not equal: choice"
+	}
+	ng, na := Normalize(gold), Normalize(answer)
+	if ng == "" || na == "" {
+		return false, "empty answer"
+	}
+	if ng == na {
+		return true, "equal: string"
+	}
+	if textKey(ng) != "" && textKey(ng) == textKey(na) {
+		return true, "equal: text"
+	}
+	if len(ng) > MaxAnswerBytes || len(na) > MaxAnswerBytes {
+		return false, "not equal: answer too long to parse"
+	}
+	b := &budget{left: MaxSteps}
+	gn, err := parseAnswer(ng, b)
+	if err != nil {
+		return false, "not equal: gold unparsable: " + err.Error()
+	}
+	an, err := parseAnswer(na, b)
+	if err != nil {
+		return false, "not equal: answer unparsable: " + err.Error()
+	}
+	cm := &comparer{cfg: c, b: b}
+	if cm.equal(gn, an) {
+		return true, "equal: " + cm.how()
+	}
+	if b.left <= 0 {
+		return false, "not equal: step budget exhausted"
+	}
+	return false, "not equal"
+}

@@ -1,0 +1,1396 @@
+package grader
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+	"unicode/utf8"
+)
+
+// kind is the type of an expression-tree node.
+type kind uint8
+
+const (
+	nNum      kind = iota // val (exact rational); flt marks a decimal literal
+	nSym                  // name: variable, subscripted name, unknown command
+	nConst                // name: "pi", "e", "i", "inf"
+	nAdd                  // args summed
+	nMul                  // args multiplied
+	nPow                  // args[0]^args[1]
+	nNeg                  // -args[0]
+	nFunc                 // name(args...)
+	nPM                   // ±args[0], a term of a sum
+	nPercent              // args[0] %
+	nRel                  // args[0] ops[0] args[1] ops[1] ...; lab marks "label = value"
+	nTuple                // (a, b, ...) ordered
+	nSet                  // \{a, b\} unordered
+	nList                 // a, b, ... unordered
+	nInterval             // args[0], args[1] with closed ends lc, rc
+	nUnion                // union of intervals args
+	nMatrix               // rows
+	nText                 // name: \text{...} content
+	nRatio                // args[0] : args[1] : ...
+	nSum                  // name "sum"/"prod"; args: var, lo, hi, body
+)
+
+// node is one expression-tree node.
+type node struct {
+	k      kind
+	name   string
+	val    *big.Rat
+	flt    bool
+	lab    bool
+	lc, rc bool
+	args   []*node
+	ops    []string
+	rows   [][]*node
+}
+
+// budget counts the steps left for one comparison.
+type budget struct{ left int }
+
+// errBudget is reported when the step budget runs out.
+var errBudget = errors.New("step budget exhausted")
+
+// parseError aborts parsing; it is recovered in parseAnswer.
+type parseError struct{ err error }
+
+func num(r *big.Rat) *node          { return &node{k: nNum, val: r} }
+func numInt(i int64) *node          { return num(new(big.Rat).SetInt64(i)) }
+func mk(k kind, args ...*node) *node { return &node{k: k, args: args} }
+func inv(n *node) *node              { return mk(nPow, n, numInt(-1)) }
+
+type tkind uint8
+
+const (
+	tEOF   tkind = iota
+	tNum         // digits with optional decimal part
+	tWord        // run of ASCII letters
+	tCmd         // \name, or \ followed by one symbol
+	tPunct       // one punctuation character or a two-character operator
+	tUni         // one non-ASCII rune
+)
+
+type token struct {
+	k  tkind
+	s  string
+	sp bool // whitespace before
+}
+
+// lex splits a normalized answer into tokens.
+func lex(s string, b *budget) []token {
+	var out []token
+	sp := false
+	for i := 0; i < len(s); {
+		b.left--
+		if b.left < 0 {
+			panic(parseError{errBudget})
+		}
+		c := s[i]
+		switch {
+		case c == ' ' || c < 0x20 || c == 0x7f:
+			sp = true
+			i++
+			continue
+		case isDigit(c) || c == '.' && i+1 < len(s) && isDigit(s[i+1]):
+			j := i
+			for j < len(s) && isDigit(s[j]) {
+				j++
+			}
+			if j+1 < len(s) && s[j] == '.' && isDigit(s[j+1]) {
+				j++
+				for j < len(s) && isDigit(s[j]) {
+					j++
+				}
+			} else if j < len(s) && s[j] == '.' && j == i {
+				j++
+			}
+			out = append(out, token{tNum, s[i:j], sp})
+			i = j
+		case isLetter(c):
+			j := i
+			for j < len(s) && isLetter(s[j]) {
+				j++
+			}
+			out = append(out, token{tWord, s[i:j], sp})
+			i = j
+		case c == '\\':
+			if i+1 >= len(s) {
+				i++
+				continue
+			}
+			if !isLetter(s[i+1]) {
+				out = append(out, token{tCmd, s[i : i+2], sp})
+				i += 2
+				break
+			}
+			j := i + 1
+			for j < len(s) && isLetter(s[j]) {
+				j++
+			}
+			name := s[i+1 : j]
+			if !knownCommands[name] && name != "inf" && name != "zzz" {
+				// A known command glued to letters: \quadx -> \quad x.
+				for n := len(name) - 1; n >= 2; n-- {
+					if knownCommands[name[:n]] {
+						j = i + 1 + n
+						name = name[:n]
+						break
+					}
+				}
+			}
+			out = append(out, token{tCmd, `\` + name, sp})
+			i = j
+		case c >= 0x80:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError {
+				i += n
+				continue
+			}
+			out = append(out, token{tUni, s[i : i+n], sp})
+			i += n
+		default:
+			if i+1 < len(s) {
+				two := s[i : i+2]
+				switch two {
+				case "<=", ">=", "!=", "==", "**", "=<", "=>":
+					if two == "=<" {
+						two = "<="
+					}
+					if two == "=>" {
+						two = ">="
+					}
+					out = append(out, token{tPunct, two, sp})
+					i += 2
+					sp = false
+					continue
+				}
+			}
+			out = append(out, token{tPunct, s[i : i+1], sp})
+			i++
+		}
+		sp = false
+	}
+	return out
+}
+
+// parser is a recursive-descent parser over tokens.
+type parser struct {
+	toks    []token
+	pos     int
+	b       *budget
+	depth   int
+	absOpen int
+}
+
+// parseAnswer parses a normalized answer into a tree. It never panics;
+// malformed input yields an error.
+func parseAnswer(s string, b *budget) (n *node, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			pe, ok := r.(parseError)
+			if !ok {
+				panic(r)
+			}
+			n, err = nil, fmt.Errorf("grader: parse %.40q: %w", s, pe.err)
+		}
+	}()
+	p := &parser{toks: lex(s, b), b: b}
+	n = p.parseList(func(t token) bool { return false })
+	if p.pos < len(p.toks) {
+		p.fail("unexpected %q", p.toks[p.pos].s)
+	}
+	if n == nil {
+		p.fail("empty")
+	}
+	return n, nil
+}
+
+func (p *parser) fail(format string, a ...any) {
+	panic(parseError{fmt.Errorf(format, a...)})
+}
+
+func (p *parser) peek() token {
+	if p.pos < len(p.toks) {
+		return p.toks[p.pos]
+	}
+	return token{k: tEOF}
+}
+
+func (p *parser) peekAt(k int) token {
+	if p.pos+k < len(p.toks) {
+		return p.toks[p.pos+k]
+	}
+	return token{k: tEOF}
+}
+
+func (p *parser) next() token {
+	p.b.left--
+	if p.b.left < 0 {
+		p.fail("%v", errBudget)
+	}
+	t := p.peek()
+	if p.pos < len(p.toks) {
+		p.pos++
+	}
+	return t
+}
+
+func (p *parser) is(s string) bool {
+	t := p.peek()
+	return t.k != tEOF && t.s == s && t.k != tWord
+}
+
+func (p *parser) expect(s string) {
+	if !p.is(s) {
+		p.fail("expected %q, got %q", s, p.peek().s)
+	}
+	p.next()
+}
+
+func (p *parser) enter() {
+	p.depth++
+	if p.depth > MaxDepth {
+		p.fail("nesting deeper than %d", MaxDepth)
+	}
+}
+
+func (p *parser) leave() { p.depth-- }
+
+// sepLevel reports whether the next token separates list items: 1 for a
+// comma, 2 for ";" and the words "and"/"or" (also inside \text{}), 0 for
+// none, with the number of tokens it spans.
+func (p *parser) sepLevel() (int, int) {
+	t := p.peek()
+	switch {
+	case t.k == tPunct && t.s == ",":
+		return 1, 1
+	case t.k == tPunct && t.s == ";":
+		return 2, 1
+	case t.k == tWord && (strings.EqualFold(t.s, "and") || strings.EqualFold(t.s, "or")):
+		return 2, 1
+	case t.k == tCmd && t.s == `\text`:
+		if p.peekAt(1).s == "{" {
+			// Look for \text{ and } / \text{or} / \text{,}.
+			k := 2
+			var words []string
+			for ; p.peekAt(k).k != tEOF && p.peekAt(k).s != "}" && k < 8; k++ {
+				words = append(words, p.peekAt(k).s)
+			}
+			if p.peekAt(k).s == "}" {
+				w := strings.ToLower(strings.Join(words, " "))
+				switch w {
+				case "and", "or", ", and", ",and", "and/or":
+					return 2, k + 1
+				case ",", ";":
+					return 1, k + 1
+				}
+			}
+		}
+	}
+	return 0, 0
+}
+
+// parseList parses items separated by commas (level 1) and by ";", "and",
+// "or" (level 2) until stop reports true or input ends. A single item is
+// returned as itself; several as nList (nested when both levels occur).
+func (p *parser) parseList(stop func(token) bool) *node {
+	p.enter()
+	defer p.leave()
+	var groups [][]*node
+	var cur []*node
+	for p.peek().k != tEOF && !stop(p.peek()) {
+		if lvl, n := p.sepLevel(); lvl > 0 {
+			for ; n > 0; n-- {
+				p.next()
+			}
+			if lvl == 1 {
+				// Oxford comma: ", and" stays level 1.
+				if l2, n2 := p.sepLevel(); l2 == 2 && p.peek().k != tPunct {
+					for ; n2 > 0; n2-- {
+						p.next()
+					}
+				}
+			} else if len(cur) > 0 {
+				groups = append(groups, cur)
+				cur = nil
+			}
+			continue
+		}
+		start := p.pos
+		it := p.parseRel()
+		if it != nil {
+			cur = append(cur, it)
+			if len(cur) > MaxElements {
+				p.fail("too many elements")
+			}
+		}
+		if p.pos == start {
+			t := p.peek()
+			// Skip alignment marks and row breaks outside matrices.
+			if t.s == "&" || t.s == `\\` || t.s == `\hline` {
+				p.next()
+				continue
+			}
+			return p.finishList(groups, cur, true)
+		}
+	}
+	return p.finishList(groups, cur, false)
+}
+
+func (p *parser) finishList(groups [][]*node, cur []*node, _ bool) *node {
+	if len(cur) > 0 {
+		groups = append(groups, cur)
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	items := make([]*node, 0, len(groups))
+	flat := true
+	for _, g := range groups {
+		if len(g) == 1 {
+			items = append(items, g[0])
+		} else {
+			items = append(items, &node{k: nList, args: g})
+			flat = false
+		}
+	}
+	if len(items) == 1 {
+		return items[0]
+	}
+	if flat || len(groups) == 1 {
+		return &node{k: nList, args: items}
+	}
+	return &node{k: nList, args: items}
+}
+
+// relOps maps relation tokens to canonical operators.
+var relOps = map[string]string{
+	"=": "=", "==": "=", "<": "<", ">": ">", "<=": "<=", ">=": ">=", "!=": "!=",
+	`\le`: "<=", `\ge`: ">=", `\ne`: "!=", `\approx`: "~", `\in`: "in", `\notin`: "notin",
+	`\equiv`: "=", `\simeq`: "~", `\cong`: "=", `\subset`: "in", `\subseteq`: "in",
+}
+
+func (p *parser) relOp() (string, bool) {
+	t := p.peek()
+	if t.k == tPunct || t.k == tCmd {
+		op, ok := relOps[t.s]
+		return op, ok
+	}
+	return "", false
+}
+
+// parseRel parses a chain a op b op c ... of relations.
+func (p *parser) parseRel() *node {
+	p.enter()
+	defer p.leave()
+	first := p.parseUnion()
+	op, ok := p.relOp()
+	if !ok {
+		return first
+	}
+	r := &node{k: nRel}
+	r.args = append(r.args, first)
+	for ok {
+		p.next()
+		rhs := p.parseUnion()
+		if rhs == nil || first == nil {
+			p.fail("relation without side")
+		}
+		r.ops = append(r.ops, op)
+		r.args = append(r.args, rhs)
+		if len(r.args) > MaxElements {
+			p.fail("relation chain too long")
+		}
+		op, ok = p.relOp()
+	}
+	return r
+}
+
+func (p *parser) parseUnion() *node {
+	a := p.parseRatio()
+	if a == nil {
+		return nil
+	}
+	for p.is(`\cup`) || p.is(`\cap`) || p.is(`\setminus`) || p.is(`U`) {
+		t := p.next()
+		b := p.parseRatio()
+		if b == nil {
+			p.fail("union without side")
+		}
+		if t.s == `\cup` {
+			if a.k == nUnion {
+				a.args = append(a.args, b)
+			} else {
+				a = mk(nUnion, a, b)
+			}
+		} else {
+			a = &node{k: nFunc, name: strings.TrimPrefix(t.s, `\`), args: []*node{a, b}}
+		}
+	}
+	return a
+}
+
+func (p *parser) parseRatio() *node {
+	a := p.parseAdd()
+	if a == nil || !p.is(":") {
+		return a
+	}
+	r := mk(nRatio, a)
+	for p.is(":") {
+		p.next()
+		b := p.parseAdd()
+		if b == nil {
+			p.fail("ratio without side")
+		}
+		r.args = append(r.args, b)
+	}
+	return r
+}
+
+func (p *parser) parseAdd() *node {
+	p.enter()
+	defer p.leave()
+	first := p.parseMul()
+	if first == nil {
+		return nil
+	}
+	terms := []*node{first}
+	for {
+		t := p.peek()
+		var op string
+		switch {
+		case t.k == tPunct && (t.s == "+" || t.s == "-"):
+			op = t.s
+		case t.k == tCmd && (t.s == `\pm` || t.s == `\mp`):
+			op = "pm"
+		default:
+			op = ""
+		}
+		if op == "" {
+			break
+		}
+		p.next()
+		term := p.parseMul()
+		if term == nil {
+			if op == "+" && p.peekIsEnd() {
+				break // "a +" trailing
+			}
+			p.fail("missing term after %q", op)
+		}
+		switch op {
+		case "-":
+			term = mk(nNeg, term)
+		case "pm":
+			term = mk(nPM, term)
+		}
+		terms = append(terms, term)
+		if len(terms) > MaxElements {
+			p.fail("too many terms")
+		}
+	}
+	if len(terms) == 1 {
+		return first
+	}
+	return &node{k: nAdd, args: terms}
+}
+
+func (p *parser) peekIsEnd() bool {
+	t := p.peek()
+	return t.k == tEOF || t.s == ")" || t.s == "]" || t.s == "}" || t.s == ","
+}
+
+// unitWords are dropped after a number; percentWords turn it into a
+// percentage.
+var (
+	unitWords = map[string]bool{
+		"cm": true, "mm": true, "km": true, "kg": true, "meters": true, "meter": true, "metres": true,
+		"miles": true, "mile": true, "feet": true, "ft": true, "inches": true, "inch": true, "yards": true,
+		"yuan": true, "dollars": true, "dollar": true, "cents": true, "cent": true, "units": true, "unit": true,
+		"sq": true, "square": true, "cubic": true, "degrees": true, "degree": true, "mph": true, "hours": true,
+		"hour": true, "minutes": true, "minute": true, "seconds": true, "second": true, "days": true,
+		"day": true, "weeks": true, "years": true, "year": true, "liters": true, "litres": true, "grams": true,
+		"ways": true, "people": true, "students": true, "points": true, "times": true, "euros": true,
+		"euro": true, "pounds": true, "kilometers": true, "centimeters": true, "millimeters": true,
+		"ml": true, "cal": true, "hrs": true, "sec": true, "mins": true, "min": true, "rad": true, "radians": true,
+	}
+	percentWords = map[string]bool{"percent": true, "pct": true, "percentage": true, "percents": true}
+)
+
+// parseMul parses explicit and implicit products and quotients.
+func (p *parser) parseMul() *node {
+	p.enter()
+	defer p.leave()
+	first := p.parseUnary()
+	if first == nil {
+		return nil
+	}
+	factors := []*node{first}
+	for {
+		t := p.peek()
+		switch {
+		case t.k == tPunct && (t.s == "*" || t.s == "·"), t.k == tCmd && (t.s == `\cdot` || t.s == `\times` || t.s == `\ast` || t.s == `\cdotp`):
+			p.next()
+			f := p.parseUnary()
+			if f == nil {
+				p.fail("missing factor")
+			}
+			factors = append(factors, f)
+		case t.k == tPunct && t.s == "/", t.k == tCmd && t.s == `\div`:
+			p.next()
+			f := p.parseUnary()
+			if f == nil {
+				p.fail("missing divisor")
+			}
+			factors = append(factors, inv(f))
+		case t.k == tWord && percentWords[strings.ToLower(t.s)]:
+			p.next()
+			factors[len(factors)-1] = mk(nPercent, factors[len(factors)-1])
+		case t.k == tWord && unitWords[strings.ToLower(t.s)] && isNumberish(factors[len(factors)-1]):
+			p.next()
+			// "sq cm", "cubic meters": drop a following unit too.
+			if t2 := p.peek(); t2.k == tWord && unitWords[strings.ToLower(t2.s)] {
+				p.next()
+			}
+			if p.is("^") {
+				p.next()
+				p.parseExponent()
+			}
+		case p.startsAtom():
+			f := p.parsePostfix()
+			if f == nil {
+				return p.mulOf(factors)
+			}
+			factors = append(factors, f)
+		default:
+			return p.mulOf(factors)
+		}
+		if len(factors) > MaxElements {
+			p.fail("too many factors")
+		}
+	}
+}
+
+// isNumberish reports whether n is a number or a number with a sign or
+// percent, the kind of thing a unit word may follow.
+func isNumberish(n *node) bool {
+	switch n.k {
+	case nNum:
+		return true
+	case nNeg, nPercent:
+		return isNumberish(n.args[0])
+	case nMul:
+		return isNumberish(n.args[len(n.args)-1]) || isNumberish(n.args[0])
+	case nPow:
+		return isNumberish(n.args[0])
+	}
+	return false
+}
+
+// mulOf builds a product, dropping text factors (units) next to others.
+func (p *parser) mulOf(fs []*node) *node {
+	if len(fs) > 1 {
+		var keep []*node
+		for _, f := range fs {
+			if !isTextual(f) {
+				keep = append(keep, f)
+			}
+		}
+		if len(keep) > 0 {
+			fs = keep
+		}
+	}
+	if len(fs) == 1 {
+		return fs[0]
+	}
+	return &node{k: nMul, args: fs}
+}
+
+func isTextual(n *node) bool {
+	switch n.k {
+	case nText:
+		return true
+	case nPow:
+		return isTextual(n.args[0])
+	}
+	return false
+}
+
+// startsAtom reports whether the next token can begin an implicit factor.
+func (p *parser) startsAtom() bool {
+	t := p.peek()
+	switch t.k {
+	case tNum, tUni:
+		return true
+	case tWord:
+		l := strings.ToLower(t.s)
+		return l != "and" && l != "or"
+	case tCmd:
+		if lvl, _ := p.sepLevel(); lvl > 0 {
+			return false
+		}
+		switch t.s {
+		case `\end`, `\right`, `\\`, `\}`, `\cdot`, `\times`, `\div`, `\pm`, `\mp`, `\cup`, `\cap`,
+			`\setminus`, `\rangle`, `\rfloor`, `\rceil`, `\ast`, `\hline`, `\|`:
+			return false
+		}
+		if _, ok := relOps[t.s]; ok {
+			return false
+		}
+		return true
+	case tPunct:
+		switch t.s {
+		case "(", "{":
+			return true
+		case "[":
+			return false
+		case "|":
+			return p.absOpen == 0
+		}
+	}
+	return false
+}
+
+func (p *parser) parseUnary() *node {
+	p.enter()
+	defer p.leave()
+	t := p.peek()
+	switch {
+	case t.k == tPunct && t.s == "-":
+		p.next()
+		x := p.parseUnary()
+		if x == nil {
+			p.fail("missing operand of -")
+		}
+		return mk(nNeg, x)
+	case t.k == tPunct && t.s == "+":
+		p.next()
+		return p.parseUnary()
+	case t.k == tCmd && (t.s == `\pm` || t.s == `\mp`):
+		p.next()
+		x := p.parseUnary()
+		if x == nil {
+			p.fail("missing operand of ±")
+		}
+		return mk(nPM, x)
+	}
+	return p.parsePostfix()
+}
+
+func (p *parser) parsePostfix() *node {
+	a := p.parseAtom()
+	if a == nil {
+		return nil
+	}
+	for {
+		t := p.peek()
+		switch {
+		case t.k == tPunct && (t.s == "^" || t.s == "**"):
+			p.next()
+			e := p.parseExponent()
+			if e == nil {
+				continue // x^{} or degree marks already removed
+			}
+			a = mk(nPow, a, e)
+		case t.k == tPunct && t.s == "!" && !t.sp:
+			p.next()
+			a = &node{k: nFunc, name: "fact", args: []*node{a}}
+		case t.k == tPunct && t.s == "%":
+			p.next()
+			a = mk(nPercent, a)
+		case t.k == tPunct && t.s == "'" && a.k == nSym:
+			p.next()
+			a = &node{k: nSym, name: a.name + "'"}
+			if p.is("(") && !p.peek().sp {
+				a = p.callArgs(a.name)
+			}
+		case t.k == tPunct && t.s == "_":
+			// Subscript on a non-symbol, e.g. )_2: keep as part of a name.
+			p.next()
+			sub := p.rawArg()
+			a = &node{k: nFunc, name: "sub_" + sub, args: []*node{a}}
+		default:
+			return a
+		}
+	}
+}
+
+// parseExponent parses the argument of ^: a braced group, or one token
+// (a whole digit run, one letter, one command atom), with optional sign.
+func (p *parser) parseExponent() *node {
+	t := p.peek()
+	switch {
+	case t.k == tPunct && t.s == "{":
+		p.next()
+		if p.is("}") {
+			p.next()
+			return nil
+		}
+		x := p.parseList(func(t token) bool { return t.s == "}" && t.k == tPunct })
+		p.expect("}")
+		return x
+	case t.k == tPunct && (t.s == "-" || t.s == "+"):
+		p.next()
+		x := p.parseExponent()
+		if x == nil {
+			p.fail("missing exponent")
+		}
+		if t.s == "-" {
+			return mk(nNeg, x)
+		}
+		return x
+	case t.k == tNum:
+		p.next()
+		return p.numberNode(t.s)
+	case t.k == tWord:
+		return p.takeLetter()
+	case t.k == tPunct && t.s == "(":
+		return p.parseAtom()
+	case t.k == tCmd, t.k == tUni:
+		return p.parseAtom()
+	}
+	p.fail("bad exponent %q", t.s)
+	return nil
+}
+
+// parseArg parses a macro argument: a braced group or a single token (one
+// digit of a number, as in \frac12).
+func (p *parser) parseArg() *node {
+	t := p.peek()
+	switch {
+	case t.k == tPunct && t.s == "{":
+		p.next()
+		x := p.parseList(func(t token) bool { return t.s == "}" && t.k == tPunct })
+		p.expect("}")
+		if x == nil {
+			p.fail("empty argument")
+		}
+		return x
+	case t.k == tNum:
+		if len(t.s) > 1 && !strings.Contains(t.s, ".") {
+			// \frac12: split off one digit.
+			p.toks[p.pos].s = t.s[1:]
+			p.toks[p.pos].sp = false
+			return p.numberNode(t.s[:1])
+		}
+		p.next()
+		return p.numberNode(t.s)
+	case t.k == tWord:
+		return p.takeLetter()
+	case t.k == tCmd, t.k == tUni:
+		return p.parseAtom()
+	}
+	p.fail("bad argument %q", t.s)
+	return nil
+}
+
+// rawArg returns the raw text of a braced group or single token.
+func (p *parser) rawArg() string {
+	t := p.peek()
+	if t.k == tPunct && t.s == "{" {
+		p.next()
+		var b strings.Builder
+		depth := 1
+		for {
+			t := p.next()
+			if t.k == tEOF {
+				p.fail("unclosed {")
+			}
+			if t.k == tPunct && t.s == "{" {
+				depth++
+			}
+			if t.k == tPunct && t.s == "}" {
+				depth--
+				if depth == 0 {
+					break
+				}
+			}
+			if t.sp && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(t.s)
+		}
+		return b.String()
+	}
+	if t.k == tWord {
+		p.next()
+		return t.s
+	}
+	if t.k == tEOF {
+		p.fail("missing argument")
+	}
+	p.next()
+	return t.s
+}
+
+// takeLetter consumes one letter of the current word token.
+func (p *parser) takeLetter() *node {
+	t := p.peek()
+	if len(t.s) > 1 {
+		p.toks[p.pos].s = t.s[1:]
+		p.toks[p.pos].sp = false
+		p.b.left--
+	} else {
+		p.next()
+	}
+	return letterNode(t.s[:1])
+}
+
+func letterNode(l string) *node {
+	switch l {
+	case "e":
+		return &node{k: nConst, name: "e"}
+	case "i":
+		return &node{k: nConst, name: "i"}
+	}
+	return &node{k: nSym, name: l}
+}
+
+func (p *parser) numberNode(s string) *node {
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		p.fail("bad number %q", s)
+	}
+	return &node{k: nNum, val: r, flt: strings.Contains(s, ".")}
+}
+
+// funcWords are function names recognised with or without a backslash.
+var funcWords = map[string]bool{
+	"sin": true, "cos": true, "tan": true, "sec": true, "csc": true, "cot": true,
+	"arcsin": true, "arccos": true, "arctan": true, "sinh": true, "cosh": true, "tanh": true,
+	"log": true, "ln": true, "exp": true, "sqrt": true, "abs": true, "gcd": true, "lcm": true,
+	"max": true, "min": true, "det": true,
+}
+
+// callLetters are single letters read as functions when directly followed
+// by "(": f(x), P(x).
+var callLetters = map[string]bool{"f": true, "g": true, "h": true, "F": true, "G": true, "H": true, "P": true, "Q": true, "W": true}
+
+func (p *parser) parseAtom() *node {
+	p.enter()
+	defer p.leave()
+	t := p.peek()
+	switch t.k {
+	case tEOF:
+		return nil
+	case tNum:
+		p.next()
+		n := p.numberNode(t.s)
+		if p.is("_") && !p.peek().sp {
+			p.next()
+			return &node{k: nSym, name: t.s + "_" + p.rawArg()}
+		}
+		return n
+	case tUni:
+		p.next()
+		return p.symbolTail(&node{k: nSym, name: t.s})
+	case tWord:
+		lw := strings.ToLower(t.s)
+		switch {
+		case funcWords[lw] && (len(t.s) > 2 || lw == "ln"):
+			p.next()
+			return p.parseFunc(lw)
+		case lw == "pi":
+			p.next()
+			return &node{k: nConst, name: "pi"}
+		case lw == "infty" || lw == "infinity" || lw == "inf":
+			p.next()
+			return &node{k: nConst, name: "inf"}
+		}
+		l := p.takeLetter()
+		if l.k == nConst {
+			return l
+		}
+		return p.symbolTail(l)
+	case tCmd:
+		return p.parseCommand()
+	case tPunct:
+		switch t.s {
+		case "(":
+			p.next()
+			return p.parseGroup("(")
+		case "[":
+			p.next()
+			return p.parseGroup("[")
+		case "{":
+			p.next()
+			x := p.parseList(func(t token) bool { return t.s == "}" && t.k == tPunct })
+			p.expect("}")
+			if x == nil {
+				return &node{k: nText, name: ""}
+			}
+			return x
+		case "|":
+			p.next()
+			p.absOpen++
+			x := p.parseAdd()
+			p.absOpen--
+			p.expect("|")
+			if x == nil {
+				p.fail("empty |")
+			}
+			return &node{k: nFunc, name: "abs", args: []*node{x}}
+		}
+	}
+	return nil
+}
+
+// symbolTail reads a subscript, prime and call arguments after a symbol.
+func (p *parser) symbolTail(s *node) *node {
+	if p.is("_") {
+		p.next()
+		t := p.peek()
+		if t.k == tPunct && t.s == "{" {
+			save := p.pos
+			raw := p.rawArg()
+			if simpleName(raw) {
+				s = &node{k: nSym, name: s.name + "_" + strings.ReplaceAll(raw, " ", "")}
+			} else {
+				p.pos = save
+				idx := p.parseArg()
+				s = &node{k: nFunc, name: s.name + "_", args: []*node{idx}}
+			}
+		} else if t.k == tNum {
+			p.next()
+			s = &node{k: nSym, name: s.name + "_" + t.s}
+		} else if t.k == tWord {
+			l := p.takeLetter()
+			s = &node{k: nSym, name: s.name + "_" + l.name}
+		} else {
+			s = &node{k: nSym, name: s.name + "_" + p.rawArg()}
+		}
+	}
+	for p.is("'") {
+		p.next()
+		s = &node{k: nSym, name: s.name + "'"}
+	}
+	if s.k == nSym && p.is("(") && !p.peek().sp && (callLetters[strings.TrimRight(s.name, "'")] || strings.HasSuffix(s.name, "'")) {
+		return p.callArgs(s.name)
+	}
+	return s
+}
+
+func simpleName(s string) bool {
+	if s == "" || len(s) > 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isLetter(s[i]) && !isDigit(s[i]) && s[i] != ' ' && s[i] != ',' {
+			return false
+		}
+	}
+	return true
+}
+
+// callArgs parses "(a, b)" after a function name.
+func (p *parser) callArgs(name string) *node {
+	p.expect("(")
+	x := p.parseList(func(t token) bool { return t.s == ")" && t.k == tPunct })
+	p.expect(")")
+	f := &node{k: nFunc, name: name}
+	if x != nil {
+		if x.k == nList {
+			f.args = x.args
+		} else {
+			f.args = []*node{x}
+		}
+	}
+	return f
+}
+
+// parseGroup parses the inside of ( or [ up to its closing bracket:
+// a single item is a parenthesised expression, two items form a tuple or
+// an interval depending on the brackets, more items a tuple.
+func (p *parser) parseGroup(open string) *node {
+	abs := p.absOpen
+	p.absOpen = 0
+	x := p.parseList(func(t token) bool { return t.k == tPunct && (t.s == ")" || t.s == "]") })
+	p.absOpen = abs
+	cl := p.peek()
+	if cl.k != tPunct || (cl.s != ")" && cl.s != "]") {
+		p.fail("unclosed %s", open)
+	}
+	p.next()
+	if x == nil {
+		return &node{k: nTuple}
+	}
+	if x.k != nList {
+		if open == "[" && cl.s == "]" || open == "(" && cl.s == ")" {
+			return x
+		}
+		p.fail("mismatched %s%s", open, cl.s)
+	}
+	if len(x.args) == 2 && (open == "[" || cl.s == "]") {
+		return &node{k: nInterval, args: x.args, lc: open == "[", rc: cl.s == "]"}
+	}
+	return &node{k: nTuple, args: x.args}
+}
+
+// parseFunc parses the argument of a named function (sin, log, sqrt...):
+// optional power (\sin^2 x), optional base (\log_2 x), then a group or
+// a product of atoms.
+func (p *parser) parseFunc(name string) *node {
+	var pow, base *node
+	for i := 0; i < 2; i++ {
+		if p.is("^") {
+			p.next()
+			pow = p.parseExponent()
+		} else if p.is("_") {
+			p.next()
+			base = p.parseArg()
+		}
+	}
+	var arg *node
+	if name == "sqrt" {
+		arg = p.parseArg()
+	} else if p.is("(") {
+		p.next()
+		x := p.parseList(func(t token) bool { return t.k == tPunct && t.s == ")" })
+		p.expect(")")
+		if x == nil {
+			p.fail("empty call")
+		}
+		if x.k == nList {
+			f := &node{k: nFunc, name: name, args: x.args}
+			return wrapPow(f, pow)
+		}
+		arg = x
+	} else {
+		arg = p.parseFuncOperand()
+	}
+	if arg == nil {
+		p.fail("missing argument of %s", name)
+	}
+	f := &node{k: nFunc, name: name, args: []*node{arg}}
+	if base != nil && name == "log" {
+		f.args = append(f.args, base)
+	}
+	return wrapPow(f, pow)
+}
+
+// parseFuncOperand parses an unbracketed function operand: a product of
+// postfix atoms, stopping before another function.
+func (p *parser) parseFuncOperand() *node {
+	first := p.parseUnaryNoFunc()
+	if first == nil {
+		return nil
+	}
+	fs := []*node{first}
+	for p.startsAtom() && !p.nextIsFunc() {
+		f := p.parsePostfix()
+		if f == nil {
+			break
+		}
+		fs = append(fs, f)
+		if len(fs) > MaxElements {
+			p.fail("too many factors")
+		}
+	}
+	if len(fs) == 1 {
+		return first
+	}
+	return &node{k: nMul, args: fs}
+}
+
+func (p *parser) parseUnaryNoFunc() *node {
+	if p.is("-") {
+		p.next()
+		x := p.parseUnaryNoFunc()
+		if x == nil {
+			p.fail("missing operand")
+		}
+		return mk(nNeg, x)
+	}
+	return p.parsePostfix()
+}
+
+func (p *parser) nextIsFunc() bool {
+	t := p.peek()
+	n := strings.TrimPrefix(strings.ToLower(t.s), `\`)
+	return (t.k == tCmd || t.k == tWord && len(n) > 2) && funcWords[n]
+}
+
+func wrapPow(f, pow *node) *node {
+	if pow == nil {
+		return f
+	}
+	if pow.k == nNeg && pow.args[0].k == nNum && pow.args[0].val.Cmp(big.NewRat(1, 1)) == 0 {
+		// \sin^{-1} is arcsin.
+		if strings.HasPrefix(f.name, "sin") || strings.HasPrefix(f.name, "cos") || strings.HasPrefix(f.name, "tan") {
+			f.name = "arc" + f.name
+			return f
+		}
+	}
+	return mk(nPow, f, pow)
+}
+
+// wrappers whose braced content names a symbol or a text.
+var symbolWrappers = map[string]bool{
+	`\mathrm`: true, `\mathbf`: true, `\mathit`: true, `\boldsymbol`: true, `\mathbb`: true, `\mathcal`: true,
+	`\mathsf`: true, `\mathtt`: true, `\vec`: true, `\overline`: true, `\overrightarrow`: true, `\hat`: true,
+	`\bar`: true, `\widehat`: true, `\tilde`: true, `\dot`: true, `\ddot`: true, `\operatorname`: true,
+}
+
+func (p *parser) parseCommand() *node {
+	t := p.next()
+	switch t.s {
+	case `\frac`:
+		a := p.parseArg()
+		b := p.parseArg()
+		return mk(nMul, a, inv(b))
+	case `\sqrt`:
+		if p.is("[") {
+			p.next()
+			idx := p.parseList(func(t token) bool { return t.k == tPunct && t.s == "]" })
+			p.expect("]")
+			x := p.parseArg()
+			if idx == nil {
+				return &node{k: nFunc, name: "sqrt", args: []*node{x}}
+			}
+			return &node{k: nFunc, name: "root", args: []*node{x, idx}}
+		}
+		return &node{k: nFunc, name: "sqrt", args: []*node{p.parseArg()}}
+	case `\binom`, `\choose`:
+		a := p.parseArg()
+		b := p.parseArg()
+		return &node{k: nFunc, name: "binom", args: []*node{a, b}}
+	case `\pi`:
+		return &node{k: nConst, name: "pi"}
+	case `\infty`, `\inf`:
+		return &node{k: nConst, name: "inf"}
+	case `\emptyset`, `\varnothing`:
+		return &node{k: nSet}
+	case `\boxed`, `\fbox`:
+		return p.parseArg()
+	case `\text`:
+		raw := strings.TrimSpace(p.rawArg())
+		return p.textNode(raw)
+	case `\{`:
+		x := p.parseList(func(t token) bool { return t.k == tCmd && t.s == `\}` })
+		p.expect(`\}`)
+		s := &node{k: nSet}
+		if x != nil {
+			if x.k == nList {
+				s.args = x.args
+			} else {
+				s.args = []*node{x}
+			}
+		}
+		return s
+	case `\langle`:
+		x := p.parseList(func(t token) bool { return t.k == tCmd && t.s == `\rangle` })
+		p.expect(`\rangle`)
+		if x != nil && x.k == nList {
+			return &node{k: nTuple, args: x.args}
+		}
+		return x
+	case `\lfloor`, `\lceil`:
+		closer, name := `\rfloor`, "floor"
+		if t.s == `\lceil` {
+			closer, name = `\rceil`, "ceil"
+		}
+		x := p.parseList(func(t token) bool { return t.k == tCmd && t.s == closer })
+		p.expect(closer)
+		if x == nil {
+			p.fail("empty %s", name)
+		}
+		return &node{k: nFunc, name: name, args: []*node{x}}
+	case `\|`:
+		p.absOpen++
+		x := p.parseAdd()
+		p.absOpen--
+		p.expect(`\|`)
+		return &node{k: nFunc, name: "abs", args: []*node{x}}
+	case `\begin`:
+		return p.parseEnv()
+	case `\sum`, `\prod`:
+		return p.parseSum(strings.TrimPrefix(t.s, `\`))
+	case `\dots`, `\ldots`, `\cdots`:
+		return &node{k: nSym, name: "…"}
+	case `\pmod`, `\mod`:
+		p.rawArg()
+		return &node{k: nText, name: ""}
+	case `\angle`, `\triangle`:
+		return p.parseAtomOrText()
+	case `\\`, `\hline`:
+		return nil
+	}
+	name := strings.TrimPrefix(t.s, `\`)
+	if funcWords[name] {
+		return p.parseFunc(name)
+	}
+	if symbolWrappers[t.s] {
+		raw := strings.TrimSpace(p.rawArg())
+		switch {
+		case t.s == `\operatorname`:
+			if funcWords[raw] {
+				return p.parseFunc(raw)
+			}
+			if p.is("(") {
+				return p.callArgs(raw)
+			}
+			return &node{k: nSym, name: raw}
+		case (t.s == `\mathrm` || t.s == `\mathit`) && (raw == "e" || raw == "i"):
+			return &node{k: nConst, name: raw}
+		case t.s == `\mathrm` && len(raw) > 1 && isWord(raw):
+			return p.textNode(raw)
+		}
+		if raw == "" {
+			return &node{k: nText}
+		}
+		prefix := ""
+		switch t.s {
+		case `\overline`, `\overrightarrow`, `\hat`, `\bar`, `\widehat`, `\tilde`, `\dot`, `\ddot`:
+			prefix = t.s[1:] + ":"
+		}
+		return p.symbolTail(&node{k: nSym, name: prefix + raw})
+	}
+	if len(t.s) == 2 && !isLetter(t.s[1]) {
+		// \; \, etc. should be gone; other escaped symbols are ignored.
+		return p.parseAtomOrText()
+	}
+	return p.symbolTail(&node{k: nSym, name: t.s})
+}
+
+func (p *parser) parseAtomOrText() *node {
+	if p.startsAtom() {
+		return p.parsePostfix()
+	}
+	return &node{k: nText}
+}
+
+func isWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isLetter(s[i]) && s[i] != ' ' {
+			return false
+		}
+	}
+	return true
+}
+
+// textNode turns \text{...} content into a node: a number when it is one,
+// otherwise text.
+func (p *parser) textNode(raw string) *node {
+	if raw == "" {
+		return &node{k: nText}
+	}
+	if r, ok := new(big.Rat).SetString(raw); ok && isNumeral(raw) {
+		return &node{k: nNum, val: r, flt: strings.Contains(raw, ".")}
+	}
+	if len(raw) <= 3 && strings.Trim(raw, "()") != raw {
+		raw = strings.Trim(raw, "()")
+	}
+	return &node{k: nText, name: raw}
+}
+
+func isNumeral(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) && s[i] != '.' && s[i] != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseSum parses \sum_{k=lo}^{hi} body.
+func (p *parser) parseSum(name string) *node {
+	var lo, hi, v *node
+	for i := 0; i < 2; i++ {
+		if p.is("_") {
+			p.next()
+			sub := p.parseArg()
+			if sub.k == nRel && len(sub.args) == 2 {
+				v, lo = sub.args[0], sub.args[1]
+			} else {
+				v = sub
+			}
+		} else if p.is("^") {
+			p.next()
+			hi = p.parseExponent()
+		}
+	}
+	body := p.parseMul()
+	if body == nil {
+		p.fail("empty %s", name)
+	}
+	if v == nil {
+		v = &node{k: nSym, name: "?"}
+	}
+	if lo == nil {
+		lo = &node{k: nSym, name: "?"}
+	}
+	if hi == nil {
+		hi = &node{k: nSym, name: "?"}
+	}
+	return &node{k: nSum, name: name, args: []*node{v, lo, hi, body}}
+}
+
+// parseEnv parses \begin{name} ... \end{name}: matrices become nMatrix,
+// other environments a list of their rows.
+func (p *parser) parseEnv() *node {
+	env := p.rawArg()
+	if env == "array" && p.is("{") {
+		p.rawArg()
+	}
+	stop := func(t token) bool {
+		return t.k == tCmd && (t.s == `\end` || t.s == `\\`) || t.k == tPunct && t.s == "&"
+	}
+	var rows [][]*node
+	var row []*node
+	for {
+		if p.peek().k == tEOF {
+			p.fail("unclosed environment %s", env)
+		}
+		cell := p.parseList(stop)
+		t := p.next()
+		row = append(row, cell)
+		if t.s == "&" {
+			continue
+		}
+		// Row ends at \\ or \end.
+		empty := true
+		for _, c := range row {
+			if c != nil {
+				empty = false
+			}
+		}
+		if !empty {
+			rows = append(rows, row)
+			if len(rows) > MaxElements {
+				p.fail("too many rows")
+			}
+		}
+		row = nil
+		if t.s == `\end` {
+			p.rawArg()
+			break
+		}
+	}
+	for _, r := range rows {
+		for j, c := range r {
+			if c == nil {
+				r[j] = numInt(0)
+			}
+		}
+	}
+	switch strings.TrimSuffix(env, "*") {
+	case "pmatrix", "bmatrix", "Bmatrix", "matrix", "smallmatrix", "array", "vmatrix", "Vmatrix":
+		if len(rows) == 0 {
+			p.fail("empty matrix")
+		}
+		m := &node{k: nMatrix, rows: rows}
+		if strings.HasPrefix(env, "v") || strings.HasPrefix(env, "V") {
+			return &node{k: nFunc, name: "det", args: []*node{m}}
+		}
+		return m
+	}
+	var items []*node
+	for _, r := range rows {
+		items = append(items, r...)
+	}
+	if len(items) == 1 {
+		return items[0]
+	}
+	return &node{k: nList, args: items}
+}
