@@ -56,8 +56,8 @@ var errBudget = errors.New("step budget exhausted")
 // parseError aborts parsing; it is recovered in parseAnswer.
 type parseError struct{ err error }
 
-func num(r *big.Rat) *node          { return &node{k: nNum, val: r} }
-func numInt(i int64) *node          { return num(new(big.Rat).SetInt64(i)) }
+func num(r *big.Rat) *node           { return &node{k: nNum, val: r} }
+func numInt(i int64) *node           { return num(new(big.Rat).SetInt64(i)) }
 func mk(k kind, args ...*node) *node { return &node{k: k, args: args} }
 func inv(n *node) *node              { return mk(nPow, n, numInt(-1)) }
 
