@@ -66,21 +66,21 @@ func TestSubsetsDeterministic(t *testing.T) {
 	require.Equal(t, a, b)
 }
 
-// chi2Critical approximates the upper-tail critical value of a chi-square
+// subsetsChi2Critical approximates the upper-tail critical value of a chi-square
 // with df degrees of freedom at tail probability Phi(-z), by the
 // Wilson–Hilferty cube-root normal approximation (accurate to ~1% here):
 // df (1 - 2/(9df) + z sqrt(2/(9df)))^3. z = 4.753 is the standard normal
 // quantile for tail probability 1e-6, so a correct sampler fails one of
 // these checks with probability about 1e-6 (the seeds are fixed anyway).
-func chi2Critical(df int) float64 {
+func subsetsChi2Critical(df int) float64 {
 	const z = 4.753
 	d := float64(df)
 	return d * math.Pow(1-2/(9*d)+z*math.Sqrt(2/(9*d)), 3)
 }
 
-// chi2 returns Pearson's statistic sum (O-E)^2/E for counts against a
+// subsetsChi2 returns Pearson's statistic sum (O-E)^2/E for counts against a
 // uniform expectation over cells cells (cells absent from counts count 0).
-func chi2(counts map[string]int, cells, total int) float64 {
+func subsetsChi2(counts map[string]int, cells, total int) float64 {
 	e := float64(total) / float64(cells)
 	s := 0.0
 	for _, o := range counts {
@@ -143,7 +143,7 @@ func uniformSetStat(draw drawFunc, rng *rand.Rand) (stat, crit float64) {
 	for range draws {
 		counts[setKey(draw(rng, 5, 1, 2)[0])]++
 	}
-	return chi2(counts, 10, draws), chi2Critical(9)
+	return subsetsChi2(counts, 10, draws), subsetsChi2Critical(9)
 }
 
 // jointStat: N = 4, n = 2, k = 2 subsets per call; the ordered pair
@@ -156,7 +156,7 @@ func jointStat(draw drawFunc, rng *rand.Rand) (stat, crit float64) {
 		s := draw(rng, 4, 2, 2)
 		counts[setKey(s[0])+setKey(s[1])]++
 	}
-	return chi2(counts, 36, draws), chi2Critical(35)
+	return subsetsChi2(counts, 36, draws), subsetsChi2Critical(35)
 }
 
 // positionStat: N = 6, n = 3: the index at each position of a subset is
@@ -176,9 +176,9 @@ func positionStat(draw drawFunc, rng *rand.Rand) (stat, crit float64) {
 		}
 	}
 	for p := range counts {
-		stat = max(stat, chi2(counts[p], 6, draws))
+		stat = max(stat, subsetsChi2(counts[p], 6, draws))
 	}
-	return stat, chi2Critical(5)
+	return stat, subsetsChi2Critical(5)
 }
 
 func TestSubsetsUniform(t *testing.T) {
