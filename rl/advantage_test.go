@@ -266,10 +266,10 @@ func TestSpiralAdvantagesProperties(t *testing.T) {
 			require.NoError(t, err)
 
 			// Set advantages sum to zero over the subsets (centred by their mean).
-			require.InDelta(t, 0, sum(got.SetAdvantage), 1e-12, msg)
+			require.InDelta(t, 0, advSum(got.SetAdvantage), 1e-12, msg)
 			// Aggregation advantages sum to zero within each subset.
 			for g := range got.Aggregation {
-				require.InDelta(t, 0, sum(got.Aggregation[g]), 1e-12, msg)
+				require.InDelta(t, 0, advSum(got.Aggregation[g]), 1e-12, msg)
 			}
 			// sum_y |{G : y in G}| A_marg(y) = sum_G |G| A#(G): each
 			// (subset, member) pair is counted once on either side.
@@ -322,7 +322,7 @@ func mapRewards(p SpiralProblem, f func(float64) float64) SpiralProblem {
 	return q
 }
 
-func sum(x []float64) float64 {
+func advSum(x []float64) float64 {
 	s := 0.0
 	for _, v := range x {
 		s += v
