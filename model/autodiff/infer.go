@@ -10,8 +10,8 @@ import (
 // tinfo is what is known statically about one value: its element type and,
 // when rank >= 0, its rank and dims (-1 for a dimension unknown here).
 type tinfo struct {
-	dt   int32
-	dims []int64 // valid when known
+	dt    int32
+	dims  []int64 // valid when known
 	known bool
 }
 

@@ -33,142 +33,142 @@ type rule func(c *gradCtx) ([]string, error)
 
 // rules maps op types to gradient rules; the map is never modified.
 var rules = map[string]rule{
-		"Identity": func(c *gradCtx) ([]string, error) { return []string{c.gy[0]}, nil },
-		"Dropout":  func(c *gradCtx) ([]string, error) { return dropoutGrad(c) },
-		"Neg":      func(c *gradCtx) ([]string, error) { return []string{c.op("Neg", c.gy[0])}, nil },
-		"Add": func(c *gradCtx) ([]string, error) {
-			return []string{c.unbIf(0, c.gy[0]), c.unbIf(1, c.gy[0])}, nil
-		},
-		"Sub": func(c *gradCtx) ([]string, error) {
-			gx := []string{c.unbIf(0, c.gy[0]), ""}
-			if c.needs(1) {
-				gx[1] = c.unb(c.op("Neg", c.gy[0]), 1)
-			}
-			return gx, nil
-		},
-		"Sum": func(c *gradCtx) ([]string, error) {
-			gx := make([]string, len(c.n.GetInput()))
-			for i := range gx {
-				gx[i] = c.unbIf(i, c.gy[0])
-			}
-			return gx, nil
-		},
-		"Mul": func(c *gradCtx) ([]string, error) {
-			gx := make([]string, 2)
-			if c.needs(0) {
-				gx[0] = c.unb(c.op("Mul", c.gy[0], c.in(1)), 0)
-			}
-			if c.needs(1) {
-				gx[1] = c.unb(c.op("Mul", c.gy[0], c.in(0)), 1)
-			}
-			return gx, nil
-		},
-		"Div": func(c *gradCtx) ([]string, error) {
-			gx := make([]string, 2)
-			if c.needs(0) {
-				gx[0] = c.unb(c.op("Div", c.gy[0], c.in(1)), 0)
-			}
-			if c.needs(1) { // d(a/b)/db = -y/b
-				gx[1] = c.unb(c.op("Neg", c.op("Mul", c.gy[0], c.op("Div", c.out(0), c.in(1)))), 1)
-			}
-			return gx, nil
-		},
-		"Pow": powGrad,
-		"Sqrt": func(c *gradCtx) ([]string, error) { // g / (2 y)
-			return []string{c.op("Div", c.gy[0], c.op("Mul", c.out(0), c.b.scalar(c.dt(), 2)))}, nil
-		},
-		"Reciprocal": func(c *gradCtx) ([]string, error) { // -g y^2
-			return []string{c.op("Neg", c.op("Mul", c.gy[0], c.op("Mul", c.out(0), c.out(0))))}, nil
-		},
-		"Exp": func(c *gradCtx) ([]string, error) { return []string{c.op("Mul", c.gy[0], c.out(0))}, nil },
-		"Log": func(c *gradCtx) ([]string, error) { return []string{c.op("Div", c.gy[0], c.in(0))}, nil },
-		"Tanh": func(c *gradCtx) ([]string, error) { // g (1 - y^2)
-			one := c.b.scalar(c.dt(), 1)
-			return []string{c.op("Mul", c.gy[0], c.op("Sub", one, c.op("Mul", c.out(0), c.out(0))))}, nil
-		},
-		"Sigmoid": func(c *gradCtx) ([]string, error) { // g y (1 - y)
-			one := c.b.scalar(c.dt(), 1)
-			return []string{c.op("Mul", c.gy[0], c.op("Mul", c.out(0), c.op("Sub", one, c.out(0))))}, nil
-		},
-		"Relu": func(c *gradCtx) ([]string, error) { // g where x > 0
-			zero := c.b.scalar(c.dt(), 0)
-			return []string{c.op("Where", c.op("Greater", c.in(0), zero), c.gy[0], zero)}, nil
-		},
-		"Erf": func(c *gradCtx) ([]string, error) { // g 2/sqrt(pi) exp(-x^2)
-			x := c.in(0)
-			e := c.op("Exp", c.op("Neg", c.op("Mul", x, x)))
-			return []string{c.op("Mul", c.gy[0], c.op("Mul", e, c.b.scalar(c.dt(), 2/math.Sqrt(math.Pi))))}, nil
-		},
-		"Abs": func(c *gradCtx) ([]string, error) {
-			return []string{c.op("Mul", c.gy[0], c.op("Sign", c.in(0)))}, nil
-		},
-		"Sin": func(c *gradCtx) ([]string, error) {
-			return []string{c.op("Mul", c.gy[0], c.op("Cos", c.in(0)))}, nil
-		},
-		"Cos": func(c *gradCtx) ([]string, error) {
-			return []string{c.op("Neg", c.op("Mul", c.gy[0], c.op("Sin", c.in(0))))}, nil
-		},
-		"Softmax": func(c *gradCtx) ([]string, error) { // y (g - sum(g y))
-			ax := c.b.ints(attrIntOr(c.n, "axis", -1))
-			y := c.out(0)
-			s := c.b.op("ReduceSum", []string{c.op("Mul", c.gy[0], y), ax}, attrInt("keepdims", 1))
-			return []string{c.op("Mul", y, c.op("Sub", c.gy[0], s))}, nil
-		},
-		"LogSoftmax": func(c *gradCtx) ([]string, error) { // g - exp(y) sum(g)
-			ax := c.b.ints(attrIntOr(c.n, "axis", -1))
-			s := c.b.op("ReduceSum", []string{c.gy[0], ax}, attrInt("keepdims", 1))
-			return []string{c.op("Sub", c.gy[0], c.op("Mul", c.op("Exp", c.out(0)), s))}, nil
-		},
-		"ReduceSum":  func(c *gradCtx) ([]string, error) { return reduceGrad(c, "sum") },
-		"ReduceMean": func(c *gradCtx) ([]string, error) { return reduceGrad(c, "mean") },
-		"ReduceMax":  func(c *gradCtx) ([]string, error) { return reduceGrad(c, "max") },
-		"ReduceMin":  func(c *gradCtx) ([]string, error) { return reduceGrad(c, "max") },
-		"MatMul":     matmulGrad,
-		"Gather":     gatherGrad,
-		"GatherElements": func(c *gradCtx) ([]string, error) {
-			z := c.b.zerosLike(c.in(0), c.dt())
-			return []string{c.b.op("ScatterElements", []string{z, c.in(1), c.gy[0]},
-				attrInt("axis", attrIntOr(c.n, "axis", 0)), attrString("reduction", "add"))}, nil
-		},
-		"Reshape":   reshapeGrad,
-		"Flatten":   reshapeGrad,
-		"Squeeze":   reshapeGrad,
-		"Unsqueeze": reshapeGrad,
-		"Transpose": func(c *gradCtx) ([]string, error) {
-			p := attr(c.n, "perm")
-			if p == nil {
-				return []string{c.op("Transpose", c.gy[0])}, nil
-			}
-			inv := make([]int64, len(p.GetInts()))
-			for i, a := range p.GetInts() {
-				inv[a] = int64(i)
-			}
-			return []string{c.b.op("Transpose", []string{c.gy[0]}, attrInts("perm", inv...))}, nil
-		},
-		"Concat": concatGrad,
-		"Split":  splitGrad,
-		"Slice":  sliceGrad,
-		"Expand": func(c *gradCtx) ([]string, error) { return []string{c.unb(c.gy[0], 0)}, nil },
-		"Where": func(c *gradCtx) ([]string, error) {
-			zero := c.b.scalar(c.dt(), 0)
-			gx := make([]string, 3)
-			if c.needs(1) {
-				gx[1] = c.unb(c.op("Where", c.in(0), c.gy[0], zero), 1)
-			}
-			if c.needs(2) {
-				gx[2] = c.unb(c.op("Where", c.in(0), zero, c.gy[0]), 2)
-			}
-			return gx, nil
-		},
-		"Cast": func(c *gradCtx) ([]string, error) {
-			return []string{c.b.cast(c.gy[0], c.t.dt(c.in(0)))}, nil
-		},
-		"CastLike": func(c *gradCtx) ([]string, error) {
-			return []string{c.b.cast(c.gy[0], c.t.dt(c.in(0)))}, nil
-		},
-		"Max":  minMaxGrad,
-		"Min":  minMaxGrad,
-		"Clip": clipGrad,
+	"Identity": func(c *gradCtx) ([]string, error) { return []string{c.gy[0]}, nil },
+	"Dropout":  func(c *gradCtx) ([]string, error) { return dropoutGrad(c) },
+	"Neg":      func(c *gradCtx) ([]string, error) { return []string{c.op("Neg", c.gy[0])}, nil },
+	"Add": func(c *gradCtx) ([]string, error) {
+		return []string{c.unbIf(0, c.gy[0]), c.unbIf(1, c.gy[0])}, nil
+	},
+	"Sub": func(c *gradCtx) ([]string, error) {
+		gx := []string{c.unbIf(0, c.gy[0]), ""}
+		if c.needs(1) {
+			gx[1] = c.unb(c.op("Neg", c.gy[0]), 1)
+		}
+		return gx, nil
+	},
+	"Sum": func(c *gradCtx) ([]string, error) {
+		gx := make([]string, len(c.n.GetInput()))
+		for i := range gx {
+			gx[i] = c.unbIf(i, c.gy[0])
+		}
+		return gx, nil
+	},
+	"Mul": func(c *gradCtx) ([]string, error) {
+		gx := make([]string, 2)
+		if c.needs(0) {
+			gx[0] = c.unb(c.op("Mul", c.gy[0], c.in(1)), 0)
+		}
+		if c.needs(1) {
+			gx[1] = c.unb(c.op("Mul", c.gy[0], c.in(0)), 1)
+		}
+		return gx, nil
+	},
+	"Div": func(c *gradCtx) ([]string, error) {
+		gx := make([]string, 2)
+		if c.needs(0) {
+			gx[0] = c.unb(c.op("Div", c.gy[0], c.in(1)), 0)
+		}
+		if c.needs(1) { // d(a/b)/db = -y/b
+			gx[1] = c.unb(c.op("Neg", c.op("Mul", c.gy[0], c.op("Div", c.out(0), c.in(1)))), 1)
+		}
+		return gx, nil
+	},
+	"Pow": powGrad,
+	"Sqrt": func(c *gradCtx) ([]string, error) { // g / (2 y)
+		return []string{c.op("Div", c.gy[0], c.op("Mul", c.out(0), c.b.scalar(c.dt(), 2)))}, nil
+	},
+	"Reciprocal": func(c *gradCtx) ([]string, error) { // -g y^2
+		return []string{c.op("Neg", c.op("Mul", c.gy[0], c.op("Mul", c.out(0), c.out(0))))}, nil
+	},
+	"Exp": func(c *gradCtx) ([]string, error) { return []string{c.op("Mul", c.gy[0], c.out(0))}, nil },
+	"Log": func(c *gradCtx) ([]string, error) { return []string{c.op("Div", c.gy[0], c.in(0))}, nil },
+	"Tanh": func(c *gradCtx) ([]string, error) { // g (1 - y^2)
+		one := c.b.scalar(c.dt(), 1)
+		return []string{c.op("Mul", c.gy[0], c.op("Sub", one, c.op("Mul", c.out(0), c.out(0))))}, nil
+	},
+	"Sigmoid": func(c *gradCtx) ([]string, error) { // g y (1 - y)
+		one := c.b.scalar(c.dt(), 1)
+		return []string{c.op("Mul", c.gy[0], c.op("Mul", c.out(0), c.op("Sub", one, c.out(0))))}, nil
+	},
+	"Relu": func(c *gradCtx) ([]string, error) { // g where x > 0
+		zero := c.b.scalar(c.dt(), 0)
+		return []string{c.op("Where", c.op("Greater", c.in(0), zero), c.gy[0], zero)}, nil
+	},
+	"Erf": func(c *gradCtx) ([]string, error) { // g 2/sqrt(pi) exp(-x^2)
+		x := c.in(0)
+		e := c.op("Exp", c.op("Neg", c.op("Mul", x, x)))
+		return []string{c.op("Mul", c.gy[0], c.op("Mul", e, c.b.scalar(c.dt(), 2/math.Sqrt(math.Pi))))}, nil
+	},
+	"Abs": func(c *gradCtx) ([]string, error) {
+		return []string{c.op("Mul", c.gy[0], c.op("Sign", c.in(0)))}, nil
+	},
+	"Sin": func(c *gradCtx) ([]string, error) {
+		return []string{c.op("Mul", c.gy[0], c.op("Cos", c.in(0)))}, nil
+	},
+	"Cos": func(c *gradCtx) ([]string, error) {
+		return []string{c.op("Neg", c.op("Mul", c.gy[0], c.op("Sin", c.in(0))))}, nil
+	},
+	"Softmax": func(c *gradCtx) ([]string, error) { // y (g - sum(g y))
+		ax := c.b.ints(attrIntOr(c.n, "axis", -1))
+		y := c.out(0)
+		s := c.b.op("ReduceSum", []string{c.op("Mul", c.gy[0], y), ax}, attrInt("keepdims", 1))
+		return []string{c.op("Mul", y, c.op("Sub", c.gy[0], s))}, nil
+	},
+	"LogSoftmax": func(c *gradCtx) ([]string, error) { // g - exp(y) sum(g)
+		ax := c.b.ints(attrIntOr(c.n, "axis", -1))
+		s := c.b.op("ReduceSum", []string{c.gy[0], ax}, attrInt("keepdims", 1))
+		return []string{c.op("Sub", c.gy[0], c.op("Mul", c.op("Exp", c.out(0)), s))}, nil
+	},
+	"ReduceSum":  func(c *gradCtx) ([]string, error) { return reduceGrad(c, "sum") },
+	"ReduceMean": func(c *gradCtx) ([]string, error) { return reduceGrad(c, "mean") },
+	"ReduceMax":  func(c *gradCtx) ([]string, error) { return reduceGrad(c, "max") },
+	"ReduceMin":  func(c *gradCtx) ([]string, error) { return reduceGrad(c, "max") },
+	"MatMul":     matmulGrad,
+	"Gather":     gatherGrad,
+	"GatherElements": func(c *gradCtx) ([]string, error) {
+		z := c.b.zerosLike(c.in(0), c.dt())
+		return []string{c.b.op("ScatterElements", []string{z, c.in(1), c.gy[0]},
+			attrInt("axis", attrIntOr(c.n, "axis", 0)), attrString("reduction", "add"))}, nil
+	},
+	"Reshape":   reshapeGrad,
+	"Flatten":   reshapeGrad,
+	"Squeeze":   reshapeGrad,
+	"Unsqueeze": reshapeGrad,
+	"Transpose": func(c *gradCtx) ([]string, error) {
+		p := attr(c.n, "perm")
+		if p == nil {
+			return []string{c.op("Transpose", c.gy[0])}, nil
+		}
+		inv := make([]int64, len(p.GetInts()))
+		for i, a := range p.GetInts() {
+			inv[a] = int64(i)
+		}
+		return []string{c.b.op("Transpose", []string{c.gy[0]}, attrInts("perm", inv...))}, nil
+	},
+	"Concat": concatGrad,
+	"Split":  splitGrad,
+	"Slice":  sliceGrad,
+	"Expand": func(c *gradCtx) ([]string, error) { return []string{c.unb(c.gy[0], 0)}, nil },
+	"Where": func(c *gradCtx) ([]string, error) {
+		zero := c.b.scalar(c.dt(), 0)
+		gx := make([]string, 3)
+		if c.needs(1) {
+			gx[1] = c.unb(c.op("Where", c.in(0), c.gy[0], zero), 1)
+		}
+		if c.needs(2) {
+			gx[2] = c.unb(c.op("Where", c.in(0), zero, c.gy[0]), 2)
+		}
+		return gx, nil
+	},
+	"Cast": func(c *gradCtx) ([]string, error) {
+		return []string{c.b.cast(c.gy[0], c.t.dt(c.in(0)))}, nil
+	},
+	"CastLike": func(c *gradCtx) ([]string, error) {
+		return []string{c.b.cast(c.gy[0], c.t.dt(c.in(0)))}, nil
+	},
+	"Max":  minMaxGrad,
+	"Min":  minMaxGrad,
+	"Clip": clipGrad,
 }
 
 func (c *gradCtx) unbIf(i int, g string) string {

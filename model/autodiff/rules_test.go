@@ -276,3 +276,62 @@ func TestPruning(t *testing.T) {
 		}
 	}
 }
+
+// TestErf checks the Erf rule. ONNX Runtime's CPU Erf has no double kernel,
+// so the gradient graph runs in float32 and the reference is a central finite
+// difference (h = 1e-5) of the same loss, sum(erf(x)^2/2 + erf(x)), evaluated
+// in float64 in Go with math.Erf. The float32 gradient has a relative
+// rounding error of a few float32 ulps (~1e-7) per element; 1e-5 leaves room
+// for the handful of float32 operations in the rule.
+func TestErf(t *testing.T) {
+	g := &onnxpb.GraphProto{Name: proto.String("erf")}
+	g.Input = append(g.Input, valueInfo("a", tFloat, tinfo{dims: []int64{3, 4}, known: true}))
+	g.Node = append(g.Node,
+		nd("Erf", []string{"a"}, []string{"y"}),
+		nd("Constant", nil, []string{"half"}, attrTensor("value", tensorFloat(tFloat, nil, 0.5))),
+		nd("Mul", []string{"y", "y"}, []string{"yy"}),
+		nd("Mul", []string{"yy", "half"}, []string{"yy2"}),
+		nd("Add", []string{"yy2", "y"}, []string{"terms"}),
+		nd("ReduceSum", []string{"terms"}, []string{"loss"}),
+	)
+	g.Output = append(g.Output, valueInfo("loss", tFloat, tinfo{}))
+	gg, err := Differentiate(g, "loss", []string{"a"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newSession(t, gg, 18, []string{GradName("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(11, 4))
+	x := make([]float32, 12)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	out, err := s.run(map[string]feed{"a": {shape: []int64{3, 4}, f32: x}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss := func(v []float64) float64 {
+		l := 0.0
+		for _, xi := range v {
+			e := math.Erf(xi)
+			l += e*e/2 + e
+		}
+		return l
+	}
+	const h = 1e-5
+	for i := range x {
+		v := make([]float64, len(x))
+		for j := range x {
+			v[j] = float64(x[j])
+		}
+		v[i] += h
+		lp := loss(v)
+		v[i] -= 2 * h
+		fd := (lp - loss(v)) / (2 * h)
+		if ad := out[GradName("a")].v[i]; abs(ad-fd) > 1e-5*max(abs(fd), 1e-3) {
+			t.Errorf("a[%d]: gradient %.8g, finite difference %.8g", i, ad, fd)
+		}
+	}
+}
