@@ -1,0 +1,237 @@
+package optim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/spiral-rl/spiral/model/params"
+)
+
+// Default hyper-parameters. Beta1, Beta2, Eps and WeightDecay are the
+// defaults of torch.optim.AdamW (PyTorch 2.x: betas=(0.9, 0.999), eps=1e-8,
+// weight_decay=1e-2); verl's actor optimiser config (ppo_trainer.yaml,
+// actor.optim) uses the same betas and weight_decay 0.01. The learning rate
+// has no default: verl uses 1e-6 for its RL actors and PyTorch 1e-3, and
+// neither fits every model, so Schedule.PeakLR must be given.
+const (
+	DefaultBeta1       = 0.9
+	DefaultBeta2       = 0.999
+	DefaultEps         = 1e-8
+	DefaultWeightDecay = 0.01
+)
+
+// Config holds the AdamW hyper-parameters. Fields are used as given (zero
+// is a legitimate value for WeightDecay); start from DefaultConfig.
+type Config struct {
+	// Beta1 and Beta2 are the decay rates of the first and second moment
+	// estimates, in [0, 1). Defaults 0.9 and 0.999.
+	Beta1, Beta2 float64
+	// Eps is added to sqrt(vhat) in the denominator, > 0. Default 1e-8.
+	Eps float64
+	// WeightDecay is the decoupled weight-decay coefficient lambda >= 0,
+	// multiplied by the learning rate as in PyTorch: w -= lr*lambda*w.
+	// Default 0.01.
+	WeightDecay float64
+	// DecayOneDim applies weight decay to tensors of rank <= 1 too. By
+	// default (false) they are excluded: in a transformer those are norm
+	// gains and biases, which the usual recipes (GPT-2, nanoGPT, HF Trainer)
+	// do not decay.
+	DecayOneDim bool
+	// NoDecay lists further tensors excluded from weight decay, as
+	// path.Match patterns over initializer names ("*" does not match "/").
+	NoDecay []string
+}
+
+// DefaultConfig returns the defaults documented on the constants above.
+func DefaultConfig() Config {
+	return Config{Beta1: DefaultBeta1, Beta2: DefaultBeta2, Eps: DefaultEps, WeightDecay: DefaultWeightDecay}
+}
+
+// Validate reports every out-of-range field in one error.
+func (c Config) Validate() error {
+	var errs []string
+	if !(c.Beta1 >= 0 && c.Beta1 < 1) {
+		errs = append(errs, fmt.Sprintf("beta1 %v not in [0, 1)", c.Beta1))
+	}
+	if !(c.Beta2 >= 0 && c.Beta2 < 1) {
+		errs = append(errs, fmt.Sprintf("beta2 %v not in [0, 1)", c.Beta2))
+	}
+	if !(c.Eps > 0) || math.IsInf(c.Eps, 0) {
+		errs = append(errs, fmt.Sprintf("eps %v must be > 0 and finite", c.Eps))
+	}
+	if !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 0) {
+		errs = append(errs, fmt.Sprintf("weight decay %v must be >= 0 and finite", c.WeightDecay))
+	}
+	for _, p := range c.NoDecay {
+		if _, err := path.Match(p, ""); err != nil {
+			errs = append(errs, fmt.Sprintf("no-decay pattern %q: %v", p, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("optim: invalid AdamW config: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Decays reports whether the tensor called name with the given shape gets
+// weight decay under c.
+func (c Config) Decays(name string, shape []int64) bool {
+	if c.WeightDecay == 0 || (!c.DecayOneDim && len(shape) <= 1) {
+		return false
+	}
+	for _, p := range c.NoDecay {
+		if ok, _ := path.Match(p, name); ok {
+			return false
+		}
+	}
+	return true
+}
+
+// AdamW is the Adam optimiser with decoupled weight decay (Loshchilov &
+// Hutter, "Decoupled Weight Decay Regularization", ICLR 2019), in the form
+// of torch.optim.AdamW. For each element, at update t = Steps()+1:
+//
+//	m = beta1*m + (1-beta1)*g
+//	v = beta2*v + (1-beta2)*g^2
+//	mhat = m / (1 - beta1^t),  vhat = v / (1 - beta2^t)
+//	w = w - lr*(mhat/(sqrt(vhat)+eps) + lambda*w)
+//
+// where lambda is WeightDecay for decayed tensors and 0 for the others. The
+// decay uses w before the update, as PyTorch's w *= 1-lr*lambda does.
+type AdamW struct {
+	cfg    Config
+	step   int64
+	m, v   *params.Store
+	decay  []bool
+	chunks []chunk
+}
+
+// chunk is a range of the flat buffers with one decay setting; big tensors
+// are split so that workers share the work evenly.
+type chunk struct {
+	lo, hi int
+	decay  bool
+}
+
+const chunkSize = 1 << 16
+
+// NewAdamW returns an optimiser for weights laid out as w, with zero moments
+// and Steps() == 0.
+func NewAdamW(cfg Config, w *params.Store) (*AdamW, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := &AdamW{cfg: cfg, m: w.NewGrads(), v: w.NewGrads(), decay: make([]bool, w.Len())}
+	off := 0
+	for i := range w.Len() {
+		t := w.At(i)
+		o.decay[i] = cfg.Decays(t.Name, t.Shape)
+		for lo := off; lo < off+len(t.Data); lo += chunkSize {
+			o.chunks = append(o.chunks, chunk{lo: lo, hi: min(lo+chunkSize, off+len(t.Data)), decay: o.decay[i]})
+		}
+		off += len(t.Data)
+	}
+	return o, nil
+}
+
+// Config returns the hyper-parameters o was built with.
+func (o *AdamW) Config() Config { return o.cfg }
+
+// Steps returns the number of updates applied so far.
+func (o *AdamW) Steps() int64 { return o.step }
+
+// SetSteps sets the update count, for restoring a checkpoint together with
+// the moments (ExpAvg, ExpAvgSq loaded in place).
+func (o *AdamW) SetSteps(n int64) error {
+	if n < 0 {
+		return fmt.Errorf("optim: negative step count %d", n)
+	}
+	o.step = n
+	return nil
+}
+
+// ExpAvg returns the first-moment store m (PyTorch's exp_avg); it aliases
+// o's state, so a checkpoint load may fill it in place.
+func (o *AdamW) ExpAvg() *params.Store { return o.m }
+
+// ExpAvgSq returns the second-moment store v (PyTorch's exp_avg_sq); it
+// aliases o's state.
+func (o *AdamW) ExpAvgSq() *params.Store { return o.v }
+
+// Decayed reports whether tensor i (store order) gets weight decay.
+func (o *AdamW) Decayed(i int) bool { return o.decay[i] }
+
+// Step applies one AdamW update with learning rate lr to w in place, from
+// the gradients g, and increments Steps. w and g must have the layout o was
+// built for. lr must be >= 0 and finite.
+func (o *AdamW) Step(w, g *params.Store, lr float64) error {
+	if !(lr >= 0) || math.IsInf(lr, 0) {
+		return fmt.Errorf("optim: learning rate %v must be >= 0 and finite", lr)
+	}
+	if err := o.m.SameLayout(w); err != nil {
+		return fmt.Errorf("optim: weights: %w", err)
+	}
+	if err := o.m.SameLayout(g); err != nil {
+		return fmt.Errorf("optim: gradients: %w", err)
+	}
+	if o.step == math.MaxInt64 {
+		return errors.New("optim: step count overflow")
+	}
+	t := float64(o.step + 1)
+	k := kernel{
+		b1: o.cfg.Beta1, b2: o.cfg.Beta2, eps: o.cfg.Eps, lr: lr, wd: o.cfg.WeightDecay,
+		bc1: 1 - math.Pow(o.cfg.Beta1, t), bc2: 1 - math.Pow(o.cfg.Beta2, t),
+		w: w.Flat(), g: g.Flat(), m: o.m.Flat(), v: o.v.Flat(),
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(o.chunks))
+	if workers <= 1 {
+		for _, c := range o.chunks {
+			k.run(c)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for id := range workers {
+			wg.Go(func() {
+				for j := id; j < len(o.chunks); j += workers {
+					k.run(o.chunks[j])
+				}
+			})
+		}
+		wg.Wait()
+	}
+	o.step++
+	return nil
+}
+
+type kernel struct {
+	b1, b2, eps, lr, wd, bc1, bc2 float64
+	w, g, m, v                    []float32
+}
+
+func (k *kernel) run(c chunk) {
+	w, g, m, v := k.w[c.lo:c.hi], k.g[c.lo:c.hi], k.m[c.lo:c.hi], k.v[c.lo:c.hi]
+	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
+	wd := 0.0
+	if c.decay {
+		wd = k.wd
+	}
+	a1, a2 := 1-k.b1, 1-k.b2
+	inv1, inv2 := 1/k.bc1, 1/k.bc2
+	for i := range w {
+		gi := float64(g[i])
+		mi := k.b1*float64(m[i]) + a1*gi
+		vi := k.b2*float64(v[i]) + a2*gi*gi
+		m[i], v[i] = float32(mi), float32(vi)
+		// Use the stored (rounded) moments, as an all-float32 optimiser
+		// such as PyTorch's does.
+		mhat := float64(m[i]) * inv1
+		vhat := float64(v[i]) * inv2
+		wi := float64(w[i])
+		w[i] = float32(wi - k.lr*(mhat/(math.Sqrt(vhat)+k.eps)+wd*wi))
+	}
+}
