@@ -65,6 +65,13 @@ type SpiralProblem struct {
 // subset, an index out of range or repeated within a subset, a subset with
 // no aggregation rewards, or a non-finite reward.
 func (p SpiralProblem) Validate() error {
+	var stamp []int
+	return p.validate(&stamp)
+}
+
+// validate is Validate with a reusable scratch buffer: *stamp is grown as
+// needed and its contents are left undefined.
+func (p SpiralProblem) validate(stamp *[]int) error {
 	if p.NumSearch < 0 {
 		return fmt.Errorf("rl: spiral problem: NumSearch %d < 0", p.NumSearch)
 	}
@@ -74,8 +81,10 @@ func (p SpiralProblem) Validate() error {
 	if len(p.Rewards) != len(p.Subsets) {
 		return fmt.Errorf("rl: spiral problem: %d reward rows for %d subsets", len(p.Rewards), len(p.Subsets))
 	}
-	// stamp[i] == g+1 marks trace i as seen in subset g.
-	stamp := make([]int, p.NumSearch)
+	// seen[i] == g+1 marks trace i as seen in subset g.
+	*stamp = slices.Grow((*stamp)[:0], p.NumSearch)[:p.NumSearch]
+	seen := *stamp
+	clear(seen)
 	for g, members := range p.Subsets {
 		if len(members) == 0 {
 			return fmt.Errorf("rl: spiral problem: subset %d is empty", g)
@@ -84,10 +93,10 @@ func (p SpiralProblem) Validate() error {
 			if i < 0 || i >= p.NumSearch {
 				return fmt.Errorf("rl: spiral problem: subset %d: index %d outside [0, %d)", g, i, p.NumSearch)
 			}
-			if stamp[i] == g+1 {
+			if seen[i] == g+1 {
 				return fmt.Errorf("rl: spiral problem: subset %d: index %d repeated", g, i)
 			}
-			stamp[i] = g + 1
+			seen[i] = g + 1
 		}
 		if len(p.Rewards[g]) == 0 {
 			return fmt.Errorf("rl: spiral problem: subset %d has no aggregation rewards", g)
@@ -230,8 +239,9 @@ type BatchAdvantages struct {
 // names the first problem that does not validate.
 func SpiralBatchAdvantages(problems []SpiralProblem, opt AdvantageOptions) (BatchAdvantages, error) {
 	nSearch, nAgg, maxK := 0, 0, 0
+	var stamp []int
 	for pi, p := range problems {
-		if err := p.Validate(); err != nil {
+		if err := p.validate(&stamp); err != nil {
 			return BatchAdvantages{}, fmt.Errorf("rl: batch problem %d: %w", pi, err)
 		}
 		nSearch += p.NumSearch

@@ -517,3 +517,50 @@ func BenchmarkGRPOAdvantagesByGroup(b *testing.B) {
 		}
 	}
 }
+
+// FuzzSpiralAdvantages decodes arbitrary bytes into a problem (possibly
+// malformed: out-of-range or repeated indices, empty rows) and checks that
+// SpiralAdvantages either errors or returns advantages that satisfy the
+// zero-sum properties, and that the batch version agrees.
+func FuzzSpiralAdvantages(f *testing.F) {
+	f.Add([]byte{4, 3, 2, 0, 1, 4, 1, 1, 0, 0, 2, 1, 2, 4, 1, 1, 1, 1, 2, 2, 0, 4, 0, 0, 0, 0}, uint8(0))
+	f.Add([]byte{2, 1, 2, 0, 0, 1, 1}, uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, flags uint8) {
+		next := func() int {
+			if len(data) == 0 {
+				return 0
+			}
+			b := int(data[0])
+			data = data[1:]
+			return b
+		}
+		p := SpiralProblem{NumSearch: next()%12 - 1}
+		k := next() % 6
+		for range k {
+			members := make([]int, next()%6)
+			for i := range members {
+				members[i] = next()%14 - 1
+			}
+			rewards := make([]float64, next()%5)
+			for j := range rewards {
+				rewards[j] = float64(next()) / 17
+			}
+			p.Subsets = append(p.Subsets, members)
+			p.Rewards = append(p.Rewards, rewards)
+		}
+		opt := AdvantageOptions{ScaleSearch: flags&1 != 0, ScaleAggregation: flags&2 != 0, AggregationOnly: flags&4 != 0}
+		got, err := SpiralAdvantages(p, opt)
+		batch, batchErr := SpiralBatchAdvantages([]SpiralProblem{p}, opt)
+		if err != nil {
+			require.Error(t, batchErr)
+			return
+		}
+		require.NoError(t, batchErr)
+		require.InDelta(t, 0, advSum(got.SetAdvantage), 1e-9)
+		for _, row := range got.Aggregation {
+			require.InDelta(t, 0, advSum(row), 1e-9)
+		}
+		require.Equal(t, got.Informative(), batch.Informative[0])
+		require.Equal(t, got.SearchMask, nilIfEmpty(batch.SearchMask))
+	})
+}
