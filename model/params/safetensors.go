@@ -384,21 +384,35 @@ func Encode(w io.Writer, ts []RawTensor, meta map[string]string) error {
 	return nil
 }
 
-// WriteSafetensors writes every tensor of s, in store order, as F32 to w,
-// with the given metadata (may be nil). Tensor names may be mapped with
-// rename (nil keeps them): the optimiser writes its moments as
-// "<name>.exp_avg" this way. It streams; s is not copied.
-func (s *Store) WriteSafetensors(w io.Writer, meta map[string]string, rename func(string) string) error {
-	infos := make([]TensorInfo, len(s.tensors))
+// Part is one Store written to or read from a safetensors file, with an
+// optional Rename applied to its tensor names (nil keeps them). Several
+// parts share one file when their renamed names are distinct: the
+// optimiser's moments are stored as "<name>.exp_avg" and
+// "<name>.exp_avg_sq" in one file this way.
+type Part struct {
+	Store  *Store
+	Rename func(string) string
+}
+
+func (p Part) name(i int) string {
+	n := p.Store.tensors[i].Name
+	if p.Rename != nil {
+		n = p.Rename(n)
+	}
+	return n
+}
+
+// WriteParts writes every tensor of every part, in order, as F32 to w with
+// the given metadata (may be nil). It streams; the stores are not copied.
+func WriteParts(w io.Writer, meta map[string]string, parts ...Part) error {
+	var infos []TensorInfo
 	var off int64
-	for i, t := range s.tensors {
-		name := t.Name
-		if rename != nil {
-			name = rename(name)
+	for _, p := range parts {
+		for i, t := range p.Store.tensors {
+			n := int64(len(t.Data)) * 4
+			infos = append(infos, TensorInfo{Name: p.name(i), DType: F32, Shape: t.Shape, Begin: off, End: off + n})
+			off += n
 		}
-		n := int64(len(t.Data)) * 4
-		infos[i] = TensorInfo{Name: name, DType: F32, Shape: t.Shape, Begin: off, End: off + n}
-		off += n
 	}
 	hdr, err := headerJSON(infos, meta)
 	if err != nil {
@@ -409,15 +423,26 @@ func (s *Store) WriteSafetensors(w io.Writer, meta map[string]string, rename fun
 		return fmt.Errorf("params: safetensors: write: %w", err)
 	}
 	buf := make([]byte, 1<<16)
-	for i := range s.tensors {
-		if err := writeF32(bw, s.tensors[i].Data, buf); err != nil {
-			return fmt.Errorf("params: safetensors: write %q: %w", infos[i].Name, err)
+	k := 0
+	for _, p := range parts {
+		for i := range p.Store.tensors {
+			if err := writeF32(bw, p.Store.tensors[i].Data, buf); err != nil {
+				return fmt.Errorf("params: safetensors: write %q: %w", infos[k].Name, err)
+			}
+			k++
 		}
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("params: safetensors: write: %w", err)
 	}
 	return nil
+}
+
+// WriteSafetensors writes every tensor of s, in store order, as F32 to w,
+// with the given metadata (may be nil) and optional renaming (nil keeps
+// the names). It streams; s is not copied.
+func (s *Store) WriteSafetensors(w io.Writer, meta map[string]string, rename func(string) string) error {
+	return WriteParts(w, meta, Part{Store: s, Rename: rename})
 }
 
 func writeF32(w io.Writer, x []float32, buf []byte) error {
@@ -451,19 +476,17 @@ func (e *MismatchError) Error() string {
 	return fmt.Sprintf("params: %s does not match the store (%d problems):\n  %s", src, len(e.Problems), strings.Join(e.Problems, "\n  "))
 }
 
-// CheckHeader compares a header with the layout of s: every tensor of s
-// must be present (after rename) as F32 with the same shape, and the file
-// must hold no other tensor. It returns a *MismatchError listing every
-// problem, or nil.
-func (s *Store) CheckHeader(h *Header, rename func(string) string) error {
+// CheckParts compares a header with the layout of the parts: every tensor
+// of every part must be present (after renaming) as F32 with the same
+// shape, and the file must hold no other tensor. It returns a
+// *MismatchError listing every problem, or nil.
+func CheckParts(h *Header, parts ...Part) error {
 	var probs []string
-	want := make(map[string]*Tensor, len(s.tensors))
-	for i := range s.tensors {
-		name := s.tensors[i].Name
-		if rename != nil {
-			name = rename(name)
+	want := map[string]*Tensor{}
+	for _, p := range parts {
+		for i := range p.Store.tensors {
+			want[p.name(i)] = &p.Store.tensors[i]
 		}
-		want[name] = &s.tensors[i]
 	}
 	found := make(map[string]bool, len(h.Tensors))
 	for _, ti := range h.Tensors {
@@ -480,13 +503,11 @@ func (s *Store) CheckHeader(h *Header, rename func(string) string) error {
 			probs = append(probs, fmt.Sprintf("tensor %q: shape %v, want %v", ti.Name, ti.Shape, t.Shape))
 		}
 	}
-	for i := range s.tensors {
-		name := s.tensors[i].Name
-		if rename != nil {
-			name = rename(name)
-		}
-		if !found[name] {
-			probs = append(probs, fmt.Sprintf("missing tensor %q (F32 %v)", name, s.tensors[i].Shape))
+	for _, p := range parts {
+		for i := range p.Store.tensors {
+			if n := p.name(i); !found[n] {
+				probs = append(probs, fmt.Sprintf("missing tensor %q (F32 %v)", n, p.Store.tensors[i].Shape))
+			}
 		}
 	}
 	if len(probs) > 0 {
@@ -495,35 +516,51 @@ func (s *Store) CheckHeader(h *Header, rename func(string) string) error {
 	return nil
 }
 
+// ReadParts reads the data section described by h from r (positioned at
+// its start, as ReadHeader leaves it) into the parts, in place. Call
+// CheckParts first: ReadParts assumes that h matches. A read error leaves
+// the stores partly overwritten.
+func ReadParts(r io.Reader, h *Header, parts ...Part) error {
+	byName := map[string]*Tensor{}
+	for _, p := range parts {
+		for i := range p.Store.tensors {
+			byName[p.name(i)] = &p.Store.tensors[i]
+		}
+	}
+	buf := make([]byte, 1<<16)
+	for _, ti := range h.Tensors { // file order, contiguous
+		t, ok := byName[ti.Name]
+		if !ok || int64(len(t.Data))*4 != ti.End-ti.Begin {
+			return fmt.Errorf("params: safetensors: tensor %q does not match the store (call CheckParts first)", ti.Name)
+		}
+		if err := readF32(r, t.Data, buf); err != nil {
+			return fmt.Errorf("params: safetensors: read %q: %w", ti.Name, noEOF(err))
+		}
+	}
+	return nil
+}
+
+// CheckHeader is CheckParts for s alone.
+func (s *Store) CheckHeader(h *Header, rename func(string) string) error {
+	return CheckParts(h, Part{Store: s, Rename: rename})
+}
+
 // ReadSafetensors reads a safetensors file of fileSize bytes from r into s,
 // in place (the tensors' Data slices keep their identity). The header is
-// read and checked against s first (CheckHeader); on a mismatch s is
-// untouched and the error is a *MismatchError. A read error during the data
-// section leaves s partly overwritten.
+// read and checked against s first; on a mismatch s is untouched and the
+// error is a *MismatchError. A read error during the data section leaves s
+// partly overwritten.
 func (s *Store) ReadSafetensors(r io.Reader, fileSize int64, rename func(string) string) (*Header, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	h, err := ReadHeader(br, fileSize)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.CheckHeader(h, rename); err != nil {
+	p := Part{Store: s, Rename: rename}
+	if err := CheckParts(h, p); err != nil {
 		return h, err
 	}
-	byName := make(map[string]*Tensor, len(s.tensors))
-	for i := range s.tensors {
-		name := s.tensors[i].Name
-		if rename != nil {
-			name = rename(name)
-		}
-		byName[name] = &s.tensors[i]
-	}
-	buf := make([]byte, 1<<16)
-	for _, ti := range h.Tensors { // file order, contiguous
-		if err := readF32(br, byName[ti.Name].Data, buf); err != nil {
-			return h, fmt.Errorf("params: safetensors: read %q: %w", ti.Name, noEOF(err))
-		}
-	}
-	return h, nil
+	return h, ReadParts(br, h, p)
 }
 
 func readF32(r io.Reader, x []float32, buf []byte) error {

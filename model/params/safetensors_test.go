@@ -240,3 +240,32 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestPartsShareOneFile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	m, v := testStore(t, rng), testStore(t, rng)
+	avg := func(n string) string { return n + ".exp_avg" }
+	sq := func(n string) string { return n + ".exp_avg_sq" }
+	var b bytes.Buffer
+	require.NoError(t, WriteParts(&b, nil, Part{m, avg}, Part{v, sq}))
+	h, err := ReadHeader(bytes.NewReader(b.Bytes()), int64(b.Len()))
+	require.NoError(t, err)
+	require.Len(t, h.Tensors, 2*m.Len())
+	require.NotNil(t, h.Find("norm.weight.exp_avg_sq"))
+
+	m2, v2 := m.NewGrads(), v.NewGrads()
+	r := bytes.NewReader(b.Bytes())
+	h, err = ReadHeader(r, int64(b.Len()))
+	require.NoError(t, err)
+	require.NoError(t, CheckParts(h, Part{m2, avg}, Part{v2, sq}))
+	require.NoError(t, ReadParts(r, h, Part{m2, avg}, Part{v2, sq}))
+	require.Equal(t, m.Flat(), m2.Flat())
+	require.Equal(t, v.Flat(), v2.Flat())
+
+	// Only one part given: every tensor of the other is "unexpected".
+	var me *MismatchError
+	require.True(t, errors.As(CheckParts(h, Part{m2, avg}), &me))
+	require.Len(t, me.Problems, v.Len())
+	// Same names for both parts collide at write time.
+	require.ErrorContains(t, WriteParts(&bytes.Buffer{}, nil, Part{m, nil}, Part{v, nil}), "duplicate")
+}
