@@ -1,0 +1,536 @@
+package checkpoint
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/params"
+)
+
+// FormatVersion is the version of the layout and state.json written by
+// Save. Load accepts versions 1..FormatVersion.
+const FormatVersion = 1
+
+// File names inside a checkpoint directory and in the run directory.
+const (
+	ModelFile     = "model.safetensors"
+	OptimizerFile = "optimizer.safetensors"
+	StateFile     = "state.json"
+	LatestFile    = "latest"
+	dirPrefix     = "ckpt-"
+	tmpPrefix     = ".tmp-"
+)
+
+// Name suffixes of the AdamW moments in OptimizerFile (PyTorch's names).
+const (
+	ExpAvgSuffix   = ".exp_avg"
+	ExpAvgSqSuffix = ".exp_avg_sq"
+)
+
+// ErrNoCheckpoint is returned (wrapped) by Latest and Resume when the run
+// directory holds no checkpoint.
+var ErrNoCheckpoint = errors.New("checkpoint: no checkpoint")
+
+// State is the JSON part of a checkpoint. The trainer fills Step, RNG,
+// DataCursor and Config; Save fills FormatVersion, OptimizerSteps and
+// Files.
+type State struct {
+	// FormatVersion is the checkpoint format (FormatVersion when written).
+	FormatVersion int `json:"format_version"`
+	// Step is the trainer step the checkpoint was taken after; it names
+	// the directory. >= 0.
+	Step int64 `json:"step"`
+	// OptimizerSteps is AdamW.Steps() at save time (0 without optimiser).
+	OptimizerSteps int64 `json:"optimizer_steps"`
+	// RNG is opaque random-generator state, e.g. from
+	// (*rand.PCG).MarshalBinary; base64 in JSON.
+	RNG []byte `json:"rng,omitempty"`
+	// DataCursor is the data sampler's position, opaque here.
+	DataCursor json.RawMessage `json:"data_cursor,omitempty"`
+	// Config is the run configuration, opaque here.
+	Config json.RawMessage `json:"config,omitempty"`
+	// Files maps each safetensors file name to its size and checksum.
+	Files map[string]FileInfo `json:"files"`
+}
+
+// FileInfo is the size in bytes and CRC-32C (Castagnoli) of one file.
+type FileInfo struct {
+	Size   int64  `json:"size"`
+	CRC32C uint32 `json:"crc32c"`
+}
+
+// Options configures Save. The zero value keeps every checkpoint.
+type Options struct {
+	// Keep is how many checkpoints to retain, newest by step first; older
+	// ones are deleted after a successful Save. 0 keeps all. The one the
+	// latest pointer names is never deleted.
+	Keep int
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// DirName returns the directory name of the checkpoint for step.
+func DirName(step int64) string { return fmt.Sprintf("%s%06d", dirPrefix, step) }
+
+// parseDirName returns the step of a checkpoint directory name.
+func parseDirName(name string) (int64, bool) {
+	digits, ok := strings.CutPrefix(name, dirPrefix)
+	if !ok || digits == "" {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return n, err == nil
+}
+
+func momentParts(opt *optim.AdamW) []params.Part {
+	return []params.Part{
+		{Store: opt.ExpAvg(), Rename: func(n string) string { return n + ExpAvgSuffix }},
+		{Store: opt.ExpAvgSq(), Rename: func(n string) string { return n + ExpAvgSqSuffix }},
+	}
+}
+
+// Save writes the weights w, the moments of opt (nil: weights only) and st
+// as checkpoint DirName(st.Step) under dir, atomically (see the package
+// doc), points DIR/latest at it, and applies o.Keep. An existing checkpoint
+// of the same step is replaced. It returns the checkpoint's path.
+func Save(dir string, w *params.Store, opt *optim.AdamW, st State, o Options) (string, error) {
+	if st.Step < 0 {
+		return "", fmt.Errorf("checkpoint: negative step %d", st.Step)
+	}
+	if o.Keep < 0 {
+		return "", fmt.Errorf("checkpoint: negative retention %d", o.Keep)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	removeStale(dir)
+	name := DirName(st.Step)
+	tmp, err := os.MkdirTemp(dir, tmpPrefix+name+"-")
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+
+	st.FormatVersion = FormatVersion
+	st.OptimizerSteps = 0
+	st.Files = map[string]FileInfo{}
+	meta := map[string]string{"format": "pt", "spiral_step": strconv.FormatInt(st.Step, 10)}
+	fi, err := writeFile(filepath.Join(tmp, ModelFile), func(f io.Writer) error {
+		return params.WriteParts(f, meta, params.Part{Store: w})
+	})
+	if err != nil {
+		return "", err
+	}
+	st.Files[ModelFile] = fi
+	if opt != nil {
+		if err := opt.ExpAvg().SameLayout(w); err != nil {
+			return "", fmt.Errorf("checkpoint: optimiser does not match the weights: %w", err)
+		}
+		st.OptimizerSteps = opt.Steps()
+		meta := map[string]string{"spiral_optimizer": "adamw", "spiral_optimizer_steps": strconv.FormatInt(opt.Steps(), 10)}
+		fi, err := writeFile(filepath.Join(tmp, OptimizerFile), func(f io.Writer) error {
+			return params.WriteParts(f, meta, momentParts(opt)...)
+		})
+		if err != nil {
+			return "", err
+		}
+		st.Files[OptimizerFile] = fi
+	}
+	js, err := json.Marshal(st)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: encode state: %w", err)
+	}
+	if _, err := writeFile(filepath.Join(tmp, StateFile), func(f io.Writer) error {
+		_, err := f.Write(append(js, '\n'))
+		return err
+	}); err != nil {
+		return "", err
+	}
+	if err := syncDir(tmp); err != nil {
+		return "", err
+	}
+
+	final := filepath.Join(dir, name)
+	var old string
+	if _, err := os.Lstat(final); err == nil {
+		// Move the old checkpoint of this step aside first: rename cannot
+		// replace a non-empty directory.
+		old = filepath.Join(dir, tmpPrefix+"old-"+name+"-"+filepath.Base(tmp)[len(tmpPrefix+name+"-"):])
+		if err := os.Rename(final, old); err != nil {
+			return "", fmt.Errorf("checkpoint: move aside %s: %w", final, err)
+		}
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	ok = true
+	if err := syncDir(dir); err != nil {
+		return "", err
+	}
+	if old != "" {
+		os.RemoveAll(old)
+	}
+	if err := writeLatest(dir, name); err != nil {
+		return "", err
+	}
+	if o.Keep > 0 {
+		if err := prune(dir, o.Keep, name); err != nil {
+			return final, err
+		}
+	}
+	return final, nil
+}
+
+// writeFile creates path, writes it with fill through a CRC-32C and byte
+// counter, fsyncs and closes it.
+func writeFile(path string, fill func(io.Writer) error) (FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return FileInfo{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	h := crc32.New(castagnoli)
+	cw := &countWriter{w: io.MultiWriter(f, h)}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	err = fill(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return FileInfo{}, fmt.Errorf("checkpoint: write %s: %w", path, err)
+	}
+	return FileInfo{Size: cw.n, CRC32C: h.Sum32()}, nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("checkpoint: sync %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// writeLatest atomically replaces DIR/latest with name.
+func writeLatest(dir, name string) error {
+	tmp, err := os.CreateTemp(dir, tmpPrefix+LatestFile+"-")
+	if err != nil {
+		return fmt.Errorf("checkpoint: update latest: %w", err)
+	}
+	_, err = tmp.WriteString(name + "\n")
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, LatestFile))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("checkpoint: update latest: %w", err)
+	}
+	return syncDir(dir)
+}
+
+// removeStale deletes temporary files and directories left in dir by an
+// interrupted Save. Errors are ignored: they only leave litter behind.
+func removeStale(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// Entry is one checkpoint directory found by List.
+type Entry struct {
+	Step int64
+	Path string
+}
+
+// List returns the checkpoint directories under dir, oldest step first. It
+// does not check their contents.
+func List(dir string) ([]Entry, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: list %s: %w", dir, err)
+	}
+	var out []Entry
+	for _, e := range entries {
+		if step, ok := parseDirName(e.Name()); ok && e.IsDir() {
+			out = append(out, Entry{Step: step, Path: filepath.Join(dir, e.Name())})
+		}
+	}
+	slices.SortFunc(out, func(a, b Entry) int {
+		switch {
+		case a.Step < b.Step:
+			return -1
+		case a.Step > b.Step:
+			return 1
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	return out, nil
+}
+
+// prune deletes all but the newest keep checkpoints, never the one named
+// protect.
+func prune(dir string, keep int, protect string) error {
+	list, err := List(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := 0; i < len(list)-keep; i++ {
+		if filepath.Base(list[i].Path) == protect {
+			continue
+		}
+		if err := os.RemoveAll(list[i].Path); err != nil {
+			errs = append(errs, fmt.Errorf("checkpoint: prune %s: %w", list[i].Path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Latest returns the path of the checkpoint that DIR/latest names. When the
+// pointer file does not exist it falls back to the highest-numbered
+// checkpoint directory (a crash between the rename and the pointer update
+// leaves that state), and when there is none it returns an error wrapping
+// ErrNoCheckpoint. A pointer that names a missing directory or is malformed
+// is an error naming it, with no fallback. Latest does not read the
+// checkpoint's files: Load (or Resume) validates them.
+func Latest(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, LatestFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		list, lerr := List(dir)
+		if lerr != nil && !errors.Is(lerr, fs.ErrNotExist) {
+			return "", lerr
+		}
+		if len(list) == 0 {
+			return "", fmt.Errorf("%w in %s", ErrNoCheckpoint, dir)
+		}
+		return list[len(list)-1].Path, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: read %s: %w", filepath.Join(dir, LatestFile), err)
+	}
+	name := strings.TrimSpace(string(b))
+	if _, ok := parseDirName(name); !ok {
+		return "", fmt.Errorf("checkpoint: %s names %q, not a checkpoint directory", filepath.Join(dir, LatestFile), name)
+	}
+	p := filepath.Join(dir, name)
+	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("checkpoint: %s names %s, which is missing", filepath.Join(dir, LatestFile), p)
+	}
+	return p, nil
+}
+
+// ReadState reads and validates path/state.json without touching any store.
+func ReadState(path string) (State, error) {
+	file := filepath.Join(path, StateFile)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return State{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	var st State
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil {
+		return State{}, fmt.Errorf("checkpoint: %s: corrupted: %w", file, err)
+	}
+	if st.FormatVersion < 1 || st.FormatVersion > FormatVersion {
+		return State{}, fmt.Errorf("checkpoint: %s: format version %d, this build reads 1..%d", file, st.FormatVersion, FormatVersion)
+	}
+	if st.Step < 0 || st.OptimizerSteps < 0 {
+		return State{}, fmt.Errorf("checkpoint: %s: negative step", file)
+	}
+	if _, ok := st.Files[ModelFile]; !ok {
+		return State{}, fmt.Errorf("checkpoint: %s: no entry for %s", file, ModelFile)
+	}
+	return st, nil
+}
+
+// Load restores the checkpoint at path into w and, when opt is not nil,
+// into opt's moments and step count, all in place, and returns its state.
+// Both safetensors headers are checked against w before any data is read;
+// every mismatch is listed in one *params.MismatchError whose File names
+// the file. Size and CRC-32C are checked against state.json; a mismatch is
+// an error naming the file (and leaves w partly loaded, see the package
+// doc). Loading a weights-only checkpoint with a non-nil opt is an error.
+func Load(path string, w *params.Store, opt *optim.AdamW) (State, error) {
+	st, err := ReadState(path)
+	if err != nil {
+		return State{}, err
+	}
+	type job struct {
+		name  string
+		parts []params.Part
+		f     *os.File
+		r     *crcReader
+		h     *params.Header
+	}
+	jobs := []*job{{name: ModelFile, parts: []params.Part{{Store: w}}}}
+	if opt != nil {
+		if _, ok := st.Files[OptimizerFile]; !ok {
+			return State{}, fmt.Errorf("checkpoint: %s holds no optimiser state (weights only)", path)
+		}
+		jobs = append(jobs, &job{name: OptimizerFile, parts: momentParts(opt)})
+	}
+	defer func() {
+		for _, j := range jobs {
+			if j.f != nil {
+				j.f.Close()
+			}
+		}
+	}()
+	// Pass 1: open, check sizes, parse and check headers.
+	var mismatch []string
+	for _, j := range jobs {
+		file := filepath.Join(path, j.name)
+		want := st.Files[j.name]
+		f, err := os.Open(file)
+		if err != nil {
+			return State{}, fmt.Errorf("checkpoint: %w", err)
+		}
+		j.f = f
+		fi, err := f.Stat()
+		if err != nil {
+			return State{}, fmt.Errorf("checkpoint: %w", err)
+		}
+		if fi.Size() != want.Size {
+			return State{}, fmt.Errorf("checkpoint: %s: %d bytes, state.json records %d (truncated or corrupted)", file, fi.Size(), want.Size)
+		}
+		j.r = &crcReader{r: bufio.NewReaderSize(f, 1<<20), h: crc32.New(castagnoli)}
+		h, err := params.ReadHeader(j.r, fi.Size())
+		if err != nil {
+			return State{}, fmt.Errorf("checkpoint: %s: %w", file, err)
+		}
+		j.h = h
+		if err := params.CheckParts(h, j.parts...); err != nil {
+			var me *params.MismatchError
+			if !errors.As(err, &me) {
+				return State{}, fmt.Errorf("checkpoint: %s: %w", file, err)
+			}
+			for _, p := range me.Problems {
+				mismatch = append(mismatch, j.name+": "+p)
+			}
+		}
+	}
+	if len(mismatch) > 0 {
+		return State{}, &params.MismatchError{File: path, Problems: mismatch}
+	}
+	// Pass 2: read the data in place and verify the checksums.
+	for _, j := range jobs {
+		file := filepath.Join(path, j.name)
+		if err := params.ReadParts(j.r, j.h, j.parts...); err != nil {
+			return State{}, fmt.Errorf("checkpoint: %s: %w", file, err)
+		}
+		if got, want := j.r.h.Sum32(), st.Files[j.name].CRC32C; got != want {
+			return State{}, fmt.Errorf("checkpoint: %s: CRC-32C %08x, state.json records %08x (corrupted; the store now holds partly loaded values)", file, got, want)
+		}
+	}
+	if opt != nil {
+		if err := opt.SetSteps(st.OptimizerSteps); err != nil {
+			return State{}, fmt.Errorf("checkpoint: %s: %w", path, err)
+		}
+	}
+	return st, nil
+}
+
+type crcReader struct {
+	r io.Reader
+	h hash.Hash32
+}
+
+func (c *crcReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.h.Write(p[:n])
+	return n, err
+}
+
+// Resume loads the newest checkpoint under dir that loads cleanly: first
+// the one Latest names, then the others from the highest step down. It
+// returns the path loaded, its state, and one error per newer checkpoint
+// that was skipped (for the caller to log). When none loads, err joins
+// every failure (wrapping ErrNoCheckpoint when there was none at all).
+// Layout mismatches (a different model) are not skipped over: they stop
+// the search, since older checkpoints of the same run would mismatch too.
+func Resume(dir string, w *params.Store, opt *optim.AdamW) (path string, st State, skipped []error, err error) {
+	first, err := Latest(dir)
+	if err != nil {
+		return "", State{}, nil, err
+	}
+	list, err := List(dir)
+	if err != nil {
+		return "", State{}, nil, err
+	}
+	order := []string{first}
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].Path != first {
+			order = append(order, list[i].Path)
+		}
+	}
+	for _, p := range order {
+		st, err := Load(p, w, opt)
+		if err == nil {
+			return p, st, skipped, nil
+		}
+		var me *params.MismatchError
+		if errors.As(err, &me) {
+			return "", State{}, skipped, err
+		}
+		skipped = append(skipped, err)
+	}
+	return "", State{}, nil, fmt.Errorf("checkpoint: no checkpoint in %s loads: %w", dir, errors.Join(skipped...))
+}

@@ -1,0 +1,374 @@
+package checkpoint
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/params"
+	"github.com/stretchr/testify/require"
+)
+
+var specs = []params.Spec{
+	{Name: "model.embed_tokens.weight", Shape: []int64{11, 4}},
+	{Name: "model.layers.0.input_layernorm.weight", Shape: []int64{4}},
+	{Name: "model.layers.0.self_attn.q_proj.weight", Shape: []int64{4, 4}},
+	{Name: "lm_head.weight", Shape: []int64{4, 11}},
+}
+
+// trained returns weights and an AdamW that has taken steps updates on
+// random gradients, so that weights and moments hold arbitrary bits.
+func trained(t testing.TB, rng *rand.Rand, steps int) (*params.Store, *optim.AdamW) {
+	t.Helper()
+	w, err := params.NewStore(specs)
+	require.NoError(t, err)
+	for i := range w.Flat() {
+		w.Flat()[i] = float32(rng.NormFloat64())
+	}
+	o, err := optim.NewAdamW(optim.DefaultConfig(), w)
+	require.NoError(t, err)
+	g := w.NewGrads()
+	for range steps {
+		randomGrads(rng, g)
+		require.NoError(t, o.Step(w, g, 1e-2))
+	}
+	return w, o
+}
+
+func randomGrads(rng *rand.Rand, g *params.Store) {
+	for i := range g.Flat() {
+		g.Flat()[i] = float32(rng.NormFloat64() * math.Pow(10, -3*rng.Float64()))
+	}
+}
+
+func fresh(t testing.TB) (*params.Store, *optim.AdamW) {
+	t.Helper()
+	w, err := params.NewStore(specs)
+	require.NoError(t, err)
+	o, err := optim.NewAdamW(optim.DefaultConfig(), w)
+	require.NoError(t, err)
+	return w, o
+}
+
+func requireBits(t *testing.T, want, got *params.Store, what string) {
+	t.Helper()
+	require.NoError(t, want.SameLayout(got))
+	for i := range want.Flat() {
+		if math.Float32bits(want.Flat()[i]) != math.Float32bits(got.Flat()[i]) {
+			t.Fatalf("%s: value %d differs: %v vs %v", what, i, want.Flat()[i], got.Flat()[i])
+		}
+	}
+}
+
+func TestRoundTripBitExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	w, o := trained(t, rng, 3)
+	w.Flat()[0] = float32(math.NaN()) // odd values survive too
+	w.Flat()[1] = math.Float32frombits(1)
+	pcg := rand.NewPCG(42, 43)
+	pcg.Uint64()
+	rngState, err := pcg.MarshalBinary()
+	require.NoError(t, err)
+	st := State{
+		Step:       7,
+		RNG:        rngState,
+		DataCursor: json.RawMessage(`{"epoch":1,"offset":12345}`),
+		Config:     json.RawMessage(`{"lr":1e-6,"model":"tiny"}`),
+	}
+	dir := t.TempDir()
+	path, err := Save(dir, w, o, st, Options{})
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "ckpt-000007"), path)
+	latest, err := Latest(dir)
+	require.NoError(t, err)
+	require.Equal(t, path, latest)
+
+	w2, o2 := fresh(t)
+	views := &w2.At(0).Data[0]
+	got, err := Load(path, w2, o2)
+	require.NoError(t, err)
+	require.Same(t, views, &w2.At(0).Data[0], "loaded in place")
+	requireBits(t, w, w2, "weights")
+	requireBits(t, o.ExpAvg(), o2.ExpAvg(), "exp_avg")
+	requireBits(t, o.ExpAvgSq(), o2.ExpAvgSq(), "exp_avg_sq")
+	require.Equal(t, o.Steps(), o2.Steps())
+	require.Equal(t, int64(3), got.OptimizerSteps)
+	require.Equal(t, int64(7), got.Step)
+	require.Equal(t, FormatVersion, got.FormatVersion)
+	require.Equal(t, rngState, got.RNG)
+	require.JSONEq(t, string(st.DataCursor), string(got.DataCursor))
+	require.JSONEq(t, string(st.Config), string(got.Config))
+	restored := rand.NewPCG(0, 0)
+	require.NoError(t, restored.UnmarshalBinary(got.RNG))
+	require.Equal(t, pcg.Uint64(), restored.Uint64(), "RNG resumes where it stopped")
+
+	// Training continues identically from the restored state.
+	w.Flat()[0], w2.Flat()[0] = 0, 0
+	g := w.NewGrads()
+	randomGrads(rng, g)
+	require.NoError(t, o.Step(w, g, 1e-2))
+	require.NoError(t, o2.Step(w2, g, 1e-2))
+	requireBits(t, w, w2, "weights after one more step")
+
+	// The weights file is a plain safetensors file named by initializer.
+	b, err := os.ReadFile(filepath.Join(path, ModelFile))
+	require.NoError(t, err)
+	f, err := params.Decode(b)
+	require.NoError(t, err)
+	require.Equal(t, "model.embed_tokens.weight", f.Tensors[0].Name)
+	b, err = os.ReadFile(filepath.Join(path, OptimizerFile))
+	require.NoError(t, err)
+	f, err = params.Decode(b)
+	require.NoError(t, err)
+	require.Equal(t, "model.embed_tokens.weight.exp_avg", f.Tensors[0].Name)
+	require.Equal(t, "lm_head.weight.exp_avg_sq", f.Tensors[len(f.Tensors)-1].Name)
+}
+
+func TestWeightsOnly(t *testing.T) {
+	w, _ := trained(t, rand.New(rand.NewPCG(3, 3)), 0)
+	dir := t.TempDir()
+	path, err := Save(dir, w, nil, State{Step: 0}, Options{})
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(path, OptimizerFile))
+	require.True(t, errors.Is(err, os.ErrNotExist))
+	w2, o2 := fresh(t)
+	_, err = Load(path, w2, nil)
+	require.NoError(t, err)
+	requireBits(t, w, w2, "weights")
+	_, err = Load(path, w2, o2)
+	require.ErrorContains(t, err, "no optimiser state")
+}
+
+// saveSteps saves checkpoints at the given steps (training one step
+// between them) and returns the weights saved at each.
+func saveSteps(t *testing.T, dir string, steps []int64, o Options) map[int64]*params.Store {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(5, 5))
+	w, opt := trained(t, rng, 1)
+	g := w.NewGrads()
+	saved := map[int64]*params.Store{}
+	for _, s := range steps {
+		randomGrads(rng, g)
+		require.NoError(t, opt.Step(w, g, 1e-2))
+		_, err := Save(dir, w, opt, State{Step: s}, o)
+		require.NoError(t, err)
+		c := w.NewGrads()
+		require.NoError(t, c.CopyFrom(w))
+		saved[s] = c
+	}
+	return saved
+}
+
+func TestCorruptionDetectedAndOlderSurvives(t *testing.T) {
+	cases := []struct {
+		name    string
+		file    string
+		corrupt func(t *testing.T, path string)
+		want    string
+	}{
+		{"truncated weights", ModelFile, func(t *testing.T, p string) {
+			fi, err := os.Stat(p)
+			require.NoError(t, err)
+			require.NoError(t, os.Truncate(p, fi.Size()-10))
+		}, "truncated or corrupted"},
+		{"bit flip in weights data", ModelFile, func(t *testing.T, p string) { flipByte(t, p, -5) }, "CRC-32C"},
+		{"bit flip in optimizer data", OptimizerFile, func(t *testing.T, p string) { flipByte(t, p, -1) }, "CRC-32C"},
+		{"header garbled", ModelFile, func(t *testing.T, p string) { flipByte(t, p, 8) }, "safetensors"},
+		{"state garbled", StateFile, func(t *testing.T, p string) {
+			require.NoError(t, os.WriteFile(p, []byte(`{"format_version":1,"step":`), 0o644))
+		}, "corrupted"},
+		{"weights file missing", ModelFile, func(t *testing.T, p string) { require.NoError(t, os.Remove(p)) }, "no such file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			saved := saveSteps(t, dir, []int64{100, 200}, Options{})
+			newest := filepath.Join(dir, DirName(200))
+			tc.corrupt(t, filepath.Join(newest, tc.file))
+
+			w, o := fresh(t)
+			_, err := Load(newest, w, o)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+			require.Contains(t, err.Error(), filepath.Join(newest, tc.file), "the error names the file")
+
+			// Latest follows the pointer without reading data (documented).
+			latest, err := Latest(dir)
+			require.NoError(t, err)
+			require.Equal(t, newest, latest)
+
+			// The older checkpoint is intact and Resume falls back to it.
+			path, st, skipped, err := Resume(dir, w, o)
+			require.NoError(t, err)
+			require.Equal(t, filepath.Join(dir, DirName(100)), path)
+			require.Equal(t, int64(100), st.Step)
+			require.Len(t, skipped, 1)
+			require.Contains(t, skipped[0].Error(), tc.want)
+			requireBits(t, saved[100], w, "weights of the older checkpoint")
+		})
+	}
+}
+
+func flipByte(t *testing.T, path string, at int64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	if at < 0 {
+		at += int64(len(b))
+	}
+	b[at] ^= 0x10
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+}
+
+func TestMismatchListsEverything(t *testing.T) {
+	w, o := trained(t, rand.New(rand.NewPCG(6, 6)), 1)
+	dir := t.TempDir()
+	path, err := Save(dir, w, o, State{Step: 1}, Options{})
+	require.NoError(t, err)
+
+	other, err := params.NewStore([]params.Spec{
+		{Name: "model.embed_tokens.weight", Shape: []int64{12, 4}}, // shape differs
+		{Name: "model.layers.0.input_layernorm.weight", Shape: []int64{4}},
+		{Name: "model.layers.0.self_attn.k_proj.weight", Shape: []int64{4, 4}}, // renamed
+		{Name: "lm_head.weight", Shape: []int64{4, 11}},
+	})
+	require.NoError(t, err)
+	other.Flat()[0] = 3
+	oo, err := optim.NewAdamW(optim.DefaultConfig(), other)
+	require.NoError(t, err)
+	_, err = Load(path, other, oo)
+	var me *params.MismatchError
+	require.True(t, errors.As(err, &me), "got %v", err)
+	require.Equal(t, path, me.File)
+	want := []string{
+		`model.safetensors: tensor "model.embed_tokens.weight": shape [11 4], want [12 4]`,
+		`model.safetensors: unexpected tensor "model.layers.0.self_attn.q_proj.weight" (F32 [4 4])`,
+		`model.safetensors: missing tensor "model.layers.0.self_attn.k_proj.weight" (F32 [4 4])`,
+	}
+	for _, suf := range []string{ExpAvgSuffix, ExpAvgSqSuffix} {
+		want = append(want,
+			`optimizer.safetensors: tensor "model.embed_tokens.weight`+suf+`": shape [11 4], want [12 4]`,
+			`optimizer.safetensors: unexpected tensor "model.layers.0.self_attn.q_proj.weight`+suf+`" (F32 [4 4])`,
+			`optimizer.safetensors: missing tensor "model.layers.0.self_attn.k_proj.weight`+suf+`" (F32 [4 4])`)
+	}
+	require.ElementsMatch(t, want, me.Problems)
+	require.Equal(t, float32(3), other.Flat()[0], "nothing loaded on a mismatch")
+
+	// Resume does not skip over a layout mismatch to older checkpoints.
+	_, _, _, err = Resume(dir, other, oo)
+	require.True(t, errors.As(err, &me))
+}
+
+func TestRetentionAndLatest(t *testing.T) {
+	cases := []struct {
+		name string
+		keep int
+		want []int64
+	}{
+		{"keep all", 0, []int64{5, 10, 20, 1000000}},
+		{"keep two", 2, []int64{20, 1000000}},
+		{"keep one", 1, []int64{1000000}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			saveSteps(t, dir, []int64{5, 10, 20, 1000000}, Options{Keep: tc.keep})
+			list, err := List(dir)
+			require.NoError(t, err)
+			var got []int64
+			for _, e := range list {
+				got = append(got, e.Step)
+			}
+			require.Equal(t, tc.want, got)
+			latest, err := Latest(dir)
+			require.NoError(t, err)
+			require.Equal(t, filepath.Join(dir, "ckpt-1000000"), latest, "seven digits order by number")
+		})
+	}
+}
+
+func TestLatestEdgeCases(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Latest(dir)
+	require.ErrorIs(t, err, ErrNoCheckpoint)
+	_, _, _, err = Resume(filepath.Join(dir, "absent"), nil, nil)
+	require.ErrorIs(t, err, ErrNoCheckpoint)
+
+	saveSteps(t, dir, []int64{1, 2}, Options{})
+	// Pointer lost (crash between rename and pointer update): newest dir.
+	require.NoError(t, os.Remove(filepath.Join(dir, LatestFile)))
+	p, err := Latest(dir)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, DirName(2)), p)
+
+	// Dangling or malformed pointers are errors naming the pointer.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, LatestFile), []byte("ckpt-000009\n"), 0o644))
+	_, err = Latest(dir)
+	require.ErrorContains(t, err, "missing")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, LatestFile), []byte("../etc\n"), 0o644))
+	_, err = Latest(dir)
+	require.ErrorContains(t, err, "not a checkpoint directory")
+}
+
+func TestSaveReplacesSameStepAndCleansStale(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".tmp-ckpt-000003-123"), 0o755))
+	saved := saveSteps(t, dir, []int64{3, 3}, Options{})
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.ElementsMatch(t, []string{"ckpt-000003", "latest"}, names, "stale temp dirs removed")
+	w, o := fresh(t)
+	_, err = Load(filepath.Join(dir, DirName(3)), w, o)
+	require.NoError(t, err)
+	requireBits(t, saved[3], w, "second save of step 3 wins")
+}
+
+func TestSaveErrors(t *testing.T) {
+	w, o := trained(t, rand.New(rand.NewPCG(8, 8)), 0)
+	_, err := Save(t.TempDir(), w, o, State{Step: -1}, Options{})
+	require.ErrorContains(t, err, "negative step")
+	_, err = Save(t.TempDir(), w, o, State{}, Options{Keep: -1})
+	require.ErrorContains(t, err, "retention")
+	other, err := params.NewStore(specs[:2])
+	require.NoError(t, err)
+	dir := t.TempDir()
+	_, err = Save(dir, other, o, State{}, Options{})
+	require.ErrorContains(t, err, "optimiser does not match")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.False(t, strings.HasPrefix(e.Name(), "ckpt-"), "no checkpoint left by a failed save")
+	}
+}
+
+// BenchmarkSave measures checkpoint write throughput (weights and both
+// moments, fsynced) for 10M parameters: 120 MB per checkpoint.
+func BenchmarkSave(b *testing.B) {
+	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2560, 3906}}, {Name: "n", Shape: []int64{2560}}})
+	require.NoError(b, err)
+	rng := rand.New(rand.NewPCG(1, 1))
+	for i := range w.Flat() {
+		w.Flat()[i] = float32(rng.NormFloat64())
+	}
+	o, err := optim.NewAdamW(optim.DefaultConfig(), w)
+	require.NoError(b, err)
+	dir := b.TempDir()
+	b.SetBytes(int64(w.NumParams()) * 4 * 3)
+	step := int64(0)
+	for b.Loop() {
+		if _, err := Save(dir, w, o, State{Step: step}, Options{Keep: 1}); err != nil {
+			b.Fatal(err)
+		}
+		step++
+	}
+}

@@ -1,0 +1,38 @@
+// Package checkpoint saves and restores training state: the weights of a
+// params.Store, the AdamW moments and a JSON state, written atomically.
+//
+// Layout of a run directory:
+//
+//	DIR/ckpt-000100/model.safetensors      weights, names = ONNX initializer names
+//	DIR/ckpt-000100/optimizer.safetensors  "<name>.exp_avg", "<name>.exp_avg_sq"
+//	DIR/ckpt-000100/state.json             State: version, steps, RNG, data cursor,
+//	                                       config, size and CRC-32C of each file
+//	DIR/latest                             "ckpt-000100\n"
+//
+// The number is the trainer step (State.Step), zero-padded to six digits;
+// larger numbers simply get more digits, and ordering always parses the
+// number rather than sorting names.
+//
+// Atomicity: Save writes a checkpoint into a temporary directory
+// (DIR/.tmp-ckpt-000100-*), fsyncs every file and the directory, renames it
+// to its final name and fsyncs DIR; then it replaces DIR/latest by writing
+// a temporary file, fsyncing it and renaming it over the old pointer. A
+// crash at any point leaves either the old or the new checkpoint complete
+// and a pointer naming a complete checkpoint. Stale temporary directories
+// are removed by the next Save. One writer per DIR is assumed.
+//
+// Integrity: state.json records the size and CRC-32C (Castagnoli) of both
+// safetensors files; Load checks them, so truncation and bit flips inside
+// tensor data are reported with the file's path, not loaded silently.
+// Before any data is read, both safetensors headers are checked against
+// the Store and the optimiser, and every mismatch (missing, unexpected,
+// wrong dtype, wrong shape) is listed in one error; the Store is then
+// untouched. A checksum error is found only after the data has been read,
+// so the Store then holds partly loaded values: load another checkpoint
+// (Resume does) or start afresh.
+//
+// Latest only follows the pointer (falling back to the highest-numbered
+// checkpoint directory when the pointer is missing); it does not read the
+// data. Resume loads the newest checkpoint that passes Load, falling back
+// to older ones, and reports why each newer one was skipped.
+package checkpoint
