@@ -1,0 +1,116 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/data"
+)
+
+// pipeFakePrompter encodes text as one token per byte and builds
+// aggregation prompts as "AGG|cand1|cand2|...".
+type pipeFakePrompter struct{}
+
+func (pipeFakePrompter) SearchPrompt(problem string) ([]int32, error) {
+	return pipeBytes("S:" + problem), nil
+}
+
+func (pipeFakePrompter) AggregatePrompt(problem string, cands []string) ([]int32, error) {
+	return pipeBytes("A:" + problem + "|" + strings.Join(cands, "|")), nil
+}
+
+func (pipeFakePrompter) Text(ids []int32) string {
+	b := make([]byte, len(ids))
+	for i, id := range ids {
+		b[i] = byte(id)
+	}
+	return string(b)
+}
+
+func pipeBytes(s string) []int32 {
+	ids := make([]int32, len(s))
+	for i := range s {
+		ids[i] = int32(s[i])
+	}
+	return ids
+}
+
+// pipeFakeGen completes each request with "<seed mod 1000>" and records
+// the requests it saw.
+type pipeFakeGen struct{ calls [][]Request }
+
+func (g *pipeFakeGen) Generate(_ context.Context, reqs []Request, _ Progress) ([]Completion, Stats, error) {
+	g.calls = append(g.calls, reqs)
+	out := make([]Completion, len(reqs))
+	st := Stats{}
+	for i, r := range reqs {
+		toks := pipeBytes(fmt.Sprintf("t%d", r.Seed%1000))
+		out[i] = Completion{Tokens: toks, LogProbs: make([]float32, len(toks)), Entropies: make([]float32, len(toks)), Finish: FinishStop, PromptTokens: len(r.Prompt)}
+		st.PromptTokens += len(r.Prompt)
+		st.GeneratedTokens += len(toks)
+	}
+	return out, st, nil
+}
+
+func TestPipelineShapes(t *testing.T) {
+	problems := []data.Problem{{ID: "a", Problem: "1+1", Answer: "2"}, {ID: "b", Problem: "2+2", Answer: "4"}}
+	gen := &pipeFakeGen{}
+	cfg := PipelineConfig{N1: 5, K: 3, N: 2, N2: 2, CandidateTokens: 3}
+	p, err := NewPipeline(gen, pipeFakePrompter{}, cfg)
+	require.NoError(t, err)
+	groups, ps, err := p.Run(context.Background(), problems, 42, 7, nil)
+	require.NoError(t, err)
+	require.Len(t, gen.calls, 2, "one batched call per phase")
+	require.Len(t, gen.calls[0], 2*5)
+	require.Len(t, gen.calls[1], 2*3*2)
+	require.Len(t, groups, 2)
+	for i, g := range groups {
+		require.Equal(t, problems[i], g.Problem)
+		require.Len(t, g.Search, 5)
+		require.Len(t, g.Subsets, 3)
+		require.Len(t, g.Aggregates, 3)
+		for s, members := range g.Subsets {
+			require.Len(t, members, 2)
+			require.NotEqual(t, members[0], members[1])
+			require.Len(t, g.Aggregates[s], 2)
+			// The aggregation prompt holds the members' texts, each cut to
+			// its last 3 tokens, in subset order.
+			var cands []string
+			for _, m := range members {
+				txt := g.Search[m].Text
+				cands = append(cands, txt[max(0, len(txt)-3):])
+			}
+			want := "A:" + g.Problem.Problem + "|" + strings.Join(cands, "|")
+			for _, a := range g.Aggregates[s] {
+				require.Equal(t, want, pipeFakePrompter{}.Text(a.Prompt))
+			}
+		}
+	}
+	require.Equal(t, 10, len(gen.calls[0]))
+	require.Positive(t, ps.Search.GeneratedTokens)
+	require.Positive(t, ps.Aggregate.GeneratedTokens)
+
+	// Same seed and step: identical rollouts; another step: different seeds.
+	gen2 := &pipeFakeGen{}
+	p2, _ := NewPipeline(gen2, pipeFakePrompter{}, cfg)
+	again, _, err := p2.Run(context.Background(), problems, 42, 7, nil)
+	require.NoError(t, err)
+	require.Equal(t, groups, again)
+	_, _, err = p2.Run(context.Background(), problems, 42, 8, nil)
+	require.NoError(t, err)
+	require.NotEqual(t, gen2.calls[0][0].Seed, gen2.calls[2][0].Seed)
+}
+
+func TestPipelineConfigErrors(t *testing.T) {
+	_, err := NewPipeline(&pipeFakeGen{}, pipeFakePrompter{}, PipelineConfig{N1: 2, N: 3})
+	require.ErrorContains(t, err, "subset size N=3 exceeds the 2 search traces")
+	_, err = NewPipeline(&pipeFakeGen{}, pipeFakePrompter{}, PipelineConfig{N1: -1})
+	require.Error(t, err)
+	p, err := NewPipeline(&pipeFakeGen{}, pipeFakePrompter{}, PipelineConfig{})
+	require.NoError(t, err)
+	require.Equal(t, PipelineConfig{N1: 8, K: 4, N: 4, N2: 4}, p.Config())
+}

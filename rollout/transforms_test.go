@@ -1,0 +1,97 @@
+package rollout
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestSoftmaxTemperature(t *testing.T) {
+	logits := []float32{1, 2, 3}
+	// Expected values: exp(x/T) / sum exp(x/T), computed by hand:
+	// T=1: e^1,e^2,e^3 / (e+e^2+e^3) = 0.09003, 0.24473, 0.66524.
+	p := softmax(logits, 1, nil)
+	require.InDeltaSlice(t, []float64{0.0900306, 0.2447285, 0.6652410}, p, 1e-6)
+	// T=0.5 doubles the logits: e^2,e^4,e^6 normalised.
+	z := math.Exp(2) + math.Exp(4) + math.Exp(6)
+	p = softmax(logits, 0.5, p)
+	require.InDeltaSlice(t, []float64{math.Exp(2) / z, math.Exp(4) / z, math.Exp(6) / z}, p, 1e-12)
+	// Large logits must not overflow.
+	p = softmax([]float32{1e30, 1e30}, 1, p)
+	require.InDeltaSlice(t, []float64{0.5, 0.5}, p, 1e-12)
+}
+
+func TestTopK(t *testing.T) {
+	p := []float64{0.1, 0.4, 0.2, 0.3}
+	topK(p, 2, nil)
+	// keeps 0.4 and 0.3, renormalised by 0.7.
+	require.InDeltaSlice(t, []float64{0, 0.4 / 0.7, 0, 0.3 / 0.7}, p, 1e-12)
+	q := []float64{0.25, 0.25, 0.25, 0.25}
+	topK(q, 2, nil) // ties: the lower ids win
+	require.InDeltaSlice(t, []float64{0.5, 0.5, 0, 0}, q, 1e-12)
+	r := []float64{0.5, 0.5}
+	topK(r, 0, nil)
+	require.Equal(t, []float64{0.5, 0.5}, r)
+}
+
+func TestTopP(t *testing.T) {
+	cases := []struct {
+		name string
+		p    float64
+		want []float64
+	}{
+		// sorted mass: 0.5, 0.8, 0.95, 1.0
+		{"0.5 keeps the first", 0.5, []float64{0, 1, 0, 0}},
+		{"0.6 keeps two", 0.6, []float64{0, 0.5 / 0.8, 0.3 / 0.8, 0}},
+		{"0.9 keeps three", 0.9, []float64{0, 0.5 / 0.95, 0.3 / 0.95, 0.15 / 0.95}},
+		{"tiny keeps the top one", 1e-9, []float64{0, 1, 0, 0}},
+		{"1 is a no-op", 1, []float64{0.05, 0.5, 0.3, 0.15}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			probs := []float64{0.05, 0.5, 0.3, 0.15}
+			topP(probs, c.p, nil)
+			require.InDeltaSlice(t, c.want, probs, 1e-12)
+		})
+	}
+}
+
+func TestDrawFrequencies(t *testing.T) {
+	probs := []float64{0.1, 0, 0.6, 0.3}
+	r := rand.New(rand.NewPCG(1, 2))
+	const n = 200000
+	counts := make([]int, len(probs))
+	for i := 0; i < n; i++ {
+		counts[draw(probs, r.Float64())]++
+	}
+	require.Zero(t, counts[1], "a zero-probability id was drawn")
+	for i, p := range probs {
+		// 5 binomial standard deviations.
+		sd := math.Sqrt(n * p * (1 - p))
+		require.InDelta(t, n*p, float64(counts[i]), 5*sd+1, "id %d", i)
+	}
+}
+
+func TestEntropyAndGreedy(t *testing.T) {
+	require.InDelta(t, math.Log(4), entropy([]float64{0.25, 0.25, 0.25, 0.25}), 1e-12)
+	require.Equal(t, 0.0, entropy([]float64{0, 1, 0}))
+	require.Equal(t, 2, greedy([]float32{1, 3, 7, 7}))
+}
+
+func TestDeriveSeedDistinct(t *testing.T) {
+	seen := map[uint64]bool{}
+	for step := uint64(0); step < 4; step++ {
+		for p := uint64(0); p < 16; p++ {
+			for s := uint64(0); s < 16; s++ {
+				for ph := phaseSearch; ph <= phaseEval; ph++ {
+					k := DeriveSeed(7, step, p, s, ph)
+					require.False(t, seen[k], "collision at %d/%d/%d/%d", step, p, s, ph)
+					seen[k] = true
+				}
+			}
+		}
+	}
+	require.NotEqual(t, DeriveSeed(1, 0, 0, 0, 1), DeriveSeed(2, 0, 0, 0, 1))
+}
