@@ -14,6 +14,15 @@ import (
 // to a graph.
 const NamePrefix = "ad/"
 
+// Name prefixes of the passes: Differentiate's gradient nodes, Decompose's
+// primitives, LossGraph's empty cache and loss nodes.
+const (
+	gradTag = NamePrefix + "grad/"
+	decTag  = NamePrefix + "dec/"
+	pastTag = NamePrefix + "past/"
+	lmTag   = NamePrefix + "lm/"
+)
+
 // ONNX tensor element types used here (TensorProto.DataType).
 const (
 	tFloat   = int32(onnxpb.TensorProto_FLOAT)

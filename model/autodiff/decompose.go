@@ -20,7 +20,7 @@ const maskBias = -math.MaxFloat32
 // calls it; it is exported so that the rewrite can be checked on its own.
 func Decompose(g *onnxpb.GraphProto) (*onnxpb.GraphProto, error) {
 	out := proto.Clone(g).(*onnxpb.GraphProto)
-	if err := decompose(newBuilder(out, NamePrefix+"dec/")); err != nil {
+	if err := decompose(newBuilder(out, decTag)); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -43,14 +43,16 @@ func (e *UnsupportedOpError) Error() string {
 // GradName(w) = d sum(loss) / d w, by reverse-mode accumulation. Fused ops
 // are decomposed into primitives first (see Decompose). g is not modified.
 func Differentiate(g *onnxpb.GraphProto, loss string, wrt []string, opt Options) (*onnxpb.GraphProto, error) {
-	if name := hasPrefixName(g, NamePrefix); name != "" {
-		return nil, fmt.Errorf("autodiff: graph already uses the reserved name prefix %q (%q)", NamePrefix, name)
+	for _, p := range []string{gradTag, decTag} {
+		if name := hasPrefixName(g, p); name != "" {
+			return nil, fmt.Errorf("autodiff: graph already uses the reserved name prefix %q (%q)", p, name)
+		}
 	}
 	out := proto.Clone(g).(*onnxpb.GraphProto)
-	b := newBuilder(out, NamePrefix)
-	if err := decompose(b); err != nil {
+	if err := decompose(newBuilder(out, decTag)); err != nil {
 		return nil, err
 	}
+	b := newBuilder(out, gradTag)
 	t := inferTypes(out)
 
 	if opt.KeepOutputs != nil {
@@ -158,7 +160,7 @@ func Differentiate(g *onnxpb.GraphProto, loss string, wrt []string, opt Options)
 		}
 		name := GradName(w)
 		out.Node = append(out.Node, &onnxpb.NodeProto{
-			Name: proto.String(NamePrefix + "out/" + w), OpType: proto.String("Identity"),
+			Name: proto.String(gradTag + "out/" + w), OpType: proto.String("Identity"),
 			Input: []string{gw}, Output: []string{name},
 		})
 		out.Output = append(out.Output, valueInfo(name, dt, t.info[w]))

@@ -20,9 +20,9 @@
 //   - Fused ops (Gemm, LayerNormalization, and the opset-23 RMSNormalization,
 //     RotaryEmbedding and Attention) are first rewritten into primitives by
 //     Decompose; the primitive graph is what gets differentiated.
-//   - Generated value and node names start with NamePrefix ("ad/") followed
-//     by a counter; Differentiate fails if the forward graph already uses a
-//     name with that prefix.
+//   - Generated value and node names start with NamePrefix ("ad/"), then the
+//     pass ("grad/", "dec/", "lm/", "past/") and a counter; a pass fails if
+//     the graph already uses its prefix.
 //   - Broadcast gradients are reduced back to each input's shape at run time
 //     (ReduceSum over the axes where the left-padded input shape is 1, then
 //     Reshape to Shape(input)), so dynamic dimensions (batch, sequence) need

@@ -1,0 +1,324 @@
+package autodiff
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Names of the training graph's extra inputs and its outputs.
+const (
+	// InputLossMask is the [batch, seq] float input: 1 where the token at
+	// position t+1 is a response token whose log-probability enters the loss.
+	InputLossMask = "loss_mask"
+	// InputAdvantages is the [batch, seq] float input A, aligned like
+	// OutputLogprobs.
+	InputAdvantages = "advantages"
+	// InputOldLogprobs is the [batch, seq] float input logp_old, aligned like
+	// OutputLogprobs.
+	InputOldLogprobs = "old_logprobs"
+	// InputClipLow and InputClipHigh are the [1] float inputs eps_low and
+	// eps_high of the clipped ratio.
+	InputClipLow  = "clip_low"
+	InputClipHigh = "clip_high"
+	// OutputLogprobs is the [batch, seq] float output whose entry t is
+	// log p(input_ids[t+1] | input_ids[..t]); the last position has no next
+	// token and holds 0.
+	OutputLogprobs = "logprobs"
+	// OutputEntropy is the [batch, seq] float output -sum_v p log p of the
+	// predictive distribution at position t (the distribution of token t+1).
+	OutputEntropy = "entropy"
+	// OutputLoss is the [1] float output: the token-mean clipped
+	// policy-gradient loss. It is a one-element vector rather than a scalar
+	// because onnxruntime_go cannot auto-allocate 0-D outputs.
+	OutputLoss = "loss"
+	// OutputLogits is the forward graph's [batch, seq, vocab] logits, kept as
+	// an output only with LMOptions.KeepLogits.
+	OutputLogits = "logits"
+)
+
+// pastPrefix starts the names of the KV-cache inputs of an optimum-style
+// causal LM; presentPrefix starts the names of its cache outputs.
+const (
+	pastPrefix    = "past_key_values."
+	presentPrefix = "present."
+)
+
+// LMOptions configures LossGraph and TrainingGraph. The zero value is ready.
+type LMOptions struct {
+	// Trainable selects the initializers that become weight inputs and get
+	// gradients. nil selects every float initializer with more than one
+	// element (scalars and one-element constants of exported graphs, such as
+	// epsilons, stay constants).
+	Trainable func(t *onnxpb.TensorProto) bool
+	// KeepLogits keeps OutputLogits as an output (tests, diagnostics).
+	KeepLogits bool
+}
+
+// LMGraph is a generated causal-LM training graph.
+type LMGraph struct {
+	// Graph computes OutputLogprobs, OutputEntropy, OutputLoss and (from
+	// TrainingGraph) GradName(w) for each trainable weight w.
+	Graph *onnxpb.GraphProto
+	// Weights are the trainable initializers, now graph inputs, in the order
+	// of the source graph's initializers.
+	Weights []*onnxpb.ValueInfoProto
+}
+
+// WeightNames returns the names of l.Weights.
+func (l *LMGraph) WeightNames() []string {
+	names := make([]string, len(l.Weights))
+	for i, w := range l.Weights {
+		names[i] = w.GetName()
+	}
+	return names
+}
+
+// TrainingGraph derives the training graph of a causal LM with the optimum
+// signature (inputs input_ids, attention_mask, position_ids,
+// past_key_values.{i}.key|value [batch, kv_heads, past, head_dim]; outputs
+// logits [batch, seq, vocab] and present.*): LossGraph, then Differentiate
+// with respect to every trainable weight. Outputs: OutputLogprobs,
+// OutputEntropy, OutputLoss and GradName(w) per weight.
+func TrainingGraph(g *onnxpb.GraphProto, opt LMOptions) (*LMGraph, error) {
+	l, err := LossGraph(g, opt)
+	if err != nil {
+		return nil, err
+	}
+	keep := []string{OutputLogprobs, OutputEntropy, OutputLoss}
+	if opt.KeepLogits {
+		keep = append(keep, OutputLogits)
+	}
+	dg, err := Differentiate(l.Graph, OutputLoss, l.WeightNames(), Options{KeepOutputs: keep})
+	if err != nil {
+		return nil, err
+	}
+	l.Graph = pruneDead(dg)
+	return l, nil
+}
+
+// LossGraph is TrainingGraph without the gradients: the full-sequence
+// forward with an empty KV cache and the loss. It
+//
+//   - replaces each past_key_values.* input by zeros [batch, kv_heads, 0,
+//     head_dim] (batch read from input_ids at run time; kv_heads and head_dim
+//     must be static in the input's type) and drops the present.* outputs;
+//   - turns the trainable initializers into graph inputs (LMGraph.Weights);
+//   - adds the inputs InputLossMask, InputAdvantages, InputOldLogprobs
+//     ([batch, seq]) and InputClipLow, InputClipHigh ([1]), all of the logits'
+//     float type;
+//   - computes, with lp = LogSoftmax(logits) [batch, seq, vocab]:
+//     logprobs[b,t] = lp[b, t, input_ids[b, t+1]] for t < seq-1 and 0 at
+//     t = seq-1; entropy[b,t] = -sum_v exp(lp[b,t,v]) lp[b,t,v];
+//     ratio = exp(logprobs - old_logprobs);
+//     obj = min(ratio A, clip(ratio, 1-clip_low, 1+clip_high) A);
+//     loss = -sum(obj * loss_mask) / max(sum(loss_mask), 1).
+//
+// The min and the clip are written with Where, so the gradient is the exact
+// subgradient PPO uses: through ratio where the unclipped term is selected
+// (ties select it) or the ratio lies inside the clip range, zero otherwise.
+// With old_logprobs = logprobs the ratio is 1 and d loss = -sum(A mask
+// d logprobs) / sum(mask): REINFORCE. Supervised cross-entropy is the same
+// graph fed advantages = 1 and old_logprobs = the logprobs of the same
+// batch (a detached copy).
+//
+// loss_mask[b,t] selects the token input_ids[b,t+1]; the caller sets it to 0
+// at the last position and wherever t+1 is not a response token.
+func LossGraph(g *onnxpb.GraphProto, opt LMOptions) (*LMGraph, error) {
+	if name := hasPrefixName(g, NamePrefix); name != "" {
+		return nil, fmt.Errorf("autodiff: graph already uses the reserved name prefix %q (%q)", NamePrefix, name)
+	}
+	out := proto.Clone(g).(*onnxpb.GraphProto)
+	t := inferTypes(out)
+	if !slices.ContainsFunc(out.Input, func(v *onnxpb.ValueInfoProto) bool { return v.GetName() == "input_ids" }) {
+		return nil, fmt.Errorf("autodiff: LM graph has no input_ids input")
+	}
+	if !slices.ContainsFunc(out.Output, func(v *onnxpb.ValueInfoProto) bool { return v.GetName() == OutputLogits }) {
+		return nil, fmt.Errorf("autodiff: LM graph has no %s output", OutputLogits)
+	}
+	dt := t.dt(OutputLogits)
+	if !isFloat(dt) {
+		return nil, fmt.Errorf("autodiff: logits have element type %d, want a float type", dt)
+	}
+	for _, name := range []string{OutputLogprobs, OutputEntropy, OutputLoss, InputLossMask, InputAdvantages, InputOldLogprobs, InputClipLow, InputClipHigh} {
+		if _, used := t.info[name]; used {
+			return nil, fmt.Errorf("autodiff: LM graph already has a value named %q", name)
+		}
+	}
+
+	// Empty KV cache, built before every other node.
+	pre := &onnxpb.GraphProto{}
+	pb := newBuilder(pre, pastTag)
+	batch := pb.op("Shape", []string{"input_ids"}, attrInt("start", 0), attrInt("end", 1))
+	var inputs []*onnxpb.ValueInfoProto
+	for _, in := range out.Input {
+		if !strings.HasPrefix(in.GetName(), pastPrefix) {
+			inputs = append(inputs, in)
+			continue
+		}
+		ti := t.info[in.GetName()]
+		if !ti.known || len(ti.dims) != 4 || ti.dims[1] < 0 || ti.dims[3] < 0 {
+			return nil, fmt.Errorf("autodiff: cache input %q: want static kv_heads and head_dim in [batch, kv_heads, past, head_dim], got %v", in.GetName(), ti.dims)
+		}
+		shape := pb.op("Concat", []string{batch, pb.ints(ti.dims[1], 0, ti.dims[3])}, attrInt("axis", 0))
+		pre.Node = append(pre.Node, &onnxpb.NodeProto{
+			Name: proto.String(pb.fresh("empty")), OpType: proto.String("ConstantOfShape"),
+			Input: []string{shape}, Output: []string{in.GetName()},
+			Attribute: []*onnxpb.AttributeProto{attrTensor("value", tensorFloat(ti.dt, []int64{1}, 0))},
+		})
+	}
+	out.Node = append(pre.Node, out.Node...)
+
+	// Trainable initializers become inputs.
+	trainable := opt.Trainable
+	if trainable == nil {
+		trainable = func(w *onnxpb.TensorProto) bool {
+			n := int64(1)
+			for _, d := range w.GetDims() {
+				n *= d
+			}
+			return isFloat(w.GetDataType()) && n > 1
+		}
+	}
+	l := &LMGraph{}
+	var keep []*onnxpb.TensorProto
+	for _, w := range out.Initializer {
+		if !isFloat(w.GetDataType()) || !trainable(w) {
+			keep = append(keep, w)
+			continue
+		}
+		vi := valueInfo(w.GetName(), w.GetDataType(), tensorInfo(w))
+		l.Weights = append(l.Weights, vi)
+		inputs = append(inputs, vi)
+	}
+	out.Initializer = keep
+
+	// Loss, logprobs and entropy.
+	b := newBuilder(out, lmTag)
+	seqInput := func(name string) *onnxpb.ValueInfoProto {
+		return namedDims(name, dt, "batch", "sequence")
+	}
+	inputs = append(inputs, seqInput(InputLossMask), seqInput(InputAdvantages), seqInput(InputOldLogprobs),
+		valueInfo(InputClipLow, dt, tinfo{dims: []int64{1}, known: true}),
+		valueInfo(InputClipHigh, dt, tinfo{dims: []int64{1}, known: true}))
+	out.Input = inputs
+
+	lp := b.op("LogSoftmax", []string{OutputLogits}, attrInt("axis", -1)) // [B, T, V]
+	ids := "input_ids"
+	next := b.op("Slice", []string{ids, b.ints(1), b.ints(math.MaxInt64), b.ints(1)}) // [B, T-1]
+	pad := b.op("ConstantOfShape", []string{b.op("Concat", []string{b.op("Shape", []string{ids}, attrInt("start", 0), attrInt("end", 1)), b.ints(1)}, attrInt("axis", 0))},
+		attrTensor("value", tensorI64([]int64{1}, 0)))
+	tgt := b.op("Concat", []string{next, b.cast(pad, t.dt(ids))}, attrInt("axis", 1)) // [B, T]
+	if t.dt(ids) != tInt64 {
+		tgt = b.cast(tgt, tInt64)
+	}
+	tok := b.op("GatherElements", []string{lp, b.op("Unsqueeze", []string{tgt, b.ints(-1)})}, attrInt("axis", -1))
+	tok = b.op("Squeeze", []string{tok, b.ints(-1)}) // [B, T]
+	seqLen := b.op("Gather", []string{b.shape(ids), b.scalarInt(1)})
+	pos := b.op("Range", []string{b.scalarInt(0), seqLen, b.scalarInt(1)})
+	hasNext := b.cast(b.op("Less", []string{pos, b.op("Sub", []string{seqLen, b.scalarInt(1)})}), dt) // [T]
+	addNode(out, "Mul", []string{tok, hasNext}, OutputLogprobs)
+
+	ent := b.op("Neg", []string{b.op("ReduceSum", []string{b.op("Mul", []string{b.op("Exp", []string{lp}), lp}), b.ints(-1)}, attrInt("keepdims", 0))})
+	addNode(out, "Identity", []string{ent}, OutputEntropy)
+
+	one := b.scalar(dt, 1)
+	ratio := b.op("Exp", []string{b.op("Sub", []string{OutputLogprobs, InputOldLogprobs})})
+	lo := b.op("Sub", []string{one, InputClipLow})
+	hi := b.op("Add", []string{one, InputClipHigh})
+	clipped := b.op("Where", []string{b.op("Less", []string{ratio, lo}), lo,
+		b.op("Where", []string{b.op("Greater", []string{ratio, hi}), hi, ratio})})
+	s1 := b.op("Mul", []string{ratio, InputAdvantages})
+	s2 := b.op("Mul", []string{clipped, InputAdvantages})
+	obj := b.op("Where", []string{b.op("Less", []string{s2, s1}), s2, s1})
+	total := b.op("ReduceSum", []string{b.op("Mul", []string{obj, InputLossMask})}, attrInt("keepdims", 0))
+	count := b.op("Max", []string{b.op("ReduceSum", []string{InputLossMask}, attrInt("keepdims", 0)), one})
+	loss := b.op("Neg", []string{b.op("Div", []string{total, count})})
+	addNode(out, "Reshape", []string{loss, b.ints(1)}, OutputLoss)
+
+	outs := []*onnxpb.ValueInfoProto{
+		namedDims(OutputLogprobs, dt, "batch", "sequence"),
+		namedDims(OutputEntropy, dt, "batch", "sequence"),
+		valueInfo(OutputLoss, dt, tinfo{dims: []int64{1}, known: true}),
+	}
+	if opt.KeepLogits {
+		for _, o := range g.Output {
+			if o.GetName() == OutputLogits {
+				outs = append(outs, o)
+			}
+		}
+	}
+	out.Output = outs
+	l.Graph = pruneDead(out)
+	return l, nil
+}
+
+func addNode(g *onnxpb.GraphProto, op string, in []string, out string) {
+	g.Node = append(g.Node, &onnxpb.NodeProto{
+		Name: proto.String(lmTag + out), OpType: proto.String(op), Input: in, Output: []string{out},
+	})
+}
+
+// namedDims makes a tensor ValueInfoProto with symbolic dims.
+func namedDims(name string, dt int32, dims ...string) *onnxpb.ValueInfoProto {
+	sh := &onnxpb.TensorShapeProto{}
+	for _, d := range dims {
+		sh.Dim = append(sh.Dim, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: d}})
+	}
+	return &onnxpb.ValueInfoProto{
+		Name: proto.String(name),
+		Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(dt), Shape: sh}}},
+	}
+}
+
+// pruneDead drops the nodes no graph output depends on, and initializers no
+// remaining node reads (graph inputs are kept: they are the signature).
+func pruneDead(g *onnxpb.GraphProto) *onnxpb.GraphProto {
+	live := map[string]bool{}
+	for _, o := range g.Output {
+		live[o.GetName()] = true
+	}
+	keep := make([]bool, len(g.Node))
+	for i := len(g.Node) - 1; i >= 0; i-- {
+		n := g.Node[i]
+		if !slices.ContainsFunc(n.GetOutput(), func(o string) bool { return live[o] }) {
+			continue
+		}
+		keep[i] = true
+		for _, in := range n.GetInput() {
+			live[in] = true
+		}
+		for _, a := range n.GetAttribute() {
+			if a.GetG() != nil || len(a.GetGraphs()) > 0 {
+				// Subgraphs may read outer values: keep everything.
+				return g
+			}
+		}
+	}
+	var nodes []*onnxpb.NodeProto
+	for i, n := range g.Node {
+		if keep[i] {
+			nodes = append(nodes, n)
+		}
+	}
+	g.Node = nodes
+	var inits []*onnxpb.TensorProto
+	for _, w := range g.Initializer {
+		if live[w.GetName()] {
+			inits = append(inits, w)
+		}
+	}
+	g.Initializer = inits
+	var vis []*onnxpb.ValueInfoProto
+	for _, v := range g.ValueInfo {
+		if live[v.GetName()] {
+			vis = append(vis, v)
+		}
+	}
+	g.ValueInfo = vis
+	return g
+}
