@@ -66,11 +66,17 @@ func TestReadSignatureErrors(t *testing.T) {
 		{"no logits", func(g *onnxpb.GraphProto) { g.Output = g.Output[1:] }, `m.onnx: graph has no "logits" output`},
 		{"no cache", func(g *onnxpb.GraphProto) { g.Input = g.Input[:3] }, "unrecognised cache layout"},
 		{"missing value of layer 1", func(g *onnxpb.GraphProto) { g.Input = g.Input[:len(g.Input)-1] }, "layer 1 has 1 of past_key_values.1.key|value"},
-		{"fp16 cache", func(g *onnxpb.GraphProto) { g.Input[3] = vi(model.PastName(0, false), onnxpb.TensorProto_FLOAT16, -1, 2, -1, 8) }, "only float32 caches"},
-		{"symbolic head dim", func(g *onnxpb.GraphProto) { g.Input[3] = vi(model.PastName(0, false), onnxpb.TensorProto_FLOAT, -1, 2, -1, -1) }, "static kv_heads and head_dim"},
+		{"fp16 cache", func(g *onnxpb.GraphProto) {
+			g.Input[3] = vi(model.PastName(0, false), onnxpb.TensorProto_FLOAT16, -1, 2, -1, 8)
+		}, "only float32 caches"},
+		{"symbolic head dim", func(g *onnxpb.GraphProto) {
+			g.Input[3] = vi(model.PastName(0, false), onnxpb.TensorProto_FLOAT, -1, 2, -1, -1)
+		}, "static kv_heads and head_dim"},
 		{"no input_ids", func(g *onnxpb.GraphProto) { g.Input = g.Input[1:] }, `no "input_ids" input`},
 		{"int32 mask", func(g *onnxpb.GraphProto) { g.Input[1] = vi("attention_mask", onnxpb.TensorProto_INT32, -1, -1) }, "want int64"},
-		{"unknown int input", func(g *onnxpb.GraphProto) { g.Input = append(g.Input, vi("token_type_ids", onnxpb.TensorProto_INT64, -1, -1)) }, `unrecognised input "token_type_ids"`},
+		{"unknown int input", func(g *onnxpb.GraphProto) {
+			g.Input = append(g.Input, vi("token_type_ids", onnxpb.TensorProto_INT64, -1, -1))
+		}, `unrecognised input "token_type_ids"`},
 		{"missing present", func(g *onnxpb.GraphProto) { g.Output = g.Output[:len(g.Output)-1] }, `no "present.1.value" output`},
 		{"symbolic vocab", func(g *onnxpb.GraphProto) { g.Output[0] = vi("logits", onnxpb.TensorProto_FLOAT, -1, -1, -1) }, "static vocab"},
 	}
