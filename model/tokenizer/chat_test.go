@@ -71,8 +71,8 @@ func TestRenderChatMatchesJinja(t *testing.T) {
 	}
 }
 
-func TestEncodeChatQwen3(t *testing.T) {
-	tok := loadQwen3(t)
+// testQwen3ChatIDs is run by TestQwen3.
+func testQwen3ChatIDs(t *testing.T, tok *Tokenizer) {
 	var g chatGolden
 	readGolden(t, "chat_golden.json", &g)
 	for _, c := range g.Cases {

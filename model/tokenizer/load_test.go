@@ -1,9 +1,11 @@
 package tokenizer
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -94,6 +96,32 @@ func TestCloseTwice(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, tok.Close())
 	require.NoError(t, tok.Close())
+	require.PanicsWithValue(t, "tokenizer: use of a closed Tokenizer", func() { tok.Encode("a") })
+}
+
+// TestConcurrentUse runs Encode and Decode from several goroutines on one
+// Tokenizer (run with -race to check the Go side).
+func TestConcurrentUse(t *testing.T) {
+	tok := newGenerated(t, BuildByteTokenizerJSON)
+	texts := []string{"héllo", "计算 1+2", "<|im_start|>user\nx<|im_end|>", "😀😀"}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*len(texts))
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				s := texts[(g+i)%len(texts)]
+				if got := tok.Decode(tok.Encode(s)); got != s {
+					errs <- fmt.Sprintf("goroutine %d: %q became %q", g, s, got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }
 
 // FuzzFromBytes feeds arbitrary bytes to FromBytes: it must return a

@@ -21,8 +21,16 @@ type qwen3Golden struct {
 	} `json:"cases"`
 }
 
-func TestQwen3Vocabulary(t *testing.T) {
+// TestQwen3 runs the checks against the real Qwen3 tokenizer, loaded once.
+func TestQwen3(t *testing.T) {
 	tok := loadQwen3(t)
+	t.Run("vocabulary", func(t *testing.T) { testQwen3Vocabulary(t, tok) })
+	t.Run("golden ids", func(t *testing.T) { testQwen3GoldenIDs(t, tok) })
+	t.Run("stream decode", func(t *testing.T) { testQwen3StreamDecode(t, tok) })
+	t.Run("chat ids", func(t *testing.T) { testQwen3ChatIDs(t, tok) })
+}
+
+func testQwen3Vocabulary(t *testing.T, tok *Tokenizer) {
 	var g qwen3Golden
 	readGolden(t, "qwen3_golden.json", &g)
 
@@ -47,8 +55,7 @@ func TestQwen3Vocabulary(t *testing.T) {
 	require.Contains(t, tok.ChatTemplate(), IMStartToken, "chat_template read from tokenizer_config.json")
 }
 
-func TestQwen3GoldenIDs(t *testing.T) {
-	tok := loadQwen3(t)
+func testQwen3GoldenIDs(t *testing.T, tok *Tokenizer) {
 	var g qwen3Golden
 	readGolden(t, "qwen3_golden.json", &g)
 	require.NotEmpty(t, g.Cases)
@@ -66,11 +73,10 @@ func TestQwen3GoldenIDs(t *testing.T) {
 	}
 }
 
-// TestQwen3StreamDecode checks that incremental decoding equals full
+// testQwen3StreamDecode checks that incremental decoding equals full
 // decoding for every prefix of the golden cases, and that no piece ever
 // ends inside a character when the full text has no U+FFFD.
-func TestQwen3StreamDecode(t *testing.T) {
-	tok := loadQwen3(t)
+func testQwen3StreamDecode(t *testing.T, tok *Tokenizer) {
 	var g qwen3Golden
 	readGolden(t, "qwen3_golden.json", &g)
 	for _, c := range g.Cases {

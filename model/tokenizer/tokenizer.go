@@ -162,11 +162,20 @@ func (t *Tokenizer) Close() error {
 	return nil
 }
 
+// mustBeOpen panics on use after Close, a programmer error that would
+// otherwise reach the native library as a null pointer.
+func (t *Tokenizer) mustBeOpen() {
+	if t.hf == nil {
+		panic("tokenizer: use of a closed Tokenizer")
+	}
+}
+
 // Encode returns the token ids of text, with no special tokens added.
 // Special tokens written in text (such as "<|im_end|>") become their single
 // ids. NUL characters are dropped (see the package doc); invalid UTF-8
 // bytes are encoded as U+FFFD. Encode of "" is nil.
 func (t *Tokenizer) Encode(text string) []int32 {
+	t.mustBeOpen()
 	var ids []int32
 	for piece := range strings.SplitSeq(text, "\x00") {
 		if piece == "" {
@@ -194,6 +203,7 @@ func (t *Tokenizer) DecodeSkipSpecial(ids []int32) string {
 }
 
 func (t *Tokenizer) decode(ids []int32, skipSpecial bool) string {
+	t.mustBeOpen()
 	u := make([]uint32, 0, len(ids))
 	for _, id := range ids {
 		if id >= 0 && int(id) < t.vocab.size {
