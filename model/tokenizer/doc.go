@@ -7,7 +7,8 @@
 //   - Token ids are int32, as in the ONNX graphs' input_ids (widened to
 //     int64 by the caller). Valid ids are 0 <= id < VocabSize(); a model's
 //     logits may be wider (Qwen3: 151,936 logits for 151,669 ids) and ids
-//     at or past VocabSize are never produced and decode to nothing.
+//     at or past VocabSize must not be sampled; Encode never produces them
+//     and Decode skips them.
 //   - Encode adds no special tokens (no BOS, no EOS, no post-processor
 //     template), but special tokens written in the text, such as
 //     "<|im_start|>", are recognised as their single ids. That is how
