@@ -1,0 +1,42 @@
+package rollout
+
+import (
+	"fmt"
+
+	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/model/tokenizer"
+)
+
+// ChatPrompter renders prompts from text templates as one user turn of the
+// model's chat template (ChatML for Qwen) with the generation prompt, and
+// tokenizes them.
+type ChatPrompter struct {
+	Tok       *tokenizer.Tokenizer
+	Templates *data.Templates
+}
+
+// SearchPrompt renders the search template for problem.
+func (p ChatPrompter) SearchPrompt(problem string) ([]int32, error) {
+	text, err := p.Templates.Search(problem)
+	if err != nil {
+		return nil, fmt.Errorf("rollout: search template: %w", err)
+	}
+	return p.Tok.EncodeChat([]tokenizer.Message{{Role: tokenizer.RoleUser, Content: text}}, true), nil
+}
+
+// AggregatePrompt renders the aggregation template for problem and the
+// candidate solutions.
+func (p ChatPrompter) AggregatePrompt(problem string, candidates []string) ([]int32, error) {
+	text, err := p.Templates.Aggregate(problem, candidates)
+	if err != nil {
+		return nil, fmt.Errorf("rollout: aggregation template: %w", err)
+	}
+	return p.Tok.EncodeChat([]tokenizer.Message{{Role: tokenizer.RoleUser, Content: text}}, true), nil
+}
+
+// Text decodes generated ids without special tokens (the end-of-turn id a
+// completion ends with is dropped).
+func (p ChatPrompter) Text(ids []int32) string { return p.Tok.DecodeSkipSpecial(ids) }
+
+// Decode decodes ids keeping special tokens (for stop strings).
+func (p ChatPrompter) Decode(ids []int32) string { return p.Tok.Decode(ids) }

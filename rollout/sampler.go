@@ -1,0 +1,405 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/spiral-rl/spiral/model"
+)
+
+// FinishReason says why a completion ended.
+type FinishReason string
+
+const (
+	// FinishStop: a stop id was sampled or a stop string appeared.
+	FinishStop FinishReason = "stop"
+	// FinishLength: MaxNewTokens were generated (or the context is full).
+	FinishLength FinishReason = "length"
+)
+
+// SamplerConfig configures a Sampler. The zero value is not usable:
+// MaxNewTokens and BatchSize must be set; Validate lists what is wrong.
+type SamplerConfig struct {
+	// Temperature divides the logits; 0 means greedy decoding (argmax, with
+	// log-probability and entropy 0 of the resulting point mass).
+	Temperature float64
+	// TopP keeps the smallest most-probable set with mass >= TopP; values
+	// <= 0 or >= 1 disable it.
+	TopP float64
+	// TopK keeps the K most probable ids; 0 disables it.
+	TopK int
+	// MaxNewTokens bounds each completion.
+	MaxNewTokens int
+	// StopIDs end a completion when sampled (the id is kept as the last
+	// token), e.g. <|im_end|> and <|endoftext|>.
+	StopIDs []int32
+	// StopStrings end a completion when its decoded text contains one
+	// (needs Decoder).
+	StopStrings []string
+	// VocabLimit, when > 0, restricts sampling to ids below it: real Qwen3
+	// logits are 151,936 wide but the tokenizer has 151,669 ids.
+	VocabLimit int
+	// BatchSize is the number of rows decoded together.
+	BatchSize int
+	// Refill, when true, replaces finished rows with waiting prompts so
+	// that the batch stays full; when false, a new batch starts only when
+	// the previous one has finished entirely.
+	Refill bool
+}
+
+// Validate reports every invalid field.
+func (c SamplerConfig) Validate() error {
+	var errs []error
+	if c.Temperature < 0 || math.IsNaN(c.Temperature) {
+		errs = append(errs, fmt.Errorf("temperature %v: want >= 0", c.Temperature))
+	}
+	if c.TopK < 0 {
+		errs = append(errs, fmt.Errorf("top-k %d: want >= 0", c.TopK))
+	}
+	if c.MaxNewTokens <= 0 {
+		errs = append(errs, fmt.Errorf("max new tokens %d: want > 0", c.MaxNewTokens))
+	}
+	if c.BatchSize <= 0 {
+		errs = append(errs, fmt.Errorf("batch size %d: want > 0", c.BatchSize))
+	}
+	if c.VocabLimit < 0 {
+		errs = append(errs, fmt.Errorf("vocab limit %d: want >= 0", c.VocabLimit))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("rollout: sampler config: %w", err)
+	}
+	return nil
+}
+
+// Decoder turns token ids into text (for stop strings).
+type Decoder interface {
+	Decode(ids []int32) string
+}
+
+// Request is one prompt to complete. Seed makes the completion
+// reproducible and independent of the batch it runs in: each request draws
+// from its own generator, seeded from (Seed, 0).
+type Request struct {
+	Prompt []int32
+	Seed   uint64
+}
+
+// Completion is one generated sequence.
+type Completion struct {
+	// Tokens are the generated ids (a sampled stop id is the last one).
+	Tokens []int32
+	// LogProbs[t] is log q(Tokens[t]) under the sampling distribution
+	// (after temperature, top-k, top-p) in nats.
+	LogProbs []float32
+	// Entropies[t] is that distribution's entropy in nats.
+	Entropies []float32
+	// Finish is why generation stopped.
+	Finish FinishReason
+	// PromptTokens is len(Request.Prompt).
+	PromptTokens int
+}
+
+// Stats summarises one Generate call.
+type Stats struct {
+	// PromptTokens and GeneratedTokens are totals over all requests.
+	PromptTokens, GeneratedTokens int
+	// ForwardCalls counts model calls (prefills and decode steps).
+	ForwardCalls int
+	// Elapsed is the wall time of the call.
+	Elapsed time.Duration
+}
+
+// Progress receives the number of newly generated tokens after each step;
+// nil is allowed.
+type Progress func(newTokens int)
+
+// Sampler generates completions with an LM: prompts are left-padded into
+// a batch, prefilled, then decoded one token per step with the KV cache.
+// Rows that finish leave the batch; with Refill, waiting prompts are
+// prefilled and merged into the running batch.
+type Sampler struct {
+	lm  *model.LM
+	cfg SamplerConfig
+	dec Decoder
+}
+
+// NewSampler checks cfg and returns a Sampler; dec may be nil when cfg has
+// no stop strings.
+func NewSampler(lm *model.LM, cfg SamplerConfig, dec Decoder) (*Sampler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(cfg.StopStrings) > 0 && dec == nil {
+		return nil, errors.New("rollout: sampler: stop strings need a decoder")
+	}
+	if cfg.VocabLimit > lm.Signature().Vocab {
+		return nil, fmt.Errorf("rollout: sampler: vocab limit %d exceeds the model's %d logits", cfg.VocabLimit, lm.Signature().Vocab)
+	}
+	return &Sampler{lm: lm, cfg: cfg, dec: dec}, nil
+}
+
+// row is one sequence in flight.
+type row struct {
+	req   int // index into the requests
+	rng   *rand.Rand
+	ctx   []int32 // prompt + generated so far
+	mask  []int64 // attention over the cache's positions (0 = padding)
+	pos   int64   // next position id
+	out   *Completion
+	done  bool
+	tail  string // decoded text for stop strings
+	start int    // len(prompt)
+}
+
+// Generate completes every request and returns the completions in request
+// order. It stops early with ctx's error.
+func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progress) ([]Completion, Stats, error) {
+	start := time.Now()
+	var st Stats
+	outs := make([]Completion, len(reqs))
+	for i, r := range reqs {
+		if len(r.Prompt) == 0 {
+			return nil, st, fmt.Errorf("rollout: request %d has an empty prompt", i)
+		}
+		outs[i].PromptTokens = len(r.Prompt)
+		st.PromptTokens += len(r.Prompt)
+	}
+	queue := make([]int, len(reqs))
+	for i := range queue {
+		queue[i] = i
+	}
+	var (
+		active []*row
+		cache  *model.KVCache
+		logits []float32
+		probs  []float64
+		order  []int
+	)
+	vocab := s.lm.Signature().Vocab
+	limit := vocab
+	if s.cfg.VocabLimit > 0 {
+		limit = s.cfg.VocabLimit
+	}
+	for len(queue) > 0 || len(active) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, st, err
+		}
+		// Admit waiting prompts: all at once into an empty batch, or (with
+		// Refill) into the free rows of a running one.
+		free := s.cfg.BatchSize - len(active)
+		if len(queue) > 0 && free > 0 && (len(active) == 0 || s.cfg.Refill) {
+			n := min(free, len(queue))
+			fresh := make([]*row, n)
+			for i, ri := range queue[:n] {
+				fresh[i] = &row{req: ri, rng: rand.New(rand.NewPCG(reqs[ri].Seed, 0)),
+					ctx: append([]int32(nil), reqs[ri].Prompt...), out: &outs[ri], start: len(reqs[ri].Prompt)}
+			}
+			queue = queue[n:]
+			var err error
+			var freshLogits []float32
+			cache, freshLogits, err = s.admit(ctx, cache, active, fresh)
+			if err != nil {
+				return nil, st, err
+			}
+			st.ForwardCalls++
+			// Sample each fresh row's first token from its prompt's last logits.
+			for i, r := range fresh {
+				probs, order = s.sampleInto(r, freshLogits[i*vocab:(i+1)*vocab], limit, probs, order)
+			}
+			active = append(active, fresh...)
+			st.GeneratedTokens += len(fresh)
+			if progress != nil {
+				progress(len(fresh))
+			}
+		}
+		active = s.retire(active, cache)
+		if len(active) == 0 {
+			continue
+		}
+		// One decode step for every active row.
+		B := len(active)
+		P := cache.Len()
+		step := model.Step{Batch: B, Seq: 1, InputIDs: make([]int64, B), AttentionMask: make([]int64, 0, B*(P+1)), PositionIDs: make([]int64, B)}
+		for i, r := range active {
+			step.InputIDs[i] = int64(r.ctx[len(r.ctx)-1])
+			r.mask = append(r.mask, 1)
+			step.AttentionMask = append(step.AttentionMask, r.mask...)
+			step.PositionIDs[i] = r.pos
+			r.pos++
+		}
+		var err error
+		logits, err = s.lm.Forward(ctx, step, cache, logits)
+		if err != nil {
+			return nil, st, err
+		}
+		st.ForwardCalls++
+		for i, r := range active {
+			probs, order = s.sampleInto(r, logits[i*vocab:(i+1)*vocab], limit, probs, order)
+		}
+		st.GeneratedTokens += B
+		if progress != nil {
+			progress(B)
+		}
+		active = s.retire(active, cache)
+	}
+	st.Elapsed = time.Since(start)
+	return outs, st, nil
+}
+
+// sampleInto draws r's next token from one row of logits and records it.
+func (s *Sampler) sampleInto(r *row, logits []float32, limit int, probs []float64, order []int) ([]float64, []int) {
+	logits = logits[:limit]
+	var id int
+	var logp, ent float64
+	if s.cfg.Temperature == 0 {
+		id = greedy(logits)
+	} else {
+		probs = softmax(logits, s.cfg.Temperature, probs)
+		order = topK(probs, s.cfg.TopK, order)
+		if s.cfg.TopP > 0 {
+			order = topP(probs, s.cfg.TopP, order)
+		}
+		id = draw(probs, r.rng.Float64())
+		logp = math.Log(probs[id])
+		ent = entropy(probs)
+	}
+	r.ctx = append(r.ctx, int32(id))
+	c := r.out
+	c.Tokens = append(c.Tokens, int32(id))
+	c.LogProbs = append(c.LogProbs, float32(logp))
+	c.Entropies = append(c.Entropies, float32(ent))
+	switch {
+	case s.isStopID(int32(id)):
+		r.done, c.Finish = true, FinishStop
+	case s.hitStopString(r):
+		r.done, c.Finish = true, FinishStop
+	case len(c.Tokens) >= s.cfg.MaxNewTokens:
+		r.done, c.Finish = true, FinishLength
+	}
+	return probs, order
+}
+
+func (s *Sampler) isStopID(id int32) bool {
+	for _, x := range s.cfg.StopIDs {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// hitStopString decodes the completion's recent tokens and looks for a
+// stop string. Decoding a window of the last tokens keeps this O(window)
+// per step; the window is wide enough for any stop string because every
+// token decodes to at least one byte or is a special token.
+func (s *Sampler) hitStopString(r *row) bool {
+	if len(s.cfg.StopStrings) == 0 {
+		return false
+	}
+	longest := 0
+	for _, ss := range s.cfg.StopStrings {
+		longest = max(longest, len(ss))
+	}
+	gen := r.ctx[r.start:]
+	from := max(0, len(gen)-longest-4)
+	text := s.dec.Decode(gen[from:])
+	for _, ss := range s.cfg.StopStrings {
+		if strings.Contains(text, ss) {
+			return true
+		}
+	}
+	return false
+}
+
+// retire drops finished rows from the batch and compacts the cache.
+func (s *Sampler) retire(active []*row, cache *model.KVCache) []*row {
+	keep := make([]int, 0, len(active))
+	kept := active[:0]
+	for i, r := range active {
+		if !r.done {
+			keep = append(keep, i)
+			kept = append(kept, r)
+		}
+	}
+	if len(keep) != cache.Batch() && len(keep) > 0 {
+		// Keep only fails on programmer error (rows out of order).
+		if err := cache.Keep(keep); err != nil {
+			panic(err)
+		}
+	}
+	return kept
+}
+
+// admit prefills fresh rows and merges them with the running batch. It
+// returns the new cache and the fresh rows' last-position logits
+// [len(fresh), vocab].
+func (s *Sampler) admit(ctx context.Context, cache *model.KVCache, active, fresh []*row) (*model.KVCache, []float32, error) {
+	vocab := s.lm.Signature().Vocab
+	// Left-pad the fresh prompts to a common length T.
+	T := 0
+	for _, r := range fresh {
+		T = max(T, len(r.ctx))
+	}
+	B := len(fresh)
+	step := model.Step{Batch: B, Seq: T, InputIDs: make([]int64, B*T), AttentionMask: make([]int64, B*T), PositionIDs: make([]int64, B*T)}
+	for i, r := range fresh {
+		pad := T - len(r.ctx)
+		r.mask = make([]int64, T)
+		for t := 0; t < T; t++ {
+			if t < pad {
+				step.PositionIDs[i*T+t] = 1 // HF convention for padded positions; masked anyway
+				continue
+			}
+			step.InputIDs[i*T+t] = int64(r.ctx[t-pad])
+			step.AttentionMask[i*T+t] = 1
+			step.PositionIDs[i*T+t] = int64(t - pad)
+			r.mask[t] = 1
+		}
+		r.pos = int64(len(r.ctx))
+	}
+	// The fresh cache must hold the prompts plus the longest continuation
+	// any merged row may still need.
+	need := T + s.cfg.MaxNewTokens + 1
+	if cache != nil {
+		need = max(need, cache.Len()+s.cfg.MaxNewTokens+1)
+	}
+	fc := s.lm.NewKVCache(B, need)
+	logits, err := s.lm.Forward(ctx, step, fc, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	last := make([]float32, B*vocab)
+	for i := 0; i < B; i++ {
+		copy(last[i*vocab:(i+1)*vocab], logits[(i*T+T-1)*vocab:(i*T+T)*vocab])
+	}
+	if cache == nil || len(active) == 0 {
+		return fc, last, nil
+	}
+	merged, err := model.MergeKVCaches(cache, fc, s.cfg.MaxNewTokens+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Left-pad the masks of whichever side is shorter.
+	L := merged.Len()
+	for _, r := range active {
+		r.mask = leftPad(r.mask, L)
+	}
+	for _, r := range fresh {
+		r.mask = leftPad(r.mask, L)
+	}
+	return merged, last, nil
+}
+
+func leftPad(mask []int64, n int) []int64 {
+	if len(mask) >= n {
+		return mask
+	}
+	out := make([]int64, n)
+	copy(out[n-len(mask):], mask)
+	return out
+}
