@@ -1,7 +1,6 @@
 package grader
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -9,12 +8,84 @@ import (
 // a turn the model should not have written.
 var chatMarkers = []string{"<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|start_header_id|>"}
 
-// strongAnchorRe finds "final answer is" phrases, weakAnchorRe other
-// "answer is" phrases (case-insensitive).
-var (
-	strongAnchorRe = regexp.MustCompile(`(?i)final answer(?:\s+is|\s*:)`)
-	weakAnchorRe   = regexp.MustCompile(`(?i)(?:the answer is|answer is\s*:?|answer\s*:)`)
+// anchorKind selects "final answer is"/"final answer:" phrases (strong)
+// or other "answer is"/"answer:" phrases (weak).
+type anchorKind bool
+
+const (
+	strongAnchor anchorKind = true
+	weakAnchor   anchorKind = false
 )
+
+// findAnchors returns [start, end) of every anchor phrase of the given
+// kind in s, matched case-insensitively; end is where the answer starts.
+func findAnchors(s string, kind anchorKind) [][2]int {
+	var out [][2]int
+	const word = "answer"
+	for i := 0; i+len(word) <= len(s); {
+		j := indexFold(s[i:], word)
+		if j < 0 {
+			break
+		}
+		p := i + j
+		e := p + len(word)
+		i = e
+		k := e
+		for k < len(s) && (s[k] == ' ' || s[k] == '*') {
+			k++
+		}
+		var end int
+		switch {
+		case k < len(s) && s[k] == ':':
+			end = k + 1
+		case k+2 <= len(s) && strings.EqualFold(s[k:k+2], "is") && (k+2 == len(s) || !isLetter(s[k+2])):
+			end = k + 2
+			m := end
+			for m < len(s) && s[m] == ' ' {
+				m++
+			}
+			if m < len(s) && s[m] == ':' {
+				end = m + 1
+			}
+		default:
+			continue
+		}
+		start := p
+		pre := strings.TrimRight(s[max(0, p-10):p], " *")
+		final := len(pre) >= 5 && strings.EqualFold(pre[len(pre)-5:], "final") &&
+			(len(pre) == 5 || !isLetter(pre[len(pre)-6]))
+		if final {
+			start = p - (len(s[max(0, p-10):p]) - len(pre)) - 5
+		}
+		if final == bool(kind) {
+			out = append(out, [2]int{start, end})
+		}
+	}
+	return out
+}
+
+// indexFold is strings.Index for an ASCII lower-case needle, ignoring
+// the case of s.
+func indexFold(s, lower string) int {
+	n := len(lower)
+	for i := 0; i+n <= len(s); i++ {
+		c := s[i] | 0x20
+		if c != lower[0] {
+			continue
+		}
+		ok := true
+		for k := 1; k < n; k++ {
+			if s[i+k]|0x20 != lower[k] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return i
+		}
+	}
+	return -1
+}
 
 // Extract finds the answer in a model response with the default Config.
 func Extract(response string) (string, bool) { return Config{}.Extract(response) }
@@ -81,26 +152,39 @@ func (c Config) extractFrom(s string) (string, bool) {
 		box, boxEnd = lastBoxGroupAt(s)
 	}
 	// The later of the last box and the last "final answer is" wins.
-	if a, at, ok := c.anchored(s, strongAnchorRe); ok && (box == "" || c.AnchorFirst || at >= boxEnd) {
+	if a, at, ok := c.anchored(s, strongAnchor); ok && (box == "" || c.AnchorFirst || at >= boxEnd) {
 		return a, true
 	}
 	if box != "" {
 		return box, true
 	}
-	if a, _, ok := c.anchored(s, weakAnchorRe); ok {
+	if a, _, ok := c.anchored(s, weakAnchor); ok {
 		return a, true
 	}
 	if c.NoFallback {
 		return "", false
 	}
+	// The last candidate almost always sits near the end: search the
+	// final fallbackWindow bytes first, from a line start so that inline
+	// math is not cut in half.
+	if len(s) > 2*fallbackWindow {
+		if nl := strings.IndexByte(s[len(s)-fallbackWindow:], '\n'); nl >= 0 {
+			if a, ok := c.lastCandidate(s[len(s)-fallbackWindow+nl+1:], false); ok {
+				return a, true
+			}
+		}
+	}
 	return c.lastCandidate(s, true)
 }
 
+// fallbackWindow is how many final bytes the fallback searches first.
+const fallbackWindow = 8 << 10
+
 // anchored returns the answer in the sentence after the last phrase
-// matched by re (among the last three that hold an answer), and where
+// of the given kind (among the last three that hold an answer), and where
 // that phrase starts.
-func (c Config) anchored(s string, re *regexp.Regexp) (string, int, bool) {
-	locs := re.FindAllStringIndex(s, -1)
+func (c Config) anchored(s string, kind anchorKind) (string, int, bool) {
+	locs := findAnchors(s, kind)
 	for k := len(locs) - 1; k >= 0 && k >= len(locs)-3; k-- {
 		rest := s[locs[k][1]:]
 		span := rest[:sentenceEnd(rest)]
@@ -206,6 +290,9 @@ func parses(a string) bool {
 	return err == nil
 }
 
+// maxJoined is the most boxes or math spans joined into one answer.
+const maxJoined = 32
+
 // box is one \boxed{...} occurrence: [start, end) in the text and its content.
 type box struct {
 	start, end int
@@ -303,7 +390,7 @@ func lastBoxGroupAt(s string) (string, int) {
 		return "", -1
 	}
 	k := len(bs) - 1
-	for k > 0 && joinable(s[bs[k-1].end:bs[k].start]) && len(bs)-k < MaxElements {
+	for k > 0 && joinable(s[bs[k-1].end:bs[k].start]) && len(bs)-k < maxJoined {
 		k--
 	}
 	parts := make([]string, 0, len(bs)-k)
@@ -314,8 +401,6 @@ func lastBoxGroupAt(s string) (string, int) {
 	}
 	return strings.Join(parts, ", "), bs[len(bs)-1].end
 }
-
-var wordRe = regexp.MustCompile(`[A-Za-z]+`)
 
 // joinable reports whether the text between two boxes or math spans only
 // separates answers: spacing, punctuation, or a few words including "and"
@@ -330,18 +415,27 @@ func joinable(gap string) bool {
 	}
 	hasMath := strings.ContainsAny(g, "$") || strings.Contains(g, `\(`) || strings.Contains(g, `\)`) ||
 		strings.Contains(g, `\[`) || strings.Contains(g, `\]`)
-	words := wordRe.FindAllString(g, -1)
 	conj := strings.ContainsAny(g, ",;")
-	for _, w := range words {
-		lw := strings.ToLower(w)
-		if lw == "and" || lw == "or" {
+	words := 0
+	for i := 0; i < len(g); {
+		if !isLetter(g[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(g) && isLetter(g[j]) {
+			j++
+		}
+		words++
+		if w := g[i:j]; strings.EqualFold(w, "and") || strings.EqualFold(w, "or") {
 			conj = true
 		}
+		i = j
 	}
-	if len(words) == 0 && !hasMath {
+	if words == 0 && !hasMath {
 		return true
 	}
-	return conj && len(words) <= 5
+	return conj && words <= 5
 }
 
 // mathSpan is a LaTeX math region: [start, end) including delimiters, and
@@ -419,7 +513,7 @@ func groupSpans(s string, spans []mathSpan) []box {
 	var out []box
 	for k := 0; k < len(spans); {
 		j := k
-		for j+1 < len(spans) && joinable(s[spans[j].end:spans[j+1].start]) && j-k < MaxElements {
+		for j+1 < len(spans) && joinable(s[spans[j].end:spans[j+1].start]) && j-k+1 < maxJoined {
 			j++
 		}
 		var parts []string
@@ -554,6 +648,21 @@ func scanNumber(s string, i int) (string, int) {
 			}
 		}
 	}
+	// Scientific notation: 2.5e-3.
+	if j+1 < len(s) && (s[j] == 'e' || s[j] == 'E') {
+		k := j + 1
+		if k < len(s) && (s[k] == '-' || s[k] == '+') {
+			k++
+		}
+		e := k
+		for e < len(s) && isDigit(s[e]) && e-k < 4 {
+			e++
+		}
+		if e > k && (e == len(s) || !isLetter(s[e]) && !isDigit(s[e])) {
+			b.WriteString(s[j:e])
+			j = e
+		}
+	}
 	// Fraction a/b.
 	k := j
 	for k < len(s) && s[k] == ' ' {
@@ -618,8 +727,7 @@ func extractChoice(s string, choices []string) (string, bool) {
 			return c, true
 		}
 	}
-	locs := weakAnchorRe.FindAllStringIndex(s, -1)
-	locs = append(locs, strongAnchorRe.FindAllStringIndex(s, -1)...)
+	locs := append(findAnchors(s, weakAnchor), findAnchors(s, strongAnchor)...)
 	for k := len(locs) - 1; k >= 0; k-- {
 		f := strings.Fields(s[locs[k][1]:])
 		if len(f) > 0 {

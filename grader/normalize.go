@@ -32,7 +32,6 @@ var normReplacer = strings.NewReplacer(
 )
 
 var (
-	spaceRunRe   = regexp.MustCompile(` {2,}`)
 	thousandsRe  = regexp.MustCompile(`^-?\d{1,3}(,\d{3})+(\.\d+)?$`)
 	thousandsSRe = regexp.MustCompile(`^-?\d{1,3}( \d{3})+(\.\d+)?$`)
 	commaBangRe  = regexp.MustCompile(`(\d),\s*\\!\s*(\d)`)
@@ -54,8 +53,12 @@ func Normalize(s string) string {
 	}
 	s = collapseEscapes(s)
 	s = unwrapBoxes(s)
-	s = commaBangRe.ReplaceAllString(s, "$1$2")
-	s = braceCommaRe.ReplaceAllString(s, "$1$2")
+	if strings.Contains(s, `\!`) {
+		s = commaBangRe.ReplaceAllString(s, "$1$2")
+	}
+	if strings.Contains(s, "{") && strings.Contains(s, ",") {
+		s = braceCommaRe.ReplaceAllString(s, "$1$2")
+	}
 	s = normReplacer.Replace(s)
 	s = removeSizing(s)
 	s = removeDollars(s)
@@ -63,15 +66,35 @@ func Normalize(s string) string {
 	s = strings.ReplaceAll(s, `\)`, " ")
 	s = strings.ReplaceAll(s, `\[`, " ")
 	s = strings.ReplaceAll(s, `\]`, " ")
-	s = degWordRe.ReplaceAllString(s, "$1")
-	s = spaceRunRe.ReplaceAllString(s, " ")
+	if strings.Contains(s, "deg") {
+		s = degWordRe.ReplaceAllString(s, "$1")
+	}
+	s = collapseSpaces(s)
 	s = trimPunct(s)
-	if thousandsRe.MatchString(s) {
-		s = strings.ReplaceAll(s, ",", "")
-	} else if thousandsSRe.MatchString(s) {
-		s = strings.ReplaceAll(s, " ", "")
+	if len(s) < 64 {
+		if thousandsRe.MatchString(s) {
+			s = strings.ReplaceAll(s, ",", "")
+		} else if thousandsSRe.MatchString(s) {
+			s = strings.ReplaceAll(s, " ", "")
+		}
 	}
 	return s
+}
+
+// collapseSpaces replaces runs of spaces by one space.
+func collapseSpaces(s string) string {
+	if !strings.Contains(s, "  ") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == ' ' && i > 0 && s[i-1] == ' ' {
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // trimPunct removes surrounding spaces and trailing sentence punctuation.

@@ -106,6 +106,20 @@ func lex(s string, b *budget) []token {
 			} else if j < len(s) && s[j] == '.' && j == i {
 				j++
 			}
+			// Scientific notation: 1.5e3, 2E-4 (a digit must follow).
+			if j+1 < len(s) && (s[j] == 'e' || s[j] == 'E') {
+				k := j + 1
+				if s[k] == '+' || s[k] == '-' {
+					k++
+				}
+				e := k
+				for e < len(s) && isDigit(s[e]) && e-k < 4 {
+					e++
+				}
+				if e > k && (e == len(s) || !isDigit(s[e]) && !isLetter(s[e])) {
+					j = e
+				}
+			}
 			out = append(out, token{tNum, s[i:j], sp})
 			i = j
 		case isLetter(c):
@@ -558,9 +572,19 @@ func (p *parser) parseMul() *node {
 				p.parseExponent()
 			}
 		case p.startsAtom():
+			mixed := len(factors) == 1 && t.k == tCmd && t.s == `\frac` && !t.sp && isIntLit(factors[0])
 			f := p.parsePostfix()
 			if f == nil {
 				return p.mulOf(factors)
+			}
+			if mixed && isIntFrac(f) {
+				// Mixed number: 15\frac{39}{40} is 15 + 39/40.
+				if factors[0].k == nNeg {
+					factors[0] = mk(nNeg, mk(nAdd, factors[0].args[0], f))
+				} else {
+					factors[0] = mk(nAdd, factors[0], f)
+				}
+				continue
 			}
 			factors = append(factors, f)
 		default:
@@ -570,6 +594,21 @@ func (p *parser) parseMul() *node {
 			p.fail("too many factors")
 		}
 	}
+}
+
+// isIntLit reports whether n is a non-negative integer literal, possibly
+// negated.
+func isIntLit(n *node) bool {
+	if n.k == nNeg {
+		n = n.args[0]
+	}
+	return n.k == nNum && !n.flt && n.val.IsInt() && n.val.Sign() > 0
+}
+
+// isIntFrac reports whether n is \frac{a}{b} of integer literals.
+func isIntFrac(n *node) bool {
+	return n.k == nMul && len(n.args) == 2 && isIntLit(n.args[0]) && n.args[0].k == nNum &&
+		n.args[1].k == nPow && isIntLit(n.args[1].args[0]) && n.args[1].args[0].k == nNum
 }
 
 // isNumberish reports whether n is a number or a number with a sign or
@@ -852,7 +891,7 @@ func (p *parser) numberNode(s string) *node {
 	if !ok {
 		p.fail("bad number %q", s)
 	}
-	return &node{k: nNum, val: r, flt: strings.Contains(s, ".")}
+	return &node{k: nNum, val: r, flt: strings.ContainsAny(s, ".eE")}
 }
 
 // funcWords are function names recognised with or without a backslash.
