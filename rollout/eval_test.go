@@ -1,0 +1,361 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/data"
+)
+
+// The eval fakes work on text with one token per byte:
+//   - search prompts are "S|<problem>";
+//   - aggregation prompts are "A|<problem>|" followed by the candidates
+//     separated by evalSep;
+//   - a response's answer is the run of digits after its last "ans="
+//     ("" when there is none), and answers are equal when they are equal
+//     after dropping leading zeros ("07" == "7"), which string equality
+//     would not see.
+
+const evalSep = "\x1e"
+
+type evalPrompter struct{}
+
+func (evalPrompter) SearchPrompt(problem string) ([]int32, error) {
+	return evalTokens("S|" + problem), nil
+}
+
+func (evalPrompter) AggregatePrompt(problem string, cands []string) ([]int32, error) {
+	return evalTokens("A|" + problem + "|" + strings.Join(cands, evalSep)), nil
+}
+
+func (evalPrompter) Text(ids []int32) string {
+	b := make([]byte, len(ids))
+	for i, id := range ids {
+		b[i] = byte(id)
+	}
+	return string(b)
+}
+
+func evalTokens(s string) []int32 {
+	ids := make([]int32, len(s))
+	for i := range len(s) {
+		ids[i] = int32(s[i])
+	}
+	return ids
+}
+
+func evalAnswer(text string) string {
+	i := strings.LastIndex(text, "ans=")
+	if i < 0 {
+		return ""
+	}
+	rest := text[i+len("ans="):]
+	j := 0
+	for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+		j++
+	}
+	return rest[:j]
+}
+
+func evalNorm(a string) string {
+	t := strings.TrimLeft(a, "0")
+	if t == "" && a != "" {
+		return "0"
+	}
+	return t
+}
+
+func evalEqual(a, b string) bool { return evalNorm(a) == evalNorm(b) }
+
+func evalGrade(response, gold string) (string, bool) {
+	a := evalAnswer(response)
+	return a, a != "" && evalEqual(a, gold)
+}
+
+var evalJudge = Judge{Grade: evalGrade, Equal: evalEqual}
+
+// evalText decodes like evalPrompter.
+func evalText(ids []int32) string { return evalPrompter{}.Text(ids) }
+
+// evalScripted answers call c, request r with script[c][r] and records
+// requests and completions.
+type evalScripted struct {
+	script [][]string
+	calls  [][]Request
+	outs   [][]Completion
+}
+
+func (g *evalScripted) Generate(_ context.Context, reqs []Request, _ Progress) ([]Completion, Stats, error) {
+	c := len(g.calls)
+	if c >= len(g.script) || len(g.script[c]) != len(reqs) {
+		return nil, Stats{}, fmt.Errorf("eval fake: call %d with %d requests not scripted", c, len(reqs))
+	}
+	outs := make([]Completion, len(reqs))
+	for r, req := range reqs {
+		outs[r] = Completion{Tokens: evalTokens(g.script[c][r]), Finish: FinishStop, PromptTokens: len(req.Prompt)}
+	}
+	g.calls = append(g.calls, reqs)
+	g.outs = append(g.outs, outs)
+	return outs, Stats{}, nil
+}
+
+func TestPowersOfTwo(t *testing.T) {
+	tests := []struct {
+		name string
+		max  int
+		want []int
+	}{
+		{"zero", 0, nil},
+		{"negative", -3, nil},
+		{"one", 1, []int{1}},
+		{"power", 16, []int{1, 2, 4, 8, 16}},
+		{"not a power: max appended", 12, []int{1, 2, 4, 8, 12}},
+		{"three", 3, []int{1, 2, 3}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, PowersOfTwo(tc.max))
+		})
+	}
+	t.Run("no overflow at MaxInt", func(t *testing.T) {
+		got := PowersOfTwo(math.MaxInt)
+		// 2^0..2^62 are <= MaxInt = 2^63-1, then MaxInt itself.
+		require.Len(t, got, 64)
+		require.Equal(t, 1<<62, got[62])
+		require.Equal(t, math.MaxInt, got[63])
+	})
+}
+
+// evalPassProblems: problem A (gold 7) has answers 7, 7, 3, 07 and
+// problem B (gold 5) has 1, 2, 2, 5.
+func evalPassProblems() ([]data.Problem, *evalScripted) {
+	problems := []data.Problem{{ID: "A", Problem: "a", Answer: "7"}, {ID: "B", Problem: "b", Answer: "5"}}
+	gen := &evalScripted{script: [][]string{{"ans=7", "ans=7", "ans=3", "ans=07", "ans=1", "ans=2", "ans=2", "ans=5"}}}
+	return problems, gen
+}
+
+func TestPassAtKHandComputedReport(t *testing.T) {
+	problems, gen := evalPassProblems()
+	e := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge}
+	res, err := e.PassAtK(context.Background(), problems, PassAtKConfig{Samples: 4}, 1)
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 2, 4}, res.Config.Ks, "default ks are powers of two up to n")
+	// pass@k = 1 - C(n-c,k)/C(n,k) with n = 4; A has c = 3 (07 counts as
+	// 7), B has c = 1.
+	//   A: pass@1 = 3/4, pass@2 = 1 - C(1,2)/C(4,2) = 1, pass@4 = 1.
+	//   B: pass@1 = 1/4, pass@2 = 1 - C(3,2)/C(4,2) = 1/2, pass@4 = 1.
+	// majority@k over all C(4,k) subsets, ties to the earliest sample:
+	//   A: maj@1 = 3/4; maj@2: of the 6 pairs only {3, 07} (tie, 3 first)
+	//      is wrong -> 5/6; maj@4: cluster {7,7,07} wins -> 1.
+	//   B: maj@1 = 1/4; maj@2: every pair with 5 ties it with an earlier
+	//      answer, the others lack 5 -> 0; maj@4: {2,2} wins -> 0.
+	want := []KPoint{
+		{K: 1, PassAtK: (0.75 + 0.25) / 2, MajorityAtK: (0.75 + 0.25) / 2, MajorityExact: true},
+		{K: 2, PassAtK: (1 + 0.5) / 2, MajorityAtK: (5.0/6 + 0.0) / 2, MajorityExact: true},
+		{K: 4, PassAtK: (1.0 + 1.0) / 2, MajorityAtK: (1.0 + 0.0) / 2, MajorityExact: true},
+	}
+	require.Len(t, res.Points, len(want))
+	for i, w := range want {
+		got := res.Points[i]
+		require.Equal(t, w.K, got.K)
+		require.InDelta(t, w.PassAtK, got.PassAtK, 1e-12, "pass@%d", w.K)
+		require.InDelta(t, w.MajorityAtK, got.MajorityAtK, 1e-12, "majority@%d", w.K)
+		require.Equal(t, w.MajorityExact, got.MajorityExact)
+	}
+	// Tokens: prompts "S|a" and "S|b" (3 tokens) x 4 samples each; the
+	// generated texts are 5 bytes, except "ans=07" (6).
+	require.Equal(t, Tokens{Prompt: 8 * 3, Generated: 7*5 + 6}, res.Tokens)
+}
+
+func TestSampleSeedsAndOrder(t *testing.T) {
+	problems, gen := evalPassProblems()
+	e := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge}
+	set, err := e.Sample(context.Background(), problems, 4, 99)
+	require.NoError(t, err)
+	require.Len(t, gen.calls, 1, "one batched Generate call")
+	seen := map[uint64]bool{}
+	for r, req := range gen.calls[0] {
+		i := r / 4
+		require.Equal(t, "S|"+problems[i].Problem, evalText(req.Prompt))
+		require.False(t, seen[req.Seed], "request %d reuses a seed", r)
+		seen[req.Seed] = true
+	}
+	require.Equal(t, "07", set.Samples[0][3].Answer)
+	require.True(t, set.Samples[0][3].Correct)
+	require.False(t, set.Samples[1][0].Correct)
+}
+
+func TestSequentialBudgetTruncation(t *testing.T) {
+	problems := []data.Problem{{ID: "A", Problem: "a", Answer: "7"}, {ID: "B", Problem: "b", Answer: "1"}}
+	script := []string{
+		"ans=7",        // 5 tokens, correct from budget 5
+		"xxxxxxxans=7", // 12 tokens, correct from budget 12
+		"ans=3",        // 5 tokens, never correct
+		"xxxans=7xxxx", // 12 tokens, correct from budget 8 ("xxxans=7")
+		"ans=1", "ans=1", "ans=1", "ans=2",
+	}
+	tests := []struct {
+		name    string
+		cfg     BudgetConfig
+		budgets []int
+		want    []BudgetPoint
+	}{
+		{
+			name:    "given budgets",
+			cfg:     BudgetConfig{Samples: 4, Budgets: []int{4, 8, 16}},
+			budgets: []int{4, 8, 16},
+			// Per problem, correct traces at the budget / 4, averaged:
+			//   b=4:  A 0/4, B 0/4 ("ans=" has no digits)      -> 0
+			//   b=8:  A 2/4 (ans=7, xxxans=7), B 3/4            -> 0.625
+			//   b=16: A 3/4, B 3/4                              -> 0.75
+			// MeanTokens = mean of min(len, b) over the 8 traces:
+			//   b=4: 4; b=8: (5+8+5+8 + 4*5)/8 = 5.75;
+			//   b=16: (5+12+5+12 + 4*5)/8 = 6.75.
+			// Truncated: b=4: 8/8; b=8: 2/8; b=16: 0.
+			want: []BudgetPoint{
+				{Budget: 4, Accuracy: 0, MeanTokens: 4, Truncated: 1},
+				{Budget: 8, Accuracy: 0.625, MeanTokens: 5.75, Truncated: 0.25},
+				{Budget: 16, Accuracy: 0.75, MeanTokens: 6.75, Truncated: 0},
+			},
+		},
+		{
+			name: "default budgets up to the longest trace",
+			cfg:  BudgetConfig{Samples: 4},
+			// longest trace = 12 -> 1, 2, 4, 8, 12
+			budgets: []int{1, 2, 4, 8, 12},
+			want: []BudgetPoint{
+				{Budget: 1, Accuracy: 0, MeanTokens: 1, Truncated: 1},
+				{Budget: 2, Accuracy: 0, MeanTokens: 2, Truncated: 1},
+				{Budget: 4, Accuracy: 0, MeanTokens: 4, Truncated: 1},
+				{Budget: 8, Accuracy: 0.625, MeanTokens: 5.75, Truncated: 0.25},
+				// b=12 is every trace in full: A 3/4, B 3/4.
+				{Budget: 12, Accuracy: 0.75, MeanTokens: 6.75, Truncated: 0},
+			},
+		},
+		{
+			name: "default budgets up to max tokens",
+			cfg:  BudgetConfig{Samples: 4, MaxTokens: 16},
+			// 1..16; budget 16 equals the full traces.
+			budgets: []int{1, 2, 4, 8, 16},
+			want: []BudgetPoint{
+				{Budget: 1, Accuracy: 0, MeanTokens: 1, Truncated: 1},
+				{Budget: 2, Accuracy: 0, MeanTokens: 2, Truncated: 1},
+				{Budget: 4, Accuracy: 0, MeanTokens: 4, Truncated: 1},
+				{Budget: 8, Accuracy: 0.625, MeanTokens: 5.75, Truncated: 0.25},
+				{Budget: 16, Accuracy: 0.75, MeanTokens: 6.75, Truncated: 0},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			gen := &evalScripted{script: [][]string{script}}
+			e := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge}
+			res, err := e.Sequential(context.Background(), problems, tc.cfg, 3)
+			require.NoError(t, err)
+			require.Equal(t, tc.budgets, res.Config.Budgets)
+			require.Len(t, res.Points, len(tc.want))
+			for i, w := range tc.want {
+				got := res.Points[i]
+				require.Equal(t, w.Budget, got.Budget)
+				require.InDelta(t, w.Accuracy, got.Accuracy, 1e-12, "accuracy at %d", w.Budget)
+				require.InDelta(t, w.MeanTokens, got.MeanTokens, 1e-12, "mean tokens at %d", w.Budget)
+				require.InDelta(t, w.Truncated, got.Truncated, 1e-12, "truncated at %d", w.Budget)
+			}
+		})
+	}
+}
+
+func TestEvalErrors(t *testing.T) {
+	problems, _ := evalPassProblems()
+	failing := errors.New("boom")
+	tests := []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"no judge", func() error {
+			_, err := Evaluator{Gen: &evalScripted{}, Prompter: evalPrompter{}}.Sample(context.Background(), problems, 1, 0)
+			return err
+		}, "judge"},
+		{"no generator", func() error {
+			_, err := Evaluator{Prompter: evalPrompter{}, Judge: evalJudge}.Sample(context.Background(), problems, 1, 0)
+			return err
+		}, "generator"},
+		{"zero samples", func() error {
+			_, err := Evaluator{Gen: &evalScripted{}, Prompter: evalPrompter{}, Judge: evalJudge}.Sample(context.Background(), problems, 0, 0)
+			return err
+		}, "samples"},
+		{"generator error wrapped", func() error {
+			_, err := Evaluator{Gen: evalFailing{failing}, Prompter: evalPrompter{}, Judge: evalJudge}.Sample(context.Background(), problems, 2, 0)
+			if !errors.Is(err, failing) {
+				return fmt.Errorf("lost the cause: %v", err)
+			}
+			return err
+		}, "rollout: sample: boom"},
+		{"short generator", func() error {
+			_, err := Evaluator{Gen: evalShort{}, Prompter: evalPrompter{}, Judge: evalJudge}.Sample(context.Background(), problems, 2, 0)
+			return err
+		}, "3 completions for 4 requests"},
+		{"k above n", func() error {
+			_, gen := evalPassProblems()
+			_, err := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge}.PassAtK(context.Background(), problems, PassAtKConfig{Samples: 4, Ks: []int{8}}, 0)
+			return err
+		}, "k = 8 > n = 4"},
+		{"budgets not increasing", func() error {
+			_, gen := evalPassProblems()
+			_, err := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge}.Sequential(context.Background(), problems, BudgetConfig{Samples: 4, Budgets: []int{8, 4}}, 0)
+			return err
+		}, "not increasing"},
+		{"zero budget", func() error {
+			_, gen := evalPassProblems()
+			_, err := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge}.Sequential(context.Background(), problems, BudgetConfig{Samples: 4, Budgets: []int{0, 4}}, 0)
+			return err
+		}, "budget 0 < 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.run()
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+type evalFailing struct{ err error }
+
+func (g evalFailing) Generate(context.Context, []Request, Progress) ([]Completion, Stats, error) {
+	return nil, Stats{}, g.err
+}
+
+// evalShort drops the last completion.
+type evalShort struct{}
+
+func (evalShort) Generate(_ context.Context, reqs []Request, _ Progress) ([]Completion, Stats, error) {
+	return make([]Completion, len(reqs)-1), Stats{}, nil
+}
+
+func BenchmarkPassAtKCurve(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const problems, n = 64, 16
+	set := &SampleSet{Problems: make([]data.Problem, problems), Samples: make([][]Sample, problems)}
+	for i := range set.Samples {
+		set.Samples[i] = make([]Sample, n)
+		for j := range set.Samples[i] {
+			a := rng.IntN(4)
+			set.Samples[i][j] = Sample{Answer: fmt.Sprint(a), Correct: a == 0}
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := PassAtKCurve(rng, set, nil, evalEqual, MajorityConfig{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,289 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/data"
+)
+
+// rsaFakeGen is a deterministic stand-in for a model, built on the eval
+// fakes' text conventions. Each completion draws from a generator seeded by
+// its request's seed alone, so it does not depend on the batch. A search
+// trace answers the gold (the problem text after "gold=") with probability
+// 0.4, else a random digit, sometimes written with a leading zero; an
+// aggregation trace answers its candidates' majority answer with
+// probability 0.8. Every text starts with the request's seed (so texts are
+// unique) and has a random amount of filler (so lengths vary).
+type rsaFakeGen struct {
+	calls [][]Request
+	outs  [][]Completion
+}
+
+func (g *rsaFakeGen) Generate(_ context.Context, reqs []Request, _ Progress) ([]Completion, Stats, error) {
+	outs := make([]Completion, len(reqs))
+	var st Stats
+	for r, req := range reqs {
+		text := rsaFakeComplete(evalText(req.Prompt), req.Seed)
+		outs[r] = Completion{Tokens: evalTokens(text), Finish: FinishStop, PromptTokens: len(req.Prompt)}
+		st.PromptTokens += len(req.Prompt)
+		st.GeneratedTokens += len(text)
+	}
+	g.calls = append(g.calls, reqs)
+	g.outs = append(g.outs, outs)
+	return outs, st, nil
+}
+
+func rsaFakeComplete(prompt string, seed uint64) string {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	gold := prompt[strings.Index(prompt, "gold=")+len("gold="):]
+	gold = gold[:strings.IndexByte(gold+"|", '|')]
+	ans := fmt.Sprint(rng.IntN(10))
+	if kind, cands, ok := strings.Cut(prompt, "|"); ok && kind == "A" {
+		_, list, _ := strings.Cut(cands, "|")
+		var answers []string
+		for _, c := range strings.Split(list, evalSep) {
+			answers = append(answers, evalAnswer(c))
+		}
+		all := make([]int, len(answers))
+		for i := range all {
+			all[i] = i
+		}
+		if v := MajorityVote(answers, all, evalEqual); v.Winner != NoAnswer && rng.Float64() < 0.8 {
+			ans = answers[v.Winner]
+		}
+	} else if rng.Float64() < 0.4 {
+		ans = gold
+	}
+	if rng.Float64() < 0.3 {
+		ans = "0" + ans
+	}
+	return fmt.Sprintf("r%x %s ans=%s", seed, strings.Repeat("x", rng.IntN(20)), ans)
+}
+
+func rsaProblems(n int) []data.Problem {
+	ps := make([]data.Problem, n)
+	for i := range ps {
+		ps[i] = data.Problem{ID: fmt.Sprint("p", i), Problem: fmt.Sprintf("q%d gold=%d", i, i%10), Answer: fmt.Sprint(i % 10)}
+	}
+	return ps
+}
+
+func TestRSABookkeeping(t *testing.T) {
+	tests := []struct {
+		name     string
+		problems int
+		cfg      RSAConfig
+	}{
+		{"paper shape", 3, RSAConfig{}},
+		{"small", 2, RSAConfig{Population: 5, SubsetSize: 3, Steps: 2}},
+		{"subset is the population", 1, RSAConfig{Population: 3, SubsetSize: 3, Steps: 3}},
+		{"subset of one", 2, RSAConfig{Population: 4, SubsetSize: 1, Steps: 2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			problems := rsaProblems(tc.problems)
+			gen := &rsaFakeGen{}
+			e := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge}
+			res, err := e.RSA(context.Background(), problems, tc.cfg, 11)
+			require.NoError(t, err)
+			cfg := tc.cfg.WithDefaults()
+			n, k := cfg.Population, cfg.SubsetSize
+			require.Equal(t, cfg, res.Config)
+
+			// One Generate call per step, N members per problem each.
+			require.Len(t, gen.calls, cfg.Steps+1)
+			require.Len(t, res.Steps, cfg.Steps+1)
+			var cum Tokens
+			for s, step := range res.Steps {
+				require.Equal(t, s, step.Step)
+				require.Equal(t, n, step.Population)
+				require.Len(t, gen.calls[s], len(problems)*n, "step %d batch", s)
+
+				// Tokens: exact sums over the recorded requests and
+				// completions of this step.
+				var want Tokens
+				for r, req := range gen.calls[s] {
+					want.Prompt += len(req.Prompt)
+					want.Generated += len(gen.outs[s][r].Tokens)
+				}
+				cum.Prompt += want.Prompt
+				cum.Generated += want.Generated
+				require.Equal(t, want, step.Tokens, "step %d tokens", s)
+				require.Equal(t, cum, step.Cumulative, "step %d cumulative tokens", s)
+
+				// Accuracy and majority recomputed from the recorded texts.
+				acc, maj := 0.0, 0.0
+				for i, pb := range problems {
+					answers := make([]string, n)
+					correct := 0
+					for j := range n {
+						a, ok := evalGrade(evalText(gen.outs[s][i*n+j].Tokens), pb.Answer)
+						answers[j] = a
+						if ok {
+							correct++
+						}
+					}
+					acc += float64(correct) / float64(n)
+					if v := MajorityVote(answers, allMembers(n), evalEqual); v.Winner != NoAnswer && evalEqual(answers[v.Winner], pb.Answer) {
+						maj++
+					}
+				}
+				require.InDelta(t, acc/float64(len(problems)), step.Accuracy, 1e-12, "step %d accuracy", s)
+				require.InDelta(t, maj/float64(len(problems)), step.Majority, 1e-12, "step %d majority", s)
+
+				// Prompts: step 0 searches; later steps aggregate exactly K
+				// distinct members of the same problem's previous population.
+				for r, req := range gen.calls[s] {
+					i := r / n
+					prompt := evalText(req.Prompt)
+					if s == 0 {
+						require.Equal(t, "S|"+problems[i].Problem, prompt)
+						continue
+					}
+					head := "A|" + problems[i].Problem + "|"
+					require.True(t, strings.HasPrefix(prompt, head), "step %d request %d: %q", s, r, prompt)
+					cands := strings.Split(strings.TrimPrefix(prompt, head), evalSep)
+					require.Len(t, cands, k, "step %d request %d", s, r)
+					members := map[int]bool{}
+					for _, c := range cands {
+						idx := -1
+						for j := range n {
+							if evalText(gen.outs[s-1][i*n+j].Tokens) == c {
+								idx = j
+							}
+						}
+						require.GreaterOrEqual(t, idx, 0, "step %d request %d: candidate %q is not in the previous population", s, r, c)
+						require.False(t, members[idx], "step %d request %d: member %d twice", s, r, idx)
+						members[idx] = true
+					}
+				}
+			}
+			require.Len(t, res.Final, len(problems))
+			for i := range res.Final {
+				require.Len(t, res.Final[i], n)
+				require.Equal(t, gen.outs[cfg.Steps][i*n].Tokens, res.Final[i][0].Tokens)
+			}
+		})
+	}
+}
+
+func TestRSACandidateCap(t *testing.T) {
+	const capTok = 6
+	problems := rsaProblems(2)
+	gen := &rsaFakeGen{}
+	e := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge}
+	cfg := RSAConfig{Population: 4, SubsetSize: 2, Steps: 1, CandidateTokens: capTok}
+	_, err := e.RSA(context.Background(), problems, cfg, 5)
+	require.NoError(t, err)
+	for r, req := range gen.calls[1] {
+		i := r / 4
+		head := "A|" + problems[i].Problem + "|"
+		cands := strings.Split(strings.TrimPrefix(evalText(req.Prompt), head), evalSep)
+		require.Len(t, cands, 2)
+		for _, c := range cands {
+			found := false
+			for j := range 4 {
+				full := evalText(gen.outs[0][i*4+j].Tokens)
+				// Every fake text is longer than the cap: the candidate is
+				// its last capTok bytes.
+				require.Greater(t, len(full), capTok)
+				found = found || full[len(full)-capTok:] == c
+			}
+			require.True(t, found, "candidate %q is no member's end", c)
+		}
+	}
+}
+
+func TestRSAReproducible(t *testing.T) {
+	problems := rsaProblems(4)
+	cfg := RSAConfig{Population: 6, SubsetSize: 3, Steps: 3, Details: true}
+	run := func(seed uint64) (RSAResult, *rsaFakeGen) {
+		gen := &rsaFakeGen{}
+		res, err := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge}.RSA(context.Background(), problems, cfg, seed)
+		require.NoError(t, err)
+		return res, gen
+	}
+	a, ga := run(21)
+	b, gb := run(21)
+	c, gc := run(22)
+	require.Equal(t, a.Steps, b.Steps)
+	require.Equal(t, ga.calls, gb.calls, "same seed, same prompts and seeds")
+	require.NotEqual(t, ga.calls, gc.calls, "another seed draws other traces")
+	require.NotEqual(t, a.Final, c.Final)
+	for _, st := range a.Steps {
+		require.Len(t, st.Problems, len(problems))
+	}
+}
+
+// TestRSAHandComputed checks the step numbers on a scripted run (N = 3,
+// K = 2, T = 1, one problem with gold 7), where majority must cluster
+// "07" with "7".
+func TestRSAHandComputed(t *testing.T) {
+	problems := []data.Problem{{ID: "p", Problem: "z", Answer: "7"}}
+	gen := &evalScripted{script: [][]string{
+		{"ans=3", "ans=07", "ans=7"}, // step 0
+		{"ans=3", "ans=3", "xans=7"}, // step 1
+	}}
+	res, err := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge}.RSA(context.Background(), problems,
+		RSAConfig{Population: 3, SubsetSize: 2, Steps: 1, Details: true}, 0)
+	require.NoError(t, err)
+	require.Len(t, res.Steps, 2)
+	// Step 0: 2 of 3 correct; clusters {3}, {07, 7}: majority 07 (string
+	// equality would tie three singletons and pick the wrong "3").
+	s0 := res.Steps[0]
+	require.InDelta(t, 2.0/3, s0.Accuracy, 1e-12)
+	require.Equal(t, 1.0, s0.Majority)
+	require.Equal(t, []RSAProblemStep{{ID: "p", Correct: 2, Majority: true, MajorityAnswer: "07"}}, s0.Problems)
+	// Prompt "S|z" is 3 tokens x 3; texts 5 + 6 + 5 tokens.
+	require.Equal(t, Tokens{Prompt: 9, Generated: 16}, s0.Tokens)
+	// Step 1: 1 of 3 correct; majority 3 (2 votes) is wrong.
+	s1 := res.Steps[1]
+	require.InDelta(t, 1.0/3, s1.Accuracy, 1e-12)
+	require.Equal(t, 0.0, s1.Majority)
+	// Aggregation prompts are "A|z|" (4) + two candidates + one separator;
+	// each candidate is one of the step-0 texts (5 or 6 bytes).
+	wantPrompt := 0
+	for _, req := range gen.calls[1] {
+		cands := strings.Split(strings.TrimPrefix(evalText(req.Prompt), "A|z|"), evalSep)
+		require.Len(t, cands, 2)
+		wantPrompt += 4 + len(cands[0]) + 1 + len(cands[1])
+	}
+	require.Equal(t, Tokens{Prompt: wantPrompt, Generated: 5 + 5 + 6}, s1.Tokens)
+	require.Equal(t, Tokens{Prompt: 9 + wantPrompt, Generated: 32}, s1.Cumulative)
+}
+
+func TestRSAConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  RSAConfig
+		want string
+	}{
+		{"subset above population", RSAConfig{Population: 3, SubsetSize: 4}, "exceeds the population"},
+		{"negative steps", RSAConfig{Steps: -1}, "must be positive"},
+		{"negative cap", RSAConfig{CandidateTokens: -1}, "candidate tokens"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Evaluator{Gen: &rsaFakeGen{}, Prompter: evalPrompter{}, Judge: evalJudge}.RSA(context.Background(), rsaProblems(1), tc.cfg, 0)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	require.NoError(t, RSAConfig{}.WithDefaults().Validate(), "defaults are valid")
+}
+
+func BenchmarkRSA(b *testing.B) {
+	problems := rsaProblems(16)
+	e := Evaluator{Gen: &rsaFakeGen{}, Prompter: evalPrompter{}, Judge: evalJudge}
+	for b.Loop() {
+		e.Gen = &rsaFakeGen{}
+		if _, err := e.RSA(context.Background(), problems, RSAConfig{Steps: 3}, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
