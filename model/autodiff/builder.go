@@ -189,14 +189,44 @@ func (b *builder) reshapeLike(x, like string) string {
 	return b.op("Reshape", []string{x, b.shape(like)})
 }
 
-// unbroadcast reduces g (the gradient of a broadcast result) back to the
-// run-time shape of x: the axes where x, left-padded with ones to the rank
-// of g, has extent 1 are summed (keepdims), then the result is reshaped to
-// Shape(x). Summing an axis where g also has extent 1 is a no-op, so the
-// rule needs no static shapes.
-func (b *builder) unbroadcast(g, x string, t *typeTable) string {
-	if t.sameShape(g, x) {
-		return g
+// unbroadcast reduces g (the gradient of a broadcast result, with static
+// dims gdims when known, nil otherwise) back to the shape of x.
+//
+// When the dims of g and x decide it statically, it sums the leading axes
+// of g that x lacks and the axes where x has extent 1 (constant axes), or
+// does nothing when the shapes are equal. Otherwise it decides at run time:
+// the axes where x, left-padded with ones to the rank of g, has extent 1 are
+// summed (keepdims), then the result is reshaped to Shape(x). Summing an axis
+// where g also has extent 1 is a no-op, so this needs no static shapes.
+func (b *builder) unbroadcast(g string, gdims []int64, x string, t *typeTable) string {
+	ix := t.info[x]
+	if gdims != nil && ix.known && len(ix.dims) <= len(gdims) {
+		rg, rx := len(gdims), len(ix.dims)
+		var axes []int64
+		for i := range rg - rx {
+			axes = append(axes, int64(i))
+		}
+		static := true
+		for i, dx := range ix.dims {
+			dg := gdims[rg-rx+i]
+			switch {
+			case dx == dg && dx != -1:
+			case dx == 1:
+				axes = append(axes, int64(rg-rx+i))
+			default:
+				static = false
+			}
+		}
+		if static {
+			if len(axes) == 0 {
+				return g
+			}
+			s := b.op("ReduceSum", []string{g, b.ints(axes...)}, attrInt("keepdims", 1))
+			if rg > rx {
+				s = b.reshapeLike(s, x)
+			}
+			return s
+		}
 	}
 	sg, sx := b.shape(g), b.shape(x)
 	pad := b.op("Sub", []string{b.shape(sg), b.shape(sx)})

@@ -1,4 +1,4 @@
-package autodiff
+package autodiff_test
 
 import (
 	"math/rand/v2"

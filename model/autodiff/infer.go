@@ -28,6 +28,39 @@ func (t tinfo) rank() int {
 type typeTable struct {
 	info   map[string]tinfo
 	consts map[string][]int64
+	// Symbolic dims: a dim value <= symBase is a symbol; equal symbols are
+	// equal at run time. Named dims (dim_param) share a symbol per name;
+	// every other unknown dim gets a fresh one.
+	next   int64
+	params map[string]int64
+}
+
+// symBase is the largest symbolic dim value; far from any real constant
+// (axes, the -1 of Reshape).
+const symBase = -(int64(1) << 40)
+
+func isSym(d int64) bool { return d <= symBase }
+
+// fresh returns a new symbol.
+func (t *typeTable) fresh() int64 {
+	t.next--
+	return symBase + t.next
+}
+
+// symbolize replaces the unknown (-1) dims of ti by fresh symbols.
+func (t *typeTable) symbolize(ti tinfo) tinfo {
+	if !ti.known {
+		return ti
+	}
+	dims := make([]int64, len(ti.dims))
+	for i, d := range ti.dims {
+		dims[i] = d
+		if d < 0 && !isSym(d) {
+			dims[i] = t.fresh()
+		}
+	}
+	ti.dims = dims
+	return ti
 }
 
 func (t *typeTable) dt(name string) int32 { return t.info[name].dt }
@@ -40,15 +73,24 @@ func (t *typeTable) sameShape(a, b string) bool {
 	if !ia.known || !ib.known || len(ia.dims) != len(ib.dims) {
 		return false
 	}
-	for i := range ia.dims {
-		if ia.dims[i] < 0 || ia.dims[i] != ib.dims[i] {
+	return sameDims(ia.dims, ib.dims)
+}
+
+// sameDims reports whether two dim lists are statically equal (known
+// values or equal symbols; -1 is never equal).
+func sameDims(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] == -1 || a[i] != b[i] {
 			return false
 		}
 	}
 	return true
 }
 
-func valueInfoType(v *onnxpb.ValueInfoProto) (tinfo, bool) {
+func (t *typeTable) valueInfoType(v *onnxpb.ValueInfoProto) (tinfo, bool) {
 	tt := v.GetType().GetTensorType()
 	if tt == nil {
 		return tinfo{}, false
@@ -58,9 +100,17 @@ func valueInfoType(v *onnxpb.ValueInfoProto) (tinfo, bool) {
 		ti.known = true
 		ti.dims = make([]int64, len(sh.GetDim()))
 		for i, d := range sh.GetDim() {
-			ti.dims[i] = -1
-			if dv, ok := d.GetValue().(*onnxpb.TensorShapeProto_Dimension_DimValue); ok {
+			ti.dims[i] = t.fresh()
+			switch dv := d.GetValue().(type) {
+			case *onnxpb.TensorShapeProto_Dimension_DimValue:
 				ti.dims[i] = dv.DimValue
+			case *onnxpb.TensorShapeProto_Dimension_DimParam:
+				if dv.DimParam != "" {
+					if _, ok := t.params[dv.DimParam]; !ok {
+						t.params[dv.DimParam] = t.fresh()
+					}
+					ti.dims[i] = t.params[dv.DimParam]
+				}
 			}
 		}
 	}
@@ -133,8 +183,9 @@ func unknownDims(r int) []int64 {
 	return d
 }
 
-// broadcastDims combines shapes by numpy broadcasting (-1 stays unknown
-// unless the other side fixes it to a value other than 1).
+// broadcastDims combines shapes by numpy broadcasting. Dims are known
+// values, symbols (equal symbols are equal) or -1 (unknown); a result that
+// cannot be decided statically is -1.
 func broadcastDims(shapes ...[]int64) []int64 {
 	r := 0
 	for _, s := range shapes {
@@ -142,23 +193,24 @@ func broadcastDims(shapes ...[]int64) []int64 {
 	}
 	out := make([]int64, r)
 	for i := range out {
-		out[i] = 1
-		unknown := false
+		res := int64(1)
 		for _, s := range shapes {
 			j := i - (r - len(s))
 			if j < 0 {
 				continue
 			}
 			switch d := s[j]; {
-			case d < 0:
-				unknown = true
-			case d != 1:
-				out[i] = d
+			case d == 1 || d == res:
+			case res == 1:
+				res = d
+			case d >= 0 && res < 0:
+				res = d // a known extent > 1 fixes the result
+			case d < 0 && res >= 0:
+			default:
+				res = -1 // two different symbols, or unknown
 			}
 		}
-		if unknown && out[i] == 1 {
-			out[i] = -1
-		}
+		out[i] = res
 	}
 	return out
 }
@@ -173,7 +225,7 @@ func normAxis(a int64, r int) int64 {
 // inferTypes builds the type table of g (best effort: values of unknown type
 // get dt 0 and unknown rank).
 func inferTypes(g *onnxpb.GraphProto) *typeTable {
-	t := &typeTable{info: map[string]tinfo{}, consts: map[string][]int64{}}
+	t := &typeTable{info: map[string]tinfo{}, consts: map[string][]int64{}, params: map[string]int64{}}
 	for _, init := range g.GetInitializer() {
 		t.info[init.GetName()] = tensorInfo(init)
 		if v, ok := tensorInts(init); ok {
@@ -182,7 +234,7 @@ func inferTypes(g *onnxpb.GraphProto) *typeTable {
 	}
 	for _, lists := range [][]*onnxpb.ValueInfoProto{g.GetInput(), g.GetValueInfo(), g.GetOutput()} {
 		for _, v := range lists {
-			if ti, ok := valueInfoType(v); ok {
+			if ti, ok := t.valueInfoType(v); ok {
 				if _, done := t.info[v.GetName()]; !done {
 					t.info[v.GetName()] = ti
 				}
@@ -195,6 +247,7 @@ func inferTypes(g *onnxpb.GraphProto) *typeTable {
 			if o == "" || i >= len(outs) {
 				continue
 			}
+			outs[i] = t.symbolize(outs[i])
 			old, had := t.info[o]
 			if had && old.dt != 0 {
 				// value_info wins for dtype; fill in the shape if missing.
@@ -270,6 +323,9 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 		"Trilu", "CumSum", "ScatterND", "ScatterElements", "Dropout", "Transpose", "LayerNormalization",
 		"RMSNormalization", "RotaryEmbedding", "Tile", "Pad", "Selu", "Elu", "LeakyRelu", "Softplus", "HardSigmoid":
 		out := x
+		if v, ok := t.consts[input(n, 0)]; ok && n.GetOpType() == "Identity" {
+			t.consts[n.GetOutput()[0]] = v
+		}
 		if n.GetOpType() == "Transpose" && x.known {
 			if p := attr(n, "perm"); p != nil && len(p.GetInts()) == len(x.dims) {
 				out.dims = make([]int64, len(x.dims))
@@ -303,6 +359,9 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 		}
 		return withDt(t.in(n, 1).dt, nil, false)
 	case "Cast":
+		if v, ok := t.consts[input(n, 0)]; ok && !isFloat(int32(attrIntOr(n, "to", 0))) {
+			t.consts[n.GetOutput()[0]] = v
+		}
 		return withDt(int32(attrIntOr(n, "to", 0)), x.dims, x.known)
 	case "CastLike":
 		return withDt(t.in(n, 1).dt, x.dims, x.known)
@@ -331,6 +390,9 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 		r := int64(len(x.dims))
 		start, end := attrIntOr(n, "start", 0), attrIntOr(n, "end", r)
 		start, end = min(max(normAxis(start, int(r)), 0), r), min(max(normAxis(end, int(r)), 0), r)
+		if end > start {
+			t.consts[n.GetOutput()[0]] = append([]int64{}, x.dims[start:end]...)
+		}
 		return withDt(tInt64, []int64{max(end-start, 0)}, true)
 	case "Size":
 		return withDt(tInt64, nil, true)
@@ -357,7 +419,7 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 			dims := make([]int64, len(v))
 			for i, d := range v {
 				dims[i] = d
-				if d <= 0 {
+				if d <= 0 && !isSym(d) {
 					dims[i] = -1
 					if d == 0 && x.known && i < len(x.dims) {
 						dims[i] = x.dims[i]
@@ -383,6 +445,9 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 	case "Flatten":
 		return withDt(x.dt, unknownDims(2), true)
 	case "Unsqueeze", "Squeeze":
+		if v, ok := t.consts[input(n, 0)]; ok && len(v) == 1 {
+			t.consts[n.GetOutput()[0]] = v
+		}
 		axes, ok := t.axesOf(n)
 		if !x.known || !ok {
 			return withDt(x.dt, nil, false)
@@ -439,22 +504,86 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 				out[ax] += d[ax]
 			}
 		}
+		if len(s) == 1 {
+			out[ax] = s[0][ax]
+		}
 		if v, ok := t.concatConsts(n); ok {
 			t.consts[n.GetOutput()[0]] = v
 		}
 		return withDt(x.dt, out, true)
 	case "Slice", "Split":
+		if !x.known {
+			return []tinfo{{dt: x.dt}}
+		}
+		changed := map[int64]bool{}
+		if n.GetOpType() == "Split" {
+			changed[normAxis(attrIntOr(n, "axis", 0), len(x.dims))] = true
+		} else if ax := input(n, 3); ax != "" {
+			v, ok := t.consts[ax]
+			if !ok {
+				return withDt(x.dt, unknownDims(len(x.dims)), true)
+			}
+			for _, a := range v {
+				changed[normAxis(a, len(x.dims))] = true
+			}
+		} else if st, ok := t.consts[input(n, 1)]; ok {
+			for i := range st {
+				changed[int64(i)] = true
+			}
+		} else {
+			return withDt(x.dt, unknownDims(len(x.dims)), true)
+		}
+		if n.GetOpType() == "Slice" && len(x.dims) == 1 {
+			// Slice of a shape vector with constant bounds and step 1.
+			vec, ok1 := t.consts[input(n, 0)]
+			st, ok2 := t.consts[input(n, 1)]
+			en, ok3 := t.consts[input(n, 2)]
+			if ok1 && ok2 && ok3 && len(st) == 1 && len(en) == 1 && input(n, 4) == "" {
+				l := int64(len(vec))
+				a, e := st[0], en[0]
+				if a < 0 {
+					a += l
+				}
+				if e < 0 {
+					e += l
+				}
+				a, e = min(max(a, 0), l), min(max(e, 0), l)
+				if e >= a {
+					t.consts[n.GetOutput()[0]] = append([]int64{}, vec[a:e]...)
+				}
+			}
+		}
 		var outs []tinfo
 		for range n.GetOutput() {
-			if x.known {
-				outs = append(outs, tinfo{dt: x.dt, dims: unknownDims(len(x.dims)), known: true})
-			} else {
-				outs = append(outs, tinfo{dt: x.dt})
+			dims := append([]int64{}, x.dims...)
+			for a := range changed {
+				if a >= 0 && a < int64(len(dims)) {
+					dims[a] = -1
+				}
 			}
+			outs = append(outs, tinfo{dt: x.dt, dims: dims, known: true})
 		}
 		return outs
 	case "Gather":
 		idx := t.in(n, 1)
+		if vec, ok := t.consts[input(n, 0)]; ok && len(x.dims) == 1 {
+			if iv, ok := t.consts[input(n, 1)]; ok {
+				var v []int64
+				for _, i := range iv {
+					if i < 0 {
+						i += int64(len(vec))
+					}
+					if i < 0 || i >= int64(len(vec)) {
+						v = nil
+						break
+					}
+					v = append(v, vec[i])
+				}
+				if len(v) == len(iv) {
+					t.consts[n.GetOutput()[0]] = v
+				}
+			}
+		}
 		if !x.known || !idx.known {
 			return withDt(x.dt, nil, false)
 		}

@@ -1,4 +1,4 @@
-package autodiff
+package autodiff_test
 
 import (
 	"math"
@@ -54,8 +54,8 @@ func tinyLM(r *rand.Rand) *onnxpb.GraphProto {
 		namedDims("input_ids", tInt64, "batch", "sequence"),
 		namedDims("attention_mask", tInt64, "batch", "total"),
 		namedDims("position_ids", tInt64, "batch", "sequence"),
-		valueInfo("past_key_values.0.key", tFloat, tinfo{dims: []int64{-1, lmKV, -1, lmHD}, known: true}),
-		valueInfo("past_key_values.0.value", tFloat, tinfo{dims: []int64{-1, lmKV, -1, lmHD}, known: true}),
+		valueInfo("past_key_values.0.key", tFloat, []int64{-1, lmKV, -1, lmHD}, true),
+		valueInfo("past_key_values.0.value", tFloat, []int64{-1, lmKV, -1, lmHD}, true),
 	}
 	invFreq := nd("Constant", nil, []string{"inv_freq"}, attrTensor("value", tensorFloat(tFloat, []int64{lmHD / 2}, 1, 0.01)))
 	g.Node = []*onnxpb.NodeProto{
@@ -92,8 +92,8 @@ func tinyLM(r *rand.Rand) *onnxpb.GraphProto {
 	}
 	g.Output = []*onnxpb.ValueInfoProto{
 		namedDims("logits", tFloat, "batch", "sequence", "vocab"),
-		valueInfo("present.0.key", tFloat, tinfo{dims: []int64{-1, lmKV, -1, lmHD}, known: true}),
-		valueInfo("present.0.value", tFloat, tinfo{dims: []int64{-1, lmKV, -1, lmHD}, known: true}),
+		valueInfo("present.0.key", tFloat, []int64{-1, lmKV, -1, lmHD}, true),
+		valueInfo("present.0.value", tFloat, []int64{-1, lmKV, -1, lmHD}, true),
 	}
 	return g
 }

@@ -26,7 +26,14 @@ func (c *gradCtx) op(opType string, inputs ...string) string {
 func (c *gradCtx) needs(i int) bool { return i < len(c.need) && c.need[i] }
 
 // unb reduces g to the shape of input i.
-func (c *gradCtx) unb(g string, i int) string { return c.b.unbroadcast(g, c.in(i), c.t) }
+// unb reduces g, shaped like output 0, to the shape of input i.
+func (c *gradCtx) unb(g string, i int) string {
+	var dims []int64
+	if o := c.t.info[c.out(0)]; o.known {
+		dims = o.dims
+	}
+	return c.b.unbroadcast(g, dims, c.in(i), c.t)
+}
 
 // rule computes the input gradients of one node ("" where none).
 type rule func(c *gradCtx) ([]string, error)
@@ -280,10 +287,17 @@ func matmulGrad(c *gradCtx) ([]string, error) {
 	if rb == 1 {
 		b2, rb = c.op("Unsqueeze", bm, c.b.ints(-1)), 2
 	}
+	// Static dims of g B^T and A^T g when no operand was promoted.
+	var dimsA, dimsB []int64
+	if o, ia, ib := c.t.info[c.out(0)], c.t.info[a], c.t.info[bm]; o.known && a2 == a && b2 == bm && len(o.dims) >= 2 {
+		batch := o.dims[:len(o.dims)-2]
+		dimsA = append(append([]int64{}, batch...), ia.dims[ra-2:]...)
+		dimsB = append(append([]int64{}, batch...), ib.dims[rb-2:]...)
+	}
 	gx := make([]string, 2)
 	if c.needs(0) {
 		bt := c.b.op("Transpose", []string{b2}, attrInts("perm", lastTwoSwap(rb)...))
-		d := c.b.unbroadcast(c.op("MatMul", g, bt), a2, c.t)
+		d := c.b.unbroadcast(c.op("MatMul", g, bt), dimsA, a2, c.t)
 		if a2 != a {
 			d = c.b.reshapeLike(d, a)
 		}
@@ -291,7 +305,7 @@ func matmulGrad(c *gradCtx) ([]string, error) {
 	}
 	if c.needs(1) {
 		at := c.b.op("Transpose", []string{a2}, attrInts("perm", lastTwoSwap(ra)...))
-		d := c.b.unbroadcast(c.op("MatMul", at, g), b2, c.t)
+		d := c.b.unbroadcast(c.op("MatMul", at, g), dimsB, b2, c.t)
 		if b2 != bm {
 			d = c.b.reshapeLike(d, bm)
 		}

@@ -1,4 +1,4 @@
-package autodiff
+package autodiff_test
 
 import (
 	"errors"
@@ -58,6 +58,13 @@ func (s spec) feed(r *rand.Rand) feed {
 // loss = sum(y^2 / 2 + y) so that d loss / d y = y + 1 differs per element.
 // The loss keeps its reduced axes (onnxruntime_go cannot fetch 0-D outputs).
 func testGraph(specs []spec, nodes []*onnxpb.NodeProto) *onnxpb.GraphProto {
+	return testGraphDims(specs, nodes, false)
+}
+
+// testGraphDims is testGraph; with dynamic, the float inputs are declared
+// with their rank only (every dim unknown), so that broadcast gradients are
+// reduced by the run-time path instead of the static one.
+func testGraphDims(specs []spec, nodes []*onnxpb.NodeProto, dynamic bool) *onnxpb.GraphProto {
 	g := &onnxpb.GraphProto{Name: proto.String("t")}
 	for _, s := range specs {
 		f := feed{shape: s.shape}
@@ -67,7 +74,14 @@ func testGraph(specs []spec, nodes []*onnxpb.NodeProto) *onnxpb.GraphProto {
 		case 'b':
 			f.b = []bool{}
 		}
-		g.Input = append(g.Input, valueInfo(s.name, f.elemType(), tinfo{dims: s.shape, known: true}))
+		dims := s.shape
+		if dynamic && (s.kind == 'n' || s.kind == 'p') {
+			dims = make([]int64, len(s.shape))
+			for i := range dims {
+				dims[i] = -1
+			}
+		}
+		g.Input = append(g.Input, valueInfo(s.name, f.elemType(), dims, true))
 	}
 	g.Node = append(g.Node, nodes...)
 	g.Node = append(g.Node,
@@ -77,7 +91,7 @@ func testGraph(specs []spec, nodes []*onnxpb.NodeProto) *onnxpb.GraphProto {
 		nd("Add", []string{"yy2", "y"}, []string{"terms"}),
 		nd("ReduceSum", []string{"terms"}, []string{"loss"}),
 	)
-	g.Output = append(g.Output, valueInfo("loss", tDouble, tinfo{}))
+	g.Output = append(g.Output, valueInfo("loss", tDouble, nil, false))
 	return g
 }
 
@@ -180,30 +194,40 @@ var ruleCases = []ruleCase{
 // component (floor 1e-3 for gradients that vanish). Step 1e-5: the central
 // difference's truncation error O(h^2) ~ 1e-10 and rounding ~ 1e-16/h ~ 1e-11
 // are far below the bound.
+//
+// Each case runs with static input shapes and again with every dim unknown
+// ("dynamic"), which exercises the run-time reduction of broadcast
+// gradients.
 func TestRules(t *testing.T) {
 	for i, c := range ruleCases {
-		t.Run(c.name, func(t *testing.T) {
-			r := rand.New(rand.NewPCG(uint64(i), 4))
-			feeds := map[string]feed{}
-			var wrt []string
-			for _, s := range c.in {
-				feeds[s.name] = s.feed(r)
-				if s.kind == 'n' || s.kind == 'p' {
-					wrt = append(wrt, s.name)
+		for _, dynamic := range []bool{false, true} {
+			name := c.name
+			if dynamic {
+				name += "/dynamic"
+			}
+			t.Run(name, func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(i), 4))
+				feeds := map[string]feed{}
+				var wrt []string
+				for _, s := range c.in {
+					feeds[s.name] = s.feed(r)
+					if s.kind == 'n' || s.kind == 'p' {
+						wrt = append(wrt, s.name)
+					}
 				}
-			}
-			opset := c.opset
-			if opset == 0 {
-				opset = 18
-			}
-			g := testGraph(c.in, c.nodes)
-			rel := gradCheck(t, g, opset, feeds, "loss", wrt, 1e-5, 1e-3, nil)
-			for _, w := range wrt {
-				if rel[w] > 1e-6 {
-					t.Errorf("d loss / d %s: relative error %.3g > 1e-6", w, rel[w])
+				opset := c.opset
+				if opset == 0 {
+					opset = 18
 				}
-			}
-		})
+				g := testGraphDims(c.in, c.nodes, dynamic)
+				rel := gradCheck(t, g, opset, feeds, "loss", wrt, 1e-5, 1e-3, nil)
+				for _, w := range wrt {
+					if rel[w] > 1e-6 {
+						t.Errorf("d loss / d %s: relative error %.3g > 1e-6", w, rel[w])
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -285,7 +309,7 @@ func TestPruning(t *testing.T) {
 // for the handful of float32 operations in the rule.
 func TestErf(t *testing.T) {
 	g := &onnxpb.GraphProto{Name: proto.String("erf")}
-	g.Input = append(g.Input, valueInfo("a", tFloat, tinfo{dims: []int64{3, 4}, known: true}))
+	g.Input = append(g.Input, valueInfo("a", tFloat, []int64{3, 4}, true))
 	g.Node = append(g.Node,
 		nd("Erf", []string{"a"}, []string{"y"}),
 		nd("Constant", nil, []string{"half"}, attrTensor("value", tensorFloat(tFloat, nil, 0.5))),
@@ -294,7 +318,7 @@ func TestErf(t *testing.T) {
 		nd("Add", []string{"yy2", "y"}, []string{"terms"}),
 		nd("ReduceSum", []string{"terms"}, []string{"loss"}),
 	)
-	g.Output = append(g.Output, valueInfo("loss", tFloat, tinfo{}))
+	g.Output = append(g.Output, valueInfo("loss", tFloat, nil, false))
 	gg, err := Differentiate(g, "loss", []string{"a"}, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,26 @@
+package autodiff
+
+import "github.com/spiral-rl/spiral/model/onnx/onnxpb"
+
+// Internals for the external tests (package autodiff_test).
+var (
+	AttrInt     = attrInt
+	AttrInts    = attrInts
+	AttrFloat   = attrFloat
+	AttrTensor  = attrTensor
+	TensorI64   = tensorI64
+	TensorFloat = tensorFloat
+	NamedDims   = namedDims
+)
+
+const (
+	TFloat  = tFloat
+	TDouble = tDouble
+	TInt64  = tInt64
+	TBool   = tBool
+)
+
+// ValueInfo makes a tensor ValueInfoProto; dims are used when known.
+func ValueInfo(name string, dt int32, dims []int64, known bool) *onnxpb.ValueInfoProto {
+	return valueInfo(name, dt, tinfo{dims: dims, known: known})
+}
