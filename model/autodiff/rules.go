@@ -303,7 +303,17 @@ func matmulGrad(c *gradCtx) ([]string, error) {
 		}
 		gx[0] = d
 	}
-	if c.needs(1) {
+	if c.needs(1) && rb == 2 && ra > 2 && b2 == bm {
+		// A weight shared over batch dims: fold them into the rows,
+		// dB = A'^T g' with A' = A as [-1, K], g' = g as [-1, N], instead of
+		// materialising A^T g per batch entry and summing.
+		rows := func(x string) string {
+			last := c.b.op("Shape", []string{x}, attrInt("start", -1))
+			return c.op("Reshape", x, c.b.op("Concat", []string{c.b.ints(-1), last}, attrInt("axis", 0)))
+		}
+		at := c.b.op("Transpose", []string{rows(a)}, attrInts("perm", 1, 0))
+		gx[1] = c.op("MatMul", at, rows(g))
+	} else if c.needs(1) {
 		at := c.b.op("Transpose", []string{a2}, attrInts("perm", lastTwoSwap(ra)...))
 		d := c.b.unbroadcast(c.op("MatMul", at, g), dimsB, b2, c.t)
 		if b2 != bm {
