@@ -41,8 +41,8 @@ func LastBoxed(s string) (content string, ok bool) {
 	if len(trimmed) == len(rest) {
 		return "", false // "\boxedx": not the command
 	}
-	// "\boxed 5": the argument runs to the next space or "$".
-	end := strings.IndexAny(trimmed, " $\n")
+	// "\boxed 5": the argument runs to the next space, "$" or brace.
+	end := strings.IndexAny(trimmed, " $\n{}")
 	if end < 0 {
 		end = len(trimmed)
 	}

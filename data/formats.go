@@ -3,11 +3,11 @@ package data
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -30,9 +30,9 @@ type record struct {
 	value any
 }
 
-// detectFormat returns the format named by ext, or found by sniffing the
-// first bytes of the file when the extension is unknown.
-func detectFormat(path string, opt string) (string, error) {
+// detectFormat returns the format named by opt, else by the extension of
+// name, else found by sniffing head (the first bytes of the content).
+func detectFormat(name, opt string, head []byte) (string, error) {
 	switch f := strings.ToLower(opt); f {
 	case FormatJSONL, FormatJSON, FormatParquet:
 		return f, nil
@@ -40,9 +40,9 @@ func detectFormat(path string, opt string) (string, error) {
 		return FormatJSONL, nil
 	case "":
 	default:
-		return "", fmt.Errorf("data: %s: unknown format %q (want %s, %s or %s)", path, opt, FormatJSONL, FormatJSON, FormatParquet)
+		return "", fmt.Errorf("data: %s: unknown format %q (want %s, %s or %s)", name, opt, FormatJSONL, FormatJSON, FormatParquet)
 	}
-	switch strings.ToLower(filepath.Ext(path)) {
+	switch strings.ToLower(filepath.Ext(name)) {
 	case ".jsonl", ".ndjson":
 		return FormatJSONL, nil
 	case ".json":
@@ -50,17 +50,6 @@ func detectFormat(path string, opt string) (string, error) {
 	case ".parquet", ".pq":
 		return FormatParquet, nil
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("data: %w", err)
-	}
-	defer f.Close()
-	head := make([]byte, 512)
-	n, err := io.ReadFull(f, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("data: %s: %w", path, err)
-	}
-	head = head[:n]
 	switch t := bytes.TrimLeft(bytes.TrimPrefix(head, utf8BOM), " \t\r\n"); {
 	case bytes.HasPrefix(head, []byte("PAR1")):
 		return FormatParquet, nil
@@ -74,20 +63,34 @@ func detectFormat(path string, opt string) (string, error) {
 		}
 		return FormatJSON, nil
 	}
-	return "", fmt.Errorf("data: %s: cannot detect the format from the extension %q or the content; set the format explicitly", path, filepath.Ext(path))
+	return "", fmt.Errorf("data: %s: cannot detect the format from the extension %q or the content; set the format explicitly", name, filepath.Ext(name))
+}
+
+// sniffLen is how many bytes detectFormat looks at.
+const sniffLen = 4096
+
+// source is what the readers read from: an *os.File or a *bytes.Reader.
+type source interface {
+	io.Reader
+	io.ReaderAt
 }
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
-// readRecords calls fn for every row of the file in order.
-func readRecords(path, format string, fn func(record) error) error {
+// readRecords calls fn for every row of src (size bytes, read from the
+// start) in order; path names it in locations and errors.
+func readRecords(path, format string, src source, size int64, fn func(record) error) error {
 	switch format {
 	case FormatJSONL:
-		return readJSONL(path, fn)
+		return readJSONL(path, src, fn)
 	case FormatJSON:
-		return readJSON(path, fn)
+		b, err := io.ReadAll(src)
+		if err != nil {
+			return fmt.Errorf("data: %s: %w", path, err)
+		}
+		return readJSON(path, b, fn)
 	case FormatParquet:
-		return readParquet(path, fn)
+		return readParquet(path, src, size, fn)
 	}
 	return fmt.Errorf("data: %s: unknown format %q", path, format)
 }
@@ -106,13 +109,8 @@ func decodeStrict(b []byte) (any, error) {
 }
 
 // readJSONL reads one JSON object per line; blank lines are ignored.
-func readJSONL(path string, fn func(record) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("data: %w", err)
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<16)
+func readJSONL(path string, src io.Reader, fn func(record) error) error {
+	br := bufio.NewReaderSize(src, 1<<16)
 	for lineNo := 1; ; lineNo++ {
 		line, err := br.ReadBytes('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -146,11 +144,7 @@ func lineOf(b []byte, off int64) int {
 
 // readJSON reads an array of rows, an object of rows keyed by id, or an
 // object that holds exactly one array of rows.
-func readJSON(path string, fn func(record) error) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("data: %w", err)
-	}
+func readJSON(path string, b []byte, fn func(record) error) error {
 	b = bytes.TrimPrefix(b, utf8BOM)
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil // no rows; the caller reports the empty file
@@ -252,29 +246,23 @@ func objectRows(path string, keys []string, vals []any, fn func(record) error) e
 // readParquet reads every row of a Parquet file as a map of plain values.
 // A corrupt file that makes the Parquet library panic is reported as an
 // error.
-func readParquet(path string, fn func(record) error) (err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("data: %w", err)
+func readParquet(path string, src io.ReaderAt, size int64, fn func(record) error) (err error) {
+	row := -1 // the row being read, for the message of a recovered panic
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("data: %s:row %d: corrupt Parquet data: %v", path, row, p)
+		}
+	}()
+	if err := checkParquetFrame(src, size); err != nil {
+		return fmt.Errorf("data: %s: not a readable Parquet file: %w", path, err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("data: %w", err)
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
+	pf, err := parquet.OpenFile(src, size)
 	if err != nil {
 		return fmt.Errorf("data: %s: not a readable Parquet file: %w", path, err)
 	}
 	if pf.NumRows() == 0 {
 		return nil // no rows; the caller reports the empty file
 	}
-	row := -1
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("data: %s:row %d: corrupt Parquet data: %v", path, row, p)
-		}
-	}()
 	r := parquet.NewReader(pf)
 	defer r.Close()
 	for row = 0; ; row++ {
@@ -289,4 +277,28 @@ func readParquet(path string, fn func(record) error) (err error) {
 			return ferr
 		}
 	}
+}
+
+// checkParquetFrame checks the magic bytes and that the footer length fits
+// in the file, before the Parquet library allocates a buffer of that
+// length (a corrupt length would otherwise ask for up to 4 GiB).
+func checkParquetFrame(src io.ReaderAt, size int64) error {
+	const magic = "PAR1"
+	if size < 12 {
+		return fmt.Errorf("%d bytes is too short for Parquet", size)
+	}
+	var head, tail [8]byte
+	if _, err := src.ReadAt(head[:4], 0); err != nil {
+		return err
+	}
+	if _, err := src.ReadAt(tail[:], size-8); err != nil {
+		return err
+	}
+	if string(head[:4]) != magic || string(tail[4:]) != magic {
+		return errors.New(`missing "PAR1" magic bytes`)
+	}
+	if footer := int64(binary.LittleEndian.Uint32(tail[:4])); footer > size-12 {
+		return fmt.Errorf("footer of %d bytes does not fit in a file of %d bytes", footer, size)
+	}
+	return nil
 }

@@ -1,10 +1,13 @@
 package data
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -188,7 +191,35 @@ func (b *builder) add(id, problem, answer, src, skipReason string, n int) {
 // naming the file, line or row, and field for malformed rows, missing
 // fields and values of the wrong type, and for a file with no usable rows.
 func Load(path string, opt LoadOptions) (*Dataset, error) {
-	format, err := detectFormat(path, opt.Format)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("data: %s: is a directory, want a data file", path)
+	}
+	head := make([]byte, sniffLen)
+	n, err := f.ReadAt(head, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("data: %s: %w", path, err)
+	}
+	return load(path, opt, f, st.Size(), head[:n])
+}
+
+// LoadBytes is Load for content already in memory; name stands for the
+// file (its extension selects the format unless opt.Format is set) in
+// sources and errors.
+func LoadBytes(name string, content []byte, opt LoadOptions) (*Dataset, error) {
+	return load(name, opt, bytes.NewReader(content), int64(len(content)), content[:min(len(content), sniffLen)])
+}
+
+func load(path string, opt LoadOptions, src source, size int64, head []byte) (*Dataset, error) {
+	format, err := detectFormat(path, opt.Format, head)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +227,7 @@ func Load(path string, opt LoadOptions) (*Dataset, error) {
 	b.ds.Format = format
 	var m *fieldMap
 	n := 0
-	err = readRecords(path, format, func(r record) error {
+	err = readRecords(path, format, src, size, func(r record) error {
 		row, ok := r.value.(map[string]any)
 		if !ok {
 			return fmt.Errorf("data: %s: row is %s, want an object", r.loc, typeName(r.value))

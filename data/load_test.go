@@ -269,14 +269,9 @@ func FuzzLoadJSONL(f *testing.F) {
 	f.Add([]byte(`{"prompt": [{"role": "user", "content": "x"}], "reward_model": {"ground_truth": 2.0}}`))
 	f.Add([]byte(`{"question": "q", "solution": "\\boxed{\\frac{1}{2}"}`))
 	f.Add([]byte("[{\"problem\": \"p\", \"answer\": 3}]"))
-	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, ext := range []string{".jsonl", ".json"} {
-			p := filepath.Join(dir, "f"+ext)
-			if err := os.WriteFile(p, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ds, err := Load(p, LoadOptions{})
+		for _, name := range []string{"f.jsonl", "f.json", "f"} {
+			ds, err := LoadBytes(name, b, LoadOptions{})
 			if err != nil {
 				continue
 			}
@@ -301,4 +296,25 @@ func BenchmarkLoadJSONL(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestLoadBytesMatchesLoad checks that the in-memory path gives the same
+// dataset as reading the file, for each format.
+func TestLoadBytesMatchesLoad(t *testing.T) {
+	for _, path := range []string{"testdata/verl.parquet", "testdata/flat.parquet"} {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		want, err := Load(path, LoadOptions{})
+		require.NoError(t, err)
+		got, err := LoadBytes(path, b, LoadOptions{})
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	}
+	content := `{"problem": "p", "answer": "1"}` + "\n"
+	path := writeFile(t, "x.jsonl", content)
+	want, err := Load(path, LoadOptions{})
+	require.NoError(t, err)
+	got, err := LoadBytes(path, []byte(content), LoadOptions{})
+	require.NoError(t, err)
+	require.Equal(t, want, got)
 }

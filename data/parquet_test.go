@@ -74,7 +74,10 @@ func TestParquetFromPyarrow(t *testing.T) {
 }
 
 // FuzzLoadParquet checks that corrupt Parquet input is an error, never a
-// panic.
+// panic. Known limit, upstream in parquet-go v0.32.0: a corrupt page header
+// that declares a huge uncompressed size makes its decoder allocate that
+// size, which can exhaust memory under long fuzzing runs; Load guards only
+// the footer length (checkParquetFrame).
 func FuzzLoadParquet(f *testing.F) {
 	for _, name := range []string{"verl", "flat", "wrongtype", "empty"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name+".parquet"))
@@ -83,13 +86,8 @@ func FuzzLoadParquet(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p := filepath.Join(dir, "f.parquet")
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		ds, err := Load(p, LoadOptions{})
+		ds, err := LoadBytes("f.parquet", b, LoadOptions{})
 		if err == nil && len(ds.Problems) == 0 {
 			t.Fatal("Load returned a dataset without problems")
 		}

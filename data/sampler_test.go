@@ -1,0 +1,120 @@
+package data
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// numbered returns a dataset of n problems "p0".."p<n-1>".
+func numbered(n int) *Dataset {
+	ps := make([]Problem, n)
+	for i := range ps {
+		ps[i] = Problem{Problem: fmt.Sprintf("p%d", i), Answer: "1"}
+	}
+	return NewDataset("numbered", ps)
+}
+
+func ids(ps []Problem) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Problem
+	}
+	return out
+}
+
+// TestSamplerResume is a property test: for many dataset sizes, seeds,
+// batch-size sequences and stop points, stopping, saving the cursor as
+// JSON, and resuming in a fresh Sampler (built with another seed, which
+// Restore must replace) yields the same sequence as an uninterrupted pass.
+func TestSamplerResume(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := range 300 {
+		n := 1 + r.IntN(12)
+		seed := r.Uint64()
+		total := r.IntN(5*n + 3)
+		ds := numbered(n)
+
+		// Uninterrupted reference: one draw at a time.
+		ref := ids(NewSampler(ds, seed).Next(total))
+		require.Len(t, ref, total)
+
+		// Interrupted at every possible stop point, with random batches.
+		for stop := 0; stop <= total; stop++ {
+			s := NewSampler(ds, seed)
+			got := []string{}
+			for len(got) < stop {
+				got = append(got, ids(s.Next(min(1+r.IntN(n+2), stop-len(got))))...)
+			}
+			b, err := json.Marshal(s.Cursor())
+			require.NoError(t, err)
+			var c Cursor
+			require.NoError(t, json.Unmarshal(b, &c))
+			resumed := NewSampler(ds, seed+1)
+			require.NoError(t, resumed.Restore(c))
+			for len(got) < total {
+				got = append(got, ids(resumed.Next(min(1+r.IntN(n+2), total-len(got))))...)
+			}
+			require.Equal(t, ref, got, "trial %d: n=%d seed=%d stop=%d", trial, n, seed, stop)
+		}
+	}
+}
+
+// TestSamplerEpochs checks that every epoch visits each problem exactly
+// once, that the cursor counts epochs and positions, and that epochs and
+// seeds give different orders.
+func TestSamplerEpochs(t *testing.T) {
+	const n, epochs = 20, 5
+	ds := numbered(n)
+	s := NewSampler(ds, 7)
+	var orders [][]string
+	for e := range epochs {
+		got := ids(s.Next(n))
+		seen := map[string]bool{}
+		for _, g := range got {
+			seen[g] = true
+		}
+		require.Len(t, seen, n, "epoch %d is not a permutation", e)
+		orders = append(orders, got)
+		// After exactly n draws the sampler sits at the end of epoch e.
+		require.Equal(t, Cursor{Epoch: e, Position: n, Seed: 7, Size: n}, s.Cursor())
+	}
+	// 20! orders: two equal epochs would mean the epoch is ignored.
+	for i := 1; i < epochs; i++ {
+		require.NotEqual(t, orders[0], orders[i])
+	}
+	require.NotEqual(t, orders[0], ids(NewSampler(ds, 8).Next(n)), "seed ignored")
+	require.Nil(t, s.Next(0))
+}
+
+func TestSamplerRestoreErrors(t *testing.T) {
+	ds := numbered(5)
+	cases := []struct {
+		name string
+		c    Cursor
+		want string
+	}{
+		{"negative epoch", Cursor{Epoch: -1}, "negative"},
+		{"negative position", Cursor{Position: -2}, "negative"},
+		{"position past the end", Cursor{Position: 6}, "past the dataset"},
+		{"other dataset size", Cursor{Position: 1, Size: 9}, "taken on 9 problems"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSampler(ds, 1)
+			before := s.Cursor()
+			require.ErrorContains(t, s.Restore(tc.c), tc.want)
+			require.Equal(t, before, s.Cursor(), "a failed Restore moved the sampler")
+		})
+	}
+}
+
+func BenchmarkSamplerNext(b *testing.B) {
+	s := NewSampler(numbered(50_000), 3)
+	for b.Loop() {
+		s.Next(256)
+	}
+}

@@ -1,0 +1,86 @@
+package data
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The search instruction as ARCHITECTURE.md states it (the prompt used by
+// the paper and Qwen's evaluation).
+const wantInstruction = `Please reason step by step, and put your final answer within \boxed{}.`
+
+func TestDefaultTemplates(t *testing.T) {
+	tm, err := LoadTemplates("", "")
+	require.NoError(t, err)
+	problem := "What is $1+1$?"
+	s, err := tm.Search(problem)
+	require.NoError(t, err)
+	require.Equal(t, problem+"\n"+wantInstruction, s)
+
+	cands := []string{"It is \\boxed{2}.", "It is \\boxed{3}.", "Two: \\boxed{2}"}
+	a, err := tm.Aggregate(problem, cands)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(a, "Given the following problem:\n\n"+problem+"\n"), a)
+	// Candidates appear numbered, in order, each followed by its text.
+	last := strings.Index(a, problem)
+	for i, c := range cands {
+		head := "Candidate solution " + string(rune('1'+i))
+		h := strings.Index(a, head)
+		require.Greater(t, h, last, "%q out of order", head)
+		require.True(t, strings.HasPrefix(a[h:], head+" ----\n"+c+"\n"), "candidate %d: %q", i+1, a[h:])
+		last = h
+	}
+	require.NotContains(t, a, "Candidate solution 4")
+	require.Contains(t, a, "these 3 candidate solutions")
+	require.True(t, strings.HasSuffix(a, wantInstruction), "aggregation prompt must end with the boxed instruction: %q", a)
+	require.Equal(t, DefaultTemplates().SearchSource(), tm.SearchSource())
+}
+
+func TestLoadTemplatesOverride(t *testing.T) {
+	dir := t.TempDir()
+	sp := filepath.Join(dir, "s.txt")
+	ap := filepath.Join(dir, "a.txt")
+	require.NoError(t, os.WriteFile(sp, []byte("Q: {{.Problem}}\nA:\n"), 0o644))
+	require.NoError(t, os.WriteFile(ap, []byte("{{.Problem}}{{range .Candidates}}|{{.Number}}={{.Text}}{{end}}\n"), 0o644))
+	tm, err := LoadTemplates(sp, ap)
+	require.NoError(t, err)
+	s, err := tm.Search("x")
+	require.NoError(t, err)
+	require.Equal(t, "Q: x\nA:", s, "one trailing newline of the file is dropped")
+	a, err := tm.Aggregate("x", []string{"u", "v"})
+	require.NoError(t, err)
+	require.Equal(t, "x|1=u|2=v", a)
+
+	// Only the aggregation template overridden: search stays the default.
+	tm, err = LoadTemplates("", ap)
+	require.NoError(t, err)
+	s, err = tm.Search("x")
+	require.NoError(t, err)
+	require.Equal(t, "x\n"+wantInstruction, s)
+}
+
+func TestTemplateErrors(t *testing.T) {
+	good := DefaultAggregateTemplate()
+	cases := []struct {
+		name, search, aggregate, want string
+	}{
+		{"parse error", "{{.Problem", good, "search template"},
+		{"unknown field", "{{.Question}}", good, "search template"},
+		{"search drops the problem", "Solve it.", good, "does not contain the problem"},
+		{"aggregate drops the problem", "{{.Problem}}", "{{range .Candidates}}{{.Text}}{{end}}", "aggregation template: output does not contain the problem"},
+		{"aggregate drops candidates", "{{.Problem}}", "{{.Problem}} {{len .Candidates}}", "does not contain every candidate"},
+		{"aggregate shows one candidate", "{{.Problem}}", "{{.Problem}} {{(index .Candidates 0).Text}}", "does not contain every candidate"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseTemplates(tc.search, tc.aggregate)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	_, err := LoadTemplates(filepath.Join(t.TempDir(), "missing.txt"), "")
+	require.ErrorContains(t, err, "search template")
+}
