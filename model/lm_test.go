@@ -1,0 +1,209 @@
+package model_test
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/qwen3"
+)
+
+// tinyDir writes the tiny Qwen3 model into a temp dir and returns the
+// model path and config.
+func tinyDir(t *testing.T) (string, qwen3.Config) {
+	t.Helper()
+	cfg := qwen3.Tiny()
+	dir := t.TempDir()
+	require.NoError(t, qwen3.WriteDir(dir, cfg, 7))
+	return filepath.Join(dir, "model.onnx"), cfg
+}
+
+// paddedBatch is three left-padded prompts of lengths 5, 3 and 1.
+func paddedBatch() (B, T int, ids, mask, pos []int64) {
+	rows := [][]int64{{5, 9, 13, 2, 44}, {7, 7, 81}, {3}}
+	B, T = len(rows), 5
+	for _, r := range rows {
+		pad := T - len(r)
+		for t := 0; t < T; t++ {
+			if t < pad {
+				ids, mask, pos = append(ids, 0), append(mask, 0), append(pos, 1)
+			} else {
+				ids, mask, pos = append(ids, r[t-pad]), append(mask, 1), append(pos, int64(t-pad))
+			}
+		}
+	}
+	return
+}
+
+func maxAbsDiffMasked(a []float32, b []float64, mask []int64, vocab int) float64 {
+	worst := 0.0
+	for i, m := range mask {
+		if m == 0 {
+			continue // padded query rows attend to nothing real; their logits are unspecified
+		}
+		for v := 0; v < vocab; v++ {
+			worst = math.Max(worst, math.Abs(float64(a[i*vocab+v])-b[i*vocab+v]))
+		}
+	}
+	return worst
+}
+
+// TestLMMatchesReferenceAndCache checks the generated graph through LM
+// against the pure-Go float64 reference (full sequence) and checks that
+// prefill + step-by-step decode with the KV cache reproduces full-sequence
+// logits.
+func TestLMMatchesReferenceAndCache(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	path, cfg := tinyDir(t)
+	lm, err := model.OpenLM(rt, path, model.LMOptions{})
+	require.NoError(t, err)
+	defer lm.Close()
+	sig := lm.Signature()
+	require.Equal(t, model.Signature{Layers: cfg.Layers, KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, HasPositionIDs: true}, *sig)
+
+	B, T, ids, mask, pos := paddedBatch()
+	cache := lm.NewKVCache(B, T+4)
+	full, err := lm.Forward(context.Background(), model.Step{Batch: B, Seq: T, InputIDs: ids, AttentionMask: mask, PositionIDs: pos}, cache, nil)
+	require.NoError(t, err)
+	m, err := onnx.Load(path)
+	require.NoError(t, err)
+	ref, err := qwen3.NewReference(m, cfg)
+	require.NoError(t, err)
+	want, err := ref.Forward(B, T, ids, mask, pos)
+	require.NoError(t, err)
+	require.Less(t, maxAbsDiffMasked(full, want, mask, cfg.Vocab), 1e-4)
+
+	// Decode: prefill the first 2 positions, then one position at a time.
+	cache.Reset()
+	stepLogits := make([]float32, 0)
+	got := make([]float32, B*T*cfg.Vocab)
+	for t0 := 0; t0 < T; {
+		n := 1
+		if t0 == 0 {
+			n = 2
+		}
+		st := model.Step{Batch: B, Seq: n}
+		for b := 0; b < B; b++ {
+			st.InputIDs = append(st.InputIDs, ids[b*T+t0:b*T+t0+n]...)
+			st.PositionIDs = append(st.PositionIDs, pos[b*T+t0:b*T+t0+n]...)
+		}
+		for b := 0; b < B; b++ {
+			st.AttentionMask = append(st.AttentionMask, mask[b*T:b*T+t0+n]...)
+		}
+		stepLogits, err = lm.Forward(context.Background(), st, cache, stepLogits)
+		require.NoError(t, err)
+		for b := 0; b < B; b++ {
+			copy(got[(b*T+t0)*cfg.Vocab:(b*T+t0+n)*cfg.Vocab], stepLogits[b*n*cfg.Vocab:(b+1)*n*cfg.Vocab])
+		}
+		t0 += n
+	}
+	full64 := make([]float64, len(full))
+	for i, v := range full {
+		full64[i] = float64(v)
+	}
+	require.Less(t, maxAbsDiffMasked(got, full64, mask, cfg.Vocab), 1e-4)
+	require.Equal(t, T, cache.Len())
+}
+
+func TestLMForwardErrors(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	path, _ := tinyDir(t)
+	lm, err := model.OpenLM(rt, path, model.LMOptions{})
+	require.NoError(t, err)
+	defer lm.Close()
+	cache := lm.NewKVCache(2, 4)
+	_, err = lm.Forward(context.Background(), model.Step{Batch: 1, Seq: 1, InputIDs: []int64{1}, AttentionMask: []int64{1}, PositionIDs: []int64{0}}, cache, nil)
+	require.ErrorContains(t, err, "cache holds 2 rows")
+	_, err = lm.Forward(context.Background(), model.Step{Batch: 2, Seq: 5, InputIDs: make([]int64, 10), AttentionMask: make([]int64, 10), PositionIDs: make([]int64, 10)}, cache, nil)
+	require.ErrorContains(t, err, "cannot hold 0+5")
+}
+
+func TestOpenLMErrors(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "trunc.onnx")
+	path, _ := tinyDir(t)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bad, raw[:len(raw)/3], 0o644))
+	_, err = model.OpenLM(rt, bad, model.LMOptions{})
+	require.ErrorContains(t, err, "trunc.onnx")
+	_, err = model.OpenLM(rt, filepath.Join(dir, "missing.onnx"), model.LMOptions{})
+	require.ErrorContains(t, err, "missing.onnx")
+}
+
+// TestArtifacts builds the rollout and training graphs of the tiny model,
+// checks that the rollout graph fed from the parameter store gives the
+// source's logits, that artifacts are reused while the source is unchanged
+// and rebuilt when it changes, and that the training session runs.
+func TestArtifacts(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	path, cfg := tinyDir(t)
+	dir := t.TempDir()
+	art, err := model.PrepareArtifacts(path, dir)
+	require.NoError(t, err)
+	require.True(t, art.Rebuilt)
+	require.Equal(t, cfg.Layers, art.Manifest.Layers)
+	require.NotEmpty(t, art.Manifest.Weights)
+	again, err := model.PrepareArtifacts(path, dir)
+	require.NoError(t, err)
+	require.False(t, again.Rebuilt, "unchanged source must reuse the artifacts")
+
+	w, err := model.InitialWeights(path, art.Manifest)
+	require.NoError(t, err)
+	feed := map[string]model.Weight{}
+	for i := 0; i < w.Len(); i++ {
+		tn := w.At(i)
+		feed[tn.Name] = model.Weight{Shape: tn.Shape, Data: tn.Data}
+	}
+	src, err := model.OpenLM(rt, path, model.LMOptions{})
+	require.NoError(t, err)
+	defer src.Close()
+	roll, err := model.OpenLM(rt, art.RolloutPath(), model.LMOptions{Weights: feed})
+	require.NoError(t, err)
+	defer roll.Close()
+	B, T, ids, mask, pos := paddedBatch()
+	st := model.Step{Batch: B, Seq: T, InputIDs: ids, AttentionMask: mask, PositionIDs: pos}
+	a, err := src.Forward(context.Background(), st, src.NewKVCache(B, T), nil)
+	require.NoError(t, err)
+	b, err := roll.Forward(context.Background(), st, roll.NewKVCache(B, T), nil)
+	require.NoError(t, err)
+	require.Equal(t, a, b)
+
+	// In-place weight updates are seen by the next call without reopening.
+	w.Scale(0.5)
+	c, err := roll.Forward(context.Background(), st, roll.NewKVCache(B, T), nil)
+	require.NoError(t, err)
+	require.NotEqual(t, a, c)
+
+	// Training session: finite loss, gradients written into the store.
+	grads := w.NewGrads()
+	ts, err := model.OpenTrainSession(rt, art.TrainPath(), art.Manifest, w, grads)
+	require.NoError(t, err)
+	defer ts.Close()
+	n := B * T
+	tb := model.TrainBatch{Batch: B, Seq: T, InputIDs: ids, AttentionMask: mask, PositionIDs: pos,
+		LossMask: make([]float32, n), Advantages: make([]float32, n), OldLogProbs: make([]float32, n), ClipLow: 0.2, ClipHigh: 0.28}
+	for i := range tb.LossMask {
+		if mask[i] == 1 && i%T < T-1 {
+			tb.LossMask[i], tb.Advantages[i] = 1, 1
+		}
+	}
+	var res model.TrainResult
+	require.NoError(t, ts.Run(context.Background(), tb, &res))
+	require.False(t, math.IsNaN(float64(res.Loss)))
+	require.Positive(t, grads.Norm())
+
+	// A changed source is rebuilt.
+	require.NoError(t, qwen3.WriteDir(filepath.Dir(path), cfg, 8))
+	rebuilt, err := model.PrepareArtifacts(path, dir)
+	require.NoError(t, err)
+	require.True(t, rebuilt.Rebuilt)
+}

@@ -1,0 +1,179 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/spiral-rl/spiral/model/autodiff"
+	"github.com/spiral-rl/spiral/model/params"
+)
+
+// TrainSession runs the training graph (autodiff.TrainingGraph) on the
+// parameter store: weights are read from the store and gradients written
+// into a gradient store of the same layout, both in place, without copies.
+type TrainSession struct {
+	sess     *ort.DynamicAdvancedSession
+	weights  []ort.Value
+	grads    []ort.Value
+	nWeights int
+	path     string
+}
+
+// OpenTrainSession opens the training graph at path. weights and grads
+// must have the manifest's tensors in its order; their buffers are wrapped,
+// so they must never be reallocated while the session lives.
+func OpenTrainSession(rt *Runtime, path string, man Manifest, weights, grads *params.Store) (*TrainSession, error) {
+	if err := weights.SameLayout(grads); err != nil {
+		return nil, fmt.Errorf("model: train session: %w", err)
+	}
+	if weights.Len() != len(man.Weights) {
+		return nil, fmt.Errorf("model: train session: store has %d tensors, manifest %d", weights.Len(), len(man.Weights))
+	}
+	s := &TrainSession{path: path, nWeights: len(man.Weights)}
+	in := []string{InputIDs, AttentionMask, PositionIDs, autodiff.InputLossMask, autodiff.InputAdvantages,
+		autodiff.InputOldLogprobs, autodiff.InputClipLow, autodiff.InputClipHigh}
+	out := []string{autodiff.OutputLogprobs, autodiff.OutputEntropy, autodiff.OutputLoss}
+	for i, w := range man.Weights {
+		t := weights.At(i)
+		if t.Name != w.Name {
+			s.Close()
+			return nil, fmt.Errorf("model: train session: store tensor %d is %q, manifest has %q", i, t.Name, w.Name)
+		}
+		wt, err := ort.NewTensor(ort.NewShape(t.Shape...), t.Data)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("model: train session: wrap %q: %w", t.Name, err)
+		}
+		s.weights = append(s.weights, wt)
+		g := grads.At(i)
+		gt, err := ort.NewTensor(ort.NewShape(g.Shape...), g.Data)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("model: train session: wrap grad %q: %w", g.Name, err)
+		}
+		s.grads = append(s.grads, gt)
+		in = append(in, w.Name)
+		out = append(out, autodiff.GradName(w.Name))
+	}
+	so, err := rt.NewSessionOptions()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	defer so.Destroy()
+	s.sess, err = ort.NewDynamicAdvancedSession(path, in, out, so)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("model: %s: create training session: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close releases the session and the tensor wrappers.
+func (s *TrainSession) Close() error {
+	var errs []error
+	if s.sess != nil {
+		errs = append(errs, s.sess.Destroy())
+		s.sess = nil
+	}
+	for _, v := range append(s.weights, s.grads...) {
+		errs = append(errs, v.Destroy())
+	}
+	s.weights, s.grads = nil, nil
+	return errors.Join(errs...)
+}
+
+// TrainBatch is one micro-batch of B right-padded rows of T positions.
+// Position t's loss terms score token t+1 (see autodiff.LossGraph).
+type TrainBatch struct {
+	Batch, Seq int
+	// InputIDs, AttentionMask, PositionIDs are [B, T].
+	InputIDs, AttentionMask, PositionIDs []int64
+	// LossMask, Advantages, OldLogProbs are [B, T], aligned with the
+	// token they score at t+1.
+	LossMask, Advantages, OldLogProbs []float32
+	// ClipLow and ClipHigh are the PPO clip bounds eps_low, eps_high.
+	ClipLow, ClipHigh float32
+}
+
+// TrainResult holds a micro-batch's per-token outputs [B, T] and loss.
+type TrainResult struct {
+	LogProbs, Entropy []float32
+	Loss              float32
+}
+
+// Run computes the loss and writes d loss / d w into the gradient store
+// (overwriting it). res's slices are reused when large enough.
+func (s *TrainSession) Run(ctx context.Context, b TrainBatch, res *TrainResult) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	n := b.Batch * b.Seq
+	for name, l := range map[string]int{"input_ids": len(b.InputIDs), "attention_mask": len(b.AttentionMask), "position_ids": len(b.PositionIDs),
+		"loss_mask": len(b.LossMask), "advantages": len(b.Advantages), "old_logprobs": len(b.OldLogProbs)} {
+		if l != n {
+			return fmt.Errorf("model: train batch: %s has %d values, want %d x %d", name, l, b.Batch, b.Seq)
+		}
+	}
+	var owned []ort.Value
+	defer func() {
+		for _, v := range owned {
+			v.Destroy()
+		}
+	}()
+	shape := ort.NewShape(int64(b.Batch), int64(b.Seq))
+	var inputs []ort.Value
+	for _, d := range [][]int64{b.InputIDs, b.AttentionMask, b.PositionIDs} {
+		t, err := ort.NewTensor(shape, d)
+		if err != nil {
+			return fmt.Errorf("model: train batch: %w", err)
+		}
+		owned = append(owned, t)
+		inputs = append(inputs, t)
+	}
+	clipLow, clipHigh := []float32{b.ClipLow}, []float32{b.ClipHigh}
+	for _, d := range []struct {
+		s     ort.Shape
+		data  []float32
+		owned bool
+	}{{shape, b.LossMask, true}, {shape, b.Advantages, true}, {shape, b.OldLogProbs, true}, {ort.NewShape(1), clipLow, true}, {ort.NewShape(1), clipHigh, true}} {
+		t, err := ort.NewTensor(d.s, d.data)
+		if err != nil {
+			return fmt.Errorf("model: train batch: %w", err)
+		}
+		owned = append(owned, t)
+		inputs = append(inputs, t)
+	}
+	inputs = append(inputs, s.weights...)
+	res.LogProbs = resize(res.LogProbs, n)
+	res.Entropy = resize(res.Entropy, n)
+	loss := []float32{0}
+	var outputs []ort.Value
+	for _, d := range []struct {
+		s    ort.Shape
+		data []float32
+	}{{shape, res.LogProbs}, {shape, res.Entropy}, {ort.NewShape(1), loss}} {
+		t, err := ort.NewTensor(d.s, d.data)
+		if err != nil {
+			return fmt.Errorf("model: train outputs: %w", err)
+		}
+		owned = append(owned, t)
+		outputs = append(outputs, t)
+	}
+	outputs = append(outputs, s.grads...)
+	if err := s.sess.Run(inputs, outputs); err != nil {
+		return fmt.Errorf("model: %s: training step [%d x %d]: %w", s.path, b.Batch, b.Seq, err)
+	}
+	res.Loss = loss[0]
+	return nil
+}
+
+func resize(x []float32, n int) []float32 {
+	if cap(x) < n {
+		return make([]float32, n)
+	}
+	return x[:n]
+}
