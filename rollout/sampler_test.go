@@ -1,0 +1,175 @@
+package rollout
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/model/qwen3"
+)
+
+// samplerTinyLM opens a freshly generated tiny Qwen3 model (random
+// weights, vocabulary 100).
+func samplerTinyLM(t *testing.T) *model.LM {
+	t.Helper()
+	rt := modeltest.Runtime(t)
+	dir := t.TempDir()
+	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 11))
+	lm, err := model.OpenLM(rt, filepath.Join(dir, "model.onnx"), model.LMOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { lm.Close() })
+	return lm
+}
+
+var samplerPrompts = [][]int32{{5, 9, 13, 2, 44, 17}, {7, 7, 81}, {3}, {60, 61, 62, 63}, {9, 9}}
+
+func samplerRequests(seed uint64) []Request {
+	reqs := make([]Request, len(samplerPrompts))
+	for i, p := range samplerPrompts {
+		reqs[i] = Request{Prompt: p, Seed: seed + uint64(i)}
+	}
+	return reqs
+}
+
+func TestSamplerReproducibleAndBatchInvariant(t *testing.T) {
+	lm := samplerTinyLM(t)
+	cfg := SamplerConfig{Temperature: 1, MaxNewTokens: 12, BatchSize: 8, StopIDs: []int32{99}}
+	s, err := NewSampler(lm, cfg, nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	a, st, err := s.Generate(ctx, samplerRequests(1), nil)
+	require.NoError(t, err)
+	b, _, err := s.Generate(ctx, samplerRequests(1), nil)
+	require.NoError(t, err)
+	require.Equal(t, a, b, "same seed, same outputs")
+	c, _, err := s.Generate(ctx, samplerRequests(100), nil)
+	require.NoError(t, err)
+	require.NotEqual(t, a, c, "another seed, other outputs")
+	total := 0
+	for _, x := range a {
+		total += len(x.Tokens)
+		require.Len(t, x.LogProbs, len(x.Tokens))
+		require.Len(t, x.Entropies, len(x.Tokens))
+		for i := range x.LogProbs {
+			require.LessOrEqual(t, x.LogProbs[i], float32(0))
+			require.GreaterOrEqual(t, x.Entropies[i], float32(0))
+		}
+		if x.Finish == FinishLength {
+			require.Len(t, x.Tokens, 12)
+		} else {
+			require.Equal(t, int32(99), x.Tokens[len(x.Tokens)-1])
+		}
+	}
+	require.Equal(t, total, st.GeneratedTokens)
+
+	// Each prompt alone (batch of one) gives what it gave inside the
+	// padded batch of five.
+	for i, req := range samplerRequests(1) {
+		alone, _, err := s.Generate(ctx, []Request{req}, nil)
+		require.NoError(t, err)
+		require.Equal(t, a[i].Tokens, alone[0].Tokens, "prompt %d alone vs in a padded batch", i)
+		require.InDeltaSlice(t, a[i].LogProbs, alone[0].LogProbs, 1e-4)
+	}
+
+	// Batches of two with and without refill give the same completions.
+	for _, refill := range []bool{false, true} {
+		cfg2 := cfg
+		cfg2.BatchSize, cfg2.Refill = 2, refill
+		s2, err := NewSampler(lm, cfg2, nil)
+		require.NoError(t, err)
+		d, st2, err := s2.Generate(ctx, samplerRequests(1), nil)
+		require.NoError(t, err)
+		for i := range a {
+			require.Equal(t, a[i].Tokens, d[i].Tokens, "refill=%v prompt %d", refill, i)
+		}
+		require.Equal(t, st.GeneratedTokens, st2.GeneratedTokens)
+	}
+}
+
+// TestSamplerGreedyEqualsArgmax compares temperature-0 sampling with a
+// plain loop that recomputes the full sequence without the cache and
+// takes the argmax each step.
+func TestSamplerGreedyEqualsArgmax(t *testing.T) {
+	lm := samplerTinyLM(t)
+	s, err := NewSampler(lm, SamplerConfig{Temperature: 0, MaxNewTokens: 8, BatchSize: 4}, nil)
+	require.NoError(t, err)
+	got, _, err := s.Generate(context.Background(), samplerRequests(5), nil)
+	require.NoError(t, err)
+	vocab := lm.Signature().Vocab
+	for i, p := range samplerPrompts {
+		seq := append([]int64(nil), toInt64(p)...)
+		var want []int32
+		for len(want) < 8 {
+			T := len(seq)
+			pos := make([]int64, T)
+			mask := make([]int64, T)
+			for j := range pos {
+				pos[j], mask[j] = int64(j), 1
+			}
+			logits, err := lm.Forward(context.Background(), model.Step{Batch: 1, Seq: T, InputIDs: seq, AttentionMask: mask, PositionIDs: pos}, lm.NewKVCache(1, T), nil)
+			require.NoError(t, err)
+			next := greedy(logits[(T-1)*vocab : T*vocab])
+			want = append(want, int32(next))
+			seq = append(seq, int64(next))
+		}
+		require.Equal(t, want, got[i].Tokens, "prompt %d", i)
+	}
+}
+
+func TestSamplerVocabLimitAndStopStrings(t *testing.T) {
+	lm := samplerTinyLM(t)
+	s, err := NewSampler(lm, SamplerConfig{Temperature: 2, MaxNewTokens: 30, BatchSize: 4, VocabLimit: 10}, nil)
+	require.NoError(t, err)
+	out, _, err := s.Generate(context.Background(), samplerRequests(3), nil)
+	require.NoError(t, err)
+	for _, c := range out {
+		for _, id := range c.Tokens {
+			require.Less(t, id, int32(10))
+		}
+	}
+	// A stop string spanning tokens: stop once "34" appears, decoding ids
+	// as their decimal digits.
+	dec := samplerDigits{}
+	s, err = NewSampler(lm, SamplerConfig{Temperature: 2, MaxNewTokens: 200, BatchSize: 4, VocabLimit: 10, StopStrings: []string{"34"}}, dec)
+	require.NoError(t, err)
+	out, _, err = s.Generate(context.Background(), samplerRequests(3), nil)
+	require.NoError(t, err)
+	for _, c := range out {
+		text := dec.Decode(c.Tokens)
+		if c.Finish == FinishStop {
+			require.Equal(t, "34", text[len(text)-2:])
+			require.NotContains(t, text[:len(text)-1], "34")
+		} else {
+			require.NotContains(t, text, "34")
+		}
+	}
+
+	_, err = NewSampler(lm, SamplerConfig{MaxNewTokens: 1, BatchSize: 1, StopStrings: []string{"x"}}, nil)
+	require.ErrorContains(t, err, "decoder")
+	_, err = NewSampler(lm, SamplerConfig{MaxNewTokens: 1, BatchSize: 1, VocabLimit: 1000}, nil)
+	require.ErrorContains(t, err, "exceeds")
+	_, err = NewSampler(lm, SamplerConfig{Temperature: -1}, nil)
+	require.ErrorContains(t, err, "temperature")
+}
+
+type samplerDigits struct{}
+
+func (samplerDigits) Decode(ids []int32) string {
+	b := make([]byte, len(ids))
+	for i, id := range ids {
+		b[i] = byte('0' + id%10)
+	}
+	return string(b)
+}
+
+func toInt64(x []int32) []int64 {
+	out := make([]int64, len(x))
+	for i, v := range x {
+		out[i] = int64(v)
+	}
+	return out
+}
