@@ -23,10 +23,14 @@
 //   - Generated value and node names start with NamePrefix ("ad/"), then the
 //     pass ("grad/", "dec/", "lm/", "past/") and a counter; a pass fails if
 //     the graph already uses its prefix.
-//   - Broadcast gradients are reduced back to each input's shape at run time
-//     (ReduceSum over the axes where the left-padded input shape is 1, then
-//     Reshape to Shape(input)), so dynamic dimensions (batch, sequence) need
-//     no static shape information.
+//   - Shapes are inferred with symbolic dims: a dim_param of value_info (or
+//     of an input) names one symbol per name, every other unknown dim gets a
+//     fresh one, and shape arithmetic (Shape, Gather, Concat, Reshape,
+//     Expand...) carries them. value_info is trusted. A broadcast gradient is
+//     summed over constant axes when the dims decide it, and otherwise
+//     reduced at run time (ReduceSum over the axes where the left-padded
+//     input shape is 1, then Reshape to Shape(input)), so dynamic dims
+//     (batch, sequence) need no static shape information.
 //   - Only float tensors (float16, bfloat16, float, double) carry gradients.
 //     Integer and bool values, and the index/shape/mask inputs of ops (Gather
 //     indices, Reshape shape, Where condition, Slice starts...), are pruned.
@@ -35,4 +39,10 @@
 //     the node.
 //   - Ties in Max, Min and ReduceMax split the gradient evenly among the tied
 //     inputs (the convention of PyTorch's amax); Relu passes no gradient at 0.
+//
+// LossGraph and TrainingGraph turn an optimum-style causal LM (input_ids,
+// attention_mask, position_ids, past_key_values.*; logits, present.*) into
+// the training graph of the clipped token-level policy-gradient loss; see
+// LossGraph for the exact alignment of logprobs (position t scores token
+// t+1) and the loss.
 package autodiff

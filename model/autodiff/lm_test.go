@@ -1,6 +1,7 @@
 package autodiff_test
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -168,6 +169,11 @@ func (b lmBatch) feeds(weights []*onnxpb.TensorProto, double bool) map[string]fe
 			v = append(v, float64(x))
 		}
 		v = append(v, w.GetDoubleData()...)
+		if raw := w.GetRawData(); raw != nil && w.GetDataType() == tFloat {
+			for i := 0; i+4 <= len(raw); i += 4 {
+				v = append(v, float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[i:]))))
+			}
+		}
 		m[w.GetName()] = fl(w.GetName(), w.GetDims(), v)
 	}
 	return m
