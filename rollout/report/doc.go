@@ -1,0 +1,18 @@
+// Package report writes the evaluation reports of `spiral eval`: one JSON
+// document per run and PNG plots in the style of the SPIRAL and RSA papers'
+// figures.
+//
+// Conventions:
+//   - a report is the caller's Meta (model, dataset, seed, timestamp: the
+//     caller supplies them, nothing here reads the clock) plus the
+//     rollout result of one mode (RSA, PassAtK, Budget), serialised with
+//     the rollout types' JSON field names;
+//   - files are written atomically: to a temporary file in the target's
+//     directory, synced, then renamed over the target, so a reader never
+//     sees a half-written report or plot;
+//   - accuracies are fractions in [0, 1] and are plotted on a [0, 1] y
+//     axis; k and token budgets are plotted on a log2 x axis with ticks at
+//     the measured powers of two; plot sizes are in pixels at 96 dpi;
+//   - several reports may share one plot (e.g. a base and a trained model),
+//     one colour per report, labelled by Meta.Label or else Meta.Model.
+package report

@@ -1,0 +1,157 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spiral-rl/spiral/rollout"
+)
+
+// Mode names the evaluation scaffold a report comes from.
+type Mode string
+
+// The modes of `spiral eval`.
+const (
+	ModeRSA        Mode = "rsa"
+	ModePassAtK    Mode = "passk"
+	ModeSequential Mode = "sequential"
+)
+
+// Meta describes the run a report comes from. Every field is supplied by
+// the caller.
+type Meta struct {
+	// Mode is set by the New* constructors.
+	Mode Mode `json:"mode"`
+	// Model is the model's name or path.
+	Model string `json:"model"`
+	// Label names the run in plot legends; "" means Model.
+	Label string `json:"label,omitempty"`
+	// Dataset is the data set's name or path.
+	Dataset string `json:"dataset"`
+	// Problems is the number of problems evaluated.
+	Problems int `json:"problems"`
+	// Seed is the run's seed.
+	Seed uint64 `json:"seed"`
+	// Timestamp is when the run started.
+	Timestamp time.Time `json:"timestamp"`
+	// Extra holds free-form settings worth keeping (sampler temperature,
+	// max tokens, ...).
+	Extra map[string]string `json:"extra,omitempty"`
+}
+
+func (m Meta) label() string {
+	if m.Label != "" {
+		return m.Label
+	}
+	return m.Model
+}
+
+// RSA is the report of recursive self-aggregation.
+type RSA struct {
+	Meta   Meta              `json:"meta"`
+	Config rollout.RSAConfig `json:"config"`
+	// Steps[t] is step t (0 = the search population).
+	Steps []rollout.RSAStep `json:"steps"`
+}
+
+// NewRSA builds the report of r with Mode set to ModeRSA.
+func NewRSA(m Meta, r rollout.RSAResult) RSA {
+	m.Mode = ModeRSA
+	return RSA{Meta: m, Config: r.Config, Steps: r.Steps}
+}
+
+// PassAtK is the report of pass@k and majority@k.
+type PassAtK struct {
+	Meta   Meta                  `json:"meta"`
+	Config rollout.PassAtKConfig `json:"config"`
+	Points []rollout.KPoint      `json:"points"`
+	Tokens rollout.Tokens        `json:"tokens"`
+}
+
+// NewPassAtK builds the report of r with Mode set to ModePassAtK.
+func NewPassAtK(m Meta, r rollout.PassAtKResult) PassAtK {
+	m.Mode = ModePassAtK
+	return PassAtK{Meta: m, Config: r.Config, Points: r.Points, Tokens: r.Tokens}
+}
+
+// Budget is the report of sequential scaling over token budgets.
+type Budget struct {
+	Meta   Meta                  `json:"meta"`
+	Config rollout.BudgetConfig  `json:"config"`
+	Points []rollout.BudgetPoint `json:"points"`
+	Tokens rollout.Tokens        `json:"tokens"`
+}
+
+// NewBudget builds the report of r with Mode set to ModeSequential.
+func NewBudget(m Meta, r rollout.BudgetResult) Budget {
+	m.Mode = ModeSequential
+	return Budget{Meta: m, Config: r.Config, Points: r.Points, Tokens: r.Tokens}
+}
+
+// WriteJSON writes v as indented JSON to path atomically (see the package
+// doc).
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("report: encode %s: %w", path, err)
+	}
+	b = append(b, '\n')
+	return writeAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// ReadJSON decodes the JSON report at path into v, rejecting unknown
+// fields (a report of another mode or version fails loudly).
+func ReadJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("report: read: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("report: decode %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeAtomic writes path through a temporary file in the same directory,
+// synced and renamed over path; on failure the temporary file is removed
+// and path is left as it was.
+func writeAtomic(path string, write func(io.Writer) error) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("report: write %s: %w", path, err)
+	}
+	tmp, closed := f.Name(), false
+	defer func() {
+		if err != nil {
+			if !closed {
+				err = errors.Join(err, f.Close())
+			}
+			err = errors.Join(err, os.Remove(tmp))
+		}
+	}()
+	if err = write(f); err != nil {
+		return fmt.Errorf("report: write %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("report: sync %s: %w", tmp, err)
+	}
+	closed = true
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("report: close %s: %w", tmp, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("report: rename to %s: %w", path, err)
+	}
+	return nil
+}

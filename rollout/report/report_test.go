@@ -1,0 +1,279 @@
+package report
+
+import (
+	"errors"
+	"image"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rollout"
+)
+
+func reportMeta() Meta {
+	return Meta{Model: "qwen3-4b", Dataset: "aime25.jsonl", Problems: 30, Seed: 1234,
+		Timestamp: time.Date(2026, 3, 4, 5, 6, 7, 890, time.UTC), Extra: map[string]string{"temperature": "1"}}
+}
+
+func reportRSA() RSA {
+	return NewRSA(reportMeta(), rollout.RSAResult{
+		Config: rollout.RSAConfig{Population: 8, SubsetSize: 4, Steps: 2, CandidateTokens: 512, Details: true},
+		Steps: []rollout.RSAStep{
+			{Step: 0, Population: 8, Accuracy: 0.375, Majority: 0.5, Tokens: rollout.Tokens{Prompt: 80, Generated: 900}, Cumulative: rollout.Tokens{Prompt: 80, Generated: 900},
+				Problems: []rollout.RSAProblemStep{{ID: "a", Correct: 3, Majority: true, MajorityAnswer: "7"}}},
+			{Step: 1, Population: 8, Accuracy: 0.5, Majority: 0.5, Tokens: rollout.Tokens{Prompt: 3000, Generated: 800}, Cumulative: rollout.Tokens{Prompt: 3080, Generated: 1700}},
+			{Step: 2, Population: 8, Accuracy: 0.625, Majority: 1, Tokens: rollout.Tokens{Prompt: 2900, Generated: 700}, Cumulative: rollout.Tokens{Prompt: 5980, Generated: 2400}},
+		},
+	})
+}
+
+func reportPassAtK() PassAtK {
+	return NewPassAtK(reportMeta(), rollout.PassAtKResult{
+		Config: rollout.PassAtKConfig{Samples: 8, Ks: []int{1, 2, 4, 8}, Majority: rollout.MajorityConfig{MaxExact: 100, Samples: 50}},
+		Points: []rollout.KPoint{
+			{K: 1, PassAtK: 0.25, MajorityAtK: 0.25, MajorityExact: true},
+			{K: 2, PassAtK: 0.4, MajorityAtK: 0.3, MajorityExact: true},
+			{K: 4, PassAtK: 0.6, MajorityAtK: 0.35, MajorityExact: false},
+			{K: 8, PassAtK: 0.75, MajorityAtK: 0.4, MajorityExact: true},
+		},
+		Tokens: rollout.Tokens{Prompt: 10, Generated: 20},
+	})
+}
+
+func reportBudget() Budget {
+	return NewBudget(reportMeta(), rollout.BudgetResult{
+		Config: rollout.BudgetConfig{Samples: 4, Budgets: []int{1, 2, 4, 8, 12}, MaxTokens: 12},
+		Points: []rollout.BudgetPoint{
+			{Budget: 1, Accuracy: 0, MeanTokens: 1, Truncated: 1},
+			{Budget: 2, Accuracy: 0, MeanTokens: 2, Truncated: 1},
+			{Budget: 4, Accuracy: 0.1, MeanTokens: 4, Truncated: 0.9},
+			{Budget: 8, Accuracy: 0.625, MeanTokens: 5.75, Truncated: 0.25},
+			{Budget: 12, Accuracy: 0.75, MeanTokens: 6.75, Truncated: 0},
+		},
+		Tokens: rollout.Tokens{Prompt: 24, Generated: 54},
+	})
+}
+
+func TestConstructorsSetMode(t *testing.T) {
+	require.Equal(t, ModeRSA, reportRSA().Meta.Mode)
+	require.Equal(t, ModePassAtK, reportPassAtK().Meta.Mode)
+	require.Equal(t, ModeSequential, reportBudget().Meta.Mode)
+	require.Equal(t, "qwen3-4b", reportRSA().Meta.label(), "label falls back to the model")
+	m := reportMeta()
+	m.Label = "trained"
+	require.Equal(t, "trained", m.label())
+}
+
+// reportRoundTrip writes v, reads it back into a fresh *T and checks
+// equality, and that the directory holds only the report.
+func reportRoundTrip[T any](t *testing.T, v T) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.json")
+	require.NoError(t, WriteJSON(path, v))
+	var got T
+	require.NoError(t, ReadJSON(path, &got))
+	require.Equal(t, v, got)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temporary file left behind")
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	t.Run("rsa", func(t *testing.T) { reportRoundTrip(t, reportRSA()) })
+	t.Run("pass@k", func(t *testing.T) { reportRoundTrip(t, reportPassAtK()) })
+	t.Run("budget", func(t *testing.T) { reportRoundTrip(t, reportBudget()) })
+}
+
+func TestReadJSONRejectsOtherMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rsa.json")
+	require.NoError(t, WriteJSON(path, reportRSA()))
+	var p PassAtK
+	err := ReadJSON(path, &p)
+	require.ErrorContains(t, err, "unknown field")
+	require.ErrorContains(t, err, "report: decode")
+}
+
+func TestWriteAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.json")
+	require.NoError(t, os.WriteFile(path, []byte("old"), 0o644))
+
+	t.Run("failed write keeps the old file", func(t *testing.T) {
+		boom := errors.New("boom")
+		err := writeAtomic(path, func(w io.Writer) error {
+			_, _ = w.Write([]byte("half"))
+			return boom
+		})
+		require.ErrorIs(t, err, boom)
+		b, rerr := os.ReadFile(path)
+		require.NoError(t, rerr)
+		require.Equal(t, "old", string(b))
+		entries, rerr := os.ReadDir(dir)
+		require.NoError(t, rerr)
+		require.Len(t, entries, 1, "temporary file removed")
+	})
+	t.Run("success replaces", func(t *testing.T) {
+		require.NoError(t, WriteJSON(path, map[string]int{"a": 1}))
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.Equal(t, "{\n  \"a\": 1\n}\n", string(b))
+	})
+	t.Run("missing directory", func(t *testing.T) {
+		err := WriteJSON(filepath.Join(dir, "nope", "r.json"), 1)
+		require.ErrorContains(t, err, "report: write")
+	})
+	t.Run("unencodable value", func(t *testing.T) {
+		err := WriteJSON(path, func() {})
+		require.ErrorContains(t, err, "report: encode")
+	})
+}
+
+// reportDecodePNG decodes the PNG at path and counts pixels that are not
+// white (what was drawn).
+func reportDecodePNG(t *testing.T, path string) (image.Image, int) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	inked := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if r, g, bb, _ := img.At(x, y).RGBA(); r != 0xffff || g != 0xffff || bb != 0xffff {
+				inked++
+			}
+		}
+	}
+	return img, inked
+}
+
+func TestPlots(t *testing.T) {
+	trained := reportPassAtK()
+	trained.Meta.Label = "trained"
+	for i := range trained.Points {
+		trained.Points[i].PassAtK = min(1, trained.Points[i].PassAtK+0.1)
+	}
+	tests := []struct {
+		name          string
+		size          PlotSize
+		wantW, wantH  int
+		plot          func(path string, size PlotSize) error
+		moreInkThanOf func(path string, size PlotSize) error
+	}{
+		{"pass@k default size", PlotSize{}, DefaultWidth, DefaultHeight,
+			func(p string, s PlotSize) error { return PlotPassAtK(p, s, reportPassAtK(), trained) },
+			func(p string, s PlotSize) error { return PlotPassAtK(p, s, reportPassAtK()) }},
+		{"rsa", PlotSize{Width: 640, Height: 480}, 640, 480,
+			func(p string, s PlotSize) error { return PlotRSA(p, s, reportRSA()) }, nil},
+		{"budget odd size", PlotSize{Width: 333, Height: 211}, 333, 211,
+			func(p string, s PlotSize) error { return PlotBudget(p, s, reportBudget()) }, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "plot.png")
+			require.NoError(t, tc.plot(path, tc.size))
+			img, inked := reportDecodePNG(t, path)
+			require.Equal(t, image.Rect(0, 0, tc.wantW, tc.wantH), img.Bounds())
+			require.Greater(t, inked, tc.wantW*tc.wantH/200, "something was drawn")
+			if tc.moreInkThanOf != nil {
+				fewer := filepath.Join(dir, "fewer.png")
+				require.NoError(t, tc.moreInkThanOf(fewer, tc.size))
+				_, less := reportDecodePNG(t, fewer)
+				require.Greater(t, inked, less, "more series draw more")
+			}
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			for _, e := range entries {
+				require.NotContains(t, e.Name(), ".tmp", "no temporary file left")
+			}
+		})
+	}
+}
+
+func TestPlotErrors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.png")
+	zeroBudget := reportBudget()
+	zeroBudget.Points[0].Budget = 0
+	empty := reportRSA()
+	empty.Steps = nil
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"no pass@k reports", PlotPassAtK(path, PlotSize{}), "no reports"},
+		{"no rsa reports", PlotRSA(path, PlotSize{}), "no reports"},
+		{"no budget reports", PlotBudget(path, PlotSize{}), "no reports"},
+		{"zero on log axis", PlotBudget(path, PlotSize{}, zeroBudget), "log axis"},
+		{"empty series", PlotRSA(path, PlotSize{}, empty), "is empty"},
+		{"negative size", PlotRSA(path, PlotSize{Width: -1}, reportRSA()), "size"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.ErrorContains(t, tc.err, tc.want)
+		})
+	}
+	_, err := os.Stat(path)
+	require.ErrorIs(t, err, os.ErrNotExist, "failed plots write nothing")
+}
+
+func TestLog2Ticks(t *testing.T) {
+	tests := []struct {
+		name string
+		xs   []float64
+		want []float64
+	}{
+		{"few: all distinct, sorted", []float64{4, 1, 12, 2, 8, 4}, []float64{1, 2, 4, 8, 12}},
+		{"many: powers of two only", []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16}, []float64{1, 2, 4, 8, 16}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []float64
+			for _, tk := range log2Ticks(tc.xs) {
+				got = append(got, tk.Value)
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func BenchmarkPlotPassAtK(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "p.png")
+	r := reportPassAtK()
+	for b.Loop() {
+		if err := PlotPassAtK(path, PlotSize{}, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestIntegerTicks(t *testing.T) {
+	tests := []struct {
+		name     string
+		min, max float64
+		want     []string
+	}{
+		// The RSA axis is padded by 0.25 around steps 0..3: no "-0".
+		{"padded steps", -0.25, 3.25, []string{"0", "1", "2", "3"}},
+		// 0..30 is 31 integers: stride ceil(31/10) = 4.
+		{"long run thinned", -0.25, 30.25, []string{"0", "4", "8", "12", "16", "20", "24", "28"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, tk := range integerTicks(tc.min, tc.max) {
+				got = append(got, tk.Label)
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
