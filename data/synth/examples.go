@@ -90,9 +90,9 @@ type Example struct {
 // SearchExample returns the search example of it: prompt = tm's search
 // template on the problem, completion = the worked solution. A nil tm means
 // the compact Templates().
-func SearchExample(tm *data.Templates, it Item) (Example, error) {
+func (t *Task) SearchExample(tm *data.Templates, it Item) (Example, error) {
 	if tm == nil {
-		tm = Templates()
+		tm = t.tmpl
 	}
 	p, err := tm.Search(it.Problem())
 	if err != nil {
@@ -111,7 +111,7 @@ func (t *Task) AggregateExample(r *rand.Rand, tm *data.Templates, it Item, n int
 		return Example{}, fmt.Errorf("synth: aggregation example with %d candidates, want at least 1", n)
 	}
 	if tm == nil {
-		tm = Templates()
+		tm = t.tmpl
 	}
 	ex := Example{Kind: KindAggregate, Completion: it.Solution(), Answer: strconv.Itoa(it.Answer)}
 	shared := r.Float64() < t.cfg.SharedMistakeRate
@@ -148,7 +148,7 @@ func (t *Task) SFTExamples(r *rand.Rand, tm *data.Templates, n, candidates int, 
 		return nil, fmt.Errorf("synth: aggregate share %g: want 0 to 1", aggregateShare)
 	}
 	if tm == nil {
-		tm = Templates()
+		tm = t.tmpl
 	}
 	out := make([]Example, 0, n)
 	for range n {
@@ -160,7 +160,7 @@ func (t *Task) SFTExamples(r *rand.Rand, tm *data.Templates, n, candidates int, 
 		if r.Float64() < aggregateShare {
 			ex, err = t.AggregateExample(r, tm, it, candidates)
 		} else {
-			ex, err = SearchExample(tm, it)
+			ex, err = t.SearchExample(tm, it)
 		}
 		if err != nil {
 			return nil, err

@@ -177,7 +177,7 @@ func (it Item) PlantMistake(r *rand.Rand) Mistake {
 		if v == s.Result || (s.Op == '*' && v <= 0) {
 			continue
 		}
-		if _, ans := render(it.Steps, i, v); ans != it.Answer {
+		if vals := evalSteps(it.Steps, i, v); vals[len(vals)-1] != it.Answer {
 			return Mistake{Step: i, Value: v}
 		}
 	}

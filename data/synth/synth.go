@@ -120,10 +120,12 @@ func (s Split) String() string {
 	return "train"
 }
 
-// Task generates problems of one configuration and split seed.
+// Task generates problems of one configuration and split seed. It is safe
+// for concurrent use (each call takes its own *rand.Rand).
 type Task struct {
 	cfg  Config
 	seed uint64
+	tmpl *data.Templates // the compact templates, parsed once
 }
 
 // New returns the task for cfg (zero fields take defaults) whose train/test
@@ -132,7 +134,7 @@ func New(cfg Config, seed uint64) (*Task, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Task{cfg: cfg.WithDefaults(), seed: seed}, nil
+	return &Task{cfg: cfg.WithDefaults(), seed: seed, tmpl: Templates()}, nil
 }
 
 // Config returns the task's configuration with defaults applied.
