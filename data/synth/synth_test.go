@@ -2,9 +2,9 @@ package synth
 
 import (
 	"go/constant"
-	"math/big"
 	"go/token"
 	"go/types"
+	"math/big"
 	"math/rand/v2"
 	"regexp"
 	"strconv"
