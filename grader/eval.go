@@ -392,6 +392,9 @@ func (e *evaluator) sum(n *node) (value, bool) {
 	if b-a > 1000 || !l.r.Num().IsInt64() || !h.r.Num().IsInt64() {
 		return value{}, false
 	}
+	if e.env == nil {
+		e.env = map[string]value{}
+	}
 	old, had := e.env[v.name]
 	defer func() {
 		if had {
