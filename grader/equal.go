@@ -322,7 +322,7 @@ func (c *comparer) expand(n *node) []*node {
 }
 
 func hasPM(n *node, depth int) bool {
-	if n == nil || depth > MaxDepth*2 {
+	if n == nil || depth > MaxDepth*16 {
 		return false
 	}
 	if n.k == nPM {
@@ -549,7 +549,7 @@ func (c *comparer) matrixEqual(g, p *node) bool {
 }
 
 func hasMatrix(n *node, depth int) bool {
-	if n == nil || depth > MaxDepth*2 {
+	if n == nil || depth > MaxDepth*16 {
 		return false
 	}
 	if n.k == nMatrix {
@@ -1173,7 +1173,7 @@ func canonTo(b *strings.Builder, n *node, depth int) {
 		b.WriteString("nil")
 		return
 	}
-	if depth > MaxDepth*4 || b.Len() > 1<<16 {
+	if depth > MaxDepth*16 || b.Len() > 1<<16 {
 		b.WriteString("…")
 		return
 	}

@@ -177,6 +177,9 @@ func (c Config) extractFrom(s string) (string, bool) {
 	return c.lastCandidate(s, true)
 }
 
+// maxTries is how many fallback candidates are parsed before giving up.
+const maxTries = 8
+
 // fallbackWindow is how many final bytes the fallback searches first.
 const fallbackWindow = 8 << 10
 
@@ -260,8 +263,8 @@ func (c Config) lastCandidate(s string, whole bool) (string, bool) {
 			cands = append(cands, cand{n.end, n.text})
 		}
 	}
-	// Newest first; stable order for equal ends.
-	for k := 0; k < len(cands); k++ {
+	// Newest first; stable order for equal ends; at most maxTries.
+	for k := 0; k < len(cands) && k < maxTries; k++ {
 		best := -1
 		for j := range cands {
 			if cands[j].end >= 0 && (best < 0 || cands[j].end > cands[best].end) {

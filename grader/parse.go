@@ -263,9 +263,12 @@ func (p *parser) expect(s string) {
 	p.next()
 }
 
+// enter counts one level of recursion. One level of bracket nesting
+// costs about six recursive calls (list, relation, sum, product, unary,
+// atom), so the limit is MaxDepth*8 calls.
 func (p *parser) enter() {
 	p.depth++
-	if p.depth > MaxDepth {
+	if p.depth > MaxDepth*8 {
 		p.fail("nesting deeper than %d", MaxDepth)
 	}
 }
