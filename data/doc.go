@@ -30,8 +30,12 @@
 //     problems, empty answers and duplicate problems are skipped and reported
 //     by [Dataset.Skipped]; they are never silently kept or dropped.
 //
-// Problem.Source is "path:LINE" for JSONL (1-based line) and "path:row N"
-// for JSON and Parquet (0-based row, as in the files' own indices).
+// Problem.Source is "path:LINE" for JSONL (1-based line), "path:row N" for
+// a JSON array and Parquet (0-based row), `path:row "KEY"` for a JSON
+// object of rows and "path:FIELD row N" for an object holding an array of
+// rows. Error messages use the same locations. [LoadBytes] reads content
+// already in memory. Known limit: a corrupt Parquet page header can make
+// parquet-go allocate the size it declares; only the footer is guarded.
 //
 // # Shuffling
 //
