@@ -1,6 +1,7 @@
 package grader
 
 import (
+	"sort"
 	"strings"
 )
 
@@ -21,6 +22,17 @@ const (
 // kind in s, matched case-insensitively; end is where the answer starts.
 func findAnchors(s string, kind anchorKind) [][2]int {
 	var out [][2]int
+	if kind == strongAnchor {
+		// GSM8K style: "#### 42".
+		for i := 0; ; {
+			j := strings.Index(s[i:], "####")
+			if j < 0 {
+				break
+			}
+			out = append(out, [2]int{i + j, i + j + 4})
+			i += j + 4
+		}
+	}
 	const word = "answer"
 	for i := 0; i+len(word) <= len(s); {
 		j := indexFold(s[i:], word)
@@ -61,6 +73,7 @@ func findAnchors(s string, kind anchorKind) [][2]int {
 			out = append(out, [2]int{start, end})
 		}
 	}
+	sort.Slice(out, func(a, b int) bool { return out[a][0] < out[b][0] })
 	return out
 }
 
@@ -121,6 +134,9 @@ func (c Config) ExtractGold(gold string) string {
 	}
 	if b := lastBoxGroup(s); b != "" {
 		return b
+	}
+	if i := strings.LastIndex(s, "\n#### "); i >= 0 {
+		return strings.TrimSpace(s[i+len("\n#### "):])
 	}
 	if strings.ContainsAny(s, "$") || strings.Contains(s, `\(`) || strings.Contains(s, `\[`) {
 		cc := c

@@ -99,6 +99,12 @@ func TestGoldenMATH(t *testing.T) {
 		{"text case and article", `\boxed{The Circle}`, `\text{circle}`, true},
 		{"choice letter in parens", `\boxed{\textbf{(B)}}`, `B`, true},
 		{"different text", `\boxed{\text{Tuesday}}`, `\text{Monday}`, false},
+		{"choice with value", `\boxed{\textbf{(C)}\ 12}`, `C`, true},
+		{"wrong choice with value", `\boxed{\textbf{(D)}\ 12}`, `C`, false},
+		{"hedged boxes", `\boxed{3} or \boxed{4}`, `3`, false},
+		{"hedged plus-minus", `\boxed{\pm 3}`, `3`, false},
+		{"repeated answer", `\boxed{3, 3}`, `3`, true},
+		{"superset", `\boxed{1,2,3,4}`, `1,2,3`, false},
 		// Matrices.
 		{"pmatrix vs bmatrix", `\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}}`, `\begin{bmatrix}1&2\\3&4\end{bmatrix}`, true},
 		{"matrix entry differs", `\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 5 \end{pmatrix}}`, `\begin{pmatrix}1&2\\3&4\end{pmatrix}`, false},

@@ -171,6 +171,11 @@ func (c Config) equalWhy(gold, answer string) (bool, string) {
 	if textKey(ng) != "" && textKey(ng) == textKey(na) {
 		return true, "equal: text"
 	}
+	if g := choiceKey(ng); len(g) == 1 && g[0] >= 'A' && g[0] <= 'J' {
+		if l := leadingChoice(na); l != "" {
+			return l == g, "choice letter"
+		}
+	}
 	if len(ng) > MaxAnswerBytes || len(na) > MaxAnswerBytes {
 		return false, "not equal: answer too long to parse"
 	}
@@ -191,4 +196,17 @@ func (c Config) equalWhy(gold, answer string) (bool, string) {
 		return false, "not equal: step budget exhausted"
 	}
 	return false, "not equal"
+}
+
+// leadingChoice returns X when an answer starts with a parenthesised
+// choice letter "(X)" (possibly inside \text{}), as in "(C) 12".
+func leadingChoice(s string) string {
+	s = strings.TrimSpace(s)
+	for _, p := range []string{`\text{`, "{"} {
+		s = strings.TrimPrefix(s, p)
+	}
+	if len(s) >= 3 && s[0] == '(' && s[2] == ')' && s[1] >= 'A' && s[1] <= 'J' {
+		return s[1:2]
+	}
+	return ""
 }

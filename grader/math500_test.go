@@ -35,3 +35,28 @@ func TestMATH500SelfConsistency(t *testing.T) {
 	}
 	t.Logf("MATH500: %d/%d own answers rejected, %d false positives", fails, len(recs), fps)
 }
+
+type gsm8kRec struct {
+	Answer string `json:"answer"`
+}
+
+// TestGSM8KSelfConsistency grades every GSM8K reference solution (which
+// ends in "#### N") against its own final number and against the next
+// problem's number.
+func TestGSM8KSelfConsistency(t *testing.T) {
+	recs := readJSONL[gsm8kRec](t, sharedData(t, "gsm8k/openai__grade-school-math/test.jsonl"))
+	fails, fps := 0, 0
+	for i, r := range recs {
+		gold := Config{}.ExtractGold(r.Answer)
+		if v := Grade(r.Answer, gold); !v.Correct {
+			fails++
+			t.Errorf("record %d: own answer %q judged wrong: extracted %q (%s)", i, gold, v.Extracted, v.Reason)
+		}
+		other := Config{}.ExtractGold(recs[(i+1)%len(recs)].Answer)
+		if !Equivalent(other, gold) && Grade(r.Answer, other).Correct {
+			fps++
+			t.Errorf("record %d: other answer %q judged equal", i, other)
+		}
+	}
+	t.Logf("GSM8K: %d/%d own answers rejected, %d false positives", fails, len(recs), fps)
+}
