@@ -4,9 +4,10 @@
 //
 // Grading runs in three stages, each callable alone:
 //
-//	Extract   response text -> answer text (the last \boxed{...}, a
-//	          "final answer is ..." sentence, else the last LaTeX span or
-//	          plain number);
+//	Extract   response text -> answer text (the later of the last
+//	          \boxed{...} and a "final answer is ..." sentence, else an
+//	          "answer is" sentence, else the last LaTeX span or plain
+//	          number);
 //	Normalize answer text  -> canonical LaTeX-ish text (LaTeX spacing and
 //	          sizing noise, \text units, degrees, dollars, thousands
 //	          separators, trailing punctuation removed);
@@ -25,9 +26,10 @@
 //     1/2006! and 1/2004! differ. Irrational constants and functions are
 //     evaluated in complex128.
 //   - Expressions with free variables are compared by evaluating both at
-//     NumericPoints pseudo-random real points (seeded deterministically
-//     from the expressions); they agree when every point agrees within the
-//     relative tolerance NumericTolerance. Uninterpreted functions such as
+//     NumericPoints pseudo-random rational points of either sign (seeded
+//     from the variable names, so deterministic); they agree when every
+//     point agrees exactly, or within the relative tolerance
+//     NumericTolerance once irrational functions are involved. Uninterpreted functions such as
 //     f(x) evaluate to a fixed smooth function of their name and argument.
 //   - When either side contains a decimal literal with a fractional part,
 //     numbers are compared after rounding to Config.FloatRounding decimal

@@ -103,14 +103,20 @@ func indexFold(s, lower string) int {
 // Extract finds the answer in a model response with the default Config.
 func Extract(response string) (string, bool) { return Config{}.Extract(response) }
 
-// Extract finds the answer in a model response. In order of priority it
-// takes the last group of \boxed{...} / \fbox{...} (boxes separated only
-// by "and", "or", commas or spacing are joined with ", "), then the last
-// "final answer is ..." sentence, then (unless NoFallback) the last LaTeX
-// math span or plain number. Text after a chat-template marker such as
-// <|im_start|> is ignored, and when the response holds a </think> tag the
-// text after it is searched first. The bool is false when nothing was
-// found.
+// Extract finds the answer in a model response. It takes, in order:
+//
+//  1. whichever comes later of the last group of \boxed{...} / \fbox{...}
+//     (boxes separated only by "and", "or", commas or spacing are joined
+//     with ", ") and the last "final answer is ..." / "Final Answer: ..."
+//     / "#### ..." sentence (with AnchorFirst the sentence always wins);
+//  2. the last "the answer is ..." / "Answer: ..." sentence;
+//  3. unless NoFallback, the last LaTeX math span or plain number (see
+//     Targets).
+//
+// Within a sentence the last math span or number is taken. Text after a
+// chat-template marker such as <|im_start|> is ignored, and when the
+// response holds a </think> tag the text after it is searched first. The
+// bool is false when nothing was found.
 func (c Config) Extract(response string) (string, bool) {
 	s := cleanResponse(response)
 	if len(c.Choices) > 0 {

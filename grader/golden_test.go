@@ -278,3 +278,23 @@ func TestDeterministicAndBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"zero value", Config{}, true},
+		{"latex only", Config{Targets: TargetLatex}, true},
+		{"unknown target bit", Config{Targets: 4}, false},
+		{"rounding too large", Config{FloatRounding: 16}, false},
+		{"negative rounding", Config{FloatRounding: -1}, false},
+		{"empty choice", Config{Choices: []string{"A", " "}}, false},
+	}
+	for _, tc := range cases {
+		if err := tc.cfg.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%s: Validate() = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+}

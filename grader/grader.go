@@ -1,6 +1,7 @@
 package grader
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -50,8 +51,9 @@ const (
 
 // Config holds the grading options. Its zero value is the default used by
 // Grade: both targets, fallback to the last LaTeX span or number, strict
-// variable names, 6 decimal places for decimal literals, \boxed preferred
-// over "final answer is".
+// variable names, 6 decimal places for decimal literals, the later of
+// \boxed{} and "final answer is" preferred, intervals not matched by
+// inequalities.
 type Config struct {
 	// Targets selects the extractors; zero means TargetLatex|TargetExpr.
 	Targets Target
@@ -60,7 +62,8 @@ type Config struct {
 	// false (default), the last LaTeX span or number is used instead.
 	NoFallback bool
 	// AnchorFirst, when true, prefers a "final answer is ..." sentence over
-	// \boxed{...} (Math-Verify's boxed_match_priority=100). Default false.
+	// \boxed{...} wherever they stand (Math-Verify's
+	// boxed_match_priority=100). Default false: the later of the two wins.
 	AnchorFirst bool
 	// FloatRounding is the number of decimal places numbers are rounded to
 	// when either side contains a decimal literal; zero means 6.
@@ -86,6 +89,24 @@ type Verdict struct {
 	// Reason says briefly why: "no answer found", "equal: exact",
 	// "not equal", and so on.
 	Reason string
+}
+
+// Validate reports a configuration error: Targets must be a combination
+// of TargetLatex and TargetExpr, FloatRounding must lie in 0..15, and
+// Choices must be non-empty strings.
+func (c Config) Validate() error {
+	if c.Targets&^(TargetLatex|TargetExpr) != 0 {
+		return fmt.Errorf("grader: Targets %#x: allowed are TargetLatex (1), TargetExpr (2) or both", c.Targets)
+	}
+	if c.FloatRounding < 0 || c.FloatRounding > 15 {
+		return fmt.Errorf("grader: FloatRounding %d: allowed are 0 (default 6) to 15", c.FloatRounding)
+	}
+	for i, ch := range c.Choices {
+		if strings.TrimSpace(ch) == "" {
+			return fmt.Errorf("grader: Choices[%d] is empty", i)
+		}
+	}
+	return nil
 }
 
 func (c Config) targets() Target {
