@@ -218,7 +218,8 @@ func swapLastDigits(v int) int {
 
 // Parse reads an expression such as "7+5*3-4" (optionally written as the
 // problem "Compute 7+5*3-4.") into an Item. Operands are non-negative
-// decimal integers of at most 9 digits; operators are + - *.
+// decimal integers of at most 9 digits; operators are + - *. Results that
+// overflow int wrap around (generated problems stay far below that).
 func Parse(s string) (Item, error) {
 	expr := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(s), "Compute "), ".")
 	var operands []int
