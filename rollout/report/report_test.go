@@ -277,3 +277,34 @@ func TestIntegerTicks(t *testing.T) {
 		})
 	}
 }
+
+// FuzzReadJSON: any input either fails to decode or decodes to a report
+// that survives a write/read round trip unchanged (compared as JSON).
+func FuzzReadJSON(f *testing.F) {
+	dir := f.TempDir()
+	seed := filepath.Join(dir, "seed.json")
+	require.NoError(f, WriteJSON(seed, reportRSA()))
+	b, err := os.ReadFile(seed)
+	require.NoError(f, err)
+	f.Add(b)
+	f.Add([]byte(`{"meta":{"mode":"rsa"},"steps":[{"step":1,"accuracy":0.5}]}`))
+	f.Add([]byte(`{"steps":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in := filepath.Join(t.TempDir(), "in.json")
+		require.NoError(t, os.WriteFile(in, data, 0o644))
+		var r RSA
+		if ReadJSON(in, &r) != nil {
+			return
+		}
+		out := filepath.Join(t.TempDir(), "out.json")
+		require.NoError(t, WriteJSON(out, r))
+		var again RSA
+		require.NoError(t, ReadJSON(out, &again))
+		first, err := os.ReadFile(out)
+		require.NoError(t, err)
+		require.NoError(t, WriteJSON(out, again))
+		second, err := os.ReadFile(out)
+		require.NoError(t, err)
+		require.Equal(t, string(first), string(second))
+	})
+}
