@@ -1,0 +1,179 @@
+package model_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/modeltest"
+)
+
+// hfFixtureDir holds a real Hugging Face export: a tiny random-weight
+// transformers Qwen3ForCausalLM exported by PyTorch's TorchScript exporter
+// the way optimum does, with reference logits computed by transformers.
+// model/testdata/hfqwen3/make_fixture.py makes it (by hand, not in CI).
+const hfFixtureDir = "testdata/hfqwen3"
+
+// hfFixtureTol is the largest absolute logit error accepted against the
+// transformers reference: both sides run fp32, so what is left is summation
+// order (the script measured onnxruntime against transformers too; see
+// reference.json's onnxruntime_check).
+const hfFixtureTol = 1e-4
+
+// hfReference is reference.json as make_fixture.py writes it.
+type hfReference struct {
+	Batch      int `json:"batch"`
+	Seq        int `json:"seq"`
+	Vocab      int `json:"vocab"`
+	PromptLens []int `json:"prompt_lens"`
+	Config     struct {
+		Layers   int `json:"num_hidden_layers"`
+		Hidden   int `json:"hidden_size"`
+		Heads    int `json:"num_attention_heads"`
+		KVHeads  int `json:"num_key_value_heads"`
+		HeadDim  int `json:"head_dim"`
+		VocabCfg int `json:"vocab_size"`
+	} `json:"config"`
+	InputIDs          [][]int64 `json:"input_ids"`
+	AttentionMask     [][]int64 `json:"attention_mask"`
+	PositionIDs       [][]int64 `json:"position_ids"`
+	PrefillShape      []int     `json:"prefill_logits_shape"`
+	PrefillLogits     []float64 `json:"prefill_logits"`
+	NextInputIDs      [][]int64 `json:"next_input_ids"`
+	NextAttentionMask [][]int64 `json:"next_attention_mask"`
+	NextPositionIDs   [][]int64 `json:"next_position_ids"`
+	StepShape         []int     `json:"step_logits_shape"`
+	StepLogits        []float64 `json:"step_logits"`
+}
+
+func loadHFReference(t *testing.T) *hfReference {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(hfFixtureDir, "reference.json"))
+	require.NoError(t, err)
+	var ref hfReference
+	require.NoError(t, json.Unmarshal(raw, &ref))
+	B, T, V := ref.Batch, ref.Seq, ref.Vocab
+	require.Equal(t, []int{B, T, V}, ref.PrefillShape, "prefill_logits_shape")
+	require.Equal(t, []int{B, 1, V}, ref.StepShape, "step_logits_shape")
+	require.Len(t, ref.PrefillLogits, B*T*V)
+	require.Len(t, ref.StepLogits, B*V)
+	require.Len(t, ref.InputIDs, B)
+	require.Len(t, ref.NextInputIDs, B)
+	return &ref
+}
+
+// flat concatenates rows into one row-major slice, checking their width.
+func flat(t *testing.T, name string, rows [][]int64, width int) []int64 {
+	t.Helper()
+	out := make([]int64, 0, len(rows)*width)
+	for i, r := range rows {
+		require.Len(t, r, width, "%s row %d", name, i)
+		out = append(out, r...)
+	}
+	return out
+}
+
+// maxErrReal returns the largest |got - want| over the positions whose mask
+// is 1, and where it occurred. got and want are [B, S, V]; mask is [B, S].
+func maxErrReal(got []float32, want []float64, mask []int64, V int) (maxErr float64, at string) {
+	for p, m := range mask {
+		if m == 0 {
+			continue
+		}
+		for v := 0; v < V; v++ {
+			i := p*V + v
+			if e := math.Abs(float64(got[i]) - want[i]); e > maxErr || math.IsNaN(e) {
+				maxErr, at = e, fmt.Sprintf("flat position %d, token %d: got %g, want %g", p, v, got[i], want[i])
+				if math.IsNaN(e) {
+					return math.Inf(1), at
+				}
+			}
+		}
+	}
+	return maxErr, at
+}
+
+// TestLMHFQwen3Fixture checks model.LM against Hugging Face transformers: the
+// fixture's model.onnx was exported by PyTorch from transformers'
+// Qwen3ForCausalLM (head_dim 24 != hidden 64 / 4 heads, 2 KV heads, tied
+// embeddings), and reference.json holds the logits transformers computed
+// itself for a left-padded batch of three prompts (full sequence, no cache)
+// and for one more token per row decoded with transformers' cache. LM runs
+// the prefill on an empty (zero-length) cache and then the decode step on
+// its own KV cache.
+//
+// Padded positions are excluded from the prefill comparison: a padded query
+// may attend to no real key at all (every key left of it is padding), so its
+// attention row is fully masked and its output is whatever each
+// implementation makes of an all-masked softmax (transformers' eager path
+// adds the dtype minimum and gets a uniform average; an export may give
+// something else). Those logits are never used, since sampling reads only
+// the last real position and the decode step masks padded keys out.
+func TestLMHFQwen3Fixture(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	ref := loadHFReference(t)
+	B, T, V := ref.Batch, ref.Seq, ref.Vocab
+
+	lm, err := model.OpenLM(rt, filepath.Join(hfFixtureDir, "model.onnx"), model.LMOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, lm.Close()) })
+
+	// The signature comes from the graph's metadata; the expected numbers
+	// are the transformers config the script recorded.
+	sig := lm.Signature()
+	require.Equal(t, ref.Config.Layers, sig.Layers, "layers")
+	require.Equal(t, ref.Config.KVHeads, sig.KVHeads, "kv heads")
+	require.Equal(t, ref.Config.HeadDim, sig.HeadDim, "head dim")
+	require.NotEqual(t, ref.Config.Hidden/ref.Config.Heads, sig.HeadDim, "fixture must have head_dim != hidden/heads")
+	require.Equal(t, ref.Config.VocabCfg, sig.Vocab, "vocab")
+	require.True(t, sig.HasPositionIDs, "optimum exports have position_ids")
+	require.Empty(t, sig.Weights, "a plain export has no weight inputs")
+
+	mask := flat(t, "attention_mask", ref.AttentionMask, T)
+	for r, n := range ref.PromptLens {
+		real := 0
+		for _, m := range mask[r*T : (r+1)*T] {
+			real += int(m)
+		}
+		require.Equal(t, n, real, "row %d: attention_mask ones vs prompt_lens", r)
+	}
+
+	ctx := context.Background()
+	cache := lm.NewKVCache(B, T+1)
+	logits, err := lm.Forward(ctx, model.Step{
+		Batch:         B,
+		Seq:           T,
+		InputIDs:      flat(t, "input_ids", ref.InputIDs, T),
+		AttentionMask: mask,
+		PositionIDs:   flat(t, "position_ids", ref.PositionIDs, T),
+	}, cache, nil)
+	require.NoError(t, err)
+	require.Equal(t, T, cache.Len())
+	prefillErr, at := maxErrReal(logits, ref.PrefillLogits, mask, V)
+	t.Logf("prefill [%d x %d, empty past]: max abs error %.3g over real positions", B, T, prefillErr)
+	require.Less(t, prefillErr, hfFixtureTol, "prefill logits vs transformers (%s)", at)
+
+	stepMask := make([]int64, B) // the decoded token of every row is real
+	for i := range stepMask {
+		stepMask[i] = 1
+	}
+	logits, err = lm.Forward(ctx, model.Step{
+		Batch:         B,
+		Seq:           1,
+		InputIDs:      flat(t, "next_input_ids", ref.NextInputIDs, 1),
+		AttentionMask: flat(t, "next_attention_mask", ref.NextAttentionMask, T+1),
+		PositionIDs:   flat(t, "next_position_ids", ref.NextPositionIDs, 1),
+	}, cache, logits)
+	require.NoError(t, err)
+	require.Equal(t, T+1, cache.Len())
+	stepErr, at := maxErrReal(logits, ref.StepLogits, stepMask, V)
+	t.Logf("decode step [%d x 1, past %d]: max abs error %.3g", B, T, stepErr)
+	require.Less(t, stepErr, hfFixtureTol, "decode logits vs transformers (%s)", at)
+}
