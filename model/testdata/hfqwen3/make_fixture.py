@@ -1,5 +1,5 @@
 # Run by hand (not in CI), from the repository root:
-#     pip install torch==2.15.0 transformers==PLACEHOLDER onnxruntime==PLACEHOLDER onnx==PLACEHOLDER
+#     pip install torch==2.15.0 transformers==5.24.0 onnxruntime==1.32.0 onnx==1.23.2 numpy==2.4.6  # Python 3.11.7
 #     python3 model/testdata/hfqwen3/make_fixture.py
 # It rewrites model.onnx, config.json and reference.json in this folder;
 # model/lm_fixture_test.go checks that model.LM reproduces reference.json.
