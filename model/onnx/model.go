@@ -1,0 +1,309 @@
+package onnx
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
+)
+
+// MaxProtoSize is the largest serialized ModelProto, in bytes, that
+// protobuf allows (2 GiB - 1). Larger models keep their weights in an
+// external data file.
+const MaxProtoSize = 1<<31 - 1
+
+// Model is an ONNX model held in memory. Proto is the decoded message;
+// transforms edit it directly. Tensors of a Model from Load or Parse hold
+// their data in memory (raw_data or the typed fields), never in files.
+type Model struct {
+	Proto *onnxpb.ModelProto
+}
+
+// Graph returns the model's main graph (nil only for a Model built by hand
+// without one).
+func (m *Model) Graph() *onnxpb.GraphProto { return m.Proto.GetGraph() }
+
+// Opset returns the opset version the model imports for domain ("" or
+// "ai.onnx" for the standard operators), or 0 when it imports none.
+func (m *Model) Opset(domain string) int64 {
+	if domain == "ai.onnx" {
+		domain = ""
+	}
+	for _, o := range m.Proto.GetOpsetImport() {
+		d := o.GetDomain()
+		if d == "ai.onnx" {
+			d = ""
+		}
+		if d == domain {
+			return o.GetVersion()
+		}
+	}
+	return 0
+}
+
+// Marshal serializes the model as one protobuf message (deterministic
+// field order), the bytes ONNX Runtime accepts in place of a file. Models
+// over MaxProtoSize are an error: save them with external data instead.
+func (m *Model) Marshal() ([]byte, error) {
+	if err := checkSize(m.Proto, ""); err != nil {
+		return nil, err
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m.Proto)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: marshal model: %w", err)
+	}
+	return b, nil
+}
+
+func checkSize(mp *onnxpb.ModelProto, path string) error {
+	if n := proto.Size(mp); n > MaxProtoSize {
+		what := "marshal model"
+		if path != "" {
+			what = fmt.Sprintf("save %q", path)
+		}
+		return fmt.Errorf("onnx: %s: model is %d bytes, over protobuf's 2 GiB limit; save it with SaveOptions.ExternalDataFile", what, n)
+	}
+	return nil
+}
+
+// Parse decodes a serialized ModelProto held in memory (an embedded model,
+// for example). A tensor with external data is an error, since there is no
+// directory to resolve it against: use Load for such models.
+func Parse(data []byte) (*Model, error) {
+	mp, err := decode(data, "<bytes>")
+	if err != nil {
+		return nil, err
+	}
+	var extErr error
+	walkModelTensors(mp, func(t *onnxpb.TensorProto) bool {
+		if IsExternal(t) {
+			extErr = fmt.Errorf("onnx: parse model: tensor %q has its data in external file %q; use Load on the model file", t.GetName(), externalKey(t, "location"))
+			return false
+		}
+		return true
+	})
+	if extErr != nil {
+		return nil, extErr
+	}
+	return &Model{Proto: mp}, nil
+}
+
+// Load reads the ONNX model file at path. Tensors stored as external data
+// (external_data location/offset/length, location relative to the model's
+// directory) are read into memory, so the returned Model refers to no
+// file. Errors name the file and the problem: a truncated or corrupt
+// protobuf, a missing external data file (errors.Is fs.ErrNotExist), an
+// offset or length past the end of the data file, a location outside the
+// model's directory.
+func Load(path string) (*Model, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: load %q: %w", path, err)
+	}
+	mp, err := decode(data, path)
+	if err != nil {
+		return nil, err
+	}
+	r := &externalReader{model: path, dir: filepath.Dir(path), files: map[string]*os.File{}}
+	defer r.close()
+	var loadErr error
+	walkModelTensors(mp, func(t *onnxpb.TensorProto) bool {
+		if IsExternal(t) {
+			loadErr = r.read(t)
+		}
+		return loadErr == nil
+	})
+	if loadErr != nil {
+		return nil, loadErr
+	}
+	return &Model{Proto: mp}, nil
+}
+
+func decode(data []byte, name string) (*onnxpb.ModelProto, error) {
+	mp := &onnxpb.ModelProto{}
+	if err := proto.Unmarshal(data, mp); err != nil {
+		return nil, fmt.Errorf("onnx: load %q: not a valid ONNX model (truncated or corrupt protobuf, %d bytes): %w", name, len(data), err)
+	}
+	if mp.Graph == nil {
+		return nil, fmt.Errorf("onnx: load %q: not an ONNX model: no graph in %d bytes", name, len(data))
+	}
+	return mp, nil
+}
+
+// externalKey returns the value of key in t's external_data, "" if absent.
+func externalKey(t *onnxpb.TensorProto, key string) string {
+	for _, e := range t.GetExternalData() {
+		if e.GetKey() == key {
+			return e.GetValue()
+		}
+	}
+	return ""
+}
+
+// externalReader reads external tensor data, keeping each data file open
+// once.
+type externalReader struct {
+	model string
+	dir   string
+	files map[string]*os.File
+}
+
+func (r *externalReader) close() {
+	for _, f := range r.files {
+		f.Close()
+	}
+}
+
+func (r *externalReader) read(t *onnxpb.TensorProto) error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("onnx: load %q: tensor %q: "+format, append([]any{r.model, t.GetName()}, args...)...)
+	}
+	loc := externalKey(t, "location")
+	if loc == "" {
+		return fail("external data has no location")
+	}
+	if !filepath.IsLocal(filepath.FromSlash(loc)) {
+		return fail("external data location %q is outside the model's directory", loc)
+	}
+	path := filepath.Join(r.dir, filepath.FromSlash(loc))
+	f, ok := r.files[loc]
+	if !ok {
+		var err error
+		f, err = os.Open(path)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return fail("missing external data file %q: %w", path, err)
+			}
+			return fail("external data file %q: %w", path, err)
+		}
+		r.files[loc] = f
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return fail("external data file %q: %w", path, err)
+	}
+	offset, err := parseExtInt(t, "offset")
+	if err != nil {
+		return fail("external data file %q: %w", path, err)
+	}
+	n := NumElements(t.GetDims())
+	if n < 0 {
+		return fail("bad dims %v", t.GetDims())
+	}
+	want := rawSize(TensorDType(t), n)
+	if want < 0 {
+		return fail("%s data cannot be stored externally", TensorDType(t))
+	}
+	length := want
+	if externalKey(t, "length") != "" {
+		if length, err = parseExtInt(t, "length"); err != nil {
+			return fail("external data file %q: %w", path, err)
+		}
+		if length != want {
+			return fail("external data file %q: length %d does not match %s%v (%d bytes)", path, length, TensorDType(t), t.GetDims(), want)
+		}
+	}
+	if offset > st.Size() || length > st.Size()-offset {
+		return fail("external data file %q: offset %d + length %d is past its end (%d bytes)", path, offset, length, st.Size())
+	}
+	buf := make([]byte, length)
+	if _, err := f.ReadAt(buf, offset); err != nil && !(err == io.EOF && length == 0) {
+		return fail("read external data file %q at offset %d: %w", path, offset, err)
+	}
+	t.RawData = buf
+	t.DataLocation = nil
+	t.ExternalData = nil
+	return nil
+}
+
+func parseExtInt(t *onnxpb.TensorProto, key string) (int64, error) {
+	s := externalKey(t, key)
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("bad %s %q: want a non-negative integer", key, s)
+	}
+	return v, nil
+}
+
+// walkModelTensors calls fn on every tensor of the model: initializers,
+// sparse initializers, tensor attributes, in the main graph, nested
+// graphs, functions and training info. It stops when fn returns false.
+func walkModelTensors(mp *onnxpb.ModelProto, fn func(*onnxpb.TensorProto) bool) {
+	w := tensorWalker{fn: fn}
+	w.graph(mp.GetGraph())
+	for _, f := range mp.GetFunctions() {
+		w.nodes(f.GetNode())
+		for _, a := range f.GetAttributeProto() {
+			w.attr(a)
+		}
+	}
+	for _, ti := range mp.GetTrainingInfo() {
+		w.graph(ti.GetInitialization())
+		w.graph(ti.GetAlgorithm())
+	}
+}
+
+type tensorWalker struct {
+	fn   func(*onnxpb.TensorProto) bool
+	stop bool
+}
+
+func (w *tensorWalker) tensor(t *onnxpb.TensorProto) {
+	if t != nil && !w.stop && !w.fn(t) {
+		w.stop = true
+	}
+}
+
+func (w *tensorWalker) sparse(s *onnxpb.SparseTensorProto) {
+	w.tensor(s.GetValues())
+	w.tensor(s.GetIndices())
+}
+
+func (w *tensorWalker) graph(g *onnxpb.GraphProto) {
+	if g == nil {
+		return
+	}
+	for _, t := range g.GetInitializer() {
+		w.tensor(t)
+	}
+	for _, s := range g.GetSparseInitializer() {
+		w.sparse(s)
+	}
+	w.nodes(g.GetNode())
+}
+
+func (w *tensorWalker) nodes(ns []*onnxpb.NodeProto) {
+	for _, n := range ns {
+		for _, a := range n.GetAttribute() {
+			w.attr(a)
+		}
+	}
+}
+
+func (w *tensorWalker) attr(a *onnxpb.AttributeProto) {
+	w.tensor(a.GetT())
+	for _, t := range a.GetTensors() {
+		w.tensor(t)
+	}
+	if s := a.GetSparseTensor(); s != nil {
+		w.sparse(s)
+	}
+	for _, s := range a.GetSparseTensors() {
+		w.sparse(s)
+	}
+	w.graph(a.GetG())
+	for _, g := range a.GetGraphs() {
+		w.graph(g)
+	}
+}

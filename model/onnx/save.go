@@ -1,0 +1,248 @@
+package onnx
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
+)
+
+// DefaultSizeThreshold is the SizeThreshold used when SaveOptions leaves it
+// zero: 1024 bytes, as onnx.save_model.
+const DefaultSizeThreshold = 1024
+
+// Alignment of large tensors in external data files, as onnx.save_model
+// writes them: tensors of alignThreshold bytes or more start at a multiple
+// of alignGranularity, so that runtimes can map them from the file.
+const (
+	alignThreshold   = 1 << 20
+	alignGranularity = 1 << 16
+)
+
+// SaveOptions configures Save. The zero value writes one self-contained
+// file.
+type SaveOptions struct {
+	// ExternalDataFile names the side file for large initializers, relative
+	// to the model file's directory ("model.onnx_data" as HF optimum writes,
+	// or "model.onnx.data"). Empty keeps all data inside the model file,
+	// which protobuf limits to MaxProtoSize.
+	ExternalDataFile string
+	// SizeThreshold is the size in bytes at or over which an initializer of
+	// the main graph moves to ExternalDataFile; 0 means
+	// DefaultSizeThreshold. Ignored without ExternalDataFile.
+	SizeThreshold int
+}
+
+// Save writes m to path atomically: each file is written to a temporary
+// file in the same directory, synced, and renamed over its target (the
+// external data file first, then the model). m is not modified. With
+// opt.ExternalDataFile, initializers of the main graph whose raw data is at
+// least opt.SizeThreshold bytes go to that file (string tensors stay
+// inline); tensors in attributes and nested graphs stay inline. A model
+// still over MaxProtoSize is an error.
+func Save(path string, m *Model, opt SaveOptions) error {
+	if m == nil || m.Proto == nil {
+		return fmt.Errorf("onnx: save %q: nil model", path)
+	}
+	dir := filepath.Dir(path)
+	out := m.Proto
+	var dataTmp string
+	if opt.ExternalDataFile != "" {
+		loc := filepath.FromSlash(opt.ExternalDataFile)
+		if !filepath.IsLocal(loc) {
+			return fmt.Errorf("onnx: save %q: external data file %q must be a relative path inside the model's directory", path, opt.ExternalDataFile)
+		}
+		if filepath.Join(dir, loc) == filepath.Clean(path) {
+			return fmt.Errorf("onnx: save %q: external data file %q is the model file itself", path, opt.ExternalDataFile)
+		}
+		threshold := opt.SizeThreshold
+		if threshold <= 0 {
+			threshold = DefaultSizeThreshold
+		}
+		var err error
+		out, dataTmp, err = writeExternal(path, filepath.Join(dir, loc), opt.ExternalDataFile, m.Proto, int64(threshold))
+		if err != nil {
+			return err
+		}
+	}
+	cleanupData := func() {
+		if dataTmp != "" {
+			os.Remove(dataTmp)
+		}
+	}
+	if err := checkSize(out, path); err != nil {
+		cleanupData()
+		return err
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(out)
+	if err != nil {
+		cleanupData()
+		return fmt.Errorf("onnx: save %q: marshal: %w", path, err)
+	}
+	modelTmp, err := writeTemp(path, func(w io.Writer) error { _, err := w.Write(b); return err })
+	if err != nil {
+		cleanupData()
+		return err
+	}
+	if dataTmp != "" {
+		dataPath := filepath.Join(dir, filepath.FromSlash(opt.ExternalDataFile))
+		if err := os.Rename(dataTmp, dataPath); err != nil {
+			cleanupData()
+			os.Remove(modelTmp)
+			return fmt.Errorf("onnx: save %q: external data file: %w", path, err)
+		}
+	}
+	if err := os.Rename(modelTmp, path); err != nil {
+		os.Remove(modelTmp)
+		return fmt.Errorf("onnx: save %q: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+// writeExternal writes the large initializers of mp to a temporary file
+// beside dataPath and returns a shallow copy of mp whose graph refers to
+// them, with the temporary file's name ("" when nothing moved).
+func writeExternal(path, dataPath, location string, mp *onnxpb.ModelProto, threshold int64) (*onnxpb.ModelProto, string, error) {
+	g := mp.GetGraph()
+	if g == nil {
+		return mp, "", nil
+	}
+	type moved struct {
+		idx    int
+		raw    []byte
+		offset int64
+	}
+	var plan []moved
+	var end int64
+	for i, t := range g.GetInitializer() {
+		if IsExternal(t) || TensorDType(t) == String {
+			continue
+		}
+		raw, err := RawBytes(t)
+		if err != nil {
+			return nil, "", fmt.Errorf("onnx: save %q: %w", path, err)
+		}
+		size := int64(len(raw))
+		if size < threshold {
+			continue
+		}
+		off := end
+		if size >= alignThreshold {
+			off = (off + alignGranularity - 1) / alignGranularity * alignGranularity
+		}
+		plan = append(plan, moved{idx: i, raw: raw, offset: off})
+		end = off + size
+	}
+	if len(plan) == 0 {
+		return mp, "", nil
+	}
+	tmp, err := writeTemp(dataPath, func(w io.Writer) error {
+		var pos int64
+		var zeros [alignGranularity]byte
+		for _, p := range plan {
+			if _, err := w.Write(zeros[:p.offset-pos]); err != nil {
+				return err
+			}
+			if _, err := w.Write(p.raw); err != nil {
+				return err
+			}
+			pos = p.offset + int64(len(p.raw))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	g2 := shallowClone(g)
+	g2.Initializer = append([]*onnxpb.TensorProto{}, g.Initializer...)
+	for _, p := range plan {
+		t := g.Initializer[p.idx]
+		g2.Initializer[p.idx] = &onnxpb.TensorProto{
+			Name:          t.Name,
+			Dims:          t.Dims,
+			DataType:      t.DataType,
+			Segment:       t.Segment,
+			DocString:     t.DocString,
+			MetadataProps: t.MetadataProps,
+			DataLocation:  onnxpb.TensorProto_EXTERNAL.Enum(),
+			ExternalData: []*onnxpb.StringStringEntryProto{
+				{Key: ptr("location"), Value: ptr(filepath.ToSlash(location))},
+				{Key: ptr("offset"), Value: ptr(strconv.FormatInt(p.offset, 10))},
+				{Key: ptr("length"), Value: ptr(strconv.Itoa(len(p.raw)))},
+			},
+		}
+	}
+	m2 := shallowClone(mp)
+	m2.Graph = g2
+	return m2, tmp, nil
+}
+
+// shallowClone returns a new message whose fields share src's values
+// (sub-messages and lists alias), unknown fields included.
+func shallowClone[T proto.Message](src T) T {
+	s := src.ProtoReflect()
+	d := s.New()
+	s.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		d.Set(fd, v)
+		return true
+	})
+	d.SetUnknown(s.GetUnknown())
+	return d.Interface().(T)
+}
+
+// writeTemp writes a temporary file beside target with write, syncs and
+// closes it, and returns its name; on error it removes it.
+func writeTemp(target string, write func(io.Writer) error) (name string, err error) {
+	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("onnx: save %q: %w", target, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			err = fmt.Errorf("onnx: save %q: %w", target, err)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := write(bw); err != nil {
+		return "", err
+	}
+	if err := bw.Flush(); err != nil {
+		return "", err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return "", err
+	}
+	if err := f.Sync(); err != nil {
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// syncDir makes the renames in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("onnx: sync %q: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("onnx: sync %q: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package onnx
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
+)
+
+func TestTensorRoundTrip(t *testing.T) {
+	f32 := []float32{1, -2.5, float32(math.Inf(1)), 3e-40}
+	if got, err := Float32s(NewTensor("a", []int64{2, 2}, f32)); err != nil || !slices.Equal(got, f32) {
+		t.Errorf("float32: got %v, %v; want %v", got, err, f32)
+	}
+	f64 := []float64{1, -2.5, 1e300}
+	if got, err := Float64s(NewTensor("b", []int64{3}, f64)); err != nil || !slices.Equal(got, f64) {
+		t.Errorf("float64: got %v, %v; want %v", got, err, f64)
+	}
+	i64 := []int64{math.MinInt64, -1, 0, math.MaxInt64}
+	if got, err := Int64s(NewTensor("c", []int64{4}, i64)); err != nil || !slices.Equal(got, i64) {
+		t.Errorf("int64: got %v, %v; want %v", got, err, i64)
+	}
+	i32 := []int32{math.MinInt32, -1, 7, math.MaxInt32}
+	if got, err := Int32s(NewTensor("d", []int64{4}, i32)); err != nil || !slices.Equal(got, i32) {
+		t.Errorf("int32: got %v, %v; want %v", got, err, i32)
+	}
+	if got, err := Int64s(NewTensor("e", []int64{3}, []bool{true, false, true})); err != nil || !slices.Equal(got, []int64{1, 0, 1}) {
+		t.Errorf("bool: got %v, %v", got, err)
+	}
+	if got, err := Int64s(NewTensor("s", nil, []int8{-3})); err != nil || !slices.Equal(got, []int64{-3}) {
+		t.Errorf("scalar int8: got %v, %v", got, err)
+	}
+	halves := []float32{1, -2, 0.5, 65504}
+	if got, err := Float32s(NewFloat16Tensor("h", []int64{4}, halves)); err != nil || !slices.Equal(got, halves) {
+		t.Errorf("float16: got %v, %v; want %v", got, err, halves)
+	}
+	bf := []float64{1, -2, 0.5}
+	if got, err := Float64s(NewBFloat16Tensor("bf", []int64{3}, []float32{1, -2, 0.5})); err != nil || !slices.Equal(got, bf) {
+		t.Errorf("bfloat16: got %v, %v; want %v", got, err, bf)
+	}
+}
+
+func TestNewTensorPanicsOnLengthMismatch(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), `"w"`) {
+			t.Errorf("recover() = %v, want a panic naming the tensor", r)
+		}
+	}()
+	NewTensor("w", []int64{2, 3}, []float32{1, 2})
+}
+
+func TestTypedFields(t *testing.T) {
+	tests := []struct {
+		name string
+		t    *onnxpb.TensorProto
+		f32  []float32
+		i64  []int64
+	}{
+		{"float_data", &onnxpb.TensorProto{Dims: []int64{2}, DataType: ptr(int32(Float32)), FloatData: []float32{1.5, -3}}, []float32{1.5, -3}, nil},
+		{"double_data", &onnxpb.TensorProto{Dims: []int64{2}, DataType: ptr(int32(Float64)), DoubleData: []float64{0.25, 8}}, []float32{0.25, 8}, nil},
+		{"float16 in int32_data", &onnxpb.TensorProto{Dims: []int64{2}, DataType: ptr(int32(Float16)), Int32Data: []int32{0x3c00, 0xc000}}, []float32{1, -2}, nil},
+		{"bfloat16 in int32_data", &onnxpb.TensorProto{Dims: []int64{1}, DataType: ptr(int32(BFloat16)), Int32Data: []int32{0x3f80}}, []float32{1}, nil},
+		{"int64_data", &onnxpb.TensorProto{Dims: []int64{2}, DataType: ptr(int32(Int64)), Int64Data: []int64{-9, 9}}, nil, []int64{-9, 9}},
+		{"uint8 in int32_data", &onnxpb.TensorProto{Dims: []int64{2}, DataType: ptr(int32(Uint8)), Int32Data: []int32{255, 1}}, nil, []int64{255, 1}},
+		{"uint64_data", &onnxpb.TensorProto{Dims: []int64{1}, DataType: ptr(int32(Uint64)), Uint64Data: []uint64{42}}, nil, []int64{42}},
+	}
+	for _, tc := range tests {
+		if tc.f32 != nil {
+			got, err := Float32s(tc.t)
+			if err != nil || !slices.Equal(got, tc.f32) {
+				t.Errorf("%s: Float32s = %v, %v; want %v", tc.name, got, err, tc.f32)
+			}
+		}
+		if tc.i64 != nil {
+			got, err := Int64s(tc.t)
+			if err != nil || !slices.Equal(got, tc.i64) {
+				t.Errorf("%s: Int64s = %v, %v; want %v", tc.name, got, err, tc.i64)
+			}
+		}
+		// RawBytes encodes the typed field; reading the raw form agrees.
+		raw, err := RawBytes(tc.t)
+		if err != nil {
+			t.Errorf("%s: RawBytes: %v", tc.name, err)
+			continue
+		}
+		rt := &onnxpb.TensorProto{Dims: tc.t.Dims, DataType: tc.t.DataType, RawData: raw}
+		if tc.f32 != nil {
+			if got, err := Float32s(rt); err != nil || !slices.Equal(got, tc.f32) {
+				t.Errorf("%s: raw form Float32s = %v, %v; want %v", tc.name, got, err, tc.f32)
+			}
+		} else if got, err := Int64s(rt); err != nil || !slices.Equal(got, tc.i64) {
+			t.Errorf("%s: raw form Int64s = %v, %v; want %v", tc.name, got, err, tc.i64)
+		}
+	}
+}
+
+func TestTensorErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		read func() error
+		want string
+	}{
+		{"raw too short", func() error {
+			_, err := Float32s(&onnxpb.TensorProto{Name: ptr("w"), Dims: []int64{3}, DataType: ptr(int32(Float32)), RawData: make([]byte, 8)})
+			return err
+		}, `tensor "w": float32[3] needs 12 bytes of raw_data, has 8`},
+		{"typed too short", func() error {
+			_, err := Int64s(&onnxpb.TensorProto{Name: ptr("i"), Dims: []int64{2}, DataType: ptr(int32(Int64)), Int64Data: []int64{1}})
+			return err
+		}, `needs 2 values in int64_data, has 1`},
+		{"wrong kind", func() error {
+			_, err := Float32s(NewTensor("ids", []int64{1}, []int64{1}))
+			return err
+		}, `tensor "ids": cannot read int64 data as float32`},
+		{"int32 overflow", func() error {
+			_, err := Int32s(NewTensor("big", []int64{1}, []int64{1 << 40}))
+			return err
+		}, `overflows int32`},
+		{"float as int32", func() error {
+			_, err := Int32s(NewTensor("f", []int64{1}, []float32{1}))
+			return err
+		}, `cannot read float32 data as int32`},
+		{"external", func() error {
+			_, err := Float32s(&onnxpb.TensorProto{Name: ptr("x"), Dims: []int64{1}, DataType: ptr(int32(Float32)),
+				DataLocation: onnxpb.TensorProto_EXTERNAL.Enum(),
+				ExternalData: []*onnxpb.StringStringEntryProto{{Key: ptr("location"), Value: ptr("w.bin")}}})
+			return err
+		}, `external file "w.bin"`},
+	}
+	for _, tc := range tests {
+		err := tc.read()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want it to contain %q", tc.name, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,196 @@
+package qwen3
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Config is the architecture of a Qwen3 decoder. Its JSON names are those
+// of Hugging Face's config.json, so a real model's config.json decodes
+// into it (ParseConfig fills the defaults transformers' Qwen3Config uses
+// for absent fields).
+type Config struct {
+	// Layers is the number of decoder layers.
+	Layers int `json:"num_hidden_layers"`
+	// Hidden is the width of the residual stream.
+	Hidden int `json:"hidden_size"`
+	// Heads is the number of query heads.
+	Heads int `json:"num_attention_heads"`
+	// KVHeads is the number of key/value heads (grouped-query attention);
+	// it divides Heads.
+	KVHeads int `json:"num_key_value_heads"`
+	// HeadDim is the width of one head, even (rotary pairs) and in general
+	// not Hidden/Heads (Qwen3-4B: 2560/32 = 80 but HeadDim 128).
+	HeadDim int `json:"head_dim"`
+	// Intermediate is the width of the SwiGLU MLP.
+	Intermediate int `json:"intermediate_size"`
+	// Vocab is the number of logits (rows of the embedding).
+	Vocab int `json:"vocab_size"`
+	// RopeTheta is the rotary base θ: inv_freq[i] = θ^(-2i/HeadDim).
+	RopeTheta float64 `json:"rope_theta"`
+	// RMSEps is ε in RMSNorm: x / sqrt(mean(x²) + ε) · w.
+	RMSEps float64 `json:"rms_norm_eps"`
+	// TiedEmbeddings makes the LM head the transpose of the token
+	// embedding instead of a separate lm_head.weight.
+	TiedEmbeddings bool `json:"tie_word_embeddings"`
+	// MaxPositions is the longest sequence the model is meant for; the
+	// graph does not depend on it (rotary angles are computed from
+	// position_ids), it is recorded in config.json. 0 means unspecified.
+	MaxPositions int `json:"max_position_embeddings"`
+}
+
+// Tiny returns the small default architecture of spiral's tests and
+// embedded model: 2 layers, hidden 64, 4 query heads over 2 KV heads of
+// width 32 (deliberately not 64/4), MLP 128, a 100-token vocabulary, θ
+// 10000, ε 1e-6, tied embeddings, 4096 positions.
+func Tiny() Config {
+	return Config{
+		Layers: 2, Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 32,
+		Intermediate: 128, Vocab: 100, RopeTheta: 10000, RMSEps: 1e-6,
+		TiedEmbeddings: true, MaxPositions: 4096,
+	}
+}
+
+// Validate reports every field outside its allowed values: Layers,
+// Hidden, Heads, KVHeads, Intermediate, Vocab >= 1; KVHeads divides Heads;
+// HeadDim >= 2 and even; RopeTheta > 0; RMSEps > 0; MaxPositions >= 0.
+func (c Config) Validate() error {
+	if err := c.check(); err != nil {
+		return fmt.Errorf("qwen3: config: %w", err)
+	}
+	return nil
+}
+
+func (c Config) check() error {
+	var errs []string
+	pos := func(name string, v int) {
+		if v < 1 {
+			errs = append(errs, fmt.Sprintf("%s %d: want >= 1", name, v))
+		}
+	}
+	pos("num_hidden_layers", c.Layers)
+	pos("hidden_size", c.Hidden)
+	pos("num_attention_heads", c.Heads)
+	pos("num_key_value_heads", c.KVHeads)
+	pos("intermediate_size", c.Intermediate)
+	pos("vocab_size", c.Vocab)
+	if c.Heads >= 1 && c.KVHeads >= 1 && c.Heads%c.KVHeads != 0 {
+		errs = append(errs, fmt.Sprintf("num_key_value_heads %d: want a divisor of num_attention_heads %d", c.KVHeads, c.Heads))
+	}
+	if c.HeadDim < 2 || c.HeadDim%2 != 0 {
+		errs = append(errs, fmt.Sprintf("head_dim %d: want an even number >= 2", c.HeadDim))
+	}
+	if !(c.RopeTheta > 0) {
+		errs = append(errs, fmt.Sprintf("rope_theta %g: want > 0", c.RopeTheta))
+	}
+	if !(c.RMSEps > 0) {
+		errs = append(errs, fmt.Sprintf("rms_norm_eps %g: want > 0", c.RMSEps))
+	}
+	if c.MaxPositions < 0 {
+		errs = append(errs, fmt.Sprintf("max_position_embeddings %d: want >= 0", c.MaxPositions))
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// ParseConfig decodes a Hugging Face config.json and validates it. Absent
+// or null fields take transformers' Qwen3Config defaults where the
+// architecture allows one: head_dim = hidden_size / num_attention_heads,
+// num_key_value_heads = num_attention_heads, rope_theta 10000,
+// rms_norm_eps 1e-6, tie_word_embeddings false. A model_type other than
+// "qwen3" (when present) is an error.
+func ParseConfig(data []byte) (Config, error) {
+	c, err := parseConfig(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("qwen3: config: %w", err)
+	}
+	return c, nil
+}
+
+func parseConfig(data []byte) (Config, error) {
+	var c Config
+	if err := json.Unmarshal(data, &c); err != nil {
+		return Config{}, err
+	}
+	var extra struct {
+		ModelType string `json:"model_type"`
+	}
+	json.Unmarshal(data, &extra)
+	if extra.ModelType != "" && extra.ModelType != "qwen3" {
+		return Config{}, fmt.Errorf("model_type %q, want \"qwen3\"", extra.ModelType)
+	}
+	if c.KVHeads == 0 {
+		c.KVHeads = c.Heads
+	}
+	if c.HeadDim == 0 && c.Heads > 0 {
+		c.HeadDim = c.Hidden / c.Heads
+	}
+	if c.RopeTheta == 0 {
+		c.RopeTheta = 10000
+	}
+	if c.RMSEps == 0 {
+		c.RMSEps = 1e-6
+	}
+	if err := c.check(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// LoadConfig reads and parses the config.json at path (see ParseConfig).
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("qwen3: %w", err)
+	}
+	c, err := parseConfig(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("qwen3: config %q: %w", path, err)
+	}
+	return c, nil
+}
+
+// HFConfigJSON renders c as a Hugging Face config.json for
+// Qwen3ForCausalLM (float32, no rope scaling, no sliding window), loadable
+// by transformers' AutoConfig and by ParseConfig.
+func (c Config) HFConfigJSON() ([]byte, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	type hf struct {
+		Architectures []string `json:"architectures"`
+		ModelType     string   `json:"model_type"`
+		Config
+		HiddenAct        string  `json:"hidden_act"`
+		AttentionBias    bool    `json:"attention_bias"`
+		AttentionDropout float64 `json:"attention_dropout"`
+		InitializerRange float64 `json:"initializer_range"`
+		RopeScaling      any     `json:"rope_scaling"`
+		SlidingWindow    any     `json:"sliding_window"`
+		UseSlidingWindow bool    `json:"use_sliding_window"`
+		MaxWindowLayers  int     `json:"max_window_layers"`
+		TorchDtype       string  `json:"torch_dtype"`
+		UseCache         bool    `json:"use_cache"`
+	}
+	v := hf{
+		Architectures: []string{"Qwen3ForCausalLM"}, ModelType: "qwen3", Config: c,
+		HiddenAct: "silu", InitializerRange: InitStd, MaxWindowLayers: c.Layers,
+		TorchDtype: "float32", UseCache: true,
+	}
+	if v.MaxPositions == 0 {
+		v.MaxPositions = 32768 // transformers' Qwen3Config default
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("qwen3: config: %w", err)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,92 @@
+package qwen3
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLoadHFConfig reads a config.json in Hugging Face's format with
+// Qwen3-4B's architecture (testdata/qwen3-4b-config.json, typed after the
+// config.json of Qwen/Qwen3-4B on the Hugging Face Hub, not downloaded;
+// unknown keys such as bos_token_id are ignored). head_dim 128 is not
+// hidden/heads = 80.
+func TestLoadHFConfig(t *testing.T) {
+	c, err := LoadConfig(filepath.Join("testdata", "qwen3-4b-config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Layers: 36, Hidden: 2560, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 9728,
+		Vocab: 151936, RopeTheta: 1e6, RMSEps: 1e-6, TiedEmbeddings: true, MaxPositions: 40960}
+	if c != want {
+		t.Errorf("LoadConfig = %+v\nwant %+v", c, want)
+	}
+}
+
+func TestParseConfigDefaults(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+		"intermediate_size": 128, "vocab_size": 100, "head_dim": null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HeadDim != 16 || c.KVHeads != 4 || c.RopeTheta != 10000 || c.RMSEps != 1e-6 || c.TiedEmbeddings {
+		t.Errorf("defaults: %+v", c)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		json string
+		want string
+	}{
+		{"malformed", `{"hidden_size": `, "qwen3: config: unexpected end of JSON input"},
+		{"wrong type", `{"hidden_size": "big"}`, "hidden_size"},
+		{"other model", `{"model_type": "llama"}`, `model_type "llama"`},
+		{"kv heads", `{"num_hidden_layers": 1, "hidden_size": 8, "num_attention_heads": 4, "num_key_value_heads": 3, "intermediate_size": 8, "vocab_size": 8}`,
+			"num_key_value_heads 3: want a divisor of num_attention_heads 4"},
+		{"odd head dim", `{"num_hidden_layers": 1, "hidden_size": 8, "num_attention_heads": 2, "head_dim": 3, "intermediate_size": 8, "vocab_size": 8}`,
+			"head_dim 3: want an even number >= 2"},
+		{"everything missing", `{}`, "num_hidden_layers 0: want >= 1; hidden_size 0: want >= 1"},
+	}
+	for _, tc := range tests {
+		_, err := ParseConfig([]byte(tc.json))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want it to contain %q", tc.name, err, tc.want)
+		}
+	}
+	bad := Tiny()
+	bad.RMSEps = 0
+	bad.RopeTheta = -1
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "rope_theta -1: want > 0; rms_norm_eps 0: want > 0") {
+		t.Errorf("Validate: %v", err)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "config.json")
+	os.WriteFile(p, []byte(`{"model_type": "qwen3"}`), 0o644)
+	if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), p) {
+		t.Errorf("LoadConfig error %v does not name the file", err)
+	}
+}
+
+func TestHFConfigJSONRoundTrip(t *testing.T) {
+	for _, c := range []Config{Tiny(), {Layers: 1, Hidden: 8, Heads: 2, KVHeads: 1, HeadDim: 6, Intermediate: 8, Vocab: 9, RopeTheta: 5, RMSEps: 1e-5, MaxPositions: 7}} {
+		data, err := c.HFConfigJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseConfig(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c {
+			t.Errorf("round trip: %+v, want %+v\n%s", got, c, data)
+		}
+		for _, key := range []string{`"model_type": "qwen3"`, `"Qwen3ForCausalLM"`, `"hidden_act": "silu"`, `"head_dim": `} {
+			if !strings.Contains(string(data), key) {
+				t.Errorf("config.json lacks %s", key)
+			}
+		}
+	}
+}
