@@ -32,14 +32,6 @@ func setupEval(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 	}
 }
 
-func setupSFT(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
-	var rf runtimeFlags
-	rf.register(fs)
-	return func(context.Context, *cliEnv, []string) error {
-		return notBuilt("supervised warm start needs the training graph (model/autodiff)")
-	}
-}
-
 func setupGenerate(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	var rf runtimeFlags
 	rf.register(fs)
@@ -49,25 +41,10 @@ func setupGenerate(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 	}
 }
 
-func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
-	fs.String("model", "", "ONNX causal LM to derive the graphs from")
-	fs.String("out", "", "output directory")
-	return func(context.Context, *cliEnv, []string) error {
-		return notBuilt("training-graph generation (model/autodiff) has not landed")
-	}
-}
-
 func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	fs.String("checkpoint", "", "checkpoint directory")
 	fs.String("out", "", "output .onnx path")
 	return func(context.Context, *cliEnv, []string) error {
 		return notBuilt("checkpoints have not landed")
-	}
-}
-
-func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
-	fs.String("out", "", "output directory")
-	return func(context.Context, *cliEnv, []string) error {
-		return notBuilt("the Qwen3 graph generator (model/qwen3) has not landed")
 	}
 }

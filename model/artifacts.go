@@ -268,6 +268,9 @@ func writeFileAtomic(path string, b []byte) (err error) {
 		}
 	}()
 	if _, err = f.Write(b); err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

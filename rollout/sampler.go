@@ -47,8 +47,9 @@ type SamplerConfig struct {
 	// BatchSize is the number of rows decoded together.
 	BatchSize int
 	// Refill, when true, replaces finished rows with waiting prompts so
-	// that the batch stays full; when false, a new batch starts only when
-	// the previous one has finished entirely.
+	// that the batch stays full (admitting them in groups of at least a
+	// quarter of the batch, see refillMin); when false, a new batch starts
+	// only when the previous one has finished entirely.
 	Refill bool
 }
 
@@ -192,7 +193,7 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 		// Admit waiting prompts: all at once into an empty batch, or (with
 		// Refill) into the free rows of a running one.
 		free := s.cfg.BatchSize - len(active)
-		if len(queue) > 0 && free > 0 && (len(active) == 0 || s.cfg.Refill) {
+		if len(queue) > 0 && free > 0 && (len(active) == 0 || s.cfg.Refill && free >= s.refillMin(len(queue))) {
 			n := min(free, len(queue))
 			fresh := make([]*row, n)
 			for i, ri := range queue[:n] {
@@ -249,6 +250,14 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 	}
 	st.Elapsed = time.Since(start)
 	return outs, st, nil
+}
+
+// refillMin is the number of free rows worth a refill: each refill costs a
+// prefill and a cache merge that copies the running batch's cache, so
+// rows are admitted in groups of a quarter of the batch (or whatever is
+// left in the queue).
+func (s *Sampler) refillMin(queued int) int {
+	return max(1, min(s.cfg.BatchSize/4, queued))
 }
 
 // sampleInto draws r's next token from one row of logits and records it.

@@ -14,7 +14,9 @@ import (
 
 // samplerTinyLM opens a freshly generated tiny Qwen3 model (random
 // weights, vocabulary 100).
-func samplerTinyLM(t *testing.T) *model.LM {
+func samplerTinyLM(t *testing.T) *model.LM { return samplerTinyLMB(t) }
+
+func samplerTinyLMB(t testing.TB) *model.LM {
 	t.Helper()
 	rt := modeltest.Runtime(t)
 	dir := t.TempDir()

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/spiral-rl/spiral/data/synth"
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/qwen3"
+	"github.com/spiral-rl/spiral/model/tokenizer"
+)
+
+func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	c := qwen3.Tiny()
+	out := fs.String("out", "", "output directory (required)")
+	fs.IntVar(&c.Layers, "layers", c.Layers, "decoder layers")
+	fs.IntVar(&c.Hidden, "hidden", c.Hidden, "hidden size")
+	fs.IntVar(&c.Heads, "heads", c.Heads, "query heads")
+	fs.IntVar(&c.KVHeads, "kv-heads", c.KVHeads, "key/value heads (divides --heads)")
+	fs.IntVar(&c.HeadDim, "head-dim", c.HeadDim, "head width (need not be hidden/heads)")
+	fs.IntVar(&c.Intermediate, "intermediate", c.Intermediate, "MLP width")
+	fs.Float64Var(&c.RopeTheta, "rope-theta", c.RopeTheta, "rotary base")
+	fs.BoolVar(&c.TiedEmbeddings, "tied-embeddings", c.TiedEmbeddings, "tie the LM head to the token embedding")
+	tok := fs.String("tokenizer", "char", "tokenizer: char (characters of the synthetic task) or byte (any UTF-8 text)")
+	seed := fs.Uint64("seed", 1, "weight initialisation seed")
+	return func(_ context.Context, env *cliEnv, args []string) error {
+		if len(args) > 0 || *out == "" {
+			return usageError{errors.New("usage: spiral init-model --out DIR [flags]")}
+		}
+		var tj []byte
+		var err error
+		switch *tok {
+		case "char":
+			tj, err = tokenizer.BuildCharTokenizerJSON([]rune(synth.Alphabet()))
+		case "byte":
+			tj, err = tokenizer.BuildByteTokenizerJSON()
+		default:
+			return usageError{fmt.Errorf("--tokenizer %q: want char or byte", *tok)}
+		}
+		if err != nil {
+			return err
+		}
+		t, err := tokenizer.FromBytes(tj)
+		if err != nil {
+			return err
+		}
+		c.Vocab = t.VocabSize()
+		t.Close()
+		if err := qwen3.WriteDir(*out, c, *seed); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(*out, "tokenizer.json"), tj, 0o644); err != nil {
+			return fmt.Errorf("write tokenizer: %w", err)
+		}
+		fmt.Fprintf(env.stdout, "wrote %s: %d layers, hidden %d, %d heads (%d KV) x %d, vocab %d\n",
+			*out, c.Layers, c.Hidden, c.Heads, c.KVHeads, c.HeadDim, c.Vocab)
+		return nil
+	}
+}
+
+func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	var mf modelFlags
+	mf.register(fs)
+	out := fs.String("out", "", "output directory (default: artifacts/ beside the model)")
+	return func(_ context.Context, env *cliEnv, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Errorf("unexpected arguments %q", args)}
+		}
+		r, err := mf.resolve()
+		if err != nil {
+			return err
+		}
+		dir := *out
+		if dir == "" {
+			dir = filepath.Join(filepath.Dir(r.onnx), "artifacts")
+		}
+		art, err := model.PrepareArtifacts(r.onnx, dir)
+		if err != nil {
+			return err
+		}
+		state := "reused"
+		if art.Rebuilt {
+			state = "built"
+		}
+		n := 0
+		for _, w := range art.Manifest.Weights {
+			k := 1
+			for _, d := range w.Shape {
+				k *= int(d)
+			}
+			n += k
+		}
+		fmt.Fprintf(env.stdout, "%s %s: %s, %s, %s (%d trainable tensors, %d parameters)\n", state, dir,
+			model.RolloutFile, model.TrainFile, model.ManifestFile, len(art.Manifest.Weights), n)
+		return nil
+	}
+}

@@ -1,0 +1,81 @@
+// Package embedded carries spiral's default model inside the binary: a tiny
+// Qwen3-architecture model warm-started on the synthetic arithmetic task,
+// with its character-level tokenizer, so that `spiral train` and `spiral
+// eval` work with no files at all.
+package embedded
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Files are the embedded model's files, written side by side.
+var Files = []string{"model.onnx", "tokenizer.json", "config.json"}
+
+// ErrNotBuilt is returned when this binary was built without the embedded
+// model's files.
+var ErrNotBuilt = errors.New("embedded: this binary carries no default model (run `make embedded` and rebuild, or pass --model)")
+
+// Available reports whether the binary carries the model.
+func Available() bool {
+	for _, f := range Files {
+		if _, err := fs.Stat(assets, "assets/"+f); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Extract writes the embedded files into a directory under cacheDir named
+// by their content hash (once; later calls reuse it) and returns that
+// directory.
+func Extract(cacheDir string) (string, error) {
+	if !Available() {
+		return "", ErrNotBuilt
+	}
+	h := sha256.New()
+	contents := make([][]byte, len(Files))
+	for i, f := range Files {
+		b, err := assets.ReadFile("assets/" + f)
+		if err != nil {
+			return "", fmt.Errorf("embedded: %w", err)
+		}
+		contents[i] = b
+		h.Write(b)
+	}
+	dir := filepath.Join(cacheDir, "embedded-"+hex.EncodeToString(h.Sum(nil))[:16])
+	if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
+		return dir, nil
+	}
+	tmp, err := os.MkdirTemp(cacheDir, ".embedded-tmp-")
+	if err != nil {
+		return "", fmt.Errorf("embedded: extract: %w", err)
+	}
+	for i, f := range Files {
+		if err := os.WriteFile(filepath.Join(tmp, f), contents[i], 0o644); err != nil {
+			os.RemoveAll(tmp)
+			return "", fmt.Errorf("embedded: extract: %w", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("embedded: extract: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		if _, statErr := os.Stat(filepath.Join(dir, ".complete")); statErr == nil {
+			return dir, nil // another process won the race
+		}
+		return "", fmt.Errorf("embedded: extract: %w", err)
+	}
+	return dir, nil
+}

@@ -1,0 +1,125 @@
+package rl
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/spiral-rl/spiral/rollout"
+)
+
+// PhaseMetrics summarise one rollout phase of a step.
+type PhaseMetrics struct {
+	// Traces counted and their mean reward (accuracy).
+	Traces int     `json:"traces"`
+	Reward float64 `json:"reward"`
+	// MeanLength is the mean completion length in tokens; Truncated the
+	// fraction that hit the token limit.
+	MeanLength float64 `json:"mean_length"`
+	Truncated  float64 `json:"truncated"`
+	// TokensPerSecond is generated tokens per second of the phase.
+	TokensPerSecond float64 `json:"tokens_per_second"`
+	Seconds         float64 `json:"seconds"`
+
+	rewardSum, lengthSum, truncated float64
+	generated                       int
+}
+
+func (p *PhaseMetrics) observe(reward float64, c rollout.Completion) {
+	p.Traces++
+	p.rewardSum += reward
+	p.lengthSum += float64(len(c.Tokens))
+	if c.Finish == rollout.FinishLength {
+		p.truncated++
+	}
+}
+
+func (p *PhaseMetrics) finish() {
+	if p.Traces > 0 {
+		p.Reward = p.rewardSum / float64(p.Traces)
+		p.MeanLength = p.lengthSum / float64(p.Traces)
+		p.Truncated = p.truncated / float64(p.Traces)
+	}
+	if p.Seconds > 0 {
+		p.TokensPerSecond = float64(p.generated) / p.Seconds
+	}
+}
+
+// Metrics are one training step's figures, written as one JSON line of
+// metrics.jsonl.
+type Metrics struct {
+	Step int `json:"step"`
+	// Search and Aggregate are the two rollout phases (GRPO: Search only).
+	Search    PhaseMetrics `json:"search"`
+	Aggregate PhaseMetrics `json:"aggregate"`
+	// ProblemsDrawn over all dynamic-sampling rounds; ProblemsInformative
+	// kept for training. InformativeFraction is their ratio.
+	ProblemsDrawn       int     `json:"problems_drawn"`
+	ProblemsInformative int     `json:"problems_informative"`
+	InformativeFraction float64 `json:"informative_fraction"`
+	// Samples trained on and their loss tokens.
+	Samples    int `json:"samples"`
+	LossTokens int `json:"loss_tokens"`
+	// Advantage statistics over trained samples.
+	AdvMean float64 `json:"adv_mean"`
+	AdvStd  float64 `json:"adv_std"`
+	AdvMin  float64 `json:"adv_min"`
+	AdvMax  float64 `json:"adv_max"`
+	// Loss is the token-mean loss; Entropy the token-mean policy entropy
+	// (nats) on response tokens; GradNorm the pre-clip global norm.
+	Loss     float64 `json:"loss"`
+	Entropy  float64 `json:"entropy"`
+	GradNorm float64 `json:"grad_norm"`
+	LR       float64 `json:"lr"`
+	// Timing: wall seconds of rollout, training and the whole step, and
+	// training positions (rows x length) per second.
+	RolloutSeconds       float64 `json:"rollout_seconds"`
+	TrainSeconds         float64 `json:"train_seconds"`
+	StepSeconds          float64 `json:"step_seconds"`
+	TrainTokens          int     `json:"train_tokens"`
+	TrainTokensPerSecond float64 `json:"train_tokens_per_second"`
+
+	advN                        int
+	advSum, advSq, advLo, advHi float64
+}
+
+func (m *Metrics) addPhase(p *PhaseMetrics, st rollout.Stats) {
+	p.generated += st.GeneratedTokens
+	p.Seconds += st.Elapsed.Seconds()
+}
+
+func (m *Metrics) observeAdvantage(a float64) {
+	if m.advN == 0 || a < m.advLo {
+		m.advLo = a
+	}
+	if m.advN == 0 || a > m.advHi {
+		m.advHi = a
+	}
+	m.advN++
+	m.advSum += a
+	m.advSq += a * a
+}
+
+func (m *Metrics) finishRollout() {
+	m.Search.finish()
+	m.Aggregate.finish()
+	if m.ProblemsDrawn > 0 {
+		m.InformativeFraction = float64(m.ProblemsInformative) / float64(m.ProblemsDrawn)
+	}
+	if m.advN > 0 {
+		m.AdvMean = m.advSum / float64(m.advN)
+		m.AdvStd = math.Sqrt(math.Max(0, m.advSq/float64(m.advN)-m.AdvMean*m.AdvMean))
+		m.AdvMin, m.AdvMax = m.advLo, m.advHi
+	}
+}
+
+// WriteJSONL appends m as one JSON line.
+func (m Metrics) WriteJSONL(w io.Writer) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("rl: metrics: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

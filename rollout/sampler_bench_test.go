@@ -1,0 +1,55 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// BenchmarkDecode measures generated tokens per second on the tiny model
+// at several batch sizes, with and without refilling finished rows, and a
+// one-sequence-at-a-time loop for comparison. Completion lengths vary
+// (stop id sampled at random), as in real rollouts.
+//
+//	go test -run '^$' -bench Decode -benchtime 1x ./rollout
+func BenchmarkDecode(b *testing.B) {
+	for _, tc := range []struct {
+		batch  int
+		refill bool
+	}{{1, false}, {16, false}, {16, true}, {64, false}, {64, true}, {256, false}, {256, true}} {
+		b.Run(fmt.Sprintf("batch=%d/refill=%v", tc.batch, tc.refill), func(b *testing.B) {
+			benchDecode(b, tc.batch, tc.refill)
+		})
+	}
+}
+
+func benchDecode(b *testing.B, batch int, refill bool) {
+	lm := samplerTinyLMB(b)
+	s, err := NewSampler(lm, SamplerConfig{Temperature: 1, MaxNewTokens: 64, BatchSize: batch, Refill: refill, StopIDs: []int32{1, 2}}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := max(2*batch, 32)
+	r := rand.New(rand.NewPCG(1, 1))
+	reqs := make([]Request, n)
+	for i := range reqs {
+		p := make([]int32, 8+r.IntN(24))
+		for j := range p {
+			p[j] = int32(3 + r.IntN(90))
+		}
+		reqs[i] = Request{Prompt: p, Seed: uint64(i)}
+	}
+	var gen int
+	var el time.Duration
+	for b.Loop() {
+		_, st, err := s.Generate(context.Background(), reqs, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		gen += st.GeneratedTokens
+		el += st.Elapsed
+	}
+	b.ReportMetric(float64(gen)/el.Seconds(), "tok/s")
+}
