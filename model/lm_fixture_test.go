@@ -69,8 +69,8 @@ func loadHFReference(t *testing.T) *hfReference {
 	return &ref
 }
 
-// flat concatenates rows into one row-major slice, checking their width.
-func flat(t *testing.T, name string, rows [][]int64, width int) []int64 {
+// hfFlat concatenates rows into one row-major slice, checking their width.
+func hfFlat(t *testing.T, name string, rows [][]int64, width int) []int64 {
 	t.Helper()
 	out := make([]int64, 0, len(rows)*width)
 	for i, r := range rows {
@@ -80,9 +80,9 @@ func flat(t *testing.T, name string, rows [][]int64, width int) []int64 {
 	return out
 }
 
-// maxErrReal returns the largest |got - want| over the positions whose mask
+// hfMaxErr returns the largest |got - want| over the positions whose mask
 // is 1, and where it occurred. got and want are [B, S, V]; mask is [B, S].
-func maxErrReal(got []float32, want []float64, mask []int64, V int) (maxErr float64, at string) {
+func hfMaxErr(got []float32, want []float64, mask []int64, V int) (maxErr float64, at string) {
 	for p, m := range mask {
 		if m == 0 {
 			continue
@@ -115,7 +115,7 @@ func maxErrReal(got []float32, want []float64, mask []int64, V int) (maxErr floa
 // implementation makes of an all-masked softmax. transformers' eager path
 // adds the float32 minimum to every masked score, so such a row becomes a
 // near-uniform average over all keys, future ones included; this export
-// carries the same arithmetic (the script measured 2.6e-6 there), but
+// carries the same arithmetic (reference.json records 2.6e-6 there), but
 // model/qwen3's graph or a fused-attention export need not, and nothing
 // depends on it: sampling reads only the last real position of a row, and
 // later steps mask padded keys out.
@@ -139,7 +139,7 @@ func TestLMHFQwen3Fixture(t *testing.T) {
 	require.True(t, sig.HasPositionIDs, "optimum exports have position_ids")
 	require.Empty(t, sig.Weights, "a plain export has no weight inputs")
 
-	mask := flat(t, "attention_mask", ref.AttentionMask, T)
+	mask := hfFlat(t, "attention_mask", ref.AttentionMask, T)
 	for r, n := range ref.PromptLens {
 		real := 0
 		for _, m := range mask[r*T : (r+1)*T] {
@@ -153,13 +153,13 @@ func TestLMHFQwen3Fixture(t *testing.T) {
 	logits, err := lm.Forward(ctx, model.Step{
 		Batch:         B,
 		Seq:           T,
-		InputIDs:      flat(t, "input_ids", ref.InputIDs, T),
+		InputIDs:      hfFlat(t, "input_ids", ref.InputIDs, T),
 		AttentionMask: mask,
-		PositionIDs:   flat(t, "position_ids", ref.PositionIDs, T),
+		PositionIDs:   hfFlat(t, "position_ids", ref.PositionIDs, T),
 	}, cache, nil)
 	require.NoError(t, err)
 	require.Equal(t, T, cache.Len())
-	prefillErr, at := maxErrReal(logits, ref.PrefillLogits, mask, V)
+	prefillErr, at := hfMaxErr(logits, ref.PrefillLogits, mask, V)
 	t.Logf("prefill [%d x %d, empty past]: max abs error %.3g over real positions", B, T, prefillErr)
 	require.Less(t, prefillErr, hfFixtureTol, "prefill logits vs transformers (%s)", at)
 
@@ -170,13 +170,13 @@ func TestLMHFQwen3Fixture(t *testing.T) {
 	logits, err = lm.Forward(ctx, model.Step{
 		Batch:         B,
 		Seq:           1,
-		InputIDs:      flat(t, "next_input_ids", ref.NextInputIDs, 1),
-		AttentionMask: flat(t, "next_attention_mask", ref.NextAttentionMask, T+1),
-		PositionIDs:   flat(t, "next_position_ids", ref.NextPositionIDs, 1),
+		InputIDs:      hfFlat(t, "next_input_ids", ref.NextInputIDs, 1),
+		AttentionMask: hfFlat(t, "next_attention_mask", ref.NextAttentionMask, T+1),
+		PositionIDs:   hfFlat(t, "next_position_ids", ref.NextPositionIDs, 1),
 	}, cache, logits)
 	require.NoError(t, err)
 	require.Equal(t, T+1, cache.Len())
-	stepErr, at := maxErrReal(logits, ref.StepLogits, stepMask, V)
+	stepErr, at := hfMaxErr(logits, ref.StepLogits, stepMask, V)
 	t.Logf("decode step [%d x 1, past %d]: max abs error %.3g", B, T, stepErr)
 	require.Less(t, stepErr, hfFixtureTol, "decode logits vs transformers (%s)", at)
 }
