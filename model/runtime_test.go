@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -41,9 +42,28 @@ func TestParseDevice(t *testing.T) {
 	}
 }
 
+// inSubprocess reruns the calling test alone in a fresh process (ONNX
+// Runtime's environment is process-global, and other tests of this binary
+// may already hold it) and reports whether this is that subprocess.
+func inSubprocess(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv("SPIRAL_RUNTIME_SUBTEST") == t.Name() {
+		return true
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v")
+	cmd.Env = append(os.Environ(), "SPIRAL_RUNTIME_SUBTEST="+t.Name())
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "subprocess output:\n%s", out)
+	require.Contains(t, string(out), "--- PASS: "+t.Name())
+	return false
+}
+
 // TestOpenRuntimeMissingLibrary checks that when no candidate loads, the
 // error names all three places and the setup command.
 func TestOpenRuntimeMissingLibrary(t *testing.T) {
+	if !inSubprocess(t) {
+		return
+	}
 	t.Setenv(model.LibEnvVar, "/nonexistent/env/libonnxruntime.so")
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	_, err := model.OpenRuntime(model.RuntimeOptions{LibPath: "/nonexistent/flag/libonnxruntime.so"})
@@ -55,6 +75,9 @@ func TestOpenRuntimeMissingLibrary(t *testing.T) {
 }
 
 func TestOpenRuntimeBadLibraryFile(t *testing.T) {
+	if !inSubprocess(t) {
+		return
+	}
 	t.Setenv(model.LibEnvVar, "")
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	bad := t.TempDir() + "/libonnxruntime.so"

@@ -19,7 +19,10 @@ type SFTExample struct {
 type SFTMetrics struct {
 	Step int `json:"step"`
 	// Loss is the token-mean cross-entropy (nats) before the update.
-	Loss     float64 `json:"loss"`
+	Loss float64 `json:"loss"`
+	// PGLoss is the policy-gradient loss the graph minimised (-1 for
+	// advantage 1 and ratio 1; its gradient is the cross-entropy's).
+	PGLoss   float64 `json:"pg_loss"`
 	Entropy  float64 `json:"entropy"`
 	GradNorm float64 `json:"grad_norm"`
 	LR       float64 `json:"lr"`
@@ -63,7 +66,7 @@ func SFTStep(ctx context.Context, p *model.Policy, opt *optim.AdamW, sched optim
 	if err := opt.Step(p.Weights, grads, m.LR); err != nil {
 		return m, err
 	}
-	m.Loss, m.Entropy, m.LossTokens = gs.Loss, gs.Entropy, gs.LossTokens
+	m.Loss, m.PGLoss, m.Entropy, m.LossTokens = gs.NLL, gs.Loss, gs.Entropy, gs.LossTokens
 	m.Seconds = time.Since(start).Seconds()
 	m.TokensPerSecond = float64(gs.Positions) / m.Seconds
 	return m, nil

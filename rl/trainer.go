@@ -376,8 +376,9 @@ type GradientOptions struct {
 
 // GradientStats summarise one Gradients call.
 type GradientStats struct {
-	// Loss and Entropy are token-means over the loss tokens.
-	Loss, Entropy float64
+	// Loss, Entropy and NLL (-log-probability of the trained tokens) are
+	// token-means over the loss tokens.
+	Loss, Entropy, NLL float64
 	// LossTokens counts loss tokens; Positions rows x length processed.
 	LossTokens, Positions int
 }
@@ -404,7 +405,7 @@ func Gradients(ctx context.Context, learner Learner, micro, grads *params.Store,
 		return gs, err
 	}
 	var res model.TrainResult
-	lossSum, entSum := 0.0, 0.0
+	lossSum, entSum, nllSum := 0.0, 0.0, 0.0
 	for k := range batches {
 		b := &batches[k]
 		if tokens[k] == 0 {
@@ -425,6 +426,7 @@ func Gradients(ctx context.Context, learner Learner, micro, grads *params.Store,
 		for i, mask := range b.LossMask {
 			if mask != 0 {
 				entSum += float64(res.Entropy[i])
+				nllSum -= float64(res.LogProbs[i])
 			}
 		}
 		gs.Positions += b.Batch * b.Seq
@@ -434,5 +436,6 @@ func Gradients(ctx context.Context, learner Learner, micro, grads *params.Store,
 	}
 	gs.Loss = lossSum / float64(gs.LossTokens)
 	gs.Entropy = entSum / float64(gs.LossTokens)
+	gs.NLL = nllSum / float64(gs.LossTokens)
 	return gs, nil
 }
