@@ -10,18 +10,6 @@ import (
 // documents them, but their implementations have not landed yet: running
 // them says so and exits non-zero.
 
-func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
-	var rf runtimeFlags
-	rf.register(fs)
-	fs.String("model", "", "ONNX causal LM (default: the embedded tiny model)")
-	fs.String("data", "", "training problems: JSONL, JSON or Parquet (default: the embedded arithmetic task)")
-	fs.String("algo", "spiral", "algorithm: spiral, grpo, or agg-only")
-	fs.String("out", "runs/spiral", "run directory: metrics.jsonl, checkpoints, plots")
-	return func(context.Context, *cliEnv, []string) error {
-		return notBuilt("the training loop (rl/) and the embedded tiny model have not landed")
-	}
-}
-
 func setupEval(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	var rf runtimeFlags
 	rf.register(fs)

@@ -94,6 +94,9 @@ func PrepareArtifacts(src, dir string) (*Artifacts, error) {
 	if err != nil {
 		return nil, err
 	}
+	if v := src1.Opset(""); v < 18 {
+		return nil, fmt.Errorf("model: %s imports ONNX opset %d; the training graph needs opset >= 18 (re-export with opset 18, as optimum does)", src, v)
+	}
 	if len(sig.Weights) > 0 {
 		return nil, fmt.Errorf("model: %s already has weight inputs (%s...); give the original export", src, sig.Weights[0].Name)
 	}

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/data/synth"
+	"github.com/spiral-rl/spiral/grader"
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/checkpoint"
+	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/rl"
+	"github.com/spiral-rl/spiral/rollout"
+)
+
+// trainFlags are the flags of `spiral train`.
+type trainFlags struct {
+	rf       runtimeFlags
+	mf       modelFlags
+	df       dataFlags
+	sf       samplingFlags
+	data     string
+	out      string
+	cfg      rl.Config
+	steps    int
+	lr       float64
+	warmup   int
+	ckptEach int
+	keep     int
+	fresh    bool
+	quiet    bool
+	tmplS    string
+	tmplA    string
+}
+
+// samplingFlags configure generation.
+type samplingFlags struct {
+	temperature, topP float64
+	topK              int
+	maxNew            int
+	batch             int
+}
+
+func (f *samplingFlags) register(fs *pflag.FlagSet, maxNew int) {
+	fs.Float64Var(&f.temperature, "temperature", 1.0, "sampling temperature (0 = greedy)")
+	fs.Float64Var(&f.topP, "top-p", 1.0, "nucleus sampling mass (1 = off)")
+	fs.IntVar(&f.topK, "top-k", 0, "keep the k most probable tokens (0 = off)")
+	fs.IntVar(&f.maxNew, "max-new-tokens", maxNew, "tokens per trace")
+	fs.IntVar(&f.batch, "gen-batch", 64, "rows decoded together")
+}
+
+func (f *samplingFlags) config(tokStop []int32, vocabLimit int) rollout.SamplerConfig {
+	return rollout.SamplerConfig{Temperature: f.temperature, TopP: f.topP, TopK: f.topK, MaxNewTokens: f.maxNew,
+		StopIDs: tokStop, VocabLimit: vocabLimit, BatchSize: f.batch, Refill: true}
+}
+
+func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	var f trainFlags
+	f.rf.register(fs)
+	f.mf.register(fs)
+	f.df.register(fs)
+	f.sf.register(fs, 96)
+	fs.StringVar(&f.data, "data", "", "training problems: JSONL, JSON or Parquet (default: the embedded arithmetic task)")
+	fs.StringVar(&f.out, "out", "runs/spiral", "run directory: metrics.jsonl, checkpoints/, artifacts/, plots")
+	fs.StringVar(&f.cfg.Algo, "algo", rl.AlgoSpiral, "algorithm: spiral, grpo, or agg-only")
+	fs.IntVar(&f.steps, "steps", 50, "training steps")
+	fs.IntVar(&f.cfg.Problems, "problems", 8, "informative problems per step")
+	fs.IntVar(&f.cfg.MaxDrawRounds, "draw-rounds", 4, "dynamic-sampling rounds per step")
+	fs.IntVar(&f.cfg.Pipeline.N1, "n1", 8, "search traces per problem")
+	fs.IntVar(&f.cfg.Pipeline.K, "k", 4, "subsets per problem")
+	fs.IntVar(&f.cfg.Pipeline.N, "n", 4, "traces per subset")
+	fs.IntVar(&f.cfg.Pipeline.N2, "n2", 4, "aggregation traces per subset")
+	fs.IntVar(&f.cfg.Pipeline.CandidateTokens, "candidate-tokens", 0, "cap on each candidate in an aggregation prompt, keeping its end (0 = no cap)")
+	fs.IntVar(&f.cfg.GroupSize, "group", 24, "GRPO traces per problem")
+	fs.Float64Var(&f.lr, "lr", 1e-4, "peak learning rate (real models: ~1e-6)")
+	fs.IntVar(&f.warmup, "warmup", 5, "warmup steps")
+	fs.Float64Var(&f.cfg.ClipLow, "clip-low", 0.2, "PPO clip bound below 1")
+	fs.Float64Var(&f.cfg.ClipHigh, "clip-high", 0.28, "PPO clip bound above 1")
+	fs.Float64Var(&f.cfg.MaxGradNorm, "max-grad-norm", 1.0, "global gradient-norm clip (< 0 = off)")
+	fs.IntVar(&f.cfg.MicroBatchTokens, "micro-batch-tokens", 16384, "rows x length per training call")
+	fs.BoolVar(&f.cfg.Advantage.ScaleSearch, "scale-search-adv", false, "divide set advantages by their std")
+	fs.BoolVar(&f.cfg.Advantage.ScaleAggregation, "scale-agg-adv", false, "divide aggregation advantages by their subset's std")
+	fs.Uint64Var(&f.cfg.Seed, "seed", 1, "random seed")
+	fs.IntVar(&f.ckptEach, "checkpoint-every", 10, "checkpoint every N steps (and at the end or on Ctrl-C)")
+	fs.IntVar(&f.keep, "keep", 3, "checkpoints to keep")
+	fs.BoolVar(&f.fresh, "fresh", false, "ignore existing checkpoints in --out and start over")
+	fs.StringVar(&f.tmplS, "search-template", "", "search prompt template file (default: built in)")
+	fs.StringVar(&f.tmplA, "aggregate-template", "", "aggregation prompt template file (default: built in)")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress bars")
+	return func(ctx context.Context, env *cliEnv, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Errorf("unexpected arguments %q", args)}
+		}
+		if f.steps < 1 {
+			return usageError{errors.New("--steps must be positive")}
+		}
+		return runTrain(ctx, env, &f)
+	}
+}
+
+// runConfig is what a run records in its checkpoints, so that a resumed
+// run can refuse to continue with a different setup.
+type runConfig struct {
+	Model string    `json:"model"`
+	Data  string    `json:"data"`
+	RL    rl.Config `json:"rl"`
+	LR    float64   `json:"lr"`
+}
+
+func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
+	r, err := f.mf.resolve()
+	if err != nil {
+		return err
+	}
+	rt, err := f.rf.open(env)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	tok, err := r.loadTokenizer()
+	if err != nil {
+		return err
+	}
+	defer tok.Close()
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return err
+	}
+
+	// Problems and prompts: the embedded task uses its compact templates.
+	var ds *data.Dataset
+	tmpl := synth.Templates()
+	if f.data == "" {
+		task, err := synth.New(synth.Config{}, f.cfg.Seed)
+		if err != nil {
+			return err
+		}
+		if ds, err = task.Dataset(synth.Train, 2000, f.cfg.Seed); err != nil {
+			return err
+		}
+	} else {
+		if ds, err = data.Load(f.data, f.df.options()); err != nil {
+			return err
+		}
+		if tmpl, err = data.LoadTemplates(f.tmplS, f.tmplA); err != nil {
+			return err
+		}
+	}
+	if f.tmplS != "" || f.tmplA != "" {
+		if tmpl, err = data.LoadTemplates(f.tmplS, f.tmplA); err != nil {
+			return err
+		}
+	}
+	if ds.Len() == 0 {
+		return fmt.Errorf("no usable problems in %s", f.data)
+	}
+
+	pol, err := model.OpenPolicy(rt, r.onnx, filepath.Join(f.out, "artifacts"), true)
+	if err != nil {
+		return err
+	}
+	defer pol.Close()
+	opt, err := optim.NewAdamW(optim.DefaultConfig(), pol.Weights)
+	if err != nil {
+		return err
+	}
+	sched := optim.Schedule{PeakLR: f.lr, WarmupSteps: int64(f.warmup)}
+	if err := sched.Validate(); err != nil {
+		return usageError{err}
+	}
+	problems := data.NewSampler(ds, f.cfg.Seed)
+	sampler, err := rollout.NewSampler(pol.LM, f.sf.config(tok.StopIDs(), min(tok.VocabSize(), pol.LM.Signature().Vocab)), nil)
+	if err != nil {
+		return err
+	}
+	prompter := rollout.ChatPrompter{Tok: tok, Templates: tmpl}
+	tr, err := rl.NewTrainer(f.cfg, rl.TrainerParts{
+		Generator: sampler, Prompter: prompter, Learner: pol.Train,
+		Judge:    func(resp, gold string) bool { return grader.Grade(resp, gold).Correct },
+		Problems: problems, Weights: pol.Weights, MicroGrads: pol.Grads, Optimizer: opt, Schedule: sched,
+	})
+	if err != nil {
+		return usageError{err}
+	}
+	dataName := f.data
+	if dataName == "" {
+		dataName = "embedded:synth"
+	}
+	modelName := r.onnx
+	if r.embedded {
+		modelName = "embedded"
+	}
+	rc := runConfig{Model: modelName, Data: dataName, RL: tr.Config(), LR: f.lr}
+	rcJSON, _ := json.Marshal(rc)
+
+	// Resume from the newest good checkpoint unless --fresh.
+	ckptDir := filepath.Join(f.out, "checkpoints")
+	if !f.fresh {
+		path, st, skipped, err := checkpoint.Resume(ckptDir, pol.Weights, opt)
+		for _, e := range skipped {
+			fmt.Fprintf(env.stderr, "spiral: skipped a damaged checkpoint: %v\n", e)
+		}
+		switch {
+		case err == nil:
+			var prev runConfig
+			if json.Unmarshal(st.Config, &prev) == nil && (prev.Model != rc.Model || prev.Data != rc.Data || prev.RL.Algo != rc.RL.Algo) {
+				return fmt.Errorf("%s holds a run of %s on %s (%s); use another --out or --fresh", f.out, prev.Model, prev.Data, prev.RL.Algo)
+			}
+			var cur data.Cursor
+			if err := json.Unmarshal(st.DataCursor, &cur); err != nil {
+				return fmt.Errorf("checkpoint %s: data cursor: %w", path, err)
+			}
+			if err := problems.Restore(cur); err != nil {
+				return fmt.Errorf("checkpoint %s: %w", path, err)
+			}
+			tr.SetStep(int(st.Step))
+			fmt.Fprintf(env.stdout, "resumed from %s (step %d)\n", path, st.Step)
+		case errors.Is(err, checkpoint.ErrNoCheckpoint):
+		default:
+			return fmt.Errorf("resume: %w (use --fresh to start over)", err)
+		}
+	}
+	if err := truncateMetrics(filepath.Join(f.out, "metrics.jsonl"), tr.Step()); err != nil {
+		return err
+	}
+	mf, err := os.OpenFile(filepath.Join(f.out, "metrics.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer mf.Close()
+
+	save := func() error {
+		cur, _ := json.Marshal(problems.Cursor())
+		p, err := checkpoint.Save(ckptDir, pol.Weights, opt, checkpoint.State{Step: int64(tr.Step()), DataCursor: cur, Config: rcJSON}, checkpoint.Options{Keep: f.keep})
+		if err == nil {
+			fmt.Fprintf(env.stdout, "checkpoint %s\n", p)
+		}
+		return err
+	}
+	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%d problems), algo %s, %d steps, out %s\n", modelName, dataName, ds.Len(), f.cfg.Algo, f.steps, f.out)
+	lastSaved := tr.Step()
+	for tr.Step() < f.steps {
+		bar := newProgress(env.stderr, f.quiet, -1, fmt.Sprintf("step %d/%d rollout", tr.Step()+1, f.steps), "tok")
+		m, err := tr.TrainStep(ctx, bar.add)
+		bar.done()
+		if err != nil {
+			if ctx.Err() != nil {
+				fmt.Fprintf(env.stderr, "spiral: interrupted during step %d; saving step %d\n", tr.Step()+1, tr.Step())
+				if tr.Step() > lastSaved {
+					if serr := save(); serr != nil {
+						return errors.Join(err, serr)
+					}
+				}
+			}
+			return err
+		}
+		if err := m.WriteJSONL(mf); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "step %3d  search %.3f  agg %.3f  informative %d/%d  loss %+.4f  entropy %.3f  |g| %.3f  %.1fs\n",
+			m.Step, m.Search.Reward, m.Aggregate.Reward, m.ProblemsInformative, m.ProblemsDrawn, m.Loss, m.Entropy, m.GradNorm, m.StepSeconds)
+		if tr.Step()%f.ckptEach == 0 || tr.Step() == f.steps {
+			if err := save(); err != nil {
+				return err
+			}
+			lastSaved = tr.Step()
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// truncateMetrics drops lines of metrics.jsonl past step (after a resume
+// from an earlier checkpoint), so the log matches the weights.
+func truncateMetrics(path string, step int) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var keep bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for sc.Scan() {
+		var s struct {
+			Step int `json:"step"`
+		}
+		if json.Unmarshal(sc.Bytes(), &s) == nil && s.Step <= step {
+			keep.Write(sc.Bytes())
+			keep.WriteByte('\n')
+		}
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, keep.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
