@@ -426,6 +426,7 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 					}
 				}
 			}
+			inferReshapeWildcard(dims, v, x)
 			return withDt(x.dt, dims, true)
 		}
 		if s.known && len(s.dims) == 1 && s.dims[0] >= 0 {
@@ -664,4 +665,49 @@ func (t *typeTable) concatConsts(n *onnxpb.NodeProto) ([]int64, bool) {
 		out = append(out, v...)
 	}
 	return out, true
+}
+
+// inferReshapeWildcard fills the one -1 of a constant Reshape target (dims,
+// already resolved for 0 = copy) when x's shape decides it: flattening a
+// vector keeps its (possibly symbolic) length, and with every other dim a
+// known value the wildcard is numel(x) / product(others). Exported graphs
+// flatten shape vectors this way (Reshape(Concat(...), [-1])) before
+// Expand, whose output rank is the vector's length.
+func inferReshapeWildcard(dims, target []int64, x tinfo) {
+	at := -1
+	for i, d := range target {
+		if d == -1 {
+			if at >= 0 {
+				return
+			}
+			at = i
+		}
+	}
+	if at < 0 || !x.known {
+		return
+	}
+	if len(dims) == 1 && len(x.dims) == 1 {
+		dims[0] = x.dims[0]
+		return
+	}
+	n := int64(1)
+	for _, d := range x.dims {
+		if d < 0 {
+			return
+		}
+		n *= d
+	}
+	rest := int64(1)
+	for i, d := range dims {
+		if i == at {
+			continue
+		}
+		if d <= 0 {
+			return
+		}
+		rest *= d
+	}
+	if n%rest == 0 {
+		dims[at] = n / rest
+	}
 }
