@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 
@@ -48,11 +47,4 @@ func moduleVersion(path string) string {
 		}
 	}
 	return "unknown"
-}
-
-// errNotBuilt is returned by commands whose implementation has not landed.
-var errNotBuilt = errors.New("not built yet")
-
-func notBuilt(what string) error {
-	return fmt.Errorf("%w: %s", errNotBuilt, what)
 }
