@@ -275,3 +275,37 @@ func BenchmarkTrainingStep(b *testing.B) {
 		})
 	}
 }
+
+// TestHFFixtureTrainSession opens the PyTorch-exported Hugging Face fixture
+// (see lm_fixture_test.go) as a training policy, the path a real optimum
+// export takes: artifacts, rollout LM fed from the store, training
+// session. In the supervised case the training graph's loss is -1 and its
+// log-probabilities equal the rollout graph's (rl.DetachedLogProbs; bound
+// 1e-5 as in TestSupervisedLossIsNLL), and the gradient is finite and
+// non-zero. Its float64 exactness is TestHFFixtureGradients' (autodiff).
+func TestHFFixtureTrainSession(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	p, err := model.OpenPolicy(rt, filepath.Join(hfFixtureDir, "model.onnx"), t.TempDir(), true)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	samples := randomSamples(rand.New(rand.NewPCG(71, 2)), 3, p.LM.Signature().Vocab)
+	for i := range samples {
+		samples[i].Advantage = 1
+	}
+	bs, _, err := rl.MicroBatches(samples, 0, 0.2, 0.28)
+	require.NoError(t, err)
+	b := bs[0]
+	ctx := context.Background()
+	require.NoError(t, rl.DetachedLogProbs(ctx, p.LM, &b))
+	var res model.TrainResult
+	require.NoError(t, p.Train.Run(ctx, b, &res))
+	require.InDelta(t, -1, res.Loss, 1e-5)
+	for i, m := range b.LossMask {
+		if m != 0 {
+			require.InDelta(t, b.OldLogProbs[i], res.LogProbs[i], 1e-5, "position %d", i)
+		}
+	}
+	norm := p.Grads.Norm()
+	require.False(t, math.IsNaN(norm) || math.IsInf(norm, 0), "gradient norm %v", norm)
+	require.Greater(t, norm, 0.0)
+}
