@@ -11,7 +11,7 @@ ENV = source "$$(scripts/setup.sh)"
 ONNX_PY_VERSION := 1.23.2
 ARGS ?=
 
-.PHONY: setup build train test test-slow bench vet
+.PHONY: setup build train test test-slow bench vet embedded
 
 setup:
 	@scripts/setup.sh >/dev/null
@@ -34,3 +34,13 @@ test-slow: vet
 
 bench:
 	@$(ENV) && go test -run '^$$' -bench . -benchtime 2x ./...
+
+# Rebuild the embedded default model: a fresh tiny Qwen3 warm-started by SFT
+# on the embedded arithmetic task, copied into model/embedded/assets (then
+# rebuild the binary). About 10 minutes on 2 CPU cores.
+EMBED_STEPS ?= 600
+embedded:
+	@$(ENV) && go build $(GOFLAGS_BUILD) -o spiral .
+	rm -rf runs/embedded && ./spiral init-model --out runs/embedded/init --seed 1
+	./spiral sft --model runs/embedded/init --out runs/embedded/sft --steps $(EMBED_STEPS) --batch 64 --lr 5e-3 --eval-every 100 --eval-problems 128 --seed 1
+	cp runs/embedded/sft/model.onnx runs/embedded/sft/tokenizer.json runs/embedded/sft/config.json model/embedded/assets/

@@ -71,11 +71,11 @@ func setupEval(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		dsName := *dataPath
 		if dsName == "" {
 			dsName = "embedded:synth-test"
-			task, err := synth.New(synth.Config{}, 1)
+			task, err := embeddedTask()
 			if err != nil {
 				return err
 			}
-			ds, err := task.Dataset(synth.Test, 128, *seed)
+			ds, err := task.Dataset(synth.Test, 128, embeddedTaskSeed)
 			if err != nil {
 				return err
 			}

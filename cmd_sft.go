@@ -65,7 +65,7 @@ func setupSFT(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error 
 			return err
 		}
 		defer pol.Close()
-		task, err := synth.New(synth.Config{}, *seed)
+		task, err := embeddedTask()
 		if err != nil {
 			return err
 		}

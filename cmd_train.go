@@ -139,11 +139,11 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	var ds *data.Dataset
 	tmpl := synth.Templates()
 	if f.data == "" {
-		task, err := synth.New(synth.Config{}, f.cfg.Seed)
+		task, err := embeddedTask()
 		if err != nil {
 			return err
 		}
-		if ds, err = task.Dataset(synth.Train, 2000, f.cfg.Seed); err != nil {
+		if ds, err = task.Dataset(synth.Train, 2000, embeddedTaskSeed); err != nil {
 			return err
 		}
 	} else {
