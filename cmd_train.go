@@ -20,6 +20,7 @@ import (
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
+	"github.com/spiral-rl/spiral/rollout/report"
 )
 
 // trainFlags are the flags of `spiral train`.
@@ -240,10 +241,11 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	save := func() error {
 		cur, _ := json.Marshal(problems.Cursor())
 		p, err := checkpoint.Save(ckptDir, pol.Weights, opt, checkpoint.State{Step: int64(tr.Step()), DataCursor: cur, Config: rcJSON}, checkpoint.Options{Keep: f.keep})
-		if err == nil {
-			fmt.Fprintf(env.stdout, "checkpoint %s\n", p)
+		if err != nil {
+			return err
 		}
-		return err
+		fmt.Fprintf(env.stdout, "checkpoint %s\n", p)
+		return plotTraining(filepath.Join(f.out, "metrics.jsonl"), filepath.Join(f.out, "training.png"), f.cfg.Algo)
 	}
 	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%d problems), algo %s, %d steps, out %s\n", modelName, dataName, ds.Len(), f.cfg.Algo, f.steps, f.out)
 	lastSaved := tr.Step()
@@ -278,6 +280,28 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 		}
 	}
 	return nil
+}
+
+// plotTraining plots the rewards in metrics.jsonl.
+func plotTraining(metricsPath, pngPath, label string) error {
+	b, err := os.ReadFile(metricsPath)
+	if err != nil {
+		return err
+	}
+	var pts []report.TrainingPoint
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for sc.Scan() {
+		var m rl.Metrics
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			return fmt.Errorf("%s: %w", metricsPath, err)
+		}
+		pts = append(pts, report.TrainingPoint{Step: m.Step, SearchReward: m.Search.Reward, AggregateReward: m.Aggregate.Reward, HasAggregate: m.Aggregate.Traces > 0})
+	}
+	if len(pts) == 0 {
+		return nil
+	}
+	return report.PlotTraining(pngPath, report.PlotSize{}, label, pts)
 }
 
 // truncateMetrics drops lines of metrics.jsonl past step (after a resume
