@@ -82,7 +82,7 @@ func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 	fs.IntVar(&f.cfg.Pipeline.N2, "n2", 4, "aggregation traces per subset")
 	fs.IntVar(&f.cfg.Pipeline.CandidateTokens, "candidate-tokens", 0, "cap on each candidate in an aggregation prompt, keeping its end (0 = no cap)")
 	fs.IntVar(&f.cfg.GroupSize, "group", 24, "GRPO traces per problem")
-	fs.Float64Var(&f.lr, "lr", 1e-4, "peak learning rate (real models: ~1e-6)")
+	fs.Float64Var(&f.lr, "lr", 0, "peak learning rate (0 = 1e-3 for the embedded tiny model, 1e-6 for a given model, the paper's scale)")
 	fs.IntVar(&f.warmup, "warmup", 5, "warmup steps")
 	fs.Float64Var(&f.cfg.ClipLow, "clip-low", 0.2, "PPO clip bound below 1")
 	fs.Float64Var(&f.cfg.ClipHigh, "clip-high", 0.28, "PPO clip bound above 1")
@@ -172,6 +172,12 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), pol.Weights)
 	if err != nil {
 		return err
+	}
+	if f.lr == 0 {
+		f.lr = 1e-6
+		if r.embedded {
+			f.lr = 1e-3
+		}
 	}
 	sched := optim.Schedule{PeakLR: f.lr, WarmupSteps: int64(f.warmup)}
 	if err := sched.Validate(); err != nil {
