@@ -282,6 +282,12 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 			lastSaved = tr.Step()
 		}
 		if ctx.Err() != nil {
+			fmt.Fprintf(env.stderr, "spiral: interrupted; saving step %d\n", tr.Step())
+			if tr.Step() > lastSaved {
+				if err := save(); err != nil {
+					return errors.Join(ctx.Err(), err)
+				}
+			}
 			return ctx.Err()
 		}
 	}

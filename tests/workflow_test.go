@@ -1,0 +1,144 @@
+package tests
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestWorkflow runs the whole product on a freshly initialised tiny model:
+// init-model -> sft -> train (SPIRAL, then resumed) -> eval (3 modes) ->
+// export -> generate on the exported model, checking each step's files.
+func TestWorkflow(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	m := filepath.Join(dir, "init")
+	r := spiral(t, nil, "init-model", "--out", m, "--seed", "3")
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, f := range []string{"model.onnx", "tokenizer.json", "config.json"} {
+		require.FileExists(t, filepath.Join(m, f))
+	}
+
+	sft := filepath.Join(dir, "sft")
+	r = spiral(t, nil, "sft", "--model", m, "--out", sft, "--steps", "3", "--batch", "8", "--eval-every", "0", "--eval-problems", "4", "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "search acc")
+	require.Equal(t, 4, countLines(t, filepath.Join(sft, "sft.jsonl")), "3 steps + 1 evaluation line")
+
+	run := filepath.Join(dir, "run")
+	args := []string{"train", "--model", sft, "--out", run, "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2", "--max-new-tokens", "24", "--checkpoint-every", "1", "--quiet"}
+	r = spiral(t, nil, append(args, "--steps", "2")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "checkpoint "+filepath.Join(run, "checkpoints", "ckpt-000002"))
+	require.Equal(t, 2, countLines(t, filepath.Join(run, "metrics.jsonl")))
+	require.FileExists(t, filepath.Join(run, "training.png"))
+	var first map[string]any
+	line := firstLine(t, filepath.Join(run, "metrics.jsonl"))
+	require.NoError(t, json.Unmarshal([]byte(line), &first))
+	for _, k := range []string{"search", "aggregate", "informative_fraction", "entropy", "grad_norm", "lr", "loss"} {
+		require.Contains(t, first, k)
+	}
+
+	// Resume: a longer run continues from step 2.
+	r = spiral(t, nil, append(args, "--steps", "3")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "resumed from")
+	require.Contains(t, r.stdout, "(step 2)")
+	require.Equal(t, 3, countLines(t, filepath.Join(run, "metrics.jsonl")))
+
+	// Another algorithm in the same directory is refused.
+	r = spiral(t, nil, append(args, "--steps", "4", "--algo", "grpo")...)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "--fresh")
+
+	ev := filepath.Join(dir, "eval")
+	for _, mode := range []string{"passk", "sequential", "rsa"} {
+		r = spiral(t, nil, "eval", "--model", sft, "--checkpoint", filepath.Join(run, "checkpoints"), "--mode", mode, "--limit", "3",
+			"--samples", "2", "--rsa-steps", "1", "--population", "2", "--subset", "2", "--max-new-tokens", "16", "--out", ev, "--quiet")
+		require.Equal(t, 0, r.code, "%s: %s", mode, r.stderr)
+		require.FileExists(t, filepath.Join(ev, mode+".json"))
+		require.FileExists(t, filepath.Join(ev, mode+".png"))
+	}
+
+	exp := filepath.Join(dir, "exported")
+	require.NoError(t, os.MkdirAll(exp, 0o755))
+	r = spiral(t, nil, "export", "--model", sft, "--checkpoint", filepath.Join(run, "checkpoints"), "--out", filepath.Join(exp, "model.onnx"))
+	require.Equal(t, 0, r.code, r.stderr)
+	r = spiral(t, nil, "generate", "--model", filepath.Join(exp, "model.onnx"), "--tokenizer", filepath.Join(sft, "tokenizer.json"),
+		"--max-new-tokens", "8", "--temperature", "0", "Compute 2+3.")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "=== prompt 0, sample 0")
+}
+
+// TestInterruptSavesCheckpoint sends SIGINT to a training run and checks
+// that it exits with a checkpoint of its last completed step, from which
+// the next run resumes.
+func TestInterruptSavesCheckpoint(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	m := filepath.Join(dir, "init")
+	r := spiral(t, nil, "init-model", "--out", m)
+	require.Equal(t, 0, r.code, r.stderr)
+	run := filepath.Join(dir, "run")
+	cmd := exec.Command(binary, "train", "--model", m, "--out", run, "--steps", "1000", "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "24", "--checkpoint-every", "1000", "--quiet")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stdout)
+	deadline := time.After(2 * time.Minute)
+	steps := make(chan string)
+	go func() {
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "step ") {
+				steps <- sc.Text()
+			}
+		}
+		close(steps)
+	}()
+	select {
+	case <-steps:
+	case <-deadline:
+		cmd.Process.Kill()
+		t.Fatal("no training step within 2 minutes")
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	go func() {
+		for range steps {
+		}
+	}()
+	err = cmd.Wait()
+	require.Error(t, err, "an interrupted run exits non-zero")
+	entries, err := os.ReadDir(filepath.Join(run, "checkpoints"))
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.Contains(t, strings.Join(names, " "), "ckpt-", "a checkpoint was written on interrupt")
+	r = spiral(t, nil, "train", "--model", m, "--out", run, "--steps", "1", "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "resumed from")
+}
+
+func countLines(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return strings.Count(string(b), "\n")
+}
+
+func firstLine(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return strings.SplitN(string(b), "\n", 2)[0]
+}
