@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,4 +68,36 @@ func (f *modelFlags) resolve() (resolvedModel, error) {
 
 func (r resolvedModel) loadTokenizer() (*tokenizer.Tokenizer, error) {
 	return tokenizer.Load(r.tokenizer)
+}
+
+// modelSession is what a model-running command opens first: the resolved
+// model files, the ONNX Runtime environment and the tokenizer.
+type modelSession struct {
+	resolvedModel
+	rt  *model.Runtime
+	tok *tokenizer.Tokenizer
+}
+
+// openSession resolves the model, opens ONNX Runtime and loads the
+// tokenizer; the caller defers close.
+func openSession(env *cliEnv, rf *runtimeFlags, mf *modelFlags) (*modelSession, error) {
+	r, err := mf.resolve()
+	if err != nil {
+		return nil, err
+	}
+	rt, err := rf.open(env)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := r.loadTokenizer()
+	if err != nil {
+		return nil, errors.Join(err, rt.Close())
+	}
+	return &modelSession{resolvedModel: r, rt: rt, tok: tok}, nil
+}
+
+// close releases the tokenizer and the runtime.
+func (s *modelSession) close() {
+	s.tok.Close()
+	s.rt.Close()
 }

@@ -52,20 +52,12 @@ func setupEval(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		default:
 			return usageError{fmt.Errorf("--mode %q: want sequential, passk or rsa", *mode)}
 		}
-		r, err := mf.resolve()
+		sess, err := openSession(env, &rf, &mf)
 		if err != nil {
 			return err
 		}
-		rt, err := rf.open(env)
-		if err != nil {
-			return err
-		}
-		defer rt.Close()
-		tok, err := r.loadTokenizer()
-		if err != nil {
-			return err
-		}
-		defer tok.Close()
+		defer sess.close()
+		r, rt, tok := sess.resolvedModel, sess.rt, sess.tok
 		var problems []data.Problem
 		tmpl := synth.Templates()
 		dsName := *dataPath

@@ -27,20 +27,12 @@ func setupGenerate(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 		if len(args) == 0 {
 			return usageError{errors.New(`usage: spiral generate [flags] "PROMPT" ["PROMPT" ...]`)}
 		}
-		r, err := mf.resolve()
+		sess, err := openSession(env, &rf, &mf)
 		if err != nil {
 			return err
 		}
-		rt, err := rf.open(env)
-		if err != nil {
-			return err
-		}
-		defer rt.Close()
-		tok, err := r.loadTokenizer()
-		if err != nil {
-			return err
-		}
-		defer tok.Close()
+		defer sess.close()
+		r, rt, tok := sess.resolvedModel, sess.rt, sess.tok
 		lm, cleanup, err := openEvalLM(rt, r, *ckpt, filepath.Join(filepath.Dir(r.onnx), "artifacts"))
 		if err != nil {
 			return err

@@ -43,20 +43,12 @@ func setupSFT(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error 
 		if *steps < 1 || *batch < 1 {
 			return usageError{errors.New("--steps and --batch must be positive")}
 		}
-		r, err := mf.resolve()
+		sess, err := openSession(env, &rf, &mf)
 		if err != nil {
 			return err
 		}
-		rt, err := rf.open(env)
-		if err != nil {
-			return err
-		}
-		defer rt.Close()
-		tok, err := r.loadTokenizer()
-		if err != nil {
-			return err
-		}
-		defer tok.Close()
+		defer sess.close()
+		r, rt, tok := sess.resolvedModel, sess.rt, sess.tok
 		if err := os.MkdirAll(*out, 0o755); err != nil {
 			return err
 		}

@@ -118,20 +118,12 @@ type runConfig struct {
 }
 
 func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
-	r, err := f.mf.resolve()
+	sess, err := openSession(env, &f.rf, &f.mf)
 	if err != nil {
 		return err
 	}
-	rt, err := f.rf.open(env)
-	if err != nil {
-		return err
-	}
-	defer rt.Close()
-	tok, err := r.loadTokenizer()
-	if err != nil {
-		return err
-	}
-	defer tok.Close()
+	defer sess.close()
+	r, rt, tok := sess.resolvedModel, sess.rt, sess.tok
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
 	}
