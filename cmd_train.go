@@ -82,7 +82,7 @@ func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 	fs.IntVar(&f.cfg.Pipeline.N2, "n2", 4, "aggregation traces per subset")
 	fs.IntVar(&f.cfg.Pipeline.CandidateTokens, "candidate-tokens", 0, "cap on each candidate in an aggregation prompt, keeping its end (0 = no cap)")
 	fs.IntVar(&f.cfg.GroupSize, "group", 24, "GRPO traces per problem")
-	fs.Float64Var(&f.lr, "lr", 0, "peak learning rate (0 = 1e-3 for the embedded tiny model, 1e-6 for a given model, the paper's scale)")
+	fs.Float64Var(&f.lr, "lr", 0, "peak learning rate (0 = 1e-4 for the embedded tiny model, 1e-6 for a given model, the paper's scale)")
 	fs.IntVar(&f.warmup, "warmup", 5, "warmup steps")
 	fs.Float64Var(&f.cfg.ClipLow, "clip-low", 0.2, "PPO clip bound below 1")
 	fs.Float64Var(&f.cfg.ClipHigh, "clip-high", 0.28, "PPO clip bound above 1")
@@ -168,7 +168,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	if f.lr == 0 {
 		f.lr = 1e-6
 		if r.embedded {
-			f.lr = 1e-3
+			f.lr = 1e-4
 		}
 	}
 	sched := optim.Schedule{PeakLR: f.lr, WarmupSteps: int64(f.warmup)}
