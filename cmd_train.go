@@ -265,8 +265,12 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 		if err := m.WriteJSONL(mf); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.stdout, "step %3d  search %.3f  agg %.3f  informative %d/%d  loss %+.4f  entropy %.3f  |g| %.3f  %.1fs\n",
-			m.Step, m.Search.Reward, m.Aggregate.Reward, m.ProblemsInformative, m.ProblemsDrawn, m.Loss, m.Entropy, m.GradNorm, m.StepSeconds)
+		agg := "  -  "
+		if m.Aggregate.Traces > 0 {
+			agg = fmt.Sprintf("%.3f", m.Aggregate.Reward)
+		}
+		fmt.Fprintf(env.stdout, "step %3d  search %.3f  agg %s  informative %d/%d  loss %+.4f  entropy %.3f  |g| %.3f  %.1fs\n",
+			m.Step, m.Search.Reward, agg, m.ProblemsInformative, m.ProblemsDrawn, m.Loss, m.Entropy, m.GradNorm, m.StepSeconds)
 		if tr.Step()%f.ckptEach == 0 || tr.Step() == f.steps {
 			if err := save(); err != nil {
 				return err
