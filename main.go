@@ -64,6 +64,7 @@ func commands() []command {
 		{"artifacts", "build the rollout and training graphs of an ONNX model", setupArtifacts},
 		{"export", "write a checkpoint's weights into the original ONNX graph", setupExport},
 		{"init-model", "write a randomly initialised tiny Qwen3-architecture model", setupInitModel},
+		{"plot", "overlay eval reports of one mode in one PNG (e.g. base vs trained)", setupPlot},
 		{"data", "inspect a dataset file (spiral data inspect FILE)", setupData},
 		{"version", "print the versions of spiral, ONNX Runtime and tokenizers", setupVersion},
 	}

@@ -68,6 +68,13 @@ func TestWorkflow(t *testing.T) {
 		require.FileExists(t, filepath.Join(ev, mode+".png"))
 	}
 
+	r = spiral(t, nil, "plot", "--out", filepath.Join(ev, "cmp.png"), filepath.Join(ev, "passk.json"), filepath.Join(ev, "passk.json"))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.FileExists(t, filepath.Join(ev, "cmp.png"))
+	r = spiral(t, nil, "plot", filepath.Join(ev, "passk.json"), filepath.Join(ev, "rsa.json"))
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "one mode")
+
 	exp := filepath.Join(dir, "exported")
 	require.NoError(t, os.MkdirAll(exp, 0o755))
 	r = spiral(t, nil, "export", "--model", sft, "--checkpoint", filepath.Join(run, "checkpoints"), "--out", filepath.Join(exp, "model.onnx"))

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/spiral-rl/spiral/rollout/report"
+)
+
+func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	out := fs.String("out", "compare.png", "output PNG")
+	width := fs.Int("width", 800, "width in pixels")
+	height := fs.Int("height", 500, "height in pixels")
+	return func(_ context.Context, env *cliEnv, args []string) error {
+		if len(args) == 0 {
+			return usageError{errors.New("usage: spiral plot [--out F.png] REPORT.json [REPORT.json ...] (reports of one eval mode)")}
+		}
+		var mode report.Mode
+		for _, p := range args {
+			m, err := reportMode(p)
+			if err != nil {
+				return err
+			}
+			if mode != "" && m != mode {
+				return fmt.Errorf("%s is a %s report, the others %s; plot reports of one mode together", p, m, mode)
+			}
+			mode = m
+		}
+		size := report.PlotSize{Width: *width, Height: *height}
+		var err error
+		switch mode {
+		case report.ModePassAtK:
+			reps := make([]report.PassAtK, len(args))
+			for i, p := range args {
+				if err := report.ReadJSON(p, &reps[i]); err != nil {
+					return err
+				}
+			}
+			err = report.PlotPassAtK(*out, size, reps...)
+		case report.ModeRSA:
+			reps := make([]report.RSA, len(args))
+			for i, p := range args {
+				if err := report.ReadJSON(p, &reps[i]); err != nil {
+					return err
+				}
+			}
+			err = report.PlotRSA(*out, size, reps...)
+		case report.ModeSequential:
+			reps := make([]report.Budget, len(args))
+			for i, p := range args {
+				if err := report.ReadJSON(p, &reps[i]); err != nil {
+					return err
+				}
+			}
+			err = report.PlotBudget(*out, size, reps...)
+		default:
+			return fmt.Errorf("%s: unknown report mode %q", args[0], mode)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "wrote %s (%d %s reports)\n", *out, len(args), mode)
+		return nil
+	}
+}
+
+// reportMode reads the meta.mode of a report file.
+func reportMode(path string) (report.Mode, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var r struct {
+		Meta struct {
+			Mode report.Mode `json:"mode"`
+		} `json:"meta"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return "", fmt.Errorf("%s: not a spiral eval report: %w", path, err)
+	}
+	return r.Meta.Mode, nil
+}
