@@ -132,6 +132,7 @@ type Trainer struct {
 	grads    *params.Store // accumulated batch gradients
 	opt      *optim.AdamW
 	sched    optim.Schedule
+	oldLP    func(ctx context.Context, b *model.TrainBatch) error
 	step     int
 }
 
@@ -147,6 +148,12 @@ type TrainerParts struct {
 	Weights, MicroGrads *params.Store
 	Optimizer           *optim.AdamW
 	Schedule            optim.Schedule
+	// OldLogProbs, when set, recomputes pi_old on each micro-batch before
+	// the learner runs (e.g. DetachedLogProbs over the rollout LM). It is
+	// needed when the sampler's distribution is not the policy's
+	// (temperature != 1, top-k, top-p): the sampled log-probabilities are
+	// then not log pi_old. Nil uses the sampler's log-probabilities.
+	OldLogProbs func(ctx context.Context, b *model.TrainBatch) error
 }
 
 // NewTrainer checks cfg and assembles a Trainer.
@@ -164,7 +171,7 @@ func NewTrainer(cfg Config, p TrainerParts) (*Trainer, error) {
 	}
 	return &Trainer{cfg: cfg, gen: p.Generator, prompter: p.Prompter, pipe: pipe, learner: p.Learner, judge: p.Judge,
 		problems: p.Problems, weights: p.Weights, micro: p.MicroGrads, grads: p.Weights.NewGrads(),
-		opt: p.Optimizer, sched: p.Schedule}, nil
+		opt: p.Optimizer, sched: p.Schedule, oldLP: p.OldLogProbs}, nil
 }
 
 // Step returns the number of completed steps.
@@ -354,7 +361,7 @@ func (t *Trainer) rolloutGRPO(ctx context.Context, probs []data.Problem, stepSee
 // gradients into t.grads, weighted by each micro-batch's share of tokens.
 func (t *Trainer) accumulate(ctx context.Context, samples []Sample, m *Metrics) error {
 	g, err := Gradients(ctx, t.learner, t.micro, t.grads, samples, GradientOptions{
-		MicroBatchTokens: t.cfg.MicroBatchTokens, ClipLow: t.cfg.ClipLow, ClipHigh: t.cfg.ClipHigh})
+		MicroBatchTokens: t.cfg.MicroBatchTokens, ClipLow: t.cfg.ClipLow, ClipHigh: t.cfg.ClipHigh, Prepare: t.oldLP})
 	if err != nil {
 		return err
 	}
