@@ -1,0 +1,114 @@
+package rl
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/params"
+	"github.com/spiral-rl/spiral/rollout"
+)
+
+// trainerFakePrompter encodes prompts as bytes; aggregation prompts start
+// with 'A'.
+type trainerFakePrompter struct{}
+
+func (trainerFakePrompter) SearchPrompt(p string) ([]int32, error) { return trainerBytes("S" + p), nil }
+func (trainerFakePrompter) AggregatePrompt(p string, c []string) ([]int32, error) {
+	return trainerBytes("A" + p + "|" + strings.Join(c, "|")), nil
+}
+func (trainerFakePrompter) Text(ids []int32) string {
+	b := make([]byte, len(ids))
+	for i, id := range ids {
+		b[i] = byte(id)
+	}
+	return string(b)
+}
+
+func trainerBytes(s string) []int32 {
+	out := make([]int32, len(s))
+	for i := range s {
+		out[i] = int32(s[i])
+	}
+	return out
+}
+
+// trainerFakeGen answers "1" or "0" from the request seed's parity, except
+// that problem "easy" is always answered "1" (so it is never informative).
+type trainerFakeGen struct{}
+
+func (trainerFakeGen) Generate(_ context.Context, reqs []rollout.Request, _ rollout.Progress) ([]rollout.Completion, rollout.Stats, error) {
+	out := make([]rollout.Completion, len(reqs))
+	for i, r := range reqs {
+		ans := fmt.Sprint(r.Seed % 2)
+		if strings.Contains(trainerFakePrompter{}.Text(r.Prompt), "easy") {
+			ans = "1"
+		}
+		toks := trainerBytes(ans)
+		out[i] = rollout.Completion{Tokens: toks, LogProbs: []float32{-0.5}, Entropies: []float32{0.1}, Finish: rollout.FinishStop}
+	}
+	return out, rollout.Stats{}, nil
+}
+
+// trainerFakeLearner records the batches and writes a gradient of ones.
+type trainerFakeLearner struct {
+	micro   *params.Store
+	batches []model.TrainBatch
+}
+
+func (l *trainerFakeLearner) Run(_ context.Context, b model.TrainBatch, res *model.TrainResult) error {
+	l.batches = append(l.batches, b)
+	for i := 0; i < l.micro.Len(); i++ {
+		for j := range l.micro.At(i).Data {
+			l.micro.At(i).Data[j] = 1
+		}
+	}
+	res.LogProbs = make([]float32, b.Batch*b.Seq)
+	res.Entropy = make([]float32, b.Batch*b.Seq)
+	return nil
+}
+
+func TestTrainerStep(t *testing.T) {
+	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2, 2}}})
+	require.NoError(t, err)
+	micro := w.NewGrads()
+	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
+	require.NoError(t, err)
+	ds := data.NewDataset("t", []data.Problem{{ID: "easy", Problem: "easy", Answer: "1"}, {ID: "hard", Problem: "hard", Answer: "1"}})
+	learner := &trainerFakeLearner{micro: micro}
+	tr, err := NewTrainer(Config{Problems: 1, MaxDrawRounds: 3, Pipeline: rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}}, TrainerParts{
+		Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: learner,
+		Judge:    func(r, g string) bool { return r == g },
+		Problems: data.NewSampler(ds, 3), Weights: w, MicroGrads: micro, Optimizer: opt,
+		Schedule: optim.Schedule{PeakLR: 0.1},
+	})
+	require.NoError(t, err)
+	m, err := tr.TrainStep(context.Background(), nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, tr.Step())
+	require.Equal(t, 1, m.ProblemsInformative)
+	require.GreaterOrEqual(t, m.ProblemsDrawn, 1)
+	require.LessOrEqual(t, m.ProblemsDrawn, 2, "one informative problem is enough")
+	// Every trained sample is a search trace in some subset or an
+	// aggregation trace; the count matches the advantages' masks.
+	require.NotEmpty(t, learner.batches)
+	rows := 0
+	for _, b := range learner.batches {
+		rows += b.Batch
+	}
+	require.Equal(t, m.Samples, rows)
+	require.LessOrEqual(t, rows, 4+2*2, "at most N1 search + K*N2 aggregation traces")
+	require.GreaterOrEqual(t, rows, 2*2, "all K*N2 aggregation traces")
+	// Gradient of ones has norm 2 (four elements), clipped to 1; AdamW's
+	// first step moves each weight by -lr*sign(g) (bias-corrected m/sqrt(v) = 1).
+	require.InDelta(t, 2.0, m.GradNorm, 1e-9)
+	for _, v := range w.At(0).Data {
+		require.InDelta(t, -0.1, v, 1e-6)
+	}
+}
