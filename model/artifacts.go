@@ -21,12 +21,13 @@ import (
 
 // ArtifactsVersion changes whenever the generated graphs change meaning, so
 // that cached artifacts of an older spiral are rebuilt.
-const ArtifactsVersion = 1
+const ArtifactsVersion = 2
 
 // File names inside an artifacts directory.
 const (
 	ManifestFile = "manifest.json"
 	RolloutFile  = "rollout.onnx"
+	SampleFile   = "sample.onnx"
 	TrainFile    = "train.onnx"
 )
 
@@ -46,8 +47,10 @@ type Manifest struct {
 	Vocab   int `json:"vocab"`
 	// Weights are the trainable tensors, inputs of both graphs, in order.
 	Weights []WeightInfo `json:"weights"`
-	// Rollout and Train name the graph files in the directory.
+	// Rollout and Train name the graph files in the directory; Sample is
+	// the rollout graph with last-position logits only (for sampling).
 	Rollout string `json:"rollout"`
+	Sample  string `json:"sample"`
 	Train   string `json:"train"`
 }
 
@@ -68,6 +71,9 @@ type Artifacts struct {
 
 // RolloutPath and TrainPath return the graph files' paths.
 func (a *Artifacts) RolloutPath() string { return filepath.Join(a.Dir, a.Manifest.Rollout) }
+
+// SamplePath returns the sampling graph's path (last-position logits).
+func (a *Artifacts) SamplePath() string { return filepath.Join(a.Dir, a.Manifest.Sample) }
 
 // TrainPath returns the training graph's path.
 func (a *Artifacts) TrainPath() string { return filepath.Join(a.Dir, a.Manifest.Train) }
@@ -107,7 +113,7 @@ func PrepareArtifacts(src, dir string) (*Artifacts, error) {
 	names := lg.WeightNames()
 	man := Manifest{Version: ArtifactsVersion, Source: src, Fingerprint: fp,
 		Layers: sig.Layers, KVHeads: sig.KVHeads, HeadDim: sig.HeadDim, Vocab: sig.Vocab,
-		Rollout: RolloutFile, Train: TrainFile}
+		Rollout: RolloutFile, Sample: SampleFile, Train: TrainFile}
 	for _, n := range names {
 		t := src1.Initializer(n)
 		if onnx.TensorDType(t) != onnx.DTypeOf[float32]() {
@@ -127,7 +133,7 @@ func PrepareArtifacts(src, dir string) (*Artifacts, error) {
 	for _, f := range []struct {
 		name string
 		m    *onnxpb.ModelProto
-	}{{RolloutFile, rollout}, {TrainFile, train}} {
+	}{{RolloutFile, rollout}, {SampleFile, lastPositionLogits(rollout)}, {TrainFile, train}} {
 		if err := onnx.Save(filepath.Join(dir, f.name), &onnx.Model{Proto: f.m}, onnx.SaveOptions{}); err != nil {
 			return nil, fmt.Errorf("model: artifacts: %w", err)
 		}

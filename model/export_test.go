@@ -82,7 +82,7 @@ func TestExport(t *testing.T) {
 	}
 	require.Greater(t, moved, len(before)/2, "training must change the weights")
 
-	want, mask := forwardLogits(t, p.LM)
+	want, mask := forwardLogits(t, scorerOf(t, p))
 	orig, err := model.OpenLM(rt, src, model.LMOptions{})
 	require.NoError(t, err)
 	untrained, _ := forwardLogits(t, orig)

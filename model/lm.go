@@ -154,7 +154,8 @@ type Step struct {
 }
 
 // Forward runs one step on the cache: it reads cache's past (length
-// cache.Len()), appends S positions, and writes logits [B, S, vocab] into
+// cache.Len()), appends S positions, and writes logits [B, S, vocab] (or
+// [B, 1, vocab], the last position, when Signature().LastLogitsOnly) into
 // logits (resized as needed and returned). The cache buffers are swapped,
 // not copied, between calls.
 func (lm *LM) Forward(ctx context.Context, st Step, cache *KVCache, logits []float32) ([]float32, error) {
@@ -228,13 +229,17 @@ func (lm *LM) Forward(ctx context.Context, st Step, cache *KVCache, logits []flo
 	for _, w := range lm.weights {
 		inputs = append(inputs, w)
 	}
-	n := B * S * lm.sig.Vocab
+	L := S
+	if lm.sig.LastLogitsOnly {
+		L = 1
+	}
+	n := B * L * lm.sig.Vocab
 	if cap(logits) < n {
 		logits = make([]float32, n)
 	}
 	logits = logits[:n]
 	outputs := make([]ort.Value, 0, len(lm.outNames))
-	if v, err = wrapF(ort.NewShape(int64(B), int64(S), int64(lm.sig.Vocab)), logits); err != nil {
+	if v, err = wrapF(ort.NewShape(int64(B), int64(L), int64(lm.sig.Vocab)), logits); err != nil {
 		return logits, fmt.Errorf("model: forward: logits: %w", err)
 	}
 	outputs = append(outputs, v)

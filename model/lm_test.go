@@ -177,6 +177,21 @@ func TestArtifacts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, a, b)
 
+	// The sampling graph computes the last position's logits only, equal
+	// to the full graph's last row.
+	samp, err := model.OpenLM(rt, art.SamplePath(), model.LMOptions{Weights: feed})
+	require.NoError(t, err)
+	defer samp.Close()
+	require.True(t, samp.Signature().LastLogitsOnly)
+	require.False(t, roll.Signature().LastLogitsOnly)
+	last, err := samp.Forward(context.Background(), st, samp.NewKVCache(B, T), nil)
+	require.NoError(t, err)
+	V := cfg.Vocab
+	require.Len(t, last, B*V)
+	for r := 0; r < B; r++ {
+		require.InDeltaSlice(t, a[(r*T+T-1)*V:(r*T+T)*V], last[r*V:(r+1)*V], 1e-5, "row %d", r)
+	}
+
 	// In-place weight updates are seen by the next call without reopening.
 	w.Scale(0.5)
 	c, err := roll.Forward(context.Background(), st, roll.NewKVCache(B, T), nil)

@@ -13,8 +13,14 @@ type Policy struct {
 	// Weights are the trainable tensors; Grads receive one training call's
 	// gradients (nil without training).
 	Weights, Grads *params.Store
-	// LM samples with the current weights.
+	// LM samples with the current weights: the sampling graph, whose
+	// logits hold the last position only.
 	LM *LM
+	// scorer is the rollout graph with full-sequence logits, opened on
+	// first use by Scorer.
+	scorer *LM
+	feed   map[string]Weight
+	rt     *Runtime
 	// Train computes gradients (nil without training).
 	Train *TrainSession
 }
@@ -31,13 +37,14 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, train bool) (*Policy, err
 	if err != nil {
 		return nil, err
 	}
-	p := &Policy{Artifacts: art, Weights: w}
+	p := &Policy{Artifacts: art, Weights: w, rt: rt}
 	feed := make(map[string]Weight, w.Len())
 	for i := 0; i < w.Len(); i++ {
 		t := w.At(i)
 		feed[t.Name] = Weight{Shape: t.Shape, Data: t.Data}
 	}
-	if p.LM, err = OpenLM(rt, art.RolloutPath(), LMOptions{Weights: feed}); err != nil {
+	p.feed = feed
+	if p.LM, err = OpenLM(rt, art.SamplePath(), LMOptions{Weights: feed}); err != nil {
 		return nil, err
 	}
 	if train {
@@ -49,11 +56,27 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, train bool) (*Policy, err
 	return p, nil
 }
 
+// Scorer returns an LM over the same weights whose logits cover every
+// position (for scoring whole sequences), opening it on first use.
+func (p *Policy) Scorer() (*LM, error) {
+	if p.scorer == nil {
+		lm, err := OpenLM(p.rt, p.Artifacts.RolloutPath(), LMOptions{Weights: p.feed})
+		if err != nil {
+			return nil, err
+		}
+		p.scorer = lm
+	}
+	return p.scorer, nil
+}
+
 // Close releases the sessions.
 func (p *Policy) Close() error {
 	var errs []error
 	if p.LM != nil {
 		errs = append(errs, p.LM.Close())
+	}
+	if p.scorer != nil {
+		errs = append(errs, p.scorer.Close())
 	}
 	if p.Train != nil {
 		errs = append(errs, p.Train.Close())

@@ -53,6 +53,9 @@ type Signature struct {
 	KVHeads, HeadDim int
 	// Vocab is the last dim of logits [batch, seq, vocab].
 	Vocab int
+	// LastLogitsOnly is true when logits hold the last position only
+	// ([batch, 1, vocab], a static 1): the sampling graph of artifacts.
+	LastLogitsOnly bool
 	// HasPositionIDs is false for exports without a position_ids input.
 	HasPositionIDs bool
 	// Weights lists float graph inputs outside the LM interface: weights
@@ -156,6 +159,7 @@ func ReadSignature(g *onnxpb.GraphProto, source string) (*Signature, error) {
 		return nil, fail("output logits has shape %v, want [batch, seq, vocab] with a static vocab", logits.Shape)
 	}
 	sig.Vocab = int(logits.Shape[2])
+	sig.LastLogitsOnly = logits.Shape[1] == 1
 	for i := 0; i < sig.Layers; i++ {
 		for _, v := range []bool{false, true} {
 			if _, ok := outs[PresentName(i, v)]; !ok {

@@ -162,7 +162,7 @@ func TestSupervisedLossIsNLL(t *testing.T) {
 	require.Len(t, bs, 1)
 	b := bs[0]
 	ctx := context.Background()
-	require.NoError(t, rl.DetachedLogProbs(ctx, p.LM, &b))
+	require.NoError(t, rl.DetachedLogProbs(ctx, scorerOf(t, p), &b))
 
 	var res model.TrainResult
 	require.NoError(t, p.Train.Run(ctx, b, &res))
@@ -187,7 +187,7 @@ func TestSupervisedLossIsNLL(t *testing.T) {
 		for i, gi := range g.Flat() {
 			w[i] = orig[i] + float32(s*h*float64(gi)/norm)
 		}
-		return meanNLL(t, p.LM, b)
+		return meanNLL(t, scorerOf(t, p), b)
 	}
 	dir := (at(1) - at(-1)) / (2 * h)
 	copy(w, orig)
@@ -296,7 +296,7 @@ func TestHFFixtureTrainSession(t *testing.T) {
 	require.NoError(t, err)
 	b := bs[0]
 	ctx := context.Background()
-	require.NoError(t, rl.DetachedLogProbs(ctx, p.LM, &b))
+	require.NoError(t, rl.DetachedLogProbs(ctx, scorerOf(t, p), &b))
 	var res model.TrainResult
 	require.NoError(t, p.Train.Run(ctx, b, &res))
 	require.InDelta(t, -1, res.Loss, 1e-5)
@@ -308,4 +308,15 @@ func TestHFFixtureTrainSession(t *testing.T) {
 	norm := p.Grads.Norm()
 	require.False(t, math.IsNaN(norm) || math.IsInf(norm, 0), "gradient norm %v", norm)
 	require.Greater(t, norm, 0.0)
+}
+
+// scorerOf returns p's full-sequence LM (the sampling LM has last-position
+// logits only).
+func scorerOf(t testing.TB, p *model.Policy) *model.LM {
+	t.Helper()
+	lm, err := p.Scorer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lm
 }

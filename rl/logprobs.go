@@ -15,6 +15,9 @@ import (
 // b's rows are right-padded, positions counted from 0.
 func DetachedLogProbs(ctx context.Context, lm *model.LM, b *model.TrainBatch) error {
 	V := lm.Signature().Vocab
+	if lm.Signature().LastLogitsOnly {
+		return fmt.Errorf("rl: detached log-probabilities need full-sequence logits; use Policy.Scorer, not the sampling LM")
+	}
 	cache := lm.NewKVCache(b.Batch, b.Seq)
 	logits, err := lm.Forward(ctx, model.Step{Batch: b.Batch, Seq: b.Seq, InputIDs: b.InputIDs, AttentionMask: b.AttentionMask, PositionIDs: b.PositionIDs}, cache, nil)
 	if err != nil {

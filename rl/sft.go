@@ -49,7 +49,13 @@ func SFTStep(ctx context.Context, p *model.Policy, opt *optim.AdamW, sched optim
 	grads := p.Weights.NewGrads()
 	gs, err := Gradients(ctx, p.Train, p.Grads, grads, samples, GradientOptions{
 		MicroBatchTokens: microBatchTokens, ClipLow: 0.2, ClipHigh: 0.28,
-		Prepare: func(ctx context.Context, b *model.TrainBatch) error { return DetachedLogProbs(ctx, p.LM, b) },
+		Prepare: func(ctx context.Context, b *model.TrainBatch) error {
+			scorer, err := p.Scorer()
+			if err != nil {
+				return err
+			}
+			return DetachedLogProbs(ctx, scorer, b)
+		},
 	})
 	if err != nil {
 		return m, err

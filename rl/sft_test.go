@@ -112,7 +112,7 @@ func TestSFTOverfits(t *testing.T) {
 	require.NoError(t, sched.Validate())
 
 	start := time.Now()
-	initial := completionNLL(t, p.LM, examples)
+	initial := completionNLL(t, sftScorer(t, p), examples)
 	require.InDelta(t, math.Log(float64(vocab)), initial, 1.5, "a random init is near uniform")
 	var first, last rl.SFTMetrics
 	steps := 0
@@ -131,7 +131,7 @@ func TestSFTOverfits(t *testing.T) {
 			break
 		}
 	}
-	final := completionNLL(t, p.LM, examples)
+	final := completionNLL(t, sftScorer(t, p), examples)
 	t.Logf("cross-entropy %.4f -> %.4f (%.4f after the last update) in %d steps, %.1fs; last step %.0f positions/s",
 		first.Loss, last.Loss, final, steps, time.Since(start).Seconds(), last.TokensPerSecond)
 
@@ -143,4 +143,14 @@ func TestSFTOverfits(t *testing.T) {
 	// undo it.
 	require.Less(t, final, target, "cross-entropy after the last update")
 	require.Positive(t, last.LossTokens)
+}
+
+// sftScorer returns p's full-sequence LM.
+func sftScorer(t testing.TB, p *model.Policy) *model.LM {
+	t.Helper()
+	lm, err := p.Scorer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lm
 }

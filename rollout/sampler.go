@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spiral-rl/spiral/model"
@@ -127,6 +129,8 @@ type Sampler struct {
 	lm  *model.LM
 	cfg SamplerConfig
 	dec Decoder
+	// parallelMin is parallelSampleMin (tests lower it).
+	parallelMin int
 }
 
 // NewSampler checks cfg and returns a Sampler; dec may be nil when cfg has
@@ -141,7 +145,7 @@ func NewSampler(lm *model.LM, cfg SamplerConfig, dec Decoder) (*Sampler, error) 
 	if cfg.VocabLimit > lm.Signature().Vocab {
 		return nil, fmt.Errorf("rollout: sampler: vocab limit %d exceeds the model's %d logits", cfg.VocabLimit, lm.Signature().Vocab)
 	}
-	return &Sampler{lm: lm, cfg: cfg, dec: dec}, nil
+	return &Sampler{lm: lm, cfg: cfg, dec: dec, parallelMin: parallelSampleMin}, nil
 }
 
 // row is one sequence in flight.
@@ -175,11 +179,10 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 		queue[i] = i
 	}
 	var (
-		active []*row
-		cache  *model.KVCache
-		logits []float32
-		probs  []float64
-		order  []int
+		active  []*row
+		cache   *model.KVCache
+		logits  []float32
+		scratch []sampleScratch
 	)
 	vocab := s.lm.Signature().Vocab
 	limit := vocab
@@ -209,9 +212,7 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 			}
 			st.ForwardCalls++
 			// Sample each fresh row's first token from its prompt's last logits.
-			for i, r := range fresh {
-				probs, order = s.sampleInto(r, freshLogits[i*vocab:(i+1)*vocab], limit, probs, order)
-			}
+			s.sampleRows(fresh, freshLogits, vocab, limit, &scratch)
 			active = append(active, fresh...)
 			st.GeneratedTokens += len(fresh)
 			if progress != nil {
@@ -239,9 +240,7 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 			return nil, st, err
 		}
 		st.ForwardCalls++
-		for i, r := range active {
-			probs, order = s.sampleInto(r, logits[i*vocab:(i+1)*vocab], limit, probs, order)
-		}
+		s.sampleRows(active, logits, vocab, limit, &scratch)
 		st.GeneratedTokens += B
 		if progress != nil {
 			progress(B)
@@ -258,6 +257,54 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 // left in the queue).
 func (s *Sampler) refillMin(queued int) int {
 	return max(1, min(s.cfg.BatchSize/4, queued))
+}
+
+// sampleScratch is one worker's scratch space for sampleInto.
+type sampleScratch struct {
+	probs []float64
+	order []int
+}
+
+// parallelSampleMin is the batch x vocabulary size from which rows are
+// sampled on several goroutines: below it (tiny vocabularies) the
+// goroutines cost more than the softmax they share.
+const parallelSampleMin = 1 << 18
+
+// sampleRows draws the next token of every row from its logits row
+// ([len(rows), vocab]). Rows are independent (each has its own generator),
+// so with wide vocabularies (Qwen3: 151,936) they are spread over
+// GOMAXPROCS goroutines; the result does not depend on the split.
+func (s *Sampler) sampleRows(rows []*row, logits []float32, vocab, limit int, scratch *[]sampleScratch) {
+	workers := 1
+	if len(rows)*vocab >= s.parallelMin {
+		workers = min(len(rows), runtime.GOMAXPROCS(0))
+	}
+	for len(*scratch) < workers {
+		*scratch = append(*scratch, sampleScratch{})
+	}
+	if workers == 1 {
+		sc := &(*scratch)[0]
+		for i, r := range rows {
+			sc.probs, sc.order = s.sampleInto(r, logits[i*vocab:(i+1)*vocab], limit, sc.probs, sc.order)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	per := (len(rows) + workers - 1) / workers
+	for w := 0; w < workers; w++ {
+		lo, hi := w*per, min(len(rows), (w+1)*per)
+		if lo >= hi {
+			break
+		}
+		wg.Add(1)
+		go func(sc *sampleScratch, lo, hi int) {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				sc.probs, sc.order = s.sampleInto(rows[i], logits[i*vocab:(i+1)*vocab], limit, sc.probs, sc.order)
+			}
+		}(&(*scratch)[w], lo, hi)
+	}
+	wg.Wait()
 }
 
 // sampleInto draws r's next token from one row of logits and records it.
@@ -382,9 +429,12 @@ func (s *Sampler) admit(ctx context.Context, cache *model.KVCache, active, fresh
 	if err != nil {
 		return nil, nil, err
 	}
-	last := make([]float32, B*vocab)
-	for i := 0; i < B; i++ {
-		copy(last[i*vocab:(i+1)*vocab], logits[(i*T+T-1)*vocab:(i*T+T)*vocab])
+	last := logits
+	if !s.lm.Signature().LastLogitsOnly {
+		last = make([]float32, B*vocab)
+		for i := 0; i < B; i++ {
+			copy(last[i*vocab:(i+1)*vocab], logits[(i*T+T-1)*vocab:(i*T+T)*vocab])
+		}
 	}
 	if cache == nil || len(active) == 0 {
 		return fc, last, nil
