@@ -27,7 +27,7 @@ func setupEval(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 	rf.register(fs)
 	mf.register(fs)
 	df.register(fs)
-	sf.register(fs, 96)
+	sf.register(fs)
 	mode := fs.String("mode", "passk", "scaffold: sequential (accuracy vs token budget), passk (pass@k and majority@k), rsa (recursive self-aggregation)")
 	dataPath := fs.String("data", "", "evaluation problems: JSONL, JSON or Parquet (default: the embedded task's test split)")
 	limit := fs.Int("limit", 0, "evaluate only the first N problems (0 = all)")
@@ -98,7 +98,7 @@ func setupEval(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 			return err
 		}
 		defer cleanup()
-		sampler, err := rollout.NewSampler(lm, sf.config(tok.StopIDs(), min(tok.VocabSize(), lm.Signature().Vocab)), nil)
+		sampler, err := rollout.NewSampler(lm, sf.config(tok.StopIDs(), min(tok.VocabSize(), lm.Signature().Vocab), r.embedded), nil)
 		if err != nil {
 			return err
 		}

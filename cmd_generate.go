@@ -18,7 +18,7 @@ func setupGenerate(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 	var sf samplingFlags
 	rf.register(fs)
 	mf.register(fs)
-	sf.register(fs, 256)
+	sf.register(fs)
 	n := fs.Int("n", 1, "completions per prompt")
 	raw := fs.Bool("raw", false, "send the prompt as is (default: one user turn of the chat template)")
 	seed := fs.Uint64("seed", 1, "random seed")
@@ -38,7 +38,7 @@ func setupGenerate(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 			return err
 		}
 		defer cleanup()
-		s, err := rollout.NewSampler(lm, sf.config(tok.StopIDs(), min(tok.VocabSize(), lm.Signature().Vocab)), nil)
+		s, err := rollout.NewSampler(lm, sf.config(tok.StopIDs(), min(tok.VocabSize(), lm.Signature().Vocab), r.embedded), nil)
 		if err != nil {
 			return err
 		}

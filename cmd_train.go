@@ -51,15 +51,31 @@ type samplingFlags struct {
 	batch             int
 }
 
-func (f *samplingFlags) register(fs *pflag.FlagSet, maxNew int) {
+// Default trace lengths when --max-new-tokens is 0: the embedded task's
+// solutions are under 60 characters; real models reason for thousands of
+// tokens.
+const (
+	embeddedMaxNewTokens = 96
+	modelMaxNewTokens    = 4096
+)
+
+func (f *samplingFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.temperature, "temperature", 1.0, "sampling temperature (0 = greedy)")
 	fs.Float64Var(&f.topP, "top-p", 1.0, "nucleus sampling mass (1 = off)")
 	fs.IntVar(&f.topK, "top-k", 0, "keep the k most probable tokens (0 = off)")
-	fs.IntVar(&f.maxNew, "max-new-tokens", maxNew, "tokens per trace")
+	fs.IntVar(&f.maxNew, "max-new-tokens", 0, "tokens per trace (0 = 96 for the embedded model, 4096 for a given one)")
 	fs.IntVar(&f.batch, "gen-batch", 64, "rows decoded together")
 }
 
-func (f *samplingFlags) config(tokStop []int32, vocabLimit int) rollout.SamplerConfig {
+// config returns the sampler configuration; embedded picks the default
+// trace length.
+func (f *samplingFlags) config(tokStop []int32, vocabLimit int, embedded bool) rollout.SamplerConfig {
+	if f.maxNew == 0 {
+		f.maxNew = modelMaxNewTokens
+		if embedded {
+			f.maxNew = embeddedMaxNewTokens
+		}
+	}
 	return rollout.SamplerConfig{Temperature: f.temperature, TopP: f.topP, TopK: f.topK, MaxNewTokens: f.maxNew,
 		StopIDs: tokStop, VocabLimit: vocabLimit, BatchSize: f.batch, Refill: true}
 }
@@ -69,7 +85,7 @@ func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 	f.rf.register(fs)
 	f.mf.register(fs)
 	f.df.register(fs)
-	f.sf.register(fs, 96)
+	f.sf.register(fs)
 	fs.StringVar(&f.data, "data", "", "training problems: JSONL, JSON or Parquet (default: the embedded arithmetic task)")
 	fs.StringVar(&f.out, "out", "runs/spiral", "run directory: metrics.jsonl, checkpoints/, artifacts/, plots")
 	fs.StringVar(&f.cfg.Algo, "algo", rl.AlgoSpiral, "algorithm: spiral, grpo, or agg-only")
@@ -192,7 +208,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 		return usageError{err}
 	}
 	problems := data.NewSampler(ds, f.cfg.Seed)
-	sampler, err := rollout.NewSampler(pol.LM, f.sf.config(tok.StopIDs(), min(tok.VocabSize(), pol.LM.Signature().Vocab)), nil)
+	sampler, err := rollout.NewSampler(pol.LM, f.sf.config(tok.StopIDs(), min(tok.VocabSize(), pol.LM.Signature().Vocab), r.embedded), nil)
 	if err != nil {
 		return err
 	}
