@@ -104,10 +104,7 @@ func setupEval(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		}
 		bar := newProgress(env.stderr, *quiet, -1, "eval "+*mode, "tok")
 		ev := rollout.Evaluator{Gen: sampler, Prompter: rollout.ChatPrompter{Tok: tok, Templates: tmpl},
-			Judge: rollout.Judge{
-				Grade: func(resp, gold string) (string, bool) { v := grader.Grade(resp, gold); return v.Extracted, v.Correct },
-				Equal: grader.Equivalent,
-			}, Progress: bar.add}
+			Judge: graderJudge(), Progress: bar.add}
 		name := r.onnx
 		if r.embedded {
 			name = "embedded"
@@ -198,4 +195,12 @@ func openEvalLM(rt *model.Runtime, r resolvedModel, ckpt, artifactsDir string) (
 		return nil, nil, err
 	}
 	return pol.LM, func() { pol.Close() }, nil
+}
+
+// graderJudge adapts the grader to the evaluation scaffolds.
+func graderJudge() rollout.Judge {
+	return rollout.Judge{
+		Grade: func(resp, gold string) (string, bool) { v := grader.Grade(resp, gold); return v.Extracted, v.Correct },
+		Equal: grader.Equivalent,
+	}
 }

@@ -41,6 +41,10 @@ type trainFlags struct {
 	quiet    bool
 	tmplS    string
 	tmplA    string
+	evalData string
+	evalN    int
+	evalK    int
+	evalEach int
 }
 
 // samplingFlags configure generation.
@@ -113,6 +117,10 @@ func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 	fs.StringVar(&f.tmplS, "search-template", "", "search prompt template file (default: built in)")
 	fs.StringVar(&f.tmplA, "aggregate-template", "", "aggregation prompt template file (default: built in)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bars")
+	fs.StringVar(&f.evalData, "eval-data", "", "held-out problems evaluated during training (default: the embedded task's test split when training on it)")
+	fs.IntVar(&f.evalEach, "eval-every", 10, "evaluate every N steps and at the end (0 = never)")
+	fs.IntVar(&f.evalN, "eval-problems", 64, "held-out problems per evaluation")
+	fs.IntVar(&f.evalK, "eval-samples", 4, "samples per held-out problem (pass@1 and majority@k are reported)")
 	return func(ctx context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 {
 			return usageError{fmt.Errorf("unexpected arguments %q", args)}
@@ -187,6 +195,29 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	if ds.Len() == 0 {
 		return fmt.Errorf("no usable problems in %s", f.data)
 	}
+	var held []data.Problem
+	switch {
+	case f.evalEach <= 0:
+	case f.evalData != "":
+		eds, err := data.Load(f.evalData, f.df.options())
+		if err != nil {
+			return err
+		}
+		held = eds.Problems
+	case f.data == "":
+		task, err := embeddedTask()
+		if err != nil {
+			return err
+		}
+		eds, err := task.Dataset(synth.Test, f.evalN, embeddedTaskSeed)
+		if err != nil {
+			return err
+		}
+		held = eds.Problems
+	}
+	if len(held) > f.evalN {
+		held = held[:f.evalN]
+	}
 
 	pol, err := model.OpenPolicy(rt, r.onnx, filepath.Join(f.out, "artifacts"), true)
 	if err != nil {
@@ -260,8 +291,10 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 			return fmt.Errorf("resume: %w (use --fresh to start over)", err)
 		}
 	}
-	if err := truncateMetrics(filepath.Join(f.out, "metrics.jsonl"), tr.Step()); err != nil {
-		return err
+	for _, log := range []string{"metrics.jsonl", "eval.jsonl"} {
+		if err := truncateMetrics(filepath.Join(f.out, log), tr.Step()); err != nil {
+			return err
+		}
 	}
 	mf, err := os.OpenFile(filepath.Join(f.out, "metrics.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -279,6 +312,17 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 		return plotTraining(filepath.Join(f.out, "metrics.jsonl"), filepath.Join(f.out, "training.png"), f.cfg.Algo)
 	}
 	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%d problems), algo %s, %d steps, out %s\n", modelName, dataName, ds.Len(), f.cfg.Algo, f.steps, f.out)
+	ev := rollout.Evaluator{Gen: sampler, Prompter: prompter, Judge: graderJudge()}
+	ef, err := os.OpenFile(filepath.Join(f.out, "eval.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer ef.Close()
+	if len(held) > 0 && tr.Step() == 0 {
+		if err := evalDuringTraining(ctx, env, ev, held, f.evalK, 0, f.cfg.Seed, ef); err != nil {
+			return err
+		}
+	}
 	lastSaved := tr.Step()
 	for tr.Step() < f.steps {
 		bar := newProgress(env.stderr, f.quiet, -1, fmt.Sprintf("step %d/%d rollout", tr.Step()+1, f.steps), "tok")
@@ -304,6 +348,11 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 		}
 		fmt.Fprintf(env.stdout, "step %3d  search %.3f  agg %s  informative %d/%d  loss %+.4f  entropy %.3f  |g| %.3f  %.1fs\n",
 			m.Step, m.Search.Reward, agg, m.ProblemsInformative, m.ProblemsDrawn, m.Loss, m.Entropy, m.GradNorm, m.StepSeconds)
+		if len(held) > 0 && (tr.Step()%f.evalEach == 0 || tr.Step() == f.steps) {
+			if err := evalDuringTraining(ctx, env, ev, held, f.evalK, tr.Step(), f.cfg.Seed, ef); err != nil {
+				return err
+			}
+		}
 		if tr.Step()%f.ckptEach == 0 || tr.Step() == f.steps {
 			if err := save(); err != nil {
 				return err
@@ -321,6 +370,19 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 		}
 	}
 	return nil
+}
+
+// evalDuringTraining reports pass@1 and majority@k on held-out problems
+// (k samples each at the training temperature) to stdout and eval.jsonl.
+func evalDuringTraining(ctx context.Context, env *cliEnv, ev rollout.Evaluator, held []data.Problem, k, step int, seed uint64, w *os.File) error {
+	res, err := ev.PassAtK(ctx, held, rollout.PassAtKConfig{Samples: k, Ks: []int{1, k}}, seed+0x5eed)
+	if err != nil {
+		return fmt.Errorf("held-out evaluation at step %d: %w", step, err)
+	}
+	last := res.Points[len(res.Points)-1]
+	fmt.Fprintf(env.stdout, "eval %3d  held-out pass@1 %.3f  pass@%d %.3f  majority@%d %.3f  (%d problems)\n",
+		step, res.Points[0].PassAtK, last.K, last.PassAtK, last.K, last.MajorityAtK, len(held))
+	return writeJSONLine(w, map[string]any{"step": step, "problems": len(held), "samples": k, "points": res.Points})
 }
 
 // plotTraining plots the rewards in metrics.jsonl.

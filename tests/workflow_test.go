@@ -34,12 +34,17 @@ func TestWorkflow(t *testing.T) {
 	require.Equal(t, 4, countLines(t, filepath.Join(sft, "sft.jsonl")), "3 steps + 1 evaluation line")
 
 	run := filepath.Join(dir, "run")
-	args := []string{"train", "--model", sft, "--out", run, "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2", "--max-new-tokens", "24", "--checkpoint-every", "1", "--quiet"}
+	args := []string{"train", "--model", sft, "--out", run, "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2", "--max-new-tokens", "24", "--checkpoint-every", "1", "--quiet",
+		"--eval-data", filepath.Join(dir, "held.jsonl"), "--eval-every", "5", "--eval-problems", "3", "--eval-samples", "2"}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "held.jsonl"), []byte(`{"problem":"Compute 1+2.","answer":"3"}`+"\n"+`{"problem":"Compute 2*3.","answer":"6"}`+"\n"), 0o644))
 	r = spiral(t, nil, append(args, "--steps", "2")...)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "checkpoint "+filepath.Join(run, "checkpoints", "ckpt-000002"))
 	require.Equal(t, 2, countLines(t, filepath.Join(run, "metrics.jsonl")))
 	require.FileExists(t, filepath.Join(run, "training.png"))
+	require.Contains(t, r.stdout, "eval   0  held-out pass@1")
+	require.Contains(t, r.stdout, "eval   2  held-out pass@1")
+	require.Equal(t, 2, countLines(t, filepath.Join(run, "eval.jsonl")), "steps 0 and 2")
 	var first map[string]any
 	line := firstLine(t, filepath.Join(run, "metrics.jsonl"))
 	require.NoError(t, json.Unmarshal([]byte(line), &first))
