@@ -107,7 +107,7 @@ func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 	fs.Float64Var(&f.cfg.ClipLow, "clip-low", 0.2, "PPO clip bound below 1")
 	fs.Float64Var(&f.cfg.ClipHigh, "clip-high", 0.28, "PPO clip bound above 1")
 	fs.Float64Var(&f.cfg.MaxGradNorm, "max-grad-norm", 1.0, "global gradient-norm clip (< 0 = off)")
-	fs.IntVar(&f.cfg.MicroBatchTokens, "micro-batch-tokens", 16384, "rows x length per training call")
+	fs.IntVar(&f.cfg.MicroBatchTokens, "micro-batch-tokens", 0, "rows x length per training call (0 = auto: 2^29 / vocab, so one logits buffer stays near 2 GiB, within 512..16384)")
 	fs.BoolVar(&f.cfg.Advantage.ScaleSearch, "scale-search-adv", false, "divide set advantages by their std")
 	fs.BoolVar(&f.cfg.Advantage.ScaleAggregation, "scale-agg-adv", false, "divide aggregation advantages by their subset's std")
 	fs.Uint64Var(&f.cfg.Seed, "seed", 1, "random seed")
@@ -130,6 +130,15 @@ func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 		}
 		return runTrain(ctx, env, &f)
 	}
+}
+
+// autoMicroBatchTokens sizes training calls by the vocabulary: the
+// training graph holds several [tokens, vocab] float32 buffers (logits,
+// log-softmax, their gradients), so tokens x vocab is kept near 2^29
+// (2 GiB per buffer): 3,533 tokens for Qwen3's 151,936 logits, the
+// 16,384 cap for the embedded model.
+func autoMicroBatchTokens(vocab int) int {
+	return min(16384, max(512, (1<<29)/max(vocab, 1)))
 }
 
 // oldLogProbs returns the recomputation of pi_old when the sampling
@@ -237,6 +246,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	sched := optim.Schedule{PeakLR: f.lr, WarmupSteps: int64(f.warmup)}
 	if err := sched.Validate(); err != nil {
 		return usageError{err}
+	}
+	if f.cfg.MicroBatchTokens == 0 {
+		f.cfg.MicroBatchTokens = autoMicroBatchTokens(pol.LM.Signature().Vocab)
 	}
 	problems := data.NewSampler(ds, f.cfg.Seed)
 	sampler, err := rollout.NewSampler(pol.LM, f.sf.config(tok.StopIDs(), min(tok.VocabSize(), pol.LM.Signature().Vocab), r.embedded), nil)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,6 +104,17 @@ func PrepareArtifacts(src, dir string) (*Artifacts, error) {
 	}
 	if len(sig.Weights) > 0 {
 		return nil, fmt.Errorf("model: %s already has weight inputs (%s...); give the original export", src, sig.Weights[0].Name)
+	}
+	// The weights become graph inputs, fed from the parameter store: drop
+	// their data now so the graph copies below stay small (a 4B model's
+	// initializers are 16 GB in fp32).
+	for _, t := range src1.Graph().GetInitializer() {
+		if autodiff.DefaultTrainable(t) {
+			if onnx.TensorDType(t) != onnx.DTypeOf[float32]() {
+				return nil, fmt.Errorf("model: %s: weight %q has type %v; training needs a float32 export", src, t.GetName(), onnxpb.TensorProto_DataType(t.GetDataType()))
+			}
+			t.RawData, t.FloatData, t.ExternalData, t.DataLocation = nil, nil, nil, nil
+		}
 	}
 	lg, err := autodiff.TrainingGraph(src1.Graph(), autodiff.LMOptions{})
 	if err != nil {
@@ -225,8 +235,10 @@ func InitialWeights(src string, man Manifest) (*params.Store, error) {
 	return params.FromTensors(ts)
 }
 
-// Fingerprint hashes the model file and the external data files its
-// tensors name (relative to its directory).
+// Fingerprint identifies a model: the SHA-256 of the .onnx file and the
+// name, size and modification time of every external data file its
+// tensors name (hashing multi-gigabyte weight files on every start would
+// cost more than the cache saves).
 func Fingerprint(path string) (string, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -251,15 +263,11 @@ func Fingerprint(path string) (string, error) {
 	slices.Sort(files)
 	for _, f := range files {
 		p := filepath.Join(filepath.Dir(path), f)
-		fh, err := os.Open(p)
+		st, err := os.Stat(p)
 		if err != nil {
 			return "", fmt.Errorf("model: %s: external data: %w", path, err)
 		}
-		_, err = io.Copy(h, fh)
-		fh.Close()
-		if err != nil {
-			return "", fmt.Errorf("model: %s: read %s: %w", path, p, err)
-		}
+		fmt.Fprintf(h, "\x00%s\x00%d\x00%d", f, st.Size(), st.ModTime().UnixNano())
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -59,6 +59,17 @@ type LMOptions struct {
 	KeepLogits bool
 }
 
+// DefaultTrainable is the LMOptions.Trainable used when none is given:
+// float initializers with more than one element. It reads only the
+// tensor's type and dims, never its data.
+func DefaultTrainable(w *onnxpb.TensorProto) bool {
+	n := int64(1)
+	for _, d := range w.GetDims() {
+		n *= d
+	}
+	return isFloat(w.GetDataType()) && n > 1
+}
+
 // LMGraph is a generated causal-LM training graph.
 type LMGraph struct {
 	// Graph computes OutputLogprobs, OutputEntropy, OutputLoss and (from
@@ -176,13 +187,7 @@ func LossGraph(g *onnxpb.GraphProto, opt LMOptions) (*LMGraph, error) {
 	// Trainable initializers become inputs.
 	trainable := opt.Trainable
 	if trainable == nil {
-		trainable = func(w *onnxpb.TensorProto) bool {
-			n := int64(1)
-			for _, d := range w.GetDims() {
-				n *= d
-			}
-			return isFloat(w.GetDataType()) && n > 1
-		}
+		trainable = DefaultTrainable
 	}
 	l := &LMGraph{}
 	var keep []*onnxpb.TensorProto
