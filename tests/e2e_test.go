@@ -162,3 +162,18 @@ func TestDataInspect(t *testing.T) {
 	r = spiral(t, nil, "data", "inspect")
 	require.Equal(t, 2, r.code)
 }
+
+// TestEmbeddedDefault runs the embedded model with no files given: eval
+// on two held-out problems of the embedded task, in a fresh cache.
+func TestEmbeddedDefault(t *testing.T) {
+	requireRuntime(t)
+	cache := t.TempDir()
+	out := t.TempDir()
+	r := spiral(t, []string{"SPIRAL_CACHE_DIR=" + cache}, "eval", "--mode", "passk", "--limit", "2", "--samples", "2", "--out", out, "--quiet")
+	if strings.Contains(r.stderr, "carries no default model") {
+		t.Skip("binary built without the embedded model")
+	}
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "pass@k")
+	require.FileExists(t, filepath.Join(out, "passk.json"))
+}
