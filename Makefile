@@ -11,7 +11,7 @@ ENV = source "$$(scripts/setup.sh)"
 ONNX_PY_VERSION := 1.23.2
 ARGS ?=
 
-.PHONY: setup build train test test-slow bench vet embedded
+.PHONY: setup build train test bench vet embedded fuzz
 
 setup:
 	@scripts/setup.sh >/dev/null
@@ -29,9 +29,6 @@ test: vet
 	@python3 -c 'import onnx' 2>/dev/null || python3 -m pip install --quiet "onnx==$(ONNX_PY_VERSION)"
 	@$(ENV) && go test -count=1 ./...
 
-test-slow: vet
-	@$(ENV) && go test -count=1 -tags slow -timeout 60m ./...
-
 bench:
 	@$(ENV) && go test -run '^$$' -bench . -benchtime 2x ./...
 
@@ -44,3 +41,14 @@ embedded:
 	rm -rf runs/embedded && ./spiral init-model --out runs/embedded/init --seed 1
 	./spiral sft --model runs/embedded/init --out runs/embedded/sft --steps $(EMBED_STEPS) --batch 64 --lr 5e-3 --eval-every 100 --eval-problems 128 --seed 1
 	cp runs/embedded/sft/model.onnx runs/embedded/sft/tokenizer.json runs/embedded/sft/config.json model/embedded/assets/
+
+# Run every fuzz target for FUZZTIME each (FuzzLoadParquet is left out: a
+# corrupt Parquet page can make parquet-go allocate gigabytes, see data/).
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./data:FuzzLastBoxed ./data:FuzzLoadJSONL ./data/synth:FuzzParse \
+	./grader:FuzzExtract ./grader:FuzzParse ./model/onnx:FuzzParse ./model/params:FuzzDecode \
+	./model/tokenizer:FuzzByteTokenizerRoundTrip ./model/tokenizer:FuzzCharTokenizerRoundTrip \
+	./model/tokenizer:FuzzFromBytes ./rl:FuzzSpiralAdvantages ./rollout/report:FuzzReadJSON
+fuzz:
+	@$(ENV) && for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$pkg $$fn"; go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
