@@ -141,22 +141,6 @@ func autoMicroBatchTokens(vocab int) int {
 	return min(16384, max(512, (1<<29)/max(vocab, 1)))
 }
 
-// oldLogProbs returns the recomputation of pi_old when the sampling
-// distribution differs from the policy (temperature != 1, top-k, top-p),
-// else nil (the sampler's log-probabilities are pi_old's).
-func oldLogProbs(sf samplingFlags, pol *model.Policy) func(context.Context, *model.TrainBatch) error {
-	if sf.temperature == 1 && sf.topK == 0 && (sf.topP <= 0 || sf.topP >= 1) {
-		return nil
-	}
-	return func(ctx context.Context, b *model.TrainBatch) error {
-		scorer, err := pol.Scorer()
-		if err != nil {
-			return err
-		}
-		return rl.DetachedLogProbs(ctx, scorer, b)
-	}
-}
-
 // runConfig is what a run records in its checkpoints, so that a resumed
 // run can refuse to continue with a different setup.
 type runConfig struct {
@@ -260,7 +244,6 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 		Generator: sampler, Prompter: prompter, Learner: pol.Train,
 		Judge:    func(resp, gold string) bool { return grader.Grade(resp, gold).Correct },
 		Problems: problems, Weights: pol.Weights, MicroGrads: pol.Grads, Optimizer: opt, Schedule: sched,
-		OldLogProbs: oldLogProbs(f.sf, pol),
 	})
 	if err != nil {
 		return usageError{err}

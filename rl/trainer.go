@@ -149,10 +149,10 @@ type TrainerParts struct {
 	Optimizer           *optim.AdamW
 	Schedule            optim.Schedule
 	// OldLogProbs, when set, recomputes pi_old on each micro-batch before
-	// the learner runs (e.g. DetachedLogProbs over the rollout LM). It is
-	// needed when the sampler's distribution is not the policy's
-	// (temperature != 1, top-k, top-p): the sampled log-probabilities are
-	// then not log pi_old. Nil uses the sampler's log-probabilities.
+	// the learner runs (e.g. DetachedLogProbs over a scoring LM). Nil uses
+	// the sampler's PolicyLogProbs, which are pi_old's at any temperature,
+	// top-k, top-p or vocabulary limit (up to the float32 difference
+	// between the cached and the full-sequence forward).
 	OldLogProbs func(ctx context.Context, b *model.TrainBatch) error
 }
 
@@ -297,12 +297,12 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, stepS
 			if !res.SearchMask[i] {
 				continue
 			}
-			samples = append(samples, Sample{Prompt: tr.Prompt, Completion: tr.Tokens, OldLogProbs: tr.LogProbs, Advantage: float32(res.Search[i]), Kind: "search"})
+			samples = append(samples, Sample{Prompt: tr.Prompt, Completion: tr.Tokens, OldLogProbs: tr.PolicyLogProbs, Advantage: float32(res.Search[i]), Kind: "search"})
 			m.observeAdvantage(res.Search[i])
 		}
 		for s, aggs := range g.Aggregates {
 			for j, tr := range aggs {
-				samples = append(samples, Sample{Prompt: tr.Prompt, Completion: tr.Tokens, OldLogProbs: tr.LogProbs, Advantage: float32(res.Aggregation[s][j]), Kind: "aggregate"})
+				samples = append(samples, Sample{Prompt: tr.Prompt, Completion: tr.Tokens, OldLogProbs: tr.PolicyLogProbs, Advantage: float32(res.Aggregation[s][j]), Kind: "aggregate"})
 				m.observeAdvantage(res.Aggregation[s][j])
 			}
 		}
@@ -350,7 +350,7 @@ func (t *Trainer) rolloutGRPO(ctx context.Context, probs []data.Problem, stepSee
 		informative++
 		for j := 0; j < G; j++ {
 			c := outs[i*G+j]
-			samples = append(samples, Sample{Prompt: reqs[i*G+j].Prompt, Completion: c.Tokens, OldLogProbs: c.LogProbs, Advantage: float32(adv[j]), Kind: "grpo"})
+			samples = append(samples, Sample{Prompt: reqs[i*G+j].Prompt, Completion: c.Tokens, OldLogProbs: c.PolicyLogProbs, Advantage: float32(adv[j]), Kind: "grpo"})
 			m.observeAdvantage(adv[j])
 		}
 	}

@@ -51,7 +51,7 @@ func (trainerFakeGen) Generate(_ context.Context, reqs []rollout.Request, _ roll
 			ans = "1"
 		}
 		toks := trainerBytes(ans)
-		out[i] = rollout.Completion{Tokens: toks, LogProbs: []float32{-0.5}, Entropies: []float32{0.1}, Finish: rollout.FinishStop}
+		out[i] = rollout.Completion{Tokens: toks, LogProbs: []float32{-0.5}, PolicyLogProbs: []float32{-0.5}, Entropies: []float32{0.1}, Finish: rollout.FinishStop}
 	}
 	return out, rollout.Stats{}, nil
 }

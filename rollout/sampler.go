@@ -101,6 +101,11 @@ type Completion struct {
 	LogProbs []float32
 	// Entropies[t] is that distribution's entropy in nats.
 	Entropies []float32
+	// PolicyLogProbs[t] is log pi(Tokens[t]): the model's own
+	// distribution (temperature 1, every logit, no top-k/top-p), the
+	// pi_old of the policy-gradient ratio. It equals LogProbs when the
+	// sampler draws from pi itself.
+	PolicyLogProbs []float32
 	// Finish is why generation stopped.
 	Finish FinishReason
 	// PromptTokens is len(Request.Prompt).
@@ -308,10 +313,11 @@ func (s *Sampler) sampleRows(rows []*row, logits []float32, vocab, limit int, sc
 }
 
 // sampleInto draws r's next token from one row of logits and records it.
-func (s *Sampler) sampleInto(r *row, logits []float32, limit int, probs []float64, order []int) ([]float64, []int) {
-	logits = logits[:limit]
+func (s *Sampler) sampleInto(r *row, full []float32, limit int, probs []float64, order []int) ([]float64, []int) {
+	logits := full[:limit]
 	var id int
 	var logp, ent float64
+	plain := s.cfg.Temperature == 1 && s.cfg.TopK == 0 && (s.cfg.TopP <= 0 || s.cfg.TopP >= 1) && limit == len(full)
 	if s.cfg.Temperature == 0 {
 		id = greedy(logits)
 	} else {
@@ -324,10 +330,15 @@ func (s *Sampler) sampleInto(r *row, logits []float32, limit int, probs []float6
 		logp = math.Log(probs[id])
 		ent = entropy(probs)
 	}
+	policy := logp
+	if !plain {
+		policy = float64(full[id]) - logSumExp(full)
+	}
 	r.ctx = append(r.ctx, int32(id))
 	c := r.out
 	c.Tokens = append(c.Tokens, int32(id))
 	c.LogProbs = append(c.LogProbs, float32(logp))
+	c.PolicyLogProbs = append(c.PolicyLogProbs, float32(policy))
 	c.Entropies = append(c.Entropies, float32(ent))
 	switch {
 	case s.isStopID(int32(id)):

@@ -221,3 +221,39 @@ func TestSamplerParallelRows(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, a, b)
 }
+
+// TestSamplerPolicyLogProbs checks that PolicyLogProbs are the model's own
+// log-probabilities (temperature 1, full vocabulary) whatever the sampling
+// transforms: recomputed here from an uncached forward pass.
+func TestSamplerPolicyLogProbs(t *testing.T) {
+	lm := samplerTinyLM(t)
+	vocab := lm.Signature().Vocab
+	for _, cfg := range []SamplerConfig{
+		{Temperature: 1, MaxNewTokens: 6, BatchSize: 4},
+		{Temperature: 0.7, TopK: 10, TopP: 0.9, MaxNewTokens: 6, BatchSize: 4, VocabLimit: 50},
+	} {
+		s, err := NewSampler(lm, cfg, nil)
+		require.NoError(t, err)
+		out, _, err := s.Generate(context.Background(), samplerRequests(8), nil)
+		require.NoError(t, err)
+		for i, c := range out {
+			seq := toInt64(samplerPrompts[i])
+			for j, id := range c.Tokens {
+				T := len(seq)
+				pos, mask := make([]int64, T), make([]int64, T)
+				for k := range pos {
+					pos[k], mask[k] = int64(k), 1
+				}
+				logits, err := lm.Forward(context.Background(), model.Step{Batch: 1, Seq: T, InputIDs: seq, AttentionMask: mask, PositionIDs: pos}, lm.NewKVCache(1, T), nil)
+				require.NoError(t, err)
+				row := logits[(T-1)*vocab : T*vocab]
+				want := float64(row[id]) - logSumExp(row)
+				require.InDelta(t, want, c.PolicyLogProbs[j], 1e-4, "cfg %+v request %d token %d", cfg, i, j)
+				seq = append(seq, int64(id))
+			}
+			if cfg.Temperature == 1 {
+				require.Equal(t, c.LogProbs, c.PolicyLogProbs)
+			}
+		}
+	}
+}

@@ -130,3 +130,16 @@ func entropy(probs []float64) float64 {
 	}
 	return h
 }
+
+// logSumExp returns log sum exp(x) computed stably in float64.
+func logSumExp(x []float32) float64 {
+	maxv := math.Inf(-1)
+	for _, v := range x {
+		maxv = math.Max(maxv, float64(v))
+	}
+	sum := 0.0
+	for _, v := range x {
+		sum += math.Exp(float64(v) - maxv)
+	}
+	return maxv + math.Log(sum)
+}
