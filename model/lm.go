@@ -367,3 +367,27 @@ func MergeKVCaches(a, b *KVCache, extra int) (*KVCache, error) {
 	}
 	return c, nil
 }
+
+// TrimLeft drops the first n cached positions of every row (positions
+// that every row masks out, e.g. left padding whose rows have left the
+// batch), re-laying the cache out in place; Len shrinks by n. Callers drop
+// the same n entries from the front of each row's attention mask.
+func (c *KVCache) TrimLeft(n int) error {
+	if n < 0 || n > c.len {
+		return fmt.Errorf("model: kv cache trim %d of %d positions", n, c.len)
+	}
+	if n == 0 {
+		return nil
+	}
+	hd, old, nl := c.headDim, c.len, c.len-n
+	for i := range c.buf {
+		for j := 0; j < 2; j++ {
+			b := c.buf[i][j][c.cur]
+			for blk := 0; blk < c.batch*c.kvHeads; blk++ {
+				copy(b[blk*nl*hd:(blk+1)*nl*hd], b[(blk*old+n)*hd:(blk+1)*old*hd])
+			}
+		}
+	}
+	c.len = nl
+	return nil
+}

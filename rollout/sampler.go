@@ -118,6 +118,8 @@ type Stats struct {
 	PromptTokens, GeneratedTokens int
 	// ForwardCalls counts model calls (prefills and decode steps).
 	ForwardCalls int
+	// PeakCacheLen is the longest the batch's KV cache grew (positions).
+	PeakCacheLen int
 	// Elapsed is the wall time of the call.
 	Elapsed time.Duration
 }
@@ -228,6 +230,7 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 		if len(active) == 0 {
 			continue
 		}
+		s.trimPadding(active, cache, false)
 		// One decode step for every active row.
 		B := len(active)
 		P := cache.Len()
@@ -245,6 +248,7 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 			return nil, st, err
 		}
 		st.ForwardCalls++
+		st.PeakCacheLen = max(st.PeakCacheLen, cache.Len())
 		s.sampleRows(active, logits, vocab, limit, &scratch)
 		st.GeneratedTokens += B
 		if progress != nil {
@@ -407,6 +411,11 @@ func (s *Sampler) retire(active []*row, cache *model.KVCache) []*row {
 // [len(fresh), vocab].
 func (s *Sampler) admit(ctx context.Context, cache *model.KVCache, active, fresh []*row) (*model.KVCache, []float32, error) {
 	vocab := s.lm.Signature().Vocab
+	if cache != nil && len(active) > 0 {
+		// The merge copies the running cache anyway: drop its dead
+		// columns first so that the merged length stays bounded.
+		s.trimPadding(active, cache, true)
+	}
 	// Left-pad the fresh prompts to a common length T.
 	T := 0
 	for _, r := range fresh {
@@ -463,6 +472,31 @@ func (s *Sampler) admit(ctx context.Context, cache *model.KVCache, active, fresh
 		r.mask = leftPad(r.mask, L)
 	}
 	return merged, last, nil
+}
+
+// trimPadding drops the cache positions that every active row masks out
+// (the left padding of rows that have left the batch), so the cache length
+// tracks the longest live row instead of the number of steps taken. It
+// copies the whole cache, so unless force is set it only does so when a
+// quarter or more of the positions are dead.
+func (s *Sampler) trimPadding(active []*row, cache *model.KVCache, force bool) {
+	dead := cache.Len()
+	for _, r := range active {
+		lead := 0
+		for lead < len(r.mask) && r.mask[lead] == 0 {
+			lead++
+		}
+		dead = min(dead, lead)
+	}
+	if dead == 0 || (!force && dead*4 < cache.Len()) {
+		return
+	}
+	if err := cache.TrimLeft(dead); err != nil {
+		panic(err) // dead <= Len by construction
+	}
+	for _, r := range active {
+		r.mask = r.mask[dead:]
+	}
 }
 
 func leftPad(mask []int64, n int) []int64 {

@@ -257,3 +257,23 @@ func TestSamplerPolicyLogProbs(t *testing.T) {
 		}
 	}
 }
+
+// TestSamplerCacheStaysBounded runs many short requests through a small
+// refilling batch: the cache must track the longest live row (prompt +
+// generated, plus the padding of rows admitted together), not grow with
+// the number of decode steps.
+func TestSamplerCacheStaysBounded(t *testing.T) {
+	lm := samplerTinyLM(t)
+	s, err := NewSampler(lm, SamplerConfig{Temperature: 1, MaxNewTokens: 20, BatchSize: 8, Refill: true, StopIDs: []int32{1, 2, 3, 4, 5, 6, 7, 8}}, nil)
+	require.NoError(t, err)
+	reqs := make([]Request, 256)
+	for i := range reqs {
+		reqs[i] = Request{Prompt: []int32{40, 41, 42}, Seed: uint64(i)}
+	}
+	out, st, err := s.Generate(context.Background(), reqs, nil)
+	require.NoError(t, err)
+	require.Len(t, out, 256)
+	// A live row holds at most 3 prompt + 20 generated positions; merging
+	// a fresh group can add the running rows' length as padding once more.
+	require.LessOrEqual(t, st.PeakCacheLen, 2*(3+20), "peak cache length %d", st.PeakCacheLen)
+}
