@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -259,9 +260,14 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	rc := runConfig{Model: modelName, Data: dataName, RL: tr.Config(), LR: f.lr}
 	rcJSON, _ := json.Marshal(rc)
 
-	// Resume from the newest good checkpoint unless --fresh.
+	// Resume from the newest good checkpoint unless --fresh, which moves
+	// the previous run's checkpoints and logs aside (never deletes them).
 	ckptDir := filepath.Join(f.out, "checkpoints")
-	if !f.fresh {
+	if f.fresh {
+		if err := moveAside(f.out, []string{"checkpoints", "metrics.jsonl", "eval.jsonl", "training.png"}); err != nil {
+			return err
+		}
+	} else {
 		path, st, skipped, err := checkpoint.Resume(ckptDir, pol.Weights, opt)
 		for _, e := range skipped {
 			fmt.Fprintf(env.stderr, "spiral: skipped a damaged checkpoint: %v\n", e)
@@ -297,14 +303,30 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	}
 	defer mf.Close()
 
+	// save checkpoints the last completed step with the data cursor as it
+	// was when that step ended (stepCursor), not as an interrupted step
+	// left it.
+	stepCursor := problems.Cursor()
 	save := func() error {
-		cur, _ := json.Marshal(problems.Cursor())
+		cur, _ := json.Marshal(stepCursor)
 		p, err := checkpoint.Save(ckptDir, pol.Weights, opt, checkpoint.State{Step: int64(tr.Step()), DataCursor: cur, Config: rcJSON}, checkpoint.Options{Keep: f.keep})
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(env.stdout, "checkpoint %s\n", p)
 		return plotTraining(filepath.Join(f.out, "metrics.jsonl"), filepath.Join(f.out, "training.png"), f.cfg.Algo)
+	}
+	lastSaved := tr.Step()
+	// interrupted saves the last completed step (if not saved yet) and
+	// returns the interruption joined with any save error.
+	interrupted := func(err error) error {
+		fmt.Fprintf(env.stderr, "spiral: interrupted; saving step %d\n", tr.Step())
+		if tr.Step() > lastSaved {
+			if serr := save(); serr != nil {
+				return errors.Join(err, serr)
+			}
+		}
+		return err
 	}
 	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%d problems), algo %s, %d steps, out %s\n", modelName, dataName, ds.Len(), f.cfg.Algo, f.steps, f.out)
 	ev := rollout.Evaluator{Gen: sampler, Prompter: prompter, Judge: graderJudge()}
@@ -318,22 +340,17 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 			return err
 		}
 	}
-	lastSaved := tr.Step()
 	for tr.Step() < f.steps {
 		bar := newProgress(env.stderr, f.quiet, -1, fmt.Sprintf("step %d/%d rollout", tr.Step()+1, f.steps), "tok")
 		m, err := tr.TrainStep(ctx, bar.add)
 		bar.done()
 		if err != nil {
 			if ctx.Err() != nil {
-				fmt.Fprintf(env.stderr, "spiral: interrupted during step %d; saving step %d\n", tr.Step()+1, tr.Step())
-				if tr.Step() > lastSaved {
-					if serr := save(); serr != nil {
-						return errors.Join(err, serr)
-					}
-				}
+				return interrupted(err)
 			}
 			return err
 		}
+		stepCursor = problems.Cursor()
 		if err := m.WriteJSONL(mf); err != nil {
 			return err
 		}
@@ -345,6 +362,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 			m.Step, m.Search.Reward, agg, m.ProblemsInformative, m.ProblemsDrawn, m.Loss, m.Entropy, m.GradNorm, m.StepSeconds)
 		if len(held) > 0 && (tr.Step()%f.evalEach == 0 || tr.Step() == f.steps) {
 			if err := evalDuringTraining(ctx, env, ev, held, f.evalK, tr.Step(), f.cfg.Seed, ef); err != nil {
+				if ctx.Err() != nil {
+					return interrupted(err)
+				}
 				return err
 			}
 		}
@@ -355,13 +375,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 			lastSaved = tr.Step()
 		}
 		if ctx.Err() != nil {
-			fmt.Fprintf(env.stderr, "spiral: interrupted; saving step %d\n", tr.Step())
-			if tr.Step() > lastSaved {
-				if err := save(); err != nil {
-					return errors.Join(ctx.Err(), err)
-				}
-			}
-			return ctx.Err()
+			return interrupted(ctx.Err())
 		}
 	}
 	return nil
@@ -378,6 +392,25 @@ func evalDuringTraining(ctx context.Context, env *cliEnv, ev rollout.Evaluator, 
 	fmt.Fprintf(env.stdout, "eval %3d  held-out pass@1 %.3f  pass@%d %.3f  majority@%d %.3f  (%d problems)\n",
 		step, res.Points[0].PassAtK, last.K, last.PassAtK, last.K, last.MajorityAtK, len(held))
 	return writeJSONLine(w, map[string]any{"step": step, "problems": len(held), "samples": k, "points": res.Points})
+}
+
+// moveAside moves the named entries of dir that exist into
+// dir/previous-<UTC time>/.
+func moveAside(dir string, names []string) error {
+	dst := filepath.Join(dir, "previous-"+time.Now().UTC().Format("20060102T150405"))
+	for _, n := range names {
+		src := filepath.Join(dir, n)
+		if _, err := os.Stat(src); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(src, filepath.Join(dst, n)); err != nil {
+			return fmt.Errorf("--fresh: move %s aside: %w", src, err)
+		}
+	}
+	return nil
 }
 
 // plotTraining plots the rewards in metrics.jsonl.

@@ -64,6 +64,24 @@ func TestWorkflow(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "--fresh")
 
+	// --fresh starts over and keeps the previous run aside.
+	fresh := filepath.Join(dir, "fresh")
+	fargs := append([]string{}, args...)
+	for i, a := range fargs {
+		if a == run {
+			fargs[i] = fresh
+		}
+	}
+	r = spiral(t, nil, append(fargs, "--steps", "1", "--eval-every", "0")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = spiral(t, nil, append(fargs, "--steps", "1", "--eval-every", "0", "--fresh", "--algo", "grpo")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "resumed")
+	prev, err := filepath.Glob(filepath.Join(fresh, "previous-*", "checkpoints", "ckpt-000001"))
+	require.NoError(t, err)
+	require.Len(t, prev, 1, "the previous run's checkpoint is kept aside")
+	require.Equal(t, 1, countLines(t, filepath.Join(fresh, "metrics.jsonl")))
+
 	ev := filepath.Join(dir, "eval")
 	for _, mode := range []string{"passk", "sequential", "rsa"} {
 		r = spiral(t, nil, "eval", "--model", sft, "--checkpoint", filepath.Join(run, "checkpoints"), "--mode", mode, "--limit", "3",
