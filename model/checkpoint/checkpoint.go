@@ -500,7 +500,8 @@ func (c *crcReader) Read(p []byte) (int, error) {
 }
 
 // Resume loads the newest checkpoint under dir that loads cleanly: first
-// the one Latest names, then the others from the highest step down. It
+// the one Latest names, then the others from the highest step down (also
+// when the latest pointer is damaged or names a missing directory). It
 // returns the path loaded, its state, and one error per newer checkpoint
 // that was skipped (for the caller to log). When none loads, err joins
 // every failure (wrapping ErrNoCheckpoint when there was none at all).
@@ -508,14 +509,24 @@ func (c *crcReader) Read(p []byte) (int, error) {
 // the search, since older checkpoints of the same run would mismatch too.
 func Resume(dir string, w *params.Store, opt *optim.AdamW) (path string, st State, skipped []error, err error) {
 	first, err := Latest(dir)
-	if err != nil {
+	if errors.Is(err, ErrNoCheckpoint) {
 		return "", State{}, nil, err
 	}
-	list, err := List(dir)
+	var order []string
 	if err != nil {
-		return "", State{}, nil, err
+		// A damaged or dangling pointer (a crash while the same step was
+		// being re-saved) must not hide the older checkpoints.
+		skipped = append(skipped, err)
+	} else {
+		order = append(order, first)
 	}
-	order := []string{first}
+	list, lerr := List(dir)
+	if lerr != nil {
+		return "", State{}, nil, errors.Join(err, lerr)
+	}
+	if len(order) == 0 && len(list) == 0 {
+		return "", State{}, skipped, fmt.Errorf("%w in %s: %w", ErrNoCheckpoint, dir, err)
+	}
 	for i := len(list) - 1; i >= 0; i-- {
 		if list[i].Path != first {
 			order = append(order, list[i].Path)
