@@ -391,3 +391,15 @@ func (c *KVCache) TrimLeft(n int) error {
 	c.len = nl
 	return nil
 }
+
+// Reshape empties the cache and readies it for batch rows of up to maxLen
+// positions, reusing its buffers when they hold that many values; it
+// reports false (and changes nothing) when they are too small.
+func (c *KVCache) Reshape(batch, maxLen int) bool {
+	need := batch * c.kvHeads * maxLen * c.headDim
+	if batch <= 0 || maxLen <= 0 || need > len(c.buf[0][0][0]) {
+		return false
+	}
+	c.batch, c.maxLen, c.len, c.cur = batch, maxLen, 0, 0
+	return true
+}

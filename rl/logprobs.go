@@ -9,20 +9,40 @@ import (
 )
 
 // DetachedLogProbs fills b.OldLogProbs with log pi(token t+1 | ..t) at
-// every loss position, computed by a forward pass of lm (the rollout graph
-// over the same weights): the "detached copy" that makes the clipped loss
-// equal cross-entropy (advantage 1) or REINFORCE (ratio 1) for one update.
-// b's rows are right-padded, positions counted from 0.
+// every loss position, computed by a forward pass of lm (a full-sequence
+// scoring LM over the same weights, Policy.Scorer): the "detached copy"
+// that makes the clipped loss equal cross-entropy (advantage 1) or
+// REINFORCE (ratio 1) for one update. b's rows are right-padded, positions
+// counted from 0. Use a Scorer to reuse buffers across micro-batches.
 func DetachedLogProbs(ctx context.Context, lm *model.LM, b *model.TrainBatch) error {
+	return (&Scorer{LM: lm}).LogProbs(ctx, b)
+}
+
+// Scorer computes detached log-probabilities like DetachedLogProbs,
+// keeping its KV cache and logits buffers between calls (for a 4B model
+// they are gigabytes per micro-batch).
+type Scorer struct {
+	LM     *model.LM
+	cache  *model.KVCache
+	logits []float32
+}
+
+// LogProbs fills b.OldLogProbs at b's loss positions.
+func (s *Scorer) LogProbs(ctx context.Context, b *model.TrainBatch) error {
+	lm := s.LM
 	V := lm.Signature().Vocab
 	if lm.Signature().LastLogitsOnly {
 		return fmt.Errorf("rl: detached log-probabilities need full-sequence logits; use Policy.Scorer, not the sampling LM")
 	}
-	cache := lm.NewKVCache(b.Batch, b.Seq)
-	logits, err := lm.Forward(ctx, model.Step{Batch: b.Batch, Seq: b.Seq, InputIDs: b.InputIDs, AttentionMask: b.AttentionMask, PositionIDs: b.PositionIDs}, cache, nil)
+	if s.cache == nil || !s.cache.Reshape(b.Batch, b.Seq) {
+		s.cache = lm.NewKVCache(b.Batch, b.Seq)
+	}
+	var err error
+	s.logits, err = lm.Forward(ctx, model.Step{Batch: b.Batch, Seq: b.Seq, InputIDs: b.InputIDs, AttentionMask: b.AttentionMask, PositionIDs: b.PositionIDs}, s.cache, s.logits)
 	if err != nil {
 		return fmt.Errorf("rl: detached log-probabilities: %w", err)
 	}
+	logits := s.logits
 	for i, m := range b.LossMask {
 		if m == 0 {
 			continue

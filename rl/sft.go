@@ -47,14 +47,18 @@ func SFTStep(ctx context.Context, p *model.Policy, opt *optim.AdamW, sched optim
 		samples[i] = Sample{Prompt: e.Prompt, Completion: e.Completion, OldLogProbs: make([]float32, len(e.Completion)), Advantage: 1}
 	}
 	grads := p.Weights.NewGrads()
+	var scorer Scorer
 	gs, err := Gradients(ctx, p.Train, p.Grads, grads, samples, GradientOptions{
 		MicroBatchTokens: microBatchTokens, ClipLow: 0.2, ClipHigh: 0.28,
 		Prepare: func(ctx context.Context, b *model.TrainBatch) error {
-			scorer, err := p.Scorer()
-			if err != nil {
-				return err
+			if scorer.LM == nil {
+				lm, err := p.Scorer()
+				if err != nil {
+					return err
+				}
+				scorer.LM = lm
 			}
-			return DetachedLogProbs(ctx, scorer, b)
+			return scorer.LogProbs(ctx, b)
 		},
 	})
 	if err != nil {
