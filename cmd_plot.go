@@ -35,29 +35,11 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		var err error
 		switch mode {
 		case report.ModePassAtK:
-			reps := make([]report.PassAtK, len(args))
-			for i, p := range args {
-				if err := report.ReadJSON(p, &reps[i]); err != nil {
-					return err
-				}
-			}
-			err = report.PlotPassAtK(*out, size, reps...)
+			err = plotReports(args, func(r ...report.PassAtK) error { return report.PlotPassAtK(*out, size, r...) })
 		case report.ModeRSA:
-			reps := make([]report.RSA, len(args))
-			for i, p := range args {
-				if err := report.ReadJSON(p, &reps[i]); err != nil {
-					return err
-				}
-			}
-			err = report.PlotRSA(*out, size, reps...)
+			err = plotReports(args, func(r ...report.RSA) error { return report.PlotRSA(*out, size, r...) })
 		case report.ModeSequential:
-			reps := make([]report.Budget, len(args))
-			for i, p := range args {
-				if err := report.ReadJSON(p, &reps[i]); err != nil {
-					return err
-				}
-			}
-			err = report.PlotBudget(*out, size, reps...)
+			err = plotReports(args, func(r ...report.Budget) error { return report.PlotBudget(*out, size, r...) })
 		default:
 			return fmt.Errorf("%s: unknown report mode %q", args[0], mode)
 		}
@@ -67,6 +49,18 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		fmt.Fprintf(env.stdout, "wrote %s (%d %s reports)\n", *out, len(args), mode)
 		return nil
 	}
+}
+
+// plotReports reads every path as a report of type R and plots them
+// together.
+func plotReports[R any](paths []string, plot func(...R) error) error {
+	reps := make([]R, len(paths))
+	for i, p := range paths {
+		if err := report.ReadJSON(p, &reps[i]); err != nil {
+			return err
+		}
+	}
+	return plot(reps...)
 }
 
 // reportMode reads the meta.mode of a report file.
