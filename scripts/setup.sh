@@ -25,6 +25,8 @@ QWEN3_TOK_TGZ_SHA256=c2b155e0a992e33b950ff75fd5d8b1e2a19f65da5d4cfc03897fe54eecd
 QWEN3_TOKENIZER_JSON_SHA256=aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
+export HOME
 CACHE="${SPIRAL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/spiral}"
 mkdir -p "$CACHE"
 
@@ -104,6 +106,8 @@ export CGO_ENABLED=1
 export CGO_LDFLAGS="-L$TOK_DIR"
 export ONNXRUNTIME_LIB="$ORT_LIB"
 export SPIRAL_QWEN3_TOKENIZER_DIR="$QWEN_DIR"
+export SPIRAL_CACHE_DIR="$CACHE"
+export HOME="$HOME"
 ENV
 mv "$CACHE/env.sh.tmp" "$CACHE/env.sh"
 log "ready: $CACHE"
