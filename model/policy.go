@@ -21,6 +21,8 @@ type Policy struct {
 	scorer *LM
 	feed   map[string]Weight
 	rt     *Runtime
+	// batchGrads is BatchGrads' store.
+	batchGrads *params.Store
 	// Train computes gradients (nil without training).
 	Train *TrainSession
 }
@@ -54,6 +56,16 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, train bool) (*Policy, err
 		}
 	}
 	return p, nil
+}
+
+// BatchGrads returns a gradient store of the weights' layout for summing
+// micro-batch gradients over a batch, allocated on first use and reused
+// by every later step (it is as large as the model).
+func (p *Policy) BatchGrads() *params.Store {
+	if p.batchGrads == nil {
+		p.batchGrads = p.Weights.NewGrads()
+	}
+	return p.batchGrads
 }
 
 // Scorer returns an LM over the same weights whose logits cover every

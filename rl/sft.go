@@ -3,7 +3,6 @@ package rl
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/spiral-rl/spiral/model"
@@ -46,7 +45,7 @@ func SFTStep(ctx context.Context, p *model.Policy, opt *optim.AdamW, sched optim
 	for i, e := range examples {
 		samples[i] = Sample{Prompt: e.Prompt, Completion: e.Completion, OldLogProbs: make([]float32, len(e.Completion)), Advantage: 1}
 	}
-	grads := p.Weights.NewGrads()
+	grads := p.BatchGrads()
 	var scorer Scorer
 	gs, err := Gradients(ctx, p.Train, p.Grads, grads, samples, GradientOptions{
 		MicroBatchTokens: microBatchTokens, ClipLow: 0.2, ClipHigh: 0.28,
@@ -64,17 +63,8 @@ func SFTStep(ctx context.Context, p *model.Policy, opt *optim.AdamW, sched optim
 	if err != nil {
 		return m, err
 	}
-	if maxGradNorm > 0 {
-		m.GradNorm = grads.ClipByNorm(maxGradNorm)
-	} else {
-		m.GradNorm = grads.Norm()
-	}
-	if math.IsNaN(m.GradNorm) || math.IsInf(m.GradNorm, 0) {
-		return m, fmt.Errorf("rl: sft step %d: gradient norm is %v; not updating", m.Step, m.GradNorm)
-	}
-	m.LR = sched.LR(opt.Steps())
-	if err := opt.Step(p.Weights, grads, m.LR); err != nil {
-		return m, err
+	if m.GradNorm, m.LR, err = applyUpdate(p.Weights, grads, opt, sched, maxGradNorm); err != nil {
+		return m, fmt.Errorf("rl: sft step %d: %w", m.Step, err)
 	}
 	m.Loss, m.PGLoss, m.Entropy, m.LossTokens = gs.NLL, gs.Loss, gs.Entropy, gs.LossTokens
 	m.Seconds = time.Since(start).Seconds()

@@ -202,16 +202,8 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 			return m, err
 		}
 		// 3. Clip and update.
-		if t.cfg.MaxGradNorm > 0 {
-			m.GradNorm = t.grads.ClipByNorm(t.cfg.MaxGradNorm)
-		} else {
-			m.GradNorm = t.grads.Norm()
-		}
-		if math.IsNaN(m.GradNorm) || math.IsInf(m.GradNorm, 0) {
-			return m, fmt.Errorf("rl: step %d: gradient norm is %v; not updating", m.Step, m.GradNorm)
-		}
-		m.LR = t.sched.LR(t.opt.Steps())
-		if err := t.opt.Step(t.weights, t.grads, m.LR); err != nil {
+		var err error
+		if m.GradNorm, m.LR, err = applyUpdate(t.weights, t.grads, t.opt, t.sched, t.cfg.MaxGradNorm); err != nil {
 			return m, fmt.Errorf("rl: step %d: %w", m.Step, err)
 		}
 	}
@@ -368,6 +360,22 @@ func (t *Trainer) accumulate(ctx context.Context, samples []Sample, m *Metrics) 
 	m.Loss, m.Entropy, m.LossTokens, m.TrainTokens = g.Loss, g.Entropy, g.LossTokens, g.Positions
 	m.Samples = len(samples)
 	return nil
+}
+
+// applyUpdate clips grads to maxGradNorm (<= 0: only measures the norm),
+// refuses a non-finite norm, and takes an AdamW step on w at the
+// schedule's rate. It returns the pre-clip norm and the rate used.
+func applyUpdate(w, grads *params.Store, opt *optim.AdamW, sched optim.Schedule, maxGradNorm float64) (norm, lr float64, err error) {
+	if maxGradNorm > 0 {
+		norm = grads.ClipByNorm(maxGradNorm)
+	} else {
+		norm = grads.Norm()
+	}
+	if math.IsNaN(norm) || math.IsInf(norm, 0) {
+		return norm, 0, fmt.Errorf("gradient norm is %v; not updating", norm)
+	}
+	lr = sched.LR(opt.Steps())
+	return norm, lr, opt.Step(w, grads, lr)
 }
 
 // GradientOptions configures Gradients.
