@@ -3,9 +3,9 @@ package rl
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/rollout"
 )
 
 // DetachedLogProbs fills b.OldLogProbs with log pi(token t+1 | ..t) at
@@ -52,20 +52,7 @@ func (s *Scorer) LogProbs(ctx context.Context, b *model.TrainBatch) error {
 		}
 		row := logits[i*V : (i+1)*V]
 		next := b.InputIDs[i+1]
-		b.OldLogProbs[i] = float32(logSoftmaxAt(row, int(next)))
+		b.OldLogProbs[i] = float32(rollout.LogProbOf(row, int(next)))
 	}
 	return nil
-}
-
-// logSoftmaxAt returns log softmax(row)[k] computed stably in float64.
-func logSoftmaxAt(row []float32, k int) float64 {
-	maxv := math.Inf(-1)
-	for _, v := range row {
-		maxv = math.Max(maxv, float64(v))
-	}
-	sum := 0.0
-	for _, v := range row {
-		sum += math.Exp(float64(v) - maxv)
-	}
-	return float64(row[k]) - maxv - math.Log(sum)
 }

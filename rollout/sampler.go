@@ -336,7 +336,7 @@ func (s *Sampler) sampleInto(r *row, full []float32, limit int, probs []float64,
 	}
 	policy := logp
 	if !plain {
-		policy = float64(full[id]) - logSumExp(full)
+		policy = LogProbOf(full, id)
 	}
 	r.ctx = append(r.ctx, int32(id))
 	c := r.out

@@ -131,6 +131,13 @@ func entropy(probs []float64) float64 {
 	return h
 }
 
+// LogProbOf returns log softmax(logits)[id], the log-probability of id
+// under the model's own distribution (temperature 1), computed stably in
+// float64. The sampler records it as pi_old; rl scores sequences with it.
+func LogProbOf(logits []float32, id int) float64 {
+	return float64(logits[id]) - logSumExp(logits)
+}
+
 // logSumExp returns log sum exp(x) computed stably in float64.
 func logSumExp(x []float32) float64 {
 	maxv := math.Inf(-1)
