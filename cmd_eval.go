@@ -59,7 +59,6 @@ func setupEval(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		defer sess.close()
 		r, rt, tok := sess.resolvedModel, sess.rt, sess.tok
 		var problems []data.Problem
-		tmpl := synth.Templates()
 		dsName := *dataPath
 		if dsName == "" {
 			dsName = "embedded:synth-test"
@@ -78,14 +77,10 @@ func setupEval(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 				return err
 			}
 			problems = ds.Problems
-			if tmpl, err = data.LoadTemplates("", ""); err != nil {
-				return err
-			}
 		}
-		if *tmplS != "" || *tmplA != "" {
-			if tmpl, err = data.LoadTemplates(*tmplS, *tmplA); err != nil {
-				return err
-			}
+		tmpl, err := promptTemplates(*dataPath == "", *tmplS, *tmplA)
+		if err != nil {
+			return err
 		}
 		if *limit > 0 && *limit < len(problems) {
 			problems = problems[:*limit]

@@ -164,7 +164,10 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 
 	// Problems and prompts: the embedded task uses its compact templates.
 	var ds *data.Dataset
-	tmpl := synth.Templates()
+	tmpl, err := promptTemplates(f.data == "", f.tmplS, f.tmplA)
+	if err != nil {
+		return err
+	}
 	if f.data == "" {
 		task, err := embeddedTask()
 		if err != nil {
@@ -175,14 +178,6 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 		}
 	} else {
 		if ds, err = data.Load(f.data, f.df.options()); err != nil {
-			return err
-		}
-		if tmpl, err = data.LoadTemplates(f.tmplS, f.tmplA); err != nil {
-			return err
-		}
-	}
-	if f.tmplS != "" || f.tmplA != "" {
-		if tmpl, err = data.LoadTemplates(f.tmplS, f.tmplA); err != nil {
 			return err
 		}
 	}
