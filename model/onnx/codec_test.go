@@ -235,7 +235,7 @@ func TestLoadErrors(t *testing.T) {
 		{"truncated", write("truncated.onnx", full[:len(full)/2]), []string{"truncated.onnx", "truncated or corrupt protobuf"}, nil},
 		{"truncated by one byte", write("short.onnx", full[:len(full)-1]), []string{"short.onnx", "truncated or corrupt protobuf"}, nil},
 		{"garbage", write("garbage.onnx", []byte("\xff\xff\xff\xff not onnx")), []string{"garbage.onnx", "not a valid ONNX model"}, nil},
-		{"empty", write("empty.onnx", nil), []string{"empty.onnx", "no graph"}, nil},
+		{"empty", write("empty.onnx", nil), []string{"empty.onnx", "the file is empty (0 bytes), not an ONNX model"}, nil},
 		{"missing external data file", externalModel("missing", -1, "location", "model.onnx_data"),
 			[]string{"missing/model.onnx", `tensor "w"`, "missing external data file", filepath.Join(dir, "missing", "model.onnx_data")}, fs.ErrNotExist},
 		{"offset past end", externalModel("offset", 16, "location", "model.onnx_data", "offset", "100", "length", "16"),

@@ -1,12 +1,9 @@
 package onnx
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -25,6 +22,9 @@ const MaxProtoSize = 1<<31 - 1
 // their data in memory (raw_data or the typed fields), never in files.
 type Model struct {
 	Proto *onnxpb.ModelProto
+	// dir and path locate the file a Model was loaded from, for its
+	// external data ("" for models built or parsed in memory).
+	dir, path string
 }
 
 // Graph returns the model's main graph (nil only for a Model built by hand
@@ -102,29 +102,23 @@ func Parse(data []byte) (*Model, error) {
 // file. Errors name the file and the problem: a truncated or corrupt
 // protobuf, a missing external data file (errors.Is fs.ErrNotExist), an
 // offset or length past the end of the data file, a location outside the
-// model's directory.
+// model's directory. LoadGraph reads the graph alone.
 func Load(path string) (*Model, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("onnx: load %q: %w", path, err)
-	}
-	mp, err := decode(data, path)
+	m, err := LoadGraph(path)
 	if err != nil {
 		return nil, err
 	}
-	r := &externalReader{model: path, dir: filepath.Dir(path), files: map[string]*os.File{}}
-	defer r.close()
 	var loadErr error
-	walkModelTensors(mp, func(t *onnxpb.TensorProto) bool {
+	walkModelTensors(m.Proto, func(t *onnxpb.TensorProto) bool {
 		if IsExternal(t) {
-			loadErr = r.read(t)
+			loadErr = m.readExternal(t)
 		}
 		return loadErr == nil
 	})
 	if loadErr != nil {
 		return nil, loadErr
 	}
-	return &Model{Proto: mp}, nil
+	return m, nil
 }
 
 func decode(data []byte, name string) (*onnxpb.ModelProto, error) {
@@ -148,75 +142,20 @@ func externalKey(t *onnxpb.TensorProto, key string) string {
 	return ""
 }
 
-// externalReader reads external tensor data, keeping each data file open
-// once.
-type externalReader struct {
-	model string
-	dir   string
-	files map[string]*os.File
-}
-
-func (r *externalReader) close() {
-	for _, f := range r.files {
-		f.Close()
-	}
-}
-
-func (r *externalReader) read(t *onnxpb.TensorProto) error {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("onnx: load %q: tensor %q: "+format, append([]any{r.model, t.GetName()}, args...)...)
-	}
-	loc := externalKey(t, "location")
-	if loc == "" {
-		return fail("external data has no location")
-	}
-	if !filepath.IsLocal(filepath.FromSlash(loc)) {
-		return fail("external data location %q is outside the model's directory", loc)
-	}
-	path := filepath.Join(r.dir, filepath.FromSlash(loc))
-	f, ok := r.files[loc]
-	if !ok {
-		var err error
-		f, err = os.Open(path)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return fail("missing external data file %q: %w", path, err)
-			}
-			return fail("external data file %q: %w", path, err)
-		}
-		r.files[loc] = f
-	}
-	st, err := f.Stat()
+// readExternal reads t's external data into raw_data.
+func (m *Model) readExternal(t *onnxpb.TensorProto) error {
+	path, offset, length, err := m.externalRange(t)
 	if err != nil {
-		return fail("external data file %q: %w", path, err)
+		return err
 	}
-	offset, err := parseExtInt(t, "offset")
+	f, err := os.Open(path)
 	if err != nil {
-		return fail("external data file %q: %w", path, err)
+		return fmt.Errorf("onnx: load %q: tensor %q: external data file %q: %w", m.path, t.GetName(), path, err)
 	}
-	n := NumElements(t.GetDims())
-	if n < 0 {
-		return fail("bad dims %v", t.GetDims())
-	}
-	want := rawSize(TensorDType(t), n)
-	if want < 0 {
-		return fail("%s data cannot be stored externally", TensorDType(t))
-	}
-	length := want
-	if externalKey(t, "length") != "" {
-		if length, err = parseExtInt(t, "length"); err != nil {
-			return fail("external data file %q: %w", path, err)
-		}
-		if length != want {
-			return fail("external data file %q: length %d does not match %s%v (%d bytes)", path, length, TensorDType(t), t.GetDims(), want)
-		}
-	}
-	if offset > st.Size() || length > st.Size()-offset {
-		return fail("external data file %q: offset %d + length %d is past its end (%d bytes)", path, offset, length, st.Size())
-	}
+	defer f.Close()
 	buf := make([]byte, length)
 	if _, err := f.ReadAt(buf, offset); err != nil && !(err == io.EOF && length == 0) {
-		return fail("read external data file %q at offset %d: %w", path, offset, err)
+		return fmt.Errorf("onnx: load %q: tensor %q: read external data file %q at offset %d: %w", m.path, t.GetName(), path, offset, err)
 	}
 	t.RawData = buf
 	t.DataLocation = nil

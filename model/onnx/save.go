@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,13 @@ type SaveOptions struct {
 	// the main graph moves to ExternalDataFile; 0 means
 	// DefaultSizeThreshold. Ignored without ExternalDataFile.
 	SizeThreshold int
+	// Data, when set, supplies the bytes of an initializer instead of its
+	// raw_data (ok=false: use the tensor's own data): the writer receives
+	// exactly the tensor's little-endian bytes. It lets a caller stream
+	// weights from its own buffers, or from another model's data file,
+	// into ExternalDataFile without building them in memory. Ignored
+	// without ExternalDataFile.
+	Data func(t *onnxpb.TensorProto) (write func(io.Writer) error, ok bool)
 }
 
 // Save writes m to path atomically: each file is written to a temporary
@@ -68,7 +76,7 @@ func Save(path string, m *Model, opt SaveOptions) error {
 			threshold = DefaultSizeThreshold
 		}
 		var err error
-		out, dataTmp, err = writeExternal(path, filepath.Join(dir, loc), opt.ExternalDataFile, m.Proto, int64(threshold))
+		out, dataTmp, err = writeExternal(path, filepath.Join(dir, loc), opt.ExternalDataFile, m.Proto, int64(threshold), opt.Data)
 		if err != nil {
 			return err
 		}
@@ -109,80 +117,134 @@ func Save(path string, m *Model, opt SaveOptions) error {
 
 // writeExternal writes the large initializers of mp to a temporary file
 // beside dataPath and returns a shallow copy of mp whose graph refers to
-// them, with the temporary file's name ("" when nothing moved).
-func writeExternal(path, dataPath, location string, mp *onnxpb.ModelProto, threshold int64) (*onnxpb.ModelProto, string, error) {
+// them, with the temporary file's name ("" when nothing moved). data, when
+// not nil, supplies tensors' bytes (see SaveOptions.Data); small tensors it
+// supplies are inlined as raw_data.
+func writeExternal(path, dataPath, location string, mp *onnxpb.ModelProto, threshold int64, data func(*onnxpb.TensorProto) (func(io.Writer) error, bool)) (*onnxpb.ModelProto, string, error) {
 	g := mp.GetGraph()
 	if g == nil {
 		return mp, "", nil
 	}
 	type moved struct {
 		idx    int
+		write  func(io.Writer) error
+		size   int64
+		offset int64 // -1: inline raw
 		raw    []byte
-		offset int64
 	}
 	var plan []moved
 	var end int64
 	for i, t := range g.GetInitializer() {
-		if IsExternal(t) || TensorDType(t) == String {
+		if TensorDType(t) == String {
 			continue
 		}
-		raw, err := RawBytes(t)
-		if err != nil {
-			return nil, "", fmt.Errorf("onnx: save %q: %w", path, err)
+		var write func(io.Writer) error
+		var size int64
+		supplied := false
+		if data != nil {
+			write, supplied = data(t)
 		}
-		size := int64(len(raw))
+		if supplied {
+			if size = rawSize(TensorDType(t), NumElements(t.GetDims())); size < 0 {
+				return nil, "", fmt.Errorf("onnx: save %q: tensor %q: %s has no raw layout", path, t.GetName(), TensorDType(t))
+			}
+		} else {
+			if IsExternal(t) {
+				return nil, "", fmt.Errorf("onnx: save %q: tensor %q: data is in external file %q and no data source was given", path, t.GetName(), externalKey(t, "location"))
+			}
+			raw, err := RawBytes(t)
+			if err != nil {
+				return nil, "", fmt.Errorf("onnx: save %q: %w", path, err)
+			}
+			write, size = func(w io.Writer) error { _, err := w.Write(raw); return err }, int64(len(raw))
+		}
 		if size < threshold {
+			if supplied {
+				var buf bytes.Buffer
+				if err := write(&buf); err != nil {
+					return nil, "", fmt.Errorf("onnx: save %q: tensor %q: %w", path, t.GetName(), err)
+				}
+				plan = append(plan, moved{idx: i, size: size, offset: -1, raw: buf.Bytes()})
+			}
 			continue
 		}
 		off := end
 		if size >= alignThreshold {
 			off = (off + alignGranularity - 1) / alignGranularity * alignGranularity
 		}
-		plan = append(plan, moved{idx: i, raw: raw, offset: off})
+		plan = append(plan, moved{idx: i, write: write, size: size, offset: off})
 		end = off + size
 	}
 	if len(plan) == 0 {
 		return mp, "", nil
 	}
-	tmp, err := writeTemp(dataPath, func(w io.Writer) error {
-		var pos int64
-		var zeros [alignGranularity]byte
-		for _, p := range plan {
-			if _, err := w.Write(zeros[:p.offset-pos]); err != nil {
-				return err
+	tmp := ""
+	if end > 0 {
+		var err error
+		tmp, err = writeTemp(dataPath, func(w io.Writer) error {
+			var pos int64
+			var zeros [alignGranularity]byte
+			for _, p := range plan {
+				if p.offset < 0 {
+					continue
+				}
+				if _, err := w.Write(zeros[:p.offset-pos]); err != nil {
+					return err
+				}
+				cw := &countingWriter{w: w}
+				if err := p.write(cw); err != nil {
+					return err
+				}
+				if cw.n != p.size {
+					return fmt.Errorf("tensor %q: wrote %d bytes, want %d", g.Initializer[p.idx].GetName(), cw.n, p.size)
+				}
+				pos = p.offset + p.size
 			}
-			if _, err := w.Write(p.raw); err != nil {
-				return err
-			}
-			pos = p.offset + int64(len(p.raw))
+			return nil
+		})
+		if err != nil {
+			return nil, "", err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, "", err
 	}
 	g2 := shallowClone(g)
 	g2.Initializer = append([]*onnxpb.TensorProto{}, g.Initializer...)
 	for _, p := range plan {
 		t := g.Initializer[p.idx]
-		g2.Initializer[p.idx] = &onnxpb.TensorProto{
+		nt := &onnxpb.TensorProto{
 			Name:          t.Name,
 			Dims:          t.Dims,
 			DataType:      t.DataType,
 			Segment:       t.Segment,
 			DocString:     t.DocString,
 			MetadataProps: t.MetadataProps,
-			DataLocation:  onnxpb.TensorProto_EXTERNAL.Enum(),
-			ExternalData: []*onnxpb.StringStringEntryProto{
+		}
+		if p.offset < 0 {
+			nt.RawData = p.raw
+		} else {
+			nt.DataLocation = onnxpb.TensorProto_EXTERNAL.Enum()
+			nt.ExternalData = []*onnxpb.StringStringEntryProto{
 				{Key: ptr("location"), Value: ptr(filepath.ToSlash(location))},
 				{Key: ptr("offset"), Value: ptr(strconv.FormatInt(p.offset, 10))},
-				{Key: ptr("length"), Value: ptr(strconv.Itoa(len(p.raw)))},
-			},
+				{Key: ptr("length"), Value: ptr(strconv.FormatInt(p.size, 10))},
+			}
 		}
+		g2.Initializer[p.idx] = nt
 	}
 	m2 := shallowClone(mp)
 	m2.Graph = g2
 	return m2, tmp, nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // shallowClone returns a new message whose fields share src's values
