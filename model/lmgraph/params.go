@@ -1,0 +1,208 @@
+package lmgraph
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
+)
+
+// TokensInput is the graph input whose data defines the activations.
+const TokensInput = "input_ids"
+
+// Reasons an initializer is not a parameter, or a parameter is frozen, as
+// Initializer.Reason and Frozen.Reason report them.
+const (
+	ReasonNotFloat  = "not a float tensor"
+	ReasonScalar    = "one element (a scalar constant such as an epsilon, a scale or a fill value)"
+	ReasonBuffer    = "buffer: never combined with the token activations (computed with positions, masks or shapes only, like RoPE frequencies)"
+	ReasonUnused    = "not read by any node"
+	ReasonTiedCopy  = "an exact copy of another parameter (tied weights); trained as that one"
+	reasonParameter = "parameter: combined with the token activations by %s node %q"
+)
+
+// Initializer is the classification of one initializer of a graph.
+type Initializer struct {
+	Name  string
+	DType onnx.DType
+	Shape []int64
+	// Parameter is true for the model's weights (see the package doc).
+	Parameter bool
+	// Reason says why: the node that combines a parameter with the
+	// activations, or one of the Reason* constants for a constant.
+	Reason string
+}
+
+// layoutOps pass an initializer's data through without combining it with
+// anything (input 0 only).
+var layoutOps = map[string]bool{
+	"Identity": true, "Cast": true, "CastLike": true, "Transpose": true, "Reshape": true,
+	"Unsqueeze": true, "Squeeze": true, "Flatten": true, "Expand": true,
+}
+
+// combiningOps are the arithmetic ops through which a weight meets the
+// activations. Where, Slice, Concat and the like are absent on purpose:
+// they select or move data, as masks and tables are moved.
+var combiningOps = map[string]bool{
+	"MatMul": true, "Gemm": true, "Mul": true, "Add": true, "Sub": true, "Div": true,
+	"Conv": true, "ConvTranspose": true, "Einsum": true, "Gather": true,
+	"LayerNormalization": true, "RMSNormalization": true, "SimplifiedLayerNormalization": true,
+	"SkipLayerNormalization": true, "SkipSimplifiedLayerNormalization": true,
+	"GroupNormalization": true, "BatchNormalization": true, "InstanceNormalization": true,
+}
+
+// Activations returns the set of values of g whose data depends on
+// TokensInput (see the package doc).
+func Activations(g *onnxpb.GraphProto) map[string]bool {
+	act := map[string]bool{TokensInput: true}
+	for _, n := range g.GetNode() {
+		switch n.GetOpType() {
+		case "Shape", "Size", "ConstantOfShape", "EyeLike":
+			continue
+		}
+		hit := false
+		for _, in := range n.GetInput() {
+			if in != "" && act[in] {
+				hit = true
+				break
+			}
+		}
+		if hit {
+			for _, o := range n.GetOutput() {
+				if o != "" {
+					act[o] = true
+				}
+			}
+		}
+	}
+	return act
+}
+
+// Classify returns the classification of every initializer of g's main
+// graph, in initializer order.
+func Classify(g *onnxpb.GraphProto) []Initializer {
+	act := Activations(g)
+	consumers := map[string][]*onnxpb.NodeProto{}
+	for _, n := range g.GetNode() {
+		for _, in := range n.GetInput() {
+			if in != "" {
+				consumers[in] = append(consumers[in], n)
+			}
+		}
+	}
+	out := make([]Initializer, 0, len(g.GetInitializer()))
+	for _, t := range g.GetInitializer() {
+		c := Initializer{Name: t.GetName(), DType: onnx.TensorDType(t), Shape: append([]int64{}, t.GetDims()...)}
+		switch {
+		case !isFloat(c.DType):
+			c.Reason = ReasonNotFloat
+		case onnx.NumElements(t.GetDims()) <= 1:
+			c.Reason = ReasonScalar
+		case len(consumers[c.Name]) == 0:
+			c.Reason = ReasonUnused
+		default:
+			if n := combiner(c.Name, consumers, act); n != nil {
+				c.Parameter = true
+				c.Reason = fmt.Sprintf(reasonParameter, n.GetOpType(), n.GetName())
+			} else {
+				c.Reason = ReasonBuffer
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// combiner returns the first node that combines the value name (followed
+// through layout-only ops) with an activation, or nil.
+func combiner(name string, consumers map[string][]*onnxpb.NodeProto, act map[string]bool) *onnxpb.NodeProto {
+	seen := map[string]bool{}
+	frontier := []string{name}
+	for len(frontier) > 0 {
+		v := frontier[0]
+		frontier = frontier[1:]
+		if seen[v] {
+			continue
+		}
+		seen[v] = true
+		for _, n := range consumers[v] {
+			op := n.GetOpType()
+			if layoutOps[op] {
+				if len(n.GetInput()) > 0 && n.GetInput()[0] == v {
+					frontier = append(frontier, n.GetOutput()...)
+				}
+				continue
+			}
+			if !combiningOps[op] {
+				continue
+			}
+			for i, in := range n.GetInput() {
+				if in == v || in == "" || !act[in] {
+					continue
+				}
+				if op == "Gather" && !(i == 1 && n.GetInput()[0] == v) {
+					continue // a table is gathered by activation indices, not the reverse
+				}
+				return n
+			}
+		}
+	}
+	return nil
+}
+
+func isFloat(dt onnx.DType) bool {
+	switch dt {
+	case onnx.Float32, onnx.Float64, onnx.Float16, onnx.BFloat16:
+		return true
+	}
+	return false
+}
+
+// Selection chooses the trained parameters among a graph's parameters:
+// those matching Train (nil = all) and not matching Freeze (nil = none).
+type Selection struct {
+	Train, Freeze *regexp.Regexp
+}
+
+// Frozen is a parameter that is not trained, or a float constant, with the
+// reason.
+type Frozen struct {
+	Name   string
+	Shape  []int64
+	Reason string
+}
+
+// Select splits the parameters of cls into trained and frozen ones by s,
+// in initializer order. It returns an error when no parameter is left to
+// train.
+func (s Selection) Select(cls []Initializer) (trained []Initializer, frozen []Frozen, err error) {
+	for _, c := range cls {
+		if !c.Parameter {
+			continue
+		}
+		switch {
+		case s.Train != nil && !s.Train.MatchString(c.Name):
+			frozen = append(frozen, Frozen{Name: c.Name, Shape: c.Shape, Reason: fmt.Sprintf("not matched by --train %q", s.Train)})
+		case s.Freeze != nil && s.Freeze.MatchString(c.Name):
+			frozen = append(frozen, Frozen{Name: c.Name, Shape: c.Shape, Reason: fmt.Sprintf("matched by --freeze %q", s.Freeze)})
+		default:
+			trained = append(trained, c)
+		}
+	}
+	if len(trained) == 0 {
+		return nil, nil, fmt.Errorf("lmgraph: no parameter left to train (--train %v, --freeze %v)", s.Train, s.Freeze)
+	}
+	return trained, frozen, nil
+}
+
+// String renders s for manifests and fingerprints.
+func (s Selection) String() string {
+	str := func(r *regexp.Regexp) string {
+		if r == nil {
+			return ""
+		}
+		return r.String()
+	}
+	return fmt.Sprintf("train=%q freeze=%q", str(s.Train), str(s.Freeze))
+}

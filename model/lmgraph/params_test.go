@@ -1,0 +1,200 @@
+package lmgraph_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model/lmgraph"
+	"github.com/spiral-rl/spiral/model/onnx"
+)
+
+// fixtureParameters is parameters.json of the dynamo and optimum fixtures
+// (made by their make_fixture.py): each transformers named parameter and
+// the ONNX initializers holding it as is or transposed.
+type fixtureParameters struct {
+	Parameters []struct {
+		Name        string   `json:"name"`
+		Initializer []string `json:"initializers"`
+		Transposed  []string `json:"transposed_initializers"`
+	} `json:"parameters"`
+}
+
+// kept classifies the fixture's initializers and ties copies, as artifacts
+// do, and returns the parameters left, the ties and the classification.
+func kept(t *testing.T, path string) ([]string, []lmgraph.Tie, []lmgraph.Initializer) {
+	t.Helper()
+	m, err := onnx.LoadGraph(path)
+	require.NoError(t, err)
+	cls := lmgraph.Classify(m.Graph())
+	var params []string
+	for _, c := range cls {
+		if c.Parameter {
+			params = append(params, c.Name)
+		}
+	}
+	ties, err := lmgraph.FindTies(m, params)
+	require.NoError(t, err)
+	require.NoError(t, lmgraph.ApplyTies(m.Graph(), ties))
+	copies := map[string]bool{}
+	for _, tie := range ties {
+		copies[tie.Copy] = true
+	}
+	return slices.DeleteFunc(params, func(n string) bool { return copies[n] }), ties, cls
+}
+
+// TestParametersAreNamedParameters checks, on exports made by PyTorch's
+// dynamo exporter and by Hugging Face optimum from a transformers Qwen3,
+// that the parameters spiral trains are exactly model.named_parameters():
+// one kept initializer per named parameter (the tied LM head, which both
+// exporters store twice, counted once), none besides, and the dynamo
+// export's rotary_emb.inv_freq buffer classified as a buffer.
+func TestParametersAreNamedParameters(t *testing.T) {
+	for _, dir := range []string{"dynamoqwen3", "optimumqwen3"} {
+		t.Run(dir, func(t *testing.T) {
+			root := filepath.Join("..", "testdata", dir)
+			var fp fixtureParameters
+			b, err := os.ReadFile(filepath.Join(root, "parameters.json"))
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &fp))
+			params, ties, cls := kept(t, filepath.Join(root, "model.onnx"))
+			require.Len(t, ties, 1, "the tied embedding and LM head")
+			isKept := map[string]bool{}
+			for _, p := range params {
+				isKept[p] = true
+			}
+			holderOf := map[string]string{}
+			for _, p := range fp.Parameters {
+				var hits []string
+				for _, h := range append(slices.Clone(p.Initializer), p.Transposed...) {
+					holderOf[h] = p.Name
+					if isKept[h] {
+						hits = append(hits, h)
+					}
+				}
+				require.Len(t, hits, 1, "named parameter %s: kept holders %v", p.Name, hits)
+			}
+			for _, p := range params {
+				require.Contains(t, holderOf, p, "trained initializer %q holds no named parameter", p)
+			}
+			require.Len(t, params, len(fp.Parameters))
+			for _, c := range cls {
+				if c.Name == "model.model.rotary_emb.inv_freq" {
+					require.False(t, c.Parameter)
+					require.Equal(t, lmgraph.ReasonBuffer, c.Reason)
+				}
+			}
+		})
+	}
+}
+
+// TestParametersTorchScriptFixture: the TorchScript export of ../hfqwen3
+// (2 layers: q, k, v, o, q_norm, k_norm, gate, up, down and two norms per
+// layer, the embedding and the final norm) has 24 parameters once its
+// transposed LM-head copy is tied to the embedding.
+func TestParametersTorchScriptFixture(t *testing.T) {
+	params, ties, _ := kept(t, filepath.Join("..", "testdata", "hfqwen3", "model.onnx"))
+	require.Len(t, params, 2*11+2)
+	require.Len(t, ties, 1)
+	require.True(t, ties[0].Transposed)
+	require.Equal(t, "model.model.embed_tokens.weight", ties[0].Of) // the FlatPast wrapper adds a "model." prefix
+}
+
+// TestClassify covers the rule on small hand-made graphs, one role each.
+func TestClassify(t *testing.T) {
+	b := onnx.NewGraphBuilder("g")
+	ids := b.Input("input_ids", onnx.Int64, onnx.P("batch"), onnx.P("seq"))
+	pos := b.Input("position_ids", onnx.Int64, onnx.P("batch"), onnx.P("seq"))
+	emb := b.Initializer("emb", onnx.NewTensor("emb", []int64{5, 4}, make([]float32, 20)))
+	h := b.Node("Gather", []string{emb, ids})
+	w := b.Initializer("w", onnx.NewTensor("w", []int64{4, 4}, make([]float32, 16)))
+	h = b.Node("MatMul", []string{h, b.Node("Transpose", []string{w})})
+	scale := b.Initializer("gain", onnx.NewTensor("gain", []int64{4}, make([]float32, 4)))
+	h = b.Node("Mul", []string{scale, h})
+	eps := b.Initializer("eps", onnx.NewTensor("eps", []int64{1}, []float32{1e-6}))
+	h = b.Node("Add", []string{h, eps})
+	freq := b.Initializer("inv_freq", onnx.NewTensor("inv_freq", []int64{4}, make([]float32, 4)))
+	angle := b.Node("Mul", []string{b.Node("Cast", []string{pos}, onnx.AttrInt("to", int64(onnx.Float32))), freq})
+	h = b.Node("Mul", []string{h, b.Node("Cos", []string{angle})})
+	mask := b.Initializer("mask", onnx.NewTensor("mask", []int64{8, 4}, make([]float32, 32)))
+	h = b.Node("Add", []string{h, b.Node("Slice", []string{mask, b.ConstInt64s(0), b.ConstInt64s(1), b.ConstInt64s(0)})})
+	b.Initializer("unused", onnx.NewTensor("unused", []int64{3}, make([]float32, 3)))
+	b.Initializer("shape", onnx.NewTensor("shape", []int64{2}, []int64{1, 2}))
+	b.Output(h, onnx.Float32)
+	got := map[string]lmgraph.Initializer{}
+	for _, c := range lmgraph.Classify(b.Graph()) {
+		got[c.Name] = c
+	}
+	for _, tc := range []struct {
+		name      string
+		parameter bool
+		reason    string
+	}{
+		{"emb", true, ""},  // the table of a Gather by input_ids
+		{"w", true, ""},    // a MatMul weight, through a Transpose
+		{"gain", true, ""}, // a norm gain multiplying activations
+		{"eps", false, lmgraph.ReasonScalar},
+		{"inv_freq", false, lmgraph.ReasonBuffer}, // meets positions only
+		{"mask", false, lmgraph.ReasonBuffer},     // sliced before it is added
+		{"unused", false, lmgraph.ReasonUnused},
+		{"shape", false, lmgraph.ReasonNotFloat},
+	} {
+		c, ok := got[tc.name]
+		require.True(t, ok, tc.name)
+		require.Equal(t, tc.parameter, c.Parameter, "%s: %s", tc.name, c.Reason)
+		if tc.reason != "" {
+			require.Equal(t, tc.reason, c.Reason, tc.name)
+		}
+	}
+}
+
+// TestSelect checks --train and --freeze: --train keeps the matches,
+// --freeze drops its matches, each frozen one says which flag froze it,
+// and a selection that leaves nothing is an error.
+func TestSelect(t *testing.T) {
+	cls := []lmgraph.Initializer{
+		{Name: "embed.weight", Parameter: true}, {Name: "layers.0.q.weight", Parameter: true},
+		{Name: "layers.0.norm.weight", Parameter: true}, {Name: "inv_freq", Reason: lmgraph.ReasonBuffer},
+	}
+	names := func(cs []lmgraph.Initializer) (out []string) {
+		for _, c := range cs {
+			out = append(out, c.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name          string
+		train, freeze string
+		want          []string
+		frozen        int
+	}{
+		{"all", "", "", []string{"embed.weight", "layers.0.q.weight", "layers.0.norm.weight"}, 0},
+		{"freeze embeddings", "", `^embed\.`, []string{"layers.0.q.weight", "layers.0.norm.weight"}, 1},
+		{"train norms only", `norm`, "", []string{"layers.0.norm.weight"}, 2},
+		{"both", `^layers\.`, `norm`, []string{"layers.0.q.weight"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s lmgraph.Selection
+			if tc.train != "" {
+				s.Train = regexp.MustCompile(tc.train)
+			}
+			if tc.freeze != "" {
+				s.Freeze = regexp.MustCompile(tc.freeze)
+			}
+			tr, fr, err := s.Select(cls)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, names(tr))
+			require.Len(t, fr, tc.frozen)
+			for _, f := range fr {
+				require.Regexp(t, `--(train|freeze) "`, f.Reason)
+			}
+		})
+	}
+	_, _, err := lmgraph.Selection{Freeze: regexp.MustCompile(".")}.Select(cls)
+	require.ErrorContains(t, err, "no parameter left to train")
+}

@@ -1,0 +1,194 @@
+package lmgraph
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
+)
+
+// Tie records that parameter Copy holds exactly the data of parameter Of
+// (Transposed: of its transpose; both are then 2-D).
+type Tie struct {
+	Copy, Of   string
+	Transposed bool
+}
+
+// tieSamples is how many elements are compared before reading two
+// candidate tensors whole.
+const tieSamples = 64
+
+// FindTies returns the parameters among names (float32 initializers of m)
+// that are bit-exact copies of another one or of its transpose. The kept
+// one (Of) is the table of an embedding Gather when one of the pair is,
+// else the one earlier in names. Candidates are screened by shape and by a
+// few sampled elements before both are read in full.
+func FindTies(m *onnx.Model, names []string) ([]Tie, error) {
+	g := m.Graph()
+	byName := map[string]*onnxpb.TensorProto{}
+	for _, t := range g.GetInitializer() {
+		byName[t.GetName()] = t
+	}
+	gathered := map[string]bool{}
+	for _, n := range g.GetNode() {
+		if n.GetOpType() == "Gather" && len(n.GetInput()) > 0 {
+			gathered[n.GetInput()[0]] = true
+		}
+	}
+	order := slices.Clone(names)
+	// Embedding tables first, so that they are the kept side of a pair.
+	slices.SortStableFunc(order, func(a, b string) int {
+		switch {
+		case gathered[a] && !gathered[b]:
+			return -1
+		case gathered[b] && !gathered[a]:
+			return 1
+		}
+		return 0
+	})
+	var ties []Tie
+	copied := map[string]bool{}
+	for i, a := range order {
+		ta := byName[a]
+		if copied[a] || ta == nil || onnx.TensorDType(ta) != onnx.Float32 {
+			continue
+		}
+		for _, b := range order[i+1:] {
+			tb := byName[b]
+			if copied[b] || tb == nil || onnx.TensorDType(tb) != onnx.Float32 {
+				continue
+			}
+			for _, transposed := range []bool{false, true} {
+				if !tieShapes(ta.GetDims(), tb.GetDims(), transposed) {
+					continue
+				}
+				same, err := sameData(m, ta, tb, transposed)
+				if err != nil {
+					return nil, err
+				}
+				if same {
+					ties = append(ties, Tie{Copy: b, Of: a, Transposed: transposed})
+					copied[b] = true
+					break
+				}
+			}
+		}
+	}
+	return ties, nil
+}
+
+func tieShapes(a, b []int64, transposed bool) bool {
+	if !transposed {
+		return slices.Equal(a, b)
+	}
+	return len(a) == 2 && len(b) == 2 && a[0] == b[1] && a[1] == b[0] && a[0] != a[1]
+}
+
+// sameData compares a and b (or a and b's transpose) bit for bit.
+func sameData(m *onnx.Model, a, b *onnxpb.TensorProto, transposed bool) (bool, error) {
+	n := onnx.NumElements(a.GetDims())
+	if n == 0 {
+		return false, nil
+	}
+	var rows, cols int64 = 1, n
+	if transposed {
+		rows, cols = a.GetDims()[0], a.GetDims()[1]
+	}
+	// index in b of a's element k.
+	at := func(k int64) int64 {
+		if !transposed {
+			return k
+		}
+		i, j := k/cols, k%cols
+		return j*rows + i
+	}
+	step := max(1, n/tieSamples)
+	for k := int64(0); k < n; k += step {
+		x, err := m.Float32At(a, k)
+		if err != nil {
+			return false, err
+		}
+		y, err := m.Float32At(b, at(k))
+		if err != nil {
+			return false, err
+		}
+		if math.Float32bits(x) != math.Float32bits(y) {
+			return false, nil
+		}
+	}
+	da, db := make([]float32, n), make([]float32, n)
+	if err := m.ReadFloat32s(a, da); err != nil {
+		return false, err
+	}
+	if err := m.ReadFloat32s(b, db); err != nil {
+		return false, err
+	}
+	if !transposed {
+		for k := range da {
+			if math.Float32bits(da[k]) != math.Float32bits(db[k]) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	// Blocked, so that both sides are read in cache-sized tiles.
+	const tile = 64
+	for i0 := int64(0); i0 < rows; i0 += tile {
+		for j0 := int64(0); j0 < cols; j0 += tile {
+			for i := i0; i < min(i0+tile, rows); i++ {
+				for j := j0; j < min(j0+tile, cols); j++ {
+					if math.Float32bits(da[i*cols+j]) != math.Float32bits(db[j*rows+i]) {
+						return false, nil
+					}
+				}
+			}
+		}
+	}
+	return true, nil
+}
+
+// tiePrefix starts the names of the Transpose nodes ApplyTies adds.
+const tiePrefix = "spiral/tie/"
+
+// ApplyTies rewrites g so that every node input reading a tie's Copy reads
+// its Of instead (through one added Transpose node when Transposed), and
+// removes the copies' initializers (and their graph inputs, in old-IR
+// graphs that list initializers as inputs). The added nodes come first,
+// so the graph stays topologically sorted.
+func ApplyTies(g *onnxpb.GraphProto, ties []Tie) error {
+	if len(ties) == 0 {
+		return nil
+	}
+	rename := map[string]string{}
+	var pre []*onnxpb.NodeProto
+	for _, t := range ties {
+		to := t.Of
+		if t.Transposed {
+			to = tiePrefix + t.Copy
+			pre = append(pre, &onnxpb.NodeProto{Name: proto.String(to), OpType: proto.String("Transpose"),
+				Input: []string{t.Of}, Output: []string{to},
+				Attribute: []*onnxpb.AttributeProto{{Name: proto.String("perm"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: []int64{1, 0}}}})
+		}
+		rename[t.Copy] = to
+	}
+	for _, n := range g.GetNode() {
+		for i, in := range n.GetInput() {
+			if to, ok := rename[in]; ok {
+				n.Input[i] = to
+			}
+		}
+	}
+	for _, o := range g.GetOutput() {
+		if _, ok := rename[o.GetName()]; ok {
+			return fmt.Errorf("lmgraph: tied copy %q is a graph output", o.GetName())
+		}
+	}
+	g.Node = append(pre, g.Node...)
+	g.Initializer = slices.DeleteFunc(g.Initializer, func(t *onnxpb.TensorProto) bool { _, ok := rename[t.GetName()]; return ok })
+	g.Input = slices.DeleteFunc(g.Input, func(v *onnxpb.ValueInfoProto) bool { _, ok := rename[v.GetName()]; return ok })
+	return nil
+}
