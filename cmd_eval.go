@@ -181,7 +181,7 @@ func openEvalLM(rt *model.Runtime, r resolvedModel, ckpt, artifactsDir string) (
 		}
 		return lm, func() { lm.Close() }, nil
 	}
-	pol, err := model.OpenPolicy(rt, r.onnx, artifactsDir, false)
+	pol, err := model.OpenPolicy(rt, r.onnx, artifactsDir, model.PolicyOptions{})
 	if err != nil {
 		return nil, nil, err
 	}

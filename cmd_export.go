@@ -39,7 +39,11 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		if _, err := checkpoint.Load(path, w, nil); err != nil {
 			return fmt.Errorf("load checkpoint %s: %w", path, err)
 		}
-		if err := model.Export(r.onnx, w, *out, *external); err != nil {
+		ties, err := model.Ties(r.onnx)
+		if err != nil {
+			return err
+		}
+		if err := model.Export(r.onnx, ties, *out, *external, w); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.stdout, "wrote %s: %s with the weights of %s (%d tensors, %d parameters)\n", *out, r.onnx, path, w.Len(), w.NumParams())

@@ -79,7 +79,7 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if dir == "" {
 			dir = filepath.Join(filepath.Dir(r.onnx), "artifacts")
 		}
-		art, err := model.PrepareArtifacts(r.onnx, dir)
+		art, err := model.PrepareArtifacts(r.onnx, dir, model.ArtifactOptions{})
 		if err != nil {
 			return err
 		}

@@ -52,7 +52,7 @@ func setupSFT(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error 
 		if err := os.MkdirAll(*out, 0o755); err != nil {
 			return err
 		}
-		pol, err := model.OpenPolicy(rt, r.onnx, filepath.Join(*out, "artifacts"), true)
+		pol, err := model.OpenPolicy(rt, r.onnx, filepath.Join(*out, "artifacts"), model.PolicyOptions{Train: true})
 		if err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ func setupSFT(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error 
 			}
 		}
 		bar.done()
-		if err := model.Export(r.onnx, pol.Weights, filepath.Join(*out, "model.onnx"), false); err != nil {
+		if err := model.Export(r.onnx, pol.Artifacts.Manifest.Ties, filepath.Join(*out, "model.onnx"), false, pol.Weights, pol.Frozen); err != nil {
 			return err
 		}
 		for _, f := range []string{"tokenizer.json", "config.json"} {

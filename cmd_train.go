@@ -208,7 +208,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 		held = held[:f.evalN]
 	}
 
-	pol, err := model.OpenPolicy(rt, r.onnx, filepath.Join(f.out, "artifacts"), true)
+	pol, err := model.OpenPolicy(rt, r.onnx, filepath.Join(f.out, "artifacts"), model.PolicyOptions{Train: true})
 	if err != nil {
 		return err
 	}

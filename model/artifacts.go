@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/spiral-rl/spiral/model/autodiff"
+	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 	"github.com/spiral-rl/spiral/model/params"
@@ -20,7 +23,7 @@ import (
 
 // ArtifactsVersion changes whenever the generated graphs change meaning, so
 // that cached artifacts of an older spiral are rebuilt.
-const ArtifactsVersion = 2
+const ArtifactsVersion = 3
 
 // File names inside an artifacts directory.
 const (
@@ -39,25 +42,58 @@ type Manifest struct {
 	// Fingerprint is the SHA-256 of the source .onnx file and of every
 	// external data file it names; artifacts are rebuilt when it changes.
 	Fingerprint string `json:"fingerprint"`
+	// Selection is the --train / --freeze choice the graphs were built for.
+	Selection string `json:"selection"`
 	// Layers, KVHeads, HeadDim and Vocab are the source's signature.
 	Layers  int `json:"layers"`
 	KVHeads int `json:"kv_heads"`
 	HeadDim int `json:"head_dim"`
 	Vocab   int `json:"vocab"`
-	// Weights are the trainable tensors, inputs of both graphs, in order.
+	// HasPositionIDs is false for exports without a position_ids input
+	// (the graph derives positions itself; the training graph is fed
+	// without them).
+	HasPositionIDs bool `json:"has_position_ids"`
+	// Weights are the trained parameters, inputs of every graph, in store
+	// order; Reason says what made each one a parameter.
 	Weights []WeightInfo `json:"weights"`
+	// Frozen are the parameters that are not trained (Reason says why):
+	// inputs of every graph too, fed from a store of their own.
+	Frozen []WeightInfo `json:"frozen"`
+	// Constants are the float initializers of more than one element that
+	// are not parameters (buffers such as RoPE frequencies), with the
+	// reason; they stay inside the graphs. Scalars counts the one-element
+	// constants (epsilons, scales, fill values) that stay too.
+	Constants []WeightInfo `json:"constants"`
+	Scalars   int          `json:"scalars"`
+	// Ties are parameters of the source that were exact copies of another
+	// (a tied LM head written twice by the exporter): the graphs read the
+	// kept one, and Export writes it back into the copy.
+	Ties []lmgraph.Tie `json:"ties,omitempty"`
 	// Rollout and Train name the graph files in the directory; Sample is
 	// the rollout graph with last-position logits only (for sampling).
 	Rollout string `json:"rollout"`
 	Sample  string `json:"sample"`
 	Train   string `json:"train"`
+	// Files maps each generated file to its SHA-256, so that a damaged
+	// artifacts directory is detected and rebuilt.
+	Files map[string]string `json:"files"`
 }
 
-// WeightInfo is one trainable tensor of a Manifest.
+// WeightInfo is one tensor of a Manifest.
 type WeightInfo struct {
-	Name  string  `json:"name"`
-	Shape []int64 `json:"shape"`
-	DType string  `json:"dtype"`
+	Name   string  `json:"name"`
+	Shape  []int64 `json:"shape"`
+	DType  string  `json:"dtype"`
+	Reason string  `json:"reason,omitempty"`
+}
+
+// NumParams returns the number of values of the tensors.
+func NumParams(ws []WeightInfo) int {
+	n := 0
+	for _, w := range ws {
+		n += int(onnx.NumElements(w.Shape))
+	}
+	return n
 }
 
 // Artifacts are an opened artifacts directory.
@@ -68,7 +104,7 @@ type Artifacts struct {
 	Rebuilt bool
 }
 
-// RolloutPath and TrainPath return the graph files' paths.
+// RolloutPath returns the rollout graph's path (full-sequence logits).
 func (a *Artifacts) RolloutPath() string { return filepath.Join(a.Dir, a.Manifest.Rollout) }
 
 // SamplePath returns the sampling graph's path (last-position logits).
@@ -77,25 +113,40 @@ func (a *Artifacts) SamplePath() string { return filepath.Join(a.Dir, a.Manifest
 // TrainPath returns the training graph's path.
 func (a *Artifacts) TrainPath() string { return filepath.Join(a.Dir, a.Manifest.Train) }
 
+// ArtifactOptions configures PrepareArtifacts. The zero value trains every
+// parameter.
+type ArtifactOptions struct {
+	// Selection chooses the trained parameters among the graph's
+	// parameters (--train, --freeze).
+	Selection lmgraph.Selection
+}
+
 // PrepareArtifacts returns the artifacts of the causal LM at src, cached in
-// dir: reused while the manifest's version and the source's fingerprint
-// match, else rebuilt: the rollout graph (src with its trainable weights
-// turned into inputs) and the training graph (autodiff.TrainingGraph). The
-// directory is written file by file through temporary names, the manifest
-// last, so an interrupted build is redone rather than half used.
-func PrepareArtifacts(src, dir string) (*Artifacts, error) {
+// dir: reused while the manifest's version, the source's fingerprint, the
+// selection and the generated files' checksums match, else rebuilt: the
+// rollout graph (src with its parameters turned into inputs) and the
+// training graph (autodiff.TrainingGraph). Which initializers are
+// parameters is decided from the graph (lmgraph.Classify); exact copies of
+// a parameter are tied to it unless config.json beside src says
+// tie_word_embeddings is false. The directory is written file by file
+// through temporary names, the manifest last, so an interrupted build is
+// redone rather than half used. Only the graph of src is read, not its
+// weights (except to compare tie candidates).
+func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) {
 	fp, err := Fingerprint(src)
 	if err != nil {
 		return nil, err
 	}
-	if m, err := readManifest(dir); err == nil && m.Version == ArtifactsVersion && m.Fingerprint == fp {
+	if m, err := readManifest(dir); err == nil && m.Version == ArtifactsVersion && m.Fingerprint == fp &&
+		m.Selection == opt.Selection.String() && filesIntact(dir, m.Files) {
 		return &Artifacts{Dir: dir, Manifest: *m}, nil
 	}
-	src1, err := onnx.Load(src)
+	src1, err := onnx.LoadGraph(src)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("model: %w", err)
 	}
-	sig, err := ReadSignature(src1.Graph(), src)
+	g := src1.Graph()
+	sig, err := ReadSignature(g, src)
 	if err != nil {
 		return nil, err
 	}
@@ -105,33 +156,61 @@ func PrepareArtifacts(src, dir string) (*Artifacts, error) {
 	if len(sig.Weights) > 0 {
 		return nil, fmt.Errorf("model: %s already has weight inputs (%s...); give the original export", src, sig.Weights[0].Name)
 	}
-	// The weights become graph inputs, fed from the parameter store: drop
-	// their data now so the graph copies below stay small (a 4B model's
-	// initializers are 16 GB in fp32).
-	for _, t := range src1.Graph().GetInitializer() {
-		if autodiff.DefaultTrainable(t) {
-			if onnx.TensorDType(t) != onnx.DTypeOf[float32]() {
-				return nil, fmt.Errorf("model: %s: weight %q has type %v; training needs a float32 export", src, t.GetName(), onnxpb.TensorProto_DataType(t.GetDataType()))
-			}
-			t.RawData, t.FloatData, t.ExternalData, t.DataLocation = nil, nil, nil, nil
+	cls, ties, err := parameters(src1, src)
+	if err != nil {
+		return nil, err
+	}
+	trained, frozen, err := opt.Selection.Select(cls)
+	if err != nil {
+		return nil, fmt.Errorf("model: %s: %w", src, err)
+	}
+	man := Manifest{Version: ArtifactsVersion, Source: src, Fingerprint: fp, Selection: opt.Selection.String(),
+		Layers: sig.Layers, KVHeads: sig.KVHeads, HeadDim: sig.HeadDim, Vocab: sig.Vocab, HasPositionIDs: sig.HasPositionIDs, Ties: ties,
+		Rollout: RolloutFile, Sample: SampleFile, Train: TrainFile, Files: map[string]string{}}
+	isTrained, isFrozen := map[string]bool{}, map[string]bool{}
+	for _, c := range trained {
+		isTrained[c.Name] = true
+		man.Weights = append(man.Weights, WeightInfo{Name: c.Name, Shape: c.Shape, DType: "F32", Reason: c.Reason})
+	}
+	for _, f := range frozen {
+		isFrozen[f.Name] = true
+		man.Frozen = append(man.Frozen, WeightInfo{Name: f.Name, Shape: f.Shape, DType: "F32", Reason: f.Reason})
+	}
+	for _, c := range cls {
+		switch {
+		case c.Parameter:
+		case c.Reason == lmgraph.ReasonScalar:
+			man.Scalars++
+		case c.Reason != lmgraph.ReasonNotFloat:
+			man.Constants = append(man.Constants, WeightInfo{Name: c.Name, Shape: c.Shape, DType: c.DType.String(), Reason: c.Reason})
 		}
 	}
-	lg, err := autodiff.TrainingGraph(src1.Graph(), autodiff.LMOptions{})
+	// Parameters become graph inputs fed from the stores: drop their data
+	// so the graph copies below stay small (a 4B model's initializers are
+	// 16 GB in fp32). Constants stay, read into the graph if external, so
+	// that the artifacts do not depend on the source's directory.
+	for _, t := range g.GetInitializer() {
+		switch {
+		case isTrained[t.GetName()] || isFrozen[t.GetName()]:
+			t.RawData, t.FloatData, t.ExternalData, t.DataLocation = nil, nil, nil, nil
+		case onnx.IsExternal(t):
+			if err := src1.Inline(t); err != nil {
+				return nil, fmt.Errorf("model: %w", err)
+			}
+		}
+	}
+	lg, err := autodiff.TrainingGraph(g, autodiff.LMOptions{
+		Trainable: func(t *onnxpb.TensorProto) bool { return isTrained[t.GetName()] },
+		Frozen:    func(t *onnxpb.TensorProto) bool { return isFrozen[t.GetName()] },
+	})
 	if err != nil {
 		return nil, fmt.Errorf("model: training graph of %s: %w", src, err)
 	}
-	names := lg.WeightNames()
-	man := Manifest{Version: ArtifactsVersion, Source: src, Fingerprint: fp,
-		Layers: sig.Layers, KVHeads: sig.KVHeads, HeadDim: sig.HeadDim, Vocab: sig.Vocab,
-		Rollout: RolloutFile, Sample: SampleFile, Train: TrainFile}
-	for _, n := range names {
-		t := src1.Initializer(n)
-		if onnx.TensorDType(t) != onnx.DTypeOf[float32]() {
-			return nil, fmt.Errorf("model: %s: weight %q has type %v; training needs a float32 export", src, n, onnxpb.TensorProto_DataType(t.GetDataType()))
-		}
-		man.Weights = append(man.Weights, WeightInfo{Name: n, Shape: slices.Clone(t.GetDims()), DType: "F32"})
+	if got := lg.WeightNames(); !slices.Equal(got, weightNames(man.Weights)) {
+		return nil, fmt.Errorf("model: training graph of %s: weights %v, want %v", src, got, weightNames(man.Weights))
 	}
-	rollout, err := weightsToInputs(src1.Proto, names)
+	inputs := append(weightNames(man.Weights), weightNames(man.Frozen)...)
+	rollout, err := weightsToInputs(src1.Proto, inputs)
 	if err != nil {
 		return nil, fmt.Errorf("model: rollout graph of %s: %w", src, err)
 	}
@@ -144,8 +223,12 @@ func PrepareArtifacts(src, dir string) (*Artifacts, error) {
 		name string
 		m    *onnxpb.ModelProto
 	}{{RolloutFile, rollout}, {SampleFile, lastPositionLogits(rollout)}, {TrainFile, train}} {
-		if err := onnx.Save(filepath.Join(dir, f.name), &onnx.Model{Proto: f.m}, onnx.SaveOptions{}); err != nil {
+		path := filepath.Join(dir, f.name)
+		if err := onnx.Save(path, &onnx.Model{Proto: f.m}, onnx.SaveOptions{}); err != nil {
 			return nil, fmt.Errorf("model: artifacts: %w", err)
+		}
+		if man.Files[f.name], err = fileSHA256(path); err != nil {
+			return nil, err
 		}
 	}
 	b, err := json.MarshalIndent(man, "", "  ")
@@ -156,6 +239,89 @@ func PrepareArtifacts(src, dir string) (*Artifacts, error) {
 		return nil, err
 	}
 	return &Artifacts{Dir: dir, Manifest: man, Rebuilt: true}, nil
+}
+
+// parameters classifies the initializers of m (loaded from src) and ties
+// exact copies of a parameter to it (lmgraph.FindTies, applied to m's
+// graph) unless config.json beside src says tie_word_embeddings is false.
+// The classification it returns leaves the tied copies out.
+func parameters(m *onnx.Model, src string) ([]lmgraph.Initializer, []lmgraph.Tie, error) {
+	cls := lmgraph.Classify(m.Graph())
+	var params []string
+	for _, c := range cls {
+		if c.Parameter {
+			if c.DType != onnx.Float32 {
+				return nil, nil, fmt.Errorf("model: %s: weight %q has type %v; training needs a float32 export", src, c.Name, c.DType)
+			}
+			params = append(params, c.Name)
+		}
+	}
+	hf, _, err := ReadHFConfig(src)
+	if err != nil {
+		return nil, nil, err
+	}
+	if hf.TieWordEmbeddings != nil && !*hf.TieWordEmbeddings {
+		return cls, nil, nil
+	}
+	ties, err := lmgraph.FindTies(m, params)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model: %s: %w", src, err)
+	}
+	if err := lmgraph.ApplyTies(m.Graph(), ties); err != nil {
+		return nil, nil, fmt.Errorf("model: %s: %w", src, err)
+	}
+	copies := map[string]bool{}
+	for _, t := range ties {
+		copies[t.Copy] = true
+	}
+	return slices.DeleteFunc(cls, func(c lmgraph.Initializer) bool { return copies[c.Name] }), ties, nil
+}
+
+// Ties returns the tied copies among the parameters of the model at src,
+// as PrepareArtifacts finds them (for Export from a checkpoint).
+func Ties(src string) ([]lmgraph.Tie, error) {
+	m, err := onnx.LoadGraph(src)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	_, ties, err := parameters(m, src)
+	return ties, err
+}
+
+func weightNames(ws []WeightInfo) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.Name
+	}
+	return out
+}
+
+// filesIntact reports whether every file of sums exists in dir with its
+// SHA-256 (and that there is at least one).
+func filesIntact(dir string, sums map[string]string) bool {
+	if len(sums) == 0 {
+		return false
+	}
+	for name, want := range sums {
+		got, err := fileSHA256(filepath.Join(dir, name))
+		if err != nil || got != want {
+			return false
+		}
+	}
+	return true
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("model: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("model: hash %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func readManifest(dir string) (*Manifest, error) {
@@ -213,26 +379,52 @@ func weightsToInputs(m *onnxpb.ModelProto, names []string) (*onnxpb.ModelProto, 
 	return out, nil
 }
 
-// InitialWeights reads the trainable weights named by man from the source
-// model into a new parameter store (in manifest order).
-func InitialWeights(src string, man Manifest) (*params.Store, error) {
-	m, err := onnx.Load(src)
+// InitialWeights reads the parameters named by man from the source model
+// into two new stores, the trained weights and the frozen ones (manifest
+// order), each value read from the file straight into its store. A
+// non-finite value is an error naming the tensor and the element.
+func InitialWeights(src string, man Manifest) (weights, frozen *params.Store, err error) {
+	m, err := onnx.LoadGraph(src)
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("model: %w", err)
 	}
-	ts := make([]params.Tensor, 0, len(man.Weights))
-	for _, w := range man.Weights {
-		t := m.Initializer(w.Name)
-		if t == nil {
-			return nil, fmt.Errorf("model: %s has no initializer %q named by the artifacts manifest", src, w.Name)
+	byName := map[string]*onnxpb.TensorProto{}
+	for _, t := range m.Graph().GetInitializer() {
+		byName[t.GetName()] = t
+	}
+	load := func(ws []WeightInfo) (*params.Store, error) {
+		specs := make([]params.Spec, len(ws))
+		for i, w := range ws {
+			specs[i] = params.Spec{Name: w.Name, Shape: w.Shape}
 		}
-		data, err := onnx.Float32s(t)
+		s, err := params.NewStore(specs)
 		if err != nil {
-			return nil, fmt.Errorf("model: %s: weight %q: %w", src, w.Name, err)
+			return nil, fmt.Errorf("model: %s: %w", src, err)
 		}
-		ts = append(ts, params.Tensor{Name: w.Name, Shape: w.Shape, Data: data})
+		for i, w := range ws {
+			t := byName[w.Name]
+			if t == nil {
+				return nil, fmt.Errorf("model: %s has no initializer %q named by the artifacts manifest", src, w.Name)
+			}
+			data := s.At(i).Data
+			if err := m.ReadFloat32s(t, data); err != nil {
+				return nil, fmt.Errorf("model: %s: weight %q: %w", src, w.Name, err)
+			}
+			for k, v := range data {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					return nil, fmt.Errorf("model: %s: weight %q holds %v at element %d; refusing a model with non-finite weights", src, w.Name, v, k)
+				}
+			}
+		}
+		return s, nil
 	}
-	return params.FromTensors(ts)
+	if weights, err = load(man.Weights); err != nil {
+		return nil, nil, err
+	}
+	if frozen, err = load(man.Frozen); err != nil {
+		return nil, nil, err
+	}
+	return weights, frozen, nil
 }
 
 // Fingerprint identifies a model: the SHA-256 of the .onnx file and the
@@ -243,6 +435,9 @@ func Fingerprint(path string) (string, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("model: fingerprint: %w", err)
+	}
+	if len(raw) == 0 {
+		return "", fmt.Errorf("model: %s: the file is empty (0 bytes), not an ONNX model", path)
 	}
 	h := sha256.New()
 	h.Write(raw)

@@ -2,43 +2,145 @@ package model
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"slices"
+	"unsafe"
 
-	"google.golang.org/protobuf/proto"
-
+	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 	"github.com/spiral-rl/spiral/model/params"
 )
 
-// Export writes the source model at src with its initializers replaced by
-// the store's tensors of the same names (shapes must match) to out. Weights
-// go to an external data file beside out (out + "_data") when the model
-// would exceed protobuf's 2 GiB limit, or always when external is true.
-// ONNX Runtime then computes with exactly the store's weights.
-func Export(src string, w *params.Store, out string, external bool) error {
-	m, err := onnx.Load(src)
+// Export writes the source model at src to out with its parameters
+// replaced by the tensors of the same names in stores (shapes must match;
+// every store tensor must be used), and each tied copy of ties replaced by
+// the tensor it copies (transposed where it was). Weights go to an external
+// data file beside out (out + "_data") when src keeps its weights in one,
+// when the model would exceed protobuf's 2 GiB limit, or always when
+// external is true; they are then streamed from the stores (and the other
+// initializers from src's data file) without a second copy in memory. The
+// directory of out is created. ONNX Runtime then computes with exactly the
+// stores' weights.
+func Export(src string, ties []lmgraph.Tie, out string, external bool, stores ...*params.Store) error {
+	m, err := onnx.LoadGraph(src)
 	if err != nil {
-		return err
+		return fmt.Errorf("model: export: %w", err)
+	}
+	byName := map[string]*params.Tensor{}
+	total := 0
+	for _, s := range stores {
+		for i := range s.Len() {
+			byName[s.At(i).Name] = s.At(i)
+			total++
+		}
+	}
+	tieOf := map[string]lmgraph.Tie{}
+	for _, t := range ties {
+		tieOf[t.Copy] = t
 	}
 	replaced := 0
-	for i, t := range m.Graph().GetInitializer() {
-		st, ok := w.Get(t.GetName())
+	anyExternal := false
+	var size int64
+	for _, t := range m.Graph().GetInitializer() {
+		anyExternal = anyExternal || onnx.IsExternal(t)
+		size += max(0, onnx.NumElements(t.GetDims())) * int64(max(1, onnx.TensorDType(t).Size()))
+		name := t.GetName()
+		if tie, ok := tieOf[name]; ok {
+			name = tie.Of
+		}
+		st, ok := byName[name]
 		if !ok {
 			continue
 		}
-		if fmt.Sprint(st.Shape) != fmt.Sprint(t.GetDims()) {
-			return fmt.Errorf("model: export: %q has shape %v in %s but %v in the weights", t.GetName(), t.GetDims(), src, st.Shape)
+		want := st.Shape
+		if tie, ok := tieOf[t.GetName()]; ok && tie.Transposed {
+			want = []int64{st.Shape[1], st.Shape[0]}
 		}
-		nt := onnx.NewTensor(t.GetName(), st.Shape, st.Data)
-		m.Graph().Initializer[i] = nt
-		replaced++
+		if !slices.Equal(want, t.GetDims()) {
+			return fmt.Errorf("model: export: %q has shape %v in %s but %v in the weights", t.GetName(), t.GetDims(), src, want)
+		}
+		if onnx.TensorDType(t) != onnx.Float32 {
+			return fmt.Errorf("model: export: %q is %v in %s; the weights are float32", t.GetName(), onnx.TensorDType(t), src)
+		}
+		if _, copied := tieOf[t.GetName()]; !copied {
+			replaced++
+		}
 	}
-	if replaced != w.Len() {
-		return fmt.Errorf("model: export: %s has %d of the %d weight tensors; wrong source model?", src, replaced, w.Len())
+	if replaced != total {
+		return fmt.Errorf("model: export: %s has %d of the %d weight tensors; wrong source model?", src, replaced, total)
 	}
-	var opt onnx.SaveOptions
-	if external || proto.Size(m.Proto) > onnx.MaxProtoSize {
-		opt.ExternalDataFile = filepath.Base(out) + "_data"
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return fmt.Errorf("model: export: %w", err)
 	}
-	return onnx.Save(out, m, opt)
+	data := func(t *onnxpb.TensorProto) (func(io.Writer) error, bool) {
+		if tie, ok := tieOf[t.GetName()]; ok {
+			st := byName[tie.Of]
+			if !tie.Transposed {
+				return func(w io.Writer) error { return writeFloats(w, st.Data) }, true
+			}
+			return func(w io.Writer) error { return writeTransposed(w, st.Data, int(st.Shape[0]), int(st.Shape[1])) }, true
+		}
+		if st, ok := byName[t.GetName()]; ok {
+			return func(w io.Writer) error { return writeFloats(w, st.Data) }, true
+		}
+		if onnx.IsExternal(t) {
+			return func(w io.Writer) error { return m.WriteData(t, w) }, true
+		}
+		return nil, false
+	}
+	if external || anyExternal || size > onnx.MaxProtoSize {
+		return onnx.Save(out, m, onnx.SaveOptions{ExternalDataFile: filepath.Base(out) + "_data", Data: data})
+	}
+	// Small and self-contained: every tensor inline.
+	for i, t := range m.Graph().GetInitializer() {
+		write, ok := data(t)
+		if !ok {
+			continue
+		}
+		var buf bytesWriter
+		if err := write(&buf); err != nil {
+			return fmt.Errorf("model: export: %w", err)
+		}
+		m.Graph().Initializer[i] = &onnxpb.TensorProto{Name: t.Name, Dims: t.Dims, DataType: t.DataType, RawData: buf}
+	}
+	return onnx.Save(out, m, onnx.SaveOptions{})
+}
+
+// bytesWriter collects written bytes.
+type bytesWriter []byte
+
+func (b *bytesWriter) Write(p []byte) (int, error) {
+	*b = append(*b, p...)
+	return len(p), nil
+}
+
+// writeFloats writes x as little-endian float32 bytes (ONNX raw data) in
+// chunks, without copying the whole slice.
+func writeFloats(w io.Writer, x []float32) error {
+	const chunk = 1 << 18
+	for lo := 0; lo < len(x); lo += chunk {
+		part := x[lo:min(lo+chunk, len(x))]
+		if _, err := w.Write(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(part))), 4*len(part))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeTransposed writes the transpose of the row-major [rows, cols]
+// matrix x, one output row at a time.
+func writeTransposed(w io.Writer, x []float32, rows, cols int) error {
+	row := make([]float32, rows)
+	for j := range cols {
+		for i := range rows {
+			row[i] = x[i*cols+j]
+		}
+		if err := writeFloats(w, row); err != nil {
+			return err
+		}
+	}
+	return nil
 }

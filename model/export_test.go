@@ -99,7 +99,7 @@ func TestExport(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "trained.onnx")
-			require.NoError(t, model.Export(src, p.Weights, out, tc.external))
+			require.NoError(t, model.Export(src, p.Artifacts.Manifest.Ties, out, tc.external, p.Weights, p.Frozen))
 			side := out + "_data"
 			st, err := os.Stat(out)
 			require.NoError(t, err)

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	ort "github.com/yalue/onnxruntime_go"
-	"google.golang.org/protobuf/proto"
 
-	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
+	"github.com/spiral-rl/spiral/model/onnx"
 )
 
 // Weight is a float32 tensor fed to a graph input. Data is shared with the
@@ -44,17 +42,13 @@ type LM struct {
 // External data (model.onnx_data, model.onnx.data) is resolved by ONNX
 // Runtime relative to the model file.
 func OpenLM(rt *Runtime, path string, opt LMOptions) (*LM, error) {
-	raw, err := os.ReadFile(path)
+	// The graph only: external weights stay on disk, which keeps this cheap
+	// for multi-gigabyte exports.
+	m, err := onnx.LoadGraph(path)
 	if err != nil {
 		return nil, fmt.Errorf("model: open LM: %w", err)
 	}
-	var m onnxpb.ModelProto
-	// The graph only: external weights stay on disk, which keeps this cheap
-	// for multi-gigabyte exports.
-	if err := proto.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("model: %s: not a valid ONNX model (truncated or corrupt protobuf): %w", path, err)
-	}
-	sig, err := ReadSignature(m.GetGraph(), path)
+	sig, err := ReadSignature(m.Graph(), path)
 	if err != nil {
 		return nil, err
 	}

@@ -147,16 +147,16 @@ func TestArtifacts(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	path, cfg := tinyDir(t)
 	dir := t.TempDir()
-	art, err := model.PrepareArtifacts(path, dir)
+	art, err := model.PrepareArtifacts(path, dir, model.ArtifactOptions{})
 	require.NoError(t, err)
 	require.True(t, art.Rebuilt)
 	require.Equal(t, cfg.Layers, art.Manifest.Layers)
 	require.NotEmpty(t, art.Manifest.Weights)
-	again, err := model.PrepareArtifacts(path, dir)
+	again, err := model.PrepareArtifacts(path, dir, model.ArtifactOptions{})
 	require.NoError(t, err)
 	require.False(t, again.Rebuilt, "unchanged source must reuse the artifacts")
 
-	w, err := model.InitialWeights(path, art.Manifest)
+	w, frozen, err := model.InitialWeights(path, art.Manifest)
 	require.NoError(t, err)
 	feed := map[string]model.Weight{}
 	for i := 0; i < w.Len(); i++ {
@@ -200,7 +200,7 @@ func TestArtifacts(t *testing.T) {
 
 	// Training session: finite loss, gradients written into the store.
 	grads := w.NewGrads()
-	ts, err := model.OpenTrainSession(rt, art.TrainPath(), art.Manifest, w, grads)
+	ts, err := model.OpenTrainSession(rt, art.TrainPath(), art.Manifest, w, frozen, grads)
 	require.NoError(t, err)
 	defer ts.Close()
 	n := B * T
@@ -218,7 +218,7 @@ func TestArtifacts(t *testing.T) {
 
 	// A changed source is rebuilt.
 	require.NoError(t, qwen3.WriteDir(filepath.Dir(path), cfg, 8))
-	rebuilt, err := model.PrepareArtifacts(path, dir)
+	rebuilt, err := model.PrepareArtifacts(path, dir, model.ArtifactOptions{})
 	require.NoError(t, err)
 	require.True(t, rebuilt.Rebuilt)
 }

@@ -10,9 +10,12 @@ import (
 // shared, without copies, by the rollout LM and the training session.
 type Policy struct {
 	Artifacts *Artifacts
-	// Weights are the trainable tensors; Grads receive one training call's
-	// gradients (nil without training).
+	// Weights are the trained parameters; Grads receive one training
+	// call's gradients (nil without training).
 	Weights, Grads *params.Store
+	// Frozen are the parameters that are not trained (see
+	// Manifest.Frozen); they feed the graphs like Weights.
+	Frozen *params.Store
 	// LM samples with the current weights: the sampling graph, whose
 	// logits hold the last position only.
 	LM *LM
@@ -27,31 +30,41 @@ type Policy struct {
 	Train *TrainSession
 }
 
+// PolicyOptions configures OpenPolicy. The zero value opens a policy for
+// sampling only, training every parameter.
+type PolicyOptions struct {
+	// Train opens the training session too.
+	Train bool
+	// Artifacts configures the generated graphs.
+	Artifacts ArtifactOptions
+}
+
 // OpenPolicy prepares (or reuses) the artifacts of src in artifactsDir,
-// loads the initial weights from src, and opens the rollout LM and, when
-// train is set, the training session.
-func OpenPolicy(rt *Runtime, src, artifactsDir string, train bool) (*Policy, error) {
-	art, err := PrepareArtifacts(src, artifactsDir)
+// loads the initial weights from src, and opens the sampling LM and, when
+// opt.Train is set, the training session.
+func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Policy, error) {
+	art, err := PrepareArtifacts(src, artifactsDir, opt.Artifacts)
 	if err != nil {
 		return nil, err
 	}
-	w, err := InitialWeights(src, art.Manifest)
+	w, frozen, err := InitialWeights(src, art.Manifest)
 	if err != nil {
 		return nil, err
 	}
-	p := &Policy{Artifacts: art, Weights: w, rt: rt}
-	feed := make(map[string]Weight, w.Len())
-	for i := 0; i < w.Len(); i++ {
-		t := w.At(i)
-		feed[t.Name] = Weight{Shape: t.Shape, Data: t.Data}
+	p := &Policy{Artifacts: art, Weights: w, Frozen: frozen, rt: rt}
+	p.feed = make(map[string]Weight, w.Len()+frozen.Len())
+	for _, s := range []*params.Store{w, frozen} {
+		for i := range s.Len() {
+			t := s.At(i)
+			p.feed[t.Name] = Weight{Shape: t.Shape, Data: t.Data}
+		}
 	}
-	p.feed = feed
-	if p.LM, err = OpenLM(rt, art.SamplePath(), LMOptions{Weights: feed}); err != nil {
+	if p.LM, err = OpenLM(rt, art.SamplePath(), LMOptions{Weights: p.feed}); err != nil {
 		return nil, err
 	}
-	if train {
+	if opt.Train {
 		p.Grads = w.NewGrads()
-		if p.Train, err = OpenTrainSession(rt, art.TrainPath(), art.Manifest, w, p.Grads); err != nil {
+		if p.Train, err = OpenTrainSession(rt, art.TrainPath(), art.Manifest, w, frozen, p.Grads); err != nil {
 			return nil, errors.Join(err, p.Close())
 		}
 	}

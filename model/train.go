@@ -16,25 +16,31 @@ import (
 // into a gradient store of the same layout, both in place, without copies.
 type TrainSession struct {
 	sess     *ort.DynamicAdvancedSession
-	weights  []ort.Value
+	weights  []ort.Value // trained, then frozen
+	hasPos   bool
 	grads    []ort.Value
 	nWeights int
 	path     string
 }
 
 // OpenTrainSession opens the training graph at path. weights and grads
-// must have the manifest's tensors in its order; their buffers are wrapped,
-// so they must never be reallocated while the session lives.
-func OpenTrainSession(rt *Runtime, path string, man Manifest, weights, grads *params.Store) (*TrainSession, error) {
+// must have the manifest's trained tensors in its order, frozen its frozen
+// ones; their buffers are wrapped, so they must never be reallocated while
+// the session lives.
+func OpenTrainSession(rt *Runtime, path string, man Manifest, weights, frozen, grads *params.Store) (*TrainSession, error) {
 	if err := weights.SameLayout(grads); err != nil {
 		return nil, fmt.Errorf("model: train session: %w", err)
 	}
-	if weights.Len() != len(man.Weights) {
-		return nil, fmt.Errorf("model: train session: store has %d tensors, manifest %d", weights.Len(), len(man.Weights))
+	if weights.Len() != len(man.Weights) || frozen.Len() != len(man.Frozen) {
+		return nil, fmt.Errorf("model: train session: stores hold %d + %d tensors, manifest %d + %d", weights.Len(), frozen.Len(), len(man.Weights), len(man.Frozen))
 	}
-	s := &TrainSession{path: path, nWeights: len(man.Weights)}
-	in := []string{InputIDs, AttentionMask, PositionIDs, autodiff.InputLossMask, autodiff.InputAdvantages,
-		autodiff.InputOldLogprobs, autodiff.InputClipLow, autodiff.InputClipHigh}
+	s := &TrainSession{path: path, nWeights: len(man.Weights), hasPos: man.HasPositionIDs}
+	in := []string{InputIDs, AttentionMask}
+	if s.hasPos {
+		in = append(in, PositionIDs)
+	}
+	in = append(in, autodiff.InputLossMask, autodiff.InputAdvantages,
+		autodiff.InputOldLogprobs, autodiff.InputClipLow, autodiff.InputClipHigh)
 	out := []string{autodiff.OutputLogprobs, autodiff.OutputEntropy, autodiff.OutputLoss}
 	for i, w := range man.Weights {
 		t := weights.At(i)
@@ -57,6 +63,20 @@ func OpenTrainSession(rt *Runtime, path string, man Manifest, weights, grads *pa
 		s.grads = append(s.grads, gt)
 		in = append(in, w.Name)
 		out = append(out, autodiff.GradName(w.Name))
+	}
+	for i, w := range man.Frozen {
+		t := frozen.At(i)
+		if t.Name != w.Name {
+			s.Close()
+			return nil, fmt.Errorf("model: train session: frozen store tensor %d is %q, manifest has %q", i, t.Name, w.Name)
+		}
+		wt, err := ort.NewTensor(ort.NewShape(t.Shape...), t.Data)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("model: train session: wrap %q: %w", t.Name, err)
+		}
+		s.weights = append(s.weights, wt)
+		in = append(in, w.Name)
 	}
 	so, err := rt.NewSessionOptions()
 	if err != nil {
@@ -126,7 +146,11 @@ func (s *TrainSession) Run(ctx context.Context, b TrainBatch, res *TrainResult) 
 	}()
 	shape := ort.NewShape(int64(b.Batch), int64(b.Seq))
 	var inputs []ort.Value
-	for _, d := range [][]int64{b.InputIDs, b.AttentionMask, b.PositionIDs} {
+	ids := [][]int64{b.InputIDs, b.AttentionMask}
+	if s.hasPos {
+		ids = append(ids, b.PositionIDs)
+	}
+	for _, d := range ids {
 		t, err := ort.NewTensor(shape, d)
 		if err != nil {
 			return fmt.Errorf("model: train batch: %w", err)

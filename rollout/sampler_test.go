@@ -186,7 +186,7 @@ func TestSamplerLastLogitsGraph(t *testing.T) {
 	full, err := model.OpenLM(rt, filepath.Join(dir, "model.onnx"), model.LMOptions{})
 	require.NoError(t, err)
 	defer full.Close()
-	pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), filepath.Join(dir, "artifacts"), false)
+	pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), filepath.Join(dir, "artifacts"), model.PolicyOptions{})
 	require.NoError(t, err)
 	defer pol.Close()
 	require.True(t, pol.LM.Signature().LastLogitsOnly)

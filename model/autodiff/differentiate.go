@@ -115,6 +115,12 @@ func Differentiate(g *onnxpb.GraphProto, loss string, wrt []string, opt Options)
 		}
 	}
 
+	nanChecked := map[string]bool{}
+	for _, n := range nodes {
+		if n.GetOpType() == "IsNaN" && len(n.GetInput()) == 1 {
+			nanChecked[n.GetInput()[0]] = true
+		}
+	}
 	grads := map[string][]string{}
 	if active[loss] {
 		dt := t.dt(loss)
@@ -140,7 +146,7 @@ func Differentiate(g *onnxpb.GraphProto, loss string, wrt []string, opt Options)
 		for _, j := range diffInputs(n) {
 			need[j] = needed[input(n, j)]
 		}
-		gx, err := r(&gradCtx{b: b, t: t, n: n, gy: gy, need: need})
+		gx, err := r(&gradCtx{b: b, t: t, n: n, gy: gy, need: need, nanChecked: nanChecked})
 		if err != nil {
 			return nil, fmt.Errorf("autodiff: node %q (%s): %w", n.GetName(), n.GetOpType(), err)
 		}

@@ -55,6 +55,10 @@ type LMOptions struct {
 	// element (scalars and one-element constants of exported graphs, such as
 	// epsilons, stay constants).
 	Trainable func(t *onnxpb.TensorProto) bool
+	// Frozen selects further initializers that become graph inputs
+	// (LMGraph.Frozen, fed by the caller like the weights) without a
+	// gradient: parameters that are not trained. nil selects none.
+	Frozen func(t *onnxpb.TensorProto) bool
 	// KeepLogits keeps OutputLogits as an output (tests, diagnostics).
 	KeepLogits bool
 }
@@ -78,6 +82,9 @@ type LMGraph struct {
 	// Weights are the trainable initializers, now graph inputs, in the order
 	// of the source graph's initializers.
 	Weights []*onnxpb.ValueInfoProto
+	// Frozen are the initializers selected by LMOptions.Frozen, now graph
+	// inputs without gradients, in the same order.
+	Frozen []*onnxpb.ValueInfoProto
 }
 
 // WeightNames returns the names of l.Weights.
@@ -191,15 +198,21 @@ func LossGraph(g *onnxpb.GraphProto, opt LMOptions) (*LMGraph, error) {
 	}
 	l := &LMGraph{}
 	var keep []*onnxpb.TensorProto
+	var frozen []*onnxpb.ValueInfoProto
 	for _, w := range out.Initializer {
-		if !isFloat(w.GetDataType()) || !trainable(w) {
+		switch {
+		case isFloat(w.GetDataType()) && trainable(w):
+			vi := valueInfo(w.GetName(), w.GetDataType(), tensorInfo(w))
+			l.Weights = append(l.Weights, vi)
+			inputs = append(inputs, vi)
+		case opt.Frozen != nil && opt.Frozen(w):
+			frozen = append(frozen, valueInfo(w.GetName(), w.GetDataType(), tensorInfo(w)))
+		default:
 			keep = append(keep, w)
-			continue
 		}
-		vi := valueInfo(w.GetName(), w.GetDataType(), tensorInfo(w))
-		l.Weights = append(l.Weights, vi)
-		inputs = append(inputs, vi)
 	}
+	l.Frozen = frozen
+	inputs = append(inputs, frozen...)
 	out.Initializer = keep
 
 	// Loss, logprobs and entropy.

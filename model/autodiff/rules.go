@@ -15,6 +15,9 @@ type gradCtx struct {
 	n    *onnxpb.NodeProto
 	gy   []string
 	need []bool
+	// nanChecked holds the values of the forward graph that an IsNaN node
+	// reads (an exporter's guard such as Where(IsNaN(p), 0, p)).
+	nanChecked map[string]bool
 }
 
 func (c *gradCtx) in(i int) string  { return input(c.n, i) }
@@ -118,6 +121,13 @@ var rules = map[string]rule{
 	"Softmax": func(c *gradCtx) ([]string, error) { // y (g - sum(g y))
 		ax := c.b.ints(attrIntOr(c.n, "axis", -1))
 		y := c.out(0)
+		if c.nanChecked[y] {
+			// A row of -inf scores softmaxes to NaN, which the forward
+			// graph then replaces (optimum's Where(IsNaN(p), 0, p) for
+			// fully masked rows). Such rows carry no gradient: take their
+			// probabilities as 0 here too, or 0 * NaN would spread NaN.
+			y = c.op("Where", c.op("IsNaN", y), c.b.scalar(c.dt(), 0), y)
+		}
 		s := c.b.op("ReduceSum", []string{c.op("Mul", c.gy[0], y), ax}, attrInt("keepdims", 1))
 		return []string{c.op("Mul", y, c.op("Sub", c.gy[0], s))}, nil
 	},

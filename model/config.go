@@ -1,0 +1,47 @@
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// ConfigFile is the Hugging Face model configuration that exports keep
+// beside model.onnx.
+const ConfigFile = "config.json"
+
+// HFConfig holds the fields of a Hugging Face config.json that spiral
+// reads. Zero values mean "not stated".
+type HFConfig struct {
+	// MaxPositionEmbeddings is the model's context length in positions.
+	MaxPositionEmbeddings int `json:"max_position_embeddings"`
+	// TieWordEmbeddings says whether the LM head shares the embedding's
+	// weights; nil when the file does not say.
+	TieWordEmbeddings *bool `json:"tie_word_embeddings"`
+	// VocabSize is the number of embedding rows.
+	VocabSize int `json:"vocab_size"`
+}
+
+// ReadHFConfig reads config.json from the directory of the model file at
+// modelPath. A missing file gives the zero HFConfig and found=false; a file
+// that does not parse is an error naming it.
+func ReadHFConfig(modelPath string) (cfg HFConfig, found bool, err error) {
+	path := filepath.Join(filepath.Dir(modelPath), ConfigFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return HFConfig{}, false, nil
+	}
+	if err != nil {
+		return HFConfig{}, false, fmt.Errorf("model: %w", err)
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return HFConfig{}, false, fmt.Errorf("model: %s: %w", path, err)
+	}
+	if cfg.MaxPositionEmbeddings < 0 || cfg.VocabSize < 0 {
+		return HFConfig{}, false, fmt.Errorf("model: %s: negative max_position_embeddings or vocab_size", path)
+	}
+	return cfg, true, nil
+}
