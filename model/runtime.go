@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/spiral-rl/spiral/model/ortc"
 )
 
 // ORTVersion is the ONNX Runtime release that scripts/setup.sh installs; its
@@ -107,15 +109,21 @@ type RuntimeOptions struct {
 	Threads int
 	// Warn receives one-line warnings (the auto fallback); nil = os.Stderr.
 	Warn io.Writer
+	// Deterministic runs every session with one intra-op thread and ONNX
+	// Runtime's deterministic compute, so that the same inputs give
+	// bit-identical outputs run after run (Threads must then be 0 or 1).
+	Deterministic bool
 }
 
 // Runtime owns the process's ONNX Runtime environment. Build one in main,
 // pass it down, Close it with defer. onnxruntime_go keeps the environment in
 // package state, so at most one Runtime is open per process.
 type Runtime struct {
-	lib     string
-	device  Device
-	threads int
+	lib           string
+	device        Device
+	threads       int
+	deterministic bool
+	api           *ortc.API
 }
 
 // LibraryNotFoundError reports that no candidate ONNX Runtime library loaded.
@@ -143,9 +151,15 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 	if opt.Threads < 0 {
 		return nil, fmt.Errorf("model: threads %d: want >= 0", opt.Threads)
 	}
+	if opt.Deterministic && opt.Threads > 1 {
+		return nil, fmt.Errorf("model: deterministic runs use one thread; %d threads asked", opt.Threads)
+	}
 	if ort.IsInitialized() {
 		return nil, errors.New("model: an ONNX Runtime environment is already open in this process")
 	}
+	// An explicit library (--ort-lib, else $ONNXRUNTIME_LIB) is the only
+	// one tried: someone pointing at a CUDA build must not silently get
+	// another. The setup location applies only when neither is given.
 	candidates := []struct{ what, path string }{
 		{"--ort-lib", opt.LibPath},
 		{"$" + LibEnvVar, os.Getenv(LibEnvVar)},
@@ -153,19 +167,29 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 	}
 	var tried []string
 	var lib string
-	for _, c := range candidates {
+	for i, c := range candidates {
 		if c.path == "" {
 			tried = append(tried, c.what+": not set")
 			continue
 		}
+		explicit := i < 2
+		fail := func(why string) error {
+			return fmt.Errorf("model: ONNX Runtime library %s (from %s): %s", c.path, c.what, why)
+		}
 		if _, err := os.Stat(c.path); err != nil {
+			if explicit {
+				return nil, fail("no such file")
+			}
 			tried = append(tried, fmt.Sprintf("%s: %s: no such file", c.what, c.path))
-			continue
+			break
 		}
 		ort.SetSharedLibraryPath(c.path)
 		if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
+			if explicit {
+				return nil, fail(fmt.Sprintf("does not load: %v", err))
+			}
 			tried = append(tried, fmt.Sprintf("%s: %s: %v", c.what, c.path, err))
-			continue
+			break
 		}
 		lib = c.path
 		break
@@ -173,7 +197,15 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 	if lib == "" {
 		return nil, &LibraryNotFoundError{Tried: tried}
 	}
-	r := &Runtime{lib: lib, device: dev, threads: opt.Threads}
+	api, err := ortc.Open(lib)
+	if err != nil {
+		return nil, errors.Join(err, ort.DestroyEnvironment())
+	}
+	threads := opt.Threads
+	if opt.Deterministic {
+		threads = 1
+	}
+	r := &Runtime{lib: lib, device: dev, threads: threads, deterministic: opt.Deterministic, api: api}
 	if dev.Kind == CUDA {
 		if err := r.checkCUDA(); err != nil {
 			if !auto {
@@ -228,6 +260,10 @@ func (r *Runtime) Device() Device { return r.device }
 // Threads returns the intra-op thread count (0 = ONNX Runtime's default).
 func (r *Runtime) Threads() int { return r.threads }
 
+// Deterministic reports whether sessions run deterministically (see
+// RuntimeOptions.Deterministic).
+func (r *Runtime) Deterministic() bool { return r.deterministic }
+
 // NewSessionOptions returns session options with the runtime's thread count
 // and, on CUDA, the CUDA execution provider appended. The caller destroys
 // them.
@@ -239,6 +275,14 @@ func (r *Runtime) NewSessionOptions() (*ort.SessionOptions, error) {
 	if r.threads > 0 {
 		if err := so.SetIntraOpNumThreads(r.threads); err != nil {
 			return nil, errors.Join(fmt.Errorf("model: set %d threads: %w", r.threads, err), so.Destroy())
+		}
+	}
+	if r.deterministic {
+		if err := so.SetInterOpNumThreads(1); err != nil {
+			return nil, errors.Join(fmt.Errorf("model: set one inter-op thread: %w", err), so.Destroy())
+		}
+		if err := r.api.SetDeterministicCompute(so, true); err != nil {
+			return nil, errors.Join(fmt.Errorf("model: %w", err), so.Destroy())
 		}
 	}
 	if r.device.Kind == CUDA {

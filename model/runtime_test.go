@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"os"
+	"path/filepath"
 	"os/exec"
 	"strings"
 	"testing"
@@ -58,22 +59,61 @@ func inSubprocess(t *testing.T) bool {
 	return false
 }
 
-// TestOpenRuntimeMissingLibrary checks that when no candidate loads, the
-// error names all three places and the setup command.
+// TestOpenRuntimeMissingLibrary checks that when nothing is given and the
+// setup location has no library, the error names all three places and the
+// setup command.
 func TestOpenRuntimeMissingLibrary(t *testing.T) {
 	if !inSubprocess(t) {
 		return
 	}
-	t.Setenv(model.LibEnvVar, "/nonexistent/env/libonnxruntime.so")
+	t.Setenv(model.LibEnvVar, "")
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
-	_, err := model.OpenRuntime(model.RuntimeOptions{LibPath: "/nonexistent/flag/libonnxruntime.so"})
+	_, err := model.OpenRuntime(model.RuntimeOptions{})
 	require.Error(t, err)
 	msg := err.Error()
-	for _, want := range []string{"--ort-lib", "/nonexistent/flag/", "$ONNXRUNTIME_LIB", "/nonexistent/env/", "setup location", model.SetupCommand} {
+	for _, want := range []string{"--ort-lib: not set", "$ONNXRUNTIME_LIB: not set", "setup location", model.SetupCommand} {
 		require.True(t, strings.Contains(msg, want), "error %q lacks %q", msg, want)
 	}
 }
 
+// realLibrary is the library setup installed ($ONNXRUNTIME_LIB from
+// env.sh), or a skip.
+func realLibrary(t *testing.T) string {
+	t.Helper()
+	lib := os.Getenv(model.LibEnvVar)
+	if _, err := os.Stat(lib); lib == "" || err != nil {
+		t.Skipf("no ONNX Runtime library at $%s (run %s)", model.LibEnvVar, model.SetupCommand)
+	}
+	return lib
+}
+
+// TestOpenRuntimeExplicitFlagNotReplaced: a --ort-lib that does not exist
+// is an error naming it, even when $ONNXRUNTIME_LIB holds a good library.
+func TestOpenRuntimeExplicitFlagNotReplaced(t *testing.T) {
+	lib := realLibrary(t)
+	if !inSubprocess(t) {
+		return
+	}
+	t.Setenv(model.LibEnvVar, lib)
+	_, err := model.OpenRuntime(model.RuntimeOptions{LibPath: "/nonexistent/flag/libonnxruntime.so"})
+	require.ErrorContains(t, err, "/nonexistent/flag/libonnxruntime.so (from --ort-lib): no such file")
+}
+
+// TestOpenRuntimeExplicitEnvNotReplaced: a $ONNXRUNTIME_LIB that does not
+// exist is an error naming it, even when the setup location has a library.
+func TestOpenRuntimeExplicitEnvNotReplaced(t *testing.T) {
+	lib := realLibrary(t)
+	if !inSubprocess(t) {
+		return
+	}
+	t.Setenv(model.LibEnvVar, "/nonexistent/env/libonnxruntime.so")
+	t.Setenv("SPIRAL_CACHE_DIR", filepath.Dir(filepath.Dir(lib)))
+	_, err := model.OpenRuntime(model.RuntimeOptions{})
+	require.ErrorContains(t, err, "/nonexistent/env/libonnxruntime.so (from $ONNXRUNTIME_LIB): no such file")
+}
+
+// TestOpenRuntimeBadLibraryFile: a --ort-lib that is not a shared library
+// is an error naming it and carrying the loader's message.
 func TestOpenRuntimeBadLibraryFile(t *testing.T) {
 	if !inSubprocess(t) {
 		return
@@ -83,7 +123,8 @@ func TestOpenRuntimeBadLibraryFile(t *testing.T) {
 	bad := t.TempDir() + "/libonnxruntime.so"
 	require.NoError(t, os.WriteFile(bad, []byte("not a shared library"), 0o644))
 	_, err := model.OpenRuntime(model.RuntimeOptions{LibPath: bad})
-	require.ErrorContains(t, err, bad)
+	require.ErrorContains(t, err, bad+" (from --ort-lib): does not load")
+	require.ErrorContains(t, err, "file too short") // dlopen's own words
 }
 
 // TestOpenRuntime loads the real library (from $ONNXRUNTIME_LIB, set by

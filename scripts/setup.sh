@@ -99,11 +99,21 @@ if [[ ! -f "$QWEN_DIR/.ok" ]]; then
   rm -rf "$tmp"; trap - EXIT
 fi
 
-# 4. env.sh ---------------------------------------------------------------------
+# 4. onnxruntime_go's copy of the ONNX Runtime C API header, for spiral's own
+# cgo calls into the same library (model/ortc) ---------------------------------
+need go "needed to locate the onnxruntime_go module source"
+ORT_GO_DIR="$(cd "$ROOT" && go list -m -f '{{.Dir}}' github.com/yalue/onnxruntime_go 2>/dev/null || true)"
+if [[ ! -f "$ORT_GO_DIR/onnxruntime_c_api.h" ]]; then
+  ORT_GO_DIR="$(cd "$ROOT" && go mod download -json github.com/yalue/onnxruntime_go | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+fi
+[[ -f "$ORT_GO_DIR/onnxruntime_c_api.h" ]] || die "could not locate onnxruntime_c_api.h in the github.com/yalue/onnxruntime_go module"
+
+# 5. env.sh ---------------------------------------------------------------------
 cat > "$CACHE/env.sh.tmp" <<ENV
 # Written by scripts/setup.sh; sourced by the Makefile.
 export CGO_ENABLED=1
 export CGO_LDFLAGS="-L$TOK_DIR"
+export CGO_CFLAGS="-O2 -g -I$ORT_GO_DIR"
 export ONNXRUNTIME_LIB="$ORT_LIB"
 export SPIRAL_QWEN3_TOKENIZER_DIR="$QWEN_DIR"
 export SPIRAL_CACHE_DIR="$CACHE"
