@@ -3,25 +3,16 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
-	"github.com/spf13/pflag"
-
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/embedded"
 	"github.com/spiral-rl/spiral/model/tokenizer"
+	"github.com/spiral-rl/spiral/rollout"
 )
-
-// modelFlags locate a model and its tokenizer.
-type modelFlags struct {
-	model, tokenizer string
-}
-
-func (f *modelFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.model, "model", "", "ONNX causal LM: a .onnx file or a directory with model.onnx (default: the embedded tiny model)")
-	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer.json (default: beside the model)")
-}
 
 // resolvedModel is where a model's files are.
 type resolvedModel struct {
@@ -29,8 +20,18 @@ type resolvedModel struct {
 	embedded        bool
 }
 
-// resolve finds the model file and tokenizer, extracting the embedded
-// default into the cache when no model is given.
+// name is how runs and reports name the model.
+func (r resolvedModel) name() string {
+	if r.embedded {
+		return "embedded"
+	}
+	return r.onnx
+}
+
+// resolve finds the model file (extracting the embedded default into the
+// cache when no model is given) and where its tokenizer should be; the
+// tokenizer is checked only by loadTokenizer, so commands that do not
+// need one (artifacts, export) never ask for it.
 func (f *modelFlags) resolve() (resolvedModel, error) {
 	var r resolvedModel
 	path := f.model
@@ -39,7 +40,7 @@ func (f *modelFlags) resolve() (resolvedModel, error) {
 		if err != nil {
 			return r, err
 		}
-		if err := os.MkdirAll(cache, 0o755); err != nil {
+		if err := os.MkdirAll(cache, 0o777); err != nil {
 			return r, err
 		}
 		dir, err := embedded.Extract(cache)
@@ -50,23 +51,27 @@ func (f *modelFlags) resolve() (resolvedModel, error) {
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return r, fmt.Errorf("model: %w", err)
+		return r, fmt.Errorf("--model: %w", err)
 	}
 	if st.IsDir() {
-		path = filepath.Join(path, "model.onnx")
+		dir := path
+		path = filepath.Join(dir, "model.onnx")
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return r, fmt.Errorf("--model: directory %s holds no model.onnx (give the .onnx file, or the directory of an export)", dir)
+		}
 	}
 	r.onnx = path
 	r.tokenizer = f.tokenizer
 	if r.tokenizer == "" {
 		r.tokenizer = filepath.Join(filepath.Dir(path), "tokenizer.json")
 	}
-	if _, err := os.Stat(r.tokenizer); err != nil {
-		return r, fmt.Errorf("no tokenizer: %s does not exist (pass --tokenizer)", r.tokenizer)
-	}
 	return r, nil
 }
 
 func (r resolvedModel) loadTokenizer() (*tokenizer.Tokenizer, error) {
+	if _, err := os.Stat(r.tokenizer); err != nil {
+		return nil, fmt.Errorf("no tokenizer: %s does not exist (pass --tokenizer)", r.tokenizer)
+	}
 	return tokenizer.Load(r.tokenizer)
 }
 
@@ -85,13 +90,15 @@ func openSession(env *cliEnv, rf *runtimeFlags, mf *modelFlags) (*modelSession, 
 	if err != nil {
 		return nil, err
 	}
-	rt, err := rf.open(env)
+	tok, err := r.loadTokenizer()
 	if err != nil {
 		return nil, err
 	}
-	tok, err := r.loadTokenizer()
+	rt, err := model.OpenRuntime(model.RuntimeOptions{LibPath: rf.ortLib, Device: rf.device, Threads: rf.threads,
+		Deterministic: rf.deterministic, Warn: env.stderr})
 	if err != nil {
-		return nil, errors.Join(err, rt.Close())
+		tok.Close()
+		return nil, err
 	}
 	return &modelSession{resolvedModel: r, rt: rt, tok: tok}, nil
 }
@@ -100,4 +107,104 @@ func openSession(env *cliEnv, rf *runtimeFlags, mf *modelFlags) (*modelSession, 
 func (s *modelSession) close() {
 	s.tok.Close()
 	s.rt.Close()
+}
+
+// checkVocab refuses a tokenizer with more ids than the model has
+// embedding rows (logits), which would fail at the first forward.
+func (s *modelSession) checkVocab(lm *model.LM) error {
+	if n, v := s.tok.VocabSize(), lm.Signature().Vocab; n > v {
+		return fmt.Errorf("tokenizer %s has %d ids but model %s has %d embedding rows (logits); they do not belong together", s.tokenizer, n, s.onnx, v)
+	}
+	return nil
+}
+
+// prompter returns the chat prompter of the session's tokenizer.
+func (s *modelSession) prompter(tmpl templateSet) rollout.ChatPrompter {
+	return rollout.ChatPrompter{Tok: s.tok, Templates: tmpl.Templates}
+}
+
+// samplerConfig completes the sampling flags for this model: the trace
+// length when --max-new-tokens is 0, the context length (config.json's
+// max_position_embeddings, when stated), the stop ids and the vocabulary
+// limit.
+func (s *modelSession) samplerConfig(f samplingFlags, lm *model.LM) (rollout.SamplerConfig, error) {
+	c := f.cfg
+	hf, _, err := model.ReadHFConfig(s.onnx)
+	if err != nil {
+		return c, err
+	}
+	c.ContextLength = hf.MaxPositionEmbeddings
+	if c.MaxNewTokens == 0 {
+		c.MaxNewTokens = traceLength(s.embedded, c.ContextLength)
+	}
+	if c.ContextLength > 0 && c.MaxNewTokens >= c.ContextLength {
+		return c, usageError{fmt.Errorf("--max-new-tokens %d leaves no room for a prompt in the %d positions of %s (config.json max_position_embeddings)", c.MaxNewTokens, c.ContextLength, s.onnx)}
+	}
+	c.StopIDs = s.tok.StopIDs()
+	c.VocabLimit = min(s.tok.VocabSize(), lm.Signature().Vocab)
+	return c, nil
+}
+
+// promptLimit is the longest prompt that leaves room for a whole trace
+// (0 when the context is not known).
+func promptLimit(c rollout.SamplerConfig) int {
+	if c.ContextLength == 0 {
+		return 0
+	}
+	return c.ContextLength - c.MaxNewTokens
+}
+
+// Default trace lengths when --max-new-tokens is 0: the embedded task's
+// solutions are under 60 characters; real models reason for thousands of
+// tokens, within half of their context.
+const (
+	embeddedMaxNewTokens = 96
+	modelMaxNewTokens    = 4096
+)
+
+func traceLength(embedded bool, context int) int {
+	if embedded {
+		return embeddedMaxNewTokens
+	}
+	if context > 0 {
+		return min(modelMaxNewTokens, context/2)
+	}
+	return modelMaxNewTokens
+}
+
+// openSamplingPolicy opens the model for sampling through its sampling
+// graph (last-position logits), with the weights of the checkpoint ckpt
+// when given (a checkpoint directory, or a run's checkpoints/ directory
+// for its newest), whose source fingerprint must be this model's.
+// Artifacts go to artifactsDir, or under the cache when it is "".
+func openSamplingPolicy(s *modelSession, ckpt, artifactsDir string) (*model.Policy, error) {
+	if artifactsDir == "" {
+		fp, err := model.Fingerprint(s.onnx)
+		if err != nil {
+			return nil, err
+		}
+		cache, err := model.CacheDir()
+		if err != nil {
+			return nil, err
+		}
+		artifactsDir = filepath.Join(cache, "artifacts", fp[:16])
+	}
+	pol, err := model.OpenPolicy(s.rt, s.onnx, artifactsDir, model.PolicyOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkVocab(pol.LM); err != nil {
+		return nil, errors.Join(err, pol.Close())
+	}
+	if ckpt == "" {
+		return pol, nil
+	}
+	path, err := findCheckpoint(ckpt, s.onnx)
+	if err != nil {
+		return nil, errors.Join(err, pol.Close())
+	}
+	if _, err := checkpoint.Load(path, pol.Weights, nil); err != nil {
+		return nil, errors.Join(fmt.Errorf("--checkpoint: load %s: %w", path, err), pol.Close())
+	}
+	return pol, nil
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
 
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/model/qwen3"
 	"github.com/spiral-rl/spiral/model/tokenizer"
 )
@@ -22,7 +22,7 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 	fs.IntVar(&c.Hidden, "hidden", c.Hidden, "hidden size")
 	fs.IntVar(&c.Heads, "heads", c.Heads, "query heads")
 	fs.IntVar(&c.KVHeads, "kv-heads", c.KVHeads, "key/value heads (divides --heads)")
-	fs.IntVar(&c.HeadDim, "head-dim", c.HeadDim, "head width (need not be hidden/heads)")
+	fs.IntVar(&c.HeadDim, "head-dim", c.HeadDim, "head width, even (need not be hidden/heads)")
 	fs.IntVar(&c.Intermediate, "intermediate", c.Intermediate, "MLP width")
 	fs.Float64Var(&c.RopeTheta, "rope-theta", c.RopeTheta, "rotary base")
 	fs.BoolVar(&c.TiedEmbeddings, "tied-embeddings", c.TiedEmbeddings, "tie the LM head to the token embedding")
@@ -51,10 +51,13 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		}
 		c.Vocab = t.VocabSize()
 		t.Close()
+		if err := c.Validate(); err != nil {
+			return usageError{err}
+		}
 		if err := qwen3.WriteDir(*out, c, *seed); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(*out, "tokenizer.json"), tj, 0o644); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(*out, "tokenizer.json"), tj, 0o666); err != nil {
 			return fmt.Errorf("write tokenizer: %w", err)
 		}
 		fmt.Fprintf(env.stdout, "wrote %s: %d layers, hidden %d, %d heads (%d KV) x %d, vocab %d\n",
@@ -65,11 +68,17 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 
 func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	var mf modelFlags
+	var pf paramFlags
 	mf.register(fs)
+	pf.register(fs)
 	out := fs.String("out", "", "output directory (default: artifacts/ beside the model)")
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 {
 			return usageError{fmt.Errorf("unexpected arguments %q", args)}
+		}
+		sel, err := pf.selection()
+		if err != nil {
+			return usageError{err}
 		}
 		r, err := mf.resolve()
 		if err != nil {
@@ -79,24 +88,32 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if dir == "" {
 			dir = filepath.Join(filepath.Dir(r.onnx), "artifacts")
 		}
-		art, err := model.PrepareArtifacts(r.onnx, dir, model.ArtifactOptions{})
+		art, err := model.PrepareArtifacts(r.onnx, dir, model.ArtifactOptions{Selection: sel})
 		if err != nil {
 			return err
 		}
+		m := art.Manifest
 		state := "reused"
 		if art.Rebuilt {
 			state = "built"
 		}
-		n := 0
-		for _, w := range art.Manifest.Weights {
-			k := 1
-			for _, d := range w.Shape {
-				k *= int(d)
-			}
-			n += k
+		fmt.Fprintf(env.stdout, "%s %s: %s, %s, %s, %s\n", state, dir, model.RolloutFile, model.SampleFile, model.TrainFile, model.ManifestFile)
+		fmt.Fprintf(env.stdout, "trained: %d tensors, %d parameters\n", len(m.Weights), model.NumParams(m.Weights))
+		fmt.Fprintf(env.stdout, "frozen:  %d tensors, %d parameters\n", len(m.Frozen), model.NumParams(m.Frozen))
+		for _, w := range m.Frozen {
+			fmt.Fprintf(env.stdout, "  %s %v: %s\n", w.Name, w.Shape, w.Reason)
 		}
-		fmt.Fprintf(env.stdout, "%s %s: %s, %s, %s (%d trainable tensors, %d parameters)\n", state, dir,
-			model.RolloutFile, model.TrainFile, model.ManifestFile, len(art.Manifest.Weights), n)
+		fmt.Fprintf(env.stdout, "constants (not parameters): %d tensors, %d scalars\n", len(m.Constants), m.Scalars)
+		for _, w := range m.Constants {
+			fmt.Fprintf(env.stdout, "  %s %v: %s\n", w.Name, w.Shape, w.Reason)
+		}
+		for _, t := range m.Ties {
+			how := "a copy"
+			if t.Transposed {
+				how = "a transposed copy"
+			}
+			fmt.Fprintf(env.stdout, "tied: %s is %s of %s (trained as one)\n", t.Copy, how, t.Of)
+		}
 		return nil
 	}
 }

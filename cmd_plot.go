@@ -12,6 +12,13 @@ import (
 	"github.com/spiral-rl/spiral/rollout/report"
 )
 
+// Bounds on a plot's sides in pixels (a 100000 x 100000 canvas would take
+// 40 GB).
+const (
+	minPlotSide = 100
+	maxPlotSide = 8000
+)
+
 func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	out := fs.String("out", "compare.png", "output PNG")
 	width := fs.Int("width", 800, "width in pixels")
@@ -19,6 +26,9 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		if len(args) == 0 {
 			return usageError{errors.New("usage: spiral plot [--out F.png] REPORT.json [REPORT.json ...] (reports of one eval mode)")}
+		}
+		if *width < minPlotSide || *width > maxPlotSide || *height < minPlotSide || *height > maxPlotSide {
+			return usageError{fmt.Errorf("--width %d --height %d: want %d..%d pixels each", *width, *height, minPlotSide, maxPlotSide)}
 		}
 		var mode report.Mode
 		for _, p := range args {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/tokenizer"
 )
 
@@ -22,7 +23,11 @@ func setupVersion(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		}
 		fmt.Fprintf(env.stdout, "spiral %s\n", version)
 		fmt.Fprintf(env.stdout, "tokenizers %s (libtokenizers %s)\n", moduleVersion("github.com/daulet/tokenizers"), tokenizer.LibraryVersion)
-		rt, err := rf.open(env)
+		if err := rf.validate(); err != nil {
+			return usageError{err}
+		}
+		rt, err := model.OpenRuntime(model.RuntimeOptions{LibPath: rf.ortLib, Device: rf.device, Threads: rf.threads,
+			Deterministic: rf.deterministic, Warn: env.stderr})
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,8 @@
 //     solutions by name ([SolutionFields]) must contain one of the two.
 //   - Malformed rows, missing fields and wrong types are errors that name the
 //     file, the line (JSONL) or row (JSON, Parquet), and the field. Empty
-//     problems, empty answers and duplicate problems are skipped and reported
+//     problems, empty answers, duplicate problems and rows over the caps
+//     (MaxProblemBytes, MaxAnswerBytes) are skipped and reported
 //     by [Dataset.Skipped]; they are never silently kept or dropped.
 //
 // Problem.Source is "path:LINE" for JSONL (1-based line), "path:row N" for
@@ -39,7 +40,7 @@
 //
 // # Shuffling
 //
-// [Sampler] visits a dataset in epochs; epoch e is the permutation drawn
+// [Stream] visits a dataset in epochs; epoch e is the permutation drawn
 // from a PCG generator seeded with (seed, e), so a saved [Cursor] (seed,
 // epoch, position) restores the exact same sequence.
 //

@@ -49,6 +49,24 @@ type LoadOptions struct {
 	KeepInstructions bool
 }
 
+// Caps on the text of one row, applied before anything is tokenized: a
+// competition problem is a few thousand characters, and tokenizers and
+// graders are not built for megabytes. Longer rows are skipped and
+// reported (Dataset.Skipped).
+const (
+	MaxProblemBytes = 100_000
+	MaxAnswerBytes  = 10_000
+)
+
+// Validate reports an unknown Format.
+func (o LoadOptions) Validate() error {
+	switch o.Format {
+	case "", "jsonl", "json", "parquet":
+		return nil
+	}
+	return fmt.Errorf("--format %q: want jsonl, json or parquet (or nothing, to detect it)", o.Format)
+}
+
 // Field names tried, in order, when a field is not given. Matching is exact
 // first, then case-insensitive.
 var (
@@ -165,6 +183,12 @@ func (b *builder) add(id, problem, answer, src, skipReason string, n int) {
 		return
 	case skipReason != "":
 		b.skip(src, skipReason)
+		return
+	case len(problem) > MaxProblemBytes:
+		b.skip(src, fmt.Sprintf("problem of %d bytes exceeds the %d-byte cap", len(problem), MaxProblemBytes))
+		return
+	case len(answer) > MaxAnswerBytes:
+		b.skip(src, fmt.Sprintf("gold answer of %d bytes exceeds the %d-byte cap", len(answer), MaxAnswerBytes))
 		return
 	case answer == "":
 		b.skip(src, "empty answer")

@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/model/autodiff"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/onnx"
@@ -235,8 +236,8 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, ManifestFile), b); err != nil {
-		return nil, err
+	if err := atomicfile.WriteFile(filepath.Join(dir, ManifestFile), b, 0o666); err != nil {
+		return nil, fmt.Errorf("model: artifacts: %w", err)
 	}
 	return &Artifacts{Dir: dir, Manifest: man, Rebuilt: true}, nil
 }
@@ -427,6 +428,82 @@ func InitialWeights(src string, man Manifest) (weights, frozen *params.Store, er
 	return weights, frozen, nil
 }
 
+// sourceWindows and sourceWindow size SourceID's samples of each external
+// data file: 16 windows of 64 KiB, evenly spaced.
+const (
+	sourceWindows = 16
+	sourceWindow  = 64 << 10
+)
+
+// SourceID identifies a model by content, wherever its files are and
+// whatever their times: the SHA-256 of the .onnx file (which holds the
+// weights of an inline export) and, for every external data file it
+// names, its name, size and 16 evenly spaced 64 KiB windows of its data
+// (two fine-tunes of one export differ everywhere in their weights, and
+// 1 MiB per file is cheap to read). Checkpoints record it, so that a
+// checkpoint is only ever loaded into the model it was trained from.
+func SourceID(path string) (string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("model: %w", err)
+	}
+	if len(raw) == 0 {
+		return "", fmt.Errorf("model: %s: the file is empty (0 bytes), not an ONNX model", path)
+	}
+	h := sha256.New()
+	h.Write(raw)
+	files, err := externalFiles(raw, path)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		p := filepath.Join(filepath.Dir(path), f)
+		fh, err := os.Open(p)
+		if err != nil {
+			return "", fmt.Errorf("model: %s: external data: %w", path, err)
+		}
+		st, err := fh.Stat()
+		if err != nil {
+			fh.Close()
+			return "", fmt.Errorf("model: %s: external data: %w", path, err)
+		}
+		fmt.Fprintf(h, "\x00%s\x00%d", f, st.Size())
+		buf := make([]byte, sourceWindow)
+		for i := range int64(sourceWindows) {
+			off := max(0, (st.Size()-sourceWindow)*i/(sourceWindows-1))
+			n, err := fh.ReadAt(buf, off)
+			if err != nil && !errors.Is(err, io.EOF) {
+				fh.Close()
+				return "", fmt.Errorf("model: %s: read %s: %w", path, p, err)
+			}
+			h.Write(buf[:n])
+		}
+		fh.Close()
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// externalFiles lists, sorted, the external data files the tensors of the
+// serialized model raw (from path) name.
+func externalFiles(raw []byte, path string) ([]string, error) {
+	var m onnxpb.ModelProto
+	if err := proto.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("model: %s: not a valid ONNX model (truncated or corrupt protobuf): %w", path, err)
+	}
+	seen := map[string]bool{}
+	var files []string
+	for _, t := range m.GetGraph().GetInitializer() {
+		for _, kv := range t.GetExternalData() {
+			if kv.GetKey() == "location" && !seen[kv.GetValue()] {
+				seen[kv.GetValue()] = true
+				files = append(files, kv.GetValue())
+			}
+		}
+	}
+	slices.Sort(files)
+	return files, nil
+}
+
 // Fingerprint identifies a model: the SHA-256 of the .onnx file and the
 // name, size and modification time of every external data file its
 // tensors name (hashing multi-gigabyte weight files on every start would
@@ -441,21 +518,10 @@ func Fingerprint(path string) (string, error) {
 	}
 	h := sha256.New()
 	h.Write(raw)
-	var m onnxpb.ModelProto
-	if err := proto.Unmarshal(raw, &m); err != nil {
-		return "", fmt.Errorf("model: %s: not a valid ONNX model (truncated or corrupt protobuf): %w", path, err)
+	files, err := externalFiles(raw, path)
+	if err != nil {
+		return "", err
 	}
-	seen := map[string]bool{}
-	var files []string
-	for _, t := range m.GetGraph().GetInitializer() {
-		for _, kv := range t.GetExternalData() {
-			if kv.GetKey() == "location" && !seen[kv.GetValue()] {
-				seen[kv.GetValue()] = true
-				files = append(files, kv.GetValue())
-			}
-		}
-	}
-	slices.Sort(files)
 	for _, f := range files {
 		p := filepath.Join(filepath.Dir(path), f)
 		st, err := os.Stat(p)
@@ -465,34 +531,4 @@ func Fingerprint(path string) (string, error) {
 		fmt.Fprintf(h, "\x00%s\x00%d\x00%d", f, st.Size(), st.ModTime().UnixNano())
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// writeFileAtomic writes b to path through a temporary file in the same
-// directory, fsyncs it and renames it into place.
-func writeFileAtomic(path string, b []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("model: write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(b); err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("model: write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("model: write %s: %w", path, errors.Join(err, os.Remove(f.Name())))
-	}
-	return nil
 }

@@ -59,7 +59,7 @@ func TestExport(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	vocab := p.LM.Signature().Vocab
 
-	examples := make([]rl.SFTExample, 4)
+	examples := make([]rl.Example, 4)
 	r := rand.New(rand.NewPCG(61, 1))
 	for i := range examples {
 		for range 4 {

@@ -15,12 +15,13 @@ import (
 // parameter store: weights are read from the store and gradients written
 // into a gradient store of the same layout, both in place, without copies.
 type TrainSession struct {
-	sess     *ort.DynamicAdvancedSession
-	weights  []ort.Value // trained, then frozen
-	hasPos   bool
-	grads    []ort.Value
-	nWeights int
-	path     string
+	sess      *ort.DynamicAdvancedSession
+	weights   []ort.Value // trained, then frozen
+	hasPos    bool
+	gradStore *params.Store
+	grads     []ort.Value
+	nWeights  int
+	path      string
 }
 
 // OpenTrainSession opens the training graph at path. weights and grads
@@ -34,7 +35,7 @@ func OpenTrainSession(rt *Runtime, path string, man Manifest, weights, frozen, g
 	if weights.Len() != len(man.Weights) || frozen.Len() != len(man.Frozen) {
 		return nil, fmt.Errorf("model: train session: stores hold %d + %d tensors, manifest %d + %d", weights.Len(), frozen.Len(), len(man.Weights), len(man.Frozen))
 	}
-	s := &TrainSession{path: path, nWeights: len(man.Weights), hasPos: man.HasPositionIDs}
+	s := &TrainSession{path: path, nWeights: len(man.Weights), hasPos: man.HasPositionIDs, gradStore: grads}
 	in := []string{InputIDs, AttentionMask}
 	if s.hasPos {
 		in = append(in, PositionIDs)
@@ -193,6 +194,19 @@ func (s *TrainSession) Run(ctx context.Context, b TrainBatch, res *TrainResult) 
 	}
 	res.Loss = loss[0]
 	return nil
+}
+
+// Accumulate runs b (Run, into the session's own gradient store) and adds
+// scale times its gradients into grads, which must have the weights'
+// layout and differ from that store.
+func (s *TrainSession) Accumulate(ctx context.Context, b TrainBatch, scale float32, grads *params.Store, res *TrainResult) error {
+	if grads == s.gradStore {
+		return errors.New("model: train session: accumulate into the session's own gradient store")
+	}
+	if err := s.Run(ctx, b, res); err != nil {
+		return err
+	}
+	return grads.AddScaled(s.gradStore, scale)
 }
 
 func resize(x []float32, n int) []float32 {

@@ -42,7 +42,7 @@ func openTrainPolicy(t testing.TB, seed uint64) (*model.Policy, string) {
 // prompts of 2..5 tokens, completions of 3..8, advantages N(0, 1) and old
 // log-probabilities log(1/vocab) + N(0, 0.5^2), so that the clipped
 // branch of the loss is taken at some tokens and not at others.
-func randomSamples(r *rand.Rand, n, vocab int) []rl.Sample {
+func randomSamples(r *rand.Rand, n, vocab int) []rl.Example {
 	draw := func(l int) []int32 {
 		s := make([]int32, l)
 		for i := range s {
@@ -50,9 +50,9 @@ func randomSamples(r *rand.Rand, n, vocab int) []rl.Sample {
 		}
 		return s
 	}
-	out := make([]rl.Sample, n)
+	out := make([]rl.Example, n)
 	for i := range out {
-		s := rl.Sample{Prompt: draw(2 + r.IntN(4)), Completion: draw(3 + r.IntN(6)), Advantage: float32(r.NormFloat64())}
+		s := rl.Example{Prompt: draw(2 + r.IntN(4)), Completion: draw(3 + r.IntN(6)), Advantage: float32(r.NormFloat64())}
 		for range s.Completion {
 			s.OldLogProbs = append(s.OldLogProbs, float32(-math.Log(float64(vocab))+0.5*r.NormFloat64()))
 		}
@@ -74,8 +74,7 @@ func maxRelDiff(a, b []float32) float64 {
 // TestGradientAccumulation checks that rl.Gradients over the training
 // session gives the same token-mean gradient, loss and entropy whether the
 // samples go through in one call or split into micro-batches and
-// accumulated (optim.Accumulator weights each by its share of loss
-// tokens). Tolerance: relative 1e-4 of the largest gradient entry, since
+// accumulated (each scaled by its share of loss tokens, see rl.Gradients). Tolerance: relative 1e-4 of the largest gradient entry, since
 // the two differ only in float32 summation order (per-call token means,
 // then the weighted sum) and padding lengths; float32 epsilon is 1.2e-7 and
 // a few hundred tokens are summed.
@@ -88,7 +87,7 @@ func TestGradientAccumulation(t *testing.T) {
 	}
 	grads := func(microTokens int) (*params.Store, rl.GradientStats) {
 		g := p.Weights.NewGrads()
-		gs, err := rl.Gradients(context.Background(), p.Train, p.Grads, g, samples,
+		gs, err := rl.Gradients(context.Background(), p.Train, g, samples,
 			rl.GradientOptions{MicroBatchTokens: microTokens, ClipLow: 0.2, ClipHigh: 0.28})
 		require.NoError(t, err)
 		return g, gs

@@ -1,52 +1,60 @@
 package rl
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/params"
 )
 
-// Sample is one trace to train on: its prompt, its completion, the
-// completion's per-token log-probabilities at sampling time, and the
-// advantage that every completion token carries.
-type Sample struct {
+// Kinds of Example, for metrics.
+const (
+	KindSearch    = "search"
+	KindAggregate = "aggregate"
+	KindGRPO      = "grpo"
+	KindSFT       = "sft"
+)
+
+// Example is one trace as training sees it: its prompt, its completion,
+// log pi_old of each completion token, and the advantage that every
+// completion token carries (1 for supervised examples).
+type Example struct {
 	Prompt     []int32
 	Completion []int32
 	// OldLogProbs [len(Completion)] are log pi_old of each completion token.
 	OldLogProbs []float32
 	Advantage   float32
-	// Kind tags the trace for metrics ("search", "aggregate", "grpo").
+	// Kind tags the example for metrics (KindSearch, KindAggregate, ...).
 	Kind string
 }
 
-// Len is the sample's sequence length (prompt + completion).
-func (s Sample) Len() int { return len(s.Prompt) + len(s.Completion) }
+// Len is the example's sequence length (prompt + completion).
+func (e Example) Len() int { return len(e.Prompt) + len(e.Completion) }
 
-// MicroBatches packs samples into training micro-batches of right-padded
+// MicroBatches packs examples into training micro-batches of right-padded
 // rows, longest first, each holding at most maxTokens = rows x longest
-// positions (a sample longer than maxTokens gets a micro-batch of its
-// own). Position t of a row scores token t+1, so the loss mask covers the
-// positions len(prompt)-1 .. len-2. It returns the batches and their loss
-// token counts.
-func MicroBatches(samples []Sample, maxTokens int, clipLow, clipHigh float32) ([]model.TrainBatch, []int, error) {
-	order := make([]int, len(samples))
+// positions (an example longer than maxTokens gets a micro-batch of its
+// own; maxTokens <= 0 puts all in one). Position t of a row scores token
+// t+1, so the loss mask covers the positions len(prompt)-1 .. len-2. It
+// returns the batches and their loss token counts.
+func MicroBatches(examples []Example, maxTokens int, clipLow, clipHigh float32) ([]model.TrainBatch, []int, error) {
+	order := make([]int, len(examples))
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return samples[order[a]].Len() > samples[order[b]].Len() })
+	sort.SliceStable(order, func(a, b int) bool { return examples[order[a]].Len() > examples[order[b]].Len() })
 	var batches []model.TrainBatch
 	var tokens []int
 	for start := 0; start < len(order); {
-		T := samples[order[start]].Len()
-		rows := 1
+		T := examples[order[start]].Len()
+		rows := len(order)
 		if maxTokens > 0 {
 			rows = max(1, maxTokens/T)
-		} else {
-			rows = len(order)
 		}
 		end := min(len(order), start+rows)
-		b, n, err := packRows(samples, order[start:end], T, clipLow, clipHigh)
+		b, n, err := packRows(examples, order[start:end], T, clipLow, clipHigh)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -57,19 +65,19 @@ func MicroBatches(samples []Sample, maxTokens int, clipLow, clipHigh float32) ([
 	return batches, tokens, nil
 }
 
-func packRows(samples []Sample, idx []int, T int, clipLow, clipHigh float32) (model.TrainBatch, int, error) {
+func packRows(examples []Example, idx []int, T int, clipLow, clipHigh float32) (model.TrainBatch, int, error) {
 	B := len(idx)
 	b := model.TrainBatch{Batch: B, Seq: T, ClipLow: clipLow, ClipHigh: clipHigh,
 		InputIDs: make([]int64, B*T), AttentionMask: make([]int64, B*T), PositionIDs: make([]int64, B*T),
 		LossMask: make([]float32, B*T), Advantages: make([]float32, B*T), OldLogProbs: make([]float32, B*T)}
 	n := 0
 	for r, i := range idx {
-		s := samples[i]
+		s := examples[i]
 		if len(s.Prompt) == 0 {
-			return b, 0, fmt.Errorf("rl: sample %d has an empty prompt", i)
+			return b, 0, fmt.Errorf("rl: example %d has an empty prompt", i)
 		}
 		if len(s.OldLogProbs) != len(s.Completion) {
-			return b, 0, fmt.Errorf("rl: sample %d has %d log-probabilities for %d completion tokens", i, len(s.OldLogProbs), len(s.Completion))
+			return b, 0, fmt.Errorf("rl: example %d has %d log-probabilities for %d completion tokens", i, len(s.OldLogProbs), len(s.Completion))
 		}
 		row := r * T
 		for t, id := range s.Prompt {
@@ -91,4 +99,73 @@ func packRows(samples []Sample, idx []int, T int, clipLow, clipHigh float32) (mo
 		}
 	}
 	return b, n, nil
+}
+
+// GradientOptions configures Gradients.
+type GradientOptions struct {
+	// MicroBatchTokens bounds rows x length of one learner call.
+	MicroBatchTokens int
+	// ClipLow and ClipHigh are the PPO clip bounds.
+	ClipLow, ClipHigh float64
+	// Prepare, if set, is called on each micro-batch before the learner
+	// (e.g. a Scorer's detached log-probabilities for supervised steps).
+	Prepare func(ctx context.Context, b *model.TrainBatch) error
+}
+
+// GradientStats summarise one Gradients call.
+type GradientStats struct {
+	// Loss, Entropy and NLL (-log-probability of the trained tokens) are
+	// token-means over the loss tokens.
+	Loss, Entropy, NLL float64
+	// LossTokens counts loss tokens; Positions rows x length processed.
+	LossTokens, Positions int
+}
+
+// Gradients computes into grads the gradient of the token-mean loss over
+// all examples: it packs them into micro-batches and has the learner add
+// each micro-batch's token-mean gradient scaled by its share of the loss
+// tokens, tokens_k / tokens_total (see optim's package doc), so that the
+// sum is the batch's token-mean gradient.
+func Gradients(ctx context.Context, learner Learner, grads *params.Store, examples []Example, opt GradientOptions) (GradientStats, error) {
+	var gs GradientStats
+	batches, tokens, err := MicroBatches(examples, opt.MicroBatchTokens, float32(opt.ClipLow), float32(opt.ClipHigh))
+	if err != nil {
+		return gs, err
+	}
+	for _, n := range tokens {
+		gs.LossTokens += n
+	}
+	grads.Zero()
+	if gs.LossTokens == 0 {
+		return gs, nil
+	}
+	var res model.TrainResult
+	lossSum, entSum, nllSum := 0.0, 0.0, 0.0
+	for k := range batches {
+		b := &batches[k]
+		if tokens[k] == 0 {
+			continue
+		}
+		if opt.Prepare != nil {
+			if err := opt.Prepare(ctx, b); err != nil {
+				return gs, err
+			}
+		}
+		scale := float32(float64(tokens[k]) / float64(gs.LossTokens))
+		if err := learner.Accumulate(ctx, *b, scale, grads, &res); err != nil {
+			return gs, fmt.Errorf("rl: micro-batch %d/%d: %w", k+1, len(batches), err)
+		}
+		lossSum += float64(res.Loss) * float64(tokens[k])
+		for i, mask := range b.LossMask {
+			if mask != 0 {
+				entSum += float64(res.Entropy[i])
+				nllSum -= float64(res.LogProbs[i])
+			}
+		}
+		gs.Positions += b.Batch * b.Seq
+	}
+	gs.Loss = lossSum / float64(gs.LossTokens)
+	gs.Entropy = entSum / float64(gs.LossTokens)
+	gs.NLL = nllSum / float64(gs.LossTokens)
+	return gs, nil
 }

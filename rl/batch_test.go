@@ -7,12 +7,12 @@ import (
 )
 
 func TestMicroBatchesLayout(t *testing.T) {
-	samples := []Sample{
+	examples := []Example{
 		{Prompt: []int32{1, 2}, Completion: []int32{3}, OldLogProbs: []float32{-0.5}, Advantage: 2},
 		{Prompt: []int32{4, 5, 6}, Completion: []int32{7, 8}, OldLogProbs: []float32{-1, -2}, Advantage: -1},
 	}
 	// 10 positions: the longest (5) fits twice, so both rows share one batch.
-	bs, toks, err := MicroBatches(samples, 10, 0.2, 0.28)
+	bs, toks, err := MicroBatches(examples, 10, 0.2, 0.28)
 	require.NoError(t, err)
 	require.Len(t, bs, 1)
 	require.Equal(t, []int{3}, toks)
@@ -31,7 +31,7 @@ func TestMicroBatchesLayout(t *testing.T) {
 	require.Equal(t, float32(0.2), b.ClipLow)
 
 	// 6 positions: one row per batch.
-	bs, toks, err = MicroBatches(samples, 6, 0.2, 0.28)
+	bs, toks, err = MicroBatches(examples, 6, 0.2, 0.28)
 	require.NoError(t, err)
 	require.Len(t, bs, 2)
 	require.Equal(t, []int{2, 1}, toks)
@@ -39,8 +39,8 @@ func TestMicroBatchesLayout(t *testing.T) {
 }
 
 func TestMicroBatchesErrors(t *testing.T) {
-	_, _, err := MicroBatches([]Sample{{Completion: []int32{1}, OldLogProbs: []float32{0}}}, 10, 0, 0)
+	_, _, err := MicroBatches([]Example{{Completion: []int32{1}, OldLogProbs: []float32{0}}}, 10, 0, 0)
 	require.ErrorContains(t, err, "empty prompt")
-	_, _, err = MicroBatches([]Sample{{Prompt: []int32{1}, Completion: []int32{1}}}, 10, 0, 0)
+	_, _, err = MicroBatches([]Example{{Prompt: []int32{1}, Completion: []int32{1}}}, 10, 0, 0)
 	require.ErrorContains(t, err, "1 completion tokens")
 }

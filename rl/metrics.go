@@ -15,23 +15,28 @@ type PhaseMetrics struct {
 	Traces int     `json:"traces"`
 	Reward float64 `json:"reward"`
 	// MeanLength is the mean completion length in tokens; Truncated the
-	// fraction that hit the token limit.
+	// fraction that hit the token limit; Unboxed the fraction that stated
+	// no explicit answer (\boxed{} or a final-answer sentence).
 	MeanLength float64 `json:"mean_length"`
 	Truncated  float64 `json:"truncated"`
+	Unboxed    float64 `json:"unboxed"`
 	// TokensPerSecond is generated tokens per second of the phase.
 	TokensPerSecond float64 `json:"tokens_per_second"`
 	Seconds         float64 `json:"seconds"`
 
-	rewardSum, lengthSum, truncated float64
-	generated                       int
+	rewardSum, lengthSum, truncated, unboxed float64
+	generated                                int
 }
 
-func (p *PhaseMetrics) observe(reward float64, c rollout.Completion) {
+func (p *PhaseMetrics) observe(reward float64, t rollout.Trace, v rollout.Verdict) {
 	p.Traces++
 	p.rewardSum += reward
-	p.lengthSum += float64(len(c.Tokens))
-	if c.Finish == rollout.FinishLength {
+	p.lengthSum += float64(len(t.Tokens))
+	if t.Finish == rollout.FinishLength {
 		p.truncated++
+	}
+	if !v.Explicit {
+		p.unboxed++
 	}
 }
 
@@ -40,6 +45,7 @@ func (p *PhaseMetrics) finish() {
 		p.Reward = p.rewardSum / float64(p.Traces)
 		p.MeanLength = p.lengthSum / float64(p.Traces)
 		p.Truncated = p.truncated / float64(p.Traces)
+		p.Unboxed = p.unboxed / float64(p.Traces)
 	}
 	if p.Seconds > 0 {
 		p.TokensPerSecond = float64(p.generated) / p.Seconds
@@ -58,8 +64,8 @@ type Metrics struct {
 	ProblemsDrawn       int     `json:"problems_drawn"`
 	ProblemsInformative int     `json:"problems_informative"`
 	InformativeFraction float64 `json:"informative_fraction"`
-	// Samples trained on and their loss tokens.
-	Samples    int `json:"samples"`
+	// Examples trained on and their loss tokens.
+	Examples   int `json:"examples"`
 	LossTokens int `json:"loss_tokens"`
 	// Advantage statistics over trained samples.
 	AdvMean float64 `json:"adv_mean"`
@@ -72,6 +78,9 @@ type Metrics struct {
 	Entropy  float64 `json:"entropy"`
 	GradNorm float64 `json:"grad_norm"`
 	LR       float64 `json:"lr"`
+	// UpdateSkipped says why this step's update was not applied (it would
+	// have made the weights non-finite); empty when it was.
+	UpdateSkipped string `json:"update_skipped,omitempty"`
 	// Timing: wall seconds of rollout, training and the whole step, and
 	// training positions (rows x length) per second.
 	RolloutSeconds       float64 `json:"rollout_seconds"`
@@ -115,10 +124,27 @@ func (m *Metrics) finishRollout() {
 }
 
 // WriteJSONL appends m as one JSON line.
-func (m Metrics) WriteJSONL(w io.Writer) error {
-	b, err := json.Marshal(m)
+func (m Metrics) WriteJSONL(w io.Writer) error { return writeJSONLine(w, m) }
+
+// Line is the step's one-line summary, as the run prints it.
+func (m Metrics) Line() string {
+	agg := "  -  "
+	if m.Aggregate.Traces > 0 {
+		agg = fmt.Sprintf("%.3f", m.Aggregate.Reward)
+	}
+	s := fmt.Sprintf("step %3d  search %.3f  agg %s  informative %d/%d  loss %+.4f  entropy %.3f  |g| %.3f  %.1fs",
+		m.Step, m.Search.Reward, agg, m.ProblemsInformative, m.ProblemsDrawn, m.Loss, m.Entropy, m.GradNorm, m.StepSeconds)
+	if m.UpdateSkipped != "" {
+		s += "  update skipped: " + m.UpdateSkipped
+	}
+	return s
+}
+
+// writeJSONLine appends v to w as one JSON line.
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("rl: metrics: %w", err)
+		return fmt.Errorf("rl: encode %T: %w", v, err)
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err

@@ -20,7 +20,7 @@ func TestScorerReusesBuffers(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
 	sc := rl.Scorer{LM: lm}
 	for _, rowsLen := range [][2]int{{2, 10}, {3, 4}, {1, 12}, {4, 6}} {
-		var samples []rl.Sample
+		var samples []rl.Example
 		for i := 0; i < rowsLen[0]; i++ {
 			prompt := make([]int32, 2+r.IntN(max(1, rowsLen[1]-4)))
 			comp := make([]int32, max(1, rowsLen[1]-len(prompt)-r.IntN(2)))
@@ -30,7 +30,7 @@ func TestScorerReusesBuffers(t *testing.T) {
 			for j := range comp {
 				comp[j] = int32(r.IntN(vocab))
 			}
-			samples = append(samples, rl.Sample{Prompt: prompt, Completion: comp, OldLogProbs: make([]float32, len(comp)), Advantage: 1})
+			samples = append(samples, rl.Example{Prompt: prompt, Completion: comp, OldLogProbs: make([]float32, len(comp)), Advantage: 1})
 		}
 		bs, _, err := rl.MicroBatches(samples, 0, 0.2, 0.28)
 		require.NoError(t, err)
@@ -51,7 +51,7 @@ func TestScorerReusesBuffers(t *testing.T) {
 			require.Positive(t, nonzero)
 		}
 	}
-	bs, _, err := rl.MicroBatches([]rl.Sample{{Prompt: []int32{1, 2}, Completion: []int32{3}, OldLogProbs: []float32{0}}}, 0, 0.2, 0.28)
+	bs, _, err := rl.MicroBatches([]rl.Example{{Prompt: []int32{1, 2}, Completion: []int32{3}, OldLogProbs: []float32{0}}}, 0, 0.2, 0.28)
 	require.NoError(t, err)
 	require.ErrorContains(t, (&rl.Scorer{LM: p.LM}).LogProbs(context.Background(), &bs[0]), "full-sequence logits")
 }

@@ -32,8 +32,8 @@ func openTinyPolicy(t *testing.T, seed uint64) *model.Policy {
 
 // fixedExamples draws n (prompt, completion) pairs of random token ids in
 // [1, vocab): prompts of 3..6 tokens, completions of 4..9.
-func fixedExamples(r *rand.Rand, n, vocab int) []rl.SFTExample {
-	ex := make([]rl.SFTExample, n)
+func fixedExamples(r *rand.Rand, n, vocab int) []rl.Example {
+	ex := make([]rl.Example, n)
 	draw := func(l int) []int32 {
 		s := make([]int32, l)
 		for i := range s {
@@ -42,7 +42,7 @@ func fixedExamples(r *rand.Rand, n, vocab int) []rl.SFTExample {
 		return s
 	}
 	for i := range ex {
-		ex[i] = rl.SFTExample{Prompt: draw(3 + r.IntN(4)), Completion: draw(4 + r.IntN(6))}
+		ex[i] = rl.Example{Prompt: draw(3 + r.IntN(4)), Completion: draw(4 + r.IntN(6))}
 	}
 	return ex
 }
@@ -51,7 +51,7 @@ func fixedExamples(r *rand.Rand, n, vocab int) []rl.SFTExample {
 // examples' completions with the rollout LM, one row at a time through
 // Forward and a float64 log-softmax written here, independently of the
 // training graph and of rl.DetachedLogProbs.
-func completionNLL(t *testing.T, lm *model.LM, examples []rl.SFTExample) float64 {
+func completionNLL(t *testing.T, lm *model.LM, examples []rl.Example) float64 {
 	t.Helper()
 	V := lm.Signature().Vocab
 	sum, n := 0.0, 0

@@ -51,41 +51,46 @@ func (trainerFakeGen) Generate(_ context.Context, reqs []rollout.Request, _ roll
 			ans = "1"
 		}
 		toks := trainerBytes(ans)
-		out[i] = rollout.Completion{Tokens: toks, LogProbs: []float32{-0.5}, PolicyLogProbs: []float32{-0.5}, Entropies: []float32{0.1}, Finish: rollout.FinishStop}
+		out[i] = rollout.Completion{Tokens: toks, PolicyLogProbs: []float32{-0.5}, Finish: rollout.FinishStop}
 	}
 	return out, rollout.Stats{}, nil
 }
 
-// trainerFakeLearner records the batches and writes a gradient of ones.
+// trainerFakeLearner records the batches and adds a gradient of ones per
+// micro-batch (scaled by its share), so the batch gradient is all ones.
 type trainerFakeLearner struct {
-	micro   *params.Store
 	batches []model.TrainBatch
 }
 
-func (l *trainerFakeLearner) Run(_ context.Context, b model.TrainBatch, res *model.TrainResult) error {
+func (l *trainerFakeLearner) Accumulate(_ context.Context, b model.TrainBatch, scale float32, grads *params.Store, res *model.TrainResult) error {
 	l.batches = append(l.batches, b)
-	for i := 0; i < l.micro.Len(); i++ {
-		for j := range l.micro.At(i).Data {
-			l.micro.At(i).Data[j] = 1
-		}
+	for i := range grads.Flat() {
+		grads.Flat()[i] += scale
 	}
 	res.LogProbs = make([]float32, b.Batch*b.Seq)
 	res.Entropy = make([]float32, b.Batch*b.Seq)
 	return nil
 }
 
+// trainerJudge: a response is correct when it is the gold text.
+var trainerJudge = rollout.Judge{
+	Grade: func(r, g string) rollout.Verdict { return rollout.Verdict{Answer: r, Explicit: true, Correct: r == g} },
+	Equal: func(a, b string) bool { return a == b },
+}
+
 func TestTrainerStep(t *testing.T) {
 	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2, 2}}})
 	require.NoError(t, err)
-	micro := w.NewGrads()
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
 	require.NoError(t, err)
 	ds := data.NewDataset("t", []data.Problem{{ID: "easy", Problem: "easy", Answer: "1"}, {ID: "hard", Problem: "hard", Answer: "1"}})
-	learner := &trainerFakeLearner{micro: micro}
-	tr, err := NewTrainer(Config{Problems: 1, MaxDrawRounds: 3, Pipeline: rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}}, TrainerParts{
+	learner := &trainerFakeLearner{}
+	cfg := DefaultConfig()
+	cfg.Problems, cfg.MaxDrawRounds, cfg.Pipeline = 1, 3, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}
+	tr, err := NewTrainer(cfg, TrainerParts{
 		Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: learner,
-		Judge:    func(r, g string) bool { return r == g },
-		Problems: data.NewSampler(ds, 3), Weights: w, MicroGrads: micro, Optimizer: opt,
+		Judge:    trainerJudge,
+		Problems: data.NewStream(ds, 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
 		Schedule: optim.Schedule{PeakLR: 0.1},
 	})
 	require.NoError(t, err)
@@ -102,7 +107,7 @@ func TestTrainerStep(t *testing.T) {
 	for _, b := range learner.batches {
 		rows += b.Batch
 	}
-	require.Equal(t, m.Samples, rows)
+	require.Equal(t, m.Examples, rows)
 	require.LessOrEqual(t, rows, 4+2*2, "at most N1 search + K*N2 aggregation traces")
 	require.GreaterOrEqual(t, rows, 2*2, "all K*N2 aggregation traces")
 	// Gradient of ones has norm 2 (four elements), clipped to 1; AdamW's

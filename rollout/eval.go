@@ -10,32 +10,6 @@ import (
 	"github.com/spiral-rl/spiral/data"
 )
 
-// GradeFunc grades one response against a gold answer: the answer it
-// extracted ("" when none could be found, which counts as unscorable in
-// majority votes) and whether that answer is correct. grader.Grade wrapped
-// as
-//
-//	func(r, g string) (string, bool) { v := grader.Grade(r, g); return v.Extracted, v.Correct }
-//
-// is the production one.
-type GradeFunc func(response, gold string) (answer string, correct bool)
-
-// Judge is how the evaluation scaffolds grade: Grade decides correctness
-// against the gold answer, Equal clusters extracted answers for majority
-// voting (grader.Equivalent in production). It is injected so that this
-// package does not import the grader and tests can use simple fakes.
-type Judge struct {
-	Grade GradeFunc
-	Equal Equivalence
-}
-
-func (j Judge) validate() error {
-	if j.Grade == nil || j.Equal == nil {
-		return errors.New("rollout: judge needs both Grade and Equal")
-	}
-	return nil
-}
-
 // Evaluator runs the evaluation scaffolds (RSA, pass@k / majority@k, the
 // sequential token budget) with one generator, prompter and judge.
 // Progress, when non-nil, is passed to every Generate call.
@@ -62,97 +36,52 @@ type Tokens struct {
 // Total is Prompt + Generated.
 func (t Tokens) Total() int { return t.Prompt + t.Generated }
 
-// add counts the completions' prompt and generated tokens (exact sums of
-// Completion.PromptTokens and len(Completion.Tokens)).
-func (t Tokens) add(outs []Completion) Tokens {
-	for _, c := range outs {
-		t.Prompt += c.PromptTokens
-		t.Generated += len(c.Tokens)
-	}
-	return t
-}
+// tokensOf counts the tokens a Generate call spent.
+func tokensOf(st Stats) Tokens { return Tokens{Prompt: st.PromptTokens, Generated: st.GeneratedTokens} }
 
-// Sample is one graded trace of a SampleSet.
-type Sample struct {
-	// Tokens are the generated ids.
-	Tokens []int32
-	// Text is Tokens decoded.
-	Text string
-	// Answer is the judge's extracted answer ("" when none).
-	Answer string
-	// Correct is the judge's verdict against the gold answer.
-	Correct bool
-	// Finish is why generation stopped.
-	Finish FinishReason
-}
-
-// SampleSet holds n independent search traces per problem, graded: the
+// SampleSet holds n independent search traces per problem, judged: the
 // raw material of pass@k, majority@k and the token-budget sweep.
 type SampleSet struct {
 	Problems []data.Problem
-	// Samples[i] are the n traces of Problems[i] (shape [problems][n]).
-	Samples [][]Sample
+	// Traces[i] are the n traces of Problems[i] (shape [problems][n]).
+	Traces [][]Trace
 	// Tokens spent generating them.
 	Tokens Tokens
 }
 
 // N is the number of samples per problem (0 for an empty set).
 func (s *SampleSet) N() int {
-	if len(s.Samples) == 0 {
+	if len(s.Traces) == 0 {
 		return 0
 	}
-	return len(s.Samples[0])
+	return len(s.Traces[0])
 }
 
 // Sample generates n search traces per problem in one Generate call and
-// grades them. Requests are problem-major (problem i, sample j is request
-// i*n+j) and trace (i, j) is seeded with DeriveSeed(seed, 0, i, j,
-// phaseEval), so the set is reproducible and a trace does not depend on n
-// or on the other problems.
+// judges them. Trace (i, j) is seeded by Stream{seed, 0, i, j, PhaseEval},
+// so the set is reproducible and a trace does not depend on n or on the
+// other problems.
 func (e Evaluator) Sample(ctx context.Context, problems []data.Problem, n int, seed uint64) (*SampleSet, error) {
 	if err := e.validate(); err != nil {
 		return nil, err
 	}
-	if n < 1 {
-		return nil, fmt.Errorf("rollout: sample: %d samples per problem, want >= 1", n)
-	}
-	reqs := make([]Request, 0, len(problems)*n)
+	prompts := make([][]int32, len(problems))
+	golds := make([]string, len(problems))
 	for i, pb := range problems {
 		prompt, err := e.Prompter.SearchPrompt(pb.Problem)
 		if err != nil {
 			return nil, fmt.Errorf("rollout: sample: prompt of problem %q: %w", pb.ID, err)
 		}
-		for j := range n {
-			reqs = append(reqs, Request{Prompt: prompt, Seed: DeriveSeed(seed, 0, uint64(i), uint64(j), phaseEval)})
-		}
+		prompts[i], golds[i] = prompt, pb.Answer
 	}
-	outs, err := e.generate(ctx, reqs)
+	traces, st, err := Complete(ctx, e.Gen, e.Prompter, prompts, n, func(i, j int) Stream {
+		return Stream{Seed: seed, Problem: uint64(i), Sample: uint64(j), Phase: PhaseEval}
+	}, e.Progress)
 	if err != nil {
 		return nil, fmt.Errorf("rollout: sample: %w", err)
 	}
-	set := &SampleSet{Problems: problems, Samples: make([][]Sample, len(problems)), Tokens: Tokens{}.add(outs)}
-	for i, pb := range problems {
-		set.Samples[i] = make([]Sample, n)
-		for j := range n {
-			c := outs[i*n+j]
-			text := e.Prompter.Text(c.Tokens)
-			ans, ok := e.Judge.Grade(text, pb.Answer)
-			set.Samples[i][j] = Sample{Tokens: c.Tokens, Text: text, Answer: ans, Correct: ok, Finish: c.Finish}
-		}
-	}
-	return set, nil
-}
-
-// generate calls the generator and checks that it answered every request.
-func (e Evaluator) generate(ctx context.Context, reqs []Request) ([]Completion, error) {
-	outs, _, err := e.Gen.Generate(ctx, reqs, e.Progress)
-	if err != nil {
-		return nil, err
-	}
-	if len(outs) != len(reqs) {
-		return nil, fmt.Errorf("generator returned %d completions for %d requests", len(outs), len(reqs))
-	}
-	return outs, nil
+	e.Judge.JudgeAll(traces, golds)
+	return &SampleSet{Problems: problems, Traces: traces, Tokens: tokensOf(st)}, nil
 }
 
 // PowersOfTwo lists 1, 2, 4, ... up to max, with max itself appended when
@@ -192,24 +121,24 @@ type KPoint struct {
 // [1, n].
 func PassAtKCurve(rng *rand.Rand, set *SampleSet, ks []int, equal Equivalence, mcfg MajorityConfig) ([]KPoint, error) {
 	n := set.N()
-	if n == 0 || len(set.Samples) == 0 {
+	if n == 0 || len(set.Traces) == 0 {
 		return nil, errors.New("rollout: pass@k curve: no samples")
 	}
 	if ks == nil {
 		ks = PowersOfTwo(n)
 	}
-	answers := make([][]string, len(set.Samples))
-	correct := make([][]bool, len(set.Samples))
-	counts := make([]int, len(set.Samples))
-	for i, ss := range set.Samples {
+	answers := make([][]string, len(set.Traces))
+	correct := make([][]bool, len(set.Traces))
+	counts := make([]int, len(set.Traces))
+	for i, ss := range set.Traces {
 		if len(ss) != n {
 			return nil, fmt.Errorf("rollout: pass@k curve: problem %d has %d samples, problem 0 has %d", i, len(ss), n)
 		}
 		answers[i] = make([]string, n)
 		correct[i] = make([]bool, n)
 		for j, s := range ss {
-			answers[i][j], correct[i][j] = s.Answer, s.Correct
-			if s.Correct {
+			answers[i][j], correct[i][j] = s.Verdict.Answer, s.Verdict.Correct
+			if s.Verdict.Correct {
 				counts[i]++
 			}
 		}
@@ -217,7 +146,7 @@ func PassAtKCurve(rng *rand.Rand, set *SampleSet, ks []int, equal Equivalence, m
 	points := make([]KPoint, 0, len(ks))
 	for _, k := range ks {
 		pt := KPoint{K: k, MajorityExact: true}
-		for i := range set.Samples {
+		for i := range set.Traces {
 			p, err := PassAtK(n, counts[i], k)
 			if err != nil {
 				return nil, fmt.Errorf("rollout: pass@k curve: %w", err)
@@ -230,8 +159,8 @@ func PassAtKCurve(rng *rand.Rand, set *SampleSet, ks []int, equal Equivalence, m
 			pt.MajorityAtK += m.Accuracy
 			pt.MajorityExact = pt.MajorityExact && m.Exact
 		}
-		pt.PassAtK /= float64(len(set.Samples))
-		pt.MajorityAtK /= float64(len(set.Samples))
+		pt.PassAtK /= float64(len(set.Traces))
+		pt.MajorityAtK /= float64(len(set.Traces))
 		points = append(points, pt)
 	}
 	return points, nil
@@ -239,7 +168,8 @@ func PassAtKCurve(rng *rand.Rand, set *SampleSet, ks []int, equal Equivalence, m
 
 // PassAtKConfig configures Evaluator.PassAtK.
 type PassAtKConfig struct {
-	// Samples is n, the number of samples per problem (default 16).
+	// Samples is n, the number of samples per problem (>= 1; the CLI's
+	// default is DefaultEvalSamples).
 	Samples int `json:"samples"`
 	// Ks are the k values; nil means PowersOfTwo(Samples).
 	Ks []int `json:"ks,omitempty"`
@@ -260,10 +190,11 @@ type PassAtKResult struct {
 
 // PassAtK samples cfg.Samples traces per problem and returns the pass@k
 // and majority@k curve. Majority@k's Monte Carlo draws (if any) use a
-// generator seeded from (seed, phaseEval), apart from the traces' seeds.
+// generator seeded from Stream{seed, 1, 0, 0, PhaseEval}, apart from the
+// traces' seeds.
 func (e Evaluator) PassAtK(ctx context.Context, problems []data.Problem, cfg PassAtKConfig, seed uint64) (PassAtKResult, error) {
-	if cfg.Samples == 0 {
-		cfg.Samples = DefaultEvalSamples
+	if cfg.Samples < 1 {
+		return PassAtKResult{}, fmt.Errorf("rollout: pass@k: --samples %d: want >= 1", cfg.Samples)
 	}
 	if cfg.Ks == nil {
 		cfg.Ks = PowersOfTwo(cfg.Samples)
@@ -272,7 +203,7 @@ func (e Evaluator) PassAtK(ctx context.Context, problems []data.Problem, cfg Pas
 	if err != nil {
 		return PassAtKResult{}, err
 	}
-	rng := rand.New(rand.NewPCG(DeriveSeed(seed, 1, 0, 0, phaseEval), 0))
+	rng := rand.New(rand.NewPCG(Stream{Seed: seed, Round: 1, Phase: PhaseEval}.Derive(), 0))
 	pts, err := PassAtKCurve(rng, set, cfg.Ks, e.Judge.Equal, cfg.Majority)
 	if err != nil {
 		return PassAtKResult{}, err
@@ -294,12 +225,12 @@ type BudgetPoint struct {
 	Truncated float64 `json:"truncated"`
 }
 
-// BudgetCurve grades every trace of set at each budget: a trace longer
-// than b is decoded (text) from its first b tokens and graded again
-// against the gold answer; a shorter one keeps its full-length verdict.
-// Budgets must be positive.
-func BudgetCurve(set *SampleSet, budgets []int, text func([]int32) string, grade GradeFunc) ([]BudgetPoint, error) {
-	if len(set.Samples) == 0 {
+// BudgetCurve judges every trace of set at each budget: a trace longer
+// than b is decoded (text) from its first b tokens and judged again as a
+// trace cut at the token limit (FinishLength); a shorter one keeps its
+// verdict. Budgets must be positive.
+func BudgetCurve(set *SampleSet, budgets []int, text func([]int32) string, judge Judge) ([]BudgetPoint, error) {
+	if len(set.Traces) == 0 {
 		return nil, errors.New("rollout: budget curve: no samples")
 	}
 	points := make([]BudgetPoint, 0, len(budgets))
@@ -309,16 +240,17 @@ func BudgetCurve(set *SampleSet, budgets []int, text func([]int32) string, grade
 		}
 		pt := BudgetPoint{Budget: b}
 		traces := 0
-		for i, ss := range set.Samples {
+		for i, ss := range set.Traces {
 			if len(ss) == 0 {
 				return nil, fmt.Errorf("rollout: budget curve: problem %d has no samples", i)
 			}
 			hits := 0
 			for _, s := range ss {
-				ok := s.Correct
+				ok := s.Verdict.Correct
 				used := len(s.Tokens)
 				if used > b {
-					_, ok = grade(text(s.Tokens[:b]), set.Problems[i].Answer)
+					cut := Trace{Prompt: s.Prompt, Completion: Completion{Tokens: s.Tokens[:b], Finish: FinishLength}, Text: text(s.Tokens[:b])}
+					ok = judge.Judge(cut, set.Problems[i].Answer).Correct
 					used = b
 					pt.Truncated++
 				}
@@ -330,7 +262,7 @@ func BudgetCurve(set *SampleSet, budgets []int, text func([]int32) string, grade
 			}
 			pt.Accuracy += float64(hits) / float64(len(ss))
 		}
-		pt.Accuracy /= float64(len(set.Samples))
+		pt.Accuracy /= float64(len(set.Traces))
 		pt.MeanTokens /= float64(traces)
 		pt.Truncated /= float64(traces)
 		points = append(points, pt)
@@ -340,7 +272,7 @@ func BudgetCurve(set *SampleSet, budgets []int, text func([]int32) string, grade
 
 // BudgetConfig configures Evaluator.Sequential.
 type BudgetConfig struct {
-	// Samples is the number of traces per problem (default 16).
+	// Samples is the number of traces per problem (>= 1).
 	Samples int `json:"samples"`
 	// Budgets are the token budgets, increasing; nil means
 	// PowersOfTwo(MaxTokens).
@@ -362,8 +294,8 @@ type BudgetResult struct {
 // them) and reports the accuracy of those traces truncated at each budget
 // (BudgetCurve), so one generation serves every budget.
 func (e Evaluator) Sequential(ctx context.Context, problems []data.Problem, cfg BudgetConfig, seed uint64) (BudgetResult, error) {
-	if cfg.Samples == 0 {
-		cfg.Samples = DefaultEvalSamples
+	if cfg.Samples < 1 {
+		return BudgetResult{}, fmt.Errorf("rollout: sequential: --samples %d: want >= 1", cfg.Samples)
 	}
 	if cfg.MaxTokens < 0 {
 		return BudgetResult{}, fmt.Errorf("rollout: sequential: max tokens %d < 0", cfg.MaxTokens)
@@ -378,7 +310,7 @@ func (e Evaluator) Sequential(ctx context.Context, problems []data.Problem, cfg 
 	if cfg.Budgets == nil {
 		longest := cfg.MaxTokens
 		if longest == 0 {
-			for _, ss := range set.Samples {
+			for _, ss := range set.Traces {
 				for _, s := range ss {
 					longest = max(longest, len(s.Tokens))
 				}
@@ -386,7 +318,7 @@ func (e Evaluator) Sequential(ctx context.Context, problems []data.Problem, cfg 
 		}
 		cfg.Budgets = PowersOfTwo(max(longest, 1))
 	}
-	pts, err := BudgetCurve(set, cfg.Budgets, e.Prompter.Text, e.Judge.Grade)
+	pts, err := BudgetCurve(set, cfg.Budgets, e.Prompter.Text, e.Judge)
 	if err != nil {
 		return BudgetResult{}, err
 	}

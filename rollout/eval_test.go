@@ -74,9 +74,11 @@ func evalNorm(a string) string {
 
 func evalEqual(a, b string) bool { return evalNorm(a) == evalNorm(b) }
 
-func evalGrade(response, gold string) (string, bool) {
+// evalGrade finds the answer after "ans=" (an explicit answer, in the
+// fakes' convention).
+func evalGrade(response, gold string) Verdict {
 	a := evalAnswer(response)
-	return a, a != "" && evalEqual(a, gold)
+	return Verdict{Answer: a, Explicit: a != "", Correct: a != "" && evalEqual(a, gold)}
 }
 
 var evalJudge = Judge{Grade: evalGrade, Equal: evalEqual}
@@ -187,9 +189,9 @@ func TestSampleSeedsAndOrder(t *testing.T) {
 		require.False(t, seen[req.Seed], "request %d reuses a seed", r)
 		seen[req.Seed] = true
 	}
-	require.Equal(t, "07", set.Samples[0][3].Answer)
-	require.True(t, set.Samples[0][3].Correct)
-	require.False(t, set.Samples[1][0].Correct)
+	require.Equal(t, "07", set.Traces[0][3].Verdict.Answer)
+	require.True(t, set.Traces[0][3].Verdict.Correct)
+	require.False(t, set.Traces[1][0].Verdict.Correct)
 }
 
 func TestSequentialBudgetTruncation(t *testing.T) {
@@ -299,6 +301,10 @@ func TestEvalErrors(t *testing.T) {
 			}
 			return err
 		}, "rollout: sample: boom"},
+		{"zero samples for pass@k", func() error {
+			_, err := Evaluator{Gen: &evalScripted{}, Prompter: evalPrompter{}, Judge: evalJudge}.PassAtK(context.Background(), problems, PassAtKConfig{}, 0)
+			return err
+		}, "--samples 0"},
 		{"short generator", func() error {
 			_, err := Evaluator{Gen: evalShort{}, Prompter: evalPrompter{}, Judge: evalJudge}.Sample(context.Background(), problems, 2, 0)
 			return err
@@ -344,12 +350,12 @@ func (evalShort) Generate(_ context.Context, reqs []Request, _ Progress) ([]Comp
 func BenchmarkPassAtKCurve(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const problems, n = 64, 16
-	set := &SampleSet{Problems: make([]data.Problem, problems), Samples: make([][]Sample, problems)}
-	for i := range set.Samples {
-		set.Samples[i] = make([]Sample, n)
-		for j := range set.Samples[i] {
+	set := &SampleSet{Problems: make([]data.Problem, problems), Traces: make([][]Trace, problems)}
+	for i := range set.Traces {
+		set.Traces[i] = make([]Trace, n)
+		for j := range set.Traces[i] {
 			a := rng.IntN(4)
-			set.Samples[i][j] = Sample{Answer: fmt.Sprint(a), Correct: a == 0}
+			set.Traces[i][j] = Trace{Verdict: Verdict{Answer: fmt.Sprint(a), Correct: a == 0}}
 		}
 	}
 	b.ResetTimer()

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -28,54 +29,52 @@ type Prompter interface {
 
 // PipelineConfig is SPIRAL's rollout shape per problem: N1 search traces,
 // K subsets of N distinct traces, N2 aggregation traces per subset. The
-// paper's 24 rollouts per problem split by default as 8 + 4x4.
+// paper's 24 rollouts per problem split by default as 8 + 4x4
+// (DefaultPipelineConfig).
 type PipelineConfig struct {
-	// N1 is the number of search traces per problem (default 8).
-	N1 int
-	// K is the number of subsets per problem (default 4).
-	K int
-	// N is the number of traces in a subset (default 4).
-	N int
-	// N2 is the number of aggregation traces per subset (default 4).
-	N2 int
+	// N1 is the number of search traces per problem.
+	N1 int `json:"n1"`
+	// K is the number of subsets per problem.
+	K int `json:"k"`
+	// N is the number of traces in a subset (N <= N1).
+	N int `json:"n"`
+	// N2 is the number of aggregation traces per subset.
+	N2 int `json:"n2"`
 	// CandidateTokens caps each candidate in an aggregation prompt, keeping
 	// its end (where the answer is); 0 = no cap.
-	CandidateTokens int
+	CandidateTokens int `json:"candidate_tokens"`
+	// PromptLimit, when > 0, is the longest aggregation prompt in tokens
+	// (the model's context less the trace length): longer ones get their
+	// candidates cut further (see aggregationPrompt).
+	PromptLimit int `json:"prompt_limit,omitempty"`
 }
 
-// WithDefaults fills zero fields with the defaults above.
-func (c PipelineConfig) WithDefaults() PipelineConfig {
-	if c.N1 == 0 {
-		c.N1 = 8
-	}
-	if c.K == 0 {
-		c.K = 4
-	}
-	if c.N == 0 {
-		c.N = 4
-	}
-	if c.N2 == 0 {
-		c.N2 = 4
-	}
-	return c
-}
+// DefaultPipelineConfig returns the default shape: 8 search traces, 4
+// subsets of 4, 4 aggregation traces each.
+func DefaultPipelineConfig() PipelineConfig { return PipelineConfig{N1: 8, K: 4, N: 4, N2: 4} }
 
-// Validate reports an inconsistent shape.
+// Validate reports an inconsistent shape, naming the fields as the
+// training flags do (--n1, --k, --n, --n2, --candidate-tokens).
 func (c PipelineConfig) Validate() error {
-	if c.N1 <= 0 || c.K <= 0 || c.N <= 0 || c.N2 <= 0 || c.CandidateTokens < 0 {
-		return fmt.Errorf("rollout: pipeline %+v: N1, K, N, N2 must be positive", c)
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"--n1 (search traces per problem)", c.N1}, {"--k (subsets per problem)", c.K}, {"--n (traces per subset)", c.N}, {"--n2 (aggregation traces per subset)", c.N2}} {
+		if f.v < 1 {
+			errs = append(errs, fmt.Errorf("%s is %d; want >= 1", f.name, f.v))
+		}
 	}
-	if c.N > c.N1 {
-		return fmt.Errorf("rollout: pipeline: subset size N=%d exceeds the %d search traces", c.N, c.N1)
+	if c.CandidateTokens < 0 {
+		errs = append(errs, fmt.Errorf("--candidate-tokens is %d; want >= 0 (0 = no cap)", c.CandidateTokens))
 	}
-	return nil
-}
-
-// Trace is one generated trace with its prompt and decoded text.
-type Trace struct {
-	Prompt []int32
-	Completion
-	Text string
+	if c.PromptLimit < 0 {
+		errs = append(errs, fmt.Errorf("prompt limit %d: want >= 0 (0 = none)", c.PromptLimit))
+	}
+	if c.N > c.N1 && c.N1 > 0 {
+		errs = append(errs, fmt.Errorf("--n %d exceeds --n1 %d: a subset holds distinct search traces", c.N, c.N1))
+	}
+	return errors.Join(errs...)
 }
 
 // Group is the SPIRAL rollout of one problem, the structure rl/ consumes.
@@ -98,14 +97,13 @@ type Pipeline struct {
 
 // NewPipeline checks cfg and returns a Pipeline.
 func NewPipeline(gen Generator, pr Prompter, cfg PipelineConfig) (*Pipeline, error) {
-	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	return &Pipeline{gen: gen, pr: pr, cfg: cfg}, nil
 }
 
-// Config returns the pipeline's shape with defaults filled in.
+// Config returns the pipeline's shape.
 func (p *Pipeline) Config() PipelineConfig { return p.cfg }
 
 // PhaseStats are the generation statistics of the two phases.
@@ -113,76 +111,110 @@ type PhaseStats struct {
 	Search, Aggregate Stats
 }
 
-// Run rolls out every problem. Seeds of every trace and subset draw derive
-// from (seed, step, problem index, sample index), so a run is reproducible
-// and a resumed run draws what the uninterrupted one would have.
-func (p *Pipeline) Run(ctx context.Context, problems []data.Problem, seed uint64, step int, progress Progress) ([]Group, PhaseStats, error) {
+// Run rolls out every problem of one round. Search trace j of problem i is
+// seeded by Stream{seed, round, i, j, PhaseSearch}, its subsets are drawn
+// from Stream{seed, round, i, 0, PhaseSubsets}, and aggregation trace j of
+// subset s by Stream{seed, round, i, s*N2+j, PhaseAggregate}, so a run is
+// reproducible and a resumed run draws what the uninterrupted one would
+// have.
+func (p *Pipeline) Run(ctx context.Context, problems []data.Problem, seed, round uint64, progress Progress) ([]Group, PhaseStats, error) {
 	var ps PhaseStats
 	c := p.cfg
 	groups := make([]Group, len(problems))
-	reqs := make([]Request, 0, len(problems)*c.N1)
+	prompts := make([][]int32, len(problems))
 	for i, pb := range problems {
 		prompt, err := p.pr.SearchPrompt(pb.Problem)
 		if err != nil {
 			return nil, ps, fmt.Errorf("rollout: search prompt of problem %q: %w", pb.ID, err)
 		}
-		groups[i].Problem = pb
-		for j := 0; j < c.N1; j++ {
-			reqs = append(reqs, Request{Prompt: prompt, Seed: DeriveSeed(seed, uint64(step), uint64(i), uint64(j), phaseSearch)})
-		}
+		groups[i].Problem, prompts[i] = pb, prompt
 	}
-	outs, st, err := p.gen.Generate(ctx, reqs, progress)
+	search, st, err := Complete(ctx, p.gen, p.pr, prompts, c.N1, func(i, j int) Stream {
+		return Stream{Seed: seed, Round: round, Problem: uint64(i), Sample: uint64(j), Phase: PhaseSearch}
+	}, progress)
 	if err != nil {
 		return nil, ps, fmt.Errorf("rollout: search: %w", err)
 	}
 	ps.Search = st
-	for i := range groups {
-		groups[i].Search = make([]Trace, c.N1)
-		for j := 0; j < c.N1; j++ {
-			k := i*c.N1 + j
-			groups[i].Search[j] = Trace{Prompt: reqs[k].Prompt, Completion: outs[k], Text: p.pr.Text(outs[k].Tokens)}
-		}
-	}
-	reqs = reqs[:0]
+	var aggPrompts [][]int32
+	var owner []int // problem of each aggregation prompt
 	for i := range groups {
 		g := &groups[i]
-		rng := rand.New(rand.NewPCG(DeriveSeed(seed, uint64(step), uint64(i), 0, phaseSubsets), 0))
-		g.Subsets, err = Subsets(rng, c.N1, c.K, c.N)
-		if err != nil {
+		g.Search = search[i]
+		rng := rand.New(rand.NewPCG(Stream{Seed: seed, Round: round, Problem: uint64(i), Phase: PhaseSubsets}.Derive(), 0))
+		if g.Subsets, err = Subsets(rng, c.N1, c.K, c.N); err != nil {
 			return nil, ps, err
 		}
-		for s, members := range g.Subsets {
-			cands := make([]string, len(members))
+		for _, members := range g.Subsets {
+			cands := make([][]int32, len(members))
 			for m, idx := range members {
-				cands[m] = p.pr.Text(capTokens(g.Search[idx].Tokens, c.CandidateTokens))
+				cands[m] = g.Search[idx].Tokens
 			}
-			prompt, err := p.pr.AggregatePrompt(g.Problem.Problem, cands)
+			prompt, err := aggregationPrompt(p.pr, g.Problem.Problem, cands, c.CandidateTokens, c.PromptLimit)
 			if err != nil {
 				return nil, ps, fmt.Errorf("rollout: aggregation prompt of problem %q: %w", g.Problem.ID, err)
 			}
-			for j := 0; j < c.N2; j++ {
-				reqs = append(reqs, Request{Prompt: prompt, Seed: DeriveSeed(seed, uint64(step), uint64(i), uint64(s*c.N2+j), phaseAggregate)})
-			}
+			aggPrompts = append(aggPrompts, prompt)
+			owner = append(owner, i)
 		}
 	}
-	outs, st, err = p.gen.Generate(ctx, reqs, progress)
+	agg, st, err := Complete(ctx, p.gen, p.pr, aggPrompts, c.N2, func(k, j int) Stream {
+		return Stream{Seed: seed, Round: round, Problem: uint64(owner[k]), Sample: uint64((k%c.K)*c.N2 + j), Phase: PhaseAggregate}
+	}, progress)
 	if err != nil {
 		return nil, ps, fmt.Errorf("rollout: aggregate: %w", err)
 	}
 	ps.Aggregate = st
-	k := 0
 	for i := range groups {
-		g := &groups[i]
-		g.Aggregates = make([][]Trace, c.K)
-		for s := 0; s < c.K; s++ {
-			g.Aggregates[s] = make([]Trace, c.N2)
-			for j := 0; j < c.N2; j++ {
-				g.Aggregates[s][j] = Trace{Prompt: reqs[k].Prompt, Completion: outs[k], Text: p.pr.Text(outs[k].Tokens)}
-				k++
-			}
-		}
+		groups[i].Aggregates = agg[i*c.K : (i+1)*c.K]
 	}
 	return groups, ps, nil
+}
+
+// aggregationPrompt renders the aggregation prompt of problem over the
+// candidate traces cands (token ids), each cut to its last capTok tokens
+// (all when capTok <= 0) and decoded. When limit > 0 and the prompt is
+// longer than limit tokens, every candidate is cut to one shorter cap,
+// the largest that fits (found by bisection, keeping the ends where the
+// answers are); a prompt that does not fit even with one token per
+// candidate is an error.
+func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, limit int) ([]int32, error) {
+	render := func(c int) ([]int32, error) {
+		texts := make([]string, len(cands))
+		for i, t := range cands {
+			texts[i] = pr.Text(capTokens(t, c))
+		}
+		return pr.AggregatePrompt(problem, texts)
+	}
+	prompt, err := render(capTok)
+	if err != nil || limit <= 0 || len(prompt) <= limit {
+		return prompt, err
+	}
+	longest := 0
+	for _, t := range cands {
+		longest = max(longest, len(t))
+	}
+	hi := longest
+	if capTok > 0 {
+		hi = min(hi, capTok)
+	}
+	lo, best := 1, []int32(nil)
+	for lo <= hi { // the largest cap in [1, hi] whose prompt fits
+		mid := (lo + hi) / 2
+		p, err := render(mid)
+		if err != nil {
+			return nil, err
+		}
+		if len(p) <= limit {
+			best, lo = p, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("aggregation prompt of %d tokens does not fit the %d-token limit even with one token per candidate", len(prompt), limit)
+	}
+	return best, nil
 }
 
 // capTokens keeps the last n tokens of ids (all when n <= 0).
@@ -191,30 +223,4 @@ func capTokens(ids []int32, n int) []int32 {
 		return ids
 	}
 	return ids[len(ids)-n:]
-}
-
-// Seed phases keep the streams of different uses apart.
-const (
-	phaseSearch uint64 = iota + 1
-	phaseSubsets
-	phaseAggregate
-	phaseRSA
-	phaseEval
-)
-
-// DeriveSeed mixes (seed, step, problem, sample, phase) into one 64-bit
-// seed with SplitMix64 finalisers, so every trace has its own stream.
-func DeriveSeed(seed, step, problem, sample, phase uint64) uint64 {
-	h := seed
-	for _, v := range []uint64{step, problem, sample, phase} {
-		h = splitmix(h ^ splitmix(v+0x9e3779b97f4a7c15))
-	}
-	return h
-}
-
-func splitmix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
 }

@@ -49,7 +49,7 @@ func (g *pipeFakeGen) Generate(_ context.Context, reqs []Request, _ Progress) ([
 	st := Stats{}
 	for i, r := range reqs {
 		toks := pipeBytes(fmt.Sprintf("t%d", r.Seed%1000))
-		out[i] = Completion{Tokens: toks, LogProbs: make([]float32, len(toks)), Entropies: make([]float32, len(toks)), Finish: FinishStop, PromptTokens: len(r.Prompt)}
+		out[i] = Completion{Tokens: toks, PolicyLogProbs: make([]float32, len(toks)), Finish: FinishStop, PromptTokens: len(r.Prompt)}
 		st.PromptTokens += len(r.Prompt)
 		st.GeneratedTokens += len(toks)
 	}
@@ -106,11 +106,22 @@ func TestPipelineShapes(t *testing.T) {
 }
 
 func TestPipelineConfigErrors(t *testing.T) {
-	_, err := NewPipeline(&pipeFakeGen{}, pipeFakePrompter{}, PipelineConfig{N1: 2, N: 3})
-	require.ErrorContains(t, err, "subset size N=3 exceeds the 2 search traces")
-	_, err = NewPipeline(&pipeFakeGen{}, pipeFakePrompter{}, PipelineConfig{N1: -1})
-	require.Error(t, err)
-	p, err := NewPipeline(&pipeFakeGen{}, pipeFakePrompter{}, PipelineConfig{})
+	for _, tc := range []struct {
+		name string
+		cfg  PipelineConfig
+		want string
+	}{
+		{"subset above the search traces", PipelineConfig{N1: 2, K: 1, N: 3, N2: 1}, "--n 3 exceeds --n1 2"},
+		{"negative", PipelineConfig{N1: -1, K: 1, N: 1, N2: 1}, "--n1 (search traces per problem) is -1"},
+		{"zero is not a default", PipelineConfig{N1: 8, K: 0, N: 4, N2: 4}, "--k (subsets per problem) is 0"},
+		{"negative cap", PipelineConfig{N1: 8, K: 4, N: 4, N2: 4, CandidateTokens: -2}, "--candidate-tokens is -2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewPipeline(&pipeFakeGen{}, pipeFakePrompter{}, tc.cfg)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	p, err := NewPipeline(&pipeFakeGen{}, pipeFakePrompter{}, DefaultPipelineConfig())
 	require.NoError(t, err)
 	require.Equal(t, PipelineConfig{N1: 8, K: 4, N: 4, N2: 4}, p.Config())
 }

@@ -15,13 +15,24 @@ type ChatPrompter struct {
 	Templates *data.Templates
 }
 
+// UserTurn renders text as one user turn with the generation prompt.
+func (p ChatPrompter) UserTurn(text string) []int32 {
+	return p.Tok.EncodeChat([]tokenizer.Message{{Role: tokenizer.RoleUser, Content: text}}, true)
+}
+
+// AssistantTurn renders text as the assistant's reply: its tokens and
+// the end-of-turn id, what a completion of a UserTurn prompt ends with.
+func (p ChatPrompter) AssistantTurn(text string) []int32 {
+	return append(p.Tok.Encode(text), p.Tok.IMEnd())
+}
+
 // SearchPrompt renders the search template for problem.
 func (p ChatPrompter) SearchPrompt(problem string) ([]int32, error) {
 	text, err := p.Templates.Search(problem)
 	if err != nil {
 		return nil, fmt.Errorf("rollout: search template: %w", err)
 	}
-	return p.Tok.EncodeChat([]tokenizer.Message{{Role: tokenizer.RoleUser, Content: text}}, true), nil
+	return p.UserTurn(text), nil
 }
 
 // AggregatePrompt renders the aggregation template for problem and the
@@ -31,12 +42,9 @@ func (p ChatPrompter) AggregatePrompt(problem string, candidates []string) ([]in
 	if err != nil {
 		return nil, fmt.Errorf("rollout: aggregation template: %w", err)
 	}
-	return p.Tok.EncodeChat([]tokenizer.Message{{Role: tokenizer.RoleUser, Content: text}}, true), nil
+	return p.UserTurn(text), nil
 }
 
 // Text decodes generated ids without special tokens (the end-of-turn id a
 // completion ends with is dropped).
 func (p ChatPrompter) Text(ids []int32) string { return p.Tok.DecodeSkipSpecial(ids) }
-
-// Decode decodes ids keeping special tokens (for stop strings).
-func (p ChatPrompter) Decode(ids []int32) string { return p.Tok.Decode(ids) }

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -18,54 +19,56 @@ const (
 	DefaultRSASteps      = 10
 )
 
-// rsaSubsetSample is the sample index of the seed of one problem's subset
-// draws at one step; member seeds use indices 0..N-1, so the streams never
-// meet.
+// rsaSubsetSample is the sample index of the stream of one problem's
+// subset draws at one step; member streams use indices 0..N-1, so the
+// streams never meet.
 const rsaSubsetSample = math.MaxUint64
 
-// RSAConfig configures recursive self-aggregation. The zero value is the
+// RSAConfig configures recursive self-aggregation. DefaultRSAConfig is the
 // paper's setting.
 type RSAConfig struct {
-	// Population is N, the members per problem at every step (default 8).
+	// Population is N, the members per problem at every step.
 	Population int `json:"population"`
 	// SubsetSize is K, the distinct members of the previous population
-	// that each new member aggregates (default 4); K <= N.
+	// that each new member aggregates; K <= N.
 	SubsetSize int `json:"subset_size"`
 	// Steps is T, the number of aggregation steps after the initial
-	// search population (default 10): results cover steps 0..T.
+	// search population: results cover steps 0..T.
 	Steps int `json:"steps"`
 	// CandidateTokens caps each candidate in an aggregation prompt,
 	// keeping its end (where the answer is); 0 = no cap.
 	CandidateTokens int `json:"candidate_tokens,omitempty"`
+	// PromptLimit, when > 0, is the longest aggregation prompt in tokens;
+	// longer ones get their candidates cut further (see
+	// PipelineConfig.PromptLimit).
+	PromptLimit int `json:"prompt_limit,omitempty"`
 	// Details, when true, adds per-problem numbers to every step.
 	Details bool `json:"details,omitempty"`
 }
 
-// WithDefaults fills zero fields with the defaults.
-func (c RSAConfig) WithDefaults() RSAConfig {
-	if c.Population == 0 {
-		c.Population = DefaultRSAPopulation
-	}
-	if c.SubsetSize == 0 {
-		c.SubsetSize = DefaultRSASubsetSize
-	}
-	if c.Steps == 0 {
-		c.Steps = DefaultRSASteps
-	}
-	return c
+// DefaultRSAConfig returns N = 8, K = 4, T = 10.
+func DefaultRSAConfig() RSAConfig {
+	return RSAConfig{Population: DefaultRSAPopulation, SubsetSize: DefaultRSASubsetSize, Steps: DefaultRSASteps}
 }
 
-// Validate reports an inconsistent configuration: Population, SubsetSize
-// and Steps must be positive, SubsetSize <= Population, CandidateTokens
-// >= 0.
+// Validate reports an inconsistent configuration, naming the eval flags.
 func (c RSAConfig) Validate() error {
-	if c.Population < 1 || c.SubsetSize < 1 || c.Steps < 1 || c.CandidateTokens < 0 {
-		return fmt.Errorf("rollout: rsa config %+v: population, subset size and steps must be positive, candidate tokens >= 0", c)
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"--population", c.Population}, {"--subset", c.SubsetSize}, {"--rsa-steps", c.Steps}} {
+		if f.v < 1 {
+			errs = append(errs, fmt.Errorf("%s %d: want >= 1", f.name, f.v))
+		}
 	}
-	if c.SubsetSize > c.Population {
-		return fmt.Errorf("rollout: rsa config: subset size %d exceeds the population %d", c.SubsetSize, c.Population)
+	if c.CandidateTokens < 0 {
+		errs = append(errs, fmt.Errorf("--candidate-tokens %d: want >= 0 (0 = no cap)", c.CandidateTokens))
 	}
-	return nil
+	if c.SubsetSize > c.Population && c.Population > 0 {
+		errs = append(errs, fmt.Errorf("--subset %d exceeds --population %d: a subset holds distinct members", c.SubsetSize, c.Population))
+	}
+	return errors.Join(errs...)
 }
 
 // RSAProblemStep is one problem's population at one step.
@@ -105,7 +108,7 @@ type RSAResult struct {
 	// Steps[t] reports step t, for t = 0..Config.Steps.
 	Steps []RSAStep `json:"steps"`
 	// Final is the last population ([problems][N]); not serialised.
-	Final [][]Sample `json:"-"`
+	Final [][]Trace `json:"-"`
 }
 
 // RSA runs recursive self-aggregation on problems:
@@ -117,87 +120,103 @@ type RSAResult struct {
 //     order, each cut to CandidateTokens keeping its end
 //     (Prompter.AggregatePrompt).
 //
-// Every step is one Generate call over all problems (problem-major). Member
-// j of problem i at step t is seeded with DeriveSeed(seed, t, i, j,
-// phaseRSA) and the subsets of (t, i) with sample index MaxUint64 of the
-// same phase, so a run is reproducible. Every member is graded with the
-// judge; each step reports accuracy, majority and tokens spent.
+// Every step is one Generate call over all problems (problem-major).
+// Member j of problem i at step t is seeded by Stream{seed, t, i, j,
+// PhaseRSA} and the subsets of (t, i) by sample index MaxUint64 of the
+// same phase, so a run is reproducible. Every member is judged; each step
+// reports accuracy, majority and tokens spent.
 func (e Evaluator) RSA(ctx context.Context, problems []data.Problem, cfg RSAConfig, seed uint64) (RSAResult, error) {
-	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
-		return RSAResult{}, err
+		return RSAResult{}, fmt.Errorf("rollout: rsa: %w", err)
 	}
 	if err := e.validate(); err != nil {
 		return RSAResult{}, err
 	}
 	n, k := cfg.Population, cfg.SubsetSize
 	res := RSAResult{Config: cfg, Steps: make([]RSAStep, 0, cfg.Steps+1)}
+	golds := make([]string, len(problems))
+	for i, pb := range problems {
+		golds[i] = pb.Answer
+	}
 	var (
-		pop [][]Sample // [problems][N], the previous population
+		pop [][]Trace // [problems][N], the previous population
 		cum Tokens
 	)
 	for t := 0; t <= cfg.Steps; t++ {
-		// A fresh slice per step: a generator may keep the requests.
-		reqs := make([]Request, 0, len(problems)*n)
-		for i, pb := range problems {
-			if t == 0 {
-				prompt, err := e.Prompter.SearchPrompt(pb.Problem)
-				if err != nil {
+		var traces [][]Trace
+		var st Stats
+		var err error
+		if t == 0 {
+			prompts := make([][]int32, len(problems))
+			for i, pb := range problems {
+				if prompts[i], err = e.Prompter.SearchPrompt(pb.Problem); err != nil {
 					return RSAResult{}, fmt.Errorf("rollout: rsa: search prompt of problem %q: %w", pb.ID, err)
 				}
-				for j := range n {
-					reqs = append(reqs, Request{Prompt: prompt, Seed: DeriveSeed(seed, 0, uint64(i), uint64(j), phaseRSA)})
-				}
-				continue
 			}
-			rng := rand.New(rand.NewPCG(DeriveSeed(seed, uint64(t), uint64(i), rsaSubsetSample, phaseRSA), 0))
-			subsets, err := Subsets(rng, n, n, k)
-			if err != nil {
-				return RSAResult{}, fmt.Errorf("rollout: rsa: %w", err)
-			}
-			cands := make([]string, k)
-			for j, members := range subsets {
-				for m, idx := range members {
-					cands[m] = e.Prompter.Text(capTokens(pop[i][idx].Tokens, cfg.CandidateTokens))
-				}
-				prompt, err := e.Prompter.AggregatePrompt(pb.Problem, cands)
+			traces, st, err = Complete(ctx, e.Gen, e.Prompter, prompts, n, func(i, j int) Stream {
+				return Stream{Seed: seed, Problem: uint64(i), Sample: uint64(j), Phase: PhaseRSA}
+			}, e.Progress)
+		} else {
+			// One prompt per new member: member j of problem i is prompt i*n+j.
+			prompts := make([][]int32, 0, len(problems)*n)
+			for i, pb := range problems {
+				rng := rand.New(rand.NewPCG(Stream{Seed: seed, Round: uint64(t), Problem: uint64(i), Sample: rsaSubsetSample, Phase: PhaseRSA}.Derive(), 0))
+				subsets, err := Subsets(rng, n, n, k)
 				if err != nil {
-					return RSAResult{}, fmt.Errorf("rollout: rsa: aggregation prompt of problem %q: %w", pb.ID, err)
+					return RSAResult{}, fmt.Errorf("rollout: rsa: %w", err)
 				}
-				reqs = append(reqs, Request{Prompt: prompt, Seed: DeriveSeed(seed, uint64(t), uint64(i), uint64(j), phaseRSA)})
+				cands := make([][]int32, k)
+				for _, members := range subsets {
+					for m, idx := range members {
+						cands[m] = pop[i][idx].Tokens
+					}
+					prompt, err := aggregationPrompt(e.Prompter, pb.Problem, cands, cfg.CandidateTokens, cfg.PromptLimit)
+					if err != nil {
+						return RSAResult{}, fmt.Errorf("rollout: rsa: aggregation prompt of problem %q: %w", pb.ID, err)
+					}
+					prompts = append(prompts, prompt)
+				}
+			}
+			var flat [][]Trace
+			flat, st, err = Complete(ctx, e.Gen, e.Prompter, prompts, 1, func(p, _ int) Stream {
+				return Stream{Seed: seed, Round: uint64(t), Problem: uint64(p / n), Sample: uint64(p % n), Phase: PhaseRSA}
+			}, e.Progress)
+			if err == nil {
+				traces = make([][]Trace, len(problems))
+				for i := range problems {
+					traces[i] = make([]Trace, n)
+					for j := range n {
+						traces[i][j] = flat[i*n+j][0]
+					}
+				}
 			}
 		}
-		outs, err := e.generate(ctx, reqs)
 		if err != nil {
 			return RSAResult{}, fmt.Errorf("rollout: rsa step %d: %w", t, err)
 		}
-		step := RSAStep{Step: t, Population: n, Tokens: Tokens{}.add(outs)}
+		e.Judge.JudgeAll(traces, golds)
+		step := RSAStep{Step: t, Population: n, Tokens: tokensOf(st)}
 		cum.Prompt += step.Tokens.Prompt
 		cum.Generated += step.Tokens.Generated
 		step.Cumulative = cum
-		pop = make([][]Sample, len(problems))
+		pop = traces
 		answers := make([]string, n)
 		all := make([]int, n)
 		for j := range all {
 			all[j] = j
 		}
 		for i, pb := range problems {
-			pop[i] = make([]Sample, n)
 			correct := 0
-			for j := range n {
-				c := outs[i*n+j]
-				text := e.Prompter.Text(c.Tokens)
-				ans, ok := e.Judge.Grade(text, pb.Answer)
-				pop[i][j] = Sample{Tokens: c.Tokens, Text: text, Answer: ans, Correct: ok, Finish: c.Finish}
-				answers[j] = ans
-				if ok {
+			for j, tr := range pop[i] {
+				answers[j] = tr.Verdict.Answer
+				if tr.Verdict.Correct {
 					correct++
 				}
 			}
 			v := MajorityVote(answers, all, e.Judge.Equal)
 			maj, majAns := false, ""
 			if v.Winner != NoAnswer {
-				maj, majAns = pop[i][v.Winner].Correct, answers[v.Winner]
+				maj, majAns = pop[i][v.Winner].Verdict.Correct, answers[v.Winner]
 			}
 			step.Accuracy += float64(correct) / float64(n)
 			if maj {

@@ -41,11 +41,11 @@ func TestRSAOnTinyModel(t *testing.T) {
 	require.NoError(t, err)
 	defer tok.Close()
 	require.LessOrEqual(t, tok.VocabSize(), lm.Signature().Vocab)
-	s, err := NewSampler(lm, SamplerConfig{Temperature: 1, MaxNewTokens: 12, BatchSize: 32, Refill: true, StopIDs: tok.StopIDs(), VocabLimit: tok.VocabSize()}, nil)
+	s, err := NewSampler(lm, SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 12, BatchSize: 32, Refill: true, StopIDs: tok.StopIDs(), VocabLimit: tok.VocabSize()})
 	require.NoError(t, err)
 	gen := &rsaCountingGen{inner: s}
 	ev := Evaluator{Gen: gen, Prompter: ChatPrompter{Tok: tok, Templates: synth.Templates()},
-		Judge: Judge{Grade: func(r, g string) (string, bool) { return r, r == g }, Equal: func(a, b string) bool { return a == b }}}
+		Judge: Judge{Grade: func(r, g string) Verdict { return Verdict{Answer: r, Explicit: true, Correct: r == g} }, Equal: func(a, b string) bool { return a == b }}}
 	problems := []data.Problem{{ID: "a", Problem: "Compute 1+2.", Answer: "3"}, {ID: "b", Problem: "Compute 4*5-6.", Answer: "14"}, {ID: "c", Problem: "Compute 7-3.", Answer: "4"}}
 	cfg := RSAConfig{Population: 4, SubsetSize: 2, Steps: 3}
 	res, err := ev.RSA(context.Background(), problems, cfg, 9)

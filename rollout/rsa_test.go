@@ -80,7 +80,7 @@ func TestRSABookkeeping(t *testing.T) {
 		problems int
 		cfg      RSAConfig
 	}{
-		{"paper shape", 3, RSAConfig{}},
+		{"paper shape", 3, DefaultRSAConfig()},
 		{"small", 2, RSAConfig{Population: 5, SubsetSize: 3, Steps: 2}},
 		{"subset is the population", 1, RSAConfig{Population: 3, SubsetSize: 3, Steps: 3}},
 		{"subset of one", 2, RSAConfig{Population: 4, SubsetSize: 1, Steps: 2}},
@@ -92,7 +92,7 @@ func TestRSABookkeeping(t *testing.T) {
 			e := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge}
 			res, err := e.RSA(context.Background(), problems, tc.cfg, 11)
 			require.NoError(t, err)
-			cfg := tc.cfg.WithDefaults()
+			cfg := tc.cfg
 			n, k := cfg.Population, cfg.SubsetSize
 			require.Equal(t, cfg, res.Config)
 
@@ -123,9 +123,9 @@ func TestRSABookkeeping(t *testing.T) {
 					answers := make([]string, n)
 					correct := 0
 					for j := range n {
-						a, ok := evalGrade(evalText(gen.outs[s][i*n+j].Tokens), pb.Answer)
-						answers[j] = a
-						if ok {
+						v := evalGrade(evalText(gen.outs[s][i*n+j].Tokens), pb.Answer)
+						answers[j] = v.Answer
+						if v.Correct {
 							correct++
 						}
 					}
@@ -264,9 +264,10 @@ func TestRSAConfigErrors(t *testing.T) {
 		cfg  RSAConfig
 		want string
 	}{
-		{"subset above population", RSAConfig{Population: 3, SubsetSize: 4}, "exceeds the population"},
-		{"negative steps", RSAConfig{Steps: -1}, "must be positive"},
-		{"negative cap", RSAConfig{CandidateTokens: -1}, "candidate tokens"},
+		{"subset above population", RSAConfig{Population: 3, SubsetSize: 4, Steps: 1}, "--subset 4 exceeds --population 3"},
+		{"negative steps", RSAConfig{Population: 3, SubsetSize: 2, Steps: -1}, "--rsa-steps -1: want >= 1"},
+		{"zero steps (no silent default)", RSAConfig{Population: 3, SubsetSize: 2}, "--rsa-steps 0: want >= 1"},
+		{"negative cap", RSAConfig{Population: 3, SubsetSize: 2, Steps: 1, CandidateTokens: -1}, "--candidate-tokens -1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -274,7 +275,7 @@ func TestRSAConfigErrors(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	require.NoError(t, RSAConfig{}.WithDefaults().Validate(), "defaults are valid")
+	require.NoError(t, DefaultRSAConfig().Validate(), "defaults are valid")
 }
 
 func BenchmarkRSA(b *testing.B) {
@@ -282,7 +283,9 @@ func BenchmarkRSA(b *testing.B) {
 	e := Evaluator{Gen: &rsaFakeGen{}, Prompter: evalPrompter{}, Judge: evalJudge}
 	for b.Loop() {
 		e.Gen = &rsaFakeGen{}
-		if _, err := e.RSA(context.Background(), problems, RSAConfig{Steps: 3}, 1); err != nil {
+		cfg := DefaultRSAConfig()
+		cfg.Steps = 3
+		if _, err := e.RSA(context.Background(), problems, cfg, 1); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,25 +24,25 @@ const (
 	FinishLength FinishReason = "length"
 )
 
-// SamplerConfig configures a Sampler. The zero value is not usable:
-// MaxNewTokens and BatchSize must be set; Validate lists what is wrong.
+// SamplerConfig configures a Sampler. DefaultSamplerConfig gives the
+// defaults; Validate lists what is wrong, naming the flags.
 type SamplerConfig struct {
-	// Temperature divides the logits; 0 means greedy decoding (argmax, with
-	// log-probability and entropy 0 of the resulting point mass).
+	// Temperature divides the logits; 0 means greedy decoding (argmax).
 	Temperature float64
-	// TopP keeps the smallest most-probable set with mass >= TopP; values
-	// <= 0 or >= 1 disable it.
+	// TopP keeps the smallest most-probable set with mass >= TopP, in
+	// (0, 1]; 1 disables it.
 	TopP float64
 	// TopK keeps the K most probable ids; 0 disables it.
 	TopK int
 	// MaxNewTokens bounds each completion.
 	MaxNewTokens int
+	// ContextLength, when > 0, is the model's context in positions: a
+	// completion also stops (FinishLength) when prompt + completion fill
+	// it, and a prompt that leaves no room is an error.
+	ContextLength int
 	// StopIDs end a completion when sampled (the id is kept as the last
 	// token), e.g. <|im_end|> and <|endoftext|>.
 	StopIDs []int32
-	// StopStrings end a completion when its decoded text contains one
-	// (needs Decoder).
-	StopStrings []string
 	// VocabLimit, when > 0, restricts sampling to ids below it: real Qwen3
 	// logits are 151,936 wide but the tokenizer has 151,669 ids.
 	VocabLimit int
@@ -55,33 +55,39 @@ type SamplerConfig struct {
 	Refill bool
 }
 
+// DefaultSamplerConfig returns the sampling defaults: temperature 1 (the
+// policy's own distribution, as the paper samples), no top-p or top-k,
+// batches of 64 rows with refill. MaxNewTokens has no default here: the
+// caller sizes it to the model.
+func DefaultSamplerConfig() SamplerConfig {
+	return SamplerConfig{Temperature: 1, TopP: 1, BatchSize: 64, Refill: true}
+}
+
 // Validate reports every invalid field.
 func (c SamplerConfig) Validate() error {
 	var errs []error
-	if c.Temperature < 0 || math.IsNaN(c.Temperature) {
-		errs = append(errs, fmt.Errorf("temperature %v: want >= 0", c.Temperature))
+	if !(c.Temperature >= 0) || math.IsInf(c.Temperature, 0) {
+		errs = append(errs, fmt.Errorf("--temperature %v: want a finite value >= 0 (0 = greedy)", c.Temperature))
+	}
+	if !(c.TopP > 0 && c.TopP <= 1) {
+		errs = append(errs, fmt.Errorf("--top-p %v: want a probability mass in (0, 1] (1 = off)", c.TopP))
 	}
 	if c.TopK < 0 {
-		errs = append(errs, fmt.Errorf("top-k %d: want >= 0", c.TopK))
+		errs = append(errs, fmt.Errorf("--top-k %d: want >= 0 (0 = off)", c.TopK))
 	}
 	if c.MaxNewTokens <= 0 {
-		errs = append(errs, fmt.Errorf("max new tokens %d: want > 0", c.MaxNewTokens))
+		errs = append(errs, fmt.Errorf("--max-new-tokens %d: want > 0", c.MaxNewTokens))
 	}
 	if c.BatchSize <= 0 {
-		errs = append(errs, fmt.Errorf("batch size %d: want > 0", c.BatchSize))
+		errs = append(errs, fmt.Errorf("--gen-batch %d: want > 0", c.BatchSize))
+	}
+	if c.ContextLength < 0 {
+		errs = append(errs, fmt.Errorf("context length %d: want >= 0 (0 = unknown)", c.ContextLength))
 	}
 	if c.VocabLimit < 0 {
 		errs = append(errs, fmt.Errorf("vocab limit %d: want >= 0", c.VocabLimit))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("rollout: sampler config: %w", err)
-	}
-	return nil
-}
-
-// Decoder turns token ids into text (for stop strings).
-type Decoder interface {
-	Decode(ids []int32) string
+	return errors.Join(errs...)
 }
 
 // Request is one prompt to complete. Seed makes the completion
@@ -96,15 +102,10 @@ type Request struct {
 type Completion struct {
 	// Tokens are the generated ids (a sampled stop id is the last one).
 	Tokens []int32
-	// LogProbs[t] is log q(Tokens[t]) under the sampling distribution
-	// (after temperature, top-k, top-p) in nats.
-	LogProbs []float32
-	// Entropies[t] is that distribution's entropy in nats.
-	Entropies []float32
 	// PolicyLogProbs[t] is log pi(Tokens[t]): the model's own
 	// distribution (temperature 1, every logit, no top-k/top-p), the
-	// pi_old of the policy-gradient ratio. It equals LogProbs when the
-	// sampler draws from pi itself.
+	// pi_old of the policy-gradient ratio, whatever distribution the
+	// sampler drew from.
 	PolicyLogProbs []float32
 	// Finish is why generation stopped.
 	Finish FinishReason
@@ -135,37 +136,32 @@ type Progress func(newTokens int)
 type Sampler struct {
 	lm  *model.LM
 	cfg SamplerConfig
-	dec Decoder
 	// parallelMin is parallelSampleMin (tests lower it).
 	parallelMin int
 }
 
-// NewSampler checks cfg and returns a Sampler; dec may be nil when cfg has
-// no stop strings.
-func NewSampler(lm *model.LM, cfg SamplerConfig, dec Decoder) (*Sampler, error) {
+// NewSampler checks cfg and returns a Sampler.
+func NewSampler(lm *model.LM, cfg SamplerConfig) (*Sampler, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if len(cfg.StopStrings) > 0 && dec == nil {
-		return nil, errors.New("rollout: sampler: stop strings need a decoder")
+		return nil, fmt.Errorf("rollout: sampler: %w", err)
 	}
 	if cfg.VocabLimit > lm.Signature().Vocab {
 		return nil, fmt.Errorf("rollout: sampler: vocab limit %d exceeds the model's %d logits", cfg.VocabLimit, lm.Signature().Vocab)
 	}
-	return &Sampler{lm: lm, cfg: cfg, dec: dec, parallelMin: parallelSampleMin}, nil
+	return &Sampler{lm: lm, cfg: cfg, parallelMin: parallelSampleMin}, nil
 }
 
 // row is one sequence in flight.
 type row struct {
-	req   int // index into the requests
-	rng   *rand.Rand
-	ctx   []int32 // prompt + generated so far
-	mask  []int64 // attention over the cache's positions (0 = padding)
-	pos   int64   // next position id
-	out   *Completion
-	done  bool
-	tail  string // decoded text for stop strings
-	start int    // len(prompt)
+	req  int // index into the requests
+	rng  *rand.Rand
+	ctx  []int32 // prompt + generated so far
+	mask []int64 // attention over the cache's positions (0 = padding)
+	pos  int64   // next position id
+	out  *Completion
+	done bool
+	// limit is how many tokens this row may generate.
+	limit int
 }
 
 // Generate completes every request and returns the completions in request
@@ -177,6 +173,9 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 	for i, r := range reqs {
 		if len(r.Prompt) == 0 {
 			return nil, st, fmt.Errorf("rollout: request %d has an empty prompt", i)
+		}
+		if c := s.cfg.ContextLength; c > 0 && len(r.Prompt) >= c {
+			return nil, st, fmt.Errorf("rollout: request %d: prompt of %d tokens leaves no room in the model's %d-position context", i, len(r.Prompt), c)
 		}
 		outs[i].PromptTokens = len(r.Prompt)
 		st.PromptTokens += len(r.Prompt)
@@ -208,7 +207,7 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 			fresh := make([]*row, n)
 			for i, ri := range queue[:n] {
 				fresh[i] = &row{req: ri, rng: rand.New(rand.NewPCG(reqs[ri].Seed, 0)),
-					ctx: append([]int32(nil), reqs[ri].Prompt...), out: &outs[ri], start: len(reqs[ri].Prompt)}
+					ctx: append([]int32(nil), reqs[ri].Prompt...), out: &outs[ri], limit: s.rowLimit(len(reqs[ri].Prompt))}
 			}
 			queue = queue[n:]
 			var err error
@@ -316,75 +315,52 @@ func (s *Sampler) sampleRows(rows []*row, logits []float32, vocab, limit int, sc
 	wg.Wait()
 }
 
-// sampleInto draws r's next token from one row of logits and records it.
+// sampleInto draws r's next token from one row of logits and records it
+// with its log-probability under the policy (temperature 1, full
+// vocabulary), computed again only when the sampling distribution differs.
 func (s *Sampler) sampleInto(r *row, full []float32, limit int, probs []float64, order []int) ([]float64, []int) {
 	logits := full[:limit]
 	var id int
-	var logp, ent float64
-	plain := s.cfg.Temperature == 1 && s.cfg.TopK == 0 && (s.cfg.TopP <= 0 || s.cfg.TopP >= 1) && limit == len(full)
+	var logp float64
+	plain := s.cfg.Temperature == 1 && s.cfg.TopK == 0 && s.cfg.TopP >= 1 && limit == len(full)
 	if s.cfg.Temperature == 0 {
 		id = greedy(logits)
 	} else {
 		probs = softmax(logits, s.cfg.Temperature, probs)
 		order = topK(probs, s.cfg.TopK, order)
-		if s.cfg.TopP > 0 {
+		if s.cfg.TopP < 1 {
 			order = topP(probs, s.cfg.TopP, order)
 		}
 		id = draw(probs, r.rng.Float64())
 		logp = math.Log(probs[id])
-		ent = entropy(probs)
 	}
-	policy := logp
 	if !plain {
-		policy = LogProbOf(full, id)
+		logp = LogProbOf(full, id)
 	}
 	r.ctx = append(r.ctx, int32(id))
 	c := r.out
 	c.Tokens = append(c.Tokens, int32(id))
-	c.LogProbs = append(c.LogProbs, float32(logp))
-	c.PolicyLogProbs = append(c.PolicyLogProbs, float32(policy))
-	c.Entropies = append(c.Entropies, float32(ent))
+	c.PolicyLogProbs = append(c.PolicyLogProbs, float32(logp))
 	switch {
 	case s.isStopID(int32(id)):
 		r.done, c.Finish = true, FinishStop
-	case s.hitStopString(r):
-		r.done, c.Finish = true, FinishStop
-	case len(c.Tokens) >= s.cfg.MaxNewTokens:
+	case len(c.Tokens) >= r.limit:
 		r.done, c.Finish = true, FinishLength
 	}
 	return probs, order
 }
 
-func (s *Sampler) isStopID(id int32) bool {
-	for _, x := range s.cfg.StopIDs {
-		if x == id {
-			return true
-		}
+// rowLimit is how many tokens a row with a prompt of n tokens may
+// generate: MaxNewTokens, or what is left of the context.
+func (s *Sampler) rowLimit(n int) int {
+	if c := s.cfg.ContextLength; c > 0 {
+		return min(s.cfg.MaxNewTokens, c-n)
 	}
-	return false
+	return s.cfg.MaxNewTokens
 }
 
-// hitStopString decodes the completion's recent tokens and looks for a
-// stop string. Decoding a window of the last tokens keeps this O(window)
-// per step; the window is wide enough for any stop string because every
-// token decodes to at least one byte or is a special token.
-func (s *Sampler) hitStopString(r *row) bool {
-	if len(s.cfg.StopStrings) == 0 {
-		return false
-	}
-	longest := 0
-	for _, ss := range s.cfg.StopStrings {
-		longest = max(longest, len(ss))
-	}
-	gen := r.ctx[r.start:]
-	from := max(0, len(gen)-longest-4)
-	text := s.dec.Decode(gen[from:])
-	for _, ss := range s.cfg.StopStrings {
-		if strings.Contains(text, ss) {
-			return true
-		}
-	}
-	return false
+func (s *Sampler) isStopID(id int32) bool {
+	return slices.Contains(s.cfg.StopIDs, id)
 }
 
 // retire drops finished rows from the batch and compacts the cache.

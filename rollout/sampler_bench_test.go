@@ -27,7 +27,7 @@ func BenchmarkDecode(b *testing.B) {
 
 func benchDecode(b *testing.B, batch int, refill bool) {
 	lm := samplerTinyLMB(b)
-	s, err := NewSampler(lm, SamplerConfig{Temperature: 1, MaxNewTokens: 64, BatchSize: batch, Refill: refill, StopIDs: []int32{1, 2}}, nil)
+	s, err := NewSampler(lm, SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 64, BatchSize: batch, Refill: refill, StopIDs: []int32{1, 2}})
 	if err != nil {
 		b.Fatal(err)
 	}

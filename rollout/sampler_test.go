@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -39,8 +40,8 @@ func samplerRequests(seed uint64) []Request {
 
 func TestSamplerReproducibleAndBatchInvariant(t *testing.T) {
 	lm := samplerTinyLM(t)
-	cfg := SamplerConfig{Temperature: 1, MaxNewTokens: 12, BatchSize: 8, StopIDs: []int32{99}}
-	s, err := NewSampler(lm, cfg, nil)
+	cfg := SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 12, BatchSize: 8, StopIDs: []int32{99}}
+	s, err := NewSampler(lm, cfg)
 	require.NoError(t, err)
 	ctx := context.Background()
 	a, st, err := s.Generate(ctx, samplerRequests(1), nil)
@@ -54,11 +55,9 @@ func TestSamplerReproducibleAndBatchInvariant(t *testing.T) {
 	total := 0
 	for _, x := range a {
 		total += len(x.Tokens)
-		require.Len(t, x.LogProbs, len(x.Tokens))
-		require.Len(t, x.Entropies, len(x.Tokens))
-		for i := range x.LogProbs {
-			require.LessOrEqual(t, x.LogProbs[i], float32(0))
-			require.GreaterOrEqual(t, x.Entropies[i], float32(0))
+		require.Len(t, x.PolicyLogProbs, len(x.Tokens))
+		for i := range x.PolicyLogProbs {
+			require.LessOrEqual(t, x.PolicyLogProbs[i], float32(0))
 		}
 		if x.Finish == FinishLength {
 			require.Len(t, x.Tokens, 12)
@@ -74,14 +73,14 @@ func TestSamplerReproducibleAndBatchInvariant(t *testing.T) {
 		alone, _, err := s.Generate(ctx, []Request{req}, nil)
 		require.NoError(t, err)
 		require.Equal(t, a[i].Tokens, alone[0].Tokens, "prompt %d alone vs in a padded batch", i)
-		require.InDeltaSlice(t, a[i].LogProbs, alone[0].LogProbs, 1e-4)
+		require.InDeltaSlice(t, a[i].PolicyLogProbs, alone[0].PolicyLogProbs, 1e-4)
 	}
 
 	// Batches of two with and without refill give the same completions.
 	for _, refill := range []bool{false, true} {
 		cfg2 := cfg
 		cfg2.BatchSize, cfg2.Refill = 2, refill
-		s2, err := NewSampler(lm, cfg2, nil)
+		s2, err := NewSampler(lm, cfg2)
 		require.NoError(t, err)
 		d, st2, err := s2.Generate(ctx, samplerRequests(1), nil)
 		require.NoError(t, err)
@@ -97,7 +96,7 @@ func TestSamplerReproducibleAndBatchInvariant(t *testing.T) {
 // takes the argmax each step.
 func TestSamplerGreedyEqualsArgmax(t *testing.T) {
 	lm := samplerTinyLM(t)
-	s, err := NewSampler(lm, SamplerConfig{Temperature: 0, MaxNewTokens: 8, BatchSize: 4}, nil)
+	s, err := NewSampler(lm, SamplerConfig{TopP: 1, Temperature: 0, MaxNewTokens: 8, BatchSize: 4})
 	require.NoError(t, err)
 	got, _, err := s.Generate(context.Background(), samplerRequests(5), nil)
 	require.NoError(t, err)
@@ -122,9 +121,9 @@ func TestSamplerGreedyEqualsArgmax(t *testing.T) {
 	}
 }
 
-func TestSamplerVocabLimitAndStopStrings(t *testing.T) {
+func TestSamplerVocabLimitAndConfig(t *testing.T) {
 	lm := samplerTinyLM(t)
-	s, err := NewSampler(lm, SamplerConfig{Temperature: 2, MaxNewTokens: 30, BatchSize: 4, VocabLimit: 10}, nil)
+	s, err := NewSampler(lm, SamplerConfig{TopP: 1, Temperature: 2, MaxNewTokens: 30, BatchSize: 4, VocabLimit: 10})
 	require.NoError(t, err)
 	out, _, err := s.Generate(context.Background(), samplerRequests(3), nil)
 	require.NoError(t, err)
@@ -133,39 +132,30 @@ func TestSamplerVocabLimitAndStopStrings(t *testing.T) {
 			require.Less(t, id, int32(10))
 		}
 	}
-	// A stop string spanning tokens: stop once "34" appears, decoding ids
-	// as their decimal digits.
-	dec := samplerDigits{}
-	s, err = NewSampler(lm, SamplerConfig{Temperature: 2, MaxNewTokens: 200, BatchSize: 4, VocabLimit: 10, StopStrings: []string{"34"}}, dec)
-	require.NoError(t, err)
-	out, _, err = s.Generate(context.Background(), samplerRequests(3), nil)
-	require.NoError(t, err)
-	for _, c := range out {
-		text := dec.Decode(c.Tokens)
-		if c.Finish == FinishStop {
-			require.Equal(t, "34", text[len(text)-2:])
-			require.NotContains(t, text[:len(text)-1], "34")
-		} else {
-			require.NotContains(t, text, "34")
-		}
-	}
-
-	_, err = NewSampler(lm, SamplerConfig{MaxNewTokens: 1, BatchSize: 1, StopStrings: []string{"x"}}, nil)
-	require.ErrorContains(t, err, "decoder")
-	_, err = NewSampler(lm, SamplerConfig{MaxNewTokens: 1, BatchSize: 1, VocabLimit: 1000}, nil)
+	_, err = NewSampler(lm, SamplerConfig{TopP: 1, MaxNewTokens: 1, BatchSize: 1, VocabLimit: 1000})
 	require.ErrorContains(t, err, "exceeds")
-	_, err = NewSampler(lm, SamplerConfig{Temperature: -1}, nil)
-	require.ErrorContains(t, err, "temperature")
-}
-
-type samplerDigits struct{}
-
-func (samplerDigits) Decode(ids []int32) string {
-	b := make([]byte, len(ids))
-	for i, id := range ids {
-		b[i] = byte('0' + id%10)
+	for _, tc := range []struct {
+		name string
+		edit func(*SamplerConfig)
+		want string
+	}{
+		{"negative temperature", func(c *SamplerConfig) { c.Temperature = -1 }, "--temperature -1"},
+		{"infinite temperature", func(c *SamplerConfig) { c.Temperature = math.Inf(1) }, "--temperature +Inf"},
+		{"top-p above 1", func(c *SamplerConfig) { c.TopP = 2 }, "--top-p 2"},
+		{"negative top-p", func(c *SamplerConfig) { c.TopP = -0.5 }, "--top-p -0.5"},
+		{"zero top-p", func(c *SamplerConfig) { c.TopP = 0 }, "--top-p 0"},
+		{"negative top-k", func(c *SamplerConfig) { c.TopK = -1 }, "--top-k -1"},
+		{"negative max tokens", func(c *SamplerConfig) { c.MaxNewTokens = -1 }, "--max-new-tokens -1"},
+		{"zero batch", func(c *SamplerConfig) { c.BatchSize = 0 }, "--gen-batch 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultSamplerConfig()
+			c.MaxNewTokens = 4
+			tc.edit(&c)
+			_, err := NewSampler(lm, c)
+			require.ErrorContains(t, err, tc.want)
+		})
 	}
-	return string(b)
 }
 
 func toInt64(x []int32) []int64 {
@@ -190,10 +180,10 @@ func TestSamplerLastLogitsGraph(t *testing.T) {
 	require.NoError(t, err)
 	defer pol.Close()
 	require.True(t, pol.LM.Signature().LastLogitsOnly)
-	cfg := SamplerConfig{Temperature: 1, MaxNewTokens: 10, BatchSize: 2, Refill: true}
-	a, err := NewSampler(full, cfg, nil)
+	cfg := SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 10, BatchSize: 2, Refill: true}
+	a, err := NewSampler(full, cfg)
 	require.NoError(t, err)
-	b, err := NewSampler(pol.LM, cfg, nil)
+	b, err := NewSampler(pol.LM, cfg)
 	require.NoError(t, err)
 	x, _, err := a.Generate(context.Background(), samplerRequests(4), nil)
 	require.NoError(t, err)
@@ -209,10 +199,10 @@ func TestSamplerLastLogitsGraph(t *testing.T) {
 // completions.
 func TestSamplerParallelRows(t *testing.T) {
 	lm := samplerTinyLM(t)
-	cfg := SamplerConfig{Temperature: 1, TopK: 20, MaxNewTokens: 10, BatchSize: 5}
-	seq, err := NewSampler(lm, cfg, nil)
+	cfg := SamplerConfig{TopP: 1, Temperature: 1, TopK: 20, MaxNewTokens: 10, BatchSize: 5}
+	seq, err := NewSampler(lm, cfg)
 	require.NoError(t, err)
-	par, err := NewSampler(lm, cfg, nil)
+	par, err := NewSampler(lm, cfg)
 	require.NoError(t, err)
 	par.parallelMin = 0
 	a, _, err := seq.Generate(context.Background(), samplerRequests(2), nil)
@@ -229,10 +219,11 @@ func TestSamplerPolicyLogProbs(t *testing.T) {
 	lm := samplerTinyLM(t)
 	vocab := lm.Signature().Vocab
 	for _, cfg := range []SamplerConfig{
-		{Temperature: 1, MaxNewTokens: 6, BatchSize: 4},
+		{Temperature: 1, TopP: 1, MaxNewTokens: 6, BatchSize: 4},
 		{Temperature: 0.7, TopK: 10, TopP: 0.9, MaxNewTokens: 6, BatchSize: 4, VocabLimit: 50},
+		{Temperature: 0, TopP: 1, MaxNewTokens: 6, BatchSize: 4}, // greedy: pi_old is still pi's
 	} {
-		s, err := NewSampler(lm, cfg, nil)
+		s, err := NewSampler(lm, cfg)
 		require.NoError(t, err)
 		out, _, err := s.Generate(context.Background(), samplerRequests(8), nil)
 		require.NoError(t, err)
@@ -251,9 +242,6 @@ func TestSamplerPolicyLogProbs(t *testing.T) {
 				require.InDelta(t, want, c.PolicyLogProbs[j], 1e-4, "cfg %+v request %d token %d", cfg, i, j)
 				seq = append(seq, int64(id))
 			}
-			if cfg.Temperature == 1 {
-				require.Equal(t, c.LogProbs, c.PolicyLogProbs)
-			}
 		}
 	}
 }
@@ -264,7 +252,7 @@ func TestSamplerPolicyLogProbs(t *testing.T) {
 // the number of decode steps.
 func TestSamplerCacheStaysBounded(t *testing.T) {
 	lm := samplerTinyLM(t)
-	s, err := NewSampler(lm, SamplerConfig{Temperature: 1, MaxNewTokens: 20, BatchSize: 8, Refill: true, StopIDs: []int32{1, 2, 3, 4, 5, 6, 7, 8}}, nil)
+	s, err := NewSampler(lm, SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 20, BatchSize: 8, Refill: true, StopIDs: []int32{1, 2, 3, 4, 5, 6, 7, 8}})
 	require.NoError(t, err)
 	reqs := make([]Request, 256)
 	for i := range reqs {

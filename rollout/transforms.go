@@ -10,7 +10,7 @@ import (
 // softmax -> top-k -> top-p -> draw. Probabilities are float64 for the
 // normalisation and log-probabilities.
 
-// greedy returns the index of the largest logit among the first limit
+// greedy returns the index of the largest logit
 // (ties to the lowest index).
 func greedy(logits []float32) int {
 	best := 0
@@ -118,17 +118,6 @@ func draw(probs []float64, u float64) int {
 		}
 	}
 	return last
-}
-
-// entropy returns -sum p log p in nats over the non-zero probabilities.
-func entropy(probs []float64) float64 {
-	h := 0.0
-	for _, p := range probs {
-		if p > 0 {
-			h -= p * math.Log(p)
-		}
-	}
-	return h
 }
 
 // LogProbOf returns log softmax(logits)[id], the log-probability of id

@@ -118,14 +118,21 @@ func TestUsageErrors(t *testing.T) {
 }
 
 // TestMissingRuntime checks that when no ONNX Runtime library loads, the
-// error names all three places looked at and the setup command.
+// error names the places looked at and the setup command, and that an
+// explicit library that does not load is an error naming it, never
+// replaced by another.
 func TestMissingRuntime(t *testing.T) {
-	r := spiral(t, []string{"ONNXRUNTIME_LIB=/nonexistent/env.so", "SPIRAL_CACHE_DIR=" + t.TempDir()},
-		"version", "--ort-lib", "/nonexistent/flag.so")
+	r := spiral(t, []string{"ONNXRUNTIME_LIB=", "SPIRAL_CACHE_DIR=" + t.TempDir()}, "version")
 	require.Equal(t, 1, r.code)
-	for _, want := range []string{"--ort-lib: /nonexistent/flag.so", "$ONNXRUNTIME_LIB: /nonexistent/env.so", "setup location:", "scripts/setup.sh"} {
+	for _, want := range []string{"--ort-lib: not set", "$ONNXRUNTIME_LIB: not set", "setup location:", "scripts/setup.sh"} {
 		require.Contains(t, r.stderr, want)
 	}
+	r = spiral(t, nil, "version", "--ort-lib", "/nonexistent/flag.so")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "/nonexistent/flag.so (from --ort-lib): no such file")
+	r = spiral(t, []string{"ONNXRUNTIME_LIB=/nonexistent/env.so"}, "version")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "/nonexistent/env.so (from $ONNXRUNTIME_LIB): no such file")
 }
 
 func TestDeviceCUDAWithoutProvider(t *testing.T) {

@@ -118,8 +118,8 @@ func TestInterruptSavesCheckpoint(t *testing.T) {
 	r := spiral(t, nil, "init-model", "--out", m)
 	require.Equal(t, 0, r.code, r.stderr)
 	run := filepath.Join(dir, "run")
-	cmd := exec.Command(binary, "train", "--model", m, "--out", run, "--steps", "1000", "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2",
-		"--max-new-tokens", "24", "--checkpoint-every", "1000", "--quiet")
+	shape := []string{"--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2", "--max-new-tokens", "24"}
+	cmd := exec.Command(binary, append([]string{"train", "--model", m, "--out", run, "--steps", "1000", "--checkpoint-every", "1000", "--quiet"}, shape...)...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -154,9 +154,17 @@ func TestInterruptSavesCheckpoint(t *testing.T) {
 		names = append(names, e.Name())
 	}
 	require.Contains(t, strings.Join(names, " "), "ckpt-", "a checkpoint was written on interrupt")
+	// Other settings are refused, naming them, unless --override.
 	r = spiral(t, nil, "train", "--model", m, "--out", run, "--steps", "1", "--quiet")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "rl.pipeline.n1: 4 -> 8")
+	require.Contains(t, r.stderr, "--override")
+	r = spiral(t, nil, append([]string{"train", "--model", m, "--out", run, "--steps", "1", "--quiet"}, shape...)...)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "resumed from")
+	r = spiral(t, nil, "train", "--model", m, "--out", run, "--steps", "1", "--quiet", "--override", "--max-new-tokens", "24")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--override: continuing")
 }
 
 func countLines(t *testing.T, path string) int {

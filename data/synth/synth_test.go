@@ -201,7 +201,7 @@ func TestDataset(t *testing.T) {
 		require.Equal(t, Test, task.SplitOf(it.Expr))
 	}
 	// It works with the data package's sampler.
-	s := data.NewSampler(ds, 1)
+	s := data.NewStream(ds, 1)
 	require.Len(t, s.Next(450), 450)
 }
 

@@ -3,6 +3,8 @@ package checkpoint
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,12 +12,14 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/model/params"
 )
@@ -40,7 +44,7 @@ const (
 	ExpAvgSqSuffix = ".exp_avg_sq"
 )
 
-// ErrNoCheckpoint is returned (wrapped) by Latest and Resume when the run
+// ErrNoCheckpoint is returned (wrapped) by Resume and Find when the run
 // directory holds no checkpoint.
 var ErrNoCheckpoint = errors.New("checkpoint: no checkpoint")
 
@@ -118,12 +122,15 @@ func Save(dir string, w *params.Store, opt *optim.AdamW, st State, o Options) (s
 	if o.Keep < 0 {
 		return "", fmt.Errorf("checkpoint: negative retention %d", o.Keep)
 	}
+	if name, i, v, ok := firstNonFinite(w); ok {
+		return "", fmt.Errorf("checkpoint: refusing to save step %d: weight %q holds %v at element %d", st.Step, name, v, i)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
 	removeStale(dir)
 	name := DirName(st.Step)
-	tmp, err := os.MkdirTemp(dir, tmpPrefix+name+"-")
+	tmp, err := mkdirTemp(dir, tmpPrefix+name+"-")
 	if err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
@@ -204,10 +211,44 @@ func Save(dir string, w *params.Store, opt *optim.AdamW, st State, o Options) (s
 	return final, nil
 }
 
+// mkdirTemp creates a new directory under dir named prefix + random
+// digits with mode 0777 less the umask, like every other directory of a
+// run (os.MkdirTemp would make it 0700).
+func mkdirTemp(dir, prefix string) (string, error) {
+	var b [8]byte
+	for range 100 {
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		p := filepath.Join(dir, prefix+hex.EncodeToString(b[:]))
+		err := os.Mkdir(p, 0o777)
+		if err == nil {
+			return p, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("create a temporary directory in %s: too many collisions", dir)
+}
+
+// firstNonFinite finds a NaN or infinite value in w.
+func firstNonFinite(w *params.Store) (name string, index int, v float32, found bool) {
+	for i := range w.Len() {
+		t := w.At(i)
+		for j, x := range t.Data {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return t.Name, j, x, true
+			}
+		}
+	}
+	return "", 0, 0, false
+}
+
 // writeFile creates path, writes it with fill through a CRC-32C and byte
 // counter, fsyncs and closes it.
 func writeFile(path string, fill func(io.Writer) error) (FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
 	if err != nil {
 		return FileInfo{}, fmt.Errorf("checkpoint: %w", err)
 	}
@@ -258,25 +299,10 @@ func syncDir(dir string) error {
 
 // writeLatest atomically replaces DIR/latest with name.
 func writeLatest(dir, name string) error {
-	tmp, err := os.CreateTemp(dir, tmpPrefix+LatestFile+"-")
-	if err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, LatestFile), []byte(name+"\n"), 0o666); err != nil {
 		return fmt.Errorf("checkpoint: update latest: %w", err)
 	}
-	_, err = tmp.WriteString(name + "\n")
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, LatestFile))
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("checkpoint: update latest: %w", err)
-	}
-	return syncDir(dir)
+	return nil
 }
 
 // removeStale deletes temporary files and directories left in dir by an
@@ -341,39 +367,6 @@ func prune(dir string, keep int, protect string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Latest returns the path of the checkpoint that DIR/latest names. When the
-// pointer file does not exist it falls back to the highest-numbered
-// checkpoint directory (a crash between the rename and the pointer update
-// leaves that state), and when there is none it returns an error wrapping
-// ErrNoCheckpoint. A pointer that names a missing directory or is malformed
-// is an error naming it, with no fallback. Latest does not read the
-// checkpoint's files: Load (or Resume) validates them.
-func Latest(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, LatestFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		list, lerr := List(dir)
-		if lerr != nil && !errors.Is(lerr, fs.ErrNotExist) {
-			return "", lerr
-		}
-		if len(list) == 0 {
-			return "", fmt.Errorf("%w in %s", ErrNoCheckpoint, dir)
-		}
-		return list[len(list)-1].Path, nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("checkpoint: read %s: %w", filepath.Join(dir, LatestFile), err)
-	}
-	name := strings.TrimSpace(string(b))
-	if _, ok := parseDirName(name); !ok {
-		return "", fmt.Errorf("checkpoint: %s names %q, not a checkpoint directory", filepath.Join(dir, LatestFile), name)
-	}
-	p := filepath.Join(dir, name)
-	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("checkpoint: %s names %s, which is missing", filepath.Join(dir, LatestFile), p)
-	}
-	return p, nil
 }
 
 // ReadState reads and validates path/state.json without touching any store.
@@ -499,43 +492,27 @@ func (c *crcReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Resume loads the newest checkpoint under dir that loads cleanly: first
-// the one Latest names, then the others from the highest step down (also
-// when the latest pointer is damaged or names a missing directory). It
-// returns the path loaded, its state, and one error per newer checkpoint
-// that was skipped (for the caller to log). When none loads, err joins
-// every failure (wrapping ErrNoCheckpoint when there was none at all).
-// Layout mismatches (a different model) are not skipped over: they stop
-// the search, since older checkpoints of the same run would mismatch too.
+// Resume loads the newest checkpoint under dir that loads cleanly: the
+// checkpoint directories from the highest step down, whatever the latest
+// pointer says (a crash between a checkpoint's rename and the pointer's
+// update leaves the pointer one checkpoint behind). It returns the path
+// loaded, its state, and one error per newer checkpoint that was skipped
+// (for the caller to log). When none loads, err joins every failure
+// (wrapping ErrNoCheckpoint when there was none at all). Layout
+// mismatches (a different model) are not skipped over: they stop the
+// search, since older checkpoints of the same run would mismatch too.
 func Resume(dir string, w *params.Store, opt *optim.AdamW) (path string, st State, skipped []error, err error) {
-	first, err := Latest(dir)
-	if errors.Is(err, ErrNoCheckpoint) {
+	list, err := List(dir)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && len(list) == 0 {
+		return "", State{}, nil, fmt.Errorf("%w in %s", ErrNoCheckpoint, dir)
+	}
+	if err != nil {
 		return "", State{}, nil, err
 	}
-	var order []string
-	if err != nil {
-		// A damaged or dangling pointer (a crash while the same step was
-		// being re-saved) must not hide the older checkpoints.
-		skipped = append(skipped, err)
-	} else {
-		order = append(order, first)
-	}
-	list, lerr := List(dir)
-	if lerr != nil {
-		return "", State{}, nil, errors.Join(err, lerr)
-	}
-	if len(order) == 0 && len(list) == 0 {
-		return "", State{}, skipped, fmt.Errorf("%w in %s: %w", ErrNoCheckpoint, dir, err)
-	}
 	for i := len(list) - 1; i >= 0; i-- {
-		if list[i].Path != first {
-			order = append(order, list[i].Path)
-		}
-	}
-	for _, p := range order {
-		st, err := Load(p, w, opt)
+		st, err := Load(list[i].Path, w, opt)
 		if err == nil {
-			return p, st, skipped, nil
+			return list[i].Path, st, skipped, nil
 		}
 		var me *params.MismatchError
 		if errors.As(err, &me) {
@@ -544,4 +521,46 @@ func Resume(dir string, w *params.Store, opt *optim.AdamW) (path string, st Stat
 		skipped = append(skipped, err)
 	}
 	return "", State{}, nil, fmt.Errorf("checkpoint: no checkpoint in %s loads: %w", dir, errors.Join(skipped...))
+}
+
+// Find returns the checkpoint a user named: path itself when it is a
+// checkpoint directory (it holds state.json), else the newest checkpoint
+// under path (a run's checkpoints/ directory), as Resume would pick it
+// without reading the data.
+func Find(path string) (string, error) {
+	if _, err := os.Stat(filepath.Join(path, StateFile)); err == nil {
+		return path, nil
+	}
+	list, err := List(path)
+	if err != nil {
+		return "", err
+	}
+	if len(list) == 0 {
+		return "", fmt.Errorf("%w in %s (want a checkpoint directory or a run's checkpoints/ directory)", ErrNoCheckpoint, path)
+	}
+	return list[len(list)-1].Path, nil
+}
+
+// NewStoreFor allocates a store shaped like the weights of the checkpoint
+// at path (names, shapes and order from its model.safetensors header), for
+// loading a checkpoint without the model it was trained from.
+func NewStoreFor(path string) (*params.Store, error) {
+	f, err := os.Open(filepath.Join(path, ModelFile))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	h, err := params.ReadHeader(f, fi.Size())
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %s: %w", f.Name(), err)
+	}
+	specs := make([]params.Spec, len(h.Tensors))
+	for i, t := range h.Tensors {
+		specs[i] = params.Spec{Name: t.Name, Shape: t.Shape}
+	}
+	return params.NewStore(specs)
 }

@@ -69,8 +69,8 @@ func requireBits(t *testing.T, want, got *params.Store, what string) {
 func TestRoundTripBitExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	w, o := trained(t, rng, 3)
-	w.Flat()[0] = float32(math.NaN()) // odd values survive too
-	w.Flat()[1] = math.Float32frombits(1)
+	w.Flat()[0] = float32(math.Copysign(0, -1)) // odd finite values survive too: -0
+	w.Flat()[1] = math.Float32frombits(1)       // and the smallest subnormal
 	pcg := rand.NewPCG(42, 43)
 	pcg.Uint64()
 	rngState, err := pcg.MarshalBinary()
@@ -85,9 +85,7 @@ func TestRoundTripBitExact(t *testing.T) {
 	path, err := Save(dir, w, o, st, Options{})
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(dir, "ckpt-000007"), path)
-	latest, err := Latest(dir)
-	require.NoError(t, err)
-	require.Equal(t, path, latest)
+	require.Equal(t, path, pointer(t, dir))
 
 	w2, o2 := fresh(t)
 	views := &w2.At(0).Data[0]
@@ -199,9 +197,7 @@ func TestCorruptionDetectedAndOlderSurvives(t *testing.T) {
 			require.Contains(t, err.Error(), filepath.Join(newest, tc.file), "the error names the file")
 
 			// Latest follows the pointer without reading data (documented).
-			latest, err := Latest(dir)
-			require.NoError(t, err)
-			require.Equal(t, newest, latest)
+			require.Equal(t, newest, pointer(t, dir))
 
 			// The older checkpoint is intact and Resume falls back to it.
 			path, st, skipped, err := Resume(dir, w, o)
@@ -286,34 +282,36 @@ func TestRetentionAndLatest(t *testing.T) {
 				got = append(got, e.Step)
 			}
 			require.Equal(t, tc.want, got)
-			latest, err := Latest(dir)
-			require.NoError(t, err)
-			require.Equal(t, filepath.Join(dir, "ckpt-1000000"), latest, "seven digits order by number")
+			require.Equal(t, filepath.Join(dir, "ckpt-1000000"), pointer(t, dir), "seven digits order by number")
 		})
 	}
 }
 
-func TestLatestEdgeCases(t *testing.T) {
+// TestFind: a checkpoint directory names itself; a run's checkpoints/
+// directory names its newest checkpoint by step, whatever the pointer
+// says; an empty or absent one is ErrNoCheckpoint.
+func TestFind(t *testing.T) {
 	dir := t.TempDir()
-	_, err := Latest(dir)
+	_, err := Find(dir)
 	require.ErrorIs(t, err, ErrNoCheckpoint)
 	_, _, _, err = Resume(filepath.Join(dir, "absent"), nil, nil)
 	require.ErrorIs(t, err, ErrNoCheckpoint)
-
 	saveSteps(t, dir, []int64{1, 2}, Options{})
-	// Pointer lost (crash between rename and pointer update): newest dir.
-	require.NoError(t, os.Remove(filepath.Join(dir, LatestFile)))
-	p, err := Latest(dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, LatestFile), []byte("ckpt-000001\n"), 0o644))
+	p, err := Find(dir)
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(dir, DirName(2)), p)
+	p, err = Find(filepath.Join(dir, DirName(1)))
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, DirName(1)), p)
+}
 
-	// Dangling or malformed pointers are errors naming the pointer.
-	require.NoError(t, os.WriteFile(filepath.Join(dir, LatestFile), []byte("ckpt-000009\n"), 0o644))
-	_, err = Latest(dir)
-	require.ErrorContains(t, err, "missing")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, LatestFile), []byte("../etc\n"), 0o644))
-	_, err = Latest(dir)
-	require.ErrorContains(t, err, "not a checkpoint directory")
+// pointer returns the checkpoint DIR/latest names.
+func pointer(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, LatestFile))
+	require.NoError(t, err)
+	return filepath.Join(dir, strings.TrimSpace(string(b)))
 }
 
 func TestSaveReplacesSameStepAndCleansStale(t *testing.T) {
@@ -371,4 +369,72 @@ func BenchmarkSave(b *testing.B) {
 		}
 		step++
 	}
+}
+
+// TestSaveRefusesNonFiniteWeights: weights holding a NaN or an infinity
+// are never written; the error names the tensor and the element, and the
+// checkpoints already there (and the latest pointer) are untouched, so
+// retention cannot delete the newest finite one.
+func TestSaveRefusesNonFiniteWeights(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	w, o := trained(t, rng, 1)
+	dir := t.TempDir()
+	good, err := Save(dir, w, o, State{Step: 1}, Options{Keep: 1})
+	require.NoError(t, err)
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+		w.At(2).Data[5] = bad
+		_, err = Save(dir, w, o, State{Step: 2}, Options{Keep: 1})
+		require.ErrorContains(t, err, `weight "model.layers.0.self_attn.q_proj.weight" holds`)
+		require.ErrorContains(t, err, "at element 5")
+		require.Equal(t, good, pointer(t, dir))
+		require.DirExists(t, good)
+		require.NoDirExists(t, filepath.Join(dir, DirName(2)))
+	}
+}
+
+// TestResumeStalePointer: a crash between a checkpoint's rename and the
+// pointer's update leaves latest naming the previous checkpoint; Resume
+// takes the newest intact one anyway.
+func TestResumeStalePointer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	w, o := trained(t, rng, 1)
+	dir := t.TempDir()
+	first, err := Save(dir, w, o, State{Step: 1}, Options{})
+	require.NoError(t, err)
+	randomGrads(rng, w)
+	_, err = Save(dir, w, o, State{Step: 2}, Options{})
+	require.NoError(t, err)
+	require.NoError(t, writeLatest(dir, filepath.Base(first))) // the stale pointer
+	w2, o2 := fresh(t)
+	path, st, skipped, err := Resume(dir, w2, o2)
+	require.NoError(t, err)
+	require.Empty(t, skipped)
+	require.Equal(t, int64(2), st.Step)
+	require.Equal(t, filepath.Join(dir, DirName(2)), path)
+	requireBits(t, w, w2, "weights")
+}
+
+// TestCheckpointPermissions: a checkpoint directory and its files get the
+// permissions of the rest of a run directory (0777 and 0666 less the
+// umask), not os.MkdirTemp's 0700.
+func TestCheckpointPermissions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	w, o := trained(t, rng, 1)
+	dir := t.TempDir()
+	path, err := Save(dir, w, o, State{Step: 3}, Options{})
+	require.NoError(t, err)
+	ref := filepath.Join(dir, "ref")
+	require.NoError(t, os.Mkdir(ref, 0o777))
+	refFile := filepath.Join(dir, "ref.txt")
+	require.NoError(t, os.WriteFile(refFile, nil, 0o666))
+	mode := func(p string) os.FileMode {
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		return fi.Mode().Perm()
+	}
+	require.Equal(t, mode(ref), mode(path))
+	for _, f := range []string{ModelFile, OptimizerFile, StateFile} {
+		require.Equal(t, mode(refFile), mode(filepath.Join(path, f)), f)
+	}
+	require.Equal(t, mode(refFile), mode(filepath.Join(dir, LatestFile)))
 }

@@ -7,7 +7,7 @@
 //	DIR/ckpt-000100/optimizer.safetensors  "<name>.exp_avg", "<name>.exp_avg_sq"
 //	DIR/ckpt-000100/state.json             State: version, steps, RNG, data cursor,
 //	                                       config, size and CRC-32C of each file
-//	DIR/latest                             "ckpt-000100\n"
+//	DIR/latest                             "ckpt-000100\n" (for people and tools)
 //
 // The number is the trainer step (State.Step), zero-padded to six digits;
 // larger numbers simply get more digits, and ordering always parses the
@@ -31,8 +31,13 @@
 // so the Store then holds partly loaded values: load another checkpoint
 // (Resume does) or start afresh.
 //
-// Latest only follows the pointer (falling back to the highest-numbered
-// checkpoint directory when the pointer is missing); it does not read the
-// data. Resume loads the newest checkpoint that passes Load, falling back
-// to older ones, and reports why each newer one was skipped.
+// Readers go by the checkpoint directories, not the pointer: a crash
+// between a checkpoint's rename and the pointer's update leaves the
+// pointer one checkpoint behind. Resume loads the newest checkpoint (by
+// step) that passes Load, falling back to older ones, and reports why
+// each newer one was skipped; Find names the newest without reading it.
+// Save refuses weights holding a NaN or an infinity, so a run never
+// writes (and retention never keeps in place of a good one) a
+// non-finite checkpoint. Directories and files are created with the
+// default permissions less the umask, like the rest of a run directory.
 package checkpoint

@@ -1,18 +1,16 @@
 package onnx
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 )
 
@@ -62,7 +60,7 @@ func Save(path string, m *Model, opt SaveOptions) error {
 	}
 	dir := filepath.Dir(path)
 	out := m.Proto
-	var dataTmp string
+	var writeData func(io.Writer) error
 	if opt.ExternalDataFile != "" {
 		loc := filepath.FromSlash(opt.ExternalDataFile)
 		if !filepath.IsLocal(loc) {
@@ -76,54 +74,40 @@ func Save(path string, m *Model, opt SaveOptions) error {
 			threshold = DefaultSizeThreshold
 		}
 		var err error
-		out, dataTmp, err = writeExternal(path, filepath.Join(dir, loc), opt.ExternalDataFile, m.Proto, int64(threshold), opt.Data)
+		out, writeData, err = planExternal(path, opt.ExternalDataFile, m.Proto, int64(threshold), opt.Data)
 		if err != nil {
 			return err
 		}
 	}
-	cleanupData := func() {
-		if dataTmp != "" {
-			os.Remove(dataTmp)
-		}
-	}
 	if err := checkSize(out, path); err != nil {
-		cleanupData()
 		return err
 	}
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(out)
 	if err != nil {
-		cleanupData()
 		return fmt.Errorf("onnx: save %q: marshal: %w", path, err)
 	}
-	modelTmp, err := writeTemp(path, func(w io.Writer) error { _, err := w.Write(b); return err })
-	if err != nil {
-		cleanupData()
-		return err
-	}
-	if dataTmp != "" {
+	// The data file first, then the graph that refers to it.
+	if writeData != nil {
 		dataPath := filepath.Join(dir, filepath.FromSlash(opt.ExternalDataFile))
-		if err := os.Rename(dataTmp, dataPath); err != nil {
-			cleanupData()
-			os.Remove(modelTmp)
-			return fmt.Errorf("onnx: save %q: external data file: %w", path, err)
+		if err := atomicfile.Write(dataPath, 0o666, writeData); err != nil {
+			return fmt.Errorf("onnx: save %q: external data: %w", path, err)
 		}
 	}
-	if err := os.Rename(modelTmp, path); err != nil {
-		os.Remove(modelTmp)
+	if err := atomicfile.WriteFile(path, b, 0o666); err != nil {
 		return fmt.Errorf("onnx: save %q: %w", path, err)
 	}
-	return syncDir(dir)
+	return nil
 }
 
-// writeExternal writes the large initializers of mp to a temporary file
-// beside dataPath and returns a shallow copy of mp whose graph refers to
-// them, with the temporary file's name ("" when nothing moved). data, when
-// not nil, supplies tensors' bytes (see SaveOptions.Data); small tensors it
-// supplies are inlined as raw_data.
-func writeExternal(path, dataPath, location string, mp *onnxpb.ModelProto, threshold int64, data func(*onnxpb.TensorProto) (func(io.Writer) error, bool)) (*onnxpb.ModelProto, string, error) {
+// planExternal lays out the large initializers of mp in an external data
+// file at location and returns a shallow copy of mp whose graph refers to
+// them, with the function that writes the file's content (nil when
+// nothing moved). data, when not nil, supplies tensors' bytes (see
+// SaveOptions.Data); small tensors it supplies are inlined as raw_data.
+func planExternal(path, location string, mp *onnxpb.ModelProto, threshold int64, data func(*onnxpb.TensorProto) (func(io.Writer) error, bool)) (*onnxpb.ModelProto, func(io.Writer) error, error) {
 	g := mp.GetGraph()
 	if g == nil {
-		return mp, "", nil
+		return mp, nil, nil
 	}
 	type moved struct {
 		idx    int
@@ -146,15 +130,15 @@ func writeExternal(path, dataPath, location string, mp *onnxpb.ModelProto, thres
 		}
 		if supplied {
 			if size = rawSize(TensorDType(t), NumElements(t.GetDims())); size < 0 {
-				return nil, "", fmt.Errorf("onnx: save %q: tensor %q: %s has no raw layout", path, t.GetName(), TensorDType(t))
+				return nil, nil, fmt.Errorf("onnx: save %q: tensor %q: %s has no raw layout", path, t.GetName(), TensorDType(t))
 			}
 		} else {
 			if IsExternal(t) {
-				return nil, "", fmt.Errorf("onnx: save %q: tensor %q: data is in external file %q and no data source was given", path, t.GetName(), externalKey(t, "location"))
+				return nil, nil, fmt.Errorf("onnx: save %q: tensor %q: data is in external file %q and no data source was given", path, t.GetName(), externalKey(t, "location"))
 			}
 			raw, err := RawBytes(t)
 			if err != nil {
-				return nil, "", fmt.Errorf("onnx: save %q: %w", path, err)
+				return nil, nil, fmt.Errorf("onnx: save %q: %w", path, err)
 			}
 			write, size = func(w io.Writer) error { _, err := w.Write(raw); return err }, int64(len(raw))
 		}
@@ -162,7 +146,7 @@ func writeExternal(path, dataPath, location string, mp *onnxpb.ModelProto, thres
 			if supplied {
 				var buf bytes.Buffer
 				if err := write(&buf); err != nil {
-					return nil, "", fmt.Errorf("onnx: save %q: tensor %q: %w", path, t.GetName(), err)
+					return nil, nil, fmt.Errorf("onnx: save %q: tensor %q: %w", path, t.GetName(), err)
 				}
 				plan = append(plan, moved{idx: i, size: size, offset: -1, raw: buf.Bytes()})
 			}
@@ -176,12 +160,11 @@ func writeExternal(path, dataPath, location string, mp *onnxpb.ModelProto, thres
 		end = off + size
 	}
 	if len(plan) == 0 {
-		return mp, "", nil
+		return mp, nil, nil
 	}
-	tmp := ""
+	var writeData func(io.Writer) error
 	if end > 0 {
-		var err error
-		tmp, err = writeTemp(dataPath, func(w io.Writer) error {
+		writeData = func(w io.Writer) error {
 			var pos int64
 			var zeros [alignGranularity]byte
 			for _, p := range plan {
@@ -201,9 +184,6 @@ func writeExternal(path, dataPath, location string, mp *onnxpb.ModelProto, thres
 				pos = p.offset + p.size
 			}
 			return nil
-		})
-		if err != nil {
-			return nil, "", err
 		}
 	}
 	g2 := shallowClone(g)
@@ -232,7 +212,7 @@ func writeExternal(path, dataPath, location string, mp *onnxpb.ModelProto, thres
 	}
 	m2 := shallowClone(mp)
 	m2.Graph = g2
-	return m2, tmp, nil
+	return m2, writeData, nil
 }
 
 // countingWriter counts the bytes written through it.
@@ -258,53 +238,4 @@ func shallowClone[T proto.Message](src T) T {
 	})
 	d.SetUnknown(s.GetUnknown())
 	return d.Interface().(T)
-}
-
-// writeTemp writes a temporary file beside target with write, syncs and
-// closes it, and returns its name; on error it removes it.
-func writeTemp(target string, write func(io.Writer) error) (name string, err error) {
-	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
-	if err != nil {
-		return "", fmt.Errorf("onnx: save %q: %w", target, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-			err = fmt.Errorf("onnx: save %q: %w", target, err)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := write(bw); err != nil {
-		return "", err
-	}
-	if err := bw.Flush(); err != nil {
-		return "", err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return "", err
-	}
-	if err := f.Sync(); err != nil {
-		return "", err
-	}
-	if err := f.Close(); err != nil {
-		return "", err
-	}
-	return f.Name(), nil
-}
-
-// syncDir makes the renames in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("onnx: sync %q: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("onnx: sync %q: %w", dir, err)
-	}
-	return nil
 }

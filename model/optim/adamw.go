@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/spiral-rl/spiral/model/params"
 )
@@ -166,9 +167,19 @@ func (o *AdamW) ExpAvgSq() *params.Store { return o.v }
 // Decayed reports whether tensor i (store order) gets weight decay.
 func (o *AdamW) Decayed(i int) bool { return o.decay[i] }
 
+// ErrNonFiniteUpdate is returned (wrapped) by Step when the update would
+// make a weight or a moment non-finite (an overflowing learning rate, say):
+// nothing is changed then, and the caller may skip the step.
+var ErrNonFiniteUpdate = errors.New("optim: the update would make weights or moments non-finite")
+
 // Step applies one AdamW update with learning rate lr to w in place, from
 // the gradients g, and increments Steps. w and g must have the layout o was
-// built for. lr must be >= 0 and finite.
+// built for. lr must be >= 0 and finite, and g finite (check its norm).
+// Before writing anything Step makes sure that every new weight and
+// moment is finite (float32): by a bound when it suffices (see
+// updateIsSafe), else by computing the update once without storing it;
+// when one would not be, it returns ErrNonFiniteUpdate and leaves w, the
+// moments and Steps unchanged.
 func (o *AdamW) Step(w, g *params.Store, lr float64) error {
 	if !(lr >= 0) || math.IsInf(lr, 0) {
 		return fmt.Errorf("optim: learning rate %v must be >= 0 and finite", lr)
@@ -188,24 +199,90 @@ func (o *AdamW) Step(w, g *params.Store, lr float64) error {
 		bc1: 1 - math.Pow(o.cfg.Beta1, t), bc2: 1 - math.Pow(o.cfg.Beta2, t),
 		w: w.Flat(), g: g.Flat(), m: o.m.Flat(), v: o.v.Flat(),
 	}
+	if !o.updateIsSafe(&k, t) {
+		var bad atomic.Bool
+		o.parallel(func(c chunk) {
+			if !bad.Load() && !k.check(c) {
+				bad.Store(true)
+			}
+		})
+		if bad.Load() {
+			return fmt.Errorf("%w (learning rate %g)", ErrNonFiniteUpdate, lr)
+		}
+	}
+	o.parallel(k.run)
+	o.step++
+	return nil
+}
+
+// parallel runs fn on every chunk, spread over GOMAXPROCS goroutines.
+func (o *AdamW) parallel(fn func(chunk)) {
 	workers := min(runtime.GOMAXPROCS(0), len(o.chunks))
 	if workers <= 1 {
 		for _, c := range o.chunks {
-			k.run(c)
+			fn(c)
 		}
-	} else {
-		var wg sync.WaitGroup
-		for id := range workers {
-			wg.Go(func() {
-				for j := id; j < len(o.chunks); j += workers {
-					k.run(o.chunks[j])
-				}
-			})
-		}
-		wg.Wait()
+		return
 	}
-	o.step++
-	return nil
+	var wg sync.WaitGroup
+	for id := range workers {
+		wg.Go(func() {
+			for j := id; j < len(o.chunks); j += workers {
+				fn(o.chunks[j])
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// finiteLimit is the largest magnitude a weight, moment or update may
+// reach in the bound of updateIsSafe: a tenth of float32's range.
+const finiteLimit = math.MaxFloat32 / 10
+
+// updateIsSafe reports whether every new weight and moment is certainly
+// finite, from max|w| and max|g| (one read of each) and Adam's bound on
+// its normalised step: by Cauchy-Schwarz, for moments built from one
+// gradient history with beta1^2 < beta2,
+//
+//	|mhat / sqrt(vhat)| <= (1-b1) / sqrt((1-b2) (1 - b1^2/b2)) * sqrt(1-b2^t) / (1-b1^t),
+//
+// so |w_new| <= max|w| + lr (2 C + wd max|w|), with a factor 2 on C for
+// float32 rounding of the stored moments; and m, v stay finite while g^2
+// is. A false result only means the update must be checked element by
+// element.
+func (o *AdamW) updateIsSafe(k *kernel, t float64) bool {
+	b1, b2 := o.cfg.Beta1, o.cfg.Beta2
+	if !(b1*b1 < b2) {
+		return false
+	}
+	var mu sync.Mutex
+	maxW, maxG := 0.0, 0.0
+	o.parallel(func(c chunk) {
+		mw, mg := maxAbs(k.w[c.lo:c.hi]), maxAbs(k.g[c.lo:c.hi])
+		mu.Lock()
+		maxW, maxG = math.Max(maxW, mw), math.Max(maxG, mg)
+		mu.Unlock()
+	})
+	if !(maxG*maxG < finiteLimit) || !(maxW < finiteLimit) {
+		return false
+	}
+	c := (1 - b1) / math.Sqrt((1-b2)*(1-b1*b1/b2)) * math.Sqrt(1-math.Pow(b2, t)) / (1 - math.Pow(b1, t))
+	return maxW+k.lr*(2*c+k.wd*maxW) < finiteLimit
+}
+
+func maxAbs(x []float32) float64 {
+	m := float32(0)
+	for _, v := range x {
+		if v > m {
+			m = v
+		} else if -v > m {
+			m = -v
+		}
+	}
+	if m != m { // NaN propagates as unsafe
+		return math.Inf(1)
+	}
+	return float64(m)
 }
 
 type kernel struct {
@@ -213,25 +290,51 @@ type kernel struct {
 	w, g, m, v                    []float32
 }
 
+// step returns element i's new weight and moments.
+func (k *kernel) step(w, g, m, v float32, wd float64) (nw, nm, nv float32) {
+	a1, a2 := 1-k.b1, 1-k.b2
+	inv1, inv2 := 1/k.bc1, 1/k.bc2
+	gi := float64(g)
+	nm = float32(k.b1*float64(m) + a1*gi)
+	nv = float32(k.b2*float64(v) + a2*gi*gi)
+	// Use the stored (rounded) moments, as an all-float32 optimiser such
+	// as PyTorch's does.
+	mhat := float64(nm) * inv1
+	vhat := float64(nv) * inv2
+	wi := float64(w)
+	nw = float32(wi - k.lr*(mhat/(math.Sqrt(vhat)+k.eps)+wd*wi))
+	return nw, nm, nv
+}
+
+func (k *kernel) decayOf(c chunk) float64 {
+	if c.decay {
+		return k.wd
+	}
+	return 0
+}
+
+// run applies the update to chunk c.
 func (k *kernel) run(c chunk) {
 	w, g, m, v := k.w[c.lo:c.hi], k.g[c.lo:c.hi], k.m[c.lo:c.hi], k.v[c.lo:c.hi]
 	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
-	wd := 0.0
-	if c.decay {
-		wd = k.wd
-	}
-	a1, a2 := 1-k.b1, 1-k.b2
-	inv1, inv2 := 1/k.bc1, 1/k.bc2
+	wd := k.decayOf(c)
 	for i := range w {
-		gi := float64(g[i])
-		mi := k.b1*float64(m[i]) + a1*gi
-		vi := k.b2*float64(v[i]) + a2*gi*gi
-		m[i], v[i] = float32(mi), float32(vi)
-		// Use the stored (rounded) moments, as an all-float32 optimiser
-		// such as PyTorch's does.
-		mhat := float64(m[i]) * inv1
-		vhat := float64(v[i]) * inv2
-		wi := float64(w[i])
-		w[i] = float32(wi - k.lr*(mhat/(math.Sqrt(vhat)+k.eps)+wd*wi))
+		w[i], m[i], v[i] = k.step(w[i], g[i], m[i], v[i], wd)
 	}
 }
+
+// check reports whether the update of chunk c keeps every value finite,
+// without storing it.
+func (k *kernel) check(c chunk) bool {
+	w, g, m, v := k.w[c.lo:c.hi], k.g[c.lo:c.hi], k.m[c.lo:c.hi], k.v[c.lo:c.hi]
+	wd := k.decayOf(c)
+	for i := range w {
+		nw, nm, nv := k.step(w[i], g[i], m[i], v[i], wd)
+		if !finite32(nw) || !finite32(nm) || !finite32(nv) {
+			return false
+		}
+	}
+	return true
+}
+
+func finite32(x float32) bool { return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) }

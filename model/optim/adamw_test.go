@@ -287,3 +287,31 @@ func BenchmarkAdamWStep(b *testing.B) {
 	}
 	b.ReportMetric(float64(w.NumParams())*float64(b.N)/b.Elapsed().Seconds(), "params/s")
 }
+
+// TestStepRefusesNonFiniteUpdate: a learning rate whose update overflows
+// float32 (1e39 with unit gradients) is refused with ErrNonFiniteUpdate and
+// changes nothing: weights, moments and the step count stay as they were;
+// a sane rate then applies.
+func TestStepRefusesNonFiniteUpdate(t *testing.T) {
+	w, err := params.NewStore([]params.Spec{{Name: "a", Shape: []int64{3, 5}}})
+	require.NoError(t, err)
+	for i := range w.Flat() {
+		w.Flat()[i] = float32(i) - 7
+	}
+	g := w.NewGrads()
+	for i := range g.Flat() {
+		g.Flat()[i] = 1
+	}
+	o, err := NewAdamW(DefaultConfig(), w)
+	require.NoError(t, err)
+	before := append([]float32(nil), w.Flat()...)
+	err = o.Step(w, g, 1e39)
+	require.ErrorIs(t, err, ErrNonFiniteUpdate)
+	require.Equal(t, before, w.Flat())
+	require.Zero(t, o.Steps())
+	for _, x := range append(o.ExpAvg().Flat(), o.ExpAvgSq().Flat()...) {
+		require.Zero(t, x)
+	}
+	require.NoError(t, o.Step(w, g, 1e-3))
+	require.EqualValues(t, 1, o.Steps())
+}

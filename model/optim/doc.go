@@ -22,7 +22,9 @@
 //     exactly the gradient of the batch's token-mean loss:
 //     d/dw (1/T) sum_t l_t = sum_k (T_k/T) * d/dw (1/T_k) sum_{t in k} l_t.
 //     Accumulator does this and checks that the token counts add up.
-//   - Non-finite gradients are not checked by Step (that would cost a pass);
-//     use the norm returned by params.Store.ClipByNorm and skip the step
-//     when it is not finite.
+//   - Non-finite gradients are not checked by Step; use the norm returned
+//     by params.Store.ClipByNorm and skip the step when it is not finite.
+//     An update that would overflow float32 (from a huge learning rate or
+//     huge weights) is refused whole with ErrNonFiniteUpdate before
+//     anything is written.
 package optim

@@ -25,24 +25,25 @@ const (
 // which wastes that batch; here update i < WarmupSteps gets
 // PeakLR*(i+1)/WarmupSteps.
 type Schedule struct {
-	// PeakLR is the learning rate after warmup; required, > 0.
-	PeakLR float64
+	// PeakLR is the learning rate after warmup; required, in (0,
+	// MaxFloat32] (weights are float32).
+	PeakLR float64 `json:"peak_lr"`
 	// WarmupSteps is the number of warmup updates, >= 0 (0: none).
-	WarmupSteps int64
+	WarmupSteps int64 `json:"warmup_steps"`
 	// Decay is Constant (default, also for "") or Cosine.
-	Decay Decay
+	Decay Decay `json:"decay,omitempty"`
 	// TotalSteps is the update index at which the cosine reaches MinLR;
 	// required for Cosine, > WarmupSteps.
-	TotalSteps int64
+	TotalSteps int64 `json:"total_steps,omitempty"`
 	// MinLR is the cosine floor, in [0, PeakLR]. Default 0.
-	MinLR float64
+	MinLR float64 `json:"min_lr,omitempty"`
 }
 
 // Validate reports every invalid field in one error.
 func (s Schedule) Validate() error {
 	var errs []string
-	if !(s.PeakLR > 0) || math.IsInf(s.PeakLR, 0) {
-		errs = append(errs, fmt.Sprintf("peak learning rate %v must be > 0 and finite (no default)", s.PeakLR))
+	if !(s.PeakLR > 0) || s.PeakLR > math.MaxFloat32 {
+		errs = append(errs, fmt.Sprintf("peak learning rate %v must be > 0 and within float32's range (at most %g)", s.PeakLR, math.MaxFloat32))
 	}
 	if s.WarmupSteps < 0 {
 		errs = append(errs, fmt.Sprintf("warmup steps %d must be >= 0", s.WarmupSteps))

@@ -2,6 +2,7 @@ package qwen3
 
 import (
 	"fmt"
+	"github.com/spiral-rl/spiral/model/atomicfile"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -367,30 +368,5 @@ func WriteDir(dir string, c Config, seed uint64) error {
 	if err := onnx.Save(filepath.Join(dir, "model.onnx"), m, opt); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, "config.json"), cfgJSON)
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("qwen3: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("qwen3: write %q: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(filepath.Join(dir, "config.json"), cfgJSON, 0o666)
 }

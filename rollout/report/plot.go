@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"github.com/spiral-rl/spiral/model/atomicfile"
 	"io"
 	"math"
 	"slices"
@@ -163,10 +164,13 @@ func render(path string, size PlotSize, title, xLabel string, log2 bool, ss []se
 	h := vg.Length(size.Height) * vg.Inch / DPI
 	c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(DPI))
 	p.Draw(draw.New(c))
-	return writeAtomic(path, func(wr io.Writer) error {
+	if err := atomicfile.Write(path, 0o666, func(wr io.Writer) error {
 		_, err := vgimg.PngCanvas{Canvas: c}.WriteTo(wr)
 		return err
-	})
+	}); err != nil {
+		return fmt.Errorf("report: write: %w", err)
+	}
+	return nil
 }
 
 // log2Ticks labels the distinct measured x values, or only those that are

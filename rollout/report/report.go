@@ -3,11 +3,9 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"github.com/spiral-rl/spiral/model/atomicfile"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spiral-rl/spiral/rollout"
@@ -101,11 +99,10 @@ func WriteJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("report: encode %s: %w", path, err)
 	}
-	b = append(b, '\n')
-	return writeAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(b)
-		return err
-	})
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o666); err != nil {
+		return fmt.Errorf("report: write: %w", err)
+	}
+	return nil
 }
 
 // ReadJSON decodes the JSON report at path into v, rejecting unknown
@@ -119,39 +116,6 @@ func ReadJSON(path string, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("report: decode %s: %w", path, err)
-	}
-	return nil
-}
-
-// writeAtomic writes path through a temporary file in the same directory,
-// synced and renamed over path; on failure the temporary file is removed
-// and path is left as it was.
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("report: write %s: %w", path, err)
-	}
-	tmp, closed := f.Name(), false
-	defer func() {
-		if err != nil {
-			if !closed {
-				err = errors.Join(err, f.Close())
-			}
-			err = errors.Join(err, os.Remove(tmp))
-		}
-	}()
-	if err = write(f); err != nil {
-		return fmt.Errorf("report: write %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("report: sync %s: %w", tmp, err)
-	}
-	closed = true
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("report: close %s: %w", tmp, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("report: rename to %s: %w", path, err)
 	}
 	return nil
 }

@@ -1,10 +1,8 @@
 package report
 
 import (
-	"errors"
 	"image"
 	"image/png"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -99,25 +97,13 @@ func TestReadJSONRejectsOtherMode(t *testing.T) {
 	require.ErrorContains(t, err, "report: decode")
 }
 
-func TestWriteAtomic(t *testing.T) {
+// TestWriteJSONReplaces: WriteJSON replaces the file (atomically, through
+// model/atomicfile, whose own test covers failed writes).
+func TestWriteJSONReplaces(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "r.json")
 	require.NoError(t, os.WriteFile(path, []byte("old"), 0o644))
 
-	t.Run("failed write keeps the old file", func(t *testing.T) {
-		boom := errors.New("boom")
-		err := writeAtomic(path, func(w io.Writer) error {
-			_, _ = w.Write([]byte("half"))
-			return boom
-		})
-		require.ErrorIs(t, err, boom)
-		b, rerr := os.ReadFile(path)
-		require.NoError(t, rerr)
-		require.Equal(t, "old", string(b))
-		entries, rerr := os.ReadDir(dir)
-		require.NoError(t, rerr)
-		require.Len(t, entries, 1, "temporary file removed")
-	})
 	t.Run("success replaces", func(t *testing.T) {
 		require.NoError(t, WriteJSON(path, map[string]int{"a": 1}))
 		b, err := os.ReadFile(path)

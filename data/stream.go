@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 )
 
-// Cursor is a Sampler's position, saved in checkpoints: Position problems
+// Cursor is a Stream's position, saved in checkpoints: Position problems
 // of epoch Epoch have been handed out; the permutation of each epoch is
 // derived from (Seed, Epoch). Size, when non-zero, is the dataset length
 // the cursor was taken on, checked by Restore.
@@ -20,11 +20,11 @@ type Cursor struct {
 // that epoch 0 of seed s and the plain PCG(s, 0) stream differ.
 const epochStream = 0x9E3779B97F4A7C15
 
-// Sampler hands out the problems of a Dataset in shuffled epochs. Each
+// Stream hands out the problems of a Dataset in shuffled epochs. Each
 // epoch is a fresh permutation that depends only on (seed, epoch), so a
-// Sampler restored from a Cursor continues exactly as the original would
+// Stream restored from a Cursor continues exactly as the original would
 // have. It is not safe for concurrent use.
-type Sampler struct {
+type Stream struct {
 	ds    *Dataset
 	seed  uint64
 	epoch int
@@ -32,13 +32,13 @@ type Sampler struct {
 	perm  []int // permutation of the current epoch
 }
 
-// NewSampler returns a Sampler at the start of epoch 0. It panics if ds has
+// NewStream returns a Stream at the start of epoch 0. It panics if ds has
 // no problems (Load never returns such a Dataset).
-func NewSampler(ds *Dataset, seed uint64) *Sampler {
+func NewStream(ds *Dataset, seed uint64) *Stream {
 	if ds == nil || len(ds.Problems) == 0 {
-		panic("data: NewSampler: empty dataset")
+		panic("data: NewStream: empty dataset")
 	}
-	s := &Sampler{ds: ds, seed: seed}
+	s := &Stream{ds: ds, seed: seed}
 	s.perm = EpochPermutation(len(ds.Problems), seed, 0)
 	return s
 }
@@ -54,7 +54,7 @@ func EpochPermutation(n int, seed uint64, epoch int) []int {
 // Next returns the next n problems, crossing into the next epoch (a new
 // permutation) when the current one is used up; so n may exceed the
 // dataset size. n <= 0 returns nil.
-func (s *Sampler) Next(n int) []Problem {
+func (s *Stream) Next(n int) []Problem {
 	if n <= 0 {
 		return nil
 	}
@@ -72,14 +72,14 @@ func (s *Sampler) Next(n int) []Problem {
 }
 
 // Cursor returns the current position.
-func (s *Sampler) Cursor() Cursor {
+func (s *Stream) Cursor() Cursor {
 	return Cursor{Epoch: s.epoch, Position: s.pos, Seed: s.seed, Size: len(s.ds.Problems)}
 }
 
 // Restore moves the sampler to c, adopting c.Seed. It fails when c does not
 // fit the dataset (negative fields, a position past the end, or a Size
 // different from the dataset's length).
-func (s *Sampler) Restore(c Cursor) error {
+func (s *Stream) Restore(c Cursor) error {
 	n := len(s.ds.Problems)
 	switch {
 	case c.Epoch < 0 || c.Position < 0:

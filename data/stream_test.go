@@ -26,11 +26,11 @@ func ids(ps []Problem) []string {
 	return out
 }
 
-// TestSamplerResume is a property test: for many dataset sizes, seeds,
+// TestStreamResume is a property test: for many dataset sizes, seeds,
 // batch-size sequences and stop points, stopping, saving the cursor as
-// JSON, and resuming in a fresh Sampler (built with another seed, which
+// JSON, and resuming in a fresh Stream (built with another seed, which
 // Restore must replace) yields the same sequence as an uninterrupted pass.
-func TestSamplerResume(t *testing.T) {
+func TestStreamResume(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for trial := range 300 {
 		n := 1 + r.IntN(12)
@@ -39,12 +39,12 @@ func TestSamplerResume(t *testing.T) {
 		ds := numbered(n)
 
 		// Uninterrupted reference: one draw at a time.
-		ref := ids(NewSampler(ds, seed).Next(total))
+		ref := ids(NewStream(ds, seed).Next(total))
 		require.Len(t, ref, total)
 
 		// Interrupted at every possible stop point, with random batches.
 		for stop := 0; stop <= total; stop++ {
-			s := NewSampler(ds, seed)
+			s := NewStream(ds, seed)
 			got := []string{}
 			for len(got) < stop {
 				got = append(got, ids(s.Next(min(1+r.IntN(n+2), stop-len(got))))...)
@@ -53,7 +53,7 @@ func TestSamplerResume(t *testing.T) {
 			require.NoError(t, err)
 			var c Cursor
 			require.NoError(t, json.Unmarshal(b, &c))
-			resumed := NewSampler(ds, seed+1)
+			resumed := NewStream(ds, seed+1)
 			require.NoError(t, resumed.Restore(c))
 			for len(got) < total {
 				got = append(got, ids(resumed.Next(min(1+r.IntN(n+2), total-len(got))))...)
@@ -63,13 +63,13 @@ func TestSamplerResume(t *testing.T) {
 	}
 }
 
-// TestSamplerEpochs checks that every epoch visits each problem exactly
+// TestStreamEpochs checks that every epoch visits each problem exactly
 // once, that the cursor counts epochs and positions, and that epochs and
 // seeds give different orders.
-func TestSamplerEpochs(t *testing.T) {
+func TestStreamEpochs(t *testing.T) {
 	const n, epochs = 20, 5
 	ds := numbered(n)
-	s := NewSampler(ds, 7)
+	s := NewStream(ds, 7)
 	var orders [][]string
 	for e := range epochs {
 		got := ids(s.Next(n))
@@ -86,11 +86,11 @@ func TestSamplerEpochs(t *testing.T) {
 	for i := 1; i < epochs; i++ {
 		require.NotEqual(t, orders[0], orders[i])
 	}
-	require.NotEqual(t, orders[0], ids(NewSampler(ds, 8).Next(n)), "seed ignored")
+	require.NotEqual(t, orders[0], ids(NewStream(ds, 8).Next(n)), "seed ignored")
 	require.Nil(t, s.Next(0))
 }
 
-func TestSamplerRestoreErrors(t *testing.T) {
+func TestStreamRestoreErrors(t *testing.T) {
 	ds := numbered(5)
 	cases := []struct {
 		name string
@@ -104,7 +104,7 @@ func TestSamplerRestoreErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewSampler(ds, 1)
+			s := NewStream(ds, 1)
 			before := s.Cursor()
 			require.ErrorContains(t, s.Restore(tc.c), tc.want)
 			require.Equal(t, before, s.Cursor(), "a failed Restore moved the sampler")
@@ -112,8 +112,8 @@ func TestSamplerRestoreErrors(t *testing.T) {
 	}
 }
 
-func BenchmarkSamplerNext(b *testing.B) {
-	s := NewSampler(numbered(50_000), 3)
+func BenchmarkStreamNext(b *testing.B) {
+	s := NewStream(numbered(50_000), 3)
 	for b.Loop() {
 		s.Next(256)
 	}

@@ -1,0 +1,387 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/spf13/pflag"
+
+	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/lmgraph"
+	"github.com/spiral-rl/spiral/rl"
+	"github.com/spiral-rl/spiral/rollout"
+)
+
+// Every flag of every command is bound in this file, each to a field of a
+// component's config whose default comes from that component
+// (rl.DefaultConfig, rollout.DefaultSamplerConfig, ...), so that defaults
+// are stated once. Each command's setup function picks the groups it
+// takes.
+
+// runtimeFlags are the ONNX Runtime flags of every model-running command.
+type runtimeFlags struct {
+	ortLib        string
+	device        string
+	threads       int
+	deterministic bool
+}
+
+func (f *runtimeFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime shared library (default: $"+model.LibEnvVar+", then the location "+model.SetupCommand+" installs to)")
+	fs.StringVar(&f.device, "device", "cpu", "execution device: cpu, cuda, cuda:N, or auto (CUDA if it loads, else CPU with a warning)")
+	fs.IntVar(&f.threads, "threads", 0, "intra-op threads per ONNX Runtime session (0 = one per physical core)")
+	fs.BoolVar(&f.deterministic, "deterministic", false, "bit-reproducible runs: one thread and ONNX Runtime's deterministic kernels (slower)")
+}
+
+// validate checks the runtime flags without loading anything.
+func (f *runtimeFlags) validate() error {
+	var errs []error
+	if _, _, err := model.ParseDevice(f.device); err != nil {
+		errs = append(errs, fmt.Errorf("--device: %w", err))
+	}
+	if f.threads < 0 {
+		errs = append(errs, fmt.Errorf("--threads %d: want >= 0 (0 = one per physical core)", f.threads))
+	}
+	if f.deterministic && f.threads > 1 {
+		errs = append(errs, fmt.Errorf("--deterministic runs one thread; --threads %d contradicts it", f.threads))
+	}
+	return errors.Join(errs...)
+}
+
+// modelFlags locate a model and its tokenizer.
+type modelFlags struct {
+	model, tokenizer string
+}
+
+func (f *modelFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.model, "model", "", "ONNX causal LM: a .onnx file or a directory with model.onnx (default: the embedded tiny model)")
+	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer.json (default: beside the model)")
+}
+
+// dataFlags are the dataset flags of every command that reads problems.
+type dataFlags struct {
+	opt data.LoadOptions
+}
+
+func (f *dataFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.opt.ProblemField, "problem-field", "", "problem field name (default: detect problem, question, prompt, ...)")
+	fs.StringVar(&f.opt.AnswerField, "answer-field", "", "gold-answer field name (default: detect answer, final_answer, ground_truth, ..., solution)")
+	fs.StringVar(&f.opt.IDField, "id-field", "", `id field name (default: detect; "-" = row numbers)`)
+	fs.StringVar(&f.opt.Format, "format", "", "jsonl, json or parquet (default: from the extension)")
+}
+
+// samplingFlags configure generation; maxNew 0 picks the model's default
+// trace length (see traceLength).
+type samplingFlags struct {
+	cfg rollout.SamplerConfig
+}
+
+func (f *samplingFlags) register(fs *pflag.FlagSet) {
+	f.cfg = rollout.DefaultSamplerConfig()
+	fs.Float64Var(&f.cfg.Temperature, "temperature", f.cfg.Temperature, "sampling temperature (0 = greedy)")
+	fs.Float64Var(&f.cfg.TopP, "top-p", f.cfg.TopP, "nucleus sampling mass in (0, 1] (1 = off)")
+	fs.IntVar(&f.cfg.TopK, "top-k", f.cfg.TopK, "keep the k most probable tokens (0 = off)")
+	fs.IntVar(&f.cfg.MaxNewTokens, "max-new-tokens", 0, fmt.Sprintf("tokens per trace (0 = %d for the embedded model, %d for a given one, at most half its context)", embeddedMaxNewTokens, modelMaxNewTokens))
+	fs.IntVar(&f.cfg.BatchSize, "gen-batch", f.cfg.BatchSize, "rows decoded together")
+}
+
+// validate checks the flags as given (a zero --max-new-tokens is "auto").
+func (f *samplingFlags) validate() error {
+	c := f.cfg
+	if c.MaxNewTokens == 0 {
+		c.MaxNewTokens = 1
+	}
+	if c.MaxNewTokens < 0 {
+		return fmt.Errorf("--max-new-tokens %d: want > 0 (0 = the model's default)", f.cfg.MaxNewTokens)
+	}
+	return c.Validate()
+}
+
+// rewardFlags choose which traces earn a reward (training and evaluation).
+type rewardFlags struct {
+	rule rl.RewardRule
+}
+
+func (f *rewardFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.rule.Fallback, "reward-fallback", false, `accept a response's last number or LaTeX span when it boxes no answer (default: only \boxed{} or a "final answer is" sentence counts)`)
+	fs.BoolVar(&f.rule.Truncated, "reward-truncated", false, "grade traces cut at --max-new-tokens like the others (default: a cut trace earns nothing unless it already stated an explicit answer)")
+}
+
+// paramFlags choose the trained parameters.
+type paramFlags struct {
+	train, freeze string
+}
+
+func (f *paramFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.train, "train", "", "train only the parameters whose names match this regular expression (default: all)")
+	fs.StringVar(&f.freeze, "freeze", "", "do not train the parameters whose names match this regular expression")
+}
+
+// selection compiles the flags.
+func (f *paramFlags) selection() (lmgraph.Selection, error) {
+	var s lmgraph.Selection
+	var errs []error
+	for _, x := range []struct {
+		flag, expr string
+		dst        **regexp.Regexp
+	}{{"--train", f.train, &s.Train}, {"--freeze", f.freeze, &s.Freeze}} {
+		if x.expr == "" {
+			continue
+		}
+		re, err := regexp.Compile(x.expr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", x.flag, x.expr, err))
+			continue
+		}
+		*x.dst = re
+	}
+	return s, errors.Join(errs...)
+}
+
+// templateFlags name the prompt template files.
+type templateFlags struct {
+	search, aggregate string
+}
+
+func (f *templateFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.search, "search-template", "", "search prompt template file (default: built in)")
+	fs.StringVar(&f.aggregate, "aggregate-template", "", "aggregation prompt template file (default: built in)")
+}
+
+// trainFlags are the flags of `spiral train`.
+type trainFlags struct {
+	rf       runtimeFlags
+	mf       modelFlags
+	df       dataFlags
+	sf       samplingFlags
+	reward   rewardFlags
+	params   paramFlags
+	tmpl     templateFlags
+	cfg      rl.Config
+	run      rl.RunConfig
+	data     string
+	lr       float64
+	warmup   int
+	quiet    bool
+	evalData string
+	evalN    int
+}
+
+func (f *trainFlags) register(fs *pflag.FlagSet) {
+	f.rf.register(fs)
+	f.mf.register(fs)
+	f.df.register(fs)
+	f.sf.register(fs)
+	f.reward.register(fs)
+	f.params.register(fs)
+	f.tmpl.register(fs)
+	f.cfg = rl.DefaultConfig()
+	c := &f.cfg
+	fs.StringVar(&f.data, "data", "", "training problems: JSONL, JSON or Parquet (default: the embedded arithmetic task)")
+	fs.StringVar(&f.run.Dir, "out", "runs/spiral", "run directory: metrics.jsonl, eval.jsonl, checkpoints/, artifacts/, training.png")
+	fs.StringVar(&c.Algo, "algo", c.Algo, "algorithm: spiral, grpo, or agg-only")
+	fs.IntVar(&f.run.Steps, "steps", 50, "training steps")
+	fs.IntVar(&c.Problems, "problems", c.Problems, "informative problems per step")
+	fs.IntVar(&c.MaxDrawRounds, "draw-rounds", c.MaxDrawRounds, "dynamic-sampling rounds per step")
+	fs.IntVar(&c.Pipeline.N1, "n1", c.Pipeline.N1, "search traces per problem")
+	fs.IntVar(&c.Pipeline.K, "k", c.Pipeline.K, "subsets per problem")
+	fs.IntVar(&c.Pipeline.N, "n", c.Pipeline.N, "traces per subset")
+	fs.IntVar(&c.Pipeline.N2, "n2", c.Pipeline.N2, "aggregation traces per subset")
+	fs.IntVar(&c.Pipeline.CandidateTokens, "candidate-tokens", c.Pipeline.CandidateTokens, "cap on each candidate in an aggregation prompt, keeping its end (0 = no cap)")
+	fs.IntVar(&c.GroupSize, "group", c.GroupSize, "GRPO traces per problem")
+	fs.Float64Var(&f.lr, "lr", 0, "peak learning rate (0 = 1e-4 for the embedded tiny model, 1e-6 for a given model, the paper's scale)")
+	fs.IntVar(&f.warmup, "warmup", 5, "warmup steps")
+	fs.Float64Var(&c.ClipLow, "clip-low", c.ClipLow, "PPO clip bound below 1 (eps_low)")
+	fs.Float64Var(&c.ClipHigh, "clip-high", c.ClipHigh, "PPO clip bound above 1 (eps_high)")
+	fs.Float64Var(&c.MaxGradNorm, "max-grad-norm", c.MaxGradNorm, "global gradient-norm clip (0 or less = off)")
+	fs.IntVar(&c.MicroBatchTokens, "micro-batch-tokens", 0, "rows x length per training call (0 = auto: 2^29 / vocab, so one logits buffer stays near 2 GiB, within 512..16384)")
+	fs.BoolVar(&c.Advantage.ScaleSearch, "scale-search-adv", false, "divide set advantages by their std")
+	fs.BoolVar(&c.Advantage.ScaleAggregation, "scale-agg-adv", false, "divide aggregation advantages by their subset's std")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed")
+	fs.IntVar(&f.run.CheckpointEvery, "checkpoint-every", 10, "checkpoint every N steps (and at the end or on Ctrl-C)")
+	fs.IntVar(&f.run.Keep, "keep", 3, "checkpoints to keep (0 = all)")
+	fs.BoolVar(&f.run.Fresh, "fresh", false, "move the previous run in --out aside and start over")
+	fs.BoolVar(&f.run.Override, "override", false, "resume a run in --out although these settings differ from its own")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress bars")
+	fs.StringVar(&f.evalData, "eval-data", "", "held-out problems evaluated during training (default: the embedded task's test split when training on it)")
+	fs.IntVar(&f.run.EvalEvery, "eval-every", 10, "evaluate every N steps, at step 0 and at the end (0 = never)")
+	fs.IntVar(&f.evalN, "eval-problems", 64, "held-out problems per evaluation")
+	fs.IntVar(&f.run.EvalSamples, "eval-samples", 4, "samples per held-out problem (pass@1 and majority@k are reported)")
+}
+
+// validate checks every flag before any work; errors are usage errors.
+func (f *trainFlags) validate() error {
+	cfg := f.cfg
+	if cfg.MicroBatchTokens == 0 {
+		cfg.MicroBatchTokens = 1 // auto: sized to the model later
+	}
+	errs := []error{f.rf.validate(), f.sf.validate(), cfg.Validate(), f.run.Validate(), validLR(f.lr), nonNegative("--warmup", f.warmup),
+		positive("--eval-problems", f.evalN)}
+	if f.cfg.MicroBatchTokens < 0 {
+		errs = append(errs, fmt.Errorf("--micro-batch-tokens %d: want >= 0 (0 = auto)", f.cfg.MicroBatchTokens))
+	}
+	if _, err := f.params.selection(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := f.df.opt.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// evalFlags are the flags of `spiral eval`.
+type evalFlags struct {
+	rf      runtimeFlags
+	mf      modelFlags
+	df      dataFlags
+	sf      samplingFlags
+	reward  rewardFlags
+	tmpl    templateFlags
+	mode    string
+	data    string
+	limit   int
+	samples int
+	rsa     rollout.RSAConfig
+	out     string
+	label   string
+	seed    uint64
+	ckpt    string
+	quiet   bool
+}
+
+func (f *evalFlags) register(fs *pflag.FlagSet) {
+	f.rf.register(fs)
+	f.mf.register(fs)
+	f.df.register(fs)
+	f.sf.register(fs)
+	f.reward.register(fs)
+	f.tmpl.register(fs)
+	f.rsa = rollout.DefaultRSAConfig()
+	fs.StringVar(&f.mode, "mode", "passk", "scaffold: sequential (accuracy vs token budget), passk (pass@k and majority@k), rsa (recursive self-aggregation)")
+	fs.StringVar(&f.data, "data", "", "evaluation problems: JSONL, JSON or Parquet (default: the embedded task's test split)")
+	fs.IntVar(&f.limit, "limit", 0, "evaluate only the first N problems (0 = all)")
+	fs.IntVar(&f.samples, "samples", rollout.DefaultEvalSamples, "samples per problem (passk, sequential)")
+	fs.IntVar(&f.rsa.Population, "population", f.rsa.Population, "RSA population N")
+	fs.IntVar(&f.rsa.SubsetSize, "subset", f.rsa.SubsetSize, "RSA subset size K")
+	fs.IntVar(&f.rsa.Steps, "rsa-steps", f.rsa.Steps, "RSA aggregation steps T")
+	fs.IntVar(&f.rsa.CandidateTokens, "candidate-tokens", f.rsa.CandidateTokens, "cap on each candidate in an aggregation prompt, keeping its end (0 = no cap)")
+	fs.StringVar(&f.out, "out", "runs/eval", "output directory for the JSON report and PNG plot")
+	fs.StringVar(&f.label, "label", "", "name of this run in plot legends (default: the model)")
+	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
+	fs.StringVar(&f.ckpt, "checkpoint", "", "evaluate the weights of this checkpoint directory (of a run on --model), or the newest in a run's checkpoints/")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+}
+
+func (f *evalFlags) validate() error {
+	errs := []error{f.rf.validate(), f.sf.validate(), f.df.opt.Validate(), nonNegative("--limit", f.limit)}
+	switch f.mode {
+	case "sequential", "passk":
+		errs = append(errs, positive("--samples", f.samples))
+	case "rsa":
+		errs = append(errs, f.rsa.Validate())
+	default:
+		errs = append(errs, fmt.Errorf("--mode %q: want sequential, passk or rsa", f.mode))
+	}
+	return errors.Join(errs...)
+}
+
+// sftFlags are the flags of `spiral sft`.
+type sftFlags struct {
+	rf     runtimeFlags
+	mf     modelFlags
+	params paramFlags
+	cfg    rl.SFTConfig
+	out    string
+	lr     float64
+	warmup int
+	quiet  bool
+}
+
+func (f *sftFlags) register(fs *pflag.FlagSet) {
+	f.rf.register(fs)
+	f.mf.register(fs)
+	f.params.register(fs)
+	f.cfg = rl.DefaultSFTConfig()
+	c := &f.cfg
+	fs.StringVar(&f.out, "out", "runs/sft", "output directory: the trained model (model.onnx, tokenizer.json, config.json), sft.jsonl, artifacts/")
+	fs.IntVar(&c.Steps, "steps", c.Steps, "optimizer steps")
+	fs.IntVar(&c.Batch, "batch", c.Batch, "examples per step")
+	fs.Float64Var(&f.lr, "lr", 3e-3, "peak learning rate (cosine decay to 10% after warmup)")
+	fs.IntVar(&f.warmup, "warmup", 20, "warmup steps")
+	fs.Float64Var(&c.AggregateShare, "aggregate-share", c.AggregateShare, "share of aggregation examples in [0, 1] (the rest are search examples)")
+	fs.IntVar(&c.Candidates, "candidates", c.Candidates, "candidate solutions per aggregation example")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed")
+	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "evaluate every N steps (0 = only at the end)")
+	fs.IntVar(&c.EvalProblems, "eval-problems", c.EvalProblems, "held-out problems per evaluation")
+	fs.IntVar(&c.MicroBatchTokens, "micro-batch-tokens", c.MicroBatchTokens, "rows x length per training call")
+	fs.Float64Var(&c.MaxGradNorm, "max-grad-norm", c.MaxGradNorm, "global gradient-norm clip (0 or less = off)")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+}
+
+func (f *sftFlags) validate() error {
+	errs := []error{f.rf.validate(), f.cfg.Validate(), validLR(f.lr), nonNegative("--warmup", f.warmup)}
+	if f.lr == 0 {
+		errs = append(errs, errors.New("--lr 0: want a learning rate > 0"))
+	}
+	if _, err := f.params.selection(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// generateFlags are the flags of `spiral generate`.
+type generateFlags struct {
+	rf   runtimeFlags
+	mf   modelFlags
+	sf   samplingFlags
+	n    int
+	raw  bool
+	seed uint64
+	ckpt string
+}
+
+func (f *generateFlags) register(fs *pflag.FlagSet) {
+	f.rf.register(fs)
+	f.mf.register(fs)
+	f.sf.register(fs)
+	fs.IntVar(&f.n, "n", 1, "completions per prompt")
+	fs.BoolVar(&f.raw, "raw", false, "send the prompt as is (default: one user turn of the chat template)")
+	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
+	fs.StringVar(&f.ckpt, "checkpoint", "", "sample with the weights of this checkpoint (of a run on --model)")
+}
+
+func (f *generateFlags) validate() error {
+	return errors.Join(f.rf.validate(), f.sf.validate(), positive("--n", f.n))
+}
+
+// validLR checks a --lr value: 0 (the model's default) or a positive rate
+// that float32 weights can take.
+func validLR(lr float64) error {
+	if lr == 0 {
+		return nil
+	}
+	if !(lr > 0) || lr > maxLR {
+		return fmt.Errorf("--lr %v: want a learning rate in (0, %g] (0 = the model's default)", lr, maxLR)
+	}
+	return nil
+}
+
+// maxLR is the largest learning rate accepted: float32's largest value,
+// since an update lr x O(1) must fit the weights.
+const maxLR = 3.4028234663852886e38
+
+func positive(flag string, v int) error {
+	if v < 1 {
+		return fmt.Errorf("%s %d: want >= 1", flag, v)
+	}
+	return nil
+}
+
+func nonNegative(flag string, v int) error {
+	if v < 0 {
+		return fmt.Errorf("%s %d: want >= 0", flag, v)
+	}
+	return nil
+}

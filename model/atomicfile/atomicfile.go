@@ -1,0 +1,74 @@
+// Package atomicfile replaces files so that a crash leaves either the old
+// or the new content, never a mix: the new content goes to a temporary
+// file in the same directory, which is fsynced, renamed over the target,
+// and the directory fsynced so that the rename itself is durable.
+package atomicfile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Write replaces path with what write produces, atomically (see the
+// package doc). The file gets mode perm less the umask. On error the
+// target is untouched and the temporary file removed.
+func Write(path string, perm os.FileMode, write func(io.Writer) error) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("atomicfile: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			err = fmt.Errorf("atomicfile: write %s: %w", path, err)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := write(bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if err := f.Chmod(perm &^ umask()); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	return SyncDir(dir)
+}
+
+// WriteFile replaces path with data atomically (Write).
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return Write(path, perm, func(w io.Writer) error { _, err := w.Write(data); return err })
+}
+
+// SyncDir fsyncs the directory dir, making renames and creations in it
+// durable. File systems that cannot sync a directory are not an error.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("atomicfile: sync %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("atomicfile: sync %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package rl
+
+import (
+	"github.com/spiral-rl/spiral/grader"
+	"github.com/spiral-rl/spiral/rollout"
+)
+
+// RewardRule says which traces can earn a reward (--reward-fallback,
+// --reward-truncated). The zero value is the default: an answer must be
+// stated explicitly, and a trace cut at the token limit earns nothing
+// unless it had already stated one.
+type RewardRule struct {
+	// Fallback accepts a response's last LaTeX span or number as its answer
+	// when it states none explicitly (in \boxed{} or a "final answer is"
+	// sentence). Off by default: a truncated trace such as "5*3=15.
+	// 7+15=22. 22-4=18." must not earn a reward for gold 18.
+	Fallback bool `json:"fallback"`
+	// Truncated grades a trace that hit the token limit like any other.
+	Truncated bool `json:"truncated"`
+}
+
+// String describes the rule for reports ("explicit answers only;
+// truncated traces need an explicit answer").
+func (r RewardRule) String() string {
+	s := "explicit answers only (\\boxed{} or a final-answer sentence)"
+	if r.Fallback {
+		s = "explicit answers, else the last number or LaTeX span"
+	}
+	if r.Truncated {
+		return s + "; truncated traces graded like the others"
+	}
+	return s + "; a truncated trace earns nothing unless it had stated an explicit answer"
+}
+
+// NewJudge adapts the grader to the rollout scaffolds once, for training
+// and evaluation alike: grader.Config{NoFallback: !r.Fallback}.Grade
+// decides correctness, grader.Equivalent clusters answers for majority
+// votes, and r.Truncated decides truncated traces.
+func NewJudge(r RewardRule) rollout.Judge {
+	cfg := grader.Config{NoFallback: !r.Fallback}
+	strict := grader.Config{NoFallback: true}
+	return rollout.Judge{
+		Grade: func(response, gold string) rollout.Verdict {
+			v := cfg.Grade(response, gold)
+			_, explicit := strict.Extract(response)
+			return rollout.Verdict{Answer: v.Extracted, Explicit: explicit, Correct: v.Correct}
+		},
+		Equal:           grader.Equivalent,
+		CreditTruncated: r.Truncated,
+	}
+}

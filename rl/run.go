@@ -1,0 +1,539 @@
+package rl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/model/checkpoint"
+	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/params"
+	"github.com/spiral-rl/spiral/rollout"
+	"github.com/spiral-rl/spiral/rollout/report"
+)
+
+// Files of a run directory.
+const (
+	MetricsFile     = "metrics.jsonl"
+	EvalFile        = "eval.jsonl"
+	TrainingPlot    = "training.png"
+	CheckpointsDir  = "checkpoints"
+	ArtifactsDir    = "artifacts"
+	lockFile        = ".lock"
+	previousPattern = "previous-"
+)
+
+// RunConfig configures a training run (Run). Validate names the flags.
+type RunConfig struct {
+	// Dir is the run directory (--out).
+	Dir string
+	// Steps is the number of steps the run reaches (a resumed run goes on
+	// from where it stopped).
+	Steps int
+	// CheckpointEvery saves a checkpoint every N steps (>= 1), and at the
+	// end; Keep retains the newest N checkpoints (0 = all).
+	CheckpointEvery, Keep int
+	// Fresh moves the previous run's checkpoints and logs aside and starts
+	// over; Override resumes a run whose settings differ from the ones
+	// given (the new ones apply).
+	Fresh, Override bool
+	// EvalEvery evaluates the held-out problems every N steps, at step 0
+	// and at the end (0 = never); EvalSamples samples each (pass@1 and
+	// majority@EvalSamples are reported).
+	EvalEvery, EvalSamples int
+}
+
+// Validate reports every invalid field.
+func (c RunConfig) Validate() error {
+	var errs []error
+	if c.Dir == "" {
+		errs = append(errs, errors.New("--out is empty"))
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"--steps", c.Steps}, {"--checkpoint-every", c.CheckpointEvery}, {"--eval-samples", c.EvalSamples}} {
+		if f.v < 1 {
+			errs = append(errs, fmt.Errorf("%s %d: want >= 1", f.name, f.v))
+		}
+	}
+	if c.Keep < 0 {
+		errs = append(errs, fmt.Errorf("--keep %d: want >= 0 (0 = keep every checkpoint)", c.Keep))
+	}
+	if c.EvalEvery < 0 {
+		errs = append(errs, fmt.Errorf("--eval-every %d: want >= 0 (0 = never)", c.EvalEvery))
+	}
+	return errors.Join(errs...)
+}
+
+// RunSettings are what a run records in each checkpoint, so that rerunning
+// it in the same directory with other settings is noticed: the model and
+// data (which must match), and the settings that shape training (which
+// may change only with RunConfig.Override).
+type RunSettings struct {
+	// Model names the model; ModelID identifies it by content
+	// (model.SourceID), so that a moved model still resumes and another
+	// model with the same name does not.
+	Model    string         `json:"model"`
+	ModelID  string         `json:"model_id"`
+	Data     string         `json:"data"`
+	RL       Config         `json:"rl"`
+	Schedule optim.Schedule `json:"schedule"`
+	// Sampling holds the sampling settings (temperature, top-p, top-k,
+	// trace length) as the CLI names them.
+	Sampling map[string]any `json:"sampling"`
+}
+
+// RunParts are the collaborators of a run.
+type RunParts struct {
+	Trainer   *Trainer
+	Weights   *params.Store
+	Optimizer *optim.AdamW
+	Problems  *data.Stream
+	// Evaluator and Held are the held-out evaluation (Held empty: none).
+	Evaluator rollout.Evaluator
+	Held      []data.Problem
+	Settings  RunSettings
+	// Out receives the run's lines (steps, evaluations, checkpoints);
+	// Warn its warnings.
+	Out, Warn io.Writer
+	// Progress starts a progress indicator for one step and returns the
+	// function that advances it (by generated tokens) and the one that
+	// ends it; nil shows none.
+	Progress func(desc string) (add func(int), done func())
+}
+
+// Run trains until cfg.Steps steps are done, top to bottom:
+//
+//  1. lock the run directory against a second process;
+//  2. --fresh: move the previous run aside; otherwise resume from the
+//     newest intact checkpoint, refusing another model or data, and other
+//     settings unless cfg.Override;
+//  3. cut the logs back to the resumed step;
+//  4. evaluate the held-out problems at the resumed step if that
+//     evaluation is due and not logged yet (a killed run is not evaluated
+//     twice; an evaluation that was interrupted is redone);
+//  5. each step: roll out, train, log metrics; evaluate when due; save a
+//     checkpoint every cfg.CheckpointEvery steps and at the end;
+//  6. on interruption (ctx), save the last completed step if it is not
+//     saved yet, and return the interruption.
+func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("rl: run: %w", err)
+	}
+	tr := p.Trainer
+	if err := os.MkdirAll(cfg.Dir, 0o777); err != nil {
+		return fmt.Errorf("rl: run: %w", err)
+	}
+	unlock, err := lockRun(cfg.Dir)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, unlock()) }()
+
+	// 2. Resume, or start afresh.
+	ckptDir := filepath.Join(cfg.Dir, CheckpointsDir)
+	if cfg.Fresh {
+		if err := moveAside(cfg.Dir, []string{CheckpointsDir, MetricsFile, EvalFile, TrainingPlot}); err != nil {
+			return err
+		}
+	} else if err := resume(ckptDir, cfg, p); err != nil {
+		return err
+	}
+	settings, err := json.Marshal(p.Settings)
+	if err != nil {
+		return fmt.Errorf("rl: run settings: %w", err)
+	}
+
+	// 3. The logs describe the weights: drop lines past the resumed step.
+	metricsPath, evalPath := filepath.Join(cfg.Dir, MetricsFile), filepath.Join(cfg.Dir, EvalFile)
+	for _, log := range []string{metricsPath, evalPath} {
+		if err := truncateLog(log, tr.Step()); err != nil {
+			return err
+		}
+	}
+	mf, err := os.OpenFile(metricsPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
+	if err != nil {
+		return fmt.Errorf("rl: run: %w", err)
+	}
+	defer mf.Close()
+	ef, err := os.OpenFile(evalPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
+	if err != nil {
+		return fmt.Errorf("rl: run: %w", err)
+	}
+	defer ef.Close()
+	evaluated, err := loggedSteps(evalPath)
+	if err != nil {
+		return err
+	}
+
+	// Checkpoints hold the last completed step with the data cursor as it
+	// was when that step ended, not as an interrupted step left it.
+	stepCursor := p.Problems.Cursor()
+	lastSaved := tr.Step()
+	save := func() error {
+		cur, err := json.Marshal(stepCursor)
+		if err != nil {
+			return err
+		}
+		path, err := checkpoint.Save(ckptDir, p.Weights, p.Optimizer,
+			checkpoint.State{Step: int64(tr.Step()), DataCursor: cur, Config: settings}, checkpoint.Options{Keep: cfg.Keep})
+		if err != nil {
+			return err
+		}
+		lastSaved = tr.Step()
+		fmt.Fprintf(p.Out, "checkpoint %s\n", path)
+		return PlotTraining(cfg.Dir, tr.Config().Algo)
+	}
+	interrupted := func(cause error) error {
+		switch {
+		case tr.Step() == 0:
+			fmt.Fprintln(p.Warn, "spiral: interrupted before the first step finished; nothing to save")
+			return cause
+		case tr.Step() == lastSaved:
+			fmt.Fprintf(p.Warn, "spiral: interrupted; step %d is already saved\n", tr.Step())
+			return cause
+		}
+		fmt.Fprintf(p.Warn, "spiral: interrupted; saving step %d\n", tr.Step())
+		return errors.Join(cause, save())
+	}
+	evalDue := func(step int) bool {
+		return len(p.Held) > 0 && cfg.EvalEvery > 0 && (step%cfg.EvalEvery == 0 || step == cfg.Steps) && !evaluated[step]
+	}
+	evaluate := func() error {
+		if err := heldOutEval(ctx, p, cfg.EvalSamples, tr.Step(), tr.Config().Seed, ef); err != nil {
+			if ctx.Err() != nil {
+				return interrupted(err)
+			}
+			return err
+		}
+		evaluated[tr.Step()] = true
+		return nil
+	}
+
+	// 4. The resumed step's evaluation, unless it was logged already.
+	if evalDue(tr.Step()) {
+		if err := evaluate(); err != nil {
+			return err
+		}
+	}
+	// 5. The steps.
+	for tr.Step() < cfg.Steps {
+		if err := ctx.Err(); err != nil {
+			return interrupted(err)
+		}
+		add, done := func(int) {}, func() {}
+		if p.Progress != nil {
+			add, done = p.Progress(fmt.Sprintf("step %d/%d rollout", tr.Step()+1, cfg.Steps))
+		}
+		m, err := tr.TrainStep(ctx, add)
+		done()
+		if err != nil {
+			if ctx.Err() != nil {
+				return interrupted(err)
+			}
+			return err
+		}
+		stepCursor = p.Problems.Cursor()
+		if err := m.WriteJSONL(mf); err != nil {
+			return err
+		}
+		fmt.Fprintln(p.Out, m.Line())
+		if evalDue(tr.Step()) {
+			if err := evaluate(); err != nil {
+				return err
+			}
+		}
+		if tr.Step()%cfg.CheckpointEvery == 0 || tr.Step() == cfg.Steps {
+			if err := save(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// resume loads the newest intact checkpoint of the run, if any, into the
+// weights, the optimiser, the data stream and the trainer's step count,
+// after checking that it is a run of the same model and data with the
+// same settings (other settings pass with cfg.Override).
+func resume(ckptDir string, cfg RunConfig, p RunParts) error {
+	path, st, skipped, err := checkpoint.Resume(ckptDir, p.Weights, p.Optimizer)
+	for _, e := range skipped {
+		fmt.Fprintf(p.Warn, "spiral: skipped a damaged checkpoint: %v\n", e)
+	}
+	switch {
+	case errors.Is(err, checkpoint.ErrNoCheckpoint):
+		return nil
+	case err != nil:
+		return fmt.Errorf("resume: %w (use --fresh to start over)", err)
+	}
+	var prev RunSettings
+	if err := json.Unmarshal(st.Config, &prev); err != nil {
+		return fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
+	}
+	sameModel := prev.ModelID == p.Settings.ModelID
+	if prev.ModelID == "" { // checkpoints of older versions
+		sameModel = prev.Model == p.Settings.Model
+	}
+	if !sameModel || prev.Data != p.Settings.Data || prev.RL.Algo != p.Settings.RL.Algo {
+		return fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s): use another --out, or --fresh",
+			cfg.Dir, prev.Model, prev.Data, prev.RL.Algo, p.Settings.Model, p.Settings.Data, p.Settings.RL.Algo)
+	}
+	if diff := settingsDiff(prev, p.Settings); len(diff) > 0 {
+		if !cfg.Override {
+			return fmt.Errorf("%s holds a run with other settings: %s; rerun with --override to continue with the new ones, or use another --out or --fresh",
+				cfg.Dir, strings.Join(diff, ", "))
+		}
+		fmt.Fprintf(p.Warn, "spiral: --override: continuing %s with new settings: %s\n", cfg.Dir, strings.Join(diff, ", "))
+	}
+	var cur data.Cursor
+	if err := json.Unmarshal(st.DataCursor, &cur); err != nil {
+		return fmt.Errorf("checkpoint %s: data cursor: %w", path, err)
+	}
+	if err := p.Problems.Restore(cur); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	p.Trainer.SetStep(int(st.Step))
+	fmt.Fprintf(p.Out, "resumed from %s (step %d)\n", path, st.Step)
+	return nil
+}
+
+// settingsDiff lists the settings that differ between a and b as
+// "path: old -> new", with paths of their JSON form (rl.pipeline.n1,
+// schedule.peak_lr, sampling.temperature, ...).
+func settingsDiff(a, b RunSettings) []string {
+	flat := func(s RunSettings) map[string]string {
+		raw, _ := json.Marshal(s)
+		var v any
+		_ = json.Unmarshal(raw, &v)
+		out := map[string]string{}
+		var walk func(prefix string, v any)
+		walk = func(prefix string, v any) {
+			if m, ok := v.(map[string]any); ok {
+				for k, x := range m {
+					walk(strings.TrimPrefix(prefix+"."+k, "."), x)
+				}
+				return
+			}
+			b, _ := json.Marshal(v)
+			out[prefix] = string(b)
+		}
+		walk("", v)
+		return out
+	}
+	fa, fb := flat(a), flat(b)
+	var keys []string
+	for k := range fa {
+		keys = append(keys, k)
+	}
+	for k := range fb {
+		if _, ok := fa[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var diff []string
+	for _, k := range keys {
+		if k == "model" || k == "model_id" || k == "data" || reflect.DeepEqual(fa[k], fb[k]) {
+			continue
+		}
+		old, now := fa[k], fb[k]
+		if old == "" {
+			old = "(unset)"
+		}
+		if now == "" {
+			now = "(unset)"
+		}
+		diff = append(diff, fmt.Sprintf("%s: %s -> %s", k, old, now))
+	}
+	return diff
+}
+
+// CheckpointSettings returns the run settings recorded in the checkpoint
+// at path (state.json), for checking that it belongs to a model.
+func CheckpointSettings(path string) (RunSettings, error) {
+	st, err := checkpoint.ReadState(path)
+	if err != nil {
+		return RunSettings{}, err
+	}
+	var s RunSettings
+	if err := json.Unmarshal(st.Config, &s); err != nil {
+		return RunSettings{}, fmt.Errorf("checkpoint %s: run settings: %w", path, err)
+	}
+	return s, nil
+}
+
+// heldOutEval reports pass@1 and majority@k on the held-out problems (k
+// samples each at the training sampler's settings) to Out and eval.jsonl.
+func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, w io.Writer) error {
+	res, err := p.Evaluator.PassAtK(ctx, p.Held, rollout.PassAtKConfig{Samples: k, Ks: []int{1, k}}, seed+0x5eed)
+	if err != nil {
+		return fmt.Errorf("held-out evaluation at step %d: %w", step, err)
+	}
+	last := res.Points[len(res.Points)-1]
+	fmt.Fprintf(p.Out, "eval %3d  held-out pass@1 %.3f  pass@%d %.3f  majority@%d %.3f  (%d problems)\n",
+		step, res.Points[0].PassAtK, last.K, last.PassAtK, last.K, last.MajorityAtK, len(p.Held))
+	return writeJSONLine(w, EvalLine{Step: step, Problems: len(p.Held), Samples: k, Points: res.Points})
+}
+
+// EvalLine is one line of eval.jsonl.
+type EvalLine struct {
+	Step     int              `json:"step"`
+	Problems int              `json:"problems"`
+	Samples  int              `json:"samples"`
+	Points   []rollout.KPoint `json:"points"`
+}
+
+// lockRun takes the run directory's lock file (O_EXCL, holding the pid),
+// so that two processes never train into one directory; a lock left by a
+// process that no longer exists is taken over. It returns the release.
+func lockRun(dir string) (func() error, error) {
+	path := filepath.Join(dir, lockFile)
+	for range 2 {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+		if err == nil {
+			_, err = fmt.Fprintf(f, "%d\n", os.Getpid())
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				os.Remove(path)
+				return nil, fmt.Errorf("rl: lock %s: %w", path, err)
+			}
+			return func() error {
+				if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("rl: unlock %s: %w", path, err)
+				}
+				return nil
+			}, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("rl: lock %s: %w", path, err)
+		}
+		b, _ := os.ReadFile(path)
+		pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+		if perr == nil && processAlive(pid) {
+			return nil, fmt.Errorf("%s is in use by another spiral process (pid %d, lock file %s); wait for it or use another --out", dir, pid, path)
+		}
+		// A stale lock (its process is gone): take it over.
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("rl: remove stale lock %s: %w", path, err)
+		}
+	}
+	return nil, fmt.Errorf("rl: lock %s: taken by another process while starting", path)
+}
+
+// moveAside moves the named entries of dir that exist into
+// dir/previous-<UTC time>/ (a fresh name each time), never deleting them.
+func moveAside(dir string, names []string) error {
+	dst := filepath.Join(dir, previousPattern+time.Now().UTC().Format("20060102T150405"))
+	if _, err := os.Stat(dst); err == nil {
+		dst += fmt.Sprintf("-%04d", rand.IntN(10000))
+	}
+	for _, n := range names {
+		src := filepath.Join(dir, n)
+		if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := os.MkdirAll(dst, 0o777); err != nil {
+			return fmt.Errorf("--fresh: %w", err)
+		}
+		if err := os.Rename(src, filepath.Join(dst, n)); err != nil {
+			return fmt.Errorf("--fresh: move %s aside: %w", src, err)
+		}
+	}
+	return nil
+}
+
+// truncateLog drops the lines of a JSONL log whose step is past step
+// (after a resume from an earlier checkpoint), so the log matches the
+// weights; it is rewritten atomically.
+func truncateLog(path string, step int) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("rl: %w", err)
+	}
+	var keep bytes.Buffer
+	dropped := false
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for sc.Scan() {
+		var s struct {
+			Step *int `json:"step"`
+		}
+		if json.Unmarshal(sc.Bytes(), &s) == nil && s.Step != nil && *s.Step <= step {
+			keep.Write(sc.Bytes())
+			keep.WriteByte('\n')
+		} else {
+			dropped = true
+		}
+	}
+	if !dropped {
+		return nil
+	}
+	return atomicfile.WriteFile(path, keep.Bytes(), 0o666)
+}
+
+// loggedSteps returns the steps that eval.jsonl has a line for.
+func loggedSteps(path string) (map[int]bool, error) {
+	out := map[int]bool{}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rl: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for sc.Scan() {
+		var s struct {
+			Step *int `json:"step"`
+		}
+		if json.Unmarshal(sc.Bytes(), &s) == nil && s.Step != nil {
+			out[*s.Step] = true
+		}
+	}
+	return out, nil
+}
+
+// PlotTraining draws dir/training.png from dir/metrics.jsonl.
+func PlotTraining(dir, label string) error {
+	b, err := os.ReadFile(filepath.Join(dir, MetricsFile))
+	if err != nil {
+		return fmt.Errorf("rl: plot: %w", err)
+	}
+	var pts []report.TrainingPoint
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for sc.Scan() {
+		var m Metrics
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			return fmt.Errorf("rl: plot: %s: %w", MetricsFile, err)
+		}
+		pts = append(pts, report.TrainingPoint{Step: m.Step, SearchReward: m.Search.Reward, AggregateReward: m.Aggregate.Reward, HasAggregate: m.Aggregate.Traces > 0})
+	}
+	if len(pts) == 0 {
+		return nil
+	}
+	return report.PlotTraining(filepath.Join(dir, TrainingPlot), report.PlotSize{}, label, pts)
+}

@@ -1,0 +1,60 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+)
+
+// Trace is one generated trace: its prompt, the generator's completion and
+// the completion decoded to text. Verdict is the judge's reading of it,
+// set by Judge.Grade (zero until then).
+type Trace struct {
+	Prompt []int32
+	Completion
+	Text    string
+	Verdict Verdict
+}
+
+// TextDecoder turns generated ids into text without special tokens; every
+// Prompter is one.
+type TextDecoder interface {
+	Text(ids []int32) string
+}
+
+// Complete is the search primitive every scaffold uses: it asks gen for n
+// completions of each prompt in one Generate call (prompt-major: request
+// i*n+j is sample j of prompts[i], seeded by stream(i, j)), checks that
+// every request was answered, and decodes each completion with dec. It
+// returns traces[i][j] and the call's statistics, whose token counts are
+// the exact sums over the traces (prompt tokens per request, generated
+// tokens per completion) whatever the generator reported.
+func Complete(ctx context.Context, gen Generator, dec TextDecoder, prompts [][]int32, n int, stream func(i, j int) Stream, progress Progress) ([][]Trace, Stats, error) {
+	if n < 1 {
+		return nil, Stats{}, fmt.Errorf("rollout: complete: %d samples per prompt, want >= 1", n)
+	}
+	reqs := make([]Request, 0, len(prompts)*n)
+	for i, p := range prompts {
+		for j := range n {
+			reqs = append(reqs, Request{Prompt: p, Seed: stream(i, j).Derive()})
+		}
+	}
+	outs, st, err := gen.Generate(ctx, reqs, progress)
+	if err != nil {
+		return nil, st, err
+	}
+	if len(outs) != len(reqs) {
+		return nil, st, fmt.Errorf("rollout: generator returned %d completions for %d requests", len(outs), len(reqs))
+	}
+	traces := make([][]Trace, len(prompts))
+	st.PromptTokens, st.GeneratedTokens = 0, 0
+	for i, p := range prompts {
+		traces[i] = make([]Trace, n)
+		for j := range n {
+			c := outs[i*n+j]
+			traces[i][j] = Trace{Prompt: p, Completion: c, Text: dec.Text(c.Tokens)}
+			st.PromptTokens += len(p)
+			st.GeneratedTokens += len(c.Tokens)
+		}
+	}
+	return traces, st, nil
+}

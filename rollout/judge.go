@@ -1,0 +1,60 @@
+package rollout
+
+import "errors"
+
+// Verdict is the judge's reading of one trace.
+type Verdict struct {
+	// Answer is the extracted answer ("" when none was found, which counts
+	// as no vote in majorities).
+	Answer string
+	// Explicit is true when the answer was stated explicitly (in \boxed{}
+	// or an explicit final-answer sentence), not taken from the trace's
+	// last number.
+	Explicit bool
+	// Correct is the reward: the answer equals the gold answer under the
+	// judge's rules.
+	Correct bool
+}
+
+// GradeFunc grades one response text against a gold answer.
+type GradeFunc func(response, gold string) Verdict
+
+// Judge grades traces: it is the reward of every training step and the
+// score of every evaluation, so that both read answers the same way. It is
+// injected (rl.NewJudge adapts the grader) so that this package does not
+// import the grader and tests can use simple fakes.
+type Judge struct {
+	// Grade extracts the answer and compares it with the gold answer.
+	Grade GradeFunc
+	// Equal clusters extracted answers for majority votes.
+	Equal Equivalence
+	// CreditTruncated grades a trace that hit the token limit like any
+	// other. When false (the default), such a trace is correct only if it
+	// had stated its answer explicitly before it was cut.
+	CreditTruncated bool
+}
+
+func (j Judge) validate() error {
+	if j.Grade == nil || j.Equal == nil {
+		return errors.New("rollout: judge needs both Grade and Equal")
+	}
+	return nil
+}
+
+// Judge returns the verdict on t against gold (see CreditTruncated).
+func (j Judge) Judge(t Trace, gold string) Verdict {
+	v := j.Grade(t.Text, gold)
+	if t.Finish == FinishLength && !j.CreditTruncated && !v.Explicit {
+		v.Correct = false
+	}
+	return v
+}
+
+// JudgeAll sets the verdict of every trace of traces[i] against golds[i].
+func (j Judge) JudgeAll(traces [][]Trace, golds []string) {
+	for i := range traces {
+		for k := range traces[i] {
+			traces[i][k].Verdict = j.Judge(traces[i][k], golds[i])
+		}
+	}
+}
