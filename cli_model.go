@@ -10,6 +10,7 @@ import (
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/embedded"
+	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/tokenizer"
 	"github.com/spiral-rl/spiral/rollout"
 )
@@ -59,6 +60,9 @@ func (f *modelFlags) resolve() (resolvedModel, error) {
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			return r, fmt.Errorf("--model: directory %s holds no model.onnx (give the .onnx file, or the directory of an export)", dir)
 		}
+	}
+	if err := onnx.Probe(path); err != nil {
+		return r, fmt.Errorf("--model: %w", err)
 	}
 	r.onnx = path
 	r.tokenizer = f.tokenizer

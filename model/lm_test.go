@@ -155,6 +155,15 @@ func TestArtifacts(t *testing.T) {
 	again, err := model.PrepareArtifacts(path, dir, model.ArtifactOptions{})
 	require.NoError(t, err)
 	require.False(t, again.Rebuilt, "unchanged source must reuse the artifacts")
+	// A damaged generated file is detected by its checksum and rebuilt.
+	f, err := os.OpenFile(art.TrainPath(), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte{0})
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	again, err = model.PrepareArtifacts(path, dir, model.ArtifactOptions{})
+	require.NoError(t, err)
+	require.True(t, again.Rebuilt, "a corrupt train.onnx must be rebuilt")
 
 	w, frozen, err := model.InitialWeights(path, art.Manifest)
 	require.NoError(t, err)

@@ -125,3 +125,27 @@ func TestPipelineConfigErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, PipelineConfig{N1: 8, K: 4, N: 4, N2: 4}, p.Config())
 }
+
+// TestAggregationPromptFitsLimit: a prompt over the limit has every
+// candidate cut to the largest common cap that fits (keeping the ends);
+// under the limit it is unchanged; a limit no cap can meet is an error.
+func TestAggregationPromptFitsLimit(t *testing.T) {
+	pr := pipeFakePrompter{}
+	cands := [][]int32{pipeBytes("abcdefghij"), pipeBytes("0123456789")}
+	full, err := aggregationPrompt(pr, "p", cands, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, "A:p|abcdefghij|0123456789", pr.Text(full))
+	same, err := aggregationPrompt(pr, "p", cands, 0, len(full))
+	require.NoError(t, err)
+	require.Equal(t, full, same)
+	// "A:p|" + 2 candidates of c bytes + "|": 5 + 2c <= 15 -> c = 5.
+	cut, err := aggregationPrompt(pr, "p", cands, 0, 15)
+	require.NoError(t, err)
+	require.Equal(t, "A:p|fghij|56789", pr.Text(cut))
+	// The cap given is kept when it fits, and bounds the search otherwise.
+	capped, err := aggregationPrompt(pr, "p", cands, 3, 100)
+	require.NoError(t, err)
+	require.Equal(t, "A:p|hij|789", pr.Text(capped))
+	_, err = aggregationPrompt(pr, "p", cands, 0, 6)
+	require.ErrorContains(t, err, "even with one token per candidate")
+}

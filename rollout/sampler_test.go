@@ -265,3 +265,23 @@ func TestSamplerCacheStaysBounded(t *testing.T) {
 	// a fresh group can add the running rows' length as padding once more.
 	require.LessOrEqual(t, st.PeakCacheLen, 2*(3+20), "peak cache length %d", st.PeakCacheLen)
 }
+
+// TestSamplerContextLength: a row stops (FinishLength) when its prompt and
+// completion fill the context, and a prompt that leaves no room is an
+// error naming the request.
+func TestSamplerContextLength(t *testing.T) {
+	lm := samplerTinyLM(t)
+	cfg := SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 50, BatchSize: 4, ContextLength: 10}
+	s, err := NewSampler(lm, cfg)
+	require.NoError(t, err)
+	out, _, err := s.Generate(context.Background(), samplerRequests(1), nil)
+	require.NoError(t, err)
+	for i, c := range out {
+		require.LessOrEqual(t, len(samplerPrompts[i])+len(c.Tokens), 10, "request %d", i)
+		if c.Finish == FinishLength {
+			require.Equal(t, 10, len(samplerPrompts[i])+len(c.Tokens))
+		}
+	}
+	_, _, err = s.Generate(context.Background(), []Request{{Prompt: make([]int32, 10)}}, nil)
+	require.ErrorContains(t, err, "request 0: prompt of 10 tokens leaves no room")
+}

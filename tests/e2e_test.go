@@ -184,3 +184,26 @@ func TestEmbeddedDefault(t *testing.T) {
 	require.Contains(t, r.stdout, "pass@k")
 	require.FileExists(t, filepath.Join(out, "passk.json"))
 }
+
+// TestArtifactsCommand builds the training graphs of a model that has no
+// tokenizer (artifacts need none) and reports what is trained, frozen and
+// constant; --freeze moves matching parameters to the frozen list with
+// the reason.
+func TestArtifactsCommand(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m")
+	r := spiral(t, nil, "init-model", "--out", m)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, os.Remove(filepath.Join(m, "tokenizer.json")))
+	r = spiral(t, nil, "artifacts", "--model", m, "--out", filepath.Join(dir, "a"))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "trained: 24 tensors")
+	require.Contains(t, r.stdout, "frozen:  0 tensors")
+	r = spiral(t, nil, "artifacts", "--model", m, "--out", filepath.Join(dir, "b"), "--freeze", `^model\.embed_tokens\.`)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "trained: 23 tensors")
+	require.Contains(t, r.stdout, "frozen:  1 tensors")
+	require.Contains(t, r.stdout, "model.embed_tokens.weight")
+	require.Contains(t, r.stdout, "matched by --freeze")
+}

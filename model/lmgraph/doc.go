@@ -19,9 +19,11 @@
 //     That is what a weight does and a buffer does not: RoPE's inv_freq is
 //     multiplied by position ids, a float mask is sliced and selected, an
 //     epsilon or a scale is a single number. Everything else is a constant.
-//   - Tied copies: a parameter whose data equals another parameter's (or
-//     its transpose) bit for bit is the same weight stored twice, as the
-//     TorchScript and dynamo exporters store a tied LM head; Tie rewrites
-//     the graph to read the first one (through a Transpose node where
-//     needed), so training keeps them tied as the source model was.
+//   - Tied copies: a parameter that is not an embedding table but equals
+//     one (or its transpose) bit for bit is the same weight stored twice,
+//     as the TorchScript and dynamo exporters store an LM head tied to the
+//     embedding; ApplyTies rewrites the graph to read the table (through a
+//     Transpose node where needed), so training keeps them tied as the
+//     source model was. Tensors whose values are all equal (fresh norm
+//     gains of ones) are never taken for copies.
 package lmgraph

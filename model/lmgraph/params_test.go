@@ -198,3 +198,38 @@ func TestSelect(t *testing.T) {
 	_, _, err := lmgraph.Selection{Freeze: regexp.MustCompile(".")}.Select(cls)
 	require.ErrorContains(t, err, "no parameter left to train")
 }
+
+// TestTiesOnlyEmbeddingCopies: the transposed copy of the embedding table
+// used as the head is tied to it (and ApplyTies makes the head read the
+// table through a Transpose); two norm gains of ones, equal as a fresh
+// model has them, and a projection that happens to equal another are
+// separate parameters.
+func TestTiesOnlyEmbeddingCopies(t *testing.T) {
+	b := onnx.NewGraphBuilder("g")
+	ids := b.Input("input_ids", onnx.Int64, onnx.P("batch"), onnx.P("seq"))
+	emb := []float32{1, 2, 3, 4, 5, 6} // [3, 2]
+	embT := []float32{1, 3, 5, 2, 4, 6}
+	b.Initializer("emb", onnx.NewTensor("emb", []int64{3, 2}, emb))
+	b.Initializer("head", onnx.NewTensor("head", []int64{2, 3}, embT))
+	b.Initializer("g1", onnx.NewTensor("g1", []int64{2}, []float32{1, 1}))
+	b.Initializer("g2", onnx.NewTensor("g2", []int64{2}, []float32{1, 1}))
+	b.Initializer("p1", onnx.NewTensor("p1", []int64{2, 2}, []float32{7, 8, 9, 10}))
+	b.Initializer("p2", onnx.NewTensor("p2", []int64{2, 2}, []float32{7, 8, 9, 10}))
+	h := b.Node("Gather", []string{"emb", ids})
+	h = b.Node("Mul", []string{"g1", h})
+	h = b.Node("MatMul", []string{h, "p1"})
+	h = b.Node("Mul", []string{"g2", h})
+	h = b.Node("MatMul", []string{h, "p2"})
+	out := b.Node("MatMul", []string{h, "head"})
+	b.Output(out, onnx.Float32)
+	m := b.Model(18)
+	ties, err := lmgraph.FindTies(m, []string{"emb", "head", "g1", "g2", "p1", "p2"})
+	require.NoError(t, err)
+	require.Equal(t, []lmgraph.Tie{{Copy: "head", Of: "emb", Transposed: true}}, ties)
+	require.NoError(t, lmgraph.ApplyTies(m.Graph(), ties))
+	for _, init := range m.Graph().GetInitializer() {
+		require.NotEqual(t, "head", init.GetName(), "the copy is gone")
+	}
+	require.Equal(t, "Transpose", m.Graph().GetNode()[0].GetOpType())
+	require.Equal(t, []string{"emb"}, m.Graph().GetNode()[0].GetInput())
+}

@@ -22,11 +22,14 @@ type Tie struct {
 // candidate tensors whole.
 const tieSamples = 64
 
-// FindTies returns the parameters among names (float32 initializers of m)
-// that are bit-exact copies of another one or of its transpose. The kept
-// one (Of) is the table of an embedding Gather when one of the pair is,
-// else the one earlier in names. Candidates are screened by shape and by a
-// few sampled elements before both are read in full.
+// FindTies returns the tied LM heads among the parameters names (float32
+// initializers of m): a parameter that is not an embedding table but a
+// bit-exact copy of one (or of its transpose), as exporters store a head
+// tied to the embedding. The table is the kept side (Of). Only embedding
+// tables count, and a tensor whose values are all equal (a fresh norm
+// gain of ones, a zero bias) is never taken for a copy, since equal
+// initial values do not make two parameters one. Candidates are screened
+// by shape and by a few sampled elements before both are read in full.
 func FindTies(m *onnx.Model, names []string) ([]Tie, error) {
 	g := m.Graph()
 	byName := map[string]*onnxpb.TensorProto{}
@@ -39,27 +42,22 @@ func FindTies(m *onnx.Model, names []string) ([]Tie, error) {
 			gathered[n.GetInput()[0]] = true
 		}
 	}
-	order := slices.Clone(names)
-	// Embedding tables first, so that they are the kept side of a pair.
-	slices.SortStableFunc(order, func(a, b string) int {
-		switch {
-		case gathered[a] && !gathered[b]:
-			return -1
-		case gathered[b] && !gathered[a]:
-			return 1
-		}
-		return 0
-	})
 	var ties []Tie
 	copied := map[string]bool{}
-	for i, a := range order {
+	for _, a := range names {
 		ta := byName[a]
-		if copied[a] || ta == nil || onnx.TensorDType(ta) != onnx.Float32 {
+		if !gathered[a] || ta == nil || onnx.TensorDType(ta) != onnx.Float32 {
 			continue
 		}
-		for _, b := range order[i+1:] {
+		if c, err := constant(m, ta); err != nil || c {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		for _, b := range names {
 			tb := byName[b]
-			if copied[b] || tb == nil || onnx.TensorDType(tb) != onnx.Float32 {
+			if b == a || gathered[b] || copied[b] || tb == nil || onnx.TensorDType(tb) != onnx.Float32 {
 				continue
 			}
 			for _, transposed := range []bool{false, true} {
@@ -79,6 +77,38 @@ func FindTies(m *onnx.Model, names []string) ([]Tie, error) {
 		}
 	}
 	return ties, nil
+}
+
+// constant reports whether every element of t is the same value.
+func constant(m *onnx.Model, t *onnxpb.TensorProto) (bool, error) {
+	n := onnx.NumElements(t.GetDims())
+	if n < 2 {
+		return true, nil
+	}
+	first, err := m.Float32At(t, 0)
+	if err != nil {
+		return false, err
+	}
+	step := max(1, n/tieSamples)
+	for k := step; k < n; k += step {
+		v, err := m.Float32At(t, k)
+		if err != nil {
+			return false, err
+		}
+		if math.Float32bits(v) != math.Float32bits(first) {
+			return false, nil
+		}
+	}
+	data := make([]float32, n)
+	if err := m.ReadFloat32s(t, data); err != nil {
+		return false, err
+	}
+	for _, v := range data {
+		if math.Float32bits(v) != math.Float32bits(first) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 func tieShapes(a, b []int64, transposed bool) bool {

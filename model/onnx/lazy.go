@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"unsafe"
+
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 )
@@ -217,4 +220,94 @@ func (m *Model) Inline(t *onnxpb.TensorProto) error {
 		return nil
 	}
 	return m.readExternal(t)
+}
+
+// modelFields are the field numbers of ModelProto (onnx.proto3).
+var modelFields = map[protowire.Number]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 14: true, 20: true, 25: true, 26: true}
+
+// Probe checks cheaply that path looks like an ONNX model, reading only
+// the framing of its top-level fields (a multi-gigabyte inline export is
+// not loaded): not empty, every top-level field a ModelProto field whose
+// length fits the file, and a graph among them. It names the file and
+// the problem.
+func Probe(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("onnx: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("onnx: %w", err)
+	}
+	if st.Size() == 0 {
+		return fmt.Errorf("onnx: %s: the file is empty (0 bytes), not an ONNX model", path)
+	}
+	bad := func(why string) error {
+		return fmt.Errorf("onnx: %s: not a valid ONNX model (%s; truncated or corrupt protobuf, %d bytes)", path, why, st.Size())
+	}
+	r := bufio.NewReader(f)
+	var pos int64
+	graph := false
+	for pos < st.Size() {
+		tag, n, err := readUvarint(r)
+		if err != nil {
+			return bad("unreadable field tag")
+		}
+		pos += int64(n)
+		num, typ := protowire.DecodeTag(tag)
+		if !modelFields[num] {
+			return bad(fmt.Sprintf("field %d is not a ModelProto field", num))
+		}
+		var skip int64
+		switch typ {
+		case protowire.VarintType:
+			_, n, err := readUvarint(r)
+			if err != nil {
+				return bad("unreadable varint")
+			}
+			pos += int64(n)
+		case protowire.BytesType:
+			l, n, err := readUvarint(r)
+			if err != nil {
+				return bad("unreadable length")
+			}
+			pos += int64(n)
+			skip = int64(l)
+		case protowire.Fixed32Type:
+			skip = 4
+		case protowire.Fixed64Type:
+			skip = 8
+		default:
+			return bad(fmt.Sprintf("wire type %d", typ))
+		}
+		if skip < 0 || skip > st.Size()-pos {
+			return bad(fmt.Sprintf("field %d runs past the end of the file", num))
+		}
+		if _, err := r.Discard(int(skip)); err != nil {
+			return bad(err.Error())
+		}
+		pos += skip
+		graph = graph || num == 7
+	}
+	if !graph {
+		return fmt.Errorf("onnx: %s: not an ONNX model: no graph", path)
+	}
+	return nil
+}
+
+// readUvarint reads a protobuf varint and reports how many bytes it took.
+func readUvarint(r *bufio.Reader) (uint64, int, error) {
+	var x uint64
+	for i := 0; i < binary.MaxVarintLen64; i++ {
+		b, err := r.ReadByte()
+		if err != nil {
+			return 0, i, err
+		}
+		x |= uint64(b&0x7f) << (7 * i)
+		if b < 0x80 {
+			return x, i + 1, nil
+		}
+	}
+	return 0, binary.MaxVarintLen64, errors.New("varint too long")
 }

@@ -169,7 +169,10 @@ func (g *graph) build(newParam param) {
 	P, D := onnx.P, onnx.D
 	ids := b.Input(InputIDs, onnx.Int64, P(DimBatch), P(DimSeq))
 	mask := b.Input(AttentionMask, onnx.Int64, P(DimBatch), P(DimTotal))
-	pos := b.Input(PositionIDs, onnx.Int64, P(DimBatch), P(DimSeq))
+	var pos string
+	if !c.PositionsFromMask {
+		pos = b.Input(PositionIDs, onnx.Int64, P(DimBatch), P(DimSeq))
+	}
 	pastK := make([]string, c.Layers)
 	pastV := make([]string, c.Layers)
 	for i := range c.Layers {
@@ -182,6 +185,10 @@ func (g *graph) build(newParam param) {
 	b.SetScope("/model/embed_tokens")
 	x := b.Node("Gather", []string{embed, ids}, onnx.AttrInt("axis", 0)) // [B, S, hidden]
 
+	if c.PositionsFromMask {
+		b.SetScope("/model/positions")
+		pos = g.positionsFromMask(ids, mask)
+	}
 	b.SetScope("/model/rotary_emb")
 	g.rotary(pos)
 	b.SetScope("/model/mask")
@@ -233,6 +240,20 @@ func (g *graph) build(newParam param) {
 		b.Output(PresentKey(i), onnx.Float32, kvDims...)
 		b.Output(PresentValue(i), onnx.Float32, kvDims...)
 	}
+}
+
+// positionsFromMask returns the positions of the seq new tokens
+// [batch, seq]: the count of attended slots before each, cumsum(mask) - 1
+// over the whole mask, clipped at 0 and cut to the last seq columns.
+func (g *graph) positionsFromMask(ids, mask string) string {
+	b := g.b
+	dim := func(v string, i int64) string { // [1] dim i of v
+		return b.Node("Slice", []string{b.Node("Shape", []string{v}), b.ConstInt64s(i), b.ConstInt64s(i + 1)})
+	}
+	seq, total := dim(ids, 1), dim(mask, 1)
+	cum := b.Node("CumSum", []string{mask, b.ConstInt64(1)})
+	pos := b.Node("Max", []string{b.Node("Sub", []string{cum, b.ConstInt64(1)}), b.ConstInt64(0)})
+	return b.Node("Slice", []string{pos, b.Node("Sub", []string{total, seq}), total, b.ConstInt64s(1)})
 }
 
 // rotary computes cos and sin of the rotary angles

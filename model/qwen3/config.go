@@ -41,6 +41,11 @@ type Config struct {
 	// graph does not depend on it (rotary angles are computed from
 	// position_ids), it is recorded in config.json. 0 means unspecified.
 	MaxPositions int `json:"max_position_embeddings"`
+	// PositionsFromMask builds the graph without a position_ids input:
+	// positions are counted from the attention mask (cumsum - 1, as
+	// onnxruntime-genai layouts expect), for testing such exports. Not
+	// part of config.json.
+	PositionsFromMask bool `json:"-"`
 }
 
 // Tiny returns the small default architecture of spiral's tests and

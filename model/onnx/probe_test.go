@@ -1,0 +1,42 @@
+package onnx
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestProbe: a model passes; an empty file, garbage, a truncated model
+// and a protobuf without a graph are refused with the file's name.
+func TestProbe(t *testing.T) {
+	dir := t.TempDir()
+	b := NewGraphBuilder("g")
+	x := b.Input("x", Float32, D(2))
+	b.Output(b.Node("Relu", []string{x}), Float32, D(2))
+	good := filepath.Join(dir, "good.onnx")
+	require.NoError(t, Save(good, b.Model(18), SaveOptions{}))
+	require.NoError(t, Probe(good))
+	full, err := os.ReadFile(good)
+	require.NoError(t, err)
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+		return p
+	}
+	for _, tc := range []struct {
+		name, path, want string
+	}{
+		{"empty", write("empty.onnx", nil), "the file is empty"},
+		{"garbage", write("garbage.onnx", []byte("\xff\xff\xff\xff not onnx")), "not a valid ONNX model"},
+		{"truncated", write("short.onnx", full[:len(full)-5]), "truncated or corrupt protobuf"},
+		{"no graph", write("nograph.onnx", []byte{0x08, 0x08}), "no graph"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Probe(tc.path)
+			require.ErrorContains(t, err, tc.path)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}

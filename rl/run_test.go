@@ -1,0 +1,240 @@
+package rl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/model/checkpoint"
+	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/params"
+	"github.com/spiral-rl/spiral/rollout"
+)
+
+// runHarness assembles a run on the fakes of trainer_test.go: a trainer
+// over a 2x2 weight, a held-out set of two problems, captured output.
+type runHarness struct {
+	cfg      RunConfig
+	parts    RunParts
+	out, log bytes.Buffer
+	// gen is the generator of the held-out evaluation; cancelEval, when
+	// set, is called from inside it (an interruption mid-evaluation).
+	gen *runEvalGen
+}
+
+// runEvalGen is trainerFakeGen that counts its calls and can cancel a
+// context from inside Generate.
+type runEvalGen struct {
+	calls  int
+	cancel func()
+}
+
+func (g *runEvalGen) Generate(ctx context.Context, reqs []rollout.Request, p rollout.Progress) ([]rollout.Completion, rollout.Stats, error) {
+	g.calls++
+	if g.cancel != nil {
+		g.cancel()
+		return nil, rollout.Stats{}, ctx.Err()
+	}
+	return trainerFakeGen{}.Generate(ctx, reqs, p)
+}
+
+func newRunHarness(t *testing.T, dir string, steps int) *runHarness {
+	t.Helper()
+	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2, 2}}})
+	require.NoError(t, err)
+	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
+	require.NoError(t, err)
+	ds := data.NewDataset("t", []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}, {ID: "easy", Problem: "easy", Answer: "1"}})
+	stream := data.NewStream(ds, 3)
+	cfg := DefaultConfig()
+	cfg.Problems, cfg.MaxDrawRounds, cfg.Pipeline = 1, 2, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}
+	sched := optim.Schedule{PeakLR: 0.01}
+	tr, err := NewTrainer(cfg, TrainerParts{Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Judge: trainerJudge,
+		Learner: &trainerFakeLearner{}, Problems: stream, Weights: w, Grads: w.NewGrads(), Optimizer: opt, Schedule: sched})
+	require.NoError(t, err)
+	h := &runHarness{gen: &runEvalGen{}}
+	h.cfg = RunConfig{Dir: dir, Steps: steps, CheckpointEvery: 1, Keep: 0, EvalEvery: 1, EvalSamples: 2}
+	h.parts = RunParts{Trainer: tr, Weights: w, Optimizer: opt, Problems: stream,
+		Evaluator: rollout.Evaluator{Gen: h.gen, Prompter: trainerFakePrompter{}, Judge: trainerJudge},
+		Held:      ds.Problems, Settings: RunSettings{Model: "m", ModelID: "id-m", Data: "d", RL: cfg, Schedule: sched},
+		Out: &h.out, Warn: &h.log}
+	return h
+}
+
+func (h *runHarness) run(ctx context.Context) error { return Run(ctx, h.cfg, h.parts) }
+
+// loggedEvalSteps lists the steps of eval.jsonl in file order.
+func loggedEvalSteps(t *testing.T, dir string) []int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, EvalFile))
+	require.NoError(t, err)
+	var steps []int
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e EvalLine
+		require.NoError(t, json.Unmarshal([]byte(line), &e))
+		steps = append(steps, e.Step)
+	}
+	return steps
+}
+
+// TestRunResumeAndEvalLog: a run of 2 steps logs evaluations at steps 0,
+// 1, 2; continuing to 3 resumes at step 2 without evaluating it again; a
+// checkpoint whose evaluation line was lost (a kill between the two) is
+// evaluated on resume, exactly once.
+func TestRunResumeAndEvalLog(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 2)
+	require.NoError(t, h.run(context.Background()))
+	require.Equal(t, []int{0, 1, 2}, loggedEvalSteps(t, dir))
+	require.FileExists(t, filepath.Join(dir, TrainingPlot))
+
+	h = newRunHarness(t, dir, 3)
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.out.String(), "(step 2)")
+	require.Equal(t, []int{0, 1, 2, 3}, loggedEvalSteps(t, dir))
+
+	// Lose step 3's evaluation line, as a kill right after its checkpoint
+	// would; the resumed run (already at its last step) evaluates it.
+	b, err := os.ReadFile(filepath.Join(dir, EvalFile))
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(b), "\n")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, EvalFile), []byte(strings.Join(lines[:3], "")), 0o644))
+	h = newRunHarness(t, dir, 3)
+	require.NoError(t, h.run(context.Background()))
+	require.Equal(t, []int{0, 1, 2, 3}, loggedEvalSteps(t, dir))
+	require.Equal(t, 1, h.gen.calls, "one evaluation, of step 3")
+}
+
+// TestRunInterruptedEvaluation: Ctrl-C during a held-out evaluation saves
+// the step's checkpoint without its evaluation line, and the next run
+// redoes that evaluation.
+func TestRunInterruptedEvaluation(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 2)
+	h.cfg.CheckpointEvery = 10
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The evaluation of step 0 goes through; the one of step 1 is cut.
+	h.parts.Evaluator.Gen = &runCancelAt{inner: h.gen, at: 2, cancel: cancel}
+	err := h.run(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Contains(t, h.log.String(), "interrupted; saving step 1")
+	require.Equal(t, []int{0}, loggedEvalSteps(t, dir))
+	h = newRunHarness(t, dir, 1)
+	require.NoError(t, h.run(context.Background()))
+	require.Equal(t, []int{0, 1}, loggedEvalSteps(t, dir))
+}
+
+// runCancelAt cancels the context on its at-th call.
+type runCancelAt struct {
+	inner  rollout.Generator
+	n, at  int
+	cancel func()
+}
+
+func (g *runCancelAt) Generate(ctx context.Context, reqs []rollout.Request, p rollout.Progress) ([]rollout.Completion, rollout.Stats, error) {
+	g.n++
+	if g.n == g.at {
+		g.cancel()
+		return nil, rollout.Stats{}, ctx.Err()
+	}
+	return g.inner.Generate(ctx, reqs, p)
+}
+
+// TestRunInterruptBeforeFirstStep: an interruption before any step
+// completes saves nothing and says so (no claim of a step-0 checkpoint).
+func TestRunInterruptBeforeFirstStep(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 3)
+	h.cfg.EvalEvery = 0
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := h.run(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Contains(t, h.log.String(), "nothing to save")
+	require.NotContains(t, h.log.String(), "saving step 0")
+	_, err = checkpoint.Find(filepath.Join(dir, CheckpointsDir))
+	require.Error(t, err)
+}
+
+// TestRunSettingsMustMatch: resuming with other settings is refused,
+// naming each difference, unless Override; another model (by id) or
+// another data set is refused even then.
+func TestRunSettingsMustMatch(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	h.cfg.EvalEvery = 0
+	require.NoError(t, h.run(context.Background()))
+
+	h = newRunHarness(t, dir, 2)
+	h.cfg.EvalEvery = 0
+	h.parts.Settings.Schedule.PeakLR = 0.02
+	h.parts.Settings.RL.Pipeline.N1 = 6
+	err := h.run(context.Background())
+	require.ErrorContains(t, err, "schedule.peak_lr: 0.01 -> 0.02")
+	require.ErrorContains(t, err, "rl.pipeline.n1: 4 -> 6")
+	require.ErrorContains(t, err, "--override")
+	h.cfg.Override = true
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.log.String(), "--override: continuing")
+
+	h = newRunHarness(t, dir, 3)
+	h.cfg.EvalEvery, h.cfg.Override = 0, true
+	h.parts.Settings.ModelID = "id-other"
+	require.ErrorContains(t, h.run(context.Background()), "use another --out, or --fresh")
+	// The same model moved elsewhere (same id, other path) resumes, with
+	// the settings the override recorded.
+	h = newRunHarness(t, dir, 3)
+	h.cfg.EvalEvery = 0
+	h.parts.Settings.Model = "moved/m"
+	h.parts.Settings.Schedule.PeakLR = 0.02
+	h.parts.Settings.RL.Pipeline.N1 = 6
+	require.NoError(t, h.run(context.Background()))
+}
+
+// TestRunLock: a live process's lock refuses a second run, naming the
+// pid; a lock left by a process that is gone is taken over.
+func TestRunLock(t *testing.T) {
+	dir := t.TempDir()
+	lock := filepath.Join(dir, lockFile)
+	require.NoError(t, os.WriteFile(lock, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644))
+	h := newRunHarness(t, dir, 1)
+	err := h.run(context.Background())
+	require.ErrorContains(t, err, "in use by another spiral process (pid "+strconv.Itoa(os.Getpid()))
+	require.NoError(t, os.WriteFile(lock, []byte("2147483646\n"), 0o644)) // no such process
+	h = newRunHarness(t, dir, 1)
+	require.NoError(t, h.run(context.Background()))
+	require.NoFileExists(t, lock, "released at the end")
+}
+
+// TestRunFreshMovesAside: --fresh keeps the previous run's files under
+// previous-*/ and starts at step 0.
+func TestRunFreshMovesAside(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	require.NoError(t, h.run(context.Background()))
+	h = newRunHarness(t, dir, 1)
+	h.cfg.Fresh = true
+	require.NoError(t, h.run(context.Background()))
+	require.NotContains(t, h.out.String(), "resumed")
+	prev, err := filepath.Glob(filepath.Join(dir, "previous-*", CheckpointsDir, "ckpt-000001"))
+	require.NoError(t, err)
+	require.Len(t, prev, 1)
+}
+
+// TestRunConfigValidate names the flags of invalid run settings.
+func TestRunConfigValidate(t *testing.T) {
+	err := RunConfig{Dir: "x", Steps: 0, CheckpointEvery: 0, Keep: -1, EvalEvery: -2, EvalSamples: 0}.Validate()
+	for _, want := range []string{"--steps 0", "--checkpoint-every 0", "--keep -1", "--eval-every -2", "--eval-samples 0"} {
+		require.ErrorContains(t, err, want)
+	}
+	require.ErrorContains(t, Run(context.Background(), RunConfig{Steps: 1, CheckpointEvery: 1, EvalSamples: 1}, RunParts{}), "--out is empty")
+}

@@ -1,0 +1,222 @@
+package tests
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/data/synth"
+	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/qwen3"
+	"github.com/spiral-rl/spiral/model/tokenizer"
+)
+
+// fixtures are the files the malformed-input cases point at, made once.
+type fixtures struct {
+	dir  string
+	good string // a tiny model directory: model.onnx, tokenizer.json, config.json
+}
+
+func (f fixtures) path(name string) string { return filepath.Join(f.dir, name) }
+
+// write creates dir/name with content.
+func (f fixtures) write(t *testing.T, name, content string) string {
+	t.Helper()
+	p := f.path(name)
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+// modelDir writes a tiny model into dir/name with edit applied to its
+// graph, and the task's character tokenizer beside it.
+func (f fixtures) modelDir(t *testing.T, name string, edit func(m *onnx.Model)) string {
+	t.Helper()
+	dir := f.path(name)
+	require.NoError(t, qwen3.WriteDir(dir, tinyConfig(t), 5))
+	if edit != nil {
+		m, err := onnx.Load(filepath.Join(dir, "model.onnx"))
+		require.NoError(t, err)
+		edit(m)
+		require.NoError(t, onnx.Save(filepath.Join(dir, "model.onnx"), m, onnx.SaveOptions{}))
+	}
+	tj, err := tokenizer.BuildCharTokenizerJSON([]rune(synth.Alphabet()))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer.json"), tj, 0o644))
+	return dir
+}
+
+// tinyConfig is init-model's architecture with the task's vocabulary.
+func tinyConfig(t *testing.T) qwen3.Config {
+	t.Helper()
+	tj, err := tokenizer.BuildCharTokenizerJSON([]rune(synth.Alphabet()))
+	require.NoError(t, err)
+	tok, err := tokenizer.FromBytes(tj)
+	require.NoError(t, err)
+	defer tok.Close()
+	c := qwen3.Tiny()
+	c.Vocab = tok.VocabSize()
+	return c
+}
+
+// TestMalformedInputs feeds the binary malformed model files, tokenizers,
+// datasets, flags, checkpoints and reports. Each case asserts the exit
+// status (2 for a command-line mistake, 1 for bad input), that nothing
+// panicked (no Go panic or goroutine dump in the output), and that the
+// message names the offending file, row, flag or tensor.
+func TestMalformedInputs(t *testing.T) {
+	requireRuntime(t)
+	f := fixtures{dir: t.TempDir()}
+	good := f.modelDir(t, "good", nil)
+	f.good = good
+	f.write(t, "empty/model.onnx", "")
+	f.write(t, "empty/tokenizer.json", "{}")
+	require.NoError(t, os.MkdirAll(f.path("nomodel"), 0o755))
+	f.write(t, "nomodel/tokenizer.json", "{}")
+	f.write(t, "garbage/model.onnx", "\xff\xff\xff\xff not onnx")
+	notok := f.modelDir(t, "notok", nil)
+	require.NoError(t, os.Remove(filepath.Join(notok, "tokenizer.json")))
+	badtok := f.modelDir(t, "badtok", nil)
+	f.write(t, "badtok/tokenizer.json", "{not json")
+	bigtok := f.modelDir(t, "bigtok", nil)
+	bj, err := tokenizer.BuildByteTokenizerJSON()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(bigtok, "tokenizer.json"), bj, 0o644))
+	nan := f.modelDir(t, "nan", func(m *onnx.Model) {
+		for _, tp := range m.Graph().GetInitializer() {
+			if tp.GetName() == qwen3.LayerWeight(1, "mlp.up_proj") {
+				v, _ := onnx.Float32s(tp)
+				v[3] = float32(math.NaN())
+				*tp = *onnx.NewTensor(tp.GetName(), tp.GetDims(), v)
+			}
+		}
+	})
+	f64 := f.modelDir(t, "f64", func(m *onnx.Model) {
+		for _, tp := range m.Graph().GetInitializer() {
+			if tp.GetName() == qwen3.NormWeight {
+				v, _ := onnx.Float64s(tp)
+				*tp = *onnx.NewTensor(tp.GetName(), tp.GetDims(), v)
+			}
+		}
+	})
+	other := f.modelDir(t, "other", nil)
+	require.NoError(t, qwen3.WriteDir(other, tinyConfig(t), 6)) // same shapes, other weights
+	data := f.write(t, "ok.jsonl", `{"problem":"Compute 1+2.","answer":"3"}`+"\n")
+	bad := f.write(t, "bad.jsonl", `{"problem":"Compute 1+2.","answer":"3"}`+"\n"+`{"problem": oops`+"\n")
+	noAnswers := f.write(t, "noanswers.jsonl", `{"problem":"Compute 1+2.","answer":""}`+"\n")
+	huge := f.write(t, "huge.jsonl", fmt.Sprintf(`{"problem":%q,"answer":"3"}`+"\n", "Compute "+strings.Repeat("1+", 60_000)+"1."))
+	long := f.write(t, "long.jsonl", fmt.Sprintf(`{"problem":%q,"answer":"3"}`+"\n", "Compute "+strings.Repeat("1+", 2_100)+"1."))
+	notReport := f.write(t, "notreport.json", `[1, 2]`)
+
+	// A real run's checkpoint, then a copy with a flipped byte.
+	run := f.path("run")
+	r := spiral(t, nil, "train", "--model", good, "--out", run, "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "1",
+		"--max-new-tokens", "8", "--eval-every", "0", "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	ckpt := filepath.Join(run, "checkpoints", "ckpt-000001")
+	corrupt := f.path("corrupt/ckpt-000001")
+	require.NoError(t, os.MkdirAll(corrupt, 0o755))
+	for _, name := range []string{"model.safetensors", "optimizer.safetensors", "state.json"} {
+		b, err := os.ReadFile(filepath.Join(ckpt, name))
+		require.NoError(t, err)
+		if name == "model.safetensors" {
+			b[len(b)-3] ^= 0x40
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(corrupt, name), b, 0o644))
+	}
+
+	type tc struct {
+		name string
+		args []string
+		code int
+		want []string
+	}
+	usage := func(name, want string, args ...string) tc { return tc{name, args, 2, []string{want}} }
+	fail := func(name string, want []string, args ...string) tc { return tc{name, args, 1, want} }
+	train := func(args ...string) []string { return append([]string{"train", "--model", good, "--quiet"}, args...) }
+	cases := []tc{
+		// Flags: usage errors before any work.
+		usage("negative temperature", "--temperature -1", train("--temperature", "-1")...),
+		usage("infinite temperature", "--temperature +Inf", train("--temperature", "Inf")...),
+		usage("negative max new tokens", "--max-new-tokens -1", train("--max-new-tokens", "-1")...),
+		usage("negative top-k", "--top-k -1", train("--top-k", "-1")...),
+		usage("top-p above 1", "--top-p 2", train("--top-p", "2")...),
+		usage("negative top-p", "--top-p -0.5", train("--top-p", "-0.5")...),
+		usage("zero generation batch", "--gen-batch 0", train("--gen-batch", "0")...),
+		usage("negative threads", "--threads -1", train("--threads", "-1")...),
+		usage("unknown device", `device "tpu"`, train("--device", "tpu")...),
+		usage("bad cuda ordinal", `"cuda:x"`, train("--device", "cuda:x")...),
+		usage("negative keep", "--keep -1", train("--keep", "-1")...),
+		usage("zero checkpoint interval", "--checkpoint-every 0", train("--checkpoint-every", "0")...),
+		usage("negative checkpoint interval", "--checkpoint-every -1", train("--checkpoint-every", "-1")...),
+		usage("NaN gradient-norm clip", "--max-grad-norm NaN", train("--max-grad-norm", "NaN")...),
+		usage("learning rate beyond float32", "--lr 1e+300", train("--lr", "1e300")...),
+		usage("zero search traces", "--n1 (search traces per problem) is 0", train("--n1", "0")...),
+		usage("subset above search traces", "--n 9 exceeds --n1 8", train("--n", "9")...),
+		usage("clip-low of 1", "--clip-low 1", train("--clip-low", "1")...),
+		usage("unknown algorithm", `--algo "foo"`, train("--algo", "foo")...),
+		usage("GRPO group of one", "--group 1", train("--group", "1")...),
+		usage("zero eval samples", "--eval-samples 0", train("--eval-samples", "0")...),
+		usage("bad --train pattern", "--train \"(\"", train("--train", "(")...),
+		usage("deterministic with threads", "--deterministic", train("--deterministic", "--threads", "4")...),
+		usage("trace longer than the context", "--max-new-tokens 5000 leaves no room", train("--max-new-tokens", "5000")...),
+		usage("unknown eval mode", `--mode "foo"`, "eval", "--mode", "foo"),
+		usage("negative eval limit", "--limit -3", "eval", "--limit", "-3"),
+		usage("zero eval samples (passk)", "--samples 0", "eval", "--samples", "0"),
+		usage("RSA subset above population", "--subset 4 exceeds --population 2", "eval", "--mode", "rsa", "--subset", "4", "--population", "2"),
+		usage("zero RSA steps", "--rsa-steps 0", "eval", "--mode", "rsa", "--rsa-steps", "0"),
+		usage("aggregate share above 1", "--aggregate-share 2", "sft", "--aggregate-share", "2"),
+		usage("zero generations", "--n 0", "generate", "--n", "0", "hello"),
+		usage("unknown data format", `--format "xml"`, "data", "inspect", "--format", "xml", data),
+		usage("kv heads not dividing heads", "num_key_value_heads 3", "init-model", "--out", f.path("x"), "--kv-heads", "3"),
+		usage("no layers", "num_hidden_layers 0", "init-model", "--out", f.path("x"), "--layers", "0"),
+		usage("odd head width", "head_dim 3", "init-model", "--out", f.path("x"), "--head-dim", "3"),
+		usage("plot too large", "--width 100000 --height 100000", "plot", "--width", "100000", "--height", "100000", notReport),
+		usage("export without --out", "usage: spiral export", "export", "--checkpoint", ckpt),
+
+		// Model files.
+		fail("empty model file", []string{"empty/model.onnx", "the file is empty"}, "train", "--model", f.path("empty"), "--quiet"),
+		fail("directory without model.onnx", []string{f.path("nomodel"), "holds no model.onnx"}, "train", "--model", f.path("nomodel"), "--quiet"),
+		fail("not an ONNX file", []string{"garbage/model.onnx", "not a valid ONNX model"}, "eval", "--model", f.path("garbage"), "--quiet"),
+		fail("missing model", []string{f.path("absent")}, "eval", "--model", f.path("absent"), "--quiet"),
+		fail("NaN weight", []string{"nan/model.onnx", qwen3.LayerWeight(1, "mlp.up_proj"), "NaN"}, "train", "--model", nan, "--quiet", "--steps", "1"),
+		fail("float64 weight in generate", []string{qwen3.NormWeight, "float64", "float32"}, "generate", "--model", f64, "hi"),
+		// Tokenizers.
+		fail("missing tokenizer", []string{"notok/tokenizer.json", "--tokenizer"}, "eval", "--model", notok, "--quiet"),
+		fail("corrupt tokenizer", []string{"badtok/tokenizer.json"}, "eval", "--model", badtok, "--quiet"),
+		fail("tokenizer wider than the model", []string{"bigtok/tokenizer.json", "ids but model", "embedding rows"}, "eval", "--model", bigtok, "--quiet"),
+		// Datasets.
+		fail("missing data", []string{f.path("absent.jsonl")}, train("--data", f.path("absent.jsonl"))...),
+		fail("malformed row", []string{"bad.jsonl:2"}, train("--data", bad)...),
+		fail("no usable problems", []string{"noanswers.jsonl:1", "empty answer", "none of the 1 records is usable"}, train("--data", noAnswers)...),
+		fail("problem over the size cap", []string{"huge.jsonl:1", "100000-byte cap"}, train("--data", huge)...),
+		fail("problem longer than the context", []string{"long.jsonl:1", "need", "the model has 4096"}, train("--data", long, "--max-new-tokens", "8")...),
+		fail("missing held-out data", []string{f.path("absent-eval.jsonl")}, train("--data", data, "--eval-data", f.path("absent-eval.jsonl"))...),
+		fail("missing template", []string{f.path("absent.txt")}, train("--data", data, "--search-template", f.path("absent.txt"))...),
+		// Checkpoints.
+		fail("checkpoint of another model", []string{"was trained from", "--model " + other}, "eval", "--model", other, "--checkpoint", ckpt, "--quiet"),
+		fail("no checkpoint there", []string{"--checkpoint", f.path("nockpt")}, "eval", "--model", good, "--checkpoint", f.path("nockpt"), "--quiet"),
+		fail("corrupt checkpoint", []string{"corrupt/ckpt-000001/model.safetensors", "CRC-32C"}, "export", "--model", good, "--checkpoint", corrupt, "--out", f.path("exp/m.onnx")),
+		// Reports.
+		fail("not a report", []string{"notreport.json", "not a spiral eval report"}, "plot", notReport),
+		fail("missing report", []string{f.path("absent.json")}, "plot", f.path("absent.json")),
+	}
+	require.GreaterOrEqual(t, len(cases), 40)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := spiral(t, []string{"SPIRAL_CACHE_DIR=" + f.path("cache")}, c.args...)
+			out := r.stdout + r.stderr
+			require.Equal(t, c.code, r.code, "args %q\n%s", c.args, out)
+			require.NotContains(t, out, "panic:")
+			require.NotContains(t, out, "goroutine ")
+			for _, w := range c.want {
+				require.Contains(t, out, w)
+			}
+		})
+	}
+}
