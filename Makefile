@@ -46,7 +46,7 @@ embedded:
 # corrupt Parquet page can make parquet-go allocate gigabytes, see data/).
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./data:FuzzLastBoxed ./data:FuzzLoadJSONL ./data/synth:FuzzParse \
-	./grader:FuzzExtract ./grader:FuzzParse ./model/onnx:FuzzParse ./model/params:FuzzDecode \
+	./grader:FuzzExtract ./grader:FuzzParse ./model/onnx:FuzzDecode ./model/params:FuzzDecode \
 	./model/tokenizer:FuzzByteTokenizerRoundTrip ./model/tokenizer:FuzzCharTokenizerRoundTrip \
 	./model/tokenizer:FuzzFromBytes ./rl:FuzzSpiralAdvantages ./rollout/report:FuzzReadJSON
 fuzz:

@@ -38,13 +38,6 @@ func (p *progress) add(n int) {
 	}
 }
 
-// describe changes the bar's description.
-func (p *progress) describe(s string) {
-	if p.bar != nil {
-		p.bar.Describe(s)
-	}
-}
-
 // done clears the bar.
 func (p *progress) done() {
 	if p.bar != nil {

@@ -1,7 +1,6 @@
 package data
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -233,13 +232,6 @@ func Load(path string, opt LoadOptions) (*Dataset, error) {
 		return nil, fmt.Errorf("data: %s: %w", path, err)
 	}
 	return load(path, opt, f, st.Size(), head[:n])
-}
-
-// LoadBytes is Load for content already in memory; name stands for the
-// file (its extension selects the format unless opt.Format is set) in
-// sources and errors.
-func LoadBytes(name string, content []byte, opt LoadOptions) (*Dataset, error) {
-	return load(name, opt, bytes.NewReader(content), int64(len(content)), content[:min(len(content), sniffLen)])
 }
 
 func load(path string, opt LoadOptions, src source, size int64, head []byte) (*Dataset, error) {

@@ -16,13 +16,6 @@ var (
 	defaultAggregate string
 )
 
-// DefaultSearchTemplate returns the source of the embedded search template.
-func DefaultSearchTemplate() string { return defaultSearch }
-
-// DefaultAggregateTemplate returns the source of the embedded aggregation
-// template.
-func DefaultAggregateTemplate() string { return defaultAggregate }
-
 // SearchData is what the search template is executed with.
 type SearchData struct {
 	Problem string
@@ -74,15 +67,6 @@ func LoadTemplates(searchPath, aggregatePath string) (*Templates, error) {
 		return nil, fmt.Errorf("%w (files %q, %q)", err, searchPath, aggregatePath)
 	}
 	return t, nil
-}
-
-// DefaultTemplates returns the embedded templates.
-func DefaultTemplates() *Templates {
-	t, err := ParseTemplates(defaultSearch, defaultAggregate)
-	if err != nil {
-		panic("data: embedded templates: " + err.Error()) // a build defect
-	}
-	return t
 }
 
 // Probe strings that a template must carry into its output.

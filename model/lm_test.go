@@ -13,6 +13,7 @@ import (
 	"github.com/spiral-rl/spiral/model/modeltest"
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/qwen3"
+	"github.com/spiral-rl/spiral/model/qwen3/qwen3ref"
 )
 
 // tinyDir writes the tiny Qwen3 model into a temp dir and returns the
@@ -74,7 +75,7 @@ func TestLMMatchesReferenceAndCache(t *testing.T) {
 	require.NoError(t, err)
 	m, err := onnx.Load(path)
 	require.NoError(t, err)
-	ref, err := qwen3.NewReference(m, cfg)
+	ref, err := qwen3ref.New(m, cfg)
 	require.NoError(t, err)
 	want, err := ref.Forward(B, T, ids, mask, pos)
 	require.NoError(t, err)

@@ -257,13 +257,6 @@ func (r *Runtime) LibraryPath() string { return r.lib }
 // Device returns the device sessions run on (CPU after an auto fallback).
 func (r *Runtime) Device() Device { return r.device }
 
-// Threads returns the intra-op thread count (0 = ONNX Runtime's default).
-func (r *Runtime) Threads() int { return r.threads }
-
-// Deterministic reports whether sessions run deterministically (see
-// RuntimeOptions.Deterministic).
-func (r *Runtime) Deterministic() bool { return r.deterministic }
-
 // NewSessionOptions returns session options with the runtime's thread count
 // and, on CUDA, the CUDA execution provider appended. The caller destroys
 // them.

@@ -123,11 +123,11 @@ func TestGradientAccumulation(t *testing.T) {
 }
 
 // meanNLL returns the token-mean negative log-likelihood of b's loss
-// tokens under lm, via rl.DetachedLogProbs on a copy of b (float64 sum).
+// tokens under lm, via a fresh rl.Scorer on a copy of b (float64 sum).
 func meanNLL(t *testing.T, lm *model.LM, b model.TrainBatch) float64 {
 	t.Helper()
 	b.OldLogProbs = make([]float32, len(b.OldLogProbs))
-	require.NoError(t, rl.DetachedLogProbs(context.Background(), lm, &b))
+	require.NoError(t, (&rl.Scorer{LM: lm}).LogProbs(context.Background(), &b))
 	sum, n := 0.0, 0
 	for i, m := range b.LossMask {
 		if m != 0 {
@@ -141,7 +141,7 @@ func meanNLL(t *testing.T, lm *model.LM, b model.TrainBatch) float64 {
 // TestSupervisedLossIsNLL checks the supervised case of the training graph
 // (advantage 1, old log-probabilities = the current ones from the rollout
 // graph): the loss is -mean(ratio) = -1, the graph's log-probabilities
-// equal rl.DetachedLogProbs' (two graphs over the same weights; bound 1e-5,
+// equal a fresh rl.Scorer's (two graphs over the same weights; bound 1e-5,
 // float32 log-softmax over 100 logits of magnitude < 10), and the
 // gradient is that of the mean negative log-likelihood: the directional
 // derivative of the NLL along u = g/|g|, by a central difference with step
@@ -161,7 +161,7 @@ func TestSupervisedLossIsNLL(t *testing.T) {
 	require.Len(t, bs, 1)
 	b := bs[0]
 	ctx := context.Background()
-	require.NoError(t, rl.DetachedLogProbs(ctx, scorerOf(t, p), &b))
+	require.NoError(t, (&rl.Scorer{LM: scorerOf(t, p)}).LogProbs(ctx, &b))
 
 	var res model.TrainResult
 	require.NoError(t, p.Train.Run(ctx, b, &res))
@@ -172,7 +172,7 @@ func TestSupervisedLossIsNLL(t *testing.T) {
 			worst = math.Max(worst, math.Abs(float64(res.LogProbs[i]-b.OldLogProbs[i])))
 		}
 	}
-	t.Logf("training-graph log-probabilities vs DetachedLogProbs: max |diff| %.3g", worst)
+	t.Logf("training-graph log-probabilities vs a fresh Scorer: max |diff| %.3g", worst)
 	require.Less(t, worst, 1e-5)
 
 	g := p.Weights.NewGrads()
@@ -279,7 +279,7 @@ func BenchmarkTrainingStep(b *testing.B) {
 // (see lm_fixture_test.go) as a training policy, the path a real optimum
 // export takes: artifacts, rollout LM fed from the store, training
 // session. In the supervised case the training graph's loss is -1 and its
-// log-probabilities equal the rollout graph's (rl.DetachedLogProbs; bound
+// log-probabilities equal the rollout graph's (rl.Scorer; bound
 // 1e-5 as in TestSupervisedLossIsNLL), and the gradient is finite and
 // non-zero. Its float64 exactness is TestHFFixtureGradients' (autodiff).
 func TestHFFixtureTrainSession(t *testing.T) {
@@ -295,7 +295,7 @@ func TestHFFixtureTrainSession(t *testing.T) {
 	require.NoError(t, err)
 	b := bs[0]
 	ctx := context.Background()
-	require.NoError(t, rl.DetachedLogProbs(ctx, scorerOf(t, p), &b))
+	require.NoError(t, (&rl.Scorer{LM: scorerOf(t, p)}).LogProbs(ctx, &b))
 	var res model.TrainResult
 	require.NoError(t, p.Train.Run(ctx, b, &res))
 	require.InDelta(t, -1, res.Loss, 1e-5)

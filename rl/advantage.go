@@ -3,7 +3,6 @@ package rl
 import (
 	"fmt"
 	"math"
-	"slices"
 )
 
 // Numerical conventions shared by every advantage in this file. verl, TRL
@@ -65,13 +64,6 @@ type SpiralProblem struct {
 // subset, an index out of range or repeated within a subset, a subset with
 // no aggregation rewards, or a non-finite reward.
 func (p SpiralProblem) Validate() error {
-	var stamp []int
-	return p.validate(&stamp)
-}
-
-// validate is Validate with a reusable scratch buffer: *stamp is grown as
-// needed and its contents are left undefined.
-func (p SpiralProblem) validate(stamp *[]int) error {
 	if p.NumSearch < 0 {
 		return fmt.Errorf("rl: spiral problem: NumSearch %d < 0", p.NumSearch)
 	}
@@ -82,9 +74,7 @@ func (p SpiralProblem) validate(stamp *[]int) error {
 		return fmt.Errorf("rl: spiral problem: %d reward rows for %d subsets", len(p.Rewards), len(p.Subsets))
 	}
 	// seen[i] == g+1 marks trace i as seen in subset g.
-	*stamp = slices.Grow((*stamp)[:0], p.NumSearch)[:p.NumSearch]
-	seen := *stamp
-	clear(seen)
+	seen := make([]int, p.NumSearch)
 	for g, members := range p.Subsets {
 		if len(members) == 0 {
 			return fmt.Errorf("rl: spiral problem: subset %d is empty", g)
@@ -207,101 +197,6 @@ func SpiralAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, erro
 	return res, nil
 }
 
-// AggOnlyAdvantages is the `--algo agg-only` ablation: SpiralAdvantages
-// with opt.AggregationOnly set, so only aggregation traces get gradients.
-func AggOnlyAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, error) {
-	opt.AggregationOnly = true
-	return SpiralAdvantages(p, opt)
-}
-
-// BatchAdvantages holds the SPIRAL advantages of a batch of P problems in
-// flat, problem-major slices, the layout the trainer packs sequences in.
-type BatchAdvantages struct {
-	// Search holds A_marg for every search trace, problem by problem:
-	// problem p's traces are Search[SearchOffset[p]:SearchOffset[p+1]].
-	// [sum_p N1_p]
-	Search       []float64
-	SearchMask   []bool // [sum_p N1_p], as SpiralResult.SearchMask
-	SearchOffset []int  // [P+1]
-	// Aggregation holds A(x,y*) for every aggregation trace in (problem,
-	// subset, trace) order: problem p's traces are
-	// Aggregation[AggregationOffset[p]:AggregationOffset[p+1]].
-	// [sum_p sum_g N2_{p,g}]
-	Aggregation       []float64
-	AggregationOffset []int  // [P+1]
-	Informative       []bool // [P], as SpiralResult.Informative
-}
-
-// SpiralBatchAdvantages computes SpiralAdvantages for every problem of a
-// batch into flat slices, allocating only the outputs and one scratch
-// buffer. It returns the same numbers as calling SpiralAdvantages per
-// problem and concatenating (tested against exactly that loop). The error
-// names the first problem that does not validate.
-func SpiralBatchAdvantages(problems []SpiralProblem, opt AdvantageOptions) (BatchAdvantages, error) {
-	nSearch, nAgg, maxK := 0, 0, 0
-	var stamp []int
-	for pi, p := range problems {
-		if err := p.validate(&stamp); err != nil {
-			return BatchAdvantages{}, fmt.Errorf("rl: batch problem %d: %w", pi, err)
-		}
-		nSearch += p.NumSearch
-		for _, row := range p.Rewards {
-			nAgg += len(row)
-		}
-		maxK = max(maxK, len(p.Subsets))
-	}
-	out := BatchAdvantages{
-		Search:            make([]float64, nSearch),
-		SearchMask:        make([]bool, nSearch),
-		SearchOffset:      make([]int, len(problems)+1),
-		Aggregation:       make([]float64, nAgg),
-		AggregationOffset: make([]int, len(problems)+1),
-		Informative:       make([]bool, len(problems)),
-	}
-	scratch := make([]float64, 2*maxK)
-	var membership []int // [N1] of the current problem
-	so, ao := 0, 0
-	for pi, p := range problems {
-		k := len(p.Subsets)
-		f, setAdv := scratch[:k], scratch[k:2*k]
-		informative := false
-		for g, rewards := range p.Rewards {
-			f[g] = mean(rewards)
-			dst := out.Aggregation[ao : ao+len(rewards)]
-			centre(dst, rewards, opt.ScaleAggregation)
-			for _, a := range dst {
-				informative = informative || a != 0
-			}
-			ao += len(rewards)
-		}
-		centre(setAdv, f, opt.ScaleSearch)
-		search := out.Search[so : so+p.NumSearch]
-		membership = slices.Grow(membership[:0], p.NumSearch)[:p.NumSearch]
-		clear(membership)
-		for g, members := range p.Subsets {
-			for _, i := range members {
-				search[i] += setAdv[g]
-				membership[i]++
-			}
-		}
-		for i, m := range membership {
-			if m == 0 {
-				continue
-			}
-			search[i] /= float64(m)
-			if !opt.AggregationOnly {
-				out.SearchMask[so+i] = true
-				informative = informative || search[i] != 0
-			}
-		}
-		so += p.NumSearch
-		out.SearchOffset[pi+1] = so
-		out.AggregationOffset[pi+1] = ao
-		out.Informative[pi] = informative
-	}
-	return out, nil
-}
-
 // GRPOOptions selects the GRPO variant. The zero value is GRPO as in
 // DeepSeekMath (Shao et al. 2024, arXiv:2402.03300), scaled by the group
 // std.
@@ -331,60 +226,6 @@ func GRPOAdvantages(rewards []float64, opt GRPOOptions) ([]float64, error) {
 	}
 	adv := make([]float64, len(rewards))
 	centre(adv, rewards, !opt.NoStdScaling)
-	return adv, nil
-}
-
-// GRPOAdvantagesByGroup computes GRPOAdvantages over a flat batch in which
-// group[i] names the problem of trace i (verl's `index` layout; groups may
-// interleave and have different sizes): rewards [B], group [B] ->
-// advantages [B]. It makes three passes over the batch instead of
-// gathering each group, and returns the same numbers as GRPOAdvantages on
-// each gathered group.
-func GRPOAdvantagesByGroup(rewards []float64, group []int, opt GRPOOptions) ([]float64, error) {
-	if len(rewards) != len(group) {
-		return nil, fmt.Errorf("rl: grpo: %d rewards but %d group ids", len(rewards), len(group))
-	}
-	type stats struct {
-		n        int
-		sum, ss  float64
-		first    float64
-		constant bool
-	}
-	slot := make(map[int]int)
-	ids := make([]int, len(rewards)) // dense group slot of each trace
-	var st []stats
-	for i, r := range rewards {
-		if math.IsNaN(r) || math.IsInf(r, 0) {
-			return nil, fmt.Errorf("rl: grpo: reward %d is %v", i, r)
-		}
-		s, ok := slot[group[i]]
-		if !ok {
-			s = len(st)
-			slot[group[i]] = s
-			st = append(st, stats{first: r, constant: true})
-		}
-		ids[i] = s
-		st[s].n++
-		st[s].sum += r
-		st[s].constant = st[s].constant && r == st[s].first
-	}
-	for i, r := range rewards {
-		s := &st[ids[i]]
-		d := r - s.sum/float64(s.n)
-		s.ss += d * d
-	}
-	adv := make([]float64, len(rewards))
-	for i, r := range rewards {
-		s := st[ids[i]]
-		if s.constant {
-			continue
-		}
-		a := r - s.sum/float64(s.n)
-		if !opt.NoStdScaling {
-			a *= 1 / (math.Sqrt(s.ss/float64(s.n-StdDDOF)) + StdEpsilon)
-		}
-		adv[i] = a
-	}
 	return adv, nil
 }
 

@@ -8,19 +8,13 @@ import (
 	"github.com/spiral-rl/spiral/rollout"
 )
 
-// DetachedLogProbs fills b.OldLogProbs with log pi(token t+1 | ..t) at
-// every loss position, computed by a forward pass of lm (a full-sequence
-// scoring LM over the same weights, Policy.Scorer): the "detached copy"
-// that makes the clipped loss equal cross-entropy (advantage 1) or
-// REINFORCE (ratio 1) for one update. b's rows are right-padded, positions
-// counted from 0. Use a Scorer to reuse buffers across micro-batches.
-func DetachedLogProbs(ctx context.Context, lm *model.LM, b *model.TrainBatch) error {
-	return (&Scorer{LM: lm}).LogProbs(ctx, b)
-}
-
-// Scorer computes detached log-probabilities like DetachedLogProbs,
-// keeping its KV cache and logits buffers between calls (for a 4B model
-// they are gigabytes per micro-batch).
+// Scorer fills b.OldLogProbs with log pi(token t+1 | ..t) at every loss
+// position, computed by a forward pass of LM (a full-sequence scoring LM
+// over the same weights, Policy.Scorer): the "detached copy" that makes
+// the clipped loss equal cross-entropy (advantage 1) or REINFORCE (ratio 1)
+// for one update. Rows are right-padded, positions counted from 0. It
+// keeps its KV cache and logits buffers between calls (for a 4B model they
+// are gigabytes per micro-batch).
 type Scorer struct {
 	LM     *model.LM
 	cache  *model.KVCache

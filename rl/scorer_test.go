@@ -12,7 +12,7 @@ import (
 
 // TestScorerReusesBuffers scores micro-batches of different shapes with
 // one Scorer (its cache and logits buffers are reused or regrown) and
-// compares each with a fresh DetachedLogProbs.
+// compares each with a fresh Scorer.
 func TestScorerReusesBuffers(t *testing.T) {
 	p := openTinyPolicy(t, 5)
 	lm := sftScorer(t, p)
@@ -37,7 +37,7 @@ func TestScorerReusesBuffers(t *testing.T) {
 		for _, b := range bs {
 			want := b
 			want.OldLogProbs = make([]float32, len(b.OldLogProbs))
-			require.NoError(t, rl.DetachedLogProbs(context.Background(), lm, &want))
+			require.NoError(t, (&rl.Scorer{LM: lm}).LogProbs(context.Background(), &want))
 			got := b
 			got.OldLogProbs = make([]float32, len(b.OldLogProbs))
 			require.NoError(t, sc.LogProbs(context.Background(), &got))

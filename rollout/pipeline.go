@@ -103,9 +103,6 @@ func NewPipeline(gen Generator, pr Prompter, cfg PipelineConfig) (*Pipeline, err
 	return &Pipeline{gen: gen, pr: pr, cfg: cfg}, nil
 }
 
-// Config returns the pipeline's shape.
-func (p *Pipeline) Config() PipelineConfig { return p.cfg }
-
 // PhaseStats are the generation statistics of the two phases.
 type PhaseStats struct {
 	Search, Aggregate Stats

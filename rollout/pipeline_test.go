@@ -121,9 +121,9 @@ func TestPipelineConfigErrors(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	p, err := NewPipeline(&pipeFakeGen{}, pipeFakePrompter{}, DefaultPipelineConfig())
+	require.Equal(t, PipelineConfig{N1: 8, K: 4, N: 4, N2: 4}, DefaultPipelineConfig())
+	_, err := NewPipeline(&pipeFakeGen{}, pipeFakePrompter{}, DefaultPipelineConfig())
 	require.NoError(t, err)
-	require.Equal(t, PipelineConfig{N1: 8, K: 4, N: 4, N2: 4}, p.Config())
 }
 
 // TestAggregationPromptFitsLimit: a prompt over the limit has every

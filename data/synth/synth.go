@@ -137,9 +137,6 @@ func New(cfg Config, seed uint64) (*Task, error) {
 	return &Task{cfg: cfg.WithDefaults(), seed: seed, tmpl: Templates()}, nil
 }
 
-// Config returns the task's configuration with defaults applied.
-func (t *Task) Config() Config { return t.cfg }
-
 // SplitOf returns the split an expression belongs to:
 // Test when FNV-1a-64(seed as 8 little-endian bytes, expr) mod 100 <
 // TestPercent.

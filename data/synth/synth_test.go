@@ -345,7 +345,9 @@ func TestSearchExample(t *testing.T) {
 	// The solution in the order the package documentation states:
 	// products first, then left to right.
 	require.Equal(t, Example{Kind: KindSearch, Prompt: "Compute 7+5*3-4.", Completion: `5*3=15. 7+15=22. 22-4=18. \boxed{18}`, Answer: "18"}, ex)
-	long, err := task.SearchExample(data.DefaultTemplates(), it)
+	defaults, err := data.LoadTemplates("", "")
+	require.NoError(t, err)
+	long, err := task.SearchExample(defaults, it)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(long.Prompt, "Compute 7+5*3-4.\nPlease reason step by step"))
 }

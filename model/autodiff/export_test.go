@@ -1,12 +1,18 @@
 package autodiff
 
-import "github.com/spiral-rl/spiral/model/onnx/onnxpb"
+import (
+	"google.golang.org/protobuf/proto"
+
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
+)
 
 // Internals for the external tests (package autodiff_test).
 var (
-	AttrInt     = attrInt
-	AttrInts    = attrInts
-	AttrFloat   = attrFloat
+	AttrInt   = attrInt
+	AttrInts  = attrInts
+	AttrFloat = func(name string, v float32) *onnxpb.AttributeProto {
+		return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_FLOAT.Enum(), F: proto.Float32(v)}
+	}
 	AttrTensor  = attrTensor
 	TensorI64   = tensorI64
 	TensorFloat = tensorFloat

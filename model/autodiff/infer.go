@@ -2,7 +2,6 @@ package autodiff
 
 import (
 	"encoding/binary"
-	"math"
 
 	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 )
@@ -66,30 +65,6 @@ func (t *typeTable) symbolize(ti tinfo) tinfo {
 func (t *typeTable) dt(name string) int32 { return t.info[name].dt }
 func (t *typeTable) rank(name string) int { return t.info[name].rank() }
 
-// sameShape reports whether a and b are statically known to have the same
-// shape (all dims known and equal).
-func (t *typeTable) sameShape(a, b string) bool {
-	ia, ib := t.info[a], t.info[b]
-	if !ia.known || !ib.known || len(ia.dims) != len(ib.dims) {
-		return false
-	}
-	return sameDims(ia.dims, ib.dims)
-}
-
-// sameDims reports whether two dim lists are statically equal (known
-// values or equal symbols; -1 is never equal).
-func sameDims(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] == -1 || a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func (t *typeTable) valueInfoType(v *onnxpb.ValueInfoProto) (tinfo, bool) {
 	tt := v.GetType().GetTensorType()
 	if tt == nil {
@@ -145,30 +120,6 @@ func tensorInts(t *onnxpb.TensorProto) ([]int64, bool) {
 		return v, true
 	}
 	return nil, false
-}
-
-// tensorScalar returns the single value of a float tensor, if it has one.
-func tensorScalar(t *onnxpb.TensorProto) (float64, bool) {
-	switch t.GetDataType() {
-	case tFloat:
-		if raw := t.GetRawData(); len(raw) == 4 {
-			return float64(math.Float32frombits(binary.LittleEndian.Uint32(raw))), true
-		}
-		if len(t.GetFloatData()) == 1 {
-			return float64(t.GetFloatData()[0]), true
-		}
-	case tDouble:
-		if raw := t.GetRawData(); len(raw) == 8 {
-			return math.Float64frombits(binary.LittleEndian.Uint64(raw)), true
-		}
-		if len(t.GetDoubleData()) == 1 {
-			return t.GetDoubleData()[0], true
-		}
-	}
-	if v, ok := tensorInts(t); ok && len(v) == 1 {
-		return float64(v[0]), true
-	}
-	return 0, false
 }
 
 func tensorInfo(t *onnxpb.TensorProto) tinfo {

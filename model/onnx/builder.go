@@ -27,24 +27,9 @@ func AttrFloat(name string, v float32) Attr {
 	return &onnxpb.AttributeProto{Name: ptr(name), Type: onnxpb.AttributeProto_FLOAT.Enum(), F: ptr(v)}
 }
 
-// AttrFloats returns the FLOATS attribute name=v.
-func AttrFloats(name string, v ...float32) Attr {
-	return &onnxpb.AttributeProto{Name: ptr(name), Type: onnxpb.AttributeProto_FLOATS.Enum(), Floats: append([]float32{}, v...)}
-}
-
-// AttrString returns the STRING attribute name=v.
-func AttrString(name, v string) Attr {
-	return &onnxpb.AttributeProto{Name: ptr(name), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte(v)}
-}
-
 // AttrTensor returns the TENSOR attribute name=t (t is not copied).
 func AttrTensor(name string, t *onnxpb.TensorProto) Attr {
 	return &onnxpb.AttributeProto{Name: ptr(name), Type: onnxpb.AttributeProto_TENSOR.Enum(), T: t}
-}
-
-// AttrGraph returns the GRAPH attribute name=g (a body of If, Loop, Scan).
-func AttrGraph(name string, g *onnxpb.GraphProto) Attr {
-	return &onnxpb.AttributeProto{Name: ptr(name), Type: onnxpb.AttributeProto_GRAPH.Enum(), G: g}
 }
 
 // GraphBuilder builds an ONNX graph node by node. Value names must be
@@ -52,19 +37,17 @@ func AttrGraph(name string, g *onnxpb.GraphProto) Attr {
 // already used, and Node / NodeN / Const* generate fresh names
 // "<scope>/<Op>_<n>". A GraphBuilder is not safe for concurrent use.
 type GraphBuilder struct {
-	g      *onnxpb.GraphProto
-	used   map[string]bool
-	n      int
-	scope  string
-	opsets map[string]int64
+	g     *onnxpb.GraphProto
+	used  map[string]bool
+	n     int
+	scope string
 }
 
 // NewGraphBuilder returns a builder for an empty graph called name.
 func NewGraphBuilder(name string) *GraphBuilder {
 	return &GraphBuilder{
-		g:      &onnxpb.GraphProto{Name: ptr(name)},
-		used:   map[string]bool{},
-		opsets: map[string]int64{},
+		g:    &onnxpb.GraphProto{Name: ptr(name)},
+		used: map[string]bool{},
 	}
 }
 
@@ -72,11 +55,6 @@ func NewGraphBuilder(name string) *GraphBuilder {
 // "/model/layers.0/self_attn" (as PyTorch's exporter names values); ""
 // removes it.
 func (b *GraphBuilder) SetScope(scope string) { b.scope = scope }
-
-// Import adds an opset import for a non-standard domain
-// ("com.microsoft"), used by nodes whose Domain field is set. The standard
-// domain's version is given to Model.
-func (b *GraphBuilder) Import(domain string, version int64) { b.opsets[domain] = version }
 
 func (b *GraphBuilder) claim(name string) {
 	if name == "" {
@@ -115,11 +93,6 @@ func (b *GraphBuilder) Input(name string, dt DType, dims ...Dim) string {
 func (b *GraphBuilder) Output(name string, dt DType, dims ...Dim) string {
 	b.g.Output = append(b.g.Output, newValueInfo(name, dt, nonNil(dims)))
 	return name
-}
-
-// ValueInfo records the type and shape of an intermediate value.
-func (b *GraphBuilder) ValueInfo(name string, dt DType, dims ...Dim) {
-	b.g.ValueInfo = append(b.g.ValueInfo, newValueInfo(name, dt, nonNil(dims)))
 }
 
 func nonNil(d []Dim) []Dim {
@@ -222,24 +195,13 @@ func IRVersion(opset int) int64 {
 }
 
 // Model wraps the graph in a ModelProto importing the standard opset
-// version opset (and the domains given to Import), with the matching IR
-// version and producer "spiral". The model shares the builder's graph.
+// version opset, with the matching IR version and producer "spiral". The
+// model shares the builder's graph.
 func (b *GraphBuilder) Model(opset int) *Model {
-	mp := &onnxpb.ModelProto{
+	return &Model{Proto: &onnxpb.ModelProto{
 		IrVersion:    ptr(IRVersion(opset)),
 		ProducerName: ptr("spiral"),
 		OpsetImport:  []*onnxpb.OperatorSetIdProto{{Domain: ptr(""), Version: ptr(int64(opset))}},
 		Graph:        b.g,
-	}
-	for d, v := range b.opsets {
-		mp.OpsetImport = append(mp.OpsetImport, &onnxpb.OperatorSetIdProto{Domain: ptr(d), Version: ptr(v)})
-	}
-	// Deterministic order of the extra domains.
-	extra := mp.OpsetImport[1:]
-	for i := 1; i < len(extra); i++ {
-		for j := i; j > 0 && extra[j].GetDomain() < extra[j-1].GetDomain(); j-- {
-			extra[j], extra[j-1] = extra[j-1], extra[j]
-		}
-	}
-	return &Model{Proto: mp}
+	}}
 }

@@ -20,12 +20,6 @@ func D(v int64) Dim { return Dim{Value: v} }
 // P returns the symbolic dimension named name.
 func P(name string) Dim { return Dim{Value: -1, Param: name} }
 
-// Unknown returns a dimension with neither a value nor a name.
-func Unknown() Dim { return Dim{Value: -1} }
-
-// Fixed reports whether d is a known integer.
-func (d Dim) Fixed() bool { return d.Param == "" && d.Value >= 0 }
-
 // String returns the name of a symbolic dim, the value of a fixed one, "?"
 // for an unknown one.
 func (d Dim) String() string {
@@ -95,7 +89,7 @@ func valueInfoOf(vi *onnxpb.ValueInfoProto) ValueInfo {
 		case *onnxpb.TensorShapeProto_Dimension_DimParam:
 			out.Shape = append(out.Shape, P(v.DimParam))
 		default:
-			out.Shape = append(out.Shape, Unknown())
+			out.Shape = append(out.Shape, Dim{Value: -1})
 		}
 	}
 	return out

@@ -243,13 +243,17 @@ func Probe(path string) error {
 	if st.Size() == 0 {
 		return fmt.Errorf("onnx: %s: the file is empty (0 bytes), not an ONNX model", path)
 	}
+	return probe(bufio.NewReader(f), st.Size(), path)
+}
+
+// probe is Probe on the size bytes of r, named path in errors.
+func probe(r *bufio.Reader, size int64, path string) error {
 	bad := func(why string) error {
-		return fmt.Errorf("onnx: %s: not a valid ONNX model (%s; truncated or corrupt protobuf, %d bytes)", path, why, st.Size())
+		return fmt.Errorf("onnx: %s: not a valid ONNX model (%s; truncated or corrupt protobuf, %d bytes)", path, why, size)
 	}
-	r := bufio.NewReader(f)
 	var pos int64
 	graph := false
-	for pos < st.Size() {
+	for pos < size {
 		tag, n, err := readUvarint(r)
 		if err != nil {
 			return bad("unreadable field tag")
@@ -281,7 +285,7 @@ func Probe(path string) error {
 		default:
 			return bad(fmt.Sprintf("wire type %d", typ))
 		}
-		if skip < 0 || skip > st.Size()-pos {
+		if skip < 0 || skip > size-pos {
 			return bad(fmt.Sprintf("field %d runs past the end of the file", num))
 		}
 		if _, err := r.Discard(int(skip)); err != nil {

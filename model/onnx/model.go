@@ -49,20 +49,6 @@ func (m *Model) Opset(domain string) int64 {
 	return 0
 }
 
-// Marshal serializes the model as one protobuf message (deterministic
-// field order), the bytes ONNX Runtime accepts in place of a file. Models
-// over MaxProtoSize are an error: save them with external data instead.
-func (m *Model) Marshal() ([]byte, error) {
-	if err := checkSize(m.Proto, ""); err != nil {
-		return nil, err
-	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m.Proto)
-	if err != nil {
-		return nil, fmt.Errorf("onnx: marshal model: %w", err)
-	}
-	return b, nil
-}
-
 func checkSize(mp *onnxpb.ModelProto, path string) error {
 	if n := proto.Size(mp); n > MaxProtoSize {
 		what := "marshal model"
@@ -72,28 +58,6 @@ func checkSize(mp *onnxpb.ModelProto, path string) error {
 		return fmt.Errorf("onnx: %s: model is %d bytes, over protobuf's 2 GiB limit; save it with SaveOptions.ExternalDataFile", what, n)
 	}
 	return nil
-}
-
-// Parse decodes a serialized ModelProto held in memory (an embedded model,
-// for example). A tensor with external data is an error, since there is no
-// directory to resolve it against: use Load for such models.
-func Parse(data []byte) (*Model, error) {
-	mp, err := decode(data, "<bytes>")
-	if err != nil {
-		return nil, err
-	}
-	var extErr error
-	walkModelTensors(mp, func(t *onnxpb.TensorProto) bool {
-		if IsExternal(t) {
-			extErr = fmt.Errorf("onnx: parse model: tensor %q has its data in external file %q; use Load on the model file", t.GetName(), externalKey(t, "location"))
-			return false
-		}
-		return true
-	})
-	if extErr != nil {
-		return nil, extErr
-	}
-	return &Model{Proto: mp}, nil
 }
 
 // Load reads the ONNX model file at path. Tensors stored as external data

@@ -1,6 +1,7 @@
 package onnx_test
 
 import (
+	"google.golang.org/protobuf/proto"
 	"math"
 	"path/filepath"
 	"testing"
@@ -84,7 +85,7 @@ func TestSavedModelRunsInONNXRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := m.Marshal()
+	data, err := proto.Marshal(m.Proto)
 	if err != nil {
 		t.Fatal(err)
 	}

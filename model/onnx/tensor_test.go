@@ -1,6 +1,8 @@
 package onnx
 
 import (
+	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -19,17 +21,17 @@ func TestTensorRoundTrip(t *testing.T) {
 		t.Errorf("float64: got %v, %v; want %v", got, err, f64)
 	}
 	i64 := []int64{math.MinInt64, -1, 0, math.MaxInt64}
-	if got, err := Int64s(NewTensor("c", []int64{4}, i64)); err != nil || !slices.Equal(got, i64) {
+	if got, err := int64s(NewTensor("c", []int64{4}, i64)); err != nil || !slices.Equal(got, i64) {
 		t.Errorf("int64: got %v, %v; want %v", got, err, i64)
 	}
 	i32 := []int32{math.MinInt32, -1, 7, math.MaxInt32}
-	if got, err := Int32s(NewTensor("d", []int64{4}, i32)); err != nil || !slices.Equal(got, i32) {
+	if got, err := int32s(NewTensor("d", []int64{4}, i32)); err != nil || !slices.Equal(got, i32) {
 		t.Errorf("int32: got %v, %v; want %v", got, err, i32)
 	}
-	if got, err := Int64s(NewTensor("e", []int64{3}, []bool{true, false, true})); err != nil || !slices.Equal(got, []int64{1, 0, 1}) {
+	if got, err := int64s(NewTensor("e", []int64{3}, []bool{true, false, true})); err != nil || !slices.Equal(got, []int64{1, 0, 1}) {
 		t.Errorf("bool: got %v, %v", got, err)
 	}
-	if got, err := Int64s(NewTensor("s", nil, []int8{-3})); err != nil || !slices.Equal(got, []int64{-3}) {
+	if got, err := int64s(NewTensor("s", nil, []int8{-3})); err != nil || !slices.Equal(got, []int64{-3}) {
 		t.Errorf("scalar int8: got %v, %v", got, err)
 	}
 	halves := []float32{1, -2, 0.5, 65504}
@@ -74,7 +76,7 @@ func TestTypedFields(t *testing.T) {
 			}
 		}
 		if tc.i64 != nil {
-			got, err := Int64s(tc.t)
+			got, err := int64s(tc.t)
 			if err != nil || !slices.Equal(got, tc.i64) {
 				t.Errorf("%s: Int64s = %v, %v; want %v", tc.name, got, err, tc.i64)
 			}
@@ -90,7 +92,7 @@ func TestTypedFields(t *testing.T) {
 			if got, err := Float32s(rt); err != nil || !slices.Equal(got, tc.f32) {
 				t.Errorf("%s: raw form Float32s = %v, %v; want %v", tc.name, got, err, tc.f32)
 			}
-		} else if got, err := Int64s(rt); err != nil || !slices.Equal(got, tc.i64) {
+		} else if got, err := int64s(rt); err != nil || !slices.Equal(got, tc.i64) {
 			t.Errorf("%s: raw form Int64s = %v, %v; want %v", tc.name, got, err, tc.i64)
 		}
 	}
@@ -107,7 +109,7 @@ func TestTensorErrors(t *testing.T) {
 			return err
 		}, `tensor "w": float32[3] needs 12 bytes of raw_data, has 8`},
 		{"typed too short", func() error {
-			_, err := Int64s(&onnxpb.TensorProto{Name: ptr("i"), Dims: []int64{2}, DataType: ptr(int32(Int64)), Int64Data: []int64{1}})
+			_, err := int64s(&onnxpb.TensorProto{Name: ptr("i"), Dims: []int64{2}, DataType: ptr(int32(Int64)), Int64Data: []int64{1}})
 			return err
 		}, `needs 2 values in int64_data, has 1`},
 		{"wrong kind", func() error {
@@ -115,11 +117,11 @@ func TestTensorErrors(t *testing.T) {
 			return err
 		}, `tensor "ids": cannot read int64 data as float32`},
 		{"int32 overflow", func() error {
-			_, err := Int32s(NewTensor("big", []int64{1}, []int64{1 << 40}))
+			_, err := int32s(NewTensor("big", []int64{1}, []int64{1 << 40}))
 			return err
 		}, `overflows int32`},
 		{"float as int32", func() error {
-			_, err := Int32s(NewTensor("f", []int64{1}, []float32{1}))
+			_, err := int32s(NewTensor("f", []int64{1}, []float32{1}))
 			return err
 		}, `cannot read float32 data as int32`},
 		{"external", func() error {
@@ -135,4 +137,104 @@ func TestTensorErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want it to contain %q", tc.name, err, tc.want)
 		}
 	}
+}
+
+// The integer readers below decode tensors independently of the package's
+// writers, to check NewTensor and RawBytes on integer data (production
+// code reads only float tensors).
+
+// Int64s returns t's elements as int64. It reads every integer type and
+// bool (0 or 1); uint64 values over MaxInt64 are an error.
+func int64s(t *onnxpb.TensorProto) ([]int64, error) { return readInt64sForTest(t, "int64") }
+
+func readInt64sForTest(t *onnxpb.TensorProto, as string) ([]int64, error) {
+	switch TensorDType(t) {
+	case Int64, Uint64, Int32, Uint32, Int16, Uint16, Int8, Uint8, Bool:
+	default:
+		return nil, unsupported(t, as)
+	}
+	raw, n, isRaw, err := tensorRaw(t)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, n)
+	dt := TensorDType(t)
+	if isRaw {
+		for i := range out {
+			switch dt {
+			case Int64:
+				out[i] = int64(binary.LittleEndian.Uint64(raw[8*i:]))
+			case Uint64:
+				u := binary.LittleEndian.Uint64(raw[8*i:])
+				if u > math.MaxInt64 {
+					return nil, fmt.Errorf("onnx: tensor %q: uint64 value %d overflows int64", t.GetName(), u)
+				}
+				out[i] = int64(u)
+			case Int32:
+				out[i] = int64(int32(binary.LittleEndian.Uint32(raw[4*i:])))
+			case Uint32:
+				out[i] = int64(binary.LittleEndian.Uint32(raw[4*i:]))
+			case Int16:
+				out[i] = int64(int16(binary.LittleEndian.Uint16(raw[2*i:])))
+			case Uint16:
+				out[i] = int64(binary.LittleEndian.Uint16(raw[2*i:]))
+			case Int8:
+				out[i] = int64(int8(raw[i]))
+			case Uint8, Bool:
+				out[i] = int64(raw[i])
+			default:
+				return nil, unsupported(t, as)
+			}
+		}
+		return out, nil
+	}
+	switch dt {
+	case Int64:
+		if err := typedLen(t, len(t.Int64Data), n, "int64_data"); err != nil {
+			return nil, err
+		}
+		copy(out, t.Int64Data)
+	case Uint32, Uint64:
+		if err := typedLen(t, len(t.Uint64Data), n, "uint64_data"); err != nil {
+			return nil, err
+		}
+		for i, u := range t.Uint64Data {
+			if u > math.MaxInt64 {
+				return nil, fmt.Errorf("onnx: tensor %q: uint64 value %d overflows int64", t.GetName(), u)
+			}
+			out[i] = int64(u)
+		}
+	case Int32, Int16, Int8, Uint16, Uint8, Bool:
+		if err := typedLen(t, len(t.Int32Data), n, "int32_data"); err != nil {
+			return nil, err
+		}
+		for i, v := range t.Int32Data {
+			if dt == Uint16 {
+				v = int32(uint16(v))
+			} else if dt == Uint8 || dt == Bool {
+				v = int32(uint8(v))
+			}
+			out[i] = int64(v)
+		}
+	default:
+		return nil, unsupported(t, as)
+	}
+	return out, nil
+}
+
+// Int32s returns t's elements as int32. It reads every integer type and
+// bool; values outside the int32 range are an error.
+func int32s(t *onnxpb.TensorProto) ([]int32, error) {
+	v, err := readInt64sForTest(t, "int32")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int32, len(v))
+	for i, x := range v {
+		if x < math.MinInt32 || x > math.MaxInt32 {
+			return nil, fmt.Errorf("onnx: tensor %q: value %d overflows int32", t.GetName(), x)
+		}
+		out[i] = int32(x)
+	}
+	return out, nil
 }

@@ -140,9 +140,6 @@ func NewAdamW(cfg Config, w *params.Store) (*AdamW, error) {
 	return o, nil
 }
 
-// Config returns the hyper-parameters o was built with.
-func (o *AdamW) Config() Config { return o.cfg }
-
 // Steps returns the number of updates applied so far.
 func (o *AdamW) Steps() int64 { return o.step }
 

@@ -2,10 +2,8 @@ package optim
 
 import (
 	"math"
-	"math/rand/v2"
 	"testing"
 
-	"github.com/spiral-rl/spiral/model/params"
 	"github.com/stretchr/testify/require"
 )
 
@@ -58,104 +56,4 @@ func TestScheduleValidate(t *testing.T) {
 			require.ErrorContains(t, tc.s.Validate(), tc.want)
 		})
 	}
-}
-
-// linearTokenLoss is a toy model: per-token loss l_t = 0.5*(w.x_t - y_t)^2,
-// with the analytic gradient d l_t / d w = (w.x_t - y_t) x_t. It returns
-// the gradient of the token-mean loss over tokens.
-func linearTokenGrad(w []float32, xs [][]float32, ys []float32) []float32 {
-	g := make([]float64, len(w))
-	for t, x := range xs {
-		var pred float64
-		for i := range w {
-			pred += float64(w[i]) * float64(x[i])
-		}
-		r := pred - float64(ys[t])
-		for i := range w {
-			g[i] += r * float64(x[i])
-		}
-	}
-	out := make([]float32, len(w))
-	for i := range g {
-		out[i] = float32(g[i] / float64(len(xs)))
-	}
-	return out
-}
-
-// TestAccumulationEquivalence: the batch gradient of a token-mean loss
-// equals the sum of micro-batch token-mean gradients scaled by
-// tokens_in_micro/tokens_in_batch, for uneven micro-batches; and AdamW
-// steps from both agree.
-func TestAccumulationEquivalence(t *testing.T) {
-	rng := rand.New(rand.NewPCG(4, 2))
-	const dim, tokens = 6, 23
-	xs := make([][]float32, tokens)
-	ys := make([]float32, tokens)
-	for i := range xs {
-		xs[i] = make([]float32, dim)
-		for j := range xs[i] {
-			xs[i][j] = float32(rng.NormFloat64())
-		}
-		ys[i] = float32(rng.NormFloat64())
-	}
-	w0 := make([]float32, dim)
-	for j := range w0 {
-		w0[j] = float32(rng.NormFloat64())
-	}
-	cases := []struct {
-		name  string
-		split []int // micro-batch token counts, summing to 23
-	}{
-		{"one micro-batch", []int{23}},
-		{"uneven three", []int{5, 11, 7}},
-		{"singletons and rest", []int{1, 1, 21}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			w := store(t, params.Tensor{Name: "w", Shape: []int64{1, dim}, Data: w0})
-			full := w.NewGrads()
-			copy(full.Flat(), linearTokenGrad(w.Flat(), xs, ys))
-
-			acc := w.NewGrads()
-			a, err := NewAccumulator(acc, tokens)
-			require.NoError(t, err)
-			micro := w.NewGrads()
-			lo := 0
-			for _, n := range tc.split {
-				copy(micro.Flat(), linearTokenGrad(w.Flat(), xs[lo:lo+n], ys[lo:lo+n]))
-				require.NoError(t, a.Add(micro, n))
-				lo += n
-			}
-			require.NoError(t, a.Done())
-			for i := range full.Flat() {
-				require.InDelta(t, full.Flat()[i], acc.Flat()[i], 1e-6, "grad %d", i)
-			}
-
-			// One AdamW step from each gives the same weights.
-			w2 := store(t, params.Tensor{Name: "w", Shape: []int64{1, dim}, Data: w0})
-			o1, _ := NewAdamW(DefaultConfig(), w)
-			o2, _ := NewAdamW(DefaultConfig(), w2)
-			require.NoError(t, o1.Step(w, full, 1e-2))
-			require.NoError(t, o2.Step(w2, acc, 1e-2))
-			for i := range w.Flat() {
-				require.InDelta(t, w.Flat()[i], w2.Flat()[i], 1e-5, "weight %d", i)
-			}
-		})
-	}
-}
-
-func TestAccumulatorErrors(t *testing.T) {
-	w := store(t, params.Tensor{Name: "w", Shape: []int64{2}, Data: []float32{1, 2}})
-	_, err := NewAccumulator(w.NewGrads(), 0)
-	require.Error(t, err)
-	a, err := NewAccumulator(w.NewGrads(), 10)
-	require.NoError(t, err)
-	require.NoError(t, a.Add(w, 6))
-	require.ErrorContains(t, a.Done(), "6 tokens, batch has 10")
-	require.ErrorContains(t, a.Add(w, 5), "more than the batch")
-	_, err = MicroBatchScale(3, 0)
-	require.Error(t, err)
-	s, err := MicroBatchScale(3, 12)
-	require.NoError(t, err)
-	require.Equal(t, float32(0.25), s)
 }

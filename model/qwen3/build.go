@@ -93,22 +93,6 @@ func layerParams(c Config) []struct {
 	}
 }
 
-// ParamNames lists the initializers of the graph Build makes for c, all
-// trainable, in the order Build creates them.
-func ParamNames(c Config) []string {
-	names := []string{EmbedWeight}
-	for i := range c.Layers {
-		for _, p := range layerParams(c) {
-			names = append(names, LayerWeight(i, p.module))
-		}
-	}
-	names = append(names, NormWeight)
-	if !c.TiedEmbeddings {
-		names = append(names, LMHeadWeight)
-	}
-	return names
-}
-
 // InvFreq returns the rotary inverse frequencies θ^(-2i/HeadDim),
 // i = 0 .. HeadDim/2-1, rounded to float32: the constant the graph
 // multiplies position_ids by.

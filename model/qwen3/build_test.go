@@ -2,6 +2,7 @@ package qwen3_test
 
 import (
 	"bytes"
+	"google.golang.org/protobuf/proto"
 	"math"
 	"os/exec"
 	"path/filepath"
@@ -125,7 +126,7 @@ func TestBuildDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := m.Marshal()
+		b, err := proto.Marshal(m.Proto)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,8 +178,8 @@ func TestWriteDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	built, _ := qwen3.Build(c, 3)
-	a, _ := m.Marshal()
-	b, _ := built.Marshal()
+	a, _ := proto.Marshal(m.Proto)
+	b, _ := proto.Marshal(built.Proto)
 	if !bytes.Equal(a, b) {
 		t.Error("model.onnx differs from Build's model")
 	}

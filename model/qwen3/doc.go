@@ -1,7 +1,7 @@
 // Package qwen3 generates ONNX graphs of the Qwen3 decoder architecture
-// (transformers' Qwen3ForCausalLM) with random weights, and holds Reference,
-// a plain-Go forward pass of the same network that the graphs are tested
-// against.
+// (transformers' Qwen3ForCausalLM) with random weights. The plain-Go
+// forward pass they are tested against is in qwen3ref, which only tests
+// import.
 //
 // The graph has the signature of HF optimum / onnx-community exports, so
 // the code that runs a real export runs ours unchanged:

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spiral-rl/spiral/model/qwen3"
+	"github.com/spiral-rl/spiral/model/qwen3/qwen3ref"
 )
 
 // testConfigs covers the shapes the graph must get right: head_dim
@@ -65,7 +66,7 @@ func TestGraphMatchesReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ref, err := qwen3.NewReference(m, tc.cfg)
+			ref, err := qwen3ref.New(m, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package qwen3_test
 
 import (
+	"google.golang.org/protobuf/proto"
 	"math/rand/v2"
 	"testing"
 
@@ -20,7 +21,7 @@ type session struct {
 func newSession(tb testing.TB, m *onnx.Model, cfg qwen3.Config) *session {
 	tb.Helper()
 	rt := modeltest.Runtime(tb)
-	data, err := m.Marshal()
+	data, err := proto.Marshal(m.Proto)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,4 +1,7 @@
-package qwen3
+// Package qwen3ref is the test oracle of the graphs model/qwen3 builds: a
+// plain-loop float64 forward pass of the Qwen3 decoder, independent of
+// ONNX and of ONNX Runtime. Only tests import it.
+package qwen3ref
 
 import (
 	"fmt"
@@ -6,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/qwen3"
 )
 
 // Reference is a plain-loop float64 forward pass of the Qwen3 decoder,
@@ -13,7 +17,7 @@ import (
 // made (or any model with the same initializer names and layouts). It
 // defines what the graph must compute; it is slow and meant for tests.
 type Reference struct {
-	cfg    Config
+	cfg    qwen3.Config
 	embed  []float64 // [vocab, hidden]
 	layers []refLayer
 	norm   []float64 // [hidden]
@@ -25,32 +29,32 @@ type refLayer struct {
 	q, k, v, o, gate, up, down     []float64 // [in, out]
 }
 
-// NewReference reads c's weights from m (all converted to float64) and
+// New reads c's weights from m (all converted to float64) and
 // checks their shapes.
-func NewReference(m *onnx.Model, c Config) (*Reference, error) {
+func New(m *onnx.Model, c qwen3.Config) (*Reference, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	read := func(name string, dims ...int) ([]float64, error) {
 		t := m.Initializer(name)
 		if t == nil {
-			return nil, fmt.Errorf("qwen3: reference: no initializer %q", name)
+			return nil, fmt.Errorf("qwen3ref: no initializer %q", name)
 		}
 		want := make([]int64, len(dims))
 		for i, d := range dims {
 			want[i] = int64(d)
 		}
 		if !slices.Equal(t.GetDims(), want) {
-			return nil, fmt.Errorf("qwen3: reference: initializer %q has dims %v, want %v", name, t.GetDims(), want)
+			return nil, fmt.Errorf("qwen3ref: initializer %q has dims %v, want %v", name, t.GetDims(), want)
 		}
 		return onnx.Float64s(t)
 	}
 	r := &Reference{cfg: c}
 	var err error
-	if r.embed, err = read(EmbedWeight, c.Vocab, c.Hidden); err != nil {
+	if r.embed, err = read(qwen3.EmbedWeight, c.Vocab, c.Hidden); err != nil {
 		return nil, err
 	}
-	if r.norm, err = read(NormWeight, c.Hidden); err != nil {
+	if r.norm, err = read(qwen3.NormWeight, c.Hidden); err != nil {
 		return nil, err
 	}
 	if c.TiedEmbeddings {
@@ -60,7 +64,7 @@ func NewReference(m *onnx.Model, c Config) (*Reference, error) {
 				r.head[h*c.Vocab+v] = r.embed[v*c.Hidden+h]
 			}
 		}
-	} else if r.head, err = read(LMHeadWeight, c.Hidden, c.Vocab); err != nil {
+	} else if r.head, err = read(qwen3.LMHeadWeight, c.Hidden, c.Vocab); err != nil {
 		return nil, err
 	}
 	for i := range c.Layers {
@@ -71,12 +75,13 @@ func NewReference(m *onnx.Model, c Config) (*Reference, error) {
 			"self_attn.o_proj": &l.o, "post_attention_layernorm": &l.postNorm,
 			"mlp.gate_proj": &l.gate, "mlp.up_proj": &l.up, "mlp.down_proj": &l.down,
 		}
-		for _, p := range layerParams(c) {
-			dims := make([]int, len(p.dims))
-			for j, d := range p.dims {
-				dims[j] = int(d)
-			}
-			if *fields[p.module], err = read(LayerWeight(i, p.module), dims...); err != nil {
+		h, q, kv, d, mlp := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.HeadDim, c.Intermediate
+		for module, dims := range map[string][]int{
+			"input_layernorm": {h}, "self_attn.q_proj": {h, q}, "self_attn.k_proj": {h, kv}, "self_attn.v_proj": {h, kv},
+			"self_attn.q_norm": {d}, "self_attn.k_norm": {d}, "self_attn.o_proj": {q, h}, "post_attention_layernorm": {h},
+			"mlp.gate_proj": {h, mlp}, "mlp.up_proj": {h, mlp}, "mlp.down_proj": {mlp, h},
+		} {
+			if *fields[module], err = read(qwen3.LayerWeight(i, module), dims...); err != nil {
 				return nil, err
 			}
 		}
@@ -95,7 +100,7 @@ func (r *Reference) Forward(batch, seq int, inputIDs, attentionMask, positionIDs
 	c := r.cfg
 	n := batch * seq
 	if len(inputIDs) != n || len(attentionMask) != n || len(positionIDs) != n {
-		return nil, fmt.Errorf("qwen3: reference: want %d ids, mask and positions for [%d, %d], got %d, %d, %d",
+		return nil, fmt.Errorf("qwen3ref: want %d ids, mask and positions for [%d, %d], got %d, %d, %d",
 			n, batch, seq, len(inputIDs), len(attentionMask), len(positionIDs))
 	}
 	logits := make([]float64, n*c.Vocab)
@@ -105,7 +110,7 @@ func (r *Reference) Forward(batch, seq int, inputIDs, attentionMask, positionIDs
 		for s := range seq {
 			id := inputIDs[row+s]
 			if id < 0 || id >= int64(c.Vocab) {
-				return nil, fmt.Errorf("qwen3: reference: token id %d outside [0, %d)", id, c.Vocab)
+				return nil, fmt.Errorf("qwen3ref: token id %d outside [0, %d)", id, c.Vocab)
 			}
 			x[s] = slices.Clone(r.embed[int(id)*c.Hidden : int(id+1)*c.Hidden])
 		}
@@ -143,7 +148,7 @@ func (r *Reference) Forward(batch, seq int, inputIDs, attentionMask, positionIDs
 // the angle rounded to float32 as the graph computes it.
 func (r *Reference) rotary(pos []int64) (cos, sin [][]float64) {
 	d := r.cfg.HeadDim
-	inv := InvFreq(r.cfg)
+	inv := qwen3.InvFreq(r.cfg)
 	for _, p := range pos {
 		cs, sn := make([]float64, d), make([]float64, d)
 		for i, f := range inv {

@@ -9,7 +9,8 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// ConvertFloat returns a copy of g in which every float32 tensor becomes a
+// ConvertFloat (a test oracle, for the external tests too) returns a copy
+// of g in which every float32 tensor becomes a
 // float64 tensor (toDouble) or the reverse: input, output and value_info
 // types, initializers, Constant and ConstantOfShape values, and Cast "to"
 // attributes. Gradient checks use it to run a float32 model in float64.

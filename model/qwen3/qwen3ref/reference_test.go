@@ -1,28 +1,29 @@
-package qwen3
+package qwen3ref
 
 import (
+	"github.com/spiral-rl/spiral/model/qwen3"
 	"math"
 	"strings"
 	"testing"
 )
 
 func TestNewReferenceErrors(t *testing.T) {
-	tied := Tiny()
-	m, err := Build(tied, 1)
+	tied := qwen3.Tiny()
+	m, err := qwen3.Build(tied, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	untied := tied
 	untied.TiedEmbeddings = false
-	if _, err := NewReference(m, untied); err == nil || !strings.Contains(err.Error(), `no initializer "lm_head.weight"`) {
+	if _, err := New(m, untied); err == nil || !strings.Contains(err.Error(), `no initializer "lm_head.weight"`) {
 		t.Errorf("untied config on a tied model: %v", err)
 	}
 	wide := tied
 	wide.Intermediate = 256
-	if _, err := NewReference(m, wide); err == nil || !strings.Contains(err.Error(), "has dims [64 128], want [64 256]") {
+	if _, err := New(m, wide); err == nil || !strings.Contains(err.Error(), "has dims [64 128], want [64 256]") {
 		t.Errorf("wrong intermediate size: %v", err)
 	}
-	r, err := NewReference(m, tied)
+	r, err := New(m, tied)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,12 +40,12 @@ func TestNewReferenceErrors(t *testing.T) {
 // padding (with positions counted from the first real token), and a fully
 // padded row is finite.
 func TestReferenceInvariants(t *testing.T) {
-	c := Tiny()
-	m, err := Build(c, 2)
+	c := qwen3.Tiny()
+	m, err := qwen3.Build(c, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewReference(m, c)
+	r, err := New(m, c)
 	if err != nil {
 		t.Fatal(err)
 	}
