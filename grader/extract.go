@@ -1,6 +1,7 @@
 package grader
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 )
@@ -100,6 +101,39 @@ func indexFold(s, lower string) int {
 	return -1
 }
 
+// Source says where in a response Extract found the answer.
+type Source uint8
+
+const (
+	// SourceNone means that no answer was found.
+	SourceNone Source = iota
+	// SourceBoxed means the last group of \boxed{...} or \fbox{...}.
+	SourceBoxed
+	// SourceSentence means an explicit answer sentence: "the final answer
+	// is ...", "Final Answer: ...", GSM8K's "#### ...", or the weaker "the
+	// answer is ..." / "Answer: ...".
+	SourceSentence
+	// SourceFallback means the last LaTeX math span or plain number of the
+	// response (used only when Config.NoFallback is false), or in
+	// multiple-choice mode a choice letter standing alone.
+	SourceFallback
+)
+
+// String returns "none", "boxed", "sentence" or "fallback".
+func (s Source) String() string {
+	switch s {
+	case SourceNone:
+		return "none"
+	case SourceBoxed:
+		return "boxed"
+	case SourceSentence:
+		return "sentence"
+	case SourceFallback:
+		return "fallback"
+	}
+	return fmt.Sprintf("Source(%d)", uint8(s))
+}
+
 // Extract finds the answer in a model response with the default Config.
 func Extract(response string) (string, bool) { return Config{}.Extract(response) }
 
@@ -116,15 +150,23 @@ func Extract(response string) (string, bool) { return Config{}.Extract(response)
 // Within a sentence the last math span or number is taken. Text after a
 // chat-template marker such as <|im_start|> is ignored, and when the
 // response holds a </think> tag the text after it is searched first. The
-// bool is false when nothing was found.
+// bool is false when nothing was found. ExtractSource also says which of
+// the three steps found the answer.
 func (c Config) Extract(response string) (string, bool) {
+	a, src := c.ExtractSource(response)
+	return a, src != SourceNone
+}
+
+// ExtractSource is Extract that also reports where the answer was found;
+// the answer is "" exactly when the Source is SourceNone.
+func (c Config) ExtractSource(response string) (string, Source) {
 	s := cleanResponse(response)
 	if len(c.Choices) > 0 {
 		return extractChoice(s, c.Choices)
 	}
 	if i := strings.LastIndex(s, "</think>"); i >= 0 {
-		if a, ok := c.extractFrom(s[i+len("</think>"):]); ok {
-			return a, true
+		if a, src := c.extractFrom(s[i+len("</think>"):]); src != SourceNone {
+			return a, src
 		}
 	}
 	return c.extractFrom(s)
@@ -148,7 +190,7 @@ func (c Config) ExtractGold(gold string) string {
 		cc := c
 		cc.Targets = TargetLatex
 		cc.NoFallback = false
-		if a, ok := cc.extractFrom(s); ok {
+		if a, src := cc.extractFrom(s); src != SourceNone {
 			return a
 		}
 	}
@@ -167,24 +209,24 @@ func cleanResponse(s string) string {
 	return collapseEscapes(s)
 }
 
-func (c Config) extractFrom(s string) (string, bool) {
+func (c Config) extractFrom(s string) (string, Source) {
 	t := c.targets()
 	box, boxEnd := "", -1
 	if t&TargetLatex != 0 {
 		box, boxEnd = lastBoxGroupAt(s)
 	}
 	// The later of the last box and the last "final answer is" wins.
-	if a, at, ok := c.anchored(s, strongAnchor); ok && (box == "" || c.AnchorFirst || at >= boxEnd) {
-		return a, true
+	if a, at, src := c.anchored(s, strongAnchor); src != SourceNone && (box == "" || c.AnchorFirst || at >= boxEnd) {
+		return a, src
 	}
 	if box != "" {
-		return box, true
+		return box, SourceBoxed
 	}
-	if a, _, ok := c.anchored(s, weakAnchor); ok {
-		return a, true
+	if a, _, src := c.anchored(s, weakAnchor); src != SourceNone {
+		return a, src
 	}
 	if c.NoFallback {
-		return "", false
+		return "", SourceNone
 	}
 	// The last candidate almost always sits near the end: search the
 	// final fallbackWindow bytes first, from a line start so that inline
@@ -192,11 +234,14 @@ func (c Config) extractFrom(s string) (string, bool) {
 	if len(s) > 2*fallbackWindow {
 		if nl := strings.IndexByte(s[len(s)-fallbackWindow:], '\n'); nl >= 0 {
 			if a, ok := c.lastCandidate(s[len(s)-fallbackWindow+nl+1:], false); ok {
-				return a, true
+				return a, SourceFallback
 			}
 		}
 	}
-	return c.lastCandidate(s, true)
+	if a, ok := c.lastCandidate(s, true); ok {
+		return a, SourceFallback
+	}
+	return "", SourceNone
 }
 
 // maxTries is how many fallback candidates are parsed before giving up.
@@ -206,23 +251,24 @@ const maxTries = 8
 const fallbackWindow = 8 << 10
 
 // anchored returns the answer in the sentence after the last phrase
-// of the given kind (among the last three that hold an answer), and where
-// that phrase starts.
-func (c Config) anchored(s string, kind anchorKind) (string, int, bool) {
+// of the given kind (among the last three that hold an answer), where
+// that phrase starts, and SourceSentence (SourceBoxed when the answer is
+// a box inside the sentence), or SourceNone.
+func (c Config) anchored(s string, kind anchorKind) (string, int, Source) {
 	locs := findAnchors(s, kind)
 	for k := len(locs) - 1; k >= 0 && k >= len(locs)-3; k-- {
 		rest := s[locs[k][1]:]
 		span := rest[:sentenceEnd(rest)]
 		if a, ok := c.lastCandidate(span, false); ok {
-			return a, locs[k][0], true
+			return a, locs[k][0], SourceSentence
 		}
 		if c.targets()&TargetLatex != 0 {
 			if b := lastBoxGroup(span); b != "" {
-				return b, locs[k][0], true
+				return b, locs[k][0], SourceBoxed
 			}
 		}
 	}
-	return "", -1, false
+	return "", -1, SourceNone
 }
 
 // sentenceEnd returns the index where the first sentence of s ends: a
@@ -732,9 +778,10 @@ func scanNumber(s string, i int) (string, int) {
 	return b.String(), j
 }
 
-// extractChoice finds a multiple-choice answer among choices: after an
-// "answer is" phrase, at the very start, or the first standalone choice.
-func extractChoice(s string, choices []string) (string, bool) {
+// extractChoice finds a multiple-choice answer among choices: in the last
+// box, after an "answer is" phrase, at the very start, or the first
+// standalone choice.
+func extractChoice(s string, choices []string) (string, Source) {
 	isChoice := func(w string) (string, bool) {
 		w = strings.Trim(w, "()[]{}*$.:,;!? \t\n")
 		w = strings.TrimPrefix(w, `\text{`)
@@ -749,7 +796,7 @@ func extractChoice(s string, choices []string) (string, bool) {
 	}
 	if b := lastBoxGroup(s); b != "" {
 		if c, ok := isChoice(b); ok {
-			return c, true
+			return c, SourceBoxed
 		}
 	}
 	locs := append(findAnchors(s, weakAnchor), findAnchors(s, strongAnchor)...)
@@ -757,22 +804,17 @@ func extractChoice(s string, choices []string) (string, bool) {
 		f := strings.Fields(s[locs[k][1]:])
 		if len(f) > 0 {
 			if c, ok := isChoice(f[0]); ok {
-				return c, true
+				return c, SourceSentence
 			}
 		}
 	}
 	f := strings.Fields(s)
-	if len(f) > 0 {
-		if c, ok := isChoice(f[0]); ok {
-			return c, true
-		}
-	}
 	for _, w := range f {
 		if c, ok := isChoice(w); ok {
-			return c, true
+			return c, SourceFallback
 		}
 	}
-	return "", false
+	return "", SourceNone
 }
 
 func choiceKey(s string) string {

@@ -298,3 +298,52 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestExtractSource checks which step of Extract found the answer (the
+// order documented on Config.Extract), with and without the fallback.
+func TestExtractSource(t *testing.T) {
+	cases := []struct {
+		name, in   string
+		noFallback bool
+		want       string
+		src        Source
+	}{
+		{"box", `so $x = \boxed{12}$.`, false, "12", SourceBoxed},
+		{"fbox", `\fbox{25}`, true, "25", SourceBoxed},
+		{"final answer sentence", "The final answer is $7$. I hope it is correct.", true, "7", SourceSentence},
+		{"Final Answer colon", "Final Answer: 7", true, "7", SourceSentence},
+		{"GSM8K hashes", "She pays 3*4=12 dollars.\n#### 12", true, "12", SourceSentence},
+		{"answer is", "So the answer is 9.", true, "9", SourceSentence},
+		{"box inside the sentence", `The final answer is $\boxed{7}$.`, true, "7", SourceBoxed},
+		{"later sentence beats box", `\boxed{3}. Final Answer: The final answer is $4$.`, false, "4", SourceSentence},
+		{"fallback span", "We get $\\frac{1}{2}$.", false, `\frac{1}{2}`, SourceFallback},
+		{"fallback number", "so there are 96 ways in total", false, "96", SourceFallback},
+		{"no fallback", "so there are 96 ways in total", true, "", SourceNone},
+		{"nothing", "I could not solve it.", false, "", SourceNone},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{NoFallback: tc.noFallback}
+			got, src := cfg.ExtractSource(tc.in)
+			if got != tc.want || src != tc.src {
+				t.Errorf("ExtractSource(%q) = %q, %v; want %q, %v", tc.in, got, src, tc.want, tc.src)
+			}
+			if v := cfg.Grade(tc.in, "12"); v.Source != tc.src {
+				t.Errorf("Grade(%q).Source = %v, want %v", tc.in, v.Source, tc.src)
+			}
+		})
+	}
+	choice := Config{Choices: []string{"A", "B", "C", "D"}}
+	for _, tc := range []struct {
+		in  string
+		src Source
+	}{
+		{`\boxed{B}`, SourceBoxed},
+		{"The answer is B.", SourceSentence},
+		{"B", SourceFallback},
+	} {
+		if _, src := choice.ExtractSource(tc.in); src != tc.src {
+			t.Errorf("choices: ExtractSource(%q) source = %v, want %v", tc.in, src, tc.src)
+		}
+	}
+}

@@ -57,9 +57,11 @@ const (
 type Config struct {
 	// Targets selects the extractors; zero means TargetLatex|TargetExpr.
 	Targets Target
-	// NoFallback, when true, accepts only \boxed{...} and "final answer
-	// is ..." answers: a response without them is graded incorrect. When
-	// false (default), the last LaTeX span or number is used instead.
+	// NoFallback, when true, accepts only \boxed{...} answers and explicit
+	// answer sentences ("the final answer is ...", "Answer: ...", "####
+	// ..."; Source SourceBoxed or SourceSentence): a response without them
+	// is graded incorrect. When false (default), the last LaTeX span or
+	// number is used instead (SourceFallback).
 	NoFallback bool
 	// AnchorFirst, when true, prefers a "final answer is ..." sentence over
 	// \boxed{...} wherever they stand (Math-Verify's
@@ -86,6 +88,9 @@ type Verdict struct {
 	Correct bool
 	// Extracted is the answer text found in the response ("" if none).
 	Extracted string
+	// Source says how the answer was found: SourceBoxed, SourceSentence,
+	// SourceFallback, or SourceNone when nothing was found.
+	Source Source
 	// Reason says briefly why: "no answer found", "equal: exact",
 	// "not equal", and so on.
 	Reason string
@@ -134,16 +139,16 @@ func Grade(response, gold string) Verdict { return Config{}.Grade(response, gold
 // ("3/4"), LaTeX ("$\frac34$") or a whole worked solution ending in
 // \boxed{...}.
 func (c Config) Grade(response, gold string) Verdict {
-	pred, ok := c.Extract(response)
-	if !ok {
+	pred, src := c.ExtractSource(response)
+	if src == SourceNone {
 		return Verdict{Reason: "no answer found"}
 	}
 	g := c.ExtractGold(gold)
 	if strings.TrimSpace(g) == "" {
-		return Verdict{Extracted: pred, Reason: "empty gold answer"}
+		return Verdict{Extracted: pred, Source: src, Reason: "empty gold answer"}
 	}
 	eq, why := c.equalWhy(g, pred)
-	return Verdict{Correct: eq, Extracted: pred, Reason: why}
+	return Verdict{Correct: eq, Extracted: pred, Source: src, Reason: why}
 }
 
 // Equal reports whether answer equals gold under the default Config; both
