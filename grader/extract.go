@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // chatMarkers end a response: text after a chat-template marker belongs to
@@ -164,12 +165,13 @@ func (c Config) ExtractSource(response string) (string, Source) {
 	if len(c.Choices) > 0 {
 		return extractChoice(s, c.Choices)
 	}
+	b := &budget{left: MaxSteps}
 	if i := strings.LastIndex(s, "</think>"); i >= 0 {
-		if a, src := c.extractFrom(s[i+len("</think>"):]); src != SourceNone {
+		if a, src := c.extractFrom(s[i+len("</think>"):], b); src != SourceNone {
 			return a, src
 		}
 	}
-	return c.extractFrom(s)
+	return c.extractFrom(s, b)
 }
 
 // ExtractGold returns the answer text of a gold answer: the last boxed
@@ -190,7 +192,7 @@ func (c Config) ExtractGold(gold string) string {
 		cc := c
 		cc.Targets = TargetLatex
 		cc.NoFallback = false
-		if a, src := cc.extractFrom(s); src != SourceNone {
+		if a, src := cc.extractFrom(s, &budget{left: MaxSteps}); src != SourceNone {
 			return a
 		}
 	}
@@ -209,20 +211,22 @@ func cleanResponse(s string) string {
 	return collapseEscapes(s)
 }
 
-func (c Config) extractFrom(s string) (string, Source) {
+// extractFrom runs the three steps of Extract on s, parsing candidates
+// within the budget b.
+func (c Config) extractFrom(s string, b *budget) (string, Source) {
 	t := c.targets()
 	box, boxEnd := "", -1
 	if t&TargetLatex != 0 {
 		box, boxEnd = lastBoxGroupAt(s)
 	}
 	// The later of the last box and the last "final answer is" wins.
-	if a, at, src := c.anchored(s, strongAnchor); src != SourceNone && (box == "" || c.AnchorFirst || at >= boxEnd) {
+	if a, at, src := c.anchored(s, strongAnchor, b); src != SourceNone && (box == "" || c.AnchorFirst || at >= boxEnd) {
 		return a, src
 	}
 	if box != "" {
 		return box, SourceBoxed
 	}
-	if a, _, src := c.anchored(s, weakAnchor); src != SourceNone {
+	if a, _, src := c.anchored(s, weakAnchor, b); src != SourceNone {
 		return a, src
 	}
 	if c.NoFallback {
@@ -233,12 +237,12 @@ func (c Config) extractFrom(s string) (string, Source) {
 	// math is not cut in half.
 	if len(s) > 2*fallbackWindow {
 		if nl := strings.IndexByte(s[len(s)-fallbackWindow:], '\n'); nl >= 0 {
-			if a, ok := c.lastCandidate(s[len(s)-fallbackWindow+nl+1:], false); ok {
+			if a, ok := c.lastCandidate(s[len(s)-fallbackWindow+nl+1:], false, b); ok {
 				return a, SourceFallback
 			}
 		}
 	}
-	if a, ok := c.lastCandidate(s, true); ok {
+	if a, ok := c.lastCandidate(s, true, b); ok {
 		return a, SourceFallback
 	}
 	return "", SourceNone
@@ -254,17 +258,17 @@ const fallbackWindow = 8 << 10
 // of the given kind (among the last three that hold an answer), where
 // that phrase starts, and SourceSentence (SourceBoxed when the answer is
 // a box inside the sentence), or SourceNone.
-func (c Config) anchored(s string, kind anchorKind) (string, int, Source) {
+func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Source) {
 	locs := findAnchors(s, kind)
 	for k := len(locs) - 1; k >= 0 && k >= len(locs)-3; k-- {
 		rest := s[locs[k][1]:]
 		span := rest[:sentenceEnd(rest)]
-		if a, ok := c.lastCandidate(span, false); ok {
+		if a, ok := c.lastCandidate(span, false, b); ok {
 			return a, locs[k][0], SourceSentence
 		}
 		if c.targets()&TargetLatex != 0 {
-			if b := lastBoxGroup(span); b != "" {
-				return b, locs[k][0], SourceBoxed
+			if bx := lastBoxGroup(span); bx != "" {
+				return bx, locs[k][0], SourceBoxed
 			}
 		}
 	}
@@ -306,29 +310,32 @@ func sentenceEnd(s string) int {
 // lastCandidate returns the last LaTeX span (joined with neighbouring
 // spans) or number in s, by end position, that parses. whole allows the
 // whole string as a LaTeX candidate when it has commands but no spans.
-func (c Config) lastCandidate(s string, whole bool) (string, bool) {
+// Parsing draws on b; candidate texts are built only for the (at most
+// maxTries) candidates tried.
+func (c Config) lastCandidate(s string, whole bool, b *budget) (string, bool) {
 	t := c.targets()
-	type cand struct {
-		end  int
-		text string
-	}
+	// A candidate is groups[i] (kind 0) or nums[i] (kind 1).
+	type cand struct{ end, kind, i int }
 	var cands []cand
 	var spans []mathSpan
+	var groups []spanGroup
 	if t&TargetLatex != 0 {
 		spans = mathSpans(s)
-		groups := groupSpans(s, spans)
-		for _, g := range groups {
-			cands = append(cands, cand{g.end, g.text})
+		groups = groupSpans(s, spans)
+		for i, g := range groups {
+			cands = append(cands, cand{g.end, 0, i})
 		}
 		if len(spans) == 0 && whole && strings.Contains(s, `\`) && len(s) <= 400 {
-			if a := strings.TrimSpace(s); a != "" && parses(a) {
+			if a := strings.TrimSpace(s); a != "" && parses(a, b) {
 				return a, true
 			}
 		}
 	}
+	var nums []number
 	if t&TargetExpr != 0 {
-		for _, n := range findNumbers(s, spans) {
-			cands = append(cands, cand{n.end, n.text})
+		nums = findNumbers(s, spans)
+		for i, n := range nums {
+			cands = append(cands, cand{n.end, 1, i})
 		}
 	}
 	// Newest first; stable order for equal ends; at most maxTries.
@@ -344,108 +351,42 @@ func (c Config) lastCandidate(s string, whole bool) (string, bool) {
 		}
 		cd := cands[best]
 		cands[best].end = -1
-		if parses(cd.text) {
-			return strings.TrimSpace(cd.text), true
+		var text string
+		if cd.kind == 0 {
+			text = groups[cd.i].text(spans)
+		} else {
+			text = nums[cd.i].text(s)
+		}
+		if parses(text, b) {
+			return strings.TrimSpace(text), true
 		}
 	}
 	return "", false
 }
 
-// parses reports whether an answer text parses into a non-empty tree.
-func parses(a string) bool {
+// maxCandidateBytes is the longest candidate text parses considers;
+// normalization may shrink a text (\left( is "("), but not by this much
+// in any real answer, so longer texts are not even normalized.
+const maxCandidateBytes = 4 * MaxAnswerBytes
+
+// parses reports whether an answer text parses into a non-empty tree,
+// spending at most MaxSteps/4 of b.
+func parses(a string, b *budget) bool {
+	if len(a) > maxCandidateBytes || b.left <= 0 {
+		return false
+	}
 	n := Normalize(a)
 	if n == "" || len(n) > MaxAnswerBytes {
 		return false
 	}
-	_, err := parseAnswer(n, &budget{left: MaxSteps / 4})
+	sub := &budget{left: min(b.left, MaxSteps/4)}
+	_, err := parseAnswer(n, sub)
+	b.left -= min(b.left, MaxSteps/4) - sub.left
 	return err == nil
 }
 
 // maxJoined is the most boxes or math spans joined into one answer.
 const maxJoined = 32
-
-// box is one \boxed{...} occurrence: [start, end) in the text and its content.
-type box struct {
-	start, end int
-	text       string
-}
-
-// findBoxes returns every \boxed{...}, \fbox{...} and "\boxed x" in s.
-func findBoxes(s string) []box {
-	var out []box
-	for i := 0; i < len(s); {
-		j := strings.Index(s[i:], `\`)
-		if j < 0 {
-			break
-		}
-		p := i + j
-		var name string
-		switch {
-		case strings.HasPrefix(s[p:], `\boxed`):
-			name = `\boxed`
-		case strings.HasPrefix(s[p:], `\fbox`):
-			name = `\fbox`
-		default:
-			i = p + 1
-			continue
-		}
-		q := p + len(name)
-		if q < len(s) && isLetter(s[q]) {
-			i = q
-			continue
-		}
-		for q < len(s) && (s[q] == ' ' || s[q] == '\t') {
-			q++
-		}
-		if q < len(s) && s[q] == '{' {
-			end := matchBrace(s, q)
-			if end < 0 {
-				i = q + 1
-				continue
-			}
-			out = append(out, box{p, end + 1, s[q+1 : end]})
-			i = end + 1
-			if len(out) > MaxElements*4 {
-				out = out[len(out)-MaxElements:]
-			}
-			continue
-		}
-		if q > p+len(name) && q < len(s) {
-			// \boxed 5 : one token.
-			e := q
-			for e < len(s) && (isDigit(s[e]) || s[e] == '.' || isLetter(s[e])) {
-				e++
-			}
-			if e > q {
-				out = append(out, box{p, e, s[q:e]})
-			}
-			i = e
-			continue
-		}
-		i = q
-	}
-	return out
-}
-
-// matchBrace returns the index of the brace closing the one at s[open], or
-// -1. Escaped braces \{ \} are skipped.
-func matchBrace(s string, open int) int {
-	depth := 0
-	for i := open; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '{':
-			depth++
-		case '}':
-			depth--
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return -1
-}
 
 // lastBoxGroup returns the contents of the last run of boxes whose gaps are
 // joinable, joined with ", ".
@@ -509,116 +450,91 @@ func joinable(gap string) bool {
 	return conj && words <= 5
 }
 
-// mathSpan is a LaTeX math region: [start, end) including delimiters, and
-// its inner text.
-type mathSpan struct {
-	start, end int
-	text       string
-}
+// spanGroup is a run of math spans spans[first..last] with joinable
+// gaps, ending at end (one before the last span's end when the last
+// span is offered alone, so that it ranks just below its group).
+type spanGroup struct{ first, last, end int }
 
-// mathSpans finds $...$, $$...$$, \(...\) and \[...\] in s. Inline $ and \(
-// spans may not cross a newline; an opening $ without a valid close is
-// read as a literal dollar.
-func mathSpans(s string) []mathSpan {
-	var out []mathSpan
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			if i+1 >= len(s) {
-				continue
-			}
-			switch s[i+1] {
-			case '(', '[':
-				closer := `\)`
-				if s[i+1] == '[' {
-					closer = `\]`
-				}
-				j := strings.Index(s[i+2:], closer)
-				if j < 0 {
-					i++
-					continue
-				}
-				inner := s[i+2 : i+2+j]
-				if s[i+1] == '(' && strings.Contains(inner, "\n") {
-					i++
-					continue
-				}
-				out = append(out, mathSpan{i, i + 2 + j + 2, inner})
-				i = i + 2 + j + 1
-			default:
-				i++
-			}
-		case '$':
-			if i+1 < len(s) && s[i+1] == '$' {
-				j := strings.Index(s[i+2:], "$$")
-				if j < 0 {
-					i++
-					continue
-				}
-				out = append(out, mathSpan{i, i + 2 + j + 2, s[i+2 : i+2+j]})
-				i = i + 2 + j + 1
-				continue
-			}
-			j := i + 1
-			for j < len(s) && s[j] != '$' && s[j] != '\n' {
-				if s[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			if j >= len(s) || s[j] != '$' {
-				continue
-			}
-			out = append(out, mathSpan{i, j + 1, s[i+1 : j]})
-			i = j
-		}
-		if len(out) > 4*MaxElements {
-			out = out[len(out)-MaxElements:]
+// text joins the trimmed texts of the group's spans with ", ".
+func (g spanGroup) text(spans []mathSpan) string {
+	var parts []string
+	for _, sp := range spans[g.first : g.last+1] {
+		if t := strings.TrimSpace(sp.text); t != "" {
+			parts = append(parts, t)
 		}
 	}
-	return out
+	return strings.Join(parts, ", ")
 }
 
 // groupSpans joins runs of math spans with joinable gaps.
-func groupSpans(s string, spans []mathSpan) []box {
-	var out []box
+func groupSpans(s string, spans []mathSpan) []spanGroup {
+	var out []spanGroup
 	for k := 0; k < len(spans); {
 		j := k
 		for j+1 < len(spans) && joinable(s[spans[j].end:spans[j+1].start]) && j-k+1 < maxJoined {
 			j++
 		}
-		var parts []string
+		blank := true
 		for _, sp := range spans[k : j+1] {
-			if t := strings.TrimSpace(sp.text); t != "" {
-				parts = append(parts, t)
+			if strings.TrimSpace(sp.text) != "" {
+				blank = false
+				break
 			}
 		}
-		if len(parts) > 0 {
-			out = append(out, box{spans[k].start, spans[j].end, strings.Join(parts, ", ")})
+		if !blank {
+			out = append(out, spanGroup{k, j, spans[j].end})
 		}
 		// Also offer the last span alone, so a sentence joined by "and"
 		// does not hide the final answer.
-		if j > k {
-			if t := strings.TrimSpace(spans[j].text); t != "" {
-				out = append(out, box{spans[j].start, spans[j].end - 1, t})
-			}
+		if j > k && strings.TrimSpace(spans[j].text) != "" {
+			out = append(out, spanGroup{j, j, spans[j].end - 1})
 		}
 		k = j + 1
 	}
 	return out
 }
 
-// number is a plain number found in running text, in canonical form.
+// number is a plain number found in running text: s[start:end], negated
+// when neg.
 type number struct {
-	end  int
-	text string
+	start, end int
+	neg        bool
 }
+
+// text returns the number's canonical text (see findNumbers).
+func (n number) text(s string) string {
+	t, _ := scanNumber(s, n.start, true)
+	if n.neg {
+		return "-" + t
+	}
+	return t
+}
+
+// numText collects a number's canonical text when on.
+type numText struct {
+	on  bool
+	buf []byte
+}
+
+func (b *numText) add(t string) {
+	if b.on {
+		b.buf = append(b.buf, t...)
+	}
+}
+
+func (b *numText) addByte(c byte) {
+	if b.on {
+		b.buf = append(b.buf, c)
+	}
+}
+
+func (b *numText) String() string { return string(b.buf) }
 
 // findNumbers scans s for numbers outside the given math spans. A number
 // must not follow a letter or digit; it may carry a sign, thousands
 // separators (",", " "), a decimal point or comma, a "/d" denominator and
-// a percent sign. The text is canonical: "1,000.99" -> "1000.99",
-// "2,74" -> "2.74".
+// a percent sign. Their text (number.text) is canonical: "1,000.99" ->
+// "1000.99", "2,74" -> "2.74". At most the last 4*MaxElements are kept.
 func findNumbers(s string, skip []mathSpan) []number {
 	var out []number
 	sk := 0
@@ -644,7 +560,7 @@ func findNumbers(s string, skip []mathSpan) []number {
 				continue
 			}
 		}
-		text, end := scanNumber(s, i)
+		_, end := scanNumber(s, i, false)
 		neg := false
 		if i > 0 && (s[i-1] == '-' || strings.HasSuffix(s[:i], "−")) {
 			k := i - 1
@@ -655,12 +571,9 @@ func findNumbers(s string, skip []mathSpan) []number {
 				neg = true
 			}
 		}
-		if neg {
-			text = "-" + text
-		}
-		out = append(out, number{end, text})
+		out = append(out, number{i, end, neg})
 		if len(out) > 4*MaxElements {
-			out = out[len(out)-MaxElements:]
+			out = append(out[:0], out[len(out)-MaxElements:]...)
 		}
 		i = end - 1
 	}
@@ -668,15 +581,15 @@ func findNumbers(s string, skip []mathSpan) []number {
 }
 
 // scanNumber reads the number starting at s[i] and returns its canonical
-// text and end index.
-func scanNumber(s string, i int) (string, int) {
+// text (only when build is set) and end index.
+func scanNumber(s string, i int, build bool) (string, int) {
 	j := i
 	for j < len(s) && isDigit(s[j]) {
 		j++
 	}
 	intPart := s[i:j]
-	var b strings.Builder
-	b.WriteString(intPart)
+	b := numText{on: build}
+	b.add(intPart)
 	// Thousands groups: ",ddd" or " ddd" repeated, not followed by a digit.
 	group := func(sep byte, k int) int {
 		if k+4 <= len(s) && s[k] == sep && isDigit(s[k+1]) && isDigit(s[k+2]) && isDigit(s[k+3]) &&
@@ -694,7 +607,7 @@ func scanNumber(s string, i int) (string, int) {
 				if nk < 0 {
 					break
 				}
-				b.WriteString(s[k+1 : nk])
+				b.add(s[k+1 : nk])
 				k = nk
 				n++
 			}
@@ -713,8 +626,8 @@ func scanNumber(s string, i int) (string, int) {
 		}
 		if s[j] == '.' || k-(j+1) != 3 || intPart == "0" || intPart == "" {
 			if !(s[j] == ',' && k < len(s) && s[k] == ',') {
-				b.WriteByte('.')
-				b.WriteString(s[j+1 : k])
+				b.addByte('.')
+				b.add(s[j+1 : k])
 				j = k
 			}
 		}
@@ -730,7 +643,7 @@ func scanNumber(s string, i int) (string, int) {
 			e++
 		}
 		if e > k && (e == len(s) || !isLetter(s[e]) && !isDigit(s[e])) {
-			b.WriteString(s[j:e])
+			b.add(s[j:e])
 			j = e
 		}
 	}
@@ -749,8 +662,8 @@ func scanNumber(s string, i int) (string, int) {
 			e++
 		}
 		if e > k {
-			b.WriteByte('/')
-			b.WriteString(s[k:e])
+			b.addByte('/')
+			b.add(s[k:e])
 			j = e
 		}
 	}
@@ -760,16 +673,16 @@ func scanNumber(s string, i int) (string, int) {
 		k++
 	}
 	if k < len(s) && s[k] == '%' {
-		b.WriteByte('%')
+		b.addByte('%')
 		j = k + 1
 	} else if k+2 < len(s) && s[k] == '\\' && s[k+1] == '%' {
-		b.WriteByte('%')
+		b.addByte('%')
 		j = k + 2
 	} else {
 		low := strings.ToLower(s[k:min(len(s), k+10)])
 		for _, w := range []string{"percent", "pct"} {
 			if strings.HasPrefix(low, w) {
-				b.WriteByte('%')
+				b.addByte('%')
 				j = k + len(w)
 				break
 			}
@@ -801,20 +714,35 @@ func extractChoice(s string, choices []string) (string, Source) {
 	}
 	locs := append(findAnchors(s, weakAnchor), findAnchors(s, strongAnchor)...)
 	for k := len(locs) - 1; k >= 0; k-- {
-		f := strings.Fields(s[locs[k][1]:])
-		if len(f) > 0 {
-			if c, ok := isChoice(f[0]); ok {
+		if w, _ := nextField(s[locs[k][1]:]); w != "" {
+			if c, ok := isChoice(w); ok {
 				return c, SourceSentence
 			}
 		}
 	}
-	f := strings.Fields(s)
-	for _, w := range f {
+	for rest := s; rest != ""; {
+		var w string
+		w, rest = nextField(rest)
 		if c, ok := isChoice(w); ok {
 			return c, SourceFallback
 		}
 	}
 	return "", SourceNone
+}
+
+// nextField returns the first run of non-space characters of s (as
+// strings.Fields splits) and the text after it.
+func nextField(s string) (string, string) {
+	start := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsSpace(r) })
+	if start < 0 {
+		return "", ""
+	}
+	s = s[start:]
+	end := strings.IndexFunc(s, unicode.IsSpace)
+	if end < 0 {
+		return s, ""
+	}
+	return s[:end], s[end:]
 }
 
 func choiceKey(s string) string {
@@ -896,8 +824,12 @@ func collapseEscapes(s string) string {
 	return b.String()
 }
 
+// maxCommandLen is the length of the longest name in knownCommands.
+const maxCommandLen = len("overrightarrow")
+
+// knownPrefix reports whether name starts with a known command name.
 func knownPrefix(name string) bool {
-	for n := len(name); n > 0; n-- {
+	for n := min(len(name), maxCommandLen); n > 0; n-- {
 		if knownCommands[name[:n]] {
 			return true
 		}

@@ -34,9 +34,6 @@ var normReplacer = strings.NewReplacer(
 var (
 	thousandsRe  = regexp.MustCompile(`^-?\d{1,3}(,\d{3})+(\.\d+)?$`)
 	thousandsSRe = regexp.MustCompile(`^-?\d{1,3}( \d{3})+(\.\d+)?$`)
-	commaBangRe  = regexp.MustCompile(`(\d),\s*\\!\s*(\d)`)
-	braceCommaRe = regexp.MustCompile(`(\d)\s*\{\s*,\s*\}\s*(\d)`)
-	degWordRe    = regexp.MustCompile(`(\d)\s*(degrees?|deg)\b`)
 )
 
 // Normalize cleans an answer text: it unwraps \boxed{} and math delimiters
@@ -54,10 +51,10 @@ func Normalize(s string) string {
 	s = collapseEscapes(s)
 	s = unwrapBoxes(s)
 	if strings.Contains(s, `\!`) {
-		s = commaBangRe.ReplaceAllString(s, "$1$2")
+		s = joinDigits(s, commaBang) // 1,\!000 -> 1000
 	}
 	if strings.Contains(s, "{") && strings.Contains(s, ",") {
-		s = braceCommaRe.ReplaceAllString(s, "$1$2")
+		s = joinDigits(s, braceComma) // 1{,}000 -> 1000
 	}
 	s = normReplacer.Replace(s)
 	s = removeSizing(s)
@@ -67,7 +64,7 @@ func Normalize(s string) string {
 	s = strings.ReplaceAll(s, `\[`, " ")
 	s = strings.ReplaceAll(s, `\]`, " ")
 	if strings.Contains(s, "deg") {
-		s = degWordRe.ReplaceAllString(s, "$1")
+		s = dropDegreeWords(s)
 	}
 	s = collapseSpaces(s)
 	s = trimPunct(s)
@@ -80,6 +77,100 @@ func Normalize(s string) string {
 	}
 	return s
 }
+
+// isRegexpSpace reports whether c is a space as regexp's \s means it.
+func isRegexpSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
+
+// skipSpaces returns the first index at or after i that is not a space.
+func skipSpaces(s string, i int) int {
+	for i < len(s) && isRegexpSpace(s[i]) {
+		i++
+	}
+	return i
+}
+
+// commaBang matches ",\!" with optional spaces after the comma and the
+// \!, and returns the index after it, or -1.
+func commaBang(s string, i int) int {
+	if i >= len(s) || s[i] != ',' {
+		return -1
+	}
+	i = skipSpaces(s, i+1)
+	if !strings.HasPrefix(s[i:], `\!`) {
+		return -1
+	}
+	return skipSpaces(s, i+2)
+}
+
+// braceComma matches "{,}" with optional spaces around and inside it and
+// returns the index after it, or -1.
+func braceComma(s string, i int) int {
+	i = skipSpaces(s, i)
+	for _, c := range []byte{'{', ',', '}'} {
+		if i >= len(s) || s[i] != c {
+			return -1
+		}
+		i = skipSpaces(s, i+1)
+	}
+	return i
+}
+
+// joinDigits deletes every separator (matched by sep at an index, which
+// returns the index after it or -1) that stands between two digits,
+// scanning left to right as regexp.ReplaceAllString does with
+// (\d)SEP(\d) -> $1$2: a digit that ends one match cannot start the next.
+func joinDigits(s string, sep func(s string, i int) int) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i+1 < len(s); i++ {
+		if !isDigit(s[i]) {
+			continue
+		}
+		e := sep(s, i+1)
+		if e < 0 || e >= len(s) || !isDigit(s[e]) {
+			continue
+		}
+		b.WriteString(s[last : i+1])
+		last = e
+		i = e
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// dropDegreeWords deletes "degrees", "degree" and "deg" (whole words)
+// after a digit and optional spaces: "30 degrees" -> "30".
+func dropDegreeWords(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i+1 < len(s); i++ {
+		if !isDigit(s[i]) {
+			continue
+		}
+		k := skipSpaces(s, i+1)
+		for _, w := range []string{"degrees", "degree", "deg"} {
+			e := k + len(w)
+			if strings.HasPrefix(s[k:], w) && (e == len(s) || !isWordByte(s[e])) {
+				b.WriteString(s[last : i+1])
+				last = e
+				i = e - 1
+				break
+			}
+		}
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// isWordByte reports whether c is a word character as regexp's \b means
+// it.
+func isWordByte(c byte) bool { return isLetter(c) || isDigit(c) || c == '_' }
 
 // collapseSpaces replaces runs of spaces by one space.
 func collapseSpaces(s string) string {
@@ -113,25 +204,34 @@ func trimPunct(s string) string {
 }
 
 // removeSizing drops \left and \right (keeping the delimiter after them)
-// and \big-style sizing without a side.
+// and \big-style sizing without a side, in one pass.
 func removeSizing(s string) string {
-	for _, cmd := range []string{`\left`, `\right`, `\big`, `\Big`} {
-		for i := 0; ; {
-			j := strings.Index(s[i:], cmd)
-			if j < 0 {
+	if !strings.Contains(s, `\left`) && !strings.Contains(s, `\right`) && !strings.Contains(s, `\big`) && !strings.Contains(s, `\Big`) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		n := 0
+		for _, cmd := range []string{`\left`, `\right`, `\big`, `\Big`} {
+			if strings.HasPrefix(s[i:], cmd) {
+				n = len(cmd)
 				break
 			}
-			p := i + j
-			e := p + len(cmd)
-			if e < len(s) && isLetter(s[e]) {
-				i = e
-				continue
-			}
-			s = s[:p] + s[e:]
-			i = p
 		}
+		if n == 0 || i+n < len(s) && isLetter(s[i+n]) {
+			continue
+		}
+		b.WriteString(s[last:i])
+		last = i + n
+		i += n - 1
 	}
-	return s
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // removeDollars deletes unescaped dollar signs (escaped ones were already
@@ -143,33 +243,14 @@ func removeDollars(s string) string {
 	return strings.ReplaceAll(s, "$", " ")
 }
 
-// unwrapBoxes replaces every \boxed{X} and \fbox{X} by X.
-func unwrapBoxes(s string) string {
-	for n := 0; n < 64; n++ {
-		bs := findBoxes(s)
-		if len(bs) == 0 {
-			return s
-		}
-		var b strings.Builder
-		last := 0
-		for _, bx := range bs {
-			b.WriteString(s[last:bx.start])
-			b.WriteString(" ")
-			b.WriteString(bx.text)
-			b.WriteString(" ")
-			last = bx.end
-		}
-		b.WriteString(s[last:])
-		s = b.String()
-	}
-	return s
-}
+// textReplacer unwraps the text commands that textKey reads through.
+var textReplacer = strings.NewReplacer(`\text{`, "{", `\mathrm{`, "{", `\operatorname{`, "{", `\mathbf{`, "{")
 
 // textKey returns a case- and article-insensitive key for answers that
 // are plain words (letters, spaces, parentheses and sentence punctuation;
 // no digits or operators), or "" for anything else.
 func textKey(s string) string {
-	s = strings.NewReplacer(`\text{`, "{", `\mathrm{`, "{", `\operatorname{`, "{", `\mathbf{`, "{").Replace(s)
+	s = textReplacer.Replace(s)
 	var b strings.Builder
 	letters := 0
 	for i := 0; i < len(s); i++ {

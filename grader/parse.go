@@ -146,7 +146,7 @@ func lex(s string, b *budget) []token {
 			name := s[i+1 : j]
 			if !knownCommands[name] && name != "inf" && name != "zzz" {
 				// A known command glued to letters: \quadx -> \quad x.
-				for n := len(name) - 1; n >= 2; n-- {
+				for n := min(len(name)-1, maxCommandLen); n >= 2; n-- {
 					if knownCommands[name[:n]] {
 						j = i + 1 + n
 						name = name[:n]
