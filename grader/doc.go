@@ -40,11 +40,20 @@
 //     in order. A tuple of two elements also matches the open interval
 //     with the same ends.
 //   - Every call is deterministic, never panics on any input and is
-//     bounded: inputs are cut to MaxResponseBytes / MaxAnswerBytes,
-//     parsing and evaluation draw on a step budget (MaxSteps), nesting is
-//     limited to MaxDepth, and exact arithmetic refuses integers above
-//     MaxBits bits (falling back to floating point). No signals,
-//     goroutines or timers are used.
+//     bounded, whatever the input: responses are cut to their last
+//     MaxResponseBytes; boxes, math spans, anchors, numbers and
+//     normalization are found in single left-to-right passes (linear
+//     time, memory linear in the input), with at most the last
+//     4*MaxElements boxes, spans or numbers kept and at most 8 candidate
+//     spans parsed per step of Extract; only answers of at most
+//     MaxAnswerBytes are parsed; parsing and evaluation draw on step
+//     budgets of MaxSteps per stage (response, gold, comparison), in
+//     which exact arithmetic is charged by the size of its numbers;
+//     nesting is limited to MaxDepth, and exact arithmetic refuses
+//     integers above MaxBits bits (falling back to floating point).
+//     BenchmarkPathological checks that every exported call stays under
+//     100 ms on adversarial 1 MB inputs. No signals, goroutines or timers
+//     are used.
 //   - The package has no global mutable state and imports nothing from
 //     spiral.
 package grader

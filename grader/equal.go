@@ -677,10 +677,42 @@ func matMul(a, b *node) *node {
 			for k := 0; k < inner; k++ {
 				s.args = append(s.args, mk(nMul, a.rows[i][k], b.rows[k][j]))
 			}
+			// Entries share subtrees, so a chain of products would grow
+			// trees exponentially: refuse entries beyond maxEntryNodes.
+			if treeSize(s, maxEntryNodes+1) > maxEntryNodes {
+				return nil
+			}
 			rows[i][j] = s
 		}
 	}
 	return &node{k: nMatrix, rows: rows}
+}
+
+// maxEntryNodes is the largest matrix entry (in tree nodes) that matrix
+// products build.
+const maxEntryNodes = 4096
+
+// treeSize returns the number of nodes of n counted as a tree (shared
+// subtrees once per use), or limit once it reaches limit.
+func treeSize(n *node, limit int) int {
+	size := 0
+	var walk func(n *node)
+	walk = func(n *node) {
+		if n == nil || size >= limit {
+			return
+		}
+		size++
+		for _, a := range n.args {
+			walk(a)
+		}
+		for _, r := range n.rows {
+			for _, x := range r {
+				walk(x)
+			}
+		}
+	}
+	walk(n)
+	return min(size, limit)
 }
 
 // relEqual compares relations: equations by proportional sides,

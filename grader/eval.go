@@ -33,6 +33,45 @@ func fits(r *big.Rat) bool {
 	return r.Num().BitLen() <= MaxBits && r.Denom().BitLen() <= MaxBits
 }
 
+// Exact arithmetic is charged to the step budget by size. One step is
+// about the work of evaluating one node (~100 ns); an operation on
+// big rationals costs one step per 64-bit word of its operands, eight
+// for non-integers (whose results are reduced by a GCD), so that the
+// budget bounds time whatever the sizes of the numbers.
+const (
+	wordBits     = 64
+	ratWordSteps = 8
+)
+
+// ratWords returns the 64-bit words of r's numerator and denominator.
+func ratWords(r *big.Rat) int {
+	return (r.Num().BitLen()+r.Denom().BitLen())/wordBits + 1
+}
+
+// charge takes the cost of an exact operation on a and b from the budget
+// and reports whether any is left.
+func (e *evaluator) charge(a, b *big.Rat) bool {
+	w := ratWords(a) + ratWords(b)
+	if !a.IsInt() || !b.IsInt() {
+		w *= ratWordSteps
+	}
+	e.b.left -= w
+	return e.b.left >= 0
+}
+
+// ratFrac returns num/den for coprime num and den > 0 without the GCD
+// that SetFrac would compute.
+func ratFrac(num, den *big.Int) *big.Rat {
+	r := new(big.Rat).SetInt(num)
+	if den.Cmp(big.NewInt(1)) == 0 {
+		return r
+	}
+	r.SetFrac64(1, 2) // gives r a denominator that Denom references
+	r.Num().Set(num)
+	r.Denom().Set(den)
+	return r
+}
+
 func (e *evaluator) eval(n *node) (value, bool) {
 	e.b.left--
 	if e.b.left < 0 || n == nil {
@@ -81,6 +120,9 @@ func (e *evaluator) eval(n *node) (value, bool) {
 				return v, false
 			}
 			if acc.r != nil && v.r != nil {
+				if !e.charge(acc.r, v.r) {
+					return value{}, false
+				}
 				s := new(big.Rat).Add(acc.r, v.r)
 				if fits(s) {
 					acc = exact(s)
@@ -98,6 +140,9 @@ func (e *evaluator) eval(n *node) (value, bool) {
 				return v, false
 			}
 			acc = e.mul(acc, v)
+			if e.b.left < 0 {
+				return value{}, false
+			}
 		}
 		return acc, true
 	case nPow:
@@ -118,8 +163,10 @@ func (e *evaluator) eval(n *node) (value, bool) {
 	return value{}, false
 }
 
+// mul multiplies a and b, exactly when both are exact and the product
+// fits MaxBits; its cost is charged to the budget.
 func (e *evaluator) mul(a, b value) value {
-	if a.r != nil && b.r != nil {
+	if a.r != nil && b.r != nil && e.charge(a.r, b.r) {
 		p := new(big.Rat).Mul(a.r, b.r)
 		if fits(p) {
 			return exact(p)
@@ -154,14 +201,22 @@ func (e *evaluator) pow(b, x value) (value, bool) {
 				}
 				bits := int64(max(b.r.Num().BitLen(), b.r.Denom().BitLen()))
 				if abs <= MaxBits && bits*abs <= MaxBits {
-					e.b.left -= int(abs / 64)
+					// Squarings up to the result's size; powers of a
+					// reduced fraction stay reduced, so no GCD is needed.
+					e.b.left -= int(2*bits*abs/wordBits) + 1
+					if e.b.left < 0 {
+						return value{}, false
+					}
 					num := new(big.Int).Exp(b.r.Num(), big.NewInt(abs), nil)
 					den := new(big.Int).Exp(b.r.Denom(), big.NewInt(abs), nil)
-					r := new(big.Rat).SetFrac(num, den)
 					if kk < 0 {
-						r.Inv(r)
+						num, den = den, num
 					}
-					return exact(r), true
+					if den.Sign() < 0 {
+						num.Neg(num)
+						den.Neg(den)
+					}
+					return exact(ratFrac(num, den)), true
 				}
 			}
 		} else if x.r.Denom().IsInt64() && x.r.Denom().Int64() <= 12 && b.r.Sign() > 0 && x.r.Num().IsInt64() {
@@ -326,7 +381,13 @@ func (e *evaluator) fn(n *node) (value, bool) {
 		if len(args) == 2 && args[0].r != nil && args[1].r != nil && args[0].r.IsInt() && args[1].r.IsInt() {
 			a, b := args[0].r.Num(), args[1].r.Num()
 			if a.IsInt64() && b.IsInt64() && a.Int64() >= 0 && a.Int64() <= 5000 {
-				e.b.left -= int(a.Int64() / 8)
+				// min(k, a-k) multiplications and divisions of numbers
+				// of up to a bits.
+				k := min(b.Int64(), a.Int64()-b.Int64())
+				e.b.left -= int(max(k, 0)*(a.Int64()/wordBits+1)) + 1
+				if e.b.left < 0 {
+					return value{}, false
+				}
 				return exact(new(big.Rat).SetInt(new(big.Int).Binomial(a.Int64(), b.Int64()))), true
 			}
 		}
@@ -415,7 +476,7 @@ func (e *evaluator) sum(n *node) (value, bool) {
 		}
 		if n.name == "prod" {
 			acc = e.mul(acc, t)
-		} else if acc.r != nil && t.r != nil {
+		} else if acc.r != nil && t.r != nil && e.charge(acc.r, t.r) {
 			acc = exact(new(big.Rat).Add(acc.r, t.r))
 		} else {
 			acc = approx(acc.c + t.c)
@@ -463,7 +524,7 @@ func (e *evaluator) det(m *node) (value, bool) {
 					t = approx(-t.c)
 				}
 			}
-			if acc.r != nil && t.r != nil {
+			if acc.r != nil && t.r != nil && e.charge(acc.r, t.r) {
 				acc = exact(new(big.Rat).Add(acc.r, t.r))
 			} else {
 				acc = approx(acc.c + t.c)
@@ -475,5 +536,9 @@ func (e *evaluator) det(m *node) (value, bool) {
 	for i := range idx {
 		idx[i] = i
 	}
-	return rec(idx, idx), true
+	v := rec(idx, idx)
+	if e.b.left < 0 {
+		return value{}, false
+	}
+	return v, true
 }
