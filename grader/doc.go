@@ -39,6 +39,15 @@
 //     ignored); parenthesised tuples, points, ratios and matrices compare
 //     in order. A tuple of two elements also matches the open interval
 //     with the same ends.
+//   - Mixed numbers: an integer literal followed by a proper fraction of
+//     integer literals (0 < p < q) is a mixed number, with or without a
+//     space: 137 \frac{1}{2}, 137\frac12 and 1 1/2 are 137 + 1/2 and 1 + 1/2
+//     (AoPS / MATH convention; MATH-500 golds are written this way). An
+//     improper fraction after an integer (2\frac{5}{2}) is a product.
+//   - Factorials: a '!' right after an operand is a factorial (5! = 120,
+//     5!! = 15) and is never trimmed as punctuation inside an answer; in
+//     running text a '!' followed by a space or the end of the text ends
+//     the sentence ("the answer is 6!" answers 6).
 //   - Every call is deterministic, never panics on any input and is
 //     bounded, whatever the input: responses are cut to their last
 //     MaxResponseBytes; boxes, math spans, anchors, numbers and

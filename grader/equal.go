@@ -215,7 +215,7 @@ func isLabel(n *node) bool {
 		switch n.name {
 		case "abs":
 			return isLabel(n.args[0])
-		case "sin", "cos", "tan", "sec", "csc", "cot", "log", "ln", "exp", "sqrt", "root", "fact", "binom",
+		case "sin", "cos", "tan", "sec", "csc", "cot", "log", "ln", "exp", "sqrt", "root", "fact", "fact2", "binom",
 			"floor", "ceil", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh":
 			return false
 		}

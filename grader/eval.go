@@ -358,6 +358,8 @@ func (e *evaluator) fn(n *node) (value, bool) {
 		f = func(z complex128) complex128 { return complex(cmplx.Abs(z), 0) }
 	case "fact":
 		return e.factorial(args)
+	case "fact2":
+		return e.doubleFactorial(args)
 	case "floor", "ceil":
 		if len(args) == 1 && args[0].r != nil {
 			q := new(big.Int).Quo(args[0].r.Num(), args[0].r.Denom())
@@ -436,6 +438,27 @@ func (e *evaluator) factorial(args []value) (value, bool) {
 		return approx(complex(math.Gamma(real(a.c)+1), 0)), true
 	}
 	return value{}, false
+}
+
+// doubleFactorial evaluates k!! = k(k-2)(k-4)... for integers k >= 0,
+// exactly while it fits MaxBits.
+func (e *evaluator) doubleFactorial(args []value) (value, bool) {
+	if len(args) != 1 || args[0].r == nil || !args[0].r.IsInt() || args[0].r.Sign() < 0 || !args[0].r.Num().IsInt64() {
+		return value{}, false
+	}
+	k := args[0].r.Num().Int64()
+	if k > 1 && float64(k)*math.Log2(float64(k))/2 > MaxBits {
+		return approx(complex(math.Inf(1), 0)), true
+	}
+	e.b.left -= int(k/2) + 1
+	if e.b.left < 0 {
+		return value{}, false
+	}
+	acc := big.NewInt(1)
+	for j := k; j > 1; j -= 2 {
+		acc.Mul(acc, big.NewInt(j))
+	}
+	return exact(new(big.Rat).SetInt(acc)), true
 }
 
 // sum evaluates \sum and \prod with integer bounds of at most 1000 terms.

@@ -2,6 +2,7 @@ package grader
 
 import (
 	"fmt"
+	"math/big"
 	"sort"
 	"strings"
 	"unicode"
@@ -647,6 +648,13 @@ func scanNumber(s string, i int, build bool) (string, int) {
 			j = e
 		}
 	}
+	// Mixed number: "1 1/2" (one space, then p/q with 0 < p < q).
+	if intPart != "" && j == i+len(intPart) {
+		if e, ok := mixedTail(s, j); ok {
+			b.add(s[j:e])
+			return b.String(), e
+		}
+	}
 	// Fraction a/b.
 	k := j
 	for k < len(s) && s[k] == ' ' {
@@ -689,6 +697,37 @@ func scanNumber(s string, i int, build bool) (string, int) {
 		}
 	}
 	return b.String(), j
+}
+
+// mixedTail reports whether s[j:] starts with the fraction part " p/q"
+// of a mixed number (integers, 0 < p < q, no spaces around the slash,
+// not followed by a digit or a decimal point) and returns its end.
+func mixedTail(s string, j int) (int, bool) {
+	if j+4 > len(s) || s[j] != ' ' || !isDigit(s[j+1]) {
+		return 0, false
+	}
+	k := j + 1
+	for k < len(s) && isDigit(s[k]) {
+		k++
+	}
+	p := s[j+1 : k]
+	if k+1 >= len(s) || s[k] != '/' || !isDigit(s[k+1]) {
+		return 0, false
+	}
+	e := k + 1
+	for e < len(s) && isDigit(s[e]) {
+		e++
+	}
+	q := s[k+1 : e]
+	if e < len(s) && (isDigit(s[e]) || s[e] == '.' && e+1 < len(s) && isDigit(s[e+1])) {
+		return 0, false
+	}
+	pn, ok1 := new(big.Int).SetString(p, 10)
+	qn, ok2 := new(big.Int).SetString(q, 10)
+	if !ok1 || !ok2 || pn.Sign() <= 0 || pn.Cmp(qn) >= 0 {
+		return 0, false
+	}
+	return e, true
 }
 
 // extractChoice finds a multiple-choice answer among choices: in the last

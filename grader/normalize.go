@@ -189,10 +189,21 @@ func collapseSpaces(s string) string {
 }
 
 // trimPunct removes surrounding spaces and trailing sentence punctuation.
+// A '!' right after an operand (a digit, letter, closing bracket or
+// another '!') is a factorial and stays: "5!" is 120, "5!." is "5!".
 func trimPunct(s string) string {
 	for {
 		t := strings.TrimSpace(s)
-		t = strings.TrimRight(t, ".,;:!? ")
+		for t != "" {
+			c := t[len(t)-1]
+			if c == '!' && len(t) > 1 && isFactorialOperand(t[len(t)-2]) {
+				break
+			}
+			if !strings.ContainsRune(".,;:!? ", rune(c)) {
+				break
+			}
+			t = t[:len(t)-1]
+		}
 		if strings.HasSuffix(t, `\\`) {
 			t = t[:len(t)-2]
 		}
@@ -201,6 +212,11 @@ func trimPunct(s string) string {
 		}
 		s = t
 	}
+}
+
+// isFactorialOperand reports whether a '!' after c is a factorial.
+func isFactorialOperand(c byte) bool {
+	return isDigit(c) || isLetter(c) || c == ')' || c == '}' || c == ']' || c == '!'
 }
 
 // removeSizing drops \left and \right (keeping the delimiter after them)

@@ -574,19 +574,22 @@ func (p *parser) parseMul() *node {
 				p.next()
 				p.parseExponent()
 			}
+		case len(factors) == 1 && isIntLit(factors[0]) && p.slashFraction():
+			// Mixed number with a slash: 1 1/2 is 1 + 1/2.
+			f := mk(nMul, p.numberNode(p.next().s), inv(p.numberNode(p.toks[p.pos+1].s)))
+			p.next()
+			p.next()
+			factors[0] = mixedNumber(factors[0], f)
 		case p.startsAtom():
-			mixed := len(factors) == 1 && t.k == tCmd && t.s == `\frac` && !t.sp && isIntLit(factors[0])
+			mixed := len(factors) == 1 && t.k == tCmd && t.s == `\frac` && isIntLit(factors[0])
 			f := p.parsePostfix()
 			if f == nil {
 				return p.mulOf(factors)
 			}
-			if mixed && isIntFrac(f) {
-				// Mixed number: 15\frac{39}{40} is 15 + 39/40.
-				if factors[0].k == nNeg {
-					factors[0] = mk(nNeg, mk(nAdd, factors[0].args[0], f))
-				} else {
-					factors[0] = mk(nAdd, factors[0], f)
-				}
+			if mixed && isProperFrac(f) {
+				// Mixed number: 15\frac{39}{40} and 137 \frac{1}{2} are
+				// 15 + 39/40 and 137 + 1/2.
+				factors[0] = mixedNumber(factors[0], f)
 				continue
 			}
 			factors = append(factors, f)
@@ -597,6 +600,43 @@ func (p *parser) parseMul() *node {
 			p.fail("too many factors")
 		}
 	}
+}
+
+// mixedNumber returns the mixed number n f for an integer literal n
+// (possibly negated: -2 1/2 is -(2 + 1/2)) and a proper fraction f.
+func mixedNumber(n, f *node) *node {
+	if n.k == nNeg {
+		return mk(nNeg, mk(nAdd, n.args[0], f))
+	}
+	return mk(nAdd, n, f)
+}
+
+// slashFraction reports whether the next tokens are " p/q": integer
+// literals after a space with 0 < p < q, not followed by a power or a
+// factorial, the fraction part of a mixed number such as 1 1/2.
+func (p *parser) slashFraction() bool {
+	t, sl, d := p.peek(), p.peekAt(1), p.peekAt(2)
+	if t.k != tNum || !t.sp || sl.k != tPunct || sl.s != "/" || sl.sp || d.k != tNum || d.sp {
+		return false
+	}
+	if strings.ContainsAny(t.s, ".eE") || strings.ContainsAny(d.s, ".eE") {
+		return false
+	}
+	if after := p.peekAt(3); after.k == tPunct && (after.s == "^" || after.s == "!" || after.s == "_") && !after.sp {
+		return false
+	}
+	num, ok1 := new(big.Int).SetString(t.s, 10)
+	den, ok2 := new(big.Int).SetString(d.s, 10)
+	return ok1 && ok2 && num.Sign() > 0 && num.Cmp(den) < 0
+}
+
+// isProperFrac reports whether n is \frac{p}{q} of integer literals with
+// 0 < p < q.
+func isProperFrac(n *node) bool {
+	if !isIntFrac(n) {
+		return false
+	}
+	return n.args[0].val.Cmp(n.args[1].args[0].val) < 0
 }
 
 // isIntLit reports whether n is a non-negative integer literal, possibly
@@ -737,6 +777,12 @@ func (p *parser) parsePostfix() *node {
 			a = mk(nPow, a, e)
 		case t.k == tPunct && t.s == "!" && !t.sp:
 			p.next()
+			if nx := p.peek(); nx.k == tPunct && nx.s == "!" && !nx.sp {
+				// Double factorial: 5!! = 5*3*1.
+				p.next()
+				a = &node{k: nFunc, name: "fact2", args: []*node{a}}
+				continue
+			}
 			a = &node{k: nFunc, name: "fact", args: []*node{a}}
 		case t.k == tPunct && t.s == "%":
 			p.next()

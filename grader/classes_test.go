@@ -1,0 +1,69 @@
+package grader
+
+import "testing"
+
+// classCase is a grading case for one of the answer classes whose
+// policies doc.go states. conv names the convention the expected verdict
+// follows: an AoPS / MATH answer convention (with a MATH-500 record where
+// one has that form), a mathematical fact, or Math-Verify 0.9.0's
+// verdict where it is right.
+type classCase struct {
+	name     string
+	response string
+	gold     string
+	want     bool
+	conv     string
+}
+
+func runClass(t *testing.T, cfg Config, cases []classCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.conv == "" {
+				t.Fatalf("case %q states no convention", tc.name)
+			}
+			v := cfg.Grade(tc.response, tc.gold)
+			if v.Correct != tc.want {
+				t.Errorf("Grade(%q, %q) = %v (extracted %q, %s), want %v (%s)", tc.response, tc.gold, v.Correct, v.Extracted, v.Reason, tc.want, tc.conv)
+			}
+		})
+	}
+}
+
+const (
+	convMixed = "MATH/AoPS: an integer followed by a proper fraction is a mixed number (MATH-500 test/algebra/2470 gold 137 \\frac{1}{2}, test/geometry/826 gold 1\\frac{4}{5})"
+	convFact  = "AoPS: n! is n factorial inside math; Math-Verify 0.9.0 also reads \\boxed{5!} as 120"
+)
+
+var mixedNumberCases = []classCase{
+	{"spaced mixed vs glued", `\boxed{137\frac12}`, `137 \frac{1}{2}`, true, convMixed},
+	{"spaced mixed vs improper", `\boxed{275/2}`, `137 \frac{1}{2}`, true, convMixed},
+	{"spaced mixed vs decimal", `\boxed{137.5}`, `137 \frac{1}{2}`, true, convMixed},
+	{"spaced mixed is not a product", `\boxed{68.5}`, `137 \frac{1}{2}`, false, convMixed},
+	{"spaced mixed answer", `\boxed{1 \frac{4}{5}}`, `1\frac{4}{5}`, true, convMixed},
+	{"slash mixed", `\boxed{1 1/2}`, `\frac32`, true, convMixed},
+	{"slash mixed is not 1/2", `\boxed{1 1/2}`, `\frac12`, false, convMixed},
+	{"slash mixed in text", "She needs 2 3/4 cups in total.", `\frac{11}{4}`, true, convMixed},
+	{"negative mixed", `\boxed{-2 \frac{1}{2}}`, `-\frac52`, true, convMixed},
+	{"improper fraction after integer is a product", `\boxed{2\frac{5}{2}}`, `5`, true, "a mixed number's fraction is proper (AoPS), so 2\\frac{5}{2} is 2 times 5/2"},
+	{"integer times fraction with operator", `\boxed{2 \cdot \frac{1}{2}}`, `1`, true, "explicit multiplication"},
+	{"decimal before fraction is a product", `\boxed{0.5 \frac{1}{2}}`, `0.25`, true, "mixed numbers have an integer part"},
+}
+
+var factorialCases = []classCase{
+	{"boxed factorial", `\boxed{5!}`, `120`, true, convFact},
+	{"boxed factorial is not its argument", `\boxed{5!}`, `5`, false, convFact},
+	{"product with factorial", `\boxed{2\cdot 4!}`, `48`, true, convFact},
+	{"ten factorial", `\boxed{10!}`, `3628800`, true, convFact},
+	{"factorial then sentence period", `$\boxed{10!}$.`, `3628800`, true, convFact},
+	{"double factorial", `\boxed{5!!}`, `15`, true, "n!! = n(n-2)(n-4)... (double factorial)"},
+	{"factorial quotient", `\boxed{\frac{7!}{5!}}`, `42`, true, convFact},
+	{"exclamation after a sentence number", "so the answer is 6!", `6`, true, "in running text a '!' followed by a space or the end closes the sentence"},
+	{"exclamation in text answer", `\boxed{\text{Yes!}}`, `\text{yes}`, true, "sentence punctuation is not part of a text answer"},
+}
+
+// TestClassMixedNumbers covers mixed numbers (doc.go: mixed numbers).
+func TestClassMixedNumbers(t *testing.T) { runClass(t, Config{}, mixedNumberCases) }
+
+// TestClassFactorials covers a trailing '!' (doc.go: factorials).
+func TestClassFactorials(t *testing.T) { runClass(t, Config{}, factorialCases) }
