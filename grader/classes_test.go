@@ -62,8 +62,44 @@ var factorialCases = []classCase{
 	{"exclamation in text answer", `\boxed{\text{Yes!}}`, `\text{yes}`, true, "sentence punctuation is not part of a text answer"},
 }
 
+const (
+	convFont = "LaTeX: \\mathbf, \\mathrm and {\\bf ...} change the font, not the value; Math-Verify 0.9.0 reads \\mathbf{70} and {\\bf 70} as 70"
+	convText = "AoPS/MATH: single letters name points, variables and choices and are case-sensitive, a prime is part of a name; Math-Verify 0.9.0 wrongly accepts E' for E and N for n"
+)
+
+var fontCases = []classCase{
+	{"mathbf number", `\boxed{\mathbf{70}}`, `70`, true, convFont},
+	{"mathrm number", `\boxed{\mathrm{70}}`, `70`, true, convFont},
+	{"bf switch", `\boxed{{\bf 70}}`, `70`, true, convFont},
+	{"bf switch wrong number", `\boxed{{\bf 71}}`, `70`, false, convFont},
+	{"mathbf expression", `\boxed{\mathbf{2x+1}}`, `2x+1`, true, convFont},
+	{"boldsymbol fraction", `\boxed{\boldsymbol{\frac{1}{2}}}`, `0.5`, true, convFont},
+	{"mathrm word stays text", `\boxed{\mathrm{Monday}}`, `\text{Monday}`, true, convFont},
+	{"mathbf letter stays a symbol", `\boxed{\mathbf{v}}`, `v`, true, convFont},
+	{"bf choice letter", `\boxed{\textbf{(C)}}`, `C`, true, convFont},
+	{"it switch in text", `\boxed{\text{{\it Monday}}}`, `\text{Monday}`, true, convFont},
+}
+
+var textCases = []classCase{
+	{"prime is part of the name", `\boxed{E'}`, `E`, false, convText},
+	{"derivative is not the function", `\boxed{f'(x)}`, `f(x)`, false, convText},
+	{"case of a single letter", `\boxed{N}`, `n`, false, convText},
+	{"article before a letter is a variable", `\boxed{a b}`, `b`, false, convText},
+	{"same primed name", `\boxed{E'}`, `E'`, true, convText},
+	{"case of words is ignored", `\boxed{\text{MONDAY}}`, `\text{Monday}`, true, "MATH: text answers such as weekdays are words, compared without case"},
+	{"article before a word is dropped", `\boxed{\text{the circle}}`, `\text{Circle}`, true, "MATH: 'the circle' and 'circle' name the same answer"},
+	{"different words", `\boxed{\text{ellipse}}`, `\text{circle}`, false, "different words"},
+	{"function notation is not a product", `\boxed{\text{f(x)}}`, `\text{f x}`, false, convText},
+}
+
 // TestClassMixedNumbers covers mixed numbers (doc.go: mixed numbers).
 func TestClassMixedNumbers(t *testing.T) { runClass(t, Config{}, mixedNumberCases) }
 
 // TestClassFactorials covers a trailing '!' (doc.go: factorials).
 func TestClassFactorials(t *testing.T) { runClass(t, Config{}, factorialCases) }
+
+// TestClassFonts covers font commands around numbers (doc.go: fonts).
+func TestClassFonts(t *testing.T) { runClass(t, Config{}, fontCases) }
+
+// TestClassText covers text and letter answers (doc.go: text).
+func TestClassText(t *testing.T) { runClass(t, Config{}, textCases) }

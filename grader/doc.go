@@ -48,6 +48,15 @@
 //     5!! = 15) and is never trimmed as punctuation inside an answer; in
 //     running text a '!' followed by a space or the end of the text ends
 //     the sentence ("the answer is 6!" answers 6).
+//   - Fonts: \mathbf, \mathrm, \mathit, \boldsymbol, \mathsf, \mathtt,
+//     \bm and old-style switches ({\bf 70}, \rm, \it) select a font and
+//     are read through: \mathbf{70} is 70. A font around a word is text
+//     (\mathrm{Monday}), around a letter a symbol (\mathbf{v} is v).
+//   - Text: answers made only of words compare as text keys: words of two
+//     or more letters without case, an article before such a word dropped
+//     ("The Circle" = "circle"), braces and . ! ? ignored. A single letter
+//     keeps its case and is never an article, primes and parentheses
+//     count: N is not n, E' is not E, f'(x) is not f(x), "a b" is not b.
 //   - Every call is deterministic, never panics on any input and is
 //     bounded, whatever the input: responses are cut to their last
 //     MaxResponseBytes; boxes, math spans, anchors, numbers and

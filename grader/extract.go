@@ -786,7 +786,7 @@ func nextField(s string) (string, string) {
 
 func choiceKey(s string) string {
 	s = strings.TrimSpace(s)
-	for _, r := range []string{"$", `\text{`, `\textbf{`, `\mathrm{`, "{", "}", "(", ")", `\boxed`} {
+	for _, r := range []string{"$", `\text{`, `\textbf{`, `\mathrm{`, `\mathbf{`, `\bf `, "{", "}", "(", ")", `\boxed`} {
 		s = strings.ReplaceAll(s, r, "")
 	}
 	return strings.ToUpper(strings.Trim(s, " .:"))

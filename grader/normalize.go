@@ -58,6 +58,7 @@ func Normalize(s string) string {
 	}
 	s = normReplacer.Replace(s)
 	s = removeSizing(s)
+	s = dropFontSwitches(s)
 	s = removeDollars(s)
 	s = strings.ReplaceAll(s, `\(`, " ")
 	s = strings.ReplaceAll(s, `\)`, " ")
@@ -250,6 +251,47 @@ func removeSizing(s string) string {
 	return b.String()
 }
 
+// fontSwitches are the old-style font declarations ({\bf 70}); they
+// change how the rest of their group looks, not what it says.
+var fontSwitches = map[string]bool{
+	"bf": true, "rm": true, "it": true, "sf": true, "tt": true, "sl": true, "sc": true, "em": true,
+	"bfseries": true, "mdseries": true, "itshape": true, "upshape": true, "slshape": true, "scshape": true,
+	"rmfamily": true, "sffamily": true, "ttfamily": true, "normalfont": true,
+}
+
+// dropFontSwitches deletes old-style font switches: "{\bf 70}" -> "{ 70}".
+func dropFontSwitches(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		j := i + 1
+		for j < len(s) && isLetter(s[j]) {
+			j++
+		}
+		if j == i+1 {
+			i++ // \\, \{ and the like: skip the escaped character
+			continue
+		}
+		if fontSwitches[s[i+1:j]] {
+			b.WriteString(s[last:i])
+			b.WriteByte(' ')
+			last = j
+		}
+		i = j - 1
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
 // removeDollars deletes unescaped dollar signs (escaped ones were already
 // turned into spaces).
 func removeDollars(s string) string {
@@ -262,23 +304,34 @@ func removeDollars(s string) string {
 // textReplacer unwraps the text commands that textKey reads through.
 var textReplacer = strings.NewReplacer(`\text{`, "{", `\mathrm{`, "{", `\operatorname{`, "{", `\mathbf{`, "{")
 
-// textKey returns a case- and article-insensitive key for answers that
-// are plain words (letters, spaces, parentheses and sentence punctuation;
-// no digits or operators), or "" for anything else.
+// textKey returns a key for answers that are plain words (letters,
+// apostrophes, spaces, braces, parentheses and sentence punctuation; no
+// digits or operators), or "" for anything else. Words of two or more
+// letters are compared without case and the articles "a", "an", "the"
+// before such a word are dropped ("The Circle" = "circle"), but a single
+// letter keeps its case and is never an article (N is not n, "a b" is
+// not "b"); apostrophes are kept (E' is not E) and so are parentheses
+// (f(x) is not f x). Braces and the punctuation . ! ? separate words.
 func textKey(s string) string {
 	s = textReplacer.Replace(s)
-	var b strings.Builder
+	var words []string
 	letters := 0
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
-		case isLetter(c):
-			letters++
-			b.WriteByte(c | 0x20)
-		case c == ' ':
-			b.WriteByte(' ')
-		case c == '{' || c == '}' || c == '(' || c == ')' || c == '.' || c == '\'' || c == '!' || c == '?':
-			b.WriteByte(' ')
+		case isLetter(c) || c == '\'':
+			j := i
+			for j < len(s) && (isLetter(s[j]) || s[j] == '\'') {
+				j++
+			}
+			letters += j - i
+			words = append(words, s[i:j])
+			i = j
+		case c == '(' || c == ')':
+			words = append(words, s[i:i+1])
+			i++
+		case c == ' ' || c == '{' || c == '}' || c == '.' || c == '!' || c == '?':
+			i++
 		default:
 			return ""
 		}
@@ -286,13 +339,16 @@ func textKey(s string) string {
 	if letters == 0 {
 		return ""
 	}
-	f := strings.Fields(b.String())
-	out := f[:0]
-	for _, w := range f {
-		if w == "a" || w == "an" || w == "the" {
-			if len(f) > 1 {
+	isWord := func(w string) bool { return len(strings.Trim(w, "'")) >= 2 }
+	out := words[:0]
+	for k, w := range words {
+		if isWord(w) {
+			w = strings.ToLower(w)
+			if (w == "an" || w == "the") && k+1 < len(words) && isWord(words[k+1]) {
 				continue
 			}
+		} else if (w == "a" || w == "A") && k+1 < len(words) && isWord(words[k+1]) {
+			continue
 		}
 		out = append(out, w)
 	}

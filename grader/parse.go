@@ -1218,6 +1218,14 @@ var symbolWrappers = map[string]bool{
 	`\mathrm`: true, `\mathbf`: true, `\mathit`: true, `\boldsymbol`: true, `\mathbb`: true, `\mathcal`: true,
 	`\mathsf`: true, `\mathtt`: true, `\vec`: true, `\overline`: true, `\overrightarrow`: true, `\hat`: true,
 	`\bar`: true, `\widehat`: true, `\tilde`: true, `\dot`: true, `\ddot`: true, `\operatorname`: true,
+	`\bm`: true, `\mathnormal`: true,
+}
+
+// fontWrappers are the symbolWrappers that only select a font: their
+// content is read as an expression unless it is a word or a letter.
+var fontWrappers = map[string]bool{
+	`\mathrm`: true, `\mathbf`: true, `\mathit`: true, `\boldsymbol`: true, `\mathsf`: true,
+	`\mathtt`: true, `\bm`: true, `\mathnormal`: true,
 }
 
 func (p *parser) parseCommand() *node {
@@ -1309,7 +1317,13 @@ func (p *parser) parseCommand() *node {
 		return p.parseFunc(name)
 	}
 	if symbolWrappers[t.s] {
+		save := p.pos
 		raw := strings.TrimSpace(p.rawArg())
+		if fontWrappers[t.s] && raw != "" && !isWord(raw) {
+			// A font changes the look, not the value: \mathbf{70} is 70.
+			p.pos = save
+			return p.parseArg()
+		}
 		switch {
 		case t.s == `\operatorname`:
 			if funcWords[raw] {
