@@ -92,6 +92,33 @@ var textCases = []classCase{
 	{"function notation is not a product", `\boxed{\text{f(x)}}`, `\text{f x}`, false, convText},
 }
 
+const (
+	convChain  = "policy (doc.go, relations and chains): a chain asserts each = between numbers, so a false one makes the answer wrong"
+	convValue  = "policy (doc.go, relations and chains): the value is the last side before the first ≈, a label (x, f(x)) names it; Math-Verify 0.9.0 also takes the exact side of A ≈ B"
+	convApprox = "policy (doc.go, relations and chains): against a decimal gold, a stated approximation that is close to its exact value also answers"
+)
+
+var relationCases = []classCase{
+	{"exact side of approx", `\boxed{\pi \approx 3.14}`, `\pi`, true, convValue},
+	{"approx side against decimal gold", `\boxed{\pi \approx 3.14}`, `3.14`, true, convApprox},
+	{"approximation far from its value", `\boxed{\frac12 \approx 0.33}`, `0.33`, false, convApprox},
+	{"exact side with label", `\boxed{x = \frac{1}{3} \approx 0.33}`, `\frac13`, true, convValue},
+	{"approximation is not the exact gold", `\boxed{x \approx 0.33}`, `\frac13`, false, "0.33 is not 1/3 at 6 decimal places (Math-Verify's float_rounding)"},
+	{"label and approximation", `\boxed{x \approx 3.14}`, `3.14`, true, convValue},
+	{"false chain against its last side", `\boxed{5 = 6}`, `6`, false, convChain},
+	{"false chain against its first side", `\boxed{5 = 6}`, `5`, false, convChain},
+	{"false chain with label", `\boxed{x = 5+5+1 = 7 = 11}`, `11`, false, convChain},
+	{"true chain", `\boxed{2 + 3 = 5}`, `5`, true, convValue},
+	{"true chain with label", `\boxed{x = 2 + 3 = 5}`, `5`, true, convValue},
+	{"decimal written with =", `\boxed{x = \frac{1}{3} = 0.333}`, `\frac13`, true, "policy (doc.go, relations and chains): a decimal joined by = that only approximates the side before it is an approximation"},
+	{"labelled value", `\boxed{y = 2x + 1}`, `2x+1`, true, convValue},
+	{"equation is not its solution", `\boxed{2x + 3 = 7}`, `2`, false, "an equation states a condition, not a value"},
+	{"value then label", `\boxed{3 = x}`, `3`, true, convValue},
+	{"sentence with approximation", `The final answer is $\frac{70}{9} \approx 7.78$.`, `7.78`, true, convApprox},
+	{"gold chain", `\boxed{2}`, `z = 1 + 1 = 2`, true, convValue},
+	{"identity chain", `\boxed{(x+1)^2 = x^2 + 2x + 1}`, `x^2+2x+1`, true, convValue},
+}
+
 // TestClassMixedNumbers covers mixed numbers (doc.go: mixed numbers).
 func TestClassMixedNumbers(t *testing.T) { runClass(t, Config{}, mixedNumberCases) }
 
@@ -103,3 +130,7 @@ func TestClassFonts(t *testing.T) { runClass(t, Config{}, fontCases) }
 
 // TestClassText covers text and letter answers (doc.go: text).
 func TestClassText(t *testing.T) { runClass(t, Config{}, textCases) }
+
+// TestClassRelations covers relations and chains (doc.go: relations and
+// chains).
+func TestClassRelations(t *testing.T) { runClass(t, Config{}, relationCases) }

@@ -39,6 +39,25 @@
 //     ignored); parenthesised tuples, points, ratios and matrices compare
 //     in order. A tuple of two elements also matches the open interval
 //     with the same ends.
+//   - Relations and chains: in a chain s0 op s1 op ... of = and ≈, a
+//     label (a name such as x, f(x), AB, a_n: the first side, or the
+//     second of two as in 5 = x) names the answer; the value is the last
+//     side before the first ≈ (x = 2+3 = 5 answers 5; π ≈ 3.14 answers π,
+//     as in Math-Verify). Every = between two constant sides must hold
+//     (at FloatRounding places where a decimal is involved), else the
+//     answer is wrong: 5 = 6 answers neither 5 nor 6, and x = 5+5+1 = 7 =
+//     11 is wrong for 11. Math-Verify takes the last side whatever the
+//     chain asserts; the 4 cases of its suite that differ are listed in
+//     testdata/disagreements.jsonl. A decimal side joined by = that only
+//     roughly agrees with the side before it (within one unit of its last
+//     written decimal place, or 1%) is an approximation, like a side after
+//     ≈: x = 1/3 = 0.333 answers 1/3. ≈ itself is not checked, but an
+//     approximation answers a gold that has a decimal literal only when it
+//     is roughly its exact side (π ≈ 3.14 answers 3.14; 1/2 ≈ 0.33 does
+//     not answer 0.33). Two sides that are not both constants and have no
+//     label are an identity when equal as expressions ((x+1)^2 = x^2+2x+1
+//     answers x^2+2x+1), else an equation, equal to an equation whose
+//     sides differ by a constant factor.
 //   - Mixed numbers: an integer literal followed by a proper fraction of
 //     integer literals (0 < p < q) is a mixed number, with or without a
 //     space: 137 \frac{1}{2}, 137\frac12 and 1 1/2 are 137 + 1/2 and 1 + 1/2

@@ -35,6 +35,10 @@ func (c *comparer) equal(g, p *node) bool {
 	if c.cfg.NonStrict {
 		g, p = renameVars(g), renameVars(p)
 	}
+	if g.k == nFalse || p.k == nFalse {
+		c.lastHow = "false chain"
+		return false
+	}
 	// A labelled equation "x = v" stands for v when the other side is not
 	// an equation.
 	if isEq(g) && !isRel(p) {
@@ -48,6 +52,14 @@ func (c *comparer) equal(g, p *node) bool {
 			return false
 		}
 		p = p.args[1]
+	}
+	// The gold's value is its exact side; the answer's approximations
+	// count only against a decimal gold.
+	if g.k == nApprox {
+		g = g.args[0]
+	}
+	if p.k == nApprox {
+		return c.approxEqual(g, p)
 	}
 	// ± expands into alternatives compared as sets.
 	ga, pa := c.expand(g), c.expand(p)
@@ -122,8 +134,8 @@ func nodeText(n *node) string {
 }
 
 // prep rewrites a node before comparison: membership "x \in S" becomes
-// S, equation chains are reduced to "label = value" or the value, and
-// matrix arithmetic is carried out.
+// S, chains of = and ≈ are reduced by reduceChain, and matrix arithmetic
+// is carried out.
 func (c *comparer) prep(n *node) *node {
 	if n.k == nRel && len(n.args) == 2 && (n.ops[0] == "in") {
 		return n.args[1]
@@ -132,17 +144,14 @@ func (c *comparer) prep(n *node) *node {
 		return n
 	}
 	if n.k == nRel {
-		allEq := true
-		hasApprox := false
+		chain := true
 		for _, o := range n.ops {
-			if o == "~" {
-				hasApprox = true
-			} else if o != "=" {
-				allEq = false
+			if o != "=" && o != "~" {
+				chain = false
 			}
 		}
-		if allEq {
-			return c.reduceChain(n, hasApprox)
+		if chain {
+			return c.reduceChain(n)
 		}
 	}
 	if hasMatrix(n, 0) {
@@ -153,55 +162,136 @@ func (c *comparer) prep(n *node) *node {
 	return n
 }
 
-// reduceChain turns a = b = ... = v (with = or ≈) into "label = v" when
-// the first side is a label, into v when the other sides are constants,
-// and into first = v otherwise. With ≈ the value is the last side that
-// follows an "=" (x = 1/3 ≈ 0.33 gives 1/3), else the side after ≈.
-func (c *comparer) reduceChain(n *node, hasApprox bool) *node {
-	vi := len(n.args) - 1
-	if hasApprox {
-		vi = -1
-		for i := len(n.args) - 1; i >= 1; i-- {
-			if n.ops[i-1] == "=" {
-				vi = i
+// reduceChain reads a chain s0 op s1 op ... sn of = and ≈ (doc.go:
+// relations and chains). A label (a name such as x, f(x), AB; the first
+// side, or a later plain symbol as in 1 = \zzz = x = 0, or the second of
+// two sides as in 5 = x) names the answer; the sides after it are values.
+// The value is the last side before the first ≈; a decimal side joined
+// by = that agrees with the side before it only approximately (1/3 =
+// 0.333) is an approximation too. Every = between two constant sides
+// must hold, else the chain is false (nFalse): 5 = 6 answers nothing.
+// The result is "label = value", or the value; a value with
+// approximations is an nApprox. Two sides that are not both constants
+// and have no label are an identity when they are equal as expressions
+// ((x+1)^2 = x^2+2x+1 answers x^2+2x+1), else they stay an equation
+// (y^2 = 4x).
+func (c *comparer) reduceChain(n *node) *node {
+	args, ops := n.args, n.ops
+	li := -1
+	if isLabel(args[0]) {
+		li = 0
+	} else {
+		for i := 1; i < len(args)-1; i++ {
+			if isLabel(args[i]) && args[i].k == nSym && !strings.HasPrefix(args[i].name, `\`) && len(freeSyms(args[0], nil)) > 0 {
+				li = i
 				break
 			}
 		}
-		if vi < 0 {
-			vi = len(n.args) - 1
+	}
+	vals, vops := args, ops
+	var label *node
+	switch {
+	case li >= 0:
+		label, vals, vops = args[li], args[li+1:], ops[li+1:]
+	case len(args) == 2 && isLabel(args[1]) && isConstant(args[0]):
+		// 5 = x reads as x = 5.
+		label, vals, vops = args[1], args[:1], nil
+	case len(args) == 2 && !(isConstant(args[0]) && isConstant(args[1])):
+		if !c.equal(args[0], args[1]) {
+			return n // an equation, such as y^2 = 4x
 		}
+		return args[1] // an identity, such as (x+1)^2 = x^2+2x+1
 	}
-	val := n.args[vi]
-	first := n.args[0]
-	if vi == 0 {
-		return first
-	}
-	if isLabel(first) {
-		return &node{k: nRel, args: []*node{first, val}, ops: []string{"="}, lab: true}
-	}
-	constant := true
-	for _, a := range n.args {
-		if len(freeSyms(a, nil)) > 0 || a.k == nText {
-			constant = false
+	end := len(vals) - 1
+	for i := 1; i < len(vals); i++ {
+		if vops[i-1] != "=" {
+			end = i - 1
+			break
 		}
+		a, b := vals[i-1], vals[i]
+		if !isConstant(a) || !isConstant(b) {
+			continue
+		}
+		if c.equal(a, b) {
+			continue
+		}
+		if (hasFloat(a) || hasFloat(b)) && c.roughlyEqual(a, b) {
+			end = i - 1
+			break
+		}
+		return &node{k: nFalse}
 	}
-	if constant {
+	val := vals[end]
+	if end < len(vals)-1 {
+		val = &node{k: nApprox, args: append([]*node{val}, vals[end+1:]...)}
+	}
+	if label == nil {
 		return val
 	}
-	// A label later in the chain: 1 = \zzz = x = 0.
-	for i := 1; i < vi; i++ {
-		if isLabel(n.args[i]) && n.args[i].k == nSym && !strings.HasPrefix(n.args[i].name, `\`) {
-			return &node{k: nRel, args: []*node{n.args[i], val}, ops: []string{"="}, lab: true}
+	return &node{k: nRel, args: []*node{label, val}, ops: []string{"="}, lab: true}
+}
+
+// isConstant reports whether n has no free symbols and no text.
+func isConstant(n *node) bool {
+	if n.k == nText {
+		return false
+	}
+	return len(freeSyms(n, nil)) == 0
+}
+
+// approxEqual compares gold g with an answer value that carries
+// approximations (x = 1/3 ≈ 0.33): the exact value decides, and against a
+// gold with a decimal literal an approximation may also match, if it is
+// roughly the value it approximates.
+func (c *comparer) approxEqual(g, p *node) bool {
+	if c.equal(g, p.args[0]) {
+		return true
+	}
+	if !hasFloat(g) {
+		return false
+	}
+	for _, a := range p.args[1:] {
+		if c.roughlyEqual(p.args[0], a) && c.equal(g, a) {
+			return true
 		}
 	}
-	if len(n.args) == 2 {
-		if isLabel(val) && !isLabel(first) && len(freeSyms(first, nil)) == 0 {
-			// 5 = x reads as x = 5.
-			return &node{k: nRel, args: []*node{val, first}, ops: []string{"="}, lab: true}
-		}
-		return n
+	return false
+}
+
+// roughlyEqual reports whether the constant a is approximated by b: they
+// differ by at most one unit in the last decimal place written in b, or
+// by at most 1% of a (π ≈ 3.14, 2/3 ≈ 0.6, e^{10} ≈ 2.2 \times 10^4).
+func (c *comparer) roughlyEqual(a, b *node) bool {
+	e := &evaluator{b: c.b}
+	va, ok1 := e.eval(a)
+	vb, ok2 := e.eval(b)
+	if !ok1 || !ok2 || !finite(va) || !finite(vb) {
+		return false
 	}
-	return &node{k: nRel, args: []*node{first, val}, ops: []string{"="}}
+	d := cmplx.Abs(va.c - vb.c)
+	return d <= math.Pow(10, -float64(decimalPlaces(b))) || d <= 0.01*cmplx.Abs(va.c)
+}
+
+// decimalPlaces returns the most digits after the decimal point of the
+// decimal literals in n.
+func decimalPlaces(n *node) int {
+	if n == nil {
+		return 0
+	}
+	if n.k == nNum && n.flt {
+		// A decimal literal is exact: its denominator is a power of ten
+		// (or divides one) whose exponent is the places written.
+		d := 0
+		for den := new(big.Int).Set(n.val.Denom()); den.Cmp(big.NewInt(1)) > 0 && d < 30; d++ {
+			den.Quo(den.Add(den, big.NewInt(9)), big.NewInt(10))
+		}
+		return d
+	}
+	m := 0
+	for _, a := range n.args {
+		m = max(m, decimalPlaces(a))
+	}
+	return m
 }
 
 // isLabel reports whether n names a quantity rather than computing one:

@@ -159,6 +159,8 @@ func (e *evaluator) eval(n *node) (value, bool) {
 		return e.fn(n)
 	case nSum:
 		return e.sum(n)
+	case nApprox:
+		return e.eval(n.args[0])
 	}
 	return value{}, false
 }

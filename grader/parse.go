@@ -32,6 +32,8 @@ const (
 	nText                 // name: \text{...} content
 	nRatio                // args[0] : args[1] : ...
 	nSum                  // name "sum"/"prod"; args: var, lo, hi, body
+	nApprox               // args[0] a value, args[1:] its stated approximations (made by prep)
+	nFalse                // a false statement such as the chain 5 = 6 (made by prep)
 )
 
 // node is one expression-tree node.
