@@ -119,6 +119,25 @@ var relationCases = []classCase{
 	{"identity chain", `\boxed{(x+1)^2 = x^2 + 2x + 1}`, `x^2+2x+1`, true, convValue},
 }
 
+const (
+	convDeg  = "policy (doc.go, degrees): inside a trigonometric function x° is x·π/180 radians (sin 30° = 1/2)"
+	convDeg0 = "MATH: an angle answer in degrees may omit the mark (MATH-500 test/precalculus/117 gold 30^\\circ); Math-Verify 0.9.0 also reads 30^\\circ as 30"
+)
+
+var degreeCases = []classCase{
+	{"sine of degrees", `\boxed{\sin 30^\circ}`, `\frac12`, true, convDeg},
+	{"cosine of degrees", `\boxed{\cos 60^{\circ}}`, `0.5`, true, convDeg},
+	{"degree sign", `\boxed{\tan 45°}`, `1`, true, convDeg},
+	{"degrees word", `\boxed{\sin(90 \text{ degrees})}`, `1`, true, convDeg},
+	{"complementary angles", `\boxed{\cos 40^\circ}`, `\sin 50^\circ`, true, convDeg},
+	{"not radians", `\boxed{\sin 30^\circ}`, `\sin 30`, false, convDeg},
+	{"sine without degrees is radians", `\boxed{\sin 30}`, `-0.98803162409`, true, "sin 30 (radians) = -0.98803162409..."},
+	{"bare angle equals degrees", `\boxed{30^\circ}`, `30`, true, convDeg0},
+	{"angle in degrees is not its radians", `\boxed{30^\circ}`, `\frac{\pi}{6}`, false, convDeg0},
+	{"trig chain with degrees", `\boxed{\tan 60^\circ = \sqrt{3}}`, `\sqrt3`, true, convDeg},
+	{"arcsine is not a degree function", `\boxed{\arcsin\frac12}`, `\frac{\pi}{6}`, true, "arcsin(1/2) = π/6"},
+}
+
 // TestClassMixedNumbers covers mixed numbers (doc.go: mixed numbers).
 func TestClassMixedNumbers(t *testing.T) { runClass(t, Config{}, mixedNumberCases) }
 
@@ -134,3 +153,6 @@ func TestClassText(t *testing.T) { runClass(t, Config{}, textCases) }
 // TestClassRelations covers relations and chains (doc.go: relations and
 // chains).
 func TestClassRelations(t *testing.T) { runClass(t, Config{}, relationCases) }
+
+// TestClassDegrees covers degree marks (doc.go: degrees).
+func TestClassDegrees(t *testing.T) { runClass(t, Config{}, degreeCases) }

@@ -9,8 +9,9 @@
 //	          "answer is" sentence, else the last LaTeX span or plain
 //	          number);
 //	Normalize answer text  -> canonical LaTeX-ish text (LaTeX spacing and
-//	          sizing noise, \text units, degrees, dollars, thousands
-//	          separators, trailing punctuation removed);
+//	          sizing noise, fonts, degrees outside trigonometric
+//	          functions, dollars, thousands separators, trailing
+//	          punctuation removed);
 //	Equal     gold, answer -> bool (parsed into a small expression tree
 //	          and compared exactly, symbolically or numerically).
 //
@@ -58,6 +59,12 @@
 //     label are an identity when equal as expressions ((x+1)^2 = x^2+2x+1
 //     answers x^2+2x+1), else an equation, equal to an equation whose
 //     sides differ by a constant factor.
+//   - Degrees: a degree mark (^\circ, ^{\circ}, °, \degree, "degrees")
+//     is dropped, so an angle compares as its number of degrees (30^\circ
+//     = 30, as MATH writes angle answers; not π/6), unless the answer
+//     applies a trigonometric function (sin, cos, tan, sec, csc, cot):
+//     then x° is x·π/180 radians, so \sin 30^\circ = 1/2 while \sin 30 is
+//     in radians.
 //   - Mixed numbers: an integer literal followed by a proper fraction of
 //     integer literals (0 < p < q) is a mixed number, with or without a
 //     space: 137 \frac{1}{2}, 137\frac12 and 1 1/2 are 137 + 1/2 and 1 + 1/2

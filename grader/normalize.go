@@ -18,8 +18,8 @@ var normReplacer = strings.NewReplacer(
 	`\dbinom`, `\binom`, `\tbinom`, `\binom`,
 	`\qquad`, " ", `\quad`, " ", `\!`, "", `\,`, " ", `\;`, " ", `\:`, " ", `\ `, " ", `\enspace`, " ",
 	`{,}`, "", `\%`, "%", `\$`, " ", "\\\n", " ",
-	`^{\circ}`, "", `^\circ`, "", `^{\circ }`, "", `\circ`, "", `\degree`, "", "°", "",
-	`\textdegree`, "", `^{\prime}`, "'",
+	`^{\circ}`, degreeMark, `^\circ`, degreeMark, `^{\circ }`, degreeMark, `\circ`, "", `\degree`, degreeMark,
+	"°", degreeMark, `\textdegree`, degreeMark, `^{\prime}`, "'",
 	`\leqslant`, `\le `, `\geqslant`, `\ge `, `\leq`, `\le `, `\geq`, `\ge `, `\neq`, `\ne `,
 	`\lt`, "<", `\gt`, ">", `\lbrace`, `\{`, `\rbrace`, `\}`, `\lbrack`, "[", `\rbrack`, "]",
 	`\lvert`, "|", `\rvert`, "|", `\vert`, "|", `\mid`, "|", `\infin`, `\infty`,
@@ -38,12 +38,14 @@ var (
 
 // Normalize cleans an answer text: it unwraps \boxed{} and math delimiters
 // ($, \(, \[), drops LaTeX spacing and sizing commands (\left, \right, \!,
-// \, \quad, \displaystyle), degree marks (^\circ, "degrees"), escaped
-// dollars, the {,} and ,\! thousands separators and, when the whole
-// answer is a grouped number, plain thousands commas; it maps \dfrac and
-// \tfrac to \frac, \mbox and \textbf to \text, Unicode math to LaTeX,
-// collapses whitespace and trims trailing punctuation. Unit words and
-// "x =" prefixes are handled by Equal, which knows the gold answer.
+// \, \quad, \displaystyle), old-style font switches ({\bf 7}), degree
+// marks (^\circ, "degrees"; where the text applies a trigonometric
+// function they become ^\circ instead), escaped dollars, the {,} and ,\!
+// thousands separators and, when the whole answer is a grouped number,
+// plain thousands commas; it maps \dfrac and \tfrac to \frac, \mbox and
+// \textbf to \text, Unicode math to LaTeX, collapses whitespace and trims
+// trailing punctuation (not a factorial's '!'). Unit words and "x ="
+// prefixes are handled by Equal, which knows the gold answer.
 func Normalize(s string) string {
 	if len(s) > MaxResponseBytes {
 		s = s[:MaxResponseBytes]
@@ -65,7 +67,10 @@ func Normalize(s string) string {
 	s = strings.ReplaceAll(s, `\[`, " ")
 	s = strings.ReplaceAll(s, `\]`, " ")
 	if strings.Contains(s, "deg") {
-		s = dropDegreeWords(s)
+		s = degreeWords(s, hasTrig(s))
+	}
+	if !hasTrig(s) {
+		s = strings.ReplaceAll(s, degreeMark, "")
 	}
 	s = collapseSpaces(s)
 	s = trimPunct(s)
@@ -142,9 +147,37 @@ func joinDigits(s string, sep func(s string, i int) int) string {
 	return b.String()
 }
 
-// dropDegreeWords deletes "degrees", "degree" and "deg" (whole words)
-// after a digit and optional spaces: "30 degrees" -> "30".
-func dropDegreeWords(s string) string {
+// degreeMark is the one spelling of the degree sign that Normalize keeps
+// (inside trigonometric functions, see hasTrig).
+const degreeMark = `^\circ`
+
+// trigNames are the functions whose arguments may be angles in degrees.
+var trigNames = []string{"sin", "cos", "tan", "sec", "csc", "cot"}
+
+// hasTrig reports whether s applies a trigonometric function (sin, cos,
+// tan, sec, csc or cot, with or without a backslash, not part of a longer
+// name such as arcsin or cosh).
+func hasTrig(s string) bool {
+	for _, f := range trigNames {
+		for i := 0; ; {
+			j := strings.Index(s[i:], f)
+			if j < 0 {
+				break
+			}
+			p, e := i+j, i+j+len(f)
+			if (p == 0 || !isLetter(s[p-1])) && (e == len(s) || !isLetter(s[e])) {
+				return true
+			}
+			i = e
+		}
+	}
+	return false
+}
+
+// degreeWords rewrites "degrees", "degree" and "deg" (whole words, or
+// alone in \text{}) after a digit and optional spaces: "30 degrees" and
+// "30 \text{ degrees}" become "30", or "30^\circ" when mark is set.
+func degreeWords(s string, mark bool) string {
 	var b strings.Builder
 	last := 0
 	for i := 0; i+1 < len(s); i++ {
@@ -152,10 +185,27 @@ func dropDegreeWords(s string) string {
 			continue
 		}
 		k := skipSpaces(s, i+1)
+		text := false
+		for _, cmd := range []string{`\text{`, `\mathrm{`} {
+			if strings.HasPrefix(s[k:], cmd) {
+				k, text = skipSpaces(s, k+len(cmd)), true
+				break
+			}
+		}
 		for _, w := range []string{"degrees", "degree", "deg"} {
 			e := k + len(w)
-			if strings.HasPrefix(s[k:], w) && (e == len(s) || !isWordByte(s[e])) {
+			if text {
+				if c := skipSpaces(s, e); c < len(s) && s[c] == '}' && strings.HasPrefix(s[k:], w) {
+					e = c + 1 // \text{ degrees}
+				} else {
+					continue
+				}
+			}
+			if strings.HasPrefix(s[k:], w) && (e == len(s) || text || !isWordByte(s[e])) {
 				b.WriteString(s[last : i+1])
+				if mark {
+					b.WriteString(degreeMark)
+				}
 				last = e
 				i = e - 1
 				break

@@ -770,6 +770,12 @@ func (p *parser) parsePostfix() *node {
 	for {
 		t := p.peek()
 		switch {
+		case t.k == tPunct && t.s == "^" && p.peekAt(1).k == tCmd && p.peekAt(1).s == `\circ`:
+			// Degrees (kept by Normalize only beside a trigonometric
+			// function): x° is x·π/180 radians.
+			p.next()
+			p.next()
+			a = mk(nMul, a, &node{k: nConst, name: "pi"}, inv(numInt(180)))
 		case t.k == tPunct && (t.s == "^" || t.s == "**"):
 			p.next()
 			e := p.parseExponent()
