@@ -138,6 +138,21 @@ var degreeCases = []classCase{
 	{"arcsine is not a degree function", `\boxed{\arcsin\frac12}`, `\frac{\pi}{6}`, true, "arcsin(1/2) = π/6"},
 }
 
+const convDomain = "policy (doc.go, real domain): expressions are compared where both are real; identities that hold on that common domain are accepted"
+
+var domainCases = []classCase{
+	{"product of roots", `\boxed{\sqrt x\sqrt y}`, `\sqrt{xy}`, true, convDomain},
+	{"quotient of roots", `\boxed{\frac{\sqrt{a}}{\sqrt{b}}}`, `\sqrt{\frac{a}{b}}`, true, convDomain},
+	{"log of a square", `\boxed{2\ln x}`, `\ln(x^2)`, true, convDomain},
+	{"square of a root", `\boxed{(\sqrt{x})^2}`, `x`, true, convDomain},
+	{"root of a square is not x", `\boxed{\sqrt{x^2}}`, `x`, false, "√(x²) = |x| on the common real domain (all x), which differs from x at x < 0"},
+	{"root of a square is |x|", `\boxed{\sqrt{x^2}}`, `|x|`, true, "√(x²) = |x| for real x"},
+	{"abs is not x", `\boxed{|x|}`, `x`, false, "|x| differs from x at every x < 0"},
+	{"cube roots", `\boxed{x^{1/3}}`, `\sqrt[3]{x}`, true, convDomain},
+	{"different roots", `\boxed{\sqrt{x}\sqrt{y}}`, `\sqrt{x+y}`, false, "√x√y and √(x+y) differ at x = y = 1"},
+	{"complex answers still compare", `\boxed{\sqrt{-x^2-1}}`, `i\sqrt{x^2+1}`, true, "policy (doc.go, real domain): without a common real domain the principal complex values are compared"},
+}
+
 // TestClassMixedNumbers covers mixed numbers (doc.go: mixed numbers).
 func TestClassMixedNumbers(t *testing.T) { runClass(t, Config{}, mixedNumberCases) }
 
@@ -156,3 +171,7 @@ func TestClassRelations(t *testing.T) { runClass(t, Config{}, relationCases) }
 
 // TestClassDegrees covers degree marks (doc.go: degrees).
 func TestClassDegrees(t *testing.T) { runClass(t, Config{}, degreeCases) }
+
+// TestClassRealDomain covers identities that hold where the expressions
+// are real (doc.go: real domain).
+func TestClassRealDomain(t *testing.T) { runClass(t, Config{}, domainCases) }

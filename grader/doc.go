@@ -27,11 +27,23 @@
 //     1/2006! and 1/2004! differ. Irrational constants and functions are
 //     evaluated in complex128.
 //   - Expressions with free variables are compared by evaluating both at
-//     NumericPoints pseudo-random rational points of either sign (seeded
-//     from the variable names, so deterministic); they agree when every
-//     point agrees exactly, or within the relative tolerance
-//     NumericTolerance once irrational functions are involved. Uninterpreted functions such as
-//     f(x) evaluate to a fixed smooth function of their name and argument.
+//     NumericPoints pseudo-random rational points (seeded from the
+//     variable names, so deterministic; the first positive in every
+//     variable, the second negative in every variable, the rest of mixed
+//     signs); they agree when every point agrees exactly, or within the
+//     relative tolerance NumericTolerance once irrational functions are
+//     involved. Uninterpreted functions such as f(x) evaluate to a fixed
+//     smooth function of their name and argument.
+//   - Real domain: a point where either side leaves the real domain (a
+//     square or even root, fractional power or logarithm of a negative
+//     real; the complex constant i does not count) is skipped, and when
+//     fewer than two points remain NumericPoints positive points are
+//     added. So identities that hold wherever both sides are real are
+//     accepted, those that hold only for positive variables included:
+//     \sqrt x\sqrt y = \sqrt{xy}, 2\ln x = \ln(x^2). Points of both signs
+//     still reject what differs where both are real: \sqrt{x^2} is |x|,
+//     not x. When no point is real for both, the complex principal values
+//     are compared.
 //   - When either side contains a decimal literal with a fractional part,
 //     numbers are compared after rounding to Config.FloatRounding decimal
 //     places (default 6), as Math-Verify does: 0.333 equals 1/3 at 3

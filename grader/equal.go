@@ -891,21 +891,29 @@ func orient(r *node) (*node, string) {
 
 // points returns NumericPoints assignments of exact rational values to the
 // given symbols, seeded from their names so that results are
-// deterministic.
-func points(names []string) []map[string]value {
+// deterministic: the first point is positive in every symbol, the second
+// negative in every symbol, the others of random signs. With positive
+// set, all points are positive (drawn from another seed), for
+// expressions whose real domain is the positive values.
+func points(names []string, positive bool) []map[string]value {
 	h := fnv.New64a()
 	for _, n := range names {
 		h.Write([]byte(n))
 		h.Write([]byte{0})
 	}
-	rng := rand.New(rand.NewPCG(h.Sum64(), 0x5851f42d4c957f2d))
+	seed2 := uint64(0x5851f42d4c957f2d)
+	if positive {
+		seed2 = 0x14057b7ef767814f
+	}
+	rng := rand.New(rand.NewPCG(h.Sum64(), seed2))
 	out := make([]map[string]value, NumericPoints)
 	for k := range out {
 		env := make(map[string]value, len(names))
 		for _, n := range names {
 			num := int64(rng.IntN(37) + 3)
 			den := int64(rng.IntN(7) + 7)
-			if k > 0 && rng.IntN(2) == 0 {
+			neg := rng.IntN(2) == 0
+			if !positive && (k == 1 || k > 1 && neg) {
 				num = -num
 			}
 			env[n] = exact(big.NewRat(num, den))
@@ -913,6 +921,74 @@ func points(names []string) []map[string]value {
 		out[k] = env
 	}
 	return out
+}
+
+// The real-domain policy (doc.go): expressions with free symbols are
+// compared at points where both are real. A point where either side
+// leaves the real domain (value.nonReal) is skipped; when fewer than
+// minValidPoints remain, positive points are tried as well; when still
+// too few remain, the complex principal values at the first points are
+// compared instead.
+const minValidPoints = 2
+
+// pointVerdict is the outcome of comparing two expressions at a set of
+// points.
+type pointVerdict uint8
+
+const (
+	pointsAgree    pointVerdict = iota // every valid point agrees
+	pointsDiffer                       // some valid point disagrees
+	pointsUnusable                     // evaluation failed: not a number
+)
+
+// pointCheck is what a comparison says about one point.
+type pointCheck uint8
+
+const (
+	pointValid pointCheck = iota // the two values agree
+	pointWrong                   // they differ
+	pointSkip                    // the point says nothing (both infinite)
+)
+
+// atPoints compares g and p at the points envs with cmp and returns the
+// verdict and how many points were valid. With real set, points where a
+// side is nonReal are skipped.
+func (c *comparer) atPoints(g, p *node, envs []map[string]value, real bool, cmp func(vg, vp value) pointCheck) (pointVerdict, int) {
+	valid := 0
+	for _, env := range envs {
+		e := &evaluator{env: env, b: c.b}
+		vg, ok1 := e.eval(g)
+		vp, ok2 := e.eval(p)
+		if !ok1 || !ok2 {
+			return pointsUnusable, valid
+		}
+		if real && (vg.nonReal || vp.nonReal) {
+			continue
+		}
+		switch cmp(vg, vp) {
+		case pointWrong:
+			return pointsDiffer, valid
+		case pointValid:
+			valid++
+		}
+	}
+	return pointsAgree, valid
+}
+
+// onDomain compares g and p under the real-domain policy, with cmp
+// deciding each point; it returns the verdict and whether at least
+// minValidPoints were valid.
+func (c *comparer) onDomain(g, p *node, names []string, cmp func(vg, vp value) pointCheck) (pointVerdict, bool) {
+	v, n := c.atPoints(g, p, points(names, false), true, cmp)
+	if v != pointsAgree || n >= minValidPoints {
+		return v, n >= minValidPoints
+	}
+	v2, n2 := c.atPoints(g, p, points(names, true), true, cmp)
+	if v2 != pointsAgree || n+n2 >= minValidPoints {
+		return v2, n+n2 >= minValidPoints
+	}
+	v3, n3 := c.atPoints(g, p, points(names, false), false, cmp)
+	return v3, n3 >= minValidPoints
 }
 
 func sortedSyms(ns ...*node) []string {
@@ -935,21 +1011,19 @@ func (c *comparer) proportional(a, b *node, positive bool) bool {
 	names := sortedSyms(a, b)
 	var ratio value
 	have := false
-	valid := 0
-	for _, env := range points(names) {
-		e := &evaluator{env: env, b: c.b}
-		va, ok1 := e.eval(a)
-		vb, ok2 := e.eval(b)
-		if !ok1 || !ok2 {
-			return c.structEqual(a, b)
+	check := func(ok bool) pointCheck {
+		if ok {
+			return pointValid
 		}
+		return pointWrong
+	}
+	cmp := func(va, vb value) pointCheck {
 		za, zb := isZero(va), isZero(vb)
 		if za && zb {
-			valid++
-			continue
+			return pointValid
 		}
 		if za != zb || !finite(va) || !finite(vb) {
-			return false
+			return pointWrong
 		}
 		var r value
 		if va.r != nil && vb.r != nil {
@@ -959,16 +1033,24 @@ func (c *comparer) proportional(a, b *node, positive bool) bool {
 		}
 		if !have {
 			ratio, have = r, true
-			if positive && (real(r.c) <= 0 || math.Abs(imag(r.c)) > NumericTolerance) {
-				return false
-			}
-		} else if !c.numEqual(ratio, r, false) {
-			return false
+			return check(!positive || real(r.c) > 0 && math.Abs(imag(r.c)) <= NumericTolerance)
 		}
-		valid++
+		return check(c.numEqual(ratio, r, false))
+	}
+	if len(names) == 0 {
+		v, n := c.atPoints(a, b, []map[string]value{nil}, false, cmp)
+		if v == pointsUnusable {
+			return c.structEqual(a, b)
+		}
+		c.lastHow = "numeric"
+		return v == pointsAgree && n >= 1
+	}
+	v, enough := c.onDomain(a, b, names, cmp)
+	if v == pointsUnusable {
+		return c.structEqual(a, b)
 	}
 	c.lastHow = "numeric"
-	return valid >= 2 || len(names) == 0 && valid >= 1
+	return v == pointsAgree && enough
 }
 
 func isZero(v value) bool {
@@ -1043,31 +1125,27 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 		}
 		return c.numEqual(vg, vp, flt)
 	}
-	valid := 0
-	for _, env := range points(names) {
-		e := &evaluator{env: env, b: c.b}
-		vg, ok1 := e.eval(g)
-		vp, ok2 := e.eval(p)
-		if !ok1 || !ok2 {
-			return c.structEqual(g, p)
-		}
-		if !finite(vg) || !finite(vp) {
+	v, enough := c.onDomain(g, p, names, func(vg, vp value) pointCheck {
+		switch {
+		case !finite(vg) || !finite(vp):
 			if finite(vg) != finite(vp) {
-				return false
+				return pointWrong
 			}
-			continue
-		}
-		if vg.r != nil && vp.r != nil && !flt {
+			return pointSkip
+		case vg.r != nil && vp.r != nil && !flt:
 			if vg.r.Cmp(vp.r) != 0 {
-				return false
+				return pointWrong
 			}
-		} else if !c.numEqual(vg, vp, flt) {
-			return false
+		case !c.numEqual(vg, vp, flt):
+			return pointWrong
 		}
-		valid++
+		return pointValid
+	})
+	if v == pointsUnusable {
+		return c.structEqual(g, p)
 	}
 	c.lastHow = "numeric"
-	return valid >= 2
+	return v == pointsAgree && enough
 }
 
 // numEqual compares two numbers: rounded to FloatRounding places when flt,

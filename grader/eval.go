@@ -8,10 +8,38 @@ import (
 )
 
 // value is the result of evaluating a scalar node: an exact rational when
-// r is non-nil, and always its complex128 approximation c.
+// r is non-nil, and always its complex128 approximation c. nonReal marks
+// a value that left the real domain: some operation on real operands
+// gave a non-real result (√ of a negative, log of a non-positive, a
+// fractional power of a negative), so the point it was evaluated at lies
+// outside the expression's real domain. Complex constants such as i do
+// not set it.
 type value struct {
-	r *big.Rat
-	c complex128
+	r       *big.Rat
+	c       complex128
+	nonReal bool
+}
+
+// isReal reports whether v has no imaginary part (beyond rounding).
+func isReal(v value) bool {
+	return v.r != nil || math.Abs(imag(v.c)) <= 1e-12*math.Max(1, cmplx.Abs(v.c))
+}
+
+// inDomain returns out marked nonReal when an operand is, or when every
+// operand is real and out is not.
+func inDomain(out value, in ...value) value {
+	allReal := true
+	for _, v := range in {
+		if v.nonReal {
+			out.nonReal = true
+			return out
+		}
+		allReal = allReal && isReal(v)
+	}
+	if allReal && !isReal(out) {
+		out.nonReal = true
+	}
+	return out
 }
 
 func exact(r *big.Rat) value {
@@ -103,7 +131,7 @@ func (e *evaluator) eval(n *node) (value, bool) {
 		if v.r != nil {
 			return exact(new(big.Rat).Neg(v.r)), true
 		}
-		return approx(-v.c), true
+		return value{c: -v.c, nonReal: v.nonReal}, true
 	case nPM:
 		return e.eval(n.args[0]) // the + branch; expansion handles the rest
 	case nPercent:
@@ -114,11 +142,13 @@ func (e *evaluator) eval(n *node) (value, bool) {
 		return e.mul(v, exact(big.NewRat(1, 100))), true
 	case nAdd:
 		acc := exact(new(big.Rat))
+		nonReal := false
 		for _, a := range n.args {
 			v, ok := e.eval(a)
 			if !ok {
 				return v, false
 			}
+			nonReal = nonReal || v.nonReal
 			if acc.r != nil && v.r != nil {
 				if !e.charge(acc.r, v.r) {
 					return value{}, false
@@ -131,6 +161,7 @@ func (e *evaluator) eval(n *node) (value, bool) {
 			}
 			acc = approx(acc.c + v.c)
 		}
+		acc.nonReal = nonReal
 		return acc, true
 	case nMul:
 		acc := exact(big.NewRat(1, 1))
@@ -154,7 +185,8 @@ func (e *evaluator) eval(n *node) (value, bool) {
 		if !ok {
 			return x, false
 		}
-		return e.pow(b, x)
+		v, ok := e.pow(b, x)
+		return inDomain(v, b, x), ok
 	case nFunc:
 		return e.fn(n)
 	case nSum:
@@ -174,10 +206,10 @@ func (e *evaluator) mul(a, b value) value {
 			return exact(p)
 		}
 	}
-	if a.r != nil && a.r.Sign() == 0 || b.r != nil && b.r.Sign() == 0 {
+	if (a.r != nil && a.r.Sign() == 0 || b.r != nil && b.r.Sign() == 0) && !a.nonReal && !b.nonReal {
 		return exact(new(big.Rat))
 	}
-	return approx(a.c * b.c)
+	return value{c: a.c * b.c, nonReal: a.nonReal || b.nonReal}
 }
 
 // pow computes b^x, exactly for rational b and integer x when the result
@@ -276,9 +308,11 @@ func intRoot(x *big.Int, q int64) (*big.Int, bool) {
 	return c, new(big.Int).Exp(c, big.NewInt(q), nil).Cmp(x) == 0
 }
 
+// fn evaluates a function node, marking the result nonReal as inDomain
+// says.
 func (e *evaluator) fn(n *node) (value, bool) {
-	args := make([]value, len(n.args))
-	for i, a := range n.args {
+	args := make([]value, 0, len(n.args))
+	for _, a := range n.args {
 		if n.name == "det" && a.k == nMatrix {
 			return e.det(a)
 		}
@@ -286,8 +320,14 @@ func (e *evaluator) fn(n *node) (value, bool) {
 		if !ok {
 			return v, false
 		}
-		args[i] = v
+		args = append(args, v)
 	}
+	v, ok := e.apply(n, args)
+	return inDomain(v, args...), ok
+}
+
+// apply computes the function n.name of the evaluated args.
+func (e *evaluator) apply(n *node, args []value) (value, bool) {
 	one := func() (complex128, bool) {
 		if len(args) != 1 {
 			return 0, false
@@ -504,7 +544,7 @@ func (e *evaluator) sum(n *node) (value, bool) {
 		} else if acc.r != nil && t.r != nil && e.charge(acc.r, t.r) {
 			acc = exact(new(big.Rat).Add(acc.r, t.r))
 		} else {
-			acc = approx(acc.c + t.c)
+			acc = value{c: acc.c + t.c, nonReal: acc.nonReal || t.nonReal}
 		}
 	}
 	return acc, true
@@ -518,6 +558,7 @@ func (e *evaluator) det(m *node) (value, bool) {
 		return value{}, false
 	}
 	vals := make([][]value, n)
+	nonReal := false
 	for i, r := range m.rows {
 		if len(r) != n {
 			return value{}, false
@@ -529,6 +570,7 @@ func (e *evaluator) det(m *node) (value, bool) {
 				return v, false
 			}
 			vals[i][j] = v
+			nonReal = nonReal || v.nonReal
 		}
 	}
 	var rec func(rows []int, cols []int) value
@@ -564,6 +606,9 @@ func (e *evaluator) det(m *node) (value, bool) {
 	v := rec(idx, idx)
 	if e.b.left < 0 {
 		return value{}, false
+	}
+	if nonReal {
+		v = value{c: v.c, nonReal: true}
 	}
 	return v, true
 }
