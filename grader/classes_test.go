@@ -153,6 +153,21 @@ var domainCases = []classCase{
 	{"complex answers still compare", `\boxed{\sqrt{-x^2-1}}`, `i\sqrt{x^2+1}`, true, "policy (doc.go, real domain): without a common real domain the principal complex values are compared"},
 }
 
+const convChoice = "AoPS/AMC answer style: a choice letter with its value, \"(B) 17\" or \"C. x = 42\", answers the letter and the value"
+
+var choiceCases = []classCase{
+	{"letter dot then text", `\boxed{C. x = 42}`, `C`, true, convChoice},
+	{"letter dot then text, wrong letter", `\boxed{C. x = 42}`, `D`, false, convChoice},
+	{"letter dot then text, value gold", `\boxed{C. x = 42}`, `42`, true, convChoice},
+	{"answer sentence with label", "Answer: (B) 17", `B`, true, convChoice},
+	{"answer sentence with label, value gold", "Answer: (B) 17", `17`, true, convChoice},
+	{"answer sentence with label, wrong value", "Answer: (B) 17", `18`, false, convChoice},
+	{"letter paren", `The final answer is B) 17.`, `B`, true, convChoice},
+	{"bold letter", `The answer is **(D)**`, `D`, true, convChoice},
+	{"label alone", `\boxed{(E)}`, `\text{(E)}`, true, "MATH-500 test/precalculus/452 gold \\text{(E)}"},
+	{"a word is not a label", `The answer is A big number, 7.`, `7`, true, "a capital word is not a choice label"},
+}
+
 // TestClassMixedNumbers covers mixed numbers (doc.go: mixed numbers).
 func TestClassMixedNumbers(t *testing.T) { runClass(t, Config{}, mixedNumberCases) }
 
@@ -175,3 +190,7 @@ func TestClassDegrees(t *testing.T) { runClass(t, Config{}, degreeCases) }
 // TestClassRealDomain covers identities that hold where the expressions
 // are real (doc.go: real domain).
 func TestClassRealDomain(t *testing.T) { runClass(t, Config{}, domainCases) }
+
+// TestClassChoices covers choice letters followed by text (doc.go:
+// choices).
+func TestClassChoices(t *testing.T) { runClass(t, Config{}, choiceCases) }

@@ -95,6 +95,10 @@
 //     ("The Circle" = "circle"), braces and . ! ? ignored. A single letter
 //     keeps its case and is never an article, primes and parentheses
 //     count: N is not n, E' is not E, f'(x) is not f(x), "a b" is not b.
+//   - Choices: an answer that starts with a choice label for a letter A-J
+//     ("(B)", "B.", "B)", "B:", \textbf{(B)}, **B**) answers that letter
+//     against a single-letter gold and the text after the label against
+//     any other gold: "Answer: (B) 17" is right for B and for 17.
 //   - Every call is deterministic, never panics on any input and is
 //     bounded, whatever the input: responses are cut to their last
 //     MaxResponseBytes; boxes, math spans, anchors, numbers and

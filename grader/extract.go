@@ -263,6 +263,14 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 	locs := findAnchors(s, kind)
 	for k := len(locs) - 1; k >= 0 && k >= len(locs)-3; k-- {
 		rest := s[locs[k][1]:]
+		if t := strings.TrimLeft(rest, " *"); t != "" {
+			if l, n := choiceLabel(t); l != "" {
+				// "Answer: (B) 17": keep the choice label with the
+				// sentence after it, for Equal to read either.
+				tail := t[n:]
+				return strings.TrimSpace(t[:n] + tail[:sentenceEnd(tail)]), locs[k][0], SourceSentence
+			}
+		}
 		span := rest[:sentenceEnd(rest)]
 		if a, ok := c.lastCandidate(span, false, b); ok {
 			return a, locs[k][0], SourceSentence

@@ -214,8 +214,14 @@ func (c Config) compare(gold, answer string, b *budget) (bool, string) {
 		return true, "equal: text"
 	}
 	if g := choiceKey(ng); len(g) == 1 && g[0] >= 'A' && g[0] <= 'J' {
-		if l := leadingChoice(na); l != "" {
+		if l, _ := choiceLabel(na); l != "" {
 			return l == g, "choice letter"
+		}
+	} else if l, n := choiceLabel(na); l != "" && strings.TrimSpace(na[n:]) != "" {
+		// "(B) 17" answers the value 17.
+		na = strings.TrimSpace(na[n:])
+		if ng == na {
+			return true, "equal: string after choice label"
 		}
 	}
 	if len(ng) > MaxAnswerBytes || len(na) > MaxAnswerBytes {
@@ -239,15 +245,46 @@ func (c Config) compare(gold, answer string, b *budget) (bool, string) {
 	return false, "not equal"
 }
 
-// leadingChoice returns X when an answer starts with a parenthesised
-// choice letter "(X)" (possibly inside \text{}), as in "(C) 12".
-func leadingChoice(s string) string {
-	s = strings.TrimSpace(s)
-	for _, p := range []string{`\text{`, "{"} {
-		s = strings.TrimPrefix(s, p)
+// choiceLabel returns X and the label's length when s (left-trimmed
+// first) starts with a choice label for letter X in A..J: "(X)", "X.",
+// "X)" or "X:" (these three followed by a space or the end), possibly
+// inside \text{} or \textbf{} or between ** marks, as in "(C) 12",
+// "C. x = 42", "\textbf{(B)} 17".
+func choiceLabel(s string) (string, int) {
+	i := len(s) - len(strings.TrimLeft(s, " "))
+	open := ""
+	for _, p := range []string{`\text{`, `\textbf{`, `\mathbf{`, "**", "{"} {
+		if strings.HasPrefix(s[i:], p) {
+			open = p
+			i += len(p)
+			break
+		}
 	}
-	if len(s) >= 3 && s[0] == '(' && s[2] == ')' && s[1] >= 'A' && s[1] <= 'J' {
-		return s[1:2]
+	var letter string
+	paren := false
+	switch {
+	case i+3 <= len(s) && s[i] == '(' && s[i+2] == ')' && s[i+1] >= 'A' && s[i+1] <= 'J':
+		letter, i, paren = s[i+1:i+2], i+3, true
+	case i+2 <= len(s) && s[i] >= 'A' && s[i] <= 'J' && strings.IndexByte(".):", s[i+1]) >= 0:
+		letter, i = s[i:i+1], i+2
+	default:
+		return "", 0
 	}
-	return ""
+	switch open {
+	case "**":
+		if !strings.HasPrefix(s[i:], "**") {
+			return "", 0
+		}
+		i += 2
+	case "":
+	default:
+		if i >= len(s) || s[i] != '}' {
+			return "", 0
+		}
+		i++
+	}
+	if !paren && i < len(s) && s[i] != ' ' && s[i] != '\\' && s[i] != '$' {
+		return "", 0
+	}
+	return letter, i
 }
