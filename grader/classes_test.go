@@ -168,6 +168,21 @@ var choiceCases = []classCase{
 	{"a word is not a label", `The answer is A big number, 7.`, `7`, true, "a capital word is not a choice label"},
 }
 
+const convRepeat = "AoPS/MATH: an overline (or dot) marks repeating decimal digits: 0.\\overline{3} = 1/3"
+
+var repeatingCases = []classCase{
+	{"one third", `\boxed{0.\overline{3}}`, `\frac13`, true, convRepeat},
+	{"one sixth", `\boxed{0.1\overline{6}}`, `\frac16`, true, convRepeat},
+	{"one seventh", `\boxed{0.\overline{142857}}`, `\frac17`, true, convRepeat},
+	{"mixed with integer part", `\boxed{2.\overline{45}}`, `\frac{27}{11}`, true, convRepeat},
+	{"dot notation", `\boxed{0.\dot{3}}`, `\frac13`, true, convRepeat},
+	{"bar notation", `\boxed{0.\bar{6}}`, `\frac23`, true, convRepeat},
+	{"repeating is not the truncation", `\boxed{0.\overline{3}}`, `0.3`, false, convRepeat},
+	{"repeating gold", `\boxed{\frac{4}{33}}`, `0.\overline{12}`, true, convRepeat},
+	{"nines", `\boxed{0.\overline{9}}`, `1`, true, "0.999... = 1"},
+	{"overline elsewhere is a symbol", `\boxed{\overline{AB}}`, `\overline{AB}`, true, "\\overline{AB} names a segment"},
+}
+
 // TestClassMixedNumbers covers mixed numbers (doc.go: mixed numbers).
 func TestClassMixedNumbers(t *testing.T) { runClass(t, Config{}, mixedNumberCases) }
 
@@ -194,3 +209,7 @@ func TestClassRealDomain(t *testing.T) { runClass(t, Config{}, domainCases) }
 // TestClassChoices covers choice letters followed by text (doc.go:
 // choices).
 func TestClassChoices(t *testing.T) { runClass(t, Config{}, choiceCases) }
+
+// TestClassRepeatingDecimals covers repeating decimals (doc.go:
+// repeating decimals).
+func TestClassRepeatingDecimals(t *testing.T) { runClass(t, Config{}, repeatingCases) }

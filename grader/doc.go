@@ -95,6 +95,9 @@
 //     ("The Circle" = "circle"), braces and . ! ? ignored. A single letter
 //     keeps its case and is never an article, primes and parentheses
 //     count: N is not n, E' is not E, f'(x) is not f(x), "a b" is not b.
+//   - Repeating decimals: digits under \overline, \bar or \dot right after
+//     a decimal point or decimal repeat forever and are exact:
+//     0.\overline{3} = 1/3, 0.1\overline{6} = 1/6.
 //   - Choices: an answer that starts with a choice label for a letter A-J
 //     ("(B)", "B.", "B)", "B:", \textbf{(B)}, **B**) answers that letter
 //     against a single-letter gold and the text after the label against

@@ -951,6 +951,63 @@ func (p *parser) numberNode(s string) *node {
 	return &node{k: nNum, val: r, flt: strings.ContainsAny(s, ".eE")}
 }
 
+// repeatMarks are the commands that mark the repeating digits of a
+// decimal: 0.\overline{3}, 0.1\dot{6}.
+var repeatMarks = map[string]bool{`\overline`: true, `\bar`: true, `\dot`: true}
+
+// repeatingTail reads the repeating part after the number lit just
+// consumed, "0." followed by \overline{3} or "0.1" followed by
+// \overline{6} (no spaces), and returns the exact value, or nil (nothing
+// consumed) when none follows.
+func (p *parser) repeatingTail(lit string) *node {
+	k := 0
+	if !strings.Contains(lit, ".") {
+		if dot := p.peek(); dot.k != tPunct || dot.s != "." || dot.sp {
+			return nil
+		}
+		k = 1
+	}
+	if strings.ContainsAny(lit, "eE") {
+		return nil
+	}
+	mark := p.peekAt(k)
+	if mark.k != tCmd || !repeatMarks[mark.s] || mark.sp {
+		return nil
+	}
+	var digits string
+	n := 0
+	if t := p.peekAt(k + 1); t.k == tNum && !t.sp {
+		digits, n = t.s, 1
+	} else if t.k == tPunct && t.s == "{" && p.peekAt(k+2).k == tNum && p.peekAt(k+3).s == "}" {
+		digits, n = p.peekAt(k+2).s, 3
+	}
+	if digits == "" || strings.Trim(digits, "0123456789") != "" || len(digits) > 64 || len(lit) > 64 {
+		return nil
+	}
+	if n == 1 && mark.s != `\dot` && len(digits) > 1 {
+		return nil // \overline 12 is \overline{1}2
+	}
+	for range k + 1 + n {
+		p.next()
+	}
+	return &node{k: nNum, val: repeatingValue(lit, digits)}
+}
+
+// repeatingValue returns the exact value of the decimal lit (such as
+// "0.1" or "2") whose digits rep repeat forever after it:
+// (IFR - IF) / (10^|F| (10^|R| - 1)) for integer part I, decimals F and
+// repeating digits R.
+func repeatingValue(lit, rep string) *big.Rat {
+	ip, fp, _ := strings.Cut(lit, ".")
+	all, _ := new(big.Int).SetString(ip+fp+rep, 10)
+	head, _ := new(big.Int).SetString("0"+ip+fp, 10)
+	ten := big.NewInt(10)
+	den := new(big.Int).Exp(ten, big.NewInt(int64(len(rep))), nil)
+	den.Sub(den, big.NewInt(1))
+	den.Mul(den, new(big.Int).Exp(ten, big.NewInt(int64(len(fp))), nil))
+	return new(big.Rat).SetFrac(all.Sub(all, head), den)
+}
+
 // funcWords are function names recognised with or without a backslash.
 var funcWords = map[string]bool{
 	"sin": true, "cos": true, "tan": true, "sec": true, "csc": true, "cot": true,
@@ -972,6 +1029,9 @@ func (p *parser) parseAtom() *node {
 		return nil
 	case tNum:
 		p.next()
+		if r := p.repeatingTail(t.s); r != nil {
+			return r
+		}
 		n := p.numberNode(t.s)
 		if p.is("_") && !p.peek().sp {
 			p.next()
