@@ -183,6 +183,20 @@ var repeatingCases = []classCase{
 	{"overline elsewhere is a symbol", `\boxed{\overline{AB}}`, `\overline{AB}`, true, "\\overline{AB} names a segment"},
 }
 
+const convBuilder = "set-builder notation {x | P(x)} is the set of x satisfying P, so {x | x > 3} = (3, ∞) (AoPS; interval and set answers are compared as sets)"
+
+var builderCases = []classCase{
+	{"builder vs interval", `\boxed{\{x \mid x > 3\}}`, `(3, \infty)`, true, convBuilder},
+	{"builder vs wrong interval", `\boxed{\{x \mid x > 3\}}`, `[3, \infty)`, false, convBuilder},
+	{"colon builder", `\boxed{\{x : 0 < x \le 1\}}`, `(0, 1]`, true, convBuilder},
+	{"builder with domain", `\boxed{\{x \in \mathbb{R} \mid x \le -2\}}`, `(-\infty, -2]`, true, convBuilder},
+	{"interval vs builder gold", `\boxed{(3, \infty)}`, `\{x \mid x > 3\}`, true, convBuilder},
+	{"builder vs builder", `\boxed{\{t \mid t > 3\}}`, `\{x | x > 3\}`, true, convBuilder},
+	{"inequality gold, builder answer", `\boxed{\{x \mid x > 3\}}`, `x > 3`, true, "an inequality gold accepts its solution set (doc.go, as for intervals)"},
+	{"builder gold, inequality answer", `\boxed{x > 3}`, `\{x \mid x > 3\}`, false, "a set gold does not accept an inequality unless Config.AllowSetRelation (doc.go, as for intervals)"},
+	{"abs inside a set is not a builder", `\boxed{\{|{-2}|, 3\}}`, `\{2, 3\}`, true, "|-2| = 2"},
+}
+
 // TestClassMixedNumbers covers mixed numbers (doc.go: mixed numbers).
 func TestClassMixedNumbers(t *testing.T) { runClass(t, Config{}, mixedNumberCases) }
 
@@ -213,3 +227,6 @@ func TestClassChoices(t *testing.T) { runClass(t, Config{}, choiceCases) }
 // TestClassRepeatingDecimals covers repeating decimals (doc.go:
 // repeating decimals).
 func TestClassRepeatingDecimals(t *testing.T) { runClass(t, Config{}, repeatingCases) }
+
+// TestClassSetBuilder covers set-builder notation (doc.go: set-builder).
+func TestClassSetBuilder(t *testing.T) { runClass(t, Config{}, builderCases) }

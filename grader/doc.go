@@ -98,6 +98,11 @@
 //   - Repeating decimals: digits under \overline, \bar or \dot right after
 //     a decimal point or decimal repeat forever and are exact:
 //     0.\overline{3} = 1/3, 0.1\overline{6} = 1/6.
+//   - Set-builder: \{x \mid P\} and \{x : P\} (also \{x \in \mathbb{R} \mid P\})
+//     are the set of x where P holds; when P is an inequality or chain in
+//     x alone they compare as the intervals it solves to, so
+//     \{x \mid x > 3\} = (3, \infty), with the same gold/answer asymmetry as
+//     intervals against inequalities.
 //   - Choices: an answer that starts with a choice label for a letter A-J
 //     ("(B)", "B.", "B)", "B:", \textbf{(B)}, **B**) answers that letter
 //     against a single-letter gold and the text after the label against

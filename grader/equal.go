@@ -77,6 +77,8 @@ func (c *comparer) equal(g, p *node) bool {
 	switch {
 	case g.k == nPercent || p.k == nPercent:
 		return c.percentEqual(g, p)
+	case g.k == nBuilder || p.k == nBuilder:
+		return c.builderEqual(g, p)
 	case isRel(g) || isRel(p):
 		return c.relEqual(g, p)
 	case isIntervalish(g) || isIntervalish(p):
@@ -843,6 +845,63 @@ func (c *comparer) relEqual(g, p *node) bool {
 	ig, ok := c.asIntervals(g)
 	ip, ok2 := c.toIntervals(p)
 	return ok && ok2 && c.intervalSetsEqual(ig, ip)
+}
+
+// builderIntervals solves a set-builder set {x | condition} whose
+// condition is an inequality (or chain) in its element x alone, also
+// written {x \in S | ...}, as intervals.
+func (c *comparer) builderIntervals(n *node) ([]interval, bool) {
+	elem, cond := n.args[0], n.args[1]
+	if elem.k == nRel && len(elem.args) == 2 && elem.ops[0] == "in" {
+		elem = elem.args[0]
+	}
+	if elem.k != nSym || cond.k != nRel {
+		return nil, false
+	}
+	if names := sortedSyms(cond); len(names) != 1 || names[0] != elem.name {
+		return nil, false
+	}
+	return c.toIntervals(cond)
+}
+
+// builderEqual compares a set-builder set with a set-builder set, an
+// interval or union, or an inequality: as intervals when its condition
+// solves to them, else element and condition one by one. A set-builder
+// gold accepts an inequality answer only with Config.AllowSetRelation
+// (it is a set); an inequality gold always accepts a set-builder answer.
+func (c *comparer) builderEqual(g, p *node) bool {
+	if g.k == nBuilder && p.k == nBuilder {
+		ig, ok1 := c.builderIntervals(g)
+		ip, ok2 := c.builderIntervals(p)
+		if ok1 && ok2 {
+			return c.intervalSetsEqual(ig, ip)
+		}
+		return c.equal(g.args[0], p.args[0]) && c.equal(g.args[1], p.args[1])
+	}
+	b, other := g, p
+	if p.k == nBuilder {
+		b, other = p, g
+	}
+	if isRel(other) && b == g && !c.cfg.AllowSetRelation {
+		return false
+	}
+	ib, ok := c.builderIntervals(b)
+	if !ok {
+		return false
+	}
+	var io []interval
+	if isRel(other) {
+		io, ok = c.toIntervals(other)
+	} else {
+		io, ok = c.asIntervals(other)
+	}
+	if !ok {
+		return false
+	}
+	if b == g {
+		return c.intervalSetsEqual(ib, io)
+	}
+	return c.intervalSetsEqual(io, ib)
 }
 
 // diff returns L - R of a two-sided relation.

@@ -22,7 +22,7 @@ var normReplacer = strings.NewReplacer(
 	"°", degreeMark, `\textdegree`, degreeMark, `^{\prime}`, "'",
 	`\leqslant`, `\le `, `\geqslant`, `\ge `, `\leq`, `\le `, `\geq`, `\ge `, `\neq`, `\ne `,
 	`\lt`, "<", `\gt`, ">", `\lbrace`, `\{`, `\rbrace`, `\}`, `\lbrack`, "[", `\rbrack`, "]",
-	`\lvert`, "|", `\rvert`, "|", `\vert`, "|", `\mid`, "|", `\infin`, `\infty`,
+	`\lvert`, "|", `\rvert`, "|", `\vert`, "|", `\mid`, "|", `\colon`, ":", `\infin`, `\infty`,
 	`\mbox`, `\text`, `\textnormal`, `\text`, `\textrm`, `\text`, `\textup`, `\text`, `\textsf`, `\text`,
 	`\textbf`, `\text`, `\textit`, `\text`, `\texttt`, `\text`,
 	"−", "-", "–", "-", "×", `\times `, "÷", `\div `, "≤", `\le `, "≥", `\ge `, "≠", `\ne `,

@@ -34,6 +34,7 @@ const (
 	nSum                  // name "sum"/"prod"; args: var, lo, hi, body
 	nApprox               // args[0] a value, args[1:] its stated approximations (made by prep)
 	nFalse                // a false statement such as the chain 5 = 6 (made by prep)
+	nBuilder              // set-builder \{args[0] | args[1]\}: element, condition
 )
 
 // node is one expression-tree node.
@@ -198,6 +199,7 @@ type parser struct {
 	b       *budget
 	depth   int
 	absOpen int
+	inElem  bool // parsing a set-builder element: ':' ends it
 }
 
 // parseAnswer parses a normalized answer into a tree. It never panics;
@@ -453,7 +455,7 @@ func (p *parser) parseUnion() *node {
 
 func (p *parser) parseRatio() *node {
 	a := p.parseAdd()
-	if a == nil || !p.is(":") {
+	if a == nil || !p.is(":") || p.inElem {
 		return a
 	}
 	r := mk(nRatio, a)
@@ -1331,6 +1333,9 @@ func (p *parser) parseCommand() *node {
 		raw := strings.TrimSpace(p.rawArg())
 		return p.textNode(raw)
 	case `\{`:
+		if p.isSetBuilder() {
+			return p.parseSetBuilder()
+		}
 		x := p.parseList(func(t token) bool { return t.k == tCmd && t.s == `\}` })
 		p.expect(`\}`)
 		s := &node{k: nSet}
@@ -1461,6 +1466,52 @@ func isNumeral(s string) bool {
 		}
 	}
 	return true
+}
+
+// isSetBuilder reports whether the tokens after \{ read "element |
+// condition \}" or "element : condition \}": a separator outside
+// brackets after at least one token, and a relation in the condition.
+func (p *parser) isSetBuilder() bool {
+	depth, sep := 0, -1
+	for i := p.pos; i < len(p.toks) && i-p.pos < MaxAnswerBytes; i++ {
+		t := p.toks[i]
+		switch {
+		case t.k == tPunct && (t.s == "(" || t.s == "[" || t.s == "{"), t.k == tCmd && t.s == `\{`:
+			depth++
+		case t.k == tCmd && t.s == `\}` && depth == 0:
+			return false
+		case t.k == tPunct && (t.s == ")" || t.s == "]" || t.s == "}"), t.k == tCmd && t.s == `\}`:
+			depth--
+		case depth == 0 && sep < 0 && t.k == tPunct && (t.s == "|" || t.s == ":") && i > p.pos:
+			sep = i
+		case depth == 0 && sep >= 0:
+			if _, ok := relOps[t.s]; ok && (t.k == tPunct || t.k == tCmd) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// parseSetBuilder parses "element | condition \}" after \{.
+func (p *parser) parseSetBuilder() *node {
+	// A | or : here separates; it does not open |x| or make a ratio.
+	p.absOpen++
+	inElem := p.inElem
+	p.inElem = true
+	elem := p.parseRel()
+	p.absOpen--
+	p.inElem = inElem
+	if elem == nil || !(p.is("|") || p.is(":")) {
+		p.fail("bad set-builder element")
+	}
+	p.next()
+	cond := p.parseList(func(t token) bool { return t.k == tCmd && t.s == `\}` })
+	p.expect(`\}`)
+	if cond == nil {
+		p.fail("empty set-builder condition")
+	}
+	return &node{k: nBuilder, args: []*node{elem, cond}}
 }
 
 // parseSum parses \sum_{k=lo}^{hi} body.
