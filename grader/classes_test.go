@@ -197,6 +197,19 @@ var builderCases = []classCase{
 	{"abs inside a set is not a builder", `\boxed{\{|{-2}|, 3\}}`, `\{2, 3\}`, true, "|-2| = 2"},
 }
 
+const convClock = "clock times H:MM[:SS] name a time of day; seconds :00 and am/pm do not change it (MATH counting/prealgebra answers such as 9:40 a.m.)"
+
+var clockCases = []classCase{
+	{"seconds added", `\boxed{20:34}`, `20:34:00`, true, convClock},
+	{"seconds differ", `\boxed{20:34:05}`, `20:34`, false, convClock},
+	{"pm", `\boxed{8:34 \text{ PM}}`, `20:34`, true, convClock},
+	{"boxed p.m.", `\boxed{8:34\text{ p.m.}}`, `20:34`, true, convClock},
+	{"am is not pm", `\boxed{8:34 am}`, `20:34`, false, convClock},
+	{"midnight", `\boxed{12:00 \text{ a.m.}}`, `0:00`, true, convClock},
+	{"different minutes", `\boxed{9:40}`, `9:45`, false, convClock},
+	{"ratio stays a ratio", `\boxed{3:2}`, `3:2`, true, "a ratio with a one-digit second part is not a clock time"},
+}
+
 // TestClassMixedNumbers covers mixed numbers (doc.go: mixed numbers).
 func TestClassMixedNumbers(t *testing.T) { runClass(t, Config{}, mixedNumberCases) }
 
@@ -230,3 +243,6 @@ func TestClassRepeatingDecimals(t *testing.T) { runClass(t, Config{}, repeatingC
 
 // TestClassSetBuilder covers set-builder notation (doc.go: set-builder).
 func TestClassSetBuilder(t *testing.T) { runClass(t, Config{}, builderCases) }
+
+// TestClassClockTimes covers clock times (doc.go: clock times).
+func TestClassClockTimes(t *testing.T) { runClass(t, Config{}, clockCases) }

@@ -103,6 +103,9 @@
 //     x alone they compare as the intervals it solves to, so
 //     \{x \mid x > 3\} = (3, \infty), with the same gold/answer asymmetry as
 //     intervals against inequalities.
+//   - Clock times: H:MM and H:MM:SS (minutes and seconds of two digits
+//     below 60, hours at most 24), optionally with am/pm, are times of day:
+//     20:34 = 20:34:00 = 8:34 pm. Other a:b are ratios.
 //   - Choices: an answer that starts with a choice label for a letter A-J
 //     ("(B)", "B.", "B)", "B:", \textbf{(B)}, **B**) answers that letter
 //     against a single-letter gold and the text after the label against

@@ -79,6 +79,10 @@ func (c *comparer) equal(g, p *node) bool {
 		return c.percentEqual(g, p)
 	case g.k == nBuilder || p.k == nBuilder:
 		return c.builderEqual(g, p)
+	case g.k == nClock || p.k == nClock:
+		// Clock times: the same time of day (20:34 = 20:34:00 = 8:34 pm).
+		c.lastHow = "clock"
+		return g.k == p.k && canon(g) == canon(p)
 	case isRel(g) || isRel(p):
 		return c.relEqual(g, p)
 	case isIntervalish(g) || isIntervalish(p):

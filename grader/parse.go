@@ -35,6 +35,7 @@ const (
 	nApprox               // args[0] a value, args[1:] its stated approximations (made by prep)
 	nFalse                // a false statement such as the chain 5 = 6 (made by prep)
 	nBuilder              // set-builder \{args[0] | args[1]\}: element, condition
+	nClock                // clock time: args hours (0-24), minutes, seconds
 )
 
 // node is one expression-tree node.
@@ -454,6 +455,9 @@ func (p *parser) parseUnion() *node {
 }
 
 func (p *parser) parseRatio() *node {
+	if c := p.clock(); c != nil {
+		return c
+	}
 	a := p.parseAdd()
 	if a == nil || !p.is(":") || p.inElem {
 		return a
@@ -1512,6 +1516,101 @@ func (p *parser) parseSetBuilder() *node {
 		p.fail("empty set-builder condition")
 	}
 	return &node{k: nBuilder, args: []*node{elem, cond}}
+}
+
+// clock reads a clock time H:MM or H:MM:SS (H of at most two digits and
+// at most 24, MM and SS of exactly two digits and below 60), optionally
+// followed by am/pm (AM, p.m., \text{ pm}), and returns it with the
+// hours on a 24-hour clock; it returns nil and consumes nothing when the
+// next tokens are no clock time (or continue as an expression: 1:30 + 2).
+func (p *parser) clock() *node {
+	part := func(k int, width int, limit int64) (int64, bool) {
+		t := p.peekAt(k)
+		if t.k != tNum || strings.ContainsAny(t.s, ".eE") || width > 0 && len(t.s) != width || len(t.s) > 2 {
+			return 0, false
+		}
+		v := int64(0)
+		for i := 0; i < len(t.s); i++ {
+			v = 10*v + int64(t.s[i]-'0')
+		}
+		return v, v <= limit
+	}
+	colon := func(k int) bool { t := p.peekAt(k); return t.k == tPunct && t.s == ":" && !t.sp }
+	h, ok := part(0, 0, 24)
+	if !ok || !colon(1) {
+		return nil
+	}
+	m, ok := part(2, 2, 59)
+	if !ok || p.peekAt(2).sp {
+		return nil
+	}
+	n := 3
+	sec := int64(0)
+	if colon(3) {
+		if sec, ok = part(4, 2, 59); !ok || p.peekAt(4).sp {
+			return nil
+		}
+		n = 5
+	}
+	half, k := p.meridiem(n)
+	if half != "" {
+		if h == 0 || h > 12 {
+			return nil
+		}
+		switch {
+		case half == "am" && h == 12:
+			h = 0
+		case half == "pm" && h < 12:
+			h += 12
+		}
+		n = k
+	}
+	if t := p.peekAt(n); t.k == tNum || t.k == tPunct && strings.Contains("^/:.+-*!", t.s) && t.s != "" {
+		return nil
+	}
+	for range n {
+		p.next()
+	}
+	return &node{k: nClock, args: []*node{numInt(h), numInt(m), numInt(sec)}}
+}
+
+// meridiem reads "am" or "pm" at token k (am, AM, a.m., \text{ p.m.}) and
+// returns it with the index of the token after it, or "".
+func (p *parser) meridiem(k int) (string, int) {
+	word := func(t token) string {
+		if t.k != tWord {
+			return ""
+		}
+		return strings.ToLower(t.s)
+	}
+	t := p.peekAt(k)
+	if t.k == tCmd && (t.s == `\text` || t.s == `\mathrm`) && p.peekAt(k+1).s == "{" {
+		var b strings.Builder
+		j := k + 2
+		for ; j < k+8 && p.peekAt(j).k != tEOF && p.peekAt(j).s != "}"; j++ {
+			b.WriteString(p.peekAt(j).s)
+		}
+		if p.peekAt(j).s != "}" {
+			return "", k
+		}
+		switch strings.ToLower(strings.ReplaceAll(b.String(), ".", "")) {
+		case "am":
+			return "am", j + 1
+		case "pm":
+			return "pm", j + 1
+		}
+		return "", k
+	}
+	switch w := word(t); {
+	case w == "am" || w == "pm":
+		return w, k + 1
+	case (w == "a" || w == "p") && p.peekAt(k+1).s == "." && word(p.peekAt(k+2)) == "m":
+		if p.peekAt(k+3).s == "." {
+			return w + "m", k + 4
+		}
+		return w + "m", k + 3
+	}
+	return "", k
 }
 
 // parseSum parses \sum_{k=lo}^{hi} body.
