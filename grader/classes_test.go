@@ -210,6 +210,18 @@ var clockCases = []classCase{
 	{"ratio stays a ratio", `\boxed{3:2}`, `3:2`, true, "a ratio with a one-digit second part is not a clock time"},
 }
 
+const convFunc = "y = ... and f(x) = ... both define the dependent variable; MATH-500 test/precalculus/323 gold y = 2x + 3 is answered f(x) = 2x + 3"
+
+var functionCases = []classCase{
+	{"f(x) vs y", `\boxed{f(x) = 2x + 3}`, `y = 2x + 3`, true, convFunc},
+	{"y vs f(x)", `\boxed{y = 2x + 3}`, `f(x) = 2x+3`, true, convFunc},
+	{"different right side", `\boxed{f(x) = 2x + 2}`, `y = 2x + 3`, false, convFunc},
+	{"two variables", `\boxed{g(x, y) = x^2 + y}`, `z = x^2 + y`, true, convFunc},
+	{"the label is an argument", `\boxed{f(x) = 3}`, `x = 3`, false, "x = 3 fixes x; f(x) = 3 is a constant function"},
+	{"other variable on the right", `\boxed{f(x) = 2t}`, `y = 2t`, false, "f(x) = 2t does not define a function of x only"},
+	{"renamed argument stays strict", `\boxed{f(y) = y^2}`, `f(x) = x^2`, false, "Math-Verify strict mode: variable names must match"},
+}
+
 // TestClassMixedNumbers covers mixed numbers (doc.go: mixed numbers).
 func TestClassMixedNumbers(t *testing.T) { runClass(t, Config{}, mixedNumberCases) }
 
@@ -246,3 +258,7 @@ func TestClassSetBuilder(t *testing.T) { runClass(t, Config{}, builderCases) }
 
 // TestClassClockTimes covers clock times (doc.go: clock times).
 func TestClassClockTimes(t *testing.T) { runClass(t, Config{}, clockCases) }
+
+// TestClassFunctionLabels covers f(x) = ... against y = ... (doc.go:
+// relations and chains).
+func TestClassFunctionLabels(t *testing.T) { runClass(t, Config{}, functionCases) }

@@ -70,7 +70,11 @@
 //     not answer 0.33). Two sides that are not both constants and have no
 //     label are an identity when equal as expressions ((x+1)^2 = x^2+2x+1
 //     answers x^2+2x+1), else an equation, equal to an equation whose
-//     sides differ by a constant factor.
+//     sides differ by a constant factor. Two labelled equations compare
+//     their values when the labels match, or when one is y and the other
+//     f(x) (y = 2x+3 and f(x) = 2x+3 define the same function of x; y
+//     must not be an argument, and the values may use only the
+//     arguments).
 //   - Degrees: a degree mark (^\circ, ^{\circ}, °, \degree, "degrees")
 //     is dropped, so an angle compares as its number of degrees (30^\circ
 //     = 30, as MATH writes angle answers; not π/6), unless the answer

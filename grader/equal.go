@@ -923,10 +923,43 @@ func (c *comparer) eqEqual(g, p *node) bool {
 		}
 		return c.seqEqual(g.args, p.args)
 	}
-	if g.lab && p.lab && canon(g.args[0]) == canon(p.args[0]) {
+	if g.lab && p.lab && (canon(g.args[0]) == canon(p.args[0]) || sameFunction(g, p)) {
 		return c.equal(g.args[1], p.args[1])
 	}
 	return c.proportional(diff(g), diff(p), false)
+}
+
+// sameFunction reports whether two labelled equations define the same
+// dependent variable in two notations, y = ... and f(x) = ...: one label
+// is a call f(x1, ..., xk) of plain symbols, the other a plain symbol
+// that is none of them and appears in neither right side, and both right
+// sides use only x1..xk.
+func sameFunction(g, p *node) bool {
+	call, sym := g.args[0], p.args[0]
+	if call.k != nFunc {
+		call, sym = sym, call
+	}
+	if call.k != nFunc || sym.k != nSym || len(call.args) == 0 {
+		return false
+	}
+	vars := map[string]bool{}
+	for _, a := range call.args {
+		if a.k != nSym {
+			return false
+		}
+		vars[a.name] = true
+	}
+	if vars[sym.name] {
+		return false
+	}
+	for _, side := range []*node{g.args[1], p.args[1]} {
+		for name := range freeSyms(side, nil) {
+			if !vars[name] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // ineqEqual compares two one-sided inequalities L op R.
