@@ -222,6 +222,24 @@ var functionCases = []classCase{
 	{"renamed argument stays strict", `\boxed{f(y) = y^2}`, `f(x) = x^2`, false, "Math-Verify strict mode: variable names must match"},
 }
 
+const convHuge = "exact integer arithmetic: a^m = b^n for integers when they are powers of one root with equal exponents (2^{2^{2^{2^2}}} = 2^{65536})"
+
+var hugeCases = []classCase{
+	{"power tower", `\boxed{2^{2^{2^{2^2}}}}`, `2^{65536}`, true, convHuge},
+	{"power tower off by one", `\boxed{2^{2^{2^{2^2}}}}`, `2^{65537}`, false, convHuge},
+	{"same value, other base", `\boxed{4^{40000}}`, `2^{80000}`, true, convHuge},
+	{"power of a power", `\boxed{(2^{100})^{1000}}`, `2^{100000}`, true, convHuge},
+	{"product of powers", `\boxed{2^{70000} \cdot 2^{10000}}`, `2^{80000}`, true, convHuge},
+	{"quotient of powers", `\boxed{\frac{2^{70000}}{2^{69999}}}`, `2`, true, convHuge},
+	{"negative base", `\boxed{-2^{70001}}`, `(-2)^{70001}`, true, convHuge},
+	{"different bases", `\boxed{3^{50000}}`, `2^{80000}`, false, convHuge},
+	{"tiny is not zero", `\boxed{2^{-70000}}`, `0`, false, convHuge},
+	{"fraction base", `\boxed{(\frac{2}{3})^{70000}}`, `(\frac{4}{9})^{35000}`, true, convHuge},
+	{"exact factor", `\boxed{2^{10000} \cdot 2^{70000}}`, `2^{80000}`, true, convHuge},
+	{"large power of ten", `\boxed{10^{20000}}`, `100^{10000}`, true, convHuge},
+	{"gcd of exponents", `\boxed{8^{30000}}`, `4^{45000}`, true, convHuge},
+}
+
 // TestClassMixedNumbers covers mixed numbers (doc.go: mixed numbers).
 func TestClassMixedNumbers(t *testing.T) { runClass(t, Config{}, mixedNumberCases) }
 
@@ -262,3 +280,7 @@ func TestClassClockTimes(t *testing.T) { runClass(t, Config{}, clockCases) }
 // TestClassFunctionLabels covers f(x) = ... against y = ... (doc.go:
 // relations and chains).
 func TestClassFunctionLabels(t *testing.T) { runClass(t, Config{}, functionCases) }
+
+// TestClassHugeExact covers exact values beyond floating point (doc.go:
+// numbers).
+func TestClassHugeExact(t *testing.T) { runClass(t, Config{}, hugeCases) }

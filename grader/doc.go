@@ -24,8 +24,10 @@
 //     Equivalent is the symmetric variant used to cluster answers.
 //   - Numbers are exact rationals (math/big) while they can be: integers,
 //     decimals, fractions, integer powers and factorials stay exact, so
-//     1/2006! and 1/2004! differ. Irrational constants and functions are
-//     evaluated in complex128.
+//     1/2006! and 1/2004! differ. Integer powers beyond MaxBits stay
+//     exact as ±base^exp: 2^{2^{2^{2^2}}} = 2^{65536} = 4^{32768}, and
+//     powers of one base multiply exactly. Irrational constants and
+//     functions are evaluated in complex128.
 //   - Expressions with free variables are compared by evaluating both at
 //     NumericPoints pseudo-random rational points (seeded from the
 //     variable names, so deterministic; the first positive in every

@@ -1114,6 +1114,9 @@ func (c *comparer) proportional(a, b *node, positive bool) bool {
 		return pointWrong
 	}
 	cmp := func(va, vb value) pointCheck {
+		if va.hp != nil || vb.hp != nil {
+			return pointSkip // no ratio of numbers beyond MaxBits
+		}
 		za, zb := isZero(va), isZero(vb)
 		if za && zb {
 			return pointValid
@@ -1150,6 +1153,9 @@ func (c *comparer) proportional(a, b *node, positive bool) bool {
 }
 
 func isZero(v value) bool {
+	if v.hp != nil {
+		return false
+	}
 	if v.r != nil {
 		return v.r.Sign() == 0
 	}
@@ -1208,6 +1214,10 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 		e := &evaluator{b: c.b}
 		vg, ok1 := e.eval(g)
 		vp, ok2 := e.eval(p)
+		if ok1 && ok2 && !flt && (vg.hp != nil || vp.hp != nil) {
+			c.lastHow = "exact"
+			return vg.hp != nil && vp.hp != nil && vg.hp.same(vp.hp)
+		}
 		if !ok1 || !ok2 || !finite(vg) || !finite(vp) {
 			return c.structEqual(g, p)
 		}
@@ -1223,6 +1233,10 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 	}
 	v, enough := c.onDomain(g, p, names, func(vg, vp value) pointCheck {
 		switch {
+		case !flt && (vg.hp != nil || vp.hp != nil):
+			if vg.hp == nil || vp.hp == nil || !vg.hp.same(vp.hp) {
+				return pointWrong
+			}
 		case !finite(vg) || !finite(vp):
 			if finite(vg) != finite(vp) {
 				return pointWrong

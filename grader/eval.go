@@ -18,6 +18,221 @@ type value struct {
 	r       *big.Rat
 	c       complex128
 	nonReal bool
+	hp      *hugePow // an exact power beyond MaxBits (then r is nil)
+}
+
+// hugePow is an exact value too large (or too small) for MaxBits:
+// ±base^exp, with base > 0 and != 1 (reduced to its smallest root when
+// it is a power of two or a perfect power of integers below 2^64: 4^n
+// is kept as 2^{2n}), and exp an integer of at most MaxBits bits. Its
+// value.c is ±Inf, or 0 for negative exponents.
+type hugePow struct {
+	neg  bool
+	base *big.Rat
+	exp  *big.Int
+}
+
+// same reports whether h and o are the same number: a^m = b^n exactly
+// when, with g = gcd(m, n), a^{m/g} = b^{n/g}, which is computed exactly
+// when both sides fit MaxBits (else they are taken to differ).
+func (h *hugePow) same(o *hugePow) bool {
+	if h.neg != o.neg || h.exp.Sign() != o.exp.Sign() {
+		return false
+	}
+	if h.base.Cmp(o.base) == 0 {
+		return h.exp.Cmp(o.exp) == 0
+	}
+	g := new(big.Int).GCD(nil, nil, new(big.Int).Abs(h.exp), new(big.Int).Abs(o.exp))
+	m := new(big.Int).Quo(h.exp, g)
+	n := new(big.Int).Quo(o.exp, g)
+	a, ok1 := exactPow(h.base, m)
+	b, ok2 := exactPow(o.base, n)
+	return ok1 && ok2 && a.Cmp(b) == 0
+}
+
+// exactPow returns b^k for a rational b > 0 and an integer k when the
+// result fits MaxBits.
+func exactPow(b *big.Rat, k *big.Int) (*big.Rat, bool) {
+	if !k.IsInt64() {
+		return nil, false
+	}
+	kk := k.Int64()
+	abs := max(kk, -kk)
+	bits := int64(max(b.Num().BitLen(), b.Denom().BitLen()))
+	if abs > MaxBits || bits*abs > MaxBits {
+		return nil, false
+	}
+	num := new(big.Int).Exp(b.Num(), big.NewInt(abs), nil)
+	den := new(big.Int).Exp(b.Denom(), big.NewInt(abs), nil)
+	if kk < 0 {
+		num, den = den, num
+	}
+	return ratFrac(num, den), true
+}
+
+// powerOf returns j with r = base^j (r, base > 0, base != 1) when there
+// is such an integer j of at most MaxBits/2 in size.
+func powerOf(r, base *big.Rat) (*big.Int, bool) {
+	lr, lb := ratLog2(r), ratLog2(base)
+	if lb == 0 || math.IsInf(lr, 0) || math.IsNaN(lr) {
+		return nil, false
+	}
+	j := math.Round(lr / lb)
+	if j == 0 || math.Abs(j) > MaxBits/2 {
+		return nil, false
+	}
+	k := big.NewInt(int64(j))
+	p, ok := exactPow(base, k)
+	if !ok || p.Cmp(r) != 0 {
+		return nil, false
+	}
+	return k, true
+}
+
+// ratLog2 returns log2(r) for r > 0 of any size.
+func ratLog2(r *big.Rat) float64 {
+	return intLog2(r.Num()) - intLog2(r.Denom())
+}
+
+func intLog2(x *big.Int) float64 {
+	n := x.BitLen()
+	if n <= 1000 {
+		f, _ := new(big.Float).SetInt(x).Float64()
+		return math.Log2(f)
+	}
+	top, _ := new(big.Float).SetInt(new(big.Int).Rsh(x, uint(n-64))).Float64()
+	return math.Log2(top) + float64(n-64)
+}
+
+// hugeValue returns ±base^exp as a value: exact when it fits MaxBits,
+// else a hugePow; ok is false when exp is too large even for that.
+func (e *evaluator) hugeValue(neg bool, base *big.Rat, exp *big.Int) (value, bool) {
+	if exp.BitLen() > MaxBits {
+		return value{}, false
+	}
+	if exp.Sign() == 0 {
+		return exact(big.NewRat(1, 1)), true
+	}
+	bits := int64(max(base.Num().BitLen(), base.Denom().BitLen()))
+	if exp.IsInt64() && bits*max(exp.Int64(), -exp.Int64()) <= MaxBits {
+		v, ok := e.pow(exact(base), exact(new(big.Rat).SetInt(exp)))
+		if ok && neg && v.r != nil {
+			v = exact(new(big.Rat).Neg(v.r))
+		}
+		return v, ok
+	}
+	c := complex(math.Inf(1), 0)
+	if exp.Sign() < 0 {
+		c = 0
+	}
+	if neg {
+		c = -c
+	}
+	return value{c: c, hp: &hugePow{neg: neg, base: base, exp: exp}}, true
+}
+
+// hugePower returns b^k for a rational b and an integer k whose exact
+// result exceeds MaxBits, as a hugePow (ok false when it cannot be
+// represented).
+func (e *evaluator) hugePower(b *big.Rat, k *big.Int) (value, bool) {
+	if b.Sign() == 0 || k.BitLen() > MaxBits {
+		return value{}, false
+	}
+	neg := b.Sign() < 0 && k.Bit(0) == 1
+	base := new(big.Rat).Abs(b)
+	if base.Cmp(big.NewRat(1, 1)) == 0 {
+		if neg {
+			return exact(big.NewRat(-1, 1)), true
+		}
+		return exact(big.NewRat(1, 1)), true
+	}
+	e.b.left -= k.BitLen()/wordBits + 64
+	if e.b.left < 0 {
+		return value{}, false
+	}
+	root, m := perfectPower(base)
+	return e.hugeValue(neg, root, new(big.Int).Mul(k, big.NewInt(int64(m))))
+}
+
+// perfectPower returns the rational r and the largest m with b = r^m,
+// for b > 0 a power of two or with numerator and denominator below 2^64
+// (else b, 1).
+func perfectPower(b *big.Rat) (*big.Rat, int) {
+	if b.IsInt() && b.Num().BitLen() > 1 && b.Num().TrailingZeroBits() == uint(b.Num().BitLen()-1) {
+		return big.NewRat(2, 1), b.Num().BitLen() - 1
+	}
+	if !b.Num().IsUint64() || !b.Denom().IsUint64() {
+		return b, 1
+	}
+	for m := 63; m >= 2; m-- {
+		n, ok1 := uintRoot(b.Num().Uint64(), m)
+		d, ok2 := uintRoot(b.Denom().Uint64(), m)
+		if ok1 && ok2 {
+			return new(big.Rat).SetFrac(new(big.Int).SetUint64(n), new(big.Int).SetUint64(d)), m
+		}
+	}
+	return b, 1
+}
+
+// uintRoot returns the integer m-th root of x when x is a perfect m-th
+// power.
+func uintRoot(x uint64, m int) (uint64, bool) {
+	if x <= 1 {
+		return x, true
+	}
+	g := uint64(math.Round(math.Pow(float64(x), 1/float64(m))))
+	for _, r := range []uint64{g - 1, g, g + 1} {
+		if r < 2 {
+			continue
+		}
+		p := new(big.Int).Exp(new(big.Int).SetUint64(r), big.NewInt(int64(m)), nil)
+		if p.IsUint64() && p.Uint64() == x {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// hugeMul multiplies two values of which one is a hugePow: powers of
+// one base add their exponents (a factor that is an exact integer power
+// of the base counts as one), and 1 changes nothing; ok is false for
+// anything else.
+func (e *evaluator) hugeMul(a, b value) (value, bool) {
+	if a.hp == nil {
+		a, b = b, a
+	}
+	e.b.left -= 64
+	if e.b.left < 0 {
+		return value{}, false
+	}
+	h := a.hp
+	var neg bool
+	var j *big.Int
+	switch {
+	case b.hp != nil && b.hp.base.Cmp(h.base) == 0:
+		neg, j = b.hp.neg, b.hp.exp
+	case b.hp != nil:
+		k, ok := powerOf(b.hp.base, h.base)
+		if !ok {
+			return value{}, false
+		}
+		neg, j = b.hp.neg, new(big.Int).Mul(k, b.hp.exp)
+	case b.r != nil && b.r.Sign() != 0:
+		abs := new(big.Rat).Abs(b.r)
+		neg = b.r.Sign() < 0
+		if abs.Cmp(big.NewRat(1, 1)) == 0 {
+			j = new(big.Int)
+		} else {
+			k, ok := powerOf(abs, h.base)
+			if !ok {
+				return value{}, false
+			}
+			j = k
+		}
+	default:
+		return value{}, false
+	}
+	return e.hugeValue(h.neg != neg, h.base, new(big.Int).Add(h.exp, j))
 }
 
 // isReal reports whether v has no imaginary part (beyond rounding).
@@ -131,6 +346,11 @@ func (e *evaluator) eval(n *node) (value, bool) {
 		if v.r != nil {
 			return exact(new(big.Rat).Neg(v.r)), true
 		}
+		if v.hp != nil {
+			h := *v.hp
+			h.neg = !h.neg
+			return value{c: -v.c, hp: &h}, true
+		}
 		return value{c: -v.c, nonReal: v.nonReal}, true
 	case nPM:
 		return e.eval(n.args[0]) // the + branch; expansion handles the rest
@@ -200,6 +420,11 @@ func (e *evaluator) eval(n *node) (value, bool) {
 // mul multiplies a and b, exactly when both are exact and the product
 // fits MaxBits; its cost is charged to the budget.
 func (e *evaluator) mul(a, b value) value {
+	if a.hp != nil || b.hp != nil {
+		if v, ok := e.hugeMul(a, b); ok {
+			return v
+		}
+	}
 	if a.r != nil && b.r != nil && e.charge(a.r, b.r) {
 		p := new(big.Rat).Mul(a.r, b.r)
 		if fits(p) {
@@ -257,6 +482,20 @@ func (e *evaluator) pow(b, x value) (value, bool) {
 			q := x.r.Denom().Int64()
 			if rt, ok := ratRoot(b.r, q); ok {
 				return e.pow(exact(rt), exact(new(big.Rat).SetInt(x.r.Num())))
+			}
+		}
+	}
+	if x.r != nil && x.r.IsInt() {
+		// Exact powers beyond MaxBits: 2^{65536}, (2^{100})^{1000}.
+		switch {
+		case b.r != nil && b.r.Sign() != 0:
+			if v, ok := e.hugePower(b.r, x.r.Num()); ok {
+				return v, true
+			}
+		case b.hp != nil:
+			neg := b.hp.neg && x.r.Num().Bit(0) == 1
+			if v, ok := e.hugeValue(neg, b.hp.base, new(big.Int).Mul(b.hp.exp, x.r.Num())); ok {
+				return v, true
 			}
 		}
 	}

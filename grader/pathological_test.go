@@ -115,6 +115,8 @@ func evalShapes() []shape {
 		{"matrix-product", strings.Repeat(`\begin{pmatrix}x&1\\1&x\end{pmatrix}`, 40)},
 		{"deep-parens", strings.Repeat("(x+", 60) + "1" + strings.Repeat(")^2", 60)},
 		{"huge-power-chain", join(200, func(i int) string { return fmt.Sprintf("2^{%d}", 60000+i) }, `\cdot`)},
+		{"huge-bases", join(200, func(i int) string { return fmt.Sprintf("%d^{%d}", 2+i, 70000+i) }, `\cdot`)},
+		{"huge-quotients", join(100, func(i int) string { return fmt.Sprintf(`\frac{%d^{%d}}{%d^{%d}}`, 4+i, 90000, 2+i, 170000) }, "+")},
 		{"relations", join(200, func(i int) string { return fmt.Sprintf("x+%d", i) }, "=")},
 		{"intervals", join(120, func(i int) string { return fmt.Sprintf("(%d,%d]", i, i+1) }, `\cup`)},
 		{"repeating", join(100, func(i int) string { return fmt.Sprintf(`0.%d\overline{%d}`, i, i+1) }, "+")},
