@@ -165,6 +165,7 @@ var choiceCases = []classCase{
 	{"letter paren", `The final answer is B) 17.`, `B`, true, convChoice},
 	{"bold letter", `The answer is **(D)**`, `D`, true, convChoice},
 	{"label alone", `\boxed{(E)}`, `\text{(E)}`, true, "MATH-500 test/precalculus/452 gold \\text{(E)}"},
+	{"label then a word", `\boxed{\textbf{(B)}\ \text{Monday}}`, `\text{Monday}`, true, convChoice},
 	{"a word is not a label", `The answer is A big number, 7.`, `7`, true, "a capital word is not a choice label"},
 }
 

@@ -210,9 +210,6 @@ func (c Config) compare(gold, answer string, b *budget) (bool, string) {
 	if ng == na {
 		return true, "equal: string"
 	}
-	if textKey(ng) != "" && textKey(ng) == textKey(na) {
-		return true, "equal: text"
-	}
 	if g := choiceKey(ng); len(g) == 1 && g[0] >= 'A' && g[0] <= 'J' {
 		if l, _ := choiceLabel(na); l != "" {
 			return l == g, "choice letter"
@@ -223,6 +220,9 @@ func (c Config) compare(gold, answer string, b *budget) (bool, string) {
 		if ng == na {
 			return true, "equal: string after choice label"
 		}
+	}
+	if k := textKey(ng); k != "" && k == textKey(na) {
+		return true, "equal: text"
 	}
 	if len(ng) > MaxAnswerBytes || len(na) > MaxAnswerBytes {
 		return false, "not equal: answer too long to parse"
