@@ -7,44 +7,124 @@
 //	Extract   response text -> answer text (the later of the last
 //	          \boxed{...} and a "final answer is ..." sentence, else an
 //	          "answer is" sentence, else the last LaTeX span or plain
-//	          number);
+//	          number; ExtractSource and Verdict.Source say which);
 //	Normalize answer text  -> canonical LaTeX-ish text (LaTeX spacing and
-//	          sizing noise, \text units, degrees, dollars, thousands
-//	          separators, trailing punctuation removed);
+//	          sizing noise, fonts, degrees outside trigonometric
+//	          functions, dollars, thousands separators, trailing
+//	          punctuation removed);
 //	Equal     gold, answer -> bool (parsed into a small expression tree
 //	          and compared exactly, symbolically or numerically).
 //
 // Conventions:
 //
 //   - Equal is asymmetric, as in Math-Verify: the gold side decides how an
-//     equation or an interval is read ("x = 3" is accepted for gold "3",
-//     an inequality gold is accepted as an interval answer, an interval
-//     gold accepts an inequality only with Config.AllowSetRelation).
-//     Equivalent is the symmetric variant used to cluster answers.
+//     equation or an interval is read ("x = 3" is accepted for gold "3", an
+//     inequality gold is accepted as an interval answer, an interval gold
+//     accepts an inequality only with Config.AllowSetRelation). Equivalent is
+//     the symmetric variant used to cluster answers.
 //   - Numbers are exact rationals (math/big) while they can be: integers,
-//     decimals, fractions, integer powers and factorials stay exact, so
-//     1/2006! and 1/2004! differ. Irrational constants and functions are
-//     evaluated in complex128.
+//     decimals, fractions, integer powers and factorials stay exact, so 1/2006!
+//     and 1/2004! differ. Integer powers beyond MaxBits stay exact as
+//     ±base^exp: 2^{2^{2^{2^2}}} = 2^{65536} = 4^{32768}, and powers of one
+//     base multiply exactly. Irrational constants and functions are evaluated
+//     in complex128.
 //   - Expressions with free variables are compared by evaluating both at
-//     NumericPoints pseudo-random rational points of either sign (seeded
-//     from the variable names, so deterministic); they agree when every
-//     point agrees exactly, or within the relative tolerance
-//     NumericTolerance once irrational functions are involved. Uninterpreted functions such as
-//     f(x) evaluate to a fixed smooth function of their name and argument.
+//     NumericPoints pseudo-random rational points (seeded from the variable
+//     names, so deterministic; the first positive in every variable, the second
+//     negative in every variable, the rest of mixed signs); they agree when
+//     every point agrees exactly, or within the relative tolerance
+//     NumericTolerance once irrational functions are involved. Uninterpreted
+//     functions such as f(x) evaluate to a fixed smooth function of their name
+//     and argument.
+//   - Real domain: a point where either side leaves the real domain (a square
+//     or even root, fractional power or logarithm of a negative real; the
+//     complex constant i does not count) is skipped, and when fewer than two
+//     points remain NumericPoints positive points are added. So identities that
+//     hold wherever both sides are real are accepted, those that hold only for
+//     positive variables included: \sqrt x\sqrt y = \sqrt{xy}, 2\ln x =
+//     \ln(x^2). Points of both signs still reject what differs where both are
+//     real: \sqrt{x^2} is |x|, not x. When no point is real for both, the
+//     complex principal values are compared.
 //   - When either side contains a decimal literal with a fractional part,
 //     numbers are compared after rounding to Config.FloatRounding decimal
-//     places (default 6), as Math-Verify does: 0.333 equals 1/3 at 3
-//     places but not at 4.
+//     places (default 6), as Math-Verify does: 0.333 equals 1/3 at 3 places but
+//     not at 4.
 //   - Bare comma lists and sets compare as sets (order-free, duplicates
-//     ignored); parenthesised tuples, points, ratios and matrices compare
-//     in order. A tuple of two elements also matches the open interval
-//     with the same ends.
-//   - Every call is deterministic, never panics on any input and is
-//     bounded: inputs are cut to MaxResponseBytes / MaxAnswerBytes,
-//     parsing and evaluation draw on a step budget (MaxSteps), nesting is
-//     limited to MaxDepth, and exact arithmetic refuses integers above
-//     MaxBits bits (falling back to floating point). No signals,
+//     ignored); parenthesised tuples, points, ratios and matrices compare in
+//     order. A tuple of two elements also matches the open interval with the
+//     same ends.
+//   - Relations and chains: in a chain s0 op s1 op ... of = and ≈, a label (a
+//     name such as x, f(x), AB, a_n: the first side, or the second of two as in
+//     5 = x) names the answer; the value is the last side before the first ≈ (x
+//     = 2+3 = 5 answers 5; π ≈ 3.14 answers π, as in Math-Verify). Every =
+//     between two constant sides must hold (at FloatRounding places where a
+//     decimal is involved), else the answer is wrong: 5 = 6 answers neither 5
+//     nor 6, and x = 5+5+1 = 7 = 11 is wrong for 11. Math-Verify takes the last
+//     side whatever the chain asserts; the 4 cases of its suite that differ are
+//     listed in testdata/disagreements.jsonl. A decimal side joined by = that
+//     only roughly agrees with the side before it (within one unit of its last
+//     written decimal place, or 1% of it) is an approximation, like a side
+//     after ≈: x = 1/3 = 0.333 answers 1/3. ≈ itself is not checked, but an
+//     approximation answers a gold that has a decimal literal only when it is
+//     roughly its exact side (π ≈ 3.14 answers 3.14; 1/2 ≈ 0.33 does not answer
+//     0.33). Two sides that are not both constants and have no label are an
+//     identity when equal as expressions ((x+1)^2 = x^2+2x+1 answers x^2+2x+1),
+//     else an equation, equal to an equation whose sides differ by a constant
+//     factor. Two labelled equations compare their values when the labels
+//     match, or when one is y and the other f(x) (y = 2x+3 and f(x) = 2x+3
+//     define the same function of x; y must not be an argument, and the values
+//     may use only the arguments).
+//   - Degrees: a degree mark (^\circ, ^{\circ}, °, \degree, "degrees") is
+//     dropped, so an angle compares as its number of degrees (30^\circ = 30, as
+//     MATH writes angle answers; not π/6), unless the text (gold or answer,
+//     each on its own) applies a trigonometric function (sin, cos, tan, sec,
+//     csc, cot): then x° is x·π/180 radians, so \sin 30^\circ = 1/2 while \sin
+//     30 is in radians.
+//   - Mixed numbers: an integer literal followed by a proper fraction of
+//     integer literals (0 < p < q) is a mixed number, with or without a space:
+//     137 \frac{1}{2}, 137\frac12 and 1 1/2 are 137 + 1/2 and 1 + 1/2 (AoPS /
+//     MATH convention; MATH-500 golds are written this way). An improper
+//     fraction after an integer (2\frac{5}{2}) is a product.
+//   - Factorials: a '!' right after an operand is a factorial (5! = 120, 5!! =
+//     15) and is never trimmed as punctuation inside an answer; in running text
+//     a '!' followed by a space or the end of the text ends the sentence ("the
+//     answer is 6!" answers 6).
+//   - Fonts: \mathbf, \mathrm, \mathit, \boldsymbol, \mathsf, \mathtt, \bm and
+//     old-style switches ({\bf 70}, \rm, \it) select a font and are read
+//     through: \mathbf{70} is 70. A font around a word is text
+//     (\mathrm{Monday}), around a letter a symbol (\mathbf{v} is v).
+//   - Text: answers made only of words compare as text keys: words of two or
+//     more letters without case, an article before such a word dropped ("The
+//     Circle" = "circle"), braces and . ! ? ignored. A single letter keeps its
+//     case and is never an article, primes and parentheses count: N is not n,
+//     E' is not E, f'(x) is not f(x), "a b" is not b.
+//   - Repeating decimals: digits under \overline, \bar or \dot right after a
+//     decimal point or decimal repeat forever and are exact: 0.\overline{3} =
+//     1/3, 0.1\overline{6} = 1/6.
+//   - Set-builder: \{x \mid P\} and \{x : P\} (also \{x \in \mathbb{R} \mid
+//     P\}) are the set of x where P holds; when P is an inequality or chain in
+//     x alone they compare as the intervals it solves to, so \{x \mid x > 3\} =
+//     (3, \infty), with the same gold/answer asymmetry as intervals against
+//     inequalities.
+//   - Clock times: H:MM and H:MM:SS (minutes and seconds of two digits below
+//     60, hours at most 24), optionally with am/pm, are times of day: 20:34 =
+//     20:34:00 = 8:34 pm. Other a:b are ratios.
+//   - Choices: an answer that starts with a choice label for a letter A-J
+//     ("(B)", "B.", "B)", "B:", \textbf{(B)}, **B**) answers that letter
+//     against a single-letter gold and the text after the label against any
+//     other gold: "Answer: (B) 17" is right for B and for 17.
+//   - Every call is deterministic, never panics on any input and is bounded,
+//     whatever the input: responses are cut to their last MaxResponseBytes;
+//     boxes, math spans, anchors, numbers and normalization are found in single
+//     left-to-right passes (linear time, memory linear in the input), with at
+//     most the last 4*MaxElements boxes, spans or numbers kept and at most 8
+//     candidate spans parsed per step of Extract; only answers of at most
+//     MaxAnswerBytes are parsed; parsing and evaluation draw on step budgets of
+//     MaxSteps per stage (response, gold, comparison), in which exact
+//     arithmetic is charged by the size of its numbers; nesting is limited to
+//     MaxDepth, and exact arithmetic refuses integers above MaxBits bits
+//     (falling back to floating point). BenchmarkPathological checks that every
+//     exported call stays under 100 ms on adversarial 1 MB inputs. No signals,
 //     goroutines or timers are used.
-//   - The package has no global mutable state and imports nothing from
-//     spiral.
+//   - The package has no global mutable state and imports nothing from spiral.
 package grader

@@ -35,6 +35,10 @@ func (c *comparer) equal(g, p *node) bool {
 	if c.cfg.NonStrict {
 		g, p = renameVars(g), renameVars(p)
 	}
+	if g.k == nFalse || p.k == nFalse {
+		c.lastHow = "false chain"
+		return false
+	}
 	// A labelled equation "x = v" stands for v when the other side is not
 	// an equation.
 	if isEq(g) && !isRel(p) {
@@ -48,6 +52,14 @@ func (c *comparer) equal(g, p *node) bool {
 			return false
 		}
 		p = p.args[1]
+	}
+	// The gold's value is its exact side; the answer's approximations
+	// count only against a decimal gold.
+	if g.k == nApprox {
+		g = g.args[0]
+	}
+	if p.k == nApprox {
+		return c.approxEqual(g, p)
 	}
 	// ± expands into alternatives compared as sets.
 	ga, pa := c.expand(g), c.expand(p)
@@ -65,6 +77,12 @@ func (c *comparer) equal(g, p *node) bool {
 	switch {
 	case g.k == nPercent || p.k == nPercent:
 		return c.percentEqual(g, p)
+	case g.k == nBuilder || p.k == nBuilder:
+		return c.builderEqual(g, p)
+	case g.k == nClock || p.k == nClock:
+		// Clock times: the same time of day (20:34 = 20:34:00 = 8:34 pm).
+		c.lastHow = "clock"
+		return g.k == p.k && canon(g) == canon(p)
 	case isRel(g) || isRel(p):
 		return c.relEqual(g, p)
 	case isIntervalish(g) || isIntervalish(p):
@@ -122,8 +140,8 @@ func nodeText(n *node) string {
 }
 
 // prep rewrites a node before comparison: membership "x \in S" becomes
-// S, equation chains are reduced to "label = value" or the value, and
-// matrix arithmetic is carried out.
+// S, chains of = and ≈ are reduced by reduceChain, and matrix arithmetic
+// is carried out.
 func (c *comparer) prep(n *node) *node {
 	if n.k == nRel && len(n.args) == 2 && (n.ops[0] == "in") {
 		return n.args[1]
@@ -132,17 +150,14 @@ func (c *comparer) prep(n *node) *node {
 		return n
 	}
 	if n.k == nRel {
-		allEq := true
-		hasApprox := false
+		chain := true
 		for _, o := range n.ops {
-			if o == "~" {
-				hasApprox = true
-			} else if o != "=" {
-				allEq = false
+			if o != "=" && o != "~" {
+				chain = false
 			}
 		}
-		if allEq {
-			return c.reduceChain(n, hasApprox)
+		if chain {
+			return c.reduceChain(n)
 		}
 	}
 	if hasMatrix(n, 0) {
@@ -153,55 +168,136 @@ func (c *comparer) prep(n *node) *node {
 	return n
 }
 
-// reduceChain turns a = b = ... = v (with = or ≈) into "label = v" when
-// the first side is a label, into v when the other sides are constants,
-// and into first = v otherwise. With ≈ the value is the last side that
-// follows an "=" (x = 1/3 ≈ 0.33 gives 1/3), else the side after ≈.
-func (c *comparer) reduceChain(n *node, hasApprox bool) *node {
-	vi := len(n.args) - 1
-	if hasApprox {
-		vi = -1
-		for i := len(n.args) - 1; i >= 1; i-- {
-			if n.ops[i-1] == "=" {
-				vi = i
+// reduceChain reads a chain s0 op s1 op ... sn of = and ≈ (doc.go:
+// relations and chains). A label (a name such as x, f(x), AB; the first
+// side, or a later plain symbol as in 1 = \zzz = x = 0, or the second of
+// two sides as in 5 = x) names the answer; the sides after it are values.
+// The value is the last side before the first ≈; a decimal side joined
+// by = that agrees with the side before it only approximately (1/3 =
+// 0.333) is an approximation too. Every = between two constant sides
+// must hold, else the chain is false (nFalse): 5 = 6 answers nothing.
+// The result is "label = value", or the value; a value with
+// approximations is an nApprox. Two sides that are not both constants
+// and have no label are an identity when they are equal as expressions
+// ((x+1)^2 = x^2+2x+1 answers x^2+2x+1), else they stay an equation
+// (y^2 = 4x).
+func (c *comparer) reduceChain(n *node) *node {
+	args, ops := n.args, n.ops
+	li := -1
+	if isLabel(args[0]) {
+		li = 0
+	} else {
+		for i := 1; i < len(args)-1; i++ {
+			if isLabel(args[i]) && args[i].k == nSym && !strings.HasPrefix(args[i].name, `\`) && len(freeSyms(args[0], nil)) > 0 {
+				li = i
 				break
 			}
 		}
-		if vi < 0 {
-			vi = len(n.args) - 1
+	}
+	vals, vops := args, ops
+	var label *node
+	switch {
+	case li >= 0:
+		label, vals, vops = args[li], args[li+1:], ops[li+1:]
+	case len(args) == 2 && isLabel(args[1]) && isConstant(args[0]):
+		// 5 = x reads as x = 5.
+		label, vals, vops = args[1], args[:1], nil
+	case len(args) == 2 && !(isConstant(args[0]) && isConstant(args[1])):
+		if !c.equal(args[0], args[1]) {
+			return n // an equation, such as y^2 = 4x
 		}
+		return args[1] // an identity, such as (x+1)^2 = x^2+2x+1
 	}
-	val := n.args[vi]
-	first := n.args[0]
-	if vi == 0 {
-		return first
-	}
-	if isLabel(first) {
-		return &node{k: nRel, args: []*node{first, val}, ops: []string{"="}, lab: true}
-	}
-	constant := true
-	for _, a := range n.args {
-		if len(freeSyms(a, nil)) > 0 || a.k == nText {
-			constant = false
+	end := len(vals) - 1
+	for i := 1; i < len(vals); i++ {
+		if vops[i-1] != "=" {
+			end = i - 1
+			break
 		}
+		a, b := vals[i-1], vals[i]
+		if !isConstant(a) || !isConstant(b) {
+			continue
+		}
+		if c.equal(a, b) {
+			continue
+		}
+		if (hasFloat(a) || hasFloat(b)) && c.roughlyEqual(a, b) {
+			end = i - 1
+			break
+		}
+		return &node{k: nFalse}
 	}
-	if constant {
+	val := vals[end]
+	if end < len(vals)-1 {
+		val = &node{k: nApprox, args: append([]*node{val}, vals[end+1:]...)}
+	}
+	if label == nil {
 		return val
 	}
-	// A label later in the chain: 1 = \zzz = x = 0.
-	for i := 1; i < vi; i++ {
-		if isLabel(n.args[i]) && n.args[i].k == nSym && !strings.HasPrefix(n.args[i].name, `\`) {
-			return &node{k: nRel, args: []*node{n.args[i], val}, ops: []string{"="}, lab: true}
+	return &node{k: nRel, args: []*node{label, val}, ops: []string{"="}, lab: true}
+}
+
+// isConstant reports whether n has no free symbols and no text.
+func isConstant(n *node) bool {
+	if n.k == nText {
+		return false
+	}
+	return len(freeSyms(n, nil)) == 0
+}
+
+// approxEqual compares gold g with an answer value that carries
+// approximations (x = 1/3 ≈ 0.33): the exact value decides, and against a
+// gold with a decimal literal an approximation may also match, if it is
+// roughly the value it approximates.
+func (c *comparer) approxEqual(g, p *node) bool {
+	if c.equal(g, p.args[0]) {
+		return true
+	}
+	if !hasFloat(g) {
+		return false
+	}
+	for _, a := range p.args[1:] {
+		if c.roughlyEqual(p.args[0], a) && c.equal(g, a) {
+			return true
 		}
 	}
-	if len(n.args) == 2 {
-		if isLabel(val) && !isLabel(first) && len(freeSyms(first, nil)) == 0 {
-			// 5 = x reads as x = 5.
-			return &node{k: nRel, args: []*node{val, first}, ops: []string{"="}, lab: true}
-		}
-		return n
+	return false
+}
+
+// roughlyEqual reports whether the constant a is approximated by b: they
+// differ by at most one unit in the last decimal place written in b, or
+// by at most 1% of a (π ≈ 3.14, 2/3 ≈ 0.6, e^{10} ≈ 2.2 \times 10^4).
+func (c *comparer) roughlyEqual(a, b *node) bool {
+	e := &evaluator{b: c.b}
+	va, ok1 := e.eval(a)
+	vb, ok2 := e.eval(b)
+	if !ok1 || !ok2 || !finite(va) || !finite(vb) {
+		return false
 	}
-	return &node{k: nRel, args: []*node{first, val}, ops: []string{"="}}
+	d := cmplx.Abs(va.c - vb.c)
+	return d <= math.Pow(10, -float64(decimalPlaces(b))) || d <= 0.01*cmplx.Abs(va.c)
+}
+
+// decimalPlaces returns the most digits after the decimal point of the
+// decimal literals in n.
+func decimalPlaces(n *node) int {
+	if n == nil {
+		return 0
+	}
+	if n.k == nNum && n.flt {
+		// A decimal literal is exact: its denominator is a power of ten
+		// (or divides one) whose exponent is the places written.
+		d := 0
+		for den := new(big.Int).Set(n.val.Denom()); den.Cmp(big.NewInt(1)) > 0 && d < 30; d++ {
+			den.Quo(den.Add(den, big.NewInt(9)), big.NewInt(10))
+		}
+		return d
+	}
+	m := 0
+	for _, a := range n.args {
+		m = max(m, decimalPlaces(a))
+	}
+	return m
 }
 
 // isLabel reports whether n names a quantity rather than computing one:
@@ -215,7 +311,7 @@ func isLabel(n *node) bool {
 		switch n.name {
 		case "abs":
 			return isLabel(n.args[0])
-		case "sin", "cos", "tan", "sec", "csc", "cot", "log", "ln", "exp", "sqrt", "root", "fact", "binom",
+		case "sin", "cos", "tan", "sec", "csc", "cot", "log", "ln", "exp", "sqrt", "root", "fact", "fact2", "binom",
 			"floor", "ceil", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh":
 			return false
 		}
@@ -677,10 +773,42 @@ func matMul(a, b *node) *node {
 			for k := 0; k < inner; k++ {
 				s.args = append(s.args, mk(nMul, a.rows[i][k], b.rows[k][j]))
 			}
+			// Entries share subtrees, so a chain of products would grow
+			// trees exponentially: refuse entries beyond maxEntryNodes.
+			if treeSize(s, maxEntryNodes+1) > maxEntryNodes {
+				return nil
+			}
 			rows[i][j] = s
 		}
 	}
 	return &node{k: nMatrix, rows: rows}
+}
+
+// maxEntryNodes is the largest matrix entry (in tree nodes) that matrix
+// products build.
+const maxEntryNodes = 4096
+
+// treeSize returns the number of nodes of n counted as a tree (shared
+// subtrees once per use), or limit once it reaches limit.
+func treeSize(n *node, limit int) int {
+	size := 0
+	var walk func(n *node)
+	walk = func(n *node) {
+		if n == nil || size >= limit {
+			return
+		}
+		size++
+		for _, a := range n.args {
+			walk(a)
+		}
+		for _, r := range n.rows {
+			for _, x := range r {
+				walk(x)
+			}
+		}
+	}
+	walk(n)
+	return min(size, limit)
 }
 
 // relEqual compares relations: equations by proportional sides,
@@ -723,6 +851,63 @@ func (c *comparer) relEqual(g, p *node) bool {
 	return ok && ok2 && c.intervalSetsEqual(ig, ip)
 }
 
+// builderIntervals solves a set-builder set {x | condition} whose
+// condition is an inequality (or chain) in its element x alone, also
+// written {x \in S | ...}, as intervals.
+func (c *comparer) builderIntervals(n *node) ([]interval, bool) {
+	elem, cond := n.args[0], n.args[1]
+	if elem.k == nRel && len(elem.args) == 2 && elem.ops[0] == "in" {
+		elem = elem.args[0]
+	}
+	if elem.k != nSym || cond.k != nRel {
+		return nil, false
+	}
+	if names := sortedSyms(cond); len(names) != 1 || names[0] != elem.name {
+		return nil, false
+	}
+	return c.toIntervals(cond)
+}
+
+// builderEqual compares a set-builder set with a set-builder set, an
+// interval or union, or an inequality: as intervals when its condition
+// solves to them, else element and condition one by one. A set-builder
+// gold accepts an inequality answer only with Config.AllowSetRelation
+// (it is a set); an inequality gold always accepts a set-builder answer.
+func (c *comparer) builderEqual(g, p *node) bool {
+	if g.k == nBuilder && p.k == nBuilder {
+		ig, ok1 := c.builderIntervals(g)
+		ip, ok2 := c.builderIntervals(p)
+		if ok1 && ok2 {
+			return c.intervalSetsEqual(ig, ip)
+		}
+		return c.equal(g.args[0], p.args[0]) && c.equal(g.args[1], p.args[1])
+	}
+	b, other := g, p
+	if p.k == nBuilder {
+		b, other = p, g
+	}
+	if isRel(other) && b == g && !c.cfg.AllowSetRelation {
+		return false
+	}
+	ib, ok := c.builderIntervals(b)
+	if !ok {
+		return false
+	}
+	var io []interval
+	if isRel(other) {
+		io, ok = c.toIntervals(other)
+	} else {
+		io, ok = c.asIntervals(other)
+	}
+	if !ok {
+		return false
+	}
+	if b == g {
+		return c.intervalSetsEqual(ib, io)
+	}
+	return c.intervalSetsEqual(io, ib)
+}
+
 // diff returns L - R of a two-sided relation.
 func diff(r *node) *node {
 	return mk(nAdd, r.args[0], mk(nNeg, r.args[len(r.args)-1]))
@@ -738,10 +923,43 @@ func (c *comparer) eqEqual(g, p *node) bool {
 		}
 		return c.seqEqual(g.args, p.args)
 	}
-	if g.lab && p.lab && canon(g.args[0]) == canon(p.args[0]) {
+	if g.lab && p.lab && (canon(g.args[0]) == canon(p.args[0]) || sameFunction(g, p)) {
 		return c.equal(g.args[1], p.args[1])
 	}
 	return c.proportional(diff(g), diff(p), false)
+}
+
+// sameFunction reports whether two labelled equations define the same
+// dependent variable in two notations, y = ... and f(x) = ...: one label
+// is a call f(x1, ..., xk) of plain symbols, the other a plain symbol
+// that is none of them and appears in neither right side, and both right
+// sides use only x1..xk.
+func sameFunction(g, p *node) bool {
+	call, sym := g.args[0], p.args[0]
+	if call.k != nFunc {
+		call, sym = sym, call
+	}
+	if call.k != nFunc || sym.k != nSym || len(call.args) == 0 {
+		return false
+	}
+	vars := map[string]bool{}
+	for _, a := range call.args {
+		if a.k != nSym {
+			return false
+		}
+		vars[a.name] = true
+	}
+	if vars[sym.name] {
+		return false
+	}
+	for _, side := range []*node{g.args[1], p.args[1]} {
+		for name := range freeSyms(side, nil) {
+			if !vars[name] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // ineqEqual compares two one-sided inequalities L op R.
@@ -769,21 +987,29 @@ func orient(r *node) (*node, string) {
 
 // points returns NumericPoints assignments of exact rational values to the
 // given symbols, seeded from their names so that results are
-// deterministic.
-func points(names []string) []map[string]value {
+// deterministic: the first point is positive in every symbol, the second
+// negative in every symbol, the others of random signs. With positive
+// set, all points are positive (drawn from another seed), for
+// expressions whose real domain is the positive values.
+func points(names []string, positive bool) []map[string]value {
 	h := fnv.New64a()
 	for _, n := range names {
 		h.Write([]byte(n))
 		h.Write([]byte{0})
 	}
-	rng := rand.New(rand.NewPCG(h.Sum64(), 0x5851f42d4c957f2d))
+	seed2 := uint64(0x5851f42d4c957f2d)
+	if positive {
+		seed2 = 0x14057b7ef767814f
+	}
+	rng := rand.New(rand.NewPCG(h.Sum64(), seed2))
 	out := make([]map[string]value, NumericPoints)
 	for k := range out {
 		env := make(map[string]value, len(names))
 		for _, n := range names {
 			num := int64(rng.IntN(37) + 3)
 			den := int64(rng.IntN(7) + 7)
-			if k > 0 && rng.IntN(2) == 0 {
+			neg := rng.IntN(2) == 0
+			if !positive && (k == 1 || k > 1 && neg) {
 				num = -num
 			}
 			env[n] = exact(big.NewRat(num, den))
@@ -791,6 +1017,74 @@ func points(names []string) []map[string]value {
 		out[k] = env
 	}
 	return out
+}
+
+// The real-domain policy (doc.go): expressions with free symbols are
+// compared at points where both are real. A point where either side
+// leaves the real domain (value.nonReal) is skipped; when fewer than
+// minValidPoints remain, positive points are tried as well; when still
+// too few remain, the complex principal values at the first points are
+// compared instead.
+const minValidPoints = 2
+
+// pointVerdict is the outcome of comparing two expressions at a set of
+// points.
+type pointVerdict uint8
+
+const (
+	pointsAgree    pointVerdict = iota // every valid point agrees
+	pointsDiffer                       // some valid point disagrees
+	pointsUnusable                     // evaluation failed: not a number
+)
+
+// pointCheck is what a comparison says about one point.
+type pointCheck uint8
+
+const (
+	pointValid pointCheck = iota // the two values agree
+	pointWrong                   // they differ
+	pointSkip                    // the point says nothing (both infinite)
+)
+
+// atPoints compares g and p at the points envs with cmp and returns the
+// verdict and how many points were valid. With real set, points where a
+// side is nonReal are skipped.
+func (c *comparer) atPoints(g, p *node, envs []map[string]value, real bool, cmp func(vg, vp value) pointCheck) (pointVerdict, int) {
+	valid := 0
+	for _, env := range envs {
+		e := &evaluator{env: env, b: c.b}
+		vg, ok1 := e.eval(g)
+		vp, ok2 := e.eval(p)
+		if !ok1 || !ok2 {
+			return pointsUnusable, valid
+		}
+		if real && (vg.nonReal || vp.nonReal) {
+			continue
+		}
+		switch cmp(vg, vp) {
+		case pointWrong:
+			return pointsDiffer, valid
+		case pointValid:
+			valid++
+		}
+	}
+	return pointsAgree, valid
+}
+
+// onDomain compares g and p under the real-domain policy, with cmp
+// deciding each point; it returns the verdict and whether at least
+// minValidPoints were valid.
+func (c *comparer) onDomain(g, p *node, names []string, cmp func(vg, vp value) pointCheck) (pointVerdict, bool) {
+	v, n := c.atPoints(g, p, points(names, false), true, cmp)
+	if v != pointsAgree || n >= minValidPoints {
+		return v, n >= minValidPoints
+	}
+	v2, n2 := c.atPoints(g, p, points(names, true), true, cmp)
+	if v2 != pointsAgree || n+n2 >= minValidPoints {
+		return v2, n+n2 >= minValidPoints
+	}
+	v3, n3 := c.atPoints(g, p, points(names, false), false, cmp)
+	return v3, n3 >= minValidPoints
 }
 
 func sortedSyms(ns ...*node) []string {
@@ -813,21 +1107,22 @@ func (c *comparer) proportional(a, b *node, positive bool) bool {
 	names := sortedSyms(a, b)
 	var ratio value
 	have := false
-	valid := 0
-	for _, env := range points(names) {
-		e := &evaluator{env: env, b: c.b}
-		va, ok1 := e.eval(a)
-		vb, ok2 := e.eval(b)
-		if !ok1 || !ok2 {
-			return c.structEqual(a, b)
+	check := func(ok bool) pointCheck {
+		if ok {
+			return pointValid
+		}
+		return pointWrong
+	}
+	cmp := func(va, vb value) pointCheck {
+		if va.hp != nil || vb.hp != nil {
+			return pointSkip // no ratio of numbers beyond MaxBits
 		}
 		za, zb := isZero(va), isZero(vb)
 		if za && zb {
-			valid++
-			continue
+			return pointValid
 		}
 		if za != zb || !finite(va) || !finite(vb) {
-			return false
+			return pointWrong
 		}
 		var r value
 		if va.r != nil && vb.r != nil {
@@ -837,19 +1132,30 @@ func (c *comparer) proportional(a, b *node, positive bool) bool {
 		}
 		if !have {
 			ratio, have = r, true
-			if positive && (real(r.c) <= 0 || math.Abs(imag(r.c)) > NumericTolerance) {
-				return false
-			}
-		} else if !c.numEqual(ratio, r, false) {
-			return false
+			return check(!positive || real(r.c) > 0 && math.Abs(imag(r.c)) <= NumericTolerance)
 		}
-		valid++
+		return check(c.numEqual(ratio, r, false))
+	}
+	if len(names) == 0 {
+		v, n := c.atPoints(a, b, []map[string]value{nil}, false, cmp)
+		if v == pointsUnusable {
+			return c.structEqual(a, b)
+		}
+		c.lastHow = "numeric"
+		return v == pointsAgree && n >= 1
+	}
+	v, enough := c.onDomain(a, b, names, cmp)
+	if v == pointsUnusable {
+		return c.structEqual(a, b)
 	}
 	c.lastHow = "numeric"
-	return valid >= 2 || len(names) == 0 && valid >= 1
+	return v == pointsAgree && enough
 }
 
 func isZero(v value) bool {
+	if v.hp != nil {
+		return false
+	}
 	if v.r != nil {
 		return v.r.Sign() == 0
 	}
@@ -908,6 +1214,10 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 		e := &evaluator{b: c.b}
 		vg, ok1 := e.eval(g)
 		vp, ok2 := e.eval(p)
+		if ok1 && ok2 && !flt && (vg.hp != nil || vp.hp != nil) {
+			c.lastHow = "exact"
+			return vg.hp != nil && vp.hp != nil && vg.hp.same(vp.hp)
+		}
 		if !ok1 || !ok2 || !finite(vg) || !finite(vp) {
 			return c.structEqual(g, p)
 		}
@@ -921,31 +1231,31 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 		}
 		return c.numEqual(vg, vp, flt)
 	}
-	valid := 0
-	for _, env := range points(names) {
-		e := &evaluator{env: env, b: c.b}
-		vg, ok1 := e.eval(g)
-		vp, ok2 := e.eval(p)
-		if !ok1 || !ok2 {
-			return c.structEqual(g, p)
-		}
-		if !finite(vg) || !finite(vp) {
+	v, enough := c.onDomain(g, p, names, func(vg, vp value) pointCheck {
+		switch {
+		case !flt && (vg.hp != nil || vp.hp != nil):
+			if vg.hp == nil || vp.hp == nil || !vg.hp.same(vp.hp) {
+				return pointWrong
+			}
+		case !finite(vg) || !finite(vp):
 			if finite(vg) != finite(vp) {
-				return false
+				return pointWrong
 			}
-			continue
-		}
-		if vg.r != nil && vp.r != nil && !flt {
+			return pointSkip
+		case vg.r != nil && vp.r != nil && !flt:
 			if vg.r.Cmp(vp.r) != 0 {
-				return false
+				return pointWrong
 			}
-		} else if !c.numEqual(vg, vp, flt) {
-			return false
+		case !c.numEqual(vg, vp, flt):
+			return pointWrong
 		}
-		valid++
+		return pointValid
+	})
+	if v == pointsUnusable {
+		return c.structEqual(g, p)
 	}
 	c.lastHow = "numeric"
-	return valid >= 2
+	return v == pointsAgree && enough
 }
 
 // numEqual compares two numbers: rounded to FloatRounding places when flt,

@@ -8,10 +8,253 @@ import (
 )
 
 // value is the result of evaluating a scalar node: an exact rational when
-// r is non-nil, and always its complex128 approximation c.
+// r is non-nil, and always its complex128 approximation c. nonReal marks
+// a value that left the real domain: some operation on real operands
+// gave a non-real result (√ of a negative, log of a non-positive, a
+// fractional power of a negative), so the point it was evaluated at lies
+// outside the expression's real domain. Complex constants such as i do
+// not set it.
 type value struct {
-	r *big.Rat
-	c complex128
+	r       *big.Rat
+	c       complex128
+	nonReal bool
+	hp      *hugePow // an exact power beyond MaxBits (then r is nil)
+}
+
+// hugePow is an exact value too large (or too small) for MaxBits:
+// ±base^exp, with base > 0 and != 1 (reduced to its smallest root when
+// it is a power of two or a perfect power of integers below 2^64: 4^n
+// is kept as 2^{2n}), and exp an integer of at most MaxBits bits. Its
+// value.c is ±Inf, or 0 for negative exponents.
+type hugePow struct {
+	neg  bool
+	base *big.Rat
+	exp  *big.Int
+}
+
+// same reports whether h and o are the same number: a^m = b^n exactly
+// when, with g = gcd(m, n), a^{m/g} = b^{n/g}, which is computed exactly
+// when both sides fit MaxBits (else they are taken to differ).
+func (h *hugePow) same(o *hugePow) bool {
+	if h.neg != o.neg || h.exp.Sign() != o.exp.Sign() {
+		return false
+	}
+	if h.base.Cmp(o.base) == 0 {
+		return h.exp.Cmp(o.exp) == 0
+	}
+	g := new(big.Int).GCD(nil, nil, new(big.Int).Abs(h.exp), new(big.Int).Abs(o.exp))
+	m := new(big.Int).Quo(h.exp, g)
+	n := new(big.Int).Quo(o.exp, g)
+	a, ok1 := exactPow(h.base, m)
+	b, ok2 := exactPow(o.base, n)
+	return ok1 && ok2 && a.Cmp(b) == 0
+}
+
+// exactPow returns b^k for a rational b > 0 and an integer k when the
+// result fits MaxBits.
+func exactPow(b *big.Rat, k *big.Int) (*big.Rat, bool) {
+	if !k.IsInt64() {
+		return nil, false
+	}
+	kk := k.Int64()
+	abs := max(kk, -kk)
+	bits := int64(max(b.Num().BitLen(), b.Denom().BitLen()))
+	if abs > MaxBits || bits*abs > MaxBits {
+		return nil, false
+	}
+	num := new(big.Int).Exp(b.Num(), big.NewInt(abs), nil)
+	den := new(big.Int).Exp(b.Denom(), big.NewInt(abs), nil)
+	if kk < 0 {
+		num, den = den, num
+	}
+	return ratFrac(num, den), true
+}
+
+// powerOf returns j with r = base^j (r, base > 0, base != 1) when there
+// is such an integer j of at most MaxBits/2 in size.
+func powerOf(r, base *big.Rat) (*big.Int, bool) {
+	lr, lb := ratLog2(r), ratLog2(base)
+	if lb == 0 || math.IsInf(lr, 0) || math.IsNaN(lr) {
+		return nil, false
+	}
+	j := math.Round(lr / lb)
+	if j == 0 || math.Abs(j) > MaxBits/2 {
+		return nil, false
+	}
+	k := big.NewInt(int64(j))
+	p, ok := exactPow(base, k)
+	if !ok || p.Cmp(r) != 0 {
+		return nil, false
+	}
+	return k, true
+}
+
+// ratLog2 returns log2(r) for r > 0 of any size.
+func ratLog2(r *big.Rat) float64 {
+	return intLog2(r.Num()) - intLog2(r.Denom())
+}
+
+func intLog2(x *big.Int) float64 {
+	n := x.BitLen()
+	if n <= 1000 {
+		f, _ := new(big.Float).SetInt(x).Float64()
+		return math.Log2(f)
+	}
+	top, _ := new(big.Float).SetInt(new(big.Int).Rsh(x, uint(n-64))).Float64()
+	return math.Log2(top) + float64(n-64)
+}
+
+// hugeValue returns ±base^exp as a value: exact when it fits MaxBits,
+// else a hugePow; ok is false when exp is too large even for that.
+func (e *evaluator) hugeValue(neg bool, base *big.Rat, exp *big.Int) (value, bool) {
+	if exp.BitLen() > MaxBits {
+		return value{}, false
+	}
+	if exp.Sign() == 0 {
+		return exact(big.NewRat(1, 1)), true
+	}
+	bits := int64(max(base.Num().BitLen(), base.Denom().BitLen()))
+	if exp.IsInt64() && bits*max(exp.Int64(), -exp.Int64()) <= MaxBits {
+		v, ok := e.pow(exact(base), exact(new(big.Rat).SetInt(exp)))
+		if ok && neg && v.r != nil {
+			v = exact(new(big.Rat).Neg(v.r))
+		}
+		return v, ok
+	}
+	c := complex(math.Inf(1), 0)
+	if exp.Sign() < 0 {
+		c = 0
+	}
+	if neg {
+		c = -c
+	}
+	return value{c: c, hp: &hugePow{neg: neg, base: base, exp: exp}}, true
+}
+
+// hugePower returns b^k for a rational b and an integer k whose exact
+// result exceeds MaxBits, as a hugePow (ok false when it cannot be
+// represented).
+func (e *evaluator) hugePower(b *big.Rat, k *big.Int) (value, bool) {
+	if b.Sign() == 0 || k.BitLen() > MaxBits {
+		return value{}, false
+	}
+	neg := b.Sign() < 0 && k.Bit(0) == 1
+	base := new(big.Rat).Abs(b)
+	if base.Cmp(big.NewRat(1, 1)) == 0 {
+		if neg {
+			return exact(big.NewRat(-1, 1)), true
+		}
+		return exact(big.NewRat(1, 1)), true
+	}
+	e.b.left -= k.BitLen()/wordBits + 64
+	if e.b.left < 0 {
+		return value{}, false
+	}
+	root, m := perfectPower(base)
+	return e.hugeValue(neg, root, new(big.Int).Mul(k, big.NewInt(int64(m))))
+}
+
+// perfectPower returns the rational r and the largest m with b = r^m,
+// for b > 0 a power of two or with numerator and denominator below 2^64
+// (else b, 1).
+func perfectPower(b *big.Rat) (*big.Rat, int) {
+	if b.IsInt() && b.Num().BitLen() > 1 && b.Num().TrailingZeroBits() == uint(b.Num().BitLen()-1) {
+		return big.NewRat(2, 1), b.Num().BitLen() - 1
+	}
+	if !b.Num().IsUint64() || !b.Denom().IsUint64() {
+		return b, 1
+	}
+	for m := 63; m >= 2; m-- {
+		n, ok1 := uintRoot(b.Num().Uint64(), m)
+		d, ok2 := uintRoot(b.Denom().Uint64(), m)
+		if ok1 && ok2 {
+			return new(big.Rat).SetFrac(new(big.Int).SetUint64(n), new(big.Int).SetUint64(d)), m
+		}
+	}
+	return b, 1
+}
+
+// uintRoot returns the integer m-th root of x when x is a perfect m-th
+// power.
+func uintRoot(x uint64, m int) (uint64, bool) {
+	if x <= 1 {
+		return x, true
+	}
+	g := uint64(math.Round(math.Pow(float64(x), 1/float64(m))))
+	for _, r := range []uint64{g - 1, g, g + 1} {
+		if r < 2 {
+			continue
+		}
+		p := new(big.Int).Exp(new(big.Int).SetUint64(r), big.NewInt(int64(m)), nil)
+		if p.IsUint64() && p.Uint64() == x {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// hugeMul multiplies two values of which one is a hugePow: powers of
+// one base add their exponents (a factor that is an exact integer power
+// of the base counts as one), and 1 changes nothing; ok is false for
+// anything else.
+func (e *evaluator) hugeMul(a, b value) (value, bool) {
+	if a.hp == nil {
+		a, b = b, a
+	}
+	e.b.left -= 64
+	if e.b.left < 0 {
+		return value{}, false
+	}
+	h := a.hp
+	var neg bool
+	var j *big.Int
+	switch {
+	case b.hp != nil && b.hp.base.Cmp(h.base) == 0:
+		neg, j = b.hp.neg, b.hp.exp
+	case b.hp != nil:
+		k, ok := powerOf(b.hp.base, h.base)
+		if !ok {
+			return value{}, false
+		}
+		neg, j = b.hp.neg, new(big.Int).Mul(k, b.hp.exp)
+	case b.r != nil && b.r.Sign() != 0:
+		abs := new(big.Rat).Abs(b.r)
+		neg = b.r.Sign() < 0
+		if abs.Cmp(big.NewRat(1, 1)) == 0 {
+			j = new(big.Int)
+		} else {
+			k, ok := powerOf(abs, h.base)
+			if !ok {
+				return value{}, false
+			}
+			j = k
+		}
+	default:
+		return value{}, false
+	}
+	return e.hugeValue(h.neg != neg, h.base, new(big.Int).Add(h.exp, j))
+}
+
+// isReal reports whether v has no imaginary part (beyond rounding).
+func isReal(v value) bool {
+	return v.r != nil || math.Abs(imag(v.c)) <= 1e-12*math.Max(1, cmplx.Abs(v.c))
+}
+
+// inDomain returns out marked nonReal when an operand is, or when every
+// operand is real and out is not.
+func inDomain(out value, in ...value) value {
+	allReal := true
+	for _, v := range in {
+		if v.nonReal {
+			out.nonReal = true
+			return out
+		}
+		allReal = allReal && isReal(v)
+	}
+	if allReal && !isReal(out) {
+		out.nonReal = true
+	}
+	return out
 }
 
 func exact(r *big.Rat) value {
@@ -31,6 +274,45 @@ type evaluator struct {
 
 func fits(r *big.Rat) bool {
 	return r.Num().BitLen() <= MaxBits && r.Denom().BitLen() <= MaxBits
+}
+
+// Exact arithmetic is charged to the step budget by size. One step is
+// about the work of evaluating one node (~100 ns); an operation on
+// big rationals costs one step per 64-bit word of its operands, eight
+// for non-integers (whose results are reduced by a GCD), so that the
+// budget bounds time whatever the sizes of the numbers.
+const (
+	wordBits     = 64
+	ratWordSteps = 8
+)
+
+// ratWords returns the 64-bit words of r's numerator and denominator.
+func ratWords(r *big.Rat) int {
+	return (r.Num().BitLen()+r.Denom().BitLen())/wordBits + 1
+}
+
+// charge takes the cost of an exact operation on a and b from the budget
+// and reports whether any is left.
+func (e *evaluator) charge(a, b *big.Rat) bool {
+	w := ratWords(a) + ratWords(b)
+	if !a.IsInt() || !b.IsInt() {
+		w *= ratWordSteps
+	}
+	e.b.left -= w
+	return e.b.left >= 0
+}
+
+// ratFrac returns num/den for coprime num and den > 0 without the GCD
+// that SetFrac would compute.
+func ratFrac(num, den *big.Int) *big.Rat {
+	r := new(big.Rat).SetInt(num)
+	if den.Cmp(big.NewInt(1)) == 0 {
+		return r
+	}
+	r.SetFrac64(1, 2) // gives r a denominator that Denom references
+	r.Num().Set(num)
+	r.Denom().Set(den)
+	return r
 }
 
 func (e *evaluator) eval(n *node) (value, bool) {
@@ -64,7 +346,12 @@ func (e *evaluator) eval(n *node) (value, bool) {
 		if v.r != nil {
 			return exact(new(big.Rat).Neg(v.r)), true
 		}
-		return approx(-v.c), true
+		if v.hp != nil {
+			h := *v.hp
+			h.neg = !h.neg
+			return value{c: -v.c, hp: &h}, true
+		}
+		return value{c: -v.c, nonReal: v.nonReal}, true
 	case nPM:
 		return e.eval(n.args[0]) // the + branch; expansion handles the rest
 	case nPercent:
@@ -75,12 +362,17 @@ func (e *evaluator) eval(n *node) (value, bool) {
 		return e.mul(v, exact(big.NewRat(1, 100))), true
 	case nAdd:
 		acc := exact(new(big.Rat))
+		nonReal := false
 		for _, a := range n.args {
 			v, ok := e.eval(a)
 			if !ok {
 				return v, false
 			}
+			nonReal = nonReal || v.nonReal
 			if acc.r != nil && v.r != nil {
+				if !e.charge(acc.r, v.r) {
+					return value{}, false
+				}
 				s := new(big.Rat).Add(acc.r, v.r)
 				if fits(s) {
 					acc = exact(s)
@@ -89,6 +381,7 @@ func (e *evaluator) eval(n *node) (value, bool) {
 			}
 			acc = approx(acc.c + v.c)
 		}
+		acc.nonReal = nonReal
 		return acc, true
 	case nMul:
 		acc := exact(big.NewRat(1, 1))
@@ -98,6 +391,9 @@ func (e *evaluator) eval(n *node) (value, bool) {
 				return v, false
 			}
 			acc = e.mul(acc, v)
+			if e.b.left < 0 {
+				return value{}, false
+			}
 		}
 		return acc, true
 	case nPow:
@@ -109,26 +405,36 @@ func (e *evaluator) eval(n *node) (value, bool) {
 		if !ok {
 			return x, false
 		}
-		return e.pow(b, x)
+		v, ok := e.pow(b, x)
+		return inDomain(v, b, x), ok
 	case nFunc:
 		return e.fn(n)
 	case nSum:
 		return e.sum(n)
+	case nApprox:
+		return e.eval(n.args[0])
 	}
 	return value{}, false
 }
 
+// mul multiplies a and b, exactly when both are exact and the product
+// fits MaxBits; its cost is charged to the budget.
 func (e *evaluator) mul(a, b value) value {
-	if a.r != nil && b.r != nil {
+	if a.hp != nil || b.hp != nil {
+		if v, ok := e.hugeMul(a, b); ok {
+			return v
+		}
+	}
+	if a.r != nil && b.r != nil && e.charge(a.r, b.r) {
 		p := new(big.Rat).Mul(a.r, b.r)
 		if fits(p) {
 			return exact(p)
 		}
 	}
-	if a.r != nil && a.r.Sign() == 0 || b.r != nil && b.r.Sign() == 0 {
+	if (a.r != nil && a.r.Sign() == 0 || b.r != nil && b.r.Sign() == 0) && !a.nonReal && !b.nonReal {
 		return exact(new(big.Rat))
 	}
-	return approx(a.c * b.c)
+	return value{c: a.c * b.c, nonReal: a.nonReal || b.nonReal}
 }
 
 // pow computes b^x, exactly for rational b and integer x when the result
@@ -154,20 +460,42 @@ func (e *evaluator) pow(b, x value) (value, bool) {
 				}
 				bits := int64(max(b.r.Num().BitLen(), b.r.Denom().BitLen()))
 				if abs <= MaxBits && bits*abs <= MaxBits {
-					e.b.left -= int(abs / 64)
+					// Squarings up to the result's size; powers of a
+					// reduced fraction stay reduced, so no GCD is needed.
+					e.b.left -= int(2*bits*abs/wordBits) + 1
+					if e.b.left < 0 {
+						return value{}, false
+					}
 					num := new(big.Int).Exp(b.r.Num(), big.NewInt(abs), nil)
 					den := new(big.Int).Exp(b.r.Denom(), big.NewInt(abs), nil)
-					r := new(big.Rat).SetFrac(num, den)
 					if kk < 0 {
-						r.Inv(r)
+						num, den = den, num
 					}
-					return exact(r), true
+					if den.Sign() < 0 {
+						num.Neg(num)
+						den.Neg(den)
+					}
+					return exact(ratFrac(num, den)), true
 				}
 			}
 		} else if x.r.Denom().IsInt64() && x.r.Denom().Int64() <= 12 && b.r.Sign() > 0 && x.r.Num().IsInt64() {
 			q := x.r.Denom().Int64()
 			if rt, ok := ratRoot(b.r, q); ok {
 				return e.pow(exact(rt), exact(new(big.Rat).SetInt(x.r.Num())))
+			}
+		}
+	}
+	if x.r != nil && x.r.IsInt() {
+		// Exact powers beyond MaxBits: 2^{65536}, (2^{100})^{1000}.
+		switch {
+		case b.r != nil && b.r.Sign() != 0:
+			if v, ok := e.hugePower(b.r, x.r.Num()); ok {
+				return v, true
+			}
+		case b.hp != nil:
+			neg := b.hp.neg && x.r.Num().Bit(0) == 1
+			if v, ok := e.hugeValue(neg, b.hp.base, new(big.Int).Mul(b.hp.exp, x.r.Num())); ok {
+				return v, true
 			}
 		}
 	}
@@ -219,9 +547,11 @@ func intRoot(x *big.Int, q int64) (*big.Int, bool) {
 	return c, new(big.Int).Exp(c, big.NewInt(q), nil).Cmp(x) == 0
 }
 
+// fn evaluates a function node, marking the result nonReal as inDomain
+// says.
 func (e *evaluator) fn(n *node) (value, bool) {
-	args := make([]value, len(n.args))
-	for i, a := range n.args {
+	args := make([]value, 0, len(n.args))
+	for _, a := range n.args {
 		if n.name == "det" && a.k == nMatrix {
 			return e.det(a)
 		}
@@ -229,8 +559,14 @@ func (e *evaluator) fn(n *node) (value, bool) {
 		if !ok {
 			return v, false
 		}
-		args[i] = v
+		args = append(args, v)
 	}
+	v, ok := e.apply(n, args)
+	return inDomain(v, args...), ok
+}
+
+// apply computes the function n.name of the evaluated args.
+func (e *evaluator) apply(n *node, args []value) (value, bool) {
 	one := func() (complex128, bool) {
 		if len(args) != 1 {
 			return 0, false
@@ -303,6 +639,8 @@ func (e *evaluator) fn(n *node) (value, bool) {
 		f = func(z complex128) complex128 { return complex(cmplx.Abs(z), 0) }
 	case "fact":
 		return e.factorial(args)
+	case "fact2":
+		return e.doubleFactorial(args)
 	case "floor", "ceil":
 		if len(args) == 1 && args[0].r != nil {
 			q := new(big.Int).Quo(args[0].r.Num(), args[0].r.Denom())
@@ -326,7 +664,13 @@ func (e *evaluator) fn(n *node) (value, bool) {
 		if len(args) == 2 && args[0].r != nil && args[1].r != nil && args[0].r.IsInt() && args[1].r.IsInt() {
 			a, b := args[0].r.Num(), args[1].r.Num()
 			if a.IsInt64() && b.IsInt64() && a.Int64() >= 0 && a.Int64() <= 5000 {
-				e.b.left -= int(a.Int64() / 8)
+				// min(k, a-k) multiplications and divisions of numbers
+				// of up to a bits.
+				k := min(b.Int64(), a.Int64()-b.Int64())
+				e.b.left -= int(max(k, 0)*(a.Int64()/wordBits+1)) + 1
+				if e.b.left < 0 {
+					return value{}, false
+				}
 				return exact(new(big.Rat).SetInt(new(big.Int).Binomial(a.Int64(), b.Int64()))), true
 			}
 		}
@@ -377,6 +721,27 @@ func (e *evaluator) factorial(args []value) (value, bool) {
 	return value{}, false
 }
 
+// doubleFactorial evaluates k!! = k(k-2)(k-4)... for integers k >= 0,
+// exactly while it fits MaxBits.
+func (e *evaluator) doubleFactorial(args []value) (value, bool) {
+	if len(args) != 1 || args[0].r == nil || !args[0].r.IsInt() || args[0].r.Sign() < 0 || !args[0].r.Num().IsInt64() {
+		return value{}, false
+	}
+	k := args[0].r.Num().Int64()
+	if k > 1 && float64(k)*math.Log2(float64(k))/2 > MaxBits {
+		return approx(complex(math.Inf(1), 0)), true
+	}
+	e.b.left -= int(k/2) + 1
+	if e.b.left < 0 {
+		return value{}, false
+	}
+	acc := big.NewInt(1)
+	for j := k; j > 1; j -= 2 {
+		acc.Mul(acc, big.NewInt(j))
+	}
+	return exact(new(big.Rat).SetInt(acc)), true
+}
+
 // sum evaluates \sum and \prod with integer bounds of at most 1000 terms.
 func (e *evaluator) sum(n *node) (value, bool) {
 	v, lo, hi, body := n.args[0], n.args[1], n.args[2], n.args[3]
@@ -415,10 +780,10 @@ func (e *evaluator) sum(n *node) (value, bool) {
 		}
 		if n.name == "prod" {
 			acc = e.mul(acc, t)
-		} else if acc.r != nil && t.r != nil {
+		} else if acc.r != nil && t.r != nil && e.charge(acc.r, t.r) {
 			acc = exact(new(big.Rat).Add(acc.r, t.r))
 		} else {
-			acc = approx(acc.c + t.c)
+			acc = value{c: acc.c + t.c, nonReal: acc.nonReal || t.nonReal}
 		}
 	}
 	return acc, true
@@ -432,6 +797,7 @@ func (e *evaluator) det(m *node) (value, bool) {
 		return value{}, false
 	}
 	vals := make([][]value, n)
+	nonReal := false
 	for i, r := range m.rows {
 		if len(r) != n {
 			return value{}, false
@@ -443,6 +809,7 @@ func (e *evaluator) det(m *node) (value, bool) {
 				return v, false
 			}
 			vals[i][j] = v
+			nonReal = nonReal || v.nonReal
 		}
 	}
 	var rec func(rows []int, cols []int) value
@@ -463,7 +830,7 @@ func (e *evaluator) det(m *node) (value, bool) {
 					t = approx(-t.c)
 				}
 			}
-			if acc.r != nil && t.r != nil {
+			if acc.r != nil && t.r != nil && e.charge(acc.r, t.r) {
 				acc = exact(new(big.Rat).Add(acc.r, t.r))
 			} else {
 				acc = approx(acc.c + t.c)
@@ -475,5 +842,12 @@ func (e *evaluator) det(m *node) (value, bool) {
 	for i := range idx {
 		idx[i] = i
 	}
-	return rec(idx, idx), true
+	v := rec(idx, idx)
+	if e.b.left < 0 {
+		return value{}, false
+	}
+	if nonReal {
+		v = value{c: v.c, nonReal: true}
+	}
+	return v, true
 }

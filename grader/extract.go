@@ -1,8 +1,11 @@
 package grader
 
 import (
+	"fmt"
+	"math/big"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // chatMarkers end a response: text after a chat-template marker belongs to
@@ -100,6 +103,39 @@ func indexFold(s, lower string) int {
 	return -1
 }
 
+// Source says where in a response Extract found the answer.
+type Source uint8
+
+const (
+	// SourceNone means that no answer was found.
+	SourceNone Source = iota
+	// SourceBoxed means the last group of \boxed{...} or \fbox{...}.
+	SourceBoxed
+	// SourceSentence means an explicit answer sentence: "the final answer
+	// is ...", "Final Answer: ...", GSM8K's "#### ...", or the weaker "the
+	// answer is ..." / "Answer: ...".
+	SourceSentence
+	// SourceFallback means the last LaTeX math span or plain number of the
+	// response (used only when Config.NoFallback is false), or in
+	// multiple-choice mode a choice letter standing alone.
+	SourceFallback
+)
+
+// String returns "none", "boxed", "sentence" or "fallback".
+func (s Source) String() string {
+	switch s {
+	case SourceNone:
+		return "none"
+	case SourceBoxed:
+		return "boxed"
+	case SourceSentence:
+		return "sentence"
+	case SourceFallback:
+		return "fallback"
+	}
+	return fmt.Sprintf("Source(%d)", uint8(s))
+}
+
 // Extract finds the answer in a model response with the default Config.
 func Extract(response string) (string, bool) { return Config{}.Extract(response) }
 
@@ -116,18 +152,27 @@ func Extract(response string) (string, bool) { return Config{}.Extract(response)
 // Within a sentence the last math span or number is taken. Text after a
 // chat-template marker such as <|im_start|> is ignored, and when the
 // response holds a </think> tag the text after it is searched first. The
-// bool is false when nothing was found.
+// bool is false when nothing was found. ExtractSource also says which of
+// the three steps found the answer.
 func (c Config) Extract(response string) (string, bool) {
+	a, src := c.ExtractSource(response)
+	return a, src != SourceNone
+}
+
+// ExtractSource is Extract that also reports where the answer was found;
+// the answer is "" exactly when the Source is SourceNone.
+func (c Config) ExtractSource(response string) (string, Source) {
 	s := cleanResponse(response)
 	if len(c.Choices) > 0 {
 		return extractChoice(s, c.Choices)
 	}
+	b := &budget{left: MaxSteps}
 	if i := strings.LastIndex(s, "</think>"); i >= 0 {
-		if a, ok := c.extractFrom(s[i+len("</think>"):]); ok {
-			return a, true
+		if a, src := c.extractFrom(s[i+len("</think>"):], b); src != SourceNone {
+			return a, src
 		}
 	}
-	return c.extractFrom(s)
+	return c.extractFrom(s, b)
 }
 
 // ExtractGold returns the answer text of a gold answer: the last boxed
@@ -148,7 +193,7 @@ func (c Config) ExtractGold(gold string) string {
 		cc := c
 		cc.Targets = TargetLatex
 		cc.NoFallback = false
-		if a, ok := cc.extractFrom(s); ok {
+		if a, src := cc.extractFrom(s, &budget{left: MaxSteps}); src != SourceNone {
 			return a
 		}
 	}
@@ -167,36 +212,41 @@ func cleanResponse(s string) string {
 	return collapseEscapes(s)
 }
 
-func (c Config) extractFrom(s string) (string, bool) {
+// extractFrom runs the three steps of Extract on s, parsing candidates
+// within the budget b.
+func (c Config) extractFrom(s string, b *budget) (string, Source) {
 	t := c.targets()
 	box, boxEnd := "", -1
 	if t&TargetLatex != 0 {
 		box, boxEnd = lastBoxGroupAt(s)
 	}
 	// The later of the last box and the last "final answer is" wins.
-	if a, at, ok := c.anchored(s, strongAnchor); ok && (box == "" || c.AnchorFirst || at >= boxEnd) {
-		return a, true
+	if a, at, src := c.anchored(s, strongAnchor, b); src != SourceNone && (box == "" || c.AnchorFirst || at >= boxEnd) {
+		return a, src
 	}
 	if box != "" {
-		return box, true
+		return box, SourceBoxed
 	}
-	if a, _, ok := c.anchored(s, weakAnchor); ok {
-		return a, true
+	if a, _, src := c.anchored(s, weakAnchor, b); src != SourceNone {
+		return a, src
 	}
 	if c.NoFallback {
-		return "", false
+		return "", SourceNone
 	}
 	// The last candidate almost always sits near the end: search the
 	// final fallbackWindow bytes first, from a line start so that inline
 	// math is not cut in half.
 	if len(s) > 2*fallbackWindow {
 		if nl := strings.IndexByte(s[len(s)-fallbackWindow:], '\n'); nl >= 0 {
-			if a, ok := c.lastCandidate(s[len(s)-fallbackWindow+nl+1:], false); ok {
-				return a, true
+			if a, ok := c.lastCandidate(s[len(s)-fallbackWindow+nl+1:], false, b); ok {
+				return a, SourceFallback
 			}
 		}
 	}
-	return c.lastCandidate(s, true)
+	if a, ok := c.lastCandidate(s, true, b); ok {
+		return a, SourceFallback
+	}
+	return "", SourceNone
 }
 
 // maxTries is how many fallback candidates are parsed before giving up.
@@ -206,23 +256,32 @@ const maxTries = 8
 const fallbackWindow = 8 << 10
 
 // anchored returns the answer in the sentence after the last phrase
-// of the given kind (among the last three that hold an answer), and where
-// that phrase starts.
-func (c Config) anchored(s string, kind anchorKind) (string, int, bool) {
+// of the given kind (among the last three that hold an answer), where
+// that phrase starts, and SourceSentence (SourceBoxed when the answer is
+// a box inside the sentence), or SourceNone.
+func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Source) {
 	locs := findAnchors(s, kind)
 	for k := len(locs) - 1; k >= 0 && k >= len(locs)-3; k-- {
 		rest := s[locs[k][1]:]
+		if t := strings.TrimLeft(rest, " *"); t != "" {
+			if l, n := choiceLabel(t); l != "" {
+				// "Answer: (B) 17": keep the choice label with the
+				// sentence after it, for Equal to read either.
+				tail := t[n:]
+				return strings.TrimSpace(t[:n] + tail[:sentenceEnd(tail)]), locs[k][0], SourceSentence
+			}
+		}
 		span := rest[:sentenceEnd(rest)]
-		if a, ok := c.lastCandidate(span, false); ok {
-			return a, locs[k][0], true
+		if a, ok := c.lastCandidate(span, false, b); ok {
+			return a, locs[k][0], SourceSentence
 		}
 		if c.targets()&TargetLatex != 0 {
-			if b := lastBoxGroup(span); b != "" {
-				return b, locs[k][0], true
+			if bx := lastBoxGroup(span); bx != "" {
+				return bx, locs[k][0], SourceBoxed
 			}
 		}
 	}
-	return "", -1, false
+	return "", -1, SourceNone
 }
 
 // sentenceEnd returns the index where the first sentence of s ends: a
@@ -260,29 +319,32 @@ func sentenceEnd(s string) int {
 // lastCandidate returns the last LaTeX span (joined with neighbouring
 // spans) or number in s, by end position, that parses. whole allows the
 // whole string as a LaTeX candidate when it has commands but no spans.
-func (c Config) lastCandidate(s string, whole bool) (string, bool) {
+// Parsing draws on b; candidate texts are built only for the (at most
+// maxTries) candidates tried.
+func (c Config) lastCandidate(s string, whole bool, b *budget) (string, bool) {
 	t := c.targets()
-	type cand struct {
-		end  int
-		text string
-	}
+	// A candidate is groups[i] (kind 0) or nums[i] (kind 1).
+	type cand struct{ end, kind, i int }
 	var cands []cand
 	var spans []mathSpan
+	var groups []spanGroup
 	if t&TargetLatex != 0 {
 		spans = mathSpans(s)
-		groups := groupSpans(s, spans)
-		for _, g := range groups {
-			cands = append(cands, cand{g.end, g.text})
+		groups = groupSpans(s, spans)
+		for i, g := range groups {
+			cands = append(cands, cand{g.end, 0, i})
 		}
 		if len(spans) == 0 && whole && strings.Contains(s, `\`) && len(s) <= 400 {
-			if a := strings.TrimSpace(s); a != "" && parses(a) {
+			if a := strings.TrimSpace(s); a != "" && parses(a, b) {
 				return a, true
 			}
 		}
 	}
+	var nums []number
 	if t&TargetExpr != 0 {
-		for _, n := range findNumbers(s, spans) {
-			cands = append(cands, cand{n.end, n.text})
+		nums = findNumbers(s, spans)
+		for i, n := range nums {
+			cands = append(cands, cand{n.end, 1, i})
 		}
 	}
 	// Newest first; stable order for equal ends; at most maxTries.
@@ -298,108 +360,42 @@ func (c Config) lastCandidate(s string, whole bool) (string, bool) {
 		}
 		cd := cands[best]
 		cands[best].end = -1
-		if parses(cd.text) {
-			return strings.TrimSpace(cd.text), true
+		var text string
+		if cd.kind == 0 {
+			text = groups[cd.i].text(spans)
+		} else {
+			text = nums[cd.i].text(s)
+		}
+		if parses(text, b) {
+			return strings.TrimSpace(text), true
 		}
 	}
 	return "", false
 }
 
-// parses reports whether an answer text parses into a non-empty tree.
-func parses(a string) bool {
+// maxCandidateBytes is the longest candidate text parses considers;
+// normalization may shrink a text (\left( is "("), but not by this much
+// in any real answer, so longer texts are not even normalized.
+const maxCandidateBytes = 4 * MaxAnswerBytes
+
+// parses reports whether an answer text parses into a non-empty tree,
+// spending at most MaxSteps/4 of b.
+func parses(a string, b *budget) bool {
+	if len(a) > maxCandidateBytes || b.left <= 0 {
+		return false
+	}
 	n := Normalize(a)
 	if n == "" || len(n) > MaxAnswerBytes {
 		return false
 	}
-	_, err := parseAnswer(n, &budget{left: MaxSteps / 4})
+	sub := &budget{left: min(b.left, MaxSteps/4)}
+	_, err := parseAnswer(n, sub)
+	b.left -= min(b.left, MaxSteps/4) - sub.left
 	return err == nil
 }
 
 // maxJoined is the most boxes or math spans joined into one answer.
 const maxJoined = 32
-
-// box is one \boxed{...} occurrence: [start, end) in the text and its content.
-type box struct {
-	start, end int
-	text       string
-}
-
-// findBoxes returns every \boxed{...}, \fbox{...} and "\boxed x" in s.
-func findBoxes(s string) []box {
-	var out []box
-	for i := 0; i < len(s); {
-		j := strings.Index(s[i:], `\`)
-		if j < 0 {
-			break
-		}
-		p := i + j
-		var name string
-		switch {
-		case strings.HasPrefix(s[p:], `\boxed`):
-			name = `\boxed`
-		case strings.HasPrefix(s[p:], `\fbox`):
-			name = `\fbox`
-		default:
-			i = p + 1
-			continue
-		}
-		q := p + len(name)
-		if q < len(s) && isLetter(s[q]) {
-			i = q
-			continue
-		}
-		for q < len(s) && (s[q] == ' ' || s[q] == '\t') {
-			q++
-		}
-		if q < len(s) && s[q] == '{' {
-			end := matchBrace(s, q)
-			if end < 0 {
-				i = q + 1
-				continue
-			}
-			out = append(out, box{p, end + 1, s[q+1 : end]})
-			i = end + 1
-			if len(out) > MaxElements*4 {
-				out = out[len(out)-MaxElements:]
-			}
-			continue
-		}
-		if q > p+len(name) && q < len(s) {
-			// \boxed 5 : one token.
-			e := q
-			for e < len(s) && (isDigit(s[e]) || s[e] == '.' || isLetter(s[e])) {
-				e++
-			}
-			if e > q {
-				out = append(out, box{p, e, s[q:e]})
-			}
-			i = e
-			continue
-		}
-		i = q
-	}
-	return out
-}
-
-// matchBrace returns the index of the brace closing the one at s[open], or
-// -1. Escaped braces \{ \} are skipped.
-func matchBrace(s string, open int) int {
-	depth := 0
-	for i := open; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '{':
-			depth++
-		case '}':
-			depth--
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return -1
-}
 
 // lastBoxGroup returns the contents of the last run of boxes whose gaps are
 // joinable, joined with ", ".
@@ -463,116 +459,91 @@ func joinable(gap string) bool {
 	return conj && words <= 5
 }
 
-// mathSpan is a LaTeX math region: [start, end) including delimiters, and
-// its inner text.
-type mathSpan struct {
-	start, end int
-	text       string
-}
+// spanGroup is a run of math spans spans[first..last] with joinable
+// gaps, ending at end (one before the last span's end when the last
+// span is offered alone, so that it ranks just below its group).
+type spanGroup struct{ first, last, end int }
 
-// mathSpans finds $...$, $$...$$, \(...\) and \[...\] in s. Inline $ and \(
-// spans may not cross a newline; an opening $ without a valid close is
-// read as a literal dollar.
-func mathSpans(s string) []mathSpan {
-	var out []mathSpan
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			if i+1 >= len(s) {
-				continue
-			}
-			switch s[i+1] {
-			case '(', '[':
-				closer := `\)`
-				if s[i+1] == '[' {
-					closer = `\]`
-				}
-				j := strings.Index(s[i+2:], closer)
-				if j < 0 {
-					i++
-					continue
-				}
-				inner := s[i+2 : i+2+j]
-				if s[i+1] == '(' && strings.Contains(inner, "\n") {
-					i++
-					continue
-				}
-				out = append(out, mathSpan{i, i + 2 + j + 2, inner})
-				i = i + 2 + j + 1
-			default:
-				i++
-			}
-		case '$':
-			if i+1 < len(s) && s[i+1] == '$' {
-				j := strings.Index(s[i+2:], "$$")
-				if j < 0 {
-					i++
-					continue
-				}
-				out = append(out, mathSpan{i, i + 2 + j + 2, s[i+2 : i+2+j]})
-				i = i + 2 + j + 1
-				continue
-			}
-			j := i + 1
-			for j < len(s) && s[j] != '$' && s[j] != '\n' {
-				if s[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			if j >= len(s) || s[j] != '$' {
-				continue
-			}
-			out = append(out, mathSpan{i, j + 1, s[i+1 : j]})
-			i = j
-		}
-		if len(out) > 4*MaxElements {
-			out = out[len(out)-MaxElements:]
+// text joins the trimmed texts of the group's spans with ", ".
+func (g spanGroup) text(spans []mathSpan) string {
+	var parts []string
+	for _, sp := range spans[g.first : g.last+1] {
+		if t := strings.TrimSpace(sp.text); t != "" {
+			parts = append(parts, t)
 		}
 	}
-	return out
+	return strings.Join(parts, ", ")
 }
 
 // groupSpans joins runs of math spans with joinable gaps.
-func groupSpans(s string, spans []mathSpan) []box {
-	var out []box
+func groupSpans(s string, spans []mathSpan) []spanGroup {
+	var out []spanGroup
 	for k := 0; k < len(spans); {
 		j := k
 		for j+1 < len(spans) && joinable(s[spans[j].end:spans[j+1].start]) && j-k+1 < maxJoined {
 			j++
 		}
-		var parts []string
+		blank := true
 		for _, sp := range spans[k : j+1] {
-			if t := strings.TrimSpace(sp.text); t != "" {
-				parts = append(parts, t)
+			if strings.TrimSpace(sp.text) != "" {
+				blank = false
+				break
 			}
 		}
-		if len(parts) > 0 {
-			out = append(out, box{spans[k].start, spans[j].end, strings.Join(parts, ", ")})
+		if !blank {
+			out = append(out, spanGroup{k, j, spans[j].end})
 		}
 		// Also offer the last span alone, so a sentence joined by "and"
 		// does not hide the final answer.
-		if j > k {
-			if t := strings.TrimSpace(spans[j].text); t != "" {
-				out = append(out, box{spans[j].start, spans[j].end - 1, t})
-			}
+		if j > k && strings.TrimSpace(spans[j].text) != "" {
+			out = append(out, spanGroup{j, j, spans[j].end - 1})
 		}
 		k = j + 1
 	}
 	return out
 }
 
-// number is a plain number found in running text, in canonical form.
+// number is a plain number found in running text: s[start:end], negated
+// when neg.
 type number struct {
-	end  int
-	text string
+	start, end int
+	neg        bool
 }
+
+// text returns the number's canonical text (see findNumbers).
+func (n number) text(s string) string {
+	t, _ := scanNumber(s, n.start, true)
+	if n.neg {
+		return "-" + t
+	}
+	return t
+}
+
+// numText collects a number's canonical text when on.
+type numText struct {
+	on  bool
+	buf []byte
+}
+
+func (b *numText) add(t string) {
+	if b.on {
+		b.buf = append(b.buf, t...)
+	}
+}
+
+func (b *numText) addByte(c byte) {
+	if b.on {
+		b.buf = append(b.buf, c)
+	}
+}
+
+func (b *numText) String() string { return string(b.buf) }
 
 // findNumbers scans s for numbers outside the given math spans. A number
 // must not follow a letter or digit; it may carry a sign, thousands
 // separators (",", " "), a decimal point or comma, a "/d" denominator and
-// a percent sign. The text is canonical: "1,000.99" -> "1000.99",
-// "2,74" -> "2.74".
+// a percent sign. Their text (number.text) is canonical: "1,000.99" ->
+// "1000.99", "2,74" -> "2.74". At most the last 4*MaxElements are kept.
 func findNumbers(s string, skip []mathSpan) []number {
 	var out []number
 	sk := 0
@@ -598,7 +569,7 @@ func findNumbers(s string, skip []mathSpan) []number {
 				continue
 			}
 		}
-		text, end := scanNumber(s, i)
+		_, end := scanNumber(s, i, false)
 		neg := false
 		if i > 0 && (s[i-1] == '-' || strings.HasSuffix(s[:i], "−")) {
 			k := i - 1
@@ -609,12 +580,9 @@ func findNumbers(s string, skip []mathSpan) []number {
 				neg = true
 			}
 		}
-		if neg {
-			text = "-" + text
-		}
-		out = append(out, number{end, text})
+		out = append(out, number{i, end, neg})
 		if len(out) > 4*MaxElements {
-			out = out[len(out)-MaxElements:]
+			out = append(out[:0], out[len(out)-MaxElements:]...)
 		}
 		i = end - 1
 	}
@@ -622,15 +590,15 @@ func findNumbers(s string, skip []mathSpan) []number {
 }
 
 // scanNumber reads the number starting at s[i] and returns its canonical
-// text and end index.
-func scanNumber(s string, i int) (string, int) {
+// text (only when build is set) and end index.
+func scanNumber(s string, i int, build bool) (string, int) {
 	j := i
 	for j < len(s) && isDigit(s[j]) {
 		j++
 	}
 	intPart := s[i:j]
-	var b strings.Builder
-	b.WriteString(intPart)
+	b := numText{on: build}
+	b.add(intPart)
 	// Thousands groups: ",ddd" or " ddd" repeated, not followed by a digit.
 	group := func(sep byte, k int) int {
 		if k+4 <= len(s) && s[k] == sep && isDigit(s[k+1]) && isDigit(s[k+2]) && isDigit(s[k+3]) &&
@@ -648,7 +616,7 @@ func scanNumber(s string, i int) (string, int) {
 				if nk < 0 {
 					break
 				}
-				b.WriteString(s[k+1 : nk])
+				b.add(s[k+1 : nk])
 				k = nk
 				n++
 			}
@@ -667,8 +635,8 @@ func scanNumber(s string, i int) (string, int) {
 		}
 		if s[j] == '.' || k-(j+1) != 3 || intPart == "0" || intPart == "" {
 			if !(s[j] == ',' && k < len(s) && s[k] == ',') {
-				b.WriteByte('.')
-				b.WriteString(s[j+1 : k])
+				b.addByte('.')
+				b.add(s[j+1 : k])
 				j = k
 			}
 		}
@@ -684,8 +652,15 @@ func scanNumber(s string, i int) (string, int) {
 			e++
 		}
 		if e > k && (e == len(s) || !isLetter(s[e]) && !isDigit(s[e])) {
-			b.WriteString(s[j:e])
+			b.add(s[j:e])
 			j = e
+		}
+	}
+	// Mixed number: "1 1/2" (one space, then p/q with 0 < p < q).
+	if intPart != "" && j == i+len(intPart) {
+		if e, ok := mixedTail(s, j); ok {
+			b.add(s[j:e])
+			return b.String(), e
 		}
 	}
 	// Fraction a/b.
@@ -703,8 +678,8 @@ func scanNumber(s string, i int) (string, int) {
 			e++
 		}
 		if e > k {
-			b.WriteByte('/')
-			b.WriteString(s[k:e])
+			b.addByte('/')
+			b.add(s[k:e])
 			j = e
 		}
 	}
@@ -714,16 +689,16 @@ func scanNumber(s string, i int) (string, int) {
 		k++
 	}
 	if k < len(s) && s[k] == '%' {
-		b.WriteByte('%')
+		b.addByte('%')
 		j = k + 1
 	} else if k+2 < len(s) && s[k] == '\\' && s[k+1] == '%' {
-		b.WriteByte('%')
+		b.addByte('%')
 		j = k + 2
 	} else {
 		low := strings.ToLower(s[k:min(len(s), k+10)])
 		for _, w := range []string{"percent", "pct"} {
 			if strings.HasPrefix(low, w) {
-				b.WriteByte('%')
+				b.addByte('%')
 				j = k + len(w)
 				break
 			}
@@ -732,9 +707,41 @@ func scanNumber(s string, i int) (string, int) {
 	return b.String(), j
 }
 
-// extractChoice finds a multiple-choice answer among choices: after an
-// "answer is" phrase, at the very start, or the first standalone choice.
-func extractChoice(s string, choices []string) (string, bool) {
+// mixedTail reports whether s[j:] starts with the fraction part " p/q"
+// of a mixed number (integers, 0 < p < q, no spaces around the slash,
+// not followed by a digit or a decimal point) and returns its end.
+func mixedTail(s string, j int) (int, bool) {
+	if j+4 > len(s) || s[j] != ' ' || !isDigit(s[j+1]) {
+		return 0, false
+	}
+	k := j + 1
+	for k < len(s) && isDigit(s[k]) {
+		k++
+	}
+	p := s[j+1 : k]
+	if k+1 >= len(s) || s[k] != '/' || !isDigit(s[k+1]) {
+		return 0, false
+	}
+	e := k + 1
+	for e < len(s) && isDigit(s[e]) {
+		e++
+	}
+	q := s[k+1 : e]
+	if e < len(s) && (isDigit(s[e]) || s[e] == '.' && e+1 < len(s) && isDigit(s[e+1])) {
+		return 0, false
+	}
+	pn, ok1 := new(big.Int).SetString(p, 10)
+	qn, ok2 := new(big.Int).SetString(q, 10)
+	if !ok1 || !ok2 || pn.Sign() <= 0 || pn.Cmp(qn) >= 0 {
+		return 0, false
+	}
+	return e, true
+}
+
+// extractChoice finds a multiple-choice answer among choices: in the last
+// box, after an "answer is" phrase, at the very start, or the first
+// standalone choice.
+func extractChoice(s string, choices []string) (string, Source) {
 	isChoice := func(w string) (string, bool) {
 		w = strings.Trim(w, "()[]{}*$.:,;!? \t\n")
 		w = strings.TrimPrefix(w, `\text{`)
@@ -749,35 +756,45 @@ func extractChoice(s string, choices []string) (string, bool) {
 	}
 	if b := lastBoxGroup(s); b != "" {
 		if c, ok := isChoice(b); ok {
-			return c, true
+			return c, SourceBoxed
 		}
 	}
 	locs := append(findAnchors(s, weakAnchor), findAnchors(s, strongAnchor)...)
 	for k := len(locs) - 1; k >= 0; k-- {
-		f := strings.Fields(s[locs[k][1]:])
-		if len(f) > 0 {
-			if c, ok := isChoice(f[0]); ok {
-				return c, true
+		if w, _ := nextField(s[locs[k][1]:]); w != "" {
+			if c, ok := isChoice(w); ok {
+				return c, SourceSentence
 			}
 		}
 	}
-	f := strings.Fields(s)
-	if len(f) > 0 {
-		if c, ok := isChoice(f[0]); ok {
-			return c, true
-		}
-	}
-	for _, w := range f {
+	for rest := s; rest != ""; {
+		var w string
+		w, rest = nextField(rest)
 		if c, ok := isChoice(w); ok {
-			return c, true
+			return c, SourceFallback
 		}
 	}
-	return "", false
+	return "", SourceNone
+}
+
+// nextField returns the first run of non-space characters of s (as
+// strings.Fields splits) and the text after it.
+func nextField(s string) (string, string) {
+	start := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsSpace(r) })
+	if start < 0 {
+		return "", ""
+	}
+	s = s[start:]
+	end := strings.IndexFunc(s, unicode.IsSpace)
+	if end < 0 {
+		return s, ""
+	}
+	return s[:end], s[end:]
 }
 
 func choiceKey(s string) string {
 	s = strings.TrimSpace(s)
-	for _, r := range []string{"$", `\text{`, `\textbf{`, `\mathrm{`, "{", "}", "(", ")", `\boxed`} {
+	for _, r := range []string{"$", `\text{`, `\textbf{`, `\mathrm{`, `\mathbf{`, `\bf `, "{", "}", "(", ")", `\boxed`} {
 		s = strings.ReplaceAll(s, r, "")
 	}
 	return strings.ToUpper(strings.Trim(s, " .:"))
@@ -854,8 +871,12 @@ func collapseEscapes(s string) string {
 	return b.String()
 }
 
+// maxCommandLen is the length of the longest name in knownCommands.
+const maxCommandLen = len("overrightarrow")
+
+// knownPrefix reports whether name starts with a known command name.
 func knownPrefix(name string) bool {
-	for n := len(name); n > 0; n-- {
+	for n := min(len(name), maxCommandLen); n > 0; n-- {
 		if knownCommands[name[:n]] {
 			return true
 		}

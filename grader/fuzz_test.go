@@ -43,6 +43,10 @@ func FuzzExtract(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	// The pathological shapes of BenchmarkPathological, at 4 KB.
+	for _, sh := range extractShapes(4 << 10) {
+		f.Add(sh.s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		defer watchdog(s).Stop()
 		start := time.Now()
@@ -50,6 +54,9 @@ func FuzzExtract(f *testing.F) {
 		b, ok2 := Extract(s)
 		if a != b || ok != ok2 {
 			t.Fatalf("Extract not deterministic on %q: %q/%v vs %q/%v", s, a, ok, b, ok2)
+		}
+		if a2, src := (Config{}).ExtractSource(s); a2 != a || (src == SourceNone) == ok {
+			t.Fatalf("ExtractSource(%q) = %q, %v; Extract = %q, %v", s, a2, src, a, ok)
 		}
 		if ok && a == "" {
 			t.Fatalf("Extract(%q) reported success with empty answer", s)
@@ -93,6 +100,10 @@ func FuzzParse(f *testing.F) {
 		{`\log_2 8`, `\binom{5}{2}`},
 	} {
 		f.Add(p[0], p[1])
+	}
+	// The adversarial answers of BenchmarkPathological.
+	for _, sh := range evalShapes() {
+		f.Add(sh.s, sh.s+"+1")
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
 		defer watchdog(a, b).Stop()

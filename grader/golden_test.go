@@ -32,128 +32,128 @@ const longPrefix = "Let me think step by step. First we compute 12 + 30 = 42, th
 
 // TestGoldenAIME covers AIME answers: integers 0-999, often written with
 // leading zeros.
-func TestGoldenAIME(t *testing.T) {
-	runGrade(t, Config{}, []gradeCase{
-		{"leading zeros in response", `So the answer is \boxed{033}.`, "33", true},
-		{"leading zeros in gold", `Thus $m+n=\boxed{33}$.`, "033", true},
-		{"zero", `\boxed{0}`, "0", true},
-		{"max", `\boxed{999}`, "999", true},
-		{"off by one", `\boxed{34}`, "33", false},
-		{"last box wins", longPrefix + `Therefore the answer is \boxed{204}.`, "204", true},
-		{"earlier box is not the answer", longPrefix + `Therefore the answer is \boxed{204}.`, "5", false},
-		{"boxed text number", `\boxed{\text{070}}`, "70", true},
-		{"no box: final answer sentence", "After all that, the final answer is 117. I hope it is correct.", "117", true},
-		{"no box: last number fallback", "so there are 96 ways in total", "96", true},
-		{"float gold from POLARIS parquet", `\boxed{142}`, "142.0", true},
-		{"negative", `\boxed{-4}`, "-4.0", true},
-		{"think tags", "<think>maybe \\boxed{12}</think> The answer is \\boxed{13}", "13", true},
-		{"chat marker ends response", `\boxed{7}<|im_start|>user Now solve ... \boxed{8}`, "7", true},
-		{"boxed space form", `\boxed 5`, "5", true},
-		{"fbox", `\fbox{25}`, "25", true},
-		{"nested braces", `\boxed{\frac{1}{\sqrt{4}}}`, "1/2", true},
-		{"nothing to extract", "I could not solve it.", "12", false},
-	})
+func TestGoldenAIME(t *testing.T) { runGrade(t, Config{}, goldenAIME) }
+
+var goldenAIME = []gradeCase{
+	{"leading zeros in response", `So the answer is \boxed{033}.`, "33", true},
+	{"leading zeros in gold", `Thus $m+n=\boxed{33}$.`, "033", true},
+	{"zero", `\boxed{0}`, "0", true},
+	{"max", `\boxed{999}`, "999", true},
+	{"off by one", `\boxed{34}`, "33", false},
+	{"last box wins", longPrefix + `Therefore the answer is \boxed{204}.`, "204", true},
+	{"earlier box is not the answer", longPrefix + `Therefore the answer is \boxed{204}.`, "5", false},
+	{"boxed text number", `\boxed{\text{070}}`, "70", true},
+	{"no box: final answer sentence", "After all that, the final answer is 117. I hope it is correct.", "117", true},
+	{"no box: last number fallback", "so there are 96 ways in total", "96", true},
+	{"float gold from POLARIS parquet", `\boxed{142}`, "142.0", true},
+	{"negative", `\boxed{-4}`, "-4.0", true},
+	{"think tags", "<think>maybe \\boxed{12}</think> The answer is \\boxed{13}", "13", true},
+	{"chat marker ends response", `\boxed{7}<|im_start|>user Now solve ... \boxed{8}`, "7", true},
+	{"boxed space form", `\boxed 5`, "5", true},
+	{"fbox", `\fbox{25}`, "25", true},
+	{"nested braces", `\boxed{\frac{1}{\sqrt{4}}}`, "1/2", true},
+	{"nothing to extract", "I could not solve it.", "12", false},
 }
 
 // TestGoldenMATH covers the answer forms of the MATH benchmark.
-func TestGoldenMATH(t *testing.T) {
-	runGrade(t, Config{}, []gradeCase{
-		// Fractions.
-		{"dfrac vs frac12", `\boxed{\dfrac{3}{4}}`, `\frac34`, true},
-		{"decimal equals fraction exactly", `\boxed{0.75}`, `\frac{3}{4}`, true},
-		{"slash fraction", `\boxed{3/4}`, `\frac{3}{4}`, true},
-		{"unreduced fraction", `\boxed{\frac{6}{8}}`, `\frac34`, true},
-		{"inverted fraction", `\boxed{\frac{4}{3}}`, `\frac34`, false},
-		{"mixed number", `\boxed{2\frac{1}{2}}`, `\frac52`, true},
-		{"rounded decimal is wrong at 6 places", `\boxed{0.33}`, `\frac13`, false},
-		{"long decimal rounds to fraction", `\boxed{0.3333333}`, `\frac13`, true},
-		// Roots and constants.
-		{"simplified radical", `\boxed{2\sqrt{2}}`, `\sqrt{8}`, true},
-		{"rationalised", `\boxed{\frac{1}{\sqrt{2}}}`, `\frac{\sqrt{2}}{2}`, true},
-		{"sqrt over 2", `\boxed{\sqrt{2}/2}`, `\frac{\sqrt2}{2}`, true},
-		{"wrong radical", `\boxed{\sqrt{3}}`, `\sqrt{2}`, false},
-		{"cube root", `\boxed{\sqrt[3]{27}}`, `3`, true},
-		{"pi multiple", `\boxed{\frac{\pi}{2}}`, `\frac12\pi`, true},
-		{"pi decimal is not pi", `\boxed{6.28}`, `2\pi`, false},
-		{"e power", `\boxed{e^2}`, `\exp(2)`, true},
-		{"complex", `\boxed{4i+3}`, `3+4i`, true},
-		{"complex conjugate", `\boxed{3-4i}`, `3+4i`, false},
-		{"infinity", `\boxed{\infty}`, `\infty`, true},
-		{"minus infinity", `\boxed{-\infty}`, `\infty`, false},
-		// Intervals.
-		{"union of intervals", `\boxed{(-\infty, 2) \cup (3, \infty)}`, `(-\infty,2)\cup(3,\infty)`, true},
-		{"union order", `\boxed{(3, \infty) \cup (-\infty, 2)}`, `(-\infty,2)\cup(3,\infty)`, true},
-		{"half-open vs closed", `\boxed{[2,5)}`, `[2,5]`, false},
-		{"interval gold, inequality answer (default off)", `\boxed{x > 3}`, `(3, \infty)`, false},
-		{"inequality gold, interval answer", `\boxed{(3, \infty)}`, `x > 3`, true},
-		{"inequality flipped", `\boxed{3 < x}`, `x > 3`, true},
-		// Tuples and sets.
-		{"point", `\boxed{(1, -2)}`, `(1,-2)`, true},
-		{"point order matters", `\boxed{(-2, 1)}`, `(1,-2)`, false},
-		{"set order free", `\boxed{\{1,2\}}`, `\{2,1\}`, true},
-		{"comma list order free", `\boxed{2, -3}`, `-3, 2`, true},
-		{"missing member", `\boxed{2}`, `2, -3`, false},
-		{"plus-minus", `\boxed{1 \pm \sqrt{3}}`, `1+\sqrt3, 1-\sqrt3`, true},
-		// Text.
-		{"text answer", `\boxed{\text{Monday}}`, `\text{Monday}`, true},
-		{"text case and article", `\boxed{The Circle}`, `\text{circle}`, true},
-		{"choice letter in parens", `\boxed{\textbf{(B)}}`, `B`, true},
-		{"different text", `\boxed{\text{Tuesday}}`, `\text{Monday}`, false},
-		{"choice with value", `\boxed{\textbf{(C)}\ 12}`, `C`, true},
-		{"wrong choice with value", `\boxed{\textbf{(D)}\ 12}`, `C`, false},
-		{"hedged boxes", `\boxed{3} or \boxed{4}`, `3`, false},
-		{"hedged plus-minus", `\boxed{\pm 3}`, `3`, false},
-		{"repeated answer", `\boxed{3, 3}`, `3`, true},
-		{"superset", `\boxed{1,2,3,4}`, `1,2,3`, false},
-		// Matrices.
-		{"pmatrix vs bmatrix", `\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}}`, `\begin{bmatrix}1&2\\3&4\end{bmatrix}`, true},
-		{"matrix entry differs", `\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 5 \end{pmatrix}}`, `\begin{pmatrix}1&2\\3&4\end{pmatrix}`, false},
-		{"column vector", `\boxed{\begin{pmatrix} -1 \\ 2 \end{pmatrix}}`, `\begin{pmatrix}-1\\2\end{pmatrix}`, true},
-		// Degrees, percent, units, thousands, scientific notation.
-		{"degrees mark", `\boxed{30^\circ}`, `30`, true},
-		{"degrees word", `The angle is \boxed{30 \text{ degrees}}`, `30^\circ`, true},
-		{"percent vs number", `\boxed{25\%}`, `25`, true},
-		{"percent vs fraction", `\boxed{0.25}`, `25\%`, true},
-		{"units text", `\boxed{12\text{ cm}^2}`, `12`, true},
-		{"dollars", `\boxed{\$1,250}`, `1250`, true},
-		{"thousands", `\boxed{1,000,000}`, `1000000`, true},
-		{"scientific latex", `\boxed{1.5 \times 10^{3}}`, `1500`, true},
-		{"scientific e", `the final answer is 2.5e-3`, `0.0025`, true},
-		// Equations and expressions.
-		{"x = prefix", `\boxed{x = 3}`, `3`, true},
-		{"equation sides swapped", `\boxed{2x+1=y}`, `y=2x+1`, true},
-		{"equation scaled", `\boxed{2y = 4x + 2}`, `y=2x+1`, true},
-		{"equation wrong", `\boxed{y = 2x - 1}`, `y=2x+1`, false},
-		{"expanded polynomial", `\boxed{x^2+2x+1}`, `(x+1)^2`, true},
-		{"wrong polynomial", `\boxed{x^2+2x}`, `(x+1)^2`, false},
-		{"trig identity", `\boxed{\sin^2 x + \cos^2 x}`, `1`, true},
-		{"abs is not identity", `\boxed{|x|}`, `x`, false},
-		{"log base", `\boxed{\log_2 8}`, `3`, true},
-		{"binomial", `\boxed{\binom{5}{2}}`, `10`, true},
-		{"factorials differ", `\boxed{\frac{1}{2006!}}`, `\frac{1}{2004!}`, false},
-		{"powers of two differ", `\boxed{\frac{1}{2^{98}}}`, `\frac{1}{2^{99}}`, false},
-		{"huge exponent same", `\boxed{2^{2^{100}}}`, `2^{2^{100}}`, true},
-		{"huge exponent differs", `\boxed{2^{2^{100}}}`, `2^{2^{101}}`, false},
-		{"base subscript", `\boxed{204_5}`, `204_5`, true},
-		// Whole worked solution as gold.
-		{"gold is a solution", `\boxed{\frac{14}{3}}`, `... so $f(-2)+f(-1)+f(0)=\boxed{\frac{14}{3}}$`, true},
-	})
+func TestGoldenMATH(t *testing.T) { runGrade(t, Config{}, goldenMATH) }
+
+var goldenMATH = []gradeCase{
+	// Fractions.
+	{"dfrac vs frac12", `\boxed{\dfrac{3}{4}}`, `\frac34`, true},
+	{"decimal equals fraction exactly", `\boxed{0.75}`, `\frac{3}{4}`, true},
+	{"slash fraction", `\boxed{3/4}`, `\frac{3}{4}`, true},
+	{"unreduced fraction", `\boxed{\frac{6}{8}}`, `\frac34`, true},
+	{"inverted fraction", `\boxed{\frac{4}{3}}`, `\frac34`, false},
+	{"mixed number", `\boxed{2\frac{1}{2}}`, `\frac52`, true},
+	{"rounded decimal is wrong at 6 places", `\boxed{0.33}`, `\frac13`, false},
+	{"long decimal rounds to fraction", `\boxed{0.3333333}`, `\frac13`, true},
+	// Roots and constants.
+	{"simplified radical", `\boxed{2\sqrt{2}}`, `\sqrt{8}`, true},
+	{"rationalised", `\boxed{\frac{1}{\sqrt{2}}}`, `\frac{\sqrt{2}}{2}`, true},
+	{"sqrt over 2", `\boxed{\sqrt{2}/2}`, `\frac{\sqrt2}{2}`, true},
+	{"wrong radical", `\boxed{\sqrt{3}}`, `\sqrt{2}`, false},
+	{"cube root", `\boxed{\sqrt[3]{27}}`, `3`, true},
+	{"pi multiple", `\boxed{\frac{\pi}{2}}`, `\frac12\pi`, true},
+	{"pi decimal is not pi", `\boxed{6.28}`, `2\pi`, false},
+	{"e power", `\boxed{e^2}`, `\exp(2)`, true},
+	{"complex", `\boxed{4i+3}`, `3+4i`, true},
+	{"complex conjugate", `\boxed{3-4i}`, `3+4i`, false},
+	{"infinity", `\boxed{\infty}`, `\infty`, true},
+	{"minus infinity", `\boxed{-\infty}`, `\infty`, false},
+	// Intervals.
+	{"union of intervals", `\boxed{(-\infty, 2) \cup (3, \infty)}`, `(-\infty,2)\cup(3,\infty)`, true},
+	{"union order", `\boxed{(3, \infty) \cup (-\infty, 2)}`, `(-\infty,2)\cup(3,\infty)`, true},
+	{"half-open vs closed", `\boxed{[2,5)}`, `[2,5]`, false},
+	{"interval gold, inequality answer (default off)", `\boxed{x > 3}`, `(3, \infty)`, false},
+	{"inequality gold, interval answer", `\boxed{(3, \infty)}`, `x > 3`, true},
+	{"inequality flipped", `\boxed{3 < x}`, `x > 3`, true},
+	// Tuples and sets.
+	{"point", `\boxed{(1, -2)}`, `(1,-2)`, true},
+	{"point order matters", `\boxed{(-2, 1)}`, `(1,-2)`, false},
+	{"set order free", `\boxed{\{1,2\}}`, `\{2,1\}`, true},
+	{"comma list order free", `\boxed{2, -3}`, `-3, 2`, true},
+	{"missing member", `\boxed{2}`, `2, -3`, false},
+	{"plus-minus", `\boxed{1 \pm \sqrt{3}}`, `1+\sqrt3, 1-\sqrt3`, true},
+	// Text.
+	{"text answer", `\boxed{\text{Monday}}`, `\text{Monday}`, true},
+	{"text case and article", `\boxed{The Circle}`, `\text{circle}`, true},
+	{"choice letter in parens", `\boxed{\textbf{(B)}}`, `B`, true},
+	{"different text", `\boxed{\text{Tuesday}}`, `\text{Monday}`, false},
+	{"choice with value", `\boxed{\textbf{(C)}\ 12}`, `C`, true},
+	{"wrong choice with value", `\boxed{\textbf{(D)}\ 12}`, `C`, false},
+	{"hedged boxes", `\boxed{3} or \boxed{4}`, `3`, false},
+	{"hedged plus-minus", `\boxed{\pm 3}`, `3`, false},
+	{"repeated answer", `\boxed{3, 3}`, `3`, true},
+	{"superset", `\boxed{1,2,3,4}`, `1,2,3`, false},
+	// Matrices.
+	{"pmatrix vs bmatrix", `\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}}`, `\begin{bmatrix}1&2\\3&4\end{bmatrix}`, true},
+	{"matrix entry differs", `\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 5 \end{pmatrix}}`, `\begin{pmatrix}1&2\\3&4\end{pmatrix}`, false},
+	{"column vector", `\boxed{\begin{pmatrix} -1 \\ 2 \end{pmatrix}}`, `\begin{pmatrix}-1\\2\end{pmatrix}`, true},
+	// Degrees, percent, units, thousands, scientific notation.
+	{"degrees mark", `\boxed{30^\circ}`, `30`, true},
+	{"degrees word", `The angle is \boxed{30 \text{ degrees}}`, `30^\circ`, true},
+	{"percent vs number", `\boxed{25\%}`, `25`, true},
+	{"percent vs fraction", `\boxed{0.25}`, `25\%`, true},
+	{"units text", `\boxed{12\text{ cm}^2}`, `12`, true},
+	{"dollars", `\boxed{\$1,250}`, `1250`, true},
+	{"thousands", `\boxed{1,000,000}`, `1000000`, true},
+	{"scientific latex", `\boxed{1.5 \times 10^{3}}`, `1500`, true},
+	{"scientific e", `the final answer is 2.5e-3`, `0.0025`, true},
+	// Equations and expressions.
+	{"x = prefix", `\boxed{x = 3}`, `3`, true},
+	{"equation sides swapped", `\boxed{2x+1=y}`, `y=2x+1`, true},
+	{"equation scaled", `\boxed{2y = 4x + 2}`, `y=2x+1`, true},
+	{"equation wrong", `\boxed{y = 2x - 1}`, `y=2x+1`, false},
+	{"expanded polynomial", `\boxed{x^2+2x+1}`, `(x+1)^2`, true},
+	{"wrong polynomial", `\boxed{x^2+2x}`, `(x+1)^2`, false},
+	{"trig identity", `\boxed{\sin^2 x + \cos^2 x}`, `1`, true},
+	{"abs is not identity", `\boxed{|x|}`, `x`, false},
+	{"log base", `\boxed{\log_2 8}`, `3`, true},
+	{"binomial", `\boxed{\binom{5}{2}}`, `10`, true},
+	{"factorials differ", `\boxed{\frac{1}{2006!}}`, `\frac{1}{2004!}`, false},
+	{"powers of two differ", `\boxed{\frac{1}{2^{98}}}`, `\frac{1}{2^{99}}`, false},
+	{"huge exponent same", `\boxed{2^{2^{100}}}`, `2^{2^{100}}`, true},
+	{"huge exponent differs", `\boxed{2^{2^{100}}}`, `2^{2^{101}}`, false},
+	{"base subscript", `\boxed{204_5}`, `204_5`, true},
+	// Whole worked solution as gold.
+	{"gold is a solution", `\boxed{\frac{14}{3}}`, `... so $f(-2)+f(-1)+f(0)=\boxed{\frac{14}{3}}$`, true},
 }
 
 // TestGoldenPOLARIS covers POLARIS-style gold answers: bare strings, often
 // LaTeX without delimiters, some decimals.
-func TestGoldenPOLARIS(t *testing.T) {
-	runGrade(t, Config{}, []gradeCase{
-		{"integer", `... so the tyres are swapped after \boxed{9375} km.`, "9375", true},
-		{"integer with unit", `\boxed{9375 \text{ km}}`, "9375", true},
-		{"decimal vs fraction", `\boxed{\frac{65}{2}}`, "32.5", true},
-		{"decimal wrong", `\boxed{32.4}`, "32.5", false},
-		{"radical fraction", `\boxed{\dfrac{\sqrt{3}}{4}}`, `\frac{\sqrt{3}}{4}`, true},
-		{"radical decimal too coarse", `\boxed{0.433}`, `\frac{\sqrt{3}}{4}`, false},
-		{"malformed gold does not match", `\boxed{1}`, `^2=\frac{1}{3}(a_1^2+b_1^2+c_1^2)-\frac{1}{9}(^2+b^2+^2)`, false},
-		{"ordered pair gold", `\boxed{(2, 3)}`, `(2,3)`, true},
-		{"expression gold", `\boxed{n^2 + n}`, `n(n+1)`, true},
-	})
+func TestGoldenPOLARIS(t *testing.T) { runGrade(t, Config{}, goldenPOLARIS) }
+
+var goldenPOLARIS = []gradeCase{
+	{"integer", `... so the tyres are swapped after \boxed{9375} km.`, "9375", true},
+	{"integer with unit", `\boxed{9375 \text{ km}}`, "9375", true},
+	{"decimal vs fraction", `\boxed{\frac{65}{2}}`, "32.5", true},
+	{"decimal wrong", `\boxed{32.4}`, "32.5", false},
+	{"radical fraction", `\boxed{\dfrac{\sqrt{3}}{4}}`, `\frac{\sqrt{3}}{4}`, true},
+	{"radical decimal too coarse", `\boxed{0.433}`, `\frac{\sqrt{3}}{4}`, false},
+	{"malformed gold does not match", `\boxed{1}`, `^2=\frac{1}{3}(a_1^2+b_1^2+c_1^2)-\frac{1}{9}(^2+b^2+^2)`, false},
+	{"ordered pair gold", `\boxed{(2, 3)}`, `(2,3)`, true},
+	{"expression gold", `\boxed{n^2 + n}`, `n(n+1)`, true},
 }
 
 // TestConfigOptions checks the options that change verdicts.
@@ -295,6 +295,55 @@ func TestConfigValidate(t *testing.T) {
 	for _, tc := range cases {
 		if err := tc.cfg.Validate(); (err == nil) != tc.ok {
 			t.Errorf("%s: Validate() = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+}
+
+// TestExtractSource checks which step of Extract found the answer (the
+// order documented on Config.Extract), with and without the fallback.
+func TestExtractSource(t *testing.T) {
+	cases := []struct {
+		name, in   string
+		noFallback bool
+		want       string
+		src        Source
+	}{
+		{"box", `so $x = \boxed{12}$.`, false, "12", SourceBoxed},
+		{"fbox", `\fbox{25}`, true, "25", SourceBoxed},
+		{"final answer sentence", "The final answer is $7$. I hope it is correct.", true, "7", SourceSentence},
+		{"Final Answer colon", "Final Answer: 7", true, "7", SourceSentence},
+		{"GSM8K hashes", "She pays 3*4=12 dollars.\n#### 12", true, "12", SourceSentence},
+		{"answer is", "So the answer is 9.", true, "9", SourceSentence},
+		{"box inside the sentence", `The final answer is $\boxed{7}$.`, true, "7", SourceBoxed},
+		{"later sentence beats box", `\boxed{3}. Final Answer: The final answer is $4$.`, false, "4", SourceSentence},
+		{"fallback span", "We get $\\frac{1}{2}$.", false, `\frac{1}{2}`, SourceFallback},
+		{"fallback number", "so there are 96 ways in total", false, "96", SourceFallback},
+		{"no fallback", "so there are 96 ways in total", true, "", SourceNone},
+		{"nothing", "I could not solve it.", false, "", SourceNone},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{NoFallback: tc.noFallback}
+			got, src := cfg.ExtractSource(tc.in)
+			if got != tc.want || src != tc.src {
+				t.Errorf("ExtractSource(%q) = %q, %v; want %q, %v", tc.in, got, src, tc.want, tc.src)
+			}
+			if v := cfg.Grade(tc.in, "12"); v.Source != tc.src {
+				t.Errorf("Grade(%q).Source = %v, want %v", tc.in, v.Source, tc.src)
+			}
+		})
+	}
+	choice := Config{Choices: []string{"A", "B", "C", "D"}}
+	for _, tc := range []struct {
+		in  string
+		src Source
+	}{
+		{`\boxed{B}`, SourceBoxed},
+		{"The answer is B.", SourceSentence},
+		{"B", SourceFallback},
+	} {
+		if _, src := choice.ExtractSource(tc.in); src != tc.src {
+			t.Errorf("choices: ExtractSource(%q) source = %v, want %v", tc.in, src, tc.src)
 		}
 	}
 }

@@ -15,9 +15,14 @@ const (
 	// MaxAnswerBytes is the longest answer text that is parsed; longer
 	// answers are compared as normalized strings only.
 	MaxAnswerBytes = 4096
-	// MaxSteps is the step budget shared by parsing and evaluation of one
-	// comparison; one step is one token consumed or one node evaluated.
-	MaxSteps = 200000
+	// MaxSteps is the step budget of one stage of a call: finding the
+	// answer in a response (all candidates parsed together), finding it in
+	// a gold text, and comparing the two (parsing and evaluation; both
+	// directions of Equivalent together). One step is one token consumed,
+	// one node evaluated or one 64-bit word of exact arithmetic (eight for
+	// fractions), about 100 ns of work; the most any test answer needs is
+	// about 10,000 (1/2006! against 1/2004!).
+	MaxSteps = 50000
 	// MaxDepth is the deepest nesting of groups and operators parsed.
 	MaxDepth = 64
 	// MaxBits is the largest integer (numerator or denominator) kept
@@ -57,9 +62,11 @@ const (
 type Config struct {
 	// Targets selects the extractors; zero means TargetLatex|TargetExpr.
 	Targets Target
-	// NoFallback, when true, accepts only \boxed{...} and "final answer
-	// is ..." answers: a response without them is graded incorrect. When
-	// false (default), the last LaTeX span or number is used instead.
+	// NoFallback, when true, accepts only \boxed{...} answers and explicit
+	// answer sentences ("the final answer is ...", "Answer: ...", "####
+	// ..."; Source SourceBoxed or SourceSentence): a response without them
+	// is graded incorrect. When false (default), the last LaTeX span or
+	// number is used instead (SourceFallback).
 	NoFallback bool
 	// AnchorFirst, when true, prefers a "final answer is ..." sentence over
 	// \boxed{...} wherever they stand (Math-Verify's
@@ -86,6 +93,9 @@ type Verdict struct {
 	Correct bool
 	// Extracted is the answer text found in the response ("" if none).
 	Extracted string
+	// Source says how the answer was found: SourceBoxed, SourceSentence,
+	// SourceFallback, or SourceNone when nothing was found.
+	Source Source
 	// Reason says briefly why: "no answer found", "equal: exact",
 	// "not equal", and so on.
 	Reason string
@@ -134,16 +144,16 @@ func Grade(response, gold string) Verdict { return Config{}.Grade(response, gold
 // ("3/4"), LaTeX ("$\frac34$") or a whole worked solution ending in
 // \boxed{...}.
 func (c Config) Grade(response, gold string) Verdict {
-	pred, ok := c.Extract(response)
-	if !ok {
+	pred, src := c.ExtractSource(response)
+	if src == SourceNone {
 		return Verdict{Reason: "no answer found"}
 	}
 	g := c.ExtractGold(gold)
 	if strings.TrimSpace(g) == "" {
-		return Verdict{Extracted: pred, Reason: "empty gold answer"}
+		return Verdict{Extracted: pred, Source: src, Reason: "empty gold answer"}
 	}
 	eq, why := c.equalWhy(g, pred)
-	return Verdict{Correct: eq, Extracted: pred, Reason: why}
+	return Verdict{Correct: eq, Extracted: pred, Source: src, Reason: why}
 }
 
 // Equal reports whether answer equals gold under the default Config; both
@@ -166,10 +176,21 @@ func Equivalent(a, b string) bool { return Config{}.Equivalent(a, b) }
 // Equivalent is the symmetric comparison of Equivalent under c.
 func (c Config) Equivalent(a, b string) bool {
 	c.AllowSetRelation = true
-	return c.Equal(a, b) || c.Equal(b, a)
+	bud := &budget{left: MaxSteps}
+	if eq, _ := c.compare(a, b, bud); eq {
+		return true
+	}
+	eq, _ := c.compare(b, a, bud)
+	return eq
 }
 
+// equalWhy compares gold and answer within a fresh budget and says why.
 func (c Config) equalWhy(gold, answer string) (bool, string) {
+	return c.compare(gold, answer, &budget{left: MaxSteps})
+}
+
+// compare compares gold and answer within the budget b and says why.
+func (c Config) compare(gold, answer string, b *budget) (bool, string) {
 	if len(gold) > MaxResponseBytes {
 		gold = gold[:MaxResponseBytes]
 	}
@@ -189,18 +210,23 @@ func (c Config) equalWhy(gold, answer string) (bool, string) {
 	if ng == na {
 		return true, "equal: string"
 	}
-	if textKey(ng) != "" && textKey(ng) == textKey(na) {
-		return true, "equal: text"
-	}
 	if g := choiceKey(ng); len(g) == 1 && g[0] >= 'A' && g[0] <= 'J' {
-		if l := leadingChoice(na); l != "" {
+		if l, _ := choiceLabel(na); l != "" {
 			return l == g, "choice letter"
 		}
+	} else if l, n := choiceLabel(na); l != "" && strings.TrimSpace(na[n:]) != "" {
+		// "(B) 17" answers the value 17.
+		na = strings.TrimSpace(na[n:])
+		if ng == na {
+			return true, "equal: string after choice label"
+		}
+	}
+	if k := textKey(ng); k != "" && k == textKey(na) {
+		return true, "equal: text"
 	}
 	if len(ng) > MaxAnswerBytes || len(na) > MaxAnswerBytes {
 		return false, "not equal: answer too long to parse"
 	}
-	b := &budget{left: MaxSteps}
 	gn, err := parseAnswer(ng, b)
 	if err != nil {
 		return false, "not equal: gold unparsable: " + err.Error()
@@ -219,15 +245,46 @@ func (c Config) equalWhy(gold, answer string) (bool, string) {
 	return false, "not equal"
 }
 
-// leadingChoice returns X when an answer starts with a parenthesised
-// choice letter "(X)" (possibly inside \text{}), as in "(C) 12".
-func leadingChoice(s string) string {
-	s = strings.TrimSpace(s)
-	for _, p := range []string{`\text{`, "{"} {
-		s = strings.TrimPrefix(s, p)
+// choiceLabel returns X and the label's length when s (left-trimmed
+// first) starts with a choice label for letter X in A..J: "(X)", "X.",
+// "X)" or "X:" (these three followed by a space or the end), possibly
+// inside \text{} or \textbf{} or between ** marks, as in "(C) 12",
+// "C. x = 42", "\textbf{(B)} 17".
+func choiceLabel(s string) (string, int) {
+	i := len(s) - len(strings.TrimLeft(s, " "))
+	open := ""
+	for _, p := range []string{`\text{`, `\textbf{`, `\mathbf{`, "**", "{"} {
+		if strings.HasPrefix(s[i:], p) {
+			open = p
+			i += len(p)
+			break
+		}
 	}
-	if len(s) >= 3 && s[0] == '(' && s[2] == ')' && s[1] >= 'A' && s[1] <= 'J' {
-		return s[1:2]
+	var letter string
+	paren := false
+	switch {
+	case i+3 <= len(s) && s[i] == '(' && s[i+2] == ')' && s[i+1] >= 'A' && s[i+1] <= 'J':
+		letter, i, paren = s[i+1:i+2], i+3, true
+	case i+2 <= len(s) && s[i] >= 'A' && s[i] <= 'J' && strings.IndexByte(".):", s[i+1]) >= 0:
+		letter, i = s[i:i+1], i+2
+	default:
+		return "", 0
 	}
-	return ""
+	switch open {
+	case "**":
+		if !strings.HasPrefix(s[i:], "**") {
+			return "", 0
+		}
+		i += 2
+	case "":
+	default:
+		if i >= len(s) || s[i] != '}' {
+			return "", 0
+		}
+		i++
+	}
+	if !paren && i < len(s) && s[i] != ' ' && s[i] != '\\' && s[i] != '$' {
+		return "", 0
+	}
+	return letter, i
 }

@@ -2,6 +2,7 @@ package grader
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,8 +10,8 @@ import (
 	"testing"
 )
 
-// mvCase is one record of ../shared/data/grader/math_verify_cases.jsonl
-// (see SOURCES.md there).
+// mvCase is one record of testdata/math_verify_cases.jsonl, a copy of
+// ../shared/data/grader/math_verify_cases.jsonl (see testdata/SOURCES.md).
 type mvCase struct {
 	ID         string `json:"id"`
 	Prediction string `json:"prediction"`
@@ -130,6 +131,27 @@ func judgeMV(c mvCase) (bool, string) {
 	return false, "unknown harness " + c.Config.Harness
 }
 
+// mvCasesFile is the Math-Verify suite, copied into testdata so that the
+// test never depends on ../shared.
+const mvCasesFile = "testdata/math_verify_cases.jsonl"
+
+// TestMathVerifyCopy reports when ../shared/data/grader holds a version of
+// the Math-Verify cases that differs from the testdata copy (skipped when
+// ../shared is absent).
+func TestMathVerifyCopy(t *testing.T) {
+	shared, err := os.ReadFile(sharedData(t, "grader/math_verify_cases.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := os.ReadFile(mvCasesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(shared, local) {
+		t.Errorf("%s differs from ../shared/data/grader/math_verify_cases.jsonl: copy the shared file and update testdata/SOURCES.md", mvCasesFile)
+	}
+}
+
 type disagreement struct {
 	ID     string `json:"id"`
 	Reason string `json:"reason"`
@@ -139,7 +161,7 @@ type disagreement struct {
 // test cases and fails below 97% or when the list of deliberate
 // disagreements (testdata/disagreements.jsonl) is out of date.
 func TestMathVerifySuite(t *testing.T) {
-	cases := readJSONL[mvCase](t, sharedData(t, "grader/math_verify_cases.jsonl"))
+	cases := readJSONL[mvCase](t, mvCasesFile)
 	listed := map[string]string{}
 	for _, d := range readJSONL[disagreement](t, filepath.Join("testdata", "disagreements.jsonl")) {
 		if d.Reason == "" {

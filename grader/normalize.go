@@ -18,11 +18,11 @@ var normReplacer = strings.NewReplacer(
 	`\dbinom`, `\binom`, `\tbinom`, `\binom`,
 	`\qquad`, " ", `\quad`, " ", `\!`, "", `\,`, " ", `\;`, " ", `\:`, " ", `\ `, " ", `\enspace`, " ",
 	`{,}`, "", `\%`, "%", `\$`, " ", "\\\n", " ",
-	`^{\circ}`, "", `^\circ`, "", `^{\circ }`, "", `\circ`, "", `\degree`, "", "°", "",
-	`\textdegree`, "", `^{\prime}`, "'",
+	`^{\circ}`, degreeMark, `^\circ`, degreeMark, `^{\circ }`, degreeMark, `\circ`, "", `\degree`, degreeMark,
+	"°", degreeMark, `\textdegree`, degreeMark, `^{\prime}`, "'",
 	`\leqslant`, `\le `, `\geqslant`, `\ge `, `\leq`, `\le `, `\geq`, `\ge `, `\neq`, `\ne `,
 	`\lt`, "<", `\gt`, ">", `\lbrace`, `\{`, `\rbrace`, `\}`, `\lbrack`, "[", `\rbrack`, "]",
-	`\lvert`, "|", `\rvert`, "|", `\vert`, "|", `\mid`, "|", `\infin`, `\infty`,
+	`\lvert`, "|", `\rvert`, "|", `\vert`, "|", `\mid`, "|", `\colon`, ":", `\infin`, `\infty`,
 	`\mbox`, `\text`, `\textnormal`, `\text`, `\textrm`, `\text`, `\textup`, `\text`, `\textsf`, `\text`,
 	`\textbf`, `\text`, `\textit`, `\text`, `\texttt`, `\text`,
 	"−", "-", "–", "-", "×", `\times `, "÷", `\div `, "≤", `\le `, "≥", `\ge `, "≠", `\ne `,
@@ -34,19 +34,18 @@ var normReplacer = strings.NewReplacer(
 var (
 	thousandsRe  = regexp.MustCompile(`^-?\d{1,3}(,\d{3})+(\.\d+)?$`)
 	thousandsSRe = regexp.MustCompile(`^-?\d{1,3}( \d{3})+(\.\d+)?$`)
-	commaBangRe  = regexp.MustCompile(`(\d),\s*\\!\s*(\d)`)
-	braceCommaRe = regexp.MustCompile(`(\d)\s*\{\s*,\s*\}\s*(\d)`)
-	degWordRe    = regexp.MustCompile(`(\d)\s*(degrees?|deg)\b`)
 )
 
 // Normalize cleans an answer text: it unwraps \boxed{} and math delimiters
 // ($, \(, \[), drops LaTeX spacing and sizing commands (\left, \right, \!,
-// \, \quad, \displaystyle), degree marks (^\circ, "degrees"), escaped
-// dollars, the {,} and ,\! thousands separators and, when the whole
-// answer is a grouped number, plain thousands commas; it maps \dfrac and
-// \tfrac to \frac, \mbox and \textbf to \text, Unicode math to LaTeX,
-// collapses whitespace and trims trailing punctuation. Unit words and
-// "x =" prefixes are handled by Equal, which knows the gold answer.
+// \, \quad, \displaystyle), old-style font switches ({\bf 7}), degree
+// marks (^\circ, "degrees"; where the text applies a trigonometric
+// function they become ^\circ instead), escaped dollars, the {,} and ,\!
+// thousands separators and, when the whole answer is a grouped number,
+// plain thousands commas; it maps \dfrac and \tfrac to \frac, \mbox and
+// \textbf to \text, Unicode math to LaTeX, collapses whitespace and trims
+// trailing punctuation (not a factorial's '!'). Unit words and "x ="
+// prefixes are handled by Equal, which knows the gold answer.
 func Normalize(s string) string {
 	if len(s) > MaxResponseBytes {
 		s = s[:MaxResponseBytes]
@@ -54,20 +53,24 @@ func Normalize(s string) string {
 	s = collapseEscapes(s)
 	s = unwrapBoxes(s)
 	if strings.Contains(s, `\!`) {
-		s = commaBangRe.ReplaceAllString(s, "$1$2")
+		s = joinDigits(s, commaBang) // 1,\!000 -> 1000
 	}
 	if strings.Contains(s, "{") && strings.Contains(s, ",") {
-		s = braceCommaRe.ReplaceAllString(s, "$1$2")
+		s = joinDigits(s, braceComma) // 1{,}000 -> 1000
 	}
 	s = normReplacer.Replace(s)
 	s = removeSizing(s)
+	s = dropFontSwitches(s)
 	s = removeDollars(s)
 	s = strings.ReplaceAll(s, `\(`, " ")
 	s = strings.ReplaceAll(s, `\)`, " ")
 	s = strings.ReplaceAll(s, `\[`, " ")
 	s = strings.ReplaceAll(s, `\]`, " ")
 	if strings.Contains(s, "deg") {
-		s = degWordRe.ReplaceAllString(s, "$1")
+		s = degreeWords(s, hasTrig(s))
+	}
+	if !hasTrig(s) {
+		s = strings.ReplaceAll(s, degreeMark, "")
 	}
 	s = collapseSpaces(s)
 	s = trimPunct(s)
@@ -80,6 +83,145 @@ func Normalize(s string) string {
 	}
 	return s
 }
+
+// isRegexpSpace reports whether c is a space as regexp's \s means it.
+func isRegexpSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
+
+// skipSpaces returns the first index at or after i that is not a space.
+func skipSpaces(s string, i int) int {
+	for i < len(s) && isRegexpSpace(s[i]) {
+		i++
+	}
+	return i
+}
+
+// commaBang matches ",\!" with optional spaces after the comma and the
+// \!, and returns the index after it, or -1.
+func commaBang(s string, i int) int {
+	if i >= len(s) || s[i] != ',' {
+		return -1
+	}
+	i = skipSpaces(s, i+1)
+	if !strings.HasPrefix(s[i:], `\!`) {
+		return -1
+	}
+	return skipSpaces(s, i+2)
+}
+
+// braceComma matches "{,}" with optional spaces around and inside it and
+// returns the index after it, or -1.
+func braceComma(s string, i int) int {
+	i = skipSpaces(s, i)
+	for _, c := range []byte{'{', ',', '}'} {
+		if i >= len(s) || s[i] != c {
+			return -1
+		}
+		i = skipSpaces(s, i+1)
+	}
+	return i
+}
+
+// joinDigits deletes every separator (matched by sep at an index, which
+// returns the index after it or -1) that stands between two digits,
+// scanning left to right as regexp.ReplaceAllString does with
+// (\d)SEP(\d) -> $1$2: a digit that ends one match cannot start the next.
+func joinDigits(s string, sep func(s string, i int) int) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i+1 < len(s); i++ {
+		if !isDigit(s[i]) {
+			continue
+		}
+		e := sep(s, i+1)
+		if e < 0 || e >= len(s) || !isDigit(s[e]) {
+			continue
+		}
+		b.WriteString(s[last : i+1])
+		last = e
+		i = e
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// degreeMark is the one spelling of the degree sign that Normalize keeps
+// (inside trigonometric functions, see hasTrig).
+const degreeMark = `^\circ`
+
+// trigNames are the functions whose arguments may be angles in degrees.
+var trigNames = []string{"sin", "cos", "tan", "sec", "csc", "cot"}
+
+// hasTrig reports whether s applies a trigonometric function (sin, cos,
+// tan, sec, csc or cot, with or without a backslash, not part of a longer
+// name such as arcsin or cosh).
+func hasTrig(s string) bool {
+	for _, f := range trigNames {
+		for i := 0; ; {
+			j := strings.Index(s[i:], f)
+			if j < 0 {
+				break
+			}
+			p, e := i+j, i+j+len(f)
+			if (p == 0 || !isLetter(s[p-1])) && (e == len(s) || !isLetter(s[e])) {
+				return true
+			}
+			i = e
+		}
+	}
+	return false
+}
+
+// degreeWords rewrites "degrees", "degree" and "deg" (whole words, or
+// alone in \text{}) after a digit and optional spaces: "30 degrees" and
+// "30 \text{ degrees}" become "30", or "30^\circ" when mark is set.
+func degreeWords(s string, mark bool) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i+1 < len(s); i++ {
+		if !isDigit(s[i]) {
+			continue
+		}
+		k := skipSpaces(s, i+1)
+		text := false
+		for _, cmd := range []string{`\text{`, `\mathrm{`} {
+			if strings.HasPrefix(s[k:], cmd) {
+				k, text = skipSpaces(s, k+len(cmd)), true
+				break
+			}
+		}
+		for _, w := range []string{"degrees", "degree", "deg"} {
+			e := k + len(w)
+			if text {
+				if c := skipSpaces(s, e); c < len(s) && s[c] == '}' && strings.HasPrefix(s[k:], w) {
+					e = c + 1 // \text{ degrees}
+				} else {
+					continue
+				}
+			}
+			if strings.HasPrefix(s[k:], w) && (e == len(s) || text || !isWordByte(s[e])) {
+				b.WriteString(s[last : i+1])
+				if mark {
+					b.WriteString(degreeMark)
+				}
+				last = e
+				i = e - 1
+				break
+			}
+		}
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// isWordByte reports whether c is a word character as regexp's \b means
+// it.
+func isWordByte(c byte) bool { return isLetter(c) || isDigit(c) || c == '_' }
 
 // collapseSpaces replaces runs of spaces by one space.
 func collapseSpaces(s string) string {
@@ -98,10 +240,21 @@ func collapseSpaces(s string) string {
 }
 
 // trimPunct removes surrounding spaces and trailing sentence punctuation.
+// A '!' right after an operand (a digit, letter, closing bracket or
+// another '!') is a factorial and stays: "5!" is 120, "5!." is "5!".
 func trimPunct(s string) string {
 	for {
 		t := strings.TrimSpace(s)
-		t = strings.TrimRight(t, ".,;:!? ")
+		for t != "" {
+			c := t[len(t)-1]
+			if c == '!' && len(t) > 1 && isFactorialOperand(t[len(t)-2]) {
+				break
+			}
+			if !strings.ContainsRune(".,;:!? ", rune(c)) {
+				break
+			}
+			t = t[:len(t)-1]
+		}
 		if strings.HasSuffix(t, `\\`) {
 			t = t[:len(t)-2]
 		}
@@ -112,26 +265,81 @@ func trimPunct(s string) string {
 	}
 }
 
+// isFactorialOperand reports whether a '!' after c is a factorial.
+func isFactorialOperand(c byte) bool {
+	return isDigit(c) || isLetter(c) || c == ')' || c == '}' || c == ']' || c == '!'
+}
+
 // removeSizing drops \left and \right (keeping the delimiter after them)
-// and \big-style sizing without a side.
+// and \big-style sizing without a side, in one pass.
 func removeSizing(s string) string {
-	for _, cmd := range []string{`\left`, `\right`, `\big`, `\Big`} {
-		for i := 0; ; {
-			j := strings.Index(s[i:], cmd)
-			if j < 0 {
+	if !strings.Contains(s, `\left`) && !strings.Contains(s, `\right`) && !strings.Contains(s, `\big`) && !strings.Contains(s, `\Big`) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		n := 0
+		for _, cmd := range []string{`\left`, `\right`, `\big`, `\Big`} {
+			if strings.HasPrefix(s[i:], cmd) {
+				n = len(cmd)
 				break
 			}
-			p := i + j
-			e := p + len(cmd)
-			if e < len(s) && isLetter(s[e]) {
-				i = e
-				continue
-			}
-			s = s[:p] + s[e:]
-			i = p
 		}
+		if n == 0 || i+n < len(s) && isLetter(s[i+n]) {
+			continue
+		}
+		b.WriteString(s[last:i])
+		last = i + n
+		i += n - 1
 	}
-	return s
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// fontSwitches are the old-style font declarations ({\bf 70}); they
+// change how the rest of their group looks, not what it says.
+var fontSwitches = map[string]bool{
+	"bf": true, "rm": true, "it": true, "sf": true, "tt": true, "sl": true, "sc": true, "em": true,
+	"bfseries": true, "mdseries": true, "itshape": true, "upshape": true, "slshape": true, "scshape": true,
+	"rmfamily": true, "sffamily": true, "ttfamily": true, "normalfont": true,
+}
+
+// dropFontSwitches deletes old-style font switches: "{\bf 70}" -> "{ 70}".
+func dropFontSwitches(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		j := i + 1
+		for j < len(s) && isLetter(s[j]) {
+			j++
+		}
+		if j == i+1 {
+			i++ // \\, \{ and the like: skip the escaped character
+			continue
+		}
+		if fontSwitches[s[i+1:j]] {
+			b.WriteString(s[last:i])
+			b.WriteByte(' ')
+			last = j
+		}
+		i = j - 1
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // removeDollars deletes unescaped dollar signs (escaped ones were already
@@ -143,45 +351,37 @@ func removeDollars(s string) string {
 	return strings.ReplaceAll(s, "$", " ")
 }
 
-// unwrapBoxes replaces every \boxed{X} and \fbox{X} by X.
-func unwrapBoxes(s string) string {
-	for n := 0; n < 64; n++ {
-		bs := findBoxes(s)
-		if len(bs) == 0 {
-			return s
-		}
-		var b strings.Builder
-		last := 0
-		for _, bx := range bs {
-			b.WriteString(s[last:bx.start])
-			b.WriteString(" ")
-			b.WriteString(bx.text)
-			b.WriteString(" ")
-			last = bx.end
-		}
-		b.WriteString(s[last:])
-		s = b.String()
-	}
-	return s
-}
+// textReplacer unwraps the text commands that textKey reads through.
+var textReplacer = strings.NewReplacer(`\text{`, "{", `\mathrm{`, "{", `\operatorname{`, "{", `\mathbf{`, "{")
 
-// textKey returns a case- and article-insensitive key for answers that
-// are plain words (letters, spaces, parentheses and sentence punctuation;
-// no digits or operators), or "" for anything else.
+// textKey returns a key for answers that are plain words (letters,
+// apostrophes, spaces, braces, parentheses and sentence punctuation; no
+// digits or operators), or "" for anything else. Words of two or more
+// letters are compared without case and the articles "a", "an", "the"
+// before such a word are dropped ("The Circle" = "circle"), but a single
+// letter keeps its case and is never an article (N is not n, "a b" is
+// not "b"); apostrophes are kept (E' is not E) and so are parentheses
+// (f(x) is not f x). Braces and the punctuation . ! ? separate words.
 func textKey(s string) string {
-	s = strings.NewReplacer(`\text{`, "{", `\mathrm{`, "{", `\operatorname{`, "{", `\mathbf{`, "{").Replace(s)
-	var b strings.Builder
+	s = textReplacer.Replace(s)
+	var words []string
 	letters := 0
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
-		case isLetter(c):
-			letters++
-			b.WriteByte(c | 0x20)
-		case c == ' ':
-			b.WriteByte(' ')
-		case c == '{' || c == '}' || c == '(' || c == ')' || c == '.' || c == '\'' || c == '!' || c == '?':
-			b.WriteByte(' ')
+		case isLetter(c) || c == '\'':
+			j := i
+			for j < len(s) && (isLetter(s[j]) || s[j] == '\'') {
+				j++
+			}
+			letters += j - i
+			words = append(words, s[i:j])
+			i = j
+		case c == '(' || c == ')':
+			words = append(words, s[i:i+1])
+			i++
+		case c == ' ' || c == '{' || c == '}' || c == '.' || c == '!' || c == '?':
+			i++
 		default:
 			return ""
 		}
@@ -189,13 +389,16 @@ func textKey(s string) string {
 	if letters == 0 {
 		return ""
 	}
-	f := strings.Fields(b.String())
-	out := f[:0]
-	for _, w := range f {
-		if w == "a" || w == "an" || w == "the" {
-			if len(f) > 1 {
+	isWord := func(w string) bool { return len(strings.Trim(w, "'")) >= 2 }
+	out := words[:0]
+	for k, w := range words {
+		if isWord(w) {
+			w = strings.ToLower(w)
+			if (w == "an" || w == "the") && k+1 < len(words) && isWord(words[k+1]) {
 				continue
 			}
+		} else if (w == "a" || w == "A") && k+1 < len(words) && isWord(words[k+1]) {
+			continue
 		}
 		out = append(out, w)
 	}

@@ -32,6 +32,10 @@ const (
 	nText                 // name: \text{...} content
 	nRatio                // args[0] : args[1] : ...
 	nSum                  // name "sum"/"prod"; args: var, lo, hi, body
+	nApprox               // args[0] a value, args[1:] its stated approximations (made by prep)
+	nFalse                // a false statement such as the chain 5 = 6 (made by prep)
+	nBuilder              // set-builder \{args[0] | args[1]\}: element, condition
+	nClock                // clock time: args hours (0-24), minutes, seconds
 )
 
 // node is one expression-tree node.
@@ -146,7 +150,7 @@ func lex(s string, b *budget) []token {
 			name := s[i+1 : j]
 			if !knownCommands[name] && name != "inf" && name != "zzz" {
 				// A known command glued to letters: \quadx -> \quad x.
-				for n := len(name) - 1; n >= 2; n-- {
+				for n := min(len(name)-1, maxCommandLen); n >= 2; n-- {
 					if knownCommands[name[:n]] {
 						j = i + 1 + n
 						name = name[:n]
@@ -196,6 +200,7 @@ type parser struct {
 	b       *budget
 	depth   int
 	absOpen int
+	inElem  bool // parsing a set-builder element: ':' ends it
 }
 
 // parseAnswer parses a normalized answer into a tree. It never panics;
@@ -450,8 +455,11 @@ func (p *parser) parseUnion() *node {
 }
 
 func (p *parser) parseRatio() *node {
+	if c := p.clock(); c != nil {
+		return c
+	}
 	a := p.parseAdd()
-	if a == nil || !p.is(":") {
+	if a == nil || !p.is(":") || p.inElem {
 		return a
 	}
 	r := mk(nRatio, a)
@@ -574,19 +582,22 @@ func (p *parser) parseMul() *node {
 				p.next()
 				p.parseExponent()
 			}
+		case len(factors) == 1 && isIntLit(factors[0]) && p.slashFraction():
+			// Mixed number with a slash: 1 1/2 is 1 + 1/2.
+			f := mk(nMul, p.numberNode(p.next().s), inv(p.numberNode(p.toks[p.pos+1].s)))
+			p.next()
+			p.next()
+			factors[0] = mixedNumber(factors[0], f)
 		case p.startsAtom():
-			mixed := len(factors) == 1 && t.k == tCmd && t.s == `\frac` && !t.sp && isIntLit(factors[0])
+			mixed := len(factors) == 1 && t.k == tCmd && t.s == `\frac` && isIntLit(factors[0])
 			f := p.parsePostfix()
 			if f == nil {
 				return p.mulOf(factors)
 			}
-			if mixed && isIntFrac(f) {
-				// Mixed number: 15\frac{39}{40} is 15 + 39/40.
-				if factors[0].k == nNeg {
-					factors[0] = mk(nNeg, mk(nAdd, factors[0].args[0], f))
-				} else {
-					factors[0] = mk(nAdd, factors[0], f)
-				}
+			if mixed && isProperFrac(f) {
+				// Mixed number: 15\frac{39}{40} and 137 \frac{1}{2} are
+				// 15 + 39/40 and 137 + 1/2.
+				factors[0] = mixedNumber(factors[0], f)
 				continue
 			}
 			factors = append(factors, f)
@@ -597,6 +608,43 @@ func (p *parser) parseMul() *node {
 			p.fail("too many factors")
 		}
 	}
+}
+
+// mixedNumber returns the mixed number n f for an integer literal n
+// (possibly negated: -2 1/2 is -(2 + 1/2)) and a proper fraction f.
+func mixedNumber(n, f *node) *node {
+	if n.k == nNeg {
+		return mk(nNeg, mk(nAdd, n.args[0], f))
+	}
+	return mk(nAdd, n, f)
+}
+
+// slashFraction reports whether the next tokens are " p/q": integer
+// literals after a space with 0 < p < q, not followed by a power or a
+// factorial, the fraction part of a mixed number such as 1 1/2.
+func (p *parser) slashFraction() bool {
+	t, sl, d := p.peek(), p.peekAt(1), p.peekAt(2)
+	if t.k != tNum || !t.sp || sl.k != tPunct || sl.s != "/" || sl.sp || d.k != tNum || d.sp {
+		return false
+	}
+	if strings.ContainsAny(t.s, ".eE") || strings.ContainsAny(d.s, ".eE") {
+		return false
+	}
+	if after := p.peekAt(3); after.k == tPunct && (after.s == "^" || after.s == "!" || after.s == "_") && !after.sp {
+		return false
+	}
+	num, ok1 := new(big.Int).SetString(t.s, 10)
+	den, ok2 := new(big.Int).SetString(d.s, 10)
+	return ok1 && ok2 && num.Sign() > 0 && num.Cmp(den) < 0
+}
+
+// isProperFrac reports whether n is \frac{p}{q} of integer literals with
+// 0 < p < q.
+func isProperFrac(n *node) bool {
+	if !isIntFrac(n) {
+		return false
+	}
+	return n.args[0].val.Cmp(n.args[1].args[0].val) < 0
 }
 
 // isIntLit reports whether n is a non-negative integer literal, possibly
@@ -728,6 +776,12 @@ func (p *parser) parsePostfix() *node {
 	for {
 		t := p.peek()
 		switch {
+		case t.k == tPunct && t.s == "^" && p.peekAt(1).k == tCmd && p.peekAt(1).s == `\circ`:
+			// Degrees (kept by Normalize only beside a trigonometric
+			// function): x° is x·π/180 radians.
+			p.next()
+			p.next()
+			a = mk(nMul, a, &node{k: nConst, name: "pi"}, inv(numInt(180)))
 		case t.k == tPunct && (t.s == "^" || t.s == "**"):
 			p.next()
 			e := p.parseExponent()
@@ -737,6 +791,12 @@ func (p *parser) parsePostfix() *node {
 			a = mk(nPow, a, e)
 		case t.k == tPunct && t.s == "!" && !t.sp:
 			p.next()
+			if nx := p.peek(); nx.k == tPunct && nx.s == "!" && !nx.sp {
+				// Double factorial: 5!! = 5*3*1.
+				p.next()
+				a = &node{k: nFunc, name: "fact2", args: []*node{a}}
+				continue
+			}
 			a = &node{k: nFunc, name: "fact", args: []*node{a}}
 		case t.k == tPunct && t.s == "%":
 			p.next()
@@ -897,6 +957,63 @@ func (p *parser) numberNode(s string) *node {
 	return &node{k: nNum, val: r, flt: strings.ContainsAny(s, ".eE")}
 }
 
+// repeatMarks are the commands that mark the repeating digits of a
+// decimal: 0.\overline{3}, 0.1\dot{6}.
+var repeatMarks = map[string]bool{`\overline`: true, `\bar`: true, `\dot`: true}
+
+// repeatingTail reads the repeating part after the number lit just
+// consumed, "0." followed by \overline{3} or "0.1" followed by
+// \overline{6} (no spaces), and returns the exact value, or nil (nothing
+// consumed) when none follows.
+func (p *parser) repeatingTail(lit string) *node {
+	k := 0
+	if !strings.Contains(lit, ".") {
+		if dot := p.peek(); dot.k != tPunct || dot.s != "." || dot.sp {
+			return nil
+		}
+		k = 1
+	}
+	if strings.ContainsAny(lit, "eE") {
+		return nil
+	}
+	mark := p.peekAt(k)
+	if mark.k != tCmd || !repeatMarks[mark.s] || mark.sp {
+		return nil
+	}
+	var digits string
+	n := 0
+	if t := p.peekAt(k + 1); t.k == tNum && !t.sp {
+		digits, n = t.s, 1
+	} else if t.k == tPunct && t.s == "{" && p.peekAt(k+2).k == tNum && p.peekAt(k+3).s == "}" {
+		digits, n = p.peekAt(k+2).s, 3
+	}
+	if digits == "" || strings.Trim(digits, "0123456789") != "" || len(digits) > 64 || len(lit) > 64 {
+		return nil
+	}
+	if n == 1 && mark.s != `\dot` && len(digits) > 1 {
+		return nil // \overline 12 is \overline{1}2
+	}
+	for range k + 1 + n {
+		p.next()
+	}
+	return &node{k: nNum, val: repeatingValue(lit, digits)}
+}
+
+// repeatingValue returns the exact value of the decimal lit (such as
+// "0.1" or "2") whose digits rep repeat forever after it:
+// (IFR - IF) / (10^|F| (10^|R| - 1)) for integer part I, decimals F and
+// repeating digits R.
+func repeatingValue(lit, rep string) *big.Rat {
+	ip, fp, _ := strings.Cut(lit, ".")
+	all, _ := new(big.Int).SetString(ip+fp+rep, 10)
+	head, _ := new(big.Int).SetString("0"+ip+fp, 10)
+	ten := big.NewInt(10)
+	den := new(big.Int).Exp(ten, big.NewInt(int64(len(rep))), nil)
+	den.Sub(den, big.NewInt(1))
+	den.Mul(den, new(big.Int).Exp(ten, big.NewInt(int64(len(fp))), nil))
+	return new(big.Rat).SetFrac(all.Sub(all, head), den)
+}
+
 // funcWords are function names recognised with or without a backslash.
 var funcWords = map[string]bool{
 	"sin": true, "cos": true, "tan": true, "sec": true, "csc": true, "cot": true,
@@ -918,6 +1035,9 @@ func (p *parser) parseAtom() *node {
 		return nil
 	case tNum:
 		p.next()
+		if r := p.repeatingTail(t.s); r != nil {
+			return r
+		}
 		n := p.numberNode(t.s)
 		if p.is("_") && !p.peek().sp {
 			p.next()
@@ -1172,6 +1292,14 @@ var symbolWrappers = map[string]bool{
 	`\mathrm`: true, `\mathbf`: true, `\mathit`: true, `\boldsymbol`: true, `\mathbb`: true, `\mathcal`: true,
 	`\mathsf`: true, `\mathtt`: true, `\vec`: true, `\overline`: true, `\overrightarrow`: true, `\hat`: true,
 	`\bar`: true, `\widehat`: true, `\tilde`: true, `\dot`: true, `\ddot`: true, `\operatorname`: true,
+	`\bm`: true, `\mathnormal`: true,
+}
+
+// fontWrappers are the symbolWrappers that only select a font: their
+// content is read as an expression unless it is a word or a letter.
+var fontWrappers = map[string]bool{
+	`\mathrm`: true, `\mathbf`: true, `\mathit`: true, `\boldsymbol`: true, `\mathsf`: true,
+	`\mathtt`: true, `\bm`: true, `\mathnormal`: true,
 }
 
 func (p *parser) parseCommand() *node {
@@ -1209,6 +1337,9 @@ func (p *parser) parseCommand() *node {
 		raw := strings.TrimSpace(p.rawArg())
 		return p.textNode(raw)
 	case `\{`:
+		if p.isSetBuilder() {
+			return p.parseSetBuilder()
+		}
 		x := p.parseList(func(t token) bool { return t.k == tCmd && t.s == `\}` })
 		p.expect(`\}`)
 		s := &node{k: nSet}
@@ -1263,7 +1394,13 @@ func (p *parser) parseCommand() *node {
 		return p.parseFunc(name)
 	}
 	if symbolWrappers[t.s] {
+		save := p.pos
 		raw := strings.TrimSpace(p.rawArg())
+		if fontWrappers[t.s] && raw != "" && !isWord(raw) {
+			// A font changes the look, not the value: \mathbf{70} is 70.
+			p.pos = save
+			return p.parseArg()
+		}
 		switch {
 		case t.s == `\operatorname`:
 			if funcWords[raw] {
@@ -1333,6 +1470,147 @@ func isNumeral(s string) bool {
 		}
 	}
 	return true
+}
+
+// isSetBuilder reports whether the tokens after \{ read "element |
+// condition \}" or "element : condition \}": a separator outside
+// brackets after at least one token, and a relation in the condition.
+func (p *parser) isSetBuilder() bool {
+	depth, sep := 0, -1
+	for i := p.pos; i < len(p.toks) && i-p.pos < MaxAnswerBytes; i++ {
+		t := p.toks[i]
+		switch {
+		case t.k == tPunct && (t.s == "(" || t.s == "[" || t.s == "{"), t.k == tCmd && t.s == `\{`:
+			depth++
+		case t.k == tCmd && t.s == `\}` && depth == 0:
+			return false
+		case t.k == tPunct && (t.s == ")" || t.s == "]" || t.s == "}"), t.k == tCmd && t.s == `\}`:
+			depth--
+		case depth == 0 && sep < 0 && t.k == tPunct && (t.s == "|" || t.s == ":") && i > p.pos:
+			sep = i
+		case depth == 0 && sep >= 0:
+			if _, ok := relOps[t.s]; ok && (t.k == tPunct || t.k == tCmd) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// parseSetBuilder parses "element | condition \}" after \{.
+func (p *parser) parseSetBuilder() *node {
+	// A | or : here separates; it does not open |x| or make a ratio.
+	p.absOpen++
+	inElem := p.inElem
+	p.inElem = true
+	elem := p.parseRel()
+	p.absOpen--
+	p.inElem = inElem
+	if elem == nil || !(p.is("|") || p.is(":")) {
+		p.fail("bad set-builder element")
+	}
+	p.next()
+	cond := p.parseList(func(t token) bool { return t.k == tCmd && t.s == `\}` })
+	p.expect(`\}`)
+	if cond == nil {
+		p.fail("empty set-builder condition")
+	}
+	return &node{k: nBuilder, args: []*node{elem, cond}}
+}
+
+// clock reads a clock time H:MM or H:MM:SS (H of at most two digits and
+// at most 24, MM and SS of exactly two digits and below 60), optionally
+// followed by am/pm (AM, p.m., \text{ pm}), and returns it with the
+// hours on a 24-hour clock; it returns nil and consumes nothing when the
+// next tokens are no clock time (or continue as an expression: 1:30 + 2).
+func (p *parser) clock() *node {
+	part := func(k int, width int, limit int64) (int64, bool) {
+		t := p.peekAt(k)
+		if t.k != tNum || strings.ContainsAny(t.s, ".eE") || width > 0 && len(t.s) != width || len(t.s) > 2 {
+			return 0, false
+		}
+		v := int64(0)
+		for i := 0; i < len(t.s); i++ {
+			v = 10*v + int64(t.s[i]-'0')
+		}
+		return v, v <= limit
+	}
+	colon := func(k int) bool { t := p.peekAt(k); return t.k == tPunct && t.s == ":" && !t.sp }
+	h, ok := part(0, 0, 24)
+	if !ok || !colon(1) {
+		return nil
+	}
+	m, ok := part(2, 2, 59)
+	if !ok || p.peekAt(2).sp {
+		return nil
+	}
+	n := 3
+	sec := int64(0)
+	if colon(3) {
+		if sec, ok = part(4, 2, 59); !ok || p.peekAt(4).sp {
+			return nil
+		}
+		n = 5
+	}
+	half, k := p.meridiem(n)
+	if half != "" {
+		if h == 0 || h > 12 {
+			return nil
+		}
+		switch {
+		case half == "am" && h == 12:
+			h = 0
+		case half == "pm" && h < 12:
+			h += 12
+		}
+		n = k
+	}
+	if t := p.peekAt(n); t.k == tNum || t.k == tPunct && strings.Contains("^/:.+-*!", t.s) && t.s != "" {
+		return nil
+	}
+	for range n {
+		p.next()
+	}
+	return &node{k: nClock, args: []*node{numInt(h), numInt(m), numInt(sec)}}
+}
+
+// meridiem reads "am" or "pm" at token k (am, AM, a.m., \text{ p.m.}) and
+// returns it with the index of the token after it, or "".
+func (p *parser) meridiem(k int) (string, int) {
+	word := func(t token) string {
+		if t.k != tWord {
+			return ""
+		}
+		return strings.ToLower(t.s)
+	}
+	t := p.peekAt(k)
+	if t.k == tCmd && (t.s == `\text` || t.s == `\mathrm`) && p.peekAt(k+1).s == "{" {
+		var b strings.Builder
+		j := k + 2
+		for ; j < k+8 && p.peekAt(j).k != tEOF && p.peekAt(j).s != "}"; j++ {
+			b.WriteString(p.peekAt(j).s)
+		}
+		if p.peekAt(j).s != "}" {
+			return "", k
+		}
+		switch strings.ToLower(strings.ReplaceAll(b.String(), ".", "")) {
+		case "am":
+			return "am", j + 1
+		case "pm":
+			return "pm", j + 1
+		}
+		return "", k
+	}
+	switch w := word(t); {
+	case w == "am" || w == "pm":
+		return w, k + 1
+	case (w == "a" || w == "p") && p.peekAt(k+1).s == "." && word(p.peekAt(k+2)) == "m":
+		if p.peekAt(k+3).s == "." {
+			return w + "m", k + 4
+		}
+		return w + "m", k + 3
+	}
+	return "", k
 }
 
 // parseSum parses \sum_{k=lo}^{hi} body.

@@ -1,0 +1,287 @@
+package grader
+
+import "testing"
+
+// classCase is a grading case for one of the answer classes whose
+// policies doc.go states. conv names the convention the expected verdict
+// follows: an AoPS / MATH answer convention (with a MATH-500 record where
+// one has that form), a mathematical fact, or Math-Verify 0.9.0's
+// verdict where it is right.
+type classCase struct {
+	name     string
+	response string
+	gold     string
+	want     bool
+	conv     string
+}
+
+func runClass(t *testing.T, cfg Config, cases []classCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.conv == "" {
+				t.Fatalf("case %q states no convention", tc.name)
+			}
+			v := cfg.Grade(tc.response, tc.gold)
+			if v.Correct != tc.want {
+				t.Errorf("Grade(%q, %q) = %v (extracted %q, %s), want %v (%s)", tc.response, tc.gold, v.Correct, v.Extracted, v.Reason, tc.want, tc.conv)
+			}
+		})
+	}
+}
+
+const (
+	convMixed = "MATH/AoPS: an integer followed by a proper fraction is a mixed number (MATH-500 test/algebra/2470 gold 137 \\frac{1}{2}, test/geometry/826 gold 1\\frac{4}{5})"
+	convFact  = "AoPS: n! is n factorial inside math; Math-Verify 0.9.0 also reads \\boxed{5!} as 120"
+)
+
+var mixedNumberCases = []classCase{
+	{"spaced mixed vs glued", `\boxed{137\frac12}`, `137 \frac{1}{2}`, true, convMixed},
+	{"spaced mixed vs improper", `\boxed{275/2}`, `137 \frac{1}{2}`, true, convMixed},
+	{"spaced mixed vs decimal", `\boxed{137.5}`, `137 \frac{1}{2}`, true, convMixed},
+	{"spaced mixed is not a product", `\boxed{68.5}`, `137 \frac{1}{2}`, false, convMixed},
+	{"spaced mixed answer", `\boxed{1 \frac{4}{5}}`, `1\frac{4}{5}`, true, convMixed},
+	{"slash mixed", `\boxed{1 1/2}`, `\frac32`, true, convMixed},
+	{"slash mixed is not 1/2", `\boxed{1 1/2}`, `\frac12`, false, convMixed},
+	{"slash mixed in text", "She needs 2 3/4 cups in total.", `\frac{11}{4}`, true, convMixed},
+	{"negative mixed", `\boxed{-2 \frac{1}{2}}`, `-\frac52`, true, convMixed},
+	{"improper fraction after integer is a product", `\boxed{2\frac{5}{2}}`, `5`, true, "a mixed number's fraction is proper (AoPS), so 2\\frac{5}{2} is 2 times 5/2"},
+	{"integer times fraction with operator", `\boxed{2 \cdot \frac{1}{2}}`, `1`, true, "explicit multiplication"},
+	{"decimal before fraction is a product", `\boxed{0.5 \frac{1}{2}}`, `0.25`, true, "mixed numbers have an integer part"},
+}
+
+var factorialCases = []classCase{
+	{"boxed factorial", `\boxed{5!}`, `120`, true, convFact},
+	{"boxed factorial is not its argument", `\boxed{5!}`, `5`, false, convFact},
+	{"product with factorial", `\boxed{2\cdot 4!}`, `48`, true, convFact},
+	{"ten factorial", `\boxed{10!}`, `3628800`, true, convFact},
+	{"factorial then sentence period", `$\boxed{10!}$.`, `3628800`, true, convFact},
+	{"double factorial", `\boxed{5!!}`, `15`, true, "n!! = n(n-2)(n-4)... (double factorial)"},
+	{"factorial quotient", `\boxed{\frac{7!}{5!}}`, `42`, true, convFact},
+	{"exclamation after a sentence number", "so the answer is 6!", `6`, true, "in running text a '!' followed by a space or the end closes the sentence"},
+	{"exclamation in text answer", `\boxed{\text{Yes!}}`, `\text{yes}`, true, "sentence punctuation is not part of a text answer"},
+}
+
+const (
+	convFont = "LaTeX: \\mathbf, \\mathrm and {\\bf ...} change the font, not the value; Math-Verify 0.9.0 reads \\mathbf{70} and {\\bf 70} as 70"
+	convText = "AoPS/MATH: single letters name points, variables and choices and are case-sensitive, a prime is part of a name; Math-Verify 0.9.0 wrongly accepts E' for E and N for n"
+)
+
+var fontCases = []classCase{
+	{"mathbf number", `\boxed{\mathbf{70}}`, `70`, true, convFont},
+	{"mathrm number", `\boxed{\mathrm{70}}`, `70`, true, convFont},
+	{"bf switch", `\boxed{{\bf 70}}`, `70`, true, convFont},
+	{"bf switch wrong number", `\boxed{{\bf 71}}`, `70`, false, convFont},
+	{"mathbf expression", `\boxed{\mathbf{2x+1}}`, `2x+1`, true, convFont},
+	{"boldsymbol fraction", `\boxed{\boldsymbol{\frac{1}{2}}}`, `0.5`, true, convFont},
+	{"mathrm word stays text", `\boxed{\mathrm{Monday}}`, `\text{Monday}`, true, convFont},
+	{"mathbf letter stays a symbol", `\boxed{\mathbf{v}}`, `v`, true, convFont},
+	{"bf choice letter", `\boxed{\textbf{(C)}}`, `C`, true, convFont},
+	{"it switch in text", `\boxed{\text{{\it Monday}}}`, `\text{Monday}`, true, convFont},
+}
+
+var textCases = []classCase{
+	{"prime is part of the name", `\boxed{E'}`, `E`, false, convText},
+	{"derivative is not the function", `\boxed{f'(x)}`, `f(x)`, false, convText},
+	{"case of a single letter", `\boxed{N}`, `n`, false, convText},
+	{"article before a letter is a variable", `\boxed{a b}`, `b`, false, convText},
+	{"same primed name", `\boxed{E'}`, `E'`, true, convText},
+	{"case of words is ignored", `\boxed{\text{MONDAY}}`, `\text{Monday}`, true, "MATH: text answers such as weekdays are words, compared without case"},
+	{"article before a word is dropped", `\boxed{\text{the circle}}`, `\text{Circle}`, true, "MATH: 'the circle' and 'circle' name the same answer"},
+	{"different words", `\boxed{\text{ellipse}}`, `\text{circle}`, false, "different words"},
+	{"function notation is not a product", `\boxed{\text{f(x)}}`, `\text{f x}`, false, convText},
+}
+
+const (
+	convChain  = "policy (doc.go, relations and chains): a chain asserts each = between numbers, so a false one makes the answer wrong"
+	convValue  = "policy (doc.go, relations and chains): the value is the last side before the first ≈, a label (x, f(x)) names it; Math-Verify 0.9.0 also takes the exact side of A ≈ B"
+	convApprox = "policy (doc.go, relations and chains): against a decimal gold, a stated approximation that is close to its exact value also answers"
+)
+
+var relationCases = []classCase{
+	{"exact side of approx", `\boxed{\pi \approx 3.14}`, `\pi`, true, convValue},
+	{"approx side against decimal gold", `\boxed{\pi \approx 3.14}`, `3.14`, true, convApprox},
+	{"approximation far from its value", `\boxed{\frac12 \approx 0.33}`, `0.33`, false, convApprox},
+	{"exact side with label", `\boxed{x = \frac{1}{3} \approx 0.33}`, `\frac13`, true, convValue},
+	{"approximation is not the exact gold", `\boxed{x \approx 0.33}`, `\frac13`, false, "0.33 is not 1/3 at 6 decimal places (Math-Verify's float_rounding)"},
+	{"label and approximation", `\boxed{x \approx 3.14}`, `3.14`, true, convValue},
+	{"false chain against its last side", `\boxed{5 = 6}`, `6`, false, convChain},
+	{"false chain against its first side", `\boxed{5 = 6}`, `5`, false, convChain},
+	{"false chain with label", `\boxed{x = 5+5+1 = 7 = 11}`, `11`, false, convChain},
+	{"true chain", `\boxed{2 + 3 = 5}`, `5`, true, convValue},
+	{"true chain with label", `\boxed{x = 2 + 3 = 5}`, `5`, true, convValue},
+	{"decimal written with =", `\boxed{x = \frac{1}{3} = 0.333}`, `\frac13`, true, "policy (doc.go, relations and chains): a decimal joined by = that only approximates the side before it is an approximation"},
+	{"labelled value", `\boxed{y = 2x + 1}`, `2x+1`, true, convValue},
+	{"equation is not its solution", `\boxed{2x + 3 = 7}`, `2`, false, "an equation states a condition, not a value"},
+	{"value then label", `\boxed{3 = x}`, `3`, true, convValue},
+	{"sentence with approximation", `The final answer is $\frac{70}{9} \approx 7.78$.`, `7.78`, true, convApprox},
+	{"gold chain", `\boxed{2}`, `z = 1 + 1 = 2`, true, convValue},
+	{"identity chain", `\boxed{(x+1)^2 = x^2 + 2x + 1}`, `x^2+2x+1`, true, convValue},
+}
+
+const (
+	convDeg  = "policy (doc.go, degrees): inside a trigonometric function x° is x·π/180 radians (sin 30° = 1/2)"
+	convDeg0 = "MATH: an angle answer in degrees may omit the mark (MATH-500 test/precalculus/117 gold 30^\\circ); Math-Verify 0.9.0 also reads 30^\\circ as 30"
+)
+
+var degreeCases = []classCase{
+	{"sine of degrees", `\boxed{\sin 30^\circ}`, `\frac12`, true, convDeg},
+	{"cosine of degrees", `\boxed{\cos 60^{\circ}}`, `0.5`, true, convDeg},
+	{"degree sign", `\boxed{\tan 45°}`, `1`, true, convDeg},
+	{"degrees word", `\boxed{\sin(90 \text{ degrees})}`, `1`, true, convDeg},
+	{"complementary angles", `\boxed{\cos 40^\circ}`, `\sin 50^\circ`, true, convDeg},
+	{"not radians", `\boxed{\sin 30^\circ}`, `\sin 30`, false, convDeg},
+	{"sine without degrees is radians", `\boxed{\sin 30}`, `-0.98803162409`, true, "sin 30 (radians) = -0.98803162409..."},
+	{"bare angle equals degrees", `\boxed{30^\circ}`, `30`, true, convDeg0},
+	{"angle in degrees is not its radians", `\boxed{30^\circ}`, `\frac{\pi}{6}`, false, convDeg0},
+	{"trig chain with degrees", `\boxed{\tan 60^\circ = \sqrt{3}}`, `\sqrt3`, true, convDeg},
+	{"arcsine is not a degree function", `\boxed{\arcsin\frac12}`, `\frac{\pi}{6}`, true, "arcsin(1/2) = π/6"},
+}
+
+const convDomain = "policy (doc.go, real domain): expressions are compared where both are real; identities that hold on that common domain are accepted"
+
+var domainCases = []classCase{
+	{"product of roots", `\boxed{\sqrt x\sqrt y}`, `\sqrt{xy}`, true, convDomain},
+	{"quotient of roots", `\boxed{\frac{\sqrt{a}}{\sqrt{b}}}`, `\sqrt{\frac{a}{b}}`, true, convDomain},
+	{"log of a square", `\boxed{2\ln x}`, `\ln(x^2)`, true, convDomain},
+	{"square of a root", `\boxed{(\sqrt{x})^2}`, `x`, true, convDomain},
+	{"root of a square is not x", `\boxed{\sqrt{x^2}}`, `x`, false, "√(x²) = |x| on the common real domain (all x), which differs from x at x < 0"},
+	{"root of a square is |x|", `\boxed{\sqrt{x^2}}`, `|x|`, true, "√(x²) = |x| for real x"},
+	{"abs is not x", `\boxed{|x|}`, `x`, false, "|x| differs from x at every x < 0"},
+	{"cube roots", `\boxed{x^{1/3}}`, `\sqrt[3]{x}`, true, convDomain},
+	{"different roots", `\boxed{\sqrt{x}\sqrt{y}}`, `\sqrt{x+y}`, false, "√x√y and √(x+y) differ at x = y = 1"},
+	{"complex answers still compare", `\boxed{\sqrt{-x^2-1}}`, `i\sqrt{x^2+1}`, true, "policy (doc.go, real domain): without a common real domain the principal complex values are compared"},
+}
+
+const convChoice = "AoPS/AMC answer style: a choice letter with its value, \"(B) 17\" or \"C. x = 42\", answers the letter and the value"
+
+var choiceCases = []classCase{
+	{"letter dot then text", `\boxed{C. x = 42}`, `C`, true, convChoice},
+	{"letter dot then text, wrong letter", `\boxed{C. x = 42}`, `D`, false, convChoice},
+	{"letter dot then text, value gold", `\boxed{C. x = 42}`, `42`, true, convChoice},
+	{"answer sentence with label", "Answer: (B) 17", `B`, true, convChoice},
+	{"answer sentence with label, value gold", "Answer: (B) 17", `17`, true, convChoice},
+	{"answer sentence with label, wrong value", "Answer: (B) 17", `18`, false, convChoice},
+	{"letter paren", `The final answer is B) 17.`, `B`, true, convChoice},
+	{"bold letter", `The answer is **(D)**`, `D`, true, convChoice},
+	{"label alone", `\boxed{(E)}`, `\text{(E)}`, true, "MATH-500 test/precalculus/452 gold \\text{(E)}"},
+	{"label then a word", `\boxed{\textbf{(B)}\ \text{Monday}}`, `\text{Monday}`, true, convChoice},
+	{"a word is not a label", `The answer is A big number, 7.`, `7`, true, "a capital word is not a choice label"},
+}
+
+const convRepeat = "AoPS/MATH: an overline (or dot) marks repeating decimal digits: 0.\\overline{3} = 1/3"
+
+var repeatingCases = []classCase{
+	{"one third", `\boxed{0.\overline{3}}`, `\frac13`, true, convRepeat},
+	{"one sixth", `\boxed{0.1\overline{6}}`, `\frac16`, true, convRepeat},
+	{"one seventh", `\boxed{0.\overline{142857}}`, `\frac17`, true, convRepeat},
+	{"mixed with integer part", `\boxed{2.\overline{45}}`, `\frac{27}{11}`, true, convRepeat},
+	{"dot notation", `\boxed{0.\dot{3}}`, `\frac13`, true, convRepeat},
+	{"bar notation", `\boxed{0.\bar{6}}`, `\frac23`, true, convRepeat},
+	{"repeating is not the truncation", `\boxed{0.\overline{3}}`, `0.3`, false, convRepeat},
+	{"repeating gold", `\boxed{\frac{4}{33}}`, `0.\overline{12}`, true, convRepeat},
+	{"nines", `\boxed{0.\overline{9}}`, `1`, true, "0.999... = 1"},
+	{"overline elsewhere is a symbol", `\boxed{\overline{AB}}`, `\overline{AB}`, true, "\\overline{AB} names a segment"},
+}
+
+const convBuilder = "set-builder notation {x | P(x)} is the set of x satisfying P, so {x | x > 3} = (3, ∞) (AoPS; interval and set answers are compared as sets)"
+
+var builderCases = []classCase{
+	{"builder vs interval", `\boxed{\{x \mid x > 3\}}`, `(3, \infty)`, true, convBuilder},
+	{"builder vs wrong interval", `\boxed{\{x \mid x > 3\}}`, `[3, \infty)`, false, convBuilder},
+	{"colon builder", `\boxed{\{x : 0 < x \le 1\}}`, `(0, 1]`, true, convBuilder},
+	{"builder with domain", `\boxed{\{x \in \mathbb{R} \mid x \le -2\}}`, `(-\infty, -2]`, true, convBuilder},
+	{"interval vs builder gold", `\boxed{(3, \infty)}`, `\{x \mid x > 3\}`, true, convBuilder},
+	{"builder vs builder", `\boxed{\{t \mid t > 3\}}`, `\{x | x > 3\}`, true, convBuilder},
+	{"inequality gold, builder answer", `\boxed{\{x \mid x > 3\}}`, `x > 3`, true, "an inequality gold accepts its solution set (doc.go, as for intervals)"},
+	{"builder gold, inequality answer", `\boxed{x > 3}`, `\{x \mid x > 3\}`, false, "a set gold does not accept an inequality unless Config.AllowSetRelation (doc.go, as for intervals)"},
+	{"abs inside a set is not a builder", `\boxed{\{|{-2}|, 3\}}`, `\{2, 3\}`, true, "|-2| = 2"},
+}
+
+const convClock = "clock times H:MM[:SS] name a time of day; seconds :00 and am/pm do not change it (MATH counting/prealgebra answers such as 9:40 a.m.)"
+
+var clockCases = []classCase{
+	{"seconds added", `\boxed{20:34}`, `20:34:00`, true, convClock},
+	{"seconds differ", `\boxed{20:34:05}`, `20:34`, false, convClock},
+	{"pm", `\boxed{8:34 \text{ PM}}`, `20:34`, true, convClock},
+	{"boxed p.m.", `\boxed{8:34\text{ p.m.}}`, `20:34`, true, convClock},
+	{"am is not pm", `\boxed{8:34 am}`, `20:34`, false, convClock},
+	{"midnight", `\boxed{12:00 \text{ a.m.}}`, `0:00`, true, convClock},
+	{"different minutes", `\boxed{9:40}`, `9:45`, false, convClock},
+	{"ratio stays a ratio", `\boxed{3:2}`, `3:2`, true, "a ratio with a one-digit second part is not a clock time"},
+}
+
+const convFunc = "y = ... and f(x) = ... both define the dependent variable; MATH-500 test/precalculus/323 gold y = 2x + 3 is answered f(x) = 2x + 3"
+
+var functionCases = []classCase{
+	{"f(x) vs y", `\boxed{f(x) = 2x + 3}`, `y = 2x + 3`, true, convFunc},
+	{"y vs f(x)", `\boxed{y = 2x + 3}`, `f(x) = 2x+3`, true, convFunc},
+	{"different right side", `\boxed{f(x) = 2x + 2}`, `y = 2x + 3`, false, convFunc},
+	{"two variables", `\boxed{g(x, y) = x^2 + y}`, `z = x^2 + y`, true, convFunc},
+	{"the label is an argument", `\boxed{f(x) = 3}`, `x = 3`, false, "x = 3 fixes x; f(x) = 3 is a constant function"},
+	{"other variable on the right", `\boxed{f(x) = 2t}`, `y = 2t`, false, "f(x) = 2t does not define a function of x only"},
+	{"renamed argument stays strict", `\boxed{f(y) = y^2}`, `f(x) = x^2`, false, "Math-Verify strict mode: variable names must match"},
+}
+
+const convHuge = "exact integer arithmetic: a^m = b^n for integers when they are powers of one root with equal exponents (2^{2^{2^{2^2}}} = 2^{65536})"
+
+var hugeCases = []classCase{
+	{"power tower", `\boxed{2^{2^{2^{2^2}}}}`, `2^{65536}`, true, convHuge},
+	{"power tower off by one", `\boxed{2^{2^{2^{2^2}}}}`, `2^{65537}`, false, convHuge},
+	{"same value, other base", `\boxed{4^{40000}}`, `2^{80000}`, true, convHuge},
+	{"power of a power", `\boxed{(2^{100})^{1000}}`, `2^{100000}`, true, convHuge},
+	{"product of powers", `\boxed{2^{70000} \cdot 2^{10000}}`, `2^{80000}`, true, convHuge},
+	{"quotient of powers", `\boxed{\frac{2^{70000}}{2^{69999}}}`, `2`, true, convHuge},
+	{"negative base", `\boxed{-2^{70001}}`, `(-2)^{70001}`, true, convHuge},
+	{"different bases", `\boxed{3^{50000}}`, `2^{80000}`, false, convHuge},
+	{"tiny is not zero", `\boxed{2^{-70000}}`, `0`, false, convHuge},
+	{"fraction base", `\boxed{(\frac{2}{3})^{70000}}`, `(\frac{4}{9})^{35000}`, true, convHuge},
+	{"exact factor", `\boxed{2^{10000} \cdot 2^{70000}}`, `2^{80000}`, true, convHuge},
+	{"large power of ten", `\boxed{10^{20000}}`, `100^{10000}`, true, convHuge},
+	{"gcd of exponents", `\boxed{8^{30000}}`, `4^{45000}`, true, convHuge},
+}
+
+// TestClassMixedNumbers covers mixed numbers (doc.go: mixed numbers).
+func TestClassMixedNumbers(t *testing.T) { runClass(t, Config{}, mixedNumberCases) }
+
+// TestClassFactorials covers a trailing '!' (doc.go: factorials).
+func TestClassFactorials(t *testing.T) { runClass(t, Config{}, factorialCases) }
+
+// TestClassFonts covers font commands around numbers (doc.go: fonts).
+func TestClassFonts(t *testing.T) { runClass(t, Config{}, fontCases) }
+
+// TestClassText covers text and letter answers (doc.go: text).
+func TestClassText(t *testing.T) { runClass(t, Config{}, textCases) }
+
+// TestClassRelations covers relations and chains (doc.go: relations and
+// chains).
+func TestClassRelations(t *testing.T) { runClass(t, Config{}, relationCases) }
+
+// TestClassDegrees covers degree marks (doc.go: degrees).
+func TestClassDegrees(t *testing.T) { runClass(t, Config{}, degreeCases) }
+
+// TestClassRealDomain covers identities that hold where the expressions
+// are real (doc.go: real domain).
+func TestClassRealDomain(t *testing.T) { runClass(t, Config{}, domainCases) }
+
+// TestClassChoices covers choice letters followed by text (doc.go:
+// choices).
+func TestClassChoices(t *testing.T) { runClass(t, Config{}, choiceCases) }
+
+// TestClassRepeatingDecimals covers repeating decimals (doc.go:
+// repeating decimals).
+func TestClassRepeatingDecimals(t *testing.T) { runClass(t, Config{}, repeatingCases) }
+
+// TestClassSetBuilder covers set-builder notation (doc.go: set-builder).
+func TestClassSetBuilder(t *testing.T) { runClass(t, Config{}, builderCases) }
+
+// TestClassClockTimes covers clock times (doc.go: clock times).
+func TestClassClockTimes(t *testing.T) { runClass(t, Config{}, clockCases) }
+
+// TestClassFunctionLabels covers f(x) = ... against y = ... (doc.go:
+// relations and chains).
+func TestClassFunctionLabels(t *testing.T) { runClass(t, Config{}, functionCases) }
+
+// TestClassHugeExact covers exact values beyond floating point (doc.go:
+// numbers).
+func TestClassHugeExact(t *testing.T) { runClass(t, Config{}, hugeCases) }
