@@ -11,8 +11,9 @@ import (
 // unless it had already stated one.
 type RewardRule struct {
 	// Fallback accepts a response's last LaTeX span or number as its answer
-	// when it states none explicitly (in \boxed{} or a "final answer is"
-	// sentence). Off by default: a truncated trace such as "5*3=15.
+	// when it states none explicitly (in \boxed{} or an answer sentence
+	// such as "the final answer is 18", "Answer: 18" or "#### 18", see
+	// grader.SourceSentence). Off by default: a truncated trace such as "5*3=15.
 	// 7+15=22. 22-4=18." must not earn a reward for gold 18.
 	Fallback bool `json:"fallback"`
 	// Truncated grades a trace that hit the token limit like any other.
@@ -38,11 +39,10 @@ func (r RewardRule) String() string {
 // votes, and r.Truncated decides truncated traces.
 func NewJudge(r RewardRule) rollout.Judge {
 	cfg := grader.Config{NoFallback: !r.Fallback}
-	strict := grader.Config{NoFallback: true}
 	return rollout.Judge{
 		Grade: func(response, gold string) rollout.Verdict {
 			v := cfg.Grade(response, gold)
-			_, explicit := strict.Extract(response)
+			explicit := v.Source == grader.SourceBoxed || v.Source == grader.SourceSentence
 			return rollout.Verdict{Answer: v.Extracted, Explicit: explicit, Correct: v.Correct}
 		},
 		Equal:           grader.Equivalent,
