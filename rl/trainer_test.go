@@ -117,3 +117,33 @@ func TestTrainerStep(t *testing.T) {
 		require.InDelta(t, -0.1, v, 1e-6)
 	}
 }
+
+// TestTrainerSkipsNonFiniteUpdate: a step whose AdamW update would
+// overflow float32 (a learning rate near float32's largest value on large
+// weights) is skipped, reported in the metrics, and leaves the weights as
+// they were; the step still counts.
+func TestTrainerSkipsNonFiniteUpdate(t *testing.T) {
+	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2, 2}}})
+	require.NoError(t, err)
+	for i := range w.Flat() {
+		w.Flat()[i] = -1e38
+	}
+	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
+	require.NoError(t, err)
+	ds := data.NewDataset("t", []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}})
+	cfg := DefaultConfig()
+	cfg.Problems, cfg.MaxDrawRounds, cfg.Pipeline = 1, 3, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}
+	tr, err := NewTrainer(cfg, TrainerParts{Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: &trainerFakeLearner{},
+		Judge: trainerJudge, Problems: data.NewStream(ds, 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
+		Schedule: optim.Schedule{PeakLR: 3e38}})
+	require.NoError(t, err)
+	m, err := tr.TrainStep(context.Background(), nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, tr.Step())
+	require.Contains(t, m.UpdateSkipped, "non-finite")
+	require.Contains(t, m.Line(), "update skipped")
+	for _, v := range w.Flat() {
+		require.Equal(t, float32(-1e38), v)
+	}
+	require.Zero(t, opt.Steps())
+}
