@@ -97,7 +97,17 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if art.Rebuilt {
 			state = "built"
 		}
-		fmt.Fprintf(env.stdout, "%s %s: %s, %s, %s, %s\n", state, dir, model.RolloutFile, model.SampleFile, model.TrainFile, model.ManifestFile)
+		prog, err := art.Program()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "%s %s: %s, %s, %s (%d layers, %d piece graphs), %s\n", state, dir, model.RolloutFile, model.SampleFile,
+			model.ProgramFile, len(prog.Blocks), len(prog.Graphs), model.ManifestFile)
+		for i, b := range prog.Blocks {
+			if b.CoreNote != "" {
+				fmt.Fprintf(env.stdout, "layer %d: attention over all positions at once (%s)\n", i, b.CoreNote)
+			}
+		}
 		fmt.Fprintf(env.stdout, "trained: %d tensors, %d parameters\n", len(m.Weights), model.NumParams(m.Weights))
 		fmt.Fprintf(env.stdout, "frozen:  %d tensors, %d parameters\n", len(m.Frozen), model.NumParams(m.Frozen))
 		for _, w := range m.Frozen {

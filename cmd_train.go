@@ -136,7 +136,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	stream := data.NewStream(ds, cfg.Seed)
 	tr, err := rl.NewTrainer(cfg, rl.TrainerParts{
 		Generator: sampler, Prompter: prompter, Judge: judge, Learner: pol.Train, Problems: stream,
-		Weights: pol.Weights, Grads: pol.BatchGrads(), Optimizer: opt, Schedule: sched,
+		Weights: pol.Weights, Grads: pol.Grads, Optimizer: opt, Schedule: sched,
 	})
 	if err != nil {
 		return err

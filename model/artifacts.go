@@ -16,6 +16,7 @@ import (
 
 	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/model/autodiff"
+	"github.com/spiral-rl/spiral/model/blocks"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
@@ -24,15 +25,18 @@ import (
 
 // ArtifactsVersion changes whenever the generated graphs change meaning, so
 // that cached artifacts of an older spiral are rebuilt.
-const ArtifactsVersion = 3
+const ArtifactsVersion = 4
 
 // File names inside an artifacts directory.
 const (
 	ManifestFile = "manifest.json"
 	RolloutFile  = "rollout.onnx"
 	SampleFile   = "sample.onnx"
-	TrainFile    = "train.onnx"
+	ProgramFile  = "program.json"
 )
+
+// pieceFile names the file of a program graph.
+func pieceFile(key string) string { return "piece-" + key + ".onnx" }
 
 // Manifest describes an artifacts directory: which source it was derived
 // from and what the generated graphs expect.
@@ -70,11 +74,14 @@ type Manifest struct {
 	// (a tied LM head written twice by the exporter): the graphs read the
 	// kept one, and Export writes it back into the copy.
 	Ties []lmgraph.Tie `json:"ties,omitempty"`
-	// Rollout and Train name the graph files in the directory; Sample is
-	// the rollout graph with last-position logits only (for sampling).
+	// Rollout and Sample name the graph files in the directory: the
+	// source with its parameters as inputs (full-sequence logits) and the
+	// same with last-position logits only (for sampling). Program is the
+	// training program (blocks.Program, as JSON; its graphs are the
+	// piece-*.onnx files).
 	Rollout string `json:"rollout"`
 	Sample  string `json:"sample"`
-	Train   string `json:"train"`
+	Program string `json:"program"`
 	// Files maps each generated file to its SHA-256, so that a damaged
 	// artifacts directory is detected and rebuilt.
 	Files map[string]string `json:"files"`
@@ -111,8 +118,31 @@ func (a *Artifacts) RolloutPath() string { return filepath.Join(a.Dir, a.Manifes
 // SamplePath returns the sampling graph's path (last-position logits).
 func (a *Artifacts) SamplePath() string { return filepath.Join(a.Dir, a.Manifest.Sample) }
 
-// TrainPath returns the training graph's path.
-func (a *Artifacts) TrainPath() string { return filepath.Join(a.Dir, a.Manifest.Train) }
+// Program reads the training program and its graphs.
+func (a *Artifacts) Program() (*blocks.Program, error) {
+	raw, err := os.ReadFile(filepath.Join(a.Dir, a.Manifest.Program))
+	if err != nil {
+		return nil, fmt.Errorf("model: artifacts: %w", err)
+	}
+	var p blocks.Program
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("model: artifacts: %s: %w", filepath.Join(a.Dir, a.Manifest.Program), err)
+	}
+	p.Graphs = map[string][]byte{}
+	keys := []string{p.Head.Train}
+	for _, pc := range p.Pieces() {
+		keys = append(keys, pc.Forward, pc.Backward)
+	}
+	for _, k := range keys {
+		if k == "" || p.Graphs[k] != nil {
+			continue
+		}
+		if p.Graphs[k], err = os.ReadFile(filepath.Join(a.Dir, pieceFile(k))); err != nil {
+			return nil, fmt.Errorf("model: artifacts: %w", err)
+		}
+	}
+	return &p, nil
+}
 
 // ArtifactOptions configures PrepareArtifacts. The zero value trains every
 // parameter.
@@ -126,7 +156,8 @@ type ArtifactOptions struct {
 // dir: reused while the manifest's version, the source's fingerprint, the
 // selection and the generated files' checksums match, else rebuilt: the
 // rollout graph (src with its parameters turned into inputs) and the
-// training graph (autodiff.TrainingGraph). Which initializers are
+// training program (blocks.Split of autodiff.ForwardGraph). Which
+// initializers are
 // parameters is decided from the graph (lmgraph.Classify); exact copies of
 // a parameter are tied to it unless config.json beside src says
 // tie_word_embeddings is false. The directory is written file by file
@@ -167,7 +198,7 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	}
 	man := Manifest{Version: ArtifactsVersion, Source: src, Fingerprint: fp, Selection: opt.Selection.String(),
 		Layers: sig.Layers, KVHeads: sig.KVHeads, HeadDim: sig.HeadDim, Vocab: sig.Vocab, HasPositionIDs: sig.HasPositionIDs, Ties: ties,
-		Rollout: RolloutFile, Sample: SampleFile, Train: TrainFile, Files: map[string]string{}}
+		Rollout: RolloutFile, Sample: SampleFile, Program: ProgramFile, Files: map[string]string{}}
 	isTrained, isFrozen := map[string]bool{}, map[string]bool{}
 	for _, c := range trained {
 		isTrained[c.Name] = true
@@ -200,30 +231,34 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 			}
 		}
 	}
-	lg, err := autodiff.TrainingGraph(g, autodiff.LMOptions{
+	lg, err := autodiff.ForwardGraph(g, autodiff.LMOptions{
 		Trainable: func(t *onnxpb.TensorProto) bool { return isTrained[t.GetName()] },
 		Frozen:    func(t *onnxpb.TensorProto) bool { return isFrozen[t.GetName()] },
 	})
 	if err != nil {
-		return nil, fmt.Errorf("model: training graph of %s: %w", src, err)
+		return nil, fmt.Errorf("model: forward graph of %s: %w", src, err)
 	}
 	if got := lg.WeightNames(); !slices.Equal(got, weightNames(man.Weights)) {
-		return nil, fmt.Errorf("model: training graph of %s: weights %v, want %v", src, got, weightNames(man.Weights))
+		return nil, fmt.Errorf("model: forward graph of %s: weights %v, want %v", src, got, weightNames(man.Weights))
+	}
+	fwd := proto.Clone(src1.Proto).(*onnxpb.ModelProto)
+	fwd.Graph = lg.Graph
+	prog, err := blocks.Split(fwd, weightNames(man.Weights), weightNames(man.Frozen))
+	if err != nil {
+		return nil, fmt.Errorf("model: training program of %s: %w", src, err)
 	}
 	inputs := append(weightNames(man.Weights), weightNames(man.Frozen)...)
 	rollout, err := weightsToInputs(src1.Proto, inputs)
 	if err != nil {
 		return nil, fmt.Errorf("model: rollout graph of %s: %w", src, err)
 	}
-	train := proto.Clone(src1.Proto).(*onnxpb.ModelProto)
-	train.Graph = lg.Graph
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("model: artifacts: %w", err)
 	}
 	for _, f := range []struct {
 		name string
 		m    *onnxpb.ModelProto
-	}{{RolloutFile, rollout}, {SampleFile, lastPositionLogits(rollout)}, {TrainFile, train}} {
+	}{{RolloutFile, rollout}, {SampleFile, lastPositionLogits(rollout)}} {
 		path := filepath.Join(dir, f.name)
 		if err := onnx.Save(path, &onnx.Model{Proto: f.m}, onnx.SaveOptions{}); err != nil {
 			return nil, fmt.Errorf("model: artifacts: %w", err)
@@ -231,6 +266,26 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 		if man.Files[f.name], err = fileSHA256(path); err != nil {
 			return nil, err
 		}
+	}
+	write := func(name string, b []byte) error {
+		if err := atomicfile.WriteFile(filepath.Join(dir, name), b, 0o666); err != nil {
+			return fmt.Errorf("model: artifacts: %w", err)
+		}
+		sum := sha256.Sum256(b)
+		man.Files[name] = hex.EncodeToString(sum[:])
+		return nil
+	}
+	for key, raw := range prog.Graphs {
+		if err := write(pieceFile(key), raw); err != nil {
+			return nil, err
+		}
+	}
+	pj, err := json.MarshalIndent(prog, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := write(ProgramFile, pj); err != nil {
+		return nil, err
 	}
 	b, err := json.MarshalIndent(man, "", "  ")
 	if err != nil {

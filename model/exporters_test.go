@@ -57,13 +57,10 @@ func TestOptimumGradientsMatchPyTorch(t *testing.T) {
 			tb.Advantages = append(tb.Advantages, float32(fx.Advantages[r][c]))
 		}
 	}
-	tb.OldLogProbs = make([]float32, B*T)
 	ctx := context.Background()
 	var res model.TrainResult
-	// Ratio 1: feed the graph's own log-probabilities back as pi_old.
-	require.NoError(t, p.Train.Run(ctx, tb, &res))
-	copy(tb.OldLogProbs, res.LogProbs)
-	require.NoError(t, p.Train.Run(ctx, tb, &res))
+	// Ratio 1: detached old log-probabilities.
+	require.NoError(t, p.Train.Accumulate(ctx, tb, 1, p.Grads, &res))
 	// PyTorch's loss is -sum(A m logp) / sum(m): the same from our logprobs.
 	num, den := 0.0, 0.0
 	for i, m := range tb.LossMask {
@@ -124,7 +121,8 @@ func TestTrainingTouchesOnlyParameters(t *testing.T) {
 	}
 	var res model.TrainResult
 	for range 3 {
-		require.NoError(t, p.Train.Run(context.Background(), tb, &res))
+		p.Grads.Zero()
+		require.NoError(t, p.Train.Accumulate(context.Background(), tb, 1, p.Grads, &res))
 		require.NoError(t, opt.Step(p.Weights, p.Grads, 1e-2))
 	}
 	out := filepath.Join(t.TempDir(), "model.onnx")

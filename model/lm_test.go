@@ -140,10 +140,10 @@ func TestOpenLMErrors(t *testing.T) {
 	require.ErrorContains(t, err, "missing.onnx")
 }
 
-// TestArtifacts builds the rollout and training graphs of the tiny model,
+// TestArtifacts builds the rollout graph and training program of the tiny model,
 // checks that the rollout graph fed from the parameter store gives the
 // source's logits, that artifacts are reused while the source is unchanged
-// and rebuilt when it changes, and that the training session runs.
+// and rebuilt when it changes, and that the training executor runs.
 func TestArtifacts(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	path, cfg := tinyDir(t)
@@ -157,14 +157,16 @@ func TestArtifacts(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, again.Rebuilt, "unchanged source must reuse the artifacts")
 	// A damaged generated file is detected by its checksum and rebuilt.
-	f, err := os.OpenFile(art.TrainPath(), os.O_WRONLY|os.O_APPEND, 0)
+	prog, err := art.Program()
+	require.NoError(t, err)
+	f, err := os.OpenFile(filepath.Join(dir, "piece-"+prog.Blocks[0].Pre.Backward+".onnx"), os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	_, err = f.Write([]byte{0})
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	again, err = model.PrepareArtifacts(path, dir, model.ArtifactOptions{})
 	require.NoError(t, err)
-	require.True(t, again.Rebuilt, "a corrupt train.onnx must be rebuilt")
+	require.True(t, again.Rebuilt, "a corrupt piece graph must be rebuilt")
 
 	w, frozen, err := model.InitialWeights(path, art.Manifest)
 	require.NoError(t, err)
@@ -208,9 +210,9 @@ func TestArtifacts(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, a, c)
 
-	// Training session: finite loss, gradients written into the store.
+	// Training executor: finite loss, gradients written into the store.
 	grads := w.NewGrads()
-	ts, err := model.OpenTrainSession(rt, art.TrainPath(), art.Manifest, w, frozen, grads)
+	ts, err := model.OpenExecutor(rt, art, w, frozen, model.ExecutorOptions{})
 	require.NoError(t, err)
 	defer ts.Close()
 	n := B * T
@@ -222,7 +224,7 @@ func TestArtifacts(t *testing.T) {
 		}
 	}
 	var res model.TrainResult
-	require.NoError(t, ts.Run(context.Background(), tb, &res))
+	require.NoError(t, ts.Accumulate(context.Background(), tb, 1, grads, &res))
 	require.False(t, math.IsNaN(float64(res.Loss)))
 	require.Positive(t, grads.Norm())
 

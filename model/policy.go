@@ -7,11 +7,12 @@ import (
 )
 
 // Policy bundles what training and evaluation run on: one parameter store
-// shared, without copies, by the rollout LM and the training session.
+// shared, without copies, by the sampling LM and the training executor.
 type Policy struct {
 	Artifacts *Artifacts
-	// Weights are the trained parameters; Grads receive one training
-	// call's gradients (nil without training).
+	// Weights are the trained parameters; Grads, of the same layout,
+	// receive a batch's gradients (nil without training). Its memory is
+	// only touched, and so resident, from the first training step.
 	Weights, Grads *params.Store
 	// Frozen are the parameters that are not trained (see
 	// Manifest.Frozen); they feed the graphs like Weights.
@@ -24,10 +25,8 @@ type Policy struct {
 	scorer *LM
 	feed   map[string]Weight
 	rt     *Runtime
-	// batchGrads is BatchGrads' store.
-	batchGrads *params.Store
 	// Train computes gradients (nil without training).
-	Train *TrainSession
+	Train *Executor
 }
 
 // PolicyOptions configures OpenPolicy. The zero value opens a policy for
@@ -37,11 +36,13 @@ type PolicyOptions struct {
 	Train bool
 	// Artifacts configures the generated graphs.
 	Artifacts ArtifactOptions
+	// Executor bounds the training step's working memory.
+	Executor ExecutorOptions
 }
 
 // OpenPolicy prepares (or reuses) the artifacts of src in artifactsDir,
 // loads the initial weights from src, and opens the sampling LM and, when
-// opt.Train is set, the training session.
+// opt.Train is set, the training executor.
 func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Policy, error) {
 	art, err := PrepareArtifacts(src, artifactsDir, opt.Artifacts)
 	if err != nil {
@@ -64,21 +65,11 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Poli
 	}
 	if opt.Train {
 		p.Grads = w.NewGrads()
-		if p.Train, err = OpenTrainSession(rt, art.TrainPath(), art.Manifest, w, frozen, p.Grads); err != nil {
+		if p.Train, err = OpenExecutor(rt, art, w, frozen, opt.Executor); err != nil {
 			return nil, errors.Join(err, p.Close())
 		}
 	}
 	return p, nil
-}
-
-// BatchGrads returns a gradient store of the weights' layout for summing
-// micro-batch gradients over a batch, allocated on first use and reused
-// by every later step (it is as large as the model).
-func (p *Policy) BatchGrads() *params.Store {
-	if p.batchGrads == nil {
-		p.batchGrads = p.Weights.NewGrads()
-	}
-	return p.batchGrads
 }
 
 // Scorer returns an LM over the same weights whose logits cover every

@@ -122,34 +122,61 @@ func TestGradientAccumulation(t *testing.T) {
 	}
 }
 
+// scoreLogProbs returns log pi(token t+1 | ..t) at b's loss positions (0
+// elsewhere) under lm, a full-sequence LM: one forward pass and a float64
+// log-softmax written here, independent of the training executor.
+func scoreLogProbs(t *testing.T, lm *model.LM, b model.TrainBatch) []float32 {
+	t.Helper()
+	V := lm.Signature().Vocab
+	logits, err := lm.Forward(context.Background(), model.Step{Batch: b.Batch, Seq: b.Seq, InputIDs: b.InputIDs, AttentionMask: b.AttentionMask, PositionIDs: b.PositionIDs},
+		lm.NewKVCache(b.Batch, b.Seq), nil)
+	require.NoError(t, err)
+	out := make([]float32, len(b.LossMask))
+	for i, m := range b.LossMask {
+		if m == 0 {
+			continue
+		}
+		row := logits[i*V : (i+1)*V]
+		maxv := math.Inf(-1)
+		for _, v := range row {
+			maxv = math.Max(maxv, float64(v))
+		}
+		z := 0.0
+		for _, v := range row {
+			z += math.Exp(float64(v) - maxv)
+		}
+		out[i] = float32(float64(row[b.InputIDs[i+1]]) - maxv - math.Log(z))
+	}
+	return out
+}
+
 // meanNLL returns the token-mean negative log-likelihood of b's loss
-// tokens under lm, via a fresh rl.Scorer on a copy of b (float64 sum).
+// tokens under lm (scoreLogProbs, float64 sum).
 func meanNLL(t *testing.T, lm *model.LM, b model.TrainBatch) float64 {
 	t.Helper()
-	b.OldLogProbs = make([]float32, len(b.OldLogProbs))
-	require.NoError(t, (&rl.Scorer{LM: lm}).LogProbs(context.Background(), &b))
+	lp := scoreLogProbs(t, lm, b)
 	sum, n := 0.0, 0
 	for i, m := range b.LossMask {
 		if m != 0 {
-			sum -= float64(b.OldLogProbs[i])
+			sum -= float64(lp[i])
 			n++
 		}
 	}
 	return sum / float64(n)
 }
 
-// TestSupervisedLossIsNLL checks the supervised case of the training graph
-// (advantage 1, old log-probabilities = the current ones from the rollout
-// graph): the loss is -mean(ratio) = -1, the graph's log-probabilities
-// equal a fresh rl.Scorer's (two graphs over the same weights; bound 1e-5,
-// float32 log-softmax over 100 logits of magnitude < 10), and the
-// gradient is that of the mean negative log-likelihood: the directional
-// derivative of the NLL along u = g/|g|, by a central difference with step
-// h = 1e-3 in float64 sums of float32 log-probabilities, equals |g| within
-// 0.1%. Error budget: truncation O(h^2) (measured when written: relative
-// error 2.4e-3 at h = 1e-2, 2.2e-4 at 3e-3, 2.3e-5 at 1e-3, the h^2
-// decay of a correct gradient) plus float32 rounding of the NLL, ~3e-7 /
-// 2h ~ 1.5e-4 absolute on |g| ~ 4.
+// TestSupervisedLossIsNLL checks the supervised case of the executor
+// (advantage 1, detached old log-probabilities): the loss is -mean(ratio)
+// = -1, its log-probabilities equal those of the rollout graph scored
+// independently (scoreLogProbs; bound 1e-5, float32 log-softmax over 100
+// logits of magnitude < 10), and the gradient is that of the mean
+// negative log-likelihood: the directional derivative of the NLL along
+// u = g/|g|, by a central difference with step h = 1e-3 in float64 sums
+// of float32 log-probabilities, equals |g| within 0.1%. Error budget:
+// truncation O(h^2) (measured when written: relative error 2.4e-3 at
+// h = 1e-2, 2.2e-4 at 3e-3, 2.3e-5 at 1e-3, the h^2 decay of a correct
+// gradient) plus float32 rounding of the NLL, ~3e-7 / 2h ~ 1.5e-4
+// absolute on |g| ~ 4.
 func TestSupervisedLossIsNLL(t *testing.T) {
 	p, _ := openTrainPolicy(t, 41)
 	samples := randomSamples(rand.New(rand.NewPCG(41, 2)), 4, p.LM.Signature().Vocab)
@@ -160,19 +187,21 @@ func TestSupervisedLossIsNLL(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, bs, 1)
 	b := bs[0]
+	b.OldLogProbs = nil
 	ctx := context.Background()
-	require.NoError(t, (&rl.Scorer{LM: scorerOf(t, p)}).LogProbs(ctx, &b))
+	scored := scoreLogProbs(t, scorerOf(t, p), b)
 
 	var res model.TrainResult
-	require.NoError(t, p.Train.Run(ctx, b, &res))
+	p.Grads.Zero()
+	require.NoError(t, p.Train.Accumulate(ctx, b, 1, p.Grads, &res))
 	require.InDelta(t, -1, res.Loss, 1e-5, "loss at ratio 1 with advantage 1")
 	worst := 0.0
 	for i, m := range b.LossMask {
 		if m != 0 {
-			worst = math.Max(worst, math.Abs(float64(res.LogProbs[i]-b.OldLogProbs[i])))
+			worst = math.Max(worst, math.Abs(float64(res.LogProbs[i]-scored[i])))
 		}
 	}
-	t.Logf("training-graph log-probabilities vs a fresh Scorer: max |diff| %.3g", worst)
+	t.Logf("executor log-probabilities vs the rollout graph's: max |diff| %.3g", worst)
 	require.Less(t, worst, 1e-5)
 
 	g := p.Weights.NewGrads()
@@ -223,7 +252,8 @@ func resetPeakRSS() {
 }
 
 // BenchmarkTrainingStep measures one training step of the tiny Qwen3
-// (forward, loss and backward in ONNX Runtime, then AdamW over the store)
+// (forward, loss and backward through the executor, then AdamW over the
+// store)
 // on B rows of 64 tokens, all of them loss tokens but the last. Metrics:
 // tok/s (B*64 positions per step), peak-rss-MiB (the process's VmHWM
 // during the sub-benchmark: ONNX Runtime's arena included) and go-sys-MiB
@@ -255,11 +285,12 @@ func BenchmarkTrainingStep(b *testing.B) {
 			var res model.TrainResult
 			ctx := context.Background()
 			// One untimed step warms ONNX Runtime's allocations up.
-			require.NoError(b, p.Train.Run(ctx, tb, &res))
+			require.NoError(b, p.Train.Accumulate(ctx, tb, 1, p.Grads, &res))
 			runtime.GC()
 			resetPeakRSS()
 			for b.Loop() {
-				if err := p.Train.Run(ctx, tb, &res); err != nil {
+				p.Grads.Zero()
+				if err := p.Train.Accumulate(ctx, tb, 1, p.Grads, &res); err != nil {
 					b.Fatal(err)
 				}
 				if err := opt.Step(p.Weights, p.Grads, 1e-5); err != nil {
@@ -278,10 +309,11 @@ func BenchmarkTrainingStep(b *testing.B) {
 // TestHFFixtureTrainSession opens the PyTorch-exported Hugging Face fixture
 // (see lm_fixture_test.go) as a training policy, the path a real optimum
 // export takes: artifacts, rollout LM fed from the store, training
-// session. In the supervised case the training graph's loss is -1 and its
-// log-probabilities equal the rollout graph's (rl.Scorer; bound
+// executor. In the supervised case the loss is -1 and the
+// log-probabilities equal the rollout graph's (scoreLogProbs; bound
 // 1e-5 as in TestSupervisedLossIsNLL), and the gradient is finite and
-// non-zero. Its float64 exactness is TestHFFixtureGradients' (autodiff).
+// non-zero. Its float64 exactness is TestHFFixtureGradients' (autodiff),
+// its equality with the whole training graph TestExecutorMatchesWholeGraph's.
 func TestHFFixtureTrainSession(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	p, err := model.OpenPolicy(rt, filepath.Join(hfFixtureDir, "model.onnx"), t.TempDir(), model.PolicyOptions{Train: true})
@@ -294,14 +326,15 @@ func TestHFFixtureTrainSession(t *testing.T) {
 	bs, _, err := rl.MicroBatches(samples, 0, 0.2, 0.28)
 	require.NoError(t, err)
 	b := bs[0]
+	b.OldLogProbs = nil
 	ctx := context.Background()
-	require.NoError(t, (&rl.Scorer{LM: scorerOf(t, p)}).LogProbs(ctx, &b))
+	scored := scoreLogProbs(t, scorerOf(t, p), b)
 	var res model.TrainResult
-	require.NoError(t, p.Train.Run(ctx, b, &res))
+	require.NoError(t, p.Train.Accumulate(ctx, b, 1, p.Grads, &res))
 	require.InDelta(t, -1, res.Loss, 1e-5)
 	for i, m := range b.LossMask {
 		if m != 0 {
-			require.InDelta(t, b.OldLogProbs[i], res.LogProbs[i], 1e-5, "position %d", i)
+			require.InDelta(t, scored[i], res.LogProbs[i], 1e-5, "position %d", i)
 		}
 	}
 	norm := p.Grads.Norm()

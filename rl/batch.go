@@ -40,6 +40,12 @@ func (e Example) Len() int { return len(e.Prompt) + len(e.Completion) }
 // t+1, so the loss mask covers the positions len(prompt)-1 .. len-2. It
 // returns the batches and their loss token counts.
 func MicroBatches(examples []Example, maxTokens int, clipLow, clipHigh float32) ([]model.TrainBatch, []int, error) {
+	return microBatches(examples, maxTokens, clipLow, clipHigh, false)
+}
+
+// microBatches is MicroBatches; detached batches carry no old
+// log-probabilities (model.TrainBatch.OldLogProbs nil).
+func microBatches(examples []Example, maxTokens int, clipLow, clipHigh float32, detached bool) ([]model.TrainBatch, []int, error) {
 	order := make([]int, len(examples))
 	for i := range order {
 		order[i] = i
@@ -54,7 +60,7 @@ func MicroBatches(examples []Example, maxTokens int, clipLow, clipHigh float32) 
 			rows = max(1, maxTokens/T)
 		}
 		end := min(len(order), start+rows)
-		b, n, err := packRows(examples, order[start:end], T, clipLow, clipHigh)
+		b, n, err := packRows(examples, order[start:end], T, clipLow, clipHigh, detached)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -65,18 +71,21 @@ func MicroBatches(examples []Example, maxTokens int, clipLow, clipHigh float32) 
 	return batches, tokens, nil
 }
 
-func packRows(examples []Example, idx []int, T int, clipLow, clipHigh float32) (model.TrainBatch, int, error) {
+func packRows(examples []Example, idx []int, T int, clipLow, clipHigh float32, detached bool) (model.TrainBatch, int, error) {
 	B := len(idx)
 	b := model.TrainBatch{Batch: B, Seq: T, ClipLow: clipLow, ClipHigh: clipHigh,
 		InputIDs: make([]int64, B*T), AttentionMask: make([]int64, B*T), PositionIDs: make([]int64, B*T),
-		LossMask: make([]float32, B*T), Advantages: make([]float32, B*T), OldLogProbs: make([]float32, B*T)}
+		LossMask: make([]float32, B*T), Advantages: make([]float32, B*T)}
+	if !detached {
+		b.OldLogProbs = make([]float32, B*T)
+	}
 	n := 0
 	for r, i := range idx {
 		s := examples[i]
 		if len(s.Prompt) == 0 {
 			return b, 0, fmt.Errorf("rl: example %d has an empty prompt", i)
 		}
-		if len(s.OldLogProbs) != len(s.Completion) {
+		if !detached && len(s.OldLogProbs) != len(s.Completion) {
 			return b, 0, fmt.Errorf("rl: example %d has %d log-probabilities for %d completion tokens", i, len(s.OldLogProbs), len(s.Completion))
 		}
 		row := r * T
@@ -94,7 +103,9 @@ func packRows(examples []Example, idx []int, T int, clipLow, clipHigh float32) (
 			t := len(s.Prompt) - 1 + j // position whose next token is completion[j]
 			b.LossMask[row+t] = 1
 			b.Advantages[row+t] = s.Advantage
-			b.OldLogProbs[row+t] = s.OldLogProbs[j]
+			if !detached {
+				b.OldLogProbs[row+t] = s.OldLogProbs[j]
+			}
 			n++
 		}
 	}
@@ -107,9 +118,10 @@ type GradientOptions struct {
 	MicroBatchTokens int
 	// ClipLow and ClipHigh are the PPO clip bounds.
 	ClipLow, ClipHigh float64
-	// Prepare, if set, is called on each micro-batch before the learner
-	// (e.g. a Scorer's detached log-probabilities for supervised steps).
-	Prepare func(ctx context.Context, b *model.TrainBatch) error
+	// Detached takes the old log-probabilities to be the current ones
+	// (the examples' OldLogProbs are ignored): the ratio is 1, so the
+	// gradient is REINFORCE's, or cross-entropy's with advantage 1.
+	Detached bool
 }
 
 // GradientStats summarise one Gradients call.
@@ -128,7 +140,7 @@ type GradientStats struct {
 // sum is the batch's token-mean gradient.
 func Gradients(ctx context.Context, learner Learner, grads *params.Store, examples []Example, opt GradientOptions) (GradientStats, error) {
 	var gs GradientStats
-	batches, tokens, err := MicroBatches(examples, opt.MicroBatchTokens, float32(opt.ClipLow), float32(opt.ClipHigh))
+	batches, tokens, err := microBatches(examples, opt.MicroBatchTokens, float32(opt.ClipLow), float32(opt.ClipHigh), opt.Detached)
 	if err != nil {
 		return gs, err
 	}
@@ -145,11 +157,6 @@ func Gradients(ctx context.Context, learner Learner, grads *params.Store, exampl
 		b := &batches[k]
 		if tokens[k] == 0 {
 			continue
-		}
-		if opt.Prepare != nil {
-			if err := opt.Prepare(ctx, b); err != nil {
-				return gs, err
-			}
 		}
 		scale := float32(float64(tokens[k]) / float64(gs.LossTokens))
 		if err := learner.Accumulate(ctx, *b, scale, grads, &res); err != nil {

@@ -37,31 +37,19 @@ type SFTMetrics struct {
 // SFTStep takes one supervised step on examples (their Advantage is
 // ignored and taken as 1): cross-entropy on the completion tokens, written
 // as the policy-gradient loss with advantage 1 and old log-probabilities
-// equal to the current ones (a detached forward pass of p's scoring LM),
-// so its gradient is exactly that of the token-mean negative
-// log-likelihood. Then global-norm clipping (maxGradNorm > 0) and an AdamW
+// equal to the current ones (detached: the ratio is exactly 1), so its
+// gradient is exactly that of the token-mean negative log-likelihood. Then global-norm clipping (maxGradNorm > 0) and an AdamW
 // update at the schedule's rate.
 func SFTStep(ctx context.Context, p *model.Policy, opt *optim.AdamW, sched optim.Schedule, examples []Example, microBatchTokens int, maxGradNorm float64) (SFTMetrics, error) {
 	start := time.Now()
 	m := SFTMetrics{Step: int(opt.Steps()) + 1}
 	rows := make([]Example, len(examples))
 	for i, e := range examples {
-		rows[i] = Example{Prompt: e.Prompt, Completion: e.Completion, OldLogProbs: make([]float32, len(e.Completion)), Advantage: 1, Kind: KindSFT}
+		rows[i] = Example{Prompt: e.Prompt, Completion: e.Completion, Advantage: 1, Kind: KindSFT}
 	}
-	grads := p.BatchGrads()
-	var scorer Scorer
+	grads := p.Grads
 	gs, err := Gradients(ctx, p.Train, grads, rows, GradientOptions{
-		MicroBatchTokens: microBatchTokens, ClipLow: 0.2, ClipHigh: 0.28,
-		Prepare: func(ctx context.Context, b *model.TrainBatch) error {
-			if scorer.LM == nil {
-				lm, err := p.Scorer()
-				if err != nil {
-					return err
-				}
-				scorer.LM = lm
-			}
-			return scorer.LogProbs(ctx, b)
-		},
+		MicroBatchTokens: microBatchTokens, ClipLow: 0.2, ClipHigh: 0.28, Detached: true,
 	})
 	if err != nil {
 		return m, err

@@ -120,7 +120,6 @@ type Trainer struct {
 	grads    *params.Store // the batch's accumulated gradients
 	opt      *optim.AdamW
 	sched    optim.Schedule
-	oldLP    func(ctx context.Context, b *model.TrainBatch) error
 	step     int
 }
 
@@ -137,12 +136,6 @@ type TrainerParts struct {
 	Weights, Grads *params.Store
 	Optimizer      *optim.AdamW
 	Schedule       optim.Schedule
-	// OldLogProbs, when set, recomputes pi_old on each micro-batch before
-	// the learner runs (e.g. a Scorer over a full-sequence LM). Nil uses
-	// the sampler's PolicyLogProbs, which are pi_old's at any temperature,
-	// top-k, top-p or vocabulary limit (up to the float32 difference
-	// between the cached and the full-sequence forward).
-	OldLogProbs func(ctx context.Context, b *model.TrainBatch) error
 }
 
 // NewTrainer checks cfg and assembles a Trainer.
@@ -161,7 +154,7 @@ func NewTrainer(cfg Config, p TrainerParts) (*Trainer, error) {
 		return nil, fmt.Errorf("rl: trainer: gradient store: %w", err)
 	}
 	return &Trainer{cfg: cfg, gen: p.Generator, prompter: p.Prompter, judge: p.Judge, pipe: pipe, learner: p.Learner,
-		problems: p.Problems, weights: p.Weights, grads: p.Grads, opt: p.Optimizer, sched: p.Schedule, oldLP: p.OldLogProbs}, nil
+		problems: p.Problems, weights: p.Weights, grads: p.Grads, opt: p.Optimizer, sched: p.Schedule}, nil
 }
 
 // Step returns the number of completed steps.
@@ -192,7 +185,7 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 	trainStart := time.Now()
 	if len(examples) > 0 {
 		g, err := Gradients(ctx, t.learner, t.grads, examples, GradientOptions{
-			MicroBatchTokens: t.cfg.MicroBatchTokens, ClipLow: t.cfg.ClipLow, ClipHigh: t.cfg.ClipHigh, Prepare: t.oldLP})
+			MicroBatchTokens: t.cfg.MicroBatchTokens, ClipLow: t.cfg.ClipLow, ClipHigh: t.cfg.ClipHigh})
 		if err != nil {
 			return m, err
 		}

@@ -147,6 +147,68 @@ func TrainingGraph(g *onnxpb.GraphProto, opt LMOptions) (*LMGraph, error) {
 // loss_mask[b,t] selects the token input_ids[b,t+1]; the caller sets it to 0
 // at the last position and wherever t+1 is not a response token.
 func LossGraph(g *onnxpb.GraphProto, opt LMOptions) (*LMGraph, error) {
+	for _, name := range []string{OutputLogprobs, OutputEntropy, OutputLoss, InputLossMask, InputAdvantages, InputOldLogprobs, InputClipLow, InputClipHigh} {
+		if hasValue(g, name) {
+			return nil, fmt.Errorf("autodiff: LM graph already has a value named %q", name)
+		}
+	}
+	l, err := ForwardGraph(g, opt)
+	if err != nil {
+		return nil, err
+	}
+	out := l.Graph
+	t := inferTypes(out)
+	dt := t.dt(OutputLogits)
+
+	// Loss, logprobs and entropy.
+	b := newBuilder(out, lmTag)
+	seqInput := func(name string) *onnxpb.ValueInfoProto {
+		return namedDims(name, dt, "batch", "sequence")
+	}
+	out.Input = append(out.Input, seqInput(InputLossMask), seqInput(InputAdvantages), seqInput(InputOldLogprobs),
+		valueInfo(InputClipLow, dt, tinfo{dims: []int64{1}, known: true}),
+		valueInfo(InputClipHigh, dt, tinfo{dims: []int64{1}, known: true}))
+
+	lp := b.op("LogSoftmax", []string{OutputLogits}, attrInt("axis", -1)) // [B, T, V]
+	ids := "input_ids"
+	next := b.op("Slice", []string{ids, b.ints(1), b.ints(math.MaxInt64), b.ints(1)}) // [B, T-1]
+	pad := b.op("ConstantOfShape", []string{b.op("Concat", []string{b.op("Shape", []string{ids}, attrInt("start", 0), attrInt("end", 1)), b.ints(1)}, attrInt("axis", 0))},
+		attrTensor("value", tensorI64([]int64{1}, 0)))
+	tgt := b.op("Concat", []string{next, b.cast(pad, t.dt(ids))}, attrInt("axis", 1)) // [B, T]
+	tok, ent := tokenLogProbs(b, lp, tgt, t.dt(ids))
+	seqLen := b.op("Gather", []string{b.shape(ids), b.scalarInt(1)})
+	pos := b.op("Range", []string{b.scalarInt(0), seqLen, b.scalarInt(1)})
+	hasNext := b.cast(b.op("Less", []string{pos, b.op("Sub", []string{seqLen, b.scalarInt(1)})}), dt) // [T]
+	addNode(out, "Mul", []string{tok, hasNext}, OutputLogprobs)
+	addNode(out, "Identity", []string{ent}, OutputEntropy)
+
+	obj := clippedObjective(b, dt, OutputLogprobs, InputOldLogprobs, InputAdvantages, InputClipLow, InputClipHigh)
+	one := b.scalar(dt, 1)
+	total := b.op("ReduceSum", []string{b.op("Mul", []string{obj, InputLossMask})}, attrInt("keepdims", 0))
+	count := b.op("Max", []string{b.op("ReduceSum", []string{InputLossMask}, attrInt("keepdims", 0)), one})
+	loss := b.op("Neg", []string{b.op("Div", []string{total, count})})
+	addNode(out, "Reshape", []string{loss, b.ints(1)}, OutputLoss)
+
+	outs := []*onnxpb.ValueInfoProto{
+		namedDims(OutputLogprobs, dt, "batch", "sequence"),
+		namedDims(OutputEntropy, dt, "batch", "sequence"),
+		valueInfo(OutputLoss, dt, tinfo{dims: []int64{1}, known: true}),
+	}
+	if opt.KeepLogits {
+		outs = append(outs, out.Output...)
+	}
+	out.Output = outs
+	l.Graph = pruneDead(out)
+	return l, nil
+}
+
+// ForwardGraph is the forward half of LossGraph: the causal LM g with an
+// empty KV cache (each past_key_values.* input replaced by zeros [batch,
+// kv_heads, 0, head_dim], batch read from input_ids at run time; kv_heads
+// and head_dim must be static), its trainable initializers turned into
+// graph inputs (LMGraph.Weights, then LMGraph.Frozen), and one output,
+// OutputLogits.
+func ForwardGraph(g *onnxpb.GraphProto, opt LMOptions) (*LMGraph, error) {
 	if name := hasPrefixName(g, NamePrefix); name != "" {
 		return nil, fmt.Errorf("autodiff: graph already uses the reserved name prefix %q (%q)", NamePrefix, name)
 	}
@@ -158,14 +220,8 @@ func LossGraph(g *onnxpb.GraphProto, opt LMOptions) (*LMGraph, error) {
 	if !slices.ContainsFunc(out.Output, func(v *onnxpb.ValueInfoProto) bool { return v.GetName() == OutputLogits }) {
 		return nil, fmt.Errorf("autodiff: LM graph has no %s output", OutputLogits)
 	}
-	dt := t.dt(OutputLogits)
-	if !isFloat(dt) {
+	if dt := t.dt(OutputLogits); !isFloat(dt) {
 		return nil, fmt.Errorf("autodiff: logits have element type %d, want a float type", dt)
-	}
-	for _, name := range []string{OutputLogprobs, OutputEntropy, OutputLoss, InputLossMask, InputAdvantages, InputOldLogprobs, InputClipLow, InputClipHigh} {
-		if _, used := t.info[name]; used {
-			return nil, fmt.Errorf("autodiff: LM graph already has a value named %q", name)
-		}
 	}
 
 	// Empty KV cache, built before every other node.
@@ -198,7 +254,6 @@ func LossGraph(g *onnxpb.GraphProto, opt LMOptions) (*LMGraph, error) {
 	}
 	l := &LMGraph{}
 	var keep []*onnxpb.TensorProto
-	var frozen []*onnxpb.ValueInfoProto
 	for _, w := range out.Initializer {
 		switch {
 		case isFloat(w.GetDataType()) && trainable(w):
@@ -206,75 +261,188 @@ func LossGraph(g *onnxpb.GraphProto, opt LMOptions) (*LMGraph, error) {
 			l.Weights = append(l.Weights, vi)
 			inputs = append(inputs, vi)
 		case opt.Frozen != nil && opt.Frozen(w):
-			frozen = append(frozen, valueInfo(w.GetName(), w.GetDataType(), tensorInfo(w)))
+			l.Frozen = append(l.Frozen, valueInfo(w.GetName(), w.GetDataType(), tensorInfo(w)))
 		default:
 			keep = append(keep, w)
 		}
 	}
-	l.Frozen = frozen
-	inputs = append(inputs, frozen...)
+	out.Input = append(inputs, l.Frozen...)
 	out.Initializer = keep
-
-	// Loss, logprobs and entropy.
-	b := newBuilder(out, lmTag)
-	seqInput := func(name string) *onnxpb.ValueInfoProto {
-		return namedDims(name, dt, "batch", "sequence")
-	}
-	inputs = append(inputs, seqInput(InputLossMask), seqInput(InputAdvantages), seqInput(InputOldLogprobs),
-		valueInfo(InputClipLow, dt, tinfo{dims: []int64{1}, known: true}),
-		valueInfo(InputClipHigh, dt, tinfo{dims: []int64{1}, known: true}))
-	out.Input = inputs
-
-	lp := b.op("LogSoftmax", []string{OutputLogits}, attrInt("axis", -1)) // [B, T, V]
-	ids := "input_ids"
-	next := b.op("Slice", []string{ids, b.ints(1), b.ints(math.MaxInt64), b.ints(1)}) // [B, T-1]
-	pad := b.op("ConstantOfShape", []string{b.op("Concat", []string{b.op("Shape", []string{ids}, attrInt("start", 0), attrInt("end", 1)), b.ints(1)}, attrInt("axis", 0))},
-		attrTensor("value", tensorI64([]int64{1}, 0)))
-	tgt := b.op("Concat", []string{next, b.cast(pad, t.dt(ids))}, attrInt("axis", 1)) // [B, T]
-	if t.dt(ids) != tInt64 {
-		tgt = b.cast(tgt, tInt64)
-	}
-	tok := b.op("GatherElements", []string{lp, b.op("Unsqueeze", []string{tgt, b.ints(-1)})}, attrInt("axis", -1))
-	tok = b.op("Squeeze", []string{tok, b.ints(-1)}) // [B, T]
-	seqLen := b.op("Gather", []string{b.shape(ids), b.scalarInt(1)})
-	pos := b.op("Range", []string{b.scalarInt(0), seqLen, b.scalarInt(1)})
-	hasNext := b.cast(b.op("Less", []string{pos, b.op("Sub", []string{seqLen, b.scalarInt(1)})}), dt) // [T]
-	addNode(out, "Mul", []string{tok, hasNext}, OutputLogprobs)
-
-	ent := b.op("Neg", []string{b.op("ReduceSum", []string{b.op("Mul", []string{b.op("Exp", []string{lp}), lp}), b.ints(-1)}, attrInt("keepdims", 0))})
-	addNode(out, "Identity", []string{ent}, OutputEntropy)
-
-	one := b.scalar(dt, 1)
-	ratio := b.op("Exp", []string{b.op("Sub", []string{OutputLogprobs, InputOldLogprobs})})
-	lo := b.op("Sub", []string{one, InputClipLow})
-	hi := b.op("Add", []string{one, InputClipHigh})
-	clipped := b.op("Where", []string{b.op("Less", []string{ratio, lo}), lo,
-		b.op("Where", []string{b.op("Greater", []string{ratio, hi}), hi, ratio})})
-	s1 := b.op("Mul", []string{ratio, InputAdvantages})
-	s2 := b.op("Mul", []string{clipped, InputAdvantages})
-	obj := b.op("Where", []string{b.op("Less", []string{s2, s1}), s2, s1})
-	total := b.op("ReduceSum", []string{b.op("Mul", []string{obj, InputLossMask})}, attrInt("keepdims", 0))
-	count := b.op("Max", []string{b.op("ReduceSum", []string{InputLossMask}, attrInt("keepdims", 0)), one})
-	loss := b.op("Neg", []string{b.op("Div", []string{total, count})})
-	addNode(out, "Reshape", []string{loss, b.ints(1)}, OutputLoss)
-
-	outs := []*onnxpb.ValueInfoProto{
-		namedDims(OutputLogprobs, dt, "batch", "sequence"),
-		namedDims(OutputEntropy, dt, "batch", "sequence"),
-		valueInfo(OutputLoss, dt, tinfo{dims: []int64{1}, known: true}),
-	}
-	if opt.KeepLogits {
-		for _, o := range g.Output {
-			if o.GetName() == OutputLogits {
-				outs = append(outs, o)
-			}
+	for _, o := range out.Output {
+		if o.GetName() == OutputLogits {
+			out.Output = []*onnxpb.ValueInfoProto{o}
+			break
 		}
 	}
-	out.Output = outs
 	l.Graph = pruneDead(out)
 	return l, nil
 }
 
+// tokenLogProbs returns, for log-probabilities lp [..., V] and target ids
+// tgt [...] of element type idType, the target's log-probability [...]
+// and the entropy -sum_v exp(lp) lp [...].
+func tokenLogProbs(b *builder, lp, tgt string, idType int32) (tok, ent string) {
+	if idType != tInt64 {
+		tgt = b.cast(tgt, tInt64)
+	}
+	tok = b.op("GatherElements", []string{lp, b.op("Unsqueeze", []string{tgt, b.ints(-1)})}, attrInt("axis", -1))
+	tok = b.op("Squeeze", []string{tok, b.ints(-1)})
+	ent = b.op("Neg", []string{b.op("ReduceSum", []string{b.op("Mul", []string{b.op("Exp", []string{lp}), lp}), b.ints(-1)}, attrInt("keepdims", 0))})
+	return tok, ent
+}
+
+// clippedObjective returns PPO's per-token objective min(ratio A,
+// clip(ratio, 1-lo, 1+hi) A), ratio = exp(logp - old), written with Where
+// so that its gradient is the subgradient PPO uses (see LossGraph).
+func clippedObjective(b *builder, dt int32, logp, old, adv, lo, hi string) string {
+	one := b.scalar(dt, 1)
+	ratio := b.op("Exp", []string{b.op("Sub", []string{logp, old})})
+	low := b.op("Sub", []string{one, lo})
+	high := b.op("Add", []string{one, hi})
+	clipped := b.op("Where", []string{b.op("Less", []string{ratio, low}), low,
+		b.op("Where", []string{b.op("Greater", []string{ratio, high}), high, ratio})})
+	s1 := b.op("Mul", []string{ratio, adv})
+	s2 := b.op("Mul", []string{clipped, adv})
+	return b.op("Where", []string{b.op("Less", []string{s2, s1}), s2, s1})
+}
+
+// Names of HeadLossGraph's extra inputs and outputs (besides the gradients
+// GradName(x)).
+const (
+	// HeadTargets is the [1, n] int64 input: the token each position scores.
+	HeadTargets = "targets"
+	// HeadWeights is the [1, n] float input: each position's weight in the
+	// loss (its loss-mask entry over the micro-batch's loss-token count).
+	HeadWeights = "loss_weights"
+	// HeadDetached is the [1] bool input: true when the old log-probabilities
+	// are the current ones (see HeadLossGraph).
+	HeadDetached = "detached"
+	// HeadObjective is the output the gradients are of.
+	HeadObjective = "objective"
+)
+
+// HeadLossGraph turns head, a graph from hidden states (its input x, of
+// shape [1, n, hidden]) to logits (its only output, [1, n, vocab]), into
+// the loss graph of one chunk of n positions and differentiates it with
+// respect to x and the inputs named in wrt. Inputs: head's, then
+// HeadTargets, InputAdvantages, InputOldLogprobs, HeadWeights ([1, n]),
+// InputClipLow, InputClipHigh ([1]) and HeadDetached. Outputs:
+// OutputLogprobs and OutputEntropy ([1, n]), OutputLoss ([1]), then
+// GradName of x and of each wrt.
+//
+// The loss is LossGraph's, weighted per position: loss = -sum(obj w).
+// When detached is true the old log-probabilities are taken to be the
+// current ones (a detached copy): the ratio is exactly 1, so OutputLoss
+// is -sum(A w) and the gradient -sum(A w d logp) (REINFORCE; with A = 1,
+// cross-entropy), old_logprobs being ignored.
+func HeadLossGraph(head *onnxpb.GraphProto, x string, wrt []string) (*onnxpb.GraphProto, error) {
+	for _, name := range []string{OutputLogprobs, OutputEntropy, OutputLoss, HeadTargets, InputAdvantages, InputOldLogprobs, HeadWeights, InputClipLow, InputClipHigh, HeadDetached, HeadObjective} {
+		if hasValue(head, name) {
+			return nil, fmt.Errorf("autodiff: head graph already has a value named %q", name)
+		}
+	}
+	if len(head.GetOutput()) != 1 {
+		return nil, fmt.Errorf("autodiff: head graph has %d outputs, want the logits only", len(head.GetOutput()))
+	}
+	out := proto.Clone(head).(*onnxpb.GraphProto)
+	logits := out.Output[0].GetName()
+	t := inferTypes(out)
+	dt := t.dt(logits)
+	if !isFloat(dt) {
+		return nil, fmt.Errorf("autodiff: head logits %q have element type %d, want a float type", logits, dt)
+	}
+	b := newBuilder(out, lmTag)
+	chunk := func(name string, dt int32) *onnxpb.ValueInfoProto {
+		return valueInfo(name, dt, tinfo{dims: []int64{1, -1}, known: true})
+	}
+	one := func(name string, dt int32) *onnxpb.ValueInfoProto {
+		return valueInfo(name, dt, tinfo{dims: []int64{1}, known: true})
+	}
+	out.Input = append(out.Input, chunk(HeadTargets, tInt64), chunk(InputAdvantages, dt), chunk(InputOldLogprobs, dt), chunk(HeadWeights, dt),
+		one(InputClipLow, dt), one(InputClipHigh, dt), one(HeadDetached, tBool))
+
+	lp := b.op("LogSoftmax", []string{logits}, attrInt("axis", -1))
+	tok, ent := tokenLogProbs(b, lp, HeadTargets, tInt64)
+	addNode(out, "Identity", []string{tok}, OutputLogprobs)
+	addNode(out, "Identity", []string{ent}, OutputEntropy)
+	ppo := clippedObjective(b, dt, OutputLogprobs, InputOldLogprobs, InputAdvantages, InputClipLow, InputClipHigh)
+	obj := b.op("Where", []string{HeadDetached, b.op("Mul", []string{InputAdvantages, OutputLogprobs}), ppo})
+	report := b.op("Where", []string{HeadDetached, InputAdvantages, ppo})
+	weighted := func(v string) string {
+		return b.op("Neg", []string{b.op("ReduceSum", []string{b.op("Mul", []string{v, HeadWeights}), b.ints(0, 1)}, attrInt("keepdims", 0))})
+	}
+	addNode(out, "Reshape", []string{weighted(obj), b.ints(1)}, HeadObjective)
+	addNode(out, "Reshape", []string{weighted(report), b.ints(1)}, OutputLoss)
+	out.Output = []*onnxpb.ValueInfoProto{
+		valueInfo(OutputLogprobs, dt, tinfo{dims: []int64{1, -1}, known: true}),
+		valueInfo(OutputEntropy, dt, tinfo{dims: []int64{1, -1}, known: true}),
+		one(OutputLoss, dt),
+		one(HeadObjective, dt),
+	}
+	dg, err := Differentiate(out, HeadObjective, append([]string{x}, wrt...), Options{KeepOutputs: []string{OutputLogprobs, OutputEntropy, OutputLoss}})
+	if err != nil {
+		return nil, err
+	}
+	dg.Output = slices.DeleteFunc(dg.Output, func(v *onnxpb.ValueInfoProto) bool { return v.GetName() == HeadObjective })
+	return pruneDead(dg), nil
+}
+
+// hasValue reports whether g has a value (input, initializer or node
+// output) called name.
+func hasValue(g *onnxpb.GraphProto, name string) bool {
+	for _, v := range g.GetInput() {
+		if v.GetName() == name {
+			return true
+		}
+	}
+	for _, v := range g.GetInitializer() {
+		if v.GetName() == name {
+			return true
+		}
+	}
+	for _, n := range g.GetNode() {
+		if slices.Contains(n.GetOutput(), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Prune drops, in place, the nodes of g that no output depends on and the
+// initializers and value_info entries no remaining node reads; inputs are
+// kept. It returns g.
+func Prune(g *onnxpb.GraphProto) *onnxpb.GraphProto { return pruneDead(g) }
+
+// ValueInfos returns a ValueInfoProto for every value of g whose type is
+// known or inferred: its element type and, when its rank is known, its
+// dims: values where static, the same dim_param name ("sym<k>") for dims
+// known to be equal at run time, none where nothing is known.
+func ValueInfos(g *onnxpb.GraphProto) map[string]*onnxpb.ValueInfoProto {
+	t := inferTypes(g)
+	out := make(map[string]*onnxpb.ValueInfoProto, len(t.info))
+	for name, ti := range t.info {
+		if ti.dt == 0 {
+			continue
+		}
+		tt := &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(ti.dt)}
+		if ti.known {
+			sh := &onnxpb.TensorShapeProto{}
+			for _, d := range ti.dims {
+				dim := &onnxpb.TensorShapeProto_Dimension{}
+				switch {
+				case d >= 0:
+					dim.Value = &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: d}
+				case isSym(d):
+					dim.Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: fmt.Sprintf("sym%d", symBase-d)}
+				}
+				sh.Dim = append(sh.Dim, dim)
+			}
+			tt.Shape = sh
+		}
+		out[name] = &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: tt}}}
+	}
+	return out
+}
 func addNode(g *onnxpb.GraphProto, op string, in []string, out string) {
 	g.Node = append(g.Node, &onnxpb.NodeProto{
 		Name: proto.String(lmTag + out), OpType: proto.String(op), Input: in, Output: []string{out},

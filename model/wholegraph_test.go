@@ -1,15 +1,75 @@
 package model
 
+// The whole-graph training session: the oracle the executor's gradients
+// are checked against (see executor_test.go). It runs
+// autodiff.TrainingGraph of the source in one ONNX Runtime call, keeping
+// every intermediate, which is what the executor exists to avoid.
+
 import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	ort "github.com/yalue/onnxruntime_go"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/spiral-rl/spiral/model/autodiff"
+	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 	"github.com/spiral-rl/spiral/model/params"
 )
+
+// WriteTrainingGraph writes the whole training graph of src (with the
+// parameters, ties and selection of man) to path.
+func WriteTrainingGraph(src string, man Manifest, path string) error {
+	m, err := onnx.LoadGraph(src)
+	if err != nil {
+		return err
+	}
+	if _, _, err := parameters(m, src); err != nil {
+		return err
+	}
+	g := m.Graph()
+	isTrained, isFrozen := map[string]bool{}, map[string]bool{}
+	for _, w := range man.Weights {
+		isTrained[w.Name] = true
+	}
+	for _, w := range man.Frozen {
+		isFrozen[w.Name] = true
+	}
+	for _, t := range g.GetInitializer() {
+		switch {
+		case isTrained[t.GetName()] || isFrozen[t.GetName()]:
+			t.RawData, t.FloatData, t.ExternalData, t.DataLocation = nil, nil, nil, nil
+		case onnx.IsExternal(t):
+			if err := m.Inline(t); err != nil {
+				return err
+			}
+		}
+	}
+	lg, err := autodiff.TrainingGraph(g, autodiff.LMOptions{
+		Trainable: func(t *onnxpb.TensorProto) bool { return isTrained[t.GetName()] },
+		Frozen:    func(t *onnxpb.TensorProto) bool { return isFrozen[t.GetName()] },
+	})
+	if err != nil {
+		return err
+	}
+	out := proto.Clone(m.Proto).(*onnxpb.ModelProto)
+	out.Graph = lg.Graph
+	return onnx.Save(path, &onnx.Model{Proto: out}, onnx.SaveOptions{})
+}
+
+// OpenWholeGraph writes the whole training graph of p's source into p's
+// artifacts directory and opens it on p's stores, writing gradients into
+// grads.
+func OpenWholeGraph(rt *Runtime, p *Policy, grads *params.Store) (*TrainSession, error) {
+	path := filepath.Join(p.Artifacts.Dir, "whole-train.onnx")
+	if err := WriteTrainingGraph(p.Artifacts.Manifest.Source, p.Artifacts.Manifest, path); err != nil {
+		return nil, err
+	}
+	return OpenTrainSession(rt, path, p.Artifacts.Manifest, p.Weights, p.Frozen, grads)
+}
 
 // TrainSession runs the training graph (autodiff.TrainingGraph) on the
 // parameter store: weights are read from the store and gradients written
@@ -107,25 +167,6 @@ func (s *TrainSession) Close() error {
 	return errors.Join(errs...)
 }
 
-// TrainBatch is one micro-batch of B right-padded rows of T positions.
-// Position t's loss terms score token t+1 (see autodiff.LossGraph).
-type TrainBatch struct {
-	Batch, Seq int
-	// InputIDs, AttentionMask, PositionIDs are [B, T].
-	InputIDs, AttentionMask, PositionIDs []int64
-	// LossMask, Advantages, OldLogProbs are [B, T], aligned with the
-	// token they score at t+1.
-	LossMask, Advantages, OldLogProbs []float32
-	// ClipLow and ClipHigh are the PPO clip bounds eps_low, eps_high.
-	ClipLow, ClipHigh float32
-}
-
-// TrainResult holds a micro-batch's per-token outputs [B, T] and loss.
-type TrainResult struct {
-	LogProbs, Entropy []float32
-	Loss              float32
-}
-
 // Run computes the loss and writes d loss / d w into the gradient store
 // (overwriting it). res's slices are reused when large enough.
 func (s *TrainSession) Run(ctx context.Context, b TrainBatch, res *TrainResult) error {
@@ -207,11 +248,4 @@ func (s *TrainSession) Accumulate(ctx context.Context, b TrainBatch, scale float
 		return err
 	}
 	return grads.AddScaled(s.gradStore, scale)
-}
-
-func resize(x []float32, n int) []float32 {
-	if cap(x) < n {
-		return make([]float32, n)
-	}
-	return x[:n]
 }

@@ -1,0 +1,160 @@
+package blocks_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/spiral-rl/spiral/model/autodiff"
+	"github.com/spiral-rl/spiral/model/blocks"
+	"github.com/spiral-rl/spiral/model/lmgraph"
+	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
+	"github.com/spiral-rl/spiral/model/qwen3"
+)
+
+// forward returns the forward model of m (autodiff.ForwardGraph, its
+// parameters chosen by lmgraph.Classify) and the parameter names.
+func forward(t *testing.T, m *onnx.Model) (*onnxpb.ModelProto, []string) {
+	t.Helper()
+	isParam := map[string]bool{}
+	for _, c := range lmgraph.Classify(m.Graph()) {
+		isParam[c.Name] = c.Parameter
+	}
+	l, err := autodiff.ForwardGraph(m.Graph(), autodiff.LMOptions{Trainable: func(t *onnxpb.TensorProto) bool { return isParam[t.GetName()] }})
+	require.NoError(t, err)
+	fm := proto.Clone(m.Proto).(*onnxpb.ModelProto)
+	fm.Graph = l.Graph
+	return fm, l.WeightNames()
+}
+
+func count(roles []blocks.Role, r blocks.Role) int {
+	n := 0
+	for _, x := range roles {
+		if x == r {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSplitStructure cuts the exports of one architecture (Qwen3: the
+// tiny model spiral builds, with 2 and 5 layers, and the TorchScript and
+// dynamo exports of transformers' Qwen3 in model/testdata) and checks
+// what the executor relies on: one block per layer, each with an
+// attention core of one query operand and two key operands; the gathered
+// embedding; blocks chained input to output into the head; every
+// parameter read by some piece, trained ones given gradients; and the
+// layers of one export sharing their core graphs (and, for spiral's own
+// graph, every piece of the middle layers), so that graphs do not grow
+// with depth.
+func TestSplitStructure(t *testing.T) {
+	sources := map[string]func(t *testing.T) *onnx.Model{}
+	for _, layers := range []int{2, 5} {
+		sources["tiny"+string(rune('0'+layers))] = func(t *testing.T) *onnx.Model {
+			c := qwen3.Tiny()
+			c.Layers = layers
+			m, err := qwen3.Build(c, 1)
+			require.NoError(t, err)
+			return m
+		}
+	}
+	for _, dir := range []string{"hfqwen3", "optimumqwen3", "dynamoqwen3"} {
+		sources[dir] = func(t *testing.T) *onnx.Model {
+			m, err := onnx.LoadGraph("../testdata/" + dir + "/model.onnx")
+			require.NoError(t, err)
+			return m
+		}
+	}
+	graphs := map[string]int{}
+	for name, load := range sources {
+		t.Run(name, func(t *testing.T) {
+			m := load(t)
+			layers := 2
+			if name == "tiny5" {
+				layers = 5
+			}
+			fm, params := forward(t, m)
+			p, err := blocks.Split(fm, params, nil)
+			require.NoError(t, err)
+			require.Len(t, p.Blocks, layers)
+			require.NotNil(t, p.Embedding, "the token embedding is a gather from a parameter")
+			require.Contains(t, params, p.Embedding.Table)
+			require.Equal(t, "input_ids", p.Embedding.Indices)
+			read := map[string]bool{}
+			for _, pc := range p.Pieces() {
+				for _, w := range pc.Weights {
+					read[w] = true
+				}
+				require.NotEmpty(t, p.Graphs[pc.Forward])
+				if pc.Backward != "" {
+					require.NotEmpty(t, p.Graphs[pc.Backward])
+				}
+			}
+			for _, w := range p.Head.Weights {
+				read[w] = true
+			}
+			read[p.Embedding.Table] = true
+			for _, w := range params {
+				require.True(t, read[w], "parameter %s is read by no piece", w)
+			}
+			for i, b := range p.Blocks {
+				require.NotNil(t, b.Core, "layer %d: %s", i, b.CoreNote)
+				require.Equal(t, 1, count(b.Core.Roles, blocks.RoleQueries))
+				require.Equal(t, 2, count(b.Core.Roles, blocks.RoleKeys))
+				require.Len(t, b.Core.Outputs, 1)
+				require.ElementsMatch(t, b.Core.GradInputs, slices.DeleteFunc([]int{0, 1, 2, 3}[:len(b.Core.Inputs)], func(i int) bool { return b.Core.Roles[i] == blocks.RoleScores }))
+				require.NotEmpty(t, b.Pre.GradWeights, "layer %d: projections are trained", i)
+				require.NotEmpty(t, b.Post.GradWeights)
+				require.Contains(t, b.Post.Outputs, b.Output)
+				if i > 0 {
+					require.Equal(t, p.Blocks[i-1].Output, b.Input)
+					require.Equal(t, p.Blocks[i-1].Core.Forward, b.Core.Forward, "layers share the core graph")
+					require.Equal(t, p.Blocks[i-1].Core.Backward, b.Core.Backward)
+				}
+			}
+			require.Equal(t, p.Blocks[layers-1].Output, p.Head.Input)
+			require.Equal(t, p.Head.Input, p.Head.Inputs[0])
+			require.NotEmpty(t, p.Head.GradWeights)
+			graphs[name] = len(p.Graphs)
+		})
+	}
+	require.Equal(t, graphs["tiny2"], graphs["tiny5"], "the graphs of a 5-layer model are those of a 2-layer one")
+}
+
+// TestSplitErrors: a graph without attention, and one whose logits are
+// not a MatMul of the last hidden state, are refused with the reason.
+func TestSplitErrors(t *testing.T) {
+	build := func(attention, softcap bool) *onnxpb.ModelProto {
+		b := onnx.NewGraphBuilder("lm")
+		ids := b.Input("input_ids", onnx.Int64, onnx.P("b"), onnx.P("t"))
+		b.Input("attention_mask", onnx.Int64, onnx.P("b"), onnx.P("t"))
+		emb := b.Input("emb", onnx.Float32, onnx.D(10), onnx.D(4))
+		head := b.Input("head", onnx.Float32, onnx.D(4), onnx.D(10))
+		proj := b.Input("proj", onnx.Float32, onnx.D(4), onnx.D(4))
+		h := b.Node("Gather", []string{emb, ids})
+		if attention {
+			q := b.Node("MatMul", []string{h, proj})
+			k := b.Node("Mul", []string{h, q})
+			s := b.Node("Softmax", []string{b.Node("MatMul", []string{q, b.Node("Transpose", []string{k}, onnx.AttrInts("perm", 0, 2, 1))})}, onnx.AttrInt("axis", -1))
+			h = b.Node("Add", []string{h, b.Node("MatMul", []string{s, h})})
+		}
+		logits := b.Node("MatMul", []string{h, head})
+		if softcap {
+			logits = b.Node("Softmax", []string{logits}, onnx.AttrInt("axis", -1))
+		}
+		b.NodeTo("Identity", []string{logits}, []string{"logits"})
+		b.Output("logits", onnx.Float32, onnx.P("b"), onnx.P("t"), onnx.D(10))
+		return b.Model(18).Proto
+	}
+	_, err := blocks.Split(build(false, false), []string{"emb", "head", "proj"}, nil)
+	require.ErrorContains(t, err, "no attention softmax")
+	_, err = blocks.Split(build(true, true), []string{"emb", "head", "proj"}, nil)
+	require.ErrorContains(t, err, "does not act on each position alone")
+	p, err := blocks.Split(build(true, false), []string{"emb", "head", "proj"}, nil)
+	require.NoError(t, err)
+	require.Len(t, p.Blocks, 1)
+	require.NotNil(t, p.Blocks[0].Core, p.Blocks[0].CoreNote)
+}

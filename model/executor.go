@@ -1,0 +1,799 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/spiral-rl/spiral/model/autodiff"
+	"github.com/spiral-rl/spiral/model/blocks"
+	"github.com/spiral-rl/spiral/model/ortc"
+	"github.com/spiral-rl/spiral/model/params"
+)
+
+// ExecutorOptions bounds the working memory of a training step beyond
+// the layer inputs it keeps. The zero value takes the defaults.
+type ExecutorOptions struct {
+	// AttentionBytes bounds the score tensors of one attention-core call
+	// (one head, a block of queries against the keys they see, forward
+	// and backward temporaries); default DefaultAttentionBytes.
+	AttentionBytes int64
+	// LossChunkBytes bounds the [positions x vocab] tensors of one loss
+	// chunk (logits, log-probabilities and their gradients); default
+	// DefaultLossChunkBytes.
+	LossChunkBytes int64
+}
+
+// Defaults of ExecutorOptions.
+const (
+	DefaultAttentionBytes = 64 << 20
+	DefaultLossChunkBytes = 256 << 20
+)
+
+// Live tensors of the sizes bounded by ExecutorOptions, per row of
+// queries or per loss position: a core call holds scores, probabilities
+// and the mask slice forward, their gradients backward; a loss chunk
+// holds logits, log-probabilities, probabilities, their product and two
+// gradients.
+const (
+	attentionLive = 6
+	lossLive      = 6
+)
+
+// Executor runs training steps of a blocks.Program: one micro-batch at a
+// time, forward through the layers keeping only each layer's input, the
+// loss and its gradient over chunks of the loss positions, then backward
+// layer by layer, recomputing each layer's forward from its kept input.
+// Attention runs per head on blocks of queries; parameter gradients are
+// added into the caller's gradient store as each layer finishes.
+type Executor struct {
+	env     *ortc.Env
+	prog    *blocks.Program
+	dir     string
+	sess    map[string]*ortc.Session
+	views   map[string]*ortc.Value // every parameter, a view of its store
+	tensors map[string]*params.Tensor
+	trained map[string]int // trained parameter -> index in the weights store
+	weights *params.Store
+	vocab   int
+	opt     ExecutorOptions
+	// step marks the values kept for the whole step (read by another
+	// block, the head or the backward pass of another block).
+	step map[string]bool
+	pool map[string][]float32
+}
+
+// OpenExecutor opens the sessions of art's program over the parameter
+// stores (trained weights and frozen), which must have the manifest's
+// layout; their memory is read in place by every step.
+func OpenExecutor(rt *Runtime, art *Artifacts, weights, frozen *params.Store, opt ExecutorOptions) (*Executor, error) {
+	prog, err := art.Program()
+	if err != nil {
+		return nil, err
+	}
+	if opt.AttentionBytes <= 0 {
+		opt.AttentionBytes = DefaultAttentionBytes
+	}
+	if opt.LossChunkBytes <= 0 {
+		opt.LossChunkBytes = DefaultLossChunkBytes
+	}
+	env, err := rt.api.NewEnv()
+	if err != nil {
+		return nil, err
+	}
+	e := &Executor{env: env, prog: prog, dir: art.Dir, sess: map[string]*ortc.Session{}, views: map[string]*ortc.Value{},
+		tensors: map[string]*params.Tensor{}, trained: map[string]int{}, weights: weights, vocab: art.Manifest.Vocab, opt: opt,
+		step: map[string]bool{}, pool: map[string][]float32{}}
+	for _, s := range []*params.Store{weights, frozen} {
+		for i := range s.Len() {
+			t := s.At(i)
+			v, err := ortc.NewTensor(env, t.Shape, t.Data)
+			if err != nil {
+				return nil, errors.Join(fmt.Errorf("model: executor: parameter %q: %w", t.Name, err), e.Close())
+			}
+			e.views[t.Name], e.tensors[t.Name] = v, t
+			if s == weights {
+				e.trained[t.Name] = i
+			}
+		}
+	}
+	if err := e.openSessions(rt); err != nil {
+		return nil, errors.Join(err, e.Close())
+	}
+	e.markStep()
+	return e, nil
+}
+
+// openSessions creates one session per distinct graph of the program.
+func (e *Executor) openSessions(rt *Runtime) error {
+	so, err := rt.NewSessionOptions()
+	if err != nil {
+		return err
+	}
+	defer so.Destroy()
+	// Tensors here vary in shape from call to call: ONNX Runtime's arena
+	// would keep the largest of each for good.
+	if err := so.SetCpuMemArena(false); err != nil {
+		return fmt.Errorf("model: executor: %w", err)
+	}
+	if err := so.SetMemPattern(false); err != nil {
+		return fmt.Errorf("model: executor: %w", err)
+	}
+	open := func(key string, in, out []string) error {
+		if _, ok := e.sess[key]; ok || key == "" {
+			return nil
+		}
+		raw, ok := e.prog.Graphs[key]
+		if !ok {
+			return fmt.Errorf("model: %s: program graph %s is missing", e.dir, key)
+		}
+		s, err := e.env.NewSession(raw, so, in, out)
+		if err != nil {
+			return fmt.Errorf("model: %s: piece %s: %w", e.dir, key, err)
+		}
+		e.sess[key] = s
+		return nil
+	}
+	for _, p := range e.prog.Pieces() {
+		if err := open(p.Forward, pieceInputs(p), names(blocks.Y, len(p.Outputs))); err != nil {
+			return err
+		}
+		if err := open(p.Backward, backwardInputs(p), backwardOutputs(p)); err != nil {
+			return err
+		}
+	}
+	h := &e.prog.Head
+	in := append(names(blocks.X, len(h.Inputs)), names(blocks.W, len(h.Weights))...)
+	in = append(in, autodiff.HeadTargets, autodiff.InputAdvantages, autodiff.InputOldLogprobs, autodiff.HeadWeights,
+		autodiff.InputClipLow, autodiff.InputClipHigh, autodiff.HeadDetached)
+	out := []string{autodiff.OutputLogprobs, autodiff.OutputEntropy, autodiff.OutputLoss, autodiff.GradName(blocks.X(0))}
+	for _, j := range h.GradWeights {
+		out = append(out, autodiff.GradName(blocks.W(j)))
+	}
+	return open(h.Train, in, out)
+}
+
+func names(f func(int) string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = f(i)
+	}
+	return out
+}
+
+func pieceInputs(p *blocks.Piece) []string {
+	return append(names(blocks.X, len(p.Inputs)), names(blocks.W, len(p.Weights))...)
+}
+
+func backwardInputs(p *blocks.Piece) []string {
+	return append(pieceInputs(p), names(blocks.G, len(p.GradOutputs))...)
+}
+
+func backwardOutputs(p *blocks.Piece) []string {
+	var out []string
+	for _, i := range p.GradInputs {
+		out = append(out, autodiff.GradName(blocks.X(i)))
+	}
+	for _, j := range p.GradWeights {
+		out = append(out, autodiff.GradName(blocks.W(j)))
+	}
+	return out
+}
+
+// markStep finds the values that must outlive the block computing them.
+func (e *Executor) markStep() {
+	readBy := map[string]map[int]bool{}
+	note := func(block int, vs []string) {
+		for _, v := range vs {
+			if readBy[v] == nil {
+				readBy[v] = map[int]bool{}
+			}
+			readBy[v][block] = true
+		}
+	}
+	for j, b := range e.prog.Blocks {
+		note(j, b.Pre.Inputs)
+		if b.Core != nil {
+			note(j, b.Core.Inputs)
+			note(j, b.Post.Inputs)
+		}
+		e.step[b.Input] = true
+	}
+	note(len(e.prog.Blocks), e.prog.Head.Inputs)
+	for j, b := range e.prog.Blocks {
+		outs := append([]string(nil), b.Pre.Outputs...)
+		if b.Core != nil {
+			outs = append(append(outs, b.Core.Outputs...), b.Post.Outputs...)
+		}
+		for _, o := range outs {
+			for k := range readBy[o] {
+				if k != j {
+					e.step[o] = true
+				}
+			}
+		}
+	}
+}
+
+// Close releases the sessions and views (not the stores).
+func (e *Executor) Close() error {
+	for _, s := range e.sess {
+		s.Close()
+	}
+	for _, v := range e.views {
+		v.Release()
+	}
+	e.sess, e.views = nil, nil
+	if e.env != nil {
+		e.env.Close()
+		e.env = nil
+	}
+	return nil
+}
+
+// values holds the tensors of one step by value name, releasing them
+// when dropped.
+type values map[string]*ortc.Value
+
+func (vs values) put(name string, v *ortc.Value) {
+	if old, ok := vs[name]; ok && old != v {
+		old.Release()
+	}
+	vs[name] = v
+}
+
+func (vs values) drop(name string) {
+	if v, ok := vs[name]; ok {
+		v.Release()
+		delete(vs, name)
+	}
+}
+
+func (vs values) release() {
+	for k, v := range vs {
+		v.Release()
+		delete(vs, k)
+	}
+}
+
+// stepState is one Accumulate call's working state.
+type stepState struct {
+	b       *TrainBatch
+	scale   float32
+	grads   *params.Store
+	step    values // step-scope values (inputs, side values, layer inputs)
+	local   values // the current block's values
+	gradVal values // gradients of the current block's values
+}
+
+func (st *stepState) lookup(name string) (*ortc.Value, bool) {
+	if v, ok := st.local[name]; ok {
+		return v, true
+	}
+	v, ok := st.step[name]
+	return v, ok
+}
+
+// Accumulate runs micro-batch b and adds scale x d loss(b) / d w into
+// grads (which must have the weights' layout), where loss(b) is b's
+// token-mean clipped policy-gradient loss (autodiff.LossGraph; with
+// b.OldLogProbs nil, the ratio-1 loss of autodiff.HeadLossGraph's
+// detached mode). res receives the log-probabilities and entropies at
+// b's loss positions (0 elsewhere) and the loss.
+func (e *Executor) Accumulate(ctx context.Context, b TrainBatch, scale float32, grads *params.Store, res *TrainResult) error {
+	if err := b.validate(e.vocab, slices.Contains(e.prog.Inputs, PositionIDs)); err != nil {
+		return err
+	}
+	if err := e.weights.SameLayout(grads); err != nil {
+		return fmt.Errorf("model: executor: gradient store: %w", err)
+	}
+	st := &stepState{b: &b, scale: scale, grads: grads, step: values{}, local: values{}, gradVal: values{}}
+	defer st.step.release()
+	defer st.local.release()
+	defer st.gradVal.release()
+	if err := e.bindInputs(st); err != nil {
+		return err
+	}
+	if p := e.prog.Prologue; p != nil {
+		if err := e.forward(st, p, st.step); err != nil {
+			return err
+		}
+	}
+	if err := e.embed(st); err != nil {
+		return err
+	}
+	for j := range e.prog.Blocks {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := e.blockForward(st, j, false); err != nil {
+			return fmt.Errorf("model: executor: layer %d forward: %w", j, err)
+		}
+	}
+	if err := e.head(st, res); err != nil {
+		return fmt.Errorf("model: executor: loss: %w", err)
+	}
+	for j := len(e.prog.Blocks) - 1; j >= 0; j-- {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := e.blockBackward(st, j); err != nil {
+			return fmt.Errorf("model: executor: layer %d backward: %w", j, err)
+		}
+	}
+	return e.embedBackward(st)
+}
+
+// validate checks b's sizes and token ids (position ids only when
+// positions are read).
+func (b *TrainBatch) validate(vocab int, positions bool) error {
+	n := b.Batch * b.Seq
+	if b.Batch <= 0 || b.Seq <= 0 {
+		return fmt.Errorf("model: train batch: %d x %d rows", b.Batch, b.Seq)
+	}
+	lens := []struct {
+		name string
+		n    int
+	}{{"input_ids", len(b.InputIDs)}, {"attention_mask", len(b.AttentionMask)},
+		{"loss_mask", len(b.LossMask)}, {"advantages", len(b.Advantages)}}
+	if positions {
+		lens = append(lens, struct {
+			name string
+			n    int
+		}{"position_ids", len(b.PositionIDs)})
+	}
+	if b.OldLogProbs != nil {
+		lens = append(lens, struct {
+			name string
+			n    int
+		}{"old_logprobs", len(b.OldLogProbs)})
+	}
+	for _, l := range lens {
+		if l.n != n {
+			return fmt.Errorf("model: train batch: %s has %d values, want %d x %d", l.name, l.n, b.Batch, b.Seq)
+		}
+	}
+	for i, id := range b.InputIDs {
+		if id < 0 || id >= int64(vocab) {
+			return fmt.Errorf("model: train batch: input_ids[%d][%d] = %d is outside the vocabulary [0, %d)", i/b.Seq, i%b.Seq, id, vocab)
+		}
+	}
+	for i, m := range b.LossMask {
+		if m != 0 && i%b.Seq == b.Seq-1 {
+			return fmt.Errorf("model: train batch: loss mask set at the last position of row %d, which has no next token", i/b.Seq)
+		}
+	}
+	return nil
+}
+
+// bindInputs wraps the batch's token inputs.
+func (e *Executor) bindInputs(st *stepState) error {
+	shape := []int64{int64(st.b.Batch), int64(st.b.Seq)}
+	for _, name := range e.prog.Inputs {
+		var data []int64
+		switch name {
+		case InputIDs:
+			data = st.b.InputIDs
+		case AttentionMask:
+			data = st.b.AttentionMask
+		case PositionIDs:
+			data = st.b.PositionIDs
+		default:
+			return fmt.Errorf("model: executor: the program reads input %q, which training does not feed", name)
+		}
+		v, err := ortc.NewTensor(e.env, shape, data)
+		if err != nil {
+			return fmt.Errorf("model: executor: %s: %w", name, err)
+		}
+		st.step.put(name, v)
+	}
+	return nil
+}
+
+// gather returns the inputs of piece p from the step's values.
+func (e *Executor) gather(st *stepState, p *blocks.Piece) ([]*ortc.Value, error) {
+	in := make([]*ortc.Value, 0, len(p.Inputs)+len(p.Weights))
+	for _, name := range p.Inputs {
+		v, ok := st.lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("value %q is not computed", name)
+		}
+		in = append(in, v)
+	}
+	for _, w := range p.Weights {
+		in = append(in, e.views[w])
+	}
+	return in, nil
+}
+
+// forward runs piece p's forward graph and puts its outputs in dst
+// (step-scope ones in the step's values).
+func (e *Executor) forward(st *stepState, p *blocks.Piece, dst values) error {
+	in, err := e.gather(st, p)
+	if err != nil {
+		return err
+	}
+	out := make([]*ortc.Value, len(p.Outputs))
+	if err := e.sess[p.Forward].Run(in, out); err != nil {
+		return err
+	}
+	for k, name := range p.Outputs {
+		if e.step[name] || dst == nil {
+			if _, ok := st.step[name]; ok {
+				out[k].Release() // recomputed: keep the first
+				continue
+			}
+			st.step.put(name, out[k])
+			continue
+		}
+		dst.put(name, out[k])
+	}
+	return nil
+}
+
+// backward runs piece p's backward graph, reading the gradients of its
+// outputs from st.gradVal, adding those of its inputs there and those of
+// its parameters (times the step's scale) into the gradient store.
+func (e *Executor) backward(st *stepState, p *blocks.Piece) error {
+	if p.Backward == "" {
+		return nil
+	}
+	in, err := e.gather(st, p)
+	if err != nil {
+		return err
+	}
+	for _, k := range p.GradOutputs {
+		g, ok := st.gradVal[p.Outputs[k]]
+		if !ok {
+			// No reader took a gradient of it: zero.
+			y, ok := st.lookup(p.Outputs[k])
+			if !ok {
+				return fmt.Errorf("gradient of %q: the value is not computed", p.Outputs[k])
+			}
+			z := make([]float32, y.Len())
+			if g, err = ortc.NewTensor(e.env, y.Shape(), z); err != nil {
+				return err
+			}
+			st.gradVal[p.Outputs[k]] = g
+		}
+		in = append(in, g)
+	}
+	out := make([]*ortc.Value, len(p.GradInputs)+len(p.GradWeights))
+	if err := e.sess[p.Backward].Run(in, out); err != nil {
+		return err
+	}
+	for k, i := range p.GradInputs {
+		e.addGrad(st, p.Inputs[i], out[k])
+	}
+	for k, j := range p.GradWeights {
+		err := e.addParamGrad(st, p.Weights[j], out[len(p.GradInputs)+k])
+		out[len(p.GradInputs)+k].Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addGrad adds g to the gradient of value name, taking g over.
+func (e *Executor) addGrad(st *stepState, name string, g *ortc.Value) {
+	old, ok := st.gradVal[name]
+	if !ok {
+		st.gradVal[name] = g
+		return
+	}
+	addInto(old.Float32s(), g.Float32s())
+	g.Release()
+}
+
+// addParamGrad adds scale x g into the gradient store entry of param.
+func (e *Executor) addParamGrad(st *stepState, param string, g *ortc.Value) error {
+	i, ok := e.trained[param]
+	if !ok {
+		return fmt.Errorf("gradient of %q, which is not trained", param)
+	}
+	dst := st.grads.At(i).Data
+	src := g.Float32s()
+	if len(src) != len(dst) {
+		return fmt.Errorf("gradient of %q has %d values, the parameter %d", param, len(src), len(dst))
+	}
+	addScaled(dst, src, st.scale)
+	return nil
+}
+
+func addInto(dst, src []float32) {
+	_ = dst[len(src)-1]
+	for i, v := range src {
+		dst[i] += v
+	}
+}
+
+func addScaled(dst, src []float32, a float32) {
+	if len(src) == 0 {
+		return
+	}
+	_ = dst[len(src)-1]
+	for i, v := range src {
+		dst[i] += a * v
+	}
+}
+
+// embed computes the first block's input.
+func (e *Executor) embed(st *stepState) error {
+	if em := e.prog.Embedding; em != nil {
+		table := e.tensors[em.Table]
+		ids, err := e.indices(st, em.Indices)
+		if err != nil {
+			return err
+		}
+		row := len(table.Data) / int(table.Shape[0])
+		out := make([]float32, len(ids)*row)
+		for p, id := range ids {
+			if id < 0 || id >= table.Shape[0] {
+				return fmt.Errorf("model: executor: embedding index %d at position %d outside [0, %d)", id, p, table.Shape[0])
+			}
+			copy(out[p*row:(p+1)*row], table.Data[int(id)*row:(int(id)+1)*row])
+		}
+		iv, _ := st.lookup(em.Indices)
+		shape := append(append([]int64(nil), iv.Shape()...), table.Shape[1:]...)
+		v, err := ortc.NewTensor(e.env, shape, out)
+		if err != nil {
+			return fmt.Errorf("model: executor: embedding: %w", err)
+		}
+		st.step.put(em.Output, v)
+	}
+	if p := e.prog.Embed; p != nil {
+		if err := e.forward(st, p, nil); err != nil {
+			return fmt.Errorf("model: executor: embedding: %w", err)
+		}
+	}
+	return nil
+}
+
+// indices reads an integer tensor as int64s.
+func (e *Executor) indices(st *stepState, name string) ([]int64, error) {
+	v, ok := st.lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("model: executor: embedding indices %q are not computed", name)
+	}
+	switch v.Elem() {
+	case ortc.Int64:
+		return v.Int64s(), nil
+	case ortc.Int32:
+		out := make([]int64, v.Len())
+		for i, x := range v.Int32s() {
+			out[i] = int64(x)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("model: executor: embedding indices %q have element type %d", name, v.Elem())
+}
+
+// embedBackward finishes the step: the generic embedding piece's
+// backward, then the gathered rows' gradients scattered into the table's.
+func (e *Executor) embedBackward(st *stepState) error {
+	if p := e.prog.Embed; p != nil {
+		if err := e.backward(st, p); err != nil {
+			return fmt.Errorf("model: executor: embedding backward: %w", err)
+		}
+	}
+	em := e.prog.Embedding
+	if em == nil {
+		return nil
+	}
+	i, trained := e.trained[em.Table]
+	g, ok := st.gradVal[em.Output]
+	if !trained || !ok {
+		return nil
+	}
+	ids, err := e.indices(st, em.Indices)
+	if err != nil {
+		return err
+	}
+	dst := st.grads.At(i).Data
+	src := g.Float32s()
+	row := len(src) / len(ids)
+	for p, id := range ids {
+		addScaled(dst[int(id)*row:(int(id)+1)*row], src[p*row:(p+1)*row], st.scale)
+	}
+	return nil
+}
+
+// blockForward runs block j forward. With recompute (the backward pass)
+// it stops before the Post piece, whose backward graph recomputes it.
+func (e *Executor) blockForward(st *stepState, j int, recompute bool) error {
+	b := &e.prog.Blocks[j]
+	if !recompute {
+		defer st.local.release()
+	}
+	if b.Core == nil {
+		if recompute {
+			return nil
+		}
+		return e.forward(st, &b.Pre, st.local)
+	}
+	if err := e.forward(st, &b.Pre, st.local); err != nil {
+		return err
+	}
+	if err := e.coreForward(st, b.Core); err != nil {
+		return err
+	}
+	if recompute {
+		return nil
+	}
+	return e.forward(st, b.Post, st.local)
+}
+
+// blockBackward runs block j backward from the gradient of its output
+// (in st.gradVal) to that of its input.
+func (e *Executor) blockBackward(st *stepState, j int) error {
+	b := &e.prog.Blocks[j]
+	defer st.local.release()
+	if err := e.blockForward(st, j, true); err != nil {
+		return err
+	}
+	if b.Core == nil {
+		if err := e.backward(st, &b.Pre); err != nil {
+			return err
+		}
+	} else {
+		if err := e.backward(st, b.Post); err != nil {
+			return err
+		}
+		if err := e.coreBackward(st, b.Core); err != nil {
+			return err
+		}
+		if err := e.backward(st, &b.Pre); err != nil {
+			return err
+		}
+	}
+	// Keep only the gradient of the block's input.
+	for name := range st.gradVal {
+		if name != b.Input {
+			st.gradVal.drop(name)
+		}
+	}
+	st.step.drop(b.Output)
+	return nil
+}
+
+// head runs the LM head and the loss on chunks of the loss positions,
+// filling res and the gradient of the head's input.
+func (e *Executor) head(st *stepState, res *TrainResult) error {
+	h := &e.prog.Head
+	b := st.b
+	n := b.Batch * b.Seq
+	res.LogProbs = resize(res.LogProbs, n)
+	res.Entropy = resize(res.Entropy, n)
+	clear(res.LogProbs)
+	clear(res.Entropy)
+	res.Loss = 0
+	z, ok := st.step[h.Input]
+	if !ok {
+		return fmt.Errorf("the head's input %q is not computed", h.Input)
+	}
+	zs := z.Shape()
+	if len(zs) != 3 || zs[0] != int64(b.Batch) || zs[1] != int64(b.Seq) {
+		return fmt.Errorf("the head's input %q has shape %v, want [%d, %d, hidden]", h.Input, zs, b.Batch, b.Seq)
+	}
+	hidden := int(zs[2])
+	var pos []int
+	count := 0.0
+	for i, m := range b.LossMask {
+		if m != 0 {
+			pos = append(pos, i)
+			count += float64(m)
+		}
+	}
+	count = math.Max(count, 1)
+	gz := make([]float32, n*hidden)
+	chunk := max(1, int(e.opt.LossChunkBytes/int64(e.vocab*4*lossLive)))
+	zd := z.Float32s()
+	detached := []bool{b.OldLogProbs == nil}
+	for start := 0; start < len(pos); start += chunk {
+		ps := pos[start:min(len(pos), start+chunk)]
+		c := len(ps)
+		x := make([]float32, c*hidden)
+		tgt := make([]int64, c)
+		adv := make([]float32, c)
+		old := make([]float32, c)
+		w := make([]float32, c)
+		for k, p := range ps {
+			copy(x[k*hidden:(k+1)*hidden], zd[p*hidden:(p+1)*hidden])
+			tgt[k] = b.InputIDs[p+1]
+			adv[k] = b.Advantages[p]
+			if b.OldLogProbs != nil {
+				old[k] = b.OldLogProbs[p]
+			}
+			w[k] = float32(float64(b.LossMask[p]) / count)
+		}
+		var owned []*ortc.Value
+		wrap := func(v *ortc.Value, err error) *ortc.Value {
+			if err == nil {
+				owned = append(owned, v)
+			}
+			return v
+		}
+		chunkShape := []int64{1, int64(c)}
+		in := []*ortc.Value{wrap(ortc.NewTensor(e.env, []int64{1, int64(c), int64(hidden)}, x))}
+		for _, name := range h.Inputs[1:] {
+			v, ok := st.lookup(name)
+			if !ok {
+				return fmt.Errorf("the head's input %q is not computed", name)
+			}
+			in = append(in, v)
+		}
+		for _, wn := range h.Weights {
+			in = append(in, e.views[wn])
+		}
+		in = append(in, wrap(ortc.NewTensor(e.env, chunkShape, tgt)), wrap(ortc.NewTensor(e.env, chunkShape, adv)),
+			wrap(ortc.NewTensor(e.env, chunkShape, old)), wrap(ortc.NewTensor(e.env, chunkShape, w)),
+			wrap(ortc.NewTensor(e.env, []int64{1}, []float32{b.ClipLow})), wrap(ortc.NewTensor(e.env, []int64{1}, []float32{b.ClipHigh})),
+			wrap(ortc.NewTensor(e.env, []int64{1}, detached)))
+		release := func() {
+			for _, v := range owned {
+				v.Release()
+			}
+		}
+		if len(owned) != 8 {
+			release()
+			return errors.New("wrap loss chunk inputs")
+		}
+		out := make([]*ortc.Value, 4+len(h.GradWeights))
+		err := e.sess[h.Train].Run(in, out)
+		release()
+		if err != nil {
+			return err
+		}
+		lp, ent, loss, gx := out[0].Float32s(), out[1].Float32s(), out[2].Float32s(), out[3].Float32s()
+		for k, p := range ps {
+			res.LogProbs[p] = lp[k]
+			res.Entropy[p] = ent[k]
+			copy(gz[p*hidden:(p+1)*hidden], gx[k*hidden:(k+1)*hidden])
+		}
+		res.Loss += loss[0]
+		for k, j := range h.GradWeights {
+			if err == nil {
+				err = e.addParamGrad(st, h.Weights[j], out[4+k])
+			}
+		}
+		for _, v := range out {
+			v.Release()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	g, err := ortc.NewTensor(e.env, zs, gz)
+	if err != nil {
+		return err
+	}
+	st.gradVal.put(h.Input, g)
+	if !e.isBlockInput(h.Input) {
+		st.step.drop(h.Input)
+	}
+	return nil
+}
+
+func (e *Executor) isBlockInput(v string) bool {
+	for _, b := range e.prog.Blocks {
+		if b.Input == v {
+			return true
+		}
+	}
+	return false
+}
+
+// scratch returns a zeroed buffer of n floats kept for reuse under key.
+func (e *Executor) scratch(key string, n int) []float32 {
+	buf := e.pool[key]
+	if cap(buf) < n {
+		buf = make([]float32, n)
+		e.pool[key] = buf
+	}
+	buf = buf[:n]
+	clear(buf)
+	return buf
+}

@@ -1,0 +1,397 @@
+package ortc
+
+/*
+#include <stdlib.h>
+#include <string.h>
+#include "onnxruntime_c_api.h"
+
+static char* spiral_msg(const OrtApi* api, OrtStatus* st) {
+	if (st == NULL) return NULL;
+	const char* msg = api->GetErrorMessage(st);
+	char* out = strdup(msg ? msg : "unknown error");
+	api->ReleaseStatus(st);
+	return out;
+}
+
+static char* spiral_create_env(const OrtApi* api, OrtEnv** env) {
+	return spiral_msg(api, api->CreateEnv(ORT_LOGGING_LEVEL_ERROR, "spiral", env));
+}
+
+static void spiral_release_env(const OrtApi* api, OrtEnv* env) { api->ReleaseEnv(env); }
+
+static char* spiral_cpu_info(const OrtApi* api, OrtMemoryInfo** info) {
+	return spiral_msg(api, api->CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, info));
+}
+
+static void spiral_release_info(const OrtApi* api, OrtMemoryInfo* info) { api->ReleaseMemoryInfo(info); }
+
+static char* spiral_create_session(const OrtApi* api, OrtEnv* env, const void* data, size_t n,
+		OrtSessionOptions* so, OrtSession** out) {
+	return spiral_msg(api, api->CreateSessionFromArray(env, data, n, so, out));
+}
+
+static void spiral_release_session(const OrtApi* api, OrtSession* s) { api->ReleaseSession(s); }
+
+static char* spiral_run(const OrtApi* api, OrtSession* s, const char** in_names, OrtValue** in, size_t nin,
+		const char** out_names, OrtValue** out, size_t nout) {
+	return spiral_msg(api, api->Run(s, NULL, in_names, (const OrtValue* const*)in, nin, out_names, nout, out));
+}
+
+static char* spiral_tensor(const OrtApi* api, OrtMemoryInfo* info, void* data, size_t bytes,
+		const int64_t* shape, size_t rank, int elem, OrtValue** out) {
+	return spiral_msg(api, api->CreateTensorWithDataAsOrtValue(info, data, bytes, shape, rank,
+		(ONNXTensorElementDataType)elem, out));
+}
+
+static char* spiral_describe(const OrtApi* api, OrtValue* v, int* elem, int64_t* dims, size_t* rank, size_t maxRank, void** data) {
+	OrtTensorTypeAndShapeInfo* info = NULL;
+	char* err = spiral_msg(api, api->GetTensorTypeAndShape(v, &info));
+	if (err != NULL) return err;
+	ONNXTensorElementDataType t;
+	err = spiral_msg(api, api->GetTensorElementType(info, &t));
+	if (err == NULL) err = spiral_msg(api, api->GetDimensionsCount(info, rank));
+	if (err == NULL && *rank > maxRank) err = strdup("tensor rank exceeds 16");
+	if (err == NULL) err = spiral_msg(api, api->GetDimensions(info, dims, *rank));
+	api->ReleaseTensorTypeAndShapeInfo(info);
+	if (err != NULL) return err;
+	*elem = (int)t;
+	return spiral_msg(api, api->GetTensorMutableData(v, data));
+}
+
+static void spiral_release_value(const OrtApi* api, OrtValue* v) { api->ReleaseValue(v); }
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// maxRank bounds the rank of the tensors Session.Run returns.
+const maxRank = 16
+
+// Env is a reference to the process's ONNX Runtime environment (the C API
+// keeps one per process and counts references, so this is the environment
+// onnxruntime_go created) with a CPU memory description for tensors over
+// Go memory.
+type Env struct {
+	api *API
+	env *C.OrtEnv
+	cpu *C.OrtMemoryInfo
+}
+
+// NewEnv takes a reference to the environment.
+func (a *API) NewEnv() (*Env, error) {
+	e := &Env{api: a}
+	if err := status(C.spiral_create_env(a.api, &e.env)); err != nil {
+		return nil, fmt.Errorf("ortc: environment: %w", err)
+	}
+	if err := status(C.spiral_cpu_info(a.api, &e.cpu)); err != nil {
+		C.spiral_release_env(a.api, e.env)
+		return nil, fmt.Errorf("ortc: cpu memory info: %w", err)
+	}
+	return e, nil
+}
+
+// Close drops the reference.
+func (e *Env) Close() {
+	if e.cpu != nil {
+		C.spiral_release_info(e.api.api, e.cpu)
+		e.cpu = nil
+	}
+	if e.env != nil {
+		C.spiral_release_env(e.api.api, e.env)
+		e.env = nil
+	}
+}
+
+// ElemType is an ONNX tensor element type (onnx.TensorProto.DataType).
+type ElemType int
+
+// Element types a Value can hold.
+const (
+	Float32 ElemType = 1
+	Uint8   ElemType = 2
+	Int32   ElemType = 6
+	Int64   ElemType = 7
+	Bool    ElemType = 9
+)
+
+// Size returns the element size in bytes.
+func (t ElemType) Size() int {
+	switch t {
+	case Float32, Int32:
+		return 4
+	case Int64:
+		return 8
+	case Uint8, Bool:
+		return 1
+	}
+	return 0
+}
+
+// Value is a tensor: either ONNX Runtime's (an output it allocated; the
+// memory is freed by Release) or a view of Go memory (kept alive by the
+// Value until Release).
+type Value struct {
+	api   *API
+	v     *C.OrtValue
+	shape []int64
+	elem  ElemType
+	data  unsafe.Pointer
+	n     int // elements
+	keep  any // the Go slice a view reads
+}
+
+// Shape returns the tensor's dims (not to be modified).
+func (v *Value) Shape() []int64 { return v.shape }
+
+// Elem returns the element type.
+func (v *Value) Elem() ElemType { return v.elem }
+
+// Len returns the number of elements.
+func (v *Value) Len() int { return v.n }
+
+// Float32s returns the data of a float tensor, in place: writes are seen
+// by the next run that reads v.
+func (v *Value) Float32s() []float32 {
+	if v.elem != Float32 {
+		panic(fmt.Sprintf("ortc: Float32s of a tensor of element type %d", v.elem))
+	}
+	if v.n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(v.data), v.n)
+}
+
+// Int64s returns the data of an int64 tensor, in place.
+func (v *Value) Int64s() []int64 {
+	if v.elem != Int64 {
+		panic(fmt.Sprintf("ortc: Int64s of a tensor of element type %d", v.elem))
+	}
+	if v.n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int64)(v.data), v.n)
+}
+
+// Int32s returns the data of an int32 tensor, in place.
+func (v *Value) Int32s() []int32 {
+	if v.elem != Int32 {
+		panic(fmt.Sprintf("ortc: Int32s of a tensor of element type %d", v.elem))
+	}
+	if v.n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int32)(v.data), v.n)
+}
+
+// Bytes returns the raw data of a tensor of any element type, in place.
+func (v *Value) Bytes() []byte {
+	if v.n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(v.data), v.n*v.elem.Size())
+}
+
+// Release frees the tensor (ONNX Runtime's memory, or the view). It is safe
+// on nil and more than once.
+func (v *Value) Release() {
+	if v == nil || v.v == nil {
+		return
+	}
+	C.spiral_release_value(v.api.api, v.v)
+	v.v, v.data, v.keep = nil, nil, nil
+}
+
+// Scalar element types of the Go slices NewTensor wraps.
+type element interface {
+	~float32 | ~int64 | ~int32 | ~bool | ~uint8
+}
+
+func elemOf[T element]() ElemType {
+	var z T
+	switch any(z).(type) {
+	case float32:
+		return Float32
+	case int64:
+		return Int64
+	case int32:
+		return Int32
+	case bool:
+		return Bool
+	case uint8:
+		return Uint8
+	}
+	panic("ortc: unsupported element type")
+}
+
+// NewTensor wraps data (shape's element count, at least one element) as
+// a tensor without copying it. data must not be reallocated while the
+// Value lives; writes to it are seen by later runs.
+func NewTensor[T element](e *Env, shape []int64, data []T) (*Value, error) {
+	n := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return nil, fmt.Errorf("ortc: tensor shape %v has a negative dim", shape)
+		}
+		n *= d
+	}
+	if int64(len(data)) != n {
+		return nil, fmt.Errorf("ortc: tensor shape %v needs %d values, have %d", shape, n, len(data))
+	}
+	elem := elemOf[T]()
+	v := &Value{api: e.api, shape: append([]int64(nil), shape...), elem: elem, n: int(n), keep: data}
+	// ONNX Runtime wants a non-null pointer even for empty tensors.
+	var scratch [8]byte
+	ptr := unsafe.Pointer(&scratch[0])
+	if n > 0 {
+		ptr = unsafe.Pointer(&data[0])
+	} else {
+		v.keep = &scratch
+	}
+	v.data = ptr
+	var dims *C.int64_t
+	if len(shape) > 0 {
+		dims = (*C.int64_t)(unsafe.Pointer(&v.shape[0]))
+	}
+	if err := status(C.spiral_tensor(e.api.api, e.cpu, ptr, C.size_t(int(n)*elem.Size()), dims, C.size_t(len(shape)), C.int(elem), &v.v)); err != nil {
+		return nil, fmt.Errorf("ortc: tensor %v: %w", shape, err)
+	}
+	return v, nil
+}
+
+// Session is an inference session with fixed input and output names.
+type Session struct {
+	api      *API
+	s        *C.OrtSession
+	inNames  []*C.char
+	outNames []*C.char
+	ins      []string
+	outs     []string
+}
+
+// NewSession creates a session on the serialized model with the options
+// so (built with onnxruntime_go), reading the named inputs and computing
+// the named outputs.
+func (e *Env) NewSession(model []byte, so *ort.SessionOptions, inputs, outputs []string) (*Session, error) {
+	if len(model) == 0 {
+		return nil, errors.New("ortc: empty model")
+	}
+	if len(outputs) == 0 {
+		return nil, errors.New("ortc: session without outputs")
+	}
+	s := &Session{api: e.api, ins: append([]string(nil), inputs...), outs: append([]string(nil), outputs...)}
+	if err := status(C.spiral_create_session(e.api.api, e.env, unsafe.Pointer(&model[0]), C.size_t(len(model)), sessionOptionsPtr(so), &s.s)); err != nil {
+		return nil, fmt.Errorf("ortc: create session: %w", err)
+	}
+	runtime.KeepAlive(model)
+	for _, n := range inputs {
+		s.inNames = append(s.inNames, C.CString(n))
+	}
+	for _, n := range outputs {
+		s.outNames = append(s.outNames, C.CString(n))
+	}
+	return s, nil
+}
+
+// Inputs and Outputs return the names the session was made with.
+func (s *Session) Inputs() []string  { return s.ins }
+func (s *Session) Outputs() []string { return s.outs }
+
+// Close releases the session.
+func (s *Session) Close() {
+	if s.s != nil {
+		C.spiral_release_session(s.api.api, s.s)
+		s.s = nil
+	}
+	for _, p := range append(s.inNames, s.outNames...) {
+		C.free(unsafe.Pointer(p))
+	}
+	s.inNames, s.outNames = nil, nil
+}
+
+// Run computes the outputs from inputs (in the session's orders). A nil
+// entry of outputs is allocated by ONNX Runtime and returned in its place;
+// the caller releases it. Non-nil entries are written in place.
+func (s *Session) Run(inputs, outputs []*Value) error {
+	if len(inputs) != len(s.inNames) || len(outputs) != len(s.outNames) {
+		return fmt.Errorf("ortc: run with %d inputs and %d outputs; the session has %d and %d", len(inputs), len(outputs), len(s.inNames), len(s.outNames))
+	}
+	// The pointer arrays live in C memory, out of the garbage
+	// collector's way while ONNX Runtime reads them.
+	nin, nout := len(inputs), len(outputs)
+	inArr := cArray[*C.OrtValue](max(1, nin))
+	outArr := cArray[*C.OrtValue](nout)
+	inNames := cArray[*C.char](max(1, nin))
+	outNames := cArray[*C.char](nout)
+	defer C.free(unsafe.Pointer(&inArr[0]))
+	defer C.free(unsafe.Pointer(&outArr[0]))
+	defer C.free(unsafe.Pointer(&inNames[0]))
+	defer C.free(unsafe.Pointer(&outNames[0]))
+	for i, v := range inputs {
+		if v == nil || v.v == nil {
+			return fmt.Errorf("ortc: run: input %q is not set", s.ins[i])
+		}
+		inArr[i] = v.v
+		inNames[i] = s.inNames[i]
+	}
+	for i, v := range outputs {
+		outArr[i] = nil
+		if v != nil {
+			outArr[i] = v.v
+		}
+		outNames[i] = s.outNames[i]
+	}
+	if err := status(C.spiral_run(s.api.api, s.s, &inNames[0], &inArr[0], C.size_t(nin), &outNames[0], &outArr[0], C.size_t(nout))); err != nil {
+		return fmt.Errorf("ortc: run: %w", err)
+	}
+	runtime.KeepAlive(inputs)
+	for i, v := range outputs {
+		if v != nil {
+			continue
+		}
+		out, err := s.api.describe(outArr[i])
+		if err != nil {
+			for j := i; j < nout; j++ {
+				if outputs[j] == nil {
+					C.spiral_release_value(s.api.api, outArr[j])
+				}
+			}
+			return fmt.Errorf("ortc: run: output %q: %w", s.outs[i], err)
+		}
+		outputs[i] = out
+	}
+	return nil
+}
+
+// cArray allocates n pointers in C memory (freed by the caller).
+func cArray[T any](n int) []T {
+	var z T
+	return unsafe.Slice((*T)(C.malloc(C.size_t(n)*C.size_t(unsafe.Sizeof(z)))), n)
+}
+
+// describe wraps an ONNX Runtime-allocated tensor.
+func (a *API) describe(p *C.OrtValue) (*Value, error) {
+	var elem C.int
+	var dims [maxRank]C.int64_t
+	var rank C.size_t
+	var data unsafe.Pointer
+	if err := status(C.spiral_describe(a.api, p, &elem, &dims[0], &rank, maxRank, &data)); err != nil {
+		return nil, err
+	}
+	v := &Value{api: a, v: p, elem: ElemType(elem), data: data, n: 1}
+	for i := 0; i < int(rank); i++ {
+		v.shape = append(v.shape, int64(dims[i]))
+		v.n *= int(dims[i])
+	}
+	if v.elem.Size() == 0 {
+		C.spiral_release_value(a.api, p)
+		return nil, fmt.Errorf("element type %d is not supported", v.elem)
+	}
+	return v, nil
+}

@@ -1,0 +1,32 @@
+package model
+
+// TrainBatch is one micro-batch of B right-padded rows of T positions.
+// Position t's loss terms score token t+1 (see autodiff.LossGraph).
+type TrainBatch struct {
+	Batch, Seq int
+	// InputIDs, AttentionMask, PositionIDs are [B, T].
+	InputIDs, AttentionMask, PositionIDs []int64
+	// LossMask and Advantages are [B, T], aligned with the token they
+	// score at t+1.
+	LossMask, Advantages []float32
+	// OldLogProbs [B, T] are log pi_old of those tokens; nil means the
+	// current policy's own (a detached copy): the clipped ratio is then
+	// exactly 1 and the loss REINFORCE, or cross-entropy with advantage 1.
+	OldLogProbs []float32
+	// ClipLow and ClipHigh are the PPO clip bounds eps_low, eps_high.
+	ClipLow, ClipHigh float32
+}
+
+// TrainResult holds a micro-batch's per-token outputs [B, T] (set at its
+// loss positions, 0 elsewhere) and loss.
+type TrainResult struct {
+	LogProbs, Entropy []float32
+	Loss              float32
+}
+
+func resize(x []float32, n int) []float32 {
+	if cap(x) < n {
+		return make([]float32, n)
+	}
+	return x[:n]
+}
