@@ -29,9 +29,9 @@ func executorSources(t *testing.T) map[string]string {
 	return map[string]string{
 		"tiny":       filepath.Join(dir, "model.onnx"),
 		"tiny-nopos": filepath.Join(nopos, "model.onnx"),
-		"hf":      filepath.Join(hfFixtureDir, "model.onnx"),
-		"optimum": filepath.Join("testdata", "optimumqwen3", "model.onnx"),
-		"dynamo":  filepath.Join("testdata", "dynamoqwen3", "model.onnx"),
+		"hf":         filepath.Join(hfFixtureDir, "model.onnx"),
+		"optimum":    filepath.Join("testdata", "optimumqwen3", "model.onnx"),
+		"dynamo":     filepath.Join("testdata", "dynamoqwen3", "model.onnx"),
 	}
 }
 
