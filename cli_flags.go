@@ -385,3 +385,22 @@ func nonNegative(flag string, v int) error {
 	}
 	return nil
 }
+
+// executorFlags bound the training step's working memory
+// (model.ExecutorOptions).
+type executorFlags struct {
+	attentionMiB, lossChunkMiB int
+}
+
+func (f *executorFlags) register(fs *pflag.FlagSet) {
+	fs.IntVar(&f.attentionMiB, "attention-mib", model.DefaultAttentionBytes>>20, "training: MiB of attention scores per call (one head, a block of queries)")
+	fs.IntVar(&f.lossChunkMiB, "loss-chunk-mib", model.DefaultLossChunkBytes>>20, "training: MiB of [positions x vocabulary] tensors per loss chunk")
+}
+
+func (f *executorFlags) validate() error {
+	return errors.Join(positive("--attention-mib", f.attentionMiB), positive("--loss-chunk-mib", f.lossChunkMiB))
+}
+
+func (f *executorFlags) options() model.ExecutorOptions {
+	return model.ExecutorOptions{AttentionBytes: int64(f.attentionMiB) << 20, LossChunkBytes: int64(f.lossChunkMiB) << 20}
+}

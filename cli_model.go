@@ -183,15 +183,10 @@ func traceLength(embedded bool, context int) int {
 // Artifacts go to artifactsDir, or under the cache when it is "".
 func openSamplingPolicy(s *modelSession, ckpt, artifactsDir string) (*model.Policy, error) {
 	if artifactsDir == "" {
-		fp, err := model.Fingerprint(s.onnx)
-		if err != nil {
+		var err error
+		if artifactsDir, err = cachedArtifactsDir(s.onnx); err != nil {
 			return nil, err
 		}
-		cache, err := model.CacheDir()
-		if err != nil {
-			return nil, err
-		}
-		artifactsDir = filepath.Join(cache, "artifacts", fp[:16])
 	}
 	pol, err := model.OpenPolicy(s.rt, s.onnx, artifactsDir, model.PolicyOptions{})
 	if err != nil {
@@ -211,4 +206,18 @@ func openSamplingPolicy(s *modelSession, ckpt, artifactsDir string) (*model.Poli
 		return nil, errors.Join(fmt.Errorf("--checkpoint: load %s: %w", path, err), pol.Close())
 	}
 	return pol, nil
+}
+
+// cachedArtifactsDir is where the artifacts of the model at path go when
+// no run directory holds them: under the cache, by fingerprint.
+func cachedArtifactsDir(path string) (string, error) {
+	fp, err := model.Fingerprint(path)
+	if err != nil {
+		return "", err
+	}
+	cache, err := model.CacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(cache, "artifacts", fp[:16]), nil
 }

@@ -25,7 +25,7 @@ import (
 
 // ArtifactsVersion changes whenever the generated graphs change meaning, so
 // that cached artifacts of an older spiral are rebuilt.
-const ArtifactsVersion = 4
+const ArtifactsVersion = 7
 
 // File names inside an artifacts directory.
 const (
@@ -129,7 +129,7 @@ func (a *Artifacts) Program() (*blocks.Program, error) {
 		return nil, fmt.Errorf("model: artifacts: %s: %w", filepath.Join(a.Dir, a.Manifest.Program), err)
 	}
 	p.Graphs = map[string][]byte{}
-	keys := []string{p.Head.Train}
+	keys := []string{p.Head.Train, p.Head.Stats, p.Head.Grad}
 	for _, pc := range p.Pieces() {
 		keys = append(keys, pc.Forward, pc.Backward)
 	}
@@ -221,15 +221,14 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	// so the graph copies below stay small (a 4B model's initializers are
 	// 16 GB in fp32). Constants stay, read into the graph if external, so
 	// that the artifacts do not depend on the source's directory.
+	isParam := func(name string) bool { return isTrained[name] || isFrozen[name] }
 	for _, t := range g.GetInitializer() {
-		switch {
-		case isTrained[t.GetName()] || isFrozen[t.GetName()]:
+		if isParam(t.GetName()) {
 			t.RawData, t.FloatData, t.ExternalData, t.DataLocation = nil, nil, nil, nil
-		case onnx.IsExternal(t):
-			if err := src1.Inline(t); err != nil {
-				return nil, fmt.Errorf("model: %w", err)
-			}
 		}
+	}
+	if err := src1.InlineAll(isParam); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	lg, err := autodiff.ForwardGraph(g, autodiff.LMOptions{
 		Trainable: func(t *onnxpb.TensorProto) bool { return isTrained[t.GetName()] },
@@ -498,16 +497,8 @@ const (
 // 1 MiB per file is cheap to read). Checkpoints record it, so that a
 // checkpoint is only ever loaded into the model it was trained from.
 func SourceID(path string) (string, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("model: %w", err)
-	}
-	if len(raw) == 0 {
-		return "", fmt.Errorf("model: %s: the file is empty (0 bytes), not an ONNX model", path)
-	}
 	h := sha256.New()
-	h.Write(raw)
-	files, err := externalFiles(raw, path)
+	files, err := hashModel(h, path)
 	if err != nil {
 		return "", err
 	}
@@ -538,16 +529,38 @@ func SourceID(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// externalFiles lists, sorted, the external data files the tensors of the
-// serialized model raw (from path) name.
-func externalFiles(raw []byte, path string) ([]string, error) {
-	var m onnxpb.ModelProto
-	if err := proto.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("model: %s: not a valid ONNX model (truncated or corrupt protobuf): %w", path, err)
+// hashModel streams the .onnx file at path into h and returns, sorted,
+// the external data files its tensors name (its inline data is never
+// held in memory).
+func hashModel(h io.Writer, path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	defer f.Close()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return nil, fmt.Errorf("model: read %s: %w", path, err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("model: %s: the file is empty (0 bytes), not an ONNX model", path)
+	}
+	return externalFiles(path)
+}
+
+// externalFiles lists, sorted, the external data files the tensors of
+// the model at path name.
+func externalFiles(path string) ([]string, error) {
+	m, err := onnx.LoadGraph(path)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	seen := map[string]bool{}
 	var files []string
-	for _, t := range m.GetGraph().GetInitializer() {
+	for _, t := range m.Graph().GetInitializer() {
+		if m.StoredInline(t) {
+			continue
+		}
 		for _, kv := range t.GetExternalData() {
 			if kv.GetKey() == "location" && !seen[kv.GetValue()] {
 				seen[kv.GetValue()] = true
@@ -564,16 +577,8 @@ func externalFiles(raw []byte, path string) ([]string, error) {
 // tensors name (hashing multi-gigabyte weight files on every start would
 // cost more than the cache saves).
 func Fingerprint(path string) (string, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("model: fingerprint: %w", err)
-	}
-	if len(raw) == 0 {
-		return "", fmt.Errorf("model: %s: the file is empty (0 bytes), not an ONNX model", path)
-	}
 	h := sha256.New()
-	h.Write(raw)
-	files, err := externalFiles(raw, path)
+	files, err := hashModel(h, path)
 	if err != nil {
 		return "", err
 	}

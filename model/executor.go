@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/spiral-rl/spiral/model/autodiff"
 	"github.com/spiral-rl/spiral/model/blocks"
@@ -61,9 +62,21 @@ type Executor struct {
 	opt     ExecutorOptions
 	// step marks the values kept for the whole step (read by another
 	// block, the head or the backward pass of another block).
-	step map[string]bool
-	pool map[string][]float32
+	step  map[string]bool
+	pool  map[string][]float32
+	times StepTimes
 }
+
+// StepTimes splits the last Accumulate call's wall time.
+type StepTimes struct {
+	// Forward covers the prologue, the embedding and the layers forward;
+	// Loss the LM head with the loss, forward and backward; Backward the
+	// layers backward (with their recomputation) and the embedding's.
+	Forward, Loss, Backward time.Duration
+}
+
+// Times returns the split of the last Accumulate call.
+func (e *Executor) Times() StepTimes { return e.times }
 
 // OpenExecutor opens the sessions of art's program over the parameter
 // stores (trained weights and frozen), which must have the manifest's
@@ -145,6 +158,14 @@ func (e *Executor) openSessions(rt *Runtime) error {
 		}
 	}
 	h := &e.prog.Head
+	if h.Table != "" {
+		if err := open(h.Stats, []string{blocks.HeadHidden, blocks.HeadTable, blocks.HeadTargets},
+			[]string{blocks.HeadLogSumExp, blocks.HeadTargetLogit, blocks.HeadEntropy}); err != nil {
+			return err
+		}
+		return open(h.Grad, []string{blocks.HeadHidden, blocks.HeadTable, blocks.HeadLogSumExp, blocks.HeadLocal, blocks.HeadCoef},
+			[]string{blocks.HeadGradHidden, blocks.HeadGradTable})
+	}
 	in := append(names(blocks.X, len(h.Inputs)), names(blocks.W, len(h.Weights))...)
 	in = append(in, autodiff.HeadTargets, autodiff.InputAdvantages, autodiff.InputOldLogprobs, autodiff.HeadWeights,
 		autodiff.InputClipLow, autodiff.InputClipHigh, autodiff.HeadDetached)
@@ -201,7 +222,7 @@ func (e *Executor) markStep() {
 		}
 		e.step[b.Input] = true
 	}
-	note(len(e.prog.Blocks), e.prog.Head.Inputs)
+	note(len(e.prog.Blocks), append([]string{e.prog.Head.Input}, e.prog.Head.Inputs...))
 	for j, b := range e.prog.Blocks {
 		outs := append([]string(nil), b.Pre.Outputs...)
 		if b.Core != nil {
@@ -293,6 +314,8 @@ func (e *Executor) Accumulate(ctx context.Context, b TrainBatch, scale float32, 
 	defer st.step.release()
 	defer st.local.release()
 	defer st.gradVal.release()
+	e.times = StepTimes{}
+	start := time.Now()
 	if err := e.bindInputs(st); err != nil {
 		return err
 	}
@@ -312,9 +335,14 @@ func (e *Executor) Accumulate(ctx context.Context, b TrainBatch, scale float32, 
 			return fmt.Errorf("model: executor: layer %d forward: %w", j, err)
 		}
 	}
+	e.times.Forward = time.Since(start)
+	start = time.Now()
 	if err := e.head(st, res); err != nil {
 		return fmt.Errorf("model: executor: loss: %w", err)
 	}
+	e.times.Loss = time.Since(start)
+	start = time.Now()
+	defer func() { e.times.Backward = time.Since(start) }()
 	for j := len(e.prog.Blocks) - 1; j >= 0; j-- {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -689,6 +717,12 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 	}
 	count = math.Max(count, 1)
 	gz := make([]float32, n*hidden)
+	if h.Table != "" {
+		if err := e.tableHead(st, res, z.Float32s(), hidden, pos, count, gz); err != nil {
+			return err
+		}
+		return e.finishHead(st, zs, gz)
+	}
 	chunk := max(1, int(e.opt.LossChunkBytes/int64(e.vocab*4*lossLive)))
 	zd := z.Float32s()
 	detached := []bool{b.OldLogProbs == nil}
@@ -766,7 +800,14 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 			return err
 		}
 	}
-	g, err := ortc.NewTensor(e.env, zs, gz)
+	return e.finishHead(st, zs, gz)
+}
+
+// finishHead hands the gradient of the head's input, gz, to the backward
+// pass and drops the input.
+func (e *Executor) finishHead(st *stepState, shape []int64, gz []float32) error {
+	h := &e.prog.Head
+	g, err := ortc.NewTensor(e.env, shape, gz)
 	if err != nil {
 		return err
 	}

@@ -5,20 +5,26 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 	"github.com/spiral-rl/spiral/model/qwen3"
 	"github.com/spiral-rl/spiral/rl"
 )
 
 // executorSources are the exports the executor is checked on: the tiny
 // Qwen3 spiral builds (with and without a position_ids input), and PyTorch's TorchScript (HF, optimum) and dynamo
-// exports of transformers' Qwen3.
+// exports of transformers' Qwen3, and the tiny model with a scaled head
+// (the generic head-loss path).
 func executorSources(t *testing.T) map[string]string {
 	t.Helper()
 	dir, nopos := t.TempDir(), t.TempDir()
@@ -27,12 +33,40 @@ func executorSources(t *testing.T) map[string]string {
 	c.PositionsFromMask = true
 	require.NoError(t, qwen3.WriteDir(nopos, c, 4))
 	return map[string]string{
-		"tiny":       filepath.Join(dir, "model.onnx"),
-		"tiny-nopos": filepath.Join(nopos, "model.onnx"),
-		"hf":         filepath.Join(hfFixtureDir, "model.onnx"),
-		"optimum":    filepath.Join("testdata", "optimumqwen3", "model.onnx"),
-		"dynamo":     filepath.Join("testdata", "dynamoqwen3", "model.onnx"),
+		"tiny-scaled": scaledHeadModel(t),
+		"tiny":        filepath.Join(dir, "model.onnx"),
+		"tiny-nopos":  filepath.Join(nopos, "model.onnx"),
+		"hf":          filepath.Join(hfFixtureDir, "model.onnx"),
+		"optimum":     filepath.Join("testdata", "optimumqwen3", "model.onnx"),
+		"dynamo":      filepath.Join("testdata", "dynamoqwen3", "model.onnx"),
 	}
+}
+
+// scaledHeadModel writes the tiny Qwen3 with its logits halved after the
+// LM head (as logit soft-capping or scaling heads do), which the table
+// head does not cover: the executor then runs the generic head-loss graph.
+func scaledHeadModel(t *testing.T) string {
+	t.Helper()
+	c := qwen3.Tiny()
+	m, err := qwen3.Build(c, 5)
+	require.NoError(t, err)
+	g := m.Graph()
+	for _, n := range g.GetNode() {
+		for i, o := range n.GetOutput() {
+			if o == qwen3.Logits {
+				n.Output[i] = "logits_unscaled"
+			}
+		}
+	}
+	g.Initializer = append(g.Initializer, onnx.NewTensor("logit_scale", nil, []float32{0.5}))
+	g.Node = append(g.Node, &onnxpb.NodeProto{OpType: proto.String("Mul"), Input: []string{"logits_unscaled", "logit_scale"}, Output: []string{qwen3.Logits}})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "model.onnx")
+	require.NoError(t, onnx.Save(path, m, onnx.SaveOptions{}))
+	cfg, err := c.HFConfigJSON()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644))
+	return path
 }
 
 // relErr returns max|a-b| / max|b|.
@@ -54,14 +88,16 @@ func relErr(a, b []float32) float64 {
 // the largest entry, and per tensor <= 1e-4 of that tensor's largest),
 // the loss and the log-probabilities and entropies at the loss
 // positions. Each export runs with the default working-memory bounds
-// (one attention call per head, one loss chunk) and with bounds so small
-// that every attention call takes one query and every loss chunk one
-// position, so the blocking itself is what is compared. Both sides are
+// (one attention call per head, one loss chunk), with bounds so small
+// that every attention call takes one query and every loss tile one
+// position and one token of the vocabulary, and with bounds in between
+// (blocks of a few queries; all loss positions against blocks of a
+// dozen tokens), so the blocking itself is what is compared. Both sides are
 // float32 evaluations of one function summed in different orders.
 func TestExecutorMatchesWholeGraph(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	for name, src := range executorSources(t) {
-		for _, opt := range []model.ExecutorOptions{{}, {AttentionBytes: 1, LossChunkBytes: 1}} {
+		for _, opt := range []model.ExecutorOptions{{}, {AttentionBytes: 1, LossChunkBytes: 1}, {AttentionBytes: 4 << 10, LossChunkBytes: 4 << 10}} {
 			t.Run(fmt.Sprintf("%s/attention=%d", name, opt.AttentionBytes), func(t *testing.T) {
 				p, err := model.OpenPolicy(rt, src, t.TempDir(), model.PolicyOptions{Train: true, Executor: opt})
 				require.NoError(t, err)

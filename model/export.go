@@ -45,7 +45,7 @@ func Export(src string, ties []lmgraph.Tie, out string, external bool, stores ..
 	anyExternal := false
 	var size int64
 	for _, t := range m.Graph().GetInitializer() {
-		anyExternal = anyExternal || onnx.IsExternal(t)
+		anyExternal = anyExternal || (onnx.IsExternal(t) && !m.StoredInline(t))
 		size += max(0, onnx.NumElements(t.GetDims())) * int64(max(1, onnx.TensorDType(t).Size()))
 		name := t.GetName()
 		if tie, ok := tieOf[name]; ok {

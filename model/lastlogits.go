@@ -28,7 +28,7 @@ func lastPositionLogits(m *onnxpb.ModelProto) *onnxpb.ModelProto {
 	}
 	g.Initializer = append(g.Initializer, consts...)
 	slice := func(in, outName string) *onnxpb.NodeProto {
-		return &onnxpb.NodeProto{OpType: proto.String("Slice"), Name: proto.String(outName),
+		return &onnxpb.NodeProto{OpType: proto.String("Slice"), Name: proto.String(lastLogitsName + "slice/" + outName),
 			Input:  []string{in, lastLogitsName + "starts", lastLogitsName + "ends", lastLogitsName + "axes"},
 			Output: []string{outName}}
 	}

@@ -201,6 +201,7 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 	if err != nil {
 		return nil, errors.Join(err, ort.DestroyEnvironment())
 	}
+	ortc.TuneMalloc()
 	threads := opt.Threads
 	if opt.Deterministic {
 		threads = 1

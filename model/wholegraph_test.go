@@ -38,15 +38,14 @@ func WriteTrainingGraph(src string, man Manifest, path string) error {
 	for _, w := range man.Frozen {
 		isFrozen[w.Name] = true
 	}
+	isParam := func(name string) bool { return isTrained[name] || isFrozen[name] }
 	for _, t := range g.GetInitializer() {
-		switch {
-		case isTrained[t.GetName()] || isFrozen[t.GetName()]:
+		if isParam(t.GetName()) {
 			t.RawData, t.FloatData, t.ExternalData, t.DataLocation = nil, nil, nil, nil
-		case onnx.IsExternal(t):
-			if err := m.Inline(t); err != nil {
-				return err
-			}
 		}
+	}
+	if err := m.InlineAll(isParam); err != nil {
+		return err
 	}
 	lg, err := autodiff.TrainingGraph(g, autodiff.LMOptions{
 		Trainable: func(t *onnxpb.TensorProto) bool { return isTrained[t.GetName()] },

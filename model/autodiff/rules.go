@@ -383,15 +383,66 @@ func reshapeGrad(c *gradCtx) ([]string, error) {
 
 // sliceGrad: the sliced positions of the data are distinct, so g is written
 // to them in zeros shaped like the data.
+//
+// With unit steps the gradient is g padded with zeros back to the data's
+// extent (Pad along the sliced axes), which costs one copy of g; other
+// steps scatter g into zeros through the positions the slice selects.
 func sliceGrad(c *gradCtx) ([]string, error) {
 	x := c.in(0)
 	if attr(c.n, "starts") != nil {
 		return nil, fmt.Errorf("Slice with attribute starts (opset < 10) is not supported")
 	}
+	if g, ok := slicePad(c); ok {
+		return []string{g}, nil
+	}
 	pos := c.op("Reshape", c.op("Range", c.b.scalarInt(0), c.op("Size", x), c.b.scalarInt(1)), c.b.shape(x))
 	in := append([]string{pos}, c.n.GetInput()[1:]...)
 	sel := c.op("Slice", in...)
 	return []string{scatterFlat(c, sel, c.gy[0], "")}, nil
+}
+
+// slicePad is sliceGrad's unit-step case: for each sliced axis of extent
+// d, the slice [s, e) normalised as Slice does (negatives count from the
+// end, then clamped to [0, d], an empty slice where e < s), and g padded
+// with s zeros before and d - e after.
+func slicePad(c *gradCtx) (string, bool) {
+	starts, ends := c.in(1), c.in(2)
+	if steps := c.in(4); steps != "" {
+		v, ok := c.t.consts[steps]
+		if !ok {
+			return "", false
+		}
+		for _, s := range v {
+			if s != 1 {
+				return "", false
+			}
+		}
+	}
+	axes := c.in(3)
+	if axes == "" {
+		v, ok := c.t.consts[starts]
+		if !ok {
+			return "", false
+		}
+		idx := make([]int64, len(v))
+		for i := range idx {
+			idx[i] = int64(i)
+		}
+		axes = c.b.ints(idx...)
+	}
+	x := c.in(0)
+	i64 := func(v string) string { return c.b.cast(v, tInt64) }
+	starts, ends, axes = i64(starts), i64(ends), i64(axes)
+	dims := c.op("Gather", c.b.shape(x), axes)
+	zero := c.b.ints(0)
+	norm := func(v string) string {
+		v = c.b.op("Where", []string{c.op("Less", v, zero), c.op("Add", v, dims), v})
+		return c.op("Min", c.op("Max", v, zero), dims)
+	}
+	s := norm(starts)
+	e := c.op("Max", norm(ends), s)
+	pads := c.b.op("Concat", []string{s, c.op("Sub", dims, e)}, attrInt("axis", 0))
+	return c.b.op("Pad", []string{c.gy[0], pads, c.b.scalar(c.dt(), 0), axes}), true
 }
 
 func concatGrad(c *gradCtx) ([]string, error) {

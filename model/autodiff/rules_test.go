@@ -163,6 +163,9 @@ var ruleCases = []ruleCase{
 	{name: "Slice/axes_steps", in: []spec{f("a", 4, 5, 3)}, nodes: []*onnxpb.NodeProto{
 		cI64("st", 1, -1), cI64("en", 100, -100), cI64("ax", 0, 1), cI64("sp", 2, -2), nd("Slice", []string{"a", "st", "en", "ax", "sp"}, []string{"y"})}},
 	{name: "Slice/simple", in: []spec{f("a", 4, 5)}, nodes: []*onnxpb.NodeProto{cI64("st", 1), cI64("en", 3), nd("Slice", []string{"a", "st", "en"}, []string{"y"})}},
+	{name: "Slice/negative_unit_steps", in: []spec{f("a", 4, 5, 3)}, nodes: []*onnxpb.NodeProto{
+		cI64("st", -3, 0), cI64("en", -1, 100), cI64("ax", 1, -1), cI64("sp", 1, 1), nd("Slice", []string{"a", "st", "en", "ax", "sp"}, []string{"y"})}},
+	{name: "Slice/empty", in: []spec{f("a", 4, 5)}, nodes: []*onnxpb.NodeProto{cI64("st", 3), cI64("en", 1), cI64("ax", 1), nd("Slice", []string{"a", "st", "en", "ax"}, []string{"y"})}},
 	{name: "Split/unused_output", in: []spec{f("a", 2, 6)}, nodes: []*onnxpb.NodeProto{cI64("sp", 1, 2, 3),
 		nd("Split", []string{"a", "sp"}, []string{"p0", "p1", "p2"}, attrInt("axis", 1)), nd("Mul", []string{"p0", "p1"}, []string{"y"})}},
 	{name: "Split/num_outputs", in: []spec{f("a", 4, 3)}, nodes: []*onnxpb.NodeProto{

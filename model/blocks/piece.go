@@ -36,6 +36,8 @@ type splitter struct {
 	kinds []int
 	// cuts are the values between blocks (and the head's input).
 	cuts map[string]bool
+	// coreOps are each core piece's queries, keys and values.
+	coreOps map[int][3]string
 }
 
 func (s *splitter) newPiece(kind int) int {
@@ -149,6 +151,10 @@ func (s *splitter) run() error {
 			continue
 		}
 		bp.core, bp.post = s.newPiece(pieceCore), s.newPiece(piecePost)
+		if s.coreOps == nil {
+			s.coreOps = map[int][3]string{}
+		}
+		s.coreOps[bp.core] = [3]string{bp.q, bp.k, bp.v}
 		// Pre: the ancestors, within the block, of what the core reads.
 		pre := map[int]bool{}
 		var visit func(v string)
@@ -291,7 +297,7 @@ func (s *splitter) build(p int) (*Piece, error) {
 	if len(own) == 0 {
 		return &Piece{}, nil
 	}
-	c := s.canonical(p, own, s.kinds[p] == pieceCore)
+	c := s.canonical(p, own, false)
 	piece := &Piece{Inputs: c.inputs, Weights: c.weights, Outputs: c.outputs}
 	var err error
 	if piece.Forward, err = s.store(c.graph); err != nil {
@@ -350,6 +356,19 @@ func coreRoles(inputs []string, q, k, v string) []Role {
 // x, output the logits) through autodiff.HeadLossGraph.
 func (s *splitter) buildHead(p int, x string) error {
 	a := s.a
+	if table, rows := s.tableHead(p, x); table != "" {
+		stats, grad := tableHeadGraphs(rows, s.opsets, s.ir)
+		h := Head{Input: x, Table: table, TableRows: rows, TableTrained: a.trained[table]}
+		var err error
+		if h.Stats, err = s.store(stats); err != nil {
+			return err
+		}
+		if h.Grad, err = s.store(grad); err != nil {
+			return err
+		}
+		s.prog.Head = h
+		return nil
+	}
 	var own []int
 	for i, o := range s.owner {
 		if o == p {
@@ -501,7 +520,11 @@ func (s *splitter) canonical(p int, own []int, free bool) *canon {
 	g := &onnxpb.GraphProto{Name: proto.String("piece")}
 	dims := &dimNames{names: map[string]string{}}
 	for _, in := range c.inputs {
-		g.Input = append(g.Input, dims.info(s.inputInfo(in), names[in], free))
+		vi := s.inputInfo(in)
+		if s.kinds[p] == pieceCore {
+			vi = s.coreInfo(p, in, vi)
+		}
+		g.Input = append(g.Input, dims.info(vi, names[in], free))
 	}
 	for _, w := range c.weights {
 		g.Input = append(g.Input, dims.info(a.info[w], names[w], false))
@@ -532,6 +555,45 @@ func (s *splitter) canonical(p int, own []int, free bool) *canon {
 	}
 	c.graph = &onnxpb.ModelProto{IrVersion: proto.Int64(s.ir), OpsetImport: s.opsets, Graph: g, ProducerName: proto.String("spiral")}
 	return c
+}
+
+// coreInfo is the type of an attention core's input as the executor
+// feeds it: one head's rows, so leading dims of 1; the queries' rows one
+// symbol and the keys' (and values') another, which the score-shaped
+// inputs take on their last two axes where they are not 1.
+func (s *splitter) coreInfo(p int, v string, vi *onnxpb.ValueInfoProto) *onnxpb.ValueInfoProto {
+	ops := s.coreOps[p]
+	out := proto.Clone(vi).(*onnxpb.ValueInfoProto)
+	dims := out.GetType().GetTensorType().GetShape().GetDim()
+	if len(dims) < 2 {
+		return out
+	}
+	one := func(d *onnxpb.TensorShapeProto_Dimension) {
+		d.Value = &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: 1}
+	}
+	sym := func(d *onnxpb.TensorShapeProto_Dimension, name string) {
+		d.Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: name}
+	}
+	for _, d := range dims[:len(dims)-2] {
+		one(d)
+	}
+	rows, cols := dims[len(dims)-2], dims[len(dims)-1]
+	switch v {
+	case ops[0]:
+		sym(rows, "queries")
+	case ops[1], ops[2]:
+		sym(rows, "keys")
+	default:
+		for _, rc := range []struct {
+			d    *onnxpb.TensorShapeProto_Dimension
+			name string
+		}{{rows, "queries"}, {cols, "keys"}} {
+			if rc.d.GetDimValue() != 1 || rc.d.GetDimParam() != "" {
+				sym(rc.d, rc.name)
+			}
+		}
+	}
+	return out
 }
 
 // inputInfo is the type of a piece input: the inferred one, except that

@@ -111,15 +111,30 @@ type Embedding struct {
 	Output  string `json:"output"`
 }
 
-// Head is the LM head with the loss: Train is the key of its
-// autodiff.HeadLossGraph, whose input X(0) is a chunk [1, n, hidden] of
-// Input's positions and X(1).. are Inputs[1:] (side values); its
-// outputs are the log-probabilities, entropies and loss of the chunk and
-// the gradients of X(0) and of Weights[GradWeights[...]].
+// Head is the LM head with the loss, on the last block's output Input.
+//
+// Usually the logits are one MatMul of Input with a parameter table
+// (Table; [vocab, hidden] through a Transpose when TableRows, else
+// [hidden, vocab]): then the loss runs the two graphs of
+// tableHeadGraphs, Stats over chunks of the loss positions and Grad over
+// blocks of the vocabulary (see HeadHidden and the names after it).
+//
+// Otherwise Train is the key of an autodiff.HeadLossGraph, whose input
+// X(0) is a chunk [1, n, hidden] of Input's positions and X(1).. are
+// Inputs[1:] (side values); its outputs are the log-probabilities,
+// entropies and loss of the chunk and the gradients of X(0) and of
+// Weights[GradWeights[...]].
 type Head struct {
-	Input       string   `json:"input"`
-	Train       string   `json:"train"`
-	Inputs      []string `json:"inputs"`
+	Input string `json:"input"`
+
+	Table        string `json:"table,omitempty"`
+	TableRows    bool   `json:"table_rows,omitempty"`
+	TableTrained bool   `json:"table_trained,omitempty"`
+	Stats        string `json:"stats,omitempty"`
+	Grad         string `json:"grad,omitempty"`
+
+	Train       string   `json:"train,omitempty"`
+	Inputs      []string `json:"inputs,omitempty"`
 	Weights     []string `json:"weights,omitempty"`
 	GradWeights []int    `json:"grad_weights,omitempty"`
 }

@@ -2,6 +2,7 @@ package blocks_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -45,7 +46,8 @@ func count(roles []blocks.Role, r blocks.Role) int {
 // dynamo exports of transformers' Qwen3 in model/testdata) and checks
 // what the executor relies on: one block per layer, each with an
 // attention core of one query operand and two key operands; the gathered
-// embedding; blocks chained input to output into the head; every
+// embedding; blocks chained input to output into the head, a MatMul
+// with a parameter table (the table head); every
 // parameter read by some piece, trained ones given gradients; and the
 // layers of one export sharing their core graphs (and, for spiral's own
 // graph, every piece of the middle layers), so that graphs do not grow
@@ -93,9 +95,7 @@ func TestSplitStructure(t *testing.T) {
 					require.NotEmpty(t, p.Graphs[pc.Backward])
 				}
 			}
-			for _, w := range p.Head.Weights {
-				read[w] = true
-			}
+			read[p.Head.Table] = true
 			read[p.Embedding.Table] = true
 			for _, w := range params {
 				require.True(t, read[w], "parameter %s is read by no piece", w)
@@ -116,8 +116,14 @@ func TestSplitStructure(t *testing.T) {
 				}
 			}
 			require.Equal(t, p.Blocks[layers-1].Output, p.Head.Input)
-			require.Equal(t, p.Head.Input, p.Head.Inputs[0])
-			require.NotEmpty(t, p.Head.GradWeights)
+			require.Contains(t, params, p.Head.Table, "the head is a MatMul with a parameter table")
+			// spiral's builder reads the tied embedding through a Transpose;
+			// the exports store the head [hidden, vocab] (untied here: no
+			// lmgraph.ApplyTies in this test).
+			require.Equal(t, strings.HasPrefix(name, "tiny"), p.Head.TableRows)
+			require.True(t, p.Head.TableTrained)
+			require.NotEmpty(t, p.Graphs[p.Head.Stats])
+			require.NotEmpty(t, p.Graphs[p.Head.Grad])
 			graphs[name] = len(p.Graphs)
 		})
 	}

@@ -1,6 +1,7 @@
 package lmgraph
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -99,17 +100,24 @@ func constant(m *onnx.Model, t *onnxpb.TensorProto) (bool, error) {
 			return false, nil
 		}
 	}
-	data := make([]float32, n)
-	if err := m.ReadFloat32s(t, data); err != nil {
-		return false, err
-	}
-	for _, v := range data {
-		if math.Float32bits(v) != math.Float32bits(first) {
-			return false, nil
+	buf := make([]float32, min(n, readChunk))
+	for lo := int64(0); lo < n; lo += readChunk {
+		part := buf[:min(readChunk, n-lo)]
+		if err := m.ReadFloat32sAt(t, lo, part); err != nil {
+			return false, err
+		}
+		for _, v := range part {
+			if math.Float32bits(v) != math.Float32bits(first) {
+				return false, nil
+			}
 		}
 	}
 	return true, nil
 }
+
+// readChunk bounds the elements read at once when comparing tensors in
+// full (a Qwen3 embedding is 622 MB in float32).
+const readChunk = 1 << 20
 
 func tieShapes(a, b []int64, transposed bool) bool {
 	if !transposed {
@@ -150,30 +158,47 @@ func sameData(m *onnx.Model, a, b *onnxpb.TensorProto, transposed bool) (bool, e
 			return false, nil
 		}
 	}
-	da, db := make([]float32, n), make([]float32, n)
-	if err := m.ReadFloat32s(a, da); err != nil {
-		return false, err
-	}
-	if err := m.ReadFloat32s(b, db); err != nil {
-		return false, err
-	}
 	if !transposed {
-		for k := range da {
-			if math.Float32bits(da[k]) != math.Float32bits(db[k]) {
-				return false, nil
+		da, db := make([]float32, min(n, readChunk)), make([]float32, min(n, readChunk))
+		for lo := int64(0); lo < n; lo += readChunk {
+			k := min(readChunk, n-lo)
+			if err := m.ReadFloat32sAt(a, lo, da[:k]); err != nil {
+				return false, err
+			}
+			if err := m.ReadFloat32sAt(b, lo, db[:k]); err != nil {
+				return false, err
+			}
+			for i := range k {
+				if math.Float32bits(da[i]) != math.Float32bits(db[i]) {
+					return false, nil
+				}
 			}
 		}
 		return true, nil
 	}
-	// Blocked, so that both sides are read in cache-sized tiles.
-	const tile = 64
-	for i0 := int64(0); i0 < rows; i0 += tile {
-		for j0 := int64(0); j0 < cols; j0 += tile {
-			for i := i0; i < min(i0+tile, rows); i++ {
-				for j := j0; j < min(j0+tile, cols); j++ {
-					if math.Float32bits(da[i*cols+j]) != math.Float32bits(db[j*rows+i]) {
-						return false, nil
-					}
+	// b is [cols, rows]: a block of a's rows i0..i1 is, in b, the columns
+	// i0..i1 of every row.
+	rb, closeB, err := m.OpenData(b)
+	if err != nil {
+		return false, err
+	}
+	defer closeB()
+	block := max(1, readChunk/cols)
+	da := make([]float32, block*cols)
+	raw := make([]byte, 4*block)
+	for i0 := int64(0); i0 < rows; i0 += block {
+		i1 := min(rows, i0+block)
+		w := i1 - i0
+		if err := m.ReadFloat32sAt(a, i0*cols, da[:w*cols]); err != nil {
+			return false, err
+		}
+		for j := range cols {
+			if _, err := rb.ReadAt(raw[:4*w], 4*(j*rows+i0)); err != nil {
+				return false, fmt.Errorf("lmgraph: read %q: %w", b.GetName(), err)
+			}
+			for i := range w {
+				if binary.LittleEndian.Uint32(raw[4*i:]) != math.Float32bits(da[i*cols+j]) {
+					return false, nil
 				}
 			}
 		}

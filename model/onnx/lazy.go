@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,25 +18,42 @@ import (
 	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 )
 
-// LoadGraph reads the ONNX model file at path like Load, but leaves tensors
-// stored as external data where they are: their references are checked
+// LoadGraph reads the ONNX model file at path like Load, but leaves tensor
+// data in files: external data where it is, and inline raw_data of
+// initializers of 64 KiB or more where it lies in the model file (read
+// through a reference into the file itself). References are checked
 // (location inside the model's directory, the file present, offset and
-// length within it) and their data is read on demand with ReadFloat32s and
-// Float32At. A multi-gigabyte export then costs only its graph in memory.
-// An empty file or one that is not a ModelProto is an error saying so.
+// length within it) and data is read on demand with ReadFloat32s,
+// Float32At, WriteData and Inline. A multi-gigabyte export then costs
+// only its graph in memory. An empty file or one that is not a
+// ModelProto is an error saying so.
 func LoadGraph(path string) (*Model, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("onnx: load %q: %w", path, err)
 	}
-	if len(data) == 0 {
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("onnx: load %q: %w", path, err)
+	}
+	if st.Size() == 0 {
 		return nil, fmt.Errorf("onnx: load %q: the file is empty (0 bytes), not an ONNX model", path)
+	}
+	data, lazy, err := scanModel(f, st.Size(), path)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: load %q: not a valid ONNX model (truncated or corrupt protobuf, %d bytes): %w", path, st.Size(), err)
 	}
 	mp, err := decode(data, path)
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Proto: mp, dir: filepath.Dir(path), path: path}
+	m := &Model{Proto: mp, dir: filepath.Dir(path), path: path, inFile: map[*onnxpb.TensorProto]bool{}}
+	for _, t := range mp.GetGraph().GetInitializer() {
+		if lazy[t.GetName()] {
+			m.inFile[t] = true
+		}
+	}
 	var refErr error
 	walkModelTensors(mp, func(t *onnxpb.TensorProto) bool {
 		if IsExternal(t) {
@@ -48,6 +66,11 @@ func LoadGraph(path string) (*Model, error) {
 	}
 	return m, nil
 }
+
+// StoredInline reports whether t, a tensor of m, is inline in the model
+// file though LoadGraph left its data there (it then looks external,
+// referring to the model file itself).
+func (m *Model) StoredInline(t *onnxpb.TensorProto) bool { return m.inFile[t] }
 
 // externalRange resolves t's external data: the file, offset and length.
 func (m *Model) externalRange(t *onnxpb.TensorProto) (path string, offset, length int64, err error) {
@@ -141,6 +164,65 @@ func (m *Model) ReadFloat32s(t *onnxpb.TensorProto, dst []float32) error {
 	return nil
 }
 
+// ReadFloat32sAt reads elements start .. start+len(dst) (row-major) of t,
+// a float32 tensor of m, into dst, reading only those bytes when the data
+// is in a file.
+func (m *Model) ReadFloat32sAt(t *onnxpb.TensorProto, start int64, dst []float32) error {
+	if TensorDType(t) != Float32 {
+		return unsupported(t, "float32")
+	}
+	if n := NumElements(t.GetDims()); start < 0 || start+int64(len(dst)) > n {
+		return fmt.Errorf("onnx: tensor %q: elements %d..%d of %d", t.GetName(), start, start+int64(len(dst)), n)
+	}
+	if !IsExternal(t) {
+		v, err := Float32s(t)
+		if err != nil {
+			return err
+		}
+		copy(dst, v[start:])
+		return nil
+	}
+	path, offset, _, err := m.externalRange(t)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("onnx: tensor %q: %w", t.GetName(), err)
+	}
+	defer f.Close()
+	buf := make([]byte, 4*len(dst))
+	if _, err := f.ReadAt(buf, offset+4*start); err != nil && len(buf) > 0 {
+		return fmt.Errorf("onnx: tensor %q: read %q: %w", t.GetName(), path, err)
+	}
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
+	}
+	return nil
+}
+
+// OpenData returns a reader of t's little-endian data bytes, a tensor of
+// m (from memory, or from its file without loading it), and a function
+// that closes it.
+func (m *Model) OpenData(t *onnxpb.TensorProto) (*io.SectionReader, func() error, error) {
+	if !IsExternal(t) {
+		raw, err := RawBytes(t)
+		if err != nil {
+			return nil, nil, err
+		}
+		return io.NewSectionReader(bytes.NewReader(raw), 0, int64(len(raw))), func() error { return nil }, nil
+	}
+	path, offset, length, err := m.externalRange(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("onnx: tensor %q: %w", t.GetName(), err)
+	}
+	return io.NewSectionReader(f, offset, length), f.Close, nil
+}
+
 // Float32At returns element i (row-major) of t, a float32 tensor of m,
 // reading only its four bytes when the data is external.
 func (m *Model) Float32At(t *onnxpb.TensorProto, i int64) (float32, error) {
@@ -220,6 +302,25 @@ func (m *Model) Inline(t *onnxpb.TensorProto) error {
 		return nil
 	}
 	return m.readExternal(t)
+}
+
+// InlineAll reads the data of every tensor of m that lives in a file
+// (initializers, node attributes, nested graphs) into memory, except the
+// initializers keep names, so that m no longer refers to its files but
+// for those.
+func (m *Model) InlineAll(keep func(name string) bool) error {
+	inits := map[*onnxpb.TensorProto]bool{}
+	for _, t := range m.Graph().GetInitializer() {
+		inits[t] = true
+	}
+	var err error
+	walkModelTensors(m.Proto, func(t *onnxpb.TensorProto) bool {
+		if IsExternal(t) && !(inits[t] && keep(t.GetName())) {
+			err = m.readExternal(t)
+		}
+		return err == nil
+	})
+	return err
 }
 
 // modelFields are the field numbers of ModelProto (onnx.proto3).

@@ -25,6 +25,9 @@ type Model struct {
 	// dir and path locate the file a Model was loaded from, for its
 	// external data ("" for models built or parsed in memory).
 	dir, path string
+	// inFile marks the initializers whose inline data LoadGraph left in
+	// the model file (see StoredInline).
+	inFile map[*onnxpb.TensorProto]bool
 }
 
 // Graph returns the model's main graph (nil only for a Model built by hand

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/optim"
+)
+
+// benchFlags are spiral bench's flags (train and generate).
+type benchFlags struct {
+	rf       runtimeFlags
+	mf       modelFlags
+	rows     int
+	tokens   int
+	steps    int
+	loraRank int
+	prompt   int
+	newTok   int
+	seed     uint64
+	exec     executorFlags
+}
+
+func (f *benchFlags) register(fs *pflag.FlagSet) {
+	f.rf.register(fs)
+	f.mf.register(fs)
+	f.exec.register(fs)
+	fs.IntVar(&f.rows, "rows", 1, "rows per step (train) or sequences (generate)")
+	fs.IntVar(&f.tokens, "tokens", 512, "train: tokens per row; the second half is the response the loss covers")
+	fs.IntVar(&f.steps, "steps", 3, "train: full steps (forward, backward, AdamW)")
+	fs.IntVar(&f.loraRank, "lora-rank", 0, "train: LoRA rank (0: full fine-tune)")
+	fs.IntVar(&f.prompt, "prompt-tokens", 512, "generate: prompt tokens per row")
+	fs.IntVar(&f.newTok, "new-tokens", 64, "generate: tokens generated per row")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random token ids")
+}
+
+func (f *benchFlags) validate(what string) error {
+	errs := []error{f.rf.validate(), f.exec.validate(), positive("--rows", f.rows), positive("--steps", f.steps)}
+	switch what {
+	case "train":
+		errs = append(errs, positive("--tokens", f.tokens))
+		if f.tokens < 2 {
+			errs = append(errs, fmt.Errorf("--tokens %d: want >= 2 (a prompt and a response)", f.tokens))
+		}
+		if f.loraRank != 0 {
+			errs = append(errs, fmt.Errorf("--lora-rank %d: LoRA training is not implemented yet; `spiral plan --lora-rank` predicts its memory", f.loraRank))
+		}
+	case "generate":
+		errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok))
+	}
+	return errors.Join(errs...)
+}
+
+func setupBench(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	var f benchFlags
+	f.register(fs)
+	return func(ctx context.Context, env *cliEnv, args []string) error {
+		if len(args) != 1 || (args[0] != "train" && args[0] != "generate") {
+			return usageError{fmt.Errorf("want `spiral bench train` or `spiral bench generate`, got %q", args)}
+		}
+		if err := f.validate(args[0]); err != nil {
+			return usageError{err}
+		}
+		if args[0] == "train" {
+			return benchTrain(ctx, env, &f)
+		}
+		return benchGenerate(ctx, env, &f)
+	}
+}
+
+// benchTrainLine is one JSON line of spiral bench train.
+type benchTrainLine struct {
+	Phase string `json:"phase"` // "open" or "step"
+	Step  int    `json:"step,omitempty"`
+	Rows  int    `json:"rows"`
+	Toks  int    `json:"tokens"`
+	// Seconds is the step's wall time (forward, loss, backward, AdamW);
+	// TokensPerSecond counts rows x tokens over forward + loss + backward.
+	Seconds          float64 `json:"seconds"`
+	TokensPerSecond  float64 `json:"tokens_per_second,omitempty"`
+	ForwardSeconds   float64 `json:"forward_seconds,omitempty"`
+	LossSeconds      float64 `json:"loss_seconds,omitempty"`
+	BackwardSeconds  float64 `json:"backward_seconds,omitempty"`
+	OptimizerSeconds float64 `json:"optimizer_seconds,omitempty"`
+	// RSSBytes is the resident set now, PeakRSSBytes the process's peak so
+	// far (VmHWM); WeightsBytes the trained and frozen parameters.
+	RSSBytes     int64 `json:"rss_bytes"`
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	WeightsBytes int64 `json:"weights_bytes"`
+}
+
+// benchTrain runs --steps full training steps on random rows and prints
+// one JSON line after opening and one per step.
+func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
+	start := time.Now()
+	r, err := f.mf.resolve()
+	if err != nil {
+		return err
+	}
+	rt, err := model.OpenRuntime(model.RuntimeOptions{LibPath: f.rf.ortLib, Device: f.rf.device, Threads: f.rf.threads,
+		Deterministic: f.rf.deterministic, Warn: env.stderr})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	dir, err := cachedArtifactsDir(r.onnx)
+	if err != nil {
+		return err
+	}
+	pol, err := model.OpenPolicy(rt, r.onnx, dir, model.PolicyOptions{Train: true, Executor: f.exec.options()})
+	if err != nil {
+		return err
+	}
+	defer pol.Close()
+	opt, err := optim.NewAdamW(optim.DefaultConfig(), pol.Weights)
+	if err != nil {
+		return err
+	}
+	weights := int64(4 * (pol.Weights.NumParams() + pol.Frozen.NumParams()))
+	enc := json.NewEncoder(env.stdout)
+	line := benchTrainLine{Phase: "open", Rows: f.rows, Toks: f.tokens, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
+	line.RSSBytes, line.PeakRSSBytes = memoryUse()
+	if err := enc.Encode(line); err != nil {
+		return err
+	}
+	b := syntheticBatch(f.rows, f.tokens, pol.LM.Signature().Vocab, f.seed)
+	var res model.TrainResult
+	for step := 1; step <= f.steps; step++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		pol.Grads.Zero()
+		if err := pol.Train.Accumulate(ctx, b, 1, pol.Grads, &res); err != nil {
+			return err
+		}
+		times := pol.Train.Times()
+		t1 := time.Now()
+		if err := opt.Step(pol.Weights, pol.Grads, 1e-6); err != nil {
+			return err
+		}
+		line := benchTrainLine{Phase: "step", Step: step, Rows: f.rows, Toks: f.tokens, Seconds: time.Since(t0).Seconds(),
+			ForwardSeconds: times.Forward.Seconds(), LossSeconds: times.Loss.Seconds(), BackwardSeconds: times.Backward.Seconds(),
+			OptimizerSeconds: time.Since(t1).Seconds(), WeightsBytes: weights}
+		line.TokensPerSecond = float64(f.rows*f.tokens) / t1.Sub(t0).Seconds()
+		line.RSSBytes, line.PeakRSSBytes = memoryUse()
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syntheticBatch is rows of random token ids whose second half is the
+// response: the loss (REINFORCE with advantage 1 and detached old
+// log-probabilities, the gradient of cross-entropy) covers the positions
+// whose next token lies there.
+func syntheticBatch(rows, tokens, vocab int, seed uint64) model.TrainBatch {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	n := rows * tokens
+	b := model.TrainBatch{Batch: rows, Seq: tokens, ClipLow: 0.2, ClipHigh: 0.28,
+		InputIDs: make([]int64, n), AttentionMask: make([]int64, n), PositionIDs: make([]int64, n),
+		LossMask: make([]float32, n), Advantages: make([]float32, n)}
+	for i := range n {
+		t := i % tokens
+		b.InputIDs[i] = int64(rng.IntN(vocab))
+		b.AttentionMask[i] = 1
+		b.PositionIDs[i] = int64(t)
+		if t >= tokens/2-1 && t < tokens-1 {
+			b.LossMask[i], b.Advantages[i] = 1, 1
+		}
+	}
+	return b
+}
+
+// memoryUse returns the process's resident set and its peak (VmRSS and
+// VmHWM of /proc/self/status), 0 where that file does not exist.
+func memoryUse() (rss, peak int64) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		for _, field := range []struct {
+			prefix string
+			dst    *int64
+		}{{"VmRSS:", &rss}, {"VmHWM:", &peak}} {
+			if rest, ok := strings.CutPrefix(sc.Text(), field.prefix); ok {
+				kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+				if err == nil {
+					*field.dst = kb << 10
+				}
+			}
+		}
+	}
+	return rss, peak
+}
+
+func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags) error {
+	return errors.New("bench generate: not yet")
+}

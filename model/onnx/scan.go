@@ -1,0 +1,228 @@
+package onnx
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// lazyInline is the size from which LoadGraph leaves an initializer's
+// inline raw_data in the file: an inline export's weights then cost no
+// memory until read, like external data. Smaller tensors (shapes, axes,
+// scalars, RoPE tables) are loaded, so that graph analyses see them.
+const lazyInline = 64 << 10
+
+// Field numbers of the messages scanModel walks (onnx.proto3).
+const (
+	modelGraph       = 7
+	graphInitializer = 5
+	tensorName       = 8
+	tensorRawData    = 9
+	tensorExternal   = 13
+	tensorLocation   = 14
+	entryKey         = 1
+	entryValue       = 2
+	locationExternal = 1
+)
+
+// fileReader reads a file sequentially and skips forward by seeking.
+type fileReader struct {
+	f   *os.File
+	r   *bufio.Reader
+	pos int64
+}
+
+func (fr *fileReader) varint() (uint64, error) {
+	x, n, err := readUvarint(fr.r)
+	fr.pos += int64(n)
+	return x, err
+}
+
+func (fr *fileReader) bytes(n int64) ([]byte, error) {
+	b := make([]byte, n)
+	_, err := io.ReadFull(fr.r, b)
+	fr.pos += n
+	return b, err
+}
+
+func (fr *fileReader) skip(n int64) error {
+	if n <= int64(fr.r.Buffered()) {
+		_, err := fr.r.Discard(int(n))
+		fr.pos += n
+		return err
+	}
+	fr.pos += n
+	if _, err := fr.f.Seek(fr.pos, io.SeekStart); err != nil {
+		return err
+	}
+	fr.r.Reset(fr.f)
+	return nil
+}
+
+// field is one protobuf field's framing as read.
+type field struct {
+	num  protowire.Number
+	typ  protowire.Type
+	head []byte // tag (and length for bytes fields), re-encoded
+	n    int64  // length of a bytes field's value
+	val  []byte // the value of a varint or fixed field, re-encoded
+}
+
+// next reads the next field's framing (not a bytes field's value).
+func (fr *fileReader) next() (field, error) {
+	tag, err := fr.varint()
+	if err != nil {
+		return field{}, err
+	}
+	num, typ := protowire.DecodeTag(tag)
+	f := field{num: num, typ: typ, head: protowire.AppendVarint(nil, tag)}
+	switch typ {
+	case protowire.VarintType:
+		v, err := fr.varint()
+		f.val = protowire.AppendVarint(nil, v)
+		return f, err
+	case protowire.Fixed32Type:
+		f.val, err = fr.bytes(4)
+		return f, err
+	case protowire.Fixed64Type:
+		f.val, err = fr.bytes(8)
+		return f, err
+	case protowire.BytesType:
+		l, err := fr.varint()
+		f.n = int64(l)
+		f.head = protowire.AppendVarint(f.head, l)
+		return f, err
+	}
+	return f, fmt.Errorf("wire type %d", typ)
+}
+
+// scanModel reads the ModelProto of the size bytes of f and returns its
+// encoding with every initializer's raw_data of at least lazyInline bytes
+// replaced by an external-data reference into the model file itself
+// (location = its base name, offset, length), and the names of those
+// initializers.
+func scanModel(f *os.File, size int64, path string) ([]byte, map[string]bool, error) {
+	fr := &fileReader{f: f, r: bufio.NewReaderSize(f, 1<<20)}
+	self := filepath.Base(path)
+	lazy := map[string]bool{}
+	var out []byte
+	for fr.pos < size {
+		fl, err := fr.next()
+		if err != nil {
+			return nil, nil, err
+		}
+		if fl.typ != protowire.BytesType {
+			out = append(append(out, fl.head...), fl.val...)
+			continue
+		}
+		if fl.n < 0 || fl.n > size-fr.pos {
+			return nil, nil, fmt.Errorf("field %d runs past the end of the file", fl.num)
+		}
+		if fl.num != modelGraph {
+			b, err := fr.bytes(fl.n)
+			if err != nil {
+				return nil, nil, err
+			}
+			out = append(append(out, fl.head...), b...)
+			continue
+		}
+		g, err := scanGraph(fr, fr.pos+fl.n, self, lazy)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = protowire.AppendTag(out, modelGraph, protowire.BytesType)
+		out = protowire.AppendBytes(out, g)
+	}
+	return out, lazy, nil
+}
+
+// scanGraph re-encodes a GraphProto ending at end, its initializers
+// through scanTensor.
+func scanGraph(fr *fileReader, end int64, self string, lazy map[string]bool) ([]byte, error) {
+	var out []byte
+	for fr.pos < end {
+		fl, err := fr.next()
+		if err != nil {
+			return nil, err
+		}
+		if fl.typ != protowire.BytesType {
+			out = append(append(out, fl.head...), fl.val...)
+			continue
+		}
+		if fl.n < 0 || fr.pos+fl.n > end {
+			return nil, fmt.Errorf("graph field %d runs past its message", fl.num)
+		}
+		if fl.num != graphInitializer {
+			b, err := fr.bytes(fl.n)
+			if err != nil {
+				return nil, err
+			}
+			out = append(append(out, fl.head...), b...)
+			continue
+		}
+		t, err := scanTensor(fr, fr.pos+fl.n, self, lazy)
+		if err != nil {
+			return nil, err
+		}
+		out = protowire.AppendTag(out, graphInitializer, protowire.BytesType)
+		out = protowire.AppendBytes(out, t)
+	}
+	return out, nil
+}
+
+// scanTensor re-encodes a TensorProto ending at end, leaving a large
+// raw_data in the file.
+func scanTensor(fr *fileReader, end int64, self string, lazy map[string]bool) ([]byte, error) {
+	var out []byte
+	var name string
+	offset, length := int64(-1), int64(0)
+	for fr.pos < end {
+		fl, err := fr.next()
+		if err != nil {
+			return nil, err
+		}
+		if fl.typ != protowire.BytesType {
+			out = append(append(out, fl.head...), fl.val...)
+			continue
+		}
+		if fl.n < 0 || fr.pos+fl.n > end {
+			return nil, fmt.Errorf("tensor field %d runs past its message", fl.num)
+		}
+		if fl.num == tensorRawData && fl.n >= lazyInline {
+			offset, length = fr.pos, fl.n
+			if err := fr.skip(fl.n); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		b, err := fr.bytes(fl.n)
+		if err != nil {
+			return nil, err
+		}
+		if fl.num == tensorName {
+			name = string(b)
+		}
+		out = append(append(out, fl.head...), b...)
+	}
+	if offset < 0 {
+		return out, nil
+	}
+	for _, kv := range [][2]string{{"location", self}, {"offset", strconv.FormatInt(offset, 10)}, {"length", strconv.FormatInt(length, 10)}} {
+		var e []byte
+		e = protowire.AppendTag(e, entryKey, protowire.BytesType)
+		e = protowire.AppendString(e, kv[0])
+		e = protowire.AppendTag(e, entryValue, protowire.BytesType)
+		e = protowire.AppendString(e, kv[1])
+		out = protowire.AppendTag(out, tensorExternal, protowire.BytesType)
+		out = protowire.AppendBytes(out, e)
+	}
+	out = protowire.AppendTag(out, tensorLocation, protowire.VarintType)
+	out = protowire.AppendVarint(out, locationExternal)
+	lazy[name] = true
+	return out, nil
+}

@@ -1,0 +1,210 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/spiral-rl/spiral/model/ortc"
+)
+
+// Live tensors per [positions x vocabulary] entry in the table head's
+// graphs: logits, probabilities and their product (Stats); logits,
+// probabilities, the one-hot target and the logits' gradient (Grad).
+const (
+	statsLive = 3
+	gradLive  = 4
+)
+
+// tableHead computes the loss of the usual LM head (blocks.Head.Table)
+// on the loss positions pos of the head's input z ([B*T, hidden]): their
+// log-probabilities and entropies into res, the gradient of their hidden
+// states into gz and that of the table into the gradient store. Two
+// passes: Stats over chunks of positions (the log-sum-exp and target
+// logit each position needs), then the per-position loss derivative,
+// then Grad over tiles of positions x vocabulary, each adding its share
+// of both gradients.
+func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidden int, pos []int, count float64, gz []float32) error {
+	h := &e.prog.Head
+	b := st.b
+	table := e.tensors[h.Table]
+	V := e.vocab
+	N := len(pos)
+	if N == 0 {
+		return nil
+	}
+	zs := make([]float32, N*hidden)
+	tgt := make([]int64, N)
+	for k, p := range pos {
+		copy(zs[k*hidden:(k+1)*hidden], z[p*hidden:(p+1)*hidden])
+		tgt[k] = b.InputIDs[p+1]
+	}
+	lse := make([]float32, N)
+
+	// Pass 1: per-position statistics over the whole vocabulary.
+	chunk := max(1, int(e.opt.LossChunkBytes/int64(V*4*statsLive)))
+	for lo := 0; lo < N; lo += chunk {
+		hi := min(N, lo+chunk)
+		out := []*ortc.Value{nil, nil, nil}
+		if err := e.runOwned(e.prog.Head.Stats, out, func(t tensors) {
+			t.f32([]int64{int64(hi - lo), int64(hidden)}, zs[lo*hidden:hi*hidden])
+			t.view(e.views[h.Table])
+			t.i64([]int64{int64(hi - lo)}, tgt[lo:hi])
+		}); err != nil {
+			return err
+		}
+		l, tl, ent := out[0].Float32s(), out[1].Float32s(), out[2].Float32s()
+		for k := range hi - lo {
+			p := pos[lo+k]
+			lse[lo+k] = l[k]
+			res.LogProbs[p] = tl[k] - l[k]
+			res.Entropy[p] = ent[k]
+		}
+		for _, v := range out {
+			v.Release()
+		}
+	}
+
+	// The loss and its derivative with respect to each log-probability.
+	coef := make([]float32, N)
+	loss := 0.0
+	lo, hi := float64(1-b.ClipLow), float64(1+b.ClipHigh)
+	for k, p := range pos {
+		w := float64(b.LossMask[p]) / count
+		a := float64(b.Advantages[p])
+		obj, d := a, a // detached: ratio 1, d obj / d logp = A
+		if b.OldLogProbs != nil {
+			obj, d = clippedObjective(float64(res.LogProbs[p]), float64(b.OldLogProbs[p]), a, lo, hi)
+		}
+		loss -= w * obj
+		coef[k] = float32(-w * d)
+	}
+	res.Loss = float32(loss)
+
+	// Pass 2: gradients, tile by tile: all positions against as wide a
+	// block of the vocabulary as the bound allows, else fewer positions.
+	block := max(1, min(V, int(e.opt.LossChunkBytes/int64(N*4*gradLive))))
+	rowsPerTile := N
+	if int64(N*block*4*gradLive) > e.opt.LossChunkBytes {
+		rowsPerTile = max(1, int(e.opt.LossChunkBytes/int64(block*4*gradLive)))
+	}
+	local := make([]int64, N)
+	var gtab []float32
+	if i, ok := e.trained[h.Table]; ok && h.TableTrained {
+		gtab = st.grads.At(i).Data
+	}
+	var cols []float32 // a block of a [hidden, vocab] table
+	for v0 := 0; v0 < V; v0 += block {
+		v1 := min(V, v0+block)
+		w := v1 - v0
+		for k, t := range tgt {
+			local[k] = -1
+			if t >= int64(v0) && t < int64(v1) {
+				local[k] = t - int64(v0)
+			}
+		}
+		tshape := []int64{int64(w), int64(hidden)}
+		tdata := table.Data[v0*hidden : v1*hidden]
+		if !h.TableRows {
+			tshape = []int64{int64(hidden), int64(w)}
+			cols = resize(cols, hidden*w)
+			for r := range hidden {
+				copy(cols[r*w:(r+1)*w], table.Data[r*V+v0:r*V+v1])
+			}
+			tdata = cols
+		}
+		for r0 := 0; r0 < N; r0 += rowsPerTile {
+			r1 := min(N, r0+rowsPerTile)
+			out := []*ortc.Value{nil, nil}
+			if err := e.runOwned(h.Grad, out, func(t tensors) {
+				t.f32([]int64{int64(r1 - r0), int64(hidden)}, zs[r0*hidden:r1*hidden])
+				t.f32(tshape, tdata)
+				t.f32([]int64{int64(r1 - r0), 1}, lse[r0:r1])
+				t.i64([]int64{int64(r1 - r0), 1}, local[r0:r1])
+				t.f32([]int64{int64(r1 - r0), 1}, coef[r0:r1])
+			}); err != nil {
+				return err
+			}
+			gh, gt := out[0].Float32s(), out[1].Float32s()
+			for k := r0; k < r1; k++ {
+				addInto(gz[pos[k]*hidden:(pos[k]+1)*hidden], gh[(k-r0)*hidden:(k-r0+1)*hidden])
+			}
+			if gtab != nil {
+				if h.TableRows {
+					addScaled(gtab[v0*hidden:v1*hidden], gt, st.scale)
+				} else {
+					for r := range hidden {
+						addScaled(gtab[r*V+v0:r*V+v1], gt[r*w:(r+1)*w], st.scale)
+					}
+				}
+			}
+			out[0].Release()
+			out[1].Release()
+		}
+	}
+	return nil
+}
+
+// clippedObjective returns PPO's min(ratio A, clip(ratio, lo, hi) A) for
+// ratio = exp(logp - old) and its derivative with respect to logp, the
+// subgradient autodiff.LossGraph's Where nodes give: through the ratio
+// where the unclipped term is taken (ties take it) or the ratio lies
+// within [lo, hi], zero where a clipped bound is taken.
+func clippedObjective(logp, old, a, lo, hi float64) (obj, d float64) {
+	ratio := math.Exp(logp - old)
+	clipped, inside := ratio, true
+	switch {
+	case ratio < lo:
+		clipped, inside = lo, false
+	case ratio > hi:
+		clipped, inside = hi, false
+	}
+	s1, s2 := ratio*a, clipped*a
+	if s2 < s1 {
+		if inside {
+			return s2, a * ratio
+		}
+		return s2, 0
+	}
+	return s1, a * ratio
+}
+
+// tensors collects the inputs of one run: views of Go memory made for
+// it and released after.
+type tensors struct {
+	e   *Executor
+	in  *[]*ortc.Value
+	own *[]*ortc.Value
+	err *error
+}
+
+func (t tensors) f32(shape []int64, data []float32) { t.add(ortc.NewTensor(t.e.env, shape, data)) }
+func (t tensors) i64(shape []int64, data []int64)   { t.add(ortc.NewTensor(t.e.env, shape, data)) }
+func (t tensors) view(v *ortc.Value)                { *t.in = append(*t.in, v) }
+
+func (t tensors) add(v *ortc.Value, err error) {
+	if err != nil {
+		if *t.err == nil {
+			*t.err = err
+		}
+		return
+	}
+	*t.own = append(*t.own, v)
+	*t.in = append(*t.in, v)
+}
+
+// runOwned runs the graph key with the inputs fill adds, releasing the
+// views it made; out's nil entries come back allocated.
+func (e *Executor) runOwned(key string, out []*ortc.Value, fill func(tensors)) error {
+	var in, own []*ortc.Value
+	var err error
+	fill(tensors{e: e, in: &in, own: &own, err: &err})
+	defer func() {
+		for _, v := range own {
+			v.Release()
+		}
+	}()
+	if err != nil {
+		return fmt.Errorf("loss inputs: %w", err)
+	}
+	return e.sess[key].Run(in, out)
+}
