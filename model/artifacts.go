@@ -25,7 +25,7 @@ import (
 
 // ArtifactsVersion changes whenever the generated graphs change meaning, so
 // that cached artifacts of an older spiral are rebuilt.
-const ArtifactsVersion = 7
+const ArtifactsVersion = 8
 
 // File names inside an artifacts directory.
 const (
@@ -257,7 +257,7 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	for _, f := range []struct {
 		name string
 		m    *onnxpb.ModelProto
-	}{{RolloutFile, rollout}, {SampleFile, lastPositionLogits(rollout)}} {
+	}{{RolloutFile, rollout}, {SampleFile, samplingGraph(rollout, sig.Layers)}} {
 		path := filepath.Join(dir, f.name)
 		if err := onnx.Save(path, &onnx.Model{Proto: f.m}, onnx.SaveOptions{}); err != nil {
 			return nil, fmt.Errorf("model: artifacts: %w", err)
@@ -294,6 +294,14 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 		return nil, fmt.Errorf("model: artifacts: %w", err)
 	}
 	return &Artifacts{Dir: dir, Manifest: man, Rebuilt: true}, nil
+}
+
+// samplingGraph is the rollout graph with last-position logits and, where
+// the export allows, the new keys and values as outputs of their own.
+func samplingGraph(rollout *onnxpb.ModelProto, layers int) *onnxpb.ModelProto {
+	m := lastPositionLogits(rollout)
+	withNewKV(m, layers)
+	return m
 }
 
 // parameters classifies the initializers of m (loaded from src) and ties

@@ -99,3 +99,64 @@ func sortTopologically(g *onnxpb.GraphProto) {
 	}
 	g.Node = order
 }
+
+// passThrough follows v back through nodes that pass their one input on
+// unchanged (Identity, a Concat of one input) and returns where it starts.
+func passThrough(producer map[string]*onnxpb.NodeProto, v string) string {
+	for {
+		n := producer[v]
+		if n == nil || n.GetDomain() != "" || len(n.Input) != 1 || (n.GetOpType() != "Identity" && n.GetOpType() != "Concat") {
+			return v
+		}
+		v = n.Input[0]
+	}
+}
+
+// withNewKV adds to m, in place, the outputs NewKVName(i, *) when every
+// layer's present.{i}.key|value is Concat(past_key_values.{i}.*, new,
+// axis 2) (the past possibly through a pass-through node): the new keys and values alone, which generation appends to
+// its cache instead of receiving the whole present. m is left as it was
+// when any layer differs.
+func withNewKV(m *onnxpb.ModelProto, layers int) {
+	g := m.GetGraph()
+	producer := map[string]*onnxpb.NodeProto{}
+	for _, n := range g.Node {
+		for _, o := range n.Output {
+			producer[o] = n
+		}
+	}
+	type add struct{ from, to string }
+	var adds []add
+	for i := range layers {
+		for _, v := range []bool{false, true} {
+			n := producer[PresentName(i, v)]
+			if n == nil || n.GetOpType() != "Concat" || n.GetDomain() != "" || len(n.Input) != 2 || passThrough(producer, n.Input[0]) != PastName(i, v) {
+				return
+			}
+			axis := int64(0)
+			for _, a := range n.Attribute {
+				if a.GetName() == "axis" {
+					axis = a.GetI()
+				}
+			}
+			if axis != 2 && axis != -2 {
+				return
+			}
+			adds = append(adds, add{n.Input[1], NewKVName(i, v)})
+		}
+	}
+	outs := map[string]*onnxpb.ValueInfoProto{}
+	for _, o := range g.Output {
+		outs[o.GetName()] = o
+	}
+	for k, a := range adds {
+		g.Node = append(g.Node, &onnxpb.NodeProto{OpType: proto.String("Identity"), Name: proto.String(lastLogitsName + "kv_new/" + a.to),
+			Input: []string{a.from}, Output: []string{a.to}})
+		vi := proto.Clone(outs[PresentName(k/2, k%2 == 1)]).(*onnxpb.ValueInfoProto)
+		vi.Name = proto.String(a.to)
+		if dims := vi.GetType().GetTensorType().GetShape().GetDim(); len(dims) == 4 {
+			dims[2] = &onnxpb.TensorShapeProto_Dimension{}
+		}
+		g.Output = append(g.Output, vi)
+	}
+}

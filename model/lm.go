@@ -8,6 +8,7 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/ortc"
 )
 
 // Weight is a float32 tensor fed to a graph input. Data is shared with the
@@ -25,22 +26,41 @@ type LMOptions struct {
 	// whose trainable initializers were turned into inputs). Every weight
 	// input of the graph must be present.
 	Weights map[string]Weight
+	// Heads is the number of query heads (config.json's
+	// num_attention_heads), for CallRows' estimates; 0 takes the KV heads.
+	Heads int
+	// CallBytes bounds the temporaries of one Extend call for CallRows;
+	// 0 takes DefaultCallBytes.
+	CallBytes int64
 }
+
+// DefaultCallBytes is the default LMOptions.CallBytes.
+const DefaultCallBytes = 512 << 20
 
 // LM runs a causal language model of the optimum export signature with a
-// KV cache: a prefill of a padded batch, then decode steps.
+// KV cache: Extend on a RowCache (generation), or Forward on a KVCache
+// (one padded batch, the graph's own cache layout).
 type LM struct {
-	sig      *Signature
-	sess     *ort.DynamicAdvancedSession
-	inNames  []string
-	outNames []string
-	weights  []*ort.Tensor[float32]
-	path     string
+	sig       *Signature
+	rt        *Runtime
+	env       *ortc.Env
+	path      string
+	weights   map[string]Weight
+	heads     int
+	callBytes int64
+	// sess and ortWeights serve Forward, extend and views Extend; both
+	// are opened on first use.
+	sess       *ort.DynamicAdvancedSession
+	inNames    []string
+	outNames   []string
+	ortWeights []*ort.Tensor[float32]
+	extend     *ortc.Session
+	views      []*ortc.Value
 }
 
-// OpenLM reads path's signature and opens an ONNX Runtime session on it.
-// External data (model.onnx_data, model.onnx.data) is resolved by ONNX
-// Runtime relative to the model file.
+// OpenLM reads path's signature and checks the weights; sessions are
+// opened on first use. External data (model.onnx_data, model.onnx.data)
+// is resolved by ONNX Runtime relative to the model file.
 func OpenLM(rt *Runtime, path string, opt LMOptions) (*LM, error) {
 	// The graph only: external weights stay on disk, which keeps this cheap
 	// for multi-gigabyte exports.
@@ -52,48 +72,116 @@ func OpenLM(rt *Runtime, path string, opt LMOptions) (*LM, error) {
 	if err != nil {
 		return nil, err
 	}
-	lm := &LM{sig: sig, path: path}
-	lm.inNames = []string{InputIDs, AttentionMask}
-	if sig.HasPositionIDs {
-		lm.inNames = append(lm.inNames, PositionIDs)
+	lm := &LM{sig: sig, rt: rt, path: path, weights: opt.Weights, heads: opt.Heads, callBytes: opt.CallBytes}
+	if lm.heads <= 0 {
+		lm.heads = sig.KVHeads
 	}
-	for i := 0; i < sig.Layers; i++ {
-		lm.inNames = append(lm.inNames, PastName(i, false), PastName(i, true))
+	if lm.callBytes <= 0 {
+		lm.callBytes = DefaultCallBytes
 	}
 	for _, w := range sig.Weights {
 		src, ok := opt.Weights[w.Name]
 		if !ok {
-			lm.Close()
 			return nil, fmt.Errorf("model: %s: weight input %q [%v] not supplied", path, w.Name, w.Shape)
 		}
 		if err := checkShape(w, src); err != nil {
-			lm.Close()
 			return nil, fmt.Errorf("model: %s: %w", path, err)
 		}
+	}
+	return lm, nil
+}
+
+// graphInputs returns the session inputs: the token inputs, the cache,
+// the weights.
+func (lm *LM) graphInputs() []string {
+	in := []string{InputIDs, AttentionMask}
+	if lm.sig.HasPositionIDs {
+		in = append(in, PositionIDs)
+	}
+	for i := 0; i < lm.sig.Layers; i++ {
+		in = append(in, PastName(i, false), PastName(i, true))
+	}
+	for _, w := range lm.sig.Weights {
+		in = append(in, w.Name)
+	}
+	return in
+}
+
+// forwardSession opens Forward's session on first use.
+func (lm *LM) forwardSession() error {
+	if lm.sess != nil {
+		return nil
+	}
+	for _, w := range lm.sig.Weights {
+		src := lm.weights[w.Name]
 		t, err := ort.NewTensor(ort.NewShape(src.Shape...), src.Data)
 		if err != nil {
-			lm.Close()
-			return nil, fmt.Errorf("model: %s: wrap weight %q: %w", path, w.Name, err)
+			return fmt.Errorf("model: %s: wrap weight %q: %w", lm.path, w.Name, err)
 		}
-		lm.weights = append(lm.weights, t)
-		lm.inNames = append(lm.inNames, w.Name)
+		lm.ortWeights = append(lm.ortWeights, t)
 	}
+	lm.inNames = lm.graphInputs()
 	lm.outNames = []string{LogitsOutput}
-	for i := 0; i < sig.Layers; i++ {
+	for i := 0; i < lm.sig.Layers; i++ {
 		lm.outNames = append(lm.outNames, PresentName(i, false), PresentName(i, true))
 	}
-	so, err := rt.NewSessionOptions()
+	so, err := lm.rt.NewSessionOptions()
 	if err != nil {
-		lm.Close()
+		return err
+	}
+	defer so.Destroy()
+	if lm.sess, err = ort.NewDynamicAdvancedSession(lm.path, lm.inNames, lm.outNames, so); err != nil {
+		return fmt.Errorf("model: %s: create session: %w", lm.path, err)
+	}
+	return nil
+}
+
+// extendSession opens Extend's session on first use: the same graph,
+// asked for the new keys and values only when it offers them
+// (Signature.NewKV), else for the whole present.
+func (lm *LM) extendSession() (*ortc.Session, error) {
+	if lm.extend != nil {
+		return lm.extend, nil
+	}
+	env, err := lm.rt.api.NewEnv()
+	if err != nil {
+		return nil, err
+	}
+	lm.env = env
+	for _, w := range lm.sig.Weights {
+		src := lm.weights[w.Name]
+		v, err := ortc.NewTensor(env, src.Shape, src.Data)
+		if err != nil {
+			return nil, fmt.Errorf("model: %s: wrap weight %q: %w", lm.path, w.Name, err)
+		}
+		lm.views = append(lm.views, v)
+	}
+	out := []string{LogitsOutput}
+	for i := 0; i < lm.sig.Layers; i++ {
+		for _, v := range []bool{false, true} {
+			if lm.sig.NewKV {
+				out = append(out, NewKVName(i, v))
+			} else {
+				out = append(out, PresentName(i, v))
+			}
+		}
+	}
+	so, err := lm.rt.NewSessionOptions()
+	if err != nil {
 		return nil, err
 	}
 	defer so.Destroy()
-	lm.sess, err = ort.NewDynamicAdvancedSession(path, lm.inNames, lm.outNames, so)
-	if err != nil {
-		lm.Close()
-		return nil, fmt.Errorf("model: %s: create session: %w", path, err)
+	// Shapes change with every call (rows, positions, capacity): an arena
+	// would keep the largest of each.
+	if err := so.SetCpuMemArena(false); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
 	}
-	return lm, nil
+	s, err := env.NewSessionFile(lm.path, so, lm.graphInputs(), out)
+	if err != nil {
+		return nil, fmt.Errorf("model: %s: %w", lm.path, err)
+	}
+	lm.extend = s
+	return s, nil
 }
 
 func checkShape(want TensorInfo, got Weight) error {
@@ -118,17 +206,30 @@ func checkShape(want TensorInfo, got Weight) error {
 // Signature returns the model's interface dimensions.
 func (lm *LM) Signature() *Signature { return lm.sig }
 
-// Close releases the session and the weight wrappers (not the weight data).
+// Close releases the sessions and the weight wrappers (not the weight
+// data).
 func (lm *LM) Close() error {
 	var errs []error
 	if lm.sess != nil {
 		errs = append(errs, lm.sess.Destroy())
 		lm.sess = nil
 	}
-	for _, t := range lm.weights {
+	for _, t := range lm.ortWeights {
 		errs = append(errs, t.Destroy())
 	}
-	lm.weights = nil
+	lm.ortWeights = nil
+	if lm.extend != nil {
+		lm.extend.Close()
+		lm.extend = nil
+	}
+	for _, v := range lm.views {
+		v.Release()
+	}
+	lm.views = nil
+	if lm.env != nil {
+		lm.env.Close()
+		lm.env = nil
+	}
 	return errors.Join(errs...)
 }
 
@@ -170,6 +271,9 @@ func (lm *LM) Forward(ctx context.Context, st Step, cache *KVCache, logits []flo
 		return logits, fmt.Errorf("model: forward: cache of %d positions cannot hold %d+%d", cache.maxLen, P, S)
 	case cache.layers != lm.sig.Layers || cache.kvHeads != lm.sig.KVHeads || cache.headDim != lm.sig.HeadDim:
 		return logits, errors.New("model: forward: cache was made for another model")
+	}
+	if err := lm.forwardSession(); err != nil {
+		return logits, err
 	}
 	var owned []ort.Value
 	defer func() {
@@ -220,7 +324,7 @@ func (lm *LM) Forward(ctx context.Context, st Step, cache *KVCache, logits []flo
 			inputs = append(inputs, v)
 		}
 	}
-	for _, w := range lm.weights {
+	for _, w := range lm.ortWeights {
 		inputs = append(inputs, w)
 	}
 	L := S
@@ -303,97 +407,6 @@ func (c *KVCache) advance(n int) {
 	c.len += n
 }
 
-// Keep compacts the cache to the given rows, strictly increasing, e.g.
-// after some sequences finished; it copies each kept row at most once.
-func (c *KVCache) Keep(rows []int) error {
-	rowSize := c.kvHeads * c.len * c.headDim
-	for i, r := range rows {
-		if r < 0 || r >= c.batch || (i > 0 && r <= rows[i-1]) {
-			return fmt.Errorf("model: kv cache keep: rows %v must be strictly increasing in [0,%d)", rows, c.batch)
-		}
-	}
-	for i := range c.buf {
-		for j := 0; j < 2; j++ {
-			b := c.buf[i][j][c.cur]
-			for dst, src := range rows {
-				if dst != src {
-					copy(b[dst*rowSize:(dst+1)*rowSize], b[src*rowSize:(src+1)*rowSize])
-				}
-			}
-		}
-	}
-	c.batch = len(rows)
-	return nil
-}
 
-// MergeKVCaches returns a new cache holding a's rows followed by b's, both
-// left-padded with zeros to the longer length L = max(a.Len(), b.Len()),
-// with room for extra more positions. Callers left-pad the rows' attention
-// masks to L the same way, so padded positions are never attended.
-func MergeKVCaches(a, b *KVCache, extra int) (*KVCache, error) {
-	if a.layers != b.layers || a.kvHeads != b.kvHeads || a.headDim != b.headDim {
-		return nil, errors.New("model: merge kv caches: caches of different models")
-	}
-	L := max(a.len, b.len)
-	c := &KVCache{batch: a.batch + b.batch, maxLen: L + extra, layers: a.layers, kvHeads: a.kvHeads, headDim: a.headDim, len: L}
-	size := c.batch * c.kvHeads * c.maxLen * c.headDim
-	c.buf = make([][2][2][]float32, c.layers)
-	hd := c.headDim
-	for i := range c.buf {
-		for j := 0; j < 2; j++ {
-			c.buf[i][j][0] = make([]float32, size)
-			c.buf[i][j][1] = make([]float32, size)
-			dst := c.buf[i][j][0]
-			row := 0
-			for _, src := range []*KVCache{a, b} {
-				s := src.buf[i][j][src.cur]
-				pad := L - src.len
-				for r := 0; r < src.batch; r++ {
-					for h := 0; h < c.kvHeads; h++ {
-						from := ((r*c.kvHeads + h) * src.len) * hd
-						to := ((row*c.kvHeads+h)*L + pad) * hd
-						copy(dst[to:to+src.len*hd], s[from:from+src.len*hd])
-					}
-					row++
-				}
-			}
-		}
-	}
-	return c, nil
-}
 
-// TrimLeft drops the first n cached positions of every row (positions
-// that every row masks out, e.g. left padding whose rows have left the
-// batch), re-laying the cache out in place; Len shrinks by n. Callers drop
-// the same n entries from the front of each row's attention mask.
-func (c *KVCache) TrimLeft(n int) error {
-	if n < 0 || n > c.len {
-		return fmt.Errorf("model: kv cache trim %d of %d positions", n, c.len)
-	}
-	if n == 0 {
-		return nil
-	}
-	hd, old, nl := c.headDim, c.len, c.len-n
-	for i := range c.buf {
-		for j := 0; j < 2; j++ {
-			b := c.buf[i][j][c.cur]
-			for blk := 0; blk < c.batch*c.kvHeads; blk++ {
-				copy(b[blk*nl*hd:(blk+1)*nl*hd], b[(blk*old+n)*hd:(blk+1)*old*hd])
-			}
-		}
-	}
-	c.len = nl
-	return nil
-}
 
-// Reshape empties the cache and readies it for batch rows of up to maxLen
-// positions, reusing its buffers when they hold that many values; it
-// reports false (and changes nothing) when they are too small.
-func (c *KVCache) Reshape(batch, maxLen int) bool {
-	need := batch * c.kvHeads * maxLen * c.headDim
-	if batch <= 0 || maxLen <= 0 || need > len(c.buf[0][0][0]) {
-		return false
-	}
-	c.batch, c.maxLen, c.len, c.cur = batch, maxLen, 0, 0
-	return true
-}

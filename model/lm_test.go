@@ -235,38 +235,3 @@ func TestArtifacts(t *testing.T) {
 	require.True(t, rebuilt.Rebuilt)
 }
 
-// TestKVCacheTrimLeft checks that dropping leading positions keeps the
-// decode equal to an untrimmed cache: a batch whose first two positions
-// are padding in every row is decoded with and without the trim.
-func TestKVCacheTrimLeft(t *testing.T) {
-	rt := modeltest.Runtime(t)
-	path, cfg := tinyDir(t)
-	lm, err := model.OpenLM(rt, path, model.LMOptions{})
-	require.NoError(t, err)
-	defer lm.Close()
-	B, T := 2, 5
-	ids := []int64{0, 0, 5, 9, 13, 0, 0, 0, 7, 81}
-	mask := []int64{0, 0, 1, 1, 1, 0, 0, 0, 1, 1}
-	pos := []int64{1, 1, 0, 1, 2, 1, 1, 1, 0, 1}
-	run := func(trim int) []float32 {
-		c := lm.NewKVCache(B, T+1)
-		_, err := lm.Forward(context.Background(), model.Step{Batch: B, Seq: T, InputIDs: ids, AttentionMask: mask, PositionIDs: pos}, c, nil)
-		require.NoError(t, err)
-		require.NoError(t, c.TrimLeft(trim))
-		var m []int64
-		for b := 0; b < B; b++ {
-			m = append(m, mask[b*T+trim:(b+1)*T]...)
-			m = append(m, 1)
-		}
-		out, err := lm.Forward(context.Background(), model.Step{Batch: B, Seq: 1, InputIDs: []int64{3, 4}, AttentionMask: m, PositionIDs: []int64{3, 2}}, c, nil)
-		require.NoError(t, err)
-		require.Equal(t, T-trim+1, c.Len())
-		return out
-	}
-	want := run(0)
-	got := run(2)
-	require.Len(t, got, B*cfg.Vocab)
-	require.InDeltaSlice(t, want, got, 1e-5)
-	c := lm.NewKVCache(1, 4)
-	require.Error(t, c.TrimLeft(1), "cannot trim an empty cache")
-}

@@ -42,6 +42,17 @@ func PresentName(i int, value bool) string {
 	return "present." + strconv.Itoa(i) + ".key"
 }
 
+// NewKVName returns the output that, in a sampling graph of artifacts,
+// holds only the keys (value=false) or values of layer i's new positions,
+// [batch, kv_heads, seq, head_dim]: what present.{i}.* appends to the
+// past (see Signature.NewKV).
+func NewKVName(i int, value bool) string {
+	if value {
+		return "kv_new." + strconv.Itoa(i) + ".value"
+	}
+	return "kv_new." + strconv.Itoa(i) + ".key"
+}
+
 // Signature is the interface of a causal LM graph, read from its metadata:
 // never derived from hidden size / heads (Qwen3-4B has hidden 2560, 32 heads
 // and head_dim 128).
@@ -58,6 +69,9 @@ type Signature struct {
 	LastLogitsOnly bool
 	// HasPositionIDs is false for exports without a position_ids input.
 	HasPositionIDs bool
+	// NewKV is true when every layer also outputs its new keys and values
+	// alone (NewKVName), so that generation copies only those.
+	NewKV bool
 	// Weights lists float graph inputs outside the LM interface: weights
 	// turned into inputs (the rollout graph), fed from the parameter store.
 	Weights []TensorInfo
@@ -164,6 +178,14 @@ func ReadSignature(g *onnxpb.GraphProto, source string) (*Signature, error) {
 		for _, v := range []bool{false, true} {
 			if _, ok := outs[PresentName(i, v)]; !ok {
 				return nil, fail("graph has no %q output; unrecognised cache layout", PresentName(i, v))
+			}
+		}
+	}
+	sig.NewKV = true
+	for i := 0; i < sig.Layers && sig.NewKV; i++ {
+		for _, v := range []bool{false, true} {
+			if _, ok := outs[NewKVName(i, v)]; !ok {
+				sig.NewKV = false
 			}
 		}
 	}

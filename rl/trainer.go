@@ -184,6 +184,9 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 	// 2. Loss and gradients over all examples, token-mean over the batch.
 	trainStart := time.Now()
 	if len(examples) > 0 {
+		if r, ok := t.gen.(interface{ Release() }); ok {
+			r.Release() // the rollouts' KV cache is not needed while learning
+		}
 		g, err := Gradients(ctx, t.learner, t.grads, examples, GradientOptions{
 			MicroBatchTokens: t.cfg.MicroBatchTokens, ClipLow: t.cfg.ClipLow, ClipHigh: t.cfg.ClipHigh})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -129,15 +130,19 @@ type Stats struct {
 // nil is allowed.
 type Progress func(newTokens int)
 
-// Sampler generates completions with an LM: prompts are left-padded into
-// a batch, prefilled, then decoded one token per step with the KV cache.
-// Rows that finish leave the batch; with Refill, waiting prompts are
-// prefilled and merged into the running batch.
+// Sampler generates completions with an LM: prompts are prefilled (in
+// chunks of positions, rows of different lengths together), then decoded
+// one token per step. Each row holds its own tokens in a KV cache
+// (model.RowCache) allocated once per generation and kept for the next
+// one that fits; rows that finish leave the batch and, with Refill,
+// waiting prompts are prefilled into the freed rows.
 type Sampler struct {
 	lm  *model.LM
 	cfg SamplerConfig
 	// parallelMin is parallelSampleMin (tests lower it).
 	parallelMin int
+	cache       *model.RowCache
+	logits      []float32
 }
 
 // NewSampler checks cfg and returns a Sampler.
@@ -151,13 +156,24 @@ func NewSampler(lm *model.LM, cfg SamplerConfig) (*Sampler, error) {
 	return &Sampler{lm: lm, cfg: cfg, parallelMin: parallelSampleMin}, nil
 }
 
+// Release frees the KV cache the sampler keeps between generations (the
+// next Generate allocates it again), e.g. before a training step.
+func (s *Sampler) Release() {
+	if s.cache == nil {
+		return
+	}
+	s.cache, s.logits = nil, nil
+	debug.FreeOSMemory() // hand the buffers back now, not at some later collection
+}
+
+// prefillChunk is how many prompt positions one prefill call feeds.
+const prefillChunk = 256
+
 // row is one sequence in flight.
 type row struct {
 	req  int // index into the requests
 	rng  *rand.Rand
 	ctx  []int32 // prompt + generated so far
-	mask []int64 // attention over the cache's positions (0 = padding)
-	pos  int64   // next position id
 	out  *Completion
 	done bool
 	// limit is how many tokens this row may generate.
@@ -170,6 +186,7 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 	start := time.Now()
 	var st Stats
 	outs := make([]Completion, len(reqs))
+	capacity := 0
 	for i, r := range reqs {
 		if len(r.Prompt) == 0 {
 			return nil, st, fmt.Errorf("rollout: request %d has an empty prompt", i)
@@ -179,15 +196,25 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 		}
 		outs[i].PromptTokens = len(r.Prompt)
 		st.PromptTokens += len(r.Prompt)
+		capacity = max(capacity, len(r.Prompt)+s.rowLimit(len(r.Prompt)))
+	}
+	if len(reqs) == 0 {
+		return outs, st, nil
+	}
+	rows := min(s.cfg.BatchSize, len(reqs))
+	if s.cache == nil || !s.cache.Fit(rows, capacity) {
+		s.cache = nil // the old buffers go before the new ones come
+		var err error
+		if s.cache, err = s.lm.NewRowCache(rows, capacity); err != nil {
+			return nil, st, err
+		}
 	}
 	queue := make([]int, len(reqs))
 	for i := range queue {
 		queue[i] = i
 	}
 	var (
-		active  []*row
-		cache   *model.KVCache
-		logits  []float32
+		active  []*row // active[i] holds cache row i
 		scratch []sampleScratch
 	)
 	vocab := s.lm.Signature().Vocab
@@ -201,7 +228,7 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 		}
 		// Admit waiting prompts: all at once into an empty batch, or (with
 		// Refill) into the free rows of a running one.
-		free := s.cfg.BatchSize - len(active)
+		free := rows - len(active)
 		if len(queue) > 0 && free > 0 && (len(active) == 0 || s.cfg.Refill && free >= s.refillMin(len(queue))) {
 			n := min(free, len(queue))
 			fresh := make([]*row, n)
@@ -210,59 +237,122 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 					ctx: append([]int32(nil), reqs[ri].Prompt...), out: &outs[ri], limit: s.rowLimit(len(reqs[ri].Prompt))}
 			}
 			queue = queue[n:]
-			var err error
-			var freshLogits []float32
-			cache, freshLogits, err = s.admit(ctx, cache, active, fresh)
+			last, calls, err := s.prefill(ctx, fresh, len(active))
 			if err != nil {
 				return nil, st, err
 			}
-			st.ForwardCalls++
+			st.ForwardCalls += calls
 			// Sample each fresh row's first token from its prompt's last logits.
-			s.sampleRows(fresh, freshLogits, vocab, limit, &scratch)
+			s.sampleRows(fresh, last, vocab, limit, &scratch)
 			active = append(active, fresh...)
 			st.GeneratedTokens += len(fresh)
 			if progress != nil {
 				progress(len(fresh))
 			}
 		}
-		active = s.retire(active, cache)
+		active = s.retire(active)
 		if len(active) == 0 {
 			continue
 		}
-		s.trimPadding(active, cache, false)
 		// One decode step for every active row.
 		B := len(active)
-		P := cache.Len()
-		step := model.Step{Batch: B, Seq: 1, InputIDs: make([]int64, B), AttentionMask: make([]int64, 0, B*(P+1)), PositionIDs: make([]int64, B)}
+		tokens := make([]int64, B)
+		real := make([]int, B)
 		for i, r := range active {
-			step.InputIDs[i] = int64(r.ctx[len(r.ctx)-1])
-			r.mask = append(r.mask, 1)
-			step.AttentionMask = append(step.AttentionMask, r.mask...)
-			step.PositionIDs[i] = r.pos
-			r.pos++
+			tokens[i] = int64(r.ctx[len(r.ctx)-1])
+			real[i] = 1
 		}
-		var err error
-		logits, err = s.lm.Forward(ctx, step, cache, logits)
+		logits, calls, err := s.extend(ctx, 0, 1, tokens, real)
 		if err != nil {
 			return nil, st, err
 		}
-		st.ForwardCalls++
-		st.PeakCacheLen = max(st.PeakCacheLen, cache.Len())
+		st.ForwardCalls += calls
+		for i := range active {
+			st.PeakCacheLen = max(st.PeakCacheLen, s.cache.Len(i))
+		}
 		s.sampleRows(active, logits, vocab, limit, &scratch)
 		st.GeneratedTokens += B
 		if progress != nil {
 			progress(B)
 		}
-		active = s.retire(active, cache)
+		active = s.retire(active)
 	}
 	st.Elapsed = time.Since(start)
 	return outs, st, nil
 }
 
-// refillMin is the number of free rows worth a refill: each refill costs a
-// prefill and a cache merge that copies the running batch's cache, so
-// rows are admitted in groups of a quarter of the batch (or whatever is
-// left in the queue).
+// prefill feeds the prompts of fresh, which occupy the cache rows r0..,
+// in chunks of prefillChunk positions: the prompts are right-aligned, so
+// that in every chunk each row's new tokens are its last entries and the
+// last chunk ends every prompt. It returns each row's last logits
+// [len(fresh), vocab] and the number of model calls.
+func (s *Sampler) prefill(ctx context.Context, fresh []*row, r0 int) ([]float32, int, error) {
+	n := len(fresh)
+	width := 0
+	for i, r := range fresh {
+		s.cache.Clear(r0 + i)
+		width = max(width, len(r.ctx))
+	}
+	var last []float32
+	calls := 0
+	for c0 := 0; c0 < width; c0 += prefillChunk {
+		S := min(prefillChunk, width-c0)
+		tokens := make([]int64, n*S)
+		real := make([]int, n)
+		for i, r := range fresh {
+			first := width - len(r.ctx) // the prompt's first column
+			lo := max(c0, first)
+			real[i] = max(0, c0+S-lo)
+			for col := lo; col < c0+S; col++ {
+				tokens[i*S+col-c0] = int64(r.ctx[col-first])
+			}
+		}
+		var err error
+		var k int
+		if last, k, err = s.extend(ctx, r0, S, tokens, real); err != nil {
+			return nil, calls, err
+		}
+		calls += k
+	}
+	return last, calls, nil
+}
+
+// extend runs one step of S positions on the cache rows r0..r0+len(real)
+// (tokens [len(real), S], see model.LM.Extend) in groups of rows sized to
+// the LM's call budget, and returns each row's last logits [rows, vocab]
+// (in the sampler's buffer, valid until the next call) and the number of
+// calls.
+func (s *Sampler) extend(ctx context.Context, r0, S int, tokens []int64, real []int) ([]float32, int, error) {
+	n := len(real)
+	vocab := s.lm.Signature().Vocab
+	if cap(s.logits) < n*vocab {
+		s.logits = make([]float32, n*vocab)
+	}
+	out := s.logits[:n*vocab]
+	group := s.lm.CallRows(s.cache.Capacity(), S)
+	var buf []float32
+	calls := 0
+	for g0 := 0; g0 < n; g0 += group {
+		g1 := min(n, g0+group)
+		var err error
+		buf, err = s.lm.Extend(ctx, s.cache, r0+g0, tokens[g0*S:g1*S], real[g0:g1], buf)
+		if err != nil {
+			return nil, calls, err
+		}
+		calls++
+		L := len(buf) / ((g1 - g0) * vocab)
+		for i := g0; i < g1; i++ {
+			at := ((i-g0)*L + L - 1) * vocab
+			copy(out[i*vocab:(i+1)*vocab], buf[at:at+vocab])
+		}
+	}
+	return out, calls, nil
+}
+
+// refillMin is the number of free rows worth a refill: each refill is a
+// prefill of its own (a model call per chunk, however few rows it
+// holds), so rows are admitted in groups of a quarter of the batch (or
+// whatever is left in the queue).
 func (s *Sampler) refillMin(queued int) int {
 	return max(1, min(s.cfg.BatchSize/4, queued))
 }
@@ -363,123 +453,16 @@ func (s *Sampler) isStopID(id int32) bool {
 	return slices.Contains(s.cfg.StopIDs, id)
 }
 
-// retire drops finished rows from the batch and compacts the cache.
-func (s *Sampler) retire(active []*row, cache *model.KVCache) []*row {
-	keep := make([]int, 0, len(active))
+// retire drops finished rows from the batch, moving the others' cache
+// rows up so that active[i] keeps holding row i.
+func (s *Sampler) retire(active []*row) []*row {
 	kept := active[:0]
 	for i, r := range active {
-		if !r.done {
-			keep = append(keep, i)
-			kept = append(kept, r)
+		if r.done {
+			continue
 		}
-	}
-	if len(keep) != cache.Batch() && len(keep) > 0 {
-		// Keep only fails on programmer error (rows out of order).
-		if err := cache.Keep(keep); err != nil {
-			panic(err)
-		}
+		s.cache.Move(len(kept), i)
+		kept = append(kept, r)
 	}
 	return kept
-}
-
-// admit prefills fresh rows and merges them with the running batch. It
-// returns the new cache and the fresh rows' last-position logits
-// [len(fresh), vocab].
-func (s *Sampler) admit(ctx context.Context, cache *model.KVCache, active, fresh []*row) (*model.KVCache, []float32, error) {
-	vocab := s.lm.Signature().Vocab
-	if cache != nil && len(active) > 0 {
-		// The merge copies the running cache anyway: drop its dead
-		// columns first so that the merged length stays bounded.
-		s.trimPadding(active, cache, true)
-	}
-	// Left-pad the fresh prompts to a common length T.
-	T := 0
-	for _, r := range fresh {
-		T = max(T, len(r.ctx))
-	}
-	B := len(fresh)
-	step := model.Step{Batch: B, Seq: T, InputIDs: make([]int64, B*T), AttentionMask: make([]int64, B*T), PositionIDs: make([]int64, B*T)}
-	for i, r := range fresh {
-		pad := T - len(r.ctx)
-		r.mask = make([]int64, T)
-		for t := 0; t < T; t++ {
-			if t < pad {
-				step.PositionIDs[i*T+t] = 1 // HF convention for padded positions; masked anyway
-				continue
-			}
-			step.InputIDs[i*T+t] = int64(r.ctx[t-pad])
-			step.AttentionMask[i*T+t] = 1
-			step.PositionIDs[i*T+t] = int64(t - pad)
-			r.mask[t] = 1
-		}
-		r.pos = int64(len(r.ctx))
-	}
-	// The fresh cache must hold the prompts plus the longest continuation
-	// any merged row may still need.
-	need := T + s.cfg.MaxNewTokens + 1
-	if cache != nil {
-		need = max(need, cache.Len()+s.cfg.MaxNewTokens+1)
-	}
-	fc := s.lm.NewKVCache(B, need)
-	logits, err := s.lm.Forward(ctx, step, fc, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	last := logits
-	if !s.lm.Signature().LastLogitsOnly {
-		last = make([]float32, B*vocab)
-		for i := 0; i < B; i++ {
-			copy(last[i*vocab:(i+1)*vocab], logits[(i*T+T-1)*vocab:(i*T+T)*vocab])
-		}
-	}
-	if cache == nil || len(active) == 0 {
-		return fc, last, nil
-	}
-	merged, err := model.MergeKVCaches(cache, fc, s.cfg.MaxNewTokens+1)
-	if err != nil {
-		return nil, nil, err
-	}
-	// Left-pad the masks of whichever side is shorter.
-	L := merged.Len()
-	for _, r := range active {
-		r.mask = leftPad(r.mask, L)
-	}
-	for _, r := range fresh {
-		r.mask = leftPad(r.mask, L)
-	}
-	return merged, last, nil
-}
-
-// trimPadding drops the cache positions that every active row masks out
-// (the left padding of rows that have left the batch), so the cache length
-// tracks the longest live row instead of the number of steps taken. It
-// copies the whole cache, so unless force is set it only does so when a
-// quarter or more of the positions are dead.
-func (s *Sampler) trimPadding(active []*row, cache *model.KVCache, force bool) {
-	dead := cache.Len()
-	for _, r := range active {
-		lead := 0
-		for lead < len(r.mask) && r.mask[lead] == 0 {
-			lead++
-		}
-		dead = min(dead, lead)
-	}
-	if dead == 0 || (!force && dead*4 < cache.Len()) {
-		return
-	}
-	if err := cache.TrimLeft(dead); err != nil {
-		panic(err) // dead <= Len by construction
-	}
-	for _, r := range active {
-		r.mask = r.mask[dead:]
-	}
-}
-
-func leftPad(mask []int64, n int) []int64 {
-	if len(mask) >= n {
-		return mask
-	}
-	out := make([]int64, n)
-	copy(out[n-len(mask):], mask)
-	return out
 }

@@ -30,6 +30,11 @@ static char* spiral_create_session(const OrtApi* api, OrtEnv* env, const void* d
 	return spiral_msg(api, api->CreateSessionFromArray(env, data, n, so, out));
 }
 
+static char* spiral_create_session_file(const OrtApi* api, OrtEnv* env, const char* path,
+		OrtSessionOptions* so, OrtSession** out) {
+	return spiral_msg(api, api->CreateSession(env, path, so, out));
+}
+
 static void spiral_release_session(const OrtApi* api, OrtSession* s) { api->ReleaseSession(s); }
 
 static char* spiral_run(const OrtApi* api, OrtSession* s, const char** in_names, OrtValue** in, size_t nin,
@@ -290,6 +295,27 @@ func (e *Env) NewSession(model []byte, so *ort.SessionOptions, inputs, outputs [
 		return nil, fmt.Errorf("ortc: create session: %w", err)
 	}
 	runtime.KeepAlive(model)
+	for _, n := range inputs {
+		s.inNames = append(s.inNames, C.CString(n))
+	}
+	for _, n := range outputs {
+		s.outNames = append(s.outNames, C.CString(n))
+	}
+	return s, nil
+}
+
+// NewSessionFile is NewSession on the model file at path (its external
+// data resolved beside it).
+func (e *Env) NewSessionFile(path string, so *ort.SessionOptions, inputs, outputs []string) (*Session, error) {
+	if len(outputs) == 0 {
+		return nil, errors.New("ortc: session without outputs")
+	}
+	s := &Session{api: e.api, ins: append([]string(nil), inputs...), outs: append([]string(nil), outputs...)}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	if err := status(C.spiral_create_session_file(e.api.api, e.env, cpath, sessionOptionsPtr(so), &s.s)); err != nil {
+		return nil, fmt.Errorf("ortc: create session from %s: %w", path, err)
+	}
 	for _, n := range inputs {
 		s.inNames = append(s.inNames, C.CString(n))
 	}

@@ -1,0 +1,245 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spiral-rl/spiral/model/ortc"
+)
+
+// RowCache is the KV cache generation runs on: for every layer, keys and
+// values of rows x capacity positions laid out [rows, kv_heads, capacity,
+// head_dim], the layout the graph reads as its past. Each row holds its
+// own tokens only, from slot 0, filled to its own length: rows of
+// different lengths need no padding, a finished row is replaced in
+// place, and the buffers are allocated once for a whole generation (and
+// reused by later ones that fit).
+//
+// The graph is fed the whole capacity as its past, with the attention
+// mask hiding each row's unfilled slots, and its new keys and values are
+// written into the row's next slots. Attention thus spans the capacity
+// rather than each row's length, which costs compute, never memory.
+type RowCache struct {
+	layers, kvHeads, headDim int
+	rows, capacity           int
+	lens                     []int
+	// kv[layer][0|1] is the layer's keys or values.
+	kv [][2][]float32
+}
+
+// NewRowCache allocates a cache of rows x capacity positions.
+func (lm *LM) NewRowCache(rows, capacity int) (*RowCache, error) {
+	if rows <= 0 || capacity <= 0 {
+		return nil, fmt.Errorf("model: row cache of %d rows x %d positions", rows, capacity)
+	}
+	c := &RowCache{layers: lm.sig.Layers, kvHeads: lm.sig.KVHeads, headDim: lm.sig.HeadDim, rows: rows, capacity: capacity, lens: make([]int, rows)}
+	n := rows * c.kvHeads * capacity * c.headDim
+	c.kv = make([][2][]float32, c.layers)
+	for i := range c.kv {
+		c.kv[i] = [2][]float32{make([]float32, n), make([]float32, n)}
+	}
+	return c, nil
+}
+
+// Rows returns the number of rows; Capacity the positions per row.
+func (c *RowCache) Rows() int     { return c.rows }
+func (c *RowCache) Capacity() int { return c.capacity }
+
+// Len returns row r's filled length.
+func (c *RowCache) Len(r int) int { return c.lens[r] }
+
+// Bytes returns the cache's size.
+func (c *RowCache) Bytes() int64 {
+	return int64(c.layers) * 2 * int64(len(c.kv[0][0])) * 4
+}
+
+// Fit empties the cache and lays it out for rows x capacity when its
+// buffers hold that many values, reporting whether they do (false
+// changes nothing).
+func (c *RowCache) Fit(rows, capacity int) bool {
+	if rows <= 0 || capacity <= 0 || rows*c.kvHeads*capacity*c.headDim > len(c.kv[0][0]) {
+		return false
+	}
+	c.rows, c.capacity = rows, capacity
+	if cap(c.lens) < rows {
+		c.lens = make([]int, rows)
+	}
+	c.lens = c.lens[:rows]
+	clear(c.lens)
+	return true
+}
+
+// Clear empties row r.
+func (c *RowCache) Clear(r int) { c.lens[r] = 0 }
+
+// Move copies row src into row dst (each head's filled slots), leaving
+// src as it was.
+func (c *RowCache) Move(dst, src int) {
+	if dst == src {
+		return
+	}
+	n := c.lens[src] * c.headDim
+	stride := c.capacity * c.headDim
+	for l := range c.kv {
+		for _, buf := range c.kv[l] {
+			for h := range c.kvHeads {
+				from := (src*c.kvHeads + h) * stride
+				to := (dst*c.kvHeads + h) * stride
+				copy(buf[to:to+n], buf[from:from+n])
+			}
+		}
+	}
+	c.lens[dst] = c.lens[src]
+}
+
+// rowValues is the slice of the layer buffer holding rows r0..r0+n.
+func (c *RowCache) rowValues(buf []float32, r0, n int) []float32 {
+	per := c.kvHeads * c.capacity * c.headDim
+	return buf[r0*per : (r0+n)*per]
+}
+
+// Extend runs the model on S new positions of each of the n rows r0..
+// r0+n-1 of c and appends their keys and values to the rows. tokens is
+// [n, S]; row i's last real[i] entries are its new tokens (the entries
+// before them are padding, never attended or cached), so that rows of
+// different lengths prefill together and every row's last token is at
+// position S-1. It returns the logits [n, L, vocab], L = 1 for a
+// last-position graph (Signature().LastLogitsOnly), else S, reusing
+// logits when large enough.
+func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, real []int, logits []float32) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return logits, err
+	}
+	n := len(real)
+	if n == 0 {
+		return logits, errors.New("model: extend: no rows")
+	}
+	S := len(tokens) / n
+	switch {
+	case r0 < 0 || r0+n > c.rows:
+		return logits, fmt.Errorf("model: extend: rows %d..%d of a %d-row cache", r0, r0+n, c.rows)
+	case S == 0 || len(tokens) != n*S:
+		return logits, fmt.Errorf("model: extend: %d tokens for %d rows", len(tokens), n)
+	case c.layers != lm.sig.Layers || c.kvHeads != lm.sig.KVHeads || c.headDim != lm.sig.HeadDim:
+		return logits, errors.New("model: extend: cache was made for another model")
+	}
+	for i, k := range real {
+		if k < 0 || k > S {
+			return logits, fmt.Errorf("model: extend: row %d has %d new tokens of %d", r0+i, k, S)
+		}
+		if c.lens[r0+i]+k > c.capacity {
+			return logits, fmt.Errorf("model: extend: row %d holds %d positions; %d more exceed the cache's %d", r0+i, c.lens[r0+i], k, c.capacity)
+		}
+	}
+	for _, id := range tokens {
+		if id < 0 || id >= int64(lm.sig.Vocab) {
+			return logits, fmt.Errorf("model: extend: token id %d outside the vocabulary [0, %d)", id, lm.sig.Vocab)
+		}
+	}
+	sess, err := lm.extendSession()
+	if err != nil {
+		return logits, err
+	}
+	C := c.capacity
+	mask := make([]int64, n*(C+S))
+	pos := make([]int64, n*S)
+	for i, k := range real {
+		row := mask[i*(C+S) : (i+1)*(C+S)]
+		for j := range c.lens[r0+i] {
+			row[j] = 1
+		}
+		for t := S - k; t < S; t++ {
+			row[C+t] = 1
+			pos[i*S+t] = int64(c.lens[r0+i] + t - (S - k))
+		}
+		for t := range S - k {
+			pos[i*S+t] = 1 // padding: HF's convention, masked anyway
+		}
+	}
+	L := S
+	if lm.sig.LastLogitsOnly {
+		L = 1
+	}
+	logits = resize(logits, n*L*lm.sig.Vocab)
+	var in, owned []*ortc.Value
+	defer func() {
+		for _, v := range owned {
+			v.Release()
+		}
+	}()
+	add := func(v *ortc.Value, err error) error {
+		if err != nil {
+			return fmt.Errorf("model: extend: %w", err)
+		}
+		owned = append(owned, v)
+		in = append(in, v)
+		return nil
+	}
+	if err := add(ortc.NewTensor(lm.env, []int64{int64(n), int64(S)}, tokens)); err != nil {
+		return logits, err
+	}
+	if err := add(ortc.NewTensor(lm.env, []int64{int64(n), int64(C + S)}, mask)); err != nil {
+		return logits, err
+	}
+	if lm.sig.HasPositionIDs {
+		if err := add(ortc.NewTensor(lm.env, []int64{int64(n), int64(S)}, pos)); err != nil {
+			return logits, err
+		}
+	}
+	past := []int64{int64(n), int64(c.kvHeads), int64(C), int64(c.headDim)}
+	for l := range c.layers {
+		for j := range 2 {
+			if err := add(ortc.NewTensor(lm.env, past, c.rowValues(c.kv[l][j], r0, n))); err != nil {
+				return logits, err
+			}
+		}
+	}
+	in = append(in, lm.views...)
+	out := make([]*ortc.Value, 1+2*c.layers)
+	lv, err := ortc.NewTensor(lm.env, []int64{int64(n), int64(L), int64(lm.sig.Vocab)}, logits)
+	if err != nil {
+		return logits, fmt.Errorf("model: extend: %w", err)
+	}
+	owned = append(owned, lv)
+	out[0] = lv
+	if err := sess.Run(in, out); err != nil {
+		return logits, fmt.Errorf("model: %s: extend [%d x %d, capacity %d]: %w", lm.path, n, S, C, err)
+	}
+	// The new keys and values: [n, kv_heads, S, head_dim], or the whole
+	// present [n, kv_heads, C+S, head_dim] whose last S slots are new.
+	stride := C * c.headDim
+	for l := range c.layers {
+		for j := range 2 {
+			v := out[1+2*l+j]
+			src := v.Float32s()
+			span := int(v.Shape()[2])
+			dst := c.rowValues(c.kv[l][j], r0, n)
+			for i, k := range real {
+				at := c.lens[r0+i] * c.headDim
+				for h := range c.kvHeads {
+					from := ((i*c.kvHeads+h)*span + span - k) * c.headDim
+					to := (i*c.kvHeads+h)*stride + at
+					copy(dst[to:to+k*c.headDim], src[from:from+k*c.headDim])
+				}
+			}
+			v.Release()
+		}
+	}
+	for i, k := range real {
+		c.lens[r0+i] += k
+	}
+	return logits, nil
+}
+
+// CallRows returns how many rows of a cache of the given capacity one
+// Extend call of S positions should take so that the graph's per-layer
+// temporaries (the layer's present keys and values, their copies
+// repeated over the query heads, the attention scores) stay within
+// lm's call budget (LMOptions.CallBytes); at least 1.
+func (lm *LM) CallRows(capacity, S int) int {
+	kv, heads, d := int64(lm.sig.KVHeads), int64(lm.heads), int64(lm.sig.HeadDim)
+	span := int64(capacity + S)
+	perRow := (2*kv+2*heads)*span*d*4 + 2*heads*int64(S)*span*4 + int64(S)*int64(lm.sig.Vocab)*4
+	return int(max(1, lm.callBytes/max(1, perRow)))
+}

@@ -1,0 +1,122 @@
+package model_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/modeltest"
+)
+
+// aloneLogits runs lm (full-sequence logits) on seq alone and returns the
+// logits of its last position.
+func aloneLogits(t *testing.T, lm *model.LM, seq []int64) []float32 {
+	t.Helper()
+	T := len(seq)
+	mask := make([]int64, T)
+	pos := make([]int64, T)
+	for i := range mask {
+		mask[i], pos[i] = 1, int64(i)
+	}
+	logits, err := lm.Forward(context.Background(), model.Step{Batch: 1, Seq: T, InputIDs: seq, AttentionMask: mask, PositionIDs: pos}, lm.NewKVCache(1, T), nil)
+	require.NoError(t, err)
+	V := lm.Signature().Vocab
+	return logits[(T-1)*V : T*V]
+}
+
+// TestExtendMatchesForward checks generation's cache on every export:
+// three prompts of different lengths prefilled together in chunks of 3
+// positions (right-aligned, each row holding its own tokens only), then
+// decoded token by token, give each row the last-position logits of its
+// sequence run alone through the full-sequence graph (bound 1e-4: float32
+// attention over the cache's capacity instead of the sequence, summed in
+// another order). It runs the sampling graph, which outputs the new keys
+// and values alone, and the rollout graph, whose whole present the cache
+// copies its new positions from; and a row moved to another cache row
+// (a finished row's replacement) decodes on unchanged.
+func TestExtendMatchesForward(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	for name, src := range executorSources(t) {
+		t.Run(name, func(t *testing.T) {
+			p, err := model.OpenPolicy(rt, src, t.TempDir(), model.PolicyOptions{})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, p.Close()) })
+			full := scorerOf(t, p)
+			if name != "tiny-scaled" {
+				require.True(t, p.LM.Signature().NewKV, "the sampling graph outputs the new keys and values")
+			}
+			require.False(t, full.Signature().NewKV)
+			V := p.LM.Signature().Vocab
+			r := rand.New(rand.NewPCG(3, 3))
+			seqs := make([][]int64, 3)
+			for i, n := range []int{7, 4, 9} {
+				for range n {
+					seqs[i] = append(seqs[i], int64(1+r.IntN(V-1)))
+				}
+			}
+			for _, lm := range []*model.LM{p.LM, full} {
+				const capacity, chunk = 12, 3
+				c, err := lm.NewRowCache(3, capacity)
+				require.NoError(t, err)
+				last := func(logits []float32, rows, S int) func(i int) []float32 {
+					L := len(logits) / (rows * V)
+					return func(i int) []float32 { return logits[(i*L+L-1)*V : (i*L+L)*V] }
+				}
+				// Prefill, right-aligned in chunks.
+				width := 9
+				var logits []float32
+				for c0 := 0; c0 < width; c0 += chunk {
+					tokens := make([]int64, 3*chunk)
+					real := make([]int, 3)
+					for i, s := range seqs {
+						first := width - len(s)
+						lo := max(c0, first)
+						real[i] = max(0, c0+chunk-lo)
+						for col := lo; col < c0+chunk; col++ {
+							tokens[i*chunk+col-c0] = s[col-first]
+						}
+					}
+					logits, err = lm.Extend(context.Background(), c, 0, tokens, real, logits)
+					require.NoError(t, err)
+				}
+				for i, s := range seqs {
+					require.Equal(t, len(s), c.Len(i))
+					require.InDeltaSlice(t, aloneLogits(t, full, s), last(logits, 3, chunk)(i), 1e-4, "row %d after prefill", i)
+				}
+				// Decode two tokens per row.
+				for range 2 {
+					tokens := make([]int64, 3)
+					for i := range seqs {
+						tokens[i] = int64(1 + r.IntN(V-1))
+						seqs[i] = append(seqs[i], tokens[i])
+					}
+					logits, err = lm.Extend(context.Background(), c, 0, tokens, []int{1, 1, 1}, logits)
+					require.NoError(t, err)
+					for i, s := range seqs {
+						require.InDeltaSlice(t, aloneLogits(t, full, s), last(logits, 3, 1)(i), 1e-4, "row %d, %d tokens", i, len(s))
+					}
+				}
+				// Row 2 replaces row 0, and decodes on there.
+				c.Move(0, 2)
+				tok := int64(5)
+				seqs2 := append(append([]int64(nil), seqs[2]...), tok)
+				logits, err = lm.Extend(context.Background(), c, 0, []int64{tok}, []int{1}, logits)
+				require.NoError(t, err)
+				require.InDeltaSlice(t, aloneLogits(t, full, seqs2), last(logits, 1, 1)(0), 1e-4, "moved row")
+				for i := range seqs {
+					seqs[i] = seqs[i][:len(seqs[i])-2]
+				}
+			}
+			// Errors: past the capacity, outside the vocabulary.
+			c, err := p.LM.NewRowCache(1, 2)
+			require.NoError(t, err)
+			_, err = p.LM.Extend(context.Background(), c, 0, []int64{1, 2, 3}, []int{3}, nil)
+			require.ErrorContains(t, err, "exceed the cache's 2")
+			_, err = p.LM.Extend(context.Background(), c, 0, []int64{int64(V)}, []int{1}, nil)
+			require.ErrorContains(t, err, "outside the vocabulary")
+		})
+	}
+}
