@@ -406,7 +406,3 @@ func (c *KVCache) advance(n int) {
 	c.cur = 1 - c.cur
 	c.len += n
 }
-
-
-
-

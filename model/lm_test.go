@@ -234,4 +234,3 @@ func TestArtifacts(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rebuilt.Rebuilt)
 }
-
