@@ -11,7 +11,7 @@ ENV = source "$$(scripts/setup.sh)"
 ONNX_PY_VERSION := 1.23.2
 ARGS ?=
 
-.PHONY: setup build train test bench vet embedded fuzz
+.PHONY: setup build train test bench bench-scale vet embedded fuzz
 
 setup:
 	@scripts/setup.sh >/dev/null
@@ -31,6 +31,12 @@ test: vet
 
 bench:
 	@$(ENV) && go test -run '^$$' -bench . -benchtime 2x ./...
+
+# spiral's training step and generation on the real Qwen3-0.6B config
+# beside PyTorch, with spiral plan's predictions (scripts/bench/scale.sh;
+# about 90 minutes, 24 GiB, not in CI).
+bench-scale:
+	scripts/bench/scale.sh
 
 # Rebuild the embedded default model: a fresh tiny Qwen3 warm-started by SFT
 # on the embedded arithmetic task, copied into model/embedded/assets (then

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/rollout"
 )
 
 // benchFlags are spiral bench's flags (train and generate).
@@ -209,6 +210,87 @@ func memoryUse() (rss, peak int64) {
 	return rss, peak
 }
 
+// benchGenerateLine is one JSON line of spiral bench generate.
+type benchGenerateLine struct {
+	Phase        string `json:"phase"` // "open" or "generate"
+	Step         int    `json:"step,omitempty"`
+	Rows         int    `json:"rows"`
+	PromptTokens int    `json:"prompt_tokens"`
+	NewTokens    int    `json:"new_tokens"`
+	// Seconds is the generation's wall time, PrefillSeconds its prefill
+	// part; TokensPerSecond counts generated tokens over the rest (decode),
+	// PromptTokensPerSecond prompt tokens over the prefill.
+	Seconds               float64 `json:"seconds"`
+	PrefillSeconds        float64 `json:"prefill_seconds,omitempty"`
+	TokensPerSecond       float64 `json:"tokens_per_second,omitempty"`
+	PromptTokensPerSecond float64 `json:"prompt_tokens_per_second,omitempty"`
+	// KVCacheBytes is the cache the generation held.
+	KVCacheBytes int64 `json:"kv_cache_bytes,omitempty"`
+	RSSBytes     int64 `json:"rss_bytes"`
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	WeightsBytes int64 `json:"weights_bytes"`
+}
+
+// benchGenerate samples --new-tokens after random prompts of
+// --prompt-tokens for --rows rows, --steps times, through the sampler
+// generate, eval and training use; one JSON line after opening and one
+// per generation.
 func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags) error {
-	return errors.New("bench generate: not yet")
+	start := time.Now()
+	r, err := f.mf.resolve()
+	if err != nil {
+		return err
+	}
+	rt, err := model.OpenRuntime(model.RuntimeOptions{LibPath: f.rf.ortLib, Device: f.rf.device, Threads: f.rf.threads,
+		Deterministic: f.rf.deterministic, Warn: env.stderr})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	dir, err := cachedArtifactsDir(r.onnx)
+	if err != nil {
+		return err
+	}
+	pol, err := model.OpenPolicy(rt, r.onnx, dir, model.PolicyOptions{})
+	if err != nil {
+		return err
+	}
+	defer pol.Close()
+	vocab := pol.LM.Signature().Vocab
+	cfg := rollout.DefaultSamplerConfig()
+	cfg.MaxNewTokens, cfg.BatchSize, cfg.Refill = f.newTok, f.rows, false
+	s, err := rollout.NewSampler(pol.LM, cfg)
+	if err != nil {
+		return err
+	}
+	weights := int64(4 * (pol.Weights.NumParams() + pol.Frozen.NumParams()))
+	enc := json.NewEncoder(env.stdout)
+	line := benchGenerateLine{Phase: "open", Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
+	line.RSSBytes, line.PeakRSSBytes = memoryUse()
+	if err := enc.Encode(line); err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(f.seed, 0x9e4))
+	reqs := make([]rollout.Request, f.rows)
+	for i := range reqs {
+		reqs[i].Seed = uint64(i)
+		for range f.prompt {
+			reqs[i].Prompt = append(reqs[i].Prompt, int32(rng.IntN(vocab)))
+		}
+	}
+	for step := 1; step <= f.steps; step++ {
+		_, st, err := s.Generate(ctx, reqs, nil)
+		if err != nil {
+			return err
+		}
+		decode := (st.Elapsed - st.Prefill).Seconds()
+		line := benchGenerateLine{Phase: "generate", Step: step, Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok,
+			Seconds: st.Elapsed.Seconds(), PrefillSeconds: st.Prefill.Seconds(), KVCacheBytes: s.CacheBytes(), WeightsBytes: weights,
+			TokensPerSecond: float64(st.GeneratedTokens) / decode, PromptTokensPerSecond: float64(st.PromptTokens) / st.Prefill.Seconds()}
+		line.RSSBytes, line.PeakRSSBytes = memoryUse()
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -10,7 +10,9 @@ import (
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/memplan"
 	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/qwen3"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 )
@@ -98,7 +100,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	}
 	cfg := f.cfg
 	if cfg.MicroBatchTokens == 0 {
-		cfg.MicroBatchTokens = autoMicroBatchTokens(pol.LM.Signature().Vocab)
+		cfg.MicroBatchTokens = autoMicroBatchTokens(sess.onnx)
 	}
 	cfg.Pipeline.PromptLimit = promptLimit(samplerCfg)
 	problems, err := fitContext(sess, tmpl, ds.Problems, samplerCfg, env.stderr)
@@ -161,11 +163,16 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	})
 }
 
-// autoMicroBatchTokens sizes training calls by the vocabulary: the
-// training graph holds several [tokens, vocab] float32 buffers (logits,
-// log-softmax, their gradients), so tokens x vocab is kept near 2^29
-// (2 GiB per buffer): 3,533 tokens for Qwen3's 151,936 logits, the
-// 16,384 cap for the embedded model.
-func autoMicroBatchTokens(vocab int) int {
-	return min(16384, max(512, (1<<29)/max(vocab, 1)))
+// autoMicroBatchTokens sizes training calls by what the executor keeps
+// per token (every layer's input and one layer's working set; the loss
+// runs in chunks whatever the micro-batch): 4 GiB of them, within
+// 512..16384, for a model whose config.json is beside it (Qwen3-0.6B:
+// 13,824 tokens, Qwen3-4B: 5,056); without one, 4,096. A row longer than
+// the bound is a micro-batch of its own.
+func autoMicroBatchTokens(modelPath string) int {
+	c, err := qwen3.LoadConfig(filepath.Join(filepath.Dir(modelPath), model.ConfigFile))
+	if err != nil {
+		return 4096
+	}
+	return memplan.MicroBatchTokens(memplan.FromQwen3(c), 4<<30)
 }

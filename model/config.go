@@ -23,6 +23,8 @@ type HFConfig struct {
 	TieWordEmbeddings *bool `json:"tie_word_embeddings"`
 	// VocabSize is the number of embedding rows.
 	VocabSize int `json:"vocab_size"`
+	// NumAttentionHeads is the number of query heads.
+	NumAttentionHeads int `json:"num_attention_heads"`
 }
 
 // ReadHFConfig reads config.json from the directory of the model file at
@@ -40,8 +42,8 @@ func ReadHFConfig(modelPath string) (cfg HFConfig, found bool, err error) {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		return HFConfig{}, false, fmt.Errorf("model: %s: %w", path, err)
 	}
-	if cfg.MaxPositionEmbeddings < 0 || cfg.VocabSize < 0 {
-		return HFConfig{}, false, fmt.Errorf("model: %s: negative max_position_embeddings or vocab_size", path)
+	if cfg.MaxPositionEmbeddings < 0 || cfg.VocabSize < 0 || cfg.NumAttentionHeads < 0 {
+		return HFConfig{}, false, fmt.Errorf("model: %s: negative max_position_embeddings, vocab_size or num_attention_heads", path)
 	}
 	return cfg, true, nil
 }

@@ -60,7 +60,11 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Poli
 			p.feed[t.Name] = Weight{Shape: t.Shape, Data: t.Data}
 		}
 	}
-	if p.LM, err = OpenLM(rt, art.SamplePath(), LMOptions{Weights: p.feed}); err != nil {
+	hf, _, err := ReadHFConfig(src)
+	if err != nil {
+		return nil, err
+	}
+	if p.LM, err = OpenLM(rt, art.SamplePath(), LMOptions{Weights: p.feed, Heads: hf.NumAttentionHeads}); err != nil {
 		return nil, err
 	}
 	if opt.Train {

@@ -16,13 +16,15 @@ const (
 )
 
 // tableHead computes the loss of the usual LM head (blocks.Head.Table)
-// on the loss positions pos of the head's input z ([B*T, hidden]): their
-// log-probabilities and entropies into res, the gradient of their hidden
-// states into gz and that of the table into the gradient store. Two
-// passes: Stats over chunks of positions (the log-sum-exp and target
-// logit each position needs), then the per-position loss derivative,
-// then Grad over tiles of positions x vocabulary, each adding its share
-// of both gradients.
+// the way Cut Cross-Entropy does (Wijmans et al. 2024, arXiv:2411.09009:
+// never all the [positions x vocabulary] logits at once, recomputed per
+// tile in the backward) on the loss positions pos of the head's input z
+// ([B*T, hidden]): their log-probabilities and entropies into res, the
+// gradient of their hidden states into gz and that of the table into the
+// gradient store. Two passes: Stats over chunks of positions (the
+// log-sum-exp and target logit each position needs), then the
+// per-position loss derivative, then Grad over tiles of positions x
+// vocabulary, each adding its share of both gradients.
 func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidden int, pos []int, count float64, gz []float32) error {
 	h := &e.prog.Head
 	b := st.b

@@ -151,7 +151,8 @@ func (r SpiralResult) Informative() bool {
 }
 
 // SpiralAdvantages computes SPIRAL's advantages for one problem x
-// (ARCHITECTURE.md, "The algorithm"): the set term credits each search
+// ("Learning to Search and Aggregate", arXiv:2606.23595; ARCHITECTURE.md,
+// "The algorithm"): the set term credits each search
 // trace with the mean advantage of the subsets it sits in, and the
 // standard term gives each aggregation trace its reward minus its subset's
 // mean reward (a per-set baseline):

@@ -120,8 +120,11 @@ type Stats struct {
 	PromptTokens, GeneratedTokens int
 	// ForwardCalls counts model calls (prefills and decode steps).
 	ForwardCalls int
-	// PeakCacheLen is the longest the batch's KV cache grew (positions).
+	// PeakCacheLen is the longest a row of the KV cache grew (positions).
 	PeakCacheLen int
+	// Prefill is the wall time of the prefill calls (the rest of Elapsed
+	// is decoding and sampling).
+	Prefill time.Duration
 	// Elapsed is the wall time of the call.
 	Elapsed time.Duration
 }
@@ -164,6 +167,15 @@ func (s *Sampler) Release() {
 	}
 	s.cache, s.logits = nil, nil
 	debug.FreeOSMemory() // hand the buffers back now, not at some later collection
+}
+
+// CacheBytes returns the size of the KV cache the sampler holds (0 when
+// none).
+func (s *Sampler) CacheBytes() int64 {
+	if s.cache == nil {
+		return 0
+	}
+	return s.cache.Bytes()
 }
 
 // prefillChunk is how many prompt positions one prefill call feeds.
@@ -237,7 +249,9 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 					ctx: append([]int32(nil), reqs[ri].Prompt...), out: &outs[ri], limit: s.rowLimit(len(reqs[ri].Prompt))}
 			}
 			queue = queue[n:]
+			t0 := time.Now()
 			last, calls, err := s.prefill(ctx, fresh, len(active))
+			st.Prefill += time.Since(t0)
 			if err != nil {
 				return nil, st, err
 			}

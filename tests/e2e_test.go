@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -206,4 +207,70 @@ func TestArtifactsCommand(t *testing.T) {
 	require.Contains(t, r.stdout, "frozen:  1 tensors")
 	require.Contains(t, r.stdout, "model.embed_tokens.weight")
 	require.Contains(t, r.stdout, "matched by --freeze")
+}
+
+// TestBenchAndPlan runs spiral bench train and generate on a tiny model
+// (one JSON line after opening and one per step, with the fields the
+// README's tables read) and spiral plan on it and on a named config.
+func TestBenchAndPlan(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m")
+	r := spiral(t, nil, "init-model", "--out", m)
+	require.Equal(t, 0, r.code, r.stderr)
+	env := []string{"SPIRAL_CACHE_DIR=" + t.TempDir()}
+
+	lines := func(out string) []map[string]any {
+		var ls []map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			var v map[string]any
+			require.NoError(t, json.Unmarshal([]byte(l), &v), l)
+			ls = append(ls, v)
+		}
+		return ls
+	}
+	r = spiral(t, env, "bench", "train", "--model", m, "--rows", "2", "--tokens", "32", "--steps", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	ls := lines(r.stdout)
+	require.Len(t, ls, 3)
+	require.Equal(t, "open", ls[0]["phase"])
+	for _, l := range ls[1:] {
+		require.Equal(t, "step", l["phase"])
+		for _, k := range []string{"seconds", "tokens_per_second", "forward_seconds", "backward_seconds", "optimizer_seconds", "peak_rss_bytes"} {
+			require.Greater(t, l[k], 0.0, k)
+		}
+	}
+
+	r = spiral(t, env, "bench", "generate", "--model", m, "--rows", "3", "--prompt-tokens", "8", "--new-tokens", "4", "--steps", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	ls = lines(r.stdout)
+	require.Len(t, ls, 2)
+	require.Equal(t, "generate", ls[1]["phase"])
+	// 2 layers x (k, v) x 2 KV heads x 32 wide x 4 bytes x 3 rows x 12 positions.
+	require.Equal(t, float64(2*2*2*32*4*3*12), ls[1]["kv_cache_bytes"])
+
+	r = spiral(t, nil, "plan", "--model", m, "--rows", "1", "--tokens", "64", "--device-memory", "1GiB", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var plan struct {
+		Params     int64       `json:"params"`
+		TrainTotal int64       `json:"train_total_bytes"`
+		MaxTokens  map[int]int `json:"max_tokens"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &plan))
+	require.Equal(t, int64(101760), plan.Params, "the tiny model's parameters")
+	require.Positive(t, plan.TrainTotal)
+	require.Positive(t, plan.MaxTokens[1])
+
+	r = spiral(t, nil, "plan", "--model", "qwen3-4b", "--lora-rank", "32", "--device-memory", "80GB")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "4.02B parameters")
+	require.Contains(t, r.stdout, "LoRA rank 32")
+	require.Contains(t, r.stdout, "AdamW moments")
+
+	r = spiral(t, nil, "plan", "--model", "qwen3-4b", "--device-memory", "80XB")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, `--device-memory: "80XB"`)
+	r = spiral(t, nil, "plan", "--model", filepath.Join(dir, "nowhere"))
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "nowhere")
 }

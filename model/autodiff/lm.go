@@ -291,9 +291,11 @@ func tokenLogProbs(b *builder, lp, tgt string, idType int32) (tok, ent string) {
 	return tok, ent
 }
 
-// clippedObjective returns PPO's per-token objective min(ratio A,
+// clippedObjective returns PPO's (Schulman et al. 2017, arXiv:1707.06347)
+// per-token objective min(ratio A,
 // clip(ratio, 1-lo, 1+hi) A), ratio = exp(logp - old), written with Where
-// so that its gradient is the subgradient PPO uses (see LossGraph).
+// so that its gradient is the subgradient PPO uses (see LossGraph); the
+// asymmetric range is DAPO's clip-higher (arXiv:2503.14476).
 func clippedObjective(b *builder, dt int32, logp, old, adv, lo, hi string) string {
 	one := b.scalar(dt, 1)
 	ratio := b.op("Exp", []string{b.op("Sub", []string{logp, old})})

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/memplan"
+	"github.com/spiral-rl/spiral/model/qwen3"
+)
+
+// planFlags are spiral plan's flags.
+type planFlags struct {
+	model        string
+	rows, tokens int
+	loraRank     int
+	genRows      int
+	genCapacity  int
+	device       string
+	json         bool
+	exec         executorFlags
+}
+
+func (f *planFlags) register(fs *pflag.FlagSet) {
+	f.exec.register(fs)
+	fs.StringVar(&f.model, "model", "", "a model file or directory with config.json beside it, or a name: "+strings.Join(memplan.Names(), ", "))
+	fs.IntVar(&f.rows, "rows", 1, "training: rows per micro-batch")
+	fs.IntVar(&f.tokens, "tokens", 9216, "training: tokens per row (the paper's aggregation prompt with n = 4 candidates is about 9k)")
+	fs.IntVar(&f.loraRank, "lora-rank", 0, "training: LoRA rank on every projection (0: full fine-tune)")
+	fs.IntVar(&f.genRows, "gen-rows", 64, "generation: rows decoded together (--gen-batch)")
+	fs.IntVar(&f.genCapacity, "gen-capacity", 5120, "generation: positions per row, prompt plus new tokens (the paper: 1,024 + 4,096)")
+	fs.StringVar(&f.device, "device-memory", "", "memory to fit, e.g. 80GB (10^9 bytes) or 24GiB (2^30); default: this machine's")
+	fs.BoolVar(&f.json, "json", false, "print the prediction as JSON")
+}
+
+func setupPlan(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	var f planFlags
+	f.register(fs)
+	return func(_ context.Context, env *cliEnv, args []string) error {
+		if len(args) != 0 {
+			return usageError{fmt.Errorf("plan takes no arguments, got %q", args)}
+		}
+		budget, err := f.validate()
+		if err != nil {
+			return usageError{err}
+		}
+		arch, err := planArch(f.model)
+		if err != nil {
+			return err
+		}
+		return runPlan(env, arch, &f, budget)
+	}
+}
+
+// validate checks the flags and returns the memory budget in bytes.
+func (f *planFlags) validate() (int64, error) {
+	errs := []error{f.exec.validate(), positive("--rows", f.rows), positive("--tokens", f.tokens),
+		positive("--gen-rows", f.genRows), positive("--gen-capacity", f.genCapacity)}
+	if f.model == "" {
+		errs = append(errs, errors.New("--model: want a model file, a directory or one of "+strings.Join(memplan.Names(), ", ")))
+	}
+	if f.loraRank < 0 {
+		errs = append(errs, fmt.Errorf("--lora-rank %d: want >= 0", f.loraRank))
+	}
+	var budget int64
+	if f.device != "" {
+		b, err := parseByteSize(f.device)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--device-memory: %w", err))
+		}
+		budget = b
+	} else {
+		b, err := machineMemory()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--device-memory not given and %w", err))
+		}
+		budget = b
+	}
+	return budget, errors.Join(errs...)
+}
+
+// planArch reads the model's shape: a name memplan knows, or the
+// config.json beside a model file (or inside a directory).
+func planArch(m string) (memplan.Arch, error) {
+	if a, ok := memplan.Named(m); ok {
+		return a, nil
+	}
+	path := m
+	if st, err := os.Stat(m); err == nil && st.IsDir() {
+		path = filepath.Join(m, model.ConfigFile)
+	} else if err == nil {
+		path = filepath.Join(filepath.Dir(m), model.ConfigFile)
+	} else {
+		return memplan.Arch{}, fmt.Errorf("plan: --model %q: neither a file nor one of %s", m, strings.Join(memplan.Names(), ", "))
+	}
+	c, err := qwen3.LoadConfig(path)
+	if err != nil {
+		return memplan.Arch{}, fmt.Errorf("plan: --model %q needs the Hugging Face config.json beside it: %w", m, err)
+	}
+	return memplan.FromQwen3(c), nil
+}
+
+// planReport is spiral plan's output.
+type planReport struct {
+	Arch          memplan.Arch   `json:"arch"`
+	Params        int64          `json:"params"`
+	DeviceMemory  int64          `json:"device_memory_bytes"`
+	Train         []memplan.Item `json:"train"`
+	TrainTotal    int64          `json:"train_total_bytes"`
+	Generate      []memplan.Item `json:"generate"`
+	GenerateTotal int64          `json:"generate_total_bytes"`
+	// MaxTokens maps rows per micro-batch to the longest rows that fit.
+	MaxTokens map[int]int `json:"max_tokens"`
+	// MaxGenRows is the most rows of --gen-capacity positions generation
+	// fits.
+	MaxGenRows int `json:"max_gen_rows"`
+}
+
+func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
+	opts := f.exec.options()
+	tr := memplan.Train{Rows: f.rows, Tokens: f.tokens, LoRARank: f.loraRank, AttentionBytes: opts.AttentionBytes, LossChunkBytes: opts.LossChunkBytes}
+	train, err := memplan.TrainPeak(arch, tr)
+	if err != nil {
+		return err
+	}
+	gen := memplan.Generate{Rows: f.genRows, Capacity: f.genCapacity, CallBytes: model.DefaultCallBytes}
+	generate, err := memplan.GeneratePeak(arch, gen)
+	if err != nil {
+		return err
+	}
+	rep := planReport{Arch: arch, Params: arch.Params(), DeviceMemory: budget, Train: train, TrainTotal: memplan.Total(train),
+		Generate: generate, GenerateTotal: memplan.Total(generate), MaxTokens: map[int]int{}, MaxGenRows: memplan.MaxRows(arch, gen, budget)}
+	for _, rows := range []int{1, 2, 4, 8, 16} {
+		tr.Rows = rows
+		rep.MaxTokens[rows] = memplan.MaxTokens(arch, tr, budget)
+	}
+	if f.json {
+		return json.NewEncoder(env.stdout).Encode(rep)
+	}
+	what := "full fine-tune, AdamW"
+	if f.loraRank > 0 {
+		what = fmt.Sprintf("LoRA rank %d, AdamW", f.loraRank)
+	}
+	fmt.Fprintf(env.stdout, "model: %d layers, hidden %d, %.2fB parameters; memory to fit: %s\n", arch.Layers, arch.Hidden, float64(rep.Params)/1e9, gib(budget))
+	w := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "\t\ntraining step: %d x %d tokens (%s)\t\n", f.rows, f.tokens, what)
+	for _, it := range train {
+		fmt.Fprintf(w, "  %s\t%10s\n", it.Name, gib(it.Bytes))
+	}
+	fmt.Fprintf(w, "  peak\t%10s\n", gib(rep.TrainTotal))
+	fmt.Fprintf(w, "\t\ngeneration: %d rows x %d positions\t\n", f.genRows, f.genCapacity)
+	for _, it := range generate {
+		fmt.Fprintf(w, "  %s\t%10s\n", it.Name, gib(it.Bytes))
+	}
+	fmt.Fprintf(w, "  peak\t%10s\n", gib(rep.GenerateTotal))
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "\nfits in %s:\n", gib(budget))
+	for _, rows := range []int{1, 2, 4, 8, 16} {
+		if n := rep.MaxTokens[rows]; n > 0 {
+			fmt.Fprintf(env.stdout, "  training, %2d rows: up to %d tokens per row\n", rows, n)
+		} else {
+			fmt.Fprintf(env.stdout, "  training, %2d rows: does not fit\n", rows)
+		}
+	}
+	if rep.MaxGenRows > 0 {
+		fmt.Fprintf(env.stdout, "  generation, %d positions per row: up to %d rows\n", f.genCapacity, rep.MaxGenRows)
+	} else {
+		fmt.Fprintf(env.stdout, "  generation, %d positions per row: does not fit\n", f.genCapacity)
+	}
+	return nil
+}
+
+func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
+
+// parseByteSize reads 80GB (10^9 bytes each), 24GiB (2^30), 512MiB, 512MB
+// or a plain number of bytes.
+func parseByteSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"GIB", 1 << 30}, {"MIB", 1 << 20}, {"TIB", 1 << 40}, {"GB", 1e9}, {"MB", 1e6}, {"TB", 1e12}, {"G", 1e9}, {"M", 1e6}, {"B", 1}}
+	t := strings.ToUpper(strings.TrimSpace(s))
+	mult := 1.0
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || !(v > 0) || v*mult > 1<<62 {
+		return 0, fmt.Errorf("%q: want a positive size such as 80GB, 24GiB or 512MiB", s)
+	}
+	return int64(v * mult), nil
+}
+
+// machineMemory returns MemTotal of /proc/meminfo.
+func machineMemory() (int64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, fmt.Errorf("this machine's memory is unknown: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10, nil
+			}
+		}
+	}
+	return 0, errors.New("this machine's memory is unknown: no MemTotal in /proc/meminfo")
+}

@@ -1,0 +1,280 @@
+// Package memplan predicts the peak memory of spiral's training step and
+// of generation from a model's architecture and the shapes, itemised the
+// way the executor (model.Executor) and the sampler (model.RowCache)
+// spend it, and finds the largest shapes that fit a memory budget.
+//
+// The items follow the executor's design: the parameters, their
+// gradients and AdamW's moments; every layer's input, kept through the
+// step; the attention mask tables; one layer's working set while it is
+// recomputed and differentiated; one attention-core call; one loss tile;
+// a fixed runtime baseline. The per-layer working set is written in
+// tensors of the layer's widths (hidden, MLP, heads x head_dim) with
+// counts measured on Qwen3 exports (see the README's table and
+// `make bench-scale`, which prints prediction and measurement side by
+// side).
+package memplan
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spiral-rl/spiral/model/qwen3"
+)
+
+// Arch is a decoder-only transformer's shape, in config.json's names.
+type Arch struct {
+	Layers       int  `json:"num_hidden_layers"`
+	Hidden       int  `json:"hidden_size"`
+	Intermediate int  `json:"intermediate_size"`
+	Heads        int  `json:"num_attention_heads"`
+	KVHeads      int  `json:"num_key_value_heads"`
+	HeadDim      int  `json:"head_dim"`
+	Vocab        int  `json:"vocab_size"`
+	Tied         bool `json:"tie_word_embeddings"`
+}
+
+// FromQwen3 returns a Qwen3 config's shape.
+func FromQwen3(c qwen3.Config) Arch {
+	return Arch{Layers: c.Layers, Hidden: c.Hidden, Intermediate: c.Intermediate, Heads: c.Heads,
+		KVHeads: c.KVHeads, HeadDim: c.HeadDim, Vocab: c.Vocab, Tied: c.TiedEmbeddings}
+}
+
+// named are the real configs scripts/bench/make_model.py also knows
+// (Hugging Face's Qwen/Qwen3-*: config.json of each).
+var named = map[string]Arch{
+	"qwen3-0.6b": {Layers: 28, Hidden: 1024, Intermediate: 3072, Heads: 16, KVHeads: 8, HeadDim: 128, Vocab: 151936, Tied: true},
+	"qwen3-1.7b": {Layers: 28, Hidden: 2048, Intermediate: 6144, Heads: 16, KVHeads: 8, HeadDim: 128, Vocab: 151936, Tied: true},
+	"qwen3-4b":   {Layers: 36, Hidden: 2560, Intermediate: 9728, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 151936, Tied: true},
+	"qwen3-8b":   {Layers: 36, Hidden: 4096, Intermediate: 12288, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 151936},
+}
+
+// Named returns a real config by name (qwen3-0.6b, qwen3-1.7b, qwen3-4b,
+// qwen3-8b).
+func Named(name string) (Arch, bool) {
+	a, ok := named[strings.ToLower(name)]
+	return a, ok
+}
+
+// Names lists the names Named knows, sorted.
+func Names() []string {
+	var out []string
+	for n := range named {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Validate reports a field that cannot describe a model.
+func (a Arch) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"layers", a.Layers}, {"hidden", a.Hidden}, {"intermediate", a.Intermediate}, {"heads", a.Heads},
+		{"kv heads", a.KVHeads}, {"head dim", a.HeadDim}, {"vocab", a.Vocab}} {
+		if f.v <= 0 {
+			return fmt.Errorf("memplan: %s %d: want > 0", f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// layerMatrices are the [in, out] shapes of one layer's projections.
+func (a Arch) layerMatrices() [][2]int64 {
+	h, i, q, kv := int64(a.Hidden), int64(a.Intermediate), int64(a.Heads*a.HeadDim), int64(a.KVHeads*a.HeadDim)
+	return [][2]int64{{h, q}, {h, kv}, {h, kv}, {q, h}, {h, i}, {h, i}, {i, h}}
+}
+
+// LayerParams returns one layer's parameters: the projections, two norms
+// of the hidden width and the q/k norms of the head width.
+func (a Arch) LayerParams() int64 {
+	n := int64(2*a.Hidden + 2*a.HeadDim)
+	for _, m := range a.layerMatrices() {
+		n += m[0] * m[1]
+	}
+	return n
+}
+
+// Params returns the model's parameters (a tied head counted once).
+func (a Arch) Params() int64 {
+	emb := int64(a.Vocab) * int64(a.Hidden)
+	n := emb + int64(a.Layers)*a.LayerParams() + int64(a.Hidden)
+	if !a.Tied {
+		n += emb
+	}
+	return n
+}
+
+// LoRAParams returns the adapter parameters of rank r on every projection.
+func (a Arch) LoRAParams(r int) int64 {
+	var n int64
+	for _, m := range a.layerMatrices() {
+		n += int64(r) * (m[0] + m[1])
+	}
+	return n * int64(a.Layers)
+}
+
+// Item is one line of a prediction.
+type Item struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Total sums the items.
+func Total(items []Item) int64 {
+	var n int64
+	for _, it := range items {
+		n += it.Bytes
+	}
+	return n
+}
+
+// Train is a training step's shape and the executor's bounds.
+type Train struct {
+	Rows, Tokens int
+	// LossTokens is how many positions the loss covers (0: half of
+	// Rows x Tokens, the benchmark's rows).
+	LossTokens int
+	// LoRARank > 0 trains rank-r adapters on every projection instead of
+	// every parameter.
+	LoRARank int
+	// AttentionBytes and LossChunkBytes are model.ExecutorOptions'.
+	AttentionBytes, LossChunkBytes int64
+}
+
+// Baseline is the process's memory besides what the items count: the
+// ONNX Runtime library and its sessions, the Go runtime, the graphs.
+const Baseline = 400 << 20
+
+// Measured counts of live tensors in one layer's recompute and backward,
+// per row x position, in units of each width (see the package doc).
+const (
+	layerHidden       = 10 // hidden-wide: inputs, norms, residuals and their gradients
+	layerIntermediate = 6  // MLP-wide: gate, up, activation, product, two gradients
+	layerHeads        = 8  // heads x head_dim: queries, repeated keys and values, attention output, gradients
+	maskBytes         = 9  // the [rows, 1, T, T] mask tables: a boolean and a float bias
+)
+
+// ActivationBytesPerToken is what a training step holds for each token of
+// a micro-batch besides the attention masks: every layer's input, kept
+// through the step, and one layer's working set while it is recomputed
+// and differentiated.
+func (a Arch) ActivationBytesPerToken() int64 {
+	h, i, qd := int64(a.Hidden), int64(a.Intermediate), int64(a.Heads*a.HeadDim)
+	return int64(a.Layers+1)*h*4 + 4*(layerHidden*h+layerIntermediate*i+layerHeads*qd)
+}
+
+// MicroBatchTokens returns how many tokens a micro-batch may hold for its
+// activations to stay within budget bytes, within 512..16384.
+func MicroBatchTokens(a Arch, budget int64) int {
+	return int(min(16384, max(512, budget/max(a.ActivationBytesPerToken(), 1))))
+}
+
+// TrainPeak itemises a training step's peak.
+func TrainPeak(a Arch, t Train) ([]Item, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	if t.Rows <= 0 || t.Tokens <= 0 {
+		return nil, errors.New("memplan: want rows and tokens > 0")
+	}
+	rt := int64(t.Rows) * int64(t.Tokens)
+	loss := int64(t.LossTokens)
+	if loss <= 0 {
+		loss = rt / 2
+	}
+	params := a.Params()
+	trained := params
+	weights := 4 * params
+	if t.LoRARank > 0 {
+		trained = a.LoRAParams(t.LoRARank)
+		weights += 4 * trained
+	}
+	h, i, qd := int64(a.Hidden), int64(a.Intermediate), int64(a.Heads*a.HeadDim)
+	layerGrads := 4 * a.LayerParams()
+	if t.LoRARank > 0 {
+		layerGrads = 4 * a.LoRAParams(t.LoRARank) / int64(a.Layers)
+	}
+	attn := t.AttentionBytes
+	// A core call holds at least one query row against the keys.
+	attn = max(attn, int64(t.Tokens)*4*6)
+	chunk := t.LossChunkBytes
+	chunk = max(chunk, int64(a.Vocab)*4*6)
+	items := []Item{
+		{"weights", weights},
+		{"gradients", 4 * trained},
+		{"AdamW moments", 8 * trained},
+		{"layer inputs (kept through the step)", int64(a.Layers+1) * rt * h * 4},
+		{"attention mask tables", int64(t.Rows) * int64(t.Tokens) * int64(t.Tokens) * maskBytes},
+		{"one layer's recompute and backward", rt*4*(layerHidden*h+layerIntermediate*i+layerHeads*qd) + layerGrads},
+		{"attention block (one head, a block of queries)", attn},
+		{"loss tile and its gradients", chunk + loss*h*4*2 + rt*h*4},
+		{"runtime (ONNX Runtime, sessions, Go)", Baseline},
+	}
+	return items, nil
+}
+
+// Generate is a generation's shape.
+type Generate struct {
+	// Rows decoded together and each row's capacity (prompt + new tokens).
+	Rows, Capacity int
+	// CallBytes is model.LMOptions.CallBytes.
+	CallBytes int64
+}
+
+// GeneratePeak itemises generation's peak: the weights, the KV cache,
+// one call's temporaries and the logits.
+func GeneratePeak(a Arch, g Generate) ([]Item, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	if g.Rows <= 0 || g.Capacity <= 0 {
+		return nil, errors.New("memplan: want rows and capacity > 0")
+	}
+	kv := int64(a.Layers) * 2 * int64(a.KVHeads) * int64(a.HeadDim) * 4 * int64(g.Rows) * int64(g.Capacity)
+	return []Item{
+		{"weights", 4 * a.Params()},
+		{"KV cache", kv},
+		{"one call's temporaries", g.CallBytes},
+		{"logits and sampling", int64(g.Rows) * int64(a.Vocab) * 4 * 3},
+		{"runtime (ONNX Runtime, sessions, Go)", Baseline},
+	}, nil
+}
+
+// MaxTokens returns the longest rows (a multiple of 64 tokens) that a
+// training step of t.Rows rows fits in budget bytes, or 0 when none does.
+func MaxTokens(a Arch, t Train, budget int64) int {
+	best := 0
+	lo, hi := 1, 1<<22/64
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		t.Tokens = mid * 64
+		items, err := TrainPeak(a, t)
+		if err == nil && Total(items) <= budget {
+			best, lo = t.Tokens, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best
+}
+
+// MaxRows returns the most rows of g.Capacity positions that generation
+// fits in budget bytes, or 0 when none does.
+func MaxRows(a Arch, g Generate, budget int64) int {
+	best := 0
+	lo, hi := 1, 1<<20
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		g.Rows = mid
+		items, err := GeneratePeak(a, g)
+		if err == nil && Total(items) <= budget {
+			best, lo = mid, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best
+}

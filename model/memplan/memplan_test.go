@@ -1,0 +1,117 @@
+package memplan_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model/memplan"
+	"github.com/spiral-rl/spiral/model/qwen3"
+)
+
+// TestParamsMatchGenerator counts the parameters of graphs the Qwen3
+// generator writes: every float initializer whose name ends in .weight.
+func TestParamsMatchGenerator(t *testing.T) {
+	tied := qwen3.Tiny()
+	untied := tied
+	untied.TiedEmbeddings = false
+	wide := qwen3.Config{Layers: 3, Hidden: 48, Heads: 6, KVHeads: 2, HeadDim: 16, Intermediate: 80, Vocab: 37,
+		RopeTheta: 10000, RMSEps: 1e-6}
+	for _, c := range []qwen3.Config{tied, untied, wide} {
+		m, err := qwen3.Build(c, 1)
+		require.NoError(t, err)
+		var n int64
+		for _, init := range m.Graph().GetInitializer() {
+			if !strings.HasSuffix(init.GetName(), ".weight") {
+				continue
+			}
+			size := int64(1)
+			for _, d := range init.GetDims() {
+				size *= d
+			}
+			n += size
+		}
+		require.Equal(t, n, memplan.FromQwen3(c).Params(), "config %+v", c)
+	}
+}
+
+func TestNamedQwen3_4B(t *testing.T) {
+	a, ok := memplan.Named("Qwen3-4B")
+	require.True(t, ok)
+	// Qwen3-4B's model card: 4.0B parameters, 3.6B without the embedding.
+	require.InDelta(t, 4.02e9, float64(a.Params()), 0.01e9)
+	require.InDelta(t, 3.63e9, float64(a.Params()-int64(a.Vocab*a.Hidden)), 0.01e9)
+	_, ok = memplan.Named("qwen3-5b")
+	require.False(t, ok)
+}
+
+// TestLoRAParams checks the adapter count by hand on a small shape: every
+// projection [in, out] gets r x (in + out).
+func TestLoRAParams(t *testing.T) {
+	a := memplan.Arch{Layers: 2, Hidden: 8, Intermediate: 16, Heads: 2, KVHeads: 1, HeadDim: 4, Vocab: 10}
+	// q 8x8, k 8x4, v 8x4, o 8x8, gate 8x16, up 8x16, down 16x8.
+	perRank := int64(16 + 12 + 12 + 16 + 24 + 24 + 24)
+	require.Equal(t, 2*3*perRank, a.LoRAParams(3))
+}
+
+func TestTrainPeakGrows(t *testing.T) {
+	a, _ := memplan.Named("qwen3-0.6b")
+	base := memplan.Train{Rows: 1, Tokens: 1024, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20}
+	total := func(tr memplan.Train) int64 {
+		items, err := memplan.TrainPeak(a, tr)
+		require.NoError(t, err)
+		return memplan.Total(items)
+	}
+	p := total(base)
+	more := base
+	more.Tokens *= 2
+	require.Greater(t, total(more), p)
+	more = base
+	more.Rows *= 2
+	require.Greater(t, total(more), p)
+	lora := base
+	lora.LoRARank = 16
+	require.Less(t, total(lora), p, "LoRA keeps no full-size gradients or moments")
+	// Static part: weights, gradients and moments are 16 bytes a parameter.
+	require.Greater(t, p, 16*a.Params())
+
+	_, err := memplan.TrainPeak(a, memplan.Train{Rows: 0, Tokens: 10})
+	require.Error(t, err)
+	_, err = memplan.TrainPeak(memplan.Arch{}, base)
+	require.ErrorContains(t, err, "layers 0")
+}
+
+func TestMaxTokensIsTheLargestThatFits(t *testing.T) {
+	a, _ := memplan.Named("qwen3-0.6b")
+	tr := memplan.Train{Rows: 2, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20}
+	for _, budget := range []int64{12 << 30, 24 << 30, 80 << 30} {
+		n := memplan.MaxTokens(a, tr, budget)
+		require.Positive(t, n)
+		fits := func(tokens int) bool {
+			tr.Tokens = tokens
+			items, err := memplan.TrainPeak(a, tr)
+			require.NoError(t, err)
+			return memplan.Total(items) <= budget
+		}
+		require.True(t, fits(n), "budget %d", budget)
+		require.False(t, fits(n+64), "budget %d", budget)
+	}
+	require.Zero(t, memplan.MaxTokens(a, tr, 1<<30), "the weights alone exceed 1 GiB")
+}
+
+func TestMaxRows(t *testing.T) {
+	a, _ := memplan.Named("qwen3-0.6b")
+	g := memplan.Generate{Capacity: 1024, CallBytes: 512 << 20}
+	n := memplan.MaxRows(a, g, 24<<30)
+	g.Rows = n
+	items, err := memplan.GeneratePeak(a, g)
+	require.NoError(t, err)
+	require.LessOrEqual(t, memplan.Total(items), int64(24<<30))
+	g.Rows = n + 1
+	items, err = memplan.GeneratePeak(a, g)
+	require.NoError(t, err)
+	require.Greater(t, memplan.Total(items), int64(24<<30))
+	// The KV cache: layers x 2 x kv heads x head dim x 4 bytes a position.
+	require.Equal(t, int64(28*2*8*128*4*1024*n), items[1].Bytes/int64(n+1)*int64(n))
+}
