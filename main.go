@@ -8,7 +8,7 @@
 //	spiral [command] [flags]
 //
 // Commands: train (the default, also when only flags are given), eval, sft,
-// generate, artifacts, export, init-model, bench, plan, plot, data, version. `spiral COMMAND
+// generate, artifacts, export, init-model, bench, plan, compare, plot, data, version. `spiral COMMAND
 // --help` lists a command's flags with their defaults.
 //
 // This file is wiring only: flags are bound here (one pflag.FlagSet per
@@ -65,6 +65,7 @@ func commands() []command {
 		{"export", "write a checkpoint's weights into the original ONNX graph", setupExport},
 		{"init-model", "write a randomly initialised tiny Qwen3-architecture model", setupInitModel},
 		{"bench", "measure a training step or generation on random tokens (spiral bench train|generate)", setupBench},
+		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens", setupCompare},
 		{"plan", "predict the memory of a training step and of generation, and the largest shapes that fit", setupPlan},
 		{"plot", "overlay eval reports of one mode in one PNG (e.g. base vs trained)", setupPlot},
 		{"data", "inspect a dataset file (spiral data inspect FILE)", setupData},

@@ -152,10 +152,10 @@ func (r SpiralResult) Informative() bool {
 
 // SpiralAdvantages computes SPIRAL's advantages for one problem x
 // ("Learning to Search and Aggregate", arXiv:2606.23595; ARCHITECTURE.md,
-// "The algorithm"): the set term credits each search
-// trace with the mean advantage of the subsets it sits in, and the
-// standard term gives each aggregation trace its reward minus its subset's
-// mean reward (a per-set baseline):
+// "The algorithm"): the set term (set RL, as in Poly-EPO,
+// arXiv:2604.17654) credits each search trace with the mean advantage of
+// the subsets it sits in, and the standard term gives each aggregation
+// trace its reward minus its subset's mean reward (a per-set baseline):
 //
 //	f(x,G)     = mean_j r[G][j]
 //	A#(x,G)    = f(x,G) - mean_{G'} f(x,G')

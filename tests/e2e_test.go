@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rollout"
+	"github.com/spiral-rl/spiral/rollout/report"
 )
 
 // binary is the spiral executable built by TestMain.
@@ -273,4 +277,46 @@ func TestBenchAndPlan(t *testing.T) {
 	r = spiral(t, nil, "plan", "--model", filepath.Join(dir, "nowhere"))
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "nowhere")
+}
+
+// TestCompare runs spiral compare on reports with known answers: the
+// other pass@k curve is the reference's shifted by 4x in k, RSA gains are
+// differences, and the overlay plots are written.
+func TestCompare(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, v any) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, report.WriteJSON(p, v))
+		return p
+	}
+	pass := func(label string, shift float64) report.PassAtK {
+		r := report.PassAtK{Meta: report.Meta{Mode: report.ModePassAtK, Label: label}}
+		for k := 1; k <= 256; k *= 2 {
+			r.Points = append(r.Points, rollout.KPoint{K: k, PassAtK: max(0, 0.1+0.1*math.Log2(float64(k)/shift))})
+		}
+		return r
+	}
+	rsa := func(label string, accs ...float64) report.RSA {
+		r := report.RSA{Meta: report.Meta{Mode: report.ModeRSA, Label: label}}
+		for i, a := range accs {
+			r.Steps = append(r.Steps, rollout.RSAStep{Step: i, Accuracy: a})
+		}
+		return r
+	}
+	out := filepath.Join(dir, "plots")
+	r := spiral(t, nil, "compare", "--out", out,
+		write("a.json", pass("spiral", 1)), write("b.json", pass("grpo", 4)),
+		write("ra.json", rsa("spiral", 0.5, 0.6)), write("rb.json", rsa("grpo", 0.5, 0.45)))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "scaling efficiency of spiral over grpo: up to 4.00x")
+	require.Contains(t, r.stdout, "spiral: 0: 0.500 (+0.000), 1: 0.600 (+0.100)")
+	require.Contains(t, r.stdout, "grpo: 0: 0.500 (+0.000; +0.000), 1: 0.450 (-0.050; -0.150)")
+	require.FileExists(t, filepath.Join(out, "passk.png"))
+	require.FileExists(t, filepath.Join(out, "rsa.png"))
+
+	r = spiral(t, nil, "compare", filepath.Join(dir, "a.json"))
+	require.Equal(t, 2, r.code)
+	r = spiral(t, nil, "compare", filepath.Join(dir, "a.json"), filepath.Join(dir, "missing.json"))
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "missing.json")
 }

@@ -1,0 +1,213 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/spiral-rl/spiral/rollout"
+)
+
+// Bound says whether an efficiency ratio is exact or a bound: the other
+// curve never reaches the target within its largest k (its ratio is at
+// least the one given) or is already above it at its smallest k (at most).
+type Bound string
+
+// The bounds of an EfficiencyPoint.
+const (
+	Exact   Bound = ""
+	AtLeast Bound = "at least"
+	AtMost  Bound = "at most"
+)
+
+// EfficiencyPoint is the sample efficiency of a reference pass@k curve
+// over another at one k.
+type EfficiencyPoint struct {
+	K int `json:"k"`
+	// Target is the reference's pass@k.
+	Target float64 `json:"target"`
+	// OtherK is how many samples the other curve needs to reach Target,
+	// interpolated linearly in log k between its measured points.
+	OtherK float64 `json:"other_k"`
+	// Ratio is OtherK / K: how many times more samples the other curve
+	// needs (the paper's scaling efficiency; below 1, the other is ahead).
+	Ratio float64 `json:"ratio"`
+	Bound Bound   `json:"bound,omitempty"`
+}
+
+// Efficiency is PassAtKEfficiency's result.
+type Efficiency struct {
+	Points []EfficiencyPoint `json:"points"`
+	// Max is the largest exact ratio and MaxK its k ("up to Max x"); 0
+	// when no point is exact.
+	Max  float64 `json:"max"`
+	MaxK int     `json:"max_k"`
+}
+
+// PassAtKEfficiency returns, at each k of ref, how many times more samples
+// other needs to reach ref's pass@k (as the SPIRAL paper reports pass@k
+// scaling efficiency: "up to 11x"). other's pass@k is taken as piecewise
+// linear in log k between its points and must not decrease with k (the
+// unbiased estimator's mean never does).
+func PassAtKEfficiency(ref, other PassAtK) (Efficiency, error) {
+	if len(ref.Points) == 0 || len(other.Points) == 0 {
+		return Efficiency{}, errors.New("report: efficiency: a report without pass@k points")
+	}
+	pts := toPass(other.Points)
+	sort.Slice(pts, func(i, j int) bool { return pts[i].k < pts[j].k })
+	for i := 1; i < len(pts); i++ {
+		if pts[i].k == pts[i-1].k {
+			return Efficiency{}, fmt.Errorf("report: efficiency: %s: k = %d twice", other.Meta.label(), pts[i].k)
+		}
+		if pts[i].p < pts[i-1].p-1e-12 {
+			return Efficiency{}, fmt.Errorf("report: efficiency: %s: pass@%d = %g below pass@%d = %g", other.Meta.label(), pts[i].k, pts[i].p, pts[i-1].k, pts[i-1].p)
+		}
+	}
+	var eff Efficiency
+	for _, rp := range ref.Points {
+		if rp.K < 1 {
+			return Efficiency{}, fmt.Errorf("report: efficiency: %s: k = %d", ref.Meta.label(), rp.K)
+		}
+		ok, bound := samplesToReach(pts, rp.PassAtK)
+		e := EfficiencyPoint{K: rp.K, Target: rp.PassAtK, OtherK: ok, Ratio: ok / float64(rp.K), Bound: bound}
+		if bound == Exact && e.Ratio > eff.Max {
+			eff.Max, eff.MaxK = e.Ratio, rp.K
+		}
+		eff.Points = append(eff.Points, e)
+	}
+	return eff, nil
+}
+
+type passPoint struct {
+	k int
+	p float64
+}
+
+func toPass(ps []rollout.KPoint) []passPoint {
+	out := make([]passPoint, len(ps))
+	for i, p := range ps {
+		out[i] = passPoint{p.K, p.PassAtK}
+	}
+	return out
+}
+
+// samplesToReach returns the smallest k at which the curve reaches target,
+// interpolating in log k; beyond the curve's ends, its largest k (AtLeast)
+// or its smallest (AtMost).
+func samplesToReach(pts []passPoint, target float64) (float64, Bound) {
+	first, last := pts[0], pts[len(pts)-1]
+	if target <= first.p {
+		if target == first.p || first.k == 1 {
+			return float64(first.k), Exact // no curve goes below one sample
+		}
+		return float64(first.k), AtMost
+	}
+	if target > last.p {
+		return float64(last.k), AtLeast
+	}
+	for i := 1; i < len(pts); i++ {
+		a, b := pts[i-1], pts[i]
+		if target > b.p {
+			continue
+		}
+		la, lb := math.Log(float64(a.k)), math.Log(float64(b.k))
+		return math.Exp(la + (target-a.p)/(b.p-a.p)*(lb-la)), Exact
+	}
+	return float64(last.k), Exact // unreachable: target <= last.p
+}
+
+// StepGain is one RSA step of a comparison.
+type StepGain struct {
+	Step     int     `json:"step"`
+	Accuracy float64 `json:"accuracy"`
+	// OverStep0 is Accuracy minus the report's own step 0.
+	OverStep0 float64 `json:"over_step0"`
+	// OverRef is Accuracy minus the reference's at the same step (0 for
+	// the reference itself; NaN where the reference has no such step).
+	OverRef float64 `json:"over_ref"`
+}
+
+// RSAGains returns each step's accuracy of r, its gain over r's step 0 and
+// over ref's same step.
+func RSAGains(ref, r RSA) ([]StepGain, error) {
+	if len(r.Steps) == 0 || len(ref.Steps) == 0 {
+		return nil, errors.New("report: rsa gains: a report without steps")
+	}
+	refAt := map[int]float64{}
+	for _, s := range ref.Steps {
+		refAt[s.Step] = s.Accuracy
+	}
+	base := r.Steps[0].Accuracy
+	out := make([]StepGain, len(r.Steps))
+	for i, s := range r.Steps {
+		g := StepGain{Step: s.Step, Accuracy: s.Accuracy, OverStep0: s.Accuracy - base, OverRef: math.NaN()}
+		if a, ok := refAt[s.Step]; ok {
+			g.OverRef = s.Accuracy - a
+		}
+		out[i] = g
+	}
+	return out, nil
+}
+
+// TokenGain is the gain of a reference over another budget curve at one
+// token count.
+type TokenGain struct {
+	// Tokens is the reference's mean tokens per trace at this budget.
+	Tokens   float64 `json:"tokens"`
+	Accuracy float64 `json:"accuracy"`
+	// Other is the other curve's accuracy at Tokens, interpolated in log
+	// tokens; NaN outside its range.
+	Other float64 `json:"other"`
+	// Gain is Accuracy - Other.
+	Gain float64 `json:"gain"`
+}
+
+// BudgetGains compares two sequential-budget curves at equal tokens: at
+// each point of ref, ref's accuracy minus other's at the same mean tokens
+// per trace.
+func BudgetGains(ref, other Budget) ([]TokenGain, error) {
+	if len(ref.Points) == 0 || len(other.Points) == 0 {
+		return nil, errors.New("report: budget gains: a report without points")
+	}
+	pts := make([]rollout.BudgetPoint, 0, len(other.Points))
+	for _, p := range other.Points {
+		if p.MeanTokens > 0 {
+			pts = append(pts, p)
+		}
+	}
+	if len(pts) == 0 {
+		return nil, fmt.Errorf("report: budget gains: %s: no point with tokens > 0", other.Meta.label())
+	}
+	sort.Slice(pts, func(a, b int) bool { return pts[a].MeanTokens < pts[b].MeanTokens })
+	xs, ys := make([]float64, len(pts)), make([]float64, len(pts))
+	for i, p := range pts {
+		xs[i], ys[i] = p.MeanTokens, p.Accuracy
+	}
+	out := make([]TokenGain, len(ref.Points))
+	for i, p := range ref.Points {
+		o := interpLog(xs, ys, p.MeanTokens)
+		out[i] = TokenGain{Tokens: p.MeanTokens, Accuracy: p.Accuracy, Other: o, Gain: p.Accuracy - o}
+	}
+	return out, nil
+}
+
+// interpLog interpolates y(x) linearly in log x over sorted xs; NaN
+// outside [xs[0], xs[n-1]] or where x <= 0.
+func interpLog(xs, ys []float64, x float64) float64 {
+	n := len(xs)
+	if x <= 0 || x < xs[0] || x > xs[n-1] {
+		return math.NaN()
+	}
+	for i := 1; i < n; i++ {
+		if x > xs[i] {
+			continue
+		}
+		if xs[i] == xs[i-1] {
+			return ys[i]
+		}
+		la, lb := math.Log(xs[i-1]), math.Log(xs[i])
+		return ys[i-1] + (math.Log(x)-la)/(lb-la)*(ys[i]-ys[i-1])
+	}
+	return ys[n-1]
+}

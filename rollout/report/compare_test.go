@@ -1,0 +1,101 @@
+package report_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rollout"
+	"github.com/spiral-rl/spiral/rollout/report"
+)
+
+// curve is pass@k = f(k) at k = 1, 2, 4, ..., kmax.
+func curve(label string, kmax int, f func(k float64) float64) report.PassAtK {
+	r := report.PassAtK{Meta: report.Meta{Label: label}}
+	for k := 1; k <= kmax; k *= 2 {
+		r.Points = append(r.Points, rollout.KPoint{K: k, PassAtK: f(float64(k))})
+	}
+	return r
+}
+
+// TestPassAtKEfficiencyKnownRatio: the other curve is the reference's
+// shifted by a factor c in k (other(k) = ref(k / c), both linear in log
+// k), so it needs exactly c times the samples everywhere it is measured.
+func TestPassAtKEfficiencyKnownRatio(t *testing.T) {
+	ref := func(k float64) float64 { return 0.1 + 0.1*math.Log2(k) }
+	for _, c := range []float64{1, 2, 4, 3} {
+		a := curve("a", 64, ref)
+		b := curve("b", 1024, func(k float64) float64 { return max(0, ref(k/c)) })
+		eff, err := report.PassAtKEfficiency(a, b)
+		require.NoError(t, err)
+		require.Len(t, eff.Points, 7)
+		for _, p := range eff.Points {
+			require.Equal(t, report.Exact, p.Bound, "k %d", p.K)
+			require.InDelta(t, c, p.Ratio, 1e-9, "c %g k %d", c, p.K)
+		}
+		require.InDelta(t, c, eff.Max, 1e-9)
+	}
+}
+
+func TestPassAtKEfficiencyBoundsAndMax(t *testing.T) {
+	a := report.PassAtK{Points: []rollout.KPoint{{K: 1, PassAtK: 0.2}, {K: 4, PassAtK: 0.5}, {K: 16, PassAtK: 0.9}}}
+	b := report.PassAtK{Points: []rollout.KPoint{{K: 2, PassAtK: 0.3}, {K: 8, PassAtK: 0.5}, {K: 32, PassAtK: 0.6}}}
+	eff, err := report.PassAtKEfficiency(a, b)
+	require.NoError(t, err)
+	// 0.2 is below b's first point (k = 2): b needs at most 2 samples.
+	require.Equal(t, report.AtMost, eff.Points[0].Bound)
+	require.Equal(t, 2.0, eff.Points[0].OtherK)
+	// 0.5 is b's pass@8 exactly: 8 / 4 = 2.
+	require.Equal(t, report.Exact, eff.Points[1].Bound)
+	require.InDelta(t, 2, eff.Points[1].Ratio, 1e-12)
+	// 0.9 is beyond b's best: at least 32 / 16.
+	require.Equal(t, report.AtLeast, eff.Points[2].Bound)
+	require.InDelta(t, 2, eff.Points[2].Ratio, 1e-12)
+	require.InDelta(t, 2, eff.Max, 1e-12)
+	require.Equal(t, 4, eff.MaxK)
+
+	// Halfway between b's 0.3 (k 2) and 0.5 (k 8) in pass@k is halfway in
+	// log k: k = 4.
+	mid := report.PassAtK{Points: []rollout.KPoint{{K: 2, PassAtK: 0.4}}}
+	eff, err = report.PassAtKEfficiency(mid, b)
+	require.NoError(t, err)
+	require.InDelta(t, 4, eff.Points[0].OtherK, 1e-12)
+	require.InDelta(t, 2, eff.Points[0].Ratio, 1e-12)
+}
+
+func TestPassAtKEfficiencyRejects(t *testing.T) {
+	good := report.PassAtK{Points: []rollout.KPoint{{K: 1, PassAtK: 0.2}}}
+	for name, other := range map[string]report.PassAtK{
+		"empty":      {},
+		"decreasing": {Points: []rollout.KPoint{{K: 1, PassAtK: 0.5}, {K: 2, PassAtK: 0.4}}},
+		"repeated k": {Points: []rollout.KPoint{{K: 2, PassAtK: 0.5}, {K: 2, PassAtK: 0.6}}},
+	} {
+		_, err := report.PassAtKEfficiency(good, other)
+		require.Error(t, err, name)
+	}
+}
+
+func TestRSAGains(t *testing.T) {
+	ref := report.RSA{Steps: []rollout.RSAStep{{Step: 0, Accuracy: 0.5}, {Step: 1, Accuracy: 0.55}}}
+	r := report.RSA{Steps: []rollout.RSAStep{{Step: 0, Accuracy: 0.4}, {Step: 1, Accuracy: 0.5}, {Step: 2, Accuracy: 0.6}}}
+	g, err := report.RSAGains(ref, r)
+	require.NoError(t, err)
+	require.Len(t, g, 3)
+	require.InDelta(t, 0.1, g[1].OverStep0, 1e-12)
+	require.InDelta(t, 0.2, g[2].OverStep0, 1e-12)
+	require.InDelta(t, -0.1, g[0].OverRef, 1e-12)
+	require.InDelta(t, -0.05, g[1].OverRef, 1e-12)
+	require.True(t, math.IsNaN(g[2].OverRef), "the reference has no step 2")
+}
+
+func TestBudgetGains(t *testing.T) {
+	ref := report.Budget{Points: []rollout.BudgetPoint{{MeanTokens: 200, Accuracy: 0.5}, {MeanTokens: 800, Accuracy: 0.6}}}
+	other := report.Budget{Points: []rollout.BudgetPoint{{MeanTokens: 400, Accuracy: 0.4}, {MeanTokens: 100, Accuracy: 0.2}}}
+	g, err := report.BudgetGains(ref, other)
+	require.NoError(t, err)
+	// 200 tokens is halfway from 100 to 400 in log tokens: 0.3.
+	require.InDelta(t, 0.3, g[0].Other, 1e-12)
+	require.InDelta(t, 0.2, g[0].Gain, 1e-12)
+	require.True(t, math.IsNaN(g[1].Other), "800 tokens lies beyond the other curve")
+}
