@@ -209,6 +209,8 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.run.EvalEvery, "eval-every", 10, "evaluate every N steps, at step 0 and at the end (0 = never)")
 	fs.IntVar(&f.evalN, "eval-problems", 64, "held-out problems per evaluation")
 	fs.IntVar(&f.run.EvalSamples, "eval-samples", 4, "samples per held-out problem (pass@1 and majority@k are reported)")
+	f.run.FinalRSA = rollout.DefaultRSAConfig()
+	fs.IntVar(&f.run.FinalRSA.Steps, "final-rsa-steps", 4, "at the end, RSA (N = 8, K = 4) on the held-out problems for this many steps, written to rsa.json with a summary line (0 = none)")
 }
 
 // validate checks every flag before any work; errors are usage errors.

@@ -152,7 +152,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 			"max_new_tokens": samplerCfg.MaxNewTokens, "selection": sel.String()}}
 	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%d problems), algo %s, %d steps, out %s\n",
 		sess.name(), dataName, ds.Len(), cfg.Algo, f.run.Steps, f.run.Dir)
-	return rl.Run(ctx, f.run, rl.RunParts{
+	run := f.run
+	run.FinalRSA.CandidateTokens, run.FinalRSA.PromptLimit = cfg.Pipeline.CandidateTokens, cfg.Pipeline.PromptLimit
+	return rl.Run(ctx, run, rl.RunParts{
 		Trainer: tr, Weights: pol.Weights, Optimizer: opt, Problems: stream,
 		Evaluator: rollout.Evaluator{Gen: sampler, Prompter: prompter, Judge: judge}, Held: held,
 		Settings: settings, Out: env.stdout, Warn: env.stderr,

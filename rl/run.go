@@ -31,6 +31,7 @@ import (
 const (
 	MetricsFile     = "metrics.jsonl"
 	EvalFile        = "eval.jsonl"
+	FinalRSAFile    = "rsa.json"
 	TrainingPlot    = "training.png"
 	CheckpointsDir  = "checkpoints"
 	ArtifactsDir    = "artifacts"
@@ -56,6 +57,11 @@ type RunConfig struct {
 	// and at the end (0 = never); EvalSamples samples each (pass@1 and
 	// majority@EvalSamples are reported).
 	EvalEvery, EvalSamples int
+	// FinalRSA, when its Steps > 0, runs recursive self-aggregation on the
+	// held-out problems once the run reaches Steps, writes it to
+	// FinalRSAFile and prints one summary line with the held-out pass@1
+	// at the first and last evaluation and RSA's first and last step.
+	FinalRSA rollout.RSAConfig
 }
 
 // Validate reports every invalid field.
@@ -77,6 +83,11 @@ func (c RunConfig) Validate() error {
 	}
 	if c.EvalEvery < 0 {
 		errs = append(errs, fmt.Errorf("--eval-every %d: want >= 0 (0 = never)", c.EvalEvery))
+	}
+	if c.FinalRSA.Steps < 0 {
+		errs = append(errs, fmt.Errorf("--final-rsa-steps %d: want >= 0 (0 = none)", c.FinalRSA.Steps))
+	} else if c.FinalRSA.Steps > 0 {
+		errs = append(errs, c.FinalRSA.Validate())
 	}
 	return errors.Join(errs...)
 }
@@ -264,7 +275,59 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 				return err
 			}
 		}
+		if tr.Step() == cfg.Steps && cfg.FinalRSA.Steps > 0 && len(p.Held) > 0 {
+			if err := finalSummary(ctx, cfg, p, tr); err != nil {
+				if ctx.Err() != nil {
+					fmt.Fprintln(p.Warn, "spiral: interrupted during the final RSA evaluation; the run is saved")
+				}
+				return err
+			}
+		}
 	}
+	return nil
+}
+
+// finalSummary runs cfg.FinalRSA on the held-out problems, writes it to
+// FinalRSAFile and prints the held-out summary line.
+func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) error {
+	res, err := p.Evaluator.RSA(ctx, p.Held, cfg.FinalRSA, tr.Config().Seed+0x75a)
+	if err != nil {
+		return fmt.Errorf("final RSA evaluation: %w", err)
+	}
+	meta := report.Meta{Model: p.Settings.Model, Label: tr.Config().Algo, Dataset: p.Settings.Data + " (held out)",
+		Problems: len(p.Held), Seed: tr.Config().Seed, Timestamp: time.Now().UTC()}
+	if err := report.WriteJSON(filepath.Join(cfg.Dir, FinalRSAFile), report.NewRSA(meta, res)); err != nil {
+		return err
+	}
+	var first, last *EvalLine
+	err = readJSONLines(filepath.Join(cfg.Dir, EvalFile), func(b []byte) error {
+		var e EvalLine
+		if err := json.Unmarshal(b, &e); err != nil {
+			return err
+		}
+		if len(e.Points) == 0 {
+			return nil
+		}
+		if first == nil || e.Step < first.Step {
+			first = &e
+		}
+		if last == nil || e.Step >= last.Step {
+			last = &e
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	line := "held-out summary:"
+	if first != nil {
+		line += fmt.Sprintf(" pass@1 %.3f -> %.3f (step %d -> %d),", first.Points[0].PassAtK, last.Points[0].PassAtK, first.Step, last.Step)
+	}
+	s0, sT := res.Steps[0], res.Steps[len(res.Steps)-1]
+	line += fmt.Sprintf(" RSA (N=%d, K=%d) accuracy %.3f -> %.3f over %d steps, majority %.3f -> %.3f (%d problems; %s)",
+		cfg.FinalRSA.Population, cfg.FinalRSA.SubsetSize, s0.Accuracy, sT.Accuracy, sT.Step, s0.Majority, sT.Majority,
+		len(p.Held), filepath.Join(cfg.Dir, FinalRSAFile))
+	fmt.Fprintln(p.Out, line)
 	return nil
 }
 
@@ -496,44 +559,74 @@ func truncateLog(path string, step int) error {
 // loggedSteps returns the steps that eval.jsonl has a line for.
 func loggedSteps(path string) (map[int]bool, error) {
 	out := map[int]bool{}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("rl: %w", err)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for sc.Scan() {
+	err := readJSONLines(path, func(b []byte) error {
 		var s struct {
 			Step *int `json:"step"`
 		}
-		if json.Unmarshal(sc.Bytes(), &s) == nil && s.Step != nil {
+		if json.Unmarshal(b, &s) == nil && s.Step != nil {
 			out[*s.Step] = true
 		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("rl: %w", err)
 	}
 	return out, nil
 }
 
-// PlotTraining draws dir/training.png from dir/metrics.jsonl.
+// PlotTraining draws dir/training.png from dir/metrics.jsonl and
+// dir/eval.jsonl (when there is one).
 func PlotTraining(dir, label string) error {
-	b, err := os.ReadFile(filepath.Join(dir, MetricsFile))
+	var pts []report.TrainingPoint
+	err := readJSONLines(filepath.Join(dir, MetricsFile), func(b []byte) error {
+		var m Metrics
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
+		}
+		pts = append(pts, report.TrainingPoint{Step: m.Step, SearchReward: m.Search.Reward, AggregateReward: m.Aggregate.Reward,
+			HasAggregate: m.Aggregate.Traces > 0, Entropy: m.Entropy, Informative: m.InformativeFraction})
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("rl: plot: %w", err)
-	}
-	var pts []report.TrainingPoint
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for sc.Scan() {
-		var m Metrics
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			return fmt.Errorf("rl: plot: %s: %w", MetricsFile, err)
-		}
-		pts = append(pts, report.TrainingPoint{Step: m.Step, SearchReward: m.Search.Reward, AggregateReward: m.Aggregate.Reward, HasAggregate: m.Aggregate.Traces > 0})
 	}
 	if len(pts) == 0 {
 		return nil
 	}
-	return report.PlotTraining(filepath.Join(dir, TrainingPlot), report.PlotSize{}, label, pts)
+	var held []report.HeldOutPoint
+	err = readJSONLines(filepath.Join(dir, EvalFile), func(b []byte) error {
+		var e EvalLine
+		if err := json.Unmarshal(b, &e); err != nil {
+			return err
+		}
+		if len(e.Points) > 0 {
+			last := e.Points[len(e.Points)-1]
+			held = append(held, report.HeldOutPoint{Step: e.Step, PassAt1: e.Points[0].PassAtK, MajorityAtK: last.MajorityAtK, K: last.K})
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("rl: plot: %w", err)
+	}
+	return report.PlotTraining(filepath.Join(dir, TrainingPlot), report.PlotSize{}, label, pts, held)
+}
+
+// readJSONLines calls line with each line of the file at path, naming the
+// file and line in an error.
+func readJSONLines(path string, line func([]byte) error) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		if err := line(sc.Bytes()); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+	}
+	return sc.Err()
 }

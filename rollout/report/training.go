@@ -2,11 +2,21 @@ package report
 
 import (
 	"errors"
+	"fmt"
+	"image/color"
+	"io"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/spiral-rl/spiral/model/atomicfile"
 )
 
-// TrainingPoint is one training step's rewards, read from metrics.jsonl.
+// TrainingPoint is one training step, read from metrics.jsonl.
 type TrainingPoint struct {
 	Step int
 	// SearchReward and AggregateReward are the mean rewards (accuracy) of
@@ -14,25 +24,189 @@ type TrainingPoint struct {
 	// GRPO, which has no aggregation phase.
 	SearchReward, AggregateReward float64
 	HasAggregate                  bool
+	// Entropy is the token-mean policy entropy (nats) on trained tokens;
+	// Informative the fraction of drawn problems that carried a gradient.
+	Entropy, Informative float64
 }
 
-// PlotTraining writes a PNG of the search (solid) and aggregation
-// (dashed) rewards against the training step.
-func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint) error {
+// HeldOutPoint is one held-out evaluation, read from eval.jsonl.
+type HeldOutPoint struct {
+	Step int
+	// PassAt1 and MajorityAtK at the evaluation's K samples per problem.
+	PassAt1, MajorityAtK float64
+	K                    int
+}
+
+// Default size of the training figure (four panels) in pixels.
+const (
+	DefaultTrainingWidth  = 1200
+	DefaultTrainingHeight = 800
+)
+
+// PlotTraining writes a PNG of four panels against the training step: the
+// search and aggregation rewards, the token entropy, the informative
+// fraction, and the held-out pass@1 and majority@k (held may be empty).
+// Each per-step series is drawn as its raw points and a smoothed line
+// (Smooth).
+func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint, held []HeldOutPoint) error {
 	if len(pts) == 0 {
 		return errors.New("report: plot training: no steps")
 	}
-	search := make(plotter.XYs, 0, len(pts))
-	agg := make(plotter.XYs, 0, len(pts))
+	if size.Width == 0 {
+		size.Width = DefaultTrainingWidth
+	}
+	if size.Height == 0 {
+		size.Height = DefaultTrainingHeight
+	}
+	if size.Width < 0 || size.Height < 0 {
+		return fmt.Errorf("report: plot %s: size %dx%d", path, size.Width, size.Height)
+	}
+	var search, agg, ent, inf plotter.XYs
 	for _, p := range pts {
-		search = append(search, plotter.XY{X: float64(p.Step), Y: p.SearchReward})
+		x := float64(p.Step)
+		search = append(search, plotter.XY{X: x, Y: p.SearchReward})
 		if p.HasAggregate {
-			agg = append(agg, plotter.XY{X: float64(p.Step), Y: p.AggregateReward})
+			agg = append(agg, plotter.XY{X: x, Y: p.AggregateReward})
+		}
+		ent = append(ent, plotter.XY{X: x, Y: p.Entropy})
+		inf = append(inf, plotter.XY{X: x, Y: p.Informative})
+	}
+	rewards := panel(label+": rewards", "reward", true)
+	if err := addSmoothed(rewards, "search", search, 0); err != nil {
+		return err
+	}
+	if len(agg) > 0 {
+		if err := addSmoothed(rewards, "aggregation", agg, 1); err != nil {
+			return err
 		}
 	}
-	ss := []series{{label: label + " search reward", xy: search, colour: 0}}
-	if len(agg) > 0 {
-		ss = append(ss, series{label: label + " aggregation reward", xy: agg, colour: 1, dashed: true})
+	entropy := panel("token entropy", "nats", false)
+	entropy.Y.Min = 0
+	if err := addSmoothed(entropy, "entropy", ent, 2); err != nil {
+		return err
 	}
-	return render(path, size, "training rewards", "step", false, ss)
+	informative := panel("informative fraction (problems with a gradient)", "fraction", true)
+	if err := addSmoothed(informative, "informative", inf, 3); err != nil {
+		return err
+	}
+	heldOut := panel("held-out evaluation", "accuracy", true)
+	if len(held) > 0 {
+		var p1, maj plotter.XYs
+		for _, h := range held {
+			p1 = append(p1, plotter.XY{X: float64(h.Step), Y: h.PassAt1})
+			maj = append(maj, plotter.XY{X: float64(h.Step), Y: h.MajorityAtK})
+		}
+		if err := addLine(heldOut, "pass@1", p1, 0, false); err != nil {
+			return err
+		}
+		if err := addLine(heldOut, fmt.Sprintf("majority@%d", held[len(held)-1].K), maj, 1, true); err != nil {
+			return err
+		}
+	} else {
+		heldOut.Title.Text += " (none)"
+	}
+	w := vg.Length(size.Width) * vg.Inch / DPI
+	h := vg.Length(size.Height) * vg.Inch / DPI
+	c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(DPI))
+	dc := draw.New(c)
+	tiles := draw.Tiles{Rows: 2, Cols: 2, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	grid := [][]*plot.Plot{{rewards, entropy}, {informative, heldOut}}
+	canvases := plot.Align(grid, tiles, dc)
+	for i := range grid {
+		for j := range grid[i] {
+			grid[i][j].Draw(canvases[i][j])
+		}
+	}
+	if err := atomicfile.Write(path, 0o666, func(wr io.Writer) error {
+		_, err := vgimg.PngCanvas{Canvas: c}.WriteTo(wr)
+		return err
+	}); err != nil {
+		return fmt.Errorf("report: write: %w", err)
+	}
+	return nil
+}
+
+func panel(title, yLabel string, unit bool) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "step"
+	p.Y.Label.Text = yLabel
+	if unit {
+		p.Y.Min, p.Y.Max = 0, 1
+		p.Y.Tick.Marker = plot.TickerFunc(accuracyTicks)
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// addSmoothed adds xy's raw points (small, pale) and its smoothed line.
+func addSmoothed(p *plot.Plot, name string, xy plotter.XYs, colour int) error {
+	sc, err := plotter.NewScatter(xy)
+	if err != nil {
+		return fmt.Errorf("report: plot %s: %w", name, err)
+	}
+	sc.Shape = draw.CircleGlyph{}
+	sc.Radius = vg.Points(1.5)
+	sc.Color = pale(plotutil.Color(colour))
+	p.Add(sc)
+	sm := make(plotter.XYs, len(xy))
+	ys := make([]float64, len(xy))
+	for i := range xy {
+		ys[i] = xy[i].Y
+	}
+	for i, y := range Smooth(ys) {
+		sm[i] = plotter.XY{X: xy[i].X, Y: y}
+	}
+	l, err := plotter.NewLine(sm)
+	if err != nil {
+		return fmt.Errorf("report: plot %s: %w", name, err)
+	}
+	l.Color = plotutil.Color(colour)
+	l.Width = vg.Points(1.5)
+	p.Add(l)
+	p.Legend.Add(name+" (smoothed)", l)
+	return nil
+}
+
+func addLine(p *plot.Plot, name string, xy plotter.XYs, colour int, dashed bool) error {
+	l, sc, err := plotter.NewLinePoints(xy)
+	if err != nil {
+		return fmt.Errorf("report: plot %s: %w", name, err)
+	}
+	c := plotutil.Color(colour)
+	l.Color, sc.Color = c, c
+	sc.Shape = draw.CircleGlyph{}
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		sc.Shape = draw.BoxGlyph{}
+	}
+	p.Add(l, sc)
+	p.Legend.Add(name, l, sc)
+	return nil
+}
+
+// pale mixes c halfway with white.
+func pale(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	mix := func(v uint32) uint8 { return uint8((v>>8 + 255) / 2) }
+	return color.RGBA{R: mix(r), G: mix(g), B: mix(b), A: 255}
+}
+
+// Smooth returns the debiased exponential moving average of ys (as
+// TensorBoard draws it): s_i = sum_{j<=i} b^(i-j) y_j / sum_{j<=i} b^(i-j),
+// with b = 1 - 10/n within [0, 0.9], so a series of n points is averaged
+// over about n/10 of them (short series are barely smoothed).
+func Smooth(ys []float64) []float64 {
+	b := min(0.9, max(0, 1-10/float64(max(len(ys), 1))))
+	out := make([]float64, len(ys))
+	var num, den float64
+	for i, y := range ys {
+		num = b*num + y
+		den = b*den + 1
+		out[i] = num / den
+	}
+	return out
 }
