@@ -128,6 +128,10 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	if err != nil {
 		return err
 	}
+	// The moments resident from the start, as they are from step 2 on, so
+	// that the open line counts them and step 1 shows the steady state.
+	opt.ExpAvg().Zero()
+	opt.ExpAvgSq().Zero()
 	weights := int64(4 * (pol.Weights.NumParams() + pol.Frozen.NumParams()))
 	enc := json.NewEncoder(env.stdout)
 	line := benchTrainLine{Phase: "open", Rows: f.rows, Toks: f.tokens, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}

@@ -40,8 +40,8 @@ spiral=$results/spiral
 cases=(
 	"8l-1x2048 qwen3-0.6b-8l 1 2048 3"
 	"0.6b-1x2048 qwen3-0.6b 1 2048 2"
-	"0.6b-4x2048 qwen3-0.6b 4 2048 2"
-	"0.6b-1x9216 qwen3-0.6b 1 9216 2"
+	"0.6b-4x2048 qwen3-0.6b 4 2048 1"
+	"0.6b-1x9216 qwen3-0.6b 1 9216 1"
 )
 for c in "${cases[@]}"; do
 	read -r name m rows tokens steps <<<"$c"
