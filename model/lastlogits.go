@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -112,11 +113,13 @@ func passThrough(producer map[string]*onnxpb.NodeProto, v string) string {
 	}
 }
 
-// withNewKV adds to m, in place, the outputs NewKVName(i, *) when every
-// layer's present.{i}.key|value is Concat(past_key_values.{i}.*, new,
-// axis 2) (the past possibly through a pass-through node): the new keys and values alone, which generation appends to
-// its cache instead of receiving the whole present. m is left as it was
-// when any layer differs.
+// withNewKV replaces, in m, the outputs present.{i}.key|value by
+// NewKVName(i, *) when every layer's present is Concat(past, new, axis 2)
+// (the past possibly through a pass-through node): the new keys and
+// values alone, which generation appends to its cache. Without the
+// presents as outputs, ONNX Runtime frees each layer's after its last use
+// instead of holding every layer's to the end of the call (a second copy
+// of the rows' cache). m is left as it was when any layer differs.
 func withNewKV(m *onnxpb.ModelProto, layers int) {
 	g := m.GetGraph()
 	producer := map[string]*onnxpb.NodeProto{}
@@ -159,4 +162,5 @@ func withNewKV(m *onnxpb.ModelProto, layers int) {
 		}
 		g.Output = append(g.Output, vi)
 	}
+	g.Output = slices.DeleteFunc(g.Output, func(o *onnxpb.ValueInfoProto) bool { return presentRe.MatchString(o.GetName()) })
 }

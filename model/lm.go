@@ -271,6 +271,8 @@ func (lm *LM) Forward(ctx context.Context, st Step, cache *KVCache, logits []flo
 		return logits, fmt.Errorf("model: forward: cache of %d positions cannot hold %d+%d", cache.maxLen, P, S)
 	case cache.layers != lm.sig.Layers || cache.kvHeads != lm.sig.KVHeads || cache.headDim != lm.sig.HeadDim:
 		return logits, errors.New("model: forward: cache was made for another model")
+	case !lm.sig.Present:
+		return logits, errors.New("model: forward: this graph outputs only the new keys and values (a sampling graph); use Extend")
 	}
 	if err := lm.forwardSession(); err != nil {
 		return logits, err

@@ -43,6 +43,21 @@ func paddedBatch() (B, T int, ids, mask, pos []int64) {
 	return
 }
 
+// extendPadded runs the left-padded batch (paddedBatch) through
+// lm.Extend on a fresh RowCache and returns each row's last logits.
+func extendPadded(t *testing.T, lm *model.LM, B, T int, ids, mask []int64) []float32 {
+	t.Helper()
+	c, err := lm.NewRowCache(B, T)
+	require.NoError(t, err)
+	real := make([]int, B)
+	for i, m := range mask {
+		real[i/T] += int(m)
+	}
+	logits, err := lm.Extend(context.Background(), c, 0, ids, real, nil)
+	require.NoError(t, err)
+	return logits
+}
+
 func maxAbsDiffMasked(a []float32, b []float64, mask []int64, vocab int) float64 {
 	worst := 0.0
 	for i, m := range mask {
@@ -67,7 +82,7 @@ func TestLMMatchesReferenceAndCache(t *testing.T) {
 	require.NoError(t, err)
 	defer lm.Close()
 	sig := lm.Signature()
-	require.Equal(t, model.Signature{Layers: cfg.Layers, KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, HasPositionIDs: true}, *sig)
+	require.Equal(t, model.Signature{Layers: cfg.Layers, KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.Vocab, HasPositionIDs: true, Present: true}, *sig)
 
 	B, T, ids, mask, pos := paddedBatch()
 	cache := lm.NewKVCache(B, T+4)
@@ -196,8 +211,11 @@ func TestArtifacts(t *testing.T) {
 	defer samp.Close()
 	require.True(t, samp.Signature().LastLogitsOnly)
 	require.False(t, roll.Signature().LastLogitsOnly)
-	last, err := samp.Forward(context.Background(), st, samp.NewKVCache(B, T), nil)
-	require.NoError(t, err)
+	require.True(t, samp.Signature().NewKV)
+	require.False(t, samp.Signature().Present, "a sampling graph keeps no layer's present to the end of a call")
+	_, err = samp.Forward(context.Background(), st, samp.NewKVCache(B, T), nil)
+	require.ErrorContains(t, err, "use Extend")
+	last := extendPadded(t, samp, B, T, ids, mask)
 	V := cfg.Vocab
 	require.Len(t, last, B*V)
 	for r := 0; r < B; r++ {

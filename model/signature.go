@@ -69,9 +69,14 @@ type Signature struct {
 	LastLogitsOnly bool
 	// HasPositionIDs is false for exports without a position_ids input.
 	HasPositionIDs bool
-	// NewKV is true when every layer also outputs its new keys and values
-	// alone (NewKVName), so that generation copies only those.
+	// NewKV is true when every layer outputs its new keys and values alone
+	// (NewKVName), so that generation copies only those.
 	NewKV bool
+	// Present is true when every layer outputs its whole present.{i}.*
+	// (an export, the rollout graph); a sampling graph with NewKV does not,
+	// so that ONNX Runtime frees each layer's present after its attention
+	// instead of keeping every layer's to the end of the call.
+	Present bool
 	// Weights lists float graph inputs outside the LM interface: weights
 	// turned into inputs (the rollout graph), fed from the parameter store.
 	Weights []TensorInfo
@@ -174,20 +179,20 @@ func ReadSignature(g *onnxpb.GraphProto, source string) (*Signature, error) {
 	}
 	sig.Vocab = int(logits.Shape[2])
 	sig.LastLogitsOnly = logits.Shape[1] == 1
+	sig.NewKV, sig.Present = true, true
+	missingPresent := ""
 	for i := 0; i < sig.Layers; i++ {
-		for _, v := range []bool{false, true} {
-			if _, ok := outs[PresentName(i, v)]; !ok {
-				return nil, fail("graph has no %q output; unrecognised cache layout", PresentName(i, v))
-			}
-		}
-	}
-	sig.NewKV = true
-	for i := 0; i < sig.Layers && sig.NewKV; i++ {
 		for _, v := range []bool{false, true} {
 			if _, ok := outs[NewKVName(i, v)]; !ok {
 				sig.NewKV = false
 			}
+			if _, ok := outs[PresentName(i, v)]; !ok && missingPresent == "" {
+				sig.Present, missingPresent = false, PresentName(i, v)
+			}
 		}
+	}
+	if !sig.Present && !sig.NewKV {
+		return nil, fail("graph has no %q output; unrecognised cache layout", missingPresent)
 	}
 	for n := range outs {
 		if m := presentRe.FindStringSubmatch(n); m != nil {

@@ -58,16 +58,16 @@ func PassAtKEfficiency(ref, other PassAtK) (Efficiency, error) {
 	sort.Slice(pts, func(i, j int) bool { return pts[i].k < pts[j].k })
 	for i := 1; i < len(pts); i++ {
 		if pts[i].k == pts[i-1].k {
-			return Efficiency{}, fmt.Errorf("report: efficiency: %s: k = %d twice", other.Meta.label(), pts[i].k)
+			return Efficiency{}, fmt.Errorf("report: efficiency: %s: k = %d twice", other.Meta.Name(), pts[i].k)
 		}
 		if pts[i].p < pts[i-1].p-1e-12 {
-			return Efficiency{}, fmt.Errorf("report: efficiency: %s: pass@%d = %g below pass@%d = %g", other.Meta.label(), pts[i].k, pts[i].p, pts[i-1].k, pts[i-1].p)
+			return Efficiency{}, fmt.Errorf("report: efficiency: %s: pass@%d = %g below pass@%d = %g", other.Meta.Name(), pts[i].k, pts[i].p, pts[i-1].k, pts[i-1].p)
 		}
 	}
 	var eff Efficiency
 	for _, rp := range ref.Points {
 		if rp.K < 1 {
-			return Efficiency{}, fmt.Errorf("report: efficiency: %s: k = %d", ref.Meta.label(), rp.K)
+			return Efficiency{}, fmt.Errorf("report: efficiency: %s: k = %d", ref.Meta.Name(), rp.K)
 		}
 		ok, bound := samplesToReach(pts, rp.PassAtK)
 		e := EfficiencyPoint{K: rp.K, Target: rp.PassAtK, OtherK: ok, Ratio: ok / float64(rp.K), Bound: bound}
@@ -177,7 +177,7 @@ func BudgetGains(ref, other Budget) ([]TokenGain, error) {
 		}
 	}
 	if len(pts) == 0 {
-		return nil, fmt.Errorf("report: budget gains: %s: no point with tokens > 0", other.Meta.label())
+		return nil, fmt.Errorf("report: budget gains: %s: no point with tokens > 0", other.Meta.Name())
 	}
 	sort.Slice(pts, func(a, b int) bool { return pts[a].MeanTokens < pts[b].MeanTokens })
 	xs, ys := make([]float64, len(pts)), make([]float64, len(pts))

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"errors"
 	"fmt"
 	"github.com/spiral-rl/spiral/model/atomicfile"
 	"io"
@@ -48,69 +47,60 @@ type series struct {
 	xy     plotter.XYs
 	colour int // plotutil palette index
 	dashed bool
+	// lo and hi, when set, are the range of each point over seeds, drawn
+	// as error bars.
+	lo, hi []float64
 }
+
+// Axis is how a plot's x axis is scaled and ticked.
+type Axis int
+
+// The x axes.
+const (
+	AxisSteps Axis = iota // linear, integer ticks (steps)
+	AxisLog2              // log scale, ticks at the measured powers of two (k, budgets)
+	AxisLog               // log scale, ticks at powers of ten (tokens)
+)
 
 // PlotPassAtK writes a PNG of pass@k (solid) and majority@k (dashed)
 // against k on a log2 axis, one colour per report (the RSA paper's
 // parallel-scaling figure).
 func PlotPassAtK(path string, size PlotSize, reps ...PassAtK) error {
-	if len(reps) == 0 {
-		return errors.New("report: plot pass@k: no reports")
-	}
-	var ss []series
-	for i, r := range reps {
-		pass, maj := make(plotter.XYs, len(r.Points)), make(plotter.XYs, len(r.Points))
-		for j, p := range r.Points {
-			pass[j] = plotter.XY{X: float64(p.K), Y: p.PassAtK}
-			maj[j] = plotter.XY{X: float64(p.K), Y: p.MajorityAtK}
-		}
-		ss = append(ss,
-			series{label: r.Meta.label() + " pass@k", xy: pass, colour: i},
-			series{label: r.Meta.label() + " majority@k", xy: maj, colour: i, dashed: true})
-	}
-	return render(path, size, "pass@k and majority@k", "k (samples)", true, ss)
+	return plotEach(path, size, "pass@k and majority@k", "k (samples)", "pass@k", "majority@k", AxisLog2, reps, MeanPassAtK)
 }
 
 // PlotRSA writes a PNG of the population's accuracy (solid) and majority
 // (dashed) against the RSA step, one colour per report.
 func PlotRSA(path string, size PlotSize, reps ...RSA) error {
-	if len(reps) == 0 {
-		return errors.New("report: plot rsa: no reports")
-	}
-	var ss []series
-	for i, r := range reps {
-		acc, maj := make(plotter.XYs, len(r.Steps)), make(plotter.XYs, len(r.Steps))
-		for j, s := range r.Steps {
-			acc[j] = plotter.XY{X: float64(s.Step), Y: s.Accuracy}
-			maj[j] = plotter.XY{X: float64(s.Step), Y: s.Majority}
-		}
-		ss = append(ss,
-			series{label: r.Meta.label() + " accuracy", xy: acc, colour: i},
-			series{label: r.Meta.label() + " majority", xy: maj, colour: i, dashed: true})
-	}
-	return render(path, size, "Recursive self-aggregation", "RSA step", false, ss)
+	return plotEach(path, size, "Recursive self-aggregation", "RSA step", "accuracy", "majority", AxisSteps, reps, MeanRSA)
 }
 
 // PlotBudget writes a PNG of accuracy against the token budget on a log2
 // axis, one colour per report.
 func PlotBudget(path string, size PlotSize, reps ...Budget) error {
-	if len(reps) == 0 {
-		return errors.New("report: plot budget: no reports")
-	}
-	var ss []series
-	for i, r := range reps {
-		acc := make(plotter.XYs, len(r.Points))
-		for j, p := range r.Points {
-			acc[j] = plotter.XY{X: float64(p.Budget), Y: p.Accuracy}
-		}
-		ss = append(ss, series{label: r.Meta.label() + " accuracy", xy: acc, colour: i})
-	}
-	return render(path, size, "Sequential scaling", "token budget", true, ss)
+	return plotEach(path, size, "Sequential scaling", "token budget", "accuracy", "", AxisLog2, reps, MeanBudget)
 }
 
-// render draws the series (accuracy in [0, 1] against x, log2 x when
-// log2) and writes the PNG atomically.
-func render(path string, size PlotSize, title, xLabel string, log2 bool, ss []series) error {
+// plotEach plots every report as a curve of its own.
+func plotEach[R any](path string, size PlotSize, title, xLabel, name, name2 string, axis Axis, reps []R, curve func([]R) (Seeds, error)) error {
+	if len(reps) == 0 {
+		return fmt.Errorf("report: plot %s: no reports", path)
+	}
+	curves := make([]Seeds, len(reps))
+	for i := range reps {
+		c, err := curve(reps[i : i+1])
+		if err != nil {
+			return err
+		}
+		curves[i] = c
+	}
+	return PlotSeeds(path, size, title, xLabel, name, name2, axis, curves...)
+}
+
+// render draws the series (accuracy in [0, 1] against x) and writes the
+// PNG atomically.
+func render(path string, size PlotSize, title, xLabel string, axis Axis, ss []series) error {
+	log2 := axis != AxisSteps
 	size = size.withDefaults()
 	if size.Width < 0 || size.Height < 0 {
 		return fmt.Errorf("report: plot %s: size %dx%d", path, size.Width, size.Height)
@@ -148,10 +138,21 @@ func render(path string, size PlotSize, title, xLabel string, log2 bool, ss []se
 		}
 		p.Add(l, sc)
 		p.Legend.Add(s.label, l, sc)
+		if s.lo != nil {
+			bars, err := errorBars(s)
+			if err != nil {
+				return fmt.Errorf("report: plot %s: %w", path, err)
+			}
+			bars.Color = c
+			p.Add(bars)
+		}
 	}
 	if log2 {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = log2Ticks(xs)
+		if axis == AxisLog {
+			p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		}
 		// Pad the axis by a quarter octave so end points are not clipped.
 		p.X.Min /= math.Pow(2, 0.25)
 		p.X.Max *= math.Pow(2, 0.25)
@@ -171,6 +172,21 @@ func render(path string, size PlotSize, title, xLabel string, log2 bool, ss []se
 		return fmt.Errorf("report: write: %w", err)
 	}
 	return nil
+}
+
+// errorBars draws s's range over seeds at each point.
+func errorBars(s series) (*plotter.YErrorBars, error) {
+	if len(s.lo) != len(s.xy) || len(s.hi) != len(s.xy) {
+		return nil, fmt.Errorf("series %q: %d points, %d/%d ranges", s.label, len(s.xy), len(s.lo), len(s.hi))
+	}
+	errs := make(plotter.YErrors, len(s.xy))
+	for i := range s.xy {
+		errs[i].Low, errs[i].High = s.xy[i].Y-s.lo[i], s.hi[i]-s.xy[i].Y
+	}
+	return plotter.NewYErrorBars(struct {
+		plotter.XYs
+		plotter.YErrors
+	}{s.xy, errs})
 }
 
 // log2Ticks labels the distinct measured x values, or only those that are

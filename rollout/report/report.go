@@ -43,7 +43,8 @@ type Meta struct {
 	Extra map[string]string `json:"extra,omitempty"`
 }
 
-func (m Meta) label() string {
+// Name is the report's name in legends and tables: Label, else Model.
+func (m Meta) Name() string {
 	if m.Label != "" {
 		return m.Label
 	}

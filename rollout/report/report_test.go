@@ -61,10 +61,10 @@ func TestConstructorsSetMode(t *testing.T) {
 	require.Equal(t, ModeRSA, reportRSA().Meta.Mode)
 	require.Equal(t, ModePassAtK, reportPassAtK().Meta.Mode)
 	require.Equal(t, ModeSequential, reportBudget().Meta.Mode)
-	require.Equal(t, "qwen3-4b", reportRSA().Meta.label(), "label falls back to the model")
+	require.Equal(t, "qwen3-4b", reportRSA().Meta.Name(), "label falls back to the model")
 	m := reportMeta()
 	m.Label = "trained"
-	require.Equal(t, "trained", m.label())
+	require.Equal(t, "trained", m.Name())
 }
 
 // reportRoundTrip writes v, reads it back into a fresh *T and checks

@@ -1,0 +1,263 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"gonum.org/v1/plot/plotter"
+
+	"github.com/spiral-rl/spiral/rollout"
+)
+
+// Spread is a value's mean over seeds and its range.
+type Spread struct {
+	Mean, Min, Max float64
+}
+
+func spreadOf(xs []float64) Spread {
+	s := Spread{Min: xs[0], Max: xs[0]}
+	for _, x := range xs {
+		s.Mean += x
+		s.Min, s.Max = min(s.Min, x), max(s.Max, x)
+	}
+	s.Mean /= float64(len(xs))
+	return s
+}
+
+// Seeds is one label's curve over the seeds (reports or runs) that share
+// the label: at each point X (the mean over seeds where X varies, such as
+// tokens), the spread of Y and, where the mode has one, of Y2 (majority).
+type Seeds struct {
+	Label string
+	N     int
+	X     []float64
+	Y, Y2 []Spread
+}
+
+// Group splits reports by label, in the order labels first appear.
+func Group[R any](reps []R, label func(R) string) [][]R {
+	var order []string
+	by := map[string][]R{}
+	for _, r := range reps {
+		l := label(r)
+		if _, ok := by[l]; !ok {
+			order = append(order, l)
+		}
+		by[l] = append(by[l], r)
+	}
+	out := make([][]R, len(order))
+	for i, l := range order {
+		out[i] = by[l]
+	}
+	return out
+}
+
+// meanCurves averages curves given as point counts and per-point values:
+// every seed must have the same keys (k, step or budget) in the same order.
+func meanCurves(label string, n int, points func(seed int) (keys []int, x, y, y2 []float64)) (Seeds, error) {
+	if n == 0 {
+		return Seeds{}, errors.New("report: no reports to average")
+	}
+	keys0, _, _, _ := points(0)
+	xs, ys, y2s := make([][]float64, len(keys0)), make([][]float64, len(keys0)), make([][]float64, len(keys0))
+	for s := range n {
+		keys, x, y, y2 := points(s)
+		if !slices.Equal(keys, keys0) {
+			return Seeds{}, fmt.Errorf("report: %s: seed reports measure different points (%v and %v)", label, keys0, keys)
+		}
+		for i := range keys {
+			xs[i] = append(xs[i], x[i])
+			ys[i] = append(ys[i], y[i])
+			if y2 != nil {
+				y2s[i] = append(y2s[i], y2[i])
+			}
+		}
+	}
+	out := Seeds{Label: label, N: n}
+	for i := range keys0 {
+		out.X = append(out.X, spreadOf(xs[i]).Mean)
+		out.Y = append(out.Y, spreadOf(ys[i]))
+		if len(y2s[i]) > 0 {
+			out.Y2 = append(out.Y2, spreadOf(y2s[i]))
+		}
+	}
+	return out, nil
+}
+
+// MeanPassAtK averages pass@k and majority@k over reports (seeds) at each
+// k.
+func MeanPassAtK(reps []PassAtK) (Seeds, error) {
+	if len(reps) == 0 {
+		return Seeds{}, errors.New("report: no pass@k reports")
+	}
+	return meanCurves(reps[0].Meta.Name(), len(reps), func(s int) ([]int, []float64, []float64, []float64) {
+		var keys []int
+		var x, y, y2 []float64
+		for _, p := range reps[s].Points {
+			keys, x, y, y2 = append(keys, p.K), append(x, float64(p.K)), append(y, p.PassAtK), append(y2, p.MajorityAtK)
+		}
+		return keys, x, y, y2
+	})
+}
+
+// MeanRSA averages RSA's accuracy and majority over reports at each step.
+func MeanRSA(reps []RSA) (Seeds, error) {
+	if len(reps) == 0 {
+		return Seeds{}, errors.New("report: no RSA reports")
+	}
+	return meanCurves(reps[0].Meta.Name(), len(reps), func(s int) ([]int, []float64, []float64, []float64) {
+		var keys []int
+		var x, y, y2 []float64
+		for _, st := range reps[s].Steps {
+			keys, x, y, y2 = append(keys, st.Step), append(x, float64(st.Step)), append(y, st.Accuracy), append(y2, st.Majority)
+		}
+		return keys, x, y, y2
+	})
+}
+
+// MeanBudget averages the sequential accuracy over reports at each budget.
+func MeanBudget(reps []Budget) (Seeds, error) {
+	if len(reps) == 0 {
+		return Seeds{}, errors.New("report: no sequential reports")
+	}
+	return meanCurves(reps[0].Meta.Name(), len(reps), func(s int) ([]int, []float64, []float64, []float64) {
+		var keys []int
+		var x, y []float64
+		for _, p := range reps[s].Points {
+			keys, x, y = append(keys, p.Budget), append(x, float64(p.Budget)), append(y, p.Accuracy)
+		}
+		return keys, x, y, nil
+	})
+}
+
+// TokenCurves returns one label's accuracy against generated tokens per
+// problem for the three ways of spending them (the SPIRAL paper's
+// Figure 8): sequential (one trace cut at each budget: its mean tokens),
+// majority@k (k traces: k times the mean trace), and RSA (every step's
+// cumulative tokens). Any of the report lists may be empty; the result
+// has one Seeds per non-empty one, labelled "LABEL sequential" and so on.
+func TokenCurves(label string, passk []PassAtK, rsa []RSA, budget []Budget) ([]Seeds, error) {
+	var out []Seeds
+	if len(budget) > 0 {
+		s, err := meanCurves(label+" sequential", len(budget), func(i int) ([]int, []float64, []float64, []float64) {
+			var keys []int
+			var x, y []float64
+			for _, p := range budget[i].Points {
+				keys, x, y = append(keys, p.Budget), append(x, p.MeanTokens), append(y, p.Accuracy)
+			}
+			return keys, x, y, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	if len(passk) > 0 {
+		s, err := meanCurves(label+" majority@k", len(passk), func(i int) ([]int, []float64, []float64, []float64) {
+			r := passk[i]
+			perTrace := float64(r.Tokens.Generated) / float64(max(1, r.Meta.Problems*r.Config.Samples))
+			var keys []int
+			var x, y []float64
+			for _, p := range r.Points {
+				keys, x, y = append(keys, p.K), append(x, float64(p.K)*perTrace), append(y, p.MajorityAtK)
+			}
+			return keys, x, y, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	if len(rsa) > 0 {
+		s, err := meanCurves(label+" RSA", len(rsa), func(i int) ([]int, []float64, []float64, []float64) {
+			r := rsa[i]
+			var keys []int
+			var x, y []float64
+			for _, st := range r.Steps {
+				keys = append(keys, st.Step)
+				x = append(x, float64(st.Cumulative.Generated)/float64(max(1, r.Meta.Problems)))
+				y = append(y, st.Accuracy)
+			}
+			return keys, x, y, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// PlotSeeds writes a PNG of curves averaged over seeds, one colour per
+// label: Y solid as name, Y2 (when present) dashed as name2, each with
+// its range over seeds as error bars when a label has several seeds.
+func PlotSeeds(path string, size PlotSize, title, xLabel, name, name2 string, axis Axis, curves ...Seeds) error {
+	if len(curves) == 0 {
+		return fmt.Errorf("report: plot %s: no curves", path)
+	}
+	var ss []series
+	for i, c := range curves {
+		main := seedSeries(c, c.Y, i, false)
+		main.label = c.Label + " " + name
+		ss = append(ss, main)
+		if c.Y2 != nil && name2 != "" {
+			s2 := seedSeries(c, c.Y2, i, true)
+			s2.label = c.Label + " " + name2
+			ss = append(ss, s2)
+		}
+	}
+	return render(path, size, title, xLabel, axis, ss)
+}
+
+func seedSeries(c Seeds, ys []Spread, colour int, dashed bool) series {
+	s := series{xy: make(plotter.XYs, len(ys)), colour: colour, dashed: dashed}
+	for i, y := range ys {
+		s.xy[i] = plotter.XY{X: c.X[i], Y: y.Mean}
+	}
+	if c.N > 1 {
+		s.lo, s.hi = make([]float64, len(ys)), make([]float64, len(ys))
+		for i, y := range ys {
+			s.lo[i], s.hi[i] = y.Min, y.Max
+		}
+	}
+	return s
+}
+
+
+// PassAtK returns the mean curve as a pass@k report (Y as pass@k, Y2 as
+// majority@k).
+func (s Seeds) PassAtK() PassAtK {
+	r := PassAtK{Meta: Meta{Label: s.Label}}
+	for i, x := range s.X {
+		p := rollout.KPoint{K: int(x), PassAtK: s.Y[i].Mean}
+		if s.Y2 != nil {
+			p.MajorityAtK = s.Y2[i].Mean
+		}
+		r.Points = append(r.Points, p)
+	}
+	return r
+}
+
+// RSA returns the mean curve as an RSA report (X as the step).
+func (s Seeds) RSA() RSA {
+	r := RSA{Meta: Meta{Label: s.Label}}
+	for i, x := range s.X {
+		st := rollout.RSAStep{Step: int(x), Accuracy: s.Y[i].Mean}
+		if s.Y2 != nil {
+			st.Majority = s.Y2[i].Mean
+		}
+		r.Steps = append(r.Steps, st)
+	}
+	return r
+}
+
+// Budget returns the mean curve as a sequential report whose X is the
+// mean tokens per trace (TokenCurves' sequential curve).
+func (s Seeds) Budget() Budget {
+	r := Budget{Meta: Meta{Label: s.Label}}
+	for i, x := range s.X {
+		r.Points = append(r.Points, rollout.BudgetPoint{MeanTokens: x, Accuracy: s.Y[i].Mean})
+	}
+	return r
+}
