@@ -8,112 +8,243 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
 
 func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
-	out := fs.String("out", "", "directory for the overlay plots (passk.png, rsa.png, sequential.png; default: none)")
+	out := fs.String("out", "", "directory for the overlay plots and summary.md (default: print only)")
+	runs := fs.StringArray("run", nil, "LABEL=DIR: a training run's metrics.jsonl and eval.jsonl (repeatable; runs of one label are seeds)")
 	return func(_ context.Context, env *cliEnv, args []string) error {
-		if len(args) < 2 {
-			return usageError{errors.New("usage: spiral compare [--out DIR] REF.json OTHER.json [OTHER.json ...] (eval reports; each mode's first report is the reference)")}
+		if len(args) < 2 && !(len(args) == 1 && len(*runs) > 0) {
+			return usageError{errors.New("usage: spiral compare [--out DIR] [--run LABEL=DIR ...] REF.json OTHER.json ... (eval reports; reports sharing a label are seeds; each mode's first label is the reference)")}
 		}
-		byMode := map[report.Mode][]string{}
-		var order []report.Mode
-		for _, p := range args {
-			m, err := reportMode(p)
+		var c comparison
+		for _, r := range *runs {
+			label, dir, ok := strings.Cut(r, "=")
+			if !ok || label == "" || dir == "" {
+				return usageError{fmt.Errorf("--run %q: want LABEL=DIR", r)}
+			}
+			curves, err := rl.ReadRunCurves(dir)
 			if err != nil {
 				return err
 			}
-			if _, ok := byMode[m]; !ok {
-				order = append(order, m)
+			c.runs = append(c.runs, labelledRun{label, curves})
+		}
+		for _, p := range args {
+			if err := c.read(p); err != nil {
+				return err
 			}
-			byMode[m] = append(byMode[m], p)
 		}
 		if *out != "" {
 			if err := os.MkdirAll(*out, 0o777); err != nil {
 				return fmt.Errorf("compare: --out: %w", err)
 			}
 		}
-		size := report.PlotSize{}
-		for _, m := range order {
-			paths := byMode[m]
-			var err error
-			switch m {
-			case report.ModePassAtK:
-				err = compareReports(paths, func(r []report.PassAtK) error {
-					if err := comparePassAtK(env.stdout, r); err != nil {
-						return err
-					}
-					return plotInto(*out, "passk.png", func(p string) error { return report.PlotPassAtK(p, size, r...) })
-				})
-			case report.ModeRSA:
-				err = compareReports(paths, func(r []report.RSA) error {
-					if err := compareRSA(env.stdout, r); err != nil {
-						return err
-					}
-					return plotInto(*out, "rsa.png", func(p string) error { return report.PlotRSA(p, size, r...) })
-				})
-			case report.ModeSequential:
-				err = compareReports(paths, func(r []report.Budget) error {
-					if err := compareBudget(env.stdout, r); err != nil {
-						return err
-					}
-					return plotInto(*out, "sequential.png", func(p string) error { return report.PlotBudget(p, size, r...) })
-				})
-			default:
-				return fmt.Errorf("%s: unknown report mode %q", paths[0], m)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		return c.report(env.stdout, *out)
 	}
 }
 
-// compareReports reads every path as a report of type R.
-func compareReports[R any](paths []string, compare func([]R) error) error {
-	reps := make([]R, len(paths))
-	for i, p := range paths {
-		if err := report.ReadJSON(p, &reps[i]); err != nil {
+type labelledRun struct {
+	label  string
+	curves rl.RunCurves
+}
+
+// comparison holds the reports and runs of one spiral compare.
+type comparison struct {
+	passk  []report.PassAtK
+	rsa    []report.RSA
+	budget []report.Budget
+	runs   []labelledRun
+}
+
+func (c *comparison) read(path string) error {
+	m, err := reportMode(path)
+	if err != nil {
+		return err
+	}
+	switch m {
+	case report.ModePassAtK:
+		var r report.PassAtK
+		err = report.ReadJSON(path, &r)
+		c.passk = append(c.passk, r)
+	case report.ModeRSA:
+		var r report.RSA
+		err = report.ReadJSON(path, &r)
+		c.rsa = append(c.rsa, r)
+	case report.ModeSequential:
+		var r report.Budget
+		err = report.ReadJSON(path, &r)
+		c.budget = append(c.budget, r)
+	default:
+		return fmt.Errorf("%s: unknown report mode %q", path, m)
+	}
+	return err
+}
+
+// seeds averages each label's reports (seeds) with mean.
+func seeds[R any](reps []R, name func(R) string, mean func([]R) (report.Seeds, error)) ([]report.Seeds, error) {
+	var out []report.Seeds
+	for _, g := range report.Group(reps, name) {
+		s, err := mean(g)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// report prints the comparison's tables and, with dir, writes the plots
+// and summary.md there.
+func (c *comparison) report(w io.Writer, dir string) error {
+	passk, err := seeds(c.passk, func(r report.PassAtK) string { return r.Meta.Name() }, report.MeanPassAtK)
+	if err != nil {
+		return err
+	}
+	rsa, err := seeds(c.rsa, func(r report.RSA) string { return r.Meta.Name() }, report.MeanRSA)
+	if err != nil {
+		return err
+	}
+	budget, err := seeds(c.budget, func(r report.Budget) string { return r.Meta.Name() }, report.MeanBudget)
+	if err != nil {
+		return err
+	}
+	sum := newSummary()
+	plot := func(name string, f report.Figure, curves []report.Seeds) error {
+		if dir == "" || len(curves) == 0 {
+			return nil
+		}
+		return report.PlotSeeds(filepath.Join(dir, name), report.PlotSize{}, f, curves...)
+	}
+
+	if len(passk) > 0 {
+		if err := comparePassAtK(w, passk, sum); err != nil {
+			return err
+		}
+		if err := plot("passk.png", report.Figure{Title: "pass@k and majority@k", XLabel: "k (samples)", Axis: report.AxisLog2, Name: "pass@k", Name2: "majority@k"}, passk); err != nil {
 			return err
 		}
 	}
-	return compare(reps)
-}
-
-func plotInto(dir, name string, plot func(path string) error) error {
+	if len(rsa) > 0 {
+		compareRSA(w, rsa, sum)
+		if err := plot("rsa.png", report.Figure{Title: "Recursive self-aggregation", XLabel: "RSA step", Axis: report.AxisSteps, Name: "accuracy", Name2: "majority"}, rsa); err != nil {
+			return err
+		}
+	}
+	if len(budget) > 0 {
+		if err := plot("sequential.png", report.Figure{Title: "Sequential scaling", XLabel: "token budget", Axis: report.AxisLog2, Name: "accuracy"}, budget); err != nil {
+			return err
+		}
+	}
+	tokens, err := c.tokenCurves()
+	if err != nil {
+		return err
+	}
+	if len(c.budget) > 1 {
+		if err := compareBudget(w, tokens); err != nil {
+			return err
+		}
+	}
+	if err := plot("tokens.png", report.Figure{Title: "Accuracy against generated tokens per problem", XLabel: "generated tokens per problem", Axis: report.AxisLog}, tokens); err != nil {
+		return err
+	}
+	entropy, held, err := c.runCurves(w, sum)
+	if err != nil {
+		return err
+	}
+	if err := plot("entropy.png", report.Figure{Title: "Token entropy over training", XLabel: "step", YLabel: "nats", Axis: report.AxisSteps}, entropy); err != nil {
+		return err
+	}
+	if err := plot("heldout.png", report.Figure{Title: "Held-out pass@1 over training", XLabel: "step", Axis: report.AxisSteps}, held); err != nil {
+		return err
+	}
 	if dir == "" {
 		return nil
 	}
-	return plot(filepath.Join(dir, name))
-}
-
-func reportLabel(m report.Meta) string {
-	if m.Label != "" {
-		return m.Label
+	if err := atomicfile.WriteFile(filepath.Join(dir, "summary.md"), []byte(sum.markdown()), 0o666); err != nil {
+		return fmt.Errorf("compare: %w", err)
 	}
-	return m.Model
+	fmt.Fprintf(w, "wrote %s (plots and summary.md)\n", dir)
+	return nil
 }
 
-// comparePassAtK prints, for each other report, how many times more
-// samples it needs to reach the reference's pass@k at each k.
-func comparePassAtK(w io.Writer, reps []report.PassAtK) error {
-	ref := reps[0]
-	if len(reps) == 1 {
-		fmt.Fprintf(w, "pass@k: only %s; nothing to compare\n\n", reportLabel(ref.Meta))
+// tokenCurves is every label's accuracy against generated tokens per
+// problem: sequential, majority@k and RSA on one axis.
+func (c *comparison) tokenCurves() ([]report.Seeds, error) {
+	var labels []string
+	seen := map[string]bool{}
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			labels = append(labels, n)
+		}
+	}
+	for _, r := range c.budget {
+		add(r.Meta.Name())
+	}
+	for _, r := range c.passk {
+		add(r.Meta.Name())
+	}
+	for _, r := range c.rsa {
+		add(r.Meta.Name())
+	}
+	var out []report.Seeds
+	for _, l := range labels {
+		var p []report.PassAtK
+		var r []report.RSA
+		var b []report.Budget
+		for _, x := range c.passk {
+			if x.Meta.Name() == l {
+				p = append(p, x)
+			}
+		}
+		for _, x := range c.rsa {
+			if x.Meta.Name() == l {
+				r = append(r, x)
+			}
+		}
+		for _, x := range c.budget {
+			if x.Meta.Name() == l {
+				b = append(b, x)
+			}
+		}
+		cs, err := report.TokenCurves(l, p, r, b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
+	}
+	return out, nil
+}
+
+// comparePassAtK prints, for each other label, how many times more
+// samples its mean curve needs to reach the reference's mean pass@k.
+func comparePassAtK(w io.Writer, groups []report.Seeds, sum *summary) error {
+	ref := groups[0]
+	for _, g := range groups {
+		last := len(g.X) - 1
+		sum.set(g.Label, "seeds", fmt.Sprint(g.N))
+		sum.set(g.Label, "pass@1", g.Y[0].String())
+		sum.set(g.Label, fmt.Sprintf("pass@%d", int(g.X[last])), g.Y[last].String())
+		sum.set(g.Label, fmt.Sprintf("majority@%d", int(g.X[last])), g.Y2[last].String())
+	}
+	if len(groups) == 1 {
+		fmt.Fprintf(w, "pass@k: only %s; nothing to compare\n\n", ref.Label)
 		return nil
 	}
-	for _, o := range reps[1:] {
-		eff, err := report.PassAtKEfficiency(ref, o)
+	for _, o := range groups[1:] {
+		eff, err := report.PassAtKEfficiency(ref.PassAtK(), o.PassAtK())
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "pass@k: samples %s needs to reach %s's pass@k\n", reportLabel(o.Meta), reportLabel(ref.Meta))
+		fmt.Fprintf(w, "pass@k: samples %s needs to reach %s's pass@k (means over seeds, n = %d and %d)\n", o.Label, ref.Label, o.N, ref.N)
 		fmt.Fprintf(w, "  %6s  %8s  %10s  %s\n", "k", "target", "other k", "ratio")
 		for _, p := range eff.Points {
 			bound := ""
@@ -122,49 +253,63 @@ func comparePassAtK(w io.Writer, reps []report.PassAtK) error {
 			}
 			fmt.Fprintf(w, "  %6d  %8.4f  %10.2f  %.2fx%s\n", p.K, p.Target, p.OtherK, p.Ratio, bound)
 		}
+		col := fmt.Sprintf("efficiency of %s over it", ref.Label)
 		if eff.Max > 0 {
-			fmt.Fprintf(w, "  scaling efficiency of %s over %s: up to %.2fx (at k = %d)\n\n", reportLabel(ref.Meta), reportLabel(o.Meta), eff.Max, eff.MaxK)
+			fmt.Fprintf(w, "  scaling efficiency of %s over %s: up to %.2fx (at k = %d)\n\n", ref.Label, o.Label, eff.Max, eff.MaxK)
+			sum.set(o.Label, col, fmt.Sprintf("up to %.2fx (k = %d)", eff.Max, eff.MaxK))
 		} else {
-			fmt.Fprintf(w, "  no k where %s reaches %s's pass@k within its measured k\n\n", reportLabel(o.Meta), reportLabel(ref.Meta))
+			fmt.Fprintf(w, "  no k where %s reaches %s's pass@k within its measured k\n\n", o.Label, ref.Label)
+			sum.set(o.Label, col, "-")
 		}
 	}
 	return nil
 }
 
-// compareRSA prints each report's accuracy per step, its gain over its
-// step 0 and over the reference.
-func compareRSA(w io.Writer, reps []report.RSA) error {
-	ref := reps[0]
-	fmt.Fprintf(w, "RSA: accuracy per step (gain over step 0; over %s)\n", reportLabel(ref.Meta))
-	for i, r := range reps {
-		g, err := report.RSAGains(ref, r)
-		if err != nil {
-			return err
-		}
+// compareRSA prints each label's mean accuracy per step with its gain
+// over its step 0 and over the reference.
+func compareRSA(w io.Writer, groups []report.Seeds, sum *summary) {
+	ref := groups[0].RSA()
+	fmt.Fprintf(w, "RSA: accuracy per step, mean over seeds (gain over step 0; over %s)\n", groups[0].Label)
+	for i, g := range groups {
+		gains, _ := report.RSAGains(ref, g.RSA()) // both have steps
 		var cells []string
-		for _, s := range g {
+		for _, s := range gains {
 			c := fmt.Sprintf("%d: %.3f (%+.3f", s.Step, s.Accuracy, s.OverStep0)
 			if i > 0 && !math.IsNaN(s.OverRef) {
 				c += fmt.Sprintf("; %+.3f", s.OverRef)
 			}
 			cells = append(cells, c+")")
 		}
-		fmt.Fprintf(w, "  %s: %s\n", reportLabel(r.Meta), strings.Join(cells, ", "))
+		fmt.Fprintf(w, "  %s (n = %d): %s\n", g.Label, g.N, strings.Join(cells, ", "))
+		sum.set(g.Label, "RSA step 0", g.Y[0].String())
+		for j, x := range g.X {
+			if int(x) == 4 || j == len(g.X)-1 {
+				sum.set(g.Label, fmt.Sprintf("RSA step %d", int(x)), g.Y[j].String())
+			}
+		}
 	}
 	fmt.Fprintln(w)
-	return nil
 }
 
-// compareBudget prints the reference's gain over each other report at
-// equal tokens per trace.
-func compareBudget(w io.Writer, reps []report.Budget) error {
-	ref := reps[0]
-	for _, o := range reps[1:] {
-		g, err := report.BudgetGains(ref, o)
+// compareBudget prints the first label's sequential accuracy over each
+// other's at equal tokens per trace.
+func compareBudget(w io.Writer, tokens []report.Seeds) error {
+	var seq []report.Seeds
+	for _, s := range tokens {
+		if strings.HasSuffix(s.Label, " sequential") {
+			seq = append(seq, s)
+		}
+	}
+	if len(seq) < 2 {
+		return nil
+	}
+	ref := seq[0]
+	for _, o := range seq[1:] {
+		g, err := report.BudgetGains(ref.Budget(), o.Budget())
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "sequential budget: %s over %s at equal tokens per trace\n", reportLabel(ref.Meta), reportLabel(o.Meta))
+		fmt.Fprintf(w, "%s over %s at equal tokens per trace\n", ref.Label, o.Label)
 		fmt.Fprintf(w, "  %10s  %8s  %8s  %s\n", "tokens", "ref", "other", "gain")
 		for _, p := range g {
 			if math.IsNaN(p.Other) {
@@ -176,4 +321,100 @@ func compareBudget(w io.Writer, reps []report.Budget) error {
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// runCurves averages the runs' entropy and held-out curves per label and
+// prints their ends.
+func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []report.Seeds, err error) {
+	for _, g := range report.Group(c.runs, func(r labelledRun) string { return r.label }) {
+		label := g[0].label
+		var ent, ho []report.Curve
+		generated, traces := 0, 0
+		for _, r := range g {
+			ent = append(ent, r.curves.Entropy)
+			if len(r.curves.HeldOut.Keys) > 0 {
+				ho = append(ho, r.curves.HeldOut)
+			}
+			generated += r.curves.Generated
+			traces += r.curves.Traces
+		}
+		e, err := report.MeanCurves(label, ent)
+		if err != nil {
+			return nil, nil, err
+		}
+		entropy = append(entropy, e)
+		first, last := window(e.Y, true), window(e.Y, false)
+		change := "-"
+		if first != 0 {
+			change = fmt.Sprintf("%+.0f%%", (last-first)/first*100)
+		}
+		fmt.Fprintf(w, "run %s (n = %d): token entropy %.4f (first 10 steps) -> %.4f (last 10), %s; %d traces and %d generated tokens per seed",
+			label, len(g), first, last, change, traces/len(g), generated/len(g))
+		sum.set(label, "entropy first -> last 10 steps", fmt.Sprintf("%.4f -> %.4f (%s)", first, last, change))
+		sum.set(label, "training traces / tokens per seed", fmt.Sprintf("%d / %d", traces/len(g), generated/len(g)))
+		if len(ho) > 0 {
+			h, err := report.MeanCurves(label, ho)
+			if err != nil {
+				return nil, nil, err
+			}
+			held = append(held, h)
+			fmt.Fprintf(w, "; held-out pass@1 %s (step %d) -> %s (step %d)", h.Y[0], int(h.X[0]), h.Y[len(h.Y)-1], int(h.X[len(h.X)-1]))
+			sum.set(label, "held-out pass@1 during training", fmt.Sprintf("%s -> %s", h.Y[0], h.Y[len(h.Y)-1]))
+		}
+		fmt.Fprintln(w)
+	}
+	if len(c.runs) > 0 {
+		fmt.Fprintln(w)
+	}
+	return entropy, held, nil
+}
+
+// window is the mean of the first (or last) 10 values of the mean curve.
+func window(ys []report.Spread, first bool) float64 {
+	n := min(10, len(ys))
+	part := ys[len(ys)-n:]
+	if first {
+		part = ys[:n]
+	}
+	var s float64
+	for _, y := range part {
+		s += y.Mean
+	}
+	return s / float64(max(n, 1))
+}
+
+// summary is a table of labels x columns, in the order they were set.
+type summary struct {
+	labels, cols []string
+	cells        map[[2]string]string
+}
+
+func newSummary() *summary { return &summary{cells: map[[2]string]string{}} }
+
+func (s *summary) set(label, col, v string) {
+	if !slices.Contains(s.labels, label) {
+		s.labels = append(s.labels, label)
+	}
+	if !slices.Contains(s.cols, col) {
+		s.cols = append(s.cols, col)
+	}
+	s.cells[[2]string{label, col}] = v
+}
+
+// markdown renders the table (mean and, over several seeds, the range).
+func (s *summary) markdown() string {
+	var b strings.Builder
+	b.WriteString("| model | " + strings.Join(s.cols, " | ") + " |\n|---|" + strings.Repeat("---|", len(s.cols)) + "\n")
+	for _, l := range s.labels {
+		row := []string{l}
+		for _, c := range s.cols {
+			v := s.cells[[2]string{l, c}]
+			if v == "" {
+				v = "-"
+			}
+			row = append(row, v)
+		}
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+	}
+	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -629,4 +630,50 @@ func readJSONLines(path string, line func([]byte) error) error {
 		}
 	}
 	return sc.Err()
+}
+
+// RunCurves are a run's per-step series for comparisons across runs
+// (spiral compare --run).
+type RunCurves struct {
+	// Entropy is the token entropy at each training step.
+	Entropy report.Curve
+	// HeldOut is the held-out pass@1 at each evaluation (eval.jsonl).
+	HeldOut report.Curve
+	// Generated is the tokens sampled over all steps (search and
+	// aggregation), Traces the traces.
+	Generated, Traces int
+}
+
+// ReadRunCurves reads dir's metrics.jsonl and eval.jsonl.
+func ReadRunCurves(dir string) (RunCurves, error) {
+	var c RunCurves
+	err := readJSONLines(filepath.Join(dir, MetricsFile), func(b []byte) error {
+		var m Metrics
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
+		}
+		c.Entropy.Keys, c.Entropy.Y = append(c.Entropy.Keys, m.Step), append(c.Entropy.Y, m.Entropy)
+		for _, p := range []PhaseMetrics{m.Search, m.Aggregate} {
+			c.Generated += int(math.Round(p.MeanLength * float64(p.Traces)))
+			c.Traces += p.Traces
+		}
+		return nil
+	})
+	if err != nil {
+		return RunCurves{}, fmt.Errorf("rl: run %s: %w", dir, err)
+	}
+	err = readJSONLines(filepath.Join(dir, EvalFile), func(b []byte) error {
+		var e EvalLine
+		if err := json.Unmarshal(b, &e); err != nil {
+			return err
+		}
+		if len(e.Points) > 0 {
+			c.HeldOut.Keys, c.HeldOut.Y = append(c.HeldOut.Keys, e.Step), append(c.HeldOut.Y, e.Points[0].PassAtK)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return RunCurves{}, fmt.Errorf("rl: run %s: %w", dir, err)
+	}
+	return c, nil
 }

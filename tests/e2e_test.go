@@ -290,16 +290,17 @@ func TestCompare(t *testing.T) {
 		return p
 	}
 	pass := func(label string, shift float64) report.PassAtK {
-		r := report.PassAtK{Meta: report.Meta{Mode: report.ModePassAtK, Label: label}}
+		r := report.PassAtK{Meta: report.Meta{Mode: report.ModePassAtK, Label: label, Problems: 2},
+			Config: rollout.PassAtKConfig{Samples: 256}, Tokens: rollout.Tokens{Generated: 2 * 256 * 50}}
 		for k := 1; k <= 256; k *= 2 {
 			r.Points = append(r.Points, rollout.KPoint{K: k, PassAtK: max(0, 0.1+0.1*math.Log2(float64(k)/shift))})
 		}
 		return r
 	}
 	rsa := func(label string, accs ...float64) report.RSA {
-		r := report.RSA{Meta: report.Meta{Mode: report.ModeRSA, Label: label}}
+		r := report.RSA{Meta: report.Meta{Mode: report.ModeRSA, Label: label, Problems: 2}}
 		for i, a := range accs {
-			r.Steps = append(r.Steps, rollout.RSAStep{Step: i, Accuracy: a})
+			r.Steps = append(r.Steps, rollout.RSAStep{Step: i, Accuracy: a, Cumulative: rollout.Tokens{Generated: 2 * 8 * 50 * (i + 1)}})
 		}
 		return r
 	}
@@ -309,10 +310,20 @@ func TestCompare(t *testing.T) {
 		write("ra.json", rsa("spiral", 0.5, 0.6)), write("rb.json", rsa("grpo", 0.5, 0.45)))
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "scaling efficiency of spiral over grpo: up to 4.00x")
-	require.Contains(t, r.stdout, "spiral: 0: 0.500 (+0.000), 1: 0.600 (+0.100)")
-	require.Contains(t, r.stdout, "grpo: 0: 0.500 (+0.000; +0.000), 1: 0.450 (-0.050; -0.150)")
-	require.FileExists(t, filepath.Join(out, "passk.png"))
-	require.FileExists(t, filepath.Join(out, "rsa.png"))
+	require.Contains(t, r.stdout, "spiral (n = 1): 0: 0.500 (+0.000), 1: 0.600 (+0.100)")
+	require.Contains(t, r.stdout, "grpo (n = 1): 0: 0.500 (+0.000; +0.000), 1: 0.450 (-0.050; -0.150)")
+	for _, f := range []string{"passk.png", "rsa.png", "tokens.png", "summary.md"} {
+		require.FileExists(t, filepath.Join(out, f))
+	}
+
+	// Two seeds of one label: means, and the range in the summary.
+	r = spiral(t, nil, "compare", "--out", out,
+		write("ra.json", rsa("spiral", 0.5, 0.6)), write("rb1.json", rsa("grpo", 0.4, 0.45)), write("rb2.json", rsa("grpo", 0.6, 0.55)))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "grpo (n = 2): 0: 0.500 (+0.000; +0.000), 1: 0.500 (+0.000; -0.100)")
+	md, err := os.ReadFile(filepath.Join(out, "summary.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "| grpo | 0.500 (0.400-0.600) | 0.500 (0.450-0.550) |")
 
 	r = spiral(t, nil, "compare", filepath.Join(dir, "a.json"))
 	require.Equal(t, 2, r.code)

@@ -66,23 +66,23 @@ const (
 // against k on a log2 axis, one colour per report (the RSA paper's
 // parallel-scaling figure).
 func PlotPassAtK(path string, size PlotSize, reps ...PassAtK) error {
-	return plotEach(path, size, "pass@k and majority@k", "k (samples)", "pass@k", "majority@k", AxisLog2, reps, MeanPassAtK)
+	return plotEach(path, size, Figure{Title: "pass@k and majority@k", XLabel: "k (samples)", Axis: AxisLog2, Name: "pass@k", Name2: "majority@k"}, reps, MeanPassAtK)
 }
 
 // PlotRSA writes a PNG of the population's accuracy (solid) and majority
 // (dashed) against the RSA step, one colour per report.
 func PlotRSA(path string, size PlotSize, reps ...RSA) error {
-	return plotEach(path, size, "Recursive self-aggregation", "RSA step", "accuracy", "majority", AxisSteps, reps, MeanRSA)
+	return plotEach(path, size, Figure{Title: "Recursive self-aggregation", XLabel: "RSA step", Axis: AxisSteps, Name: "accuracy", Name2: "majority"}, reps, MeanRSA)
 }
 
 // PlotBudget writes a PNG of accuracy against the token budget on a log2
 // axis, one colour per report.
 func PlotBudget(path string, size PlotSize, reps ...Budget) error {
-	return plotEach(path, size, "Sequential scaling", "token budget", "accuracy", "", AxisLog2, reps, MeanBudget)
+	return plotEach(path, size, Figure{Title: "Sequential scaling", XLabel: "token budget", Axis: AxisLog2, Name: "accuracy"}, reps, MeanBudget)
 }
 
 // plotEach plots every report as a curve of its own.
-func plotEach[R any](path string, size PlotSize, title, xLabel, name, name2 string, axis Axis, reps []R, curve func([]R) (Seeds, error)) error {
+func plotEach[R any](path string, size PlotSize, f Figure, reps []R, curve func([]R) (Seeds, error)) error {
 	if len(reps) == 0 {
 		return fmt.Errorf("report: plot %s: no reports", path)
 	}
@@ -94,12 +94,23 @@ func plotEach[R any](path string, size PlotSize, title, xLabel, name, name2 stri
 		}
 		curves[i] = c
 	}
-	return PlotSeeds(path, size, title, xLabel, name, name2, axis, curves...)
+	return PlotSeeds(path, size, f, curves...)
 }
 
-// render draws the series (accuracy in [0, 1] against x) and writes the
-// PNG atomically.
-func render(path string, size PlotSize, title, xLabel string, axis Axis, ss []series) error {
+// Figure is a plot's frame: its title, axis labels and x scale. YLabel
+// "" is "accuracy" on [0, 1]; any other y axis fits its data from 0.
+type Figure struct {
+	Title, XLabel, YLabel string
+	Axis                  Axis
+	// Name and Name2 follow each curve's label in the legend, for its Y
+	// and (dashed, when set) its Y2; Name2 "" leaves Y2 out.
+	Name, Name2 string
+}
+
+// renderFigure draws the series in f's frame and writes the PNG
+// atomically.
+func renderFigure(path string, size PlotSize, f Figure, ss []series) error {
+	title, xLabel, axis := f.Title, f.XLabel, f.Axis
 	log2 := axis != AxisSteps
 	size = size.withDefaults()
 	if size.Width < 0 || size.Height < 0 {
@@ -108,9 +119,14 @@ func render(path string, size PlotSize, title, xLabel string, axis Axis, ss []se
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xLabel
-	p.Y.Label.Text = "accuracy"
-	p.Y.Min, p.Y.Max = 0, 1
-	p.Y.Tick.Marker = plot.TickerFunc(accuracyTicks)
+	if f.YLabel == "" {
+		p.Y.Label.Text = "accuracy"
+		p.Y.Min, p.Y.Max = 0, 1
+		p.Y.Tick.Marker = plot.TickerFunc(accuracyTicks)
+	} else {
+		p.Y.Label.Text = f.YLabel
+		p.Y.Min = 0
+	}
 	p.Legend.Top = false
 	p.Legend.Left = false
 	p.Add(plotter.NewGrid())

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot/plotter"
 
@@ -137,7 +138,13 @@ func MeanBudget(reps []Budget) (Seeds, error) {
 // majority@k (k traces: k times the mean trace), and RSA (every step's
 // cumulative tokens). Any of the report lists may be empty; the result
 // has one Seeds per non-empty one, labelled "LABEL sequential" and so on.
+// Reports that recorded no generated tokens are left out.
 func TokenCurves(label string, passk []PassAtK, rsa []RSA, budget []Budget) ([]Seeds, error) {
+	passk = slices.DeleteFunc(slices.Clone(passk), func(r PassAtK) bool { return r.Tokens.Generated == 0 })
+	rsa = slices.DeleteFunc(slices.Clone(rsa), func(r RSA) bool { return len(r.Steps) == 0 || r.Steps[0].Cumulative.Generated == 0 })
+	budget = slices.DeleteFunc(slices.Clone(budget), func(r Budget) bool {
+		return slices.ContainsFunc(r.Points, func(p rollout.BudgetPoint) bool { return p.MeanTokens <= 0 })
+	})
 	var out []Seeds
 	if len(budget) > 0 {
 		s, err := meanCurves(label+" sequential", len(budget), func(i int) ([]int, []float64, []float64, []float64) {
@@ -190,24 +197,24 @@ func TokenCurves(label string, passk []PassAtK, rsa []RSA, budget []Budget) ([]S
 }
 
 // PlotSeeds writes a PNG of curves averaged over seeds, one colour per
-// label: Y solid as name, Y2 (when present) dashed as name2, each with
-// its range over seeds as error bars when a label has several seeds.
-func PlotSeeds(path string, size PlotSize, title, xLabel, name, name2 string, axis Axis, curves ...Seeds) error {
+// curve: Y solid, Y2 (when present and f.Name2 is set) dashed, each with
+// its range over seeds as error bars when a curve has several seeds.
+func PlotSeeds(path string, size PlotSize, f Figure, curves ...Seeds) error {
 	if len(curves) == 0 {
 		return fmt.Errorf("report: plot %s: no curves", path)
 	}
 	var ss []series
 	for i, c := range curves {
 		main := seedSeries(c, c.Y, i, false)
-		main.label = c.Label + " " + name
+		main.label = strings.TrimSpace(c.Label + " " + f.Name)
 		ss = append(ss, main)
-		if c.Y2 != nil && name2 != "" {
+		if c.Y2 != nil && f.Name2 != "" {
 			s2 := seedSeries(c, c.Y2, i, true)
-			s2.label = c.Label + " " + name2
+			s2.label = c.Label + " " + f.Name2
 			ss = append(ss, s2)
 		}
 	}
-	return render(path, size, title, xLabel, axis, ss)
+	return renderFigure(path, size, f, ss)
 }
 
 func seedSeries(c Seeds, ys []Spread, colour int, dashed bool) series {
@@ -223,7 +230,6 @@ func seedSeries(c Seeds, ys []Spread, colour int, dashed bool) series {
 	}
 	return s
 }
-
 
 // PassAtK returns the mean curve as a pass@k report (Y as pass@k, Y2 as
 // majority@k).
@@ -260,4 +266,30 @@ func (s Seeds) Budget() Budget {
 		r.Points = append(r.Points, rollout.BudgetPoint{MeanTokens: x, Accuracy: s.Y[i].Mean})
 	}
 	return r
+}
+
+// Curve is one seed's values at integer keys (training steps).
+type Curve struct {
+	Keys []int
+	Y    []float64
+}
+
+// MeanCurves averages curves of one label (one per seed) at each key; the
+// curves must share their keys.
+func MeanCurves(label string, curves []Curve) (Seeds, error) {
+	return meanCurves(label, len(curves), func(s int) ([]int, []float64, []float64, []float64) {
+		x := make([]float64, len(curves[s].Keys))
+		for i, k := range curves[s].Keys {
+			x[i] = float64(k)
+		}
+		return curves[s].Keys, x, curves[s].Y, nil
+	})
+}
+
+// String is a spread's text: the mean and, over several seeds, the range.
+func (s Spread) String() string {
+	if s.Min == s.Max {
+		return fmt.Sprintf("%.3f", s.Mean)
+	}
+	return fmt.Sprintf("%.3f (%.3f-%.3f)", s.Mean, s.Min, s.Max)
 }
