@@ -11,7 +11,7 @@ ENV = source "$$(scripts/setup.sh)"
 ONNX_PY_VERSION := 1.23.2
 ARGS ?=
 
-.PHONY: setup build train test bench bench-scale vet embedded fuzz
+.PHONY: setup build train test bench bench-scale study vet embedded fuzz
 
 setup:
 	@scripts/setup.sh >/dev/null
@@ -37,6 +37,11 @@ bench:
 # about 90 minutes, 24 GiB, not in CI).
 bench-scale:
 	scripts/bench/scale.sh
+
+# GRPO, agg-only and SPIRAL from the embedded default, 3 seeds each, then
+# evaluated and compared into runs/study/report (scripts/study.sh).
+study:
+	scripts/study.sh
 
 # Rebuild the embedded default model: a fresh tiny Qwen3 warm-started by SFT
 # on the embedded arithmetic task, copied into model/embedded/assets (then
