@@ -101,29 +101,38 @@ type benchTrainLine struct {
 	WeightsBytes int64 `json:"weights_bytes"`
 }
 
-// benchTrain runs --steps full training steps on random rows and prints
-// one JSON line after opening and one per step.
-func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
-	start := time.Now()
+// benchOpen opens the runtime and --model's policy (artifacts cached by
+// the model's content); closeAll closes both.
+func benchOpen(env *cliEnv, f *benchFlags, opts model.PolicyOptions) (pol *model.Policy, closeAll func(), err error) {
 	r, err := f.mf.resolve()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	rt, err := model.OpenRuntime(model.RuntimeOptions{LibPath: f.rf.ortLib, Device: f.rf.device, Threads: f.rf.threads,
 		Deterministic: f.rf.deterministic, Warn: env.stderr})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer rt.Close()
 	dir, err := cachedArtifactsDir(r.onnx)
+	if err == nil {
+		pol, err = model.OpenPolicy(rt, r.onnx, dir, opts)
+	}
+	if err != nil {
+		rt.Close()
+		return nil, nil, err
+	}
+	return pol, func() { pol.Close(); rt.Close() }, nil
+}
+
+// benchTrain runs --steps full training steps on random rows and prints
+// one JSON line after opening and one per step.
+func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
+	start := time.Now()
+	pol, closeAll, err := benchOpen(env, f, model.PolicyOptions{Train: true, Executor: f.exec.options()})
 	if err != nil {
 		return err
 	}
-	pol, err := model.OpenPolicy(rt, r.onnx, dir, model.PolicyOptions{Train: true, Executor: f.exec.options()})
-	if err != nil {
-		return err
-	}
-	defer pol.Close()
+	defer closeAll()
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), pol.Weights)
 	if err != nil {
 		return err
@@ -241,25 +250,11 @@ type benchGenerateLine struct {
 // per generation.
 func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	start := time.Now()
-	r, err := f.mf.resolve()
+	pol, closeAll, err := benchOpen(env, f, model.PolicyOptions{})
 	if err != nil {
 		return err
 	}
-	rt, err := model.OpenRuntime(model.RuntimeOptions{LibPath: f.rf.ortLib, Device: f.rf.device, Threads: f.rf.threads,
-		Deterministic: f.rf.deterministic, Warn: env.stderr})
-	if err != nil {
-		return err
-	}
-	defer rt.Close()
-	dir, err := cachedArtifactsDir(r.onnx)
-	if err != nil {
-		return err
-	}
-	pol, err := model.OpenPolicy(rt, r.onnx, dir, model.PolicyOptions{})
-	if err != nil {
-		return err
-	}
-	defer pol.Close()
+	defer closeAll()
 	vocab := pol.LM.Signature().Vocab
 	cfg := rollout.DefaultSamplerConfig()
 	cfg.MaxNewTokens, cfg.BatchSize, cfg.Refill = f.newTok, f.rows, false

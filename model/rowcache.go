@@ -235,11 +235,16 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 // CallRows returns how many rows of a cache of the given capacity one
 // Extend call of S positions should take so that the graph's per-layer
 // temporaries (the layer's present keys and values, their copies
-// repeated over the query heads, the attention scores) stay within
-// lm's call budget (LMOptions.CallBytes); at least 1.
+// repeated over the query heads, the attention scores) and the logits (of
+// the last position only in a sampling graph) stay within lm's call
+// budget (LMOptions.CallBytes); at least 1.
 func (lm *LM) CallRows(capacity, S int) int {
 	kv, heads, d := int64(lm.sig.KVHeads), int64(lm.heads), int64(lm.sig.HeadDim)
 	span := int64(capacity + S)
-	perRow := (2*kv+2*heads)*span*d*4 + 2*heads*int64(S)*span*4 + int64(S)*int64(lm.sig.Vocab)*4
+	positions := int64(S)
+	if lm.sig.LastLogitsOnly {
+		positions = 1
+	}
+	perRow := (2*kv+2*heads)*span*d*4 + 2*heads*int64(S)*span*4 + positions*int64(lm.sig.Vocab)*4
 	return int(max(1, lm.callBytes/max(1, perRow)))
 }
