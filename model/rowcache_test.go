@@ -124,7 +124,7 @@ func TestExtendMatchesForward(t *testing.T) {
 // TestCallRows checks the call budget by hand on the tiny model (2 KV
 // heads, 4 query heads, head width 32, vocabulary 100): per row, the
 // present keys and values and their repeats over the query heads, the
-// scores and probabilities, and the logits of the last position (the
+// score-sized temporaries (13 a row), and the logits of the last position (the
 // sampling graph) or of every position.
 func TestCallRows(t *testing.T) {
 	rt := modeltest.Runtime(t)
@@ -134,7 +134,7 @@ func TestCallRows(t *testing.T) {
 		capacity, S int
 	}{{100, 1}, {100, 20}, {500, 64}} {
 		span := c.capacity + c.S
-		perRow := (2*2+2*4)*span*32*4 + 2*4*c.S*span*4
+		perRow := (2*2+2*4)*span*32*4 + 13*4*c.S*span*4
 		full, err := model.OpenLM(rt, path, model.LMOptions{Heads: 4, CallBytes: budget})
 		require.NoError(t, err)
 		require.Equal(t, max(1, budget/(perRow+c.S*100*4)), full.CallRows(c.capacity, c.S), "%+v", c)
@@ -146,6 +146,6 @@ func TestCallRows(t *testing.T) {
 	defer p.Close()
 	require.True(t, p.LM.Signature().LastLogitsOnly)
 	span := 500 + 64
-	perRow := (2*2+2*4)*span*32*4 + 2*4*64*span*4 + 100*4
+	perRow := (2*2+2*4)*span*32*4 + 13*4*64*span*4 + 100*4
 	require.Equal(t, model.DefaultCallBytes/perRow, p.LM.CallRows(500, 64))
 }
