@@ -196,7 +196,7 @@ func (c *comparison) tokenCurves() ([]report.Seeds, error) {
 		add(r.Meta.Name())
 	}
 	var out []report.Seeds
-	for _, l := range labels {
+	for li, l := range labels {
 		var p []report.PassAtK
 		var r []report.RSA
 		var b []report.Budget
@@ -218,6 +218,11 @@ func (c *comparison) tokenCurves() ([]report.Seeds, error) {
 		cs, err := report.TokenCurves(l, p, r, b)
 		if err != nil {
 			return nil, err
+		}
+		// One colour per model; majority@k dashed, sequential and RSA
+		// solid (they lie in different token ranges).
+		for i := range cs {
+			cs[i].Style = &report.Style{Colour: li, Dashed: strings.HasSuffix(cs[i].Label, " majority@k")}
 		}
 		out = append(out, cs...)
 	}

@@ -34,6 +34,15 @@ type Seeds struct {
 	N     int
 	X     []float64
 	Y, Y2 []Spread
+	// Style, when set, fixes the curve's colour (a palette index) and dash
+	// instead of one colour per curve (PlotSeeds).
+	Style *Style
+}
+
+// Style is a curve's colour (a palette index) and whether it is dashed.
+type Style struct {
+	Colour int
+	Dashed bool
 }
 
 // Group splits reports by label, in the order labels first appear.
@@ -205,11 +214,15 @@ func PlotSeeds(path string, size PlotSize, f Figure, curves ...Seeds) error {
 	}
 	var ss []series
 	for i, c := range curves {
-		main := seedSeries(c, c.Y, i, false)
+		colour, dashed := i, false
+		if c.Style != nil {
+			colour, dashed = c.Style.Colour, c.Style.Dashed
+		}
+		main := seedSeries(c, c.Y, colour, dashed)
 		main.label = strings.TrimSpace(c.Label + " " + f.Name)
 		ss = append(ss, main)
 		if c.Y2 != nil && f.Name2 != "" {
-			s2 := seedSeries(c, c.Y2, i, true)
+			s2 := seedSeries(c, c.Y2, colour, true)
 			s2.label = c.Label + " " + f.Name2
 			ss = append(ss, s2)
 		}
