@@ -76,12 +76,18 @@ func New(m *onnx.Model, c qwen3.Config) (*Reference, error) {
 			"mlp.gate_proj": &l.gate, "mlp.up_proj": &l.up, "mlp.down_proj": &l.down,
 		}
 		h, q, kv, d, mlp := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim, c.HeadDim, c.Intermediate
-		for module, dims := range map[string][]int{
-			"input_layernorm": {h}, "self_attn.q_proj": {h, q}, "self_attn.k_proj": {h, kv}, "self_attn.v_proj": {h, kv},
-			"self_attn.q_norm": {d}, "self_attn.k_norm": {d}, "self_attn.o_proj": {q, h}, "post_attention_layernorm": {h},
-			"mlp.gate_proj": {h, mlp}, "mlp.up_proj": {h, mlp}, "mlp.down_proj": {mlp, h},
+		// In the graph's order, so that the first mismatch reported is
+		// always the same one.
+		for _, w := range []struct {
+			module string
+			dims   []int
+		}{
+			{"input_layernorm", []int{h}}, {"self_attn.q_proj", []int{h, q}}, {"self_attn.k_proj", []int{h, kv}},
+			{"self_attn.v_proj", []int{h, kv}}, {"self_attn.q_norm", []int{d}}, {"self_attn.k_norm", []int{d}},
+			{"self_attn.o_proj", []int{q, h}}, {"post_attention_layernorm", []int{h}},
+			{"mlp.gate_proj", []int{h, mlp}}, {"mlp.up_proj", []int{h, mlp}}, {"mlp.down_proj", []int{mlp, h}},
 		} {
-			if *fields[module], err = read(qwen3.LayerWeight(i, module), dims...); err != nil {
+			if *fields[w.module], err = read(qwen3.LayerWeight(i, w.module), w.dims...); err != nil {
 				return nil, err
 			}
 		}
