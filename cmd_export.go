@@ -15,11 +15,15 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 	var mf modelFlags
 	mf.register(fs)
 	ckpt := fs.String("checkpoint", "", "checkpoint directory (e.g. runs/spiral/checkpoints/ckpt-000050), or a run's checkpoints/ directory for its newest")
-	out := fs.String("out", "", "output .onnx path (required; its directory is created)")
-	external := fs.Bool("external-data", false, "always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
+	out := fs.String("out", "", "output: a .onnx path (onnx) or a directory (hf); required, its directory is created")
+	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph) or hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files)")
+	external := fs.Bool("external-data", false, "onnx: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 || *ckpt == "" || *out == "" {
-			return usageError{errors.New("usage: spiral export --checkpoint DIR --out model.onnx [--model SOURCE]")}
+			return usageError{errors.New("usage: spiral export --checkpoint DIR --out PATH [--format onnx|hf] [--model SOURCE]")}
+		}
+		if *format != "onnx" && *format != "hf" {
+			return usageError{fmt.Errorf("--format %q: want onnx or hf", *format)}
 		}
 		r, err := mf.resolve()
 		if err != nil {
@@ -35,6 +39,14 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		}
 		if _, err := checkpoint.Load(path, w, nil); err != nil {
 			return fmt.Errorf("load checkpoint %s: %w", path, err)
+		}
+		if *format == "hf" {
+			n, err := model.ExportHF(r.onnx, r.tokenizer, *out, w)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.stdout, "wrote %s: a Hugging Face model directory from %s with the weights of %s (%d tensors)\n", *out, r.onnx, path, n)
+			return nil
 		}
 		ties, err := model.Ties(r.onnx)
 		if err != nil {

@@ -178,6 +178,7 @@ func TestMalformedInputs(t *testing.T) {
 		usage("odd head width", "head_dim 3", "init-model", "--out", f.path("x"), "--head-dim", "3"),
 		usage("plot too large", "--width 100000 --height 100000", "plot", "--width", "100000", "--height", "100000", notReport),
 		usage("export without --out", "usage: spiral export", "export", "--checkpoint", ckpt),
+		usage("export to an unknown format", `--format "peft"`, "export", "--checkpoint", ckpt, "--out", f.path("x"), "--format", "peft"),
 
 		// Model files.
 		fail("empty model file", []string{"empty/model.onnx", "the file is empty"}, "train", "--model", f.path("empty"), "--quiet"),

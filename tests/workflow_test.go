@@ -2,7 +2,9 @@ package tests
 
 import (
 	"bufio"
+	bin "encoding/binary"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model/params"
 )
 
 // TestWorkflow runs the whole product on a freshly initialised tiny model:
@@ -105,6 +109,31 @@ func TestWorkflow(t *testing.T) {
 		"--max-new-tokens", "8", "--temperature", "0", "Compute 2+3.")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "=== prompt 0, sample 0")
+
+	// The Hugging Face export: transformers' names and [out, in] layouts,
+	// the trained values, config and tokenizer beside them.
+	hf := filepath.Join(dir, "hf")
+	r = spiral(t, nil, "export", "--format", "hf", "--model", sft, "--checkpoint", filepath.Join(run, "checkpoints"), "--out", hf)
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, name := range []string{"config.json", "tokenizer.json"} {
+		require.FileExists(t, filepath.Join(hf, name))
+	}
+	exported := readSafetensors(t, filepath.Join(hf, "model.safetensors"))
+	ckpts, err := filepath.Glob(filepath.Join(run, "checkpoints", "ckpt-*", "model.safetensors"))
+	require.NoError(t, err)
+	require.NotEmpty(t, ckpts)
+	trained := readSafetensors(t, ckpts[len(ckpts)-1])
+	require.Equal(t, 2+2*11, len(exported), "embedding, final norm and 11 tensors a layer; the tied head left out")
+	require.NotContains(t, exported, "lm_head.weight")
+	require.Equal(t, trained["model.norm.weight"], exported["model.norm.weight"])
+	q, qt := exported["model.layers.1.self_attn.q_proj.weight"], trained["model.layers.1.self_attn.q_proj.weight"]
+	require.Equal(t, []int64{qt.Shape[1], qt.Shape[0]}, q.Shape, "nn.Linear layout [out, in]")
+	rows, cols := int(q.Shape[0]), int(q.Shape[1])
+	for i := range rows {
+		for j := range cols {
+			require.Equal(t, qt.Data[j*rows+i], q.Data[i*cols+j])
+		}
+	}
 }
 
 // TestInterruptSavesCheckpoint sends SIGINT to a training run and checks
@@ -249,6 +278,31 @@ func withoutTimes(t *testing.T, path string) []map[string]any {
 		require.NoError(t, json.Unmarshal([]byte(line), &m))
 		strip(m)
 		out = append(out, m)
+	}
+	return out
+}
+
+// floatTensor is one float32 tensor read back from a safetensors file.
+type floatTensor struct {
+	Shape []int64
+	Data  []float32
+}
+
+// readSafetensors reads every tensor of a float32 safetensors file.
+func readSafetensors(t *testing.T, path string) map[string]floatTensor {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	f, err := params.Decode(b)
+	require.NoError(t, err, path)
+	out := map[string]floatTensor{}
+	for _, rt := range f.Tensors {
+		require.Equal(t, params.F32, rt.DType, rt.Name)
+		x := make([]float32, len(rt.Data)/4)
+		for i := range x {
+			x[i] = math.Float32frombits(bin.LittleEndian.Uint32(rt.Data[4*i:]))
+		}
+		out[rt.Name] = floatTensor{Shape: rt.Shape, Data: x}
 	}
 	return out
 }

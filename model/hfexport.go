@@ -1,0 +1,225 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/model/lmgraph"
+	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
+	"github.com/spiral-rl/spiral/model/params"
+)
+
+// HFParam is one tensor of a Hugging Face (transformers) Qwen3 checkpoint
+// made from an ONNX causal LM: its transformers name, the initializer it
+// is read from, and whether the graph stores it transposed (a MatMul's
+// right operand is [in, out], nn.Linear's weight [out, in]).
+type HFParam struct {
+	Name        string
+	Initializer string
+	Transposed  bool
+}
+
+var (
+	// hfNameRE matches initializers that already carry transformers'
+	// names (spiral's own graphs; TorchScript exports keep them for
+	// norms and embeddings).
+	hfNameRE = regexp.MustCompile(`^(model\.(embed_tokens|norm)|model\.layers\.\d+\.(input_layernorm|post_attention_layernorm|self_attn\.[qkvo]_proj|self_attn\.[qk]_norm|mlp\.(gate|up|down)_proj)|lm_head)\.weight$`)
+	// hfMatMulRE reads the module of a projection from its MatMul node's
+	// name, as the TorchScript exporter (optimum) writes it:
+	// "/model/layers.0/self_attn/q_proj/MatMul".
+	hfMatMulRE = regexp.MustCompile(`^/(?:model/layers\.(\d+)/(self_attn|mlp)/([a-z]+_proj)|(lm_head))/MatMul(?:_\d+)?$`)
+)
+
+// HFParams maps the parameters of the graph m to transformers' Qwen3
+// parameter names, in initializer order: by the initializer's own name
+// when it is one of transformers' (transposed when it is a MatMul's right
+// operand), else by the name of the MatMul node that reads it. With tied
+// (config.json's tie_word_embeddings) lm_head.weight is left out, as
+// transformers ties it to the embedding. It fails, naming the initializer,
+// when a parameter cannot be placed (the dynamo exporter names neither its
+// weights nor its nodes after the modules) or two map to one name.
+func HFParams(m *onnx.Model, tied bool) ([]HFParam, error) {
+	g := m.Graph()
+	matmulOf := map[string]*onnxpb.NodeProto{} // right operand -> MatMul
+	for _, n := range g.GetNode() {
+		if n.GetOpType() == "MatMul" && len(n.GetInput()) == 2 {
+			matmulOf[n.GetInput()[1]] = n
+		}
+	}
+	var out []HFParam
+	from := map[string]string{}
+	for _, c := range lmgraph.Classify(g) {
+		if !c.Parameter {
+			continue
+		}
+		mm := matmulOf[c.Name]
+		p := HFParam{Initializer: c.Name, Transposed: mm != nil}
+		switch {
+		case hfNameRE.MatchString(c.Name):
+			p.Name = c.Name
+		case mm != nil && hfMatMulRE.MatchString(mm.GetName()):
+			s := hfMatMulRE.FindStringSubmatch(mm.GetName())
+			p.Name = "lm_head.weight"
+			if s[4] == "" {
+				p.Name = fmt.Sprintf("model.layers.%s.%s.%s.weight", s[1], s[2], s[3])
+			}
+		default:
+			reader := "no MatMul"
+			if mm != nil {
+				reader = fmt.Sprintf("MatMul %q", mm.GetName())
+			}
+			return nil, fmt.Errorf("model: hf export: initializer %q (read by %s) has no transformers name; the graph must keep the module names (optimum/TorchScript exports and spiral's own graphs do, dynamo exports do not)", c.Name, reader)
+		}
+		if tied && p.Name == "lm_head.weight" {
+			continue
+		}
+		if prev, dup := from[p.Name]; dup {
+			return nil, fmt.Errorf("model: hf export: initializers %q and %q both map to %s", prev, c.Name, p.Name)
+		}
+		from[p.Name] = c.Name
+		out = append(out, p)
+	}
+	if _, ok := from["model.embed_tokens.weight"]; !ok {
+		return nil, fmt.Errorf("model: hf export: no initializer maps to model.embed_tokens.weight")
+	}
+	return out, nil
+}
+
+// HFWeights returns the tensors of ps under their transformers names and
+// layouts: each from trained when it holds the initializer (or, for a
+// tied copy in ties, the tensor it copies), else read from m.
+func HFWeights(m *onnx.Model, ps []HFParam, ties []lmgraph.Tie, trained *params.Store) (*params.Store, error) {
+	tieOf := map[string]lmgraph.Tie{}
+	for _, t := range ties {
+		tieOf[t.Copy] = t
+	}
+	inits := map[string]*onnxpb.TensorProto{}
+	for _, t := range m.Graph().GetInitializer() {
+		inits[t.GetName()] = t
+	}
+	ts := make([]params.Tensor, 0, len(ps))
+	for _, p := range ps {
+		name, transpose := p.Initializer, p.Transposed
+		if tie, ok := tieOf[name]; ok {
+			name, transpose = tie.Of, transpose != tie.Transposed
+		}
+		var shape []int64
+		var data []float32
+		if t, ok := trained.Get(name); ok {
+			shape, data = t.Shape, t.Data // FromTensors copies
+		} else {
+			init, ok := inits[name]
+			if !ok {
+				return nil, fmt.Errorf("model: hf export: %s: initializer %q not in the graph", p.Name, name)
+			}
+			shape = slices.Clone(init.GetDims())
+			n, err := params.NumElements(shape)
+			if err != nil {
+				return nil, fmt.Errorf("model: hf export: %s: %w", p.Name, err)
+			}
+			data = make([]float32, n)
+			if err := m.ReadFloat32s(init, data); err != nil {
+				return nil, fmt.Errorf("model: hf export: %s: %w", p.Name, err)
+			}
+		}
+		if transpose {
+			if len(shape) != 2 {
+				return nil, fmt.Errorf("model: hf export: %s: initializer %q of shape %v cannot be transposed", p.Name, name, shape)
+			}
+			data = transposed(data, int(shape[0]), int(shape[1]))
+			shape = []int64{shape[1], shape[0]}
+		}
+		ts = append(ts, params.Tensor{Name: p.Name, Shape: shape, Data: data})
+	}
+	slices.SortFunc(ts, func(a, b params.Tensor) int { return strings.Compare(a.Name, b.Name) })
+	return params.FromTensors(ts)
+}
+
+// transposed returns the [cols, rows] transpose of the row-major [rows,
+// cols] matrix x.
+func transposed(x []float32, rows, cols int) []float32 {
+	out := make([]float32, len(x))
+	for r := range rows {
+		for c := range cols {
+			out[c*rows+r] = x[r*cols+c]
+		}
+	}
+	return out
+}
+
+// HFWeightsFile is the weights file of a Hugging Face model directory.
+const HFWeightsFile = "model.safetensors"
+
+// hfSideFiles are copied from beside the source model when present: the
+// tokenizer in transformers' layouts and the generation defaults.
+var hfSideFiles = []string{"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+	"vocab.json", "merges.txt", "generation_config.json", "chat_template.jinja"}
+
+// ExportHF writes a Hugging Face model directory at dir from the ONNX
+// model at src with the tensors of trained in place of its parameters:
+// model.safetensors (float32, transformers' Qwen3 names and layouts, see
+// HFParams), config.json (required beside src) and the tokenizer and
+// generation files found beside src. tokenizer, when not empty, is the
+// tokenizer.json to copy instead of the one beside src. It returns the
+// number of tensors written.
+func ExportHF(src, tokenizer, dir string, trained *params.Store) (int, error) {
+	cfgPath := filepath.Join(filepath.Dir(src), ConfigFile)
+	cfg, found, err := ReadHFConfig(src)
+	if err != nil {
+		return 0, err
+	}
+	if !found {
+		return 0, fmt.Errorf("model: hf export: %s not found: transformers needs the model's config.json beside %s", cfgPath, src)
+	}
+	m, err := onnx.LoadGraph(src)
+	if err != nil {
+		return 0, fmt.Errorf("model: hf export: %w", err)
+	}
+	ps, err := HFParams(m, cfg.TieWordEmbeddings != nil && *cfg.TieWordEmbeddings)
+	if err != nil {
+		return 0, err
+	}
+	ties, err := Ties(src)
+	if err != nil {
+		return 0, err
+	}
+	w, err := HFWeights(m, ps, ties, trained)
+	if err != nil {
+		return 0, err
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return 0, fmt.Errorf("model: hf export: %w", err)
+	}
+	err = atomicfile.Write(filepath.Join(dir, HFWeightsFile), 0o666, func(f io.Writer) error {
+		return w.WriteSafetensors(f, map[string]string{"format": "pt"}, nil)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("model: hf export: %w", err)
+	}
+	for _, name := range append([]string{ConfigFile}, hfSideFiles...) {
+		from := filepath.Join(filepath.Dir(src), name)
+		if name == "tokenizer.json" && tokenizer != "" {
+			from = tokenizer
+		}
+		b, err := os.ReadFile(from)
+		if errors.Is(err, fs.ErrNotExist) && name != ConfigFile {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("model: hf export: %w", err)
+		}
+		if err := atomicfile.WriteFile(filepath.Join(dir, name), b, 0o666); err != nil {
+			return 0, fmt.Errorf("model: hf export: %w", err)
+		}
+	}
+	return w.Len(), nil
+}

@@ -1,0 +1,130 @@
+package model_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/params"
+	"github.com/spiral-rl/spiral/model/qwen3"
+)
+
+// fixtureParameters is the "parameters" list of a fixture's
+// parameters.json: transformers' named_parameters() with the initializers
+// holding each as is or transposed, found by make_fixture.py.
+type fixtureParameters struct {
+	Parameters []struct {
+		Name                   string   `json:"name"`
+		Shape                  []int64  `json:"shape"`
+		Initializers           []string `json:"initializers"`
+		TransposedInitializers []string `json:"transposed_initializers"`
+	} `json:"parameters"`
+}
+
+// TestHFWeightsMatchTransformers checks the HF export of the optimum
+// fixture against transformers' own parameter list (parameters.json):
+// every named parameter appears once under its name and shape (the tied
+// head left out), read from one of the initializers that hold it, and
+// transposed exactly when that initializer is stored transposed; values
+// equal the initializer's.
+func TestHFWeightsMatchTransformers(t *testing.T) {
+	dir := filepath.Join("testdata", "optimumqwen3")
+	var want fixtureParameters
+	b, err := os.ReadFile(filepath.Join(dir, "parameters.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &want))
+	m, err := onnx.LoadGraph(filepath.Join(dir, "model.onnx"))
+	require.NoError(t, err)
+	ps, err := model.HFParams(m, true)
+	require.NoError(t, err)
+	got := map[string]model.HFParam{}
+	for _, p := range ps {
+		got[p.Name] = p
+	}
+	require.Len(t, got, len(want.Parameters))
+	ties, err := model.Ties(filepath.Join(dir, "model.onnx"))
+	require.NoError(t, err)
+	w, err := model.HFWeights(m, ps, ties, &params.Store{})
+	require.NoError(t, err)
+	for _, wp := range want.Parameters {
+		p, ok := got[wp.Name]
+		require.True(t, ok, "%s missing", wp.Name)
+		if p.Transposed {
+			require.Contains(t, wp.TransposedInitializers, p.Initializer, wp.Name)
+		} else {
+			require.Contains(t, wp.Initializers, p.Initializer, wp.Name)
+		}
+		tensor, ok := w.Get(wp.Name)
+		require.True(t, ok, wp.Name)
+		require.Equal(t, wp.Shape, tensor.Shape, wp.Name)
+	}
+	// Values: q_proj is stored [in, out]; the export holds its transpose.
+	q := got["model.layers.0.self_attn.q_proj.weight"]
+	init := initializer(t, m, q.Initializer)
+	tensor, _ := w.Get(q.Name)
+	rows, cols := int(tensor.Shape[0]), int(tensor.Shape[1])
+	for r := range rows {
+		for c := range cols {
+			require.Equal(t, init[c*rows+r], tensor.Data[r*cols+c])
+		}
+	}
+}
+
+// TestHFParamsRefusesDynamo checks that a graph without module names
+// (the dynamo exporter's) is refused with the initializer named.
+func TestHFParamsRefusesDynamo(t *testing.T) {
+	m, err := onnx.LoadGraph(filepath.Join("testdata", "dynamoqwen3", "model.onnx"))
+	require.NoError(t, err)
+	_, err = model.HFParams(m, true)
+	require.ErrorContains(t, err, "has no transformers name")
+}
+
+// TestHFWeightsFromTrained checks that trained tensors replace the graph's
+// and that spiral's own graphs (transformers' names, MatMul weights stored
+// [in, out]) export with every projection transposed.
+func TestHFWeightsFromTrained(t *testing.T) {
+	m, err := qwen3.Build(qwen3.Tiny(), 1)
+	require.NoError(t, err)
+	ps, err := model.HFParams(m, true)
+	require.NoError(t, err)
+	for _, p := range ps {
+		require.Equal(t, p.Name, p.Initializer)
+		if p.Name == "model.layers.0.mlp.down_proj.weight" {
+			require.True(t, p.Transposed)
+		}
+		if p.Name == "model.embed_tokens.weight" || p.Name == "model.norm.weight" {
+			require.False(t, p.Transposed, p.Name)
+		}
+	}
+	norm := initializer(t, m, "model.norm.weight")
+	for i := range norm {
+		norm[i] += 1
+	}
+	trained, err := params.FromTensors([]params.Tensor{{Name: "model.norm.weight", Shape: []int64{int64(len(norm))}, Data: norm}})
+	require.NoError(t, err)
+	w, err := model.HFWeights(m, ps, nil, trained)
+	require.NoError(t, err)
+	got, ok := w.Get("model.norm.weight")
+	require.True(t, ok)
+	require.Equal(t, norm, got.Data)
+}
+
+func initializer(t *testing.T, m *onnx.Model, name string) []float32 {
+	t.Helper()
+	for _, init := range m.Graph().GetInitializer() {
+		if init.GetName() == name {
+			n, err := params.NumElements(init.GetDims())
+			require.NoError(t, err)
+			out := make([]float32, n)
+			require.NoError(t, m.ReadFloat32s(init, out))
+			return out
+		}
+	}
+	t.Fatalf("no initializer %q", name)
+	return nil
+}
