@@ -51,6 +51,7 @@ type result struct {
 func spiral(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
+	cmd.Dir = t.TempDir() // default outputs (runs/...) stay out of the source tree
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
