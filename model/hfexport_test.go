@@ -1,30 +1,17 @@
 package model_test
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/modeltest"
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/model/qwen3"
 )
-
-// fixtureParameters is the "parameters" list of a fixture's
-// parameters.json: transformers' named_parameters() with the initializers
-// holding each as is or transposed, found by make_fixture.py.
-type fixtureParameters struct {
-	Parameters []struct {
-		Name                   string   `json:"name"`
-		Shape                  []int64  `json:"shape"`
-		Initializers           []string `json:"initializers"`
-		TransposedInitializers []string `json:"transposed_initializers"`
-	} `json:"parameters"`
-}
 
 // TestHFWeightsMatchTransformers checks the HF export of the optimum
 // fixture against transformers' own parameter list (parameters.json):
@@ -34,10 +21,7 @@ type fixtureParameters struct {
 // equal the initializer's.
 func TestHFWeightsMatchTransformers(t *testing.T) {
 	dir := filepath.Join("testdata", "optimumqwen3")
-	var want fixtureParameters
-	b, err := os.ReadFile(filepath.Join(dir, "parameters.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &want))
+	want := modeltest.FixtureParameters(t, dir)
 	m, err := onnx.LoadGraph(filepath.Join(dir, "model.onnx"))
 	require.NoError(t, err)
 	ps, err := model.HFParams(m, true)
@@ -46,16 +30,16 @@ func TestHFWeightsMatchTransformers(t *testing.T) {
 	for _, p := range ps {
 		got[p.Name] = p
 	}
-	require.Len(t, got, len(want.Parameters))
+	require.Len(t, got, len(want))
 	ties, err := model.Ties(filepath.Join(dir, "model.onnx"))
 	require.NoError(t, err)
 	w, err := model.HFWeights(m, ps, ties, &params.Store{})
 	require.NoError(t, err)
-	for _, wp := range want.Parameters {
+	for _, wp := range want {
 		p, ok := got[wp.Name]
 		require.True(t, ok, "%s missing", wp.Name)
 		if p.Transposed {
-			require.Contains(t, wp.TransposedInitializers, p.Initializer, wp.Name)
+			require.Contains(t, wp.Transposed, p.Initializer, wp.Name)
 		} else {
 			require.Contains(t, wp.Initializers, p.Initializer, wp.Name)
 		}

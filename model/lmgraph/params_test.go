@@ -1,8 +1,6 @@
 package lmgraph_test
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -11,19 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model/lmgraph"
+	"github.com/spiral-rl/spiral/model/modeltest"
 	"github.com/spiral-rl/spiral/model/onnx"
 )
-
-// fixtureParameters is parameters.json of the dynamo and optimum fixtures
-// (made by their make_fixture.py): each transformers named parameter and
-// the ONNX initializers holding it as is or transposed.
-type fixtureParameters struct {
-	Parameters []struct {
-		Name        string   `json:"name"`
-		Initializer []string `json:"initializers"`
-		Transposed  []string `json:"transposed_initializers"`
-	} `json:"parameters"`
-}
 
 // kept classifies the fixture's initializers and ties copies, as artifacts
 // do, and returns the parameters left, the ties and the classification.
@@ -58,10 +46,7 @@ func TestParametersAreNamedParameters(t *testing.T) {
 	for _, dir := range []string{"dynamoqwen3", "optimumqwen3"} {
 		t.Run(dir, func(t *testing.T) {
 			root := filepath.Join("..", "testdata", dir)
-			var fp fixtureParameters
-			b, err := os.ReadFile(filepath.Join(root, "parameters.json"))
-			require.NoError(t, err)
-			require.NoError(t, json.Unmarshal(b, &fp))
+			fixture := modeltest.FixtureParameters(t, root)
 			params, ties, cls := kept(t, filepath.Join(root, "model.onnx"))
 			require.Len(t, ties, 1, "the tied embedding and LM head")
 			isKept := map[string]bool{}
@@ -69,9 +54,9 @@ func TestParametersAreNamedParameters(t *testing.T) {
 				isKept[p] = true
 			}
 			holderOf := map[string]string{}
-			for _, p := range fp.Parameters {
+			for _, p := range fixture {
 				var hits []string
-				for _, h := range append(slices.Clone(p.Initializer), p.Transposed...) {
+				for _, h := range append(slices.Clone(p.Initializers), p.Transposed...) {
 					holderOf[h] = p.Name
 					if isKept[h] {
 						hits = append(hits, h)
@@ -82,7 +67,7 @@ func TestParametersAreNamedParameters(t *testing.T) {
 			for _, p := range params {
 				require.Contains(t, holderOf, p, "trained initializer %q holds no named parameter", p)
 			}
-			require.Len(t, params, len(fp.Parameters))
+			require.Len(t, params, len(fixture))
 			for _, c := range cls {
 				if c.Name == "model.model.rotary_emb.inv_freq" {
 					require.False(t, c.Parameter)

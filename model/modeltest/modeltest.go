@@ -2,7 +2,9 @@
 package modeltest
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -34,4 +36,32 @@ func Runtime(t testing.TB) *model.Runtime {
 		t.Fatalf("ONNX Runtime not available: %v", shared.err)
 	}
 	return shared.rt
+}
+
+// FixtureParameter is one entry of a fixture's parameters.json (made by
+// the dynamo and optimum fixtures' make_fixture.py from PyTorch):
+// transformers' named parameter, its shape, and the ONNX initializers
+// holding it as is or transposed.
+type FixtureParameter struct {
+	Name         string   `json:"name"`
+	Shape        []int64  `json:"shape"`
+	Initializers []string `json:"initializers"`
+	Transposed   []string `json:"transposed_initializers"`
+}
+
+// FixtureParameters reads the "parameters" list of the parameters.json in
+// the fixture directory dir.
+func FixtureParameters(t testing.TB, dir string) []FixtureParameter {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "parameters.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Parameters []FixtureParameter `json:"parameters"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	return doc.Parameters
 }
