@@ -95,8 +95,9 @@ func HFParams(m *onnx.Model, tied bool) ([]HFParam, error) {
 }
 
 // HFWeights returns the tensors of ps under their transformers names and
-// layouts: each from trained when it holds the initializer (or, for a
-// tied copy in ties, the tensor it copies), else read from m.
+// layouts, sorted by name: each from trained when it holds the initializer
+// (or, for a tied copy in ties, the tensor it copies), else read from m.
+// Each tensor is written once, straight into the returned store.
 func HFWeights(m *onnx.Model, ps []HFParam, ties []lmgraph.Tie, trained *params.Store) (*params.Store, error) {
 	tieOf := map[string]lmgraph.Tie{}
 	for _, t := range ties {
@@ -106,54 +107,73 @@ func HFWeights(m *onnx.Model, ps []HFParam, ties []lmgraph.Tie, trained *params.
 	for _, t := range m.Graph().GetInitializer() {
 		inits[t.GetName()] = t
 	}
-	ts := make([]params.Tensor, 0, len(ps))
+	// source is where one exported tensor comes from: a trained tensor or
+	// an initializer of m, of shape (before any transposition).
+	type source struct {
+		spec      params.Spec
+		trained   *params.Tensor
+		init      *onnxpb.TensorProto
+		shape     []int64
+		transpose bool
+	}
+	srcs := make([]source, 0, len(ps))
 	for _, p := range ps {
-		name, transpose := p.Initializer, p.Transposed
+		s := source{transpose: p.Transposed}
+		name := p.Initializer
 		if tie, ok := tieOf[name]; ok {
-			name, transpose = tie.Of, transpose != tie.Transposed
+			name, s.transpose = tie.Of, s.transpose != tie.Transposed
 		}
-		var shape []int64
-		var data []float32
 		if t, ok := trained.Get(name); ok {
-			shape, data = t.Shape, t.Data // FromTensors copies
+			s.trained, s.shape = t, t.Shape
+		} else if s.init, ok = inits[name]; ok {
+			s.shape = s.init.GetDims()
 		} else {
-			init, ok := inits[name]
-			if !ok {
-				return nil, fmt.Errorf("model: hf export: %s: initializer %q not in the graph", p.Name, name)
-			}
-			shape = slices.Clone(init.GetDims())
-			n, err := params.NumElements(shape)
-			if err != nil {
-				return nil, fmt.Errorf("model: hf export: %s: %w", p.Name, err)
-			}
-			data = make([]float32, n)
-			if err := m.ReadFloat32s(init, data); err != nil {
-				return nil, fmt.Errorf("model: hf export: %s: %w", p.Name, err)
-			}
+			return nil, fmt.Errorf("model: hf export: %s: initializer %q not in the graph", p.Name, name)
 		}
-		if transpose {
-			if len(shape) != 2 {
-				return nil, fmt.Errorf("model: hf export: %s: initializer %q of shape %v cannot be transposed", p.Name, name, shape)
+		s.spec = params.Spec{Name: p.Name, Shape: slices.Clone(s.shape)}
+		if s.transpose {
+			if len(s.shape) != 2 {
+				return nil, fmt.Errorf("model: hf export: %s: initializer %q of shape %v cannot be transposed", p.Name, name, s.shape)
 			}
-			data = transposed(data, int(shape[0]), int(shape[1]))
-			shape = []int64{shape[1], shape[0]}
+			s.spec.Shape = []int64{s.shape[1], s.shape[0]}
 		}
-		ts = append(ts, params.Tensor{Name: p.Name, Shape: shape, Data: data})
+		srcs = append(srcs, s)
 	}
-	slices.SortFunc(ts, func(a, b params.Tensor) int { return strings.Compare(a.Name, b.Name) })
-	return params.FromTensors(ts)
-}
-
-// transposed returns the [cols, rows] transpose of the row-major [rows,
-// cols] matrix x.
-func transposed(x []float32, rows, cols int) []float32 {
-	out := make([]float32, len(x))
-	for r := range rows {
-		for c := range cols {
-			out[c*rows+r] = x[r*cols+c]
+	slices.SortFunc(srcs, func(a, b source) int { return strings.Compare(a.spec.Name, b.spec.Name) })
+	specs := make([]params.Spec, len(srcs))
+	for i, s := range srcs {
+		specs[i] = s.spec
+	}
+	out, err := params.NewStore(specs)
+	if err != nil {
+		return nil, fmt.Errorf("model: hf export: %w", err)
+	}
+	for i, s := range srcs {
+		dst := out.At(i).Data
+		data := dst // an initializer kept as is is read in place
+		if s.trained != nil {
+			data = s.trained.Data
+		} else {
+			if s.transpose {
+				data = make([]float32, len(dst))
+			}
+			if err := m.ReadFloat32s(s.init, data); err != nil {
+				return nil, fmt.Errorf("model: hf export: %s: %w", s.spec.Name, err)
+			}
+		}
+		switch {
+		case s.transpose:
+			rows, cols := int(s.shape[0]), int(s.shape[1])
+			for r := range rows {
+				for c := range cols {
+					dst[c*rows+r] = data[r*cols+c]
+				}
+			}
+		case s.trained != nil:
+			copy(dst, data)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // HFWeightsFile is the weights file of a Hugging Face model directory.
@@ -188,7 +208,9 @@ func ExportHF(src, tokenizer, dir string, trained *params.Store) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	ties, err := Ties(src)
+	// After HFParams: finding the ties rewrites m to read the tied table
+	// and drops the copies (HFWeights reads a copy from its table).
+	_, ties, err := parameters(m, src)
 	if err != nil {
 		return 0, err
 	}
