@@ -2,9 +2,7 @@ package tests
 
 import (
 	"bufio"
-	bin "encoding/binary"
 	"encoding/json"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/params"
 )
 
@@ -118,15 +117,19 @@ func TestWorkflow(t *testing.T) {
 	for _, name := range []string{"config.json", "tokenizer.json"} {
 		require.FileExists(t, filepath.Join(hf, name))
 	}
-	exported := readSafetensors(t, filepath.Join(hf, "model.safetensors"))
-	ckpts, err := filepath.Glob(filepath.Join(run, "checkpoints", "ckpt-*", "model.safetensors"))
+	exported := readWeights(t, hf)
+	ckpts, err := filepath.Glob(filepath.Join(run, "checkpoints", "ckpt-*"))
 	require.NoError(t, err)
 	require.NotEmpty(t, ckpts)
-	trained := readSafetensors(t, ckpts[len(ckpts)-1])
-	require.Equal(t, 2+2*11, len(exported), "embedding, final norm and 11 tensors a layer; the tied head left out")
-	require.NotContains(t, exported, "lm_head.weight")
-	require.Equal(t, trained["model.norm.weight"], exported["model.norm.weight"])
-	q, qt := exported["model.layers.1.self_attn.q_proj.weight"], trained["model.layers.1.self_attn.q_proj.weight"]
+	trained := readWeights(t, ckpts[len(ckpts)-1])
+	require.Equal(t, 2+2*11, exported.Len(), "embedding, final norm and 11 tensors a layer; the tied head left out")
+	_, head := exported.Get("lm_head.weight")
+	require.False(t, head)
+	norm, _ := exported.Get("model.norm.weight")
+	normT, _ := trained.Get("model.norm.weight")
+	require.Equal(t, normT.Data, norm.Data)
+	q, _ := exported.Get("model.layers.1.self_attn.q_proj.weight")
+	qt, _ := trained.Get("model.layers.1.self_attn.q_proj.weight")
 	require.Equal(t, []int64{qt.Shape[1], qt.Shape[0]}, q.Shape, "nn.Linear layout [out, in]")
 	rows, cols := int(q.Shape[0]), int(q.Shape[1])
 	for i := range rows {
@@ -282,27 +285,18 @@ func withoutTimes(t *testing.T, path string) []map[string]any {
 	return out
 }
 
-// floatTensor is one float32 tensor read back from a safetensors file.
-type floatTensor struct {
-	Shape []int64
-	Data  []float32
-}
-
-// readSafetensors reads every tensor of a float32 safetensors file.
-func readSafetensors(t *testing.T, path string) map[string]floatTensor {
+// readWeights reads the model.safetensors of dir (a checkpoint or an HF
+// export) into a store shaped by its header; every tensor must be F32.
+func readWeights(t *testing.T, dir string) *params.Store {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	w, err := checkpoint.NewStoreFor(dir)
 	require.NoError(t, err)
-	f, err := params.Decode(b)
-	require.NoError(t, err, path)
-	out := map[string]floatTensor{}
-	for _, rt := range f.Tensors {
-		require.Equal(t, params.F32, rt.DType, rt.Name)
-		x := make([]float32, len(rt.Data)/4)
-		for i := range x {
-			x[i] = math.Float32frombits(bin.LittleEndian.Uint32(rt.Data[4*i:]))
-		}
-		out[rt.Name] = floatTensor{Shape: rt.Shape, Data: x}
-	}
-	return out
+	f, err := os.Open(filepath.Join(dir, checkpoint.ModelFile))
+	require.NoError(t, err)
+	defer f.Close()
+	fi, err := f.Stat()
+	require.NoError(t, err)
+	_, err = w.ReadSafetensors(f, fi.Size(), nil)
+	require.NoError(t, err, dir)
+	return w
 }
