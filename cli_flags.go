@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -109,18 +110,50 @@ func (f *rewardFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.rule.Truncated, "reward-truncated", false, "grade traces cut at --max-new-tokens like the others (default: a cut trace earns nothing unless it already stated an explicit answer)")
 }
 
-// paramFlags choose the trained parameters.
+// paramFlags choose the trained parameters: a selection of the model's
+// own, or LoRA adapters of its projections.
 type paramFlags struct {
 	train, freeze string
+	lora          lmgraph.LoRA
+	loraTargets   string
 }
 
 func (f *paramFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.train, "train", "", "train only the parameters whose names match this regular expression (default: all)")
 	fs.StringVar(&f.freeze, "freeze", "", "do not train the parameters whose names match this regular expression")
+	registerLoRA(fs, &f.lora.Rank, &f.lora.Alpha, &f.loraTargets)
 }
 
-// selection compiles the flags.
-func (f *paramFlags) selection() (lmgraph.Selection, error) {
+// registerLoRA adds --lora-rank, --lora-alpha and --lora-targets.
+func registerLoRA(fs *pflag.FlagSet, rank *int, alpha *float64, targets *string) {
+	fs.IntVar(rank, "lora-rank", 0, "LoRA rank: train low-rank adapters of the projections, the base weights frozen (0 = full fine-tune)")
+	fs.Float64Var(alpha, "lora-alpha", 32, "LoRA alpha: the adapters' product is scaled by alpha / rank")
+	fs.StringVar(targets, "lora-targets", strings.Join(lmgraph.LoRATargets, ","), "comma-separated projections LoRA adapts")
+}
+
+// parseLoRA checks the LoRA flags (targets may omit "_proj").
+func parseLoRA(rank int, alpha float64, targets string) (lmgraph.LoRA, error) {
+	l := lmgraph.LoRA{Rank: rank, Alpha: alpha}
+	if rank == 0 {
+		return l, nil
+	}
+	for _, t := range strings.Split(targets, ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		if !strings.HasSuffix(t, "_proj") {
+			t += "_proj"
+		}
+		l.Targets = append(l.Targets, t)
+	}
+	if err := l.Validate(); err != nil {
+		return l, fmt.Errorf("--lora-rank/--lora-alpha/--lora-targets: %w", err)
+	}
+	return l, nil
+}
+
+// artifacts compiles the flags into the choice of trained parameters.
+func (f *paramFlags) artifacts() (model.ArtifactOptions, error) {
 	var s lmgraph.Selection
 	var errs []error
 	for _, x := range []struct {
@@ -137,7 +170,12 @@ func (f *paramFlags) selection() (lmgraph.Selection, error) {
 		}
 		*x.dst = re
 	}
-	return s, errors.Join(errs...)
+	l, err := parseLoRA(f.lora.Rank, f.lora.Alpha, f.loraTargets)
+	errs = append(errs, err)
+	if l.Enabled() && (f.train != "" || f.freeze != "") {
+		errs = append(errs, errors.New("--lora-rank trains adapters only: --train and --freeze do not combine with it"))
+	}
+	return model.ArtifactOptions{Selection: s, LoRA: l}, errors.Join(errs...)
 }
 
 // templateFlags name the prompt template files.
@@ -224,7 +262,7 @@ func (f *trainFlags) validate() error {
 	if f.cfg.MicroBatchTokens < 0 {
 		errs = append(errs, fmt.Errorf("--micro-batch-tokens %d: want >= 0 (0 = auto)", f.cfg.MicroBatchTokens))
 	}
-	if _, err := f.params.selection(); err != nil {
+	if _, err := f.params.artifacts(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := f.df.opt.Validate(); err != nil {
@@ -327,7 +365,7 @@ func (f *sftFlags) validate() error {
 	if f.lr == 0 {
 		errs = append(errs, errors.New("--lr 0: want a learning rate > 0"))
 	}
-	if _, err := f.params.selection(); err != nil {
+	if _, err := f.params.artifacts(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

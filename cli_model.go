@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,8 +12,10 @@ import (
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/embedded"
+	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/tokenizer"
+	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 )
 
@@ -179,28 +183,36 @@ func traceLength(embedded bool, context int) int {
 // openSamplingPolicy opens the model for sampling through its sampling
 // graph (last-position logits), with the weights of the checkpoint ckpt
 // when given (a checkpoint directory, or a run's checkpoints/ directory
-// for its newest), whose source fingerprint must be this model's.
-// Artifacts go to artifactsDir, or under the cache when it is "".
+// for its newest), whose source fingerprint must be this model's; a LoRA
+// checkpoint opens the graphs with its adapters. Artifacts go to
+// artifactsDir, or under the cache when it is "".
 func openSamplingPolicy(s *modelSession, ckpt, artifactsDir string) (*model.Policy, error) {
-	if artifactsDir == "" {
+	var arts model.ArtifactOptions
+	var path string
+	if ckpt != "" {
 		var err error
-		if artifactsDir, err = cachedArtifactsDir(s.onnx); err != nil {
+		if path, err = findCheckpoint(ckpt, s.onnx); err != nil {
+			return nil, err
+		}
+		if arts.LoRA, err = checkpointLoRA(path); err != nil {
 			return nil, err
 		}
 	}
-	pol, err := model.OpenPolicy(s.rt, s.onnx, artifactsDir, model.PolicyOptions{})
+	if artifactsDir == "" {
+		var err error
+		if artifactsDir, err = cachedArtifactsDir(s.onnx, arts); err != nil {
+			return nil, err
+		}
+	}
+	pol, err := model.OpenPolicy(s.rt, s.onnx, artifactsDir, model.PolicyOptions{Artifacts: arts})
 	if err != nil {
 		return nil, err
 	}
 	if err := s.checkVocab(pol.LM); err != nil {
 		return nil, errors.Join(err, pol.Close())
 	}
-	if ckpt == "" {
+	if path == "" {
 		return pol, nil
-	}
-	path, err := findCheckpoint(ckpt, s.onnx)
-	if err != nil {
-		return nil, errors.Join(err, pol.Close())
 	}
 	if _, err := checkpoint.Load(path, pol.Weights, nil); err != nil {
 		return nil, errors.Join(fmt.Errorf("--checkpoint: load %s: %w", path, err), pol.Close())
@@ -208,9 +220,23 @@ func openSamplingPolicy(s *modelSession, ckpt, artifactsDir string) (*model.Poli
 	return pol, nil
 }
 
+// checkpointLoRA returns the LoRA configuration the checkpoint at path was
+// trained with (disabled for a full fine-tune).
+func checkpointLoRA(path string) (lmgraph.LoRA, error) {
+	st, err := rl.CheckpointSettings(path)
+	if err != nil {
+		return lmgraph.LoRA{}, fmt.Errorf("--checkpoint: %w", err)
+	}
+	if st.LoRA == nil {
+		return lmgraph.LoRA{}, nil
+	}
+	return *st.LoRA, nil
+}
+
 // cachedArtifactsDir is where the artifacts of the model at path go when
-// no run directory holds them: under the cache, by fingerprint.
-func cachedArtifactsDir(path string) (string, error) {
+// no run directory holds them: under the cache, by fingerprint (and by
+// LoRA configuration, whose graphs differ).
+func cachedArtifactsDir(path string, arts model.ArtifactOptions) (string, error) {
 	fp, err := model.Fingerprint(path)
 	if err != nil {
 		return "", err
@@ -219,5 +245,10 @@ func cachedArtifactsDir(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(cache, "artifacts", fp[:16]), nil
+	name := fp[:16]
+	if arts.LoRA.Enabled() {
+		sum := sha256.Sum256([]byte(arts.LoRA.String()))
+		name += "-lora-" + hex.EncodeToString(sum[:4])
+	}
+	return filepath.Join(cache, "artifacts", name), nil
 }

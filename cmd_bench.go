@@ -15,22 +15,24 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/rollout"
 )
 
 // benchFlags are spiral bench's flags (train and generate).
 type benchFlags struct {
-	rf       runtimeFlags
-	mf       modelFlags
-	rows     int
-	tokens   int
-	steps    int
-	loraRank int
-	prompt   int
-	newTok   int
-	seed     uint64
-	exec     executorFlags
+	rf      runtimeFlags
+	mf      modelFlags
+	rows    int
+	tokens  int
+	steps   int
+	lora    lmgraph.LoRA
+	targets string
+	prompt  int
+	newTok  int
+	seed    uint64
+	exec    executorFlags
 }
 
 func (f *benchFlags) register(fs *pflag.FlagSet) {
@@ -40,7 +42,7 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.rows, "rows", 1, "rows per step (train) or sequences (generate)")
 	fs.IntVar(&f.tokens, "tokens", 512, "train: tokens per row; the second half is the response the loss covers")
 	fs.IntVar(&f.steps, "steps", 3, "train: full steps (forward, backward, AdamW)")
-	fs.IntVar(&f.loraRank, "lora-rank", 0, "train: LoRA rank (0: full fine-tune)")
+	registerLoRA(fs, &f.lora.Rank, &f.lora.Alpha, &f.targets)
 	fs.IntVar(&f.prompt, "prompt-tokens", 512, "generate: prompt tokens per row")
 	fs.IntVar(&f.newTok, "new-tokens", 64, "generate: tokens generated per row")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random token ids")
@@ -54,9 +56,9 @@ func (f *benchFlags) validate(what string) error {
 		if f.tokens < 2 {
 			errs = append(errs, fmt.Errorf("--tokens %d: want >= 2 (a prompt and a response)", f.tokens))
 		}
-		if f.loraRank != 0 {
-			errs = append(errs, fmt.Errorf("--lora-rank %d: LoRA training is not implemented yet; `spiral plan --lora-rank` predicts its memory", f.loraRank))
-		}
+		l, err := parseLoRA(f.lora.Rank, f.lora.Alpha, f.targets)
+		errs = append(errs, err)
+		f.lora = l
 	case "generate":
 		errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok))
 	}
@@ -113,7 +115,7 @@ func benchOpen(env *cliEnv, f *benchFlags, opts model.PolicyOptions) (pol *model
 	if err != nil {
 		return nil, nil, err
 	}
-	dir, err := cachedArtifactsDir(r.onnx)
+	dir, err := cachedArtifactsDir(r.onnx, opts.Artifacts)
 	if err == nil {
 		pol, err = model.OpenPolicy(rt, r.onnx, dir, opts)
 	}
@@ -128,7 +130,7 @@ func benchOpen(env *cliEnv, f *benchFlags, opts model.PolicyOptions) (pol *model
 // one JSON line after opening and one per step.
 func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	start := time.Now()
-	pol, closeAll, err := benchOpen(env, f, model.PolicyOptions{Train: true, Executor: f.exec.options()})
+	pol, closeAll, err := benchOpen(env, f, model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: model.ArtifactOptions{LoRA: f.lora}, Seed: f.seed})
 	if err != nil {
 		return err
 	}

@@ -4,58 +4,83 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/checkpoint"
+	"github.com/spiral-rl/spiral/model/lmgraph"
+	"github.com/spiral-rl/spiral/model/params"
 )
 
 func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	var mf modelFlags
 	mf.register(fs)
-	ckpt := fs.String("checkpoint", "", "checkpoint directory (e.g. runs/spiral/checkpoints/ckpt-000050), or a run's checkpoints/ directory for its newest")
-	out := fs.String("out", "", "output: a .onnx path (onnx) or a directory (hf); required, its directory is created")
-	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph) or hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files)")
+	ckpt := fs.String("checkpoint", "", "checkpoint directory (e.g. runs/spiral/checkpoints/ckpt-000050), or a run's checkpoints/ directory for its newest; hf without one converts the model as it is")
+	out := fs.String("out", "", "output: a .onnx path (onnx) or a directory (hf, peft); required, its directory is created")
+	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph; LoRA merged), hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files; LoRA merged) or peft (a LoRA checkpoint's adapters as a peft adapter directory)")
 	external := fs.Bool("external-data", false, "onnx: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
 	return func(_ context.Context, env *cliEnv, args []string) error {
-		if len(args) > 0 || *ckpt == "" || *out == "" {
-			return usageError{errors.New("usage: spiral export --checkpoint DIR --out PATH [--format onnx|hf] [--model SOURCE]")}
+		if len(args) > 0 || *out == "" || (*ckpt == "" && *format != "hf") {
+			return usageError{errors.New("usage: spiral export --checkpoint DIR --out PATH [--format onnx|hf|peft] [--model SOURCE] (hf may omit --checkpoint)")}
 		}
-		if *format != "onnx" && *format != "hf" {
-			return usageError{fmt.Errorf("--format %q: want onnx or hf", *format)}
+		if *format != "onnx" && *format != "hf" && *format != "peft" {
+			return usageError{fmt.Errorf("--format %q: want onnx, hf or peft", *format)}
 		}
 		r, err := mf.resolve()
 		if err != nil {
 			return err
 		}
-		path, err := findCheckpoint(*ckpt, r.onnx)
-		if err != nil {
-			return err
+		w, _ := params.NewStore(nil)
+		var lora lmgraph.LoRA
+		from := "its own weights"
+		if *ckpt != "" {
+			path, err := findCheckpoint(*ckpt, r.onnx)
+			if err != nil {
+				return err
+			}
+			if lora, err = checkpointLoRA(path); err != nil {
+				return err
+			}
+			if w, err = checkpoint.NewStoreFor(path); err != nil {
+				return err
+			}
+			if _, err := checkpoint.Load(path, w, nil); err != nil {
+				return fmt.Errorf("load checkpoint %s: %w", path, err)
+			}
+			from = "the weights of " + path
+			if lora.Enabled() {
+				from = fmt.Sprintf("the LoRA adapters of %s (%s)", path, lora)
+			}
 		}
-		w, err := checkpoint.NewStoreFor(path)
-		if err != nil {
-			return err
-		}
-		if _, err := checkpoint.Load(path, w, nil); err != nil {
-			return fmt.Errorf("load checkpoint %s: %w", path, err)
-		}
-		if *format == "hf" {
+		switch *format {
+		case "peft":
+			if !lora.Enabled() {
+				return usageError{fmt.Errorf("--format peft: checkpoint %s is a full fine-tune, not LoRA adapters; export it with --format onnx or hf", *ckpt)}
+			}
+			n, err := model.ExportPEFT(r.onnx, lora, w, filepath.Dir(r.onnx), *out)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.stdout, "wrote %s: a peft adapter directory for %s from %s (%d tensors)\n", *out, r.onnx, from, n)
+		case "hf":
+			if lora.Enabled() {
+				if w, err = model.MergeLoRA(r.onnx, lora, w); err != nil {
+					return err
+				}
+			}
 			n, err := model.ExportHF(r.onnx, r.tokenizer, *out, w)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.stdout, "wrote %s: a Hugging Face model directory from %s with the weights of %s (%d tensors)\n", *out, r.onnx, path, n)
-			return nil
+			fmt.Fprintf(env.stdout, "wrote %s: a Hugging Face model directory from %s with %s (%d tensors)\n", *out, r.onnx, from, n)
+		default:
+			if err := model.ExportTrained(r.onnx, lora, w, *out, *external); err != nil {
+				return err
+			}
+			fmt.Fprintf(env.stdout, "wrote %s: %s with %s (%d tensors, %d parameters)\n", *out, r.onnx, from, w.Len(), w.NumParams())
 		}
-		ties, err := model.Ties(r.onnx)
-		if err != nil {
-			return err
-		}
-		if err := model.Export(r.onnx, ties, *out, *external, w); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.stdout, "wrote %s: %s with the weights of %s (%d tensors, %d parameters)\n", *out, r.onnx, path, w.Len(), w.NumParams())
 		return nil
 	}
 }

@@ -76,7 +76,7 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if len(args) > 0 {
 			return usageError{fmt.Errorf("unexpected arguments %q", args)}
 		}
-		sel, err := pf.selection()
+		arts, err := pf.artifacts()
 		if err != nil {
 			return usageError{err}
 		}
@@ -88,7 +88,7 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if dir == "" {
 			dir = filepath.Join(filepath.Dir(r.onnx), "artifacts")
 		}
-		art, err := model.PrepareArtifacts(r.onnx, dir, model.ArtifactOptions{Selection: sel})
+		art, err := model.PrepareArtifacts(r.onnx, dir, arts)
 		if err != nil {
 			return err
 		}

@@ -41,11 +41,11 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 	if err := os.MkdirAll(f.out, 0o777); err != nil {
 		return err
 	}
-	sel, err := f.params.selection()
+	arts, err := f.params.artifacts()
 	if err != nil {
 		return usageError{err}
 	}
-	pol, err := model.OpenPolicy(sess.rt, sess.onnx, filepath.Join(f.out, rl.ArtifactsDir), model.PolicyOptions{Train: true, Artifacts: model.ArtifactOptions{Selection: sel}})
+	pol, err := model.OpenPolicy(sess.rt, sess.onnx, filepath.Join(f.out, rl.ArtifactsDir), model.PolicyOptions{Train: true, Artifacts: arts, Seed: f.cfg.Seed})
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 		return err
 	}
 	out := filepath.Join(f.out, "model.onnx")
-	if err := model.Export(sess.onnx, pol.Artifacts.Manifest.Ties, out, false, pol.Weights, pol.Frozen); err != nil {
+	if err := model.ExportTrained(sess.onnx, arts.LoRA, pol.Weights, out, false); err != nil {
 		return err
 	}
 	for _, name := range []string{"tokenizer.json", model.ConfigFile} {

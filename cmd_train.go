@@ -82,11 +82,11 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	}
 	held = held[:min(len(held), f.evalN)]
 
-	sel, err := f.params.selection()
+	arts, err := f.params.artifacts()
 	if err != nil {
 		return usageError{err}
 	}
-	pol, err := model.OpenPolicy(sess.rt, sess.onnx, filepath.Join(f.run.Dir, rl.ArtifactsDir), model.PolicyOptions{Train: true, Artifacts: model.ArtifactOptions{Selection: sel}})
+	pol, err := model.OpenPolicy(sess.rt, sess.onnx, filepath.Join(f.run.Dir, rl.ArtifactsDir), model.PolicyOptions{Train: true, Artifacts: arts, Seed: f.cfg.Seed})
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,10 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	}
 	settings := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, RL: cfg, Schedule: sched,
 		Sampling: map[string]any{"temperature": samplerCfg.Temperature, "top_p": samplerCfg.TopP, "top_k": samplerCfg.TopK,
-			"max_new_tokens": samplerCfg.MaxNewTokens, "selection": sel.String()}}
+			"max_new_tokens": samplerCfg.MaxNewTokens, "selection": arts.Selection.String()}}
+	if arts.LoRA.Enabled() {
+		settings.LoRA = &arts.LoRA
+	}
 	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%d problems), algo %s, %d steps, out %s\n",
 		sess.name(), dataName, ds.Len(), cfg.Algo, f.run.Steps, f.run.Dir)
 	run := f.run

@@ -49,6 +49,10 @@ type Manifest struct {
 	Fingerprint string `json:"fingerprint"`
 	// Selection is the --train / --freeze choice the graphs were built for.
 	Selection string `json:"selection"`
+	// LoRA, when set, is the low-rank adaptation the graphs were built
+	// for: Weights are then the adapters' factors and Frozen every
+	// parameter of the source.
+	LoRA *LoRAManifest `json:"lora,omitempty"`
 	// Layers, KVHeads, HeadDim and Vocab are the source's signature.
 	Layers  int `json:"layers"`
 	KVHeads int `json:"kv_heads"`
@@ -85,6 +89,12 @@ type Manifest struct {
 	// Files maps each generated file to its SHA-256, so that a damaged
 	// artifacts directory is detected and rebuilt.
 	Files map[string]string `json:"files"`
+}
+
+// LoRAManifest is the LoRA configuration of a Manifest and its adapters.
+type LoRAManifest struct {
+	lmgraph.LoRA
+	Adapters []lmgraph.Adapter `json:"adapters"`
 }
 
 // WeightInfo is one tensor of a Manifest.
@@ -150,6 +160,18 @@ type ArtifactOptions struct {
 	// Selection chooses the trained parameters among the graph's
 	// parameters (--train, --freeze).
 	Selection lmgraph.Selection
+	// LoRA, when enabled, trains low-rank adapters of the targeted
+	// projections instead, every parameter frozen (Selection must then
+	// be empty).
+	LoRA lmgraph.LoRA
+}
+
+// key identifies the choice of trained parameters in a manifest.
+func (o ArtifactOptions) key() string {
+	if o.LoRA.Enabled() {
+		return o.LoRA.String()
+	}
+	return o.Selection.String()
 }
 
 // PrepareArtifacts returns the artifacts of the causal LM at src, cached in
@@ -170,7 +192,7 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 		return nil, err
 	}
 	if m, err := readManifest(dir); err == nil && m.Version == ArtifactsVersion && m.Fingerprint == fp &&
-		m.Selection == opt.Selection.String() && filesIntact(dir, m.Files) {
+		m.Selection == opt.key() && filesIntact(dir, m.Files) {
 		return &Artifacts{Dir: dir, Manifest: *m}, nil
 	}
 	src1, err := onnx.LoadGraph(src)
@@ -196,13 +218,33 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	if err != nil {
 		return nil, fmt.Errorf("model: %s: %w", src, err)
 	}
-	man := Manifest{Version: ArtifactsVersion, Source: src, Fingerprint: fp, Selection: opt.Selection.String(),
+	var adapters []lmgraph.Adapter
+	if opt.LoRA.Enabled() {
+		if opt.Selection.Train != nil || opt.Selection.Freeze != nil {
+			return nil, fmt.Errorf("model: %s: LoRA trains adapters only; --train and --freeze do not apply", src)
+		}
+		if adapters, err = LoRAAdapters(src1, opt.LoRA); err != nil {
+			return nil, fmt.Errorf("model: %s: %w", src, err)
+		}
+		for _, c := range trained {
+			frozen = append(frozen, lmgraph.Frozen{Name: c.Name, Shape: c.Shape, Reason: "base weight, frozen under LoRA"})
+		}
+		trained = nil
+	}
+	man := Manifest{Version: ArtifactsVersion, Source: src, Fingerprint: fp, Selection: opt.key(),
 		Layers: sig.Layers, KVHeads: sig.KVHeads, HeadDim: sig.HeadDim, Vocab: sig.Vocab, HasPositionIDs: sig.HasPositionIDs, Ties: ties,
 		Rollout: RolloutFile, Sample: SampleFile, Program: ProgramFile, Files: map[string]string{}}
 	isTrained, isFrozen := map[string]bool{}, map[string]bool{}
 	for _, c := range trained {
 		isTrained[c.Name] = true
 		man.Weights = append(man.Weights, WeightInfo{Name: c.Name, Shape: c.Shape, DType: "F32", Reason: c.Reason})
+	}
+	if opt.LoRA.Enabled() {
+		man.LoRA = &LoRAManifest{LoRA: opt.LoRA, Adapters: adapters}
+		man.Weights = loraWeights(adapters, opt.LoRA.Rank)
+		for _, w := range man.Weights {
+			isTrained[w.Name] = true
+		}
 	}
 	for _, f := range frozen {
 		isFrozen[f.Name] = true
@@ -229,6 +271,11 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	}
 	if err := src1.InlineAll(isParam); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
+	}
+	if opt.LoRA.Enabled() {
+		if err := lmgraph.AddLoRA(g, adapters, opt.LoRA); err != nil {
+			return nil, fmt.Errorf("model: %s: %w", src, err)
+		}
 	}
 	lg, err := autodiff.ForwardGraph(g, autodiff.LMOptions{
 		Trainable: func(t *onnxpb.TensorProto) bool { return isTrained[t.GetName()] },
@@ -445,8 +492,10 @@ func weightsToInputs(m *onnxpb.ModelProto, names []string) (*onnxpb.ModelProto, 
 // InitialWeights reads the parameters named by man from the source model
 // into two new stores, the trained weights and the frozen ones (manifest
 // order), each value read from the file straight into its store. A
-// non-finite value is an error naming the tensor and the element.
-func InitialWeights(src string, man Manifest) (weights, frozen *params.Store, err error) {
+// non-finite value is an error naming the tensor and the element. Under
+// LoRA the trained weights are the adapters, initialized by InitAdapters
+// with seed.
+func InitialWeights(src string, man Manifest, seed uint64) (weights, frozen *params.Store, err error) {
 	m, err := onnx.LoadGraph(src)
 	if err != nil {
 		return nil, nil, fmt.Errorf("model: %w", err)
@@ -481,7 +530,18 @@ func InitialWeights(src string, man Manifest) (weights, frozen *params.Store, er
 		}
 		return s, nil
 	}
-	if weights, err = load(man.Weights); err != nil {
+	if man.LoRA != nil {
+		specs := make([]params.Spec, len(man.Weights))
+		for i, w := range man.Weights {
+			specs[i] = params.Spec{Name: w.Name, Shape: w.Shape}
+		}
+		if weights, err = params.NewStore(specs); err != nil {
+			return nil, nil, fmt.Errorf("model: %s: %w", src, err)
+		}
+		if err := InitAdapters(weights, man.LoRA.Adapters, seed); err != nil {
+			return nil, nil, err
+		}
+	} else if weights, err = load(man.Weights); err != nil {
 		return nil, nil, err
 	}
 	if frozen, err = load(man.Frozen); err != nil {

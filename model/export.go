@@ -17,7 +17,8 @@ import (
 // Export writes the source model at src to out with its parameters
 // replaced by the tensors of the same names in stores (shapes must match;
 // every store tensor must be used), and each tied copy of ties replaced by
-// the tensor it copies (transposed where it was). Weights go to an external
+// the tensor it copies (transposed where it was; a copy of a tensor no
+// store holds stays as in src). Weights go to an external
 // data file beside out (out + "_data") when src keeps its weights in one,
 // when the model would exceed protobuf's 2 GiB limit, or always when
 // external is true; they are then streamed from the stores (and the other
@@ -76,7 +77,7 @@ func Export(src string, ties []lmgraph.Tie, out string, external bool, stores ..
 		return fmt.Errorf("model: export: %w", err)
 	}
 	data := func(t *onnxpb.TensorProto) (func(io.Writer) error, bool) {
-		if tie, ok := tieOf[t.GetName()]; ok {
+		if tie, ok := tieOf[t.GetName()]; ok && byName[tie.Of] != nil {
 			st := byName[tie.Of]
 			if !tie.Transposed {
 				return func(w io.Writer) error { return writeFloats(w, st.Data) }, true

@@ -31,12 +31,14 @@ type HFParam struct {
 var (
 	// hfNameRE matches initializers that already carry transformers'
 	// names (spiral's own graphs; TorchScript exports keep them for
-	// norms and embeddings).
-	hfNameRE = regexp.MustCompile(`^(model\.(embed_tokens|norm)|model\.layers\.\d+\.(input_layernorm|post_attention_layernorm|self_attn\.[qkvo]_proj|self_attn\.[qk]_norm|mlp\.(gate|up|down)_proj)|lm_head)\.weight$`)
+	// norms and embeddings). An export of a module that wraps the model (HF's TorchScript
+	// tests trace one) prefixes every name with one more "model.".
+	hfNameRE = regexp.MustCompile(`^(?:model\.)?((?:model\.(?:embed_tokens|norm)|model\.layers\.\d+\.(?:input_layernorm|post_attention_layernorm|self_attn\.[qkvo]_proj|self_attn\.[qk]_norm|mlp\.(?:gate|up|down)_proj)|lm_head)\.weight)$`)
 	// hfMatMulRE reads the module of a projection from its MatMul node's
 	// name, as the TorchScript exporter (optimum) writes it:
-	// "/model/layers.0/self_attn/q_proj/MatMul".
-	hfMatMulRE = regexp.MustCompile(`^/(?:model/layers\.(\d+)/(self_attn|mlp)/([a-z]+_proj)|(lm_head))/MatMul(?:_\d+)?$`)
+	// "/model/layers.0/self_attn/q_proj/MatMul" (a wrapped model:
+	// "/model/model/layers.0/...").
+	hfMatMulRE = regexp.MustCompile(`^(?:/model)?/(?:model/layers\.(\d+)/(self_attn|mlp)/([a-z]+_proj)|(lm_head))/MatMul(?:_\d+)?$`)
 )
 
 // HFParams maps the parameters of the graph m to transformers' Qwen3
@@ -65,7 +67,7 @@ func HFParams(m *onnx.Model, tied bool) ([]HFParam, error) {
 		p := HFParam{Initializer: c.Name, Transposed: mm != nil}
 		switch {
 		case hfNameRE.MatchString(c.Name):
-			p.Name = c.Name
+			p.Name = hfNameRE.FindStringSubmatch(c.Name)[1]
 		case mm != nil && hfMatMulRE.MatchString(mm.GetName()):
 			s := hfMatMulRE.FindStringSubmatch(mm.GetName())
 			p.Name = "lm_head.weight"

@@ -38,6 +38,8 @@ type PolicyOptions struct {
 	Artifacts ArtifactOptions
 	// Executor bounds the training step's working memory.
 	Executor ExecutorOptions
+	// Seed draws the initial LoRA adapters (unused without LoRA).
+	Seed uint64
 }
 
 // OpenPolicy prepares (or reuses) the artifacts of src in artifactsDir,
@@ -48,7 +50,7 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Poli
 	if err != nil {
 		return nil, err
 	}
-	w, frozen, err := InitialWeights(src, art.Manifest)
+	w, frozen, err := InitialWeights(src, art.Manifest, opt.Seed)
 	if err != nil {
 		return nil, err
 	}

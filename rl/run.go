@@ -22,6 +22,7 @@ import (
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/model/checkpoint"
+	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/rollout"
@@ -109,6 +110,9 @@ type RunSettings struct {
 	// Sampling holds the sampling settings (temperature, top-p, top-k,
 	// trace length) as the CLI names them.
 	Sampling map[string]any `json:"sampling"`
+	// LoRA is the adapters' configuration when the run trains LoRA
+	// adapters (the checkpoints then hold the adapters only).
+	LoRA *lmgraph.LoRA `json:"lora,omitempty"`
 }
 
 // RunParts are the collaborators of a run.
@@ -337,6 +341,14 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 // after checking that it is a run of the same model and data with the
 // same settings (other settings pass with cfg.Override).
 func resume(ckptDir string, cfg RunConfig, p RunParts) error {
+	// Another LoRA configuration has other tensors: say so rather than
+	// list every tensor that does not load.
+	if newest, err := checkpoint.Find(ckptDir); err == nil {
+		if prev, err := CheckpointSettings(newest); err == nil && loraString(prev.LoRA) != loraString(p.Settings.LoRA) {
+			return fmt.Errorf("%s holds a run with %s; this one is %s: use the same LoRA flags, another --out, or --fresh",
+				cfg.Dir, loraString(prev.LoRA), loraString(p.Settings.LoRA))
+		}
+	}
 	path, st, skipped, err := checkpoint.Resume(ckptDir, p.Weights, p.Optimizer)
 	for _, e := range skipped {
 		fmt.Fprintf(p.Warn, "spiral: skipped a damaged checkpoint: %v\n", e)
@@ -376,6 +388,14 @@ func resume(ckptDir string, cfg RunConfig, p RunParts) error {
 	p.Trainer.SetStep(int(st.Step))
 	fmt.Fprintf(p.Out, "resumed from %s (step %d)\n", path, st.Step)
 	return nil
+}
+
+// loraString describes a run's LoRA setting.
+func loraString(l *lmgraph.LoRA) string {
+	if l == nil || !l.Enabled() {
+		return "full fine-tuning"
+	}
+	return l.String()
 }
 
 // settingsDiff lists the settings that differ between a and b as

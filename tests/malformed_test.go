@@ -178,7 +178,12 @@ func TestMalformedInputs(t *testing.T) {
 		usage("odd head width", "head_dim 3", "init-model", "--out", f.path("x"), "--head-dim", "3"),
 		usage("plot too large", "--width 100000 --height 100000", "plot", "--width", "100000", "--height", "100000", notReport),
 		usage("export without --out", "usage: spiral export", "export", "--checkpoint", ckpt),
-		usage("export to an unknown format", `--format "peft"`, "export", "--checkpoint", ckpt, "--out", f.path("x"), "--format", "peft"),
+		usage("export to an unknown format", `--format "tar"`, "export", "--checkpoint", ckpt, "--out", f.path("x"), "--format", "tar"),
+		usage("peft export of a full fine-tune", "is a full fine-tune, not LoRA adapters", "export", "--model", good, "--checkpoint", ckpt, "--out", f.path("x"), "--format", "peft"),
+		usage("negative LoRA rank", "lora rank -1", train("--lora-rank", "-1")...),
+		usage("LoRA with --train", "do not combine", train("--lora-rank", "4", "--train", "q_proj")...),
+		usage("unknown LoRA target", `lora target "foo_proj"`, train("--lora-rank", "4", "--lora-targets", "q,foo")...),
+		usage("LoRA alpha of zero", "lora alpha 0", "sft", "--lora-rank", "4", "--lora-alpha", "0"),
 
 		// Model files.
 		fail("empty model file", []string{"empty/model.onnx", "the file is empty"}, "train", "--model", f.path("empty"), "--quiet"),

@@ -300,3 +300,76 @@ func readWeights(t *testing.T, dir string) *params.Store {
 	require.NoError(t, err, dir)
 	return w
 }
+
+// TestLoRAWorkflow trains LoRA adapters on the embedded model: the
+// checkpoints hold the adapters and their moments only, a run resumes
+// from them (and refuses another rank), eval and generate read them, and
+// the three exports are written: hf (merged), onnx (merged; it generates)
+// and peft (transformers' module names, [rank, in] and [out, rank]
+// layouts).
+func TestLoRAWorkflow(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	ckpts := filepath.Join(run, "checkpoints")
+	args := []string{"train", "--out", run, "--lora-rank", "4", "--lora-alpha", "8", "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "24", "--checkpoint-every", "1", "--eval-every", "0", "--quiet"}
+	r := spiral(t, nil, append(args, "--steps", "2")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	ckpt := filepath.Join(ckpts, "ckpt-000002")
+	adapters := readWeights(t, ckpt)
+	const layers, projections = 2, 7
+	require.Equal(t, 2*projections*layers, adapters.Len(), "A and B of every projection, nothing else")
+	for _, name := range adapters.Names() {
+		require.Regexp(t, `^model\.layers\.\d+\.(self_attn|mlp)\.[a-z]+_proj\.lora_[AB]$`, name)
+	}
+	q, _ := adapters.Get("model.layers.0.self_attn.q_proj.lora_A")
+	require.Equal(t, int64(4), q.Shape[1], "A is [in, rank]")
+	require.Len(t, safetensorsHeader(t, filepath.Join(ckpt, checkpoint.OptimizerFile)).Tensors, 2*adapters.Len(), "two AdamW moments per adapter tensor")
+
+	r = spiral(t, nil, append(args, "--steps", "3")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "(step 2)")
+	r = spiral(t, nil, append(args, "--steps", "4", "--lora-rank", "8")...)
+	require.Equal(t, 1, r.code, "another rank cannot resume these adapters")
+	require.Contains(t, r.stderr, "use the same LoRA flags")
+
+	r = spiral(t, nil, "eval", "--checkpoint", ckpts, "--limit", "3", "--samples", "2", "--out", filepath.Join(dir, "eval"), "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = spiral(t, nil, "generate", "--checkpoint", ckpts, "--max-new-tokens", "8", "Compute 2+3.")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	hf := filepath.Join(dir, "hf")
+	r = spiral(t, nil, "export", "--format", "hf", "--checkpoint", ckpts, "--out", hf)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 2+11*layers, readWeights(t, hf).Len())
+	merged := filepath.Join(dir, "merged", "model.onnx")
+	r = spiral(t, nil, "export", "--checkpoint", ckpts, "--out", merged)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = spiral(t, nil, "generate", "--model", merged, "--tokenizer", filepath.Join(hf, "tokenizer.json"), "--max-new-tokens", "8", "Compute 2+3.")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	peft := filepath.Join(dir, "peft")
+	r = spiral(t, nil, "export", "--format", "peft", "--checkpoint", ckpts, "--out", peft)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.FileExists(t, filepath.Join(peft, "adapter_config.json"))
+	h := safetensorsHeader(t, filepath.Join(peft, "adapter_model.safetensors"))
+	require.Len(t, h.Tensors, adapters.Len())
+	a := h.Find("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight")
+	require.NotNil(t, a)
+	require.Equal(t, []int64{q.Shape[1], q.Shape[0]}, a.Shape, "peft's lora_A is [rank, in]")
+}
+
+// safetensorsHeader reads and validates the header of the safetensors
+// file at path.
+func safetensorsHeader(t *testing.T, path string) *params.Header {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	fi, err := f.Stat()
+	require.NoError(t, err)
+	h, err := params.ReadHeader(f, fi.Size())
+	require.NoError(t, err, path)
+	return h
+}

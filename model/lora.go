@@ -1,0 +1,281 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+
+	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/model/lmgraph"
+	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
+	"github.com/spiral-rl/spiral/model/params"
+)
+
+// LoRA is in the graphs, not merged into the weights: every generated
+// graph (rollout, sampling, the training program) computes x W + s x A B
+// with the frozen W read from the one copy of the base weights. Merging
+// for generation would need a second copy of every targeted weight (or
+// rewriting the base after every step), while the adapter products cost
+// about 2 x rank / hidden more multiply-adds (1.3% for rank 16 on
+// Qwen3-4B). Exports merge (W + s A B) once per tensor.
+
+// loraModuleRE matches the transformers names of the projections LoRA can
+// adapt: model.layers.N.(self_attn|mlp).X_proj.weight.
+var loraModuleRE = regexp.MustCompile(`^(model\.layers\.\d+\.(?:self_attn|mlp)\.([a-z]+_proj))\.weight$`)
+
+// LoRAAdapters returns the adapters of l on the causal LM m, in
+// initializer order: one for each parameter whose transformers module (see
+// HFParams) is a projection l targets and which a MatMul reads as its
+// right operand. It fails when the graph names no modules (dynamo
+// exports), or a target matches nothing.
+func LoRAAdapters(m *onnx.Model, l lmgraph.LoRA) ([]lmgraph.Adapter, error) {
+	if err := l.Validate(); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	hp, err := HFParams(m, false)
+	if err != nil {
+		return nil, fmt.Errorf("model: lora: %w", err)
+	}
+	dims := map[string][]int64{}
+	for _, t := range m.Graph().GetInitializer() {
+		dims[t.GetName()] = t.GetDims()
+	}
+	var out []lmgraph.Adapter
+	found := map[string]bool{}
+	for _, p := range hp {
+		s := loraModuleRE.FindStringSubmatch(p.Name)
+		if s == nil || !slices.Contains(l.Targets, s[2]) {
+			continue
+		}
+		d := dims[p.Initializer]
+		if !p.Transposed || len(d) != 2 {
+			return nil, fmt.Errorf("model: lora: %s (initializer %q, shape %v) is not a MatMul's [in, out] operand", s[1], p.Initializer, d)
+		}
+		a, b := lmgraph.AdapterNames(s[1])
+		out = append(out, lmgraph.Adapter{Module: s[1], Base: p.Initializer, A: a, B: b, In: d[0], Out: d[1]})
+		found[s[2]] = true
+	}
+	for _, t := range l.Targets {
+		if !found[t] {
+			return nil, fmt.Errorf("model: lora: target %s matches no projection of the graph", t)
+		}
+	}
+	return out, nil
+}
+
+// loraWeights lists the factors of adapters as manifest weights, A then B
+// of each adapter.
+func loraWeights(adapters []lmgraph.Adapter, rank int) []WeightInfo {
+	r := int64(rank)
+	var ws []WeightInfo
+	for _, a := range adapters {
+		ws = append(ws,
+			WeightInfo{Name: a.A, Shape: []int64{a.In, r}, DType: "F32", Reason: fmt.Sprintf("LoRA factor A of %s (random init)", a.Module)},
+			WeightInfo{Name: a.B, Shape: []int64{r, a.Out}, DType: "F32", Reason: fmt.Sprintf("LoRA factor B of %s (zero init)", a.Module)})
+	}
+	return ws
+}
+
+// InitAdapters sets the factors of adapters in s as peft does: A uniform
+// in +-1/sqrt(in) (Kaiming-uniform with a = sqrt(5)), B zero, so the
+// adapted model starts equal to the base. The draw is seeded.
+func InitAdapters(s *params.Store, adapters []lmgraph.Adapter, seed uint64) error {
+	r := rand.New(rand.NewPCG(seed, 0x10ca))
+	for _, a := range adapters {
+		ta, okA := s.Get(a.A)
+		tb, okB := s.Get(a.B)
+		if !okA || !okB {
+			return fmt.Errorf("model: lora: the store has no factors of %s", a.Module)
+		}
+		bound := 1 / math.Sqrt(float64(a.In))
+		for i := range ta.Data {
+			ta.Data[i] = float32((2*r.Float64() - 1) * bound)
+		}
+		clear(tb.Data)
+	}
+	return nil
+}
+
+// MergeLoRA returns, for each adapter of l on the model at src, its base
+// weight with the adapter merged in: W + scale x A B ([in, out], named as
+// the base initializer), reading W from src and A, B from adapters.
+func MergeLoRA(src string, l lmgraph.LoRA, adapters *params.Store) (*params.Store, error) {
+	m, err := onnx.LoadGraph(src)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if _, _, err := parameters(m, src); err != nil {
+		return nil, err
+	}
+	as, err := LoRAAdapters(m, l)
+	if err != nil {
+		return nil, err
+	}
+	inits := map[string]*onnxpb.TensorProto{}
+	for _, t := range m.Graph().GetInitializer() {
+		inits[t.GetName()] = t
+	}
+	specs := make([]params.Spec, len(as))
+	for i, a := range as {
+		specs[i] = params.Spec{Name: a.Base, Shape: []int64{a.In, a.Out}}
+	}
+	out, err := params.NewStore(specs)
+	if err != nil {
+		return nil, err
+	}
+	r := l.Rank
+	for i, a := range as {
+		ta, okA := adapters.Get(a.A)
+		tb, okB := adapters.Get(a.B)
+		if !okA || !okB || !slices.Equal(ta.Shape, []int64{a.In, int64(r)}) || !slices.Equal(tb.Shape, []int64{int64(r), a.Out}) {
+			return nil, fmt.Errorf("model: lora: the adapters hold no factors of %s with rank %d (A [%d, %d], B [%d, %d])", a.Module, r, a.In, r, r, a.Out)
+		}
+		w := out.At(i).Data
+		if err := m.ReadFloat32s(inits[a.Base], w); err != nil {
+			return nil, fmt.Errorf("model: lora: %s: %w", a.Base, err)
+		}
+		addLowRank(w, ta.Data, tb.Data, int(a.In), r, int(a.Out), float32(l.Scale()))
+	}
+	return out, nil
+}
+
+// addLowRank adds s x A B to the row-major [in, out] matrix w, A being
+// [in, r] and B [r, out].
+func addLowRank(w, a, b []float32, in, r, out int, s float32) {
+	for i := range in {
+		row := w[i*out : (i+1)*out]
+		for k := range r {
+			c := s * a[i*r+k]
+			if c == 0 {
+				continue
+			}
+			for j, v := range b[k*out : (k+1)*out] {
+				row[j] += c * v
+			}
+		}
+	}
+}
+
+// PEFT adapter files, as the peft library saves and loads them.
+const (
+	PEFTWeightsFile = "adapter_model.safetensors"
+	PEFTConfigFile  = "adapter_config.json"
+)
+
+// peftConfig is adapter_config.json: peft's LoraConfig fields for plain
+// LoRA (no dropout at inference, no bias, no rsLoRA or DoRA).
+type peftConfig struct {
+	PEFTType          string         `json:"peft_type"`
+	TaskType          string         `json:"task_type"`
+	BaseModel         string         `json:"base_model_name_or_path"`
+	R                 int            `json:"r"`
+	LoRAAlpha         float64        `json:"lora_alpha"`
+	LoRADropout       float64        `json:"lora_dropout"`
+	TargetModules     []string       `json:"target_modules"`
+	Bias              string         `json:"bias"`
+	FanInFanOut       bool           `json:"fan_in_fan_out"`
+	InferenceMode     bool           `json:"inference_mode"`
+	InitLoRAWeights   bool           `json:"init_lora_weights"`
+	UseRSLoRA         bool           `json:"use_rslora"`
+	UseDoRA           bool           `json:"use_dora"`
+	ModulesToSave     []string       `json:"modules_to_save"`
+	LayersToTransform []int          `json:"layers_to_transform"`
+	RankPattern       map[string]int `json:"rank_pattern"`
+	AlphaPattern      map[string]int `json:"alpha_pattern"`
+}
+
+// ExportPEFT writes the adapters of l trained on the model at src as a
+// peft adapter directory at dir: adapter_model.safetensors (float32;
+// base_model.model.<module>.lora_A.weight [rank, in] and lora_B.weight
+// [out, rank], nn.Linear layouts, so A and B transposed) and
+// adapter_config.json. base names the base model in the config. It
+// returns the number of tensors written.
+func ExportPEFT(src string, l lmgraph.LoRA, adapters *params.Store, base, dir string) (int, error) {
+	m, err := onnx.LoadGraph(src)
+	if err != nil {
+		return 0, fmt.Errorf("model: peft export: %w", err)
+	}
+	if _, _, err := parameters(m, src); err != nil {
+		return 0, err
+	}
+	as, err := LoRAAdapters(m, l)
+	if err != nil {
+		return 0, err
+	}
+	r := int64(l.Rank)
+	var specs []params.Spec
+	for _, a := range as {
+		specs = append(specs,
+			params.Spec{Name: "base_model.model." + a.Module + ".lora_A.weight", Shape: []int64{r, a.In}},
+			params.Spec{Name: "base_model.model." + a.Module + ".lora_B.weight", Shape: []int64{a.Out, r}})
+	}
+	out, err := params.NewStore(specs)
+	if err != nil {
+		return 0, err
+	}
+	for i, a := range as {
+		for k, name := range []string{a.A, a.B} {
+			t, ok := adapters.Get(name)
+			dst := out.At(2*i + k)
+			want := []int64{dst.Shape[1], dst.Shape[0]}
+			if !ok || !slices.Equal(t.Shape, want) {
+				return 0, fmt.Errorf("model: peft export: the adapters hold no %s of shape %v", name, want)
+			}
+			transposeInto(dst.Data, t.Data, int(want[0]), int(want[1]))
+		}
+	}
+	cfg := peftConfig{PEFTType: "LORA", TaskType: "CAUSAL_LM", BaseModel: base, R: l.Rank, LoRAAlpha: l.Alpha,
+		TargetModules: l.Targets, Bias: "none", InferenceMode: true, InitLoRAWeights: true,
+		RankPattern: map[string]int{}, AlphaPattern: map[string]int{}}
+	cj, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return 0, err
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return 0, fmt.Errorf("model: peft export: %w", err)
+	}
+	err = atomicfile.Write(filepath.Join(dir, PEFTWeightsFile), 0o666, func(f io.Writer) error {
+		return out.WriteSafetensors(f, map[string]string{"format": "pt"}, nil)
+	})
+	if err == nil {
+		err = atomicfile.WriteFile(filepath.Join(dir, PEFTConfigFile), append(cj, '\n'), 0o666)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("model: peft export: %w", err)
+	}
+	return out.Len(), nil
+}
+
+// transposeInto writes the transpose of the row-major [rows, cols] x into
+// dst ([cols, rows]).
+func transposeInto(dst, x []float32, rows, cols int) {
+	for i := range rows {
+		for j := range cols {
+			dst[j*rows+i] = x[i*cols+j]
+		}
+	}
+}
+
+// ExportTrained writes the model at src with the trained weights in its
+// graph (Export, ties found as PrepareArtifacts finds them): trained holds
+// the trained parameters, or under LoRA (l enabled) the adapters, which
+// are merged into their base weights (W + alpha/rank A B).
+func ExportTrained(src string, l lmgraph.LoRA, trained *params.Store, out string, external bool) error {
+	ties, err := Ties(src)
+	if err != nil {
+		return err
+	}
+	if l.Enabled() {
+		if trained, err = MergeLoRA(src, l, trained); err != nil {
+			return err
+		}
+	}
+	return Export(src, ties, out, external, trained)
+}
