@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -178,6 +180,46 @@ func (f *paramFlags) artifacts() (model.ArtifactOptions, error) {
 	return model.ArtifactOptions{Selection: s, LoRA: l}, errors.Join(errs...)
 }
 
+// engineFlags choose where generation runs: the local ONNX Runtime
+// sampler, or a serving engine's OpenAI-compatible API.
+type engineFlags struct {
+	engine, baseURL, model, keyEnv string
+	concurrency                    int
+	timeout                        time.Duration
+}
+
+func (f *engineFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.engine, "engine", "local", "where generation runs: local (ONNX Runtime here) or openai (a serving engine's OpenAI-compatible completions API: vLLM, SGLang)")
+	fs.StringVar(&f.baseURL, "base-url", "", "openai engine: the API root, e.g. http://127.0.0.1:8000/v1")
+	fs.StringVar(&f.model, "served-model", "", "openai engine: the model name the server serves")
+	fs.StringVar(&f.keyEnv, "api-key-env", "", "openai engine: environment variable holding the API key (sent as a bearer token)")
+	fs.IntVar(&f.concurrency, "engine-concurrency", rollout.DefaultEngineConcurrency, "openai engine: requests in flight")
+	fs.DurationVar(&f.timeout, "engine-timeout", rollout.DefaultEngineTimeout, "openai engine: the longest one request may take")
+}
+
+func (f *engineFlags) validate() error {
+	switch f.engine {
+	case "local":
+		if f.baseURL != "" || f.model != "" {
+			return errors.New("--base-url and --served-model need --engine openai")
+		}
+		return nil
+	case "openai":
+		var errs []error
+		if f.baseURL == "" {
+			errs = append(errs, errors.New("--engine openai needs --base-url"))
+		}
+		if f.model == "" {
+			errs = append(errs, errors.New("--engine openai needs --served-model"))
+		}
+		if f.keyEnv != "" && os.Getenv(f.keyEnv) == "" {
+			errs = append(errs, fmt.Errorf("--api-key-env %s: the variable is not set", f.keyEnv))
+		}
+		return errors.Join(append(errs, positive("--engine-concurrency", f.concurrency))...)
+	}
+	return fmt.Errorf("--engine %q: want local or openai", f.engine)
+}
+
 // templateFlags name the prompt template files.
 type templateFlags struct {
 	search, aggregate string
@@ -289,10 +331,12 @@ type evalFlags struct {
 	seed    uint64
 	ckpt    string
 	quiet   bool
+	engine  engineFlags
 }
 
 func (f *evalFlags) register(fs *pflag.FlagSet) {
 	f.rf.register(fs)
+	f.engine.register(fs)
 	f.mf.register(fs)
 	f.df.register(fs)
 	f.sf.register(fs)
@@ -315,7 +359,10 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 }
 
 func (f *evalFlags) validate() error {
-	errs := []error{f.rf.validate(), f.sf.validate(), f.df.opt.Validate(), nonNegative("--limit", f.limit)}
+	errs := []error{f.rf.validate(), f.sf.validate(), f.df.opt.Validate(), nonNegative("--limit", f.limit), f.engine.validate()}
+	if f.engine.engine == "openai" && f.ckpt != "" {
+		errs = append(errs, errors.New("--checkpoint is for the local engine: a serving engine samples with the weights it loaded (export the checkpoint, then serve it)"))
+	}
 	switch f.mode {
 	case "sequential", "passk":
 		errs = append(errs, positive("--samples", f.samples))

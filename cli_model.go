@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -135,7 +137,7 @@ func (s *modelSession) prompter(tmpl templateSet) rollout.ChatPrompter {
 // length when --max-new-tokens is 0, the context length (config.json's
 // max_position_embeddings, when stated), the stop ids and the vocabulary
 // limit.
-func (s *modelSession) samplerConfig(f samplingFlags, lm *model.LM) (rollout.SamplerConfig, error) {
+func (s *modelSession) samplerConfig(f samplingFlags, pol *model.Policy) (rollout.SamplerConfig, error) {
 	c := f.cfg
 	hf, _, err := model.ReadHFConfig(s.onnx)
 	if err != nil {
@@ -149,8 +151,31 @@ func (s *modelSession) samplerConfig(f samplingFlags, lm *model.LM) (rollout.Sam
 		return c, usageError{fmt.Errorf("--max-new-tokens %d leaves no room for a prompt in the %d positions of %s (config.json max_position_embeddings)", c.MaxNewTokens, c.ContextLength, s.onnx)}
 	}
 	c.StopIDs = s.tok.StopIDs()
-	c.VocabLimit = min(s.tok.VocabSize(), lm.Signature().Vocab)
+	c.VocabLimit = s.tok.VocabSize()
+	if pol != nil {
+		c.VocabLimit = min(c.VocabLimit, pol.LM.Signature().Vocab)
+	}
 	return c, nil
+}
+
+// generator returns where generation runs: the local sampler on pol, or
+// the serving engine of f (checked to serve its model), which gets
+// prompts as token ids and tokenizes with the session's tokenizer only
+// when it sends no ids back.
+func (s *modelSession) generator(ctx context.Context, f engineFlags, pol *model.Policy, c rollout.SamplerConfig, warn io.Writer) (rollout.Generator, error) {
+	if f.engine == "local" {
+		return rollout.NewSampler(pol.LM, c)
+	}
+	eng, err := rollout.NewOpenAI(rollout.OpenAIConfig{BaseURL: f.baseURL, Model: f.model, APIKey: os.Getenv(f.keyEnv), Sampling: c,
+		Concurrency: f.concurrency, Timeout: f.timeout, Warn: warn,
+		Tokenize: func(text string) ([]int32, error) { return s.tok.Encode(text), nil }})
+	if err != nil {
+		return nil, err
+	}
+	if err := eng.CheckModel(ctx); err != nil {
+		return nil, err
+	}
+	return eng, nil
 }
 
 // promptLimit is the longest prompt that leaves room for a whole trace

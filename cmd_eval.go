@@ -60,12 +60,14 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	if f.limit > 0 && f.limit < len(problems) {
 		problems = problems[:f.limit]
 	}
-	pol, err := openSamplingPolicy(sess, f.ckpt, filepath.Join(f.out, rl.ArtifactsDir))
-	if err != nil {
-		return err
+	var pol *model.Policy
+	if f.engine.engine == "local" {
+		if pol, err = openSamplingPolicy(sess, f.ckpt, filepath.Join(f.out, rl.ArtifactsDir)); err != nil {
+			return err
+		}
+		defer pol.Close()
 	}
-	defer pol.Close()
-	samplerCfg, err := sess.samplerConfig(f.sf, pol.LM)
+	samplerCfg, err := sess.samplerConfig(f.sf, pol)
 	if err != nil {
 		return err
 	}
@@ -78,13 +80,16 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	if len(problems) == 0 {
 		return errors.New("no problems to evaluate")
 	}
-	sampler, err := rollout.NewSampler(pol.LM, samplerCfg)
+	gen, err := sess.generator(ctx, f.engine, pol, samplerCfg, env.stderr)
 	if err != nil {
 		return err
 	}
 	bar := newProgress(env.stderr, f.quiet, -1, "eval "+f.mode, "tok")
-	ev := rollout.Evaluator{Gen: sampler, Prompter: sess.prompter(tmpl), Judge: rl.NewJudge(f.reward.rule), Progress: bar.add}
+	ev := rollout.Evaluator{Gen: gen, Prompter: sess.prompter(tmpl), Judge: rl.NewJudge(f.reward.rule), Progress: bar.add}
 	name := sess.name()
+	if f.engine.engine == "openai" {
+		name = f.engine.model + "@" + f.engine.baseURL
+	}
 	if f.ckpt != "" {
 		name += "@" + filepath.Base(f.ckpt)
 	}

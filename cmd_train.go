@@ -94,7 +94,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	if err := sess.checkVocab(pol.LM); err != nil {
 		return err
 	}
-	samplerCfg, err := sess.samplerConfig(f.sf, pol.LM)
+	samplerCfg, err := sess.samplerConfig(f.sf, pol)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,339 @@
+package rollout
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// OpenAIConfig configures OpenAI, a Generator that sends every request to
+// a serving engine's OpenAI-compatible completions endpoint (vLLM,
+// SGLang). Prompts go as token ids (rendered and tokenized by spiral, so
+// the exact tokens are known), and the completion's token ids are asked
+// back (vLLM's return_token_ids); a server that does not return them has
+// the text tokenized locally by Tokenize, with one warning.
+type OpenAIConfig struct {
+	// BaseURL is the API root, e.g. http://127.0.0.1:8000/v1.
+	BaseURL string
+	// Model is the served model name (the request's "model").
+	Model string
+	// APIKey, when set, is sent as a bearer token.
+	APIKey string
+	// Sampling holds the temperature, top-p, top-k, MaxNewTokens and
+	// StopIDs sent with each request (the rest is the engine's business).
+	Sampling SamplerConfig
+	// Concurrency bounds the requests in flight; default 16.
+	Concurrency int
+	// Retries is how many times a request is retried after a 429, a 5xx
+	// or a transport error, waiting Backoff, then twice as long each time;
+	// defaults 4 and 500 ms.
+	Retries int
+	Backoff time.Duration
+	// Timeout bounds one attempt of one request; default 10 minutes.
+	Timeout time.Duration
+	// Tokenize turns a completion's text into ids when the server sends
+	// none; nil makes such a server an error.
+	Tokenize func(text string) ([]int32, error)
+	// Warn receives the fallback warning; nil discards it.
+	Warn io.Writer
+	// Client is the HTTP client; nil uses a new one.
+	Client *http.Client
+}
+
+// Defaults of OpenAIConfig.
+const (
+	DefaultEngineConcurrency = 16
+	DefaultEngineRetries     = 4
+	DefaultEngineBackoff     = 500 * time.Millisecond
+	DefaultEngineTimeout     = 10 * time.Minute
+)
+
+// OpenAI is the serving-engine Generator (see OpenAIConfig).
+type OpenAI struct {
+	cfg      OpenAIConfig
+	warnOnce sync.Once
+}
+
+// NewOpenAI checks cfg and fills its defaults.
+func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
+	if cfg.BaseURL == "" || cfg.Model == "" {
+		return nil, errors.New("rollout: engine: the base URL and the served model name are required")
+	}
+	if !strings.HasPrefix(cfg.BaseURL, "http://") && !strings.HasPrefix(cfg.BaseURL, "https://") {
+		return nil, fmt.Errorf("rollout: engine: base URL %q: want http:// or https://", cfg.BaseURL)
+	}
+	if cfg.Sampling.MaxNewTokens <= 0 {
+		return nil, fmt.Errorf("rollout: engine: max new tokens %d: want > 0", cfg.Sampling.MaxNewTokens)
+	}
+	cfg.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultEngineConcurrency
+	}
+	if cfg.Retries < 0 {
+		cfg.Retries = 0
+	} else if cfg.Retries == 0 {
+		cfg.Retries = DefaultEngineRetries
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = DefaultEngineBackoff
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultEngineTimeout
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{}
+	}
+	return &OpenAI{cfg: cfg}, nil
+}
+
+// completionRequest is the body of POST /completions, with the vLLM and
+// SGLang extensions spiral needs (top_k, stop_token_ids,
+// return_token_ids, skip_special_tokens); servers ignore what they do not
+// know.
+type completionRequest struct {
+	Model             string  `json:"model"`
+	Prompt            []int32 `json:"prompt"`
+	MaxTokens         int     `json:"max_tokens"`
+	Temperature       float64 `json:"temperature"`
+	TopP              float64 `json:"top_p"`
+	TopK              int     `json:"top_k,omitempty"`
+	Seed              int64   `json:"seed"`
+	N                 int     `json:"n"`
+	StopTokenIDs      []int32 `json:"stop_token_ids,omitempty"`
+	ReturnTokenIDs    bool    `json:"return_token_ids"`
+	SkipSpecialTokens bool    `json:"skip_special_tokens"`
+}
+
+type completionResponse struct {
+	Choices []struct {
+		Text         string  `json:"text"`
+		TokenIDs     []int32 `json:"token_ids"`
+		FinishReason string  `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+// apiError is the error body of OpenAI-compatible servers: {"error":
+// {"message": ...}} (OpenAI, SGLang) or {"message": ...} (vLLM).
+type apiError struct {
+	Message string `json:"message"`
+	Error   *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// statusError is a non-2xx answer.
+type statusError struct {
+	url     string
+	status  int
+	message string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("rollout: engine: %s: HTTP %d: %s", e.url, e.status, e.message)
+}
+
+func retryable(err error) bool {
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.status == http.StatusTooManyRequests || se.status >= 500
+	}
+	return !errors.Is(err, context.Canceled)
+}
+
+// post sends body to path and decodes the answer into out, once.
+func (o *OpenAI) post(ctx context.Context, method, path string, body, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, o.cfg.Timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	url := o.cfg.BaseURL + path
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return fmt.Errorf("rollout: engine: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if o.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+o.cfg.APIKey)
+	}
+	resp, err := o.cfg.Client.Do(req)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("rollout: engine: %s: no answer within %v", url, o.cfg.Timeout)
+		}
+		return fmt.Errorf("rollout: engine: %s is not reachable: %w", url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("rollout: engine: %s: read the answer: %w", url, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		msg := strings.TrimSpace(string(raw))
+		var ae apiError
+		if json.Unmarshal(raw, &ae) == nil {
+			if ae.Error != nil && ae.Error.Message != "" {
+				msg = ae.Error.Message
+			} else if ae.Message != "" {
+				msg = ae.Message
+			}
+		}
+		return &statusError{url: url, status: resp.StatusCode, message: msg}
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("rollout: engine: %s: the answer is not the expected JSON: %w", url, err)
+	}
+	return nil
+}
+
+// withRetries runs call until it succeeds, fails for good, or has been
+// retried cfg.Retries times.
+func (o *OpenAI) withRetries(ctx context.Context, call func() error) error {
+	wait := o.cfg.Backoff
+	for attempt := 0; ; attempt++ {
+		err := call()
+		if err == nil || !retryable(err) || attempt == o.cfg.Retries {
+			if err != nil && attempt > 0 {
+				err = fmt.Errorf("%w (after %d attempts)", err, attempt+1)
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// CheckModel asks the server which models it serves (GET /models) and
+// fails, naming them, when Model is not one.
+func (o *OpenAI) CheckModel(ctx context.Context) error {
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := o.withRetries(ctx, func() error { return o.post(ctx, http.MethodGet, "/models", nil, &list) }); err != nil {
+		return err
+	}
+	var ids []string
+	for _, m := range list.Data {
+		if m.ID == o.cfg.Model {
+			return nil
+		}
+		ids = append(ids, m.ID)
+	}
+	return fmt.Errorf("rollout: engine: %s does not serve %q (it serves %s); set --served-model", o.cfg.BaseURL, o.cfg.Model, strings.Join(ids, ", "))
+}
+
+// Generate sends each request as one completion, at most Concurrency at
+// a time, and returns the completions in request order. PolicyLogProbs
+// stay nil: the engine's numbers are not the policy's (training
+// recomputes them with its own forward pass).
+func (o *OpenAI) Generate(ctx context.Context, reqs []Request, progress Progress) ([]Completion, Stats, error) {
+	start := time.Now()
+	out := make([]Completion, len(reqs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var firstErr error
+	next := 0
+	var wg sync.WaitGroup
+	for range min(o.cfg.Concurrency, len(reqs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				stop := firstErr != nil || i >= len(reqs)
+				mu.Unlock()
+				if stop {
+					return
+				}
+				c, err := o.complete(ctx, reqs[i])
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = fmt.Errorf("request %d: %w", i, err)
+					cancel()
+				}
+				if err == nil {
+					out[i] = c
+					if progress != nil {
+						progress(len(c.Tokens))
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, Stats{}, firstErr
+	}
+	st := Stats{Elapsed: time.Since(start)}
+	for i, c := range out {
+		st.PromptTokens += len(reqs[i].Prompt)
+		st.GeneratedTokens += len(c.Tokens)
+	}
+	return out, st, nil
+}
+
+// complete runs one request.
+func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
+	s := o.cfg.Sampling
+	body := completionRequest{Model: o.cfg.Model, Prompt: r.Prompt, MaxTokens: s.MaxNewTokens, Temperature: s.Temperature,
+		TopP: s.TopP, TopK: s.TopK, Seed: int64(r.Seed & (1<<31 - 1)), N: 1, StopTokenIDs: s.StopIDs, ReturnTokenIDs: true}
+	var resp completionResponse
+	if err := o.withRetries(ctx, func() error { return o.post(ctx, http.MethodPost, "/completions", body, &resp) }); err != nil {
+		return Completion{}, err
+	}
+	if len(resp.Choices) != 1 {
+		return Completion{}, fmt.Errorf("rollout: engine: %s/completions answered %d choices, want 1", o.cfg.BaseURL, len(resp.Choices))
+	}
+	ch := resp.Choices[0]
+	c := Completion{Tokens: ch.TokenIDs, PromptTokens: len(r.Prompt), Finish: FinishStop}
+	switch ch.FinishReason {
+	case "length":
+		c.Finish = FinishLength
+	case "stop", "":
+	default:
+		return Completion{}, fmt.Errorf("rollout: engine: finish reason %q: want stop or length", ch.FinishReason)
+	}
+	if ch.TokenIDs == nil {
+		if o.cfg.Tokenize == nil {
+			return Completion{}, fmt.Errorf("rollout: engine: %s returns no token_ids (vLLM's return_token_ids) and no tokenizer was given", o.cfg.BaseURL)
+		}
+		o.warnOnce.Do(func() {
+			if o.cfg.Warn != nil {
+				fmt.Fprintf(o.cfg.Warn, "spiral: warning: %s returns completion text without token ids; tokenizing it locally, which may not give the tokens the engine sampled\n", o.cfg.BaseURL)
+			}
+		})
+		ids, err := o.cfg.Tokenize(ch.Text)
+		if err != nil {
+			return Completion{}, fmt.Errorf("rollout: engine: tokenize a completion: %w", err)
+		}
+		c.Tokens = ids
+	}
+	if len(c.Tokens) > s.MaxNewTokens {
+		return Completion{}, fmt.Errorf("rollout: engine: a completion of %d tokens exceeds max_tokens %d", len(c.Tokens), s.MaxNewTokens)
+	}
+	return c, nil
+}
+
+var _ Generator = (*OpenAI)(nil)

@@ -1,0 +1,263 @@
+package rollout_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rollout"
+)
+
+// fakeEngine is an OpenAI-compatible completions server on loopback: it
+// answers each prompt with tokens derived from the prompt and the seed,
+// in vLLM's shape (choices[0].token_ids), and records the requests.
+type fakeEngine struct {
+	mu       sync.Mutex
+	requests []map[string]any
+	inFlight atomic.Int32
+	peak     atomic.Int32
+	// fail answers the n-th call (0-based) with a status when set.
+	fail     func(n int) int
+	calls    atomic.Int32
+	noIDs    bool
+	delay    time.Duration
+	models   []string
+	finish   string
+	tokensOf func(prompt []int32, seed int64) []int32
+}
+
+func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := int(f.calls.Add(1)) - 1
+	cur := f.inFlight.Add(1)
+	defer f.inFlight.Add(-1)
+	for {
+		p := f.peak.Load()
+		if cur <= p || f.peak.CompareAndSwap(p, cur) {
+			break
+		}
+	}
+	if f.delay > 0 {
+		select {
+		case <-time.After(f.delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if f.fail != nil {
+		if code := f.fail(n); code != 0 {
+			w.WriteHeader(code)
+			_, _ = w.Write([]byte(`{"object":"error","message":"engine says no"}`))
+			return
+		}
+	}
+	if r.URL.Path == "/v1/models" {
+		var data []map[string]string
+		for _, m := range f.models {
+			data = append(data, map[string]string{"id": m})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": data})
+		return
+	}
+	if r.URL.Path != "/v1/completions" || r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	f.requests = append(f.requests, body)
+	f.mu.Unlock()
+	if body["model"] != "served" {
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error":{"message":"The model does not exist."}}`))
+		return
+	}
+	var prompt []int32
+	for _, v := range body["prompt"].([]any) {
+		prompt = append(prompt, int32(v.(float64)))
+	}
+	toks := f.tokensOf(prompt, int64(body["seed"].(float64)))
+	choice := map[string]any{"text": textOf(toks), "finish_reason": f.finish}
+	if !f.noIDs {
+		choice["token_ids"] = toks
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{choice}})
+}
+
+// textOf renders ids as letters (the fake tokenizer: 'a' + id).
+func textOf(ids []int32) string {
+	var sb strings.Builder
+	for _, id := range ids {
+		sb.WriteByte(byte('a' + id))
+	}
+	return sb.String()
+}
+
+func newFake() *fakeEngine {
+	return &fakeEngine{finish: "stop", models: []string{"served"}, tokensOf: func(p []int32, seed int64) []int32 {
+		return []int32{p[0], int32(len(p)), int32(seed % 7), 2}
+	}}
+}
+
+func engineConfig(url string) rollout.OpenAIConfig {
+	s := rollout.DefaultSamplerConfig()
+	s.MaxNewTokens, s.StopIDs, s.Temperature, s.TopK = 8, []int32{2}, 0.7, 5
+	return rollout.OpenAIConfig{BaseURL: url + "/v1", Model: "served", Sampling: s, Backoff: time.Millisecond, Timeout: 5 * time.Second}
+}
+
+func TestOpenAIGenerate(t *testing.T) {
+	fake := newFake()
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	cfg := engineConfig(srv.URL)
+	cfg.Concurrency = 3
+	cfg.APIKey = "k"
+	eng, err := rollout.NewOpenAI(cfg)
+	require.NoError(t, err)
+	reqs := make([]rollout.Request, 20)
+	for i := range reqs {
+		reqs[i] = rollout.Request{Prompt: []int32{int32(i), 9, 9}[:1+i%3], Seed: uint64(100 + i)}
+	}
+	var progressed atomic.Int64
+	out, st, err := eng.Generate(context.Background(), reqs, func(n int) { progressed.Add(int64(n)) })
+	require.NoError(t, err)
+	require.Len(t, out, len(reqs))
+	for i, c := range out {
+		require.Equal(t, []int32{int32(i), int32(1 + i%3), int32((100 + i) % 7), 2}, c.Tokens, "completion %d in request order", i)
+		require.Equal(t, rollout.FinishStop, c.Finish)
+		require.Equal(t, 1+i%3, c.PromptTokens)
+		require.Nil(t, c.PolicyLogProbs, "the engine's log-probabilities are not the policy's")
+	}
+	require.Equal(t, 4*len(reqs), st.GeneratedTokens)
+	require.Equal(t, int64(4*len(reqs)), progressed.Load())
+	require.LessOrEqual(t, fake.peak.Load(), int32(3), "at most Concurrency requests in flight")
+	body := fake.requests[0]
+	require.Equal(t, 8.0, body["max_tokens"])
+	require.Equal(t, 0.7, body["temperature"])
+	require.Equal(t, 5.0, body["top_k"])
+	require.Equal(t, true, body["return_token_ids"])
+	require.Equal(t, []any{2.0}, body["stop_token_ids"])
+}
+
+func TestOpenAIFallsBackToLocalTokens(t *testing.T) {
+	fake := newFake()
+	fake.noIDs, fake.finish = true, "length"
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	cfg := engineConfig(srv.URL)
+	var warn bytes.Buffer
+	cfg.Warn = &warn
+	cfg.Tokenize = func(s string) ([]int32, error) {
+		ids := make([]int32, len(s))
+		for i := range s {
+			ids[i] = int32(s[i] - 'a')
+		}
+		return ids, nil
+	}
+	eng, err := rollout.NewOpenAI(cfg)
+	require.NoError(t, err)
+	out, _, err := eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{3}, Seed: 1}, {Prompt: []int32{4}, Seed: 2}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []int32{3, 1, 1, 2}, out[0].Tokens)
+	require.Equal(t, rollout.FinishLength, out[0].Finish)
+	require.Equal(t, 1, strings.Count(warn.String(), "tokenizing it locally"), "one warning")
+
+	cfg.Tokenize = nil
+	eng, err = rollout.NewOpenAI(cfg)
+	require.NoError(t, err)
+	_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{3}}}, nil)
+	require.ErrorContains(t, err, "no token_ids")
+}
+
+func TestOpenAIErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fail    func(n int) int
+		model   string
+		calls   int32
+		want    string
+		succeed bool
+	}{
+		{"retried 503 then served", func(n int) int { return map[int]int{0: 503, 1: 429}[n] }, "served", 3, "", true},
+		{"5xx every time", func(int) int { return 500 }, "served", 3, "HTTP 500: engine says no (after 3 attempts)", false},
+		{"bad request is not retried", func(int) int { return 400 }, "served", 1, "HTTP 400", false},
+		{"wrong model", nil, "other", 1, "The model does not exist", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFake()
+			fake.fail = tc.fail
+			srv := httptest.NewServer(fake)
+			defer srv.Close()
+			cfg := engineConfig(srv.URL)
+			cfg.Model, cfg.Retries, cfg.Concurrency = tc.model, 2, 1
+			eng, err := rollout.NewOpenAI(cfg)
+			require.NoError(t, err)
+			_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
+			if tc.succeed {
+				require.NoError(t, err)
+			} else {
+				require.ErrorContains(t, err, tc.want)
+			}
+			require.Equal(t, tc.calls, fake.calls.Load())
+		})
+	}
+
+	t.Run("server down", func(t *testing.T) {
+		srv := httptest.NewServer(newFake())
+		url := srv.URL
+		srv.Close()
+		cfg := engineConfig(url)
+		cfg.Retries = -1
+		eng, err := rollout.NewOpenAI(cfg)
+		require.NoError(t, err)
+		_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
+		require.ErrorContains(t, err, "is not reachable")
+	})
+
+	t.Run("timeout", func(t *testing.T) {
+		fake := newFake()
+		fake.delay = 2 * time.Second
+		srv := httptest.NewServer(fake)
+		defer srv.Close()
+		cfg := engineConfig(srv.URL)
+		cfg.Timeout, cfg.Retries = 50*time.Millisecond, -1
+		eng, err := rollout.NewOpenAI(cfg)
+		require.NoError(t, err)
+		start := time.Now()
+		_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
+		require.ErrorContains(t, err, "no answer within 50ms")
+		require.Less(t, time.Since(start), time.Second)
+	})
+
+	t.Run("model check", func(t *testing.T) {
+		fake := newFake()
+		fake.models = []string{"a", "b"}
+		srv := httptest.NewServer(fake)
+		defer srv.Close()
+		eng, err := rollout.NewOpenAI(engineConfig(srv.URL))
+		require.NoError(t, err)
+		require.ErrorContains(t, eng.CheckModel(context.Background()), `does not serve "served" (it serves a, b)`)
+		fake.models = []string{"served"}
+		require.NoError(t, eng.CheckModel(context.Background()))
+	})
+
+	t.Run("config", func(t *testing.T) {
+		_, err := rollout.NewOpenAI(rollout.OpenAIConfig{Model: "m"})
+		require.ErrorContains(t, err, "base URL")
+		cfg := engineConfig("ftp://x")
+		_, err = rollout.NewOpenAI(cfg)
+		require.ErrorContains(t, err, "want http://")
+	})
+}
