@@ -121,4 +121,3 @@ func figures(t *testing.T, path string) map[string]any {
 	delete(m, "meta")
 	return m
 }
-
