@@ -220,6 +220,42 @@ func (f *engineFlags) validate() error {
 	return fmt.Errorf("--engine %q: want local or openai", f.engine)
 }
 
+// syncFlags choose how a serving engine gets the trained weights.
+type syncFlags struct {
+	mode, dir string
+}
+
+func (f *syncFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.mode, "engine-sync", "", "openai engine in training: how the engine gets each update: vllm-lora (peft adapters loaded at runtime; needs --lora-rank) or sglang (Hugging Face weights loaded from disk)")
+	fs.StringVar(&f.dir, "sync-dir", "", "openai engine in training: directory for the synced weights, the same path on the server (a shared filesystem)")
+}
+
+// validate checks the sync flags against the engine and the LoRA choice.
+func (f *syncFlags) validate(engine string, lora bool) error {
+	if engine != "openai" {
+		if f.mode != "" || f.dir != "" {
+			return errors.New("--engine-sync and --sync-dir need --engine openai")
+		}
+		return nil
+	}
+	var errs []error
+	switch f.mode {
+	case "vllm-lora":
+		if !lora {
+			errs = append(errs, errors.New("--engine-sync vllm-lora syncs LoRA adapters: give --lora-rank"))
+		}
+	case "sglang":
+	case "":
+		errs = append(errs, errors.New("--engine openai in training needs --engine-sync vllm-lora or sglang, so that the engine samples from the trained weights"))
+	default:
+		errs = append(errs, fmt.Errorf("--engine-sync %q: want vllm-lora or sglang", f.mode))
+	}
+	if f.dir == "" {
+		errs = append(errs, errors.New("--engine openai in training needs --sync-dir"))
+	}
+	return errors.Join(errs...)
+}
+
 // templateFlags name the prompt template files.
 type templateFlags struct {
 	search, aggregate string
@@ -247,10 +283,14 @@ type trainFlags struct {
 	quiet    bool
 	evalData string
 	evalN    int
+	engine   engineFlags
+	sync     syncFlags
 }
 
 func (f *trainFlags) register(fs *pflag.FlagSet) {
 	f.rf.register(fs)
+	f.engine.register(fs)
+	f.sync.register(fs)
 	f.mf.register(fs)
 	f.df.register(fs)
 	f.sf.register(fs)
@@ -304,9 +344,11 @@ func (f *trainFlags) validate() error {
 	if f.cfg.MicroBatchTokens < 0 {
 		errs = append(errs, fmt.Errorf("--micro-batch-tokens %d: want >= 0 (0 = auto)", f.cfg.MicroBatchTokens))
 	}
-	if _, err := f.params.artifacts(); err != nil {
+	arts, err := f.params.artifacts()
+	if err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, f.engine.validate(), f.sync.validate(f.engine.engine, arts.LoRA.Enabled()))
 	if err := f.df.opt.Validate(); err != nil {
 		errs = append(errs, err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
@@ -128,7 +129,11 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	if err != nil {
 		return err
 	}
-	sampler, err := rollout.NewSampler(pol.LM, samplerCfg)
+	sampler, err := sess.generator(ctx, f.engine, pol, samplerCfg, env.stderr)
+	if err != nil {
+		return err
+	}
+	engineSync, err := weightSync(sess, f.sync, sampler, arts, pol)
 	if err != nil {
 		return err
 	}
@@ -138,7 +143,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	stream := data.NewStream(ds, cfg.Seed)
 	tr, err := rl.NewTrainer(cfg, rl.TrainerParts{
 		Generator: sampler, Prompter: prompter, Judge: judge, Learner: pol.Train, Problems: stream,
-		Weights: pol.Weights, Grads: pol.Grads, Optimizer: opt, Schedule: sched,
+		Weights: pol.Weights, Grads: pol.Grads, Optimizer: opt, Schedule: sched, Sync: engineSync,
 	})
 	if err != nil {
 		return err
@@ -180,4 +185,38 @@ func autoMicroBatchTokens(modelPath string) int {
 		return 4096
 	}
 	return memplan.MicroBatchTokens(memplan.FromQwen3(c), 4<<30)
+}
+
+// weightSync returns how the serving engine gen gets the trained weights
+// (nil for the local sampler, which reads the store itself): vLLM loads
+// each step's LoRA adapter (peft export), SGLang each step's Hugging Face
+// export (LoRA merged).
+func weightSync(sess *modelSession, f syncFlags, gen rollout.Generator, arts model.ArtifactOptions, pol *model.Policy) (rollout.WeightSync, error) {
+	eng, ok := gen.(*rollout.OpenAI)
+	if !ok {
+		return nil, nil
+	}
+	if err := os.MkdirAll(f.dir, 0o777); err != nil {
+		return nil, err
+	}
+	if f.mode == "vllm-lora" {
+		base := eng.Model()
+		export := func(dir string) error {
+			_, err := model.ExportPEFT(sess.onnx, arts.LoRA, pol.Weights, base, dir)
+			return err
+		}
+		return &rollout.VLLMLoRASync{Engine: eng, Dir: f.dir, Export: export}, nil
+	}
+	export := func(dir string) error {
+		w := pol.Weights
+		if arts.LoRA.Enabled() {
+			var err error
+			if w, err = model.MergeLoRA(sess.onnx, arts.LoRA, pol.Weights); err != nil {
+				return err
+			}
+		}
+		_, err := model.ExportHF(sess.onnx, sess.tokenizer, dir, w)
+		return err
+	}
+	return &rollout.SGLangDiskSync{Engine: eng, Dir: f.dir, Export: export}, nil
 }

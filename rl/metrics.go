@@ -81,6 +81,13 @@ type Metrics struct {
 	// UpdateSkipped says why this step's update was not applied (it would
 	// have made the weights non-finite); empty when it was.
 	UpdateSkipped string `json:"update_skipped,omitempty"`
+	// PolicyVersion names the weights a serving engine sampled this
+	// step's rollouts with and PolicyLag how many updates they were behind
+	// the trained weights (0: synced before every rollout); SyncSeconds
+	// is the sync's wall time. Empty and zero with the local engine.
+	PolicyVersion string  `json:"policy_version,omitempty"`
+	PolicyLag     int     `json:"policy_lag"`
+	SyncSeconds   float64 `json:"sync_seconds,omitempty"`
 	// Timing: wall seconds of rollout, training and the whole step, and
 	// training positions (rows x length) per second.
 	RolloutSeconds       float64 `json:"rollout_seconds"`

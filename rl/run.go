@@ -232,6 +232,9 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		return len(p.Held) > 0 && cfg.EvalEvery > 0 && (step%cfg.EvalEvery == 0 || step == cfg.Steps) && !evaluated[step]
 	}
 	evaluate := func() error {
+		if err := tr.SyncEngine(ctx); err != nil {
+			return err
+		}
 		if err := heldOutEval(ctx, p, cfg.EvalSamples, tr.Step(), tr.Config().Seed, ef); err != nil {
 			if ctx.Err() != nil {
 				return interrupted(err)
@@ -295,6 +298,9 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 // finalSummary runs cfg.FinalRSA on the held-out problems, writes it to
 // FinalRSAFile and prints the held-out summary line.
 func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) error {
+	if err := tr.SyncEngine(ctx); err != nil {
+		return err
+	}
 	res, err := p.Evaluator.RSA(ctx, p.Held, cfg.FinalRSA, tr.Config().Seed+0x75a)
 	if err != nil {
 		return fmt.Errorf("final RSA evaluation: %w", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/spiral-rl/spiral/data"
@@ -121,6 +122,8 @@ type Trainer struct {
 	opt      *optim.AdamW
 	sched    optim.Schedule
 	step     int
+	sync     rollout.WeightSync
+	synced   int // the step whose weights the engine serves (-1: none yet)
 }
 
 // TrainerParts are the collaborators a Trainer drives.
@@ -136,6 +139,10 @@ type TrainerParts struct {
 	Weights, Grads *params.Store
 	Optimizer      *optim.AdamW
 	Schedule       optim.Schedule
+	// Sync, when the generator is a serving engine, brings the engine to
+	// the current weights before each step's rollouts (nil: the generator
+	// reads the weight store itself).
+	Sync rollout.WeightSync
 }
 
 // NewTrainer checks cfg and assembles a Trainer.
@@ -154,7 +161,7 @@ func NewTrainer(cfg Config, p TrainerParts) (*Trainer, error) {
 		return nil, fmt.Errorf("rl: trainer: gradient store: %w", err)
 	}
 	return &Trainer{cfg: cfg, gen: p.Generator, prompter: p.Prompter, judge: p.Judge, pipe: pipe, learner: p.Learner,
-		problems: p.Problems, weights: p.Weights, grads: p.Grads, opt: p.Optimizer, sched: p.Schedule}, nil
+		problems: p.Problems, weights: p.Weights, grads: p.Grads, opt: p.Optimizer, sched: p.Schedule, sync: p.Sync, synced: -1}, nil
 }
 
 // Step returns the number of completed steps.
@@ -162,6 +169,20 @@ func (t *Trainer) Step() int { return t.step }
 
 // SetStep sets the completed-step count (when resuming).
 func (t *Trainer) SetStep(n int) { t.step = n }
+
+// SyncEngine brings a serving engine (TrainerParts.Sync) to the weights
+// of the steps completed so far, unless it has them already; without
+// one it does nothing. Rollouts and evaluations call it first.
+func (t *Trainer) SyncEngine(ctx context.Context) error {
+	if t.sync == nil || t.synced == t.step {
+		return nil
+	}
+	if err := t.sync.Sync(ctx, t.step); err != nil {
+		return fmt.Errorf("rl: after step %d: %w", t.step, err)
+	}
+	t.synced = t.step
+	return nil
+}
 
 // Config returns the configuration.
 func (t *Trainer) Config() Config { return t.cfg }
@@ -173,6 +194,16 @@ func (t *Trainer) Config() Config { return t.cfg }
 func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Metrics, error) {
 	m := Metrics{Step: t.step + 1}
 	start := time.Now()
+
+	// 0. A serving engine samples with the weights trained so far.
+	syncStart := time.Now()
+	if err := t.SyncEngine(ctx); err != nil {
+		return m, err
+	}
+	m.SyncSeconds = time.Since(syncStart).Seconds()
+	if t.sync != nil {
+		m.PolicyVersion, m.PolicyLag = t.sync.Version(), t.step-t.synced
+	}
 
 	// 1. Rollout with dynamic sampling: keep informative problems only.
 	examples, err := t.collect(ctx, &m, progress)
@@ -187,8 +218,13 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 		if r, ok := t.gen.(interface{ Release() }); ok {
 			r.Release() // the rollouts' KV cache is not needed while learning
 		}
+		// A serving engine's numbers are not the policy's: its traces
+		// carry no log-probabilities, and pi_old is the current policy
+		// (synced before the rollout), computed by the learner's own
+		// forward pass (the detached loss: ratio 1).
+		detached := slices.ContainsFunc(examples, func(e Example) bool { return e.OldLogProbs == nil && len(e.Completion) > 0 })
 		g, err := Gradients(ctx, t.learner, t.grads, examples, GradientOptions{
-			MicroBatchTokens: t.cfg.MicroBatchTokens, ClipLow: t.cfg.ClipLow, ClipHigh: t.cfg.ClipHigh})
+			MicroBatchTokens: t.cfg.MicroBatchTokens, ClipLow: t.cfg.ClipLow, ClipHigh: t.cfg.ClipHigh, Detached: detached})
 		if err != nil {
 			return m, err
 		}

@@ -59,6 +59,8 @@ const (
 type OpenAI struct {
 	cfg      OpenAIConfig
 	warnOnce sync.Once
+	mu       sync.Mutex
+	model    string // the name requests go to (a synced adapter's, once set)
 }
 
 // NewOpenAI checks cfg and fills its defaults.
@@ -90,8 +92,26 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
-	return &OpenAI{cfg: cfg}, nil
+	return &OpenAI{cfg: cfg, model: cfg.Model}, nil
 }
+
+// Model returns the model name requests are sent to.
+func (o *OpenAI) Model() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.model
+}
+
+// SetModel sends later requests to the model called name (a LoRA adapter
+// the server has just loaded).
+func (o *OpenAI) SetModel(name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.model = name
+}
+
+// BaseURL returns the API root.
+func (o *OpenAI) BaseURL() string { return o.cfg.BaseURL }
 
 // completionRequest is the body of POST /completions, with the vLLM and
 // SGLang extensions spiral needs (top_k, stop_token_ids,
@@ -147,8 +167,14 @@ func retryable(err error) bool {
 	return !errors.Is(err, context.Canceled)
 }
 
-// post sends body to path and decodes the answer into out, once.
+// post sends body to path (under BaseURL) and decodes the answer into
+// out (nil: the answer is not read), once.
 func (o *OpenAI) post(ctx context.Context, method, path string, body, out any) error {
+	return o.call(ctx, method, o.cfg.BaseURL+path, body, out)
+}
+
+// call is post to an absolute URL.
+func (o *OpenAI) call(ctx context.Context, method, url string, body, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, o.cfg.Timeout)
 	defer cancel()
 	var rd io.Reader
@@ -159,7 +185,6 @@ func (o *OpenAI) post(ctx context.Context, method, path string, body, out any) e
 		}
 		rd = bytes.NewReader(b)
 	}
-	url := o.cfg.BaseURL + path
 	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return fmt.Errorf("rollout: engine: %w", err)
@@ -191,6 +216,9 @@ func (o *OpenAI) post(ctx context.Context, method, path string, body, out any) e
 			}
 		}
 		return &statusError{url: url, status: resp.StatusCode, message: msg}
+	}
+	if out == nil {
+		return nil
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("rollout: engine: %s: the answer is not the expected JSON: %w", url, err)
@@ -297,7 +325,7 @@ func (o *OpenAI) Generate(ctx context.Context, reqs []Request, progress Progress
 // complete runs one request.
 func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 	s := o.cfg.Sampling
-	body := completionRequest{Model: o.cfg.Model, Prompt: r.Prompt, MaxTokens: s.MaxNewTokens, Temperature: s.Temperature,
+	body := completionRequest{Model: o.Model(), Prompt: r.Prompt, MaxTokens: s.MaxNewTokens, Temperature: s.Temperature,
 		TopP: s.TopP, TopK: s.TopK, Seed: int64(r.Seed & (1<<31 - 1)), N: 1, StopTokenIDs: s.StopIDs, ReturnTokenIDs: true}
 	var resp completionResponse
 	if err := o.withRetries(ctx, func() error { return o.post(ctx, http.MethodPost, "/completions", body, &resp) }); err != nil {

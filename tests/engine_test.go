@@ -1,11 +1,14 @@
 package tests
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -13,7 +16,9 @@ import (
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/embedded"
+	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/rollout"
 )
 
@@ -27,11 +32,40 @@ type samplerServer struct {
 	mu    sync.Mutex
 	lm    *model.LM
 	calls int
+	// With LoRA, lora holds the adapters the LM samples with, loaded
+	// through vLLM's /v1/load_lora_adapter from peft files; adapter is
+	// the name requests must then use.
+	lora    *params.Store
+	adapter string
+	loads   int
 }
 
 func (s *samplerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/v1/models" {
+	switch r.URL.Path {
+	case "/v1/models":
 		_ = json.NewEncoder(w).Encode(map[string]any{"data": []map[string]string{{"id": "embedded"}}})
+		return
+	case "/v1/load_lora_adapter":
+		var body struct {
+			Name string `json:"lora_name"`
+			Path string `json:"lora_path"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || s.lora == nil {
+			http.Error(w, `{"message":"no LoRA"}`, http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err := loadPEFT(s.lora, filepath.Join(body.Path, "adapter_model.safetensors")); err != nil {
+			http.Error(w, `{"message":"`+err.Error()+`"}`, http.StatusBadRequest)
+			return
+		}
+		s.adapter = body.Name
+		s.loads++
+		_, _ = w.Write([]byte("Success: LoRA adapter '" + body.Name + "' added successfully."))
+		return
+	case "/v1/unload_lora_adapter":
+		_, _ = w.Write([]byte("Success: LoRA adapter removed successfully."))
 		return
 	}
 	var body struct {
@@ -42,7 +76,7 @@ func (s *samplerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Seed        uint64  `json:"seed"`
 		StopIDs     []int32 `json:"stop_token_ids"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Model != "embedded" {
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		http.Error(w, `{"message":"bad request"}`, http.StatusBadRequest)
 		return
 	}
@@ -50,6 +84,10 @@ func (s *samplerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cfg.Temperature, cfg.MaxNewTokens, cfg.StopIDs, cfg.BatchSize = body.Temperature, body.MaxTokens, body.StopIDs, 1
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if want := cmp.Or(s.adapter, "embedded"); body.Model != want {
+		http.Error(w, `{"message":"model `+body.Model+` is not served (`+want+` is)"}`, http.StatusNotFound)
+		return
+	}
 	s.calls++
 	sampler, err := rollout.NewSampler(s.lm, cfg)
 	if err == nil {
@@ -109,6 +147,90 @@ func TestEvalThroughEngine(t *testing.T) {
 	r := spiral(t, nil, "eval", "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "other", "--limit", "1", "--quiet")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, `does not serve "other" (it serves embedded)`)
+}
+
+// loadPEFT reads a peft adapter file into the LoRA factors of dst
+// (model.layers.N.X.lora_A [in, r] <- base_model.model.model.layers.N.X.lora_A.weight [r, in]).
+func loadPEFT(dst *params.Store, path string) error {
+	specs := make([]params.Spec, dst.Len())
+	for i := range dst.Len() {
+		t := dst.At(i)
+		specs[i] = params.Spec{Name: "base_model.model." + t.Name + ".weight", Shape: []int64{t.Shape[1], t.Shape[0]}}
+	}
+	peft, err := params.NewStore(specs)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if _, err := peft.ReadSafetensors(f, fi.Size(), nil); err != nil {
+		return err
+	}
+	for i := range dst.Len() {
+		d, src := dst.At(i), peft.At(i)
+		rows, cols := int(src.Shape[0]), int(src.Shape[1])
+		for a := range rows {
+			for b := range cols {
+				d.Data[b*rows+a] = src.Data[a*cols+b]
+			}
+		}
+	}
+	return nil
+}
+
+// TestTrainThroughEngine trains LoRA adapters with rollouts on an
+// OpenAI-compatible server that syncs them as vLLM does (peft files,
+// /v1/load_lora_adapter, requests to the adapter's name): the server
+// loads one adapter per step and one for the evaluations after the last,
+// the metrics report the version the
+// rollouts came from with no lag, and at the end the server samples with
+// exactly the adapters of the last checkpoint.
+func TestTrainThroughEngine(t *testing.T) {
+	requireRuntime(t)
+	rt := modeltest.Runtime(t)
+	dir, err := embedded.Extract(t.TempDir())
+	require.NoError(t, err)
+	lora := lmgraph.LoRA{Rank: 4, Alpha: 8, Targets: lmgraph.LoRATargets}
+	pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Artifacts: model.ArtifactOptions{LoRA: lora}})
+	require.NoError(t, err)
+	defer pol.Close()
+	srv := &samplerServer{lm: pol.LM, lora: pol.Weights}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+
+	run := filepath.Join(t.TempDir(), "run")
+	r := spiral(t, nil, "train", "--out", run, "--steps", "2", "--lora-rank", "4", "--lora-alpha", "8", "--problems", "2", "--n1", "4", "--k", "2",
+		"--n", "2", "--n2", "2", "--max-new-tokens", "24", "--eval-every", "2", "--eval-problems", "2", "--eval-samples", "2", "--quiet", "--checkpoint-every", "1",
+		"--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "embedded", "--engine-sync", "vllm-lora", "--sync-dir", filepath.Join(t.TempDir(), "sync"))
+	require.Equal(t, 0, r.code, r.stderr)
+	srv.mu.Lock()
+	loads, adapter := srv.loads, srv.adapter
+	srv.mu.Unlock()
+	require.Equal(t, 3, loads, "the adapters before steps 1 and 2, and after step 2 for the evaluations")
+	lines, err := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
+	require.NoError(t, err)
+	for i, line := range strings.Split(strings.TrimSpace(string(lines)), "\n") {
+		var m struct {
+			Version string `json:"policy_version"`
+			Lag     int    `json:"policy_lag"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &m))
+		require.Equal(t, fmt.Sprintf("spiral-step-%06d", i), m.Version, "step %d samples with the weights after %d updates", i+1, i)
+		require.Zero(t, m.Lag)
+	}
+	trained := readWeights(t, filepath.Join(run, "checkpoints", "ckpt-000002"))
+	for i := range trained.Len() {
+		got, ok := pol.Weights.Get(trained.At(i).Name)
+		require.True(t, ok)
+		require.Equal(t, trained.At(i).Data, got.Data, "the server samples with the trained %s (%s)", trained.At(i).Name, adapter)
+	}
 }
 
 // figures returns a report's JSON without its meta (names, times).

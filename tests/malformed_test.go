@@ -184,12 +184,19 @@ func TestMalformedInputs(t *testing.T) {
 		usage("LoRA with --train", "do not combine", train("--lora-rank", "4", "--train", "q_proj")...),
 		usage("unknown LoRA target", `lora target "foo_proj"`, train("--lora-rank", "4", "--lora-targets", "q,foo")...),
 		usage("LoRA alpha of zero", "lora alpha 0", "sft", "--lora-rank", "4", "--lora-alpha", "0"),
+		usage("unknown engine", `--engine "tgi"`, "eval", "--engine", "tgi"),
+		usage("openai engine without a URL", "needs --base-url", "eval", "--engine", "openai", "--served-model", "m"),
+		usage("base URL for the local engine", "need --engine openai", "eval", "--base-url", "http://127.0.0.1:1/v1"),
+		usage("checkpoint on a serving engine", "a serving engine samples with the weights it loaded", "eval", "--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m", "--checkpoint", ckpt),
+		usage("training on an engine without sync", "needs --engine-sync", train("--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m", "--sync-dir", f.path("s"))...),
+		usage("vLLM LoRA sync without LoRA", "give --lora-rank", train("--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m", "--engine-sync", "vllm-lora", "--sync-dir", f.path("s"))...),
 
 		// Model files.
 		fail("empty model file", []string{"empty/model.onnx", "the file is empty"}, "train", "--model", f.path("empty"), "--quiet"),
 		fail("directory without model.onnx", []string{f.path("nomodel"), "holds no model.onnx"}, "train", "--model", f.path("nomodel"), "--quiet"),
 		fail("not an ONNX file", []string{"garbage/model.onnx", "not a valid ONNX model"}, "eval", "--model", f.path("garbage"), "--quiet"),
 		fail("missing model", []string{f.path("absent")}, "eval", "--model", f.path("absent"), "--quiet"),
+		fail("serving engine down", []string{"http://127.0.0.1:9/v1/models", "is not reachable"}, "eval", "--engine", "openai", "--base-url", "http://127.0.0.1:9/v1", "--served-model", "m", "--quiet"),
 		fail("NaN weight", []string{"nan/model.onnx", qwen3.LayerWeight(1, "mlp.up_proj"), "NaN"}, "train", "--model", nan, "--quiet", "--steps", "1"),
 		fail("float64 weight in generate", []string{qwen3.NormWeight, "float64", "float32"}, "generate", "--model", f64, "hi"),
 		// Tokenizers.

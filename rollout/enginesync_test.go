@@ -1,0 +1,111 @@
+package rollout_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rollout"
+)
+
+// exchange is one recorded request and the answer the engine's documented
+// API gives it.
+type exchange struct {
+	method, path string
+	body         map[string]string
+	status       int
+	answer       string
+}
+
+// recordedEngine answers each request with the next recorded exchange,
+// checking that the request is the recorded one.
+type recordedEngine struct {
+	t    *testing.T
+	mu   sync.Mutex
+	want []exchange
+	n    int
+}
+
+func (e *recordedEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.n >= len(e.want) {
+		e.t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	x := e.want[e.n]
+	e.n++
+	var body map[string]string
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	if r.Method != x.method || r.URL.Path != x.path {
+		e.t.Errorf("request %d: %s %s, want %s %s", e.n-1, r.Method, r.URL.Path, x.method, x.path)
+	}
+	for k, v := range x.body {
+		if body[k] != v {
+			e.t.Errorf("request %d (%s): %s = %q, want %q", e.n-1, x.path, k, body[k], v)
+		}
+	}
+	w.WriteHeader(x.status)
+	_, _ = w.Write([]byte(x.answer))
+}
+
+// TestVLLMLoRASync replays vLLM's runtime LoRA API (docs: "Dynamically
+// serving LoRA Adapters"): load the new adapter, send requests to it,
+// unload the previous one, which answer in plain text.
+func TestVLLMLoRASync(t *testing.T) {
+	dir := t.TempDir()
+	step := func(n string) string { return filepath.Join(dir, "spiral-step-"+n) }
+	eng := &recordedEngine{t: t, want: []exchange{
+		{"POST", "/v1/load_lora_adapter", map[string]string{"lora_name": "spiral-step-000000", "lora_path": step("000000")}, 200, "Success: LoRA adapter 'spiral-step-000000' added successfully."},
+		{"POST", "/v1/load_lora_adapter", map[string]string{"lora_name": "spiral-step-000001", "lora_path": step("000001")}, 200, "Success: LoRA adapter 'spiral-step-000001' added successfully."},
+		{"POST", "/v1/unload_lora_adapter", map[string]string{"lora_name": "spiral-step-000000"}, 200, "Success: LoRA adapter 'spiral-step-000000' removed successfully."},
+		{"POST", "/v1/load_lora_adapter", map[string]string{"lora_name": "spiral-step-000002", "lora_path": step("000002")}, 400, `{"object":"error","message":"The lora adapter 'spiral-step-000002' cannot be found.","type":"BadRequestError","code":400}`},
+	}}
+	srv := httptest.NewServer(eng)
+	defer srv.Close()
+	o, err := rollout.NewOpenAI(engineConfig(srv.URL))
+	require.NoError(t, err)
+	var exported []string
+	s := &rollout.VLLMLoRASync{Engine: o, Dir: dir, Export: func(d string) error {
+		exported = append(exported, d)
+		return os.MkdirAll(d, 0o755)
+	}}
+	ctx := context.Background()
+	require.NoError(t, s.Sync(ctx, 0))
+	require.Equal(t, "spiral-step-000000", o.Model(), "requests go to the loaded adapter")
+	require.NoError(t, s.Sync(ctx, 1))
+	require.Equal(t, "spiral-step-000001", s.Version())
+	require.NoDirExists(t, step("000000"), "the unloaded version's files are removed")
+	require.DirExists(t, step("000001"))
+	err = s.Sync(ctx, 2)
+	require.ErrorContains(t, err, "cannot be found")
+	require.Equal(t, "spiral-step-000001", o.Model(), "a failed load keeps the served version")
+	require.Equal(t, []string{step("000000"), step("000001"), step("000002")}, exported)
+}
+
+// TestSGLangDiskSync replays SGLang's update_weights_from_disk (at the
+// server root, not under /v1), which answers {"success", "message"}.
+func TestSGLangDiskSync(t *testing.T) {
+	dir := t.TempDir()
+	eng := &recordedEngine{t: t, want: []exchange{
+		{"POST", "/update_weights_from_disk", map[string]string{"model_path": filepath.Join(dir, "spiral-step-000003")}, 200, `{"success": true, "message": "Succeeded to update model weights."}`},
+		{"POST", "/update_weights_from_disk", map[string]string{"model_path": filepath.Join(dir, "spiral-step-000004")}, 200, `{"success": false, "message": "Failed to get weights iterator: shape mismatch"}`},
+	}}
+	srv := httptest.NewServer(eng)
+	defer srv.Close()
+	o, err := rollout.NewOpenAI(engineConfig(srv.URL))
+	require.NoError(t, err)
+	s := &rollout.SGLangDiskSync{Engine: o, Dir: dir, Export: func(d string) error { return os.MkdirAll(d, 0o755) }}
+	require.NoError(t, s.Sync(context.Background(), 3))
+	require.Equal(t, "spiral-step-000003", s.Version())
+	require.ErrorContains(t, s.Sync(context.Background(), 4), "shape mismatch")
+	require.Equal(t, "served", o.Model(), "SGLang keeps serving under its own name")
+}
