@@ -32,7 +32,10 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		if err != nil {
 			return err
 		}
-		w, _ := params.NewStore(nil)
+		w, err := params.NewStore(nil) // no checkpoint: the source's own weights
+		if err != nil {
+			return err
+		}
 		var lora lmgraph.LoRA
 		from := "its own weights"
 		if *ckpt != "" {
