@@ -43,13 +43,14 @@ bench-scale:
 study:
 	scripts/study.sh
 
-# Rebuild the embedded default model: a fresh tiny Qwen3 warm-started by SFT
-# on the embedded arithmetic task, copied into model/embedded/assets (then
-# rebuild the binary). About 10 minutes on 2 CPU cores.
-EMBED_STEPS ?= 600
+# Rebuild the embedded default model: a fresh tiny Qwen3 (3 layers) warm-
+# started by SFT on the embedded equation task, copied into
+# model/embedded/assets (then rebuild the binary). About 20 minutes on 2
+# CPU cores.
+EMBED_STEPS ?= 800
 embedded:
 	@$(ENV) && go build $(GOFLAGS_BUILD) -o spiral .
-	rm -rf runs/embedded && ./spiral init-model --out runs/embedded/init --seed 1
+	rm -rf runs/embedded && ./spiral init-model --out runs/embedded/init --seed 1 --layers 3
 	./spiral sft --model runs/embedded/init --out runs/embedded/sft --steps $(EMBED_STEPS) --batch 64 --lr 5e-3 --eval-every 100 --eval-problems 128 --seed 1
 	cp runs/embedded/sft/model.onnx runs/embedded/sft/tokenizer.json runs/embedded/sft/config.json model/embedded/assets/
 

@@ -299,7 +299,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	f.tmpl.register(fs)
 	f.cfg = rl.DefaultConfig()
 	c := &f.cfg
-	fs.StringVar(&f.data, "data", "", "training problems: JSONL, JSON or Parquet (default: the embedded arithmetic task)")
+	fs.StringVar(&f.data, "data", "", "training problems: JSONL, JSON or Parquet (default: the embedded equation task)")
 	fs.StringVar(&f.run.Dir, "out", "runs/spiral", "run directory: metrics.jsonl, eval.jsonl, checkpoints/, artifacts/, training.png")
 	fs.StringVar(&c.Algo, "algo", c.Algo, "algorithm: spiral, grpo, or agg-only")
 	fs.IntVar(&f.run.Steps, "steps", 50, "training steps")

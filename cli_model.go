@@ -188,7 +188,7 @@ func promptLimit(c rollout.SamplerConfig) int {
 }
 
 // Default trace lengths when --max-new-tokens is 0: the embedded task's
-// solutions are under 60 characters; real models reason for thousands of
+// traces are under 40 characters; real models reason for thousands of
 // tokens, within half of their context.
 const (
 	embeddedMaxNewTokens = 96

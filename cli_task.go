@@ -9,14 +9,15 @@ import (
 	"github.com/spiral-rl/spiral/rollout"
 )
 
-// The embedded task: the synthetic arithmetic problems the embedded tiny
-// model is warm-started on (sft) and trained on (train), with a held-out
-// test split (eval). Its difficulty is sized to the tiny model: 2-3
-// operands of 1-9 keep the SFT model well above zero accuracy and well
-// below the ceiling. The task seed fixes the train/test split and is the
+// The embedded task: the synthetic equations the embedded tiny model is
+// warm-started on (sft) and trained on (train), with a held-out test split
+// (eval). It is the solve form ("Solve x*7+3=38.", see data/synth), where
+// checking a guess is easier than finding one, so that reading several
+// candidates can beat each of them and a vote. Its difficulty is sized to
+// the tiny model: 2-3 operands of 1-9. The task seed fixes the train/test split and is the
 // same in every command, whatever --seed says, so no command ever trains
 // on the test split.
-var embeddedTaskConfig = synth.Config{MinOperands: 2, MaxOperands: 3, MinOperand: 1, MaxOperand: 9}
+var embeddedTaskConfig = synth.Config{Form: synth.FormSolve, MinOperands: 2, MaxOperands: 3, MinOperand: 1, MaxOperand: 9}
 
 const embeddedTaskSeed = 1
 

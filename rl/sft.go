@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/spiral-rl/spiral/data/synth"
@@ -168,11 +169,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) error {
 		if err != nil {
 			return err
 		}
-		batch := make([]Example, len(exs))
-		for i, e := range exs {
-			batch[i] = Example{Prompt: p.Prompter.UserTurn(e.Prompt), Completion: p.Prompter.AssistantTurn(e.Completion)}
-		}
-		m, err := SFTStep(ctx, p.Policy, p.Optimizer, p.Schedule, batch, cfg.MicroBatchTokens, cfg.MaxGradNorm)
+		m, err := SFTStep(ctx, p.Policy, p.Optimizer, p.Schedule, sftBatch(p.Prompter, exs), cfg.MicroBatchTokens, cfg.MaxGradNorm)
 		if err != nil {
 			return err
 		}
@@ -199,6 +196,23 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) error {
 		}
 	}
 	return nil
+}
+
+// sftBatch tokenizes supervised examples as chat turns: the prompt is the
+// user turn followed by the example's Prefix (the given start of the
+// reply, context without loss), the completion the rest of the reply with
+// the end-of-turn id. The prefix is tokenized apart from the completion,
+// which is exact for a character tokenizer (the synthetic task's).
+func sftBatch(pr TurnPrompter, exs []synth.Example) []Example {
+	batch := make([]Example, len(exs))
+	for i, e := range exs {
+		batch[i] = Example{Prompt: pr.UserTurn(e.Prompt), Completion: pr.AssistantTurn(e.Completion)}
+		if e.Prefix != "" {
+			pre := pr.AssistantTurn(e.Prefix)
+			batch[i].Prompt = slices.Concat(batch[i].Prompt, pre[:len(pre)-1])
+		}
+	}
+	return batch
 }
 
 // SynthAccuracy measures greedy accuracy on n held-out problems of the

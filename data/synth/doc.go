@@ -1,6 +1,9 @@
-// Package synth is the embedded synthetic task that the tiny model learns:
-// integer arithmetic expressions such as "Compute 7+5*3-4." with short
-// worked solutions such as "5*3=15. 7+15=22. 22-4=18. \boxed{18}".
+// Package synth is the embedded synthetic task that the tiny model learns,
+// in two forms: integer arithmetic expressions such as "Compute 7+5*3-4."
+// with short worked solutions such as "5*3=15. 7+15=22. 22-4=18.
+// \boxed{18}", and equations such as "Solve x*7+3=38." whose solution
+// checks a value of x, "x=5. 5*7=35. 35+3=38. \boxed{5}" (the embedded
+// default; see solve.go for why).
 //
 // Conventions:
 //
@@ -19,6 +22,12 @@
 //     and n candidate solutions, some with a planted arithmetic slip that
 //     is carried through the later steps; completion = the correct worked
 //     solution).
+//   - In the solve form x is one operand, drawn like the others, so the
+//     answer is unique; the split keys on the whole equation. An
+//     aggregation example's candidates are guesses with their checks (some
+//     wrong, some with a check falsely written as passed); its completion
+//     checks the candidates' answers, most frequent first, until one
+//     reaches the target.
 //   - Texts are short and use only the characters of [Alphabet], so a
 //     character-level tokenizer with a context of a few hundred characters
 //     can hold an aggregation prompt with four candidates.

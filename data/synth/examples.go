@@ -31,7 +31,7 @@ func Templates() *data.Templates {
 }
 
 // problemChars are the characters problems and solutions are made of.
-const problemChars = `Compute 0123456789+-*=.\boxed{}`
+const problemChars = `Compute Solve x0123456789+-*=.\boxed{}`
 
 // Alphabet returns, sorted and without repeats, every character that the
 // task's problems, solutions and compact prompts (with up to 9
@@ -67,6 +67,9 @@ func Alphabet() string {
 const (
 	KindSearch    = "search"
 	KindAggregate = "aggregate"
+	// KindCheck is a solve-form search example whose guess is given
+	// (Prefix) and may be wrong: it teaches an honest check of any guess.
+	KindCheck = "check"
 )
 
 // Example is one supervised (prompt, completion) pair.
@@ -75,6 +78,9 @@ type Example struct {
 	Kind string `json:"kind"`
 	// Prompt is the rendered template (the user turn, without chat markup).
 	Prompt string `json:"prompt"`
+	// Prefix, when set, is the start of the reply given to the model as
+	// context (no loss on it): the forced guess of a check example.
+	Prefix string `json:"prefix,omitempty"`
 	// Completion is the correct worked solution ending in \boxed{answer}.
 	Completion string `json:"completion"`
 	// Answer is the gold answer.
@@ -101,8 +107,8 @@ func (t *Task) SearchExample(tm *data.Templates, it Item) (Example, error) {
 	return Example{Kind: KindSearch, Prompt: p, Completion: it.Solution(), Answer: strconv.Itoa(it.Answer)}, nil
 }
 
-// AggregateExample returns an aggregation example of it with n candidates:
-// each candidate carries a planted mistake with probability MistakeRate;
+// AggregateExample returns an aggregation example of it with n candidates.
+// In the solve form see aggregateSolve; in the compute form each candidate carries a planted mistake with probability MistakeRate;
 // with probability SharedMistakeRate all wrong candidates share one
 // mistake (so a wrong answer can win a vote). The completion is the
 // correct worked solution. A nil tm means the compact Templates().
@@ -112,6 +118,9 @@ func (t *Task) AggregateExample(r *rand.Rand, tm *data.Templates, it Item, n int
 	}
 	if tm == nil {
 		tm = t.tmpl
+	}
+	if t.cfg.Form == FormSolve {
+		return t.aggregateSolve(r, tm, it, n)
 	}
 	ex := Example{Kind: KindAggregate, Completion: it.Solution(), Answer: strconv.Itoa(it.Answer)}
 	shared := r.Float64() < t.cfg.SharedMistakeRate
@@ -141,8 +150,9 @@ func (t *Task) AggregateExample(r *rand.Rand, tm *data.Templates, it Item, n int
 
 // SFTExamples returns n supervised examples on fresh train problems drawn
 // from r: each is an aggregation example with `candidates` candidates with
-// probability aggregateShare, else a search example. A nil tm means the
-// compact Templates().
+// probability aggregateShare, else a search example (in the solve form, a
+// check example with probability checkShare). A nil tm means the compact
+// Templates().
 func (t *Task) SFTExamples(r *rand.Rand, tm *data.Templates, n, candidates int, aggregateShare float64) ([]Example, error) {
 	if aggregateShare < 0 || aggregateShare > 1 {
 		return nil, fmt.Errorf("synth: aggregate share %g: want 0 to 1", aggregateShare)
@@ -157,9 +167,12 @@ func (t *Task) SFTExamples(r *rand.Rand, tm *data.Templates, n, candidates int, 
 			return nil, err
 		}
 		var ex Example
-		if r.Float64() < aggregateShare {
+		switch {
+		case r.Float64() < aggregateShare:
 			ex, err = t.AggregateExample(r, tm, it, candidates)
-		} else {
+		case t.cfg.Form == FormSolve && r.Float64() < checkShare:
+			ex, err = t.checkExample(r, tm, it)
+		default:
 			ex, err = t.SearchExample(tm, it)
 		}
 		if err != nil {

@@ -32,19 +32,37 @@ type Item struct {
 	// Steps is the worked solution in order; the last step's result is
 	// the answer.
 	Steps []Step
-	// Answer is the value of Expr.
+	// Answer is the value of Expr, or in a solve problem the value of x.
 	Answer int
+	// Unknown is the index of the operand written as "x" in a solve
+	// problem ("Solve x*7+3=38."), -1 in a compute problem; Target is the
+	// right-hand side of a solve problem, the value of the expression with
+	// the true x (Steps compute it).
+	Unknown, Target int
 }
 
-// Problem returns the problem text: "Compute <expr>."
-func (it Item) Problem() string { return "Compute " + it.Expr + "." }
+// Problem returns the problem text: "Compute <expr>." or, for a solve
+// problem, "Solve <equation>.".
+func (it Item) Problem() string {
+	if it.Unknown >= 0 {
+		return "Solve " + it.Expr + "."
+	}
+	return "Compute " + it.Expr + "."
+}
 
 // Solution returns the worked solution, such as
-// "5*3=15. 7+15=22. 22-4=18. \boxed{18}".
+// "5*3=15. 7+15=22. 22-4=18. \boxed{18}", or for a solve problem the
+// check of the true x, such as "x=5. 5*7=35. 35+3=38. \boxed{5}".
 func (it Item) Solution() string {
-	s, _ := render(it.Steps, -1, 0)
-	return s
+	if it.Unknown >= 0 {
+		return it.Trial(it.Answer) + boxed(it.Answer)
+	}
+	s, ans := renderSteps(it.Steps, -1, 0)
+	return s + boxed(ans)
 }
+
+// boxed returns "\boxed{v}".
+func boxed(v int) string { return `\boxed{` + strconv.Itoa(v) + "}" }
 
 // build turns operands and operators into an Item with its steps.
 func build(operands []int, ops []byte) Item {
@@ -55,7 +73,7 @@ func build(operands []int, ops []byte) Item {
 		}
 		sb.WriteString(strconv.Itoa(v))
 	}
-	it := Item{Expr: sb.String(), Operands: operands, Ops: ops}
+	it := Item{Expr: sb.String(), Operands: operands, Ops: ops, Unknown: -1}
 	// Products first: each run of "*" becomes a chain of steps.
 	var terms []Ref  // the additive terms
 	var signs []byte // the operator before each term after the first
@@ -121,10 +139,10 @@ func evalSteps(steps []Step, override, value int) []int {
 	return vals
 }
 
-// render writes the steps as "A op B=R." sentences and the boxed answer,
-// with the result of step override replaced by value and carried through
-// later steps. It returns the text and its final answer.
-func render(steps []Step, override, value int) (string, int) {
+// renderSteps writes the steps as "A op B=R. " sentences, with the result
+// of step override replaced by value and carried through later steps. It
+// returns the text and the last step's result.
+func renderSteps(steps []Step, override, value int) (string, int) {
 	vals := evalSteps(steps, override, value)
 	get := func(r Ref) int {
 		if r.Step >= 0 {
@@ -136,9 +154,7 @@ func render(steps []Step, override, value int) (string, int) {
 	for i, s := range steps {
 		fmt.Fprintf(&sb, "%d%c%d=%d. ", get(s.A), s.Op, get(s.B), vals[i])
 	}
-	ans := vals[len(vals)-1]
-	fmt.Fprintf(&sb, `\boxed{%d}`, ans)
-	return sb.String(), ans
+	return sb.String(), vals[len(vals)-1]
 }
 
 // Mistake is a planted slip: the result of step Step is written as Value
@@ -189,7 +205,8 @@ func (it Item) PlantMistake(r *rand.Rand) Mistake {
 // WrongSolution renders the solution with mistake m carried through, and
 // returns its (wrong) final answer.
 func (it Item) WrongSolution(m Mistake) (string, int) {
-	return render(it.Steps, m.Step, m.Value)
+	s, ans := renderSteps(it.Steps, m.Step, m.Value)
+	return s + boxed(ans), ans
 }
 
 func refValue(steps []Step, r Ref) int {

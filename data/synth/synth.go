@@ -15,6 +15,10 @@ import (
 // Config holds the difficulty knobs and the split. The zero value is the
 // default task; every zero field takes its documented default.
 type Config struct {
+	// Form is the kind of problem: FormCompute ("Compute 7+5*3-4.") or
+	// FormSolve ("Solve x*7+3=38.", one operand replaced by the unknown x,
+	// whose value is the answer). Default FormCompute.
+	Form string
 	// MinOperands and MaxOperands bound the number of operands of an
 	// expression, drawn uniformly (defaults 3 and 4; at least 2).
 	MinOperands, MaxOperands int
@@ -36,8 +40,15 @@ type Config struct {
 	SharedMistakeRate float64
 }
 
+// Forms of problem.
+const (
+	FormCompute = "compute"
+	FormSolve   = "solve"
+)
+
 // Defaults of Config, applied to zero fields.
 const (
+	DefaultForm              = FormCompute
 	DefaultMinOperands       = 3
 	DefaultMaxOperands       = 4
 	DefaultMinOperand        = 1
@@ -50,6 +61,9 @@ const (
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
+	if c.Form == "" {
+		c.Form = DefaultForm
+	}
 	if c.MinOperands == 0 {
 		c.MinOperands = DefaultMinOperands
 	}
@@ -82,6 +96,10 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	switch {
+	case c.Form != FormCompute && c.Form != FormSolve:
+		return fmt.Errorf("synth: form %q: want %q or %q", c.Form, FormCompute, FormSolve)
+	case c.Form == FormSolve && c.MaxOperand == c.MinOperand:
+		return fmt.Errorf("synth: solve form with operand range %d..%d: want min < max, so that a guess can be wrong", c.MinOperand, c.MaxOperand)
 	case c.MinOperands < 2 || c.MaxOperands < c.MinOperands:
 		return fmt.Errorf("synth: operands %d..%d: want 2 <= min <= max", c.MinOperands, c.MaxOperands)
 	case c.MinOperand < 1 || c.MaxOperand < c.MinOperand:
@@ -137,7 +155,7 @@ func New(cfg Config, seed uint64) (*Task, error) {
 	return &Task{cfg: cfg.WithDefaults(), seed: seed, tmpl: Templates()}, nil
 }
 
-// SplitOf returns the split an expression belongs to:
+// SplitOf returns the split an expression (Item.Expr) belongs to:
 // Test when FNV-1a-64(seed as 8 little-endian bytes, expr) mod 100 <
 // TestPercent.
 func (t *Task) SplitOf(expr string) Split {
@@ -168,6 +186,9 @@ func (t *Task) Sample(r *rand.Rand, s Split) (Item, error) {
 			ops[i] = t.cfg.Ops[r.IntN(len(t.cfg.Ops))]
 		}
 		it := build(operands, ops)
+		if t.cfg.Form == FormSolve {
+			it = solveItem(operands, ops, r.IntN(n))
+		}
 		if t.SplitOf(it.Expr) == s {
 			return it, nil
 		}

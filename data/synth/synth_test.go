@@ -393,6 +393,8 @@ func TestConfigValidate(t *testing.T) {
 		{"division", Config{Ops: "+/"}, "ops"},
 		{"test percent", Config{TestPercent: 100}, "test percent"},
 		{"mistake rate", Config{MistakeRate: 1.5}, "mistake rate"},
+		{"unknown form", Config{Form: "divide"}, "form"},
+		{"solve without a wrong guess", Config{Form: FormSolve, MinOperand: 4, MaxOperand: 4}, "solve form"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

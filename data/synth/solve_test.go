@@ -1,0 +1,246 @@
+package synth
+
+import (
+	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/data"
+)
+
+// solveConfigs are the solve-form settings the tests sweep.
+var solveConfigs = []struct {
+	name string
+	cfg  Config
+}{
+	{"embedded", Config{Form: FormSolve, MinOperands: 2, MaxOperands: 3, MinOperand: 1, MaxOperand: 9}},
+	{"long, wide", Config{Form: FormSolve, MinOperands: 4, MaxOperands: 5, MinOperand: 1, MaxOperand: 20}},
+	{"products only", Config{Form: FormSolve, MinOperands: 2, MaxOperands: 3, MinOperand: 2, MaxOperand: 9, Ops: "*"}},
+}
+
+// trialRE matches the opening sentence of a trial, "x=g.".
+var trialRE = regexp.MustCompile(`^x=(-?\d+)\.$`)
+
+// parsedTrial is one parsed check of a guess.
+type parsedTrial struct {
+	guess, wrongSteps, last int
+}
+
+// parseTrials parses a solve trace, "x=g. A op B=R. ... \boxed{v}", into
+// its trials (each step checked with bigStep) and the boxed value.
+func parseTrials(t *testing.T, text string) ([]parsedTrial, int) {
+	t.Helper()
+	fields := strings.Split(text, " ")
+	var trials []parsedTrial
+	for _, f := range fields[:len(fields)-1] {
+		if m := trialRE.FindStringSubmatch(f); m != nil {
+			g, err := strconv.Atoi(m[1])
+			require.NoError(t, err)
+			trials = append(trials, parsedTrial{guess: g})
+			continue
+		}
+		m := stepRE.FindStringSubmatch(f)
+		require.NotNil(t, m, "sentence %q of %q", f, text)
+		require.NotEmpty(t, trials, "a step before the first guess in %q", text)
+		cur := &trials[len(trials)-1]
+		if bigStep(t, m[1], m[2], m[3]) != m[4] {
+			cur.wrongSteps++
+		}
+		cur.last, _ = strconv.Atoi(m[4])
+	}
+	ans, ok := data.LastBoxed(fields[len(fields)-1])
+	require.True(t, ok, "no box in %q", text)
+	v, err := strconv.Atoi(ans)
+	require.NoError(t, err)
+	return trials, v
+}
+
+// substitute writes g for x in the left-hand side of an equation.
+func substitute(lhs string, g int) string {
+	return strings.Replace(lhs, "x", "("+strconv.Itoa(g)+")", 1)
+}
+
+// TestSolveSolutions checks solve problems against go/types: x occurs
+// once, the true x makes the left side equal the target, no other value of
+// the operand range does (the answer is unique), and the solution is one
+// honest trial of x that reaches the target and boxes x.
+func TestSolveSolutions(t *testing.T) {
+	for _, tc := range solveConfigs {
+		t.Run(tc.name, func(t *testing.T) {
+			task, err := New(tc.cfg, 11)
+			require.NoError(t, err)
+			cfg := task.Config()
+			r := rand.New(rand.NewPCG(3, 4))
+			for i := range 1000 {
+				it, err := task.Sample(r, Split(i%2))
+				require.NoError(t, err)
+				require.Equal(t, "Solve "+it.Expr+".", it.Problem())
+				lhs, rhs, ok := strings.Cut(it.Expr, "=")
+				require.True(t, ok, it.Expr)
+				require.Equal(t, 1, strings.Count(lhs, "x"), it.Expr)
+				require.Equal(t, rhs, strconv.Itoa(it.Target))
+				for g := cfg.MinOperand; g <= cfg.MaxOperand; g++ {
+					got := evalGo(t, substitute(lhs, g))
+					require.Equal(t, g == it.Answer, got == it.Target, "x=%d in %q gives %d", g, it.Expr, got)
+				}
+				trials, boxed := parseTrials(t, it.Solution())
+				require.Equal(t, []parsedTrial{{guess: it.Answer, last: it.Target}}, trials, it.Solution())
+				require.Equal(t, it.Answer, boxed)
+			}
+		})
+	}
+}
+
+// TestSolveAggregateExamples checks solve aggregation examples: every
+// candidate is an honest check of its stated answer that reaches the
+// target exactly when the answer is right, and the completion is the
+// worked solution. It also measures how often reading beats a vote.
+func TestSolveAggregateExamples(t *testing.T) {
+	for _, tc := range solveConfigs {
+		t.Run(tc.name, func(t *testing.T) {
+			task, err := New(tc.cfg, 3)
+			require.NoError(t, err)
+			r := rand.New(rand.NewPCG(7, 7))
+			tm := Templates()
+			const trials, n = 4000, 4
+			wrongPlurality, allWrong := 0, 0
+			for range trials {
+				it, err := task.Sample(r, Train)
+				require.NoError(t, err)
+				ex, err := task.AggregateExample(r, nil, it, n)
+				require.NoError(t, err)
+				require.Equal(t, KindAggregate, ex.Kind)
+				require.Equal(t, it.Solution(), ex.Completion)
+				want, err := tm.Aggregate(it.Problem(), ex.Candidates)
+				require.NoError(t, err)
+				require.Equal(t, want, ex.Prompt)
+				correct := 0
+				counts := map[string]int{}
+				for i, c := range ex.Candidates {
+					ts, boxed := parseTrials(t, c)
+					require.Len(t, ts, 1, c)
+					require.Equal(t, ex.CandidateAnswers[i], strconv.Itoa(boxed))
+					require.Equal(t, boxed, ts[0].guess, c)
+					require.Zero(t, ts[0].wrongSteps, c)
+					require.Equal(t, boxed == it.Answer, ts[0].last == it.Target, "only the right guess reaches the target: %q", c)
+					if boxed == it.Answer {
+						correct++
+					}
+					counts[ex.CandidateAnswers[i]]++
+				}
+				require.Equal(t, correct, ex.CorrectCandidates)
+				if correct == 0 {
+					allWrong++
+				}
+				best := ""
+				for _, a := range ex.CandidateAnswers { // plurality, ties to the first seen
+					if counts[a] > counts[best] {
+						best = a
+					}
+				}
+				if best != ex.Answer {
+					wrongPlurality++
+				}
+			}
+			t.Logf("of %d examples: plurality wrong %d, all wrong %d", trials, wrongPlurality, allWrong)
+			// MistakeRate 0.5: all wrong p^4 = 0.0625 (sd 0.0038).
+			require.InDelta(t, 0.0625, float64(allWrong)/trials, 0.0225)
+			// Reading beats a vote whenever the plurality is wrong and a
+			// candidate is right: shared mistakes (0.3) and ties won by a
+			// wrong answer seen first make that at least 10%.
+			require.Greater(t, float64(wrongPlurality-allWrong)/trials, 0.10)
+		})
+	}
+}
+
+// TestSolveSplit checks that the split keys on the whole equation: train
+// and test problems never share one.
+func TestSolveSplit(t *testing.T) {
+	task, err := New(solveConfigs[0].cfg, 1)
+	require.NoError(t, err)
+	train, err := task.Problems(Train, 1000, 1)
+	require.NoError(t, err)
+	test, err := task.Problems(Test, 200, 1)
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, it := range train {
+		require.Equal(t, Train, task.SplitOf(it.Expr))
+		seen[it.Expr] = true
+	}
+	for _, it := range test {
+		require.Equal(t, Test, task.SplitOf(it.Expr))
+		require.False(t, seen[it.Expr], "%q in both splits", it.Expr)
+	}
+}
+
+// TestSolveLengths checks the sizes the embedded model's context and trace
+// length need: searches of at most 40 characters and aggregation prompts
+// with 4 candidates of at most 250, over 5000 samples.
+func TestSolveLengths(t *testing.T) {
+	task, err := New(solveConfigs[0].cfg, 1)
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(8, 9))
+	maxSol, maxAgg := 0, 0
+	for range 5000 {
+		it, err := task.Sample(r, Train)
+		require.NoError(t, err)
+		maxSol = max(maxSol, len(it.Solution()))
+		ex, err := task.AggregateExample(r, nil, it, 4)
+		require.NoError(t, err)
+		maxAgg = max(maxAgg, len(ex.Prompt))
+	}
+	t.Logf("longest search %d chars, aggregation prompt %d", maxSol, maxAgg)
+	require.LessOrEqual(t, maxSol, 40)
+	require.LessOrEqual(t, maxAgg, 250)
+}
+
+// TestSolveCheckExamples checks the check examples among solve SFT
+// examples: the prefix gives a guess from the operand range, the
+// completion checks that guess honestly and boxes it, and about checkShare
+// of the search examples are check examples.
+func TestSolveCheckExamples(t *testing.T) {
+	task, err := New(solveConfigs[0].cfg, 1)
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(4, 4))
+	exs, err := task.SFTExamples(r, nil, 4000, 4, 0)
+	require.NoError(t, err)
+	checks, wrongGuesses := 0, 0
+	for _, ex := range exs {
+		// The search template is the problem itself: "Solve <lhs>=<rhs>."
+		lhs, rhs, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(ex.Prompt, "Solve "), "."), "=")
+		require.True(t, ok, ex.Prompt)
+		target, err := strconv.Atoi(rhs)
+		require.NoError(t, err)
+		answer, err := strconv.Atoi(ex.Answer)
+		require.NoError(t, err)
+		require.Equal(t, target, evalGo(t, substitute(lhs, answer)), ex.Prompt)
+		if ex.Kind != KindCheck {
+			require.Equal(t, KindSearch, ex.Kind)
+			require.Empty(t, ex.Prefix)
+			trials, boxed := parseTrials(t, ex.Completion)
+			require.Equal(t, []parsedTrial{{guess: answer, last: target}}, trials, ex.Completion)
+			require.Equal(t, answer, boxed)
+			continue
+		}
+		checks++
+		trials, boxed := parseTrials(t, ex.Prefix+ex.Completion)
+		require.Len(t, trials, 1)
+		g := trials[0].guess
+		require.Equal(t, "x="+strconv.Itoa(g)+". ", ex.Prefix)
+		require.True(t, g >= 1 && g <= 9, "guess %d", g)
+		require.Equal(t, g, boxed)
+		require.Zero(t, trials[0].wrongSteps, ex.Completion)
+		require.Equal(t, g == answer, trials[0].last == target, ex.Completion)
+		if g != answer {
+			wrongGuesses++
+		}
+	}
+	// checkShare 0.5 of 4000 (sd 32): [0.45, 0.55]; guesses uniform over
+	// 9 values are wrong 8/9 of the time.
+	require.InDelta(t, 0.5, float64(checks)/4000, 0.05)
+	require.InDelta(t, 8.0/9, float64(wrongGuesses)/float64(checks), 0.04)
+}
