@@ -31,7 +31,7 @@ func Templates() *data.Templates {
 }
 
 // problemChars are the characters problems and solutions are made of.
-const problemChars = `Compute Solve x0123456789+-*=.\boxed{}`
+const problemChars = `Compute Solve x ok no 0123456789+-*=.\boxed{}`
 
 // Alphabet returns, sorted and without repeats, every character that the
 // task's problems, solutions and compact prompts (with up to 9

@@ -69,8 +69,12 @@ func solveItem(operands []int, ops []byte, u int) Item {
 func (it Item) Trial(g int) string {
 	operands := slices.Clone(it.Operands)
 	operands[it.Unknown] = g
-	text, _ := renderSteps(build(operands, it.Ops).Steps, -1, 0)
-	return "x=" + strconv.Itoa(g) + ". " + text
+	text, v := renderSteps(build(operands, it.Ops).Steps, -1, 0)
+	verdict := "no "
+	if v == it.Target {
+		verdict = "ok "
+	}
+	return "x=" + strconv.Itoa(g) + ". " + text + verdict
 }
 
 // wrongGuess draws a value other than x from [lo, hi]: within 2 of x with

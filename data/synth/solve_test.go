@@ -28,6 +28,7 @@ var trialRE = regexp.MustCompile(`^x=(-?\d+)\.$`)
 // parsedTrial is one parsed check of a guess.
 type parsedTrial struct {
 	guess, wrongSteps, last int
+	verdict                 string // "ok" or "no"
 }
 
 // parseTrials parses a solve trace, "x=g. A op B=R. ... \boxed{v}", into
@@ -37,6 +38,12 @@ func parseTrials(t *testing.T, text string) ([]parsedTrial, int) {
 	fields := strings.Split(text, " ")
 	var trials []parsedTrial
 	for _, f := range fields[:len(fields)-1] {
+		if f == "ok" || f == "no" {
+			require.NotEmpty(t, trials, "a verdict before the first guess in %q", text)
+			cur := &trials[len(trials)-1]
+			cur.verdict = f
+			continue
+		}
 		if m := trialRE.FindStringSubmatch(f); m != nil {
 			g, err := strconv.Atoi(m[1])
 			require.NoError(t, err)
@@ -88,7 +95,7 @@ func TestSolveSolutions(t *testing.T) {
 					require.Equal(t, g == it.Answer, got == it.Target, "x=%d in %q gives %d", g, it.Expr, got)
 				}
 				trials, boxed := parseTrials(t, it.Solution())
-				require.Equal(t, []parsedTrial{{guess: it.Answer, last: it.Target}}, trials, it.Solution())
+				require.Equal(t, []parsedTrial{{guess: it.Answer, last: it.Target, verdict: "ok"}}, trials, it.Solution())
 				require.Equal(t, it.Answer, boxed)
 			}
 		})
@@ -127,6 +134,7 @@ func TestSolveAggregateExamples(t *testing.T) {
 					require.Equal(t, boxed, ts[0].guess, c)
 					require.Zero(t, ts[0].wrongSteps, c)
 					require.Equal(t, boxed == it.Answer, ts[0].last == it.Target, "only the right guess reaches the target: %q", c)
+					require.Equal(t, boxed == it.Answer, ts[0].verdict == "ok", c)
 					if boxed == it.Answer {
 						correct++
 					}
@@ -222,7 +230,7 @@ func TestSolveCheckExamples(t *testing.T) {
 			require.Equal(t, KindSearch, ex.Kind)
 			require.Empty(t, ex.Prefix)
 			trials, boxed := parseTrials(t, ex.Completion)
-			require.Equal(t, []parsedTrial{{guess: answer, last: target}}, trials, ex.Completion)
+			require.Equal(t, []parsedTrial{{guess: answer, last: target, verdict: "ok"}}, trials, ex.Completion)
 			require.Equal(t, answer, boxed)
 			continue
 		}
@@ -235,6 +243,7 @@ func TestSolveCheckExamples(t *testing.T) {
 		require.Equal(t, g, boxed)
 		require.Zero(t, trials[0].wrongSteps, ex.Completion)
 		require.Equal(t, g == answer, trials[0].last == target, ex.Completion)
+		require.Equal(t, g == answer, trials[0].verdict == "ok", ex.Completion)
 		if g != answer {
 			wrongGuesses++
 		}
