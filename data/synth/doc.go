@@ -23,11 +23,11 @@
 //     is carried through the later steps; completion = the correct worked
 //     solution).
 //   - In the solve form x is one operand, drawn like the others, so the
-//     answer is unique; the split keys on the whole equation. An
-//     aggregation example's candidates are guesses with their checks (some
-//     wrong, some with a check falsely written as passed); its completion
-//     checks the candidates' answers, most frequent first, until one
-//     reaches the target.
+//     answer is unique; the split keys on the whole equation. A solution
+//     is a guess, its check and a verdict (ok or no). An aggregation
+//     example's candidates are guesses with honest checks, some wrong; its
+//     completion is the solution. A third kind, check examples, gives the
+//     guess (often wrong) and teaches its honest check and verdict.
 //   - Texts are short and use only the characters of [Alphabet], so a
 //     character-level tokenizer with a context of a few hundred characters
 //     can hold an aggregation prompt with four candidates.

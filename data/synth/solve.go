@@ -14,18 +14,20 @@ import (
 // finding an answer from recognizing one. Guessing x in "Solve x*7+3=38."
 // means inverting the expression, which a tiny model gets right only part
 // of the time and with spread-out guesses, so independent samples
-// disagree. A search trace is one guess and its check, and the check of the
-// right guess ends on the target:
+// disagree. A search trace is one guess, its check, and a verdict: "ok"
+// when the check reaches the target, else "no":
 //
-//	x=4. 4*7=28. 28+3=31. \boxed{4}
-//	x=5. 5*7=35. 35+3=38. \boxed{5}
+//	x=4. 4*7=28. 28+3=31. no \boxed{4}
+//	x=5. 5*7=35. 35+3=38. ok \boxed{5}
 //
 // so a reader of several candidates can beat every one of them and a
-// majority vote by reading: it takes the candidate whose check reaches the
-// target, which needs only matching numbers, what attention does well
-// (redoing the arithmetic would be no easier for it than solving). An
-// aggregation trace has the search trace's form, so recursive
-// self-aggregation feeds candidates of the same shape at every step.
+// majority vote by reading: it takes a candidate whose check passed, even
+// a minority one. The verdict is the tiny model's way to read a check:
+// with the target only at the end of the check, the 3-layer model
+// learned to write the target rather than select the candidate that
+// reaches it (measured; see the README). An aggregation trace has the
+// search trace's form, so recursive self-aggregation feeds candidates of
+// the same shape at every step.
 
 // Shares of kinds of solve examples.
 const (
@@ -62,10 +64,10 @@ func solveItem(operands []int, ops []byte, u int) Item {
 	return it
 }
 
-// Trial returns the check of guess g for x in a solve problem: "x=g. "
-// then the steps of the expression with g in place of x, such as
-// "x=4. 4*7=28. 28+3=31. " (the last result equals Target exactly when g
-// is the answer).
+// Trial returns the check of guess g for x in a solve problem: "x=g. ",
+// the steps of the expression with g in place of x, and the verdict "ok "
+// when the last result equals Target (exactly when g is the answer), else
+// "no ", such as "x=4. 4*7=28. 28+3=31. no ".
 func (it Item) Trial(g int) string {
 	operands := slices.Clone(it.Operands)
 	operands[it.Unknown] = g
