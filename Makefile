@@ -45,9 +45,9 @@ study:
 
 # Rebuild the embedded default model: a fresh tiny Qwen3 (3 layers) warm-
 # started by SFT on the embedded equation task, copied into
-# model/embedded/assets (then rebuild the binary). About 20 minutes on 2
+# model/embedded/assets (then rebuild the binary). About 32 minutes on 2
 # CPU cores.
-EMBED_STEPS ?= 800
+EMBED_STEPS ?= 1100
 embedded:
 	@$(ENV) && go build $(GOFLAGS_BUILD) -o spiral .
 	rm -rf runs/embedded && ./spiral init-model --out runs/embedded/init --seed 1 --layers 3

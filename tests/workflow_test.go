@@ -318,7 +318,7 @@ func TestLoRAWorkflow(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	ckpt := filepath.Join(ckpts, "ckpt-000002")
 	adapters := readWeights(t, ckpt)
-	const layers, projections = 2, 7
+	const layers, projections = 3, 7 // the embedded model
 	require.Equal(t, 2*projections*layers, adapters.Len(), "A and B of every projection, nothing else")
 	for _, name := range adapters.Names() {
 		require.Regexp(t, `^model\.layers\.\d+\.(self_attn|mlp)\.[a-z]+_proj\.lora_[AB]$`, name)
