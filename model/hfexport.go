@@ -165,12 +165,7 @@ func HFWeights(m *onnx.Model, ps []HFParam, ties []lmgraph.Tie, trained *params.
 		}
 		switch {
 		case s.transpose:
-			rows, cols := int(s.shape[0]), int(s.shape[1])
-			for r := range rows {
-				for c := range cols {
-					dst[c*rows+r] = data[r*cols+c]
-				}
-			}
+			transposeInto(dst, data, int(s.shape[0]), int(s.shape[1]))
 		case s.trained != nil:
 			copy(dst, data)
 		}

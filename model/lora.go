@@ -103,18 +103,26 @@ func InitAdapters(s *params.Store, adapters []lmgraph.Adapter, seed uint64) erro
 	return nil
 }
 
+// sourceAdapters loads the graph of the model at src, with its ties
+// applied as PrepareArtifacts applies them, and finds the adapters of l
+// on it.
+func sourceAdapters(src string, l lmgraph.LoRA) (*onnx.Model, []lmgraph.Adapter, error) {
+	m, err := onnx.LoadGraph(src)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model: %w", err)
+	}
+	if _, _, err := parameters(m, src); err != nil {
+		return nil, nil, err
+	}
+	as, err := LoRAAdapters(m, l)
+	return m, as, err
+}
+
 // MergeLoRA returns, for each adapter of l on the model at src, its base
 // weight with the adapter merged in: W + scale x A B ([in, out], named as
 // the base initializer), reading W from src and A, B from adapters.
 func MergeLoRA(src string, l lmgraph.LoRA, adapters *params.Store) (*params.Store, error) {
-	m, err := onnx.LoadGraph(src)
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	if _, _, err := parameters(m, src); err != nil {
-		return nil, err
-	}
-	as, err := LoRAAdapters(m, l)
+	m, as, err := sourceAdapters(src, l)
 	if err != nil {
 		return nil, err
 	}
@@ -198,14 +206,7 @@ type peftConfig struct {
 // adapter_config.json. base names the base model in the config. It
 // returns the number of tensors written.
 func ExportPEFT(src string, l lmgraph.LoRA, adapters *params.Store, base, dir string) (int, error) {
-	m, err := onnx.LoadGraph(src)
-	if err != nil {
-		return 0, fmt.Errorf("model: peft export: %w", err)
-	}
-	if _, _, err := parameters(m, src); err != nil {
-		return 0, err
-	}
-	as, err := LoRAAdapters(m, l)
+	_, as, err := sourceAdapters(src, l)
 	if err != nil {
 		return 0, err
 	}
