@@ -25,6 +25,28 @@ type WeightSync interface {
 // a Hugging Face model directory), creating it.
 type Export func(dir string) error
 
+// exportVersion writes the weights of step with export into a directory
+// of its own under dir and returns the version's name and directory.
+func exportVersion(dir string, step int, export Export) (name, path string, err error) {
+	name = fmt.Sprintf("spiral-step-%06d", step)
+	path = filepath.Join(dir, name)
+	if err := export(path); err != nil {
+		return "", "", fmt.Errorf("rollout: weight sync: export %s: %w", path, err)
+	}
+	return name, path, nil
+}
+
+// removeVersion deletes the files of version name under dir ("" is none).
+func removeVersion(dir, name string) error {
+	if name == "" {
+		return nil
+	}
+	if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("rollout: weight sync: %w", err)
+	}
+	return nil
+}
+
 // VLLMLoRASync syncs LoRA adapters into vLLM at runtime: each version is
 // exported (peft format) to Dir/spiral-step-NNNNNN, loaded with POST
 // /v1/load_lora_adapter {"lora_name", "lora_path"} (vLLM started with
@@ -45,10 +67,9 @@ func (s *VLLMLoRASync) Version() string { return s.prev }
 
 // Sync exports, loads and switches to the adapter of step.
 func (s *VLLMLoRASync) Sync(ctx context.Context, step int) error {
-	name := fmt.Sprintf("spiral-step-%06d", step)
-	dir := filepath.Join(s.Dir, name)
-	if err := s.Export(dir); err != nil {
-		return fmt.Errorf("rollout: weight sync: export %s: %w", dir, err)
+	name, dir, err := exportVersion(s.Dir, step, s.Export)
+	if err != nil {
+		return err
 	}
 	e := s.Engine
 	load := map[string]string{"lora_name": name, "lora_path": dir}
@@ -61,9 +82,9 @@ func (s *VLLMLoRASync) Sync(ctx context.Context, step int) error {
 		if err := e.withRetries(ctx, func() error { return e.post(ctx, http.MethodPost, "/unload_lora_adapter", unload, nil) }); err != nil {
 			return fmt.Errorf("rollout: weight sync: unload adapter %s: %w", prev, err)
 		}
-		if err := os.RemoveAll(filepath.Join(s.Dir, prev)); err != nil {
-			return fmt.Errorf("rollout: weight sync: %w", err)
-		}
+	}
+	if err := removeVersion(s.Dir, s.prev); err != nil {
+		return err
 	}
 	s.prev = name
 	return nil
@@ -87,10 +108,9 @@ func (s *SGLangDiskSync) Version() string { return s.version }
 
 // Sync exports and loads the weights of step.
 func (s *SGLangDiskSync) Sync(ctx context.Context, step int) error {
-	name := fmt.Sprintf("spiral-step-%06d", step)
-	dir := filepath.Join(s.Dir, name)
-	if err := s.Export(dir); err != nil {
-		return fmt.Errorf("rollout: weight sync: export %s: %w", dir, err)
+	name, dir, err := exportVersion(s.Dir, step, s.Export)
+	if err != nil {
+		return err
 	}
 	e := s.Engine
 	url := strings.TrimSuffix(e.BaseURL(), "/v1") + "/update_weights_from_disk"
@@ -105,10 +125,8 @@ func (s *SGLangDiskSync) Sync(ctx context.Context, step int) error {
 	if !resp.Success {
 		return fmt.Errorf("rollout: weight sync: %s refused %s: %s", url, dir, resp.Message)
 	}
-	if s.version != "" {
-		if err := os.RemoveAll(filepath.Join(s.Dir, s.version)); err != nil {
-			return fmt.Errorf("rollout: weight sync: %w", err)
-		}
+	if err := removeVersion(s.Dir, s.version); err != nil {
+		return err
 	}
 	s.version = name
 	return nil
