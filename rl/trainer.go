@@ -196,12 +196,12 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 	start := time.Now()
 
 	// 0. A serving engine samples with the weights trained so far.
-	syncStart := time.Now()
-	if err := t.SyncEngine(ctx); err != nil {
-		return m, err
-	}
-	m.SyncSeconds = time.Since(syncStart).Seconds()
 	if t.sync != nil {
+		syncStart := time.Now()
+		if err := t.SyncEngine(ctx); err != nil {
+			return m, err
+		}
+		m.SyncSeconds = time.Since(syncStart).Seconds()
 		m.PolicyVersion, m.PolicyLag = t.sync.Version(), t.step-t.synced
 	}
 
