@@ -395,10 +395,14 @@ func (s *Session) Run(inputs, outputs []*Value) error {
 	return nil
 }
 
-// cArray allocates n pointers in C memory (freed by the caller).
+// cArray allocates n pointers in C memory (freed by the caller), zeroed:
+// storing a pointer into the array runs Go's write barrier, which reads
+// the slot's old value as a pointer while the collector runs, and
+// malloc's leftovers can look like a pointer into the Go heap ("found bad
+// pointer in Go heap").
 func cArray[T any](n int) []T {
 	var z T
-	return unsafe.Slice((*T)(C.malloc(C.size_t(n)*C.size_t(unsafe.Sizeof(z)))), n)
+	return unsafe.Slice((*T)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(z)))), n)
 }
 
 // describe wraps an ONNX Runtime-allocated tensor.
