@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/spiral-rl/spiral/model/offheap"
 	"github.com/spiral-rl/spiral/model/ortc"
 )
 
@@ -20,12 +21,21 @@ import (
 // mask hiding each row's unfilled slots, and its new keys and values are
 // written into the row's next slots. Attention thus spans the capacity
 // rather than each row's length, which costs compute, never memory.
+//
+// The buffers live outside the Go heap (package offheap): a cache of
+// gigabytes in the heap would let as much garbage pile up before each
+// collection, and slots never written commit no memory. Free releases
+// them; an unreachable cache is freed by the collector.
 type RowCache struct {
 	layers, kvHeads, headDim int
 	rows, capacity           int
 	lens                     []int
-	// kv[layer][0|1] is the layer's keys or values.
+	mem                      *offheap.Float32s
+	// kv[layer][0|1] is the layer's keys or values, slices of mem.
 	kv [][2][]float32
+	// mask and pos are Extend's scratch, kept so that decoding makes no
+	// garbage per step.
+	mask, pos []int64
 }
 
 // NewRowCache allocates a cache of rows x capacity positions.
@@ -35,11 +45,26 @@ func (lm *LM) NewRowCache(rows, capacity int) (*RowCache, error) {
 	}
 	c := &RowCache{layers: lm.sig.Layers, kvHeads: lm.sig.KVHeads, headDim: lm.sig.HeadDim, rows: rows, capacity: capacity, lens: make([]int, rows)}
 	n := rows * c.kvHeads * capacity * c.headDim
+	mem, err := offheap.New(c.layers * 2 * n)
+	if err != nil {
+		return nil, fmt.Errorf("model: row cache of %d rows x %d positions: %w", rows, capacity, err)
+	}
+	c.mem = mem
+	all := mem.Values()
 	c.kv = make([][2][]float32, c.layers)
 	for i := range c.kv {
-		c.kv[i] = [2][]float32{make([]float32, n), make([]float32, n)}
+		k := all[2*i*n : (2*i+1)*n : (2*i+1)*n]
+		v := all[(2*i+1)*n : (2*i+2)*n : (2*i+2)*n]
+		c.kv[i] = [2][]float32{k, v}
 	}
 	return c, nil
+}
+
+// Free releases the cache's buffers now; the cache must not be used
+// afterwards.
+func (c *RowCache) Free() error {
+	c.kv = nil
+	return c.mem.Free()
 }
 
 // Rows returns the number of rows; Capacity the positions per row.
@@ -142,8 +167,9 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 		return logits, err
 	}
 	C := c.capacity
-	mask := make([]int64, n*(C+S))
-	pos := make([]int64, n*S)
+	c.mask, c.pos = resize(c.mask, n*(C+S)), resize(c.pos, n*S)
+	mask, pos := c.mask, c.pos
+	clear(mask)
 	for i, k := range real {
 		row := mask[i*(C+S) : (i+1)*(C+S)]
 		for j := range c.lens[r0+i] {

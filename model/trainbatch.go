@@ -24,9 +24,11 @@ type TrainResult struct {
 	Loss              float32
 }
 
-func resize(x []float32, n int) []float32 {
+// resize returns x at length n, reallocated (contents not kept) when its
+// capacity is short.
+func resize[T any](x []T, n int) []T {
 	if cap(x) < n {
-		return make([]float32, n)
+		return make([]T, n)
 	}
 	return x[:n]
 }

@@ -145,7 +145,13 @@ type Sampler struct {
 	// parallelMin is parallelSampleMin (tests lower it).
 	parallelMin int
 	cache       *model.RowCache
-	logits      []float32
+	// logits holds each row's last logits; callLogits one Extend call's
+	// output; tokens and real a decode step's input. All are kept across
+	// steps so that decoding makes no garbage per token (with the cache
+	// outside the heap, garbage is what the Go heap grows by).
+	logits, callLogits []float32
+	tokens             []int64
+	real               []int
 }
 
 // NewSampler checks cfg and returns a Sampler.
@@ -165,8 +171,18 @@ func (s *Sampler) Release() {
 	if s.cache == nil {
 		return
 	}
-	s.cache, s.logits = nil, nil
-	debug.FreeOSMemory() // hand the buffers back now, not at some later collection
+	s.freeCache()
+	s.logits, s.callLogits = nil, nil
+	debug.FreeOSMemory() // hand the heap buffers back now, not at some later collection
+}
+
+// freeCache unmaps the KV cache now rather than when a collection finds
+// it unreachable.
+func (s *Sampler) freeCache() {
+	if err := s.cache.Free(); err != nil {
+		panic(fmt.Sprintf("rollout: sampler: %v", err)) // munmap of our own mapping: a bug, not an input error
+	}
+	s.cache = nil
 }
 
 // CacheBytes returns the size of the KV cache the sampler holds (0 when
@@ -215,7 +231,9 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 	}
 	rows := min(s.cfg.BatchSize, len(reqs))
 	if s.cache == nil || !s.cache.Fit(rows, capacity) {
-		s.cache = nil // the old buffers go before the new ones come
+		if s.cache != nil {
+			s.freeCache() // the old buffers go before the new ones come
+		}
 		var err error
 		if s.cache, err = s.lm.NewRowCache(rows, capacity); err != nil {
 			return nil, st, err
@@ -270,13 +288,12 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 		}
 		// One decode step for every active row.
 		B := len(active)
-		tokens := make([]int64, B)
-		real := make([]int, B)
+		s.tokens, s.real = slices.Grow(s.tokens[:0], B)[:B], slices.Grow(s.real[:0], B)[:B]
 		for i, r := range active {
-			tokens[i] = int64(r.ctx[len(r.ctx)-1])
-			real[i] = 1
+			s.tokens[i] = int64(r.ctx[len(r.ctx)-1])
+			s.real[i] = 1
 		}
-		logits, calls, err := s.extend(ctx, 0, 1, tokens, real)
+		logits, calls, err := s.extend(ctx, 0, 1, s.tokens, s.real)
 		if err != nil {
 			return nil, st, err
 		}
@@ -344,16 +361,16 @@ func (s *Sampler) extend(ctx context.Context, r0, S int, tokens []int64, real []
 	}
 	out := s.logits[:n*vocab]
 	group := s.lm.CallRows(s.cache.Capacity(), S)
-	var buf []float32
 	calls := 0
 	for g0 := 0; g0 < n; g0 += group {
 		g1 := min(n, g0+group)
 		var err error
-		buf, err = s.lm.Extend(ctx, s.cache, r0+g0, tokens[g0*S:g1*S], real[g0:g1], buf)
+		s.callLogits, err = s.lm.Extend(ctx, s.cache, r0+g0, tokens[g0*S:g1*S], real[g0:g1], s.callLogits)
 		if err != nil {
 			return nil, calls, err
 		}
 		calls++
+		buf := s.callLogits
 		L := len(buf) / ((g1 - g0) * vocab)
 		for i := g0; i < g1; i++ {
 			at := ((i-g0)*L + L - 1) * vocab

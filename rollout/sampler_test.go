@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -284,4 +285,39 @@ func TestSamplerContextLength(t *testing.T) {
 	}
 	_, _, err = s.Generate(context.Background(), []Request{{Prompt: make([]int32, 10)}}, nil)
 	require.ErrorContains(t, err, "request 0: prompt of 10 tokens leaves no room")
+}
+
+// TestSamplerDecodingMakesLittleGarbage: a decode step reuses its buffers
+// (logits, the call's output, tokens, the mask), so the heap does not
+// grow by a logits row per step. With the KV cache outside the heap, such
+// garbage would be what generation's memory grows by between collections.
+func TestSamplerDecodingMakesLittleGarbage(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	dir := t.TempDir()
+	cfg := qwen3.Tiny()
+	cfg.Vocab = 4096
+	require.NoError(t, qwen3.WriteDir(dir, cfg, 3))
+	lm, err := model.OpenLM(rt, filepath.Join(dir, "model.onnx"), model.LMOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { lm.Close() })
+	const rows = 8
+	allocated := func(newTokens int) uint64 {
+		s, err := NewSampler(lm, SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: newTokens, BatchSize: rows})
+		require.NoError(t, err)
+		reqs := make([]Request, rows)
+		for i := range reqs {
+			reqs[i] = Request{Prompt: []int32{40, 41, 42}, Seed: uint64(i)}
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, _, err = s.Generate(context.Background(), reqs, nil)
+		require.NoError(t, err)
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	allocated(8) // warm the sessions
+	short, long := allocated(8), allocated(72)
+	perStep := float64(long-short) / 64
+	logitsRow := float64(rows * cfg.Vocab * 4)
+	require.Less(t, perStep, logitsRow/4, "a decode step allocates %.0f bytes; one logits buffer is %.0f", perStep, logitsRow)
 }
