@@ -11,6 +11,12 @@
 # algorithm), with the seed range as error bars, and summary.md (mean and
 # range over seeds). Prints the comparison and the wall time.
 #
+# An interrupted study continues where it stopped when run again with the
+# same OUT: finished trainings and evaluations are kept, an unfinished
+# training resumes from its newest checkpoint. OUT/study.stamp records
+# what the results depend on (steps, seeds, algorithms, problems, the
+# embedded model); when it differs, the study starts over.
+#
 #   OUT      the study directory (default: runs/study)
 #   STEPS    training steps per run (default: 50)
 #   SEEDS    seeds (default: "1 2 3")
@@ -26,7 +32,13 @@ ALGOS=${ALGOS:-spiral grpo agg-only}
 EVALN=${EVALN:-64}
 start=$(date +%s)
 source "$(scripts/setup.sh)" >/dev/null
+stamp="steps=$STEPS seeds=$SEEDS algos=$ALGOS evaln=$EVALN embedded=$(cat model/embedded/assets/* | sha256sum | cut -c1-16)"
+if [[ -f $OUT/study.stamp && $(cat "$OUT/study.stamp") != "$stamp" ]]; then
+	echo "study: $OUT holds a study of other settings ($(cat "$OUT/study.stamp")); starting over" >&2
+	rm -rf "$OUT/runs" "$OUT/eval" "$OUT/report"
+fi
 mkdir -p "$OUT/runs" "$OUT/report"
+echo "$stamp" >"$OUT/study.stamp"
 go build -o "$OUT/spiral" .
 spiral=$OUT/spiral
 
@@ -40,9 +52,11 @@ evaluate() { # label [--checkpoint DIR]
 		rsa) extra=(--population 8 --subset 4 --rsa-steps 10) ;;
 		sequential) extra=(--samples 16) ;;
 		esac
+		local report=$OUT/eval/$label-$mode-$seed/$mode.json
+		reports+=("$report")
+		[[ -f $report ]] && continue # done by an earlier, interrupted study
 		"$spiral" eval --quiet --mode "$mode" --limit "$EVALN" --seed 7 --label "$label" \
 			--out "$OUT/eval/$label-$mode-$seed" "${extra[@]}" "$@" >/dev/null
-		reports+=("$OUT/eval/$label-$mode-$seed/$mode.json")
 	done
 }
 
@@ -53,9 +67,14 @@ evaluate base
 for algo in $ALGOS; do
 	for seed in $SEEDS; do
 		run=$OUT/runs/$algo-s$seed
-		echo "study: train $algo seed $seed" >&2
-		"$spiral" train --quiet --fresh --algo "$algo" --seed "$seed" --steps "$STEPS" --out "$run" \
-			--eval-every 10 --final-rsa-steps 0 >"$run.log" 2>&1 || { cat "$run.log" >&2; exit 1; }
+		if [[ ! -f $run/done ]]; then
+			# Without --fresh, train resumes an interrupted run from its
+			# newest checkpoint (and starts one when there is none).
+			echo "study: train $algo seed $seed" >&2
+			"$spiral" train --quiet --algo "$algo" --seed "$seed" --steps "$STEPS" --out "$run" \
+				--eval-every 10 --final-rsa-steps 0 >>"$run.log" 2>&1 || { cat "$run.log" >&2; exit 1; }
+			touch "$run/done"
+		fi
 		evaluate "$algo" --checkpoint "$run/checkpoints"
 		runs+=(--run "$algo=$run")
 	done
