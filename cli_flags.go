@@ -518,18 +518,19 @@ func nonNegative(flag string, v int) error {
 // executorFlags bound the training step's working memory
 // (model.ExecutorOptions).
 type executorFlags struct {
-	attentionMiB, lossChunkMiB int
+	attentionMiB, lossChunkMiB, mlpMiB int
 }
 
 func (f *executorFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.attentionMiB, "attention-mib", model.DefaultAttentionBytes>>20, "training: MiB of attention scores per call (one head, a block of queries)")
 	fs.IntVar(&f.lossChunkMiB, "loss-chunk-mib", model.DefaultLossChunkBytes>>20, "training: MiB of [positions x vocabulary] tensors per loss chunk")
+	fs.IntVar(&f.mlpMiB, "mlp-mib", model.DefaultMLPBytes>>20, "training: MiB of MLP temporaries per call (a layer's MLP runs on chunks of positions)")
 }
 
 func (f *executorFlags) validate() error {
-	return errors.Join(positive("--attention-mib", f.attentionMiB), positive("--loss-chunk-mib", f.lossChunkMiB))
+	return errors.Join(positive("--attention-mib", f.attentionMiB), positive("--loss-chunk-mib", f.lossChunkMiB), positive("--mlp-mib", f.mlpMiB))
 }
 
 func (f *executorFlags) options() model.ExecutorOptions {
-	return model.ExecutorOptions{AttentionBytes: int64(f.attentionMiB) << 20, LossChunkBytes: int64(f.lossChunkMiB) << 20}
+	return model.ExecutorOptions{AttentionBytes: int64(f.attentionMiB) << 20, LossChunkBytes: int64(f.lossChunkMiB) << 20, MLPBytes: int64(f.mlpMiB) << 20}
 }

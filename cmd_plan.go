@@ -127,7 +127,7 @@ type planReport struct {
 
 func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	opts := f.exec.options()
-	tr := memplan.Train{Rows: f.rows, Tokens: f.tokens, LoRARank: f.loraRank, AttentionBytes: opts.AttentionBytes, LossChunkBytes: opts.LossChunkBytes}
+	tr := memplan.Train{Rows: f.rows, Tokens: f.tokens, LoRARank: f.loraRank, AttentionBytes: opts.AttentionBytes, LossChunkBytes: opts.LossChunkBytes, MLPBytes: opts.MLPBytes}
 	train, err := memplan.TrainPeak(arch, tr)
 	if err != nil {
 		return err

@@ -175,9 +175,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 
 // autoMicroBatchTokens sizes training calls by what the executor keeps
 // per token (every layer's input and one layer's working set; the loss
-// runs in chunks whatever the micro-batch): 4 GiB of them, within
-// 512..16384, for a model whose config.json is beside it (Qwen3-0.6B:
-// 13,824 tokens, Qwen3-4B: 5,056); without one, 4,096. A row longer than
+// and the MLPs run in chunks whatever the micro-batch): 4 GiB of them,
+// within 512..16384, for a model whose config.json is beside it
+// (Qwen3-0.6B: 16,384 tokens, Qwen3-4B: 7,013); without one, 4,096. A row longer than
 // the bound is a micro-batch of its own.
 func autoMicroBatchTokens(modelPath string) int {
 	c, err := qwen3.LoadConfig(filepath.Join(filepath.Dir(modelPath), model.ConfigFile))

@@ -25,7 +25,7 @@ import (
 
 // ArtifactsVersion changes whenever the generated graphs change meaning, so
 // that cached artifacts of an older spiral are rebuilt.
-const ArtifactsVersion = 9
+const ArtifactsVersion = 10
 
 // File names inside an artifacts directory.
 const (

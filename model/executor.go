@@ -25,12 +25,17 @@ type ExecutorOptions struct {
 	// chunk (logits, log-probabilities and their gradients); default
 	// DefaultLossChunkBytes.
 	LossChunkBytes int64
+	// MLPBytes bounds one call of a layer's position-wise tail (the MLP
+	// sub-layer, blocks.Block.Tail), which runs on chunks of positions;
+	// default DefaultMLPBytes.
+	MLPBytes int64
 }
 
 // Defaults of ExecutorOptions.
 const (
 	DefaultAttentionBytes = 64 << 20
 	DefaultLossChunkBytes = 256 << 20
+	DefaultMLPBytes       = 256 << 20
 )
 
 // Live tensors of the sizes bounded by ExecutorOptions, per row of
@@ -91,6 +96,9 @@ func OpenExecutor(rt *Runtime, art *Artifacts, weights, frozen *params.Store, op
 	}
 	if opt.LossChunkBytes <= 0 {
 		opt.LossChunkBytes = DefaultLossChunkBytes
+	}
+	if opt.MLPBytes <= 0 {
+		opt.MLPBytes = DefaultMLPBytes
 	}
 	env, err := rt.api.NewEnv()
 	if err != nil {
@@ -220,6 +228,9 @@ func (e *Executor) markStep() {
 			note(j, b.Core.Inputs)
 			note(j, b.Post.Inputs)
 		}
+		if b.Tail != nil {
+			note(j, b.Tail.Inputs)
+		}
 		e.step[b.Input] = true
 	}
 	note(len(e.prog.Blocks), append([]string{e.prog.Head.Input}, e.prog.Head.Inputs...))
@@ -227,6 +238,9 @@ func (e *Executor) markStep() {
 		outs := append([]string(nil), b.Pre.Outputs...)
 		if b.Core != nil {
 			outs = append(append(outs, b.Core.Outputs...), b.Post.Outputs...)
+		}
+		if b.Tail != nil {
+			outs = append(outs, b.Tail.Outputs...)
 		}
 		for _, o := range outs {
 			for k := range readBy[o] {
@@ -448,17 +462,23 @@ func (e *Executor) forward(st *stepState, p *blocks.Piece, dst values) error {
 		return err
 	}
 	for k, name := range p.Outputs {
-		if e.step[name] || dst == nil {
-			if _, ok := st.step[name]; ok {
-				out[k].Release() // recomputed: keep the first
-				continue
-			}
-			st.step.put(name, out[k])
-			continue
-		}
-		dst.put(name, out[k])
+		e.keep(st, name, out[k], dst)
 	}
 	return nil
+}
+
+// keep puts the computed value v of name in dst, or in the step's values
+// when it outlives its block (a recomputed one is dropped there).
+func (e *Executor) keep(st *stepState, name string, v *ortc.Value, dst values) {
+	if e.step[name] || dst == nil {
+		if _, ok := st.step[name]; ok {
+			v.Release() // recomputed: keep the first
+			return
+		}
+		st.step.put(name, v)
+		return
+	}
+	dst.put(name, v)
 }
 
 // backward runs piece p's backward graph, reading the gradients of its
@@ -630,7 +650,9 @@ func (e *Executor) embedBackward(st *stepState) error {
 }
 
 // blockForward runs block j forward. With recompute (the backward pass)
-// it stops before the Post piece, whose backward graph recomputes it.
+// it stops before the Post piece, whose backward graph recomputes it, or
+// with a Tail, before the tail, whose chunks' backward graphs recompute
+// it.
 func (e *Executor) blockForward(st *stepState, j int, recompute bool) error {
 	b := &e.prog.Blocks[j]
 	if !recompute {
@@ -648,10 +670,19 @@ func (e *Executor) blockForward(st *stepState, j int, recompute bool) error {
 	if err := e.coreForward(st, b.Core); err != nil {
 		return err
 	}
+	if recompute && b.Tail == nil {
+		return nil
+	}
+	if err := e.forward(st, b.Post, st.local); err != nil {
+		return err
+	}
 	if recompute {
 		return nil
 	}
-	return e.forward(st, b.Post, st.local)
+	if b.Tail != nil {
+		return e.tailForward(st, b.Tail, st.local)
+	}
+	return nil
 }
 
 // blockBackward runs block j backward from the gradient of its output
@@ -667,6 +698,11 @@ func (e *Executor) blockBackward(st *stepState, j int) error {
 			return err
 		}
 	} else {
+		if b.Tail != nil {
+			if err := e.tailBackward(st, b.Tail); err != nil {
+				return err
+			}
+		}
 		if err := e.backward(st, b.Post); err != nil {
 			return err
 		}

@@ -88,16 +88,18 @@ func relErr(a, b []float32) float64 {
 // the largest entry, and per tensor <= 1e-4 of that tensor's largest),
 // the loss and the log-probabilities and entropies at the loss
 // positions. Each export runs with the default working-memory bounds
-// (one attention call per head, one loss chunk), with bounds so small
-// that every attention call takes one query and every loss tile one
-// position and one token of the vocabulary, and with bounds in between
-// (blocks of a few queries; all loss positions against blocks of a
-// dozen tokens), so the blocking itself is what is compared. Both sides are
+// (one attention call per head, one loss chunk, one MLP call per layer),
+// with bounds so small that every attention call takes one query, every
+// loss tile one position and one token of the vocabulary and every MLP
+// call one position, and with bounds in between (blocks of a few
+// queries; all loss positions against blocks of a dozen tokens; MLP
+// chunks of a few positions, the last one short), so the blocking itself
+// is what is compared. Both sides are
 // float32 evaluations of one function summed in different orders.
 func TestExecutorMatchesWholeGraph(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	for name, src := range executorSources(t) {
-		for _, opt := range []model.ExecutorOptions{{}, {AttentionBytes: 1, LossChunkBytes: 1}, {AttentionBytes: 4 << 10, LossChunkBytes: 4 << 10}} {
+		for _, opt := range []model.ExecutorOptions{{}, {AttentionBytes: 1, LossChunkBytes: 1, MLPBytes: 1}, {AttentionBytes: 4 << 10, LossChunkBytes: 4 << 10, MLPBytes: 30 << 10}} {
 			t.Run(fmt.Sprintf("%s/attention=%d", name, opt.AttentionBytes), func(t *testing.T) {
 				p, err := model.OpenPolicy(rt, src, t.TempDir(), model.PolicyOptions{Train: true, Executor: opt})
 				require.NoError(t, err)

@@ -92,9 +92,9 @@ func (t *typeTable) valueInfoType(v *onnxpb.ValueInfoProto) (tinfo, bool) {
 	return ti, true
 }
 
-// tensorInts returns the contents of an integer tensor (int64/int32 data or
+// TensorInts returns the contents of an integer tensor (int64/int32 data or
 // raw data), or nil, false.
-func tensorInts(t *onnxpb.TensorProto) ([]int64, bool) {
+func TensorInts(t *onnxpb.TensorProto) ([]int64, bool) {
 	switch t.GetDataType() {
 	case tInt64:
 		if raw := t.GetRawData(); raw != nil {
@@ -179,7 +179,7 @@ func inferTypes(g *onnxpb.GraphProto) *typeTable {
 	t := &typeTable{info: map[string]tinfo{}, consts: map[string][]int64{}, params: map[string]int64{}}
 	for _, init := range g.GetInitializer() {
 		t.info[init.GetName()] = tensorInfo(init)
-		if v, ok := tensorInts(init); ok {
+		if v, ok := TensorInts(init); ok {
 			t.consts[init.GetName()] = v
 		}
 	}
@@ -252,7 +252,7 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 	switch n.GetOpType() {
 	case "Constant":
 		if a := attr(n, "value"); a != nil && a.GetT() != nil {
-			if v, ok := tensorInts(a.GetT()); ok {
+			if v, ok := TensorInts(a.GetT()); ok {
 				t.consts[n.GetOutput()[0]] = v
 			}
 			return []tinfo{tensorInfo(a.GetT())}

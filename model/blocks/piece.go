@@ -20,6 +20,7 @@ const (
 	piecePre
 	pieceCore
 	piecePost
+	pieceTail
 	pieceHead
 	pieceGather // the Go-side embedding gather
 )
@@ -110,8 +111,8 @@ func (s *splitter) run() error {
 
 	// Blocks.
 	type blockPieces struct {
-		pre, core, post int
-		q, k, v         string // the core's operands
+		pre, core, post, tail int
+		q, k, v               string // the core's operands
 	}
 	blocks := make([]blockPieces, nBlocks)
 	s.prog.Blocks = make([]Block, nBlocks)
@@ -132,7 +133,7 @@ func (s *splitter) run() error {
 				}
 			}
 		}
-		bp := blockPieces{pre: s.newPiece(piecePre), core: -1, post: -1}
+		bp := blockPieces{pre: s.newPiece(piecePre), core: -1, post: -1, tail: -1}
 		var core map[int]bool
 		if len(softmax) == 1 {
 			var why string
@@ -183,6 +184,12 @@ func (s *splitter) run() error {
 				s.owner[i] = bp.post
 			}
 		}
+		if tail := a.positionwiseTail(st, s.owner, bp.post, st.softmaxSegs[j], end); tail != nil {
+			bp.tail = s.newPiece(pieceTail)
+			for _, i := range tail {
+				s.owner[i] = bp.tail
+			}
+		}
 		blocks[j] = bp
 	}
 
@@ -225,6 +232,11 @@ func (s *splitter) run() error {
 		blk.Core = &Core{Piece: *c, Roles: coreRoles(c.Inputs, bp.q, bp.k, bp.v)}
 		if blk.Post, err = s.build(bp.post); err != nil {
 			return err
+		}
+		if bp.tail >= 0 {
+			if blk.Tail, err = s.build(bp.tail); err != nil {
+				return err
+			}
 		}
 	}
 	return s.buildHead(head, cutOut(st.head))
@@ -297,7 +309,7 @@ func (s *splitter) build(p int) (*Piece, error) {
 	if len(own) == 0 {
 		return &Piece{}, nil
 	}
-	c := s.canonical(p, own, false)
+	c := s.canonical(p, own, s.kinds[p] == pieceTail)
 	piece := &Piece{Inputs: c.inputs, Weights: c.weights, Outputs: c.outputs}
 	var err error
 	if piece.Forward, err = s.store(c.graph); err != nil {

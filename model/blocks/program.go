@@ -90,13 +90,22 @@ type Core struct {
 
 // Block is one layer: Input (the cut it starts from, kept through the
 // step) to Output. Pre runs first; then Core (when found), in blocks of
-// queries, and Post. Without a core, Pre is the whole block.
+// queries, Post, and Tail (when found). Without a core, Pre is the whole
+// block.
 type Block struct {
 	Input  string `json:"input"`
 	Output string `json:"output"`
 	Pre    Piece  `json:"pre"`
 	Core   *Core  `json:"core,omitempty"`
 	Post   *Piece `json:"post,omitempty"`
+	// Tail, when set, is the layer's last sub-layer (the MLP with its
+	// norm and residual add): the nodes after the layer's last residual
+	// cut, found to act on each position alone (see positionwiseTail). Its
+	// one input is that cut (Post's output), its one output the block's;
+	// the executor runs it on chunks of positions, fed as [1, ..., n,
+	// width], so that the MLP's wide intermediates never exist for all
+	// positions at once.
+	Tail *Piece `json:"tail,omitempty"`
 	// CoreNote says why no attention core was found (then the whole
 	// layer runs at once, its attention over all positions).
 	CoreNote string `json:"core_note,omitempty"`
@@ -140,7 +149,7 @@ type Head struct {
 }
 
 // Pieces returns every piece of p in execution order (prologue, embed,
-// each block's pre, core and post), for iteration.
+// each block's pre, core, post and tail), for iteration.
 func (p *Program) Pieces() []*Piece {
 	var out []*Piece
 	if p.Prologue != nil {
@@ -157,6 +166,9 @@ func (p *Program) Pieces() []*Piece {
 		}
 		if b.Post != nil {
 			out = append(out, b.Post)
+		}
+		if b.Tail != nil {
+			out = append(out, b.Tail)
 		}
 	}
 	return out

@@ -107,8 +107,22 @@ func TestSplitStructure(t *testing.T) {
 				require.Len(t, b.Core.Outputs, 1)
 				require.ElementsMatch(t, b.Core.GradInputs, slices.DeleteFunc([]int{0, 1, 2, 3}[:len(b.Core.Inputs)], func(i int) bool { return b.Core.Roles[i] == blocks.RoleScores }))
 				require.NotEmpty(t, b.Pre.GradWeights, "layer %d: projections are trained", i)
-				require.NotEmpty(t, b.Post.GradWeights)
-				require.Contains(t, b.Post.Outputs, b.Output)
+				// The MLP sub-layer is the position-wise tail: its one input
+				// is Post's output (the residual after attention), its one
+				// output the block's, and it holds the MLP's weights.
+				require.NotNil(t, b.Tail, "layer %d: no position-wise tail", i)
+				require.Equal(t, []string{b.Output}, b.Tail.Outputs)
+				require.Len(t, b.Tail.Inputs, 1)
+				require.Equal(t, []int{0}, b.Tail.GradInputs)
+				require.Equal(t, b.Post.Outputs, b.Tail.Inputs)
+				// The norm's scale, gate, up and down; the last layer's tail
+				// runs on to the head's input, through the final norm.
+				wantWeights := 4
+				if i == layers-1 {
+					wantWeights = 5
+				}
+				require.Len(t, b.Tail.GradWeights, wantWeights, "layer %d: tail weights %v", i, b.Tail.Weights)
+				require.NotEmpty(t, b.Post.GradWeights, "the output projection")
 				if i > 0 {
 					require.Equal(t, p.Blocks[i-1].Output, b.Input)
 					require.Equal(t, p.Blocks[i-1].Core.Forward, b.Core.Forward, "layers share the core graph")
@@ -163,4 +177,54 @@ func TestSplitErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, p.Blocks, 1)
 	require.NotNil(t, p.Blocks[0].Core, p.Blocks[0].CoreNote)
+}
+
+// TestSplitTailNeedsPositionwise: when the MLP mixes positions (here its
+// output gets its mean over the positions added), the layer has no
+// position-wise tail, so it runs whole; with the MLP intact it has one.
+func TestSplitTailNeedsPositionwise(t *testing.T) {
+	for _, mix := range []bool{false, true} {
+		m, err := qwen3.Build(qwen3.Tiny(), 1)
+		require.NoError(t, err)
+		g := m.Graph()
+		if mix {
+			g.Initializer = append(g.Initializer, onnx.NewTensor("positions_axis", []int64{1}, []int64{1}))
+			var extra []*onnxpb.NodeProto
+			for _, n := range g.GetNode() {
+				if n.GetOpType() != "MatMul" || !strings.Contains(n.GetInput()[1], "down_proj") {
+					continue
+				}
+				o := n.GetOutput()[0]
+				n.Output[0] = o + "_raw"
+				extra = append(extra,
+					&onnxpb.NodeProto{OpType: proto.String("ReduceMean"), Input: []string{o + "_raw", "positions_axis"}, Output: []string{o + "_mean"}},
+					&onnxpb.NodeProto{OpType: proto.String("Add"), Input: []string{o + "_raw", o + "_mean"}, Output: []string{o}})
+			}
+			require.Len(t, extra, 2*qwen3.Tiny().Layers)
+			// Insert each pair right after its MatMul (topological order).
+			var nodes []*onnxpb.NodeProto
+			for _, n := range g.GetNode() {
+				nodes = append(nodes, n)
+				if n.GetOpType() == "MatMul" && strings.Contains(n.GetInput()[1], "down_proj") {
+					nodes, extra = append(nodes, extra[:2]...), extra[2:]
+				}
+			}
+			g.Node = nodes
+		}
+		fm, params := forward(t, m)
+		p, err := blocks.Split(fm, params, nil)
+		require.NoError(t, err)
+		for i, b := range p.Blocks {
+			require.NotNil(t, b.Core, "layer %d", i)
+			require.NotNil(t, b.Post, "layer %d", i)
+			mlpInTail := b.Tail != nil && slices.ContainsFunc(b.Tail.Weights, func(w string) bool { return strings.Contains(w, "down_proj") })
+			require.Equal(t, !mix, mlpInTail, "mix %v, layer %d", mix, i)
+			if mix && i < len(p.Blocks)-1 {
+				// The last layer keeps a tail: the final norm after its
+				// output, position-wise on its own.
+				require.Nil(t, b.Tail, "layer %d", i)
+				require.Contains(t, b.Post.Outputs, b.Output, "Post runs to the layer's output")
+			}
+		}
+	}
 }

@@ -44,7 +44,7 @@ func TestPredictionsWithinFifteenPercent(t *testing.T) {
 		var items []memplan.Item
 		switch m.Kind {
 		case "train":
-			items, err = memplan.TrainPeak(a, memplan.Train{Rows: m.Rows, Tokens: m.Tokens, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20})
+			items, err = memplan.TrainPeak(a, memplan.Train{Rows: m.Rows, Tokens: m.Tokens, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20, MLPBytes: 256 << 20})
 		case "generate":
 			items, err = memplan.GeneratePeak(a, memplan.Generate{Rows: m.Rows, Capacity: m.Capacity, CallBytes: 512 << 20})
 		default:

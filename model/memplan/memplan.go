@@ -6,9 +6,11 @@
 // The items follow the executor's design: the parameters, their
 // gradients and AdamW's moments; every layer's input, kept through the
 // step; the attention mask tables; one layer's working set while it is
-// recomputed and differentiated; one attention-core call; one loss tile;
-// a fixed runtime baseline. The per-layer working set is written in
-// tensors of the layer's widths (hidden, MLP, heads x head_dim). The
+// recomputed and differentiated; one chunk of positions of its MLP (the
+// executor runs a layer's position-wise tail on chunks); one
+// attention-core call; one loss tile; a fixed runtime baseline. The
+// per-layer working set is written in tensors of the layer's widths
+// (hidden, MLP, heads x head_dim). The
 // counts are the executor's, not fitted; testdata/measured.json holds the
 // peaks spiral bench measured on the Qwen3-0.6B config and its 8-layer
 // variant, and a test keeps every prediction within 15% of them (`make
@@ -141,8 +143,10 @@ type Train struct {
 	// LoRARank > 0 trains rank-r adapters on every projection instead of
 	// every parameter.
 	LoRARank int
-	// AttentionBytes and LossChunkBytes are model.ExecutorOptions'.
-	AttentionBytes, LossChunkBytes int64
+	// AttentionBytes, LossChunkBytes and MLPBytes are
+	// model.ExecutorOptions'; MLPBytes <= 0 runs each MLP on all
+	// positions at once.
+	AttentionBytes, LossChunkBytes, MLPBytes int64
 }
 
 // Baseline is the process's memory besides what the items count: the
@@ -156,21 +160,34 @@ const (
 	layerIntermediate = 6  // MLP-wide: gate, up, activation, product, two gradients
 	layerHeads        = 8  // heads x head_dim: queries, repeated keys and values, attention output, gradients
 	maskBytes         = 9  // the [rows, 1, T, T] mask tables: a boolean and a float bias
+	// mlpChunkLive is model's tailLive: the executor sizes an MLP chunk
+	// to MLPBytes / (4 x mlpChunkLive x its widest weight dim).
+	mlpChunkLive = 10
 )
 
 // ActivationBytesPerToken is what a training step holds for each token of
-// a micro-batch besides the attention masks: every layer's input, kept
-// through the step, and one layer's working set while it is recomputed
-// and differentiated.
+// a micro-batch besides the attention masks and the MLP chunk (bounded
+// whatever the micro-batch): every layer's input, kept through the step,
+// and one layer's working set while it is recomputed and differentiated.
 func (a Arch) ActivationBytesPerToken() int64 {
-	h, i, qd := int64(a.Hidden), int64(a.Intermediate), int64(a.Heads*a.HeadDim)
-	return int64(a.Layers+1)*h*4 + 4*(layerHidden*h+layerIntermediate*i+layerHeads*qd)
+	h, qd := int64(a.Hidden), int64(a.Heads*a.HeadDim)
+	return int64(a.Layers+1)*h*4 + 4*(layerHidden*h+layerHeads*qd)
 }
 
 // MicroBatchTokens returns how many tokens a micro-batch may hold for its
 // activations to stay within budget bytes, within 512..16384.
 func MicroBatchTokens(a Arch, budget int64) int {
 	return int(min(16384, max(512, budget/max(a.ActivationBytesPerToken(), 1))))
+}
+
+// MLPChunkPositions returns how many positions one MLP call of the
+// executor takes under mlpBytes (all of them when mlpBytes <= 0).
+func (a Arch) MLPChunkPositions(positions int64, mlpBytes int64) int64 {
+	if mlpBytes <= 0 {
+		return positions
+	}
+	width := int64(max(a.Intermediate, a.Hidden))
+	return min(positions, max(1, mlpBytes/(4*mlpChunkLive*width)))
 }
 
 // TrainPeak itemises a training step's peak.
@@ -209,7 +226,8 @@ func TrainPeak(a Arch, t Train) ([]Item, error) {
 		{"AdamW moments", 8 * trained},
 		{"layer inputs (kept through the step)", int64(a.Layers+1) * rt * h * 4},
 		{"attention mask tables", int64(t.Rows) * int64(t.Tokens) * int64(t.Tokens) * maskBytes},
-		{"one layer's recompute and backward", rt*4*(layerHidden*h+layerIntermediate*i+layerHeads*qd) + layerGrads},
+		{"one layer's recompute and backward", rt*4*(layerHidden*h+layerHeads*qd) + layerGrads},
+		{"MLP chunk (a block of positions)", a.MLPChunkPositions(rt, t.MLPBytes) * 4 * layerIntermediate * i},
 		{"attention block (one head, a block of queries)", attn},
 		{"loss tile and its gradients", chunk + loss*h*4*2 + rt*h*4},
 		{"runtime (ONNX Runtime, sessions, Go)", Baseline},

@@ -57,7 +57,7 @@ func TestLoRAParams(t *testing.T) {
 
 func TestTrainPeakGrows(t *testing.T) {
 	a, _ := memplan.Named("qwen3-0.6b")
-	base := memplan.Train{Rows: 1, Tokens: 1024, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20}
+	base := memplan.Train{Rows: 1, Tokens: 1024, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20, MLPBytes: 256 << 20}
 	total := func(tr memplan.Train) int64 {
 		items, err := memplan.TrainPeak(a, tr)
 		require.NoError(t, err)
@@ -84,7 +84,7 @@ func TestTrainPeakGrows(t *testing.T) {
 
 func TestMaxTokensIsTheLargestThatFits(t *testing.T) {
 	a, _ := memplan.Named("qwen3-0.6b")
-	tr := memplan.Train{Rows: 2, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20}
+	tr := memplan.Train{Rows: 2, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20, MLPBytes: 256 << 20}
 	for _, budget := range []int64{12 << 30, 24 << 30, 80 << 30} {
 		n := memplan.MaxTokens(a, tr, budget)
 		require.Positive(t, n)

@@ -95,6 +95,23 @@ func TestSessionRun(t *testing.T) {
 	require.NoError(t, s.Run([]*ortc.Value{a, bv}, out))
 	defer out[1].Release()
 	require.Equal(t, []float32{101, 22, 103, 24, 105, 26}, y)
+
+	// An ONNX Runtime-allocated tensor: written from Go, read by a run,
+	// and a run can write into one.
+	av, err := ortc.Alloc[float32](env, []int64{3, 2})
+	require.NoError(t, err)
+	defer av.Release()
+	require.Equal(t, []int64{3, 2}, av.Shape())
+	copy(av.Float32s(), []float32{0, 1, 0, 1, 0, 1})
+	dst, err := ortc.Alloc[float32](env, []int64{3, 2})
+	require.NoError(t, err)
+	defer dst.Release()
+	out = []*ortc.Value{dst, nil}
+	require.NoError(t, s.Run([]*ortc.Value{av, bv}, out))
+	defer out[1].Release()
+	require.Equal(t, []float32{100, 21, 100, 21, 100, 21}, dst.Float32s())
+	_, err = ortc.Alloc[float32](env, []int64{-1})
+	require.ErrorContains(t, err, "negative dim")
 }
 
 // TestSessionErrors: wrong arity, a bad model and a shape that does not

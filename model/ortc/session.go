@@ -48,6 +48,13 @@ static char* spiral_tensor(const OrtApi* api, OrtMemoryInfo* info, void* data, s
 		(ONNXTensorElementDataType)elem, out));
 }
 
+static char* spiral_alloc_tensor(const OrtApi* api, const int64_t* shape, size_t rank, int elem, OrtValue** out) {
+	OrtAllocator* alloc = NULL;
+	char* err = spiral_msg(api, api->GetAllocatorWithDefaultOptions(&alloc));
+	if (err != NULL) return err;
+	return spiral_msg(api, api->CreateTensorAsOrtValue(alloc, shape, rank, (ONNXTensorElementDataType)elem, out));
+}
+
 static char* spiral_describe(const OrtApi* api, OrtValue* v, int* elem, int64_t* dims, size_t* rank, size_t maxRank, void** data) {
 	OrtTensorTypeAndShapeInfo* info = NULL;
 	char* err = spiral_msg(api, api->GetTensorTypeAndShape(v, &info));
@@ -266,6 +273,30 @@ func NewTensor[T element](e *Env, shape []int64, data []T) (*Value, error) {
 	}
 	if err := status(C.spiral_tensor(e.api.api, e.cpu, ptr, C.size_t(int(n)*elem.Size()), dims, C.size_t(len(shape)), C.int(elem), &v.v)); err != nil {
 		return nil, fmt.Errorf("ortc: tensor %v: %w", shape, err)
+	}
+	return v, nil
+}
+
+// Alloc returns a tensor of the given shape in memory ONNX Runtime
+// allocates (outside the Go heap; freed by Release), its contents
+// undefined.
+func Alloc[T element](e *Env, shape []int64) (*Value, error) {
+	for _, d := range shape {
+		if d < 0 {
+			return nil, fmt.Errorf("ortc: tensor shape %v has a negative dim", shape)
+		}
+	}
+	var dims *C.int64_t
+	if len(shape) > 0 {
+		dims = (*C.int64_t)(unsafe.Pointer(&shape[0]))
+	}
+	var p *C.OrtValue
+	if err := status(C.spiral_alloc_tensor(e.api.api, dims, C.size_t(len(shape)), C.int(elemOf[T]()), &p)); err != nil {
+		return nil, fmt.Errorf("ortc: allocate tensor %v: %w", shape, err)
+	}
+	v, err := e.api.describe(p)
+	if err != nil {
+		return nil, fmt.Errorf("ortc: allocate tensor %v: %w", shape, err)
 	}
 	return v, nil
 }
