@@ -3,6 +3,7 @@ package rl
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/spiral-rl/spiral/model"
@@ -25,7 +26,11 @@ type Example struct {
 	Completion []int32
 	// OldLogProbs [len(Completion)] are log pi_old of each completion token.
 	OldLogProbs []float32
-	Advantage   float32
+	// EngineLogProbs, when set [len(Completion)], are a serving engine's
+	// log-probabilities of the completion: compared with the learner's
+	// (GradientStats), never used in the loss.
+	EngineLogProbs []float32
+	Advantage      float32
 	// Kind tags the example for metrics (KindSearch, KindAggregate, ...).
 	Kind string
 }
@@ -40,12 +45,15 @@ func (e Example) Len() int { return len(e.Prompt) + len(e.Completion) }
 // t+1, so the loss mask covers the positions len(prompt)-1 .. len-2. It
 // returns the batches and their loss token counts.
 func MicroBatches(examples []Example, maxTokens int, clipLow, clipHigh float32) ([]model.TrainBatch, []int, error) {
-	return microBatches(examples, maxTokens, clipLow, clipHigh, false)
+	bs, tokens, _, err := microBatches(examples, maxTokens, clipLow, clipHigh, false)
+	return bs, tokens, err
 }
 
 // microBatches is MicroBatches; detached batches carry no old
-// log-probabilities (model.TrainBatch.OldLogProbs nil).
-func microBatches(examples []Example, maxTokens int, clipLow, clipHigh float32, detached bool) ([]model.TrainBatch, []int, error) {
+// log-probabilities (model.TrainBatch.OldLogProbs nil). It also returns,
+// per batch, the examples' engine log-probabilities at the loss
+// positions (NaN where an example has none; nil for a batch without any).
+func microBatches(examples []Example, maxTokens int, clipLow, clipHigh float32, detached bool) ([]model.TrainBatch, []int, [][]float32, error) {
 	order := make([]int, len(examples))
 	for i := range order {
 		order[i] = i
@@ -53,6 +61,7 @@ func microBatches(examples []Example, maxTokens int, clipLow, clipHigh float32, 
 	sort.SliceStable(order, func(a, b int) bool { return examples[order[a]].Len() > examples[order[b]].Len() })
 	var batches []model.TrainBatch
 	var tokens []int
+	var engine [][]float32
 	for start := 0; start < len(order); {
 		T := examples[order[start]].Len()
 		rows := len(order)
@@ -62,13 +71,37 @@ func microBatches(examples []Example, maxTokens int, clipLow, clipHigh float32, 
 		end := min(len(order), start+rows)
 		b, n, err := packRows(examples, order[start:end], T, clipLow, clipHigh, detached)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		batches = append(batches, b)
 		tokens = append(tokens, n)
+		engine = append(engine, engineLogProbs(examples, order[start:end], T))
 		start = end
 	}
-	return batches, tokens, nil
+	return batches, tokens, engine, nil
+}
+
+// engineLogProbs lays the engine log-probabilities of examples idx out
+// like packRows lays their tokens (rows of T positions, NaN where there
+// is none), or returns nil when none of them has any.
+func engineLogProbs(examples []Example, idx []int, T int) []float32 {
+	var out []float32
+	for r, i := range idx {
+		s := examples[i]
+		if len(s.EngineLogProbs) != len(s.Completion) || len(s.Completion) == 0 {
+			continue
+		}
+		if out == nil {
+			out = make([]float32, len(idx)*T)
+			for k := range out {
+				out[k] = float32(math.NaN())
+			}
+		}
+		for j, lp := range s.EngineLogProbs {
+			out[r*T+len(s.Prompt)-1+j] = lp
+		}
+	}
+	return out
 }
 
 func packRows(examples []Example, idx []int, T int, clipLow, clipHigh float32, detached bool) (model.TrainBatch, int, error) {
@@ -131,6 +164,12 @@ type GradientStats struct {
 	Loss, Entropy, NLL float64
 	// LossTokens counts loss tokens; Positions rows x length processed.
 	LossTokens, Positions int
+	// EngineTokens counts the loss tokens with an engine log-probability;
+	// EngineAbsDiff and EngineMaxDiff are the mean and largest |log pi
+	// (learner) - log pi (engine)| over them: near 0 when the engine
+	// samples from the learner's weights.
+	EngineTokens                 int
+	EngineAbsDiff, EngineMaxDiff float64
 }
 
 // Gradients computes into grads the gradient of the token-mean loss over
@@ -140,7 +179,7 @@ type GradientStats struct {
 // sum is the batch's token-mean gradient.
 func Gradients(ctx context.Context, learner Learner, grads *params.Store, examples []Example, opt GradientOptions) (GradientStats, error) {
 	var gs GradientStats
-	batches, tokens, err := microBatches(examples, opt.MicroBatchTokens, float32(opt.ClipLow), float32(opt.ClipHigh), opt.Detached)
+	batches, tokens, engine, err := microBatches(examples, opt.MicroBatchTokens, float32(opt.ClipLow), float32(opt.ClipHigh), opt.Detached)
 	if err != nil {
 		return gs, err
 	}
@@ -152,7 +191,7 @@ func Gradients(ctx context.Context, learner Learner, grads *params.Store, exampl
 		return gs, nil
 	}
 	var res model.TrainResult
-	lossSum, entSum, nllSum := 0.0, 0.0, 0.0
+	lossSum, entSum, nllSum, engineSum := 0.0, 0.0, 0.0, 0.0
 	for k := range batches {
 		b := &batches[k]
 		if tokens[k] == 0 {
@@ -164,9 +203,16 @@ func Gradients(ctx context.Context, learner Learner, grads *params.Store, exampl
 		}
 		lossSum += float64(res.Loss) * float64(tokens[k])
 		for i, mask := range b.LossMask {
-			if mask != 0 {
-				entSum += float64(res.Entropy[i])
-				nllSum -= float64(res.LogProbs[i])
+			if mask == 0 {
+				continue
+			}
+			entSum += float64(res.Entropy[i])
+			nllSum -= float64(res.LogProbs[i])
+			if e := engine[k]; e != nil && !math.IsNaN(float64(e[i])) {
+				d := math.Abs(float64(res.LogProbs[i]) - float64(e[i]))
+				engineSum += d
+				gs.EngineMaxDiff = max(gs.EngineMaxDiff, d)
+				gs.EngineTokens++
 			}
 		}
 		gs.Positions += b.Batch * b.Seq
@@ -174,5 +220,8 @@ func Gradients(ctx context.Context, learner Learner, grads *params.Store, exampl
 	gs.Loss = lossSum / float64(gs.LossTokens)
 	gs.Entropy = entSum / float64(gs.LossTokens)
 	gs.NLL = nllSum / float64(gs.LossTokens)
+	if gs.EngineTokens > 0 {
+		gs.EngineAbsDiff = engineSum / float64(gs.EngineTokens)
+	}
 	return gs, nil
 }

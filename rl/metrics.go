@@ -88,6 +88,15 @@ type Metrics struct {
 	PolicyVersion string  `json:"policy_version,omitempty"`
 	PolicyLag     int     `json:"policy_lag"`
 	SyncSeconds   float64 `json:"sync_seconds,omitempty"`
+	// EngineLogProbDiff and EngineLogProbMaxDiff are the mean and largest
+	// |log pi (learner) - log pi (engine)| over the EngineLogProbTokens
+	// trained tokens whose log-probability the serving engine returned:
+	// the check that the engine samples from the weights the learner
+	// trains (a failed sync shows as a jump; kernels and precision leave
+	// a small floor). Absent with the local engine.
+	EngineLogProbDiff    float64 `json:"engine_logprob_diff,omitempty"`
+	EngineLogProbMaxDiff float64 `json:"engine_logprob_max_diff,omitempty"`
+	EngineLogProbTokens  int     `json:"engine_logprob_tokens,omitempty"`
 	// Timing: wall seconds of rollout, training and the whole step, and
 	// training positions (rows x length) per second.
 	RolloutSeconds       float64 `json:"rollout_seconds"`

@@ -229,6 +229,7 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 			return m, err
 		}
 		m.Loss, m.Entropy, m.LossTokens, m.TrainTokens = g.Loss, g.Entropy, g.LossTokens, g.Positions
+		m.EngineLogProbDiff, m.EngineLogProbMaxDiff, m.EngineLogProbTokens = g.EngineAbsDiff, g.EngineMaxDiff, g.EngineTokens
 		m.Examples = len(examples)
 		// 3. Clip and update.
 		u, err := applyUpdate(t.weights, t.grads, t.opt, t.sched, t.cfg.MaxGradNorm)
@@ -379,7 +380,8 @@ func (t *Trainer) rolloutGRPO(ctx context.Context, probs []data.Problem, round u
 
 // exampleOf is the training example of a trace with its advantage.
 func exampleOf(tr rollout.Trace, adv float64, kind string) Example {
-	return Example{Prompt: tr.Prompt, Completion: tr.Tokens, OldLogProbs: tr.PolicyLogProbs, Advantage: float32(adv), Kind: kind}
+	return Example{Prompt: tr.Prompt, Completion: tr.Tokens, OldLogProbs: tr.PolicyLogProbs, EngineLogProbs: tr.EngineLogProbs,
+		Advantage: float32(adv), Kind: kind}
 }
 
 // update is what applyUpdate did.

@@ -118,17 +118,19 @@ func (o *OpenAI) BaseURL() string { return o.cfg.BaseURL }
 // return_token_ids, skip_special_tokens); servers ignore what they do not
 // know.
 type completionRequest struct {
-	Model             string  `json:"model"`
-	Prompt            []int32 `json:"prompt"`
-	MaxTokens         int     `json:"max_tokens"`
-	Temperature       float64 `json:"temperature"`
-	TopP              float64 `json:"top_p"`
-	TopK              int     `json:"top_k,omitempty"`
-	Seed              int64   `json:"seed"`
-	N                 int     `json:"n"`
-	StopTokenIDs      []int32 `json:"stop_token_ids,omitempty"`
-	ReturnTokenIDs    bool    `json:"return_token_ids"`
-	SkipSpecialTokens bool    `json:"skip_special_tokens"`
+	Model          string  `json:"model"`
+	Prompt         []int32 `json:"prompt"`
+	MaxTokens      int     `json:"max_tokens"`
+	Temperature    float64 `json:"temperature"`
+	TopP           float64 `json:"top_p"`
+	TopK           int     `json:"top_k,omitempty"`
+	Seed           int64   `json:"seed"`
+	N              int     `json:"n"`
+	StopTokenIDs   []int32 `json:"stop_token_ids,omitempty"`
+	ReturnTokenIDs bool    `json:"return_token_ids"`
+	// Logprobs 0 asks for the sampled tokens' log-probabilities only.
+	Logprobs          int  `json:"logprobs"`
+	SkipSpecialTokens bool `json:"skip_special_tokens"`
 }
 
 type completionResponse struct {
@@ -136,6 +138,9 @@ type completionResponse struct {
 		Text         string  `json:"text"`
 		TokenIDs     []int32 `json:"token_ids"`
 		FinishReason string  `json:"finish_reason"`
+		Logprobs     *struct {
+			TokenLogprobs []*float64 `json:"token_logprobs"`
+		} `json:"logprobs"`
 	} `json:"choices"`
 }
 
@@ -271,7 +276,8 @@ func (o *OpenAI) CheckModel(ctx context.Context) error {
 // Generate sends each request as one completion, at most Concurrency at
 // a time, and returns the completions in request order. PolicyLogProbs
 // stay nil: the engine's numbers are not the policy's (training
-// recomputes them with its own forward pass).
+// recomputes them with its own forward pass); the engine's, when it
+// returns them for the tokens it sampled, are EngineLogProbs.
 func (o *OpenAI) Generate(ctx context.Context, reqs []Request, progress Progress) ([]Completion, Stats, error) {
 	start := time.Now()
 	out := make([]Completion, len(reqs))
@@ -357,6 +363,15 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 			return Completion{}, fmt.Errorf("rollout: engine: tokenize a completion: %w", err)
 		}
 		c.Tokens = ids
+	} else if lp := ch.Logprobs; lp != nil && len(lp.TokenLogprobs) == len(c.Tokens) {
+		c.EngineLogProbs = make([]float32, len(c.Tokens))
+		for i, v := range lp.TokenLogprobs {
+			if v == nil {
+				c.EngineLogProbs = nil
+				break
+			}
+			c.EngineLogProbs[i] = float32(*v)
+		}
 	}
 	if len(c.Tokens) > s.MaxNewTokens {
 		return Completion{}, fmt.Errorf("rollout: engine: a completion of %d tokens exceeds max_tokens %d", len(c.Tokens), s.MaxNewTokens)

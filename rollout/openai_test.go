@@ -93,6 +93,14 @@ func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !f.noIDs {
 		choice["token_ids"] = toks
 	}
+	if lp, ok := body["logprobs"].(float64); ok && lp == 0 {
+		// vLLM's shape: the sampled tokens' log-probabilities.
+		lps := make([]float64, len(toks))
+		for i := range lps {
+			lps[i] = -0.25 * float64(i+1)
+		}
+		choice["logprobs"] = map[string]any{"tokens": []string{}, "token_logprobs": lps, "top_logprobs": nil}
+	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{choice}})
 }
 
@@ -139,6 +147,7 @@ func TestOpenAIGenerate(t *testing.T) {
 		require.Equal(t, rollout.FinishStop, c.Finish)
 		require.Equal(t, 1+i%3, c.PromptTokens)
 		require.Nil(t, c.PolicyLogProbs, "the engine's log-probabilities are not the policy's")
+		require.Equal(t, []float32{-0.25, -0.5, -0.75, -1}, c.EngineLogProbs, "but they are recorded")
 	}
 	require.Equal(t, 4*len(reqs), st.GeneratedTokens)
 	require.Equal(t, int64(4*len(reqs)), progressed.Load())
@@ -148,6 +157,7 @@ func TestOpenAIGenerate(t *testing.T) {
 	require.Equal(t, 0.7, body["temperature"])
 	require.Equal(t, 5.0, body["top_k"])
 	require.Equal(t, true, body["return_token_ids"])
+	require.Equal(t, 0.0, body["logprobs"], "the sampled tokens' log-probabilities only")
 	require.Equal(t, []any{2.0}, body["stop_token_ids"])
 }
 
@@ -173,6 +183,7 @@ func TestOpenAIFallsBackToLocalTokens(t *testing.T) {
 	require.Equal(t, []int32{3, 1, 1, 2}, out[0].Tokens)
 	require.Equal(t, rollout.FinishLength, out[0].Finish)
 	require.Equal(t, 1, strings.Count(warn.String(), "tokenizing it locally"), "one warning")
+	require.Nil(t, out[0].EngineLogProbs, "the engine's log-probabilities are of its tokens, not of local ones")
 
 	cfg.Tokenize = nil
 	eng, err = rollout.NewOpenAI(cfg)

@@ -108,6 +108,12 @@ type Completion struct {
 	// pi_old of the policy-gradient ratio, whatever distribution the
 	// sampler drew from.
 	PolicyLogProbs []float32
+	// EngineLogProbs[t], from a serving engine that returned them, is the
+	// engine's log-probability of Tokens[t] (vLLM and SGLang: of the raw
+	// model distribution, as PolicyLogProbs). Training never uses them in
+	// the loss; it reports how far they are from the learner's own (a
+	// weight-sync or numerics check). nil otherwise.
+	EngineLogProbs []float32
 	// Finish is why generation stopped.
 	Finish FinishReason
 	// PromptTokens is len(Request.Prompt).
