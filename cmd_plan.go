@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/memplan"
 	"github.com/spiral-rl/spiral/model/qwen3"
 )
@@ -23,6 +24,7 @@ type planFlags struct {
 	model        string
 	rows, tokens int
 	loraRank     int
+	loraTargets  string
 	genRows      int
 	genCapacity  int
 	device       string
@@ -35,7 +37,8 @@ func (f *planFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.model, "model", "", "a model file or directory with config.json beside it, or a name: "+strings.Join(memplan.Names(), ", "))
 	fs.IntVar(&f.rows, "rows", 1, "training: rows per micro-batch")
 	fs.IntVar(&f.tokens, "tokens", 9216, "training: tokens per row (the paper's aggregation prompt with n = 4 candidates is about 9k)")
-	fs.IntVar(&f.loraRank, "lora-rank", 0, "training: LoRA rank on every projection (0: full fine-tune)")
+	fs.IntVar(&f.loraRank, "lora-rank", 0, "training: LoRA rank (0: full fine-tune)")
+	fs.StringVar(&f.loraTargets, "lora-targets", strings.Join(lmgraph.LoRATargets, ","), "training: comma-separated projections LoRA adapts")
 	fs.IntVar(&f.genRows, "gen-rows", 64, "generation: rows decoded together (--gen-batch)")
 	fs.IntVar(&f.genCapacity, "gen-capacity", 5120, "generation: positions per row, prompt plus new tokens (the paper: 1,024 + 4,096)")
 	fs.StringVar(&f.device, "device-memory", "", "memory to fit, e.g. 80GB (10^9 bytes) or 24GiB (2^30); default: this machine's")
@@ -70,6 +73,8 @@ func (f *planFlags) validate() (int64, error) {
 	}
 	if f.loraRank < 0 {
 		errs = append(errs, fmt.Errorf("--lora-rank %d: want >= 0", f.loraRank))
+	} else if _, err := parseLoRA(f.loraRank, 32, f.loraTargets); err != nil {
+		errs = append(errs, err)
 	}
 	var budget int64
 	if f.device != "" {
@@ -127,7 +132,12 @@ type planReport struct {
 
 func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	opts := f.exec.options()
-	tr := memplan.Train{Rows: f.rows, Tokens: f.tokens, LoRARank: f.loraRank, AttentionBytes: opts.AttentionBytes, LossChunkBytes: opts.LossChunkBytes, MLPBytes: opts.MLPBytes}
+	lora, err := parseLoRA(f.loraRank, 32, f.loraTargets)
+	if err != nil {
+		return usageError{err}
+	}
+	tr := memplan.Train{Rows: f.rows, Tokens: f.tokens, LoRARank: lora.Rank, LoRATargets: lora.Targets,
+		AttentionBytes: opts.AttentionBytes, LossChunkBytes: opts.LossChunkBytes, MLPBytes: opts.MLPBytes}
 	train, err := memplan.TrainPeak(arch, tr)
 	if err != nil {
 		return err
@@ -148,7 +158,7 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	}
 	what := "full fine-tune, AdamW"
 	if f.loraRank > 0 {
-		what = fmt.Sprintf("LoRA rank %d, AdamW", f.loraRank)
+		what = fmt.Sprintf("LoRA rank %d on %s, AdamW", f.loraRank, strings.Join(lora.Targets, ","))
 	}
 	fmt.Fprintf(env.stdout, "model: %d layers, hidden %d, %.2fB parameters; memory to fit: %s\n", arch.Layers, arch.Hidden, float64(rep.Params)/1e9, gib(budget))
 	w := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)

@@ -271,6 +271,31 @@ func TestBenchAndPlan(t *testing.T) {
 	require.Contains(t, r.stdout, "4.02B parameters")
 	require.Contains(t, r.stdout, "LoRA rank 32")
 	require.Contains(t, r.stdout, "AdamW moments")
+	// Fewer targets, fewer adapter bytes: q and v only.
+	moments := func(args ...string) float64 {
+		r := spiral(t, nil, append([]string{"plan", "--model", "qwen3-4b", "--lora-rank", "32", "--json"}, args...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		var p struct {
+			Train []struct {
+				Name  string  `json:"name"`
+				Bytes float64 `json:"bytes"`
+			} `json:"train"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &p))
+		for _, it := range p.Train {
+			if it.Name == "AdamW moments" {
+				return it.Bytes
+			}
+		}
+		t.Fatal("no AdamW moments item")
+		return 0
+	}
+	// Qwen3-4B: q [2560, 4096], v [2560, 1024]; all seven projections.
+	require.Equal(t, float64(8*32*36*(2560+4096+2560+1024)), moments("--lora-targets", "q,v"))
+	require.Equal(t, float64(8*32*36*(2560+4096+2*(2560+1024)+4096+2560+2*(2560+9728)+9728+2560)), moments())
+	r = spiral(t, nil, "plan", "--model", "qwen3-4b", "--lora-rank", "8", "--lora-targets", "q,zz")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, `"zz_proj"`)
 
 	r = spiral(t, nil, "plan", "--model", "qwen3-4b", "--device-memory", "80XB")
 	require.Equal(t, 2, r.code)

@@ -20,9 +20,11 @@ package memplan
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/qwen3"
 )
 
@@ -84,7 +86,8 @@ func (a Arch) Validate() error {
 	return nil
 }
 
-// layerMatrices are the [in, out] shapes of one layer's projections.
+// layerMatrices are the [in, out] shapes of one layer's projections, in
+// lmgraph.LoRATargets' order (q, k, v, o, gate, up, down).
 func (a Arch) layerMatrices() [][2]int64 {
 	h, i, q, kv := int64(a.Hidden), int64(a.Intermediate), int64(a.Heads*a.HeadDim), int64(a.KVHeads*a.HeadDim)
 	return [][2]int64{{h, q}, {h, kv}, {h, kv}, {q, h}, {h, i}, {h, i}, {i, h}}
@@ -110,11 +113,14 @@ func (a Arch) Params() int64 {
 	return n
 }
 
-// LoRAParams returns the adapter parameters of rank r on every projection.
-func (a Arch) LoRAParams(r int) int64 {
+// LoRAParams returns the adapter parameters of rank r on the projections
+// named by targets (lmgraph.LoRATargets' names; nil: every projection).
+func (a Arch) LoRAParams(r int, targets []string) int64 {
 	var n int64
-	for _, m := range a.layerMatrices() {
-		n += int64(r) * (m[0] + m[1])
+	for k, m := range a.layerMatrices() {
+		if targets == nil || slices.Contains(targets, lmgraph.LoRATargets[k]) {
+			n += int64(r) * (m[0] + m[1])
+		}
 	}
 	return n * int64(a.Layers)
 }
@@ -140,9 +146,10 @@ type Train struct {
 	// LossTokens is how many positions the loss covers (0: half of
 	// Rows x Tokens, the benchmark's rows).
 	LossTokens int
-	// LoRARank > 0 trains rank-r adapters on every projection instead of
-	// every parameter.
-	LoRARank int
+	// LoRARank > 0 trains rank-r adapters on the LoRATargets projections
+	// (nil: every one) instead of every parameter.
+	LoRARank    int
+	LoRATargets []string
 	// AttentionBytes, LossChunkBytes and MLPBytes are
 	// model.ExecutorOptions'; MLPBytes <= 0 runs each MLP on all
 	// positions at once.
@@ -207,13 +214,13 @@ func TrainPeak(a Arch, t Train) ([]Item, error) {
 	trained := params
 	weights := 4 * params
 	if t.LoRARank > 0 {
-		trained = a.LoRAParams(t.LoRARank)
+		trained = a.LoRAParams(t.LoRARank, t.LoRATargets)
 		weights += 4 * trained
 	}
 	h, i, qd := int64(a.Hidden), int64(a.Intermediate), int64(a.Heads*a.HeadDim)
 	layerGrads := 4 * a.LayerParams()
 	if t.LoRARank > 0 {
-		layerGrads = 4 * a.LoRAParams(t.LoRARank) / int64(a.Layers)
+		layerGrads = 4 * a.LoRAParams(t.LoRARank, t.LoRATargets) / int64(a.Layers)
 	}
 	attn := t.AttentionBytes
 	// A core call holds at least one query row against the keys.

@@ -52,7 +52,9 @@ func TestLoRAParams(t *testing.T) {
 	a := memplan.Arch{Layers: 2, Hidden: 8, Intermediate: 16, Heads: 2, KVHeads: 1, HeadDim: 4, Vocab: 10}
 	// q 8x8, k 8x4, v 8x4, o 8x8, gate 8x16, up 8x16, down 16x8.
 	perRank := int64(16 + 12 + 12 + 16 + 24 + 24 + 24)
-	require.Equal(t, 2*3*perRank, a.LoRAParams(3))
+	require.Equal(t, 2*3*perRank, a.LoRAParams(3, nil))
+	require.Equal(t, 2*3*int64(16+12), a.LoRAParams(3, []string{"q_proj", "v_proj"}), "q 8x8 and v 8x4 only")
+	require.Equal(t, 2*3*perRank, a.LoRAParams(3, lmgraph.LoRATargets))
 }
 
 func TestTrainPeakGrows(t *testing.T) {
