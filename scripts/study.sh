@@ -23,6 +23,10 @@
 #   ALGOS    algorithms (default: "spiral grpo agg-only"); the first is the
 #            reference of the comparison
 #   EVALN    held-out problems per evaluation (default: 64)
+#   JOBS     trainings and evaluations run at once (default: the number of
+#            cores), each ONNX Runtime session on one thread when JOBS > 1:
+#            the embedded model is too small for two threads to beat two
+#            processes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/study}
@@ -30,6 +34,7 @@ STEPS=${STEPS:-50}
 SEEDS=${SEEDS:-1 2 3}
 ALGOS=${ALGOS:-spiral grpo agg-only}
 EVALN=${EVALN:-64}
+JOBS=${JOBS:-$(nproc)}
 start=$(date +%s)
 source "$(scripts/setup.sh)" >/dev/null
 stamp="steps=$STEPS seeds=$SEEDS algos=$ALGOS evaln=$EVALN embedded=$(cat model/embedded/assets/* | sha256sum | cut -c1-16)"
@@ -37,52 +42,96 @@ if [[ -f $OUT/study.stamp && $(cat "$OUT/study.stamp") != "$stamp" ]]; then
 	echo "study: $OUT holds a study of other settings ($(cat "$OUT/study.stamp")); starting over" >&2
 	rm -rf "$OUT/runs" "$OUT/eval" "$OUT/report"
 fi
-mkdir -p "$OUT/runs" "$OUT/report"
+mkdir -p "$OUT/runs" "$OUT/report" "$OUT/logs"
+rm -f "$OUT"/logs/*.failed
 echo "$stamp" >"$OUT/study.stamp"
 go build -o "$OUT/spiral" .
 spiral=$OUT/spiral
+threads=()
+((JOBS > 1)) && threads=(--threads 1)
+modes=(passk rsa sequential)
 
-evaluate() { # label [--checkpoint DIR]
-	local label=$1
-	shift
-	for mode in passk rsa sequential; do
+evaluate() { # label seed [--checkpoint DIR]: the evaluations not done yet
+	local label=$1 seed=$2
+	shift 2
+	for mode in "${modes[@]}"; do
 		local extra=()
 		case $mode in
 		passk) extra=(--samples 64) ;;
 		rsa) extra=(--population 8 --subset 4 --rsa-steps 10) ;;
 		sequential) extra=(--samples 16) ;;
 		esac
-		local report=$OUT/eval/$label-$mode-$seed/$mode.json
-		reports+=("$report")
-		[[ -f $report ]] && continue # done by an earlier, interrupted study
-		"$spiral" eval --quiet --mode "$mode" --limit "$EVALN" --seed 7 --label "$label" \
-			--out "$OUT/eval/$label-$mode-$seed" "${extra[@]}" "$@" >/dev/null
+		[[ -f $OUT/eval/$label-$mode-$seed/$mode.json ]] && continue # done by an earlier, interrupted study
+		"$spiral" eval --quiet --mode "$mode" --limit "$EVALN" --seed 7 --label "$label" "${threads[@]}" \
+			--out "$OUT/eval/$label-$mode-$seed" "${extra[@]}" "$@" >/dev/null || return 1
 	done
 }
 
-reports=()
-runs=()
-seed=base
-evaluate base
+run_job() { # algo seed: train (or resume) one run, then evaluate it; "base" evaluates the warm start
+	local algo=$1 seed=$2
+	if [[ $algo == base ]]; then
+		evaluate base base
+		return
+	fi
+	local run=$OUT/runs/$algo-s$seed
+	if [[ ! -f $run/done ]]; then
+		# Without --fresh, train resumes an interrupted run from its
+		# newest checkpoint (and starts one when there is none).
+		"$spiral" train --quiet --algo "$algo" --seed "$seed" --steps "$STEPS" --out "$run" "${threads[@]}" \
+			--eval-every 10 --final-rsa-steps 0 >>"$run.log" 2>&1 || { cat "$run.log"; return 1; }
+		touch "$run/done"
+	fi
+	evaluate "$algo" "$seed" --checkpoint "$run/checkpoints"
+}
+
+job() { # algo seed: run_job, logged, a failure marked
+	local log=$OUT/logs/$1-$2.log
+	echo "study: $1 $2: start ($(date +%T))" >&2
+	if run_job "$@" >>"$log" 2>&1; then
+		echo "study: $1 $2: done ($(date +%T))" >&2
+	else
+		touch "$OUT/logs/$1-$2.failed"
+		echo "study: $1 $2: failed" >&2
+	fi
+}
+
+# The jobs, JOBS at a time: the base model's evaluations, then every run.
+todo=("base base")
 for algo in $ALGOS; do
 	for seed in $SEEDS; do
-		run=$OUT/runs/$algo-s$seed
-		if [[ ! -f $run/done ]]; then
-			# Without --fresh, train resumes an interrupted run from its
-			# newest checkpoint (and starts one when there is none).
-			echo "study: train $algo seed $seed" >&2
-			"$spiral" train --quiet --algo "$algo" --seed "$seed" --steps "$STEPS" --out "$run" \
-				--eval-every 10 --final-rsa-steps 0 >>"$run.log" 2>&1 || { cat "$run.log" >&2; exit 1; }
-			touch "$run/done"
-		fi
-		evaluate "$algo" --checkpoint "$run/checkpoints"
-		runs+=(--run "$algo=$run")
+		todo+=("$algo $seed")
 	done
 done
-# The reference first: the first algorithm's reports lead each mode.
+for j in "${todo[@]}"; do
+	while (($(jobs -rp | wc -l) >= JOBS)); do
+		wait -n || true
+	done
+	# shellcheck disable=SC2086 # "algo seed"
+	job $j &
+done
+wait
+if compgen -G "$OUT/logs/*.failed" >/dev/null; then
+	for f in "$OUT"/logs/*.failed; do
+		echo "study: ${f##*/} (log: ${f%.failed}.log):" >&2
+		cat "${f%.failed}.log" >&2
+	done
+	exit 1
+fi
+
+# The reports: the reference (the first algorithm) first, then the base
+# model, then the other algorithms.
+reports=()
+runs=()
 first=${ALGOS%% *}
-ordered=()
-for r in "${reports[@]}"; do [[ $r == $OUT/eval/$first-* ]] && ordered+=("$r"); done
-for r in "${reports[@]}"; do [[ $r != $OUT/eval/$first-* ]] && ordered+=("$r"); done
-"$spiral" compare --out "$OUT/report" "${runs[@]}" "${ordered[@]}" | tee "$OUT/report/compare.txt"
-echo "study: $(( ($(date +%s) - start) / 60 )) minutes; report in $OUT/report" | tee -a "$OUT/report/compare.txt"
+for algo in $first base ${ALGOS#"$first"}; do
+	seeds=$SEEDS
+	[[ $algo == base ]] && seeds=base
+	for seed in $seeds; do
+		for mode in "${modes[@]}"; do
+			reports+=("$OUT/eval/$algo-$mode-$seed/$mode.json")
+		done
+		[[ $algo == base ]] || runs+=(--run "$algo=$OUT/runs/$algo-s$seed")
+	done
+done
+"$spiral" compare --out "$OUT/report" "${runs[@]}" "${reports[@]}" | tee "$OUT/report/compare.txt"
+echo "study: $((($(date +%s) - start) / 60)) minutes, $JOBS jobs at once; report in $OUT/report" | tee -a "$OUT/report/compare.txt"
