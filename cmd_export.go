@@ -68,12 +68,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			fmt.Fprintf(env.stdout, "wrote %s: a peft adapter directory for %s from %s (%d tensors)\n", *out, r.onnx, from, n)
 		case "hf":
-			if lora.Enabled() {
-				if w, err = model.MergeLoRA(r.onnx, lora, w); err != nil {
-					return err
-				}
-			}
-			n, err := model.ExportHF(r.onnx, r.tokenizer, *out, w)
+			n, err := model.ExportHF(r.onnx, r.tokenizer, *out, w, lora)
 			if err != nil {
 				return err
 			}

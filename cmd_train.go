@@ -208,14 +208,7 @@ func weightSync(sess *modelSession, f syncFlags, gen rollout.Generator, arts mod
 		return &rollout.VLLMLoRASync{Engine: eng, Dir: f.dir, Export: export}, nil
 	}
 	export := func(dir string) error {
-		w := pol.Weights
-		if arts.LoRA.Enabled() {
-			var err error
-			if w, err = model.MergeLoRA(sess.onnx, arts.LoRA, pol.Weights); err != nil {
-				return err
-			}
-		}
-		_, err := model.ExportHF(sess.onnx, sess.tokenizer, dir, w)
+		_, err := model.ExportHF(sess.onnx, sess.tokenizer, dir, pol.Weights, arts.LoRA)
 		return err
 	}
 	return &rollout.SGLangDiskSync{Engine: eng, Dir: f.dir, Export: export}, nil

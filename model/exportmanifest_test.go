@@ -70,7 +70,7 @@ func TestExportsMatchManifest(t *testing.T) {
 		dir := t.TempDir()
 		none, err := params.NewStore(nil)
 		require.NoError(t, err)
-		_, err = model.ExportHF(src, "", dir, none)
+		_, err = model.ExportHF(src, "", dir, none, lmgraph.LoRA{})
 		require.NoError(t, err)
 		requireSafetensorsMatch(t, filepath.Join(dir, model.HFWeightsFile), want.HF)
 	})

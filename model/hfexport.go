@@ -96,11 +96,23 @@ func HFParams(m *onnx.Model, tied bool) ([]HFParam, error) {
 	return out, nil
 }
 
-// HFWeights returns the tensors of ps under their transformers names and
-// layouts, sorted by name: each from trained when it holds the initializer
-// (or, for a tied copy in ties, the tensor it copies), else read from m.
-// Each tensor is written once, straight into the returned store.
-func HFWeights(m *onnx.Model, ps []HFParam, ties []lmgraph.Tie, trained *params.Store) (*params.Store, error) {
+// hfSource is where one exported tensor comes from: a trained tensor or
+// an initializer of the graph, of shape (before any transposition).
+type hfSource struct {
+	spec      params.Spec
+	trained   *params.Tensor
+	init      *onnxpb.TensorProto
+	shape     []int64
+	transpose bool
+	// merge, when set, is the LoRA adapter merged into the initializer
+	// as it is read (W + scale A B).
+	merge *loraFactors
+}
+
+// hfSources places the tensors of ps, sorted by their transformers
+// names: each from trained when it holds the initializer (or, for a tied
+// copy in ties, the tensor it copies), else from m.
+func hfSources(m *onnx.Model, ps []HFParam, ties []lmgraph.Tie, trained *params.Store) ([]hfSource, error) {
 	tieOf := map[string]lmgraph.Tie{}
 	for _, t := range ties {
 		tieOf[t.Copy] = t
@@ -109,18 +121,9 @@ func HFWeights(m *onnx.Model, ps []HFParam, ties []lmgraph.Tie, trained *params.
 	for _, t := range m.Graph().GetInitializer() {
 		inits[t.GetName()] = t
 	}
-	// source is where one exported tensor comes from: a trained tensor or
-	// an initializer of m, of shape (before any transposition).
-	type source struct {
-		spec      params.Spec
-		trained   *params.Tensor
-		init      *onnxpb.TensorProto
-		shape     []int64
-		transpose bool
-	}
-	srcs := make([]source, 0, len(ps))
+	srcs := make([]hfSource, 0, len(ps))
 	for _, p := range ps {
-		s := source{transpose: p.Transposed}
+		s := hfSource{transpose: p.Transposed}
 		name := p.Initializer
 		if tie, ok := tieOf[name]; ok {
 			name, s.transpose = tie.Of, s.transpose != tie.Transposed
@@ -141,7 +144,50 @@ func HFWeights(m *onnx.Model, ps []HFParam, ties []lmgraph.Tie, trained *params.
 		}
 		srcs = append(srcs, s)
 	}
-	slices.SortFunc(srcs, func(a, b source) int { return strings.Compare(a.spec.Name, b.spec.Name) })
+	slices.SortFunc(srcs, func(a, b hfSource) int { return strings.Compare(a.spec.Name, b.spec.Name) })
+	return srcs, nil
+}
+
+// values returns s's values in transformers' layout: a trained tensor
+// kept as is in place, anything else computed into dst (as long as the
+// tensor); scratch holds an initializer read before its transposition
+// (grown as needed, returned for reuse).
+func (s *hfSource) values(m *onnx.Model, dst, scratch []float32) (data, kept []float32, err error) {
+	data = dst
+	switch {
+	case s.trained != nil && !s.transpose:
+		return s.trained.Data, scratch, nil
+	case s.trained != nil:
+		transposeInto(dst, s.trained.Data, int(s.shape[0]), int(s.shape[1]))
+		return dst, scratch, nil
+	case s.transpose:
+		if cap(scratch) < len(dst) {
+			scratch = make([]float32, len(dst))
+		}
+		data = scratch[:len(dst)]
+	}
+	if err := m.ReadFloat32s(s.init, data); err != nil {
+		return nil, scratch, fmt.Errorf("model: hf export: %s: %w", s.spec.Name, err)
+	}
+	if s.merge != nil {
+		s.merge.addTo(data) // the graph's [in, out] layout, before any transposition
+	}
+	if s.transpose {
+		transposeInto(dst, data, int(s.shape[0]), int(s.shape[1]))
+	}
+	return dst, scratch, nil
+}
+
+// HFWeights returns the tensors of ps under their transformers names and
+// layouts, sorted by name: each from trained when it holds the initializer
+// (or, for a tied copy in ties, the tensor it copies), else read from m.
+// Each tensor is written once, straight into the returned store.
+// (ExportHF streams them to the file instead, one at a time.)
+func HFWeights(m *onnx.Model, ps []HFParam, ties []lmgraph.Tie, trained *params.Store) (*params.Store, error) {
+	srcs, err := hfSources(m, ps, ties, trained)
+	if err != nil {
+		return nil, err
+	}
 	specs := make([]params.Spec, len(srcs))
 	for i, s := range srcs {
 		specs[i] = s.spec
@@ -150,27 +196,48 @@ func HFWeights(m *onnx.Model, ps []HFParam, ties []lmgraph.Tie, trained *params.
 	if err != nil {
 		return nil, fmt.Errorf("model: hf export: %w", err)
 	}
-	for i, s := range srcs {
+	var scratch []float32
+	for i := range srcs {
 		dst := out.At(i).Data
-		data := dst // an initializer kept as is is read in place
-		if s.trained != nil {
-			data = s.trained.Data
-		} else {
-			if s.transpose {
-				data = make([]float32, len(dst))
-			}
-			if err := m.ReadFloat32s(s.init, data); err != nil {
-				return nil, fmt.Errorf("model: hf export: %s: %w", s.spec.Name, err)
-			}
+		var data []float32
+		if data, scratch, err = srcs[i].values(m, dst, scratch); err != nil {
+			return nil, err
 		}
-		switch {
-		case s.transpose:
-			transposeInto(dst, data, int(s.shape[0]), int(s.shape[1]))
-		case s.trained != nil:
+		if len(data) > 0 && &data[0] != &dst[0] {
 			copy(dst, data)
 		}
 	}
 	return out, nil
+}
+
+// mergeOnRead marks the sources whose initializer is the base weight of
+// an adapter of l (factors in adapters) to have it merged when read.
+func mergeOnRead(src string, l lmgraph.LoRA, adapters *params.Store, srcs []hfSource) error {
+	_, as, err := sourceAdapters(src, l)
+	if err != nil {
+		return err
+	}
+	byBase := map[string]*loraFactors{}
+	for _, a := range as {
+		f, err := adapterFactors(a, l, adapters)
+		if err != nil {
+			return err
+		}
+		byBase[a.Base] = &f
+	}
+	merged := 0
+	for i := range srcs {
+		if s := &srcs[i]; s.init != nil {
+			if f, ok := byBase[s.init.GetName()]; ok {
+				s.merge = f
+				merged++
+			}
+		}
+	}
+	if merged != len(byBase) {
+		return fmt.Errorf("model: hf export: %d of %d LoRA base weights are exported (the others are not parameters transformers names)", merged, len(byBase))
+	}
+	return nil
 }
 
 // HFWeightsFile is the weights file of a Hugging Face model directory.
@@ -182,13 +249,15 @@ var hfSideFiles = []string{"tokenizer.json", "tokenizer_config.json", "special_t
 	"vocab.json", "merges.txt", "generation_config.json", "chat_template.jinja"}
 
 // ExportHF writes a Hugging Face model directory at dir from the ONNX
-// model at src with the tensors of trained in place of its parameters:
+// model at src with the tensors of trained in place of its parameters
+// (under LoRA, l enabled, trained holds the adapters, merged into their
+// base weights as each is written: W + alpha/rank A B):
 // model.safetensors (float32, transformers' Qwen3 names and layouts, see
 // HFParams), config.json (required beside src) and the tokenizer and
 // generation files found beside src. tokenizer, when not empty, is the
 // tokenizer.json to copy instead of the one beside src. It returns the
 // number of tensors written.
-func ExportHF(src, tokenizer, dir string, trained *params.Store) (int, error) {
+func ExportHF(src, tokenizer, dir string, trained *params.Store, l lmgraph.LoRA) (int, error) {
 	cfgPath := filepath.Join(filepath.Dir(src), ConfigFile)
 	cfg, found, err := ReadHFConfig(src)
 	if err != nil {
@@ -211,15 +280,31 @@ func ExportHF(src, tokenizer, dir string, trained *params.Store) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	w, err := HFWeights(m, ps, ties, trained)
+	srcs, err := hfSources(m, ps, ties, trained)
 	if err != nil {
 		return 0, err
+	}
+	if l.Enabled() {
+		if err := mergeOnRead(src, l, trained, srcs); err != nil {
+			return 0, err
+		}
 	}
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return 0, fmt.Errorf("model: hf export: %w", err)
 	}
+	specs := make([]params.Spec, len(srcs))
+	for i, s := range srcs {
+		specs[i] = s.spec
+	}
+	// Streamed: one tensor's values at a time besides the trained store.
+	var scratch []float32
 	err = atomicfile.Write(filepath.Join(dir, HFWeightsFile), 0o666, func(f io.Writer) error {
-		return w.WriteSafetensors(f, map[string]string{"format": "pt"}, nil)
+		return params.WriteFunc(f, map[string]string{"format": "pt"}, specs, func(i int, buf []float32) ([]float32, error) {
+			var data []float32
+			var err error
+			data, scratch, err = srcs[i].values(m, buf, scratch)
+			return data, err
+		})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("model: hf export: %w", err)
@@ -240,5 +325,5 @@ func ExportHF(src, tokenizer, dir string, trained *params.Store) (int, error) {
 			return 0, fmt.Errorf("model: hf export: %w", err)
 		}
 	}
-	return w.Len(), nil
+	return len(srcs), nil
 }

@@ -1,12 +1,15 @@
 package model_test
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/modeltest"
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/params"
@@ -57,6 +60,25 @@ func TestHFWeightsMatchTransformers(t *testing.T) {
 			require.Equal(t, init[c*rows+r], tensor.Data[r*cols+c])
 		}
 	}
+
+	// ExportHF streams the same tensors to model.safetensors, one at a
+	// time (with a trained tensor, kept as is, and a transposed one).
+	trained, err := params.NewStore([]params.Spec{{Name: q.Initializer, Shape: []int64{int64(cols), int64(rows)}}})
+	require.NoError(t, err)
+	for i := range trained.Flat() {
+		trained.Flat()[i] = float32(i)
+	}
+	w, err = model.HFWeights(m, ps, ties, trained)
+	require.NoError(t, err)
+	out := t.TempDir()
+	n, err := model.ExportHF(filepath.Join(dir, "model.onnx"), "", out, trained, lmgraph.LoRA{})
+	require.NoError(t, err)
+	require.Equal(t, w.Len(), n)
+	file, err := os.ReadFile(filepath.Join(out, model.HFWeightsFile))
+	require.NoError(t, err)
+	var stored bytes.Buffer
+	require.NoError(t, w.WriteSafetensors(&stored, map[string]string{"format": "pt"}, nil))
+	require.Equal(t, stored.Bytes(), file, "the streamed file holds HFWeights' tensors")
 }
 
 // TestHFParamsRefusesDynamo checks that a graph without module names

@@ -138,21 +138,41 @@ func MergeLoRA(src string, l lmgraph.LoRA, adapters *params.Store) (*params.Stor
 	if err != nil {
 		return nil, err
 	}
-	r := l.Rank
 	for i, a := range as {
-		ta, okA := adapters.Get(a.A)
-		tb, okB := adapters.Get(a.B)
-		if !okA || !okB || !slices.Equal(ta.Shape, []int64{a.In, int64(r)}) || !slices.Equal(tb.Shape, []int64{int64(r), a.Out}) {
-			return nil, fmt.Errorf("model: lora: the adapters hold no factors of %s with rank %d (A [%d, %d], B [%d, %d])", a.Module, r, a.In, r, r, a.Out)
+		f, err := adapterFactors(a, l, adapters)
+		if err != nil {
+			return nil, err
 		}
 		w := out.At(i).Data
 		if err := m.ReadFloat32s(inits[a.Base], w); err != nil {
 			return nil, fmt.Errorf("model: lora: %s: %w", a.Base, err)
 		}
-		addLowRank(w, ta.Data, tb.Data, int(a.In), r, int(a.Out), float32(l.Scale()))
+		f.addTo(w)
 	}
 	return out, nil
 }
+
+// loraFactors are one adapter's trained factors with its scale.
+type loraFactors struct {
+	a, b       []float32
+	in, r, out int
+	scale      float32
+}
+
+// adapterFactors finds adapter a's factors in adapters, checking their
+// shapes against rank l.Rank.
+func adapterFactors(a lmgraph.Adapter, l lmgraph.LoRA, adapters *params.Store) (loraFactors, error) {
+	r := l.Rank
+	ta, okA := adapters.Get(a.A)
+	tb, okB := adapters.Get(a.B)
+	if !okA || !okB || !slices.Equal(ta.Shape, []int64{a.In, int64(r)}) || !slices.Equal(tb.Shape, []int64{int64(r), a.Out}) {
+		return loraFactors{}, fmt.Errorf("model: lora: the adapters hold no factors of %s with rank %d (A [%d, %d], B [%d, %d])", a.Module, r, a.In, r, r, a.Out)
+	}
+	return loraFactors{a: ta.Data, b: tb.Data, in: int(a.In), r: r, out: int(a.Out), scale: float32(l.Scale())}, nil
+}
+
+// addTo adds scale x A B to the row-major [in, out] base weight w.
+func (f loraFactors) addTo(w []float32) { addLowRank(w, f.a, f.b, f.in, f.r, f.out, f.scale) }
 
 // addLowRank adds s x A B to the row-major [in, out] matrix w, A being
 // [in, r] and B [r, out].

@@ -13,6 +13,7 @@ import (
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/model/qwen3"
 	"github.com/spiral-rl/spiral/rl"
 )
@@ -102,6 +103,7 @@ func TestLoRAMatchesMergedModel(t *testing.T) {
 			}
 			merged, err := model.MergeLoRA(src, testLoRA, p.Weights)
 			require.NoError(t, err)
+			requireHFMergedStream(t, src, merged, p.Weights)
 			dir := t.TempDir()
 			out := filepath.Join(dir, "model.onnx")
 			require.NoError(t, model.Export(src, man.Ties, out, false, merged))
@@ -146,4 +148,21 @@ func TestLoRAMatchesMergedModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// requireHFMergedStream checks that the Hugging Face export of LoRA
+// adapters, merged as each base weight is read, writes the file the
+// export of the merged weights (MergeLoRA's store) writes.
+func requireHFMergedStream(t *testing.T, src string, merged, adapters *params.Store) {
+	t.Helper()
+	want, got := t.TempDir(), t.TempDir()
+	_, err := model.ExportHF(src, "", want, merged, lmgraph.LoRA{})
+	require.NoError(t, err)
+	_, err = model.ExportHF(src, "", got, adapters, testLoRA)
+	require.NoError(t, err)
+	a, err := os.ReadFile(filepath.Join(want, model.HFWeightsFile))
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(got, model.HFWeightsFile))
+	require.NoError(t, err)
+	require.Equal(t, a, b, "merged on read = merged first")
 }

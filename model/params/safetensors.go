@@ -438,6 +438,55 @@ func WriteParts(w io.Writer, meta map[string]string, parts ...Part) error {
 	return nil
 }
 
+// WriteFunc writes a safetensors file of F32 tensors laid out by specs,
+// in order, with the given metadata (may be nil), asking fill for each
+// tensor's values as it is written: fill(i, buf) returns the values of
+// specs[i], either in buf (as long as the tensor, reused from one tensor
+// to the next) or in a slice of its own. Only one tensor's values need
+// exist at a time.
+func WriteFunc(w io.Writer, meta map[string]string, specs []Spec, fill func(i int, buf []float32) ([]float32, error)) error {
+	infos := make([]TensorInfo, len(specs))
+	var off int64
+	for i, sp := range specs {
+		n, err := NumElements(sp.Shape)
+		if err != nil {
+			return fmt.Errorf("params: safetensors: tensor %q: %w", sp.Name, err)
+		}
+		infos[i] = TensorInfo{Name: sp.Name, DType: F32, Shape: sp.Shape, Begin: off, End: off + 4*int64(n)}
+		off += 4 * int64(n)
+	}
+	hdr, err := headerJSON(infos, meta)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	if err := writeHeader(bw, hdr); err != nil {
+		return fmt.Errorf("params: safetensors: write: %w", err)
+	}
+	out := make([]byte, 1<<16)
+	var buf []float32
+	for i, t := range infos {
+		n := int(t.End-t.Begin) / 4
+		if cap(buf) < n {
+			buf = make([]float32, n)
+		}
+		data, err := fill(i, buf[:n])
+		if err != nil {
+			return err
+		}
+		if len(data) != n {
+			return fmt.Errorf("params: safetensors: tensor %q: %d values for shape %v", t.Name, len(data), t.Shape)
+		}
+		if err := writeF32(bw, data, out); err != nil {
+			return fmt.Errorf("params: safetensors: write %q: %w", t.Name, err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("params: safetensors: write: %w", err)
+	}
+	return nil
+}
+
 // WriteSafetensors writes every tensor of s, in store order, as F32 to w,
 // with the given metadata (may be nil) and optional renaming (nil keeps
 // the names). It streams; s is not copied.

@@ -269,3 +269,30 @@ func TestPartsShareOneFile(t *testing.T) {
 	// Same names for both parts collide at write time.
 	require.ErrorContains(t, WriteParts(&bytes.Buffer{}, nil, Part{m, nil}, Part{v, nil}), "duplicate")
 }
+
+// TestWriteFuncMatchesStoreWriter: values handed out one tensor at a time,
+// in the reused buffer or a slice of the caller's own, give the bytes the
+// store writer gives; a fill of the wrong length or a failing one stops
+// the write with the tensor named.
+func TestWriteFuncMatchesStoreWriter(t *testing.T) {
+	s := testStore(t, rand.New(rand.NewPCG(8, 9)))
+	var want bytes.Buffer
+	require.NoError(t, s.WriteSafetensors(&want, map[string]string{"format": "pt"}, nil))
+	var got bytes.Buffer
+	err := WriteFunc(&got, map[string]string{"format": "pt"}, s.Specs(), func(i int, buf []float32) ([]float32, error) {
+		if i%2 == 0 {
+			return s.At(i).Data, nil // a slice of its own
+		}
+		require.Len(t, buf, len(s.At(i).Data))
+		copy(buf, s.At(i).Data)
+		return buf, nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, want.Bytes(), got.Bytes())
+
+	err = WriteFunc(&bytes.Buffer{}, nil, s.Specs(), func(i int, buf []float32) ([]float32, error) { return buf[:0], nil })
+	require.ErrorContains(t, err, s.At(0).Name)
+	boom := errors.New("boom")
+	err = WriteFunc(&bytes.Buffer{}, nil, s.Specs(), func(int, []float32) ([]float32, error) { return nil, boom })
+	require.ErrorIs(t, err, boom)
+}
