@@ -255,6 +255,9 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 	for i, k := range real {
 		c.lens[r0+i] += k
 	}
+	if int64(n)*lm.rowTemporaries(C, S) >= trimAfter {
+		ortc.TrimMalloc()
+	}
 	return logits, nil
 }
 
@@ -272,12 +275,22 @@ const scoresLive = 13
 // the last position only in a sampling graph) stay within lm's call
 // budget (LMOptions.CallBytes); at least 1.
 func (lm *LM) CallRows(capacity, S int) int {
+	return int(max(1, lm.callBytes/max(1, lm.rowTemporaries(capacity, S))))
+}
+
+// rowTemporaries estimates the temporaries one row of an Extend call of
+// S positions on a cache of the given capacity holds at its peak.
+func (lm *LM) rowTemporaries(capacity, S int) int64 {
 	kv, heads, d := int64(lm.sig.KVHeads), int64(lm.heads), int64(lm.sig.HeadDim)
 	span := int64(capacity + S)
 	positions := int64(S)
 	if lm.sig.LastLogitsOnly {
 		positions = 1
 	}
-	perRow := (2*kv+2*heads)*span*d*4 + scoresLive*heads*int64(S)*span*4 + positions*int64(lm.sig.Vocab)*4
-	return int(max(1, lm.callBytes/max(1, perRow)))
+	return (2*kv+2*heads)*span*d*4 + scoresLive*heads*int64(S)*span*4 + positions*int64(lm.sig.Vocab)*4
 }
+
+// trimAfter is the size of a call's temporaries from which Extend hands
+// the freed memory back to the system afterwards (ortc.TrimMalloc): for
+// small models the trim would cost more than the call.
+const trimAfter = 64 << 20
