@@ -11,10 +11,15 @@ ENV = source "$$(scripts/setup.sh)"
 ONNX_PY_VERSION := 1.23.2
 ARGS ?=
 
-.PHONY: setup build train test bench bench-scale study vet embedded fuzz
+.PHONY: setup setup-cuda build train test bench bench-scale study vet embedded fuzz
 
 setup:
 	@scripts/setup.sh >/dev/null
+
+# A CUDA build of ONNX Runtime with the CUDA libraries it links (about
+# 1.3 GB, once; not in CI), for --device cuda.
+setup-cuda:
+	@scripts/setup.sh --cuda >/dev/null
 
 build:
 	@$(ENV) && go build $(GOFLAGS_BUILD) -o spiral .

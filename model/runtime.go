@@ -50,6 +50,21 @@ func SetupLibPath() string {
 	return filepath.Join(d, "onnxruntime-"+ORTVersion, "libonnxruntime.so")
 }
 
+// ORTCUDAVersion is the CUDA build `scripts/setup.sh --cuda` installs
+// (Maven Central's onnxruntime_gpu, whose newest release may trail the
+// CPU build's).
+const ORTCUDAVersion = "1.29.0"
+
+// SetupCUDALibPath returns where `scripts/setup.sh --cuda` installs the
+// CUDA build of ONNX Runtime (with its provider and CUDA libraries).
+func SetupCUDALibPath() string {
+	d, err := CacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "onnxruntime-gpu-"+ORTCUDAVersion, "libonnxruntime.so")
+}
+
 // DeviceKind is the execution provider family a Runtime uses.
 type DeviceKind int
 
@@ -165,6 +180,12 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 		{"$" + LibEnvVar, os.Getenv(LibEnvVar)},
 		{"setup location", SetupLibPath()},
 	}
+	// On CUDA the CUDA build is the setup location, when it is installed.
+	if gpu := SetupCUDALibPath(); dev.Kind == CUDA && gpu != "" {
+		if _, err := os.Stat(gpu); err == nil {
+			candidates[2] = struct{ what, path string }{"setup location (CUDA build)", gpu}
+		}
+	}
 	var tried []string
 	var lib string
 	for i, c := range candidates {
@@ -231,6 +252,9 @@ func firstLine(s string) string {
 }
 
 func (r *Runtime) checkCUDA() error {
+	if err := r.loadCUDA(); err != nil {
+		return err
+	}
 	so, err := r.NewSessionOptions()
 	if err != nil {
 		return err
@@ -285,6 +309,43 @@ func (r *Runtime) NewSessionOptions() (*ort.SessionOptions, error) {
 		}
 	}
 	return so, nil
+}
+
+// CUDAProvider is the CUDA execution provider's library in a GPU build
+// of ONNX Runtime, beside libonnxruntime.so; CUDALibraries are the CUDA
+// libraries it links, which `scripts/setup.sh --cuda` puts beside it (in
+// load order: each after what it needs). The NVIDIA driver's libcuda.so.1
+// comes from the machine.
+const CUDAProvider = "libonnxruntime_providers_cuda.so"
+
+var CUDALibraries = []string{"libcudart.so.12", "libcublasLt.so.12", "libcublas.so.12", "libcurand.so.10"}
+
+// loadCUDA loads the CUDA libraries found beside the ONNX Runtime
+// library (the provider does not look there itself), then checks that
+// the provider loads, so that a failure names what is missing.
+func (r *Runtime) loadCUDA() error {
+	dir := filepath.Dir(r.lib)
+	provider := filepath.Join(dir, CUDAProvider)
+	if _, err := os.Stat(provider); err != nil {
+		return fmt.Errorf("model: ONNX Runtime library %s is not a CUDA build: no %s beside it; run %s --cuda to install one (or pass --ort-lib)", r.lib, CUDAProvider, SetupCommand)
+	}
+	for _, name := range CUDALibraries {
+		path := filepath.Join(dir, name)
+		if _, err := os.Stat(path); err != nil {
+			continue // the machine's own CUDA installation, if any, is used
+		}
+		if err := ortc.LoadLibrary(path); err != nil {
+			return fmt.Errorf("model: CUDA library %s does not load: %v", path, err)
+		}
+	}
+	if err := ortc.CheckLibrary(provider); err != nil {
+		hint := ""
+		if strings.Contains(err.Error(), "libcuda.so") {
+			hint = " (libcuda.so.1 is the NVIDIA driver's: no driver is installed, or no GPU)"
+		}
+		return fmt.Errorf("model: the CUDA execution provider %s does not load: %v%s", provider, err, hint)
+	}
+	return nil
 }
 
 func (r *Runtime) appendCUDA(so *ort.SessionOptions) error {

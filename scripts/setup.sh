@@ -14,7 +14,23 @@
 #
 # Cache location: $SPIRAL_CACHE_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/spiral
 # (the same place the spiral binary looks at run time).
+#
+# With --cuda it also installs a CUDA build of ONNX Runtime for --device
+# cuda (about 1.3 GB downloaded, once): the C library and its CUDA
+# execution provider from the Maven Central artifact
+# com.microsoft.onnxruntime:onnxruntime_gpu (its jar carries the native
+# libraries), and the CUDA 12 runtime, cuBLAS and cuRAND libraries the
+# provider links from NVIDIA's PyPI wheels, all pinned by checksum, into
+# one directory. The NVIDIA driver (libcuda.so.1) is the machine's own.
 set -euo pipefail
+
+CUDA=0
+for arg in "$@"; do
+  case "$arg" in
+    --cuda) CUDA=1 ;;
+    *) printf 'setup: error: unknown argument %s (want --cuda or nothing)\n' "$arg" >&2; exit 2 ;;
+  esac
+done
 
 ORT_VERSION=1.30.0
 ORT_TGZ_SHA256=6e3390d6b783e7be946fad629292799da28d0b42f84856e50d2c1b0383291e75
@@ -61,6 +77,44 @@ if [[ ! -f "$ORT_DIR/.ok" ]]; then
   install -m 0755 "$tmp/package/bin/napi-v6/linux/$ort_arch/libonnxruntime.so.1" "$ORT_DIR/libonnxruntime.so.1"
   ln -sf libonnxruntime.so.1 "$ORT_LIB"
   touch "$ORT_DIR/.ok"
+  rm -rf "$tmp"; trap - EXIT
+fi
+
+# 1b. ONNX Runtime with CUDA (--cuda) -------------------------------------------
+ORT_GPU_VERSION=1.29.0
+ORT_GPU_JAR_SHA256=fe39a98c499fc9be3944dd2bf2fb77d7dc5f152668bf95d8beb1c3d7b22f2a89
+ORT_GPU_DIR="$CACHE/onnxruntime-gpu-$ORT_GPU_VERSION"
+# name, URL, checksum, the libraries taken from it (path in the archive).
+CUDA_WHEELS=(
+  "cuda-runtime https://files.pythonhosted.org/packages/bc/46/a92db19b8309581092a3add7e6fceb4c301a3fd233969856a8cbf042cd3c/nvidia_cuda_runtime_cu12-12.9.79-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl 25bba2dfb01d48a9b59ca474a1ac43c6ebf7011f1b0b8cc44f54eb6ac48a96c3 nvidia/cuda_runtime/lib/libcudart.so.12"
+  "cublas https://files.pythonhosted.org/packages/7b/ea/9b6c36aef90766eebb4763aded157039e797ae9789c9c216e960d1d3cd47/nvidia_cublas_cu12-12.9.3.13-py3-none-manylinux_2_27_x86_64.whl d7d51055f161b317c7105ddaae90e71eda059026074ffef93cf7cde2886bfe72 nvidia/cublas/lib/libcublas.so.12 nvidia/cublas/lib/libcublasLt.so.12"
+  "curand https://files.pythonhosted.org/packages/31/44/193a0e171750ca9f8320626e8a1f2381e4077a65e69e2fb9708bd479e34a/nvidia_curand_cu12-10.3.10.19-py3-none-manylinux_2_27_x86_64.whl 49b274db4780d421bd2ccd362e1415c13887c53c214f0d4b761752b8f9f6aa1e nvidia/curand/lib/libcurand.so.10"
+)
+if [[ $CUDA == 1 && ! -f "$ORT_GPU_DIR/.ok" ]]; then
+  [[ $ort_arch == x64 ]] || die "--cuda: the CUDA build is provided for x86_64 only"
+  need curl "needed to fetch the CUDA build of ONNX Runtime"
+  need unzip "needed to unpack the CUDA build of ONNX Runtime"
+  tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+  log "fetching ONNX Runtime $ORT_GPU_VERSION with CUDA (Maven Central onnxruntime_gpu, 640 MB)"
+  jar="$tmp/onnxruntime_gpu.jar"
+  curl -fsSL -o "$jar" "https://repo1.maven.org/maven2/com/microsoft/onnxruntime/onnxruntime_gpu/$ORT_GPU_VERSION/onnxruntime_gpu-$ORT_GPU_VERSION.jar"
+  [[ "$(sha "$jar")" == "$ORT_GPU_JAR_SHA256" ]] || die "checksum mismatch for onnxruntime_gpu-$ORT_GPU_VERSION.jar"
+  mkdir -p "$tmp/lib"
+  for f in libonnxruntime.so libonnxruntime_providers_shared.so libonnxruntime_providers_cuda.so; do
+    unzip -q -j -o "$jar" "ai/onnxruntime/native/linux-x64/$f" -d "$tmp/lib"
+  done
+  for w in "${CUDA_WHEELS[@]}"; do
+    read -r name url sum libs <<<"$w"
+    log "fetching $name (PyPI, NVIDIA's wheel)"
+    curl -fsSL -o "$tmp/$name.whl" "$url"
+    [[ "$(sha "$tmp/$name.whl")" == "$sum" ]] || die "checksum mismatch for the $name wheel"
+    for lib in $libs; do
+      unzip -q -j -o "$tmp/$name.whl" "$lib" -d "$tmp/lib"
+    done
+  done
+  rm -rf "$ORT_GPU_DIR"; mkdir -p "$ORT_GPU_DIR"
+  install -m 0755 "$tmp"/lib/* "$ORT_GPU_DIR/"
+  touch "$ORT_GPU_DIR/.ok"
   rm -rf "$tmp"; trap - EXIT
 fi
 

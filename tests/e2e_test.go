@@ -148,12 +148,49 @@ func TestDeviceCUDAWithoutProvider(t *testing.T) {
 		t.Skip("this ONNX Runtime build has a working CUDA provider")
 	}
 	require.Contains(t, r.stderr, os.Getenv("ONNXRUNTIME_LIB"))
-	require.Contains(t, r.stderr, "CUDA execution provider")
+	require.Contains(t, r.stderr, "is not a CUDA build: no libonnxruntime_providers_cuda.so beside it")
+	require.Contains(t, r.stderr, "scripts/setup.sh --cuda")
 
 	r = spiral(t, nil, "version", "--device", "auto")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "warning: --device auto")
 	require.Contains(t, r.stdout, "device cpu")
+}
+
+// TestDeviceCUDANamesWhatIsMissing: a CUDA build whose provider needs a
+// library the machine lacks (here a stand-in for the NVIDIA driver's
+// libcuda.so.1) fails with the loader's own words, naming it, after the
+// CUDA libraries beside it were loaded (a stand-in for cuBLAS, which the
+// provider needs too and finds only because it was).
+func TestDeviceCUDANamesWhatIsMissing(t *testing.T) {
+	requireRuntime(t)
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler")
+	}
+	dir := t.TempDir()
+	build := func(name string, args ...string) {
+		src := filepath.Join(dir, "x.c")
+		require.NoError(t, os.WriteFile(src, []byte("int spiral_stub(void) { return 1; }\n"), 0o644))
+		out, err := exec.Command(cc, append([]string{"-shared", "-fPIC", "-o", filepath.Join(dir, name), src, "-Wl,-soname," + name}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	build("libcublas.so.12")
+	driver := t.TempDir()
+	src := filepath.Join(driver, "d.c")
+	require.NoError(t, os.WriteFile(src, []byte("int spiral_driver(void) { return 2; }\n"), 0o644))
+	out, err := exec.Command(cc, "-shared", "-fPIC", "-o", filepath.Join(driver, "libspiral_no_driver.so.1"), src, "-Wl,-soname,libspiral_no_driver.so.1").CombinedOutput()
+	require.NoError(t, err, string(out))
+	// The provider needs cuBLAS (beside it) and the "driver" (nowhere once
+	// its directory is gone).
+	build("libonnxruntime_providers_cuda.so", "-Wl,--no-as-needed", "-L"+dir, "-l:libcublas.so.12", "-L"+driver, "-l:libspiral_no_driver.so.1")
+	require.NoError(t, os.RemoveAll(driver))
+	require.NoError(t, os.Symlink(os.Getenv("ONNXRUNTIME_LIB"), filepath.Join(dir, "libonnxruntime.so")))
+
+	r := spiral(t, nil, "version", "--ort-lib", filepath.Join(dir, "libonnxruntime.so"), "--device", "cuda")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, filepath.Join(dir, "libonnxruntime_providers_cuda.so")+" does not load")
+	require.Contains(t, r.stderr, "libspiral_no_driver.so.1: cannot open shared object file", "the loader names the missing library, not cuBLAS")
 }
 
 func TestDataInspect(t *testing.T) {
