@@ -96,6 +96,11 @@ type benchTrainLine struct {
 	LossSeconds      float64 `json:"loss_seconds,omitempty"`
 	BackwardSeconds  float64 `json:"backward_seconds,omitempty"`
 	OptimizerSeconds float64 `json:"optimizer_seconds,omitempty"`
+	// NLL (the mean -log p of the response tokens) and GradNorm are the
+	// step's, before the update: the same rows give the same figures on
+	// every device, a check between them.
+	NLL      float64 `json:"nll,omitempty"`
+	GradNorm float64 `json:"grad_norm,omitempty"`
 	// RSSBytes is the resident set now, PeakRSSBytes the process's peak so
 	// far (VmHWM); WeightsBytes the trained and frozen parameters.
 	RSSBytes     int64 `json:"rss_bytes"`
@@ -162,13 +167,14 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 			return err
 		}
 		times := pol.Train.Times()
+		norm := pol.Grads.Norm()
 		t1 := time.Now()
 		if err := opt.Step(pol.Weights, pol.Grads, 1e-6); err != nil {
 			return err
 		}
 		line := benchTrainLine{Phase: "step", Step: step, Rows: f.rows, Toks: f.tokens, Seconds: time.Since(t0).Seconds(),
 			ForwardSeconds: times.Forward.Seconds(), LossSeconds: times.Loss.Seconds(), BackwardSeconds: times.Backward.Seconds(),
-			OptimizerSeconds: time.Since(t1).Seconds(), WeightsBytes: weights}
+			OptimizerSeconds: time.Since(t1).Seconds(), WeightsBytes: weights, NLL: meanNLL(b, res), GradNorm: norm}
 		line.TokensPerSecond = float64(f.rows*f.tokens) / t1.Sub(t0).Seconds()
 		line.RSSBytes, line.PeakRSSBytes = memoryUse()
 		if err := enc.Encode(line); err != nil {
@@ -294,4 +300,16 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags) error {
 		}
 	}
 	return nil
+}
+
+// meanNLL is the mean -log p over b's loss positions.
+func meanNLL(b model.TrainBatch, res model.TrainResult) float64 {
+	sum, n := 0.0, 0
+	for i, m := range b.LossMask {
+		if m != 0 {
+			sum -= float64(res.LogProbs[i])
+			n++
+		}
+	}
+	return sum / float64(max(n, 1))
 }

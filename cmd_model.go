@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/model/memplan"
 	"github.com/spiral-rl/spiral/model/qwen3"
 	"github.com/spiral-rl/spiral/model/tokenizer"
 )
@@ -28,9 +30,34 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 	fs.BoolVar(&c.TiedEmbeddings, "tied-embeddings", c.TiedEmbeddings, "tie the LM head to the token embedding")
 	tok := fs.String("tokenizer", "char", "tokenizer: char (characters of the synthetic task) or byte (any UTF-8 text)")
 	seed := fs.Uint64("seed", 1, "weight initialisation seed")
+	vocab := fs.Int("vocab", 0, "logits per position, at least the tokenizer's (0: the tokenizer's); ids past it are never produced, e.g. a real config's 151,936 for benchmarks")
+	config := fs.String("config", "", "start from the shape (layers, widths, heads, vocabulary, tied head) of a real config, "+strings.Join(memplan.Names(), ", ")+", which the shape flags given override; random weights")
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 || *out == "" {
 			return usageError{errors.New("usage: spiral init-model --out DIR [flags]")}
+		}
+		if *config != "" {
+			a, ok := memplan.Named(*config)
+			if !ok {
+				return usageError{fmt.Errorf("--config %q: want one of %s", *config, strings.Join(memplan.Names(), ", "))}
+			}
+			// The config's shape, except where a flag says otherwise (e.g.
+			// --layers 8 for a shallow variant).
+			take := func(flag string, dst *int, v int) {
+				if !fs.Changed(flag) {
+					*dst = v
+				}
+			}
+			take("layers", &c.Layers, a.Layers)
+			take("hidden", &c.Hidden, a.Hidden)
+			take("intermediate", &c.Intermediate, a.Intermediate)
+			take("heads", &c.Heads, a.Heads)
+			take("kv-heads", &c.KVHeads, a.KVHeads)
+			take("head-dim", &c.HeadDim, a.HeadDim)
+			take("vocab", vocab, a.Vocab)
+			if !fs.Changed("tied-embeddings") {
+				c.TiedEmbeddings = a.Tied
+			}
 		}
 		var tj []byte
 		var err error
@@ -51,6 +78,14 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		}
 		c.Vocab = t.VocabSize()
 		t.Close()
+		switch {
+		case *vocab > 0 && *vocab < c.Vocab:
+			return usageError{fmt.Errorf("--vocab %d: the %s tokenizer has %d ids; want at least that", *vocab, *tok, c.Vocab)}
+		case *vocab > 0:
+			c.Vocab = *vocab
+		case *vocab < 0:
+			return usageError{fmt.Errorf("--vocab %d: want >= 0", *vocab)}
+		}
 		if err := c.Validate(); err != nil {
 			return usageError{err}
 		}

@@ -262,6 +262,20 @@ func TestBenchAndPlan(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	env := []string{"SPIRAL_CACHE_DIR=" + t.TempDir()}
 
+	// A real config's shape (Qwen3-0.6B's heads, vocabulary and tied
+	// head), narrowed by the flags given so that the test stays small.
+	shaped := filepath.Join(dir, "shaped")
+	r = spiral(t, nil, "init-model", "--out", shaped, "--config", "qwen3-0.6b", "--layers", "1", "--hidden", "32", "--intermediate", "64", "--head-dim", "8")
+	require.Equal(t, 0, r.code, r.stderr)
+	var rc map[string]any
+	b, err := os.ReadFile(filepath.Join(shaped, "config.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rc))
+	for k, v := range map[string]float64{"num_hidden_layers": 1, "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 8, "vocab_size": 151936} {
+		require.Equal(t, v, rc[k], k)
+	}
+	require.Equal(t, true, rc["tie_word_embeddings"])
+
 	lines := func(out string) []map[string]any {
 		var ls []map[string]any
 		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {

@@ -176,6 +176,8 @@ func TestMalformedInputs(t *testing.T) {
 		usage("kv heads not dividing heads", "num_key_value_heads 3", "init-model", "--out", f.path("x"), "--kv-heads", "3"),
 		usage("no layers", "num_hidden_layers 0", "init-model", "--out", f.path("x"), "--layers", "0"),
 		usage("odd head width", "head_dim 3", "init-model", "--out", f.path("x"), "--head-dim", "3"),
+		usage("vocabulary below the tokenizer's", "--vocab 5: the char tokenizer has", "init-model", "--out", f.path("x"), "--vocab", "5"),
+		usage("unknown config", `--config "qwen9"`, "init-model", "--out", f.path("x"), "--config", "qwen9"),
 		usage("plot too large", "--width 100000 --height 100000", "plot", "--width", "100000", "--height", "100000", notReport),
 		usage("export without --out", "usage: spiral export", "export", "--checkpoint", ckpt),
 		usage("export to an unknown format", `--format "tar"`, "export", "--checkpoint", ckpt, "--out", f.path("x"), "--format", "tar"),

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# gpu-check.sh: the checks to run the day a GPU is lent (one H200, within
+# 10 minutes), needing nothing beyond this repository and what
+# scripts/setup.sh installs. It prints what it measures; copy the figures
+# into the README.
+#
+#   1. setup --cuda (the CUDA build of ONNX Runtime and its CUDA
+#      libraries) and `spiral version --device cuda`;
+#   2. CPU against CUDA: greedy generations on the embedded model and on
+#      a random-weight model with Qwen3-0.6B's shape must be the same
+#      text, and one training step's NLL and gradient norm the same to
+#      1e-4;
+#   3. spiral bench generate and bench train on the Qwen3-0.6B shape
+#      (28 layers, vocabulary 151,936, random weights, made by spiral
+#      init-model: no Python needed), on CUDA and, for the ratio, the
+#      generation on CPU.
+#
+# Today the tensors live in host memory even on CUDA (ONNX Runtime copies
+# weights and KV cache to the device per call; the device-resident path
+# is not built), so the CUDA figures measure that path.
+#
+#   OUT  where the model and the outputs go (default: /tmp/spiral-gpu-check)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/spiral-gpu-check}
+mkdir -p "$OUT"
+scripts/setup.sh --cuda >/dev/null
+source "$(scripts/setup.sh)" >/dev/null
+unset ONNXRUNTIME_LIB # --device cuda then takes the CUDA build setup installed
+go build -o "$OUT/spiral" .
+S=$OUT/spiral
+step() { printf '\n== %s (%s)\n' "$*" "$(date +%T)"; }
+
+step "version"
+"$S" version --device cuda
+
+M=$OUT/qwen3-0.6b
+[[ -f $M/model.onnx ]] || "$S" init-model --config qwen3-0.6b --tokenizer byte --out "$M" >/dev/null
+
+step "CPU against CUDA: greedy generations"
+for model in embedded "$M"; do
+	args=(--temperature 0 --max-new-tokens 32 --n 4 "Solve x*7+3=38." "Compute 3*4+5.")
+	[[ $model != embedded ]] && args=(--model "$model" "${args[@]}")
+	"$S" generate --device cpu "${args[@]}" >"$OUT/gen-cpu.txt"
+	"$S" generate --device cuda "${args[@]}" >"$OUT/gen-cuda.txt"
+	if cmp -s "$OUT/gen-cpu.txt" "$OUT/gen-cuda.txt"; then
+		echo "$model: same text"
+	else
+		echo "$model: DIFFERENT text:"
+		diff "$OUT/gen-cpu.txt" "$OUT/gen-cuda.txt" | head -20
+	fi
+done
+
+step "CPU against CUDA: one training step (8 layers of the 0.6B shape)"
+M8=$OUT/qwen3-0.6b-8l
+[[ -f $M8/model.onnx ]] || "$S" init-model --config qwen3-0.6b --layers 8 --tokenizer byte --out "$M8" >/dev/null
+for dev in cpu cuda; do
+	"$S" bench train --device "$dev" --model "$M8/model.onnx" --rows 1 --tokens 512 --steps 1 | tail -1 | tee "$OUT/train-$dev.jsonl"
+done
+python3 - "$OUT/train-cpu.jsonl" "$OUT/train-cuda.jsonl" <<'PY'
+import json, sys
+cpu, cuda = (json.load(open(p)) for p in sys.argv[1:])
+for k in ("nll", "grad_norm"):
+    rel = abs(cpu[k] - cuda[k]) / max(abs(cpu[k]), 1e-12)
+    print(f"{k}: cpu {cpu[k]:.6g} cuda {cuda[k]:.6g} relative difference {rel:.2e}", "ok" if rel <= 1e-4 else "DIFFERENT")
+PY
+
+step "bench generate, Qwen3-0.6B shape, 64 rows x 1,000-token prompts + 64 new"
+for dev in cuda cpu; do
+	timeout 240 "$S" bench generate --device "$dev" --model "$M/model.onnx" --rows 64 --prompt-tokens 1000 --new-tokens 64 --steps 1 | tail -1 ||
+		echo "$dev: stopped after 240 s"
+done
+
+step "bench train, Qwen3-0.6B shape, 1 x 2,048 tokens, 2 steps"
+"$S" bench train --device cuda --model "$M/model.onnx" --rows 1 --tokens 2048 --steps 2
