@@ -63,7 +63,7 @@ func commands() []command {
 		{"generate", "sample completions for prompts", setupGenerate},
 		{"artifacts", "build the rollout and training graphs of an ONNX model", setupArtifacts},
 		{"export", "write a checkpoint's weights into the original ONNX graph", setupExport},
-		{"init-model", "write a randomly initialised tiny Qwen3-architecture model", setupInitModel},
+		{"init-model", "write a randomly initialised Qwen3-architecture model (tiny, or a real config's shape)", setupInitModel},
 		{"bench", "measure a training step or generation on random tokens (spiral bench train|generate)", setupBench},
 		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens", setupCompare},
 		{"plan", "predict the memory of a training step and of generation, and the largest shapes that fit", setupPlan},
