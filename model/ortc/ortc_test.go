@@ -142,3 +142,92 @@ func TestSessionErrors(t *testing.T) {
 	defer bv.Release()
 	require.ErrorContains(t, s.Run([]*ortc.Value{a, bv}, []*ortc.Value{nil, nil}), "ortc: run")
 }
+
+// TestBindingCPUTwin runs a session through an IoBinding on tensors
+// allocated by its allocator for a memory info, the path CUDA takes,
+// with the CPU's memory info (the CPU twin): results equal a plain run,
+// a preallocated output is written in place, an output bound to the
+// memory info is allocated there, and a Copier moves data both ways and
+// counts the bytes.
+func TestBindingCPUTwin(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	api, err := ortc.Open(rt.LibraryPath())
+	require.NoError(t, err)
+	env, err := api.NewEnv()
+	require.NoError(t, err)
+	defer env.Close()
+	so, err := ort.NewSessionOptions()
+	require.NoError(t, err)
+	defer so.Destroy()
+	s, err := env.NewSession(addShapeModel(t), so, []string{"a", "b"}, []string{"y", "s"})
+	require.NoError(t, err)
+	defer s.Close()
+
+	info, err := env.NewMemoryInfo("Cpu", 0)
+	require.NoError(t, err)
+	defer info.Release()
+	alloc, err := s.NewAllocator(info)
+	require.NoError(t, err)
+	defer alloc.Release()
+
+	host, err := ortc.NewTensor(env, []int64{3, 2}, []float32{1, 2, 3, 4, 5, 6})
+	require.NoError(t, err)
+	defer host.Release()
+	bias, err := ortc.NewTensor(env, []int64{2}, []float32{10, 20})
+	require.NoError(t, err)
+	defer bias.Release()
+	a, err := ortc.AllocOn[float32](alloc, []int64{3, 2})
+	require.NoError(t, err)
+	defer a.Release()
+	require.False(t, a.OnDevice(), "the CPU twin's memory is the host's")
+	cp := env.NewCopier(so)
+	defer cp.Close()
+	require.NoError(t, cp.Copy(a, host))
+	require.Equal(t, int64(24), env.CopiedBytes())
+	y, err := ortc.AllocOn[float32](alloc, []int64{3, 2})
+	require.NoError(t, err)
+	defer y.Release()
+
+	b, err := s.NewBinding()
+	require.NoError(t, err)
+	defer b.Release()
+	require.NoError(t, b.BindInput("a", a))
+	require.NoError(t, b.BindInput("b", bias))
+	require.NoError(t, b.BindOutput("y", y))
+	require.NoError(t, b.BindOutputTo("s", info))
+	require.NoError(t, s.RunBinding(b))
+	want := []float32{11, 22, 13, 24, 15, 26}
+	require.Equal(t, want, y.Float32s(), "the preallocated output is written in place")
+	outs, err := b.Outputs(false)
+	require.NoError(t, err)
+	require.Len(t, outs, 2)
+	require.Equal(t, want, outs[0].Float32s())
+	require.Equal(t, []int64{3, 2}, outs[1].Int64s(), "the output allocated on the memory info")
+	for _, o := range outs {
+		o.Release()
+	}
+
+	back, err := ortc.NewTensor(env, []int64{3, 2}, make([]float32, 6))
+	require.NoError(t, err)
+	defer back.Release()
+	require.NoError(t, cp.Copy(back, y))
+	require.Equal(t, want, back.Float32s())
+	require.Equal(t, int64(48), env.CopiedBytes(), "both copies counted")
+	require.ErrorContains(t, cp.Copy(bias, y), "6 values")
+
+	// A second run on the same binding sees new input data.
+	copy(a.Float32s(), []float32{0, 0, 0, 0, 0, 0})
+	require.NoError(t, s.RunBinding(b))
+	require.Equal(t, []float32{10, 20, 10, 20, 10, 20}, y.Float32s())
+	b.Clear()
+	require.Error(t, s.RunBinding(b), "nothing bound")
+
+	_, err = env.NewMemoryInfo("Tpu", 0)
+	require.ErrorContains(t, err, "want Cpu or Cuda")
+	// A session without the CUDA provider has no allocator for CUDA memory.
+	cuda, err := env.NewMemoryInfo("Cuda", 0)
+	require.NoError(t, err)
+	defer cuda.Release()
+	_, err = s.NewAllocator(cuda)
+	require.ErrorContains(t, err, "allocator for Cuda:0")
+}

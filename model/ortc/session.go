@@ -13,6 +13,9 @@ static char* spiral_msg(const OrtApi* api, OrtStatus* st) {
 	return out;
 }
 
+// spiral_msg_ext is spiral_msg for the other files' preambles.
+char* spiral_msg_ext(const OrtApi* api, OrtStatus* st) { return spiral_msg(api, st); }
+
 static char* spiral_create_env(const OrtApi* api, OrtEnv** env) {
 	return spiral_msg(api, api->CreateEnv(ORT_LOGGING_LEVEL_ERROR, "spiral", env));
 }
@@ -78,6 +81,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -94,6 +98,8 @@ type Env struct {
 	api *API
 	env *C.OrtEnv
 	cpu *C.OrtMemoryInfo
+	// copied counts the bytes Copiers have moved.
+	copied atomic.Int64
 }
 
 // NewEnv takes a reference to the environment.
@@ -157,6 +163,18 @@ type Value struct {
 	data  unsafe.Pointer
 	n     int // elements
 	keep  any // the Go slice a view reads
+	// device: the data is in device memory, not readable from Go.
+	device bool
+}
+
+// OnDevice reports whether v's data is in device memory (not readable
+// from Go: copy it to a host tensor with a Copier).
+func (v *Value) OnDevice() bool { return v.device }
+
+func (v *Value) checkHost() {
+	if v.device {
+		panic("ortc: the data of a tensor in device memory read from Go; copy it to the host first (Copier)")
+	}
 }
 
 // Shape returns the tensor's dims (not to be modified).
@@ -171,6 +189,7 @@ func (v *Value) Len() int { return v.n }
 // Float32s returns the data of a float tensor, in place: writes are seen
 // by the next run that reads v.
 func (v *Value) Float32s() []float32 {
+	v.checkHost()
 	if v.elem != Float32 {
 		panic(fmt.Sprintf("ortc: Float32s of a tensor of element type %d", v.elem))
 	}
@@ -182,6 +201,7 @@ func (v *Value) Float32s() []float32 {
 
 // Int64s returns the data of an int64 tensor, in place.
 func (v *Value) Int64s() []int64 {
+	v.checkHost()
 	if v.elem != Int64 {
 		panic(fmt.Sprintf("ortc: Int64s of a tensor of element type %d", v.elem))
 	}
@@ -193,6 +213,7 @@ func (v *Value) Int64s() []int64 {
 
 // Int32s returns the data of an int32 tensor, in place.
 func (v *Value) Int32s() []int32 {
+	v.checkHost()
 	if v.elem != Int32 {
 		panic(fmt.Sprintf("ortc: Int32s of a tensor of element type %d", v.elem))
 	}
@@ -204,6 +225,7 @@ func (v *Value) Int32s() []int32 {
 
 // Bytes returns the raw data of a tensor of any element type, in place.
 func (v *Value) Bytes() []byte {
+	v.checkHost()
 	if v.n == 0 {
 		return nil
 	}

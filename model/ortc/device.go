@@ -1,0 +1,347 @@
+package ortc
+
+/*
+#include <stdlib.h>
+#include <string.h>
+#include "onnxruntime_c_api.h"
+
+// spiral_msg_ext turns a status into a malloc'ed message (session.go).
+char* spiral_msg_ext(const OrtApi* api, OrtStatus* st);
+
+static void spiral_release_memory_info(const OrtApi* api, OrtMemoryInfo* info) { api->ReleaseMemoryInfo(info); }
+
+static char* spiral_memory_info(const OrtApi* api, const char* name, int id, OrtMemoryInfo** out) {
+	return spiral_msg_ext(api, api->CreateMemoryInfo(name, OrtDeviceAllocator, id, OrtMemTypeDefault, out));
+}
+
+static char* spiral_create_allocator(const OrtApi* api, OrtSession* s, OrtMemoryInfo* info, OrtAllocator** out) {
+	return spiral_msg_ext(api, api->CreateAllocator(s, info, out));
+}
+
+static void spiral_release_allocator(const OrtApi* api, OrtAllocator* a) { api->ReleaseAllocator(a); }
+
+static char* spiral_alloc_on(const OrtApi* api, OrtAllocator* a, const int64_t* shape, size_t rank, int elem, OrtValue** out) {
+	return spiral_msg_ext(api, api->CreateTensorAsOrtValue(a, shape, rank, (ONNXTensorElementDataType)elem, out));
+}
+
+static void spiral_release_ort_value(const OrtApi* api, OrtValue* v) { api->ReleaseValue(v); }
+
+static char* spiral_create_binding(const OrtApi* api, OrtSession* s, OrtIoBinding** out) {
+	return spiral_msg_ext(api, api->CreateIoBinding(s, out));
+}
+
+static void spiral_release_binding(const OrtApi* api, OrtIoBinding* b) { api->ReleaseIoBinding(b); }
+
+static char* spiral_bind_input(const OrtApi* api, OrtIoBinding* b, const char* name, OrtValue* v) {
+	return spiral_msg_ext(api, api->BindInput(b, name, v));
+}
+
+static char* spiral_bind_output(const OrtApi* api, OrtIoBinding* b, const char* name, OrtValue* v) {
+	return spiral_msg_ext(api, api->BindOutput(b, name, v));
+}
+
+static char* spiral_bind_output_to(const OrtApi* api, OrtIoBinding* b, const char* name, OrtMemoryInfo* info) {
+	return spiral_msg_ext(api, api->BindOutputToDevice(b, name, info));
+}
+
+static void spiral_clear_binding(const OrtApi* api, OrtIoBinding* b) {
+	api->ClearBoundInputs(b);
+	api->ClearBoundOutputs(b);
+}
+
+static char* spiral_run_binding(const OrtApi* api, OrtSession* s, OrtIoBinding* b) {
+	char* err = spiral_msg_ext(api, api->SynchronizeBoundInputs(b));
+	if (err == NULL) err = spiral_msg_ext(api, api->RunWithBinding(s, NULL, b));
+	if (err == NULL) err = spiral_msg_ext(api, api->SynchronizeBoundOutputs(b));
+	return err;
+}
+
+// spiral_bound_outputs returns the bound output values in a malloc'ed
+// array (freed by the caller) after freeing ONNX Runtime's.
+static char* spiral_bound_outputs(const OrtApi* api, OrtIoBinding* b, OrtValue*** out, size_t* n) {
+	OrtAllocator* a = NULL;
+	char* err = spiral_msg_ext(api, api->GetAllocatorWithDefaultOptions(&a));
+	if (err != NULL) return err;
+	OrtValue** vals = NULL;
+	err = spiral_msg_ext(api, api->GetBoundOutputValues(b, a, &vals, n));
+	if (err != NULL) return err;
+	*out = (OrtValue**)calloc(*n > 0 ? *n : 1, sizeof(OrtValue*));
+	if (*n > 0) memcpy(*out, vals, *n * sizeof(OrtValue*));
+	if (vals != NULL) a->Free(a, vals);
+	return NULL;
+}
+
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	ort "github.com/yalue/onnxruntime_go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
+)
+
+// MemoryInfo names where tensors live: the CPU, or CUDA device N.
+type MemoryInfo struct {
+	api    *API
+	info   *C.OrtMemoryInfo
+	device bool // not host memory
+	name   string
+	id     int
+}
+
+// NewMemoryInfo describes device memory: name "Cpu" (host memory, the CPU
+// twin of a device) or "Cuda" with device id. Release it when done.
+func (e *Env) NewMemoryInfo(name string, id int) (*MemoryInfo, error) {
+	if name != "Cpu" && name != "Cuda" {
+		return nil, fmt.Errorf("ortc: memory info %q: want Cpu or Cuda", name)
+	}
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	m := &MemoryInfo{api: e.api, device: name != "Cpu", name: name, id: id}
+	if err := status(C.spiral_memory_info(e.api.api, cn, C.int(id), &m.info)); err != nil {
+		return nil, fmt.Errorf("ortc: memory info %s:%d: %w", name, id, err)
+	}
+	return m, nil
+}
+
+// String is "Cpu:0" or "Cuda:N".
+func (m *MemoryInfo) String() string { return fmt.Sprintf("%s:%d", m.name, m.id) }
+
+// Release frees the description.
+func (m *MemoryInfo) Release() {
+	if m != nil && m.info != nil {
+		C.spiral_release_memory_info(m.api.api, m.info)
+		m.info = nil
+	}
+}
+
+// Allocator allocates tensors in a session's memory of one MemoryInfo.
+type Allocator struct {
+	api  *API
+	a    *C.OrtAllocator
+	info *MemoryInfo
+}
+
+// NewAllocator returns the allocator session s uses for info's memory.
+// Release it before the session.
+func (s *Session) NewAllocator(info *MemoryInfo) (*Allocator, error) {
+	a := &Allocator{api: s.api, info: info}
+	if err := status(C.spiral_create_allocator(s.api.api, s.s, info.info, &a.a)); err != nil {
+		return nil, fmt.Errorf("ortc: allocator for %s: %w", info, err)
+	}
+	return a, nil
+}
+
+// Release frees the allocator.
+func (a *Allocator) Release() {
+	if a != nil && a.a != nil {
+		C.spiral_release_allocator(a.api.api, a.a)
+		a.a = nil
+	}
+}
+
+// AllocOn returns a tensor of the given shape in a's memory (contents
+// undefined), freed by Release. On a device its data cannot be read from
+// Go (Float32s panics); a Copier moves it.
+func AllocOn[T element](a *Allocator, shape []int64) (*Value, error) {
+	var dims *C.int64_t
+	if len(shape) > 0 {
+		dims = (*C.int64_t)(unsafe.Pointer(&shape[0]))
+	}
+	var p *C.OrtValue
+	if err := status(C.spiral_alloc_on(a.api.api, a.a, dims, C.size_t(len(shape)), C.int(elemOf[T]()), &p)); err != nil {
+		return nil, fmt.Errorf("ortc: allocate %v on %s: %w", shape, a.info, err)
+	}
+	v, err := a.api.describe(p)
+	if err != nil {
+		return nil, fmt.Errorf("ortc: allocate %v on %s: %w", shape, a.info, err)
+	}
+	v.device = a.info.device
+	return v, nil
+}
+
+// Binding binds a session's inputs and outputs to values (IoBinding), so
+// that a run reads and writes them where they are, device memory
+// included, without copies through the host.
+type Binding struct {
+	s    *Session
+	b    *C.OrtIoBinding
+	keep []*Value
+}
+
+// NewBinding returns an empty binding for s. Release it before s.
+func (s *Session) NewBinding() (*Binding, error) {
+	b := &Binding{s: s}
+	if err := status(C.spiral_create_binding(s.api.api, s.s, &b.b)); err != nil {
+		return nil, fmt.Errorf("ortc: io binding: %w", err)
+	}
+	return b, nil
+}
+
+// BindInput binds input name to v (kept alive by the binding).
+func (b *Binding) BindInput(name string, v *Value) error {
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	if err := status(C.spiral_bind_input(b.s.api.api, b.b, cn, v.v)); err != nil {
+		return fmt.Errorf("ortc: bind input %q: %w", name, err)
+	}
+	b.keep = append(b.keep, v)
+	return nil
+}
+
+// BindOutput binds output name to the preallocated v, which the run
+// fills.
+func (b *Binding) BindOutput(name string, v *Value) error {
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	if err := status(C.spiral_bind_output(b.s.api.api, b.b, cn, v.v)); err != nil {
+		return fmt.Errorf("ortc: bind output %q: %w", name, err)
+	}
+	b.keep = append(b.keep, v)
+	return nil
+}
+
+// BindOutputTo has the run allocate output name in info's memory (read
+// it with Outputs).
+func (b *Binding) BindOutputTo(name string, info *MemoryInfo) error {
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	if err := status(C.spiral_bind_output_to(b.s.api.api, b.b, cn, info.info)); err != nil {
+		return fmt.Errorf("ortc: bind output %q to %s: %w", name, info, err)
+	}
+	return nil
+}
+
+// Clear unbinds every input and output.
+func (b *Binding) Clear() {
+	C.spiral_clear_binding(b.s.api.api, b.b)
+	b.keep = nil
+}
+
+// Release frees the binding.
+func (b *Binding) Release() {
+	if b != nil && b.b != nil {
+		C.spiral_release_binding(b.s.api.api, b.b)
+		b.b, b.keep = nil, nil
+	}
+}
+
+// RunBinding runs s on binding b.
+func (s *Session) RunBinding(b *Binding) error {
+	if err := status(C.spiral_run_binding(s.api.api, s.s, b.b)); err != nil {
+		return fmt.Errorf("ortc: run with binding: %w", err)
+	}
+	runtime.KeepAlive(b)
+	return nil
+}
+
+// Outputs returns the bound outputs of the last run, in binding order:
+// new references (Release each), onDevice telling whether they are in
+// device memory.
+func (b *Binding) Outputs(onDevice bool) ([]*Value, error) {
+	var arr **C.OrtValue
+	var n C.size_t
+	if err := status(C.spiral_bound_outputs(b.s.api.api, b.b, &arr, &n)); err != nil {
+		return nil, fmt.Errorf("ortc: bound outputs: %w", err)
+	}
+	defer C.free(unsafe.Pointer(arr))
+	ps := unsafe.Slice(arr, int(n))
+	out := make([]*Value, 0, len(ps))
+	for i, p := range ps {
+		v, err := b.s.api.describe(p)
+		if err != nil {
+			for _, q := range ps[i:] {
+				C.spiral_release_ort_value(b.s.api.api, q)
+			}
+			for _, o := range out {
+				o.Release()
+			}
+			return nil, fmt.Errorf("ortc: bound output %d: %w", i, err)
+		}
+		v.device = onDevice
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Copier copies tensors between host and device memory by running a
+// one-node Identity session through an IoBinding (input the source,
+// output the preallocated destination): ONNX Runtime moves the data the
+// way its execution provider does. (The C API's CopyTensors needs data
+// transfers registered the newer way, which the CUDA provider appended
+// to session options does not do.) Each copy is counted in
+// Env.CopiedBytes.
+type Copier struct {
+	env  *Env
+	so   *ort.SessionOptions
+	sess map[ElemType]*Session
+}
+
+// NewCopier returns a Copier whose sessions use so (with the device's
+// execution provider). Close it before so is destroyed.
+func (e *Env) NewCopier(so *ort.SessionOptions) *Copier {
+	return &Copier{env: e, so: so, sess: map[ElemType]*Session{}}
+}
+
+// identityModel is Identity(x) -> y on tensors of elem, any shape.
+func identityModel(elem ElemType) ([]byte, error) {
+	vi := func(name string) *onnxpb.ValueInfoProto {
+		return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+			TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(elem))}}}}
+	}
+	m := &onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(18)}},
+		Graph: &onnxpb.GraphProto{Name: proto.String("copy"), Input: []*onnxpb.ValueInfoProto{vi("x")}, Output: []*onnxpb.ValueInfoProto{vi("y")},
+			Node: []*onnxpb.NodeProto{{OpType: proto.String("Identity"), Input: []string{"x"}, Output: []string{"y"}}}}}
+	return proto.Marshal(m)
+}
+
+// Copy copies src into dst, of the same element type and size, whichever
+// memory each is in.
+func (c *Copier) Copy(dst, src *Value) error {
+	if src.n != dst.n || src.elem != dst.elem {
+		return fmt.Errorf("ortc: copy %d values of type %d into %d of type %d", src.n, src.elem, dst.n, dst.elem)
+	}
+	s, ok := c.sess[src.elem]
+	if !ok {
+		raw, err := identityModel(src.elem)
+		if err != nil {
+			return fmt.Errorf("ortc: copy: %w", err)
+		}
+		if s, err = c.env.NewSession(raw, c.so, []string{"x"}, []string{"y"}); err != nil {
+			return fmt.Errorf("ortc: copy: %w", err)
+		}
+		c.sess[src.elem] = s
+	}
+	b, err := s.NewBinding()
+	if err != nil {
+		return err
+	}
+	defer b.Release()
+	if err := b.BindInput("x", src); err != nil {
+		return err
+	}
+	if err := b.BindOutput("y", dst); err != nil {
+		return err
+	}
+	if err := s.RunBinding(b); err != nil {
+		return fmt.Errorf("ortc: copy: %w", err)
+	}
+	c.env.copied.Add(int64(src.n * src.elem.Size()))
+	return nil
+}
+
+// Close releases the copy sessions.
+func (c *Copier) Close() {
+	for _, s := range c.sess {
+		s.Close()
+	}
+	c.sess = nil
+}
+
+// CopiedBytes returns the bytes Copiers have moved so far.
+func (e *Env) CopiedBytes() int64 { return e.copied.Load() }
