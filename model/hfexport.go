@@ -225,17 +225,24 @@ func mergeOnRead(src string, l lmgraph.LoRA, adapters *params.Store, srcs []hfSo
 		}
 		byBase[a.Base] = &f
 	}
-	merged := 0
+	exported := map[string]bool{}
 	for i := range srcs {
 		if s := &srcs[i]; s.init != nil {
 			if f, ok := byBase[s.init.GetName()]; ok {
 				s.merge = f
-				merged++
+				exported[s.init.GetName()] = true
 			}
 		}
 	}
-	if merged != len(byBase) {
-		return fmt.Errorf("model: hf export: %d of %d LoRA base weights are exported (the others are not parameters transformers names)", merged, len(byBase))
+	var missing []string
+	for base := range byBase {
+		if !exported[base] {
+			missing = append(missing, base)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("model: hf export: the LoRA adapters of %s adapt weights that have no transformers name in the export", strings.Join(missing, ", "))
 	}
 	return nil
 }
@@ -275,7 +282,7 @@ func ExportHF(src, tokenizer, dir string, trained *params.Store, l lmgraph.LoRA)
 		return 0, err
 	}
 	// After HFParams: finding the ties rewrites m to read the tied table
-	// and drops the copies (HFWeights reads a copy from its table).
+	// and drops the copies (hfSources reads a copy from its table).
 	_, ties, err := parameters(m, src)
 	if err != nil {
 		return 0, err

@@ -135,6 +135,7 @@ type RuntimeOptions struct {
 // package state, so at most one Runtime is open per process.
 type Runtime struct {
 	lib           string
+	libFrom       string // where lib was found (--ort-lib, $ONNXRUNTIME_LIB, setup location)
 	device        Device
 	threads       int
 	deterministic bool
@@ -180,14 +181,19 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 		{"$" + LibEnvVar, os.Getenv(LibEnvVar)},
 		{"setup location", SetupLibPath()},
 	}
-	// On CUDA the CUDA build is the setup location, when it is installed.
+	// On CUDA the CUDA build is the setup location, when it is installed;
+	// it also replaces $ONNXRUNTIME_LIB when that names setup's CPU build
+	// (env.sh sets it so), which cannot run CUDA.
 	if gpu := SetupCUDALibPath(); dev.Kind == CUDA && gpu != "" {
 		if _, err := os.Stat(gpu); err == nil {
 			candidates[2] = struct{ what, path string }{"setup location (CUDA build)", gpu}
+			if candidates[1].path == SetupLibPath() {
+				candidates[1] = struct{ what, path string }{"$" + LibEnvVar + ", setup's CPU build, replaced by setup's CUDA build", gpu}
+			}
 		}
 	}
 	var tried []string
-	var lib string
+	var lib, libFrom string
 	for i, c := range candidates {
 		if c.path == "" {
 			tried = append(tried, c.what+": not set")
@@ -212,7 +218,7 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 			tried = append(tried, fmt.Sprintf("%s: %s: %v", c.what, c.path, err))
 			break
 		}
-		lib = c.path
+		lib, libFrom = c.path, c.what
 		break
 	}
 	if lib == "" {
@@ -227,7 +233,7 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 	if opt.Deterministic {
 		threads = 1
 	}
-	r := &Runtime{lib: lib, device: dev, threads: threads, deterministic: opt.Deterministic, api: api}
+	r := &Runtime{lib: lib, libFrom: libFrom, device: dev, threads: threads, deterministic: opt.Deterministic, api: api}
 	if dev.Kind == CUDA {
 		if err := r.checkCUDA(); err != nil {
 			if !auto {
@@ -327,7 +333,7 @@ func (r *Runtime) loadCUDA() error {
 	dir := filepath.Dir(r.lib)
 	provider := filepath.Join(dir, CUDAProvider)
 	if _, err := os.Stat(provider); err != nil {
-		return fmt.Errorf("model: ONNX Runtime library %s is not a CUDA build: no %s beside it; run %s --cuda to install one (or pass --ort-lib)", r.lib, CUDAProvider, SetupCommand)
+		return fmt.Errorf("model: ONNX Runtime library %s (from %s) is not a CUDA build: no %s beside it; run %s --cuda to install one, or name one with --ort-lib", r.lib, r.libFrom, CUDAProvider, SetupCommand)
 	}
 	for _, name := range CUDALibraries {
 		path := filepath.Join(dir, name)
@@ -355,10 +361,10 @@ func (r *Runtime) appendCUDA(so *ort.SessionOptions) error {
 	}
 	defer co.Destroy()
 	if err := co.Update(map[string]string{"device_id": strconv.Itoa(r.device.ID)}); err != nil {
-		return fmt.Errorf("model: ONNX Runtime library %s cannot set up the CUDA execution provider for device %d (a GPU build needs libonnxruntime_providers_shared.so and libonnxruntime_providers_cuda.so beside it, plus CUDA and cuDNN): %w", r.lib, r.device.ID, err)
+		return fmt.Errorf("model: ONNX Runtime library %s cannot set up the CUDA execution provider for device %d: %w", r.lib, r.device.ID, err)
 	}
 	if err := so.AppendExecutionProviderCUDA(co); err != nil {
-		return fmt.Errorf("model: ONNX Runtime library %s cannot append the CUDA execution provider (needs a GPU build with libonnxruntime_providers_cuda.so, CUDA and cuDNN beside it): %v", r.lib, err)
+		return fmt.Errorf("model: ONNX Runtime library %s cannot append the CUDA execution provider for device %d: %v", r.lib, r.device.ID, err)
 	}
 	return nil
 }

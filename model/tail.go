@@ -80,6 +80,7 @@ func (e *Executor) tailForward(st *stepState, p *blocks.Piece, dst values) error
 		err = e.sess[p.Forward].Run(in, out)
 		in[0].Release()
 		if err != nil {
+			err = fmt.Errorf("MLP on positions %d..%d: %w", c.p0, c.p1, err)
 			break
 		}
 		part := out[0].Float32s()
@@ -158,7 +159,7 @@ func (e *Executor) tailChunkBackward(st *stepState, p *blocks.Piece, x, g *ortc.
 	defer in[last].Release()
 	out := make([]*ortc.Value, len(p.GradInputs)+len(p.GradWeights))
 	if err := e.sess[p.Backward].Run(in, out); err != nil {
-		return err
+		return fmt.Errorf("MLP backward on positions %d..%d: %w", c.p0, c.p1, err)
 	}
 	defer func() {
 		for _, v := range out {

@@ -9,15 +9,24 @@
 #   2. CPU against CUDA: greedy generations on the embedded model and on
 #      a random-weight model with Qwen3-0.6B's shape must be the same
 #      text, and one training step's NLL and gradient norm the same to
-#      1e-4;
+#      2e-3 (TF32, see below);
 #   3. spiral bench generate and bench train on the Qwen3-0.6B shape
 #      (28 layers, vocabulary 151,936, random weights, made by spiral
-#      init-model: no Python needed), on CUDA and, for the ratio, the
-#      generation on CPU.
+#      init-model: no Python needed): a small generation on CPU and CUDA
+#      for the ratio, then the paper-sized one and a training step on
+#      CUDA, each capped in time.
 #
 # Today the tensors live in host memory even on CUDA (ONNX Runtime copies
 # weights and KV cache to the device per call; the device-resident path
 # is not built), so the CUDA figures measure that path.
+#
+# It needs what setup installs (Go modules, the tokenizers library, both
+# ONNX Runtime builds): on a GPU machine without network, run setup
+# --cuda where there is one and bring its cache (SPIRAL_CACHE_DIR, about
+# 2 GB) and Go's module cache along. The CUDA provider computes MatMuls
+# in TF32 by default, so CPU and CUDA agree to about 1e-3, not to fp32's
+# 1e-6; greedy texts of random-weight models may part where two logits
+# nearly tie (reported, not failed).
 #
 #   OUT  where the model and the outputs go (default: /tmp/spiral-gpu-check)
 set -euo pipefail
@@ -46,7 +55,7 @@ for model in embedded "$M"; do
 	if cmp -s "$OUT/gen-cpu.txt" "$OUT/gen-cuda.txt"; then
 		echo "$model: same text"
 	else
-		echo "$model: DIFFERENT text:"
+		echo "$model: the texts part (near-tied logits, or a real difference):"
 		diff "$OUT/gen-cpu.txt" "$OUT/gen-cuda.txt" | head -20
 	fi
 done
@@ -62,14 +71,22 @@ import json, sys
 cpu, cuda = (json.load(open(p)) for p in sys.argv[1:])
 for k in ("nll", "grad_norm"):
     rel = abs(cpu[k] - cuda[k]) / max(abs(cpu[k]), 1e-12)
-    print(f"{k}: cpu {cpu[k]:.6g} cuda {cuda[k]:.6g} relative difference {rel:.2e}", "ok" if rel <= 1e-4 else "DIFFERENT")
+    print(f"{k}: cpu {cpu[k]:.6g} cuda {cuda[k]:.6g} relative difference {rel:.2e}", "ok" if rel <= 2e-3 else "DIFFERENT")
 PY
 
-step "bench generate, Qwen3-0.6B shape, 64 rows x 1,000-token prompts + 64 new"
-for dev in cuda cpu; do
-	timeout 240 "$S" bench generate --device "$dev" --model "$M/model.onnx" --rows 64 --prompt-tokens 1000 --new-tokens 64 --steps 1 | tail -1 ||
-		echo "$dev: stopped after 240 s"
+# Each bench is capped so that the whole script stays within 10 minutes.
+bench() { # seconds args...
+	local limit=$1
+	shift
+	timeout "$limit" "$S" bench "$@" | tail -1 || echo "stopped after $limit s: $*"
+}
+step "bench generate, Qwen3-0.6B shape, 8 rows x 256-token prompts + 32 new (CPU and CUDA, for the ratio)"
+for dev in cpu cuda; do
+	bench 90 generate --device "$dev" --model "$M/model.onnx" --rows 8 --prompt-tokens 256 --new-tokens 32 --steps 1
 done
 
-step "bench train, Qwen3-0.6B shape, 1 x 2,048 tokens, 2 steps"
-"$S" bench train --device cuda --model "$M/model.onnx" --rows 1 --tokens 2048 --steps 2
+step "bench generate, Qwen3-0.6B shape, 64 rows x 1,000-token prompts + 64 new (CUDA)"
+bench 150 generate --device cuda --model "$M/model.onnx" --rows 64 --prompt-tokens 1000 --new-tokens 64 --steps 1
+
+step "bench train, Qwen3-0.6B shape, 1 x 2,048 tokens, 2 steps (CUDA)"
+bench 150 train --device cuda --model "$M/model.onnx" --rows 1 --tokens 2048 --steps 2

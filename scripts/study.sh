@@ -14,8 +14,9 @@
 # An interrupted study continues where it stopped when run again with the
 # same OUT: finished trainings and evaluations are kept, an unfinished
 # training resumes from its newest checkpoint. OUT/study.stamp records
-# what the results depend on (steps, seeds, algorithms, problems, the
-# embedded model); when it differs, the study starts over.
+# the settings the results depend on (steps, seeds, algorithms, problems,
+# the embedded model; not spiral's own code); when it differs, or is
+# missing beside old results, the study starts over.
 #
 #   OUT      the study directory (default: runs/study)
 #   STEPS    training steps per run (default: 50)
@@ -38,10 +39,14 @@ JOBS=${JOBS:-$(nproc)}
 start=$(date +%s)
 source "$(scripts/setup.sh)" >/dev/null
 stamp="steps=$STEPS seeds=$SEEDS algos=$ALGOS evaln=$EVALN embedded=$(cat model/embedded/assets/* | sha256sum | cut -c1-16)"
-if [[ -f $OUT/study.stamp && $(cat "$OUT/study.stamp") != "$stamp" ]]; then
-	echo "study: $OUT holds a study of other settings ($(cat "$OUT/study.stamp")); starting over" >&2
-	rm -rf "$OUT/runs" "$OUT/eval" "$OUT/report"
+((JOBS >= 1)) || { echo "study: JOBS=$JOBS: want >= 1" >&2; exit 2; }
+if [[ -f $OUT/study.stamp && $(cat "$OUT/study.stamp") != "$stamp" ]] || [[ ! -f $OUT/study.stamp && -d $OUT/runs ]]; then
+	echo "study: $OUT holds a study of other (or unrecorded) settings; starting over" >&2
+	rm -rf "$OUT/runs" "$OUT/eval" "$OUT/report" "$OUT/logs"
 fi
+# An interrupted study takes its running jobs with it (a rerun must not
+# find a second trainer in a run directory).
+trap 'jobs -p | xargs -r kill 2>/dev/null' EXIT
 mkdir -p "$OUT/runs" "$OUT/report" "$OUT/logs"
 rm -f "$OUT"/logs/*.failed
 echo "$stamp" >"$OUT/study.stamp"
@@ -86,6 +91,7 @@ run_job() { # algo seed: train (or resume) one run, then evaluate it; "base" eva
 
 job() { # algo seed: run_job, logged, a failure marked
 	local log=$OUT/logs/$1-$2.log
+	: >"$log"
 	echo "study: $1 $2: start ($(date +%T))" >&2
 	if run_job "$@" >>"$log" 2>&1; then
 		echo "study: $1 $2: done ($(date +%T))" >&2

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/rollout"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
@@ -143,15 +144,17 @@ func TestMissingRuntime(t *testing.T) {
 
 func TestDeviceCUDAWithoutProvider(t *testing.T) {
 	requireRuntime(t)
-	r := spiral(t, nil, "version", "--device", "cuda")
+	// A cache without setup's CUDA build (this machine may have one).
+	noCUDA := []string{"SPIRAL_CACHE_DIR=" + t.TempDir()}
+	r := spiral(t, noCUDA, "version", "--device", "cuda")
 	if r.code == 0 {
 		t.Skip("this ONNX Runtime build has a working CUDA provider")
 	}
 	require.Contains(t, r.stderr, os.Getenv("ONNXRUNTIME_LIB"))
-	require.Contains(t, r.stderr, "is not a CUDA build: no libonnxruntime_providers_cuda.so beside it")
+	require.Contains(t, r.stderr, "(from $ONNXRUNTIME_LIB) is not a CUDA build: no libonnxruntime_providers_cuda.so beside it")
 	require.Contains(t, r.stderr, "scripts/setup.sh --cuda")
 
-	r = spiral(t, nil, "version", "--device", "auto")
+	r = spiral(t, noCUDA, "version", "--device", "auto")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "warning: --device auto")
 	require.Contains(t, r.stdout, "device cpu")
@@ -191,6 +194,21 @@ func TestDeviceCUDANamesWhatIsMissing(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, filepath.Join(dir, "libonnxruntime_providers_cuda.so")+" does not load")
 	require.Contains(t, r.stderr, "libspiral_no_driver.so.1: cannot open shared object file", "the loader names the missing library, not cuBLAS")
+
+	// Laid out as setup lays out its cache, with $ONNXRUNTIME_LIB naming
+	// the CPU build (as env.sh does): --device cuda takes the CUDA build.
+	cache := t.TempDir()
+	cpu := filepath.Join(cache, "onnxruntime-"+model.ORTVersion)
+	require.NoError(t, os.MkdirAll(cpu, 0o755))
+	require.NoError(t, os.Symlink(os.Getenv("ONNXRUNTIME_LIB"), filepath.Join(cpu, "libonnxruntime.so")))
+	require.NoError(t, os.Rename(dir, filepath.Join(cache, "onnxruntime-gpu-"+model.ORTCUDAVersion)))
+	env := []string{"SPIRAL_CACHE_DIR=" + cache, "ONNXRUNTIME_LIB=" + filepath.Join(cpu, "libonnxruntime.so")}
+	r = spiral(t, env, "version", "--device", "cuda")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, filepath.Join(cache, "onnxruntime-gpu-"+model.ORTCUDAVersion, "libonnxruntime_providers_cuda.so")+" does not load")
+	r = spiral(t, env, "version")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, filepath.Join(cpu, "libonnxruntime.so"), "the CPU build on the CPU")
 }
 
 func TestDataInspect(t *testing.T) {

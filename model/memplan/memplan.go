@@ -168,7 +168,9 @@ const (
 	layerHeads        = 8  // heads x head_dim: queries, repeated keys and values, attention output, gradients
 	maskBytes         = 9  // the [rows, 1, T, T] mask tables: a boolean and a float bias
 	// mlpChunkLive is model's tailLive: the executor sizes an MLP chunk
-	// to MLPBytes / (4 x mlpChunkLive x its widest weight dim).
+	// to MLPBytes / (4 x mlpChunkLive x its widest weight dim), a bound
+	// with room to spare; the chunk itself holds layerIntermediate such
+	// tensors per position (what the item counts).
 	mlpChunkLive = 10
 )
 

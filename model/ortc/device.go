@@ -87,11 +87,10 @@ import (
 
 // MemoryInfo names where tensors live: the CPU, or CUDA device N.
 type MemoryInfo struct {
-	api    *API
-	info   *C.OrtMemoryInfo
-	device bool // not host memory
-	name   string
-	id     int
+	api  *API
+	info *C.OrtMemoryInfo
+	name string
+	id   int
 }
 
 // NewMemoryInfo describes device memory: name "Cpu" (host memory, the CPU
@@ -102,7 +101,7 @@ func (e *Env) NewMemoryInfo(name string, id int) (*MemoryInfo, error) {
 	}
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
-	m := &MemoryInfo{api: e.api, device: name != "Cpu", name: name, id: id}
+	m := &MemoryInfo{api: e.api, name: name, id: id}
 	if err := status(C.spiral_memory_info(e.api.api, cn, C.int(id), &m.info)); err != nil {
 		return nil, fmt.Errorf("ortc: memory info %s:%d: %w", name, id, err)
 	}
@@ -159,9 +158,9 @@ func AllocOn[T element](a *Allocator, shape []int64) (*Value, error) {
 	}
 	v, err := a.api.describe(p)
 	if err != nil {
+		C.spiral_release_ort_value(a.api.api, p)
 		return nil, fmt.Errorf("ortc: allocate %v on %s: %w", shape, a.info, err)
 	}
-	v.device = a.info.device
 	return v, nil
 }
 
@@ -241,9 +240,9 @@ func (s *Session) RunBinding(b *Binding) error {
 }
 
 // Outputs returns the bound outputs of the last run, in binding order:
-// new references (Release each), onDevice telling whether they are in
-// device memory.
-func (b *Binding) Outputs(onDevice bool) ([]*Value, error) {
+// new references (Release each), each knowing whether it is in device
+// memory.
+func (b *Binding) Outputs() ([]*Value, error) {
 	var arr **C.OrtValue
 	var n C.size_t
 	if err := status(C.spiral_bound_outputs(b.s.api.api, b.b, &arr, &n)); err != nil {
@@ -263,7 +262,6 @@ func (b *Binding) Outputs(onDevice bool) ([]*Value, error) {
 			}
 			return nil, fmt.Errorf("ortc: bound output %d: %w", i, err)
 		}
-		v.device = onDevice
 		out = append(out, v)
 	}
 	return out, nil

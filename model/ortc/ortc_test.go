@@ -198,7 +198,7 @@ func TestBindingCPUTwin(t *testing.T) {
 	require.NoError(t, s.RunBinding(b))
 	want := []float32{11, 22, 13, 24, 15, 26}
 	require.Equal(t, want, y.Float32s(), "the preallocated output is written in place")
-	outs, err := b.Outputs(false)
+	outs, err := b.Outputs()
 	require.NoError(t, err)
 	require.Len(t, outs, 2)
 	require.Equal(t, want, outs[0].Float32s())

@@ -58,7 +58,14 @@ static char* spiral_alloc_tensor(const OrtApi* api, const int64_t* shape, size_t
 	return spiral_msg(api, api->CreateTensorAsOrtValue(alloc, shape, rank, (ONNXTensorElementDataType)elem, out));
 }
 
-static char* spiral_describe(const OrtApi* api, OrtValue* v, int* elem, int64_t* dims, size_t* rank, size_t maxRank, void** data) {
+static char* spiral_describe(const OrtApi* api, OrtValue* v, int* elem, int64_t* dims, size_t* rank, size_t maxRank, void** data, int* device) {
+	const OrtMemoryInfo* mem = NULL;
+	const char* where = NULL;
+	char* merr = spiral_msg(api, api->GetTensorMemoryInfo(v, &mem));
+	if (merr == NULL) merr = spiral_msg(api, api->MemoryInfoGetName(mem, &where));
+	if (merr != NULL) return merr;
+	// Host memory: the CPU's and CUDA's pinned host memory.
+	*device = strcmp(where, "Cpu") != 0 && strcmp(where, "CudaPinned") != 0;
 	OrtTensorTypeAndShapeInfo* info = NULL;
 	char* err = spiral_msg(api, api->GetTensorTypeAndShape(v, &info));
 	if (err != NULL) return err;
@@ -318,6 +325,7 @@ func Alloc[T element](e *Env, shape []int64) (*Value, error) {
 	}
 	v, err := e.api.describe(p)
 	if err != nil {
+		C.spiral_release_value(e.api.api, p)
 		return nil, fmt.Errorf("ortc: allocate tensor %v: %w", shape, err)
 	}
 	return v, nil
@@ -458,22 +466,22 @@ func cArray[T any](n int) []T {
 	return unsafe.Slice((*T)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(z)))), n)
 }
 
-// describe wraps an ONNX Runtime-allocated tensor.
+// describe wraps an ONNX Runtime-allocated tensor, noting whether it is
+// in device memory. On error p is left to the caller to release.
 func (a *API) describe(p *C.OrtValue) (*Value, error) {
-	var elem C.int
+	var elem, device C.int
 	var dims [maxRank]C.int64_t
 	var rank C.size_t
 	var data unsafe.Pointer
-	if err := status(C.spiral_describe(a.api, p, &elem, &dims[0], &rank, maxRank, &data)); err != nil {
+	if err := status(C.spiral_describe(a.api, p, &elem, &dims[0], &rank, maxRank, &data, &device)); err != nil {
 		return nil, err
 	}
-	v := &Value{api: a, v: p, elem: ElemType(elem), data: data, n: 1}
+	v := &Value{api: a, v: p, elem: ElemType(elem), data: data, n: 1, device: device != 0}
 	for i := 0; i < int(rank); i++ {
 		v.shape = append(v.shape, int64(dims[i]))
 		v.n *= int(dims[i])
 	}
 	if v.elem.Size() == 0 {
-		C.spiral_release_value(a.api, p)
 		return nil, fmt.Errorf("element type %d is not supported", v.elem)
 	}
 	return v, nil
