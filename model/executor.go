@@ -348,6 +348,7 @@ func (e *Executor) Accumulate(ctx context.Context, b TrainBatch, scale float32, 
 		if err := e.blockForward(st, j, false); err != nil {
 			return fmt.Errorf("model: executor: layer %d forward: %w", j, err)
 		}
+		e.trim(st)
 	}
 	e.times.Forward = time.Since(start)
 	start = time.Now()
@@ -364,6 +365,7 @@ func (e *Executor) Accumulate(ctx context.Context, b TrainBatch, scale float32, 
 		if err := e.blockBackward(st, j); err != nil {
 			return fmt.Errorf("model: executor: layer %d backward: %w", j, err)
 		}
+		e.trim(st)
 	}
 	return e.embedBackward(st)
 }
@@ -683,6 +685,32 @@ func (e *Executor) blockForward(st *stepState, j int, recompute bool) error {
 		return e.tailForward(st, b.Tail, st.local)
 	}
 	return nil
+}
+
+// trimAfterLayer is the size of a micro-batch's residual stream (rows x
+// tokens x hidden floats) from which the executor hands glibc's freed
+// pages back after each layer (ortc.TrimMalloc): a layer's temporaries
+// (the MLP's chunks in particular, below glibc's mmap threshold) leave
+// holes in its heaps that later layers do not fill, and the resident size
+// grows layer after layer. Small models skip it.
+const trimAfterLayer = 8 << 20
+
+// trim is ortc.TrimMalloc after a layer of a large micro-batch.
+func (e *Executor) trim(st *stepState) {
+	if int64(st.b.Batch)*int64(st.b.Seq)*int64(e.hidden(st))*4 >= trimAfterLayer {
+		ortc.TrimMalloc()
+	}
+}
+
+// hidden returns the residual stream's width: the last dim of the first
+// block's input.
+func (e *Executor) hidden(st *stepState) int {
+	if v, ok := st.lookup(e.prog.Blocks[0].Input); ok {
+		if sh := v.Shape(); len(sh) > 0 {
+			return int(sh[len(sh)-1])
+		}
+	}
+	return 0
 }
 
 // blockBackward runs block j backward from the gradient of its output
