@@ -406,36 +406,17 @@ func (p Part) name(i int) string {
 // the given metadata (may be nil). It streams; the stores are not copied.
 func WriteParts(w io.Writer, meta map[string]string, parts ...Part) error {
 	var infos []TensorInfo
+	var data [][]float32
 	var off int64
 	for _, p := range parts {
 		for i, t := range p.Store.tensors {
 			n := int64(len(t.Data)) * 4
 			infos = append(infos, TensorInfo{Name: p.name(i), DType: F32, Shape: t.Shape, Begin: off, End: off + n})
+			data = append(data, t.Data)
 			off += n
 		}
 	}
-	hdr, err := headerJSON(infos, meta)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(w, 1<<20)
-	if err := writeHeader(bw, hdr); err != nil {
-		return fmt.Errorf("params: safetensors: write: %w", err)
-	}
-	buf := make([]byte, 1<<16)
-	k := 0
-	for _, p := range parts {
-		for i := range p.Store.tensors {
-			if err := writeF32(bw, p.Store.tensors[i].Data, buf); err != nil {
-				return fmt.Errorf("params: safetensors: write %q: %w", infos[k].Name, err)
-			}
-			k++
-		}
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("params: safetensors: write: %w", err)
-	}
-	return nil
+	return writeF32File(w, meta, infos, func(k int) ([]float32, error) { return data[k], nil })
 }
 
 // WriteFunc writes a safetensors file of F32 tensors laid out by specs,
@@ -455,6 +436,27 @@ func WriteFunc(w io.Writer, meta map[string]string, specs []Spec, fill func(i in
 		infos[i] = TensorInfo{Name: sp.Name, DType: F32, Shape: sp.Shape, Begin: off, End: off + 4*int64(n)}
 		off += 4 * int64(n)
 	}
+	var buf []float32
+	return writeF32File(w, meta, infos, func(i int) ([]float32, error) {
+		n := int(infos[i].End-infos[i].Begin) / 4
+		if cap(buf) < n {
+			buf = make([]float32, n)
+		}
+		data, err := fill(i, buf[:n])
+		if err != nil {
+			return nil, err
+		}
+		if len(data) != n {
+			return nil, fmt.Errorf("params: safetensors: tensor %q: %d values for shape %v", infos[i].Name, len(data), infos[i].Shape)
+		}
+		return data, nil
+	})
+}
+
+// writeF32File writes the header of infos (F32 tensors, in order) and
+// then each tensor's values as values(k) returns them, through one
+// buffered writer.
+func writeF32File(w io.Writer, meta map[string]string, infos []TensorInfo, values func(k int) ([]float32, error)) error {
 	hdr, err := headerJSON(infos, meta)
 	if err != nil {
 		return err
@@ -464,18 +466,10 @@ func WriteFunc(w io.Writer, meta map[string]string, specs []Spec, fill func(i in
 		return fmt.Errorf("params: safetensors: write: %w", err)
 	}
 	out := make([]byte, 1<<16)
-	var buf []float32
-	for i, t := range infos {
-		n := int(t.End-t.Begin) / 4
-		if cap(buf) < n {
-			buf = make([]float32, n)
-		}
-		data, err := fill(i, buf[:n])
+	for k, t := range infos {
+		data, err := values(k)
 		if err != nil {
 			return err
-		}
-		if len(data) != n {
-			return fmt.Errorf("params: safetensors: tensor %q: %d values for shape %v", t.Name, len(data), t.Shape)
 		}
 		if err := writeF32(bw, data, out); err != nil {
 			return fmt.Errorf("params: safetensors: write %q: %w", t.Name, err)
