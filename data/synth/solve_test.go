@@ -144,13 +144,7 @@ func TestSolveAggregateExamples(t *testing.T) {
 				if correct == 0 {
 					allWrong++
 				}
-				best := ""
-				for _, a := range ex.CandidateAnswers { // plurality, ties to the first seen
-					if counts[a] > counts[best] {
-						best = a
-					}
-				}
-				if best != ex.Answer {
+				if plurality(ex.CandidateAnswers, counts) != ex.Answer {
 					wrongPlurality++
 				}
 			}

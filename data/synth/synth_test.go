@@ -309,13 +309,7 @@ func TestAggregateExamples(t *testing.T) {
 		if correct == 0 {
 			allWrong++
 		}
-		best := ""
-		for _, a := range ex.CandidateAnswers { // plurality, ties to the first seen
-			if counts[a] > counts[best] {
-				best = a
-			}
-		}
-		if best != ex.Answer {
+		if plurality(ex.CandidateAnswers, counts) != ex.Answer {
 			wrongPlurality++
 		}
 	}
@@ -451,4 +445,16 @@ func BenchmarkAggregateExample(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// plurality returns the most frequent of answers (counts holds their
+// frequencies), ties to the first seen.
+func plurality(answers []string, counts map[string]int) string {
+	best := ""
+	for _, a := range answers {
+		if counts[a] > counts[best] {
+			best = a
+		}
+	}
+	return best
 }
