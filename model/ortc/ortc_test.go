@@ -37,6 +37,34 @@ func TestOpenNotLoaded(t *testing.T) {
 }
 
 // addShapeModel is y = a + b (float, broadcast) and s = Shape(a).
+// openEnv opens the test runtime's environment through ortc and session
+// options for it, closed when the test ends.
+func openEnv(t *testing.T) (*ortc.Env, *ort.SessionOptions) {
+	t.Helper()
+	rt := modeltest.Runtime(t)
+	api, err := ortc.Open(rt.LibraryPath())
+	require.NoError(t, err)
+	env, err := api.NewEnv()
+	require.NoError(t, err)
+	so, err := ort.NewSessionOptions()
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, so.Destroy())
+		env.Close()
+	})
+	return env, so
+}
+
+// addSession is a session of addShapeModel (inputs a, b; outputs y, s),
+// closed when the test ends.
+func addSession(t *testing.T, env *ortc.Env, so *ort.SessionOptions) *ortc.Session {
+	t.Helper()
+	s, err := env.NewSession(addShapeModel(t), so, []string{"a", "b"}, []string{"y", "s"})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return s
+}
+
 func addShapeModel(t *testing.T) []byte {
 	t.Helper()
 	b := onnx.NewGraphBuilder("add")
@@ -55,18 +83,8 @@ func addShapeModel(t *testing.T) []byte {
 // memory, an output ONNX Runtime allocates comes back with its shape and
 // data, and a preallocated output is written in place.
 func TestSessionRun(t *testing.T) {
-	rt := modeltest.Runtime(t)
-	api, err := ortc.Open(rt.LibraryPath())
-	require.NoError(t, err)
-	env, err := api.NewEnv()
-	require.NoError(t, err)
-	defer env.Close()
-	so, err := ort.NewSessionOptions()
-	require.NoError(t, err)
-	defer so.Destroy()
-	s, err := env.NewSession(addShapeModel(t), so, []string{"a", "b"}, []string{"y", "s"})
-	require.NoError(t, err)
-	defer s.Close()
+	env, so := openEnv(t)
+	s := addSession(t, env, so)
 
 	a, err := ortc.NewTensor(env, []int64{3, 2}, []float32{1, 2, 3, 4, 5, 6})
 	require.NoError(t, err)
@@ -117,22 +135,12 @@ func TestSessionRun(t *testing.T) {
 // TestSessionErrors: wrong arity, a bad model and a shape that does not
 // match its data are errors, not crashes.
 func TestSessionErrors(t *testing.T) {
-	rt := modeltest.Runtime(t)
-	api, err := ortc.Open(rt.LibraryPath())
-	require.NoError(t, err)
-	env, err := api.NewEnv()
-	require.NoError(t, err)
-	defer env.Close()
-	so, err := ort.NewSessionOptions()
-	require.NoError(t, err)
-	defer so.Destroy()
-	_, err = env.NewSession([]byte("not a model"), so, []string{"a"}, []string{"y"})
+	env, so := openEnv(t)
+	_, err := env.NewSession([]byte("not a model"), so, []string{"a"}, []string{"y"})
 	require.ErrorContains(t, err, "ortc: create session")
 	_, err = ortc.NewTensor(env, []int64{2, 2}, []float32{1, 2, 3})
 	require.ErrorContains(t, err, "needs 4 values, have 3")
-	s, err := env.NewSession(addShapeModel(t), so, []string{"a", "b"}, []string{"y", "s"})
-	require.NoError(t, err)
-	defer s.Close()
+	s := addSession(t, env, so)
 	require.ErrorContains(t, s.Run(nil, []*ortc.Value{nil, nil}), "0 inputs and 2 outputs; the session has 2 and 2")
 	a, err := ortc.NewTensor(env, []int64{1, 3}, []float32{1, 2, 3})
 	require.NoError(t, err)
@@ -150,18 +158,8 @@ func TestSessionErrors(t *testing.T) {
 // memory info is allocated there, and a Copier moves data both ways and
 // counts the bytes.
 func TestBindingCPUTwin(t *testing.T) {
-	rt := modeltest.Runtime(t)
-	api, err := ortc.Open(rt.LibraryPath())
-	require.NoError(t, err)
-	env, err := api.NewEnv()
-	require.NoError(t, err)
-	defer env.Close()
-	so, err := ort.NewSessionOptions()
-	require.NoError(t, err)
-	defer so.Destroy()
-	s, err := env.NewSession(addShapeModel(t), so, []string{"a", "b"}, []string{"y", "s"})
-	require.NoError(t, err)
-	defer s.Close()
+	env, so := openEnv(t)
+	s := addSession(t, env, so)
 
 	info, err := env.NewMemoryInfo("Cpu", 0)
 	require.NoError(t, err)
