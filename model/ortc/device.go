@@ -32,12 +32,8 @@ static char* spiral_create_binding(const OrtApi* api, OrtSession* s, OrtIoBindin
 
 static void spiral_release_binding(const OrtApi* api, OrtIoBinding* b) { api->ReleaseIoBinding(b); }
 
-static char* spiral_bind_input(const OrtApi* api, OrtIoBinding* b, const char* name, OrtValue* v) {
-	return spiral_msg_ext(api, api->BindInput(b, name, v));
-}
-
-static char* spiral_bind_output(const OrtApi* api, OrtIoBinding* b, const char* name, OrtValue* v) {
-	return spiral_msg_ext(api, api->BindOutput(b, name, v));
+static char* spiral_bind(const OrtApi* api, OrtIoBinding* b, const char* name, OrtValue* v, int output) {
+	return spiral_msg_ext(api, output ? api->BindOutput(b, name, v) : api->BindInput(b, name, v));
 }
 
 static char* spiral_bind_output_to(const OrtApi* api, OrtIoBinding* b, const char* name, OrtMemoryInfo* info) {
@@ -183,23 +179,22 @@ func (s *Session) NewBinding() (*Binding, error) {
 }
 
 // BindInput binds input name to v (kept alive by the binding).
-func (b *Binding) BindInput(name string, v *Value) error {
-	cn := C.CString(name)
-	defer C.free(unsafe.Pointer(cn))
-	if err := status(C.spiral_bind_input(b.s.api.api, b.b, cn, v.v)); err != nil {
-		return fmt.Errorf("ortc: bind input %q: %w", name, err)
-	}
-	b.keep = append(b.keep, v)
-	return nil
-}
+func (b *Binding) BindInput(name string, v *Value) error { return b.bind("input", name, v) }
 
 // BindOutput binds output name to the preallocated v, which the run
 // fills.
-func (b *Binding) BindOutput(name string, v *Value) error {
+func (b *Binding) BindOutput(name string, v *Value) error { return b.bind("output", name, v) }
+
+// bind binds v to the input or output name, keeping v alive.
+func (b *Binding) bind(what, name string, v *Value) error {
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
-	if err := status(C.spiral_bind_output(b.s.api.api, b.b, cn, v.v)); err != nil {
-		return fmt.Errorf("ortc: bind output %q: %w", name, err)
+	output := C.int(0)
+	if what == "output" {
+		output = 1
+	}
+	if err := status(C.spiral_bind(b.s.api.api, b.b, cn, v.v, output)); err != nil {
+		return fmt.Errorf("ortc: bind %s %q: %w", what, name, err)
 	}
 	b.keep = append(b.keep, v)
 	return nil
