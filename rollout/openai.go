@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -361,6 +362,12 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 		ids, err := o.cfg.Tokenize(ch.Text)
 		if err != nil {
 			return Completion{}, fmt.Errorf("rollout: engine: tokenize a completion: %w", err)
+		}
+		// The text leaves out the stop token that ended it (token ids keep
+		// it, as the local sampler does): put back the first stop id, the
+		// model's end of turn, so the trace is trained and counted alike.
+		if c.Finish == FinishStop && len(s.StopIDs) > 0 && (len(ids) == 0 || !slices.Contains(s.StopIDs, ids[len(ids)-1])) {
+			ids = append(ids, s.StopIDs[0])
 		}
 		c.Tokens = ids
 	} else if lp := ch.Logprobs; lp != nil && len(lp.TokenLogprobs) == len(c.Tokens) {

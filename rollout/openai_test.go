@@ -89,7 +89,11 @@ func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		prompt = append(prompt, int32(v.(float64)))
 	}
 	toks := f.tokensOf(prompt, int64(body["seed"].(float64)))
-	choice := map[string]any{"text": textOf(toks), "finish_reason": f.finish}
+	text := toks
+	if f.finish == "stop" {
+		text = toks[:len(toks)-1] // engines leave the stop token out of the text
+	}
+	choice := map[string]any{"text": textOf(text), "finish_reason": f.finish}
 	if !f.noIDs {
 		choice["token_ids"] = toks
 	}
@@ -184,6 +188,15 @@ func TestOpenAIFallsBackToLocalTokens(t *testing.T) {
 	require.Equal(t, rollout.FinishLength, out[0].Finish)
 	require.Equal(t, 1, strings.Count(warn.String(), "tokenizing it locally"), "one warning")
 	require.Nil(t, out[0].EngineLogProbs, "the engine's log-probabilities are of its tokens, not of local ones")
+
+	// A completion that stopped on the stop token has it put back (its
+	// text leaves it out), so it is trained and counted as the engine's
+	// token ids and the local sampler keep it.
+	fake.finish = "stop"
+	out, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{3}, Seed: 1}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []int32{3, 1, 1, 2}, out[0].Tokens)
+	require.Equal(t, rollout.FinishStop, out[0].Finish)
 
 	cfg.Tokenize = nil
 	eng, err = rollout.NewOpenAI(cfg)
