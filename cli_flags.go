@@ -373,6 +373,7 @@ type evalFlags struct {
 	seed    uint64
 	ckpt    string
 	quiet   bool
+	traces  bool
 	engine  engineFlags
 }
 
@@ -398,6 +399,7 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fs.StringVar(&f.ckpt, "checkpoint", "", "evaluate the weights of this checkpoint directory (of a run on --model), or the newest in a run's checkpoints/")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	fs.BoolVar(&f.traces, "traces", false, "also write every judged trace to MODE.traces.jsonl in --out (text, answer, grade; RSA: step and the candidates it read)")
 }
 
 func (f *evalFlags) validate() error {

@@ -103,6 +103,14 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 		return err
 	}
 	base := filepath.Join(f.out, f.mode)
+	var traces *report.TraceWriter
+	if f.traces {
+		if traces, err = report.NewTraceWriter(base+".traces.jsonl", problems); err != nil {
+			return err
+		}
+		defer traces.Abort() // after Commit, a no-op
+		ev.Traces = traces.Write
+	}
 	switch f.mode {
 	case "rsa":
 		res, err := ev.RSA(ctx, problems, f.rsa, f.seed)
@@ -155,6 +163,12 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 		for _, p := range res.Points {
 			fmt.Fprintf(env.stdout, "%-7d %-9.4f %.3f\n", p.Budget, p.Accuracy, p.Truncated)
 		}
+	}
+	if traces != nil {
+		if err := traces.Commit(); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "wrote %s.traces.jsonl\n", base)
 	}
 	if skipped > 0 {
 		fmt.Fprintf(env.stdout, "skipped %d problems too long for the model (listed above)\n", skipped)

@@ -18,6 +18,43 @@ type Evaluator struct {
 	Prompter Prompter
 	Judge    Judge
 	Progress Progress
+	// Traces, when non-nil, receives every judged trace (see TraceSink).
+	Traces TraceSink
+}
+
+// TracedTrace is one judged trace of an evaluation, as a TraceSink gets
+// it: Step is the RSA step (0 for search traces, and for every trace of
+// pass@k and the sequential budget), Problem the problem's index and
+// Sample the trace's index among that problem's samples (its member
+// index in an RSA population). Candidates, at RSA steps >= 1, are the
+// members of the step-1 population it aggregated, in prompt order.
+type TracedTrace struct {
+	Step, Problem, Sample int
+	Candidates            []int
+	Trace                 Trace
+}
+
+// TraceSink receives the traces of one Generate call of an evaluation,
+// in problem-major order, after judging; an error stops the evaluation.
+type TraceSink func([]TracedTrace) error
+
+// sink hands traces[i][j] (with their candidates, when given) to
+// e.Traces, if set.
+func (e Evaluator) sink(step int, traces [][]Trace, candidates [][][]int) error {
+	if e.Traces == nil {
+		return nil
+	}
+	var batch []TracedTrace
+	for i, row := range traces {
+		for j, tr := range row {
+			tt := TracedTrace{Step: step, Problem: i, Sample: j, Trace: tr}
+			if candidates != nil {
+				tt.Candidates = candidates[i][j]
+			}
+			batch = append(batch, tt)
+		}
+	}
+	return e.Traces(batch)
 }
 
 func (e Evaluator) validate() error {
@@ -81,6 +118,9 @@ func (e Evaluator) Sample(ctx context.Context, problems []data.Problem, n int, s
 		return nil, fmt.Errorf("rollout: sample: %w", err)
 	}
 	e.Judge.JudgeAll(traces, golds)
+	if err := e.sink(0, traces, nil); err != nil {
+		return nil, fmt.Errorf("rollout: sample: traces: %w", err)
+	}
 	return &SampleSet{Problems: problems, Traces: traces, Tokens: tokensOf(st)}, nil
 }
 

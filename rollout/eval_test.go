@@ -194,6 +194,30 @@ func TestSampleSeedsAndOrder(t *testing.T) {
 	require.False(t, set.Traces[1][0].Verdict.Correct)
 }
 
+// TestSampleTraces: the sink gets each sample once, judged, at step 0.
+func TestSampleTraces(t *testing.T) {
+	problems, gen := evalPassProblems()
+	var got []TracedTrace
+	e := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge, Traces: func(b []TracedTrace) error {
+		got = append(got, b...)
+		return nil
+	}}
+	_, err := e.PassAtK(context.Background(), problems, PassAtKConfig{Samples: 4}, 1)
+	require.NoError(t, err)
+	require.Len(t, got, 8)
+	for r, tt := range got {
+		require.Equal(t, TracedTrace{Step: 0, Problem: r / 4, Sample: r % 4, Trace: tt.Trace}, tt, "trace %d", r)
+		require.Equal(t, gen.script[0][r], tt.Trace.Text)
+	}
+	require.Equal(t, []bool{true, true, false, true, false, false, false, true}, func() []bool {
+		var c []bool
+		for _, tt := range got {
+			c = append(c, tt.Trace.Verdict.Correct)
+		}
+		return c
+	}(), "judged before the sink sees them")
+}
+
 func TestSequentialBudgetTruncation(t *testing.T) {
 	problems := []data.Problem{{ID: "A", Problem: "a", Answer: "7"}, {ID: "B", Problem: "b", Answer: "1"}}
 	script := []string{

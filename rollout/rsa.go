@@ -144,6 +144,7 @@ func (e Evaluator) RSA(ctx context.Context, problems []data.Problem, cfg RSAConf
 	)
 	for t := 0; t <= cfg.Steps; t++ {
 		var traces [][]Trace
+		var drawn [][][]int // [problems][N] the candidates of each new member (t >= 1)
 		var st Stats
 		var err error
 		if t == 0 {
@@ -159,12 +160,14 @@ func (e Evaluator) RSA(ctx context.Context, problems []data.Problem, cfg RSAConf
 		} else {
 			// One prompt per new member: member j of problem i is prompt i*n+j.
 			prompts := make([][]int32, 0, len(problems)*n)
+			drawn = make([][][]int, len(problems))
 			for i, pb := range problems {
 				rng := rand.New(rand.NewPCG(Stream{Seed: seed, Round: uint64(t), Problem: uint64(i), Sample: rsaSubsetSample, Phase: PhaseRSA}.Derive(), 0))
 				subsets, err := Subsets(rng, n, n, k)
 				if err != nil {
 					return RSAResult{}, fmt.Errorf("rollout: rsa: %w", err)
 				}
+				drawn[i] = subsets
 				cands := make([][]int32, k)
 				for _, members := range subsets {
 					for m, idx := range members {
@@ -195,6 +198,9 @@ func (e Evaluator) RSA(ctx context.Context, problems []data.Problem, cfg RSAConf
 			return RSAResult{}, fmt.Errorf("rollout: rsa step %d: %w", t, err)
 		}
 		e.Judge.JudgeAll(traces, golds)
+		if err := e.sink(t, traces, drawn); err != nil {
+			return RSAResult{}, fmt.Errorf("rollout: rsa step %d: traces: %w", t, err)
+		}
 		step := RSAStep{Step: t, Population: n, Tokens: tokensOf(st)}
 		cum.Prompt += step.Tokens.Prompt
 		cum.Generated += step.Tokens.Generated

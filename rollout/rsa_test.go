@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -289,4 +290,58 @@ func BenchmarkRSA(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestRSATraces checks the trace sink: every member of every step, once,
+// judged as the step's accuracy counts it, and each aggregation trace's
+// candidates are the members of the previous step its prompt holds, in
+// prompt order.
+func TestRSATraces(t *testing.T) {
+	problems := rsaProblems(3)
+	cfg := RSAConfig{Population: 5, SubsetSize: 3, Steps: 2}
+	gen := &rsaFakeGen{}
+	var got []TracedTrace
+	e := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge, Traces: func(b []TracedTrace) error {
+		got = append(got, b...)
+		return nil
+	}}
+	res, err := e.RSA(context.Background(), problems, cfg, 11)
+	require.NoError(t, err)
+	n := cfg.Population
+	require.Len(t, got, (cfg.Steps+1)*len(problems)*n)
+	texts := map[[3]int]string{}
+	correct := make([]int, cfg.Steps+1)
+	for _, tt := range got {
+		key := [3]int{tt.Step, tt.Problem, tt.Sample}
+		_, dup := texts[key]
+		require.False(t, dup, "trace %v twice", key)
+		texts[key] = tt.Trace.Text
+		require.Equal(t, evalText(gen.outs[tt.Step][tt.Problem*n+tt.Sample].Tokens), tt.Trace.Text, "trace %v is that request's completion", key)
+		if tt.Trace.Verdict.Correct {
+			correct[tt.Step]++
+		}
+		if tt.Step == 0 {
+			require.Nil(t, tt.Candidates)
+		} else {
+			require.Len(t, tt.Candidates, cfg.SubsetSize)
+		}
+	}
+	for _, tt := range got {
+		if tt.Step == 0 {
+			continue
+		}
+		cands := make([]string, len(tt.Candidates))
+		for m, c := range tt.Candidates {
+			cands[m] = texts[[3]int{tt.Step - 1, tt.Problem, c}]
+		}
+		want := "A|" + problems[tt.Problem].Problem + "|" + strings.Join(cands, evalSep)
+		require.Equal(t, want, evalText(gen.calls[tt.Step][tt.Problem*n+tt.Sample].Prompt), "candidates of trace (%d, %d, %d)", tt.Step, tt.Problem, tt.Sample)
+	}
+	for s, step := range res.Steps {
+		require.InDelta(t, step.Accuracy, float64(correct[s])/float64(len(problems)*n), 1e-12, "step %d accuracy from the traces", s)
+	}
+
+	e.Traces = func([]TracedTrace) error { return errors.New("disk full") }
+	_, err = e.RSA(context.Background(), problems, cfg, 11)
+	require.ErrorContains(t, err, "disk full")
 }

@@ -88,10 +88,17 @@ func TestWorkflow(t *testing.T) {
 	ev := filepath.Join(dir, "eval")
 	for _, mode := range []string{"passk", "sequential", "rsa"} {
 		r = spiral(t, nil, "eval", "--model", sft, "--checkpoint", filepath.Join(run, "checkpoints"), "--mode", mode, "--limit", "3",
-			"--samples", "2", "--rsa-steps", "1", "--population", "2", "--subset", "2", "--max-new-tokens", "16", "--out", ev, "--quiet")
+			"--samples", "2", "--rsa-steps", "1", "--population", "2", "--subset", "2", "--max-new-tokens", "16", "--out", ev, "--quiet", "--traces")
 		require.Equal(t, 0, r.code, "%s: %s", mode, r.stderr)
 		require.FileExists(t, filepath.Join(ev, mode+".json"))
 		require.FileExists(t, filepath.Join(ev, mode+".png"))
+		// --traces: every judged trace, 3 problems x 2 samples (RSA: x 2 steps).
+		want := 3 * 2
+		if mode == "rsa" {
+			want *= 2
+		}
+		require.Equal(t, want, countLines(t, filepath.Join(ev, mode+".traces.jsonl")), mode)
+		require.NoFileExists(t, filepath.Join(ev, mode+".traces.jsonl.partial"))
 	}
 
 	r = spiral(t, nil, "plot", "--out", filepath.Join(ev, "cmp.png"), filepath.Join(ev, "passk.json"), filepath.Join(ev, "passk.json"))

@@ -1,0 +1,126 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/rollout"
+)
+
+// TraceRecord is one line of an evaluation's traces file (`spiral eval
+// --traces`): a judged trace with where it came from.
+type TraceRecord struct {
+	// Step is the RSA step (0: search traces; always 0 for passk and
+	// sequential).
+	Step int `json:"step"`
+	// Problem is the problem's index in the evaluation, ID its id.
+	Problem int    `json:"problem"`
+	ID      string `json:"id"`
+	// Sample is the trace's index among its problem's samples (its member
+	// index in an RSA population).
+	Sample int `json:"sample"`
+	// Candidates are, at RSA steps >= 1, the samples of step-1 of the same
+	// problem this trace aggregated, in prompt order.
+	Candidates []int `json:"candidates,omitempty"`
+	// Text is the decoded completion, Tokens its length, Finish why it
+	// ended.
+	Text   string               `json:"text"`
+	Tokens int                  `json:"tokens"`
+	Finish rollout.FinishReason `json:"finish"`
+	// Answer is the extracted answer ("" when none), Explicit whether it
+	// was stated explicitly, Correct the grade against Gold.
+	Answer   string `json:"answer"`
+	Explicit bool   `json:"explicit"`
+	Correct  bool   `json:"correct"`
+	Gold     string `json:"gold"`
+}
+
+// TraceWriter streams TraceRecords as JSON lines to a file that appears
+// under its name only once Commit has succeeded (until then it is
+// path + ".partial", which a failed evaluation leaves behind).
+type TraceWriter struct {
+	path     string
+	f        *os.File
+	w        *bufio.Writer
+	problems []data.Problem
+	closed   bool
+}
+
+// NewTraceWriter starts the traces file at path for an evaluation of
+// problems.
+func NewTraceWriter(path string, problems []data.Problem) (*TraceWriter, error) {
+	f, err := os.Create(path + ".partial")
+	if err != nil {
+		return nil, fmt.Errorf("report: traces: %w", err)
+	}
+	return &TraceWriter{path: path, f: f, w: bufio.NewWriterSize(f, 1<<20), problems: problems}, nil
+}
+
+// Write appends a batch of traces; it is a rollout.TraceSink.
+func (t *TraceWriter) Write(batch []rollout.TracedTrace) error {
+	enc := json.NewEncoder(t.w)
+	for _, tt := range batch {
+		if tt.Problem < 0 || tt.Problem >= len(t.problems) {
+			return fmt.Errorf("report: traces: problem %d of %d", tt.Problem, len(t.problems))
+		}
+		pb := t.problems[tt.Problem]
+		v := tt.Trace.Verdict
+		rec := TraceRecord{Step: tt.Step, Problem: tt.Problem, ID: pb.ID, Sample: tt.Sample, Candidates: tt.Candidates,
+			Text: tt.Trace.Text, Tokens: len(tt.Trace.Tokens), Finish: tt.Trace.Finish,
+			Answer: v.Answer, Explicit: v.Explicit, Correct: v.Correct, Gold: pb.Answer}
+		if err := enc.Encode(rec); err != nil {
+			return fmt.Errorf("report: traces: %s: %w", t.f.Name(), err)
+		}
+	}
+	return nil
+}
+
+// Commit flushes the file, syncs it and renames it to its final path.
+func (t *TraceWriter) Commit() error {
+	t.closed = true
+	err := errors.Join(t.w.Flush(), t.f.Sync(), t.f.Close())
+	if err == nil {
+		err = os.Rename(t.f.Name(), t.path)
+	}
+	if err == nil {
+		err = atomicfile.SyncDir(filepath.Dir(t.path))
+	}
+	if err != nil {
+		return fmt.Errorf("report: traces: %w", err)
+	}
+	return nil
+}
+
+// Abort closes the file, leaving the .partial file behind; after Commit
+// it does nothing.
+func (t *TraceWriter) Abort() {
+	if !t.closed {
+		t.closed = true
+		_ = t.w.Flush()
+		_ = t.f.Close()
+	}
+}
+
+// ReadTraces reads a traces file written by TraceWriter, rejecting lines
+// with unknown fields.
+func ReadTraces(r io.Reader) ([]TraceRecord, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var out []TraceRecord
+	for line := 1; ; line++ {
+		var rec TraceRecord
+		if err := dec.Decode(&rec); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("report: traces: record %d: %w", line, err)
+		}
+		out = append(out, rec)
+	}
+}

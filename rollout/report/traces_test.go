@@ -1,0 +1,55 @@
+package report_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/rollout"
+	"github.com/spiral-rl/spiral/rollout/report"
+)
+
+func TestTraceWriterRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rsa.traces.jsonl")
+	problems := []data.Problem{{ID: "a", Answer: "7"}, {ID: "b", Answer: "5"}}
+	w, err := report.NewTraceWriter(path, problems)
+	require.NoError(t, err)
+	tr := func(text, ans string, ok bool) rollout.Trace {
+		return rollout.Trace{Completion: rollout.Completion{Tokens: make([]int32, len(text)), Finish: rollout.FinishStop}, Text: text,
+			Verdict: rollout.Verdict{Answer: ans, Explicit: true, Correct: ok}}
+	}
+	require.NoError(t, w.Write([]rollout.TracedTrace{{Step: 0, Problem: 1, Sample: 0, Trace: tr("x=5", "5", true)}}))
+	require.NoError(t, w.Write([]rollout.TracedTrace{{Step: 1, Problem: 0, Sample: 2, Candidates: []int{3, 1}, Trace: tr("x=4", "4", false)}}))
+	_, err = os.Stat(path)
+	require.True(t, os.IsNotExist(err), "nothing under the final name before Commit")
+	require.Error(t, w.Write([]rollout.TracedTrace{{Problem: 2}}), "a problem index out of range")
+	require.NoError(t, w.Commit())
+	w.Abort() // a no-op after Commit
+
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	got, err := report.ReadTraces(f)
+	require.NoError(t, err)
+	require.Equal(t, []report.TraceRecord{
+		{Step: 0, Problem: 1, ID: "b", Sample: 0, Text: "x=5", Tokens: 3, Finish: rollout.FinishStop, Answer: "5", Explicit: true, Correct: true, Gold: "5"},
+		{Step: 1, Problem: 0, ID: "a", Sample: 2, Candidates: []int{3, 1}, Text: "x=4", Tokens: 3, Finish: rollout.FinishStop, Answer: "4", Explicit: true, Gold: "7"},
+	}, got)
+	_, err = os.Stat(path + ".partial")
+	require.True(t, os.IsNotExist(err), "the partial file was renamed")
+
+	// An aborted evaluation leaves only the partial file.
+	w, err = report.NewTraceWriter(filepath.Join(dir, "passk.traces.jsonl"), problems)
+	require.NoError(t, err)
+	require.NoError(t, w.Write([]rollout.TracedTrace{{Problem: 0, Trace: tr("x", "", false)}}))
+	w.Abort()
+	_, err = os.Stat(filepath.Join(dir, "passk.traces.jsonl"))
+	require.True(t, os.IsNotExist(err))
+	b, err := os.ReadFile(filepath.Join(dir, "passk.traces.jsonl.partial"))
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"id":"a"`)
+}
