@@ -79,6 +79,23 @@ func (it Item) Trial(g int) string {
 	return "x=" + strconv.Itoa(g) + ". " + text + verdict
 }
 
+// CheckVerdict reads the verdict of a solve trace such as
+// "x=4. 4*7=28. 28+3=31. no \boxed{4}": passed is true for "ok", false
+// for "no"; found is false when the trace has neither (the last of them
+// counts when it has several).
+func CheckVerdict(trace string) (passed, found bool) {
+	words := strings.Fields(trace)
+	for i := len(words) - 1; i >= 0; i-- {
+		switch words[i] {
+		case "ok":
+			return true, true
+		case "no":
+			return false, true
+		}
+	}
+	return false, false
+}
+
 // wrongGuess draws a value other than x from [lo, hi]: within 2 of x with
 // probability nearGuessShare, else uniform. The range must hold at least
 // two values.

@@ -247,3 +247,33 @@ func TestSolveCheckExamples(t *testing.T) {
 	require.InDelta(t, 0.5, float64(checks)/4000, 0.05)
 	require.InDelta(t, 8.0/9, float64(wrongGuesses)/float64(checks), 0.04)
 }
+
+func TestCheckVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		trace         string
+		passed, found bool
+	}{
+		{`x=5. 5*7=35. 35+3=38. ok \boxed{5}`, true, true},
+		{`x=4. 4*7=28. 28+3=31. no \boxed{4}`, false, true},
+		{`x=4. 4*7=28. 28+3=31. no x=5. 5*7=35. 35+3=38. ok \boxed{5}`, true, true}, // the last verdict
+		{`x=5. 5*7=35. 35+3=38. ok x=4. 4*7=28. no \boxed{4}`, false, true},
+		{`x=4. 4*7=28. \boxed{4}`, false, false},
+		{`look \boxed{4}`, false, false},
+		{"", false, false},
+	} {
+		passed, found := CheckVerdict(tc.trace)
+		require.Equal(t, [2]bool{tc.passed, tc.found}, [2]bool{passed, found}, tc.trace)
+	}
+	// Every honest check reads back as its own verdict.
+	task, err := New(solveConfigs[0].cfg, 3)
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		it, err := task.Sample(r, Train)
+		require.NoError(t, err)
+		g := 1 + r.IntN(9)
+		passed, found := CheckVerdict(it.Trial(g) + boxed(g))
+		require.True(t, found)
+		require.Equal(t, g == it.Answer, passed, it.Trial(g))
+	}
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rollout/report"
+)
+
+func TestTallyHandComputed(t *testing.T) {
+	recs := []report.TraceRecord{
+		// Step 0 of problem 0: right+ok, right+no, wrong+ok, wrong+no, no verdict.
+		{Step: 0, Problem: 0, Sample: 0, Text: `x=5. 35+3=38. ok \boxed{5}`, Correct: true},
+		{Step: 0, Problem: 0, Sample: 1, Text: `x=5. 35+3=39. no \boxed{5}`, Correct: true},
+		{Step: 0, Problem: 0, Sample: 2, Text: `x=4. 28+3=38. ok \boxed{4}`},
+		{Step: 0, Problem: 0, Sample: 3, Text: `x=4. 28+3=31. no \boxed{4}`},
+		{Step: 0, Problem: 0, Sample: 4, Text: `\boxed{4}`},
+		// Step 1: candidates {0, 2} hold a right one (sample 0), {2, 3} do not.
+		{Step: 1, Problem: 0, Sample: 0, Candidates: []int{0, 2}, Correct: true},
+		{Step: 1, Problem: 0, Sample: 1, Candidates: []int{2, 0}},
+		{Step: 1, Problem: 0, Sample: 2, Candidates: []int{2, 3}, Correct: true},
+		// Step 2 reads step 1: {1} is wrong, {0} right.
+		{Step: 2, Problem: 0, Sample: 0, Candidates: []int{1}},
+		{Step: 2, Problem: 0, Sample: 1, Candidates: []int{0}, Correct: true},
+	}
+	c, err := tally(recs)
+	require.NoError(t, err)
+	require.Equal(t, counts{search: 5, right: 2, okRight: 1, wrong: 2, okWrong: 1, noVerdict: 1,
+		agg: 5, aggWithRight: 3, aggRightWith: 2, aggRightWithout: 1}, c)
+
+	_, err = tally(append(recs, report.TraceRecord{Step: 1, Problem: 0, Sample: 3, Candidates: []int{9}}))
+	require.ErrorContains(t, err, "candidate 9 of step 0 is not in the file")
+}
+
+func TestRunTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rsa.traces.jsonl")
+	w, err := report.NewTraceWriter(path, nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Commit())
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"base=" + path}, &out))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 3)
+	require.Equal(t, "| base | 0 | - | - | - | - | 0 | - | - | - |", lines[2])
+	require.Error(t, run([]string{path}, &out), "no label")
+	_, err = os.Stat(path)
+	require.NoError(t, err)
+}
