@@ -26,7 +26,7 @@ import (
 // counts are the tallies of one traces file.
 type counts struct {
 	search, right, okRight, wrong, okWrong, noVerdict int
-	agg, aggWithRight, aggRightWith, aggRightWithout   int
+	agg, aggWithRight, aggRightWith, aggRightWithout  int
 }
 
 func tally(recs []report.TraceRecord) (counts, error) {
