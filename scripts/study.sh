@@ -9,7 +9,10 @@
 # tokens.png (accuracy against generated tokens: sequential, majority and
 # RSA on one axis), entropy.png and heldout.png (over training, per
 # algorithm), with the seed range as error bars, and summary.md (mean and
-# range over seeds). Prints the comparison and the wall time.
+# range over seeds), and selfcheck.md (scripts/selfcheck over the RSA
+# traces: how far each model's own checks can be trusted, and what its
+# first aggregation makes of its candidates). Prints the comparison and
+# the wall time.
 #
 # An interrupted study continues where it stopped when run again with the
 # same OUT: finished trainings and evaluations are kept, an unfinished
@@ -46,7 +49,7 @@ if [[ -f $OUT/study.stamp && $(cat "$OUT/study.stamp") != "$stamp" ]] || [[ ! -f
 fi
 # An interrupted study takes its running jobs with it (a rerun must not
 # find a second trainer in a run directory).
-trap 'jobs -p | xargs -r kill 2>/dev/null' EXIT
+trap 'jobs -rp | xargs -r kill 2>/dev/null || true' EXIT
 mkdir -p "$OUT/runs" "$OUT/report" "$OUT/logs"
 rm -f "$OUT"/logs/*.failed
 echo "$stamp" >"$OUT/study.stamp"
@@ -63,10 +66,11 @@ evaluate() { # label seed [--checkpoint DIR]: the evaluations not done yet
 		local extra=()
 		case $mode in
 		passk) extra=(--samples 64) ;;
-		rsa) extra=(--population 8 --subset 4 --rsa-steps 10) ;;
+		rsa) extra=(--population 8 --subset 4 --rsa-steps 10 --traces) ;;
 		sequential) extra=(--samples 16) ;;
 		esac
-		[[ -f $OUT/eval/$label-$mode-$seed/$mode.json ]] && continue # done by an earlier, interrupted study
+		[[ -f $OUT/eval/$label-$mode-$seed/$mode.json && ($mode != rsa || -f $OUT/eval/$label-$mode-$seed/rsa.traces.jsonl) ]] &&
+			continue # done by an earlier, interrupted study
 		"$spiral" eval --quiet --mode "$mode" --limit "$EVALN" --seed 7 --label "$label" "${threads[@]}" \
 			--out "$OUT/eval/$label-$mode-$seed" "${extra[@]}" "$@" >/dev/null || return 1
 	done
@@ -140,4 +144,11 @@ for algo in $first base ${ALGOS#"$first"}; do
 	done
 done
 "$spiral" compare --out "$OUT/report" "${runs[@]}" "${reports[@]}" | tee "$OUT/report/compare.txt"
+# The self-checks of every model's RSA population (scripts/selfcheck).
+go build -o "$OUT/selfcheck" ./scripts/selfcheck
+traces=()
+for r in "${reports[@]}"; do
+	[[ $r == */rsa.json ]] && traces+=("$(basename "$(dirname "$r")" | sed 's/-rsa-/-/')=${r%.json}.traces.jsonl")
+done
+"$OUT/selfcheck" "${traces[@]}" | tee "$OUT/report/selfcheck.md"
 echo "study: $((($(date +%s) - start) / 60)) minutes, $JOBS jobs at once; report in $OUT/report" | tee -a "$OUT/report/compare.txt"

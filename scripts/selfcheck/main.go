@@ -9,8 +9,10 @@
 // For each file, over the search traces (step 0): accuracy, P(ok | right)
 // and P(ok | wrong) (how often a trace's verdict says "ok" when its answer
 // is right or wrong), and P(right | ok), the precision of "ok". Over the
-// aggregation traces (steps >= 1): the share whose candidates held a
-// right answer, the accuracy when they did and when they did not.
+// first aggregation step (step 1, whose candidates are search traces):
+// the share whose candidates held a right answer, the accuracy when they
+// did and when they did not. Later steps are left out: their candidates
+// are aggregations.
 package main
 
 import (
@@ -37,7 +39,10 @@ func tally(recs []report.TraceRecord) (counts, error) {
 		correct[key{r.Step, r.Problem, r.Sample}] = r.Correct
 	}
 	for _, r := range recs {
-		if r.Step > 0 {
+		if r.Step > 1 {
+			continue
+		}
+		if r.Step == 1 {
 			c.agg++
 			with := false
 			for _, m := range r.Candidates {
@@ -90,7 +95,7 @@ func run(args []string, w io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("usage: selfcheck LABEL=FILE.traces.jsonl ...")
 	}
-	fmt.Fprintln(w, "| model | search traces | accuracy | P(ok \\| right) | P(ok \\| wrong) | P(right \\| ok) | aggregations | candidates hold a right one | accuracy, with one | accuracy, without |")
+	fmt.Fprintln(w, "| model | search traces | accuracy | P(ok \\| right) | P(ok \\| wrong) | P(right \\| ok) | step-1 aggregations | candidates hold a right one | accuracy, with one | accuracy, without |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, a := range args {
 		label, path, ok := strings.Cut(a, "=")

@@ -24,14 +24,14 @@ func TestTallyHandComputed(t *testing.T) {
 		{Step: 1, Problem: 0, Sample: 0, Candidates: []int{0, 2}, Correct: true},
 		{Step: 1, Problem: 0, Sample: 1, Candidates: []int{2, 0}},
 		{Step: 1, Problem: 0, Sample: 2, Candidates: []int{2, 3}, Correct: true},
-		// Step 2 reads step 1: {1} is wrong, {0} right.
+		// Step 2 (left out: its candidates are aggregations).
 		{Step: 2, Problem: 0, Sample: 0, Candidates: []int{1}},
 		{Step: 2, Problem: 0, Sample: 1, Candidates: []int{0}, Correct: true},
 	}
 	c, err := tally(recs)
 	require.NoError(t, err)
 	require.Equal(t, counts{search: 5, right: 2, okRight: 1, wrong: 2, okWrong: 1, noVerdict: 1,
-		agg: 5, aggWithRight: 3, aggRightWith: 2, aggRightWithout: 1}, c)
+		agg: 3, aggWithRight: 2, aggRightWith: 1, aggRightWithout: 1}, c)
 
 	_, err = tally(append(recs, report.TraceRecord{Step: 1, Problem: 0, Sample: 3, Candidates: []int{9}}))
 	require.ErrorContains(t, err, "candidate 9 of step 0 is not in the file")
