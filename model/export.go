@@ -26,12 +26,19 @@ import (
 // directory of out is created. ONNX Runtime then computes with exactly the
 // stores' weights.
 func Export(src string, ties []lmgraph.Tie, out string, external bool, stores ...*params.Store) error {
+	return export(src, ties, out, external, nil, stores...)
+}
+
+// export is Export with merges: each base weight named in merges is
+// written as read from src with its adapter's scale x A B added, one
+// tensor at a time (no copy of the merged weights is kept).
+func export(src string, ties []lmgraph.Tie, out string, external bool, merges map[string]loraFactors, stores ...*params.Store) error {
 	m, err := onnx.LoadGraph(src)
 	if err != nil {
 		return fmt.Errorf("model: export: %w", err)
 	}
 	byName := map[string]*params.Tensor{}
-	total := 0
+	total := len(merges)
 	for _, s := range stores {
 		for i := range s.Len() {
 			byName[s.At(i).Name] = s.At(i)
@@ -51,6 +58,16 @@ func Export(src string, ties []lmgraph.Tie, out string, external bool, stores ..
 		name := t.GetName()
 		if tie, ok := tieOf[name]; ok {
 			name = tie.Of
+		}
+		if f, ok := merges[name]; ok {
+			if _, copied := tieOf[t.GetName()]; copied {
+				return fmt.Errorf("model: export: %q is a tied copy of the adapted %q; merging LoRA into tied weights is not supported", t.GetName(), name)
+			}
+			if want := []int64{int64(f.in), int64(f.out)}; !slices.Equal(want, t.GetDims()) || onnx.TensorDType(t) != onnx.Float32 {
+				return fmt.Errorf("model: export: %q is %v %v in %s; its adapter wants float32 %v", name, onnx.TensorDType(t), t.GetDims(), src, want)
+			}
+			replaced++
+			continue
 		}
 		st, ok := byName[name]
 		if !ok {
@@ -86,6 +103,16 @@ func Export(src string, ties []lmgraph.Tie, out string, external bool, stores ..
 		}
 		if st, ok := byName[t.GetName()]; ok {
 			return func(w io.Writer) error { return writeFloats(w, st.Data) }, true
+		}
+		if f, ok := merges[t.GetName()]; ok {
+			return func(w io.Writer) error {
+				buf := make([]float32, f.in*f.out)
+				if err := m.ReadFloat32s(t, buf); err != nil {
+					return fmt.Errorf("%s: %w", t.GetName(), err)
+				}
+				f.addTo(buf)
+				return writeFloats(w, buf)
+			}, true
 		}
 		if onnx.IsExternal(t) {
 			return func(w io.Writer) error { return m.WriteData(t, w) }, true

@@ -14,7 +14,6 @@ import (
 	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/onnx"
-	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 	"github.com/spiral-rl/spiral/model/params"
 )
 
@@ -118,38 +117,22 @@ func sourceAdapters(src string, l lmgraph.LoRA) (*onnx.Model, []lmgraph.Adapter,
 	return m, as, err
 }
 
-// MergeLoRA returns, for each adapter of l on the model at src, its base
-// weight with the adapter merged in: W + scale x A B ([in, out], named as
-// the base initializer), reading W from src and A, B from adapters.
-func MergeLoRA(src string, l lmgraph.LoRA, adapters *params.Store) (*params.Store, error) {
-	m, as, err := sourceAdapters(src, l)
+// loraMerges returns the factors of each adapter of l on the model at
+// src, by the name of its base weight.
+func loraMerges(src string, l lmgraph.LoRA, adapters *params.Store) (map[string]loraFactors, error) {
+	_, as, err := sourceAdapters(src, l)
 	if err != nil {
 		return nil, err
 	}
-	inits := map[string]*onnxpb.TensorProto{}
-	for _, t := range m.Graph().GetInitializer() {
-		inits[t.GetName()] = t
-	}
-	specs := make([]params.Spec, len(as))
-	for i, a := range as {
-		specs[i] = params.Spec{Name: a.Base, Shape: []int64{a.In, a.Out}}
-	}
-	out, err := params.NewStore(specs)
-	if err != nil {
-		return nil, err
-	}
-	for i, a := range as {
+	merges := make(map[string]loraFactors, len(as))
+	for _, a := range as {
 		f, err := adapterFactors(a, l, adapters)
 		if err != nil {
 			return nil, err
 		}
-		w := out.At(i).Data
-		if err := m.ReadFloat32s(inits[a.Base], w); err != nil {
-			return nil, fmt.Errorf("model: lora: %s: %w", a.Base, err)
-		}
-		f.addTo(w)
+		merges[a.Base] = f
 	}
-	return out, nil
+	return merges, nil
 }
 
 // loraFactors are one adapter's trained factors with its scale.
@@ -287,16 +270,19 @@ func transposeInto(dst, x []float32, rows, cols int) {
 // ExportTrained writes the model at src with the trained weights in its
 // graph (Export, ties found as PrepareArtifacts finds them): trained holds
 // the trained parameters, or under LoRA (l enabled) the adapters, which
-// are merged into their base weights (W + alpha/rank A B).
+// are merged into their base weights (W + alpha/rank A B) as each is
+// written, so no copy of the merged weights is held.
 func ExportTrained(src string, l lmgraph.LoRA, trained *params.Store, out string, external bool) error {
 	ties, err := Ties(src)
 	if err != nil {
 		return err
 	}
-	if l.Enabled() {
-		if trained, err = MergeLoRA(src, l, trained); err != nil {
-			return err
-		}
+	if !l.Enabled() {
+		return Export(src, ties, out, external, trained)
 	}
-	return Export(src, ties, out, external, trained)
+	merges, err := loraMerges(src, l, trained)
+	if err != nil {
+		return err
+	}
+	return export(src, ties, out, external, merges)
 }

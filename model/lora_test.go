@@ -107,6 +107,7 @@ func TestLoRAMatchesMergedModel(t *testing.T) {
 			dir := t.TempDir()
 			out := filepath.Join(dir, "model.onnx")
 			require.NoError(t, model.Export(src, man.Ties, out, false, merged))
+			requireONNXMergedStream(t, src, out, p.Weights)
 			cfg, err := os.ReadFile(filepath.Join(filepath.Dir(src), "config.json"))
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644))
@@ -147,6 +148,36 @@ func TestLoRAMatchesMergedModel(t *testing.T) {
 				require.Less(t, relErr(gotB.Data, wantB), 1e-4, "gradient of %s", a.B)
 			}
 		})
+	}
+}
+
+// requireONNXMergedStream checks that ExportTrained, which merges each
+// adapter into its base weight as it writes it, writes the file that the
+// export of the merged weights wrote to want, inline and with external
+// data.
+func requireONNXMergedStream(t *testing.T, src, want string, adapters *params.Store) {
+	t.Helper()
+	got := filepath.Join(t.TempDir(), "model.onnx")
+	require.NoError(t, model.ExportTrained(src, testLoRA, adapters, got, false))
+	a, err := os.ReadFile(want)
+	require.NoError(t, err)
+	b, err := os.ReadFile(got)
+	require.NoError(t, err)
+	require.Equal(t, a, b, "merged as written = merged first")
+
+	ties, err := model.Ties(src)
+	require.NoError(t, err)
+	merged, err := model.MergeLoRA(src, testLoRA, adapters)
+	require.NoError(t, err)
+	ext, extGot := filepath.Join(t.TempDir(), "model.onnx"), filepath.Join(t.TempDir(), "model.onnx")
+	require.NoError(t, model.Export(src, ties, ext, true, merged))
+	require.NoError(t, model.ExportTrained(src, testLoRA, adapters, extGot, true))
+	for _, suffix := range []string{"", "_data"} {
+		a, err := os.ReadFile(ext + suffix)
+		require.NoError(t, err)
+		b, err := os.ReadFile(extGot + suffix)
+		require.NoError(t, err)
+		require.Equal(t, a, b, "external data: merged as written = merged first (%s)", "model.onnx"+suffix)
 	}
 }
 
