@@ -65,14 +65,39 @@ func TestExportsMatchManifest(t *testing.T) {
 	var want exportManifest
 	require.NoError(t, json.Unmarshal(raw, &want))
 	src := filepath.Join(hfFixtureDir, "model.onnx")
+	// The dynamo fixture is the same model exported by PyTorch's dynamo
+	// exporter (weights anonymous, placed by their nodes' name scopes).
+	dynamo := filepath.Join("testdata", "dynamoqwen3", "model.onnx")
 
-	t.Run("hf", func(t *testing.T) {
+	var hfFile []byte
+	for _, tc := range []struct{ name, src string }{{"hf", src}, {"hf from the dynamo export", dynamo}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			none, err := params.NewStore(nil)
+			require.NoError(t, err)
+			_, err = model.ExportHF(tc.src, "", dir, none, lmgraph.LoRA{})
+			require.NoError(t, err)
+			requireSafetensorsMatch(t, filepath.Join(dir, model.HFWeightsFile), want.HF)
+			b, err := os.ReadFile(filepath.Join(dir, model.HFWeightsFile))
+			require.NoError(t, err)
+			if hfFile == nil {
+				hfFile = b
+			} else {
+				require.Equal(t, hfFile, b, "both exporters' graphs give the same weights file")
+			}
+		})
+	}
+
+	t.Run("peft from the dynamo export", func(t *testing.T) {
+		l := lmgraph.LoRA{Rank: want.LoRA.Rank, Alpha: want.LoRA.Alpha, Targets: want.LoRA.Targets}
+		p, err := model.OpenPolicy(modeltest.Runtime(t), dynamo, t.TempDir(), model.PolicyOptions{Artifacts: model.ArtifactOptions{LoRA: l}})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, p.Close()) })
 		dir := t.TempDir()
-		none, err := params.NewStore(nil)
+		n, err := model.ExportPEFT(dynamo, l, p.Weights, "base", dir)
 		require.NoError(t, err)
-		_, err = model.ExportHF(src, "", dir, none, lmgraph.LoRA{})
-		require.NoError(t, err)
-		requireSafetensorsMatch(t, filepath.Join(dir, model.HFWeightsFile), want.HF)
+		require.Equal(t, len(want.PEFT), n)
+		requireSafetensorsMatch(t, filepath.Join(dir, model.PEFTWeightsFile), want.PEFT)
 	})
 
 	t.Run("peft", func(t *testing.T) {

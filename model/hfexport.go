@@ -39,22 +39,54 @@ var (
 	// "/model/layers.0/self_attn/q_proj/MatMul" (a wrapped model:
 	// "/model/model/layers.0/...").
 	hfMatMulRE = regexp.MustCompile(`^(?:/model)?/(?:model/layers\.(\d+)/(self_attn|mlp)/([a-z]+_proj)|(lm_head))/MatMul(?:_\d+)?$`)
+	// hfScopeRE reads the module of a projection from the name scopes
+	// PyTorch's dynamo exporter records on each node (metadata
+	// "pkg.torch.onnx.name_scopes", a Python list of module paths from the
+	// root down: [..., 'model.layers.0.self_attn.q_proj', 'linear']),
+	// with the same optional wrapper prefix.
+	hfScopeRE = regexp.MustCompile(`^(?:model\.)?(model\.layers\.\d+\.(?:self_attn\.[qkvo]_proj|mlp\.(?:gate|up|down)_proj)|lm_head)$`)
+	// quotedRE finds the entries of a Python list of strings.
+	quotedRE = regexp.MustCompile(`'([^']*)'`)
 )
+
+// dynamoModule returns the transformers module a node belongs to by its
+// dynamo name scopes: the innermost scope that is a projection or the
+// head, or "".
+func dynamoModule(n *onnxpb.NodeProto) string {
+	for _, p := range n.GetMetadataProps() {
+		if p.GetKey() != "pkg.torch.onnx.name_scopes" {
+			continue
+		}
+		scopes := quotedRE.FindAllStringSubmatch(p.GetValue(), -1)
+		for i := len(scopes) - 1; i >= 0; i-- {
+			if m := hfScopeRE.FindStringSubmatch(scopes[i][1]); m != nil {
+				return m[1]
+			}
+		}
+	}
+	return ""
+}
 
 // HFParams maps the parameters of the graph m to transformers' Qwen3
 // parameter names, in initializer order: by the initializer's own name
 // when it is one of transformers' (transposed when it is a MatMul's right
-// operand), else by the name of the MatMul node that reads it. With tied
-// (config.json's tie_word_embeddings) lm_head.weight is left out, as
-// transformers ties it to the embedding. It fails, naming the initializer,
-// when a parameter cannot be placed (the dynamo exporter names neither its
-// weights nor its nodes after the modules) or two map to one name.
+// operand), else by the module of the MatMul node that reads it, from the
+// node's name (TorchScript exports) or its name scopes (dynamo exports).
+// A table named lm_head.weight that a Gather reads and no MatMul is the
+// embedding (the dynamo exporter keeps a tied pair under the head's name).
+// With tied (config.json's tie_word_embeddings) lm_head.weight is left
+// out, as transformers ties it to the embedding. It fails, naming the
+// initializer, when a parameter cannot be placed or two map to one name.
 func HFParams(m *onnx.Model, tied bool) ([]HFParam, error) {
 	g := m.Graph()
 	matmulOf := map[string]*onnxpb.NodeProto{} // right operand -> MatMul
+	gathered := map[string]bool{}              // tables of a Gather
 	for _, n := range g.GetNode() {
-		if n.GetOpType() == "MatMul" && len(n.GetInput()) == 2 {
+		switch {
+		case n.GetOpType() == "MatMul" && len(n.GetInput()) == 2:
 			matmulOf[n.GetInput()[1]] = n
+		case n.GetOpType() == "Gather" && len(n.GetInput()) == 2:
+			gathered[n.GetInput()[0]] = true
 		}
 	}
 	var out []HFParam
@@ -68,18 +100,23 @@ func HFParams(m *onnx.Model, tied bool) ([]HFParam, error) {
 		switch {
 		case hfNameRE.MatchString(c.Name):
 			p.Name = hfNameRE.FindStringSubmatch(c.Name)[1]
+			if p.Name == "lm_head.weight" && mm == nil && gathered[c.Name] {
+				p.Name = "model.embed_tokens.weight"
+			}
 		case mm != nil && hfMatMulRE.MatchString(mm.GetName()):
 			s := hfMatMulRE.FindStringSubmatch(mm.GetName())
 			p.Name = "lm_head.weight"
 			if s[4] == "" {
 				p.Name = fmt.Sprintf("model.layers.%s.%s.%s.weight", s[1], s[2], s[3])
 			}
+		case mm != nil && dynamoModule(mm) != "":
+			p.Name = dynamoModule(mm) + ".weight"
 		default:
 			reader := "no MatMul"
 			if mm != nil {
 				reader = fmt.Sprintf("MatMul %q", mm.GetName())
 			}
-			return nil, fmt.Errorf("model: hf export: initializer %q (read by %s) has no transformers name; the graph must keep the module names (optimum/TorchScript exports and spiral's own graphs do, dynamo exports do not)", c.Name, reader)
+			return nil, fmt.Errorf("model: hf export: initializer %q (read by %s) has no transformers name; the graph must keep the module names in its initializer names, MatMul node names (optimum/TorchScript exports, spiral's own graphs) or name scopes (dynamo exports)", c.Name, reader)
 		}
 		if tied && p.Name == "lm_head.weight" {
 			continue

@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -81,11 +82,44 @@ func TestHFWeightsMatchTransformers(t *testing.T) {
 	require.Equal(t, stored.Bytes(), file, "the streamed file holds HFWeights' tensors")
 }
 
-// TestHFParamsRefusesDynamo checks that a graph without module names
-// (the dynamo exporter's) is refused with the initializer named.
-func TestHFParamsRefusesDynamo(t *testing.T) {
+// TestHFParamsDynamo places the dynamo exporter's anonymous weights by
+// their MatMul nodes' name scopes and checks the result against
+// parameters.json, which make_fixture.py wrote from transformers'
+// named_parameters() with the initializers that hold each; without the
+// scopes the graph is refused with the initializer named.
+func TestHFParamsDynamo(t *testing.T) {
 	m, err := onnx.LoadGraph(filepath.Join("testdata", "dynamoqwen3", "model.onnx"))
 	require.NoError(t, err)
+	ps, err := model.HFParams(m, true)
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join("testdata", "dynamoqwen3", "parameters.json"))
+	require.NoError(t, err)
+	var ref struct {
+		Parameters []struct {
+			Name       string   `json:"name"`
+			Same       []string `json:"initializers"`
+			Transposed []string `json:"transposed_initializers"`
+		} `json:"parameters"`
+	}
+	require.NoError(t, json.Unmarshal(b, &ref))
+	got := map[string]model.HFParam{}
+	for _, p := range ps {
+		got[p.Name] = p
+	}
+	require.Len(t, got, len(ref.Parameters), "one tensor per transformers parameter (the tied head left to transformers)")
+	for _, r := range ref.Parameters {
+		p, ok := got[r.Name]
+		require.True(t, ok, "%s placed", r.Name)
+		if p.Transposed {
+			require.Contains(t, r.Transposed, p.Initializer, "%s: a transposed copy", r.Name)
+		} else {
+			require.Contains(t, r.Same, p.Initializer, "%s: a copy in transformers' layout", r.Name)
+		}
+	}
+
+	for _, n := range m.Graph().GetNode() {
+		n.MetadataProps = nil
+	}
 	_, err = model.HFParams(m, true)
 	require.ErrorContains(t, err, "has no transformers name")
 }

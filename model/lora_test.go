@@ -48,8 +48,8 @@ func lowRankGrads(g, a, b []float32, in, r, out int, s float64) (ga, gb []float3
 }
 
 // TestLoRAMatchesMergedModel checks the LoRA graphs against the merged
-// model on spiral's tiny Qwen3 and PyTorch's TorchScript exports (HF
-// fixture, optimum): the trained parameters are the adapters only, the
+// model on spiral's tiny Qwen3, PyTorch's TorchScript exports (HF
+// fixture, optimum) and its dynamo export: the trained parameters are the adapters only, the
 // base frozen; with B = 0 the logits are the base model's; with random
 // A and B the logits equal those of the source with W + s A B exported
 // into it (MergeLoRA, Export), and the adapters' gradients equal s G B^T
@@ -65,6 +65,7 @@ func TestLoRAMatchesMergedModel(t *testing.T) {
 		"tiny":    filepath.Join(tinyDir, "model.onnx"),
 		"hf":      filepath.Join(hfFixtureDir, "model.onnx"),
 		"optimum": filepath.Join("testdata", "optimumqwen3", "model.onnx"),
+		"dynamo":  filepath.Join("testdata", "dynamoqwen3", "model.onnx"),
 	}
 	for name, src := range sources {
 		t.Run(name, func(t *testing.T) {
