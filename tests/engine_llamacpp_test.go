@@ -17,20 +17,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// llamaCppServer is llama.cpp's own OpenAI-compatible server (through
-// xllamacpp) serving the embedded model, converted from spiral's
-// `export --format hf` by scripts/engine/llamacpp_server.py.
-type llamaCppServer struct {
-	url   string
-	stdin io.WriteCloser
-	cmd   *exec.Cmd
-}
-
-// startLlamaCpp exports the embedded model and serves it with llama.cpp.
-// The Python environment is $SPIRAL_ENGINE_PYTHON (make test makes it
+// startLlamaCpp exports the embedded model and serves it with llama.cpp's
+// own OpenAI-compatible server (through xllamacpp), converted to GGUF by
+// scripts/engine/llamacpp_server.py, and returns the API root. The server
+// stops when the test ends. The Python environment is $SPIRAL_ENGINE_PYTHON (make test makes it
 // from scripts/engine/requirements.txt); without it the test skips
 // locally and fails in CI.
-func startLlamaCpp(t *testing.T) *llamaCppServer {
+func startLlamaCpp(t *testing.T) string {
 	t.Helper()
 	py := os.Getenv("SPIRAL_ENGINE_PYTHON")
 	if py == "" {
@@ -57,7 +50,6 @@ func startLlamaCpp(t *testing.T) *llamaCppServer {
 	require.NoError(t, err)
 	cmd.Stderr = logFile
 	require.NoError(t, cmd.Start())
-	s := &llamaCppServer{stdin: stdin, cmd: cmd}
 	t.Cleanup(func() {
 		_ = stdin.Close() // the script exits when its stdin closes
 		done := make(chan error, 1)
@@ -85,20 +77,13 @@ func startLlamaCpp(t *testing.T) *llamaCppServer {
 	case line, ok := <-lines:
 		if !ok || !strings.HasPrefix(line, "listening http://127.0.0.1:") {
 			log, _ := os.ReadFile(logPath)
-			t.Fatalf("llama.cpp server did not start (first line %q); its log:\n%s", line, tail(string(log), 3000))
+			t.Fatalf("llama.cpp server did not start (first line %q); the end of its log:\n%s", line, log[max(0, len(log)-3000):])
 		}
-		s.url = strings.TrimPrefix(line, "listening ") + "/v1"
+		return strings.TrimPrefix(line, "listening ") + "/v1"
 	case <-time.After(2 * time.Minute):
 		t.Fatal("llama.cpp server: no address within 2 minutes")
+		return ""
 	}
-	return s
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
 }
 
 // TestEvalThroughLlamaCpp runs every eval mode through a third-party
@@ -109,8 +94,8 @@ func tail(s string, n int) string {
 // per request).
 func TestEvalThroughLlamaCpp(t *testing.T) {
 	requireRuntime(t)
-	srv := startLlamaCpp(t)
-	engine := []string{"--engine", "openai", "--base-url", srv.url, "--served-model", "embedded", "--engine-concurrency", "4"}
+	url := startLlamaCpp(t)
+	engine := []string{"--engine", "openai", "--base-url", url, "--served-model", "embedded", "--engine-concurrency", "4"}
 
 	greedy := []string{"--limit", "32", "--temperature", "0", "--samples", "2", "--population", "2", "--subset", "2", "--rsa-steps", "1", "--quiet"}
 	for _, mode := range []string{"passk", "sequential", "rsa"} {
