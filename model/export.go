@@ -56,26 +56,23 @@ func export(src string, ties []lmgraph.Tie, out string, external bool, merges ma
 		anyExternal = anyExternal || (onnx.IsExternal(t) && !m.StoredInline(t))
 		size += max(0, onnx.NumElements(t.GetDims())) * int64(max(1, onnx.TensorDType(t).Size()))
 		name := t.GetName()
-		if tie, ok := tieOf[name]; ok {
+		tie, copied := tieOf[name]
+		if copied {
 			name = tie.Of
 		}
+		var want []int64
 		if f, ok := merges[name]; ok {
-			if _, copied := tieOf[t.GetName()]; copied {
+			if copied {
 				return fmt.Errorf("model: export: %q is a tied copy of the adapted %q; merging LoRA into tied weights is not supported", t.GetName(), name)
 			}
-			if want := []int64{int64(f.in), int64(f.out)}; !slices.Equal(want, t.GetDims()) || onnx.TensorDType(t) != onnx.Float32 {
-				return fmt.Errorf("model: export: %q is %v %v in %s; its adapter wants float32 %v", name, onnx.TensorDType(t), t.GetDims(), src, want)
+			want = []int64{int64(f.in), int64(f.out)}
+		} else if st, ok := byName[name]; ok {
+			want = st.Shape
+			if copied && tie.Transposed {
+				want = []int64{st.Shape[1], st.Shape[0]}
 			}
-			replaced++
+		} else {
 			continue
-		}
-		st, ok := byName[name]
-		if !ok {
-			continue
-		}
-		want := st.Shape
-		if tie, ok := tieOf[t.GetName()]; ok && tie.Transposed {
-			want = []int64{st.Shape[1], st.Shape[0]}
 		}
 		if !slices.Equal(want, t.GetDims()) {
 			return fmt.Errorf("model: export: %q has shape %v in %s but %v in the weights", t.GetName(), t.GetDims(), src, want)
@@ -83,7 +80,7 @@ func export(src string, ties []lmgraph.Tie, out string, external bool, merges ma
 		if onnx.TensorDType(t) != onnx.Float32 {
 			return fmt.Errorf("model: export: %q is %v in %s; the weights are float32", t.GetName(), onnx.TensorDType(t), src)
 		}
-		if _, copied := tieOf[t.GetName()]; !copied {
+		if !copied {
 			replaced++
 		}
 	}

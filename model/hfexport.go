@@ -250,23 +250,15 @@ func HFWeights(m *onnx.Model, ps []HFParam, ties []lmgraph.Tie, trained *params.
 // mergeOnRead marks the sources whose initializer is the base weight of
 // an adapter of l (factors in adapters) to have it merged when read.
 func mergeOnRead(src string, l lmgraph.LoRA, adapters *params.Store, srcs []hfSource) error {
-	_, as, err := sourceAdapters(src, l)
+	byBase, err := loraMerges(src, l, adapters)
 	if err != nil {
 		return err
-	}
-	byBase := map[string]*loraFactors{}
-	for _, a := range as {
-		f, err := adapterFactors(a, l, adapters)
-		if err != nil {
-			return err
-		}
-		byBase[a.Base] = &f
 	}
 	exported := map[string]bool{}
 	for i := range srcs {
 		if s := &srcs[i]; s.init != nil {
 			if f, ok := byBase[s.init.GetName()]; ok {
-				s.merge = f
+				s.merge = &f
 				exported[s.init.GetName()] = true
 			}
 		}
