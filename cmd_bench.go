@@ -33,6 +33,9 @@ type benchFlags struct {
 	newTok  int
 	seed    uint64
 	exec    executorFlags
+	// resident: generation in device memory on the CPU too (the CUDA
+	// path's twin).
+	resident bool
 }
 
 func (f *benchFlags) register(fs *pflag.FlagSet) {
@@ -46,6 +49,7 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.prompt, "prompt-tokens", 512, "generate: prompt tokens per row")
 	fs.IntVar(&f.newTok, "new-tokens", 64, "generate: tokens generated per row")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random token ids")
+	fs.BoolVar(&f.resident, "resident", false, "generate: keep the weights and the KV cache in the device's memory on the CPU too (the CUDA path's CPU twin; always so with --device cuda)")
 }
 
 func (f *benchFlags) validate(what string) error {
@@ -247,9 +251,14 @@ type benchGenerateLine struct {
 	PromptTokensPerSecond float64 `json:"prompt_tokens_per_second,omitempty"`
 	// KVCacheBytes is the cache the generation held.
 	KVCacheBytes int64 `json:"kv_cache_bytes,omitempty"`
-	RSSBytes     int64 `json:"rss_bytes"`
-	PeakRSSBytes int64 `json:"peak_rss_bytes"`
-	WeightsBytes int64 `json:"weights_bytes"`
+	// DeviceCopyBytes is what the generation copied between host and
+	// device memory (device-resident generation: --device cuda, or
+	// --resident): the weights once, then per call the token inputs,
+	// cache write indices and last-position logits.
+	DeviceCopyBytes int64 `json:"device_copy_bytes,omitempty"`
+	RSSBytes        int64 `json:"rss_bytes"`
+	PeakRSSBytes    int64 `json:"peak_rss_bytes"`
+	WeightsBytes    int64 `json:"weights_bytes"`
 }
 
 // benchGenerate samples --new-tokens after random prompts of
@@ -258,7 +267,7 @@ type benchGenerateLine struct {
 // per generation.
 func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	start := time.Now()
-	pol, closeAll, err := benchOpen(env, f, model.PolicyOptions{})
+	pol, closeAll, err := benchOpen(env, f, model.PolicyOptions{Resident: f.resident})
 	if err != nil {
 		return err
 	}
@@ -286,6 +295,7 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags) error {
 		}
 	}
 	for step := 1; step <= f.steps; step++ {
+		copied := s.CopiedBytes()
 		_, st, err := s.Generate(ctx, reqs, nil)
 		if err != nil {
 			return err
@@ -293,7 +303,8 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags) error {
 		decode := (st.Elapsed - st.Prefill).Seconds()
 		line := benchGenerateLine{Phase: "generate", Step: step, Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok,
 			Seconds: st.Elapsed.Seconds(), PrefillSeconds: st.Prefill.Seconds(), KVCacheBytes: s.CacheBytes(), WeightsBytes: weights,
-			TokensPerSecond: float64(st.GeneratedTokens) / decode, PromptTokensPerSecond: float64(st.PromptTokens) / st.Prefill.Seconds()}
+			TokensPerSecond: float64(st.GeneratedTokens) / decode, PromptTokensPerSecond: float64(st.PromptTokens) / st.Prefill.Seconds(),
+			DeviceCopyBytes: s.CopiedBytes() - copied}
 		line.RSSBytes, line.PeakRSSBytes = memoryUse()
 		if err := enc.Encode(line); err != nil {
 			return err

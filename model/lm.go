@@ -32,6 +32,16 @@ type LMOptions struct {
 	// CallBytes bounds the temporaries of one Extend call for CallRows;
 	// 0 takes DefaultCallBytes.
 	CallBytes int64
+	// Resident keeps generation in the runtime device's memory: Extend's
+	// weights (copied there when a generation starts: NewRowCache, or a
+	// RowCache's Fit) and the RowCache's keys and values, so that a call
+	// moves only the token ids, mask, positions, the cache write indices
+	// and the logits between host and device (LM.CopiedBytes). On CUDA
+	// this is what keeps ONNX Runtime from copying every weight and the
+	// whole cache to the device on every call; on the CPU it is the twin
+	// of that path, the same calls on host memory, which is what the
+	// tests prove.
+	Resident bool
 }
 
 // DefaultCallBytes is the default LMOptions.CallBytes.
@@ -56,6 +66,9 @@ type LM struct {
 	ortWeights []*ort.Tensor[float32]
 	extend     *ortc.Session
 	views      []*ortc.Value
+	// resident: LMOptions.Resident; res is its state, opened with extend.
+	resident bool
+	res      *resident
 }
 
 // OpenLM reads path's signature and checks the weights; sessions are
@@ -72,7 +85,7 @@ func OpenLM(rt *Runtime, path string, opt LMOptions) (*LM, error) {
 	if err != nil {
 		return nil, err
 	}
-	lm := &LM{sig: sig, rt: rt, path: path, weights: opt.Weights, heads: opt.Heads, callBytes: opt.CallBytes}
+	lm := &LM{sig: sig, rt: rt, path: path, weights: opt.Weights, heads: opt.Heads, callBytes: opt.CallBytes, resident: opt.Resident}
 	if lm.heads <= 0 {
 		lm.heads = sig.KVHeads
 	}
@@ -143,18 +156,24 @@ func (lm *LM) extendSession() (*ortc.Session, error) {
 	if lm.extend != nil {
 		return lm.extend, nil
 	}
-	env, err := lm.rt.api.NewEnv()
-	if err != nil {
-		return nil, err
-	}
-	lm.env = env
-	for _, w := range lm.sig.Weights {
-		src := lm.weights[w.Name]
-		v, err := ortc.NewTensor(env, src.Shape, src.Data)
+	if lm.env == nil {
+		env, err := lm.rt.api.NewEnv()
 		if err != nil {
-			return nil, fmt.Errorf("model: %s: wrap weight %q: %w", lm.path, w.Name, err)
+			return nil, err
 		}
-		lm.views = append(lm.views, v)
+		lm.env = env
+	}
+	if lm.views == nil {
+		for _, w := range lm.sig.Weights {
+			src := lm.weights[w.Name]
+			v, err := ortc.NewTensor(lm.env, src.Shape, src.Data)
+			if err != nil {
+				releaseAll(lm.views)
+				lm.views = nil
+				return nil, fmt.Errorf("model: %s: wrap weight %q: %w", lm.path, w.Name, err)
+			}
+			lm.views = append(lm.views, v)
+		}
 	}
 	out := []string{LogitsOutput}
 	for i := 0; i < lm.sig.Layers; i++ {
@@ -176,9 +195,15 @@ func (lm *LM) extendSession() (*ortc.Session, error) {
 	if err := so.SetCpuMemArena(false); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	s, err := env.NewSessionFile(lm.path, so, lm.graphInputs(), out)
+	s, err := lm.env.NewSessionFile(lm.path, so, lm.graphInputs(), out)
 	if err != nil {
 		return nil, fmt.Errorf("model: %s: %w", lm.path, err)
+	}
+	if lm.resident {
+		if err := lm.openResident(s); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	lm.extend = s
 	return s, nil
@@ -218,6 +243,10 @@ func (lm *LM) Close() error {
 		errs = append(errs, t.Destroy())
 	}
 	lm.ortWeights = nil
+	if lm.res != nil {
+		lm.res.close()
+		lm.res = nil
+	}
 	if lm.extend != nil {
 		lm.extend.Close()
 		lm.extend = nil

@@ -22,9 +22,10 @@ type Policy struct {
 	LM *LM
 	// scorer is the rollout graph with full-sequence logits, opened on
 	// first use by Scorer.
-	scorer *LM
-	feed   map[string]Weight
-	rt     *Runtime
+	scorer   *LM
+	feed     map[string]Weight
+	rt       *Runtime
+	resident bool
 	// Train computes gradients (nil without training).
 	Train *Executor
 }
@@ -40,6 +41,9 @@ type PolicyOptions struct {
 	Executor ExecutorOptions
 	// Seed draws the initial LoRA adapters (unused without LoRA).
 	Seed uint64
+	// Resident keeps generation in device memory (LMOptions.Resident);
+	// always so on a CUDA runtime, and on the CPU the twin of that path.
+	Resident bool
 }
 
 // OpenPolicy prepares (or reuses) the artifacts of src in artifactsDir,
@@ -66,7 +70,8 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Poli
 	if err != nil {
 		return nil, err
 	}
-	if p.LM, err = OpenLM(rt, art.SamplePath(), LMOptions{Weights: p.feed, Heads: hf.NumAttentionHeads}); err != nil {
+	p.resident = opt.Resident || rt.Device().Kind == CUDA
+	if p.LM, err = OpenLM(rt, art.SamplePath(), LMOptions{Weights: p.feed, Heads: hf.NumAttentionHeads, Resident: p.resident}); err != nil {
 		return nil, err
 	}
 	if opt.Train {
@@ -82,7 +87,7 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Poli
 // position (for scoring whole sequences), opening it on first use.
 func (p *Policy) Scorer() (*LM, error) {
 	if p.scorer == nil {
-		lm, err := OpenLM(p.rt, p.Artifacts.RolloutPath(), LMOptions{Weights: p.feed})
+		lm, err := OpenLM(p.rt, p.Artifacts.RolloutPath(), LMOptions{Weights: p.feed, Resident: p.resident})
 		if err != nil {
 			return nil, err
 		}

@@ -25,14 +25,22 @@ import (
 // The buffers live outside the Go heap (package offheap): a cache of
 // gigabytes in the heap would let as much garbage pile up before each
 // collection, and slots never written commit no memory. Free releases
-// them; an unreachable cache is freed by the collector.
+// them; an unreachable cache is freed by the collector. A device-resident
+// LM's cache lives in device memory instead (LMOptions.Resident), and
+// making one, or fitting one to a new generation, has the LM copy its
+// weights to the device before its next call.
 type RowCache struct {
 	layers, kvHeads, headDim int
 	rows, capacity           int
 	lens                     []int
-	mem                      *offheap.Float32s
-	// kv[layer][0|1] is the layer's keys or values, slices of mem.
-	kv [][2][]float32
+	// perBuffer is the number of values each layer's keys (or values)
+	// hold.
+	perBuffer int
+	mem       *offheap.Float32s
+	// kv[layer][0|1] is the layer's keys or values, slices of mem; nil
+	// when the buffers are in device memory (dev).
+	kv  [][2][]float32
+	dev *deviceCache
 	// mask and pos are Extend's scratch, kept so that decoding makes no
 	// garbage per step.
 	mask, pos []int64
@@ -45,6 +53,15 @@ func (lm *LM) NewRowCache(rows, capacity int) (*RowCache, error) {
 	}
 	c := &RowCache{layers: lm.sig.Layers, kvHeads: lm.sig.KVHeads, headDim: lm.sig.HeadDim, rows: rows, capacity: capacity, lens: make([]int, rows)}
 	n := rows * c.kvHeads * capacity * c.headDim
+	c.perBuffer = n
+	if lm.resident {
+		dev, err := lm.newDeviceCache(n)
+		if err != nil {
+			return nil, err
+		}
+		c.dev = dev
+		return c, nil
+	}
 	mem, err := offheap.New(c.layers * 2 * n)
 	if err != nil {
 		return nil, fmt.Errorf("model: row cache of %d rows x %d positions: %w", rows, capacity, err)
@@ -64,6 +81,11 @@ func (lm *LM) NewRowCache(rows, capacity int) (*RowCache, error) {
 // afterwards.
 func (c *RowCache) Free() error {
 	c.kv = nil
+	if c.dev != nil {
+		c.dev.free()
+		c.dev = nil
+		return nil
+	}
 	return c.mem.Free()
 }
 
@@ -76,15 +98,18 @@ func (c *RowCache) Len(r int) int { return c.lens[r] }
 
 // Bytes returns the cache's size.
 func (c *RowCache) Bytes() int64 {
-	return int64(c.layers) * 2 * int64(len(c.kv[0][0])) * 4
+	return int64(c.layers) * 2 * int64(c.perBuffer) * 4
 }
 
 // Fit empties the cache and lays it out for rows x capacity when its
 // buffers hold that many values, reporting whether they do (false
 // changes nothing).
 func (c *RowCache) Fit(rows, capacity int) bool {
-	if rows <= 0 || capacity <= 0 || rows*c.kvHeads*capacity*c.headDim > len(c.kv[0][0]) {
+	if rows <= 0 || capacity <= 0 || rows*c.kvHeads*capacity*c.headDim > c.perBuffer {
 		return false
+	}
+	if c.dev != nil && c.dev.lm.res != nil {
+		c.dev.lm.res.stale = true
 	}
 	c.rows, c.capacity = rows, capacity
 	if cap(c.lens) < rows {
@@ -100,9 +125,16 @@ func (c *RowCache) Clear(r int) { c.lens[r] = 0 }
 
 // Move copies row src into row dst (each head's filled slots), leaving
 // src as it was.
-func (c *RowCache) Move(dst, src int) {
+func (c *RowCache) Move(dst, src int) error {
 	if dst == src {
-		return
+		return nil
+	}
+	if c.dev != nil {
+		if err := c.dev.move(c, dst, src); err != nil {
+			return fmt.Errorf("model: move cache row %d to %d: %w", src, dst, err)
+		}
+		c.lens[dst] = c.lens[src]
+		return nil
 	}
 	n := c.lens[src] * c.headDim
 	stride := c.capacity * c.headDim
@@ -116,6 +148,7 @@ func (c *RowCache) Move(dst, src int) {
 		}
 	}
 	c.lens[dst] = c.lens[src]
+	return nil
 }
 
 // rowValues is the slice of the layer buffer holding rows r0..r0+n.
@@ -148,6 +181,8 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 		return logits, fmt.Errorf("model: extend: %d tokens for %d rows", len(tokens), n)
 	case c.layers != lm.sig.Layers || c.kvHeads != lm.sig.KVHeads || c.headDim != lm.sig.HeadDim:
 		return logits, errors.New("model: extend: cache was made for another model")
+	case (c.dev != nil) != lm.resident || (c.dev != nil && c.dev.lm != lm):
+		return logits, errors.New("model: extend: a device-resident cache serves the LM that made it only")
 	}
 	for i, k := range real {
 		if k < 0 || k > S {
@@ -212,6 +247,20 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 		if err := add(ortc.NewTensor(lm.env, []int64{int64(n), int64(S)}, pos)); err != nil {
 			return logits, err
 		}
+	}
+	if c.dev != nil {
+		lv, err := ortc.NewTensor(lm.env, []int64{int64(n), int64(L), int64(lm.sig.Vocab)}, logits)
+		if err != nil {
+			return logits, fmt.Errorf("model: extend: %w", err)
+		}
+		owned = append(owned, lv)
+		if err := lm.extendOnDevice(sess, c, r0, real, in, lv); err != nil {
+			return logits, fmt.Errorf("model: %s: extend on %s [%d x %d, capacity %d]: %w", lm.path, lm.res.info, n, S, C, err)
+		}
+		for i, k := range real {
+			c.lens[r0+i] += k
+		}
+		return logits, nil
 	}
 	past := []int64{int64(n), int64(c.kvHeads), int64(C), int64(c.headDim)}
 	for l := range c.layers {

@@ -100,7 +100,7 @@ func TestExtendMatchesForward(t *testing.T) {
 					}
 				}
 				// Row 2 replaces row 0, and decodes on there.
-				c.Move(0, 2)
+				require.NoError(t, c.Move(0, 2))
 				tok := int64(5)
 				seqs2 := append(append([]int64(nil), seqs[2]...), tok)
 				logits, err = lm.Extend(context.Background(), c, 0, []int64{tok}, []int{1}, logits)

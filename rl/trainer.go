@@ -206,11 +206,19 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 	}
 
 	// 1. Rollout with dynamic sampling: keep informative problems only.
+	copies, counted := t.gen.(interface{ CopiedBytes() int64 })
+	var copied int64
+	if counted {
+		copied = copies.CopiedBytes()
+	}
 	examples, err := t.collect(ctx, &m, progress)
 	if err != nil {
 		return m, err
 	}
 	m.RolloutSeconds = time.Since(start).Seconds()
+	if counted {
+		m.DeviceCopyBytes = copies.CopiedBytes() - copied
+	}
 
 	// 2. Loss and gradients over all examples, token-mean over the batch.
 	trainStart := time.Now()

@@ -56,6 +56,20 @@ func (trainerFakeGen) Generate(_ context.Context, reqs []rollout.Request, _ roll
 	return out, rollout.Stats{}, nil
 }
 
+// copyingGen is trainerFakeGen on a device: each generation copies 100
+// bytes between host and device.
+type copyingGen struct {
+	trainerFakeGen
+	copied int64
+}
+
+func (g *copyingGen) Generate(ctx context.Context, reqs []rollout.Request, p rollout.Progress) ([]rollout.Completion, rollout.Stats, error) {
+	g.copied += 100
+	return g.trainerFakeGen.Generate(ctx, reqs, p)
+}
+
+func (g *copyingGen) CopiedBytes() int64 { return g.copied }
+
 // trainerFakeLearner records the batches and adds a gradient of ones per
 // micro-batch (scaled by its share), so the batch gradient is all ones.
 type trainerFakeLearner struct {
@@ -115,6 +129,33 @@ func TestTrainerStep(t *testing.T) {
 	require.InDelta(t, 2.0, m.GradNorm, 1e-9)
 	for _, v := range w.At(0).Data {
 		require.InDelta(t, -0.1, v, 1e-6)
+	}
+	require.Zero(t, m.DeviceCopyBytes, "generation on host memory copies nothing")
+}
+
+// TestTrainerCountsDeviceCopies: a step's metrics carry what its
+// rollouts copied between host and device, the generator's counter over
+// the step alone (100 bytes per generation call of the fake).
+func TestTrainerCountsDeviceCopies(t *testing.T) {
+	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2, 2}}})
+	require.NoError(t, err)
+	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
+	require.NoError(t, err)
+	ds := data.NewDataset("t", []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}})
+	cfg := DefaultConfig()
+	cfg.Problems, cfg.MaxDrawRounds, cfg.Pipeline = 1, 3, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}
+	gen := &copyingGen{copied: 5000}
+	tr, err := NewTrainer(cfg, TrainerParts{Generator: gen, Prompter: trainerFakePrompter{}, Learner: &trainerFakeLearner{},
+		Judge: trainerJudge, Problems: data.NewStream(ds, 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
+		Schedule: optim.Schedule{PeakLR: 0.1}})
+	require.NoError(t, err)
+	for range 2 {
+		before := gen.copied
+		m, err := tr.TrainStep(context.Background(), nil)
+		require.NoError(t, err)
+		require.Positive(t, m.DeviceCopyBytes)
+		require.Equal(t, gen.copied-before, m.DeviceCopyBytes)
+		require.Zero(t, m.DeviceCopyBytes%100)
 	}
 }
 

@@ -191,6 +191,11 @@ func (s *Sampler) freeCache() {
 	s.cache = nil
 }
 
+// CopiedBytes returns the bytes the sampler's LM has copied between host
+// and device memory so far (LM.CopiedBytes: 0 unless generation is
+// device-resident).
+func (s *Sampler) CopiedBytes() int64 { return s.lm.CopiedBytes() }
+
 // CacheBytes returns the size of the KV cache the sampler holds (0 when
 // none).
 func (s *Sampler) CacheBytes() int64 {
@@ -288,7 +293,10 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 				progress(len(fresh))
 			}
 		}
-		active = s.retire(active)
+		var err error
+		if active, err = s.retire(active); err != nil {
+			return nil, st, err
+		}
 		if len(active) == 0 {
 			continue
 		}
@@ -312,7 +320,9 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 		if progress != nil {
 			progress(B)
 		}
-		active = s.retire(active)
+		if active, err = s.retire(active); err != nil {
+			return nil, st, err
+		}
 	}
 	st.Elapsed = time.Since(start)
 	return outs, st, nil
@@ -492,14 +502,16 @@ func (s *Sampler) isStopID(id int32) bool {
 
 // retire drops finished rows from the batch, moving the others' cache
 // rows up so that active[i] keeps holding row i.
-func (s *Sampler) retire(active []*row) []*row {
+func (s *Sampler) retire(active []*row) ([]*row, error) {
 	kept := active[:0]
 	for i, r := range active {
 		if r.done {
 			continue
 		}
-		s.cache.Move(len(kept), i)
+		if err := s.cache.Move(len(kept), i); err != nil {
+			return nil, fmt.Errorf("rollout: %w", err)
+		}
 		kept = append(kept, r)
 	}
-	return kept
+	return kept, nil
 }

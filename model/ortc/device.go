@@ -26,6 +26,14 @@ static char* spiral_alloc_on(const OrtApi* api, OrtAllocator* a, const int64_t* 
 
 static void spiral_release_ort_value(const OrtApi* api, OrtValue* v) { api->ReleaseValue(v); }
 
+// spiral_view makes a tensor over bytes of memory at base + off (device
+// memory included: the pointer is never dereferenced here).
+static char* spiral_view(const OrtApi* api, const OrtMemoryInfo* info, void* base, size_t off, size_t bytes,
+		const int64_t* shape, size_t rank, int elem, OrtValue** out) {
+	return spiral_msg_ext(api, api->CreateTensorWithDataAsOrtValue(info, (char*)base + off, bytes, shape, rank,
+		(ONNXTensorElementDataType)elem, out));
+}
+
 static char* spiral_create_binding(const OrtApi* api, OrtSession* s, OrtIoBinding** out) {
 	return spiral_msg_ext(api, api->CreateIoBinding(s, out));
 }
@@ -71,6 +79,7 @@ static char* spiral_bound_outputs(const OrtApi* api, OrtIoBinding* b, OrtValue**
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"unsafe"
@@ -144,12 +153,20 @@ func (a *Allocator) Release() {
 // undefined), freed by Release. On a device its data cannot be read from
 // Go (Float32s panics); a Copier moves it.
 func AllocOn[T element](a *Allocator, shape []int64) (*Value, error) {
+	return a.alloc(shape, elemOf[T]())
+}
+
+// AllocLike returns a tensor in a's memory of v's shape and element type
+// (contents undefined).
+func (a *Allocator) AllocLike(v *Value) (*Value, error) { return a.alloc(v.shape, v.elem) }
+
+func (a *Allocator) alloc(shape []int64, elem ElemType) (*Value, error) {
 	var dims *C.int64_t
 	if len(shape) > 0 {
 		dims = (*C.int64_t)(unsafe.Pointer(&shape[0]))
 	}
 	var p *C.OrtValue
-	if err := status(C.spiral_alloc_on(a.api.api, a.a, dims, C.size_t(len(shape)), C.int(elemOf[T]()), &p)); err != nil {
+	if err := status(C.spiral_alloc_on(a.api.api, a.a, dims, C.size_t(len(shape)), C.int(elem), &p)); err != nil {
 		return nil, fmt.Errorf("ortc: allocate %v on %s: %w", shape, a.info, err)
 	}
 	v, err := a.api.describe(p)
@@ -157,7 +174,46 @@ func AllocOn[T element](a *Allocator, shape []int64) (*Value, error) {
 		C.spiral_release_ort_value(a.api.api, p)
 		return nil, fmt.Errorf("ortc: allocate %v on %s: %w", shape, a.info, err)
 	}
+	v.info = a.info
 	return v, nil
+}
+
+// View returns a tensor of the given shape over v's elements from offset
+// on, in the same memory (device memory included) and without a copy:
+// runs that write the view write v. v must come from AllocOn; the view
+// keeps it alive, and releasing the view leaves v as it is.
+func (v *Value) View(offset int, shape []int64) (*Value, error) {
+	if v.info == nil {
+		return nil, errors.New("ortc: view of a tensor not allocated on a memory info")
+	}
+	n := 1
+	for _, d := range shape {
+		if d < 0 {
+			return nil, fmt.Errorf("ortc: view shape %v has a negative dim", shape)
+		}
+		n *= int(d)
+	}
+	if offset < 0 || n == 0 || offset+n > v.n {
+		return nil, fmt.Errorf("ortc: view of %d values from %d in a tensor of %d", n, offset, v.n)
+	}
+	dims := append([]int64(nil), shape...)
+	var pdims *C.int64_t
+	if len(dims) > 0 {
+		pdims = (*C.int64_t)(unsafe.Pointer(&dims[0]))
+	}
+	var p *C.OrtValue
+	size := v.elem.Size()
+	if err := status(C.spiral_view(v.api.api, v.info.info, v.data, C.size_t(offset*size), C.size_t(n*size),
+		pdims, C.size_t(len(dims)), C.int(v.elem), &p)); err != nil {
+		return nil, fmt.Errorf("ortc: view %v on %s: %w", shape, v.info, err)
+	}
+	w, err := v.api.describe(p)
+	if err != nil {
+		C.spiral_release_ort_value(v.api.api, p)
+		return nil, fmt.Errorf("ortc: view %v on %s: %w", shape, v.info, err)
+	}
+	w.info, w.keep = v.info, v
+	return w, nil
 }
 
 // Binding binds a session's inputs and outputs to values (IoBinding), so

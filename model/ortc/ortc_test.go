@@ -229,3 +229,53 @@ func TestBindingCPUTwin(t *testing.T) {
 	_, err = s.NewAllocator(cuda)
 	require.ErrorContains(t, err, "allocator for Cuda:0")
 }
+
+// TestViewWritesItsTensor checks Value.View on the CPU twin: a run whose
+// output is bound to a view of rows 1..2 of a tensor writes those rows of
+// it and leaves the others, a view reads what its tensor holds, and
+// views out of range or of tensors not allocated on a memory info are
+// refused.
+func TestViewWritesItsTensor(t *testing.T) {
+	env, so := openEnv(t)
+	s := addSession(t, env, so)
+	info, err := env.NewMemoryInfo("Cpu", 0)
+	require.NoError(t, err)
+	defer info.Release()
+	alloc, err := s.NewAllocator(info)
+	require.NoError(t, err)
+	defer alloc.Release()
+
+	whole, err := ortc.AllocOn[float32](alloc, []int64{4, 2})
+	require.NoError(t, err)
+	defer whole.Release()
+	copy(whole.Float32s(), []float32{-1, -1, -1, -1, -1, -1, -1, -1})
+	a, err := ortc.NewTensor(env, []int64{2, 2}, []float32{1, 2, 3, 4})
+	require.NoError(t, err)
+	defer a.Release()
+	bias, err := ortc.NewTensor(env, []int64{2}, []float32{10, 20})
+	require.NoError(t, err)
+	defer bias.Release()
+	rows, err := whole.View(2, []int64{2, 2})
+	require.NoError(t, err)
+	defer rows.Release()
+	require.Equal(t, []int64{2, 2}, rows.Shape())
+
+	b, err := s.NewBinding()
+	require.NoError(t, err)
+	defer b.Release()
+	require.NoError(t, b.BindInput("a", a))
+	require.NoError(t, b.BindInput("b", bias))
+	require.NoError(t, b.BindOutput("y", rows))
+	require.NoError(t, b.BindOutputTo("s", info))
+	require.NoError(t, s.RunBinding(b))
+	require.Equal(t, []float32{-1, -1, 11, 22, 13, 24, -1, -1}, whole.Float32s())
+	last, err := whole.View(6, []int64{1, 2})
+	require.NoError(t, err)
+	defer last.Release()
+	require.Equal(t, []float32{-1, -1}, last.Float32s())
+
+	_, err = whole.View(6, []int64{2, 2})
+	require.ErrorContains(t, err, "4 values from 6 in a tensor of 8")
+	_, err = a.View(0, []int64{2})
+	require.ErrorContains(t, err, "not allocated on a memory info")
+}

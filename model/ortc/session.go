@@ -172,6 +172,9 @@ type Value struct {
 	keep  any // the Go slice a view reads
 	// device: the data is in device memory, not readable from Go.
 	device bool
+	// info is the memory a tensor from AllocOn (or a view of one) lives
+	// in; nil otherwise.
+	info *MemoryInfo
 }
 
 // OnDevice reports whether v's data is in device memory (not readable

@@ -1,0 +1,441 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+
+	ort "github.com/yalue/onnxruntime_go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/ortc"
+)
+
+// resident is what a device-resident LM (LMOptions.Resident) keeps for
+// Extend in the runtime device's memory: the weights, copied there when a
+// generation starts, and the session that writes new keys and values into
+// a RowCache whose buffers live there too. Per call only the token ids,
+// the mask, the positions, the cache write indices and the logits cross
+// between host and device, all through one Copier, whose bytes are
+// LM.CopiedBytes. With the CPU's memory info it is the CPU twin of the
+// CUDA path: the same calls, host memory.
+type resident struct {
+	info  *ortc.MemoryInfo
+	alloc *ortc.Allocator
+	// so outlives the copier's sessions, which it configures.
+	so     *ort.SessionOptions
+	copier *ortc.Copier
+	// writer is the cache write graph (cacheWriteModel), zero the one
+	// that clears a new cache's buffers (zeroModel).
+	writer, zero *ortc.Session
+	// weights are the device copies of LM.views, in Signature().Weights
+	// order; stale says a generation has started since they were copied.
+	weights []*ortc.Value
+	stale   bool
+	// caches are the live device caches, freed with the LM: their
+	// memory belongs to alloc.
+	caches map[*deviceCache]bool
+}
+
+// memoryInfoName is the ONNX Runtime memory info of a device.
+func memoryInfoName(d Device) string {
+	if d.Kind == CUDA {
+		return "Cuda"
+	}
+	return "Cpu"
+}
+
+// openResident prepares the device state for the Extend session s.
+func (lm *LM) openResident(s *ortc.Session) (err error) {
+	r := &resident{stale: true, caches: map[*deviceCache]bool{}}
+	defer func() {
+		if err != nil {
+			r.close()
+		}
+	}()
+	d := lm.rt.Device()
+	if r.info, err = lm.env.NewMemoryInfo(memoryInfoName(d), d.ID); err != nil {
+		return fmt.Errorf("model: %s: %w", lm.path, err)
+	}
+	if r.alloc, err = s.NewAllocator(r.info); err != nil {
+		return fmt.Errorf("model: %s: %w", lm.path, err)
+	}
+	if r.so, err = lm.rt.NewSessionOptions(); err != nil {
+		return err
+	}
+	r.copier = lm.env.NewCopier(r.so)
+	raw, err := cacheWriteModel(2 * lm.sig.Layers)
+	if err != nil {
+		return fmt.Errorf("model: cache write graph: %w", err)
+	}
+	if r.writer, err = lm.env.NewSession(raw, r.so, cacheWriteInputs(2*lm.sig.Layers), cacheWriteOutputs(2*lm.sig.Layers)); err != nil {
+		return fmt.Errorf("model: cache write graph: %w", err)
+	}
+	if raw, err = zeroModel(); err != nil {
+		return fmt.Errorf("model: cache zero graph: %w", err)
+	}
+	if r.zero, err = lm.env.NewSession(raw, r.so, []string{"shape"}, []string{"zeros"}); err != nil {
+		return fmt.Errorf("model: cache zero graph: %w", err)
+	}
+	for _, host := range lm.views {
+		v, err := r.alloc.AllocLike(host)
+		if err != nil {
+			return fmt.Errorf("model: %s: weights on %s: %w", lm.path, r.info, err)
+		}
+		r.weights = append(r.weights, v)
+	}
+	lm.res = r
+	return nil
+}
+
+// syncWeights copies the host weights to the device if a generation has
+// started since the last copy.
+func (lm *LM) syncWeights() error {
+	r := lm.res
+	if !r.stale {
+		return nil
+	}
+	for i, host := range lm.views {
+		if err := r.copier.Copy(r.weights[i], host); err != nil {
+			return fmt.Errorf("model: %s: copy weight %q to %s: %w", lm.path, lm.sig.Weights[i].Name, r.info, err)
+		}
+	}
+	r.stale = false
+	return nil
+}
+
+// upload copies host values to a new device tensor.
+func (r *resident) upload(host *ortc.Value, err error) (*ortc.Value, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer host.Release()
+	v, err := r.alloc.AllocLike(host)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.copier.Copy(v, host); err != nil {
+		v.Release()
+		return nil, err
+	}
+	return v, nil
+}
+
+func (r *resident) close() {
+	for d := range r.caches {
+		d.free()
+	}
+	for _, v := range r.weights {
+		v.Release()
+	}
+	r.weights = nil
+	for _, s := range []*ortc.Session{r.writer, r.zero} {
+		if s != nil {
+			s.Close()
+		}
+	}
+	if r.copier != nil {
+		r.copier.Close()
+	}
+	if r.so != nil {
+		r.so.Destroy()
+	}
+	r.alloc.Release()
+	r.info.Release()
+}
+
+// CopiedBytes returns the bytes a device-resident LM has copied between
+// host and device memory so far (0 for an LM on host memory).
+func (lm *LM) CopiedBytes() int64 {
+	if lm.res == nil {
+		return 0
+	}
+	return lm.env.CopiedBytes()
+}
+
+// cacheWriteModel is the graph that copies key and value vectors into
+// caches in place: for each of n caches, out_j = ScatterND(cache_j,
+// dst_index, GatherND(new_j, src_index)), indices [M, 3] over (row, head,
+// slot). Each out_j is bound to cache_j's own memory: ScatterND writes
+// its output's rows and, output and input being one buffer, copies
+// nothing else (ONNX Runtime's CPU and CUDA kernels skip the input copy
+// when they are the same).
+func cacheWriteModel(n int) ([]byte, error) {
+	b := onnx.NewGraphBuilder("cache_write")
+	index := []onnx.Dim{onnx.P("M"), onnx.D(3)}
+	dst := b.Input("dst_index", onnx.Int64, index...)
+	src := b.Input("src_index", onnx.Int64, index...)
+	for j := range n {
+		cache := b.Input(fmt.Sprintf("cache_%d", j), onnx.Float32, onnx.P("rows"), onnx.P("heads"), onnx.P("slots"), onnx.P("dim"))
+		fresh := b.Input(fmt.Sprintf("new_%d", j), onnx.Float32, onnx.P("n"), onnx.P("heads"), onnx.P("span"), onnx.P("dim"))
+		vecs := b.Node("GatherND", []string{fresh, src})
+		out := fmt.Sprintf("out_%d", j)
+		b.NodeTo("ScatterND", []string{cache, dst, vecs}, []string{out})
+		b.Output(out, onnx.Float32, onnx.P("rows"), onnx.P("heads"), onnx.P("slots"), onnx.P("dim"))
+	}
+	return proto.Marshal(b.Model(18).Proto)
+}
+
+// zeroModel is ConstantOfShape(shape) of float32 zeros, run with its
+// output bound to a new cache buffer: device memory comes uninitialised,
+// and a NaN in a masked slot would still reach the attention output (0 x
+// NaN). The shape stays in host memory, where the kernel reads it.
+func zeroModel() ([]byte, error) {
+	b := onnx.NewGraphBuilder("zeros")
+	shape := b.Input("shape", onnx.Int64, onnx.D(1))
+	b.NodeTo("ConstantOfShape", []string{shape}, []string{"zeros"}, onnx.AttrTensor("value", onnx.NewTensor("value", []int64{1}, []float32{0})))
+	b.Output("zeros", onnx.Float32, onnx.P("n"))
+	return proto.Marshal(b.Model(18).Proto)
+}
+
+// zeroFill sets every value of the flat buffer v to 0.
+func (r *resident) zeroFill(env *ortc.Env, v *ortc.Value) error {
+	shape, err := ortc.NewTensor(env, []int64{1}, []int64{int64(v.Len())})
+	if err != nil {
+		return err
+	}
+	defer shape.Release()
+	b, err := r.zero.NewBinding()
+	if err != nil {
+		return err
+	}
+	defer b.Release()
+	if err := errors.Join(b.BindInput("shape", shape), b.BindOutput("zeros", v)); err != nil {
+		return err
+	}
+	return r.zero.RunBinding(b)
+}
+
+func cacheWriteInputs(n int) []string {
+	in := []string{"dst_index", "src_index"}
+	for j := range n {
+		in = append(in, fmt.Sprintf("cache_%d", j), fmt.Sprintf("new_%d", j))
+	}
+	return in
+}
+
+func cacheWriteOutputs(n int) []string {
+	var out []string
+	for j := range n {
+		out = append(out, fmt.Sprintf("out_%d", j))
+	}
+	return out
+}
+
+// deviceCache is a RowCache's buffers in device memory: for every layer,
+// keys and values each one flat tensor laid out as RowCache says.
+type deviceCache struct {
+	lm *LM
+	kv [][2]*ortc.Value
+	// values per buffer
+	n int
+}
+
+// newDeviceCache allocates layers x 2 buffers of n values on lm's device
+// and marks the weights for copying (a generation starts).
+func (lm *LM) newDeviceCache(n int) (*deviceCache, error) {
+	if _, err := lm.extendSession(); err != nil {
+		return nil, err
+	}
+	d := &deviceCache{lm: lm, n: n, kv: make([][2]*ortc.Value, lm.sig.Layers)}
+	for l := range d.kv {
+		for j := range 2 {
+			v, err := ortc.AllocOn[float32](lm.res.alloc, []int64{int64(n)})
+			if err == nil {
+				d.kv[l][j] = v
+				err = lm.res.zeroFill(lm.env, v)
+			}
+			if err != nil {
+				d.free()
+				return nil, fmt.Errorf("model: row cache on %s: %w", lm.res.info, err)
+			}
+		}
+	}
+	lm.res.stale = true
+	lm.res.caches[d] = true
+	return d, nil
+}
+
+// free releases the buffers (again: nothing).
+func (d *deviceCache) free() {
+	for l := range d.kv {
+		for j := range 2 {
+			d.kv[l][j].Release()
+		}
+	}
+	d.kv = nil
+	if d.lm.res != nil {
+		delete(d.lm.res.caches, d)
+	}
+}
+
+// views returns, per buffer (layer-major, keys before values), rows r0..
+// r0+n of c's layout as [n, kv_heads, capacity, head_dim] tensors.
+func (d *deviceCache) views(c *RowCache, r0, n int) ([]*ortc.Value, error) {
+	per := c.kvHeads * c.capacity * c.headDim
+	shape := []int64{int64(n), int64(c.kvHeads), int64(c.capacity), int64(c.headDim)}
+	var out []*ortc.Value
+	for l := range d.kv {
+		for j := range 2 {
+			v, err := d.kv[l][j].View(r0*per, shape)
+			if err != nil {
+				releaseAll(out)
+				return nil, err
+			}
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+func releaseAll(vs []*ortc.Value) {
+	for _, v := range vs {
+		v.Release()
+	}
+}
+
+// write copies vectors into the whole cache c in place: for each buffer
+// b, the vectors at src_index of srcs[b] to dst_index of c.
+func (d *deviceCache) write(c *RowCache, srcs []*ortc.Value, dstIndex, srcIndex []int64) error {
+	M := len(dstIndex) / 3
+	if M == 0 {
+		return nil
+	}
+	r := d.lm.res
+	shape := []int64{int64(M), 3}
+	dst, err := r.upload(ortc.NewTensor(d.lm.env, shape, dstIndex))
+	if err != nil {
+		return err
+	}
+	defer dst.Release()
+	src, err := r.upload(ortc.NewTensor(d.lm.env, shape, srcIndex))
+	if err != nil {
+		return err
+	}
+	defer src.Release()
+	whole, err := d.views(c, 0, c.rows)
+	if err != nil {
+		return err
+	}
+	defer releaseAll(whole)
+	b, err := r.writer.NewBinding()
+	if err != nil {
+		return err
+	}
+	defer b.Release()
+	bind := func(name string, v *ortc.Value, output bool) error {
+		if output {
+			return b.BindOutput(name, v)
+		}
+		return b.BindInput(name, v)
+	}
+	if err := errors.Join(bind("dst_index", dst, false), bind("src_index", src, false)); err != nil {
+		return err
+	}
+	for j, v := range whole {
+		if err := errors.Join(bind(fmt.Sprintf("cache_%d", j), v, false), bind(fmt.Sprintf("new_%d", j), srcs[j], false),
+			bind(fmt.Sprintf("out_%d", j), v, true)); err != nil {
+			return err
+		}
+	}
+	return r.writer.RunBinding(b)
+}
+
+// move copies row src of c into row dst on the device.
+func (d *deviceCache) move(c *RowCache, dst, src int) error {
+	k := c.lens[src]
+	dstIndex := make([]int64, 0, 3*k*c.kvHeads)
+	srcIndex := make([]int64, 0, 3*k*c.kvHeads)
+	for h := range c.kvHeads {
+		for t := range k {
+			dstIndex = append(dstIndex, int64(dst), int64(h), int64(t))
+			srcIndex = append(srcIndex, int64(src), int64(h), int64(t))
+		}
+	}
+	whole, err := d.views(c, 0, c.rows)
+	if err != nil {
+		return err
+	}
+	defer releaseAll(whole)
+	return d.write(c, whole, dstIndex, srcIndex)
+}
+
+// extendOnDevice is Extend's run on a device cache: the token inputs go
+// to the device, the graph reads the past and the weights where they
+// are, its new keys and values stay there and are written into the rows'
+// next slots, and only the logits come back.
+func (lm *LM) extendOnDevice(sess *ortc.Session, c *RowCache, r0 int, real []int, host []*ortc.Value, logits *ortc.Value) error {
+	r := lm.res
+	if err := lm.syncWeights(); err != nil {
+		return err
+	}
+	b, err := sess.NewBinding()
+	if err != nil {
+		return err
+	}
+	defer b.Release()
+	names := lm.graphInputs()
+	var owned []*ortc.Value
+	defer func() { releaseAll(owned) }()
+	for i, h := range host {
+		v, err := r.upload(h, nil)
+		if err != nil {
+			return err
+		}
+		owned = append(owned, v)
+		if err := b.BindInput(names[i], v); err != nil {
+			return err
+		}
+	}
+	n := len(real)
+	past, err := c.dev.views(c, r0, n)
+	if err != nil {
+		return err
+	}
+	owned = append(owned, past...)
+	at := len(host)
+	for _, v := range append(past, r.weights...) {
+		if err := b.BindInput(names[at], v); err != nil {
+			return err
+		}
+		at++
+	}
+	out, err := r.alloc.AllocLike(logits)
+	if err != nil {
+		return err
+	}
+	owned = append(owned, out)
+	outNames := sess.Outputs()
+	if err := b.BindOutput(outNames[0], out); err != nil {
+		return err
+	}
+	for _, name := range outNames[1:] {
+		if err := b.BindOutputTo(name, r.info); err != nil {
+			return err
+		}
+	}
+	if err := sess.RunBinding(b); err != nil {
+		return err
+	}
+	res, err := b.Outputs()
+	if err != nil {
+		return err
+	}
+	owned = append(owned, res...)
+	if err := r.copier.Copy(logits, out); err != nil {
+		return err
+	}
+	// The new keys and values: [n, kv_heads, span, head_dim] whose last
+	// real[i] slots of row i are new.
+	span := int(res[1].Shape()[2])
+	var dstIndex, srcIndex []int64
+	for i, k := range real {
+		for h := range c.kvHeads {
+			for t := range k {
+				dstIndex = append(dstIndex, int64(r0+i), int64(h), int64(c.lens[r0+i]+t))
+				srcIndex = append(srcIndex, int64(i), int64(h), int64(span-k+t))
+			}
+		}
+	}
+	return c.dev.write(c, res[1:], dstIndex, srcIndex)
+}

@@ -1,0 +1,165 @@
+package model_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/modeltest"
+)
+
+// generationScript drives lm through what generation does to a cache and
+// returns the logits of every call: three prompts of different lengths
+// prefilled together in chunks (right-aligned, with padding), decoding,
+// a finished row replaced by moving another onto it, a row cleared and
+// refilled, and a second generation on the same buffers (Fit) after
+// change moves the weights (an optimiser step between generations).
+func generationScript(t *testing.T, lm *model.LM, change func()) [][]float32 {
+	t.Helper()
+	ctx := context.Background()
+	V := lm.Signature().Vocab
+	r := rand.New(rand.NewPCG(5, 5))
+	tok := func() int64 { return int64(1 + r.IntN(V-1)) }
+	c, err := lm.NewRowCache(3, 16)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Free()) }()
+	var out [][]float32
+	call := func(r0 int, tokens []int64, real []int) {
+		logits, err := lm.Extend(ctx, c, r0, tokens, real, nil)
+		require.NoError(t, err)
+		out = append(out, logits)
+	}
+	lens := []int{7, 2, 5}
+	const chunk = 3
+	for c0 := 0; c0 < 9; c0 += chunk {
+		tokens := make([]int64, 3*chunk)
+		real := make([]int, 3)
+		for i, n := range lens {
+			real[i] = max(0, min(chunk, c0+chunk-(9-n)))
+			for j := chunk - real[i]; j < chunk; j++ {
+				tokens[i*chunk+j] = tok()
+			}
+		}
+		call(0, tokens, real)
+	}
+	for range 2 {
+		call(0, []int64{tok(), tok(), tok()}, []int{1, 1, 1})
+	}
+	require.NoError(t, c.Move(0, 2))
+	call(0, []int64{tok(), tok()}, []int{1, 1})
+	c.Clear(2)
+	call(2, []int64{tok(), tok(), tok(), tok()}, []int{4})
+	call(1, []int64{tok(), tok()}, []int{1, 1})
+
+	change()
+	require.True(t, c.Fit(2, 20))
+	call(0, []int64{tok(), tok(), tok(), 0, tok(), tok()}, []int{3, 2})
+	call(0, []int64{tok(), tok()}, []int{1, 1})
+	return out
+}
+
+// TestResidentMatchesHost is the CPU twin of device-resident generation:
+// the same LM calls with the weights and the cache in memory of the
+// runtime's device (here the CPU's, through ONNX Runtime's allocator,
+// IoBinding and copies) give bit-identical logits to the host path on
+// every export, for the sampling graph and the full-sequence one, through
+// moves, clears, a second generation on the same buffers and a weight
+// change between generations.
+func TestResidentMatchesHost(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	for name, src := range executorSources(t) {
+		t.Run(name, func(t *testing.T) {
+			var logits [2][][][]float32
+			for i, resident := range []bool{false, true} {
+				p, err := model.OpenPolicy(rt, src, t.TempDir(), model.PolicyOptions{Resident: resident})
+				require.NoError(t, err)
+				change := func() {
+					w := p.Weights.Flat()
+					for j := range w {
+						w[j] *= 0.9
+					}
+				}
+				for _, lm := range []*model.LM{p.LM, scorerOf(t, p)} {
+					logits[i] = append(logits[i], generationScript(t, lm, change))
+				}
+				require.NoError(t, p.Close())
+			}
+			require.Equal(t, logits[0], logits[1])
+		})
+	}
+}
+
+// TestResidentCopies counts what crosses between host and device
+// (LM.CopiedBytes) on the CPU twin, by hand on the tiny model (2 layers,
+// 2 KV heads, vocabulary 100, position ids): every weight once when a
+// generation starts, then per call only the token ids, mask and
+// positions (int64), the last position's logits (float32) and the cache
+// write indices (a destination and a source int64 triple per head of
+// each new position, shared by every layer's keys and values): nothing
+// of the size of the cache or the weights. The host path copies nothing through the counter.
+func TestResidentCopies(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	path, _ := tinyDir(t)
+	p, err := model.OpenPolicy(rt, path, t.TempDir(), model.PolicyOptions{Resident: true})
+	require.NoError(t, err)
+	defer p.Close()
+	lm := p.LM
+	sig := lm.Signature()
+	require.True(t, sig.HasPositionIDs)
+	require.True(t, sig.LastLogitsOnly)
+	weightBytes := int64(0)
+	for _, w := range sig.Weights {
+		n := int64(4)
+		for _, d := range w.Shape {
+			n *= d
+		}
+		weightBytes += n
+	}
+	frozen := p.Frozen.NumParams()
+	require.Equal(t, int64(4*(p.Weights.NumParams()+frozen)), weightBytes)
+
+	const rows, capacity = 3, 10
+	c, err := lm.NewRowCache(rows, capacity)
+	require.NoError(t, err)
+	defer c.Free()
+	callBytes := func(n, S, newVectors int) int64 {
+		tokens, mask, pos := n*S*8, n*(capacity+S)*8, n*S*8
+		logits := n * 1 * sig.Vocab * 4
+		index := 2 * newVectors * sig.KVHeads * 3 * 8
+		return int64(tokens + mask + pos + logits + index)
+	}
+	ctx := context.Background()
+	before := lm.CopiedBytes()
+	_, err = lm.Extend(ctx, c, 0, []int64{1, 2, 3, 0, 4, 5, 0, 0, 6}, []int{3, 2, 1}, nil)
+	require.NoError(t, err)
+	require.Equal(t, weightBytes+callBytes(3, 3, 6), lm.CopiedBytes()-before, "prefill, the generation's first call")
+	for range 3 {
+		before = lm.CopiedBytes()
+		_, err = lm.Extend(ctx, c, 0, []int64{7, 8, 9}, []int{1, 1, 1}, nil)
+		require.NoError(t, err)
+		require.Equal(t, callBytes(3, 1, 3), lm.CopiedBytes()-before, "a decode step")
+	}
+	before = lm.CopiedBytes()
+	require.NoError(t, c.Move(0, 2))
+	require.Equal(t, int64(2*(1+3)*sig.KVHeads*3*8), lm.CopiedBytes()-before, "a move copies its indices only")
+	require.True(t, c.Fit(rows, capacity))
+	before = lm.CopiedBytes()
+	_, err = lm.Extend(ctx, c, 0, []int64{7, 8, 9}, []int{1, 1, 1}, nil)
+	require.NoError(t, err)
+	require.Equal(t, weightBytes+callBytes(3, 1, 3), lm.CopiedBytes()-before, "a new generation copies the weights again")
+
+	host, err := model.OpenPolicy(rt, path, t.TempDir(), model.PolicyOptions{})
+	require.NoError(t, err)
+	defer host.Close()
+	hc, err := host.LM.NewRowCache(1, 4)
+	require.NoError(t, err)
+	defer hc.Free()
+	_, err = host.LM.Extend(ctx, hc, 0, []int64{1}, []int{1}, nil)
+	require.NoError(t, err)
+	require.Zero(t, host.LM.CopiedBytes())
+	_, err = lm.Extend(ctx, hc, 0, []int64{1}, []int{1}, nil)
+	require.ErrorContains(t, err, "device-resident cache serves the LM that made it only")
+}
