@@ -29,6 +29,13 @@ type ExecutorOptions struct {
 	// sub-layer, blocks.Block.Tail), which runs on chunks of positions;
 	// default DefaultMLPBytes.
 	MLPBytes int64
+	// Resident feeds the graphs device copies of the parameters (in the
+	// runtime device's memory; on the CPU the twin of that path), copied
+	// when a store's version (params.Store.Touch) has moved since the
+	// last copy: once per optimiser step instead of on every call. On a
+	// CUDA runtime it is always so. Activations and gradients still
+	// return to the host.
+	Resident bool
 }
 
 // Defaults of ExecutorOptions.
@@ -70,6 +77,8 @@ type Executor struct {
 	step  map[string]bool
 	pool  map[string][]float32
 	times StepTimes
+	// dev, with Resident, holds the device copies of views.
+	dev *deviceParams
 }
 
 // StepTimes splits the last Accumulate call's wall time.
@@ -123,8 +132,31 @@ func OpenExecutor(rt *Runtime, art *Artifacts, weights, frozen *params.Store, op
 	if err := e.openSessions(rt); err != nil {
 		return nil, errors.Join(err, e.Close())
 	}
+	if opt.Resident || rt.Device().Kind == CUDA {
+		if e.dev, err = e.openDeviceParams(rt, []*params.Store{weights, frozen}); err != nil {
+			return nil, errors.Join(fmt.Errorf("model: executor: %w", err), e.Close())
+		}
+	}
 	e.markStep()
 	return e, nil
+}
+
+// weight returns the tensor the graphs read parameter name from: its
+// device copy with Resident, else the view of its store.
+func (e *Executor) weight(name string) *ortc.Value {
+	if e.dev != nil {
+		return e.dev.values[name]
+	}
+	return e.views[name]
+}
+
+// CopiedBytes returns the bytes a Resident executor has copied between
+// host and device memory so far (0 otherwise).
+func (e *Executor) CopiedBytes() int64 {
+	if e.dev == nil {
+		return 0
+	}
+	return e.env.CopiedBytes()
 }
 
 // openSessions creates one session per distinct graph of the program.
@@ -254,6 +286,10 @@ func (e *Executor) markStep() {
 
 // Close releases the sessions and views (not the stores).
 func (e *Executor) Close() error {
+	if e.dev != nil {
+		e.dev.close()
+		e.dev = nil
+	}
 	for _, s := range e.sess {
 		s.Close()
 	}
@@ -330,6 +366,11 @@ func (e *Executor) Accumulate(ctx context.Context, b TrainBatch, scale float32, 
 	defer st.gradVal.release()
 	e.times = StepTimes{}
 	start := time.Now()
+	if e.dev != nil {
+		if err := e.dev.sync(); err != nil {
+			return fmt.Errorf("model: executor: %w", err)
+		}
+	}
 	if err := e.bindInputs(st); err != nil {
 		return err
 	}
@@ -447,7 +488,7 @@ func (e *Executor) gather(st *stepState, p *blocks.Piece) ([]*ortc.Value, error)
 		in = append(in, v)
 	}
 	for _, w := range p.Weights {
-		in = append(in, e.views[w])
+		in = append(in, e.weight(w))
 	}
 	return in, nil
 }
@@ -824,7 +865,7 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 			in = append(in, v)
 		}
 		for _, wn := range h.Weights {
-			in = append(in, e.views[wn])
+			in = append(in, e.weight(wn))
 		}
 		in = append(in, wrap(ortc.NewTensor(e.env, chunkShape, tgt)), wrap(ortc.NewTensor(e.env, chunkShape, adv)),
 			wrap(ortc.NewTensor(e.env, chunkShape, old)), wrap(ortc.NewTensor(e.env, chunkShape, w)),

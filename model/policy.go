@@ -41,8 +41,10 @@ type PolicyOptions struct {
 	Executor ExecutorOptions
 	// Seed draws the initial LoRA adapters (unused without LoRA).
 	Seed uint64
-	// Resident keeps generation in device memory (LMOptions.Resident);
-	// always so on a CUDA runtime, and on the CPU the twin of that path.
+	// Resident keeps generation in device memory (LMOptions.Resident)
+	// and feeds training device copies of the parameters
+	// (ExecutorOptions.Resident); always so on a CUDA runtime, and on the
+	// CPU the twin of that path.
 	Resident bool
 }
 
@@ -76,7 +78,9 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Poli
 	}
 	if opt.Train {
 		p.Grads = w.NewGrads()
-		if p.Train, err = OpenExecutor(rt, art, w, frozen, opt.Executor); err != nil {
+		eo := opt.Executor
+		eo.Resident = eo.Resident || p.resident
+		if p.Train, err = OpenExecutor(rt, art, w, frozen, eo); err != nil {
 			return nil, errors.Join(err, p.Close())
 		}
 	}

@@ -3,12 +3,15 @@ package model
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	ort "github.com/yalue/onnxruntime_go"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/ortc"
+	"github.com/spiral-rl/spiral/model/params"
 )
 
 // resident is what a device-resident LM (LMOptions.Resident) keeps for
@@ -20,11 +23,7 @@ import (
 // LM.CopiedBytes. With the CPU's memory info it is the CPU twin of the
 // CUDA path: the same calls, host memory.
 type resident struct {
-	info  *ortc.MemoryInfo
-	alloc *ortc.Allocator
-	// so outlives the copier's sessions, which it configures.
-	so     *ort.SessionOptions
-	copier *ortc.Copier
+	*deviceMemory
 	// writer is the cache write graph (cacheWriteModel), zero the one
 	// that clears a new cache's buffers (zeroModel).
 	writer, zero *ortc.Session
@@ -37,33 +36,67 @@ type resident struct {
 	caches map[*deviceCache]bool
 }
 
-// memoryInfoName is the ONNX Runtime memory info of a device.
-func memoryInfoName(d Device) string {
+// deviceMemory is the runtime device's memory as a session sees it: its
+// memory info, the session's allocator for it, and a Copier between it
+// and the host, whose bytes the Env counts.
+type deviceMemory struct {
+	info  *ortc.MemoryInfo
+	alloc *ortc.Allocator
+	// so outlives the copier's sessions (and any other session made for
+	// this memory), which it configures.
+	so     *ort.SessionOptions
+	copier *ortc.Copier
+}
+
+// openDeviceMemory returns rt's device memory through session s of env.
+func openDeviceMemory(rt *Runtime, env *ortc.Env, s *ortc.Session) (m *deviceMemory, err error) {
+	m = &deviceMemory{}
+	defer func() {
+		if err != nil {
+			m.close()
+		}
+	}()
+	d := rt.Device()
+	name := "Cpu"
 	if d.Kind == CUDA {
-		return "Cuda"
+		name = "Cuda"
 	}
-	return "Cpu"
+	if m.info, err = env.NewMemoryInfo(name, d.ID); err != nil {
+		return nil, err
+	}
+	if m.alloc, err = s.NewAllocator(m.info); err != nil {
+		return nil, err
+	}
+	if m.so, err = rt.NewSessionOptions(); err != nil {
+		return nil, err
+	}
+	m.copier = env.NewCopier(m.so)
+	return m, nil
+}
+
+func (m *deviceMemory) close() {
+	if m.copier != nil {
+		m.copier.Close()
+	}
+	if m.so != nil {
+		m.so.Destroy()
+	}
+	m.alloc.Release()
+	m.info.Release()
 }
 
 // openResident prepares the device state for the Extend session s.
 func (lm *LM) openResident(s *ortc.Session) (err error) {
-	r := &resident{stale: true, caches: map[*deviceCache]bool{}}
+	mem, err := openDeviceMemory(lm.rt, lm.env, s)
+	if err != nil {
+		return fmt.Errorf("model: %s: %w", lm.path, err)
+	}
+	r := &resident{deviceMemory: mem, stale: true, caches: map[*deviceCache]bool{}}
 	defer func() {
 		if err != nil {
 			r.close()
 		}
 	}()
-	d := lm.rt.Device()
-	if r.info, err = lm.env.NewMemoryInfo(memoryInfoName(d), d.ID); err != nil {
-		return fmt.Errorf("model: %s: %w", lm.path, err)
-	}
-	if r.alloc, err = s.NewAllocator(r.info); err != nil {
-		return fmt.Errorf("model: %s: %w", lm.path, err)
-	}
-	if r.so, err = lm.rt.NewSessionOptions(); err != nil {
-		return err
-	}
-	r.copier = lm.env.NewCopier(r.so)
 	raw, err := cacheWriteModel(2 * lm.sig.Layers)
 	if err != nil {
 		return fmt.Errorf("model: cache write graph: %w", err)
@@ -134,14 +167,7 @@ func (r *resident) close() {
 			s.Close()
 		}
 	}
-	if r.copier != nil {
-		r.copier.Close()
-	}
-	if r.so != nil {
-		r.so.Destroy()
-	}
-	r.alloc.Release()
-	r.info.Release()
+	r.deviceMemory.close()
 }
 
 // CopiedBytes returns the bytes a device-resident LM has copied between
@@ -438,4 +464,75 @@ func (lm *LM) extendOnDevice(sess *ortc.Session, c *RowCache, r0 int, real []int
 		}
 	}
 	return c.dev.write(c, res[1:], dstIndex, srcIndex)
+}
+
+// deviceParams are device copies of the executor's parameter views,
+// refreshed per store when its version moves (params.Store.Touch).
+type deviceParams struct {
+	*deviceMemory
+	stores []*params.Store
+	// copied[i] is the version of stores[i] on the device (before the
+	// first sync, one that is not its current version).
+	copied []uint64
+	values map[string]*ortc.Value
+	// host[i] are stores[i]'s views, paired with their device copies.
+	host [][]*ortc.Value
+}
+
+// openDeviceParams allocates device copies of the views of stores' tensors
+// (copied on the first sync).
+func (e *Executor) openDeviceParams(rt *Runtime, stores []*params.Store) (d *deviceParams, err error) {
+	keys := slices.Sorted(maps.Keys(e.sess))
+	if len(keys) == 0 {
+		return nil, errors.New("no session to allocate device memory through")
+	}
+	mem, err := openDeviceMemory(rt, e.env, e.sess[keys[0]])
+	if err != nil {
+		return nil, err
+	}
+	d = &deviceParams{deviceMemory: mem, stores: stores, values: map[string]*ortc.Value{}}
+	defer func() {
+		if err != nil {
+			d.close()
+		}
+	}()
+	for _, s := range stores {
+		var host []*ortc.Value
+		for i := range s.Len() {
+			name := s.At(i).Name
+			v, err := d.alloc.AllocLike(e.views[name])
+			if err != nil {
+				return nil, fmt.Errorf("parameter %q on %s: %w", name, d.info, err)
+			}
+			d.values[name] = v
+			host = append(host, e.views[name])
+		}
+		d.host = append(d.host, host)
+		d.copied = append(d.copied, s.Version()-1) // differs from the current version
+	}
+	return d, nil
+}
+
+// sync copies each store whose version moved since its last copy.
+func (d *deviceParams) sync() error {
+	for i, s := range d.stores {
+		if d.copied[i] == s.Version() {
+			continue
+		}
+		for k := range s.Len() {
+			if err := d.copier.Copy(d.values[s.At(k).Name], d.host[i][k]); err != nil {
+				return fmt.Errorf("copy parameter %q to %s: %w", s.At(k).Name, d.info, err)
+			}
+		}
+		d.copied[i] = s.Version()
+	}
+	return nil
+}
+
+func (d *deviceParams) close() {
+	for _, v := range d.values {
+		v.Release()
+	}
+	d.values = nil
+	d.deviceMemory.close()
 }

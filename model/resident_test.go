@@ -3,12 +3,16 @@ package model_test
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/rl"
 )
 
 // generationScript drives lm through what generation does to a cache and
@@ -162,4 +166,72 @@ func TestResidentCopies(t *testing.T) {
 	require.Zero(t, host.LM.CopiedBytes())
 	_, err = lm.Extend(ctx, hc, 0, []int64{1}, []int{1}, nil)
 	require.ErrorContains(t, err, "device-resident cache serves the LM that made it only")
+}
+
+// TestResidentTrainingMatchesHost is the CPU twin of training on device
+// copies of the parameters: two steps (gradients of a micro-batch with
+// small attention, loss and MLP chunks, then AdamW) give bit-identical
+// gradients, loss, log-probabilities and updated weights to the host
+// path, full fine-tune and LoRA. The copies (Executor.CopiedBytes) are
+// every parameter on the first call, nothing more until the weights
+// change, then the trained weights alone: the frozen ones never move.
+func TestResidentTrainingMatchesHost(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	sources := executorSources(t)
+	type tcase struct {
+		src  string
+		lora lmgraph.LoRA
+	}
+	cases := map[string]tcase{"tiny-lora": {sources["tiny"], lmgraph.LoRA{Rank: 2, Alpha: 4, Targets: lmgraph.LoRATargets}}}
+	for name, src := range sources {
+		cases[name] = tcase{src: src}
+	}
+	small := model.ExecutorOptions{AttentionBytes: 4 << 10, LossChunkBytes: 4 << 10, MLPBytes: 30 << 10}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			type outcome struct {
+				grads  [][]float32
+				res    []model.TrainResult
+				copies []int64
+				final  []float32
+			}
+			var got [2]outcome
+			for i, resident := range []bool{false, true} {
+				p, err := model.OpenPolicy(rt, tc.src, t.TempDir(), model.PolicyOptions{Train: true, Executor: small, Resident: resident,
+					Artifacts: model.ArtifactOptions{LoRA: tc.lora}, Seed: 3})
+				require.NoError(t, err)
+				opt, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)
+				require.NoError(t, err)
+				samples := randomSamples(rand.New(rand.NewPCG(8, 8)), 3, p.LM.Signature().Vocab)
+				bs, _, err := rl.MicroBatches(samples, 0, 0.2, 0.28)
+				require.NoError(t, err)
+				ctx := context.Background()
+				for range 2 {
+					for range 2 { // the same batch twice: the second call copies nothing
+						p.Grads.Zero()
+						before := p.Train.CopiedBytes()
+						var res model.TrainResult
+						require.NoError(t, p.Train.Accumulate(ctx, bs[0], 0.5, p.Grads, &res))
+						got[i].copies = append(got[i].copies, p.Train.CopiedBytes()-before)
+						got[i].grads = append(got[i].grads, slices.Clone(p.Grads.Flat()))
+						got[i].res = append(got[i].res, res)
+					}
+					require.NoError(t, opt.Step(p.Weights, p.Grads, 1e-2))
+				}
+				got[i].final = slices.Clone(p.Weights.Flat())
+				if resident {
+					trained, frozen := int64(4*p.Weights.NumParams()), int64(4*p.Frozen.NumParams())
+					require.Equal(t, []int64{trained + frozen, 0, trained, 0}, got[i].copies)
+					if tc.lora.Rank > 0 {
+						require.Greater(t, frozen, trained, "LoRA: the frozen base outweighs the adapters")
+					}
+				}
+				require.NoError(t, p.Close())
+			}
+			require.Equal(t, got[0].grads, got[1].grads)
+			require.Equal(t, got[0].res, got[1].res)
+			require.Equal(t, got[0].final, got[1].final)
+			require.Equal(t, []int64{0, 0, 0, 0}, got[0].copies, "the host path copies nothing")
+		})
+	}
 }

@@ -49,7 +49,7 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 		out := []*ortc.Value{nil, nil, nil}
 		if err := e.runOwned(e.prog.Head.Stats, out, func(t tensors) {
 			t.f32([]int64{int64(hi - lo), int64(hidden)}, zs[lo*hidden:hi*hidden])
-			t.view(e.views[h.Table])
+			t.view(e.weight(h.Table))
 			t.i64([]int64{int64(hi - lo)}, tgt[lo:hi])
 		}); err != nil {
 			return err

@@ -69,7 +69,7 @@ func (e *Executor) tailForward(st *stepState, p *blocks.Piece, dst values) error
 	}
 	in := make([]*ortc.Value, 1, 1+len(p.Weights))
 	for _, w := range p.Weights {
-		in = append(in, e.views[w])
+		in = append(in, e.weight(w))
 	}
 	var y *ortc.Value
 	for _, c := range e.tailChunks(p, n) {
@@ -125,7 +125,7 @@ func (e *Executor) tailBackward(st *stepState, p *blocks.Piece) error {
 	}
 	in := make([]*ortc.Value, 1, 2+len(p.Weights))
 	for _, w := range p.Weights {
-		in = append(in, e.views[w])
+		in = append(in, e.weight(w))
 	}
 	in = append(in, nil)
 	for _, c := range e.tailChunks(p, n) {

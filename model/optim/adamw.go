@@ -208,6 +208,7 @@ func (o *AdamW) Step(w, g *params.Store, lr float64) error {
 		}
 	}
 	o.parallel(k.run)
+	w.Touch()
 	o.step++
 	return nil
 }

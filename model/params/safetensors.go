@@ -580,6 +580,9 @@ func ReadParts(r io.Reader, h *Header, parts ...Part) error {
 			return fmt.Errorf("params: safetensors: read %q: %w", ti.Name, noEOF(err))
 		}
 	}
+	for _, p := range parts {
+		p.Store.Touch()
+	}
 	return nil
 }
 

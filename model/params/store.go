@@ -29,6 +29,8 @@ type Store struct {
 	flat    []float32
 	tensors []Tensor
 	index   map[string]int
+	// version counts the changes recorded by Touch.
+	version uint64
 }
 
 // NumElements returns the product of shape's dimensions (1 for a scalar,
@@ -212,7 +214,18 @@ func equalShape(a, b []int64) bool {
 }
 
 // Zero sets every value of s to 0 (for gradients: ZeroGrads).
-func (s *Store) Zero() { clear(s.flat) }
+func (s *Store) Zero() {
+	clear(s.flat)
+	s.Touch()
+}
+
+// Touch records that s's values changed. Writers through Flat or a
+// Tensor's Data call it (the optimiser's step, a checkpoint's load), so
+// that copies of s elsewhere (device memory) know to refresh.
+func (s *Store) Touch() { s.version++ }
+
+// Version returns the number of changes recorded so far (Touch).
+func (s *Store) Version() uint64 { return s.version }
 
 // CopyFrom copies every value of src into s; the layouts must match.
 func (s *Store) CopyFrom(src *Store) error {
