@@ -33,8 +33,7 @@ type benchFlags struct {
 	newTok  int
 	seed    uint64
 	exec    executorFlags
-	// resident: generation in device memory on the CPU too (the CUDA
-	// path's twin).
+	// resident: the device layer on the CPU too (the CUDA path's twin).
 	resident bool
 }
 
@@ -49,7 +48,7 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.prompt, "prompt-tokens", 512, "generate: prompt tokens per row")
 	fs.IntVar(&f.newTok, "new-tokens", 64, "generate: tokens generated per row")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random token ids")
-	fs.BoolVar(&f.resident, "resident", false, "generate: keep the weights and the KV cache in the device's memory on the CPU too (the CUDA path's CPU twin; always so with --device cuda)")
+	fs.BoolVar(&f.resident, "resident", false, "keep generation's weights and KV cache, and training's parameters, in the device's memory on the CPU too (the CUDA path's CPU twin; always so with --device cuda)")
 }
 
 func (f *benchFlags) validate(what string) error {
@@ -105,6 +104,10 @@ type benchTrainLine struct {
 	// every device, a check between them.
 	NLL      float64 `json:"nll,omitempty"`
 	GradNorm float64 `json:"grad_norm,omitempty"`
+	// DeviceCopyBytes is what the step copied between host and device
+	// memory through the device layer (--device cuda, or --resident):
+	// the parameters, once per update.
+	DeviceCopyBytes int64 `json:"device_copy_bytes,omitempty"`
 	// RSSBytes is the resident set now, PeakRSSBytes the process's peak so
 	// far (VmHWM); WeightsBytes the trained and frozen parameters.
 	RSSBytes     int64 `json:"rss_bytes"`
@@ -139,7 +142,7 @@ func benchOpen(env *cliEnv, f *benchFlags, opts model.PolicyOptions) (pol *model
 // one JSON line after opening and one per step.
 func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	start := time.Now()
-	pol, closeAll, err := benchOpen(env, f, model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: model.ArtifactOptions{LoRA: f.lora}, Seed: f.seed})
+	pol, closeAll, err := benchOpen(env, f, model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: model.ArtifactOptions{LoRA: f.lora}, Seed: f.seed, Resident: f.resident})
 	if err != nil {
 		return err
 	}
@@ -166,6 +169,7 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 			return err
 		}
 		t0 := time.Now()
+		copied := pol.Train.CopiedBytes()
 		pol.Grads.Zero()
 		if err := pol.Train.Accumulate(ctx, b, 1, pol.Grads, &res); err != nil {
 			return err
@@ -178,7 +182,8 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 		}
 		line := benchTrainLine{Phase: "step", Step: step, Rows: f.rows, Toks: f.tokens, Seconds: time.Since(t0).Seconds(),
 			ForwardSeconds: times.Forward.Seconds(), LossSeconds: times.Loss.Seconds(), BackwardSeconds: times.Backward.Seconds(),
-			OptimizerSeconds: time.Since(t1).Seconds(), WeightsBytes: weights, NLL: meanNLL(b, res), GradNorm: norm}
+			OptimizerSeconds: time.Since(t1).Seconds(), WeightsBytes: weights, NLL: meanNLL(b, res), GradNorm: norm,
+			DeviceCopyBytes: pol.Train.CopiedBytes() - copied}
 		line.TokensPerSecond = float64(f.rows*f.tokens) / t1.Sub(t0).Seconds()
 		line.RSSBytes, line.PeakRSSBytes = memoryUse()
 		if err := enc.Encode(line); err != nil {

@@ -97,10 +97,11 @@ type Metrics struct {
 	EngineLogProbDiff    float64 `json:"engine_logprob_diff,omitempty"`
 	EngineLogProbMaxDiff float64 `json:"engine_logprob_max_diff,omitempty"`
 	EngineLogProbTokens  int     `json:"engine_logprob_tokens,omitempty"`
-	// DeviceCopyBytes is what the step's rollouts copied between host
-	// and device memory (device-resident generation: the weights once
-	// per generation, then token ids, masks, cache indices and logits);
-	// absent when generation runs on host memory.
+	// DeviceCopyBytes is what the step copied between host and device
+	// memory through the device layer (--device cuda): generation's
+	// weights once per generation, then token ids, masks, cache indices
+	// and logits per call; training's parameters once per update.
+	// Absent on the host path.
 	DeviceCopyBytes int64 `json:"device_copy_bytes,omitempty"`
 	// Timing: wall seconds of rollout, training and the whole step, and
 	// training positions (rows x length) per second.

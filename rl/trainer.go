@@ -206,19 +206,12 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 	}
 
 	// 1. Rollout with dynamic sampling: keep informative problems only.
-	copies, counted := t.gen.(interface{ CopiedBytes() int64 })
-	var copied int64
-	if counted {
-		copied = copies.CopiedBytes()
-	}
+	copied := t.deviceCopies()
 	examples, err := t.collect(ctx, &m, progress)
 	if err != nil {
 		return m, err
 	}
 	m.RolloutSeconds = time.Since(start).Seconds()
-	if counted {
-		m.DeviceCopyBytes = copies.CopiedBytes() - copied
-	}
 
 	// 2. Loss and gradients over all examples, token-mean over the batch.
 	trainStart := time.Now()
@@ -250,9 +243,22 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 	if m.TrainSeconds > 0 {
 		m.TrainTokensPerSecond = float64(m.TrainTokens) / m.TrainSeconds
 	}
+	m.DeviceCopyBytes = t.deviceCopies() - copied
 	m.StepSeconds = time.Since(start).Seconds()
 	t.step++
 	return m, nil
+}
+
+// deviceCopies sums the bytes the generator and the learner have copied
+// between host and device memory so far (those that count them).
+func (t *Trainer) deviceCopies() int64 {
+	var n int64
+	for _, c := range []any{t.gen, t.learner} {
+		if c, ok := c.(interface{ CopiedBytes() int64 }); ok {
+			n += c.CopiedBytes()
+		}
+	}
+	return n
 }
 
 // collect rolls out problems until cfg.Problems informative ones are kept

@@ -133,9 +133,24 @@ func TestTrainerStep(t *testing.T) {
 	require.Zero(t, m.DeviceCopyBytes, "generation on host memory copies nothing")
 }
 
-// TestTrainerCountsDeviceCopies: a step's metrics carry what its
-// rollouts copied between host and device, the generator's counter over
-// the step alone (100 bytes per generation call of the fake).
+// copyingLearner is trainerFakeLearner on a device: each call copies 7
+// bytes.
+type copyingLearner struct {
+	trainerFakeLearner
+	copied int64
+}
+
+func (l *copyingLearner) Accumulate(ctx context.Context, b model.TrainBatch, scale float32, grads *params.Store, res *model.TrainResult) error {
+	l.copied += 7
+	return l.trainerFakeLearner.Accumulate(ctx, b, scale, grads, res)
+}
+
+func (l *copyingLearner) CopiedBytes() int64 { return l.copied }
+
+// TestTrainerCountsDeviceCopies: a step's metrics carry what it copied
+// between host and device, the generator's and the learner's counters
+// over the step alone (100 bytes per generation call and 7 per
+// micro-batch of the fakes).
 func TestTrainerCountsDeviceCopies(t *testing.T) {
 	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2, 2}}})
 	require.NoError(t, err)
@@ -145,17 +160,19 @@ func TestTrainerCountsDeviceCopies(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Problems, cfg.MaxDrawRounds, cfg.Pipeline = 1, 3, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}
 	gen := &copyingGen{copied: 5000}
-	tr, err := NewTrainer(cfg, TrainerParts{Generator: gen, Prompter: trainerFakePrompter{}, Learner: &trainerFakeLearner{},
+	learner := &copyingLearner{copied: 300}
+	tr, err := NewTrainer(cfg, TrainerParts{Generator: gen, Prompter: trainerFakePrompter{}, Learner: learner,
 		Judge: trainerJudge, Problems: data.NewStream(ds, 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
 		Schedule: optim.Schedule{PeakLR: 0.1}})
 	require.NoError(t, err)
 	for range 2 {
-		before := gen.copied
+		gens, calls := gen.copied, learner.copied
 		m, err := tr.TrainStep(context.Background(), nil)
 		require.NoError(t, err)
-		require.Positive(t, m.DeviceCopyBytes)
-		require.Equal(t, gen.copied-before, m.DeviceCopyBytes)
-		require.Zero(t, m.DeviceCopyBytes%100)
+		require.Positive(t, gen.copied-gens)
+		require.Positive(t, learner.copied-calls)
+		require.Equal(t, gen.copied-gens+learner.copied-calls, m.DeviceCopyBytes)
+		require.Equal(t, int64(7*len(learner.batches)), learner.copied-300)
 	}
 }
 

@@ -21,9 +21,9 @@
 # ids, masks, cache write indices and the last logits crossing: the
 # bench lines' device_copy_bytes); its CPU twin is what CI proves
 # (model TestResidentMatchesHost), and step 2 runs it here first. The
-# training step still feeds host tensors (ONNX Runtime copies the
-# weights to the GPU per call), so the bench train figures measure that
-# path.
+# training step reads device copies of the parameters, copied once per
+# update, but its activations and gradients still cross per call, so the
+# bench train figures measure that path.
 #
 # It needs what setup installs (Go modules, the tokenizers library, both
 # ONNX Runtime builds): on a GPU machine without network, run setup
@@ -52,7 +52,7 @@ M=$OUT/qwen3-0.6b
 [[ -f $M/model.onnx ]] || "$S" init-model --config qwen3-0.6b --tokenizer byte --out "$M" >/dev/null
 
 step "the CPU twin of device-resident generation, and the sampler on it"
-go test -count=1 -run 'TestResident|TestView|TestBindingCPUTwin|TestSamplerResident' ./model/... ./rollout/
+go test -count=1 -run 'TestResident|TestView|TestBindingCPUTwin|TestSamplerResident|TestTrainerCountsDeviceCopies' ./model/... ./rollout/ ./rl/
 
 step "CPU against CUDA: greedy generations"
 for model in embedded "$M"; do
