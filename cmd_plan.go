@@ -128,6 +128,8 @@ type planReport struct {
 	// MaxGenRows is the most rows of --gen-capacity positions generation
 	// fits.
 	MaxGenRows int `json:"max_gen_rows"`
+	// Traffic is what crosses between host and device memory on CUDA.
+	Traffic memplan.Traffic `json:"device_traffic"`
 }
 
 func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
@@ -148,7 +150,8 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 		return err
 	}
 	rep := planReport{Arch: arch, Params: arch.Params(), DeviceMemory: budget, Train: train, TrainTotal: memplan.Total(train),
-		Generate: generate, GenerateTotal: memplan.Total(generate), MaxTokens: map[int]int{}, MaxGenRows: memplan.MaxRows(arch, gen, budget)}
+		Generate: generate, GenerateTotal: memplan.Total(generate), MaxTokens: map[int]int{}, MaxGenRows: memplan.MaxRows(arch, gen, budget),
+		Traffic: memplan.DeviceTraffic(arch, gen, tr)}
 	for _, rows := range []int{1, 2, 4, 8, 16} {
 		tr.Rows = rows
 		rep.MaxTokens[rows] = memplan.MaxTokens(arch, tr, budget)
@@ -172,6 +175,13 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 		fmt.Fprintf(w, "  %s\t%10s\n", it.Name, gib(it.Bytes))
 	}
 	fmt.Fprintf(w, "  peak\t%10s\n", gib(rep.GenerateTotal))
+	fmt.Fprintf(w, "\t\nhost <-> device with --device cuda\t\n")
+	fmt.Fprintf(w, "  per decode step (token ids, mask, positions, cache indices, logits)\t%10s\n", mib(rep.Traffic.DecodeStep))
+	fmt.Fprintf(w, "  per generation (the weights)\t%10s\n", gib(rep.Traffic.Generation))
+	fmt.Fprintf(w, "  per training update (the trained parameters)\t%10s\n", gib(rep.Traffic.Update))
+	if rep.Traffic.Frozen > 0 {
+		fmt.Fprintf(w, "  once per run (the frozen base)\t%10s\n", gib(rep.Traffic.Frozen))
+	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
@@ -192,6 +202,8 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 }
 
 func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
+
+func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
 
 // parseByteSize reads 80GB (10^9 bytes each), 24GiB (2^30), 512MiB, 512MB
 // or a plain number of bytes.

@@ -10,8 +10,10 @@ import (
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/lmgraph"
+	"github.com/spiral-rl/spiral/model/memplan"
 	"github.com/spiral-rl/spiral/model/modeltest"
 	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/qwen3"
 	"github.com/spiral-rl/spiral/rl"
 )
 
@@ -146,6 +148,8 @@ func TestResidentCopies(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, callBytes(3, 1, 3), lm.CopiedBytes()-before, "a decode step")
 	}
+	plan := memplan.DeviceTraffic(memplan.FromQwen3(qwen3.Tiny()), memplan.Generate{Rows: rows, Capacity: capacity}, memplan.Train{})
+	require.Equal(t, callBytes(3, 1, 3), plan.DecodeStep, "spiral plan's prediction")
 	before = lm.CopiedBytes()
 	require.NoError(t, c.Move(0, 2))
 	require.Equal(t, int64(2*(1+3)*sig.KVHeads*3*8), lm.CopiedBytes()-before, "a move copies its indices only")

@@ -306,3 +306,36 @@ func MaxRows(a Arch, g Generate, budget int64) int {
 	}
 	return best
 }
+
+// Traffic is what crosses between host and device memory on the device
+// layer (--device cuda; model's Resident paths), in bytes.
+type Traffic struct {
+	// DecodeStep is one decode step of every row: token ids, positions
+	// and the mask over the capacity (int64), the cache write indices (a
+	// destination and a source int64 triple per KV head and row) and the
+	// last position's logits (float32).
+	DecodeStep int64 `json:"decode_step_bytes"`
+	// Generation is the weights, copied when a generation starts.
+	Generation int64 `json:"generation_bytes"`
+	// Update is the trained parameters, copied once per optimiser step;
+	// Frozen the frozen ones (a LoRA run's base), copied once per run.
+	Update int64 `json:"update_bytes"`
+	Frozen int64 `json:"frozen_bytes"`
+}
+
+// DeviceTraffic predicts the host <-> device traffic of generation g and
+// of training t's updates.
+func DeviceTraffic(a Arch, g Generate, t Train) Traffic {
+	n, c := int64(g.Rows), int64(g.Capacity)
+	tr := Traffic{
+		DecodeStep: 8*n*(c+3) + 48*n*int64(a.KVHeads) + 4*n*int64(a.Vocab),
+		Generation: 4 * a.Params(),
+		Update:     4 * a.Params(),
+	}
+	if t.LoRARank > 0 {
+		tr.Update = 4 * a.LoRAParams(t.LoRARank, t.LoRATargets)
+		tr.Frozen = 4 * a.Params()
+		tr.Generation += tr.Update
+	}
+	return tr
+}

@@ -118,3 +118,25 @@ func TestMaxRows(t *testing.T) {
 	// The KV cache: layers x 2 x kv heads x head dim x 4 bytes a position.
 	require.Equal(t, int64(28*2*8*128*4*1024*n), items[1].Bytes/int64(n+1)*int64(n))
 }
+
+// TestDeviceTraffic checks the host <-> device traffic by hand on the
+// Qwen3-0.6B config, 64 rows over 5,120 positions: per decode step
+// 8 x 64 x 5,123 bytes of token ids, positions and mask, 48 x 64 x 8 of
+// cache indices and 4 x 64 x 151,936 of logits; the weights once per
+// generation and per update, and with LoRA the adapters per update and
+// the base once.
+func TestDeviceTraffic(t *testing.T) {
+	a, ok := memplan.Named("qwen3-0.6b")
+	require.True(t, ok)
+	g := memplan.Generate{Rows: 64, Capacity: 5120}
+	full := memplan.DeviceTraffic(a, g, memplan.Train{})
+	require.Equal(t, int64(2_622_976+24_576+38_895_616), full.DecodeStep)
+	require.Equal(t, 4*a.Params(), full.Generation)
+	require.Equal(t, 4*a.Params(), full.Update)
+	require.Zero(t, full.Frozen)
+	lora := memplan.DeviceTraffic(a, g, memplan.Train{LoRARank: 16})
+	require.Equal(t, full.DecodeStep, lora.DecodeStep)
+	require.Equal(t, 4*a.LoRAParams(16, nil), lora.Update)
+	require.Equal(t, 4*a.Params(), lora.Frozen)
+	require.Equal(t, lora.Frozen+lora.Update, lora.Generation)
+}
