@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/memplan"
 	"github.com/spiral-rl/spiral/model/modeltest"
@@ -176,9 +177,10 @@ func TestResidentCopies(t *testing.T) {
 // copies of the parameters: two steps (gradients of a micro-batch with
 // small attention, loss and MLP chunks, then AdamW) give bit-identical
 // gradients, loss, log-probabilities and updated weights to the host
-// path, full fine-tune and LoRA. The copies (Executor.CopiedBytes) are
-// every parameter on the first call, nothing more until the weights
-// change, then the trained weights alone: the frozen ones never move.
+// path, full fine-tune and LoRA, and so does a step after a checkpoint
+// round trip. The copies (Executor.CopiedBytes) are every parameter on
+// the first call, nothing more until the weights change, then the
+// trained weights alone: the frozen ones never move.
 func TestResidentTrainingMatchesHost(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	sources := executorSources(t)
@@ -223,9 +225,28 @@ func TestResidentTrainingMatchesHost(t *testing.T) {
 					require.NoError(t, opt.Step(p.Weights, p.Grads, 1e-2))
 				}
 				got[i].final = slices.Clone(p.Weights.Flat())
+				// A checkpoint round trip: the loaded weights reach the
+				// device copies too.
+				dir := t.TempDir()
+				path, err := checkpoint.Save(dir, p.Weights, opt, checkpoint.State{Step: 2}, checkpoint.Options{})
+				require.NoError(t, err)
+				clear(p.Weights.Flat())
+				p.Weights.Touch()
+				p.Grads.Zero()
+				var res model.TrainResult
+				require.NoError(t, p.Train.Accumulate(ctx, bs[0], 0.5, p.Grads, &res))
+				zeroed := slices.Clone(p.Grads.Flat())
+				_, err = checkpoint.Load(path, p.Weights, opt)
+				require.NoError(t, err)
+				before := p.Train.CopiedBytes()
+				p.Grads.Zero()
+				require.NoError(t, p.Train.Accumulate(ctx, bs[0], 0.5, p.Grads, &res))
+				got[i].copies = append(got[i].copies, p.Train.CopiedBytes()-before)
+				require.NotEqual(t, zeroed, p.Grads.Flat())
+				got[i].grads = append(got[i].grads, slices.Clone(p.Grads.Flat()))
 				if resident {
 					trained, frozen := int64(4*p.Weights.NumParams()), int64(4*p.Frozen.NumParams())
-					require.Equal(t, []int64{trained + frozen, 0, trained, 0}, got[i].copies)
+					require.Equal(t, []int64{trained + frozen, 0, trained, 0, trained}, got[i].copies)
 					if tc.lora.Rank > 0 {
 						require.Greater(t, frozen, trained, "LoRA: the frozen base outweighs the adapters")
 					}
@@ -235,7 +256,7 @@ func TestResidentTrainingMatchesHost(t *testing.T) {
 			require.Equal(t, got[0].grads, got[1].grads)
 			require.Equal(t, got[0].res, got[1].res)
 			require.Equal(t, got[0].final, got[1].final)
-			require.Equal(t, []int64{0, 0, 0, 0}, got[0].copies, "the host path copies nothing")
+			require.Equal(t, []int64{0, 0, 0, 0, 0}, got[0].copies, "the host path copies nothing")
 		})
 	}
 }
