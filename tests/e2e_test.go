@@ -322,6 +322,24 @@ func TestBenchAndPlan(t *testing.T) {
 	require.Equal(t, "generate", ls[1]["phase"])
 	// 2 layers x (k, v) x 2 KV heads x 32 wide x 4 bytes x 3 rows x 12 positions.
 	require.Equal(t, float64(2*2*2*32*4*3*12), ls[1]["kv_cache_bytes"])
+	require.NotContains(t, ls[1], "device_copy_bytes", "the host path copies nothing through the device layer")
+
+	// --resident: the device layer on the CPU. A training step copies the
+	// parameters (all of them first, then the trained ones: here the
+	// same), a generation the weights and then only small per-call
+	// inputs and logits.
+	r = spiral(t, env, "bench", "train", "--resident", "--model", m, "--rows", "2", "--tokens", "32", "--steps", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	ls = lines(r.stdout)
+	for _, l := range ls[1:] {
+		require.Equal(t, l["weights_bytes"], l["device_copy_bytes"])
+	}
+	r = spiral(t, env, "bench", "generate", "--resident", "--model", m, "--rows", "3", "--prompt-tokens", "8", "--new-tokens", "4", "--steps", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	ls = lines(r.stdout)
+	copied, weights := ls[1]["device_copy_bytes"].(float64), ls[1]["weights_bytes"].(float64)
+	require.Greater(t, copied, weights)
+	require.Less(t, copied, weights+float64(ls[1]["kv_cache_bytes"].(float64)), "less than the weights and one copy of the cache")
 
 	r = spiral(t, nil, "plan", "--model", m, "--rows", "1", "--tokens", "64", "--device-memory", "1GiB", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
