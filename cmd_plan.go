@@ -177,11 +177,8 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	fmt.Fprintf(w, "  peak\t%10s\n", gib(rep.GenerateTotal))
 	fmt.Fprintf(w, "\t\nhost <-> device with --device cuda\t\n")
 	fmt.Fprintf(w, "  per decode step (token ids, mask, positions, cache indices, logits)\t%10s\n", mib(rep.Traffic.DecodeStep))
-	fmt.Fprintf(w, "  per generation (the weights)\t%10s\n", gib(rep.Traffic.Generation))
+	fmt.Fprintf(w, "  once (the weights, shared by generation and training)\t%10s\n", gib(rep.Traffic.Weights))
 	fmt.Fprintf(w, "  per training update (the trained parameters)\t%10s\n", gib(rep.Traffic.Update))
-	if rep.Traffic.Frozen > 0 {
-		fmt.Fprintf(w, "  once per run (the frozen base)\t%10s\n", gib(rep.Traffic.Frozen))
-	}
 	if err := w.Flush(); err != nil {
 		return err
 	}

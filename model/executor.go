@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	ort "github.com/yalue/onnxruntime_go"
+
 	"github.com/spiral-rl/spiral/model/autodiff"
 	"github.com/spiral-rl/spiral/model/blocks"
 	"github.com/spiral-rl/spiral/model/ortc"
@@ -29,13 +31,12 @@ type ExecutorOptions struct {
 	// sub-layer, blocks.Block.Tail), which runs on chunks of positions;
 	// default DefaultMLPBytes.
 	MLPBytes int64
-	// Resident feeds the graphs device copies of the parameters (in the
-	// runtime device's memory; on the CPU the twin of that path), copied
-	// when a store's version (params.Store.Touch) has moved since the
-	// last copy: once per optimiser step instead of on every call. On a
-	// CUDA runtime it is always so. Activations and gradients still
-	// return to the host.
-	Resident bool
+	// device, set by OpenPolicy (PolicyOptions.Resident), feeds the
+	// graphs these device copies of the parameters, copied when a
+	// store's version (params.Store.Touch) has moved since the last
+	// copy: once per optimiser step instead of on every call.
+	// Activations and gradients still return to the host.
+	device *deviceParams
 }
 
 // Defaults of ExecutorOptions.
@@ -77,8 +78,11 @@ type Executor struct {
 	step  map[string]bool
 	pool  map[string][]float32
 	times StepTimes
-	// dev, with Resident, holds the device copies of views.
-	dev *deviceParams
+	// dev are the device copies of the parameters (ExecutorOptions.
+	// device, not owned), brought up to date by copier.
+	dev      *deviceParams
+	copier   *ortc.Copier
+	copyOpts *ort.SessionOptions
 }
 
 // StepTimes splits the last Accumulate call's wall time.
@@ -132,17 +136,18 @@ func OpenExecutor(rt *Runtime, art *Artifacts, weights, frozen *params.Store, op
 	if err := e.openSessions(rt); err != nil {
 		return nil, errors.Join(err, e.Close())
 	}
-	if opt.Resident || rt.Device().Kind == CUDA {
-		if e.dev, err = e.openDeviceParams(rt, []*params.Store{weights, frozen}); err != nil {
-			return nil, errors.Join(fmt.Errorf("model: executor: %w", err), e.Close())
+	if opt.device != nil {
+		if e.copyOpts, err = rt.NewSessionOptions(); err != nil {
+			return nil, errors.Join(err, e.Close())
 		}
+		e.dev, e.copier = opt.device, env.NewCopier(e.copyOpts)
 	}
 	e.markStep()
 	return e, nil
 }
 
 // weight returns the tensor the graphs read parameter name from: its
-// device copy with Resident, else the view of its store.
+// device copy on the device layer, else the view of its store.
 func (e *Executor) weight(name string) *ortc.Value {
 	if e.dev != nil {
 		return e.dev.values[name]
@@ -150,8 +155,8 @@ func (e *Executor) weight(name string) *ortc.Value {
 	return e.views[name]
 }
 
-// CopiedBytes returns the bytes a Resident executor has copied between
-// host and device memory so far (0 otherwise).
+// CopiedBytes returns the bytes the executor has copied between host and
+// device memory on the device layer so far (0 on the host path).
 func (e *Executor) CopiedBytes() int64 {
 	if e.dev == nil {
 		return 0
@@ -286,9 +291,10 @@ func (e *Executor) markStep() {
 
 // Close releases the sessions and views (not the stores).
 func (e *Executor) Close() error {
-	if e.dev != nil {
-		e.dev.close()
-		e.dev = nil
+	if e.copier != nil {
+		e.copier.Close()
+		e.copyOpts.Destroy()
+		e.copier, e.dev = nil, nil
 	}
 	for _, s := range e.sess {
 		s.Close()
@@ -367,7 +373,7 @@ func (e *Executor) Accumulate(ctx context.Context, b TrainBatch, scale float32, 
 	e.times = StepTimes{}
 	start := time.Now()
 	if e.dev != nil {
-		if err := e.dev.sync(); err != nil {
+		if err := e.dev.sync(e.copier); err != nil {
 			return fmt.Errorf("model: executor: %w", err)
 		}
 	}

@@ -32,16 +32,13 @@ type LMOptions struct {
 	// CallBytes bounds the temporaries of one Extend call for CallRows;
 	// 0 takes DefaultCallBytes.
 	CallBytes int64
-	// Resident keeps generation in the runtime device's memory: Extend's
-	// weights (copied there when a generation starts: NewRowCache, or a
-	// RowCache's Fit) and the RowCache's keys and values, so that a call
-	// moves only the token ids, mask, positions, the cache write indices
-	// and the logits between host and device (LM.CopiedBytes). On CUDA
-	// this is what keeps ONNX Runtime from copying every weight and the
-	// whole cache to the device on every call; on the CPU it is the twin
-	// of that path, the same calls on host memory, which is what the
-	// tests prove.
-	Resident bool
+	// device, set by OpenPolicy (PolicyOptions.Resident), keeps
+	// generation in the runtime device's memory: Extend reads these
+	// device copies of the weights (copied when their store changes) and
+	// the RowCache's keys and values live there, so that a call moves
+	// only the token ids, mask, positions, the cache write indices and
+	// the logits between host and device (LM.CopiedBytes).
+	device *deviceParams
 }
 
 // DefaultCallBytes is the default LMOptions.CallBytes.
@@ -66,9 +63,10 @@ type LM struct {
 	ortWeights []*ort.Tensor[float32]
 	extend     *ortc.Session
 	views      []*ortc.Value
-	// resident: LMOptions.Resident; res is its state, opened with extend.
-	resident bool
-	res      *resident
+	// params: LMOptions.device; res is the device state, opened with
+	// extend.
+	params *deviceParams
+	res    *resident
 }
 
 // OpenLM reads path's signature and checks the weights; sessions are
@@ -85,7 +83,7 @@ func OpenLM(rt *Runtime, path string, opt LMOptions) (*LM, error) {
 	if err != nil {
 		return nil, err
 	}
-	lm := &LM{sig: sig, rt: rt, path: path, weights: opt.Weights, heads: opt.Heads, callBytes: opt.CallBytes, resident: opt.Resident}
+	lm := &LM{sig: sig, rt: rt, path: path, weights: opt.Weights, heads: opt.Heads, callBytes: opt.CallBytes, params: opt.device}
 	if lm.heads <= 0 {
 		lm.heads = sig.KVHeads
 	}
@@ -199,8 +197,8 @@ func (lm *LM) extendSession() (*ortc.Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: %s: %w", lm.path, err)
 	}
-	if lm.resident {
-		if err := lm.openResident(s); err != nil {
+	if lm.params != nil {
+		if err := lm.openResident(); err != nil {
 			s.Close()
 			return nil, err
 		}

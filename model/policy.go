@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spiral-rl/spiral/model/params"
 )
@@ -23,9 +24,11 @@ type Policy struct {
 	// scorer is the rollout graph with full-sequence logits, opened on
 	// first use by Scorer.
 	scorer   *LM
-	feed     map[string]Weight
-	rt       *Runtime
-	resident bool
+	feed map[string]Weight
+	rt   *Runtime
+	// dev are the device copies of the parameters (PolicyOptions.
+	// Resident), closed after the LMs and the executor that read them.
+	dev *deviceParams
 	// Train computes gradients (nil without training).
 	Train *Executor
 }
@@ -41,10 +44,12 @@ type PolicyOptions struct {
 	Executor ExecutorOptions
 	// Seed draws the initial LoRA adapters (unused without LoRA).
 	Seed uint64
-	// Resident keeps generation in device memory (LMOptions.Resident)
-	// and feeds training device copies of the parameters
-	// (ExecutorOptions.Resident); always so on a CUDA runtime, and on the
-	// CPU the twin of that path.
+	// Resident puts the policy on the device layer: one set of device
+	// copies of the parameters, read by generation and training alike
+	// and copied when a store changes (params.Store.Touch), and
+	// generation's KV cache in device memory. Always so on a CUDA
+	// runtime; on the CPU it is the twin of that path, the same calls on
+	// host memory, which is what the tests prove.
 	Resident bool
 }
 
@@ -72,14 +77,18 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Poli
 	if err != nil {
 		return nil, err
 	}
-	p.resident = opt.Resident || rt.Device().Kind == CUDA
-	if p.LM, err = OpenLM(rt, art.SamplePath(), LMOptions{Weights: p.feed, Heads: hf.NumAttentionHeads, Resident: p.resident}); err != nil {
-		return nil, err
+	if opt.Resident || rt.Device().Kind == CUDA {
+		if p.dev, err = newDeviceParams(rt, []*params.Store{w, frozen}); err != nil {
+			return nil, fmt.Errorf("model: parameters on %s: %w", rt.Device(), err)
+		}
+	}
+	if p.LM, err = OpenLM(rt, art.SamplePath(), LMOptions{Weights: p.feed, Heads: hf.NumAttentionHeads, device: p.dev}); err != nil {
+		return nil, errors.Join(err, p.Close())
 	}
 	if opt.Train {
 		p.Grads = w.NewGrads()
 		eo := opt.Executor
-		eo.Resident = eo.Resident || p.resident
+		eo.device = p.dev
 		if p.Train, err = OpenExecutor(rt, art, w, frozen, eo); err != nil {
 			return nil, errors.Join(err, p.Close())
 		}
@@ -91,7 +100,7 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Poli
 // position (for scoring whole sequences), opening it on first use.
 func (p *Policy) Scorer() (*LM, error) {
 	if p.scorer == nil {
-		lm, err := OpenLM(p.rt, p.Artifacts.RolloutPath(), LMOptions{Weights: p.feed, Resident: p.resident})
+		lm, err := OpenLM(p.rt, p.Artifacts.RolloutPath(), LMOptions{Weights: p.feed, device: p.dev})
 		if err != nil {
 			return nil, err
 		}
@@ -111,6 +120,10 @@ func (p *Policy) Close() error {
 	}
 	if p.Train != nil {
 		errs = append(errs, p.Train.Close())
+	}
+	if p.dev != nil {
+		p.dev.close()
+		p.dev = nil
 	}
 	return errors.Join(errs...)
 }

@@ -3,8 +3,6 @@ package model
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	ort "github.com/yalue/onnxruntime_go"
 	"google.golang.org/protobuf/proto"
@@ -14,23 +12,24 @@ import (
 	"github.com/spiral-rl/spiral/model/params"
 )
 
-// resident is what a device-resident LM (LMOptions.Resident) keeps for
-// Extend in the runtime device's memory: the weights, copied there when a
-// generation starts, and the session that writes new keys and values into
-// a RowCache whose buffers live there too. Per call only the token ids,
-// the mask, the positions, the cache write indices and the logits cross
-// between host and device, all through one Copier, whose bytes are
-// LM.CopiedBytes. With the CPU's memory info it is the CPU twin of the
-// CUDA path: the same calls, host memory.
+// resident is what a device-resident LM keeps for Extend in the runtime
+// device's memory: the policy's device copies of the weights (shared
+// with training, brought up to date before each call), and the session
+// that writes new keys and values into a RowCache whose buffers live
+// there too. Per call the device layer copies only the token ids, the
+// mask, the positions, the cache write indices and the logits between
+// host and device, through one Copier, whose bytes are LM.CopiedBytes
+// (with the weights' copies the LM's calls make). With the CPU's memory
+// info it is the CPU twin of the CUDA path: the same calls, host memory.
 type resident struct {
 	*deviceMemory
 	// writer is the cache write graph (cacheWriteModel), zero the one
 	// that clears a new cache's buffers (zeroModel).
 	writer, zero *ortc.Session
-	// weights are the device copies of LM.views, in Signature().Weights
-	// order; stale says a generation has started since they were copied.
+	// weights are the device copies of the weights, in
+	// Signature().Weights order (views of params' values, not owned).
+	params  *deviceParams
 	weights []*ortc.Value
-	stale   bool
 	// caches are the live device caches, freed with the LM: their
 	// memory belongs to alloc.
 	caches map[*deviceCache]bool
@@ -48,8 +47,9 @@ type deviceMemory struct {
 	copier *ortc.Copier
 }
 
-// openDeviceMemory returns rt's device memory through session s of env.
-func openDeviceMemory(rt *Runtime, env *ortc.Env, s *ortc.Session) (m *deviceMemory, err error) {
+// openDeviceMemory returns rt's device memory for env, allocated through
+// one of its copier's sessions.
+func openDeviceMemory(rt *Runtime, env *ortc.Env) (m *deviceMemory, err error) {
 	m = &deviceMemory{}
 	defer func() {
 		if err != nil {
@@ -64,34 +64,34 @@ func openDeviceMemory(rt *Runtime, env *ortc.Env, s *ortc.Session) (m *deviceMem
 	if m.info, err = env.NewMemoryInfo(name, d.ID); err != nil {
 		return nil, err
 	}
-	if m.alloc, err = s.NewAllocator(m.info); err != nil {
-		return nil, err
-	}
 	if m.so, err = rt.NewSessionOptions(); err != nil {
 		return nil, err
 	}
 	m.copier = env.NewCopier(m.so)
+	if m.alloc, err = m.copier.NewAllocator(m.info); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
 func (m *deviceMemory) close() {
+	m.alloc.Release()
 	if m.copier != nil {
 		m.copier.Close()
 	}
 	if m.so != nil {
 		m.so.Destroy()
 	}
-	m.alloc.Release()
 	m.info.Release()
 }
 
-// openResident prepares the device state for the Extend session s.
-func (lm *LM) openResident(s *ortc.Session) (err error) {
-	mem, err := openDeviceMemory(lm.rt, lm.env, s)
+// openResident prepares the device state for Extend.
+func (lm *LM) openResident() (err error) {
+	mem, err := openDeviceMemory(lm.rt, lm.env)
 	if err != nil {
 		return fmt.Errorf("model: %s: %w", lm.path, err)
 	}
-	r := &resident{deviceMemory: mem, stale: true, caches: map[*deviceCache]bool{}}
+	r := &resident{deviceMemory: mem, params: lm.params, caches: map[*deviceCache]bool{}}
 	defer func() {
 		if err != nil {
 			r.close()
@@ -110,10 +110,10 @@ func (lm *LM) openResident(s *ortc.Session) (err error) {
 	if r.zero, err = lm.env.NewSession(raw, r.so, []string{"shape"}, []string{"zeros"}); err != nil {
 		return fmt.Errorf("model: cache zero graph: %w", err)
 	}
-	for _, host := range lm.views {
-		v, err := r.alloc.AllocLike(host)
-		if err != nil {
-			return fmt.Errorf("model: %s: weights on %s: %w", lm.path, r.info, err)
+	for _, w := range lm.sig.Weights {
+		v, ok := r.params.values[w.Name]
+		if !ok {
+			return fmt.Errorf("model: %s: weight %q is not among the device parameters", lm.path, w.Name)
 		}
 		r.weights = append(r.weights, v)
 	}
@@ -121,23 +121,8 @@ func (lm *LM) openResident(s *ortc.Session) (err error) {
 	return nil
 }
 
-// syncWeights copies the host weights to the device if a generation has
-// started since the last copy.
-func (lm *LM) syncWeights() error {
-	r := lm.res
-	if !r.stale {
-		return nil
-	}
-	for i, host := range lm.views {
-		if err := r.copier.Copy(r.weights[i], host); err != nil {
-			return fmt.Errorf("model: %s: copy weight %q to %s: %w", lm.path, lm.sig.Weights[i].Name, r.info, err)
-		}
-	}
-	r.stale = false
-	return nil
-}
-
-// upload copies host values to a new device tensor.
+// upload copies host values to a new device tensor, taking host (and
+// releasing it); err is host's constructor's, returned as is.
 func (r *resident) upload(host *ortc.Value, err error) (*ortc.Value, error) {
 	if err != nil {
 		return nil, err
@@ -157,9 +142,6 @@ func (r *resident) upload(host *ortc.Value, err error) (*ortc.Value, error) {
 func (r *resident) close() {
 	for d := range r.caches {
 		d.free()
-	}
-	for _, v := range r.weights {
-		v.Release()
 	}
 	r.weights = nil
 	for _, s := range []*ortc.Session{r.writer, r.zero} {
@@ -253,17 +235,15 @@ func cacheWriteOutputs(n int) []string {
 type deviceCache struct {
 	lm *LM
 	kv [][2]*ortc.Value
-	// values per buffer
-	n int
 }
 
-// newDeviceCache allocates layers x 2 buffers of n values on lm's device
-// and marks the weights for copying (a generation starts).
+// newDeviceCache allocates layers x 2 buffers of n values on lm's device,
+// zeroed.
 func (lm *LM) newDeviceCache(n int) (*deviceCache, error) {
 	if _, err := lm.extendSession(); err != nil {
 		return nil, err
 	}
-	d := &deviceCache{lm: lm, n: n, kv: make([][2]*ortc.Value, lm.sig.Layers)}
+	d := &deviceCache{lm: lm, kv: make([][2]*ortc.Value, lm.sig.Layers)}
 	for l := range d.kv {
 		for j := range 2 {
 			v, err := ortc.AllocOn[float32](lm.res.alloc, []int64{int64(n)})
@@ -277,7 +257,6 @@ func (lm *LM) newDeviceCache(n int) (*deviceCache, error) {
 			}
 		}
 	}
-	lm.res.stale = true
 	lm.res.caches[d] = true
 	return d, nil
 }
@@ -298,6 +277,9 @@ func (d *deviceCache) free() {
 // views returns, per buffer (layer-major, keys before values), rows r0..
 // r0+n of c's layout as [n, kv_heads, capacity, head_dim] tensors.
 func (d *deviceCache) views(c *RowCache, r0, n int) ([]*ortc.Value, error) {
+	if d.kv == nil {
+		return nil, errors.New("the cache was freed (by RowCache.Free or LM.Close)")
+	}
 	per := c.kvHeads * c.capacity * c.headDim
 	shape := []int64{int64(n), int64(c.kvHeads), int64(c.capacity), int64(c.headDim)}
 	var out []*ortc.Value
@@ -321,8 +303,9 @@ func releaseAll(vs []*ortc.Value) {
 }
 
 // write copies vectors into the whole cache c in place: for each buffer
-// b, the vectors at src_index of srcs[b] to dst_index of c.
-func (d *deviceCache) write(c *RowCache, srcs []*ortc.Value, dstIndex, srcIndex []int64) error {
+// b, the vectors at src_index of srcs[b] to dst_index of whole[b], the
+// views of c's rows (views(c, 0, c.rows)).
+func (d *deviceCache) write(whole, srcs []*ortc.Value, dstIndex, srcIndex []int64) error {
 	M := len(dstIndex) / 3
 	if M == 0 {
 		return nil
@@ -339,28 +322,17 @@ func (d *deviceCache) write(c *RowCache, srcs []*ortc.Value, dstIndex, srcIndex 
 		return err
 	}
 	defer src.Release()
-	whole, err := d.views(c, 0, c.rows)
-	if err != nil {
-		return err
-	}
-	defer releaseAll(whole)
 	b, err := r.writer.NewBinding()
 	if err != nil {
 		return err
 	}
 	defer b.Release()
-	bind := func(name string, v *ortc.Value, output bool) error {
-		if output {
-			return b.BindOutput(name, v)
-		}
-		return b.BindInput(name, v)
-	}
-	if err := errors.Join(bind("dst_index", dst, false), bind("src_index", src, false)); err != nil {
+	if err := errors.Join(b.BindInput("dst_index", dst), b.BindInput("src_index", src)); err != nil {
 		return err
 	}
 	for j, v := range whole {
-		if err := errors.Join(bind(fmt.Sprintf("cache_%d", j), v, false), bind(fmt.Sprintf("new_%d", j), srcs[j], false),
-			bind(fmt.Sprintf("out_%d", j), v, true)); err != nil {
+		if err := errors.Join(b.BindInput(fmt.Sprintf("cache_%d", j), v), b.BindInput(fmt.Sprintf("new_%d", j), srcs[j]),
+			b.BindOutput(fmt.Sprintf("out_%d", j), v)); err != nil {
 			return err
 		}
 	}
@@ -383,7 +355,7 @@ func (d *deviceCache) move(c *RowCache, dst, src int) error {
 		return err
 	}
 	defer releaseAll(whole)
-	return d.write(c, whole, dstIndex, srcIndex)
+	return d.write(whole, whole, dstIndex, srcIndex)
 }
 
 // extendOnDevice is Extend's run on a device cache: the token inputs go
@@ -392,7 +364,7 @@ func (d *deviceCache) move(c *RowCache, dst, src int) error {
 // next slots, and only the logits come back.
 func (lm *LM) extendOnDevice(sess *ortc.Session, c *RowCache, r0 int, real []int, host []*ortc.Value, logits *ortc.Value) error {
 	r := lm.res
-	if err := lm.syncWeights(); err != nil {
+	if err := r.params.sync(r.copier); err != nil {
 		return err
 	}
 	b, err := sess.NewBinding()
@@ -463,49 +435,62 @@ func (lm *LM) extendOnDevice(sess *ortc.Session, c *RowCache, r0 int, real []int
 			}
 		}
 	}
-	return c.dev.write(c, res[1:], dstIndex, srcIndex)
+	whole, err := c.dev.views(c, 0, c.rows)
+	if err != nil {
+		return err
+	}
+	defer releaseAll(whole)
+	return c.dev.write(whole, res[1:], dstIndex, srcIndex)
 }
 
-// deviceParams are device copies of the executor's parameter views,
-// refreshed per store when its version moves (params.Store.Touch).
+// deviceParams are device copies of a policy's parameter stores, shared
+// by its sampling LMs and its training executor, each store copied
+// again when its version moves (params.Store.Touch), by whichever of
+// them next needs it (through that one's Copier, which counts the
+// bytes).
 type deviceParams struct {
-	*deviceMemory
+	env *ortc.Env
+	mem *deviceMemory
+	// stores[i]'s tensors have host views host[i] and device copies
+	// values (by name); copied[i] is the version on the device (before
+	// the first copy, one that is not the store's).
 	stores []*params.Store
-	// copied[i] is the version of stores[i] on the device (before the
-	// first sync, one that is not its current version).
+	host   [][]*ortc.Value
 	copied []uint64
 	values map[string]*ortc.Value
-	// host[i] are stores[i]'s views, paired with their device copies.
-	host [][]*ortc.Value
 }
 
-// openDeviceParams allocates device copies of the views of stores' tensors
-// (copied on the first sync).
-func (e *Executor) openDeviceParams(rt *Runtime, stores []*params.Store) (d *deviceParams, err error) {
-	keys := slices.Sorted(maps.Keys(e.sess))
-	if len(keys) == 0 {
-		return nil, errors.New("no session to allocate device memory through")
-	}
-	mem, err := openDeviceMemory(rt, e.env, e.sess[keys[0]])
+// newDeviceParams allocates device copies of stores' tensors on rt's
+// device (copied on the first sync).
+func newDeviceParams(rt *Runtime, stores []*params.Store) (d *deviceParams, err error) {
+	env, err := rt.api.NewEnv()
 	if err != nil {
 		return nil, err
 	}
-	d = &deviceParams{deviceMemory: mem, stores: stores, values: map[string]*ortc.Value{}}
+	d = &deviceParams{env: env, stores: stores, values: map[string]*ortc.Value{}}
 	defer func() {
 		if err != nil {
 			d.close()
 		}
 	}()
+	if d.mem, err = openDeviceMemory(rt, env); err != nil {
+		return nil, err
+	}
 	for _, s := range stores {
 		var host []*ortc.Value
 		for i := range s.Len() {
-			name := s.At(i).Name
-			v, err := d.alloc.AllocLike(e.views[name])
+			t := s.At(i)
+			h, err := ortc.NewTensor(env, t.Shape, t.Data)
 			if err != nil {
-				return nil, fmt.Errorf("parameter %q on %s: %w", name, d.info, err)
+				return nil, fmt.Errorf("parameter %q: %w", t.Name, err)
 			}
-			d.values[name] = v
-			host = append(host, e.views[name])
+			host = append(host, h)
+			v, err := d.mem.alloc.AllocLike(h)
+			if err != nil {
+				d.host = append(d.host, host)
+				return nil, fmt.Errorf("parameter %q on %s: %w", t.Name, d.mem.info, err)
+			}
+			d.values[t.Name] = v
 		}
 		d.host = append(d.host, host)
 		d.copied = append(d.copied, s.Version()-1) // differs from the current version
@@ -513,15 +498,16 @@ func (e *Executor) openDeviceParams(rt *Runtime, stores []*params.Store) (d *dev
 	return d, nil
 }
 
-// sync copies each store whose version moved since its last copy.
-func (d *deviceParams) sync() error {
+// sync copies, through cp, each store whose version moved since its last
+// copy.
+func (d *deviceParams) sync(cp *ortc.Copier) error {
 	for i, s := range d.stores {
 		if d.copied[i] == s.Version() {
 			continue
 		}
 		for k := range s.Len() {
-			if err := d.copier.Copy(d.values[s.At(k).Name], d.host[i][k]); err != nil {
-				return fmt.Errorf("copy parameter %q to %s: %w", s.At(k).Name, d.info, err)
+			if err := cp.Copy(d.values[s.At(k).Name], d.host[i][k]); err != nil {
+				return fmt.Errorf("copy parameter %q to %s: %w", s.At(k).Name, d.mem.info, err)
 			}
 		}
 		d.copied[i] = s.Version()
@@ -533,6 +519,12 @@ func (d *deviceParams) close() {
 	for _, v := range d.values {
 		v.Release()
 	}
-	d.values = nil
-	d.deviceMemory.close()
+	for _, hs := range d.host {
+		releaseAll(hs)
+	}
+	d.values, d.host = nil, nil
+	if d.mem != nil {
+		d.mem.close()
+	}
+	d.env.Close()
 }

@@ -23,7 +23,8 @@ import (
 // prefilled together in chunks (right-aligned, with padding), decoding,
 // a finished row replaced by moving another onto it, a row cleared and
 // refilled, and a second generation on the same buffers (Fit) after
-// change moves the weights (an optimiser step between generations).
+// change moves the weights (an optimiser step between generations,
+// recorded by Touch).
 func generationScript(t *testing.T, lm *model.LM, change func()) [][]float32 {
 	t.Helper()
 	ctx := context.Background()
@@ -88,6 +89,7 @@ func TestResidentMatchesHost(t *testing.T) {
 					for j := range w {
 						w[j] *= 0.9
 					}
+					p.Weights.Touch()
 				}
 				for _, lm := range []*model.LM{p.LM, scorerOf(t, p)} {
 					logits[i] = append(logits[i], generationScript(t, lm, change))
@@ -101,12 +103,15 @@ func TestResidentMatchesHost(t *testing.T) {
 
 // TestResidentCopies counts what crosses between host and device
 // (LM.CopiedBytes) on the CPU twin, by hand on the tiny model (2 layers,
-// 2 KV heads, vocabulary 100, position ids): every weight once when a
-// generation starts, then per call only the token ids, mask and
-// positions (int64), the last position's logits (float32) and the cache
-// write indices (a destination and a source int64 triple per head of
-// each new position, shared by every layer's keys and values): nothing
-// of the size of the cache or the weights. The host path copies nothing through the counter.
+// 2 KV heads, vocabulary 100, position ids): every weight before the
+// first call, then per call only the token ids, mask and positions
+// (int64), the last position's logits (float32) and the cache write
+// indices (a destination and a source int64 triple per head of each new
+// position, shared by every layer's keys and values): nothing of the
+// size of the cache or the weights, until a store is touched (an
+// update), whose weights alone cross again. A change not recorded by
+// Touch does not reach the device: the calls read the device copies.
+// The host path copies nothing through the counter.
 func TestResidentCopies(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	path, _ := tinyDir(t)
@@ -156,9 +161,27 @@ func TestResidentCopies(t *testing.T) {
 	require.Equal(t, int64(2*(1+3)*sig.KVHeads*3*8), lm.CopiedBytes()-before, "a move copies its indices only")
 	require.True(t, c.Fit(rows, capacity))
 	before = lm.CopiedBytes()
-	_, err = lm.Extend(ctx, c, 0, []int64{7, 8, 9}, []int{1, 1, 1}, nil)
+	first, err := lm.Extend(ctx, c, 0, []int64{7, 8, 9}, []int{1, 1, 1}, nil)
 	require.NoError(t, err)
-	require.Equal(t, weightBytes+callBytes(3, 1, 3), lm.CopiedBytes()-before, "a new generation copies the weights again")
+	require.Equal(t, callBytes(3, 1, 3), lm.CopiedBytes()-before, "a new generation on unchanged weights copies none")
+
+	// Weights changed behind the store's back stay unseen; touched, the
+	// trained ones cross (the frozen ones, untouched, do not).
+	w := p.Weights.Flat()
+	for j := range w {
+		w[j] *= 0.5
+	}
+	again := func() []float32 {
+		require.True(t, c.Fit(rows, capacity))
+		out, err := lm.Extend(ctx, c, 0, []int64{7, 8, 9}, []int{1, 1, 1}, nil)
+		require.NoError(t, err)
+		return out
+	}
+	require.Equal(t, first, again(), "the calls read the device copies")
+	p.Weights.Touch()
+	before = lm.CopiedBytes()
+	require.NotEqual(t, first, again())
+	require.Equal(t, int64(4*p.Weights.NumParams())+callBytes(3, 1, 3), lm.CopiedBytes()-before, "an update copies the trained weights")
 
 	host, err := model.OpenPolicy(rt, path, t.TempDir(), model.PolicyOptions{})
 	require.NoError(t, err)
@@ -244,6 +267,26 @@ func TestResidentTrainingMatchesHost(t *testing.T) {
 				got[i].copies = append(got[i].copies, p.Train.CopiedBytes()-before)
 				require.NotEqual(t, zeroed, p.Grads.Flat())
 				got[i].grads = append(got[i].grads, slices.Clone(p.Grads.Flat()))
+				// A change not recorded by Touch: the host path sees it,
+				// the device copies do not. (The embedding and head tables,
+				// a vocabulary wide, are left alone: the executor gathers
+				// their rows on the host.)
+				loaded := slices.Clone(p.Grads.Flat())
+				for k := range p.Weights.Len() {
+					w := p.Weights.At(k)
+					if !slices.Contains(w.Shape, int64(p.LM.Signature().Vocab)) {
+						for j := range w.Data {
+							w.Data[j] *= 0.5
+						}
+					}
+				}
+				p.Grads.Zero()
+				require.NoError(t, p.Train.Accumulate(ctx, bs[0], 0.5, p.Grads, &res))
+				if resident {
+					require.Equal(t, loaded, p.Grads.Flat(), "the graphs read the device copies")
+				} else {
+					require.NotEqual(t, loaded, p.Grads.Flat())
+				}
 				if resident {
 					trained, frozen := int64(4*p.Weights.NumParams()), int64(4*p.Frozen.NumParams())
 					require.Equal(t, []int64{trained + frozen, 0, trained, 0, trained}, got[i].copies)

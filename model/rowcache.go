@@ -26,9 +26,8 @@ import (
 // gigabytes in the heap would let as much garbage pile up before each
 // collection, and slots never written commit no memory. Free releases
 // them; an unreachable cache is freed by the collector. A device-resident
-// LM's cache lives in device memory instead (LMOptions.Resident), and
-// making one, or fitting one to a new generation, has the LM copy its
-// weights to the device before its next call.
+// LM's cache lives in device memory instead (PolicyOptions.Resident),
+// held until Free or the LM's Close.
 type RowCache struct {
 	layers, kvHeads, headDim int
 	rows, capacity           int
@@ -54,7 +53,7 @@ func (lm *LM) NewRowCache(rows, capacity int) (*RowCache, error) {
 	c := &RowCache{layers: lm.sig.Layers, kvHeads: lm.sig.KVHeads, headDim: lm.sig.HeadDim, rows: rows, capacity: capacity, lens: make([]int, rows)}
 	n := rows * c.kvHeads * capacity * c.headDim
 	c.perBuffer = n
-	if lm.resident {
+	if lm.params != nil {
 		dev, err := lm.newDeviceCache(n)
 		if err != nil {
 			return nil, err
@@ -86,7 +85,12 @@ func (c *RowCache) Free() error {
 		c.dev = nil
 		return nil
 	}
-	return c.mem.Free()
+	if c.mem == nil {
+		return nil
+	}
+	err := c.mem.Free()
+	c.mem = nil
+	return err
 }
 
 // Rows returns the number of rows; Capacity the positions per row.
@@ -107,9 +111,6 @@ func (c *RowCache) Bytes() int64 {
 func (c *RowCache) Fit(rows, capacity int) bool {
 	if rows <= 0 || capacity <= 0 || rows*c.kvHeads*capacity*c.headDim > c.perBuffer {
 		return false
-	}
-	if c.dev != nil && c.dev.lm.res != nil {
-		c.dev.lm.res.stale = true
 	}
 	c.rows, c.capacity = rows, capacity
 	if cap(c.lens) < rows {
@@ -181,7 +182,7 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 		return logits, fmt.Errorf("model: extend: %d tokens for %d rows", len(tokens), n)
 	case c.layers != lm.sig.Layers || c.kvHeads != lm.sig.KVHeads || c.headDim != lm.sig.HeadDim:
 		return logits, errors.New("model: extend: cache was made for another model")
-	case (c.dev != nil) != lm.resident || (c.dev != nil && c.dev.lm != lm):
+	case (c.dev != nil) != (lm.params != nil) || (c.dev != nil && c.dev.lm != lm):
 		return logits, errors.New("model: extend: a device-resident cache serves the LM that made it only")
 	}
 	for i, k := range real {

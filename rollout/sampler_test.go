@@ -347,6 +347,7 @@ func TestSamplerResident(t *testing.T) {
 			for j := range w {
 				w[j] *= 1.05
 			}
+			pol.Weights.Touch()
 		}
 		if resident {
 			require.Positive(t, pol.LM.CopiedBytes())

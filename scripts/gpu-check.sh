@@ -16,14 +16,14 @@
 #      for the ratio, then the paper-sized one and a training step on
 #      CUDA, each capped in time.
 #
-# On CUDA, generation is device-resident (the weights copied to the GPU
-# once per generation, the KV cache in GPU memory, per call only token
-# ids, masks, cache write indices and the last logits crossing: the
-# bench lines' device_copy_bytes); its CPU twin is what CI proves
-# (model TestResidentMatchesHost), and step 2 runs it here first. The
-# training step reads device copies of the parameters, copied once per
-# update, but its activations and gradients still cross per call, so the
-# bench train figures measure that path.
+# On CUDA, the policy is on the device layer: one copy of the weights on
+# the GPU for generation and training (copied again per update), the KV
+# cache in GPU memory, per decode call only token ids, masks, cache write
+# indices and the last logits crossing (the bench lines'
+# device_copy_bytes); its CPU twin is what CI proves (model
+# TestResidentMatchesHost, TestResidentTrainingMatchesHost), and step 2
+# runs it here first. The training step's activations and gradients
+# still cross per call, so the bench train figures measure that path.
 #
 # It needs what setup installs (Go modules, the tokenizers library, both
 # ONNX Runtime builds): on a GPU machine without network, run setup

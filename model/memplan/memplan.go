@@ -315,10 +315,12 @@ type Traffic struct {
 	// destination and a source int64 triple per KV head and row) and the
 	// last position's logits (float32).
 	DecodeStep int64 `json:"decode_step_bytes"`
-	// Generation is the weights, copied when a generation starts.
-	Generation int64 `json:"generation_bytes"`
+	// Weights is every parameter generation reads, copied once (shared
+	// with training), then a store again only when it changes.
+	Weights int64 `json:"weights_bytes"`
 	// Update is the trained parameters, copied once per optimiser step;
-	// Frozen the frozen ones (a LoRA run's base), copied once per run.
+	// Frozen the frozen ones (a LoRA run's base, within Weights), which
+	// stay.
 	Update int64 `json:"update_bytes"`
 	Frozen int64 `json:"frozen_bytes"`
 }
@@ -329,13 +331,13 @@ func DeviceTraffic(a Arch, g Generate, t Train) Traffic {
 	n, c := int64(g.Rows), int64(g.Capacity)
 	tr := Traffic{
 		DecodeStep: 8*n*(c+3) + 48*n*int64(a.KVHeads) + 4*n*int64(a.Vocab),
-		Generation: 4 * a.Params(),
+		Weights:    4 * a.Params(),
 		Update:     4 * a.Params(),
 	}
 	if t.LoRARank > 0 {
 		tr.Update = 4 * a.LoRAParams(t.LoRARank, t.LoRATargets)
 		tr.Frozen = 4 * a.Params()
-		tr.Generation += tr.Update
+		tr.Weights += tr.Update
 	}
 	return tr
 }

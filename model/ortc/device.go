@@ -355,16 +355,9 @@ func (c *Copier) Copy(dst, src *Value) error {
 	if src.n != dst.n || src.elem != dst.elem {
 		return fmt.Errorf("ortc: copy %d values of type %d into %d of type %d", src.n, src.elem, dst.n, dst.elem)
 	}
-	s, ok := c.sess[src.elem]
-	if !ok {
-		raw, err := identityModel(src.elem)
-		if err != nil {
-			return fmt.Errorf("ortc: copy: %w", err)
-		}
-		if s, err = c.env.NewSession(raw, c.so, []string{"x"}, []string{"y"}); err != nil {
-			return fmt.Errorf("ortc: copy: %w", err)
-		}
-		c.sess[src.elem] = s
+	s, err := c.session(src.elem)
+	if err != nil {
+		return err
 	}
 	b, err := s.NewBinding()
 	if err != nil {
@@ -382,6 +375,34 @@ func (c *Copier) Copy(dst, src *Value) error {
 	}
 	c.env.copied.Add(int64(src.n * src.elem.Size()))
 	return nil
+}
+
+// session returns the copy session for elem, opened on first use.
+func (c *Copier) session(elem ElemType) (*Session, error) {
+	if s, ok := c.sess[elem]; ok {
+		return s, nil
+	}
+	raw, err := identityModel(elem)
+	if err != nil {
+		return nil, fmt.Errorf("ortc: copy: %w", err)
+	}
+	s, err := c.env.NewSession(raw, c.so, []string{"x"}, []string{"y"})
+	if err != nil {
+		return nil, fmt.Errorf("ortc: copy: %w", err)
+	}
+	c.sess[elem] = s
+	return s, nil
+}
+
+// NewAllocator returns the allocator for info's memory of one of c's
+// sessions: device memory for tensors that no other session owns
+// (parameters shared by several). Release it before c.
+func (c *Copier) NewAllocator(info *MemoryInfo) (*Allocator, error) {
+	s, err := c.session(Float32)
+	if err != nil {
+		return nil, err
+	}
+	return s.NewAllocator(info)
 }
 
 // Close releases the copy sessions.

@@ -564,6 +564,11 @@ func CheckParts(h *Header, parts ...Part) error {
 // CheckParts first: ReadParts assumes that h matches. A read error leaves
 // the stores partly overwritten.
 func ReadParts(r io.Reader, h *Header, parts ...Part) error {
+	defer func() { // a failed read changed the stores too
+		for _, p := range parts {
+			p.Store.Touch()
+		}
+	}()
 	byName := map[string]*Tensor{}
 	for _, p := range parts {
 		for i := range p.Store.tensors {
@@ -579,9 +584,6 @@ func ReadParts(r io.Reader, h *Header, parts ...Part) error {
 		if err := readF32(r, t.Data, buf); err != nil {
 			return fmt.Errorf("params: safetensors: read %q: %w", ti.Name, noEOF(err))
 		}
-	}
-	for _, p := range parts {
-		p.Store.Touch()
 	}
 	return nil
 }

@@ -219,9 +219,10 @@ func (s *Store) Zero() {
 	s.Touch()
 }
 
-// Touch records that s's values changed. Writers through Flat or a
-// Tensor's Data call it (the optimiser's step, a checkpoint's load), so
-// that copies of s elsewhere (device memory) know to refresh.
+// Touch records that s's values changed. Store's own writers call it;
+// writers through Flat or a Tensor's Data must too (the optimiser's
+// step, a checkpoint's load), so that copies of s elsewhere (device
+// memory) know to refresh.
 func (s *Store) Touch() { s.version++ }
 
 // Version returns the number of changes recorded so far (Touch).
@@ -233,6 +234,7 @@ func (s *Store) CopyFrom(src *Store) error {
 		return err
 	}
 	copy(s.flat, src.flat)
+	s.Touch()
 	return nil
 }
 
@@ -289,6 +291,7 @@ func (s *Store) Scale(a float32) {
 	for i := range s.flat {
 		s.flat[i] *= a
 	}
+	s.Touch()
 }
 
 // AddScaled adds alpha*src to s element-wise (s += alpha*src); the layouts
@@ -302,5 +305,6 @@ func (s *Store) AddScaled(src *Store, alpha float32) error {
 	for i := range dst {
 		dst[i] += alpha * x[i]
 	}
+	s.Touch()
 	return nil
 }

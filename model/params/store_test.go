@@ -163,3 +163,28 @@ func TestAddScaledAndLayout(t *testing.T) {
 	require.Contains(t, err.Error(), `"embed.weight": shape [5 3] vs [3 5]`)
 	require.Contains(t, err.Error(), `name "norm.weight" vs "x"`)
 }
+
+// TestTouchCountsChanges: every Store method that writes values records
+// a change (Version moves), and readers do not.
+func TestTouchCountsChanges(t *testing.T) {
+	s, err := NewStore([]Spec{{Name: "a", Shape: []int64{2}}})
+	require.NoError(t, err)
+	o := s.NewGrads()
+	writers := map[string]func(){
+		"Zero":       s.Zero,
+		"Touch":      s.Touch,
+		"Scale":      func() { s.Scale(2) },
+		"CopyFrom":   func() { require.NoError(t, s.CopyFrom(o)) },
+		"AddScaled":  func() { require.NoError(t, s.AddScaled(o, 1)) },
+		"ClipByNorm": func() { copy(s.Flat(), []float32{3, 4}); s.ClipByNorm(1) },
+	}
+	for name, write := range writers {
+		v := s.Version()
+		write()
+		require.Greater(t, s.Version(), v, name)
+	}
+	v := s.Version()
+	s.Norm()
+	s.SumSquares()
+	require.Equal(t, v, s.Version(), "readers")
+}
