@@ -23,9 +23,9 @@ type Policy struct {
 	LM *LM
 	// scorer is the rollout graph with full-sequence logits, opened on
 	// first use by Scorer.
-	scorer   *LM
-	feed map[string]Weight
-	rt   *Runtime
+	scorer *LM
+	feed   map[string]Weight
+	rt     *Runtime
 	// dev are the device copies of the parameters (PolicyOptions.
 	// Resident), closed after the LMs and the executor that read them.
 	dev *deviceParams
