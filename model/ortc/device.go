@@ -180,8 +180,9 @@ func (a *Allocator) alloc(shape []int64, elem ElemType) (*Value, error) {
 
 // View returns a tensor of the given shape over v's elements from offset
 // on, in the same memory (device memory included) and without a copy:
-// runs that write the view write v. v must come from AllocOn; the view
-// keeps it alive, and releasing the view leaves v as it is.
+// runs that write the view write v. v must live on a memory info (from
+// AllocOn, AllocLike or View); the view keeps it alive, and releasing the
+// view leaves v as it is.
 func (v *Value) View(offset int, shape []int64) (*Value, error) {
 	if v.info == nil {
 		return nil, errors.New("ortc: view of a tensor not allocated on a memory info")
