@@ -151,6 +151,21 @@ func TestSessionErrors(t *testing.T) {
 	require.ErrorContains(t, s.Run([]*ortc.Value{a, bv}, []*ortc.Value{nil, nil}), "ortc: run")
 }
 
+// cpuTwin returns the CPU's memory info and s's allocator for it (the
+// CPU twin of a device), released when the test ends.
+func cpuTwin(t *testing.T, env *ortc.Env, s *ortc.Session) (*ortc.MemoryInfo, *ortc.Allocator) {
+	t.Helper()
+	info, err := env.NewMemoryInfo("Cpu", 0)
+	require.NoError(t, err)
+	alloc, err := s.NewAllocator(info)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		alloc.Release()
+		info.Release()
+	})
+	return info, alloc
+}
+
 // TestBindingCPUTwin runs a session through an IoBinding on tensors
 // allocated by its allocator for a memory info, the path CUDA takes,
 // with the CPU's memory info (the CPU twin): results equal a plain run,
@@ -160,13 +175,7 @@ func TestSessionErrors(t *testing.T) {
 func TestBindingCPUTwin(t *testing.T) {
 	env, so := openEnv(t)
 	s := addSession(t, env, so)
-
-	info, err := env.NewMemoryInfo("Cpu", 0)
-	require.NoError(t, err)
-	defer info.Release()
-	alloc, err := s.NewAllocator(info)
-	require.NoError(t, err)
-	defer alloc.Release()
+	info, alloc := cpuTwin(t, env, s)
 
 	host, err := ortc.NewTensor(env, []int64{3, 2}, []float32{1, 2, 3, 4, 5, 6})
 	require.NoError(t, err)
@@ -238,12 +247,7 @@ func TestBindingCPUTwin(t *testing.T) {
 func TestViewWritesItsTensor(t *testing.T) {
 	env, so := openEnv(t)
 	s := addSession(t, env, so)
-	info, err := env.NewMemoryInfo("Cpu", 0)
-	require.NoError(t, err)
-	defer info.Release()
-	alloc, err := s.NewAllocator(info)
-	require.NoError(t, err)
-	defer alloc.Release()
+	info, alloc := cpuTwin(t, env, s)
 
 	whole, err := ortc.AllocOn[float32](alloc, []int64{4, 2})
 	require.NoError(t, err)
