@@ -82,11 +82,23 @@ for k in ("nll", "grad_norm"):
     print(f"{k}: cpu {cpu[k]:.6g} cuda {cuda[k]:.6g} relative difference {rel:.2e}", "ok" if rel <= 2e-3 else "DIFFERENT")
 PY
 
-# Each bench is capped so that the whole script stays within 10 minutes.
+# Each bench is capped so that the whole script stays within 10 minutes;
+# on CUDA, nvidia-smi samples the device memory in use meanwhile and its
+# peak is printed (the device layer's allocations are ONNX Runtime
+# arenas: compare with spiral plan's prediction).
 bench() { # seconds args...
 	local limit=$1
 	shift
+	local smi=
+	if [[ " $* " == *" cuda "* ]] && command -v nvidia-smi >/dev/null; then
+		nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 >"$OUT/gpu-mem.csv" &
+		smi=$!
+	fi
 	timeout "$limit" "$S" bench "$@" | tail -1 || echo "stopped after $limit s: $*"
+	if [[ -n $smi ]]; then
+		kill "$smi" 2>/dev/null || true
+		echo "peak device memory in use: $(sort -n "$OUT/gpu-mem.csv" | tail -1) MiB"
+	fi
 }
 step "bench generate, Qwen3-0.6B shape, 8 rows x 256-token prompts + 32 new (CPU and CUDA, for the ratio)"
 for dev in cpu cuda; do
