@@ -224,17 +224,13 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 		L = 1
 	}
 	logits = resize(logits, n*L*lm.sig.Vocab)
-	var in, owned []*ortc.Value
-	defer func() {
-		for _, v := range owned {
-			v.Release()
-		}
-	}()
+	// in are the token inputs, owned here.
+	var in []*ortc.Value
+	defer func() { releaseAll(in) }()
 	add := func(v *ortc.Value, err error) error {
 		if err != nil {
 			return fmt.Errorf("model: extend: %w", err)
 		}
-		owned = append(owned, v)
 		in = append(in, v)
 		return nil
 	}
@@ -249,42 +245,54 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 			return logits, err
 		}
 	}
-	if c.dev != nil {
-		lv, err := ortc.NewTensor(lm.env, []int64{int64(n), int64(L), int64(lm.sig.Vocab)}, logits)
-		if err != nil {
-			return logits, fmt.Errorf("model: extend: %w", err)
-		}
-		owned = append(owned, lv)
-		if err := lm.extendOnDevice(sess, c, r0, real, in, lv); err != nil {
-			return logits, fmt.Errorf("model: %s: extend on %s [%d x %d, capacity %d]: %w", lm.path, lm.res.info, n, S, C, err)
-		}
-		for i, k := range real {
-			c.lens[r0+i] += k
-		}
-		return logits, nil
-	}
-	past := []int64{int64(n), int64(c.kvHeads), int64(C), int64(c.headDim)}
-	for l := range c.layers {
-		for j := range 2 {
-			if err := add(ortc.NewTensor(lm.env, past, c.rowValues(c.kv[l][j], r0, n))); err != nil {
-				return logits, err
-			}
-		}
-	}
-	in = append(in, lm.views...)
-	out := make([]*ortc.Value, 1+2*c.layers)
 	lv, err := ortc.NewTensor(lm.env, []int64{int64(n), int64(L), int64(lm.sig.Vocab)}, logits)
 	if err != nil {
 		return logits, fmt.Errorf("model: extend: %w", err)
 	}
-	owned = append(owned, lv)
-	out[0] = lv
-	if err := sess.Run(in, out); err != nil {
+	defer lv.Release()
+	if c.dev != nil {
+		if err := lm.extendOnDevice(sess, c, r0, real, in, lv); err != nil {
+			return logits, fmt.Errorf("model: %s: extend on %s [%d x %d, capacity %d]: %w", lm.path, lm.res.info, n, S, C, err)
+		}
+	} else if err := lm.extendOnHost(sess, c, r0, real, in, lv); err != nil {
 		return logits, fmt.Errorf("model: %s: extend [%d x %d, capacity %d]: %w", lm.path, n, S, C, err)
+	}
+	for i, k := range real {
+		c.lens[r0+i] += k
+	}
+	if int64(n)*lm.rowTemporaries(C, S) >= trimAfter {
+		ortc.TrimMalloc()
+	}
+	return logits, nil
+}
+
+// extendOnHost is Extend's run on a host cache: the past is fed as views
+// of the rows' buffers and the new keys and values are copied into the
+// rows' next slots.
+func (lm *LM) extendOnHost(sess *ortc.Session, c *RowCache, r0 int, real []int, tokenInputs []*ortc.Value, logits *ortc.Value) error {
+	n := len(real)
+	in := append([]*ortc.Value(nil), tokenInputs...)
+	var past []*ortc.Value
+	defer func() { releaseAll(past) }()
+	shape := []int64{int64(n), int64(c.kvHeads), int64(c.capacity), int64(c.headDim)}
+	for l := range c.layers {
+		for j := range 2 {
+			v, err := ortc.NewTensor(lm.env, shape, c.rowValues(c.kv[l][j], r0, n))
+			if err != nil {
+				return err
+			}
+			past = append(past, v)
+		}
+	}
+	in = append(append(in, past...), lm.views...)
+	out := make([]*ortc.Value, 1+2*c.layers)
+	out[0] = logits
+	if err := sess.Run(in, out); err != nil {
+		return err
 	}
 	// The new keys and values: [n, kv_heads, S, head_dim], or the whole
 	// present [n, kv_heads, C+S, head_dim] whose last S slots are new.
-	stride := C * c.headDim
+	stride := c.capacity * c.headDim
 	for l := range c.layers {
 		for j := range 2 {
 			v := out[1+2*l+j]
@@ -302,13 +310,7 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 			v.Release()
 		}
 	}
-	for i, k := range real {
-		c.lens[r0+i] += k
-	}
-	if int64(n)*lm.rowTemporaries(C, S) >= trimAfter {
-		ortc.TrimMalloc()
-	}
-	return logits, nil
+	return nil
 }
 
 // scoresLive is how many [heads, S, past + S] float32 tensors per row an
