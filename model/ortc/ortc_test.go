@@ -166,6 +166,22 @@ func cpuTwin(t *testing.T, env *ortc.Env, s *ortc.Session) (*ortc.MemoryInfo, *o
 	return info, alloc
 }
 
+// runAdd runs the add session s through a binding: inputs a and b,
+// output y into the preallocated y and s allocated on info. The binding
+// is released when the test ends.
+func runAdd(t *testing.T, s *ortc.Session, a, b, y *ortc.Value, info *ortc.MemoryInfo) *ortc.Binding {
+	t.Helper()
+	bind, err := s.NewBinding()
+	require.NoError(t, err)
+	t.Cleanup(bind.Release)
+	require.NoError(t, bind.BindInput("a", a))
+	require.NoError(t, bind.BindInput("b", b))
+	require.NoError(t, bind.BindOutput("y", y))
+	require.NoError(t, bind.BindOutputTo("s", info))
+	require.NoError(t, s.RunBinding(bind))
+	return bind
+}
+
 // TestBindingCPUTwin runs a session through an IoBinding on tensors
 // allocated by its allocator for a memory info, the path CUDA takes,
 // with the CPU's memory info (the CPU twin): results equal a plain run,
@@ -195,14 +211,7 @@ func TestBindingCPUTwin(t *testing.T) {
 	require.NoError(t, err)
 	defer y.Release()
 
-	b, err := s.NewBinding()
-	require.NoError(t, err)
-	defer b.Release()
-	require.NoError(t, b.BindInput("a", a))
-	require.NoError(t, b.BindInput("b", bias))
-	require.NoError(t, b.BindOutput("y", y))
-	require.NoError(t, b.BindOutputTo("s", info))
-	require.NoError(t, s.RunBinding(b))
+	b := runAdd(t, s, a, bias, y, info)
 	want := []float32{11, 22, 13, 24, 15, 26}
 	require.Equal(t, want, y.Float32s(), "the preallocated output is written in place")
 	outs, err := b.Outputs()
@@ -264,14 +273,7 @@ func TestViewWritesItsTensor(t *testing.T) {
 	defer rows.Release()
 	require.Equal(t, []int64{2, 2}, rows.Shape())
 
-	b, err := s.NewBinding()
-	require.NoError(t, err)
-	defer b.Release()
-	require.NoError(t, b.BindInput("a", a))
-	require.NoError(t, b.BindInput("b", bias))
-	require.NoError(t, b.BindOutput("y", rows))
-	require.NoError(t, b.BindOutputTo("s", info))
-	require.NoError(t, s.RunBinding(b))
+	runAdd(t, s, a, bias, rows, info)
 	require.Equal(t, []float32{-1, -1, 11, 22, 13, 24, -1, -1}, whole.Float32s())
 	last, err := whole.View(6, []int64{1, 2})
 	require.NoError(t, err)
