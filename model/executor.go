@@ -8,8 +8,6 @@ import (
 	"slices"
 	"time"
 
-	ort "github.com/yalue/onnxruntime_go"
-
 	"github.com/spiral-rl/spiral/model/autodiff"
 	"github.com/spiral-rl/spiral/model/blocks"
 	"github.com/spiral-rl/spiral/model/ortc"
@@ -79,10 +77,9 @@ type Executor struct {
 	pool  map[string][]float32
 	times StepTimes
 	// dev are the device copies of the parameters (ExecutorOptions.
-	// device, not owned), brought up to date by copier.
+	// device, not owned), brought up to date through toDevice.
 	dev      *deviceParams
-	copier   *ortc.Copier
-	copyOpts *ort.SessionOptions
+	toDevice *hostCopier
 }
 
 // StepTimes splits the last Accumulate call's wall time.
@@ -137,10 +134,10 @@ func OpenExecutor(rt *Runtime, art *Artifacts, weights, frozen *params.Store, op
 		return nil, errors.Join(err, e.Close())
 	}
 	if opt.device != nil {
-		if e.copyOpts, err = rt.NewSessionOptions(); err != nil {
+		if e.toDevice, err = newHostCopier(rt, env); err != nil {
 			return nil, errors.Join(err, e.Close())
 		}
-		e.dev, e.copier = opt.device, env.NewCopier(e.copyOpts)
+		e.dev = opt.device
 	}
 	e.markStep()
 	return e, nil
@@ -291,10 +288,9 @@ func (e *Executor) markStep() {
 
 // Close releases the sessions and views (not the stores).
 func (e *Executor) Close() error {
-	if e.copier != nil {
-		e.copier.Close()
-		e.copyOpts.Destroy()
-		e.copier, e.dev = nil, nil
+	if e.toDevice != nil {
+		e.toDevice.close()
+		e.toDevice, e.dev = nil, nil
 	}
 	for _, s := range e.sess {
 		s.Close()
@@ -373,7 +369,7 @@ func (e *Executor) Accumulate(ctx context.Context, b TrainBatch, scale float32, 
 	e.times = StepTimes{}
 	start := time.Now()
 	if e.dev != nil {
-		if err := e.dev.sync(e.copier); err != nil {
+		if err := e.dev.sync(e.toDevice.copier); err != nil {
 			return fmt.Errorf("model: executor: %w", err)
 		}
 	}

@@ -35,20 +35,37 @@ type resident struct {
 	caches map[*deviceCache]bool
 }
 
-// deviceMemory is the runtime device's memory as a session sees it: its
-// memory info, the session's allocator for it, and a Copier between it
-// and the host, whose bytes the Env counts.
-type deviceMemory struct {
-	info  *ortc.MemoryInfo
-	alloc *ortc.Allocator
-	// so outlives the copier's sessions (and any other session made for
-	// this memory), which it configures.
+// hostCopier copies between host and device memory for one Env (whose
+// CopiedBytes counts it), with the session options its sessions need
+// alive.
+type hostCopier struct {
 	so     *ort.SessionOptions
 	copier *ortc.Copier
 }
 
-// openDeviceMemory returns rt's device memory for env, allocated through
-// one of its copier's sessions.
+func newHostCopier(rt *Runtime, env *ortc.Env) (*hostCopier, error) {
+	so, err := rt.NewSessionOptions()
+	if err != nil {
+		return nil, err
+	}
+	return &hostCopier{so: so, copier: env.NewCopier(so)}, nil
+}
+
+func (h *hostCopier) close() {
+	h.copier.Close()
+	h.so.Destroy()
+}
+
+// deviceMemory is the runtime device's memory as an Env sees it: its
+// memory info, an allocator for it (one of the copier's sessions'), and
+// a copier between it and the host.
+type deviceMemory struct {
+	*hostCopier
+	info  *ortc.MemoryInfo
+	alloc *ortc.Allocator
+}
+
+// openDeviceMemory returns rt's device memory for env.
 func openDeviceMemory(rt *Runtime, env *ortc.Env) (m *deviceMemory, err error) {
 	m = &deviceMemory{}
 	defer func() {
@@ -64,10 +81,9 @@ func openDeviceMemory(rt *Runtime, env *ortc.Env) (m *deviceMemory, err error) {
 	if m.info, err = env.NewMemoryInfo(name, d.ID); err != nil {
 		return nil, err
 	}
-	if m.so, err = rt.NewSessionOptions(); err != nil {
+	if m.hostCopier, err = newHostCopier(rt, env); err != nil {
 		return nil, err
 	}
-	m.copier = env.NewCopier(m.so)
 	if m.alloc, err = m.copier.NewAllocator(m.info); err != nil {
 		return nil, err
 	}
@@ -76,11 +92,8 @@ func openDeviceMemory(rt *Runtime, env *ortc.Env) (m *deviceMemory, err error) {
 
 func (m *deviceMemory) close() {
 	m.alloc.Release()
-	if m.copier != nil {
-		m.copier.Close()
-	}
-	if m.so != nil {
-		m.so.Destroy()
+	if m.hostCopier != nil {
+		m.hostCopier.close()
 	}
 	m.info.Release()
 }
@@ -121,13 +134,8 @@ func (lm *LM) openResident() (err error) {
 	return nil
 }
 
-// upload copies host values to a new device tensor, taking host (and
-// releasing it); err is host's constructor's, returned as is.
-func (r *resident) upload(host *ortc.Value, err error) (*ortc.Value, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer host.Release()
+// upload copies host values to a new device tensor.
+func (r *resident) upload(host *ortc.Value) (*ortc.Value, error) {
 	v, err := r.alloc.AllocLike(host)
 	if err != nil {
 		return nil, err
@@ -261,7 +269,7 @@ func (lm *LM) newDeviceCache(n int) (*deviceCache, error) {
 	return d, nil
 }
 
-// free releases the buffers (again: nothing).
+// free releases the buffers; a second call does nothing.
 func (d *deviceCache) free() {
 	for l := range d.kv {
 		for j := range 2 {
@@ -311,17 +319,20 @@ func (d *deviceCache) write(whole, srcs []*ortc.Value, dstIndex, srcIndex []int6
 		return nil
 	}
 	r := d.lm.res
-	shape := []int64{int64(M), 3}
-	dst, err := r.upload(ortc.NewTensor(d.lm.env, shape, dstIndex))
-	if err != nil {
-		return err
+	var index [2]*ortc.Value // dst, src on the device
+	for i, host := range [][]int64{dstIndex, srcIndex} {
+		h, err := ortc.NewTensor(d.lm.env, []int64{int64(M), 3}, host)
+		if err != nil {
+			return err
+		}
+		index[i], err = r.upload(h)
+		h.Release()
+		if err != nil {
+			return err
+		}
+		defer index[i].Release()
 	}
-	defer dst.Release()
-	src, err := r.upload(ortc.NewTensor(d.lm.env, shape, srcIndex))
-	if err != nil {
-		return err
-	}
-	defer src.Release()
+	dst, src := index[0], index[1]
 	b, err := r.writer.NewBinding()
 	if err != nil {
 		return err
@@ -372,11 +383,11 @@ func (lm *LM) extendOnDevice(sess *ortc.Session, c *RowCache, r0 int, real []int
 		return err
 	}
 	defer b.Release()
-	names := lm.graphInputs()
+	names := sess.Inputs()
 	var owned []*ortc.Value
 	defer func() { releaseAll(owned) }()
 	for i, h := range host {
-		v, err := r.upload(h, nil)
+		v, err := r.upload(h)
 		if err != nil {
 			return err
 		}
