@@ -11,8 +11,13 @@
 // is right or wrong), and P(right | ok), the precision of "ok". Over the
 // first aggregation step (step 1, whose candidates are search traces):
 // the share whose candidates held a right answer, the accuracy when they
-// did and when they did not. Later steps are left out: their candidates
-// are aggregations.
+// did and when they did not; and the same aggregations by what their
+// candidates' verdicts offered a reader who trusts them: a right answer
+// marked "ok" and no wrong one marked "ok" (trusting "ok" suffices), a
+// right one marked "ok" beside a wrong one marked "ok" (the reader must
+// check the arithmetic itself), right answers all marked "no", or no
+// right answer. Later steps are left out: their candidates are
+// aggregations.
 package main
 
 import (
@@ -29,14 +34,57 @@ import (
 type counts struct {
 	search, right, okRight, wrong, okWrong, noVerdict int
 	agg, aggWithRight, aggRightWith, aggRightWithout  int
+	// byOffer counts the first aggregations per offer class: [n, right].
+	byOffer [numOffers][2]int
+}
+
+// offer classes what a first aggregation's candidates offered a reader
+// who trusts their verdicts.
+type offer int
+
+const (
+	rightOkAlone  offer = iota // a right answer marked ok, no wrong one marked ok
+	rightOkBeside              // a right answer marked ok and a wrong one marked ok
+	rightSaysNo                // right answers, all marked no (or unmarked)
+	noRight                    // no right answer
+	numOffers
+)
+
+var offerNames = [numOffers]string{
+	"a right one marked ok, no wrong one marked ok",
+	"a right one and a wrong one marked ok",
+	"right ones, none marked ok",
+	"no right one",
+}
+
+// classify returns the offer of candidates given as (right, passed) pairs.
+func classify(right, passed []bool) offer {
+	var rightOk, wrongOk, anyRight bool
+	for i, r := range right {
+		anyRight = anyRight || r
+		rightOk = rightOk || r && passed[i]
+		wrongOk = wrongOk || !r && passed[i]
+	}
+	switch {
+	case rightOk && !wrongOk:
+		return rightOkAlone
+	case rightOk:
+		return rightOkBeside
+	case anyRight:
+		return rightSaysNo
+	}
+	return noRight
 }
 
 func tally(recs []report.TraceRecord) (counts, error) {
 	var c counts
 	type key struct{ step, problem, sample int }
 	correct := make(map[key]bool, len(recs))
+	passed := make(map[key]bool, len(recs))
 	for _, r := range recs {
-		correct[key{r.Step, r.Problem, r.Sample}] = r.Correct
+		k := key{r.Step, r.Problem, r.Sample}
+		correct[k] = r.Correct
+		passed[k], _ = synth.CheckVerdict(r.Text)
 	}
 	for _, r := range recs {
 		if r.Step > 1 {
@@ -45,12 +93,20 @@ func tally(recs []report.TraceRecord) (counts, error) {
 		if r.Step == 1 {
 			c.agg++
 			with := false
+			var rights, passes []bool
 			for _, m := range r.Candidates {
-				ok, found := correct[key{r.Step - 1, r.Problem, m}]
+				k := key{r.Step - 1, r.Problem, m}
+				ok, found := correct[k]
 				if !found {
 					return c, fmt.Errorf("step %d problem %d: candidate %d of step %d is not in the file", r.Step, r.Problem, m, r.Step-1)
 				}
 				with = with || ok
+				rights, passes = append(rights, ok), append(passes, passed[k])
+			}
+			o := &c.byOffer[classify(rights, passes)]
+			o[0]++
+			if r.Correct {
+				o[1]++
 			}
 			switch {
 			case with:
@@ -95,6 +151,8 @@ func run(args []string, w io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("usage: selfcheck LABEL=FILE.traces.jsonl ...")
 	}
+	var tallies []counts
+	var labels []string
 	fmt.Fprintln(w, "| model | search traces | accuracy | P(ok \\| right) | P(ok \\| wrong) | P(right \\| ok) | step-1 aggregations | candidates hold a right one | accuracy, with one | accuracy, without |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, a := range args {
@@ -118,6 +176,26 @@ func run(args []string, w io.Writer) error {
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %d | %s | %s | %s |\n", label, c.search,
 			ratio(c.right, c.search), ratio(c.okRight, c.right), ratio(c.okWrong, c.wrong), ratio(c.okRight, c.okRight+c.okWrong),
 			c.agg, ratio(c.aggWithRight, c.agg), ratio(c.aggRightWith, c.aggWithRight), ratio(c.aggRightWithout, c.agg-c.aggWithRight))
+		tallies, labels = append(tallies, c), append(labels, label)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Step-1 aggregations by what their candidates offered: share of aggregations, and their accuracy")
+	fmt.Fprintln(w)
+	fmt.Fprint(w, "| model |")
+	for _, name := range offerNames {
+		fmt.Fprintf(w, " %s |", name)
+	}
+	fmt.Fprint(w, "\n|---|")
+	for range offerNames {
+		fmt.Fprint(w, "---|")
+	}
+	fmt.Fprintln(w)
+	for i, c := range tallies {
+		fmt.Fprintf(w, "| %s |", labels[i])
+		for _, o := range c.byOffer {
+			fmt.Fprintf(w, " %s: %s |", ratio(o[0], c.agg), ratio(o[1], o[0]))
+		}
+		fmt.Fprintln(w)
 	}
 	return nil
 }

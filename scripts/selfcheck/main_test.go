@@ -20,10 +20,14 @@ func TestTallyHandComputed(t *testing.T) {
 		{Step: 0, Problem: 0, Sample: 2, Text: `x=4. 28+3=38. ok \boxed{4}`},
 		{Step: 0, Problem: 0, Sample: 3, Text: `x=4. 28+3=31. no \boxed{4}`},
 		{Step: 0, Problem: 0, Sample: 4, Text: `\boxed{4}`},
-		// Step 1: candidates {0, 2} hold a right one (sample 0), {2, 3} do not.
+		// Step 1: candidates {0, 2}, {0, 3} and {1, 3} hold a right one
+		// (sample 0 marked ok beside wrong 2 marked ok, then alone;
+		// sample 1 marked no), {2, 3} do not.
 		{Step: 1, Problem: 0, Sample: 0, Candidates: []int{0, 2}, Correct: true},
 		{Step: 1, Problem: 0, Sample: 1, Candidates: []int{2, 0}},
 		{Step: 1, Problem: 0, Sample: 2, Candidates: []int{2, 3}, Correct: true},
+		{Step: 1, Problem: 0, Sample: 3, Candidates: []int{0, 3}, Correct: true},
+		{Step: 1, Problem: 0, Sample: 4, Candidates: []int{1, 3}},
 		// Step 2 (left out: its candidates are aggregations).
 		{Step: 2, Problem: 0, Sample: 0, Candidates: []int{1}},
 		{Step: 2, Problem: 0, Sample: 1, Candidates: []int{0}, Correct: true},
@@ -31,7 +35,8 @@ func TestTallyHandComputed(t *testing.T) {
 	c, err := tally(recs)
 	require.NoError(t, err)
 	require.Equal(t, counts{search: 5, right: 2, okRight: 1, wrong: 2, okWrong: 1, noVerdict: 1,
-		agg: 3, aggWithRight: 2, aggRightWith: 1, aggRightWithout: 1}, c)
+		agg: 5, aggWithRight: 4, aggRightWith: 2, aggRightWithout: 1,
+		byOffer: [numOffers][2]int{rightOkAlone: {1, 1}, rightOkBeside: {2, 1}, rightSaysNo: {1, 0}, noRight: {1, 1}}}, c)
 
 	_, err = tally(append(recs, report.TraceRecord{Step: 1, Problem: 0, Sample: 3, Candidates: []int{9}}))
 	require.ErrorContains(t, err, "candidate 9 of step 0 is not in the file")
@@ -45,8 +50,9 @@ func TestRunTable(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"base=" + path}, &out))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	require.Len(t, lines, 3)
+	require.Len(t, lines, 9)
 	require.Equal(t, "| base | 0 | - | - | - | - | 0 | - | - | - |", lines[2])
+	require.Equal(t, "| base | -: - | -: - | -: - | -: - |", lines[8])
 	require.Error(t, run([]string{path}, &out), "no label")
 	_, err = os.Stat(path)
 	require.NoError(t, err)
