@@ -106,8 +106,13 @@ type benchTrainLine struct {
 	GradNorm float64 `json:"grad_norm,omitempty"`
 	// DeviceCopyBytes is what the step copied between host and device
 	// memory through the device layer (--device cuda, or --resident):
-	// the parameters, once per update.
-	DeviceCopyBytes int64 `json:"device_copy_bytes,omitempty"`
+	// the parameters, once per update, and CallCopyBytes, the
+	// activations and gradients that cross with the graphs' calls (on
+	// the CPU twin: what would cross on CUDA), GradientCopyBytes of them
+	// the parameter gradients (model.Executor.CallBytes).
+	DeviceCopyBytes   int64 `json:"device_copy_bytes,omitempty"`
+	CallCopyBytes     int64 `json:"call_copy_bytes,omitempty"`
+	GradientCopyBytes int64 `json:"gradient_copy_bytes,omitempty"`
 	// RSSBytes is the resident set now, PeakRSSBytes the process's peak so
 	// far (VmHWM); WeightsBytes the trained and frozen parameters.
 	RSSBytes     int64 `json:"rss_bytes"`
@@ -169,7 +174,7 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 			return err
 		}
 		t0 := time.Now()
-		copied := pol.Train.CopiedBytes()
+		copied, called, grads := pol.Train.CopiedBytes(), pol.Train.CallBytes(), pol.Train.GradientBytes()
 		pol.Grads.Zero()
 		if err := pol.Train.Accumulate(ctx, b, 1, pol.Grads, &res); err != nil {
 			return err
@@ -183,7 +188,8 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 		line := benchTrainLine{Phase: "step", Step: step, Rows: f.rows, Toks: f.tokens, Seconds: time.Since(t0).Seconds(),
 			ForwardSeconds: times.Forward.Seconds(), LossSeconds: times.Loss.Seconds(), BackwardSeconds: times.Backward.Seconds(),
 			OptimizerSeconds: time.Since(t1).Seconds(), WeightsBytes: weights, NLL: meanNLL(b, res), GradNorm: norm,
-			DeviceCopyBytes: pol.Train.CopiedBytes() - copied}
+			DeviceCopyBytes: pol.Train.CopiedBytes() - copied, CallCopyBytes: pol.Train.CallBytes() - called,
+			GradientCopyBytes: pol.Train.GradientBytes() - grads}
 		line.TokensPerSecond = float64(f.rows*f.tokens) / t1.Sub(t0).Seconds()
 		line.RSSBytes, line.PeakRSSBytes = memoryUse()
 		if err := enc.Encode(line); err != nil {

@@ -267,7 +267,7 @@ func (e *Executor) coreForward(st *stepState, c *blocks.Core) error {
 				return err
 			}
 			res := []*ortc.Value{nil}
-			err = e.sess[c.Forward].Run(in, res)
+			err = e.run(c.Forward, in, res)
 			for _, v := range owned {
 				v.Release()
 			}
@@ -334,7 +334,7 @@ func (e *Executor) coreBackward(st *stepState, c *blocks.Core) error {
 			owned = append(owned, gv)
 			in = append(in, gv)
 			out := make([]*ortc.Value, len(c.GradInputs))
-			err = e.sess[c.Backward].Run(in, out)
+			err = e.run(c.Backward, in, out)
 			for _, v := range owned {
 				v.Release()
 			}

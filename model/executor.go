@@ -80,6 +80,12 @@ type Executor struct {
 	// device, not owned), brought up to date through toDevice.
 	dev      *deviceParams
 	toDevice *hostCopier
+	// crossed counts, on the device layer, the bytes of the host values
+	// the graphs read and of the values they return to the host: the
+	// activations and gradients that ONNX Runtime copies on a device
+	// (to the device before a call, back after it) without the copier.
+	// gradCrossed is the parameter gradients' part of it.
+	crossed, gradCrossed int64
 }
 
 // StepTimes splits the last Accumulate call's wall time.
@@ -153,12 +159,55 @@ func (e *Executor) weight(name string) *ortc.Value {
 }
 
 // CopiedBytes returns the bytes the executor has copied between host and
-// device memory on the device layer so far (0 on the host path).
+// device memory on the device layer so far (0 on the host path): the
+// parameters it copied and the activations and gradients that crossed
+// with its graphs' calls (ActivationBytes).
 func (e *Executor) CopiedBytes() int64 {
 	if e.dev == nil {
 		return 0
 	}
-	return e.env.CopiedBytes()
+	return e.env.CopiedBytes() + e.crossed
+}
+
+// CallBytes returns the part of CopiedBytes that crossed with the
+// graphs' calls: every host value a call reads (the parameters are on
+// the device, except the slices of a vocabulary table that the table
+// head assembles in Go) and every value it returns, the parameter
+// gradients among them (GradientBytes), which the executor adds into
+// the host gradient store. On the CPU twin nothing moves; the count is
+// what would cross on CUDA (at most: an input that only CPU-placed nodes
+// read stays on the host there).
+func (e *Executor) CallBytes() int64 { return e.crossed }
+
+// GradientBytes returns the part of CallBytes that is parameter
+// gradients returned to the host.
+func (e *Executor) GradientBytes() int64 { return e.gradCrossed }
+
+// countGradient counts n parameter-gradient values returned to the host
+// on the device layer.
+func (e *Executor) countGradient(n int) {
+	if e.dev != nil {
+		e.gradCrossed += int64(4 * n)
+	}
+}
+
+// run runs the session of graph key on in, filling out, and counts on
+// the device layer the bytes that cross with the call.
+func (e *Executor) run(key string, in, out []*ortc.Value) error {
+	if err := e.sess[key].Run(in, out); err != nil {
+		return err
+	}
+	if e.dev != nil {
+		for _, v := range in {
+			if !v.Placed() {
+				e.crossed += int64(v.Len() * v.Elem().Size())
+			}
+		}
+		for _, v := range out {
+			e.crossed += int64(v.Len() * v.Elem().Size())
+		}
+	}
+	return nil
 }
 
 // openSessions creates one session per distinct graph of the program.
@@ -503,7 +552,7 @@ func (e *Executor) forward(st *stepState, p *blocks.Piece, dst values) error {
 		return err
 	}
 	out := make([]*ortc.Value, len(p.Outputs))
-	if err := e.sess[p.Forward].Run(in, out); err != nil {
+	if err := e.run(p.Forward, in, out); err != nil {
 		return err
 	}
 	for k, name := range p.Outputs {
@@ -554,7 +603,7 @@ func (e *Executor) backward(st *stepState, p *blocks.Piece) error {
 		in = append(in, g)
 	}
 	out := make([]*ortc.Value, len(p.GradInputs)+len(p.GradWeights))
-	if err := e.sess[p.Backward].Run(in, out); err != nil {
+	if err := e.run(p.Backward, in, out); err != nil {
 		return err
 	}
 	for k, i := range p.GradInputs {
@@ -593,6 +642,7 @@ func (e *Executor) addParamGrad(st *stepState, param string, g *ortc.Value) erro
 		return fmt.Errorf("gradient of %q has %d values, the parameter %d", param, len(src), len(dst))
 	}
 	addScaled(dst, src, st.scale)
+	e.countGradient(len(src))
 	return nil
 }
 
@@ -883,7 +933,7 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 			return errors.New("wrap loss chunk inputs")
 		}
 		out := make([]*ortc.Value, 4+len(h.GradWeights))
-		err := e.sess[h.Train].Run(in, out)
+		err := e.run(h.Train, in, out)
 		release()
 		if err != nil {
 			return err

@@ -201,7 +201,8 @@ func TestResidentCopies(t *testing.T) {
 // small attention, loss and MLP chunks, then AdamW) give bit-identical
 // gradients, loss, log-probabilities and updated weights to the host
 // path, full fine-tune and LoRA, and so does a step after a checkpoint
-// round trip. The copies (Executor.CopiedBytes) are every parameter on
+// round trip. The parameter copies (Executor.CopiedBytes without
+// CallBytes) are every parameter on
 // the first call, nothing more until the weights change, then the
 // trained weights alone: the frozen ones never move.
 func TestResidentTrainingMatchesHost(t *testing.T) {
@@ -238,10 +239,10 @@ func TestResidentTrainingMatchesHost(t *testing.T) {
 				for range 2 {
 					for range 2 { // the same batch twice: the second call copies nothing
 						p.Grads.Zero()
-						before := p.Train.CopiedBytes()
+						before := paramCopies(p)
 						var res model.TrainResult
 						require.NoError(t, p.Train.Accumulate(ctx, bs[0], 0.5, p.Grads, &res))
-						got[i].copies = append(got[i].copies, p.Train.CopiedBytes()-before)
+						got[i].copies = append(got[i].copies, paramCopies(p)-before)
 						got[i].grads = append(got[i].grads, slices.Clone(p.Grads.Flat()))
 						got[i].res = append(got[i].res, res)
 					}
@@ -261,10 +262,10 @@ func TestResidentTrainingMatchesHost(t *testing.T) {
 				zeroed := slices.Clone(p.Grads.Flat())
 				_, err = checkpoint.Load(path, p.Weights, opt)
 				require.NoError(t, err)
-				before := p.Train.CopiedBytes()
+				before := paramCopies(p)
 				p.Grads.Zero()
 				require.NoError(t, p.Train.Accumulate(ctx, bs[0], 0.5, p.Grads, &res))
-				got[i].copies = append(got[i].copies, p.Train.CopiedBytes()-before)
+				got[i].copies = append(got[i].copies, paramCopies(p)-before)
 				require.NotEqual(t, zeroed, p.Grads.Flat())
 				got[i].grads = append(got[i].grads, slices.Clone(p.Grads.Flat()))
 				// A change not recorded by Touch: the host path sees it,
@@ -301,5 +302,67 @@ func TestResidentTrainingMatchesHost(t *testing.T) {
 			require.Equal(t, got[0].final, got[1].final)
 			require.Equal(t, []int64{0, 0, 0, 0, 0}, got[0].copies, "the host path copies nothing")
 		})
+	}
+}
+
+// paramCopies returns the bytes p's executor has copied through its
+// copier: the parameters (CopiedBytes without the calls' own).
+func paramCopies(p *model.Policy) int64 { return p.Train.CopiedBytes() - p.Train.CallBytes() }
+
+// rowsBatch is rows copies of one random row of seq tokens whose second
+// half the loss covers (advantage 1, detached).
+func rowsBatch(rows, seq, vocab int) model.TrainBatch {
+	r := rand.New(rand.NewPCG(5, 5))
+	row := make([]int64, seq)
+	for i := range row {
+		row[i] = int64(1 + r.IntN(vocab-1))
+	}
+	b := model.TrainBatch{Batch: rows, Seq: seq, ClipLow: 0.2, ClipHigh: 0.28}
+	for range rows {
+		b.InputIDs = append(b.InputIDs, row...)
+		for t := range seq {
+			b.AttentionMask = append(b.AttentionMask, 1)
+			b.PositionIDs = append(b.PositionIDs, int64(t))
+			loss := float32(0)
+			if t >= seq/2 && t < seq-1 {
+				loss = 1
+			}
+			b.LossMask = append(b.LossMask, loss)
+			b.Advantages = append(b.Advantages, 1)
+		}
+	}
+	return b
+}
+
+// TestExecutorCallBytes counts what crosses with the training graphs'
+// calls on the device layer (Executor.CallBytes, in CopiedBytes): on
+// the tiny model, unchunked, every trained parameter's gradient comes
+// back once per micro-batch (GradientBytes), the rest (activations,
+// their gradients, the loss inputs) grows by the same bytes per added
+// row, and the host path counts nothing.
+func TestExecutorCallBytes(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	src := executorSources(t)["tiny"]
+	for _, resident := range []bool{false, true} {
+		p, err := model.OpenPolicy(rt, src, t.TempDir(), model.PolicyOptions{Train: true, Resident: resident, Seed: 3})
+		require.NoError(t, err)
+		var activations []int64
+		for rows := 1; rows <= 3; rows++ {
+			called, grads := p.Train.CallBytes(), p.Train.GradientBytes()
+			var res model.TrainResult
+			p.Grads.Zero()
+			require.NoError(t, p.Train.Accumulate(context.Background(), rowsBatch(rows, 12, p.LM.Signature().Vocab), 1, p.Grads, &res))
+			if !resident {
+				require.Zero(t, p.Train.CopiedBytes()+p.Train.CallBytes()+p.Train.GradientBytes(), "the host path")
+				continue
+			}
+			require.Equal(t, int64(4*p.Weights.NumParams()), p.Train.GradientBytes()-grads, "every gradient once")
+			activations = append(activations, p.Train.CallBytes()-called-(p.Train.GradientBytes()-grads))
+		}
+		if resident {
+			require.Positive(t, activations[0])
+			require.Equal(t, activations[1]-activations[0], activations[2]-activations[1], "the same bytes per added row")
+		}
+		require.NoError(t, p.Close())
 	}
 }

@@ -106,6 +106,10 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 		}
 		tshape := []int64{int64(w), int64(hidden)}
 		tdata := table.Data[v0*hidden : v1*hidden]
+		// On the device layer a block of a [vocab, hidden] table is a view
+		// of its device copy; a [hidden, vocab] table's block, strided, is
+		// assembled on the host.
+		var tview *ortc.Value
 		if !h.TableRows {
 			tshape = []int64{int64(hidden), int64(w)}
 			cols = resize(cols, hidden*w)
@@ -113,17 +117,27 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 				copy(cols[r*w:(r+1)*w], table.Data[r*V+v0:r*V+v1])
 			}
 			tdata = cols
+		} else if e.dev != nil {
+			var err error
+			if tview, err = e.weight(h.Table).View(v0*hidden, tshape); err != nil {
+				return fmt.Errorf("table rows %d..%d: %w", v0, v1, err)
+			}
 		}
 		for r0 := 0; r0 < N; r0 += rowsPerTile {
 			r1 := min(N, r0+rowsPerTile)
 			out := []*ortc.Value{nil, nil}
 			if err := e.runOwned(h.Grad, out, func(t tensors) {
 				t.f32([]int64{int64(r1 - r0), int64(hidden)}, zs[r0*hidden:r1*hidden])
-				t.f32(tshape, tdata)
+				if tview != nil {
+					t.view(tview)
+				} else {
+					t.f32(tshape, tdata)
+				}
 				t.f32([]int64{int64(r1 - r0), 1}, lse[r0:r1])
 				t.i64([]int64{int64(r1 - r0), 1}, local[r0:r1])
 				t.f32([]int64{int64(r1 - r0), 1}, coef[r0:r1])
 			}); err != nil {
+				tview.Release() // a nil view releases nothing
 				return err
 			}
 			gh, gt := out[0].Float32s(), out[1].Float32s()
@@ -131,6 +145,7 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 				addInto(gz[pos[k]*hidden:(pos[k]+1)*hidden], gh[(k-r0)*hidden:(k-r0+1)*hidden])
 			}
 			if gtab != nil {
+				e.countGradient(len(gt))
 				if h.TableRows {
 					addScaled(gtab[v0*hidden:v1*hidden], gt, st.scale)
 				} else {
@@ -142,6 +157,7 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 			out[0].Release()
 			out[1].Release()
 		}
+		tview.Release()
 	}
 	return nil
 }
@@ -208,5 +224,5 @@ func (e *Executor) runOwned(key string, out []*ortc.Value, fill func(tensors)) e
 	if err != nil {
 		return fmt.Errorf("loss inputs: %w", err)
 	}
-	return e.sess[key].Run(in, out)
+	return e.run(key, in, out)
 }

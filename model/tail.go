@@ -77,7 +77,7 @@ func (e *Executor) tailForward(st *stepState, p *blocks.Piece, dst values) error
 			break
 		}
 		out := []*ortc.Value{nil}
-		err = e.sess[p.Forward].Run(in, out)
+		err = e.run(p.Forward, in, out)
 		in[0].Release()
 		if err != nil {
 			err = fmt.Errorf("MLP on positions %d..%d: %w", c.p0, c.p1, err)
@@ -158,7 +158,7 @@ func (e *Executor) tailChunkBackward(st *stepState, p *blocks.Piece, x, g *ortc.
 	}
 	defer in[last].Release()
 	out := make([]*ortc.Value, len(p.GradInputs)+len(p.GradWeights))
-	if err := e.sess[p.Backward].Run(in, out); err != nil {
+	if err := e.run(p.Backward, in, out); err != nil {
 		return fmt.Errorf("MLP backward on positions %d..%d: %w", c.p0, c.p1, err)
 	}
 	defer func() {

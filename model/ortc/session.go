@@ -181,6 +181,11 @@ type Value struct {
 // from Go: copy it to a host tensor with a Copier).
 func (v *Value) OnDevice() bool { return v.device }
 
+// Placed reports whether v lives in memory taken from an allocator
+// (AllocOn, AllocLike, or a View of such a tensor): the device layer's
+// memory, which is the host's on the CPU twin, where OnDevice is false.
+func (v *Value) Placed() bool { return v.info != nil }
+
 func (v *Value) checkHost() {
 	if v.device {
 		panic("ortc: the data of a tensor in device memory read from Go; copy it to the host first (Copier)")
