@@ -77,9 +77,10 @@ type Executor struct {
 	pool  map[string][]float32
 	times StepTimes
 	// dev are the device copies of the parameters (ExecutorOptions.
-	// device, not owned), brought up to date through toDevice.
+	// device, not owned), brought up to date through devGrads' copier;
+	// devGrads sums the gradients of AccumulateBatches there.
 	dev      *deviceParams
-	toDevice *hostCopier
+	devGrads *deviceGrads
 	// crossed counts, on the device layer, the bytes of the host values
 	// the graphs read and of the values they return to the host: the
 	// activations and gradients that ONNX Runtime copies on a device
@@ -140,8 +141,8 @@ func OpenExecutor(rt *Runtime, art *Artifacts, weights, frozen *params.Store, op
 		return nil, errors.Join(err, e.Close())
 	}
 	if opt.device != nil {
-		if e.toDevice, err = newHostCopier(rt, env); err != nil {
-			return nil, errors.Join(err, e.Close())
+		if err := e.openDeviceGrads(rt); err != nil {
+			return nil, errors.Join(fmt.Errorf("model: executor: %w", err), e.Close())
 		}
 		e.dev = opt.device
 	}
@@ -337,9 +338,9 @@ func (e *Executor) markStep() {
 
 // Close releases the sessions and views (not the stores).
 func (e *Executor) Close() error {
-	if e.toDevice != nil {
-		e.toDevice.close()
-		e.toDevice, e.dev = nil, nil
+	if e.devGrads != nil {
+		e.devGrads.close()
+		e.devGrads, e.dev = nil, nil
 	}
 	for _, s := range e.sess {
 		s.Close()
@@ -418,7 +419,7 @@ func (e *Executor) Accumulate(ctx context.Context, b TrainBatch, scale float32, 
 	e.times = StepTimes{}
 	start := time.Now()
 	if e.dev != nil {
-		if err := e.dev.sync(e.toDevice.copier); err != nil {
+		if err := e.dev.sync(e.devGrads.mem.copier); err != nil {
 			return fmt.Errorf("model: executor: %w", err)
 		}
 	}
@@ -603,7 +604,7 @@ func (e *Executor) backward(st *stepState, p *blocks.Piece) error {
 		in = append(in, g)
 	}
 	out := make([]*ortc.Value, len(p.GradInputs)+len(p.GradWeights))
-	if err := e.run(p.Backward, in, out); err != nil {
+	if err := e.runKeeping(p.Backward, in, out, e.weightGradsSummed(p, len(p.GradInputs))); err != nil {
 		return err
 	}
 	for k, i := range p.GradInputs {
@@ -630,19 +631,29 @@ func (e *Executor) addGrad(st *stepState, name string, g *ortc.Value) {
 	g.Release()
 }
 
-// addParamGrad adds scale x g into the gradient store entry of param.
+// weightGradsSummed returns, for a graph of piece p whose outputs from
+// first on are the gradients of p's GradWeights, which outputs go to a
+// device gradient sum (AccumulateBatches).
+func (e *Executor) weightGradsSummed(p *blocks.Piece, first int) func(k int) bool {
+	return func(k int) bool { return k >= first && e.summed(p.Weights[p.GradWeights[k-first]]) }
+}
+
+// addParamGrad adds scale x g into the gradient store entry of param, or
+// into its device sum (AccumulateBatches, where g is in device memory).
 func (e *Executor) addParamGrad(st *stepState, param string, g *ortc.Value) error {
 	i, ok := e.trained[param]
 	if !ok {
 		return fmt.Errorf("gradient of %q, which is not trained", param)
 	}
 	dst := st.grads.At(i).Data
-	src := g.Float32s()
-	if len(src) != len(dst) {
-		return fmt.Errorf("gradient of %q has %d values, the parameter %d", param, len(src), len(dst))
+	if g.Len() != len(dst) {
+		return fmt.Errorf("gradient of %q has %d values, the parameter %d", param, g.Len(), len(dst))
 	}
-	addScaled(dst, src, st.scale)
-	e.countGradient(len(src))
+	if e.summed(param) {
+		return e.addSummed(param, 0, g, st.scale)
+	}
+	addScaled(dst, g.Float32s(), st.scale)
+	e.countGradient(len(dst))
 	return nil
 }
 
@@ -734,6 +745,9 @@ func (e *Executor) embedBackward(st *stepState) error {
 	ids, err := e.indices(st, em.Indices)
 	if err != nil {
 		return err
+	}
+	if e.summed(em.Table) {
+		return e.scatterSummed(em.Table, e.tensors[em.Table].Shape, ids, g.Float32s(), st.scale)
 	}
 	dst := st.grads.At(i).Data
 	src := g.Float32s()
@@ -933,7 +947,7 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 			return errors.New("wrap loss chunk inputs")
 		}
 		out := make([]*ortc.Value, 4+len(h.GradWeights))
-		err := e.run(h.Train, in, out)
+		err := e.runKeeping(h.Train, in, out, func(k int) bool { return k >= 4 && e.summed(h.Weights[h.GradWeights[k-4]]) })
 		release()
 		if err != nil {
 			return err

@@ -205,13 +205,16 @@ func zeroModel() ([]byte, error) {
 }
 
 // zeroFill sets every value of the flat buffer v to 0.
-func (r *resident) zeroFill(env *ortc.Env, v *ortc.Value) error {
+func (r *resident) zeroFill(env *ortc.Env, v *ortc.Value) error { return fillZeros(env, r.zero, v) }
+
+// fillZeros runs zero, a session of zeroModel, into the flat buffer v.
+func fillZeros(env *ortc.Env, zero *ortc.Session, v *ortc.Value) error {
 	shape, err := ortc.NewTensor(env, []int64{1}, []int64{int64(v.Len())})
 	if err != nil {
 		return err
 	}
 	defer shape.Release()
-	b, err := r.zero.NewBinding()
+	b, err := zero.NewBinding()
 	if err != nil {
 		return err
 	}
@@ -219,7 +222,7 @@ func (r *resident) zeroFill(env *ortc.Env, v *ortc.Value) error {
 	if err := errors.Join(b.BindInput("shape", shape), b.BindOutput("zeros", v)); err != nil {
 		return err
 	}
-	return r.zero.RunBinding(b)
+	return zero.RunBinding(b)
 }
 
 func cacheWriteInputs(n int) []string {

@@ -366,3 +366,73 @@ func TestExecutorCallBytes(t *testing.T) {
 		require.NoError(t, p.Close())
 	}
 }
+
+// TestResidentAccumulateBatches is the CPU twin of summing a step's
+// gradients on the device (Executor.AccumulateBatches): over three
+// micro-batches (with small attention, loss and MLP chunks) the
+// gradients and every micro-batch's results are bit-identical to the
+// host path on every export, full fine-tune and LoRA (the embedding
+// table's rows added in position order, a repeated token's included);
+// and on the tiny model every gradient returns to the host once per
+// call, not once per micro-batch.
+func TestResidentAccumulateBatches(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	sources := executorSources(t)
+	type tcase struct {
+		src  string
+		lora lmgraph.LoRA
+	}
+	cases := map[string]tcase{"tiny-lora": {sources["tiny"], lmgraph.LoRA{Rank: 2, Alpha: 4, Targets: lmgraph.LoRATargets}}}
+	for name, src := range sources {
+		cases[name] = tcase{src: src}
+	}
+	small := model.ExecutorOptions{AttentionBytes: 4 << 10, LossChunkBytes: 4 << 10, MLPBytes: 30 << 10}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			type outcome struct {
+				grads []float32
+				res   []model.TrainResult
+			}
+			var got [2]outcome
+			for i, resident := range []bool{false, true} {
+				p, err := model.OpenPolicy(rt, tc.src, t.TempDir(), model.PolicyOptions{Train: true, Executor: small, Resident: resident,
+					Artifacts: model.ArtifactOptions{LoRA: tc.lora}, Seed: 3})
+				require.NoError(t, err)
+				samples := randomSamples(rand.New(rand.NewPCG(9, 9)), 6, p.LM.Signature().Vocab)
+				for k := range samples {
+					samples[k].Completion[0] = samples[k].Prompt[0] // a repeated token
+				}
+				bs, _, err := rl.MicroBatches(samples, 24, 0.2, 0.28)
+				require.NoError(t, err)
+				require.GreaterOrEqual(t, len(bs), 3)
+				bs = bs[:3]
+				seen, repeated := map[int64]bool{}, false
+				for _, id := range bs[0].InputIDs {
+					repeated = repeated || seen[id]
+					seen[id] = true
+				}
+				require.True(t, repeated, "a token repeats: the embedding's gradient adds rows into one row")
+				// Twice, the second time on other scales: the sums start
+				// from zero on every call.
+				var before int64
+				for _, scales := range [][]float32{{0.5, 0.3, 0.2}, {0.2, 0.2, 0.6}} {
+					p.Grads.Zero()
+					before = p.Train.GradientBytes()
+					var res model.TrainResult
+					require.NoError(t, p.Train.AccumulateBatches(context.Background(), bs, scales, p.Grads, &res, func(k int) error {
+						got[i].res = append(got[i].res, model.TrainResult{LogProbs: slices.Clone(res.LogProbs), Entropy: slices.Clone(res.Entropy), Loss: res.Loss})
+						return nil
+					}))
+					got[i].grads = append(got[i].grads, p.Grads.Flat()...)
+					require.NotZero(t, p.Grads.Norm())
+				}
+				if resident && name == "tiny" {
+					require.Equal(t, int64(4*p.Weights.NumParams()), p.Train.GradientBytes()-before, "the gradients return once")
+				}
+				require.NoError(t, p.Close())
+			}
+			require.Equal(t, got[0].grads, got[1].grads)
+			require.Equal(t, got[0].res, got[1].res)
+		})
+	}
+}

@@ -126,7 +126,7 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 		for r0 := 0; r0 < N; r0 += rowsPerTile {
 			r1 := min(N, r0+rowsPerTile)
 			out := []*ortc.Value{nil, nil}
-			if err := e.runOwned(h.Grad, out, func(t tensors) {
+			if err := e.runOwnedKeeping(h.Grad, out, func(k int) bool { return k == 1 && e.summed(h.Table) }, func(t tensors) {
 				t.f32([]int64{int64(r1 - r0), int64(hidden)}, zs[r0*hidden:r1*hidden])
 				if tview != nil {
 					t.view(tview)
@@ -140,11 +140,16 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 				tview.Release() // a nil view releases nothing
 				return err
 			}
-			gh, gt := out[0].Float32s(), out[1].Float32s()
+			gh := out[0].Float32s()
 			for k := r0; k < r1; k++ {
 				addInto(gz[pos[k]*hidden:(pos[k]+1)*hidden], gh[(k-r0)*hidden:(k-r0+1)*hidden])
 			}
-			if gtab != nil {
+			var err error
+			if gtab != nil && e.summed(h.Table) {
+				// A [vocab, hidden] table: its block's rows, in place.
+				err = e.addSummed(h.Table, v0*hidden, out[1], st.scale)
+			} else if gtab != nil {
+				gt := out[1].Float32s()
 				e.countGradient(len(gt))
 				if h.TableRows {
 					addScaled(gtab[v0*hidden:v1*hidden], gt, st.scale)
@@ -156,6 +161,10 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 			}
 			out[0].Release()
 			out[1].Release()
+			if err != nil {
+				tview.Release()
+				return err
+			}
 		}
 		tview.Release()
 	}
@@ -213,6 +222,12 @@ func (t tensors) add(v *ortc.Value, err error) {
 // runOwned runs the graph key with the inputs fill adds, releasing the
 // views it made; out's nil entries come back allocated.
 func (e *Executor) runOwned(key string, out []*ortc.Value, fill func(tensors)) error {
+	return e.runOwnedKeeping(key, out, func(int) bool { return false }, fill)
+}
+
+// runOwnedKeeping is runOwned with the outputs device reports allocated
+// in device memory (runKeeping).
+func (e *Executor) runOwnedKeeping(key string, out []*ortc.Value, device func(k int) bool, fill func(tensors)) error {
 	var in, own []*ortc.Value
 	var err error
 	fill(tensors{e: e, in: &in, own: &own, err: &err})
@@ -224,5 +239,5 @@ func (e *Executor) runOwned(key string, out []*ortc.Value, fill func(tensors)) e
 	if err != nil {
 		return fmt.Errorf("loss inputs: %w", err)
 	}
-	return e.run(key, in, out)
+	return e.runKeeping(key, in, out, device)
 }

@@ -172,6 +172,13 @@ type GradientStats struct {
 	EngineAbsDiff, EngineMaxDiff float64
 }
 
+// batchLearner is a Learner that takes a step's micro-batches in one
+// call (model.Executor.AccumulateBatches: on the device layer their
+// gradients are summed in device memory), calling done after each.
+type batchLearner interface {
+	AccumulateBatches(ctx context.Context, bs []model.TrainBatch, scales []float32, grads *params.Store, res *model.TrainResult, done func(i int) error) error
+}
+
 // Gradients computes into grads the gradient of the token-mean loss over
 // all examples: it packs them into micro-batches and has the learner add
 // each micro-batch's token-mean gradient scaled by its share of the loss
@@ -192,15 +199,21 @@ func Gradients(ctx context.Context, learner Learner, grads *params.Store, exampl
 	}
 	var res model.TrainResult
 	lossSum, entSum, nllSum, engineSum := 0.0, 0.0, 0.0, 0.0
+	// The micro-batches with loss tokens, each scaled by its share.
+	var run []int
+	var bs []model.TrainBatch
+	var scales []float32
 	for k := range batches {
+		if tokens[k] > 0 {
+			run = append(run, k)
+			bs = append(bs, batches[k])
+			scales = append(scales, float32(float64(tokens[k])/float64(gs.LossTokens)))
+		}
+	}
+	// observe takes micro-batch run[i]'s result into the statistics.
+	observe := func(i int) error {
+		k := run[i]
 		b := &batches[k]
-		if tokens[k] == 0 {
-			continue
-		}
-		scale := float32(float64(tokens[k]) / float64(gs.LossTokens))
-		if err := learner.Accumulate(ctx, *b, scale, grads, &res); err != nil {
-			return gs, fmt.Errorf("rl: micro-batch %d/%d: %w", k+1, len(batches), err)
-		}
 		lossSum += float64(res.Loss) * float64(tokens[k])
 		for i, mask := range b.LossMask {
 			if mask == 0 {
@@ -216,6 +229,21 @@ func Gradients(ctx context.Context, learner Learner, grads *params.Store, exampl
 			}
 		}
 		gs.Positions += b.Batch * b.Seq
+		return nil
+	}
+	if bl, ok := learner.(batchLearner); ok {
+		if err := bl.AccumulateBatches(ctx, bs, scales, grads, &res, observe); err != nil {
+			return gs, fmt.Errorf("rl: %d micro-batches: %w", len(bs), err)
+		}
+	} else {
+		for i := range bs {
+			if err := learner.Accumulate(ctx, bs[i], scales[i], grads, &res); err != nil {
+				return gs, fmt.Errorf("rl: micro-batch %d/%d: %w", run[i]+1, len(batches), err)
+			}
+			if err := observe(i); err != nil {
+				return gs, err
+			}
+		}
 	}
 	gs.Loss = lossSum / float64(gs.LossTokens)
 	gs.Entropy = entSum / float64(gs.LossTokens)

@@ -326,13 +326,17 @@ func TestBenchAndPlan(t *testing.T) {
 
 	// --resident: the device layer on the CPU. A training step copies the
 	// parameters (all of them first, then the trained ones: here the
-	// same), a generation the weights and then only small per-call
-	// inputs and logits.
+	// same), its gradients, summed on the device, once, and what crosses
+	// with its graphs' calls (activations); a generation the weights and
+	// then only small per-call inputs and logits.
 	r = spiral(t, env, "bench", "train", "--resident", "--model", m, "--rows", "2", "--tokens", "32", "--steps", "2")
 	require.Equal(t, 0, r.code, r.stderr)
 	ls = lines(r.stdout)
 	for _, l := range ls[1:] {
-		require.Equal(t, l["weights_bytes"], l["device_copy_bytes"])
+		weights, calls := l["weights_bytes"].(float64), l["call_copy_bytes"].(float64)
+		require.Equal(t, weights, l["gradient_copy_bytes"], "every gradient once")
+		require.Positive(t, calls)
+		require.Equal(t, 2*weights+calls, l["device_copy_bytes"])
 	}
 	r = spiral(t, env, "bench", "generate", "--resident", "--model", m, "--rows", "3", "--prompt-tokens", "8", "--new-tokens", "4", "--steps", "1")
 	require.Equal(t, 0, r.code, r.stderr)

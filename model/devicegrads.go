@@ -1,0 +1,319 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/ortc"
+	"github.com/spiral-rl/spiral/model/params"
+)
+
+// deviceGrads sums, on the device layer, the parameter gradients of the
+// micro-batches of one AccumulateBatches call in device memory: the
+// backward graphs leave them there, a small graph adds each into its
+// sum in place, and the sums come to the host once, after the last
+// micro-batch, instead of every gradient after every call. A parameter
+// whose gradient the executor computes in strided blocks on the host (a
+// [hidden, vocab] head table) keeps the host path.
+type deviceGrads struct {
+	mem  *deviceMemory
+	host *ortc.MemoryInfo // the host's, for the outputs that return
+	zero *ortc.Session
+	// axpy holds the in-place dst += scale x src graph per rank; scatter
+	// adds scaled rows into an embedding table's gradient in place.
+	axpy    map[int]*ortc.Session
+	scatter *ortc.Session
+	// sums are the device gradient sums by parameter name, flat.
+	sums map[string]*ortc.Value
+	// on is true inside AccumulateBatches: gradients of sums' parameters
+	// go there.
+	on bool
+}
+
+// openDeviceGrads allocates device gradient sums for the trained
+// parameters the device can sum whole.
+func (e *Executor) openDeviceGrads(rt *Runtime) (err error) {
+	mem, err := openDeviceMemory(rt, e.env)
+	if err != nil {
+		return err
+	}
+	d := &deviceGrads{mem: mem, axpy: map[int]*ortc.Session{}, sums: map[string]*ortc.Value{}}
+	e.devGrads = d
+	if d.host, err = e.env.NewMemoryInfo("Cpu", 0); err != nil {
+		return err
+	}
+	raw, err := zeroModel()
+	if err != nil {
+		return err
+	}
+	if d.zero, err = e.env.NewSession(raw, mem.so, []string{"shape"}, []string{"zeros"}); err != nil {
+		return fmt.Errorf("zero graph: %w", err)
+	}
+	host := map[string]bool{}
+	if h := &e.prog.Head; h.Table != "" && !h.TableRows {
+		host[h.Table] = true
+	}
+	if raw, err = scatterAddModel(); err != nil {
+		return err
+	}
+	if d.scatter, err = e.env.NewSession(raw, mem.so, []string{"dst", "indices", "updates", "scale"}, []string{"out"}); err != nil {
+		return fmt.Errorf("embedding gradient graph: %w", err)
+	}
+	for name, i := range e.trained {
+		if host[name] {
+			continue
+		}
+		v, err := ortc.AllocOn[float32](mem.alloc, []int64{int64(len(e.weights.At(i).Data))})
+		if err != nil {
+			return fmt.Errorf("gradient of %q on %s: %w", name, mem.info, err)
+		}
+		d.sums[name] = v
+	}
+	return nil
+}
+
+func (d *deviceGrads) close() {
+	for _, v := range d.sums {
+		v.Release()
+	}
+	for _, s := range d.axpy {
+		s.Close()
+	}
+	for _, s := range []*ortc.Session{d.zero, d.scatter} {
+		if s != nil {
+			s.Close()
+		}
+	}
+	d.host.Release()
+	d.mem.close()
+}
+
+// summed reports whether param's gradient goes to its device sum now.
+func (e *Executor) summed(param string) bool {
+	return e.devGrads != nil && e.devGrads.on && e.devGrads.sums[param] != nil
+}
+
+// AccumulateBatches runs micro-batches bs in turn, adding scales[k] x d
+// loss(bs[k]) / d w into grads, and calls done with each one's result
+// (res, reused between calls) before the next. On the device layer the
+// parameter gradients are summed in device memory and added into grads
+// after the last micro-batch: one gradient copy per call instead of one
+// per micro-batch and chunk. Into a zeroed store (as rl.Gradients has
+// it) the result is bit-identical to Accumulate in turn; into one that
+// holds gradients already, the sums are added in another order.
+func (e *Executor) AccumulateBatches(ctx context.Context, bs []TrainBatch, scales []float32, grads *params.Store, res *TrainResult, done func(k int) error) error {
+	if len(scales) != len(bs) {
+		return fmt.Errorf("model: executor: %d scales for %d micro-batches", len(scales), len(bs))
+	}
+	d := e.devGrads
+	if d != nil {
+		if err := e.weights.SameLayout(grads); err != nil {
+			return fmt.Errorf("model: executor: gradient store: %w", err)
+		}
+		for name, v := range d.sums {
+			if err := fillZeros(e.env, d.zero, v); err != nil {
+				return fmt.Errorf("model: executor: zero the gradient of %q: %w", name, err)
+			}
+		}
+		d.on = true
+		defer func() { d.on = false }()
+	}
+	for k := range bs {
+		if err := e.Accumulate(ctx, bs[k], scales[k], grads, res); err != nil {
+			return err
+		}
+		if err := done(k); err != nil {
+			return err
+		}
+	}
+	if d == nil {
+		return nil
+	}
+	for name, v := range d.sums {
+		dst := grads.At(e.trained[name]).Data
+		sum := e.scratch("gradient sum", len(dst))
+		h, err := ortc.NewTensor(e.env, []int64{int64(len(sum))}, sum)
+		if err == nil {
+			err = d.mem.copier.Copy(h, v)
+			h.Release()
+		}
+		if err != nil {
+			return fmt.Errorf("model: executor: copy the gradient of %q to the host: %w", name, err)
+		}
+		addInto(dst, sum)
+		e.gradCrossed += int64(4 * len(dst))
+	}
+	return nil
+}
+
+// addSummed adds scale x g, a gradient in device memory, into the device
+// sum of param (at offset, in the shape of g), in place.
+func (e *Executor) addSummed(param string, offset int, g *ortc.Value, scale float32) error {
+	d := e.devGrads
+	dst, err := d.sums[param].View(offset, g.Shape())
+	if err != nil {
+		return err
+	}
+	defer dst.Release()
+	sess, err := d.axpySession(e.env, len(g.Shape()))
+	if err != nil {
+		return err
+	}
+	a, err := ortc.NewTensor(e.env, []int64{1}, []float32{scale})
+	if err != nil {
+		return err
+	}
+	defer a.Release()
+	e.crossed += 4
+	b, err := sess.NewBinding()
+	if err != nil {
+		return err
+	}
+	defer b.Release()
+	if err := errors.Join(b.BindInput("dst", dst), b.BindInput("src", g), b.BindInput("scale", a), b.BindOutput("out", dst)); err != nil {
+		return err
+	}
+	return sess.RunBinding(b)
+}
+
+// scatterSummed adds scale x rows[p] into row ids[p] of the device
+// gradient sum of the embedding table param ([vocab, width]), in
+// position order, in place: the embedding's backward.
+func (e *Executor) scatterSummed(param string, shape []int64, ids []int64, rows []float32, scale float32) error {
+	d := e.devGrads
+	dst, err := d.sums[param].View(0, shape)
+	if err != nil {
+		return err
+	}
+	defer dst.Release()
+	var owned []*ortc.Value
+	defer func() { releaseAll(owned) }()
+	host := func(v *ortc.Value, err error) *ortc.Value {
+		if err == nil {
+			owned = append(owned, v)
+			e.crossed += int64(v.Len() * v.Elem().Size())
+		}
+		return v
+	}
+	n := int64(len(ids))
+	in := []*ortc.Value{host(ortc.NewTensor(e.env, []int64{n, 1}, ids)),
+		host(ortc.NewTensor(e.env, []int64{n, int64(len(rows)) / n}, rows)), host(ortc.NewTensor(e.env, []int64{1}, []float32{scale}))}
+	if len(owned) != len(in) {
+		return errors.New("embedding gradient inputs")
+	}
+	b, err := d.scatter.NewBinding()
+	if err != nil {
+		return err
+	}
+	defer b.Release()
+	if err := errors.Join(b.BindInput("dst", dst), b.BindInput("indices", in[0]), b.BindInput("updates", in[1]),
+		b.BindInput("scale", in[2]), b.BindOutput("out", dst)); err != nil {
+		return err
+	}
+	return d.scatter.RunBinding(b)
+}
+
+// scatterAddModel is out = ScatterND(dst, indices, updates x scale,
+// reduction add) over a [rows, width] table, run with out bound to dst
+// (ScatterND then copies nothing but its updates, as in cacheWriteModel):
+// indices [n, 1] may repeat, each row added in turn, as Go's
+// embedding backward adds them.
+func scatterAddModel() ([]byte, error) {
+	b := onnx.NewGraphBuilder("embedding_gradient")
+	dst := b.Input("dst", onnx.Float32, onnx.P("rows"), onnx.P("width"))
+	indices := b.Input("indices", onnx.Int64, onnx.P("n"), onnx.D(1))
+	updates := b.Input("updates", onnx.Float32, onnx.P("n"), onnx.P("width"))
+	scale := b.Input("scale", onnx.Float32, onnx.D(1))
+	b.NodeTo("ScatterND", []string{dst, indices, b.Node("Mul", []string{updates, scale})}, []string{"out"}, onnx.AttrString("reduction", "add"))
+	b.Output("out", onnx.Float32, onnx.P("rows"), onnx.P("width"))
+	return proto.Marshal(b.Model(18).Proto)
+}
+
+// axpySession returns the in-place add graph for tensors of rank r.
+func (d *deviceGrads) axpySession(env *ortc.Env, r int) (*ortc.Session, error) {
+	if s, ok := d.axpy[r]; ok {
+		return s, nil
+	}
+	raw, err := axpyModel(r)
+	if err != nil {
+		return nil, err
+	}
+	s, err := env.NewSession(raw, d.mem.so, []string{"dst", "src", "scale"}, []string{"out"})
+	if err != nil {
+		return nil, fmt.Errorf("gradient add graph: %w", err)
+	}
+	d.axpy[r] = s
+	return s, nil
+}
+
+// axpyModel is out = dst + scale x src over rank-r float32 tensors of
+// one shape, run with out bound to dst: each element is read before it
+// is written, by the same element's computation. Its two float32 nodes
+// round as Go's dst[i] += scale*src[i] does (addScaled).
+func axpyModel(r int) ([]byte, error) {
+	b := onnx.NewGraphBuilder("gradient_add")
+	dims := make([]onnx.Dim, r)
+	for i := range dims {
+		dims[i] = onnx.P(fmt.Sprintf("d%d", i))
+	}
+	dst := b.Input("dst", onnx.Float32, dims...)
+	src := b.Input("src", onnx.Float32, dims...)
+	scale := b.Input("scale", onnx.Float32, onnx.D(1))
+	b.NodeTo("Add", []string{dst, b.Node("Mul", []string{src, scale})}, []string{"out"})
+	b.Output("out", onnx.Float32, dims...)
+	return proto.Marshal(b.Model(18).Proto)
+}
+
+// runKeeping is run with the outputs k for which device(k) holds
+// allocated in device memory on the device layer (the others on the
+// host, counted as crossing).
+func (e *Executor) runKeeping(key string, in, out []*ortc.Value, device func(k int) bool) error {
+	kept := false
+	for k := range out {
+		kept = kept || device(k)
+	}
+	if !kept {
+		return e.run(key, in, out)
+	}
+	sess := e.sess[key]
+	b, err := sess.NewBinding()
+	if err != nil {
+		return err
+	}
+	defer b.Release()
+	for i, v := range in {
+		if err := b.BindInput(sess.Inputs()[i], v); err != nil {
+			return err
+		}
+		if !v.Placed() {
+			e.crossed += int64(v.Len() * v.Elem().Size())
+		}
+	}
+	for k := range out {
+		info := e.devGrads.host
+		if device(k) {
+			info = e.devGrads.mem.info
+		}
+		if err := b.BindOutputTo(sess.Outputs()[k], info); err != nil {
+			return err
+		}
+	}
+	if err := sess.RunBinding(b); err != nil {
+		return err
+	}
+	vs, err := b.Outputs()
+	if err != nil {
+		return err
+	}
+	copy(out, vs)
+	for k, v := range out {
+		if !device(k) {
+			e.crossed += int64(v.Len() * v.Elem().Size())
+		}
+	}
+	return nil
+}
