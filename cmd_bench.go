@@ -106,10 +106,12 @@ type benchTrainLine struct {
 	GradNorm float64 `json:"grad_norm,omitempty"`
 	// DeviceCopyBytes is what the step copied between host and device
 	// memory through the device layer (--device cuda, or --resident):
-	// the parameters, once per update, and CallCopyBytes, the
-	// activations and gradients that cross with the graphs' calls (on
-	// the CPU twin: what would cross on CUDA), GradientCopyBytes of them
-	// the parameter gradients (model.Executor.CallBytes).
+	// the parameters and AdamW's moments on the first step (AdamW runs
+	// there too), and CallCopyBytes, the activations that cross with the
+	// graphs' calls (on the CPU twin: what would cross on CUDA);
+	// GradientCopyBytes is the parameter gradients returned to the host
+	// (none with AdamW on the device; model.Executor.CallBytes,
+	// GradientBytes).
 	DeviceCopyBytes   int64 `json:"device_copy_bytes,omitempty"`
 	CallCopyBytes     int64 `json:"call_copy_bytes,omitempty"`
 	GradientCopyBytes int64 `json:"gradient_copy_bytes,omitempty"`
@@ -160,6 +162,15 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	// that the open line counts them and step 1 shows the steady state.
 	opt.ExpAvg().Zero()
 	opt.ExpAvgSq().Zero()
+	onDevice := false
+	if pol.Train.DeviceLayer() {
+		// As training does: the moments and the update on the device.
+		if err := pol.Train.UseDeviceOptimizer(opt); err != nil {
+			fmt.Fprintf(env.stderr, "spiral: AdamW runs on the host: %v\n", err)
+		} else {
+			onDevice = true
+		}
+	}
 	weights := int64(4 * (pol.Weights.NumParams() + pol.Frozen.NumParams()))
 	enc := json.NewEncoder(env.stdout)
 	line := benchTrainLine{Phase: "open", Rows: f.rows, Toks: f.tokens, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
@@ -181,10 +192,19 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 			return err
 		}
 		times := pol.Train.Times()
-		norm := pol.Grads.Norm()
 		t1 := time.Now()
-		if err := opt.Step(pol.Weights, pol.Grads, 1e-6); err != nil {
-			return err
+		var norm float64
+		if onDevice {
+			u, err := pol.Train.Update(1e-6, 0)
+			if err != nil {
+				return err
+			}
+			norm = u.Norm
+		} else {
+			norm = pol.Grads.Norm()
+			if err := opt.Step(pol.Weights, pol.Grads, 1e-6); err != nil {
+				return err
+			}
 		}
 		line := benchTrainLine{Phase: "step", Step: step, Rows: f.rows, Toks: f.tokens, Seconds: time.Since(t0).Seconds(),
 			ForwardSeconds: times.Forward.Seconds(), LossSeconds: times.Loss.Seconds(), BackwardSeconds: times.Backward.Seconds(),

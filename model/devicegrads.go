@@ -27,6 +27,8 @@ type deviceGrads struct {
 	// adds scaled rows into an embedding table's gradient in place.
 	axpy    map[int]*ortc.Session
 	scatter *ortc.Session
+	// graphs are the device optimizer's and the embedding gather's.
+	graphs *optimGraphs
 	// sums are the device gradient sums by parameter name, flat.
 	sums map[string]*ortc.Value
 	// on is true inside AccumulateBatches: gradients of sums' parameters
@@ -52,6 +54,9 @@ func (e *Executor) openDeviceGrads(rt *Runtime) (err error) {
 	}
 	if d.zero, err = e.env.NewSession(raw, mem.so, []string{"shape"}, []string{"zeros"}); err != nil {
 		return fmt.Errorf("zero graph: %w", err)
+	}
+	if d.graphs, err = openOptimGraphs(rt, e.env); err != nil {
+		return err
 	}
 	host := map[string]bool{}
 	if h := &e.prog.Head; h.Table != "" && !h.TableRows {
@@ -83,6 +88,9 @@ func (d *deviceGrads) close() {
 	for _, s := range d.axpy {
 		s.Close()
 	}
+	if d.graphs != nil {
+		d.graphs.close()
+	}
 	for _, s := range []*ortc.Session{d.zero, d.scatter} {
 		if s != nil {
 			s.Close()
@@ -102,7 +110,8 @@ func (e *Executor) summed(param string) bool {
 // (res, reused between calls) before the next. On the device layer the
 // parameter gradients are summed in device memory and added into grads
 // after the last micro-batch: one gradient copy per call instead of one
-// per micro-batch and chunk. Into a zeroed store (as rl.Gradients has
+// per micro-batch and chunk; with a device optimizer (UseDeviceOptimizer)
+// they stay there for Update, and grads is left as it was. Into a zeroed store (as rl.Gradients has
 // it) the result is bit-identical to Accumulate in turn; into one that
 // holds gradients already, the sums are added in another order.
 func (e *Executor) AccumulateBatches(ctx context.Context, bs []TrainBatch, scales []float32, grads *params.Store, res *TrainResult, done func(k int) error) error {
@@ -130,8 +139,8 @@ func (e *Executor) AccumulateBatches(ctx context.Context, bs []TrainBatch, scale
 			return err
 		}
 	}
-	if d == nil {
-		return nil
+	if d == nil || e.devOpt != nil {
+		return nil // no sums, or Update reads them where they are
 	}
 	for name, v := range d.sums {
 		dst := grads.At(e.trained[name]).Data

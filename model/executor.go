@@ -29,6 +29,11 @@ type ExecutorOptions struct {
 	// sub-layer, blocks.Block.Tail), which runs on chunks of positions;
 	// default DefaultMLPBytes.
 	MLPBytes int64
+	// OptimizerChunk bounds the elements of a tensor that one call of
+	// the device optimizer's graphs takes (UseDeviceOptimizer; their
+	// float64 temporaries are about 15 x 8 bytes an element); default
+	// DefaultOptimizerChunk.
+	OptimizerChunk int
 	// device, set by OpenPolicy (PolicyOptions.Resident), feeds the
 	// graphs these device copies of the parameters, copied when a
 	// store's version (params.Store.Touch) has moved since the last
@@ -42,6 +47,7 @@ const (
 	DefaultAttentionBytes = 64 << 20
 	DefaultLossChunkBytes = 256 << 20
 	DefaultMLPBytes       = 256 << 20
+	DefaultOptimizerChunk = 1 << 22
 )
 
 // Live tensors of the sizes bounded by ExecutorOptions, per row of
@@ -81,6 +87,7 @@ type Executor struct {
 	// devGrads sums the gradients of AccumulateBatches there.
 	dev      *deviceParams
 	devGrads *deviceGrads
+	devOpt   *deviceOptim // UseDeviceOptimizer
 	// crossed counts, on the device layer, the bytes of the host values
 	// the graphs read and of the values they return to the host: the
 	// activations and gradients that ONNX Runtime copies on a device
@@ -116,6 +123,9 @@ func OpenExecutor(rt *Runtime, art *Artifacts, weights, frozen *params.Store, op
 	}
 	if opt.MLPBytes <= 0 {
 		opt.MLPBytes = DefaultMLPBytes
+	}
+	if opt.OptimizerChunk <= 0 {
+		opt.OptimizerChunk = DefaultOptimizerChunk
 	}
 	env, err := rt.api.NewEnv()
 	if err != nil {
@@ -338,6 +348,10 @@ func (e *Executor) markStep() {
 
 // Close releases the sessions and views (not the stores).
 func (e *Executor) Close() error {
+	if e.devOpt != nil {
+		e.devOpt.close()
+		e.devOpt = nil
+	}
 	if e.devGrads != nil {
 		e.devGrads.close()
 		e.devGrads, e.dev = nil, nil
@@ -682,15 +696,30 @@ func (e *Executor) embed(st *stepState) error {
 		if err != nil {
 			return err
 		}
-		row := len(table.Data) / int(table.Shape[0])
-		out := make([]float32, len(ids)*row)
+		iv, _ := st.lookup(em.Indices)
 		for p, id := range ids {
 			if id < 0 || id >= table.Shape[0] {
 				return fmt.Errorf("model: executor: embedding index %d at position %d outside [0, %d)", id, p, table.Shape[0])
 			}
+		}
+		if e.dev != nil && len(iv.Shape()) == 2 && len(table.Shape) == 2 {
+			// From the table's device copy (the device optimizer
+			// updates it there).
+			v, err := e.gatherRows(em.Table, iv.Shape(), ids)
+			if err != nil {
+				return fmt.Errorf("model: executor: embedding: %w", err)
+			}
+			st.step.put(em.Output, v)
+			return e.embedPiece(st)
+		}
+		if e.devOpt != nil {
+			return fmt.Errorf("model: executor: embedding indices of shape %v: the device optimizer gathers [rows, seq] only", iv.Shape())
+		}
+		row := len(table.Data) / int(table.Shape[0])
+		out := make([]float32, len(ids)*row)
+		for p, id := range ids {
 			copy(out[p*row:(p+1)*row], table.Data[int(id)*row:(int(id)+1)*row])
 		}
-		iv, _ := st.lookup(em.Indices)
 		shape := append(append([]int64(nil), iv.Shape()...), table.Shape[1:]...)
 		v, err := ortc.NewTensor(e.env, shape, out)
 		if err != nil {
@@ -698,6 +727,11 @@ func (e *Executor) embed(st *stepState) error {
 		}
 		st.step.put(em.Output, v)
 	}
+	return e.embedPiece(st)
+}
+
+// embedPiece runs the program's generic embedding piece, if any.
+func (e *Executor) embedPiece(st *stepState) error {
 	if p := e.prog.Embed; p != nil {
 		if err := e.forward(st, p, nil); err != nil {
 			return fmt.Errorf("model: executor: embedding: %w", err)

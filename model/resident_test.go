@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -435,4 +436,148 @@ func TestResidentAccumulateBatches(t *testing.T) {
 			require.Equal(t, got[0].res, got[1].res)
 		})
 	}
+}
+
+// TestResidentDeviceOptimizer is the CPU twin of AdamW on the device
+// (Executor.UseDeviceOptimizer, Update, SyncHost): three steps of
+// three micro-batches give bit-identical weights, moments and step
+// counts to the host path (AccumulateBatches, ClipByNorm, AdamW.Step)
+// on every export, full fine-tune and LoRA, with and without clipping,
+// and so does the third step again after going back to a checkpoint of
+// the second (the update's graphs on chunks of 1,000 values); the
+// gradient norm equals the
+// host's to float64 rounding (the device sums its squares in another
+// order). Until SyncHost the host weights are the old ones, and after
+// the first step nothing model-sized crosses: no parameter or gradient
+// copy, only the calls' activations.
+func TestResidentDeviceOptimizer(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	sources := executorSources(t)
+	type tcase struct {
+		src  string
+		lora lmgraph.LoRA
+		clip float64
+	}
+	cases := map[string]tcase{
+		"tiny-lora": {src: sources["tiny"], lora: lmgraph.LoRA{Rank: 2, Alpha: 4, Targets: lmgraph.LoRATargets}, clip: 1e9},
+		"tiny-clip": {src: sources["tiny"], clip: 1e-3},
+	}
+	for name, src := range sources {
+		cases[name] = tcase{src: src, clip: 1e9}
+	}
+	small := model.ExecutorOptions{AttentionBytes: 4 << 10, LossChunkBytes: 4 << 10, MLPBytes: 30 << 10, OptimizerChunk: 1000}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			type outcome struct {
+				weights, m, v [][]float32
+				norms         []float64
+				steps         int64
+			}
+			var got [2]outcome
+			for i, resident := range []bool{false, true} {
+				p, err := model.OpenPolicy(rt, tc.src, t.TempDir(), model.PolicyOptions{Train: true, Executor: small, Resident: resident,
+					Artifacts: model.ArtifactOptions{LoRA: tc.lora}, Seed: 3})
+				require.NoError(t, err)
+				opt, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)
+				require.NoError(t, err)
+				if resident {
+					require.NoError(t, p.Train.UseDeviceOptimizer(opt))
+				}
+				samples := randomSamples(rand.New(rand.NewPCG(10, 10)), 6, p.LM.Signature().Vocab)
+				bs, _, err := rl.MicroBatches(samples, 24, 0.2, 0.28)
+				require.NoError(t, err)
+				bs = bs[:3]
+				ctx := context.Background()
+				step := func(k int) {
+					p.Grads.Zero()
+					var res model.TrainResult
+					copied := paramCopies(p)
+					require.NoError(t, p.Train.AccumulateBatches(ctx, bs, []float32{0.5, 0.3, 0.2}, p.Grads, &res, func(int) error { return nil }))
+					if !resident {
+						norm := p.Grads.ClipByNorm(tc.clip)
+						require.NoError(t, opt.Step(p.Weights, p.Grads, 1e-2))
+						got[i].norms = append(got[i].norms, norm)
+						return
+					}
+					require.Zero(t, p.Grads.Norm(), "the gradients stay on the device")
+					old := slices.Clone(p.Weights.Flat())
+					u, err := p.Train.Update(1e-2, tc.clip)
+					require.NoError(t, err)
+					require.Empty(t, u.Skipped)
+					got[i].norms = append(got[i].norms, u.Norm)
+					require.Equal(t, old, p.Weights.Flat(), "the host weights are stale until SyncHost")
+					if k == 1 {
+						require.Zero(t, paramCopies(p)-copied, "nothing model-sized crosses")
+					}
+					require.NoError(t, p.Train.SyncHost())
+				}
+				record := func() {
+					got[i].weights = append(got[i].weights, slices.Clone(p.Weights.Flat()))
+					got[i].m = append(got[i].m, slices.Clone(opt.ExpAvg().Flat()))
+					got[i].v = append(got[i].v, slices.Clone(opt.ExpAvgSq().Flat()))
+				}
+				for k := range 2 {
+					step(k)
+					record()
+				}
+				// A checkpoint of step 2, a third step, then back to the
+				// checkpoint (the device's weights and moments with it)
+				// and the third step again.
+				path, err := checkpoint.Save(t.TempDir(), p.Weights, opt, checkpoint.State{Step: 2}, checkpoint.Options{})
+				require.NoError(t, err)
+				step(2)
+				record()
+				_, err = checkpoint.Load(path, p.Weights, opt)
+				require.NoError(t, err)
+				require.Equal(t, int64(2), opt.Steps())
+				step(2)
+				record()
+				got[i].steps = opt.Steps()
+				require.NoError(t, p.Close())
+			}
+			require.Equal(t, int64(3), got[1].steps)
+			require.Equal(t, got[1].weights[2], got[1].weights[3], "the third step again, from the checkpoint")
+			require.Equal(t, got[0].steps, got[1].steps)
+			require.InEpsilonSlice(t, got[0].norms, got[1].norms, 1e-12)
+			require.Equal(t, got[0].weights, got[1].weights)
+			require.Equal(t, got[0].m, got[1].m)
+			require.Equal(t, got[0].v, got[1].v)
+			if tc.clip < 1 {
+				require.Greater(t, got[0].norms[0], tc.clip, "the gradients were clipped")
+			}
+		})
+	}
+}
+
+// TestResidentDeviceOptimizerSkips: an update that would overflow (a
+// learning rate of 1e39) is checked on the device and skipped, as
+// AdamW.Step skips it, leaving the weights, moments and step count; a
+// NaN gradient skips it by its norm.
+func TestResidentDeviceOptimizerSkips(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	p, err := model.OpenPolicy(rt, executorSources(t)["tiny"], t.TempDir(), model.PolicyOptions{Train: true, Resident: true, Seed: 3})
+	require.NoError(t, err)
+	defer p.Close()
+	opt, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)
+	require.NoError(t, err)
+	require.NoError(t, p.Train.UseDeviceOptimizer(opt))
+	require.ErrorContains(t, p.Train.UseDeviceOptimizer(opt), "in use already")
+	var res model.TrainResult
+	b := rowsBatch(2, 12, p.LM.Signature().Vocab)
+	require.NoError(t, p.Train.AccumulateBatches(context.Background(), []model.TrainBatch{b}, []float32{1}, p.Grads, &res, func(int) error { return nil }))
+	before := slices.Clone(p.Weights.Flat())
+	u, err := p.Train.Update(1e39, 0)
+	require.NoError(t, err)
+	require.Contains(t, u.Skipped, optim.ErrNonFiniteUpdate.Error())
+	require.Zero(t, opt.Steps())
+	require.NoError(t, p.Train.SyncHost())
+	require.Equal(t, before, p.Weights.Flat())
+	require.Zero(t, opt.ExpAvg().Norm())
+
+	b.Advantages[b.Seq-2] = float32(math.NaN())
+	require.NoError(t, p.Train.AccumulateBatches(context.Background(), []model.TrainBatch{b}, []float32{1}, p.Grads, &res, func(int) error { return nil }))
+	u, err = p.Train.Update(1e-3, 1)
+	require.NoError(t, err)
+	require.Contains(t, u.Skipped, "gradient norm is NaN")
+	require.Zero(t, opt.Steps())
 }

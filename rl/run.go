@@ -203,6 +203,9 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	stepCursor := p.Problems.Cursor()
 	lastSaved := tr.Step()
 	save := func() error {
+		if err := tr.SyncHost(); err != nil {
+			return err
+		}
 		cur, err := json.Marshal(stepCursor)
 		if err != nil {
 			return err
@@ -292,7 +295,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			}
 		}
 	}
-	return nil
+	return tr.SyncHost() // the caller may export the weights
 }
 
 // finalSummary runs cfg.FinalRSA on the held-out problems, writes it to

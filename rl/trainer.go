@@ -106,6 +106,16 @@ type Learner interface {
 	Accumulate(ctx context.Context, b model.TrainBatch, scale float32, grads *params.Store, res *model.TrainResult) error
 }
 
+// deviceUpdater is a Learner that keeps the gradients and AdamW on the
+// device (model.Executor after UseDeviceOptimizer): the trainer calls
+// Update instead of clipping and stepping the host stores, and SyncHost
+// before anything reads the host weights or moments.
+type deviceUpdater interface {
+	Update(lr, maxGradNorm float64) (model.UpdateResult, error)
+	SyncHost() error
+	UsesDeviceOptimizer() bool
+}
+
 // Trainer runs SPIRAL (or GRPO / agg-only) steps: rollout -> reward ->
 // advantage -> loss -> AdamW step. The generator and the learner share the
 // weight store, so every rollout sees the latest weights.
@@ -170,12 +180,52 @@ func (t *Trainer) Step() int { return t.step }
 // SetStep sets the completed-step count (when resuming).
 func (t *Trainer) SetStep(n int) { t.step = n }
 
+// device returns the learner as a deviceUpdater when it keeps AdamW on
+// the device, else nil.
+func (t *Trainer) device() deviceUpdater {
+	if d, ok := t.learner.(deviceUpdater); ok && d.UsesDeviceOptimizer() {
+		return d
+	}
+	return nil
+}
+
+// update clips and applies the step's AdamW update, on the device when
+// the learner keeps it there.
+func (t *Trainer) update() (update, error) {
+	d := t.device()
+	if d == nil {
+		return applyUpdate(t.weights, t.grads, t.opt, t.sched, t.cfg.MaxGradNorm)
+	}
+	lr := t.sched.LR(t.opt.Steps())
+	r, err := d.Update(lr, t.cfg.MaxGradNorm)
+	u := update{norm: r.Norm, lr: lr, skipped: r.Skipped}
+	if math.IsNaN(r.Norm) || math.IsInf(r.Norm, 0) {
+		u.lr = 0 // as applyUpdate: no rate for a step skipped by its norm
+	}
+	return u, err
+}
+
+// SyncHost brings the host weights and optimizer moments up to date
+// when the learner updates them on the device (a checkpoint, an export
+// or a serving engine reads the host ones); otherwise it does nothing.
+func (t *Trainer) SyncHost() error {
+	if d := t.device(); d != nil {
+		if err := d.SyncHost(); err != nil {
+			return fmt.Errorf("rl: %w", err)
+		}
+	}
+	return nil
+}
+
 // SyncEngine brings a serving engine (TrainerParts.Sync) to the weights
 // of the steps completed so far, unless it has them already; without
 // one it does nothing. Rollouts and evaluations call it first.
 func (t *Trainer) SyncEngine(ctx context.Context) error {
 	if t.sync == nil || t.synced == t.step {
 		return nil
+	}
+	if err := t.SyncHost(); err != nil {
+		return err
 	}
 	if err := t.sync.Sync(ctx, t.step); err != nil {
 		return fmt.Errorf("rl: after step %d: %w", t.step, err)
@@ -233,7 +283,7 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 		m.EngineLogProbDiff, m.EngineLogProbMaxDiff, m.EngineLogProbTokens = g.EngineAbsDiff, g.EngineMaxDiff, g.EngineTokens
 		m.Examples = len(examples)
 		// 3. Clip and update.
-		u, err := applyUpdate(t.weights, t.grads, t.opt, t.sched, t.cfg.MaxGradNorm)
+		u, err := t.update()
 		if err != nil {
 			return m, fmt.Errorf("rl: step %d: %w", m.Step, err)
 		}

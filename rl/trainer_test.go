@@ -205,3 +205,63 @@ func TestTrainerSkipsNonFiniteUpdate(t *testing.T) {
 	}
 	require.Zero(t, opt.Steps())
 }
+
+// deviceFakeLearner is trainerFakeLearner keeping AdamW on a device: it
+// records its Update and SyncHost calls (and what had happened before
+// each sync) and reports a gradient norm of 3.
+type deviceFakeLearner struct {
+	trainerFakeLearner
+	updates [][2]float64 // lr, max grad norm
+	syncs   []string
+	synced  int
+}
+
+func (l *deviceFakeLearner) Update(lr, maxGradNorm float64) (model.UpdateResult, error) {
+	l.updates = append(l.updates, [2]float64{lr, maxGradNorm})
+	return model.UpdateResult{Norm: 3}, nil
+}
+func (l *deviceFakeLearner) SyncHost() error         { l.synced++; return nil }
+func (*deviceFakeLearner) UsesDeviceOptimizer() bool { return true }
+
+// recordingSync is a WeightSync that notes how many host syncs its
+// learner had when it was called.
+type recordingSync struct {
+	l     *deviceFakeLearner
+	calls []int
+}
+
+func (s *recordingSync) Sync(_ context.Context, _ int) error {
+	s.calls = append(s.calls, s.l.synced)
+	return nil
+}
+func (*recordingSync) Version() string { return "" }
+
+// TestTrainerUpdatesOnDevice: with a learner that keeps AdamW on the
+// device, a step calls its Update (the schedule's rate, the clip norm)
+// instead of stepping the host stores, whose weights stay as they were;
+// the metrics carry the device's norm; a serving engine gets the weights
+// only after the host has them (SyncHost first).
+func TestTrainerUpdatesOnDevice(t *testing.T) {
+	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2, 2}}})
+	require.NoError(t, err)
+	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
+	require.NoError(t, err)
+	ds := data.NewDataset("t", []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}})
+	cfg := DefaultConfig()
+	cfg.Problems, cfg.MaxDrawRounds, cfg.Pipeline = 1, 3, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}
+	learner := &deviceFakeLearner{}
+	sync := &recordingSync{l: learner}
+	tr, err := NewTrainer(cfg, TrainerParts{Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: learner,
+		Judge: trainerJudge, Problems: data.NewStream(ds, 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
+		Schedule: optim.Schedule{PeakLR: 0.1}, Sync: sync})
+	require.NoError(t, err)
+	m, err := tr.TrainStep(context.Background(), nil)
+	require.NoError(t, err)
+	require.Equal(t, [][2]float64{{0.1, cfg.MaxGradNorm}}, learner.updates)
+	require.Equal(t, 3.0, m.GradNorm)
+	require.Equal(t, 0.1, m.LR)
+	require.Zero(t, w.Norm(), "the host weights are not stepped")
+	require.Zero(t, opt.Steps())
+	require.NoError(t, tr.SyncEngine(context.Background()))
+	require.Equal(t, []int{1, 2}, sync.calls, "every engine sync after a host sync")
+}

@@ -324,19 +324,24 @@ func TestBenchAndPlan(t *testing.T) {
 	require.Equal(t, float64(2*2*2*32*4*3*12), ls[1]["kv_cache_bytes"])
 	require.NotContains(t, ls[1], "device_copy_bytes", "the host path copies nothing through the device layer")
 
-	// --resident: the device layer on the CPU. A training step copies the
-	// parameters (all of them first, then the trained ones: here the
-	// same), its gradients, summed on the device, once, and what crosses
-	// with its graphs' calls (activations); a generation the weights and
-	// then only small per-call inputs and logits.
+	// --resident: the device layer on the CPU, AdamW included. The first
+	// training step copies the parameters and the two moments, then only
+	// what crosses with the graphs' calls (activations, scalars): no
+	// gradient comes back; a generation copies the weights and then
+	// only small per-call inputs and logits.
 	r = spiral(t, env, "bench", "train", "--resident", "--model", m, "--rows", "2", "--tokens", "32", "--steps", "2")
 	require.Equal(t, 0, r.code, r.stderr)
 	ls = lines(r.stdout)
-	for _, l := range ls[1:] {
+	require.Len(t, ls, 3)
+	for i, l := range ls[1:] {
 		weights, calls := l["weights_bytes"].(float64), l["call_copy_bytes"].(float64)
-		require.Equal(t, weights, l["gradient_copy_bytes"], "every gradient once")
+		require.NotContains(t, l, "gradient_copy_bytes")
 		require.Positive(t, calls)
-		require.Equal(t, 2*weights+calls, l["device_copy_bytes"])
+		first := 0.0
+		if i == 0 {
+			first = 3 * weights
+		}
+		require.Equal(t, first+calls, l["device_copy_bytes"])
 	}
 	r = spiral(t, env, "bench", "generate", "--resident", "--model", m, "--rows", "3", "--prompt-tokens", "8", "--new-tokens", "4", "--steps", "1")
 	require.Equal(t, 0, r.code, r.stderr)

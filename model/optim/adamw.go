@@ -191,11 +191,8 @@ func (o *AdamW) Step(w, g *params.Store, lr float64) error {
 		return errors.New("optim: step count overflow")
 	}
 	t := float64(o.step + 1)
-	k := kernel{
-		b1: o.cfg.Beta1, b2: o.cfg.Beta2, eps: o.cfg.Eps, lr: lr, wd: o.cfg.WeightDecay,
-		bc1: 1 - math.Pow(o.cfg.Beta1, t), bc2: 1 - math.Pow(o.cfg.Beta2, t),
-		w: w.Flat(), g: g.Flat(), m: o.m.Flat(), v: o.v.Flat(),
-	}
+	k := o.kernel(lr, t)
+	k.w, k.g, k.m, k.v = w.Flat(), g.Flat(), o.m.Flat(), o.v.Flat()
 	if !o.updateIsSafe(&k, t) {
 		var bad atomic.Bool
 		o.parallel(func(c chunk) {
@@ -249,8 +246,7 @@ const finiteLimit = math.MaxFloat32 / 10
 // is. A false result only means the update must be checked element by
 // element.
 func (o *AdamW) updateIsSafe(k *kernel, t float64) bool {
-	b1, b2 := o.cfg.Beta1, o.cfg.Beta2
-	if !(b1*b1 < b2) {
+	if !(o.cfg.Beta1*o.cfg.Beta1 < o.cfg.Beta2) {
 		return false
 	}
 	var mu sync.Mutex
@@ -261,11 +257,47 @@ func (o *AdamW) updateIsSafe(k *kernel, t float64) bool {
 		maxW, maxG = math.Max(maxW, mw), math.Max(maxG, mg)
 		mu.Unlock()
 	})
-	if !(maxG*maxG < finiteLimit) || !(maxW < finiteLimit) {
+	return o.boundIsSafe(maxW, maxG, k.lr, k.wd, t)
+}
+
+// boundIsSafe is updateIsSafe's bound for update t from maxW = max|w|
+// and maxG = max|g| (+Inf for a NaN).
+func (o *AdamW) boundIsSafe(maxW, maxG, lr, wd, t float64) bool {
+	b1, b2 := o.cfg.Beta1, o.cfg.Beta2
+	if !(b1*b1 < b2) || !(maxG*maxG < finiteLimit) || !(maxW < finiteLimit) {
 		return false
 	}
 	c := (1 - b1) / math.Sqrt((1-b2)*(1-b1*b1/b2)) * math.Sqrt(1-math.Pow(b2, t)) / (1 - math.Pow(b1, t))
-	return maxW+k.lr*(2*c+k.wd*maxW) < finiteLimit
+	return maxW+lr*(2*c+wd*maxW) < finiteLimit
+}
+
+// Coefficients are the scalars of one update, as Step's kernel computes
+// each element with them (in float64, the moments rounded to float32):
+//
+//	m = B1*m + A1*g,  v = B2*v + A2*g*g
+//	w = w - LR*((m*Inv1) / (sqrt(v*Inv2) + Eps) + wd*w)
+//
+// with wd = WeightDecay for decayed tensors (Decayed), else 0.
+type Coefficients struct {
+	B1, A1, B2, A2, Inv1, Inv2, LR, Eps, WeightDecay float64
+}
+
+// Next returns the coefficients of update Steps()+1 at learning rate lr,
+// whether the bound of Step's check holds for weights and gradients whose
+// largest magnitudes are maxW and maxG (+Inf for a NaN; when it does not,
+// the update must be checked element by element), for an optimiser that
+// keeps the moments elsewhere (the device) and then calls SetSteps.
+func (o *AdamW) Next(lr, maxW, maxG float64) (c Coefficients, safe bool) {
+	t := float64(o.step + 1)
+	k := o.kernel(lr, t)
+	c = Coefficients{B1: k.b1, A1: 1 - k.b1, B2: k.b2, A2: 1 - k.b2, Inv1: 1 / k.bc1, Inv2: 1 / k.bc2, LR: lr, Eps: k.eps, WeightDecay: k.wd}
+	return c, o.boundIsSafe(maxW, maxG, lr, k.wd, t)
+}
+
+// kernel returns the update's scalars for update t (no buffers).
+func (o *AdamW) kernel(lr, t float64) kernel {
+	return kernel{b1: o.cfg.Beta1, b2: o.cfg.Beta2, eps: o.cfg.Eps, lr: lr, wd: o.cfg.WeightDecay,
+		bc1: 1 - math.Pow(o.cfg.Beta1, t), bc2: 1 - math.Pow(o.cfg.Beta2, t)}
 }
 
 func maxAbs(x []float32) float64 {

@@ -144,6 +144,7 @@ const (
 	Int32   ElemType = 6
 	Int64   ElemType = 7
 	Bool    ElemType = 9
+	Float64 ElemType = 11
 )
 
 // Size returns the element size in bytes.
@@ -151,7 +152,7 @@ func (t ElemType) Size() int {
 	switch t {
 	case Float32, Int32:
 		return 4
-	case Int64:
+	case Int64, Float64:
 		return 8
 	case Uint8, Bool:
 		return 1
@@ -214,6 +215,18 @@ func (v *Value) Float32s() []float32 {
 	return unsafe.Slice((*float32)(v.data), v.n)
 }
 
+// Float64s returns the data of a double tensor, in place.
+func (v *Value) Float64s() []float64 {
+	v.checkHost()
+	if v.elem != Float64 {
+		panic(fmt.Sprintf("ortc: Float64s of a tensor of element type %d", v.elem))
+	}
+	if v.n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float64)(v.data), v.n)
+}
+
 // Int64s returns the data of an int64 tensor, in place.
 func (v *Value) Int64s() []int64 {
 	v.checkHost()
@@ -259,7 +272,7 @@ func (v *Value) Release() {
 
 // Scalar element types of the Go slices NewTensor wraps.
 type element interface {
-	~float32 | ~int64 | ~int32 | ~bool | ~uint8
+	~float32 | ~float64 | ~int64 | ~int32 | ~bool | ~uint8
 }
 
 func elemOf[T element]() ElemType {
@@ -267,6 +280,8 @@ func elemOf[T element]() ElemType {
 	switch any(z).(type) {
 	case float32:
 		return Float32
+	case float64:
+		return Float64
 	case int64:
 		return Int64
 	case int32:

@@ -1,0 +1,541 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	ort "github.com/yalue/onnxruntime_go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/ortc"
+	"github.com/spiral-rl/spiral/model/params"
+)
+
+// deviceOptim runs AdamW on the device layer where the gradients are
+// summed (deviceGrads) and the trained weights live (deviceParams): the
+// moments have device copies too, and an update is a few small graphs
+// per tensor whose outputs are bound to the weights and moments
+// themselves, so nothing model-sized crosses per step. The host AdamW
+// (its config, step count and moment stores) is the state a checkpoint
+// saves: after an update the host weights and moments are stale until
+// SyncHost copies them down, and a host moment store whose version
+// moves (a checkpoint load) is copied up before the next update.
+type deviceOptim struct {
+	opt *optim.AdamW
+	// m, v are the device moments by trained parameter name, flat;
+	// copied the host moment stores' versions on the device.
+	m, v   map[string]*ortc.Value
+	copied [2]uint64
+	// stale is true while the host weights and moments lag the device.
+	stale bool
+}
+
+// optimGraphs are the device optimizer's sessions, opened with the
+// executor's device state (graph optimisations off: a rewrite, a cast
+// chain folded say, could change their rounding): stats (sum of squares
+// in float64, max |x| and a NaN flag of a gradient and a weight), scale
+// (g *= s in place), update (AdamW in place), check (whether an update
+// would stay finite) and gather (the embedding's rows).
+type optimGraphs struct {
+	stats, scale, update, check, gather *ortc.Session
+}
+
+var updateInputs = []string{"w", "g", "m", "v", "b1", "a1", "b2", "a2", "inv1", "inv2", "lr", "eps", "wd"}
+
+// openOptimGraphs opens the sessions of optimGraphs.
+func openOptimGraphs(rt *Runtime, env *ortc.Env) (*optimGraphs, error) {
+	so, err := rt.NewSessionOptions()
+	if err != nil {
+		return nil, err
+	}
+	defer so.Destroy()
+	if err := so.SetGraphOptimizationLevel(ort.GraphOptimizationLevelDisableAll); err != nil {
+		return nil, fmt.Errorf("optimizer graphs: %w", err)
+	}
+	g := &optimGraphs{}
+	type graph struct {
+		dst     **ortc.Session
+		model   func() ([]byte, error)
+		in, out []string
+	}
+	for _, gr := range []graph{
+		{&g.stats, statsModel, []string{"g", "w"}, []string{"sumsq", "max_g", "nan_g", "max_w", "nan_w"}},
+		{&g.scale, scaleModel, []string{"g", "s"}, []string{"out"}},
+		{&g.update, func() ([]byte, error) { return updateModel(false) }, updateInputs, []string{"w_out", "m_out", "v_out"}},
+		{&g.check, func() ([]byte, error) { return updateModel(true) }, updateInputs, []string{"bad"}},
+		{&g.gather, gatherModel, []string{"table", "ids"}, []string{"rows"}},
+	} {
+		raw, err := gr.model()
+		if err == nil {
+			*gr.dst, err = env.NewSession(raw, so, gr.in, gr.out)
+		}
+		if err != nil {
+			g.close()
+			return nil, fmt.Errorf("optimizer graphs: %w", err)
+		}
+	}
+	return g, nil
+}
+
+func (g *optimGraphs) close() {
+	for _, s := range []*ortc.Session{g.stats, g.scale, g.update, g.check, g.gather} {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// DeviceLayer reports whether the executor runs on the device layer
+// (PolicyOptions.Resident; always with CUDA).
+func (e *Executor) DeviceLayer() bool { return e.dev != nil }
+
+// UsesDeviceOptimizer reports whether UseDeviceOptimizer is in effect.
+func (e *Executor) UsesDeviceOptimizer() bool { return e.devOpt != nil }
+
+// UseDeviceOptimizer has Update run opt's AdamW on the device from now
+// on, with device copies of its moments; AccumulateBatches then leaves
+// the gradients on the device (the gradient store stays zero). It fails
+// off the device layer, or when a trained parameter's gradient is summed
+// on the host (a [hidden, vocab] head table).
+func (e *Executor) UseDeviceOptimizer(opt *optim.AdamW) (err error) {
+	if e.devGrads == nil {
+		return errors.New("model: executor: the device optimizer needs the device layer")
+	}
+	if e.devOpt != nil {
+		return errors.New("model: executor: a device optimizer is in use already")
+	}
+	if err := opt.ExpAvg().SameLayout(e.weights); err != nil {
+		return fmt.Errorf("model: executor: optimizer: %w", err)
+	}
+	for name := range e.trained {
+		if e.devGrads.sums[name] == nil {
+			return fmt.Errorf("model: executor: the gradient of %q is summed on the host; AdamW stays there", name)
+		}
+	}
+	d := &deviceOptim{opt: opt, m: map[string]*ortc.Value{}, v: map[string]*ortc.Value{}}
+	defer func() {
+		if err != nil {
+			d.close()
+		}
+	}()
+	for name, i := range e.trained {
+		n := []int64{int64(len(e.weights.At(i).Data))}
+		for _, moments := range []map[string]*ortc.Value{d.m, d.v} {
+			v, err := ortc.AllocOn[float32](e.devGrads.mem.alloc, n)
+			if err != nil {
+				return fmt.Errorf("model: executor: moment of %q on %s: %w", name, e.devGrads.mem.info, err)
+			}
+			moments[name] = v
+		}
+	}
+	d.copied = [2]uint64{opt.ExpAvg().Version() - 1, opt.ExpAvgSq().Version() - 1}
+	e.devOpt = d
+	return nil
+}
+
+func (d *deviceOptim) close() {
+	for _, ms := range []map[string]*ortc.Value{d.m, d.v} {
+		for _, v := range ms {
+			v.Release()
+		}
+	}
+}
+
+// UpdateResult is what Update did.
+type UpdateResult struct {
+	// Norm is the gradients' global L2 norm before clipping (float64
+	// sums of squares on the device, added over the tensors on the host).
+	Norm float64
+	// Skipped says why the update was not applied ("" when it was).
+	Skipped string
+}
+
+// Update clips the gradients of the last AccumulateBatches to
+// maxGradNorm (<= 0: no clipping) and applies the device optimizer's
+// AdamW step at rate lr, with Step's rules: a non-finite norm, or an
+// update that would make a weight or moment non-finite, skips it.
+func (e *Executor) Update(lr, maxGradNorm float64) (UpdateResult, error) {
+	d := e.devOpt
+	var u UpdateResult
+	if d == nil {
+		return u, errors.New("model: executor: no device optimizer (UseDeviceOptimizer)")
+	}
+	if err := e.syncMoments(); err != nil {
+		return u, err
+	}
+	names := e.trainedNames()
+	sumsq, maxW, maxG := 0.0, 0.0, 0.0
+	for _, name := range names {
+		s, err := e.tensorStats(name)
+		if err != nil {
+			return u, fmt.Errorf("model: executor: gradient of %q: %w", name, err)
+		}
+		sumsq += s[0]
+		maxG, maxW = math.Max(maxG, s[1]), math.Max(maxW, s[2])
+	}
+	u.Norm = math.Sqrt(sumsq)
+	if math.IsNaN(u.Norm) || math.IsInf(u.Norm, 0) {
+		u.Skipped = fmt.Sprintf("gradient norm is %v", u.Norm)
+		return u, nil
+	}
+	if maxGradNorm > 0 && u.Norm > maxGradNorm {
+		a := float32(maxGradNorm / (u.Norm + params.ClipEpsilon))
+		for _, name := range names {
+			if err := e.scaleSum(name, a); err != nil {
+				return u, fmt.Errorf("model: executor: clip the gradient of %q: %w", name, err)
+			}
+		}
+		maxG *= float64(a) // a bound on the clipped gradients
+	}
+	c, safe := d.opt.Next(lr, maxW, maxG)
+	if !safe {
+		for _, name := range names {
+			bad, err := e.runUpdate(e.devGrads.graphs.check, name, c)
+			if err != nil {
+				return u, fmt.Errorf("model: executor: check the update of %q: %w", name, err)
+			}
+			if bad {
+				u.Skipped = fmt.Sprintf("%v (learning rate %g)", optim.ErrNonFiniteUpdate, lr)
+				return u, nil
+			}
+		}
+	}
+	d.stale = true
+	for _, name := range names {
+		if _, err := e.runUpdate(e.devGrads.graphs.update, name, c); err != nil {
+			return u, fmt.Errorf("model: executor: update %q: %w", name, err)
+		}
+	}
+	return u, d.opt.SetSteps(d.opt.Steps() + 1)
+}
+
+// trainedNames returns the trained parameters in store order.
+func (e *Executor) trainedNames() []string {
+	out := make([]string, e.weights.Len())
+	for i := range out {
+		out[i] = e.weights.At(i).Name
+	}
+	return out
+}
+
+// syncMoments copies each host moment store whose version moved since
+// its last copy to the device.
+func (e *Executor) syncMoments() error {
+	d := e.devOpt
+	for k, s := range []*params.Store{d.opt.ExpAvg(), d.opt.ExpAvgSq()} {
+		if d.copied[k] == s.Version() {
+			continue
+		}
+		dev := [2]map[string]*ortc.Value{d.m, d.v}[k]
+		for i := range s.Len() {
+			t := s.At(i)
+			if err := e.copyFlat(dev[t.Name], t.Data, true); err != nil {
+				return fmt.Errorf("model: executor: copy the moment of %q to the device: %w", t.Name, err)
+			}
+		}
+		d.copied[k] = s.Version()
+	}
+	return nil
+}
+
+// copyFlat copies between the flat device tensor dev and host data:
+// up (host to device) or down.
+func (e *Executor) copyFlat(dev *ortc.Value, data []float32, up bool) error {
+	h, err := ortc.NewTensor(e.env, []int64{int64(len(data))}, data)
+	if err != nil {
+		return err
+	}
+	defer h.Release()
+	flat, err := dev.View(0, []int64{int64(len(data))})
+	if err != nil {
+		return err
+	}
+	defer flat.Release()
+	if up {
+		return e.devGrads.mem.copier.Copy(flat, h)
+	}
+	return e.devGrads.mem.copier.Copy(h, flat)
+}
+
+// SyncHost copies the trained weights and the moments that the device
+// optimizer has changed to their host stores (a checkpoint, an export or
+// a serving engine reads those), without moving their versions. It does
+// nothing when they are current.
+func (e *Executor) SyncHost() error {
+	d := e.devOpt
+	if d == nil || !d.stale {
+		return nil
+	}
+	for _, name := range e.trainedNames() {
+		i := e.trained[name]
+		for _, c := range []struct {
+			dev  *ortc.Value
+			data []float32
+		}{{e.dev.values[name], e.weights.At(i).Data}, {d.m[name], d.opt.ExpAvg().At(i).Data}, {d.v[name], d.opt.ExpAvgSq().At(i).Data}} {
+			if err := e.copyFlat(c.dev, c.data, false); err != nil {
+				return fmt.Errorf("model: executor: copy %q to the host: %w", name, err)
+			}
+		}
+	}
+	d.stale = false
+	return nil
+}
+
+// chunks calls fn with the element ranges of a tensor of n elements,
+// OptimizerChunk at a time.
+func (e *Executor) chunks(n int, fn func(lo, hi int) error) error {
+	for lo := 0; lo < n; lo += e.opt.OptimizerChunk {
+		if err := fn(lo, min(n, lo+e.opt.OptimizerChunk)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// views returns views of elements lo..hi of flat-laid-out tensors.
+func views(lo, hi int, vs ...*ortc.Value) ([]*ortc.Value, error) {
+	out := make([]*ortc.Value, 0, len(vs))
+	for _, v := range vs {
+		w, err := v.View(lo, []int64{int64(hi - lo)})
+		if err != nil {
+			releaseAll(out)
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// tensorStats returns, for trained parameter name, its gradient's sum
+// of squares (float64, chunk by chunk), max |g| and max |w| (+Inf where
+// one is NaN).
+func (e *Executor) tensorStats(name string) ([3]float64, error) {
+	var out [3]float64
+	g := e.devGrads
+	err := e.chunks(g.sums[name].Len(), func(lo, hi int) error {
+		in, err := views(lo, hi, g.sums[name], e.dev.values[name])
+		if err != nil {
+			return err
+		}
+		defer releaseAll(in)
+		res := make([]*ortc.Value, 5)
+		if err := e.runDevice(g.graphs.stats, in, res); err != nil {
+			return err
+		}
+		defer releaseAll(res)
+		out[0] += res[0].Float64s()[0]
+		for k, at := range []int{1, 3} {
+			m := float64(res[at].Float32s()[0])
+			if res[at+1].Float32s()[0] > 0 {
+				m = math.Inf(1)
+			}
+			out[k+1] = math.Max(out[k+1], m)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// scaleSum multiplies the gradient sum of name by a in place.
+func (e *Executor) scaleSum(name string, a float32) error {
+	g := e.devGrads
+	s, err := ortc.NewTensor(e.env, []int64{1}, []float32{a})
+	if err != nil {
+		return err
+	}
+	defer s.Release()
+	return e.chunks(g.sums[name].Len(), func(lo, hi int) error {
+		in, err := views(lo, hi, g.sums[name])
+		if err != nil {
+			return err
+		}
+		defer releaseAll(in)
+		e.crossed += 4
+		return e.runBound(g.graphs.scale, map[string]*ortc.Value{"g": in[0], "s": s}, map[string]*ortc.Value{"out": in[0]})
+	})
+}
+
+// runUpdate runs, chunk by chunk, the update graph (outputs bound to
+// the weight and moments of name, in place) or the check graph
+// (reporting whether the update would make a value non-finite) for name
+// with coefficients c.
+func (e *Executor) runUpdate(sess *ortc.Session, name string, c optim.Coefficients) (bad bool, err error) {
+	d := e.devOpt
+	wd := 0.0
+	if d.opt.Decayed(e.trained[name]) {
+		wd = c.WeightDecay
+	}
+	var scalars []*ortc.Value
+	defer func() { releaseAll(scalars) }()
+	for _, x := range []float64{c.B1, c.A1, c.B2, c.A2, c.Inv1, c.Inv2, c.LR, c.Eps, wd} {
+		v, err := ortc.NewTensor(e.env, []int64{1}, []float64{x})
+		if err != nil {
+			return false, err
+		}
+		scalars = append(scalars, v)
+	}
+	err = e.chunks(d.m[name].Len(), func(lo, hi int) error {
+		vs, err := views(lo, hi, e.dev.values[name], e.devGrads.sums[name], d.m[name], d.v[name])
+		if err != nil {
+			return err
+		}
+		defer releaseAll(vs)
+		args := append(vs, scalars...)
+		e.crossed += int64(8 * len(scalars))
+		if sess == e.devGrads.graphs.update {
+			in := map[string]*ortc.Value{}
+			for i, name := range updateInputs {
+				in[name] = args[i]
+			}
+			return e.runBound(sess, in, map[string]*ortc.Value{"w_out": vs[0], "m_out": vs[2], "v_out": vs[3]})
+		}
+		res := []*ortc.Value{nil}
+		if err := e.runDevice(sess, args, res); err != nil {
+			return err
+		}
+		defer res[0].Release()
+		bad = bad || res[0].Float32s()[0] > 0
+		return nil
+	})
+	return bad, err
+}
+
+// runDevice runs sess on in (device values or small host ones), its
+// outputs (scalars) returned to the host and counted.
+func (e *Executor) runDevice(sess *ortc.Session, in, out []*ortc.Value) error {
+	if err := sess.Run(in, out); err != nil {
+		return err
+	}
+	for _, v := range out {
+		e.crossed += int64(v.Len() * v.Elem().Size())
+	}
+	return nil
+}
+
+// runBound runs sess with inputs and outputs bound by name.
+func (e *Executor) runBound(sess *ortc.Session, in, out map[string]*ortc.Value) error {
+	b, err := sess.NewBinding()
+	if err != nil {
+		return err
+	}
+	defer b.Release()
+	for _, name := range sess.Inputs() {
+		if err := b.BindInput(name, in[name]); err != nil {
+			return err
+		}
+	}
+	for _, name := range sess.Outputs() {
+		if err := b.BindOutput(name, out[name]); err != nil {
+			return err
+		}
+	}
+	return sess.RunBinding(b)
+}
+
+// gatherRows returns the embedding rows of ids (of shape [rows, seq])
+// from the device copy of table as a host tensor [rows, seq, width].
+func (e *Executor) gatherRows(table string, shape, ids []int64) (*ortc.Value, error) {
+	iv, err := ortc.NewTensor(e.env, shape, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer iv.Release()
+	e.crossed += int64(8 * len(ids))
+	out := []*ortc.Value{nil}
+	if err := e.runDevice(e.devGrads.graphs.gather, []*ortc.Value{e.dev.values[table], iv}, out); err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// statsModel is the stats graph over flat float32 g and w: sumsq =
+// sum g^2 in float64, max_g = max |g|, nan_g = 1 if a g is NaN (else 0),
+// and the same two of w.
+func statsModel() ([]byte, error) {
+	b := onnx.NewGraphBuilder("gradient_stats")
+	g := b.Input("g", onnx.Float32, onnx.P("n"))
+	w := b.Input("w", onnx.Float32, onnx.P("n"))
+	keep := onnx.AttrInt("keepdims", 0)
+	b.NodeTo("ReduceSumSquare", []string{b.Node("Cast", []string{g}, onnx.AttrInt("to", int64(onnx.Float64)))}, []string{"sumsq"}, keep)
+	b.Output("sumsq", onnx.Float64)
+	for _, x := range []struct{ v, max, nan string }{{g, "max_g", "nan_g"}, {w, "max_w", "nan_w"}} {
+		b.NodeTo("ReduceMax", []string{b.Node("Abs", []string{x.v})}, []string{x.max}, keep)
+		b.NodeTo("ReduceMax", []string{b.Node("Cast", []string{b.Node("IsNaN", []string{x.v})}, onnx.AttrInt("to", int64(onnx.Float32)))}, []string{x.nan}, keep)
+		b.Output(x.max, onnx.Float32)
+		b.Output(x.nan, onnx.Float32)
+	}
+	return proto.Marshal(b.Model(18).Proto)
+}
+
+// scaleModel is out = g x s, run with out bound to g.
+func scaleModel() ([]byte, error) {
+	b := onnx.NewGraphBuilder("gradient_scale")
+	g := b.Input("g", onnx.Float32, onnx.P("n"))
+	s := b.Input("s", onnx.Float32, onnx.D(1))
+	b.NodeTo("Mul", []string{g, s}, []string{"out"})
+	b.Output("out", onnx.Float32, onnx.P("n"))
+	return proto.Marshal(b.Model(18).Proto)
+}
+
+// updateModel is AdamW's element update (optim.Coefficients) over flat
+// float32 w, g, m, v with float64 scalars, node by node in the order of
+// optim's kernel (so that each rounds as it does): outputs w_out, m_out,
+// v_out, run bound to w, m, v (each input is read, by a Cast, before the
+// node that writes its buffer, which depends on it); with check, only
+// bad = 1 if a new value is NaN or infinite (else 0).
+func updateModel(check bool) ([]byte, error) {
+	b := onnx.NewGraphBuilder("adamw")
+	flat := onnx.P("n")
+	vec := map[string]string{}
+	for _, name := range updateInputs[:4] {
+		vec[name] = b.Input(name, onnx.Float32, flat)
+	}
+	sc := map[string]string{}
+	for _, name := range updateInputs[4:] {
+		sc[name] = b.Input(name, onnx.Float64, onnx.D(1))
+	}
+	toD := func(x string) string { return b.Node("Cast", []string{x}, onnx.AttrInt("to", int64(onnx.Float64))) }
+	op := func(name string, x, y string) string { return b.Node(name, []string{x, y}) }
+	outs := map[string]string{"w_out": "w_new", "m_out": "m_new", "v_out": "v_new"}
+	if !check {
+		outs = map[string]string{"w_out": "w_out", "m_out": "m_out", "v_out": "v_out"}
+	}
+	toF := func(x, out string) string {
+		b.NodeTo("Cast", []string{x}, []string{out}, onnx.AttrInt("to", int64(onnx.Float32)))
+		return out
+	}
+	gi, wi := toD(vec["g"]), toD(vec["w"])
+	m := toF(op("Add", op("Mul", sc["b1"], toD(vec["m"])), op("Mul", sc["a1"], gi)), outs["m_out"])
+	v := toF(op("Add", op("Mul", sc["b2"], toD(vec["v"])), op("Mul", op("Mul", sc["a2"], gi), gi)), outs["v_out"])
+	mhat, vhat := op("Mul", toD(m), sc["inv1"]), op("Mul", toD(v), sc["inv2"])
+	step := op("Add", op("Div", mhat, op("Add", b.Node("Sqrt", []string{vhat}), sc["eps"])), op("Mul", sc["wd"], wi))
+	w := toF(op("Sub", wi, op("Mul", sc["lr"], step)), outs["w_out"])
+	if !check {
+		for _, o := range []string{"w_out", "m_out", "v_out"} {
+			b.Output(o, onnx.Float32, flat)
+		}
+		return proto.Marshal(b.Model(18).Proto)
+	}
+	var flags []string
+	for _, x := range []string{w, m, v} {
+		nonFinite := op("Or", b.Node("IsNaN", []string{x}), b.Node("IsInf", []string{x}))
+		flags = append(flags, b.Node("ReduceMax", []string{b.Node("Cast", []string{nonFinite}, onnx.AttrInt("to", int64(onnx.Float32)))}, onnx.AttrInt("keepdims", 0)))
+	}
+	b.NodeTo("Max", flags, []string{"bad"})
+	b.Output("bad", onnx.Float32)
+	return proto.Marshal(b.Model(18).Proto)
+}
+
+// gatherModel is rows = Gather(table, ids): the embedding's rows of
+// ids [rows, seq] from a [vocab, width] table.
+func gatherModel() ([]byte, error) {
+	b := onnx.NewGraphBuilder("embedding_rows")
+	table := b.Input("table", onnx.Float32, onnx.P("vocab"), onnx.P("width"))
+	ids := b.Input("ids", onnx.Int64, onnx.P("rows"), onnx.P("seq"))
+	b.NodeTo("Gather", []string{table, ids}, []string{"rows"}, onnx.AttrInt("axis", 0))
+	b.Output("rows", onnx.Float32, onnx.P("rows"), onnx.P("seq"), onnx.P("width"))
+	return proto.Marshal(b.Model(18).Proto)
+}
