@@ -178,7 +178,9 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	fmt.Fprintf(w, "\t\nhost <-> device with --device cuda\t\n")
 	fmt.Fprintf(w, "  per decode step (token ids, mask, positions, cache indices, logits)\t%10s\n", mib(rep.Traffic.DecodeStep))
 	fmt.Fprintf(w, "  once (the weights, shared by generation and training)\t%10s\n", gib(rep.Traffic.Weights))
-	fmt.Fprintf(w, "  per training update (the trained parameters)\t%10s\n", gib(rep.Traffic.Update))
+	fmt.Fprintf(w, "  once (AdamW's moments; the update runs on the device)\t%10s\n", gib(rep.Traffic.Moments))
+	fmt.Fprintf(w, "  per checkpoint (the trained parameters and moments, to the host)\t%10s\n", gib(rep.Traffic.Checkpoint))
+	fmt.Fprintf(w, "  per training step: the activations of the executor's calls (not planned; bench train's call_copy_bytes)\t\n")
 	if err := w.Flush(); err != nil {
 		return err
 	}

@@ -318,26 +318,34 @@ type Traffic struct {
 	// Weights is every parameter generation reads, copied once (shared
 	// with training), then a store again only when it changes.
 	Weights int64 `json:"weights_bytes"`
-	// Update is the trained parameters, copied once per optimiser step;
-	// Frozen the frozen ones (a LoRA run's base, within Weights), which
-	// stay.
-	Update int64 `json:"update_bytes"`
-	Frozen int64 `json:"frozen_bytes"`
+	// Moments is AdamW's two moments of the trained parameters, copied
+	// up once (and again after a checkpoint load); the update runs on the
+	// device. Checkpoint is what a checkpoint (an export, a serving
+	// engine's sync) brings down: the trained parameters and their
+	// moments. Frozen is the frozen parameters (a LoRA run's base,
+	// within Weights), which stay. A training step's own traffic is the
+	// activations that cross with the executor's calls, which are not
+	// on the device layer yet (not planned; bench train's
+	// call_copy_bytes measures them).
+	Moments    int64 `json:"moments_bytes"`
+	Checkpoint int64 `json:"checkpoint_bytes"`
+	Frozen     int64 `json:"frozen_bytes"`
 }
 
 // DeviceTraffic predicts the host <-> device traffic of generation g and
-// of training t's updates.
+// of training t's parameters and optimizer state.
 func DeviceTraffic(a Arch, g Generate, t Train) Traffic {
 	n, c := int64(g.Rows), int64(g.Capacity)
+	trained := a.Params()
 	tr := Traffic{
 		DecodeStep: 8*n*(c+3) + 48*n*int64(a.KVHeads) + 4*n*int64(a.Vocab),
-		Weights:    4 * a.Params(),
-		Update:     4 * a.Params(),
+		Weights:    4 * trained,
 	}
 	if t.LoRARank > 0 {
-		tr.Update = 4 * a.LoRAParams(t.LoRARank, t.LoRATargets)
+		trained = a.LoRAParams(t.LoRARank, t.LoRATargets)
 		tr.Frozen = 4 * a.Params()
-		tr.Weights += tr.Update
+		tr.Weights += 4 * trained
 	}
+	tr.Moments, tr.Checkpoint = 8*trained, 12*trained
 	return tr
 }

@@ -122,8 +122,9 @@ func TestMaxRows(t *testing.T) {
 // TestDeviceTraffic checks the host <-> device traffic by hand on the
 // Qwen3-0.6B config, 64 rows over 5,120 positions: per decode step
 // 8 x 64 x 5,123 bytes of token ids, positions and mask, 48 x 64 x 8 of
-// cache indices and 4 x 64 x 151,936 of logits; the weights once and per
-// update, and with LoRA the adapters per update and the base once.
+// cache indices and 4 x 64 x 151,936 of logits; the weights and the two
+// moments once, a checkpoint the weights and moments, and with LoRA the
+// adapters' only (the base goes up once).
 func TestDeviceTraffic(t *testing.T) {
 	a, ok := memplan.Named("qwen3-0.6b")
 	require.True(t, ok)
@@ -131,11 +132,13 @@ func TestDeviceTraffic(t *testing.T) {
 	full := memplan.DeviceTraffic(a, g, memplan.Train{})
 	require.Equal(t, int64(2_622_976+24_576+38_895_616), full.DecodeStep)
 	require.Equal(t, 4*a.Params(), full.Weights)
-	require.Equal(t, 4*a.Params(), full.Update)
+	require.Equal(t, 8*a.Params(), full.Moments)
+	require.Equal(t, 12*a.Params(), full.Checkpoint)
 	require.Zero(t, full.Frozen)
 	lora := memplan.DeviceTraffic(a, g, memplan.Train{LoRARank: 16})
 	require.Equal(t, full.DecodeStep, lora.DecodeStep)
-	require.Equal(t, 4*a.LoRAParams(16, nil), lora.Update)
+	require.Equal(t, 8*a.LoRAParams(16, nil), lora.Moments)
+	require.Equal(t, 12*a.LoRAParams(16, nil), lora.Checkpoint)
 	require.Equal(t, 4*a.Params(), lora.Frozen)
-	require.Equal(t, lora.Frozen+lora.Update, lora.Weights)
+	require.Equal(t, lora.Frozen+4*a.LoRAParams(16, nil), lora.Weights)
 }
