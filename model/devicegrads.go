@@ -139,8 +139,12 @@ func (e *Executor) AccumulateBatches(ctx context.Context, bs []TrainBatch, scale
 			return err
 		}
 	}
-	if d == nil || e.devOpt != nil {
-		return nil // no sums, or Update reads them where they are
+	if d == nil {
+		return nil
+	}
+	if e.devOpt != nil {
+		e.devOpt.pending = true // Update reads them where they are
+		return nil
 	}
 	for name, v := range d.sums {
 		dst := grads.At(e.trained[name]).Data
@@ -191,7 +195,10 @@ func (e *Executor) addSummed(param string, offset int, g *ortc.Value, scale floa
 
 // scatterSummed adds scale x rows[p] into row ids[p] of the device
 // gradient sum of the embedding table param ([vocab, width]), in
-// position order, in place: the embedding's backward.
+// position order, in place: the embedding's backward. ScatterND's adds
+// into one row may run concurrently (threads on the CPU, atomics on
+// CUDA), so each call takes distinct rows only: call k adds the k-th
+// occurrence of every id, and a row's additions keep Go's order.
 func (e *Executor) scatterSummed(param string, shape []int64, ids []int64, rows []float32, scale float32) error {
 	d := e.devGrads
 	dst, err := d.sums[param].View(0, shape)
@@ -199,28 +206,65 @@ func (e *Executor) scatterSummed(param string, shape []int64, ids []int64, rows 
 		return err
 	}
 	defer dst.Release()
-	var owned []*ortc.Value
-	defer func() { releaseAll(owned) }()
-	host := func(v *ortc.Value, err error) *ortc.Value {
-		if err == nil {
-			owned = append(owned, v)
-			e.crossed += int64(v.Len() * v.Elem().Size())
+	a, err := ortc.NewTensor(e.env, []int64{1}, []float32{scale})
+	if err != nil {
+		return err
+	}
+	defer a.Release()
+	width := len(rows) / len(ids)
+	for _, round := range distinctRounds(ids) {
+		idx := make([]int64, len(round))
+		upd := make([]float32, 0, len(round)*width)
+		for k, p := range round {
+			idx[k] = ids[p]
+			upd = append(upd, rows[p*width:(p+1)*width]...)
 		}
-		return v
+		if err := e.scatterRound(dst, idx, upd, a); err != nil {
+			return err
+		}
 	}
-	n := int64(len(ids))
-	in := []*ortc.Value{host(ortc.NewTensor(e.env, []int64{n, 1}, ids)),
-		host(ortc.NewTensor(e.env, []int64{n, int64(len(rows)) / n}, rows)), host(ortc.NewTensor(e.env, []int64{1}, []float32{scale}))}
-	if len(owned) != len(in) {
-		return errors.New("embedding gradient inputs")
+	return nil
+}
+
+// distinctRounds splits positions 0..len(ids)-1 into rounds: round k
+// holds, in position order, the positions where an id occurs for the
+// k-th time, so that no round repeats an id.
+func distinctRounds(ids []int64) [][]int {
+	seen := map[int64]int{}
+	var rounds [][]int
+	for p, id := range ids {
+		k := seen[id]
+		seen[id] = k + 1
+		if k == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[k] = append(rounds[k], p)
 	}
+	return rounds
+}
+
+// scatterRound runs the scatter graph on one round's distinct rows.
+func (e *Executor) scatterRound(dst *ortc.Value, idx []int64, upd []float32, scale *ortc.Value) error {
+	d := e.devGrads
+	n := int64(len(idx))
+	iv, err := ortc.NewTensor(e.env, []int64{n, 1}, idx)
+	if err != nil {
+		return err
+	}
+	defer iv.Release()
+	uv, err := ortc.NewTensor(e.env, []int64{n, int64(len(upd)) / n}, upd)
+	if err != nil {
+		return err
+	}
+	defer uv.Release()
+	e.crossed += int64(8*len(idx)+4*len(upd)) + 4
 	b, err := d.scatter.NewBinding()
 	if err != nil {
 		return err
 	}
 	defer b.Release()
-	if err := errors.Join(b.BindInput("dst", dst), b.BindInput("indices", in[0]), b.BindInput("updates", in[1]),
-		b.BindInput("scale", in[2]), b.BindOutput("out", dst)); err != nil {
+	if err := errors.Join(b.BindInput("dst", dst), b.BindInput("indices", iv), b.BindInput("updates", uv),
+		b.BindInput("scale", scale), b.BindOutput("out", dst)); err != nil {
 		return err
 	}
 	return d.scatter.RunBinding(b)
@@ -228,9 +272,8 @@ func (e *Executor) scatterSummed(param string, shape []int64, ids []int64, rows 
 
 // scatterAddModel is out = ScatterND(dst, indices, updates x scale,
 // reduction add) over a [rows, width] table, run with out bound to dst
-// (ScatterND then copies nothing but its updates, as in cacheWriteModel):
-// indices [n, 1] may repeat, each row added in turn, as Go's
-// embedding backward adds them.
+// (ScatterND then copies nothing but its updates, as in cacheWriteModel)
+// and with distinct indices [n, 1] (scatterSummed).
 func scatterAddModel() ([]byte, error) {
 	b := onnx.NewGraphBuilder("embedding_gradient")
 	dst := b.Input("dst", onnx.Float32, onnx.P("rows"), onnx.P("width"))
@@ -262,7 +305,8 @@ func (d *deviceGrads) axpySession(env *ortc.Env, r int) (*ortc.Session, error) {
 // axpyModel is out = dst + scale x src over rank-r float32 tensors of
 // one shape, run with out bound to dst: each element is read before it
 // is written, by the same element's computation. Its two float32 nodes
-// round as Go's dst[i] += scale*src[i] does (addScaled).
+// round as Go's dst[i] += scale*src[i] does (addScaled) where Go does not
+// fuse the multiply-add (amd64; arm64 fuses it).
 func axpyModel(r int) ([]byte, error) {
 	b := onnx.NewGraphBuilder("gradient_add")
 	dims := make([]onnx.Dim, r)

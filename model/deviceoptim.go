@@ -29,8 +29,12 @@ type deviceOptim struct {
 	// copied the host moment stores' versions on the device.
 	m, v   map[string]*ortc.Value
 	copied [2]uint64
-	// stale is true while the host weights and moments lag the device.
-	stale bool
+	// staleWeights and staleMoments are true while the host weights and
+	// moments lag the device; pending while the gradient sums of an
+	// AccumulateBatches call wait for their Update; broken is why an
+	// update stopped partway (the device state is then no step's).
+	staleWeights, staleMoments, pending bool
+	broken                              error
 }
 
 // optimGraphs are the device optimizer's sessions, opened with the
@@ -160,9 +164,15 @@ type UpdateResult struct {
 func (e *Executor) Update(lr, maxGradNorm float64) (UpdateResult, error) {
 	d := e.devOpt
 	var u UpdateResult
-	if d == nil {
+	switch {
+	case d == nil:
 		return u, errors.New("model: executor: no device optimizer (UseDeviceOptimizer)")
+	case d.broken != nil:
+		return u, d.broken
+	case !d.pending:
+		return u, errors.New("model: executor: Update without the gradients of an AccumulateBatches call")
 	}
+	d.pending = false
 	if err := e.syncMoments(); err != nil {
 		return u, err
 	}
@@ -203,10 +213,11 @@ func (e *Executor) Update(lr, maxGradNorm float64) (UpdateResult, error) {
 			}
 		}
 	}
-	d.stale = true
+	d.staleWeights, d.staleMoments = true, true
 	for _, name := range names {
 		if _, err := e.runUpdate(e.devGrads.graphs.update, name, c); err != nil {
-			return u, fmt.Errorf("model: executor: update %q: %w", name, err)
+			d.broken = fmt.Errorf("model: executor: the device update of step %d stopped at %q: %w", d.opt.Steps()+1, name, err)
+			return u, d.broken
 		}
 	}
 	return u, d.opt.SetSteps(d.opt.Steps() + 1)
@@ -261,26 +272,53 @@ func (e *Executor) copyFlat(dev *ortc.Value, data []float32, up bool) error {
 }
 
 // SyncHost copies the trained weights and the moments that the device
-// optimizer has changed to their host stores (a checkpoint, an export or
-// a serving engine reads those), without moving their versions. It does
-// nothing when they are current.
-func (e *Executor) SyncHost() error {
+// optimizer has changed to their host stores (a checkpoint or an export
+// reads those), without moving their versions. A store written on the
+// host since its last copy to the device (a checkpoint load) is newer
+// than the device's and is left as it is (the next step copies it up).
+// It fails after an update that stopped partway: the device then holds
+// no step's state.
+func (e *Executor) SyncHost() error { return e.syncHost(true) }
+
+// SyncWeights is SyncHost for the trained weights alone (what a serving
+// engine reads).
+func (e *Executor) SyncWeights() error { return e.syncHost(false) }
+
+func (e *Executor) syncHost(moments bool) error {
 	d := e.devOpt
-	if d == nil || !d.stale {
+	if d == nil {
 		return nil
 	}
-	for _, name := range e.trainedNames() {
-		i := e.trained[name]
-		for _, c := range []struct {
-			dev  *ortc.Value
-			data []float32
-		}{{e.dev.values[name], e.weights.At(i).Data}, {d.m[name], d.opt.ExpAvg().At(i).Data}, {d.v[name], d.opt.ExpAvgSq().At(i).Data}} {
-			if err := e.copyFlat(c.dev, c.data, false); err != nil {
-				return fmt.Errorf("model: executor: copy %q to the host: %w", name, err)
+	if d.broken != nil {
+		return d.broken
+	}
+	type part struct {
+		store *params.Store
+		dev   map[string]*ortc.Value
+	}
+	var parts []part
+	if d.staleWeights && e.dev.current(e.weights) {
+		parts = append(parts, part{e.weights, e.dev.values})
+	}
+	if moments && d.staleMoments {
+		for k, s := range []*params.Store{d.opt.ExpAvg(), d.opt.ExpAvgSq()} {
+			if d.copied[k] == s.Version() {
+				parts = append(parts, part{s, [2]map[string]*ortc.Value{d.m, d.v}[k]})
 			}
 		}
 	}
-	d.stale = false
+	for _, pt := range parts {
+		for i := range pt.store.Len() {
+			t := pt.store.At(i)
+			if err := e.copyFlat(pt.dev[t.Name], t.Data, false); err != nil {
+				return fmt.Errorf("model: executor: copy %q to the host: %w", t.Name, err)
+			}
+		}
+	}
+	d.staleWeights = false
+	if moments {
+		d.staleMoments = false
+	}
 	return nil
 }
 
@@ -482,7 +520,8 @@ func scaleModel() ([]byte, error) {
 
 // updateModel is AdamW's element update (optim.Coefficients) over flat
 // float32 w, g, m, v with float64 scalars, node by node in the order of
-// optim's kernel (so that each rounds as it does): outputs w_out, m_out,
+// optim's kernel (so that each rounds as it does, where Go does not fuse
+// multiply-adds: amd64, not arm64): outputs w_out, m_out,
 // v_out, run bound to w, m, v (each input is read, by a Cast, before the
 // node that writes its buffer, which depends on it); with check, only
 // bad = 1 if a new value is NaN or infinite (else 0).

@@ -170,9 +170,9 @@ func (e *Executor) weight(name string) *ortc.Value {
 }
 
 // CopiedBytes returns the bytes the executor has copied between host and
-// device memory on the device layer so far (0 on the host path): the
-// parameters it copied and the activations and gradients that crossed
-// with its graphs' calls (ActivationBytes).
+// device memory on the device layer so far (0 on the host path): what
+// went through its copier (parameters, moments, gradient sums) and what
+// crossed with its graphs' calls (CallBytes).
 func (e *Executor) CopiedBytes() int64 {
 	if e.dev == nil {
 		return 0
@@ -190,8 +190,9 @@ func (e *Executor) CopiedBytes() int64 {
 // read stays on the host there).
 func (e *Executor) CallBytes() int64 { return e.crossed }
 
-// GradientBytes returns the part of CallBytes that is parameter
-// gradients returned to the host.
+// GradientBytes returns the bytes of parameter gradients returned to
+// the host: with the graphs' calls (in CallBytes) or as the sums of an
+// AccumulateBatches call (through the copier).
 func (e *Executor) GradientBytes() int64 { return e.gradCrossed }
 
 // countGradient counts n parameter-gradient values returned to the host
@@ -624,14 +625,14 @@ func (e *Executor) backward(st *stepState, p *blocks.Piece) error {
 	for k, i := range p.GradInputs {
 		e.addGrad(st, p.Inputs[i], out[k])
 	}
+	err = nil
 	for k, j := range p.GradWeights {
-		err := e.addParamGrad(st, p.Weights[j], out[len(p.GradInputs)+k])
-		out[len(p.GradInputs)+k].Release()
-		if err != nil {
-			return err
+		if err == nil {
+			err = e.addParamGrad(st, p.Weights[j], out[len(p.GradInputs)+k])
 		}
+		out[len(p.GradInputs)+k].Release()
 	}
-	return nil
+	return err
 }
 
 // addGrad adds g to the gradient of value name, taking g over.

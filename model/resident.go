@@ -529,6 +529,17 @@ func (d *deviceParams) sync(cp *ortc.Copier) error {
 	return nil
 }
 
+// current reports whether the device copy of store s is of its current
+// version (s is one of d's stores).
+func (d *deviceParams) current(s *params.Store) bool {
+	for i, t := range d.stores {
+		if t == s {
+			return d.copied[i] == s.Version()
+		}
+	}
+	return false
+}
+
 func (d *deviceParams) close() {
 	for _, v := range d.values {
 		v.Release()

@@ -552,7 +552,9 @@ func TestResidentDeviceOptimizer(t *testing.T) {
 // TestResidentDeviceOptimizerSkips: an update that would overflow (a
 // learning rate of 1e39) is checked on the device and skipped, as
 // AdamW.Step skips it, leaving the weights, moments and step count; a
-// NaN gradient skips it by its norm.
+// NaN gradient skips it by its norm; Update needs the gradients of an
+// AccumulateBatches call (of no micro-batch: zero); SyncHost leaves a
+// host store written since the device's copy of it.
 func TestResidentDeviceOptimizerSkips(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	p, err := model.OpenPolicy(rt, executorSources(t)["tiny"], t.TempDir(), model.PolicyOptions{Train: true, Resident: true, Seed: 3})
@@ -562,6 +564,8 @@ func TestResidentDeviceOptimizerSkips(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, p.Train.UseDeviceOptimizer(opt))
 	require.ErrorContains(t, p.Train.UseDeviceOptimizer(opt), "in use already")
+	_, err = p.Train.Update(1e-3, 1)
+	require.ErrorContains(t, err, "without the gradients of an AccumulateBatches call")
 	var res model.TrainResult
 	b := rowsBatch(2, 12, p.LM.Signature().Vocab)
 	require.NoError(t, p.Train.AccumulateBatches(context.Background(), []model.TrainBatch{b}, []float32{1}, p.Grads, &res, func(int) error { return nil }))
@@ -580,4 +584,21 @@ func TestResidentDeviceOptimizerSkips(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, u.Skipped, "gradient norm is NaN")
 	require.Zero(t, opt.Steps())
+
+	// No micro-batch (rl.Gradients without loss tokens): zero gradients,
+	// a step that only decays the weights; then a host write while the
+	// host is stale (a checkpoint load, say) is kept by SyncHost.
+	require.NoError(t, p.Train.AccumulateBatches(context.Background(), nil, nil, p.Grads, &res, func(int) error { return nil }))
+	u, err = p.Train.Update(1e-3, 1)
+	require.NoError(t, err)
+	require.Zero(t, u.Norm)
+	require.Equal(t, int64(1), opt.Steps())
+	for i := range p.Weights.Flat() {
+		p.Weights.Flat()[i] = 0.25
+	}
+	p.Weights.Touch()
+	require.NoError(t, p.Train.SyncHost())
+	for _, v := range p.Weights.Flat() {
+		require.Equal(t, float32(0.25), v)
+	}
 }

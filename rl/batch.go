@@ -194,10 +194,16 @@ func Gradients(ctx context.Context, learner Learner, grads *params.Store, exampl
 		gs.LossTokens += n
 	}
 	grads.Zero()
+	var res model.TrainResult
 	if gs.LossTokens == 0 {
+		if bl, ok := learner.(batchLearner); ok {
+			// No micro-batch: the learner's own gradients are zero too.
+			if err := bl.AccumulateBatches(ctx, nil, nil, grads, &res, func(int) error { return nil }); err != nil {
+				return gs, fmt.Errorf("rl: %w", err)
+			}
+		}
 		return gs, nil
 	}
-	var res model.TrainResult
 	lossSum, entSum, nllSum, engineSum := 0.0, 0.0, 0.0, 0.0
 	// The micro-batches with loss tokens, each scaled by its share.
 	var run []int

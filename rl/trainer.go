@@ -113,6 +113,7 @@ type Learner interface {
 type deviceUpdater interface {
 	Update(lr, maxGradNorm float64) (model.UpdateResult, error)
 	SyncHost() error
+	SyncWeights() error
 	UsesDeviceOptimizer() bool
 }
 
@@ -224,8 +225,10 @@ func (t *Trainer) SyncEngine(ctx context.Context) error {
 	if t.sync == nil || t.synced == t.step {
 		return nil
 	}
-	if err := t.SyncHost(); err != nil {
-		return err
+	if d := t.device(); d != nil {
+		if err := d.SyncWeights(); err != nil { // what the engine reads
+			return fmt.Errorf("rl: %w", err)
+		}
 	}
 	if err := t.sync.Sync(ctx, t.step); err != nil {
 		return fmt.Errorf("rl: after step %d: %w", t.step, err)

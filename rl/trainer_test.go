@@ -221,6 +221,7 @@ func (l *deviceFakeLearner) Update(lr, maxGradNorm float64) (model.UpdateResult,
 	return model.UpdateResult{Norm: 3}, nil
 }
 func (l *deviceFakeLearner) SyncHost() error         { l.synced++; return nil }
+func (l *deviceFakeLearner) SyncWeights() error      { l.synced++; return nil }
 func (*deviceFakeLearner) UsesDeviceOptimizer() bool { return true }
 
 // recordingSync is a WeightSync that notes how many host syncs its
