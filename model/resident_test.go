@@ -208,17 +208,8 @@ func TestResidentCopies(t *testing.T) {
 // trained weights alone: the frozen ones never move.
 func TestResidentTrainingMatchesHost(t *testing.T) {
 	rt := modeltest.Runtime(t)
-	sources := executorSources(t)
-	type tcase struct {
-		src  string
-		lora lmgraph.LoRA
-	}
-	cases := map[string]tcase{"tiny-lora": {sources["tiny"], lmgraph.LoRA{Rank: 2, Alpha: 4, Targets: lmgraph.LoRATargets}}}
-	for name, src := range sources {
-		cases[name] = tcase{src: src}
-	}
 	small := model.ExecutorOptions{AttentionBytes: 4 << 10, LossChunkBytes: 4 << 10, MLPBytes: 30 << 10}
-	for name, tc := range cases {
+	for name, tc := range trainCases(t) {
 		t.Run(name, func(t *testing.T) {
 			type outcome struct {
 				grads  [][]float32
@@ -228,11 +219,7 @@ func TestResidentTrainingMatchesHost(t *testing.T) {
 			}
 			var got [2]outcome
 			for i, resident := range []bool{false, true} {
-				p, err := model.OpenPolicy(rt, tc.src, t.TempDir(), model.PolicyOptions{Train: true, Executor: small, Resident: resident,
-					Artifacts: model.ArtifactOptions{LoRA: tc.lora}, Seed: 3})
-				require.NoError(t, err)
-				opt, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)
-				require.NoError(t, err)
+				p, opt := openTrainTwin(t, rt, tc, small, resident)
 				samples := randomSamples(rand.New(rand.NewPCG(8, 8)), 3, p.LM.Signature().Vocab)
 				bs, _, err := rl.MicroBatches(samples, 0, 0.2, 0.28)
 				require.NoError(t, err)
@@ -304,6 +291,35 @@ func TestResidentTrainingMatchesHost(t *testing.T) {
 			require.Equal(t, []int64{0, 0, 0, 0, 0}, got[0].copies, "the host path copies nothing")
 		})
 	}
+}
+
+// trainCase is a training twin test's model: an export, with LoRA or
+// not.
+type trainCase struct {
+	src  string
+	lora lmgraph.LoRA
+}
+
+// trainCases are every export of executorSources, full fine-tune, and
+// the tiny model with LoRA adapters ("tiny-lora").
+func trainCases(t *testing.T) map[string]trainCase {
+	sources := executorSources(t)
+	cases := map[string]trainCase{"tiny-lora": {sources["tiny"], lmgraph.LoRA{Rank: 2, Alpha: 4, Targets: lmgraph.LoRATargets}}}
+	for name, src := range sources {
+		cases[name] = trainCase{src: src}
+	}
+	return cases
+}
+
+// openTrainTwin opens tc's training policy with executor options opt,
+// on the device layer or not, and an AdamW optimizer of its weights.
+func openTrainTwin(t *testing.T, rt *model.Runtime, tc trainCase, opt model.ExecutorOptions, resident bool) (*model.Policy, *optim.AdamW) {
+	p, err := model.OpenPolicy(rt, tc.src, t.TempDir(), model.PolicyOptions{Train: true, Executor: opt, Resident: resident,
+		Artifacts: model.ArtifactOptions{LoRA: tc.lora}, Seed: 3})
+	require.NoError(t, err)
+	o, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)
+	require.NoError(t, err)
+	return p, o
 }
 
 // paramCopies returns the bytes p's executor has copied through its
@@ -378,17 +394,8 @@ func TestExecutorCallBytes(t *testing.T) {
 // call, not once per micro-batch.
 func TestResidentAccumulateBatches(t *testing.T) {
 	rt := modeltest.Runtime(t)
-	sources := executorSources(t)
-	type tcase struct {
-		src  string
-		lora lmgraph.LoRA
-	}
-	cases := map[string]tcase{"tiny-lora": {sources["tiny"], lmgraph.LoRA{Rank: 2, Alpha: 4, Targets: lmgraph.LoRATargets}}}
-	for name, src := range sources {
-		cases[name] = tcase{src: src}
-	}
 	small := model.ExecutorOptions{AttentionBytes: 4 << 10, LossChunkBytes: 4 << 10, MLPBytes: 30 << 10}
-	for name, tc := range cases {
+	for name, tc := range trainCases(t) {
 		t.Run(name, func(t *testing.T) {
 			type outcome struct {
 				grads []float32
@@ -452,19 +459,15 @@ func TestResidentAccumulateBatches(t *testing.T) {
 // copy, only the calls' activations.
 func TestResidentDeviceOptimizer(t *testing.T) {
 	rt := modeltest.Runtime(t)
-	sources := executorSources(t)
 	type tcase struct {
-		src  string
-		lora lmgraph.LoRA
+		trainCase
 		clip float64
 	}
-	cases := map[string]tcase{
-		"tiny-lora": {src: sources["tiny"], lora: lmgraph.LoRA{Rank: 2, Alpha: 4, Targets: lmgraph.LoRATargets}, clip: 1e9},
-		"tiny-clip": {src: sources["tiny"], clip: 1e-3},
+	cases := map[string]tcase{}
+	for name, tc := range trainCases(t) {
+		cases[name] = tcase{tc, 1e9}
 	}
-	for name, src := range sources {
-		cases[name] = tcase{src: src, clip: 1e9}
-	}
+	cases["tiny-clip"] = tcase{cases["tiny"].trainCase, 1e-3}
 	small := model.ExecutorOptions{AttentionBytes: 4 << 10, LossChunkBytes: 4 << 10, MLPBytes: 30 << 10, OptimizerChunk: 1000}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -475,11 +478,7 @@ func TestResidentDeviceOptimizer(t *testing.T) {
 			}
 			var got [2]outcome
 			for i, resident := range []bool{false, true} {
-				p, err := model.OpenPolicy(rt, tc.src, t.TempDir(), model.PolicyOptions{Train: true, Executor: small, Resident: resident,
-					Artifacts: model.ArtifactOptions{LoRA: tc.lora}, Seed: 3})
-				require.NoError(t, err)
-				opt, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)
-				require.NoError(t, err)
+				p, opt := openTrainTwin(t, rt, tc.trainCase, small, resident)
 				if resident {
 					require.NoError(t, p.Train.UseDeviceOptimizer(opt))
 				}

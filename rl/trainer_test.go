@@ -147,23 +147,37 @@ func (l *copyingLearner) Accumulate(ctx context.Context, b model.TrainBatch, sca
 
 func (l *copyingLearner) CopiedBytes() int64 { return l.copied }
 
-// TestTrainerCountsDeviceCopies: a step's metrics carry what it copied
-// between host and device, the generator's and the learner's counters
-// over the step alone (100 bytes per generation call and 7 per
-// micro-batch of the fakes).
-func TestTrainerCountsDeviceCopies(t *testing.T) {
+// hardTrainer returns the trainer config and parts of the tests on one
+// "hard" problem (N1 = 4, K = 2, N = 2, N2 = 2, one informative problem
+// a step): a 2 x 2 weight store filled with fill, its AdamW, the fake
+// generator, prompter, judge and learner, and a peak rate of 0.1; the
+// tests replace what they probe.
+func hardTrainer(t *testing.T, fill float32) (Config, TrainerParts) {
 	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2, 2}}})
 	require.NoError(t, err)
+	for i := range w.Flat() {
+		w.Flat()[i] = fill
+	}
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
 	require.NoError(t, err)
 	ds := data.NewDataset("t", []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}})
 	cfg := DefaultConfig()
 	cfg.Problems, cfg.MaxDrawRounds, cfg.Pipeline = 1, 3, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}
+	return cfg, TrainerParts{Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: &trainerFakeLearner{},
+		Judge: trainerJudge, Problems: data.NewStream(ds, 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
+		Schedule: optim.Schedule{PeakLR: 0.1}}
+}
+
+// TestTrainerCountsDeviceCopies: a step's metrics carry what it copied
+// between host and device, the generator's and the learner's counters
+// over the step alone (100 bytes per generation call and 7 per
+// micro-batch of the fakes).
+func TestTrainerCountsDeviceCopies(t *testing.T) {
+	cfg, parts := hardTrainer(t, 0)
 	gen := &copyingGen{copied: 5000}
 	learner := &copyingLearner{copied: 300}
-	tr, err := NewTrainer(cfg, TrainerParts{Generator: gen, Prompter: trainerFakePrompter{}, Learner: learner,
-		Judge: trainerJudge, Problems: data.NewStream(ds, 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
-		Schedule: optim.Schedule{PeakLR: 0.1}})
+	parts.Generator, parts.Learner = gen, learner
+	tr, err := NewTrainer(cfg, parts)
 	require.NoError(t, err)
 	for range 2 {
 		gens, calls := gen.copied, learner.copied
@@ -181,19 +195,10 @@ func TestTrainerCountsDeviceCopies(t *testing.T) {
 // weights) is skipped, reported in the metrics, and leaves the weights as
 // they were; the step still counts.
 func TestTrainerSkipsNonFiniteUpdate(t *testing.T) {
-	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2, 2}}})
-	require.NoError(t, err)
-	for i := range w.Flat() {
-		w.Flat()[i] = -1e38
-	}
-	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
-	require.NoError(t, err)
-	ds := data.NewDataset("t", []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}})
-	cfg := DefaultConfig()
-	cfg.Problems, cfg.MaxDrawRounds, cfg.Pipeline = 1, 3, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}
-	tr, err := NewTrainer(cfg, TrainerParts{Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: &trainerFakeLearner{},
-		Judge: trainerJudge, Problems: data.NewStream(ds, 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
-		Schedule: optim.Schedule{PeakLR: 3e38}})
+	cfg, parts := hardTrainer(t, -1e38)
+	parts.Schedule = optim.Schedule{PeakLR: 3e38}
+	w, opt := parts.Weights, parts.Optimizer
+	tr, err := NewTrainer(cfg, parts)
 	require.NoError(t, err)
 	m, err := tr.TrainStep(context.Background(), nil)
 	require.NoError(t, err)
@@ -243,18 +248,12 @@ func (*recordingSync) Version() string { return "" }
 // the metrics carry the device's norm; a serving engine gets the weights
 // only after the host has them (SyncHost first).
 func TestTrainerUpdatesOnDevice(t *testing.T) {
-	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2, 2}}})
-	require.NoError(t, err)
-	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
-	require.NoError(t, err)
-	ds := data.NewDataset("t", []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}})
-	cfg := DefaultConfig()
-	cfg.Problems, cfg.MaxDrawRounds, cfg.Pipeline = 1, 3, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}
+	cfg, parts := hardTrainer(t, 0)
 	learner := &deviceFakeLearner{}
 	sync := &recordingSync{l: learner}
-	tr, err := NewTrainer(cfg, TrainerParts{Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: learner,
-		Judge: trainerJudge, Problems: data.NewStream(ds, 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
-		Schedule: optim.Schedule{PeakLR: 0.1}, Sync: sync})
+	parts.Learner, parts.Sync = learner, sync
+	w, opt := parts.Weights, parts.Optimizer
+	tr, err := NewTrainer(cfg, parts)
 	require.NoError(t, err)
 	m, err := tr.TrainStep(context.Background(), nil)
 	require.NoError(t, err)
