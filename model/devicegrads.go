@@ -24,7 +24,7 @@ type deviceGrads struct {
 	host *ortc.MemoryInfo // the host's, for the outputs that return
 	zero *ortc.Session
 	// axpy holds the in-place dst += scale x src graph per rank; scatter
-	// adds scaled rows into an embedding table's gradient in place.
+	// writes rows of an embedding table's gradient in place.
 	axpy    map[int]*ortc.Session
 	scatter *ortc.Session
 	// graphs are the device optimizer's and the embedding gather's.
@@ -62,10 +62,10 @@ func (e *Executor) openDeviceGrads(rt *Runtime) (err error) {
 	if h := &e.prog.Head; h.Table != "" && !h.TableRows {
 		host[h.Table] = true
 	}
-	if raw, err = scatterAddModel(); err != nil {
+	if raw, err = scatterModel(); err != nil {
 		return err
 	}
-	if d.scatter, err = e.env.NewSession(raw, mem.so, []string{"dst", "indices", "updates", "scale"}, []string{"out"}); err != nil {
+	if d.scatter, err = e.env.NewSession(raw, mem.so, []string{"dst", "indices", "updates"}, []string{"out"}); err != nil {
 		return fmt.Errorf("embedding gradient graph: %w", err)
 	}
 	for name, i := range e.trained {
@@ -120,6 +120,9 @@ func (e *Executor) AccumulateBatches(ctx context.Context, bs []TrainBatch, scale
 	}
 	d := e.devGrads
 	if d != nil {
+		if e.devOpt != nil {
+			e.devOpt.pending = false // until these sums are complete
+		}
 		if err := e.weights.SameLayout(grads); err != nil {
 			return fmt.Errorf("model: executor: gradient store: %w", err)
 		}
@@ -195,10 +198,12 @@ func (e *Executor) addSummed(param string, offset int, g *ortc.Value, scale floa
 
 // scatterSummed adds scale x rows[p] into row ids[p] of the device
 // gradient sum of the embedding table param ([vocab, width]), in
-// position order, in place: the embedding's backward. ScatterND's adds
-// into one row may run concurrently (threads on the CPU, atomics on
-// CUDA), so each call takes distinct rows only: call k adds the k-th
-// occurrence of every id, and a row's additions keep Go's order.
+// position order: the embedding's backward. The rows of the distinct
+// ids come to the host, take their additions there as Go's embedding
+// backward makes them (addScaled, position by position), and go back
+// by one ScatterND of distinct rows bound to the sum: ScatterND's own
+// reduction would add repeated rows concurrently (threads on the CPU,
+// atomics on CUDA), in no fixed order.
 func (e *Executor) scatterSummed(param string, shape []int64, ids []int64, rows []float32, scale float32) error {
 	d := e.devGrads
 	dst, err := d.sums[param].View(0, shape)
@@ -206,81 +211,65 @@ func (e *Executor) scatterSummed(param string, shape []int64, ids []int64, rows 
 		return err
 	}
 	defer dst.Release()
-	a, err := ortc.NewTensor(e.env, []int64{1}, []float32{scale})
-	if err != nil {
-		return err
-	}
-	defer a.Release()
 	width := len(rows) / len(ids)
-	for _, round := range distinctRounds(ids) {
-		idx := make([]int64, len(round))
-		upd := make([]float32, 0, len(round)*width)
-		for k, p := range round {
-			idx[k] = ids[p]
-			upd = append(upd, rows[p*width:(p+1)*width]...)
-		}
-		if err := e.scatterRound(dst, idx, upd, a); err != nil {
-			return err
+	slot := map[int64]int{}
+	var distinct []int64
+	for _, id := range ids {
+		if _, ok := slot[id]; !ok {
+			slot[id] = len(distinct)
+			distinct = append(distinct, id)
 		}
 	}
-	return nil
-}
-
-// distinctRounds splits positions 0..len(ids)-1 into rounds: round k
-// holds, in position order, the positions where an id occurs for the
-// k-th time, so that no round repeats an id.
-func distinctRounds(ids []int64) [][]int {
-	seen := map[int64]int{}
-	var rounds [][]int
-	for p, id := range ids {
-		k := seen[id]
-		seen[id] = k + 1
-		if k == len(rounds) {
-			rounds = append(rounds, nil)
-		}
-		rounds[k] = append(rounds[k], p)
-	}
-	return rounds
-}
-
-// scatterRound runs the scatter graph on one round's distinct rows.
-func (e *Executor) scatterRound(dst *ortc.Value, idx []int64, upd []float32, scale *ortc.Value) error {
-	d := e.devGrads
-	n := int64(len(idx))
-	iv, err := ortc.NewTensor(e.env, []int64{n, 1}, idx)
+	n := int64(len(distinct))
+	iv, err := ortc.NewTensor(e.env, []int64{1, n}, distinct)
 	if err != nil {
 		return err
 	}
 	defer iv.Release()
-	uv, err := ortc.NewTensor(e.env, []int64{n, int64(len(upd)) / n}, upd)
+	out := []*ortc.Value{nil}
+	if err := e.runDevice(d.graphs.gather, []*ortc.Value{dst, iv}, out); err != nil {
+		return fmt.Errorf("gather the rows of %q: %w", param, err)
+	}
+	defer out[0].Release()
+	e.crossed += 8 * n
+	sums := out[0].Float32s()
+	for p, id := range ids {
+		k := slot[id]
+		addScaled(sums[k*width:(k+1)*width], rows[p*width:(p+1)*width], scale)
+	}
+	idx, err := ortc.NewTensor(e.env, []int64{n, 1}, distinct)
 	if err != nil {
 		return err
 	}
-	defer uv.Release()
-	e.crossed += int64(8*len(idx)+4*len(upd)) + 4
+	defer idx.Release()
+	upd, err := ortc.NewTensor(e.env, []int64{n, int64(width)}, sums)
+	if err != nil {
+		return err
+	}
+	defer upd.Release()
+	e.crossed += 8*n + 4*n*int64(width)
 	b, err := d.scatter.NewBinding()
 	if err != nil {
 		return err
 	}
 	defer b.Release()
-	if err := errors.Join(b.BindInput("dst", dst), b.BindInput("indices", iv), b.BindInput("updates", uv),
-		b.BindInput("scale", scale), b.BindOutput("out", dst)); err != nil {
+	if err := errors.Join(b.BindInput("dst", dst), b.BindInput("indices", idx), b.BindInput("updates", upd),
+		b.BindOutput("out", dst)); err != nil {
 		return err
 	}
 	return d.scatter.RunBinding(b)
 }
 
-// scatterAddModel is out = ScatterND(dst, indices, updates x scale,
-// reduction add) over a [rows, width] table, run with out bound to dst
-// (ScatterND then copies nothing but its updates, as in cacheWriteModel)
-// and with distinct indices [n, 1] (scatterSummed).
-func scatterAddModel() ([]byte, error) {
+// scatterModel is out = ScatterND(dst, indices, updates) over a [rows,
+// width] table with distinct indices [n, 1], run with out bound to dst
+// (ScatterND then copies nothing but its updates, as in
+// cacheWriteModel).
+func scatterModel() ([]byte, error) {
 	b := onnx.NewGraphBuilder("embedding_gradient")
 	dst := b.Input("dst", onnx.Float32, onnx.P("rows"), onnx.P("width"))
 	indices := b.Input("indices", onnx.Int64, onnx.P("n"), onnx.D(1))
 	updates := b.Input("updates", onnx.Float32, onnx.P("n"), onnx.P("width"))
-	scale := b.Input("scale", onnx.Float32, onnx.D(1))
-	b.NodeTo("ScatterND", []string{dst, indices, b.Node("Mul", []string{updates, scale})}, []string{"out"}, onnx.AttrString("reduction", "add"))
+	b.NodeTo("ScatterND", []string{dst, indices, updates}, []string{"out"})
 	b.Output("out", onnx.Float32, onnx.P("rows"), onnx.P("width"))
 	return proto.Marshal(b.Model(18).Proto)
 }

@@ -173,6 +173,11 @@ func (e *Executor) Update(lr, maxGradNorm float64) (UpdateResult, error) {
 		return u, errors.New("model: executor: Update without the gradients of an AccumulateBatches call")
 	}
 	d.pending = false
+	// The weights as the host has them, if it wrote them since (a
+	// checkpoint load after the gradients' last forward pass).
+	if err := e.dev.sync(e.devGrads.mem.copier); err != nil {
+		return u, fmt.Errorf("model: executor: %w", err)
+	}
 	if err := e.syncMoments(); err != nil {
 		return u, err
 	}

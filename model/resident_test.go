@@ -552,8 +552,9 @@ func TestResidentDeviceOptimizer(t *testing.T) {
 // learning rate of 1e39) is checked on the device and skipped, as
 // AdamW.Step skips it, leaving the weights, moments and step count; a
 // NaN gradient skips it by its norm; Update needs the gradients of an
-// AccumulateBatches call (of no micro-batch: zero); SyncHost leaves a
-// host store written since the device's copy of it.
+// AccumulateBatches call that finished (of no micro-batch: zero);
+// SyncHost leaves a host store written since the device's copy of it,
+// and the next update starts from it.
 func TestResidentDeviceOptimizerSkips(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	p, err := model.OpenPolicy(rt, executorSources(t)["tiny"], t.TempDir(), model.PolicyOptions{Train: true, Resident: true, Seed: 3})
@@ -600,4 +601,30 @@ func TestResidentDeviceOptimizerSkips(t *testing.T) {
 	for _, v := range p.Weights.Flat() {
 		require.Equal(t, float32(0.25), v)
 	}
+	// The next update starts from those host weights: as a host AdamW
+	// with the same state steps them.
+	ref := p.Weights.NewGrads()
+	require.NoError(t, ref.CopyFrom(p.Weights))
+	refOpt, err := optim.NewAdamW(optim.DefaultConfig(), ref)
+	require.NoError(t, err)
+	require.NoError(t, refOpt.ExpAvg().CopyFrom(opt.ExpAvg()))
+	require.NoError(t, refOpt.ExpAvgSq().CopyFrom(opt.ExpAvgSq()))
+	require.NoError(t, refOpt.SetSteps(opt.Steps()))
+	require.NoError(t, refOpt.Step(ref, ref.NewGrads(), 1e-3))
+	require.NoError(t, p.Train.AccumulateBatches(context.Background(), nil, nil, p.Grads, &res, func(int) error { return nil }))
+	_, err = p.Train.Update(1e-3, 1)
+	require.NoError(t, err)
+	require.NoError(t, p.Train.SyncHost())
+	require.Equal(t, ref.Flat(), p.Weights.Flat())
+	require.NotEqual(t, float32(0.25), ref.Flat()[0], "the update moved the weights")
+
+	// A call that fails partway leaves no gradients to update with, even
+	// after one that succeeded.
+	ok := rowsBatch(2, 12, p.LM.Signature().Vocab)
+	require.NoError(t, p.Train.AccumulateBatches(context.Background(), []model.TrainBatch{ok}, []float32{1}, p.Grads, &res, func(int) error { return nil }))
+	bad := rowsBatch(2, 12, p.LM.Signature().Vocab)
+	bad.InputIDs[3] = int64(p.LM.Signature().Vocab)
+	require.Error(t, p.Train.AccumulateBatches(context.Background(), []model.TrainBatch{ok, bad}, []float32{0.5, 0.5}, p.Grads, &res, func(int) error { return nil }))
+	_, err = p.Train.Update(1e-3, 1)
+	require.ErrorContains(t, err, "without the gradients of an AccumulateBatches call")
 }
