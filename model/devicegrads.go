@@ -2,7 +2,6 @@ package model
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -111,9 +110,10 @@ func (e *Executor) summed(param string) bool {
 // parameter gradients are summed in device memory and added into grads
 // after the last micro-batch: one gradient copy per call instead of one
 // per micro-batch and chunk; with a device optimizer (UseDeviceOptimizer)
-// they stay there for Update, and grads is left as it was. Into a zeroed store (as rl.Gradients has
-// it) the result is bit-identical to Accumulate in turn; into one that
-// holds gradients already, the sums are added in another order.
+// they stay there for Update, and grads is left as it was. Into a zeroed
+// store (as rl.Gradients has it) the result is bit-identical to
+// Accumulate in turn; into one that holds gradients already, the sums
+// are added in another order.
 func (e *Executor) AccumulateBatches(ctx context.Context, bs []TrainBatch, scales []float32, grads *params.Store, res *TrainResult, done func(k int) error) error {
 	if len(scales) != len(bs) {
 		return fmt.Errorf("model: executor: %d scales for %d micro-batches", len(scales), len(bs))
@@ -152,12 +152,7 @@ func (e *Executor) AccumulateBatches(ctx context.Context, bs []TrainBatch, scale
 	for name, v := range d.sums {
 		dst := grads.At(e.trained[name]).Data
 		sum := e.scratch("gradient sum", len(dst))
-		h, err := ortc.NewTensor(e.env, []int64{int64(len(sum))}, sum)
-		if err == nil {
-			err = d.mem.copier.Copy(h, v)
-			h.Release()
-		}
-		if err != nil {
+		if err := e.copyFlat(v, sum, false); err != nil {
 			return fmt.Errorf("model: executor: copy the gradient of %q to the host: %w", name, err)
 		}
 		addInto(dst, sum)
@@ -184,16 +179,8 @@ func (e *Executor) addSummed(param string, offset int, g *ortc.Value, scale floa
 		return err
 	}
 	defer a.Release()
-	e.crossed += 4
-	b, err := sess.NewBinding()
-	if err != nil {
-		return err
-	}
-	defer b.Release()
-	if err := errors.Join(b.BindInput("dst", dst), b.BindInput("src", g), b.BindInput("scale", a), b.BindOutput("out", dst)); err != nil {
-		return err
-	}
-	return sess.RunBinding(b)
+	e.crossed += 4 // a
+	return e.runBound(sess, []*ortc.Value{dst, g, a}, []*ortc.Value{dst})
 }
 
 // scatterSummed adds scale x rows[p] into row ids[p] of the device
@@ -227,11 +214,10 @@ func (e *Executor) scatterSummed(param string, shape []int64, ids []int64, rows 
 	}
 	defer iv.Release()
 	out := []*ortc.Value{nil}
-	if err := e.runDevice(d.graphs.gather, []*ortc.Value{dst, iv}, out); err != nil {
+	if err := e.runSession(d.graphs.gather, []*ortc.Value{dst, iv}, out); err != nil {
 		return fmt.Errorf("gather the rows of %q: %w", param, err)
 	}
 	defer out[0].Release()
-	e.crossed += 8 * n
 	sums := out[0].Float32s()
 	for p, id := range ids {
 		k := slot[id]
@@ -247,17 +233,8 @@ func (e *Executor) scatterSummed(param string, shape []int64, ids []int64, rows 
 		return err
 	}
 	defer upd.Release()
-	e.crossed += 8*n + 4*n*int64(width)
-	b, err := d.scatter.NewBinding()
-	if err != nil {
-		return err
-	}
-	defer b.Release()
-	if err := errors.Join(b.BindInput("dst", dst), b.BindInput("indices", idx), b.BindInput("updates", upd),
-		b.BindOutput("out", dst)); err != nil {
-		return err
-	}
-	return d.scatter.RunBinding(b)
+	e.countHost([]*ortc.Value{idx, upd})
+	return e.runBound(d.scatter, []*ortc.Value{dst, idx, upd}, []*ortc.Value{dst})
 }
 
 // scatterModel is out = ScatterND(dst, indices, updates) over a [rows,
@@ -331,10 +308,8 @@ func (e *Executor) runKeeping(key string, in, out []*ortc.Value, device func(k i
 		if err := b.BindInput(sess.Inputs()[i], v); err != nil {
 			return err
 		}
-		if !v.Placed() {
-			e.crossed += int64(v.Len() * v.Elem().Size())
-		}
 	}
+	e.countHost(in)
 	for k := range out {
 		info := e.devGrads.host
 		if device(k) {
@@ -354,7 +329,7 @@ func (e *Executor) runKeeping(key string, in, out []*ortc.Value, device func(k i
 	copy(out, vs)
 	for k, v := range out {
 		if !device(k) {
-			e.crossed += int64(v.Len() * v.Elem().Size())
+			e.countHost([]*ortc.Value{v})
 		}
 	}
 	return nil

@@ -181,7 +181,7 @@ func (e *Executor) Update(lr, maxGradNorm float64) (UpdateResult, error) {
 	if err := e.syncMoments(); err != nil {
 		return u, err
 	}
-	names := e.trainedNames()
+	names := e.weights.Names()
 	sumsq, maxW, maxG := 0.0, 0.0, 0.0
 	for _, name := range names {
 		s, err := e.tensorStats(name)
@@ -228,31 +228,41 @@ func (e *Executor) Update(lr, maxGradNorm float64) (UpdateResult, error) {
 	return u, d.opt.SetSteps(d.opt.Steps() + 1)
 }
 
-// trainedNames returns the trained parameters in store order.
-func (e *Executor) trainedNames() []string {
-	out := make([]string, e.weights.Len())
-	for i := range out {
-		out[i] = e.weights.At(i).Name
-	}
-	return out
-}
-
 // syncMoments copies each host moment store whose version moved since
 // its last copy to the device.
 func (e *Executor) syncMoments() error {
 	d := e.devOpt
-	for k, s := range []*params.Store{d.opt.ExpAvg(), d.opt.ExpAvgSq()} {
-		if d.copied[k] == s.Version() {
+	for k, c := range d.moments() {
+		if d.copied[k] == c.store.Version() {
 			continue
 		}
-		dev := [2]map[string]*ortc.Value{d.m, d.v}[k]
-		for i := range s.Len() {
-			t := s.At(i)
-			if err := e.copyFlat(dev[t.Name], t.Data, true); err != nil {
-				return fmt.Errorf("model: executor: copy the moment of %q to the device: %w", t.Name, err)
-			}
+		if err := e.copyStore(c, true); err != nil {
+			return err
 		}
-		d.copied[k] = s.Version()
+		d.copied[k] = c.store.Version()
+	}
+	return nil
+}
+
+// storeCopy is a host store and the flat device copies of its tensors
+// by name.
+type storeCopy struct {
+	store *params.Store
+	dev   map[string]*ortc.Value
+}
+
+// moments pairs the host moment stores with their device copies.
+func (d *deviceOptim) moments() [2]storeCopy {
+	return [2]storeCopy{{d.opt.ExpAvg(), d.m}, {d.opt.ExpAvgSq(), d.v}}
+}
+
+// copyStore copies every tensor of c up (host to device) or down.
+func (e *Executor) copyStore(c storeCopy, up bool) error {
+	for i := range c.store.Len() {
+		t := c.store.At(i)
+		if err := e.copyFlat(c.dev[t.Name], t.Data, up); err != nil {
+			return fmt.Errorf("model: executor: copy %q (up %v): %w", t.Name, up, err)
+		}
 	}
 	return nil
 }
@@ -297,27 +307,20 @@ func (e *Executor) syncHost(moments bool) error {
 	if d.broken != nil {
 		return d.broken
 	}
-	type part struct {
-		store *params.Store
-		dev   map[string]*ortc.Value
-	}
-	var parts []part
+	var parts []storeCopy
 	if d.staleWeights && e.dev.current(e.weights) {
-		parts = append(parts, part{e.weights, e.dev.values})
+		parts = append(parts, storeCopy{e.weights, e.dev.values})
 	}
 	if moments && d.staleMoments {
-		for k, s := range []*params.Store{d.opt.ExpAvg(), d.opt.ExpAvgSq()} {
-			if d.copied[k] == s.Version() {
-				parts = append(parts, part{s, [2]map[string]*ortc.Value{d.m, d.v}[k]})
+		for k, c := range d.moments() {
+			if d.copied[k] == c.store.Version() {
+				parts = append(parts, c)
 			}
 		}
 	}
-	for _, pt := range parts {
-		for i := range pt.store.Len() {
-			t := pt.store.At(i)
-			if err := e.copyFlat(pt.dev[t.Name], t.Data, false); err != nil {
-				return fmt.Errorf("model: executor: copy %q to the host: %w", t.Name, err)
-			}
+	for _, c := range parts {
+		if err := e.copyStore(c, false); err != nil {
+			return err
 		}
 	}
 	d.staleWeights = false
@@ -365,7 +368,7 @@ func (e *Executor) tensorStats(name string) ([3]float64, error) {
 		}
 		defer releaseAll(in)
 		res := make([]*ortc.Value, 5)
-		if err := e.runDevice(g.graphs.stats, in, res); err != nil {
+		if err := e.runSession(g.graphs.stats, in, res); err != nil {
 			return err
 		}
 		defer releaseAll(res)
@@ -396,8 +399,8 @@ func (e *Executor) scaleSum(name string, a float32) error {
 			return err
 		}
 		defer releaseAll(in)
-		e.crossed += 4
-		return e.runBound(g.graphs.scale, map[string]*ortc.Value{"g": in[0], "s": s}, map[string]*ortc.Value{"out": in[0]})
+		e.crossed += 4 // s
+		return e.runBound(g.graphs.scale, []*ortc.Value{in[0], s}, in)
 	})
 }
 
@@ -427,16 +430,12 @@ func (e *Executor) runUpdate(sess *ortc.Session, name string, c optim.Coefficien
 		}
 		defer releaseAll(vs)
 		args := append(vs, scalars...)
-		e.crossed += int64(8 * len(scalars))
 		if sess == e.devGrads.graphs.update {
-			in := map[string]*ortc.Value{}
-			for i, name := range updateInputs {
-				in[name] = args[i]
-			}
-			return e.runBound(sess, in, map[string]*ortc.Value{"w_out": vs[0], "m_out": vs[2], "v_out": vs[3]})
+			e.crossed += int64(8 * len(scalars))
+			return e.runBound(sess, args, []*ortc.Value{vs[0], vs[2], vs[3]})
 		}
 		res := []*ortc.Value{nil}
-		if err := e.runDevice(sess, args, res); err != nil {
+		if err := e.runSession(sess, args, res); err != nil {
 			return err
 		}
 		defer res[0].Release()
@@ -446,32 +445,24 @@ func (e *Executor) runUpdate(sess *ortc.Session, name string, c optim.Coefficien
 	return bad, err
 }
 
-// runDevice runs sess on in (device values or small host ones), its
-// outputs (scalars) returned to the host and counted.
-func (e *Executor) runDevice(sess *ortc.Session, in, out []*ortc.Value) error {
-	if err := sess.Run(in, out); err != nil {
-		return err
-	}
-	for _, v := range out {
-		e.crossed += int64(v.Len() * v.Elem().Size())
-	}
-	return nil
-}
-
-// runBound runs sess with inputs and outputs bound by name.
-func (e *Executor) runBound(sess *ortc.Session, in, out map[string]*ortc.Value) error {
+// runBound runs sess with its inputs bound to in and its outputs to the
+// preallocated out, both in the session's order. It counts nothing: an
+// input may be a device output of another binding, which Placed does
+// not know (Binding.Outputs), so callers count the host inputs they
+// make.
+func (e *Executor) runBound(sess *ortc.Session, in, out []*ortc.Value) error {
 	b, err := sess.NewBinding()
 	if err != nil {
 		return err
 	}
 	defer b.Release()
-	for _, name := range sess.Inputs() {
-		if err := b.BindInput(name, in[name]); err != nil {
+	for i, name := range sess.Inputs() {
+		if err := b.BindInput(name, in[i]); err != nil {
 			return err
 		}
 	}
-	for _, name := range sess.Outputs() {
-		if err := b.BindOutput(name, out[name]); err != nil {
+	for i, name := range sess.Outputs() {
+		if err := b.BindOutput(name, out[i]); err != nil {
 			return err
 		}
 	}
@@ -486,9 +477,8 @@ func (e *Executor) gatherRows(table string, shape, ids []int64) (*ortc.Value, er
 		return nil, err
 	}
 	defer iv.Release()
-	e.crossed += int64(8 * len(ids))
 	out := []*ortc.Value{nil}
-	if err := e.runDevice(e.devGrads.graphs.gather, []*ortc.Value{e.dev.values[table], iv}, out); err != nil {
+	if err := e.runSession(e.devGrads.graphs.gather, []*ortc.Value{e.dev.values[table], iv}, out); err != nil {
 		return nil, err
 	}
 	return out[0], nil

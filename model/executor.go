@@ -203,23 +203,35 @@ func (e *Executor) countGradient(n int) {
 	}
 }
 
-// run runs the session of graph key on in, filling out, and counts on
-// the device layer the bytes that cross with the call.
+// run runs the session of graph key on in, filling out (runSession).
 func (e *Executor) run(key string, in, out []*ortc.Value) error {
-	if err := e.sess[key].Run(in, out); err != nil {
+	return e.runSession(e.sess[key], in, out)
+}
+
+// runSession runs sess on in, filling out, and counts on the device
+// layer the bytes that cross with the call: its host inputs and every
+// output, which returns to the host.
+func (e *Executor) runSession(sess *ortc.Session, in, out []*ortc.Value) error {
+	if err := sess.Run(in, out); err != nil {
 		return err
 	}
-	if e.dev != nil {
-		for _, v := range in {
-			if !v.Placed() {
-				e.crossed += int64(v.Len() * v.Elem().Size())
-			}
-		}
-		for _, v := range out {
+	e.countHost(in)
+	e.countHost(out)
+	return nil
+}
+
+// countHost counts, on the device layer, the bytes of the values of vs
+// in host memory (not Placed): what crosses when a graph reads or
+// returns them.
+func (e *Executor) countHost(vs []*ortc.Value) {
+	if e.dev == nil {
+		return
+	}
+	for _, v := range vs {
+		if !v.Placed() {
 			e.crossed += int64(v.Len() * v.Elem().Size())
 		}
 	}
-	return nil
 }
 
 // openSessions creates one session per distinct graph of the program.
