@@ -631,7 +631,7 @@ func (e *Executor) backward(st *stepState, p *blocks.Piece) error {
 		in = append(in, g)
 	}
 	out := make([]*ortc.Value, len(p.GradInputs)+len(p.GradWeights))
-	if err := e.runKeeping(p.Backward, in, out, e.weightGradsSummed(p, len(p.GradInputs))); err != nil {
+	if err := e.runKeeping(p.Backward, in, out, e.weightGradsSummed(p.Weights, p.GradWeights, len(p.GradInputs))); err != nil {
 		return err
 	}
 	for k, i := range p.GradInputs {
@@ -658,11 +658,11 @@ func (e *Executor) addGrad(st *stepState, name string, g *ortc.Value) {
 	g.Release()
 }
 
-// weightGradsSummed returns, for a graph of piece p whose outputs from
-// first on are the gradients of p's GradWeights, which outputs go to a
-// device gradient sum (AccumulateBatches).
-func (e *Executor) weightGradsSummed(p *blocks.Piece, first int) func(k int) bool {
-	return func(k int) bool { return k >= first && e.summed(p.Weights[p.GradWeights[k-first]]) }
+// weightGradsSummed returns, for a graph whose outputs from first on are
+// the gradients of weights[gradWeights[...]] (a piece's or the head's),
+// which outputs go to a device gradient sum (AccumulateBatches).
+func (e *Executor) weightGradsSummed(weights []string, gradWeights []int, first int) func(k int) bool {
+	return func(k int) bool { return k >= first && e.summed(weights[gradWeights[k-first]]) }
 }
 
 // addParamGrad adds scale x g into the gradient store entry of param, or
@@ -994,7 +994,7 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 			return errors.New("wrap loss chunk inputs")
 		}
 		out := make([]*ortc.Value, 4+len(h.GradWeights))
-		err := e.runKeeping(h.Train, in, out, func(k int) bool { return k >= 4 && e.summed(h.Weights[h.GradWeights[k-4]]) })
+		err := e.runKeeping(h.Train, in, out, e.weightGradsSummed(h.Weights, h.GradWeights, 4))
 		release()
 		if err != nil {
 			return err

@@ -158,7 +158,7 @@ func (e *Executor) tailChunkBackward(st *stepState, p *blocks.Piece, x, g *ortc.
 	}
 	defer in[last].Release()
 	out := make([]*ortc.Value, len(p.GradInputs)+len(p.GradWeights))
-	if err := e.runKeeping(p.Backward, in, out, e.weightGradsSummed(p, len(p.GradInputs))); err != nil {
+	if err := e.runKeeping(p.Backward, in, out, e.weightGradsSummed(p.Weights, p.GradWeights, len(p.GradInputs))); err != nil {
 		return fmt.Errorf("MLP backward on positions %d..%d: %w", c.p0, c.p1, err)
 	}
 	defer func() {

@@ -195,17 +195,10 @@ func Gradients(ctx context.Context, learner Learner, grads *params.Store, exampl
 	}
 	grads.Zero()
 	var res model.TrainResult
-	if gs.LossTokens == 0 {
-		if bl, ok := learner.(batchLearner); ok {
-			// No micro-batch: the learner's own gradients are zero too.
-			if err := bl.AccumulateBatches(ctx, nil, nil, grads, &res, func(int) error { return nil }); err != nil {
-				return gs, fmt.Errorf("rl: %w", err)
-			}
-		}
-		return gs, nil
-	}
 	lossSum, entSum, nllSum, engineSum := 0.0, 0.0, 0.0, 0.0
-	// The micro-batches with loss tokens, each scaled by its share.
+	// The micro-batches with loss tokens, each scaled by its share (none
+	// when there are no loss tokens: a batch learner then zeroes its own
+	// gradients, which may live elsewhere).
 	var run []int
 	var bs []model.TrainBatch
 	var scales []float32
@@ -250,6 +243,9 @@ func Gradients(ctx context.Context, learner Learner, grads *params.Store, exampl
 				return gs, err
 			}
 		}
+	}
+	if gs.LossTokens == 0 {
+		return gs, nil
 	}
 	gs.Loss = lossSum / float64(gs.LossTokens)
 	gs.Entropy = entSum / float64(gs.LossTokens)
