@@ -204,51 +204,28 @@ func (v *Value) Len() int { return v.n }
 
 // Float32s returns the data of a float tensor, in place: writes are seen
 // by the next run that reads v.
-func (v *Value) Float32s() []float32 {
-	v.checkHost()
-	if v.elem != Float32 {
-		panic(fmt.Sprintf("ortc: Float32s of a tensor of element type %d", v.elem))
-	}
-	if v.n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float32)(v.data), v.n)
-}
+func (v *Value) Float32s() []float32 { return elements[float32](v, "Float32s") }
 
 // Float64s returns the data of a double tensor, in place.
-func (v *Value) Float64s() []float64 {
-	v.checkHost()
-	if v.elem != Float64 {
-		panic(fmt.Sprintf("ortc: Float64s of a tensor of element type %d", v.elem))
-	}
-	if v.n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float64)(v.data), v.n)
-}
+func (v *Value) Float64s() []float64 { return elements[float64](v, "Float64s") }
 
 // Int64s returns the data of an int64 tensor, in place.
-func (v *Value) Int64s() []int64 {
-	v.checkHost()
-	if v.elem != Int64 {
-		panic(fmt.Sprintf("ortc: Int64s of a tensor of element type %d", v.elem))
-	}
-	if v.n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int64)(v.data), v.n)
-}
+func (v *Value) Int64s() []int64 { return elements[int64](v, "Int64s") }
 
 // Int32s returns the data of an int32 tensor, in place.
-func (v *Value) Int32s() []int32 {
+func (v *Value) Int32s() []int32 { return elements[int32](v, "Int32s") }
+
+// elements returns v's data as a []T in place; it panics (naming the
+// accessor) when v is in device memory or holds another element type.
+func elements[T element](v *Value, accessor string) []T {
 	v.checkHost()
-	if v.elem != Int32 {
-		panic(fmt.Sprintf("ortc: Int32s of a tensor of element type %d", v.elem))
+	if v.elem != elemOf[T]() {
+		panic(fmt.Sprintf("ortc: %s of a tensor of element type %d", accessor, v.elem))
 	}
 	if v.n == 0 {
 		return nil
 	}
-	return unsafe.Slice((*int32)(v.data), v.n)
+	return unsafe.Slice((*T)(v.data), v.n)
 }
 
 // Bytes returns the raw data of a tensor of any element type, in place.
