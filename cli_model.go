@@ -16,6 +16,7 @@ import (
 	"github.com/spiral-rl/spiral/model/embedded"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/model/tokenizer"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
@@ -276,4 +277,19 @@ func cachedArtifactsDir(path string, arts model.ArtifactOptions) (string, error)
 		name += "-lora-" + hex.EncodeToString(sum[:4])
 	}
 	return filepath.Join(cache, "artifacts", name), nil
+}
+
+// useDeviceOptimizer runs opt's AdamW on the device with the gradients
+// when pol's training is on the device layer, and reports whether it
+// does; a model whose gradients cannot all be summed there keeps it on
+// the host, with a warning.
+func useDeviceOptimizer(env *cliEnv, pol *model.Policy, opt *optim.AdamW) bool {
+	if !pol.Train.DeviceLayer() {
+		return false
+	}
+	if err := pol.Train.UseDeviceOptimizer(opt); err != nil {
+		fmt.Fprintf(env.stderr, "spiral: AdamW runs on the host: %v\n", err)
+		return false
+	}
+	return true
 }

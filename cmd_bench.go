@@ -162,15 +162,7 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	// that the open line counts them and step 1 shows the steady state.
 	opt.ExpAvg().Zero()
 	opt.ExpAvgSq().Zero()
-	onDevice := false
-	if pol.Train.DeviceLayer() {
-		// As training does: the moments and the update on the device.
-		if err := pol.Train.UseDeviceOptimizer(opt); err != nil {
-			fmt.Fprintf(env.stderr, "spiral: AdamW runs on the host: %v\n", err)
-		} else {
-			onDevice = true
-		}
-	}
+	onDevice := useDeviceOptimizer(env, pol, opt) // as training does
 	weights := int64(4 * (pol.Weights.NumParams() + pol.Frozen.NumParams()))
 	enc := json.NewEncoder(env.stdout)
 	line := benchTrainLine{Phase: "open", Rows: f.rows, Toks: f.tokens, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}

@@ -129,12 +129,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	if err != nil {
 		return err
 	}
-	if pol.Train.DeviceLayer() {
-		// The moments and the update on the device with the gradients.
-		if err := pol.Train.UseDeviceOptimizer(opt); err != nil {
-			fmt.Fprintf(env.stderr, "spiral: AdamW runs on the host: %v\n", err)
-		}
-	}
+	useDeviceOptimizer(env, pol, opt)
 	sampler, err := sess.generator(ctx, f.engine, pol, samplerCfg, env.stderr)
 	if err != nil {
 		return err

@@ -204,10 +204,8 @@ func zeroModel() ([]byte, error) {
 	return proto.Marshal(b.Model(18).Proto)
 }
 
-// zeroFill sets every value of the flat buffer v to 0.
-func (r *resident) zeroFill(env *ortc.Env, v *ortc.Value) error { return fillZeros(env, r.zero, v) }
-
-// fillZeros runs zero, a session of zeroModel, into the flat buffer v.
+// fillZeros sets every value of the flat buffer v to 0 by running zero,
+// a session of zeroModel, into it.
 func fillZeros(env *ortc.Env, zero *ortc.Session, v *ortc.Value) error {
 	shape, err := ortc.NewTensor(env, []int64{1}, []int64{int64(v.Len())})
 	if err != nil {
@@ -260,7 +258,7 @@ func (lm *LM) newDeviceCache(n int) (*deviceCache, error) {
 			v, err := ortc.AllocOn[float32](lm.res.alloc, []int64{int64(n)})
 			if err == nil {
 				d.kv[l][j] = v
-				err = lm.res.zeroFill(lm.env, v)
+				err = fillZeros(lm.env, lm.res.zero, v)
 			}
 			if err != nil {
 				d.free()
