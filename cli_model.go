@@ -287,7 +287,7 @@ func useDeviceOptimizer(env *cliEnv, pol *model.Policy, opt *optim.AdamW) bool {
 	if !pol.Train.DeviceLayer() {
 		return false
 	}
-	if err := pol.Train.UseDeviceOptimizer(opt); err != nil {
+	if err := pol.UseDeviceOptimizer(opt); err != nil {
 		fmt.Fprintf(env.stderr, "spiral: AdamW runs on the host: %v\n", err)
 		return false
 	}

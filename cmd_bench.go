@@ -178,7 +178,9 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 		}
 		t0 := time.Now()
 		copied, called, grads := pol.Train.CopiedBytes(), pol.Train.CallBytes(), pol.Train.GradientBytes()
-		pol.Grads.Zero()
+		if !onDevice {
+			pol.Grads.Zero()
+		}
 		// As training takes its micro-batches (rl.Gradients).
 		if err := pol.Train.AccumulateBatches(ctx, []model.TrainBatch{b}, []float32{1}, pol.Grads, &res, func(int) error { return nil }); err != nil {
 			return err

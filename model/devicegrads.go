@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -99,6 +100,22 @@ func (d *deviceGrads) close() {
 	d.mem.close()
 }
 
+// checkGradStore checks the gradient store of a micro-batch: the
+// weights' layout, or nil within AccumulateBatches with a device
+// optimizer, where every trained gradient goes to its device sum.
+func (e *Executor) checkGradStore(grads *params.Store) error {
+	if grads == nil && e.devOpt != nil && e.devGrads.on {
+		return nil
+	}
+	if grads == nil {
+		return errors.New("model: executor: no gradient store: only AccumulateBatches with a device optimizer sums without one")
+	}
+	if err := e.weights.SameLayout(grads); err != nil {
+		return fmt.Errorf("model: executor: gradient store: %w", err)
+	}
+	return nil
+}
+
 // summed reports whether param's gradient goes to its device sum now.
 func (e *Executor) summed(param string) bool {
 	return e.devGrads != nil && e.devGrads.on && e.devGrads.sums[param] != nil
@@ -110,7 +127,8 @@ func (e *Executor) summed(param string) bool {
 // parameter gradients are summed in device memory and added into grads
 // after the last micro-batch: one gradient copy per call instead of one
 // per micro-batch and chunk; with a device optimizer (UseDeviceOptimizer)
-// they stay there for Update, and grads is left as it was. Into a zeroed
+// they stay there for Update, and grads is left as it was (it may be nil
+// then: no host gradient store is needed). Into a zeroed
 // store (as rl.Gradients has it) the result is bit-identical to
 // Accumulate in turn; into one that holds gradients already, the sums
 // are added in another order.
@@ -119,12 +137,14 @@ func (e *Executor) AccumulateBatches(ctx context.Context, bs []TrainBatch, scale
 		return fmt.Errorf("model: executor: %d scales for %d micro-batches", len(scales), len(bs))
 	}
 	d := e.devGrads
+	if grads != nil || e.devOpt == nil {
+		if err := e.checkGradStore(grads); err != nil {
+			return err
+		}
+	}
 	if d != nil {
 		if e.devOpt != nil {
 			e.devOpt.pending = false // until these sums are complete
-		}
-		if err := e.weights.SameLayout(grads); err != nil {
-			return fmt.Errorf("model: executor: gradient store: %w", err)
 		}
 		for name, v := range d.sums {
 			if err := fillZeros(e.env, d.zero, v); err != nil {

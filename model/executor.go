@@ -427,7 +427,9 @@ func (st *stepState) lookup(name string) (*ortc.Value, bool) {
 }
 
 // Accumulate runs micro-batch b and adds scale x d loss(b) / d w into
-// grads (which must have the weights' layout), where loss(b) is b's
+// grads (which must have the weights' layout; nil within
+// AccumulateBatches with a device optimizer, where every gradient goes
+// to its device sum), where loss(b) is b's
 // token-mean clipped policy-gradient loss (autodiff.LossGraph; with
 // b.OldLogProbs nil, the ratio-1 loss of autodiff.HeadLossGraph's
 // detached mode). res receives the log-probabilities and entropies at
@@ -436,8 +438,8 @@ func (e *Executor) Accumulate(ctx context.Context, b TrainBatch, scale float32, 
 	if err := b.validate(e.vocab, slices.Contains(e.prog.Inputs, PositionIDs)); err != nil {
 		return err
 	}
-	if err := e.weights.SameLayout(grads); err != nil {
-		return fmt.Errorf("model: executor: gradient store: %w", err)
+	if err := e.checkGradStore(grads); err != nil {
+		return err
 	}
 	st := &stepState{b: &b, scale: scale, grads: grads, step: values{}, local: values{}, gradVal: values{}}
 	defer st.step.release()
@@ -672,13 +674,13 @@ func (e *Executor) addParamGrad(st *stepState, param string, g *ortc.Value) erro
 	if !ok {
 		return fmt.Errorf("gradient of %q, which is not trained", param)
 	}
-	dst := st.grads.At(i).Data
-	if g.Len() != len(dst) {
-		return fmt.Errorf("gradient of %q has %d values, the parameter %d", param, g.Len(), len(dst))
+	if n := len(e.weights.At(i).Data); g.Len() != n {
+		return fmt.Errorf("gradient of %q has %d values, the parameter %d", param, g.Len(), n)
 	}
 	if e.summed(param) {
 		return e.addSummed(param, 0, g, st.scale)
 	}
+	dst := st.grads.At(i).Data
 	addScaled(dst, g.Float32s(), st.scale)
 	e.countGradient(len(dst))
 	return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/model/params"
 )
 
@@ -12,8 +13,10 @@ import (
 type Policy struct {
 	Artifacts *Artifacts
 	// Weights are the trained parameters; Grads, of the same layout,
-	// receive a batch's gradients (nil without training). Its memory is
-	// only touched, and so resident, from the first training step.
+	// receive a batch's gradients (nil without training, and after
+	// UseDeviceOptimizer, whose gradients stay in device memory). Its
+	// memory is only touched, and so resident, from the first training
+	// step.
 	Weights, Grads *params.Store
 	// Frozen are the parameters that are not trained (see
 	// Manifest.Frozen); they feed the graphs like Weights.
@@ -94,6 +97,21 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Poli
 		}
 	}
 	return p, nil
+}
+
+// UseDeviceOptimizer has the executor keep the gradients and opt's AdamW
+// in device memory (Executor.UseDeviceOptimizer) and releases the host
+// gradient store, which nothing reads then: a model-sized allocation, and
+// a model-sized zeroing every step, saved. Grads is nil afterwards.
+func (p *Policy) UseDeviceOptimizer(opt *optim.AdamW) error {
+	if p.Train == nil {
+		return errors.New("model: policy: the device optimizer needs a training policy")
+	}
+	if err := p.Train.UseDeviceOptimizer(opt); err != nil {
+		return err
+	}
+	p.Grads = nil
+	return nil
 }
 
 // Scorer returns an LM over the same weights whose logits cover every

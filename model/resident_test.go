@@ -446,7 +446,8 @@ func TestResidentAccumulateBatches(t *testing.T) {
 }
 
 // TestResidentDeviceOptimizer is the CPU twin of AdamW on the device
-// (Executor.UseDeviceOptimizer, Update, SyncHost): three steps of
+// (Policy.UseDeviceOptimizer, which releases the host gradient store;
+// Update, SyncHost): three steps of
 // three micro-batches give bit-identical weights, moments and step
 // counts to the host path (AccumulateBatches, ClipByNorm, AdamW.Step)
 // on every export, full fine-tune and LoRA, with and without clipping,
@@ -456,7 +457,9 @@ func TestResidentAccumulateBatches(t *testing.T) {
 // host's to float64 rounding (the device sums its squares in another
 // order). Until SyncHost the host weights are the old ones, and after
 // the first step nothing model-sized crosses: no parameter or gradient
-// copy, only the calls' activations.
+// copy, only the calls' activations. Without a gradient store, a
+// micro-batch outside AccumulateBatches, or any without a device
+// optimizer, is refused.
 func TestResidentDeviceOptimizer(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	type tcase struct {
@@ -479,17 +482,24 @@ func TestResidentDeviceOptimizer(t *testing.T) {
 			var got [2]outcome
 			for i, resident := range []bool{false, true} {
 				p, opt := openTrainTwin(t, rt, tc.trainCase, small, resident)
-				if resident {
-					require.NoError(t, p.Train.UseDeviceOptimizer(opt))
-				}
 				samples := randomSamples(rand.New(rand.NewPCG(10, 10)), 6, p.LM.Signature().Vocab)
 				bs, _, err := rl.MicroBatches(samples, 24, 0.2, 0.28)
 				require.NoError(t, err)
 				bs = bs[:3]
 				ctx := context.Background()
+				var res model.TrainResult
+				noStore := p.Train.AccumulateBatches(ctx, bs, []float32{0.5, 0.3, 0.2}, nil, &res, func(int) error { return nil })
+				require.ErrorContains(t, noStore, "no gradient store", "without a device optimizer")
+				if resident {
+					require.NoError(t, p.UseDeviceOptimizer(opt))
+					require.Nil(t, p.Grads, "the host gradient store is released")
+					require.ErrorContains(t, p.Train.Accumulate(ctx, bs[0], 1, nil, &res), "no gradient store",
+						"a lone micro-batch has no device sum to go to")
+				}
 				step := func(k int) {
-					p.Grads.Zero()
-					var res model.TrainResult
+					if !resident {
+						p.Grads.Zero()
+					}
 					copied := paramCopies(p)
 					require.NoError(t, p.Train.AccumulateBatches(ctx, bs, []float32{0.5, 0.3, 0.2}, p.Grads, &res, func(int) error { return nil }))
 					if !resident {
@@ -498,7 +508,6 @@ func TestResidentDeviceOptimizer(t *testing.T) {
 						got[i].norms = append(got[i].norms, norm)
 						return
 					}
-					require.Zero(t, p.Grads.Norm(), "the gradients stay on the device")
 					old := slices.Clone(p.Weights.Flat())
 					u, err := p.Train.Update(1e-2, tc.clip)
 					require.NoError(t, err)

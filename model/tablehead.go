@@ -90,8 +90,10 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 		rowsPerTile = max(1, int(e.opt.LossChunkBytes/int64(block*4*gradLive)))
 	}
 	local := make([]int64, N)
-	var gtab []float32
-	if i, ok := e.trained[h.Table]; ok && h.TableTrained {
+	i, tableTrained := e.trained[h.Table]
+	tableTrained = tableTrained && h.TableTrained
+	var gtab []float32 // the table's host gradient, when it is summed there
+	if tableTrained && !e.summed(h.Table) {
 		gtab = st.grads.At(i).Data
 	}
 	var cols []float32 // a block of a [hidden, vocab] table
@@ -145,7 +147,7 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 				addInto(gz[pos[k]*hidden:(pos[k]+1)*hidden], gh[(k-r0)*hidden:(k-r0+1)*hidden])
 			}
 			var err error
-			if gtab != nil && e.summed(h.Table) {
+			if tableTrained && gtab == nil {
 				// A [vocab, hidden] table: its block's rows, in place.
 				err = e.addSummed(h.Table, v0*hidden, out[1], st.scale)
 			} else if gtab != nil {

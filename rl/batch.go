@@ -183,7 +183,9 @@ type batchLearner interface {
 // all examples: it packs them into micro-batches and has the learner add
 // each micro-batch's token-mean gradient scaled by its share of the loss
 // tokens, tokens_k / tokens_total (see optim's package doc), so that the
-// sum is the batch's token-mean gradient.
+// sum is the batch's token-mean gradient. grads is nil when the learner
+// sums on the device for its own optimizer (model.Policy.
+// UseDeviceOptimizer): the sums stay there.
 func Gradients(ctx context.Context, learner Learner, grads *params.Store, examples []Example, opt GradientOptions) (GradientStats, error) {
 	var gs GradientStats
 	batches, tokens, engine, err := microBatches(examples, opt.MicroBatchTokens, float32(opt.ClipLow), float32(opt.ClipHigh), opt.Detached)
@@ -193,7 +195,9 @@ func Gradients(ctx context.Context, learner Learner, grads *params.Store, exampl
 	for _, n := range tokens {
 		gs.LossTokens += n
 	}
-	grads.Zero()
+	if grads != nil {
+		grads.Zero()
+	}
 	var res model.TrainResult
 	lossSum, entSum, nllSum, engineSum := 0.0, 0.0, 0.0, 0.0
 	// The micro-batches with loss tokens, each scaled by its share (none

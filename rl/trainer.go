@@ -146,7 +146,8 @@ type TrainerParts struct {
 	Problems  *data.Stream
 	// Weights is the store the generator and learner read; Grads receives
 	// each step's accumulated gradients (the one model-sized gradient
-	// store of the step).
+	// store of the step; nil when the learner keeps them on the device
+	// for its own optimizer).
 	Weights, Grads *params.Store
 	Optimizer      *optim.AdamW
 	Schedule       optim.Schedule
@@ -168,8 +169,12 @@ func NewTrainer(cfg Config, p TrainerParts) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.Weights.SameLayout(p.Grads); err != nil {
-		return nil, fmt.Errorf("rl: trainer: gradient store: %w", err)
+	if d, ok := p.Learner.(deviceUpdater); p.Grads == nil && !(ok && d.UsesDeviceOptimizer()) {
+		return nil, errors.New("rl: trainer: no gradient store, and the learner does not keep its gradients on the device")
+	} else if p.Grads != nil {
+		if err := p.Weights.SameLayout(p.Grads); err != nil {
+			return nil, fmt.Errorf("rl: trainer: gradient store: %w", err)
+		}
 	}
 	return &Trainer{cfg: cfg, gen: p.Generator, prompter: p.Prompter, judge: p.Judge, pipe: pipe, learner: p.Learner,
 		problems: p.Problems, weights: p.Weights, grads: p.Grads, opt: p.Optimizer, sched: p.Schedule, sync: p.Sync, synced: -1}, nil

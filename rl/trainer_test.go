@@ -2,6 +2,7 @@ package rl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -211,7 +212,8 @@ func TestTrainerSkipsNonFiniteUpdate(t *testing.T) {
 	require.Zero(t, opt.Steps())
 }
 
-// deviceFakeLearner is trainerFakeLearner keeping AdamW on a device: it
+// deviceFakeLearner is trainerFakeLearner keeping its gradients and
+// AdamW on a device, with no host gradient store (it refuses one): it
 // records its Update and SyncHost calls (and what had happened before
 // each sync) and reports a gradient norm of 3.
 type deviceFakeLearner struct {
@@ -219,6 +221,16 @@ type deviceFakeLearner struct {
 	updates [][2]float64 // lr, max grad norm
 	syncs   []string
 	synced  int
+}
+
+func (l *deviceFakeLearner) Accumulate(_ context.Context, b model.TrainBatch, _ float32, grads *params.Store, res *model.TrainResult) error {
+	if grads != nil {
+		return errors.New("a host gradient store, for a learner that sums on the device")
+	}
+	l.batches = append(l.batches, b)
+	res.LogProbs = make([]float32, b.Batch*b.Seq)
+	res.Entropy = make([]float32, b.Batch*b.Seq)
+	return nil
 }
 
 func (l *deviceFakeLearner) Update(lr, maxGradNorm float64) (model.UpdateResult, error) {
@@ -242,13 +254,18 @@ func (s *recordingSync) Sync(_ context.Context, _ int) error {
 }
 func (*recordingSync) Version() string { return "" }
 
-// TestTrainerUpdatesOnDevice: with a learner that keeps AdamW on the
-// device, a step calls its Update (the schedule's rate, the clip norm)
-// instead of stepping the host stores, whose weights stay as they were;
-// the metrics carry the device's norm; a serving engine gets the weights
-// only after the host has them (SyncHost first).
+// TestTrainerUpdatesOnDevice: with a learner that keeps its gradients
+// and AdamW on the device, the trainer needs no gradient store (without
+// such a learner it refuses none); a step calls its Update (the
+// schedule's rate, the clip norm) instead of stepping the host stores,
+// whose weights stay as they were; the metrics carry the device's norm;
+// a serving engine gets the weights only after the host has them
+// (SyncHost first).
 func TestTrainerUpdatesOnDevice(t *testing.T) {
 	cfg, parts := hardTrainer(t, 0)
+	parts.Grads = nil
+	_, err := NewTrainer(cfg, parts)
+	require.ErrorContains(t, err, "no gradient store")
 	learner := &deviceFakeLearner{}
 	sync := &recordingSync{l: learner}
 	parts.Learner, parts.Sync = learner, sync
