@@ -17,13 +17,18 @@
 // right one marked "ok" beside a wrong one marked "ok" (the reader must
 // check the arithmetic itself), right answers all marked "no", or no
 // right answer. Later steps are left out: their candidates are
-// aggregations.
+// aggregations. Last, the arithmetic of the search traces' checks: how
+// many of the steps "a op b = c" they write hold, the last step (whose
+// result a check compares with the equation's right-hand side) apart
+// from the others.
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/spiral-rl/spiral/data/synth"
@@ -36,6 +41,47 @@ type counts struct {
 	agg, aggWithRight, aggRightWith, aggRightWithout  int
 	// byOffer counts the first aggregations per offer class: [n, right].
 	byOffer [numOffers][2]int
+	// steps counts the search traces' written arithmetic steps, the
+	// earlier ones and the last one: [n, right].
+	steps [numPlaces][2]int
+}
+
+// Places of a written step in its check.
+const (
+	earlierStep = iota
+	lastStep
+	numPlaces
+)
+
+// stepPattern is one written step of a check, such as "35+3=38.".
+var stepPattern = regexp.MustCompile(`(-?\d+)([-+*])(\d+)=(-?\d+)\.`)
+
+// checkSteps adds the written steps of trace to steps: [place][n, right].
+func checkSteps(trace string, steps *[numPlaces][2]int) {
+	found := stepPattern.FindAllStringSubmatch(trace, -1)
+	for i, m := range found {
+		a, errA := strconv.Atoi(m[1])
+		b, errB := strconv.Atoi(m[3])
+		c, errC := strconv.Atoi(m[4])
+		if errA != nil || errB != nil || errC != nil {
+			continue // too long for an int: not a step the task writes
+		}
+		v := a + b
+		switch m[2] {
+		case "-":
+			v = a - b
+		case "*":
+			v = a * b
+		}
+		place := earlierStep
+		if i == len(found)-1 {
+			place = lastStep
+		}
+		steps[place][0]++
+		if v == c {
+			steps[place][1]++
+		}
+	}
 }
 
 // offer classes what a first aggregation's candidates offered a reader
@@ -120,6 +166,7 @@ func tally(recs []report.TraceRecord) (counts, error) {
 			continue
 		}
 		c.search++
+		checkSteps(r.Text, &c.steps)
 		passed, found := synth.CheckVerdict(r.Text)
 		if !found {
 			c.noVerdict++
@@ -196,6 +243,15 @@ func run(args []string, w io.Writer) error {
 			fmt.Fprintf(w, " %s: %s |", ratio(o[0], c.agg), ratio(o[1], o[0]))
 		}
 		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The search traces' checks: written steps, and the share that hold")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| model | earlier steps | right | last steps | right |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for i, c := range tallies {
+		e, l := c.steps[earlierStep], c.steps[lastStep]
+		fmt.Fprintf(w, "| %s | %d | %s | %d | %s |\n", labels[i], e[0], ratio(e[1], e[0]), l[0], ratio(l[1], l[0]))
 	}
 	return nil
 }

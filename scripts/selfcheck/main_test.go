@@ -36,7 +36,8 @@ func TestTallyHandComputed(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, counts{search: 5, right: 2, okRight: 1, wrong: 2, okWrong: 1, noVerdict: 1,
 		agg: 5, aggWithRight: 4, aggRightWith: 2, aggRightWithout: 1,
-		byOffer: [numOffers][2]int{rightOkAlone: {1, 1}, rightOkBeside: {2, 1}, rightSaysNo: {1, 0}, noRight: {1, 1}}}, c)
+		byOffer: [numOffers][2]int{rightOkAlone: {1, 1}, rightOkBeside: {2, 1}, rightSaysNo: {1, 0}, noRight: {1, 1}},
+		steps:   [numPlaces][2]int{earlierStep: {0, 0}, lastStep: {4, 2}}}, c)
 
 	_, err = tally(append(recs, report.TraceRecord{Step: 1, Problem: 0, Sample: 3, Candidates: []int{9}}))
 	require.ErrorContains(t, err, "candidate 9 of step 0 is not in the file")
@@ -50,10 +51,34 @@ func TestRunTable(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"base=" + path}, &out))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	require.Len(t, lines, 9)
+	require.Len(t, lines, 15)
 	require.Equal(t, "| base | 0 | - | - | - | - | 0 | - | - | - |", lines[2])
 	require.Equal(t, "| base | -: - | -: - | -: - | -: - |", lines[8])
+	require.Equal(t, "| base | 0 | - | 0 | - |", lines[14])
 	require.Error(t, run([]string{path}, &out), "no label")
 	_, err = os.Stat(path)
 	require.NoError(t, err)
+}
+
+func TestCheckSteps(t *testing.T) {
+	cases := []struct {
+		name  string
+		trace string
+		want  [numPlaces][2]int
+	}{
+		{"two steps, both hold", `x=5. 5*7=35. 35+3=38. ok \boxed{5}`, [numPlaces][2]int{{1, 1}, {1, 1}}},
+		{"the last one wrong", `x=5. 9+7=16. 16-5=8. ok \boxed{5}`, [numPlaces][2]int{{1, 1}, {1, 0}}},
+		{"an earlier one wrong, negative results", `x=1. 2-6=-3. -3-1=-4. no \boxed{1}`, [numPlaces][2]int{{1, 0}, {1, 1}}},
+		{"one step", `x=1. 1-6=-5. no \boxed{1}`, [numPlaces][2]int{{0, 0}, {1, 1}}},
+		{"a garbled step is none", `x=2. 2*2=d{2. ok \boxed{2}`, [numPlaces][2]int{}},
+		{"a number too long for an int", `x=1. 99999999999999999999+1=3. no`, [numPlaces][2]int{}},
+		{"no check", `\boxed{4}`, [numPlaces][2]int{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [numPlaces][2]int
+			checkSteps(tc.trace, &got)
+			require.Equal(t, tc.want, got)
+		})
+	}
 }
