@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/ortc"
+	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/model/qwen3"
 )
 
@@ -58,4 +62,81 @@ func TestScatterSummedMatchesGo(t *testing.T) {
 		addScaled(want[int(id)*width:(int(id)+1)*width], rows[p*width:(p+1)*width], 0.7)
 	}
 	require.Equal(t, want, got)
+}
+
+// TestDeviceUpdateStoppedPartway: a second update that fails on its
+// last tensor leaves the device holding no step's state, so Update and
+// SyncHost refuse it, fresh gradients or not, and a host write of the
+// weights alone does not reopen it; once the host has written the
+// weights and both moments (a checkpoint load's writes), the next step
+// copies them up and equals the first step.
+func TestDeviceUpdateStoppedPartway(t *testing.T) {
+	rt, err := OpenRuntime(RuntimeOptions{Threads: 1})
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("ONNX Runtime not available: %v", err)
+		}
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	dir := t.TempDir()
+	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 3))
+	p, err := OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), PolicyOptions{Train: true, Resident: true, Seed: 3})
+	require.NoError(t, err)
+	defer p.Close()
+	opt, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)
+	require.NoError(t, err)
+	require.NoError(t, p.UseDeviceOptimizer(opt))
+	e := p.Train
+	vocab := p.LM.Signature().Vocab
+	b := TrainBatch{Batch: 1, Seq: 6, ClipLow: 0.2, ClipHigh: 0.28}
+	for i := range b.Seq {
+		b.InputIDs = append(b.InputIDs, int64(1+i%(vocab-1)))
+		b.AttentionMask = append(b.AttentionMask, 1)
+		b.PositionIDs = append(b.PositionIDs, int64(i))
+		loss := float32(i % 2)
+		if i == b.Seq-1 {
+			loss = 0 // no next token
+		}
+		b.LossMask = append(b.LossMask, loss)
+		b.Advantages = append(b.Advantages, 1)
+	}
+	start := [3][]float32{slices.Clone(p.Weights.Flat()), slices.Clone(opt.ExpAvg().Flat()), slices.Clone(opt.ExpAvgSq().Flat())}
+	restore := func(stores ...int) { // as checkpoint.Load writes them
+		for _, k := range stores {
+			s := [3]*params.Store{p.Weights, opt.ExpAvg(), opt.ExpAvgSq()}[k]
+			copy(s.Flat(), start[k])
+			s.Touch()
+		}
+		require.NoError(t, opt.SetSteps(0))
+	}
+	step := func() error {
+		var res TrainResult
+		require.NoError(t, e.AccumulateBatches(context.Background(), []TrainBatch{b}, []float32{1}, nil, &res, func(int) error { return nil }))
+		_, err := e.Update(1e-2, 0)
+		return err
+	}
+	state := func() [3][]float32 {
+		require.NoError(t, e.SyncHost())
+		return [3][]float32{slices.Clone(p.Weights.Flat()), slices.Clone(opt.ExpAvg().Flat()), slices.Clone(opt.ExpAvgSq().Flat())}
+	}
+	require.NoError(t, step())
+	want := state()
+
+	names := p.Weights.Names()
+	last := names[len(names)-1]
+	good := e.devOpt.v[last]
+	bad, err := ortc.AllocOn[float32](e.devGrads.mem.alloc, []int64{1})
+	require.NoError(t, err)
+	defer bad.Release()
+	e.devOpt.v[last] = bad // its update fails: a second moment of the wrong size
+	require.ErrorContains(t, step(), "stopped at")
+	e.devOpt.v[last] = good
+	require.ErrorContains(t, step(), "stopped at", "fresh gradients do not reopen it")
+	require.ErrorContains(t, e.SyncHost(), "stopped at")
+	restore(0)
+	require.ErrorContains(t, step(), "stopped at", "the weights alone do not reopen it")
+	restore(0, 1, 2)
+	require.NoError(t, step())
+	require.Equal(t, want, state())
 }

@@ -32,9 +32,13 @@ type deviceOptim struct {
 	// staleWeights and staleMoments are true while the host weights and
 	// moments lag the device; pending while the gradient sums of an
 	// AccumulateBatches call wait for their Update; broken is why an
-	// update stopped partway (the device state is then no step's).
+	// update stopped partway (the device state is then no step's), until
+	// the host has written the weights and both moments since (a
+	// checkpoint load: see usable); brokenAt are the versions of those
+	// host stores when it stopped.
 	staleWeights, staleMoments, pending bool
 	broken                              error
+	brokenAt                            [3]uint64
 }
 
 // optimGraphs are the device optimizer's sessions, opened with the
@@ -160,14 +164,16 @@ type UpdateResult struct {
 // Update clips the gradients of the last AccumulateBatches to
 // maxGradNorm (<= 0: no clipping) and applies the device optimizer's
 // AdamW step at rate lr, with Step's rules: a non-finite norm, or an
-// update that would make a weight or moment non-finite, skips it.
+// update that would make a weight or moment non-finite, skips it. After
+// an update that stopped partway it refuses until the host has written
+// the weights and both moments (a checkpoint load).
 func (e *Executor) Update(lr, maxGradNorm float64) (UpdateResult, error) {
 	d := e.devOpt
 	var u UpdateResult
 	switch {
 	case d == nil:
 		return u, errors.New("model: executor: no device optimizer (UseDeviceOptimizer)")
-	case d.broken != nil:
+	case e.usable() != nil:
 		return u, d.broken
 	case !d.pending:
 		return u, errors.New("model: executor: Update without the gradients of an AccumulateBatches call")
@@ -222,10 +228,33 @@ func (e *Executor) Update(lr, maxGradNorm float64) (UpdateResult, error) {
 	for _, name := range names {
 		if _, err := e.runUpdate(e.devGrads.graphs.update, name, c); err != nil {
 			d.broken = fmt.Errorf("model: executor: the device update of step %d stopped at %q: %w", d.opt.Steps()+1, name, err)
+			d.brokenAt = e.hostVersions()
 			return u, d.broken
 		}
 	}
 	return u, d.opt.SetSteps(d.opt.Steps() + 1)
+}
+
+// usable returns why the device state cannot be used: an update that
+// stopped partway (broken), unless the host has written the trained
+// weights and both moment stores since (a checkpoint load), which the
+// next update copies up over all of it; then nil, and broken is cleared.
+func (e *Executor) usable() error {
+	d := e.devOpt
+	if d.broken == nil {
+		return nil
+	}
+	now := e.hostVersions()
+	if now[0] != d.brokenAt[0] && now[1] != d.brokenAt[1] && now[2] != d.brokenAt[2] {
+		d.broken = nil
+	}
+	return d.broken
+}
+
+// hostVersions are the versions of the host stores the device optimizer
+// mirrors: the trained weights and the two moments.
+func (e *Executor) hostVersions() [3]uint64 {
+	return [3]uint64{e.weights.Version(), e.devOpt.opt.ExpAvg().Version(), e.devOpt.opt.ExpAvgSq().Version()}
 }
 
 // syncMoments copies each host moment store whose version moved since
@@ -292,7 +321,7 @@ func (e *Executor) copyFlat(dev *ortc.Value, data []float32, up bool) error {
 // host since its last copy to the device (a checkpoint load) is newer
 // than the device's and is left as it is (the next step copies it up).
 // It fails after an update that stopped partway: the device then holds
-// no step's state.
+// no step's state (until a checkpoint load writes the host stores).
 func (e *Executor) SyncHost() error { return e.syncHost(true) }
 
 // SyncWeights is SyncHost for the trained weights alone (what a serving
@@ -304,8 +333,8 @@ func (e *Executor) syncHost(moments bool) error {
 	if d == nil {
 		return nil
 	}
-	if d.broken != nil {
-		return d.broken
+	if err := e.usable(); err != nil {
+		return err
 	}
 	var parts []storeCopy
 	if d.staleWeights && e.dev.current(e.weights) {
