@@ -101,10 +101,10 @@ func (d *deviceGrads) close() {
 }
 
 // checkGradStore checks the gradient store of a micro-batch: the
-// weights' layout, or nil within AccumulateBatches with a device
-// optimizer, where every trained gradient goes to its device sum.
-func (e *Executor) checkGradStore(grads *params.Store) error {
-	if grads == nil && e.devOpt != nil && e.devGrads.on {
+// weights' layout, or nil within AccumulateBatches (inBatches) with a
+// device optimizer, where every trained gradient goes to its device sum.
+func (e *Executor) checkGradStore(grads *params.Store, inBatches bool) error {
+	if grads == nil && inBatches && e.devOpt != nil {
 		return nil
 	}
 	if grads == nil {
@@ -136,12 +136,10 @@ func (e *Executor) AccumulateBatches(ctx context.Context, bs []TrainBatch, scale
 	if len(scales) != len(bs) {
 		return fmt.Errorf("model: executor: %d scales for %d micro-batches", len(scales), len(bs))
 	}
-	d := e.devGrads
-	if grads != nil || e.devOpt == nil {
-		if err := e.checkGradStore(grads); err != nil {
-			return err
-		}
+	if err := e.checkGradStore(grads, true); err != nil {
+		return err
 	}
+	d := e.devGrads
 	if d != nil {
 		if e.devOpt != nil {
 			e.devOpt.pending = false // until these sums are complete

@@ -438,7 +438,7 @@ func (e *Executor) Accumulate(ctx context.Context, b TrainBatch, scale float32, 
 	if err := b.validate(e.vocab, slices.Contains(e.prog.Inputs, PositionIDs)); err != nil {
 		return err
 	}
-	if err := e.checkGradStore(grads); err != nil {
+	if err := e.checkGradStore(grads, e.devGrads != nil && e.devGrads.on); err != nil {
 		return err
 	}
 	st := &stepState{b: &b, scale: scale, grads: grads, step: values{}, local: values{}, gradVal: values{}}

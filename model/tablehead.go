@@ -90,10 +90,13 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 		rowsPerTile = max(1, int(e.opt.LossChunkBytes/int64(block*4*gradLive)))
 	}
 	local := make([]int64, N)
-	i, tableTrained := e.trained[h.Table]
-	tableTrained = tableTrained && h.TableTrained
-	var gtab []float32 // the table's host gradient, when it is summed there
-	if tableTrained && !e.summed(h.Table) {
+	i, trained := e.trained[h.Table]
+	trained = trained && h.TableTrained
+	// The table's gradient goes to its device sum (summed), or into the
+	// host store (gtab).
+	summed := trained && e.summed(h.Table)
+	var gtab []float32
+	if trained && !summed {
 		gtab = st.grads.At(i).Data
 	}
 	var cols []float32 // a block of a [hidden, vocab] table
@@ -128,7 +131,7 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 		for r0 := 0; r0 < N; r0 += rowsPerTile {
 			r1 := min(N, r0+rowsPerTile)
 			out := []*ortc.Value{nil, nil}
-			if err := e.runOwnedKeeping(h.Grad, out, func(k int) bool { return k == 1 && e.summed(h.Table) }, func(t tensors) {
+			if err := e.runOwnedKeeping(h.Grad, out, func(k int) bool { return k == 1 && summed }, func(t tensors) {
 				t.f32([]int64{int64(r1 - r0), int64(hidden)}, zs[r0*hidden:r1*hidden])
 				if tview != nil {
 					t.view(tview)
@@ -147,7 +150,7 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 				addInto(gz[pos[k]*hidden:(pos[k]+1)*hidden], gh[(k-r0)*hidden:(k-r0+1)*hidden])
 			}
 			var err error
-			if tableTrained && gtab == nil {
+			if summed {
 				// A [vocab, hidden] table: its block's rows, in place.
 				err = e.addSummed(h.Table, v0*hidden, out[1], st.scale)
 			} else if gtab != nil {

@@ -169,12 +169,13 @@ func NewTrainer(cfg Config, p TrainerParts) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d, ok := p.Learner.(deviceUpdater); p.Grads == nil && !(ok && d.UsesDeviceOptimizer()) {
-		return nil, errors.New("rl: trainer: no gradient store, and the learner does not keep its gradients on the device")
-	} else if p.Grads != nil {
+	switch d, ok := p.Learner.(deviceUpdater); {
+	case p.Grads != nil:
 		if err := p.Weights.SameLayout(p.Grads); err != nil {
 			return nil, fmt.Errorf("rl: trainer: gradient store: %w", err)
 		}
+	case !ok || !d.UsesDeviceOptimizer():
+		return nil, errors.New("rl: trainer: no gradient store, and the learner does not keep its gradients on the device")
 	}
 	return &Trainer{cfg: cfg, gen: p.Generator, prompter: p.Prompter, judge: p.Judge, pipe: pipe, learner: p.Learner,
 		problems: p.Problems, weights: p.Weights, grads: p.Grads, opt: p.Optimizer, sched: p.Schedule, sync: p.Sync, synced: -1}, nil
