@@ -16,25 +16,33 @@ import (
 	"github.com/spiral-rl/spiral/model/qwen3"
 )
 
-// TestScatterSummedMatchesGo: the embedding gradient's device scatter,
-// with ONNX Runtime on two threads and 65,536 positions over 8 ids (a
-// ScatterND adding repeated indices loses additions there), equals Go's
-// position-order sum bit for bit, into a sum that holds values already.
-func TestScatterSummedMatchesGo(t *testing.T) {
-	rt, err := OpenRuntime(RuntimeOptions{Threads: 2})
+// openTinyResident opens the tiny Qwen3 for training on the device
+// layer's CPU twin, with ONNX Runtime on threads threads; both are closed
+// at the end of the test.
+func openTinyResident(t *testing.T, threads int) *Policy {
+	t.Helper()
+	rt, err := OpenRuntime(RuntimeOptions{Threads: threads})
 	if err != nil {
 		if os.Getenv("CI") == "" {
 			t.Skipf("ONNX Runtime not available: %v", err)
 		}
 		t.Fatal(err)
 	}
-	defer rt.Close()
+	t.Cleanup(func() { rt.Close() })
 	dir := t.TempDir()
 	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 3))
 	p, err := OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), PolicyOptions{Train: true, Resident: true, Seed: 3})
 	require.NoError(t, err)
-	defer p.Close()
-	e := p.Train
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// TestScatterSummedMatchesGo: the embedding gradient's device scatter,
+// with ONNX Runtime on two threads and 65,536 positions over 8 ids (a
+// ScatterND adding repeated indices loses additions there), equals Go's
+// position-order sum bit for bit, into a sum that holds values already.
+func TestScatterSummedMatchesGo(t *testing.T) {
+	e := openTinyResident(t, 2).Train
 	const table = "model.embed_tokens.weight"
 	sum := e.devGrads.sums[table]
 	require.NotNil(t, sum)
@@ -71,19 +79,7 @@ func TestScatterSummedMatchesGo(t *testing.T) {
 // weights and both moments (a checkpoint load's writes), the next step
 // copies them up and equals the first step.
 func TestDeviceUpdateStoppedPartway(t *testing.T) {
-	rt, err := OpenRuntime(RuntimeOptions{Threads: 1})
-	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("ONNX Runtime not available: %v", err)
-		}
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	dir := t.TempDir()
-	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 3))
-	p, err := OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), PolicyOptions{Train: true, Resident: true, Seed: 3})
-	require.NoError(t, err)
-	defer p.Close()
+	p := openTinyResident(t, 1)
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)
 	require.NoError(t, err)
 	require.NoError(t, p.UseDeviceOptimizer(opt))
