@@ -288,13 +288,26 @@ func (r *Runtime) LibraryPath() string { return r.lib }
 // Device returns the device sessions run on (CPU after an auto fallback).
 func (r *Runtime) Device() Device { return r.device }
 
-// NewSessionOptions returns session options with the runtime's thread count
-// and, on CUDA, the CUDA execution provider appended. The caller destroys
-// them.
+// SpinningEntry is the session configuration entry that NewSessionOptions
+// sets to "0", so that the intra-op threads of a session sleep when a call
+// is done instead of spinning for the next one. Every session here runs
+// between pieces of Go (sampling, the executor's ops between graphs,
+// AdamW), which spinning threads starve of the cores they hold: measured
+// on 2 cores with outputs unchanged, SFT of the embedded model runs 2.1x
+// faster (30 s against 64 s for 30 steps) and a training step of a
+// 4-layer Qwen3-0.6B-shape model 1.5x faster (see the README).
+const SpinningEntry = "session.intra_op.allow_spinning"
+
+// NewSessionOptions returns session options with the runtime's thread
+// count, intra-op threads that do not spin (SpinningEntry) and, on CUDA, the
+// CUDA execution provider appended. The caller destroys them.
 func (r *Runtime) NewSessionOptions() (*ort.SessionOptions, error) {
 	so, err := ort.NewSessionOptions()
 	if err != nil {
 		return nil, fmt.Errorf("model: session options: %w", err)
+	}
+	if err := so.AddSessionConfigEntry(SpinningEntry, "0"); err != nil {
+		return nil, errors.Join(fmt.Errorf("model: session config %s=0: %w", SpinningEntry, err), so.Destroy())
 	}
 	if r.threads > 0 {
 		if err := so.SetIntraOpNumThreads(r.threads); err != nil {

@@ -128,12 +128,16 @@ func TestOpenRuntimeBadLibraryFile(t *testing.T) {
 }
 
 // TestOpenRuntime loads the real library (from $ONNXRUNTIME_LIB, set by
-// scripts/setup.sh's env.sh) and checks version and CUDA handling.
+// scripts/setup.sh's env.sh) and checks version, device and that
+// sessions' intra-op threads do not spin.
 func TestOpenRuntime(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	require.Equal(t, model.ORTVersion, rt.Version())
 	require.Equal(t, model.CPU, rt.Device().Kind)
 	so, err := rt.NewSessionOptions()
 	require.NoError(t, err)
+	spin, err := so.GetSessionConfigEntry(model.SpinningEntry)
+	require.NoError(t, err)
+	require.Equal(t, "0", spin, "intra-op threads must not spin")
 	require.NoError(t, so.Destroy())
 }
