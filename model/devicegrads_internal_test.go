@@ -121,13 +121,17 @@ func TestDeviceUpdateStoppedPartway(t *testing.T) {
 
 	names := p.Weights.Names()
 	last := names[len(names)-1]
-	good := e.devOpt.v[last]
+	good := e.devOpt.m[last]
 	bad, err := ortc.AllocOn[float32](e.devGrads.mem.alloc, []int64{1})
 	require.NoError(t, err)
 	defer bad.Release()
-	e.devOpt.v[last] = bad // its update fails: a second moment of the wrong size
-	require.ErrorContains(t, step(), "stopped at")
-	e.devOpt.v[last] = good
+	// Its update fails: a first moment of the wrong size (shorter than
+	// the weight, which once updated only the moment's length silently).
+	e.devOpt.m[last] = bad
+	err = step()
+	require.ErrorContains(t, err, "stopped at")
+	require.ErrorContains(t, err, "AdamW on the device for "+last+": its first moment holds 1 values, the weight")
+	e.devOpt.m[last] = good
 	require.ErrorContains(t, step(), "stopped at", "fresh gradients do not reopen it")
 	require.ErrorContains(t, e.SyncHost(), "stopped at")
 	restore(0)

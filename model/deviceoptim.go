@@ -452,8 +452,17 @@ func (e *Executor) runUpdate(sess *ortc.Session, name string, c optim.Coefficien
 		}
 		scalars = append(scalars, v)
 	}
-	err = e.chunks(d.m[name].Len(), func(lo, hi int) error {
-		vs, err := views(lo, hi, e.dev.values[name], e.devGrads.sums[name], d.m[name], d.v[name])
+	w := e.dev.values[name]
+	for _, t := range []struct {
+		what string
+		v    *ortc.Value
+	}{{"gradient sum", e.devGrads.sums[name]}, {"first moment", d.m[name]}, {"second moment", d.v[name]}} {
+		if t.v.Len() != w.Len() {
+			return false, fmt.Errorf("model: AdamW on the device for %s: its %s holds %d values, the weight %d", name, t.what, t.v.Len(), w.Len())
+		}
+	}
+	err = e.chunks(w.Len(), func(lo, hi int) error {
+		vs, err := views(lo, hi, w, e.devGrads.sums[name], d.m[name], d.v[name])
 		if err != nil {
 			return err
 		}
