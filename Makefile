@@ -60,7 +60,7 @@ study:
 
 # Rebuild the embedded default model: a fresh tiny Qwen3 (3 layers) warm-
 # started by SFT on the embedded equation task, copied into
-# model/embedded/assets (then rebuild the binary). About 32 minutes on 2
+# model/embedded/assets (then rebuild the binary). About 18 minutes on 2
 # CPU cores.
 EMBED_STEPS ?= 1100
 embedded:
