@@ -2,8 +2,8 @@
 // in two forms: integer arithmetic expressions such as "Compute 7+5*3-4."
 // with short worked solutions such as "5*3=15. 7+15=22. 22-4=18.
 // \boxed{18}", and equations such as "Solve x*7+3=38." whose solution
-// checks a value of x, "x=5. 5*7=35. 35+3=38. \boxed{5}" (the embedded
-// default; see solve.go for why).
+// derives x and checks it, "38-3=35. 35/7=5. x=5. 5*7=35. 35+3=38. ok
+// \boxed{5}" (the embedded default; see solve.go for why).
 //
 // Conventions:
 //
@@ -24,10 +24,14 @@
 //     solution).
 //   - In the solve form x is one operand, drawn like the others, so the
 //     answer is unique; the split keys on the whole equation. A solution
-//     is a guess, its check and a verdict (ok or no). An aggregation
-//     example's candidates are guesses with honest checks, some wrong; its
-//     completion is the solution. A third kind, check examples, gives the
-//     guess (often wrong) and teaches its honest check and verdict.
+//     derives x (the other terms' products, the chain undoing the other
+//     terms from the right-hand side, the division by x's coefficient:
+//     the only place "/" appears, always exact), states it, checks it and
+//     gives a verdict (ok or no). An aggregation example's candidates are
+//     attempts with honest checks, some wrong through one slip in their
+//     derivation; its completion is the solution. A third kind, check
+//     examples, gives the derivation and its value (often wrong) and
+//     teaches the value's honest check and verdict.
 //   - Texts are short and use only the characters of [Alphabet], so a
 //     character-level tokenizer with a context of a few hundred characters
 //     can hold an aggregation prompt with four candidates.

@@ -31,7 +31,7 @@ func Templates() *data.Templates {
 }
 
 // problemChars are the characters problems and solutions are made of.
-const problemChars = `Compute Solve x ok no 0123456789+-*=.\boxed{}`
+const problemChars = `Compute Solve x ok no 0123456789+-*/=.\boxed{}`
 
 // Alphabet returns, sorted and without repeats, every character that the
 // task's problems, solutions and compact prompts (with up to 9
@@ -67,8 +67,9 @@ func Alphabet() string {
 const (
 	KindSearch    = "search"
 	KindAggregate = "aggregate"
-	// KindCheck is a solve-form search example whose guess is given
-	// (Prefix) and may be wrong: it teaches an honest check of any guess.
+	// KindCheck is a solve-form search example whose derivation and
+	// value of x are given (Prefix) and may be wrong: it teaches an honest
+	// check of any value.
 	KindCheck = "check"
 )
 
@@ -79,7 +80,8 @@ type Example struct {
 	// Prompt is the rendered template (the user turn, without chat markup).
 	Prompt string `json:"prompt"`
 	// Prefix, when set, is the start of the reply given to the model as
-	// context (no loss on it): the forced guess of a check example.
+	// context (no loss on it): the forced derivation and value of a check
+	// example.
 	Prefix string `json:"prefix,omitempty"`
 	// Completion is the correct worked solution ending in \boxed{answer}.
 	Completion string `json:"completion"`

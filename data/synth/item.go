@@ -52,10 +52,13 @@ func (it Item) Problem() string {
 
 // Solution returns the worked solution, such as
 // "5*3=15. 7+15=22. 22-4=18. \boxed{18}", or for a solve problem the
-// check of the true x, such as "x=5. 5*7=35. 35+3=38. \boxed{5}".
+// derivation of x and the check of it, such as
+// "38-3=35. 35/7=5. x=5. 5*7=35. 35+3=38. ok \boxed{5}".
 func (it Item) Solution() string {
 	if it.Unknown >= 0 {
-		return it.Trial(it.Answer) + boxed(it.Answer)
+		steps, _ := it.derivation()
+		text, _ := renderSteps(steps, -1, 0)
+		return text + it.Trial(it.Answer) + boxed(it.Answer)
 	}
 	s, ans := renderSteps(it.Steps, -1, 0)
 	return s + boxed(ans)
@@ -116,6 +119,8 @@ func apply(op byte, a, b int) int {
 		return a - b
 	case '*':
 		return a * b
+	case '/':
+		return a / b
 	}
 	panic(fmt.Sprintf("synth: unknown operator %q", op))
 }

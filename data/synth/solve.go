@@ -11,19 +11,24 @@ import (
 )
 
 // The solve form is the embedded default's task because it separates
-// finding an answer from recognizing one. Guessing x in "Solve x*7+3=38."
-// means inverting the expression, which a tiny model gets right only part
-// of the time and with spread-out guesses, so independent samples
-// disagree. A search trace is one guess, its check, and a verdict: "ok"
-// when the check reaches the target, else "no":
+// finding an answer from recognizing one. A search trace derives x by
+// undoing the equation from its right-hand side, writes the value it
+// found, checks it by substituting it into the left side, and gives a
+// verdict: "ok" when the check reaches the target, else "no":
 //
-//	x=4. 4*7=28. 28+3=31. no \boxed{4}
-//	x=5. 5*7=35. 35+3=38. ok \boxed{5}
+//	38-3=35. 35/7=5. x=5. 5*7=35. 35+3=38. ok \boxed{5}
+//	38-3=35. 35/7=4. x=4. 4*7=28. 28+3=31. no \boxed{4}
 //
-// so a reader of several candidates can beat every one of them and a
-// majority vote by reading: it takes a candidate whose check passed, even
-// a minority one. The verdict is the tiny model's way to read a check:
-// with the target only at the end of the check, the 3-layer model
+// (the second with a slip in its division). The derivation gives a tiny
+// model problem-dependent competence, which RL can sharpen: without it, guessing x outright (inverting the
+// expression in one token) stayed near chance for every problem, trivial
+// ones included (measured; see the README), so RL had nothing to sharpen.
+// A derivation's arithmetic slips are independent across samples, so
+// candidates disagree, and a slip leads to a wrong x whose check fails:
+// a reader of several candidates can beat every one of them and a
+// majority vote by reading, taking a candidate whose check passed even
+// when it is a minority. The verdict is the tiny model's way to read a
+// check: with the target only at the end of the check, the 3-layer model
 // learned to write the target rather than select the candidate that
 // reaches it (measured; see the README). An aggregation trace has the
 // search trace's form, so recursive self-aggregation feeds candidates of
@@ -34,9 +39,10 @@ const (
 	// nearGuessShare of wrong guesses are within 2 of the true x (the
 	// rest are uniform over the operand range).
 	nearGuessShare = 0.6
-	// checkShare of solve search examples are check examples: the guess
-	// is given, uniform over the operand range, and the completion is its
-	// honest check. Without them every check a model sees reaches the
+	// checkShare of solve search examples are check examples: the
+	// derivation and the value it arrives at are given, the value
+	// uniform over the operand range (with a slip in the derivation when
+	// it is wrong), and the completion is its honest check. Without them every check a model sees reaches the
 	// target, and it learns to write the target rather than compute, so a
 	// reader could not tell a right guess from a wrong one.
 	checkShare = 0.5
@@ -113,9 +119,9 @@ func (it Item) wrongGuess(r *rand.Rand, lo, hi int) int {
 
 // aggregateSolve is AggregateExample for the solve form: each of n
 // candidates is the search trace of x with probability 1-MistakeRate, else
-// of a wrong guess (with probability SharedMistakeRate all wrong
-// candidates share one), every check honest; the completion is the worked
-// solution, which copies a right candidate when there is one.
+// an attempt arriving at a wrong value (with probability SharedMistakeRate
+// all wrong candidates share one), every check honest; the completion is
+// the worked solution, which copies a right candidate when there is one.
 func (t *Task) aggregateSolve(r *rand.Rand, tm *data.Templates, it Item, n int) (Example, error) {
 	ex := Example{Kind: KindAggregate, Completion: it.Solution(), Answer: strconv.Itoa(it.Answer)}
 	shared := r.Float64() < t.cfg.SharedMistakeRate
@@ -130,7 +136,7 @@ func (t *Task) aggregateSolve(r *rand.Rand, tm *data.Templates, it Item, n int) 
 		default:
 			g = it.wrongGuess(r, t.cfg.MinOperand, t.cfg.MaxOperand)
 		}
-		ex.Candidates = append(ex.Candidates, it.Trial(g)+boxed(g))
+		ex.Candidates = append(ex.Candidates, it.Attempt(r, g))
 		ex.CandidateAnswers = append(ex.CandidateAnswers, strconv.Itoa(g))
 	}
 	p, err := tm.Aggregate(it.Problem(), ex.Candidates)
@@ -142,15 +148,149 @@ func (t *Task) aggregateSolve(r *rand.Rand, tm *data.Templates, it Item, n int) 
 }
 
 // checkExample is a check example of it: the reply starts with a given
-// guess "x=g. " (Prefix, g uniform over the operand range) and the
-// completion checks it honestly and boxes g.
+// derivation arriving at g and "x=g. " (Prefix, g uniform over the operand
+// range, the derivation slipping when g is wrong) and the completion
+// checks g honestly and boxes it.
 func (t *Task) checkExample(r *rand.Rand, tm *data.Templates, it Item) (Example, error) {
 	p, err := tm.Search(it.Problem())
 	if err != nil {
 		return Example{}, fmt.Errorf("synth: %w", err)
 	}
 	g := t.cfg.MinOperand + r.IntN(t.cfg.MaxOperand-t.cfg.MinOperand+1)
-	prefix := "x=" + strconv.Itoa(g) + ". "
-	check := strings.TrimPrefix(it.Trial(g), prefix)
+	guess := "x=" + strconv.Itoa(g) + ". "
+	prefix := it.slippedDerivation(r, g) + guess
+	check := strings.TrimPrefix(it.Trial(g), guess)
 	return Example{Kind: KindCheck, Prompt: p, Prefix: prefix, Completion: check + boxed(g), Answer: strconv.Itoa(it.Answer)}, nil
+}
+
+// derivation returns the steps that solve a solve problem for x, in the
+// order a learner isolates x: first the product of every other term with
+// more than one factor and of x's coefficient (left to right), then the
+// chain that undoes the other terms from the right-hand side, then the
+// division by x's coefficient (when it has one). With x's term added,
+// "x*7+3=38" gives "38-3=35. 35/7=5."; with x's term subtracted,
+// "9-x*2=1" gives "9-1=8. 8/2=4.". The chain orders its steps so that
+// every intermediate value after the first is positive, and never writes
+// "+-" or "--". The chain is the tail of the steps from chainStart on:
+// each chain step after the first takes the one before as its A.
+func (it Item) derivation() (steps []Step, chainStart int) {
+	// The additive terms of the left side, each a run of factors.
+	type term struct {
+		sign    byte  // '+' or '-'
+		factors []int // operand indices
+	}
+	terms := []term{{sign: '+', factors: []int{0}}}
+	for i, op := range it.Ops {
+		if op == '*' {
+			last := &terms[len(terms)-1]
+			last.factors = append(last.factors, i+1)
+			continue
+		}
+		terms = append(terms, term{sign: op, factors: []int{i + 1}})
+	}
+	// product returns the product of the factors other than x as a
+	// reference, writing its steps; ok is false when there is none.
+	product := func(factors []int) (ref Ref, ok bool) {
+		for _, f := range factors {
+			if f == it.Unknown {
+				continue
+			}
+			next := Ref{Value: it.Operands[f], Step: -1}
+			if ok {
+				steps = append(steps, Step{Op: '*', A: ref, B: next})
+				next = Ref{Step: len(steps) - 1}
+			}
+			ref, ok = next, true
+		}
+		return ref, ok
+	}
+	var pos, neg []Ref // the other terms, by sign
+	var coef Ref
+	var hasCoef, xAdded bool
+	for _, t := range terms {
+		ref, ok := product(t.factors)
+		switch {
+		case slices.Contains(t.factors, it.Unknown):
+			coef, hasCoef, xAdded = ref, ok, t.sign == '+'
+		case t.sign == '+':
+			pos = append(pos, ref)
+		default:
+			neg = append(neg, ref)
+		}
+	}
+	chainStart = len(steps)
+	link := func(op byte, a, b Ref) Ref {
+		steps = append(steps, Step{Op: op, A: a, B: b})
+		return Ref{Step: len(steps) - 1}
+	}
+	target := Ref{Value: it.Target, Step: -1}
+	var acc Ref
+	if xAdded {
+		// coef*x = target + (subtracted terms) - (added terms).
+		acc = target
+		for _, v := range neg {
+			acc = link('+', acc, v)
+		}
+		for _, v := range pos {
+			acc = link('-', acc, v)
+		}
+	} else {
+		// coef*x = (added terms) - target - (other subtracted terms); x's
+		// term is not the first, so an added term exists.
+		acc = pos[0]
+		for _, v := range pos[1:] {
+			acc = link('+', acc, v)
+		}
+		if it.Target < 0 {
+			acc = link('+', acc, Ref{Value: -it.Target, Step: -1})
+		} else {
+			acc = link('-', acc, target)
+		}
+		for _, v := range neg {
+			acc = link('-', acc, v)
+		}
+	}
+	if hasCoef {
+		link('/', acc, coef)
+	}
+	vals := evalSteps(steps, -1, 0)
+	for i := range steps {
+		steps[i].Result = vals[i]
+	}
+	return steps, chainStart
+}
+
+// Attempt returns a whole solve trace that arrives at g: the derivation,
+// the check of g with its verdict, and \boxed{g}. For the true x it is
+// Solution; for another g the derivation carries one slip, drawn from r
+// among the chain's steps, whose written result leads the later steps to
+// g (they are computed right), as a learner's slip does.
+func (it Item) Attempt(r *rand.Rand, g int) string {
+	return it.slippedDerivation(r, g) + it.Trial(g) + boxed(g)
+}
+
+// slippedDerivation is the derivation text arriving at g: see Attempt.
+func (it Item) slippedDerivation(r *rand.Rand, g int) string {
+	steps, start := it.derivation()
+	if g == it.Answer {
+		text, _ := renderSteps(steps, -1, 0)
+		return text
+	}
+	slip := start + r.IntN(len(steps)-start)
+	// Walk back from the end: the value each chain step must have for
+	// the last to be g.
+	need := g
+	for i := len(steps) - 1; i > slip; i-- {
+		b := refValue(steps, steps[i].B)
+		switch steps[i].Op {
+		case '+':
+			need -= b
+		case '-':
+			need += b
+		case '/':
+			need *= b
+		}
+	}
+	text, _ := renderSteps(steps, slip, need)
+	return text
 }

@@ -31,11 +31,19 @@ type parsedTrial struct {
 	verdict                 string // "ok" or "no"
 }
 
-// parseTrials parses a solve trace, "x=g. A op B=R. ... \boxed{v}", into
-// its trials (each step checked with bigStep) and the boxed value.
-func parseTrials(t *testing.T, text string) ([]parsedTrial, int) {
+// parsedDerivation is the steps of a solve trace before its first guess:
+// how many, how many are wrong, and the last one's result.
+type parsedDerivation struct {
+	steps, slips, last int
+}
+
+// parseTrials parses a solve trace, "A op B=R. ... x=g. A op B=R. ...
+// \boxed{v}", into its derivation and its trials (each step checked with
+// bigStep) and the boxed value.
+func parseTrials(t *testing.T, text string) (parsedDerivation, []parsedTrial, int) {
 	t.Helper()
 	fields := strings.Split(text, " ")
+	var deriv parsedDerivation
 	var trials []parsedTrial
 	for _, f := range fields[:len(fields)-1] {
 		if f == "ok" || f == "no" {
@@ -52,18 +60,35 @@ func parseTrials(t *testing.T, text string) ([]parsedTrial, int) {
 		}
 		m := stepRE.FindStringSubmatch(f)
 		require.NotNil(t, m, "sentence %q of %q", f, text)
-		require.NotEmpty(t, trials, "a step before the first guess in %q", text)
+		right := bigStep(t, m[1], m[2], m[3]) == m[4]
+		last, err := strconv.Atoi(m[4])
+		require.NoError(t, err)
+		if len(trials) == 0 {
+			deriv.steps++
+			if !right {
+				deriv.slips++
+			}
+			deriv.last = last
+			continue
+		}
 		cur := &trials[len(trials)-1]
-		if bigStep(t, m[1], m[2], m[3]) != m[4] {
+		if !right {
 			cur.wrongSteps++
 		}
-		cur.last, _ = strconv.Atoi(m[4])
+		cur.last = last
 	}
 	ans, ok := data.LastBoxed(fields[len(fields)-1])
 	require.True(t, ok, "no box in %q", text)
 	v, err := strconv.Atoi(ans)
 	require.NoError(t, err)
-	return trials, v
+	return deriv, trials, v
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // substitute writes g for x in the left-hand side of an equation.
@@ -94,12 +119,76 @@ func TestSolveSolutions(t *testing.T) {
 					got := evalGo(t, substitute(lhs, g))
 					require.Equal(t, g == it.Answer, got == it.Target, "x=%d in %q gives %d", g, it.Expr, got)
 				}
-				trials, boxed := parseTrials(t, it.Solution())
+				deriv, trials, boxed := parseTrials(t, it.Solution())
+				require.Positive(t, deriv.steps, it.Solution())
+				require.Zero(t, deriv.slips, it.Solution())
+				require.Equal(t, it.Answer, deriv.last, it.Solution())
 				require.Equal(t, []parsedTrial{{guess: it.Answer, last: it.Target, verdict: "ok"}}, trials, it.Solution())
 				require.Equal(t, it.Answer, boxed)
+				require.NotContains(t, it.Solution(), "+-")
+				require.NotContains(t, it.Solution(), "--")
 			}
 		})
 	}
+}
+
+// TestSolveDerivations checks solutions worked by hand: the derivation
+// undoes the other terms from the right-hand side and divides by x's
+// coefficient, for x's term added and subtracted, first and last, with a
+// coefficient of several factors and with a negative right-hand side.
+func TestSolveDerivations(t *testing.T) {
+	for _, tc := range []struct {
+		operands []int
+		ops      string
+		unknown  int
+		want     string
+	}{
+		{[]int{5, 7, 3}, "*+", 0, `38-3=35. 35/7=5. x=5. 5*7=35. 35+3=38. ok \boxed{5}`},
+		{[]int{3, 5, 7}, "+*", 1, `38-3=35. 35/7=5. x=5. 5*7=35. 3+35=38. ok \boxed{5}`},
+		{[]int{9, 4, 2}, "-*", 1, `9-1=8. 8/2=4. x=4. 4*2=8. 9-8=1. ok \boxed{4}`},
+		{[]int{6, 6}, "-", 0, `0+6=6. x=6. 6-6=0. ok \boxed{6}`},
+		{[]int{2, 4, 3}, "**", 1, `2*3=6. 24/6=4. x=4. 2*4=8. 8*3=24. ok \boxed{4}`},
+		{[]int{5, 3, 7}, "*-", 2, `5*3=15. 15-8=7. x=7. 5*3=15. 15-7=8. ok \boxed{7}`},
+		{[]int{4, 7}, "-", 1, `4+3=7. x=7. 4-7=-3. ok \boxed{7}`},
+		{[]int{1, 9, 8}, "+-", 0, `2+8=10. 10-9=1. x=1. 1+9=10. 10-8=2. ok \boxed{1}`},
+		{[]int{2, 9, 6}, "--", 2, `2+13=15. 15-9=6. x=6. 2-9=-7. -7-6=-13. ok \boxed{6}`},
+		{[]int{8, 2, 3, 4}, "+-*", 1, `3*4=12. -2+12=10. 10-8=2. x=2. 3*4=12. 8+2=10. 10-12=-2. ok \boxed{2}`},
+	} {
+		it := solveItem(tc.operands, []byte(tc.ops), tc.unknown)
+		require.Equal(t, tc.want, it.Solution(), it.Expr)
+	}
+}
+
+// TestSolveAttempts checks wrong attempts: the derivation carries exactly
+// one slip, in the chain after the terms' products, and arrives at the
+// guess; the check of the guess is honest and says "no".
+func TestSolveAttempts(t *testing.T) {
+	task, err := New(solveConfigs[0].cfg, 5)
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(5, 6))
+	slipAt := map[int]int{}
+	for range 2000 {
+		it, err := task.Sample(r, Train)
+		require.NoError(t, err)
+		g := it.wrongGuess(r, 1, 9)
+		text := it.Attempt(r, g)
+		deriv, trials, boxed := parseTrials(t, text)
+		require.Equal(t, 1, deriv.slips, text)
+		require.Equal(t, g, deriv.last, text)
+		require.Equal(t, g, boxed, text)
+		require.Equal(t, []parsedTrial{{guess: g, last: trials[0].last, verdict: "no"}}, trials, text)
+		steps, start := it.derivation()
+		for i, f := range strings.Fields(text)[:len(steps)] {
+			if m := stepRE.FindStringSubmatch(f); bigStep(t, m[1], m[2], m[3]) != m[4] {
+				require.GreaterOrEqual(t, i, start, "a slip in a product: %q", text)
+				slipAt[len(steps)-1-i]++
+			}
+		}
+	}
+	// Both the last step (the division or the last undo) and earlier
+	// ones slip.
+	require.Positive(t, slipAt[0])
+	require.Positive(t, slipAt[1])
 }
 
 // TestSolveAggregateExamples checks solve aggregation examples: every
@@ -128,7 +217,9 @@ func TestSolveAggregateExamples(t *testing.T) {
 				correct := 0
 				counts := map[string]int{}
 				for i, c := range ex.Candidates {
-					ts, boxed := parseTrials(t, c)
+					deriv, ts, boxed := parseTrials(t, c)
+					require.Equal(t, boxed, deriv.last, "the derivation arrives at the guess: %q", c)
+					require.Equal(t, boolInt(boxed != it.Answer), deriv.slips, "one slip in a wrong derivation: %q", c)
 					require.Len(t, ts, 1, c)
 					require.Equal(t, ex.CandidateAnswers[i], strconv.Itoa(boxed))
 					require.Equal(t, boxed, ts[0].guess, c)
@@ -180,8 +271,8 @@ func TestSolveSplit(t *testing.T) {
 }
 
 // TestSolveLengths checks the sizes the embedded model's context and trace
-// length need: searches of at most 40 characters and aggregation prompts
-// with 4 candidates of at most 250, over 5000 samples.
+// length need: searches of at most 60 characters and aggregation prompts
+// with 4 candidates of at most 300, over 5000 samples.
 func TestSolveLengths(t *testing.T) {
 	task, err := New(solveConfigs[0].cfg, 1)
 	require.NoError(t, err)
@@ -196,12 +287,13 @@ func TestSolveLengths(t *testing.T) {
 		maxAgg = max(maxAgg, len(ex.Prompt))
 	}
 	t.Logf("longest search %d chars, aggregation prompt %d", maxSol, maxAgg)
-	require.LessOrEqual(t, maxSol, 40)
-	require.LessOrEqual(t, maxAgg, 250)
+	require.LessOrEqual(t, maxSol, 60)
+	require.LessOrEqual(t, maxAgg, 300)
 }
 
 // TestSolveCheckExamples checks the check examples among solve SFT
-// examples: the prefix gives a guess from the operand range, the
+// examples: the prefix gives a derivation arriving at a guess from the
+// operand range (with one slip when the guess is wrong), the
 // completion checks that guess honestly and boxes it, and about checkShare
 // of the search examples are check examples.
 func TestSolveCheckExamples(t *testing.T) {
@@ -223,16 +315,21 @@ func TestSolveCheckExamples(t *testing.T) {
 		if ex.Kind != KindCheck {
 			require.Equal(t, KindSearch, ex.Kind)
 			require.Empty(t, ex.Prefix)
-			trials, boxed := parseTrials(t, ex.Completion)
+			deriv, trials, boxed := parseTrials(t, ex.Completion)
+			require.Zero(t, deriv.slips, ex.Completion)
+			require.Equal(t, answer, deriv.last, ex.Completion)
 			require.Equal(t, []parsedTrial{{guess: answer, last: target, verdict: "ok"}}, trials, ex.Completion)
 			require.Equal(t, answer, boxed)
 			continue
 		}
 		checks++
-		trials, boxed := parseTrials(t, ex.Prefix+ex.Completion)
+		deriv, trials, boxed := parseTrials(t, ex.Prefix+ex.Completion)
 		require.Len(t, trials, 1)
 		g := trials[0].guess
-		require.Equal(t, "x="+strconv.Itoa(g)+". ", ex.Prefix)
+		require.True(t, strings.HasSuffix(ex.Prefix, " x="+strconv.Itoa(g)+". "), "the prefix ends in the guess: %q", ex.Prefix)
+		require.NotContains(t, ex.Completion, "x=", "the completion is the check alone")
+		require.Equal(t, g, deriv.last, "the derivation arrives at the guess: %q", ex.Prefix)
+		require.Equal(t, boolInt(g != answer), deriv.slips, ex.Prefix)
 		require.True(t, g >= 1 && g <= 9, "guess %d", g)
 		require.Equal(t, g, boxed)
 		require.Zero(t, trials[0].wrongSteps, ex.Completion)

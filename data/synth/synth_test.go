@@ -27,7 +27,7 @@ func evalGo(t *testing.T, expr string) int {
 }
 
 // stepRE matches one step sentence of a worked solution.
-var stepRE = regexp.MustCompile(`^(-?\d+)([+\-*])(\d+)=(-?\d+)\.$`)
+var stepRE = regexp.MustCompile(`^(-?\d+)([+\-*/])(\d+)=(-?\d+)\.$`)
 
 // bigStep computes a op b with math/big (an implementation apart from the
 // package's int arithmetic, and cheaper than go/types per step).
@@ -43,6 +43,12 @@ func bigStep(t *testing.T, a, op, b string) string {
 		return x.Sub(x, y).String()
 	case "*":
 		return x.Mul(x, y).String()
+	case "/":
+		q, m := x.QuoRem(x, y, new(big.Int))
+		if m.Sign() != 0 {
+			return "inexact"
+		}
+		return q.String()
 	}
 	t.Fatalf("operator %q", op)
 	return ""

@@ -17,10 +17,10 @@
 // right one marked "ok" beside a wrong one marked "ok" (the reader must
 // check the arithmetic itself), right answers all marked "no", or no
 // right answer. Later steps are left out: their candidates are
-// aggregations. Last, the arithmetic of the search traces' checks: how
-// many of the steps "a op b = c" they write hold, the last step (whose
-// result a check compares with the equation's right-hand side) apart
-// from the others.
+// aggregations. Last, the arithmetic of the search traces: how many of
+// the steps "a op b = c" they write hold, in the derivation of x and in
+// its check, the check's last step (whose result it compares with the
+// equation's right-hand side) apart from the others.
 package main
 
 import (
@@ -46,19 +46,42 @@ type counts struct {
 	steps [numPlaces][2]int
 }
 
-// Places of a written step in its check.
+// Places of a written step in a search trace.
 const (
-	earlierStep = iota
-	lastStep
+	derivationStep = iota // before the value of x is stated
+	earlierStep           // in the check, before its last step
+	lastStep              // the check's last step
 	numPlaces
 )
 
-// stepPattern is one written step of a check, such as "35+3=38.".
-var stepPattern = regexp.MustCompile(`(-?\d+)([-+*])(\d+)=(-?\d+)\.`)
+// stepPattern is one written step, such as "35+3=38." or "35/7=5.".
+var stepPattern = regexp.MustCompile(`(-?\d+)([-+*/])(\d+)=(-?\d+)\.`)
+
+// guessPattern is the statement of x that ends a derivation, "x=5.".
+var guessPattern = regexp.MustCompile(`(^|\s)x=-?\d+\.`)
 
 // checkSteps adds the written steps of trace to steps: [place][n, right].
+// The steps before the last statement of x are its derivation, those
+// after it its check; a trace that states no x has only a derivation.
 func checkSteps(trace string, steps *[numPlaces][2]int) {
-	found := stepPattern.FindAllStringSubmatch(trace, -1)
+	derivation, check := trace, ""
+	if locs := guessPattern.FindAllStringIndex(trace, -1); locs != nil {
+		last := locs[len(locs)-1]
+		derivation, check = trace[:last[0]], trace[last[1]:]
+	}
+	countSteps(derivation, func(int, int) int { return derivationStep }, steps)
+	countSteps(check, func(i, n int) int {
+		if i == n-1 {
+			return lastStep
+		}
+		return earlierStep
+	}, steps)
+}
+
+// countSteps adds the steps of text to steps, each at the place that
+// place(index, count) gives.
+func countSteps(text string, place func(i, n int) int, steps *[numPlaces][2]int) {
+	found := stepPattern.FindAllStringSubmatch(text, -1)
 	for i, m := range found {
 		a, errA := strconv.Atoi(m[1])
 		b, errB := strconv.Atoi(m[3])
@@ -66,20 +89,21 @@ func checkSteps(trace string, steps *[numPlaces][2]int) {
 		if errA != nil || errB != nil || errC != nil {
 			continue // too long for an int: not a step the task writes
 		}
-		v := a + b
+		holds := false
 		switch m[2] {
+		case "+":
+			holds = a+b == c
 		case "-":
-			v = a - b
+			holds = a-b == c
 		case "*":
-			v = a * b
+			holds = a*b == c
+		case "/":
+			holds = b != 0 && a%b == 0 && a/b == c
 		}
-		place := earlierStep
-		if i == len(found)-1 {
-			place = lastStep
-		}
-		steps[place][0]++
-		if v == c {
-			steps[place][1]++
+		p := place(i, len(found))
+		steps[p][0]++
+		if holds {
+			steps[p][1]++
 		}
 	}
 }
@@ -245,13 +269,16 @@ func run(args []string, w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "The search traces' checks: written steps, and the share that hold")
+	fmt.Fprintln(w, "The search traces' arithmetic: written steps, and the share that hold, in the derivation and in the check")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| model | earlier steps | right | last steps | right |")
-	fmt.Fprintln(w, "|---|---|---|---|---|")
+	fmt.Fprintln(w, "| model | derivation steps | right | earlier check steps | right | last check steps | right |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for i, c := range tallies {
-		e, l := c.steps[earlierStep], c.steps[lastStep]
-		fmt.Fprintf(w, "| %s | %d | %s | %d | %s |\n", labels[i], e[0], ratio(e[1], e[0]), l[0], ratio(l[1], l[0]))
+		fmt.Fprintf(w, "| %s |", labels[i])
+		for _, p := range c.steps {
+			fmt.Fprintf(w, " %d | %s |", p[0], ratio(p[1], p[0]))
+		}
+		fmt.Fprintln(w)
 	}
 	return nil
 }

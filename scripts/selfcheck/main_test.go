@@ -54,7 +54,7 @@ func TestRunTable(t *testing.T) {
 	require.Len(t, lines, 15)
 	require.Equal(t, "| base | 0 | - | - | - | - | 0 | - | - | - |", lines[2])
 	require.Equal(t, "| base | -: - | -: - | -: - | -: - |", lines[8])
-	require.Equal(t, "| base | 0 | - | 0 | - |", lines[14])
+	require.Equal(t, "| base | 0 | - | 0 | - | 0 | - |", lines[14])
 	require.Error(t, run([]string{path}, &out), "no label")
 	_, err = os.Stat(path)
 	require.NoError(t, err)
@@ -66,13 +66,18 @@ func TestCheckSteps(t *testing.T) {
 		trace string
 		want  [numPlaces][2]int
 	}{
-		{"two steps, both hold", `x=5. 5*7=35. 35+3=38. ok \boxed{5}`, [numPlaces][2]int{{1, 1}, {1, 1}}},
-		{"the last one wrong", `x=5. 9+7=16. 16-5=8. ok \boxed{5}`, [numPlaces][2]int{{1, 1}, {1, 0}}},
-		{"an earlier one wrong, negative results", `x=1. 2-6=-3. -3-1=-4. no \boxed{1}`, [numPlaces][2]int{{1, 0}, {1, 1}}},
-		{"one step", `x=1. 1-6=-5. no \boxed{1}`, [numPlaces][2]int{{0, 0}, {1, 1}}},
+		{"two steps, both hold", `x=5. 5*7=35. 35+3=38. ok \boxed{5}`, [numPlaces][2]int{{0, 0}, {1, 1}, {1, 1}}},
+		{"the last one wrong", `x=5. 9+7=16. 16-5=8. ok \boxed{5}`, [numPlaces][2]int{{0, 0}, {1, 1}, {1, 0}}},
+		{"an earlier one wrong, negative results", `x=1. 2-6=-3. -3-1=-4. no \boxed{1}`, [numPlaces][2]int{{0, 0}, {1, 0}, {1, 1}}},
+		{"one step", `x=1. 1-6=-5. no \boxed{1}`, [numPlaces][2]int{{0, 0}, {0, 0}, {1, 1}}},
+		{"a derivation and its check", `38-3=35. 35/7=5. x=5. 5*7=35. 35+3=38. ok \boxed{5}`, [numPlaces][2]int{{2, 2}, {1, 1}, {1, 1}}},
+		{"a slipped, inexact division", `38-3=36. 36/7=5. x=5. 5*7=35. 35+3=38. ok \boxed{5}`, [numPlaces][2]int{{2, 0}, {1, 1}, {1, 1}}},
+		{"a division by zero", `8/0=0. x=0. 0*0=0. no \boxed{0}`, [numPlaces][2]int{{1, 0}, {0, 0}, {1, 1}}},
+		{"the last statement of x starts the check", `9-3=6. x=6. x=7. 7+3=10. no \boxed{7}`, [numPlaces][2]int{{1, 1}, {0, 0}, {1, 1}}},
 		{"a garbled step is none", `x=2. 2*2=d{2. ok \boxed{2}`, [numPlaces][2]int{}},
 		{"a number too long for an int", `x=1. 99999999999999999999+1=3. no`, [numPlaces][2]int{}},
 		{"no check", `\boxed{4}`, [numPlaces][2]int{}},
+		{"a derivation alone", `9-3=6. \boxed{6}`, [numPlaces][2]int{{1, 1}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
