@@ -12,8 +12,9 @@ import (
 // The embedded task: the synthetic equations the embedded tiny model is
 // warm-started on (sft) and trained on (train), with a held-out test split
 // (eval). It is the solve form ("Solve x*7+3=38.", see data/synth), where
-// checking a guess is easier than finding one, so that reading several
-// candidates can beat each of them and a vote. Its difficulty is sized to
+// a trace derives x, then checks it, so that reading several candidates
+// (whose derivations slip independently) can beat each of them and a
+// vote. Its difficulty is sized to
 // the tiny model: 2-3 operands of 1-9. The task seed fixes the train/test split and is the
 // same in every command, whatever --seed says, so no command ever trains
 // on the test split.
