@@ -358,7 +358,10 @@ func TestBenchAndPlan(t *testing.T) {
 		MaxTokens  map[int]int `json:"max_tokens"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &plan))
-	require.Equal(t, int64(101824), plan.Params, "the tiny model's parameters (2 layers, hidden 64, the task's 48-character vocabulary)")
+	// Per layer: attention 8192+4096+4096+8192, q/k norms 2x32, MLP
+	// 3x8192, 2 layer norms of 64: 49,344; two of them, the final norm
+	// (64) and the tied embedding, 49 characters x 64.
+	require.Equal(t, int64(2*49344+64+49*64), plan.Params, "the tiny model's parameters (2 layers, hidden 64, the task's 49-character vocabulary)")
 	require.Positive(t, plan.TrainTotal)
 	require.Positive(t, plan.MaxTokens[1])
 

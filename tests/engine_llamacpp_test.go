@@ -106,9 +106,25 @@ func TestEvalThroughLlamaCpp(t *testing.T) {
 			r = spiral(t, nil, append(append([]string{"eval", "--mode", mode, "--out", remote}, engine...), greedy...)...)
 			require.Equal(t, 0, r.code, r.stderr)
 			require.Contains(t, r.stderr, "without token ids", "llama.cpp returns text; spiral must say it tokenizes locally")
-			want := figures(t, filepath.Join(local, mode+".json"))
+			want, got := figures(t, filepath.Join(local, mode+".json")), figures(t, filepath.Join(remote, mode+".json"))
 			t.Logf("%s: %v", mode, want)
-			require.Equal(t, want, figures(t, filepath.Join(remote, mode+".json")))
+			if mode == "rsa" {
+				// Aggregation prompts meet near-ties that the two engines'
+				// float kernels break differently: on the embedded model
+				// one aggregation of 32 (problem 20, after the model's
+				// own garbled "5+5=45. x=4. 4*") continues "5=5." here
+				// and "8=30." in llama.cpp, the same answer. Every step's
+				// accuracy and majority and the search step's tokens must
+				// still agree; the aggregation steps' generated-token
+				// counts within 1%. A check that allows a divergence only
+				// where the local top-2 logit margin is tiny would be
+				// stricter (issue 12's note).
+				wantTok, gotTok := aggregationGenerated(t, want), aggregationGenerated(t, got)
+				for i := range wantTok {
+					require.InEpsilon(t, wantTok[i], gotTok[i], 0.01, "generated tokens of RSA step %d", i/2+1)
+				}
+			}
+			require.Equal(t, want, got)
 			require.Regexp(t, `(accuracy|pass_at_k):0\.[0-9]*[1-9]`, fmt.Sprint(want), "some greedy answers are right, so equal figures say something")
 		})
 	}
@@ -154,4 +170,23 @@ func passAt1(t *testing.T, path string) float64 {
 	}
 	t.Fatalf("%s: no pass@1", path)
 	return 0
+}
+
+// aggregationGenerated removes the generated-token counts of the RSA
+// steps after the first from report m (an rsa.json's figures) and returns
+// them, "tokens" and "cumulative" for each step in turn.
+func aggregationGenerated(t *testing.T, m map[string]any) []float64 {
+	t.Helper()
+	steps, ok := m["steps"].([]any)
+	require.True(t, ok, "rsa.json without steps: %v", m)
+	var out []float64
+	for _, st := range steps[1:] {
+		step := st.(map[string]any)
+		for _, key := range []string{"tokens", "cumulative"} {
+			counts := step[key].(map[string]any)
+			out = append(out, counts["generated"].(float64))
+			delete(counts, "generated")
+		}
+	}
+	return out
 }
