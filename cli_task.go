@@ -14,10 +14,10 @@ import (
 // (eval). It is the solve form ("Solve x*7+3=38.", see data/synth), where
 // a trace derives x, then checks it, so that reading several candidates
 // (whose derivations slip independently) can beat each of them and a
-// vote. Its difficulty is sized to
-// the tiny model: 2-3 operands of 1-9. The task seed fixes the train/test split and is the
-// same in every command, whatever --seed says, so no command ever trains
-// on the test split.
+// vote. Its difficulty is sized to the tiny model: 2-3 operands of 1-9.
+// The task seed fixes the train/test split and is the same in every
+// command, whatever --seed says, so no command ever trains on the test
+// split.
 var embeddedTaskConfig = synth.Config{Form: synth.FormSolve, MinOperands: 2, MaxOperands: 3, MinOperand: 1, MaxOperand: 9}
 
 const embeddedTaskSeed = 1

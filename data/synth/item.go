@@ -103,10 +103,7 @@ func build(operands []int, ops []byte) Item {
 		// trivial step keeps every solution non-empty.
 		it.Steps = append(it.Steps, Step{Op: '+', A: acc, B: Ref{Value: 0, Step: -1}})
 	}
-	vals := evalSteps(it.Steps, -1, 0)
-	for i := range it.Steps {
-		it.Steps[i].Result = vals[i]
-	}
+	vals := setResults(it.Steps)
 	it.Answer = vals[len(vals)-1]
 	return it
 }
@@ -123,6 +120,15 @@ func apply(op byte, a, b int) int {
 		return a / b
 	}
 	panic(fmt.Sprintf("synth: unknown operator %q", op))
+}
+
+// setResults computes every step's Result and returns the results.
+func setResults(steps []Step) []int {
+	vals := evalSteps(steps, -1, 0)
+	for i := range steps {
+		steps[i].Result = vals[i]
+	}
+	return vals
 }
 
 // evalSteps computes every step's result; the result of step override (if

@@ -20,9 +20,10 @@ import (
 //	38-3=35. 35/7=4. x=4. 4*7=28. 28+3=31. no \boxed{4}
 //
 // (the second with a slip in its division). The derivation gives a tiny
-// model problem-dependent competence, which RL can sharpen: without it, guessing x outright (inverting the
-// expression in one token) stayed near chance for every problem, trivial
-// ones included (measured; see the README), so RL had nothing to sharpen.
+// model problem-dependent competence, which RL can sharpen: without it,
+// guessing x outright (inverting the expression in one token) stayed near
+// chance for every problem, trivial ones included (measured; see the
+// README), so RL had nothing to sharpen.
 // A derivation's arithmetic slips are independent across samples, so
 // candidates disagree, and a slip leads to a wrong x whose check fails:
 // a reader of several candidates can beat every one of them and a
@@ -42,9 +43,10 @@ const (
 	// checkShare of solve search examples are check examples: the
 	// derivation and the value it arrives at are given, the value
 	// uniform over the operand range (with a slip in the derivation when
-	// it is wrong), and the completion is its honest check. Without them every check a model sees reaches the
-	// target, and it learns to write the target rather than compute, so a
-	// reader could not tell a right guess from a wrong one.
+	// it is wrong), and the completion is its honest check. Without them
+	// every check a model sees reaches the target, and it learns to write
+	// the target rather than compute, so a reader could not tell a right
+	// guess from a wrong one.
 	checkShare = 0.5
 )
 
@@ -188,6 +190,11 @@ func (it Item) derivation() (steps []Step, chainStart int) {
 		}
 		terms = append(terms, term{sign: op, factors: []int{i + 1}})
 	}
+	// link writes the step a op b and returns its result.
+	link := func(op byte, a, b Ref) Ref {
+		steps = append(steps, Step{Op: op, A: a, B: b})
+		return Ref{Step: len(steps) - 1}
+	}
 	// product returns the product of the factors other than x as a
 	// reference, writing its steps; ok is false when there is none.
 	product := func(factors []int) (ref Ref, ok bool) {
@@ -197,8 +204,7 @@ func (it Item) derivation() (steps []Step, chainStart int) {
 			}
 			next := Ref{Value: it.Operands[f], Step: -1}
 			if ok {
-				steps = append(steps, Step{Op: '*', A: ref, B: next})
-				next = Ref{Step: len(steps) - 1}
+				next = link('*', ref, next)
 			}
 			ref, ok = next, true
 		}
@@ -219,10 +225,6 @@ func (it Item) derivation() (steps []Step, chainStart int) {
 		}
 	}
 	chainStart = len(steps)
-	link := func(op byte, a, b Ref) Ref {
-		steps = append(steps, Step{Op: op, A: a, B: b})
-		return Ref{Step: len(steps) - 1}
-	}
 	target := Ref{Value: it.Target, Step: -1}
 	var acc Ref
 	if xAdded {
@@ -253,10 +255,7 @@ func (it Item) derivation() (steps []Step, chainStart int) {
 	if hasCoef {
 		link('/', acc, coef)
 	}
-	vals := evalSteps(steps, -1, 0)
-	for i := range steps {
-		steps[i].Result = vals[i]
-	}
+	setResults(steps)
 	return steps, chainStart
 }
 

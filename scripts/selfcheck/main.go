@@ -69,20 +69,30 @@ func checkSteps(trace string, steps *[numPlaces][2]int) {
 		last := locs[len(locs)-1]
 		derivation, check = trace[:last[0]], trace[last[1]:]
 	}
-	countSteps(derivation, func(int, int) int { return derivationStep }, steps)
-	countSteps(check, func(i, n int) int {
-		if i == n-1 {
-			return lastStep
+	count := func(place int, holds bool) {
+		steps[place][0]++
+		if holds {
+			steps[place][1]++
 		}
-		return earlierStep
-	}, steps)
+	}
+	for _, holds := range stepsHold(derivation) {
+		count(derivationStep, holds)
+	}
+	checked := stepsHold(check)
+	for i, holds := range checked {
+		if i == len(checked)-1 {
+			count(lastStep, holds)
+		} else {
+			count(earlierStep, holds)
+		}
+	}
 }
 
-// countSteps adds the steps of text to steps, each at the place that
-// place(index, count) gives.
-func countSteps(text string, place func(i, n int) int, steps *[numPlaces][2]int) {
-	found := stepPattern.FindAllStringSubmatch(text, -1)
-	for i, m := range found {
+// stepsHold says, for each written step of text in turn, whether its
+// arithmetic holds.
+func stepsHold(text string) []bool {
+	var out []bool
+	for _, m := range stepPattern.FindAllStringSubmatch(text, -1) {
 		a, errA := strconv.Atoi(m[1])
 		b, errB := strconv.Atoi(m[3])
 		c, errC := strconv.Atoi(m[4])
@@ -100,12 +110,9 @@ func countSteps(text string, place func(i, n int) int, steps *[numPlaces][2]int)
 		case "/":
 			holds = b != 0 && a%b == 0 && a/b == c
 		}
-		p := place(i, len(found))
-		steps[p][0]++
-		if holds {
-			steps[p][1]++
-		}
+		out = append(out, holds)
 	}
+	return out
 }
 
 // offer classes what a first aggregation's candidates offered a reader
