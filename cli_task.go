@@ -9,36 +9,11 @@ import (
 	"github.com/spiral-rl/spiral/rollout"
 )
 
-// The embedded task: the synthetic equations the embedded tiny model is
-// warm-started on (sft) and trained on (train), with a held-out test split
-// (eval). It is the solve form ("Solve x*7+3=38.", see data/synth), where
-// a trace derives x, then checks it, so that reading several candidates
-// (whose derivations slip independently) can beat each of them and a
-// vote. Its difficulty is sized to the tiny model: 2-3 operands of 1-9.
-// The task seed fixes the train/test split and is the same in every
-// command, whatever --seed says, so no command ever trains on the test
-// split.
-var embeddedTaskConfig = synth.Config{Form: synth.FormSolve, MinOperands: 2, MaxOperands: 3, MinOperand: 1, MaxOperand: 9}
-
-const embeddedTaskSeed = 1
-
 // Sizes of the embedded task's problem sets.
 const (
 	embeddedTrainProblems = 2000
 	embeddedEvalProblems  = 128
 )
-
-// embeddedTask returns the embedded task.
-func embeddedTask() (*synth.Task, error) { return synth.New(embeddedTaskConfig, embeddedTaskSeed) }
-
-// embeddedSplit returns n problems of a split of the embedded task.
-func embeddedSplit(s synth.Split, n int) (*data.Dataset, error) {
-	task, err := embeddedTask()
-	if err != nil {
-		return nil, err
-	}
-	return task.Dataset(s, n, embeddedTaskSeed)
-}
 
 // templateSet is the prompt templates of a command.
 type templateSet struct {

@@ -45,7 +45,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	dsName := f.data
 	if onTask {
 		dsName = "embedded:synth-test"
-		ds, err = embeddedSplit(synth.Test, embeddedEvalProblems)
+		ds, err = synth.EmbeddedSplit(synth.Test, embeddedEvalProblems)
 	} else {
 		ds, err = loadProblems(f.data, f.df.opt, env.stderr)
 	}

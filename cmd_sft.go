@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/rl"
@@ -53,7 +54,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 	if err := sess.checkVocab(pol.LM); err != nil {
 		return err
 	}
-	task, err := embeddedTask()
+	task, err := synth.Embedded()
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	dataName := f.data
 	if onTask {
 		dataName = "embedded:synth"
-		ds, err = embeddedSplit(synth.Train, embeddedTrainProblems)
+		ds, err = synth.EmbeddedSplit(synth.Train, embeddedTrainProblems)
 	} else {
 		ds, err = loadProblems(f.data, f.df.opt, env.stderr)
 	}
@@ -75,7 +75,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 		}
 		held = eds.Problems
 	case onTask:
-		eds, err := embeddedSplit(synth.Test, f.evalN)
+		eds, err := synth.EmbeddedSplit(synth.Test, f.evalN)
 		if err != nil {
 			return err
 		}
