@@ -97,7 +97,7 @@ func TestEvalThroughLlamaCpp(t *testing.T) {
 	url := startLlamaCpp(t)
 	engine := []string{"--engine", "openai", "--base-url", url, "--served-model", "embedded", "--engine-concurrency", "4"}
 
-	greedy := []string{"--limit", "32", "--temperature", "0", "--samples", "2", "--population", "2", "--subset", "2", "--rsa-steps", "1", "--quiet"}
+	greedy := []string{"--limit", "32", "--temperature", "0", "--samples", "2", "--population", "2", "--subset", "2", "--rsa-steps", "1", "--quiet", "--traces"}
 	for _, mode := range []string{"passk", "sequential", "rsa"} {
 		t.Run("greedy-"+mode, func(t *testing.T) {
 			local, remote := filepath.Join(t.TempDir(), "local"), filepath.Join(t.TempDir(), "remote")
@@ -109,19 +109,24 @@ func TestEvalThroughLlamaCpp(t *testing.T) {
 			want, got := figures(t, filepath.Join(local, mode+".json")), figures(t, filepath.Join(remote, mode+".json"))
 			t.Logf("%s: %v", mode, want)
 			if mode == "rsa" {
-				// Aggregation prompts meet near-ties that the two engines'
-				// float kernels break differently: on the embedded model
-				// one aggregation of 32 (problem 20, after the model's
-				// own garbled "5+5=45. x=4. 4*") continues "5=5." here
-				// and "8=30." in llama.cpp, the same answer. Every step's
-				// accuracy and majority and the search step's tokens must
-				// still agree; the aggregation steps' generated-token
-				// counts within 1%. A check that allows a divergence only
-				// where the local top-2 logit margin is tiny would be
-				// stricter (issue 12's note).
+				// Aggregation prompts can meet near-ties that the two
+				// engines' float32 kernels break differently. Every
+				// search trace must be equal, every aggregation trace
+				// equal up to a near-tie within 1e-4 (greedyTies), and the
+				// reports' generated-token counts must differ by exactly
+				// what the diverging traces do (today none diverges).
+				diff, diverged := greedyTies(t, local, remote)
+				t.Logf("%d aggregation traces diverged at a near-tie", diverged)
 				wantTok, gotTok := aggregationGenerated(t, want), aggregationGenerated(t, got)
+				cum := 0
 				for i := range wantTok {
-					require.InEpsilon(t, wantTok[i], gotTok[i], 0.01, "generated tokens of RSA step %d", i/2+1)
+					step := i/2 + 1
+					d := diff[step]
+					if i%2 == 1 { // cumulative
+						cum += d
+						d = cum
+					}
+					require.Equal(t, wantTok[i]-gotTok[i], float64(d), "generated tokens of RSA step %d (%s)", step, []string{"tokens", "cumulative"}[i%2])
 				}
 			}
 			require.Equal(t, want, got)
