@@ -1,0 +1,70 @@
+package main
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/data"
+)
+
+func TestSteps(t *testing.T) {
+	g := []float32{3, -4, 0, 0}
+	got := steps(g, rand.New(rand.NewPCG(1, 2)))
+	require.Len(t, got, 7)
+	// Along -g/|g| (|g| = 5) at the stated norms.
+	for i, size := range []float64{0.01, 0.03, 0.1} {
+		require.Equal(t, "gradient", got[i].name)
+		require.InDelta(t, size, norm(got[i].delta), 1e-7)
+		require.InDeltaSlice(t, []float64{-0.6 * size, 0.8 * size, 0, 0}, f64(got[i].delta), 1e-7)
+	}
+	// AdamW's first step: -lr*sign(g), nothing where g is 0.
+	for i, lr := range []float64{3e-5, 1e-4, 3e-4} {
+		s := got[3+i]
+		require.Equal(t, "adam", s.name)
+		require.InDeltaSlice(t, []float64{-lr, lr, 0, 0}, f64(s.delta), 1e-10)
+	}
+	r := got[6]
+	require.Equal(t, "random", r.name)
+	require.InDelta(t, 0.1, norm(r.delta), 1e-7)
+}
+
+func TestCosineAndMean(t *testing.T) {
+	for _, tc := range []struct {
+		a, b []float32
+		want float64
+	}{
+		{[]float32{1, 0}, []float32{0, 2}, 0},
+		{[]float32{1, 1}, []float32{2, 2}, 1},
+		{[]float32{1, 0}, []float32{-3, 0}, -1},
+		{[]float32{1, 0}, []float32{1, 1}, 1 / math.Sqrt2},
+	} {
+		require.InDelta(t, tc.want, cosine(tc.a, tc.b), 1e-12, "%v . %v", tc.a, tc.b)
+	}
+	require.InDelta(t, 0.5, mean([]float64{0, 0.25, 1.25}), 1e-12)
+}
+
+func TestIntermediate(t *testing.T) {
+	ps := []data.Problem{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}, {ID: "e"}}
+	acc := []float64{0, 0.15, 0.9, 0.5, 0.85}
+	ids := func(ps []data.Problem) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.ID)
+		}
+		return out
+	}
+	require.Equal(t, []string{"b", "d", "e"}, ids(intermediate(ps, acc, 0.15, 0.85, 5)))
+	require.Equal(t, []string{"b", "d"}, ids(intermediate(ps, acc, 0.15, 0.85, 2)))
+	require.Empty(t, intermediate(ps, acc, 0.95, 1, 5))
+}
+
+func f64(x []float32) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v)
+	}
+	return out
+}
