@@ -62,7 +62,7 @@ study:
 # started by SFT on the embedded equation task (half aggregation examples),
 # then by a search-weighted stage (a fifth aggregation examples, which
 # sharpens the derivations' arithmetic), copied into model/embedded/assets
-# (then rebuild the binary). About 34 minutes on 2 CPU cores (28 + 6).
+# (then rebuild the binary). About 25 minutes on 2 otherwise idle CPU cores.
 EMBED_STEPS ?= 900
 EMBED_SEARCH_STEPS ?= 300
 embedded:
