@@ -105,13 +105,17 @@ job() { # algo seed: run_job, logged, a failure marked
 	fi
 }
 
-# The jobs, JOBS at a time: the base model's evaluations, then every run.
-todo=("base base")
-for algo in $ALGOS; do
+# The jobs, JOBS at a time, the longest first so that no core idles at
+# the end: SPIRAL's runs (search and aggregation traces), agg-only's,
+# GRPO's and any other algorithm's, then the base model's evaluations.
+todo=()
+for algo in spiral agg-only grpo $ALGOS; do
+	[[ " $ALGOS " == *" $algo "* && " ${todo[*]} " != *" $algo "* ]] || continue
 	for seed in $SEEDS; do
 		todo+=("$algo $seed")
 	done
 done
+todo+=("base base")
 for j in "${todo[@]}"; do
 	while (($(jobs -rp | wc -l) >= JOBS)); do
 		wait -n || true
