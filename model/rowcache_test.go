@@ -15,16 +15,8 @@ import (
 // logits of its last position.
 func aloneLogits(t *testing.T, lm *model.LM, seq []int64) []float32 {
 	t.Helper()
-	T := len(seq)
-	mask := make([]int64, T)
-	pos := make([]int64, T)
-	for i := range mask {
-		mask[i], pos[i] = 1, int64(i)
-	}
-	logits, err := lm.Forward(context.Background(), model.Step{Batch: 1, Seq: T, InputIDs: seq, AttentionMask: mask, PositionIDs: pos}, lm.NewKVCache(1, T), nil)
-	require.NoError(t, err)
-	V := lm.Signature().Vocab
-	return logits[(T-1)*V : T*V]
+	T, V := len(seq), lm.Signature().Vocab
+	return modeltest.SequenceLogits(t, lm, seq)[(T-1)*V : T*V]
 }
 
 // TestExtendMatchesForward checks generation's cache on every export:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/modeltest"
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
@@ -56,16 +57,12 @@ var learnJudge = rollout.Judge{
 // prompt is even (the rewarded half), from one forward pass.
 func rewardedMass(t *testing.T, lm *model.LM, prompt []int32) float64 {
 	t.Helper()
-	V := lm.Signature().Vocab
-	T := len(prompt)
-	ids, mask, pos := make([]int64, T), make([]int64, T), make([]int64, T)
+	V, T := lm.Signature().Vocab, len(prompt)
+	ids := make([]int64, T)
 	for i, id := range prompt {
-		ids[i], mask[i], pos[i] = int64(id), 1, int64(i)
+		ids[i] = int64(id)
 	}
-	logits, err := lm.Forward(context.Background(), model.Step{Batch: 1, Seq: T, InputIDs: ids, AttentionMask: mask, PositionIDs: pos},
-		lm.NewKVCache(1, T), nil)
-	require.NoError(t, err)
-	row := logits[(T-1)*V : T*V]
+	row := modeltest.SequenceLogits(t, lm, ids)[(T-1)*V : T*V]
 	maxv := math.Inf(-1)
 	for _, v := range row {
 		maxv = math.Max(maxv, float64(v))

@@ -60,15 +60,7 @@ func completionNLL(t *testing.T, lm *model.LM, examples []rl.Example) float64 {
 		for _, id := range append(append([]int32{}, e.Prompt...), e.Completion...) {
 			ids = append(ids, int64(id))
 		}
-		T := len(ids)
-		mask := make([]int64, T)
-		pos := make([]int64, T)
-		for i := range mask {
-			mask[i], pos[i] = 1, int64(i)
-		}
-		logits, err := lm.Forward(context.Background(), model.Step{Batch: 1, Seq: T, InputIDs: ids, AttentionMask: mask, PositionIDs: pos},
-			lm.NewKVCache(1, T), nil)
-		require.NoError(t, err)
+		logits := modeltest.SequenceLogits(t, lm, ids)
 		for j, tok := range e.Completion {
 			row := logits[(len(e.Prompt)-1+j)*V : (len(e.Prompt)+j)*V]
 			maxv := math.Inf(-1)

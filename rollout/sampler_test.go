@@ -107,13 +107,7 @@ func TestSamplerGreedyEqualsArgmax(t *testing.T) {
 		var want []int32
 		for len(want) < 8 {
 			T := len(seq)
-			pos := make([]int64, T)
-			mask := make([]int64, T)
-			for j := range pos {
-				pos[j], mask[j] = int64(j), 1
-			}
-			logits, err := lm.Forward(context.Background(), model.Step{Batch: 1, Seq: T, InputIDs: seq, AttentionMask: mask, PositionIDs: pos}, lm.NewKVCache(1, T), nil)
-			require.NoError(t, err)
+			logits := modeltest.SequenceLogits(t, lm, seq)
 			next := greedy(logits[(T-1)*vocab : T*vocab])
 			want = append(want, int32(next))
 			seq = append(seq, int64(next))
@@ -232,12 +226,7 @@ func TestSamplerPolicyLogProbs(t *testing.T) {
 			seq := toInt64(samplerPrompts[i])
 			for j, id := range c.Tokens {
 				T := len(seq)
-				pos, mask := make([]int64, T), make([]int64, T)
-				for k := range pos {
-					pos[k], mask[k] = int64(k), 1
-				}
-				logits, err := lm.Forward(context.Background(), model.Step{Batch: 1, Seq: T, InputIDs: seq, AttentionMask: mask, PositionIDs: pos}, lm.NewKVCache(1, T), nil)
-				require.NoError(t, err)
+				logits := modeltest.SequenceLogits(t, lm, seq)
 				row := logits[(T-1)*vocab : T*vocab]
 				want := float64(row[id]) - logSumExp(row)
 				require.InDelta(t, want, c.PolicyLogProbs[j], 1e-4, "cfg %+v request %d token %d", cfg, i, j)

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -132,13 +131,10 @@ func greedyTies(t *testing.T, local, remote string) (tokenDiff map[int]int, dive
 // lastLogits runs lm over ids and returns the logits of the last position.
 func lastLogits(t *testing.T, lm *model.LM, ids []int32) []float32 {
 	t.Helper()
-	T := len(ids)
-	in, mask, pos := make([]int64, T), make([]int64, T), make([]int64, T)
+	T, V := len(ids), lm.Signature().Vocab
+	in := make([]int64, T)
 	for i, id := range ids {
-		in[i], mask[i], pos[i] = int64(id), 1, int64(i)
+		in[i] = int64(id)
 	}
-	logits, err := lm.Forward(context.Background(), model.Step{Batch: 1, Seq: T, InputIDs: in, AttentionMask: mask, PositionIDs: pos}, lm.NewKVCache(1, T), nil)
-	require.NoError(t, err)
-	V := lm.Signature().Vocab
-	return logits[(T-1)*V:]
+	return modeltest.SequenceLogits(t, lm, in)[(T-1)*V:]
 }

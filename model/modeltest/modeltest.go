@@ -2,6 +2,7 @@
 package modeltest
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -36,6 +37,24 @@ func Runtime(t testing.TB) *model.Runtime {
 		t.Fatalf("ONNX Runtime not available: %v", shared.err)
 	}
 	return shared.rt
+}
+
+// SequenceLogits runs lm (an LM whose logits cover every position, such
+// as model.Policy.Scorer) on the single sequence ids from an empty cache,
+// and returns its logits, [len(ids) x vocab]: the plain full-sequence
+// reference that cached and batched paths are compared with.
+func SequenceLogits(t testing.TB, lm *model.LM, ids []int64) []float32 {
+	t.Helper()
+	T := len(ids)
+	mask, pos := make([]int64, T), make([]int64, T)
+	for i := range mask {
+		mask[i], pos[i] = 1, int64(i)
+	}
+	logits, err := lm.Forward(context.Background(), model.Step{Batch: 1, Seq: T, InputIDs: ids, AttentionMask: mask, PositionIDs: pos}, lm.NewKVCache(1, T), nil)
+	if err != nil {
+		t.Fatalf("forward of %d tokens: %v", T, err)
+	}
+	return logits
 }
 
 // FixtureParameter is one entry of a fixture's parameters.json (made by
