@@ -48,9 +48,6 @@ func (f *modelFlags) resolve() (resolvedModel, error) {
 		if err != nil {
 			return r, err
 		}
-		if err := os.MkdirAll(cache, 0o777); err != nil {
-			return r, err
-		}
 		dir, err := embedded.Extract(cache)
 		if err != nil {
 			return r, err

@@ -35,9 +35,9 @@ func Available() bool {
 	return true
 }
 
-// Extract writes the embedded files into a directory under cacheDir named
-// by their content hash (once; later calls reuse it) and returns that
-// directory.
+// Extract writes the embedded files into a directory under cacheDir
+// (created if missing) named by their content hash (once; later calls
+// reuse it) and returns that directory.
 func Extract(cacheDir string) (string, error) {
 	if !Available() {
 		return "", ErrNotBuilt
@@ -55,6 +55,9 @@ func Extract(cacheDir string) (string, error) {
 	dir := filepath.Join(cacheDir, "embedded-"+hex.EncodeToString(h.Sum(nil))[:16])
 	if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
 		return dir, nil
+	}
+	if err := os.MkdirAll(cacheDir, 0o777); err != nil {
+		return "", fmt.Errorf("embedded: extract: %w", err)
 	}
 	tmp, err := os.MkdirTemp(cacheDir, ".embedded-tmp-")
 	if err != nil {

@@ -33,3 +33,16 @@ func TestExtract(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "no temporary directories left behind")
 }
+
+// TestExtractCreatesCacheDir: a cache directory that does not exist yet
+// (a first run) is created, with its parents.
+func TestExtractCreatesCacheDir(t *testing.T) {
+	if !Available() {
+		t.Skip("this build carries no embedded model")
+	}
+	cache := filepath.Join(t.TempDir(), "a", "b")
+	dir, err := Extract(cache)
+	require.NoError(t, err)
+	require.Equal(t, cache, filepath.Dir(dir))
+	require.FileExists(t, filepath.Join(dir, ".complete"))
+}

@@ -86,9 +86,6 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if err := os.MkdirAll(cache, 0o777); err != nil {
-			return err
-		}
 		if dir, err = embedded.Extract(cache); err != nil {
 			return err
 		}
