@@ -2,8 +2,8 @@
 // in two forms: integer arithmetic expressions such as "Compute 7+5*3-4."
 // with short worked solutions such as "5*3=15. 7+15=22. 22-4=18.
 // \boxed{18}", and equations such as "Solve x*7+3=38." whose solution
-// derives x and checks it, "38-3=35. 35/7=5. x=5. 5*7=35. 35+3=38. ok
-// \boxed{5}" (the embedded default; see solve.go for why).
+// derives x and checks it, "38-3=35. 35/7=5. x=5. 5*7=35. 35+3=38.
+// 38-38=0. ok \boxed{5}" (the embedded default; see solve.go for why).
 //
 // Conventions:
 //

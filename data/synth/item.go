@@ -53,7 +53,7 @@ func (it Item) Problem() string {
 // Solution returns the worked solution, such as
 // "5*3=15. 7+15=22. 22-4=18. \boxed{18}", or for a solve problem the
 // derivation of x and the check of it, such as
-// "38-3=35. 35/7=5. x=5. 5*7=35. 35+3=38. ok \boxed{5}".
+// "38-3=35. 35/7=5. x=5. 5*7=35. 35+3=38. 38-38=0. ok \boxed{5}".
 func (it Item) Solution() string {
 	if it.Unknown >= 0 {
 		steps, _ := it.derivation()

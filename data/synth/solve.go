@@ -13,11 +13,12 @@ import (
 // The solve form is the embedded default's task because it separates
 // finding an answer from recognizing one. A search trace derives x by
 // undoing the equation from its right-hand side, writes the value it
-// found, checks it by substituting it into the left side, and gives a
-// verdict: "ok" when the check reaches the target, else "no":
+// found, checks it by substituting it into the left side, compares the
+// value it reaches with the target by subtracting it, and gives a
+// verdict: "ok" when the difference is 0, else "no":
 //
-//	38-3=35. 35/7=5. x=5. 5*7=35. 35+3=38. ok \boxed{5}
-//	38-3=35. 35/7=4. x=4. 4*7=28. 28+3=31. no \boxed{4}
+//	38-3=35. 35/7=5. x=5. 5*7=35. 35+3=38. 38-38=0. ok \boxed{5}
+//	38-3=35. 35/7=4. x=4. 4*7=28. 28+3=31. 31-38=-7. no \boxed{4}
 //
 // (the second with a slip in its division). The derivation gives a tiny
 // model problem-dependent competence, which RL can sharpen: without it,
@@ -31,9 +32,14 @@ import (
 // when it is a minority. The verdict is the tiny model's way to read a
 // check: with the target only at the end of the check, the 3-layer model
 // learned to write the target rather than select the candidate that
-// reaches it (measured; see the README). An aggregation trace has the
-// search trace's form, so recursive self-aggregation feeds candidates of
-// the same shape at every step.
+// reaches it (measured; see the README). The comparison makes the verdict
+// a local decision: without it, the model had to match the check's value
+// against the target at the start of the prompt, and its verdicts carried
+// no information (P(ok | right) 0.68, P(ok | wrong) 0.59, with 95% of its
+// check steps right; measured, see the README); "0" or not is read off
+// the step just before the verdict. An aggregation trace has the search
+// trace's form, so recursive self-aggregation feeds candidates of the
+// same shape at every step.
 
 // Shares of kinds of solve examples.
 const (
@@ -73,9 +79,11 @@ func solveItem(operands []int, ops []byte, u int) Item {
 }
 
 // Trial returns the check of guess g for x in a solve problem: "x=g. ",
-// the steps of the expression with g in place of x, and the verdict "ok "
-// when the last result equals Target (exactly when g is the answer), else
-// "no ", such as "x=4. 4*7=28. 28+3=31. no ".
+// the steps of the expression with g in place of x, the comparison of
+// their value v with Target, "v-Target=d. " ("v+|Target|=d. " when Target
+// is negative, so no "--" is written), and the verdict "ok " when d is 0
+// (exactly when g is the answer), else "no ", such as
+// "x=4. 4*7=28. 28+3=31. 31-38=-7. no ".
 func (it Item) Trial(g int) string {
 	operands := slices.Clone(it.Operands)
 	operands[it.Unknown] = g
@@ -84,11 +92,15 @@ func (it Item) Trial(g int) string {
 	if v == it.Target {
 		verdict = "ok "
 	}
-	return "x=" + strconv.Itoa(g) + ". " + text + verdict
+	residual := fmt.Sprintf("%d-%d=%d. ", v, it.Target, v-it.Target)
+	if it.Target < 0 {
+		residual = fmt.Sprintf("%d+%d=%d. ", v, -it.Target, v-it.Target)
+	}
+	return "x=" + strconv.Itoa(g) + ". " + text + residual + verdict
 }
 
 // CheckVerdict reads the verdict of a solve trace such as
-// "x=4. 4*7=28. 28+3=31. no \boxed{4}": passed is true for "ok", false
+// "x=4. 4*7=28. 28+3=31. 31-38=-7. no \boxed{4}": passed is true for "ok", false
 // for "no"; found is false when the trace has neither (the last of them
 // counts when it has several).
 func CheckVerdict(trace string) (passed, found bool) {

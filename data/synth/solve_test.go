@@ -17,7 +17,7 @@ var solveConfigs = []struct {
 	name string
 	cfg  Config
 }{
-	{"embedded", Config{Form: FormSolve, MinOperands: 2, MaxOperands: 3, MinOperand: 1, MaxOperand: 9}},
+	{"embedded", EmbeddedConfig},
 	{"long, wide", Config{Form: FormSolve, MinOperands: 4, MaxOperands: 5, MinOperand: 1, MaxOperand: 20}},
 	{"products only", Config{Form: FormSolve, MinOperands: 2, MaxOperands: 3, MinOperand: 2, MaxOperand: 9, Ops: "*"}},
 }
@@ -25,10 +25,13 @@ var solveConfigs = []struct {
 // trialRE matches the opening sentence of a trial, "x=g.".
 var trialRE = regexp.MustCompile(`^x=(-?\d+)\.$`)
 
-// parsedTrial is one parsed check of a guess.
+// parsedTrial is one parsed check of a guess: the value its steps reach
+// (last), the result of its comparison with the right-hand side
+// (residual), how many of its steps, the comparison included, are wrong,
+// and its verdict.
 type parsedTrial struct {
-	guess, wrongSteps, last int
-	verdict                 string // "ok" or "no"
+	guess, wrongSteps, last, residual int
+	verdict                           string // "ok" or "no"
 }
 
 // parsedDerivation is the steps of a solve trace before its first guess:
@@ -38,17 +41,21 @@ type parsedDerivation struct {
 }
 
 // parseTrials parses a solve trace, "A op B=R. ... x=g. A op B=R. ...
-// \boxed{v}", into its derivation and its trials (each step checked with
-// bigStep) and the boxed value.
+// R-T=D. ok|no \boxed{v}", into its derivation and its trials (each step
+// checked with bigStep) and the boxed value. A trial's last step is its
+// comparison, which must start from the value the steps before it reach.
 func parseTrials(t *testing.T, text string) (parsedDerivation, []parsedTrial, int) {
 	t.Helper()
 	fields := strings.Split(text, " ")
 	var deriv parsedDerivation
 	var trials []parsedTrial
+	var comparedFrom, checkSteps int // the current trial's last step's A, and its steps
 	for _, f := range fields[:len(fields)-1] {
 		if f == "ok" || f == "no" {
 			require.NotEmpty(t, trials, "a verdict before the first guess in %q", text)
+			require.GreaterOrEqual(t, checkSteps, 2, "a check of at least one step and a comparison in %q", text)
 			cur := &trials[len(trials)-1]
+			require.Equal(t, cur.last, comparedFrom, "the comparison starts from the check's value in %q", text)
 			cur.verdict = f
 			continue
 		}
@@ -56,6 +63,7 @@ func parseTrials(t *testing.T, text string) (parsedDerivation, []parsedTrial, in
 			g, err := strconv.Atoi(m[1])
 			require.NoError(t, err)
 			trials = append(trials, parsedTrial{guess: g})
+			checkSteps = 0
 			continue
 		}
 		m := stepRE.FindStringSubmatch(f)
@@ -75,7 +83,10 @@ func parseTrials(t *testing.T, text string) (parsedDerivation, []parsedTrial, in
 		if !right {
 			cur.wrongSteps++
 		}
-		cur.last = last
+		checkSteps++
+		cur.last, cur.residual = cur.residual, last
+		comparedFrom, err = strconv.Atoi(m[1])
+		require.NoError(t, err)
 	}
 	ans, ok := data.LastBoxed(fields[len(fields)-1])
 	require.True(t, ok, "no box in %q", text)
@@ -123,7 +134,7 @@ func TestSolveSolutions(t *testing.T) {
 				require.Positive(t, deriv.steps, it.Solution())
 				require.Zero(t, deriv.slips, it.Solution())
 				require.Equal(t, it.Answer, deriv.last, it.Solution())
-				require.Equal(t, []parsedTrial{{guess: it.Answer, last: it.Target, verdict: "ok"}}, trials, it.Solution())
+				require.Equal(t, []parsedTrial{{guess: it.Answer, last: it.Target, residual: 0, verdict: "ok"}}, trials, it.Solution())
 				require.Equal(t, it.Answer, boxed)
 				require.NotContains(t, it.Solution(), "+-")
 				require.NotContains(t, it.Solution(), "--")
@@ -143,16 +154,16 @@ func TestSolveDerivations(t *testing.T) {
 		unknown  int
 		want     string
 	}{
-		{[]int{5, 7, 3}, "*+", 0, `38-3=35. 35/7=5. x=5. 5*7=35. 35+3=38. ok \boxed{5}`},
-		{[]int{3, 5, 7}, "+*", 1, `38-3=35. 35/7=5. x=5. 5*7=35. 3+35=38. ok \boxed{5}`},
-		{[]int{9, 4, 2}, "-*", 1, `9-1=8. 8/2=4. x=4. 4*2=8. 9-8=1. ok \boxed{4}`},
-		{[]int{6, 6}, "-", 0, `0+6=6. x=6. 6-6=0. ok \boxed{6}`},
-		{[]int{2, 4, 3}, "**", 1, `2*3=6. 24/6=4. x=4. 2*4=8. 8*3=24. ok \boxed{4}`},
-		{[]int{5, 3, 7}, "*-", 2, `5*3=15. 15-8=7. x=7. 5*3=15. 15-7=8. ok \boxed{7}`},
-		{[]int{4, 7}, "-", 1, `4+3=7. x=7. 4-7=-3. ok \boxed{7}`},
-		{[]int{1, 9, 8}, "+-", 0, `2+8=10. 10-9=1. x=1. 1+9=10. 10-8=2. ok \boxed{1}`},
-		{[]int{2, 9, 6}, "--", 2, `2+13=15. 15-9=6. x=6. 2-9=-7. -7-6=-13. ok \boxed{6}`},
-		{[]int{8, 2, 3, 4}, "+-*", 1, `3*4=12. -2+12=10. 10-8=2. x=2. 3*4=12. 8+2=10. 10-12=-2. ok \boxed{2}`},
+		{[]int{5, 7, 3}, "*+", 0, `38-3=35. 35/7=5. x=5. 5*7=35. 35+3=38. 38-38=0. ok \boxed{5}`},
+		{[]int{3, 5, 7}, "+*", 1, `38-3=35. 35/7=5. x=5. 5*7=35. 3+35=38. 38-38=0. ok \boxed{5}`},
+		{[]int{9, 4, 2}, "-*", 1, `9-1=8. 8/2=4. x=4. 4*2=8. 9-8=1. 1-1=0. ok \boxed{4}`},
+		{[]int{6, 6}, "-", 0, `0+6=6. x=6. 6-6=0. 0-0=0. ok \boxed{6}`},
+		{[]int{2, 4, 3}, "**", 1, `2*3=6. 24/6=4. x=4. 2*4=8. 8*3=24. 24-24=0. ok \boxed{4}`},
+		{[]int{5, 3, 7}, "*-", 2, `5*3=15. 15-8=7. x=7. 5*3=15. 15-7=8. 8-8=0. ok \boxed{7}`},
+		{[]int{4, 7}, "-", 1, `4+3=7. x=7. 4-7=-3. -3+3=0. ok \boxed{7}`},
+		{[]int{1, 9, 8}, "+-", 0, `2+8=10. 10-9=1. x=1. 1+9=10. 10-8=2. 2-2=0. ok \boxed{1}`},
+		{[]int{2, 9, 6}, "--", 2, `2+13=15. 15-9=6. x=6. 2-9=-7. -7-6=-13. -13+13=0. ok \boxed{6}`},
+		{[]int{8, 2, 3, 4}, "+-*", 1, `3*4=12. -2+12=10. 10-8=2. x=2. 3*4=12. 8+2=10. 10-12=-2. -2+2=0. ok \boxed{2}`},
 	} {
 		it := solveItem(tc.operands, []byte(tc.ops), tc.unknown)
 		require.Equal(t, tc.want, it.Solution(), it.Expr)
@@ -165,18 +176,21 @@ func TestSolveDerivations(t *testing.T) {
 func TestSolveAttempts(t *testing.T) {
 	task, err := New(solveConfigs[0].cfg, 5)
 	require.NoError(t, err)
+	cfg := task.Config()
 	r := rand.New(rand.NewPCG(5, 6))
 	slipAt := map[int]int{}
 	for range 2000 {
 		it, err := task.Sample(r, Train)
 		require.NoError(t, err)
-		g := it.wrongGuess(r, 1, 9)
+		g := it.wrongGuess(r, cfg.MinOperand, cfg.MaxOperand)
 		text := it.Attempt(r, g)
 		deriv, trials, boxed := parseTrials(t, text)
 		require.Equal(t, 1, deriv.slips, text)
 		require.Equal(t, g, deriv.last, text)
 		require.Equal(t, g, boxed, text)
-		require.Equal(t, []parsedTrial{{guess: g, last: trials[0].last, verdict: "no"}}, trials, text)
+		require.Len(t, trials, 1, text)
+		require.NotEqual(t, it.Target, trials[0].last, "the check of a wrong guess misses the target: %q", text)
+		require.Equal(t, []parsedTrial{{guess: g, last: trials[0].last, residual: trials[0].last - it.Target, verdict: "no"}}, trials, text)
 		steps, start := it.derivation()
 		for i, f := range strings.Fields(text)[:len(steps)] {
 			if m := stepRE.FindStringSubmatch(f); bigStep(t, m[1], m[2], m[3]) != m[4] {
@@ -225,6 +239,7 @@ func TestSolveAggregateExamples(t *testing.T) {
 					require.Equal(t, boxed, ts[0].guess, c)
 					require.Zero(t, ts[0].wrongSteps, c)
 					require.Equal(t, boxed == it.Answer, ts[0].last == it.Target, "only the right guess reaches the target: %q", c)
+					require.Equal(t, ts[0].last-it.Target, ts[0].residual, c)
 					require.Equal(t, boxed == it.Answer, ts[0].verdict == "ok", c)
 					if boxed == it.Answer {
 						correct++
@@ -271,8 +286,9 @@ func TestSolveSplit(t *testing.T) {
 }
 
 // TestSolveLengths checks the sizes the embedded model's context and trace
-// length need: searches of at most 60 characters and aggregation prompts
-// with 4 candidates of at most 300, over 5000 samples.
+// length need: searches of at most 90 characters (its traces stop at 96
+// new tokens) and aggregation prompts with 4 candidates of at most 420,
+// over 5000 samples.
 func TestSolveLengths(t *testing.T) {
 	task, err := New(solveConfigs[0].cfg, 1)
 	require.NoError(t, err)
@@ -287,8 +303,8 @@ func TestSolveLengths(t *testing.T) {
 		maxAgg = max(maxAgg, len(ex.Prompt))
 	}
 	t.Logf("longest search %d chars, aggregation prompt %d", maxSol, maxAgg)
-	require.LessOrEqual(t, maxSol, 60)
-	require.LessOrEqual(t, maxAgg, 300)
+	require.LessOrEqual(t, maxSol, 90)
+	require.LessOrEqual(t, maxAgg, 420)
 }
 
 // TestSolveCheckExamples checks the check examples among solve SFT
@@ -302,6 +318,7 @@ func TestSolveCheckExamples(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 4))
 	exs, err := task.SFTExamples(r, nil, 4000, 4, 0)
 	require.NoError(t, err)
+	cfg := task.Config()
 	checks, wrongGuesses := 0, 0
 	for _, ex := range exs {
 		// The search template is the problem itself: "Solve <lhs>=<rhs>."
@@ -318,7 +335,7 @@ func TestSolveCheckExamples(t *testing.T) {
 			deriv, trials, boxed := parseTrials(t, ex.Completion)
 			require.Zero(t, deriv.slips, ex.Completion)
 			require.Equal(t, answer, deriv.last, ex.Completion)
-			require.Equal(t, []parsedTrial{{guess: answer, last: target, verdict: "ok"}}, trials, ex.Completion)
+			require.Equal(t, []parsedTrial{{guess: answer, last: target, residual: 0, verdict: "ok"}}, trials, ex.Completion)
 			require.Equal(t, answer, boxed)
 			continue
 		}
@@ -330,19 +347,21 @@ func TestSolveCheckExamples(t *testing.T) {
 		require.NotContains(t, ex.Completion, "x=", "the completion is the check alone")
 		require.Equal(t, g, deriv.last, "the derivation arrives at the guess: %q", ex.Prefix)
 		require.Equal(t, boolInt(g != answer), deriv.slips, ex.Prefix)
-		require.True(t, g >= 1 && g <= 9, "guess %d", g)
+		require.True(t, g >= cfg.MinOperand && g <= cfg.MaxOperand, "guess %d", g)
 		require.Equal(t, g, boxed)
 		require.Zero(t, trials[0].wrongSteps, ex.Completion)
 		require.Equal(t, g == answer, trials[0].last == target, ex.Completion)
+		require.Equal(t, trials[0].last-target, trials[0].residual, ex.Completion)
 		require.Equal(t, g == answer, trials[0].verdict == "ok", ex.Completion)
 		if g != answer {
 			wrongGuesses++
 		}
 	}
 	// checkShare 0.5 of 4000 (sd 32): [0.45, 0.55]; guesses uniform over
-	// 9 values are wrong 8/9 of the time.
+	// n values are wrong (n-1)/n of the time (n = 5: sd 0.009).
 	require.InDelta(t, 0.5, float64(checks)/4000, 0.05)
-	require.InDelta(t, 8.0/9, float64(wrongGuesses)/float64(checks), 0.04)
+	n := float64(cfg.MaxOperand - cfg.MinOperand + 1)
+	require.InDelta(t, (n-1)/n, float64(wrongGuesses)/float64(checks), 0.04)
 }
 
 func TestCheckVerdict(t *testing.T) {
@@ -368,7 +387,7 @@ func TestCheckVerdict(t *testing.T) {
 	for range 200 {
 		it, err := task.Sample(r, Train)
 		require.NoError(t, err)
-		g := 1 + r.IntN(9)
+		g := 1 + r.IntN(9) // beyond the operand range too
 		passed, found := CheckVerdict(it.Trial(g) + boxed(g))
 		require.True(t, found)
 		require.Equal(t, g == it.Answer, passed, it.Trial(g))

@@ -19,8 +19,10 @@
 // right answer. Later steps are left out: their candidates are
 // aggregations. Last, the arithmetic of the search traces: how many of
 // the steps "a op b = c" they write hold, in the derivation of x and in
-// its check, the check's last step (whose result it compares with the
-// equation's right-hand side) apart from the others.
+// its check, the check's last step (its comparison with the equation's
+// right-hand side, "31-38=-7.") apart from the others; and how many
+// verdicts follow the comparison written before them ("ok" exactly when
+// its result is 0), whether or not its arithmetic holds.
 package main
 
 import (
@@ -44,13 +46,16 @@ type counts struct {
 	// steps counts the search traces' written arithmetic steps, the
 	// earlier ones and the last one: [n, right].
 	steps [numPlaces][2]int
+	// follow counts the search traces with a verdict after a comparison:
+	// [n, verdict follows the comparison].
+	follow [2]int
 }
 
 // Places of a written step in a search trace.
 const (
 	derivationStep = iota // before the value of x is stated
 	earlierStep           // in the check, before its last step
-	lastStep              // the check's last step
+	lastStep              // the check's last step: its comparison
 	numPlaces
 )
 
@@ -62,8 +67,10 @@ var guessPattern = regexp.MustCompile(`(^|\s)x=-?\d+\.`)
 
 // checkSteps adds the written steps of trace to steps: [place][n, right].
 // The steps before the last statement of x are its derivation, those
-// after it its check; a trace that states no x has only a derivation.
-func checkSteps(trace string, steps *[numPlaces][2]int) {
+// after it its check; a trace that states no x has only a derivation. It
+// returns the written result of the check's last step (its comparison);
+// ok is false when the check has no step.
+func checkSteps(trace string, steps *[numPlaces][2]int) (comparison int, ok bool) {
 	derivation, check := trace, ""
 	if locs := guessPattern.FindAllStringIndex(trace, -1); locs != nil {
 		last := locs[len(locs)-1]
@@ -75,23 +82,33 @@ func checkSteps(trace string, steps *[numPlaces][2]int) {
 			steps[place][1]++
 		}
 	}
-	for _, holds := range stepsHold(derivation) {
-		count(derivationStep, holds)
+	for _, s := range writtenSteps(derivation) {
+		count(derivationStep, s.holds)
 	}
-	checked := stepsHold(check)
-	for i, holds := range checked {
+	checked := writtenSteps(check)
+	for i, s := range checked {
 		if i == len(checked)-1 {
-			count(lastStep, holds)
+			count(lastStep, s.holds)
 		} else {
-			count(earlierStep, holds)
+			count(earlierStep, s.holds)
 		}
 	}
+	if len(checked) == 0 {
+		return 0, false
+	}
+	return checked[len(checked)-1].result, true
 }
 
-// stepsHold says, for each written step of text in turn, whether its
-// arithmetic holds.
-func stepsHold(text string) []bool {
-	var out []bool
+// writtenStep is a step "a op b = c" as written: its result c and whether
+// its arithmetic holds.
+type writtenStep struct {
+	result int
+	holds  bool
+}
+
+// writtenSteps returns the written steps of text in turn.
+func writtenSteps(text string) []writtenStep {
+	var out []writtenStep
 	for _, m := range stepPattern.FindAllStringSubmatch(text, -1) {
 		a, errA := strconv.Atoi(m[1])
 		b, errB := strconv.Atoi(m[3])
@@ -110,7 +127,7 @@ func stepsHold(text string) []bool {
 		case "/":
 			holds = b != 0 && a%b == 0 && a/b == c
 		}
-		out = append(out, holds)
+		out = append(out, writtenStep{result: c, holds: holds})
 	}
 	return out
 }
@@ -197,11 +214,17 @@ func tally(recs []report.TraceRecord) (counts, error) {
 			continue
 		}
 		c.search++
-		checkSteps(r.Text, &c.steps)
+		comparison, compared := checkSteps(r.Text, &c.steps)
 		passed, found := synth.CheckVerdict(r.Text)
 		if !found {
 			c.noVerdict++
 			continue
+		}
+		if compared {
+			c.follow[0]++
+			if passed == (comparison == 0) {
+				c.follow[1]++
+			}
 		}
 		if r.Correct {
 			c.right++
@@ -278,14 +301,14 @@ func run(args []string, w io.Writer) error {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "The search traces' arithmetic: written steps, and the share that hold, in the derivation and in the check")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| model | derivation steps | right | earlier check steps | right | last check steps | right |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| model | derivation steps | right | earlier check steps | right | comparisons (last check steps) | right | verdicts after one | follow it |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for i, c := range tallies {
 		fmt.Fprintf(w, "| %s |", labels[i])
 		for _, p := range c.steps {
 			fmt.Fprintf(w, " %d | %s |", p[0], ratio(p[1], p[0]))
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, " %d | %s |\n", c.follow[0], ratio(c.follow[1], c.follow[0]))
 	}
 	return nil
 }

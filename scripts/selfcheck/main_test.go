@@ -15,10 +15,11 @@ import (
 func TestTallyHandComputed(t *testing.T) {
 	recs := []report.TraceRecord{
 		// Step 0 of problem 0: right+ok, right+no, wrong+ok, wrong+no, no verdict.
-		{Step: 0, Problem: 0, Sample: 0, Text: `x=5. 35+3=38. ok \boxed{5}`, Correct: true},
-		{Step: 0, Problem: 0, Sample: 1, Text: `x=5. 35+3=39. no \boxed{5}`, Correct: true},
-		{Step: 0, Problem: 0, Sample: 2, Text: `x=4. 28+3=38. ok \boxed{4}`},
-		{Step: 0, Problem: 0, Sample: 3, Text: `x=4. 28+3=31. no \boxed{4}`},
+		// The last "no" does not follow its (wrong) comparison.
+		{Step: 0, Problem: 0, Sample: 0, Text: `x=5. 35+3=38. 38-38=0. ok \boxed{5}`, Correct: true},
+		{Step: 0, Problem: 0, Sample: 1, Text: `x=5. 35+3=39. 39-38=1. no \boxed{5}`, Correct: true},
+		{Step: 0, Problem: 0, Sample: 2, Text: `x=4. 28+3=38. 38-38=0. ok \boxed{4}`},
+		{Step: 0, Problem: 0, Sample: 3, Text: `x=4. 28+3=31. 31-38=0. no \boxed{4}`},
 		{Step: 0, Problem: 0, Sample: 4, Text: `\boxed{4}`},
 		// Step 1: candidates {0, 2}, {0, 3} and {1, 3} hold a right one
 		// (sample 0 marked ok beside wrong 2 marked ok, then alone;
@@ -37,7 +38,8 @@ func TestTallyHandComputed(t *testing.T) {
 	require.Equal(t, counts{search: 5, right: 2, okRight: 1, wrong: 2, okWrong: 1, noVerdict: 1,
 		agg: 5, aggWithRight: 4, aggRightWith: 2, aggRightWithout: 1,
 		byOffer: [numOffers][2]int{rightOkAlone: {1, 1}, rightOkBeside: {2, 1}, rightSaysNo: {1, 0}, noRight: {1, 1}},
-		steps:   [numPlaces][2]int{earlierStep: {0, 0}, lastStep: {4, 2}}}, c)
+		steps:   [numPlaces][2]int{earlierStep: {4, 2}, lastStep: {4, 3}},
+		follow:  [2]int{4, 3}}, c)
 
 	_, err = tally(append(recs, report.TraceRecord{Step: 1, Problem: 0, Sample: 3, Candidates: []int{9}}))
 	require.ErrorContains(t, err, "candidate 9 of step 0 is not in the file")
@@ -54,7 +56,7 @@ func TestRunTable(t *testing.T) {
 	require.Len(t, lines, 15)
 	require.Equal(t, "| base | 0 | - | - | - | - | 0 | - | - | - |", lines[2])
 	require.Equal(t, "| base | -: - | -: - | -: - | -: - |", lines[8])
-	require.Equal(t, "| base | 0 | - | 0 | - | 0 | - |", lines[14])
+	require.Equal(t, "| base | 0 | - | 0 | - | 0 | - | 0 | - |", lines[14])
 	require.Error(t, run([]string{path}, &out), "no label")
 	_, err = os.Stat(path)
 	require.NoError(t, err)
@@ -62,28 +64,32 @@ func TestRunTable(t *testing.T) {
 
 func TestCheckSteps(t *testing.T) {
 	cases := []struct {
-		name  string
-		trace string
-		want  [numPlaces][2]int
+		name       string
+		trace      string
+		want       [numPlaces][2]int
+		comparison int // the check's last written result; absent when 0 and no check step
 	}{
-		{"two steps, both hold", `x=5. 5*7=35. 35+3=38. ok \boxed{5}`, [numPlaces][2]int{{0, 0}, {1, 1}, {1, 1}}},
-		{"the last one wrong", `x=5. 9+7=16. 16-5=8. ok \boxed{5}`, [numPlaces][2]int{{0, 0}, {1, 1}, {1, 0}}},
-		{"an earlier one wrong, negative results", `x=1. 2-6=-3. -3-1=-4. no \boxed{1}`, [numPlaces][2]int{{0, 0}, {1, 0}, {1, 1}}},
-		{"one step", `x=1. 1-6=-5. no \boxed{1}`, [numPlaces][2]int{{0, 0}, {0, 0}, {1, 1}}},
-		{"a derivation and its check", `38-3=35. 35/7=5. x=5. 5*7=35. 35+3=38. ok \boxed{5}`, [numPlaces][2]int{{2, 2}, {1, 1}, {1, 1}}},
-		{"a slipped, inexact division", `38-3=36. 36/7=5. x=5. 5*7=35. 35+3=38. ok \boxed{5}`, [numPlaces][2]int{{2, 0}, {1, 1}, {1, 1}}},
-		{"a division by zero", `8/0=0. x=0. 0*0=0. no \boxed{0}`, [numPlaces][2]int{{1, 0}, {0, 0}, {1, 1}}},
-		{"the last statement of x starts the check", `9-3=6. x=6. x=7. 7+3=10. no \boxed{7}`, [numPlaces][2]int{{1, 1}, {0, 0}, {1, 1}}},
-		{"a garbled step is none", `x=2. 2*2=d{2. ok \boxed{2}`, [numPlaces][2]int{}},
-		{"a number too long for an int", `x=1. 99999999999999999999+1=3. no`, [numPlaces][2]int{}},
-		{"no check", `\boxed{4}`, [numPlaces][2]int{}},
-		{"a derivation alone", `9-3=6. \boxed{6}`, [numPlaces][2]int{{1, 1}}},
+		{"a check and its comparison", `38-3=35. 35/7=4. x=4. 4*7=28. 28+3=31. 31-38=-7. no \boxed{4}`, [numPlaces][2]int{{2, 1}, {2, 2}, {1, 1}}, -7},
+		{"two steps, both hold", `x=5. 5*7=35. 35+3=38. ok \boxed{5}`, [numPlaces][2]int{{0, 0}, {1, 1}, {1, 1}}, 38},
+		{"the last one wrong", `x=5. 9+7=16. 16-5=8. ok \boxed{5}`, [numPlaces][2]int{{0, 0}, {1, 1}, {1, 0}}, 8},
+		{"an earlier one wrong, negative results", `x=1. 2-6=-3. -3-1=-4. no \boxed{1}`, [numPlaces][2]int{{0, 0}, {1, 0}, {1, 1}}, -4},
+		{"one step", `x=1. 1-6=-5. no \boxed{1}`, [numPlaces][2]int{{0, 0}, {0, 0}, {1, 1}}, -5},
+		{"a derivation and its check", `38-3=35. 35/7=5. x=5. 5*7=35. 35+3=38. ok \boxed{5}`, [numPlaces][2]int{{2, 2}, {1, 1}, {1, 1}}, 38},
+		{"a slipped, inexact division", `38-3=36. 36/7=5. x=5. 5*7=35. 35+3=38. ok \boxed{5}`, [numPlaces][2]int{{2, 0}, {1, 1}, {1, 1}}, 38},
+		{"a division by zero", `8/0=0. x=0. 0*0=0. no \boxed{0}`, [numPlaces][2]int{{1, 0}, {0, 0}, {1, 1}}, 0},
+		{"the last statement of x starts the check", `9-3=6. x=6. x=7. 7+3=10. no \boxed{7}`, [numPlaces][2]int{{1, 1}, {0, 0}, {1, 1}}, 10},
+		{"a garbled step is none", `x=2. 2*2=d{2. ok \boxed{2}`, [numPlaces][2]int{}, 0},
+		{"a number too long for an int", `x=1. 99999999999999999999+1=3. no`, [numPlaces][2]int{}, 0},
+		{"no check", `\boxed{4}`, [numPlaces][2]int{}, 0},
+		{"a derivation alone", `9-3=6. \boxed{6}`, [numPlaces][2]int{{1, 1}}, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var got [numPlaces][2]int
-			checkSteps(tc.trace, &got)
+			comparison, compared := checkSteps(tc.trace, &got)
 			require.Equal(t, tc.want, got)
+			require.Equal(t, tc.want[earlierStep][0]+tc.want[lastStep][0] > 0, compared, "a check step")
+			require.Equal(t, tc.comparison, comparison)
 		})
 	}
 }
