@@ -37,9 +37,11 @@ import (
 // against the target at the start of the prompt, and its verdicts carried
 // no information (P(ok | right) 0.68, P(ok | wrong) 0.59, with 95% of its
 // check steps right; measured, see the README); "0" or not is read off
-// the step just before the verdict. An aggregation trace has the search
-// trace's form, so recursive self-aggregation feeds candidates of the
-// same shape at every step.
+// the step just before the verdict. An aggregation trace confirms a
+// candidate whose check passed (Confirmation: that x and its check, no
+// derivation) or, when none passed, derives x afresh as a search trace
+// does; recursive self-aggregation feeds both back as candidates, so
+// aggregation examples hold both forms.
 
 // Shares of kinds of solve examples.
 const (
@@ -54,6 +56,9 @@ const (
 	// the target rather than compute, so a reader could not tell a right
 	// guess from a wrong one.
 	checkShare = 0.5
+	// shortCandidateShare of the candidates of solve aggregation examples
+	// are in an aggregation trace's form, a check alone.
+	shortCandidateShare = 0.5
 )
 
 // solveItem is the solve problem made from (operands, ops) with operand u
@@ -134,10 +139,13 @@ func (it Item) wrongGuess(r *rand.Rand, lo, hi int) int {
 // aggregateSolve is AggregateExample for the solve form: each of n
 // candidates is the search trace of x with probability 1-MistakeRate, else
 // an attempt arriving at a wrong value (with probability SharedMistakeRate
-// all wrong candidates share one), every check honest; the completion is
-// the worked solution, which copies a right candidate when there is one.
+// all wrong candidates share one), every check honest; with probability
+// shortCandidateShare a candidate is in the form of an aggregation trace
+// (the check and \boxed{} alone), as recursive self-aggregation feeds
+// them. The completion is the Confirmation when a candidate is right (so
+// its check passed), else the worked solution.
 func (t *Task) aggregateSolve(r *rand.Rand, tm *data.Templates, it Item, n int) (Example, error) {
-	ex := Example{Kind: KindAggregate, Completion: it.Solution(), Answer: strconv.Itoa(it.Answer)}
+	ex := Example{Kind: KindAggregate, Answer: strconv.Itoa(it.Answer)}
 	shared := r.Float64() < t.cfg.SharedMistakeRate
 	common := it.wrongGuess(r, t.cfg.MinOperand, t.cfg.MaxOperand)
 	for range n {
@@ -150,8 +158,16 @@ func (t *Task) aggregateSolve(r *rand.Rand, tm *data.Templates, it Item, n int) 
 		default:
 			g = it.wrongGuess(r, t.cfg.MinOperand, t.cfg.MaxOperand)
 		}
-		ex.Candidates = append(ex.Candidates, it.Attempt(r, g))
+		candidate := it.Attempt(r, g)
+		if r.Float64() < shortCandidateShare {
+			candidate = it.Trial(g) + boxed(g)
+		}
+		ex.Candidates = append(ex.Candidates, candidate)
 		ex.CandidateAnswers = append(ex.CandidateAnswers, strconv.Itoa(g))
+	}
+	ex.Completion = it.Solution()
+	if ex.CorrectCandidates > 0 {
+		ex.Completion = it.Confirmation()
 	}
 	p, err := tm.Aggregate(it.Problem(), ex.Candidates)
 	if err != nil {
@@ -160,6 +176,16 @@ func (t *Task) aggregateSolve(r *rand.Rand, tm *data.Templates, it Item, n int) 
 	ex.Prompt = p
 	return ex, nil
 }
+
+// Confirmation is the aggregation trace that takes x from a candidate
+// whose check passed and checks it again: the check of x and \boxed{x},
+// such as "x=5. 5*7=35. 35+3=38. 38-38=0. ok \boxed{5}". It starts with
+// the value taken, so the aggregator's choice is its first decision (a
+// lookup of the "ok" candidates, whose lines end with their verdicts),
+// not the continuation of a derivation at the step where candidates part,
+// whose verdicts come later in their lines: taught to re-derive, the
+// 3-layer model copied the last candidate (measured; see the README).
+func (it Item) Confirmation() string { return it.Trial(it.Answer) + boxed(it.Answer) }
 
 // checkExample is a check example of it: the reply starts with a given
 // derivation arriving at g and "x=g. " (Prefix, g uniform over the operand

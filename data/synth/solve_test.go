@@ -146,7 +146,8 @@ func TestSolveSolutions(t *testing.T) {
 // TestSolveDerivations checks solutions worked by hand: the derivation
 // undoes the other terms from the right-hand side and divides by x's
 // coefficient, for x's term added and subtracted, first and last, with a
-// coefficient of several factors and with a negative right-hand side.
+// coefficient of several factors and with a negative right-hand side; and
+// their confirmations, the same check without the derivation.
 func TestSolveDerivations(t *testing.T) {
 	for _, tc := range []struct {
 		operands []int
@@ -167,6 +168,10 @@ func TestSolveDerivations(t *testing.T) {
 	} {
 		it := solveItem(tc.operands, []byte(tc.ops), tc.unknown)
 		require.Equal(t, tc.want, it.Solution(), it.Expr)
+		// The confirmation is the solution from its statement of x on.
+		_, confirmation, ok := strings.Cut(tc.want, ". x=")
+		require.True(t, ok, tc.want)
+		require.Equal(t, "x="+confirmation, it.Confirmation(), it.Expr)
 	}
 }
 
@@ -207,8 +212,10 @@ func TestSolveAttempts(t *testing.T) {
 
 // TestSolveAggregateExamples checks solve aggregation examples: every
 // candidate is an honest check of its stated answer that reaches the
-// target exactly when the answer is right, and the completion is the
-// worked solution. It also measures how often reading beats a vote.
+// target exactly when the answer is right, about shortCandidateShare of
+// them a check alone, the rest with a derivation; the completion confirms
+// x by its check when a candidate is right, else is the worked solution.
+// It also measures how often reading beats a vote.
 func TestSolveAggregateExamples(t *testing.T) {
 	for _, tc := range solveConfigs {
 		t.Run(tc.name, func(t *testing.T) {
@@ -217,14 +224,13 @@ func TestSolveAggregateExamples(t *testing.T) {
 			r := rand.New(rand.NewPCG(7, 7))
 			tm := Templates()
 			const trials, n = 4000, 4
-			wrongPlurality, allWrong := 0, 0
+			wrongPlurality, allWrong, short, total := 0, 0, 0, 0
 			for range trials {
 				it, err := task.Sample(r, Train)
 				require.NoError(t, err)
 				ex, err := task.AggregateExample(r, nil, it, n)
 				require.NoError(t, err)
 				require.Equal(t, KindAggregate, ex.Kind)
-				require.Equal(t, it.Solution(), ex.Completion)
 				want, err := tm.Aggregate(it.Problem(), ex.Candidates)
 				require.NoError(t, err)
 				require.Equal(t, want, ex.Prompt)
@@ -232,8 +238,13 @@ func TestSolveAggregateExamples(t *testing.T) {
 				counts := map[string]int{}
 				for i, c := range ex.Candidates {
 					deriv, ts, boxed := parseTrials(t, c)
-					require.Equal(t, boxed, deriv.last, "the derivation arrives at the guess: %q", c)
-					require.Equal(t, boolInt(boxed != it.Answer), deriv.slips, "one slip in a wrong derivation: %q", c)
+					total++
+					if deriv.steps == 0 {
+						short++
+					} else {
+						require.Equal(t, boxed, deriv.last, "the derivation arrives at the guess: %q", c)
+						require.Equal(t, boolInt(boxed != it.Answer), deriv.slips, "one slip in a wrong derivation: %q", c)
+					}
 					require.Len(t, ts, 1, c)
 					require.Equal(t, ex.CandidateAnswers[i], strconv.Itoa(boxed))
 					require.Equal(t, boxed, ts[0].guess, c)
@@ -249,12 +260,17 @@ func TestSolveAggregateExamples(t *testing.T) {
 				require.Equal(t, correct, ex.CorrectCandidates)
 				if correct == 0 {
 					allWrong++
+					require.Equal(t, it.Solution(), ex.Completion)
+				} else {
+					require.Equal(t, it.Confirmation(), ex.Completion)
 				}
 				if plurality(ex.CandidateAnswers, counts) != ex.Answer {
 					wrongPlurality++
 				}
 			}
 			t.Logf("of %d examples: plurality wrong %d, all wrong %d", trials, wrongPlurality, allWrong)
+			// 16000 candidates: sd of the short share 0.004.
+			require.InDelta(t, shortCandidateShare, float64(short)/float64(total), 0.02)
 			// MistakeRate 0.5: all wrong p^4 = 0.0625 (sd 0.0038).
 			require.InDelta(t, 0.0625, float64(allWrong)/trials, 0.0225)
 			// Reading beats a vote whenever the plurality is wrong and a
