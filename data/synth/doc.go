@@ -29,7 +29,9 @@
 //     the only place "/" appears, always exact), states it, checks it and
 //     gives a verdict (ok or no). An aggregation example's candidates are
 //     attempts with honest checks, some wrong through one slip in their
-//     derivation; its completion is the solution. A third kind, check
+//     derivation, some (as recursive self-aggregation feeds them) a check
+//     alone; its completion confirms x, the check alone, when a candidate
+//     is right, else is the solution. A third kind, check
 //     examples, gives the derivation and its value (often wrong) and
 //     teaches the value's honest check and verdict.
 //   - Texts are short and use only the characters of [Alphabet], so a
