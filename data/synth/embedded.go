@@ -11,9 +11,9 @@ import "github.com/spiral-rl/spiral/data"
 // operands of 1-5, so that its arithmetic holds in most steps (its checks
 // can be trusted) while the longer derivations still slip now and then
 // (operands of 1-9 left its sampled arithmetic right in under half the
-// steps, so its checks told a reader nothing). EmbeddedSeed fixes the train/test split and is the same
-// in every command, whatever --seed says, so no command ever trains on the
-// test split.
+// steps, so its checks told a reader nothing). EmbeddedSeed fixes the
+// train/test split and is the same in every command, whatever --seed
+// says, so no command ever trains on the test split.
 var EmbeddedConfig = Config{Form: FormSolve, MinOperands: 3, MaxOperands: 4, MinOperand: 1, MaxOperand: 5}
 
 // EmbeddedSeed is the embedded task's seed: its split and problem order.
