@@ -18,7 +18,7 @@ setup:
 	@scripts/setup.sh >/dev/null
 
 # A CUDA build of ONNX Runtime with the CUDA libraries it links (about
-# 1.3 GB, once; not in CI), for --device cuda.
+# 700 MB, once; not in CI), for --device cuda.
 setup-cuda:
 	@scripts/setup.sh --cuda >/dev/null
 

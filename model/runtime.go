@@ -1,6 +1,7 @@
 package model
 
 import (
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -51,9 +52,9 @@ func SetupLibPath() string {
 }
 
 // ORTCUDAVersion is the CUDA build `scripts/setup.sh --cuda` installs
-// (Maven Central's onnxruntime_gpu, whose newest release may trail the
-// CPU build's).
-const ORTCUDAVersion = "1.29.0"
+// (PyPI's onnxruntime-gpu, for CUDA 13): the same release as the CPU
+// build.
+const ORTCUDAVersion = ORTVersion
 
 // SetupCUDALibPath returns where `scripts/setup.sh --cuda` installs the
 // CUDA build of ONNX Runtime (with its provider and CUDA libraries).
@@ -337,16 +338,25 @@ func (r *Runtime) NewSessionOptions() (*ort.SessionOptions, error) {
 // comes from the machine.
 const CUDAProvider = "libonnxruntime_providers_cuda.so"
 
-var CUDALibraries = []string{"libcudart.so.12", "libcublasLt.so.12", "libcublas.so.12", "libcurand.so.10"}
+// SharedProvider is the library every execution provider built as a
+// shared library links against for ONNX Runtime's interface; it lies
+// beside libonnxruntime.so in a GPU build.
+const SharedProvider = "libonnxruntime_providers_shared.so"
+
+var CUDALibraries = []string{"libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13", "libcurand.so.10"}
 
 // loadCUDA loads the CUDA libraries found beside the ONNX Runtime
 // library (the provider does not look there itself), then checks that
-// the provider loads, so that a failure names what is missing.
+// each library the provider links loads, so that a failure names what is
+// missing.
 func (r *Runtime) loadCUDA() error {
 	dir := filepath.Dir(r.lib)
 	provider := filepath.Join(dir, CUDAProvider)
 	if _, err := os.Stat(provider); err != nil {
 		return fmt.Errorf("model: ONNX Runtime library %s (from %s) is not a CUDA build: no %s beside it; run %s --cuda to install one, or name one with --ort-lib", r.lib, r.libFrom, CUDAProvider, SetupCommand)
+	}
+	if _, err := os.Stat(filepath.Join(dir, SharedProvider)); err != nil {
+		return fmt.Errorf("model: ONNX Runtime library %s (from %s) is an incomplete CUDA build: no %s beside it; run %s --cuda to install one, or name one with --ort-lib", r.lib, r.libFrom, SharedProvider, SetupCommand)
 	}
 	for _, name := range CUDALibraries {
 		path := filepath.Join(dir, name)
@@ -357,12 +367,27 @@ func (r *Runtime) loadCUDA() error {
 			return fmt.Errorf("model: CUDA library %s does not load: %v", path, err)
 		}
 	}
-	if err := ortc.CheckLibrary(provider); err != nil {
-		hint := ""
-		if strings.Contains(err.Error(), "libcuda.so") {
-			hint = " (libcuda.so.1 is the NVIDIA driver's: no driver is installed, or no GPU)"
+	// The provider itself is not loaded here: its constructors need ONNX
+	// Runtime's interface, which ONNX Runtime hands it when it loads the
+	// provider (they crash when loaded alone). Each library it links is
+	// loaded instead, so that the loader names the one missing.
+	f, err := elf.Open(provider)
+	if err != nil {
+		return fmt.Errorf("model: the CUDA execution provider %s: %w", provider, err)
+	}
+	needed, err := f.ImportedLibraries()
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("model: the CUDA execution provider %s: %w", provider, err)
+	}
+	for _, lib := range needed {
+		if err := ortc.CheckLibrary(lib); err != nil {
+			hint := ""
+			if strings.Contains(lib, "libcuda.so") {
+				hint = " (libcuda.so.1 is the NVIDIA driver's: no driver is installed, or no GPU)"
+			}
+			return fmt.Errorf("model: the CUDA execution provider %s does not load: %v%s", provider, err, hint)
 		}
-		return fmt.Errorf("model: the CUDA execution provider %s does not load: %v%s", provider, err, hint)
 	}
 	return nil
 }

@@ -16,12 +16,12 @@
 # (the same place the spiral binary looks at run time).
 #
 # With --cuda it also installs a CUDA build of ONNX Runtime for --device
-# cuda (about 1.3 GB downloaded, once): the C library and its CUDA
-# execution provider from the Maven Central artifact
-# com.microsoft.onnxruntime:onnxruntime_gpu (its jar carries the native
-# libraries), and the CUDA 12 runtime, cuBLAS and cuRAND libraries the
-# provider links from NVIDIA's PyPI wheels, all pinned by checksum, into
-# one directory. The NVIDIA driver (libcuda.so.1) is the machine's own.
+# cuda (about 700 MB downloaded, once): the C library and its CUDA
+# execution provider from the PyPI wheel onnxruntime-gpu (same release as
+# the CPU build, CUDA 13), and the CUDA 13 runtime, cuBLAS and cuRAND
+# libraries the provider links from NVIDIA's PyPI wheels, all pinned by
+# checksum, into one directory. The NVIDIA driver (libcuda.so.1, 580
+# series or newer) is the machine's own.
 set -euo pipefail
 
 CUDA=0
@@ -81,37 +81,37 @@ if [[ ! -f "$ORT_DIR/.ok" ]]; then
 fi
 
 # 1b. ONNX Runtime with CUDA (--cuda) -------------------------------------------
-ORT_GPU_VERSION=1.29.0
-ORT_GPU_JAR_SHA256=fe39a98c499fc9be3944dd2bf2fb77d7dc5f152668bf95d8beb1c3d7b22f2a89
+# The C library and its CUDA provider come from the PyPI wheel
+# onnxruntime-gpu (the same release as the CPU build above, built for
+# CUDA 13, which a driver of the 580 series or newer runs), the CUDA
+# libraries the provider links from NVIDIA's CUDA 13.0 wheels.
+ORT_GPU_VERSION=$ORT_VERSION
 ORT_GPU_DIR="$CACHE/onnxruntime-gpu-$ORT_GPU_VERSION"
 # name, URL, checksum, the libraries taken from it (path in the archive).
+PYPI=https://files.pythonhosted.org/packages
 CUDA_WHEELS=(
-  "cuda-runtime https://files.pythonhosted.org/packages/bc/46/a92db19b8309581092a3add7e6fceb4c301a3fd233969856a8cbf042cd3c/nvidia_cuda_runtime_cu12-12.9.79-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl 25bba2dfb01d48a9b59ca474a1ac43c6ebf7011f1b0b8cc44f54eb6ac48a96c3 nvidia/cuda_runtime/lib/libcudart.so.12"
-  "cublas https://files.pythonhosted.org/packages/7b/ea/9b6c36aef90766eebb4763aded157039e797ae9789c9c216e960d1d3cd47/nvidia_cublas_cu12-12.9.3.13-py3-none-manylinux_2_27_x86_64.whl d7d51055f161b317c7105ddaae90e71eda059026074ffef93cf7cde2886bfe72 nvidia/cublas/lib/libcublas.so.12 nvidia/cublas/lib/libcublasLt.so.12"
-  "curand https://files.pythonhosted.org/packages/31/44/193a0e171750ca9f8320626e8a1f2381e4077a65e69e2fb9708bd479e34a/nvidia_curand_cu12-10.3.10.19-py3-none-manylinux_2_27_x86_64.whl 49b274db4780d421bd2ccd362e1415c13887c53c214f0d4b761752b8f9f6aa1e nvidia/curand/lib/libcurand.so.10"
+  "onnxruntime-gpu $PYPI/9e/80/d96143329dbe925d434b016c890a5caa785fac8e14a1570e5d6818b63545/onnxruntime_gpu-1.30.0-cp312-cp312-manylinux_2_28_x86_64.whl 6acc0f4b3d5ac5f2984432faa59dd8fcce6775f8b43a7140afa0f322c7a703b1 onnxruntime/capi/libonnxruntime.so.1.30.0 onnxruntime/capi/libonnxruntime_providers_shared.so onnxruntime/capi/libonnxruntime_providers_cuda.so"
+  "cuda-runtime $PYPI/2e/24/d1558f3b68b1d26e706813b1d10aa1d785e4698c425af8db8edc3dced472/nvidia_cuda_runtime-13.0.96-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl 7f82250d7782aa23b6cfe765ecc7db554bd3c2870c43f3d1821f1d18aebf0548 nvidia/cu13/lib/libcudart.so.13"
+  "cublas $PYPI/e7/44/423ac00af4dd95a5aeb27207e2c0d9b7118702149bf4704c3ddb55bb7429/nvidia_cublas-13.1.0.3-py3-none-manylinux_2_27_x86_64.whl ee8722c1f0145ab246bccb9e452153b5e0515fd094c3678df50b2a0888b8b171 nvidia/cu13/lib/libcublas.so.13 nvidia/cu13/lib/libcublasLt.so.13"
+  "curand $PYPI/a5/9f/be0a41ca4a4917abf5cb9ae0daff1a6060cc5de950aec0396de9f3b52bc5/nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl 1aee33a5da6e1db083fe2b90082def8915f30f3248d5896bcec36a579d941bfc nvidia/cu13/lib/libcurand.so.10"
 )
 if [[ $CUDA == 1 && ! -f "$ORT_GPU_DIR/.ok" ]]; then
   [[ $ort_arch == x64 ]] || die "--cuda: the CUDA build is provided for x86_64 only"
   need curl "needed to fetch the CUDA build of ONNX Runtime"
   need unzip "needed to unpack the CUDA build of ONNX Runtime"
   tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
-  log "fetching ONNX Runtime $ORT_GPU_VERSION with CUDA (Maven Central onnxruntime_gpu, 640 MB)"
-  jar="$tmp/onnxruntime_gpu.jar"
-  curl -fsSL -o "$jar" "https://repo1.maven.org/maven2/com/microsoft/onnxruntime/onnxruntime_gpu/$ORT_GPU_VERSION/onnxruntime_gpu-$ORT_GPU_VERSION.jar"
-  [[ "$(sha "$jar")" == "$ORT_GPU_JAR_SHA256" ]] || die "checksum mismatch for onnxruntime_gpu-$ORT_GPU_VERSION.jar"
   mkdir -p "$tmp/lib"
-  for f in libonnxruntime.so libonnxruntime_providers_shared.so libonnxruntime_providers_cuda.so; do
-    unzip -q -j -o "$jar" "ai/onnxruntime/native/linux-x64/$f" -d "$tmp/lib"
-  done
   for w in "${CUDA_WHEELS[@]}"; do
     read -r name url sum libs <<<"$w"
-    log "fetching $name (PyPI, NVIDIA's wheel)"
+    log "fetching $name (PyPI wheel)"
     curl -fsSL -o "$tmp/$name.whl" "$url"
     [[ "$(sha "$tmp/$name.whl")" == "$sum" ]] || die "checksum mismatch for the $name wheel"
     for lib in $libs; do
       unzip -q -j -o "$tmp/$name.whl" "$lib" -d "$tmp/lib"
     done
+    rm -f "$tmp/$name.whl"
   done
+  mv "$tmp/lib/libonnxruntime.so.$ORT_GPU_VERSION" "$tmp/lib/libonnxruntime.so"
   rm -rf "$ORT_GPU_DIR"; mkdir -p "$ORT_GPU_DIR"
   install -m 0755 "$tmp"/lib/* "$ORT_GPU_DIR/"
   touch "$ORT_GPU_DIR/.ok"

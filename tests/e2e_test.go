@@ -178,7 +178,8 @@ func TestDeviceCUDANamesWhatIsMissing(t *testing.T) {
 		out, err := exec.Command(cc, append([]string{"-shared", "-fPIC", "-o", filepath.Join(dir, name), src, "-Wl,-soname," + name}, args...)...).CombinedOutput()
 		require.NoError(t, err, string(out))
 	}
-	build("libcublas.so.12")
+	build("libcublas.so.13")
+	build("libonnxruntime_providers_shared.so")
 	driver := t.TempDir()
 	src := filepath.Join(driver, "d.c")
 	require.NoError(t, os.WriteFile(src, []byte("int spiral_driver(void) { return 2; }\n"), 0o644))
@@ -186,7 +187,7 @@ func TestDeviceCUDANamesWhatIsMissing(t *testing.T) {
 	require.NoError(t, err, string(out))
 	// The provider needs cuBLAS (beside it) and the "driver" (nowhere once
 	// its directory is gone).
-	build("libonnxruntime_providers_cuda.so", "-Wl,--no-as-needed", "-L"+dir, "-l:libcublas.so.12", "-L"+driver, "-l:libspiral_no_driver.so.1")
+	build("libonnxruntime_providers_cuda.so", "-Wl,--no-as-needed", "-L"+dir, "-l:libcublas.so.13", "-L"+driver, "-l:libspiral_no_driver.so.1")
 	require.NoError(t, os.RemoveAll(driver))
 	require.NoError(t, os.Symlink(os.Getenv("ONNXRUNTIME_LIB"), filepath.Join(dir, "libonnxruntime.so")))
 
