@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -124,6 +125,11 @@ type Completion struct {
 type Stats struct {
 	// PromptTokens and GeneratedTokens are totals over all requests.
 	PromptTokens, GeneratedTokens int
+	// PrefilledTokens counts the prompt tokens the model ran on: a prompt
+	// admitted together with an equal one (a problem's N search traces,
+	// an aggregation prompt's traces) is prefilled once and the others'
+	// cache rows copied from it.
+	PrefilledTokens int
 	// ForwardCalls counts model calls (prefills and decode steps).
 	ForwardCalls int
 	// PeakCacheLen is the longest a row of the KV cache grew (positions).
@@ -279,12 +285,13 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 			}
 			queue = queue[n:]
 			t0 := time.Now()
-			last, calls, err := s.prefill(ctx, fresh, len(active))
+			last, calls, fed, err := s.prefill(ctx, fresh, len(active))
 			st.Prefill += time.Since(t0)
 			if err != nil {
 				return nil, st, err
 			}
 			st.ForwardCalls += calls
+			st.PrefilledTokens += fed
 			// Sample each fresh row's first token from its prompt's last logits.
 			s.sampleRows(fresh, last, vocab, limit, &scratch)
 			active = append(active, fresh...)
@@ -329,11 +336,79 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 }
 
 // prefill feeds the prompts of fresh, which occupy the cache rows r0..,
-// in chunks of prefillChunk positions: the prompts are right-aligned, so
-// that in every chunk each row's new tokens are its last entries and the
-// last chunk ends every prompt. It returns each row's last logits
-// [len(fresh), vocab] and the number of model calls.
-func (s *Sampler) prefill(ctx context.Context, fresh []*row, r0 int) ([]float32, int, error) {
+// and returns each row's last logits [len(fresh), vocab], the number of
+// model calls and the prompt tokens fed. Rows with equal prompts share
+// one prefill: fresh is reordered (in place) so that the first of each
+// prompt come first, only those are run, and each repeat's cache row
+// and logits are copied from its first.
+func (s *Sampler) prefill(ctx context.Context, fresh []*row, r0 int) ([]float32, int, int, error) {
+	n := len(fresh)
+	firstOf := shareEqualPrompts(fresh)
+	u := n - len(firstOf)
+	vocab := s.lm.Signature().Vocab
+	if cap(s.logits) < n*vocab {
+		s.logits = make([]float32, n*vocab) // extend fills the first u rows in place
+	}
+	last, calls, err := s.prefillRows(ctx, fresh[:u], r0)
+	if err != nil {
+		return nil, calls, 0, err
+	}
+	fed := 0
+	for _, r := range fresh[:u] {
+		fed += len(r.ctx)
+	}
+	last = last[:n*vocab]
+	for i, f := range firstOf {
+		dst := u + i
+		if err := s.cache.Move(r0+dst, r0+f); err != nil {
+			return nil, calls, fed, err
+		}
+		copy(last[dst*vocab:(dst+1)*vocab], last[f*vocab:(f+1)*vocab])
+	}
+	return last, calls, fed, nil
+}
+
+// shareEqualPrompts reorders rows (stably) so that each prompt's first
+// row comes before every repeat, and returns, for each repeat in its new
+// place after the firsts, the index of the first with its prompt.
+func shareEqualPrompts(rows []*row) []int {
+	firstIdx := make(map[string]int, len(rows))
+	var firsts, repeats []*row
+	var repeatOf []string
+	for _, r := range rows {
+		key := promptKey(r.ctx)
+		if _, seen := firstIdx[key]; seen {
+			repeats = append(repeats, r)
+			repeatOf = append(repeatOf, key)
+			continue
+		}
+		firstIdx[key] = len(firsts)
+		firsts = append(firsts, r)
+	}
+	copy(rows, firsts)
+	copy(rows[len(firsts):], repeats)
+	firstOf := make([]int, len(repeats))
+	for i, key := range repeatOf {
+		firstOf[i] = firstIdx[key]
+	}
+	return firstOf
+}
+
+// promptKey is a map key equal for equal token sequences.
+func promptKey(ids []int32) string {
+	b := make([]byte, 4*len(ids))
+	for i, id := range ids {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(id))
+	}
+	return string(b)
+}
+
+// prefillRows feeds the prompts of fresh, which occupy the cache rows
+// r0.., in chunks of prefillChunk positions: the prompts are
+// right-aligned, so that in every chunk each row's new tokens are its
+// last entries and the last chunk ends every prompt. It returns each
+// row's last logits [len(fresh), vocab] and the number of model calls.
+func (s *Sampler) prefillRows(ctx context.Context, fresh []*row, r0 int) ([]float32, int, error) {
 	n := len(fresh)
 	width := 0
 	for i, r := range fresh {

@@ -53,3 +53,43 @@ func benchDecode(b *testing.B, batch int, refill bool) {
 	}
 	b.ReportMetric(float64(gen)/el.Seconds(), "tok/s")
 }
+
+// BenchmarkSharedPrompts measures Generate on 64 requests of 300-token
+// prompts and 32 new tokens when they are 16 prompts of 4 copies each (an
+// aggregation step's shape: each prefilled once) against 64 distinct
+// prompts of the same lengths; compare the two lines' ns/op.
+//
+//	go test -run '^$' -bench SharedPrompts -benchtime 3x ./rollout
+func BenchmarkSharedPrompts(b *testing.B) {
+	for _, copies := range []int{1, 4} {
+		b.Run(fmt.Sprintf("copies=%d", copies), func(b *testing.B) {
+			lm := samplerTinyLMB(b)
+			s, err := NewSampler(lm, SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 32, BatchSize: 64})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(2, 2))
+			reqs := make([]Request, 64)
+			for i := range reqs {
+				if i%copies != 0 {
+					reqs[i] = Request{Prompt: reqs[i-1].Prompt, Seed: uint64(i)}
+					continue
+				}
+				p := make([]int32, 300)
+				for j := range p {
+					p[j] = int32(3 + r.IntN(90))
+				}
+				reqs[i] = Request{Prompt: p, Seed: uint64(i)}
+			}
+			var prefill time.Duration
+			for b.Loop() {
+				_, st, err := s.Generate(context.Background(), reqs, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				prefill += st.Prefill
+			}
+			b.ReportMetric(prefill.Seconds()/float64(b.N), "prefill-s/op")
+		})
+	}
+}

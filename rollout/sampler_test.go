@@ -347,3 +347,51 @@ func TestSamplerResident(t *testing.T) {
 	require.Equal(t, got[0], got[1])
 	require.NotEqual(t, got[0][0], got[0][1], "the weight change shows in the second generation")
 }
+
+// TestSamplerSharesEqualPrompts: equal prompts admitted together are
+// prefilled once (PrefilledTokens counts each distinct prompt once) and
+// every copy completes as it does alone, on the host cache and on the
+// device-resident one (whose cache rows are copied in device memory),
+// with and without refill (which admits rows in smaller groups).
+func TestSamplerSharesEqualPrompts(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	dir := t.TempDir()
+	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 13))
+	p, q, r := []int32{5, 9, 13, 2, 44, 17}, []int32{7, 7, 81}, []int32{60, 61}
+	prompts := [][]int32{p, q, p, p, q, r, p}
+	reqs := make([]Request, len(prompts))
+	for i, pr := range prompts {
+		reqs[i] = Request{Prompt: pr, Seed: 40 + uint64(i)}
+	}
+	for _, tc := range []struct {
+		resident, refill bool
+		batch, fed       int
+	}{
+		{false, false, 8, len(p) + len(q) + len(r)},
+		{true, false, 8, len(p) + len(q) + len(r)},
+		// Batches of 3 rows: {p q p}, then refills of the rows that free.
+		{false, true, 3, -1},
+	} {
+		pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Resident: tc.resident})
+		require.NoError(t, err)
+		s, err := NewSampler(pol.LM, SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 10, BatchSize: tc.batch, Refill: tc.refill, StopIDs: []int32{99}})
+		require.NoError(t, err)
+		got, st, err := s.Generate(context.Background(), reqs, nil)
+		require.NoError(t, err)
+		require.Equal(t, 4*len(p)+2*len(q)+len(r), st.PromptTokens)
+		if tc.fed >= 0 {
+			require.Equal(t, tc.fed, st.PrefilledTokens, "resident=%v: each distinct prompt prefilled once", tc.resident)
+		} else {
+			require.Less(t, st.PrefilledTokens, st.PromptTokens, "the first batch shares p")
+		}
+		for i, req := range reqs {
+			alone, _, err := s.Generate(context.Background(), []Request{req}, nil)
+			require.NoError(t, err)
+			require.Equal(t, alone[0].Tokens, got[i].Tokens, "%+v: request %d shared vs alone", tc, i)
+			require.InDeltaSlice(t, alone[0].PolicyLogProbs, got[i].PolicyLogProbs, 1e-4)
+		}
+		require.NotEqual(t, got[0].Tokens, got[2].Tokens, "copies of one prompt draw their own samples")
+		s.Release()
+		require.NoError(t, pol.Close())
+	}
+}
