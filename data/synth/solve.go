@@ -160,7 +160,7 @@ func (t *Task) aggregateSolve(r *rand.Rand, tm *data.Templates, it Item, n int) 
 		}
 		candidate := it.Attempt(r, g)
 		if r.Float64() < shortCandidateShare {
-			candidate = it.Trial(g) + boxed(g)
+			candidate = it.confirmationOf(g)
 		}
 		ex.Candidates = append(ex.Candidates, candidate)
 		ex.CandidateAnswers = append(ex.CandidateAnswers, strconv.Itoa(g))
@@ -185,7 +185,12 @@ func (t *Task) aggregateSolve(r *rand.Rand, tm *data.Templates, it Item, n int) 
 // not the continuation of a derivation at the step where candidates part,
 // whose verdicts come later in their lines: taught to re-derive, the
 // 3-layer model copied the last candidate (measured; see the README).
-func (it Item) Confirmation() string { return it.Trial(it.Answer) + boxed(it.Answer) }
+func (it Item) Confirmation() string { return it.confirmationOf(it.Answer) }
+
+// confirmationOf is an aggregation trace's form with g taken: the check
+// of g and \boxed{g}, whatever the check says (a candidate in that form
+// may be wrong).
+func (it Item) confirmationOf(g int) string { return it.Trial(g) + boxed(g) }
 
 // checkExample is a check example of it: the reply starts with a given
 // derivation arriving at g and "x=g. " (Prefix, g uniform over the operand
