@@ -78,7 +78,8 @@ func (f *dataFlags) register(fs *pflag.FlagSet) {
 // samplingFlags configure generation; maxNew 0 picks the model's default
 // trace length (see traceLength).
 type samplingFlags struct {
-	cfg rollout.SamplerConfig
+	cfg     rollout.SamplerConfig
+	callMiB int
 }
 
 func (f *samplingFlags) register(fs *pflag.FlagSet) {
@@ -88,6 +89,7 @@ func (f *samplingFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.cfg.TopK, "top-k", f.cfg.TopK, "keep the k most probable tokens (0 = off)")
 	fs.IntVar(&f.cfg.MaxNewTokens, "max-new-tokens", 0, fmt.Sprintf("tokens per trace (0 = %d for the embedded model, %d for a given one, at most half its context)", embeddedMaxNewTokens, modelMaxNewTokens))
 	fs.IntVar(&f.cfg.BatchSize, "gen-batch", f.cfg.BatchSize, "rows decoded together")
+	fs.IntVar(&f.callMiB, "gen-call-mib", int(model.DefaultCallBytes>>20), "generation: MiB of temporaries per model call (rows are split into calls within it; the default suits a CPU, a GPU can take more)")
 }
 
 // validate checks the flags as given (a zero --max-new-tokens is "auto").
@@ -99,7 +101,7 @@ func (f *samplingFlags) validate() error {
 	if c.MaxNewTokens < 0 {
 		return fmt.Errorf("--max-new-tokens %d: want > 0 (0 = the model's default)", f.cfg.MaxNewTokens)
 	}
-	return c.Validate()
+	return errors.Join(positive("--gen-call-mib", f.callMiB), c.Validate())
 }
 
 // rewardFlags choose which traces earn a reward (training and evaluation).

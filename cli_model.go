@@ -137,6 +137,7 @@ func (s *modelSession) prompter(tmpl templateSet) rollout.ChatPrompter {
 // limit.
 func (s *modelSession) samplerConfig(f samplingFlags, pol *model.Policy) (rollout.SamplerConfig, error) {
 	c := f.cfg
+	c.CallBytes = int64(f.callMiB) << 20
 	hf, _, err := model.ReadHFConfig(s.onnx)
 	if err != nil {
 		return c, err

@@ -31,6 +31,7 @@ type benchFlags struct {
 	targets string
 	prompt  int
 	newTok  int
+	callMiB int
 	seed    uint64
 	exec    executorFlags
 	// resident: the device layer on the CPU too (the CUDA path's twin).
@@ -47,6 +48,7 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	registerLoRA(fs, &f.lora.Rank, &f.lora.Alpha, &f.targets)
 	fs.IntVar(&f.prompt, "prompt-tokens", 512, "generate: prompt tokens per row")
 	fs.IntVar(&f.newTok, "new-tokens", 64, "generate: tokens generated per row")
+	fs.IntVar(&f.callMiB, "gen-call-mib", int(model.DefaultCallBytes>>20), "generate: MiB of temporaries per model call (rows are split into calls within it; the default suits a CPU, a GPU can take more)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random token ids")
 	fs.BoolVar(&f.resident, "resident", false, "keep generation's weights and KV cache, and training's parameters, in the device's memory on the CPU too (the CUDA path's CPU twin; always so with --device cuda)")
 }
@@ -63,7 +65,7 @@ func (f *benchFlags) validate(what string) error {
 		errs = append(errs, err)
 		f.lora = l
 	case "generate":
-		errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok))
+		errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok), positive("--gen-call-mib", f.callMiB))
 	}
 	return errors.Join(errs...)
 }
@@ -300,7 +302,7 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	defer closeAll()
 	vocab := pol.LM.Signature().Vocab
 	cfg := rollout.DefaultSamplerConfig()
-	cfg.MaxNewTokens, cfg.BatchSize, cfg.Refill = f.newTok, f.rows, false
+	cfg.MaxNewTokens, cfg.BatchSize, cfg.Refill, cfg.CallBytes = f.newTok, f.rows, false, int64(f.callMiB)<<20
 	s, err := rollout.NewSampler(pol.LM, cfg)
 	if err != nil {
 		return err

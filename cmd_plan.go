@@ -27,6 +27,7 @@ type planFlags struct {
 	loraTargets  string
 	genRows      int
 	genCapacity  int
+	genCallMiB   int
 	device       string
 	json         bool
 	exec         executorFlags
@@ -41,6 +42,7 @@ func (f *planFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.loraTargets, "lora-targets", strings.Join(lmgraph.LoRATargets, ","), "training: comma-separated projections LoRA adapts")
 	fs.IntVar(&f.genRows, "gen-rows", 64, "generation: rows decoded together (--gen-batch)")
 	fs.IntVar(&f.genCapacity, "gen-capacity", 5120, "generation: positions per row, prompt plus new tokens (the paper: 1,024 + 4,096)")
+	fs.IntVar(&f.genCallMiB, "gen-call-mib", int(model.DefaultCallBytes>>20), "generation: MiB of temporaries per model call (--gen-call-mib)")
 	fs.StringVar(&f.device, "device-memory", "", "memory to fit, e.g. 80GB (10^9 bytes) or 24GiB (2^30); default: this machine's")
 	fs.BoolVar(&f.json, "json", false, "print the prediction as JSON")
 }
@@ -67,7 +69,7 @@ func setupPlan(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 // validate checks the flags and returns the memory budget in bytes.
 func (f *planFlags) validate() (int64, error) {
 	errs := []error{f.exec.validate(), positive("--rows", f.rows), positive("--tokens", f.tokens),
-		positive("--gen-rows", f.genRows), positive("--gen-capacity", f.genCapacity)}
+		positive("--gen-rows", f.genRows), positive("--gen-capacity", f.genCapacity), positive("--gen-call-mib", f.genCallMiB)}
 	if f.model == "" {
 		errs = append(errs, errors.New("--model: want a model file, a directory or one of "+strings.Join(memplan.Names(), ", ")))
 	}
@@ -144,7 +146,7 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	if err != nil {
 		return err
 	}
-	gen := memplan.Generate{Rows: f.genRows, Capacity: f.genCapacity, CallBytes: model.DefaultCallBytes}
+	gen := memplan.Generate{Rows: f.genRows, Capacity: f.genCapacity, CallBytes: int64(f.genCallMiB) << 20}
 	generate, err := memplan.GeneratePeak(arch, gen)
 	if err != nil {
 		return err

@@ -326,8 +326,15 @@ const scoresLive = 13
 // repeated over the query heads, the attention scores) and the logits (of
 // the last position only in a sampling graph) stay within lm's call
 // budget (LMOptions.CallBytes); at least 1.
-func (lm *LM) CallRows(capacity, S int) int {
-	return int(max(1, lm.callBytes/max(1, lm.rowTemporaries(capacity, S))))
+func (lm *LM) CallRows(capacity, S int) int { return lm.CallRowsWithin(0, capacity, S) }
+
+// CallRowsWithin is CallRows under a budget of the given bytes instead of
+// the LM's (0 takes the LM's).
+func (lm *LM) CallRowsWithin(budget int64, capacity, S int) int {
+	if budget <= 0 {
+		budget = lm.callBytes
+	}
+	return int(max(1, budget/max(1, lm.rowTemporaries(capacity, S))))
 }
 
 // rowTemporaries estimates the temporaries one row of an Extend call of

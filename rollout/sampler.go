@@ -55,6 +55,13 @@ type SamplerConfig struct {
 	// quarter of the batch, see refillMin); when false, a new batch starts
 	// only when the previous one has finished entirely.
 	Refill bool
+	// CallBytes bounds the temporaries of one model call (a prefill chunk
+	// or a decode step): the rows are split into calls that stay within
+	// it (model.LM.CallRowsWithin). 0 takes the LM's budget
+	// (model.DefaultCallBytes, 512 MiB, sized for a CPU's memory; on an
+	// H200 it left prefill at 4 rows a call for Qwen3-0.6B's shape and 1
+	// for Qwen3-4B's).
+	CallBytes int64
 }
 
 // DefaultSamplerConfig returns the sampling defaults: temperature 1 (the
@@ -88,6 +95,9 @@ func (c SamplerConfig) Validate() error {
 	}
 	if c.VocabLimit < 0 {
 		errs = append(errs, fmt.Errorf("vocab limit %d: want >= 0", c.VocabLimit))
+	}
+	if c.CallBytes < 0 {
+		errs = append(errs, fmt.Errorf("--gen-call-mib %d: want >= 0 (0 = the default)", c.CallBytes>>20))
 	}
 	return errors.Join(errs...)
 }
@@ -451,7 +461,7 @@ func (s *Sampler) extend(ctx context.Context, r0, S int, tokens []int64, real []
 		s.logits = make([]float32, n*vocab)
 	}
 	out := s.logits[:n*vocab]
-	group := s.lm.CallRows(s.cache.Capacity(), S)
+	group := s.lm.CallRowsWithin(s.cfg.CallBytes, s.cache.Capacity(), S)
 	calls := 0
 	for g0 := 0; g0 < n; g0 += group {
 		g1 := min(n, g0+group)

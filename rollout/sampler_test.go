@@ -395,3 +395,30 @@ func TestSamplerSharesEqualPrompts(t *testing.T) {
 		require.NoError(t, pol.Close())
 	}
 }
+
+// TestSamplerCallBytes: a call budget too small for two rows makes
+// every prefill chunk and decode step one call per row, and changes
+// nothing else; a negative one is refused, naming the flag.
+func TestSamplerCallBytes(t *testing.T) {
+	lm := samplerTinyLM(t)
+	cfg := SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 8, BatchSize: 8}
+	run := func(callBytes int64) ([]Completion, Stats) {
+		c := cfg
+		c.CallBytes = callBytes
+		s, err := NewSampler(lm, c)
+		require.NoError(t, err)
+		out, st, err := s.Generate(context.Background(), samplerRequests(3), nil)
+		require.NoError(t, err)
+		return out, st
+	}
+	wide, wideSt := run(0)
+	narrow, narrowSt := run(1)
+	require.Equal(t, 1+7, wideSt.ForwardCalls, "the default budget holds the whole batch: one prefill call, then a decode step for each of the 7 tokens after the first")
+	require.Equal(t, len(samplerPrompts)*(1+7), narrowSt.ForwardCalls, "one row a call")
+	for i := range wide {
+		require.Equal(t, wide[i].Tokens, narrow[i].Tokens, "request %d", i)
+		require.InDeltaSlice(t, wide[i].PolicyLogProbs, narrow[i].PolicyLogProbs, 1e-4)
+	}
+	_, err := NewSampler(lm, SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 8, BatchSize: 8, CallBytes: -1 << 20})
+	require.ErrorContains(t, err, "--gen-call-mib -1")
+}
