@@ -123,8 +123,9 @@ for dev in cpu cuda; do
 done
 bench 45 generate --device cpu --resident --model "$M/model.onnx" --rows 8 --prompt-tokens 256 --new-tokens 32 --steps 1
 
-step "bench generate, Qwen3-0.6B shape, 64 rows x 1,000-token prompts + 64 new (CUDA)"
+step "bench generate, Qwen3-0.6B shape, 64 rows x 1,000-token prompts + 64 new (CUDA; the default call budget, then 16 GiB)"
 bench 120 generate --device cuda --model "$M/model.onnx" --rows 64 --prompt-tokens 1000 --new-tokens 64 --steps 1
+bench 120 generate --device cuda --model "$M/model.onnx" --rows 64 --prompt-tokens 1000 --new-tokens 64 --steps 1 --gen-call-mib 16384
 
 step "bench train, Qwen3-0.6B shape, 1 x 2,048 tokens, 2 steps (CUDA)"
 bench 120 train --device cuda --model "$M/model.onnx" --rows 1 --tokens 2048 --steps 2
