@@ -89,7 +89,13 @@ func (f *samplingFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.cfg.TopK, "top-k", f.cfg.TopK, "keep the k most probable tokens (0 = off)")
 	fs.IntVar(&f.cfg.MaxNewTokens, "max-new-tokens", 0, fmt.Sprintf("tokens per trace (0 = %d for the embedded model, %d for a given one, at most half its context)", embeddedMaxNewTokens, modelMaxNewTokens))
 	fs.IntVar(&f.cfg.BatchSize, "gen-batch", f.cfg.BatchSize, "rows decoded together")
-	fs.IntVar(&f.callMiB, "gen-call-mib", int(model.DefaultCallBytes>>20), "generation: MiB of temporaries per model call (rows are split into calls within it; the default suits a CPU, a GPU can take more)")
+	registerGenCallMiB(fs, &f.callMiB)
+}
+
+// registerGenCallMiB registers --gen-call-mib, the MiB of temporaries one
+// generation call may hold (rollout.SamplerConfig.CallBytes).
+func registerGenCallMiB(fs *pflag.FlagSet, mib *int) {
+	fs.IntVar(mib, "gen-call-mib", int(model.DefaultCallBytes>>20), "generation: MiB of temporaries per model call (rows are split into calls within it; the default suits a CPU, a GPU can take more)")
 }
 
 // validate checks the flags as given (a zero --max-new-tokens is "auto").

@@ -48,7 +48,7 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	registerLoRA(fs, &f.lora.Rank, &f.lora.Alpha, &f.targets)
 	fs.IntVar(&f.prompt, "prompt-tokens", 512, "generate: prompt tokens per row")
 	fs.IntVar(&f.newTok, "new-tokens", 64, "generate: tokens generated per row")
-	fs.IntVar(&f.callMiB, "gen-call-mib", int(model.DefaultCallBytes>>20), "generate: MiB of temporaries per model call (rows are split into calls within it; the default suits a CPU, a GPU can take more)")
+	registerGenCallMiB(fs, &f.callMiB)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random token ids")
 	fs.BoolVar(&f.resident, "resident", false, "keep generation's weights and KV cache, and training's parameters, in the device's memory on the CPU too (the CUDA path's CPU twin; always so with --device cuda)")
 }

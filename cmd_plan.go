@@ -42,7 +42,7 @@ func (f *planFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.loraTargets, "lora-targets", strings.Join(lmgraph.LoRATargets, ","), "training: comma-separated projections LoRA adapts")
 	fs.IntVar(&f.genRows, "gen-rows", 64, "generation: rows decoded together (--gen-batch)")
 	fs.IntVar(&f.genCapacity, "gen-capacity", 5120, "generation: positions per row, prompt plus new tokens (the paper: 1,024 + 4,096)")
-	fs.IntVar(&f.genCallMiB, "gen-call-mib", int(model.DefaultCallBytes>>20), "generation: MiB of temporaries per model call (--gen-call-mib)")
+	registerGenCallMiB(fs, &f.genCallMiB)
 	fs.StringVar(&f.device, "device-memory", "", "memory to fit, e.g. 80GB (10^9 bytes) or 24GiB (2^30); default: this machine's")
 	fs.BoolVar(&f.json, "json", false, "print the prediction as JSON")
 }

@@ -356,9 +356,6 @@ func (s *Sampler) prefill(ctx context.Context, fresh []*row, r0 int) ([]float32,
 	firstOf := shareEqualPrompts(fresh)
 	u := n - len(firstOf)
 	vocab := s.lm.Signature().Vocab
-	if cap(s.logits) < n*vocab {
-		s.logits = make([]float32, n*vocab) // extend fills the first u rows in place
-	}
 	last, calls, err := s.prefillRows(ctx, fresh[:u], r0)
 	if err != nil {
 		return nil, calls, 0, err
@@ -367,7 +364,10 @@ func (s *Sampler) prefill(ctx context.Context, fresh []*row, r0 int) ([]float32,
 	for _, r := range fresh[:u] {
 		fed += len(r.ctx)
 	}
-	last = last[:n*vocab]
+	// Room for the repeats' rows after the firsts' (kept as the sampler's
+	// logits buffer for the steps to come).
+	last = slices.Grow(last, (n-u)*vocab)[:n*vocab]
+	s.logits = last
 	for i, f := range firstOf {
 		dst := u + i
 		if err := s.cache.Move(r0+dst, r0+f); err != nil {
@@ -384,12 +384,12 @@ func (s *Sampler) prefill(ctx context.Context, fresh []*row, r0 int) ([]float32,
 func shareEqualPrompts(rows []*row) []int {
 	firstIdx := make(map[string]int, len(rows))
 	var firsts, repeats []*row
-	var repeatOf []string
+	var firstOf []int
 	for _, r := range rows {
 		key := promptKey(r.ctx)
-		if _, seen := firstIdx[key]; seen {
+		if f, seen := firstIdx[key]; seen {
 			repeats = append(repeats, r)
-			repeatOf = append(repeatOf, key)
+			firstOf = append(firstOf, f)
 			continue
 		}
 		firstIdx[key] = len(firsts)
@@ -397,10 +397,6 @@ func shareEqualPrompts(rows []*row) []int {
 	}
 	copy(rows, firsts)
 	copy(rows[len(firsts):], repeats)
-	firstOf := make([]int, len(repeats))
-	for i, key := range repeatOf {
-		firstOf[i] = firstIdx[key]
-	}
 	return firstOf
 }
 
