@@ -16,9 +16,11 @@
 // marked "ok" and no wrong one marked "ok" (trusting "ok" suffices), a
 // right one marked "ok" beside a wrong one marked "ok" (the reader must
 // check the arithmetic itself), right answers all marked "no", or no
-// right answer. Later steps are left out: their candidates are
-// aggregations. Last, the arithmetic of the search traces: how many of
-// the steps "a op b = c" they write hold, in the derivation of x and in
+// right answer. Later steps are left out there: their candidates are
+// aggregations. Then the aggregation traces' own verdicts at steps 1, 2,
+// 4 and the last, which the next step reads as its candidates' verdicts:
+// P(ok | right), P(ok | wrong) and P(right | ok). Last, the arithmetic
+// of the search traces: how many of the steps "a op b = c" they write hold, in the derivation of x and in
 // its check, the check's last step (its comparison with the equation's
 // right-hand side, "31-38=-7.") apart from the others; and how many
 // verdicts follow the comparison written before them ("ok" exactly when
@@ -49,6 +51,31 @@ type counts struct {
 	// follow counts the search traces with a verdict after a comparison:
 	// [n, verdict follows the comparison].
 	follow [2]int
+	// aggVerdicts counts the aggregation traces of each step (index
+	// step-1) by their verdicts.
+	aggVerdicts []verdicts
+}
+
+// verdicts counts traces by answer and verdict (a trace without one
+// counts as not passed).
+type verdicts struct {
+	right, okRight, wrong, okWrong int
+}
+
+// add counts a trace.
+func (v *verdicts) add(correct, passed bool) {
+	switch {
+	case correct:
+		v.right++
+		if passed {
+			v.okRight++
+		}
+	default:
+		v.wrong++
+		if passed {
+			v.okWrong++
+		}
+	}
 }
 
 // Places of a written step in a search trace.
@@ -181,6 +208,12 @@ func tally(recs []report.TraceRecord) (counts, error) {
 		passed[k], _ = synth.CheckVerdict(r.Text)
 	}
 	for _, r := range recs {
+		if r.Step >= 1 {
+			for len(c.aggVerdicts) < r.Step {
+				c.aggVerdicts = append(c.aggVerdicts, verdicts{})
+			}
+			c.aggVerdicts[r.Step-1].add(r.Correct, passed[key{r.Step, r.Problem, r.Sample}])
+		}
 		if r.Step > 1 {
 			continue
 		}
@@ -299,6 +332,19 @@ func run(args []string, w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The aggregation traces' own verdicts, which the next step reads: by RSA step")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| model | step | aggregations | accuracy | P(ok \\| right) | P(ok \\| wrong) | P(right \\| ok) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	for i, c := range tallies {
+		for _, step := range reportedSteps(len(c.aggVerdicts)) {
+			v := c.aggVerdicts[step-1]
+			n := v.right + v.wrong
+			fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s |\n", labels[i], step, n, ratio(v.right, n),
+				ratio(v.okRight, v.right), ratio(v.okWrong, v.wrong), ratio(v.okRight, v.okRight+v.okWrong))
+		}
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "The search traces' arithmetic: written steps, and the share that hold, in the derivation and in the check")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| model | derivation steps | right | earlier check steps | right | comparisons (last check steps) | right | verdicts after one | follow it |")
@@ -311,6 +357,21 @@ func run(args []string, w io.Writer) error {
 		fmt.Fprintf(w, " %d | %s |\n", c.follow[0], ratio(c.follow[1], c.follow[0]))
 	}
 	return nil
+}
+
+// reportedSteps returns the RSA steps reported of a file with steps
+// 1..last: 1, 2, 4 and last, those that exist.
+func reportedSteps(last int) []int {
+	var out []int
+	for _, s := range []int{1, 2, 4} {
+		if s < last {
+			out = append(out, s)
+		}
+	}
+	if last > 0 {
+		out = append(out, last)
+	}
+	return out
 }
 
 func main() {

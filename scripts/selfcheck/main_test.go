@@ -24,22 +24,25 @@ func TestTallyHandComputed(t *testing.T) {
 		// Step 1: candidates {0, 2}, {0, 3} and {1, 3} hold a right one
 		// (sample 0 marked ok beside wrong 2 marked ok, then alone;
 		// sample 1 marked no), {2, 3} do not.
-		{Step: 1, Problem: 0, Sample: 0, Candidates: []int{0, 2}, Correct: true},
-		{Step: 1, Problem: 0, Sample: 1, Candidates: []int{2, 0}},
+		// Their own verdicts: sample 0 right and ok, sample 1 wrong and
+		// ok, the others without one.
+		{Step: 1, Problem: 0, Sample: 0, Candidates: []int{0, 2}, Correct: true, Text: `x=5. 35+3=38. 38-38=0. ok \boxed{5}`},
+		{Step: 1, Problem: 0, Sample: 1, Candidates: []int{2, 0}, Text: `x=4. 28+3=38. 38-38=0. ok \boxed{4}`},
 		{Step: 1, Problem: 0, Sample: 2, Candidates: []int{2, 3}, Correct: true},
 		{Step: 1, Problem: 0, Sample: 3, Candidates: []int{0, 3}, Correct: true},
 		{Step: 1, Problem: 0, Sample: 4, Candidates: []int{1, 3}},
 		// Step 2 (left out: its candidates are aggregations).
 		{Step: 2, Problem: 0, Sample: 0, Candidates: []int{1}},
-		{Step: 2, Problem: 0, Sample: 1, Candidates: []int{0}, Correct: true},
+		{Step: 2, Problem: 0, Sample: 1, Candidates: []int{0}, Correct: true, Text: `x=5. 35+3=38. 38-38=0. ok \boxed{5}`},
 	}
 	c, err := tally(recs)
 	require.NoError(t, err)
 	require.Equal(t, counts{search: 5, right: 2, okRight: 1, wrong: 2, okWrong: 1, noVerdict: 1,
 		agg: 5, aggWithRight: 4, aggRightWith: 2, aggRightWithout: 1,
-		byOffer: [numOffers][2]int{rightOkAlone: {1, 1}, rightOkBeside: {2, 1}, rightSaysNo: {1, 0}, noRight: {1, 1}},
-		steps:   [numPlaces][2]int{earlierStep: {4, 2}, lastStep: {4, 3}},
-		follow:  [2]int{4, 3}}, c)
+		byOffer:     [numOffers][2]int{rightOkAlone: {1, 1}, rightOkBeside: {2, 1}, rightSaysNo: {1, 0}, noRight: {1, 1}},
+		steps:       [numPlaces][2]int{earlierStep: {4, 2}, lastStep: {4, 3}},
+		follow:      [2]int{4, 3},
+		aggVerdicts: []verdicts{{right: 3, okRight: 1, wrong: 2, okWrong: 1}, {right: 1, okRight: 1, wrong: 1}}}, c)
 
 	_, err = tally(append(recs, report.TraceRecord{Step: 1, Problem: 0, Sample: 3, Candidates: []int{9}}))
 	require.ErrorContains(t, err, "candidate 9 of step 0 is not in the file")
@@ -53,10 +56,11 @@ func TestRunTable(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"base=" + path}, &out))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	require.Len(t, lines, 15)
+	require.Len(t, lines, 20)
 	require.Equal(t, "| base | 0 | - | - | - | - | 0 | - | - | - |", lines[2])
 	require.Equal(t, "| base | -: - | -: - | -: - | -: - |", lines[8])
-	require.Equal(t, "| base | 0 | - | 0 | - | 0 | - | 0 | - |", lines[14])
+	require.Equal(t, "|---|---|---|---|---|---|---|", lines[13], "no aggregation steps, no rows")
+	require.Equal(t, "| base | 0 | - | 0 | - | 0 | - | 0 | - |", lines[19])
 	require.Error(t, run([]string{path}, &out), "no label")
 	_, err = os.Stat(path)
 	require.NoError(t, err)
@@ -91,5 +95,21 @@ func TestCheckSteps(t *testing.T) {
 			require.Equal(t, tc.want[earlierStep][0]+tc.want[lastStep][0] > 0, compared, "a check step")
 			require.Equal(t, tc.comparison, comparison)
 		})
+	}
+}
+
+func TestReportedSteps(t *testing.T) {
+	for _, tc := range []struct {
+		last int
+		want []int
+	}{
+		{0, nil},
+		{1, []int{1}},
+		{2, []int{1, 2}},
+		{3, []int{1, 2, 3}},
+		{4, []int{1, 2, 4}},
+		{10, []int{1, 2, 4, 10}},
+	} {
+		require.Equal(t, tc.want, reportedSteps(tc.last), "last step %d", tc.last)
 	}
 }
