@@ -132,10 +132,13 @@ func (s *modelSession) prompter(tmpl templateSet) rollout.ChatPrompter {
 }
 
 // samplerConfig completes the sampling flags for this model: the trace
-// length when --max-new-tokens is 0, the context length (config.json's
+// length when --max-new-tokens is 0 (the embedded task's when the model is
+// the embedded one or, onEmbeddedTask, the problems are that task's: a
+// model warm-started on it by spiral sft writes traces as short), the
+// context length (config.json's
 // max_position_embeddings, when stated), the stop ids and the vocabulary
 // limit.
-func (s *modelSession) samplerConfig(f samplingFlags, pol *model.Policy) (rollout.SamplerConfig, error) {
+func (s *modelSession) samplerConfig(f samplingFlags, pol *model.Policy, onEmbeddedTask bool) (rollout.SamplerConfig, error) {
 	c := f.cfg
 	c.CallBytes = int64(f.callMiB) << 20
 	hf, _, err := model.ReadHFConfig(s.onnx)
@@ -144,7 +147,7 @@ func (s *modelSession) samplerConfig(f samplingFlags, pol *model.Policy) (rollou
 	}
 	c.ContextLength = hf.MaxPositionEmbeddings
 	if c.MaxNewTokens == 0 {
-		c.MaxNewTokens = traceLength(s.embedded, c.ContextLength)
+		c.MaxNewTokens = traceLength(s.embedded || onEmbeddedTask, c.ContextLength)
 	}
 	if c.ContextLength > 0 && c.MaxNewTokens >= c.ContextLength {
 		return c, usageError{fmt.Errorf("--max-new-tokens %d leaves no room for a prompt in the %d positions of %s (config.json max_position_embeddings)", c.MaxNewTokens, c.ContextLength, s.onnx)}
@@ -187,15 +190,15 @@ func promptLimit(c rollout.SamplerConfig) int {
 }
 
 // Default trace lengths when --max-new-tokens is 0: the embedded task's
-// traces are under 40 characters; real models reason for thousands of
+// traces are under 120 characters; real models reason for thousands of
 // tokens, within half of their context.
 const (
 	embeddedMaxNewTokens = 96
 	modelMaxNewTokens    = 4096
 )
 
-func traceLength(embedded bool, context int) int {
-	if embedded {
+func traceLength(shortTask bool, context int) int {
+	if shortTask {
 		return embeddedMaxNewTokens
 	}
 	if context > 0 {

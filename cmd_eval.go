@@ -67,7 +67,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 		}
 		defer pol.Close()
 	}
-	samplerCfg, err := sess.samplerConfig(f.sf, pol)
+	samplerCfg, err := sess.samplerConfig(f.sf, pol, onTask)
 	if err != nil {
 		return err
 	}

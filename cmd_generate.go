@@ -38,7 +38,7 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 		return err
 	}
 	defer pol.Close()
-	cfg, err := sess.samplerConfig(f.sf, pol)
+	cfg, err := sess.samplerConfig(f.sf, pol, false)
 	if err != nil {
 		return err
 	}

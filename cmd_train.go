@@ -95,7 +95,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	if err := sess.checkVocab(pol.LM); err != nil {
 		return err
 	}
-	samplerCfg, err := sess.samplerConfig(f.sf, pol)
+	samplerCfg, err := sess.samplerConfig(f.sf, pol, onTask)
 	if err != nil {
 		return err
 	}

@@ -101,6 +101,21 @@ func TestWorkflow(t *testing.T) {
 		require.NoFileExists(t, filepath.Join(ev, mode+".traces.jsonl.partial"))
 	}
 
+	// A model warm-started on the embedded task is evaluated on it with
+	// that task's trace length, not a given model's thousands of tokens.
+	short := filepath.Join(dir, "short")
+	r = spiral(t, nil, "eval", "--model", sft, "--mode", "passk", "--limit", "1", "--samples", "1", "--out", short, "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	var rep struct {
+		Meta struct {
+			Extra map[string]string `json:"extra"`
+		} `json:"meta"`
+	}
+	raw, err := os.ReadFile(filepath.Join(short, "passk.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &rep))
+	require.Equal(t, "96", rep.Meta.Extra["max_new_tokens"], string(raw))
+
 	r = spiral(t, nil, "plot", "--out", filepath.Join(ev, "cmp.png"), filepath.Join(ev, "passk.json"), filepath.Join(ev, "passk.json"))
 	require.Equal(t, 0, r.code, r.stderr)
 	require.FileExists(t, filepath.Join(ev, "cmp.png"))
