@@ -17,8 +17,8 @@ ARGS ?=
 setup:
 	@scripts/setup.sh >/dev/null
 
-# A CUDA build of ONNX Runtime with the CUDA libraries it links (about
-# 700 MB, once; not in CI), for --device cuda.
+# A CUDA build of ONNX Runtime with the CUDA libraries it links and cuDNN
+# (about 1.2 GB, once; not in CI), for --device cuda.
 setup-cuda:
 	@scripts/setup.sh --cuda >/dev/null
 

@@ -343,12 +343,18 @@ const CUDAProvider = "libonnxruntime_providers_cuda.so"
 // beside libonnxruntime.so in a GPU build.
 const SharedProvider = "libonnxruntime_providers_shared.so"
 
-var CUDALibraries = []string{"libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13", "libcurand.so.10"}
+var CUDALibraries = []string{"libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13", "libcurand.so.10", CUDNN}
+
+// CUDNN is cuDNN's library, which ONNX Runtime's CUDA execution provider
+// requires but does not link: it opens it by this name when it first
+// needs it, and cuDNN opens its sublibraries beside it. `scripts/setup.sh
+// --cuda` puts all of them beside the provider.
+const CUDNN = "libcudnn.so.9"
 
 // loadCUDA loads the CUDA libraries found beside the ONNX Runtime
 // library (the provider does not look there itself), then checks that
-// each library the provider links loads, so that a failure names what is
-// missing.
+// each library the provider links loads, and cuDNN, so that a failure
+// names what is missing (rather than a graph call failing later).
 func (r *Runtime) loadCUDA() error {
 	dir := filepath.Dir(r.lib)
 	provider := filepath.Join(dir, CUDAProvider)
@@ -388,6 +394,9 @@ func (r *Runtime) loadCUDA() error {
 			}
 			return fmt.Errorf("model: the CUDA execution provider %s does not load: %v%s", provider, err, hint)
 		}
+	}
+	if err := ortc.CheckLibrary(CUDNN); err != nil {
+		return fmt.Errorf("model: cuDNN, which the CUDA execution provider %s opens when it runs, does not load: %v; run %s --cuda to install it beside the provider, or put the directory of %s on LD_LIBRARY_PATH", provider, err, SetupCommand, CUDNN)
 	}
 	return nil
 }

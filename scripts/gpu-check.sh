@@ -41,9 +41,10 @@
 #           Go and no network. Run setup --cuda where there is network and
 #           bring $SPIRAL_CACHE_DIR's onnxruntime-1.30.0 and
 #           onnxruntime-gpu-1.30.0 folders; where the machine has CUDA 13's
-#           runtime, cuBLAS and cuRAND already (a PyTorch cu13x install
-#           does), the ONNX Runtime files alone do (about 300 MB, 180 MB
-#           as xz), with those libraries' folders in LD_LIBRARY_PATH.
+#           runtime, cuBLAS, cuRAND and cuDNN 9 already (a PyTorch cu13x
+#           install does), the ONNX Runtime files alone do (about 300 MB,
+#           180 MB as xz), with those libraries' folders in
+#           LD_LIBRARY_PATH.
 #           This is how the README's H200 figures were taken.
 set -euo pipefail
 cd "$(dirname "$0")/.."

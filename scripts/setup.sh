@@ -16,11 +16,12 @@
 # (the same place the spiral binary looks at run time).
 #
 # With --cuda it also installs a CUDA build of ONNX Runtime for --device
-# cuda (about 700 MB downloaded, once): the C library and its CUDA
-# execution provider from the PyPI wheel onnxruntime-gpu (same release as
-# the CPU build, CUDA 13), and the CUDA 13 runtime, cuBLAS and cuRAND
-# libraries the provider links from NVIDIA's PyPI wheels, all pinned by
-# checksum, into one directory. The NVIDIA driver (libcuda.so.1, 580
+# cuda (about 1.2 GB downloaded, once; 2 GB unpacked): the C library and
+# its CUDA execution provider from the PyPI wheel onnxruntime-gpu (same
+# release as the CPU build, CUDA 13), the CUDA 13 runtime, cuBLAS and
+# cuRAND libraries the provider links, and cuDNN 9, which it opens at run
+# time, from NVIDIA's PyPI wheels, all pinned by checksum, into one
+# directory. The NVIDIA driver (libcuda.so.1, 580
 # series or newer) is the machine's own.
 set -euo pipefail
 
@@ -84,7 +85,8 @@ fi
 # The C library and its CUDA provider come from the PyPI wheel
 # onnxruntime-gpu (the same release as the CPU build above, built for
 # CUDA 13, which a driver of the 580 series or newer runs), the CUDA
-# libraries the provider links from NVIDIA's CUDA 13.0 wheels.
+# libraries the provider links from NVIDIA's CUDA 13.0 wheels, and cuDNN
+# (its sublibraries too: libcudnn.so.9 opens them beside itself).
 ORT_GPU_VERSION=$ORT_VERSION
 ORT_GPU_DIR="$CACHE/onnxruntime-gpu-$ORT_GPU_VERSION"
 # name, URL, checksum, the libraries taken from it (path in the archive).
@@ -94,6 +96,7 @@ CUDA_WHEELS=(
   "cuda-runtime $PYPI/2e/24/d1558f3b68b1d26e706813b1d10aa1d785e4698c425af8db8edc3dced472/nvidia_cuda_runtime-13.0.96-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl 7f82250d7782aa23b6cfe765ecc7db554bd3c2870c43f3d1821f1d18aebf0548 nvidia/cu13/lib/libcudart.so.13"
   "cublas $PYPI/e7/44/423ac00af4dd95a5aeb27207e2c0d9b7118702149bf4704c3ddb55bb7429/nvidia_cublas-13.1.0.3-py3-none-manylinux_2_27_x86_64.whl ee8722c1f0145ab246bccb9e452153b5e0515fd094c3678df50b2a0888b8b171 nvidia/cu13/lib/libcublas.so.13 nvidia/cu13/lib/libcublasLt.so.13"
   "curand $PYPI/a5/9f/be0a41ca4a4917abf5cb9ae0daff1a6060cc5de950aec0396de9f3b52bc5/nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl 1aee33a5da6e1db083fe2b90082def8915f30f3248d5896bcec36a579d941bfc nvidia/cu13/lib/libcurand.so.10"
+  "cudnn $PYPI/ef/6f/94535c450d44a68ef0b43d7a5e54c0e5ecda2ca3db7daec5d54c8d94e0d8/nvidia_cudnn_cu13-9.28.1.4-py3-none-manylinux_2_27_x86_64.whl a54f205b1db1f2895d99f398754db1369816f0569dd459731f925635cf7b65ec nvidia/cudnn/lib/libcudnn.so.9 nvidia/cudnn/lib/libcudnn_adv.so.9 nvidia/cudnn/lib/libcudnn_cnn.so.9 nvidia/cudnn/lib/libcudnn_engines_precompiled.so.9 nvidia/cudnn/lib/libcudnn_engines_runtime_compiled.so.9 nvidia/cudnn/lib/libcudnn_engines_tensor_ir.so.9 nvidia/cudnn/lib/libcudnn_ext.so.9 nvidia/cudnn/lib/libcudnn_graph.so.9 nvidia/cudnn/lib/libcudnn_heuristic.so.9 nvidia/cudnn/lib/libcudnn_ops.so.9"
 )
 if [[ $CUDA == 1 && ! -f "$ORT_GPU_DIR/.ok" ]]; then
   [[ $ort_arch == x64 ]] || die "--cuda: the CUDA build is provided for x86_64 only"

@@ -196,6 +196,25 @@ func TestDeviceCUDANamesWhatIsMissing(t *testing.T) {
 	require.Contains(t, r.stderr, filepath.Join(dir, "libonnxruntime_providers_cuda.so")+" does not load")
 	require.Contains(t, r.stderr, "libspiral_no_driver.so.1: cannot open shared object file", "the loader names the missing library, not cuBLAS")
 
+	// cuDNN, which the provider opens at run time and does not link: named
+	// when it is missing (this machine has none), found beside the
+	// provider. The "driver" is back for it.
+	build("libspiral_no_driver.so.1")
+	withDriver := []string{"LD_LIBRARY_PATH=" + dir + ":" + os.Getenv("LD_LIBRARY_PATH")}
+	r = spiral(t, withDriver, "version", "--ort-lib", filepath.Join(dir, "libonnxruntime.so"), "--device", "cuda")
+	require.Equal(t, 1, r.code, "the CPU build has no CUDA provider to append")
+	if strings.Contains(r.stderr, "cuDNN") {
+		require.Contains(t, r.stderr, model.CUDNN+": cannot open shared object file")
+		require.Contains(t, r.stderr, "scripts/setup.sh --cuda")
+	} else {
+		t.Logf("this machine has %s: its absence is not tested", model.CUDNN)
+	}
+	build(model.CUDNN)
+	r = spiral(t, withDriver, "version", "--ort-lib", filepath.Join(dir, "libonnxruntime.so"), "--device", "cuda")
+	require.Equal(t, 1, r.code, "the CPU build has no CUDA provider to append")
+	require.NotContains(t, r.stderr, "cuDNN", "found beside the provider")
+	require.NoError(t, os.Remove(filepath.Join(dir, "libspiral_no_driver.so.1")))
+
 	// Laid out as setup lays out its cache, with $ONNXRUNTIME_LIB naming
 	// the CPU build (as env.sh does): --device cuda takes the CUDA build.
 	cache := t.TempDir()
