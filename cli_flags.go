@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -29,6 +30,7 @@ type runtimeFlags struct {
 	device        string
 	threads       int
 	deterministic bool
+	cudaOptions   map[string]string
 }
 
 func (f *runtimeFlags) register(fs *pflag.FlagSet) {
@@ -36,13 +38,27 @@ func (f *runtimeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.device, "device", "cpu", "execution device: cpu, cuda, cuda:N, or auto (CUDA if it loads, else CPU with a warning)")
 	fs.IntVar(&f.threads, "threads", 0, "intra-op threads per ONNX Runtime session (0 = one per physical core)")
 	fs.BoolVar(&f.deterministic, "deterministic", false, "bit-reproducible runs: one thread and ONNX Runtime's deterministic kernels (slower)")
+	fs.StringToStringVar(&f.cudaOptions, "cuda-option", nil, "an option of ONNX Runtime's CUDA execution provider, KEY=VALUE (repeatable; e.g. arena_extend_strategy=kSameAsRequested, gpu_mem_limit=BYTES)")
+}
+
+// options returns the runtime options the flags give, warnings to warn.
+func (f *runtimeFlags) options(warn io.Writer) model.RuntimeOptions {
+	return model.RuntimeOptions{LibPath: f.ortLib, Device: f.device, Threads: f.threads,
+		Deterministic: f.deterministic, CUDAOptions: f.cudaOptions, Warn: warn}
 }
 
 // validate checks the runtime flags without loading anything.
 func (f *runtimeFlags) validate() error {
 	var errs []error
-	if _, _, err := model.ParseDevice(f.device); err != nil {
+	dev, _, err := model.ParseDevice(f.device)
+	if err != nil {
 		errs = append(errs, fmt.Errorf("--device: %w", err))
+	}
+	if len(f.cudaOptions) > 0 && err == nil && dev.Kind != model.CUDA {
+		errs = append(errs, fmt.Errorf("--cuda-option applies to --device cuda or auto, not %q", f.device))
+	}
+	if _, ok := f.cudaOptions["device_id"]; ok {
+		errs = append(errs, errors.New("--cuda-option device_id: choose the device with --device cuda:N"))
 	}
 	if f.threads < 0 {
 		errs = append(errs, fmt.Errorf("--threads %d: want >= 0 (0 = one per physical core)", f.threads))

@@ -102,8 +102,7 @@ func openSession(env *cliEnv, rf *runtimeFlags, mf *modelFlags) (*modelSession, 
 	if err != nil {
 		return nil, err
 	}
-	rt, err := model.OpenRuntime(model.RuntimeOptions{LibPath: rf.ortLib, Device: rf.device, Threads: rf.threads,
-		Deterministic: rf.deterministic, Warn: env.stderr})
+	rt, err := model.OpenRuntime(rf.options(env.stderr))
 	if err != nil {
 		tok.Close()
 		return nil, err

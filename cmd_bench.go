@@ -131,8 +131,7 @@ func benchOpen(env *cliEnv, f *benchFlags, opts model.PolicyOptions) (pol *model
 	if err != nil {
 		return nil, nil, err
 	}
-	rt, err := model.OpenRuntime(model.RuntimeOptions{LibPath: f.rf.ortLib, Device: f.rf.device, Threads: f.rf.threads,
-		Deterministic: f.rf.deterministic, Warn: env.stderr})
+	rt, err := model.OpenRuntime(f.rf.options(env.stderr))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -26,8 +26,7 @@ func setupVersion(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		if err := rf.validate(); err != nil {
 			return usageError{err}
 		}
-		rt, err := model.OpenRuntime(model.RuntimeOptions{LibPath: rf.ortLib, Device: rf.device, Threads: rf.threads,
-			Deterministic: rf.deterministic, Warn: env.stderr})
+		rt, err := model.OpenRuntime(rf.options(env.stderr))
 		if err != nil {
 			return err
 		}

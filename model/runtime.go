@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -129,6 +130,10 @@ type RuntimeOptions struct {
 	// Runtime's deterministic compute, so that the same inputs give
 	// bit-identical outputs run after run (Threads must then be 0 or 1).
 	Deterministic bool
+	// CUDAOptions are options of ONNX Runtime's CUDA execution provider
+	// (such as arena_extend_strategy or gpu_mem_limit), which checks them
+	// when a session opens on CUDA; device_id comes from Device.
+	CUDAOptions map[string]string
 }
 
 // Runtime owns the process's ONNX Runtime environment. Build one in main,
@@ -140,6 +145,7 @@ type Runtime struct {
 	device        Device
 	threads       int
 	deterministic bool
+	cudaOptions   map[string]string
 	api           *ortc.API
 }
 
@@ -170,6 +176,9 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 	}
 	if opt.Deterministic && opt.Threads > 1 {
 		return nil, fmt.Errorf("model: deterministic runs use one thread; %d threads asked", opt.Threads)
+	}
+	if _, ok := opt.CUDAOptions["device_id"]; ok {
+		return nil, errors.New(`model: CUDA option "device_id": the device is chosen by the device ("cuda:N")`)
 	}
 	if ort.IsInitialized() {
 		return nil, errors.New("model: an ONNX Runtime environment is already open in this process")
@@ -234,7 +243,7 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 	if opt.Deterministic {
 		threads = 1
 	}
-	r := &Runtime{lib: lib, libFrom: libFrom, device: dev, threads: threads, deterministic: opt.Deterministic, api: api}
+	r := &Runtime{lib: lib, libFrom: libFrom, device: dev, threads: threads, deterministic: opt.Deterministic, cudaOptions: maps.Clone(opt.CUDAOptions), api: api}
 	if dev.Kind == CUDA {
 		if err := r.checkCUDA(); err != nil {
 			if !auto {
@@ -407,8 +416,10 @@ func (r *Runtime) appendCUDA(so *ort.SessionOptions) error {
 		return fmt.Errorf("model: ONNX Runtime library %s has no CUDA execution provider (CUDA provider options: %v)", r.lib, err)
 	}
 	defer co.Destroy()
-	if err := co.Update(map[string]string{"device_id": strconv.Itoa(r.device.ID)}); err != nil {
-		return fmt.Errorf("model: ONNX Runtime library %s cannot set up the CUDA execution provider for device %d: %w", r.lib, r.device.ID, err)
+	options := map[string]string{"device_id": strconv.Itoa(r.device.ID)}
+	maps.Copy(options, r.cudaOptions)
+	if err := co.Update(options); err != nil {
+		return fmt.Errorf("model: ONNX Runtime library %s cannot set up the CUDA execution provider for device %d with options %v: %w", r.lib, r.device.ID, options, err)
 	}
 	if err := so.AppendExecutionProviderCUDA(co); err != nil {
 		return fmt.Errorf("model: ONNX Runtime library %s cannot append the CUDA execution provider for device %d: %v", r.lib, r.device.ID, err)

@@ -76,6 +76,13 @@ func TestOpenRuntimeMissingLibrary(t *testing.T) {
 	}
 }
 
+// TestOpenRuntimeCUDAOptionDeviceID: the device comes from Device, never
+// from a CUDA option, refused before any library is loaded.
+func TestOpenRuntimeCUDAOptionDeviceID(t *testing.T) {
+	_, err := model.OpenRuntime(model.RuntimeOptions{Device: "cuda:0", CUDAOptions: map[string]string{"device_id": "1"}})
+	require.ErrorContains(t, err, `CUDA option "device_id"`)
+}
+
 // realLibrary is the library setup installed ($ONNXRUNTIME_LIB from
 // env.sh), or a skip.
 func realLibrary(t *testing.T) string {

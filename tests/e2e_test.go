@@ -113,6 +113,9 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown flag on command", []string{"version", "--frobnicate"}, "unknown flag: --frobnicate"},
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
 		{"bad flag value", []string{"version", "--threads", "many"}, "invalid argument"},
+		{"cuda option on the cpu", []string{"version", "--cuda-option", "arena_extend_strategy=kSameAsRequested"}, `--cuda-option applies to --device cuda or auto, not "cpu"`},
+		{"cuda option naming the device", []string{"version", "--device", "cuda", "--cuda-option", "device_id=1"}, "choose the device with --device cuda:N"},
+		{"cuda option without a value", []string{"version", "--device", "cuda", "--cuda-option", "gpu_mem_limit"}, "invalid argument"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
