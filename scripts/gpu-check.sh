@@ -130,3 +130,6 @@ bench 120 generate --device cuda --model "$M/model.onnx" --rows 64 --prompt-toke
 
 step "bench train, Qwen3-0.6B shape, 1 x 2,048 tokens, 2 steps (CUDA)"
 bench 120 train --device cuda --model "$M/model.onnx" --rows 1 --tokens 2048 --steps 2
+
+step "the same with the device arena grown by what is asked (--cuda-option arena_extend_strategy=kSameAsRequested; compare the peaks)"
+bench 120 train --device cuda --cuda-option arena_extend_strategy=kSameAsRequested --model "$M/model.onnx" --rows 1 --tokens 2048 --steps 2
