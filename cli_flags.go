@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,31 @@ import (
 // (rl.DefaultConfig, rollout.DefaultSamplerConfig, ...), so that defaults
 // are stated once. Each command's setup function picks the groups it
 // takes.
+
+// commandFlags are a command's flags: bound to a flag set, then checked
+// before the command runs.
+type commandFlags[F any] interface {
+	*F
+	register(fs *pflag.FlagSet)
+	validate() error
+}
+
+// flagsCommand binds the flags F of a command that takes no arguments
+// and returns the command: positional arguments and flags that fail
+// validate are usage errors, otherwise run gets the flags.
+func flagsCommand[F any, PF commandFlags[F]](fs *pflag.FlagSet, run func(context.Context, *cliEnv, PF) error) func(context.Context, *cliEnv, []string) error {
+	f := PF(new(F))
+	f.register(fs)
+	return func(ctx context.Context, env *cliEnv, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Errorf("unexpected arguments %q", args)}
+		}
+		if err := f.validate(); err != nil {
+			return usageError{err}
+		}
+		return run(ctx, env, f)
+	}
+}
 
 // runtimeFlags are the ONNX Runtime flags of every model-running command.
 type runtimeFlags struct {

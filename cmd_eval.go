@@ -21,17 +21,7 @@ import (
 )
 
 func setupEval(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
-	var f evalFlags
-	f.register(fs)
-	return func(ctx context.Context, env *cliEnv, args []string) error {
-		if len(args) > 0 {
-			return usageError{fmt.Errorf("unexpected arguments %q", args)}
-		}
-		if err := f.validate(); err != nil {
-			return usageError{err}
-		}
-		return runEval(ctx, env, &f)
-	}
+	return flagsCommand[evalFlags](fs, runEval)
 }
 
 func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {

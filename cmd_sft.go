@@ -17,17 +17,7 @@ import (
 )
 
 func setupSFT(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
-	var f sftFlags
-	f.register(fs)
-	return func(ctx context.Context, env *cliEnv, args []string) error {
-		if len(args) > 0 {
-			return usageError{fmt.Errorf("unexpected arguments %q", args)}
-		}
-		if err := f.validate(); err != nil {
-			return usageError{err}
-		}
-		return runSFT(ctx, env, &f)
-	}
+	return flagsCommand[sftFlags](fs, runSFT)
 }
 
 // runSFT wires the supervised warm start on the embedded task: the model's

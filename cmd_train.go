@@ -27,17 +27,7 @@ const (
 )
 
 func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
-	var f trainFlags
-	f.register(fs)
-	return func(ctx context.Context, env *cliEnv, args []string) error {
-		if len(args) > 0 {
-			return usageError{fmt.Errorf("unexpected arguments %q", args)}
-		}
-		if err := f.validate(); err != nil {
-			return usageError{err}
-		}
-		return runTrain(ctx, env, &f)
-	}
+	return flagsCommand[trainFlags](fs, runTrain)
 }
 
 // runTrain wires a training run together: the model and its policy, the
