@@ -42,6 +42,7 @@ func TestWorkflow(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "held.jsonl"), []byte(`{"problem":"Compute 1+2.","answer":"3"}`+"\n"+`{"problem":"Compute 2*3.","answer":"6"}`+"\n"), 0o644))
 	r = spiral(t, nil, append(args, "--steps", "2")...)
 	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "lr 1e-06, 24 new tokens a trace", "the header states the defaults taken: a given model's learning rate")
 	require.Contains(t, r.stdout, "checkpoint "+filepath.Join(run, "checkpoints", "ckpt-000002"))
 	require.Equal(t, 2, countLines(t, filepath.Join(run, "metrics.jsonl")))
 	require.FileExists(t, filepath.Join(run, "training.png"))
