@@ -15,6 +15,7 @@ import (
 
 	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/params"
+	"github.com/spiral-rl/spiral/rollout/report"
 )
 
 // TestWorkflow runs the whole product on a freshly initialised tiny model:
@@ -107,15 +108,9 @@ func TestWorkflow(t *testing.T) {
 	short := filepath.Join(dir, "short")
 	r = spiral(t, nil, "eval", "--model", sft, "--mode", "passk", "--limit", "1", "--samples", "1", "--out", short, "--quiet")
 	require.Equal(t, 0, r.code, r.stderr)
-	var rep struct {
-		Meta struct {
-			Extra map[string]string `json:"extra"`
-		} `json:"meta"`
-	}
-	raw, err := os.ReadFile(filepath.Join(short, "passk.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(raw, &rep))
-	require.Equal(t, "96", rep.Meta.Extra["max_new_tokens"], string(raw))
+	var rep report.PassAtK
+	require.NoError(t, report.ReadJSON(filepath.Join(short, "passk.json"), &rep))
+	require.Equal(t, "96", rep.Meta.Extra["max_new_tokens"], "%+v", rep.Meta)
 
 	r = spiral(t, nil, "plot", "--out", filepath.Join(ev, "cmp.png"), filepath.Join(ev, "passk.json"), filepath.Join(ev, "passk.json"))
 	require.Equal(t, 0, r.code, r.stderr)

@@ -20,11 +20,12 @@
 // aggregations. Then the aggregation traces' own verdicts at steps 1, 2,
 // 4 and the last, which the next step reads as its candidates' verdicts:
 // P(ok | right), P(ok | wrong) and P(right | ok). Last, the arithmetic
-// of the search traces: how many of the steps "a op b = c" they write hold, in the derivation of x and in
-// its check, the check's last step (its comparison with the equation's
-// right-hand side, "31-38=-7.") apart from the others; and how many
-// verdicts follow the comparison written before them ("ok" exactly when
-// its result is 0), whether or not its arithmetic holds.
+// of the search traces: how many of the steps "a op b = c" they write
+// hold, in the derivation of x and in its check, the check's last step
+// (its comparison with the equation's right-hand side, "31-38=-7.")
+// apart from the others; and how many verdicts follow the comparison
+// written before them ("ok" exactly when its result is 0), whether or not
+// its arithmetic holds.
 package main
 
 import (
@@ -41,8 +42,10 @@ import (
 
 // counts are the tallies of one traces file.
 type counts struct {
-	search, right, okRight, wrong, okWrong, noVerdict int
-	agg, aggWithRight, aggRightWith, aggRightWithout  int
+	search, noVerdict                                int
+	agg, aggWithRight, aggRightWith, aggRightWithout int
+	// searchVerdicts counts the search traces with a verdict by it.
+	searchVerdicts verdicts
 	// byOffer counts the first aggregations per offer class: [n, right].
 	byOffer [numOffers][2]int
 	// steps counts the search traces' written arithmetic steps, the
@@ -60,6 +63,12 @@ type counts struct {
 // counts as not passed).
 type verdicts struct {
 	right, okRight, wrong, okWrong int
+}
+
+// probabilities returns P(ok | right), P(ok | wrong) and P(right | ok),
+// formatted by ratio.
+func (v verdicts) probabilities() (okRight, okWrong, rightOk string) {
+	return ratio(v.okRight, v.right), ratio(v.okWrong, v.wrong), ratio(v.okRight, v.okRight+v.okWrong)
 }
 
 // add counts a trace.
@@ -259,17 +268,7 @@ func tally(recs []report.TraceRecord) (counts, error) {
 				c.follow[1]++
 			}
 		}
-		if r.Correct {
-			c.right++
-			if passed {
-				c.okRight++
-			}
-		} else {
-			c.wrong++
-			if passed {
-				c.okWrong++
-			}
-		}
+		c.searchVerdicts.add(r.Correct, passed)
 	}
 	return c, nil
 }
@@ -307,8 +306,9 @@ func run(args []string, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
+		okRight, okWrong, rightOk := c.searchVerdicts.probabilities()
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %d | %s | %s | %s |\n", label, c.search,
-			ratio(c.right, c.search), ratio(c.okRight, c.right), ratio(c.okWrong, c.wrong), ratio(c.okRight, c.okRight+c.okWrong),
+			ratio(c.searchVerdicts.right, c.search), okRight, okWrong, rightOk,
 			c.agg, ratio(c.aggWithRight, c.agg), ratio(c.aggRightWith, c.aggWithRight), ratio(c.aggRightWithout, c.agg-c.aggWithRight))
 		tallies, labels = append(tallies, c), append(labels, label)
 	}
@@ -340,8 +340,8 @@ func run(args []string, w io.Writer) error {
 		for _, step := range reportedSteps(len(c.aggVerdicts)) {
 			v := c.aggVerdicts[step-1]
 			n := v.right + v.wrong
-			fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s |\n", labels[i], step, n, ratio(v.right, n),
-				ratio(v.okRight, v.right), ratio(v.okWrong, v.wrong), ratio(v.okRight, v.okRight+v.okWrong))
+			okRight, okWrong, rightOk := v.probabilities()
+			fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s |\n", labels[i], step, n, ratio(v.right, n), okRight, okWrong, rightOk)
 		}
 	}
 	fmt.Fprintln(w)

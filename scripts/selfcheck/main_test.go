@@ -37,7 +37,7 @@ func TestTallyHandComputed(t *testing.T) {
 	}
 	c, err := tally(recs)
 	require.NoError(t, err)
-	require.Equal(t, counts{search: 5, right: 2, okRight: 1, wrong: 2, okWrong: 1, noVerdict: 1,
+	require.Equal(t, counts{search: 5, searchVerdicts: verdicts{right: 2, okRight: 1, wrong: 2, okWrong: 1}, noVerdict: 1,
 		agg: 5, aggWithRight: 4, aggRightWith: 2, aggRightWithout: 1,
 		byOffer:     [numOffers][2]int{rightOkAlone: {1, 1}, rightOkBeside: {2, 1}, rightSaysNo: {1, 0}, noRight: {1, 1}},
 		steps:       [numPlaces][2]int{earlierStep: {4, 2}, lastStep: {4, 3}},
