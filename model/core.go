@@ -152,7 +152,11 @@ func (e *Executor) callInputs(r *coreRun, l, q0, q1 int, scores []scoreSlice) ([
 			}
 			base := r.lead[i][l] * r.T * d
 			shape := unitLead(len(s), hi-lo, d)
-			view, err = ortc.NewTensor(e.env, shape, v.Float32s()[base+lo*d:base+hi*d])
+			if v.Placed() {
+				view, err = v.View(base+lo*d, shape)
+			} else {
+				view, err = ortc.NewTensor(e.env, shape, v.Float32s()[base+lo*d:base+hi*d])
+			}
 		case blocks.RoleScores:
 			if len(s) < 2 {
 				in = append(in, v)
@@ -213,6 +217,10 @@ func (e *Executor) sliceScores(sc *scoreSlice, v *ortc.Value, lead, T, q0, q1, s
 	if cols == T {
 		c1 = q1
 	}
+	sc.lead, sc.q0 = lead, q0
+	if v.Placed() {
+		return e.sliceScoresOn(sc, v, lead, [2]int{r0, r1}, c1)
+	}
 	size := v.Elem().Size()
 	src := v.Bytes()[lead*rows*cols*size : (lead+1)*rows*cols*size]
 	n := (r1 - r0) * c1
@@ -230,7 +238,6 @@ func (e *Executor) sliceScores(sc *scoreSlice, v *ortc.Value, lead, T, q0, q1, s
 	default:
 		return fmt.Errorf("score-shaped attention input of element type %d", v.Elem())
 	}
-	sc.lead, sc.q0 = lead, q0
 	return err
 }
 
@@ -244,7 +251,8 @@ func (e *Executor) scratchBytes(key string, n int) []byte {
 }
 
 // coreForward runs attention core c per head and block of queries, into
-// one output [lead..., T, d] held in the block's values.
+// one output [lead..., T, d] held in the block's values: in host memory,
+// or on the device layer in device memory, each call writing its rows.
 func (e *Executor) coreForward(st *stepState, c *blocks.Core) error {
 	r, err := e.newCoreRun(st, c)
 	if err != nil {
@@ -256,45 +264,85 @@ func (e *Executor) coreForward(st *stepState, c *blocks.Core) error {
 			scores[i].release()
 		}
 	}()
-	var out []float32
-	var d int
+	var out coreOutput
 	nLead := numLead(r.outLead)
 	for q0 := 0; q0 < r.T; q0 += r.block {
 		q1 := min(r.T, q0+r.block)
 		for l := range nLead {
 			in, owned, err := e.callInputs(r, l, q0, q1, scores)
-			if err != nil {
-				return err
+			if err == nil {
+				err = out.call(e, r, c, in, l, q0, q1)
 			}
-			res := []*ortc.Value{nil}
-			err = e.run(c.Forward, in, res)
 			for _, v := range owned {
 				v.Release()
 			}
 			if err != nil {
+				out.v.Release()
 				return err
 			}
-			rs := res[0].Shape()
-			if out == nil {
-				d = int(rs[len(rs)-1])
-				out = e.scratch("core-out", nLead*r.T*d)
-			}
-			copy(out[(l*r.T+q0)*d:(l*r.T+q1)*d], res[0].Float32s())
-			res[0].Release()
 		}
 	}
-	shape := append(append([]int64(nil), r.outLead...), int64(r.T), int64(d))
-	v, err := ortc.NewTensor(e.env, shape, out)
+	if out.v == nil {
+		shape := append(append([]int64(nil), r.outLead...), int64(r.T), int64(out.d))
+		if out.v, err = ortc.NewTensor(e.env, shape, out.host); err != nil {
+			return err
+		}
+	}
+	st.local.put(c.Outputs[0], out.v)
+	return nil
+}
+
+// coreOutput is the attention core's output as its calls fill it: rows
+// of a host buffer, or on the device layer of a tensor in device memory.
+type coreOutput struct {
+	host []float32
+	v    *ortc.Value
+	d    int // width
+}
+
+// call runs the core's forward on output lead l, queries q0..q1.
+func (o *coreOutput) call(e *Executor, r *coreRun, c *blocks.Core, in []*ortc.Value, l, q0, q1 int) error {
+	res := []*ortc.Value{nil}
+	var err error
+	if o.v != nil {
+		if res[0], err = o.v.View((l*r.T+q0)*o.d, unitLead(len(r.outLead)+2, q1-q0, o.d)); err != nil {
+			return err
+		}
+	}
+	defer res[0].Release()
+	if err := e.runKeeping(c.Forward, in, res, e.placed); err != nil {
+		return err
+	}
+	if o.v != nil {
+		return nil
+	}
+	rs := res[0].Shape()
+	o.d = int(rs[len(rs)-1])
+	if !res[0].Placed() {
+		if o.host == nil {
+			o.host = e.scratch("core-out", numLead(r.outLead)*r.T*o.d)
+		}
+		copy(o.host[(l*r.T+q0)*o.d:(l*r.T+q1)*o.d], res[0].Float32s())
+		return nil
+	}
+	// The first call on the device layer: now that the width is known,
+	// the whole output, and this call's rows of it.
+	shape := append(append([]int64(nil), r.outLead...), int64(r.T), int64(o.d))
+	if o.v, err = ortc.AllocOn[float32](e.devGrads.mem.alloc, shape); err != nil {
+		return fmt.Errorf("attention output: %w", err)
+	}
+	rows, err := o.v.View((l*r.T+q0)*o.d, rs)
 	if err != nil {
 		return err
 	}
-	st.local.put(c.Outputs[0], v)
-	return nil
+	defer rows.Release()
+	return e.copyOnDevice(rows, res[0])
 }
 
 // coreBackward runs core c's backward per head and block of queries: the
 // gradients of the queries land in their rows, those of the keys and
-// values are summed over the blocks that read them.
+// values are summed over the blocks that read them (in device memory on
+// the device layer).
 func (e *Executor) coreBackward(st *stepState, c *blocks.Core) error {
 	if c.Backward == "" {
 		return nil
@@ -309,9 +357,16 @@ func (e *Executor) coreBackward(st *stepState, c *blocks.Core) error {
 	}
 	gs := g.Shape()
 	d := int(gs[len(gs)-1])
-	grads := map[int][]float32{}
+	grads := map[int]*ortc.Value{}
+	defer func() {
+		for _, v := range grads {
+			v.Release()
+		}
+	}()
 	for _, i := range c.GradInputs {
-		grads[i] = e.scratch(fmt.Sprintf("core-grad-%d", i), r.in[i].Len())
+		if grads[i], err = e.zeroGrad(fmt.Sprintf("core-grad-%d", i), r.in[i].Shape()); err != nil {
+			return fmt.Errorf("gradient of %q: %w", c.Inputs[i], err)
+		}
 	}
 	scores := make([]scoreSlice, len(c.Roles))
 	defer func() {
@@ -327,39 +382,40 @@ func (e *Executor) coreBackward(st *stepState, c *blocks.Core) error {
 			if err != nil {
 				return err
 			}
-			gv, err := ortc.NewTensor(e.env, unitLead(len(gs), q1-q0, d), g.Float32s()[(l*r.T+q0)*d:(l*r.T+q1)*d])
+			gv, err := e.rowsOf(g, (l*r.T+q0)*d, unitLead(len(gs), q1-q0, d))
 			if err != nil {
 				return err
 			}
 			owned = append(owned, gv)
 			in = append(in, gv)
 			out := make([]*ortc.Value, len(c.GradInputs))
-			err = e.run(c.Backward, in, out)
+			err = e.runKeeping(c.Backward, in, out, e.placed)
 			for _, v := range owned {
 				v.Release()
+			}
+			for k, i := range c.GradInputs {
+				if err == nil {
+					s := r.in[i].Shape()
+					w := int(s[len(s)-1])
+					lo := q0
+					if c.Roles[i] == blocks.RoleKeys {
+						lo = 0
+					}
+					err = e.addRows(grads[i], (r.lead[i][l]*r.T+lo)*w, out[k])
+				}
+				out[k].Release()
 			}
 			if err != nil {
 				return err
 			}
-			for k, i := range c.GradInputs {
-				s := r.in[i].Shape()
-				w := int(s[len(s)-1])
-				lo := q0
-				if c.Roles[i] == blocks.RoleKeys {
-					lo = 0
-				}
-				base := r.lead[i][l] * r.T * w
-				addInto(grads[i][base+lo*w:base+q1*w], out[k].Float32s())
-				out[k].Release()
-			}
 		}
 	}
 	for _, i := range c.GradInputs {
-		v, err := ortc.NewTensor(e.env, r.in[i].Shape(), grads[i])
-		if err != nil {
+		v := grads[i]
+		delete(grads, i)
+		if err := e.addGrad(st, c.Inputs[i], v); err != nil {
 			return err
 		}
-		e.addGrad(st, c.Inputs[i], v)
 	}
 	return nil
 }

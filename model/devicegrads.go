@@ -29,6 +29,8 @@ type deviceGrads struct {
 	scatter *ortc.Session
 	// graphs are the device optimizer's and the embedding gather's.
 	graphs *optimGraphs
+	// acts are the graphs over activations kept in device memory.
+	acts activationSessions
 	// sums are the device gradient sums by parameter name, flat.
 	sums map[string]*ortc.Value
 	// on is true inside AccumulateBatches: gradients of sums' parameters
@@ -43,7 +45,8 @@ func (e *Executor) openDeviceGrads(rt *Runtime) (err error) {
 	if err != nil {
 		return err
 	}
-	d := &deviceGrads{mem: mem, axpy: map[int]*ortc.Session{}, sums: map[string]*ortc.Value{}}
+	d := &deviceGrads{mem: mem, axpy: map[int]*ortc.Session{}, sums: map[string]*ortc.Value{},
+		acts: newActivationSessions()}
 	e.devGrads = d
 	if d.host, err = e.env.NewMemoryInfo("Cpu", 0); err != nil {
 		return err
@@ -88,6 +91,7 @@ func (d *deviceGrads) close() {
 	for _, s := range d.axpy {
 		s.Close()
 	}
+	d.acts.close()
 	if d.graphs != nil {
 		d.graphs.close()
 	}
@@ -303,52 +307,4 @@ func axpyModel(r int) ([]byte, error) {
 	b.NodeTo("Add", []string{dst, b.Node("Mul", []string{src, scale})}, []string{"out"})
 	b.Output("out", onnx.Float32, dims...)
 	return proto.Marshal(b.Model(18).Proto)
-}
-
-// runKeeping is run with the outputs k for which device(k) holds
-// allocated in device memory on the device layer (the others on the
-// host, counted as crossing).
-func (e *Executor) runKeeping(key string, in, out []*ortc.Value, device func(k int) bool) error {
-	kept := false
-	for k := range out {
-		kept = kept || device(k)
-	}
-	if !kept {
-		return e.run(key, in, out)
-	}
-	sess := e.sess[key]
-	b, err := sess.NewBinding()
-	if err != nil {
-		return err
-	}
-	defer b.Release()
-	for i, v := range in {
-		if err := b.BindInput(sess.Inputs()[i], v); err != nil {
-			return err
-		}
-	}
-	e.countHost(in)
-	for k := range out {
-		info := e.devGrads.host
-		if device(k) {
-			info = e.devGrads.mem.info
-		}
-		if err := b.BindOutputTo(sess.Outputs()[k], info); err != nil {
-			return err
-		}
-	}
-	if err := sess.RunBinding(b); err != nil {
-		return err
-	}
-	vs, err := b.Outputs()
-	if err != nil {
-		return err
-	}
-	copy(out, vs)
-	for k, v := range out {
-		if !device(k) {
-			e.countHost([]*ortc.Value{v})
-		}
-	}
-	return nil
 }

@@ -508,7 +508,8 @@ func (e *Executor) runBound(sess *ortc.Session, in, out []*ortc.Value) error {
 }
 
 // gatherRows returns the embedding rows of ids (of shape [rows, seq])
-// from the device copy of table as a host tensor [rows, seq, width].
+// from the device copy of table as a tensor [rows, seq, width] in device
+// memory.
 func (e *Executor) gatherRows(table string, shape, ids []int64) (*ortc.Value, error) {
 	iv, err := ortc.NewTensor(e.env, shape, ids)
 	if err != nil {
@@ -516,7 +517,7 @@ func (e *Executor) gatherRows(table string, shape, ids []int64) (*ortc.Value, er
 	}
 	defer iv.Release()
 	out := []*ortc.Value{nil}
-	if err := e.runSession(e.devGrads.graphs.gather, []*ortc.Value{e.dev.values[table], iv}, out); err != nil {
+	if err := e.runSessionKeeping(e.devGrads.graphs.gather, []*ortc.Value{e.dev.values[table], iv}, out, e.placed); err != nil {
 		return nil, err
 	}
 	return out[0], nil

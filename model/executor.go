@@ -37,8 +37,9 @@ type ExecutorOptions struct {
 	// device, set by OpenPolicy (PolicyOptions.Resident), feeds the
 	// graphs these device copies of the parameters, copied when a
 	// store's version (params.Store.Touch) has moved since the last
-	// copy: once per optimiser step instead of on every call.
-	// Activations and gradients still return to the host.
+	// copy: once per optimiser step instead of on every call. The
+	// layers' activations and their gradients stay there too
+	// (activations.go).
 	device *deviceParams
 }
 
@@ -89,10 +90,10 @@ type Executor struct {
 	devGrads *deviceGrads
 	devOpt   *deviceOptim // UseDeviceOptimizer
 	// crossed counts, on the device layer, the bytes of the host values
-	// the graphs read and of the values they return to the host: the
-	// activations and gradients that ONNX Runtime copies on a device
-	// (to the device before a call, back after it) without the copier.
-	// gradCrossed is the parameter gradients' part of it.
+	// the graphs read and of the values they return to the host: what
+	// ONNX Runtime copies on a device (to the device before a call,
+	// back after it) without the copier. gradCrossed is the parameter
+	// gradients' part of it.
 	crossed, gradCrossed int64
 }
 
@@ -181,12 +182,14 @@ func (e *Executor) CopiedBytes() int64 {
 }
 
 // CallBytes returns the part of CopiedBytes that crossed with the
-// graphs' calls: every host value a call reads (the parameters are on
-// the device, except the slices of a vocabulary table that the table
-// head assembles in Go) and every value it returns, the parameter
-// gradients among them (GradientBytes), which the executor adds into
-// the host gradient store. On the CPU twin nothing moves; the count is
-// what would cross on CUDA (at most: an input that only CPU-placed nodes
+// graphs' calls: every host value a call reads and every value it
+// returns to the host. The parameters and the layers' activations and
+// gradients stay on the device; what crosses is the batch's inputs, the
+// head's input and its gradient, the slices of a vocabulary table that
+// the table head assembles in Go, the embedding's gradient, and the
+// parameter gradients that return to the host gradient store
+// (GradientBytes). On the CPU twin nothing moves; the count is what
+// would cross on CUDA (at most: an input that only CPU-placed nodes
 // read stays on the host there).
 func (e *Executor) CallBytes() int64 { return e.crossed }
 
@@ -582,7 +585,7 @@ func (e *Executor) forward(st *stepState, p *blocks.Piece, dst values) error {
 		return err
 	}
 	out := make([]*ortc.Value, len(p.Outputs))
-	if err := e.run(p.Forward, in, out); err != nil {
+	if err := e.runKeeping(p.Forward, in, out, e.placed); err != nil {
 		return err
 	}
 	for k, name := range p.Outputs {
@@ -633,13 +636,16 @@ func (e *Executor) backward(st *stepState, p *blocks.Piece) error {
 		in = append(in, g)
 	}
 	out := make([]*ortc.Value, len(p.GradInputs)+len(p.GradWeights))
-	if err := e.runKeeping(p.Backward, in, out, e.weightGradsSummed(p.Weights, p.GradWeights, len(p.GradInputs))); err != nil {
+	if err := e.runKeeping(p.Backward, in, out, e.gradsKept(p)); err != nil {
 		return err
 	}
 	for k, i := range p.GradInputs {
-		e.addGrad(st, p.Inputs[i], out[k])
+		if err == nil {
+			err = e.addGrad(st, p.Inputs[i], out[k])
+		} else {
+			out[k].Release()
+		}
 	}
-	err = nil
 	for k, j := range p.GradWeights {
 		if err == nil {
 			err = e.addParamGrad(st, p.Weights[j], out[len(p.GradInputs)+k])
@@ -649,15 +655,12 @@ func (e *Executor) backward(st *stepState, p *blocks.Piece) error {
 	return err
 }
 
-// addGrad adds g to the gradient of value name, taking g over.
-func (e *Executor) addGrad(st *stepState, name string, g *ortc.Value) {
-	old, ok := st.gradVal[name]
-	if !ok {
-		st.gradVal[name] = g
-		return
-	}
-	addInto(old.Float32s(), g.Float32s())
-	g.Release()
+// gradsKept returns which outputs of piece p's backward graph stay in
+// device memory on the device layer: the gradients of its inputs, and
+// those of its weights that go to a device sum.
+func (e *Executor) gradsKept(p *blocks.Piece) func(k int) bool {
+	summed := e.weightGradsSummed(p.Weights, p.GradWeights, len(p.GradInputs))
+	return func(k int) bool { return k < len(p.GradInputs) && e.placed(k) || summed(k) }
 }
 
 // weightGradsSummed returns, for a graph whose outputs from first on are
@@ -761,6 +764,17 @@ func (e *Executor) indices(st *stepState, name string) ([]int64, error) {
 	if !ok {
 		return nil, fmt.Errorf("model: executor: embedding indices %q are not computed", name)
 	}
+	if v.Placed() {
+		h, release, err := e.hostValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("model: executor: embedding indices %q: %w", name, err)
+		}
+		defer release()
+		v = h
+		if v.Elem() == ortc.Int64 {
+			return slices.Clone(v.Int64s()), nil
+		}
+	}
 	switch v.Elem() {
 	case ortc.Int64:
 		return v.Int64s(), nil
@@ -795,6 +809,11 @@ func (e *Executor) embedBackward(st *stepState) error {
 	if err != nil {
 		return err
 	}
+	g, release, err := e.hostValue(g)
+	if err != nil {
+		return fmt.Errorf("model: executor: the embedding's gradient: %w", err)
+	}
+	defer release()
 	if e.summed(em.Table) {
 		return e.scatterSummed(em.Table, e.tensors[em.Table].Shape, ids, g.Float32s(), st.scale)
 	}
@@ -927,6 +946,11 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 		return fmt.Errorf("the head's input %q has shape %v, want [%d, %d, hidden]", h.Input, zs, b.Batch, b.Seq)
 	}
 	hidden := int(zs[2])
+	z, release, err := e.hostValue(z)
+	if err != nil {
+		return fmt.Errorf("the head's input %q: %w", h.Input, err)
+	}
+	defer release()
 	var pos []int
 	count := 0.0
 	for i, m := range b.LossMask {

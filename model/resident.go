@@ -73,12 +73,14 @@ func openDeviceMemory(rt *Runtime, env *ortc.Env) (m *deviceMemory, err error) {
 			m.close()
 		}
 	}()
-	d := rt.Device()
-	name := "Cpu"
-	if d.Kind == CUDA {
-		name = "Cuda"
+	// On the CPU, the device twin: host memory that Go may not read,
+	// so that the twin fails where reading device memory would.
+	if d := rt.Device(); d.Kind == CUDA {
+		m.info, err = env.NewMemoryInfo("Cuda", d.ID)
+	} else {
+		m.info, err = env.NewTwinMemoryInfo()
 	}
-	if m.info, err = env.NewMemoryInfo(name, d.ID); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	if m.hostCopier, err = newHostCopier(rt, env); err != nil {

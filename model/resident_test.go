@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -636,4 +637,64 @@ func TestResidentDeviceOptimizerSkips(t *testing.T) {
 	require.Error(t, p.Train.AccumulateBatches(context.Background(), []model.TrainBatch{ok, bad}, []float32{0.5, 0.5}, p.Grads, &res, func(int) error { return nil }))
 	_, err = p.Train.Update(1e-3, 1)
 	require.ErrorContains(t, err, "without the gradients of an AccumulateBatches call")
+}
+
+// TestResidentSmallestChunksMatchHost is the CPU twin of the executor's
+// activations in device memory under its smallest chunks: attention one
+// query a call (its score-shaped inputs sliced in device memory), the
+// MLP one position a call, the loss one position a chunk. Gradients and
+// results are bit-identical to the host path on every export, full
+// fine-tune and LoRA. (The twin's memory panics when Go reads it, as
+// device memory would fault.)
+func TestResidentSmallestChunksMatchHost(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	smallest := model.ExecutorOptions{AttentionBytes: 1, LossChunkBytes: 1, MLPBytes: 1}
+	for name, tc := range trainCases(t) {
+		t.Run(name, func(t *testing.T) {
+			var grads [2][]float32
+			var res [2]model.TrainResult
+			for i, resident := range []bool{false, true} {
+				p, _ := openTrainTwin(t, rt, tc, smallest, resident)
+				b := rowsBatch(2, 12, p.LM.Signature().Vocab)
+				b.AttentionMask[3] = 0 // a padded position: the masks differ by row
+				p.Grads.Zero()
+				require.NoError(t, p.Train.Accumulate(context.Background(), b, 0.5, p.Grads, &res[i]))
+				grads[i] = slices.Clone(p.Grads.Flat())
+				require.NoError(t, p.Close())
+			}
+			require.Equal(t, grads[0], grads[1])
+			require.Equal(t, res[0], res[1])
+		})
+	}
+}
+
+// TestExecutorActivationsStayOnDevice checks that on the device layer a
+// layer's activations and their gradients never cross to the host: the
+// bytes that cross with the calls, the parameter gradients aside, are
+// the batch's inputs, the head's and the embedding's, the same for 1
+// layer and for 3, unchunked or in the smallest chunks. (The executor's
+// host-memory activations crossed every piece's inputs and outputs: tens
+// of hidden states a layer.)
+func TestExecutorActivationsStayOnDevice(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	const rows, seq = 2, 12
+	for _, opt := range []model.ExecutorOptions{{}, {AttentionBytes: 1, MLPBytes: 1}} {
+		var crossed []int64
+		for _, layers := range []int{1, 3} {
+			c := qwen3.Tiny()
+			c.Layers = layers
+			dir := t.TempDir()
+			require.NoError(t, qwen3.WriteDir(dir, c, 3))
+			p, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Train: true, Resident: true, Seed: 3, Executor: opt})
+			require.NoError(t, err)
+			called, grads := p.Train.CallBytes(), p.Train.GradientBytes()
+			var res model.TrainResult
+			p.Grads.Zero()
+			require.NoError(t, p.Train.Accumulate(context.Background(), rowsBatch(rows, seq, c.Vocab), 1, p.Grads, &res))
+			crossed = append(crossed, p.Train.CallBytes()-called-(p.Train.GradientBytes()-grads))
+			require.NoError(t, p.Close())
+		}
+		require.Positive(t, crossed[0])
+		require.Equal(t, crossed[0], crossed[1], "chunks %+v: bytes crossing with 1 layer and with 3", opt)
+	}
 }

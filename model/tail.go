@@ -35,7 +35,7 @@ func (e *Executor) tailChunks(p *blocks.Piece, n int) []tailChunk {
 
 // chunkView returns positions c of v (rank >= 2, positions the product of
 // all dims but the last) as a tensor [1, ..., 1, c.p1-c.p0, width] over
-// v's memory.
+// v's memory: a view in device memory, or a slice of host memory.
 func (e *Executor) chunkView(v *ortc.Value, c tailChunk) (*ortc.Value, error) {
 	shape := v.Shape()
 	width := int(shape[len(shape)-1])
@@ -44,7 +44,7 @@ func (e *Executor) chunkView(v *ortc.Value, c tailChunk) (*ortc.Value, error) {
 		view[i] = 1
 	}
 	view[len(view)-2], view[len(view)-1] = int64(c.p1-c.p0), int64(width)
-	return ortc.NewTensor(e.env, view, v.Float32s()[c.p0*width:c.p1*width])
+	return e.rowsOf(v, c.p0*width, view)
 }
 
 // tailInput returns the tail's input and its number of positions.
@@ -60,8 +60,11 @@ func tailInput(st *stepState, p *blocks.Piece) (*ortc.Value, int, error) {
 	return x, x.Len() / int(shape[len(shape)-1]), nil
 }
 
-// tailForward runs tail p on chunks of positions and keeps its output,
-// assembled in memory ONNX Runtime allocates, like forward does.
+// tailForward runs tail p on chunks of positions and keeps its output.
+// On the host the chunks' outputs are assembled in memory ONNX Runtime
+// allocates, like forward does; on the device layer each chunk reads a
+// view of the input and writes a view of the output, in device memory
+// (the residual stream's width: the tail ends with the residual add).
 func (e *Executor) tailForward(st *stepState, p *blocks.Piece, dst values) error {
 	x, n, err := tailInput(st, p)
 	if err != nil {
@@ -72,29 +75,15 @@ func (e *Executor) tailForward(st *stepState, p *blocks.Piece, dst values) error
 		in = append(in, e.weight(w))
 	}
 	var y *ortc.Value
+	if e.dev != nil {
+		if y, err = e.devGrads.mem.alloc.AllocLike(x); err != nil {
+			return fmt.Errorf("MLP output: %w", err)
+		}
+	}
 	for _, c := range e.tailChunks(p, n) {
-		if in[0], err = e.chunkView(x, c); err != nil {
+		if err = e.tailChunkForward(p, x, c, in, &y); err != nil {
 			break
 		}
-		out := []*ortc.Value{nil}
-		err = e.run(p.Forward, in, out)
-		in[0].Release()
-		if err != nil {
-			err = fmt.Errorf("MLP on positions %d..%d: %w", c.p0, c.p1, err)
-			break
-		}
-		part := out[0].Float32s()
-		w := len(part) / (c.p1 - c.p0)
-		if y == nil {
-			shape := append([]int64(nil), x.Shape()...)
-			shape[len(shape)-1] = int64(w)
-			if y, err = ortc.Alloc[float32](e.env, shape); err != nil {
-				out[0].Release()
-				break
-			}
-		}
-		copy(y.Float32s()[c.p0*w:c.p1*w], part)
-		out[0].Release()
 	}
 	if err != nil {
 		y.Release()
@@ -104,9 +93,46 @@ func (e *Executor) tailForward(st *stepState, p *blocks.Piece, dst values) error
 	return nil
 }
 
+// tailChunkForward runs chunk c of tail p into *y: its rows of a
+// preallocated output in device memory, or (on the host) of one
+// allocated for the tail's whole output on the first chunk. in holds the
+// weights after the input's slot.
+func (e *Executor) tailChunkForward(p *blocks.Piece, x *ortc.Value, c tailChunk, in []*ortc.Value, y **ortc.Value) error {
+	var err error
+	if in[0], err = e.chunkView(x, c); err != nil {
+		return err
+	}
+	defer in[0].Release()
+	out := []*ortc.Value{nil}
+	if *y != nil && (*y).Placed() {
+		if out[0], err = e.chunkView(*y, c); err != nil {
+			return err
+		}
+	}
+	defer out[0].Release()
+	if err := e.runKeeping(p.Forward, in, out, e.placed); err != nil {
+		return fmt.Errorf("MLP on positions %d..%d: %w", c.p0, c.p1, err)
+	}
+	if *y != nil && (*y).Placed() {
+		return nil
+	}
+	part := out[0].Float32s()
+	w := len(part) / (c.p1 - c.p0)
+	if *y == nil {
+		shape := append([]int64(nil), x.Shape()...)
+		shape[len(shape)-1] = int64(w)
+		if *y, err = ortc.Alloc[float32](e.env, shape); err != nil {
+			return err
+		}
+	}
+	copy((*y).Float32s()[c.p0*w:c.p1*w], part)
+	return nil
+}
+
 // tailBackward runs tail p's backward graph on chunks of positions: the
-// chunks' input gradients land in their rows of the input's gradient,
-// the weights' gradients are summed over the chunks into the store.
+// chunks' input gradients land in their rows of the input's gradient
+// (in device memory on the device layer), the weights' gradients are
+// summed over the chunks into the store.
 func (e *Executor) tailBackward(st *stepState, p *blocks.Piece) error {
 	if p.Backward == "" {
 		return nil
@@ -119,9 +145,16 @@ func (e *Executor) tailBackward(st *stepState, p *blocks.Piece) error {
 	if err != nil {
 		return err
 	}
-	var gx []float32
+	var gx *ortc.Value
 	if len(p.GradInputs) > 0 {
-		gx = e.scratch("tail-grad", x.Len())
+		if e.dev != nil {
+			gx, err = e.devGrads.mem.alloc.AllocLike(x)
+		} else {
+			gx, err = ortc.NewTensor(e.env, x.Shape(), e.scratch("tail-grad", x.Len()))
+		}
+		if err != nil {
+			return fmt.Errorf("the MLP's input gradient: %w", err)
+		}
 	}
 	in := make([]*ortc.Value, 1, 2+len(p.Weights))
 	for _, w := range p.Weights {
@@ -130,23 +163,20 @@ func (e *Executor) tailBackward(st *stepState, p *blocks.Piece) error {
 	in = append(in, nil)
 	for _, c := range e.tailChunks(p, n) {
 		if err := e.tailChunkBackward(st, p, x, g, c, in, gx); err != nil {
+			gx.Release()
 			return err
 		}
 	}
 	if gx == nil {
 		return nil
 	}
-	v, err := ortc.NewTensor(e.env, x.Shape(), gx)
-	if err != nil {
-		return err
-	}
-	e.addGrad(st, p.Inputs[0], v)
-	return nil
+	return e.addGrad(st, p.Inputs[0], gx)
 }
 
-// tailChunkBackward runs chunk c of tail p's backward; in holds the
-// weights' views between the input and output-gradient slots.
-func (e *Executor) tailChunkBackward(st *stepState, p *blocks.Piece, x, g *ortc.Value, c tailChunk, in []*ortc.Value, gx []float32) error {
+// tailChunkBackward runs chunk c of tail p's backward, writing its rows
+// of gx (when set); in holds the weights' views between the input and
+// output-gradient slots.
+func (e *Executor) tailChunkBackward(st *stepState, p *blocks.Piece, x, g *ortc.Value, c tailChunk, in []*ortc.Value, gx *ortc.Value) error {
 	var err error
 	if in[0], err = e.chunkView(x, c); err != nil {
 		return err
@@ -158,7 +188,12 @@ func (e *Executor) tailChunkBackward(st *stepState, p *blocks.Piece, x, g *ortc.
 	}
 	defer in[last].Release()
 	out := make([]*ortc.Value, len(p.GradInputs)+len(p.GradWeights))
-	if err := e.runKeeping(p.Backward, in, out, e.weightGradsSummed(p.Weights, p.GradWeights, len(p.GradInputs))); err != nil {
+	if gx != nil {
+		if out[0], err = e.chunkView(gx, c); err != nil {
+			return err
+		}
+	}
+	if err := e.runKeeping(p.Backward, in, out, e.gradsKept(p)); err != nil {
 		return fmt.Errorf("MLP backward on positions %d..%d: %w", c.p0, c.p1, err)
 	}
 	defer func() {
@@ -166,11 +201,6 @@ func (e *Executor) tailChunkBackward(st *stepState, p *blocks.Piece, x, g *ortc.
 			v.Release()
 		}
 	}()
-	if gx != nil {
-		part := out[0].Float32s()
-		w := len(part) / (c.p1 - c.p0)
-		copy(gx[c.p0*w:c.p1*w], part)
-	}
 	for k, j := range p.GradWeights {
 		if err := e.addParamGrad(st, p.Weights[j], out[len(p.GradInputs)+k]); err != nil {
 			return err

@@ -96,6 +96,8 @@ type MemoryInfo struct {
 	info *C.OrtMemoryInfo
 	name string
 	id   int
+	// twin: host memory that stands in for a device's (NewTwinMemoryInfo).
+	twin bool
 }
 
 // NewMemoryInfo describes device memory: name "Cpu" (host memory, the CPU
@@ -113,8 +115,28 @@ func (e *Env) NewMemoryInfo(name string, id int) (*MemoryInfo, error) {
 	return m, nil
 }
 
-// String is "Cpu:0" or "Cuda:N".
-func (m *MemoryInfo) String() string { return fmt.Sprintf("%s:%d", m.name, m.id) }
+// NewTwinMemoryInfo describes host memory standing in for a device's:
+// the CPU twin of a device path. Tensors placed on it (AllocOn,
+// AllocLike, their views, outputs bound with BindOutputOn) report
+// OnDevice and cannot be read from Go, as device tensors cannot: a CPU
+// run of device code fails where reading device memory from Go would.
+// Release it when done.
+func (e *Env) NewTwinMemoryInfo() (*MemoryInfo, error) {
+	m, err := e.NewMemoryInfo("Cpu", 0)
+	if err != nil {
+		return nil, err
+	}
+	m.twin = true
+	return m, nil
+}
+
+// String is "Cpu:0", "Cuda:N", or "Cpu:0 (device twin)".
+func (m *MemoryInfo) String() string {
+	if m.twin {
+		return fmt.Sprintf("%s:%d (device twin)", m.name, m.id)
+	}
+	return fmt.Sprintf("%s:%d", m.name, m.id)
+}
 
 // Release frees the description.
 func (m *MemoryInfo) Release() {
@@ -174,8 +196,15 @@ func (a *Allocator) alloc(shape []int64, elem ElemType) (*Value, error) {
 		C.spiral_release_ort_value(a.api.api, p)
 		return nil, fmt.Errorf("ortc: allocate %v on %s: %w", shape, a.info, err)
 	}
-	v.info = a.info
+	a.info.place(v)
 	return v, nil
+}
+
+// place records that v lives in m's memory (Placed), unreadable from Go
+// when m is a device twin.
+func (m *MemoryInfo) place(v *Value) {
+	v.info = m
+	v.device = v.device || m.twin
 }
 
 // View returns a tensor of the given shape over v's elements from offset
@@ -213,7 +242,8 @@ func (v *Value) View(offset int, shape []int64) (*Value, error) {
 		C.spiral_release_ort_value(v.api.api, p)
 		return nil, fmt.Errorf("ortc: view %v on %s: %w", shape, v.info, err)
 	}
-	w.info, w.keep = v.info, v
+	v.info.place(w)
+	w.keep = v
 	return w, nil
 }
 
@@ -224,6 +254,9 @@ type Binding struct {
 	s    *Session
 	b    *C.OrtIoBinding
 	keep []*Value
+	// placed holds, in binding order, the memory of each output bound
+	// with BindOutputOn (nil for the others).
+	placed []*MemoryInfo
 }
 
 // NewBinding returns an empty binding for s. Release it before s.
@@ -240,7 +273,13 @@ func (b *Binding) BindInput(name string, v *Value) error { return b.bind("input"
 
 // BindOutput binds output name to the preallocated v, which the run
 // fills.
-func (b *Binding) BindOutput(name string, v *Value) error { return b.bind("output", name, v) }
+func (b *Binding) BindOutput(name string, v *Value) error {
+	if err := b.bind("output", name, v); err != nil {
+		return err
+	}
+	b.placed = append(b.placed, nil)
+	return nil
+}
 
 // bind binds v to the input or output name, keeping v alive.
 func (b *Binding) bind(what, name string, v *Value) error {
@@ -260,18 +299,29 @@ func (b *Binding) bind(what, name string, v *Value) error {
 // BindOutputTo has the run allocate output name in info's memory (read
 // it with Outputs).
 func (b *Binding) BindOutputTo(name string, info *MemoryInfo) error {
+	return b.bindTo(name, info, nil)
+}
+
+// BindOutputOn has the run allocate output name in a's memory: Outputs
+// returns it Placed there, as if from AllocOn (so it has views).
+func (b *Binding) BindOutputOn(name string, a *Allocator) error {
+	return b.bindTo(name, a.info, a.info)
+}
+
+func (b *Binding) bindTo(name string, info, placed *MemoryInfo) error {
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
 	if err := status(C.spiral_bind_output_to(b.s.api.api, b.b, cn, info.info)); err != nil {
 		return fmt.Errorf("ortc: bind output %q to %s: %w", name, info, err)
 	}
+	b.placed = append(b.placed, placed)
 	return nil
 }
 
 // Clear unbinds every input and output.
 func (b *Binding) Clear() {
 	C.spiral_clear_binding(b.s.api.api, b.b)
-	b.keep = nil
+	b.keep, b.placed = nil, nil
 }
 
 // Release frees the binding.
@@ -314,6 +364,9 @@ func (b *Binding) Outputs() ([]*Value, error) {
 			}
 			return nil, fmt.Errorf("ortc: bound output %d: %w", i, err)
 		}
+		if i < len(b.placed) && b.placed[i] != nil {
+			b.placed[i].place(v)
+		}
 		out = append(out, v)
 	}
 	return out, nil
@@ -338,8 +391,9 @@ func (e *Env) NewCopier(so *ort.SessionOptions) *Copier {
 	return &Copier{env: e, so: so, sess: map[ElemType]*Session{}}
 }
 
-// identityModel is Identity(x) -> y on tensors of elem, any shape.
-func identityModel(elem ElemType) ([]byte, error) {
+// IdentityModel is the graph Identity(x) -> y on tensors of elem, any
+// shape: a copy, wherever ONNX Runtime places its input and output.
+func IdentityModel(elem ElemType) ([]byte, error) {
 	vi := func(name string) *onnxpb.ValueInfoProto {
 		return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
 			TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(elem))}}}}
@@ -383,7 +437,7 @@ func (c *Copier) session(elem ElemType) (*Session, error) {
 	if s, ok := c.sess[elem]; ok {
 		return s, nil
 	}
-	raw, err := identityModel(elem)
+	raw, err := IdentityModel(elem)
 	if err != nil {
 		return nil, fmt.Errorf("ortc: copy: %w", err)
 	}

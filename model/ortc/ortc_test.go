@@ -285,3 +285,69 @@ func TestViewWritesItsTensor(t *testing.T) {
 	_, err = a.View(0, []int64{2})
 	require.ErrorContains(t, err, "not allocated on a memory info")
 }
+
+// TestDeviceTwinIsSealed checks the device twin (NewTwinMemoryInfo):
+// tensors allocated on it, their views and outputs bound with
+// BindOutputOn are Placed there and cannot be read from Go, as device
+// tensors cannot; runs and a Copier still move their data, and an
+// output bound with BindOutputOn has views like an allocated tensor.
+func TestDeviceTwinIsSealed(t *testing.T) {
+	env, so := openEnv(t)
+	s := addSession(t, env, so)
+	info, err := env.NewTwinMemoryInfo()
+	require.NoError(t, err)
+	defer info.Release()
+	require.Equal(t, "Cpu:0 (device twin)", info.String())
+	alloc, err := s.NewAllocator(info)
+	require.NoError(t, err)
+	defer alloc.Release()
+
+	a, err := ortc.AllocOn[float32](alloc, []int64{3, 2})
+	require.NoError(t, err)
+	defer a.Release()
+	require.True(t, a.OnDevice())
+	require.True(t, a.Placed())
+	require.Panics(t, func() { a.Float32s() }, "the twin's tensors are not Go's to read")
+	row, err := a.View(2, []int64{1, 2})
+	require.NoError(t, err)
+	defer row.Release()
+	require.True(t, row.OnDevice(), "nor are their views")
+
+	cp := env.NewCopier(so)
+	defer cp.Close()
+	host, err := ortc.NewTensor(env, []int64{3, 2}, []float32{1, 2, 3, 4, 5, 6})
+	require.NoError(t, err)
+	defer host.Release()
+	require.NoError(t, cp.Copy(a, host))
+	bias, err := ortc.NewTensor(env, []int64{2}, []float32{10, 20})
+	require.NoError(t, err)
+	defer bias.Release()
+
+	bind, err := s.NewBinding()
+	require.NoError(t, err)
+	defer bind.Release()
+	require.NoError(t, bind.BindInput("a", a))
+	require.NoError(t, bind.BindInput("b", bias))
+	require.NoError(t, bind.BindOutputOn("y", alloc))
+	require.NoError(t, bind.BindOutputTo("s", info))
+	require.NoError(t, s.RunBinding(bind))
+	outs, err := bind.Outputs()
+	require.NoError(t, err)
+	defer func() {
+		for _, o := range outs {
+			o.Release()
+		}
+	}()
+	y, shape := outs[0], outs[1]
+	require.True(t, y.Placed(), "an output bound on an allocator is placed in its memory")
+	require.True(t, y.OnDevice())
+	require.False(t, shape.Placed(), "an output bound to a memory info alone is not")
+	last, err := y.View(4, []int64{2})
+	require.NoError(t, err)
+	defer last.Release()
+	got, err := ortc.NewTensor(env, []int64{2}, make([]float32, 2))
+	require.NoError(t, err)
+	defer got.Release()
+	require.NoError(t, cp.Copy(got, last))
+	require.Equal(t, []float32{15, 26}, got.Float32s())
+}
