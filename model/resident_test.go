@@ -674,27 +674,37 @@ func TestResidentSmallestChunksMatchHost(t *testing.T) {
 // the batch's inputs, the head's and the embedding's, the same for 1
 // layer and for 3, unchunked or in the smallest chunks. (The executor's
 // host-memory activations crossed every piece's inputs and outputs: tens
-// of hidden states a layer.)
+// of hidden states a layer.) Nor do the table head's hidden states cross
+// once per block of the vocabulary: with the loss in 4 blocks, what
+// crosses beyond 1 block is less than the loss positions' hidden states
+// (the per-position columns each block reads).
 func TestExecutorActivationsStayOnDevice(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	const rows, seq = 2, 12
-	for _, opt := range []model.ExecutorOptions{{}, {AttentionBytes: 1, MLPBytes: 1}} {
-		var crossed []int64
-		for _, layers := range []int{1, 3} {
-			c := qwen3.Tiny()
-			c.Layers = layers
-			dir := t.TempDir()
-			require.NoError(t, qwen3.WriteDir(dir, c, 3))
-			p, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Train: true, Resident: true, Seed: 3, Executor: opt})
-			require.NoError(t, err)
-			called, grads := p.Train.CallBytes(), p.Train.GradientBytes()
-			var res model.TrainResult
-			p.Grads.Zero()
-			require.NoError(t, p.Train.Accumulate(context.Background(), rowsBatch(rows, seq, c.Vocab), 1, p.Grads, &res))
-			crossed = append(crossed, p.Train.CallBytes()-called-(p.Train.GradientBytes()-grads))
-			require.NoError(t, p.Close())
-		}
-		require.Positive(t, crossed[0])
-		require.Equal(t, crossed[0], crossed[1], "chunks %+v: bytes crossing with 1 layer and with 3", opt)
+	crossing := func(layers int, opt model.ExecutorOptions) int64 {
+		c := qwen3.Tiny()
+		c.Layers = layers
+		dir := t.TempDir()
+		require.NoError(t, qwen3.WriteDir(dir, c, 3))
+		p, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Train: true, Resident: true, Seed: 3, Executor: opt})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, p.Close()) }()
+		called, grads := p.Train.CallBytes(), p.Train.GradientBytes()
+		var res model.TrainResult
+		p.Grads.Zero()
+		require.NoError(t, p.Train.Accumulate(context.Background(), rowsBatch(rows, seq, c.Vocab), 1, p.Grads, &res))
+		return p.Train.CallBytes() - called - (p.Train.GradientBytes() - grads)
 	}
+	for _, opt := range []model.ExecutorOptions{{}, {AttentionBytes: 1, MLPBytes: 1}} {
+		one := crossing(1, opt)
+		require.Positive(t, one)
+		require.Equal(t, one, crossing(3, opt), "chunks %+v: bytes crossing with 1 layer and with 3", opt)
+	}
+	// rowsBatch's loss covers positions 6..10 of each row: 10 positions,
+	// 16 bytes a position and vocabulary entry in the table head's
+	// gradient graph; 4,000 bytes make blocks of 25 of the 100 entries.
+	const lossPositions = 2 * 5
+	hiddenStates := int64(lossPositions * qwen3.Tiny().Hidden * 4)
+	extra := crossing(1, model.ExecutorOptions{LossChunkBytes: lossPositions * 16 * 25}) - crossing(1, model.ExecutorOptions{})
+	require.Less(t, extra, hiddenStates, "bytes crossing in 4 blocks of the vocabulary beyond 1")
 }

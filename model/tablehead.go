@@ -41,6 +41,11 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 		tgt[k] = b.InputIDs[p+1]
 	}
 	lse := make([]float32, N)
+	hs, err := e.newHeadStates(zs, N, hidden)
+	if err != nil {
+		return err
+	}
+	defer hs.release()
 
 	// Pass 1: per-position statistics over the whole vocabulary.
 	chunk := max(1, int(e.opt.LossChunkBytes/int64(V*4*statsLive)))
@@ -48,7 +53,7 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 		hi := min(N, lo+chunk)
 		out := []*ortc.Value{nil, nil, nil}
 		if err := e.runOwned(e.prog.Head.Stats, out, func(t tensors) {
-			t.f32([]int64{int64(hi - lo), int64(hidden)}, zs[lo*hidden:hi*hidden])
+			hs.rows(t, lo, hi)
 			t.view(e.weight(h.Table))
 			t.i64([]int64{int64(hi - lo)}, tgt[lo:hi])
 		}); err != nil {
@@ -131,8 +136,8 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 		for r0 := 0; r0 < N; r0 += rowsPerTile {
 			r1 := min(N, r0+rowsPerTile)
 			out := []*ortc.Value{nil, nil}
-			if err := e.runOwnedKeeping(h.Grad, out, func(k int) bool { return k == 1 && summed }, func(t tensors) {
-				t.f32([]int64{int64(r1 - r0), int64(hidden)}, zs[r0*hidden:r1*hidden])
+			if err := e.runOwnedKeeping(h.Grad, out, func(k int) bool { return k == 0 && hs.grad != nil || k == 1 && summed }, func(t tensors) {
+				hs.rows(t, r0, r1)
 				if tview != nil {
 					t.view(tview)
 				} else {
@@ -145,24 +150,17 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 				tview.Release() // a nil view releases nothing
 				return err
 			}
-			gh := out[0].Float32s()
-			for k := r0; k < r1; k++ {
-				addInto(gz[pos[k]*hidden:(pos[k]+1)*hidden], gh[(k-r0)*hidden:(k-r0+1)*hidden])
-			}
 			var err error
-			if summed {
-				// A [vocab, hidden] table: its block's rows, in place.
-				err = e.addSummed(h.Table, v0*hidden, out[1], st.scale)
-			} else if gtab != nil {
-				gt := out[1].Float32s()
-				e.countGradient(len(gt))
-				if h.TableRows {
-					addScaled(gtab[v0*hidden:v1*hidden], gt, st.scale)
-				} else {
-					for r := range hidden {
-						addScaled(gtab[r*V+v0:r*V+v1], gt[r*w:(r+1)*w], st.scale)
-					}
+			if hs.grad != nil {
+				err = e.addRows(hs.grad, r0*hidden, out[0])
+			} else {
+				gh := out[0].Float32s()
+				for k := r0; k < r1; k++ {
+					addInto(gz[pos[k]*hidden:(pos[k]+1)*hidden], gh[(k-r0)*hidden:(k-r0+1)*hidden])
 				}
+			}
+			if err == nil {
+				err = e.addTableGrad(st, out[1], summed, gtab, v0, v1, hidden)
 			}
 			out[0].Release()
 			out[1].Release()
@@ -172,6 +170,97 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 			}
 		}
 		tview.Release()
+	}
+	return hs.scatterGrad(e, pos, gz)
+}
+
+// addTableGrad adds g, the gradient of the table's vocabulary block
+// v0..v1 from one tile, times the step's scale: into the table's device
+// sum (summed) or into the host store's gtab, when it is trained.
+func (e *Executor) addTableGrad(st *stepState, g *ortc.Value, summed bool, gtab []float32, v0, v1, hidden int) error {
+	h := &e.prog.Head
+	switch {
+	case summed:
+		// A [vocab, hidden] table: its block's rows, in place.
+		return e.addSummed(h.Table, v0*hidden, g, st.scale)
+	case gtab == nil:
+		return nil
+	}
+	gt := g.Float32s()
+	e.countGradient(len(gt))
+	if h.TableRows {
+		addScaled(gtab[v0*hidden:v1*hidden], gt, st.scale)
+		return nil
+	}
+	w, V := v1-v0, e.vocab
+	for r := range hidden {
+		addScaled(gtab[r*V+v0:r*V+v1], gt[r*w:(r+1)*w], st.scale)
+	}
+	return nil
+}
+
+// headStates are the table head's positions' hidden states zs [N,
+// hidden], which every call reads rows of. On the device layer they go
+// to device memory once, and their gradient (grad) is summed there over
+// the vocabulary's blocks and comes back once: on the host each block's
+// call would take them across and return its share.
+type headStates struct {
+	zs      []float32
+	hidden  int
+	dev     *ortc.Value // zs in device memory (the device layer)
+	grad    *ortc.Value // their gradient in device memory (the device layer)
+	release func()
+}
+
+func (e *Executor) newHeadStates(zs []float32, n, hidden int) (*headStates, error) {
+	hs := &headStates{zs: zs, hidden: hidden, release: func() {}}
+	if e.dev == nil {
+		return hs, nil
+	}
+	host, err := ortc.NewTensor(e.env, []int64{int64(n), int64(hidden)}, zs)
+	if err != nil {
+		return nil, err
+	}
+	defer host.Release()
+	if hs.dev, err = e.deviceValue(host); err != nil {
+		return nil, fmt.Errorf("the head's hidden states: %w", err)
+	}
+	if hs.grad, err = e.zeroGrad("", host.Shape()); err != nil {
+		hs.dev.Release()
+		return nil, fmt.Errorf("the head's hidden states' gradient: %w", err)
+	}
+	hs.release = func() {
+		hs.dev.Release()
+		hs.grad.Release()
+	}
+	return hs, nil
+}
+
+// rows adds the hidden states of positions lo..hi to a call's inputs.
+func (hs *headStates) rows(t tensors, lo, hi int) {
+	shape := []int64{int64(hi - lo), int64(hs.hidden)}
+	if hs.dev != nil {
+		t.add(hs.dev.View(lo*hs.hidden, shape))
+		return
+	}
+	t.f32(shape, hs.zs[lo*hs.hidden:hi*hs.hidden])
+}
+
+// scatterGrad puts the gradient summed in device memory into the rows
+// pos of gz (which hold zeros: the positions are distinct); on the host
+// the calls have added theirs there already.
+func (hs *headStates) scatterGrad(e *Executor, pos []int, gz []float32) error {
+	if hs.grad == nil {
+		return nil
+	}
+	g, release, err := e.hostValue(hs.grad)
+	if err != nil {
+		return fmt.Errorf("the head's hidden states' gradient: %w", err)
+	}
+	defer release()
+	d := g.Float32s()
+	for k, p := range pos {
+		copy(gz[p*hs.hidden:(p+1)*hs.hidden], d[k*hs.hidden:(k+1)*hs.hidden])
 	}
 	return nil
 }
