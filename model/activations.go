@@ -11,17 +11,19 @@ import (
 
 // On the device layer the executor keeps activations and their
 // gradients in device memory: the graphs' outputs are allocated there
-// (runKeeping), the MLP tail runs on views of its input and writes its
-// chunks into views of its output, and gradients meeting at a value are
-// added there (addGrad). What Go reads (the attention core's operands,
-// the head's input, the embedding's gradient) comes to the host through
-// hostValue, counted with the calls' bytes (CallBytes). On the CPU twin
-// that memory is the device twin (ortc.NewTwinMemoryInfo), which Go may
-// not read either: a read that would fault on CUDA panics in CI.
+// (runKeeping), the MLP tail and the attention core run on views of
+// their inputs and write views of their outputs, a score-shaped input's
+// block of queries is sliced there, and gradients meeting at a value are
+// added there (addGrad). What Go reads (the head's input, the
+// embedding's gradient, indices a prologue computes) comes to the host
+// through hostValue, counted with the calls' bytes (CallBytes). On the
+// CPU twin that memory is the device twin (ortc.NewTwinMemoryInfo),
+// which Go may not read either: a read that would fault on CUDA panics
+// in CI.
 
 // activationSessions are the device layer's graphs over activations:
-// the in-place sum of two gradients per rank, and a copy per element
-// type whose output returns to the host.
+// the in-place sum of two gradients per rank, a copy per element type,
+// and the slice of a score-shaped input per element type and rank.
 type activationSessions struct {
 	add      map[int]*ortc.Session
 	identity map[ortc.ElemType]*ortc.Session

@@ -302,8 +302,10 @@ func (b *Binding) BindOutputTo(name string, info *MemoryInfo) error {
 	return b.bindTo(name, info, nil)
 }
 
-// BindOutputOn has the run allocate output name in a's memory: Outputs
-// returns it Placed there, as if from AllocOn (so it has views).
+// BindOutputOn has the run allocate output name in the memory a
+// allocates from (with the session's own allocator for it, as
+// BindOutputTo does): Outputs returns it Placed there, as if from
+// AllocOn (so it has views).
 func (b *Binding) BindOutputOn(name string, a *Allocator) error {
 	return b.bindTo(name, a.info, a.info)
 }
