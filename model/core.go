@@ -309,7 +309,7 @@ func (o *coreOutput) call(e *Executor, r *coreRun, c *blocks.Core, in []*ortc.Va
 			return err
 		}
 	}
-	defer res[0].Release()
+	defer func() { res[0].Release() }() // the run's output, or the view
 	if err := e.runKeeping(c.Forward, in, res, e.placed); err != nil {
 		return err
 	}

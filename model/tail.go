@@ -109,7 +109,7 @@ func (e *Executor) tailChunkForward(p *blocks.Piece, x *ortc.Value, c tailChunk,
 			return err
 		}
 	}
-	defer out[0].Release()
+	defer func() { out[0].Release() }() // the run's output, or the view
 	if err := e.runKeeping(p.Forward, in, out, e.placed); err != nil {
 		return fmt.Errorf("MLP on positions %d..%d: %w", c.p0, c.p1, err)
 	}

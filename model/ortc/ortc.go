@@ -52,6 +52,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -61,7 +62,15 @@ import (
 type API struct {
 	api *C.OrtApi
 	lib string
+	// live counts the Values made through this API and not released.
+	live atomic.Int64
 }
+
+// LiveValues returns how many Values made through a are not released
+// yet: tensors ONNX Runtime allocated and views of Go or device memory.
+// A caller that releases what it makes returns it to where it was: a
+// leak check.
+func (a *API) LiveValues() int64 { return a.live.Load() }
 
 // Open returns the C API of the ONNX Runtime library at path, which
 // onnxruntime_go must already have loaded (ort.InitializeEnvironment).

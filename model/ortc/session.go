@@ -245,6 +245,7 @@ func (v *Value) Release() {
 	}
 	C.spiral_release_value(v.api.api, v.v)
 	v.v, v.data, v.keep = nil, nil, nil
+	v.api.live.Add(-1)
 }
 
 // Scalar element types of the Go slices NewTensor wraps.
@@ -303,6 +304,7 @@ func NewTensor[T element](e *Env, shape []int64, data []T) (*Value, error) {
 	if err := status(C.spiral_tensor(e.api.api, e.cpu, ptr, C.size_t(int(n)*elem.Size()), dims, C.size_t(len(shape)), C.int(elem), &v.v)); err != nil {
 		return nil, fmt.Errorf("ortc: tensor %v: %w", shape, err)
 	}
+	e.api.live.Add(1)
 	return v, nil
 }
 
@@ -484,5 +486,6 @@ func (a *API) describe(p *C.OrtValue) (*Value, error) {
 	if v.elem.Size() == 0 {
 		return nil, fmt.Errorf("element type %d is not supported", v.elem)
 	}
+	a.live.Add(1)
 	return v, nil
 }
