@@ -10,8 +10,9 @@
 # RSA on one axis), entropy.png and heldout.png (over training, per
 # algorithm), with the seed range as error bars, and summary.md (mean and
 # range over seeds), and selfcheck.md (scripts/selfcheck over the RSA
-# traces: how far each model's own checks can be trusted, and what its
-# first aggregation makes of its candidates). Prints the comparison and
+# traces: how far each model's own checks can be trusted, what its
+# first aggregation makes of its candidates, and how its RSA populations
+# keep a right answer step by step). Prints the comparison and
 # the wall time.
 #
 # An interrupted study continues where it stopped when run again with the

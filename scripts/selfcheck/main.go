@@ -19,7 +19,12 @@
 // right answer. Later steps are left out there: their candidates are
 // aggregations. Then the aggregation traces' own verdicts at steps 1, 2,
 // 4 and the last, which the next step reads as its candidates' verdicts:
-// P(ok | right), P(ok | wrong) and P(right | ok). Last, the arithmetic
+// P(ok | right), P(ok | wrong) and P(right | ok). Then the populations
+// at steps 0, 1, 2, 4 and the last: the share of problems whose
+// population holds a right answer (what the later steps can reach: an
+// aggregation reads only its candidates), the unanimous share, the
+// distinct answers per problem, and the problems that lost every right
+// answer since the step before or regained one. Last, the arithmetic
 // of the search traces: how many of the steps "a op b = c" they write
 // hold, in the derivation of x and in its check, the check's last step
 // (its comparison with the equation's right-hand side, "31-38=-7.")
@@ -57,6 +62,59 @@ type counts struct {
 	// aggVerdicts counts the aggregation traces of each step (index
 	// step-1) by their verdicts.
 	aggVerdicts []verdicts
+	// populations counts the problems of each RSA step (index step).
+	populations []population
+}
+
+// population counts the problems of one RSA step by what their
+// population of traces holds: a right answer (withRight), one answer
+// only (unanimous), how many distinct answers in all (answers), and a
+// right answer lost or gained since the step before.
+type population struct {
+	problems, withRight, unanimous, answers, lost, gained int
+}
+
+// populationsOf counts the populations of recs by step.
+func populationsOf(recs []report.TraceRecord) []population {
+	type key struct{ step, problem int }
+	type held struct {
+		answers map[string]bool
+		right   bool
+	}
+	byKey := map[key]*held{}
+	last := -1
+	for _, r := range recs {
+		k := key{r.Step, r.Problem}
+		h := byKey[k]
+		if h == nil {
+			h = &held{answers: map[string]bool{}}
+			byKey[k] = h
+		}
+		h.answers[r.Answer] = true
+		h.right = h.right || r.Correct
+		last = max(last, r.Step)
+	}
+	out := make([]population, last+1)
+	for k, h := range byKey {
+		p := &out[k.step]
+		p.problems++
+		p.answers += len(h.answers)
+		if len(h.answers) == 1 {
+			p.unanimous++
+		}
+		if h.right {
+			p.withRight++
+		}
+		if prev, ok := byKey[key{k.step - 1, k.problem}]; ok {
+			switch {
+			case prev.right && !h.right:
+				p.lost++
+			case !prev.right && h.right:
+				p.gained++
+			}
+		}
+	}
+	return out
 }
 
 // verdicts counts traces by answer and verdict (a trace without one
@@ -207,7 +265,7 @@ func classify(right, passed []bool) offer {
 }
 
 func tally(recs []report.TraceRecord) (counts, error) {
-	var c counts
+	c := counts{populations: populationsOf(recs)}
 	type key struct{ step, problem, sample int }
 	correct := make(map[key]bool, len(recs))
 	passed := make(map[key]bool, len(recs))
@@ -342,6 +400,26 @@ func run(args []string, w io.Writer) error {
 			n := v.right + v.wrong
 			okRight, okWrong, rightOk := v.probabilities()
 			fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s |\n", labels[i], step, n, ratio(v.right, n), okRight, okWrong, rightOk)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The populations by RSA step: problems whose population holds a right answer (what later steps can reach), unanimous ones, distinct answers per problem, and problems that lost every right answer since the step before or regained one")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| model | step | problems | accuracy | holding a right answer | unanimous | distinct answers | lost | regained |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	for i, c := range tallies {
+		if len(c.populations) == 0 {
+			continue
+		}
+		for _, step := range append([]int{0}, reportedSteps(len(c.populations)-1)...) {
+			p := c.populations[step]
+			accuracy := ratio(c.searchVerdicts.right, c.search)
+			if step > 0 {
+				v := c.aggVerdicts[step-1]
+				accuracy = ratio(v.right, v.right+v.wrong)
+			}
+			fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s | %d | %d |\n", labels[i], step, p.problems, accuracy,
+				ratio(p.withRight, p.problems), ratio(p.unanimous, p.problems), ratio(p.answers, p.problems), p.lost, p.gained)
 		}
 	}
 	fmt.Fprintln(w)

@@ -42,10 +42,38 @@ func TestTallyHandComputed(t *testing.T) {
 		byOffer:     [numOffers][2]int{rightOkAlone: {1, 1}, rightOkBeside: {2, 1}, rightSaysNo: {1, 0}, noRight: {1, 1}},
 		steps:       [numPlaces][2]int{earlierStep: {4, 2}, lastStep: {4, 3}},
 		follow:      [2]int{4, 3},
-		aggVerdicts: []verdicts{{right: 3, okRight: 1, wrong: 2, okWrong: 1}, {right: 1, okRight: 1, wrong: 1}}}, c)
+		aggVerdicts: []verdicts{{right: 3, okRight: 1, wrong: 2, okWrong: 1}, {right: 1, okRight: 1, wrong: 1}},
+		// No answers recorded: every population holds one, "".
+		populations: []population{{1, 1, 1, 1, 0, 0}, {1, 1, 1, 1, 0, 0}, {1, 1, 1, 1, 0, 0}}}, c)
 
 	_, err = tally(append(recs, report.TraceRecord{Step: 1, Problem: 0, Sample: 3, Candidates: []int{9}}))
 	require.ErrorContains(t, err, "candidate 9 of step 0 is not in the file")
+}
+
+// TestPopulationsHandComputed counts three problems over three RSA
+// steps: one keeps a right answer, one loses it at step 1 and regains
+// it at step 2, one never holds it.
+func TestPopulationsHandComputed(t *testing.T) {
+	rec := func(step, problem int, answer string, correct bool) report.TraceRecord {
+		return report.TraceRecord{Step: step, Problem: problem, Answer: answer, Correct: correct}
+	}
+	recs := []report.TraceRecord{
+		rec(0, 0, "5", true), rec(0, 0, "4", false), rec(0, 0, "", false),
+		rec(0, 1, "2", true), rec(0, 1, "3", false), rec(0, 1, "3", false),
+		rec(0, 2, "7", false), rec(0, 2, "7", false), rec(0, 2, "7", false),
+		rec(1, 0, "5", true), rec(1, 0, "5", true), rec(1, 0, "4", false),
+		rec(1, 1, "3", false), rec(1, 1, "3", false), rec(1, 1, "3", false),
+		rec(1, 2, "7", false), rec(1, 2, "1", false), rec(1, 2, "7", false),
+		rec(2, 0, "5", true), rec(2, 0, "5", true), rec(2, 0, "5", true),
+		rec(2, 1, "2", true), rec(2, 1, "3", false), rec(2, 1, "3", false),
+		rec(2, 2, "7", false), rec(2, 2, "7", false), rec(2, 2, "7", false),
+	}
+	require.Equal(t, []population{
+		{problems: 3, withRight: 2, unanimous: 1, answers: 3 + 2 + 1},
+		{problems: 3, withRight: 1, unanimous: 1, answers: 2 + 1 + 2, lost: 1},
+		{problems: 3, withRight: 2, unanimous: 2, answers: 1 + 2 + 1, gained: 1},
+	}, populationsOf(recs))
+	require.Empty(t, populationsOf(nil))
 }
 
 func TestRunTable(t *testing.T) {
@@ -56,11 +84,12 @@ func TestRunTable(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"base=" + path}, &out))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	require.Len(t, lines, 20)
+	require.Len(t, lines, 25)
 	require.Equal(t, "| base | 0 | - | - | - | - | 0 | - | - | - |", lines[2])
 	require.Equal(t, "| base | -: - | -: - | -: - | -: - |", lines[8])
 	require.Equal(t, "|---|---|---|---|---|---|---|", lines[13], "no aggregation steps, no rows")
-	require.Equal(t, "| base | 0 | - | 0 | - | 0 | - | 0 | - |", lines[19])
+	require.Equal(t, "|---|---|---|---|---|---|---|---|---|", lines[18], "no populations, no rows")
+	require.Equal(t, "| base | 0 | - | 0 | - | 0 | - | 0 | - |", lines[24])
 	require.Error(t, run([]string{path}, &out), "no label")
 	_, err = os.Stat(path)
 	require.NoError(t, err)
