@@ -33,6 +33,10 @@
 #            the embedded model is too small for two threads to beat two
 #            processes
 set -euo pipefail
+# The braces make bash read the whole script before running any of it: a
+# study runs for most of an hour, and bash reads a script as it goes, so
+# editing or checking out this file meanwhile would run a garbled rest.
+{
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/study}
 STEPS=${STEPS:-50}
@@ -157,3 +161,5 @@ for r in "${reports[@]}"; do
 done
 "$OUT/selfcheck" "${traces[@]}" | tee "$OUT/report/selfcheck.md"
 echo "study: $((($(date +%s) - start) / 60)) minutes, $JOBS jobs at once; report in $OUT/report" | tee -a "$OUT/report/compare.txt"
+exit
+}
