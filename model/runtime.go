@@ -292,6 +292,11 @@ func (r *Runtime) Close() error {
 // Version returns the version string reported by the loaded library.
 func (r *Runtime) Version() string { return ort.GetVersion() }
 
+// LiveValues returns how many tensors made through r's ONNX Runtime are
+// not released yet (ortc.API.LiveValues): a leak check for callers that
+// release what they open.
+func (r *Runtime) LiveValues() int64 { return r.api.LiveValues() }
+
 // LibraryPath returns the path of the loaded ONNX Runtime library.
 func (r *Runtime) LibraryPath() string { return r.lib }
 

@@ -316,7 +316,9 @@ func TestSamplerDecodingMakesLittleGarbage(t *testing.T) {
 // memory): with refill and stop-free sampling at temperature 1, it gives
 // bit-identical completions and policy log-probabilities to the host
 // path, and across two generations (the second after the weights moved,
-// as after an optimiser step) too.
+// as after an optimiser step) too. Neither path leaves a tensor behind
+// (model.Runtime.LiveValues): the second generation holds as many as the
+// first, and closing the sampler and the policy releases all they made.
 func TestSamplerResident(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	dir := t.TempDir()
@@ -324,13 +326,16 @@ func TestSamplerResident(t *testing.T) {
 	cfg := SamplerConfig{TopP: 0.9, Temperature: 1, MaxNewTokens: 12, BatchSize: 3, Refill: true}
 	var got [2][][]Completion
 	for i, resident := range []bool{false, true} {
+		opened := rt.LiveValues()
 		pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Resident: resident})
 		require.NoError(t, err)
 		s, err := NewSampler(pol.LM, cfg)
 		require.NoError(t, err)
+		var live []int64
 		for range 2 {
 			out, _, err := s.Generate(context.Background(), samplerRequests(5), nil)
 			require.NoError(t, err)
+			live = append(live, rt.LiveValues())
 			got[i] = append(got[i], out)
 			w := pol.Weights.Flat()
 			for j := range w {
@@ -341,8 +346,10 @@ func TestSamplerResident(t *testing.T) {
 		if resident {
 			require.Positive(t, pol.LM.CopiedBytes())
 		}
+		require.Equal(t, live[0], live[1], "resident %v: tensors left live by a generation", resident)
 		s.Release()
 		require.NoError(t, pol.Close())
+		require.Equal(t, opened, rt.LiveValues(), "resident %v: tensors left live by the policy and sampler after Close", resident)
 	}
 	require.Equal(t, got[0], got[1])
 	require.NotEqual(t, got[0][0], got[0][1], "the weight change shows in the second generation")
