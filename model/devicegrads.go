@@ -16,9 +16,9 @@ import (
 // micro-batches of one AccumulateBatches call in device memory: the
 // backward graphs leave them there, a small graph adds each into its
 // sum in place, and the sums come to the host once, after the last
-// micro-batch, instead of every gradient after every call. A parameter
-// whose gradient the executor computes in strided blocks on the host (a
-// [hidden, vocab] head table) keeps the host path.
+// micro-batch, instead of every gradient after every call. A [hidden,
+// vocab] head table, whose gradient comes in blocks of columns, is summed
+// transposed (columnSum) and folded into its sum at the end.
 type deviceGrads struct {
 	mem  *deviceMemory
 	host *ortc.MemoryInfo // the host's, for the outputs that return
@@ -36,6 +36,13 @@ type deviceGrads struct {
 	// on is true inside AccumulateBatches: gradients of sums' parameters
 	// go there.
 	on bool
+	// columnSum sums the gradient of a [hidden, vocab] head table
+	// transposed, [vocab, hidden], so that a block of the vocabulary is
+	// a range of its rows; AccumulateBatches adds it, transposed back,
+	// into the table's sum at the end (foldColumns). nil without one.
+	columnSum *ortc.Value
+	// addT is dst += Transpose(src) x scale over [rows, cols] dst.
+	addT *ortc.Session
 }
 
 // openDeviceGrads allocates device gradient sums for the trained
@@ -61,10 +68,6 @@ func (e *Executor) openDeviceGrads(rt *Runtime) (err error) {
 	if d.graphs, err = openOptimGraphs(rt, e.env); err != nil {
 		return err
 	}
-	host := map[string]bool{}
-	if h := &e.prog.Head; h.Table != "" && !h.TableRows {
-		host[h.Table] = true
-	}
 	if raw, err = scatterModel(); err != nil {
 		return err
 	}
@@ -72,14 +75,108 @@ func (e *Executor) openDeviceGrads(rt *Runtime) (err error) {
 		return fmt.Errorf("embedding gradient graph: %w", err)
 	}
 	for name, i := range e.trained {
-		if host[name] {
-			continue
-		}
 		v, err := ortc.AllocOn[float32](mem.alloc, []int64{int64(len(e.weights.At(i).Data))})
 		if err != nil {
 			return fmt.Errorf("gradient of %q on %s: %w", name, mem.info, err)
 		}
 		d.sums[name] = v
+	}
+	if h := &e.prog.Head; h.Table != "" && !h.TableRows && d.sums[h.Table] != nil {
+		shape := e.tensors[h.Table].Shape
+		if len(shape) != 2 {
+			return fmt.Errorf("head table %q has shape %v, want [hidden, vocab]", h.Table, shape)
+		}
+		if d.columnSum, err = ortc.AllocOn[float32](mem.alloc, []int64{shape[1], shape[0]}); err != nil {
+			return fmt.Errorf("transposed gradient of %q on %s: %w", h.Table, mem.info, err)
+		}
+		if raw, err = addTransposedModel(); err != nil {
+			return err
+		}
+		if d.addT, err = e.env.NewSession(raw, mem.so, []string{"dst", "src", "scale"}, []string{"out"}); err != nil {
+			return fmt.Errorf("transposed gradient add graph: %w", err)
+		}
+	}
+	return nil
+}
+
+// addTransposedModel is out = dst + Transpose(src) x scale over float32
+// dst [rows, cols] and src [cols, rows], run with out bound to dst: the
+// two float32 nodes after the exact transpose round as addScaled does
+// (axpyModel).
+func addTransposedModel() ([]byte, error) {
+	b := onnx.NewGraphBuilder("gradient_add_transposed")
+	dst := b.Input("dst", onnx.Float32, onnx.P("rows"), onnx.P("cols"))
+	src := b.Input("src", onnx.Float32, onnx.P("cols"), onnx.P("rows"))
+	scale := b.Input("scale", onnx.Float32, onnx.D(1))
+	t := b.Node("Transpose", []string{src}, onnx.AttrInts("perm", 1, 0))
+	b.NodeTo("Add", []string{dst, b.Node("Mul", []string{t, scale})}, []string{"out"})
+	b.Output("out", onnx.Float32, onnx.P("rows"), onnx.P("cols"))
+	return proto.Marshal(b.Model(18).Proto)
+}
+
+// addColumns adds scale x g, the gradient [hidden, v1-v0] of columns
+// v0..v1 of the [hidden, vocab] head table, into their rows of
+// columnSum.
+func (e *Executor) addColumns(v0 int, g *ortc.Value, scale float32) error {
+	d := e.devGrads
+	gs := g.Shape()
+	if len(gs) != 2 {
+		return fmt.Errorf("head table gradient block of shape %v, want [hidden, width]", gs)
+	}
+	rows, err := d.columnSum.View(v0*int(gs[0]), []int64{gs[1], gs[0]})
+	if err != nil {
+		return err
+	}
+	defer rows.Release()
+	return e.addTransposed(rows, g, scale)
+}
+
+// addTransposed runs dst += Transpose(src) x scale in place.
+func (e *Executor) addTransposed(dst, src *ortc.Value, scale float32) error {
+	a, err := ortc.NewTensor(e.env, []int64{1}, []float32{scale})
+	if err != nil {
+		return err
+	}
+	defer a.Release()
+	e.crossed += 4 // a
+	e.countHost([]*ortc.Value{src})
+	return e.runBound(e.devGrads.addT, []*ortc.Value{dst, src, a}, []*ortc.Value{dst})
+}
+
+// zeroColumns zeroes columnSum, if any, at the start of an
+// AccumulateBatches call.
+func (e *Executor) zeroColumns() error {
+	d := e.devGrads
+	if d.columnSum == nil {
+		return nil
+	}
+	flat, err := d.columnSum.View(0, []int64{int64(d.columnSum.Len())})
+	if err != nil {
+		return err
+	}
+	defer flat.Release()
+	if err := fillZeros(e.env, d.zero, flat); err != nil {
+		return fmt.Errorf("model: executor: zero the transposed gradient of %q: %w", e.prog.Head.Table, err)
+	}
+	return nil
+}
+
+// foldColumns adds columnSum, transposed back, into the head table's
+// gradient sum: the end of an AccumulateBatches call.
+func (e *Executor) foldColumns() error {
+	d := e.devGrads
+	if d.columnSum == nil {
+		return nil
+	}
+	name := e.prog.Head.Table
+	cs := d.columnSum.Shape()
+	sum, err := d.sums[name].View(0, []int64{cs[1], cs[0]})
+	if err != nil {
+		return err
+	}
+	defer sum.Release()
+	if err := e.addTransposed(sum, d.columnSum, 1); err != nil {
+		return fmt.Errorf("model: executor: the gradient of %q: %w", name, err)
 	}
 	return nil
 }
@@ -87,6 +184,10 @@ func (e *Executor) openDeviceGrads(rt *Runtime) (err error) {
 func (d *deviceGrads) close() {
 	for _, v := range d.sums {
 		v.Release()
+	}
+	d.columnSum.Release()
+	if d.addT != nil {
+		d.addT.Close()
 	}
 	for _, s := range d.axpy {
 		s.Close()
@@ -153,6 +254,9 @@ func (e *Executor) AccumulateBatches(ctx context.Context, bs []TrainBatch, scale
 				return fmt.Errorf("model: executor: zero the gradient of %q: %w", name, err)
 			}
 		}
+		if err := e.zeroColumns(); err != nil {
+			return err
+		}
 		d.on = true
 		defer func() { d.on = false }()
 	}
@@ -166,6 +270,9 @@ func (e *Executor) AccumulateBatches(ctx context.Context, bs []TrainBatch, scale
 	}
 	if d == nil {
 		return nil
+	}
+	if err := e.foldColumns(); err != nil {
+		return err
 	}
 	if e.devOpt != nil {
 		e.devOpt.pending = true // Update reads them where they are

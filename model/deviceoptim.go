@@ -106,8 +106,7 @@ func (e *Executor) UsesDeviceOptimizer() bool { return e.devOpt != nil }
 // UseDeviceOptimizer has Update run opt's AdamW on the device from now
 // on, with device copies of its moments; AccumulateBatches then leaves
 // the gradients on the device (the gradient store stays zero). It fails
-// off the device layer, or when a trained parameter's gradient is summed
-// on the host (a [hidden, vocab] head table).
+// off the device layer.
 func (e *Executor) UseDeviceOptimizer(opt *optim.AdamW) (err error) {
 	if e.devGrads == nil {
 		return errors.New("model: executor: the device optimizer needs the device layer")
@@ -117,11 +116,6 @@ func (e *Executor) UseDeviceOptimizer(opt *optim.AdamW) (err error) {
 	}
 	if err := opt.ExpAvg().SameLayout(e.weights); err != nil {
 		return fmt.Errorf("model: executor: optimizer: %w", err)
-	}
-	for name := range e.trained {
-		if e.devGrads.sums[name] == nil {
-			return fmt.Errorf("model: executor: the gradient of %q is summed on the host; AdamW stays there", name)
-		}
 	}
 	d := &deviceOptim{opt: opt, m: map[string]*ortc.Value{}, v: map[string]*ortc.Value{}}
 	defer func() {

@@ -27,12 +27,16 @@ import (
 // (the generic head-loss path).
 func executorSources(t *testing.T) map[string]string {
 	t.Helper()
-	dir, nopos := t.TempDir(), t.TempDir()
+	dir, nopos, untied := t.TempDir(), t.TempDir(), t.TempDir()
 	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 3))
 	c := qwen3.Tiny()
 	c.PositionsFromMask = true
 	require.NoError(t, qwen3.WriteDir(nopos, c, 4))
+	c = qwen3.Tiny()
+	c.TiedEmbeddings = false
+	require.NoError(t, qwen3.WriteDir(untied, c, 6))
 	return map[string]string{
+		"tiny-untied": filepath.Join(untied, "model.onnx"),
 		"tiny-scaled": scaledHeadModel(t),
 		"tiny":        filepath.Join(dir, "model.onnx"),
 		"tiny-nopos":  filepath.Join(nopos, "model.onnx"),

@@ -501,7 +501,7 @@ func TestResidentDeviceOptimizer(t *testing.T) {
 					if !resident {
 						p.Grads.Zero()
 					}
-					copied := paramCopies(p)
+					copied, returned := paramCopies(p), p.Train.GradientBytes()
 					require.NoError(t, p.Train.AccumulateBatches(ctx, bs, []float32{0.5, 0.3, 0.2}, p.Grads, &res, func(int) error { return nil }))
 					if !resident {
 						norm := p.Grads.ClipByNorm(tc.clip)
@@ -518,6 +518,7 @@ func TestResidentDeviceOptimizer(t *testing.T) {
 					if k == 1 {
 						require.Zero(t, paramCopies(p)-copied, "nothing model-sized crosses")
 					}
+					require.Zero(t, p.Train.GradientBytes()-returned, "no gradient returns to the host (an untied head's included)")
 					require.NoError(t, p.Train.SyncHost())
 				}
 				record := func() {

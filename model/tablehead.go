@@ -117,21 +117,22 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 		tshape := []int64{int64(w), int64(hidden)}
 		tdata := table.Data[v0*hidden : v1*hidden]
 		// On the device layer a block of a [vocab, hidden] table is a view
-		// of its device copy; a [hidden, vocab] table's block, strided, is
-		// assembled on the host.
+		// of its device copy, and a [hidden, vocab] table's block, strided,
+		// a slice made there; on the host the latter is assembled in Go.
 		var tview *ortc.Value
-		if !h.TableRows {
+		switch {
+		case e.dev != nil:
+			var err error
+			if tview, err = e.tableBlock(v0, v1, hidden); err != nil {
+				return fmt.Errorf("table block %d..%d: %w", v0, v1, err)
+			}
+		case !h.TableRows:
 			tshape = []int64{int64(hidden), int64(w)}
 			cols = resize(cols, hidden*w)
 			for r := range hidden {
 				copy(cols[r*w:(r+1)*w], table.Data[r*V+v0:r*V+v1])
 			}
 			tdata = cols
-		} else if e.dev != nil {
-			var err error
-			if tview, err = e.weight(h.Table).View(v0*hidden, tshape); err != nil {
-				return fmt.Errorf("table rows %d..%d: %w", v0, v1, err)
-			}
 		}
 		for r0 := 0; r0 < N; r0 += rowsPerTile {
 			r1 := min(N, r0+rowsPerTile)
@@ -174,15 +175,46 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 	return hs.scatterGrad(e, pos, gz)
 }
 
+// tableBlock returns the head table's block of vocabulary entries
+// v0..v1 from its device copy: rows v0..v1 of a [vocab, hidden] table (a
+// view), or columns v0..v1 of a [hidden, vocab] one (a slice made in
+// device memory).
+func (e *Executor) tableBlock(v0, v1, hidden int) (*ortc.Value, error) {
+	h := &e.prog.Head
+	table := e.weight(h.Table)
+	if h.TableRows {
+		return table.View(v0*hidden, []int64{int64(v1 - v0), int64(hidden)})
+	}
+	sess, err := e.devGrads.acts.sliceSession(e, ortc.Float32, 2)
+	if err != nil {
+		return nil, err
+	}
+	starts, err := ortc.NewTensor(e.env, []int64{2}, []int64{0, int64(v0)})
+	if err != nil {
+		return nil, err
+	}
+	defer starts.Release()
+	ends, err := ortc.NewTensor(e.env, []int64{2}, []int64{int64(hidden), int64(v1)})
+	if err != nil {
+		return nil, err
+	}
+	defer ends.Release()
+	return e.runOnDevice(sess, table, starts, ends)
+}
+
 // addTableGrad adds g, the gradient of the table's vocabulary block
 // v0..v1 from one tile, times the step's scale: into the table's device
 // sum (summed) or into the host store's gtab, when it is trained.
 func (e *Executor) addTableGrad(st *stepState, g *ortc.Value, summed bool, gtab []float32, v0, v1, hidden int) error {
 	h := &e.prog.Head
 	switch {
-	case summed:
+	case summed && h.TableRows:
 		// A [vocab, hidden] table: its block's rows, in place.
 		return e.addSummed(h.Table, v0*hidden, g, st.scale)
+	case summed:
+		// A [hidden, vocab] table: its block's columns, as rows of the
+		// transposed sum.
+		return e.addColumns(v0, g, st.scale)
 	case gtab == nil:
 		return nil
 	}

@@ -241,6 +241,11 @@ func TrainPeak(a Arch, t Train) ([]Item, error) {
 		{"loss tile and its gradients", chunk + loss*h*4*2 + rt*h*4},
 		{"runtime (ONNX Runtime, sessions, Go)", Baseline},
 	}
+	if !a.Tied && t.LoRARank == 0 {
+		// The device layer sums an untied head's gradient transposed too,
+		// a block of the vocabulary a range of its rows.
+		items = append(items, Item{"untied head's gradient, transposed (device)", 4 * int64(a.Vocab) * h})
+	}
 	return items, nil
 }
 

@@ -58,6 +58,30 @@ func TestLoRAParams(t *testing.T) {
 	require.Equal(t, 2*3*perRank, a.LoRAParams(3, lmgraph.LoRATargets))
 }
 
+// TestTrainPeakUntiedHead: a full fine-tune of an untied head plans the
+// device layer's transposed sum of its gradient, vocab x hidden floats;
+// a tied head or LoRA (the head frozen) plans none.
+func TestTrainPeakUntiedHead(t *testing.T) {
+	tr := memplan.Train{Rows: 1, Tokens: 512, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20, MLPBytes: 256 << 20}
+	transposed := func(a memplan.Arch, tr memplan.Train) int64 {
+		items, err := memplan.TrainPeak(a, tr)
+		require.NoError(t, err)
+		for _, it := range items {
+			if strings.HasPrefix(it.Name, "untied head's gradient") {
+				return it.Bytes
+			}
+		}
+		return 0
+	}
+	untied, _ := memplan.Named("qwen3-8b")
+	tied, _ := memplan.Named("qwen3-4b")
+	require.Equal(t, int64(4*151936*4096), transposed(untied, tr))
+	require.Zero(t, transposed(tied, tr))
+	lora := tr
+	lora.LoRARank = 16
+	require.Zero(t, transposed(untied, lora))
+}
+
 func TestTrainPeakGrows(t *testing.T) {
 	a, _ := memplan.Named("qwen3-0.6b")
 	base := memplan.Train{Rows: 1, Tokens: 1024, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20, MLPBytes: 256 << 20}
