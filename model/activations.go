@@ -298,6 +298,22 @@ func sliceModel(t onnx.DType, r int) ([]byte, error) {
 	return proto.Marshal(b.Model(18).Proto)
 }
 
+// scatterRows writes rows of src [len(pos), width] into rows pos (which
+// are distinct) of dst [rows, width], both in device memory, in place.
+func (e *Executor) scatterRows(dst *ortc.Value, pos []int, src *ortc.Value) error {
+	ids := make([]int64, len(pos))
+	for k, p := range pos {
+		ids[k] = int64(p)
+	}
+	idx, err := ortc.NewTensor(e.env, []int64{int64(len(pos)), 1}, ids)
+	if err != nil {
+		return err
+	}
+	defer idx.Release()
+	e.countHost([]*ortc.Value{idx})
+	return e.runBound(e.devGrads.scatter, []*ortc.Value{dst, idx, src}, []*ortc.Value{dst})
+}
+
 // deviceValue returns a copy of v, in host memory, in device memory,
 // made by a graph (v counted as crossing).
 func (e *Executor) deviceValue(v *ortc.Value) (*ortc.Value, error) {

@@ -945,11 +945,6 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 		return fmt.Errorf("the head's input %q has shape %v, want [%d, %d, hidden]", h.Input, zs, b.Batch, b.Seq)
 	}
 	hidden := int(zs[2])
-	z, release, err := e.hostValue(z)
-	if err != nil {
-		return fmt.Errorf("the head's input %q: %w", h.Input, err)
-	}
-	defer release()
 	var pos []int
 	count := 0.0
 	for i, m := range b.LossMask {
@@ -959,13 +954,19 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 		}
 	}
 	count = math.Max(count, 1)
-	gz := make([]float32, n*hidden)
 	if h.Table != "" {
-		if err := e.tableHead(st, res, z.Float32s(), hidden, pos, count, gz); err != nil {
+		g, err := e.tableHead(st, res, z, pos, count)
+		if err != nil {
 			return err
 		}
-		return e.finishHead(st, zs, gz)
+		return e.finishHead(st, g)
 	}
+	z, release, err := e.hostValue(z)
+	if err != nil {
+		return fmt.Errorf("the head's input %q: %w", h.Input, err)
+	}
+	defer release()
+	gz := make([]float32, n*hidden)
 	chunk := max(1, int(e.opt.LossChunkBytes/int64(e.vocab*4*lossLive)))
 	zd := z.Float32s()
 	detached := []bool{b.OldLogProbs == nil}
@@ -1043,17 +1044,17 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 			return err
 		}
 	}
-	return e.finishHead(st, zs, gz)
-}
-
-// finishHead hands the gradient of the head's input, gz, to the backward
-// pass and drops the input.
-func (e *Executor) finishHead(st *stepState, shape []int64, gz []float32) error {
-	h := &e.prog.Head
-	g, err := ortc.NewTensor(e.env, shape, gz)
+	g, err := ortc.NewTensor(e.env, zs, gz)
 	if err != nil {
 		return err
 	}
+	return e.finishHead(st, g)
+}
+
+// finishHead hands the gradient of the head's input, g, to the backward
+// pass and drops the input.
+func (e *Executor) finishHead(st *stepState, g *ortc.Value) error {
+	h := &e.prog.Head
 	st.gradVal.put(h.Input, g)
 	if !e.isBlockInput(h.Input) {
 		st.step.drop(h.Input)

@@ -19,33 +19,32 @@ const (
 // the way Cut Cross-Entropy does (Wijmans et al. 2024, arXiv:2411.09009:
 // never all the [positions x vocabulary] logits at once, recomputed per
 // tile in the backward) on the loss positions pos of the head's input z
-// ([B*T, hidden]): their log-probabilities and entropies into res, the
-// gradient of their hidden states into gz and that of the table into the
-// gradient store. Two passes: Stats over chunks of positions (the
-// log-sum-exp and target logit each position needs), then the
-// per-position loss derivative, then Grad over tiles of positions x
-// vocabulary, each adding its share of both gradients.
-func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidden int, pos []int, count float64, gz []float32) error {
+// ([B, T, hidden]): their log-probabilities and entropies into res, the
+// table's gradient into the gradient store, and it returns z's gradient.
+// Two passes: Stats over chunks of positions (the log-sum-exp and target
+// logit each position needs), then the per-position loss derivative,
+// then Grad over tiles of positions x vocabulary, each adding its share
+// of both gradients.
+func (e *Executor) tableHead(st *stepState, res *TrainResult, z *ortc.Value, pos []int, count float64) (*ortc.Value, error) {
 	h := &e.prog.Head
 	b := st.b
 	table := e.tensors[h.Table]
 	V := e.vocab
 	N := len(pos)
-	if N == 0 {
-		return nil
+	hs, err := e.newHeadStates(z, pos)
+	if err != nil {
+		return nil, err
 	}
-	zs := make([]float32, N*hidden)
+	defer hs.release()
+	if N == 0 {
+		return hs.gradient(e)
+	}
+	hidden := hs.hidden
 	tgt := make([]int64, N)
 	for k, p := range pos {
-		copy(zs[k*hidden:(k+1)*hidden], z[p*hidden:(p+1)*hidden])
 		tgt[k] = b.InputIDs[p+1]
 	}
 	lse := make([]float32, N)
-	hs, err := e.newHeadStates(zs, N, hidden)
-	if err != nil {
-		return err
-	}
-	defer hs.release()
 
 	// Pass 1: per-position statistics over the whole vocabulary.
 	chunk := max(1, int(e.opt.LossChunkBytes/int64(V*4*statsLive)))
@@ -57,7 +56,7 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 			t.view(e.weight(h.Table))
 			t.i64([]int64{int64(hi - lo)}, tgt[lo:hi])
 		}); err != nil {
-			return err
+			return nil, err
 		}
 		l, tl, ent := out[0].Float32s(), out[1].Float32s(), out[2].Float32s()
 		for k := range hi - lo {
@@ -124,7 +123,7 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 		case e.dev != nil:
 			var err error
 			if tview, err = e.tableBlock(v0, v1, hidden); err != nil {
-				return fmt.Errorf("table block %d..%d: %w", v0, v1, err)
+				return nil, fmt.Errorf("table block %d..%d: %w", v0, v1, err)
 			}
 		case !h.TableRows:
 			tshape = []int64{int64(hidden), int64(w)}
@@ -149,17 +148,9 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 				t.f32([]int64{int64(r1 - r0), 1}, coef[r0:r1])
 			}); err != nil {
 				tview.Release() // a nil view releases nothing
-				return err
+				return nil, err
 			}
-			var err error
-			if hs.grad != nil {
-				err = e.addRows(hs.grad, r0*hidden, out[0])
-			} else {
-				gh := out[0].Float32s()
-				for k := r0; k < r1; k++ {
-					addInto(gz[pos[k]*hidden:(pos[k]+1)*hidden], gh[(k-r0)*hidden:(k-r0+1)*hidden])
-				}
-			}
+			err := hs.addGrad(e, r0, out[0])
 			if err == nil {
 				err = e.addTableGrad(st, out[1], summed, gtab, v0, v1, hidden)
 			}
@@ -167,12 +158,12 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z []float32, hidde
 			out[1].Release()
 			if err != nil {
 				tview.Release()
-				return err
+				return nil, err
 			}
 		}
 		tview.Release()
 	}
-	return hs.scatterGrad(e, pos, gz)
+	return hs.gradient(e)
 }
 
 // tableBlock returns the head table's block of vocabulary entries
@@ -231,44 +222,71 @@ func (e *Executor) addTableGrad(st *stepState, g *ortc.Value, summed bool, gtab 
 	return nil
 }
 
-// headStates are the table head's positions' hidden states zs [N,
-// hidden], which every call reads rows of. On the device layer they go
-// to device memory once, and their gradient (grad) is summed there over
-// the vocabulary's blocks and comes back once: on the host each block's
-// call would take them across and return its share.
+// headStates are the table head's loss positions' hidden states [N,
+// hidden], which every call reads rows of, and their gradient summed
+// over the vocabulary's blocks. On the host they are copied out of the
+// head's input in Go and the gradient is added into its rows of z's;
+// on the device layer a Gather graph takes them from z there, and the
+// gradient, summed there, goes into z's by a ScatterND: nothing crosses.
 type headStates struct {
-	zs      []float32
-	hidden  int
-	dev     *ortc.Value // zs in device memory (the device layer)
-	grad    *ortc.Value // their gradient in device memory (the device layer)
-	release func()
+	z      *ortc.Value
+	pos    []int
+	hidden int
+	// On the host: the states, and z's gradient.
+	zs, gz []float32
+	// On the device layer: the states and their gradient.
+	dev, grad *ortc.Value
 }
 
-func (e *Executor) newHeadStates(zs []float32, n, hidden int) (*headStates, error) {
-	hs := &headStates{zs: zs, hidden: hidden, release: func() {}}
-	if e.dev == nil {
+func (e *Executor) newHeadStates(z *ortc.Value, pos []int) (*headStates, error) {
+	shape := z.Shape()
+	hs := &headStates{z: z, pos: pos, hidden: int(shape[len(shape)-1])}
+	n, hidden := len(pos), hs.hidden
+	if !z.Placed() {
+		zd := z.Float32s()
+		hs.zs = make([]float32, n*hidden)
+		for k, p := range pos {
+			copy(hs.zs[k*hidden:(k+1)*hidden], zd[p*hidden:(p+1)*hidden])
+		}
+		hs.gz = e.scratch("head-grad", z.Len())
 		return hs, nil
 	}
-	host, err := ortc.NewTensor(e.env, []int64{int64(n), int64(hidden)}, zs)
+	if n == 0 {
+		return hs, nil
+	}
+	rows, err := z.View(0, []int64{int64(z.Len() / hidden), int64(hidden)})
 	if err != nil {
 		return nil, err
 	}
-	defer host.Release()
-	if hs.dev, err = e.deviceValue(host); err != nil {
-		return nil, fmt.Errorf("the head's hidden states: %w", err)
+	defer rows.Release()
+	ids := make([]int64, n)
+	for k, p := range pos {
+		ids[k] = int64(p)
 	}
-	if hs.grad, err = e.zeroGrad("", host.Shape()); err != nil {
-		hs.dev.Release()
-		return nil, fmt.Errorf("the head's hidden states' gradient: %w", err)
+	iv, err := ortc.NewTensor(e.env, []int64{1, int64(n)}, ids)
+	if err != nil {
+		return nil, err
 	}
-	hs.release = func() {
-		hs.dev.Release()
-		hs.grad.Release()
+	defer iv.Release()
+	out := []*ortc.Value{nil}
+	if err := e.runSessionKeeping(e.devGrads.graphs.gather, []*ortc.Value{rows, iv}, out, e.placed); err != nil {
+		return nil, fmt.Errorf("the loss positions' hidden states: %w", err)
+	}
+	hs.dev = out[0]
+	if hs.grad, err = e.zeroGrad("", []int64{int64(n), int64(hidden)}); err != nil {
+		hs.release()
+		return nil, fmt.Errorf("the loss positions' gradient: %w", err)
 	}
 	return hs, nil
 }
 
-// rows adds the hidden states of positions lo..hi to a call's inputs.
+func (hs *headStates) release() {
+	hs.dev.Release()
+	hs.grad.Release()
+}
+
+// rows adds the hidden states of loss positions lo..hi to a call's
+// inputs.
 func (hs *headStates) rows(t tensors, lo, hi int) {
 	shape := []int64{int64(hi - lo), int64(hs.hidden)}
 	if hs.dev != nil {
@@ -278,23 +296,40 @@ func (hs *headStates) rows(t tensors, lo, hi int) {
 	t.f32(shape, hs.zs[lo*hs.hidden:hi*hs.hidden])
 }
 
-// scatterGrad puts the gradient summed in device memory into the rows
-// pos of gz (which hold zeros: the positions are distinct); on the host
-// the calls have added theirs there already.
-func (hs *headStates) scatterGrad(e *Executor, pos []int, gz []float32) error {
-	if hs.grad == nil {
-		return nil
+// addGrad adds g, the gradient of loss positions from lo on, into their
+// rows.
+func (hs *headStates) addGrad(e *Executor, lo int, g *ortc.Value) error {
+	if hs.grad != nil {
+		return e.addRows(hs.grad, lo*hs.hidden, g)
 	}
-	g, release, err := e.hostValue(hs.grad)
-	if err != nil {
-		return fmt.Errorf("the head's hidden states' gradient: %w", err)
-	}
-	defer release()
-	d := g.Float32s()
-	for k, p := range pos {
-		copy(gz[p*hs.hidden:(p+1)*hs.hidden], d[k*hs.hidden:(k+1)*hs.hidden])
+	gh, h := g.Float32s(), hs.hidden
+	for k := range len(gh) / h {
+		p := hs.pos[lo+k]
+		addInto(hs.gz[p*h:(p+1)*h], gh[k*h:(k+1)*h])
 	}
 	return nil
+}
+
+// gradient returns z's gradient: the loss positions' rows summed, zeros
+// elsewhere (the positions are distinct).
+func (hs *headStates) gradient(e *Executor) (*ortc.Value, error) {
+	if hs.gz != nil {
+		return ortc.NewTensor(e.env, hs.z.Shape(), hs.gz)
+	}
+	gz, err := e.zeroGrad("", hs.z.Shape())
+	if err != nil || hs.grad == nil {
+		return gz, err
+	}
+	rows, err := gz.View(0, []int64{int64(gz.Len() / hs.hidden), int64(hs.hidden)})
+	if err == nil {
+		err = e.scatterRows(rows, hs.pos, hs.grad)
+		rows.Release()
+	}
+	if err != nil {
+		gz.Release()
+		return nil, fmt.Errorf("the head input's gradient: %w", err)
+	}
+	return gz, nil
 }
 
 // clippedObjective returns PPO's min(ratio A, clip(ratio, lo, hi) A) for
