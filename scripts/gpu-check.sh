@@ -21,8 +21,8 @@
 # decode call only token ids, masks, cache write indices and the last
 # logits crossing (the bench lines' device_copy_bytes); in training the
 # gradients are summed and AdamW runs on the GPU (its moments there),
-# and the layers' activations stay there, so a step moves only the token
-# inputs, the LM head's input and gradient and the embedding's gradient
+# and the activations stay there, so a step moves only the token inputs,
+# the loss's per-position numbers and the embedding's gradient
 # (call_copy_bytes). Its CPU twin is what CI proves (model
 # TestResidentMatchesHost, TestResidentTrainingMatchesHost,
 # TestResidentAccumulateBatches, TestResidentDeviceOptimizer), and step 2
