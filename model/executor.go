@@ -961,25 +961,22 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 		}
 		return e.finishHead(st, g)
 	}
-	z, release, err := e.hostValue(z)
+	hs, err := e.newHeadStates(z, pos)
 	if err != nil {
-		return fmt.Errorf("the head's input %q: %w", h.Input, err)
+		return err
 	}
-	defer release()
-	gz := make([]float32, n*hidden)
+	defer hs.release()
 	chunk := max(1, int(e.opt.LossChunkBytes/int64(e.vocab*4*lossLive)))
-	zd := z.Float32s()
 	detached := []bool{b.OldLogProbs == nil}
+	summed := e.weightGradsSummed(h.Weights, h.GradWeights, 4)
 	for start := 0; start < len(pos); start += chunk {
 		ps := pos[start:min(len(pos), start+chunk)]
 		c := len(ps)
-		x := make([]float32, c*hidden)
 		tgt := make([]int64, c)
 		adv := make([]float32, c)
 		old := make([]float32, c)
 		w := make([]float32, c)
 		for k, p := range ps {
-			copy(x[k*hidden:(k+1)*hidden], zd[p*hidden:(p+1)*hidden])
 			tgt[k] = b.InputIDs[p+1]
 			adv[k] = b.Advantages[p]
 			if b.OldLogProbs != nil {
@@ -995,7 +992,7 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 			return v
 		}
 		chunkShape := []int64{1, int64(c)}
-		in := []*ortc.Value{wrap(ortc.NewTensor(e.env, []int64{1, int64(c), int64(hidden)}, x))}
+		in := []*ortc.Value{wrap(hs.states(e, start, start+c, []int64{1, int64(c), int64(hidden)}))}
 		for _, name := range h.Inputs[1:] {
 			v, ok := st.lookup(name)
 			if !ok {
@@ -1020,18 +1017,20 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 			return errors.New("wrap loss chunk inputs")
 		}
 		out := make([]*ortc.Value, 4+len(h.GradWeights))
-		err := e.runKeeping(h.Train, in, out, e.weightGradsSummed(h.Weights, h.GradWeights, 4))
+		// The input's gradient stays with the states' (on the device
+		// layer, in device memory).
+		err := e.runKeeping(h.Train, in, out, func(k int) bool { return k == 3 && hs.grad != nil || summed(k) })
 		release()
 		if err != nil {
 			return err
 		}
-		lp, ent, loss, gx := out[0].Float32s(), out[1].Float32s(), out[2].Float32s(), out[3].Float32s()
+		lp, ent, loss := out[0].Float32s(), out[1].Float32s(), out[2].Float32s()
 		for k, p := range ps {
 			res.LogProbs[p] = lp[k]
 			res.Entropy[p] = ent[k]
-			copy(gz[p*hidden:(p+1)*hidden], gx[k*hidden:(k+1)*hidden])
 		}
 		res.Loss += loss[0]
+		err = hs.addGrad(e, start, out[3])
 		for k, j := range h.GradWeights {
 			if err == nil {
 				err = e.addParamGrad(st, h.Weights[j], out[4+k])
@@ -1044,7 +1043,7 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 			return err
 		}
 	}
-	g, err := ortc.NewTensor(e.env, zs, gz)
+	g, err := hs.gradient(e)
 	if err != nil {
 		return err
 	}

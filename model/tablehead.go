@@ -222,9 +222,9 @@ func (e *Executor) addTableGrad(st *stepState, g *ortc.Value, summed bool, gtab 
 	return nil
 }
 
-// headStates are the table head's loss positions' hidden states [N,
+// headStates are the LM head's loss positions' hidden states [N,
 // hidden], which every call reads rows of, and their gradient summed
-// over the vocabulary's blocks. On the host they are copied out of the
+// over the calls (the table head's blocks of the vocabulary). On the host they are copied out of the
 // head's input in Go and the gradient is added into its rows of z's;
 // on the device layer a Gather graph takes them from z there, and the
 // gradient, summed there, goes into z's by a ScatterND: nothing crosses.
@@ -288,12 +288,16 @@ func (hs *headStates) release() {
 // rows adds the hidden states of loss positions lo..hi to a call's
 // inputs.
 func (hs *headStates) rows(t tensors, lo, hi int) {
-	shape := []int64{int64(hi - lo), int64(hs.hidden)}
+	t.add(hs.states(t.e, lo, hi, []int64{int64(hi - lo), int64(hs.hidden)}))
+}
+
+// states returns the hidden states of loss positions lo..hi as a tensor
+// of the given shape over their memory (release it).
+func (hs *headStates) states(e *Executor, lo, hi int, shape []int64) (*ortc.Value, error) {
 	if hs.dev != nil {
-		t.add(hs.dev.View(lo*hs.hidden, shape))
-		return
+		return hs.dev.View(lo*hs.hidden, shape)
 	}
-	t.f32(shape, hs.zs[lo*hs.hidden:hi*hs.hidden])
+	return ortc.NewTensor(e.env, shape, hs.zs[lo*hs.hidden:hi*hs.hidden])
 }
 
 // addGrad adds g, the gradient of loss positions from lo on, into their
