@@ -69,46 +69,10 @@ func (e *Executor) runSessionKeeping(sess *ortc.Session, in, out []*ortc.Value, 
 	if e.dev == nil {
 		return e.runSession(sess, in, out)
 	}
-	b, err := sess.NewBinding()
-	if err != nil {
+	if err := e.runBinding(sess, in, out, device); err != nil {
 		return err
-	}
-	defer b.Release()
-	for i, v := range in {
-		if err := b.BindInput(sess.Inputs()[i], v); err != nil {
-			return err
-		}
 	}
 	e.countHost(in)
-	given := make([]bool, len(out))
-	for k, name := range sess.Outputs() {
-		switch {
-		case out[k] != nil:
-			given[k] = true
-			err = b.BindOutput(name, out[k])
-		case device(k):
-			err = b.BindOutputOn(name, e.devGrads.mem.alloc)
-		default:
-			err = b.BindOutputTo(name, e.devGrads.host)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if err := sess.RunBinding(b); err != nil {
-		return err
-	}
-	vs, err := b.Outputs()
-	if err != nil {
-		return err
-	}
-	for k, v := range vs {
-		if given[k] {
-			v.Release() // a second reference to out[k]
-			continue
-		}
-		out[k] = v
-	}
 	e.countHost(out)
 	return nil
 }
@@ -227,57 +191,19 @@ func (e *Executor) sliceScoresOn(sc *scoreSlice, v *ortc.Value, lead int, r [2]i
 		return err
 	}
 	defer ends.Release()
-	if sc.v, err = e.runOnDevice(sess, block, starts, ends); err != nil {
+	out := []*ortc.Value{nil}
+	if err := e.runBound(sess, []*ortc.Value{block, starts, ends}, out); err != nil {
 		return fmt.Errorf("slice of %v: %w", s, err)
 	}
+	sc.v = out[0]
 	return nil
-}
-
-// runOnDevice runs sess, of one output, on in with the output allocated
-// in device memory. It counts nothing: the host inputs of the graphs it
-// runs are bounds that their kernels read on the host (Slice's starts
-// and ends), as fillZeros's length.
-func (e *Executor) runOnDevice(sess *ortc.Session, in ...*ortc.Value) (*ortc.Value, error) {
-	b, err := sess.NewBinding()
-	if err != nil {
-		return nil, err
-	}
-	defer b.Release()
-	for i, v := range in {
-		if err := b.BindInput(sess.Inputs()[i], v); err != nil {
-			return nil, err
-		}
-	}
-	if err := b.BindOutputOn(sess.Outputs()[0], e.devGrads.mem.alloc); err != nil {
-		return nil, err
-	}
-	if err := sess.RunBinding(b); err != nil {
-		return nil, err
-	}
-	out, err := b.Outputs()
-	if err != nil {
-		return nil, err
-	}
-	return out[0], nil
 }
 
 // sliceSession returns the slice graph of rank-r data of elem, opened on
 // first use.
 func (a *activationSessions) sliceSession(e *Executor, elem ortc.ElemType, r int) (*ortc.Session, error) {
-	key := sliceKey{elem, r}
-	if s, ok := a.slice[key]; ok {
-		return s, nil
-	}
-	raw, err := sliceModel(onnx.DType(elem), r)
-	if err != nil {
-		return nil, err
-	}
-	s, err := e.env.NewSession(raw, e.devGrads.mem.so, []string{"data", "starts", "ends"}, []string{"out"})
-	if err != nil {
-		return nil, fmt.Errorf("score slice graph: %w", err)
-	}
-	a.slice[key] = s
-	return s, nil
+	return openOnce(e, a.slice, sliceKey{elem, r}, "score slice graph", func() ([]byte, error) { return sliceModel(onnx.DType(elem), r) },
+		[]string{"data", "starts", "ends"}, []string{"out"})
 }
 
 // sliceModel is out = Slice(data, starts, ends) over the last two axes
@@ -330,19 +256,25 @@ func (e *Executor) deviceValue(v *ortc.Value) (*ortc.Value, error) {
 
 // identitySession returns the copy graph of elem, opened on first use.
 func (a *activationSessions) identitySession(e *Executor, elem ortc.ElemType) (*ortc.Session, error) {
-	if s, ok := a.identity[elem]; ok {
+	return openOnce(e, a.identity, elem, "copy graph", func() ([]byte, error) { return ortc.IdentityModel(elem) }, []string{"x"}, []string{"y"})
+}
+
+// openOnce returns m[k], opening it on first use from the graph build
+// returns, with inputs in and outputs out, on the device layer's session
+// options (what names the graph in errors).
+func openOnce[K comparable](e *Executor, m map[K]*ortc.Session, k K, what string, build func() ([]byte, error), in, out []string) (*ortc.Session, error) {
+	if s, ok := m[k]; ok {
 		return s, nil
 	}
-	raw, err := ortc.IdentityModel(elem)
-	if err != nil {
-		return nil, err
+	raw, err := build()
+	if err == nil {
+		m[k], err = e.env.NewSession(raw, e.devGrads.mem.so, in, out)
 	}
-	s, err := e.env.NewSession(raw, e.devGrads.mem.so, []string{"x"}, []string{"y"})
 	if err != nil {
-		return nil, fmt.Errorf("copy graph: %w", err)
+		delete(m, k)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	a.identity[elem] = s
-	return s, nil
+	return m[k], nil
 }
 
 // addGrad adds g to the gradient of value name, taking g over. Two host
@@ -386,19 +318,7 @@ func (e *Executor) addInPlace(dst, src *ortc.Value) error {
 // addSession returns the in-place add graph for rank r, opened on first
 // use.
 func (a *activationSessions) addSession(e *Executor, r int) (*ortc.Session, error) {
-	if s, ok := a.add[r]; ok {
-		return s, nil
-	}
-	raw, err := addModel(r)
-	if err != nil {
-		return nil, err
-	}
-	s, err := e.env.NewSession(raw, e.devGrads.mem.so, []string{"dst", "src"}, []string{"out"})
-	if err != nil {
-		return nil, fmt.Errorf("activation gradient add graph: %w", err)
-	}
-	a.add[r] = s
-	return s, nil
+	return openOnce(e, a.add, r, "activation gradient add graph", func() ([]byte, error) { return addModel(r) }, []string{"dst", "src"}, []string{"out"})
 }
 
 // addModel is out = dst + src over rank-r float32 tensors of one shape,
@@ -406,10 +326,7 @@ func (a *activationSessions) addSession(e *Executor, r int) (*ortc.Session, erro
 // its own computation, as in axpyModel).
 func addModel(r int) ([]byte, error) {
 	b := onnx.NewGraphBuilder("activation_gradient_add")
-	dims := make([]onnx.Dim, r)
-	for i := range dims {
-		dims[i] = onnx.P(fmt.Sprintf("d%d", i))
-	}
+	dims := rankDims(r)
 	dst := b.Input("dst", onnx.Float32, dims...)
 	src := b.Input("src", onnx.Float32, dims...)
 	b.NodeTo("Add", []string{dst, src}, []string{"out"})

@@ -299,7 +299,7 @@ func (e *Executor) addSummed(param string, offset int, g *ortc.Value, scale floa
 		return err
 	}
 	defer dst.Release()
-	sess, err := d.axpySession(e.env, len(g.Shape()))
+	sess, err := e.axpySession(len(g.Shape()))
 	if err != nil {
 		return err
 	}
@@ -381,20 +381,19 @@ func scatterModel() ([]byte, error) {
 }
 
 // axpySession returns the in-place add graph for tensors of rank r.
-func (d *deviceGrads) axpySession(env *ortc.Env, r int) (*ortc.Session, error) {
-	if s, ok := d.axpy[r]; ok {
-		return s, nil
+func (e *Executor) axpySession(r int) (*ortc.Session, error) {
+	return openOnce(e, e.devGrads.axpy, r, "gradient add graph", func() ([]byte, error) { return axpyModel(r) },
+		[]string{"dst", "src", "scale"}, []string{"out"})
+}
+
+// rankDims returns r named dims d0, d1, ...: a graph input of any shape
+// of rank r.
+func rankDims(r int) []onnx.Dim {
+	dims := make([]onnx.Dim, r)
+	for i := range dims {
+		dims[i] = onnx.P(fmt.Sprintf("d%d", i))
 	}
-	raw, err := axpyModel(r)
-	if err != nil {
-		return nil, err
-	}
-	s, err := env.NewSession(raw, d.mem.so, []string{"dst", "src", "scale"}, []string{"out"})
-	if err != nil {
-		return nil, fmt.Errorf("gradient add graph: %w", err)
-	}
-	d.axpy[r] = s
-	return s, nil
+	return dims
 }
 
 // axpyModel is out = dst + scale x src over rank-r float32 tensors of
@@ -404,10 +403,7 @@ func (d *deviceGrads) axpySession(env *ortc.Env, r int) (*ortc.Session, error) {
 // fuse the multiply-add (amd64; arm64 fuses it).
 func axpyModel(r int) ([]byte, error) {
 	b := onnx.NewGraphBuilder("gradient_add")
-	dims := make([]onnx.Dim, r)
-	for i := range dims {
-		dims[i] = onnx.P(fmt.Sprintf("d%d", i))
-	}
+	dims := rankDims(r)
 	dst := b.Input("dst", onnx.Float32, dims...)
 	src := b.Input("src", onnx.Float32, dims...)
 	scale := b.Input("scale", onnx.Float32, onnx.D(1))

@@ -478,11 +478,19 @@ func (e *Executor) runUpdate(sess *ortc.Session, name string, c optim.Coefficien
 }
 
 // runBound runs sess with its inputs bound to in and its outputs to the
-// preallocated out, both in the session's order. It counts nothing: an
-// input may be a device output of another binding, which Placed does
-// not know (Binding.Outputs), so callers count the host inputs they
-// make.
+// preallocated out, both in the session's order; an entry of out that is
+// nil is allocated by the run in device memory and set. It counts
+// nothing: an input may be a device output of another binding, which
+// Placed does not know (Binding.Outputs), and the host inputs of some
+// graphs are bounds their kernels read on the host (Slice's starts and
+// ends), so callers count the host inputs they make.
 func (e *Executor) runBound(sess *ortc.Session, in, out []*ortc.Value) error {
+	return e.runBinding(sess, in, out, func(int) bool { return true })
+}
+
+// runBinding is runBound with the outputs not preallocated allocated in
+// device memory where device(k) holds, else in host memory.
+func (e *Executor) runBinding(sess *ortc.Session, in, out []*ortc.Value, device func(k int) bool) error {
 	b, err := sess.NewBinding()
 	if err != nil {
 		return err
@@ -493,12 +501,36 @@ func (e *Executor) runBound(sess *ortc.Session, in, out []*ortc.Value) error {
 			return err
 		}
 	}
-	for i, name := range sess.Outputs() {
-		if err := b.BindOutput(name, out[i]); err != nil {
+	given := make([]bool, len(out))
+	for k, name := range sess.Outputs() {
+		switch {
+		case out[k] != nil:
+			given[k] = true
+			err = b.BindOutput(name, out[k])
+		case device(k):
+			err = b.BindOutputOn(name, e.devGrads.mem.alloc)
+		default:
+			err = b.BindOutputTo(name, e.devGrads.host)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	return sess.RunBinding(b)
+	if err := sess.RunBinding(b); err != nil {
+		return err
+	}
+	vs, err := b.Outputs()
+	if err != nil {
+		return err
+	}
+	for k, v := range vs {
+		if given[k] {
+			v.Release() // a second reference to out[k]
+			continue
+		}
+		out[k] = v
+	}
+	return nil
 }
 
 // gatherRows returns the embedding rows of ids (of shape [rows, seq])

@@ -190,7 +190,11 @@ func (e *Executor) tableBlock(v0, v1, hidden int) (*ortc.Value, error) {
 		return nil, err
 	}
 	defer ends.Release()
-	return e.runOnDevice(sess, table, starts, ends)
+	out := []*ortc.Value{nil}
+	if err := e.runBound(sess, []*ortc.Value{table, starts, ends}, out); err != nil {
+		return nil, err
+	}
+	return out[0], nil
 }
 
 // addTableGrad adds g, the gradient of the table's vocabulary block
