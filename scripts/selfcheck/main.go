@@ -117,6 +117,17 @@ func populationsOf(recs []report.TraceRecord) []population {
 	return out
 }
 
+// accuracy returns the share of right traces at RSA step: of the search
+// traces at step 0 (one without a verdict counted as wrong), of the
+// aggregations after.
+func (c counts) accuracy(step int) string {
+	if step == 0 {
+		return ratio(c.searchVerdicts.right, c.search)
+	}
+	v := c.aggVerdicts[step-1]
+	return ratio(v.right, v.right+v.wrong)
+}
+
 // verdicts counts traces by answer and verdict (a trace without one
 // counts as not passed).
 type verdicts struct {
@@ -344,8 +355,8 @@ func run(args []string, w io.Writer) error {
 	}
 	var tallies []counts
 	var labels []string
-	fmt.Fprintln(w, "| model | search traces | accuracy | P(ok \\| right) | P(ok \\| wrong) | P(right \\| ok) | step-1 aggregations | candidates hold a right one | accuracy, with one | accuracy, without |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	header(w, "model", "search traces", "accuracy", `P(ok \| right)`, `P(ok \| wrong)`, `P(right \| ok)`, "step-1 aggregations",
+		"candidates hold a right one", "accuracy, with one", "accuracy, without")
 	for _, a := range args {
 		label, path, ok := strings.Cut(a, "=")
 		if !ok {
@@ -366,22 +377,12 @@ func run(args []string, w io.Writer) error {
 		}
 		okRight, okWrong, rightOk := c.searchVerdicts.probabilities()
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %d | %s | %s | %s |\n", label, c.search,
-			ratio(c.searchVerdicts.right, c.search), okRight, okWrong, rightOk,
+			c.accuracy(0), okRight, okWrong, rightOk,
 			c.agg, ratio(c.aggWithRight, c.agg), ratio(c.aggRightWith, c.aggWithRight), ratio(c.aggRightWithout, c.agg-c.aggWithRight))
 		tallies, labels = append(tallies, c), append(labels, label)
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Step-1 aggregations by what their candidates offered: share of aggregations, and their accuracy")
-	fmt.Fprintln(w)
-	fmt.Fprint(w, "| model |")
-	for _, name := range offerNames {
-		fmt.Fprintf(w, " %s |", name)
-	}
-	fmt.Fprint(w, "\n|---|")
-	for range offerNames {
-		fmt.Fprint(w, "---|")
-	}
-	fmt.Fprintln(w)
+	title(w, "Step-1 aggregations by what their candidates offered: share of aggregations, and their accuracy")
+	header(w, append([]string{"model"}, offerNames[:]...)...)
 	for i, c := range tallies {
 		fmt.Fprintf(w, "| %s |", labels[i])
 		for _, o := range c.byOffer {
@@ -389,44 +390,29 @@ func run(args []string, w io.Writer) error {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "The aggregation traces' own verdicts, which the next step reads: by RSA step")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| model | step | aggregations | accuracy | P(ok \\| right) | P(ok \\| wrong) | P(right \\| ok) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	title(w, "The aggregation traces' own verdicts, which the next step reads: by RSA step")
+	header(w, "model", "step", "aggregations", "accuracy", `P(ok \| right)`, `P(ok \| wrong)`, `P(right \| ok)`)
 	for i, c := range tallies {
 		for _, step := range reportedSteps(len(c.aggVerdicts)) {
 			v := c.aggVerdicts[step-1]
-			n := v.right + v.wrong
 			okRight, okWrong, rightOk := v.probabilities()
-			fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s |\n", labels[i], step, n, ratio(v.right, n), okRight, okWrong, rightOk)
+			fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s |\n", labels[i], step, v.right+v.wrong, c.accuracy(step), okRight, okWrong, rightOk)
 		}
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "The populations by RSA step: problems whose population holds a right answer (what later steps can reach), unanimous ones, distinct answers per problem, and problems that lost every right answer since the step before or regained one")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| model | step | problems | accuracy | holding a right answer | unanimous | distinct answers | lost | regained |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	title(w, "The populations by RSA step: problems whose population holds a right answer (what later steps can reach), unanimous ones, distinct answers per problem, and problems that lost every right answer since the step before or regained one")
+	header(w, "model", "step", "problems", "accuracy", "holding a right answer", "unanimous", "distinct answers", "lost", "regained")
 	for i, c := range tallies {
 		if len(c.populations) == 0 {
 			continue
 		}
 		for _, step := range append([]int{0}, reportedSteps(len(c.populations)-1)...) {
 			p := c.populations[step]
-			accuracy := ratio(c.searchVerdicts.right, c.search)
-			if step > 0 {
-				v := c.aggVerdicts[step-1]
-				accuracy = ratio(v.right, v.right+v.wrong)
-			}
-			fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s | %d | %d |\n", labels[i], step, p.problems, accuracy,
+			fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s | %d | %d |\n", labels[i], step, p.problems, c.accuracy(step),
 				ratio(p.withRight, p.problems), ratio(p.unanimous, p.problems), ratio(p.answers, p.problems), p.lost, p.gained)
 		}
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "The search traces' arithmetic: written steps, and the share that hold, in the derivation and in the check")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| model | derivation steps | right | earlier check steps | right | comparisons (last check steps) | right | verdicts after one | follow it |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	title(w, "The search traces' arithmetic: written steps, and the share that hold, in the derivation and in the check")
+	header(w, "model", "derivation steps", "right", "earlier check steps", "right", "comparisons (last check steps)", "right", "verdicts after one", "follow it")
 	for i, c := range tallies {
 		fmt.Fprintf(w, "| %s |", labels[i])
 		for _, p := range c.steps {
@@ -435,6 +421,17 @@ func run(args []string, w io.Writer) error {
 		fmt.Fprintf(w, " %d | %s |\n", c.follow[0], ratio(c.follow[1], c.follow[0]))
 	}
 	return nil
+}
+
+// title starts a table after the one before: a blank line, the title,
+// a blank line.
+func title(w io.Writer, text string) {
+	fmt.Fprintf(w, "\n%s\n\n", text)
+}
+
+// header writes a Markdown table's header row and separator.
+func header(w io.Writer, columns ...string) {
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(columns, " | "), strings.Repeat("---|", len(columns)))
 }
 
 // reportedSteps returns the RSA steps reported of a file with steps
