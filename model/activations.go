@@ -148,12 +148,7 @@ func (e *Executor) zeroGrad(key string, shape []int64) (*ortc.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	flat, err := v.View(0, []int64{int64(n)})
-	if err == nil {
-		err = fillZeros(e.env, e.devGrads.zero, flat)
-		flat.Release()
-	}
-	if err != nil {
+	if err := fillZeros(e.env, e.devGrads.zero, v); err != nil {
 		v.Release()
 		return nil, err
 	}

@@ -133,32 +133,20 @@ func (e *Executor) addColumns(v0 int, g *ortc.Value, scale float32) error {
 
 // addTransposed runs dst += Transpose(src) x scale in place.
 func (e *Executor) addTransposed(dst, src *ortc.Value, scale float32) error {
+	return e.addScaledBy(e.devGrads.addT, dst, src, scale)
+}
+
+// addScaledBy runs sess, an in-place dst += f(src) x scale graph
+// (axpyModel, addTransposedModel), with its output bound to dst; src and
+// the scale cross when in host memory.
+func (e *Executor) addScaledBy(sess *ortc.Session, dst, src *ortc.Value, scale float32) error {
 	a, err := ortc.NewTensor(e.env, []int64{1}, []float32{scale})
 	if err != nil {
 		return err
 	}
 	defer a.Release()
-	e.crossed += 4 // a
-	e.countHost([]*ortc.Value{src})
-	return e.runBound(e.devGrads.addT, []*ortc.Value{dst, src, a}, []*ortc.Value{dst})
-}
-
-// zeroColumns zeroes columnSum, if any, at the start of an
-// AccumulateBatches call.
-func (e *Executor) zeroColumns() error {
-	d := e.devGrads
-	if d.columnSum == nil {
-		return nil
-	}
-	flat, err := d.columnSum.View(0, []int64{int64(d.columnSum.Len())})
-	if err != nil {
-		return err
-	}
-	defer flat.Release()
-	if err := fillZeros(e.env, d.zero, flat); err != nil {
-		return fmt.Errorf("model: executor: zero the transposed gradient of %q: %w", e.prog.Head.Table, err)
-	}
-	return nil
+	e.countHost([]*ortc.Value{src, a})
+	return e.runBound(sess, []*ortc.Value{dst, src, a}, []*ortc.Value{dst})
 }
 
 // foldColumns adds columnSum, transposed back, into the head table's
@@ -254,8 +242,10 @@ func (e *Executor) AccumulateBatches(ctx context.Context, bs []TrainBatch, scale
 				return fmt.Errorf("model: executor: zero the gradient of %q: %w", name, err)
 			}
 		}
-		if err := e.zeroColumns(); err != nil {
-			return err
+		if d.columnSum != nil {
+			if err := fillZeros(e.env, d.zero, d.columnSum); err != nil {
+				return fmt.Errorf("model: executor: zero the transposed gradient of %q: %w", e.prog.Head.Table, err)
+			}
 		}
 		d.on = true
 		defer func() { d.on = false }()
@@ -303,13 +293,7 @@ func (e *Executor) addSummed(param string, offset int, g *ortc.Value, scale floa
 	if err != nil {
 		return err
 	}
-	a, err := ortc.NewTensor(e.env, []int64{1}, []float32{scale})
-	if err != nil {
-		return err
-	}
-	defer a.Release()
-	e.crossed += 4 // a
-	return e.runBound(sess, []*ortc.Value{dst, g, a}, []*ortc.Value{dst})
+	return e.addScaledBy(sess, dst, g, scale)
 }
 
 // scatterSummed adds scale x rows[p] into row ids[p] of the device

@@ -206,9 +206,18 @@ func zeroModel() ([]byte, error) {
 	return proto.Marshal(b.Model(18).Proto)
 }
 
-// fillZeros sets every value of the flat buffer v to 0 by running zero,
-// a session of zeroModel, into it.
+// fillZeros sets every value of v, a tensor in the device layer's memory
+// of any shape, to 0 by running zero, a session of zeroModel, into a flat
+// view of it.
 func fillZeros(env *ortc.Env, zero *ortc.Session, v *ortc.Value) error {
+	if len(v.Shape()) != 1 {
+		flat, err := v.View(0, []int64{int64(v.Len())})
+		if err != nil {
+			return err
+		}
+		defer flat.Release()
+		v = flat
+	}
 	shape, err := ortc.NewTensor(env, []int64{1}, []int64{int64(v.Len())})
 	if err != nil {
 		return err

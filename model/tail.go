@@ -39,12 +39,7 @@ func (e *Executor) tailChunks(p *blocks.Piece, n int) []tailChunk {
 func (e *Executor) chunkView(v *ortc.Value, c tailChunk) (*ortc.Value, error) {
 	shape := v.Shape()
 	width := int(shape[len(shape)-1])
-	view := make([]int64, len(shape))
-	for i := range view {
-		view[i] = 1
-	}
-	view[len(view)-2], view[len(view)-1] = int64(c.p1-c.p0), int64(width)
-	return e.rowsOf(v, c.p0*width, view)
+	return e.rowsOf(v, c.p0*width, unitLead(len(shape), c.p1-c.p0, width))
 }
 
 // tailInput returns the tail's input and its number of positions.
