@@ -235,20 +235,6 @@ func (e *Executor) scatterRows(dst *ortc.Value, pos []int, src *ortc.Value) erro
 	return e.runBound(e.devGrads.scatter, []*ortc.Value{dst, idx, src}, []*ortc.Value{dst})
 }
 
-// deviceValue returns a copy of v, in host memory, in device memory,
-// made by a graph (v counted as crossing).
-func (e *Executor) deviceValue(v *ortc.Value) (*ortc.Value, error) {
-	sess, err := e.devGrads.acts.identitySession(e, v.Elem())
-	if err != nil {
-		return nil, err
-	}
-	out := []*ortc.Value{nil}
-	if err := e.runSessionKeeping(sess, []*ortc.Value{v}, out, e.placed); err != nil {
-		return nil, fmt.Errorf("copy to the device: %w", err)
-	}
-	return out[0], nil
-}
-
 // identitySession returns the copy graph of elem, opened on first use.
 func (a *activationSessions) identitySession(e *Executor, elem ortc.ElemType) (*ortc.Session, error) {
 	return openOnce(e, a.identity, elem, "copy graph", func() ([]byte, error) { return ortc.IdentityModel(elem) }, []string{"x"}, []string{"y"})
