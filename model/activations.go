@@ -14,9 +14,8 @@ import (
 // (runKeeping), the MLP tail and the attention core run on views of
 // their inputs and write views of their outputs, a score-shaped input's
 // block of queries is sliced there, and gradients meeting at a value are
-// added there (addGrad). What Go reads (the head's input, the
-// embedding's gradient, indices a prologue computes) comes to the host
-// through hostValue, counted with the calls' bytes (CallBytes). On the
+// added there (addGrad). What Go reads (the embedding's gradient,
+// indices a prologue computes) comes to the host through hostValue, counted with the calls' bytes (CallBytes). On the
 // CPU twin that memory is the device twin (ortc.NewTwinMemoryInfo),
 // which Go may not read either: a read that would fault on CUDA panics
 // in CI.

@@ -185,11 +185,11 @@ func (e *Executor) CopiedBytes() int64 {
 // graphs' calls: every host value a call reads and every value it
 // returns to the host. The parameters and the layers' activations and
 // gradients stay on the device; what crosses is the batch's inputs, the
-// head's input and its gradient, the embedding's gradient, and the
+// loss's per-position numbers, the embedding's gradient, and the
 // parameter gradients that return to the host gradient store
-// (GradientBytes; none with a device optimizer). On the CPU twin nothing moves; the count is what
-// would cross on CUDA (at most: an input that only CPU-placed nodes
-// read stays on the host there).
+// (GradientBytes; none with a device optimizer). On the CPU twin nothing
+// moves; the count is what would cross on CUDA (at most: an input that
+// only CPU-placed nodes read stays on the host there).
 func (e *Executor) CallBytes() int64 { return e.crossed }
 
 // GradientBytes returns the bytes of parameter gradients returned to
