@@ -359,6 +359,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Pipeline.K, "k", c.Pipeline.K, "subsets per problem")
 	fs.IntVar(&c.Pipeline.N, "n", c.Pipeline.N, "traces per subset")
 	fs.IntVar(&c.Pipeline.N2, "n2", c.Pipeline.N2, "aggregation traces per subset")
+	fs.IntVar(&c.Pipeline.Rounds, "agg-rounds", c.Pipeline.Rounds, "aggregation rounds per problem: a later round aggregates subsets of the previous round's aggregation traces, as RSA's later steps do; their traces learn from their own reward and, as search traces do, from their worth to the next round (1 = the paper's SPIRAL)")
 	fs.IntVar(&c.Pipeline.CandidateTokens, "candidate-tokens", c.Pipeline.CandidateTokens, "cap on each candidate in an aggregation prompt, keeping its end (0 = no cap)")
 	fs.IntVar(&c.GroupSize, "group", c.GroupSize, "GRPO traces per problem")
 	fs.Float64Var(&f.lr, "lr", 0, "peak learning rate (0 = 1e-4 for the embedded tiny model, 1e-6 for a given model, the paper's scale)")

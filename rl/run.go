@@ -412,6 +412,9 @@ func loraString(l *lmgraph.LoRA) string {
 // schedule.peak_lr, sampling.temperature, ...).
 func settingsDiff(a, b RunSettings) []string {
 	flat := func(s RunSettings) map[string]string {
+		// 0 aggregation rounds are 1 (runs from before --agg-rounds
+		// recorded none).
+		s.RL.Pipeline.Rounds = s.RL.Pipeline.AggregationRounds()
 		raw, _ := json.Marshal(s)
 		var v any
 		_ = json.Unmarshal(raw, &v)

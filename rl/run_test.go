@@ -200,6 +200,15 @@ func TestRunSettingsMustMatch(t *testing.T) {
 	require.NoError(t, h.run(context.Background()))
 }
 
+// TestSettingsDiffRounds: a run saved before --agg-rounds (no rounds)
+// is a one-round run; another number of rounds is a difference.
+func TestSettingsDiffRounds(t *testing.T) {
+	var old, one, two RunSettings
+	one.RL.Pipeline.Rounds, two.RL.Pipeline.Rounds = 1, 2
+	require.Empty(t, settingsDiff(old, one))
+	require.Equal(t, []string{"rl.pipeline.rounds: 1 -> 2"}, settingsDiff(old, two))
+}
+
 // TestRunLock: a live process's lock refuses a second run, naming the
 // pid; a lock left by a process that is gone is taken over.
 func TestRunLock(t *testing.T) {

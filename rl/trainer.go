@@ -368,44 +368,72 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 		return nil, 0, err
 	}
 	m.addPhase(&m.Search, ps.Search)
-	m.addPhase(&m.Aggregate, ps.Aggregate)
+	for _, st := range ps.Aggregate {
+		m.addPhase(&m.Aggregate, st)
+	}
 	var examples []Example
 	informative := 0
 	for _, g := range groups {
-		sp := SpiralProblem{NumSearch: len(g.Search), Subsets: g.Subsets, Rewards: make([][]float64, len(g.Aggregates))}
 		for _, tr := range g.Search {
 			t.reward(&m.Search, tr, g.Problem.Answer)
 		}
-		for s, aggs := range g.Aggregates {
-			sp.Rewards[s] = make([]float64, len(aggs))
-			for j, tr := range aggs {
-				sp.Rewards[s][j] = t.reward(&m.Aggregate, tr, g.Problem.Answer)
+		// One SPIRAL problem per aggregation round, whose population is the
+		// search traces in the first round and the previous round's
+		// aggregation traces in later ones.
+		results := make([]SpiralResult, len(g.Rounds))
+		population := len(g.Search)
+		for a, rd := range g.Rounds {
+			sp := SpiralProblem{NumSearch: population, Subsets: rd.Subsets, Rewards: make([][]float64, len(rd.Aggregates))}
+			for s, aggs := range rd.Aggregates {
+				sp.Rewards[s] = make([]float64, len(aggs))
+				for j, tr := range aggs {
+					sp.Rewards[s][j] = t.reward(&m.Aggregate, tr, g.Problem.Answer)
+				}
 			}
+			opt := t.cfg.Advantage
+			opt.AggregationOnly = t.cfg.Algo == AlgoAggOnly
+			if results[a], err = SpiralAdvantages(sp, opt); err != nil {
+				return nil, 0, fmt.Errorf("rl: problem %q, aggregation round %d: %w", g.Problem.ID, a+1, err)
+			}
+			population = len(rd.Traces())
 		}
-		opt := t.cfg.Advantage
-		opt.AggregationOnly = t.cfg.Algo == AlgoAggOnly
-		res, err := SpiralAdvantages(sp, opt)
-		if err != nil {
-			return nil, 0, fmt.Errorf("rl: problem %q: %w", g.Problem.ID, err)
-		}
-		if !res.Informative() {
+		if !slices.ContainsFunc(results, SpiralResult.Informative) {
 			continue
 		}
 		informative++
 		for i, tr := range g.Search {
-			if res.SearchMask[i] {
-				examples = append(examples, exampleOf(tr, res.Search[i], KindSearch))
-				m.observeAdvantage(res.Search[i])
+			if results[0].SearchMask[i] {
+				examples = append(examples, exampleOf(tr, results[0].Search[i], KindSearch))
+				m.observeAdvantage(results[0].Search[i])
 			}
 		}
-		for s, aggs := range g.Aggregates {
-			for j, tr := range aggs {
-				examples = append(examples, exampleOf(tr, res.Aggregation[s][j], KindAggregate))
-				m.observeAdvantage(res.Aggregation[s][j])
+		for a, rd := range g.Rounds {
+			for s, aggs := range rd.Aggregates {
+				for j, tr := range aggs {
+					adv := roundAdvantage(results, a, s, j, len(aggs))
+					examples = append(examples, exampleOf(tr, adv, KindAggregate))
+					m.observeAdvantage(adv)
+				}
 			}
 		}
 	}
 	return examples, informative, nil
+}
+
+// roundAdvantage is the advantage of aggregation trace j of subset s in
+// round a: its own, against its subset's mean reward, plus, when a later
+// round reads it, its worth to that round's aggregator (the set advantage
+// a search trace gets from the first round). Under agg-only the later
+// round's share is masked out as the search traces' is.
+func roundAdvantage(results []SpiralResult, a, s, j, n2 int) float64 {
+	adv := results[a].Aggregation[s][j]
+	if a+1 < len(results) {
+		next, k := results[a+1], s*n2+j
+		if next.SearchMask[k] {
+			adv += next.Search[k]
+		}
+	}
+	return adv
 }
 
 func (t *Trainer) rolloutGRPO(ctx context.Context, probs []data.Problem, round uint64, m *Metrics, progress rollout.Progress) ([]Example, int, error) {

@@ -282,3 +282,103 @@ func TestTrainerUpdatesOnDevice(t *testing.T) {
 	require.NoError(t, tr.SyncEngine(context.Background()))
 	require.Equal(t, []int{1, 2}, sync.calls, "every engine sync after a host sync")
 }
+
+// TestRolloutSpiralLaterRoundAdvantages checks the advantages of a
+// two-round rollout against the formulas written out here: a second-round
+// trace gets its reward less its subset's mean; a first-round trace gets
+// that too, plus the mean, over the second-round subsets that hold it, of
+// the subset's mean reward less the mean over subsets; under agg-only the
+// second term is masked out, as the search traces' advantages are.
+func TestRolloutSpiralLaterRoundAdvantages(t *testing.T) {
+	for _, algo := range []string{AlgoSpiral, AlgoAggOnly} {
+		t.Run(algo, func(t *testing.T) {
+			w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2}}})
+			require.NoError(t, err)
+			opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
+			require.NoError(t, err)
+			cfg := DefaultConfig()
+			cfg.Algo = algo
+			cfg.Pipeline = rollout.PipelineConfig{N1: 6, K: 3, N: 3, N2: 3, Rounds: 2}
+			probs := []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}}
+			ds := data.NewDataset("t", probs)
+			tr, err := NewTrainer(cfg, TrainerParts{
+				Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: &trainerFakeLearner{},
+				Judge: trainerJudge, Problems: data.NewStream(ds, 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
+				Schedule: optim.Schedule{PeakLR: 0.1},
+			})
+			require.NoError(t, err)
+			var m Metrics
+			examples, informative, err := tr.rolloutSpiral(context.Background(), probs, 5, &m, nil)
+			require.NoError(t, err)
+
+			// The same rollout, drawn again, and its advantages by hand.
+			pipe, err := rollout.NewPipeline(trainerFakeGen{}, trainerFakePrompter{}, cfg.Pipeline)
+			require.NoError(t, err)
+			groups, _, err := pipe.Run(context.Background(), probs, cfg.Seed, 5, nil)
+			require.NoError(t, err)
+			g := groups[0]
+			require.Len(t, g.Rounds, 2)
+			reward := func(tr rollout.Trace) float64 {
+				if tr.Text == "1" {
+					return 1
+				}
+				return 0
+			}
+			mean := func(xs []float64) float64 {
+				s := 0.0
+				for _, x := range xs {
+					s += x
+				}
+				return s / float64(len(xs))
+			}
+			// own[a][k]: reward less the subset's mean; worth[a][k]: the
+			// set advantage from round a's subsets holding trace k of
+			// the population before it.
+			own := make([][]float64, 2)
+			worth := make([]map[int][]float64, 2)
+			for a, rd := range g.Rounds {
+				worth[a] = map[int][]float64{}
+				f := make([]float64, len(rd.Subsets))
+				for s, aggs := range rd.Aggregates {
+					rs := make([]float64, len(aggs))
+					for j, tr := range aggs {
+						rs[j] = reward(tr)
+					}
+					f[s] = mean(rs)
+					for _, r := range rs {
+						own[a] = append(own[a], r-f[s])
+					}
+				}
+				for s, members := range rd.Subsets {
+					for _, k := range members {
+						worth[a][k] = append(worth[a][k], f[s]-mean(f))
+					}
+				}
+			}
+			var want []float64
+			if algo == AlgoSpiral {
+				for k := range g.Search {
+					if v, ok := worth[0][k]; ok {
+						want = append(want, mean(v))
+					}
+				}
+			}
+			for k, adv := range own[0] {
+				if v, ok := worth[1][k]; ok && algo == AlgoSpiral {
+					adv += mean(v)
+				}
+				want = append(want, adv)
+			}
+			want = append(want, own[1]...)
+
+			got := make([]float64, len(examples))
+			for i, e := range examples {
+				got[i] = float64(e.Advantage)
+			}
+			require.Equal(t, 1, informative)
+			require.InDeltaSlice(t, want, got, 1e-6)
+			require.Equal(t, 6, m.Search.Traces)
+			require.Equal(t, 9+9, m.Aggregate.Traces, "both rounds' aggregation traces are rewarded")
+		})
+	}
+}

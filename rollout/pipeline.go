@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/spiral-rl/spiral/data"
 )
@@ -43,6 +44,11 @@ type PipelineConfig struct {
 	// CandidateTokens caps each candidate in an aggregation prompt, keeping
 	// its end (where the answer is); 0 = no cap.
 	CandidateTokens int `json:"candidate_tokens"`
+	// Rounds is the number of aggregation rounds (0 is taken as 1, the
+	// paper's shape). Round r > 1 draws K subsets of N from round r-1's
+	// K x N2 aggregation traces and samples N2 aggregation traces of each,
+	// as RSA's later steps read earlier steps' traces.
+	Rounds int `json:"rounds"`
 	// PromptLimit, when > 0, is the longest aggregation prompt in tokens
 	// (the model's context less the trace length): longer ones get their
 	// candidates cut further (see aggregationPrompt).
@@ -50,8 +56,13 @@ type PipelineConfig struct {
 }
 
 // DefaultPipelineConfig returns the default shape: 8 search traces, 4
-// subsets of 4, 4 aggregation traces each.
-func DefaultPipelineConfig() PipelineConfig { return PipelineConfig{N1: 8, K: 4, N: 4, N2: 4} }
+// subsets of 4, 4 aggregation traces each, one round.
+func DefaultPipelineConfig() PipelineConfig {
+	return PipelineConfig{N1: 8, K: 4, N: 4, N2: 4, Rounds: 1}
+}
+
+// AggregationRounds is Rounds, with 0 taken as 1.
+func (c PipelineConfig) AggregationRounds() int { return max(c.Rounds, 1) }
 
 // Validate reports an inconsistent shape, naming the fields as the
 // training flags do (--n1, --k, --n, --n2, --candidate-tokens).
@@ -74,6 +85,12 @@ func (c PipelineConfig) Validate() error {
 	if c.N > c.N1 && c.N1 > 0 {
 		errs = append(errs, fmt.Errorf("--n %d exceeds --n1 %d: a subset holds distinct search traces", c.N, c.N1))
 	}
+	if c.Rounds < 0 {
+		errs = append(errs, fmt.Errorf("--agg-rounds is %d; want >= 1", c.Rounds))
+	}
+	if c.Rounds > 1 && c.K > 0 && c.N2 > 0 && c.N > c.K*c.N2 {
+		errs = append(errs, fmt.Errorf("--n %d exceeds the %d aggregation traces (--k %d x --n2 %d) a later round draws its subsets from", c.N, c.K*c.N2, c.K, c.N2))
+	}
 	return errors.Join(errs...)
 }
 
@@ -82,10 +99,28 @@ type Group struct {
 	Problem data.Problem
 	// Search holds the N1 search traces.
 	Search []Trace
-	// Subsets[g] lists the indices into Search of subset g's members.
+	// Rounds holds the aggregation rounds, the first reading the search
+	// traces, each later one the previous round's traces.
+	Rounds []Round
+}
+
+// Round is one aggregation round of a problem's rollout.
+type Round struct {
+	// Subsets[g] lists subset g's members: indices into the search traces
+	// in the first round, into the previous round's Traces in later ones.
 	Subsets [][]int
 	// Aggregates[g] holds the N2 aggregation traces of subset g.
 	Aggregates [][]Trace
+}
+
+// Traces lists the round's aggregation traces subset after subset (subset
+// g's trace j at g x N2 + j): the population the next round draws from.
+func (r Round) Traces() []Trace {
+	var out []Trace
+	for _, aggs := range r.Aggregates {
+		out = append(out, aggs...)
+	}
+	return out
 }
 
 // Pipeline runs Search -> Subsets -> Aggregate.
@@ -105,18 +140,20 @@ func NewPipeline(gen Generator, pr Prompter, cfg PipelineConfig) (*Pipeline, err
 
 // PhaseStats are the generation statistics of the two phases.
 type PhaseStats struct {
-	Search, Aggregate Stats
+	Search Stats
+	// Aggregate holds one round's statistics each.
+	Aggregate []Stats
 }
 
 // Run rolls out every problem of one round. Search trace j of problem i is
-// seeded by Stream{seed, round, i, j, PhaseSearch}, its subsets are drawn
-// from Stream{seed, round, i, 0, PhaseSubsets}, and aggregation trace j of
-// subset s by Stream{seed, round, i, s*N2+j, PhaseAggregate}, so a run is
+// seeded by Stream{seed, round, i, j, PhaseSearch}; in aggregation round
+// a (from 0), its subsets are drawn from Stream{seed, round, i, 0,
+// PhaseSubsets, a} and aggregation trace j of subset s is seeded by
+// Stream{seed, round, i, s*N2+j, PhaseAggregate, a}, so a run is
 // reproducible and a resumed run draws what the uninterrupted one would
 // have.
 func (p *Pipeline) Run(ctx context.Context, problems []data.Problem, seed, round uint64, progress Progress) ([]Group, PhaseStats, error) {
 	var ps PhaseStats
-	c := p.cfg
 	groups := make([]Group, len(problems))
 	prompts := make([][]int32, len(problems))
 	for i, pb := range problems {
@@ -126,46 +163,68 @@ func (p *Pipeline) Run(ctx context.Context, problems []data.Problem, seed, round
 		}
 		groups[i].Problem, prompts[i] = pb, prompt
 	}
-	search, st, err := Complete(ctx, p.gen, p.pr, prompts, c.N1, func(i, j int) Stream {
+	search, st, err := Complete(ctx, p.gen, p.pr, prompts, p.cfg.N1, func(i, j int) Stream {
 		return Stream{Seed: seed, Round: round, Problem: uint64(i), Sample: uint64(j), Phase: PhaseSearch}
 	}, progress)
 	if err != nil {
 		return nil, ps, fmt.Errorf("rollout: search: %w", err)
 	}
 	ps.Search = st
-	var aggPrompts [][]int32
-	var owner []int // problem of each aggregation prompt
+	population := slices.Clone(search) // each problem's traces the next round reads
 	for i := range groups {
-		g := &groups[i]
-		g.Search = search[i]
-		rng := rand.New(rand.NewPCG(Stream{Seed: seed, Round: round, Problem: uint64(i), Phase: PhaseSubsets}.Derive(), 0))
-		if g.Subsets, err = Subsets(rng, c.N1, c.K, c.N); err != nil {
-			return nil, ps, err
+		groups[i].Search = search[i]
+	}
+	for a := range p.cfg.AggregationRounds() {
+		rounds, st, err := p.aggregate(ctx, groups, population, seed, round, uint64(a), progress)
+		if err != nil {
+			return nil, ps, fmt.Errorf("rollout: aggregate (round %d): %w", a+1, err)
 		}
-		for _, members := range g.Subsets {
+		ps.Aggregate = append(ps.Aggregate, st)
+		for i := range groups {
+			groups[i].Rounds = append(groups[i].Rounds, rounds[i])
+			population[i] = rounds[i].Traces()
+		}
+	}
+	return groups, ps, nil
+}
+
+// aggregate runs aggregation round a of every problem: K subsets of N
+// traces drawn from the problem's population, N2 aggregation traces each.
+func (p *Pipeline) aggregate(ctx context.Context, groups []Group, population [][]Trace, seed, round, a uint64, progress Progress) ([]Round, Stats, error) {
+	c := p.cfg
+	rounds := make([]Round, len(groups))
+	var prompts [][]int32
+	var owner []int // problem of each aggregation prompt
+	for i, g := range groups {
+		rng := rand.New(rand.NewPCG(Stream{Seed: seed, Round: round, Problem: uint64(i), Phase: PhaseSubsets, AggRound: a}.Derive(), 0))
+		subsets, err := Subsets(rng, len(population[i]), c.K, c.N)
+		if err != nil {
+			return nil, Stats{}, err
+		}
+		rounds[i].Subsets = subsets
+		for _, members := range subsets {
 			cands := make([][]int32, len(members))
 			for m, idx := range members {
-				cands[m] = g.Search[idx].Tokens
+				cands[m] = population[i][idx].Tokens
 			}
 			prompt, err := aggregationPrompt(p.pr, g.Problem.Problem, cands, c.CandidateTokens, c.PromptLimit)
 			if err != nil {
-				return nil, ps, fmt.Errorf("rollout: aggregation prompt of problem %q: %w", g.Problem.ID, err)
+				return nil, Stats{}, fmt.Errorf("aggregation prompt of problem %q: %w", g.Problem.ID, err)
 			}
-			aggPrompts = append(aggPrompts, prompt)
+			prompts = append(prompts, prompt)
 			owner = append(owner, i)
 		}
 	}
-	agg, st, err := Complete(ctx, p.gen, p.pr, aggPrompts, c.N2, func(k, j int) Stream {
-		return Stream{Seed: seed, Round: round, Problem: uint64(owner[k]), Sample: uint64((k%c.K)*c.N2 + j), Phase: PhaseAggregate}
+	agg, st, err := Complete(ctx, p.gen, p.pr, prompts, c.N2, func(k, j int) Stream {
+		return Stream{Seed: seed, Round: round, Problem: uint64(owner[k]), Sample: uint64((k%c.K)*c.N2 + j), Phase: PhaseAggregate, AggRound: a}
 	}, progress)
 	if err != nil {
-		return nil, ps, fmt.Errorf("rollout: aggregate: %w", err)
+		return nil, st, err
 	}
-	ps.Aggregate = st
-	for i := range groups {
-		groups[i].Aggregates = agg[i*c.K : (i+1)*c.K]
+	for i := range rounds {
+		rounds[i].Aggregates = agg[i*c.K : (i+1)*c.K]
 	}
-	return groups, ps, nil
+	return rounds, st, nil
 }
 
 // aggregationPrompt renders the aggregation prompt of problem over the

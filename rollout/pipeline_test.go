@@ -71,12 +71,14 @@ func TestPipelineShapes(t *testing.T) {
 	for i, g := range groups {
 		require.Equal(t, problems[i], g.Problem)
 		require.Len(t, g.Search, 5)
-		require.Len(t, g.Subsets, 3)
-		require.Len(t, g.Aggregates, 3)
-		for s, members := range g.Subsets {
+		require.Len(t, g.Rounds, 1)
+		rd := g.Rounds[0]
+		require.Len(t, rd.Subsets, 3)
+		require.Len(t, rd.Aggregates, 3)
+		for s, members := range rd.Subsets {
 			require.Len(t, members, 2)
 			require.NotEqual(t, members[0], members[1])
-			require.Len(t, g.Aggregates[s], 2)
+			require.Len(t, rd.Aggregates[s], 2)
 			// The aggregation prompt holds the members' texts, each cut to
 			// its last 3 tokens, in subset order.
 			var cands []string
@@ -85,14 +87,15 @@ func TestPipelineShapes(t *testing.T) {
 				cands = append(cands, txt[max(0, len(txt)-3):])
 			}
 			want := "A:" + g.Problem.Problem + "|" + strings.Join(cands, "|")
-			for _, a := range g.Aggregates[s] {
+			for _, a := range rd.Aggregates[s] {
 				require.Equal(t, want, pipeFakePrompter{}.Text(a.Prompt))
 			}
 		}
 	}
 	require.Equal(t, 10, len(gen.calls[0]))
 	require.Positive(t, ps.Search.GeneratedTokens)
-	require.Positive(t, ps.Aggregate.GeneratedTokens)
+	require.Len(t, ps.Aggregate, 1)
+	require.Positive(t, ps.Aggregate[0].GeneratedTokens)
 
 	// Same seed and step: identical rollouts; another step: different seeds.
 	gen2 := &pipeFakeGen{}
@@ -105,6 +108,56 @@ func TestPipelineShapes(t *testing.T) {
 	require.NotEqual(t, gen2.calls[0][0].Seed, gen2.calls[2][0].Seed)
 }
 
+// TestPipelineLaterRounds: a second aggregation round reads subsets of the
+// first round's aggregation traces; the first round is the one-round
+// rollout's, trace for trace, and the second draws other seeds.
+func TestPipelineLaterRounds(t *testing.T) {
+	problems := []data.Problem{{ID: "a", Problem: "1+1", Answer: "2"}, {ID: "b", Problem: "2+2", Answer: "4"}}
+	one := PipelineConfig{N1: 5, K: 3, N: 2, N2: 2, CandidateTokens: 3}
+	two := one
+	two.Rounds = 2
+	gen := &pipeFakeGen{}
+	p, err := NewPipeline(gen, pipeFakePrompter{}, two)
+	require.NoError(t, err)
+	groups, ps, err := p.Run(context.Background(), problems, 42, 7, nil)
+	require.NoError(t, err)
+	require.Len(t, gen.calls, 3, "one batched call per phase and round")
+	require.Len(t, gen.calls[2], 2*3*2)
+	require.Len(t, ps.Aggregate, 2)
+	p1, err := NewPipeline(&pipeFakeGen{}, pipeFakePrompter{}, one)
+	require.NoError(t, err)
+	single, _, err := p1.Run(context.Background(), problems, 42, 7, nil)
+	require.NoError(t, err)
+	first := map[uint64]bool{}
+	for _, r := range gen.calls[1] {
+		first[r.Seed] = true
+	}
+	for _, r := range gen.calls[2] {
+		require.False(t, first[r.Seed], "the second round draws its own seeds")
+	}
+	for i, g := range groups {
+		require.Equal(t, single[i].Search, g.Search)
+		require.Equal(t, single[i].Rounds, g.Rounds[:1])
+		population := g.Rounds[0].Traces()
+		require.Len(t, population, 3*2)
+		rd := g.Rounds[1]
+		require.Len(t, rd.Subsets, 3)
+		for s, members := range rd.Subsets {
+			require.Len(t, members, 2)
+			require.NotEqual(t, members[0], members[1])
+			var cands []string
+			for _, m := range members {
+				txt := population[m].Text
+				cands = append(cands, txt[max(0, len(txt)-3):])
+			}
+			require.Len(t, rd.Aggregates[s], 2)
+			for _, a := range rd.Aggregates[s] {
+				require.Equal(t, "A:"+g.Problem.Problem+"|"+strings.Join(cands, "|"), pipeFakePrompter{}.Text(a.Prompt))
+			}
+		}
+	}
+}
+
 func TestPipelineConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -115,13 +168,15 @@ func TestPipelineConfigErrors(t *testing.T) {
 		{"negative", PipelineConfig{N1: -1, K: 1, N: 1, N2: 1}, "--n1 (search traces per problem) is -1"},
 		{"zero is not a default", PipelineConfig{N1: 8, K: 0, N: 4, N2: 4}, "--k (subsets per problem) is 0"},
 		{"negative cap", PipelineConfig{N1: 8, K: 4, N: 4, N2: 4, CandidateTokens: -2}, "--candidate-tokens is -2"},
+		{"negative rounds", PipelineConfig{N1: 8, K: 4, N: 4, N2: 4, Rounds: -1}, "--agg-rounds is -1"},
+		{"later round's subset above its population", PipelineConfig{N1: 8, K: 1, N: 4, N2: 3, Rounds: 2}, "--n 4 exceeds the 3 aggregation traces (--k 1 x --n2 3)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewPipeline(&pipeFakeGen{}, pipeFakePrompter{}, tc.cfg)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	require.Equal(t, PipelineConfig{N1: 8, K: 4, N: 4, N2: 4}, DefaultPipelineConfig())
+	require.Equal(t, PipelineConfig{N1: 8, K: 4, N: 4, N2: 4, Rounds: 1}, DefaultPipelineConfig())
 	_, err := NewPipeline(&pipeFakeGen{}, pipeFakePrompter{}, DefaultPipelineConfig())
 	require.NoError(t, err)
 }

@@ -28,14 +28,22 @@ type Stream struct {
 	// subset's) index among that problem's.
 	Problem, Sample uint64
 	Phase           Phase
+	// AggRound is a SPIRAL rollout's aggregation round, from 0; it is
+	// mixed in only when non-zero, so the first round's streams are those
+	// of a one-round rollout.
+	AggRound uint64
 }
 
 // Derive mixes the stream's fields into one 64-bit seed with SplitMix64
 // finalisers: h = Seed; then h = splitmix(h ^ splitmix(v + golden)) for v
-// in (Round, Problem, Sample, Phase).
+// in (Round, Problem, Sample, Phase), then AggRound when it is non-zero.
 func (s Stream) Derive() uint64 {
 	h := s.Seed
-	for _, v := range []uint64{s.Round, s.Problem, s.Sample, uint64(s.Phase)} {
+	fields := []uint64{s.Round, s.Problem, s.Sample, uint64(s.Phase)}
+	if s.AggRound != 0 {
+		fields = append(fields, s.AggRound)
+	}
+	for _, v := range fields {
 		h = splitmix(h ^ splitmix(v+0x9e3779b97f4a7c15))
 	}
 	return h
