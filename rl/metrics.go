@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/spiral-rl/spiral/rollout"
 )
@@ -59,6 +60,9 @@ type Metrics struct {
 	// Search and Aggregate are the two rollout phases (GRPO: Search only).
 	Search    PhaseMetrics `json:"search"`
 	Aggregate PhaseMetrics `json:"aggregate"`
+	// AggregateRounds splits Aggregate by aggregation round, when there
+	// are several (--agg-rounds).
+	AggregateRounds []PhaseMetrics `json:"aggregate_rounds,omitempty"`
 	// ProblemsDrawn over all dynamic-sampling rounds; ProblemsInformative
 	// kept for training. InformativeFraction is their ratio.
 	ProblemsDrawn       int     `json:"problems_drawn"`
@@ -135,6 +139,9 @@ func (m *Metrics) observeAdvantage(a float64) {
 func (m *Metrics) finishRollout() {
 	m.Search.finish()
 	m.Aggregate.finish()
+	for i := range m.AggregateRounds {
+		m.AggregateRounds[i].finish()
+	}
 	if m.ProblemsDrawn > 0 {
 		m.InformativeFraction = float64(m.ProblemsInformative) / float64(m.ProblemsDrawn)
 	}
@@ -153,6 +160,13 @@ func (m Metrics) Line() string {
 	agg := "  -  "
 	if m.Aggregate.Traces > 0 {
 		agg = fmt.Sprintf("%.3f", m.Aggregate.Reward)
+	}
+	if len(m.AggregateRounds) > 1 {
+		rounds := make([]string, len(m.AggregateRounds))
+		for i, r := range m.AggregateRounds {
+			rounds[i] = fmt.Sprintf("%.3f", r.Reward)
+		}
+		agg += " (" + strings.Join(rounds, " -> ") + ")"
 	}
 	s := fmt.Sprintf("step %3d  search %.3f  agg %s  informative %d/%d  loss %+.4f  entropy %.3f  |g| %.3f  %.1fs",
 		m.Step, m.Search.Reward, agg, m.ProblemsInformative, m.ProblemsDrawn, m.Loss, m.Entropy, m.GradNorm, m.StepSeconds)

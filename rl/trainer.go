@@ -351,14 +351,16 @@ func (t *Trainer) collect(ctx context.Context, m *Metrics, progress rollout.Prog
 }
 
 // reward is the judge's verdict on tr as a reward in {0, 1}, recorded in
-// the phase's metrics.
-func (t *Trainer) reward(p *PhaseMetrics, tr rollout.Trace, gold string) float64 {
+// the phases' metrics.
+func (t *Trainer) reward(tr rollout.Trace, gold string, phases ...*PhaseMetrics) float64 {
 	v := t.judge.Judge(tr, gold)
 	r := 0.0
 	if v.Correct {
 		r = 1
 	}
-	p.observe(r, tr, v)
+	for _, p := range phases {
+		p.observe(r, tr, v)
+	}
 	return r
 }
 
@@ -368,14 +370,20 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 		return nil, 0, err
 	}
 	m.addPhase(&m.Search, ps.Search)
-	for _, st := range ps.Aggregate {
+	if len(ps.Aggregate) > 1 && m.AggregateRounds == nil {
+		m.AggregateRounds = make([]PhaseMetrics, len(ps.Aggregate))
+	}
+	for a, st := range ps.Aggregate {
 		m.addPhase(&m.Aggregate, st)
+		if m.AggregateRounds != nil {
+			m.addPhase(&m.AggregateRounds[a], st)
+		}
 	}
 	var examples []Example
 	informative := 0
 	for _, g := range groups {
 		for _, tr := range g.Search {
-			t.reward(&m.Search, tr, g.Problem.Answer)
+			t.reward(tr, g.Problem.Answer, &m.Search)
 		}
 		// One SPIRAL problem per aggregation round, whose population is the
 		// search traces in the first round and the previous round's
@@ -387,7 +395,11 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 			for s, aggs := range rd.Aggregates {
 				sp.Rewards[s] = make([]float64, len(aggs))
 				for j, tr := range aggs {
-					sp.Rewards[s][j] = t.reward(&m.Aggregate, tr, g.Problem.Answer)
+					phases := []*PhaseMetrics{&m.Aggregate}
+					if m.AggregateRounds != nil {
+						phases = append(phases, &m.AggregateRounds[a])
+					}
+					sp.Rewards[s][j] = t.reward(tr, g.Problem.Answer, phases...)
 				}
 			}
 			opt := t.cfg.Advantage
@@ -457,7 +469,7 @@ func (t *Trainer) rolloutGRPO(ctx context.Context, probs []data.Problem, round u
 	for i, p := range probs {
 		rewards := make([]float64, G)
 		for j, tr := range traces[i] {
-			rewards[j] = t.reward(&m.Search, tr, p.Answer)
+			rewards[j] = t.reward(tr, p.Answer, &m.Search)
 		}
 		adv, err := GRPOAdvantages(rewards, GRPOOptions{})
 		if err != nil {

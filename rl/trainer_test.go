@@ -379,6 +379,17 @@ func TestRolloutSpiralLaterRoundAdvantages(t *testing.T) {
 			require.InDeltaSlice(t, want, got, 1e-6)
 			require.Equal(t, 6, m.Search.Traces)
 			require.Equal(t, 9+9, m.Aggregate.Traces, "both rounds' aggregation traces are rewarded")
+			m.finishRollout()
+			require.Len(t, m.AggregateRounds, 2)
+			for a, rd := range g.Rounds {
+				var rs []float64
+				for _, tr := range rd.Traces() {
+					rs = append(rs, reward(tr))
+				}
+				require.Equal(t, 9, m.AggregateRounds[a].Traces)
+				require.InDelta(t, mean(rs), m.AggregateRounds[a].Reward, 1e-12, "round %d", a+1)
+			}
+			require.Contains(t, m.Line(), fmt.Sprintf("(%.3f -> %.3f)", m.AggregateRounds[0].Reward, m.AggregateRounds[1].Reward))
 		})
 	}
 }
