@@ -392,13 +392,13 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 		population := len(g.Search)
 		for a, rd := range g.Rounds {
 			sp := SpiralProblem{NumSearch: population, Subsets: rd.Subsets, Rewards: make([][]float64, len(rd.Aggregates))}
+			phases := []*PhaseMetrics{&m.Aggregate}
+			if m.AggregateRounds != nil {
+				phases = append(phases, &m.AggregateRounds[a])
+			}
 			for s, aggs := range rd.Aggregates {
 				sp.Rewards[s] = make([]float64, len(aggs))
 				for j, tr := range aggs {
-					phases := []*PhaseMetrics{&m.Aggregate}
-					if m.AggregateRounds != nil {
-						phases = append(phases, &m.AggregateRounds[a])
-					}
 					sp.Rewards[s][j] = t.reward(tr, g.Problem.Answer, phases...)
 				}
 			}
