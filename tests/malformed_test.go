@@ -158,6 +158,8 @@ func TestMalformedInputs(t *testing.T) {
 		usage("learning rate beyond float32", "--lr 1e+300", train("--lr", "1e300")...),
 		usage("zero search traces", "--n1 (search traces per problem) is 0", train("--n1", "0")...),
 		usage("subset above search traces", "--n 9 exceeds --n1 8", train("--n", "9")...),
+		usage("negative aggregation rounds", "--agg-rounds is -1", train("--agg-rounds", "-1")...),
+		usage("later round's subset above its population", "--n 4 exceeds the 3 aggregation traces", train("--agg-rounds", "2", "--k", "1", "--n2", "3")...),
 		usage("clip-low of 1", "--clip-low 1", train("--clip-low", "1")...),
 		usage("unknown algorithm", `--algo "foo"`, train("--algo", "foo")...),
 		usage("GRPO group of one", "--group 1", train("--group", "1")...),

@@ -87,6 +87,22 @@ func TestWorkflow(t *testing.T) {
 	require.Len(t, prev, 1, "the previous run's checkpoint is kept aside")
 	require.Equal(t, 1, countLines(t, filepath.Join(fresh, "metrics.jsonl")))
 
+	// Two aggregation rounds: the second reads the first's traces, and
+	// metrics.jsonl splits the aggregation reward by round.
+	rounds := filepath.Join(dir, "rounds")
+	r = spiral(t, nil, "train", "--model", sft, "--out", rounds, "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2", "--agg-rounds", "2",
+		"--max-new-tokens", "24", "--steps", "1", "--eval-every", "0", "--final-rsa-steps", "0", "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, " -> ", "the step line gives each round's reward")
+	var split struct {
+		Aggregate       struct{ Traces int }   `json:"aggregate"`
+		AggregateRounds []struct{ Traces int } `json:"aggregate_rounds"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(firstLine(t, filepath.Join(rounds, "metrics.jsonl"))), &split))
+	require.Len(t, split.AggregateRounds, 2)
+	require.Equal(t, split.AggregateRounds[0].Traces, split.AggregateRounds[1].Traces, "K x N2 traces a problem in each round")
+	require.Equal(t, split.Aggregate.Traces, 2*split.AggregateRounds[0].Traces)
+
 	ev := filepath.Join(dir, "eval")
 	for _, mode := range []string{"passk", "sequential", "rsa"} {
 		r = spiral(t, nil, "eval", "--model", sft, "--checkpoint", filepath.Join(run, "checkpoints"), "--mode", mode, "--limit", "3",
