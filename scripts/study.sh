@@ -26,7 +26,9 @@
 #   STEPS    training steps per run (default: 50)
 #   SEEDS    seeds (default: "1 2 3")
 #   ALGOS    algorithms (default: "spiral grpo agg-only"); the first is the
-#            reference of the comparison
+#            reference of the comparison. Besides the --algo names,
+#            spiral-2r is SPIRAL with two aggregation rounds at the same
+#            24 traces (--k 4 --n2 2 --agg-rounds 2)
 #   EVALN    held-out problems per evaluation (default: 64)
 #   JOBS     trainings and evaluations run at once (default: the number of
 #            cores), each ONNX Runtime session on one thread when JOBS > 1:
@@ -81,6 +83,13 @@ evaluate() { # label seed [--checkpoint DIR]: the evaluations not done yet
 	done
 }
 
+train_flags() { # algo: the training flags of an ALGOS name
+	case $1 in
+	spiral-2r) echo --algo spiral --k 4 --n2 2 --agg-rounds 2 ;;
+	*) echo --algo "$1" ;;
+	esac
+}
+
 run_job() { # algo seed: train (or resume) one run, then evaluate it; "base" evaluates the warm start
 	local algo=$1 seed=$2
 	if [[ $algo == base ]]; then
@@ -91,7 +100,8 @@ run_job() { # algo seed: train (or resume) one run, then evaluate it; "base" eva
 	if [[ ! -f $run/done ]]; then
 		# Without --fresh, train resumes an interrupted run from its
 		# newest checkpoint (and starts one when there is none).
-		"$spiral" train --quiet --algo "$algo" --seed "$seed" --steps "$STEPS" --out "$run" "${threads[@]}" \
+		# shellcheck disable=SC2046 # train_flags' words are flags
+		"$spiral" train --quiet $(train_flags "$algo") --seed "$seed" --steps "$STEPS" --out "$run" "${threads[@]}" \
 			--eval-every 10 --final-rsa-steps 0 >>"$run.log" 2>&1 || { cat "$run.log"; return 1; }
 		touch "$run/done"
 	fi
