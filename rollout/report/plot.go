@@ -222,18 +222,31 @@ func log2Ticks(xs []float64) plot.ConstantTicks {
 }
 
 // integerTicks marks every integer in [min, max] when there are at most
-// 20, else every stride-th one, the stride chosen for about 10 labels.
+// 20, else the multiples of the smallest stride of 1, 2 or 5 times a
+// power of ten that leaves at most about 10 labels.
 func integerTicks(min, max float64) []plot.Tick {
 	lo, hi := math.Ceil(min)+0, math.Floor(max) // +0 turns -0 into 0
-	stride := math.Max(1, math.Ceil((hi-lo+1)/10))
-	if hi-lo+1 <= 20 {
-		stride = 1
+	stride := 1.0
+	if hi-lo+1 > 20 {
+		stride = niceStride((hi - lo + 1) / 10)
 	}
 	var ticks []plot.Tick
-	for v := lo; v <= hi; v += stride {
-		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
+	for v := math.Ceil(lo/stride) * stride; v <= hi; v += stride {
+		ticks = append(ticks, plot.Tick{Value: v + 0, Label: strconv.FormatFloat(v+0, 'f', 0, 64)})
 	}
 	return ticks
+}
+
+// niceStride is the smallest of 1, 2 and 5 times a power of ten (at least
+// 1) that is at least x.
+func niceStride(x float64) float64 {
+	for p := 1.0; ; p *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if m*p >= x {
+				return m * p
+			}
+		}
+	}
 }
 
 // accuracyTicks marks [0, 1] every 0.1 and labels every 0.2.

@@ -250,8 +250,12 @@ func TestIntegerTicks(t *testing.T) {
 	}{
 		// The RSA axis is padded by 0.25 around steps 0..3: no "-0".
 		{"padded steps", -0.25, 3.25, []string{"0", "1", "2", "3"}},
-		// 0..30 is 31 integers: stride ceil(31/10) = 4.
-		{"long run thinned", -0.25, 30.25, []string{"0", "4", "8", "12", "16", "20", "24", "28"}},
+		// 0..30 is 31 integers: the stride is the first of 1, 2, 5, 10,
+		// ... at least 3.1, on its multiples.
+		{"long run thinned", -0.25, 30.25, []string{"0", "5", "10", "15", "20", "25", "30"}},
+		{"training steps from 1", 1, 50, []string{"5", "10", "15", "20", "25", "30", "35", "40", "45", "50"}},
+		{"long training", 1, 300, []string{"50", "100", "150", "200", "250", "300"}},
+		{"every step", 1, 20, []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18", "19", "20"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
