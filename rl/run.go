@@ -616,8 +616,12 @@ func PlotTraining(dir, label string) error {
 		if err := json.Unmarshal(b, &m); err != nil {
 			return err
 		}
-		pts = append(pts, report.TrainingPoint{Step: m.Step, SearchReward: m.Search.Reward, AggregateReward: m.Aggregate.Reward,
-			HasAggregate: m.Aggregate.Traces > 0, Entropy: m.Entropy, Informative: m.InformativeFraction})
+		pt := report.TrainingPoint{Step: m.Step, SearchReward: m.Search.Reward, AggregateReward: m.Aggregate.Reward,
+			HasAggregate: m.Aggregate.Traces > 0, Entropy: m.Entropy, Informative: m.InformativeFraction}
+		for _, r := range m.AggregateRounds {
+			pt.AggregateRounds = append(pt.AggregateRounds, r.Reward)
+		}
+		pts = append(pts, pt)
 		return nil
 	})
 	if err != nil {

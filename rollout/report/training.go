@@ -24,9 +24,41 @@ type TrainingPoint struct {
 	// GRPO, which has no aggregation phase.
 	SearchReward, AggregateReward float64
 	HasAggregate                  bool
+	// AggregateRounds are the aggregation rewards by round when the run
+	// has several aggregation rounds (--agg-rounds); nil otherwise.
+	AggregateRounds []float64
 	// Entropy is the token-mean policy entropy (nats) on trained tokens;
 	// Informative the fraction of drawn problems that carried a gradient.
 	Entropy, Informative float64
+}
+
+// rewardSeries are the rewards panel's lines: the search traces', then
+// the aggregation traces' (none for GRPO), one line per round when the
+// steps have several aggregation rounds.
+func rewardSeries(pts []TrainingPoint) []series {
+	out := []series{{label: "search"}}
+	for _, p := range pts {
+		x := float64(p.Step)
+		out[0].xy = append(out[0].xy, plotter.XY{X: x, Y: p.SearchReward})
+		if !p.HasAggregate {
+			continue
+		}
+		rounds := p.AggregateRounds
+		if len(rounds) < 2 {
+			rounds = []float64{p.AggregateReward}
+		}
+		for r, y := range rounds {
+			if len(out) < r+2 {
+				name := "aggregation"
+				if len(rounds) > 1 {
+					name = fmt.Sprintf("aggregation, round %d", r+1)
+				}
+				out = append(out, series{label: name})
+			}
+			out[r+1].xy = append(out[r+1].xy, plotter.XY{X: x, Y: y})
+		}
+	}
+	return out
 }
 
 // HeldOutPoint is one held-out evaluation, read from eval.jsonl.
@@ -61,22 +93,15 @@ func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint,
 	if size.Width < 0 || size.Height < 0 {
 		return fmt.Errorf("report: plot %s: size %dx%d", path, size.Width, size.Height)
 	}
-	var search, agg, ent, inf plotter.XYs
+	var ent, inf plotter.XYs
 	for _, p := range pts {
 		x := float64(p.Step)
-		search = append(search, plotter.XY{X: x, Y: p.SearchReward})
-		if p.HasAggregate {
-			agg = append(agg, plotter.XY{X: x, Y: p.AggregateReward})
-		}
 		ent = append(ent, plotter.XY{X: x, Y: p.Entropy})
 		inf = append(inf, plotter.XY{X: x, Y: p.Informative})
 	}
 	rewards := panel(label+": rewards", "reward", true)
-	if err := addSmoothed(rewards, "search", search, 0); err != nil {
-		return err
-	}
-	if len(agg) > 0 {
-		if err := addSmoothed(rewards, "aggregation", agg, 1); err != nil {
+	for i, s := range rewardSeries(pts) {
+		if err := addSmoothed(rewards, s.label, s.xy, i); err != nil {
 			return err
 		}
 	}
@@ -131,6 +156,7 @@ func panel(title, yLabel string, unit bool) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "step"
+	p.X.Tick.Marker = plot.TickerFunc(integerTicks)
 	p.Y.Label.Text = yLabel
 	if unit {
 		p.Y.Min, p.Y.Max = 0, 1

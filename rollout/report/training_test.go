@@ -27,6 +27,33 @@ func TestPlotTraining(t *testing.T) {
 	require.Error(t, PlotTraining(path, PlotSize{}, "run", nil, nil))
 }
 
+// TestRewardSeries: the rewards panel draws search and aggregation, one
+// aggregation line per round when a run has several, none for GRPO.
+func TestRewardSeries(t *testing.T) {
+	names := func(ss []series) []string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.label)
+		}
+		return out
+	}
+	grpo := []TrainingPoint{{Step: 1, SearchReward: 0.5}}
+	require.Equal(t, []string{"search"}, names(rewardSeries(grpo)))
+	one := []TrainingPoint{{Step: 1, SearchReward: 0.1, AggregateReward: 0.2, HasAggregate: true}}
+	got := rewardSeries(one)
+	require.Equal(t, []string{"search", "aggregation"}, names(got))
+	require.Equal(t, 0.2, got[1].xy[0].Y)
+	two := []TrainingPoint{
+		{Step: 1, SearchReward: 0.1, AggregateReward: 0.25, HasAggregate: true, AggregateRounds: []float64{0.2, 0.3}},
+		{Step: 2, SearchReward: 0.2, AggregateReward: 0.45, HasAggregate: true, AggregateRounds: []float64{0.4, 0.5}},
+	}
+	got = rewardSeries(two)
+	require.Equal(t, []string{"search", "aggregation, round 1", "aggregation, round 2"}, names(got))
+	require.Equal(t, []float64{0.4, 0.5}, []float64{got[1].xy[1].Y, got[2].xy[1].Y})
+	require.Equal(t, []float64{1, 2}, []float64{got[2].xy[0].X, got[2].xy[1].X})
+	require.NoError(t, PlotTraining(filepath.Join(t.TempDir(), "training.png"), PlotSize{Width: 600, Height: 400}, "run", two, nil))
+}
+
 func TestSmooth(t *testing.T) {
 	// Ten points or fewer are not smoothed (b = 0).
 	require.Equal(t, []float64{1, 0, 1}, Smooth([]float64{1, 0, 1}))
