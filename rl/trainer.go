@@ -379,6 +379,8 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 			m.addPhase(&m.AggregateRounds[a], st)
 		}
 	}
+	opt := t.cfg.Advantage
+	opt.AggregationOnly = t.cfg.Algo == AlgoAggOnly
 	var examples []Example
 	informative := 0
 	for _, g := range groups {
@@ -402,8 +404,6 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 					sp.Rewards[s][j] = t.reward(tr, g.Problem.Answer, phases...)
 				}
 			}
-			opt := t.cfg.Advantage
-			opt.AggregationOnly = t.cfg.Algo == AlgoAggOnly
 			if results[a], err = SpiralAdvantages(sp, opt); err != nil {
 				return nil, 0, fmt.Errorf("rl: problem %q, aggregation round %d: %w", g.Problem.ID, a+1, err)
 			}
