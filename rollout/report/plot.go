@@ -225,14 +225,14 @@ func log2Ticks(xs []float64) plot.ConstantTicks {
 // 20, else the multiples of the smallest stride of 1, 2 or 5 times a
 // power of ten that leaves at most about 10 labels.
 func integerTicks(min, max float64) []plot.Tick {
-	lo, hi := math.Ceil(min)+0, math.Floor(max) // +0 turns -0 into 0
+	lo, hi := math.Ceil(min), math.Floor(max)
 	stride := 1.0
 	if hi-lo+1 > 20 {
 		stride = niceStride((hi - lo + 1) / 10)
 	}
 	var ticks []plot.Tick
-	for v := math.Ceil(lo/stride) * stride; v <= hi; v += stride {
-		ticks = append(ticks, plot.Tick{Value: v + 0, Label: strconv.FormatFloat(v+0, 'f', 0, 64)})
+	for v := math.Ceil(lo/stride)*stride + 0; v <= hi; v += stride { // +0 turns -0 into 0
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
 	}
 	return ticks
 }
