@@ -494,6 +494,7 @@ func (f *sftFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.warmup, "warmup", 20, "warmup steps")
 	fs.Float64Var(&c.AggregateShare, "aggregate-share", c.AggregateShare, "share of aggregation examples in [0, 1] (the rest are search examples)")
 	fs.IntVar(&c.Candidates, "candidates", c.Candidates, "candidate solutions per aggregation example")
+	fs.Float64Var(&c.ReadShare, "aggregate-read-share", c.ReadShare, "share in [0, 1] of aggregation examples that read the candidates (take a right one); the rest take one drawn uniformly")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed")
 	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "evaluate every N steps (0 = only at the end)")
 	fs.IntVar(&c.EvalProblems, "eval-problems", c.EvalProblems, "held-out problems per evaluation")

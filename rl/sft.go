@@ -77,6 +77,10 @@ type SFTConfig struct {
 	// Candidates is the number of candidate solutions per aggregation
 	// example.
 	Candidates int
+	// ReadShare is the share of aggregation examples, in [0, 1], whose
+	// completion reads the candidates; the rest take a candidate drawn
+	// uniformly (synth.Mix).
+	ReadShare float64
 	// MicroBatchTokens bounds rows x length per training call.
 	MicroBatchTokens int
 	// MaxGradNorm clips the global gradient norm (0 or less: off).
@@ -93,7 +97,7 @@ type SFTConfig struct {
 // aggregation examples with 4 candidates, evaluated every 50 steps on 64
 // problems.
 func DefaultSFTConfig() SFTConfig {
-	return SFTConfig{Steps: 300, Batch: 64, AggregateShare: 0.5, Candidates: 4, MicroBatchTokens: 8192, MaxGradNorm: 1,
+	return SFTConfig{Steps: 300, Batch: 64, AggregateShare: 0.5, Candidates: 4, ReadShare: 1, MicroBatchTokens: 8192, MaxGradNorm: 1,
 		EvalEvery: 50, EvalProblems: 64, Seed: 1}
 }
 
@@ -110,6 +114,9 @@ func (c SFTConfig) Validate() error {
 	}
 	if !(c.AggregateShare >= 0 && c.AggregateShare <= 1) {
 		errs = append(errs, fmt.Errorf("--aggregate-share %v: want a share in [0, 1]", c.AggregateShare))
+	}
+	if !(c.ReadShare >= 0 && c.ReadShare <= 1) {
+		errs = append(errs, fmt.Errorf("--aggregate-read-share %v: want a share in [0, 1]", c.ReadShare))
 	}
 	if c.EvalEvery < 0 {
 		errs = append(errs, fmt.Errorf("--eval-every %d: want >= 0 (0 = only at the end)", c.EvalEvery))
@@ -165,7 +172,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) error {
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5f7))
 	for step := 1; step <= cfg.Steps; step++ {
-		exs, err := p.Task.SFTExamples(rng, nil, cfg.Batch, cfg.Candidates, cfg.AggregateShare)
+		exs, err := p.Task.SFTExamples(rng, nil, cfg.Batch, synth.Mix{Candidates: cfg.Candidates, AggregateShare: cfg.AggregateShare, ReadShare: cfg.ReadShare})
 		if err != nil {
 			return err
 		}

@@ -173,6 +173,7 @@ func TestMalformedInputs(t *testing.T) {
 		usage("RSA subset above population", "--subset 4 exceeds --population 2", "eval", "--mode", "rsa", "--subset", "4", "--population", "2"),
 		usage("zero RSA steps", "--rsa-steps 0", "eval", "--mode", "rsa", "--rsa-steps", "0"),
 		usage("aggregate share above 1", "--aggregate-share 2", "sft", "--aggregate-share", "2"),
+		usage("read share below 0", "--aggregate-read-share -0.5", "sft", "--aggregate-read-share", "-0.5"),
 		usage("zero generations", "--n 0", "generate", "--n", "0", "hello"),
 		usage("unknown data format", `--format "xml"`, "data", "inspect", "--format", "xml", data),
 		usage("kv heads not dividing heads", "num_key_value_heads 3", "init-model", "--out", f.path("x"), "--kv-heads", "3"),

@@ -150,14 +150,44 @@ func (t *Task) AggregateExample(r *rand.Rand, tm *data.Templates, it Item, n int
 	return ex, nil
 }
 
+// Mix is the make-up of a batch of supervised examples (SFTExamples).
+type Mix struct {
+	// Candidates is the number of candidates of an aggregation example.
+	Candidates int
+	// AggregateShare is the share of aggregation examples, in [0, 1]; the
+	// rest are search examples (in the solve form, a check example with
+	// probability checkShare).
+	AggregateShare float64
+	// ReadShare is the share of aggregation examples, in [0, 1], whose
+	// completion reads the candidates (AggregateExample's: the right one,
+	// or the worked solution when none is right). The rest take a
+	// candidate drawn uniformly, right or wrong, as their answer (see
+	// unread): they teach the form of an aggregation trace without the
+	// choice, so that reading is left for RL to learn. 1 is every
+	// aggregation example reading.
+	ReadShare float64
+}
+
+// Validate reports the first field of m outside its range.
+func (m Mix) Validate() error {
+	switch {
+	case m.Candidates < 1:
+		return fmt.Errorf("synth: %d candidates per aggregation example: want at least 1", m.Candidates)
+	case !(m.AggregateShare >= 0 && m.AggregateShare <= 1):
+		return fmt.Errorf("synth: aggregate share %g: want 0 to 1", m.AggregateShare)
+	case !(m.ReadShare >= 0 && m.ReadShare <= 1):
+		return fmt.Errorf("synth: read share %g: want 0 to 1", m.ReadShare)
+	}
+	return nil
+}
+
 // SFTExamples returns n supervised examples on fresh train problems drawn
-// from r: each is an aggregation example with `candidates` candidates with
-// probability aggregateShare, else a search example (in the solve form, a
-// check example with probability checkShare). A nil tm means the compact
-// Templates().
-func (t *Task) SFTExamples(r *rand.Rand, tm *data.Templates, n, candidates int, aggregateShare float64) ([]Example, error) {
-	if aggregateShare < 0 || aggregateShare > 1 {
-		return nil, fmt.Errorf("synth: aggregate share %g: want 0 to 1", aggregateShare)
+// from r, made up as m says. A nil tm means the compact Templates(). With
+// m.ReadShare 1 it draws nothing from r for the choice, so its examples
+// are those of a mix without ReadShare's draws.
+func (t *Task) SFTExamples(r *rand.Rand, tm *data.Templates, n int, m Mix) ([]Example, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
 	}
 	if tm == nil {
 		tm = t.tmpl
@@ -170,8 +200,11 @@ func (t *Task) SFTExamples(r *rand.Rand, tm *data.Templates, n, candidates int, 
 		}
 		var ex Example
 		switch {
-		case r.Float64() < aggregateShare:
-			ex, err = t.AggregateExample(r, tm, it, candidates)
+		case r.Float64() < m.AggregateShare:
+			ex, err = t.AggregateExample(r, tm, it, m.Candidates)
+			if err == nil && m.ReadShare < 1 && r.Float64() >= m.ReadShare {
+				ex = t.unread(r, it, ex)
+			}
 		case t.cfg.Form == FormSolve && r.Float64() < checkShare:
 			ex, err = t.checkExample(r, tm, it)
 		default:
@@ -183,4 +216,22 @@ func (t *Task) SFTExamples(r *rand.Rand, tm *data.Templates, n, candidates int, 
 		out = append(out, ex)
 	}
 	return out, nil
+}
+
+// unread returns the aggregation example ex of it with a completion that
+// does not read the candidates: it takes candidate i, drawn uniformly, as
+// its answer. In the solve form that is the confirmation of the
+// candidate's x, checked honestly (so it ends "no" when that x is wrong);
+// in the compute form, the candidate's own solution.
+func (t *Task) unread(r *rand.Rand, it Item, ex Example) Example {
+	i := r.IntN(len(ex.Candidates))
+	ex.Completion = ex.Candidates[i]
+	if t.cfg.Form == FormSolve {
+		g, err := strconv.Atoi(ex.CandidateAnswers[i])
+		if err != nil {
+			panic("synth: a candidate answer is not an integer: " + err.Error()) // AggregateExample wrote it
+		}
+		ex.Completion = it.confirmationOf(g)
+	}
+	return ex
 }

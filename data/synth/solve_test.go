@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"math"
 	"math/rand/v2"
 	"regexp"
 	"strconv"
@@ -332,7 +333,7 @@ func TestSolveCheckExamples(t *testing.T) {
 	task, err := New(solveConfigs[0].cfg, 1)
 	require.NoError(t, err)
 	r := rand.New(rand.NewPCG(4, 4))
-	exs, err := task.SFTExamples(r, nil, 4000, 4, 0)
+	exs, err := task.SFTExamples(r, nil, 4000, Mix{Candidates: 4, ReadShare: 1})
 	require.NoError(t, err)
 	cfg := task.Config()
 	checks, wrongGuesses := 0, 0
@@ -407,5 +408,66 @@ func TestCheckVerdict(t *testing.T) {
 		passed, found := CheckVerdict(it.Trial(g) + boxed(g))
 		require.True(t, found)
 		require.Equal(t, g == it.Answer, passed, it.Trial(g))
+	}
+}
+
+// TestSolveReadShare checks Mix.ReadShare on solve SFT examples: an
+// aggregation example reads (its completion is AggregateExample's: the
+// confirmation of x, or the worked solution when no candidate is right)
+// with probability ReadShare; otherwise it confirms a candidate drawn
+// uniformly, checked honestly, so it ends "no" when that candidate is
+// wrong. ReadShare 1 leaves the examples of the same draws unchanged.
+func TestSolveReadShare(t *testing.T) {
+	task, err := New(solveConfigs[0].cfg, 1)
+	require.NoError(t, err)
+	all, err := task.SFTExamples(rand.New(rand.NewPCG(5, 5)), nil, 300, Mix{Candidates: 4, AggregateShare: 1, ReadShare: 1})
+	require.NoError(t, err)
+	// Without any read draw, every example is AggregateExample's, drawn
+	// from the same stream after its problem.
+	r := rand.New(rand.NewPCG(5, 5))
+	for i, ex := range all {
+		it, err := task.Sample(r, Train)
+		require.NoError(t, err)
+		r.Float64() // the aggregation share's draw
+		want, err := task.AggregateExample(r, nil, it, 4)
+		require.NoError(t, err)
+		require.Equal(t, want, ex, "example %d", i)
+	}
+	for _, share := range []float64{0, 0.25, 0.7, 1} {
+		t.Run(strconv.FormatFloat(share, 'g', -1, 64), func(t *testing.T) {
+			const n = 4000
+			exs, err := task.SFTExamples(rand.New(rand.NewPCG(6, 6)), nil, n, Mix{Candidates: 4, AggregateShare: 1, ReadShare: share})
+			require.NoError(t, err)
+			var right, want, variance float64
+			for _, ex := range exs {
+				require.Equal(t, KindAggregate, ex.Kind)
+				answer, err := strconv.Atoi(ex.Answer)
+				require.NoError(t, err)
+				deriv, trials, boxed := parseTrials(t, ex.Completion)
+				require.Len(t, trials, 1, ex.Completion)
+				require.Zero(t, trials[0].wrongSteps, "the check is honest: %q", ex.Completion)
+				require.Equal(t, boxed == answer, trials[0].verdict == "ok", ex.Completion)
+				if deriv.steps > 0 {
+					// Only a reading example with no right candidate
+					// derives x afresh.
+					require.Zero(t, ex.CorrectCandidates, ex.Completion)
+					require.Equal(t, answer, boxed, ex.Completion)
+					continue
+				}
+				require.Contains(t, ex.CandidateAnswers, strconv.Itoa(boxed), "the completion takes a candidate: %q", ex.Completion)
+				if ex.CorrectCandidates == 0 {
+					continue
+				}
+				// Reading takes x; a uniform pick is right with the
+				// share of right candidates.
+				p := share + (1-share)*float64(ex.CorrectCandidates)/4
+				want += p
+				variance += p * (1 - p)
+				if boxed == answer {
+					right++
+				}
+			}
+			require.InDelta(t, want, right, 4*math.Sqrt(variance)+0.5, "right completions among examples with a right candidate")
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"go/constant"
 	"go/token"
 	"go/types"
+	"math"
 	"math/big"
 	"math/rand/v2"
 	"regexp"
@@ -243,7 +244,7 @@ func TestAlphabet(t *testing.T) {
 	task, err := New(Config{MaxOperand: 99}, 1)
 	require.NoError(t, err)
 	r := rand.New(rand.NewPCG(1, 1))
-	exs, err := task.SFTExamples(r, nil, 1000, 9, 0.5)
+	exs, err := task.SFTExamples(r, nil, 1000, Mix{Candidates: 9, AggregateShare: 0.5, ReadShare: 1})
 	require.NoError(t, err)
 	for _, ex := range exs {
 		for _, s := range []string{ex.Prompt, ex.Completion, ex.Answer} {
@@ -463,4 +464,26 @@ func plurality(answers []string, counts map[string]int) string {
 		}
 	}
 	return best
+}
+
+// TestMixValidate checks that SFTExamples refuses a mix out of range,
+// naming the field.
+func TestMixValidate(t *testing.T) {
+	task, err := New(Config{}, 1)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		mix  Mix
+		want string
+	}{
+		{"no candidates", Mix{ReadShare: 1}, "candidates"},
+		{"aggregate share", Mix{Candidates: 4, AggregateShare: 1.5, ReadShare: 1}, "aggregate share"},
+		{"read share", Mix{Candidates: 4, ReadShare: -0.1}, "read share"},
+		{"NaN read share", Mix{Candidates: 4, ReadShare: math.NaN()}, "read share"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := task.SFTExamples(rand.New(rand.NewPCG(1, 1)), nil, 1, tc.mix)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
 }
