@@ -59,9 +59,11 @@ study:
 	scripts/study.sh
 
 # Rebuild the embedded default model: a fresh tiny Qwen3 (3 layers) warm-
-# started by SFT on the embedded equation task (half aggregation examples),
-# copied into model/embedded/assets (then rebuild the binary). About 25
-# minutes on 2 otherwise idle CPU cores. (A search-weighted second stage,
+# started by SFT on the embedded equation task (half aggregation examples,
+# a quarter of which read the candidates; the rest confirm one drawn
+# uniformly, so that reading is left for RL to learn), copied into
+# model/embedded/assets (then rebuild the binary). About 25 minutes on 2
+# otherwise idle CPU cores. (A search-weighted second stage,
 # --aggregate-share 0.2, sharpened the search traces, pass@1 0.53 -> 0.69,
 # but taught the aggregator to copy the last candidate, so RSA fell;
 # measured when aggregation traces still re-derived x.)
@@ -69,7 +71,7 @@ EMBED_STEPS ?= 900
 embedded:
 	@$(ENV) && go build $(GOFLAGS_BUILD) -o spiral .
 	rm -rf runs/embedded && ./spiral init-model --out runs/embedded/init --seed 1 --layers 3
-	./spiral sft --model runs/embedded/init --out runs/embedded/sft --steps $(EMBED_STEPS) --batch 64 --lr 5e-3 --eval-every 300 --eval-problems 128 --seed 1
+	./spiral sft --model runs/embedded/init --out runs/embedded/sft --steps $(EMBED_STEPS) --batch 64 --lr 5e-3 --eval-every 300 --eval-problems 128 --seed 1 --aggregate-read-share 0.25
 	cp runs/embedded/sft/model.onnx runs/embedded/sft/tokenizer.json runs/embedded/sft/config.json model/embedded/assets/
 
 # Run every fuzz target for FUZZTIME each (FuzzLoadParquet is left out: a
