@@ -62,7 +62,7 @@ study:
 # started by SFT on the embedded equation task (half aggregation examples,
 # a quarter of which read the candidates; the rest confirm one drawn
 # uniformly, so that reading is left for RL to learn), copied into
-# model/embedded/assets (then rebuild the binary). About 25 minutes on 2
+# model/embedded/assets (then rebuild the binary). About 15 minutes on 2
 # otherwise idle CPU cores. (A search-weighted second stage,
 # --aggregate-share 0.2, sharpened the search traces, pass@1 0.53 -> 0.69,
 # but taught the aggregator to copy the last candidate, so RSA fell;
