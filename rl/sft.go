@@ -71,16 +71,11 @@ func SFTStep(ctx context.Context, p *model.Policy, opt *optim.AdamW, sched optim
 type SFTConfig struct {
 	// Steps is the number of optimiser steps; Batch the examples per step.
 	Steps, Batch int
-	// AggregateShare is the share of aggregation examples, in [0, 1] (the
-	// rest are search examples).
-	AggregateShare float64
-	// Candidates is the number of candidate solutions per aggregation
-	// example.
-	Candidates int
-	// ReadShare is the share of aggregation examples, in [0, 1], whose
-	// completion reads the candidates; the rest take a candidate drawn
-	// uniformly (synth.Mix).
-	ReadShare float64
+	// Mix is the make-up of each step's examples: the share of
+	// aggregation examples, their candidates (also those of the
+	// evaluation's aggregation prompts) and the share of them that read
+	// the candidates.
+	Mix synth.Mix
 	// MicroBatchTokens bounds rows x length per training call.
 	MicroBatchTokens int
 	// MaxGradNorm clips the global gradient norm (0 or less: off).
@@ -94,10 +89,11 @@ type SFTConfig struct {
 }
 
 // DefaultSFTConfig returns 300 steps of 64 examples, half of them
-// aggregation examples with 4 candidates, evaluated every 50 steps on 64
+// aggregation examples with 4 candidates, all reading them, evaluated every
+// 50 steps on 64
 // problems.
 func DefaultSFTConfig() SFTConfig {
-	return SFTConfig{Steps: 300, Batch: 64, AggregateShare: 0.5, Candidates: 4, ReadShare: 1, MicroBatchTokens: 8192, MaxGradNorm: 1,
+	return SFTConfig{Steps: 300, Batch: 64, Mix: synth.Mix{AggregateShare: 0.5, Candidates: 4, ReadShare: 1}, MicroBatchTokens: 8192, MaxGradNorm: 1,
 		EvalEvery: 50, EvalProblems: 64, Seed: 1}
 }
 
@@ -107,16 +103,16 @@ func (c SFTConfig) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"--steps", c.Steps}, {"--batch", c.Batch}, {"--candidates", c.Candidates}, {"--micro-batch-tokens", c.MicroBatchTokens}, {"--eval-problems", c.EvalProblems}} {
+	}{{"--steps", c.Steps}, {"--batch", c.Batch}, {"--candidates", c.Mix.Candidates}, {"--micro-batch-tokens", c.MicroBatchTokens}, {"--eval-problems", c.EvalProblems}} {
 		if f.v < 1 {
 			errs = append(errs, fmt.Errorf("%s %d: want >= 1", f.name, f.v))
 		}
 	}
-	if !(c.AggregateShare >= 0 && c.AggregateShare <= 1) {
-		errs = append(errs, fmt.Errorf("--aggregate-share %v: want a share in [0, 1]", c.AggregateShare))
+	if !(c.Mix.AggregateShare >= 0 && c.Mix.AggregateShare <= 1) {
+		errs = append(errs, fmt.Errorf("--aggregate-share %v: want a share in [0, 1]", c.Mix.AggregateShare))
 	}
-	if !(c.ReadShare >= 0 && c.ReadShare <= 1) {
-		errs = append(errs, fmt.Errorf("--aggregate-read-share %v: want a share in [0, 1]", c.ReadShare))
+	if !(c.Mix.ReadShare >= 0 && c.Mix.ReadShare <= 1) {
+		errs = append(errs, fmt.Errorf("--aggregate-read-share %v: want a share in [0, 1]", c.Mix.ReadShare))
 	}
 	if c.EvalEvery < 0 {
 		errs = append(errs, fmt.Errorf("--eval-every %d: want >= 0 (0 = only at the end)", c.EvalEvery))
@@ -172,7 +168,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) error {
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5f7))
 	for step := 1; step <= cfg.Steps; step++ {
-		exs, err := p.Task.SFTExamples(rng, nil, cfg.Batch, synth.Mix{Candidates: cfg.Candidates, AggregateShare: cfg.AggregateShare, ReadShare: cfg.ReadShare})
+		exs, err := p.Task.SFTExamples(rng, nil, cfg.Batch, cfg.Mix)
 		if err != nil {
 			return err
 		}
@@ -190,7 +186,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) error {
 			fmt.Fprintf(p.Out, "step %4d  update skipped: %s\n", step, m.UpdateSkipped)
 		}
 		if cfg.EvalEvery > 0 && step%cfg.EvalEvery == 0 || step == cfg.Steps {
-			acc, err := SynthAccuracy(ctx, p, cfg.EvalProblems, cfg.Candidates, cfg.Seed)
+			acc, err := SynthAccuracy(ctx, p, cfg.EvalProblems, cfg.Mix.Candidates, cfg.Seed)
 			if err != nil {
 				return err
 			}
