@@ -90,8 +90,7 @@ type SFTConfig struct {
 
 // DefaultSFTConfig returns 300 steps of 64 examples, half of them
 // aggregation examples with 4 candidates, all reading them, evaluated every
-// 50 steps on 64
-// problems.
+// 50 steps on 64 problems.
 func DefaultSFTConfig() SFTConfig {
 	return SFTConfig{Steps: 300, Batch: 64, Mix: synth.Mix{AggregateShare: 0.5, Candidates: 4, ReadShare: 1}, MicroBatchTokens: 8192, MaxGradNorm: 1,
 		EvalEvery: 50, EvalProblems: 64, Seed: 1}
