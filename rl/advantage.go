@@ -3,6 +3,7 @@ package rl
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Numerical conventions shared by every advantage in this file. verl, TRL
@@ -183,16 +184,28 @@ func SpiralAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, erro
 		centre(res.Aggregation[g], rewards, opt.ScaleAggregation)
 	}
 	centre(res.SetAdvantage, res.SetValue, opt.ScaleSearch)
+	// A_marg(y), the mean of A#(G) over the subsets G that hold y, is
+	// computed as (mean of f over those subsets - mean of f over all) x
+	// the scale of A#. Summed in the order mean sums, the two means of a
+	// trace in every subset are the same float64, so its A_marg is exactly
+	// 0, as it should be; summing the centred A# would leave a rounding
+	// residue that Informative would take for a signal (in a problem with
+	// one aggregation trace per subset, which has none).
+	valueSum := make([]float64, p.NumSearch)
 	for g, members := range p.Subsets {
 		for _, i := range members {
-			res.Search[i] += res.SetAdvantage[g]
+			valueSum[i] += res.SetValue[g]
 			res.Membership[i]++
 		}
 	}
+	fbar, scale, constant := spread(res.SetValue, opt.ScaleSearch)
 	for i, m := range res.Membership {
-		if m > 0 {
-			res.Search[i] /= float64(m)
-			res.SearchMask[i] = !opt.AggregationOnly
+		if m == 0 {
+			continue
+		}
+		res.SearchMask[i] = !opt.AggregationOnly
+		if !constant {
+			res.Search[i] = (valueSum[i]/float64(m) - fbar) * scale
 		}
 	}
 	return res, nil
@@ -245,30 +258,31 @@ func mean(x []float64) float64 {
 // which rounding in the mean would otherwise break (mean of three 0.1s is
 // not 0.1 in float64).
 func centre(dst, x []float64, scale bool) {
-	constant := true
-	for _, v := range x {
-		if v != x[0] {
-			constant = false
-			break
-		}
-	}
+	m, factor, constant := spread(x, scale)
 	if constant {
 		clear(dst)
 		return
 	}
-	m := mean(x)
 	for i, v := range x {
-		dst[i] = v - m
+		dst[i] = (v - m) * factor
 	}
+}
+
+// spread returns what centre needs of x (non-empty): its mean, the factor
+// deviations from it are multiplied by (1, or 1 / (sample std +
+// StdEpsilon) when scale is set), and whether all x are equal, when the
+// constant-group rule applies instead (and the mean and factor are 0).
+func spread(x []float64, scale bool) (m, factor float64, constant bool) {
+	if !slices.ContainsFunc(x, func(v float64) bool { return v != x[0] }) {
+		return 0, 0, true
+	}
+	m = mean(x)
 	if !scale {
-		return
+		return m, 1, false
 	}
 	ss := 0.0
-	for _, d := range dst {
-		ss += d * d
+	for _, v := range x {
+		ss += (v - m) * (v - m)
 	}
-	inv := 1 / (math.Sqrt(ss/float64(len(x)-StdDDOF)) + StdEpsilon)
-	for i := range dst {
-		dst[i] *= inv
-	}
+	return m, 1 / (math.Sqrt(ss/float64(len(x)-StdDDOF)) + StdEpsilon), false
 }

@@ -96,6 +96,8 @@ func TestSpiralInformative(t *testing.T) {
 			"A# = [0.5 -0.5] but both traces sit in both subsets: A_marg = (0.5-0.5)/2 = 0"},
 		{"aggregation signal only", SpiralProblem{2, [][]int{{0}, {1}}, [][]float64{{1, 0}, {0, 1}}}, AdvantageOptions{AggregationOnly: true}, true,
 			"f = [0.5 0.5], A# = 0, A(y*) = ±0.5"},
+		{"every trace in every subset", SpiralProblem{3, [][]int{{0, 1, 2}, {2, 0, 1}, {1, 2, 0}}, [][]float64{{0.4}, {0.3}, {0.5}}}, AdvantageOptions{}, false,
+			"f = [0.4 0.3 0.5] differ, but each A_marg is the mean of all A#, exactly 0 (summing the centred A# leaves a rounding residue); one aggregation trace per subset has none"},
 		{"uncovered trace ignored", SpiralProblem{3, [][]int{{0}, {1}}, [][]float64{{1}, {1}}}, AdvantageOptions{}, false,
 			"trace 2 has no subset; the rest is constant"},
 	}
