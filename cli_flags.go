@@ -351,7 +351,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	c := &f.cfg
 	fs.StringVar(&f.data, "data", "", "training problems: JSONL, JSON or Parquet (default: the embedded equation task)")
 	fs.StringVar(&f.run.Dir, "out", "runs/spiral", "run directory: metrics.jsonl, eval.jsonl, checkpoints/, artifacts/, training.png")
-	fs.StringVar(&c.Algo, "algo", c.Algo, "algorithm: spiral, grpo, or agg-only")
+	fs.StringVar(&c.Algo, "algo", c.Algo, "algorithm: spiral, grpo, agg-only or search-only (the ablations: gradients on the aggregation or the search traces only)")
 	fs.IntVar(&f.run.Steps, "steps", 50, "training steps")
 	fs.IntVar(&c.Problems, "problems", c.Problems, "informative problems per step")
 	fs.IntVar(&c.MaxDrawRounds, "draw-rounds", c.MaxDrawRounds, "dynamic-sampling rounds per step")

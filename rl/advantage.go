@@ -45,6 +45,12 @@ type AdvantageOptions struct {
 	// pipeline with gradients on the aggregation traces only. Search
 	// advantages are computed (for metrics) but SearchMask is all false.
 	AggregationOnly bool
+	// SearchOnly is the `--algo search-only` ablation, agg-only's mirror:
+	// the SPIRAL pipeline with gradients on the search traces only (the
+	// set-RL term). Aggregation advantages are computed (for metrics) but
+	// TrainAggregation is false. It excludes AggregationOnly: together
+	// they would train nothing.
+	SearchOnly bool
 }
 
 // SpiralProblem holds one problem's SPIRAL rollout rewards.
@@ -128,11 +134,15 @@ type SpiralResult struct {
 	// of each subset G, divided by (std of G's rewards + StdEpsilon) when
 	// ScaleAggregation is set. Each row sums to zero. [K][N2_g]
 	Aggregation [][]float64
+	// TrainAggregation is true when the aggregation traces receive a
+	// gradient (false under SearchOnly). Like SearchMask, a false value
+	// means skip the traces, not train them with advantage 0.
+	TrainAggregation bool
 }
 
 // Informative reports whether the problem carries any gradient signal:
-// some trained search trace (SearchMask) or some aggregation trace has a
-// nonzero advantage. Dynamic sampling drops problems that are not
+// some trained search trace (SearchMask) or, where they are trained
+// (TrainAggregation), some aggregation trace has a nonzero advantage. Dynamic sampling drops problems that are not
 // informative. A problem whose rewards are all equal is never informative
 // (the constant-group rule makes its advantages exactly zero).
 func (r SpiralResult) Informative() bool {
@@ -140,6 +150,9 @@ func (r SpiralResult) Informative() bool {
 		if r.SearchMask[i] && a != 0 {
 			return true
 		}
+	}
+	if !r.TrainAggregation {
+		return false
 	}
 	for _, row := range r.Aggregation {
 		for _, a := range row {
@@ -163,9 +176,13 @@ func (r SpiralResult) Informative() bool {
 //	A_marg(x,y) = mean_{G : y in G} A#(x,G)      (no gradient if no G holds y)
 //	A(x,y*)    = r(x,y*) - f(x,G)                 (y* aggregates G)
 //
-// Optional std scaling is described in AdvantageOptions. It returns an
-// error if p does not validate.
+// Optional std scaling and the ablations are described in
+// AdvantageOptions. It returns an error if p does not validate or opt sets
+// both ablations.
 func SpiralAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, error) {
+	if opt.AggregationOnly && opt.SearchOnly {
+		return SpiralResult{}, fmt.Errorf("rl: spiral advantages: AggregationOnly and SearchOnly together train nothing")
+	}
 	if err := p.Validate(); err != nil {
 		return SpiralResult{}, err
 	}
@@ -177,6 +194,8 @@ func SpiralAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, erro
 		SearchMask:   make([]bool, p.NumSearch),
 		Membership:   make([]int, p.NumSearch),
 		Aggregation:  make([][]float64, k),
+
+		TrainAggregation: !opt.SearchOnly,
 	}
 	for g, rewards := range p.Rewards {
 		res.SetValue[g] = mean(rewards)
@@ -190,7 +209,7 @@ func SpiralAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, erro
 	// trace in every subset are the same float64, so its A_marg is exactly
 	// 0, as it should be; summing the centred A# would leave a rounding
 	// residue that Informative would take for a signal (in a problem with
-	// one aggregation trace per subset, which has none).
+	// one aggregation trace per subset, or under search-only, which has none).
 	valueSum := make([]float64, p.NumSearch)
 	for g, members := range p.Subsets {
 		for _, i := range members {

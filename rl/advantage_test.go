@@ -46,16 +46,19 @@ func TestSpiralAdvantagesHandComputed(t *testing.T) {
 		search      []float64
 		mask        []bool
 		agg0        []float64
+		trainAgg    bool
 		informative bool
 	}{
 		{"spiral", AdvantageOptions{}, []float64{0, 0.5, -0.5}, []float64{-0.25, 0.25, 0, 0},
-			[]bool{true, true, true, false}, []float64{0.5, 0.5, -0.5, -0.5}, true},
+			[]bool{true, true, true, false}, []float64{0.5, 0.5, -0.5, -0.5}, true, true},
 		{"scale search", AdvantageOptions{ScaleSearch: true}, []float64{0, s, -s}, []float64{-s / 2, s / 2, 0, 0},
-			[]bool{true, true, true, false}, []float64{0.5, 0.5, -0.5, -0.5}, true},
+			[]bool{true, true, true, false}, []float64{0.5, 0.5, -0.5, -0.5}, true, true},
 		{"scale aggregation", AdvantageOptions{ScaleAggregation: true}, []float64{0, 0.5, -0.5}, []float64{-0.25, 0.25, 0, 0},
-			[]bool{true, true, true, false}, []float64{a, a, -a, -a}, true},
+			[]bool{true, true, true, false}, []float64{a, a, -a, -a}, true, true},
 		{"agg-only", AdvantageOptions{AggregationOnly: true}, []float64{0, 0.5, -0.5}, []float64{-0.25, 0.25, 0, 0},
-			[]bool{false, false, false, false}, []float64{0.5, 0.5, -0.5, -0.5}, true},
+			[]bool{false, false, false, false}, []float64{0.5, 0.5, -0.5, -0.5}, true, true},
+		{"search-only", AdvantageOptions{SearchOnly: true}, []float64{0, 0.5, -0.5}, []float64{-0.25, 0.25, 0, 0},
+			[]bool{true, true, true, false}, []float64{0.5, 0.5, -0.5, -0.5}, false, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,6 +72,7 @@ func TestSpiralAdvantagesHandComputed(t *testing.T) {
 			require.InDeltaSlice(t, tc.agg0, got.Aggregation[0], 1e-12)
 			require.Equal(t, []float64{0, 0, 0, 0}, got.Aggregation[1])
 			require.Equal(t, []float64{0, 0, 0, 0}, got.Aggregation[2])
+			require.Equal(t, tc.trainAgg, got.TrainAggregation)
 			require.Equal(t, tc.informative, got.Informative())
 		})
 	}
@@ -96,8 +100,14 @@ func TestSpiralInformative(t *testing.T) {
 			"A# = [0.5 -0.5] but both traces sit in both subsets: A_marg = (0.5-0.5)/2 = 0"},
 		{"aggregation signal only", SpiralProblem{2, [][]int{{0}, {1}}, [][]float64{{1, 0}, {0, 1}}}, AdvantageOptions{AggregationOnly: true}, true,
 			"f = [0.5 0.5], A# = 0, A(y*) = ±0.5"},
+		{"aggregation signal only, search-only", SpiralProblem{2, [][]int{{0}, {1}}, [][]float64{{1, 0}, {0, 1}}}, AdvantageOptions{SearchOnly: true}, false,
+			"same as above but aggregation traces carry no gradient"},
+		{"set signal only, search-only", SpiralProblem{2, [][]int{{0}, {1}}, [][]float64{{1, 1}, {0, 0}}}, AdvantageOptions{SearchOnly: true}, true,
+			"A_marg = [0.5 -0.5] on trained search traces"},
 		{"every trace in every subset", SpiralProblem{3, [][]int{{0, 1, 2}, {2, 0, 1}, {1, 2, 0}}, [][]float64{{0.4}, {0.3}, {0.5}}}, AdvantageOptions{}, false,
 			"f = [0.4 0.3 0.5] differ, but each A_marg is the mean of all A#, exactly 0 (summing the centred A# leaves a rounding residue); one aggregation trace per subset has none"},
+		{"every trace in every subset, search-only", SpiralProblem{3, [][]int{{0, 1, 2}, {2, 0, 1}, {1, 2, 0}}, [][]float64{{0.1, 0.7}, {0.3}, {0.9, 0.2, 0.4}}}, AdvantageOptions{SearchOnly: true}, false,
+			"the same A_marg, and the aggregation traces' advantages are not trained"},
 		{"uncovered trace ignored", SpiralProblem{3, [][]int{{0}, {1}}, [][]float64{{1}, {1}}}, AdvantageOptions{}, false,
 			"trace 2 has no subset; the rest is constant"},
 	}
@@ -106,7 +116,7 @@ func TestSpiralInformative(t *testing.T) {
 			got, err := SpiralAdvantages(tc.p, tc.opt)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, got.Informative(), tc.because)
-			if !tc.want {
+			if !tc.want && got.TrainAggregation {
 				for _, row := range got.Aggregation {
 					for _, a := range row {
 						require.Zero(t, a, tc.because)
@@ -167,6 +177,7 @@ func randomProblem(rng *rand.Rand) SpiralProblem {
 var allOptions = []AdvantageOptions{
 	{}, {ScaleSearch: true}, {ScaleAggregation: true}, {ScaleSearch: true, ScaleAggregation: true},
 	{AggregationOnly: true}, {AggregationOnly: true, ScaleSearch: true, ScaleAggregation: true},
+	{SearchOnly: true}, {SearchOnly: true, ScaleSearch: true, ScaleAggregation: true},
 }
 
 // naiveSpiral restates the formulas of ARCHITECTURE.md literally: per
@@ -249,6 +260,7 @@ func TestSpiralAdvantagesMatchesNaiveFormulas(t *testing.T) {
 			// group divides a 1e-17 rounding residue by eps = 1e-6.
 			require.InDeltaSlice(t, search, got.Search, 1e-9, msg)
 			require.Equal(t, mask, got.SearchMask, msg)
+			require.Equal(t, !opt.SearchOnly, got.TrainAggregation, msg)
 			for g := range agg {
 				require.InDeltaSlice(t, agg[g], got.Aggregation[g], 1e-9, msg)
 			}
@@ -395,12 +407,15 @@ func BenchmarkSpiralAdvantagesPerProblem(b *testing.B) {
 
 // FuzzSpiralAdvantages decodes arbitrary bytes into a problem (possibly
 // malformed: out-of-range or repeated indices, empty rows) and checks that
-// SpiralAdvantages either errors, exactly when Validate does, or returns
+// SpiralAdvantages either errors, exactly when Validate does or both
+// ablations are set, or returns
 // advantages that satisfy the zero-sum properties and equal the naive
 // formulas.
 func FuzzSpiralAdvantages(f *testing.F) {
 	f.Add([]byte{4, 3, 2, 0, 1, 4, 1, 1, 0, 0, 2, 1, 2, 4, 1, 1, 1, 1, 2, 2, 0, 4, 0, 0, 0, 0}, uint8(0))
 	f.Add([]byte{2, 1, 2, 0, 0, 1, 1}, uint8(3))
+	f.Add([]byte{4, 3, 2, 0, 1, 4, 1, 1, 0, 0, 2, 1, 2, 4, 1, 1, 1, 1, 2, 2, 0, 4, 0, 0, 0, 0}, uint8(8))
+	f.Add([]byte{2, 1, 2, 0, 0, 1, 1}, uint8(12))
 	f.Fuzz(func(t *testing.T, data []byte, flags uint8) {
 		next := func() int {
 			if len(data) == 0 {
@@ -424,8 +439,12 @@ func FuzzSpiralAdvantages(f *testing.F) {
 			p.Subsets = append(p.Subsets, members)
 			p.Rewards = append(p.Rewards, rewards)
 		}
-		opt := AdvantageOptions{ScaleSearch: flags&1 != 0, ScaleAggregation: flags&2 != 0, AggregationOnly: flags&4 != 0}
+		opt := AdvantageOptions{ScaleSearch: flags&1 != 0, ScaleAggregation: flags&2 != 0, AggregationOnly: flags&4 != 0, SearchOnly: flags&8 != 0}
 		got, err := SpiralAdvantages(p, opt)
+		if opt.AggregationOnly && opt.SearchOnly {
+			require.ErrorContains(t, err, "AggregationOnly and SearchOnly together train nothing")
+			return
+		}
 		if vErr := p.Validate(); vErr != nil {
 			require.Error(t, err)
 			return
@@ -440,6 +459,7 @@ func FuzzSpiralAdvantages(f *testing.F) {
 		tol := func(want float64) float64 { return 1e-8 + 1e-9*math.Abs(want) }
 		search, mask, agg := naiveSpiral(p, opt)
 		require.Equal(t, mask, got.SearchMask)
+		require.Equal(t, !opt.SearchOnly, got.TrainAggregation)
 		for i := range search {
 			require.InDelta(t, search[i], got.Search[i], tol(search[i]))
 		}

@@ -17,16 +17,17 @@ import (
 
 // Algorithms the trainer runs.
 const (
-	AlgoSpiral  = "spiral"
-	AlgoGRPO    = "grpo"
-	AlgoAggOnly = "agg-only"
+	AlgoSpiral     = "spiral"
+	AlgoGRPO       = "grpo"
+	AlgoAggOnly    = "agg-only"
+	AlgoSearchOnly = "search-only"
 )
 
 // Config configures a Trainer. DefaultConfig gives the defaults; every
 // field is used as given, so a zero is a zero (a clip bound of 0 is a
 // legitimate choice), and Validate names what is wrong.
 type Config struct {
-	// Algo is AlgoSpiral, AlgoGRPO or AlgoAggOnly.
+	// Algo is AlgoSpiral, AlgoGRPO, AlgoAggOnly or AlgoSearchOnly.
 	Algo string `json:"algo"`
 	// Pipeline is SPIRAL's rollout shape (8 + 4 x 4 x 4).
 	Pipeline rollout.PipelineConfig `json:"pipeline"`
@@ -67,12 +68,16 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	var errs []error
 	switch c.Algo {
-	case AlgoSpiral, AlgoGRPO, AlgoAggOnly:
+	case AlgoSpiral, AlgoGRPO, AlgoAggOnly, AlgoSearchOnly:
 	default:
-		errs = append(errs, fmt.Errorf("--algo %q: want %s, %s or %s", c.Algo, AlgoSpiral, AlgoGRPO, AlgoAggOnly))
+		errs = append(errs, fmt.Errorf("--algo %q: want %s, %s, %s or %s", c.Algo, AlgoSpiral, AlgoGRPO, AlgoAggOnly, AlgoSearchOnly))
 	}
 	if err := c.Pipeline.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.Algo == AlgoSearchOnly && c.Pipeline.AggregationRounds() > 1 {
+		errs = append(errs, fmt.Errorf("--algo %s with --agg-rounds %d: search-only trains the search traces alone, which only the first round reads, so later rounds would be sampled for nothing; want 1",
+			AlgoSearchOnly, c.Pipeline.Rounds))
 	}
 	if c.GroupSize < 2 {
 		errs = append(errs, fmt.Errorf("--group %d: want >= 2 traces per problem", c.GroupSize))
@@ -117,7 +122,7 @@ type deviceUpdater interface {
 	UsesDeviceOptimizer() bool
 }
 
-// Trainer runs SPIRAL (or GRPO / agg-only) steps: rollout -> reward ->
+// Trainer runs SPIRAL (or GRPO / agg-only / search-only) steps: rollout -> reward ->
 // advantage -> loss -> AdamW step. The generator and the learner share the
 // weight store, so every rollout sees the latest weights.
 type Trainer struct {
@@ -381,6 +386,7 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 	}
 	opt := t.cfg.Advantage
 	opt.AggregationOnly = t.cfg.Algo == AlgoAggOnly
+	opt.SearchOnly = t.cfg.Algo == AlgoSearchOnly
 	var examples []Example
 	informative := 0
 	for _, g := range groups {
@@ -420,6 +426,9 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 			}
 		}
 		for a, rd := range g.Rounds {
+			if !results[a].TrainAggregation {
+				continue
+			}
 			for s, aggs := range rd.Aggregates {
 				for j, tr := range aggs {
 					adv := roundAdvantage(results, a, s, j, len(aggs))
@@ -436,7 +445,9 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 // round a: its own, against its subset's mean reward, plus, when a later
 // round reads it, its worth to that round's aggregator (the set advantage
 // a search trace gets from the first round). Under agg-only the later
-// round's share is masked out as the search traces' is.
+// round's share is masked out as the search traces' is. (Under
+// search-only no aggregation trace is trained, and Validate allows one
+// round only.)
 func roundAdvantage(results []SpiralResult, a, s, j, n2 int) float64 {
 	adv := results[a].Aggregation[s][j]
 	if a+1 < len(results) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -392,4 +393,90 @@ func TestRolloutSpiralLaterRoundAdvantages(t *testing.T) {
 			require.Contains(t, m.Line(), fmt.Sprintf("(%.3f -> %.3f)", m.AggregateRounds[0].Reward, m.AggregateRounds[1].Reward))
 		})
 	}
+}
+
+// TestRolloutSpiralAblations checks which traces each SPIRAL algorithm
+// trains on one round: SPIRAL every search trace in a subset and every
+// aggregation trace, agg-only the aggregation traces alone, search-only
+// the search traces alone, each with the advantage SpiralAdvantages gives
+// it; and that search-only rejects a second round, whose traces it would
+// never train.
+func TestRolloutSpiralAblations(t *testing.T) {
+	for _, tc := range []struct {
+		algo              string
+		search, aggregate bool
+	}{
+		{AlgoSpiral, true, true},
+		{AlgoAggOnly, false, true},
+		{AlgoSearchOnly, true, false},
+	} {
+		t.Run(tc.algo, func(t *testing.T) {
+			w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2}}})
+			require.NoError(t, err)
+			opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
+			require.NoError(t, err)
+			cfg := DefaultConfig()
+			cfg.Algo = tc.algo
+			cfg.Pipeline = rollout.PipelineConfig{N1: 6, K: 3, N: 3, N2: 3}
+			probs := []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}}
+			tr, err := NewTrainer(cfg, TrainerParts{
+				Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: &trainerFakeLearner{},
+				Judge: trainerJudge, Problems: data.NewStream(data.NewDataset("t", probs), 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
+				Schedule: optim.Schedule{PeakLR: 0.1},
+			})
+			require.NoError(t, err)
+			var m Metrics
+			examples, informative, err := tr.rolloutSpiral(context.Background(), probs, 5, &m, nil)
+			require.NoError(t, err)
+
+			// The same rollout, drawn again, and SPIRAL's advantages of it.
+			pipe, err := rollout.NewPipeline(trainerFakeGen{}, trainerFakePrompter{}, cfg.Pipeline)
+			require.NoError(t, err)
+			groups, _, err := pipe.Run(context.Background(), probs, cfg.Seed, 5, nil)
+			require.NoError(t, err)
+			g := groups[0]
+			sp := SpiralProblem{NumSearch: len(g.Search), Subsets: g.Rounds[0].Subsets}
+			for _, aggs := range g.Rounds[0].Aggregates {
+				var rs []float64
+				for _, a := range aggs {
+					r := 0.0
+					if a.Text == "1" {
+						r = 1
+					}
+					rs = append(rs, r)
+				}
+				sp.Rewards = append(sp.Rewards, rs)
+			}
+			res, err := SpiralAdvantages(sp, AdvantageOptions{})
+			require.NoError(t, err)
+			require.True(t, slices.ContainsFunc(res.Search, func(a float64) bool { return a != 0 }), "the rollout has a search signal")
+
+			var want []Example
+			if tc.search {
+				for i, tr := range g.Search {
+					if res.Membership[i] > 0 {
+						want = append(want, Example{Kind: KindSearch, Advantage: float32(res.Search[i]), Completion: tr.Tokens})
+					}
+				}
+			}
+			if tc.aggregate {
+				for s, aggs := range g.Rounds[0].Aggregates {
+					for j, tr := range aggs {
+						want = append(want, Example{Kind: KindAggregate, Advantage: float32(res.Aggregation[s][j]), Completion: tr.Tokens})
+					}
+				}
+			}
+			require.Equal(t, 1, informative)
+			require.Len(t, examples, len(want))
+			for i, e := range examples {
+				require.Equal(t, want[i].Kind, e.Kind, "example %d", i)
+				require.InDelta(t, want[i].Advantage, e.Advantage, 1e-6, "example %d", i)
+				require.Equal(t, want[i].Completion, e.Completion, "example %d", i)
+			}
+		})
+	}
+	cfg := DefaultConfig()
+	cfg.Algo = AlgoSearchOnly
+	cfg.Pipeline = rollout.PipelineConfig{N1: 6, K: 3, N: 3, N2: 3, Rounds: 2}
+	require.ErrorContains(t, cfg.Validate(), "--algo search-only with --agg-rounds 2")
 }

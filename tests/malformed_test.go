@@ -162,6 +162,7 @@ func TestMalformedInputs(t *testing.T) {
 		usage("later round's subset above its population", "--n 4 exceeds the 3 aggregation traces", train("--agg-rounds", "2", "--k", "1", "--n2", "3")...),
 		usage("clip-low of 1", "--clip-low 1", train("--clip-low", "1")...),
 		usage("unknown algorithm", `--algo "foo"`, train("--algo", "foo")...),
+		usage("search-only with a second aggregation round", "--algo search-only with --agg-rounds 2", train("--algo", "search-only", "--agg-rounds", "2")...),
 		usage("GRPO group of one", "--group 1", train("--group", "1")...),
 		usage("zero eval samples", "--eval-samples 0", train("--eval-samples", "0")...),
 		usage("bad --train pattern", "--train \"(\"", train("--train", "(")...),
