@@ -142,9 +142,10 @@ type SpiralResult struct {
 
 // Informative reports whether the problem carries any gradient signal:
 // some trained search trace (SearchMask) or, where they are trained
-// (TrainAggregation), some aggregation trace has a nonzero advantage. Dynamic sampling drops problems that are not
-// informative. A problem whose rewards are all equal is never informative
-// (the constant-group rule makes its advantages exactly zero).
+// (TrainAggregation), some aggregation trace has a nonzero advantage.
+// Dynamic sampling drops problems that are not informative. A problem
+// whose rewards are all equal is never informative (the constant-group
+// rule makes its advantages exactly zero).
 func (r SpiralResult) Informative() bool {
 	for i, a := range r.Search {
 		if r.SearchMask[i] && a != 0 {
@@ -194,9 +195,8 @@ func SpiralAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, erro
 		SearchMask:   make([]bool, p.NumSearch),
 		Membership:   make([]int, p.NumSearch),
 		Aggregation:  make([][]float64, k),
-
-		TrainAggregation: !opt.SearchOnly,
 	}
+	res.TrainAggregation = !opt.SearchOnly
 	for g, rewards := range p.Rewards {
 		res.SetValue[g] = mean(rewards)
 		res.Aggregation[g] = make([]float64, len(rewards))
@@ -209,7 +209,8 @@ func SpiralAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, erro
 	// trace in every subset are the same float64, so its A_marg is exactly
 	// 0, as it should be; summing the centred A# would leave a rounding
 	// residue that Informative would take for a signal (in a problem with
-	// one aggregation trace per subset, or under search-only, which has none).
+	// one aggregation trace per subset, or under search-only, which has
+	// none).
 	valueSum := make([]float64, p.NumSearch)
 	for g, members := range p.Subsets {
 		for _, i := range members {

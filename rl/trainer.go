@@ -122,9 +122,10 @@ type deviceUpdater interface {
 	UsesDeviceOptimizer() bool
 }
 
-// Trainer runs SPIRAL (or GRPO / agg-only / search-only) steps: rollout -> reward ->
-// advantage -> loss -> AdamW step. The generator and the learner share the
-// weight store, so every rollout sees the latest weights.
+// Trainer runs SPIRAL (or GRPO / agg-only / search-only) steps: rollout
+// -> reward -> advantage -> loss -> AdamW step. The generator and the
+// learner share the weight store, so every rollout sees the latest
+// weights.
 type Trainer struct {
 	cfg      Config
 	gen      rollout.Generator
