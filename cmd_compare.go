@@ -334,11 +334,15 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []repor
 	for _, g := range report.Group(c.runs, func(r labelledRun) string { return r.label }) {
 		label := g[0].label
 		var ent, ho []report.Curve
+		var credit []float64
 		generated, traces := 0, 0
 		for _, r := range g {
 			ent = append(ent, r.curves.Entropy)
 			if len(r.curves.HeldOut.Keys) > 0 {
 				ho = append(ho, r.curves.HeldOut)
+			}
+			if r.curves.CreditSteps > 0 {
+				credit = append(credit, r.curves.SearchCredit)
 			}
 			generated += r.curves.Generated
 			traces += r.curves.Traces
@@ -365,6 +369,11 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []repor
 			held = append(held, h)
 			fmt.Fprintf(w, "; held-out pass@1 %s (step %d) -> %s (step %d)", h.Y[0], int(h.X[0]), h.Y[len(h.Y)-1], int(h.X[len(h.X)-1]))
 			sum.set(label, "held-out pass@1 during training", fmt.Sprintf("%s -> %s", h.Y[0], h.Y[len(h.Y)-1]))
+		}
+		if len(credit) > 0 {
+			s := report.SpreadOf(credit)
+			fmt.Fprintf(w, "; search credit %s (correlation of a trained search trace's own reward with its advantage, mean over steps)", s)
+			sum.set(label, "search credit (own reward vs advantage)", s.String())
 		}
 		fmt.Fprintln(w)
 	}

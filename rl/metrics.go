@@ -76,6 +76,14 @@ type Metrics struct {
 	AdvStd  float64 `json:"adv_std"`
 	AdvMin  float64 `json:"adv_min"`
 	AdvMax  float64 `json:"adv_max"`
+	// SearchCredit is the Pearson correlation, over the step's trained
+	// search traces, between a trace's own reward and its advantage: how
+	// much the credit a search trace gets says about the trace itself.
+	// GRPO's advantage is its own reward against its group's; SPIRAL's
+	// set term credits it with what its subsets' aggregations score. Nil
+	// (absent) when undefined: fewer than two such traces, or a constant
+	// reward or advantage.
+	SearchCredit *float64 `json:"search_credit,omitempty"`
 	// Loss is the token-mean loss; Entropy the token-mean policy entropy
 	// (nats) on response tokens; GradNorm the pre-clip global norm.
 	Loss     float64 `json:"loss"`
@@ -117,6 +125,8 @@ type Metrics struct {
 
 	advN                        int
 	advSum, advSq, advLo, advHi float64
+	// credit holds (own reward, advantage) of each trained search trace.
+	credit [][2]float64
 }
 
 func (m *Metrics) addPhase(p *PhaseMetrics, st rollout.Stats) {
@@ -136,6 +146,39 @@ func (m *Metrics) observeAdvantage(a float64) {
 	m.advSq += a * a
 }
 
+// observeSearchCredit records a trained search trace's own reward and
+// its advantage for SearchCredit.
+func (m *Metrics) observeSearchCredit(reward, advantage float64) {
+	m.credit = append(m.credit, [2]float64{reward, advantage})
+}
+
+// pearson returns the correlation of the pairs' two coordinates and
+// false when it is undefined (fewer than two pairs, or either coordinate
+// constant).
+func pearson(pairs [][2]float64) (float64, bool) {
+	if len(pairs) < 2 {
+		return 0, false
+	}
+	var mean [2]float64
+	for _, p := range pairs {
+		mean[0] += p[0]
+		mean[1] += p[1]
+	}
+	mean[0] /= float64(len(pairs))
+	mean[1] /= float64(len(pairs))
+	var sxx, syy, sxy float64
+	for _, p := range pairs {
+		dx, dy := p[0]-mean[0], p[1]-mean[1]
+		sxx += dx * dx
+		syy += dy * dy
+		sxy += dx * dy
+	}
+	if sxx == 0 || syy == 0 {
+		return 0, false
+	}
+	return sxy / math.Sqrt(sxx*syy), true
+}
+
 func (m *Metrics) finishRollout() {
 	m.Search.finish()
 	m.Aggregate.finish()
@@ -149,6 +192,9 @@ func (m *Metrics) finishRollout() {
 		m.AdvMean = m.advSum / float64(m.advN)
 		m.AdvStd = math.Sqrt(math.Max(0, m.advSq/float64(m.advN)-m.AdvMean*m.AdvMean))
 		m.AdvMin, m.AdvMax = m.advLo, m.advHi
+	}
+	if r, ok := pearson(m.credit); ok {
+		m.SearchCredit = &r
 	}
 }
 

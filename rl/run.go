@@ -678,6 +678,12 @@ type RunCurves struct {
 	// Generated is the tokens sampled over all steps (search and
 	// aggregation), Traces the traces.
 	Generated, Traces int
+	// SearchCredit is the mean over steps of Metrics.SearchCredit (the
+	// correlation of a trained search trace's own reward with its
+	// advantage) and CreditSteps the steps that had one (none under
+	// agg-only, which trains no search trace).
+	SearchCredit float64
+	CreditSteps  int
 }
 
 // ReadRunCurves reads dir's metrics.jsonl and eval.jsonl.
@@ -693,10 +699,17 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 			c.Generated += int(math.Round(p.MeanLength * float64(p.Traces)))
 			c.Traces += p.Traces
 		}
+		if m.SearchCredit != nil {
+			c.SearchCredit += *m.SearchCredit
+			c.CreditSteps++
+		}
 		return nil
 	})
 	if err != nil {
 		return RunCurves{}, fmt.Errorf("rl: run %s: %w", dir, err)
+	}
+	if c.CreditSteps > 0 {
+		c.SearchCredit /= float64(c.CreditSteps)
 	}
 	err = readJSONLines(filepath.Join(dir, EvalFile), func(b []byte) error {
 		var e EvalLine

@@ -247,3 +247,36 @@ func TestRunConfigValidate(t *testing.T) {
 	}
 	require.ErrorContains(t, Run(context.Background(), RunConfig{Steps: 1, CheckpointEvery: 1, EvalSamples: 1}, RunParts{}), "--out is empty")
 }
+
+// TestReadRunCurvesSearchCredit: the run's search credit is the mean over
+// the steps that have one; a run without any (agg-only) has none.
+func TestReadRunCurvesSearchCredit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		credits []string // per step; "" for none
+		mean    float64
+		steps   int
+	}{
+		{"every step", []string{"0.2", "0.4", "0.3"}, 0.3, 3},
+		{"some steps", []string{"0.5", "", "-0.1"}, 0.2, 2},
+		{"none", []string{"", ""}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var lines []string
+			for i, c := range tc.credits {
+				line := `{"step":` + strconv.Itoa(i+1) + `,"entropy":0.1`
+				if c != "" {
+					line += `,"search_credit":` + c
+				}
+				lines = append(lines, line+"}")
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(dir, MetricsFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+			c, err := ReadRunCurves(dir)
+			require.NoError(t, err)
+			require.Equal(t, tc.steps, c.CreditSteps)
+			require.InDelta(t, tc.mean, c.SearchCredit, 1e-12)
+			require.Len(t, c.Entropy.Y, len(tc.credits))
+		})
+	}
+}

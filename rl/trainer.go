@@ -391,8 +391,9 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 	var examples []Example
 	informative := 0
 	for _, g := range groups {
-		for _, tr := range g.Search {
-			t.reward(tr, g.Problem.Answer, &m.Search)
+		searchRewards := make([]float64, len(g.Search))
+		for i, tr := range g.Search {
+			searchRewards[i] = t.reward(tr, g.Problem.Answer, &m.Search)
 		}
 		// One SPIRAL problem per aggregation round, whose population is the
 		// search traces in the first round and the previous round's
@@ -424,6 +425,7 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 			if results[0].SearchMask[i] {
 				examples = append(examples, exampleOf(tr, results[0].Search[i], KindSearch))
 				m.observeAdvantage(results[0].Search[i])
+				m.observeSearchCredit(searchRewards[i], results[0].Search[i])
 			}
 		}
 		for a, rd := range g.Rounds {
@@ -498,6 +500,7 @@ func (t *Trainer) rolloutGRPO(ctx context.Context, probs []data.Problem, round u
 		for j, tr := range traces[i] {
 			examples = append(examples, exampleOf(tr, adv[j], KindGRPO))
 			m.observeAdvantage(adv[j])
+			m.observeSearchCredit(rewards[j], adv[j])
 		}
 	}
 	return examples, informative, nil

@@ -436,14 +436,16 @@ func TestRolloutSpiralAblations(t *testing.T) {
 			require.NoError(t, err)
 			g := groups[0]
 			sp := SpiralProblem{NumSearch: len(g.Search), Subsets: g.Rounds[0].Subsets}
+			reward := func(tr rollout.Trace) float64 {
+				if tr.Text == "1" {
+					return 1
+				}
+				return 0
+			}
 			for _, aggs := range g.Rounds[0].Aggregates {
 				var rs []float64
 				for _, a := range aggs {
-					r := 0.0
-					if a.Text == "1" {
-						r = 1
-					}
-					rs = append(rs, r)
+					rs = append(rs, reward(a))
 				}
 				sp.Rewards = append(sp.Rewards, rs)
 			}
@@ -473,6 +475,24 @@ func TestRolloutSpiralAblations(t *testing.T) {
 				require.InDelta(t, want[i].Advantage, e.Advantage, 1e-6, "example %d", i)
 				require.Equal(t, want[i].Completion, e.Completion, "example %d", i)
 			}
+
+			// SearchCredit correlates the trained search traces' own
+			// rewards with their advantages.
+			m.finishRollout()
+			if !tc.search {
+				require.Nil(t, m.SearchCredit)
+				return
+			}
+			var credit [][2]float64
+			for i, tr := range g.Search {
+				if res.Membership[i] > 0 {
+					credit = append(credit, [2]float64{reward(tr), res.Search[i]})
+				}
+			}
+			wantCredit, ok := pearson(credit)
+			require.True(t, ok)
+			require.NotNil(t, m.SearchCredit)
+			require.InDelta(t, wantCredit, *m.SearchCredit, 1e-12)
 		})
 	}
 	cfg := DefaultConfig()

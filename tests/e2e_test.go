@@ -473,6 +473,28 @@ func TestCompare(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(md), "| grpo | 0.500 (0.400-0.600) | 0.500 (0.450-0.550) |")
 
+	// Training runs: entropy, traces and the search credit, per label
+	// over seeds; agg-only trains no search trace, so it has no credit.
+	run := func(name string, lines ...string) string {
+		d := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "metrics.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+		return d
+	}
+	r = spiral(t, nil, "compare", "--out", out,
+		"--run", "spiral="+run("s1", `{"step":1,"entropy":0.1,"search_credit":0.1}`, `{"step":2,"entropy":0.1,"search_credit":0.3}`),
+		"--run", "spiral="+run("s2", `{"step":1,"entropy":0.1,"search_credit":0.4}`, `{"step":2,"entropy":0.1}`),
+		"--run", "agg-only="+run("a1", `{"step":1,"entropy":0.1}`, `{"step":2,"entropy":0.1}`),
+		filepath.Join(dir, "ra.json"), filepath.Join(dir, "rb1.json"))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "run spiral (n = 2)")
+	require.Contains(t, r.stdout, "search credit 0.300 (0.200-0.400)", "seed 1's steps average 0.2, seed 2 has one step of 0.4")
+	require.NotContains(t, r.stdout[strings.Index(r.stdout, "run agg-only"):], "search credit")
+	md, err = os.ReadFile(filepath.Join(out, "summary.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "search credit (own reward vs advantage)")
+	require.Contains(t, string(md), "| 0.300 (0.200-0.400) |")
+
 	r = spiral(t, nil, "compare", filepath.Join(dir, "a.json"))
 	require.Equal(t, 2, r.code)
 	r = spiral(t, nil, "compare", filepath.Join(dir, "a.json"), filepath.Join(dir, "missing.json"))

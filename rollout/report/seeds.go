@@ -16,7 +16,9 @@ type Spread struct {
 	Mean, Min, Max float64
 }
 
-func spreadOf(xs []float64) Spread {
+// SpreadOf is the mean, least and greatest of xs, which must be
+// non-empty.
+func SpreadOf(xs []float64) Spread {
 	s := Spread{Min: xs[0], Max: xs[0]}
 	for _, x := range xs {
 		s.Mean += x
@@ -86,10 +88,10 @@ func meanCurves(label string, n int, points func(seed int) (keys []int, x, y, y2
 	}
 	out := Seeds{Label: label, N: n}
 	for i := range keys0 {
-		out.X = append(out.X, spreadOf(xs[i]).Mean)
-		out.Y = append(out.Y, spreadOf(ys[i]))
+		out.X = append(out.X, SpreadOf(xs[i]).Mean)
+		out.Y = append(out.Y, SpreadOf(ys[i]))
 		if len(y2s[i]) > 0 {
-			out.Y2 = append(out.Y2, spreadOf(y2s[i]))
+			out.Y2 = append(out.Y2, SpreadOf(y2s[i]))
 		}
 	}
 	return out, nil

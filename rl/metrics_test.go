@@ -1,0 +1,88 @@
+package rl
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/params"
+)
+
+func TestPearson(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pairs [][2]float64
+		want  float64
+		ok    bool
+	}{
+		// Means 0.5 and 0.125; sxy = 0.5, sxx = 1, syy = 0.5625, so
+		// r = 0.5 / sqrt(0.5625) = 2/3.
+		{"hand computed", [][2]float64{{1, 0.5}, {0, -0.5}, {1, 0.25}, {0, 0.25}}, 2.0 / 3, true},
+		{"affine", [][2]float64{{0, -3}, {1, 1}, {1, 1}, {0, -3}}, 1, true},
+		{"reversed", [][2]float64{{0, 0.7}, {1, -0.1}, {0.5, 0.3}}, -1, true},
+		{"one pair", [][2]float64{{1, 0.5}}, 0, false},
+		{"constant reward", [][2]float64{{1, 0.5}, {1, -0.5}}, 0, false},
+		{"constant advantage", [][2]float64{{1, 0.5}, {0, 0.5}}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := pearson(tc.pairs)
+			require.Equal(t, tc.ok, ok)
+			require.InDelta(t, tc.want, got, 1e-12)
+		})
+	}
+}
+
+// TestGRPOSearchCredit: each trained GRPO trace adds its own reward and
+// its advantage; the advantage is an increasing affine function of the
+// reward within a group, so over one informative group the correlation is
+// exactly 1; a step with no trained search trace has none.
+func TestGRPOSearchCredit(t *testing.T) {
+	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2}}})
+	require.NoError(t, err)
+	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
+	require.NoError(t, err)
+	cfg := DefaultConfig()
+	cfg.Algo, cfg.GroupSize = AlgoGRPO, 8
+	probs := []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}}
+	tr, err := NewTrainer(cfg, TrainerParts{
+		Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: &trainerFakeLearner{},
+		Judge: trainerJudge, Problems: data.NewStream(data.NewDataset("t", probs), 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
+		Schedule: optim.Schedule{PeakLR: 0.1},
+	})
+	require.NoError(t, err)
+	var m Metrics
+	examples, informative, err := tr.rolloutGRPO(context.Background(), probs, 5, &m, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, informative)
+	// One (own reward, advantage) pair per trained trace, in order.
+	require.Len(t, m.credit, len(examples))
+	for i, e := range examples {
+		reward := 0.0
+		if (trainerFakePrompter{}).Text(e.Completion) == "1" {
+			reward = 1
+		}
+		require.Equal(t, reward, m.credit[i][0], "trace %d", i)
+		require.InDelta(t, e.Advantage, m.credit[i][1], 1e-6, "trace %d", i)
+	}
+	m.finishRollout()
+	require.NotNil(t, m.SearchCredit)
+	require.InDelta(t, 1, *m.SearchCredit, 1e-12)
+
+	var none Metrics
+	none.finishRollout()
+	require.Nil(t, none.SearchCredit)
+	require.NotContains(t, string(mustJSON(t, none)), "search_credit")
+	m.SearchCredit = new(float64)
+	require.Contains(t, string(mustJSON(t, m)), `"search_credit":0`, "a correlation of 0 is written")
+}
+
+func mustJSON(t *testing.T, m Metrics) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, m.WriteJSONL(&b))
+	return b.Bytes()
+}
