@@ -7,9 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/spiral-rl/spiral/data"
-	"github.com/spiral-rl/spiral/model/optim"
-	"github.com/spiral-rl/spiral/model/params"
+	"github.com/spiral-rl/spiral/rollout"
 )
 
 func TestPearson(t *testing.T) {
@@ -41,30 +39,18 @@ func TestPearson(t *testing.T) {
 // reward within a group, so over one informative group the correlation is
 // exactly 1; a step with no trained search trace has none.
 func TestGRPOSearchCredit(t *testing.T) {
-	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2}}})
-	require.NoError(t, err)
-	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
-	require.NoError(t, err)
-	cfg := DefaultConfig()
+	cfg, parts := hardTrainer(t, 0)
 	cfg.Algo, cfg.GroupSize = AlgoGRPO, 8
-	probs := []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}}
-	tr, err := NewTrainer(cfg, TrainerParts{
-		Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: &trainerFakeLearner{},
-		Judge: trainerJudge, Problems: data.NewStream(data.NewDataset("t", probs), 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
-		Schedule: optim.Schedule{PeakLR: 0.1},
-	})
+	tr, err := NewTrainer(cfg, parts)
 	require.NoError(t, err)
 	var m Metrics
-	examples, informative, err := tr.rolloutGRPO(context.Background(), probs, 5, &m, nil)
+	examples, informative, err := tr.rolloutGRPO(context.Background(), hardProblems, 5, &m, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, informative)
 	// One (own reward, advantage) pair per trained trace, in order.
 	require.Len(t, m.credit, len(examples))
 	for i, e := range examples {
-		reward := 0.0
-		if (trainerFakePrompter{}).Text(e.Completion) == "1" {
-			reward = 1
-		}
+		reward := fakeReward(rollout.Trace{Text: trainerFakePrompter{}.Text(e.Completion)})
 		require.Equal(t, reward, m.credit[i][0], "trace %d", i)
 		require.InDelta(t, e.Advantage, m.credit[i][1], 1e-6, "trace %d", i)
 	}

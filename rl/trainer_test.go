@@ -162,12 +162,35 @@ func hardTrainer(t *testing.T, fill float32) (Config, TrainerParts) {
 	}
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
 	require.NoError(t, err)
-	ds := data.NewDataset("t", []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}})
 	cfg := DefaultConfig()
 	cfg.Problems, cfg.MaxDrawRounds, cfg.Pipeline = 1, 3, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}
 	return cfg, TrainerParts{Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: &trainerFakeLearner{},
-		Judge: trainerJudge, Problems: data.NewStream(ds, 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
+		Judge: trainerJudge, Problems: data.NewStream(data.NewDataset("t", hardProblems), 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
 		Schedule: optim.Schedule{PeakLR: 0.1}}
+}
+
+// hardProblems is hardTrainer's problem set: "hard", answered "1".
+var hardProblems = []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}}
+
+// redrawHard draws again the SPIRAL rollout a trainer of cfg samples for
+// hardProblems in the given round, with the same fakes, and returns its
+// group.
+func redrawHard(t *testing.T, cfg Config, round uint64) rollout.Group {
+	t.Helper()
+	pipe, err := rollout.NewPipeline(trainerFakeGen{}, trainerFakePrompter{}, cfg.Pipeline)
+	require.NoError(t, err)
+	groups, _, err := pipe.Run(context.Background(), hardProblems, cfg.Seed, round, nil)
+	require.NoError(t, err)
+	return groups[0]
+}
+
+// fakeReward is trainerJudge's reward for hardProblems: 1 for the answer
+// "1", else 0.
+func fakeReward(tr rollout.Trace) float64 {
+	if tr.Text == "1" {
+		return 1
+	}
+	return 0
 }
 
 // TestTrainerCountsDeviceCopies: a step's metrics carry what it copied
@@ -293,38 +316,18 @@ func TestTrainerUpdatesOnDevice(t *testing.T) {
 func TestRolloutSpiralLaterRoundAdvantages(t *testing.T) {
 	for _, algo := range []string{AlgoSpiral, AlgoAggOnly} {
 		t.Run(algo, func(t *testing.T) {
-			w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2}}})
-			require.NoError(t, err)
-			opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
-			require.NoError(t, err)
-			cfg := DefaultConfig()
+			cfg, parts := hardTrainer(t, 0)
 			cfg.Algo = algo
 			cfg.Pipeline = rollout.PipelineConfig{N1: 6, K: 3, N: 3, N2: 3, Rounds: 2}
-			probs := []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}}
-			ds := data.NewDataset("t", probs)
-			tr, err := NewTrainer(cfg, TrainerParts{
-				Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: &trainerFakeLearner{},
-				Judge: trainerJudge, Problems: data.NewStream(ds, 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
-				Schedule: optim.Schedule{PeakLR: 0.1},
-			})
+			tr, err := NewTrainer(cfg, parts)
 			require.NoError(t, err)
 			var m Metrics
-			examples, informative, err := tr.rolloutSpiral(context.Background(), probs, 5, &m, nil)
+			examples, informative, err := tr.rolloutSpiral(context.Background(), hardProblems, 5, &m, nil)
 			require.NoError(t, err)
 
 			// The same rollout, drawn again, and its advantages by hand.
-			pipe, err := rollout.NewPipeline(trainerFakeGen{}, trainerFakePrompter{}, cfg.Pipeline)
-			require.NoError(t, err)
-			groups, _, err := pipe.Run(context.Background(), probs, cfg.Seed, 5, nil)
-			require.NoError(t, err)
-			g := groups[0]
+			g := redrawHard(t, cfg, 5)
 			require.Len(t, g.Rounds, 2)
-			reward := func(tr rollout.Trace) float64 {
-				if tr.Text == "1" {
-					return 1
-				}
-				return 0
-			}
 			mean := func(xs []float64) float64 {
 				s := 0.0
 				for _, x := range xs {
@@ -343,7 +346,7 @@ func TestRolloutSpiralLaterRoundAdvantages(t *testing.T) {
 				for s, aggs := range rd.Aggregates {
 					rs := make([]float64, len(aggs))
 					for j, tr := range aggs {
-						rs[j] = reward(tr)
+						rs[j] = fakeReward(tr)
 					}
 					f[s] = mean(rs)
 					for _, r := range rs {
@@ -385,7 +388,7 @@ func TestRolloutSpiralLaterRoundAdvantages(t *testing.T) {
 			for a, rd := range g.Rounds {
 				var rs []float64
 				for _, tr := range rd.Traces() {
-					rs = append(rs, reward(tr))
+					rs = append(rs, fakeReward(tr))
 				}
 				require.Equal(t, 9, m.AggregateRounds[a].Traces)
 				require.InDelta(t, mean(rs), m.AggregateRounds[a].Reward, 1e-12, "round %d", a+1)
@@ -411,41 +414,22 @@ func TestRolloutSpiralAblations(t *testing.T) {
 		{AlgoSearchOnly, true, false},
 	} {
 		t.Run(tc.algo, func(t *testing.T) {
-			w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2}}})
-			require.NoError(t, err)
-			opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
-			require.NoError(t, err)
-			cfg := DefaultConfig()
+			cfg, parts := hardTrainer(t, 0)
 			cfg.Algo = tc.algo
 			cfg.Pipeline = rollout.PipelineConfig{N1: 6, K: 3, N: 3, N2: 3}
-			probs := []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}}
-			tr, err := NewTrainer(cfg, TrainerParts{
-				Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: &trainerFakeLearner{},
-				Judge: trainerJudge, Problems: data.NewStream(data.NewDataset("t", probs), 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
-				Schedule: optim.Schedule{PeakLR: 0.1},
-			})
+			tr, err := NewTrainer(cfg, parts)
 			require.NoError(t, err)
 			var m Metrics
-			examples, informative, err := tr.rolloutSpiral(context.Background(), probs, 5, &m, nil)
+			examples, informative, err := tr.rolloutSpiral(context.Background(), hardProblems, 5, &m, nil)
 			require.NoError(t, err)
 
 			// The same rollout, drawn again, and SPIRAL's advantages of it.
-			pipe, err := rollout.NewPipeline(trainerFakeGen{}, trainerFakePrompter{}, cfg.Pipeline)
-			require.NoError(t, err)
-			groups, _, err := pipe.Run(context.Background(), probs, cfg.Seed, 5, nil)
-			require.NoError(t, err)
-			g := groups[0]
+			g := redrawHard(t, cfg, 5)
 			sp := SpiralProblem{NumSearch: len(g.Search), Subsets: g.Rounds[0].Subsets}
-			reward := func(tr rollout.Trace) float64 {
-				if tr.Text == "1" {
-					return 1
-				}
-				return 0
-			}
 			for _, aggs := range g.Rounds[0].Aggregates {
 				var rs []float64
 				for _, a := range aggs {
-					rs = append(rs, reward(a))
+					rs = append(rs, fakeReward(a))
 				}
 				sp.Rewards = append(sp.Rewards, rs)
 			}
@@ -486,7 +470,7 @@ func TestRolloutSpiralAblations(t *testing.T) {
 			var credit [][2]float64
 			for i, tr := range g.Search {
 				if res.Membership[i] > 0 {
-					credit = append(credit, [2]float64{reward(tr), res.Search[i]})
+					credit = append(credit, [2]float64{fakeReward(tr), res.Search[i]})
 				}
 			}
 			wantCredit, ok := pearson(credit)
