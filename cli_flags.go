@@ -312,8 +312,8 @@ type templateFlags struct {
 }
 
 func (f *templateFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.search, "search-template", "", "search prompt template file (default: built in)")
-	fs.StringVar(&f.aggregate, "aggregate-template", "", "aggregation prompt template file (default: built in)")
+	fs.StringVar(&f.search, "search-template", "", "search prompt template file (default: built in; the embedded task's for the embedded model or task)")
+	fs.StringVar(&f.aggregate, "aggregate-template", "", "aggregation prompt template file (default: built in; the embedded task's for the embedded model or task)")
 }
 
 // trainFlags are the flags of `spiral train`.

@@ -20,12 +20,15 @@ type templateSet struct {
 	*data.Templates
 }
 
-// loadTemplates returns the templates the flags name, else the embedded
-// task's compact templates when the problems are the embedded task's,
-// else the default (RSA-style) templates.
-func loadTemplates(onEmbeddedTask bool, f templateFlags) (templateSet, error) {
-	if onEmbeddedTask && f.search == "" && f.aggregate == "" {
-		return templateSet{synth.Templates()}, nil
+// loadTemplates returns the templates the flags name; a template not
+// named is the embedded task's compact one when compact (the model or the
+// problems are the embedded task's: the embedded model has read no other
+// prompt, and its tokenizer knows only the task's characters), else the
+// default (RSA-style) one.
+func loadTemplates(compact bool, f templateFlags) (templateSet, error) {
+	if compact {
+		t, err := synth.Templates().Override(f.search, f.aggregate)
+		return templateSet{t}, err
 	}
 	t, err := data.LoadTemplates(f.search, f.aggregate)
 	return templateSet{t}, err

@@ -42,7 +42,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	if err != nil {
 		return err
 	}
-	tmpl, err := loadTemplates(onTask, f.tmpl)
+	tmpl, err := loadTemplates(onTask || sess.embedded, f.tmpl)
 	if err != nil {
 		return err
 	}

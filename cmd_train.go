@@ -40,7 +40,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	}
 	defer sess.close()
 	onTask := f.data == ""
-	tmpl, err := loadTemplates(onTask, f.tmpl)
+	tmpl, err := loadTemplates(onTask || sess.embedded, f.tmpl)
 	if err != nil {
 		return err
 	}

@@ -47,22 +47,33 @@ type Templates struct {
 // LoadTemplates reads the templates from files; "" selects the embedded
 // default for that template.
 func LoadTemplates(searchPath, aggregatePath string) (*Templates, error) {
-	search, agg := defaultSearch, defaultAggregate
+	return loadOver(trimOneNewline(defaultSearch), trimOneNewline(defaultAggregate), searchPath, aggregatePath)
+}
+
+// Override returns templates that read the template files named (those
+// not "") in place of t's own, keeping t's others.
+func (t *Templates) Override(searchPath, aggregatePath string) (*Templates, error) {
+	return loadOver(t.searchSrc, t.aggSrc, searchPath, aggregatePath)
+}
+
+// loadOver parses the sources search and agg (trimmed already), each
+// replaced by its file's content where a path is given.
+func loadOver(search, agg, searchPath, aggregatePath string) (*Templates, error) {
 	if searchPath != "" {
 		b, err := os.ReadFile(searchPath)
 		if err != nil {
 			return nil, fmt.Errorf("data: search template: %w", err)
 		}
-		search = string(b)
+		search = trimOneNewline(string(b))
 	}
 	if aggregatePath != "" {
 		b, err := os.ReadFile(aggregatePath)
 		if err != nil {
 			return nil, fmt.Errorf("data: aggregation template: %w", err)
 		}
-		agg = string(b)
+		agg = trimOneNewline(string(b))
 	}
-	t, err := ParseTemplates(search, agg)
+	t, err := parseTrimmed(search, agg)
 	if err != nil {
 		return nil, fmt.Errorf("%w (files %q, %q)", err, searchPath, aggregatePath)
 	}
@@ -79,7 +90,11 @@ const (
 // once with probe data, and the search output must contain the problem, the
 // aggregation output the problem and every candidate's text.
 func ParseTemplates(search, aggregate string) (*Templates, error) {
-	t := &Templates{searchSrc: trimOneNewline(search), aggSrc: trimOneNewline(aggregate)}
+	return parseTrimmed(trimOneNewline(search), trimOneNewline(aggregate))
+}
+
+func parseTrimmed(search, aggregate string) (*Templates, error) {
+	t := &Templates{searchSrc: search, aggSrc: aggregate}
 	var err error
 	if t.search, err = template.New("search").Parse(t.searchSrc); err != nil {
 		return nil, fmt.Errorf("data: search template: %w", err)

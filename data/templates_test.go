@@ -63,6 +63,49 @@ func TestLoadTemplatesOverride(t *testing.T) {
 	require.Equal(t, "x\n"+wantInstruction, s)
 }
 
+// TestTemplatesOverride replaces the templates of a non-default set one
+// at a time: the template not named keeps that set's source (a source
+// ending in a blank line keeps it: no second newline is trimmed), the
+// named one is read from its file.
+func TestTemplatesOverride(t *testing.T) {
+	dir := t.TempDir()
+	sp := filepath.Join(dir, "s.txt")
+	ap := filepath.Join(dir, "a.txt")
+	require.NoError(t, os.WriteFile(sp, []byte("Q: {{.Problem}}\n"), 0o644))
+	require.NoError(t, os.WriteFile(ap, []byte("{{.Problem}}{{range .Candidates}}|{{.Text}}{{end}}\n"), 0o644))
+	base, err := ParseTemplates("{{.Problem}}\n\n", "{{.Problem}}{{range .Candidates}};{{.Number}}{{.Text}}{{end}}")
+	require.NoError(t, err)
+
+	cases := []struct {
+		name, search, aggregate string
+		wantSearch, wantAgg     string
+	}{
+		{"none", "", "", "x\n", "x;1u;2v"},
+		{"search", sp, "", "Q: x", "x;1u;2v"},
+		{"aggregate", "", ap, "x\n", "x|u|v"},
+		{"both", sp, ap, "Q: x", "x|u|v"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tm, err := base.Override(tc.search, tc.aggregate)
+			require.NoError(t, err)
+			s, err := tm.Search("x")
+			require.NoError(t, err)
+			require.Equal(t, tc.wantSearch, s)
+			a, err := tm.Aggregate("x", []string{"u", "v"})
+			require.NoError(t, err)
+			require.Equal(t, tc.wantAgg, a)
+		})
+	}
+	_, err = base.Override("", filepath.Join(dir, "missing.txt"))
+	require.ErrorContains(t, err, "aggregation template")
+	bad := filepath.Join(dir, "bad.txt")
+	require.NoError(t, os.WriteFile(bad, []byte("Solve it."), 0o644))
+	_, err = base.Override(bad, "")
+	require.ErrorContains(t, err, "does not contain the problem")
+	require.ErrorContains(t, err, "bad.txt")
+}
+
 func TestTemplateErrors(t *testing.T) {
 	good := DefaultAggregateTemplate()
 	cases := []struct {
