@@ -2,23 +2,119 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 
 	"github.com/spf13/pflag"
 
 	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/data/synth"
+	"github.com/spiral-rl/spiral/model/atomicfile"
 )
+
+const dataUsage = "usage: spiral data inspect FILE | spiral data synth [--split test] [--problems 128] [--max-operand 5] ... [--out FILE]"
 
 func setupData(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	var df dataFlags
 	df.register(fs)
+	var sf synthFlags
+	sf.register(fs)
 	return func(_ context.Context, env *cliEnv, args []string) error {
-		if len(args) != 2 || args[0] != "inspect" {
-			return usageError{errors.New("usage: spiral data inspect FILE")}
+		switch {
+		case len(args) == 2 && args[0] == "inspect":
+			if err := df.opt.Validate(); err != nil {
+				return usageError{err}
+			}
+			return data.Inspect(env.stdout, args[1], df.opt)
+		case len(args) == 1 && args[0] == "synth":
+			return writeSynth(env, &sf)
 		}
-		if err := df.opt.Validate(); err != nil {
-			return usageError{err}
-		}
-		return data.Inspect(env.stdout, args[1], df.opt)
+		return usageError{errors.New(dataUsage)}
 	}
+}
+
+// synthFlags are the flags of `spiral data synth`: a problem set of the
+// synthetic task, by default the embedded task's held-out split, with its
+// difficulty knobs.
+type synthFlags struct {
+	cfg      synth.Config
+	split    string
+	problems int
+	out      string
+}
+
+func (f *synthFlags) register(fs *pflag.FlagSet) {
+	f.cfg = synth.EmbeddedConfig
+	fs.StringVar(&f.split, "split", "test", "synth: train or test (the split is the embedded task's for every setting: a test problem is never one the embedded model was trained on)")
+	fs.IntVar(&f.problems, "problems", embeddedEvalProblems, "synth: distinct problems to write")
+	fs.StringVar(&f.cfg.Form, "form", f.cfg.Form, "synth: solve (\"Solve x*7+3=38.\") or compute (\"Compute 7+5*3-4.\")")
+	fs.IntVar(&f.cfg.MinOperands, "min-operands", f.cfg.MinOperands, "synth: fewest operands per expression")
+	fs.IntVar(&f.cfg.MaxOperands, "max-operands", f.cfg.MaxOperands, "synth: most operands per expression")
+	fs.IntVar(&f.cfg.MinOperand, "min-operand", f.cfg.MinOperand, "synth: smallest operand")
+	fs.IntVar(&f.cfg.MaxOperand, "max-operand", f.cfg.MaxOperand, "synth: largest operand (the embedded model was trained on 1-5; larger is harder)")
+	fs.StringVar(&f.out, "out", "", "synth: JSONL file to write (default: standard output)")
+}
+
+// synthRow is a line of `spiral data synth`'s JSONL, in the field names
+// spiral data's loader detects.
+type synthRow struct {
+	ID      string `json:"id"`
+	Problem string `json:"problem"`
+	Answer  string `json:"answer"`
+}
+
+// writeSynth writes f.problems problems of the synthetic task as JSONL.
+// With the embedded task's settings it is the very problem set the
+// embedded commands use (spiral eval's held-out problems, spiral train's
+// training problems), in their order.
+func writeSynth(env *cliEnv, f *synthFlags) error {
+	var split synth.Split
+	switch f.split {
+	case "train":
+		split = synth.Train
+	case "test":
+		split = synth.Test
+	default:
+		return usageError{fmt.Errorf("--split %q: want train or test", f.split)}
+	}
+	// synth.Config reads 0 and "" as "the default": refuse them here so
+	// that a flag is never silently replaced.
+	for _, c := range []struct {
+		flag  string
+		value int
+	}{{"problems", f.problems}, {"min-operands", f.cfg.MinOperands}, {"max-operands", f.cfg.MaxOperands}, {"min-operand", f.cfg.MinOperand}, {"max-operand", f.cfg.MaxOperand}} {
+		if c.value < 1 {
+			return usageError{fmt.Errorf("--%s %d: want at least 1", c.flag, c.value)}
+		}
+	}
+	if f.cfg.Form == "" {
+		return usageError{errors.New(`--form "": want solve or compute`)}
+	}
+	task, err := synth.New(f.cfg, synth.EmbeddedSeed)
+	if err != nil {
+		return usageError{err}
+	}
+	ds, err := task.Dataset(split, f.problems, synth.EmbeddedSeed)
+	if err != nil {
+		return usageError{err}
+	}
+	write := func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		for _, p := range ds.Problems {
+			if err := enc.Encode(synthRow{ID: p.ID, Problem: p.Problem, Answer: p.Answer}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if f.out == "" {
+		return write(env.stdout)
+	}
+	if err := atomicfile.Write(f.out, 0o644, write); err != nil {
+		return fmt.Errorf("write %s: %w", f.out, err)
+	}
+	fmt.Fprintf(env.stderr, "spiral: wrote %d %s problems to %s\n", len(ds.Problems), f.split, f.out)
+	return nil
 }

@@ -68,7 +68,7 @@ func commands() []command {
 		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens", setupCompare},
 		{"plan", "predict the memory of a training step and of generation, and the largest shapes that fit", setupPlan},
 		{"plot", "overlay eval reports of one mode in one PNG (e.g. base vs trained)", setupPlot},
-		{"data", "inspect a dataset file (spiral data inspect FILE)", setupData},
+		{"data", "inspect a dataset file (spiral data inspect FILE) or write the synthetic task's problems (spiral data synth)", setupData},
 		{"version", "print the versions of spiral, ONNX Runtime and tokenizers", setupVersion},
 	}
 }

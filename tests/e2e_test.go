@@ -255,6 +255,84 @@ func TestDataInspect(t *testing.T) {
 	require.Equal(t, 2, r.code)
 }
 
+// TestDataSynth writes problem sets of the synthetic task: with the
+// embedded settings they are the embedded commands' own problems, in
+// their order; a harder setting draws its operands from the range asked
+// and keeps the embedded split (no problem the embedded model trained
+// on); bad flags are usage errors naming the flag.
+func TestDataSynth(t *testing.T) {
+	rowsOf := func(t *testing.T, jsonl string) []map[string]string {
+		t.Helper()
+		var rows []map[string]string
+		for _, line := range strings.Split(strings.TrimSpace(jsonl), "\n") {
+			var row map[string]string
+			require.NoError(t, json.Unmarshal([]byte(line), &row), line)
+			rows = append(rows, row)
+		}
+		return rows
+	}
+	for _, tc := range []struct {
+		split synth.Split
+		n     int
+	}{{synth.Test, 128}, {synth.Train, 50}} {
+		want, err := synth.EmbeddedSplit(tc.split, tc.n)
+		require.NoError(t, err)
+		r := spiral(t, nil, "data", "synth", "--split", tc.split.String(), "--problems", fmt.Sprint(tc.n))
+		require.Equal(t, 0, r.code, r.stderr)
+		rows := rowsOf(t, r.stdout)
+		require.Len(t, rows, tc.n)
+		for i, p := range want.Problems {
+			require.Equal(t, map[string]string{"id": p.ID, "problem": p.Problem, "answer": p.Answer}, rows[i])
+		}
+	}
+
+	trained, err := synth.EmbeddedSplit(synth.Train, 2000)
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, p := range trained.Problems {
+		seen[p.Problem] = true
+	}
+	file := filepath.Join(t.TempDir(), "hard.jsonl")
+	r := spiral(t, nil, "data", "synth", "--max-operand", "7", "--out", file)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "128 test problems")
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	above5 := 0
+	for _, row := range rowsOf(t, string(b)) {
+		require.False(t, seen[row["problem"]], "%s is an embedded training problem", row["problem"])
+		lhs, _, ok := strings.Cut(strings.TrimPrefix(row["problem"], "Solve "), "=")
+		require.True(t, ok, row["problem"])
+		for _, op := range regexp.MustCompile(`[0-9]+`).FindAllString(lhs, -1) {
+			require.Contains(t, []string{"1", "2", "3", "4", "5", "6", "7"}, op, row["problem"])
+			if op == "6" || op == "7" {
+				above5++
+			}
+		}
+	}
+	require.Positive(t, above5, "no operand above the embedded range")
+	r = spiral(t, nil, "data", "inspect", file)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "128 kept")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--split", "dev"}, "--split"},
+		{[]string{"--problems", "0"}, "--problems"},
+		{[]string{"--min-operand", "0"}, "--min-operand"},
+		{[]string{"--max-operands", "0"}, "--max-operands"},
+		{[]string{"--form", "algebra"}, "form"},
+		{[]string{"--min-operands", "2", "--max-operands", "2", "--max-operand", "2", "--problems", "500"}, "distinct"},
+		{[]string{"extra"}, "usage"},
+	} {
+		r := spiral(t, nil, append([]string{"data", "synth"}, tc.args...)...)
+		require.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
+		require.Contains(t, r.stderr, tc.want, tc.args)
+	}
+}
+
 // TestEmbeddedDefault runs the embedded model with no files given: eval
 // on two held-out problems of the embedded task, in a fresh cache.
 func TestEmbeddedDefault(t *testing.T) {
