@@ -6,6 +6,7 @@ import (
 
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/data/synth"
+	"github.com/spiral-rl/spiral/model/tokenizer"
 	"github.com/spiral-rl/spiral/rollout"
 )
 
@@ -83,4 +84,68 @@ func fitContext(s *modelSession, tmpl templateSet, problems []data.Problem, c ro
 	}
 	reportSkipped(warn, skipped)
 	return kept, nil
+}
+
+// warnUnreadable reports on warn the prompt text that the model's
+// tokenizer maps to its unknown token, which the model cannot read: the
+// templates' own text (naming the flag that replaces the template), else
+// the problems whose search prompts hold such characters (a count and the
+// first one). A tokenizer without an unknown token (byte-level BPE) reads
+// everything, and nothing is reported.
+func warnUnreadable(s *modelSession, tmpl templateSet, problems []data.Problem, warn io.Writer) error {
+	unk, ok := s.tok.TokenID(tokenizer.UnknownToken)
+	if !ok {
+		return nil
+	}
+	unknown := func(ids []int32) int {
+		n := 0
+		for _, id := range ids {
+			if id == unk {
+				n++
+			}
+		}
+		return n
+	}
+	pr := s.prompter(tmpl)
+	search, err := pr.SearchPrompt("")
+	if err != nil {
+		return err
+	}
+	agg, err := pr.AggregatePrompt("", []string{""})
+	if err != nil {
+		return err
+	}
+	templateUnknown := false
+	for _, t := range []struct {
+		name, flag string
+		n          int
+	}{{"search", "--search-template", unknown(search)}, {"aggregation", "--aggregate-template", unknown(agg)}} {
+		if t.n > 0 {
+			fmt.Fprintf(warn, "spiral: warning: the %s template has %d characters the model's tokenizer does not know (%s), which the model cannot read; give one it was trained on (%s)\n",
+				t.name, t.n, tokenizer.UnknownToken, t.flag)
+			templateUnknown = true
+		}
+	}
+	if templateUnknown {
+		return nil // every problem's prompt holds them: one warning is enough
+	}
+	var first *data.Problem
+	count := 0
+	for i := range problems {
+		ids, err := pr.SearchPrompt(problems[i].Problem)
+		if err != nil {
+			return fmt.Errorf("%s: %w", problems[i].Source, err)
+		}
+		if unknown(ids) > 0 {
+			if first == nil {
+				first = &problems[i]
+			}
+			count++
+		}
+	}
+	if count > 0 {
+		fmt.Fprintf(warn, "spiral: warning: %d of %d problems hold characters the model's tokenizer does not know (%s), first %s: %q\n",
+			count, len(problems), tokenizer.UnknownToken, first.Source, first.Problem)
+	}
+	return nil
 }

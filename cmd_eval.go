@@ -66,6 +66,9 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	if problems, err = fitContext(sess, tmpl, problems, samplerCfg, env.stderr); err != nil {
 		return err
 	}
+	if err := warnUnreadable(sess, tmpl, problems, env.stderr); err != nil {
+		return err
+	}
 	skipped := before - len(problems)
 	if len(problems) == 0 {
 		return errors.New("no problems to evaluate")

@@ -98,6 +98,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := warnUnreadable(sess, tmpl, problems, env.stderr); err != nil {
+		return err
+	}
 	if len(problems) == 0 {
 		return fmt.Errorf("no usable problems in %s", dataName)
 	}

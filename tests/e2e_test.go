@@ -405,6 +405,43 @@ func TestEmbeddedModelOnDataFile(t *testing.T) {
 	require.Equal(t, ra.Steps, rb.Steps)
 }
 
+// TestUnreadablePrompts: text the embedded model's character tokenizer
+// maps to <unk> is reported, naming the template flag or the problem's
+// row; the embedded task's own prompts raise no warning.
+func TestUnreadablePrompts(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	problems := filepath.Join(dir, "p.jsonl")
+	require.NoError(t, os.WriteFile(problems, []byte(`{"problem":"Solve 2+x=5.","answer":"3"}`+"\n"+`{"problem":"Löse 2+x=5.","answer":"3"}`+"\n"), 0o644))
+	rsaStyle := filepath.Join(dir, "search.txt")
+	require.NoError(t, os.WriteFile(rsaStyle, []byte("Solve the problem. Put the final answer in \\boxed{}.\n{{.Problem}}\n"), 0o644))
+	cache := []string{"SPIRAL_CACHE_DIR=" + t.TempDir()}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		warns []string
+	}{
+		{"embedded task", nil, nil},
+		{"template", []string{"--search-template", rsaStyle}, []string{"search template", "--search-template"}},
+		{"problem", []string{"--data", problems}, []string{"1 of 2 problems", "p.jsonl:2", "Löse"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"eval", "--mode", "passk", "--limit", "2", "--samples", "1", "--quiet", "--out", t.TempDir()}, tc.args...)
+			r := spiral(t, cache, args...)
+			if strings.Contains(r.stderr, "carries no default model") {
+				t.Skip("binary built without the embedded model")
+			}
+			require.Equal(t, 0, r.code, r.stderr)
+			if tc.warns == nil {
+				require.NotContains(t, r.stderr, "warning", "the embedded task's prompts are all readable")
+			}
+			for _, w := range tc.warns {
+				require.Contains(t, r.stderr, w)
+			}
+		})
+	}
+}
+
 // TestArtifactsCommand builds the training graphs of a model that has no
 // tokenizer (artifacts need none) and reports what is trained, frozen and
 // constant; --freeze moves matching parameters to the frozen list with
