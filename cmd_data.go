@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -24,15 +25,38 @@ func setupData(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		switch {
 		case len(args) == 2 && args[0] == "inspect":
+			if err := refuseFlags(fs, "inspect", true); err != nil {
+				return err
+			}
 			if err := df.opt.Validate(); err != nil {
 				return usageError{err}
 			}
 			return data.Inspect(env.stdout, args[1], df.opt)
 		case len(args) == 1 && args[0] == "synth":
+			if err := refuseFlags(fs, "synth", false); err != nil {
+				return err
+			}
 			return writeSynth(env, &sf)
 		}
 		return usageError{errors.New(dataUsage)}
 	}
+}
+
+// synthFlagPrefix starts the help of every flag of `spiral data synth`;
+// the others are `spiral data inspect`'s.
+const synthFlagPrefix = "synth: "
+
+// refuseFlags returns a usage error for the first flag set that belongs
+// to the other subcommand than sub: a synth flag when synthFlag, else an
+// inspect flag.
+func refuseFlags(fs *pflag.FlagSet, sub string, synthFlag bool) error {
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		if err == nil && strings.HasPrefix(f.Usage, synthFlagPrefix) == synthFlag {
+			err = usageError{fmt.Errorf("--%s is not a flag of spiral data %s", f.Name, sub)}
+		}
+	})
+	return err
 }
 
 // synthFlags are the flags of `spiral data synth`: a problem set of the
@@ -47,14 +71,14 @@ type synthFlags struct {
 
 func (f *synthFlags) register(fs *pflag.FlagSet) {
 	f.cfg = synth.EmbeddedConfig
-	fs.StringVar(&f.split, "split", "test", "synth: train or test (the split is the embedded task's for every setting: a test problem is never one the embedded model was trained on)")
-	fs.IntVar(&f.problems, "problems", embeddedEvalProblems, "synth: distinct problems to write")
-	fs.StringVar(&f.cfg.Form, "form", f.cfg.Form, "synth: solve (\"Solve x*7+3=38.\") or compute (\"Compute 7+5*3-4.\")")
-	fs.IntVar(&f.cfg.MinOperands, "min-operands", f.cfg.MinOperands, "synth: fewest operands per expression")
-	fs.IntVar(&f.cfg.MaxOperands, "max-operands", f.cfg.MaxOperands, "synth: most operands per expression")
-	fs.IntVar(&f.cfg.MinOperand, "min-operand", f.cfg.MinOperand, "synth: smallest operand")
-	fs.IntVar(&f.cfg.MaxOperand, "max-operand", f.cfg.MaxOperand, "synth: largest operand (the embedded model was trained on 1-5; larger is harder)")
-	fs.StringVar(&f.out, "out", "", "synth: JSONL file to write (default: standard output)")
+	fs.StringVar(&f.split, "split", "test", synthFlagPrefix+"train or test (the split is the embedded task's for every setting: a test problem is never one the embedded model was trained on)")
+	fs.IntVar(&f.problems, "problems", embeddedEvalProblems, synthFlagPrefix+"distinct problems to write")
+	fs.StringVar(&f.cfg.Form, "form", f.cfg.Form, synthFlagPrefix+"solve (\"Solve x*7+3=38.\") or compute (\"Compute 7+5*3-4.\")")
+	fs.IntVar(&f.cfg.MinOperands, "min-operands", f.cfg.MinOperands, synthFlagPrefix+"fewest operands per expression")
+	fs.IntVar(&f.cfg.MaxOperands, "max-operands", f.cfg.MaxOperands, synthFlagPrefix+"most operands per expression")
+	fs.IntVar(&f.cfg.MinOperand, "min-operand", f.cfg.MinOperand, synthFlagPrefix+"smallest operand")
+	fs.IntVar(&f.cfg.MaxOperand, "max-operand", f.cfg.MaxOperand, synthFlagPrefix+"largest operand (the embedded model was trained on 1-5; larger is harder)")
+	fs.StringVar(&f.out, "out", "", synthFlagPrefix+"JSONL file to write (default: standard output)")
 }
 
 // synthRow is a line of `spiral data synth`'s JSONL, in the field names

@@ -314,6 +314,9 @@ func TestDataSynth(t *testing.T) {
 	r = spiral(t, nil, "data", "inspect", file)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "128 kept")
+	r = spiral(t, nil, "data", "inspect", "--max-operand", "7", file)
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--max-operand is not a flag of spiral data inspect")
 
 	for _, tc := range []struct {
 		args []string
@@ -326,6 +329,7 @@ func TestDataSynth(t *testing.T) {
 		{[]string{"--form", "algebra"}, "form"},
 		{[]string{"--min-operands", "2", "--max-operands", "2", "--max-operand", "2", "--problems", "500"}, "distinct"},
 		{[]string{"extra"}, "usage"},
+		{[]string{"--problem-field", "q"}, "--problem-field is not a flag of spiral data synth"},
 	} {
 		r := spiral(t, nil, append([]string{"data", "synth"}, tc.args...)...)
 		require.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
