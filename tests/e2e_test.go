@@ -68,6 +68,18 @@ func spiral(t *testing.T, env []string, args ...string) result {
 	return result{out.String(), errb.String(), code}
 }
 
+// jsonLines decodes each line of out (JSON Lines) into a T.
+func jsonLines[T any](t *testing.T, out string) []T {
+	t.Helper()
+	var vs []T
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var v T
+		require.NoError(t, json.Unmarshal([]byte(l), &v), l)
+		vs = append(vs, v)
+	}
+	return vs
+}
+
 // requireRuntime skips (locally) or fails (in CI) when the ONNX Runtime
 // library that scripts/setup.sh installs is not configured.
 func requireRuntime(t *testing.T) {
@@ -261,16 +273,6 @@ func TestDataInspect(t *testing.T) {
 // and keeps the embedded split (no problem the embedded model trained
 // on); bad flags are usage errors naming the flag.
 func TestDataSynth(t *testing.T) {
-	rowsOf := func(t *testing.T, jsonl string) []map[string]string {
-		t.Helper()
-		var rows []map[string]string
-		for _, line := range strings.Split(strings.TrimSpace(jsonl), "\n") {
-			var row map[string]string
-			require.NoError(t, json.Unmarshal([]byte(line), &row), line)
-			rows = append(rows, row)
-		}
-		return rows
-	}
 	for _, tc := range []struct {
 		split synth.Split
 		n     int
@@ -279,7 +281,7 @@ func TestDataSynth(t *testing.T) {
 		require.NoError(t, err)
 		r := spiral(t, nil, "data", "synth", "--split", tc.split.String(), "--problems", fmt.Sprint(tc.n))
 		require.Equal(t, 0, r.code, r.stderr)
-		rows := rowsOf(t, r.stdout)
+		rows := jsonLines[map[string]string](t, r.stdout)
 		require.Len(t, rows, tc.n)
 		for i, p := range want.Problems {
 			require.Equal(t, map[string]string{"id": p.ID, "problem": p.Problem, "answer": p.Answer}, rows[i])
@@ -299,7 +301,7 @@ func TestDataSynth(t *testing.T) {
 	b, err := os.ReadFile(file)
 	require.NoError(t, err)
 	above5 := 0
-	for _, row := range rowsOf(t, string(b)) {
+	for _, row := range jsonLines[map[string]string](t, string(b)) {
 		require.False(t, seen[row["problem"]], "%s is an embedded training problem", row["problem"])
 		lhs, _, ok := strings.Cut(strings.TrimPrefix(row["problem"], "Solve "), "=")
 		require.True(t, ok, row["problem"])
@@ -494,18 +496,9 @@ func TestBenchAndPlan(t *testing.T) {
 	}
 	require.Equal(t, true, rc["tie_word_embeddings"])
 
-	lines := func(out string) []map[string]any {
-		var ls []map[string]any
-		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-			var v map[string]any
-			require.NoError(t, json.Unmarshal([]byte(l), &v), l)
-			ls = append(ls, v)
-		}
-		return ls
-	}
 	r = spiral(t, env, "bench", "train", "--model", m, "--rows", "2", "--tokens", "32", "--steps", "2")
 	require.Equal(t, 0, r.code, r.stderr)
-	ls := lines(r.stdout)
+	ls := jsonLines[map[string]any](t, r.stdout)
 	require.Len(t, ls, 3)
 	require.Equal(t, "open", ls[0]["phase"])
 	for _, l := range ls[1:] {
@@ -517,7 +510,7 @@ func TestBenchAndPlan(t *testing.T) {
 
 	r = spiral(t, env, "bench", "generate", "--model", m, "--rows", "3", "--prompt-tokens", "8", "--new-tokens", "4", "--steps", "1")
 	require.Equal(t, 0, r.code, r.stderr)
-	ls = lines(r.stdout)
+	ls = jsonLines[map[string]any](t, r.stdout)
 	require.Len(t, ls, 2)
 	require.Equal(t, "generate", ls[1]["phase"])
 	// 2 layers x (k, v) x 2 KV heads x 32 wide x 4 bytes x 3 rows x 12 positions.
@@ -531,7 +524,7 @@ func TestBenchAndPlan(t *testing.T) {
 	// only small per-call inputs and logits.
 	r = spiral(t, env, "bench", "train", "--resident", "--model", m, "--rows", "2", "--tokens", "32", "--steps", "2")
 	require.Equal(t, 0, r.code, r.stderr)
-	ls = lines(r.stdout)
+	ls = jsonLines[map[string]any](t, r.stdout)
 	require.Len(t, ls, 3)
 	for i, l := range ls[1:] {
 		weights, calls := l["weights_bytes"].(float64), l["call_copy_bytes"].(float64)
@@ -545,7 +538,7 @@ func TestBenchAndPlan(t *testing.T) {
 	}
 	r = spiral(t, env, "bench", "generate", "--resident", "--model", m, "--rows", "3", "--prompt-tokens", "8", "--new-tokens", "4", "--steps", "1")
 	require.Equal(t, 0, r.code, r.stderr)
-	ls = lines(r.stdout)
+	ls = jsonLines[map[string]any](t, r.stdout)
 	copied, weights := ls[1]["device_copy_bytes"].(float64), ls[1]["weights_bytes"].(float64)
 	require.Greater(t, copied, weights)
 	require.Less(t, copied, weights+float64(ls[1]["kv_cache_bytes"].(float64)), "less than the weights and one copy of the cache")
