@@ -483,4 +483,26 @@ func TestRolloutSpiralAblations(t *testing.T) {
 	cfg.Algo = AlgoSearchOnly
 	cfg.Pipeline = rollout.PipelineConfig{N1: 6, K: 3, N: 3, N2: 3, Rounds: 2}
 	require.ErrorContains(t, cfg.Validate(), "--algo search-only with --agg-rounds 2")
+
+	// One aggregation trace per subset is its own baseline: an algorithm
+	// that trains aggregation traces would train none of them. Later
+	// rounds credit a trace through the next round's set values, and
+	// search-only needs no aggregation baseline, so those are allowed.
+	for _, tc := range []struct {
+		algo    string
+		rounds  int
+		refused bool
+	}{
+		{AlgoSpiral, 1, true}, {AlgoAggOnly, 1, true}, {AlgoSearchOnly, 1, false}, {AlgoSpiral, 2, false}, {AlgoGRPO, 1, false},
+	} {
+		cfg := DefaultConfig()
+		cfg.Algo = tc.algo
+		cfg.Pipeline = rollout.PipelineConfig{N1: 6, K: 6, N: 3, N2: 1, Rounds: tc.rounds}
+		err := cfg.Validate()
+		if tc.refused {
+			require.ErrorContains(t, err, "--algo "+tc.algo+" with --n2 1", tc)
+		} else {
+			require.NoError(t, err, tc)
+		}
+	}
 }

@@ -115,7 +115,7 @@ func TestMalformedInputs(t *testing.T) {
 
 	// A real run's checkpoint, then a copy with a flipped byte.
 	run := f.path("run")
-	r := spiral(t, nil, "train", "--model", good, "--out", run, "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "1",
+	r := spiral(t, nil, "train", "--model", good, "--out", run, "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
 		"--max-new-tokens", "8", "--eval-every", "0", "--quiet")
 	require.Equal(t, 0, r.code, r.stderr)
 	ckpt := filepath.Join(run, "checkpoints", "ckpt-000001")
@@ -163,6 +163,7 @@ func TestMalformedInputs(t *testing.T) {
 		usage("clip-low of 1", "--clip-low 1", train("--clip-low", "1")...),
 		usage("unknown algorithm", `--algo "foo"`, train("--algo", "foo")...),
 		usage("search-only with a second aggregation round", "--algo search-only with --agg-rounds 2", train("--algo", "search-only", "--agg-rounds", "2")...),
+		usage("one aggregation trace per subset", "--algo spiral with --n2 1", train("--n2", "1")...),
 		usage("GRPO group of one", "--group 1", train("--group", "1")...),
 		usage("zero eval samples", "--eval-samples 0", train("--eval-samples", "0")...),
 		usage("bad --train pattern", "--train \"(\"", train("--train", "(")...),
