@@ -198,13 +198,18 @@ func (t *Task) Sample(r *rand.Rand, s Split) (Item, error) {
 
 // Problems returns n distinct problems of split s, drawn from a PCG
 // generator seeded with (seed, split). It fails when the configuration has
-// too few distinct expressions.
+// too few distinct expressions: after 100n + 1000 draws, or sooner, once
+// 20 times as many draws as it has found problems (at least 1000) in a row
+// found no new one. With D distinct problems, even the last one takes D
+// draws on average, so a request of up to D fails that way with
+// probability about e^-20, while a request far above D fails within 20D
+// draws instead of 100n.
 func (t *Task) Problems(s Split, n int, seed uint64) ([]Item, error) {
 	r := rand.New(rand.NewPCG(seed, uint64(s)+0x5851F42D4C957F2D))
-	items := make([]Item, 0, n)
-	seen := make(map[string]bool, n)
-	for tries := 0; len(items) < n; tries++ {
-		if tries > 100*n+1000 {
+	items := make([]Item, 0, min(n, 1<<16))
+	seen := make(map[string]bool, min(n, 1<<16))
+	for tries, sinceNew := 0, 0; len(items) < n; tries, sinceNew = tries+1, sinceNew+1 {
+		if tries > 100*n+1000 || sinceNew > max(20*len(items), 1000) {
 			return nil, fmt.Errorf("synth: only %d distinct %s problems found, want %d; widen the operand range or count", len(items), s, n)
 		}
 		it, err := t.Sample(r, s)
@@ -214,6 +219,7 @@ func (t *Task) Problems(s Split, n int, seed uint64) ([]Item, error) {
 		if !seen[it.Expr] {
 			seen[it.Expr] = true
 			items = append(items, it)
+			sinceNew = 0
 		}
 	}
 	return items, nil

@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"fmt"
 	"go/constant"
 	"go/token"
 	"go/types"
@@ -192,6 +193,34 @@ func TestProblemsTooFew(t *testing.T) {
 	require.NoError(t, err)
 	_, err = task.Problems(Train, 10, 1)
 	require.Error(t, err)
+}
+
+// TestProblemsAll asks for every problem of a small split, one more, and
+// far more: all of them are found, and a request above them fails after
+// a bounded number of fruitless draws (about 20 times the split's size)
+// rather than 100 times the request.
+func TestProblemsAll(t *testing.T) {
+	// 2 operands of 1..3 joined by + or -: 18 expressions.
+	task, err := New(Config{MinOperands: 2, MaxOperands: 2, MaxOperand: 3, Ops: "+-", TestPercent: 50}, 1)
+	require.NoError(t, err)
+	want := map[Split]int{}
+	for a := 1; a <= 3; a++ {
+		for b := 1; b <= 3; b++ {
+			for _, op := range "+-" {
+				want[task.SplitOf(fmt.Sprintf("%d%c%d", a, op, b))]++
+			}
+		}
+	}
+	for _, s := range []Split{Train, Test} {
+		require.Positive(t, want[s], s)
+		items, err := task.Problems(s, want[s], 1)
+		require.NoError(t, err, s)
+		require.Len(t, items, want[s])
+		for _, n := range []int{want[s] + 1, 100_000_000} {
+			_, err = task.Problems(s, n, 1)
+			require.ErrorContains(t, err, fmt.Sprintf("only %d distinct %s problems found, want %d", want[s], s, n))
+		}
+	}
 }
 
 func TestDataset(t *testing.T) {
