@@ -617,7 +617,7 @@ func PlotTraining(dir, label string) error {
 			return err
 		}
 		pt := report.TrainingPoint{Step: m.Step, SearchReward: m.Search.Reward, AggregateReward: m.Aggregate.Reward,
-			HasAggregate: m.Aggregate.Traces > 0, Entropy: m.Entropy, Informative: m.InformativeFraction}
+			HasAggregate: m.Aggregate.Traces > 0, Entropy: m.Entropy, Informative: m.InformativeFraction, SearchCredit: m.SearchCredit}
 		for _, r := range m.AggregateRounds {
 			pt.AggregateRounds = append(pt.AggregateRounds, r.Reward)
 		}

@@ -30,6 +30,27 @@ type TrainingPoint struct {
 	// Entropy is the token-mean policy entropy (nats) on trained tokens;
 	// Informative the fraction of drawn problems that carried a gradient.
 	Entropy, Informative float64
+	// SearchCredit is the correlation of the step's trained search
+	// traces' own rewards with their advantages (metrics.jsonl's
+	// search_credit); nil where the step has none (agg-only).
+	SearchCredit *float64
+}
+
+// signalSeries are the gradient-signal panel's lines: the informative
+// fraction, and the search credit when any step has one.
+func signalSeries(pts []TrainingPoint) []series {
+	inf, credit := series{label: "informative fraction"}, series{label: "search credit"}
+	for _, p := range pts {
+		x := float64(p.Step)
+		inf.xy = append(inf.xy, plotter.XY{X: x, Y: p.Informative})
+		if p.SearchCredit != nil {
+			credit.xy = append(credit.xy, plotter.XY{X: x, Y: *p.SearchCredit})
+		}
+	}
+	if len(credit.xy) == 0 {
+		return []series{inf}
+	}
+	return []series{inf, credit}
 }
 
 // rewardSeries are the rewards panel's lines: the search traces', then
@@ -77,7 +98,8 @@ const (
 
 // PlotTraining writes a PNG of four panels against the training step: the
 // search and aggregation rewards, the token entropy, the informative
-// fraction, and the held-out pass@1 and majority@k (held may be empty).
+// fraction with the search credit, and the held-out pass@1 and majority@k
+// (held may be empty).
 // Each per-step series is drawn as its raw points and a smoothed line
 // (Smooth).
 func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint, held []HeldOutPoint) error {
@@ -93,11 +115,9 @@ func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint,
 	if size.Width < 0 || size.Height < 0 {
 		return fmt.Errorf("report: plot %s: size %dx%d", path, size.Width, size.Height)
 	}
-	var ent, inf plotter.XYs
+	var ent plotter.XYs
 	for _, p := range pts {
-		x := float64(p.Step)
-		ent = append(ent, plotter.XY{X: x, Y: p.Entropy})
-		inf = append(inf, plotter.XY{X: x, Y: p.Informative})
+		ent = append(ent, plotter.XY{X: float64(p.Step), Y: p.Entropy})
 	}
 	rewards := panel(label+": rewards", "reward", true)
 	for i, s := range rewardSeries(pts) {
@@ -110,9 +130,19 @@ func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint,
 	if err := addSmoothed(entropy, "entropy", ent, 2); err != nil {
 		return err
 	}
-	informative := panel("informative fraction (problems with a gradient)", "fraction", true)
-	if err := addSmoothed(informative, "informative", inf, 3); err != nil {
-		return err
+	signal := signalSeries(pts)
+	title := "informative fraction (problems with a gradient)"
+	if len(signal) > 1 {
+		title = "gradient signal: informative fraction, search credit"
+	}
+	informative := panel(title, "fraction / correlation", true)
+	for i, s := range signal {
+		if err := addSmoothed(informative, s.label, s.xy, 3+i); err != nil {
+			return err
+		}
+		for _, xy := range s.xy {
+			informative.Y.Min = min(informative.Y.Min, xy.Y) // a correlation can be negative
+		}
 	}
 	heldOut := panel("held-out evaluation", "accuracy", true)
 	if len(held) > 0 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot/plotter"
 )
 
 func TestPlotTraining(t *testing.T) {
@@ -52,6 +53,26 @@ func TestRewardSeries(t *testing.T) {
 	require.Equal(t, []float64{0.4, 0.5}, []float64{got[1].xy[1].Y, got[2].xy[1].Y})
 	require.Equal(t, []float64{1, 2}, []float64{got[2].xy[0].X, got[2].xy[1].X})
 	require.NoError(t, PlotTraining(filepath.Join(t.TempDir(), "training.png"), PlotSize{Width: 600, Height: 400}, "run", two, nil))
+}
+
+// TestSignalSeries: the informative fraction at every step, the search
+// credit where a step has one (none under agg-only), negative values
+// plotted too.
+func TestSignalSeries(t *testing.T) {
+	credit := func(v float64) *float64 { return &v }
+	aggOnly := []TrainingPoint{{Step: 1, Informative: 0.5}, {Step: 2, Informative: 0.75}}
+	got := signalSeries(aggOnly)
+	require.Len(t, got, 1)
+	require.Equal(t, "informative fraction", got[0].label)
+	require.Equal(t, []float64{0.5, 0.75}, []float64{got[0].xy[0].Y, got[0].xy[1].Y})
+
+	spiral := []TrainingPoint{{Step: 1, Informative: 0.5, SearchCredit: credit(-0.2)}, {Step: 2, Informative: 1}, {Step: 3, Informative: 0.25, SearchCredit: credit(0.4)}}
+	got = signalSeries(spiral)
+	require.Len(t, got, 2)
+	require.Equal(t, "search credit", got[1].label)
+	require.Equal(t, plotter.XYs{{X: 1, Y: -0.2}, {X: 3, Y: 0.4}}, got[1].xy)
+	require.Len(t, got[0].xy, 3)
+	require.NoError(t, PlotTraining(filepath.Join(t.TempDir(), "training.png"), PlotSize{Width: 600, Height: 400}, "run", spiral, nil))
 }
 
 func TestSmooth(t *testing.T) {
