@@ -18,9 +18,10 @@
 # An interrupted study continues where it stopped when run again with the
 # same OUT: finished trainings and evaluations are kept, an unfinished
 # training resumes from its newest checkpoint. OUT/study.stamp records
-# the settings the results depend on (steps, seeds, algorithms, problems,
-# the embedded model; not spiral's own code); when it differs, or is
-# missing beside old results, the study starts over.
+# the settings the results depend on (steps, seeds, algorithms, problems
+# per step and per evaluation, the embedded model; not spiral's own
+# code); when it differs, or is missing beside old results, the study
+# starts over.
 #
 #   OUT      the study directory (default: runs/study)
 #   STEPS    training steps per run (default: 50)
@@ -29,6 +30,9 @@
 #            reference of the comparison. Besides the --algo names,
 #            spiral-2r is SPIRAL with two aggregation rounds at the same
 #            24 traces (--k 4 --n2 2 --agg-rounds 2)
+#   PROBLEMS problems per training step, every algorithm alike (default:
+#            8, train's default; 32, nearer the paper's 256, makes GRPO's
+#            entropy fall and takes about 90 minutes: see the README)
 #   EVALN    held-out problems per evaluation (default: 128, all of the
 #            embedded task's test split; fewer are noisier: at 64 the
 #            seed ranges of SPIRAL's and GRPO's RSA touched)
@@ -46,12 +50,18 @@ OUT=${OUT:-runs/study}
 STEPS=${STEPS:-50}
 SEEDS=${SEEDS:-1 2 3}
 ALGOS=${ALGOS:-spiral grpo agg-only}
+PROBLEMS=${PROBLEMS:-8}
 EVALN=${EVALN:-128}
 JOBS=${JOBS:-$(nproc)}
 start=$(date +%s)
 source "$(scripts/setup.sh)" >/dev/null
-stamp="steps=$STEPS seeds=$SEEDS algos=$ALGOS evaln=$EVALN embedded=$(cat model/embedded/assets/* | sha256sum | cut -c1-16)"
+# PROBLEMS enters the stamp only when not the default, so that a study
+# made before the knob existed is still recognised.
+per_step=""
+[[ $PROBLEMS == 8 ]] || per_step=" problems=$PROBLEMS"
+stamp="steps=$STEPS seeds=$SEEDS algos=$ALGOS$per_step evaln=$EVALN embedded=$(cat model/embedded/assets/* | sha256sum | cut -c1-16)"
 ((JOBS >= 1)) || { echo "study: JOBS=$JOBS: want >= 1" >&2; exit 2; }
+[[ $PROBLEMS =~ ^[1-9][0-9]*$ ]] || { echo "study: PROBLEMS=$PROBLEMS: want a whole number >= 1" >&2; exit 2; }
 if [[ -f $OUT/study.stamp && $(cat "$OUT/study.stamp") != "$stamp" ]] || [[ ! -f $OUT/study.stamp && -d $OUT/runs ]]; then
 	echo "study: $OUT holds a study of other (or unrecorded) settings; starting over" >&2
 	rm -rf "$OUT/runs" "$OUT/eval" "$OUT/report" "$OUT/logs"
@@ -103,7 +113,7 @@ run_job() { # algo seed: train (or resume) one run, then evaluate it; "base" eva
 		# Without --fresh, train resumes an interrupted run from its
 		# newest checkpoint (and starts one when there is none).
 		# shellcheck disable=SC2046 # train_flags' words are flags
-		"$spiral" train --quiet $(train_flags "$algo") --seed "$seed" --steps "$STEPS" --out "$run" "${threads[@]}" \
+		"$spiral" train --quiet $(train_flags "$algo") --problems "$PROBLEMS" --seed "$seed" --steps "$STEPS" --out "$run" "${threads[@]}" \
 			--eval-every 10 --final-rsa-steps 0 >>"$run.log" 2>&1 || { cat "$run.log"; return 1; }
 		touch "$run/done"
 	fi
