@@ -145,7 +145,8 @@ type RunParts struct {
 //     evaluation is due and not logged yet (a killed run is not evaluated
 //     twice; an evaluation that was interrupted is redone);
 //  5. each step: roll out, train, log metrics; evaluate when due; save a
-//     checkpoint every cfg.CheckpointEvery steps and at the end;
+//     checkpoint (and draw training.png) every cfg.CheckpointEvery steps
+//     and at the end; a run resumed at its last step draws the plot too;
 //  6. on interruption (ctx), save the last completed step if it is not
 //     saved yet, and return the interruption.
 func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
@@ -202,6 +203,9 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	// was when that step ended, not as an interrupted step left it.
 	stepCursor := p.Problems.Cursor()
 	lastSaved := tr.Step()
+	// plotted: training.png shows the logs as they are now (save draws
+	// it; an evaluation adds a point to it).
+	plotted := false
 	save := func() error {
 		if err := tr.SyncHost(); err != nil {
 			return err
@@ -217,6 +221,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		}
 		lastSaved = tr.Step()
 		fmt.Fprintf(p.Out, "checkpoint %s\n", path)
+		plotted = true
 		return PlotTraining(cfg.Dir, tr.Config().Algo)
 	}
 	interrupted := func(cause error) error {
@@ -245,6 +250,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			return err
 		}
 		evaluated[tr.Step()] = true
+		plotted = false
 		return nil
 	}
 
@@ -293,6 +299,13 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 				}
 				return err
 			}
+		}
+	}
+	// A run resumed at its last step took no step here: its plot may lack
+	// the evaluation just redone, or be gone.
+	if !plotted && tr.Step() > 0 {
+		if err := PlotTraining(cfg.Dir, tr.Config().Algo); err != nil {
+			return err
 		}
 	}
 	return tr.SyncHost() // the caller may export the weights

@@ -88,7 +88,8 @@ func loggedEvalSteps(t *testing.T, dir string) []int {
 // TestRunResumeAndEvalLog: a run of 2 steps logs evaluations at steps 0,
 // 1, 2; continuing to 3 resumes at step 2 without evaluating it again; a
 // checkpoint whose evaluation line was lost (a kill between the two) is
-// evaluated on resume, exactly once.
+// evaluated on resume, exactly once, and training.png is drawn again
+// with it; a finished run rerun draws a deleted plot again.
 func TestRunResumeAndEvalLog(t *testing.T) {
 	dir := t.TempDir()
 	h := newRunHarness(t, dir, 2)
@@ -107,10 +108,19 @@ func TestRunResumeAndEvalLog(t *testing.T) {
 	require.NoError(t, err)
 	lines := strings.SplitAfter(string(b), "\n")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, EvalFile), []byte(strings.Join(lines[:3], "")), 0o644))
+	plot := filepath.Join(dir, TrainingPlot)
+	require.NoError(t, os.Remove(plot))
 	h = newRunHarness(t, dir, 3)
 	require.NoError(t, h.run(context.Background()))
 	require.Equal(t, []int{0, 1, 2, 3}, loggedEvalSteps(t, dir))
 	require.Equal(t, 1, h.gen.calls, "one evaluation, of step 3")
+	require.FileExists(t, plot, "drawn again with step 3's evaluation")
+
+	require.NoError(t, os.Remove(plot))
+	h = newRunHarness(t, dir, 3)
+	require.NoError(t, h.run(context.Background()))
+	require.Zero(t, h.gen.calls)
+	require.FileExists(t, plot, "a finished run rerun draws its plot")
 }
 
 // TestRunInterruptedEvaluation: Ctrl-C during a held-out evaluation saves
