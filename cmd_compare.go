@@ -125,7 +125,7 @@ func (c *comparison) report(w io.Writer, dir string) error {
 	}
 
 	if len(passk) > 0 {
-		if err := comparePassAtK(w, passk, sum); err != nil {
+		if err := c.comparePassAtK(w, passk, sum); err != nil {
 			return err
 		}
 		if err := plot("passk.png", report.Figure{Title: "pass@k and majority@k", XLabel: "k (samples)", Axis: report.AxisLog2, Name: "pass@k", Name2: "majority@k"}, passk); err != nil {
@@ -230,8 +230,10 @@ func (c *comparison) tokenCurves() ([]report.Seeds, error) {
 }
 
 // comparePassAtK prints, for each other label, how many times more
-// samples its mean curve needs to reach the reference's mean pass@k.
-func comparePassAtK(w io.Writer, groups []report.Seeds, sum *summary) error {
+// samples its mean curve needs to reach the reference's mean pass@k, with
+// a bootstrap interval over problems and seeds where every report of the
+// two labels has its per-problem counts.
+func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *summary) error {
 	ref := groups[0]
 	for _, g := range groups {
 		last := len(g.X) - 1
@@ -244,30 +246,66 @@ func comparePassAtK(w io.Writer, groups []report.Seeds, sum *summary) error {
 		fmt.Fprintf(w, "pass@k: only %s; nothing to compare\n\n", ref.Label)
 		return nil
 	}
-	for _, o := range groups[1:] {
+	reports := report.Group(c.passk, func(r report.PassAtK) string { return r.Meta.Name() })
+	boot := report.DefaultBootstrap()
+	for gi, o := range groups[1:] {
 		eff, err := report.PassAtKEfficiency(ref.PassAtK(), o.PassAtK())
 		if err != nil {
 			return err
 		}
+		intervals, ivErr := report.EfficiencyIntervals(reports[0], reports[gi+1], boot)
 		fmt.Fprintf(w, "pass@k: samples %s needs to reach %s's pass@k (means over seeds, n = %d and %d)\n", o.Label, ref.Label, o.N, ref.N)
-		fmt.Fprintf(w, "  %6s  %8s  %10s  %s\n", "k", "target", "other k", "ratio")
-		for _, p := range eff.Points {
+		header := fmt.Sprintf("  %6s  %8s  %10s  %s", "k", "target", "other k", "ratio")
+		if ivErr == nil {
+			header += fmt.Sprintf("  (%.0f%% interval over problems and seeds)", 100*boot.Level)
+		}
+		fmt.Fprintln(w, header)
+		for j, p := range eff.Points {
 			bound := ""
 			if p.Bound != report.Exact {
 				bound = " (" + string(p.Bound) + ")"
 			}
-			fmt.Fprintf(w, "  %6d  %8.4f  %10.2f  %.2fx%s\n", p.K, p.Target, p.OtherK, p.Ratio, bound)
+			line := fmt.Sprintf("  %6d  %8.4f  %10.2f  %.2fx%s", p.K, p.Target, p.OtherK, p.Ratio, bound)
+			if ivErr == nil {
+				line += "  " + intervalText(intervals[j])
+			}
+			fmt.Fprintln(w, line)
 		}
 		col := fmt.Sprintf("efficiency of %s over it", ref.Label)
 		if eff.Max > 0 {
-			fmt.Fprintf(w, "  scaling efficiency of %s over %s: up to %.2fx (at k = %d)\n\n", ref.Label, o.Label, eff.Max, eff.MaxK)
-			sum.set(o.Label, col, fmt.Sprintf("up to %.2fx (k = %d)", eff.Max, eff.MaxK))
+			cell := fmt.Sprintf("up to %.2fx (k = %d", eff.Max, eff.MaxK)
+			if ivErr == nil {
+				for _, iv := range intervals {
+					if iv.K == eff.MaxK {
+						cell += fmt.Sprintf("; %.0f%%: %s", 100*boot.Level, intervalText(iv))
+					}
+				}
+			}
+			cell += ")"
+			fmt.Fprintf(w, "  scaling efficiency of %s over %s: %s\n", ref.Label, o.Label, cell)
+			sum.set(o.Label, col, cell)
 		} else {
-			fmt.Fprintf(w, "  no k where %s reaches %s's pass@k within its measured k\n\n", o.Label, ref.Label)
+			fmt.Fprintf(w, "  no k where %s reaches %s's pass@k within its measured k\n", o.Label, ref.Label)
 			sum.set(o.Label, col, "-")
 		}
+		if ivErr != nil {
+			fmt.Fprintf(w, "  no interval: %v\n", ivErr)
+		}
+		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// intervalText writes a ratio interval, marking an end that is a bound.
+func intervalText(iv report.RatioInterval) string {
+	lo, hi := fmt.Sprintf("%.2f", iv.Lo), fmt.Sprintf("%.2fx", iv.Hi)
+	if iv.LoAtMost {
+		lo = "<=" + lo
+	}
+	if iv.HiAtLeast {
+		hi = ">=" + hi
+	}
+	return lo + "-" + hi
 }
 
 // compareRSA prints each label's mean accuracy per step with its gain

@@ -226,6 +226,31 @@ type PassAtKResult struct {
 	Config PassAtKConfig `json:"config"`
 	Points []KPoint      `json:"points"`
 	Tokens Tokens        `json:"tokens"`
+	// PerProblem is each problem's number of correct samples (of
+	// Config.Samples), in the order of the problems: enough to recompute
+	// pass@k on any subset of them (report.EfficiencyIntervals resamples
+	// them).
+	PerProblem []ProblemCorrect `json:"per_problem"`
+}
+
+// ProblemCorrect is how many of a problem's samples were correct.
+type ProblemCorrect struct {
+	ID      string `json:"id"`
+	Correct int    `json:"correct"`
+}
+
+// PerProblem returns each problem's number of correct traces.
+func (s *SampleSet) PerProblem() []ProblemCorrect {
+	out := make([]ProblemCorrect, len(s.Traces))
+	for i, ts := range s.Traces {
+		out[i].ID = s.Problems[i].ID
+		for _, t := range ts {
+			if t.Verdict.Correct {
+				out[i].Correct++
+			}
+		}
+	}
+	return out
 }
 
 // PassAtK samples cfg.Samples traces per problem and returns the pass@k
@@ -248,7 +273,7 @@ func (e Evaluator) PassAtK(ctx context.Context, problems []data.Problem, cfg Pas
 	if err != nil {
 		return PassAtKResult{}, err
 	}
-	return PassAtKResult{Config: cfg, Points: pts, Tokens: set.Tokens}, nil
+	return PassAtKResult{Config: cfg, Points: pts, Tokens: set.Tokens, PerProblem: set.PerProblem()}, nil
 }
 
 // BudgetPoint is the accuracy of traces truncated at one token budget.

@@ -171,6 +171,7 @@ func TestPassAtKHandComputedReport(t *testing.T) {
 		require.InDelta(t, w.MajorityAtK, got.MajorityAtK, 1e-12, "majority@%d", w.K)
 		require.Equal(t, w.MajorityExact, got.MajorityExact)
 	}
+	require.Equal(t, []ProblemCorrect{{ID: "A", Correct: 3}, {ID: "B", Correct: 1}}, res.PerProblem)
 	// Tokens: prompts "S|a" and "S|b" (3 tokens) x 4 samples each; the
 	// generated texts are 5 bytes, except "ans=07" (6).
 	require.Equal(t, Tokens{Prompt: 8 * 3, Generated: 7*5 + 6}, res.Tokens)

@@ -634,6 +634,27 @@ func TestCompare(t *testing.T) {
 		require.FileExists(t, filepath.Join(out, f))
 	}
 
+	// Reports with per-problem counts get a bootstrap interval; with
+	// every problem alike it is the point estimate itself. Without
+	// counts (the reports above), compare says why there is none.
+	require.Contains(t, r.stdout, "no interval: report: efficiency intervals: spiral: no per-problem counts")
+	counted := func(label string, c int) report.PassAtK {
+		r := report.PassAtK{Meta: report.Meta{Mode: report.ModePassAtK, Label: label, Problems: 2}, Config: rollout.PassAtKConfig{Samples: 64}}
+		r.PerProblem = []rollout.ProblemCorrect{{ID: "x", Correct: c}, {ID: "y", Correct: c}}
+		for k := 1; k <= 16; k *= 2 {
+			p, err := rollout.PassAtK(64, c, k)
+			require.NoError(t, err)
+			r.Points = append(r.Points, rollout.KPoint{K: k, PassAtK: p})
+		}
+		return r
+	}
+	eff, err := report.PassAtKEfficiency(counted("spiral", 8), counted("grpo", 3))
+	require.NoError(t, err)
+	require.Greater(t, eff.Max, 1.0)
+	r = spiral(t, nil, "compare", write("ca.json", counted("spiral", 8)), write("cb.json", counted("grpo", 3)))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, fmt.Sprintf("scaling efficiency of spiral over grpo: up to %.2fx (k = %d; 95%%: %.2f-%.2fx)", eff.Max, eff.MaxK, eff.Max, eff.Max))
+
 	// Two seeds of one label: means, and the range in the summary.
 	r = spiral(t, nil, "compare", "--out", out,
 		write("ra.json", rsa("spiral", 0.5, 0.6)), write("rb1.json", rsa("grpo", 0.4, 0.45)), write("rb2.json", rsa("grpo", 0.6, 0.55)))

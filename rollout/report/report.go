@@ -71,12 +71,14 @@ type PassAtK struct {
 	Config rollout.PassAtKConfig `json:"config"`
 	Points []rollout.KPoint      `json:"points"`
 	Tokens rollout.Tokens        `json:"tokens"`
+	// PerProblem is absent from reports written before it existed.
+	PerProblem []rollout.ProblemCorrect `json:"per_problem,omitempty"`
 }
 
 // NewPassAtK builds the report of r with Mode set to ModePassAtK.
 func NewPassAtK(m Meta, r rollout.PassAtKResult) PassAtK {
 	m.Mode = ModePassAtK
-	return PassAtK{Meta: m, Config: r.Config, Points: r.Points, Tokens: r.Tokens}
+	return PassAtK{Meta: m, Config: r.Config, Points: r.Points, Tokens: r.Tokens, PerProblem: r.PerProblem}
 }
 
 // Budget is the report of sequential scaling over token budgets.

@@ -1,0 +1,147 @@
+package report_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rollout"
+	"github.com/spiral-rl/spiral/rollout/report"
+)
+
+// countsReport is a pass@k report of n samples per problem whose problem i
+// had counts[i] correct, its points computed from the counts.
+func countsReport(t *testing.T, label string, n int, counts []int) report.PassAtK {
+	t.Helper()
+	r := report.PassAtK{Meta: report.Meta{Label: label}, Config: rollout.PassAtKConfig{Samples: n}}
+	for i, c := range counts {
+		r.PerProblem = append(r.PerProblem, rollout.ProblemCorrect{ID: fmt.Sprint("p", i), Correct: c})
+	}
+	for _, k := range rollout.PowersOfTwo(n) {
+		pt := rollout.KPoint{K: k}
+		for _, c := range counts {
+			p, err := rollout.PassAtK(n, c, k)
+			require.NoError(t, err)
+			pt.PassAtK += p
+		}
+		pt.PassAtK /= float64(len(counts))
+		r.Points = append(r.Points, pt)
+	}
+	return r
+}
+
+func same(c, m int) []int {
+	out := make([]int, m)
+	for i := range out {
+		out[i] = c
+	}
+	return out
+}
+
+// TestEfficiencyIntervalsConstant: when every problem and seed is alike,
+// every draw is the point estimate, so each interval is that single
+// value, bounds included.
+func TestEfficiencyIntervalsConstant(t *testing.T) {
+	ref := []report.PassAtK{countsReport(t, "a", 64, same(8, 20)), countsReport(t, "a", 64, same(8, 20))}
+	other := []report.PassAtK{countsReport(t, "b", 64, same(3, 20))}
+	other[0].Points = other[0].Points[:5] // k <= 16
+	eff, err := report.PassAtKEfficiency(ref[0], other[0])
+	require.NoError(t, err)
+	iv, err := report.EfficiencyIntervals(ref, other, report.Bootstrap{Draws: 50, Level: 0.95, Seed: 3})
+	require.NoError(t, err)
+	require.Len(t, iv, len(eff.Points))
+	sawBound := false
+	for j, p := range eff.Points {
+		require.Equal(t, p.K, iv[j].K)
+		require.InDelta(t, p.Ratio, iv[j].Lo, 1e-12, "k = %d", p.K)
+		require.InDelta(t, p.Ratio, iv[j].Hi, 1e-12, "k = %d", p.K)
+		require.Equal(t, p.Bound == report.AtLeast, iv[j].HiAtLeast, "k = %d", p.K)
+		sawBound = sawBound || iv[j].HiAtLeast
+	}
+	require.True(t, sawBound, "3 of 64 within k = 16 never reaches 8 of 64's pass@64")
+}
+
+// TestEfficiencyIntervalsSeeds: with the problems alike but two reference
+// seeds that differ, a draw's reference curve is seed A's (probability
+// 1/4), seed B's (1/4) or their mean; so the 95% interval runs from the
+// efficiency of the weaker seed alone to that of the stronger alone.
+func TestEfficiencyIntervalsSeeds(t *testing.T) {
+	weak, strong := countsReport(t, "a", 64, same(6, 10)), countsReport(t, "a", 64, same(12, 10))
+	other := []report.PassAtK{countsReport(t, "b", 64, same(4, 10))}
+	iv, err := report.EfficiencyIntervals([]report.PassAtK{weak, strong}, other, report.DefaultBootstrap())
+	require.NoError(t, err)
+	lo, err := report.PassAtKEfficiency(weak, other[0])
+	require.NoError(t, err)
+	hi, err := report.PassAtKEfficiency(strong, other[0])
+	require.NoError(t, err)
+	for j := range iv {
+		require.InDelta(t, lo.Points[j].Ratio, iv[j].Lo, 1e-12, "k = %d", iv[j].K)
+		require.InDelta(t, hi.Points[j].Ratio, iv[j].Hi, 1e-12, "k = %d", iv[j].K)
+		require.LessOrEqual(t, iv[j].Lo, iv[j].Hi)
+	}
+	require.Less(t, iv[0].Lo, iv[0].Hi, "the seeds differ at k = 1")
+}
+
+// TestEfficiencyIntervalsNarrowWithProblems: the interval holds the point
+// estimate, and sixteen times the problems (the same mix repeated)
+// narrow it by about four (at least two here).
+func TestEfficiencyIntervalsNarrowWithProblems(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	refCounts, otherCounts := make([]int, 64), make([]int, 64)
+	for i := range refCounts {
+		refCounts[i], otherCounts[i] = r.IntN(33), r.IntN(17)
+	}
+	width := func(times int) float64 {
+		var rc, oc []int
+		for range times {
+			rc, oc = append(rc, refCounts...), append(oc, otherCounts...)
+		}
+		ref, other := countsReport(t, "a", 32, rc), countsReport(t, "b", 32, oc)
+		eff, err := report.PassAtKEfficiency(ref, other)
+		require.NoError(t, err)
+		iv, err := report.EfficiencyIntervals([]report.PassAtK{ref}, []report.PassAtK{other}, report.DefaultBootstrap())
+		require.NoError(t, err)
+		const j = 2 // k = 4: exact for every draw
+		require.Equal(t, 4, iv[j].K)
+		require.False(t, iv[j].HiAtLeast || iv[j].LoAtMost)
+		require.LessOrEqual(t, iv[j].Lo, eff.Points[j].Ratio)
+		require.GreaterOrEqual(t, iv[j].Hi, eff.Points[j].Ratio)
+		return iv[j].Hi - iv[j].Lo
+	}
+	few, many := width(1), width(16)
+	require.Greater(t, few, 0.0)
+	require.Less(t, many, few/2, "64 problems: width %.3f; 1024: %.3f", few, many)
+}
+
+func TestEfficiencyIntervalsRejects(t *testing.T) {
+	good := countsReport(t, "a", 8, []int{1, 2, 3})
+	noCounts := good
+	noCounts.PerProblem = nil
+	renamed := countsReport(t, "b", 8, []int{1, 2, 3})
+	renamed.PerProblem = append([]rollout.ProblemCorrect(nil), renamed.PerProblem...)
+	renamed.PerProblem[1].ID = "other"
+	stale := countsReport(t, "b", 8, []int{1, 2, 3})
+	stale.PerProblem = append([]rollout.ProblemCorrect(nil), stale.PerProblem...)
+	stale.PerProblem[0].Correct = 5
+	fewer := countsReport(t, "b", 8, []int{1, 2})
+	for name, tc := range map[string]struct {
+		other []report.PassAtK
+		b     report.Bootstrap
+		want  string
+	}{
+		"no counts":      {[]report.PassAtK{noCounts}, report.DefaultBootstrap(), "no per-problem counts"},
+		"other problems": {[]report.PassAtK{renamed}, report.DefaultBootstrap(), `problem 1 is "other"`},
+		"stale counts":   {[]report.PassAtK{stale}, report.DefaultBootstrap(), "per-problem counts give pass@1"},
+		"fewer problems": {[]report.PassAtK{fewer}, report.DefaultBootstrap(), "2 problems"},
+		"no draws":       {[]report.PassAtK{good}, report.Bootstrap{Level: 0.9}, "0 draws"},
+		"level":          {[]report.PassAtK{good}, report.Bootstrap{Draws: 10, Level: 1}, "level in (0, 1)"},
+		"no reports":     {nil, report.DefaultBootstrap(), "no reports"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := report.EfficiencyIntervals([]report.PassAtK{good}, tc.other, tc.b)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
