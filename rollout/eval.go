@@ -164,12 +164,14 @@ func PassAtKCurve(rng *rand.Rand, set *SampleSet, ks []int, equal Equivalence, m
 	if n == 0 || len(set.Traces) == 0 {
 		return nil, errors.New("rollout: pass@k curve: no samples")
 	}
+	if len(set.Problems) != len(set.Traces) {
+		return nil, fmt.Errorf("rollout: pass@k curve: %d problems with traces for %d", len(set.Problems), len(set.Traces))
+	}
 	if ks == nil {
 		ks = PowersOfTwo(n)
 	}
 	answers := make([][]string, len(set.Traces))
 	correct := make([][]bool, len(set.Traces))
-	counts := make([]int, len(set.Traces))
 	for i, ss := range set.Traces {
 		if len(ss) != n {
 			return nil, fmt.Errorf("rollout: pass@k curve: problem %d has %d samples, problem 0 has %d", i, len(ss), n)
@@ -178,16 +180,14 @@ func PassAtKCurve(rng *rand.Rand, set *SampleSet, ks []int, equal Equivalence, m
 		correct[i] = make([]bool, n)
 		for j, s := range ss {
 			answers[i][j], correct[i][j] = s.Verdict.Answer, s.Verdict.Correct
-			if s.Verdict.Correct {
-				counts[i]++
-			}
 		}
 	}
+	counts := set.PerProblem()
 	points := make([]KPoint, 0, len(ks))
 	for _, k := range ks {
 		pt := KPoint{K: k, MajorityExact: true}
 		for i := range set.Traces {
-			p, err := PassAtK(n, counts[i], k)
+			p, err := PassAtK(n, counts[i].Correct, k)
 			if err != nil {
 				return nil, fmt.Errorf("rollout: pass@k curve: %w", err)
 			}

@@ -390,3 +390,20 @@ func BenchmarkPassAtKCurve(b *testing.B) {
 		}
 	}
 }
+
+func TestPassAtKCurveRejectsMalformedSets(t *testing.T) {
+	two := []Trace{{}, {}}
+	for name, tc := range map[string]struct {
+		set  *SampleSet
+		want string
+	}{
+		"empty":                         {&SampleSet{}, "no samples"},
+		"ragged":                        {&SampleSet{Problems: make([]data.Problem, 2), Traces: [][]Trace{two, two[:1]}}, "problem 1 has 1 samples, problem 0 has 2"},
+		"traces without their problems": {&SampleSet{Problems: make([]data.Problem, 1), Traces: [][]Trace{two, two}}, "1 problems with traces for 2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := PassAtKCurve(nil, tc.set, []int{1}, evalEqual, MajorityConfig{})
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
