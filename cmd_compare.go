@@ -305,7 +305,7 @@ func intervalText(iv report.RatioInterval) string {
 	if iv.HiAtLeast {
 		hi = ">=" + hi
 	}
-	return lo + "-" + hi
+	return lo + " to " + hi
 }
 
 // compareRSA prints each label's mean accuracy per step with its gain

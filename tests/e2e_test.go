@@ -653,7 +653,7 @@ func TestCompare(t *testing.T) {
 	require.Greater(t, eff.Max, 1.0)
 	r = spiral(t, nil, "compare", write("ca.json", counted("spiral", 8)), write("cb.json", counted("grpo", 3)))
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, fmt.Sprintf("scaling efficiency of spiral over grpo: up to %.2fx (k = %d; 95%%: %.2f-%.2fx)", eff.Max, eff.MaxK, eff.Max, eff.Max))
+	require.Contains(t, r.stdout, fmt.Sprintf("scaling efficiency of spiral over grpo: up to %.2fx (k = %d; 95%%: %.2f to %.2fx)", eff.Max, eff.MaxK, eff.Max, eff.Max))
 
 	// Two seeds of one label: means, and the range in the summary.
 	r = spiral(t, nil, "compare", "--out", out,
