@@ -85,7 +85,7 @@ func EfficiencyIntervals(ref, other []PassAtK, b Bootstrap) ([]RatioInterval, er
 	out := make([]RatioInterval, len(ratios))
 	tail := (1 - b.Level) / 2
 	for j, rs := range ratios {
-		slices.SortFunc(rs, func(a, b drawnRatio) int { return cmp.Compare(a.ratio, b.ratio) })
+		slices.SortFunc(rs, func(x, y drawnRatio) int { return cmp.Compare(x.ratio, y.ratio) })
 		lo, hi := rs[rank(tail, len(rs))], rs[rank(1-tail, len(rs))]
 		out[j] = RatioInterval{K: ref[0].Points[j].K, Lo: lo.ratio, Hi: hi.ratio, LoAtMost: lo.bound == AtMost, HiAtLeast: hi.bound == AtLeast}
 	}
