@@ -21,11 +21,15 @@ import (
 func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	out := fs.String("out", "", "directory for the overlay plots and summary.md (default: print only)")
 	runs := fs.StringArray("run", nil, "LABEL=DIR: a training run's metrics.jsonl and eval.jsonl (repeatable; runs of one label are seeds)")
+	maxK := fs.Int("max-k", 0, "compare pass@k scaling efficiency at the reference's k <= this only, reading the other curves to their largest k (evaluate them with more --samples to measure ratios above max-k/k); 0: every k")
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		if len(args) < 2 && !(len(args) == 1 && len(*runs) > 0) {
-			return usageError{errors.New("usage: spiral compare [--out DIR] [--run LABEL=DIR ...] REF.json OTHER.json ... (eval reports; reports sharing a label are seeds; each mode's first label is the reference)")}
+			return usageError{errors.New("usage: spiral compare [--out DIR] [--max-k K] [--run LABEL=DIR ...] REF.json OTHER.json ... (eval reports; reports sharing a label are seeds; each mode's first label is the reference)")}
 		}
-		var c comparison
+		if *maxK < 0 {
+			return usageError{fmt.Errorf("--max-k %d: want a k >= 1, or 0 for every k", *maxK)}
+		}
+		c := comparison{maxK: *maxK}
 		for _, r := range *runs {
 			label, dir, ok := strings.Cut(r, "=")
 			if !ok || label == "" || dir == "" {
@@ -62,6 +66,8 @@ type comparison struct {
 	rsa    []report.RSA
 	budget []report.Budget
 	runs   []labelledRun
+	// maxK limits the reference's k in the scaling efficiency (0: none).
+	maxK int
 }
 
 func (c *comparison) read(path string) error {
@@ -247,14 +253,22 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 		return nil
 	}
 	reports := report.Group(c.passk, func(r report.PassAtK) string { return r.Meta.Name() })
+	refCurve, refReports, err := c.upToMaxK(ref.PassAtK(), reports[0])
+	if err != nil {
+		return err
+	}
+	within := ""
+	if c.maxK > 0 {
+		within = fmt.Sprintf(" at k <= %d", c.maxK)
+	}
 	boot := report.DefaultBootstrap()
 	for gi, o := range groups[1:] {
-		eff, err := report.PassAtKEfficiency(ref.PassAtK(), o.PassAtK())
+		eff, err := report.PassAtKEfficiency(refCurve, o.PassAtK())
 		if err != nil {
 			return err
 		}
-		intervals, ivErr := report.EfficiencyIntervals(reports[0], reports[gi+1], boot)
-		fmt.Fprintf(w, "pass@k: samples %s needs to reach %s's pass@k (means over seeds, n = %d and %d)\n", o.Label, ref.Label, o.N, ref.N)
+		intervals, ivErr := report.EfficiencyIntervals(refReports, reports[gi+1], boot)
+		fmt.Fprintf(w, "pass@k: samples %s needs to reach %s's pass@k%s (means over seeds, n = %d and %d)\n", o.Label, ref.Label, within, o.N, ref.N)
 		header := fmt.Sprintf("  %6s  %8s  %10s  %s", "k", "target", "other k", "ratio")
 		if ivErr == nil {
 			header += fmt.Sprintf("  (%.0f%% interval over problems and seeds)", 100*boot.Level)
@@ -294,6 +308,25 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// upToMaxK limits the reference's mean curve and its seeds' reports to
+// k <= c.maxK (unchanged when c.maxK is 0).
+func (c *comparison) upToMaxK(curve report.PassAtK, reps []report.PassAtK) (report.PassAtK, []report.PassAtK, error) {
+	if c.maxK == 0 {
+		return curve, reps, nil
+	}
+	curve, err := curve.UpToK(c.maxK)
+	if err != nil {
+		return report.PassAtK{}, nil, fmt.Errorf("compare: --max-k: %w", err)
+	}
+	out := make([]report.PassAtK, len(reps))
+	for i, r := range reps {
+		if out[i], err = r.UpToK(c.maxK); err != nil {
+			return report.PassAtK{}, nil, fmt.Errorf("compare: --max-k: %w", err)
+		}
+	}
+	return curve, out, nil
 }
 
 // intervalText writes a ratio interval, marking an end that is a bound.

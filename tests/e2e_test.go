@@ -655,6 +655,33 @@ func TestCompare(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, fmt.Sprintf("scaling efficiency of spiral over grpo: up to %.2fx (k = %d; 95%%: %.2f to %.2fx)", eff.Max, eff.MaxK, eff.Max, eff.Max))
 
+	// --max-k compares at the reference's k <= 4 only, reading the other
+	// curve to its end (k = 16 here).
+	// The other model solves one problem in four samples and never the
+	// other, so its ratio grows with k (1.0 at k = 1, about 1.5 at k = 4).
+	lopsided := counted("grpo", 0)
+	lopsided.PerProblem[0].Correct = 16
+	for i, p := range lopsided.Points {
+		v, err := rollout.PassAtK(64, 16, p.K)
+		require.NoError(t, err)
+		lopsided.Points[i].PassAtK = v / 2
+	}
+	full, err := report.PassAtKEfficiency(counted("spiral", 8), lopsided)
+	require.NoError(t, err)
+	cut, err := counted("spiral", 8).UpToK(2)
+	require.NoError(t, err)
+	eff2, err := report.PassAtKEfficiency(cut, lopsided)
+	require.NoError(t, err)
+	require.Equal(t, []int{4, 2}, []int{full.MaxK, eff2.MaxK})
+	r = spiral(t, nil, "compare", "--max-k", "2", filepath.Join(dir, "ca.json"), write("lop.json", lopsided))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "samples grpo needs to reach spiral's pass@k at k <= 2")
+	require.Contains(t, r.stdout, fmt.Sprintf("scaling efficiency of spiral over grpo: up to %.2fx (k = 2; 95%%: ", eff2.Max))
+	require.NotContains(t, r.stdout, "no interval")
+	r = spiral(t, nil, "compare", "--max-k", "-1", filepath.Join(dir, "ca.json"), filepath.Join(dir, "cb.json"))
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "--max-k -1")
+
 	// Two seeds of one label: means, and the range in the summary.
 	r = spiral(t, nil, "compare", "--out", out,
 		write("ra.json", rsa("spiral", 0.5, 0.6)), write("rb1.json", rsa("grpo", 0.4, 0.45)), write("rb2.json", rsa("grpo", 0.6, 0.55)))

@@ -64,6 +64,36 @@ func TestPassAtKEfficiencyBoundsAndMax(t *testing.T) {
 	require.InDelta(t, 2, eff.Points[0].Ratio, 1e-12)
 }
 
+// TestUpToKLimitsTheReference: a reference evaluated with as many samples
+// as the other curve, cut at k <= 4, keeps its three points, while the
+// other curve still says how many samples it needs beyond 4: at k = 4 the
+// reference's 0.6 takes the other 16 samples, a ratio of 4 that a curve
+// measured to k = 4 only could give as "at least 1" at best.
+func TestUpToKLimitsTheReference(t *testing.T) {
+	ref := report.PassAtK{Meta: report.Meta{Label: "ref"}, Points: []rollout.KPoint{{K: 1, PassAtK: 0.2}, {K: 2, PassAtK: 0.3}, {K: 4, PassAtK: 0.6}, {K: 8, PassAtK: 0.95}, {K: 16, PassAtK: 0.99}}}
+	other := report.PassAtK{Points: []rollout.KPoint{{K: 1, PassAtK: 0.1}, {K: 2, PassAtK: 0.2}, {K: 4, PassAtK: 0.3}, {K: 8, PassAtK: 0.4}, {K: 16, PassAtK: 0.6}}}
+	for _, tc := range []struct {
+		maxK, points, argmax int
+		max                  float64
+	}{
+		{maxK: 4, points: 3, argmax: 4, max: 4},
+		{maxK: 5, points: 3, argmax: 4, max: 4},
+		{maxK: 2, points: 2, argmax: 1, max: 2}, // 1 -> 2 and 2 -> 4 samples
+		{maxK: 1, points: 1, argmax: 1, max: 2},
+	} {
+		cut, err := ref.UpToK(tc.maxK)
+		require.NoError(t, err)
+		require.Len(t, cut.Points, tc.points, "max k %d", tc.maxK)
+		require.Len(t, ref.Points, 5, "the original keeps its points")
+		eff, err := report.PassAtKEfficiency(cut, other)
+		require.NoError(t, err)
+		require.InDelta(t, tc.max, eff.Max, 1e-12, "max k %d", tc.maxK)
+		require.Equal(t, tc.argmax, eff.MaxK, "max k %d", tc.maxK)
+	}
+	_, err := ref.UpToK(0)
+	require.ErrorContains(t, err, "ref: no pass@k point at k <= 0")
+}
+
 func TestPassAtKEfficiencyRejects(t *testing.T) {
 	good := report.PassAtK{Points: []rollout.KPoint{{K: 1, PassAtK: 0.2}}}
 	for name, other := range map[string]report.PassAtK{

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/spiral-rl/spiral/model/atomicfile"
 	"os"
 	"time"
 
+	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/rollout"
 )
 
@@ -79,6 +79,24 @@ type PassAtK struct {
 func NewPassAtK(m Meta, r rollout.PassAtKResult) PassAtK {
 	m.Mode = ModePassAtK
 	return PassAtK{Meta: m, Config: r.Config, Points: r.Points, Tokens: r.Tokens, PerProblem: r.PerProblem}
+}
+
+// UpToK returns r with only its points at k <= maxK: the reference side of
+// a scaling-efficiency comparison limited to k <= maxK, while the other
+// side keeps every point (a model evaluated with more samples than the
+// largest k compared can show that it needs more than that many).
+func (r PassAtK) UpToK(maxK int) (PassAtK, error) {
+	var pts []rollout.KPoint
+	for _, p := range r.Points {
+		if p.K <= maxK {
+			pts = append(pts, p)
+		}
+	}
+	if len(pts) == 0 {
+		return PassAtK{}, fmt.Errorf("report: %s: no pass@k point at k <= %d", r.Meta.Name(), maxK)
+	}
+	r.Points = pts
+	return r, nil
 }
 
 // Budget is the report of sequential scaling over token budgets.
