@@ -243,6 +243,9 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 	ref := groups[0]
 	for _, g := range groups {
 		last := len(g.X) - 1
+		for last > 0 && c.maxK > 0 && int(g.X[last]) > c.maxK {
+			last-- // the summary's largest k is the comparison's
+		}
 		sum.set(g.Label, "seeds", fmt.Sprint(g.N))
 		sum.set(g.Label, "pass@1", g.Y[0].String())
 		sum.set(g.Label, fmt.Sprintf("pass@%d", int(g.X[last])), g.Y[last].String())
