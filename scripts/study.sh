@@ -3,8 +3,9 @@
 # embedded default) with an equal rollout budget (24 sampled traces per
 # problem: SPIRAL's 8 search + 4 subsets x 4 aggregations, GRPO's group of
 # 24), SEEDS seeds each; then spiral eval of the base model and of every
-# trained one (pass@k for k = 1..64 with majority@k, RSA with N = 8,
-# K = 4, T = 10, and the sequential token budget), and spiral compare of
+# trained one (pass@k and majority@k from PASSK_SAMPLES samples, RSA
+# with N = 8, K = 4, T = 10, and the sequential token budget), and spiral
+# compare of
 # all of it into one report directory: passk.png, rsa.png, sequential.png,
 # tokens.png (accuracy against generated tokens: sequential, majority and
 # RSA on one axis), entropy.png and heldout.png (over training, per
@@ -36,6 +37,12 @@
 #   EVALN    held-out problems per evaluation (default: 128, all of the
 #            embedded task's test split; fewer are noisier: at 64 the
 #            seed ranges of SPIRAL's and GRPO's RSA touched)
+#   PASSK_SAMPLES samples per problem of the pass@k evaluations
+#            (default: 256). The scaling efficiency is compared at the
+#            reference's k <= 64 (compare --max-k 64); the other models'
+#            curves beyond 64 say how many samples they need where that
+#            is more than 64 (with 64 samples a ratio at k is capped at
+#            64/k, so 2x could not be measured above k = 32)
 #   JOBS     trainings and evaluations run at once (default: the number of
 #            cores), each ONNX Runtime session on one thread when JOBS > 1:
 #            the embedded model is too small for two threads to beat two
@@ -52,6 +59,7 @@ SEEDS=${SEEDS:-1 2 3}
 ALGOS=${ALGOS:-spiral grpo agg-only}
 PROBLEMS=${PROBLEMS:-8}
 EVALN=${EVALN:-128}
+PASSK_SAMPLES=${PASSK_SAMPLES:-256}
 JOBS=${JOBS:-$(nproc)}
 start=$(date +%s)
 source "$(scripts/setup.sh)" >/dev/null
@@ -62,6 +70,7 @@ per_step=""
 stamp="steps=$STEPS seeds=$SEEDS algos=$ALGOS$per_step evaln=$EVALN embedded=$(cat model/embedded/assets/* | sha256sum | cut -c1-16)"
 ((JOBS >= 1)) || { echo "study: JOBS=$JOBS: want >= 1" >&2; exit 2; }
 [[ $PROBLEMS =~ ^[1-9][0-9]*$ ]] || { echo "study: PROBLEMS=$PROBLEMS: want a whole number >= 1" >&2; exit 2; }
+[[ $PASSK_SAMPLES =~ ^[1-9][0-9]*$ ]] || { echo "study: PASSK_SAMPLES=$PASSK_SAMPLES: want a whole number >= 1" >&2; exit 2; }
 if [[ -f $OUT/study.stamp && $(cat "$OUT/study.stamp") != "$stamp" ]] || [[ ! -f $OUT/study.stamp && -d $OUT/runs ]]; then
 	echo "study: $OUT holds a study of other (or unrecorded) settings; starting over" >&2
 	rm -rf "$OUT/runs" "$OUT/eval" "$OUT/report" "$OUT/logs"
@@ -84,14 +93,18 @@ evaluate() { # label seed [--checkpoint DIR]: the evaluations not done yet
 	for mode in "${modes[@]}"; do
 		local extra=()
 		case $mode in
-		passk) extra=(--samples 64) ;;
+		passk) extra=(--samples "$PASSK_SAMPLES") ;;
 		rsa) extra=(--population 8 --subset 4 --rsa-steps 10 --traces) ;;
 		sequential) extra=(--samples 16) ;;
 		esac
-		[[ -f $OUT/eval/$label-$mode-$seed/$mode.json && ($mode != rsa || -f $OUT/eval/$label-$mode-$seed/rsa.traces.jsonl) ]] &&
-			continue # done by an earlier, interrupted study
+		local dir=$OUT/eval/$label-$mode-$seed
+		# Done by an earlier, interrupted study (a pass@k evaluation
+		# only with the samples asked for now).
+		[[ -f $dir/$mode.json && ($mode != rsa || -f $dir/rsa.traces.jsonl) ]] &&
+			[[ $mode != passk || $(grep -c "\"samples\": $PASSK_SAMPLES,\$" "$dir/passk.json") == 1 ]] &&
+			continue
 		"$spiral" eval --quiet --mode "$mode" --limit "$EVALN" --seed 7 --label "$label" "${threads[@]}" \
-			--out "$OUT/eval/$label-$mode-$seed" "${extra[@]}" "$@" >/dev/null || return 1
+			--out "$dir" "${extra[@]}" "$@" >/dev/null || return 1
 	done
 }
 
@@ -174,7 +187,7 @@ for algo in $first base ${ALGOS#"$first"}; do
 		[[ $algo == base ]] || runs+=(--run "$algo=$OUT/runs/$algo-s$seed")
 	done
 done
-"$spiral" compare --out "$OUT/report" "${runs[@]}" "${reports[@]}" | tee "$OUT/report/compare.txt"
+"$spiral" compare --out "$OUT/report" --max-k 64 "${runs[@]}" "${reports[@]}" | tee "$OUT/report/compare.txt"
 # The self-checks of every model's RSA population (scripts/selfcheck).
 go build -o "$OUT/selfcheck" ./scripts/selfcheck
 traces=()
