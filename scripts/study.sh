@@ -5,16 +5,15 @@
 # 24), SEEDS seeds each; then spiral eval of the base model and of every
 # trained one (pass@k and majority@k from PASSK_SAMPLES samples, RSA
 # with N = 8, K = 4, T = 10, and the sequential token budget), and spiral
-# compare of
-# all of it into one report directory: passk.png, rsa.png, sequential.png,
-# tokens.png (accuracy against generated tokens: sequential, majority and
-# RSA on one axis), entropy.png and heldout.png (over training, per
-# algorithm), with the seed range as error bars, and summary.md (mean and
-# range over seeds), and selfcheck.md (scripts/selfcheck over the RSA
-# traces: how far each model's own checks can be trusted, what its
-# first aggregation makes of its candidates, and how its RSA populations
-# keep a right answer step by step). Prints the comparison and
-# the wall time.
+# compare of all of it into one report directory: passk.png, rsa.png,
+# sequential.png, tokens.png (accuracy against generated tokens:
+# sequential, majority and RSA on one axis), entropy.png and heldout.png
+# (over training, per algorithm), with the seed range as error bars, and
+# summary.md (mean and range over seeds), and selfcheck.md
+# (scripts/selfcheck over the RSA traces: how far each model's own checks
+# can be trusted, what its first aggregation makes of its candidates, and
+# how its RSA populations keep a right answer step by step). Prints the
+# comparison and the wall time.
 #
 # An interrupted study continues where it stopped when run again with the
 # same OUT: finished trainings and evaluations are kept, an unfinished
