@@ -57,6 +57,7 @@ type runtimeFlags struct {
 	threads       int
 	deterministic bool
 	cudaOptions   map[string]string
+	sharedArena   bool
 }
 
 func (f *runtimeFlags) register(fs *pflag.FlagSet) {
@@ -65,12 +66,13 @@ func (f *runtimeFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.threads, "threads", 0, "intra-op threads per ONNX Runtime session (0 = one per physical core)")
 	fs.BoolVar(&f.deterministic, "deterministic", false, "bit-reproducible runs: one thread and ONNX Runtime's deterministic kernels (slower)")
 	fs.StringToStringVar(&f.cudaOptions, "cuda-option", nil, "an option of ONNX Runtime's CUDA execution provider, KEY=VALUE (repeatable; e.g. arena_extend_strategy=kSameAsRequested, gpu_mem_limit=BYTES)")
+	fs.BoolVar(&f.sharedArena, "shared-arena", false, "one arena for the device's memory, shared by every ONNX Runtime session, so that what one frees (the KV cache after generation) the others can use (the training step); on the CPU it holds all host tensors too")
 }
 
 // options returns the runtime options the flags give, warnings to warn.
 func (f *runtimeFlags) options(warn io.Writer) model.RuntimeOptions {
 	return model.RuntimeOptions{LibPath: f.ortLib, Device: f.device, Threads: f.threads,
-		Deterministic: f.deterministic, CUDAOptions: f.cudaOptions, Warn: warn}
+		Deterministic: f.deterministic, CUDAOptions: f.cudaOptions, SharedArena: f.sharedArena, Warn: warn}
 }
 
 // validate checks the runtime flags without loading anything.
@@ -85,6 +87,11 @@ func (f *runtimeFlags) validate() error {
 	}
 	if _, ok := f.cudaOptions["device_id"]; ok {
 		errs = append(errs, errors.New("--cuda-option device_id: choose the device with --device cuda:N"))
+	}
+	if f.sharedArena {
+		if _, err := model.ArenaConfig(f.cudaOptions); err != nil {
+			errs = append(errs, fmt.Errorf("--shared-arena: --cuda-option %w", err))
+		}
 	}
 	if f.threads < 0 {
 		errs = append(errs, fmt.Errorf("--threads %d: want >= 0 (0 = one per physical core)", f.threads))

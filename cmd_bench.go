@@ -36,6 +36,9 @@ type benchFlags struct {
 	exec    executorFlags
 	// resident: the device layer on the CPU too (the CUDA path's twin).
 	resident bool
+	// genRows: train's steps each after a generation of that many rows,
+	// as training's are (0: none).
+	genRows int
 }
 
 func (f *benchFlags) register(fs *pflag.FlagSet) {
@@ -46,8 +49,9 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.tokens, "tokens", 512, "train: tokens per row; the second half is the response the loss covers")
 	fs.IntVar(&f.steps, "steps", 3, "train: full steps (forward, backward, AdamW)")
 	registerLoRA(fs, &f.lora.Rank, &f.lora.Alpha, &f.targets)
-	fs.IntVar(&f.prompt, "prompt-tokens", 512, "generate: prompt tokens per row")
-	fs.IntVar(&f.newTok, "new-tokens", 64, "generate: tokens generated per row")
+	fs.IntVar(&f.prompt, "prompt-tokens", 512, "generate (and train --generate-rows): prompt tokens per row")
+	fs.IntVar(&f.newTok, "new-tokens", 64, "generate (and train --generate-rows): tokens generated per row")
+	fs.IntVar(&f.genRows, "generate-rows", 0, "train: before each step, a generation of this many rows of --prompt-tokens + --new-tokens whose KV cache is released before the step, as training does (the device memory both take; 0: none)")
 	registerGenCallMiB(fs, &f.callMiB)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random token ids")
 	fs.BoolVar(&f.resident, "resident", false, "keep generation's weights and KV cache, and training's parameters, in the device's memory on the CPU too (the CUDA path's CPU twin; always so with --device cuda)")
@@ -58,6 +62,12 @@ func (f *benchFlags) validate(what string) error {
 	switch what {
 	case "train":
 		errs = append(errs, positive("--tokens", f.tokens))
+		if f.genRows < 0 {
+			errs = append(errs, fmt.Errorf("--generate-rows %d: want >= 0 (0: no generation)", f.genRows))
+		}
+		if f.genRows > 0 {
+			errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok), positive("--gen-call-mib", f.callMiB))
+		}
 		if f.tokens < 2 {
 			errs = append(errs, fmt.Errorf("--tokens %d: want >= 2 (a prompt and a response)", f.tokens))
 		}
@@ -66,6 +76,9 @@ func (f *benchFlags) validate(what string) error {
 		f.lora = l
 	case "generate":
 		errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok), positive("--gen-call-mib", f.callMiB))
+		if f.genRows != 0 {
+			errs = append(errs, errors.New("--generate-rows is bench train's (a generation before each step); bench generate takes --rows"))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -95,7 +108,10 @@ type benchTrainLine struct {
 	Toks  int    `json:"tokens"`
 	// Seconds is the step's wall time (forward, loss, backward, AdamW);
 	// TokensPerSecond counts rows x tokens over forward + loss + backward.
+	// GenerateSeconds is the generation before it (--generate-rows), not
+	// counted in Seconds.
 	Seconds          float64 `json:"seconds"`
+	GenerateSeconds  float64 `json:"generate_seconds,omitempty"`
 	TokensPerSecond  float64 `json:"tokens_per_second,omitempty"`
 	ForwardSeconds   float64 `json:"forward_seconds,omitempty"`
 	LossSeconds      float64 `json:"loss_seconds,omitempty"`
@@ -122,18 +138,43 @@ type benchTrainLine struct {
 	RSSBytes     int64 `json:"rss_bytes"`
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
 	WeightsBytes int64 `json:"weights_bytes"`
+	// Arena is the shared device arena's counters (--shared-arena) after
+	// the step.
+	Arena *benchArena `json:"arena,omitempty"`
+}
+
+// benchArena is the shared device arena's counters in a bench line:
+// bytes in use and their peak so far, and bytes reserved from the device
+// (in use or free for any session).
+type benchArena struct {
+	InUseBytes    int64 `json:"in_use_bytes"`
+	PeakBytes     int64 `json:"peak_in_use_bytes"`
+	ReservedBytes int64 `json:"reserved_bytes"`
+}
+
+// arenaStats returns rt's shared arena's counters, nil without one.
+func arenaStats(rt *model.Runtime) (*benchArena, error) {
+	a := rt.DeviceArena()
+	if a == nil {
+		return nil, nil
+	}
+	s, err := a.Stats()
+	if err != nil {
+		return nil, err
+	}
+	return &benchArena{InUseBytes: s.InUse, PeakBytes: s.MaxInUse, ReservedBytes: s.Reserved}, nil
 }
 
 // benchOpen opens the runtime and --model's policy (artifacts cached by
 // the model's content); closeAll closes both.
-func benchOpen(env *cliEnv, f *benchFlags, opts model.PolicyOptions) (pol *model.Policy, closeAll func(), err error) {
+func benchOpen(env *cliEnv, f *benchFlags, opts model.PolicyOptions) (rt *model.Runtime, pol *model.Policy, closeAll func(), err error) {
 	r, err := f.mf.resolve()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	rt, err := model.OpenRuntime(f.rf.options(env.stderr))
+	rt, err = model.OpenRuntime(f.rf.options(env.stderr))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	dir, err := cachedArtifactsDir(r.onnx, opts.Artifacts)
 	if err == nil {
@@ -141,16 +182,16 @@ func benchOpen(env *cliEnv, f *benchFlags, opts model.PolicyOptions) (pol *model
 	}
 	if err != nil {
 		rt.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return pol, func() { pol.Close(); rt.Close() }, nil
+	return rt, pol, func() { pol.Close(); rt.Close() }, nil
 }
 
 // benchTrain runs --steps full training steps on random rows and prints
 // one JSON line after opening and one per step.
 func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	start := time.Now()
-	pol, closeAll, err := benchOpen(env, f, model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: model.ArtifactOptions{LoRA: f.lora}, Seed: f.seed, Resident: f.resident})
+	rt, pol, closeAll, err := benchOpen(env, f, model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: model.ArtifactOptions{LoRA: f.lora}, Seed: f.seed, Resident: f.resident})
 	if err != nil {
 		return err
 	}
@@ -168,14 +209,34 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	enc := json.NewEncoder(env.stdout)
 	line := benchTrainLine{Phase: "open", Rows: f.rows, Toks: f.tokens, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
 	line.RSSBytes, line.PeakRSSBytes = memoryUse()
+	if line.Arena, err = arenaStats(rt); err != nil {
+		return err
+	}
 	if err := enc.Encode(line); err != nil {
 		return err
 	}
 	b := syntheticBatch(f.rows, f.tokens, pol.LM.Signature().Vocab, f.seed)
+	var sampler *rollout.Sampler
+	var reqs []rollout.Request
+	if f.genRows > 0 {
+		if sampler, err = benchSampler(pol, f.genRows, f); err != nil {
+			return err
+		}
+		reqs = benchRequests(f.genRows, f, pol.LM.Signature().Vocab)
+	}
 	var res model.TrainResult
 	for step := 1; step <= f.steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		var generated time.Duration
+		if sampler != nil {
+			g0 := time.Now()
+			if _, _, err := sampler.Generate(ctx, reqs, nil); err != nil {
+				return err
+			}
+			sampler.Release()
+			generated = time.Since(g0)
 		}
 		t0 := time.Now()
 		copied, called, grads := pol.Train.CopiedBytes(), pol.Train.CallBytes(), pol.Train.GradientBytes()
@@ -203,11 +264,14 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 		}
 		line := benchTrainLine{Phase: "step", Step: step, Rows: f.rows, Toks: f.tokens, Seconds: time.Since(t0).Seconds(),
 			ForwardSeconds: times.Forward.Seconds(), LossSeconds: times.Loss.Seconds(), BackwardSeconds: times.Backward.Seconds(),
-			OptimizerSeconds: time.Since(t1).Seconds(), WeightsBytes: weights, NLL: meanNLL(b, res), GradNorm: norm,
+			OptimizerSeconds: time.Since(t1).Seconds(), GenerateSeconds: generated.Seconds(), WeightsBytes: weights, NLL: meanNLL(b, res), GradNorm: norm,
 			DeviceCopyBytes: pol.Train.CopiedBytes() - copied, CallCopyBytes: pol.Train.CallBytes() - called,
 			GradientCopyBytes: pol.Train.GradientBytes() - grads}
 		line.TokensPerSecond = float64(f.rows*f.tokens) / t1.Sub(t0).Seconds()
 		line.RSSBytes, line.PeakRSSBytes = memoryUse()
+		if line.Arena, err = arenaStats(rt); err != nil {
+			return err
+		}
 		if err := enc.Encode(line); err != nil {
 			return err
 		}
@@ -264,7 +328,7 @@ func memoryUse() (rss, peak int64) {
 
 // benchGenerateLine is one JSON line of spiral bench generate.
 type benchGenerateLine struct {
-	Phase        string `json:"phase"` // "open" or "generate"
+	Phase        string `json:"phase"` // "open", "generate" or "release"
 	Step         int    `json:"step,omitempty"`
 	Rows         int    `json:"rows"`
 	PromptTokens int    `json:"prompt_tokens"`
@@ -286,6 +350,9 @@ type benchGenerateLine struct {
 	RSSBytes        int64 `json:"rss_bytes"`
 	PeakRSSBytes    int64 `json:"peak_rss_bytes"`
 	WeightsBytes    int64 `json:"weights_bytes"`
+	// Arena is the shared device arena's counters (--shared-arena) after
+	// the generation (the "release" line: after Sampler.Release).
+	Arena *benchArena `json:"arena,omitempty"`
 }
 
 // benchGenerate samples --new-tokens after random prompts of
@@ -294,15 +361,12 @@ type benchGenerateLine struct {
 // per generation.
 func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	start := time.Now()
-	pol, closeAll, err := benchOpen(env, f, model.PolicyOptions{Resident: f.resident})
+	rt, pol, closeAll, err := benchOpen(env, f, model.PolicyOptions{Resident: f.resident})
 	if err != nil {
 		return err
 	}
 	defer closeAll()
-	vocab := pol.LM.Signature().Vocab
-	cfg := rollout.DefaultSamplerConfig()
-	cfg.MaxNewTokens, cfg.BatchSize, cfg.Refill, cfg.CallBytes = f.newTok, f.rows, false, int64(f.callMiB)<<20
-	s, err := rollout.NewSampler(pol.LM, cfg)
+	s, err := benchSampler(pol, f.rows, f)
 	if err != nil {
 		return err
 	}
@@ -310,17 +374,13 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	enc := json.NewEncoder(env.stdout)
 	line := benchGenerateLine{Phase: "open", Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
 	line.RSSBytes, line.PeakRSSBytes = memoryUse()
+	if line.Arena, err = arenaStats(rt); err != nil {
+		return err
+	}
 	if err := enc.Encode(line); err != nil {
 		return err
 	}
-	rng := rand.New(rand.NewPCG(f.seed, 0x9e4))
-	reqs := make([]rollout.Request, f.rows)
-	for i := range reqs {
-		reqs[i].Seed = uint64(i)
-		for range f.prompt {
-			reqs[i].Prompt = append(reqs[i].Prompt, int32(rng.IntN(vocab)))
-		}
-	}
+	reqs := benchRequests(f.rows, f, pol.LM.Signature().Vocab)
 	for step := 1; step <= f.steps; step++ {
 		copied := s.CopiedBytes()
 		_, st, err := s.Generate(ctx, reqs, nil)
@@ -333,11 +393,44 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags) error {
 			TokensPerSecond: float64(st.GeneratedTokens) / decode, PromptTokensPerSecond: float64(st.PromptTokens) / st.Prefill.Seconds(),
 			DeviceCopyBytes: s.CopiedBytes() - copied}
 		line.RSSBytes, line.PeakRSSBytes = memoryUse()
+		if line.Arena, err = arenaStats(rt); err != nil {
+			return err
+		}
 		if err := enc.Encode(line); err != nil {
 			return err
 		}
 	}
-	return nil
+	// As training does before its step: the cache goes back to where it
+	// came from (with --shared-arena, to what every session can use).
+	t0 := time.Now()
+	s.Release()
+	line = benchGenerateLine{Phase: "release", Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok, Seconds: time.Since(t0).Seconds(), WeightsBytes: weights}
+	line.RSSBytes, line.PeakRSSBytes = memoryUse()
+	if line.Arena, err = arenaStats(rt); err != nil {
+		return err
+	}
+	return enc.Encode(line)
+}
+
+// benchSampler is the sampler bench generate (and train
+// --generate-rows) samples with: rows at once, --new-tokens each.
+func benchSampler(pol *model.Policy, rows int, f *benchFlags) (*rollout.Sampler, error) {
+	cfg := rollout.DefaultSamplerConfig()
+	cfg.MaxNewTokens, cfg.BatchSize, cfg.Refill, cfg.CallBytes = f.newTok, rows, false, int64(f.callMiB)<<20
+	return rollout.NewSampler(pol.LM, cfg)
+}
+
+// benchRequests are rows prompts of --prompt-tokens random ids.
+func benchRequests(rows int, f *benchFlags, vocab int) []rollout.Request {
+	rng := rand.New(rand.NewPCG(f.seed, 0x9e4))
+	reqs := make([]rollout.Request, rows)
+	for i := range reqs {
+		reqs[i].Seed = uint64(i)
+		for range f.prompt {
+			reqs[i].Prompt = append(reqs[i].Prompt, int32(rng.IntN(vocab)))
+		}
+	}
+	return reqs
 }
 
 // meanNLL is the mean -log p over b's loss positions.

@@ -134,6 +134,10 @@ type RuntimeOptions struct {
 	// (such as arena_extend_strategy or gpu_mem_limit), which checks them
 	// when a session opens on CUDA; device_id comes from Device.
 	CUDAOptions map[string]string
+	// SharedArena gives every session one arena for the device's memory
+	// (ShareDeviceArena), so that memory one frees is there for the
+	// others.
+	SharedArena bool
 }
 
 // Runtime owns the process's ONNX Runtime environment. Build one in main,
@@ -147,6 +151,9 @@ type Runtime struct {
 	deterministic bool
 	cudaOptions   map[string]string
 	api           *ortc.API
+	// arena is the shared device arena, nil when each session keeps its
+	// own.
+	arena *DeviceArena
 }
 
 // LibraryNotFoundError reports that no candidate ONNX Runtime library loaded.
@@ -257,6 +264,11 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 			r.device = Device{Kind: CPU}
 		}
 	}
+	if opt.SharedArena {
+		if _, err := r.ShareDeviceArena(); err != nil {
+			return nil, errors.Join(err, r.Close())
+		}
+	}
 	return r, nil
 }
 
@@ -283,10 +295,11 @@ func (r *Runtime) Close() error {
 	if !ort.IsInitialized() {
 		return nil
 	}
+	arenaErr := r.UnshareDeviceArena()
 	if err := ort.DestroyEnvironment(); err != nil {
-		return fmt.Errorf("model: close ONNX Runtime: %w", err)
+		return errors.Join(arenaErr, fmt.Errorf("model: close ONNX Runtime: %w", err))
 	}
-	return nil
+	return arenaErr
 }
 
 // Version returns the version string reported by the loaded library.
@@ -314,8 +327,9 @@ func (r *Runtime) Device() Device { return r.device }
 const SpinningEntry = "session.intra_op.allow_spinning"
 
 // NewSessionOptions returns session options with the runtime's thread
-// count, intra-op threads that do not spin (SpinningEntry) and, on CUDA, the
-// CUDA execution provider appended. The caller destroys them.
+// count, intra-op threads that do not spin (SpinningEntry), the shared
+// device arena when there is one and, on CUDA, the CUDA execution
+// provider appended. The caller destroys them.
 func (r *Runtime) NewSessionOptions() (*ort.SessionOptions, error) {
 	so, err := ort.NewSessionOptions()
 	if err != nil {
@@ -335,6 +349,11 @@ func (r *Runtime) NewSessionOptions() (*ort.SessionOptions, error) {
 		}
 		if err := r.api.SetDeterministicCompute(so, true); err != nil {
 			return nil, errors.Join(fmt.Errorf("model: %w", err), so.Destroy())
+		}
+	}
+	if r.arena != nil {
+		if err := so.AddSessionConfigEntry(ortc.UseEnvAllocatorsEntry, "1"); err != nil {
+			return nil, errors.Join(fmt.Errorf("model: session config %s=1: %w", ortc.UseEnvAllocatorsEntry, err), so.Destroy())
 		}
 	}
 	if r.device.Kind == CUDA {

@@ -14,7 +14,10 @@
 #      (28 layers, vocabulary 151,936, random weights, made by spiral
 #      init-model: no Python needed): a small generation on CPU and CUDA
 #      for the ratio, then the paper-sized one and a training step on
-#      CUDA, each capped in time.
+#      CUDA, each capped in time;
+#   4. a generation released before each training step, as training
+#      does, with each session's own device arena and with one shared
+#      by all (--shared-arena), for the peaks.
 #
 # On CUDA, the policy is on the device layer: one copy of the weights on
 # the GPU for generation and training, the KV cache in GPU memory, per
@@ -70,7 +73,7 @@ M=$OUT/qwen3-0.6b
 
 if command -v go >/dev/null; then
 	step "the CPU twin of device-resident generation, and the sampler on it"
-	go test -count=1 -run 'TestResident|TestExecutorCallBytes|TestExecutorActivationsStayOnDevice|TestView|TestBindingCPUTwin|TestDeviceTwinIsSealed|TestSamplerResident|TestTrainerCountsDeviceCopies|TestTrainerUpdatesOnDevice' ./model/... ./rollout/ ./rl/
+	go test -count=1 -run 'TestResident|TestExecutorCallBytes|TestExecutorActivationsStayOnDevice|TestView|TestBindingCPUTwin|TestDeviceTwinIsSealed|TestSamplerResident|TestTrainerCountsDeviceCopies|TestTrainerUpdatesOnDevice|TestSharedArena|TestSamplerReleaseToSharedArena' ./model/... ./rollout/ ./rl/
 fi
 
 step "CPU against CUDA: greedy generations"
@@ -134,3 +137,13 @@ bench 120 train --device cuda --model "$M/model.onnx" --rows 1 --tokens 2048 --s
 
 step "the same with the device arena grown by what is asked (--cuda-option arena_extend_strategy=kSameAsRequested; compare the peaks)"
 bench 120 train --device cuda --cuda-option arena_extend_strategy=kSameAsRequested --model "$M/model.onnx" --rows 1 --tokens 2048 --steps 2
+
+# Training's iteration: a generation, its KV cache released
+# (Sampler.Release), then the step. Each session keeps its own arena by
+# default, so the cache's memory may stay reserved beside the step's;
+# --shared-arena gives every session one arena, where the step takes what
+# the cache gave back (the last line's "arena": in use, peak, reserved).
+step "a generation (64 x 1,000 + 32) released before each training step (1 x 2,048), as training does: each session's own arena, then one shared (--shared-arena; compare the peaks)"
+gen=(--generate-rows 64 --prompt-tokens 1000 --new-tokens 32)
+bench 120 train --device cuda "${gen[@]}" --model "$M/model.onnx" --rows 1 --tokens 2048 --steps 2
+bench 120 train --device cuda --shared-arena "${gen[@]}" --model "$M/model.onnx" --rows 1 --tokens 2048 --steps 2

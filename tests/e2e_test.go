@@ -511,11 +511,13 @@ func TestBenchAndPlan(t *testing.T) {
 	r = spiral(t, env, "bench", "generate", "--model", m, "--rows", "3", "--prompt-tokens", "8", "--new-tokens", "4", "--steps", "1")
 	require.Equal(t, 0, r.code, r.stderr)
 	ls = jsonLines[map[string]any](t, r.stdout)
-	require.Len(t, ls, 2)
+	require.Len(t, ls, 3)
 	require.Equal(t, "generate", ls[1]["phase"])
 	// 2 layers x (k, v) x 2 KV heads x 32 wide x 4 bytes x 3 rows x 12 positions.
 	require.Equal(t, float64(2*2*2*32*4*3*12), ls[1]["kv_cache_bytes"])
 	require.NotContains(t, ls[1], "device_copy_bytes", "the host path copies nothing through the device layer")
+	require.Equal(t, "release", ls[2]["phase"])
+	require.NotContains(t, ls[2], "arena", "no shared arena without --shared-arena")
 
 	// --resident: the device layer on the CPU, AdamW included. The first
 	// training step copies the parameters and the two moments, then only
@@ -542,6 +544,41 @@ func TestBenchAndPlan(t *testing.T) {
 	copied, weights := ls[1]["device_copy_bytes"].(float64), ls[1]["weights_bytes"].(float64)
 	require.Greater(t, copied, weights)
 	require.Less(t, copied, weights+float64(ls[1]["kv_cache_bytes"].(float64)), "less than the weights and one copy of the cache")
+
+	// --shared-arena: every session's device memory from one arena, whose
+	// counters the lines carry. The KV cache is in use after the
+	// generation and back in the arena, still reserved, after its
+	// release; before each training step of train --generate-rows, a
+	// generation is released the same way.
+	r = spiral(t, env, "bench", "generate", "--resident", "--shared-arena", "--model", m, "--rows", "3", "--prompt-tokens", "8", "--new-tokens", "4", "--steps", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	ls = jsonLines[map[string]any](t, r.stdout)
+	require.Len(t, ls, 3)
+	arena := func(l map[string]any) map[string]any {
+		a, ok := l["arena"].(map[string]any)
+		require.True(t, ok, "a line without the arena's counters: %v", l)
+		return a
+	}
+	open, gen, rel := arena(ls[0]), arena(ls[1]), arena(ls[2])
+	require.GreaterOrEqual(t, open["in_use_bytes"], weights, "the weights are in the arena")
+	require.GreaterOrEqual(t, gen["in_use_bytes"].(float64)-rel["in_use_bytes"].(float64), ls[1]["kv_cache_bytes"])
+	require.Equal(t, gen["reserved_bytes"], rel["reserved_bytes"])
+	require.GreaterOrEqual(t, gen["peak_in_use_bytes"], gen["in_use_bytes"])
+	r = spiral(t, env, "bench", "train", "--resident", "--shared-arena", "--generate-rows", "3", "--model", m, "--rows", "2", "--tokens", "32", "--prompt-tokens", "8", "--new-tokens", "4", "--steps", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	ls = jsonLines[map[string]any](t, r.stdout)
+	require.Len(t, ls, 3)
+	for _, l := range ls[1:] {
+		require.Positive(t, l["generate_seconds"])
+		require.Greater(t, arena(l)["peak_in_use_bytes"], arena(l)["in_use_bytes"])
+	}
+	require.Equal(t, arena(ls[1])["in_use_bytes"], arena(ls[2])["in_use_bytes"], "nothing held from one step to the next")
+	r = spiral(t, env, "bench", "generate", "--generate-rows", "2", "--model", m)
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "--generate-rows is bench train's")
+	r = spiral(t, env, "bench", "train", "--device", "cuda", "--shared-arena", "--cuda-option", "arena_extend_strategy=2", "--model", m)
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "--shared-arena: --cuda-option arena_extend_strategy=2: want kNextPowerOfTwo or kSameAsRequested")
 
 	r = spiral(t, nil, "plan", "--model", m, "--rows", "1", "--tokens", "64", "--device-memory", "1GiB", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
