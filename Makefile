@@ -12,7 +12,7 @@ ONNX_PY_VERSION := 1.23.2
 ENGINE_VENV ?= $(HOME)/.cache/spiral/engine-venv
 ARGS ?=
 
-.PHONY: setup setup-cuda build train test engine-venv bench bench-scale study vet embedded fuzz
+.PHONY: setup setup-cuda build train test engine-venv bench bench-scale bench-arena study vet embedded fuzz
 
 setup:
 	@scripts/setup.sh >/dev/null
@@ -52,6 +52,11 @@ bench:
 # about 90 minutes, 24 GiB, not in CI).
 bench-scale:
 	scripts/bench/scale.sh
+
+# The CPU's shared arena against each session's own memory on the
+# embedded default, side by side (scripts/bench/arena.sh; about 5 minutes).
+bench-arena:
+	scripts/bench/arena.sh
 
 # GRPO, agg-only and SPIRAL from the embedded default, 3 seeds each, then
 # evaluated and compared into runs/study/report (scripts/study.sh).

@@ -57,7 +57,8 @@ type runtimeFlags struct {
 	threads       int
 	deterministic bool
 	cudaOptions   map[string]string
-	sharedArena   bool
+	sharedArena   string
+	arena         model.ArenaSharing // sharedArena parsed by validate
 }
 
 func (f *runtimeFlags) register(fs *pflag.FlagSet) {
@@ -66,13 +67,14 @@ func (f *runtimeFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.threads, "threads", 0, "intra-op threads per ONNX Runtime session (0 = one per physical core)")
 	fs.BoolVar(&f.deterministic, "deterministic", false, "bit-reproducible runs: one thread and ONNX Runtime's deterministic kernels (slower)")
 	fs.StringToStringVar(&f.cudaOptions, "cuda-option", nil, "an option of ONNX Runtime's CUDA execution provider, KEY=VALUE (repeatable; e.g. arena_extend_strategy=kSameAsRequested, gpu_mem_limit=BYTES)")
-	fs.BoolVar(&f.sharedArena, "shared-arena", false, "one arena for the device's memory, shared by every ONNX Runtime session, so that what one frees (the KV cache after generation) the others can use (the training step); on the CPU it holds all host tensors too")
+	fs.StringVar(&f.sharedArena, "shared-arena", "auto", "one arena for the device's memory shared by every ONNX Runtime session, so that what one frees (the KV cache after generation) the others can use (the training step): true, false, or auto (on the CPU, where it holds every host tensor and trains faster; not on CUDA, where it is not measured yet)")
+	fs.Lookup("shared-arena").NoOptDefVal = "true"
 }
 
 // options returns the runtime options the flags give, warnings to warn.
 func (f *runtimeFlags) options(warn io.Writer) model.RuntimeOptions {
 	return model.RuntimeOptions{LibPath: f.ortLib, Device: f.device, Threads: f.threads,
-		Deterministic: f.deterministic, CUDAOptions: f.cudaOptions, SharedArena: f.sharedArena, Warn: warn}
+		Deterministic: f.deterministic, CUDAOptions: f.cudaOptions, Arena: f.arena, Warn: warn}
 }
 
 // validate checks the runtime flags without loading anything.
@@ -88,7 +90,12 @@ func (f *runtimeFlags) validate() error {
 	if _, ok := f.cudaOptions["device_id"]; ok {
 		errs = append(errs, errors.New("--cuda-option device_id: choose the device with --device cuda:N"))
 	}
-	if f.sharedArena {
+	if a, err := model.ParseArenaSharing(f.sharedArena); err != nil {
+		errs = append(errs, fmt.Errorf("--shared-arena %w", err))
+	} else {
+		f.arena = a
+	}
+	if f.arena == model.ArenaShared {
 		if _, err := model.ArenaConfig(f.cudaOptions); err != nil {
 			errs = append(errs, fmt.Errorf("--shared-arena: --cuda-option %w", err))
 		}

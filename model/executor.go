@@ -243,8 +243,9 @@ func (e *Executor) openSessions(rt *Runtime) error {
 		return err
 	}
 	defer so.Destroy()
-	// Tensors here vary in shape from call to call: ONNX Runtime's arena
-	// would keep the largest of each for good.
+	// Tensors here vary in shape from call to call: an arena of each
+	// session's own would keep the largest of each for good (the shared
+	// arena, when the runtime has one, serves every session instead).
 	if err := so.SetCpuMemArena(false); err != nil {
 		return fmt.Errorf("model: executor: %w", err)
 	}

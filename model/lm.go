@@ -189,7 +189,8 @@ func (lm *LM) extendSession() (*ortc.Session, error) {
 	}
 	defer so.Destroy()
 	// Shapes change with every call (rows, positions, capacity): an arena
-	// would keep the largest of each.
+	// of the session's own would keep the largest of each (the shared
+	// arena, when the runtime has one, serves every session instead).
 	if err := so.SetCpuMemArena(false); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}

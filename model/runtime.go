@@ -134,10 +134,37 @@ type RuntimeOptions struct {
 	// (such as arena_extend_strategy or gpu_mem_limit), which checks them
 	// when a session opens on CUDA; device_id comes from Device.
 	CUDAOptions map[string]string
-	// SharedArena gives every session one arena for the device's memory
-	// (ShareDeviceArena), so that memory one frees is there for the
-	// others.
-	SharedArena bool
+	// Arena says whether every session takes its device memory from one
+	// shared arena (ShareDeviceArena), so that memory one frees is there
+	// for the others; the zero value is ArenaAuto.
+	Arena ArenaSharing
+}
+
+// ArenaSharing says whether a Runtime's sessions share one device arena.
+type ArenaSharing int
+
+const (
+	// ArenaAuto shares it on the CPU, and not on CUDA, where sharing is
+	// not measured yet.
+	ArenaAuto ArenaSharing = iota
+	// ArenaShared shares it on every device.
+	ArenaShared
+	// ArenaPerSession leaves each session its own.
+	ArenaPerSession
+)
+
+// ParseArenaSharing parses "auto", "true" (shared) or "false" (each
+// session its own), --shared-arena's values.
+func ParseArenaSharing(s string) (ArenaSharing, error) {
+	switch s {
+	case "auto":
+		return ArenaAuto, nil
+	case "true":
+		return ArenaShared, nil
+	case "false":
+		return ArenaPerSession, nil
+	}
+	return 0, fmt.Errorf("%q: want auto, true or false", s)
 }
 
 // Runtime owns the process's ONNX Runtime environment. Build one in main,
@@ -264,7 +291,7 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 			r.device = Device{Kind: CPU}
 		}
 	}
-	if opt.SharedArena {
+	if opt.Arena == ArenaShared || opt.Arena == ArenaAuto && r.device.Kind == CPU {
 		if _, err := r.ShareDeviceArena(); err != nil {
 			return nil, errors.Join(err, r.Close())
 		}

@@ -148,3 +148,22 @@ func TestOpenRuntime(t *testing.T) {
 	require.Equal(t, "0", spin, "intra-op threads must not spin")
 	require.NoError(t, so.Destroy())
 }
+
+// TestArenaSharing: --shared-arena's values, and the default on the CPU:
+// the test runtime, opened with the zero options, shares its arena, whose
+// counters read.
+func TestArenaSharing(t *testing.T) {
+	for in, want := range map[string]model.ArenaSharing{"auto": model.ArenaAuto, "true": model.ArenaShared, "false": model.ArenaPerSession} {
+		got, err := model.ParseArenaSharing(in)
+		require.NoError(t, err)
+		require.Equal(t, want, got, in)
+	}
+	_, err := model.ParseArenaSharing("yes")
+	require.ErrorContains(t, err, `"yes": want auto, true or false`)
+
+	rt := modeltest.Runtime(t)
+	a := rt.DeviceArena()
+	require.NotNil(t, a, "ArenaAuto shares the arena on the CPU")
+	_, err = a.Stats()
+	require.NoError(t, err)
+}

@@ -32,6 +32,17 @@ func TestSamplerReleaseToSharedArena(t *testing.T) {
 		lp    []float32
 		grads []float32
 	}
+	// The test runtime shares the arena (ArenaAuto on the CPU): this
+	// test takes it away for its first half and leaves it as it was.
+	wasShared := rt.DeviceArena() != nil
+	require.NoError(t, rt.UnshareDeviceArena())
+	t.Cleanup(func() {
+		require.NoError(t, rt.UnshareDeviceArena())
+		if wasShared {
+			_, err := rt.ShareDeviceArena()
+			require.NoError(t, err)
+		}
+	})
 	var got [2]outcome
 	for i, shared := range []bool{false, true} {
 		var arena *model.DeviceArena
@@ -86,6 +97,8 @@ func TestSamplerReleaseToSharedArena(t *testing.T) {
 		if shared {
 			require.NoError(t, rt.UnshareDeviceArena())
 			require.Nil(t, rt.DeviceArena())
+		} else {
+			require.Nil(t, rt.DeviceArena(), "each session its own memory")
 		}
 	}
 	require.Equal(t, got[0], got[1])

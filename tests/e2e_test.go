@@ -508,7 +508,7 @@ func TestBenchAndPlan(t *testing.T) {
 		}
 	}
 
-	r = spiral(t, env, "bench", "generate", "--model", m, "--rows", "3", "--prompt-tokens", "8", "--new-tokens", "4", "--steps", "1")
+	r = spiral(t, env, "bench", "generate", "--shared-arena=false", "--model", m, "--rows", "3", "--prompt-tokens", "8", "--new-tokens", "4", "--steps", "1")
 	require.Equal(t, 0, r.code, r.stderr)
 	ls = jsonLines[map[string]any](t, r.stdout)
 	require.Len(t, ls, 3)
@@ -517,7 +517,7 @@ func TestBenchAndPlan(t *testing.T) {
 	require.Equal(t, float64(2*2*2*32*4*3*12), ls[1]["kv_cache_bytes"])
 	require.NotContains(t, ls[1], "device_copy_bytes", "the host path copies nothing through the device layer")
 	require.Equal(t, "release", ls[2]["phase"])
-	require.NotContains(t, ls[2], "arena", "no shared arena without --shared-arena")
+	require.NotContains(t, ls[2], "arena", "no shared arena with --shared-arena=false")
 
 	// --resident: the device layer on the CPU, AdamW included. The first
 	// training step copies the parameters and the two moments, then only
@@ -579,6 +579,9 @@ func TestBenchAndPlan(t *testing.T) {
 	r = spiral(t, env, "bench", "train", "--device", "cuda", "--shared-arena", "--cuda-option", "arena_extend_strategy=2", "--model", m)
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "--shared-arena: --cuda-option arena_extend_strategy=2: want kNextPowerOfTwo or kSameAsRequested")
+	r = spiral(t, env, "bench", "train", "--shared-arena=maybe", "--model", m)
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, `--shared-arena "maybe": want auto, true or false`)
 
 	r = spiral(t, nil, "plan", "--model", m, "--rows", "1", "--tokens", "64", "--device-memory", "1GiB", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
