@@ -215,7 +215,7 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	if err := enc.Encode(line); err != nil {
 		return err
 	}
-	b := syntheticBatch(f.rows, f.tokens, pol.LM.Signature().Vocab, f.seed)
+	b := model.RandomTrainBatch(f.rows, f.tokens, pol.LM.Signature().Vocab, f.seed)
 	var sampler *rollout.Sampler
 	var reqs []rollout.Request
 	if f.genRows > 0 {
@@ -277,28 +277,6 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 		}
 	}
 	return nil
-}
-
-// syntheticBatch is rows of random token ids whose second half is the
-// response: the loss (REINFORCE with advantage 1 and detached old
-// log-probabilities, the gradient of cross-entropy) covers the positions
-// whose next token lies there.
-func syntheticBatch(rows, tokens, vocab int, seed uint64) model.TrainBatch {
-	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	n := rows * tokens
-	b := model.TrainBatch{Batch: rows, Seq: tokens, ClipLow: 0.2, ClipHigh: 0.28,
-		InputIDs: make([]int64, n), AttentionMask: make([]int64, n), PositionIDs: make([]int64, n),
-		LossMask: make([]float32, n), Advantages: make([]float32, n)}
-	for i := range n {
-		t := i % tokens
-		b.InputIDs[i] = int64(rng.IntN(vocab))
-		b.AttentionMask[i] = 1
-		b.PositionIDs[i] = int64(t)
-		if t >= tokens/2-1 && t < tokens-1 {
-			b.LossMask[i], b.Advantages[i] = 1, 1
-		}
-	}
-	return b
 }
 
 // memoryUse returns the process's resident set and its peak (VmRSS and

@@ -1,5 +1,7 @@
 package model
 
+import "math/rand/v2"
+
 // TrainBatch is one micro-batch of B right-padded rows of T positions.
 // Position t's loss terms score token t+1 (see autodiff.LossGraph).
 type TrainBatch struct {
@@ -22,6 +24,29 @@ type TrainBatch struct {
 type TrainResult struct {
 	LogProbs, Entropy []float32
 	Loss              float32
+}
+
+// RandomTrainBatch is rows of random token ids (drawn from seed) whose
+// second half is the response: the loss (REINFORCE with advantage 1 and
+// detached old log-probabilities, the gradient of cross-entropy) covers
+// the positions whose next token lies there. Benchmarks and tests train
+// on it.
+func RandomTrainBatch(rows, tokens, vocab int, seed uint64) TrainBatch {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	n := rows * tokens
+	b := TrainBatch{Batch: rows, Seq: tokens, ClipLow: 0.2, ClipHigh: 0.28,
+		InputIDs: make([]int64, n), AttentionMask: make([]int64, n), PositionIDs: make([]int64, n),
+		LossMask: make([]float32, n), Advantages: make([]float32, n)}
+	for i := range n {
+		t := i % tokens
+		b.InputIDs[i] = int64(rng.IntN(vocab))
+		b.AttentionMask[i] = 1
+		b.PositionIDs[i] = int64(t)
+		if t >= tokens/2-1 && t < tokens-1 {
+			b.LossMask[i], b.Advantages[i] = 1, 1
+		}
+	}
+	return b
 }
 
 // resize returns x at length n, reallocated (contents not kept) when its

@@ -85,7 +85,7 @@ func TestSamplerReleaseToSharedArena(t *testing.T) {
 			require.Equal(t, generated.Reserved, released.Reserved, "and it stays reserved, for the step")
 		}
 		var res model.TrainResult
-		require.NoError(t, pol.Train.Accumulate(context.Background(), trainBatch(4, 64, pol.LM.Signature().Vocab), 1, pol.Grads, &res))
+		require.NoError(t, pol.Train.Accumulate(context.Background(), model.RandomTrainBatch(4, 64, pol.LM.Signature().Vocab, 3), 1, pol.Grads, &res))
 		got[i].lp, got[i].grads = res.LogProbs, slices.Clone(pol.Grads.Flat())
 		if shared {
 			trained := stats()
@@ -102,23 +102,4 @@ func TestSamplerReleaseToSharedArena(t *testing.T) {
 		}
 	}
 	require.Equal(t, got[0], got[1])
-}
-
-// trainBatch is rows of fixed token ids whose second half is the
-// response the loss covers (advantage 1).
-func trainBatch(rows, tokens, vocab int) model.TrainBatch {
-	n := rows * tokens
-	b := model.TrainBatch{Batch: rows, Seq: tokens, ClipLow: 0.2, ClipHigh: 0.28,
-		InputIDs: make([]int64, n), AttentionMask: make([]int64, n), PositionIDs: make([]int64, n),
-		LossMask: make([]float32, n), Advantages: make([]float32, n)}
-	for i := range n {
-		t := i % tokens
-		b.InputIDs[i] = int64((i * 7919) % vocab)
-		b.AttentionMask[i] = 1
-		b.PositionIDs[i] = int64(t)
-		if t >= tokens/2-1 && t < tokens-1 {
-			b.LossMask[i], b.Advantages[i] = 1, 1
-		}
-	}
-	return b
 }
