@@ -138,7 +138,7 @@ type benchTrainLine struct {
 	RSSBytes     int64 `json:"rss_bytes"`
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
 	WeightsBytes int64 `json:"weights_bytes"`
-	// Arena is the shared device arena's counters (--shared-arena) after
+	// Arena is the shared device arena's counters (when shared) after
 	// the step.
 	Arena *benchArena `json:"arena,omitempty"`
 }
@@ -328,7 +328,7 @@ type benchGenerateLine struct {
 	RSSBytes        int64 `json:"rss_bytes"`
 	PeakRSSBytes    int64 `json:"peak_rss_bytes"`
 	WeightsBytes    int64 `json:"weights_bytes"`
-	// Arena is the shared device arena's counters (--shared-arena) after
+	// Arena is the shared device arena's counters (when shared) after
 	// the generation (the "release" line: after Sampler.Release).
 	Arena *benchArena `json:"arena,omitempty"`
 }

@@ -27,9 +27,9 @@ type DeviceArena struct {
 	alloc *ortc.Allocator
 }
 
-// ShareDeviceArena registers r's device arena (RuntimeOptions.SharedArena
-// does so when the runtime opens). Sessions opened before it keep their
-// own arenas.
+// ShareDeviceArena registers r's device arena (OpenRuntime does so as
+// RuntimeOptions.Arena says). Sessions opened before it keep their own
+// arenas.
 func (r *Runtime) ShareDeviceArena() (a *DeviceArena, err error) {
 	if r.arena != nil {
 		return nil, errors.New("model: the device arena is shared already")
