@@ -133,14 +133,19 @@ type benchTrainLine struct {
 	DeviceCopyBytes   int64 `json:"device_copy_bytes,omitempty"`
 	CallCopyBytes     int64 `json:"call_copy_bytes,omitempty"`
 	GradientCopyBytes int64 `json:"gradient_copy_bytes,omitempty"`
-	// RSSBytes is the resident set now, PeakRSSBytes the process's peak so
-	// far (VmHWM); WeightsBytes the trained and frozen parameters.
-	RSSBytes     int64 `json:"rss_bytes"`
-	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// WeightsBytes is the trained and frozen parameters.
 	WeightsBytes int64 `json:"weights_bytes"`
-	// Arena is the shared device arena's counters (when shared) after
-	// the step.
-	Arena *benchArena `json:"arena,omitempty"`
+	// The memory after the step.
+	benchMemory
+}
+
+// benchMemory is a bench line's memory: the resident set now and the
+// process's peak so far (VmRSS, VmHWM), and the shared device arena's
+// counters when the arena is shared.
+type benchMemory struct {
+	RSSBytes     int64       `json:"rss_bytes"`
+	PeakRSSBytes int64       `json:"peak_rss_bytes"`
+	Arena        *benchArena `json:"arena,omitempty"`
 }
 
 // benchArena is the shared device arena's counters in a bench line:
@@ -152,17 +157,21 @@ type benchArena struct {
 	ReservedBytes int64 `json:"reserved_bytes"`
 }
 
-// arenaStats returns rt's shared arena's counters, nil without one.
-func arenaStats(rt *model.Runtime) (*benchArena, error) {
+// measureMemory returns the process's memory now and, when rt shares
+// its device arena, the arena's counters.
+func measureMemory(rt *model.Runtime) (benchMemory, error) {
+	var m benchMemory
+	m.RSSBytes, m.PeakRSSBytes = memoryUse()
 	a := rt.DeviceArena()
 	if a == nil {
-		return nil, nil
+		return m, nil
 	}
 	s, err := a.Stats()
 	if err != nil {
-		return nil, err
+		return m, err
 	}
-	return &benchArena{InUseBytes: s.InUse, PeakBytes: s.MaxInUse, ReservedBytes: s.Reserved}, nil
+	m.Arena = &benchArena{InUseBytes: s.InUse, PeakBytes: s.MaxInUse, ReservedBytes: s.Reserved}
+	return m, nil
 }
 
 // benchOpen opens the runtime and --model's policy (artifacts cached by
@@ -208,8 +217,7 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	weights := int64(4 * (pol.Weights.NumParams() + pol.Frozen.NumParams()))
 	enc := json.NewEncoder(env.stdout)
 	line := benchTrainLine{Phase: "open", Rows: f.rows, Toks: f.tokens, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
-	line.RSSBytes, line.PeakRSSBytes = memoryUse()
-	if line.Arena, err = arenaStats(rt); err != nil {
+	if line.benchMemory, err = measureMemory(rt); err != nil {
 		return err
 	}
 	if err := enc.Encode(line); err != nil {
@@ -268,8 +276,7 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
 			DeviceCopyBytes: pol.Train.CopiedBytes() - copied, CallCopyBytes: pol.Train.CallBytes() - called,
 			GradientCopyBytes: pol.Train.GradientBytes() - grads}
 		line.TokensPerSecond = float64(f.rows*f.tokens) / t1.Sub(t0).Seconds()
-		line.RSSBytes, line.PeakRSSBytes = memoryUse()
-		if line.Arena, err = arenaStats(rt); err != nil {
+		if line.benchMemory, err = measureMemory(rt); err != nil {
 			return err
 		}
 		if err := enc.Encode(line); err != nil {
@@ -325,12 +332,10 @@ type benchGenerateLine struct {
 	// --resident): the weights once, then per call the token inputs,
 	// cache write indices and last-position logits.
 	DeviceCopyBytes int64 `json:"device_copy_bytes,omitempty"`
-	RSSBytes        int64 `json:"rss_bytes"`
-	PeakRSSBytes    int64 `json:"peak_rss_bytes"`
 	WeightsBytes    int64 `json:"weights_bytes"`
-	// Arena is the shared device arena's counters (when shared) after
-	// the generation (the "release" line: after Sampler.Release).
-	Arena *benchArena `json:"arena,omitempty"`
+	// The memory after the generation (the "release" line: after
+	// Sampler.Release).
+	benchMemory
 }
 
 // benchGenerate samples --new-tokens after random prompts of
@@ -351,8 +356,7 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	weights := int64(4 * (pol.Weights.NumParams() + pol.Frozen.NumParams()))
 	enc := json.NewEncoder(env.stdout)
 	line := benchGenerateLine{Phase: "open", Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
-	line.RSSBytes, line.PeakRSSBytes = memoryUse()
-	if line.Arena, err = arenaStats(rt); err != nil {
+	if line.benchMemory, err = measureMemory(rt); err != nil {
 		return err
 	}
 	if err := enc.Encode(line); err != nil {
@@ -370,8 +374,7 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags) error {
 			Seconds: st.Elapsed.Seconds(), PrefillSeconds: st.Prefill.Seconds(), KVCacheBytes: s.CacheBytes(), WeightsBytes: weights,
 			TokensPerSecond: float64(st.GeneratedTokens) / decode, PromptTokensPerSecond: float64(st.PromptTokens) / st.Prefill.Seconds(),
 			DeviceCopyBytes: s.CopiedBytes() - copied}
-		line.RSSBytes, line.PeakRSSBytes = memoryUse()
-		if line.Arena, err = arenaStats(rt); err != nil {
+		if line.benchMemory, err = measureMemory(rt); err != nil {
 			return err
 		}
 		if err := enc.Encode(line); err != nil {
@@ -383,8 +386,7 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	t0 := time.Now()
 	s.Release()
 	line = benchGenerateLine{Phase: "release", Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok, Seconds: time.Since(t0).Seconds(), WeightsBytes: weights}
-	line.RSSBytes, line.PeakRSSBytes = memoryUse()
-	if line.Arena, err = arenaStats(rt); err != nil {
+	if line.benchMemory, err = measureMemory(rt); err != nil {
 		return err
 	}
 	return enc.Encode(line)
