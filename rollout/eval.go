@@ -153,8 +153,9 @@ type KPoint struct {
 	MajorityExact bool `json:"majority_exact"`
 }
 
-// PassAtKCurve computes pass@k (PassAtK) and majority@k (MajorityAtK with
-// equal and mcfg) at each k, averaged over the problems of set; ks nil
+// PassAtKCurve computes pass@k (PassAtK) and majority@k
+// (Ballots.MajorityAtK with equal and mcfg, one table a problem for every
+// k) at each k, averaged over the problems of set; ks nil
 // means PowersOfTwo(n). rng drives majority@k's Monte Carlo subsets when
 // C(n, k) is too large to enumerate (nil is fine when it never is). It
 // returns an error for an empty set, ragged sample counts, or k outside
@@ -170,16 +171,19 @@ func PassAtKCurve(rng *rand.Rand, set *SampleSet, ks []int, equal Equivalence, m
 	if ks == nil {
 		ks = PowersOfTwo(n)
 	}
-	answers := make([][]string, len(set.Traces))
-	correct := make([][]bool, len(set.Traces))
+	ballots := make([]*Ballots, len(set.Traces))
 	for i, ss := range set.Traces {
 		if len(ss) != n {
 			return nil, fmt.Errorf("rollout: pass@k curve: problem %d has %d samples, problem 0 has %d", i, len(ss), n)
 		}
-		answers[i] = make([]string, n)
-		correct[i] = make([]bool, n)
+		answers := make([]string, n)
+		correct := make([]bool, n)
 		for j, s := range ss {
-			answers[i][j], correct[i][j] = s.Verdict.Answer, s.Verdict.Correct
+			answers[j], correct[j] = s.Verdict.Answer, s.Verdict.Correct
+		}
+		var err error
+		if ballots[i], err = NewBallots(answers, correct, equal); err != nil {
+			return nil, fmt.Errorf("rollout: pass@k curve: %w", err)
 		}
 	}
 	counts := set.PerProblem()
@@ -191,7 +195,7 @@ func PassAtKCurve(rng *rand.Rand, set *SampleSet, ks []int, equal Equivalence, m
 			if err != nil {
 				return nil, fmt.Errorf("rollout: pass@k curve: %w", err)
 			}
-			m, err := MajorityAtK(rng, answers[i], correct[i], equal, k, mcfg)
+			m, err := ballots[i].MajorityAtK(rng, k, mcfg)
 			if err != nil {
 				return nil, fmt.Errorf("rollout: pass@k curve: %w", err)
 			}

@@ -102,26 +102,82 @@ type MajorityResult struct {
 	Subsets int
 }
 
-// MajorityAtK is majority@k for one problem from n sampled answers
-// (answers [n], correct [n]: the gold correctness of each answer, which
-// the grader computed): the mean over k-subsets of the n samples of whether
-// the subset's MajorityVote is correct (correct[Winner]; NoAnswer counts as
-// incorrect). Members of each subset are taken in increasing index order,
-// so "first seen" is the earliest sample. The average is exact over all
-// C(n, k) subsets when that is at most cfg.MaxExact, else a Monte Carlo
-// average over cfg.Samples uniform subsets drawn from rng (which may be nil
-// when the exact path is taken). equal is called once per ordered pair of
-// non-empty answers (i < j) and cached. It returns an error for mismatched
-// lengths, k outside [1, n], a nil equal, or a nil rng when one is needed.
-func MajorityAtK(rng *rand.Rand, answers []string, correct []bool, equal Equivalence, k int, cfg MajorityConfig) (MajorityResult, error) {
+// Ballots is one problem's n sampled answers (answers [n], correct [n]:
+// the gold correctness of each answer, which the grader computed) with
+// their pairwise equivalence worked out once, so that majority@k at every
+// k reads one table. equal is called once per ordered pair of distinct
+// non-empty answer strings that some sample pair (i < j) needs, and once
+// per repeated string for equal(s, s): sampled answers repeat (256
+// samples of a problem hold a handful of distinct answers), and the
+// grader parses both sides on every call. equal must be a function of its
+// arguments only.
+type Ballots struct {
+	answers []string
+	correct []bool
+	// eq[i*n+j] is equal(answers[i], answers[j]) for i < j, both non-empty.
+	eq []bool
+}
+
+// NewBallots checks the lengths and builds the equivalence table.
+func NewBallots(answers []string, correct []bool, equal Equivalence) (*Ballots, error) {
 	n := len(answers)
 	switch {
 	case len(correct) != n:
-		return MajorityResult{}, fmt.Errorf("rollout: majority@k: %d answers but %d correctness flags", n, len(correct))
-	case k < 1 || k > n:
-		return MajorityResult{}, fmt.Errorf("rollout: majority@k: k = %d outside [1, %d]", k, n)
+		return nil, fmt.Errorf("rollout: majority@k: %d answers but %d correctness flags", n, len(correct))
 	case equal == nil:
-		return MajorityResult{}, fmt.Errorf("rollout: majority@k: nil equivalence")
+		return nil, fmt.Errorf("rollout: majority@k: nil equivalence")
+	}
+	// class[i] numbers answers[i]'s string among the distinct ones;
+	// known[a*d+b] is 0 until equal(string a, string b) is asked, then
+	// 1 (false) or 2 (true).
+	class := make([]int, n)
+	index := map[string]int{}
+	var distinct []string
+	for i, a := range answers {
+		c, ok := index[a]
+		if !ok {
+			c = len(distinct)
+			index[a] = c
+			distinct = append(distinct, a)
+		}
+		class[i] = c
+	}
+	d := len(distinct)
+	known := make([]uint8, d*d)
+	eq := make([]bool, n*n)
+	for i := range n {
+		if answers[i] == "" {
+			continue
+		}
+		for j := i + 1; j < n; j++ {
+			if answers[j] == "" {
+				continue
+			}
+			cell := &known[class[i]*d+class[j]]
+			if *cell == 0 {
+				*cell = 1
+				if equal(answers[i], answers[j]) {
+					*cell = 2
+				}
+			}
+			eq[i*n+j] = *cell == 2
+		}
+	}
+	return &Ballots{answers: answers, correct: correct, eq: eq}, nil
+}
+
+// MajorityAtK is majority@k: the mean over k-subsets of the n samples of
+// whether the subset's MajorityVote is correct (correct[Winner]; NoAnswer
+// counts as incorrect). Members of each subset are taken in increasing
+// index order, so "first seen" is the earliest sample. The average is
+// exact over all C(n, k) subsets when that is at most cfg.MaxExact, else a
+// Monte Carlo average over cfg.Samples uniform subsets drawn from rng
+// (which may be nil when the exact path is taken). It returns an error for
+// k outside [1, n], a negative cfg, or a nil rng when one is needed.
+func (b *Ballots) MajorityAtK(rng *rand.Rand, k int, cfg MajorityConfig) (MajorityResult, error) {
+	n := len(b.answers)
+	if k < 1 || k > n {
+		return MajorityResult{}, fmt.Errorf("rollout: majority@k: k = %d outside [1, %d]", k, n)
 	}
 	if cfg.MaxExact < 0 || cfg.Samples < 0 {
 		return MajorityResult{}, fmt.Errorf("rollout: majority@k: negative config %+v", cfg)
@@ -138,22 +194,11 @@ func MajorityAtK(rng *rand.Rand, answers []string, correct []bool, equal Equival
 		return MajorityResult{}, fmt.Errorf("rollout: majority@k: C(%d, %d) > %d subsets needs an rng for Monte Carlo", n, k, maxExact)
 	}
 
-	// eq[i*n+j] caches equal(answers[i], answers[j]) for i < j.
-	eq := make([]bool, n*n)
-	for i := range n {
-		for j := i + 1; j < n; j++ {
-			if answers[i] != "" && answers[j] != "" {
-				eq[i*n+j] = equal(answers[i], answers[j])
-			}
-		}
-	}
-	cachedEqual := func(i, j int) bool { return eq[i*n+j] }
-	v := voter{answers: answers, eq: cachedEqual}
-
+	v := voter{answers: b.answers, eq: func(i, j int) bool { return b.eq[i*n+j] }}
 	hits, count := 0, 0
 	score := func(members []int) {
 		w := v.vote(members)
-		if w != NoAnswer && correct[w] {
+		if w != NoAnswer && b.correct[w] {
 			hits++
 		}
 		count++

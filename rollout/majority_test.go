@@ -75,6 +75,15 @@ func TestMajorityVoteNonTransitive(t *testing.T) {
 	require.Equal(t, Vote{0, 2}, got)
 }
 
+// majorityAtK is NewBallots and Ballots.MajorityAtK in one call.
+func majorityAtK(rng *rand.Rand, answers []string, correct []bool, equal Equivalence, k int, cfg MajorityConfig) (MajorityResult, error) {
+	b, err := NewBallots(answers, correct, equal)
+	if err != nil {
+		return MajorityResult{}, err
+	}
+	return b.MajorityAtK(rng, k, cfg)
+}
+
 func TestMajorityAtKHandComputed(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -101,7 +110,7 @@ func TestMajorityAtKHandComputed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := MajorityAtK(nil, tc.answers, tc.correct, ratEqual, tc.k, MajorityConfig{})
+			got, err := majorityAtK(nil, tc.answers, tc.correct, ratEqual, tc.k, MajorityConfig{})
 			require.NoError(t, err)
 			require.True(t, got.Exact)
 			require.InDelta(t, tc.want, got.Accuracy, 1e-15, tc.source)
@@ -130,7 +139,7 @@ func TestMajorityAtKErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := MajorityAtK(tc.rng, tc.answers, tc.correct, tc.equal, tc.k, tc.cfg)
+			_, err := majorityAtK(tc.rng, tc.answers, tc.correct, tc.equal, tc.k, tc.cfg)
 			require.ErrorContains(t, err, "rollout: majority@k: ")
 			require.ErrorContains(t, err, tc.want)
 		})
@@ -177,13 +186,76 @@ func TestMajorityAtKMatchesPlainLoop(t *testing.T) {
 		n := 1 + rng.IntN(10)
 		k := 1 + rng.IntN(n)
 		answers, correct := randomAnswers(rng, n)
-		got, err := MajorityAtK(nil, answers, correct, ratEqual, k, MajorityConfig{})
+		got, err := majorityAtK(nil, answers, correct, ratEqual, k, MajorityConfig{})
 		require.NoError(t, err)
 		require.True(t, got.Exact)
 		require.Equal(t, int(new(big.Int).Binomial(int64(n), int64(k)).Int64()), got.Subsets)
 		// Same hits over the same count: exact equality.
 		require.Equal(t, plainMajorityAtK(answers, correct, ratEqual, k), got.Accuracy, "seed %d answers %q k %d", seed, answers, k)
 	}
+}
+
+// TestBallotsReusedAcrossK: one table serves every k, with an
+// equivalence that is neither symmetric nor transitive (a prefix
+// relation), and repeated strings; each k matches the plain loop, which
+// calls equal afresh on every pair of every subset.
+func TestBallotsReusedAcrossK(t *testing.T) {
+	prefix := func(a, b string) bool { return strings.HasPrefix(b, a) }
+	vocab := []string{"1", "12", "2", "21", "1", ""}
+	for seed := range uint64(60) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		n := 1 + rng.IntN(9)
+		answers := make([]string, n)
+		correct := make([]bool, n)
+		for i := range answers {
+			answers[i] = vocab[rng.IntN(len(vocab))]
+			correct[i] = answers[i] == "12"
+		}
+		b, err := NewBallots(answers, correct, prefix)
+		require.NoError(t, err)
+		for k := 1; k <= n; k++ {
+			got, err := b.MajorityAtK(nil, k, MajorityConfig{})
+			require.NoError(t, err)
+			require.Equal(t, plainMajorityAtK(answers, correct, prefix, k), got.Accuracy, "seed %d answers %q k %d", seed, answers, k)
+		}
+	}
+}
+
+// TestBallotsAskOncePerDistinctPair: 256 samples of 4 distinct answers
+// and empties need at most 4 x 4 questions (one per ordered pair of
+// distinct strings, equal(s, s) included), not one per sample pair, and
+// never the same question twice.
+func TestBallotsAskOncePerDistinctPair(t *testing.T) {
+	answers, correct := make([]string, 256), make([]bool, 256)
+	spellings := []string{"4", "8/2", "3", "5", ""}
+	rng := rand.New(rand.NewPCG(5, 5))
+	for i := range answers {
+		answers[i] = spellings[rng.IntN(len(spellings))]
+		correct[i] = ratEqual(answers[i], "4")
+	}
+	asked := map[[2]string]int{}
+	counting := func(a, b string) bool {
+		require.NotEmpty(t, a)
+		require.NotEmpty(t, b)
+		asked[[2]string{a, b}]++
+		return ratEqual(a, b)
+	}
+	b, err := NewBallots(answers, correct, counting)
+	require.NoError(t, err)
+	require.Len(t, asked, 16, "every ordered pair of the 4 non-empty strings occurs among 256 samples")
+	for pair, times := range asked {
+		require.Equal(t, 1, times, "equal%q", pair)
+	}
+	got, err := b.MajorityAtK(nil, 1, MajorityConfig{})
+	require.NoError(t, err)
+	hits := 0
+	for _, c := range correct {
+		if c {
+			hits++
+		}
+	}
+	require.Equal(t, float64(hits)/256, got.Accuracy, "majority@1 is the mean accuracy")
+	require.Len(t, asked, 16, "MajorityAtK asks nothing more")
 }
 
 func TestMajorityAtKMonteCarlo(t *testing.T) {
@@ -197,9 +269,9 @@ func TestMajorityAtKMonteCarlo(t *testing.T) {
 		n := 6 + rng.IntN(7)
 		k := 2 + rng.IntN(n-2)
 		answers, correct := randomAnswers(rng, n)
-		exact, err := MajorityAtK(nil, answers, correct, ratEqual, k, MajorityConfig{})
+		exact, err := majorityAtK(nil, answers, correct, ratEqual, k, MajorityConfig{})
 		require.NoError(t, err)
-		mc, err := MajorityAtK(rng, answers, correct, ratEqual, k, MajorityConfig{MaxExact: 1, Samples: samples})
+		mc, err := majorityAtK(rng, answers, correct, ratEqual, k, MajorityConfig{MaxExact: 1, Samples: samples})
 		require.NoError(t, err)
 		require.False(t, mc.Exact)
 		require.Equal(t, samples, mc.Subsets)
@@ -209,7 +281,7 @@ func TestMajorityAtKMonteCarlo(t *testing.T) {
 	// The Monte Carlo path is the documented one: Subsets from the same
 	// rng, members sorted, MajorityVote on each.
 	answers, correct := randomAnswers(rand.New(rand.NewPCG(1, 1)), 12)
-	got, err := MajorityAtK(rand.New(rand.NewPCG(9, 9)), answers, correct, ratEqual, 5, MajorityConfig{MaxExact: 10, Samples: 300})
+	got, err := majorityAtK(rand.New(rand.NewPCG(9, 9)), answers, correct, ratEqual, 5, MajorityConfig{MaxExact: 10, Samples: 300})
 	require.NoError(t, err)
 	subsets, err := Subsets(rand.New(rand.NewPCG(9, 9)), 12, 300, 5)
 	require.NoError(t, err)
@@ -227,11 +299,11 @@ func TestMajorityAtKDefaultsSwitchToMonteCarlo(t *testing.T) {
 	// C(20,10) = 184756 > DefaultMaxExactSubsets: Monte Carlo with the
 	// default sample count. C(14,7) = 3432 <= it: exact.
 	answers, correct := randomAnswers(rand.New(rand.NewPCG(2, 2)), 20)
-	got, err := MajorityAtK(rand.New(rand.NewPCG(3, 3)), answers, correct, ratEqual, 10, MajorityConfig{})
+	got, err := majorityAtK(rand.New(rand.NewPCG(3, 3)), answers, correct, ratEqual, 10, MajorityConfig{})
 	require.NoError(t, err)
 	require.False(t, got.Exact)
 	require.Equal(t, DefaultMajoritySamples, got.Subsets)
-	got, err = MajorityAtK(nil, answers[:14], correct[:14], ratEqual, 7, MajorityConfig{})
+	got, err = majorityAtK(nil, answers[:14], correct[:14], ratEqual, 7, MajorityConfig{})
 	require.NoError(t, err)
 	require.True(t, got.Exact)
 	require.Equal(t, 3432, got.Subsets)
@@ -262,13 +334,20 @@ func TestNextCombination(t *testing.T) {
 }
 
 func BenchmarkMajorityAtK(b *testing.B) {
-	// Paper-style evaluation of one problem: n = 16 samples, k = 8:
-	// C(16,8) = 12870 > default limit -> 2000 Monte Carlo subsets.
-	answers, correct := randomAnswers(rand.New(rand.NewPCG(1, 2)), 16)
+	// One problem of the study's pass@k evaluation: n = 256 samples,
+	// majority@k at k = 1, 2, 4, ..., 256 from one table (Monte Carlo
+	// subsets for 2 <= k <= 254).
+	answers, correct := randomAnswers(rand.New(rand.NewPCG(1, 2)), 256)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for b.Loop() {
-		if _, err := MajorityAtK(rng, answers, correct, ratEqual, 8, MajorityConfig{}); err != nil {
+		ballots, err := NewBallots(answers, correct, ratEqual)
+		if err != nil {
 			b.Fatal(err)
+		}
+		for k := 1; k <= 256; k *= 2 {
+			if _, err := ballots.MajorityAtK(rng, k, MajorityConfig{}); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }
