@@ -114,11 +114,16 @@ type MajorityResult struct {
 type Ballots struct {
 	answers []string
 	correct []bool
-	// eq[i*n+j] is equal(answers[i], answers[j]) for i < j, both non-empty.
-	eq []bool
+	// class[i] numbers answers[i]'s string among the d distinct ones;
+	// same[a*d+b] is equal(string a, string b) wherever some sample of
+	// a precedes one of b (both non-empty), the only pairs a vote asks.
+	class []int
+	d     int
+	same  []bool
 }
 
-// NewBallots checks the lengths and builds the equivalence table.
+// NewBallots checks the lengths and builds the equivalence table:
+// memory n + d^2 for d distinct answers.
 func NewBallots(answers []string, correct []bool, equal Equivalence) (*Ballots, error) {
 	n := len(answers)
 	switch {
@@ -127,43 +132,32 @@ func NewBallots(answers []string, correct []bool, equal Equivalence) (*Ballots, 
 	case equal == nil:
 		return nil, fmt.Errorf("rollout: majority@k: nil equivalence")
 	}
-	// class[i] numbers answers[i]'s string among the distinct ones;
-	// known[a*d+b] is 0 until equal(string a, string b) is asked, then
-	// 1 (false) or 2 (true).
-	class := make([]int, n)
+	b := &Ballots{answers: answers, correct: correct, class: make([]int, n)}
 	index := map[string]int{}
 	var distinct []string
+	var first, last []int // each string's first and last sample
 	for i, a := range answers {
 		c, ok := index[a]
 		if !ok {
 			c = len(distinct)
 			index[a] = c
 			distinct = append(distinct, a)
+			first = append(first, i)
+			last = append(last, i)
 		}
-		class[i] = c
+		b.class[i] = c
+		last[c] = i
 	}
-	d := len(distinct)
-	known := make([]uint8, d*d)
-	eq := make([]bool, n*n)
-	for i := range n {
-		if answers[i] == "" {
-			continue
-		}
-		for j := i + 1; j < n; j++ {
-			if answers[j] == "" {
-				continue
+	b.d = len(distinct)
+	b.same = make([]bool, b.d*b.d)
+	for x, sx := range distinct {
+		for y, sy := range distinct {
+			if sx != "" && sy != "" && first[x] < last[y] {
+				b.same[x*b.d+y] = equal(sx, sy)
 			}
-			cell := &known[class[i]*d+class[j]]
-			if *cell == 0 {
-				*cell = 1
-				if equal(answers[i], answers[j]) {
-					*cell = 2
-				}
-			}
-			eq[i*n+j] = *cell == 2
 		}
 	}
-	return &Ballots{answers: answers, correct: correct, eq: eq}, nil
+	return b, nil
 }
 
 // MajorityAtK is majority@k: the mean over k-subsets of the n samples of
@@ -194,7 +188,7 @@ func (b *Ballots) MajorityAtK(rng *rand.Rand, k int, cfg MajorityConfig) (Majori
 		return MajorityResult{}, fmt.Errorf("rollout: majority@k: C(%d, %d) > %d subsets needs an rng for Monte Carlo", n, k, maxExact)
 	}
 
-	v := voter{answers: b.answers, eq: func(i, j int) bool { return b.eq[i*n+j] }}
+	v := voter{answers: b.answers, eq: func(i, j int) bool { return b.same[b.class[i]*b.d+b.class[j]] }}
 	hits, count := 0, 0
 	score := func(members []int) {
 		w := v.vote(members)
