@@ -8,6 +8,10 @@
 #   scripts/bench/ops.sh -- --rows 64 --capacity 600          # embedded
 #   scripts/bench/ops.sh q4/model.onnx -- --rows 16 --capacity 1000
 #
+# Its Python environment also runs scripts/bench/attention.py (one
+# attention layer's decode step as the exports write it, against ONNX
+# Runtime's GroupQueryAttention with the cache updated in place).
+#
 #   OPS_VENV  the Python environment (default:
 #             ${XDG_CACHE_HOME:-~/.cache}/spiral/opsvenv, made when missing)
 #   OUT       where the artifacts go (default: a temporary directory)
@@ -27,7 +31,7 @@ ort_version=$("$OUT/spiral" version | awk '$1 == "onnxruntime" { print $2 }')
 if [[ ! -x $OPS_VENV/bin/python ]] || ! "$OPS_VENV/bin/python" -c "import onnxruntime as o; assert o.__version__ == '$ort_version'" 2>/dev/null; then
 	rm -rf "$OPS_VENV"
 	python3 -m venv "$OPS_VENV"
-	"$OPS_VENV/bin/pip" install --quiet --disable-pip-version-check "onnxruntime==$ort_version" "numpy==2.4.6"
+	"$OPS_VENV/bin/pip" install --quiet --disable-pip-version-check "onnxruntime==$ort_version" "numpy==2.4.6" "onnx==1.23.2"
 fi
 "$OUT/spiral" artifacts "${model[@]}" --out "$OUT/artifacts" >/dev/null
 "$OPS_VENV/bin/python" scripts/bench/ops.py --graph "$OUT/artifacts/sample.onnx" "$@"
