@@ -142,7 +142,7 @@ func (e *Env) RegisterArena(device *MemoryInfo, cfg ArenaConfig, providerOptions
 // cStrings is an array of C strings in C memory.
 type cStrings struct {
 	s   []*C.char
-	arr **C.char
+	arr []*C.char // cArray, made by ptr
 }
 
 func newCStrings(ss ...string) *cStrings {
@@ -159,10 +159,10 @@ func (c *cStrings) ptr() **C.char {
 		return nil
 	}
 	if c.arr == nil {
-		c.arr = (**C.char)(C.calloc(C.size_t(len(c.s)), C.size_t(unsafe.Sizeof((*C.char)(nil)))))
-		copy(unsafe.Slice(c.arr, len(c.s)), c.s)
+		c.arr = cArray[*C.char](len(c.s))
+		copy(c.arr, c.s)
 	}
-	return c.arr
+	return &c.arr[0]
 }
 
 func (c *cStrings) free() {
@@ -170,7 +170,7 @@ func (c *cStrings) free() {
 		C.free(unsafe.Pointer(p))
 	}
 	if c.arr != nil {
-		C.free(unsafe.Pointer(c.arr))
+		C.free(unsafe.Pointer(&c.arr[0]))
 	}
 	c.s, c.arr = nil, nil
 }
