@@ -25,7 +25,7 @@ import (
 
 // ArtifactsVersion changes whenever the generated graphs change meaning, so
 // that cached artifacts of an older spiral are rebuilt.
-const ArtifactsVersion = 10
+const ArtifactsVersion = 11
 
 // File names inside an artifacts directory.
 const (
@@ -304,7 +304,7 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	for _, f := range []struct {
 		name string
 		m    *onnxpb.ModelProto
-	}{{RolloutFile, rollout}, {SampleFile, samplingGraph(rollout, sig.Layers)}} {
+	}{{RolloutFile, rollout}, {SampleFile, samplingGraph(rollout, sig)}} {
 		path := filepath.Join(dir, f.name)
 		if err := onnx.Save(path, &onnx.Model{Proto: f.m}, onnx.SaveOptions{}); err != nil {
 			return nil, fmt.Errorf("model: artifacts: %w", err)
@@ -344,10 +344,13 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 }
 
 // samplingGraph is the rollout graph with last-position logits and, where
-// the export allows, the new keys and values as outputs of their own.
-func samplingGraph(rollout *onnxpb.ModelProto, layers int) *onnxpb.ModelProto {
+// the export allows, the new keys and values as outputs of their own and
+// attention that copies no row's cache (groupedAttention).
+func samplingGraph(rollout *onnxpb.ModelProto, sig *Signature) *onnxpb.ModelProto {
 	m := lastPositionLogits(rollout)
-	withNewKV(m, layers)
+	if withNewKV(m, sig.Layers) {
+		groupedAttention(m, sig)
+	}
 	return m
 }
 

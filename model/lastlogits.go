@@ -119,8 +119,9 @@ func passThrough(producer map[string]*onnxpb.NodeProto, v string) string {
 // values alone, which generation appends to its cache. Without the
 // presents as outputs, ONNX Runtime frees each layer's after its last use
 // instead of holding every layer's to the end of the call (a second copy
-// of the rows' cache). m is left as it was when any layer differs.
-func withNewKV(m *onnxpb.ModelProto, layers int) {
+// of the rows' cache). It reports whether it did; m is left as it was when
+// any layer differs.
+func withNewKV(m *onnxpb.ModelProto, layers int) bool {
 	g := m.GetGraph()
 	producer := map[string]*onnxpb.NodeProto{}
 	for _, n := range g.Node {
@@ -134,7 +135,7 @@ func withNewKV(m *onnxpb.ModelProto, layers int) {
 		for _, v := range []bool{false, true} {
 			n := producer[PresentName(i, v)]
 			if n == nil || n.GetOpType() != "Concat" || n.GetDomain() != "" || len(n.Input) != 2 || passThrough(producer, n.Input[0]) != PastName(i, v) {
-				return
+				return false
 			}
 			axis := int64(0)
 			for _, a := range n.Attribute {
@@ -143,7 +144,7 @@ func withNewKV(m *onnxpb.ModelProto, layers int) {
 				}
 			}
 			if axis != 2 && axis != -2 {
-				return
+				return false
 			}
 			adds = append(adds, add{n.Input[1], NewKVName(i, v)})
 		}
@@ -163,4 +164,5 @@ func withNewKV(m *onnxpb.ModelProto, layers int) {
 		g.Output = append(g.Output, vi)
 	}
 	g.Output = slices.DeleteFunc(g.Output, func(o *onnxpb.ValueInfoProto) bool { return presentRe.MatchString(o.GetName()) })
+	return true
 }

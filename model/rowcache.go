@@ -323,7 +323,8 @@ const scoresLive = 13
 // CallRows returns how many rows of a cache of the given capacity one
 // Extend call of S positions should take so that the graph's per-layer
 // temporaries (the layer's present keys and values, their copies
-// repeated over the query heads, the attention scores) and the logits (of
+// repeated over the query heads unless the attention is grouped, the
+// attention scores) and the logits (of
 // the last position only in a sampling graph) stay within lm's call
 // budget (LMOptions.CallBytes); at least 1.
 func (lm *LM) CallRows(capacity, S int) int { return lm.CallRowsWithin(0, capacity, S) }
@@ -346,7 +347,11 @@ func (lm *LM) rowTemporaries(capacity, S int) int64 {
 	if lm.sig.LastLogitsOnly {
 		positions = 1
 	}
-	return (2*kv+2*heads)*span*d*4 + scoresLive*heads*int64(S)*span*4 + positions*int64(lm.sig.Vocab)*4
+	copies := (2*kv + 2*heads) * span * d // the present keys and values, their repeats over the query heads
+	if lm.sig.GroupedAttention {
+		copies = 2 * kv * span * d
+	}
+	return copies*4 + scoresLive*heads*int64(S)*span*4 + positions*int64(lm.sig.Vocab)*4
 }
 
 // trimAfter is the size of a call's temporaries from which Extend hands

@@ -39,6 +39,7 @@ func TestExtendMatchesForward(t *testing.T) {
 			full := scorerOf(t, p)
 			if name != "tiny-scaled" {
 				require.True(t, p.LM.Signature().NewKV, "the sampling graph outputs the new keys and values")
+				require.True(t, p.LM.Signature().GroupedAttention, "the sampling graph reads the cache in place")
 			}
 			require.False(t, full.Signature().NewKV)
 			V := p.LM.Signature().Vocab
@@ -115,9 +116,10 @@ func TestExtendMatchesForward(t *testing.T) {
 
 // TestCallRows checks the call budget by hand on the tiny model (2 KV
 // heads, 4 query heads, head width 32, vocabulary 100): per row, the
-// present keys and values and their repeats over the query heads, the
-// score-sized temporaries (13 a row), and the logits of the last position (the
-// sampling graph) or of every position.
+// present keys and values and their repeats over the query heads (the
+// rollout graph; the sampling graph's grouped attention has no repeats),
+// the score-sized temporaries (13 a row), and the logits of the
+// last position (the sampling graph) or of every position.
 func TestCallRows(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	path, _ := tinyDir(t)
@@ -132,12 +134,14 @@ func TestCallRows(t *testing.T) {
 		require.Equal(t, max(1, budget/(perRow+c.S*100*4)), full.CallRows(c.capacity, c.S), "%+v", c)
 		require.NoError(t, full.Close())
 	}
-	// The sampling graph's logits are the last position's alone.
+	// The sampling graph's logits are the last position's alone, and its
+	// grouped attention does not repeat the keys and values.
 	p, err := model.OpenPolicy(rt, path, t.TempDir(), model.PolicyOptions{})
 	require.NoError(t, err)
 	defer p.Close()
 	require.True(t, p.LM.Signature().LastLogitsOnly)
+	require.True(t, p.LM.Signature().GroupedAttention)
 	span := 500 + 64
-	perRow := (2*2+2*4)*span*32*4 + 13*4*64*span*4 + 100*4
+	perRow := 2*2*span*32*4 + 13*4*64*span*4 + 100*4
 	require.Equal(t, model.DefaultCallBytes/perRow, p.LM.CallRows(500, 64))
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,6 +78,10 @@ type Signature struct {
 	// so that ONNX Runtime frees each layer's present after its attention
 	// instead of keeping every layer's to the end of the call.
 	Present bool
+	// GroupedAttention is true when the graph's attention reads the cache
+	// in place (a sampling graph of artifacts, see groupedAttention):
+	// no layer copies the past or repeats it over the query heads.
+	GroupedAttention bool
 	// Weights lists float graph inputs outside the LM interface: weights
 	// turned into inputs (the rollout graph), fed from the parameter store.
 	Weights []TensorInfo
@@ -180,6 +185,9 @@ func ReadSignature(g *onnxpb.GraphProto, source string) (*Signature, error) {
 	sig.Vocab = int(logits.Shape[2])
 	sig.LastLogitsOnly = logits.Shape[1] == 1
 	sig.NewKV, sig.Present = true, true
+	sig.GroupedAttention = slices.ContainsFunc(g.GetNode(), func(n *onnxpb.NodeProto) bool {
+		return strings.HasPrefix(n.GetName(), groupedAttentionName)
+	})
 	missingPresent := ""
 	for i := 0; i < sig.Layers; i++ {
 		for _, v := range []bool{false, true} {
