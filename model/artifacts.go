@@ -345,7 +345,8 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 
 // samplingGraph is the rollout graph with last-position logits and, where
 // the export allows, the new keys and values as outputs of their own and
-// attention that copies no row's cache (groupedAttention).
+// attention that does not repeat the cache over the query heads
+// (groupedAttention).
 func samplingGraph(rollout *onnxpb.ModelProto, sig *Signature) *onnxpb.ModelProto {
 	m := lastPositionLogits(rollout)
 	if withNewKV(m, sig.Layers) {

@@ -22,12 +22,14 @@ import (
 )
 
 // executorSources are the exports the executor is checked on: the tiny
-// Qwen3 spiral builds (with and without a position_ids input), and PyTorch's TorchScript (HF, optimum) and dynamo
+// Qwen3 spiral builds (with and without a position_ids input, untied, and
+// with as many KV heads as query heads, whose attention repeats nothing),
+// and PyTorch's TorchScript (HF, optimum) and dynamo
 // exports of transformers' Qwen3, and the tiny model with a scaled head
 // (the generic head-loss path).
 func executorSources(t *testing.T) map[string]string {
 	t.Helper()
-	dir, nopos, untied := t.TempDir(), t.TempDir(), t.TempDir()
+	dir, nopos, untied, mha := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 3))
 	c := qwen3.Tiny()
 	c.PositionsFromMask = true
@@ -35,8 +37,12 @@ func executorSources(t *testing.T) map[string]string {
 	c = qwen3.Tiny()
 	c.TiedEmbeddings = false
 	require.NoError(t, qwen3.WriteDir(untied, c, 6))
+	c = qwen3.Tiny()
+	c.KVHeads = c.Heads
+	require.NoError(t, qwen3.WriteDir(mha, c, 7))
 	return map[string]string{
 		"tiny-untied": filepath.Join(untied, "model.onnx"),
+		"tiny-mha":    filepath.Join(mha, "model.onnx"),
 		"tiny-scaled": scaledHeadModel(t),
 		"tiny":        filepath.Join(dir, "model.onnx"),
 		"tiny-nopos":  filepath.Join(nopos, "model.onnx"),

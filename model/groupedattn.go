@@ -2,7 +2,6 @@ package model
 
 import (
 	"encoding/binary"
-
 	"strconv"
 
 	"github.com/spiral-rl/spiral/model/autodiff"

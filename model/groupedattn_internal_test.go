@@ -15,14 +15,18 @@ import (
 
 // groupedSources are exports of Qwen3 whose attention groupedAttention
 // rewrites: spiral's own builder (repeats by Expand, scale after the
-// MatMul), the TorchScript exports of HF and optimum (optimum scales the
+// MatMul; none with as many KV heads as query heads), the TorchScript exports of HF and optimum (optimum scales the
 // transposed keys, and sizes its mask from the repeated keys' shape), and
 // PyTorch's dynamo export.
 func groupedSources(t *testing.T) map[string]*onnxpb.ModelProto {
 	t.Helper()
 	tiny, err := qwen3.Build(qwen3.Tiny(), 3)
 	require.NoError(t, err)
-	out := map[string]*onnxpb.ModelProto{"tiny": tiny.Proto}
+	c := qwen3.Tiny()
+	c.KVHeads = c.Heads
+	mha, err := qwen3.Build(c, 3)
+	require.NoError(t, err)
+	out := map[string]*onnxpb.ModelProto{"tiny": tiny.Proto, "tiny-mha": mha.Proto}
 	for name, dir := range map[string]string{"hf": "hfqwen3", "optimum": "optimumqwen3", "dynamo": "dynamoqwen3"} {
 		m, err := onnx.Load(filepath.Join("testdata", dir, "model.onnx"))
 		require.NoError(t, err)
