@@ -10,7 +10,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// groupedAttentionName prefixes the nodes groupedAttention adds.
+// groupedAttentionName prefixes the names of the nodes groupedAttention
+// adds, but for those writing a value of the export's, which keep its
+// name.
 const groupedAttentionName = "spiral/grouped_attention/"
 
 // attentionSite is one layer's attention as the exports write it:
@@ -68,6 +70,15 @@ func groupedAttention(m *onnxpb.ModelProto, sig *Signature) bool {
 		}
 		for _, in := range n.Input {
 			consumers[in] = append(consumers[in], n)
+		}
+	}
+	for _, n := range g.Node {
+		for _, a := range n.Attribute {
+			if a.GetG() != nil || len(a.GetGraphs()) > 0 {
+				// A subgraph may read any value, so the repeats could not
+				// be pruned (autodiff.Prune keeps everything then).
+				return false
+			}
 		}
 	}
 	sites := make([]attentionSite, sig.Layers)

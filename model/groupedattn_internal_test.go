@@ -15,9 +15,10 @@ import (
 
 // groupedSources are exports of Qwen3 whose attention groupedAttention
 // rewrites: spiral's own builder (repeats by Expand, scale after the
-// MatMul; none with as many KV heads as query heads), the TorchScript exports of HF and optimum (optimum scales the
-// transposed keys, and sizes its mask from the repeated keys' shape), and
-// PyTorch's dynamo export.
+// MatMul; none with as many KV heads as query heads), the TorchScript
+// exports of HF and optimum (optimum scales the transposed keys, and
+// sizes its mask from the repeated keys' shape), and PyTorch's dynamo
+// export.
 func groupedSources(t *testing.T) map[string]*onnxpb.ModelProto {
 	t.Helper()
 	tiny, err := qwen3.Build(qwen3.Tiny(), 3)
@@ -91,6 +92,36 @@ func TestGroupedAttentionAllOrNothing(t *testing.T) {
 		Input: []string{last.Input[0]}, Output: []string{"test/keys"}})
 	last.Input[0] = "test/keys"
 	sortTopologically(g)
+	before := proto.Clone(m)
+	require.False(t, groupedAttention(m, sig))
+	require.True(t, proto.Equal(before, m), "the graph is left as it was")
+}
+
+// SamplingGraph is, for tests, the sampling graph of m as artifacts
+// write it (last-position logits, new keys and values, grouped attention).
+func SamplingGraph(m *onnxpb.ModelProto) (*onnxpb.ModelProto, error) {
+	sig, err := ReadSignature(m.GetGraph(), "model")
+	if err != nil {
+		return nil, err
+	}
+	return samplingGraph(m, sig), nil
+}
+
+// TestGroupedAttentionSkipsSubgraphs checks that a graph holding a
+// subgraph (If, Loop), which may read any value, is left as it was: the
+// repeats could not be pruned, and the call budget would count them out.
+func TestGroupedAttentionSkipsSubgraphs(t *testing.T) {
+	src, err := qwen3.Build(qwen3.Tiny(), 3)
+	require.NoError(t, err)
+	sig, err := ReadSignature(src.Graph(), "tiny")
+	require.NoError(t, err)
+	m := lastPositionLogits(src.Proto)
+	require.True(t, withNewKV(m, sig.Layers))
+	g := m.GetGraph()
+	g.Node = append(g.Node, &onnxpb.NodeProto{OpType: proto.String("If"), Name: proto.String("test/if"),
+		Input: []string{"test/cond"}, Output: []string{"test/branch"},
+		Attribute: []*onnxpb.AttributeProto{{Name: proto.String("then_branch"), Type: onnxpb.AttributeProto_GRAPH.Enum(),
+			G: &onnxpb.GraphProto{Name: proto.String("then")}}}})
 	before := proto.Clone(m)
 	require.False(t, groupedAttention(m, sig))
 	require.True(t, proto.Equal(before, m), "the graph is left as it was")

@@ -39,7 +39,7 @@ func TestExtendMatchesForward(t *testing.T) {
 			full := scorerOf(t, p)
 			if name != "tiny-scaled" {
 				require.True(t, p.LM.Signature().NewKV, "the sampling graph outputs the new keys and values")
-				require.True(t, p.LM.Signature().GroupedAttention, "the sampling graph reads the cache in place")
+				require.True(t, p.LM.Signature().GroupedAttention, "the sampling graph does not repeat the cache over the query heads")
 			}
 			require.False(t, full.Signature().NewKV)
 			V := p.LM.Signature().Vocab

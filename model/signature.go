@@ -78,9 +78,9 @@ type Signature struct {
 	// so that ONNX Runtime frees each layer's present after its attention
 	// instead of keeping every layer's to the end of the call.
 	Present bool
-	// GroupedAttention is true when the graph's attention reads the cache
-	// in place (a sampling graph of artifacts, see groupedAttention):
-	// no layer copies the past or repeats it over the query heads.
+	// GroupedAttention is true when the graph's attention is grouped by
+	// KV head (a sampling graph of artifacts, see groupedAttention): no
+	// layer repeats its keys and values over the query heads.
 	GroupedAttention bool
 	// Weights lists float graph inputs outside the LM interface: weights
 	// turned into inputs (the rollout graph), fed from the parameter store.
