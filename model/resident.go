@@ -295,13 +295,15 @@ func (d *deviceCache) free() {
 }
 
 // views returns, per buffer (layer-major, keys before values), rows r0..
-// r0+n of c's layout as [n, kv_heads, capacity, head_dim] tensors.
-func (d *deviceCache) views(c *RowCache, r0, n int) ([]*ortc.Value, error) {
+// r0+n of c's layout as [n, kv_heads, positions, head_dim] tensors;
+// positions is the capacity, or 0 for an empty past (the rows' buffers
+// are contiguous only whole).
+func (d *deviceCache) views(c *RowCache, r0, n, positions int) ([]*ortc.Value, error) {
 	if d.kv == nil {
 		return nil, errors.New("the cache was freed (by RowCache.Free or LM.Close)")
 	}
 	per := c.kvHeads * c.capacity * c.headDim
-	shape := []int64{int64(n), int64(c.kvHeads), int64(c.capacity), int64(c.headDim)}
+	shape := []int64{int64(n), int64(c.kvHeads), int64(positions), int64(c.headDim)}
 	var out []*ortc.Value
 	for l := range d.kv {
 		for j := range 2 {
@@ -373,7 +375,7 @@ func (d *deviceCache) move(c *RowCache, dst, src int) error {
 			srcIndex = append(srcIndex, int64(src), int64(h), int64(t))
 		}
 	}
-	whole, err := d.views(c, 0, c.rows)
+	whole, err := d.views(c, 0, c.rows, c.capacity)
 	if err != nil {
 		return err
 	}
@@ -385,7 +387,7 @@ func (d *deviceCache) move(c *RowCache, dst, src int) error {
 // to the device, the graph reads the past and the weights where they
 // are, its new keys and values stay there and are written into the rows'
 // next slots, and only the logits come back.
-func (lm *LM) extendOnDevice(sess *ortc.Session, c *RowCache, r0 int, real []int, host []*ortc.Value, logits *ortc.Value) error {
+func (lm *LM) extendOnDevice(sess *ortc.Session, c *RowCache, r0, pastLen int, real []int, host []*ortc.Value, logits *ortc.Value) error {
 	r := lm.res
 	if err := r.params.sync(r.copier); err != nil {
 		return err
@@ -409,7 +411,7 @@ func (lm *LM) extendOnDevice(sess *ortc.Session, c *RowCache, r0 int, real []int
 		}
 	}
 	n := len(real)
-	past, err := c.dev.views(c, r0, n)
+	past, err := c.dev.views(c, r0, n, pastLen)
 	if err != nil {
 		return err
 	}
@@ -458,7 +460,7 @@ func (lm *LM) extendOnDevice(sess *ortc.Session, c *RowCache, r0 int, real []int
 			}
 		}
 	}
-	whole, err := c.dev.views(c, 0, c.rows)
+	whole, err := c.dev.views(c, 0, c.rows, c.capacity)
 	if err != nil {
 		return err
 	}

@@ -139,8 +139,10 @@ func TestResidentCopies(t *testing.T) {
 	c, err := lm.NewRowCache(rows, capacity)
 	require.NoError(t, err)
 	defer c.Free()
-	callBytes := func(n, S, newVectors int) int64 {
-		tokens, mask, pos := n*S*8, n*(capacity+S)*8, n*S*8
+	// A call's past is the rows' capacity, or none when they are all
+	// empty (the prefill): the mask covers it and the new positions.
+	callBytes := func(n, S, past, newVectors int) int64 {
+		tokens, mask, pos := n*S*8, n*(past+S)*8, n*S*8
 		logits := n * 1 * sig.Vocab * 4
 		index := 2 * newVectors * sig.KVHeads * 3 * 8
 		return int64(tokens + mask + pos + logits + index)
@@ -149,15 +151,15 @@ func TestResidentCopies(t *testing.T) {
 	before := lm.CopiedBytes()
 	_, err = lm.Extend(ctx, c, 0, []int64{1, 2, 3, 0, 4, 5, 0, 0, 6}, []int{3, 2, 1}, nil)
 	require.NoError(t, err)
-	require.Equal(t, weightBytes+callBytes(3, 3, 6), lm.CopiedBytes()-before, "prefill, the generation's first call")
+	require.Equal(t, weightBytes+callBytes(3, 3, 0, 6), lm.CopiedBytes()-before, "prefill, the generation's first call")
 	for range 3 {
 		before = lm.CopiedBytes()
 		_, err = lm.Extend(ctx, c, 0, []int64{7, 8, 9}, []int{1, 1, 1}, nil)
 		require.NoError(t, err)
-		require.Equal(t, callBytes(3, 1, 3), lm.CopiedBytes()-before, "a decode step")
+		require.Equal(t, callBytes(3, 1, capacity, 3), lm.CopiedBytes()-before, "a decode step")
 	}
 	plan := memplan.DeviceTraffic(memplan.FromQwen3(qwen3.Tiny()), memplan.Generate{Rows: rows, Capacity: capacity}, memplan.Train{})
-	require.Equal(t, callBytes(3, 1, 3), plan.DecodeStep, "spiral plan's prediction")
+	require.Equal(t, callBytes(3, 1, capacity, 3), plan.DecodeStep, "spiral plan's prediction")
 	before = lm.CopiedBytes()
 	require.NoError(t, c.Move(0, 2))
 	require.Equal(t, int64(2*(1+3)*sig.KVHeads*3*8), lm.CopiedBytes()-before, "a move copies its indices only")
@@ -165,7 +167,7 @@ func TestResidentCopies(t *testing.T) {
 	before = lm.CopiedBytes()
 	first, err := lm.Extend(ctx, c, 0, []int64{7, 8, 9}, []int{1, 1, 1}, nil)
 	require.NoError(t, err)
-	require.Equal(t, callBytes(3, 1, 3), lm.CopiedBytes()-before, "a new generation on unchanged weights copies none")
+	require.Equal(t, callBytes(3, 1, 0, 3), lm.CopiedBytes()-before, "a new generation on unchanged weights copies none")
 
 	// Weights changed behind the store's back stay unseen; touched, the
 	// trained ones cross (the frozen ones, untouched, do not).
@@ -183,7 +185,7 @@ func TestResidentCopies(t *testing.T) {
 	p.Weights.Touch()
 	before = lm.CopiedBytes()
 	require.NotEqual(t, first, again())
-	require.Equal(t, int64(4*p.Weights.NumParams())+callBytes(3, 1, 3), lm.CopiedBytes()-before, "an update copies the trained weights")
+	require.Equal(t, int64(4*p.Weights.NumParams())+callBytes(3, 1, 0, 3), lm.CopiedBytes()-before, "an update copies the trained weights")
 
 	host, err := model.OpenPolicy(rt, path, t.TempDir(), model.PolicyOptions{})
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spiral-rl/spiral/model/offheap"
 	"github.com/spiral-rl/spiral/model/ortc"
@@ -20,7 +21,9 @@ import (
 // The graph is fed the whole capacity as its past, with the attention
 // mask hiding each row's unfilled slots, and its new keys and values are
 // written into the row's next slots. Attention thus spans the capacity
-// rather than each row's length, which costs compute, never memory.
+// rather than each row's length, which costs compute, never memory; a
+// call whose rows are all empty (a prefill's first chunk) is fed no past
+// at all.
 //
 // The buffers live outside the Go heap (package offheap): a cache of
 // gigabytes in the heap would let as much garbage pile up before each
@@ -124,6 +127,11 @@ func (c *RowCache) Fit(rows, capacity int) bool {
 // Clear empties row r.
 func (c *RowCache) Clear(r int) { c.lens[r] = 0 }
 
+// empty reports whether rows r0..r0+n-1 hold no positions.
+func (c *RowCache) empty(r0, n int) bool {
+	return !slices.ContainsFunc(c.lens[r0:r0+n], func(l int) bool { return l > 0 })
+}
+
 // Move copies row src into row dst (each head's filled slots), leaving
 // src as it was.
 func (c *RowCache) Move(dst, src int) error {
@@ -202,7 +210,13 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 	if err != nil {
 		return logits, err
 	}
+	// The past fed is the rows' whole capacity, or none when every row
+	// is empty (a prefill's first chunk): attention then spans the new
+	// positions alone.
 	C := c.capacity
+	if c.empty(r0, n) {
+		C = 0
+	}
 	c.mask, c.pos = resize(c.mask, n*(C+S)), resize(c.pos, n*S)
 	mask, pos := c.mask, c.pos
 	clear(mask)
@@ -251,33 +265,37 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 	}
 	defer lv.Release()
 	if c.dev != nil {
-		if err := lm.extendOnDevice(sess, c, r0, real, in, lv); err != nil {
-			return logits, fmt.Errorf("model: %s: extend on %s [%d x %d, capacity %d]: %w", lm.path, lm.res.info, n, S, C, err)
+		if err := lm.extendOnDevice(sess, c, r0, C, real, in, lv); err != nil {
+			return logits, fmt.Errorf("model: %s: extend on %s [%d x %d, past %d]: %w", lm.path, lm.res.info, n, S, C, err)
 		}
-	} else if err := lm.extendOnHost(sess, c, r0, real, in, lv); err != nil {
-		return logits, fmt.Errorf("model: %s: extend [%d x %d, capacity %d]: %w", lm.path, n, S, C, err)
+	} else if err := lm.extendOnHost(sess, c, r0, C, real, in, lv); err != nil {
+		return logits, fmt.Errorf("model: %s: extend [%d x %d, past %d]: %w", lm.path, n, S, C, err)
 	}
 	for i, k := range real {
 		c.lens[r0+i] += k
 	}
-	if int64(n)*lm.rowTemporaries(C, S) >= trimAfter {
+	if int64(n)*lm.rowTemporaries(c.capacity, S) >= trimAfter {
 		ortc.TrimMalloc()
 	}
 	return logits, nil
 }
 
-// extendOnHost is Extend's run on a host cache: the past is fed as views
-// of the rows' buffers and the new keys and values are copied into the
-// rows' next slots.
-func (lm *LM) extendOnHost(sess *ortc.Session, c *RowCache, r0 int, real []int, tokenInputs []*ortc.Value, logits *ortc.Value) error {
+// extendOnHost is Extend's run on a host cache: the past (the rows'
+// whole capacity, or none: pastLen) is fed as views of the rows' buffers
+// and the new keys and values are copied into the rows' next slots.
+func (lm *LM) extendOnHost(sess *ortc.Session, c *RowCache, r0, pastLen int, real []int, tokenInputs []*ortc.Value, logits *ortc.Value) error {
 	n := len(real)
 	in := append([]*ortc.Value(nil), tokenInputs...)
 	var past []*ortc.Value
 	defer func() { releaseAll(past) }()
-	shape := []int64{int64(n), int64(c.kvHeads), int64(c.capacity), int64(c.headDim)}
+	shape := []int64{int64(n), int64(c.kvHeads), int64(pastLen), int64(c.headDim)}
 	for l := range c.layers {
 		for j := range 2 {
-			v, err := ortc.NewTensor(lm.env, shape, c.rowValues(c.kv[l][j], r0, n))
+			var rows []float32
+			if pastLen > 0 {
+				rows = c.rowValues(c.kv[l][j], r0, n)
+			}
+			v, err := ortc.NewTensor(lm.env, shape, rows)
 			if err != nil {
 				return err
 			}

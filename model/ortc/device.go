@@ -211,7 +211,8 @@ func (m *MemoryInfo) place(v *Value) {
 // on, in the same memory (device memory included) and without a copy:
 // runs that write the view write v. v must live on a memory info (from
 // AllocOn, AllocLike or View); the view keeps it alive, and releasing the
-// view leaves v as it is.
+// view leaves v as it is. A shape with a zero dim gives an empty view (an
+// empty past, say).
 func (v *Value) View(offset int, shape []int64) (*Value, error) {
 	if v.info == nil {
 		return nil, errors.New("ortc: view of a tensor not allocated on a memory info")
@@ -223,7 +224,7 @@ func (v *Value) View(offset int, shape []int64) (*Value, error) {
 		}
 		n *= int(d)
 	}
-	if offset < 0 || n == 0 || offset+n > v.n {
+	if offset < 0 || offset+n > v.n {
 		return nil, fmt.Errorf("ortc: view of %d values from %d in a tensor of %d", n, offset, v.n)
 	}
 	dims := append([]int64(nil), shape...)

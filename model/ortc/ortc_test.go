@@ -280,6 +280,12 @@ func TestViewWritesItsTensor(t *testing.T) {
 	defer last.Release()
 	require.Equal(t, []float32{-1, -1}, last.Float32s())
 
+	empty, err := whole.View(8, []int64{2, 0})
+	require.NoError(t, err)
+	defer empty.Release()
+	require.Equal(t, []int64{2, 0}, empty.Shape())
+	require.Empty(t, empty.Float32s())
+
 	_, err = whole.View(6, []int64{2, 2})
 	require.ErrorContains(t, err, "4 values from 6 in a tensor of 8")
 	_, err = a.View(0, []int64{2})
