@@ -67,16 +67,24 @@ func TestGroupedAttentionRepeatsNothing(t *testing.T) {
 	}
 }
 
-// TestGroupedAttentionAllOrNothing checks that a graph with one layer
-// outside the pattern is left as it was (the export's attention then
-// runs as written) rather than rewritten in part.
-func TestGroupedAttentionAllOrNothing(t *testing.T) {
+// tinyBeforeGrouping returns the tiny model's graph as samplingGraph has
+// it just before groupedAttention, and its signature.
+func tinyBeforeGrouping(t *testing.T) (*onnxpb.ModelProto, *Signature) {
+	t.Helper()
 	src, err := qwen3.Build(qwen3.Tiny(), 3)
 	require.NoError(t, err)
 	sig, err := ReadSignature(src.Graph(), "tiny")
 	require.NoError(t, err)
 	m := lastPositionLogits(src.Proto)
 	require.True(t, withNewKV(m, sig.Layers))
+	return m, sig
+}
+
+// TestGroupedAttentionAllOrNothing checks that a graph with one layer
+// outside the pattern is left as it was (the export's attention then
+// runs as written) rather than rewritten in part.
+func TestGroupedAttentionAllOrNothing(t *testing.T) {
+	m, sig := tinyBeforeGrouping(t)
 	// An Identity between the last layer's repeated keys and their
 	// transpose: the same function, not the pattern.
 	g := m.GetGraph()
@@ -111,12 +119,7 @@ func SamplingGraph(m *onnxpb.ModelProto) (*onnxpb.ModelProto, error) {
 // subgraph (If, Loop), which may read any value, is left as it was: the
 // repeats could not be pruned, and the call budget would count them out.
 func TestGroupedAttentionSkipsSubgraphs(t *testing.T) {
-	src, err := qwen3.Build(qwen3.Tiny(), 3)
-	require.NoError(t, err)
-	sig, err := ReadSignature(src.Graph(), "tiny")
-	require.NoError(t, err)
-	m := lastPositionLogits(src.Proto)
-	require.True(t, withNewKV(m, sig.Layers))
+	m, sig := tinyBeforeGrouping(t)
 	g := m.GetGraph()
 	g.Node = append(g.Node, &onnxpb.NodeProto{OpType: proto.String("If"), Name: proto.String("test/if"),
 		Input: []string{"test/cond"}, Output: []string{"test/branch"},
