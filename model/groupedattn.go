@@ -1,7 +1,6 @@
 package model
 
 import (
-	"encoding/binary"
 	"strconv"
 
 	"github.com/spiral-rl/spiral/model/autodiff"
@@ -58,8 +57,9 @@ type shapeRead struct {
 // copy but costs two passes over the scores, which measured slower for
 // prefill and for the embedded model (ARCHITECTURE.md, generation).
 //
-// It returns whether it rewrote m: every layer has attentionSite's form,
-// or m is left as it was.
+// m is a graph withNewKV rewrote, so each present is Concat(past, new) on
+// axis 2. It returns whether it rewrote m: every layer has
+// attentionSite's form, or m is left as it was.
 func groupedAttention(m *onnxpb.ModelProto, sig *Signature) bool {
 	g := m.GetGraph()
 	producer := map[string]*onnxpb.NodeProto{}
@@ -108,7 +108,7 @@ func groupedAttention(m *onnxpb.ModelProto, sig *Signature) bool {
 	g.Node = append(nodes, added...)
 	sortTopologically(g)
 	autodiff.Prune(g)
-	if !hasOpset(m, "com.microsoft") {
+	if (&onnx.Model{Proto: m}).Opset("com.microsoft") == 0 {
 		m.OpsetImport = append(m.OpsetImport, &onnxpb.OperatorSetIdProto{Domain: proto.String("com.microsoft"), Version: proto.Int64(1)})
 	}
 	return true
@@ -142,10 +142,6 @@ func matchAttention(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto,
 	s.keyScale = 1
 	for k, value := range []bool{false, true} {
 		present := PresentName(i, value)
-		cat := producer[present]
-		if !is(cat, "Concat") || len(cat.Input) != 2 || !isConcatOnAxis2(cat) {
-			return false
-		}
 		s.present[k] = present
 		x, n := present, only(present, "")
 		if is(n, "Unsqueeze") {
@@ -244,15 +240,6 @@ func rewriteAttention(b *onnx.GraphBuilder, s attentionSite, sig *Signature) {
 	}
 }
 
-func isConcatOnAxis2(n *onnxpb.NodeProto) bool {
-	for _, a := range n.Attribute {
-		if a.GetName() == "axis" {
-			return a.GetI() == 2 || a.GetI() == -2
-		}
-	}
-	return false
-}
-
 func isLastTwoSwapped(n *onnxpb.NodeProto) bool {
 	for _, a := range n.Attribute {
 		if a.GetName() == "perm" {
@@ -274,7 +261,11 @@ func unsqueezesAxis2(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto
 	if len(n.Input) != 2 {
 		return false
 	}
-	v, ok := constInt64s(g, producer, n.Input[1])
+	t := constTensor(g, producer, n.Input[1])
+	if t == nil {
+		return false
+	}
+	v, ok := autodiff.TensorInts(t)
 	return ok && len(v) == 1 && v[0] == 2
 }
 
@@ -300,25 +291,6 @@ func constTensor(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto, v 
 	return nil
 }
 
-func constInt64s(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto, name string) ([]int64, bool) {
-	t := constTensor(g, producer, name)
-	if t == nil || t.GetDataType() != int32(onnxpb.TensorProto_INT64) {
-		return nil, false
-	}
-	if v := t.GetInt64Data(); len(v) > 0 {
-		return v, true
-	}
-	raw := t.GetRawData()
-	if len(raw)%8 != 0 {
-		return nil, false
-	}
-	v := make([]int64, len(raw)/8)
-	for i := range v {
-		v[i] = int64(binary.LittleEndian.Uint64(raw[8*i:]))
-	}
-	return v, true
-}
-
 // scalarConst returns the value of v when v is a constant float of one
 // element.
 func scalarConst(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto, v string) (float32, bool) {
@@ -331,13 +303,4 @@ func scalarConst(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto, v 
 		return 0, false
 	}
 	return vals[0], true
-}
-
-func hasOpset(m *onnxpb.ModelProto, domain string) bool {
-	for _, o := range m.GetOpsetImport() {
-		if o.GetDomain() == domain {
-			return true
-		}
-	}
-	return false
 }

@@ -113,6 +113,17 @@ func passThrough(producer map[string]*onnxpb.NodeProto, v string) string {
 	}
 }
 
+// isConcatOnAxis2 reports whether the Concat n joins along axis 2 (-2 of
+// four).
+func isConcatOnAxis2(n *onnxpb.NodeProto) bool {
+	for _, a := range n.Attribute {
+		if a.GetName() == "axis" {
+			return a.GetI() == 2 || a.GetI() == -2
+		}
+	}
+	return false
+}
+
 // withNewKV replaces, in m, the outputs present.{i}.key|value by
 // NewKVName(i, *) when every layer's present is Concat(past, new, axis 2)
 // (the past possibly through a pass-through node): the new keys and
@@ -134,16 +145,7 @@ func withNewKV(m *onnxpb.ModelProto, layers int) bool {
 	for i := range layers {
 		for _, v := range []bool{false, true} {
 			n := producer[PresentName(i, v)]
-			if n == nil || n.GetOpType() != "Concat" || n.GetDomain() != "" || len(n.Input) != 2 || passThrough(producer, n.Input[0]) != PastName(i, v) {
-				return false
-			}
-			axis := int64(0)
-			for _, a := range n.Attribute {
-				if a.GetName() == "axis" {
-					axis = a.GetI()
-				}
-			}
-			if axis != 2 && axis != -2 {
+			if n == nil || n.GetOpType() != "Concat" || n.GetDomain() != "" || len(n.Input) != 2 || passThrough(producer, n.Input[0]) != PastName(i, v) || !isConcatOnAxis2(n) {
 				return false
 			}
 			adds = append(adds, add{n.Input[1], NewKVName(i, v)})
