@@ -97,6 +97,8 @@ func TestSamplerReleaseToSharedArena(t *testing.T) {
 		if shared {
 			require.NoError(t, rt.UnshareDeviceArena())
 			require.Nil(t, rt.DeviceArena())
+		} else {
+			require.Nil(t, rt.DeviceArena(), "each session its own memory")
 		}
 	}
 	require.Equal(t, got[0], got[1])
