@@ -332,10 +332,16 @@ func (lm *LM) extendOnHost(sess *ortc.Session, c *RowCache, r0, pastLen int, rea
 }
 
 // scoresLive is how many [heads, S, past + S] float32 tensors per row an
-// Extend call holds at its peak (scores, scaled, masked, the softmax, the
-// exporters' NaN guards and their copies: measured on the
-// Qwen3-0.6B config's 8-layer variant, 32 rows x 500 positions prefilled
-// in chunks of 256, about 13).
+// Extend call is budgeted at its peak (scores, scaled, masked, the
+// softmax, the exporters' NaN guards and their copies). It was set from
+// the process's growth, about 13 a row, on the Qwen3-0.6B config's
+// 8-layer variant, 32 rows x 500 positions prefilled in chunks of 256
+// (96d131d). The graphs now have about 6 a row in use at once, with the
+// attention grouped or not: 5.4-5.7 on that model (the shared arena's
+// peak, calls of 8 and 16 rows; the process's growth without the arena
+// says the same), 5.8-6.4 on the tiny builder, HF TorchScript, optimum
+// and dynamo exports. The rest is margin for the allocator: an arena
+// grows by doubling, so its footprint can reach twice what is in use.
 const scoresLive = 13
 
 // CallRows returns how many rows of a cache of the given capacity one
