@@ -115,7 +115,14 @@ func groupedAttention(m *onnxpb.ModelProto, sig *Signature) bool {
 }
 
 // matchAttention fills s with layer i's attention, or reports that it
-// does not have attentionSite's form.
+// does not have attentionSite's form. The repeat's Expand and Reshape
+// targets are not read: after the Unsqueeze at axis 2 that axis is the
+// one an Expand can broadcast (the others hold the batch, heads,
+// positions and head width), and a Reshape of [B, KV, R, T, D] to the
+// rank 4 the keys' Transpose (perm 0 1 3 2) requires, multiplied with the
+// queries [B, H, S, D], merges KV and R in that order: query head h reads
+// KV head h / R, as the grouping assumes. TestExtendMatchesForward
+// checks the rewrite against the export on every export tested.
 func matchAttention(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto, consumers map[string][]*onnxpb.NodeProto, i int, s *attentionSite) bool {
 	// only returns v's one consumer other than Shape nodes, recording
 	// those with the value's layout (none when layout is empty: the
