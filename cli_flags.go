@@ -68,7 +68,9 @@ func (f *runtimeFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.deterministic, "deterministic", false, "bit-reproducible runs: one thread and ONNX Runtime's deterministic kernels (slower)")
 	fs.StringToStringVar(&f.cudaOptions, "cuda-option", nil, "an option of ONNX Runtime's CUDA execution provider, KEY=VALUE (repeatable; e.g. arena_extend_strategy=kSameAsRequested, gpu_mem_limit=BYTES)")
 	fs.StringVar(&f.sharedArena, "shared-arena", "auto", "one arena for the device's memory shared by every ONNX Runtime session, so that what one frees (the KV cache after generation) the others can use (the training step): true, false, or auto (on the CPU, where it holds every host tensor and trains faster; not on CUDA, where it is not measured yet)")
-	fs.Lookup("shared-arena").NoOptDefVal = "true"
+	arena := fs.Lookup("shared-arena")
+	arena.NoOptDefVal = "true"
+	arena.Annotations = map[string][]string{flagValuesAnnotation: {"true", "false", "auto"}}
 }
 
 // options returns the runtime options the flags give, warnings to warn.

@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -116,6 +117,10 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 		fmt.Fprintf(env.stderr, "spiral %s: %v (run 'spiral %s --help')\n", cmd.name, err, cmd.name)
 		return exitUsage
 	}
+	if err := checkDetachedValues(fs, args); err != nil {
+		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
+		return exitUsage
+	}
 	if err := runFn(ctx, env, fs.Args()); err != nil {
 		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
 		var ue usageError
@@ -125,6 +130,40 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 		return exitFailure
 	}
 	return 0
+}
+
+// flagValuesAnnotation lists, on a flag whose value may be left out (a
+// NoOptDefVal), the values it takes (pflag.Flag.Annotations).
+const flagValuesAnnotation = "spiral/values"
+
+// checkDetachedValues refuses a flag whose value may be left out, given
+// without "=" and followed by an argument that is one of its values
+// (`--shared-arena false`, `--deterministic false`): pflag reads that as
+// the flag's default for a bare flag and a positional argument, the
+// opposite of what was meant, and a command taking positional arguments
+// (generate's prompts) would run on.
+func checkDetachedValues(fs *pflag.FlagSet, args []string) error {
+	for i := 0; i+1 < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return nil
+		}
+		if !strings.HasPrefix(a, "--") || strings.Contains(a, "=") {
+			continue
+		}
+		f := fs.Lookup(strings.TrimPrefix(a, "--"))
+		if f == nil || f.NoOptDefVal == "" {
+			continue
+		}
+		values := f.Annotations[flagValuesAnnotation]
+		if f.Value.Type() == "bool" {
+			values = []string{"true", "false"}
+		}
+		if slices.Contains(values, args[i+1]) {
+			return usageError{fmt.Errorf("%s %s: a value of %s goes after \"=\" (%s=%s); without it %q is read as an argument", a, args[i+1], a, a, args[i+1], args[i+1])}
+		}
+	}
+	return nil
 }
 
 func printTopUsage(w io.Writer) {

@@ -129,6 +129,10 @@ func TestUsageErrors(t *testing.T) {
 		{"cuda option on the cpu", []string{"version", "--cuda-option", "arena_extend_strategy=kSameAsRequested"}, `--cuda-option applies to --device cuda or auto, not "cpu"`},
 		{"cuda option naming the device", []string{"version", "--device", "cuda", "--cuda-option", "device_id=1"}, "choose the device with --device cuda:N"},
 		{"cuda option without a value", []string{"version", "--device", "cuda", "--cuda-option", "gpu_mem_limit"}, "invalid argument"},
+		// A flag whose value may be left out takes it after "=": pflag reads
+		// a detached one as an argument (a prompt, for generate).
+		{"detached arena value", []string{"generate", "--shared-arena", "false", "Solve x+1=2."}, `(--shared-arena=false); without it "false" is read as an argument`},
+		{"detached bool value", []string{"version", "--deterministic", "true"}, "(--deterministic=true)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
