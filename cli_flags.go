@@ -351,10 +351,12 @@ type trainFlags struct {
 	evalN    int
 	engine   engineFlags
 	sync     syncFlags
+	exec     executorFlags
 }
 
 func (f *trainFlags) register(fs *pflag.FlagSet) {
 	f.rf.register(fs)
+	f.exec.register(fs)
 	f.engine.register(fs)
 	f.sync.register(fs)
 	f.mf.register(fs)
@@ -406,7 +408,7 @@ func (f *trainFlags) validate() error {
 	if cfg.MicroBatchTokens == 0 {
 		cfg.MicroBatchTokens = 1 // auto: sized to the model later
 	}
-	errs := []error{f.rf.validate(), f.sf.validate(), cfg.Validate(), f.run.Validate(), validLR(f.lr), nonNegative("--warmup", f.warmup),
+	errs := []error{f.rf.validate(), f.exec.validate(), f.sf.validate(), cfg.Validate(), f.run.Validate(), validLR(f.lr), nonNegative("--warmup", f.warmup),
 		positive("--eval-problems", f.evalN)}
 	if f.cfg.MicroBatchTokens < 0 {
 		errs = append(errs, fmt.Errorf("--micro-batch-tokens %d: want >= 0 (0 = auto)", f.cfg.MicroBatchTokens))
@@ -495,10 +497,12 @@ type sftFlags struct {
 	lr     float64
 	warmup int
 	quiet  bool
+	exec   executorFlags
 }
 
 func (f *sftFlags) register(fs *pflag.FlagSet) {
 	f.rf.register(fs)
+	f.exec.register(fs)
 	f.mf.register(fs)
 	f.params.register(fs)
 	f.cfg = rl.DefaultSFTConfig()
@@ -520,7 +524,7 @@ func (f *sftFlags) register(fs *pflag.FlagSet) {
 }
 
 func (f *sftFlags) validate() error {
-	errs := []error{f.rf.validate(), f.cfg.Validate(), validLR(f.lr), nonNegative("--warmup", f.warmup)}
+	errs := []error{f.rf.validate(), f.exec.validate(), f.cfg.Validate(), validLR(f.lr), nonNegative("--warmup", f.warmup)}
 	if f.lr == 0 {
 		errs = append(errs, errors.New("--lr 0: want a learning rate > 0"))
 	}

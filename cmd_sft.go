@@ -36,7 +36,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
-	pol, err := model.OpenPolicy(sess.rt, sess.onnx, filepath.Join(f.out, rl.ArtifactsDir), model.PolicyOptions{Train: true, Artifacts: arts, Seed: f.cfg.Seed})
+	pol, err := model.OpenPolicy(sess.rt, sess.onnx, filepath.Join(f.out, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: arts, Seed: f.cfg.Seed})
 	if err != nil {
 		return err
 	}

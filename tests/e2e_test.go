@@ -132,6 +132,8 @@ func TestUsageErrors(t *testing.T) {
 		// A flag whose value may be left out takes it after "=": pflag reads
 		// a detached one as an argument (a prompt, for generate).
 		{"detached arena value", []string{"generate", "--shared-arena", "false", "Solve x+1=2."}, `(--shared-arena=false); without it "false" is read as an argument`},
+		{"training working memory", []string{"train", "--mlp-mib", "0"}, "--mlp-mib 0: want >= 1"},
+		{"sft working memory", []string{"sft", "--attention-mib", "-1"}, "--attention-mib -1: want >= 1"},
 		{"detached bool value", []string{"version", "--deterministic", "true"}, "(--deterministic=true)"},
 	}
 	for _, c := range cases {
