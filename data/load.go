@@ -402,10 +402,16 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 	}
 	id := r.key
 	if m.id != "" {
-		if iv, ok := lookup(row, m.id); ok && iv != nil {
+		iv, ok := lookup(row, m.id)
+		switch {
+		case ok && iv != nil:
 			if id, err = scalarText(iv); err != nil {
 				return fmt.Errorf("data: %s: field %q: %w", r.loc, m.id, err)
 			}
+		case m.id == opt.IDField:
+			// Named, not detected: rows without it would be paired
+			// by position instead (spiral compare pairs problems by id).
+			return fmt.Errorf("data: %s: id field %q: missing or null", r.loc, m.id)
 		}
 	}
 	b.add(id, problem, answer, r.loc, skipReason, n)

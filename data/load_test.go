@@ -211,6 +211,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "no detectable problem field", file: "a.jsonl", content: `{"text": "p", "answer": "1"}` + "\n", want: []string{"a.jsonl:1:", "no problem field", "[answer text]"}},
 		{name: "no detectable answer field", file: "a.jsonl", content: `{"problem": "p", "label": "1"}` + "\n", want: []string{"a.jsonl:1:", "no answer field"}},
 		{name: "explicit field absent", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n", opt: LoadOptions{AnswerField: "gold"}, want: []string{"a.jsonl:1:", `field "gold": missing`}},
+		{name: "explicit id field absent", file: "a.jsonl", content: `{"problem": "p", "answer": "1", "id": 3}` + "\n", opt: LoadOptions{IDField: "nope"}, want: []string{"a.jsonl:1:", `id field "nope": missing or null`}},
+		{name: "explicit id field null in a later row", file: "a.jsonl", content: `{"problem": "p", "answer": "1", "key": 3}` + "\n" + `{"problem": "q", "answer": "2", "key": null}` + "\n", opt: LoadOptions{IDField: "key"}, want: []string{"a.jsonl:2:", `id field "key": missing or null`}},
 		{name: "empty jsonl", file: "a.jsonl", content: "", want: []string{"a.jsonl", "no records (empty file)"}},
 		{name: "blank-only jsonl", file: "a.jsonl", content: "\n  \n", want: []string{"no records (empty file)"}},
 		{name: "empty json", file: "a.json", content: "", want: []string{"a.json", "no records"}},
