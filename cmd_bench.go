@@ -83,6 +83,29 @@ func (f *benchFlags) validate(what string) error {
 	return errors.Join(errs...)
 }
 
+// checkContext refuses rows longer than --model's context
+// (config.json's max_position_embeddings, when stated), as train and
+// generate do, rather than running past the positions the model knows or
+// failing on an allocation.
+func (f *benchFlags) checkContext(what string) error {
+	r, err := f.mf.resolve()
+	if err != nil {
+		return err
+	}
+	hf, _, err := model.ReadHFConfig(r.onnx)
+	if err != nil || hf.MaxPositionEmbeddings == 0 {
+		return err
+	}
+	limit := hf.MaxPositionEmbeddings
+	if what == "train" && f.tokens > limit {
+		return usageError{fmt.Errorf("--tokens %d: the model (%s) has %d positions (config.json max_position_embeddings)", f.tokens, r.name(), limit)}
+	}
+	if (what == "generate" || f.genRows > 0) && f.prompt+f.newTok > limit {
+		return usageError{fmt.Errorf("--prompt-tokens %d + --new-tokens %d: the model (%s) has %d positions (config.json max_position_embeddings)", f.prompt, f.newTok, r.name(), limit)}
+	}
+	return nil
+}
+
 func setupBench(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	var f benchFlags
 	f.register(fs)
@@ -92,6 +115,9 @@ func setupBench(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 		}
 		if err := f.validate(args[0]); err != nil {
 			return usageError{err}
+		}
+		if err := f.checkContext(args[0]); err != nil {
+			return err
 		}
 		if args[0] == "train" {
 			return benchTrain(ctx, env, &f)

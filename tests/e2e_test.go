@@ -134,6 +134,8 @@ func TestUsageErrors(t *testing.T) {
 		{"detached arena value", []string{"generate", "--shared-arena", "false", "Solve x+1=2."}, `(--shared-arena=false); without it "false" is read as an argument`},
 		{"training working memory", []string{"train", "--mlp-mib", "0"}, "--mlp-mib 0: want >= 1"},
 		{"sft working memory", []string{"sft", "--attention-mib", "-1"}, "--attention-mib -1: want >= 1"},
+		{"bench train beyond the context", []string{"bench", "train", "--tokens", "5000"}, "--tokens 5000: the model (embedded) has 4096 positions"},
+		{"bench generate beyond the context", []string{"bench", "generate", "--prompt-tokens", "4090", "--new-tokens", "7"}, "--prompt-tokens 4090 + --new-tokens 7: the model (embedded) has 4096 positions"},
 		{"detached bool value", []string{"version", "--deterministic", "true"}, "(--deterministic=true)"},
 	}
 	for _, c := range cases {
