@@ -352,9 +352,12 @@ type trainFlags struct {
 	engine   engineFlags
 	sync     syncFlags
 	exec     executorFlags
+	// changed reports whether a flag was given (pflag.FlagSet.Changed).
+	changed func(name string) bool
 }
 
 func (f *trainFlags) register(fs *pflag.FlagSet) {
+	f.changed = fs.Changed
 	f.rf.register(fs)
 	f.exec.register(fs)
 	f.engine.register(fs)
@@ -412,6 +415,15 @@ func (f *trainFlags) validate() error {
 		positive("--eval-problems", f.evalN)}
 	if f.cfg.MicroBatchTokens < 0 {
 		errs = append(errs, fmt.Errorf("--micro-batch-tokens %d: want >= 0 (0 = auto)", f.cfg.MicroBatchTokens))
+	}
+	if f.data != "" && f.evalData == "" {
+		// The embedded task's test split is the held-out set only when
+		// training on that task: asked-for evaluations would not run.
+		for _, name := range []string{"eval-every", "eval-problems", "eval-samples", "final-rsa-steps"} {
+			if f.changed(name) && (name != "eval-every" || f.run.EvalEvery > 0) && (name != "final-rsa-steps" || f.run.FinalRSA.Steps > 0) {
+				errs = append(errs, fmt.Errorf("--%s: training on --data %s evaluates held-out problems from --eval-data only; give one", name, f.data))
+			}
+		}
 	}
 	arts, err := f.params.artifacts()
 	if err != nil {

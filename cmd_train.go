@@ -72,6 +72,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 		held = eds.Problems
 	}
 	held = held[:min(len(held), f.evalN)]
+	if f.run.EvalEvery > 0 && len(held) == 0 {
+		fmt.Fprintf(env.stderr, "spiral: note: no held-out evaluation (eval.jsonl, rsa.json): training on --data %s, give --eval-data for one\n", f.data)
+	}
 
 	arts, err := f.params.artifacts()
 	if err != nil {
