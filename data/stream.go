@@ -83,11 +83,11 @@ func (s *Stream) Restore(c Cursor) error {
 	n := len(s.ds.Problems)
 	switch {
 	case c.Epoch < 0 || c.Position < 0:
-		return fmt.Errorf("data: restore cursor %+v: negative epoch or position", c)
+		return fmt.Errorf("data: restore position: negative epoch %d or position %d", c.Epoch, c.Position)
 	case c.Size != 0 && c.Size != n:
-		return fmt.Errorf("data: restore cursor %+v: taken on %d problems, dataset has %d", c, c.Size, n)
+		return fmt.Errorf("data: restore position: taken on %d problems, the dataset has %d", c.Size, n)
 	case c.Position > n:
-		return fmt.Errorf("data: restore cursor %+v: position past the dataset's %d problems", c, n)
+		return fmt.Errorf("data: restore position: position %d past the dataset's %d problems", c.Position, n)
 	}
 	s.seed, s.epoch, s.pos = c.Seed, c.Epoch, c.Position
 	s.perm = EpochPermutation(n, s.seed, s.epoch)

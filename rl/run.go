@@ -404,6 +404,14 @@ func resume(ckptDir string, cfg RunConfig, p RunParts) error {
 	if err := json.Unmarshal(st.DataCursor, &cur); err != nil {
 		return fmt.Errorf("checkpoint %s: data cursor: %w", path, err)
 	}
+	if n := p.Problems.Cursor().Size; cur.Size != 0 && cur.Size != n {
+		if !cfg.Override {
+			return fmt.Errorf("checkpoint %s: the run drew from %d usable problems and %s now has %d: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh",
+				path, cur.Size, p.Settings.Data, n)
+		}
+		fmt.Fprintf(p.Warn, "spiral: --override: %s now has %d usable problems, not %d: going on from the start of a new epoch of it\n", p.Settings.Data, n, cur.Size)
+		cur = data.Cursor{Epoch: cur.Epoch + 1, Seed: cur.Seed, Size: n}
+	}
 	if err := p.Problems.Restore(cur); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}

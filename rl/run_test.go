@@ -48,11 +48,18 @@ func (g *runEvalGen) Generate(ctx context.Context, reqs []rollout.Request, p rol
 
 func newRunHarness(t *testing.T, dir string, steps int) *runHarness {
 	t.Helper()
+	return newRunHarnessOn(t, dir, steps, []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}, {ID: "easy", Problem: "easy", Answer: "1"}})
+}
+
+// newRunHarnessOn is newRunHarness on the given problems (training and
+// held out).
+func newRunHarnessOn(t *testing.T, dir string, steps int, problems []data.Problem) *runHarness {
+	t.Helper()
 	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2, 2}}})
 	require.NoError(t, err)
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
 	require.NoError(t, err)
-	ds := data.NewDataset("t", []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}, {ID: "easy", Problem: "easy", Answer: "1"}})
+	ds := data.NewDataset("t", problems)
 	stream := data.NewStream(ds, 3)
 	cfg := DefaultConfig()
 	cfg.Problems, cfg.MaxDrawRounds, cfg.Pipeline = 1, 2, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}
@@ -208,6 +215,30 @@ func TestRunSettingsMustMatch(t *testing.T) {
 	h.parts.Settings.Schedule.PeakLR = 0.02
 	h.parts.Settings.RL.Pipeline.N1 = 6
 	require.NoError(t, h.run(context.Background()))
+}
+
+// TestRunDataChangedSize: a run resumed on a data file that now holds
+// another number of usable problems stops with what to do; --override
+// goes on from a new epoch of the new data.
+func TestRunDataChangedSize(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	h.cfg.EvalEvery = 0
+	require.NoError(t, h.run(context.Background()))
+
+	three := []data.Problem{{ID: "a", Problem: "a", Answer: "1"}, {ID: "b", Problem: "b", Answer: "1"}, {ID: "c", Problem: "c", Answer: "1"}}
+	h = newRunHarnessOn(t, dir, 2, three)
+	h.cfg.EvalEvery = 0
+	err := h.run(context.Background())
+	require.ErrorContains(t, err, "the run drew from 2 usable problems and d now has 3")
+	require.ErrorContains(t, err, "--override")
+
+	h = newRunHarnessOn(t, dir, 2, three)
+	h.cfg.EvalEvery, h.cfg.Override = 0, true
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.log.String(), "--override: d now has 3 usable problems, not 2: going on from the start of a new epoch")
+	require.Contains(t, h.out.String(), "(step 1)")
+	require.Equal(t, 3, h.parts.Problems.Cursor().Size)
 }
 
 // TestSettingsDiffRounds: a run saved before --agg-rounds (no rounds)
