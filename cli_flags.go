@@ -475,7 +475,7 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.rsa.SubsetSize, "subset", f.rsa.SubsetSize, "RSA subset size K")
 	fs.IntVar(&f.rsa.Steps, "rsa-steps", f.rsa.Steps, "RSA aggregation steps T")
 	fs.IntVar(&f.rsa.CandidateTokens, "candidate-tokens", f.rsa.CandidateTokens, "cap on each candidate in an aggregation prompt, keeping its end (0 = no cap)")
-	fs.StringVar(&f.out, "out", "runs/eval", "output directory for the JSON report and PNG plot")
+	fs.StringVar(&f.out, "out", "runs/eval", "output directory: the JSON report and PNG plot, and artifacts/ (the model's sampling graphs)")
 	fs.StringVar(&f.label, "label", "", "name of this run in plot legends (default: the model)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fs.StringVar(&f.ckpt, "checkpoint", "", "evaluate the weights of this checkpoint directory (of a run on --model), or the newest in a run's checkpoints/")
@@ -485,6 +485,9 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 
 func (f *evalFlags) validate() error {
 	errs := []error{f.rf.validate(), f.sf.validate(), f.df.opt.Validate(), nonNegative("--limit", f.limit), f.engine.validate()}
+	if f.out == "" {
+		errs = append(errs, errors.New("--out is empty"))
+	}
 	if f.engine.engine == "openai" && f.ckpt != "" {
 		errs = append(errs, errors.New("--checkpoint is for the local engine: a serving engine samples with the weights it loaded (export the checkpoint, then serve it)"))
 	}

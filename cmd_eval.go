@@ -25,6 +25,10 @@ func setupEval(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 }
 
 func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
+	// --out holds the artifacts as well as the report: made first.
+	if err := os.MkdirAll(f.out, 0o777); err != nil {
+		return fmt.Errorf("--out %s: %w", f.out, err)
+	}
 	sess, err := openSession(env, &f.rf, &f.mf)
 	if err != nil {
 		return err
@@ -92,9 +96,6 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 			"max_new_tokens": strconv.Itoa(samplerCfg.MaxNewTokens), "reward_rule": f.reward.rule.String(),
 			"skipped_problems": strconv.Itoa(skipped),
 		}}
-	if err := os.MkdirAll(f.out, 0o777); err != nil {
-		return err
-	}
 	base := filepath.Join(f.out, f.mode)
 	var traces *report.TraceWriter
 	if f.traces {

@@ -218,6 +218,8 @@ func TestMalformedInputs(t *testing.T) {
 		fail("problem longer than the context", []string{"long.jsonl:1", "need", "the model has 4096"}, train("--data", long, "--max-new-tokens", "8")...),
 		fail("missing held-out data", []string{f.path("absent-eval.jsonl")}, train("--data", data, "--eval-data", f.path("absent-eval.jsonl"))...),
 		fail("missing template", []string{f.path("absent.txt")}, train("--data", data, "--search-template", f.path("absent.txt"))...),
+		fail("eval output that is a file", []string{"--out " + data, "not a directory"}, "eval", "--model", good, "--out", data, "--quiet"),
+		usage("eval output empty", "--out is empty", "eval", "--model", good, "--out", "", "--quiet"),
 		// Checkpoints.
 		fail("checkpoint of another model", []string{"was trained from", "--model " + other}, "eval", "--model", other, "--checkpoint", ckpt, "--quiet"),
 		fail("no checkpoint there", []string{"--checkpoint", f.path("nockpt")}, "eval", "--model", good, "--checkpoint", f.path("nockpt"), "--quiet"),
