@@ -416,6 +416,9 @@ func (f *trainFlags) validate() error {
 	if f.cfg.MicroBatchTokens < 0 {
 		errs = append(errs, fmt.Errorf("--micro-batch-tokens %d: want >= 0 (0 = auto)", f.cfg.MicroBatchTokens))
 	}
+	if f.cfg.Pipeline.Rounds == 0 { // the config's 0 (runs saved before the flag) is not a value to give
+		errs = append(errs, errors.New("--agg-rounds is 0; want >= 1"))
+	}
 	if f.data != "" && f.evalData == "" {
 		// The embedded task's test split is the held-out set only when
 		// training on that task: asked-for evaluations would not run.
