@@ -29,6 +29,9 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 		return err
 	}
 	defer sess.close()
+	if sameDir(f.out, filepath.Dir(sess.onnx)) {
+		return usageError{fmt.Errorf("--out %s is the directory of --model: sft would write its model.onnx over the model it starts from; give another --out", f.out)}
+	}
 	if err := os.MkdirAll(f.out, 0o777); err != nil {
 		return err
 	}
@@ -87,4 +90,14 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 	}
 	fmt.Fprintf(env.stdout, "wrote %s\n", out)
 	return nil
+}
+
+// sameDir reports whether a and b are one existing directory.
+func sameDir(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
 }

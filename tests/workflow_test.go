@@ -36,6 +36,15 @@ func TestWorkflow(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "search acc")
 	require.Equal(t, 4, countLines(t, filepath.Join(sft, "sft.jsonl")), "3 steps + 1 evaluation line")
+	// sft into the directory it starts from is refused, the model kept.
+	before, err := os.ReadFile(filepath.Join(m, "model.onnx"))
+	require.NoError(t, err)
+	r = spiral(t, nil, "sft", "--model", m, "--out", m+string(filepath.Separator), "--steps", "1", "--quiet")
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, "is the directory of --model")
+	after, err := os.ReadFile(filepath.Join(m, "model.onnx"))
+	require.NoError(t, err)
+	require.Equal(t, before, after)
 
 	run := filepath.Join(dir, "run")
 	args := []string{"train", "--model", sft, "--out", run, "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2", "--max-new-tokens", "24", "--checkpoint-every", "1", "--quiet",
