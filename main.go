@@ -30,10 +30,12 @@ import (
 )
 
 // exitUsage is the exit status for command-line mistakes (unknown flag or
-// command, bad flag value); exitFailure for everything else that fails.
+// command, bad flag value); exitInterrupted for a command stopped by
+// SIGINT or SIGTERM; exitFailure for everything else that fails.
 const (
-	exitUsage   = 2
-	exitFailure = 1
+	exitUsage       = 2
+	exitFailure     = 1
+	exitInterrupted = 130 // 128 + SIGINT, as shells report it
 )
 
 // command is one subcommand: its flags are registered on fs by setup, and
@@ -122,6 +124,13 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 		return exitUsage
 	}
 	if err := runFn(ctx, env, fs.Args()); err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			err = withoutCancellation(err)
+			if err == nil {
+				fmt.Fprintf(env.stderr, "spiral %s: interrupted\n", cmd.name)
+				return exitInterrupted
+			}
+		}
 		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -130,6 +139,32 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 		return exitFailure
 	}
 	return 0
+}
+
+// withoutCancellation returns err without its context cancellations: nil
+// when a signal's cancellation is all it says, else err, or what of a
+// joined error is not a cancellation (a checkpoint saved on the way out
+// that failed).
+func withoutCancellation(err error) error {
+	if !errors.Is(err, context.Canceled) {
+		return err
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		var rest []error
+		for _, e := range u.Unwrap() {
+			if e = withoutCancellation(e); e != nil {
+				rest = append(rest, e)
+			}
+		}
+		return errors.Join(rest...)
+	case interface{ Unwrap() error }:
+		if withoutCancellation(u.Unwrap()) == nil {
+			return nil
+		}
+		return err
+	}
+	return nil
 }
 
 // flagValuesAnnotation lists, on a flag whose value may be left out (a

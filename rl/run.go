@@ -230,10 +230,10 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			fmt.Fprintln(p.Warn, "spiral: interrupted before the first step finished; nothing to save")
 			return cause
 		case tr.Step() == lastSaved:
-			fmt.Fprintf(p.Warn, "spiral: interrupted; step %d is already saved\n", tr.Step())
+			fmt.Fprintf(p.Warn, "spiral: interrupted; step %d is already saved: rerun the command to resume\n", tr.Step())
 			return cause
 		}
-		fmt.Fprintf(p.Warn, "spiral: interrupted; saving step %d\n", tr.Step())
+		fmt.Fprintf(p.Warn, "spiral: interrupted; saving step %d: rerun the command to resume\n", tr.Step())
 		return errors.Join(cause, save())
 	}
 	evalDue := func(step int) bool {

@@ -194,6 +194,8 @@ func TestInterruptSavesCheckpoint(t *testing.T) {
 	run := filepath.Join(dir, "run")
 	shape := []string{"--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2", "--max-new-tokens", "24"}
 	cmd := exec.Command(binary, append([]string{"train", "--model", m, "--out", run, "--steps", "1000", "--checkpoint-every", "1000", "--quiet"}, shape...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -221,6 +223,10 @@ func TestInterruptSavesCheckpoint(t *testing.T) {
 	}()
 	err = cmd.Wait()
 	require.Error(t, err, "an interrupted run exits non-zero")
+	require.Equal(t, 130, cmd.ProcessState.ExitCode(), stderr.String())
+	require.Contains(t, stderr.String(), "rerun the command to resume")
+	require.Contains(t, stderr.String(), "spiral train: interrupted\n")
+	require.NotContains(t, stderr.String(), "context canceled")
 	entries, err := os.ReadDir(filepath.Join(run, "checkpoints"))
 	require.NoError(t, err)
 	var names []string

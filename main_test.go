@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestWithoutCancellation: an error that only says the run was cancelled
+// becomes nil (the command reports an interruption); anything else it
+// carries is kept.
+func TestWithoutCancellation(t *testing.T) {
+	saveFailed := errors.New("save: disk full")
+	cases := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"cancellation", context.Canceled, nil},
+		{"wrapped cancellation", fmt.Errorf("rl: 2 micro-batches: %w", context.Canceled), nil},
+		{"joined with a failed save", errors.Join(fmt.Errorf("rl: %w", context.Canceled), saveFailed), saveFailed},
+		{"wrapped join with a failed save", fmt.Errorf("run: %w", errors.Join(context.Canceled, saveFailed)), fmt.Errorf("run: %w", errors.Join(context.Canceled, saveFailed))},
+		{"another error", saveFailed, saveFailed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := withoutCancellation(c.err)
+			if c.want == nil {
+				require.NoError(t, got)
+				return
+			}
+			require.EqualError(t, got, c.want.Error())
+		})
+	}
+}
