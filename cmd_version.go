@@ -21,11 +21,13 @@ func setupVersion(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		if len(args) > 0 {
 			return usageError{fmt.Errorf("unexpected arguments %q", args)}
 		}
-		fmt.Fprintf(env.stdout, "spiral %s\n", version)
-		fmt.Fprintf(env.stdout, "tokenizers %s (libtokenizers %s)\n", moduleVersion("github.com/daulet/tokenizers"), tokenizer.LibraryVersion)
 		if err := rf.validate(); err != nil {
 			return usageError{err}
 		}
+		// These two before ONNX Runtime is loaded, so that a report of a
+		// runtime that does not load still has them.
+		fmt.Fprintf(env.stdout, "spiral %s\n", version)
+		fmt.Fprintf(env.stdout, "tokenizers %s (libtokenizers %s)\n", moduleVersion("github.com/daulet/tokenizers"), tokenizer.LibraryVersion)
 		rt, err := model.OpenRuntime(rf.options(env.stderr))
 		if err != nil {
 			return err

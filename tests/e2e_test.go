@@ -145,6 +145,7 @@ func TestUsageErrors(t *testing.T) {
 			r := spiral(t, nil, c.args...)
 			require.Equal(t, 2, r.code)
 			require.Contains(t, r.stderr, c.want)
+			require.Empty(t, r.stdout, "a usage error prints nothing else")
 			require.Equal(t, 1, strings.Count(strings.TrimRight(r.stderr, "\n"), "\n")+1, "want a one-line error, got %q", r.stderr)
 		})
 	}
