@@ -26,6 +26,7 @@ import (
 type resolvedModel struct {
 	onnx, tokenizer string
 	embedded        bool
+	tokenizerGiven  bool // tokenizer is --tokenizer's, not the one beside the model
 }
 
 // name is how runs and reports name the model.
@@ -69,7 +70,7 @@ func (f *modelFlags) resolve() (resolvedModel, error) {
 		return r, fmt.Errorf("--model: %w", err)
 	}
 	r.onnx = path
-	r.tokenizer = f.tokenizer
+	r.tokenizer, r.tokenizerGiven = f.tokenizer, f.tokenizer != ""
 	if r.tokenizer == "" {
 		r.tokenizer = filepath.Join(filepath.Dir(path), "tokenizer.json")
 	}
@@ -78,6 +79,9 @@ func (f *modelFlags) resolve() (resolvedModel, error) {
 
 func (r resolvedModel) loadTokenizer() (*tokenizer.Tokenizer, error) {
 	if _, err := os.Stat(r.tokenizer); err != nil {
+		if r.tokenizerGiven {
+			return nil, fmt.Errorf("--tokenizer: %w", err)
+		}
 		return nil, fmt.Errorf("no tokenizer: %s does not exist (pass --tokenizer)", r.tokenizer)
 	}
 	return tokenizer.Load(r.tokenizer)

@@ -166,8 +166,12 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	// 2. Resume, or start afresh.
 	ckptDir := filepath.Join(cfg.Dir, CheckpointsDir)
 	if cfg.Fresh {
-		if err := moveAside(cfg.Dir, []string{CheckpointsDir, MetricsFile, EvalFile, TrainingPlot}); err != nil {
+		moved, err := moveAside(cfg.Dir, []string{CheckpointsDir, MetricsFile, EvalFile, TrainingPlot})
+		if err != nil {
 			return err
+		}
+		if moved != "" {
+			fmt.Fprintf(p.Out, "--fresh: the previous run is in %s\n", moved)
 		}
 	} else if err := resume(ckptDir, cfg, p); err != nil {
 		return err
@@ -503,9 +507,11 @@ func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, w io
 	if err != nil {
 		return fmt.Errorf("held-out evaluation at step %d: %w", step, err)
 	}
-	last := res.Points[len(res.Points)-1]
-	fmt.Fprintf(p.Out, "eval %3d  held-out pass@1 %.3f  pass@%d %.3f  majority@%d %.3f  (%d problems)\n",
-		step, res.Points[0].PassAtK, last.K, last.PassAtK, last.K, last.MajorityAtK, len(p.Held))
+	line := fmt.Sprintf("eval %3d  held-out pass@1 %.3f", step, res.Points[0].PassAtK)
+	if last := res.Points[len(res.Points)-1]; last.K > 1 {
+		line += fmt.Sprintf("  pass@%d %.3f  majority@%d %.3f", last.K, last.PassAtK, last.K, last.MajorityAtK)
+	}
+	fmt.Fprintf(p.Out, "%s  (%d problems)\n", line, len(p.Held))
 	return writeJSONLine(w, EvalLine{Step: step, Problems: len(p.Held), Samples: k, Points: res.Points})
 }
 
@@ -557,25 +563,28 @@ func lockRun(dir string) (func() error, error) {
 }
 
 // moveAside moves the named entries of dir that exist into
-// dir/previous-<UTC time>/ (a fresh name each time), never deleting them.
-func moveAside(dir string, names []string) error {
+// dir/previous-<UTC time>/ (a fresh name each time), never deleting them,
+// and returns that directory ("" when there was nothing to move).
+func moveAside(dir string, names []string) (string, error) {
 	dst := filepath.Join(dir, previousPattern+time.Now().UTC().Format("20060102T150405"))
 	if _, err := os.Stat(dst); err == nil {
 		dst += fmt.Sprintf("-%04d", rand.IntN(10000))
 	}
+	moved := ""
 	for _, n := range names {
 		src := filepath.Join(dir, n)
 		if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err := os.MkdirAll(dst, 0o777); err != nil {
-			return fmt.Errorf("--fresh: %w", err)
+			return "", fmt.Errorf("--fresh: %w", err)
 		}
 		if err := os.Rename(src, filepath.Join(dst, n)); err != nil {
-			return fmt.Errorf("--fresh: move %s aside: %w", src, err)
+			return "", fmt.Errorf("--fresh: move %s aside: %w", src, err)
 		}
+		moved = dst
 	}
-	return nil
+	return moved, nil
 }
 
 // truncateLog drops the lines of a JSONL log whose step is past step

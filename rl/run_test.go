@@ -217,6 +217,23 @@ func TestRunSettingsMustMatch(t *testing.T) {
 	require.NoError(t, h.run(context.Background()))
 }
 
+// TestRunEvalLine: the held-out line gives pass@k and majority@k beside
+// pass@1 when there is more than one sample a problem.
+func TestRunEvalLine(t *testing.T) {
+	for _, c := range []struct {
+		samples int
+		want    string
+	}{
+		{1, `(?m)^eval   0  held-out pass@1 \d\.\d{3}  \(2 problems\)$`},
+		{2, `(?m)^eval   0  held-out pass@1 \d\.\d{3}  pass@2 \d\.\d{3}  majority@2 \d\.\d{3}  \(2 problems\)$`},
+	} {
+		h := newRunHarness(t, t.TempDir(), 1)
+		h.cfg.EvalSamples = c.samples
+		require.NoError(t, h.run(context.Background()))
+		require.Regexp(t, c.want, h.out.String())
+	}
+}
+
 // TestRunDataChangedSize: a run resumed on a data file that now holds
 // another number of usable problems stops with what to do; --override
 // goes on from a new epoch of the new data.
@@ -278,6 +295,7 @@ func TestRunFreshMovesAside(t *testing.T) {
 	prev, err := filepath.Glob(filepath.Join(dir, "previous-*", CheckpointsDir, "ckpt-000001"))
 	require.NoError(t, err)
 	require.Len(t, prev, 1)
+	require.Contains(t, h.out.String(), "--fresh: the previous run is in "+filepath.Dir(filepath.Dir(prev[0])))
 }
 
 // TestRunConfigValidate names the flags of invalid run settings.

@@ -208,6 +208,7 @@ func TestMalformedInputs(t *testing.T) {
 		fail("float64 weight in generate", []string{qwen3.NormWeight, "float64", "float32"}, "generate", "--model", f64, "hi"),
 		// Tokenizers.
 		fail("missing tokenizer", []string{"notok/tokenizer.json", "--tokenizer"}, "eval", "--model", notok, "--quiet"),
+		fail("missing --tokenizer file", []string{"--tokenizer: stat " + f.path("absent-tok.json"), "no such file"}, "eval", "--model", good, "--tokenizer", f.path("absent-tok.json"), "--quiet"),
 		fail("corrupt tokenizer", []string{"badtok/tokenizer.json"}, "eval", "--model", badtok, "--quiet"),
 		fail("tokenizer wider than the model", []string{"bigtok/tokenizer.json", "ids but model", "embedding rows"}, "eval", "--model", bigtok, "--quiet"),
 		// Datasets.
