@@ -167,25 +167,28 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	}
 	fmt.Fprintf(env.stdout, "model: %d layers, hidden %d, %.2fB parameters; memory to fit: %s\n", arch.Layers, arch.Hidden, float64(rep.Params)/1e9, gib(budget))
 	w := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "\t\ntraining step: %d x %d tokens (%s)\t\n", f.rows, f.tokens, what)
+	// Section headers are not cells (no tab): a long one would widen
+	// the column; each section's rows are aligned among themselves.
+	fmt.Fprintf(w, "\ntraining step: %d x %d tokens (%s)\n", f.rows, f.tokens, what)
 	for _, it := range train {
 		fmt.Fprintf(w, "  %s\t%10s\n", it.Name, gib(it.Bytes))
 	}
 	fmt.Fprintf(w, "  peak\t%10s\n", gib(rep.TrainTotal))
-	fmt.Fprintf(w, "\t\ngeneration: %d rows x %d positions\t\n", f.genRows, f.genCapacity)
+	fmt.Fprintf(w, "\ngeneration: %d rows x %d positions\n", f.genRows, f.genCapacity)
 	for _, it := range generate {
 		fmt.Fprintf(w, "  %s\t%10s\n", it.Name, gib(it.Bytes))
 	}
 	fmt.Fprintf(w, "  peak\t%10s\n", gib(rep.GenerateTotal))
-	fmt.Fprintf(w, "\t\nhost <-> device with --device cuda\t\n")
+	fmt.Fprintf(w, "\nhost <-> device with --device cuda\n")
 	fmt.Fprintf(w, "  per decode step (token ids, mask, positions, cache indices, logits)\t%10s\n", mib(rep.Traffic.DecodeStep))
 	fmt.Fprintf(w, "  once (the weights, shared by generation and training)\t%10s\n", gib(rep.Traffic.Weights))
 	fmt.Fprintf(w, "  once (AdamW's moments; the update runs on the device)\t%10s\n", gib(rep.Traffic.Moments))
 	fmt.Fprintf(w, "  per checkpoint (the trained parameters and moments, to the host)\t%10s\n", gib(rep.Traffic.Checkpoint))
-	fmt.Fprintf(w, "  per training step: the activations of the executor's calls (not planned; bench train's call_copy_bytes)\t\n")
 	if err := w.Flush(); err != nil {
 		return err
 	}
+	// Not a row of the table: its width would pad every other row.
+	fmt.Fprintf(env.stdout, "  per training step: the activations of the executor's calls (not planned; bench train's call_copy_bytes)\n")
 	fmt.Fprintf(env.stdout, "\nfits in %s:\n", gib(budget))
 	for _, rows := range []int{1, 2, 4, 8, 16} {
 		if n := rep.MaxTokens[rows]; n > 0 {

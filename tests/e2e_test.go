@@ -614,6 +614,13 @@ func TestBenchAndPlan(t *testing.T) {
 	require.Contains(t, r.stdout, "4.02B parameters")
 	require.Contains(t, r.stdout, "LoRA rank 32")
 	require.Contains(t, r.stdout, "AdamW moments")
+	// The table's values sit in one column after its longest row name
+	// (68 characters), not padded past a longer note.
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.HasSuffix(line, "GiB") {
+			require.LessOrEqual(t, len(line), 84, "row padded past its names:\n%s", r.stdout)
+		}
+	}
 	// Fewer targets, fewer adapter bytes: q and v only.
 	moments := func(args ...string) float64 {
 		r := spiral(t, nil, append([]string{"plan", "--model", "qwen3-4b", "--lora-rank", "32", "--json"}, args...)...)
