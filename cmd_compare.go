@@ -139,7 +139,9 @@ func (c *comparison) report(w io.Writer, dir string) error {
 		}
 	}
 	if len(rsa) > 0 {
-		compareRSA(w, rsa, sum)
+		if err := compareRSA(w, rsa, sum); err != nil {
+			return err
+		}
 		if err := plot("rsa.png", report.Figure{Title: "Recursive self-aggregation", XLabel: "RSA step", Axis: report.AxisSteps, Name: "accuracy", Name2: "majority"}, rsa); err != nil {
 			return err
 		}
@@ -346,11 +348,14 @@ func intervalText(iv report.RatioInterval) string {
 
 // compareRSA prints each label's mean accuracy per step with its gain
 // over its step 0 and over the reference.
-func compareRSA(w io.Writer, groups []report.Seeds, sum *summary) {
+func compareRSA(w io.Writer, groups []report.Seeds, sum *summary) error {
 	ref := groups[0].RSA()
 	fmt.Fprintf(w, "RSA: accuracy per step, mean over seeds (gain over step 0; over %s)\n", groups[0].Label)
 	for i, g := range groups {
-		gains, _ := report.RSAGains(ref, g.RSA()) // both have steps
+		gains, err := report.RSAGains(ref, g.RSA())
+		if err != nil {
+			return fmt.Errorf("compare: %s: %w", g.Label, err)
+		}
 		var cells []string
 		for _, s := range gains {
 			c := fmt.Sprintf("%d: %.3f (%+.3f", s.Step, s.Accuracy, s.OverStep0)
@@ -368,6 +373,7 @@ func compareRSA(w io.Writer, groups []report.Seeds, sum *summary) {
 		}
 	}
 	fmt.Fprintln(w)
+	return nil
 }
 
 // compareBudget prints the first label's sequential accuracy over each

@@ -127,7 +127,10 @@ func WriteJSON(path string, v any) error {
 }
 
 // ReadJSON decodes the JSON report at path into v, rejecting unknown
-// fields (a report of another mode or version fails loudly).
+// fields (a report of another mode or version fails loudly) and, when v
+// is a report (*PassAtK, *RSA, *Budget), one its Validate refuses (no
+// points, k not increasing, ...), so that every reader of reports gets
+// only reports it can use.
 func ReadJSON(path string, v any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -137,6 +140,11 @@ func ReadJSON(path string, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("report: decode %s: %w", path, err)
+	}
+	if r, ok := v.(interface{ Validate() error }); ok {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("report: %s: %w", path, err)
+		}
 	}
 	return nil
 }

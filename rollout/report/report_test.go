@@ -19,7 +19,9 @@ func reportMeta() Meta {
 }
 
 func reportRSA() RSA {
-	return NewRSA(reportMeta(), rollout.RSAResult{
+	m := reportMeta()
+	m.Problems = 1 // the one problem of step 0's details
+	return NewRSA(m, rollout.RSAResult{
 		Config: rollout.RSAConfig{Population: 8, SubsetSize: 4, Steps: 2, CandidateTokens: 512, Details: true},
 		Steps: []rollout.RSAStep{
 			{Step: 0, Population: 8, Accuracy: 0.375, Majority: 0.5, Tokens: rollout.Tokens{Prompt: 80, Generated: 900}, Cumulative: rollout.Tokens{Prompt: 80, Generated: 900},
