@@ -22,9 +22,10 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 	out := fs.String("out", "", "directory for the overlay plots and summary.md (default: print only)")
 	runs := fs.StringArray("run", nil, "LABEL=DIR: a training run's metrics.jsonl and eval.jsonl (repeatable; runs of one label are seeds)")
 	maxK := fs.Int("max-k", 0, "compare pass@k scaling efficiency at the reference's k <= this only, reading the other curves to their largest k (evaluate them with more --samples to measure ratios above max-k/k); 0: every k")
+	allowDiff := fs.Bool("allow-different-problems", false, "compare reports evaluated on other problems than their mode's first report (another dataset, problem count or problem ids), with a warning, instead of refusing")
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		if len(args) < 2 && !(len(args) == 1 && len(*runs) > 0) {
-			return usageError{errors.New("usage: spiral compare [--out DIR] [--max-k K] [--run LABEL=DIR ...] REF.json OTHER.json ... (eval reports; reports sharing a label are seeds; each mode's first label is the reference)")}
+			return usageError{errors.New("usage: spiral compare [--out DIR] [--max-k K] [--allow-different-problems] [--run LABEL=DIR ...] REF.json OTHER.json ... (eval reports; reports sharing a label are seeds; each mode's first label is the reference)")}
 		}
 		if *maxK < 0 {
 			return usageError{fmt.Errorf("--max-k %d: want a k >= 1, or 0 for every k", *maxK)}
@@ -45,6 +46,12 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 			if err := c.read(p); err != nil {
 				return err
 			}
+		}
+		if diff := c.problemDifferences(); diff != "" {
+			if !*allowDiff {
+				return fmt.Errorf("reports evaluated on different problems (a ratio or gain between them compares different questions; --allow-different-problems compares them anyway):\n%s", diff)
+			}
+			fmt.Fprintf(env.stderr, "spiral compare: warning: reports evaluated on different problems, compared anyway (--allow-different-problems): a ratio or gain between them compares different questions:\n%s\n", diff)
 		}
 		if *out != "" {
 			if err := os.MkdirAll(*out, 0o777); err != nil {
@@ -68,6 +75,15 @@ type comparison struct {
 	runs   []labelledRun
 	// maxK limits the reference's k in the scaling efficiency (0: none).
 	maxK int
+	// sources are the report files read, per mode in the order read, with
+	// the problems each was evaluated on.
+	sources map[report.Mode][]reportSource
+}
+
+// reportSource is a report file and the problems it was evaluated on.
+type reportSource struct {
+	path     string
+	problems report.ProblemSet
 }
 
 func (c *comparison) read(path string) error {
@@ -75,23 +91,48 @@ func (c *comparison) read(path string) error {
 	if err != nil {
 		return err
 	}
+	var set report.ProblemSet
 	switch m {
 	case report.ModePassAtK:
 		var r report.PassAtK
 		err = report.ReadJSON(path, &r)
-		c.passk = append(c.passk, r)
+		c.passk, set = append(c.passk, r), r.ProblemSet()
 	case report.ModeRSA:
 		var r report.RSA
 		err = report.ReadJSON(path, &r)
-		c.rsa = append(c.rsa, r)
+		c.rsa, set = append(c.rsa, r), r.ProblemSet()
 	case report.ModeSequential:
 		var r report.Budget
 		err = report.ReadJSON(path, &r)
-		c.budget = append(c.budget, r)
+		c.budget, set = append(c.budget, r), r.ProblemSet()
 	default:
 		return fmt.Errorf("%s: unknown report mode %q", path, m)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	if c.sources == nil {
+		c.sources = map[report.Mode][]reportSource{}
+	}
+	c.sources[m] = append(c.sources[m], reportSource{path, set})
+	return nil
+}
+
+// problemDifferences lists, one indented line each, the reports evaluated
+// on other problems than their mode's first report (the reference of its
+// comparisons): "" when every report of a mode records the same dataset,
+// problem count and problem ids as far as both record them.
+func (c *comparison) problemDifferences() string {
+	var lines []string
+	for _, m := range []report.Mode{report.ModePassAtK, report.ModeRSA, report.ModeSequential} {
+		srcs := c.sources[m]
+		for _, s := range srcs[min(1, len(srcs)):] {
+			if d := s.problems.Difference(srcs[0].problems); d != "" {
+				lines = append(lines, fmt.Sprintf("  %s against %s (%s reports): %s", s.path, srcs[0].path, m, d))
+			}
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // seeds averages each label's reports (seeds) with mean.

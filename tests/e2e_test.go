@@ -775,6 +775,52 @@ func TestCompare(t *testing.T) {
 	require.Contains(t, string(md), "search credit (own reward vs advantage)")
 	require.Contains(t, string(md), "| 0.300 (0.200-0.400) |")
 
+	// Reports evaluated on other problems than their mode's first report
+	// (another dataset, fewer problems, other ids): compare refuses,
+	// naming both files and the difference, before any table; with
+	// --allow-different-problems it warns on stderr and compares.
+	onTest := func(label string, c int) report.PassAtK {
+		r := counted(label, c)
+		r.Meta.Dataset = "embedded:synth-test"
+		return r
+	}
+	testRef := write("test-ref.json", onTest("spiral", 8))
+	onTrain := onTest("grpo", 3)
+	onTrain.Meta.Dataset = "train.jsonl"
+	onTrain.PerProblem[0].ID, onTrain.PerProblem[1].ID = "t0", "t1"
+	otherIDs := onTest("grpo", 3)
+	otherIDs.PerProblem[1].ID = "z"
+	fewer := rsa("grpo", 0.5, 0.45)
+	fewer.Meta.Problems = 1
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  string
+	}{
+		{"other dataset", []string{testRef, write("on-train.json", onTrain)},
+			filepath.Join(dir, "on-train.json") + " against " + testRef + ` (passk reports): dataset "train.jsonl" against "embedded:synth-test"; problem 0 is "t0" against "x"`},
+		{"other problem ids", []string{testRef, write("other-ids.json", otherIDs)},
+			filepath.Join(dir, "other-ids.json") + " against " + testRef + ` (passk reports): problem 1 is "z" against "y"`},
+		{"fewer problems", []string{filepath.Join(dir, "ra.json"), write("fewer.json", fewer)},
+			filepath.Join(dir, "fewer.json") + " against " + filepath.Join(dir, "ra.json") + " (rsa reports): problem count 1 against 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := spiral(t, nil, append([]string{"compare"}, tc.files...)...)
+			require.Equal(t, 1, r.code, r.stdout)
+			require.Contains(t, r.stderr, "reports evaluated on different problems")
+			require.Contains(t, r.stderr, tc.want)
+			require.Empty(t, r.stdout, "no table")
+			r = spiral(t, nil, append([]string{"compare", "--allow-different-problems"}, tc.files...)...)
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Contains(t, r.stderr, "warning: reports evaluated on different problems")
+			require.Contains(t, r.stderr, tc.want)
+			require.NotEmpty(t, r.stdout)
+		})
+	}
+	r = spiral(t, nil, "compare", testRef, write("test-other.json", onTest("grpo", 3)))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.stderr, "the same problems: no warning")
+
 	r = spiral(t, nil, "compare", filepath.Join(dir, "a.json"))
 	require.Equal(t, 2, r.code)
 	r = spiral(t, nil, "compare", filepath.Join(dir, "a.json"), filepath.Join(dir, "missing.json"))
