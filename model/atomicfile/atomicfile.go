@@ -20,7 +20,7 @@ func Write(path string, perm os.FileMode, write func(io.Writer) error) (err erro
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("atomicfile: %w", err)
+		return fmt.Errorf("atomicfile: write %s: create its temporary file: %w", path, err)
 	}
 	defer func() {
 		if err != nil {

@@ -40,3 +40,30 @@ func TestWrite(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, r.Mode().Perm(), a.Mode().Perm())
 }
+
+// TestWriteNamesTheTarget: when the temporary file cannot be created
+// beside the target, the error names the target (the path the caller
+// gave), not only the temporary name, and nothing is written.
+func TestWriteNamesTheTarget(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o666))
+	tests := []struct {
+		name, path string
+		is         error
+	}{
+		{"missing directory", filepath.Join(dir, "op7", "train.jsonl"), os.ErrNotExist},
+		{"parent is a file", filepath.Join(file, "train.jsonl"), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := WriteFile(tc.path, []byte("x"), 0o666)
+			require.ErrorContains(t, err, "atomicfile: write "+tc.path+": create its temporary file: ")
+			if tc.is != nil {
+				require.ErrorIs(t, err, tc.is)
+			}
+			_, statErr := os.Stat(tc.path)
+			require.Error(t, statErr, "nothing written")
+		})
+	}
+}
