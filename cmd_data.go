@@ -78,7 +78,7 @@ func (f *synthFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.cfg.MaxOperands, "max-operands", f.cfg.MaxOperands, synthFlagPrefix+"most operands per expression")
 	fs.IntVar(&f.cfg.MinOperand, "min-operand", f.cfg.MinOperand, synthFlagPrefix+"smallest operand")
 	fs.IntVar(&f.cfg.MaxOperand, "max-operand", f.cfg.MaxOperand, synthFlagPrefix+"largest operand (the embedded model was trained on 1-5; larger is harder)")
-	fs.StringVar(&f.out, "out", "", synthFlagPrefix+"JSONL file to write (default: standard output)")
+	fs.StringVar(&f.out, "out", "", synthFlagPrefix+"JSONL file to write, its directory created (default: standard output)")
 }
 
 // synthRow is a line of `spiral data synth`'s JSONL, in the field names
@@ -136,8 +136,11 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 	if f.out == "" {
 		return write(env.stdout)
 	}
+	if err := makeParentDir("--out", f.out); err != nil {
+		return err
+	}
 	if err := atomicfile.Write(f.out, 0o644, write); err != nil {
-		return fmt.Errorf("write %s: %w", f.out, err)
+		return fmt.Errorf("--out: %w", err)
 	}
 	fmt.Fprintf(env.stderr, "spiral: wrote %d %s problems to %s\n", len(ds.Problems), f.split, f.out)
 	return nil

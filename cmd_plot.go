@@ -20,7 +20,7 @@ const (
 )
 
 func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
-	out := fs.String("out", "compare.png", "output PNG")
+	out := fs.String("out", "compare.png", "output PNG (its directory is created)")
 	width := fs.Int("width", 800, "width in pixels")
 	height := fs.Int("height", 500, "height in pixels")
 	return func(_ context.Context, env *cliEnv, args []string) error {
@@ -45,11 +45,11 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		var err error
 		switch mode {
 		case report.ModePassAtK:
-			err = plotReports(args, func(r ...report.PassAtK) error { return report.PlotPassAtK(*out, size, r...) })
+			err = plotReports(args, *out, func(r ...report.PassAtK) error { return report.PlotPassAtK(*out, size, r...) })
 		case report.ModeRSA:
-			err = plotReports(args, func(r ...report.RSA) error { return report.PlotRSA(*out, size, r...) })
+			err = plotReports(args, *out, func(r ...report.RSA) error { return report.PlotRSA(*out, size, r...) })
 		case report.ModeSequential:
-			err = plotReports(args, func(r ...report.Budget) error { return report.PlotBudget(*out, size, r...) })
+			err = plotReports(args, *out, func(r ...report.Budget) error { return report.PlotBudget(*out, size, r...) })
 		default:
 			return fmt.Errorf("%s: unknown report mode %q", args[0], mode)
 		}
@@ -62,13 +62,16 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 }
 
 // plotReports reads every path as a report of type R and plots them
-// together.
-func plotReports[R any](paths []string, plot func(...R) error) error {
+// together into out, creating its directory.
+func plotReports[R any](paths []string, out string, plot func(...R) error) error {
 	reps := make([]R, len(paths))
 	for i, p := range paths {
 		if err := report.ReadJSON(p, &reps[i]); err != nil {
 			return err
 		}
+	}
+	if err := makeParentDir("--out", out); err != nil {
+		return err
 	}
 	return plot(reps...)
 }

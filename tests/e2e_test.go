@@ -305,7 +305,7 @@ func TestDataSynth(t *testing.T) {
 	for _, p := range trained.Problems {
 		seen[p.Problem] = true
 	}
-	file := filepath.Join(t.TempDir(), "hard.jsonl")
+	file := filepath.Join(t.TempDir(), "op7", "hard.jsonl") // --out's directory is created
 	r := spiral(t, nil, "data", "synth", "--max-operand", "7", "--out", file)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "128 test problems")
@@ -330,6 +330,10 @@ func TestDataSynth(t *testing.T) {
 	r = spiral(t, nil, "data", "inspect", "--max-operand", "7", file)
 	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "--max-operand is not a flag of spiral data inspect")
+	under := filepath.Join(file, "x.jsonl") // a file where --out's directory would be
+	r = spiral(t, nil, "data", "synth", "--out", under)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--out "+under)
 
 	for _, tc := range []struct {
 		args []string
@@ -820,6 +824,12 @@ func TestCompare(t *testing.T) {
 	r = spiral(t, nil, "compare", testRef, write("test-other.json", onTest("grpo", 3)))
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Empty(t, r.stderr, "the same problems: no warning")
+
+	// plot creates --out's directory.
+	deep := filepath.Join(dir, "new", "deeper", "p.png")
+	r = spiral(t, nil, "plot", "--out", deep, filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json"))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.FileExists(t, deep)
 
 	r = spiral(t, nil, "compare", filepath.Join(dir, "a.json"))
 	require.Equal(t, 2, r.code)
