@@ -290,7 +290,7 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 			last-- // the summary's largest k is the comparison's
 		}
 		sum.set(g.Label, "seeds", fmt.Sprint(g.N))
-		sum.set(g.Label, "pass@1", g.Y[0].String())
+		sum.set(g.Label, fmt.Sprintf("pass@%d", int(g.X[0])), g.Y[0].String())
 		sum.set(g.Label, fmt.Sprintf("pass@%d", int(g.X[last])), g.Y[last].String())
 		sum.set(g.Label, fmt.Sprintf("majority@%d", int(g.X[last])), g.Y2[last].String())
 	}
