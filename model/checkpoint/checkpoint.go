@@ -492,43 +492,120 @@ func (c *crcReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Resume loads the newest checkpoint under dir that loads cleanly: the
-// checkpoint directories from the highest step down, whatever the latest
-// pointer says (a crash between a checkpoint's rename and the pointer's
-// update leaves the pointer one checkpoint behind). It returns the path
-// loaded, its state, and one error per newer checkpoint that was skipped
-// (for the caller to log). When none loads, err joins every failure
-// (wrapping ErrNoCheckpoint when there was none at all). Layout
-// mismatches (a different model) are not skipped over: they stop the
-// search, since older checkpoints of the same run would mismatch too.
+// Resume loads the newest checkpoint under dir that loads cleanly into w
+// and, when not nil, opt (Newest with Load). It returns the path loaded,
+// its state, and one error per newer checkpoint that was skipped (for the
+// caller to log). When none loads, err joins every failure (wrapping
+// ErrNoCheckpoint when there was none at all). Layout mismatches (a
+// different model) are not skipped over: they stop the search, since
+// older checkpoints of the same run would mismatch too.
 func Resume(dir string, w *params.Store, opt *optim.AdamW) (path string, st State, skipped []error, err error) {
+	path, skipped, err = Newest(dir, func(p string) error {
+		var err error
+		st, err = Load(p, w, opt)
+		return err
+	})
+	if err != nil {
+		return "", State{}, skipped, err
+	}
+	return path, st, skipped, nil
+}
+
+// Newest tries the checkpoint directories under dir with load, from the
+// highest step down, whatever the latest pointer says (a crash between a
+// checkpoint's rename and the pointer's update leaves the pointer one
+// checkpoint behind), and returns the path of the first one load takes
+// and one error per newer checkpoint that it skipped (for the caller to
+// report; each names the file at fault when load's errors do, as Load's
+// and ReadState's do). load reads one checkpoint directory, typically
+// with Load. An error that says the checkpoint is intact but does not fit
+// stops the search, since older checkpoints of the same run would not fit
+// either: a *params.MismatchError (Load's layout check) or an error marked
+// by Final; Newest then returns that error with the checkpoints skipped
+// before it. When no checkpoint loads, err joins every failure (and
+// skipped is nil); when there is none at all, err wraps ErrNoCheckpoint.
+func Newest(dir string, load func(path string) error) (path string, skipped []error, err error) {
 	list, err := List(dir)
 	if errors.Is(err, fs.ErrNotExist) || err == nil && len(list) == 0 {
-		return "", State{}, nil, fmt.Errorf("%w in %s", ErrNoCheckpoint, dir)
+		return "", nil, fmt.Errorf("%w in %s", ErrNoCheckpoint, dir)
 	}
 	if err != nil {
-		return "", State{}, nil, err
+		return "", nil, err
 	}
 	for i := len(list) - 1; i >= 0; i-- {
-		st, err := Load(list[i].Path, w, opt)
+		err := load(list[i].Path)
 		if err == nil {
-			return list[i].Path, st, skipped, nil
+			return list[i].Path, skipped, nil
 		}
 		var me *params.MismatchError
-		if errors.As(err, &me) {
-			return "", State{}, skipped, err
+		var fe finalError
+		if errors.As(err, &me) || errors.As(err, &fe) {
+			return "", skipped, err
 		}
 		skipped = append(skipped, err)
 	}
-	return "", State{}, nil, fmt.Errorf("checkpoint: no checkpoint in %s loads: %w", dir, errors.Join(skipped...))
+	return "", nil, fmt.Errorf("checkpoint: no checkpoint in %s loads: %w", dir, errors.Join(skipped...))
+}
+
+// Final marks err, returned by a load function given to Newest or Pick,
+// as one that older checkpoints would share, so that the search stops at
+// it: the checkpoint belongs to another model, or what it is loaded into
+// fails whatever the checkpoint (the model does not open). The error
+// reads as err and wraps it. Final(nil) is nil.
+func Final(err error) error {
+	if err == nil {
+		return nil
+	}
+	return finalError{err}
+}
+
+// finalError is an error marked by Final.
+type finalError struct{ err error }
+
+func (e finalError) Error() string { return e.err.Error() }
+func (e finalError) Unwrap() error { return e.err }
+
+// Pick loads the checkpoint a user named with load: path itself when it
+// is a checkpoint directory (IsCheckpointDir), else the newest checkpoint
+// under path that load takes (a run's checkpoints/ directory; see
+// Newest), falling back to older ones as Resume does; it returns the path
+// loaded and one error per newer checkpoint skipped. A checkpoint
+// directory named itself is not skipped over: its error is returned.
+func Pick(path string, load func(path string) error) (string, []error, error) {
+	if IsCheckpointDir(path) {
+		if err := load(path); err != nil {
+			return "", nil, err
+		}
+		return path, nil, nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return "", nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	p, skipped, err := Newest(path, load)
+	if errors.Is(err, ErrNoCheckpoint) {
+		err = fmt.Errorf("%w (want a checkpoint directory or a run's checkpoints/ directory)", err)
+	}
+	return p, skipped, err
+}
+
+// IsCheckpointDir reports whether path names one checkpoint rather than
+// a directory of them: it holds state.json, or its name is a checkpoint
+// directory's (ckpt-NNNNNN; one whose state.json is missing is still
+// one, and damaged).
+func IsCheckpointDir(path string) bool {
+	if _, err := os.Stat(filepath.Join(path, StateFile)); err == nil {
+		return true
+	}
+	_, ok := parseDirName(filepath.Base(path))
+	return ok
 }
 
 // Find returns the checkpoint a user named: path itself when it is a
-// checkpoint directory (it holds state.json), else the newest checkpoint
-// under path (a run's checkpoints/ directory), as Resume would pick it
-// without reading the data.
+// checkpoint directory (IsCheckpointDir), else the newest checkpoint under
+// path (a run's checkpoints/ directory) by step, without reading it; Pick
+// is the reader that falls back from a damaged one.
 func Find(path string) (string, error) {
-	if _, err := os.Stat(filepath.Join(path, StateFile)); err == nil {
+	if IsCheckpointDir(path) {
 		return path, nil
 	}
 	list, err := List(path)

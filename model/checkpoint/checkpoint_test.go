@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -437,4 +438,146 @@ func TestCheckpointPermissions(t *testing.T) {
 		require.Equal(t, mode(refFile), mode(filepath.Join(path, f)), f)
 	}
 	require.Equal(t, mode(refFile), mode(filepath.Join(dir, LatestFile)))
+}
+
+// TestNewest: Newest goes down from the highest step, skips what load
+// fails on and reports it, and stops at an error that older checkpoints
+// would share (Final, a layout mismatch).
+func TestNewest(t *testing.T) {
+	dir := t.TempDir()
+	saveSteps(t, dir, []int64{1, 2, 3}, Options{})
+	damaged := errors.New("damaged")
+	foreign := errors.New("another model's")
+	cases := []struct {
+		name      string
+		fail      map[int64]error // load's error by step
+		want      int64           // the step loaded; 0: none
+		skipped   []int64
+		wantErr   error // errors.Is
+		mismatch  bool  // errors.As *params.MismatchError
+		allFailed bool
+	}{
+		{name: "newest loads", want: 3},
+		{name: "newest damaged", fail: map[int64]error{3: damaged}, want: 2, skipped: []int64{3}},
+		{name: "two newest damaged", fail: map[int64]error{3: damaged, 2: damaged}, want: 1, skipped: []int64{3, 2}},
+		{name: "final stops the search", fail: map[int64]error{3: damaged, 2: Final(foreign)}, skipped: []int64{3}, wantErr: foreign},
+		{name: "mismatch stops the search", fail: map[int64]error{3: &params.MismatchError{File: "x", Problems: []string{"p"}}}, mismatch: true},
+		{name: "none loads", fail: map[int64]error{3: damaged, 2: damaged, 1: damaged}, wantErr: damaged, allFailed: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var tried []string
+			path, skipped, err := Newest(dir, func(p string) error {
+				tried = append(tried, filepath.Base(p))
+				for step, e := range tc.fail {
+					if p == filepath.Join(dir, DirName(step)) {
+						return fmt.Errorf("%s: %w", p, e)
+					}
+				}
+				return nil
+			})
+			require.Len(t, skipped, len(tc.skipped))
+			for i, s := range tc.skipped {
+				require.ErrorIs(t, skipped[i], damaged)
+				require.Contains(t, skipped[i].Error(), filepath.Join(dir, DirName(s)), "a skipped checkpoint is named")
+			}
+			if tc.want != 0 {
+				require.NoError(t, err)
+				require.Equal(t, filepath.Join(dir, DirName(tc.want)), path)
+				require.Len(t, tried, len(tc.skipped)+1, "nothing older than the checkpoint loaded is read")
+				return
+			}
+			require.Error(t, err)
+			require.Empty(t, path)
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+			}
+			var me *params.MismatchError
+			require.Equal(t, tc.mismatch, errors.As(err, &me), "%v", err)
+			if tc.allFailed {
+				require.Len(t, tried, 3)
+				require.ErrorContains(t, err, "no checkpoint in "+dir+" loads")
+				for _, step := range []int64{1, 2, 3} {
+					require.ErrorContains(t, err, DirName(step), "every failure is in the error")
+				}
+			}
+		})
+	}
+	_, _, err := Newest(t.TempDir(), func(string) error { return nil })
+	require.ErrorIs(t, err, ErrNoCheckpoint)
+}
+
+// TestPick: a checkpoint directory given itself is loaded or its error
+// returned, never swapped for an older one; a run's checkpoints/
+// directory gives its newest checkpoint that loads, as Resume does.
+func TestPick(t *testing.T) {
+	dir := t.TempDir()
+	ckpts := filepath.Join(dir, "checkpoints")
+	saved := saveSteps(t, ckpts, []int64{1, 2}, Options{})
+	newest, older := filepath.Join(ckpts, DirName(2)), filepath.Join(ckpts, DirName(1))
+	truncate := func(t *testing.T, file string) {
+		fi, err := os.Stat(file)
+		require.NoError(t, err)
+		require.NoError(t, os.Truncate(file, fi.Size()/2))
+	}
+	cases := []struct {
+		name    string
+		damage  func(t *testing.T) // applied to a fresh copy of ckpts
+		path    string             // what the user names
+		want    string             // the checkpoint loaded; "": an error
+		skipped int
+		errHas  []string
+		noCkpt  bool // the error wraps ErrNoCheckpoint
+	}{
+		{name: "run directory, newest intact", path: ckpts, want: newest},
+		{name: "run directory, newest weights truncated", damage: func(t *testing.T) { truncate(t, filepath.Join(newest, ModelFile)) },
+			path: ckpts, want: older, skipped: 1},
+		{name: "run directory, newest state garbled", damage: func(t *testing.T) {
+			require.NoError(t, os.WriteFile(filepath.Join(newest, StateFile), []byte("{"), 0o644))
+		}, path: ckpts, want: older, skipped: 1},
+		{name: "checkpoint directory itself", path: older, want: older},
+		{name: "damaged checkpoint directory itself", damage: func(t *testing.T) { truncate(t, filepath.Join(newest, ModelFile)) },
+			path: newest, errHas: []string{filepath.Join(newest, ModelFile), "truncated"}},
+		{name: "checkpoint directory itself without state.json", damage: func(t *testing.T) { require.NoError(t, os.Remove(filepath.Join(newest, StateFile))) },
+			path: newest, errHas: []string{filepath.Join(newest, StateFile)}},
+		{name: "absent path", path: filepath.Join(dir, "absent"), errHas: []string{filepath.Join(dir, "absent"), "no such file"}},
+		{name: "directory without checkpoints", path: dir, errHas: []string{"no checkpoint in " + dir, "checkpoints/ directory"}, noCkpt: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.damage != nil {
+				backup := filepath.Join(t.TempDir(), "backup")
+				require.NoError(t, os.CopyFS(backup, os.DirFS(ckpts)))
+				t.Cleanup(func() {
+					require.NoError(t, os.RemoveAll(ckpts))
+					require.NoError(t, os.CopyFS(ckpts, os.DirFS(backup)))
+				})
+				tc.damage(t)
+			}
+			w, _ := fresh(t)
+			path, skipped, err := Pick(tc.path, func(p string) error {
+				_, err := Load(p, w, nil)
+				return err
+			})
+			if tc.want == "" {
+				require.Error(t, err)
+				for _, s := range tc.errHas {
+					require.ErrorContains(t, err, s)
+				}
+				require.Equal(t, tc.noCkpt, errors.Is(err, ErrNoCheckpoint), "%v", err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, path)
+			require.Len(t, skipped, tc.skipped)
+			for _, e := range skipped {
+				require.ErrorContains(t, e, newest, "the skipped checkpoint is named")
+			}
+			step := int64(2)
+			if tc.want == older {
+				step = 1
+			}
+			requireBits(t, saved[step], w, "weights of the checkpoint picked")
+		})
+	}
 }

@@ -35,7 +35,10 @@
 // between a checkpoint's rename and the pointer's update leaves the
 // pointer one checkpoint behind. Resume loads the newest checkpoint (by
 // step) that passes Load, falling back to older ones, and reports why
-// each newer one was skipped; Find names the newest without reading it.
+// each newer one was skipped; Newest does the same with any load function
+// (a store shaped by the checkpoint, graphs opened for its LoRA
+// settings), and Pick with a path a user gave (one checkpoint, or a run's
+// checkpoints/ directory); Find names the newest without reading it.
 // Save refuses weights holding a NaN or an infinity, so a run never
 // writes (and retention never keeps in place of a good one) a
 // non-finite checkpoint. Directories and files are created with the
