@@ -212,22 +212,55 @@ func traceLength(shortTask bool, context int) int {
 
 // openSamplingPolicy opens the model for sampling through its sampling
 // graph (last-position logits), with the weights of the checkpoint ckpt
-// when given (a checkpoint directory, or a run's checkpoints/ directory
-// for its newest), whose source fingerprint must be this model's; a LoRA
+// when given (see loadCheckpoint: a checkpoint directory, or a run's
+// checkpoints/ directory for its newest intact one, with a warning to warn
+// for each newer one skipped), whose source must be this model; a LoRA
 // checkpoint opens the graphs with its adapters. Artifacts go to
-// artifactsDir, or under the cache when it is "".
-func openSamplingPolicy(s *modelSession, ckpt, artifactsDir string) (*model.Policy, error) {
-	var arts model.ArtifactOptions
-	var path string
-	if ckpt != "" {
-		var err error
-		if path, err = findCheckpoint(ckpt, s.onnx); err != nil {
-			return nil, err
-		}
-		if arts.LoRA, err = checkpointLoRA(path); err != nil {
-			return nil, err
-		}
+// artifactsDir, or under the cache when it is "". It returns the policy
+// and the checkpoint loaded ("" without ckpt).
+func openSamplingPolicy(s *modelSession, ckpt, artifactsDir string, warn io.Writer) (*model.Policy, string, error) {
+	if ckpt == "" {
+		pol, err := s.openPolicy(lmgraph.LoRA{}, artifactsDir)
+		return pol, "", err
 	}
+	// A checkpoint skipped as damaged leaves the weights partly loaded;
+	// the next one overwrites them all (Load checks that it holds every
+	// tensor), so the graphs are reopened only for other LoRA settings.
+	var pol *model.Policy
+	var opened lmgraph.LoRA
+	path, err := loadCheckpoint(ckpt, s.onnx, warn, func(path string, st rl.RunSettings) error {
+		lora := settingsLoRA(st)
+		if pol != nil && lora.String() != opened.String() {
+			err := pol.Close()
+			pol = nil
+			if err != nil {
+				return checkpoint.Final(err)
+			}
+		}
+		if pol == nil {
+			p, err := s.openPolicy(lora, artifactsDir)
+			if err != nil {
+				return checkpoint.Final(err)
+			}
+			pol, opened = p, lora
+		}
+		_, err := checkpoint.Load(path, pol.Weights, nil)
+		return err
+	})
+	if err != nil {
+		if pol != nil {
+			err = errors.Join(err, pol.Close())
+		}
+		return nil, "", err
+	}
+	return pol, path, nil
+}
+
+// openPolicy opens the model with the graphs of lora (none when
+// disabled), its artifacts in artifactsDir or, when "", under the cache,
+// and checks that the tokenizer fits it.
+func (s *modelSession) openPolicy(lora lmgraph.LoRA, artifactsDir string) (*model.Policy, error) {
+	arts := model.ArtifactOptions{LoRA: lora}
 	if artifactsDir == "" {
 		var err error
 		if artifactsDir, err = cachedArtifactsDir(s.onnx, arts); err != nil {
@@ -241,26 +274,55 @@ func openSamplingPolicy(s *modelSession, ckpt, artifactsDir string) (*model.Poli
 	if err := s.checkVocab(pol.LM); err != nil {
 		return nil, errors.Join(err, pol.Close())
 	}
-	if path == "" {
-		return pol, nil
-	}
-	if _, err := checkpoint.Load(path, pol.Weights, nil); err != nil {
-		return nil, errors.Join(fmt.Errorf("--checkpoint: load %s: %w", path, err), pol.Close())
-	}
 	return pol, nil
 }
 
-// checkpointLoRA returns the LoRA configuration the checkpoint at path was
-// trained with (disabled for a full fine-tune).
-func checkpointLoRA(path string) (lmgraph.LoRA, error) {
-	st, err := rl.CheckpointSettings(path)
+// loadCheckpoint loads the checkpoint that --checkpoint ckpt names with
+// load: ckpt itself when it is a checkpoint directory (whose damage is an
+// error naming it), else the newest checkpoint under it (a run's
+// checkpoints/ directory) that loads cleanly, falling back to older ones
+// as train does when it resumes, with the same warning to warn for each
+// newer one skipped (checkpoint.Pick, rl.WarnSkippedCheckpoints). Each
+// checkpoint's run settings (state.json) are read and its source checked
+// against the model at src before load gets them: a checkpoint of another
+// model stops the search, as a layout mismatch in checkpoint.Load does.
+// It returns the path loaded.
+func loadCheckpoint(ckpt, src string, warn io.Writer, load func(path string, st rl.RunSettings) error) (string, error) {
+	var srcID string // the model's id, read once a checkpoint records one
+	path, skipped, err := checkpoint.Pick(ckpt, func(path string) error {
+		st, err := rl.CheckpointSettings(path)
+		if err != nil {
+			return err
+		}
+		// Checkpoints of older versions record no id: they are left to
+		// the layout check of checkpoint.Load.
+		if st.ModelID != "" {
+			if srcID == "" {
+				if srcID, err = model.SourceID(src); err != nil {
+					return checkpoint.Final(err)
+				}
+			}
+			if st.ModelID != srcID {
+				return checkpoint.Final(fmt.Errorf("checkpoint %s was trained from %s (model id %.12s), not from --model %s (model id %.12s)",
+					path, st.Model, st.ModelID, src, srcID))
+			}
+		}
+		return load(path, st)
+	})
+	rl.WarnSkippedCheckpoints(warn, skipped)
 	if err != nil {
-		return lmgraph.LoRA{}, fmt.Errorf("--checkpoint: %w", err)
+		return "", fmt.Errorf("--checkpoint %s: %w", ckpt, err)
 	}
+	return path, nil
+}
+
+// settingsLoRA returns the LoRA configuration of a run's settings
+// (disabled for a full fine-tune).
+func settingsLoRA(st rl.RunSettings) lmgraph.LoRA {
 	if st.LoRA == nil {
-		return lmgraph.LoRA{}, nil
+		return lmgraph.LoRA{}
 	}
-	return *st.LoRA, nil
+	return *st.LoRA
 }
 
 // cachedArtifactsDir is where the artifacts of the model at path go when

@@ -14,7 +14,6 @@ import (
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
-	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 	"github.com/spiral-rl/spiral/rollout/report"
@@ -55,8 +54,9 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 		problems = problems[:f.limit]
 	}
 	var pol *model.Policy
+	var ckpt string // the checkpoint loaded
 	if f.engine.engine == "local" {
-		if pol, err = openSamplingPolicy(sess, f.ckpt, filepath.Join(f.out, rl.ArtifactsDir)); err != nil {
+		if pol, ckpt, err = openSamplingPolicy(sess, f.ckpt, filepath.Join(f.out, rl.ArtifactsDir), env.stderr); err != nil {
 			return err
 		}
 		defer pol.Close()
@@ -87,8 +87,8 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	if f.engine.engine == "openai" {
 		name = f.engine.model + "@" + f.engine.baseURL
 	}
-	if f.ckpt != "" {
-		name += "@" + filepath.Base(f.ckpt)
+	if ckpt != "" {
+		name += "@" + filepath.Base(ckpt)
 	}
 	meta := report.Meta{Model: name, Label: f.label, Dataset: dsName, Problems: len(problems), Seed: f.seed, Timestamp: time.Now().UTC(),
 		Extra: map[string]string{
@@ -169,36 +169,4 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	}
 	fmt.Fprintf(env.stdout, "wrote %s.json and %s.png\n", base, base)
 	return nil
-}
-
-// checkCheckpointSource refuses a checkpoint trained from another model:
-// it compares the model id the run recorded (model.SourceID) with the id
-// of the model at src. Checkpoints of older versions, which record no id,
-// are left to the layout check of checkpoint.Load.
-func checkCheckpointSource(path, src string) error {
-	st, err := rl.CheckpointSettings(path)
-	if err != nil {
-		return fmt.Errorf("--checkpoint: %w", err)
-	}
-	if st.ModelID == "" {
-		return nil
-	}
-	id, err := model.SourceID(src)
-	if err != nil {
-		return err
-	}
-	if id != st.ModelID {
-		return fmt.Errorf("--checkpoint %s was trained from %s (model id %.12s), not from --model %s (model id %.12s)", path, st.Model, st.ModelID, src, id)
-	}
-	return nil
-}
-
-// findCheckpoint resolves --checkpoint (a checkpoint directory, or a run's
-// checkpoints/ directory for its newest) and checks it belongs to src.
-func findCheckpoint(ckpt, src string) (string, error) {
-	path, err := checkpoint.Find(ckpt)
-	if err != nil {
-		return "", fmt.Errorf("--checkpoint: %w", err)
-	}
-	return path, checkCheckpointSource(path, src)
 }

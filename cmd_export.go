@@ -12,12 +12,13 @@ import (
 	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/params"
+	"github.com/spiral-rl/spiral/rl"
 )
 
 func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	var mf modelFlags
 	mf.register(fs)
-	ckpt := fs.String("checkpoint", "", "checkpoint directory (e.g. runs/spiral/checkpoints/ckpt-000050), or a run's checkpoints/ directory for its newest; hf without one converts the model as it is")
+	ckpt := fs.String("checkpoint", "", "checkpoint directory (e.g. runs/spiral/checkpoints/ckpt-000050), or a run's checkpoints/ directory for its newest intact one; hf without one converts the model as it is")
 	out := fs.String("out", "", "output: a .onnx path (onnx) or a directory (hf, peft); required, its directory is created")
 	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph; LoRA merged), hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files; LoRA merged) or peft (a LoRA checkpoint's adapters as a peft adapter directory)")
 	external := fs.Bool("external-data", false, "onnx: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
@@ -39,18 +40,19 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		var lora lmgraph.LoRA
 		from := "its own weights"
 		if *ckpt != "" {
-			path, err := findCheckpoint(*ckpt, r.onnx)
+			path, err := loadCheckpoint(*ckpt, r.onnx, env.stderr, func(path string, st rl.RunSettings) error {
+				ws, err := checkpoint.NewStoreFor(path)
+				if err != nil {
+					return err
+				}
+				if _, err := checkpoint.Load(path, ws, nil); err != nil {
+					return err
+				}
+				w, lora = ws, settingsLoRA(st)
+				return nil
+			})
 			if err != nil {
 				return err
-			}
-			if lora, err = checkpointLoRA(path); err != nil {
-				return err
-			}
-			if w, err = checkpoint.NewStoreFor(path); err != nil {
-				return err
-			}
-			if _, err := checkpoint.Load(path, w, nil); err != nil {
-				return fmt.Errorf("load checkpoint %s: %w", path, err)
 			}
 			from = "the weights of " + path
 			if lora.Enabled() {

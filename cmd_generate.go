@@ -33,7 +33,7 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 		return err
 	}
 	defer sess.close()
-	pol, err := openSamplingPolicy(sess, f.ckpt, "")
+	pol, _, err := openSamplingPolicy(sess, f.ckpt, "", env.stderr)
 	if err != nil {
 		return err
 	}

@@ -376,9 +376,7 @@ func resume(ckptDir string, cfg RunConfig, p RunParts) error {
 		}
 	}
 	path, st, skipped, err := checkpoint.Resume(ckptDir, p.Weights, p.Optimizer)
-	for _, e := range skipped {
-		fmt.Fprintf(p.Warn, "spiral: skipped a damaged checkpoint: %v\n", e)
-	}
+	WarnSkippedCheckpoints(p.Warn, skipped)
 	switch {
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):
 		return nil
@@ -422,6 +420,16 @@ func resume(ckptDir string, cfg RunConfig, p RunParts) error {
 	p.Trainer.SetStep(int(st.Step))
 	fmt.Fprintf(p.Out, "resumed from %s (step %d)\n", path, st.Step)
 	return nil
+}
+
+// WarnSkippedCheckpoints writes one warning to w for each checkpoint that
+// checkpoint.Resume, Newest or Pick skipped as damaged, with why (the
+// errors name the file at fault): what train prints when it resumes, and
+// eval, generate and export when given a run's checkpoints/ directory.
+func WarnSkippedCheckpoints(w io.Writer, skipped []error) {
+	for _, e := range skipped {
+		fmt.Fprintf(w, "spiral: skipped a damaged checkpoint: %v\n", e)
+	}
 }
 
 // loraString describes a run's LoRA setting.

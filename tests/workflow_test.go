@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -421,4 +422,92 @@ func safetensorsHeader(t *testing.T, path string) *params.Header {
 	h, err := params.ReadHeader(f, fi.Size())
 	require.NoError(t, err, path)
 	return h
+}
+
+// shortTrain trains 2 steps of the smallest SPIRAL shape with a
+// checkpoint after each (args add --model and the like) into run.
+func shortTrain(t *testing.T, run string, args ...string) result {
+	t.Helper()
+	return spiral(t, nil, append([]string{"train", "--out", run, "--steps", "2", "--checkpoint-every", "1", "--problems", "2", "--n1", "4", "--k", "2",
+		"--n", "2", "--n2", "2", "--max-new-tokens", "16", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, args...)...)
+}
+
+// TestDamagedNewestCheckpoint: given a run's checkpoints/ directory whose
+// newest checkpoint is damaged, eval, generate and export take the older
+// one, as train resumes from it, each with train's warning naming the
+// file skipped and why; the damaged checkpoint named itself is refused
+// with an error naming it, and nothing is written.
+func TestDamagedNewestCheckpoint(t *testing.T) {
+	requireRuntime(t)
+	trained := filepath.Join(t.TempDir(), "run")
+	r := shortTrain(t, trained)
+	require.Equal(t, 0, r.code, r.stderr)
+	damages := []struct {
+		name, file string
+		damage     func(t *testing.T, path string)
+		why        string
+	}{
+		{"weights truncated", checkpoint.ModelFile, func(t *testing.T, p string) { require.NoError(t, os.Truncate(p, 1000)) }, "truncated"},
+		{"weights missing", checkpoint.ModelFile, func(t *testing.T, p string) { require.NoError(t, os.Remove(p)) }, "no such file"},
+		{"state.json corrupted", checkpoint.StateFile, func(t *testing.T, p string) {
+			require.NoError(t, os.WriteFile(p, []byte(`{"format_version":1,"step":`), 0o644))
+		}, "corrupted"},
+	}
+	for _, d := range damages {
+		t.Run(d.name, func(t *testing.T) {
+			dir := t.TempDir()
+			run := filepath.Join(dir, "run")
+			require.NoError(t, os.CopyFS(run, os.DirFS(trained)))
+			ckpts := filepath.Join(run, "checkpoints")
+			newest, older := filepath.Join(ckpts, "ckpt-000002"), filepath.Join(ckpts, "ckpt-000001")
+			d.damage(t, filepath.Join(newest, d.file))
+			warning := regexp.MustCompile(`(?m)^spiral: skipped a damaged checkpoint: checkpoint: .*` + regexp.QuoteMeta(filepath.Join(newest, d.file)) + `.*` + d.why)
+
+			commands := []struct {
+				name  string
+				args  []string
+				check func(t *testing.T, r result)
+			}{
+				{"eval", []string{"eval", "--checkpoint", ckpts, "--limit", "1", "--samples", "1", "--out", filepath.Join(dir, "eval"), "--threads", "1", "--quiet"},
+					func(t *testing.T, r result) {
+						var rep report.PassAtK
+						require.NoError(t, report.ReadJSON(filepath.Join(dir, "eval", "passk.json"), &rep))
+						require.Equal(t, "embedded@ckpt-000001", rep.Meta.Model, "the report names the checkpoint evaluated")
+					}},
+				{"generate", []string{"generate", "--checkpoint", ckpts, "--max-new-tokens", "4", "--threads", "1", "Compute 2+3."},
+					func(t *testing.T, r result) { require.Contains(t, r.stdout, "=== prompt 0, sample 0") }},
+				{"export", []string{"export", "--checkpoint", ckpts, "--out", filepath.Join(dir, "exported", "model.onnx")},
+					func(t *testing.T, r result) {
+						require.Contains(t, r.stdout, "with the weights of "+older)
+						require.FileExists(t, filepath.Join(dir, "exported", "model.onnx"))
+					}},
+				{"train resumes", []string{"train", "--out", run, "--steps", "3", "--checkpoint-every", "1", "--problems", "2", "--n1", "4", "--k", "2",
+					"--n", "2", "--n2", "2", "--max-new-tokens", "16", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"},
+					func(t *testing.T, r result) { require.Contains(t, r.stdout, "resumed from "+older+" (step 1)") }},
+			}
+			for _, c := range commands {
+				r := spiral(t, nil, c.args...)
+				require.Equal(t, 0, r.code, "%s: %s", c.name, r.stderr)
+				require.Regexp(t, warning, r.stderr, "%s warns as train does, naming the file and why", c.name)
+				c.check(t, r)
+			}
+
+			// The damaged checkpoint named itself: an error naming it.
+			d.damage(t, filepath.Join(newest, d.file)) // train replaced it
+			out := filepath.Join(dir, "refused", "model.onnx")
+			for _, args := range [][]string{
+				{"export", "--checkpoint", newest, "--out", out},
+				{"eval", "--checkpoint", newest, "--limit", "1", "--samples", "1", "--out", filepath.Join(dir, "refused"), "--threads", "1", "--quiet"},
+				{"generate", "--checkpoint", newest, "--max-new-tokens", "4", "--threads", "1", "Compute 2+3."},
+			} {
+				r := spiral(t, nil, args...)
+				require.Equal(t, 1, r.code, "%q: %s", args, r.stderr)
+				require.Contains(t, r.stderr, "--checkpoint "+newest+": ", args[0])
+				require.Contains(t, r.stderr, d.why, args[0])
+				require.NotContains(t, r.stderr, "skipped", "%s does not fall back from a checkpoint named itself", args[0])
+			}
+			require.NoFileExists(t, out)
+			require.NoFileExists(t, filepath.Join(dir, "refused", "passk.json"))
+		})
+	}
 }
