@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
+	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/atomicfile"
 )
 
@@ -25,6 +29,63 @@ func copyFile(src, dst string) error {
 func makeParentDir(flag, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
 		return fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	return nil
+}
+
+// sidecar is a file that spiral reads beside a model file, to be written
+// beside an export of the model.
+type sidecar struct {
+	from, to string // where it is read and where it goes
+	data     []byte
+}
+
+// exportSidecars returns the files that spiral reads beside the model r
+// (its tokenizer, as tokenizer.json, and config.json, as far as they
+// exist; a --tokenizer given, explicit, must) that an export to the model
+// file out needs beside it to be used as r is: eval and generate find
+// the tokenizer there, and config.json holds the context length, the
+// head count and the tie of the LM head. A file of that name already
+// beside out with the same contents is left alone; one with other
+// contents is an error naming both (it may be another model's in that
+// directory), so nothing is replaced silently and, asked before the
+// export is written, nothing is written.
+func exportSidecars(r resolvedModel, explicit bool, out string) ([]sidecar, error) {
+	dir := filepath.Dir(out)
+	var files []sidecar
+	for _, s := range []struct {
+		name, from string
+		required   bool
+	}{
+		{"tokenizer.json", r.tokenizer, explicit},
+		{model.ConfigFile, filepath.Join(filepath.Dir(r.onnx), model.ConfigFile), false},
+	} {
+		b, err := os.ReadFile(s.from)
+		if errors.Is(err, fs.ErrNotExist) && !s.required {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		to := filepath.Join(dir, s.name)
+		have, err := os.ReadFile(to)
+		switch {
+		case err == nil && bytes.Equal(have, b):
+			continue
+		case err == nil:
+			return nil, fmt.Errorf("--out: %s already exists and differs from %s, which the export of %s needs beside it; remove it or export to another directory", to, s.from, r.onnx)
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("--out: %w", err)
+		}
+		files = append(files, sidecar{from: s.from, to: to, data: b})
+	}
+	return files, nil
+}
+
+// write writes the sidecar at its place (atomically).
+func (s sidecar) write() error {
+	if err := atomicfile.WriteFile(s.to, s.data, 0o666); err != nil {
+		return fmt.Errorf("copy %s: %w", s.from, err)
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 	var mf modelFlags
 	mf.register(fs)
 	ckpt := fs.String("checkpoint", "", "checkpoint directory (e.g. runs/spiral/checkpoints/ckpt-000050), or a run's checkpoints/ directory for its newest intact one; hf without one converts the model as it is")
-	out := fs.String("out", "", "output: a .onnx path (onnx) or a directory (hf, peft); required, its directory is created")
+	out := fs.String("out", "", "output: a .onnx path (onnx; the model's tokenizer.json and config.json are copied beside it) or a directory (hf, peft); required, its directory is created")
 	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph; LoRA merged), hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files; LoRA merged) or peft (a LoRA checkpoint's adapters as a peft adapter directory)")
 	external := fs.Bool("external-data", false, "onnx: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
 	return func(_ context.Context, env *cliEnv, args []string) error {
@@ -32,6 +32,12 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		r, err := mf.resolve()
 		if err != nil {
 			return err
+		}
+		var sides []sidecar // what the onnx export writes beside it
+		if *format == "onnx" {
+			if sides, err = exportSidecars(r, mf.tokenizer != "", *out); err != nil {
+				return err
+			}
 		}
 		w, err := params.NewStore(nil) // no checkpoint: the source's own weights
 		if err != nil {
@@ -79,7 +85,15 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			if err := model.ExportTrained(r.onnx, lora, w, *out, *external); err != nil {
 				return err
 			}
+			for _, s := range sides {
+				if err := s.write(); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(env.stdout, "wrote %s: %s with %s (%d tensors, %d parameters)\n", *out, r.onnx, from, w.Len(), w.NumParams())
+			for _, s := range sides {
+				fmt.Fprintf(env.stdout, "wrote %s: a copy of %s\n", s.to, s.from)
+			}
 		}
 		return nil
 	}

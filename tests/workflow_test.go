@@ -3,6 +3,7 @@ package tests
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -508,6 +509,83 @@ func TestDamagedNewestCheckpoint(t *testing.T) {
 			}
 			require.NoFileExists(t, out)
 			require.NoFileExists(t, filepath.Join(dir, "refused", "passk.json"))
+		})
+	}
+}
+
+// TestExportBesideModel: the onnx export copies the files spiral reads
+// beside a model (tokenizer.json, config.json), so the exported file is a
+// --model for eval, generate and plan without --tokenizer; a file of that
+// name already beside the output is left when it is the same and refused,
+// before anything is written, when it differs.
+func TestExportBesideModel(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "init")
+	r := spiral(t, nil, "init-model", "--out", src, "--seed", "3")
+	require.Equal(t, 0, r.code, r.stderr)
+	run := filepath.Join(dir, "run")
+	r = shortTrain(t, run, "--model", src)
+	require.Equal(t, 0, r.code, r.stderr)
+	ckpts := filepath.Join(run, "checkpoints")
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		return string(b)
+	}
+	otherTok := filepath.Join(dir, "other-tokenizer.json")
+	require.NoError(t, os.WriteFile(otherTok, []byte(read(filepath.Join(src, "tokenizer.json"))+"\n"), 0o644))
+
+	cases := []struct {
+		name    string
+		before  map[string]string // files beside the output beforehand
+		args    []string
+		code    int
+		errHas  []string
+		beside  map[string]string // the files beside the output afterwards
+		runsOut bool              // eval, generate and plan run on the export
+	}{
+		{name: "fresh directory", code: 0, runsOut: true,
+			beside: map[string]string{"tokenizer.json": filepath.Join(src, "tokenizer.json"), "config.json": filepath.Join(src, "config.json")}},
+		{name: "same files already there", code: 0,
+			before: map[string]string{"tokenizer.json": filepath.Join(src, "tokenizer.json"), "config.json": filepath.Join(src, "config.json")},
+			beside: map[string]string{"tokenizer.json": filepath.Join(src, "tokenizer.json"), "config.json": filepath.Join(src, "config.json")}},
+		{name: "another config.json there", code: 1, errHas: []string{"config.json already exists and differs from " + filepath.Join(src, "config.json")},
+			before: map[string]string{"config.json": otherTok},
+			beside: map[string]string{"config.json": otherTok}},
+		{name: "--tokenizer copied", args: []string{"--tokenizer", otherTok}, code: 0, runsOut: true,
+			beside: map[string]string{"tokenizer.json": otherTok, "config.json": filepath.Join(src, "config.json")}},
+		{name: "--tokenizer missing", args: []string{"--tokenizer", filepath.Join(dir, "absent.json")}, code: 1, errHas: []string{filepath.Join(dir, "absent.json")}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			outDir := filepath.Join(dir, fmt.Sprintf("out%d", i))
+			out := filepath.Join(outDir, "model.onnx")
+			for name, from := range c.before {
+				require.NoError(t, os.MkdirAll(outDir, 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(outDir, name), []byte(read(from)), 0o644))
+			}
+			r := spiral(t, nil, append([]string{"export", "--model", src, "--checkpoint", ckpts, "--out", out}, c.args...)...)
+			require.Equal(t, c.code, r.code, r.stdout+r.stderr)
+			for _, s := range c.errHas {
+				require.Contains(t, r.stderr, s)
+			}
+			if c.code != 0 {
+				require.NoFileExists(t, out, "nothing is written when a file beside it is refused")
+			}
+			for name, from := range c.beside {
+				require.Equal(t, read(from), read(filepath.Join(outDir, name)), name)
+			}
+			if !c.runsOut {
+				return
+			}
+			r = spiral(t, nil, "eval", "--model", out, "--limit", "1", "--samples", "1", "--out", filepath.Join(outDir, "eval"), "--threads", "1", "--quiet")
+			require.Equal(t, 0, r.code, r.stderr)
+			r = spiral(t, nil, "generate", "--model", out, "--max-new-tokens", "4", "--threads", "1", "Compute 2+3.")
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Contains(t, r.stdout, "=== prompt 0, sample 0")
+			r = spiral(t, nil, "plan", "--model", out, "--device-memory", "1GB")
+			require.Equal(t, 0, r.code, r.stderr)
 		})
 	}
 }
