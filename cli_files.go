@@ -42,7 +42,7 @@ type sidecar struct {
 
 // exportSidecars returns the files that spiral reads beside the model r
 // (its tokenizer, as tokenizer.json, and config.json, as far as they
-// exist; a --tokenizer given, explicit, must) that an export to the model
+// exist; a --tokenizer given must) that an export to the model
 // file out needs beside it to be used as r is: eval and generate find
 // the tokenizer there, and config.json holds the context length, the
 // head count and the tie of the LM head. A file of that name already
@@ -50,14 +50,14 @@ type sidecar struct {
 // contents is an error naming both (it may be another model's in that
 // directory), so nothing is replaced silently and, asked before the
 // export is written, nothing is written.
-func exportSidecars(r resolvedModel, explicit bool, out string) ([]sidecar, error) {
+func exportSidecars(r resolvedModel, out string) ([]sidecar, error) {
 	dir := filepath.Dir(out)
 	var files []sidecar
 	for _, s := range []struct {
 		name, from string
 		required   bool
 	}{
-		{"tokenizer.json", r.tokenizer, explicit},
+		{"tokenizer.json", r.tokenizer, r.tokenizerGiven},
 		{model.ConfigFile, filepath.Join(filepath.Dir(r.onnx), model.ConfigFile), false},
 	} {
 		b, err := os.ReadFile(s.from)

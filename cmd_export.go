@@ -23,11 +23,11 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph; LoRA merged), hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files; LoRA merged) or peft (a LoRA checkpoint's adapters as a peft adapter directory)")
 	external := fs.Bool("external-data", false, "onnx: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
 	return func(_ context.Context, env *cliEnv, args []string) error {
-		if len(args) > 0 || *out == "" || (*ckpt == "" && *format != "hf") {
-			return usageError{errors.New("usage: spiral export --checkpoint DIR --out PATH [--format onnx|hf|peft] [--model SOURCE] (hf may omit --checkpoint)")}
-		}
 		if *format != "onnx" && *format != "hf" && *format != "peft" {
 			return usageError{fmt.Errorf("--format %q: want onnx, hf or peft", *format)}
+		}
+		if len(args) > 0 || *out == "" || (*ckpt == "" && *format != "hf") {
+			return usageError{errors.New("usage: spiral export --checkpoint DIR --out PATH [--format onnx|hf|peft] [--model SOURCE] (hf may omit --checkpoint)")}
 		}
 		r, err := mf.resolve()
 		if err != nil {
@@ -35,7 +35,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		}
 		var sides []sidecar // what the onnx export writes beside it
 		if *format == "onnx" {
-			if sides, err = exportSidecars(r, mf.tokenizer != "", *out); err != nil {
+			if sides, err = exportSidecars(r, *out); err != nil {
 				return err
 			}
 		}

@@ -138,6 +138,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bench generate beyond the context", []string{"bench", "generate", "--prompt-tokens", "4090", "--new-tokens", "7"}, "--prompt-tokens 4090 + --new-tokens 7: the model (embedded) has 4096 positions"},
 		{"held-out flags without held-out data", []string{"train", "--data", "problems.jsonl", "--eval-samples", "8"}, "--eval-samples: training on --data problems.jsonl evaluates held-out problems from --eval-data only"},
 		{"no aggregation rounds", []string{"train", "--agg-rounds", "0"}, "--agg-rounds is 0; want >= 1"},
+		{"export format", []string{"export", "--format", "bogus", "--out", "x"}, `--format "bogus": want onnx, hf or peft`},
 		{"detached bool value", []string{"version", "--deterministic", "true"}, "(--deterministic=true)"},
 	}
 	for _, c := range cases {
