@@ -368,12 +368,20 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 // same settings (other settings pass with cfg.Override).
 func resume(ckptDir string, cfg RunConfig, p RunParts) error {
 	// Another LoRA configuration has other tensors: say so rather than
-	// list every tensor that does not load.
-	if newest, err := checkpoint.Find(ckptDir); err == nil {
-		if prev, err := CheckpointSettings(newest); err == nil && loraString(prev.LoRA) != loraString(p.Settings.LoRA) {
-			return fmt.Errorf("%s holds a run with %s; this one is %s: use the same LoRA flags, another --out, or --fresh",
+	// list every tensor that does not load. The settings are the newest
+	// checkpoint's whose settings read; what does not read is Resume's to
+	// report, below.
+	var otherLoRA error
+	_, _, _ = checkpoint.Newest(ckptDir, func(path string) error {
+		prev, err := CheckpointSettings(path)
+		if err == nil && loraString(prev.LoRA) != loraString(p.Settings.LoRA) {
+			otherLoRA = fmt.Errorf("%s holds a run with %s; this one is %s: use the same LoRA flags, another --out, or --fresh",
 				cfg.Dir, loraString(prev.LoRA), loraString(p.Settings.LoRA))
 		}
+		return err
+	})
+	if otherLoRA != nil {
+		return otherLoRA
 	}
 	path, st, skipped, err := checkpoint.Resume(ckptDir, p.Weights, p.Optimizer)
 	WarnSkippedCheckpoints(p.Warn, skipped)

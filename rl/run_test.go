@@ -14,6 +14,7 @@ import (
 
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/model/checkpoint"
+	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/rollout"
@@ -215,6 +216,22 @@ func TestRunSettingsMustMatch(t *testing.T) {
 	h.parts.Settings.Schedule.PeakLR = 0.02
 	h.parts.Settings.RL.Pipeline.N1 = 6
 	require.NoError(t, h.run(context.Background()))
+}
+
+// TestRunOtherLoRAPastDamage: a rerun with other LoRA settings is told
+// so even when the newest checkpoint's state is damaged (the older
+// checkpoint's settings say it).
+func TestRunOtherLoRAPastDamage(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 2)
+	h.cfg.EvalEvery = 0
+	require.NoError(t, h.run(context.Background()))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, CheckpointsDir, "ckpt-000002", checkpoint.StateFile), []byte("{"), 0o644))
+
+	h = newRunHarness(t, dir, 3)
+	h.cfg.EvalEvery = 0
+	h.parts.Settings.LoRA = &lmgraph.LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj"}}
+	require.ErrorContains(t, h.run(context.Background()), "holds a run with full fine-tuning; this one is lora rank=4")
 }
 
 // TestRunEvalLine: the held-out line gives pass@k and majority@k beside
