@@ -24,6 +24,17 @@ func copyFile(src, dst string) error {
 	return nil
 }
 
+// refuseOverwrite refuses to write a model into dir when one is there
+// already (dir/model.onnx), unless overwrite: a trained model is not lost
+// to a command given the wrong --out.
+func refuseOverwrite(dir string, overwrite bool) error {
+	path := filepath.Join(dir, "model.onnx")
+	if _, err := os.Stat(path); err == nil && !overwrite {
+		return fmt.Errorf("--out %s already holds a model (%s): give --overwrite to replace it, or another --out", dir, path)
+	}
+	return nil
+}
+
 // makeParentDir creates the directory that will hold the file path (and
 // its parents), as the commands that write a directory create it.
 func makeParentDir(flag, path string) error {

@@ -516,6 +516,8 @@ type sftFlags struct {
 	warmup int
 	quiet  bool
 	exec   executorFlags
+	// overwrite lets the trained model replace one already in out.
+	overwrite bool
 }
 
 func (f *sftFlags) register(fs *pflag.FlagSet) {
@@ -526,6 +528,7 @@ func (f *sftFlags) register(fs *pflag.FlagSet) {
 	f.cfg = rl.DefaultSFTConfig()
 	c := &f.cfg
 	fs.StringVar(&f.out, "out", "runs/sft", "output directory: the trained model (model.onnx, tokenizer.json, config.json), sft.jsonl, artifacts/")
+	fs.BoolVar(&f.overwrite, "overwrite", false, "replace a model already in --out")
 	fs.IntVar(&c.Steps, "steps", c.Steps, "optimizer steps")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "examples per step")
 	fs.Float64Var(&f.lr, "lr", 3e-3, "peak learning rate (cosine decay to 10% after warmup)")

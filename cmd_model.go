@@ -32,6 +32,7 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 	seed := fs.Uint64("seed", 1, "weight initialisation seed")
 	vocab := fs.Int("vocab", 0, "logits per position, at least the tokenizer's (0: the tokenizer's); ids past it are never produced, e.g. a real config's 151,936 for benchmarks")
 	config := fs.String("config", "", "start from the shape (layers, widths, heads, vocabulary, tied head) of a real config, "+strings.Join(memplan.Names(), ", ")+", which the shape flags given override; random weights")
+	overwrite := fs.Bool("overwrite", false, "replace a model already in --out")
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 || *out == "" {
 			return usageError{errors.New("usage: spiral init-model --out DIR [flags]")}
@@ -87,7 +88,10 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 			return usageError{fmt.Errorf("--vocab %d: want >= 0", *vocab)}
 		}
 		if err := c.Validate(); err != nil {
-			return usageError{err}
+			return usageError{errors.New(withInitModelFlags(err.Error()))}
+		}
+		if err := refuseOverwrite(*out, *overwrite); err != nil {
+			return err
 		}
 		if err := qwen3.WriteDir(*out, c, *seed); err != nil {
 			return err
@@ -99,6 +103,16 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 			*out, c.Layers, c.Hidden, c.Heads, c.KVHeads, c.HeadDim, c.Vocab)
 		return nil
 	}
+}
+
+// withInitModelFlags names the flags of init-model in a message of
+// qwen3.Config.Validate, which names config.json's keys.
+func withInitModelFlags(msg string) string {
+	return strings.NewReplacer(
+		"qwen3: config: ", "",
+		"num_hidden_layers", "--layers", "hidden_size", "--hidden", "num_attention_heads", "--heads",
+		"num_key_value_heads", "--kv-heads", "head_dim", "--head-dim", "intermediate_size", "--intermediate",
+		"rope_theta", "--rope-theta", "vocab_size", "--vocab").Replace(msg)
 }
 
 func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {

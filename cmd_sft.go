@@ -32,6 +32,9 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 	if sameDir(f.out, filepath.Dir(sess.onnx)) {
 		return usageError{fmt.Errorf("--out %s is the directory of --model: sft would write its model.onnx over the model it starts from; give another --out", f.out)}
 	}
+	if err := refuseOverwrite(f.out, f.overwrite); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(f.out, 0o777); err != nil {
 		return err
 	}

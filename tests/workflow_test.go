@@ -38,6 +38,14 @@ func TestWorkflow(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "search acc")
 	require.Equal(t, 4, countLines(t, filepath.Join(sft, "sft.jsonl")), "3 steps + 1 evaluation line")
+	// A model already in --out is kept unless --overwrite.
+	r = spiral(t, nil, "init-model", "--out", m, "--seed", "4")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "already holds a model")
+	r = spiral(t, nil, "sft", "--model", m, "--out", sft, "--steps", "1", "--batch", "8", "--eval-every", "0", "--quiet")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "give --overwrite to replace it")
+	require.Equal(t, 4, countLines(t, filepath.Join(sft, "sft.jsonl")), "the first sft's log, kept")
 	// sft into the directory it starts from is refused, the model kept.
 	before, err := os.ReadFile(filepath.Join(m, "model.onnx"))
 	require.NoError(t, err)
