@@ -202,9 +202,6 @@ func registerLoRA(fs *pflag.FlagSet, rank *int, alpha *float64, targets *string)
 // parseLoRA checks the LoRA flags (targets may omit "_proj").
 func parseLoRA(rank int, alpha float64, targets string) (lmgraph.LoRA, error) {
 	l := lmgraph.LoRA{Rank: rank, Alpha: alpha}
-	if rank == 0 {
-		return l, nil
-	}
 	for _, t := range strings.Split(targets, ",") {
 		if t = strings.TrimSpace(t); t == "" {
 			continue
@@ -214,8 +211,17 @@ func parseLoRA(rank int, alpha float64, targets string) (lmgraph.LoRA, error) {
 		}
 		l.Targets = append(l.Targets, t)
 	}
-	if err := l.Validate(); err != nil {
+	// Alpha and targets are checked without a rank too: given alone they
+	// would do nothing, and a bad value is a mistake either way.
+	probe := l
+	if rank == 0 {
+		probe.Rank = 1
+	}
+	if err := probe.Validate(); err != nil {
 		return l, fmt.Errorf("--lora-rank/--lora-alpha/--lora-targets: %w", err)
+	}
+	if rank == 0 {
+		return lmgraph.LoRA{Rank: 0, Alpha: alpha}, nil
 	}
 	return l, nil
 }

@@ -139,6 +139,8 @@ func TestUsageErrors(t *testing.T) {
 		{"held-out flags without held-out data", []string{"train", "--data", "problems.jsonl", "--eval-samples", "8"}, "--eval-samples: training on --data problems.jsonl evaluates held-out problems from --eval-data only"},
 		{"no aggregation rounds", []string{"train", "--agg-rounds", "0"}, "--agg-rounds is 0; want >= 1"},
 		{"export format", []string{"export", "--format", "bogus", "--out", "x"}, `--format "bogus": want onnx, hf or peft`},
+		{"LoRA targets without a rank", []string{"artifacts", "--lora-targets", "bogus"}, `lora target "bogus_proj": want one of`},
+		{"LoRA alpha without a rank", []string{"train", "--lora-alpha", "-5"}, "lora alpha -5: want > 0"},
 		{"detached bool value", []string{"version", "--deterministic", "true"}, "(--deterministic=true)"},
 	}
 	for _, c := range cases {
