@@ -54,6 +54,13 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 		} else {
 			ids[i] = pr.UserTurn(p)
 		}
+		if len(ids[i]) == 0 {
+			return usageError{fmt.Errorf("prompt %d is empty: with --raw the text is fed as it is, and an empty one has no token to continue", i)}
+		}
+		if n := cfg.ContextLength; n > 0 && len(ids[i])+cfg.MaxNewTokens > n {
+			fmt.Fprintf(env.stderr, "spiral: warning: prompt %d is %d tokens: with --max-new-tokens %d it passes the model's %d positions, so its completions stop at %d new tokens\n",
+				i, len(ids[i]), cfg.MaxNewTokens, n, max(0, n-len(ids[i])))
+		}
 	}
 	traces, st, err := rollout.Complete(ctx, s, pr, ids, f.n, func(i, j int) rollout.Stream {
 		return rollout.Stream{Seed: f.seed, Problem: uint64(i), Sample: uint64(j), Phase: rollout.PhaseGenerate}

@@ -161,6 +161,13 @@ func TestWorkflow(t *testing.T) {
 		"--max-new-tokens", "8", "--temperature", "0", "Compute 2+3.")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "=== prompt 0, sample 0")
+	// A raw prompt near the context is warned of; an empty one refused.
+	r = spiral(t, nil, "generate", "--model", filepath.Join(exp, "model.onnx"), "--raw", "--max-new-tokens", "8", strings.Repeat("1", 4090))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "prompt 0 is 4090 tokens: with --max-new-tokens 8 it passes the model's 4096 positions, so its completions stop at 6 new tokens")
+	r = spiral(t, nil, "generate", "--model", filepath.Join(exp, "model.onnx"), "--raw", "")
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, "prompt 0 is empty")
 
 	// The Hugging Face export: transformers' names and [out, in] layouts,
 	// the trained values, config and tokenizer beside them.
