@@ -117,8 +117,14 @@ type modelFlags struct {
 }
 
 func (f *modelFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.model, "model", "", "ONNX causal LM: a .onnx file or a directory with model.onnx (default: the embedded tiny model)")
+	f.registerModel(fs)
 	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer.json (default: beside the model)")
+}
+
+// registerModel registers --model alone, for the commands that read no
+// tokenizer (artifacts, bench): a --tokenizer there would be ignored.
+func (f *modelFlags) registerModel(fs *pflag.FlagSet) {
+	fs.StringVar(&f.model, "model", "", "ONNX causal LM: a .onnx file or a directory with model.onnx (default: the embedded tiny model)")
 }
 
 // dataFlags are the dataset flags of every command that reads problems.

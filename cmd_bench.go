@@ -43,7 +43,7 @@ type benchFlags struct {
 
 func (f *benchFlags) register(fs *pflag.FlagSet) {
 	f.rf.register(fs)
-	f.mf.register(fs)
+	f.mf.registerModel(fs)
 	f.exec.register(fs)
 	fs.IntVar(&f.rows, "rows", 1, "rows per step (train) or sequences (generate)")
 	fs.IntVar(&f.tokens, "tokens", 512, "train: tokens per row; the second half is the response the loss covers")

@@ -118,7 +118,7 @@ func withInitModelFlags(msg string) string {
 func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	var mf modelFlags
 	var pf paramFlags
-	mf.register(fs)
+	mf.registerModel(fs)
 	pf.register(fs)
 	out := fs.String("out", "", "output directory (default: artifacts/ beside the model)")
 	return func(_ context.Context, env *cliEnv, args []string) error {
