@@ -118,7 +118,13 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 	}
 	task, err := synth.New(f.cfg, synth.EmbeddedSeed)
 	if err != nil {
-		return usageError{err}
+		// synth.Config's names, as the flags that set them.
+		return usageError{errors.New(strings.NewReplacer(
+			"synth: ", "",
+			`form "`, `--form "`,
+			"operand range ", "--min-operand..--max-operand ",
+			"operands ", "--min-operands..--max-operands ",
+			"max operand ", "--max-operand ").Replace(err.Error()))}
 	}
 	ds, err := task.Dataset(split, f.problems, synth.EmbeddedSeed)
 	if err != nil {
