@@ -122,7 +122,12 @@ func readJSONL(path string, src io.Reader, fn func(record) error) error {
 		if t := bytes.TrimSpace(line); len(t) > 0 {
 			v, derr := decodeStrict(t)
 			if derr != nil {
-				return fmt.Errorf("data: %s:%d: malformed JSON: %w", path, lineNo, derr)
+				hint := ""
+				if lineNo == 1 && (t[0] == '[' || string(t) == "{") {
+					// A JSON document that spans lines, read as JSONL.
+					hint = " (the file looks like one JSON document, not an object per line: name it .json or pass --format json)"
+				}
+				return fmt.Errorf("data: %s:%d: malformed JSON: %w%s", path, lineNo, derr, hint)
 			}
 			if ferr := fn(record{loc: fmt.Sprintf("%s:%d", path, lineNo), value: v}); ferr != nil {
 				return ferr

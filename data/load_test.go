@@ -198,6 +198,8 @@ func TestLoadErrors(t *testing.T) {
 		want    []string // substrings of the error
 	}{
 		{name: "malformed line", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n" + `{"problem": "p2", "answer": ` + "\n", want: []string{"a.jsonl:2:", "malformed JSON"}},
+		{name: "json array named .jsonl", file: "a.jsonl", content: "[\n {\"problem\": \"p\", \"answer\": \"1\"}\n]\n", want: []string{"a.jsonl:1:", "malformed JSON", "looks like one JSON document", "--format json"}},
+		{name: "pretty-printed object named .jsonl", file: "a.jsonl", content: "{\n \"problem\": \"p\", \"answer\": \"1\"\n}\n", want: []string{"a.jsonl:1:", "--format json"}},
 		{name: "two values on a line", file: "a.jsonl", content: `{"problem": "p", "answer": "1"} {"problem": "q"}` + "\n", want: []string{"a.jsonl:1:", "extra data"}},
 		{name: "row is not an object", file: "a.jsonl", content: `["p", "1"]` + "\n", want: []string{"a.jsonl:1:", "row is a list, want an object"}},
 		{name: "missing answer field in a later row", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n\n" + `{"problem": "q"}` + "\n", want: []string{"a.jsonl:3:", `field "answer": missing`}},
