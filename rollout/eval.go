@@ -217,8 +217,9 @@ type PassAtKConfig struct {
 	Samples int `json:"samples"`
 	// Ks are the k values; nil means PowersOfTwo(Samples).
 	Ks []int `json:"ks,omitempty"`
-	// Majority sets how majority@k averages over subsets.
-	Majority MajorityConfig `json:"majority"`
+	// Majority sets how majority@k averages over subsets; the zero value
+	// (the defaults, absent in JSON) is what spiral eval uses.
+	Majority MajorityConfig `json:"majority,omitzero"`
 }
 
 // DefaultEvalSamples is the default number of samples per problem of

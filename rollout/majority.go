@@ -1,6 +1,9 @@
 package rollout
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
@@ -80,14 +83,50 @@ const (
 )
 
 // MajorityConfig sets how majority@k averages over subsets. The zero value
-// uses the defaults.
+// uses the defaults; in JSON a field at 0, the default, is omitted.
 type MajorityConfig struct {
 	// MaxExact: enumerate all C(n, k) subsets when there are at most this
-	// many; 0 means DefaultMaxExactSubsets.
-	MaxExact int
+	// many; 0 (absent in JSON) means DefaultMaxExactSubsets.
+	MaxExact int `json:"max_exact,omitempty"`
 	// Samples: otherwise, average over this many subsets drawn uniformly
-	// and independently (with Subsets); 0 means DefaultMajoritySamples.
-	Samples int
+	// and independently (with Subsets); 0 (absent in JSON) means
+	// DefaultMajoritySamples.
+	Samples int `json:"samples,omitempty"`
+}
+
+// UnmarshalJSON reads c from its keys (max_exact, samples) or from the Go
+// field names that pass@k reports wrote before the fields had tags
+// ("MaxExact", "Samples"), so that those reports still read; any other
+// key is an error, as in report.ReadJSON. null leaves c as it is.
+func (c *MajorityConfig) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var v struct {
+		MaxExact *int `json:"max_exact"`
+		// Samples also reads "Samples" (keys match case-insensitively).
+		Samples   *int `json:"samples"`
+		MaxExact0 *int `json:"MaxExact"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("majority: %w", err)
+	}
+	if v.MaxExact0 != nil {
+		if v.MaxExact != nil {
+			return errors.New(`majority: both "max_exact" and "MaxExact" given`)
+		}
+		v.MaxExact = v.MaxExact0
+	}
+	*c = MajorityConfig{}
+	if v.MaxExact != nil {
+		c.MaxExact = *v.MaxExact
+	}
+	if v.Samples != nil {
+		c.Samples = *v.Samples
+	}
+	return nil
 }
 
 // MajorityResult is majority@k for one problem.

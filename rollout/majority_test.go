@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
@@ -349,5 +350,56 @@ func BenchmarkMajorityAtK(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestMajorityConfigJSON: MajorityConfig is written with snake_case keys,
+// a field at 0 (the default) omitted, and reads those keys or the Go
+// field names that reports wrote before the keys had tags.
+func TestMajorityConfigJSON(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  MajorityConfig
+		want string
+	}{
+		{MajorityConfig{}, `{}`},
+		{MajorityConfig{MaxExact: 100, Samples: 50}, `{"max_exact":100,"samples":50}`},
+		{MajorityConfig{Samples: 50}, `{"samples":50}`},
+	} {
+		b, err := json.Marshal(tc.cfg)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, string(b))
+		b, err = json.Marshal(PassAtKConfig{Samples: 4, Majority: tc.cfg})
+		require.NoError(t, err)
+		if tc.cfg == (MajorityConfig{}) {
+			require.Equal(t, `{"samples":4}`, string(b), "the defaults: no majority key")
+		} else {
+			require.Equal(t, `{"samples":4,"majority":`+tc.want+`}`, string(b))
+		}
+	}
+
+	for _, tc := range []struct {
+		name, in string
+		want     MajorityConfig
+		err      string
+	}{
+		{"snake_case", `{"max_exact":100,"samples":50}`, MajorityConfig{MaxExact: 100, Samples: 50}, ""},
+		{"defaults omitted", `{}`, MajorityConfig{}, ""},
+		{"null: no change", `null`, MajorityConfig{MaxExact: 7, Samples: 7}, ""},
+		{"old Go field names", `{"MaxExact":100,"Samples":50}`, MajorityConfig{MaxExact: 100, Samples: 50}, ""},
+		{"old Go field names at 0", `{"MaxExact":0,"Samples":0}`, MajorityConfig{}, ""},
+		{"both spellings", `{"MaxExact":1,"max_exact":2}`, MajorityConfig{}, `both "max_exact" and "MaxExact"`},
+		{"unknown key", `{"max_exact":1,"exact":2}`, MajorityConfig{}, `unknown field "exact"`},
+		{"not a number", `{"samples":"many"}`, MajorityConfig{}, "cannot unmarshal string"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := MajorityConfig{MaxExact: 7, Samples: 7}
+			err := json.Unmarshal([]byte(tc.in), &got)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
 	}
 }

@@ -300,3 +300,59 @@ func FuzzReadJSON(f *testing.F) {
 		require.Equal(t, string(first), string(second))
 	})
 }
+
+// TestReadOldPassAtK: a passk.json as written before the majority
+// config had JSON tags ("MaxExact", "Samples") still reads, its settings
+// kept.
+func TestReadOldPassAtK(t *testing.T) {
+	for _, tc := range []struct {
+		majority string
+		want     rollout.MajorityConfig
+	}{
+		{`{"MaxExact": 0, "Samples": 0}`, rollout.MajorityConfig{}},
+		{`{"MaxExact": 100, "Samples": 50}`, rollout.MajorityConfig{MaxExact: 100, Samples: 50}},
+	} {
+		path := filepath.Join(t.TempDir(), "passk.json")
+		old := `{"meta": {"mode": "passk", "model": "m", "dataset": "p.jsonl", "problems": 2, "seed": 1, "timestamp": "2026-03-04T05:06:07Z"},
+  "config": {"samples": 2, "ks": [1, 2], "majority": ` + tc.majority + `},
+  "points": [{"k": 1, "pass_at_k": 0.25, "majority_at_k": 0.25, "majority_exact": true}, {"k": 2, "pass_at_k": 0.5, "majority_at_k": 0.25, "majority_exact": true}],
+  "tokens": {"prompt": 4, "generated": 40},
+  "per_problem": [{"id": "a0", "correct": 1}, {"id": "a1", "correct": 0}]}`
+		require.NoError(t, os.WriteFile(path, []byte(old), 0o644))
+		var r PassAtK
+		require.NoError(t, ReadJSON(path, &r))
+		require.Equal(t, tc.want, r.Config.Majority)
+	}
+}
+
+// TestWritePassAtKConfig: passk.json's config has snake_case keys only,
+// the majority settings left out at their defaults.
+func TestWritePassAtKConfig(t *testing.T) {
+	for _, tc := range []struct {
+		majority rollout.MajorityConfig
+		want     string
+	}{
+		{rollout.MajorityConfig{}, `"config": {
+    "samples": 8,
+    "ks": [
+      1,
+      2,
+      4,
+      8
+    ]
+  },`},
+		{rollout.MajorityConfig{MaxExact: 100, Samples: 50}, `"majority": {
+      "max_exact": 100,
+      "samples": 50
+    }`},
+	} {
+		r := reportPassAtK()
+		r.Config.Majority = tc.majority
+		path := filepath.Join(t.TempDir(), "passk.json")
+		require.NoError(t, WriteJSON(path, r))
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.Contains(t, string(b), tc.want)
+		require.NotContains(t, string(b), "MaxExact")
+	}
+}
