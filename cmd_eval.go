@@ -95,7 +95,8 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 			"temperature": strconv.FormatFloat(samplerCfg.Temperature, 'g', -1, 64), "top_p": strconv.FormatFloat(samplerCfg.TopP, 'g', -1, 64),
 			"max_new_tokens": strconv.Itoa(samplerCfg.MaxNewTokens), "reward_rule": f.reward.rule.String(),
 			"skipped_problems": strconv.Itoa(skipped),
-		}}
+		},
+		ProblemIDs: report.ProblemIDs(problems)}
 	base := filepath.Join(f.out, f.mode)
 	var traces *report.TraceWriter
 	if f.traces {

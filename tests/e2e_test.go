@@ -468,6 +468,72 @@ func TestUnreadablePrompts(t *testing.T) {
 	}
 }
 
+// TestCompareRewrittenData is a data file rewritten at its path with
+// other problems between two evaluations: every report records the ids
+// of the problems it was evaluated on (meta.problem_ids), so compare
+// refuses the reports of every mode, not only pass@k's (whose
+// per-problem counts list ids too), and --allow-different-problems
+// compares them with the same lines as a warning.
+func TestCompareRewrittenData(t *testing.T) {
+	requireRuntime(t)
+	ds, err := synth.EmbeddedSplit(synth.Test, 4)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.jsonl")
+	writeData := func(prefix string, offset int) {
+		var rows bytes.Buffer
+		enc := json.NewEncoder(&rows)
+		for i := range 2 {
+			p := ds.Problems[offset+i]
+			require.NoError(t, enc.Encode(map[string]string{"id": fmt.Sprintf("%s%d", prefix, i), "problem": p.Problem, "answer": p.Answer}))
+		}
+		require.NoError(t, os.WriteFile(file, rows.Bytes(), 0o644))
+	}
+	cache := []string{"SPIRAL_CACHE_DIR=" + t.TempDir()}
+	modes := []string{"passk", "rsa", "sequential"}
+	eval := func(out string) {
+		for _, mode := range modes {
+			r := spiral(t, cache, "eval", "--mode", mode, "--data", file, "--threads", "1", "--quiet", "--out", out,
+				"--samples", "2", "--population", "2", "--subset", "2", "--rsa-steps", "1", "--max-new-tokens", "8")
+			if strings.Contains(r.stderr, "carries no default model") {
+				t.Skip("binary built without the embedded model")
+			}
+			require.Equal(t, 0, r.code, r.stderr)
+		}
+	}
+	a, b := filepath.Join(dir, "A"), filepath.Join(dir, "B")
+	writeData("a", 0)
+	eval(a)
+	writeData("b", 2)
+	eval(b)
+
+	var pa report.PassAtK
+	var ra report.RSA
+	var sa report.Budget
+	require.NoError(t, report.ReadJSON(filepath.Join(a, "passk.json"), &pa))
+	require.NoError(t, report.ReadJSON(filepath.Join(a, "rsa.json"), &ra))
+	require.NoError(t, report.ReadJSON(filepath.Join(a, "sequential.json"), &sa))
+	for _, m := range []report.Meta{pa.Meta, ra.Meta, sa.Meta} {
+		require.Equal(t, []string{"a0", "a1"}, m.ProblemIDs, m.Mode)
+	}
+	require.Empty(t, ra.Steps[0].Problems, "no RSA details: the ids come from meta")
+
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			ref, other := filepath.Join(a, mode+".json"), filepath.Join(b, mode+".json")
+			want := fmt.Sprintf(`%s against %s (%s reports): problem 0 is "b0" against "a0"`, other, ref, mode)
+			r := spiral(t, nil, "compare", ref, other)
+			require.Equal(t, 1, r.code, r.stdout)
+			require.Contains(t, r.stderr, want)
+			require.Empty(t, r.stdout, "no table")
+			r = spiral(t, nil, "compare", "--allow-different-problems", ref, other)
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Contains(t, r.stderr, "warning: reports evaluated on different problems")
+			require.Contains(t, r.stderr, want)
+		})
+	}
+}
+
 // TestArtifactsCommand builds the training graphs of a model that has no
 // tokenizer (artifacts need none) and reports what is trained, frozen and
 // constant; --freeze moves matching parameters to the frozen list with
@@ -801,6 +867,20 @@ func TestCompare(t *testing.T) {
 	otherIDs.PerProblem[1].ID = "z"
 	fewer := rsa("grpo", 0.5, 0.45)
 	fewer.Meta.Problems = 1
+	// RSA reports without details and sequential reports list their
+	// problems' ids in meta.problem_ids only: a data file rewritten at
+	// the same path between two evaluations.
+	rsaOn := func(label string, ids ...string) report.RSA {
+		r := rsa(label, 0.5, 0.6)
+		r.Meta.Dataset, r.Meta.ProblemIDs = "p.jsonl", ids
+		return r
+	}
+	seqOn := func(label string, ids ...string) report.Budget {
+		return report.Budget{Meta: report.Meta{Mode: report.ModeSequential, Label: label, Dataset: "p.jsonl", Problems: 2, ProblemIDs: ids},
+			Config: rollout.BudgetConfig{Samples: 1, Budgets: []int{4, 8}, MaxTokens: 8},
+			Points: []rollout.BudgetPoint{{Budget: 4, Accuracy: 0.25, MeanTokens: 4, Truncated: 1}, {Budget: 8, Accuracy: 0.5, MeanTokens: 6}}}
+	}
+	rsaA, seqA := write("rsa-a.json", rsaOn("spiral", "a0", "a1")), write("seq-a.json", seqOn("spiral", "a0", "a1"))
 	for _, tc := range []struct {
 		name  string
 		files []string
@@ -812,6 +892,10 @@ func TestCompare(t *testing.T) {
 			filepath.Join(dir, "other-ids.json") + " against " + testRef + ` (passk reports): problem 1 is "z" against "y"`},
 		{"fewer problems", []string{filepath.Join(dir, "ra.json"), write("fewer.json", fewer)},
 			filepath.Join(dir, "fewer.json") + " against " + filepath.Join(dir, "ra.json") + " (rsa reports): problem count 1 against 2"},
+		{"rsa, other problem ids", []string{rsaA, write("rsa-b.json", rsaOn("grpo", "b0", "b1"))},
+			filepath.Join(dir, "rsa-b.json") + " against " + rsaA + ` (rsa reports): problem 0 is "b0" against "a0"`},
+		{"sequential, other problem ids", []string{seqA, write("seq-b.json", seqOn("grpo", "a0", "b1"))},
+			filepath.Join(dir, "seq-b.json") + " against " + seqA + ` (sequential reports): problem 1 is "b1" against "a1"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := spiral(t, nil, append([]string{"compare"}, tc.files...)...)
@@ -826,9 +910,16 @@ func TestCompare(t *testing.T) {
 			require.NotEmpty(t, r.stdout)
 		})
 	}
-	r = spiral(t, nil, "compare", testRef, write("test-other.json", onTest("grpo", 3)))
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Empty(t, r.stderr, "the same problems: no warning")
+	for _, files := range [][]string{
+		{testRef, write("test-other.json", onTest("grpo", 3))},
+		{rsaA, write("rsa-a2.json", rsaOn("grpo", "a0", "a1"))},
+		{seqA, write("seq-a2.json", seqOn("grpo", "a0", "a1"))},
+		{seqA, write("seq-old.json", seqOn("grpo"))}, // written before problem_ids: dataset and count only
+	} {
+		r = spiral(t, nil, append([]string{"compare"}, files...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Empty(t, r.stderr, "the same problems: no warning")
+	}
 
 	// plot creates --out's directory.
 	deep := filepath.Join(dir, "new", "deeper", "p.png")

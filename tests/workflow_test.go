@@ -69,6 +69,9 @@ func TestWorkflow(t *testing.T) {
 	require.Contains(t, r.stdout, "eval   0  held-out pass@1")
 	require.Contains(t, r.stdout, "eval   2  held-out pass@1")
 	require.Equal(t, 2, countLines(t, filepath.Join(run, "eval.jsonl")), "steps 0 and 2")
+	var final report.RSA
+	require.NoError(t, report.ReadJSON(filepath.Join(run, "rsa.json"), &final))
+	require.Equal(t, []string{"held.jsonl:0", "held.jsonl:1"}, final.Meta.ProblemIDs, "the final RSA report lists the held-out problems")
 	var first map[string]any
 	line := firstLine(t, filepath.Join(run, "metrics.jsonl"))
 	require.NoError(t, json.Unmarshal([]byte(line), &first))

@@ -3,10 +3,10 @@
 // figures.
 //
 // Conventions:
-//   - a report is the caller's Meta (model, dataset, seed, timestamp: the
-//     caller supplies them, nothing here reads the clock) plus the
-//     rollout result of one mode (RSA, PassAtK, Budget), serialised with
-//     the rollout types' JSON field names;
+//   - a report is the caller's Meta (model, dataset, the problems' ids,
+//     seed, timestamp: the caller supplies them, nothing here reads the
+//     clock) plus the rollout result of one mode (RSA, PassAtK, Budget),
+//     serialised with the rollout types' JSON field names;
 //   - files are written atomically: to a temporary file in the target's
 //     directory, synced, then renamed over the target, so a reader never
 //     sees a half-written report or plot;

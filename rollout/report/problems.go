@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"strings"
+
+	"github.com/spiral-rl/spiral/data"
 )
 
 // ProblemSet identifies the problems a report was evaluated on, as far as
@@ -16,35 +18,55 @@ type ProblemSet struct {
 	// Count is Meta.Problems (0 when unknown).
 	Count int
 	// IDs are the problems' ids in evaluation order where the report
-	// lists them (pass@k's per-problem counts, RSA's details), else nil.
+	// lists them: Meta.ProblemIDs, or in a report written before it
+	// existed pass@k's per-problem counts or RSA's details; else nil.
 	IDs []string
+}
+
+// ProblemIDs returns the ids of problems, in order: Meta.ProblemIDs of a
+// report evaluated on them.
+func ProblemIDs(problems []data.Problem) []string {
+	ids := make([]string, len(problems))
+	for i, p := range problems {
+		ids[i] = p.ID
+	}
+	return ids
+}
+
+// problemSet is m's problem set with ids, the ids the report lists
+// elsewhere (nil when none), standing in for Meta.ProblemIDs in a report
+// written before it existed.
+func (m Meta) problemSet(ids []string) ProblemSet {
+	if len(m.ProblemIDs) > 0 {
+		ids = m.ProblemIDs
+	}
+	return ProblemSet{Dataset: m.Dataset, Count: m.Problems, IDs: ids}
 }
 
 // ProblemSet returns the problems r was evaluated on.
 func (r PassAtK) ProblemSet() ProblemSet {
-	s := ProblemSet{Dataset: r.Meta.Dataset, Count: r.Meta.Problems}
+	var ids []string
 	for _, pc := range r.PerProblem {
-		s.IDs = append(s.IDs, pc.ID)
+		ids = append(ids, pc.ID)
 	}
-	return s
+	return r.Meta.problemSet(ids)
 }
 
-// ProblemSet returns the problems r was evaluated on (their ids when it
-// has details).
+// ProblemSet returns the problems r was evaluated on.
 func (r RSA) ProblemSet() ProblemSet {
-	s := ProblemSet{Dataset: r.Meta.Dataset, Count: r.Meta.Problems}
+	var ids []string
 	if len(r.Steps) > 0 {
 		for _, p := range r.Steps[0].Problems {
-			s.IDs = append(s.IDs, p.ID)
+			ids = append(ids, p.ID)
 		}
 	}
-	return s
+	return r.Meta.problemSet(ids)
 }
 
-// ProblemSet returns the problems r was evaluated on (a sequential report
-// lists no ids).
+// ProblemSet returns the problems r was evaluated on (their ids only
+// from Meta.ProblemIDs: a sequential report lists them nowhere else).
 func (r Budget) ProblemSet() ProblemSet {
-	return ProblemSet{Dataset: r.Meta.Dataset, Count: r.Meta.Problems}
+	return r.Meta.problemSet(nil)
 }
 
 // Difference says how s differs from ref in what both record: the data

@@ -31,11 +31,74 @@ func TestProblemSetDifference(t *testing.T) {
 			require.Equal(t, tc.want, tc.s.Difference(test))
 		})
 	}
+}
 
-	p := reportPassAtK()
-	p.Meta.Problems = 2
-	p.PerProblem = []rollout.ProblemCorrect{{ID: "a", Correct: 1}, {ID: "b"}}
-	require.Equal(t, ProblemSet{Dataset: "aime25.jsonl", Count: 2, IDs: []string{"a", "b"}}, p.ProblemSet())
-	require.Equal(t, ProblemSet{Dataset: "aime25.jsonl", Count: 1, IDs: []string{"a"}}, reportRSA().ProblemSet(), "RSA details' ids")
-	require.Equal(t, ProblemSet{Dataset: "aime25.jsonl", Count: 30}, reportBudget().ProblemSet())
+// TestProblemSet: what each report type records of its problems:
+// meta.problem_ids whatever the mode; in a report written before them,
+// pass@k's per-problem counts or RSA's details, else no ids. Reports of
+// one dataset and count evaluated on other problems differ by their ids
+// in every mode (a data file rewritten at the same path).
+func TestProblemSet(t *testing.T) {
+	a, b := []string{"a0", "a1"}, []string{"b0", "b1"}
+	passk := func(meta, counts []string) ProblemSet {
+		r := reportPassAtK()
+		r.Meta.Problems, r.Meta.ProblemIDs = 2, meta
+		for _, id := range counts {
+			r.PerProblem = append(r.PerProblem, rollout.ProblemCorrect{ID: id})
+		}
+		return r.ProblemSet()
+	}
+	rsa := func(meta []string, details bool) ProblemSet {
+		r := reportRSA()
+		r.Meta.ProblemIDs = meta
+		if !details {
+			r.Config.Details, r.Steps[0].Problems = false, nil
+		}
+		return r.ProblemSet()
+	}
+	budget := func(meta []string) ProblemSet {
+		r := reportBudget()
+		r.Meta.Problems, r.Meta.ProblemIDs = 2, meta
+		return r.ProblemSet()
+	}
+	tests := []struct {
+		name string
+		got  ProblemSet
+		want ProblemSet
+	}{
+		{"pass@k", passk(a, a), ProblemSet{Dataset: "aime25.jsonl", Count: 2, IDs: a}},
+		{"pass@k without per-problem counts", passk(a, nil), ProblemSet{Dataset: "aime25.jsonl", Count: 2, IDs: a}},
+		{"pass@k written before problem_ids", passk(nil, a), ProblemSet{Dataset: "aime25.jsonl", Count: 2, IDs: a}},
+		{"pass@k written before per-problem counts", passk(nil, nil), ProblemSet{Dataset: "aime25.jsonl", Count: 2}},
+		{"rsa", rsa([]string{"a"}, false), ProblemSet{Dataset: "aime25.jsonl", Count: 1, IDs: []string{"a"}}},
+		{"rsa with details", rsa([]string{"a"}, true), ProblemSet{Dataset: "aime25.jsonl", Count: 1, IDs: []string{"a"}}},
+		{"rsa written before problem_ids, details' ids", rsa(nil, true), ProblemSet{Dataset: "aime25.jsonl", Count: 1, IDs: []string{"a"}}},
+		{"rsa written before problem_ids", rsa(nil, false), ProblemSet{Dataset: "aime25.jsonl", Count: 1}},
+		{"sequential", budget(a), ProblemSet{Dataset: "aime25.jsonl", Count: 2, IDs: a}},
+		{"sequential written before problem_ids", budget(nil), ProblemSet{Dataset: "aime25.jsonl", Count: 2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, tc.got)
+		})
+	}
+
+	rewritten := []struct {
+		mode   string
+		ra, rb ProblemSet
+		want   string
+	}{
+		{"pass@k", passk(a, a), passk(b, b), `problem 0 is "b0" against "a0"`},
+		{"rsa", rsa([]string{"a"}, false), rsa([]string{"b"}, false), `problem 0 is "b" against "a"`},
+		{"sequential", budget(a), budget(b), `problem 0 is "b0" against "a0"`},
+	}
+	for _, tc := range rewritten {
+		t.Run("rewritten data file: "+tc.mode, func(t *testing.T) {
+			require.Equal(t, tc.want, tc.rb.Difference(tc.ra))
+		})
+	}
+	t.Run("against a report written before problem_ids", func(t *testing.T) {
+		require.Empty(t, budget(b).Difference(budget(nil)), "dataset and count only")
+		require.Empty(t, rsa(nil, false).Difference(rsa([]string{"b"}, false)))
+	})
 }

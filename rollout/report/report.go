@@ -41,6 +41,11 @@ type Meta struct {
 	// Extra holds free-form settings worth keeping (sampler temperature,
 	// max tokens, ...).
 	Extra map[string]string `json:"extra,omitempty"`
+	// ProblemIDs are the ids of the problems evaluated, in evaluation
+	// order, Problems of them (ProblemIDs builds them): what compare
+	// checks to refuse reports evaluated on other problems whatever the
+	// mode. Absent from reports written before it existed.
+	ProblemIDs []string `json:"problem_ids,omitempty"`
 }
 
 // Name is the report's name in legends and tables: Label, else Model.

@@ -88,6 +88,16 @@ func TestJSONRoundTrip(t *testing.T) {
 	t.Run("rsa", func(t *testing.T) { reportRoundTrip(t, reportRSA()) })
 	t.Run("pass@k", func(t *testing.T) { reportRoundTrip(t, reportPassAtK()) })
 	t.Run("budget", func(t *testing.T) { reportRoundTrip(t, reportBudget()) })
+	t.Run("rsa with problem ids", func(t *testing.T) {
+		r := reportRSA()
+		r.Meta.ProblemIDs = []string{"a"}
+		reportRoundTrip(t, r)
+	})
+	t.Run("budget with problem ids", func(t *testing.T) {
+		r := reportBudget()
+		r.Meta.Problems, r.Meta.ProblemIDs = 2, []string{"a", "b"}
+		reportRoundTrip(t, r)
+	})
 }
 
 func TestReadJSONRejectsOtherMode(t *testing.T) {
@@ -302,8 +312,8 @@ func FuzzReadJSON(f *testing.F) {
 }
 
 // TestReadOldPassAtK: a passk.json as written before the majority
-// config had JSON tags ("MaxExact", "Samples") still reads, its settings
-// kept.
+// config had JSON tags ("MaxExact", "Samples") and before meta had
+// problem_ids still reads, its settings kept.
 func TestReadOldPassAtK(t *testing.T) {
 	for _, tc := range []struct {
 		majority string
@@ -322,6 +332,8 @@ func TestReadOldPassAtK(t *testing.T) {
 		var r PassAtK
 		require.NoError(t, ReadJSON(path, &r))
 		require.Equal(t, tc.want, r.Config.Majority)
+		require.Nil(t, r.Meta.ProblemIDs)
+		require.Equal(t, ProblemSet{Dataset: "p.jsonl", Count: 2, IDs: []string{"a0", "a1"}}, r.ProblemSet(), "ids from the per-problem counts")
 	}
 }
 

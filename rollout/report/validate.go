@@ -14,8 +14,8 @@ const passkSlack = 1e-9
 // Validate reports what makes r unusable by the comparisons and plots: no
 // pass@k point, a k outside [1, config.samples] or not increasing, a
 // rate outside [0, 1], pass@k falling with k, per-problem counts that do
-// not fit the report. Its messages name the JSON field (ReadJSON adds
-// the file).
+// not fit the report (in number, or ids other than meta.problem_ids).
+// Its messages name the JSON field (ReadJSON adds the file).
 func (r PassAtK) Validate() error {
 	if err := r.Meta.validate(); err != nil {
 		return err
@@ -54,14 +54,18 @@ func (r PassAtK) Validate() error {
 		if pc.Correct < 0 || pc.Correct > n {
 			return fmt.Errorf("per_problem[%d] (%q): correct = %d: want 0..%d (config.samples)", i, pc.ID, pc.Correct, n)
 		}
+		if err := r.Meta.sameID(fmt.Sprintf("per_problem[%d].id", i), i, pc.ID); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
 // Validate reports what makes r unusable by the comparisons and plots: no
 // step, steps not numbered 0, 1, 2, ..., a rate outside [0, 1], per-problem
-// details that do not fit the report. Its messages name the JSON field
-// (ReadJSON adds the file).
+// details that do not fit the report (in number, or ids other than
+// meta.problem_ids). Its messages name the JSON field (ReadJSON adds the
+// file).
 func (r RSA) Validate() error {
 	if err := r.Meta.validate(); err != nil {
 		return err
@@ -88,13 +92,19 @@ func (r RSA) Validate() error {
 		if len(s.Problems) > 0 && len(s.Problems) != r.Meta.Problems {
 			return fmt.Errorf("steps[%d].problems has %d problems, meta.problems %d", i, len(s.Problems), r.Meta.Problems)
 		}
+		for j, p := range s.Problems {
+			if err := r.Meta.sameID(fmt.Sprintf("steps[%d].problems[%d].id", i, j), j, p.ID); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
 // Validate reports what makes r unusable by the comparisons and plots: no
 // point, a budget below 1 or not increasing, a rate outside [0, 1], a
-// negative or non-finite token count. Its messages name the JSON field
+// negative or non-finite token count, meta.problem_ids not numbering
+// meta.problems (as for every mode). Its messages name the JSON field
 // (ReadJSON adds the file).
 func (r Budget) Validate() error {
 	if err := r.Meta.validate(); err != nil {
@@ -125,6 +135,19 @@ func (r Budget) Validate() error {
 func (m Meta) validate() error {
 	if m.Problems < 0 {
 		return fmt.Errorf("meta.problems = %d: want >= 0", m.Problems)
+	}
+	if len(m.ProblemIDs) > 0 && len(m.ProblemIDs) != m.Problems {
+		return fmt.Errorf("meta.problem_ids has %d ids, meta.problems %d", len(m.ProblemIDs), m.Problems)
+	}
+	return nil
+}
+
+// sameID checks that id, the report's field naming problem i, is
+// meta.problem_ids[i] (when the report has them; validate has checked
+// their number).
+func (m Meta) sameID(field string, i int, id string) error {
+	if len(m.ProblemIDs) > 0 && id != m.ProblemIDs[i] {
+		return fmt.Errorf("%s = %q, meta.problem_ids[%d] = %q: want the same problem", field, id, i, m.ProblemIDs[i])
 	}
 	return nil
 }

@@ -65,6 +65,10 @@ func TestValidate(t *testing.T) {
 		{"pass@k negative problems", passk(func(r *PassAtK) { r.Meta.Problems = -2 }), "meta.problems = -2"},
 		{"pass@k per-problem count mismatch", passk(func(r *PassAtK) { r.Meta.Problems = 3 }), "per_problem has 2 problems, meta.problems 3"},
 		{"pass@k per-problem correct above samples", passk(func(r *PassAtK) { r.PerProblem[1].Correct = 9 }), `per_problem[1] ("b"): correct = 9: want 0..8`},
+		{"pass@k with problem ids", passk(func(r *PassAtK) { r.Meta.ProblemIDs = []string{"a", "b"} }), ""},
+		{"pass@k problem ids of fewer problems", passk(func(r *PassAtK) { r.Meta.ProblemIDs = []string{"a"} }), "meta.problem_ids has 1 ids, meta.problems 2"},
+		{"pass@k per-problem id not the problem id", passk(func(r *PassAtK) { r.Meta.ProblemIDs = []string{"a", "c"} }),
+			`per_problem[1].id = "b", meta.problem_ids[1] = "c": want the same problem`},
 
 		{"rsa valid", rsa(func(*RSA) {}), ""},
 		{"rsa no steps", rsa(func(r *RSA) { r.Steps = nil }), `"steps" is empty: an RSA report needs at least step 0`},
@@ -74,6 +78,10 @@ func TestValidate(t *testing.T) {
 		{"rsa majority above 1", rsa(func(r *RSA) { r.Steps[0].Majority = 2 }), "steps[0].majority = 2"},
 		{"rsa negative cumulative tokens", rsa(func(r *RSA) { r.Steps[2].Cumulative.Prompt = -5 }), "steps[2].cumulative = {prompt -5"},
 		{"rsa details of fewer problems", rsa(func(r *RSA) { r.Meta.Problems = 30 }), "steps[0].problems has 1 problems, meta.problems 30"},
+		{"rsa with problem ids", rsa(func(r *RSA) { r.Meta.ProblemIDs = []string{"a"} }), ""},
+		{"rsa problem ids of more problems", rsa(func(r *RSA) { r.Meta.ProblemIDs = []string{"a", "b"} }), "meta.problem_ids has 2 ids, meta.problems 1"},
+		{"rsa details' id not the problem id", rsa(func(r *RSA) { r.Meta.ProblemIDs = []string{"x"} }),
+			`steps[0].problems[0].id = "a", meta.problem_ids[0] = "x": want the same problem`},
 
 		{"budget valid", budget(func(*Budget) {}), ""},
 		{"budget no points", budget(func(r *Budget) { r.Points = []rollout.BudgetPoint{} }), `"points" is empty: a sequential report needs at least one budget`},
@@ -83,6 +91,8 @@ func TestValidate(t *testing.T) {
 		{"budget mean tokens NaN", budget(func(r *Budget) { r.Points[1].MeanTokens = math.NaN() }), "points[1].mean_tokens = NaN"},
 		{"budget accuracy above 1", budget(func(r *Budget) { r.Points[4].Accuracy = 1.25 }), "points[4].accuracy = 1.25"},
 		{"budget truncated negative", budget(func(r *Budget) { r.Points[0].Truncated = -1 }), "points[0].truncated = -1"},
+		{"budget with problem ids", budget(func(r *Budget) { r.Meta.Problems, r.Meta.ProblemIDs = 2, []string{"a", "b"} }), ""},
+		{"budget problem ids of fewer problems", budget(func(r *Budget) { r.Meta.ProblemIDs = []string{"a", "b"} }), "meta.problem_ids has 2 ids, meta.problems 30"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
