@@ -272,7 +272,7 @@ func (f *engineFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.model, "served-model", "", "openai engine: the model name the server serves")
 	fs.StringVar(&f.keyEnv, "api-key-env", "", "openai engine: environment variable holding the API key (sent as a bearer token)")
 	fs.IntVar(&f.concurrency, "engine-concurrency", rollout.DefaultEngineConcurrency, "openai engine: requests in flight")
-	fs.DurationVar(&f.timeout, "engine-timeout", rollout.DefaultEngineTimeout, "openai engine: the longest one request may take")
+	fs.DurationVar(&f.timeout, "engine-timeout", rollout.DefaultEngineTimeout, fmt.Sprintf("openai engine: the longest one request may take, its retries included (a 429, 5xx or connection error is retried up to %d times with backoff, each retry announced on stderr)", rollout.DefaultEngineRetries))
 }
 
 func (f *engineFlags) validate() error {

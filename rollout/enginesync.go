@@ -73,13 +73,13 @@ func (s *VLLMLoRASync) Sync(ctx context.Context, step int) error {
 	}
 	e := s.Engine
 	load := map[string]string{"lora_name": name, "lora_path": dir}
-	if err := e.withRetries(ctx, func() error { return e.post(ctx, http.MethodPost, "/load_lora_adapter", load, nil) }); err != nil {
+	if err := e.post(ctx, http.MethodPost, "/load_lora_adapter", load, nil); err != nil {
 		return fmt.Errorf("rollout: weight sync: load adapter %s: %w", name, err)
 	}
 	e.SetModel(name)
 	if prev := s.prev; prev != "" {
 		unload := map[string]string{"lora_name": prev}
-		if err := e.withRetries(ctx, func() error { return e.post(ctx, http.MethodPost, "/unload_lora_adapter", unload, nil) }); err != nil {
+		if err := e.post(ctx, http.MethodPost, "/unload_lora_adapter", unload, nil); err != nil {
 			return fmt.Errorf("rollout: weight sync: unload adapter %s: %w", prev, err)
 		}
 	}
@@ -119,7 +119,7 @@ func (s *SGLangDiskSync) Sync(ctx context.Context, step int) error {
 		Message string `json:"message"`
 	}
 	body := map[string]string{"model_path": dir}
-	if err := e.withRetries(ctx, func() error { return e.call(ctx, http.MethodPost, url, body, &resp) }); err != nil {
+	if err := e.request(ctx, http.MethodPost, url, body, &resp); err != nil {
 		return fmt.Errorf("rollout: weight sync: %w", err)
 	}
 	if !resp.Success {

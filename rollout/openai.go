@@ -33,17 +33,22 @@ type OpenAIConfig struct {
 	// Concurrency bounds the requests in flight; default 16.
 	Concurrency int
 	// Retries is how many times a request is retried after a 429, a 5xx
-	// or a transport error, waiting Backoff, then twice as long each time;
-	// defaults 4 and 500 ms.
+	// or a connection error (nothing else: another answer would be the
+	// same), waiting Backoff, then twice as long each time; defaults 4
+	// and 500 ms. Each retry is announced on Warn with its reason.
 	Retries int
 	Backoff time.Duration
-	// Timeout bounds one attempt of one request; default 10 minutes.
+	// Timeout bounds one request from its first attempt to its answer,
+	// retries and the waits between them included; default 10 minutes.
 	Timeout time.Duration
 	// Tokenize turns a completion's text into ids when the server sends
 	// none; nil makes such a server an error.
 	Tokenize func(text string) ([]int32, error)
-	// Warn receives the fallback warning; nil discards it.
-	Warn io.Writer
+	// Warn receives the fallback warning, a line per retry, and a line
+	// when the model check (the first request) has had no answer for
+	// WaitNotice (default 10 s); nil discards them.
+	Warn       io.Writer
+	WaitNotice time.Duration
 	// Client is the HTTP client; nil uses a new one.
 	Client *http.Client
 }
@@ -54,12 +59,14 @@ const (
 	DefaultEngineRetries     = 4
 	DefaultEngineBackoff     = 500 * time.Millisecond
 	DefaultEngineTimeout     = 10 * time.Minute
+	DefaultEngineWaitNotice  = 10 * time.Second
 )
 
 // OpenAI is the serving-engine Generator (see OpenAIConfig).
 type OpenAI struct {
 	cfg      OpenAIConfig
 	warnOnce sync.Once
+	warnMu   sync.Mutex // serializes the lines written to cfg.Warn
 	mu       sync.Mutex
 	model    string // the name requests go to (a synced adapter's, once set)
 }
@@ -89,6 +96,9 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultEngineTimeout
+	}
+	if cfg.WaitNotice <= 0 {
+		cfg.WaitNotice = DefaultEngineWaitNotice
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
@@ -165,31 +175,124 @@ func (e *statusError) Error() string {
 	return fmt.Sprintf("rollout: engine: %s: HTTP %d: %s", e.url, e.status, e.message)
 }
 
+// connError is a request that got no complete answer: the server could
+// not be reached, or the connection broke.
+type connError struct{ err error }
+
+func (e *connError) Error() string { return e.err.Error() }
+func (e *connError) Unwrap() error { return e.err }
+
+// retryable reports whether another attempt may succeed where err
+// failed: a 429, a 5xx or a connection error. Anything else (a 4xx, an
+// answer that is not the expected JSON) would fail again.
 func retryable(err error) bool {
 	var se *statusError
 	if errors.As(err, &se) {
 		return se.status == http.StatusTooManyRequests || se.status >= 500
 	}
-	return !errors.Is(err, context.Canceled)
+	var ce *connError
+	return errors.As(err, &ce) && !errors.Is(err, context.Canceled)
 }
+
+// errTimeout is the cause of a request's context when its Timeout runs
+// out (as against the caller's context ending).
+var errTimeout = errors.New("rollout: engine: request timeout")
 
 // post sends body to path (under BaseURL) and decodes the answer into
-// out (nil: the answer is not read), once.
+// out (nil: the answer is not read), with retries (see request).
 func (o *OpenAI) post(ctx context.Context, method, path string, body, out any) error {
-	return o.call(ctx, method, o.cfg.BaseURL+path, body, out)
+	return o.request(ctx, method, o.cfg.BaseURL+path, body, out)
 }
 
-// call is post to an absolute URL.
-func (o *OpenAI) call(ctx context.Context, method, url string, body, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, o.cfg.Timeout)
+// request sends body to url and decodes the answer into out, retrying
+// what retryable allows up to Retries times with backoff, each retry
+// announced on Warn; Timeout bounds the whole, retries and waits
+// included.
+func (o *OpenAI) request(ctx context.Context, method, url string, body, out any) error {
+	deadline := time.Now().Add(o.cfg.Timeout)
+	ctx, cancel := context.WithDeadlineCause(ctx, deadline, errTimeout)
 	defer cancel()
+	var b []byte
+	if body != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			return fmt.Errorf("rollout: engine: %s: encode the request: %w", url, err)
+		}
+	}
+	wait := o.cfg.Backoff
+	var last error // the previous attempt's error
+	for attempt := 1; ; attempt++ {
+		err := o.call(ctx, method, url, b, out)
+		if err == nil {
+			return nil
+		}
+		if context.Cause(ctx) == errTimeout {
+			return o.timeoutError(url, attempt, last)
+		}
+		if ctx.Err() != nil || !retryable(err) || attempt > o.cfg.Retries {
+			return attempts(err, attempt)
+		}
+		if time.Until(deadline) <= wait {
+			return fmt.Errorf("%w (%s; another would start after the %v timeout, --engine-timeout)", err, plural(attempt, "attempt"), o.cfg.Timeout)
+		}
+		o.warnf("spiral: warning: %v; retry %d of %d in %v\n", err, attempt, o.cfg.Retries, wait)
+		last = err
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if context.Cause(ctx) == errTimeout {
+				return o.timeoutError(url, attempt, last)
+			}
+			return fmt.Errorf("rollout: engine: %s: %w", url, ctx.Err())
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}
+
+// attempts notes how many attempts err ended.
+func attempts(err error, n int) error {
+	if n == 1 {
+		return err
+	}
+	return fmt.Errorf("%w (after %d attempts)", err, n)
+}
+
+// plural is "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// timeoutError is a request whose Timeout ran out in its n-th attempt
+// (or the wait before it), the previous attempt having failed with last.
+func (o *OpenAI) timeoutError(url string, n int, last error) error {
+	err := fmt.Errorf("rollout: engine: %s: no answer within %v (--engine-timeout)", url, o.cfg.Timeout)
+	if last != nil {
+		err = fmt.Errorf("%w, %d attempts; the last failure before it: %v", err, n, last)
+	}
+	return err
+}
+
+// warnf writes a line to Warn, one writer at a time.
+func (o *OpenAI) warnf(format string, args ...any) {
+	if o.cfg.Warn == nil {
+		return
+	}
+	o.warnMu.Lock()
+	defer o.warnMu.Unlock()
+	fmt.Fprintf(o.cfg.Warn, format, args...)
+}
+
+// call sends body (nil: none) to url once and decodes the answer into
+// out (nil: the answer is not read).
+func (o *OpenAI) call(ctx context.Context, method, url string, body []byte, out any) error {
 	var rd io.Reader
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
+		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
@@ -201,15 +304,12 @@ func (o *OpenAI) call(ctx context.Context, method, url string, body, out any) er
 	}
 	resp, err := o.cfg.Client.Do(req)
 	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("rollout: engine: %s: no answer within %v", url, o.cfg.Timeout)
-		}
-		return fmt.Errorf("rollout: engine: %s is not reachable: %w", url, err)
+		return &connError{fmt.Errorf("rollout: engine: %s is not reachable: %w", url, err)}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return fmt.Errorf("rollout: engine: %s: read the answer: %w", url, err)
+		return &connError{fmt.Errorf("rollout: engine: %s: read the answer: %w", url, err)}
 	}
 	if resp.StatusCode/100 != 2 {
 		msg := strings.TrimSpace(string(raw))
@@ -232,27 +332,6 @@ func (o *OpenAI) call(ctx context.Context, method, url string, body, out any) er
 	return nil
 }
 
-// withRetries runs call until it succeeds, fails for good, or has been
-// retried cfg.Retries times.
-func (o *OpenAI) withRetries(ctx context.Context, call func() error) error {
-	wait := o.cfg.Backoff
-	for attempt := 0; ; attempt++ {
-		err := call()
-		if err == nil || !retryable(err) || attempt == o.cfg.Retries {
-			if err != nil && attempt > 0 {
-				err = fmt.Errorf("%w (after %d attempts)", err, attempt+1)
-			}
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		wait *= 2
-	}
-}
-
 // CheckModel asks the server which models it serves (GET /models) and
 // fails, naming them, when Model is not one.
 func (o *OpenAI) CheckModel(ctx context.Context) error {
@@ -261,7 +340,18 @@ func (o *OpenAI) CheckModel(ctx context.Context) error {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := o.withRetries(ctx, func() error { return o.post(ctx, http.MethodGet, "/models", nil, &list) }); err != nil {
+	// The first request: a server that does not answer it is announced,
+	// instead of waiting silently up to Timeout.
+	noticed := make(chan struct{})
+	notice := time.AfterFunc(o.cfg.WaitNotice, func() {
+		defer close(noticed)
+		o.warnf("spiral: waiting for %s/models to answer (nothing after %v; giving up after %v, --engine-timeout)\n", o.cfg.BaseURL, o.cfg.WaitNotice, o.cfg.Timeout)
+	})
+	err := o.post(ctx, http.MethodGet, "/models", nil, &list)
+	if !notice.Stop() {
+		<-noticed
+	}
+	if err != nil {
 		return err
 	}
 	var ids []string
@@ -335,7 +425,7 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 	body := completionRequest{Model: o.Model(), Prompt: r.Prompt, MaxTokens: s.MaxNewTokens, Temperature: s.Temperature,
 		TopP: s.TopP, TopK: s.TopK, Seed: int64(r.Seed & (1<<31 - 1)), N: 1, StopTokenIDs: s.StopIDs, ReturnTokenIDs: true}
 	var resp completionResponse
-	if err := o.withRetries(ctx, func() error { return o.post(ctx, http.MethodPost, "/completions", body, &resp) }); err != nil {
+	if err := o.post(ctx, http.MethodPost, "/completions", body, &resp); err != nil {
 		return Completion{}, err
 	}
 	if len(resp.Choices) != 1 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -33,6 +34,8 @@ type fakeEngine struct {
 	models   []string
 	finish   string
 	tokensOf func(prompt []int32, seed int64) []int32
+	// answer, when set, is the body of every 200 answer to a completion.
+	answer string
 }
 
 func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -82,6 +85,10 @@ func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if body["model"] != "served" {
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = w.Write([]byte(`{"error":{"message":"The model does not exist."}}`))
+		return
+	}
+	if f.answer != "" {
+		_, _ = w.Write([]byte(f.answer))
 		return
 	}
 	var prompt []int32
@@ -207,34 +214,53 @@ func TestOpenAIFallsBackToLocalTokens(t *testing.T) {
 
 func TestOpenAIErrors(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		fail    func(n int) int
-		model   string
-		calls   int32
-		want    string
-		succeed bool
+		name     string
+		fail     func(n int) int
+		answer   string
+		model    string
+		calls    int32
+		want     string
+		warnings []string // the retry lines on Warn, in order
 	}{
-		{"retried 503 then served", func(n int) int { return map[int]int{0: 503, 1: 429}[n] }, "served", 3, "", true},
-		{"5xx every time", func(int) int { return 500 }, "served", 3, "HTTP 500: engine says no (after 3 attempts)", false},
-		{"bad request is not retried", func(int) int { return 400 }, "served", 1, "HTTP 400", false},
-		{"wrong model", nil, "other", 1, "The model does not exist", false},
+		{name: "retried 503 then served", fail: func(n int) int { return map[int]int{0: 503, 1: 429}[n] }, model: "served", calls: 3,
+			warnings: []string{"HTTP 503: engine says no; retry 1 of 2 in 1ms", "HTTP 429: engine says no; retry 2 of 2 in 2ms"}},
+		{name: "5xx every time", fail: func(int) int { return 500 }, model: "served", calls: 3, want: "HTTP 500: engine says no (after 3 attempts)",
+			warnings: []string{"HTTP 500: engine says no; retry 1 of 2 in 1ms", "HTTP 500: engine says no; retry 2 of 2 in 2ms"}},
+		{name: "bad request is not retried", fail: func(int) int { return 400 }, model: "served", calls: 1, want: "HTTP 400"},
+		{name: "wrong model", model: "other", calls: 1, want: "The model does not exist"},
+		// A 200 whose body is not the expected JSON would be the same
+		// again: not retried.
+		{name: "malformed answer is not retried", answer: `{"choices": [`, model: "served", calls: 1, want: "/v1/completions: the answer is not the expected JSON"},
+		{name: "answer of the wrong shape is not retried", answer: `{"choices": "none"}`, model: "served", calls: 1, want: "the answer is not the expected JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := newFake()
-			fake.fail = tc.fail
+			fake.fail, fake.answer = tc.fail, tc.answer
 			srv := httptest.NewServer(fake)
 			defer srv.Close()
 			cfg := engineConfig(srv.URL)
-			cfg.Model, cfg.Retries, cfg.Concurrency = tc.model, 2, 1
+			var warn bytes.Buffer
+			cfg.Model, cfg.Retries, cfg.Concurrency, cfg.Warn = tc.model, 2, 1, &warn
 			eng, err := rollout.NewOpenAI(cfg)
 			require.NoError(t, err)
 			_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
-			if tc.succeed {
+			if tc.want == "" {
 				require.NoError(t, err)
 			} else {
+				require.Error(t, err)
 				require.ErrorContains(t, err, tc.want)
 			}
 			require.Equal(t, tc.calls, fake.calls.Load())
+			lines := strings.Split(strings.TrimRight(warn.String(), "\n"), "\n")
+			if len(tc.warnings) == 0 {
+				require.Empty(t, warn.String(), "no retry, no warning")
+			} else {
+				require.Len(t, lines, len(tc.warnings), warn.String())
+			}
+			for i, w := range tc.warnings {
+				require.True(t, strings.HasPrefix(lines[i], "spiral: warning: rollout: engine: "+srv.URL+"/v1/completions: "), lines[i])
+				require.True(t, strings.HasSuffix(lines[i], w), "line %d: %q, want it to end in %q", i, lines[i], w)
+			}
 		})
 	}
 
@@ -243,26 +269,14 @@ func TestOpenAIErrors(t *testing.T) {
 		url := srv.URL
 		srv.Close()
 		cfg := engineConfig(url)
-		cfg.Retries = -1
+		var warn bytes.Buffer
+		cfg.Retries, cfg.Warn = 2, &warn
 		eng, err := rollout.NewOpenAI(cfg)
 		require.NoError(t, err)
 		_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
-		require.ErrorContains(t, err, "is not reachable")
-	})
-
-	t.Run("timeout", func(t *testing.T) {
-		fake := newFake()
-		fake.delay = 2 * time.Second
-		srv := httptest.NewServer(fake)
-		defer srv.Close()
-		cfg := engineConfig(srv.URL)
-		cfg.Timeout, cfg.Retries = 50*time.Millisecond, -1
-		eng, err := rollout.NewOpenAI(cfg)
-		require.NoError(t, err)
-		start := time.Now()
-		_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
-		require.ErrorContains(t, err, "no answer within 50ms")
-		require.Less(t, time.Since(start), time.Second)
+		require.ErrorContains(t, err, url+"/v1/completions is not reachable")
+		require.ErrorContains(t, err, "(after 3 attempts)", "connection errors are retried")
+		require.Equal(t, 2, strings.Count(warn.String(), "is not reachable"), warn.String())
 	})
 
 	t.Run("model check", func(t *testing.T) {
@@ -277,6 +291,33 @@ func TestOpenAIErrors(t *testing.T) {
 		require.NoError(t, eng.CheckModel(context.Background()))
 	})
 
+	// The model check is the first request: a server slow to answer it
+	// is announced instead of waited on silently.
+	t.Run("model check waits aloud", func(t *testing.T) {
+		for _, tc := range []struct {
+			name  string
+			delay time.Duration
+			want  string
+		}{
+			{"prompt answer", 0, ""},
+			{"slow answer", 300 * time.Millisecond, "spiral: waiting for URL/v1/models to answer (nothing after 50ms; giving up after 5s, --engine-timeout)\n"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				fake := newFake()
+				fake.delay = tc.delay
+				srv := httptest.NewServer(fake)
+				defer srv.Close()
+				cfg := engineConfig(srv.URL)
+				var warn bytes.Buffer
+				cfg.Warn, cfg.WaitNotice = &warn, 50*time.Millisecond
+				eng, err := rollout.NewOpenAI(cfg)
+				require.NoError(t, err)
+				require.NoError(t, eng.CheckModel(context.Background()))
+				require.Equal(t, strings.ReplaceAll(tc.want, "URL", srv.URL), warn.String())
+			})
+		}
+	})
+
 	t.Run("config", func(t *testing.T) {
 		_, err := rollout.NewOpenAI(rollout.OpenAIConfig{Model: "m"})
 		require.ErrorContains(t, err, "base URL")
@@ -284,4 +325,60 @@ func TestOpenAIErrors(t *testing.T) {
 		_, err = rollout.NewOpenAI(cfg)
 		require.ErrorContains(t, err, "want http://")
 	})
+}
+
+// TestOpenAITimeout checks that Timeout bounds a request from its first
+// attempt to its answer, retries and the waits between them included.
+func TestOpenAITimeout(t *testing.T) {
+	const timeout = 400 * time.Millisecond
+	// hang answers nothing until the client gives up (the server notices
+	// once the body is read) or the test is long over.
+	hang := func(r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		handler func(n int, w http.ResponseWriter, r *http.Request)
+		backoff time.Duration
+		calls   int32
+		want    string
+	}{
+		{"no answer", func(_ int, _ http.ResponseWriter, r *http.Request) { hang(r) }, time.Millisecond, 1,
+			"/v1/completions: no answer within 400ms (--engine-timeout)"},
+		{"a 503, then no answer", func(n int, w http.ResponseWriter, r *http.Request) {
+			if n == 0 {
+				http.Error(w, `{"message":"busy"}`, http.StatusServiceUnavailable)
+				return
+			}
+			hang(r)
+		}, time.Millisecond, 2, "/v1/completions: no answer within 400ms (--engine-timeout), 2 attempts; the last failure before it: rollout: engine: URL/v1/completions: HTTP 503: busy"},
+		// Backoff 150 ms: attempts at 0 and 150 ms; the next would start
+		// at 450 ms, past the timeout, so the request fails at once.
+		{"503s until the backoff passes the timeout", func(_ int, w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, `{"message":"busy"}`, http.StatusServiceUnavailable)
+		}, 150 * time.Millisecond, 2, "HTTP 503: busy (2 attempts; another would start after the 400ms timeout, --engine-timeout)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				tc.handler(int(calls.Add(1))-1, w, r)
+			}))
+			defer srv.Close()
+			cfg := engineConfig(srv.URL)
+			cfg.Timeout, cfg.Retries, cfg.Backoff = timeout, 10, tc.backoff
+			eng, err := rollout.NewOpenAI(cfg)
+			require.NoError(t, err)
+			start := time.Now()
+			_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
+			took := time.Since(start)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), strings.ReplaceAll(tc.want, "URL", srv.URL))
+			require.Less(t, took, timeout+300*time.Millisecond, "the timeout bounds the retries")
+			require.Equal(t, tc.calls, calls.Load())
+		})
+	}
 }

@@ -4,13 +4,16 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -260,4 +263,72 @@ func figures(t *testing.T, path string) map[string]any {
 	require.NoError(t, json.Unmarshal(b, &m))
 	delete(m, "meta")
 	return m
+}
+
+// TestEngineFailures runs eval against servers that fail in the ways a
+// serving engine can, and checks what the user is told and when: the
+// timeout bounds a request with its retries, retries are announced, and
+// answers that cannot be right are refused at once.
+func TestEngineFailures(t *testing.T) {
+	requireRuntime(t)
+	hang := func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Minute):
+		}
+	}
+	ids := func(ids string) func(int, http.ResponseWriter, *http.Request) {
+		return func(_ int, w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte(`{"choices":[{"text":"","token_ids":` + ids + `,"finish_reason":"stop"}]}`))
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		answer  func(n int, w http.ResponseWriter, r *http.Request) // the n-th completion
+		args    []string
+		code    int
+		want    []string
+		calls   int32 // completions asked
+		longest time.Duration
+	}{
+		{name: "hung engine", answer: func(_ int, w http.ResponseWriter, r *http.Request) { hang(w, r) }, args: []string{"--engine-timeout", "1s"},
+			code: 1, want: []string{"/v1/completions: no answer within 1s (--engine-timeout)"}, calls: 1, longest: 10 * time.Second},
+		{name: "a 503, then served", answer: func(n int, w http.ResponseWriter, r *http.Request) {
+			if n == 0 {
+				http.Error(w, `{"message":"busy"}`, http.StatusServiceUnavailable)
+				return
+			}
+			ids("[3, 4]")(n, w, r)
+		}, code: 0, want: []string{"spiral: warning: rollout: engine: URL/v1/completions: HTTP 503: busy; retry 1 of 4 in 500ms\n"}, calls: 2, longest: 10 * time.Second},
+		{name: "malformed answer", answer: func(_ int, w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"choices": [`)) },
+			code: 1, want: []string{"request 0: rollout: engine: URL/v1/completions: the answer is not the expected JSON"}, calls: 1, longest: 10 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/v1/models" {
+					_, _ = w.Write([]byte(`{"data":[{"id":"m"}]}`))
+					return
+				}
+				if r.URL.Path != "/v1/completions" {
+					http.Error(w, `{"message":"not here"}`, http.StatusNotFound)
+					return
+				}
+				tc.answer(int(calls.Add(1))-1, w, r)
+			}))
+			defer hs.Close()
+			args := []string{"eval", "--limit", "1", "--samples", "1", "--out", filepath.Join(t.TempDir(), "eval")}
+			args = append(append(args, "--quiet", "--threads", "1", "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "m"), tc.args...)
+			start := time.Now()
+			r := spiral(t, nil, args...)
+			took := time.Since(start)
+			require.Equal(t, tc.code, r.code, r.stderr)
+			for _, w := range tc.want {
+				require.Contains(t, r.stderr, strings.ReplaceAll(w, "URL", hs.URL))
+			}
+			require.Less(t, took, tc.longest)
+			require.Equal(t, tc.calls, calls.Load(), "completions asked")
+		})
+	}
 }
