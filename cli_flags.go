@@ -286,12 +286,17 @@ func (f *engineFlags) validate() error {
 		var errs []error
 		if f.baseURL == "" {
 			errs = append(errs, errors.New("--engine openai needs --base-url"))
+		} else if err := rollout.CheckBaseURL(f.baseURL); err != nil {
+			errs = append(errs, fmt.Errorf("--base-url %w", err))
 		}
 		if f.model == "" {
 			errs = append(errs, errors.New("--engine openai needs --served-model"))
 		}
 		if f.keyEnv != "" && os.Getenv(f.keyEnv) == "" {
 			errs = append(errs, fmt.Errorf("--api-key-env %s: the variable is not set", f.keyEnv))
+		}
+		if f.timeout <= 0 {
+			errs = append(errs, fmt.Errorf("--engine-timeout %v: want > 0", f.timeout))
 		}
 		return errors.Join(append(errs, positive("--engine-concurrency", f.concurrency))...)
 	}

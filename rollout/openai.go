@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -39,7 +40,8 @@ type OpenAIConfig struct {
 	Retries int
 	Backoff time.Duration
 	// Timeout bounds one request from its first attempt to its answer,
-	// retries and the waits between them included; default 10 minutes.
+	// retries and the waits between them included; default 10 minutes
+	// (0), negative is an error.
 	Timeout time.Duration
 	// Tokenize turns a completion's text into ids when the server sends
 	// none; nil makes such a server an error.
@@ -71,16 +73,45 @@ type OpenAI struct {
 	model    string // the name requests go to (a synced adapter's, once set)
 }
 
+// CheckBaseURL checks an engine's API root: an http or https URL with a
+// host, no query and no fragment (paths are appended to it).
+func CheckBaseURL(s string) error {
+	if !strings.Contains(s, "://") {
+		return fmt.Errorf("%q: want an http:// or https:// URL, e.g. http://127.0.0.1:8000/v1", s)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%q does not parse as a URL: %w", s, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%q: want an http:// or https:// URL, e.g. http://127.0.0.1:8000/v1", s)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%q names no host", s)
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return fmt.Errorf("%q: want the API root, without a query or fragment", s)
+	}
+	return nil
+}
+
 // NewOpenAI checks cfg and fills its defaults.
 func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.BaseURL == "" || cfg.Model == "" {
 		return nil, errors.New("rollout: engine: the base URL and the served model name are required")
 	}
-	if !strings.HasPrefix(cfg.BaseURL, "http://") && !strings.HasPrefix(cfg.BaseURL, "https://") {
-		return nil, fmt.Errorf("rollout: engine: base URL %q: want http:// or https://", cfg.BaseURL)
+	if err := CheckBaseURL(cfg.BaseURL); err != nil {
+		return nil, fmt.Errorf("rollout: engine: base URL %w", err)
 	}
 	if cfg.Sampling.MaxNewTokens <= 0 {
 		return nil, fmt.Errorf("rollout: engine: max new tokens %d: want > 0", cfg.Sampling.MaxNewTokens)
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("rollout: engine: timeout %v: want > 0 (0 = the default, %v)", cfg.Timeout, DefaultEngineTimeout)
 	}
 	cfg.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
 	if cfg.Concurrency <= 0 {
@@ -94,7 +125,7 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = DefaultEngineBackoff
 	}
-	if cfg.Timeout <= 0 {
+	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultEngineTimeout
 	}
 	if cfg.WaitNotice <= 0 {

@@ -317,14 +317,6 @@ func TestOpenAIErrors(t *testing.T) {
 			})
 		}
 	})
-
-	t.Run("config", func(t *testing.T) {
-		_, err := rollout.NewOpenAI(rollout.OpenAIConfig{Model: "m"})
-		require.ErrorContains(t, err, "base URL")
-		cfg := engineConfig("ftp://x")
-		_, err = rollout.NewOpenAI(cfg)
-		require.ErrorContains(t, err, "want http://")
-	})
 }
 
 // TestOpenAITimeout checks that Timeout bounds a request from its first
@@ -379,6 +371,39 @@ func TestOpenAITimeout(t *testing.T) {
 			require.Contains(t, err.Error(), strings.ReplaceAll(tc.want, "URL", srv.URL))
 			require.Less(t, took, timeout+300*time.Millisecond, "the timeout bounds the retries")
 			require.Equal(t, tc.calls, calls.Load())
+		})
+	}
+}
+
+func TestOpenAIConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(c *rollout.OpenAIConfig)
+		want string // "" = accepted
+	}{
+		{"valid", func(*rollout.OpenAIConfig) {}, ""},
+		{"https and a port", func(c *rollout.OpenAIConfig) { c.BaseURL = "https://gpu:8000/v1/" }, ""},
+		{"no base URL", func(c *rollout.OpenAIConfig) { c.BaseURL = "" }, "the base URL and the served model name are required"},
+		{"ftp", func(c *rollout.OpenAIConfig) { c.BaseURL = "ftp://x/v1" }, `base URL "ftp://x/v1": want an http:// or https:// URL`},
+		{"no scheme", func(c *rollout.OpenAIConfig) { c.BaseURL = "127.0.0.1:8000/v1" }, `base URL "127.0.0.1:8000/v1": want an http:// or https:// URL, e.g. http://127.0.0.1:8000/v1`},
+		{"host without scheme", func(c *rollout.OpenAIConfig) { c.BaseURL = "gpu/v1" }, `base URL "gpu/v1": want an http:// or https:// URL`},
+		{"no host", func(c *rollout.OpenAIConfig) { c.BaseURL = "http://" }, `base URL "http://" names no host`},
+		{"no host, a path", func(c *rollout.OpenAIConfig) { c.BaseURL = "http:///v1" }, `base URL "http:///v1" names no host`},
+		{"bad scheme", func(c *rollout.OpenAIConfig) { c.BaseURL = "1http://x/v1" }, `base URL "1http://x/v1" does not parse as a URL: first path segment in URL cannot contain colon`},
+		{"space in the host", func(c *rollout.OpenAIConfig) { c.BaseURL = "http://exa mple/v1" }, `base URL "http://exa mple/v1" does not parse as a URL: invalid character " " in host name`},
+		{"query", func(c *rollout.OpenAIConfig) { c.BaseURL = "http://x/v1?key=k" }, "without a query or fragment"},
+		{"negative timeout", func(c *rollout.OpenAIConfig) { c.Timeout = -time.Second }, "timeout -1s: want > 0"},
+		{"no max tokens", func(c *rollout.OpenAIConfig) { c.Sampling.MaxNewTokens = 0 }, "max new tokens 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := engineConfig("http://127.0.0.1:1")
+			tc.edit(&cfg)
+			_, err := rollout.NewOpenAI(cfg)
+			if tc.want == "" {
+				require.NoError(t, err)
+			} else {
+				require.ErrorContains(t, err, tc.want)
+			}
 		})
 	}
 }

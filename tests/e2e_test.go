@@ -142,6 +142,13 @@ func TestUsageErrors(t *testing.T) {
 		{"LoRA targets without a rank", []string{"artifacts", "--lora-targets", "bogus"}, `lora target "bogus_proj": want one of`},
 		{"LoRA alpha without a rank", []string{"train", "--lora-alpha", "-5"}, "lora alpha -5: want > 0"},
 		{"detached bool value", []string{"version", "--deterministic", "true"}, "(--deterministic=true)"},
+		{"engine URL of another scheme", []string{"eval", "--engine", "openai", "--served-model", "m", "--base-url", "ftp://x/v1"}, `--base-url "ftp://x/v1": want an http:// or https:// URL, e.g. http://127.0.0.1:8000/v1`},
+		{"engine URL without a scheme", []string{"eval", "--engine", "openai", "--served-model", "m", "--base-url", "127.0.0.1:8000/v1"}, `--base-url "127.0.0.1:8000/v1": want an http:// or https:// URL`},
+		{"engine URL without a host", []string{"eval", "--engine", "openai", "--served-model", "m", "--base-url", "http://"}, `--base-url "http://" names no host`},
+		{"engine URL that does not parse", []string{"eval", "--engine", "openai", "--served-model", "m", "--base-url", "http://exa mple/v1"}, `--base-url "http://exa mple/v1" does not parse as a URL`},
+		{"engine timeout 0", []string{"eval", "--engine", "openai", "--served-model", "m", "--base-url", "http://x/v1", "--engine-timeout", "0"}, "--engine-timeout 0s: want > 0"},
+		{"negative engine timeout", []string{"train", "--engine", "openai", "--served-model", "m", "--base-url", "http://x/v1", "--engine-timeout", "-1s",
+			"--engine-sync", "sglang", "--sync-dir", "sync"}, "--engine-timeout -1s: want > 0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
