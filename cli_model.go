@@ -166,13 +166,25 @@ func (s *modelSession) samplerConfig(f samplingFlags, pol *model.Policy, onEmbed
 // generator returns where generation runs: the local sampler on pol, or
 // the serving engine of f (checked to serve its model), which gets
 // prompts as token ids and tokenizes with the session's tokenizer only
-// when it sends no ids back.
+// when it sends no ids back. The engine's token ids must lie in the
+// model's vocabulary: pol's embedding rows (the learner's), or without
+// pol the larger of the tokenizer's ids and config.json's vocab_size.
 func (s *modelSession) generator(ctx context.Context, f engineFlags, pol *model.Policy, c rollout.SamplerConfig, warn io.Writer) (rollout.Generator, error) {
 	if f.engine == "local" {
 		return rollout.NewSampler(pol.LM, c)
 	}
+	vocab := s.tok.VocabSize()
+	if pol != nil {
+		vocab = pol.LM.Signature().Vocab
+	} else {
+		hf, _, err := model.ReadHFConfig(s.onnx)
+		if err != nil {
+			return nil, err
+		}
+		vocab = max(vocab, hf.VocabSize)
+	}
 	eng, err := rollout.NewOpenAI(rollout.OpenAIConfig{BaseURL: f.baseURL, Model: f.model, APIKey: os.Getenv(f.keyEnv), Sampling: c,
-		Concurrency: f.concurrency, Timeout: f.timeout, Warn: warn,
+		Concurrency: f.concurrency, Timeout: f.timeout, Vocab: vocab, Warn: warn,
 		Tokenize: func(text string) ([]int32, error) { return s.tok.Encode(text), nil }})
 	if err != nil {
 		return nil, err

@@ -43,6 +43,9 @@ type OpenAIConfig struct {
 	// retries and the waits between them included; default 10 minutes
 	// (0), negative is an error.
 	Timeout time.Duration
+	// Vocab, when > 0, is the size of the model's vocabulary: a
+	// completion holding a token id outside [0, Vocab) is an error.
+	Vocab int
 	// Tokenize turns a completion's text into ids when the server sends
 	// none; nil makes such a server an error.
 	Tokenize func(text string) ([]int32, error)
@@ -112,6 +115,9 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	}
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("rollout: engine: timeout %v: want > 0 (0 = the default, %v)", cfg.Timeout, DefaultEngineTimeout)
+	}
+	if cfg.Vocab < 0 {
+		return nil, fmt.Errorf("rollout: engine: vocabulary size %d: want >= 0 (0 = unchecked)", cfg.Vocab)
 	}
 	cfg.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
 	if cfg.Concurrency <= 0 {
@@ -499,6 +505,14 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 				break
 			}
 			c.EngineLogProbs[i] = float32(*v)
+		}
+	}
+	if v := o.cfg.Vocab; v > 0 {
+		for i, id := range c.Tokens {
+			if id < 0 || int(id) >= v {
+				return Completion{}, fmt.Errorf("rollout: engine: %s/completions answered token id %d (completion token %d of %d), outside the model's vocabulary of %d ids [0, %d)",
+					o.cfg.BaseURL, id, i, len(c.Tokens), v, v)
+			}
 		}
 	}
 	if len(c.Tokens) > s.MaxNewTokens {

@@ -217,6 +217,7 @@ func TestOpenAIErrors(t *testing.T) {
 		name     string
 		fail     func(n int) int
 		answer   string
+		tokensOf func(prompt []int32, seed int64) []int32
 		model    string
 		calls    int32
 		want     string
@@ -232,15 +233,25 @@ func TestOpenAIErrors(t *testing.T) {
 		// again: not retried.
 		{name: "malformed answer is not retried", answer: `{"choices": [`, model: "served", calls: 1, want: "/v1/completions: the answer is not the expected JSON"},
 		{name: "answer of the wrong shape is not retried", answer: `{"choices": "none"}`, model: "served", calls: 1, want: "the answer is not the expected JSON"},
+		// Token ids outside the model's vocabulary (49 here) are refused
+		// when they arrive, naming the engine and the id.
+		{name: "token id beyond the vocabulary", tokensOf: func([]int32, int64) []int32 { return []int32{99999999} }, model: "served", calls: 1,
+			want: "request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions answered token id 99999999 (completion token 0 of 1), outside the model's vocabulary of 49 ids [0, 49)"},
+		{name: "negative token id", tokensOf: func([]int32, int64) []int32 { return []int32{-5, 3} }, model: "served", calls: 1,
+			want: "answered token id -5 (completion token 0 of 2), outside the model's vocabulary of 49 ids"},
+		{name: "last id of the vocabulary", tokensOf: func([]int32, int64) []int32 { return []int32{0, 48} }, model: "served", calls: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := newFake()
 			fake.fail, fake.answer = tc.fail, tc.answer
+			if tc.tokensOf != nil {
+				fake.tokensOf = tc.tokensOf
+			}
 			srv := httptest.NewServer(fake)
 			defer srv.Close()
 			cfg := engineConfig(srv.URL)
 			var warn bytes.Buffer
-			cfg.Model, cfg.Retries, cfg.Concurrency, cfg.Warn = tc.model, 2, 1, &warn
+			cfg.Model, cfg.Retries, cfg.Concurrency, cfg.Vocab, cfg.Warn = tc.model, 2, 1, 49, &warn
 			eng, err := rollout.NewOpenAI(cfg)
 			require.NoError(t, err)
 			_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
@@ -248,7 +259,7 @@ func TestOpenAIErrors(t *testing.T) {
 				require.NoError(t, err)
 			} else {
 				require.Error(t, err)
-				require.ErrorContains(t, err, tc.want)
+				require.Contains(t, strings.ReplaceAll(err.Error(), strings.TrimPrefix(srv.URL, "http://"), "127.0.0.1:PORT"), tc.want)
 			}
 			require.Equal(t, tc.calls, fake.calls.Load())
 			lines := strings.Split(strings.TrimRight(warn.String(), "\n"), "\n")
@@ -393,6 +404,7 @@ func TestOpenAIConfig(t *testing.T) {
 		{"space in the host", func(c *rollout.OpenAIConfig) { c.BaseURL = "http://exa mple/v1" }, `base URL "http://exa mple/v1" does not parse as a URL: invalid character " " in host name`},
 		{"query", func(c *rollout.OpenAIConfig) { c.BaseURL = "http://x/v1?key=k" }, "without a query or fragment"},
 		{"negative timeout", func(c *rollout.OpenAIConfig) { c.Timeout = -time.Second }, "timeout -1s: want > 0"},
+		{"negative vocabulary", func(c *rollout.OpenAIConfig) { c.Vocab = -1 }, "vocabulary size -1"},
 		{"no max tokens", func(c *rollout.OpenAIConfig) { c.Sampling.MaxNewTokens = 0 }, "max new tokens 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

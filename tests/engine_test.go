@@ -265,10 +265,10 @@ func figures(t *testing.T, path string) map[string]any {
 	return m
 }
 
-// TestEngineFailures runs eval against servers that fail in the ways a
-// serving engine can, and checks what the user is told and when: the
-// timeout bounds a request with its retries, retries are announced, and
-// answers that cannot be right are refused at once.
+// TestEngineFailures runs eval and train against servers that fail in
+// the ways a serving engine can, and checks what the user is told and
+// when: the timeout bounds a request with its retries, retries are
+// announced, and answers that cannot be right are refused at once.
 func TestEngineFailures(t *testing.T) {
 	requireRuntime(t)
 	hang := func(w http.ResponseWriter, r *http.Request) {
@@ -285,6 +285,7 @@ func TestEngineFailures(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
+		train   bool
 		answer  func(n int, w http.ResponseWriter, r *http.Request) // the n-th completion
 		args    []string
 		code    int
@@ -303,12 +304,23 @@ func TestEngineFailures(t *testing.T) {
 		}, code: 0, want: []string{"spiral: warning: rollout: engine: URL/v1/completions: HTTP 503: busy; retry 1 of 4 in 500ms\n"}, calls: 2, longest: 10 * time.Second},
 		{name: "malformed answer", answer: func(_ int, w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"choices": [`)) },
 			code: 1, want: []string{"request 0: rollout: engine: URL/v1/completions: the answer is not the expected JSON"}, calls: 1, longest: 10 * time.Second},
+		{name: "token id beyond the vocabulary", answer: ids("[99999999]"), code: 1,
+			want: []string{"request 0: rollout: engine: URL/v1/completions answered token id 99999999 (completion token 0 of 1), outside the model's vocabulary of 49 ids [0, 49)"}, calls: 1, longest: 10 * time.Second},
+		{name: "negative token id", answer: ids("[-5, 3]"), code: 1,
+			want: []string{"answered token id -5 (completion token 0 of 2), outside the model's vocabulary of 49 ids"}, calls: 1, longest: 10 * time.Second},
+		// Training refuses them before the learner sees them.
+		{name: "token id beyond the vocabulary in training", train: true, answer: ids("[99999]"), code: 1,
+			want: []string{"answered token id 99999 (completion token 0 of 1), outside the model's vocabulary of 49 ids [0, 49)"}, longest: time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls atomic.Int32
 			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == "/v1/models" {
+				switch r.URL.Path {
+				case "/v1/models":
 					_, _ = w.Write([]byte(`{"data":[{"id":"m"}]}`))
+					return
+				case "/update_weights_from_disk": // SGLang's sync, before training's rollouts
+					_, _ = w.Write([]byte(`{"success":true,"message":"loaded"}`))
 					return
 				}
 				if r.URL.Path != "/v1/completions" {
@@ -319,6 +331,10 @@ func TestEngineFailures(t *testing.T) {
 			}))
 			defer hs.Close()
 			args := []string{"eval", "--limit", "1", "--samples", "1", "--out", filepath.Join(t.TempDir(), "eval")}
+			if tc.train {
+				args = []string{"train", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "2", "--n", "1", "--n2", "2",
+					"--out", filepath.Join(t.TempDir(), "run"), "--engine-sync", "sglang", "--sync-dir", filepath.Join(t.TempDir(), "sync")}
+			}
 			args = append(append(args, "--quiet", "--threads", "1", "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "m"), tc.args...)
 			start := time.Now()
 			r := spiral(t, nil, args...)
@@ -327,8 +343,11 @@ func TestEngineFailures(t *testing.T) {
 			for _, w := range tc.want {
 				require.Contains(t, r.stderr, strings.ReplaceAll(w, "URL", hs.URL))
 			}
+			require.NotContains(t, r.stderr, "outside the vocabulary [0,", "the learner never sees the ids")
 			require.Less(t, took, tc.longest)
-			require.Equal(t, tc.calls, calls.Load(), "completions asked")
+			if tc.calls > 0 {
+				require.Equal(t, tc.calls, calls.Load(), "completions asked")
+			}
 		})
 	}
 }
