@@ -482,6 +482,7 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	f.rf.register(fs)
 	f.engine.register(fs)
 	f.mf.register(fs)
+	fs.Lookup("model").Usage += "; with --engine openai, which runs no model here, a directory holding its tokenizer.json and config.json is enough"
 	f.df.register(fs)
 	f.sf.register(fs)
 	f.reward.register(fs)

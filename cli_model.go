@@ -24,9 +24,15 @@ import (
 
 // resolvedModel is where a model's files are.
 type resolvedModel struct {
-	onnx, tokenizer string
-	embedded        bool
-	tokenizerGiven  bool // tokenizer is --tokenizer's, not the one beside the model
+	// onnx is the ONNX model; "" when a command that runs no model here
+	// was given a directory without one (resolveForEngine).
+	onnx string
+	// dir holds the model's config.json (and its tokenizer.json, unless
+	// --tokenizer names another).
+	dir            string
+	tokenizer      string
+	embedded       bool
+	tokenizerGiven bool // tokenizer is --tokenizer's, not the one beside the model
 }
 
 // name is how runs and reports name the model.
@@ -34,7 +40,22 @@ func (r resolvedModel) name() string {
 	if r.embedded {
 		return "embedded"
 	}
+	return r.path()
+}
+
+// path is the model's file, or its directory when it has none here.
+func (r resolvedModel) path() string {
+	if r.onnx == "" {
+		return r.dir
+	}
 	return r.onnx
+}
+
+// hfConfig reads the model's config.json (zero values when there is none).
+func (r resolvedModel) hfConfig() (model.HFConfig, error) {
+	// ReadHFConfig reads the config.json beside the file it is given.
+	hf, _, err := model.ReadHFConfig(filepath.Join(r.dir, model.ConfigFile))
+	return hf, err
 }
 
 // resolve finds the model file (extracting the embedded default into the
@@ -69,12 +90,41 @@ func (f *modelFlags) resolve() (resolvedModel, error) {
 	if err := onnx.Probe(path); err != nil {
 		return r, fmt.Errorf("--model: %w", err)
 	}
-	r.onnx = path
-	r.tokenizer, r.tokenizerGiven = f.tokenizer, f.tokenizer != ""
-	if r.tokenizer == "" {
-		r.tokenizer = filepath.Join(filepath.Dir(path), "tokenizer.json")
-	}
+	r.onnx, r.dir = path, filepath.Dir(path)
+	r.setTokenizer(f.tokenizer)
 	return r, nil
+}
+
+// resolveForEngine is resolve for a command whose model runs on a
+// serving engine (eval --engine openai): what it reads here is the
+// tokenizer and config.json (the context length, the vocabulary size),
+// so --model may also be a directory holding those two and no
+// model.onnx, which is then not looked at.
+func (f *modelFlags) resolveForEngine() (resolvedModel, error) {
+	if f.model != "" {
+		st, err := os.Stat(f.model)
+		if err != nil {
+			return resolvedModel{}, fmt.Errorf("--model: %w", err)
+		}
+		if st.IsDir() {
+			r := resolvedModel{dir: f.model}
+			r.setTokenizer(f.tokenizer)
+			if _, err := os.Stat(r.tokenizer); !r.tokenizerGiven && errors.Is(err, fs.ErrNotExist) {
+				return r, fmt.Errorf("--model: directory %s holds no tokenizer.json, which a serving engine's prompts are tokenized with (give a directory with the model's tokenizer.json and config.json, or --tokenizer)", f.model)
+			}
+			return r, nil
+		}
+	}
+	return f.resolve()
+}
+
+// setTokenizer sets the tokenizer to given (--tokenizer), or when it is
+// "" to the tokenizer.json of the model's directory.
+func (r *resolvedModel) setTokenizer(given string) {
+	r.tokenizer, r.tokenizerGiven = given, given != ""
+	if r.tokenizer == "" {
+		r.tokenizer = filepath.Join(r.dir, "tokenizer.json")
+	}
 }
 
 func (r resolvedModel) loadTokenizer() (*tokenizer.Tokenizer, error) {
@@ -102,6 +152,11 @@ func openSession(env *cliEnv, rf *runtimeFlags, mf *modelFlags) (*modelSession, 
 	if err != nil {
 		return nil, err
 	}
+	return openResolved(env, rf, r)
+}
+
+// openResolved is openSession on a model already resolved.
+func openResolved(env *cliEnv, rf *runtimeFlags, r resolvedModel) (*modelSession, error) {
 	tok, err := r.loadTokenizer()
 	if err != nil {
 		return nil, err
@@ -144,7 +199,7 @@ func (s *modelSession) prompter(tmpl templateSet) rollout.ChatPrompter {
 func (s *modelSession) samplerConfig(f samplingFlags, pol *model.Policy, onEmbeddedTask bool) (rollout.SamplerConfig, error) {
 	c := f.cfg
 	c.CallBytes = int64(f.callMiB) << 20
-	hf, _, err := model.ReadHFConfig(s.onnx)
+	hf, err := s.hfConfig()
 	if err != nil {
 		return c, err
 	}
@@ -153,7 +208,7 @@ func (s *modelSession) samplerConfig(f samplingFlags, pol *model.Policy, onEmbed
 		c.MaxNewTokens = traceLength(s.embedded || onEmbeddedTask, c.ContextLength)
 	}
 	if c.ContextLength > 0 && c.MaxNewTokens >= c.ContextLength {
-		return c, usageError{fmt.Errorf("--max-new-tokens %d leaves no room for a prompt in the %d positions of %s (config.json max_position_embeddings)", c.MaxNewTokens, c.ContextLength, s.onnx)}
+		return c, usageError{fmt.Errorf("--max-new-tokens %d leaves no room for a prompt in the %d positions of %s (config.json max_position_embeddings)", c.MaxNewTokens, c.ContextLength, s.path())}
 	}
 	c.StopIDs = s.tok.StopIDs()
 	c.VocabLimit = s.tok.VocabSize()
@@ -177,7 +232,7 @@ func (s *modelSession) generator(ctx context.Context, f engineFlags, pol *model.
 	if pol != nil {
 		vocab = pol.LM.Signature().Vocab
 	} else {
-		hf, _, err := model.ReadHFConfig(s.onnx)
+		hf, err := s.hfConfig()
 		if err != nil {
 			return nil, err
 		}

@@ -28,7 +28,17 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	if err := os.MkdirAll(f.out, 0o777); err != nil {
 		return fmt.Errorf("--out %s: %w", f.out, err)
 	}
-	sess, err := openSession(env, &f.rf, &f.mf)
+	// On a serving engine, --model gives the tokenizer and config.json
+	// only (a directory holding them is enough).
+	resolve := f.mf.resolve
+	if f.engine.engine == "openai" {
+		resolve = f.mf.resolveForEngine
+	}
+	r, err := resolve()
+	if err != nil {
+		return err
+	}
+	sess, err := openResolved(env, &f.rf, r)
 	if err != nil {
 		return err
 	}

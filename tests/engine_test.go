@@ -138,23 +138,46 @@ func TestEvalThroughEngine(t *testing.T) {
 	defer hs.Close()
 
 	common := []string{"--limit", "4", "--temperature", "0", "--samples", "2", "--population", "2", "--subset", "2", "--rsa-steps", "1", "--quiet"}
+	engine := []string{"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "embedded"}
+	wants := map[string]map[string]any{}
 	for _, mode := range []string{"passk", "sequential", "rsa"} {
 		t.Run(mode, func(t *testing.T) {
 			local, remote := filepath.Join(t.TempDir(), "local"), filepath.Join(t.TempDir(), "remote")
 			r := spiral(t, nil, append([]string{"eval", "--mode", mode, "--out", local}, common...)...)
 			require.Equal(t, 0, r.code, r.stderr)
 			before := srv.served()
-			r = spiral(t, nil, append([]string{"eval", "--mode", mode, "--out", remote, "--engine", "openai", "--base-url", hs.URL + "/v1",
-				"--served-model", "embedded", "--engine-concurrency", "3"}, common...)...)
+			r = spiral(t, nil, append(append([]string{"eval", "--mode", mode, "--out", remote, "--engine-concurrency", "3"}, engine...), common...)...)
 			require.Equal(t, 0, r.code, r.stderr)
 			require.Greater(t, srv.served(), before, "the engine served the requests")
 			want := figures(t, filepath.Join(local, mode+".json"))
 			t.Logf("%s: %v", mode, want)
 			require.Equal(t, want, figures(t, filepath.Join(remote, mode+".json")))
+			wants[mode] = want
 		})
 	}
 
-	r := spiral(t, nil, "eval", "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "other", "--limit", "1", "--quiet")
+	// On an engine, --model needs only what is read here: a directory
+	// with the tokenizer and config.json, no model.onnx.
+	files := t.TempDir()
+	for _, name := range []string{"tokenizer.json", "config.json"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(files, name), b, 0o644))
+	}
+	out := filepath.Join(t.TempDir(), "files")
+	r := spiral(t, nil, append(append([]string{"eval", "--mode", "passk", "--out", out, "--model", files}, engine...), common...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, wants["passk"], figures(t, filepath.Join(out, "passk.json")))
+	// Locally the directory is no model; on the engine, one without a
+	// tokenizer says what it needs.
+	r = spiral(t, nil, append([]string{"eval", "--out", out, "--model", files}, common...)...)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "holds no model.onnx")
+	r = spiral(t, nil, append(append([]string{"eval", "--out", out, "--model", t.TempDir()}, engine...), common...)...)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "holds no tokenizer.json, which a serving engine's prompts are tokenized with")
+
+	r = spiral(t, nil, "eval", "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "other", "--limit", "1", "--quiet")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, `does not serve "other" (it serves embedded)`)
 }
