@@ -482,9 +482,7 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 			return Completion{}, fmt.Errorf("rollout: engine: %s returns no token_ids (vLLM's return_token_ids) and no tokenizer was given", o.cfg.BaseURL)
 		}
 		o.warnOnce.Do(func() {
-			if o.cfg.Warn != nil {
-				fmt.Fprintf(o.cfg.Warn, "spiral: warning: %s returns completion text without token ids; tokenizing it locally, which may not give the tokens the engine sampled\n", o.cfg.BaseURL)
-			}
+			o.warnf("spiral: warning: %s returns completion text without token ids; tokenizing it locally, which may not give the tokens the engine sampled\n", o.cfg.BaseURL)
 		})
 		ids, err := o.cfg.Tokenize(ch.Text)
 		if err != nil {
