@@ -326,7 +326,7 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 		return fmt.Errorf("final RSA evaluation: %w", err)
 	}
 	meta := report.Meta{Model: p.Settings.Model, Label: tr.Config().Algo, Dataset: p.Settings.Data + " (held out)",
-		Problems: len(p.Held), Seed: tr.Config().Seed, Timestamp: time.Now().UTC(), ProblemIDs: report.ProblemIDs(p.Held)}
+		Problems: len(p.Held), Seed: tr.Config().Seed, Timestamp: time.Now().UTC(), ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: report.ProblemsDigest(p.Held)}
 	if err := report.WriteJSON(filepath.Join(cfg.Dir, FinalRSAFile), report.NewRSA(meta, res)); err != nil {
 		return err
 	}

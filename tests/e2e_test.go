@@ -492,7 +492,11 @@ func TestCompareRewrittenData(t *testing.T) {
 		enc := json.NewEncoder(&rows)
 		for i := range 2 {
 			p := ds.Problems[offset+i]
-			require.NoError(t, enc.Encode(map[string]string{"id": fmt.Sprintf("%s%d", prefix, i), "problem": p.Problem, "answer": p.Answer}))
+			row := map[string]string{"problem": p.Problem, "answer": p.Answer}
+			if prefix != "" { // else no id field: ids by position
+				row["id"] = fmt.Sprintf("%s%d", prefix, i)
+			}
+			require.NoError(t, enc.Encode(row))
 		}
 		require.NoError(t, os.WriteFile(file, rows.Bytes(), 0o644))
 	}
@@ -539,6 +543,18 @@ func TestCompareRewrittenData(t *testing.T) {
 			require.Contains(t, r.stderr, want)
 		})
 	}
+
+	// Without an id field the ids are positions, the same for both files:
+	// the problems' digest tells them apart.
+	c, d := filepath.Join(dir, "C"), filepath.Join(dir, "D")
+	modes = modes[:1]
+	writeData("", 0)
+	eval(c)
+	writeData("", 2)
+	eval(d)
+	r := spiral(t, nil, "compare", filepath.Join(c, "passk.json"), filepath.Join(d, "passk.json"))
+	require.Equal(t, 1, r.code, r.stdout)
+	require.Contains(t, r.stderr, "the problems' texts or answers differ")
 }
 
 // TestArtifactsCommand builds the training graphs of a model that has no

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -21,6 +23,8 @@ type ProblemSet struct {
 	// lists them: Meta.ProblemIDs, or in a report written before it
 	// existed pass@k's per-problem counts or RSA's details; else nil.
 	IDs []string
+	// Digest is Meta.ProblemsDigest ("" when the report has none).
+	Digest string
 }
 
 // ProblemIDs returns the ids of problems, in order: Meta.ProblemIDs of a
@@ -33,6 +37,18 @@ func ProblemIDs(problems []data.Problem) []string {
 	return ids
 }
 
+// ProblemsDigest fingerprints problems: their texts and gold answers, in
+// order (the first 16 bytes of a SHA-256, in hex). Meta.ProblemsDigest of
+// a report evaluated on them.
+func ProblemsDigest(problems []data.Problem) string {
+	h := sha256.New()
+	for _, p := range problems {
+		// Lengths first, so that no two lists hash the same text.
+		fmt.Fprintf(h, "%d:%s%d:%s", len(p.Problem), p.Problem, len(p.Answer), p.Answer)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
 // problemSet is m's problem set with ids, the ids the report lists
 // elsewhere (nil when none), standing in for Meta.ProblemIDs in a report
 // written before it existed.
@@ -40,7 +56,7 @@ func (m Meta) problemSet(ids []string) ProblemSet {
 	if len(m.ProblemIDs) > 0 {
 		ids = m.ProblemIDs
 	}
-	return ProblemSet{Dataset: m.Dataset, Count: m.Problems, IDs: ids}
+	return ProblemSet{Dataset: m.Dataset, Count: m.Problems, IDs: ids, Digest: m.ProblemsDigest}
 }
 
 // ProblemSet returns the problems r was evaluated on.
@@ -81,11 +97,16 @@ func (s ProblemSet) Difference(ref ProblemSet) string {
 	if s.Count != 0 && ref.Count != 0 && s.Count != ref.Count {
 		d = append(d, fmt.Sprintf("problem count %d against %d", s.Count, ref.Count))
 	}
+	idsDiffer := false
 	for i := range min(len(s.IDs), len(ref.IDs)) {
 		if s.IDs[i] != ref.IDs[i] {
 			d = append(d, fmt.Sprintf("problem %d is %q against %q", i, s.IDs[i], ref.IDs[i]))
+			idsDiffer = true
 			break
 		}
+	}
+	if !idsDiffer && s.Digest != "" && ref.Digest != "" && s.Digest != ref.Digest {
+		d = append(d, fmt.Sprintf("the problems' texts or answers differ (digest %s against %s)", s.Digest, ref.Digest))
 	}
 	return strings.Join(d, "; ")
 }

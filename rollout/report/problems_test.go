@@ -1,10 +1,12 @@
 package report
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/rollout"
 )
 
@@ -31,6 +33,31 @@ func TestProblemSetDifference(t *testing.T) {
 			require.Equal(t, tc.want, tc.s.Difference(test))
 		})
 	}
+}
+
+// TestProblemsDigest: the same ids (positional, a file rewritten at its
+// path) over other texts or answers differ by the digest; reports
+// without one are not compared on it.
+func TestProblemsDigest(t *testing.T) {
+	p := []data.Problem{{ID: "p.jsonl:0", Problem: "1+1?", Answer: "2"}, {ID: "p.jsonl:1", Problem: "2+2?", Answer: "4"}}
+	otherText := []data.Problem{{ID: "p.jsonl:0", Problem: "1+2?", Answer: "2"}, p[1]}
+	otherAnswer := []data.Problem{p[0], {ID: "p.jsonl:1", Problem: "2+2?", Answer: "5"}}
+	// Moving a character from a problem to its answer changes the digest.
+	shifted := []data.Problem{{ID: "p.jsonl:0", Problem: "1+1", Answer: "?2"}, p[1]}
+	set := func(ps []data.Problem, digest bool) ProblemSet {
+		s := ProblemSet{Dataset: "p.jsonl", Count: len(ps), IDs: ProblemIDs(ps)}
+		if digest {
+			s.Digest = ProblemsDigest(ps)
+		}
+		return s
+	}
+	require.Equal(t, ProblemsDigest(p), ProblemsDigest(slices.Clone(p)))
+	require.Len(t, ProblemsDigest(p), 32)
+	for name, other := range map[string][]data.Problem{"text": otherText, "answer": otherAnswer, "shifted": shifted} {
+		require.Contains(t, set(other, true).Difference(set(p, true)), "the problems' texts or answers differ", name)
+		require.Empty(t, set(other, false).Difference(set(p, true)), "%s: no digest, nothing to compare", name)
+	}
+	require.Empty(t, set(p, true).Difference(set(p, true)))
 }
 
 // TestProblemSet: what each report type records of its problems:
