@@ -16,6 +16,10 @@ const (
 	embeddedEvalProblems  = 128
 )
 
+// embeddedTestName names the embedded task's test split in reports, as
+// eval's --data names a file.
+const embeddedTestName = "embedded:synth-test"
+
 // templateSet is the prompt templates of a command.
 type templateSet struct {
 	*data.Templates

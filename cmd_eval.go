@@ -47,7 +47,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	var ds *data.Dataset
 	dsName := f.data
 	if onTask {
-		dsName = "embedded:synth-test"
+		dsName = embeddedTestName
 		ds, err = synth.EmbeddedSplit(synth.Test, embeddedEvalProblems)
 	} else {
 		ds, err = loadProblems(f.data, f.df.opt, env.stderr)

@@ -55,24 +55,28 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	if err != nil {
 		return err
 	}
+	// The held-out problems serve the evaluations during training and the
+	// final RSA, each on when asked for.
 	var held []data.Problem
+	var heldName string
+	wantHeld := f.run.EvalEvery > 0 || f.run.FinalRSA.Steps > 0
 	switch {
-	case f.run.EvalEvery == 0:
+	case !wantHeld:
 	case f.evalData != "":
 		eds, err := loadProblems(f.evalData, f.df.opt, env.stderr)
 		if err != nil {
 			return err
 		}
-		held = eds.Problems
+		held, heldName = eds.Problems, f.evalData
 	case onTask:
 		eds, err := synth.EmbeddedSplit(synth.Test, f.evalN)
 		if err != nil {
 			return err
 		}
-		held = eds.Problems
+		held, heldName = eds.Problems, embeddedTestName
 	}
 	held = held[:min(len(held), f.evalN)]
-	if f.run.EvalEvery > 0 && len(held) == 0 {
+	if wantHeld && len(held) == 0 {
 		fmt.Fprintf(env.stderr, "spiral: note: no held-out evaluation (eval.jsonl, rsa.json): training on --data %s, give --eval-data for one\n", f.data)
 	}
 
@@ -161,7 +165,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	run.FinalRSA.CandidateTokens, run.FinalRSA.PromptLimit = cfg.Pipeline.CandidateTokens, cfg.Pipeline.PromptLimit
 	return rl.Run(ctx, run, rl.RunParts{
 		Trainer: tr, Weights: pol.Weights, Optimizer: opt, Problems: stream,
-		Evaluator: rollout.Evaluator{Gen: sampler, Prompter: prompter, Judge: judge}, Held: held,
+		Evaluator: rollout.Evaluator{Gen: sampler, Prompter: prompter, Judge: judge}, Held: held, HeldName: heldName,
 		Settings: settings, Out: env.stdout, Warn: env.stderr,
 		Progress: func(desc string) (func(int), func()) {
 			bar := newProgress(env.stderr, f.quiet, -1, desc, "tok")

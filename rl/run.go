@@ -121,9 +121,13 @@ type RunParts struct {
 	Weights   *params.Store
 	Optimizer *optim.AdamW
 	Problems  *data.Stream
-	// Evaluator and Held are the held-out evaluation (Held empty: none).
+	// Evaluator and Held are the held-out evaluation (Held empty: none);
+	// HeldName names Held's data set in the final RSA report as spiral
+	// eval names it ("embedded:synth-test", an --eval-data path), so that
+	// the two compare.
 	Evaluator rollout.Evaluator
 	Held      []data.Problem
+	HeldName  string
 	Settings  RunSettings
 	// Out receives the run's lines (steps, evaluations, checkpoints);
 	// Warn its warnings.
@@ -325,7 +329,7 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	if err != nil {
 		return fmt.Errorf("final RSA evaluation: %w", err)
 	}
-	meta := report.Meta{Model: p.Settings.Model, Label: tr.Config().Algo, Dataset: p.Settings.Data + " (held out)",
+	meta := report.Meta{Model: p.Settings.Model, Label: tr.Config().Algo, Dataset: p.HeldName,
 		Problems: len(p.Held), Seed: tr.Config().Seed, Timestamp: time.Now().UTC(), ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: report.ProblemsDigest(p.Held)}
 	if err := report.WriteJSON(filepath.Join(cfg.Dir, FinalRSAFile), report.NewRSA(meta, res)); err != nil {
 		return err

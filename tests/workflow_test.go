@@ -607,3 +607,26 @@ func TestExportBesideModel(t *testing.T) {
 		})
 	}
 }
+
+// TestFinalRSAWithoutEvaluations: --final-rsa-steps runs with the
+// evaluations during training off, and its report names the held-out
+// set as eval does, so that compare reads the two side by side.
+func TestFinalRSAWithoutEvaluations(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	r := shortTrain(t, run, "--steps", "1", "--final-rsa-steps", "1", "--eval-problems", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "held-out summary: RSA")
+	var trained report.RSA
+	require.NoError(t, report.ReadJSON(filepath.Join(run, "rsa.json"), &trained))
+	require.Equal(t, "embedded:synth-test", trained.Meta.Dataset)
+	require.Equal(t, 2, trained.Meta.Problems)
+
+	base := filepath.Join(dir, "base")
+	r = spiral(t, nil, "eval", "--mode", "rsa", "--limit", "2", "--rsa-steps", "1", "--max-new-tokens", "16", "--threads", "1", "--quiet", "--out", base)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = spiral(t, nil, "compare", filepath.Join(base, "rsa.json"), filepath.Join(run, "rsa.json"))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stderr, "different problems")
+}
