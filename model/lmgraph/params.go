@@ -175,23 +175,36 @@ type Frozen struct {
 
 // Select splits the parameters of cls into trained and frozen ones by s,
 // in initializer order. It returns an error when no parameter is left to
-// train.
+// train, or when --train or --freeze matches no parameter (a misspelt
+// name would otherwise train everything or nothing unnoticed).
 func (s Selection) Select(cls []Initializer) (trained []Initializer, frozen []Frozen, err error) {
+	var trainMatched, freezeMatched bool
 	for _, c := range cls {
 		if !c.Parameter {
 			continue
 		}
+		inTrain := s.Train == nil || s.Train.MatchString(c.Name)
+		inFreeze := s.Freeze != nil && s.Freeze.MatchString(c.Name)
+		trainMatched, freezeMatched = trainMatched || inTrain, freezeMatched || inFreeze
 		switch {
-		case s.Train != nil && !s.Train.MatchString(c.Name):
+		case !inTrain:
 			frozen = append(frozen, Frozen{Name: c.Name, Shape: c.Shape, Reason: fmt.Sprintf("not matched by --train %q", s.Train)})
-		case s.Freeze != nil && s.Freeze.MatchString(c.Name):
+		case inFreeze:
 			frozen = append(frozen, Frozen{Name: c.Name, Shape: c.Shape, Reason: fmt.Sprintf("matched by --freeze %q", s.Freeze)})
 		default:
 			trained = append(trained, c)
 		}
 	}
-	if len(trained) == 0 {
-		return nil, nil, fmt.Errorf("lmgraph: no parameter left to train (--train %v, --freeze %v)", s.Train, s.Freeze)
+	const list = "spiral artifacts lists the parameters' names"
+	switch {
+	case s.Train != nil && !trainMatched:
+		return nil, nil, fmt.Errorf("lmgraph: --train %q matches no parameter (%s)", s.Train, list)
+	case s.Freeze != nil && !freezeMatched:
+		return nil, nil, fmt.Errorf("lmgraph: --freeze %q matches no parameter (%s)", s.Freeze, list)
+	case len(trained) == 0 && s.Train != nil:
+		return nil, nil, fmt.Errorf("lmgraph: no parameter left to train: --freeze %q freezes every one --train %q matches (%s)", s.Freeze, s.Train, list)
+	case len(trained) == 0:
+		return nil, nil, fmt.Errorf("lmgraph: no parameter left to train: --freeze %q matches every one (%s)", s.Freeze, list)
 	}
 	return trained, frozen, nil
 }

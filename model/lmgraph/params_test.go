@@ -139,8 +139,9 @@ func TestClassify(t *testing.T) {
 }
 
 // TestSelect checks --train and --freeze: --train keeps the matches,
-// --freeze drops its matches, each frozen one says which flag froze it,
-// and a selection that leaves nothing is an error.
+// --freeze drops its matches, each frozen one says which flag froze it;
+// a selection that leaves nothing, or a flag that matches no parameter,
+// is an error naming the flags.
 func TestSelect(t *testing.T) {
 	cls := []lmgraph.Initializer{
 		{Name: "embed.weight", Parameter: true}, {Name: "layers.0.q.weight", Parameter: true},
@@ -180,8 +181,28 @@ func TestSelect(t *testing.T) {
 			}
 		})
 	}
-	_, _, err := lmgraph.Selection{Freeze: regexp.MustCompile(".")}.Select(cls)
-	require.ErrorContains(t, err, "no parameter left to train")
+	for _, tc := range []struct {
+		name, train, freeze, want string
+	}{
+		{"freeze everything", "", ".", `no parameter left to train: --freeze "." matches every one`},
+		{"freeze all --train keeps", "norm", "weight", `no parameter left to train: --freeze "weight" freezes every one --train "norm" matches`},
+		{"--train matching nothing", "zzz", "", `--train "zzz" matches no parameter (spiral artifacts lists`},
+		{"--freeze matching nothing", "", "zzz", `--freeze "zzz" matches no parameter`},
+		{"--freeze matching only a buffer", "", "inv_freq", `--freeze "inv_freq" matches no parameter`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s lmgraph.Selection
+			if tc.train != "" {
+				s.Train = regexp.MustCompile(tc.train)
+			}
+			if tc.freeze != "" {
+				s.Freeze = regexp.MustCompile(tc.freeze)
+			}
+			_, _, err := s.Select(cls)
+			require.ErrorContains(t, err, tc.want)
+			require.NotContains(t, err.Error(), "<nil>")
+		})
+	}
 }
 
 // TestTiesOnlyEmbeddingCopies: the transposed copy of the embedding table
