@@ -405,7 +405,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&c.ClipLow, "clip-low", c.ClipLow, "PPO clip bound below 1 (eps_low)")
 	fs.Float64Var(&c.ClipHigh, "clip-high", c.ClipHigh, "PPO clip bound above 1 (eps_high)")
 	fs.Float64Var(&c.MaxGradNorm, "max-grad-norm", c.MaxGradNorm, "global gradient-norm clip (0 or less = off)")
-	fs.IntVar(&c.MicroBatchTokens, "micro-batch-tokens", 0, "rows x length per training call (0 = auto: 4 GiB of kept activations by the model's config.json, within 512..16384)")
+	fs.IntVar(&c.MicroBatchTokens, "micro-batch-tokens", 0, "rows x length per training call, at least one row (0 = auto: 4 GiB of kept activations by the model's config.json, within 512..16384)")
 	fs.BoolVar(&c.Advantage.ScaleSearch, "scale-search-adv", false, "divide set advantages by their std")
 	fs.BoolVar(&c.Advantage.ScaleAggregation, "scale-agg-adv", false, "divide aggregation advantages by their subset's std")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed")
