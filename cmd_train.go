@@ -55,6 +55,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	if err != nil {
 		return err
 	}
+	if n := len(ds.Problems); f.cfg.Problems > n {
+		fmt.Fprintf(env.stderr, "spiral: warning: --problems %d is more than the %d problems of %s: a step draws some of them more than once\n", f.cfg.Problems, n, dataName)
+	}
 	// The held-out problems serve the evaluations during training and the
 	// final RSA, each on when asked for.
 	var held []data.Problem

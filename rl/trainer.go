@@ -75,6 +75,9 @@ func (c Config) Validate() error {
 	if err := c.Pipeline.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.Algo == AlgoGRPO && c.Pipeline.AggregationRounds() > 1 {
+		errs = append(errs, fmt.Errorf("--algo %s with --agg-rounds %d: GRPO samples --group traces a problem and aggregates none; want 1", AlgoGRPO, c.Pipeline.Rounds))
+	}
 	if c.Algo == AlgoSearchOnly && c.Pipeline.AggregationRounds() > 1 {
 		errs = append(errs, fmt.Errorf("--algo %s with --agg-rounds %d: search-only trains the search traces alone, which only the first round reads, so later rounds would be sampled for nothing; want 1",
 			AlgoSearchOnly, c.Pipeline.Rounds))

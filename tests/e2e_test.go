@@ -138,6 +138,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bench generate beyond the context", []string{"bench", "generate", "--prompt-tokens", "4090", "--new-tokens", "7"}, "--prompt-tokens 4090 + --new-tokens 7: the model (embedded) has 4096 positions"},
 		{"held-out flags without held-out data", []string{"train", "--data", "problems.jsonl", "--eval-samples", "8"}, "--eval-samples: training on --data problems.jsonl evaluates held-out problems from --eval-data only"},
 		{"no aggregation rounds", []string{"train", "--agg-rounds", "0"}, "--agg-rounds is 0; want >= 1"},
+		{"aggregation rounds for GRPO", []string{"train", "--algo", "grpo", "--agg-rounds", "2"}, "--algo grpo with --agg-rounds 2: GRPO samples --group traces a problem and aggregates none"},
 		{"export format", []string{"export", "--format", "bogus", "--out", "x"}, `--format "bogus": want onnx, hf or peft`},
 		{"LoRA targets without a rank", []string{"artifacts", "--lora-targets", "bogus"}, `lora target "bogus_proj": want one of`},
 		{"LoRA alpha without a rank", []string{"train", "--lora-alpha", "-5"}, "lora alpha -5: want > 0"},

@@ -630,3 +630,16 @@ func TestFinalRSAWithoutEvaluations(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NotContains(t, r.stderr, "different problems")
 }
+
+// TestProblemsBeyondData: --problems above the data set's size is warned
+// of (a step then draws some problems more than once).
+func TestProblemsBeyondData(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "one.jsonl")
+	require.NoError(t, os.WriteFile(data, []byte(`{"problem":"Solve x+1=2.","answer":"1"}`+"\n"), 0o644))
+	r := spiral(t, nil, "train", "--data", data, "--algo", "grpo", "--group", "2", "--problems", "2", "--steps", "1", "--max-new-tokens", "16",
+		"--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet", "--out", filepath.Join(dir, "run"))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--problems 2 is more than the 1 problems of "+data)
+}
