@@ -94,6 +94,19 @@ type MajorityConfig struct {
 	Samples int `json:"samples,omitempty"`
 }
 
+// WithDefaults returns c with its zero fields set to the defaults they
+// stand for (DefaultMaxExactSubsets, DefaultMajoritySamples): the values
+// in use, as a report records them.
+func (c MajorityConfig) WithDefaults() MajorityConfig {
+	if c.MaxExact == 0 {
+		c.MaxExact = DefaultMaxExactSubsets
+	}
+	if c.Samples == 0 {
+		c.Samples = DefaultMajoritySamples
+	}
+	return c
+}
+
 // UnmarshalJSON reads c from its keys (max_exact, samples) or from the Go
 // field names that pass@k reports wrote before the fields had tags
 // ("MaxExact", "Samples"), so that those reports still read; any other
@@ -215,13 +228,8 @@ func (b *Ballots) MajorityAtK(rng *rand.Rand, k int, cfg MajorityConfig) (Majori
 	if cfg.MaxExact < 0 || cfg.Samples < 0 {
 		return MajorityResult{}, fmt.Errorf("rollout: majority@k: negative config %+v", cfg)
 	}
+	cfg = cfg.WithDefaults()
 	maxExact, samples := cfg.MaxExact, cfg.Samples
-	if maxExact == 0 {
-		maxExact = DefaultMaxExactSubsets
-	}
-	if samples == 0 {
-		samples = DefaultMajoritySamples
-	}
 	exact := !binomialExceeds(n, k, maxExact)
 	if !exact && rng == nil {
 		return MajorityResult{}, fmt.Errorf("rollout: majority@k: C(%d, %d) > %d subsets needs an rng for Monte Carlo", n, k, maxExact)

@@ -88,7 +88,9 @@ type PassAtK struct {
 // NewPassAtK builds the report of r with Mode set to ModePassAtK.
 func NewPassAtK(m Meta, r rollout.PassAtKResult) PassAtK {
 	m.Mode = ModePassAtK
-	return PassAtK{Meta: m, Config: r.Config, Points: r.Points, Tokens: r.Tokens, PerProblem: r.PerProblem}
+	cfg := r.Config
+	cfg.Majority = cfg.Majority.WithDefaults() // the values used, should the defaults change
+	return PassAtK{Meta: m, Config: cfg, Points: r.Points, Tokens: r.Tokens, PerProblem: r.PerProblem}
 }
 
 // UpToK returns r with only its points at k <= maxK: the reference side of

@@ -337,6 +337,15 @@ func TestReadOldPassAtK(t *testing.T) {
 	}
 }
 
+// TestNewPassAtKRecordsMajority: a report records the majority settings
+// in use, the defaults written out.
+func TestNewPassAtKRecordsMajority(t *testing.T) {
+	r := NewPassAtK(Meta{}, rollout.PassAtKResult{})
+	require.Equal(t, rollout.MajorityConfig{MaxExact: rollout.DefaultMaxExactSubsets, Samples: rollout.DefaultMajoritySamples}, r.Config.Majority)
+	r = NewPassAtK(Meta{}, rollout.PassAtKResult{Config: rollout.PassAtKConfig{Majority: rollout.MajorityConfig{Samples: 7}}})
+	require.Equal(t, rollout.MajorityConfig{MaxExact: rollout.DefaultMaxExactSubsets, Samples: 7}, r.Config.Majority)
+}
+
 // TestWritePassAtKConfig: passk.json's config has snake_case keys only,
 // the majority settings left out at their defaults.
 func TestWritePassAtKConfig(t *testing.T) {
