@@ -90,6 +90,12 @@ type Metrics struct {
 	Entropy  float64 `json:"entropy"`
 	GradNorm float64 `json:"grad_norm"`
 	LR       float64 `json:"lr"`
+	// NoUpdate marks a step that trained nothing: no drawn problem was
+	// informative (each problem's traces all got one reward), so Loss,
+	// Entropy, GradNorm and LR were not measured (they are written as 0,
+	// not as figures) and the weights are unchanged. Readers take a line
+	// written before the marker existed with "examples": 0 as one.
+	NoUpdate bool `json:"no_update,omitempty"`
 	// UpdateSkipped says why this step's update was not applied (it would
 	// have made the weights non-finite); empty when it was.
 	UpdateSkipped string `json:"update_skipped,omitempty"`
@@ -198,6 +204,27 @@ func (m *Metrics) finishRollout() {
 	}
 }
 
+// Updated says whether the step changed the weights: it trained some
+// example (not NoUpdate) and applied its update (no UpdateSkipped).
+func (m Metrics) Updated() bool { return !m.NoUpdate && m.UpdateSkipped == "" }
+
+// decodeMetrics reads one metrics.jsonl line. A line written before
+// no_update existed marks a step that trained nothing by "examples": 0
+// (always written then); a line without "examples" is taken as measured.
+func decodeMetrics(b []byte) (Metrics, error) {
+	var m Metrics
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Metrics{}, err
+	}
+	var old struct {
+		Examples *int `json:"examples"`
+	}
+	if err := json.Unmarshal(b, &old); err == nil && old.Examples != nil && *old.Examples == 0 {
+		m.NoUpdate = true
+	}
+	return m, nil
+}
+
 // WriteJSONL appends m as one JSON line.
 func (m Metrics) WriteJSONL(w io.Writer) error { return writeJSONLine(w, m) }
 
@@ -213,6 +240,10 @@ func (m Metrics) Line() string {
 			rounds[i] = fmt.Sprintf("%.3f", r.Reward)
 		}
 		agg += " (" + strings.Join(rounds, " -> ") + ")"
+	}
+	if m.NoUpdate {
+		return fmt.Sprintf("step %3d  search %.3f  agg %s  informative %d/%d  no update (no informative problem)  %.1fs",
+			m.Step, m.Search.Reward, agg, m.ProblemsInformative, m.ProblemsDrawn, m.StepSeconds)
 	}
 	s := fmt.Sprintf("step %3d  search %.3f  agg %s  informative %d/%d  loss %+.4f  entropy %.3f  |g| %.3f  %.1fs",
 		m.Step, m.Search.Reward, agg, m.ProblemsInformative, m.ProblemsDrawn, m.Loss, m.Entropy, m.GradNorm, m.StepSeconds)

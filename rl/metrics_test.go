@@ -72,3 +72,28 @@ func mustJSON(t *testing.T, m Metrics) []byte {
 	require.NoError(t, m.WriteJSONL(&b))
 	return b.Bytes()
 }
+
+// TestMetricsLineNoUpdate: a step that trained nothing says so instead
+// of printing its unmeasured loss, entropy and gradient norm as zeros.
+func TestMetricsLineNoUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		m         Metrics
+		want, not []string
+	}{
+		{"no update", Metrics{Step: 2, ProblemsDrawn: 8, NoUpdate: true},
+			[]string{"informative 0/8", "no update (no informative problem)"}, []string{"loss", "entropy", "|g|"}},
+		{"trained", Metrics{Step: 2, ProblemsDrawn: 8, ProblemsInformative: 1, Examples: 4, Entropy: 0.5},
+			[]string{"informative 1/8", "entropy 0.500", "|g|"}, []string{"no update"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := tc.m.Line()
+			for _, s := range tc.want {
+				require.Contains(t, l, s)
+			}
+			for _, s := range tc.not {
+				require.NotContains(t, l, s)
+			}
+		})
+	}
+}

@@ -309,6 +309,9 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			}
 		}
 	}
+	if err := warnNoUpdate(p.Warn, metricsPath); err != nil {
+		return err
+	}
 	// A run resumed at its last step took no step here: its plot may lack
 	// the evaluation just redone, or be gone.
 	if !plotted && tr.Step() > 0 {
@@ -657,17 +660,48 @@ func loggedSteps(path string) (map[int]bool, error) {
 	return out, nil
 }
 
+// warnNoUpdate writes a warning to w when no step the metrics file at
+// path logs (this invocation's and those it resumed) updated the weights.
+func warnNoUpdate(w io.Writer, path string) error {
+	var steps, none, skipped int
+	err := readJSONLines(path, func(b []byte) error {
+		m, err := decodeMetrics(b)
+		if err != nil {
+			return err
+		}
+		steps++
+		switch {
+		case m.NoUpdate:
+			none++
+		case m.UpdateSkipped != "":
+			skipped++
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("rl: run: %w", err)
+	}
+	if steps > 0 && none+skipped == steps {
+		why := fmt.Sprintf("%d of its %d steps drew no informative problem (every trace of each problem got the same reward: check the data's answers and the model's accuracy on them)", none, steps)
+		if skipped > 0 {
+			why += fmt.Sprintf(", %d skipped a non-finite update", skipped)
+		}
+		fmt.Fprintf(w, "spiral: warning: no step of this run updated the weights (%s): %s\n", path, why)
+	}
+	return nil
+}
+
 // PlotTraining draws dir/training.png from dir/metrics.jsonl and
 // dir/eval.jsonl (when there is one).
 func PlotTraining(dir, label string) error {
 	var pts []report.TrainingPoint
 	err := readJSONLines(filepath.Join(dir, MetricsFile), func(b []byte) error {
-		var m Metrics
-		if err := json.Unmarshal(b, &m); err != nil {
+		m, err := decodeMetrics(b)
+		if err != nil {
 			return err
 		}
 		pt := report.TrainingPoint{Step: m.Step, SearchReward: m.Search.Reward, AggregateReward: m.Aggregate.Reward,
-			HasAggregate: m.Aggregate.Traces > 0, Entropy: m.Entropy, Informative: m.InformativeFraction, SearchCredit: m.SearchCredit}
+			HasAggregate: m.Aggregate.Traces > 0, Entropy: m.Entropy, NoUpdate: m.NoUpdate, Informative: m.InformativeFraction, SearchCredit: m.SearchCredit}
 		for _, r := range m.AggregateRounds {
 			pt.AggregateRounds = append(pt.AggregateRounds, r.Reward)
 		}
@@ -721,7 +755,10 @@ func readJSONLines(path string, line func([]byte) error) error {
 // RunCurves are a run's per-step series for comparisons across runs
 // (spiral compare --run).
 type RunCurves struct {
-	// Entropy is the token entropy at each training step.
+	// Steps are the training steps metrics.jsonl logs, in order.
+	Steps []int
+	// Entropy is the token entropy at each training step that trained
+	// something (no NoUpdate step: its entropy was not measured).
 	Entropy report.Curve
 	// HeldOut is the held-out pass@1 at each evaluation (eval.jsonl).
 	HeldOut report.Curve
@@ -736,15 +773,21 @@ type RunCurves struct {
 	CreditSteps  int
 }
 
-// ReadRunCurves reads dir's metrics.jsonl and eval.jsonl.
+// ReadRunCurves reads dir's metrics.jsonl and eval.jsonl. A metrics.jsonl
+// that logs no step (a run interrupted before its first step finished)
+// is an error naming it.
 func ReadRunCurves(dir string) (RunCurves, error) {
 	var c RunCurves
-	err := readJSONLines(filepath.Join(dir, MetricsFile), func(b []byte) error {
-		var m Metrics
-		if err := json.Unmarshal(b, &m); err != nil {
+	metrics := filepath.Join(dir, MetricsFile)
+	err := readJSONLines(metrics, func(b []byte) error {
+		m, err := decodeMetrics(b)
+		if err != nil {
 			return err
 		}
-		c.Entropy.Keys, c.Entropy.Y = append(c.Entropy.Keys, m.Step), append(c.Entropy.Y, m.Entropy)
+		c.Steps = append(c.Steps, m.Step)
+		if !m.NoUpdate {
+			c.Entropy.Keys, c.Entropy.Y = append(c.Entropy.Keys, m.Step), append(c.Entropy.Y, m.Entropy)
+		}
 		for _, p := range []PhaseMetrics{m.Search, m.Aggregate} {
 			c.Generated += int(math.Round(p.MeanLength * float64(p.Traces)))
 			c.Traces += p.Traces
@@ -757,6 +800,9 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 	})
 	if err != nil {
 		return RunCurves{}, fmt.Errorf("rl: run %s: %w", dir, err)
+	}
+	if len(c.Steps) == 0 {
+		return RunCurves{}, fmt.Errorf("rl: run %s: %s logs no training step (was the run interrupted before its first step finished?)", dir, metrics)
 	}
 	if c.CreditSteps > 0 {
 		c.SearchCredit /= float64(c.CreditSteps)

@@ -356,3 +356,78 @@ func TestReadRunCurvesSearchCredit(t *testing.T) {
 		})
 	}
 }
+
+// TestReadRunCurvesNoUpdate: a step that trained nothing (no_update, or
+// "examples": 0 in a file written before the marker) measured no entropy
+// and is left out of the entropy curve, not read as 0; a metrics.jsonl
+// without steps is an error naming it.
+func TestReadRunCurvesNoUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		lines   []string
+		keys    []int
+		ys      []float64
+		wantErr string
+	}{
+		{"marker", []string{`{"step":1,"entropy":0.1,"examples":2}`, `{"step":2,"entropy":0,"examples":0,"no_update":true}`, `{"step":3,"entropy":0.3,"examples":2}`},
+			[]int{1, 3}, []float64{0.1, 0.3}, ""},
+		{"old file: examples 0", []string{`{"step":1,"entropy":0,"examples":0}`, `{"step":2,"entropy":0.2,"examples":4}`},
+			[]int{2}, []float64{0.2}, ""},
+		{"no examples field: measured", []string{`{"step":1,"entropy":0.1}`, `{"step":2,"entropy":0}`},
+			[]int{1, 2}, []float64{0.1, 0}, ""},
+		{"never updated", []string{`{"step":1,"no_update":true}`, `{"step":2,"no_update":true}`}, nil, nil, ""},
+		{"empty", nil, nil, nil, "metrics.jsonl logs no training step"},
+		{"blank lines only", []string{"", " "}, nil, nil, "metrics.jsonl logs no training step"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, MetricsFile)
+			require.NoError(t, os.WriteFile(path, []byte(strings.Join(tc.lines, "\n")), 0o644))
+			c, err := ReadRunCurves(dir)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				require.ErrorContains(t, err, path)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, c.Steps, len(tc.lines))
+			require.Equal(t, tc.keys, c.Entropy.Keys)
+			require.Equal(t, tc.ys, c.Entropy.Y)
+			// training.png draws the same: no step trained still plots.
+			require.NoError(t, PlotTraining(dir, "x"))
+			require.FileExists(t, filepath.Join(dir, TrainingPlot))
+		})
+	}
+}
+
+// TestWarnNoUpdate: a run none of whose steps updated the weights ends
+// with a warning naming its metrics.jsonl; one step that did silences it.
+func TestWarnNoUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  []string // "" for no warning
+	}{
+		{"none informative", []string{`{"step":1,"no_update":true}`, `{"step":2,"examples":0}`},
+			[]string{"no step of this run updated the weights", "2 of its 2 steps drew no informative problem"}},
+		{"skipped and none", []string{`{"step":1,"no_update":true}`, `{"step":2,"examples":3,"update_skipped":"non-finite gradient"}`},
+			[]string{"1 of its 2 steps drew no informative problem", "1 skipped a non-finite update"}},
+		{"one update", []string{`{"step":1,"no_update":true}`, `{"step":2,"examples":3}`}, nil},
+		{"no steps", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), MetricsFile)
+			require.NoError(t, os.WriteFile(path, []byte(strings.Join(tc.lines, "\n")), 0o644))
+			var w strings.Builder
+			require.NoError(t, warnNoUpdate(&w, path))
+			if tc.want == nil {
+				require.Empty(t, w.String())
+				return
+			}
+			require.Contains(t, w.String(), path)
+			for _, s := range tc.want {
+				require.Contains(t, w.String(), s)
+			}
+		})
+	}
+}

@@ -262,7 +262,8 @@ func (t *Trainer) Config() Config { return t.cfg }
 // TrainStep runs one step and returns its metrics. An update that would
 // make the weights non-finite (a non-finite gradient, or an overflowing
 // AdamW step) is skipped and reported in Metrics.UpdateSkipped; the step
-// still counts.
+// still counts. A step with no informative problem trains nothing and is
+// marked Metrics.NoUpdate; it counts too.
 func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Metrics, error) {
 	m := Metrics{Step: t.step + 1}
 	start := time.Now()
@@ -310,6 +311,8 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 			return m, fmt.Errorf("rl: step %d: %w", m.Step, err)
 		}
 		m.GradNorm, m.LR, m.UpdateSkipped = u.norm, u.lr, u.skipped
+	} else {
+		m.NoUpdate = true
 	}
 	m.TrainSeconds = time.Since(trainStart).Seconds()
 	if m.TrainSeconds > 0 {

@@ -94,6 +94,51 @@ var trainerJudge = rollout.Judge{
 	Equal: func(a, b string) bool { return a == b },
 }
 
+// TestTrainerStepNoUpdate: a step whose drawn problems are all
+// uninformative (the "easy" problem, answered "1" every time, or an
+// answer no trace gives) trains nothing, leaves the weights and
+// optimizer as they were, and is marked NoUpdate.
+func TestTrainerStepNoUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		name, problem, answer string
+	}{
+		{"every trace right", "easy", "1"},
+		{"every trace wrong", "easy", "zzz"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2, 2}}})
+			require.NoError(t, err)
+			opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
+			require.NoError(t, err)
+			ds := data.NewDataset("t", []data.Problem{{ID: "p", Problem: tc.problem, Answer: tc.answer}})
+			learner := &trainerFakeLearner{}
+			cfg := DefaultConfig()
+			cfg.Problems, cfg.MaxDrawRounds, cfg.Pipeline = 1, 2, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}
+			tr, err := NewTrainer(cfg, TrainerParts{
+				Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: learner,
+				Judge:    trainerJudge,
+				Problems: data.NewStream(ds, 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
+				Schedule: optim.Schedule{PeakLR: 0.1},
+			})
+			require.NoError(t, err)
+			m, err := tr.TrainStep(context.Background(), nil)
+			require.NoError(t, err)
+			require.Equal(t, 1, tr.Step(), "the step counts")
+			require.True(t, m.NoUpdate)
+			require.False(t, m.Updated())
+			require.Zero(t, m.Examples)
+			require.Empty(t, learner.batches)
+			require.Zero(t, opt.Steps())
+			for _, v := range w.At(0).Data {
+				require.Zero(t, v)
+			}
+			var b strings.Builder
+			require.NoError(t, m.WriteJSONL(&b))
+			require.Contains(t, b.String(), `"no_update":true`)
+		})
+	}
+}
+
 func TestTrainerStep(t *testing.T) {
 	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2, 2}}})
 	require.NoError(t, err)

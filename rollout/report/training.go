@@ -30,6 +30,9 @@ type TrainingPoint struct {
 	// Entropy is the token-mean policy entropy (nats) on trained tokens;
 	// Informative the fraction of drawn problems that carried a gradient.
 	Entropy, Informative float64
+	// NoUpdate marks a step that trained nothing: its Entropy was not
+	// measured and is not drawn.
+	NoUpdate bool
 	// SearchCredit is the correlation of the step's trained search
 	// traces' own rewards with their advantages (metrics.jsonl's
 	// search_credit); nil where the step has none (agg-only).
@@ -97,7 +100,8 @@ const (
 )
 
 // PlotTraining writes a PNG of four panels against the training step: the
-// search and aggregation rewards, the token entropy, the informative
+// search and aggregation rewards, the token entropy (of the steps that
+// trained something), the informative
 // fraction with the search credit, and the held-out pass@1 and majority@k
 // (held may be empty).
 // Each per-step series is drawn as its raw points and a smoothed line
@@ -117,7 +121,9 @@ func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint,
 	}
 	var ent plotter.XYs
 	for _, p := range pts {
-		ent = append(ent, plotter.XY{X: float64(p.Step), Y: p.Entropy})
+		if !p.NoUpdate {
+			ent = append(ent, plotter.XY{X: float64(p.Step), Y: p.Entropy})
+		}
 	}
 	rewards := panel(label+": rewards", "reward", true)
 	for i, s := range rewardSeries(pts) {
@@ -127,7 +133,9 @@ func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint,
 	}
 	entropy := panel("token entropy", "nats", false)
 	entropy.Y.Min = 0
-	if err := addSmoothed(entropy, "entropy", ent, 2); err != nil {
+	if len(ent) == 0 {
+		entropy.Title.Text += " (no step updated the weights)"
+	} else if err := addSmoothed(entropy, "entropy", ent, 2); err != nil {
 		return err
 	}
 	signal := signalSeries(pts)
