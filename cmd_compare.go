@@ -24,8 +24,10 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 	maxK := fs.Int("max-k", 0, "compare pass@k scaling efficiency at the reference's k <= this only, reading the other curves to their largest k (evaluate them with more --samples to measure ratios above max-k/k); 0: every k")
 	allowDiff := fs.Bool("allow-different-problems", false, "compare reports evaluated on other problems than their mode's first report (another dataset, problem count or problem ids), with a warning, instead of refusing")
 	return func(_ context.Context, env *cliEnv, args []string) error {
-		if len(args) < 2 && !(len(args) == 1 && len(*runs) > 0) {
-			return usageError{errors.New("usage: spiral compare [--out DIR] [--max-k K] [--allow-different-problems] [--run LABEL=DIR ...] REF.json OTHER.json ... (eval reports; reports sharing a label are seeds; each mode's first label is the reference)")}
+		// Runs alone are summarised (entropy, held-out and search credit
+		// curves); reports alone need two to compare.
+		if len(args) < 2 && len(*runs) == 0 {
+			return usageError{errors.New("usage: spiral compare [--out DIR] [--max-k K] [--allow-different-problems] [--run LABEL=DIR ...] [REF.json OTHER.json ...] (two eval reports or more, or one with --run, or --run alone; reports sharing a label are seeds; each mode's first label is the reference)")}
 		}
 		if *maxK < 0 {
 			return usageError{fmt.Errorf("--max-k %d: want a k >= 1, or 0 for every k", *maxK)}
@@ -40,7 +42,7 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 			if err != nil {
 				return err
 			}
-			c.runs = append(c.runs, labelledRun{label, curves})
+			c.runs = append(c.runs, labelledRun{label, dir, curves})
 		}
 		for _, p := range args {
 			if err := c.read(p); err != nil {
@@ -63,8 +65,8 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 }
 
 type labelledRun struct {
-	label  string
-	curves rl.RunCurves
+	label, dir string
+	curves     rl.RunCurves
 }
 
 // comparison holds the reports and runs of one spiral compare.
@@ -468,19 +470,33 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []repor
 			generated += r.curves.Generated
 			traces += r.curves.Traces
 		}
-		e, err := report.MeanCurves(label, ent)
-		if err != nil {
-			return nil, nil, err
+		for _, r := range g[1:] {
+			if !slices.Equal(r.curves.Steps, g[0].curves.Steps) {
+				return nil, nil, fmt.Errorf("compare: run %s: seeds %s and %s log different training steps (%d and %d steps)",
+					label, g[0].dir, r.dir, len(g[0].curves.Steps), len(r.curves.Steps))
+			}
 		}
-		entropy = append(entropy, e)
-		first, last := window(e.Y, true), window(e.Y, false)
-		change := "-"
-		if first != 0 {
-			change = fmt.Sprintf("%+.0f%%", (last-first)/first*100)
+		// A step that trained nothing measured no entropy: the mean curve
+		// has the steps every seed measured.
+		ent = sharedKeys(ent)
+		fmt.Fprintf(w, "run %s (n = %d): ", label, len(g))
+		if steps := len(g[0].curves.Steps); len(ent[0].Keys) == 0 {
+			fmt.Fprintf(w, "no step updated the weights (%d of %d, none with an informative problem): no token entropy", steps, steps)
+			sum.set(label, "entropy, first -> last steps", "no update")
+		} else {
+			e, err := report.MeanCurves(label, ent)
+			if err != nil {
+				return nil, nil, err
+			}
+			entropy = append(entropy, e)
+			text := entropyChange(e.Y)
+			fmt.Fprintf(w, "token entropy %s", text)
+			if n := len(e.Y); n < steps {
+				fmt.Fprintf(w, " (%d of %d steps left out: they trained nothing, in some seed at least)", steps-n, steps)
+			}
+			sum.set(label, "entropy, first -> last steps", text)
 		}
-		fmt.Fprintf(w, "run %s (n = %d): token entropy %.4f (first 10 steps) -> %.4f (last 10), %s; %d traces and %d generated tokens per seed",
-			label, len(g), first, last, change, traces/len(g), generated/len(g))
-		sum.set(label, "entropy first -> last 10 steps", fmt.Sprintf("%.4f -> %.4f (%s)", first, last, change))
+		fmt.Fprintf(w, "; %d traces and %d generated tokens per seed", traces/len(g), generated/len(g))
 		sum.set(label, "training traces / tokens per seed", fmt.Sprintf("%d / %d", traces/len(g), generated/len(g)))
 		if len(ho) > 0 {
 			h, err := report.MeanCurves(label, ho)
@@ -504,18 +520,47 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []repor
 	return entropy, held, nil
 }
 
-// window is the mean of the first (or last) 10 values of the mean curve.
-func window(ys []report.Spread, first bool) float64 {
-	n := min(10, len(ys))
-	part := ys[len(ys)-n:]
-	if first {
-		part = ys[:n]
+// entropyChange describes a mean entropy curve's change: the means of
+// its first and last min(10, n/2) steps, which never overlap, or its one
+// value when it has a single step.
+func entropyChange(ys []report.Spread) string {
+	n := min(10, len(ys)/2)
+	if n == 0 {
+		return fmt.Sprintf("%.4f (1 step: too short for first -> last)", ys[0].Mean)
 	}
-	var s float64
-	for _, y := range part {
-		s += y.Mean
+	mean := func(part []report.Spread) float64 {
+		var s float64
+		for _, y := range part {
+			s += y.Mean
+		}
+		return s / float64(len(part))
 	}
-	return s / float64(max(n, 1))
+	first, last := mean(ys[:n]), mean(ys[len(ys)-n:])
+	change := "-"
+	if first != 0 {
+		change = fmt.Sprintf("%+.0f%%", (last-first)/first*100)
+	}
+	return fmt.Sprintf("%.4f -> %.4f (%s; means of the first and last %d of %d steps)", first, last, change, n, len(ys))
+}
+
+// sharedKeys restricts curves to the keys every one of them has, in the
+// first's order.
+func sharedKeys(curves []report.Curve) []report.Curve {
+	count := map[int]int{}
+	for _, c := range curves {
+		for _, k := range c.Keys {
+			count[k]++
+		}
+	}
+	out := make([]report.Curve, len(curves))
+	for i, c := range curves {
+		for j, k := range c.Keys {
+			if count[k] == len(curves) {
+				out[i].Keys, out[i].Y = append(out[i].Keys, k), append(out[i].Y, c.Y[j])
+			}
+		}
+	}
+	return out
 }
 
 // summary is a table of labels x columns, in the order they were set.

@@ -68,7 +68,7 @@ func commands() []command {
 		{"export", "write a checkpoint's weights into the original ONNX graph", setupExport},
 		{"init-model", "write a randomly initialised Qwen3-architecture model (tiny, or a real config's shape)", setupInitModel},
 		{"bench", "measure a training step or generation on random tokens (spiral bench train|generate)", setupBench},
-		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens", setupCompare},
+		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens; and training runs (--run, alone too): token entropy, held-out pass@1, search credit", setupCompare},
 		{"plan", "predict the memory of a training step and of generation, and the largest shapes that fit", setupPlan},
 		{"plot", "overlay eval reports of one mode in one PNG (e.g. base vs trained)", setupPlot},
 		{"data", "inspect a dataset file (spiral data inspect FILE) or write the synthetic task's problems (spiral data synth)", setupData},

@@ -957,3 +957,91 @@ func TestCompare(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "missing.json")
 }
+
+// TestCompareRuns: compare --run summarises runs alone; a step that
+// trained nothing (no_update) is left out of the entropy, not averaged as
+// 0; the first and last windows never overlap; a metrics.jsonl without
+// steps is refused before any output, naming it.
+func TestCompareRuns(t *testing.T) {
+	dir := t.TempDir()
+	run := func(name string, lines ...string) string {
+		d := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "metrics.jsonl"), []byte(strings.Join(lines, "\n")), 0o644))
+		return d
+	}
+	trained := func(step int, e float64) string {
+		return fmt.Sprintf(`{"step":%d,"entropy":%g,"examples":4}`, step, e)
+	}
+	untrained := func(step int) string {
+		return fmt.Sprintf(`{"step":%d,"entropy":0,"examples":0,"no_update":true}`, step)
+	}
+	var long []string
+	for s := 1; s <= 30; s++ {
+		long = append(long, trained(s, float64(s)/100))
+	}
+	empty := run("empty")
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		code      int
+		want, not []string
+	}{
+		{"empty metrics", []string{"--run", "x=" + empty}, 1,
+			[]string{filepath.Join(empty, "metrics.jsonl") + " logs no training step"}, nil},
+		{"empty metrics with --out", []string{"--out", filepath.Join(dir, "out-empty"), "--run", "x=" + empty}, 1,
+			[]string{filepath.Join(empty, "metrics.jsonl") + " logs no training step"}, nil},
+		{"runs alone", []string{"--run", "a=" + run("a", long...), "--run", "b=" + run("b", long...)}, 0,
+			[]string{"run a (n = 1): token entropy 0.0550 -> 0.2550 (+364%; means of the first and last 10 of 30 steps)", "run b (n = 1)"}, nil},
+		{"two steps", []string{"--run", "s=" + run("short", trained(1, 0.1), trained(2, 0.2))}, 0,
+			[]string{"token entropy 0.1000 -> 0.2000 (+100%; means of the first and last 1 of 2 steps)"}, nil},
+		{"one step", []string{"--run", "s=" + run("one", trained(1, 0.1))}, 0,
+			[]string{"token entropy 0.1000 (1 step: too short for first -> last)"}, nil},
+		{"untrained steps left out", []string{"--run", "m=" + run("mixed", trained(1, 0.1), untrained(2), trained(3, 0.2), untrained(4), trained(5, 0.3), untrained(6))}, 0,
+			[]string{"token entropy 0.1000 -> 0.3000 (+200%; means of the first and last 1 of 3 steps) (3 of 6 steps left out: they trained nothing"}, nil},
+		{"never updated", []string{"--out", filepath.Join(dir, "out-none"), "--run", "n=" + run("none", untrained(1), untrained(2)), "--run", "s=" + filepath.Join(dir, "short")}, 0,
+			[]string{"run n (n = 1): no step updated the weights (2 of 2, none with an informative problem): no token entropy", "wrote "}, nil},
+		{"seeds of other lengths", []string{"--run", "s=" + filepath.Join(dir, "short"), "--run", "s=" + filepath.Join(dir, "one")}, 1,
+			[]string{"seeds " + filepath.Join(dir, "short") + " and " + filepath.Join(dir, "one") + " log different training steps"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := spiral(t, nil, append([]string{"compare"}, tc.args...)...)
+			require.Equal(t, tc.code, r.code, r.stderr)
+			out := r.stdout + r.stderr
+			for _, s := range tc.want {
+				require.Contains(t, out, s)
+			}
+			if tc.code != 0 {
+				require.Empty(t, r.stdout, "refused before any output")
+			}
+		})
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "out-none", "summary.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "| n | no update |")
+	require.NoDirExists(t, filepath.Join(dir, "out-empty"))
+}
+
+// TestTrainNoInformativeProblem: on data whose answers no trace gives,
+// every step says it updated nothing (step line and metrics.jsonl's
+// no_update) and the run ends with a warning.
+func TestTrainNoInformativeProblem(t *testing.T) {
+	dir := t.TempDir()
+	var rows []string
+	for i := range 4 {
+		rows = append(rows, fmt.Sprintf(`{"question":"%d+%d?","answer":"zzz"}`, i, i))
+	}
+	data := filepath.Join(dir, "imposs.jsonl")
+	require.NoError(t, os.WriteFile(data, []byte(strings.Join(rows, "\n")+"\n"), 0o644))
+	out := filepath.Join(dir, "run")
+	r := spiral(t, nil, "train", "--threads", "1", "--problems", "1", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2", "--quiet",
+		"--data", data, "--steps", "2", "--eval-every", "0", "--final-rsa-steps", "0", "--out", out)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 2, strings.Count(r.stdout, "no update (no informative problem)"), r.stdout)
+	require.NotContains(t, r.stdout, "entropy")
+	require.Contains(t, r.stderr, "warning: no step of this run updated the weights ("+filepath.Join(out, "metrics.jsonl")+")")
+	b, err := os.ReadFile(filepath.Join(out, "metrics.jsonl"))
+	require.NoError(t, err)
+	require.Equal(t, 2, strings.Count(string(b), `"no_update":true`))
+	require.FileExists(t, filepath.Join(out, "training.png"))
+}
