@@ -25,9 +25,10 @@
 #
 #   OUT      the study directory (default: runs/study)
 #   STEPS    training steps per run (default: 50)
-#   SEEDS    seeds (default: "1 2 3")
-#   ALGOS    algorithms (default: "spiral grpo agg-only"); the first is the
-#            reference of the comparison. Besides the --algo names,
+#   SEEDS    seeds, distinct whole numbers >= 1 (default: "1 2 3")
+#   ALGOS    algorithms, each once, of spiral, grpo, agg-only, search-only
+#            and spiral-2r (default: "spiral grpo agg-only"); the first is
+#            the reference of the comparison. Besides the --algo names,
 #            spiral-2r is SPIRAL with two aggregation rounds at the same
 #            24 traces (--k 4 --n2 2 --agg-rounds 2)
 #   PROBLEMS problems per training step, every algorithm alike (default:
@@ -46,20 +47,59 @@
 #            cores), each ONNX Runtime session on one thread when JOBS > 1:
 #            the embedded model is too small for two threads to beat two
 #            processes
+#
+# The numbers are whole numbers >= 1 (of at most 9 digits). A knob set to
+# the empty string, or to a value outside these, is refused (exit 2)
+# before anything is built or run; unset it for its default.
 set -euo pipefail
 # The braces make bash read the whole script before running any of it: a
 # study runs for most of an hour, and bash reads a script as it goes, so
 # editing or checking out this file meanwhile would run a garbled rest.
 {
 cd "$(dirname "$0")/.."
-OUT=${OUT:-runs/study}
-STEPS=${STEPS:-50}
-SEEDS=${SEEDS:-1 2 3}
-ALGOS=${ALGOS:-spiral grpo agg-only}
-PROBLEMS=${PROBLEMS:-8}
-EVALN=${EVALN:-128}
-PASSK_SAMPLES=${PASSK_SAMPLES:-256}
-JOBS=${JOBS:-$(nproc)}
+OUT=${OUT-runs/study}
+STEPS=${STEPS-50}
+SEEDS=${SEEDS-1 2 3}
+ALGOS=${ALGOS-spiral grpo agg-only}
+PROBLEMS=${PROBLEMS-8}
+EVALN=${EVALN-128}
+PASSK_SAMPLES=${PASSK_SAMPLES-256}
+JOBS=${JOBS-$(nproc)}
+# The knobs are checked before anything is built or run: a bad one found
+# later would fail the study after the jobs before it had run.
+refuse() { # knob want: exit 2 naming the knob, its value and what it wants
+	echo "study: $1=${!1}: want $2" >&2
+	exit 2
+}
+whole() { # value: what it should be when it is not a whole number >= 1 that bash's arithmetic and spiral's flags take
+	if [[ ! $1 =~ ^[1-9][0-9]*$ ]]; then
+		echo "a whole number >= 1"
+	elif ((${#1} > 9)); then
+		echo "a whole number of at most 9 digits"
+	fi
+}
+[[ -n $OUT ]] || refuse OUT "a directory"
+[[ ! -e $OUT || -d $OUT ]] || refuse OUT "a directory (it exists and is not one)"
+for knob in STEPS PROBLEMS EVALN PASSK_SAMPLES JOBS; do
+	want=$(whole "${!knob}")
+	[[ -z $want ]] || refuse "$knob" "$want"
+done
+read -rd "" -a words <<<"$SEEDS" || true # every line's words
+((${#words[@]})) || refuse SEEDS "one or more seeds"
+for seed in "${words[@]}"; do
+	want=$(whole "$seed")
+	[[ -z $want ]] || refuse SEEDS "${want/a whole number/whole numbers} ($seed is not)"
+done
+[[ $(printf '%s\n' "${words[@]}" | sort | uniq -d) == "" ]] || refuse SEEDS "distinct seeds"
+SEEDS=${words[*]}
+read -rd "" -a words <<<"$ALGOS" || true
+((${#words[@]})) || refuse ALGOS "one or more algorithms"
+for algo in "${words[@]}"; do
+	[[ $algo =~ ^(spiral|grpo|agg-only|search-only|spiral-2r)$ ]] ||
+		refuse ALGOS "spiral, grpo, agg-only, search-only or spiral-2r ($algo is not)"
+done
+[[ $(printf '%s\n' "${words[@]}" | sort | uniq -d) == "" ]] || refuse ALGOS "each algorithm once"
+ALGOS=${words[*]}
 start=$(date +%s)
 source "$(scripts/setup.sh)" >/dev/null
 # PROBLEMS enters the stamp only when not the default, so that a study
@@ -67,9 +107,6 @@ source "$(scripts/setup.sh)" >/dev/null
 per_step=""
 [[ $PROBLEMS == 8 ]] || per_step=" problems=$PROBLEMS"
 stamp="steps=$STEPS seeds=$SEEDS algos=$ALGOS$per_step evaln=$EVALN embedded=$(cat model/embedded/assets/* | sha256sum | cut -c1-16)"
-((JOBS >= 1)) || { echo "study: JOBS=$JOBS: want >= 1" >&2; exit 2; }
-[[ $PROBLEMS =~ ^[1-9][0-9]*$ ]] || { echo "study: PROBLEMS=$PROBLEMS: want a whole number >= 1" >&2; exit 2; }
-[[ $PASSK_SAMPLES =~ ^[1-9][0-9]*$ ]] || { echo "study: PASSK_SAMPLES=$PASSK_SAMPLES: want a whole number >= 1" >&2; exit 2; }
 if [[ -f $OUT/study.stamp && $(cat "$OUT/study.stamp") != "$stamp" ]] || [[ ! -f $OUT/study.stamp && -d $OUT/runs ]]; then
 	echo "study: $OUT holds a study of other (or unrecorded) settings; starting over" >&2
 	rm -rf "$OUT/runs" "$OUT/eval" "$OUT/report" "$OUT/logs"
