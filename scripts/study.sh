@@ -34,9 +34,12 @@
 #   PROBLEMS problems per training step, every algorithm alike (default:
 #            8, train's default; 32, nearer the paper's 256, makes GRPO's
 #            entropy fall and takes about 90 minutes: see the README)
-#   EVALN    held-out problems per evaluation (default: 128, all of the
-#            embedded task's test split; fewer are noisier: at 64 the
-#            seed ranges of SPIRAL's and GRPO's RSA touched)
+#   EVALN    held-out problems of each spiral eval after training (its
+#            --limit; default: 128, all of the embedded task's test split,
+#            as is any larger number; fewer are noisier: at 64 the seed
+#            ranges of SPIRAL's and GRPO's RSA touched). The evaluations
+#            during training (heldout.png) keep train's 64 problems
+#            (--eval-problems) whatever EVALN is
 #   PASSK_SAMPLES samples per problem of the pass@k evaluations
 #            (default: 256). The scaling efficiency is compared at the
 #            reference's k <= 64 (compare --max-k 64); the other models'
