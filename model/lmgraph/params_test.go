@@ -138,6 +138,19 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// selection is the Selection of --train train and --freeze freeze ("":
+// not given).
+func selection(train, freeze string) lmgraph.Selection {
+	var s lmgraph.Selection
+	if train != "" {
+		s.Train = regexp.MustCompile(train)
+	}
+	if freeze != "" {
+		s.Freeze = regexp.MustCompile(freeze)
+	}
+	return s
+}
+
 // TestSelect checks --train and --freeze: --train keeps the matches,
 // --freeze drops its matches, each frozen one says which flag froze it;
 // a selection that leaves nothing, or a flag that matches no parameter,
@@ -165,13 +178,7 @@ func TestSelect(t *testing.T) {
 		{"both", `^layers\.`, `norm`, []string{"layers.0.q.weight"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var s lmgraph.Selection
-			if tc.train != "" {
-				s.Train = regexp.MustCompile(tc.train)
-			}
-			if tc.freeze != "" {
-				s.Freeze = regexp.MustCompile(tc.freeze)
-			}
+			s := selection(tc.train, tc.freeze)
 			tr, fr, err := s.Select(cls)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, names(tr))
@@ -191,13 +198,7 @@ func TestSelect(t *testing.T) {
 		{"--freeze matching only a buffer", "", "inv_freq", `--freeze "inv_freq" matches no parameter`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var s lmgraph.Selection
-			if tc.train != "" {
-				s.Train = regexp.MustCompile(tc.train)
-			}
-			if tc.freeze != "" {
-				s.Freeze = regexp.MustCompile(tc.freeze)
-			}
+			s := selection(tc.train, tc.freeze)
 			_, _, err := s.Select(cls)
 			require.ErrorContains(t, err, tc.want)
 			require.NotContains(t, err.Error(), "<nil>")
