@@ -82,7 +82,7 @@ embedded:
 # Run every fuzz target for FUZZTIME each (FuzzLoadParquet is left out: a
 # corrupt Parquet page can make parquet-go allocate gigabytes, see data/).
 FUZZTIME ?= 30s
-FUZZ_TARGETS := ./data:FuzzLastBoxed ./data:FuzzLoadJSONL ./data/synth:FuzzParse \
+FUZZ_TARGETS := ./data:FuzzLastBoxed ./data:FuzzLoadJSONL ./data:FuzzLoadParquet ./data/synth:FuzzParse \
 	./grader:FuzzExtract ./grader:FuzzParse ./model/onnx:FuzzDecode ./model/params:FuzzDecode \
 	./model/tokenizer:FuzzByteTokenizerRoundTrip ./model/tokenizer:FuzzCharTokenizerRoundTrip \
 	./model/tokenizer:FuzzFromBytes ./rl:FuzzSpiralAdvantages ./rollout/report:FuzzReadJSON

@@ -323,14 +323,15 @@ func (m *Model) InlineAll(keep func(name string) bool) error {
 	return err
 }
 
-// modelFields are the field numbers of ModelProto (onnx.proto3).
-var modelFields = map[protowire.Number]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 14: true, 20: true, 25: true, 26: true}
+// graphField is ModelProto's graph (onnx.proto3).
+const graphField protowire.Number = 7
 
 // Probe checks cheaply that path looks like an ONNX model, reading only
 // the framing of its top-level fields (a multi-gigabyte inline export is
-// not loaded): not empty, every top-level field a ModelProto field whose
-// length fits the file, and a graph among them. It names the file and
-// the problem.
+// not loaded): not empty, every top-level field well framed and fitting
+// the file, and a length-delimited graph among them. Field numbers
+// ModelProto does not have (yet) are skipped, as the decoder skips them:
+// a later ONNX may add fields. It names the file and the problem.
 func Probe(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -361,8 +362,11 @@ func probe(r *bufio.Reader, size int64, path string) error {
 		}
 		pos += int64(n)
 		num, typ := protowire.DecodeTag(tag)
-		if !modelFields[num] {
-			return bad(fmt.Sprintf("field %d is not a ModelProto field", num))
+		if num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
+			return bad(fmt.Sprintf("field number %d", num))
+		}
+		if num == graphField && typ != protowire.BytesType {
+			return bad(fmt.Sprintf("the graph (field %d) is of wire type %d, not a message", num, typ))
 		}
 		var skip int64
 		switch typ {
@@ -393,7 +397,7 @@ func probe(r *bufio.Reader, size int64, path string) error {
 			return bad(err.Error())
 		}
 		pos += skip
-		graph = graph || num == 7
+		graph = graph || num == graphField
 	}
 	if !graph {
 		return fmt.Errorf("onnx: %s: not an ONNX model: no graph", path)

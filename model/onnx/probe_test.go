@@ -6,10 +6,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// TestProbe: a model passes; an empty file, garbage, a truncated model
-// and a protobuf without a graph are refused with the file's name.
+// TestProbe: a model passes, with a field a later ONNX may add too; an
+// empty file, garbage, a truncated model, a protobuf without a graph or
+// with a graph that is not a message are refused with the file's name.
 func TestProbe(t *testing.T) {
 	dir := t.TempDir()
 	b := NewGraphBuilder("g")
@@ -25,9 +27,15 @@ func TestProbe(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, b, 0o644))
 		return p
 	}
+	// A top-level field ModelProto does not have (yet): protobuf skips it,
+	// and so does Probe, as the decoder does.
+	later := append(append([]byte{}, full...), protowire.AppendVarint(protowire.AppendTag(nil, 40, protowire.VarintType), 3)...)
+	require.NoError(t, Probe(write("later.onnx", later)))
 	for _, tc := range []struct {
 		name, path, want string
 	}{
+		{"graph not a message", write("graphvarint.onnx", []byte{0x38, 0x01}), "the graph (field 7) is of wire type 0"},
+		{"field number 0", write("zero.onnx", []byte{0x00, 0x01}), "field number 0"},
 		{"empty", write("empty.onnx", nil), "the file is empty"},
 		{"garbage", write("garbage.onnx", []byte("\xff\xff\xff\xff not onnx")), "not a valid ONNX model"},
 		{"truncated", write("short.onnx", full[:len(full)-5]), "truncated or corrupt protobuf"},
