@@ -329,9 +329,10 @@ const graphField protowire.Number = 7
 // Probe checks cheaply that path looks like an ONNX model, reading only
 // the framing of its top-level fields (a multi-gigabyte inline export is
 // not loaded): not empty, every top-level field well framed and fitting
-// the file, and a length-delimited graph among them. Field numbers
-// ModelProto does not have (yet) are skipped, as the decoder skips them:
-// a later ONNX may add fields. It names the file and the problem.
+// the file, and a length-delimited graph among them. Fields ModelProto
+// does not have (yet), or of another wire type than its own, are
+// skipped, as the decoder skips them: a later ONNX may add fields. It
+// names the file and the problem.
 func Probe(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -365,9 +366,6 @@ func probe(r *bufio.Reader, size int64, path string) error {
 		if num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
 			return bad(fmt.Sprintf("field number %d", num))
 		}
-		if num == graphField && typ != protowire.BytesType {
-			return bad(fmt.Sprintf("the graph (field %d) is of wire type %d, not a message", num, typ))
-		}
 		var skip int64
 		switch typ {
 		case protowire.VarintType:
@@ -397,7 +395,9 @@ func probe(r *bufio.Reader, size int64, path string) error {
 			return bad(err.Error())
 		}
 		pos += skip
-		graph = graph || num == graphField
+		// A graph field of another wire type is an unknown field to the
+		// decoder, as to protobuf.
+		graph = graph || num == graphField && typ == protowire.BytesType
 	}
 	if !graph {
 		return fmt.Errorf("onnx: %s: not an ONNX model: no graph", path)
