@@ -22,6 +22,10 @@ type StreamDecoder struct {
 	t    *Tokenizer
 	ids  []int32 // ids[:read] have been emitted; ids[:prefix] are context only
 	read int
+	// extra is text emitted past Decode(ids[:read]): what a decoder held
+	// back too long emits of its window, short of a last character that
+	// may still be completing.
+	extra string
 }
 
 // NewStreamDecoder returns a StreamDecoder for a new sequence.
@@ -39,7 +43,7 @@ func (d *StreamDecoder) Push(id int32) string {
 // become U+FFFD) and resets the decoder for a new sequence.
 func (d *StreamDecoder) Flush() string {
 	s := d.emit(true)
-	d.ids, d.read = d.ids[:0], 0
+	d.ids, d.read, d.extra = d.ids[:0], 0, ""
 	return s
 }
 
@@ -47,20 +51,19 @@ func (d *StreamDecoder) Flush() string {
 // one emitted chunk before read, so decoders that treat the first token
 // specially (e.g. stripping a leading space) see the same context as a
 // full decode. The text is emitted when it grew and does not end inside a
-// character (U+FFFD), or when force is set.
+// character (U+FFFD), or when force is set. Held maxHeld tokens, the text
+// is emitted but for a last U+FFFD, which may be a character still
+// completing (or the character itself: the text can hold U+FFFD).
 func (d *StreamDecoder) emit(force bool) string {
 	if len(d.ids) == d.read {
 		return ""
 	}
-	prev := d.t.Decode(d.ids[:d.read])
+	prev := d.t.Decode(d.ids[:d.read]) + d.extra
 	full := d.t.Decode(d.ids)
-	if !force && len(d.ids)-d.read < maxHeld {
-		if len(full) <= len(prev) {
-			return ""
-		}
-		if r, _ := utf8.DecodeLastRuneInString(full); r == utf8.RuneError {
-			return ""
-		}
+	_, lastSize := utf8.DecodeLastRuneInString(full)
+	lastIncomplete := strings.HasSuffix(full, string(utf8.RuneError))
+	if !force && len(d.ids)-d.read < maxHeld && (len(full) <= len(prev) || lastIncomplete) {
+		return ""
 	}
 	out, ok := strings.CutPrefix(full, prev)
 	if !ok {
@@ -68,10 +71,18 @@ func (d *StreamDecoder) emit(force bool) string {
 		// longest common prefix so that nothing is emitted twice.
 		out = full[commonPrefix(full, prev):]
 	}
+	if !force && lastIncomplete {
+		// Held too long: emit all but the last character, keeping the
+		// window, so that a character it completes is not emitted as
+		// U+FFFD first.
+		out = out[:max(0, len(out)-lastSize)]
+		d.extra += out
+		return out
+	}
 	// Keep the chunk just emitted as context for the next window.
 	n := copy(d.ids, d.ids[d.read:])
 	d.ids = d.ids[:n]
-	d.read = n
+	d.read, d.extra = n, ""
 	return out
 }
 
