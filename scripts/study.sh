@@ -83,6 +83,13 @@ whole() { # value: what it should be when it is not a whole number >= 1 that bas
 }
 [[ -n $OUT ]] || refuse OUT "a directory"
 [[ ! -e $OUT || -d $OUT ]] || refuse OUT "a directory (it exists and is not one)"
+# Starting over removes OUT's runs/, eval/, report/ and logs/: only a
+# study's own (it has study.stamp), never those of another directory
+# (OUT=. in the checkout holds make train's runs/).
+for sub in runs eval report logs; do
+	[[ -f $OUT/study.stamp || ! -e $OUT/$sub ]] ||
+		refuse OUT "a study's directory or a new one (it holds $sub/ but no study.stamp)"
+done
 for knob in STEPS PROBLEMS EVALN PASSK_SAMPLES JOBS; do
 	want=$(whole "${!knob}")
 	[[ -z $want ]] || refuse "$knob" "$want"
@@ -110,8 +117,8 @@ source "$(scripts/setup.sh)" >/dev/null
 per_step=""
 [[ $PROBLEMS == 8 ]] || per_step=" problems=$PROBLEMS"
 stamp="steps=$STEPS seeds=$SEEDS algos=$ALGOS$per_step evaln=$EVALN embedded=$(cat model/embedded/assets/* | sha256sum | cut -c1-16)"
-if [[ -f $OUT/study.stamp && $(cat "$OUT/study.stamp") != "$stamp" ]] || [[ ! -f $OUT/study.stamp && -d $OUT/runs ]]; then
-	echo "study: $OUT holds a study of other (or unrecorded) settings; starting over" >&2
+if [[ -f $OUT/study.stamp && $(cat "$OUT/study.stamp") != "$stamp" ]]; then
+	echo "study: $OUT holds a study of other settings; starting over" >&2
 	rm -rf "$OUT/runs" "$OUT/eval" "$OUT/report" "$OUT/logs"
 fi
 # An interrupted study takes its running jobs with it (a rerun must not

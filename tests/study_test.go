@@ -34,6 +34,10 @@ func TestStudyRefusals(t *testing.T) {
 	tmp := t.TempDir()
 	file := filepath.Join(tmp, "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	others := filepath.Join(tmp, "checkout")
+	kept := filepath.Join(others, "runs", "spiral", "metrics.jsonl")
+	require.NoError(t, os.MkdirAll(filepath.Dir(kept), 0o755))
+	require.NoError(t, os.WriteFile(kept, []byte("{}\n"), 0o644))
 	// JOBS reached bash's arithmetic unchecked, which runs the command
 	// substitution in the index of a set variable's name.
 	pwned := filepath.Join(tmp, "pwned")
@@ -66,6 +70,8 @@ func TestStudyRefusals(t *testing.T) {
 		{[]string{"ALGOS=grpo spiral grpo"}, "study: ALGOS=grpo spiral grpo: want each algorithm once"},
 		{[]string{"OUT="}, "study: OUT=: want a directory"},
 		{[]string{"OUT=" + file}, "study: OUT=" + file + ": want a directory (it exists and is not one)"},
+		// Not a study's directory: starting over would remove its runs/.
+		{[]string{"OUT=" + others}, "study: OUT=" + others + ": want a study's directory or a new one (it holds runs/ but no study.stamp)"},
 		// The first bad knob is named even where a later one is fine.
 		{[]string{"STEPS=1", "ALGOS=grpo", "SEEDS=1", "EVALN=0"}, "study: EVALN=0: want a whole number >= 1"},
 	}
@@ -98,6 +104,7 @@ func TestStudyRefusals(t *testing.T) {
 			require.Equal(t, c.want+"\n", stderr.String())
 			require.Empty(t, stdout.String())
 			require.NoDirExists(t, out, "nothing is made before the knobs are checked")
+			require.FileExists(t, kept, "another directory's runs/ is left alone")
 		})
 	}
 }
