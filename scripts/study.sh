@@ -20,8 +20,9 @@
 # training resumes from its newest checkpoint. OUT/study.stamp records
 # the settings the results depend on (steps, seeds, algorithms, problems
 # per step and per evaluation, the embedded model; not spiral's own
-# code); when it differs, or is missing beside old results, the study
-# starts over.
+# code); when it differs, the study starts over (removing OUT's runs/,
+# eval/, report/ and logs/). An OUT that holds any of those but no stamp
+# is not a study's and is refused.
 #
 #   OUT      the study directory (default: runs/study)
 #   STEPS    training steps per run (default: 50)
