@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -208,15 +209,20 @@ func registerLoRA(fs *pflag.FlagSet, rank *int, alpha *float64, targets *string)
 // parseLoRA checks the LoRA flags (targets may omit "_proj").
 func parseLoRA(rank int, alpha float64, targets string) (lmgraph.LoRA, error) {
 	l := lmgraph.LoRA{Rank: rank, Alpha: alpha}
-	for _, t := range strings.Split(targets, ",") {
-		if t = strings.TrimSpace(t); t == "" {
+	for _, given := range strings.Split(targets, ",") {
+		t := strings.ToLower(strings.TrimSpace(given))
+		if t == "" {
 			continue
 		}
 		if !strings.HasSuffix(t, "_proj") {
 			t += "_proj"
 		}
+		if !slices.Contains(lmgraph.LoRATargets, t) {
+			return l, fmt.Errorf("--lora-targets: %q: want q, k, v, o, gate, up or down (or their _proj names)", strings.TrimSpace(given))
+		}
 		l.Targets = append(l.Targets, t)
 	}
+	l = l.Canonical()
 	// Alpha and targets are checked without a rank too: given alone they
 	// would do nothing, and a bad value is a mistake either way.
 	probe := l

@@ -402,6 +402,10 @@ func resume(ckptDir string, cfg RunConfig, p RunParts) error {
 	if err := json.Unmarshal(st.Config, &prev); err != nil {
 		return fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
 	}
+	if prev.LoRA != nil { // targets saved in the order given, by older versions
+		c := prev.LoRA.Canonical()
+		prev.LoRA = &c
+	}
 	sameModel := prev.ModelID == p.Settings.ModelID
 	if prev.ModelID == "" { // checkpoints of older versions
 		sameModel = prev.Model == p.Settings.Model
@@ -447,12 +451,12 @@ func WarnSkippedCheckpoints(w io.Writer, skipped []error) {
 	}
 }
 
-// loraString describes a run's LoRA setting.
+// loraString describes a run's LoRA setting, its targets as a set.
 func loraString(l *lmgraph.LoRA) string {
 	if l == nil || !l.Enabled() {
 		return "full fine-tuning"
 	}
-	return l.String()
+	return l.Canonical().String()
 }
 
 // settingsDiff lists the settings that differ between a and b as

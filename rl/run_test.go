@@ -234,6 +234,23 @@ func TestRunOtherLoRAPastDamage(t *testing.T) {
 	require.ErrorContains(t, h.run(context.Background()), "holds a run with full fine-tuning; this one is lora rank=4")
 }
 
+// TestRunLoRATargetsAsASet: a run whose checkpoint lists its LoRA
+// targets in another order (as older versions saved them as given)
+// resumes with the same targets.
+func TestRunLoRATargetsAsASet(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	h.cfg.EvalEvery = 0
+	h.parts.Settings.LoRA = &lmgraph.LoRA{Rank: 4, Alpha: 8, Targets: []string{"v_proj", "q_proj"}}
+	require.NoError(t, h.run(context.Background()))
+
+	h = newRunHarness(t, dir, 2)
+	h.cfg.EvalEvery = 0
+	h.parts.Settings.LoRA = &lmgraph.LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj"}}
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.out.String(), "(step 1)")
+}
+
 // TestRunEvalLine: the held-out line gives pass@k and majority@k beside
 // pass@1 when there is more than one sample a problem.
 func TestRunEvalLine(t *testing.T) {

@@ -197,7 +197,7 @@ func TestMalformedInputs(t *testing.T) {
 		usage("peft export of a full fine-tune", "is a full fine-tune, not LoRA adapters", "export", "--model", good, "--checkpoint", ckpt, "--out", f.path("x"), "--format", "peft"),
 		usage("negative LoRA rank", "lora rank -1", train("--lora-rank", "-1")...),
 		usage("LoRA with --train", "do not combine", train("--lora-rank", "4", "--train", "q_proj")...),
-		usage("unknown LoRA target", `lora target "foo_proj"`, train("--lora-rank", "4", "--lora-targets", "q,foo")...),
+		usage("unknown LoRA target", `--lora-targets: "foo": want q, k, v, o, gate, up or down`, train("--lora-rank", "4", "--lora-targets", "q,foo")...),
 		usage("LoRA alpha of zero", "lora alpha 0", "sft", "--lora-rank", "4", "--lora-alpha", "0"),
 		usage("unknown engine", `--engine "tgi"`, "eval", "--engine", "tgi"),
 		usage("openai engine without a URL", "needs --base-url", "eval", "--engine", "openai", "--served-model", "m"),

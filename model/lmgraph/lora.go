@@ -55,6 +55,25 @@ func (l LoRA) Validate() error {
 	return nil
 }
 
+// Canonical returns l with its targets in LoRATargets' order, each once:
+// the targets are a set, so runs given them in another order or twice
+// are the same run.
+func (l LoRA) Canonical() LoRA {
+	var ts []string
+	for _, t := range LoRATargets {
+		if slices.Contains(l.Targets, t) {
+			ts = append(ts, t)
+		}
+	}
+	for _, t := range l.Targets { // unknown ones, for Validate to name
+		if !slices.Contains(LoRATargets, t) && !slices.Contains(ts, t) {
+			ts = append(ts, t)
+		}
+	}
+	l.Targets = ts
+	return l
+}
+
 // String renders l for manifests (empty when disabled).
 func (l LoRA) String() string {
 	if !l.Enabled() {

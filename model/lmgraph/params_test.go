@@ -240,3 +240,18 @@ func TestTiesOnlyEmbeddingCopies(t *testing.T) {
 	require.Equal(t, "Transpose", m.Graph().GetNode()[0].GetOpType())
 	require.Equal(t, []string{"emb"}, m.Graph().GetNode()[0].GetInput())
 }
+
+// TestLoRACanonical: targets become a set in LoRATargets' order, unknown
+// ones kept (after) for Validate to name.
+func TestLoRACanonical(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"v_proj", "q_proj", "down_proj"}, []string{"q_proj", "v_proj", "down_proj"}},
+		{[]string{"q_proj", "q_proj", "v_proj"}, []string{"q_proj", "v_proj"}},
+		{[]string{"x_proj", "k_proj", "x_proj"}, []string{"k_proj", "x_proj"}},
+		{nil, nil},
+	} {
+		l := lmgraph.LoRA{Rank: 2, Alpha: 4, Targets: tc.in}.Canonical()
+		require.Equal(t, tc.want, l.Targets, "%v", tc.in)
+		require.Equal(t, 2, l.Rank)
+	}
+}
