@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
@@ -21,6 +24,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 	ckpt := fs.String("checkpoint", "", "checkpoint directory (e.g. runs/spiral/checkpoints/ckpt-000050), or a run's checkpoints/ directory for its newest intact one; hf without one converts the model as it is")
 	out := fs.String("out", "", "output: a .onnx path (onnx; the model's tokenizer.json and config.json are copied beside it) or a directory (hf, peft); required, its directory is created")
 	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph; LoRA merged), hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files; LoRA merged) or peft (a LoRA checkpoint's adapters as a peft adapter directory)")
+	baseModel := fs.String("base-model", "", "peft: the base model adapter_config.json names (base_model_name_or_path): a Hugging Face id or a transformers model directory such as an --format hf export (default: config.json's _name_or_path beside --model, as optimum writes the id there; else none)")
 	external := fs.Bool("external-data", false, "onnx: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		if *format != "onnx" && *format != "hf" && *format != "peft" {
@@ -68,9 +72,15 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		switch *format {
 		case "peft":
 			if !lora.Enabled() {
-				return usageError{fmt.Errorf("--format peft: checkpoint %s is a full fine-tune, not LoRA adapters; export it with --format onnx or hf", *ckpt)}
+				return fmt.Errorf("--format peft: checkpoint %s is a full fine-tune, not LoRA adapters; export it with --format onnx or hf", *ckpt)
 			}
-			n, err := model.ExportPEFT(r.onnx, lora, w, filepath.Dir(r.onnx), *out)
+			base := *baseModel
+			if base == "" {
+				if base, err = configNameOrPath(r.onnx); err != nil {
+					return err
+				}
+			}
+			n, err := model.ExportPEFT(r.onnx, lora, w, base, *out)
 			if err != nil {
 				return err
 			}
@@ -97,4 +107,25 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		}
 		return nil
 	}
+}
+
+// configNameOrPath returns the _name_or_path of the config.json beside
+// the model at onnxPath ("" when there is none): the Hugging Face id an
+// optimum export was made from.
+func configNameOrPath(onnxPath string) (string, error) {
+	path := filepath.Join(filepath.Dir(onnxPath), model.ConfigFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var c struct {
+		NameOrPath string `json:"_name_or_path"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return c.NameOrPath, nil
 }

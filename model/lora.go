@@ -185,7 +185,7 @@ const (
 type peftConfig struct {
 	PEFTType          string         `json:"peft_type"`
 	TaskType          string         `json:"task_type"`
-	BaseModel         string         `json:"base_model_name_or_path"`
+	BaseModel         *string        `json:"base_model_name_or_path"` // null when unknown
 	R                 int            `json:"r"`
 	LoRAAlpha         float64        `json:"lora_alpha"`
 	LoRADropout       float64        `json:"lora_dropout"`
@@ -206,8 +206,9 @@ type peftConfig struct {
 // peft adapter directory at dir: adapter_model.safetensors (float32;
 // base_model.model.<module>.lora_A.weight [rank, in] and lora_B.weight
 // [out, rank], nn.Linear layouts, so A and B transposed) and
-// adapter_config.json. base names the base model in the config. It
-// returns the number of tensors written.
+// adapter_config.json. base names the base model in the config (its
+// base_model_name_or_path: a Hugging Face id or a transformers model
+// directory; "" writes null). It returns the number of tensors written.
 func ExportPEFT(src string, l lmgraph.LoRA, adapters *params.Store, base, dir string) (int, error) {
 	_, as, err := sourceAdapters(src, l)
 	if err != nil {
@@ -235,7 +236,11 @@ func ExportPEFT(src string, l lmgraph.LoRA, adapters *params.Store, base, dir st
 			transposeInto(dst.Data, t.Data, int(want[0]), int(want[1]))
 		}
 	}
-	cfg := peftConfig{PEFTType: "LORA", TaskType: "CAUSAL_LM", BaseModel: base, R: l.Rank, LoRAAlpha: l.Alpha,
+	var baseName *string
+	if base != "" {
+		baseName = &base
+	}
+	cfg := peftConfig{PEFTType: "LORA", TaskType: "CAUSAL_LM", BaseModel: baseName, R: l.Rank, LoRAAlpha: l.Alpha,
 		TargetModules: l.Targets, Bias: "none", InferenceMode: true, InitLoRAWeights: true,
 		RankPattern: map[string]int{}, AlphaPattern: map[string]int{}}
 	cj, err := json.MarshalIndent(cfg, "", "  ")

@@ -422,6 +422,22 @@ func TestLoRAWorkflow(t *testing.T) {
 	r = spiral(t, nil, "export", "--format", "peft", "--checkpoint", ckpts, "--out", peft)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.FileExists(t, filepath.Join(peft, "adapter_config.json"))
+	// The base it names: none known (spiral's own model records no
+	// Hugging Face id), or --base-model's.
+	baseOf := func(dir string) any {
+		var c map[string]any
+		b, err := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &c))
+		v, ok := c["base_model_name_or_path"]
+		require.True(t, ok)
+		return v
+	}
+	require.Nil(t, baseOf(peft))
+	named := filepath.Join(dir, "peft-named")
+	r = spiral(t, nil, "export", "--format", "peft", "--checkpoint", ckpts, "--out", named, "--base-model", hf)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, hf, baseOf(named))
 	h := safetensorsHeader(t, filepath.Join(peft, "adapter_model.safetensors"))
 	require.Len(t, h.Tensors, adapters.Len())
 	a := h.Find("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight")
