@@ -744,7 +744,7 @@ func TestBenchAndPlan(t *testing.T) {
 	require.Equal(t, float64(8*32*36*(2560+4096+2*(2560+1024)+4096+2560+2*(2560+9728)+9728+2560)), moments())
 	r = spiral(t, nil, "plan", "--model", "qwen3-4b", "--lora-rank", "8", "--lora-targets", "q,zz")
 	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, `"zz_proj"`)
+	require.Contains(t, r.stderr, `--lora-targets: "zz": want q, k, v, o, gate, up or down`)
 
 	r = spiral(t, nil, "plan", "--model", "qwen3-4b", "--device-memory", "80XB")
 	require.Equal(t, 2, r.code)
