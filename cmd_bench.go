@@ -87,12 +87,8 @@ func (f *benchFlags) validate(what string) error {
 // (config.json's max_position_embeddings, when stated), as train and
 // generate do, rather than running past the positions the model knows or
 // failing on an allocation.
-func (f *benchFlags) checkContext(what string) error {
-	r, err := f.mf.resolve()
-	if err != nil {
-		return err
-	}
-	hf, _, err := model.ReadHFConfig(r.onnx)
+func (f *benchFlags) checkContext(what string, r resolvedModel) error {
+	hf, err := r.hfConfig()
 	if err != nil || hf.MaxPositionEmbeddings == 0 {
 		return err
 	}
@@ -116,13 +112,17 @@ func setupBench(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 		if err := f.validate(args[0]); err != nil {
 			return usageError{err}
 		}
-		if err := f.checkContext(args[0]); err != nil {
+		r, err := f.mf.resolve()
+		if err != nil {
+			return err
+		}
+		if err := f.checkContext(args[0], r); err != nil {
 			return err
 		}
 		if args[0] == "train" {
-			return benchTrain(ctx, env, &f)
+			return benchTrain(ctx, env, &f, r)
 		}
-		return benchGenerate(ctx, env, &f)
+		return benchGenerate(ctx, env, &f, r)
 	}
 }
 
@@ -200,13 +200,10 @@ func measureMemory(rt *model.Runtime) (benchMemory, error) {
 	return m, nil
 }
 
-// benchOpen opens the runtime and --model's policy (artifacts cached by
-// the model's content); closeAll closes both.
-func benchOpen(env *cliEnv, f *benchFlags, opts model.PolicyOptions) (rt *model.Runtime, pol *model.Policy, closeAll func(), err error) {
-	r, err := f.mf.resolve()
-	if err != nil {
-		return nil, nil, nil, err
-	}
+// benchOpen opens the runtime and the policy of r, the model --model
+// resolved to (artifacts cached by the model's content); closeAll closes
+// both.
+func benchOpen(env *cliEnv, f *benchFlags, r resolvedModel, opts model.PolicyOptions) (rt *model.Runtime, pol *model.Policy, closeAll func(), err error) {
 	rt, err = model.OpenRuntime(f.rf.options(env.stderr))
 	if err != nil {
 		return nil, nil, nil, err
@@ -224,9 +221,9 @@ func benchOpen(env *cliEnv, f *benchFlags, opts model.PolicyOptions) (rt *model.
 
 // benchTrain runs --steps full training steps on random rows and prints
 // one JSON line after opening and one per step.
-func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags) error {
+func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel) error {
 	start := time.Now()
-	rt, pol, closeAll, err := benchOpen(env, f, model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: model.ArtifactOptions{LoRA: f.lora}, Seed: f.seed, Resident: f.resident})
+	rt, pol, closeAll, err := benchOpen(env, f, r, model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: model.ArtifactOptions{LoRA: f.lora}, Seed: f.seed, Resident: f.resident})
 	if err != nil {
 		return err
 	}
@@ -368,9 +365,9 @@ type benchGenerateLine struct {
 // --prompt-tokens for --rows rows, --steps times, through the sampler
 // generate, eval and training use; one JSON line after opening and one
 // per generation.
-func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags) error {
+func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel) error {
 	start := time.Now()
-	rt, pol, closeAll, err := benchOpen(env, f, model.PolicyOptions{Resident: f.resident})
+	rt, pol, closeAll, err := benchOpen(env, f, r, model.PolicyOptions{Resident: f.resident})
 	if err != nil {
 		return err
 	}
