@@ -69,7 +69,7 @@ func exportSidecars(r resolvedModel, out string) ([]sidecar, error) {
 		required   bool
 	}{
 		{"tokenizer.json", r.tokenizer, r.tokenizerGiven},
-		{model.ConfigFile, filepath.Join(filepath.Dir(r.onnx), model.ConfigFile), false},
+		{model.ConfigFile, filepath.Join(r.dir, model.ConfigFile), false},
 	} {
 		b, err := os.ReadFile(s.from)
 		if errors.Is(err, fs.ErrNotExist) && !s.required {

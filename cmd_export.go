@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -76,9 +72,11 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			base := *baseModel
 			if base == "" {
-				if base, err = configNameOrPath(r.onnx); err != nil {
+				hf, err := r.hfConfig()
+				if err != nil {
 					return err
 				}
+				base = hf.NameOrPath
 			}
 			n, err := model.ExportPEFT(r.onnx, lora, w, base, *out)
 			if err != nil {
@@ -107,25 +105,4 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		}
 		return nil
 	}
-}
-
-// configNameOrPath returns the _name_or_path of the config.json beside
-// the model at onnxPath ("" when there is none): the Hugging Face id an
-// optimum export was made from.
-func configNameOrPath(onnxPath string) (string, error) {
-	path := filepath.Join(filepath.Dir(onnxPath), model.ConfigFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	var c struct {
-		NameOrPath string `json:"_name_or_path"`
-	}
-	if err := json.Unmarshal(b, &c); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return c.NameOrPath, nil
 }

@@ -25,6 +25,9 @@ type HFConfig struct {
 	VocabSize int `json:"vocab_size"`
 	// NumAttentionHeads is the number of query heads.
 	NumAttentionHeads int `json:"num_attention_heads"`
+	// NameOrPath is the Hugging Face id or directory the model was made
+	// from (transformers' _name_or_path; optimum's exports keep it).
+	NameOrPath string `json:"_name_or_path"`
 }
 
 // ReadHFConfig reads config.json from the directory of the model file at
