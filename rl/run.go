@@ -667,25 +667,20 @@ func loggedSteps(path string) (map[int]bool, error) {
 // warnNoUpdate writes a warning to w when no step the metrics file at
 // path logs (this invocation's and those it resumed) updated the weights.
 func warnNoUpdate(w io.Writer, path string) error {
-	var steps, none, skipped int
-	err := readJSONLines(path, func(b []byte) error {
-		m, err := decodeMetrics(b)
-		if err != nil {
-			return err
-		}
-		steps++
+	ms, err := readMetrics(path)
+	if err != nil {
+		return fmt.Errorf("rl: run: %w", err)
+	}
+	var none, skipped int
+	for _, m := range ms {
 		switch {
 		case m.NoUpdate:
 			none++
 		case m.UpdateSkipped != "":
 			skipped++
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("rl: run: %w", err)
 	}
-	if steps > 0 && none+skipped == steps {
+	if steps := len(ms); steps > 0 && none+skipped == steps {
 		why := fmt.Sprintf("%d of its %d steps drew no informative problem (every trace of each problem got the same reward: check the data's answers and the model's accuracy on them)", none, steps)
 		if skipped > 0 {
 			why += fmt.Sprintf(", %d skipped a non-finite update", skipped)
@@ -698,22 +693,18 @@ func warnNoUpdate(w io.Writer, path string) error {
 // PlotTraining draws dir/training.png from dir/metrics.jsonl and
 // dir/eval.jsonl (when there is one).
 func PlotTraining(dir, label string) error {
+	ms, err := readMetrics(filepath.Join(dir, MetricsFile))
+	if err != nil {
+		return fmt.Errorf("rl: plot: %w", err)
+	}
 	var pts []report.TrainingPoint
-	err := readJSONLines(filepath.Join(dir, MetricsFile), func(b []byte) error {
-		m, err := decodeMetrics(b)
-		if err != nil {
-			return err
-		}
+	for _, m := range ms {
 		pt := report.TrainingPoint{Step: m.Step, SearchReward: m.Search.Reward, AggregateReward: m.Aggregate.Reward,
 			HasAggregate: m.Aggregate.Traces > 0, Entropy: m.Entropy, NoUpdate: m.NoUpdate, Informative: m.InformativeFraction, SearchCredit: m.SearchCredit}
 		for _, r := range m.AggregateRounds {
 			pt.AggregateRounds = append(pt.AggregateRounds, r.Reward)
 		}
 		pts = append(pts, pt)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("rl: plot: %w", err)
 	}
 	if len(pts) == 0 {
 		return nil
@@ -734,6 +725,18 @@ func PlotTraining(dir, label string) error {
 		return fmt.Errorf("rl: plot: %w", err)
 	}
 	return report.PlotTraining(filepath.Join(dir, TrainingPlot), report.PlotSize{}, label, pts, held)
+}
+
+// readMetrics reads the metrics.jsonl at path, a Metrics a line
+// (decodeMetrics), naming the file and line in an error.
+func readMetrics(path string) ([]Metrics, error) {
+	var ms []Metrics
+	err := readJSONLines(path, func(b []byte) error {
+		m, err := decodeMetrics(b)
+		ms = append(ms, m)
+		return err
+	})
+	return ms, err
 }
 
 // readJSONLines calls line with each line of the file at path, naming the
@@ -783,11 +786,11 @@ type RunCurves struct {
 func ReadRunCurves(dir string) (RunCurves, error) {
 	var c RunCurves
 	metrics := filepath.Join(dir, MetricsFile)
-	err := readJSONLines(metrics, func(b []byte) error {
-		m, err := decodeMetrics(b)
-		if err != nil {
-			return err
-		}
+	ms, err := readMetrics(metrics)
+	if err != nil {
+		return RunCurves{}, fmt.Errorf("rl: run %s: %w", dir, err)
+	}
+	for _, m := range ms {
 		c.Steps = append(c.Steps, m.Step)
 		if !m.NoUpdate {
 			c.Entropy.Keys, c.Entropy.Y = append(c.Entropy.Keys, m.Step), append(c.Entropy.Y, m.Entropy)
@@ -800,10 +803,6 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 			c.SearchCredit += *m.SearchCredit
 			c.CreditSteps++
 		}
-		return nil
-	})
-	if err != nil {
-		return RunCurves{}, fmt.Errorf("rl: run %s: %w", dir, err)
 	}
 	if len(c.Steps) == 0 {
 		return RunCurves{}, fmt.Errorf("rl: run %s: %s logs no training step (was the run interrupted before its first step finished?)", dir, metrics)
