@@ -106,20 +106,13 @@ func TestTrainerStepNoUpdate(t *testing.T) {
 		{"every trace wrong", "easy", "zzz"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{2, 2}}})
-			require.NoError(t, err)
-			opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
-			require.NoError(t, err)
-			ds := data.NewDataset("t", []data.Problem{{ID: "p", Problem: tc.problem, Answer: tc.answer}})
+			cfg, parts := hardTrainer(t, 0)
+			cfg.MaxDrawRounds = 2
 			learner := &trainerFakeLearner{}
-			cfg := DefaultConfig()
-			cfg.Problems, cfg.MaxDrawRounds, cfg.Pipeline = 1, 2, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}
-			tr, err := NewTrainer(cfg, TrainerParts{
-				Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: learner,
-				Judge:    trainerJudge,
-				Problems: data.NewStream(ds, 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
-				Schedule: optim.Schedule{PeakLR: 0.1},
-			})
+			parts.Learner = learner
+			parts.Problems = data.NewStream(data.NewDataset("t", []data.Problem{{ID: "p", Problem: tc.problem, Answer: tc.answer}}), 3)
+			w, opt := parts.Weights, parts.Optimizer
+			tr, err := NewTrainer(cfg, parts)
 			require.NoError(t, err)
 			m, err := tr.TrainStep(context.Background(), nil)
 			require.NoError(t, err)
