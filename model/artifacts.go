@@ -23,9 +23,10 @@ import (
 	"github.com/spiral-rl/spiral/model/params"
 )
 
-// ArtifactsVersion changes whenever the generated graphs change meaning, so
-// that cached artifacts of an older spiral are rebuilt.
-const ArtifactsVersion = 11
+// ArtifactsVersion changes whenever the generated graphs change (in
+// meaning, or in cost as at 12, where the gradient of a square lost its
+// Pow), so that cached artifacts of an older spiral are rebuilt.
+const ArtifactsVersion = 12
 
 // File names inside an artifacts directory.
 const (

@@ -3,6 +3,7 @@ package autodiff
 import (
 	"encoding/binary"
 
+	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 )
 
@@ -23,10 +24,13 @@ func (t tinfo) rank() int {
 
 // typeTable holds element types and shapes of a graph's values, read from
 // inputs, initializers and value_info and inferred for the ops this package
-// knows; plus the contents of constant int64 tensors (axes, perms, shapes).
+// knows; plus the contents of constant int64 tensors (axes, perms, shapes)
+// and the values of one-element floating-point constants (a Pow's
+// exponent).
 type typeTable struct {
-	info   map[string]tinfo
-	consts map[string][]int64
+	info    map[string]tinfo
+	consts  map[string][]int64
+	scalars map[string]float64
 	// Symbolic dims: a dim value <= symBase is a symbol; equal symbols are
 	// equal at run time. Named dims (dim_param) share a symbol per name;
 	// every other unknown dim gets a fresh one.
@@ -122,6 +126,35 @@ func TensorInts(t *onnxpb.TensorProto) ([]int64, bool) {
 	return nil, false
 }
 
+// noteScalar records the value of name when ct, its constant tensor, is a
+// floating-point tensor of one element held in the graph (not external
+// data).
+func (t *typeTable) noteScalar(name string, ct *onnxpb.TensorProto) {
+	if !isFloat(ct.GetDataType()) {
+		return
+	}
+	for _, d := range ct.GetDims() {
+		if d != 1 {
+			return
+		}
+	}
+	if v, err := onnx.Float64s(ct); err == nil && len(v) == 1 {
+		t.scalars[name] = v[0]
+	}
+}
+
+// scalar returns the value of the constant name when it is known and has
+// one element (floating-point or integer).
+func (t *typeTable) scalar(name string) (float64, bool) {
+	if v, ok := t.scalars[name]; ok {
+		return v, true
+	}
+	if v, ok := t.consts[name]; ok && len(v) == 1 {
+		return float64(v[0]), true
+	}
+	return 0, false
+}
+
 func tensorInfo(t *onnxpb.TensorProto) tinfo {
 	return tinfo{dt: t.GetDataType(), dims: append([]int64{}, t.GetDims()...), known: true}
 }
@@ -176,12 +209,13 @@ func normAxis(a int64, r int) int64 {
 // inferTypes builds the type table of g (best effort: values of unknown type
 // get dt 0 and unknown rank).
 func inferTypes(g *onnxpb.GraphProto) *typeTable {
-	t := &typeTable{info: map[string]tinfo{}, consts: map[string][]int64{}, params: map[string]int64{}}
+	t := &typeTable{info: map[string]tinfo{}, consts: map[string][]int64{}, scalars: map[string]float64{}, params: map[string]int64{}}
 	for _, init := range g.GetInitializer() {
 		t.info[init.GetName()] = tensorInfo(init)
 		if v, ok := TensorInts(init); ok {
 			t.consts[init.GetName()] = v
 		}
+		t.noteScalar(init.GetName(), init)
 	}
 	for _, lists := range [][]*onnxpb.ValueInfoProto{g.GetInput(), g.GetValueInfo(), g.GetOutput()} {
 		for _, v := range lists {
@@ -255,6 +289,7 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 			if v, ok := TensorInts(a.GetT()); ok {
 				t.consts[n.GetOutput()[0]] = v
 			}
+			t.noteScalar(n.GetOutput()[0], a.GetT())
 			return []tinfo{tensorInfo(a.GetT())}
 		}
 		if a := attr(n, "value_ints"); a != nil {
@@ -265,7 +300,8 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 			t.consts[n.GetOutput()[0]] = []int64{a.GetI()}
 			return withDt(tInt64, nil, true)
 		}
-		if attr(n, "value_float") != nil {
+		if a := attr(n, "value_float"); a != nil {
+			t.scalars[n.GetOutput()[0]] = float64(a.GetF())
 			return withDt(tFloat, nil, true)
 		}
 		return nil

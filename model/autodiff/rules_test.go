@@ -116,6 +116,8 @@ var ruleCases = []ruleCase{
 	{name: "Neg", in: []spec{f("a", 2, 3)}, nodes: []*onnxpb.NodeProto{nd("Neg", []string{"a"}, []string{"y"})}},
 	{name: "Pow/const_exponent", in: []spec{pos("a", 2, 3)}, nodes: []*onnxpb.NodeProto{cF64("e", nil, 2.5), nd("Pow", []string{"a", "e"}, []string{"y"})}},
 	{name: "Pow/int_exponent", in: []spec{f("a", 2, 3)}, nodes: []*onnxpb.NodeProto{cI64("e", 3), nd("Pow", []string{"a", "e"}, []string{"y"})}},
+	{name: "Pow/square", in: []spec{f("a", 2, 3)}, nodes: []*onnxpb.NodeProto{cF64("e", nil, 2), nd("Pow", []string{"a", "e"}, []string{"y"})}},
+	{name: "Pow/square_int", in: []spec{f("a", 2, 3)}, nodes: []*onnxpb.NodeProto{cI64("e", 2), nd("Pow", []string{"a", "e"}, []string{"y"})}},
 	{name: "Pow/both", in: []spec{pos("a", 2, 3), f("b", 3)}, nodes: []*onnxpb.NodeProto{nd("Pow", []string{"a", "b"}, []string{"y"})}},
 	{name: "Sqrt", in: []spec{pos("a", 2, 3)}, nodes: []*onnxpb.NodeProto{nd("Sqrt", []string{"a"}, []string{"y"})}},
 	{name: "Reciprocal", in: []spec{pos("a", 2, 3)}, nodes: []*onnxpb.NodeProto{nd("Reciprocal", []string{"a"}, []string{"y"})}},
@@ -300,6 +302,71 @@ func TestPruning(t *testing.T) {
 	for w, e := range rel {
 		if e > 1e-6 {
 			t.Errorf("%s: relative error %.3g", w, e)
+		}
+	}
+}
+
+// TestPowSquareGradient: the gradient of a^2 (RMSNorm's square) is
+// 2 a g with no Pow, and in float32 it equals bit for bit what the general
+// rule, 2 a^(2-1) g, gives with ONNX Runtime's Pow (which calls powf for
+// the exponent 1), so models train exactly as before the shortcut. The
+// values include signs, zeros, subnormals, and powers of two and their
+// neighbours across the range.
+func TestPowSquareGradient(t *testing.T) {
+	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 3, -0.1, 1e-38, -1e-40, math.SmallestNonzeroFloat32, 1e30, -3.4e38}
+	for e := -149; e <= 127; e += 3 {
+		p := float32(math.Ldexp(1, e))
+		vals = append(vals, p, -math.Nextafter32(p, 0), math.Nextafter32(p, float32(math.Inf(1))))
+	}
+	r := rand.New(rand.NewPCG(2, 2))
+	for range 200 {
+		vals = append(vals, float32(r.NormFloat64()*math.Pow(10, r.Float64()*20-10)))
+	}
+	n := int64(len(vals))
+	g := &onnxpb.GraphProto{Name: proto.String("square")}
+	g.Input = append(g.Input, valueInfo("a", tFloat, []int64{n}, true), valueInfo("w", tFloat, []int64{n}, true))
+	g.Node = append(g.Node,
+		nd("Constant", nil, []string{"two"}, attrTensor("value", tensorFloat(tFloat, nil, 2))),
+		nd("Pow", []string{"a", "two"}, []string{"y"}),
+		nd("Mul", []string{"y", "w"}, []string{"yw"}),
+		nd("ReduceSum", []string{"yw"}, []string{"loss"}),
+	)
+	g.Output = append(g.Output, valueInfo("loss", tFloat, nil, false))
+	gg, err := Differentiate(g, "loss", []string{"a"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pows := 0
+	for _, nn := range gg.GetNode() {
+		if nn.GetOpType() == "Pow" {
+			pows++
+		}
+	}
+	if pows != 1 {
+		t.Errorf("gradient graph has %d Pow nodes, want 1 (the forward's)", pows)
+	}
+	// The general rule's value, da = w (2 a^(2-1)), built by hand.
+	ref := &onnxpb.GraphProto{Name: proto.String("general")}
+	ref.Input = g.Input
+	ref.Node = append(ref.Node,
+		nd("Constant", nil, []string{"two"}, attrTensor("value", tensorFloat(tFloat, nil, 2))),
+		nd("Constant", nil, []string{"one"}, attrTensor("value", tensorFloat(tFloat, nil, 1))),
+		nd("Sub", []string{"two", "one"}, []string{"e1"}),
+		nd("Pow", []string{"a", "e1"}, []string{"p"}),
+		nd("Mul", []string{"two", "p"}, []string{"d"}),
+		nd("Mul", []string{"w", "d"}, []string{"da"}),
+	)
+	ref.Output = append(ref.Output, valueInfo("da", tFloat, nil, false))
+	w := make([]float32, n)
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	feeds := map[string]feed{"a": {name: "a", shape: []int64{n}, f32: vals}, "w": {name: "w", shape: []int64{n}, f32: w}}
+	got := runOne(t, gg, 18, feeds, GradName("a"))
+	want := runOne(t, ref, 18, feeds, "da")
+	for i := range vals {
+		if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+			t.Errorf("a = %g, w = %g: gradient %g, the general rule's %g", vals[i], w[i], got[i], want[i])
 		}
 	}
 }
