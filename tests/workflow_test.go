@@ -438,6 +438,28 @@ func TestLoRAWorkflow(t *testing.T) {
 	r = spiral(t, nil, "export", "--format", "peft", "--checkpoint", ckpts, "--out", named, "--base-model", hf)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, hf, baseOf(named))
+	// Without --base-model, the Hugging Face id that config.json beside
+	// --model records (optimum writes it as _name_or_path): here a copy of
+	// the embedded model whose config.json says where it came from.
+	withID := filepath.Join(dir, "with-id")
+	require.NoError(t, os.MkdirAll(withID, 0o755))
+	for _, name := range []string{"model.onnx", "tokenizer.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "model", "embedded", "assets", name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(withID, name), b, 0o644))
+	}
+	var cfg map[string]any
+	b, err := os.ReadFile(filepath.Join("..", "model", "embedded", "assets", "config.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &cfg))
+	cfg["_name_or_path"] = "Qwen/Qwen3-0.6B"
+	b, err = json.Marshal(cfg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(withID, "config.json"), b, 0o644))
+	fromConfig := filepath.Join(dir, "peft-from-config")
+	r = spiral(t, nil, "export", "--format", "peft", "--checkpoint", ckpts, "--model", withID, "--out", fromConfig)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "Qwen/Qwen3-0.6B", baseOf(fromConfig))
 	h := safetensorsHeader(t, filepath.Join(peft, "adapter_model.safetensors"))
 	require.Len(t, h.Tensors, adapters.Len())
 	a := h.Find("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight")
