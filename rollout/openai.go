@@ -54,6 +54,11 @@ type OpenAIConfig struct {
 	// WaitNotice (default 10 s); nil discards them.
 	Warn       io.Writer
 	WaitNotice time.Duration
+	// StallNotice: when no request of a Generate call has answered for
+	// this long (default 1 minute), a line on Warn says so, and again
+	// each time the wait doubles, so that a server that stopped
+	// answering is not waited on silently until Timeout.
+	StallNotice time.Duration
 	// Client is the HTTP client; nil uses a new one.
 	Client *http.Client
 }
@@ -65,6 +70,7 @@ const (
 	DefaultEngineBackoff     = 500 * time.Millisecond
 	DefaultEngineTimeout     = 10 * time.Minute
 	DefaultEngineWaitNotice  = 10 * time.Second
+	DefaultEngineStallNotice = time.Minute
 )
 
 // OpenAI is the serving-engine Generator (see OpenAIConfig).
@@ -136,6 +142,9 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	}
 	if cfg.WaitNotice <= 0 {
 		cfg.WaitNotice = DefaultEngineWaitNotice
+	}
+	if cfg.StallNotice <= 0 {
+		cfg.StallNotice = DefaultEngineStallNotice
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
@@ -414,6 +423,20 @@ func (o *OpenAI) Generate(ctx context.Context, reqs []Request, progress Progress
 	var mu sync.Mutex
 	var firstErr error
 	next := 0
+	answered, left := start, len(reqs) // the last answer, and the requests still to answer
+	watched := make(chan struct{})
+	var watcher sync.WaitGroup
+	watcher.Go(func() {
+		o.watchStalls(watched, func() (time.Time, int) {
+			mu.Lock()
+			defer mu.Unlock()
+			return answered, left
+		}, len(reqs))
+	})
+	defer func() { // no notice after the call returns
+		close(watched)
+		watcher.Wait()
+	}()
 	var wg sync.WaitGroup
 	for range min(o.cfg.Concurrency, len(reqs)) {
 		wg.Add(1)
@@ -436,6 +459,7 @@ func (o *OpenAI) Generate(ctx context.Context, reqs []Request, progress Progress
 				}
 				if err == nil {
 					out[i] = c
+					answered, left = time.Now(), left-1
 					if progress != nil {
 						progress(len(c.Tokens))
 					}
@@ -454,6 +478,34 @@ func (o *OpenAI) Generate(ctx context.Context, reqs []Request, progress Progress
 		st.GeneratedTokens += len(c.Tokens)
 	}
 	return out, st, nil
+}
+
+// watchStalls writes a line to Warn when no request of a Generate call
+// of n requests has answered for StallNotice, and again each time that
+// wait doubles, until done is closed; state returns the time of the last
+// answer (or of the call's start) and the requests still to answer.
+func (o *OpenAI) watchStalls(done <-chan struct{}, state func() (time.Time, int), n int) {
+	wait := o.cfg.StallNotice
+	var stalled time.Time // the last answer the notices so far are about
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		last, left := state()
+		if !last.Equal(stalled) {
+			stalled, wait = last, o.cfg.StallNotice
+		}
+		if time.Since(last) >= wait {
+			o.warnf("spiral: waiting for %s/completions: no answer for %v (%d of %d requests to go; each gives up after %v, --engine-timeout)\n",
+				o.cfg.BaseURL, wait, left, n, o.cfg.Timeout)
+			wait *= 2
+		}
+		t.Reset(time.Until(last.Add(wait)))
+	}
 }
 
 // complete runs one request.

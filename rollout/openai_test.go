@@ -386,6 +386,60 @@ func TestOpenAITimeout(t *testing.T) {
 	}
 }
 
+// TestOpenAIStallNotice: a Generate call whose requests stop answering
+// says so on Warn after StallNotice, and again each time the wait
+// doubles, instead of waiting silently for the timeout; one whose
+// requests answer promptly says nothing.
+func TestOpenAIStallNotice(t *testing.T) {
+	const notice = 50 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		hang  bool // the second request never answers
+		lines []string
+	}{
+		{"prompt answers", false, nil},
+		{"a request hangs", true, []string{
+			"spiral: waiting for URL/v1/completions: no answer for 50ms (1 of 2 requests to go; each gives up after 330ms, --engine-timeout)",
+			"spiral: waiting for URL/v1/completions: no answer for 100ms (1 of 2 requests to go; each gives up after 330ms, --engine-timeout)",
+			"spiral: waiting for URL/v1/completions: no answer for 200ms (1 of 2 requests to go; each gives up after 330ms, --engine-timeout)",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFake()
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/v1/completions" && calls.Add(1) == 2 && tc.hang {
+					_, _ = io.Copy(io.Discard, r.Body)
+					<-r.Context().Done()
+					return
+				}
+				fake.ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			cfg := engineConfig(srv.URL)
+			var warn bytes.Buffer
+			cfg.Warn, cfg.StallNotice, cfg.Timeout, cfg.Concurrency = &warn, notice, 330*time.Millisecond, 2
+			eng, err := rollout.NewOpenAI(cfg)
+			require.NoError(t, err)
+			_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}, {Prompt: []int32{2}}}, nil)
+			if !tc.hang {
+				require.NoError(t, err)
+				require.Empty(t, warn.String())
+				return
+			}
+			require.ErrorContains(t, err, "no answer within 330ms")
+			got := strings.Split(strings.TrimSuffix(warn.String(), "\n"), "\n")
+			// The notices are due at 50, 100 and 200 ms after the first
+			// answer; a loaded machine may run the last past the timeout.
+			require.GreaterOrEqual(t, len(got), 2, warn.String())
+			require.LessOrEqual(t, len(got), len(tc.lines), warn.String())
+			for i, line := range got {
+				require.Equal(t, strings.ReplaceAll(tc.lines[i], "URL", srv.URL), line)
+			}
+		})
+	}
+}
+
 func TestOpenAIConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name string
