@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
@@ -462,7 +463,8 @@ func cutInstruction(p string) (string, bool) {
 }
 
 // scalarText turns a string or number into text. Integral numbers print
-// without a fraction (27.0 -> "27"); others in their shortest form.
+// without a fraction (27.0 -> "27"); others in their shortest form
+// (a Parquet DECIMAL 1.50 -> "1.5").
 func scalarText(v any) (string, error) {
 	switch x := v.(type) {
 	case string:
@@ -486,6 +488,9 @@ func scalarText(v any) (string, error) {
 		return strconv.FormatUint(uint64(x), 10), nil
 	case uint64:
 		return strconv.FormatUint(x, 10), nil
+	case *big.Float:
+		// A Parquet DECIMAL, exact: its shortest decimal form.
+		return x.Text('f', -1), nil
 	case []byte:
 		return string(x), nil
 	}
@@ -508,7 +513,7 @@ func typeName(v any) string {
 		return "a boolean"
 	case string:
 		return "a string"
-	case json.Number, float64, float32, int, int32, int64, uint32, uint64:
+	case json.Number, float64, float32, int, int32, int64, uint32, uint64, *big.Float:
 		return "a number"
 	case []any:
 		return "a list"

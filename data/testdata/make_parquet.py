@@ -69,6 +69,27 @@ def flat(outdir):
         json.dump(want, f, indent=1)
 
 
+def decimal_answers(outdir):
+    # DECIMAL answers (decimal128, as pandas writes Python Decimals): the
+    # gold is the number in its shortest decimal form.
+    from decimal import Decimal
+    problems = ["Compute 3/2.", "Compute 4/2.", "Compute 1/10."]
+    answers = [Decimal("1.50"), Decimal("2.00"), Decimal("0.10")]
+    table = pa.table({
+        "problem": pa.array(problems),
+        "answer": pa.array(answers, type=pa.decimal128(9, 2)),
+    })
+    pq.write_table(table, os.path.join(outdir, "decimal.parquet"))
+    want = {
+        "problems": [[p, format(a.normalize(), "f")] for p, a in zip(problems, answers)],
+        "skipped": 0,
+        "problem_field": "problem",
+        "answer_field": "answer",
+    }
+    with open(os.path.join(outdir, "decimal.want.json"), "w") as f:
+        json.dump(want, f, indent=1)
+
+
 def wrongtype(outdir):
     # The answer column is a list: Load must fail naming row 0 and the field.
     table = pa.table({"problem": pa.array(["p"]), "answer": pa.array([[1, 2]])})
@@ -82,5 +103,5 @@ def empty(outdir):
 
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else "."
-    for fn in (verl, flat, wrongtype, empty):
+    for fn in (verl, flat, decimal_answers, wrongtype, empty):
         fn(out)
