@@ -200,6 +200,11 @@ func readJSON(path string, b []byte, fn func(record) error) error {
 		if _, err := dec.Token(); err != nil {
 			return syntax(err)
 		}
+		if rest := bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n"); bytes.HasPrefix(rest, []byte("{")) {
+			// A second object after the first: JSON Lines (Hugging
+			// Face datasets' to_json writes them as .json).
+			return fmt.Errorf("data: %s:%d: malformed JSON: extra data after the top-level value%s", path, lineOf(b, int64(len(b)-len(rest))), jsonLinesHint)
+		}
 		if err := objectRows(path, keys, vals, fn); err != nil {
 			return err
 		}
@@ -211,6 +216,10 @@ func readJSON(path string, b []byte, fn func(record) error) error {
 	}
 	return nil
 }
+
+// jsonLinesHint ends the errors of a file of JSON Lines read as one JSON
+// document.
+const jsonLinesHint = " (the file looks like JSON Lines, one object per line, not one JSON document: name it .jsonl or pass --format jsonl)"
 
 // objectRows interprets a top-level JSON object: either every value is a
 // row (keyed by id) or exactly one value is an array of rows.
@@ -237,7 +246,11 @@ func objectRows(path string, keys []string, vals []any, fn func(record) error) e
 		}
 	}
 	if len(arrays) != 1 {
-		return fmt.Errorf("data: %s: top-level JSON object holds %d arrays and is not an object of rows; want an array of rows, an object of rows keyed by id, or an object with one array of rows", path, len(arrays))
+		hint := ""
+		if len(arrays) == 0 {
+			hint = jsonLinesHint // one row, in a file of one line
+		}
+		return fmt.Errorf("data: %s: top-level JSON object holds %d arrays and is not an object of rows; want an array of rows, an object of rows keyed by id, or an object with one array of rows%s", path, len(arrays), hint)
 	}
 	k := keys[arrays[0]]
 	for i, v := range vals[arrays[0]].([]any) {
