@@ -6,9 +6,10 @@
 //
 // [Load] reads JSONL, JSON (an array of rows, an object of rows keyed by id,
 // or an object holding one array of rows such as {"data": [...]}) and
-// Parquet. Every row is first turned into plain Go values (maps, slices,
-// strings, numbers), so the same field mapping and validation apply to every
-// format:
+// Parquet; a compressed file (gzip, zstd, bzip2, xz, zip) is refused,
+// naming its compression. Every row is first turned into plain Go values
+// (maps, slices, strings, numbers), so the same field mapping and
+// validation apply to every format:
 //
 //   - The problem comes from the field named by [LoadOptions.ProblemField], or
 //     the first of [ProblemFields] present in the first row (exact name

@@ -66,6 +66,27 @@ func detectFormat(name, opt string, head []byte) (string, error) {
 	return "", fmt.Errorf("data: %s: cannot detect the format from the extension %q or the content; set the format explicitly", name, filepath.Ext(name))
 }
 
+// compressions are the magic numbers of compressed files, which Load
+// does not read: decoded as text they would be malformed JSON at line 1.
+var compressions = []struct{ name, magic, tool string }{
+	{"gzip", "\x1f\x8b", "gunzip"},
+	{"zstd", "\x28\xb5\x2f\xfd", "unzstd"},
+	{"bzip2", "BZh", "bunzip2"},
+	{"xz", "\xfd7zXZ\x00", "unxz"},
+	{"zip", "PK\x03\x04", "unzip"},
+}
+
+// checkCompressed returns an error naming the compression of a file whose
+// content (head, its first bytes) is compressed, else nil.
+func checkCompressed(name string, head []byte) error {
+	for _, c := range compressions {
+		if bytes.HasPrefix(head, []byte(c.magic)) {
+			return fmt.Errorf("data: %s: the file is %s-compressed; spiral reads uncompressed JSONL, JSON or Parquet: decompress it first (%s)", name, c.name, c.tool)
+		}
+	}
+	return nil
+}
+
 // sniffLen is how many bytes detectFormat looks at.
 const sniffLen = 4096
 

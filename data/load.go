@@ -236,6 +236,9 @@ func Load(path string, opt LoadOptions) (*Dataset, error) {
 }
 
 func load(path string, opt LoadOptions, src source, size int64, head []byte) (*Dataset, error) {
+	if err := checkCompressed(path, head); err != nil {
+		return nil, err
+	}
 	format, err := detectFormat(path, opt.Format, head)
 	if err != nil {
 		return nil, err

@@ -232,6 +232,13 @@ func TestLoadErrors(t *testing.T) {
 		{name: "parquet extension, not parquet", file: "a.parquet", content: "problem,answer\np,1\n", want: []string{"a.parquet", "not a readable Parquet file"}},
 		{name: "unknown format option", file: "a.jsonl", content: "{}", opt: LoadOptions{Format: "csv"}, want: []string{`unknown format "csv"`}},
 		{name: "undetectable format", file: "a.csv", content: "problem,answer\n", want: []string{"cannot detect the format"}},
+		{name: "gzip named .jsonl.gz", file: "a.jsonl.gz", content: "\x1f\x8b\x08\x00\x00\x00\x00\x00", want: []string{"a.jsonl.gz", "gzip-compressed", "decompress it first (gunzip)"}},
+		{name: "gzip named .jsonl", file: "a.jsonl", content: "\x1f\x8b\x08\x00\x00\x00\x00\x00", want: []string{"a.jsonl", "gzip-compressed"}},
+		{name: "gzip given --format json", file: "a.json.gz", content: "\x1f\x8b\x08\x00", opt: LoadOptions{Format: FormatJSON}, want: []string{"gzip-compressed"}},
+		{name: "zstd named .parquet", file: "a.parquet", content: "\x28\xb5\x2f\xfd\x00\x00\x00\x00\x00\x00\x00\x00", want: []string{"zstd-compressed", "(unzstd)"}},
+		{name: "xz", file: "a.jsonl.xz", content: "\xfd7zXZ\x00\x00", want: []string{"xz-compressed"}},
+		{name: "bzip2", file: "a.jsonl.bz2", content: "BZh91AY", want: []string{"bzip2-compressed"}},
+		{name: "zip", file: "a.zip", content: "PK\x03\x04\x14\x00", want: []string{"zip-compressed", "(unzip)"}},
 		{name: "missing file", file: "nope.jsonl", noFile: true, want: []string{"nope.jsonl", "no such file"}},
 	}
 	for _, tc := range cases {
