@@ -43,6 +43,11 @@ var goldenAIME = []gradeCase{
 	{"last box wins", longPrefix + `Therefore the answer is \boxed{204}.`, "204", true},
 	{"earlier box is not the answer", longPrefix + `Therefore the answer is \boxed{204}.`, "5", false},
 	{"boxed text number", `\boxed{\text{070}}`, "70", true},
+	// AoPS writes an AIME answer as \textbf{(051)} (3 of the 975 worked
+	// solutions of deepscaler's aime.json box it so).
+	{"AoPS bold answer in parentheses", `the answer is $41 + 10 = \boxed{\textbf{(051) }}$.`, "051", true},
+	{"AoPS bold answer, gold without zeros", `$1+75+5 = \boxed{\textbf{(081)}}$.`, "81", true},
+	{"AoPS bold answer, wrong number", `$\boxed{\textbf{(081)}}$.`, "18", false},
 	{"no box: final answer sentence", "After all that, the final answer is 117. I hope it is correct.", "117", true},
 	{"no box: last number fallback", "so there are 96 ways in total", "96", true},
 	{"float gold from POLARIS parquet", `\boxed{142}`, "142.0", true},

@@ -1448,8 +1448,8 @@ func isWord(s string) bool {
 	return true
 }
 
-// textNode turns \text{...} content into a node: a number when it is one,
-// otherwise text.
+// textNode turns \text{...} content into a node: a number when it is one
+// (alone or in parentheses), otherwise text.
 func (p *parser) textNode(raw string) *node {
 	if raw == "" {
 		return &node{k: nText}
@@ -1459,6 +1459,14 @@ func (p *parser) textNode(raw string) *node {
 	}
 	if len(raw) <= 3 && strings.Trim(raw, "()") != raw {
 		raw = strings.Trim(raw, "()")
+	}
+	if len(raw) > 2 && raw[0] == '(' && raw[len(raw)-1] == ')' {
+		// A number in parentheses, as AoPS writes an AIME answer:
+		// \textbf{(051)} is 51.
+		in := strings.TrimSpace(raw[1 : len(raw)-1])
+		if r, ok := new(big.Rat).SetString(in); ok && isNumeral(in) {
+			return &node{k: nNum, val: r, flt: strings.Contains(in, ".")}
+		}
 	}
 	return &node{k: nText, name: raw}
 }
