@@ -289,12 +289,12 @@ func detectFields(row map[string]any, opt LoadOptions, keyed bool) (*fieldMap, e
 	var ok bool
 	if m.problem == "" {
 		if m.problem, ok = findField(row, ProblemFields, false); !ok {
-			return nil, fmt.Errorf("no problem field: none of %v among the fields %v; set the problem field", ProblemFields, fieldNames(row))
+			return nil, fmt.Errorf("no problem field: none of %v among the fields %v; name it with --problem-field", ProblemFields, fieldNames(row))
 		}
 	}
 	if m.answer == "" {
 		if m.answer, ok = findField(row, AnswerFields, true); !ok {
-			return nil, fmt.Errorf("no answer field: none of %v among the fields %v; set the answer field", AnswerFields, fieldNames(row))
+			return nil, fmt.Errorf("no answer field: none of %v among the fields %v; name it with --answer-field", AnswerFields, fieldNames(row))
 		}
 	}
 	switch {
@@ -372,7 +372,7 @@ func lookup(row map[string]any, path string) (any, bool) {
 func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOptions, n int) error {
 	pv, ok := lookup(row, m.problem)
 	if !ok {
-		return fmt.Errorf("data: %s: field %q: missing", r.loc, m.problem)
+		return fmt.Errorf("data: %s: field %q: missing (the row's fields: %v)", r.loc, m.problem, fieldNames(row))
 	}
 	problem, chat, err := problemText(pv)
 	if err != nil {
@@ -389,7 +389,7 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 	}
 	av, ok := lookup(row, m.answer)
 	if !ok {
-		return fmt.Errorf("data: %s: field %q: missing", r.loc, m.answer)
+		return fmt.Errorf("data: %s: field %q: missing (the row's fields: %v)", r.loc, m.answer, fieldNames(row))
 	}
 	answer, err := scalarText(av)
 	if err != nil {
