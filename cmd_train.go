@@ -68,6 +68,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	case f.evalData != "":
 		eds, err := loadProblems(f.evalData, f.df.opt, env.stderr)
 		if err != nil {
+			if f.df.opt != (data.LoadOptions{}) {
+				return fmt.Errorf("--eval-data: %w (it is read with the --problem-field, --answer-field, --id-field and --format given for --data)", err)
+			}
 			return err
 		}
 		held, heldName = eds.Problems, f.evalData

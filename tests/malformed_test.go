@@ -107,6 +107,7 @@ func TestMalformedInputs(t *testing.T) {
 	other := f.modelDir(t, "other", nil)
 	require.NoError(t, qwen3.WriteDir(other, tinyConfig(t), 6)) // same shapes, other weights
 	data := f.write(t, "ok.jsonl", `{"problem":"Compute 1+2.","answer":"3"}`+"\n")
+	keyed := f.write(t, "keyed.jsonl", `{"key":"a","problem":"Compute 1+2.","answer":"3"}`+"\n")
 	bad := f.write(t, "bad.jsonl", `{"problem":"Compute 1+2.","answer":"3"}`+"\n"+`{"problem": oops`+"\n")
 	noAnswers := f.write(t, "noanswers.jsonl", `{"problem":"Compute 1+2.","answer":""}`+"\n")
 	huge := f.write(t, "huge.jsonl", fmt.Sprintf(`{"problem":%q,"answer":"3"}`+"\n", "Compute "+strings.Repeat("1+", 60_000)+"1."))
@@ -226,6 +227,7 @@ func TestMalformedInputs(t *testing.T) {
 		fail("problem over the size cap", []string{"huge.jsonl:1", "100000-byte cap"}, train("--data", huge)...),
 		fail("problem longer than the context", []string{"long.jsonl:1", "need", "the model has 4096"}, train("--data", long, "--max-new-tokens", "8")...),
 		fail("missing held-out data", []string{f.path("absent-eval.jsonl")}, train("--data", data, "--eval-data", f.path("absent-eval.jsonl"))...),
+		fail("held-out data read with --data's field flags", []string{"--eval-data", "ok.jsonl:1", `id field "key"`, "read with the --problem-field, --answer-field, --id-field and --format given for --data"}, train("--data", keyed, "--id-field", "key", "--eval-data", data)...),
 		fail("missing template", []string{f.path("absent.txt")}, train("--data", data, "--search-template", f.path("absent.txt"))...),
 		fail("eval output that is a file", []string{"--out " + data, "not a directory"}, "eval", "--model", good, "--out", data, "--quiet"),
 		usage("eval output empty", "--out is empty", "eval", "--model", good, "--out", "", "--quiet"),
