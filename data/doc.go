@@ -35,9 +35,9 @@
 // Problem.Source is "path:LINE" for JSONL (1-based line), "path:row N" for
 // a JSON array and Parquet (0-based row), `path:row "KEY"` for a JSON
 // object of rows and "path:FIELD row N" for an object holding an array of
-// rows. Error messages use the same locations. [LoadBytes] reads content
-// already in memory. Known limit: a corrupt Parquet page header can make
-// parquet-go allocate the size it declares; only the footer is guarded.
+// rows. Error messages use the same locations. Known limit: a corrupt
+// Parquet page header can make parquet-go allocate the size it declares;
+// only the footer is guarded.
 //
 // # Shuffling
 //

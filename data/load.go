@@ -16,8 +16,8 @@ import (
 
 // Problem is one math problem with its gold answer.
 type Problem struct {
-	// ID is the row's own id (fields id, unique_id, index, problem_idx or
-	// the key of a JSON object of rows) when it has one, else
+	// ID is the row's own id (the first of [IDFields] present, or the key
+	// of a JSON object of rows) when it has one, else
 	// "<file name>:<record number>". IDs are unique within a Dataset.
 	ID string `json:"id"`
 	// Problem is the problem statement, without any instruction suffix.
