@@ -22,7 +22,11 @@
 //   - The gold answer comes from [LoadOptions.AnswerField], or the first of
 //     [AnswerFields] present, looked up at the top level and then one level
 //     down (reward_model.ground_truth). Dotted paths name nested fields.
-//     Numbers become their shortest decimal form (27.0 -> "27"). A worked
+//     Numbers become their shortest decimal form (27.0 -> "27"; Parquet
+//     DECIMALs too). A top-level Parquet column of a logical type that
+//     the reader does not give as its value (DATE, TIME, TIMESTAMP,
+//     FLOAT16, UUID, ...) is an error where it is used, never a day
+//     count or raw bytes taken for an answer. A worked
 //     solution yields the content of its last \boxed{} (see [LastBoxed]), or
 //     the text after a final "####" marker (GSM8K); fields that are worked
 //     solutions by name ([SolutionFields]) must contain one of the two.

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // Format names accepted by [LoadOptions.Format].
@@ -302,6 +304,7 @@ func readParquet(path string, src io.ReaderAt, size int64, fn func(record) error
 	if pf.NumRows() == 0 {
 		return nil // no rows; the caller reports the empty file
 	}
+	unread := unreadColumns(pf.Metadata().Schema)
 	r := parquet.NewReader(pf)
 	defer r.Close()
 	for row = 0; ; row++ {
@@ -312,10 +315,85 @@ func readParquet(path string, src io.ReaderAt, size int64, fn func(record) error
 			}
 			return fmt.Errorf("data: %s:row %d: reading Parquet: %w", path, row, rerr)
 		}
+		for name, kind := range unread {
+			if v, ok := m[name]; ok && v != nil {
+				m[name] = parquetUnread{kind}
+			}
+		}
 		if ferr := fn(record{loc: fmt.Sprintf("%s:row %d", path, row), value: m}); ferr != nil {
 			return ferr
 		}
 	}
+}
+
+// parquetUnread stands for a value of a Parquet column whose logical
+// type the reader gives as something other than its meaning (a DATE as
+// its day count, a FLOAT16 as its two bytes): an error where it is used
+// as a problem, answer or id, never a wrong one.
+type parquetUnread struct{ kind string }
+
+// unreadColumns returns the top-level columns of a Parquet schema (its
+// elements in depth-first order, the root first) whose logical type is
+// not read as its value, with the type's name. Strings, enums, JSON,
+// integers, decimals, lists and maps are read as they are, as are
+// columns without a logical type.
+func unreadColumns(schema []format.SchemaElement) map[string]string {
+	out := map[string]string{}
+	if len(schema) == 0 {
+		return out
+	}
+	roots, _ := schema[0].NumChildren.Get()
+	for i, c := 1, 0; i < len(schema) && c < int(roots); c++ {
+		el := &schema[i]
+		if kind := unreadKind(el); kind != "" {
+			out[el.Name] = kind
+		}
+		i = skipSubtree(schema, i)
+	}
+	return out
+}
+
+// unreadKind names el's type when it is not read as its value, else "".
+func unreadKind(el *format.SchemaElement) string {
+	if lt := el.LogicalType.Value; lt != nil {
+		switch lt.(type) {
+		case *format.StringType, *format.EnumType, *format.JsonType, *format.IntType, *format.DecimalType,
+			*format.ListType, *format.MapType, *format.NullType:
+			return ""
+		}
+		return lt.String()
+	}
+	ct, ok := el.ConvertedType.Get()
+	if !ok {
+		return ""
+	}
+	switch ct {
+	case deprecated.Date:
+		return "DATE"
+	case deprecated.TimeMillis, deprecated.TimeMicros:
+		return "TIME"
+	case deprecated.TimestampMillis, deprecated.TimestampMicros:
+		return "TIMESTAMP"
+	case deprecated.Interval:
+		return "INTERVAL"
+	case deprecated.Bson:
+		return "BSON"
+	}
+	return ""
+}
+
+// skipSubtree returns the index of the element after the subtree of
+// schema[i].
+func skipSubtree(schema []format.SchemaElement, i int) int {
+	n, _ := schema[i].NumChildren.Get()
+	i++
+	for range n {
+		if i >= len(schema) {
+			break
+		}
+		i = skipSubtree(schema, i)
+	}
+	return i
 }
 
 // checkParquetFrame checks the magic bytes and that the footer length fits

@@ -509,7 +509,7 @@ func formatFloat(f float64) string {
 
 // typeName names the JSON-like type of v for error messages.
 func typeName(v any) string {
-	switch v.(type) {
+	switch x := v.(type) {
 	case nil:
 		return "null"
 	case bool:
@@ -524,6 +524,8 @@ func typeName(v any) string {
 		return "an object"
 	case json.Delim:
 		return fmt.Sprintf("%q", v)
+	case parquetUnread:
+		return fmt.Sprintf("a Parquet %s value, which spiral does not read (write the column as a string)", x.kind)
 	}
 	return fmt.Sprintf("%T", v)
 }

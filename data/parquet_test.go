@@ -23,7 +23,7 @@ type parquetWant struct {
 // compares them with the script's own expectations.
 func checkParquetDir(t *testing.T, dir string) {
 	t.Helper()
-	for _, name := range []string{"verl", "flat", "decimal"} {
+	for _, name := range []string{"verl", "flat", "decimal", "typed"} {
 		t.Run(name, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(dir, name+".want.json"))
 			require.NoError(t, err)
@@ -40,6 +40,16 @@ func checkParquetDir(t *testing.T, dir string) {
 			require.Len(t, ds.Skipped(), w.Skipped)
 			require.Equal(t, w.ProblemField, ds.Mapping.ProblemField)
 			require.Equal(t, w.AnswerField, ds.Mapping.AnswerField)
+		})
+	}
+	// A column of a logical type not read as its value, named as the
+	// answer, is an error naming the type, never a wrong gold answer.
+	for _, tc := range []struct{ field, kind string }{
+		{"when", "DATE"}, {"half", "FLOAT16"}, {"at", "TIMESTAMP(isAdjustedToUTC=false,unit=MILLIS)"},
+	} {
+		t.Run("unread "+tc.field, func(t *testing.T) {
+			_, err := Load(filepath.Join(dir, "typed.parquet"), LoadOptions{AnswerField: tc.field})
+			require.ErrorContains(t, err, `typed.parquet:row 0: field "`+tc.field+`": wrong type: a Parquet `+tc.kind+` value, which spiral does not read (write the column as a string)`)
 		})
 	}
 	t.Run("wrong type", func(t *testing.T) {

@@ -90,6 +90,26 @@ def decimal_answers(outdir):
         json.dump(want, f, indent=1)
 
 
+def typed(outdir):
+    # Columns whose logical type the Go reader gives as something else than
+    # their value (DATE as a day count, FLOAT16 as two bytes, TIMESTAMP as a
+    # count of units): unused they are ignored; named as the answer they
+    # are an error, never a wrong gold answer.
+    import datetime
+    import numpy as np
+    table = pa.table({
+        "problem": pa.array(["Compute 1+1.", "Compute 2+2."]),
+        "answer": pa.array([2, 4], type=pa.int64()),
+        "when": pa.array([datetime.date(2024, 1, 2), datetime.date(2025, 3, 4)], type=pa.date32()),
+        "half": pa.array(np.array([1.5, 2.5], dtype=np.float16), type=pa.float16()),
+        "at": pa.array([datetime.datetime(2024, 1, 2, 3, 4, 5)] * 2, type=pa.timestamp("ms")),
+    })
+    pq.write_table(table, os.path.join(outdir, "typed.parquet"))
+    want = {"problems": [["Compute 1+1.", "2"], ["Compute 2+2.", "4"]], "skipped": 0, "problem_field": "problem", "answer_field": "answer"}
+    with open(os.path.join(outdir, "typed.want.json"), "w") as f:
+        json.dump(want, f, indent=1)
+
+
 def wrongtype(outdir):
     # The answer column is a list: Load must fail naming row 0 and the field.
     table = pa.table({"problem": pa.array(["p"]), "answer": pa.array([[1, 2]])})
@@ -103,5 +123,5 @@ def empty(outdir):
 
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else "."
-    for fn in (verl, flat, decimal_answers, wrongtype, empty):
+    for fn in (verl, flat, decimal_answers, typed, wrongtype, empty):
         fn(out)
