@@ -142,14 +142,16 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	}
 	tr := memplan.Train{Rows: f.rows, Tokens: f.tokens, LoRARank: lora.Rank, LoRATargets: lora.Targets,
 		AttentionBytes: opts.AttentionBytes, LossChunkBytes: opts.LossChunkBytes, MLPBytes: opts.MLPBytes}
+	// The shape is valid (planArch): what the peaks refuse is a size of
+	// the flags past memplan.MaxBytes.
 	train, err := memplan.TrainPeak(arch, tr)
 	if err != nil {
-		return err
+		return usageError{fmt.Errorf("--rows/--tokens/--lora-rank: %w", err)}
 	}
 	gen := memplan.Generate{Rows: f.genRows, Capacity: f.genCapacity, CallBytes: int64(f.genCallMiB) << 20}
 	generate, err := memplan.GeneratePeak(arch, gen)
 	if err != nil {
-		return err
+		return usageError{fmt.Errorf("--gen-rows/--gen-capacity: %w", err)}
 	}
 	rep := planReport{Arch: arch, Params: arch.Params(), DeviceMemory: budget, Train: train, TrainTotal: memplan.Total(train),
 		Generate: generate, GenerateTotal: memplan.Total(generate), MaxTokens: map[int]int{}, MaxGenRows: memplan.MaxRows(arch, gen, budget),

@@ -199,7 +199,41 @@ func (a Arch) MLPChunkPositions(positions int64, mlpBytes int64) int64 {
 	return min(positions, max(1, mlpBytes/(4*mlpChunkLive*width)))
 }
 
-// TrainPeak itemises a training step's peak.
+// MaxBytes bounds each item of a prediction: 2^56 bytes (64 PiB), past
+// any machine's memory. TrainPeak and GeneratePeak refuse a shape with an
+// item above it, so that no item, nor their total, overflows int64.
+const MaxBytes = 1 << 56
+
+// sizer multiplies sizes into bytes, noting the first item whose product
+// passes MaxBytes.
+type sizer struct{ over string }
+
+// bytes returns the item name whose bytes are the product of factors
+// (each >= 0); a product past MaxBytes is noted and counts as MaxBytes.
+func (s *sizer) bytes(name string, factors ...int64) Item {
+	p := int64(1)
+	for _, f := range factors {
+		if f != 0 && p > MaxBytes/f {
+			if s.over == "" {
+				s.over = name
+			}
+			return Item{name, MaxBytes}
+		}
+		p *= f
+	}
+	return Item{name, p}
+}
+
+// err reports the first item past MaxBytes, of the shape what.
+func (s *sizer) err(what string) error {
+	if s.over == "" {
+		return nil
+	}
+	return fmt.Errorf("memplan: %s: %q alone would take over %d PiB", what, s.over, MaxBytes>>50)
+}
+
+// TrainPeak itemises a training step's peak; a shape whose items would
+// pass MaxBytes is an error naming the first such item.
 func TrainPeak(a Arch, t Train) ([]Item, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
@@ -207,7 +241,12 @@ func TrainPeak(a Arch, t Train) ([]Item, error) {
 	if t.Rows <= 0 || t.Tokens <= 0 {
 		return nil, errors.New("memplan: want rows and tokens > 0")
 	}
-	rt := int64(t.Rows) * int64(t.Tokens)
+	var s sizer
+	shape := fmt.Sprintf("%d rows x %d tokens", t.Rows, t.Tokens)
+	rows, tokens := int64(t.Rows), int64(t.Tokens)
+	// Saturated at MaxBytes, a count that passes it makes the items it
+	// enters pass it too, and they are named.
+	rt := (&sizer{}).bytes("", rows, tokens).Bytes
 	loss := int64(t.LossTokens)
 	if loss <= 0 {
 		loss = rt / 2
@@ -215,36 +254,40 @@ func TrainPeak(a Arch, t Train) ([]Item, error) {
 	params := a.Params()
 	trained := params
 	weights := 4 * params
-	if t.LoRARank > 0 {
-		trained = a.LoRAParams(t.LoRARank, t.LoRATargets)
-		weights += 4 * trained
-	}
-	h, i, qd := int64(a.Hidden), int64(a.Intermediate), int64(a.Heads*a.HeadDim)
 	layerGrads := 4 * a.LayerParams()
 	if t.LoRARank > 0 {
-		layerGrads = 4 * a.LoRAParams(t.LoRARank, t.LoRATargets) / int64(a.Layers)
+		shape = fmt.Sprintf("%s, LoRA rank %d", shape, t.LoRARank)
+		trained = s.bytes("LoRA adapters", int64(t.LoRARank), a.LoRAParams(1, t.LoRATargets)).Bytes
+		weights += 4 * trained
+		layerGrads = 4 * trained / int64(a.Layers)
 	}
-	attn := t.AttentionBytes
+	h, i, qd := int64(a.Hidden), int64(a.Intermediate), int64(a.Heads*a.HeadDim)
 	// A core call holds at least one query row against the keys.
-	attn = max(attn, int64(t.Tokens)*4*6)
-	chunk := t.LossChunkBytes
-	chunk = max(chunk, int64(a.Vocab)*4*6)
+	attn := max(t.AttentionBytes, s.bytes("attention block (one head, a block of queries)", tokens, 4*6).Bytes)
+	chunk := max(t.LossChunkBytes, int64(a.Vocab)*4*6)
+	layer := s.bytes("one layer's recompute and backward", rt, 4*(layerHidden*h+layerHeads*qd))
+	layer.Bytes += layerGrads
+	lossTile := s.bytes("loss tile and its gradients", h*4, 2*loss+rt)
+	lossTile.Bytes += chunk
 	items := []Item{
 		{"weights", weights},
-		{"gradients", 4 * trained},
-		{"AdamW moments", 8 * trained},
-		{"layer inputs (kept through the step)", int64(a.Layers+1) * rt * h * 4},
-		{"attention mask tables", int64(t.Rows) * int64(t.Tokens) * int64(t.Tokens) * maskBytes},
-		{"one layer's recompute and backward", rt*4*(layerHidden*h+layerHeads*qd) + layerGrads},
-		{"MLP chunk (a block of positions)", a.MLPChunkPositions(rt, t.MLPBytes) * 4 * layerIntermediate * i},
+		s.bytes("gradients", 4, trained),
+		s.bytes("AdamW moments", 8, trained),
+		s.bytes("layer inputs (kept through the step)", int64(a.Layers+1), rt, h*4),
+		s.bytes("attention mask tables", rt, tokens, maskBytes),
+		layer,
+		s.bytes("MLP chunk (a block of positions)", a.MLPChunkPositions(rt, t.MLPBytes), 4*layerIntermediate*i),
 		{"attention block (one head, a block of queries)", attn},
-		{"loss tile and its gradients", chunk + loss*h*4*2 + rt*h*4},
+		lossTile,
 		{"runtime (ONNX Runtime, sessions, Go)", Baseline},
 	}
 	if !a.Tied && t.LoRARank == 0 {
 		// The device layer sums an untied head's gradient transposed too,
 		// a block of the vocabulary a range of its rows.
 		items = append(items, Item{"untied head's gradient, transposed (device)", 4 * int64(a.Vocab) * h})
+	}
+	if err := s.err(shape); err != nil {
+		return nil, err
 	}
 	return items, nil
 }
@@ -266,14 +309,19 @@ func GeneratePeak(a Arch, g Generate) ([]Item, error) {
 	if g.Rows <= 0 || g.Capacity <= 0 {
 		return nil, errors.New("memplan: want rows and capacity > 0")
 	}
-	kv := int64(a.Layers) * 2 * int64(a.KVHeads) * int64(a.HeadDim) * 4 * int64(g.Rows) * int64(g.Capacity)
-	return []Item{
+	var s sizer
+	rows := int64(g.Rows)
+	items := []Item{
 		{"weights", 4 * a.Params()},
-		{"KV cache", kv},
+		s.bytes("KV cache", int64(a.Layers)*2*int64(a.KVHeads)*int64(a.HeadDim)*4, rows, int64(g.Capacity)),
 		{"one call's temporaries", g.CallBytes},
-		{"logits and sampling", int64(g.Rows) * int64(a.Vocab) * 4 * 3},
+		s.bytes("logits and sampling", rows, int64(a.Vocab)*4*3),
 		{"runtime (ONNX Runtime, sessions, Go)", Baseline},
-	}, nil
+	}
+	if err := s.err(fmt.Sprintf("%d rows x %d positions", g.Rows, g.Capacity)); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 // MaxTokens returns the longest rows (a multiple of 64 tokens) that a

@@ -166,3 +166,42 @@ func TestDeviceTraffic(t *testing.T) {
 	require.Equal(t, 4*a.Params(), lora.Frozen)
 	require.Equal(t, lora.Frozen+4*a.LoRAParams(16, nil), lora.Weights)
 }
+
+// TestPeaksPastMaxBytes: a shape whose bytes would overflow int64 (they
+// wrapped to negative peaks, and generation "fit" a budget) is refused,
+// naming its first item past MaxBytes, and fits no budget.
+func TestPeaksPastMaxBytes(t *testing.T) {
+	a, _ := memplan.Named("qwen3-4b")
+	ok := memplan.Train{Rows: 1, Tokens: 9216, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20, MLPBytes: 256 << 20}
+	for _, c := range []struct {
+		name        string
+		rows, toks  int
+		rank        int
+		item, shape string
+	}{
+		{"rows x tokens past int64", 1 << 32, 1 << 32, 0, "one layer's recompute and backward", "4294967296 rows x 4294967296 tokens"},
+		{"many long rows", 1_000_000, 1_000_000, 0, "one layer's recompute and backward", "1000000 rows x 1000000 tokens"},
+		{"one long row", 1, 1 << 28, 0, "attention mask tables", "1 rows x 268435456 tokens"},
+		{"LoRA rank", 1, 9216, 1 << 50, "LoRA adapters", "LoRA rank 1125899906842624"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := ok
+			tr.Rows, tr.Tokens, tr.LoRARank = c.rows, c.toks, c.rank
+			_, err := memplan.TrainPeak(a, tr)
+			require.ErrorContains(t, err, c.shape)
+			require.ErrorContains(t, err, c.item)
+			require.ErrorContains(t, err, "alone would take over 64 PiB")
+		})
+	}
+	items, err := memplan.TrainPeak(a, ok)
+	require.NoError(t, err)
+	require.Positive(t, memplan.Total(items))
+
+	g := memplan.Generate{Rows: 100_000_000, Capacity: 100_000_000, CallBytes: 512 << 20}
+	_, err = memplan.GeneratePeak(a, g)
+	require.ErrorContains(t, err, `100000000 rows x 100000000 positions: "KV cache" alone would take over 64 PiB`)
+	require.Zero(t, memplan.MaxRows(a, g, 24<<30), "a row of 10^8 positions fits no 24 GiB")
+	g = memplan.Generate{Rows: 1 << 40, Capacity: 1, CallBytes: 512 << 20}
+	_, err = memplan.GeneratePeak(a, g)
+	require.ErrorContains(t, err, "KV cache")
+}

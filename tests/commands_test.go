@@ -1,0 +1,59 @@
+package tests
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestToolInputs feeds spiral plan, bench, generate, plot, artifacts,
+// init-model and version bad and boundary input. Each case asserts the
+// exit status (2 for a command-line mistake, 1 for bad input), that
+// nothing panicked (no Go panic or goroutine dump in the output), that
+// the message names the offending flag or file, and that the paths in
+// absent were not written.
+func TestToolInputs(t *testing.T) {
+	requireRuntime(t)
+	f := fixtures{dir: t.TempDir()}
+	f.good = f.modelDir(t, "good", nil)
+
+	type tc struct {
+		name   string
+		args   []string
+		code   int
+		want   []string
+		absent []string
+	}
+	usage := func(name, want string, args ...string) tc {
+		return tc{name: name, args: args, code: 2, want: []string{want}}
+	}
+	cases := []tc{
+		// Sizes past int64 wrapped to negative peaks, and a row of 10^8
+		// positions "fit" 41 rows in a GPU.
+		usage("plan: rows x tokens past any memory", `--rows/--tokens/--lora-rank: memplan: 1000000 rows x 1000000 tokens: "one layer's recompute and backward" alone would take over 64 PiB`,
+			"plan", "--model", "qwen3-4b", "--rows", "1000000", "--tokens", "1000000"),
+		usage("plan: LoRA rank past any memory", `LoRA rank 4611686018427387904: "LoRA adapters" alone would take over 64 PiB`,
+			"plan", "--model", "qwen3-4b", "--lora-rank", "4611686018427387904"),
+		usage("plan: generation past any memory", `--gen-rows/--gen-capacity: memplan: 100000000 rows x 100000000 positions: "KV cache" alone`,
+			"plan", "--model", "qwen3-4b", "--gen-rows", "100000000", "--gen-capacity", "100000000"),
+		{name: "plan: a row no memory fits", args: []string{"plan", "--model", "qwen3-4b", "--gen-capacity", "100000000", "--device-memory", "80GB"},
+			want: []string{"generation, 100000000 positions per row: does not fit"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := spiral(t, []string{"SPIRAL_CACHE_DIR=" + f.path("cache")}, c.args...)
+			out := r.stdout + r.stderr
+			require.Equal(t, c.code, r.code, "args %q\n%s", c.args, out)
+			require.NotContains(t, out, "panic:")
+			require.NotContains(t, out, "goroutine ")
+			for _, w := range c.want {
+				require.Contains(t, out, w)
+			}
+			for _, p := range c.absent {
+				_, err := os.Stat(p)
+				require.ErrorIs(t, err, os.ErrNotExist, "%s was written", p)
+			}
+		})
+	}
+}
