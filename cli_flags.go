@@ -172,7 +172,7 @@ func (f *samplingFlags) validate() error {
 	if c.MaxNewTokens < 0 {
 		return fmt.Errorf("--max-new-tokens %d: want > 0 (0 = the model's default)", f.cfg.MaxNewTokens)
 	}
-	return errors.Join(positive("--gen-call-mib", f.callMiB), c.Validate())
+	return errors.Join(mebibytes("--gen-call-mib", f.callMiB), c.Validate())
 }
 
 // rewardFlags choose which traces earn a reward (training and evaluation).
@@ -627,6 +627,18 @@ func positive(flag string, v int) error {
 	return nil
 }
 
+// maxMiB bounds the flags given in MiB: 2^30 MiB (1 PiB), past any
+// machine, so that their bytes (MiB << 20) fit int64.
+const maxMiB = 1 << 30
+
+// mebibytes checks a flag of MiB: 1..maxMiB.
+func mebibytes(flag string, v int) error {
+	if v > maxMiB {
+		return fmt.Errorf("%s %d: want at most %d (1 PiB)", flag, v, maxMiB)
+	}
+	return positive(flag, v)
+}
+
 func nonNegative(flag string, v int) error {
 	if v < 0 {
 		return fmt.Errorf("%s %d: want >= 0", flag, v)
@@ -647,7 +659,7 @@ func (f *executorFlags) register(fs *pflag.FlagSet) {
 }
 
 func (f *executorFlags) validate() error {
-	return errors.Join(positive("--attention-mib", f.attentionMiB), positive("--loss-chunk-mib", f.lossChunkMiB), positive("--mlp-mib", f.mlpMiB))
+	return errors.Join(mebibytes("--attention-mib", f.attentionMiB), mebibytes("--loss-chunk-mib", f.lossChunkMiB), mebibytes("--mlp-mib", f.mlpMiB))
 }
 
 func (f *executorFlags) options() model.ExecutorOptions {

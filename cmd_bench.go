@@ -66,7 +66,7 @@ func (f *benchFlags) validate(what string) error {
 			errs = append(errs, fmt.Errorf("--generate-rows %d: want >= 0 (0: no generation)", f.genRows))
 		}
 		if f.genRows > 0 {
-			errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok), positive("--gen-call-mib", f.callMiB))
+			errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok), mebibytes("--gen-call-mib", f.callMiB))
 		}
 		if f.tokens < 2 {
 			errs = append(errs, fmt.Errorf("--tokens %d: want >= 2 (a prompt and a response)", f.tokens))
@@ -75,7 +75,7 @@ func (f *benchFlags) validate(what string) error {
 		errs = append(errs, err)
 		f.lora = l
 	case "generate":
-		errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok), positive("--gen-call-mib", f.callMiB))
+		errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok), mebibytes("--gen-call-mib", f.callMiB))
 		if f.genRows != 0 {
 			errs = append(errs, errors.New("--generate-rows is bench train's (a generation before each step); bench generate takes --rows"))
 		}

@@ -39,6 +39,16 @@ func TestToolInputs(t *testing.T) {
 			"plan", "--model", "qwen3-4b", "--gen-rows", "100000000", "--gen-capacity", "100000000"),
 		{name: "plan: a row no memory fits", args: []string{"plan", "--model", "qwen3-4b", "--gen-capacity", "100000000", "--device-memory", "80GB"},
 			want: []string{"generation, 100000000 positions per row: does not fit"}},
+		// MiB << 20 wrapped: 2^43 MiB was "--gen-call-mib -8796093022208"
+		// (exit 1), 2^44 MiB the default.
+		usage("generate: call memory past int64", "--gen-call-mib 8796093022208: want at most 1073741824 (1 PiB)",
+			"generate", "--model", f.good, "--gen-call-mib", "8796093022208", "hi"),
+		usage("bench: attention memory past int64", "--attention-mib 17592186044416: want at most 1073741824",
+			"bench", "train", "--model", f.good, "--attention-mib", "17592186044416"),
+		usage("plan: loss tile past int64", "--loss-chunk-mib 17592186044416: want at most 1073741824",
+			"plan", "--model", "qwen3-4b", "--loss-chunk-mib", "17592186044416"),
+		usage("train: MLP chunk past int64", "--mlp-mib 9223372036854775807: want at most 1073741824",
+			"train", "--model", f.good, "--mlp-mib", "9223372036854775807"),
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
