@@ -107,11 +107,11 @@ func planArch(m string) (memplan.Arch, error) {
 	} else if err == nil {
 		path = filepath.Join(filepath.Dir(m), model.ConfigFile)
 	} else {
-		return memplan.Arch{}, fmt.Errorf("plan: --model %q: neither a file nor one of %s", m, strings.Join(memplan.Names(), ", "))
+		return memplan.Arch{}, fmt.Errorf("--model %q: not one of %s, and %w", m, strings.Join(memplan.Names(), ", "), err)
 	}
 	c, err := qwen3.LoadConfig(path)
 	if err != nil {
-		return memplan.Arch{}, fmt.Errorf("plan: --model %q needs the Hugging Face config.json beside it: %w", m, err)
+		return memplan.Arch{}, fmt.Errorf("--model %q needs the Hugging Face config.json beside it: %w", m, err)
 	}
 	return memplan.FromQwen3(c), nil
 }
@@ -229,6 +229,9 @@ func parseByteSize(s string) (int64, error) {
 	v, err := strconv.ParseFloat(t, 64)
 	if err != nil || !(v > 0) || v*mult > 1<<62 {
 		return 0, fmt.Errorf("%q: want a positive size such as 80GB, 24GiB or 512MiB", s)
+	}
+	if v*mult < 1 {
+		return 0, fmt.Errorf("%q is %g bytes: want at least one byte", s, v*mult)
 	}
 	return int64(v * mult), nil
 }

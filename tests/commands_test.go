@@ -17,6 +17,7 @@ func TestToolInputs(t *testing.T) {
 	requireRuntime(t)
 	f := fixtures{dir: t.TempDir()}
 	f.good = f.modelDir(t, "good", nil)
+	f.write(t, "nocfg/model.onnx", "")
 
 	type tc struct {
 		name   string
@@ -49,6 +50,12 @@ func TestToolInputs(t *testing.T) {
 			"plan", "--model", "qwen3-4b", "--loss-chunk-mib", "17592186044416"),
 		usage("train: MLP chunk past int64", "--mlp-mib 9223372036854775807: want at most 1073741824",
 			"train", "--model", f.good, "--mlp-mib", "9223372036854775807"),
+		// "spiral plan: plan: --model ...", and 0.5 bytes planned for 0.
+		{name: "plan: missing model file", args: []string{"plan", "--model", f.path("absent/model.onnx")}, code: 1,
+			want: []string{"spiral plan: --model \"" + f.path("absent/model.onnx") + "\": not one of qwen3-0.6b", "no such file or directory"}},
+		{name: "plan: model without config.json", args: []string{"plan", "--model", f.path("nocfg/model.onnx")}, code: 1,
+			want: []string{"spiral plan: --model \"" + f.path("nocfg/model.onnx") + "\" needs the Hugging Face config.json beside it"}},
+		usage("plan: memory below a byte", `--device-memory: "0.5" is 0.5 bytes: want at least one byte`, "plan", "--model", "qwen3-4b", "--device-memory", "0.5"),
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
