@@ -90,6 +90,9 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if err := c.Validate(); err != nil {
 			return usageError{errors.New(withInitModelFlags(err.Error()))}
 		}
+		if err := checkWeightsFit(c); err != nil {
+			return err
+		}
 		if err := refuseOverwrite(*out, *overwrite); err != nil {
 			return err
 		}
@@ -103,6 +106,28 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 			*out, c.Layers, c.Hidden, c.Heads, c.KVHeads, c.HeadDim, c.Vocab)
 		return nil
 	}
+}
+
+// checkWeightsFit refuses a shape whose fp32 weights alone pass this
+// machine's memory, which holds the whole model while init-model builds
+// and writes it (a Go out-of-memory crash, or past int's range a panic
+// of the builder's sizes). The parameters are memplan.Arch.Params' count
+// in float64, which no shape overflows.
+func checkWeightsFit(c qwen3.Config) error {
+	h, hd := float64(c.Hidden), float64(c.HeadDim)
+	q, kv := float64(c.Heads)*hd, float64(c.KVHeads)*hd
+	layer := 2*h + 2*hd + 2*h*q + 2*h*kv + 3*h*float64(c.Intermediate)
+	embedding := float64(c.Vocab) * h
+	if !c.TiedEmbeddings {
+		embedding *= 2
+	}
+	weights := 4 * (embedding + float64(c.Layers)*layer + h)
+	have, err := machineMemory()
+	if err != nil || weights <= float64(have) {
+		return nil // the shape is not refused on a guess
+	}
+	return fmt.Errorf("a model of --layers %d --hidden %d --intermediate %d --heads %d --kv-heads %d --head-dim %d --vocab %d has %.4g GiB of fp32 weights, more than this machine's %s of memory, which holds them all while they are written",
+		c.Layers, c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.Vocab, weights/(1<<30), gib(have))
 }
 
 // withInitModelFlags names the flags of init-model in a message of

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 )
@@ -91,6 +92,8 @@ func (c Config) check() error {
 	}
 	if !(c.RopeTheta > 0) {
 		errs = append(errs, fmt.Sprintf("rope_theta %g: want > 0", c.RopeTheta))
+	} else if math.IsInf(c.RopeTheta, 1) {
+		errs = append(errs, "rope_theta +Inf: want a finite value")
 	}
 	if !(c.RMSEps > 0) {
 		errs = append(errs, fmt.Sprintf("rms_norm_eps %g: want > 0", c.RMSEps))

@@ -1,6 +1,7 @@
 package qwen3
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,6 +61,13 @@ func TestConfigErrors(t *testing.T) {
 	bad.RMSEps = 0
 	bad.RopeTheta = -1
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "rope_theta -1: want > 0; rms_norm_eps 0: want > 0") {
+		t.Errorf("Validate: %v", err)
+	}
+	// +Inf is > 0, but no config.json can hold it (init-model's
+	// --rope-theta Inf failed to write one).
+	bad = Tiny()
+	bad.RopeTheta = math.Inf(1)
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "rope_theta +Inf: want a finite value") {
 		t.Errorf("Validate: %v", err)
 	}
 	dir := t.TempDir()
