@@ -107,8 +107,6 @@ func (c *comparison) read(path string) error {
 		var r report.Budget
 		err = report.ReadJSON(path, &r)
 		c.budget, set = append(c.budget, r), r.ProblemSet()
-	default:
-		return fmt.Errorf("%s: unknown report mode %q", path, m)
 	}
 	if err != nil {
 		return err

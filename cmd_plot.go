@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -30,6 +31,12 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		if *width < minPlotSide || *width > maxPlotSide || *height < minPlotSide || *height > maxPlotSide {
 			return usageError{fmt.Errorf("--width %d --height %d: want %d..%d pixels each", *width, *height, minPlotSide, maxPlotSide)}
 		}
+		if *out == "" {
+			return usageError{errors.New("--out is empty: want the PNG file to write")}
+		}
+		if st, err := os.Stat(*out); err == nil && st.IsDir() {
+			return fmt.Errorf("--out %s is a directory: want the PNG file to write, such as %s", *out, filepath.Join(*out, "compare.png"))
+		}
 		var mode report.Mode
 		for _, p := range args {
 			m, err := reportMode(p)
@@ -50,8 +57,6 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 			err = plotReports(args, *out, func(r ...report.RSA) error { return report.PlotRSA(*out, size, r...) })
 		case report.ModeSequential:
 			err = plotReports(args, *out, func(r ...report.Budget) error { return report.PlotBudget(*out, size, r...) })
-		default:
-			return fmt.Errorf("%s: unknown report mode %q", args[0], mode)
 		}
 		if err != nil {
 			return err
@@ -76,7 +81,8 @@ func plotReports[R any](paths []string, out string, plot func(...R) error) error
 	return plot(reps...)
 }
 
-// reportMode reads the meta.mode of a report file.
+// reportMode reads the meta.mode of a report file: passk, rsa or
+// sequential, else an error naming the file.
 func reportMode(path string) (report.Mode, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -90,5 +96,12 @@ func reportMode(path string) (report.Mode, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return "", fmt.Errorf("%s: not a spiral eval report: %w", path, err)
 	}
-	return r.Meta.Mode, nil
+	switch m := r.Meta.Mode; m {
+	case report.ModePassAtK, report.ModeRSA, report.ModeSequential:
+		return m, nil
+	case "":
+		return "", fmt.Errorf("%s: not a spiral eval report: no meta.mode", path)
+	default:
+		return "", fmt.Errorf("%s: unknown report mode %q (want %s, %s or %s)", path, m, report.ModePassAtK, report.ModeRSA, report.ModeSequential)
+	}
 }

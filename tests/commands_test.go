@@ -18,6 +18,9 @@ func TestToolInputs(t *testing.T) {
 	f := fixtures{dir: t.TempDir()}
 	f.good = f.modelDir(t, "good", nil)
 	f.write(t, "nocfg/model.onnx", "")
+	passk := f.write(t, "passk.json", `{"meta":{"mode":"passk","label":"A","problems":1},"config":{"samples":2},"points":[{"k":1,"pass_at_k":0.5,"majority_at_k":0.5},{"k":2,"pass_at_k":1,"majority_at_k":0.5}]}`)
+	noMode := f.write(t, "nomode.json", `{"meta":{"label":"A"},"points":[{"k":1,"pass_at_k":0.5}]}`)
+	bogus := f.write(t, "bogus.json", `{"meta":{"mode":"bogus","label":"A"}}`)
 
 	type tc struct {
 		name   string
@@ -65,6 +68,19 @@ func TestToolInputs(t *testing.T) {
 			want: []string{"--hidden 4611686018427387904", "more than this machine's"}, absent: []string{f.path("huge")}},
 		{name: "init-model: infinite rotary base", args: []string{"init-model", "--out", f.path("inf"), "--rope-theta", "Inf"}, code: 2,
 			want: []string{"--rope-theta +Inf: want a finite value"}, absent: []string{f.path("inf")}},
+		// A report without meta.mode was "a  report"; --out a directory or
+		// "" failed in atomicfile's rename.
+		{name: "plot: report without a mode after one with", args: []string{"plot", "--out", f.path("p.png"), passk, noMode}, code: 1,
+			want: []string{noMode + ": not a spiral eval report: no meta.mode"}, absent: []string{f.path("p.png")}},
+		{name: "plot: report without a mode", args: []string{"plot", "--out", f.path("p.png"), noMode}, code: 1,
+			want: []string{noMode + ": not a spiral eval report: no meta.mode"}, absent: []string{f.path("p.png")}},
+		{name: "plot: unknown mode", args: []string{"plot", "--out", f.path("p.png"), passk, bogus}, code: 1,
+			want: []string{bogus + `: unknown report mode "bogus" (want passk, rsa or sequential)`}, absent: []string{f.path("p.png")}},
+		{name: "compare: report without a mode", args: []string{"compare", passk, noMode}, code: 1,
+			want: []string{noMode + ": not a spiral eval report: no meta.mode"}},
+		{name: "plot: output a directory", args: []string{"plot", "--out", f.dir, passk}, code: 1,
+			want: []string{"--out " + f.dir + " is a directory: want the PNG file to write"}},
+		usage("plot: output empty", "--out is empty: want the PNG file to write", "plot", "--out", "", passk),
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
