@@ -39,16 +39,29 @@ type benchFlags struct {
 	// genRows: train's steps each after a generation of that many rows,
 	// as training's are (0: none).
 	genRows int
+	// changed reports whether a flag was given (pflag.FlagSet.Changed).
+	changed func(name string) bool
 }
 
+// Flags of one bench command only, which the other would ignore: train's
+// step and generate's generation (also train's with --generate-rows).
+var (
+	benchTrainOnly    = []string{"tokens", "lora-rank", "lora-alpha", "lora-targets", "attention-mib", "loss-chunk-mib", "mlp-mib"}
+	benchGenerateOnly = []string{"prompt-tokens", "new-tokens", "gen-call-mib"}
+)
+
 func (f *benchFlags) register(fs *pflag.FlagSet) {
+	f.changed = fs.Changed
 	f.rf.register(fs)
 	f.mf.registerModel(fs)
 	f.exec.register(fs)
 	fs.IntVar(&f.rows, "rows", 1, "rows per step (train) or sequences (generate)")
 	fs.IntVar(&f.tokens, "tokens", 512, "train: tokens per row; the second half is the response the loss covers")
-	fs.IntVar(&f.steps, "steps", 3, "train: full steps (forward, backward, AdamW)")
+	fs.IntVar(&f.steps, "steps", 3, "full training steps (forward, backward, AdamW) or generations")
 	registerLoRA(fs, &f.lora.Rank, &f.lora.Alpha, &f.targets)
+	for _, name := range []string{"lora-rank", "lora-alpha", "lora-targets"} {
+		fs.Lookup(name).Usage = "train: " + fs.Lookup(name).Usage
+	}
 	fs.IntVar(&f.prompt, "prompt-tokens", 512, "generate (and train --generate-rows): prompt tokens per row")
 	fs.IntVar(&f.newTok, "new-tokens", 64, "generate (and train --generate-rows): tokens generated per row")
 	fs.IntVar(&f.genRows, "generate-rows", 0, "train: before each step, a generation of this many rows of --prompt-tokens + --new-tokens whose KV cache is released before the step, as training does (the device memory both take; 0: none)")
@@ -74,10 +87,22 @@ func (f *benchFlags) validate(what string) error {
 		l, err := parseLoRA(f.lora.Rank, f.lora.Alpha, f.targets)
 		errs = append(errs, err)
 		f.lora = l
+		if f.genRows == 0 {
+			for _, name := range benchGenerateOnly {
+				if f.changed(name) {
+					errs = append(errs, fmt.Errorf("--%s is bench generate's, or bench train's with --generate-rows (a generation before each step); without it bench train would ignore it", name))
+				}
+			}
+		}
 	case "generate":
 		errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok), mebibytes("--gen-call-mib", f.callMiB))
 		if f.genRows != 0 {
 			errs = append(errs, errors.New("--generate-rows is bench train's (a generation before each step); bench generate takes --rows"))
+		}
+		for _, name := range benchTrainOnly {
+			if f.changed(name) {
+				errs = append(errs, fmt.Errorf("--%s is bench train's; bench generate would ignore it", name))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -81,6 +81,13 @@ func TestToolInputs(t *testing.T) {
 		{name: "plot: output a directory", args: []string{"plot", "--out", f.dir, passk}, code: 1,
 			want: []string{"--out " + f.dir + " is a directory: want the PNG file to write"}},
 		usage("plot: output empty", "--out is empty: want the PNG file to write", "plot", "--out", "", passk),
+		// Each bench command ignored the other's flags: a LoRA rank or a
+		// row length given to generate, a prompt length to train.
+		usage("bench generate: LoRA", "--lora-rank is bench train's; bench generate would ignore it", "bench", "generate", "--model", f.good, "--lora-rank", "4"),
+		usage("bench generate: training row length", "--tokens is bench train's", "bench", "generate", "--model", f.good, "--tokens", "64"),
+		usage("bench generate: training memory", "--mlp-mib is bench train's", "bench", "generate", "--model", f.good, "--mlp-mib", "16"),
+		usage("bench train: prompt length without a generation", "--prompt-tokens is bench generate's, or bench train's with --generate-rows", "bench", "train", "--model", f.good, "--prompt-tokens", "8"),
+		usage("bench train: call memory without a generation", "--gen-call-mib is bench generate's", "bench", "train", "--model", f.good, "--gen-call-mib", "64"),
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
