@@ -60,12 +60,12 @@ func (e usageError) Unwrap() error { return e.err }
 
 func commands() []command {
 	return []command{
-		{"train", "train a model with SPIRAL, GRPO or the aggregation-only ablation (default command)", setupTrain},
+		{"train", "train a model with SPIRAL, GRPO or the ablations that train only the aggregation or only the search traces (default command)", setupTrain},
 		{"eval", "evaluate a model: sequential, pass@k, majority@k, RSA", setupEval},
 		{"sft", "supervised warm start on search and aggregation traces", setupSFT},
 		{"generate", "sample completions for prompts", setupGenerate},
 		{"artifacts", "build the rollout and training graphs of an ONNX model", setupArtifacts},
-		{"export", "write a checkpoint's weights into the original ONNX graph", setupExport},
+		{"export", "write a checkpoint's weights into the original ONNX graph, as a Hugging Face model directory, or its LoRA adapters as a peft adapter", setupExport},
 		{"init-model", "write a randomly initialised Qwen3-architecture model (tiny, or a real config's shape)", setupInitModel},
 		{"bench", "measure a training step or generation on random tokens (spiral bench train|generate)", setupBench},
 		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens; and training runs (--run, alone too): token entropy, held-out pass@1, search credit", setupCompare},

@@ -2,6 +2,8 @@ package tests
 
 import (
 	"os"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -102,6 +104,33 @@ func TestToolInputs(t *testing.T) {
 			for _, p := range c.absent {
 				_, err := os.Stat(p)
 				require.ErrorIs(t, err, os.ErrNotExist, "%s was written", p)
+			}
+		})
+	}
+}
+
+// TestCommandSummaries: the summaries of spiral --help and of each
+// command's --help name what the command does (train's said "the
+// aggregation-only ablation" after search-only was added; export's only
+// the ONNX format).
+func TestCommandSummaries(t *testing.T) {
+	for _, c := range []struct {
+		command string
+		want    []string
+	}{
+		{"train", []string{"SPIRAL, GRPO", "only the aggregation", "only the search traces"}},
+		{"export", []string{"ONNX graph", "Hugging Face model directory", "peft adapter"}},
+	} {
+		t.Run(c.command, func(t *testing.T) {
+			top := spiral(t, nil, "--help")
+			require.Equal(t, 0, top.code)
+			own := spiral(t, nil, c.command, "--help")
+			require.Equal(t, 0, own.code)
+			line := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(c.command) + ` .*$`).FindString(top.stdout)
+			first, _, _ := strings.Cut(own.stdout, "\n")
+			for _, w := range c.want {
+				require.Contains(t, line, w)
+				require.Contains(t, first, w)
 			}
 		})
 	}
