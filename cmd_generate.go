@@ -57,6 +57,9 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 		if len(ids[i]) == 0 {
 			return usageError{fmt.Errorf("prompt %d is empty: with --raw the text is fed as it is, and an empty one has no token to continue", i)}
 		}
+		if n := cfg.ContextLength; n > 0 && len(ids[i]) >= n {
+			return usageError{fmt.Errorf("prompt %d is %d tokens: the model's %d positions (config.json max_position_embeddings) leave none to generate", i, len(ids[i]), n)}
+		}
 		if n := cfg.ContextLength; n > 0 && len(ids[i])+cfg.MaxNewTokens > n {
 			fmt.Fprintf(env.stderr, "spiral: warning: prompt %d is %d tokens: with --max-new-tokens %d it passes the model's %d positions, so its completions stop at %d new tokens\n",
 				i, len(ids[i]), cfg.MaxNewTokens, n, max(0, n-len(ids[i])))

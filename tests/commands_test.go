@@ -90,6 +90,10 @@ func TestToolInputs(t *testing.T) {
 		usage("bench generate: training memory", "--mlp-mib is bench train's", "bench", "generate", "--model", f.good, "--mlp-mib", "16"),
 		usage("bench train: prompt length without a generation", "--prompt-tokens is bench generate's, or bench train's with --generate-rows", "bench", "train", "--model", f.good, "--prompt-tokens", "8"),
 		usage("bench train: call memory without a generation", "--gen-call-mib is bench generate's", "bench", "train", "--model", f.good, "--gen-call-mib", "64"),
+		// A prompt filling the context was warned about ("its completions
+		// stop at 0 new tokens"), then failed in the sampler.
+		{name: "generate: prompt past the context", args: []string{"generate", "--model", f.good, "--raw", "hi", strings.Repeat("1", 4096)}, code: 2,
+			want: []string{"prompt 1 is 4096 tokens: the model's 4096 positions (config.json max_position_embeddings) leave none to generate"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
