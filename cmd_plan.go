@@ -167,7 +167,7 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	if f.loraRank > 0 {
 		what = fmt.Sprintf("LoRA rank %d on %s, AdamW", f.loraRank, strings.Join(lora.Targets, ","))
 	}
-	fmt.Fprintf(env.stdout, "model: %d layers, hidden %d, %.2fB parameters; memory to fit: %s\n", arch.Layers, arch.Hidden, float64(rep.Params)/1e9, gib(budget))
+	fmt.Fprintf(env.stdout, "model: %d layers, hidden %d, %s parameters; memory to fit: %s\n", arch.Layers, arch.Hidden, paramCount(rep.Params), gib(budget))
 	w := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
 	// Section headers are not cells (no tab): a long one would widen
 	// the column; each section's rows are aligned among themselves.
@@ -205,6 +205,15 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 		fmt.Fprintf(env.stdout, "  generation, %d positions per row: does not fit\n", f.genCapacity)
 	}
 	return nil
+}
+
+// paramCount writes n in billions (4.02B), or below a billion in
+// millions (0.11M, where billions read 0.00B).
+func paramCount(n int64) string {
+	if n >= 1e9 {
+		return fmt.Sprintf("%.2fB", float64(n)/1e9)
+	}
+	return fmt.Sprintf("%.2fM", float64(n)/1e6)
 }
 
 func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }

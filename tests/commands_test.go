@@ -94,6 +94,11 @@ func TestToolInputs(t *testing.T) {
 		// stop at 0 new tokens"), then failed in the sampler.
 		{name: "generate: prompt past the context", args: []string{"generate", "--model", f.good, "--raw", "hi", strings.Repeat("1", 4096)}, code: 2,
 			want: []string{"prompt 1 is 4096 tokens: the model's 4096 positions (config.json max_position_embeddings) leave none to generate"}},
+		// A model under a billion parameters read "0.00B parameters".
+		{name: "plan: a small model's parameters", args: []string{"plan", "--model", f.good, "--device-memory", "1GiB"},
+			want: []string{"model: 2 layers, hidden 64, 0.10M parameters"}},
+		{name: "plan: a named model's parameters", args: []string{"plan", "--model", "qwen3-0.6b", "--device-memory", "1GiB"},
+			want: []string{"model: 28 layers, hidden 1024, 596.05M parameters"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
