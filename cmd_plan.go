@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -110,8 +111,11 @@ func planArch(m string) (memplan.Arch, error) {
 		return memplan.Arch{}, fmt.Errorf("--model %q: not one of %s, and %w", m, strings.Join(memplan.Names(), ", "), err)
 	}
 	c, err := qwen3.LoadConfig(path)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return memplan.Arch{}, fmt.Errorf("--model %q needs the Hugging Face config.json beside it: %w", m, err)
+	}
+	if err != nil {
+		return memplan.Arch{}, fmt.Errorf("--model %q: %w", m, err)
 	}
 	return memplan.FromQwen3(c), nil
 }

@@ -20,6 +20,7 @@ func TestToolInputs(t *testing.T) {
 	f := fixtures{dir: t.TempDir()}
 	f.good = f.modelDir(t, "good", nil)
 	f.write(t, "nocfg/model.onnx", "")
+	f.write(t, "llama/config.json", `{"model_type":"llama","hidden_size":64}`)
 	passk := f.write(t, "passk.json", `{"meta":{"mode":"passk","label":"A","problems":1},"config":{"samples":2},"points":[{"k":1,"pass_at_k":0.5,"majority_at_k":0.5},{"k":2,"pass_at_k":1,"majority_at_k":0.5}]}`)
 	noMode := f.write(t, "nomode.json", `{"meta":{"label":"A"},"points":[{"k":1,"pass_at_k":0.5}]}`)
 	bogus := f.write(t, "bogus.json", `{"meta":{"mode":"bogus","label":"A"}}`)
@@ -99,6 +100,9 @@ func TestToolInputs(t *testing.T) {
 			want: []string{"model: 2 layers, hidden 64, 0.10M parameters"}},
 		{name: "plan: a named model's parameters", args: []string{"plan", "--model", "qwen3-0.6b", "--device-memory", "1GiB"},
 			want: []string{"model: 28 layers, hidden 1024, 596.05M parameters"}},
+		// A config.json that is there but not a Qwen3 one was "needed".
+		{name: "plan: another architecture's config.json", args: []string{"plan", "--model", f.path("llama")}, code: 1,
+			want: []string{"spiral plan: --model \"" + f.path("llama") + "\": qwen3: config \"" + f.path("llama/config.json") + "\": model_type \"llama\", want \"qwen3\""}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
