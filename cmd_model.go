@@ -183,6 +183,9 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 			}
 		}
 		fmt.Fprintf(env.stdout, "trained: %d tensors, %d parameters\n", len(m.Weights), model.NumParams(m.Weights))
+		for _, w := range m.Weights {
+			fmt.Fprintf(env.stdout, "  %s %v: %s\n", w.Name, w.Shape, w.Reason)
+		}
 		fmt.Fprintf(env.stdout, "frozen:  %d tensors, %d parameters\n", len(m.Frozen), model.NumParams(m.Frozen))
 		for _, w := range m.Frozen {
 			fmt.Fprintf(env.stdout, "  %s %v: %s\n", w.Name, w.Shape, w.Reason)

@@ -103,6 +103,11 @@ func TestToolInputs(t *testing.T) {
 		// A config.json that is there but not a Qwen3 one was "needed".
 		{name: "plan: another architecture's config.json", args: []string{"plan", "--model", f.path("llama")}, code: 1,
 			want: []string{"spiral plan: --model \"" + f.path("llama") + "\": qwen3: config \"" + f.path("llama/config.json") + "\": model_type \"llama\", want \"qwen3\""}},
+		// --train's and --freeze's errors say "spiral artifacts lists the
+		// parameters' names", and README that it lists what is trained
+		// and why; it listed the frozen ones only.
+		{name: "artifacts: the trained parameters' names", args: []string{"artifacts", "--model", f.good, "--out", f.path("arts")},
+			want: []string{"trained: 24 tensors", "\n  model.layers.1.mlp.up_proj.weight [64 128]: parameter: combined with the token activations by MatMul node"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
