@@ -9,8 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestToolInputs feeds spiral plan, bench, generate, plot, artifacts,
-// init-model and version bad and boundary input. Each case asserts the
+// TestToolInputs feeds spiral plan, bench, generate, plot, artifacts and
+// init-model (and train and compare where they share the flag or the
+// reader) bad and boundary input. Each case asserts the
 // exit status (2 for a command-line mistake, 1 for bad input), that
 // nothing panicked (no Go panic or goroutine dump in the output), that
 // the message names the offending flag or file, and that the paths in
