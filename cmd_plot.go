@@ -21,21 +21,24 @@ const (
 )
 
 func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
-	out := fs.String("out", "compare.png", "output PNG (its directory is created)")
+	out := fs.String("out", "compare.png", "output file: .png, .svg or .pdf by its extension (its directory is created)")
 	width := fs.Int("width", 800, "width in pixels")
 	height := fs.Int("height", 500, "height in pixels")
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		if len(args) == 0 {
-			return usageError{errors.New("usage: spiral plot [--out F.png] REPORT.json [REPORT.json ...] (reports of one eval mode)")}
+			return usageError{errors.New("usage: spiral plot [--out F.png|F.svg|F.pdf] REPORT.json [REPORT.json ...] (reports of one eval mode)")}
 		}
 		if *width < minPlotSide || *width > maxPlotSide || *height < minPlotSide || *height > maxPlotSide {
 			return usageError{fmt.Errorf("--width %d --height %d: want %d..%d pixels each", *width, *height, minPlotSide, maxPlotSide)}
 		}
 		if *out == "" {
-			return usageError{errors.New("--out is empty: want the PNG file to write")}
+			return usageError{errors.New("--out is empty: want the .png, .svg or .pdf file to write")}
 		}
 		if st, err := os.Stat(*out); err == nil && st.IsDir() {
-			return fmt.Errorf("--out %s is a directory: want the PNG file to write, such as %s", *out, filepath.Join(*out, "compare.png"))
+			return fmt.Errorf("--out %s is a directory: want the file to write, such as %s", *out, filepath.Join(*out, "compare.png"))
+		}
+		if err := report.CheckPlotPath(*out); err != nil {
+			return usageError{fmt.Errorf("--out %w", err)}
 		}
 		var mode report.Mode
 		for _, p := range args {
@@ -61,7 +64,11 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(env.stdout, "wrote %s (%d %s reports)\n", *out, len(args), mode)
+		reports := "reports"
+		if len(args) == 1 {
+			reports = "report"
+		}
+		fmt.Fprintf(env.stdout, "wrote %s (%d %s %s)\n", *out, len(args), mode, reports)
 		return nil
 	}
 }

@@ -83,8 +83,10 @@ func TestToolInputs(t *testing.T) {
 		{name: "compare: report without a mode", args: []string{"compare", passk, noMode}, code: 1,
 			want: []string{noMode + ": not a spiral eval report: no meta.mode"}},
 		{name: "plot: output a directory", args: []string{"plot", "--out", f.dir, passk}, code: 1,
-			want: []string{"--out " + f.dir + " is a directory: want the PNG file to write"}},
-		usage("plot: output empty", "--out is empty: want the PNG file to write", "plot", "--out", "", passk),
+			want: []string{"--out " + f.dir + " is a directory: want the file to write"}},
+		usage("plot: output empty", "--out is empty: want the .png, .svg or .pdf file to write", "plot", "--out", "", passk),
+		// --out x.jpg was written as PNG bytes.
+		usage("plot: output of another format", "--out "+f.path("p.jpg")+": want a .png, .svg or .pdf file (the extension chooses the format)", "plot", "--out", f.path("p.jpg"), passk),
 		// Each bench command ignored the other's flags: a LoRA rank or a
 		// row length given to generate, a prompt length to train.
 		usage("bench generate: LoRA", "--lora-rank is bench train's; bench generate would ignore it", "bench", "generate", "--model", f.good, "--lora-rank", "4"),

@@ -2,11 +2,12 @@ package report
 
 import (
 	"fmt"
-	"github.com/spiral-rl/spiral/model/atomicfile"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -14,11 +15,53 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgpdf"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/spiral-rl/spiral/model/atomicfile"
 )
 
 // DPI is the resolution plots are rendered at: a PlotSize in pixels is
 // PlotSize/DPI inches.
 const DPI = 96
+
+// CheckPlotPath reports whether path names a file a plot can be written
+// as: its extension chooses the format, .png (at DPI), .svg or .pdf
+// (vector graphics, for a paper's figures), in any case.
+func CheckPlotPath(path string) error {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".png", ".svg", ".pdf":
+		return nil
+	}
+	return fmt.Errorf("%s: want a .png, .svg or .pdf file (the extension chooses the format)", path)
+}
+
+// writeFigure draws a figure of size (in pixels at DPI) with drawFigure on
+// a canvas of path's format (CheckPlotPath) and writes it atomically.
+func writeFigure(path string, size PlotSize, drawFigure func(draw.Canvas)) error {
+	if err := CheckPlotPath(path); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	w := vg.Length(size.Width) * vg.Inch / DPI
+	h := vg.Length(size.Height) * vg.Inch / DPI
+	var c vg.CanvasWriterTo
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".svg":
+		c = vgsvg.New(w, h)
+	case ".pdf":
+		c = vgpdf.New(w, h)
+	default:
+		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(DPI))}
+	}
+	drawFigure(draw.New(c))
+	if err := atomicfile.Write(path, 0o666, func(wr io.Writer) error {
+		_, err := c.WriteTo(wr)
+		return err
+	}); err != nil {
+		return fmt.Errorf("report: write: %w", err)
+	}
+	return nil
+}
 
 // Default plot size in pixels.
 const (
@@ -26,7 +69,8 @@ const (
 	DefaultHeight = 500
 )
 
-// PlotSize is a PNG's size in pixels; zero fields take the defaults.
+// PlotSize is a plot's size in pixels (at DPI for a vector format); zero
+// fields take the defaults.
 type PlotSize struct {
 	Width, Height int
 }
@@ -177,17 +221,7 @@ func renderFigure(path string, size PlotSize, f Figure, ss []series) error {
 		p.X.Min -= 0.25
 		p.X.Max += 0.25
 	}
-	w := vg.Length(size.Width) * vg.Inch / DPI
-	h := vg.Length(size.Height) * vg.Inch / DPI
-	c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(DPI))
-	p.Draw(draw.New(c))
-	if err := atomicfile.Write(path, 0o666, func(wr io.Writer) error {
-		_, err := vgimg.PngCanvas{Canvas: c}.WriteTo(wr)
-		return err
-	}); err != nil {
-		return fmt.Errorf("report: write: %w", err)
-	}
-	return nil
+	return writeFigure(path, size, p.Draw)
 }
 
 // errorBars draws s's range over seeds at each point.

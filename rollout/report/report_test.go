@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,6 +195,32 @@ func TestPlots(t *testing.T) {
 				require.NotContains(t, e.Name(), ".tmp", "no temporary file left")
 			}
 		})
+	}
+}
+
+// TestPlotFormats: the extension of the path chooses the format (in any
+// case): PNG, SVG or PDF, each recognised by its first bytes; another
+// extension is an error that writes nothing.
+func TestPlotFormats(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, magic string }{
+		{"p.png", "\x89PNG\r\n"}, {"p.PNG", "\x89PNG\r\n"}, {"p.svg", "<?xml"}, {"p.pdf", "%PDF-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name)
+			require.NoError(t, PlotPassAtK(path, PlotSize{}, reportPassAtK()))
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.True(t, strings.HasPrefix(string(b), tc.magic), "%s starts %q", tc.name, b[:min(len(b), 8)])
+			if tc.name == "p.svg" {
+				require.Contains(t, string(b), "pass@k", "the figure's text is in the SVG")
+			}
+		})
+	}
+	for _, name := range []string{"p.jpg", "p", "p.png.bak"} {
+		path := filepath.Join(dir, name)
+		require.ErrorContains(t, PlotPassAtK(path, PlotSize{}, reportPassAtK()), name+": want a .png, .svg or .pdf file")
+		require.NoFileExists(t, path)
 	}
 }
 

@@ -4,16 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
-	"io"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-
-	"github.com/spiral-rl/spiral/model/atomicfile"
 )
 
 // TrainingPoint is one training step, read from metrics.jsonl.
@@ -99,7 +95,7 @@ const (
 	DefaultTrainingHeight = 800
 )
 
-// PlotTraining writes a PNG of four panels against the training step: the
+// PlotTraining writes a figure (PNG, SVG or PDF by path's extension) of four panels against the training step: the
 // search and aggregation rewards, the token entropy (of the steps that
 // trained something), the informative
 // fraction with the search credit, and the held-out pass@1 and majority@k
@@ -168,26 +164,17 @@ func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint,
 	} else {
 		heldOut.Title.Text += " (none)"
 	}
-	w := vg.Length(size.Width) * vg.Inch / DPI
-	h := vg.Length(size.Height) * vg.Inch / DPI
-	c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(DPI))
-	dc := draw.New(c)
 	tiles := draw.Tiles{Rows: 2, Cols: 2, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
 		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
 	grid := [][]*plot.Plot{{rewards, entropy}, {informative, heldOut}}
-	canvases := plot.Align(grid, tiles, dc)
-	for i := range grid {
-		for j := range grid[i] {
-			grid[i][j].Draw(canvases[i][j])
+	return writeFigure(path, size, func(dc draw.Canvas) {
+		canvases := plot.Align(grid, tiles, dc)
+		for i := range grid {
+			for j := range grid[i] {
+				grid[i][j].Draw(canvases[i][j])
+			}
 		}
-	}
-	if err := atomicfile.Write(path, 0o666, func(wr io.Writer) error {
-		_, err := vgimg.PngCanvas{Canvas: c}.WriteTo(wr)
-		return err
-	}); err != nil {
-		return fmt.Errorf("report: write: %w", err)
-	}
-	return nil
+	})
 }
 
 func panel(title, yLabel string, unit bool) *plot.Plot {

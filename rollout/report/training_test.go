@@ -4,6 +4,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,6 +27,15 @@ func TestPlotTraining(t *testing.T) {
 		require.Equal(t, 400, img.Bounds().Dy())
 	}
 	require.Error(t, PlotTraining(path, PlotSize{}, "run", nil, nil))
+	// As a vector figure for a paper: the panels' titles in the SVG.
+	svg := filepath.Join(t.TempDir(), "training.svg")
+	require.NoError(t, PlotTraining(svg, PlotSize{}, "run", pts, held))
+	b, err := os.ReadFile(svg)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(b), "<?xml"))
+	for _, title := range []string{"run: rewards", "token entropy", "held-out evaluation"} {
+		require.Contains(t, string(b), title)
+	}
 }
 
 // TestRewardSeries: the rewards panel draws search and aggregation, one
