@@ -367,8 +367,10 @@ type benchGenerateLine struct {
 	PromptTokens int    `json:"prompt_tokens"`
 	NewTokens    int    `json:"new_tokens"`
 	// Seconds is the generation's wall time, PrefillSeconds its prefill
-	// part; TokensPerSecond counts generated tokens over the rest (decode),
-	// PromptTokensPerSecond prompt tokens over the prefill.
+	// part; TokensPerSecond counts the tokens of the decode steps over the
+	// rest (each row's first token comes from its prefill's logits, so
+	// --new-tokens 1 has no decode rate), PromptTokensPerSecond prompt
+	// tokens over the prefill.
 	Seconds               float64 `json:"seconds"`
 	PrefillSeconds        float64 `json:"prefill_seconds,omitempty"`
 	TokensPerSecond       float64 `json:"tokens_per_second,omitempty"`
@@ -417,11 +419,12 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedMo
 		if err != nil {
 			return err
 		}
-		decode := (st.Elapsed - st.Prefill).Seconds()
 		line := benchGenerateLine{Phase: "generate", Step: step, Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok,
 			Seconds: st.Elapsed.Seconds(), PrefillSeconds: st.Prefill.Seconds(), KVCacheBytes: s.CacheBytes(), WeightsBytes: weights,
-			TokensPerSecond: float64(st.GeneratedTokens) / decode, PromptTokensPerSecond: float64(st.PromptTokens) / st.Prefill.Seconds(),
-			DeviceCopyBytes: s.CopiedBytes() - copied}
+			PromptTokensPerSecond: float64(st.PromptTokens) / st.Prefill.Seconds(), DeviceCopyBytes: s.CopiedBytes() - copied}
+		if decoded := st.GeneratedTokens - len(reqs); decoded > 0 {
+			line.TokensPerSecond = float64(decoded) / (st.Elapsed - st.Prefill).Seconds()
+		}
 		if line.benchMemory, err = measureMemory(rt); err != nil {
 			return err
 		}

@@ -628,6 +628,16 @@ func TestBenchAndPlan(t *testing.T) {
 	require.NotContains(t, ls[1], "device_copy_bytes", "the host path copies nothing through the device layer")
 	require.Equal(t, "release", ls[2]["phase"])
 	require.NotContains(t, ls[2], "arena", "no shared arena with --shared-arena=false")
+	// The decode rate counts the decode steps' tokens, 3 rows x 3: each
+	// row's first comes from its prefill (it counted 3 x 4 before, and
+	// --new-tokens 1 gave a rate of tokens no decode step made).
+	decode := ls[1]["seconds"].(float64) - ls[1]["prefill_seconds"].(float64)
+	require.InEpsilon(t, 3*3, ls[1]["tokens_per_second"].(float64)*decode, 1e-6)
+	r = spiral(t, env, "bench", "generate", "--model", m, "--rows", "3", "--prompt-tokens", "8", "--new-tokens", "1", "--steps", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	ls = jsonLines[map[string]any](t, r.stdout)
+	require.NotContains(t, ls[1], "tokens_per_second", "no decode step, no decode rate")
+	require.Positive(t, ls[1]["prompt_tokens_per_second"])
 
 	// --resident: the device layer on the CPU, AdamW included. The first
 	// training step copies the parameters and the two moments, then only
