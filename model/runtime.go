@@ -254,6 +254,11 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 			tried = append(tried, fmt.Sprintf("%s: %s: no such file", c.what, c.path))
 			break
 		}
+		// The file found, by its absolute path: the system loader would
+		// search its library path for a name without a directory.
+		if c.path, err = filepath.Abs(c.path); err != nil {
+			return nil, fail(err.Error())
+		}
 		ort.SetSharedLibraryPath(c.path)
 		if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
 			if explicit {

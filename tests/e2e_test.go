@@ -49,11 +49,19 @@ type result struct {
 	code           int
 }
 
-// spiral runs the binary with args and extra environment variables.
+// spiral runs the binary with args and extra environment variables, in
+// a directory of its own.
 func spiral(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	return spiralIn(t, t.TempDir(), env, args...) // default outputs (runs/...) stay out of the source tree
+}
+
+// spiralIn runs the binary in dir with args and extra environment
+// variables.
+func spiralIn(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Dir = t.TempDir() // default outputs (runs/...) stay out of the source tree
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -175,6 +183,16 @@ func TestMissingRuntime(t *testing.T) {
 	r = spiral(t, nil, "version", "--ort-lib", "/nonexistent/flag.so")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "/nonexistent/flag.so (from --ort-lib): no such file")
+	// A library named without a directory is the file in the working
+	// directory, as every other path argument is (the system loader would
+	// search its library path for a bare name instead).
+	if lib := os.Getenv("ONNXRUNTIME_LIB"); lib != "" {
+		dir := t.TempDir()
+		require.NoError(t, os.Symlink(lib, filepath.Join(dir, "libort-here.so")))
+		r = spiralIn(t, dir, nil, "version", "--ort-lib", "libort-here.so")
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stdout, filepath.Join(dir, "libort-here.so"))
+	}
 	r = spiral(t, []string{"ONNXRUNTIME_LIB=/nonexistent/env.so"}, "version")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "/nonexistent/env.so (from $ONNXRUNTIME_LIB): no such file")
