@@ -70,7 +70,7 @@ func commands() []command {
 		{"bench", "measure a training step or generation on random tokens (spiral bench train|generate)", setupBench},
 		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens; and training runs (--run, alone too): token entropy, held-out pass@1, search credit", setupCompare},
 		{"plan", "predict the memory of a training step and of generation, and the largest shapes that fit", setupPlan},
-		{"plot", "overlay eval reports of one mode in one PNG (e.g. base vs trained)", setupPlot},
+		{"plot", "overlay eval reports of one mode in one figure, PNG, SVG or PDF (e.g. base vs trained)", setupPlot},
 		{"data", "inspect a dataset file (spiral data inspect FILE) or write the synthetic task's problems (spiral data synth)", setupData},
 		{"version", "print the versions of spiral, ONNX Runtime and tokenizers", setupVersion},
 	}
@@ -93,8 +93,11 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 		return 0
 	}
 	if name == "help" {
-		printTopUsage(env.stdout)
-		return 0
+		if len(args) == 0 {
+			printTopUsage(env.stdout)
+			return 0
+		}
+		name, args = args[0], []string{"--help"} // spiral help CMD: spiral CMD --help
 	}
 	var cmd *command
 	for _, c := range commands() {

@@ -141,6 +141,7 @@ func TestCommandSummaries(t *testing.T) {
 	}{
 		{"train", []string{"SPIRAL, GRPO", "only the aggregation", "only the search traces"}},
 		{"export", []string{"ONNX graph", "Hugging Face model directory", "peft adapter"}},
+		{"plot", []string{"PNG, SVG or PDF"}},
 	} {
 		t.Run(c.command, func(t *testing.T) {
 			top := spiral(t, nil, "--help")
@@ -155,4 +156,21 @@ func TestCommandSummaries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHelpCommand: spiral help CMD is spiral CMD --help (it printed the
+// command list whatever CMD was); an unknown CMD is a usage error.
+func TestHelpCommand(t *testing.T) {
+	for _, cmd := range []string{"plan", "train", "bench"} {
+		help := spiral(t, nil, "help", cmd)
+		require.Equal(t, 0, help.code, help.stderr)
+		own := spiral(t, nil, cmd, "--help")
+		require.Equal(t, own.stdout, help.stdout, cmd)
+	}
+	top := spiral(t, nil, "help")
+	require.Equal(t, 0, top.code)
+	require.Contains(t, top.stdout, "Commands:")
+	r := spiral(t, nil, "help", "nosuch")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, `unknown command "nosuch"`)
 }
