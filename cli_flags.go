@@ -309,6 +309,13 @@ func (f *engineFlags) validate() error {
 	return fmt.Errorf("--engine %q: want local or openai", f.engine)
 }
 
+// engineModelUsage ends --model's help where --engine openai may be
+// given.
+const engineModelUsage = "; with --engine openai, which runs no model here, a directory holding its tokenizer.json and config.json is enough"
+
+// errEngineCheckpoint refuses --checkpoint with --engine openai.
+var errEngineCheckpoint = errors.New("--checkpoint is for the local engine: a serving engine samples with the weights it loaded (export the checkpoint, then serve it)")
+
 // syncFlags choose how a serving engine gets the trained weights.
 type syncFlags struct {
 	mode, dir string
@@ -488,7 +495,7 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	f.rf.register(fs)
 	f.engine.register(fs)
 	f.mf.register(fs)
-	fs.Lookup("model").Usage += "; with --engine openai, which runs no model here, a directory holding its tokenizer.json and config.json is enough"
+	fs.Lookup("model").Usage += engineModelUsage
 	f.df.register(fs)
 	f.sf.register(fs)
 	f.reward.register(fs)
@@ -516,7 +523,7 @@ func (f *evalFlags) validate() error {
 		errs = append(errs, errors.New("--out is empty"))
 	}
 	if f.engine.engine == "openai" && f.ckpt != "" {
-		errs = append(errs, errors.New("--checkpoint is for the local engine: a serving engine samples with the weights it loaded (export the checkpoint, then serve it)"))
+		errs = append(errs, errEngineCheckpoint)
 	}
 	switch f.mode {
 	case "sequential", "passk":
@@ -581,18 +588,21 @@ func (f *sftFlags) validate() error {
 
 // generateFlags are the flags of `spiral generate`.
 type generateFlags struct {
-	rf   runtimeFlags
-	mf   modelFlags
-	sf   samplingFlags
-	n    int
-	raw  bool
-	seed uint64
-	ckpt string
+	rf     runtimeFlags
+	mf     modelFlags
+	sf     samplingFlags
+	engine engineFlags
+	n      int
+	raw    bool
+	seed   uint64
+	ckpt   string
 }
 
 func (f *generateFlags) register(fs *pflag.FlagSet) {
 	f.rf.register(fs)
+	f.engine.register(fs)
 	f.mf.register(fs)
+	fs.Lookup("model").Usage += engineModelUsage
 	f.sf.register(fs)
 	fs.IntVar(&f.n, "n", 1, "completions per prompt")
 	fs.BoolVar(&f.raw, "raw", false, "send the prompt as is (default: one user turn of the chat template)")
@@ -601,7 +611,11 @@ func (f *generateFlags) register(fs *pflag.FlagSet) {
 }
 
 func (f *generateFlags) validate() error {
-	return errors.Join(f.rf.validate(), f.sf.validate(), positive("--n", f.n))
+	errs := []error{f.rf.validate(), f.sf.validate(), positive("--n", f.n), f.engine.validate()}
+	if f.engine.engine == "openai" && f.ckpt != "" {
+		errs = append(errs, errEngineCheckpoint)
+	}
+	return errors.Join(errs...)
 }
 
 // validLR checks a --lr value: 0 (the model's default) or a positive rate

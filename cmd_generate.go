@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/rollout"
 )
 
@@ -26,23 +27,31 @@ func setupGenerate(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 }
 
 // runGenerate samples --n completions of each prompt through the model's
-// sampling graph (last-position logits only, whatever the export).
+// sampling graph (last-position logits only, whatever the export), or on
+// a serving engine (--engine openai), which gets the prompts rendered and
+// tokenized here, as eval and train send them.
 func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []string) error {
-	sess, err := openSession(env, &f.rf, &f.mf)
+	resolve := f.mf.resolve
+	if f.engine.engine == "openai" {
+		resolve = f.mf.resolveForEngine
+	}
+	r, err := resolve()
+	if err != nil {
+		return err
+	}
+	sess, err := openResolved(env, &f.rf, r)
 	if err != nil {
 		return err
 	}
 	defer sess.close()
-	pol, _, err := openSamplingPolicy(sess, f.ckpt, "", env.stderr)
-	if err != nil {
-		return err
+	var pol *model.Policy
+	if f.engine.engine == "local" {
+		if pol, _, err = openSamplingPolicy(sess, f.ckpt, "", env.stderr); err != nil {
+			return err
+		}
+		defer pol.Close()
 	}
-	defer pol.Close()
 	cfg, err := sess.samplerConfig(f.sf, pol, false)
-	if err != nil {
-		return err
-	}
-	s, err := rollout.NewSampler(pol.LM, cfg)
 	if err != nil {
 		return err
 	}
@@ -65,7 +74,11 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 				i, len(ids[i]), cfg.MaxNewTokens, n, max(0, n-len(ids[i])))
 		}
 	}
-	traces, st, err := rollout.Complete(ctx, s, pr, ids, f.n, func(i, j int) rollout.Stream {
+	gen, err := sess.generator(ctx, f.engine, pol, cfg, env.stderr)
+	if err != nil {
+		return err
+	}
+	traces, st, err := rollout.Complete(ctx, gen, pr, ids, f.n, func(i, j int) rollout.Stream {
 		return rollout.Stream{Seed: f.seed, Problem: uint64(i), Sample: uint64(j), Phase: rollout.PhaseGenerate}
 	}, nil)
 	if err != nil {

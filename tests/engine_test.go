@@ -180,6 +180,21 @@ func TestEvalThroughEngine(t *testing.T) {
 	r = spiral(t, nil, "eval", "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "other", "--limit", "1", "--quiet")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, `does not serve "other" (it serves embedded)`)
+
+	// generate too: the same greedy completions as locally, with only
+	// the tokenizer and config.json as --model; a checkpoint is the
+	// local engine's.
+	gen := []string{"generate", "--temperature", "0", "--max-new-tokens", "24", "--n", "2", "Compute 2+3.", "Compute 7-4."}
+	local := spiral(t, nil, gen...)
+	require.Equal(t, 0, local.code, local.stderr)
+	before := srv.served()
+	remote := spiral(t, nil, append(append(gen, "--model", files), engine...)...)
+	require.Equal(t, 0, remote.code, remote.stderr)
+	require.Equal(t, before+4, srv.served(), "two prompts x two samples")
+	require.Equal(t, local.stdout, remote.stdout)
+	r = spiral(t, nil, append(append([]string{"generate", "--checkpoint", t.TempDir()}, engine...), "hi")...)
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "--checkpoint is for the local engine")
 }
 
 // loadPEFT reads a peft adapter file into the LoRA factors of dst
