@@ -24,13 +24,27 @@ func copyFile(src, dst string) error {
 	return nil
 }
 
+// modelDirFiles are the files a model directory written by init-model or
+// sft holds, any of which refuseOverwrite keeps.
+var modelDirFiles = []string{"model.onnx", "model.onnx_data", "config.json", "tokenizer.json"}
+
 // refuseOverwrite refuses to write a model into dir when one is there
-// already (dir/model.onnx), unless overwrite: a trained model is not lost
-// to a command given the wrong --out.
+// already, or a model's files (a directory of the tokenizer and
+// config.json that a serving engine's evaluation reads), unless
+// overwrite: nothing is lost to a command given the wrong --out.
 func refuseOverwrite(dir string, overwrite bool) error {
-	path := filepath.Join(dir, "model.onnx")
-	if _, err := os.Stat(path); err == nil && !overwrite {
-		return fmt.Errorf("--out %s already holds a model (%s): give --overwrite to replace it, or another --out", dir, path)
+	if overwrite {
+		return nil
+	}
+	for _, name := range modelDirFiles {
+		path := filepath.Join(dir, name)
+		if _, err := os.Stat(path); err == nil {
+			what := "a model's " + name
+			if name == "model.onnx" {
+				what = "a model"
+			}
+			return fmt.Errorf("--out %s already holds %s (%s): give --overwrite to replace it, or another --out", dir, what, path)
+		}
 	}
 	return nil
 }

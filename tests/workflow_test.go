@@ -45,6 +45,19 @@ func TestWorkflow(t *testing.T) {
 	r = spiral(t, nil, "sft", "--model", m, "--out", sft, "--steps", "1", "--batch", "8", "--eval-every", "0", "--quiet")
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Contains(t, r.stderr, "give --overwrite to replace it")
+	// So is a directory of a model's files without model.onnx (the
+	// tokenizer and config.json a serving engine's evaluation reads).
+	files := filepath.Join(dir, "files")
+	require.NoError(t, os.MkdirAll(files, 0o755))
+	cfg := []byte(`{"model_type": "qwen3"}`)
+	require.NoError(t, os.WriteFile(filepath.Join(files, "config.json"), cfg, 0o644))
+	r = spiral(t, nil, "init-model", "--out", files)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "already holds a model's config.json")
+	kept, err := os.ReadFile(filepath.Join(files, "config.json"))
+	require.NoError(t, err)
+	require.Equal(t, cfg, kept)
+	require.NoFileExists(t, filepath.Join(files, "model.onnx"))
 	require.Equal(t, 4, countLines(t, filepath.Join(sft, "sft.jsonl")), "the first sft's log, kept")
 	// sft into the directory it starts from is refused, the model kept.
 	before, err := os.ReadFile(filepath.Join(m, "model.onnx"))

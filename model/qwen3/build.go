@@ -1,8 +1,9 @@
 package qwen3
 
 import (
+	"errors"
 	"fmt"
-	"github.com/spiral-rl/spiral/model/atomicfile"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/model/onnx"
 )
 
@@ -352,7 +354,8 @@ func (g *graph) repeatKV(x string) string {
 
 // WriteDir builds the model for (c, seed) and writes dir/model.onnx and
 // dir/config.json (Hugging Face format), creating dir. Weights go to
-// dir/model.onnx_data when the model would pass MaxProtoSize. The caller
+// dir/model.onnx_data when the model would pass MaxProtoSize; otherwise
+// a model.onnx_data there, a replaced model's, is removed. The caller
 // adds tokenizer.json.
 func WriteDir(dir string, c Config, seed uint64) error {
 	m, err := Build(c, seed)
@@ -372,6 +375,11 @@ func WriteDir(dir string, c Config, seed uint64) error {
 	}
 	if err := onnx.Save(filepath.Join(dir, "model.onnx"), m, opt); err != nil {
 		return err
+	}
+	if opt.ExternalDataFile == "" {
+		if err := os.Remove(filepath.Join(dir, "model.onnx_data")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("qwen3: remove the replaced model's weights: %w", err)
+		}
 	}
 	return atomicfile.WriteFile(filepath.Join(dir, "config.json"), cfgJSON, 0o666)
 }

@@ -2,8 +2,11 @@ package qwen3_test
 
 import (
 	"bytes"
+	"errors"
 	"google.golang.org/protobuf/proto"
+	"io/fs"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -186,6 +189,18 @@ func TestWriteDir(t *testing.T) {
 	got, err := qwen3.LoadConfig(filepath.Join(dir, "config.json"))
 	if err != nil || got != c {
 		t.Errorf("config.json: %+v, %v; want %+v", got, err, c)
+	}
+	// Over a model whose weights were external, an inline model leaves no
+	// stale model.onnx_data beside it.
+	stale := filepath.Join(dir, "model.onnx_data")
+	if err := os.WriteFile(stale, []byte("weights of the replaced model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := qwen3.WriteDir(dir, c, 4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("model.onnx_data after an inline model was written over it: %v", err)
 	}
 }
 
