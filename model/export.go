@@ -117,7 +117,7 @@ func export(src string, ties []lmgraph.Tie, out string, external bool, merges ma
 		return nil, false
 	}
 	if external || anyExternal || size > onnx.MaxProtoSize {
-		return onnx.Save(out, m, onnx.SaveOptions{ExternalDataFile: filepath.Base(out) + "_data", Data: data})
+		return onnx.Save(out, m, onnx.SaveOptions{ExternalDataFile: filepath.Base(out) + onnx.DataFileSuffix, Data: data})
 	}
 	// Small and self-contained: every tensor inline.
 	for i, t := range m.Graph().GetInitializer() {
@@ -131,7 +131,10 @@ func export(src string, ties []lmgraph.Tie, out string, external bool, merges ma
 		}
 		m.Graph().Initializer[i] = &onnxpb.TensorProto{Name: t.Name, Dims: t.Dims, DataType: t.DataType, RawData: buf}
 	}
-	return onnx.Save(out, m, onnx.SaveOptions{})
+	if err := onnx.Save(out, m, onnx.SaveOptions{}); err != nil {
+		return err
+	}
+	return onnx.RemoveReplacedData(out)
 }
 
 // bytesWriter collects written bytes.

@@ -93,12 +93,19 @@ func TestExport(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		external bool
+		over     bool // written over an export with external data
 	}{
-		{"inline", false},
-		{"external data", true},
+		{"inline", false, false},
+		{"external data", true, false},
+		// The replaced model's data file goes with it.
+		{"inline over external data", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "trained.onnx")
+			if tc.over {
+				require.NoError(t, model.Export(src, p.Artifacts.Manifest.Ties, out, true, p.Weights, p.Frozen))
+				require.FileExists(t, out+"_data")
+			}
 			require.NoError(t, model.Export(src, p.Artifacts.Manifest.Ties, out, tc.external, p.Weights, p.Frozen))
 			side := out + "_data"
 			st, err := os.Stat(out)

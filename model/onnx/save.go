@@ -2,8 +2,11 @@ package onnx
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -95,6 +98,21 @@ func Save(path string, m *Model, opt SaveOptions) error {
 	}
 	if err := atomicfile.WriteFile(path, b, 0o666); err != nil {
 		return fmt.Errorf("onnx: save %q: %w", path, err)
+	}
+	return nil
+}
+
+// DataFileSuffix names the external data file spiral writes beside a
+// model: the model's file name and this suffix (model.onnx_data).
+const DataFileSuffix = "_data"
+
+// RemoveReplacedData removes the external data file beside path
+// (path + DataFileSuffix), when there is one, after a model saved there
+// inline replaced one that kept its weights in it: nothing refers to it
+// any more.
+func RemoveReplacedData(path string) error {
+	if err := os.Remove(path + DataFileSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("onnx: remove the replaced model's weights: %w", err)
 	}
 	return nil
 }

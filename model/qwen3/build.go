@@ -1,9 +1,7 @@
 package qwen3
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -371,14 +369,15 @@ func WriteDir(dir string, c Config, seed uint64) error {
 	}
 	var opt onnx.SaveOptions
 	if proto.Size(m.Proto) > onnx.MaxProtoSize {
-		opt.ExternalDataFile = "model.onnx_data"
+		opt.ExternalDataFile = "model.onnx" + onnx.DataFileSuffix
 	}
-	if err := onnx.Save(filepath.Join(dir, "model.onnx"), m, opt); err != nil {
+	path := filepath.Join(dir, "model.onnx")
+	if err := onnx.Save(path, m, opt); err != nil {
 		return err
 	}
 	if opt.ExternalDataFile == "" {
-		if err := os.Remove(filepath.Join(dir, "model.onnx_data")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("qwen3: remove the replaced model's weights: %w", err)
+		if err := onnx.RemoveReplacedData(path); err != nil {
+			return err
 		}
 	}
 	return atomicfile.WriteFile(filepath.Join(dir, "config.json"), cfgJSON, 0o666)
