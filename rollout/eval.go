@@ -291,14 +291,17 @@ type BudgetPoint struct {
 	// MeanTokens is the mean of min(len(trace), Budget) over all traces:
 	// the tokens actually spent per trace at this budget.
 	MeanTokens float64 `json:"mean_tokens"`
-	// Truncated is the fraction of traces longer than Budget.
+	// Truncated is the fraction of traces that did not end within Budget
+	// tokens: those longer than Budget, and those the generator itself cut
+	// at its token limit (FinishLength), at the budget that reaches it too.
 	Truncated float64 `json:"truncated"`
 }
 
 // BudgetCurve judges every trace of set at each budget: a trace longer
 // than b is decoded (text) from its first b tokens and judged again as a
 // trace cut at the token limit (FinishLength); a shorter one keeps its
-// verdict. Budgets must be positive.
+// verdict, and counts as truncated when the generator cut it. Budgets
+// must be positive.
 func BudgetCurve(set *SampleSet, budgets []int, text func([]int32) string, judge Judge) ([]BudgetPoint, error) {
 	if len(set.Traces) == 0 {
 		return nil, errors.New("rollout: budget curve: no samples")
@@ -322,6 +325,8 @@ func BudgetCurve(set *SampleSet, budgets []int, text func([]int32) string, judge
 					cut := Trace{Prompt: s.Prompt, Completion: Completion{Tokens: s.Tokens[:b], Finish: FinishLength}, Text: text(s.Tokens[:b])}
 					ok = judge.Judge(cut, set.Problems[i].Answer).Correct
 					used = b
+					pt.Truncated++
+				} else if s.Finish == FinishLength {
 					pt.Truncated++
 				}
 				if ok {

@@ -92,6 +92,9 @@ type evalScripted struct {
 	script [][]string
 	calls  [][]Request
 	outs   [][]Completion
+	// limit, when > 0, is the sampler's MaxNewTokens: a scripted trace of
+	// that many tokens or more is cut there and finishes FinishLength.
+	limit int
 }
 
 func (g *evalScripted) Generate(_ context.Context, reqs []Request, _ Progress) ([]Completion, Stats, error) {
@@ -102,6 +105,9 @@ func (g *evalScripted) Generate(_ context.Context, reqs []Request, _ Progress) (
 	outs := make([]Completion, len(reqs))
 	for r, req := range reqs {
 		outs[r] = Completion{Tokens: evalTokens(g.script[c][r]), Finish: FinishStop, PromptTokens: len(req.Prompt)}
+		if g.limit > 0 && len(outs[r].Tokens) >= g.limit {
+			outs[r].Tokens, outs[r].Finish = outs[r].Tokens[:g.limit], FinishLength
+		}
 	}
 	g.calls = append(g.calls, reqs)
 	g.outs = append(g.outs, outs)
@@ -231,6 +237,7 @@ func TestSequentialBudgetTruncation(t *testing.T) {
 	tests := []struct {
 		name    string
 		cfg     BudgetConfig
+		limit   int // the generator's token limit (0: none)
 		budgets []int
 		want    []BudgetPoint
 	}{
@@ -279,10 +286,26 @@ func TestSequentialBudgetTruncation(t *testing.T) {
 				{Budget: 16, Accuracy: 0.75, MeanTokens: 6.75, Truncated: 0},
 			},
 		},
+		{
+			name: "traces cut at the generator's limit are truncated at every budget",
+			cfg:  BudgetConfig{Samples: 4, MaxTokens: 12},
+			// The two 12-token traces hit the limit of 12 (FinishLength):
+			// at budget 12 they are whole but were cut, so 2/8 truncated,
+			// not 0. They state their answers, so they still grade.
+			limit:   12,
+			budgets: []int{1, 2, 4, 8, 12},
+			want: []BudgetPoint{
+				{Budget: 1, Accuracy: 0, MeanTokens: 1, Truncated: 1},
+				{Budget: 2, Accuracy: 0, MeanTokens: 2, Truncated: 1},
+				{Budget: 4, Accuracy: 0, MeanTokens: 4, Truncated: 1},
+				{Budget: 8, Accuracy: 0.625, MeanTokens: 5.75, Truncated: 0.25},
+				{Budget: 12, Accuracy: 0.75, MeanTokens: 6.75, Truncated: 0.25},
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			gen := &evalScripted{script: [][]string{script}}
+			gen := &evalScripted{script: [][]string{script}, limit: tc.limit}
 			e := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge}
 			res, err := e.Sequential(context.Background(), problems, tc.cfg, 3)
 			require.NoError(t, err)
