@@ -241,16 +241,31 @@ func (m Metrics) Line() string {
 		}
 		agg += " (" + strings.Join(rounds, " -> ") + ")"
 	}
-	if m.NoUpdate {
-		return fmt.Sprintf("step %3d  search %.3f  agg %s  informative %d/%d  no update (no informative problem)  %.1fs",
-			m.Step, m.Search.Reward, agg, m.ProblemsInformative, m.ProblemsDrawn, m.StepSeconds)
+	cut := ""
+	if n, of := m.cutTraces(); n > 0 {
+		cut = fmt.Sprintf("  cut %d/%d", n, of)
 	}
-	s := fmt.Sprintf("step %3d  search %.3f  agg %s  informative %d/%d  loss %+.4f  entropy %.3f  |g| %.3f  %.1fs",
-		m.Step, m.Search.Reward, agg, m.ProblemsInformative, m.ProblemsDrawn, m.Loss, m.Entropy, m.GradNorm, m.StepSeconds)
+	if m.NoUpdate {
+		return fmt.Sprintf("step %3d  search %.3f  agg %s  informative %d/%d%s  no update (no informative problem)  %.1fs",
+			m.Step, m.Search.Reward, agg, m.ProblemsInformative, m.ProblemsDrawn, cut, m.StepSeconds)
+	}
+	s := fmt.Sprintf("step %3d  search %.3f  agg %s  informative %d/%d%s  loss %+.4f  entropy %.3f  |g| %.3f  %.1fs",
+		m.Step, m.Search.Reward, agg, m.ProblemsInformative, m.ProblemsDrawn, cut, m.Loss, m.Entropy, m.GradNorm, m.StepSeconds)
 	if m.UpdateSkipped != "" {
 		s += "  update skipped: " + m.UpdateSkipped
 	}
 	return s
+}
+
+// cutTraces returns how many of the step's traces (search and
+// aggregation) the sampler cut at the token limit (--max-new-tokens), and
+// how many there were.
+func (m Metrics) cutTraces() (cut, traces int) {
+	for _, p := range []PhaseMetrics{m.Search, m.Aggregate} {
+		cut += int(math.Round(p.Truncated * float64(p.Traces)))
+		traces += p.Traces
+	}
+	return cut, traces
 }
 
 // writeJSONLine appends v to w as one JSON line.

@@ -84,7 +84,14 @@ func TestMetricsLineNoUpdate(t *testing.T) {
 		{"no update", Metrics{Step: 2, ProblemsDrawn: 8, NoUpdate: true},
 			[]string{"informative 0/8", "no update (no informative problem)"}, []string{"loss", "entropy", "|g|"}},
 		{"trained", Metrics{Step: 2, ProblemsDrawn: 8, ProblemsInformative: 1, Examples: 4, Entropy: 0.5},
-			[]string{"informative 1/8", "entropy 0.500", "|g|"}, []string{"no update"}},
+			[]string{"informative 1/8", "entropy 0.500", "|g|"}, []string{"no update", "cut"}},
+		// Traces cut at --max-new-tokens are counted on the line.
+		{"no update, traces cut", Metrics{Step: 2, ProblemsDrawn: 4, NoUpdate: true,
+			Search: PhaseMetrics{Traces: 16, Truncated: 1}, Aggregate: PhaseMetrics{Traces: 16, Truncated: 0.5}},
+			[]string{"informative 0/4  cut 24/32  no update"}, nil},
+		{"trained, traces cut", Metrics{Step: 2, ProblemsDrawn: 8, ProblemsInformative: 1, Examples: 4,
+			Search: PhaseMetrics{Traces: 8, Truncated: 0.25}},
+			[]string{"informative 1/8  cut 2/8  loss"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := tc.m.Line()

@@ -309,7 +309,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			}
 		}
 	}
-	if err := warnNoUpdate(p.Warn, metricsPath); err != nil {
+	if err := warnNoUpdate(p.Warn, metricsPath, tr.Config().Reward); err != nil {
 		return err
 	}
 	// A run resumed at its last step took no step here: its plot may lack
@@ -666,16 +666,22 @@ func loggedSteps(path string) (map[int]bool, error) {
 
 // warnNoUpdate writes a warning to w when no step the metrics file at
 // path logs (this invocation's and those it resumed) updated the weights.
-func warnNoUpdate(w io.Writer, path string) error {
+// It counts the traces of the steps without an informative problem that
+// were cut at the token limit, which under rule (not Truncated) earn
+// nothing without an explicit answer: then the trace length, not the data,
+// is the likely cause.
+func warnNoUpdate(w io.Writer, path string, rule RewardRule) error {
 	ms, err := readMetrics(path)
 	if err != nil {
 		return fmt.Errorf("rl: run: %w", err)
 	}
-	var none, skipped int
+	var none, skipped, cut, traces int
 	for _, m := range ms {
 		switch {
 		case m.NoUpdate:
 			none++
+			c, t := m.cutTraces()
+			cut, traces = cut+c, traces+t
 		case m.UpdateSkipped != "":
 			skipped++
 		}
@@ -684,6 +690,12 @@ func warnNoUpdate(w io.Writer, path string) error {
 		why := fmt.Sprintf("%d of its %d steps drew no informative problem (every trace of each problem got the same reward: check the data's answers and the model's accuracy on them)", none, steps)
 		if skipped > 0 {
 			why += fmt.Sprintf(", %d skipped a non-finite update", skipped)
+		}
+		switch {
+		case cut > 0 && rule.Truncated:
+			why += fmt.Sprintf("; %d of the %d traces of the steps without an informative problem were cut at --max-new-tokens", cut, traces)
+		case cut > 0:
+			why += fmt.Sprintf("; %d of the %d traces of the steps without an informative problem were cut at --max-new-tokens, and a cut trace earns nothing unless it had stated an explicit answer (raise --max-new-tokens, or grade cut traces with --reward-truncated)", cut, traces)
 		}
 		fmt.Fprintf(w, "spiral: warning: no step of this run updated the weights (%s): %s\n", path, why)
 	}

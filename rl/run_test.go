@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -420,23 +421,33 @@ func TestReadRunCurvesNoUpdate(t *testing.T) {
 // TestWarnNoUpdate: a run none of whose steps updated the weights ends
 // with a warning naming its metrics.jsonl; one step that did silences it.
 func TestWarnNoUpdate(t *testing.T) {
+	const cutLine = `{"step":%d,"no_update":true,"search":{"traces":8,"truncated":0.75},"aggregate":{"traces":4,"truncated":1}}`
 	for _, tc := range []struct {
 		name  string
 		lines []string
+		rule  RewardRule
 		want  []string // "" for no warning
+		not   []string
 	}{
-		{"none informative", []string{`{"step":1,"no_update":true}`, `{"step":2,"examples":0}`},
-			[]string{"no step of this run updated the weights", "2 of its 2 steps drew no informative problem"}},
-		{"skipped and none", []string{`{"step":1,"no_update":true}`, `{"step":2,"examples":3,"update_skipped":"non-finite gradient"}`},
-			[]string{"1 of its 2 steps drew no informative problem", "1 skipped a non-finite update"}},
-		{"one update", []string{`{"step":1,"no_update":true}`, `{"step":2,"examples":3}`}, nil},
-		{"no steps", nil, nil},
+		{"none informative", []string{`{"step":1,"no_update":true}`, `{"step":2,"examples":0}`}, RewardRule{},
+			[]string{"no step of this run updated the weights", "2 of its 2 steps drew no informative problem"}, []string{"cut at"}},
+		// Traces cut at --max-new-tokens earn nothing by default: the
+		// warning counts them (2 x (6 + 4) of 2 x 12) and names the flags.
+		{"traces cut", []string{fmt.Sprintf(cutLine, 1), fmt.Sprintf(cutLine, 2)}, RewardRule{},
+			[]string{"2 of its 2 steps drew no informative problem", "20 of the 24 traces of the steps without an informative problem were cut at --max-new-tokens",
+				"raise --max-new-tokens, or grade cut traces with --reward-truncated"}, nil},
+		{"traces cut, graded", []string{fmt.Sprintf(cutLine, 1)}, RewardRule{Truncated: true},
+			[]string{"10 of the 12 traces of the steps without an informative problem were cut at --max-new-tokens"}, []string{"--reward-truncated"}},
+		{"skipped and none", []string{`{"step":1,"no_update":true}`, `{"step":2,"examples":3,"update_skipped":"non-finite gradient"}`}, RewardRule{},
+			[]string{"1 of its 2 steps drew no informative problem", "1 skipped a non-finite update"}, nil},
+		{"one update", []string{`{"step":1,"no_update":true}`, `{"step":2,"examples":3}`}, RewardRule{}, nil, nil},
+		{"no steps", nil, RewardRule{}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), MetricsFile)
 			require.NoError(t, os.WriteFile(path, []byte(strings.Join(tc.lines, "\n")), 0o644))
 			var w strings.Builder
-			require.NoError(t, warnNoUpdate(&w, path))
+			require.NoError(t, warnNoUpdate(&w, path, tc.rule))
 			if tc.want == nil {
 				require.Empty(t, w.String())
 				return
@@ -444,6 +455,9 @@ func TestWarnNoUpdate(t *testing.T) {
 			require.Contains(t, w.String(), path)
 			for _, s := range tc.want {
 				require.Contains(t, w.String(), s)
+			}
+			for _, s := range tc.not {
+				require.NotContains(t, w.String(), s)
 			}
 		})
 	}
