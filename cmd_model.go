@@ -31,7 +31,7 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 	tok := fs.String("tokenizer", "char", "tokenizer: char (characters of the synthetic task) or byte (any UTF-8 text)")
 	seed := fs.Uint64("seed", 1, "weight initialisation seed")
 	vocab := fs.Int("vocab", 0, "logits per position, at least the tokenizer's (0: the tokenizer's); ids past it are never produced, e.g. a real config's 151,936 for benchmarks")
-	config := fs.String("config", "", "start from the shape (layers, widths, heads, vocabulary, tied head) of a real config, "+strings.Join(memplan.Names(), ", ")+", which the shape flags given override; random weights")
+	config := fs.String("config", "", "start from the shape (layers, widths, heads, vocabulary, tied head) of a real config, "+strings.Join(memplan.Names(), ", ")+", which the shape flags given override; random weights, and --tokenizer's, not the real model's tokenizer (its vocabulary only widens the logits)")
 	overwrite := fs.Bool("overwrite", false, "replace a model already in --out")
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 || *out == "" {
@@ -62,11 +62,14 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		}
 		var tj []byte
 		var err error
+		var reads string // what the tokenizer's ids stand for
 		switch *tok {
 		case "char":
 			tj, err = tokenizer.BuildCharTokenizerJSON([]rune(synth.Alphabet()))
+			reads = "the synthetic task's characters, <unk>"
 		case "byte":
 			tj, err = tokenizer.BuildByteTokenizerJSON()
+			reads = "UTF-8 bytes"
 		default:
 			return usageError{fmt.Errorf("--tokenizer %q: want char or byte", *tok)}
 		}
@@ -79,6 +82,7 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		}
 		c.Vocab = t.VocabSize()
 		t.Close()
+		tokIDs := c.Vocab
 		switch {
 		case *vocab > 0 && *vocab < c.Vocab:
 			return usageError{fmt.Errorf("--vocab %d: the %s tokenizer has %d ids; want at least that", *vocab, *tok, c.Vocab)}
@@ -102,10 +106,26 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if err := atomicfile.WriteFile(filepath.Join(*out, "tokenizer.json"), tj, 0o666); err != nil {
 			return fmt.Errorf("write tokenizer: %w", err)
 		}
-		fmt.Fprintf(env.stdout, "wrote %s: %d layers, hidden %d, %d heads (%d KV) x %d, vocab %d\n",
-			*out, c.Layers, c.Hidden, c.Heads, c.KVHeads, c.HeadDim, c.Vocab)
+		fmt.Fprintf(env.stdout, "wrote %s: %d layers, hidden %d, %d heads (%d KV) x %d, vocab %d, %s\n",
+			*out, c.Layers, c.Hidden, c.Heads, c.KVHeads, c.HeadDim, c.Vocab, describeInitTokenizer(*tok, reads, tokIDs, c.Vocab, *config))
 		return nil
 	}
+}
+
+// describeInitTokenizer says which tokenizer init-model wrote (kind, with
+// ids ids standing for reads) for a model of vocab logits, made from the
+// shape of config (a real config's name, or ""): the logits past the
+// tokenizer's ids are never produced, and a real config's tokenizer is
+// not the one written.
+func describeInitTokenizer(kind, reads string, ids, vocab int, config string) string {
+	s := fmt.Sprintf("with the %s tokenizer (%d ids: %s and the chat template's special tokens)", kind, ids, reads)
+	if vocab > ids {
+		s += "; the logits past its ids are never produced"
+	}
+	if config != "" {
+		s += fmt.Sprintf("; not %s's own tokenizer (put that tokenizer.json in the directory to read text as the real model does)", config)
+	}
+	return s
 }
 
 // checkWeightsFit refuses a shape whose fp32 weights alone pass this

@@ -615,6 +615,10 @@ func TestBenchAndPlan(t *testing.T) {
 	shaped := filepath.Join(dir, "shaped")
 	r = spiral(t, nil, "init-model", "--out", shaped, "--config", "qwen3-0.6b", "--layers", "1", "--hidden", "32", "--intermediate", "64", "--head-dim", "8")
 	require.Equal(t, 0, r.code, r.stderr)
+	// The vocabulary is the config's, the tokenizer the synthetic task's:
+	// the line says so rather than let "vocab 151936" pass for Qwen3's.
+	require.Contains(t, r.stdout, "vocab 151936, with the char tokenizer (49 ids: ")
+	require.Contains(t, r.stdout, "the logits past its ids are never produced; not qwen3-0.6b's own tokenizer")
 	var rc map[string]any
 	b, err := os.ReadFile(filepath.Join(shaped, "config.json"))
 	require.NoError(t, err)
