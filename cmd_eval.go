@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -116,6 +117,8 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 		defer traces.Abort() // after Commit, a no-op
 		ev.Traces = traces.Write
 	}
+	cuts := &cutCounter{next: ev.Traces}
+	ev.Traces = cuts.write
 	switch f.mode {
 	case "rsa":
 		res, err := ev.RSA(ctx, problems, f.rsa, f.seed)
@@ -175,9 +178,49 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 		}
 		fmt.Fprintf(env.stdout, "wrote %s.traces.jsonl\n", base)
 	}
+	cuts.note(env.stderr, samplerCfg.MaxNewTokens, f.reward.rule)
 	if skipped > 0 {
 		fmt.Fprintf(env.stdout, "skipped %d problems too long for the model (listed above)\n", skipped)
 	}
 	fmt.Fprintf(env.stdout, "wrote %s.json and %s.png\n", base, base)
 	return nil
+}
+
+// cutCounter counts an evaluation's judged traces and those the sampler
+// cut at --max-new-tokens, handing them on to next (when set).
+type cutCounter struct {
+	cut, traces int
+	next        rollout.TraceSink
+}
+
+func (c *cutCounter) write(b []rollout.TracedTrace) error {
+	for _, t := range b {
+		c.traces++
+		if t.Trace.Finish == rollout.FinishLength {
+			c.cut++
+		}
+	}
+	if c.next == nil {
+		return nil
+	}
+	return c.next(b)
+}
+
+// note says on w how many traces were cut at --max-new-tokens (maxNew),
+// if any, and what rule made of them: by default a cut trace earns
+// nothing unless it had stated an explicit answer, which a limit too
+// short for the model's reasoning turns into an accuracy of 0.
+func (c *cutCounter) note(w io.Writer, maxNew int, rule rl.RewardRule) {
+	if c.cut == 0 {
+		return
+	}
+	were := "were"
+	if c.cut == 1 {
+		were = "was"
+	}
+	fmt.Fprintf(w, "spiral: note: %d of the %d traces %s cut at --max-new-tokens %d", c.cut, c.traces, were, maxNew)
+	if !rule.Truncated {
+		fmt.Fprint(w, "; a cut trace earns nothing unless it had stated an explicit answer (raise --max-new-tokens, or grade cut traces with --reward-truncated)")
+	}
+	fmt.Fprintln(w)
 }

@@ -1077,3 +1077,35 @@ func TestTrainNoInformativeProblem(t *testing.T) {
 	require.Equal(t, 2, strings.Count(string(b), `"no_update":true`))
 	require.FileExists(t, filepath.Join(out, "training.png"))
 }
+
+// TestEvalCutTraces: every mode of eval says on stderr how many traces
+// were cut at --max-new-tokens, and that by default they earned nothing
+// (an accuracy of 0 from a limit too short was given without a word).
+func TestEvalCutTraces(t *testing.T) {
+	requireRuntime(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+		not  []string
+	}{
+		{"passk", []string{"--mode", "passk", "--samples", "2"},
+			[]string{"of the 4 traces", "cut at --max-new-tokens 1; a cut trace earns nothing unless it had stated an explicit answer"}, nil},
+		{"rsa", []string{"--mode", "rsa", "--population", "2", "--subset", "2", "--rsa-steps", "1"},
+			[]string{"of the 8 traces", "cut at --max-new-tokens 1;", "--reward-truncated"}, nil},
+		{"sequential, cut traces graded", []string{"--mode", "sequential", "--samples", "2", "--reward-truncated"},
+			[]string{"of the 4 traces", "cut at --max-new-tokens 1\n"}, []string{"earns nothing"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := spiral(t, nil, append([]string{"eval", "--limit", "2", "--max-new-tokens", "1", "--quiet", "--out", t.TempDir()}, tc.args...)...)
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Contains(t, r.stderr, "spiral: note: ")
+			for _, s := range tc.want {
+				require.Contains(t, r.stderr, s)
+			}
+			for _, s := range tc.not {
+				require.NotContains(t, r.stderr, s)
+			}
+		})
+	}
+}
