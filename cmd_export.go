@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -77,6 +78,10 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 					return err
 				}
 				base = hf.NameOrPath
+			}
+			if base == "" && !r.embedded { // the embedded model has no Hugging Face base to name
+				fmt.Fprintf(env.stderr, "spiral: warning: the peft adapter names no base model (base_model_name_or_path null): %s records no _name_or_path; give --base-model (the Hugging Face id or directory of the model it adapts) for tools that load the base from it\n",
+					filepath.Join(r.dir, model.ConfigFile))
 			}
 			n, err := model.ExportPEFT(r.onnx, lora, w, base, *out)
 			if err != nil {

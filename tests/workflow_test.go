@@ -447,6 +447,7 @@ func TestLoRAWorkflow(t *testing.T) {
 		return v
 	}
 	require.Nil(t, baseOf(peft))
+	require.NotContains(t, r.stderr, "names no base model", "the embedded model has no Hugging Face base to name")
 	named := filepath.Join(dir, "peft-named")
 	r = spiral(t, nil, "export", "--format", "peft", "--checkpoint", ckpts, "--out", named, "--base-model", hf)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -473,6 +474,17 @@ func TestLoRAWorkflow(t *testing.T) {
 	r = spiral(t, nil, "export", "--format", "peft", "--checkpoint", ckpts, "--model", withID, "--out", fromConfig)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "Qwen/Qwen3-0.6B", baseOf(fromConfig))
+	require.NotContains(t, r.stderr, "names no base model")
+	// A model directory whose config.json records none: null, said.
+	delete(cfg, "_name_or_path")
+	b, err = json.Marshal(cfg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(withID, "config.json"), b, 0o644))
+	unnamed := filepath.Join(dir, "peft-unnamed")
+	r = spiral(t, nil, "export", "--format", "peft", "--checkpoint", ckpts, "--model", withID, "--out", unnamed)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Nil(t, baseOf(unnamed))
+	require.Contains(t, r.stderr, "spiral: warning: the peft adapter names no base model (base_model_name_or_path null): "+filepath.Join(withID, "config.json")+" records no _name_or_path; give --base-model")
 	h := safetensorsHeader(t, filepath.Join(peft, "adapter_model.safetensors"))
 	require.Len(t, h.Tensors, adapters.Len())
 	a := h.Find("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight")
