@@ -175,12 +175,12 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	w := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
 	// Section headers are not cells (no tab): a long one would widen
 	// the column; each section's rows are aligned among themselves.
-	fmt.Fprintf(w, "\ntraining step: %d x %d tokens (%s)\n", f.rows, f.tokens, what)
+	fmt.Fprintf(w, "\ntraining step: %d x %d tokens (%s)%s\n", f.rows, f.tokens, what, pastContext(arch, f.tokens))
 	for _, it := range train {
 		fmt.Fprintf(w, "  %s\t%10s\n", it.Name, gib(it.Bytes))
 	}
 	fmt.Fprintf(w, "  peak\t%10s\n", gib(rep.TrainTotal))
-	fmt.Fprintf(w, "\ngeneration: %d rows x %d positions\n", f.genRows, f.genCapacity)
+	fmt.Fprintf(w, "\ngeneration: %d rows x %d positions%s\n", f.genRows, f.genCapacity, pastContext(arch, f.genCapacity))
 	for _, it := range generate {
 		fmt.Fprintf(w, "  %s\t%10s\n", it.Name, gib(it.Bytes))
 	}
@@ -203,12 +203,24 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 			fmt.Fprintf(env.stdout, "  training, %2d rows: does not fit\n", rows)
 		}
 	}
+	if c := arch.Context; c > 0 && rep.MaxTokens[1] > c {
+		fmt.Fprintf(env.stdout, "  (rows past the model's %d positions, config.json max_position_embeddings, are no use)\n", c)
+	}
 	if rep.MaxGenRows > 0 {
 		fmt.Fprintf(env.stdout, "  generation, %d positions per row: up to %d rows\n", f.genCapacity, rep.MaxGenRows)
 	} else {
 		fmt.Fprintf(env.stdout, "  generation, %d positions per row: does not fit\n", f.genCapacity)
 	}
 	return nil
+}
+
+// pastContext notes that a row of n positions is longer than the model's
+// context (arch.Context, when config.json gives it), else "".
+func pastContext(arch memplan.Arch, n int) string {
+	if arch.Context == 0 || n <= arch.Context {
+		return ""
+	}
+	return fmt.Sprintf(", past the model's %d positions (config.json max_position_embeddings)", arch.Context)
 }
 
 // paramCount writes n in billions (4.02B), or below a billion in

@@ -739,6 +739,16 @@ func TestBenchAndPlan(t *testing.T) {
 	require.Equal(t, int64(2*49344+64+49*64), plan.Params, "the tiny model's parameters (2 layers, hidden 64, the task's 49-character vocabulary)")
 	require.Positive(t, plan.TrainTotal)
 	require.Positive(t, plan.MaxTokens[1])
+	// Rows past the model's context (config.json's 4,096 positions) are
+	// said to be; memory alone said 50,000 tokens a row would fit. The
+	// named configs' contexts are not known (releases differ).
+	r = spiral(t, nil, "plan", "--model", m, "--tokens", "9216", "--device-memory", "24GB")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "training step: 1 x 9216 tokens (full fine-tune, AdamW), past the model's 4096 positions (config.json max_position_embeddings)")
+	require.Contains(t, r.stdout, "(rows past the model's 4096 positions, config.json max_position_embeddings, are no use)")
+	r = spiral(t, nil, "plan", "--model", "qwen3-4b", "--device-memory", "141GB")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "positions, config.json")
 
 	r = spiral(t, nil, "plan", "--model", "qwen3-4b", "--lora-rank", "32", "--device-memory", "80GB")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -38,12 +38,17 @@ type Arch struct {
 	HeadDim      int  `json:"head_dim"`
 	Vocab        int  `json:"vocab_size"`
 	Tied         bool `json:"tie_word_embeddings"`
+	// Context is the longest sequence the model is meant for, in
+	// positions (0: not known, as for the named configs, whose releases
+	// differ in it: Qwen3-4B 40,960, Qwen3-4B-Instruct-2507 262,144).
+	// Memory does not depend on it; a row longer than it is no use.
+	Context int `json:"max_position_embeddings,omitempty"`
 }
 
-// FromQwen3 returns a Qwen3 config's shape.
+// FromQwen3 returns a Qwen3 config's shape and context.
 func FromQwen3(c qwen3.Config) Arch {
 	return Arch{Layers: c.Layers, Hidden: c.Hidden, Intermediate: c.Intermediate, Heads: c.Heads,
-		KVHeads: c.KVHeads, HeadDim: c.HeadDim, Vocab: c.Vocab, Tied: c.TiedEmbeddings}
+		KVHeads: c.KVHeads, HeadDim: c.HeadDim, Vocab: c.Vocab, Tied: c.TiedEmbeddings, Context: c.MaxPositions}
 }
 
 // named are the real configs scripts/bench/make_model.py also knows
