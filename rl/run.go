@@ -501,6 +501,15 @@ func settingsDiff(a, b RunSettings) []string {
 		if k == "model" || k == "model_id" || k == "data" || reflect.DeepEqual(fa[k], fb[k]) {
 			continue
 		}
+		name := k
+		if k == promptLimitKey {
+			// Derived: the model's context less --max-new-tokens, whose
+			// own difference says it.
+			if fa[maxNewTokensKey] != fb[maxNewTokensKey] {
+				continue
+			}
+			name += " (the model's context less --max-new-tokens)"
+		}
 		old, now := fa[k], fb[k]
 		if old == "" {
 			old = "(unset)"
@@ -508,10 +517,17 @@ func settingsDiff(a, b RunSettings) []string {
 		if now == "" {
 			now = "(unset)"
 		}
-		diff = append(diff, fmt.Sprintf("%s: %s -> %s", k, old, now))
+		diff = append(diff, fmt.Sprintf("%s: %s -> %s", name, old, now))
 	}
 	return diff
 }
+
+// Keys of RunSettings as settingsDiff flattens them: the longest prompt
+// and --max-new-tokens, of which it is the model's context less.
+const (
+	promptLimitKey  = "rl.pipeline.prompt_limit"
+	maxNewTokensKey = "sampling.max_new_tokens"
+)
 
 // CheckpointSettings returns the run settings recorded in the checkpoint
 // at path (state.json), for checking that it belongs to a model.

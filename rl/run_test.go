@@ -302,6 +302,21 @@ func TestSettingsDiffRounds(t *testing.T) {
 	require.Equal(t, []string{"rl.pipeline.rounds: 1 -> 2"}, settingsDiff(old, two))
 }
 
+// TestSettingsDiffPromptLimit: the longest prompt, the model's context
+// less --max-new-tokens, is left out where --max-new-tokens changed (its
+// own line says it) and explained where it changed alone (another
+// context).
+func TestSettingsDiffPromptLimit(t *testing.T) {
+	settings := func(promptLimit, maxNew int) RunSettings {
+		var s RunSettings
+		s.RL.Pipeline.PromptLimit, s.Sampling = promptLimit, map[string]any{"max_new_tokens": maxNew}
+		return s
+	}
+	a, longer, context := settings(4072, 24), settings(4064, 32), settings(8168, 24)
+	require.Equal(t, []string{"sampling.max_new_tokens: 24 -> 32"}, settingsDiff(a, longer))
+	require.Equal(t, []string{"rl.pipeline.prompt_limit (the model's context less --max-new-tokens): 4072 -> 8168"}, settingsDiff(a, context))
+}
+
 // TestRunLock: a live process's lock refuses a second run, naming the
 // pid; a lock left by a process that is gone is taken over.
 func TestRunLock(t *testing.T) {
