@@ -130,6 +130,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 		if err := report.WriteJSON(base+".json", rep); err != nil {
 			return err
 		}
+		noteFittedPrompts(env.stderr, res, len(problems))
 		if err := report.PlotRSA(base+".png", report.PlotSize{}, rep); err != nil {
 			return err
 		}
@@ -184,6 +185,22 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	}
 	fmt.Fprintf(env.stdout, "wrote %s.json and %s.png\n", base, base)
 	return nil
+}
+
+// noteFittedPrompts says on w how many of an RSA run's aggregation
+// prompts (problems x N a step) were longer than the model's context
+// less --max-new-tokens and had their candidates cut to fit, if any.
+func noteFittedPrompts(w io.Writer, res rollout.RSAResult, problems int) {
+	fitted := 0
+	for _, st := range res.Steps {
+		fitted += st.FittedPrompts
+	}
+	if fitted == 0 {
+		return
+	}
+	prompts := problems * res.Config.Population * res.Config.Steps
+	fmt.Fprintf(w, "spiral: note: %d of the %d aggregation prompts passed %d tokens (the model's context less --max-new-tokens), so their candidates were cut to fit, keeping each one's end (rsa.json's fitted_prompts counts them at each step; --candidate-tokens caps candidates up front)\n",
+		fitted, prompts, res.Config.PromptLimit)
 }
 
 // cutCounter counts an evaluation's judged traces and those the sampler

@@ -24,6 +24,10 @@ type PhaseMetrics struct {
 	// TokensPerSecond is generated tokens per second of the phase.
 	TokensPerSecond float64 `json:"tokens_per_second"`
 	Seconds         float64 `json:"seconds"`
+	// FittedPrompts counts the phase's aggregation prompts that were
+	// longer than the model's context less --max-new-tokens and had their
+	// candidates cut further to fit (rollout.Stats.FittedPrompts).
+	FittedPrompts int `json:"fitted_prompts,omitempty"`
 
 	rewardSum, lengthSum, truncated, unboxed float64
 	generated                                int
@@ -138,6 +142,7 @@ type Metrics struct {
 func (m *Metrics) addPhase(p *PhaseMetrics, st rollout.Stats) {
 	p.generated += st.GeneratedTokens
 	p.Seconds += st.Elapsed.Seconds()
+	p.FittedPrompts += st.FittedPrompts
 }
 
 func (m *Metrics) observeAdvantage(a float64) {

@@ -195,6 +195,7 @@ func (p *Pipeline) aggregate(ctx context.Context, groups []Group, population [][
 	rounds := make([]Round, len(groups))
 	var prompts [][]int32
 	var owner []int // problem of each aggregation prompt
+	fitted := 0
 	for i, g := range groups {
 		rng := rand.New(rand.NewPCG(Stream{Seed: seed, Round: round, Problem: uint64(i), Phase: PhaseSubsets, AggRound: a}.Derive(), 0))
 		subsets, err := Subsets(rng, len(population[i]), c.K, c.N)
@@ -207,9 +208,12 @@ func (p *Pipeline) aggregate(ctx context.Context, groups []Group, population [][
 			for m, idx := range members {
 				cands[m] = population[i][idx].Tokens
 			}
-			prompt, err := aggregationPrompt(p.pr, g.Problem.Problem, cands, c.CandidateTokens, c.PromptLimit)
+			prompt, fit, err := aggregationPrompt(p.pr, g.Problem.Problem, cands, c.CandidateTokens, c.PromptLimit)
 			if err != nil {
 				return nil, Stats{}, fmt.Errorf("aggregation prompt of problem %q: %w", g.Problem.ID, err)
+			}
+			if fit {
+				fitted++
 			}
 			prompts = append(prompts, prompt)
 			owner = append(owner, i)
@@ -221,6 +225,7 @@ func (p *Pipeline) aggregate(ctx context.Context, groups []Group, population [][
 	if err != nil {
 		return nil, st, err
 	}
+	st.FittedPrompts = fitted
 	for i := range rounds {
 		rounds[i].Aggregates = agg[i*c.K : (i+1)*c.K]
 	}
@@ -232,9 +237,9 @@ func (p *Pipeline) aggregate(ctx context.Context, groups []Group, population [][
 // (all when capTok <= 0) and decoded. When limit > 0 and the prompt is
 // longer than limit tokens, every candidate is cut to one shorter cap,
 // the largest that fits (found by bisection, keeping the ends where the
-// answers are); a prompt that does not fit even with one token per
-// candidate is an error.
-func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, limit int) ([]int32, error) {
+// answers are), and fitted is true; a prompt that does not fit even with
+// one token per candidate is an error.
+func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, limit int) (prompt []int32, fitted bool, err error) {
 	render := func(c int) ([]int32, error) {
 		texts := make([]string, len(cands))
 		for i, t := range cands {
@@ -242,9 +247,9 @@ func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, lim
 		}
 		return pr.AggregatePrompt(problem, texts)
 	}
-	prompt, err := render(capTok)
+	prompt, err = render(capTok)
 	if err != nil || limit <= 0 || len(prompt) <= limit {
-		return prompt, err
+		return prompt, false, err
 	}
 	longest := 0
 	for _, t := range cands {
@@ -259,7 +264,7 @@ func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, lim
 		mid := (lo + hi) / 2
 		p, err := render(mid)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if len(p) <= limit {
 			best, lo = p, mid+1
@@ -268,9 +273,9 @@ func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, lim
 		}
 	}
 	if best == nil {
-		return nil, fmt.Errorf("aggregation prompt of %d tokens does not fit the %d-token limit even with one token per candidate", len(prompt), limit)
+		return nil, false, fmt.Errorf("aggregation prompt of %d tokens does not fit the %d-token limit even with one token per candidate", len(prompt), limit)
 	}
-	return best, nil
+	return best, true, nil
 }
 
 // capTokens keeps the last n tokens of ids (all when n <= 0).

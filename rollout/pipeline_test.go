@@ -108,6 +108,32 @@ func TestPipelineShapes(t *testing.T) {
 	require.NotEqual(t, gen2.calls[0][0].Seed, gen2.calls[2][0].Seed)
 }
 
+// TestPipelineCountsFittedPrompts: the aggregation stats count the
+// prompts whose candidates were cut to fit the prompt limit, and only
+// those: "A:1+1|" + two candidates "tN..." of 2-4 bytes + "|" passes 9
+// bytes, a limit of 100 none.
+func TestPipelineCountsFittedPrompts(t *testing.T) {
+	problems := []data.Problem{{ID: "a", Problem: "1+1", Answer: "2"}, {ID: "b", Problem: "2+2", Answer: "4"}}
+	for _, tc := range []struct {
+		limit, fitted int
+	}{{0, 0}, {100, 0}, {9, 2 * 3}} {
+		cfg := PipelineConfig{N1: 5, K: 3, N: 2, N2: 2, PromptLimit: tc.limit}
+		p, err := NewPipeline(&pipeFakeGen{}, pipeFakePrompter{}, cfg)
+		require.NoError(t, err)
+		groups, ps, err := p.Run(context.Background(), problems, 42, 7, nil)
+		require.NoError(t, err)
+		require.Equal(t, tc.fitted, ps.Aggregate[0].FittedPrompts, "limit %d", tc.limit)
+		require.Zero(t, ps.Search.FittedPrompts)
+		if tc.limit > 0 {
+			for _, g := range groups {
+				for _, aggs := range g.Rounds[0].Aggregates {
+					require.LessOrEqual(t, len(aggs[0].Prompt), tc.limit)
+				}
+			}
+		}
+	}
+}
+
 // TestPipelineLaterRounds: a second aggregation round reads subsets of the
 // first round's aggregation traces; the first round is the one-round
 // rollout's, trace for trace, and the second draws other seeds.
@@ -187,20 +213,24 @@ func TestPipelineConfigErrors(t *testing.T) {
 func TestAggregationPromptFitsLimit(t *testing.T) {
 	pr := pipeFakePrompter{}
 	cands := [][]int32{pipeBytes("abcdefghij"), pipeBytes("0123456789")}
-	full, err := aggregationPrompt(pr, "p", cands, 0, 0)
+	full, fitted, err := aggregationPrompt(pr, "p", cands, 0, 0)
 	require.NoError(t, err)
 	require.Equal(t, "A:p|abcdefghij|0123456789", pr.Text(full))
-	same, err := aggregationPrompt(pr, "p", cands, 0, len(full))
+	require.False(t, fitted)
+	same, fitted, err := aggregationPrompt(pr, "p", cands, 0, len(full))
 	require.NoError(t, err)
 	require.Equal(t, full, same)
+	require.False(t, fitted)
 	// "A:p|" + 2 candidates of c bytes + "|": 5 + 2c <= 15 -> c = 5.
-	cut, err := aggregationPrompt(pr, "p", cands, 0, 15)
+	cut, fitted, err := aggregationPrompt(pr, "p", cands, 0, 15)
 	require.NoError(t, err)
 	require.Equal(t, "A:p|fghij|56789", pr.Text(cut))
+	require.True(t, fitted, "cut to fit the limit")
 	// The cap given is kept when it fits, and bounds the search otherwise.
-	capped, err := aggregationPrompt(pr, "p", cands, 3, 100)
+	capped, fitted, err := aggregationPrompt(pr, "p", cands, 3, 100)
 	require.NoError(t, err)
 	require.Equal(t, "A:p|hij|789", pr.Text(capped))
-	_, err = aggregationPrompt(pr, "p", cands, 0, 6)
+	require.False(t, fitted, "--candidate-tokens' cap is not a cut to fit")
+	_, _, err = aggregationPrompt(pr, "p", cands, 0, 6)
 	require.ErrorContains(t, err, "even with one token per candidate")
 }

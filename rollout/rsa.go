@@ -98,6 +98,9 @@ type RSAStep struct {
 	// Tokens were spent at this step; Cumulative over steps 0..Step.
 	Tokens     Tokens `json:"tokens"`
 	Cumulative Tokens `json:"cumulative"`
+	// FittedPrompts counts the step's aggregation prompts longer than
+	// RSAConfig.PromptLimit, whose candidates were cut further to fit.
+	FittedPrompts int `json:"fitted_prompts,omitempty"`
 	// Problems holds per-problem numbers when RSAConfig.Details is set.
 	Problems []RSAProblemStep `json:"problems,omitempty"`
 }
@@ -147,6 +150,7 @@ func (e Evaluator) RSA(ctx context.Context, problems []data.Problem, cfg RSAConf
 		var drawn [][][]int // [problems][N] the candidates of each new member (t >= 1)
 		var st Stats
 		var err error
+		fitted := 0 // aggregation prompts cut to fit cfg.PromptLimit
 		if t == 0 {
 			prompts := make([][]int32, len(problems))
 			for i, pb := range problems {
@@ -173,9 +177,12 @@ func (e Evaluator) RSA(ctx context.Context, problems []data.Problem, cfg RSAConf
 					for m, idx := range members {
 						cands[m] = pop[i][idx].Tokens
 					}
-					prompt, err := aggregationPrompt(e.Prompter, pb.Problem, cands, cfg.CandidateTokens, cfg.PromptLimit)
+					prompt, fit, err := aggregationPrompt(e.Prompter, pb.Problem, cands, cfg.CandidateTokens, cfg.PromptLimit)
 					if err != nil {
 						return RSAResult{}, fmt.Errorf("rollout: rsa: aggregation prompt of problem %q: %w", pb.ID, err)
+					}
+					if fit {
+						fitted++
 					}
 					prompts = append(prompts, prompt)
 				}
@@ -201,7 +208,7 @@ func (e Evaluator) RSA(ctx context.Context, problems []data.Problem, cfg RSAConf
 		if err := e.sink(t, traces, drawn); err != nil {
 			return RSAResult{}, fmt.Errorf("rollout: rsa step %d: traces: %w", t, err)
 		}
-		step := RSAStep{Step: t, Population: n, Tokens: tokensOf(st)}
+		step := RSAStep{Step: t, Population: n, Tokens: tokensOf(st), FittedPrompts: fitted}
 		cum.Prompt += step.Tokens.Prompt
 		cum.Generated += step.Tokens.Generated
 		step.Cumulative = cum

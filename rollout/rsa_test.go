@@ -201,6 +201,38 @@ func TestRSACandidateCap(t *testing.T) {
 	}
 }
 
+// TestRSACountsFittedPrompts: each step reports how many of its
+// aggregation prompts were cut to fit the prompt limit (every one when
+// the limit is below their length, none without a limit).
+func TestRSACountsFittedPrompts(t *testing.T) {
+	problems := rsaProblems(2)
+	cfg := RSAConfig{Population: 4, SubsetSize: 2, Steps: 2}
+	e := Evaluator{Gen: &rsaFakeGen{}, Prompter: evalPrompter{}, Judge: evalJudge}
+	res, err := e.RSA(context.Background(), problems, cfg, 5)
+	require.NoError(t, err)
+	for _, st := range res.Steps {
+		require.Zero(t, st.FittedPrompts)
+	}
+	// A limit under the shortest of step 1's prompts: all 2 x 4 are cut,
+	// and those of the same length at the limit are not.
+	gen := &rsaFakeGen{}
+	e.Gen = gen
+	_, err = e.RSA(context.Background(), problems, cfg, 5)
+	require.NoError(t, err)
+	shortest := len(gen.calls[1][0].Prompt)
+	for _, req := range gen.calls[1] {
+		shortest = min(shortest, len(req.Prompt))
+	}
+	for _, tc := range []struct{ limit, fitted int }{{shortest - 1, 2 * 4}, {1 << 20, 0}} {
+		cfg.PromptLimit = tc.limit
+		e.Gen = &rsaFakeGen{}
+		res, err = e.RSA(context.Background(), problems, cfg, 5)
+		require.NoError(t, err)
+		require.Zero(t, res.Steps[0].FittedPrompts, "step 0 has no aggregation prompt")
+		require.Equal(t, tc.fitted, res.Steps[1].FittedPrompts, "limit %d", tc.limit)
+	}
+}
+
 func TestRSAReproducible(t *testing.T) {
 	problems := rsaProblems(4)
 	cfg := RSAConfig{Population: 6, SubsetSize: 3, Steps: 3, Details: true}

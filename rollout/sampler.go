@@ -149,6 +149,11 @@ type Stats struct {
 	Prefill time.Duration
 	// Elapsed is the wall time of the call.
 	Elapsed time.Duration
+	// FittedPrompts counts the call's aggregation prompts that were longer
+	// than the prompt limit (the model's context less the trace length)
+	// and had their candidates cut further to fit (aggregationPrompt).
+	// Pipeline and RSA set it; a Generator leaves it 0.
+	FittedPrompts int
 }
 
 // Progress receives the number of newly generated tokens after each step;

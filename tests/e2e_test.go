@@ -1119,3 +1119,41 @@ func TestEvalCutTraces(t *testing.T) {
 		})
 	}
 }
+
+// TestFittedAggregationPrompts: aggregation prompts longer than the
+// model's context less --max-new-tokens (4,096 - 3,950 = 146 tokens
+// here) have their candidates cut to fit, and training and RSA say so
+// and count them, where they said nothing.
+func TestFittedAggregationPrompts(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "eval")
+	r := spiral(t, nil, "eval", "--mode", "rsa", "--limit", "2", "--population", "4", "--subset", "2", "--rsa-steps", "1",
+		"--max-new-tokens", "3950", "--out", out, "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "spiral: note: 8 of the 8 aggregation prompts passed 146 tokens (the model's context less --max-new-tokens), so their candidates were cut to fit")
+	var rep struct {
+		Steps []struct {
+			FittedPrompts int `json:"fitted_prompts"`
+		} `json:"steps"`
+	}
+	b, err := os.ReadFile(filepath.Join(out, "rsa.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Equal(t, 8, rep.Steps[1].FittedPrompts)
+
+	run := filepath.Join(dir, "run")
+	r = spiral(t, nil, "train", "--out", run, "--steps", "2", "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "3950", "--eval-every", "0", "--final-rsa-steps", "0", "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 1, strings.Count(r.stderr, "aggregation prompts passed 146 tokens"), "announced once: %s", r.stderr)
+	metrics, err := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
+	require.NoError(t, err)
+	for _, m := range jsonLines[map[string]any](t, string(metrics)) {
+		require.Positive(t, m["aggregate"].(map[string]any)["fitted_prompts"])
+	}
+	// With room to spare nothing is cut, and nothing said.
+	r = spiral(t, nil, "eval", "--mode", "rsa", "--limit", "2", "--population", "4", "--subset", "2", "--rsa-steps", "1", "--out", out, "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stderr, "aggregation prompts passed")
+}
