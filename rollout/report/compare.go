@@ -94,11 +94,13 @@ func toPass(ps []rollout.KPoint) []passPoint {
 
 // samplesToReach returns the smallest k at which the curve reaches target,
 // interpolating in log k; beyond the curve's ends, its largest k (AtLeast)
-// or its smallest (AtMost).
+// or its smallest (AtMost). A target of 0 (a reference that solved
+// nothing at its k) is reached with no sample at all, so the curve's
+// first k is only a bound (AtMost), never an exact count.
 func samplesToReach(pts []passPoint, target float64) (float64, Bound) {
 	first, last := pts[0], pts[len(pts)-1]
 	if target <= first.p {
-		if target == first.p || first.k == 1 {
+		if target > 0 && (target == first.p || first.k == 1) {
 			return float64(first.k), Exact // no curve goes below one sample
 		}
 		return float64(first.k), AtMost

@@ -55,6 +55,17 @@ func TestPassAtKEfficiencyBoundsAndMax(t *testing.T) {
 	require.InDelta(t, 2, eff.Max, 1e-12)
 	require.Equal(t, 4, eff.MaxK)
 
+	// A reference that solved nothing at k = 2 (pass@2 = 0) is matched
+	// with no sample at all: b's first k is a bound, not an exact 0.5x,
+	// and no maximum (it printed "up to 0.50x" before).
+	none := report.PassAtK{Points: []rollout.KPoint{{K: 2, PassAtK: 0}}}
+	one := report.PassAtK{Points: []rollout.KPoint{{K: 1, PassAtK: 0}, {K: 2, PassAtK: 0.1}}}
+	eff, err = report.PassAtKEfficiency(none, one)
+	require.NoError(t, err)
+	require.Equal(t, report.AtMost, eff.Points[0].Bound)
+	require.Equal(t, 1.0, eff.Points[0].OtherK)
+	require.Zero(t, eff.Max)
+
 	// Halfway between b's 0.3 (k 2) and 0.5 (k 8) in pass@k is halfway in
 	// log k: k = 4.
 	mid := report.PassAtK{Points: []rollout.KPoint{{K: 2, PassAtK: 0.4}}}
