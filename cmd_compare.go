@@ -23,6 +23,7 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 	runs := fs.StringArray("run", nil, "LABEL=DIR: a training run's metrics.jsonl and eval.jsonl (repeatable; runs of one label are seeds)")
 	maxK := fs.Int("max-k", 0, "compare pass@k scaling efficiency at the reference's k <= this only, reading the other curves to their largest k (evaluate them with more --samples to measure ratios above max-k/k); 0: every k")
 	allowDiff := fs.Bool("allow-different-problems", false, "compare reports evaluated on other problems than their mode's first report (another dataset, problem count or problem ids), with a warning, instead of refusing")
+	figures := fs.String("figures", "png", "format of the plots --out writes: png, svg or pdf (vector graphics, for a paper)")
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		// Runs alone are summarised (entropy, held-out and search credit
 		// curves); reports alone need two to compare.
@@ -32,7 +33,10 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		if *maxK < 0 {
 			return usageError{fmt.Errorf("--max-k %d: want a k >= 1, or 0 for every k", *maxK)}
 		}
-		c := comparison{maxK: *maxK}
+		if err := report.CheckPlotPath("x." + *figures); err != nil {
+			return usageError{fmt.Errorf("--figures %q: want png, svg or pdf", *figures)}
+		}
+		c := comparison{maxK: *maxK, figures: *figures}
 		for _, r := range *runs {
 			label, dir, ok := strings.Cut(r, "=")
 			if !ok || label == "" || dir == "" {
@@ -77,6 +81,8 @@ type comparison struct {
 	runs   []labelledRun
 	// maxK limits the reference's k in the scaling efficiency (0: none).
 	maxK int
+	// figures is the plots' format, their file extension: png, svg or pdf.
+	figures string
 	// sources are the report files read, per mode in the order read, with
 	// the problems each was evaluated on.
 	sources map[report.Mode][]reportSource
@@ -168,14 +174,14 @@ func (c *comparison) report(w io.Writer, dir string) error {
 		if dir == "" || len(curves) == 0 {
 			return nil
 		}
-		return report.PlotSeeds(filepath.Join(dir, name), report.PlotSize{}, f, curves...)
+		return report.PlotSeeds(filepath.Join(dir, name+"."+c.figures), report.PlotSize{}, f, curves...)
 	}
 
 	if len(passk) > 0 {
 		if err := c.comparePassAtK(w, passk, sum); err != nil {
 			return err
 		}
-		if err := plot("passk.png", report.Figure{Title: "pass@k and majority@k", XLabel: "k (samples)", Axis: report.AxisLog2, Name: "pass@k", Name2: "majority@k"}, passk); err != nil {
+		if err := plot("passk", report.Figure{Title: "pass@k and majority@k", XLabel: "k (samples)", Axis: report.AxisLog2, Name: "pass@k", Name2: "majority@k"}, passk); err != nil {
 			return err
 		}
 	}
@@ -183,12 +189,12 @@ func (c *comparison) report(w io.Writer, dir string) error {
 		if err := compareRSA(w, rsa, sum); err != nil {
 			return err
 		}
-		if err := plot("rsa.png", report.Figure{Title: "Recursive self-aggregation", XLabel: "RSA step", Axis: report.AxisSteps, Name: "accuracy", Name2: "majority"}, rsa); err != nil {
+		if err := plot("rsa", report.Figure{Title: "Recursive self-aggregation", XLabel: "RSA step", Axis: report.AxisSteps, Name: "accuracy", Name2: "majority"}, rsa); err != nil {
 			return err
 		}
 	}
 	if len(budget) > 0 {
-		if err := plot("sequential.png", report.Figure{Title: "Sequential scaling", XLabel: "token budget", Axis: report.AxisLog2, Name: "accuracy"}, budget); err != nil {
+		if err := plot("sequential", report.Figure{Title: "Sequential scaling", XLabel: "token budget", Axis: report.AxisLog2, Name: "accuracy"}, budget); err != nil {
 			return err
 		}
 	}
@@ -201,17 +207,17 @@ func (c *comparison) report(w io.Writer, dir string) error {
 			return err
 		}
 	}
-	if err := plot("tokens.png", report.Figure{Title: "Accuracy against generated tokens per problem", XLabel: "generated tokens per problem", Axis: report.AxisLog}, tokens); err != nil {
+	if err := plot("tokens", report.Figure{Title: "Accuracy against generated tokens per problem", XLabel: "generated tokens per problem", Axis: report.AxisLog}, tokens); err != nil {
 		return err
 	}
 	entropy, held, err := c.runCurves(w, sum)
 	if err != nil {
 		return err
 	}
-	if err := plot("entropy.png", report.Figure{Title: "Token entropy over training", XLabel: "step", YLabel: "nats", Axis: report.AxisSteps}, entropy); err != nil {
+	if err := plot("entropy", report.Figure{Title: "Token entropy over training", XLabel: "step", YLabel: "nats", Axis: report.AxisSteps}, entropy); err != nil {
 		return err
 	}
-	if err := plot("heldout.png", report.Figure{Title: "Held-out pass@1 over training", XLabel: "step", Axis: report.AxisSteps}, held); err != nil {
+	if err := plot("heldout", report.Figure{Title: "Held-out pass@1 over training", XLabel: "step", Axis: report.AxisSteps}, held); err != nil {
 		return err
 	}
 	if dir == "" {

@@ -832,6 +832,17 @@ func TestCompare(t *testing.T) {
 	for _, f := range []string{"passk.png", "rsa.png", "tokens.png", "summary.md"} {
 		require.FileExists(t, filepath.Join(out, f))
 	}
+	// --figures pdf: the same plots as vector graphics, for a paper.
+	pdfs := filepath.Join(dir, "pdf")
+	vector := spiral(t, nil, "compare", "--out", pdfs, "--figures", "pdf", filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json"))
+	require.Equal(t, 0, vector.code, vector.stderr)
+	pdf, err := os.ReadFile(filepath.Join(pdfs, "passk.pdf"))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(pdf), "%PDF-"))
+	require.NoFileExists(t, filepath.Join(pdfs, "passk.png"))
+	other := spiral(t, nil, "compare", "--out", pdfs, "--figures", "jpg", filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json"))
+	require.Equal(t, 2, other.code)
+	require.Contains(t, other.stderr, `--figures "jpg": want png, svg or pdf`)
 
 	// Reports with per-problem counts get a bootstrap interval; with
 	// every problem alike it is the point estimate itself. Without
