@@ -377,3 +377,49 @@ func TestRSATraces(t *testing.T) {
 	_, err = e.RSA(context.Background(), problems, cfg, 11)
 	require.ErrorContains(t, err, "disk full")
 }
+
+// TestRSAStreamsDistinct: every member of a run is sampled from a stream
+// of its own (no two requests of any step share a seed, so no aggregation
+// step replays the search step's or another step's randomness), and the
+// subsets are drawn afresh for every (step, problem): with N = 6 and
+// K = 3, two (step, problem) pairs drawing the same six ordered subsets
+// by chance has probability 120^-6.
+func TestRSAStreamsDistinct(t *testing.T) {
+	problems := rsaProblems(3)
+	cfg := RSAConfig{Population: 6, SubsetSize: 3, Steps: 3}
+	gen := &rsaFakeGen{}
+	drawn := map[[2]int][][]int{} // (step, problem) -> the subsets of its members
+	e := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge, Traces: func(b []TracedTrace) error {
+		for _, tt := range b {
+			if tt.Step > 0 {
+				key := [2]int{tt.Step, tt.Problem}
+				drawn[key] = append(drawn[key], tt.Candidates)
+			}
+		}
+		return nil
+	}}
+	_, err := e.RSA(context.Background(), problems, cfg, 11)
+	require.NoError(t, err)
+
+	seen := map[uint64][2]int{}
+	for s, call := range gen.calls {
+		for r, req := range call {
+			prev, dup := seen[req.Seed]
+			require.False(t, dup, "step %d request %d has the seed of step %d request %d", s, r, prev[0], prev[1])
+			seen[req.Seed] = [2]int{s, r}
+		}
+	}
+	require.Len(t, seen, (cfg.Steps+1)*len(problems)*cfg.Population)
+
+	require.Len(t, drawn, cfg.Steps*len(problems))
+	keys := make([][2]int, 0, len(drawn))
+	for key := range drawn {
+		keys = append(keys, key)
+	}
+	for a, ka := range keys {
+		require.Len(t, drawn[ka], cfg.Population)
+		for _, kb := range keys[a+1:] {
+			require.NotEqual(t, drawn[ka], drawn[kb], "(step, problem) %v and %v drew the same subsets", ka, kb)
+		}
+	}
+}
