@@ -184,6 +184,43 @@ func TestPipelineLaterRounds(t *testing.T) {
 	}
 }
 
+// TestPipelineStreamsDistinct: over a two-round rollout of several
+// problems, no two requests share a seed (search traces, and aggregation
+// traces of every subset, problem and round, each get their own stream),
+// and every (problem, round) draws its own subsets: with K = 4 subsets
+// of N = 3 from 8 traces, two pairs drawing the same ordered subsets by
+// chance has probability 336^-4.
+func TestPipelineStreamsDistinct(t *testing.T) {
+	problems := []data.Problem{{ID: "a", Problem: "1+1"}, {ID: "b", Problem: "2+2"}, {ID: "c", Problem: "3+3"}}
+	gen := &pipeFakeGen{}
+	p, err := NewPipeline(gen, pipeFakePrompter{}, PipelineConfig{N1: 8, K: 4, N: 3, N2: 2, Rounds: 2})
+	require.NoError(t, err)
+	groups, _, err := p.Run(context.Background(), problems, 42, 7, nil)
+	require.NoError(t, err)
+	require.Len(t, gen.calls, 3)
+	seen := map[uint64][2]int{}
+	for c, call := range gen.calls {
+		for r, req := range call {
+			prev, dup := seen[req.Seed]
+			require.False(t, dup, "call %d request %d has the seed of call %d request %d", c, r, prev[0], prev[1])
+			seen[req.Seed] = [2]int{c, r}
+		}
+	}
+	require.Len(t, seen, len(problems)*(8+2*4*2))
+	var drawn [][][]int
+	for _, g := range groups {
+		require.Len(t, g.Rounds, 2)
+		for _, rd := range g.Rounds {
+			drawn = append(drawn, rd.Subsets)
+		}
+	}
+	for a := range drawn {
+		for b := a + 1; b < len(drawn); b++ {
+			require.NotEqual(t, drawn[a], drawn[b], "(problem, round) %d and %d drew the same subsets", a, b)
+		}
+	}
+}
+
 func TestPipelineConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
