@@ -3,6 +3,7 @@ package rl
 import (
 	"bytes"
 	"context"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,7 +35,9 @@ func TestPearson(t *testing.T) {
 	}
 }
 
-// TestGRPOSearchCredit: each trained GRPO trace adds its own reward and
+// TestGRPOSearchCredit: the trainer's GRPO rollout gives each of the
+// group's traces the std-scaled group advantage (written out here); each
+// trained GRPO trace adds its own reward and
 // its advantage; the advantage is an increasing affine function of the
 // reward within a group, so over one informative group the correlation is
 // exactly 1; a step with no trained search trace has none.
@@ -47,6 +50,26 @@ func TestGRPOSearchCredit(t *testing.T) {
 	examples, informative, err := tr.rolloutGRPO(context.Background(), hardProblems, 5, &m, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, informative)
+	// The group's advantages, written out: (r - mean) / (sample std +
+	// 1e-6) over the G = 8 traces' rewards (GRPO scales by the std; an
+	// unscaled or population-std advantage has the same correlation).
+	require.Len(t, examples, 8)
+	rewards := make([]float64, len(examples))
+	mean := 0.0
+	for i, e := range examples {
+		require.Equal(t, KindGRPO, e.Kind)
+		rewards[i] = fakeReward(rollout.Trace{Text: trainerFakePrompter{}.Text(e.Completion)})
+		mean += rewards[i] / 8
+	}
+	ss := 0.0
+	for _, r := range rewards {
+		ss += (r - mean) * (r - mean)
+	}
+	std := math.Sqrt(ss / 7)
+	require.Positive(t, std, "the group is informative")
+	for i, e := range examples {
+		require.InDelta(t, (rewards[i]-mean)/(std+1e-6), e.Advantage, 1e-6, "trace %d", i)
+	}
 	// One (own reward, advantage) pair per trained trace, in order.
 	require.Len(t, m.credit, len(examples))
 	for i, e := range examples {
