@@ -145,7 +145,7 @@ func TestTrainerStep(t *testing.T) {
 		Generator: trainerFakeGen{}, Prompter: trainerFakePrompter{}, Learner: learner,
 		Judge:    trainerJudge,
 		Problems: data.NewStream(ds, 3), Weights: w, Grads: w.NewGrads(), Optimizer: opt,
-		Schedule: optim.Schedule{PeakLR: 0.1},
+		Schedule: optim.Schedule{PeakLR: 0.1, WarmupSteps: 2},
 	})
 	require.NoError(t, err)
 	m, err := tr.TrainStep(context.Background(), nil)
@@ -164,13 +164,34 @@ func TestTrainerStep(t *testing.T) {
 	require.Equal(t, m.Examples, rows)
 	require.LessOrEqual(t, rows, 4+2*2, "at most N1 search + K*N2 aggregation traces")
 	require.GreaterOrEqual(t, rows, 2*2, "all K*N2 aggregation traces")
-	// Gradient of ones has norm 2 (four elements), clipped to 1; AdamW's
-	// first step moves each weight by -lr*sign(g) (bias-corrected m/sqrt(v) = 1).
+	// Gradient of ones has norm 2 (four elements), clipped to 1: each
+	// element 0.5, so AdamW's moments are m = 0.1 x 0.5 = 0.05 and v =
+	// 0.001 x 0.25 = 0.00025 (unclipped, 0.1 and 0.001). The first of two
+	// warm-up steps has rate 0.1 x 1/2 = 0.05, and AdamW's first step moves
+	// each weight by -lr*sign(g) (bias-corrected m/sqrt(v) = 1; the decay
+	// of a zero weight is 0).
 	require.InDelta(t, 2.0, m.GradNorm, 1e-9)
-	for _, v := range w.At(0).Data {
-		require.InDelta(t, -0.1, v, 1e-6)
+	require.InDelta(t, 0.05, m.LR, 1e-12)
+	for i, v := range w.At(0).Data {
+		require.InDelta(t, -0.05, v, 1e-6)
+		require.InEpsilon(t, 0.05, opt.ExpAvg().At(0).Data[i], 1e-5, "clip divides by the norm + 1e-6")
+		require.InEpsilon(t, 0.00025, opt.ExpAvgSq().At(0).Data[i], 1e-5)
 	}
 	require.Zero(t, m.DeviceCopyBytes, "generation on host memory copies nothing")
+
+	// Step 2, at the peak rate 0.1, with the same clipped gradient 0.5:
+	// m = 0.9 x 0.05 + 0.1 x 0.5 = 0.095, mhat = 0.095 / 0.19 = 0.5;
+	// v = 0.999 x 0.00025 + 0.001 x 0.25 = 0.00049975, vhat = 0.00049975 /
+	// (1 - 0.999^2) = 0.25; so the step is -0.1 x (0.5 / (0.5 + 1e-8) +
+	// 0.01 x -0.05) = -0.09995 (to 2e-9): each weight -0.14995.
+	m, err = tr.TrainStep(context.Background(), nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, m.ProblemsInformative)
+	require.InDelta(t, 2.0, m.GradNorm, 1e-9)
+	require.InDelta(t, 0.1, m.LR, 1e-12)
+	for _, v := range w.At(0).Data {
+		require.InDelta(t, -0.14995, v, 1e-6)
+	}
 }
 
 // copyingLearner is trainerFakeLearner on a device: each call copies 7
