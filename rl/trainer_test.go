@@ -194,6 +194,97 @@ func TestTrainerStep(t *testing.T) {
 	}
 }
 
+// recordingGen is trainerFakeGen recording every call's requests; with
+// alternate set it answers request i of a call "1" or "0" by the parity
+// of i instead of the seed's (so that, N1 and N2 being even, every
+// problem but "easy" is informative).
+type recordingGen struct {
+	trainerFakeGen
+	alternate bool
+	calls     [][]rollout.Request
+}
+
+func (g *recordingGen) Generate(ctx context.Context, reqs []rollout.Request, p rollout.Progress) ([]rollout.Completion, rollout.Stats, error) {
+	g.calls = append(g.calls, reqs)
+	if !g.alternate {
+		return g.trainerFakeGen.Generate(ctx, reqs, p)
+	}
+	alt := make([]rollout.Request, len(reqs))
+	for i, r := range reqs {
+		alt[i] = rollout.Request{Prompt: r.Prompt, Seed: uint64(i)}
+	}
+	return g.trainerFakeGen.Generate(ctx, alt, p)
+}
+
+// TestTrainerDrawsWhatIsMissing: dynamic sampling draws, in each draw
+// round, only the problems still missing (Problems less those kept so
+// far) and never keeps more than Problems. Of "hard" and "easy" (never
+// informative), two wanted, with N1 = 4 search traces a problem: every
+// search call holds 4 x (2 - kept) requests.
+func TestTrainerDrawsWhatIsMissing(t *testing.T) {
+	cfg, parts := hardTrainer(t, 0)
+	cfg.Problems, cfg.MaxDrawRounds = 2, 4
+	gen := &recordingGen{alternate: true}
+	parts.Generator = gen
+	parts.Problems = data.NewStream(data.NewDataset("t", []data.Problem{
+		{ID: "hard", Problem: "hard", Answer: "1"}, {ID: "easy", Problem: "easy", Answer: "1"}}), 3)
+	tr, err := NewTrainer(cfg, parts)
+	require.NoError(t, err)
+	for step := range 3 {
+		gen.calls = nil
+		m, err := tr.TrainStep(context.Background(), nil)
+		require.NoError(t, err)
+		kept, drawn, rounds := 0, 0, 0
+		for _, call := range gen.calls {
+			if (trainerFakePrompter{}).Text(call[0].Prompt)[0] != 'S' {
+				continue // an aggregation call
+			}
+			rounds++
+			require.Len(t, call, 4*(cfg.Problems-kept), "step %d, draw round %d", step+1, rounds)
+			drawn += len(call) / 4
+			for j := 0; j < len(call); j += 4 {
+				if (trainerFakePrompter{}).Text(call[j].Prompt) == "Shard" {
+					kept++ // every "hard" problem is informative (alternate)
+				}
+			}
+		}
+		require.Equal(t, kept, m.ProblemsInformative, "step %d", step+1)
+		require.LessOrEqual(t, m.ProblemsInformative, cfg.Problems)
+		require.Equal(t, drawn, m.ProblemsDrawn, "step %d", step+1)
+		require.Greater(t, rounds, 1, "step %d: the first draw round holds an easy problem", step+1)
+	}
+}
+
+// TestTrainerDrawRoundsSeeded: every draw round of every step samples
+// from streams of its own, so no two search requests of a run share a
+// seed (the "easy" problem is never informative, so each step runs all
+// three draw rounds).
+func TestTrainerDrawRoundsSeeded(t *testing.T) {
+	cfg, parts := hardTrainer(t, 0)
+	gen := &recordingGen{}
+	parts.Generator = gen
+	parts.Problems = data.NewStream(data.NewDataset("t", []data.Problem{{ID: "easy", Problem: "easy", Answer: "1"}}), 3)
+	tr, err := NewTrainer(cfg, parts)
+	require.NoError(t, err)
+	for range 3 {
+		_, err := tr.TrainStep(context.Background(), nil)
+		require.NoError(t, err)
+	}
+	seen := map[uint64]bool{}
+	searches := 0
+	for _, call := range gen.calls {
+		if (trainerFakePrompter{}).Text(call[0].Prompt)[0] != 'S' {
+			continue
+		}
+		searches++
+		for _, req := range call {
+			require.False(t, seen[req.Seed], "search call %d reuses a seed", searches)
+			seen[req.Seed] = true
+		}
+	}
+	require.Equal(t, 3*cfg.MaxDrawRounds, searches)
+}
+
 // copyingLearner is trainerFakeLearner on a device: each call copies 7
 // bytes.
 type copyingLearner struct {
