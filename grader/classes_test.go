@@ -115,6 +115,12 @@ var relationCases = []classCase{
 	{"equation is not its solution", `\boxed{2x + 3 = 7}`, `2`, false, "an equation states a condition, not a value"},
 	{"value then label", `\boxed{3 = x}`, `3`, true, convValue},
 	{"sentence with approximation", `The final answer is $\frac{70}{9} \approx 7.78$.`, `7.78`, true, convApprox},
+	// "Roughly" (doc.go): within one unit of the last written decimal
+	// place, or 1% of the exact value; each rule alone, and both missed.
+	{"approximation within a unit of its last place", `\boxed{\frac23 \approx 0.6}`, `0.6`, true, convApprox + " (|2/3 - 0.6| = 0.067 <= 0.1, though above 1% = 0.0067)"},
+	{"approximation within 1% of its value", `\boxed{e^{10} \approx 2.2 \times 10^{4}}`, `2.2 \times 10^4`, true, convApprox + " (|e^10 - 22000| = 26.5 <= 1% = 220, though above the unit 0.1)"},
+	{"approximation a unit and a bit off", `\boxed{\frac13 \approx 0.32}`, `0.32`, false, convApprox + " (|1/3 - 0.32| = 0.0133 > the unit 0.01 and 1% = 0.0033)"},
+	{"approximation 3.5% off", `\boxed{\frac{1}{30} \approx 0.0345}`, `0.0345`, false, convApprox + " (|1/30 - 0.0345| = 0.00117 > the unit 0.001 and 1% = 0.00033)"},
 	{"gold chain", `\boxed{2}`, `z = 1 + 1 = 2`, true, convValue},
 	{"identity chain", `\boxed{(x+1)^2 = x^2 + 2x + 1}`, `x^2+2x+1`, true, convValue},
 }

@@ -111,6 +111,8 @@ var goldenMATH = []gradeCase{
 	{"hedged plus-minus", `\boxed{\pm 3}`, `3`, false},
 	{"repeated answer", `\boxed{3, 3}`, `3`, true},
 	{"superset", `\boxed{1,2,3,4}`, `1,2,3`, false},
+	{"point is not a number", `\boxed{(3, 3)}`, `3`, false},
+	{"number is not a point", `\boxed{3}`, `(3, 3)`, false},
 	// Matrices.
 	{"pmatrix vs bmatrix", `\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}}`, `\begin{bmatrix}1&2\\3&4\end{bmatrix}`, true},
 	{"matrix entry differs", `\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 5 \end{pmatrix}}`, `\begin{pmatrix}1&2\\3&4\end{pmatrix}`, false},
@@ -120,6 +122,8 @@ var goldenMATH = []gradeCase{
 	{"degrees word", `The angle is \boxed{30 \text{ degrees}}`, `30^\circ`, true},
 	{"percent vs number", `\boxed{25\%}`, `25`, true},
 	{"percent vs fraction", `\boxed{0.25}`, `25\%`, true},
+	{"percent answer vs fraction gold", `\boxed{25\%}`, `\frac14`, true},
+	{"percent answer vs its number over 100", `\boxed{40\%}`, `0.4`, true},
 	{"units text", `\boxed{12\text{ cm}^2}`, `12`, true},
 	{"dollars", `\boxed{\$1,250}`, `1250`, true},
 	{"thousands", `\boxed{1,000,000}`, `1000000`, true},
