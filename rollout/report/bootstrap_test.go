@@ -115,6 +115,67 @@ func TestEfficiencyIntervalsNarrowWithProblems(t *testing.T) {
 	require.Less(t, many, few/2, "64 problems: width %.3f; 1024: %.3f", few, many)
 }
 
+// TestEfficiencyIntervalsPaired: a label against itself, its problems
+// differing, has the interval [1, 1] at every k: each draw resamples the
+// same problems for both labels, so their curves are equal draw by draw
+// (resampled apart, they would differ and the ratios spread).
+func TestEfficiencyIntervalsPaired(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	counts := make([]int, 40)
+	for i := range counts {
+		counts[i] = r.IntN(33)
+	}
+	rep := countsReport(t, "a", 32, counts)
+	iv, err := report.EfficiencyIntervals([]report.PassAtK{rep}, []report.PassAtK{rep}, report.DefaultBootstrap())
+	require.NoError(t, err)
+	require.Len(t, iv, len(rep.Points))
+	for _, p := range iv {
+		require.InDelta(t, 1, p.Lo, 1e-9, "k = %d", p.K)
+		require.InDelta(t, 1, p.Hi, 1e-9, "k = %d", p.K)
+	}
+}
+
+// TestEfficiencyIntervalsQuantiles: the interval's ends are the
+// (1-Level)/2 and (1+Level)/2 quantiles of the drawn ratios. With two
+// problems, 6 and 12 of 64 correct for the reference and 4 of 64 on both
+// for the other, a draw's problems are the weak one twice (probability
+// 1/4), the strong one twice (1/4) or one of each (1/2), and the other's
+// curve is the same in every draw; so at levels 0.9 and 0.6 (quantiles
+// 5% and 95%, 20% and 80%) the ends are the weak and the strong
+// problem's ratios, and at level 0.4 (30% and 70%) both are the mixed
+// draw's (the weak share of 2,000 draws, 0.25 +- 0.01, is five standard
+// errors from 0.2 and from 0.3, as the strong one from 0.7 and 0.8).
+func TestEfficiencyIntervalsQuantiles(t *testing.T) {
+	ref := []report.PassAtK{countsReport(t, "a", 64, []int{6, 12})}
+	other := []report.PassAtK{countsReport(t, "b", 64, []int{4, 4})}
+	ratios := func(counts []int) []float64 {
+		eff, err := report.PassAtKEfficiency(countsReport(t, "a", 64, counts), other[0])
+		require.NoError(t, err)
+		var out []float64
+		for _, p := range eff.Points {
+			out = append(out, p.Ratio)
+		}
+		return out
+	}
+	weak, mixed, strong := ratios([]int{6, 6}), ratios([]int{6, 12}), ratios([]int{12, 12})
+	for _, tc := range []struct {
+		level  float64
+		lo, hi []float64
+	}{{0.9, weak, strong}, {0.6, weak, strong}, {0.4, mixed, mixed}} {
+		b := report.DefaultBootstrap()
+		b.Level = tc.level
+		iv, err := report.EfficiencyIntervals(ref, other, b)
+		require.NoError(t, err)
+		require.Len(t, iv, len(weak))
+		for j, p := range iv {
+			require.InDelta(t, tc.lo[j], p.Lo, 1e-12, "level %v, k = %d", tc.level, p.K)
+			require.InDelta(t, tc.hi[j], p.Hi, 1e-12, "level %v, k = %d", tc.level, p.K)
+		}
+		require.Less(t, weak[0], mixed[0])
+		require.Less(t, mixed[0], strong[0])
+	}
+}
+
 func TestEfficiencyIntervalsRejects(t *testing.T) {
 	good := countsReport(t, "a", 8, []int{1, 2, 3})
 	noCounts := good
