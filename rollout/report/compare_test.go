@@ -73,6 +73,16 @@ func TestPassAtKEfficiencyBoundsAndMax(t *testing.T) {
 	require.NoError(t, err)
 	require.InDelta(t, 4, eff.Points[0].OtherK, 1e-12)
 	require.InDelta(t, 2, eff.Points[0].Ratio, 1e-12)
+
+	// A target below a curve measured from k = 1 (0.1 against a's pass@1
+	// = 0.2) is reached with one sample, exactly, not "at most 1": no
+	// curve takes fewer. So the ratio 1 is exact and counts as the maximum.
+	low := report.PassAtK{Points: []rollout.KPoint{{K: 1, PassAtK: 0.1}}}
+	eff, err = report.PassAtKEfficiency(low, a)
+	require.NoError(t, err)
+	require.Equal(t, report.Exact, eff.Points[0].Bound)
+	require.Equal(t, 1.0, eff.Points[0].OtherK)
+	require.InDelta(t, 1, eff.Max, 1e-12, "an exact point counts towards the maximum")
 }
 
 // TestUpToKLimitsTheReference: a reference evaluated with as many samples
