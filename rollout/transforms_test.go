@@ -74,6 +74,25 @@ func TestDrawFrequencies(t *testing.T) {
 	}
 }
 
+// TestDrawBoundaries: draw is the inverse CDF, id i for u in
+// [F(i-1), F(i)), checked at the edges (a sampling test cannot see a
+// shift of a thousandth of the mass): with probs 0.25, 0, 0.5, 0.25 the
+// cumulative masses are 0.25, 0.75, 1 (all exact in binary).
+func TestDrawBoundaries(t *testing.T) {
+	probs := []float64{0.25, 0, 0.5, 0.25}
+	for _, c := range []struct {
+		u    float64
+		want int
+	}{
+		{0, 0}, {math.Nextafter(0.25, 0), 0}, {0.25, 2}, {math.Nextafter(0.75, 0), 2}, {0.75, 3}, {math.Nextafter(1, 0), 3},
+	} {
+		require.Equal(t, c.want, draw(probs, c.u), "u = %v", c.u)
+	}
+	// Rounding leftovers (masses summing to just under 1) go to the last
+	// id with mass, never to a later zero.
+	require.Equal(t, 1, draw([]float64{0.5, 0.4999999, 0}, math.Nextafter(1, 0)))
+}
+
 func TestGreedy(t *testing.T) {
 	require.Equal(t, 2, greedy([]float32{1, 3, 7, 7}), "ties go to the lowest index")
 }
