@@ -216,7 +216,8 @@ func TestSamplerPolicyLogProbs(t *testing.T) {
 	for _, cfg := range []SamplerConfig{
 		{Temperature: 1, TopP: 1, MaxNewTokens: 6, BatchSize: 4},
 		{Temperature: 0.7, TopK: 10, TopP: 0.9, MaxNewTokens: 6, BatchSize: 4, VocabLimit: 50},
-		{Temperature: 0, TopP: 1, MaxNewTokens: 6, BatchSize: 4}, // greedy: pi_old is still pi's
+		{Temperature: 1, TopP: 1, MaxNewTokens: 6, BatchSize: 4, VocabLimit: 50}, // only the vocabulary limit differs from pi
+		{Temperature: 0, TopP: 1, MaxNewTokens: 6, BatchSize: 4},                 // greedy: pi_old is still pi's
 	} {
 		s, err := NewSampler(lm, cfg)
 		require.NoError(t, err)
