@@ -79,8 +79,9 @@ embedded:
 	./spiral sft --model runs/embedded/init --out runs/embedded/sft --steps $(EMBED_STEPS) --batch 64 --lr 5e-3 --eval-every 300 --eval-problems 128 --seed 1 --aggregate-read-share 0.25
 	cp runs/embedded/sft/model.onnx runs/embedded/sft/tokenizer.json runs/embedded/sft/config.json model/embedded/assets/
 
-# Run every fuzz target for FUZZTIME each (FuzzLoadParquet is left out: a
-# corrupt Parquet page can make parquet-go allocate gigabytes, see data/).
+# Run every fuzz target for FUZZTIME each (FuzzLoadParquet too: under long
+# runs a corrupt Parquet page can make parquet-go allocate gigabytes, see
+# data/parquet_test.go).
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./data:FuzzLastBoxed ./data:FuzzLoadJSONL ./data:FuzzLoadParquet ./data/synth:FuzzParse \
 	./grader:FuzzExtract ./grader:FuzzParse ./model/onnx:FuzzDecode ./model/params:FuzzDecode \
