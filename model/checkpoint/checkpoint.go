@@ -48,9 +48,10 @@ const (
 // directory holds no checkpoint.
 var ErrNoCheckpoint = errors.New("checkpoint: no checkpoint")
 
-// State is the JSON part of a checkpoint. The trainer fills Step, RNG,
+// State is the JSON part of a checkpoint. The trainer fills Step,
 // DataCursor and Config; Save fills FormatVersion, OptimizerSteps and
-// Files.
+// Files. No random-generator state is kept: every draw is seeded from
+// the run's seed, the step and its place in the step.
 type State struct {
 	// FormatVersion is the checkpoint format (FormatVersion when written).
 	FormatVersion int `json:"format_version"`
@@ -59,9 +60,6 @@ type State struct {
 	Step int64 `json:"step"`
 	// OptimizerSteps is AdamW.Steps() at save time (0 without optimiser).
 	OptimizerSteps int64 `json:"optimizer_steps"`
-	// RNG is opaque random-generator state, e.g. from
-	// (*rand.PCG).MarshalBinary; base64 in JSON.
-	RNG []byte `json:"rng,omitempty"`
 	// DataCursor is the data sampler's position, opaque here.
 	DataCursor json.RawMessage `json:"data_cursor,omitempty"`
 	// Config is the run configuration, opaque here.

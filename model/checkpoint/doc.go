@@ -5,7 +5,7 @@
 //
 //	DIR/ckpt-000100/model.safetensors      weights, names = ONNX initializer names
 //	DIR/ckpt-000100/optimizer.safetensors  "<name>.exp_avg", "<name>.exp_avg_sq"
-//	DIR/ckpt-000100/state.json             State: version, steps, RNG, data cursor,
+//	DIR/ckpt-000100/state.json             State: version, steps, data cursor,
 //	                                       config, size and CRC-32C of each file
 //	DIR/latest                             "ckpt-000100\n" (for people and tools)
 //
