@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -173,8 +175,16 @@ func (t *Task) SplitOf(expr string) Split {
 // maxSampleTries bounds the rejection sampling of one problem of a split.
 const maxSampleTries = 10_000
 
-// Sample draws one problem of split s from r.
+// maxValue bounds the values of a problem (maxValueBound).
+const maxValue = 1 << 53
+
+// Sample draws one problem of split s from r. An expression whose values
+// could pass 2^53 with operands up to MaxOperand (maxValueBound) is drawn
+// again: its arithmetic would overflow an int, or come near it, and
+// give wrong answers. No expression of the embedded task comes near
+// (5^4 at most).
 func (t *Task) Sample(r *rand.Rand, s Split) (Item, error) {
+	large := 0
 	for range maxSampleTries {
 		n := t.cfg.MinOperands + r.IntN(t.cfg.MaxOperands-t.cfg.MinOperands+1)
 		operands := make([]int, n)
@@ -185,6 +195,10 @@ func (t *Task) Sample(r *rand.Rand, s Split) (Item, error) {
 		for i := range ops {
 			ops[i] = t.cfg.Ops[r.IntN(len(t.cfg.Ops))]
 		}
+		if maxValueBound(ops, t.cfg.MaxOperand) > maxValue {
+			large++
+			continue
+		}
 		it := build(operands, ops)
 		if t.cfg.Form == FormSolve {
 			it = solveItem(operands, ops, r.IntN(n))
@@ -193,7 +207,41 @@ func (t *Task) Sample(r *rand.Rand, s Split) (Item, error) {
 			return it, nil
 		}
 	}
+	if large > 0 {
+		return Item{}, fmt.Errorf("synth: no %s problem in %d tries (%d of them could reach values past 2^53 with operands up to max operand %d: lower it or the operands' count)", s, maxSampleTries, large, t.cfg.MaxOperand)
+	}
 	return Item{}, fmt.Errorf("synth: no %s problem in %d tries", s, maxSampleTries)
+}
+
+// maxValueBound bounds the magnitude of every value that an expression
+// with operators ops and operands of 1..maxOperand computes (its terms,
+// its partial sums in any order, so every step of a derivation of x, and
+// its checks of any guess within the operand range): the sum over its
+// additive terms of maxOperand to the number of factors of the term. The
+// bound saturates at math.MaxInt.
+func maxValueBound(ops []byte, maxOperand int) int {
+	sum, term := 0, maxOperand
+	add := func(v int) {
+		if sum > math.MaxInt-v {
+			sum = math.MaxInt
+			return
+		}
+		sum += v
+	}
+	for _, op := range ops {
+		if op != '*' {
+			add(term)
+			term = maxOperand
+			continue
+		}
+		if hi, lo := bits.Mul64(uint64(term), uint64(maxOperand)); hi != 0 || lo > math.MaxInt {
+			term = math.MaxInt
+		} else {
+			term = int(lo)
+		}
+	}
+	add(term)
+	return sum
 }
 
 // Problems returns n distinct problems of split s, drawn from a PCG
