@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -115,6 +116,9 @@ func (c SFTConfig) Validate() error {
 	}
 	if c.EvalEvery < 0 {
 		errs = append(errs, fmt.Errorf("--eval-every %d: want >= 0 (0 = only at the end)", c.EvalEvery))
+	}
+	if math.IsNaN(c.MaxGradNorm) || math.IsInf(c.MaxGradNorm, 0) {
+		errs = append(errs, fmt.Errorf("--max-grad-norm %v: want a finite norm (0 or less = no clipping)", c.MaxGradNorm))
 	}
 	return errors.Join(errs...)
 }

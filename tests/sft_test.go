@@ -1,0 +1,35 @@
+package tests
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestSFTInputs feeds spiral sft flags that used to be taken or to fail
+// late: each is refused with exit 2 naming the flag before --out is made.
+// --max-grad-norm NaN or Inf (which train refuses) turned clipping off.
+func TestSFTInputs(t *testing.T) {
+	requireRuntime(t)
+	f := fixtures{dir: t.TempDir()}
+	good := f.modelDir(t, "good", nil)
+	for i, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"NaN gradient-norm clip", []string{"--max-grad-norm", "NaN"}, "--max-grad-norm NaN: want a finite norm"},
+		{"infinite gradient-norm clip", []string{"--max-grad-norm", "Inf"}, "--max-grad-norm +Inf: want a finite norm"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := f.path(fmt.Sprint("out", i))
+			args := append([]string{"sft", "--model", good, "--out", out, "--steps", "1", "--batch", "2", "--quiet"}, c.args...)
+			r := spiral(t, nil, args...)
+			require.Equal(t, 2, r.code, "%q\n%s%s", args, r.stdout, r.stderr)
+			require.Contains(t, r.stderr, c.want)
+			require.NotContains(t, r.stderr, "panic:")
+			require.NoDirExists(t, out)
+		})
+	}
+}
