@@ -24,6 +24,16 @@ func setupSFT(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error 
 // policy, AdamW with a cosine schedule, the task, then rl.RunSFT; the
 // trained weights are exported to --out as a model directory.
 func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
+	task, err := synth.Embedded()
+	if err != nil {
+		return err
+	}
+	// The evaluations' problems, drawn as rl.SynthAccuracy draws them,
+	// before anything is written: too many fail here rather than at the
+	// first evaluation, after --eval-every steps of training.
+	if _, err := task.Problems(synth.Test, f.cfg.EvalProblems, f.cfg.Seed+1); err != nil {
+		return usageError{fmt.Errorf("--eval-problems %d: %w", f.cfg.EvalProblems, err)}
+	}
 	sess, err := openSession(env, &f.rf, &f.mf)
 	if err != nil {
 		return err
@@ -48,10 +58,6 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 	}
 	defer pol.Close()
 	if err := sess.checkVocab(pol.LM); err != nil {
-		return err
-	}
-	task, err := synth.Embedded()
-	if err != nil {
 		return err
 	}
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), pol.Weights)

@@ -9,7 +9,10 @@ import (
 
 // TestSFTInputs feeds spiral sft flags that used to be taken or to fail
 // late: each is refused with exit 2 naming the flag before --out is made.
-// --max-grad-norm NaN or Inf (which train refuses) turned clipping off.
+// --max-grad-norm NaN or Inf (which train refuses) turned clipping off;
+// --eval-problems above the 7,130 held-out problems failed at the first
+// evaluation, after --eval-every steps of training, leaving sft.jsonl and
+// artifacts/ behind.
 func TestSFTInputs(t *testing.T) {
 	requireRuntime(t)
 	f := fixtures{dir: t.TempDir()}
@@ -21,6 +24,8 @@ func TestSFTInputs(t *testing.T) {
 	}{
 		{"NaN gradient-norm clip", []string{"--max-grad-norm", "NaN"}, "--max-grad-norm NaN: want a finite norm"},
 		{"infinite gradient-norm clip", []string{"--max-grad-norm", "Inf"}, "--max-grad-norm +Inf: want a finite norm"},
+		{"more held-out problems than the split has", []string{"--eval-problems", "100000"},
+			"--eval-problems 100000: synth: only 7130 distinct test problems found, want 100000"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := f.path(fmt.Sprint("out", i))
