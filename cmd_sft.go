@@ -93,7 +93,16 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 		if name == "tokenizer.json" {
 			src = sess.tokenizer
 		}
-		if err := copyFile(src, filepath.Join(f.out, name)); err != nil && !(name == model.ConfigFile && errors.Is(err, fs.ErrNotExist)) {
+		dst := filepath.Join(f.out, name)
+		err := copyFile(src, dst)
+		if name == model.ConfigFile && errors.Is(err, fs.ErrNotExist) {
+			// The model has none: one left in --out by the model that
+			// --overwrite replaced describes that model.
+			if err = os.Remove(dst); errors.Is(err, fs.ErrNotExist) {
+				err = nil
+			}
+		}
+		if err != nil {
 			return err
 		}
 	}

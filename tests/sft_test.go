@@ -2,6 +2,8 @@ package tests
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,4 +39,20 @@ func TestSFTInputs(t *testing.T) {
 			require.NoDirExists(t, out)
 		})
 	}
+}
+
+// TestSFTOverwriteWithoutConfig: sft --overwrite from a model without
+// config.json removes the config.json of the model it replaces, which
+// described that other model (its layers, heads and context).
+func TestSFTOverwriteWithoutConfig(t *testing.T) {
+	requireRuntime(t)
+	f := fixtures{dir: t.TempDir()}
+	bare := f.modelDir(t, "bare", nil)
+	require.NoError(t, os.Remove(filepath.Join(bare, "config.json")))
+	out := f.modelDir(t, "out", nil)
+	r := spiral(t, nil, "sft", "--model", bare, "--out", out, "--overwrite", "--steps", "1", "--batch", "2", "--eval-problems", "2", "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.FileExists(t, filepath.Join(out, "model.onnx"))
+	require.FileExists(t, filepath.Join(out, "tokenizer.json"))
+	require.NoFileExists(t, filepath.Join(out, "config.json"))
 }
