@@ -37,11 +37,23 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 			return usageError{fmt.Errorf("--figures %q: want png, svg or pdf", *figures)}
 		}
 		c := comparison{maxK: *maxK, figures: *figures}
+		var given givenPaths
 		for _, r := range *runs {
 			label, dir, ok := strings.Cut(r, "=")
 			if !ok || label == "" || dir == "" {
 				return usageError{fmt.Errorf("--run %q: want LABEL=DIR", r)}
 			}
+			if err := given.add("--run "+r, dir, "run directory"); err != nil {
+				return err
+			}
+		}
+		for _, p := range args {
+			if err := given.add(p, p, "report"); err != nil {
+				return err
+			}
+		}
+		for _, r := range *runs {
+			label, dir, _ := strings.Cut(r, "=")
 			curves, err := rl.ReadRunCurves(dir)
 			if err != nil {
 				return err
@@ -66,6 +78,31 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		}
 		return c.report(env.stdout, *out)
 	}
+}
+
+// givenPaths are the run directories and report files a compare was
+// given, to refuse one given twice.
+type givenPaths struct {
+	args  []string
+	infos []os.FileInfo
+}
+
+// add refuses path (given as arg, a what) when it is a file or directory
+// given before, under any spelling: its report or run would count twice,
+// as a second seed of its label or as another label. A path that cannot
+// be read is left to its reader, which names it.
+func (g *givenPaths) add(arg, path, what string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	for i, o := range g.infos {
+		if os.SameFile(o, st) {
+			return usageError{fmt.Errorf("%s and %s are one %s, given twice: it would count twice (as two seeds of one label, or as a label compared with itself)", g.args[i], arg, what)}
+		}
+	}
+	g.args, g.infos = append(g.args, arg), append(g.infos, st)
+	return nil
 }
 
 type labelledRun struct {

@@ -82,6 +82,8 @@ func TestToolInputs(t *testing.T) {
 			want: []string{bogus + `: unknown report mode "bogus" (want passk, rsa or sequential)`}, absent: []string{f.path("p.png")}},
 		{name: "compare: report without a mode", args: []string{"compare", passk, noMode}, code: 1,
 			want: []string{noMode + ": not a spiral eval report: no meta.mode"}},
+		// One report given twice was two seeds of its label.
+		usage("compare: one report twice", passk+" and "+f.dir+"/./passk.json are one report, given twice", "compare", passk, f.dir+"/./passk.json"),
 		{name: "plot: output a directory", args: []string{"plot", "--out", f.dir, passk}, code: 1,
 			want: []string{"--out " + f.dir + " is a directory: want the file to write"}},
 		usage("plot: output empty", "--out is empty: want the .png, .svg or .pdf file to write", "plot", "--out", "", passk),

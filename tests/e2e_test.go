@@ -1056,6 +1056,11 @@ func TestCompareRuns(t *testing.T) {
 			[]string{"run n (n = 1): no step updated the weights (2 of 2, none with an informative problem): no token entropy", "wrote "}, nil},
 		{"seeds of other lengths", []string{"--run", "s=" + filepath.Join(dir, "short"), "--run", "s=" + filepath.Join(dir, "one")}, 1,
 			[]string{"seeds " + filepath.Join(dir, "short") + " and " + filepath.Join(dir, "one") + " log different training steps"}, nil},
+		// One run given twice was two seeds of its label (n = 2).
+		{"one run twice", []string{"--run", "s=" + filepath.Join(dir, "short"), "--run", "s=" + filepath.Join(dir, "short") + "/"}, 2,
+			[]string{"--run s=" + filepath.Join(dir, "short") + " and --run s=" + filepath.Join(dir, "short") + "/ are one run directory, given twice"}, nil},
+		{"one run under two labels", []string{"--run", "a=" + filepath.Join(dir, "short"), "--run", "b=" + filepath.Join(dir, "short")}, 2,
+			[]string{"are one run directory, given twice"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := spiral(t, nil, append([]string{"compare"}, tc.args...)...)

@@ -118,6 +118,8 @@ func TestMalformedInputs(t *testing.T) {
 	noPoints := f.write(t, "nopoints.json", `{"meta":{"mode":"passk","label":"X"},"points":[]}`)
 	noSteps := f.write(t, "nosteps.json", `{"meta":{"mode":"rsa","label":"X"},"steps":[]}`)
 	noBudgets := f.write(t, "nobudgets.json", `{"meta":{"mode":"sequential","label":"X"},"points":[]}`)
+	// compare takes two reports and refuses one given twice.
+	noBudgets2 := f.write(t, "nobudgets2.json", `{"meta":{"mode":"sequential","label":"X"},"points":[]}`)
 	kDown := f.write(t, "kdown.json", `{"meta":{"mode":"passk","label":"B","problems":1},"config":{"samples":2},"points":[{"k":2,"pass_at_k":1},{"k":1,"pass_at_k":0.5}]}`)
 	fromStep1 := f.write(t, "fromstep1.json", `{"meta":{"mode":"rsa","label":"B","problems":1},"steps":[{"step":1,"accuracy":0.5}]}`)
 	above1 := f.write(t, "above1.json", `{"meta":{"mode":"passk","label":"B","problems":1},"config":{"samples":2},"points":[{"k":1,"pass_at_k":1.5}]}`)
@@ -240,7 +242,7 @@ func TestMalformedInputs(t *testing.T) {
 		fail("missing report", []string{f.path("absent.json")}, "plot", f.path("absent.json")),
 		fail("compare: pass@k report without points", []string{"nopoints.json", `"points" is empty`}, "compare", passk, noPoints),
 		fail("compare: RSA reference without steps", []string{"nosteps.json", `"steps" is empty`}, "compare", noSteps, rsa),
-		fail("compare: sequential report without points", []string{"nobudgets.json", `"points" is empty`}, "compare", noBudgets, noBudgets),
+		fail("compare: sequential report without points", []string{"nobudgets.json", `"points" is empty`}, "compare", noBudgets, noBudgets2),
 		fail("compare: k decreasing", []string{"kdown.json", "points[1].k = 1 after points[0].k = 2: want k increasing"}, "compare", passk, kDown),
 		fail("compare: RSA steps from 1", []string{"fromstep1.json", "steps[0].step = 1: want 0"}, "compare", rsa, fromStep1),
 		fail("compare: pass@k above 1", []string{"above1.json", "points[0].pass_at_k = 1.5: want a fraction in [0, 1]"}, "compare", passk, above1),
