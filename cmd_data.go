@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -141,6 +143,9 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 	}
 	if f.out == "" {
 		return write(env.stdout)
+	}
+	if st, err := os.Stat(f.out); err == nil && st.IsDir() {
+		return fmt.Errorf("--out %s is a directory: want the JSONL file to write, such as %s", f.out, filepath.Join(f.out, "problems.jsonl"))
 	}
 	if err := makeParentDir("--out", f.out); err != nil {
 		return err

@@ -363,6 +363,10 @@ func TestDataSynth(t *testing.T) {
 	r = spiral(t, nil, "data", "synth", "--out", under)
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Contains(t, r.stderr, "--out "+under)
+	// A directory failed in atomicfile's rename ("rename ... file exists").
+	r = spiral(t, nil, "data", "synth", "--out", filepath.Dir(file))
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--out "+filepath.Dir(file)+" is a directory: want the JSONL file to write")
 
 	for _, tc := range []struct {
 		args []string
