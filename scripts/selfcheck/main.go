@@ -34,6 +34,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -349,37 +350,36 @@ func ratio(a, b int) string {
 	return fmt.Sprintf("%.3f", float64(a)/float64(b))
 }
 
+// usageError marks a command-line mistake (exit status 2; other errors
+// exit 1).
+type usageError struct{ error }
+
+// run reads every file, then writes the tables: a file that cannot be
+// read leaves nothing written.
 func run(args []string, w io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: selfcheck LABEL=FILE.traces.jsonl ...")
+		return usageError{fmt.Errorf("usage: selfcheck LABEL=FILE.traces.jsonl ...")}
 	}
 	var tallies []counts
 	var labels []string
-	header(w, "model", "search traces", "accuracy", `P(ok \| right)`, `P(ok \| wrong)`, `P(right \| ok)`, "step-1 aggregations",
-		"candidates hold a right one", "accuracy, with one", "accuracy, without")
 	for _, a := range args {
 		label, path, ok := strings.Cut(a, "=")
-		if !ok {
-			return fmt.Errorf("%q: want LABEL=FILE", a)
+		if !ok || label == "" || path == "" {
+			return usageError{fmt.Errorf("%q: want LABEL=FILE", a)}
 		}
-		f, err := os.Open(path)
+		c, err := tallyFile(path)
 		if err != nil {
 			return err
 		}
-		recs, err := report.ReadTraces(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		c, err := tally(recs)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
+		tallies, labels = append(tallies, c), append(labels, label)
+	}
+	header(w, "model", "search traces", "accuracy", `P(ok \| right)`, `P(ok \| wrong)`, `P(right \| ok)`, "step-1 aggregations",
+		"candidates hold a right one", "accuracy, with one", "accuracy, without")
+	for i, c := range tallies {
 		okRight, okWrong, rightOk := c.searchVerdicts.probabilities()
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %d | %s | %s | %s |\n", label, c.search,
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %d | %s | %s | %s |\n", labels[i], c.search,
 			c.accuracy(0), okRight, okWrong, rightOk,
 			c.agg, ratio(c.aggWithRight, c.agg), ratio(c.aggRightWith, c.aggWithRight), ratio(c.aggRightWithout, c.agg-c.aggWithRight))
-		tallies, labels = append(tallies, c), append(labels, label)
 	}
 	title(w, "Step-1 aggregations by what their candidates offered: share of aggregations, and their accuracy")
 	header(w, append([]string{"model"}, offerNames[:]...)...)
@@ -423,6 +423,24 @@ func run(args []string, w io.Writer) error {
 	return nil
 }
 
+// tallyFile reads the traces file at path and tallies it.
+func tallyFile(path string) (counts, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return counts{}, err
+	}
+	recs, err := report.ReadTraces(f)
+	f.Close()
+	if err != nil {
+		return counts{}, fmt.Errorf("%s: %w", path, err)
+	}
+	c, err := tally(recs)
+	if err != nil {
+		return counts{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
 // title starts a table after the one before: a blank line, the title,
 // a blank line.
 func title(w io.Writer, text string) {
@@ -452,6 +470,9 @@ func reportedSteps(last int) []int {
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "selfcheck:", err)
-		os.Exit(2)
+		if errors.As(err, new(usageError)) {
+			os.Exit(2)
+		}
+		os.Exit(1)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,6 +94,36 @@ func TestRunTable(t *testing.T) {
 	require.Error(t, run([]string{path}, &out), "no label")
 	_, err = os.Stat(path)
 	require.NoError(t, err)
+}
+
+// TestRunRefusals: a file that cannot be read leaves nothing written (the
+// tables of the files before it were written, then the error), and only
+// a command-line mistake is a usage error (exit 2).
+func TestRunRefusals(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rsa.traces.jsonl")
+	w, err := report.NewTraceWriter(path, nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Commit())
+	for _, c := range []struct {
+		name  string
+		args  []string
+		want  string
+		usage bool
+	}{
+		{"no file", nil, "usage: selfcheck", true},
+		{"no label", []string{path}, "want LABEL=FILE", true},
+		{"empty label", []string{"=" + path}, "want LABEL=FILE", true},
+		{"empty file name", []string{"base="}, "want LABEL=FILE", true},
+		{"missing file after a good one", []string{"base=" + path, "other=" + path + ".absent"}, "no such file", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(c.args, &out)
+			require.ErrorContains(t, err, c.want)
+			require.Equal(t, c.usage, errors.As(err, new(usageError)))
+			require.Empty(t, out.String())
+		})
+	}
 }
 
 func TestCheckSteps(t *testing.T) {
