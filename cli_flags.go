@@ -441,7 +441,7 @@ func (f *trainFlags) validate() error {
 	if cfg.MicroBatchTokens == 0 {
 		cfg.MicroBatchTokens = 1 // auto: sized to the model later
 	}
-	errs := []error{f.rf.validate(), f.exec.validate(), f.sf.validate(), cfg.Validate(), f.run.Validate(), validLR(f.lr), nonNegative("--warmup", f.warmup),
+	errs := []error{f.rf.validate(), f.exec.validate(), f.sf.validate(), cfg.Validate(), f.run.Validate(), validLR(f.lr, true), nonNegative("--warmup", f.warmup),
 		positive("--eval-problems", f.evalN)}
 	if f.cfg.MicroBatchTokens < 0 {
 		errs = append(errs, fmt.Errorf("--micro-batch-tokens %d: want >= 0 (0 = auto)", f.cfg.MicroBatchTokens))
@@ -576,10 +576,7 @@ func (f *sftFlags) register(fs *pflag.FlagSet) {
 }
 
 func (f *sftFlags) validate() error {
-	errs := []error{f.rf.validate(), f.exec.validate(), f.cfg.Validate(), validLR(f.lr), nonNegative("--warmup", f.warmup)}
-	if f.lr == 0 {
-		errs = append(errs, errors.New("--lr 0: want a learning rate > 0"))
-	}
+	errs := []error{f.rf.validate(), f.exec.validate(), f.cfg.Validate(), validLR(f.lr, false), nonNegative("--warmup", f.warmup)}
 	if _, err := f.params.artifacts(); err != nil {
 		errs = append(errs, err)
 	}
@@ -618,14 +615,19 @@ func (f *generateFlags) validate() error {
 	return errors.Join(errs...)
 }
 
-// validLR checks a --lr value: 0 (the model's default) or a positive rate
-// that float32 weights can take.
-func validLR(lr float64) error {
-	if lr == 0 {
+// validLR checks a --lr value: a positive rate that float32 weights can
+// take, or 0 for the model's default where the command has one
+// (withDefault: train's, not sft's).
+func validLR(lr float64, withDefault bool) error {
+	if lr == 0 && withDefault {
 		return nil
 	}
 	if !(lr > 0) || lr > maxLR {
-		return fmt.Errorf("--lr %v: want a learning rate in (0, %g] (0 = the model's default)", lr, maxLR)
+		def := ""
+		if withDefault {
+			def = " (0 = the model's default)"
+		}
+		return fmt.Errorf("--lr %v: want a learning rate in (0, %g]%s", lr, maxLR, def)
 	}
 	return nil
 }
