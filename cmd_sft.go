@@ -39,6 +39,11 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 		return err
 	}
 	defer sess.close()
+	hf, err := sess.hfConfig()
+	if err != nil {
+		return err
+	}
+	f.cfg.ContextLength = hf.MaxPositionEmbeddings
 	if sameDir(f.out, filepath.Dir(sess.onnx)) {
 		return usageError{fmt.Errorf("--out %s is the directory of --model: sft would write its model.onnx over the model it starts from; give another --out", f.out)}
 	}

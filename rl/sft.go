@@ -87,6 +87,10 @@ type SFTConfig struct {
 	EvalEvery, EvalProblems int
 	// Seed draws the examples and the evaluation.
 	Seed uint64
+	// ContextLength is the model's positions (config.json
+	// max_position_embeddings): an example longer than it is an error,
+	// naming --candidates, before its step runs (0: unchecked).
+	ContextLength int
 }
 
 // DefaultSFTConfig returns 300 steps of 64 examples, half of them
@@ -175,7 +179,15 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) error {
 		if err != nil {
 			return err
 		}
-		m, err := SFTStep(ctx, p.Policy, p.Optimizer, p.Schedule, sftBatch(p.Prompter, exs), cfg.MicroBatchTokens, cfg.MaxGradNorm)
+		batch := sftBatch(p.Prompter, exs)
+		if n := cfg.ContextLength; n > 0 {
+			for _, e := range batch {
+				if l := len(e.Prompt) + len(e.Completion); l > n {
+					return fmt.Errorf("rl: sft: step %d: an example of %d tokens passes the model's %d positions (config.json max_position_embeddings); aggregation examples hold --candidates %d candidates: give fewer", step, l, n, cfg.Mix.Candidates)
+				}
+			}
+		}
+		m, err := SFTStep(ctx, p.Policy, p.Optimizer, p.Schedule, batch, cfg.MicroBatchTokens, cfg.MaxGradNorm)
 		if err != nil {
 			return err
 		}

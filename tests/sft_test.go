@@ -61,3 +61,17 @@ func TestSFTOverwriteWithoutConfig(t *testing.T) {
 	require.FileExists(t, filepath.Join(out, "tokenizer.json"))
 	require.NoFileExists(t, filepath.Join(out, "config.json"))
 }
+
+// TestSFTExamplesPastContext: aggregation examples longer than the
+// model's positions (4,096: 2,000 candidates of the task's traces) are an
+// error naming --candidates at the first step, not ONNX Runtime's failure
+// to allocate terabytes.
+func TestSFTExamplesPastContext(t *testing.T) {
+	requireRuntime(t)
+	f := fixtures{dir: t.TempDir()}
+	good := f.modelDir(t, "good", nil)
+	r := spiral(t, nil, "sft", "--model", good, "--out", f.path("out"), "--steps", "1", "--batch", "2", "--aggregate-share", "1", "--candidates", "2000", "--quiet")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Regexp(t, `step 1: an example of \d+ tokens passes the model's 4096 positions \(config.json max_position_embeddings\); aggregation examples hold --candidates 2000 candidates: give fewer`, r.stderr)
+	require.NoFileExists(t, f.path("out/model.onnx"))
+}
