@@ -74,7 +74,11 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 	if err := sched.Validate(); err != nil {
 		return usageError{err}
 	}
-	logf, err := os.OpenFile(filepath.Join(f.out, "sft.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o666)
+	// The log goes to sft.jsonl.partial until the model is written: a run
+	// that fails or is interrupted leaves the model and sft.jsonl of the
+	// one before it (--overwrite) as they were.
+	logPath := filepath.Join(f.out, "sft.jsonl")
+	logf, err := os.OpenFile(logPath+".partial", os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o666)
 	if err != nil {
 		return err
 	}
@@ -110,6 +114,12 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := logf.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(logPath+".partial", logPath); err != nil {
+		return err
 	}
 	fmt.Fprintf(env.stdout, "wrote %s\n", out)
 	return nil

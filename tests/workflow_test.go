@@ -59,6 +59,17 @@ func TestWorkflow(t *testing.T) {
 	require.Equal(t, cfg, kept)
 	require.NoFileExists(t, filepath.Join(files, "model.onnx"))
 	require.Equal(t, 4, countLines(t, filepath.Join(sft, "sft.jsonl")), "the first sft's log, kept")
+	// An --overwrite run that fails leaves the model and log it was to
+	// replace as they were, its own log beside them as sft.jsonl.partial.
+	sftModel, err := os.ReadFile(filepath.Join(sft, "model.onnx"))
+	require.NoError(t, err)
+	r = spiral(t, nil, "sft", "--model", m, "--out", sft, "--overwrite", "--steps", "1", "--batch", "2", "--aggregate-share", "1", "--candidates", "2000", "--quiet")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, 4, countLines(t, filepath.Join(sft, "sft.jsonl")), "the first sft's log, kept")
+	require.FileExists(t, filepath.Join(sft, "sft.jsonl.partial"))
+	keptModel, err := os.ReadFile(filepath.Join(sft, "model.onnx"))
+	require.NoError(t, err)
+	require.Equal(t, sftModel, keptModel)
 	// sft into the directory it starts from is refused, the model kept.
 	before, err := os.ReadFile(filepath.Join(m, "model.onnx"))
 	require.NoError(t, err)
