@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,21 @@ func TestWithoutCancellation(t *testing.T) {
 				return
 			}
 			require.EqualError(t, got, c.want.Error())
+		})
+	}
+}
+
+// TestCompareFigures: compare's --figures is the plots' extension, one of
+// png, svg and pdf; a value that merely ends in one ("a.svg", ".png")
+// would name files such as passk.a.svg or passk..png, and is refused
+// before any report is read.
+func TestCompareFigures(t *testing.T) {
+	for _, figures := range []string{"jpg", "", "a.svg", ".png", "x.pdf"} {
+		t.Run(figures, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"compare", "--figures", figures, "a.json", "b.json"}, &cliEnv{stdout: &stdout, stderr: &stderr})
+			require.Equal(t, exitUsage, code, stderr.String())
+			require.Contains(t, stderr.String(), fmt.Sprintf("--figures %q: want png, svg or pdf", figures))
 		})
 	}
 }
