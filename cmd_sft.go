@@ -28,10 +28,10 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 	if err != nil {
 		return err
 	}
-	// The evaluations' problems, drawn as rl.SynthAccuracy draws them,
-	// before anything is written: too many fail here rather than at the
-	// first evaluation, after --eval-every steps of training.
-	if _, err := task.Problems(synth.Test, f.cfg.EvalProblems, f.cfg.Seed+1); err != nil {
+	// The evaluations' problems, before anything is written: too many
+	// fail here rather than at the first evaluation, after --eval-every
+	// steps of training.
+	if _, err := rl.SynthEvalProblems(task, f.cfg.EvalProblems, f.cfg.Seed); err != nil {
 		return usageError{fmt.Errorf("--eval-problems %d: %w", f.cfg.EvalProblems, err)}
 	}
 	sess, err := openSession(env, &f.rf, &f.mf)

@@ -233,12 +233,20 @@ func sftBatch(pr TurnPrompter, exs []synth.Example) []Example {
 	return batch
 }
 
+// SynthEvalProblems returns the n held-out problems of task that
+// SynthAccuracy evaluates for seed, or the error it would fail with (too
+// many for the task's test split), which a caller can check before
+// training.
+func SynthEvalProblems(task *synth.Task, n int, seed uint64) ([]synth.Item, error) {
+	return task.Problems(synth.Test, n, seed+1)
+}
+
 // SynthAccuracy measures greedy accuracy on n held-out problems of the
-// synthetic task (seed+1 picks them): search prompts, and aggregation
+// synthetic task (SynthEvalProblems): search prompts, and aggregation
 // prompts whose cands candidates carry planted mistakes.
 func SynthAccuracy(ctx context.Context, p SFTParts, n, cands int, seed uint64) (SFTEval, error) {
 	var acc SFTEval
-	items, err := p.Task.Problems(synth.Test, n, seed+1)
+	items, err := SynthEvalProblems(p.Task, n, seed)
 	if err != nil {
 		return acc, err
 	}
