@@ -236,8 +236,8 @@ func (c *cutCounter) note(w io.Writer, maxNew int, rule rl.RewardRule) {
 		were = "was"
 	}
 	fmt.Fprintf(w, "spiral: note: %d of the %d traces %s cut at --max-new-tokens %d", c.cut, c.traces, were, maxNew)
-	if !rule.Truncated {
-		fmt.Fprint(w, "; a cut trace earns nothing unless it had stated an explicit answer (raise --max-new-tokens, or grade cut traces with --reward-truncated)")
+	if h := rule.CutTraces(); h != "" {
+		fmt.Fprint(w, "; "+h)
 	}
 	fmt.Fprintln(w)
 }

@@ -33,6 +33,16 @@ func (r RewardRule) String() string {
 	return s + "; a truncated trace earns nothing unless it had stated an explicit answer"
 }
 
+// CutTraces says what the rule makes of traces cut at the token limit
+// when it does not grade them ("" when it does), and what to change:
+// the end of a line that counts such traces.
+func (r RewardRule) CutTraces() string {
+	if r.Truncated {
+		return ""
+	}
+	return "a cut trace earns nothing unless it had stated an explicit answer (raise --max-new-tokens, or grade cut traces with --reward-truncated)"
+}
+
 // NewJudge adapts the grader to the rollout scaffolds once, for training
 // and evaluation alike: grader.Config{NoFallback: !r.Fallback}.Grade
 // decides correctness, grader.Equivalent clusters answers for majority

@@ -713,11 +713,11 @@ func warnNoUpdate(w io.Writer, path string, rule RewardRule) error {
 		if skipped > 0 {
 			why += fmt.Sprintf(", %d skipped a non-finite update", skipped)
 		}
-		switch {
-		case cut > 0 && rule.Truncated:
+		if cut > 0 {
 			why += fmt.Sprintf("; %d of the %d traces of the steps without an informative problem were cut at --max-new-tokens", cut, traces)
-		case cut > 0:
-			why += fmt.Sprintf("; %d of the %d traces of the steps without an informative problem were cut at --max-new-tokens, and a cut trace earns nothing unless it had stated an explicit answer (raise --max-new-tokens, or grade cut traces with --reward-truncated)", cut, traces)
+			if h := rule.CutTraces(); h != "" {
+				why += ", and " + h
+			}
 		}
 		fmt.Fprintf(w, "spiral: warning: no step of this run updated the weights (%s): %s\n", path, why)
 	}
