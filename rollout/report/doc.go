@@ -1,6 +1,6 @@
 // Package report writes the evaluation reports of `spiral eval`: one JSON
-// document per run and PNG plots in the style of the SPIRAL and RSA papers'
-// figures.
+// document per run and plots (PNG, SVG or PDF by the file's extension,
+// writeFigure) in the style of the SPIRAL and RSA papers' figures.
 //
 // Conventions:
 //   - a report is the caller's Meta (model, dataset, the problems' ids,

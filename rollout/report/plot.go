@@ -106,20 +106,20 @@ const (
 	AxisLog               // log scale, ticks at powers of ten (tokens)
 )
 
-// PlotPassAtK writes a PNG of pass@k (solid) and majority@k (dashed)
+// PlotPassAtK writes a plot of pass@k (solid) and majority@k (dashed)
 // against k on a log2 axis, one colour per report (the RSA paper's
 // parallel-scaling figure).
 func PlotPassAtK(path string, size PlotSize, reps ...PassAtK) error {
 	return plotEach(path, size, Figure{Title: "pass@k and majority@k", XLabel: "k (samples)", Axis: AxisLog2, Name: "pass@k", Name2: "majority@k"}, reps, MeanPassAtK)
 }
 
-// PlotRSA writes a PNG of the population's accuracy (solid) and majority
+// PlotRSA writes a plot of the population's accuracy (solid) and majority
 // (dashed) against the RSA step, one colour per report.
 func PlotRSA(path string, size PlotSize, reps ...RSA) error {
 	return plotEach(path, size, Figure{Title: "Recursive self-aggregation", XLabel: "RSA step", Axis: AxisSteps, Name: "accuracy", Name2: "majority"}, reps, MeanRSA)
 }
 
-// PlotBudget writes a PNG of accuracy against the token budget on a log2
+// PlotBudget writes a plot of accuracy against the token budget on a log2
 // axis, one colour per report.
 func PlotBudget(path string, size PlotSize, reps ...Budget) error {
 	return plotEach(path, size, Figure{Title: "Sequential scaling", XLabel: "token budget", Axis: AxisLog2, Name: "accuracy"}, reps, MeanBudget)
@@ -151,8 +151,8 @@ type Figure struct {
 	Name, Name2 string
 }
 
-// renderFigure draws the series in f's frame and writes the PNG
-// atomically.
+// renderFigure draws the series in f's frame and writes the figure
+// (writeFigure: its format by path's extension).
 func renderFigure(path string, size PlotSize, f Figure, ss []series) error {
 	title, xLabel, axis := f.Title, f.XLabel, f.Axis
 	log2 := axis != AxisSteps

@@ -207,7 +207,7 @@ func TokenCurves(label string, passk []PassAtK, rsa []RSA, budget []Budget) ([]S
 	return out, nil
 }
 
-// PlotSeeds writes a PNG of curves averaged over seeds, one colour per
+// PlotSeeds writes a plot of curves averaged over seeds, one colour per
 // curve: Y solid, Y2 (when present and f.Name2 is set) dashed, each with
 // its range over seeds as error bars when a curve has several seeds.
 func PlotSeeds(path string, size PlotSize, f Figure, curves ...Seeds) error {

@@ -95,11 +95,11 @@ const (
 	DefaultTrainingHeight = 800
 )
 
-// PlotTraining writes a figure (PNG, SVG or PDF by path's extension) of four panels against the training step: the
-// search and aggregation rewards, the token entropy (of the steps that
-// trained something), the informative
-// fraction with the search credit, and the held-out pass@1 and majority@k
-// (held may be empty).
+// PlotTraining writes a figure (PNG, SVG or PDF by path's extension) of
+// four panels against the training step: the search and aggregation
+// rewards, the token entropy (of the steps that trained something), the
+// informative fraction with the search credit, and the held-out pass@1
+// and majority@k (held may be empty).
 // Each per-step series is drawn as its raw points and a smoothed line
 // (Smooth).
 func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint, held []HeldOutPoint) error {
