@@ -93,7 +93,9 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 		return 0
 	}
 	if name == "help" {
-		if len(args) == 0 {
+		// spiral help, spiral help help and spiral help --help: the
+		// command list.
+		if len(args) == 0 || args[0] == "help" || strings.HasPrefix(args[0], "-") {
 			printTopUsage(env.stdout)
 			return 0
 		}

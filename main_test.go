@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -50,5 +51,20 @@ func TestCompareFigures(t *testing.T) {
 			require.Equal(t, exitUsage, code, stderr.String())
 			require.Contains(t, stderr.String(), fmt.Sprintf("--figures %q: want png, svg or pdf", figures))
 		})
+	}
+}
+
+// TestHelpOfHelp: spiral help followed by help or a flag prints the
+// command list, as spiral help does; they were "unknown command
+// \"--help\"" (exit 2) once spiral help CMD became spiral CMD --help.
+func TestHelpOfHelp(t *testing.T) {
+	var top bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"help"}, &cliEnv{stdout: &top, stderr: io.Discard}))
+	require.Contains(t, top.String(), "Commands:")
+	for _, args := range [][]string{{"help", "help"}, {"help", "--help"}, {"help", "-h"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
+		require.Equal(t, 0, code, "%q: %s", args, stderr.String())
+		require.Equal(t, top.String(), stdout.String(), "%q", args)
 	}
 }
