@@ -71,7 +71,7 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 		}
 		if n := cfg.ContextLength; n > 0 && len(ids[i])+cfg.MaxNewTokens > n {
 			fmt.Fprintf(env.stderr, "spiral: warning: prompt %d is %d tokens: with --max-new-tokens %d it passes the model's %d positions, so its completions stop at %d new tokens\n",
-				i, len(ids[i]), cfg.MaxNewTokens, n, max(0, n-len(ids[i])))
+				i, len(ids[i]), cfg.MaxNewTokens, n, n-len(ids[i]))
 		}
 	}
 	gen, err := sess.generator(ctx, f.engine, pol, cfg, env.stderr)
