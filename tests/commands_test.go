@@ -117,13 +117,7 @@ func TestToolInputs(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := spiral(t, []string{"SPIRAL_CACHE_DIR=" + f.path("cache")}, c.args...)
-			out := r.stdout + r.stderr
-			require.Equal(t, c.code, r.code, "args %q\n%s", c.args, out)
-			require.NotContains(t, out, "panic:")
-			require.NotContains(t, out, "goroutine ")
-			for _, w := range c.want {
-				require.Contains(t, out, w)
-			}
+			requireExit(t, r, c.code, c.args, c.want...)
 			for _, p := range c.absent {
 				_, err := os.Stat(p)
 				require.ErrorIs(t, err, os.ErrNotExist, "%s was written", p)

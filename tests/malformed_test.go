@@ -253,13 +253,21 @@ func TestMalformedInputs(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := spiral(t, []string{"SPIRAL_CACHE_DIR=" + f.path("cache")}, c.args...)
-			out := r.stdout + r.stderr
-			require.Equal(t, c.code, r.code, "args %q\n%s", c.args, out)
-			require.NotContains(t, out, "panic:")
-			require.NotContains(t, out, "goroutine ")
-			for _, w := range c.want {
-				require.Contains(t, out, w)
-			}
+			requireExit(t, r, c.code, c.args, c.want...)
 		})
+	}
+}
+
+// requireExit checks that the run of args exited with code, that its
+// output (stdout and stderr) holds each of want, and that nothing
+// panicked (no Go panic or goroutine dump).
+func requireExit(t *testing.T, r result, code int, args []string, want ...string) {
+	t.Helper()
+	out := r.stdout + r.stderr
+	require.Equal(t, code, r.code, "args %q\n%s", args, out)
+	require.NotContains(t, out, "panic:")
+	require.NotContains(t, out, "goroutine ")
+	for _, w := range want {
+		require.Contains(t, out, w)
 	}
 }
