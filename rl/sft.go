@@ -181,9 +181,13 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) error {
 		}
 		batch := sftBatch(p.Prompter, exs)
 		if n := cfg.ContextLength; n > 0 {
-			for _, e := range batch {
+			for i, e := range batch {
 				if l := len(e.Prompt) + len(e.Completion); l > n {
-					return fmt.Errorf("rl: sft: step %d: an example of %d tokens passes the model's %d positions (config.json max_position_embeddings); aggregation examples hold --candidates %d candidates: give fewer", step, l, n, cfg.Mix.Candidates)
+					what := "a search example"
+					if exs[i].Kind == synth.KindAggregate {
+						what = fmt.Sprintf("an aggregation example (of --candidates %d candidates: give fewer)", cfg.Mix.Candidates)
+					}
+					return fmt.Errorf("rl: sft: step %d: %s of %d tokens passes the model's %d positions (config.json max_position_embeddings)", step, what, l, n)
 				}
 			}
 		}

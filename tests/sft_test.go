@@ -72,6 +72,6 @@ func TestSFTExamplesPastContext(t *testing.T) {
 	good := f.modelDir(t, "good", nil)
 	r := spiral(t, nil, "sft", "--model", good, "--out", f.path("out"), "--steps", "1", "--batch", "2", "--aggregate-share", "1", "--candidates", "2000", "--quiet")
 	require.Equal(t, 1, r.code, r.stderr)
-	require.Regexp(t, `step 1: an example of \d+ tokens passes the model's 4096 positions \(config.json max_position_embeddings\); aggregation examples hold --candidates 2000 candidates: give fewer`, r.stderr)
+	require.Regexp(t, `step 1: an aggregation example \(of --candidates 2000 candidates: give fewer\) of \d+ tokens passes the model's 4096 positions \(config.json max_position_embeddings\)`, r.stderr)
 	require.NoFileExists(t, f.path("out/model.onnx"))
 }
