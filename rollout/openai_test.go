@@ -307,12 +307,14 @@ func TestOpenAIErrors(t *testing.T) {
 	// is announced instead of waited on silently.
 	t.Run("model check waits aloud", func(t *testing.T) {
 		for _, tc := range []struct {
-			name  string
-			delay time.Duration
-			want  string
+			name          string
+			delay, notice time.Duration
+			want          string
 		}{
-			{"prompt answer", 0, ""},
-			{"slow answer", 300 * time.Millisecond, "spiral: waiting for URL/v1/models to answer (nothing after 50ms; giving up after 5s, --engine-timeout)\n"},
+			// A second's notice, so that a loaded machine's slow answer is
+			// not taken for a silent server.
+			{"prompt answer", 0, time.Second, ""},
+			{"slow answer", 300 * time.Millisecond, 50 * time.Millisecond, "spiral: waiting for URL/v1/models to answer (nothing after 50ms; giving up after 5s, --engine-timeout)\n"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				fake := newFake()
@@ -321,7 +323,7 @@ func TestOpenAIErrors(t *testing.T) {
 				defer srv.Close()
 				cfg := engineConfig(srv.URL)
 				var warn bytes.Buffer
-				cfg.Warn, cfg.WaitNotice = &warn, 50*time.Millisecond
+				cfg.Warn, cfg.WaitNotice = &warn, tc.notice
 				eng, err := rollout.NewOpenAI(cfg)
 				require.NoError(t, err)
 				require.NoError(t, eng.CheckModel(context.Background()))
