@@ -449,6 +449,9 @@ func (f *trainFlags) validate() error {
 	if f.cfg.Pipeline.Rounds == 0 { // the config's 0 (runs saved before the flag) is not a value to give
 		errs = append(errs, errors.New("--agg-rounds is 0; want >= 1"))
 	}
+	if f.sf.cfg.Temperature == 0 {
+		errs = append(errs, errors.New("--temperature 0 samples greedily: every trace of a problem would be the same, so no advantage is ever non-zero and no step trains; want a temperature > 0 (1 samples the policy being trained)"))
+	}
 	if f.data != "" && f.evalData == "" {
 		// The embedded task's test split is the held-out set only when
 		// training on that task: asked-for evaluations would not run.

@@ -155,6 +155,7 @@ func TestUsageErrors(t *testing.T) {
 		{"engine URL without a scheme", []string{"eval", "--engine", "openai", "--served-model", "m", "--base-url", "127.0.0.1:8000/v1"}, `--base-url "127.0.0.1:8000/v1": want an http:// or https:// URL`},
 		{"engine URL without a host", []string{"eval", "--engine", "openai", "--served-model", "m", "--base-url", "http://"}, `--base-url "http://" names no host`},
 		{"engine URL that does not parse", []string{"eval", "--engine", "openai", "--served-model", "m", "--base-url", "http://exa mple/v1"}, `--base-url "http://exa mple/v1" does not parse as a URL`},
+		{"greedy training", []string{"train", "--temperature", "0"}, "--temperature 0 samples greedily: every trace of a problem would be the same, so no advantage is ever non-zero and no step trains"},
 		{"engine timeout 0", []string{"eval", "--engine", "openai", "--served-model", "m", "--base-url", "http://x/v1", "--engine-timeout", "0"}, "--engine-timeout 0s: want > 0"},
 		{"negative engine timeout", []string{"train", "--engine", "openai", "--served-model", "m", "--base-url", "http://x/v1", "--engine-timeout", "-1s",
 			"--engine-sync", "sglang", "--sync-dir", "sync"}, "--engine-timeout -1s: want > 0"},
