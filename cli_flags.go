@@ -520,6 +520,15 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.traces, "traces", false, "also write every judged trace to MODE.traces.jsonl in --out (text, answer, grade; RSA: step and the candidates it read)")
 }
 
+// draws is how many samples of a problem the mode draws from one prompt:
+// --samples, or RSA's population.
+func (f *evalFlags) draws() int {
+	if f.mode == "rsa" {
+		return f.rsa.Population
+	}
+	return f.samples
+}
+
 func (f *evalFlags) validate() error {
 	errs := []error{f.rf.validate(), f.sf.validate(), f.df.opt.Validate(), nonNegative("--limit", f.limit), f.engine.validate()}
 	if f.out == "" {

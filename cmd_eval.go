@@ -76,6 +76,9 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	if err != nil {
 		return err
 	}
+	if n := f.draws(); samplerCfg.Temperature == 0 && n > 1 {
+		fmt.Fprintf(env.stderr, "spiral: note: --temperature 0 samples greedily: the %d samples of a problem are all the same\n", n)
+	}
 	f.rsa.PromptLimit = promptLimit(samplerCfg)
 	before := len(problems)
 	if problems, err = fitContext(sess, tmpl, problems, samplerCfg, env.stderr); err != nil {

@@ -145,6 +145,7 @@ func TestEvalThroughEngine(t *testing.T) {
 			local, remote := filepath.Join(t.TempDir(), "local"), filepath.Join(t.TempDir(), "remote")
 			r := spiral(t, nil, append([]string{"eval", "--mode", mode, "--out", local}, common...)...)
 			require.Equal(t, 0, r.code, r.stderr)
+			require.Contains(t, r.stderr, "spiral: note: --temperature 0 samples greedily: the 2 samples of a problem are all the same")
 			before := srv.served()
 			r = spiral(t, nil, append(append([]string{"eval", "--mode", mode, "--out", remote, "--engine-concurrency", "3"}, engine...), common...)...)
 			require.Equal(t, 0, r.code, r.stderr)
