@@ -255,9 +255,7 @@ func trimPunct(s string) string {
 			}
 			t = t[:len(t)-1]
 		}
-		if strings.HasSuffix(t, `\\`) {
-			t = t[:len(t)-2]
-		}
+		t = strings.TrimSuffix(t, `\\`)
 		if t == s {
 			return t
 		}

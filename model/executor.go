@@ -205,11 +205,6 @@ func (e *Executor) countGradient(n int) {
 	}
 }
 
-// run runs the session of graph key on in, filling out (runSession).
-func (e *Executor) run(key string, in, out []*ortc.Value) error {
-	return e.runSession(e.sess[key], in, out)
-}
-
 // runSession runs sess on in, filling out, and counts on the device
 // layer the bytes that cross with the call: its host inputs and every
 // output, which returns to the host.

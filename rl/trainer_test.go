@@ -388,12 +388,11 @@ func TestTrainerSkipsNonFiniteUpdate(t *testing.T) {
 
 // deviceFakeLearner is trainerFakeLearner keeping its gradients and
 // AdamW on a device, with no host gradient store (it refuses one): it
-// records its Update and SyncHost calls (and what had happened before
-// each sync) and reports a gradient norm of 3.
+// records its Update calls, counts its SyncHost calls and reports a
+// gradient norm of 3.
 type deviceFakeLearner struct {
 	trainerFakeLearner
 	updates [][2]float64 // lr, max grad norm
-	syncs   []string
 	synced  int
 }
 
