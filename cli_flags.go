@@ -639,7 +639,7 @@ func validLR(lr float64, withDefault bool) error {
 		if withDefault {
 			def = " (0 = the model's default)"
 		}
-		return fmt.Errorf("--lr %v: want a learning rate in (0, %g]%s", lr, maxLR, def)
+		return fmt.Errorf("--lr %v: want a learning rate in (0, %g]%s", lr, float32(maxLR), def)
 	}
 	return nil
 }

@@ -31,8 +31,8 @@ func TestSFTInputs(t *testing.T) {
 		// sft has no model default to fall back on: 0 is refused like a
 		// negative rate, and neither message offers 0 (they said "0 = the
 		// model's default").
-		{"negative learning rate", []string{"--lr", "-1"}, "--lr -1: want a learning rate in (0, 3.4028234663852886e+38]\n"},
-		{"zero learning rate", []string{"--lr", "0"}, "--lr 0: want a learning rate in (0, 3.4028234663852886e+38]\n"},
+		{"negative learning rate", []string{"--lr", "-1"}, "--lr -1: want a learning rate in (0, 3.4028235e+38]\n"},
+		{"zero learning rate", []string{"--lr", "0"}, "--lr 0: want a learning rate in (0, 3.4028235e+38]\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := f.path(fmt.Sprint("out", i))
