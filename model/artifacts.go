@@ -186,8 +186,31 @@ func (o ArtifactOptions) key() string {
 // tie_word_embeddings is false. The directory is written file by file
 // through temporary names, the manifest last, so an interrupted build is
 // redone rather than half used. Only the graph of src is read, not its
-// weights (except to compare tie candidates).
+// weights (except to compare tie candidates). The directory is locked
+// while it is checked and built (lockArtifacts), so processes preparing
+// it at once, for one model or for different ones, never mix their files.
 func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) {
+	unlock, err := lockArtifacts(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return prepareArtifacts(src, dir, opt)
+}
+
+// lockArtifacts creates the artifacts directory dir and takes its lock
+// (lockDir), which a reader holds until it has read the files it uses: a
+// process preparing the directory for another model waits for it rather
+// than replacing the files under it.
+func lockArtifacts(dir string) (release func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("model: artifacts: %w", err)
+	}
+	return lockDir(dir)
+}
+
+// prepareArtifacts is PrepareArtifacts with the directory's lock held.
+func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) {
 	fp, err := Fingerprint(src)
 	if err != nil {
 		return nil, err
@@ -298,9 +321,6 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	rollout, err := weightsToInputs(src1.Proto, inputs)
 	if err != nil {
 		return nil, fmt.Errorf("model: rollout graph of %s: %w", src, err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("model: artifacts: %w", err)
 	}
 	for _, f := range []struct {
 		name string

@@ -60,7 +60,13 @@ type PolicyOptions struct {
 // loads the initial weights from src, and opens the sampling LM and, when
 // opt.Train is set, the training executor.
 func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Policy, error) {
-	art, err := PrepareArtifacts(src, artifactsDir, opt.Artifacts)
+	// The artifacts stay locked until the sessions below have read them.
+	unlock, err := lockArtifacts(artifactsDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	art, err := prepareArtifacts(src, artifactsDir, opt.Artifacts)
 	if err != nil {
 		return nil, err
 	}
