@@ -29,6 +29,11 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	if err := os.MkdirAll(f.out, 0o777); err != nil {
 		return fmt.Errorf("--out %s: %w", f.out, err)
 	}
+	unlock, err := lockEvalOutput(f.out, f.mode)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	// On a serving engine, --model gives the tokenizer and config.json
 	// only (a directory holding them is enough).
 	resolve := f.mf.resolve

@@ -1,9 +1,13 @@
 package tests
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -41,4 +45,31 @@ func TestConcurrentEvalsOfTwoModels(t *testing.T) {
 	}
 	require.FileExists(t, filepath.Join(out, "passk.json"))
 	require.FileExists(t, filepath.Join(out, "sequential.json"))
+}
+
+// TestConcurrentEvalsOfOneMode: a second evaluation of the same mode into
+// the --out where one is running is refused at once, naming the lock,
+// rather than writing the same report, plot and traces files: the two
+// shared one .partial traces file, and the one that committed it last
+// failed after its report was written, beside the other's traces. The
+// first finishes as if alone, and the lock does not outlive it.
+func TestConcurrentEvalsOfOneMode(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "eval")
+	args := []string{"eval", "--mode", "passk", "--limit", "64", "--samples", "16", "--out", out, "--traces", "--quiet"}
+	first := exec.Command(binary, args...)
+	first.Dir = dir
+	var stderr strings.Builder
+	first.Stderr = &stderr
+	require.NoError(t, first.Start())
+	partial := filepath.Join(out, "passk.traces.jsonl.partial")
+	require.Eventually(t, func() bool { _, err := os.Stat(partial); return err == nil }, time.Minute, 5*time.Millisecond)
+	r := spiralIn(t, dir, nil, append(args, "--seed", "2")...)
+	require.NoError(t, first.Wait(), stderr.String())
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "another spiral eval --mode passk is writing there (lock "+filepath.Join(out, ".passk.lock")+")")
+	require.Equal(t, 64*16, countLines(t, filepath.Join(out, "passk.traces.jsonl")))
+	r = spiralIn(t, dir, nil, "eval", "--mode", "passk", "--limit", "2", "--samples", "2", "--out", out, "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
 }
