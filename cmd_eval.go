@@ -127,6 +127,21 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	}
 	cuts := &cutCounter{next: ev.Traces}
 	ev.Traces = cuts.write
+	// save writes an evaluation's outputs, the report last: a report is
+	// there only when its traces and plot are, so one that fails (a full
+	// disk) or is killed on the way leaves no report of this run.
+	save := func(writeJSON, plot func() error) error {
+		if traces != nil {
+			if err := traces.Commit(); err != nil {
+				return err
+			}
+			fmt.Fprintf(env.stdout, "wrote %s.traces.jsonl\n", base)
+		}
+		if err := plot(); err != nil {
+			return err
+		}
+		return writeJSON()
+	}
 	switch f.mode {
 	case "rsa":
 		res, err := ev.RSA(ctx, problems, f.rsa, f.seed)
@@ -135,13 +150,11 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 			return err
 		}
 		rep := report.NewRSA(meta, res)
-		if err := report.WriteJSON(base+".json", rep); err != nil {
+		if err := save(func() error { return report.WriteJSON(base+".json", rep) },
+			func() error { return report.PlotRSA(base+".png", report.PlotSize{}, rep) }); err != nil {
 			return err
 		}
 		noteFittedPrompts(env.stderr, res, len(problems))
-		if err := report.PlotRSA(base+".png", report.PlotSize{}, rep); err != nil {
-			return err
-		}
 		fmt.Fprintf(env.stdout, "%-5s %-9s %-9s %s\n", "step", "accuracy", "majority", "tokens")
 		for _, s := range res.Steps {
 			fmt.Fprintf(env.stdout, "%-5d %-9.4f %-9.4f %d\n", s.Step, s.Accuracy, s.Majority, s.Cumulative.Total())
@@ -153,10 +166,8 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 			return err
 		}
 		rep := report.NewPassAtK(meta, res)
-		if err := report.WriteJSON(base+".json", rep); err != nil {
-			return err
-		}
-		if err := report.PlotPassAtK(base+".png", report.PlotSize{}, rep); err != nil {
+		if err := save(func() error { return report.WriteJSON(base+".json", rep) },
+			func() error { return report.PlotPassAtK(base+".png", report.PlotSize{}, rep) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.stdout, "%-5s %-9s %s\n", "k", "pass@k", "majority@k")
@@ -170,22 +181,14 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 			return err
 		}
 		rep := report.NewBudget(meta, res)
-		if err := report.WriteJSON(base+".json", rep); err != nil {
-			return err
-		}
-		if err := report.PlotBudget(base+".png", report.PlotSize{}, rep); err != nil {
+		if err := save(func() error { return report.WriteJSON(base+".json", rep) },
+			func() error { return report.PlotBudget(base+".png", report.PlotSize{}, rep) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.stdout, "%-7s %-9s %s\n", "budget", "accuracy", "truncated")
 		for _, p := range res.Points {
 			fmt.Fprintf(env.stdout, "%-7d %-9.4f %.3f\n", p.Budget, p.Accuracy, p.Truncated)
 		}
-	}
-	if traces != nil {
-		if err := traces.Commit(); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.stdout, "wrote %s.traces.jsonl\n", base)
 	}
 	cuts.note(env.stderr, samplerCfg.MaxNewTokens, f.reward.rule)
 	if skipped > 0 {

@@ -73,3 +73,22 @@ func TestConcurrentEvalsOfOneMode(t *testing.T) {
 	r = spiralIn(t, dir, nil, "eval", "--mode", "passk", "--limit", "2", "--samples", "2", "--out", out, "--quiet")
 	require.Equal(t, 0, r.code, r.stderr)
 }
+
+// TestEvalFailureLeavesNoReport: an evaluation whose plot or traces file
+// cannot be written (here a directory stands at its name; a full disk
+// does the same) fails naming it and leaves no report: the report is
+// written last, so a report in --out always has its plot and traces
+// beside it (scripts/study.sh takes a report as a finished evaluation).
+func TestEvalFailureLeavesNoReport(t *testing.T) {
+	requireRuntime(t)
+	for _, blocked := range []string{"passk.png", "passk.traces.jsonl"} {
+		t.Run(blocked, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "eval")
+			require.NoError(t, os.MkdirAll(filepath.Join(out, blocked, "x"), 0o777))
+			r := spiral(t, nil, "eval", "--mode", "passk", "--limit", "2", "--samples", "2", "--out", out, "--traces", "--quiet")
+			require.Equal(t, 1, r.code, r.stderr)
+			require.Contains(t, r.stderr, filepath.Join(out, blocked))
+			require.NoFileExists(t, filepath.Join(out, "passk.json"))
+		})
+	}
+}
