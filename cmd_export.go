@@ -23,7 +23,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph; LoRA merged), hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files; LoRA merged) or peft (a LoRA checkpoint's adapters as a peft adapter directory)")
 	baseModel := fs.String("base-model", "", "peft: the base model adapter_config.json names (base_model_name_or_path): a Hugging Face id or a transformers model directory such as an --format hf export (default: config.json's _name_or_path beside --model, as optimum writes the id there; else none)")
 	external := fs.Bool("external-data", false, "onnx: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
-	return func(_ context.Context, env *cliEnv, args []string) error {
+	return func(ctx context.Context, env *cliEnv, args []string) error {
 		if *format != "onnx" && *format != "hf" && *format != "peft" {
 			return usageError{fmt.Errorf("--format %q: want onnx, hf or peft", *format)}
 		}
@@ -89,13 +89,13 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			fmt.Fprintf(env.stdout, "wrote %s: a peft adapter directory for %s from %s (%d tensors)\n", *out, r.onnx, from, n)
 		case "hf":
-			n, err := model.ExportHF(r.onnx, r.tokenizer, *out, w, lora)
+			n, err := model.ExportHF(ctx, r.onnx, r.tokenizer, *out, w, lora)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(env.stdout, "wrote %s: a Hugging Face model directory from %s with %s (%d tensors)\n", *out, r.onnx, from, n)
 		default:
-			if err := model.ExportTrained(r.onnx, lora, w, *out, *external); err != nil {
+			if err := model.ExportTrained(ctx, r.onnx, lora, w, *out, *external); err != nil {
 				return err
 			}
 			for _, s := range sides {

@@ -94,7 +94,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 		return err
 	}
 	out := filepath.Join(f.out, "model.onnx")
-	if err := model.ExportTrained(sess.onnx, arts.LoRA, pol.Weights, out, false); err != nil {
+	if err := model.ExportTrained(ctx, sess.onnx, arts.LoRA, pol.Weights, out, false); err != nil {
 		return err
 	}
 	for _, name := range []string{"tokenizer.json", model.ConfigFile} {

@@ -208,14 +208,14 @@ func weightSync(sess *modelSession, f syncFlags, gen rollout.Generator, arts mod
 	}
 	if f.mode == "vllm-lora" {
 		base := eng.Model()
-		export := func(dir string) error {
+		export := func(_ context.Context, dir string) error { // adapters: small, written at once
 			_, err := model.ExportPEFT(sess.onnx, arts.LoRA, pol.Weights, base, dir)
 			return err
 		}
 		return &rollout.VLLMLoRASync{Engine: eng, Dir: f.dir, Export: export}, nil
 	}
-	export := func(dir string) error {
-		_, err := model.ExportHF(sess.onnx, sess.tokenizer, dir, pol.Weights, arts.LoRA)
+	export := func(ctx context.Context, dir string) error {
+		_, err := model.ExportHF(ctx, sess.onnx, sess.tokenizer, dir, pol.Weights, arts.LoRA)
 		return err
 	}
 	return &rollout.SGLangDiskSync{Engine: eng, Dir: f.dir, Export: export}, nil

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -25,14 +26,14 @@ import (
 // initializers from src's data file) without a second copy in memory. The
 // directory of out is created. ONNX Runtime then computes with exactly the
 // stores' weights.
-func Export(src string, ties []lmgraph.Tie, out string, external bool, stores ...*params.Store) error {
-	return export(src, ties, out, external, nil, stores...)
+func Export(ctx context.Context, src string, ties []lmgraph.Tie, out string, external bool, stores ...*params.Store) error {
+	return export(ctx, src, ties, out, external, nil, stores...)
 }
 
 // export is Export with merges: each base weight named in merges is
 // written as read from src with its adapter's scale x A B added, one
 // tensor at a time (no copy of the merged weights is kept).
-func export(src string, ties []lmgraph.Tie, out string, external bool, merges map[string]loraFactors, stores ...*params.Store) error {
+func export(ctx context.Context, src string, ties []lmgraph.Tie, out string, external bool, merges map[string]loraFactors, stores ...*params.Store) error {
 	m, err := onnx.LoadGraph(src)
 	if err != nil {
 		return fmt.Errorf("model: export: %w", err)
@@ -90,7 +91,7 @@ func export(src string, ties []lmgraph.Tie, out string, external bool, merges ma
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return fmt.Errorf("model: export: %w", err)
 	}
-	data := func(t *onnxpb.TensorProto) (func(io.Writer) error, bool) {
+	tensorData := func(t *onnxpb.TensorProto) (func(io.Writer) error, bool) {
 		if tie, ok := tieOf[t.GetName()]; ok && byName[tie.Of] != nil {
 			st := byName[tie.Of]
 			if !tie.Transposed {
@@ -115,6 +116,20 @@ func export(src string, ties []lmgraph.Tie, out string, external bool, merges ma
 			return func(w io.Writer) error { return m.WriteData(t, w) }, true
 		}
 		return nil, false
+	}
+	// Each tensor is written only while ctx lasts: an export of gigabytes
+	// interrupted stops at the next tensor, its files not replaced.
+	data := func(t *onnxpb.TensorProto) (func(io.Writer) error, bool) {
+		write, ok := tensorData(t)
+		if !ok {
+			return nil, false
+		}
+		return func(w io.Writer) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return write(w)
+		}, true
 	}
 	if external || anyExternal || size > onnx.MaxProtoSize {
 		return onnx.Save(out, m, onnx.SaveOptions{ExternalDataFile: filepath.Base(out) + onnx.DataFileSuffix, Data: data})

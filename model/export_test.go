@@ -103,10 +103,10 @@ func TestExport(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "trained.onnx")
 			if tc.over {
-				require.NoError(t, model.Export(src, p.Artifacts.Manifest.Ties, out, true, p.Weights, p.Frozen))
+				require.NoError(t, model.Export(context.Background(), src, p.Artifacts.Manifest.Ties, out, true, p.Weights, p.Frozen))
 				require.FileExists(t, out+"_data")
 			}
-			require.NoError(t, model.Export(src, p.Artifacts.Manifest.Ties, out, tc.external, p.Weights, p.Frozen))
+			require.NoError(t, model.Export(context.Background(), src, p.Artifacts.Manifest.Ties, out, tc.external, p.Weights, p.Frozen))
 			side := out + "_data"
 			st, err := os.Stat(out)
 			require.NoError(t, err)
@@ -127,6 +127,17 @@ func TestExport(t *testing.T) {
 				require.True(t, os.IsNotExist(sideErr), "no side file without external data: %v", sideErr)
 				require.Greater(t, st.Size(), weightBytes, "weights inline")
 			}
+
+			// Interrupted (its context ended), an export writes nothing
+			// over the model it was to replace, nor a temporary file.
+			ended, cancel := context.WithCancel(context.Background())
+			cancel()
+			before, err := os.ReadDir(filepath.Dir(out))
+			require.NoError(t, err)
+			require.ErrorIs(t, model.Export(ended, src, p.Artifacts.Manifest.Ties, out, tc.external, p.Weights, p.Frozen), context.Canceled)
+			after, err := os.ReadDir(filepath.Dir(out))
+			require.NoError(t, err)
+			require.Equal(t, before, after)
 
 			lm, err := model.OpenLM(rt, out, model.LMOptions{})
 			require.NoError(t, err)

@@ -126,7 +126,7 @@ func TestTrainingTouchesOnlyParameters(t *testing.T) {
 		require.NoError(t, opt.Step(p.Weights, p.Grads, 1e-2))
 	}
 	out := filepath.Join(t.TempDir(), "model.onnx")
-	require.NoError(t, model.Export(src, p.Artifacts.Manifest.Ties, out, false, p.Weights, p.Frozen))
+	require.NoError(t, model.Export(context.Background(), src, p.Artifacts.Manifest.Ties, out, false, p.Weights, p.Frozen))
 	before, err := onnx.Load(src)
 	require.NoError(t, err)
 	after, err := onnx.Load(out)

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -292,8 +293,9 @@ var hfSideFiles = []string{"tokenizer.json", "tokenizer_config.json", "special_t
 // HFParams), config.json (required beside src) and the tokenizer and
 // generation files found beside src. tokenizer, when not empty, is the
 // tokenizer.json to copy instead of the one beside src. It returns the
-// number of tensors written.
-func ExportHF(src, tokenizer, dir string, trained *params.Store, l lmgraph.LoRA) (int, error) {
+// number of tensors written; it stops when ctx ends, its weights file not
+// replaced.
+func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.Store, l lmgraph.LoRA) (int, error) {
 	cfgPath := filepath.Join(filepath.Dir(src), ConfigFile)
 	cfg, found, err := ReadHFConfig(src)
 	if err != nil {
@@ -336,6 +338,9 @@ func ExportHF(src, tokenizer, dir string, trained *params.Store, l lmgraph.LoRA)
 	var scratch []float32
 	err = atomicfile.Write(filepath.Join(dir, HFWeightsFile), 0o666, func(f io.Writer) error {
 		return params.WriteFunc(f, map[string]string{"format": "pt"}, specs, func(i int, buf []float32) ([]float32, error) {
+			if err := ctx.Err(); err != nil {
+				return nil, err // interrupted: the file is not replaced
+			}
 			var data []float32
 			var err error
 			data, scratch, err = srcs[i].values(m, buf, scratch)

@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -72,7 +73,16 @@ func TestHFWeightsMatchTransformers(t *testing.T) {
 	w, err = model.HFWeights(m, ps, ties, trained)
 	require.NoError(t, err)
 	out := t.TempDir()
-	n, err := model.ExportHF(filepath.Join(dir, "model.onnx"), "", out, trained, lmgraph.LoRA{})
+	// Interrupted (its context ended), the export writes no weights file,
+	// nor leaves a temporary one.
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = model.ExportHF(ended, filepath.Join(dir, "model.onnx"), "", out, trained, lmgraph.LoRA{})
+	require.ErrorIs(t, err, context.Canceled)
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing written")
+	n, err := model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, trained, lmgraph.LoRA{})
 	require.NoError(t, err)
 	require.Equal(t, w.Len(), n)
 	file, err := os.ReadFile(filepath.Join(out, model.HFWeightsFile))

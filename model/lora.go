@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -276,18 +277,19 @@ func transposeInto(dst, x []float32, rows, cols int) {
 // graph (Export, ties found as PrepareArtifacts finds them): trained holds
 // the trained parameters, or under LoRA (l enabled) the adapters, which
 // are merged into their base weights (W + alpha/rank A B) as each is
-// written, so no copy of the merged weights is held.
-func ExportTrained(src string, l lmgraph.LoRA, trained *params.Store, out string, external bool) error {
+// written, so no copy of the merged weights is held. It stops, writing
+// nothing, when ctx ends.
+func ExportTrained(ctx context.Context, src string, l lmgraph.LoRA, trained *params.Store, out string, external bool) error {
 	ties, err := Ties(src)
 	if err != nil {
 		return err
 	}
 	if !l.Enabled() {
-		return Export(src, ties, out, external, trained)
+		return Export(ctx, src, ties, out, external, trained)
 	}
 	merges, err := loraMerges(src, l, trained)
 	if err != nil {
 		return err
 	}
-	return export(src, ties, out, external, merges)
+	return export(ctx, src, ties, out, external, merges)
 }

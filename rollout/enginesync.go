@@ -22,15 +22,15 @@ type WeightSync interface {
 }
 
 // Export writes the current weights into a directory (a peft adapter or
-// a Hugging Face model directory), creating it.
-type Export func(dir string) error
+// a Hugging Face model directory), creating it; it stops when ctx ends.
+type Export func(ctx context.Context, dir string) error
 
 // exportVersion writes the weights of step with export into a directory
 // of its own under dir and returns the version's name and directory.
-func exportVersion(dir string, step int, export Export) (name, path string, err error) {
+func exportVersion(ctx context.Context, dir string, step int, export Export) (name, path string, err error) {
 	name = fmt.Sprintf("spiral-step-%06d", step)
 	path = filepath.Join(dir, name)
-	if err := export(path); err != nil {
+	if err := export(ctx, path); err != nil {
 		return "", "", fmt.Errorf("rollout: weight sync: export %s: %w", path, err)
 	}
 	return name, path, nil
@@ -67,7 +67,7 @@ func (s *VLLMLoRASync) Version() string { return s.prev }
 
 // Sync exports, loads and switches to the adapter of step.
 func (s *VLLMLoRASync) Sync(ctx context.Context, step int) error {
-	name, dir, err := exportVersion(s.Dir, step, s.Export)
+	name, dir, err := exportVersion(ctx, s.Dir, step, s.Export)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (s *SGLangDiskSync) Version() string { return s.version }
 
 // Sync exports and loads the weights of step.
 func (s *SGLangDiskSync) Sync(ctx context.Context, step int) error {
-	name, dir, err := exportVersion(s.Dir, step, s.Export)
+	name, dir, err := exportVersion(ctx, s.Dir, step, s.Export)
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func TestVLLMLoRASync(t *testing.T) {
 	o, err := rollout.NewOpenAI(engineConfig(srv.URL))
 	require.NoError(t, err)
 	var exported []string
-	s := &rollout.VLLMLoRASync{Engine: o, Dir: dir, Export: func(d string) error {
+	s := &rollout.VLLMLoRASync{Engine: o, Dir: dir, Export: func(_ context.Context, d string) error {
 		exported = append(exported, d)
 		return os.MkdirAll(d, 0o755)
 	}}
@@ -103,7 +103,7 @@ func TestSGLangDiskSync(t *testing.T) {
 	defer srv.Close()
 	o, err := rollout.NewOpenAI(engineConfig(srv.URL))
 	require.NoError(t, err)
-	s := &rollout.SGLangDiskSync{Engine: o, Dir: dir, Export: func(d string) error { return os.MkdirAll(d, 0o755) }}
+	s := &rollout.SGLangDiskSync{Engine: o, Dir: dir, Export: func(_ context.Context, d string) error { return os.MkdirAll(d, 0o755) }}
 	require.NoError(t, s.Sync(context.Background(), 3))
 	require.Equal(t, "spiral-step-000003", s.Version())
 	require.ErrorContains(t, s.Sync(context.Background(), 4), "shape mismatch")
