@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/spiral-rl/spiral/model"
 )
 
 // lockEvalOutput takes the lock of an evaluation's outputs in dir for
@@ -16,7 +18,8 @@ import (
 // process holds it: two evaluations of one mode into one --out would
 // write the same report, plot and traces files, the traces through one
 // .partial file, and leave a report of one beside the traces of the
-// other. It returns the release.
+// other. It returns the release; on a file system without such locks
+// (model.FlockUnsupported) it locks nothing.
 func lockEvalOutput(dir, mode string) (func(), error) {
 	path := filepath.Join(dir, "."+mode+".lock")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
@@ -25,6 +28,9 @@ func lockEvalOutput(dir, mode string) (func(), error) {
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
+		if model.FlockUnsupported(err) {
+			return func() {}, nil // a file system without locks: unlocked, as before
+		}
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("--out %s: another spiral eval --mode %s is writing there (lock %s); wait for it or give another --out", dir, mode, path)
 		}
