@@ -155,6 +155,21 @@ func openSession(env *cliEnv, rf *runtimeFlags, mf *modelFlags) (*modelSession, 
 	return openResolved(env, rf, r)
 }
 
+// openSessionOn is openSession for a command that generates on engine
+// (engineFlags.engine): on a serving engine ("openai") --model gives the
+// tokenizer and config.json only, so a directory holding those two is
+// enough (resolveForEngine).
+func openSessionOn(env *cliEnv, rf *runtimeFlags, mf *modelFlags, engine string) (*modelSession, error) {
+	if engine != "openai" {
+		return openSession(env, rf, mf)
+	}
+	r, err := mf.resolveForEngine()
+	if err != nil {
+		return nil, err
+	}
+	return openResolved(env, rf, r)
+}
+
 // openResolved is openSession on a model already resolved.
 func openResolved(env *cliEnv, rf *runtimeFlags, r resolvedModel) (*modelSession, error) {
 	tok, err := r.loadTokenizer()

@@ -34,17 +34,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 		return err
 	}
 	defer unlock()
-	// On a serving engine, --model gives the tokenizer and config.json
-	// only (a directory holding them is enough).
-	resolve := f.mf.resolve
-	if f.engine.engine == "openai" {
-		resolve = f.mf.resolveForEngine
-	}
-	r, err := resolve()
-	if err != nil {
-		return err
-	}
-	sess, err := openResolved(env, &f.rf, r)
+	sess, err := openSessionOn(env, &f.rf, &f.mf, f.engine.engine)
 	if err != nil {
 		return err
 	}

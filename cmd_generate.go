@@ -31,15 +31,7 @@ func setupGenerate(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 // a serving engine (--engine openai), which gets the prompts rendered and
 // tokenized here, as eval and train send them.
 func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []string) error {
-	resolve := f.mf.resolve
-	if f.engine.engine == "openai" {
-		resolve = f.mf.resolveForEngine
-	}
-	r, err := resolve()
-	if err != nil {
-		return err
-	}
-	sess, err := openResolved(env, &f.rf, r)
+	sess, err := openSessionOn(env, &f.rf, &f.mf, f.engine.engine)
 	if err != nil {
 		return err
 	}
