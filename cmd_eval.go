@@ -120,17 +120,17 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	// save writes an evaluation's outputs, the report last: a report is
 	// there only when its traces and plot are, so one that fails (a full
 	// disk) or is killed on the way leaves no report of this run.
-	save := func(writeJSON, plot func() error) error {
+	save := func(rep any, plot func(path string) error) error {
 		if traces != nil {
 			if err := traces.Commit(); err != nil {
 				return err
 			}
 			fmt.Fprintf(env.stdout, "wrote %s.traces.jsonl\n", base)
 		}
-		if err := plot(); err != nil {
+		if err := plot(base + ".png"); err != nil {
 			return err
 		}
-		return writeJSON()
+		return report.WriteJSON(base+".json", rep)
 	}
 	switch f.mode {
 	case "rsa":
@@ -140,8 +140,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 			return err
 		}
 		rep := report.NewRSA(meta, res)
-		if err := save(func() error { return report.WriteJSON(base+".json", rep) },
-			func() error { return report.PlotRSA(base+".png", report.PlotSize{}, rep) }); err != nil {
+		if err := save(rep, func(path string) error { return report.PlotRSA(path, report.PlotSize{}, rep) }); err != nil {
 			return err
 		}
 		noteFittedPrompts(env.stderr, res, len(problems))
@@ -156,8 +155,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 			return err
 		}
 		rep := report.NewPassAtK(meta, res)
-		if err := save(func() error { return report.WriteJSON(base+".json", rep) },
-			func() error { return report.PlotPassAtK(base+".png", report.PlotSize{}, rep) }); err != nil {
+		if err := save(rep, func(path string) error { return report.PlotPassAtK(path, report.PlotSize{}, rep) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.stdout, "%-5s %-9s %s\n", "k", "pass@k", "majority@k")
@@ -171,8 +169,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 			return err
 		}
 		rep := report.NewBudget(meta, res)
-		if err := save(func() error { return report.WriteJSON(base+".json", rep) },
-			func() error { return report.PlotBudget(base+".png", report.PlotSize{}, rep) }); err != nil {
+		if err := save(rep, func(path string) error { return report.PlotBudget(path, report.PlotSize{}, rep) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.stdout, "%-7s %-9s %s\n", "budget", "accuracy", "truncated")
