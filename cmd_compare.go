@@ -33,9 +33,7 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		if *maxK < 0 {
 			return usageError{fmt.Errorf("--max-k %d: want a k >= 1, or 0 for every k", *maxK)}
 		}
-		switch *figures { // the plots' extension, one of report.writeFigure's formats
-		case "png", "svg", "pdf":
-		default:
+		if !report.PlotFormat(*figures) { // the plots' extension
 			return usageError{fmt.Errorf("--figures %q: want png, svg or pdf", *figures)}
 		}
 		c := comparison{maxK: *maxK, figures: *figures}

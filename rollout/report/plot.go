@@ -25,12 +25,20 @@ import (
 // PlotSize/DPI inches.
 const DPI = 96
 
+// PlotFormat reports whether format is one a plot is written in: png (at
+// DPI), svg or pdf (vector graphics, for a paper's figures).
+func PlotFormat(format string) bool {
+	switch format {
+	case "png", "svg", "pdf":
+		return true
+	}
+	return false
+}
+
 // CheckPlotPath reports whether path names a file a plot can be written
-// as: its extension chooses the format, .png (at DPI), .svg or .pdf
-// (vector graphics, for a paper's figures), in any case.
+// as: its extension, in any case, chooses the format (PlotFormat).
 func CheckPlotPath(path string) error {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".png", ".svg", ".pdf":
+	if PlotFormat(strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")) {
 		return nil
 	}
 	return fmt.Errorf("%s: want a .png, .svg or .pdf file (the extension chooses the format)", path)
