@@ -180,8 +180,8 @@ func TestRunInterruptBeforeFirstStep(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Contains(t, h.log.String(), "nothing to save")
 	require.NotContains(t, h.log.String(), "saving step 0")
-	_, err = checkpoint.Find(filepath.Join(dir, CheckpointsDir))
-	require.Error(t, err)
+	_, _, err = checkpoint.Newest(filepath.Join(dir, CheckpointsDir), func(string) error { return nil })
+	require.ErrorIs(t, err, checkpoint.ErrNoCheckpoint)
 }
 
 // TestRunSettingsMustMatch: resuming with other settings is refused,

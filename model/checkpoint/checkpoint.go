@@ -598,24 +598,6 @@ func IsCheckpointDir(path string) bool {
 	return ok
 }
 
-// Find returns the checkpoint a user named: path itself when it is a
-// checkpoint directory (IsCheckpointDir), else the newest checkpoint under
-// path (a run's checkpoints/ directory) by step, without reading it; Pick
-// is the reader that falls back from a damaged one.
-func Find(path string) (string, error) {
-	if IsCheckpointDir(path) {
-		return path, nil
-	}
-	list, err := List(path)
-	if err != nil {
-		return "", err
-	}
-	if len(list) == 0 {
-		return "", fmt.Errorf("%w in %s (want a checkpoint directory or a run's checkpoints/ directory)", ErrNoCheckpoint, path)
-	}
-	return list[len(list)-1].Path, nil
-}
-
 // NewStoreFor allocates a store shaped like the weights of the checkpoint
 // at path (names, shapes and order from its model.safetensors header), for
 // loading a checkpoint without the model it was trained from.

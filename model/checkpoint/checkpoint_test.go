@@ -279,21 +279,22 @@ func TestRetentionAndLatest(t *testing.T) {
 	}
 }
 
-// TestFind: a checkpoint directory names itself; a run's checkpoints/
-// directory names its newest checkpoint by step, whatever the pointer
-// says; an empty or absent one is ErrNoCheckpoint.
-func TestFind(t *testing.T) {
+// TestPickNamesNewestByStep: a checkpoint directory names itself; a run's
+// checkpoints/ directory names its newest checkpoint by step, whatever the
+// pointer says; an empty or absent one is ErrNoCheckpoint.
+func TestPickNamesNewestByStep(t *testing.T) {
 	dir := t.TempDir()
-	_, err := Find(dir)
+	take := func(string) error { return nil }
+	_, _, err := Pick(dir, take)
 	require.ErrorIs(t, err, ErrNoCheckpoint)
 	_, _, _, err = Resume(filepath.Join(dir, "absent"), nil, nil)
 	require.ErrorIs(t, err, ErrNoCheckpoint)
 	saveSteps(t, dir, []int64{1, 2}, Options{})
 	require.NoError(t, os.WriteFile(filepath.Join(dir, LatestFile), []byte("ckpt-000001\n"), 0o644))
-	p, err := Find(dir)
+	p, _, err := Pick(dir, take)
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(dir, DirName(2)), p)
-	p, err = Find(filepath.Join(dir, DirName(1)))
+	p, _, err = Pick(filepath.Join(dir, DirName(1)), take)
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(dir, DirName(1)), p)
 }
