@@ -38,7 +38,7 @@
 // each newer one was skipped; Newest does the same with any load function
 // (a store shaped by the checkpoint, graphs opened for its LoRA
 // settings), and Pick with a path a user gave (one checkpoint, or a run's
-// checkpoints/ directory); Find names the newest without reading it.
+// checkpoints/ directory).
 // Save refuses weights holding a NaN or an infinity, so a run never
 // writes (and retention never keeps in place of a good one) a
 // non-finite checkpoint. Directories and files are created with the
