@@ -25,14 +25,16 @@ import (
 
 // ArtifactsVersion changes whenever the generated graphs change (in
 // meaning, or in cost as at 12, where the gradient of a square lost its
-// Pow), so that cached artifacts of an older spiral are rebuilt.
-const ArtifactsVersion = 12
+// Pow, and at 13, which added the decode graph), so that cached
+// artifacts of an older spiral are rebuilt.
+const ArtifactsVersion = 13
 
 // File names inside an artifacts directory.
 const (
 	ManifestFile = "manifest.json"
 	RolloutFile  = "rollout.onnx"
 	SampleFile   = "sample.onnx"
+	DecodeFile   = "decode.onnx"
 	ProgramFile  = "program.json"
 )
 
@@ -87,6 +89,10 @@ type Manifest struct {
 	Rollout string `json:"rollout"`
 	Sample  string `json:"sample"`
 	Program string `json:"program"`
+	// Decode names the decode graph (inPlaceDecode: the sampling graph
+	// for one new position per row, writing the cache in place), empty
+	// when the export's attention does not have the form it rewrites.
+	Decode string `json:"decode,omitempty"`
 	// Files maps each generated file to its SHA-256, so that a damaged
 	// artifacts directory is detected and rebuilt.
 	Files map[string]string `json:"files"`
@@ -128,6 +134,15 @@ func (a *Artifacts) RolloutPath() string { return filepath.Join(a.Dir, a.Manifes
 
 // SamplePath returns the sampling graph's path (last-position logits).
 func (a *Artifacts) SamplePath() string { return filepath.Join(a.Dir, a.Manifest.Sample) }
+
+// DecodePath returns the decode graph's path, or "" when the artifacts
+// have none (Manifest.Decode).
+func (a *Artifacts) DecodePath() string {
+	if a.Manifest.Decode == "" {
+		return ""
+	}
+	return filepath.Join(a.Dir, a.Manifest.Decode)
+}
 
 // Program reads the training program and its graphs.
 func (a *Artifacts) Program() (*blocks.Program, error) {
@@ -322,10 +337,21 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	if err != nil {
 		return nil, fmt.Errorf("model: rollout graph of %s: %w", src, err)
 	}
-	for _, f := range []struct {
+	type graphFile struct {
 		name string
 		m    *onnxpb.ModelProto
-	}{{RolloutFile, rollout}, {SampleFile, samplingGraph(rollout, sig)}} {
+	}
+	hf, _, err := ReadHFConfig(src)
+	if err != nil {
+		return nil, err
+	}
+	sample, decode := samplingGraphs(rollout, sig, hf.NumAttentionHeads)
+	graphs := []graphFile{{RolloutFile, rollout}, {SampleFile, sample}}
+	if decode != nil {
+		man.Decode = DecodeFile
+		graphs = append(graphs, graphFile{DecodeFile, decode})
+	}
+	for _, f := range graphs {
 		path := filepath.Join(dir, f.name)
 		if err := onnx.Save(path, &onnx.Model{Proto: f.m}, onnx.SaveOptions{}); err != nil {
 			return nil, fmt.Errorf("model: artifacts: %w", err)
@@ -364,16 +390,19 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	return &Artifacts{Dir: dir, Manifest: man, Rebuilt: true}, nil
 }
 
-// samplingGraph is the rollout graph with last-position logits and, where
-// the export allows, the new keys and values as outputs of their own and
-// attention that does not repeat the cache over the query heads
-// (groupedAttention).
-func samplingGraph(rollout *onnxpb.ModelProto, sig *Signature) *onnxpb.ModelProto {
+// samplingGraphs returns the sampling graph, the rollout graph with
+// last-position logits and, where the export allows, the new keys and
+// values as outputs of their own and attention that does not repeat the
+// cache over the query heads (groupedAttention); and the decode graph
+// (inPlaceDecode), or nil where the export's attention has another form;
+// heads is config.json's num_attention_heads (0 when unknown).
+func samplingGraphs(rollout *onnxpb.ModelProto, sig *Signature, heads int) (sample, decode *onnxpb.ModelProto) {
 	m := lastPositionLogits(rollout)
 	if withNewKV(m, sig.Layers) {
+		decode = inPlaceDecode(m, sig, heads)
 		groupedAttention(m, sig)
 	}
-	return m
+	return m, decode
 }
 
 // parameters classifies the initializers of m (loaded from src) and ties

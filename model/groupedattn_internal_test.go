@@ -47,7 +47,7 @@ func TestGroupedAttentionRepeatsNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sig, err := ReadSignature(src.GetGraph(), name)
 			require.NoError(t, err)
-			m := samplingGraph(src, sig)
+			m, _ := samplingGraphs(src, sig, 0)
 			got, err := ReadSignature(m.GetGraph(), name)
 			require.NoError(t, err)
 			require.True(t, got.GroupedAttention)
@@ -67,7 +67,7 @@ func TestGroupedAttentionRepeatsNothing(t *testing.T) {
 	}
 }
 
-// tinyBeforeGrouping returns the tiny model's graph as samplingGraph has
+// tinyBeforeGrouping returns the tiny model's graph as samplingGraphs has
 // it just before groupedAttention, and its signature.
 func tinyBeforeGrouping(t *testing.T) (*onnxpb.ModelProto, *Signature) {
 	t.Helper()
@@ -112,7 +112,8 @@ func SamplingGraph(m *onnxpb.ModelProto) (*onnxpb.ModelProto, error) {
 	if err != nil {
 		return nil, err
 	}
-	return samplingGraph(m, sig), nil
+	sample, _ := samplingGraphs(m, sig, 0)
+	return sample, nil
 }
 
 // TestGroupedAttentionSkipsSubgraphs checks that a graph holding a

@@ -32,6 +32,10 @@ type LMOptions struct {
 	// CallBytes bounds the temporaries of one Extend call for CallRows;
 	// 0 takes DefaultCallBytes.
 	CallBytes int64
+	// Decode is the path of the decode graph of the graph OpenLM opens
+	// (Artifacts.DecodePath), which Extend runs for calls of one new
+	// position per row on a host cache; "" runs every call on the graph.
+	Decode string
 	// device, set by OpenPolicy (PolicyOptions.Resident), keeps
 	// generation in the runtime device's memory: Extend reads these
 	// device copies of the weights (copied when their store changes) and
@@ -63,6 +67,10 @@ type LM struct {
 	ortWeights []*ort.Tensor[float32]
 	extend     *ortc.Session
 	views      []*ortc.Value
+	// decodePath is LMOptions.Decode; decode its session, opened with
+	// extend.
+	decodePath string
+	decode     *ortc.Session
 	// params: LMOptions.device; res is the device state, opened with
 	// extend.
 	params *deviceParams
@@ -83,7 +91,7 @@ func OpenLM(rt *Runtime, path string, opt LMOptions) (*LM, error) {
 	if err != nil {
 		return nil, err
 	}
-	lm := &LM{sig: sig, rt: rt, path: path, weights: opt.Weights, heads: opt.Heads, callBytes: opt.CallBytes, params: opt.device}
+	lm := &LM{sig: sig, rt: rt, path: path, weights: opt.Weights, heads: opt.Heads, callBytes: opt.CallBytes, params: opt.device, decodePath: opt.Decode}
 	if lm.heads <= 0 {
 		lm.heads = sig.KVHeads
 	}
@@ -203,6 +211,19 @@ func (lm *LM) extendSession() (*ortc.Session, error) {
 			s.Close()
 			return nil, err
 		}
+	} else if lm.decodePath != "" {
+		// The decode graph's present outputs are the past's buffers,
+		// which a device-resident LM keeps elsewhere: it runs on the
+		// host only.
+		out := []string{LogitsOutput}
+		for i := range lm.sig.Layers {
+			out = append(out, PresentName(i, false), PresentName(i, true))
+		}
+		in := append(lm.graphInputs(), DecodeSeqLens, DecodeTotal)
+		if lm.decode, err = lm.env.NewSessionFile(lm.decodePath, so, in, out); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("model: %s: %w", lm.decodePath, err)
+		}
 	}
 	lm.extend = s
 	return s, nil
@@ -249,6 +270,10 @@ func (lm *LM) Close() error {
 	if lm.extend != nil {
 		lm.extend.Close()
 		lm.extend = nil
+	}
+	if lm.decode != nil {
+		lm.decode.Close()
+		lm.decode = nil
 	}
 	for _, v := range lm.views {
 		v.Release()

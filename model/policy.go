@@ -54,6 +54,12 @@ type PolicyOptions struct {
 	// runtime; on the CPU it is the twin of that path, the same calls on
 	// host memory, which is what the tests prove.
 	Resident bool
+	// SamplingGraphOnly runs every generation call on the sampling
+	// graph, never on the decode graph (Artifacts.DecodePath): the host
+	// path as the device-resident one runs it (GroupQueryAttention's CUDA
+	// kernel takes no float32, so the resident path has no decode graph),
+	// which is what the twin's bit-identity is proved against.
+	SamplingGraphOnly bool
 }
 
 // OpenPolicy prepares (or reuses) the artifacts of src in artifactsDir,
@@ -91,7 +97,11 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Poli
 			return nil, fmt.Errorf("model: parameters on %s: %w", rt.Device(), err)
 		}
 	}
-	if p.LM, err = OpenLM(rt, art.SamplePath(), LMOptions{Weights: p.feed, Heads: hf.NumAttentionHeads, device: p.dev}); err != nil {
+	lo := LMOptions{Weights: p.feed, Heads: hf.NumAttentionHeads, device: p.dev}
+	if !opt.SamplingGraphOnly {
+		lo.Decode = art.DecodePath()
+	}
+	if p.LM, err = OpenLM(rt, art.SamplePath(), lo); err != nil {
 		return nil, errors.Join(err, p.Close())
 	}
 	if opt.Train {

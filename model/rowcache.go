@@ -43,9 +43,11 @@ type RowCache struct {
 	// when the buffers are in device memory (dev).
 	kv  [][2][]float32
 	dev *deviceCache
-	// mask and pos are Extend's scratch, kept so that decoding makes no
-	// garbage per step.
+	// mask, pos, seqLens and total are Extend's scratch, kept so that
+	// decoding makes no garbage per step.
 	mask, pos []int64
+	seqLens   []int32
+	total     []int32
 }
 
 // NewRowCache allocates a cache of rows x capacity positions.
@@ -212,11 +214,15 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 	}
 	// The past fed is the rows' whole capacity, or none when every row
 	// is empty (a prefill's first chunk): attention then spans the new
-	// positions alone.
+	// positions alone. One new position per row of a host cache runs on
+	// the decode graph, where the LM has one (its rows not all empty: a
+	// prompt of one token is prefilled as the others are).
 	C := c.capacity
-	if c.empty(r0, n) {
+	empty := c.empty(r0, n)
+	if empty {
 		C = 0
 	}
+	inPlace := lm.decode != nil && c.dev == nil && S == 1 && !empty && !slices.ContainsFunc(real, func(k int) bool { return k != 1 })
 	c.mask, c.pos = resize(c.mask, n*(C+S)), resize(c.pos, n*S)
 	mask, pos := c.mask, c.pos
 	clear(mask)
@@ -267,6 +273,10 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 	if c.dev != nil {
 		if err := lm.extendOnDevice(sess, c, r0, C, real, in, lv); err != nil {
 			return logits, fmt.Errorf("model: %s: extend on %s [%d x %d, past %d]: %w", lm.path, lm.res.info, n, S, C, err)
+		}
+	} else if inPlace {
+		if err := lm.extendInPlace(c, r0, n, in, lv); err != nil {
+			return logits, fmt.Errorf("model: %s: decode [%d rows, capacity %d]: %w", lm.decodePath, n, C, err)
 		}
 	} else if err := lm.extendOnHost(sess, c, r0, C, real, in, lv); err != nil {
 		return logits, fmt.Errorf("model: %s: extend [%d x %d, past %d]: %w", lm.path, n, S, C, err)
@@ -331,6 +341,48 @@ func (lm *LM) extendOnHost(sess *ortc.Session, c *RowCache, r0, pastLen int, rea
 	return nil
 }
 
+// extendInPlace is Extend's run of one new position on each of the n
+// rows r0.. of a host cache, on the decode graph: the past fed, views of
+// the rows' buffers over the whole capacity, is also the graph's
+// present, into which its GroupQueryAttention writes each row's new keys
+// and values at the row's length (and attends over that length only).
+func (lm *LM) extendInPlace(c *RowCache, r0, n int, tokenInputs []*ortc.Value, logits *ortc.Value) error {
+	c.seqLens = resize(c.seqLens, n)
+	total := int32(0)
+	for i := range n {
+		c.seqLens[i] = int32(c.lens[r0+i])
+		total = max(total, c.seqLens[i]+1)
+	}
+	c.total = resize(c.total, 1)
+	c.total[0] = total
+	var owned []*ortc.Value
+	defer func() { releaseAll(owned) }()
+	shape := []int64{int64(n), int64(c.kvHeads), int64(c.capacity), int64(c.headDim)}
+	out := []*ortc.Value{logits}
+	for l := range c.layers {
+		for j := range 2 {
+			v, err := ortc.NewTensor(lm.env, shape, c.rowValues(c.kv[l][j], r0, n))
+			if err != nil {
+				return err
+			}
+			owned = append(owned, v)
+			out = append(out, v)
+		}
+	}
+	seqLens, err := ortc.NewTensor(lm.env, []int64{int64(n)}, c.seqLens)
+	if err != nil {
+		return err
+	}
+	owned = append(owned, seqLens)
+	totalLen, err := ortc.NewTensor(lm.env, nil, c.total)
+	if err != nil {
+		return err
+	}
+	owned = append(owned, totalLen)
+	in := slices.Concat(tokenInputs, out[1:], lm.views, []*ortc.Value{seqLens, totalLen})
+	return lm.decode.Run(in, out)
+}
+
 // scoresLive is how many [heads, S, past + S] float32 tensors per row an
 // Extend call is budgeted at its peak (scores, scaled, masked, the
 // softmax, the exporters' NaN guards and their copies). It was set from
@@ -372,7 +424,10 @@ func (lm *LM) rowTemporaries(capacity, S int) int64 {
 		positions = 1
 	}
 	copies := (2*kv + 2*heads) * span * d // the present keys and values, their repeats over the query heads
-	if lm.sig.GroupedAttention {
+	switch {
+	case lm.decodePath != "" && lm.params == nil && S == 1:
+		copies = 0 // the decode graph writes the cache in place
+	case lm.sig.GroupedAttention:
 		copies = 2 * kv * span * d
 	}
 	return copies*4 + scoresLive*heads*int64(S)*span*4 + positions*int64(lm.sig.Vocab)*4

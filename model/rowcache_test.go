@@ -40,6 +40,7 @@ func TestExtendMatchesForward(t *testing.T) {
 			if name != "tiny-scaled" {
 				require.True(t, p.LM.Signature().NewKV, "the sampling graph outputs the new keys and values")
 				require.True(t, p.LM.Signature().GroupedAttention, "the sampling graph does not repeat the cache over the query heads")
+				require.NotEmpty(t, p.Artifacts.DecodePath(), "a decode graph writes the cache in place")
 			}
 			require.False(t, full.Signature().NewKV)
 			V := p.LM.Signature().Vocab
@@ -99,6 +100,11 @@ func TestExtendMatchesForward(t *testing.T) {
 				logits, err = lm.Extend(context.Background(), c, 0, []int64{tok}, []int{1}, logits)
 				require.NoError(t, err)
 				require.InDeltaSlice(t, aloneLogits(t, full, seqs2), last(logits, 1, 1)(0), 1e-4, "moved row")
+				// Row 1 alone, a call starting past the cache's first row.
+				seqs1 := append(append([]int64(nil), seqs[1]...), tok)
+				logits, err = lm.Extend(context.Background(), c, 1, []int64{tok}, []int{1}, logits)
+				require.NoError(t, err)
+				require.InDeltaSlice(t, aloneLogits(t, full, seqs1), last(logits, 1, 1)(0), 1e-4, "row 1 alone")
 				for i := range seqs {
 					seqs[i] = seqs[i][:len(seqs[i])-2]
 				}
@@ -117,7 +123,8 @@ func TestExtendMatchesForward(t *testing.T) {
 // TestCallRows checks the call budget by hand on the tiny model (2 KV
 // heads, 4 query heads, head width 32, vocabulary 100): per row, the
 // present keys and values and their repeats over the query heads (the
-// rollout graph; the sampling graph's grouped attention has no repeats),
+// rollout graph; the sampling graph's grouped attention has no repeats,
+// and its decode graph, for one position per row, no present either),
 // the score-sized temporaries (13 a row), and the logits of the
 // last position (the sampling graph) or of every position.
 func TestCallRows(t *testing.T) {
@@ -144,4 +151,9 @@ func TestCallRows(t *testing.T) {
 	span := 500 + 64
 	perRow := 2*2*span*32*4 + 13*4*64*span*4 + 100*4
 	require.Equal(t, model.DefaultCallBytes/perRow, p.LM.CallRows(500, 64))
+	// A call of one position per row runs on the decode graph, which
+	// writes the cache in place: no present is made.
+	require.NotEmpty(t, p.Artifacts.DecodePath())
+	span = 500 + 1
+	require.Equal(t, model.DefaultCallBytes/(13*4*span*4+100*4), p.LM.CallRows(500, 1))
 }

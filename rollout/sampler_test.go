@@ -316,7 +316,8 @@ func TestSamplerDecodingMakesLittleGarbage(t *testing.T) {
 // CPU twin of the CUDA path: weights and KV cache in the runtime device's
 // memory): with refill and stop-free sampling at temperature 1, it gives
 // bit-identical completions and policy log-probabilities to the host
-// path, and across two generations (the second after the weights moved,
+// path on the sampling graph (model.PolicyOptions.SamplingGraphOnly),
+// and across two generations (the second after the weights moved,
 // as after an optimiser step) too. Neither path leaves a tensor behind
 // (model.Runtime.LiveValues): the second generation holds as many as the
 // first, and closing the sampler and the policy releases all they made.
@@ -328,7 +329,7 @@ func TestSamplerResident(t *testing.T) {
 	var got [2][][]Completion
 	for i, resident := range []bool{false, true} {
 		opened := rt.LiveValues()
-		pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Resident: resident})
+		pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Resident: resident, SamplingGraphOnly: true})
 		require.NoError(t, err)
 		s, err := NewSampler(pol.LM, cfg)
 		require.NoError(t, err)
