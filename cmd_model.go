@@ -195,8 +195,15 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(env.stdout, "%s %s: %s, %s, %s (%d layers, %d piece graphs), %s\n", state, dir, model.RolloutFile, model.SampleFile,
+		graphs := model.RolloutFile + ", " + model.SampleFile
+		if m.Decode != "" {
+			graphs += ", " + m.Decode
+		}
+		fmt.Fprintf(env.stdout, "%s %s: %s, %s (%d layers, %d piece graphs), %s\n", state, dir, graphs,
 			model.ProgramFile, len(prog.Blocks), len(prog.Graphs), model.ManifestFile)
+		if m.Decode == "" {
+			fmt.Fprintf(env.stdout, "no decode graph: the export's attention is not of the form it rewrites (or its head width is not a multiple of 8); decode steps run on %s\n", model.SampleFile)
+		}
 		for i, b := range prog.Blocks {
 			if b.CoreNote != "" {
 				fmt.Fprintf(env.stdout, "layer %d: attention over all positions at once (%s)\n", i, b.CoreNote)

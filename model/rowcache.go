@@ -18,12 +18,15 @@ import (
 // place, and the buffers are allocated once for a whole generation (and
 // reused by later ones that fit).
 //
-// The graph is fed the whole capacity as its past, with the attention
-// mask hiding each row's unfilled slots, and its new keys and values are
-// written into the row's next slots. Attention thus spans the capacity
-// rather than each row's length, which costs compute, never memory; a
-// call whose rows are all empty (a prefill's first chunk) is fed no past
-// at all.
+// The sampling graph is fed the whole capacity as its past, with the
+// attention mask hiding each row's unfilled slots, and its new keys and
+// values are written into the row's next slots. Attention thus spans
+// the capacity rather than each row's length, which costs compute, never
+// memory; a call whose rows are all empty (a prefill's first chunk) is
+// fed no past at all. A decode step (one new position per row) on the
+// LM's decode graph instead has the graph write the new keys and values
+// into the rows in place and attend over each row's length
+// (LM.extendInPlace).
 //
 // The buffers live outside the Go heap (package offheap): a cache of
 // gigabytes in the heap would let as much garbage pile up before each

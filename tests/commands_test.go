@@ -112,7 +112,8 @@ func TestToolInputs(t *testing.T) {
 		// parameters' names", and README that it lists what is trained
 		// and why; it listed the frozen ones only.
 		{name: "artifacts: the trained parameters' names", args: []string{"artifacts", "--model", f.good, "--out", f.path("arts")},
-			want: []string{"trained: 24 tensors", "\n  model.layers.1.mlp.up_proj.weight [64 128]: parameter: combined with the token activations by MatMul node"}},
+			want: []string{"trained: 24 tensors", "\n  model.layers.1.mlp.up_proj.weight [64 128]: parameter: combined with the token activations by MatMul node",
+				"rollout.onnx, sample.onnx, decode.onnx, program.json"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

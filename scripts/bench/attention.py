@@ -4,8 +4,8 @@ The way spiral's sampling graphs attend today (the export's own: Concat
 of past and new keys and values, Expand over the query heads, MatMul,
 Softmax, MatMul) against ONNX Runtime's GroupQueryAttention, with a new
 present and with the cache updated in place (past and present bound to
-one buffer): the design an in-place cache would take. Prints the time of
-each and the largest output difference. A measurement aid (never the
+one buffer): the design spiral's decode graph takes (model/inplacedecode.go).
+Prints the time of each and the largest output difference. A measurement aid (never the
 product, never CI); run it with the environment scripts/bench/ops.sh
 makes, e.g. ~/.cache/spiral/opsvenv/bin/python scripts/bench/attention.py.
 """
