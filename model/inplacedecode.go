@@ -3,7 +3,6 @@ package model
 import (
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/spiral-rl/spiral/model/autodiff"
 	"github.com/spiral-rl/spiral/model/onnx"
@@ -53,12 +52,12 @@ type decodeSite struct {
 // position per row; prefill stays on the sampling graph.
 //
 // The form: a head width that is a multiple of 8 (as ONNX Runtime's
-// kernels require); every layer's attention is attentionSite's, each present
-// Concat(past, new), the scores scaled by constants only, then a mask
-// added and a Softmax on the last axis, the probabilities reaching the
-// mix through Casts or NaN guards (Where) only; the query heads'
-// count is known from the graph's shapes or config.json; and nothing left in the graph
-// reads a present but the new attention.
+// kernels require); every layer's attention is attentionSite's, each
+// present Concat(past, new), the scores scaled by constants only, then
+// a mask added and a Softmax on the last axis, the probabilities
+// reaching the mix through Casts or NaN guards (Where) only; the query
+// heads' count is known from the graph's shapes or config.json; and
+// nothing left in the graph reads a present but the new attention.
 func inPlaceDecode(m *onnxpb.ModelProto, sig *Signature, heads int) *onnxpb.ModelProto {
 	if sig.HeadDim%8 != 0 {
 		return nil // GroupQueryAttention's kernels take multiples of 8
@@ -104,9 +103,11 @@ func inPlaceDecode(m *onnxpb.ModelProto, sig *Signature, heads int) *onnxpb.Mode
 	g.Node = append(slices.DeleteFunc(g.Node, func(n *onnxpb.NodeProto) bool { return replaced[n] }), b.Graph().Node...)
 
 	// Outputs: the logits and every present, which is the past's buffer.
-	g.Output = slices.DeleteFunc(g.Output, func(o *onnxpb.ValueInfoProto) bool {
-		return strings.HasPrefix(o.GetName(), "kv_new.")
-	})
+	newKV := map[string]bool{}
+	for i := range sig.Layers {
+		newKV[NewKVName(i, false)], newKV[NewKVName(i, true)] = true, true
+	}
+	g.Output = slices.DeleteFunc(g.Output, func(o *onnxpb.ValueInfoProto) bool { return newKV[o.GetName()] })
 	io := onnx.NewGraphBuilder("")
 	cache := []onnx.Dim{onnx.P("batch"), onnx.D(int64(sig.KVHeads)), onnx.P("capacity"), onnx.D(int64(sig.HeadDim))}
 	for i := range sig.Layers {
@@ -122,8 +123,8 @@ func inPlaceDecode(m *onnxpb.ModelProto, sig *Signature, heads int) *onnxpb.Mode
 	sortTopologically(g)
 	autodiff.Prune(g)
 
-	// Nothing else may read a present (its length is now the capacity)
-	// or be left of the Concats' outputs.
+	// Nothing else may read a present: its length is now the capacity,
+	// where the export's reader expected past + 1.
 	for _, n := range g.Node {
 		if n.GetOpType() == "GroupQueryAttention" {
 			continue

@@ -7,6 +7,7 @@
 #   scripts/bench/ops.sh [MODEL] -- [ops.py flags]
 #   scripts/bench/ops.sh -- --rows 64 --capacity 600          # embedded
 #   scripts/bench/ops.sh q4/model.onnx -- --rows 16 --capacity 1000
+#   GRAPH=decode.onnx scripts/bench/ops.sh -- --rows 64 --capacity 600
 #
 # Its Python environment also runs scripts/bench/attention.py (one
 # attention layer's decode step as the exports write it, against ONNX
@@ -15,6 +16,8 @@
 #   OPS_VENV  the Python environment (default:
 #             ${XDG_CACHE_HOME:-~/.cache}/spiral/opsvenv, made when missing)
 #   OUT       where the artifacts go (default: a temporary directory)
+#   GRAPH     the graph profiled: sample.onnx (default; prefill, and
+#             decode where there is no decode graph) or decode.onnx
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 model=()
@@ -34,4 +37,6 @@ if [[ ! -x $OPS_VENV/bin/python ]] || ! "$OPS_VENV/bin/python" -c "import onnxru
 	"$OPS_VENV/bin/pip" install --quiet --disable-pip-version-check "onnxruntime==$ort_version" "numpy==2.4.6" "onnx==1.23.2"
 fi
 "$OUT/spiral" artifacts "${model[@]}" --out "$OUT/artifacts" >/dev/null
-"$OPS_VENV/bin/python" scripts/bench/ops.py --graph "$OUT/artifacts/sample.onnx" "$@"
+GRAPH=${GRAPH:-sample.onnx}
+[[ -f $OUT/artifacts/$GRAPH ]] || { echo "ops.sh: $OUT/artifacts has no $GRAPH (spiral artifacts says why)" >&2; exit 2; }
+"$OPS_VENV/bin/python" scripts/bench/ops.py --graph "$OUT/artifacts/$GRAPH" "$@"
