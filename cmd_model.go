@@ -13,6 +13,7 @@ import (
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/model/memplan"
+	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/qwen3"
 	"github.com/spiral-rl/spiral/model/tokenizer"
 )
@@ -33,7 +34,7 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 	vocab := fs.Int("vocab", 0, "logits per position, at least the tokenizer's (0: the tokenizer's); ids past it are never produced, e.g. a real config's 151,936 for benchmarks")
 	config := fs.String("config", "", "start from the shape (layers, widths, heads, vocabulary, tied head) of a real config, "+strings.Join(memplan.Names(), ", ")+", which the shape flags given override; random weights, and --tokenizer's, not the real model's tokenizer (its vocabulary only widens the logits)")
 	overwrite := fs.Bool("overwrite", false, "replace a model already in --out")
-	return func(_ context.Context, env *cliEnv, args []string) error {
+	return func(ctx context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 || *out == "" {
 			return usageError{errors.New("usage: spiral init-model --out DIR [flags]")}
 		}
@@ -100,11 +101,25 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if err := refuseOverwrite(*out, *overwrite); err != nil {
 			return err
 		}
-		if err := qwen3.WriteDir(*out, c, *seed); err != nil {
+		// The files are written beside --out and moved in at the end, so
+		// that an interruption (Ctrl-C ends the drawing and the writing
+		// at the next weight) leaves --out as it was.
+		stage, err := atomicfile.NewStage(*out)
+		if err != nil {
+			return fmt.Errorf("--out %s: %w", *out, err)
+		}
+		defer stage.Discard()
+		if err := qwen3.WriteDirContext(ctx, stage.Dir(), c, *seed); err != nil {
 			return err
 		}
-		if err := atomicfile.WriteFile(filepath.Join(*out, "tokenizer.json"), tj, 0o666); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(stage.Dir(), "tokenizer.json"), tj, 0o666); err != nil {
 			return fmt.Errorf("write tokenizer: %w", err)
+		}
+		// The data file before the model that refers to it; a replaced
+		// model's data file goes when the new model keeps its weights
+		// inline.
+		if err := stage.Commit("model.onnx"+onnx.DataFileSuffix, "model.onnx", "config.json", "tokenizer.json"); err != nil {
+			return fmt.Errorf("--out %s: %w", *out, err)
 		}
 		fmt.Fprintf(env.stdout, "wrote %s: %d layers, hidden %d, %d heads (%d KV) x %d, vocab %d, %s\n",
 			*out, c.Layers, c.Hidden, c.Heads, c.KVHeads, c.HeadDim, c.Vocab, describeInitTokenizer(*tok, reads, tokIDs, c.Vocab, *config))

@@ -632,6 +632,21 @@ func TestBenchAndPlan(t *testing.T) {
 		require.Equal(t, v, rc[k], k)
 	}
 	require.Equal(t, true, rc["tie_word_embeddings"])
+	// Over it, with --overwrite: the new model's files replace its own, a
+	// file of the user's stays, and nothing is left of the directory the
+	// files were written in beside --out.
+	require.NoError(t, os.WriteFile(filepath.Join(shaped, "notes.txt"), []byte("mine"), 0o666))
+	r = spiral(t, nil, "init-model", "--out", shaped, "--overwrite")
+	require.Equal(t, 0, r.code, r.stderr)
+	b, err = os.ReadFile(filepath.Join(shaped, "config.json"))
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"vocab_size": 49`)
+	require.FileExists(t, filepath.Join(shaped, "notes.txt"))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.NotContains(t, e.Name(), ".stage-")
+	}
 
 	r = spiral(t, env, "bench", "train", "--model", m, "--rows", "2", "--tokens", "32", "--steps", "2")
 	require.Equal(t, 0, r.code, r.stderr)

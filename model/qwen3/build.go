@@ -1,7 +1,9 @@
 package qwen3
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 )
 
 // Opset is the standard ONNX opset version of generated graphs, as HF
@@ -109,12 +112,22 @@ func InvFreq(c Config) []float32 {
 // inputs, outputs and weight layout). Equal (c, seed) give byte-identical
 // models.
 func Build(c Config, seed uint64) (*onnx.Model, error) {
+	return BuildContext(context.Background(), c, seed)
+}
+
+// BuildContext is Build, ended early with ctx's error when ctx ends
+// (checked before each weight is drawn).
+func BuildContext(ctx context.Context, c Config, seed uint64) (*onnx.Model, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x7177656e33)) // "qwen3"
 	g := &graph{b: onnx.NewGraphBuilder("qwen3"), c: c}
 	g.build(func(name string, dims []int64, norm bool) string {
+		if ctx.Err() != nil {
+			// The model is discarded: no weights are drawn from here on.
+			return g.b.Initializer(name, onnx.NewTensor("", []int64{0}, []float32{}))
+		}
 		n := onnx.NumElements(dims)
 		data := make([]float32, n)
 		for i := range data {
@@ -126,6 +139,9 @@ func Build(c Config, seed uint64) (*onnx.Model, error) {
 		}
 		return g.b.Initializer(name, onnx.NewTensor("", dims, data))
 	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	m := g.b.Model(Opset)
 	m.Proto.DocString = proto.String(fmt.Sprintf("Qwen3 decoder built by spiral: %d layers, hidden %d, %d heads / %d KV heads of %d, MLP %d, vocab %d, rope theta %g, rms eps %g, tied embeddings %v; seed %d",
 		c.Layers, c.Hidden, c.Heads, c.KVHeads, c.HeadDim, c.Intermediate, c.Vocab, c.RopeTheta, c.RMSEps, c.TiedEmbeddings, seed))
@@ -356,7 +372,15 @@ func (g *graph) repeatKV(x string) string {
 // a model.onnx_data there, a replaced model's, is removed. The caller
 // adds tokenizer.json.
 func WriteDir(dir string, c Config, seed uint64) error {
-	m, err := Build(c, seed)
+	return WriteDirContext(context.Background(), dir, c, seed)
+}
+
+// WriteDirContext is WriteDir, ended early with ctx's error when ctx
+// ends: while the weights are drawn (BuildContext), and before each
+// weight written to an external data file, whose temporary file is then
+// removed (files already in dir stay as they were).
+func WriteDirContext(ctx context.Context, dir string, c Config, seed uint64) error {
+	m, err := BuildContext(ctx, c, seed)
 	if err != nil {
 		return err
 	}
@@ -370,6 +394,18 @@ func WriteDir(dir string, c Config, seed uint64) error {
 	var opt onnx.SaveOptions
 	if proto.Size(m.Proto) > onnx.MaxProtoSize {
 		opt.ExternalDataFile = "model.onnx" + onnx.DataFileSuffix
+		opt.Data = func(t *onnxpb.TensorProto) (func(io.Writer) error, bool) {
+			return func(w io.Writer) error {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				_, err := w.Write(t.GetRawData())
+				return err
+			}, true
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	path := filepath.Join(dir, "model.onnx")
 	if err := onnx.Save(path, m, opt); err != nil {

@@ -2,6 +2,7 @@ package qwen3_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"google.golang.org/protobuf/proto"
 	"io/fs"
@@ -201,6 +202,54 @@ func TestWriteDir(t *testing.T) {
 	}
 	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("model.onnx_data after an inline model was written over it: %v", err)
+	}
+}
+
+// countdown is a context that ends after its Err has been asked n times:
+// a Ctrl-C arriving while a model is built, at a point the test chooses.
+type countdown struct {
+	context.Context
+	n int
+}
+
+func (c *countdown) Err() error {
+	if c.n <= 0 {
+		return context.Canceled
+	}
+	c.n--
+	return nil
+}
+
+// TestWriteDirContext: an interruption before anything is written, or
+// while the weights are drawn, ends WriteDirContext with the context's
+// error and writes no file; an uninterrupted context writes what
+// WriteDir writes.
+func TestWriteDirContext(t *testing.T) {
+	c := qwen3.Tiny()
+	for _, n := range []int{0, 1, 5} {
+		dir := filepath.Join(t.TempDir(), "m")
+		err := qwen3.WriteDirContext(&countdown{context.Background(), n}, dir, c, 3)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("ended after %d checks: %v, want context.Canceled", n, err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Errorf("ended after %d checks: %d files written", n, len(entries))
+		}
+		if _, err := qwen3.BuildContext(&countdown{context.Background(), n}, c, 3); !errors.Is(err, context.Canceled) {
+			t.Errorf("BuildContext ended after %d checks: %v", n, err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := qwen3.WriteDirContext(&countdown{context.Background(), 1 << 30}, dir, c, 3); err != nil {
+		t.Fatal(err)
+	}
+	m, err := onnx.Load(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, _ := qwen3.Build(c, 3)
+	if !proto.Equal(m.Proto, built.Proto) {
+		t.Error("model.onnx differs from Build's model")
 	}
 }
 
