@@ -71,14 +71,37 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 			}
 			fmt.Fprintf(env.stderr, "spiral compare: warning: reports evaluated on different problems, compared anyway (--allow-different-problems): a ratio or gain between them compares different questions:\n%s\n", diff)
 		}
-		if *out != "" {
-			if err := os.MkdirAll(*out, 0o777); err != nil {
-				return fmt.Errorf("compare: --out: %w", err)
-			}
+		if *out == "" {
+			return c.report(env.stdout, "")
 		}
-		return c.report(env.stdout, *out)
+		// The plots and summary.md are written beside --out and moved in
+		// together: --out never holds one comparison's summary beside
+		// another's plots.
+		stage, err := atomicfile.NewStage(*out)
+		if err != nil {
+			return fmt.Errorf("compare: --out: %w", err)
+		}
+		defer stage.Discard()
+		if err := c.report(env.stdout, stage.Dir()); err != nil {
+			return err
+		}
+		// A plot of this format that this comparison did not make (a mode
+		// it was not given) goes: it was another comparison's.
+		names := []string{"summary.md"}
+		for _, p := range comparePlots {
+			names = append(names, p+"."+c.figures)
+		}
+		if err := stage.Commit(names...); err != nil {
+			return fmt.Errorf("compare: --out: %w", err)
+		}
+		fmt.Fprintf(env.stdout, "wrote %s (plots and summary.md)\n", *out)
+		return nil
 	}
 }
+
+// comparePlots names the plots compare --out writes (each with the
+// format's extension), as many as it has curves for.
+var comparePlots = []string{"passk", "rsa", "sequential", "tokens", "entropy", "heldout"}
 
 // givenPaths are the run directories and report files a compare was
 // given, to refuse one given twice.
@@ -263,7 +286,6 @@ func (c *comparison) report(w io.Writer, dir string) error {
 	if err := atomicfile.WriteFile(filepath.Join(dir, "summary.md"), []byte(sum.markdown()), 0o666); err != nil {
 		return fmt.Errorf("compare: %w", err)
 	}
-	fmt.Fprintf(w, "wrote %s (plots and summary.md)\n", dir)
 	return nil
 }
 

@@ -12,6 +12,8 @@ import (
 
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/rl"
 )
@@ -93,8 +95,15 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 	if err != nil {
 		return err
 	}
-	out := filepath.Join(f.out, "model.onnx")
-	if err := model.ExportTrained(ctx, sess.onnx, arts.LoRA, pol.Weights, out, false); err != nil {
+	// The model, its tokenizer and config and the log are written beside
+	// --out and moved in together at the end: an interruption while they
+	// are written leaves --out's files as they were.
+	stage, err := atomicfile.NewStage(f.out)
+	if err != nil {
+		return err
+	}
+	defer stage.Discard()
+	if err := model.ExportTrained(ctx, sess.onnx, arts.LoRA, pol.Weights, filepath.Join(stage.Dir(), "model.onnx"), false); err != nil {
 		return err
 	}
 	for _, name := range []string{"tokenizer.json", model.ConfigFile} {
@@ -102,14 +111,11 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 		if name == "tokenizer.json" {
 			src = sess.tokenizer
 		}
-		dst := filepath.Join(f.out, name)
-		err := copyFile(src, dst)
+		err := copyFile(src, filepath.Join(stage.Dir(), name))
 		if name == model.ConfigFile && errors.Is(err, fs.ErrNotExist) {
 			// The model has none: one left in --out by the model that
-			// --overwrite replaced describes that model.
-			if err = os.Remove(dst); errors.Is(err, fs.ErrNotExist) {
-				err = nil
-			}
+			// --overwrite replaced describes that model, and goes.
+			err = nil
 		}
 		if err != nil {
 			return err
@@ -118,10 +124,14 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 	if err := logf.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(logPath+".partial", logPath); err != nil {
+	if err := os.Rename(logPath+".partial", filepath.Join(stage.Dir(), "sft.jsonl")); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "wrote %s\n", out)
+	// The data file before the model that refers to it.
+	if err := stage.Commit("model.onnx"+onnx.DataFileSuffix, "model.onnx", model.ConfigFile, "tokenizer.json", "sft.jsonl"); err != nil {
+		return fmt.Errorf("--out %s: %w", f.out, err)
+	}
+	fmt.Fprintf(env.stdout, "wrote %s\n", filepath.Join(f.out, "model.onnx"))
 	return nil
 }
 

@@ -852,6 +852,23 @@ func TestCompare(t *testing.T) {
 	for _, f := range []string{"passk.png", "rsa.png", "tokens.png", "summary.md"} {
 		require.FileExists(t, filepath.Join(out, f))
 	}
+	// A second comparison into the same --out, of pass@k alone: the
+	// first's RSA plot goes (it was that comparison's, beside this one's
+	// summary), a file of the user's stays, and the directory the files
+	// were written in beside --out is gone.
+	require.NoError(t, os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o666))
+	again := spiral(t, nil, "compare", "--out", out, filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json"))
+	require.Equal(t, 0, again.code, again.stderr)
+	require.Contains(t, again.stdout, "wrote "+out+" (plots and summary.md)")
+	require.NoFileExists(t, filepath.Join(out, "rsa.png"))
+	for _, f := range []string{"passk.png", "summary.md", "notes.txt"} {
+		require.FileExists(t, filepath.Join(out, f))
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.NotContains(t, e.Name(), ".stage-")
+	}
 	// --figures pdf: the same plots as vector graphics, for a paper.
 	pdfs := filepath.Join(dir, "pdf")
 	vector := spiral(t, nil, "compare", "--out", pdfs, "--figures", "pdf", filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json"))

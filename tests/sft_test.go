@@ -48,18 +48,29 @@ func TestSFTInputs(t *testing.T) {
 
 // TestSFTOverwriteWithoutConfig: sft --overwrite from a model without
 // config.json removes the config.json of the model it replaces, which
-// described that other model (its layers, heads and context).
+// described that other model (its layers, heads and context), and the
+// replaced model's external data file; the log is in place, and nothing
+// is left of the directory the files were written in beside --out.
 func TestSFTOverwriteWithoutConfig(t *testing.T) {
 	requireRuntime(t)
 	f := fixtures{dir: t.TempDir()}
 	bare := f.modelDir(t, "bare", nil)
 	require.NoError(t, os.Remove(filepath.Join(bare, "config.json")))
 	out := f.modelDir(t, "out", nil)
+	require.NoError(t, os.WriteFile(filepath.Join(out, "model.onnx_data"), []byte("the replaced model's weights"), 0o666))
 	r := spiral(t, nil, "sft", "--model", bare, "--out", out, "--overwrite", "--steps", "1", "--batch", "2", "--eval-problems", "2", "--quiet")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.FileExists(t, filepath.Join(out, "model.onnx"))
 	require.FileExists(t, filepath.Join(out, "tokenizer.json"))
+	require.FileExists(t, filepath.Join(out, "sft.jsonl"))
+	require.NoFileExists(t, filepath.Join(out, "sft.jsonl.partial"))
 	require.NoFileExists(t, filepath.Join(out, "config.json"))
+	require.NoFileExists(t, filepath.Join(out, "model.onnx_data"))
+	entries, err := os.ReadDir(f.dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.NotContains(t, e.Name(), ".stage-")
+	}
 }
 
 // TestSFTExamplesPastContext: aggregation examples longer than the
