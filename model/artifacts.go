@@ -345,7 +345,7 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	if err != nil {
 		return nil, err
 	}
-	sample, decode := samplingGraphs(rollout, sig, hf.NumAttentionHeads)
+	sample, decode := samplingGraphs(rollout, sig, hf)
 	graphs := []graphFile{{RolloutFile, rollout}, {SampleFile, sample}}
 	if decode != nil {
 		man.Decode = DecodeFile
@@ -394,12 +394,18 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 // last-position logits and, where the export allows, the new keys and
 // values as outputs of their own and attention that does not repeat the
 // cache over the query heads (groupedAttention); and the decode graph
-// (inPlaceDecode), or nil where the export's attention has another form;
-// heads is config.json's num_attention_heads (0 when unknown).
-func samplingGraphs(rollout *onnxpb.ModelProto, sig *Signature, heads int) (sample, decode *onnxpb.ModelProto) {
+// (inPlaceDecode), or nil where the export's attention has another form
+// or config.json (hf, zero when there is none) gives it a sliding
+// window.
+func samplingGraphs(rollout *onnxpb.ModelProto, sig *Signature, hf HFConfig) (sample, decode *onnxpb.ModelProto) {
 	m := lastPositionLogits(rollout)
 	if withNewKV(m, sig.Layers) {
-		decode = inPlaceDecode(m, sig, heads)
+		// GroupQueryAttention replaces the export's mask with its own
+		// causal one over each row's length: a sliding window would be
+		// lost.
+		if !hf.SlidingWindowActive() {
+			decode = inPlaceDecode(m, sig, hf.NumAttentionHeads)
+		}
 		groupedAttention(m, sig)
 	}
 	return m, decode

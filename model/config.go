@@ -28,6 +28,31 @@ type HFConfig struct {
 	// NameOrPath is the Hugging Face id or directory the model was made
 	// from (transformers' _name_or_path; optimum's exports keep it).
 	NameOrPath string `json:"_name_or_path"`
+	// SlidingWindow and UseSlidingWindow are the attention window (a
+	// number of positions, or null) and, in Qwen2's and Qwen3's configs,
+	// whether it applies; any JSON is accepted (SlidingWindowActive reads
+	// them).
+	SlidingWindow    any `json:"sliding_window"`
+	UseSlidingWindow any `json:"use_sliding_window"`
+}
+
+// SlidingWindowActive reports whether the config gives attention a
+// sliding window: a positive sliding_window that use_sliding_window does
+// not turn off (Mistral's configs have no use_sliding_window; Qwen3's set
+// a window and turn it off). Anything else read as a window (a list of
+// per-layer windows, say) counts as one.
+func (c HFConfig) SlidingWindowActive() bool {
+	if use, ok := c.UseSlidingWindow.(bool); ok && !use {
+		return false
+	}
+	switch w := c.SlidingWindow.(type) {
+	case nil:
+		return false
+	case float64:
+		return w > 0
+	default:
+		return true
+	}
 }
 
 // ReadHFConfig reads config.json from the directory of the model file at

@@ -47,7 +47,7 @@ func TestGroupedAttentionRepeatsNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sig, err := ReadSignature(src.GetGraph(), name)
 			require.NoError(t, err)
-			m, _ := samplingGraphs(src, sig, 0)
+			m, _ := samplingGraphs(src, sig, HFConfig{})
 			got, err := ReadSignature(m.GetGraph(), name)
 			require.NoError(t, err)
 			require.True(t, got.GroupedAttention)
@@ -112,7 +112,7 @@ func SamplingGraph(m *onnxpb.ModelProto) (*onnxpb.ModelProto, error) {
 	if err != nil {
 		return nil, err
 	}
-	sample, _ := samplingGraphs(m, sig, 0)
+	sample, _ := samplingGraphs(m, sig, HFConfig{})
 	return sample, nil
 }
 

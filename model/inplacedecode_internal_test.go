@@ -1,6 +1,8 @@
 package model
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -150,4 +152,38 @@ func TestInPlaceDecodeAllOrNothing(t *testing.T) {
 		require.Nil(t, inPlaceDecode(m, sig, 0))
 		require.NotNil(t, inPlaceDecode(m, sig, qwen3.Tiny().Heads), "config.json's heads serve")
 	})
+}
+
+// TestSlidingWindowActive reads config.json's window as Mistral's and
+// Qwen3's configs write it, and samplingGraphs makes no decode graph
+// under an active one: GroupQueryAttention's own mask would attend past
+// the window.
+func TestSlidingWindowActive(t *testing.T) {
+	for _, c := range []struct {
+		config string
+		active bool
+	}{
+		{`{}`, false},
+		{`{"sliding_window": null}`, false},
+		{`{"sliding_window": 4096}`, true}, // Mistral 7B v0.1
+		{`{"sliding_window": 32768, "use_sliding_window": false}`, false}, // Qwen3
+		{`{"sliding_window": 4096, "use_sliding_window": true}`, true},
+		{`{"sliding_window": 0}`, false},
+		{`{"sliding_window": [4096, null]}`, true},
+	} {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ConfigFile), []byte(c.config), 0o666))
+		hf, found, err := ReadHFConfig(filepath.Join(dir, "model.onnx"))
+		require.NoError(t, err, c.config)
+		require.True(t, found)
+		require.Equal(t, c.active, hf.SlidingWindowActive(), c.config)
+	}
+	tiny, err := qwen3.Build(qwen3.Tiny(), 3)
+	require.NoError(t, err)
+	sig, err := ReadSignature(tiny.Graph(), "tiny")
+	require.NoError(t, err)
+	_, decode := samplingGraphs(tiny.Proto, sig, HFConfig{})
+	require.NotNil(t, decode)
+	_, decode = samplingGraphs(tiny.Proto, sig, HFConfig{SlidingWindow: 4096.0})
+	require.Nil(t, decode)
 }
