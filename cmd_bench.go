@@ -382,7 +382,11 @@ type benchGenerateLine struct {
 	// --resident): the weights once, then per call the token inputs,
 	// cache write indices and last-position logits.
 	DeviceCopyBytes int64 `json:"device_copy_bytes,omitempty"`
-	WeightsBytes    int64 `json:"weights_bytes"`
+	// DecodeGraphCalls is how many model calls ran on the decode graph
+	// (the decode steps, on the host, of a model whose attention it
+	// rewrites: spiral artifacts says whether there is one).
+	DecodeGraphCalls int64 `json:"decode_graph_calls,omitempty"`
+	WeightsBytes     int64 `json:"weights_bytes"`
 	// The memory after the generation (the "release" line: after
 	// Sampler.Release).
 	benchMemory
@@ -414,14 +418,15 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedMo
 	}
 	reqs := benchRequests(f.rows, f, pol.LM.Signature().Vocab)
 	for step := 1; step <= f.steps; step++ {
-		copied := s.CopiedBytes()
+		copied, decodes := s.CopiedBytes(), pol.LM.DecodeGraphCalls()
 		_, st, err := s.Generate(ctx, reqs, nil)
 		if err != nil {
 			return err
 		}
 		line := benchGenerateLine{Phase: "generate", Step: step, Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok,
 			Seconds: st.Elapsed.Seconds(), PrefillSeconds: st.Prefill.Seconds(), KVCacheBytes: s.CacheBytes(), WeightsBytes: weights,
-			PromptTokensPerSecond: float64(st.PromptTokens) / st.Prefill.Seconds(), DeviceCopyBytes: s.CopiedBytes() - copied}
+			PromptTokensPerSecond: float64(st.PromptTokens) / st.Prefill.Seconds(), DeviceCopyBytes: s.CopiedBytes() - copied,
+			DecodeGraphCalls: pol.LM.DecodeGraphCalls() - decodes}
 		if decoded := st.GeneratedTokens - len(reqs); decoded > 0 {
 			line.TokensPerSecond = float64(decoded) / (st.Elapsed - st.Prefill).Seconds()
 		}

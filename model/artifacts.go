@@ -25,9 +25,10 @@ import (
 
 // ArtifactsVersion changes whenever the generated graphs change (in
 // meaning, or in cost as at 12, where the gradient of a square lost its
-// Pow, and at 13, which added the decode graph), so that cached
+// Pow, at 13, which added the decode graph, and at 14, where a sliding
+// window or a mask other than a binary one leave none), so that cached
 // artifacts of an older spiral are rebuilt.
-const ArtifactsVersion = 13
+const ArtifactsVersion = 14
 
 // File names inside an artifacts directory.
 const (
@@ -93,6 +94,10 @@ type Manifest struct {
 	// for one new position per row, writing the cache in place), empty
 	// when the export's attention does not have the form it rewrites.
 	Decode string `json:"decode,omitempty"`
+	// Decoding is what of config.json the decode graph was made with
+	// (decodingKey): artifacts made under another config.json are
+	// rebuilt, though the model's fingerprint is the same.
+	Decoding string `json:"decoding"`
 	// Files maps each generated file to its SHA-256, so that a damaged
 	// artifacts directory is detected and rebuilt.
 	Files map[string]string `json:"files"`
@@ -230,8 +235,12 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	if err != nil {
 		return nil, err
 	}
+	hf, _, err := ReadHFConfig(src)
+	if err != nil {
+		return nil, err
+	}
 	if m, err := readManifest(dir); err == nil && m.Version == ArtifactsVersion && m.Fingerprint == fp &&
-		m.Selection == opt.key() && filesIntact(dir, m.Files) {
+		m.Selection == opt.key() && m.Decoding == decodingKey(hf) && filesIntact(dir, m.Files) {
 		return &Artifacts{Dir: dir, Manifest: *m}, nil
 	}
 	src1, err := onnx.LoadGraph(src)
@@ -270,7 +279,7 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 		}
 		trained = nil
 	}
-	man := Manifest{Version: ArtifactsVersion, Source: src, Fingerprint: fp, Selection: opt.key(),
+	man := Manifest{Version: ArtifactsVersion, Source: src, Fingerprint: fp, Selection: opt.key(), Decoding: decodingKey(hf),
 		Layers: sig.Layers, KVHeads: sig.KVHeads, HeadDim: sig.HeadDim, Vocab: sig.Vocab, HasPositionIDs: sig.HasPositionIDs, Ties: ties,
 		Rollout: RolloutFile, Sample: SampleFile, Program: ProgramFile, Files: map[string]string{}}
 	isTrained, isFrozen := map[string]bool{}, map[string]bool{}
@@ -341,10 +350,6 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 		name string
 		m    *onnxpb.ModelProto
 	}
-	hf, _, err := ReadHFConfig(src)
-	if err != nil {
-		return nil, err
-	}
 	sample, decode := samplingGraphs(rollout, sig, hf)
 	graphs := []graphFile{{RolloutFile, rollout}, {SampleFile, sample}}
 	if decode != nil {
@@ -388,6 +393,11 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 		return nil, fmt.Errorf("model: artifacts: %w", err)
 	}
 	return &Artifacts{Dir: dir, Manifest: man, Rebuilt: true}, nil
+}
+
+// decodingKey is what of hf the decode graph depends on (samplingGraphs).
+func decodingKey(hf HFConfig) string {
+	return fmt.Sprintf("heads %d, sliding window %t", hf.NumAttentionHeads, hf.SlidingWindowActive())
 }
 
 // samplingGraphs returns the sampling graph, the rollout graph with

@@ -3,6 +3,7 @@ package model
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spiral-rl/spiral/model/autodiff"
 	"github.com/spiral-rl/spiral/model/onnx"
@@ -54,9 +55,11 @@ type decodeSite struct {
 // The form: a head width that is a multiple of 8 (as ONNX Runtime's
 // kernels require); every layer's attention is attentionSite's, each
 // present Concat(past, new), the scores scaled by constants only, then
-// a mask added and a Softmax on the last axis, the probabilities
+// a binary mask added (isBinaryMask) and a Softmax on the last axis, the
+// probabilities
 // reaching the mix through Casts or NaN guards (Where) only; the query
-// heads' count is known from the graph's shapes or config.json; and
+// heads' count is known from the graph's shapes or config.json (checked
+// against the query projections, queryProjectionsFit); and
 // nothing left in the graph reads a present but the new attention.
 func inPlaceDecode(m *onnxpb.ModelProto, sig *Signature, heads int) *onnxpb.ModelProto {
 	if sig.HeadDim%8 != 0 {
@@ -189,20 +192,28 @@ func matchDecode(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto, co
 	if !is(n, "Add") {
 		return false
 	}
+	mask := n.Input[1]
+	if mask == x {
+		mask = n.Input[0]
+	}
+	if !isBinaryMask(g, producer, mask) {
+		return false
+	}
 	x = n.Output[0]
 	softmax := only(x)
 	if !is(softmax, "Softmax") || !lastAxis(softmax, 4) {
 		return false
 	}
 	// The mix's probabilities back to the Softmax: Casts to float, or
-	// NaN guards Where(cond, constant, probs).
+	// NaN guards Where(IsNaN(probs), constant, probs).
 	for p := s.site.mix.Input[0]; p != softmax.Output[0]; {
 		n := producer[p]
 		switch {
 		case is(n, "Cast") && castsToFloat(n):
 			p = n.Input[0]
 		case is(n, "Where") && len(n.Input) == 3:
-			if _, ok := scalarConst(g, producer, n.Input[1]); !ok {
+			nan := producer[n.Input[0]]
+			if _, ok := scalarConst(g, producer, n.Input[1]); !ok || !is(nan, "IsNaN") || nan.Input[0] != n.Input[2] {
 				return false
 			}
 			p = n.Input[2]
@@ -225,8 +236,39 @@ func matchDecode(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto, co
 	s.heads = dims[1].GetDimValue()
 	if s.heads <= 0 {
 		s.heads = int64(heads)
+		if !queryProjectionsFit(g, s.heads*int64(sig.HeadDim)) {
+			return false
+		}
 	}
 	return s.heads > 0 && s.heads%int64(sig.KVHeads) == 0
+}
+
+// queryProjectionsFit reports whether every query projection weight of g
+// (an input or initializer named *q_proj.weight, of rank 2; Hugging
+// Face's name) has a dimension of the queries' width, heads x head width:
+// config.json's head count is checked against the weights, so that a
+// wrong one leaves no decode graph (whose kernel would refuse every call)
+// rather than break generation. Without such weights there is nothing to
+// check.
+func queryProjectionsFit(g *onnxpb.GraphProto, width int64) bool {
+	fits := func(name string, dims []int64) bool {
+		return !strings.HasSuffix(name, "q_proj.weight") || len(dims) != 2 || slices.Contains(dims, width)
+	}
+	for _, in := range g.GetInput() {
+		var dims []int64
+		for _, d := range in.GetType().GetTensorType().GetShape().GetDim() {
+			dims = append(dims, d.GetDimValue())
+		}
+		if !fits(in.GetName(), dims) {
+			return false
+		}
+	}
+	for _, t := range g.GetInitializer() {
+		if !fits(t.GetName(), t.GetDims()) {
+			return false
+		}
+	}
+	return true
 }
 
 // rewriteDecode adds to b layer i's GroupQueryAttention, fed the
@@ -247,8 +289,40 @@ func rewriteDecode(b *onnx.GraphBuilder, i int, s decodeSite, sig *Signature) {
 	b.NodeTo("Transpose", []string{heads}, []string{s.site.mix.Output[0]}, onnx.AttrInts("perm", 0, 2, 1, 3))
 }
 
+// isBinaryMask reports whether v, added to the scores, only hides
+// positions: Where(cond, 0, m) or Where(cond, m, 0) of scalar constants
+// with m at most -1e30 (the exports' float minimum or -inf), maybe
+// through shape-only ops. Which positions it hides is not read: the
+// causal and padding mask of a causal LM is assumed (a sliding window is
+// config.json's to tell; samplingGraphs), but an additive bias such as
+// ALiBi's, which GroupQueryAttention would drop, is refused.
+func isBinaryMask(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto, v string) bool {
+	for {
+		n := producer[v]
+		if n == nil || n.GetDomain() != "" {
+			return false
+		}
+		switch n.GetOpType() {
+		case "Slice", "Expand", "Reshape", "Unsqueeze", "Squeeze", "Identity":
+			v = n.Input[0]
+			continue
+		case "Cast":
+			if !castsToFloat(n) {
+				return false
+			}
+			v = n.Input[0]
+			continue
+		case "Where":
+			a, okA := scalarConst(g, producer, n.Input[1])
+			b, okB := scalarConst(g, producer, n.Input[2])
+			return okA && okB && (a == 0 && b <= -1e30 || b == 0 && a <= -1e30)
+		}
+		return false
+	}
+}
+
 // lastAxis reports whether the Softmax n normalises the last axis of a
-// rank-r input (its default from opset 13).
+// rank-r input (its default from opset 13; artifacts need opset 18).
 func lastAxis(n *onnxpb.NodeProto, r int64) bool {
 	for _, a := range n.Attribute {
 		if a.GetName() == "axis" {

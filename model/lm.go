@@ -71,6 +71,8 @@ type LM struct {
 	// extend.
 	decodePath string
 	decode     *ortc.Session
+	// decodeCalls counts the Extend calls run on the decode graph.
+	decodeCalls int64
 	// params: LMOptions.device; res is the device state, opened with
 	// extend.
 	params *deviceParams
@@ -250,6 +252,11 @@ func checkShape(want TensorInfo, got Weight) error {
 
 // Signature returns the model's interface dimensions.
 func (lm *LM) Signature() *Signature { return lm.sig }
+
+// DecodeGraphCalls returns how many Extend calls ran on the decode graph
+// (LMOptions.Decode) so far: a generation's decode steps, where the LM
+// has one.
+func (lm *LM) DecodeGraphCalls() int64 { return lm.decodeCalls }
 
 // Close releases the sessions and the weight wrappers (not the weight
 // data).

@@ -281,6 +281,7 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 		if err := lm.extendInPlace(c, r0, n, in, lv); err != nil {
 			return logits, fmt.Errorf("model: %s: decode [%d rows, capacity %d]: %w", lm.decodePath, n, C, err)
 		}
+		lm.decodeCalls++
 	} else if err := lm.extendOnHost(sess, c, r0, C, real, in, lv); err != nil {
 		return logits, fmt.Errorf("model: %s: extend [%d x %d, past %d]: %w", lm.path, n, S, C, err)
 	}

@@ -25,10 +25,12 @@ func aloneLogits(t *testing.T, lm *model.LM, seq []int64) []float32 {
 // decoded token by token, give each row the last-position logits of its
 // sequence run alone through the full-sequence graph (bound 1e-4: float32
 // attention over the cache's capacity instead of the sequence, summed in
-// another order). It runs the sampling graph, which outputs the new keys
-// and values alone, and the rollout graph, whose whole present the cache
-// copies its new positions from; and a row moved to another cache row
-// (a finished row's replacement) decodes on unchanged.
+// another order). It runs the sampling LM, which prefills on the
+// sampling graph (outputting the new keys and values alone) and decodes
+// on the decode graph (writing them into the cache itself), and the
+// rollout graph, whose whole present the cache copies its new positions
+// from; and a row moved to another cache row (a finished row's
+// replacement) decodes on unchanged.
 func TestExtendMatchesForward(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	for name, src := range executorSources(t) {
@@ -41,6 +43,9 @@ func TestExtendMatchesForward(t *testing.T) {
 				require.True(t, p.LM.Signature().NewKV, "the sampling graph outputs the new keys and values")
 				require.True(t, p.LM.Signature().GroupedAttention, "the sampling graph does not repeat the cache over the query heads")
 				require.NotEmpty(t, p.Artifacts.DecodePath(), "a decode graph writes the cache in place")
+				t.Cleanup(func() {
+					require.Equal(t, int64(2+2), p.LM.DecodeGraphCalls(), "the decode steps ran on the decode graph")
+				})
 			}
 			require.False(t, full.Signature().NewKV)
 			V := p.LM.Signature().Vocab

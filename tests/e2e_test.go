@@ -668,6 +668,7 @@ func TestBenchAndPlan(t *testing.T) {
 	// 2 layers x (k, v) x 2 KV heads x 32 wide x 4 bytes x 3 rows x 12 positions.
 	require.Equal(t, float64(2*2*2*32*4*3*12), ls[1]["kv_cache_bytes"])
 	require.NotContains(t, ls[1], "device_copy_bytes", "the host path copies nothing through the device layer")
+	require.Equal(t, 3.0, ls[1]["decode_graph_calls"], "each decode step of the 3 rows, one call, on the decode graph")
 	require.Equal(t, "release", ls[2]["phase"])
 	require.NotContains(t, ls[2], "arena", "no shared arena with --shared-arena=false")
 	// The decode rate counts the decode steps' tokens, 3 rows x 3: each
@@ -706,6 +707,7 @@ func TestBenchAndPlan(t *testing.T) {
 	copied, weights := ls[1]["device_copy_bytes"].(float64), ls[1]["weights_bytes"].(float64)
 	require.Greater(t, copied, weights)
 	require.Less(t, copied, weights+float64(ls[1]["kv_cache_bytes"].(float64)), "less than the weights and one copy of the cache")
+	require.NotContains(t, ls[1], "decode_graph_calls", "the device path has no decode graph")
 
 	// --shared-arena: every session's device memory from one arena, whose
 	// counters the lines carry. The KV cache is in use after the

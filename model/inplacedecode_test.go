@@ -1,0 +1,219 @@
+package model_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
+	"github.com/spiral-rl/spiral/model/qwen3"
+)
+
+// decodeCheck holds a policy's sampling LM, its full-sequence scorer as
+// the reference, and the token draws of a test.
+type decodeCheck struct {
+	t        *testing.T
+	lm, full *model.LM
+	r        *rand.Rand
+}
+
+func (d decodeCheck) seq(n int) []int64 {
+	V := d.lm.Signature().Vocab
+	s := make([]int64, n)
+	for i := range s {
+		s[i] = int64(1 + d.r.IntN(V-1))
+	}
+	return s
+}
+
+// fill prefills row r of c with seq alone.
+func (d decodeCheck) fill(c *model.RowCache, r int, seq []int64) {
+	d.t.Helper()
+	_, err := d.lm.Extend(context.Background(), c, r, seq, []int{len(seq)}, nil)
+	require.NoError(d.t, err)
+}
+
+// step runs one decode step on the rows r0.. of c (a new token appended
+// to each of seqs) and checks each row's logits against the scorer's
+// for the whole sequence.
+func (d decodeCheck) step(c *model.RowCache, r0 int, seqs [][]int64, what string) {
+	d.t.Helper()
+	V := d.lm.Signature().Vocab
+	tokens, real := make([]int64, len(seqs)), make([]int, len(seqs))
+	for i := range seqs {
+		tokens[i] = d.seq(1)[0]
+		seqs[i] = append(seqs[i], tokens[i])
+		real[i] = 1
+	}
+	logits, err := d.lm.Extend(context.Background(), c, r0, tokens, real, nil)
+	require.NoError(d.t, err)
+	for i, s := range seqs {
+		require.InDeltaSlice(d.t, aloneLogits(d.t, d.full, s), logits[i*V:(i+1)*V], 1e-4, "%s: row %d (%d tokens)", what, r0+i, len(s))
+	}
+}
+
+// TestDecodeGraphEdgeCases runs decode steps on the decode graph in the
+// cache's corner cases, each against the full graph: empty rows beside
+// filled ones, a row filling the capacity, every row of one position
+// (GroupQueryAttention takes a call whose total length is 1 for a first
+// prompt), a cache laid out anew by Fit, a cleared row over stale slots,
+// a moved row and a call starting past row 0; and counts the calls that
+// ran on it.
+func TestDecodeGraphEdgeCases(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	dir := t.TempDir()
+	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 3))
+	p, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	require.NotEmpty(t, p.Artifacts.DecodePath())
+	d := decodeCheck{t: t, lm: p.LM, full: scorerOf(t, p), r: rand.New(rand.NewPCG(9, 9))}
+
+	c, err := d.lm.NewRowCache(4, 12)
+	require.NoError(t, err)
+	seqs := [][]int64{nil, d.seq(5), nil, d.seq(10)}
+	d.fill(c, 1, seqs[1])
+	d.fill(c, 3, seqs[3])
+	d.step(c, 0, seqs, "empty rows beside filled ones, a row reaching the capacity")
+	require.Equal(t, int64(1), d.lm.DecodeGraphCalls())
+
+	for i := range 4 {
+		c.Clear(i)
+		seqs[i] = d.seq(1)
+		d.fill(c, i, seqs[i])
+	}
+	d.step(c, 0, seqs, "every row of one position")
+	d.step(c, 0, seqs, "every row of two")
+
+	require.True(t, c.Fit(2, 20))
+	seqs = [][]int64{d.seq(17), d.seq(3)}
+	d.fill(c, 0, seqs[0])
+	d.fill(c, 1, seqs[1])
+	for k := range 2 {
+		d.step(c, 0, seqs, fmt.Sprint("laid out anew, step ", k))
+	}
+	d.step(c, 1, seqs[1:], "a call from row 1")
+	c.Clear(0)
+	seqs[0] = d.seq(2)
+	d.fill(c, 0, seqs[0])
+	d.step(c, 0, seqs, "a cleared row over stale slots")
+	require.NoError(t, c.Move(0, 1))
+	seqs[0] = append([]int64(nil), seqs[1]...)
+	d.step(c, 0, seqs, "a moved row")
+	require.Equal(t, int64(8), d.lm.DecodeGraphCalls(), "every step above ran on the decode graph")
+}
+
+// writeALiBiModel writes the tiny model with an ALiBi-like bias (a slope
+// times each key's position, counted from the attention mask) added to
+// the mask every layer's scores get: a form the decode graph must not
+// take, since GroupQueryAttention would drop the bias.
+func writeALiBiModel(t *testing.T) string {
+	t.Helper()
+	c := qwen3.Tiny()
+	m, err := qwen3.Build(c, 3)
+	require.NoError(t, err)
+	g := m.Graph()
+	producer := map[string]*onnxpb.NodeProto{}
+	for _, n := range g.GetNode() {
+		for _, o := range n.Output {
+			producer[o] = n
+		}
+	}
+	var adds []*onnxpb.NodeProto
+	for _, n := range g.GetNode() {
+		if n.GetOpType() == "Softmax" {
+			adds = append(adds, producer[n.Input[0]])
+		}
+	}
+	require.NotEmpty(t, adds)
+	mask := adds[0].Input[1]
+	for _, a := range adds {
+		require.Equal(t, "Add", a.GetOpType())
+		require.Equal(t, mask, a.Input[1])
+		a.Input[1] = "alibi/mask"
+	}
+	g.Initializer = append(g.Initializer,
+		onnx.NewTensor("alibi/slope", nil, []float32{0.3}),
+		onnx.NewTensor("alibi/axis", nil, []int64{1}),
+		onnx.NewTensor("alibi/axes", []int64{2}, []int64{1, 2}))
+	// The bias's nodes go first: they read graph inputs and initializers
+	// only, and the mask's Add goes before the first reader of its output.
+	bias := []*onnxpb.NodeProto{
+		{OpType: proto.String("Cast"), Name: proto.String("alibi/cast"), Input: []string{model.AttentionMask}, Output: []string{"alibi/maskf"},
+			Attribute: []*onnxpb.AttributeProto{{Name: proto.String("to"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(int64(onnxpb.TensorProto_FLOAT))}}},
+		{OpType: proto.String("CumSum"), Name: proto.String("alibi/cumsum"), Input: []string{"alibi/maskf", "alibi/axis"}, Output: []string{"alibi/pos"}},
+		{OpType: proto.String("Mul"), Name: proto.String("alibi/mul"), Input: []string{"alibi/pos", "alibi/slope"}, Output: []string{"alibi/bias2"}},
+		{OpType: proto.String("Unsqueeze"), Name: proto.String("alibi/unsqueeze"), Input: []string{"alibi/bias2", "alibi/axes"}, Output: []string{"alibi/bias"}},
+	}
+	add := &onnxpb.NodeProto{OpType: proto.String("Add"), Name: proto.String("alibi/add"), Input: []string{mask, "alibi/bias"}, Output: []string{"alibi/mask"}}
+	var nodes []*onnxpb.NodeProto
+	for _, n := range g.Node {
+		if n == adds[0] {
+			nodes = append(nodes, add)
+		}
+		nodes = append(nodes, n)
+	}
+	g.Node = append(bias, nodes...)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "model.onnx")
+	require.NoError(t, onnx.Save(path, m, onnx.SaveOptions{}))
+	cfg, err := c.HFConfigJSON()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, model.ConfigFile), cfg, 0o666))
+	return path
+}
+
+// TestDecodeGraphRefusesABias: an export whose scores get an additive
+// bias besides the mask gets no decode graph, and its decode steps match
+// the full graph (with the bias dropped they were 0.02 off per logit).
+func TestDecodeGraphRefusesABias(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	p, err := model.OpenPolicy(rt, writeALiBiModel(t), t.TempDir(), model.PolicyOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	require.Empty(t, p.Artifacts.DecodePath())
+	d := decodeCheck{t: t, lm: p.LM, full: scorerOf(t, p), r: rand.New(rand.NewPCG(5, 5))}
+	c, err := d.lm.NewRowCache(2, 16)
+	require.NoError(t, err)
+	seqs := [][]int64{d.seq(6), d.seq(9)}
+	d.fill(c, 0, seqs[0])
+	d.fill(c, 1, seqs[1])
+	d.step(c, 0, seqs, "decode with a bias")
+	require.Zero(t, d.lm.DecodeGraphCalls())
+}
+
+// TestDecodeGraphFollowsConfig: whether there is a decode graph depends
+// on config.json (a sliding window, the head count) as well as the
+// model, so artifacts made under one config.json are rebuilt under
+// another, though the model file is the same.
+func TestDecodeGraphFollowsConfig(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 3))
+	src := filepath.Join(dir, "model.onnx")
+	arts := t.TempDir()
+	a, err := model.PrepareArtifacts(src, arts, model.ArtifactOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, a.DecodePath())
+	cfg, err := qwen3.Tiny().HFConfigJSON()
+	require.NoError(t, err)
+	windowed := append(cfg[:len(cfg)-2:len(cfg)-2], []byte(`, "sliding_window": 4096, "use_sliding_window": true}`)...)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, model.ConfigFile), windowed, 0o666))
+	a, err = model.PrepareArtifacts(src, arts, model.ArtifactOptions{})
+	require.NoError(t, err)
+	require.True(t, a.Rebuilt)
+	require.Empty(t, a.DecodePath())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, model.ConfigFile), cfg, 0o666))
+	a, err = model.PrepareArtifacts(src, arts, model.ArtifactOptions{})
+	require.NoError(t, err)
+	require.True(t, a.Rebuilt)
+	require.NotEmpty(t, a.DecodePath())
+}
