@@ -74,9 +74,9 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		if *out == "" {
 			return c.report(env.stdout, "")
 		}
-		// The plots and summary.md are written beside --out and moved in
-		// together: --out never holds one comparison's summary beside
-		// another's plots.
+		// The plots and summary.md are written in a stage in --out and
+		// moved in together: an interrupted comparison leaves none of its
+		// files beside the last one's.
 		stage, err := atomicfile.NewStage(*out)
 		if err != nil {
 			return fmt.Errorf("compare: --out: %w", err)
@@ -85,11 +85,14 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		if err := c.report(env.stdout, stage.Dir()); err != nil {
 			return err
 		}
-		// A plot of this format that this comparison did not make (a mode
-		// it was not given) goes: it was another comparison's.
+		// What this comparison made; plots of modes it was not given stay,
+		// as comparisons of one mode at a time into one --out expect.
 		names := []string{"summary.md"}
 		for _, p := range comparePlots {
-			names = append(names, p+"."+c.figures)
+			name := p + "." + c.figures
+			if _, err := os.Stat(filepath.Join(stage.Dir(), name)); err == nil {
+				names = append(names, name)
+			}
 		}
 		if err := stage.Commit(names...); err != nil {
 			return fmt.Errorf("compare: --out: %w", err)

@@ -101,9 +101,9 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if err := refuseOverwrite(*out, *overwrite); err != nil {
 			return err
 		}
-		// The files are written beside --out and moved in at the end, so
-		// that an interruption (Ctrl-C ends the drawing and the writing
-		// at the next weight) leaves --out as it was.
+		// The files are written in a stage in --out and moved in at the
+		// end, so that an interruption (Ctrl-C ends the drawing and the
+		// writing at the next weight) leaves --out's files as they were.
 		stage, err := atomicfile.NewStage(*out)
 		if err != nil {
 			return fmt.Errorf("--out %s: %w", *out, err)

@@ -95,9 +95,9 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 	if err != nil {
 		return err
 	}
-	// The model, its tokenizer and config and the log are written beside
-	// --out and moved in together at the end: an interruption while they
-	// are written leaves --out's files as they were.
+	// The model, its tokenizer and config and the log are written in a
+	// stage in --out and moved in together at the end: an interruption
+	// while they are written leaves --out's files as they were.
 	stage, err := atomicfile.NewStage(f.out)
 	if err != nil {
 		return err

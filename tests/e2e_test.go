@@ -633,8 +633,8 @@ func TestBenchAndPlan(t *testing.T) {
 	}
 	require.Equal(t, true, rc["tie_word_embeddings"])
 	// Over it, with --overwrite: the new model's files replace its own, a
-	// file of the user's stays, and nothing is left of the directory the
-	// files were written in beside --out.
+	// file of the user's stays, and nothing is left of the stage the files
+	// were written in.
 	require.NoError(t, os.WriteFile(filepath.Join(shaped, "notes.txt"), []byte("mine"), 0o666))
 	r = spiral(t, nil, "init-model", "--out", shaped, "--overwrite")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -642,11 +642,7 @@ func TestBenchAndPlan(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"vocab_size": 49`)
 	require.FileExists(t, filepath.Join(shaped, "notes.txt"))
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	for _, e := range entries {
-		require.NotContains(t, e.Name(), ".stage-")
-	}
+	requireNoStage(t, shaped)
 
 	r = spiral(t, env, "bench", "train", "--model", m, "--rows", "2", "--tokens", "32", "--steps", "2")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -854,23 +850,22 @@ func TestCompare(t *testing.T) {
 	for _, f := range []string{"passk.png", "rsa.png", "tokens.png", "summary.md"} {
 		require.FileExists(t, filepath.Join(out, f))
 	}
-	// A second comparison into the same --out, of pass@k alone: the
-	// first's RSA plot goes (it was that comparison's, beside this one's
-	// summary), a file of the user's stays, and the directory the files
-	// were written in beside --out is gone.
+	// A second comparison into the same --out, of pass@k alone: its plot
+	// and summary replace the first's, the first's RSA plot and a file of
+	// the user's stay, and the stage the files were written in is gone.
 	require.NoError(t, os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o666))
+	summary, err := os.ReadFile(filepath.Join(out, "summary.md"))
+	require.NoError(t, err)
 	again := spiral(t, nil, "compare", "--out", out, filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json"))
 	require.Equal(t, 0, again.code, again.stderr)
 	require.Contains(t, again.stdout, "wrote "+out+" (plots and summary.md)")
-	require.NoFileExists(t, filepath.Join(out, "rsa.png"))
-	for _, f := range []string{"passk.png", "summary.md", "notes.txt"} {
+	summary2, err := os.ReadFile(filepath.Join(out, "summary.md"))
+	require.NoError(t, err)
+	require.NotEqual(t, string(summary), string(summary2))
+	for _, f := range []string{"passk.png", "rsa.png", "notes.txt"} {
 		require.FileExists(t, filepath.Join(out, f))
 	}
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	for _, e := range entries {
-		require.NotContains(t, e.Name(), ".stage-")
-	}
+	requireNoStage(t, out)
 	// --figures pdf: the same plots as vector graphics, for a paper.
 	pdfs := filepath.Join(dir, "pdf")
 	vector := spiral(t, nil, "compare", "--out", pdfs, "--figures", "pdf", filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json"))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -50,7 +51,7 @@ func TestSFTInputs(t *testing.T) {
 // config.json removes the config.json of the model it replaces, which
 // described that other model (its layers, heads and context), and the
 // replaced model's external data file; the log is in place, and nothing
-// is left of the directory the files were written in beside --out.
+// is left of the stage the files were written in.
 func TestSFTOverwriteWithoutConfig(t *testing.T) {
 	requireRuntime(t)
 	f := fixtures{dir: t.TempDir()}
@@ -66,10 +67,17 @@ func TestSFTOverwriteWithoutConfig(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(out, "sft.jsonl.partial"))
 	require.NoFileExists(t, filepath.Join(out, "config.json"))
 	require.NoFileExists(t, filepath.Join(out, "model.onnx_data"))
-	entries, err := os.ReadDir(f.dir)
+	requireNoStage(t, out)
+}
+
+// requireNoStage checks that dir holds no stage (atomicfile.Stage) left
+// by a command that wrote its files there.
+func requireNoStage(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	for _, e := range entries {
-		require.NotContains(t, e.Name(), ".stage-")
+		require.False(t, strings.HasPrefix(e.Name(), ".stage-"), "%s left in %s", e.Name(), dir)
 	}
 }
 

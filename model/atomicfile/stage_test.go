@@ -3,34 +3,41 @@ package atomicfile
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-// dirFiles maps the names in dir to their contents.
-func dirFiles(t *testing.T, dir string) map[string]string {
+// dirFiles maps the files in dir to their contents, and counts the
+// stages there.
+func dirFiles(t *testing.T, dir string) (map[string]string, int) {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
-	out := map[string]string{}
+	out, stages := map[string]string{}, 0
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".stage-") {
+			stages++
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		require.NoError(t, err)
 		out[e.Name()] = string(b)
 	}
-	return out
+	return out, stages
 }
 
-// TestStage: what is written in the stage leaves the directory as it
-// was until Commit, which moves the stage's files in, removes the named
-// files the stage does not hold (a replaced model's stale data file),
-// leaves files it does not name, and removes the stage; Discard leaves
-// the directory as it was; a stage holding a file the commit does not
-// name moves nothing.
+// TestStage: what is written in the stage leaves the directory's files
+// as they were until Commit, which moves the stage's files in, removes
+// the named files the stage does not hold (a replaced model's stale data
+// file), leaves files it does not name, and removes the stage; Discard
+// leaves the files as they were and removes the stage; a stage holding a
+// file the commit does not name moves nothing; a commit that fails
+// halfway says where the files not moved are and keeps them there, even
+// from Discard.
 func TestStage(t *testing.T) {
-	parent := t.TempDir()
-	dir := filepath.Join(parent, "out")
+	dir := filepath.Join(t.TempDir(), "out")
 	require.NoError(t, os.MkdirAll(dir, 0o777))
 	old := map[string]string{"model.onnx": "old model", "model.onnx_data": "old data", "notes.txt": "the user's"}
 	for n, c := range old {
@@ -41,44 +48,65 @@ func TestStage(t *testing.T) {
 			require.NoError(t, WriteFile(filepath.Join(s.Dir(), n), []byte(c), 0o666))
 		}
 	}
+	requireFiles := func(want map[string]string, wantStages int) {
+		t.Helper()
+		got, stages := dirFiles(t, dir)
+		require.Equal(t, want, got)
+		require.Equal(t, wantStages, stages, "stages")
+	}
 	names := []string{"model.onnx_data", "model.onnx", "config.json"}
 
 	t.Run("discard", func(t *testing.T) {
 		s, err := NewStage(dir)
 		require.NoError(t, err)
 		write(s, map[string]string{"model.onnx": "new model", "config.json": "{}"})
-		require.Equal(t, old, dirFiles(t, dir))
+		requireFiles(old, 1)
 		require.NoError(t, s.Discard())
-		require.Equal(t, old, dirFiles(t, dir))
-		entries, err := os.ReadDir(parent)
-		require.NoError(t, err)
-		require.Len(t, entries, 1, "the stage is gone")
+		requireFiles(old, 0)
 	})
 	t.Run("a file not named", func(t *testing.T) {
 		s, err := NewStage(dir)
 		require.NoError(t, err)
-		defer s.Discard()
 		write(s, map[string]string{"model.onnx": "new model", "stray": "x"})
 		require.ErrorContains(t, s.Commit(names...), "holds stray")
-		require.Equal(t, old, dirFiles(t, dir))
+		require.NoError(t, s.Discard())
+		requireFiles(old, 0)
 	})
 	t.Run("commit", func(t *testing.T) {
 		s, err := NewStage(dir)
 		require.NoError(t, err)
 		write(s, map[string]string{"model.onnx": "new model", "config.json": "{}"})
 		require.NoError(t, s.Commit(names...))
-		require.Equal(t, map[string]string{"model.onnx": "new model", "config.json": "{}", "notes.txt": "the user's"}, dirFiles(t, dir))
-		entries, err := os.ReadDir(parent)
-		require.NoError(t, err)
-		require.Len(t, entries, 1, "the stage is gone")
+		requireFiles(map[string]string{"model.onnx": "new model", "config.json": "{}", "notes.txt": "the user's"}, 0)
 		require.NoError(t, s.Discard(), "after a commit")
 	})
+	t.Run("a commit that fails", func(t *testing.T) {
+		// A directory where tokenizer.json goes: its rename fails after
+		// the model's.
+		blocked := filepath.Join(dir, "tokenizer.json")
+		require.NoError(t, os.MkdirAll(filepath.Join(blocked, "x"), 0o777))
+		s, err := NewStage(dir)
+		require.NoError(t, err)
+		write(s, map[string]string{"model.onnx": "newer model", "tokenizer.json": "{}"})
+		err = s.Commit("model.onnx", "tokenizer.json", "config.json")
+		require.ErrorContains(t, err, "the files not moved are in "+s.Dir())
+		require.NoError(t, s.Discard())
+		b, err := os.ReadFile(filepath.Join(s.Dir(), "tokenizer.json"))
+		require.NoError(t, err, "the file not moved is kept")
+		require.Equal(t, "{}", string(b))
+		b, err = os.ReadFile(filepath.Join(dir, "model.onnx"))
+		require.NoError(t, err)
+		require.Equal(t, "newer model", string(b))
+		require.FileExists(t, filepath.Join(dir, "config.json"), "nothing removed after the failure")
+	})
 	t.Run("a new directory", func(t *testing.T) {
-		fresh := filepath.Join(parent, "a", "b")
+		fresh := filepath.Join(dir, "a", "b")
 		s, err := NewStage(fresh)
 		require.NoError(t, err)
 		write(s, map[string]string{"model.onnx": "m"})
 		require.NoError(t, s.Commit(names...))
-		require.Equal(t, map[string]string{"model.onnx": "m"}, dirFiles(t, fresh))
+		got, stages := dirFiles(t, fresh)
+		require.Equal(t, map[string]string{"model.onnx": "m"}, got)
+		require.Zero(t, stages)
 	})
 }
