@@ -217,3 +217,35 @@ func TestDecodeGraphFollowsConfig(t *testing.T) {
 	require.True(t, a.Rebuilt)
 	require.NotEmpty(t, a.DecodePath())
 }
+
+// TestPolicyGraphsReadUnderLock: a policy's sampling, decode and
+// full-sequence graphs are the ones read while it held the artifacts'
+// lock, though another process rebuilds the directory for another model
+// before they are first used (its sessions open then): the calls run on
+// this model's graphs, not the other's ("Invalid input name" when the
+// layers differ, which TestConcurrentEvalsOfTwoModels met 4 times in 12).
+func TestPolicyGraphsReadUnderLock(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	dirs := [2]string{t.TempDir(), t.TempDir()}
+	for i, layers := range []int{2, 1} {
+		c := qwen3.Tiny()
+		c.Layers = layers
+		require.NoError(t, qwen3.WriteDir(dirs[i], c, 3))
+	}
+	arts := t.TempDir()
+	p, err := model.OpenPolicy(rt, filepath.Join(dirs[0], "model.onnx"), arts, model.PolicyOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	other, err := model.PrepareArtifacts(filepath.Join(dirs[1], "model.onnx"), arts, model.ArtifactOptions{})
+	require.NoError(t, err)
+	require.True(t, other.Rebuilt)
+	require.NotEmpty(t, other.DecodePath())
+	d := decodeCheck{t: t, lm: p.LM, full: scorerOf(t, p), r: rand.New(rand.NewPCG(4, 4))}
+	c, err := d.lm.NewRowCache(2, 12)
+	require.NoError(t, err)
+	seqs := [][]int64{d.seq(5), d.seq(3)}
+	d.fill(c, 0, seqs[0])
+	d.fill(c, 1, seqs[1])
+	d.step(c, 0, seqs, "after the directory was rebuilt")
+	require.Equal(t, int64(1), d.lm.DecodeGraphCalls())
+}

@@ -36,6 +36,12 @@ type LMOptions struct {
 	// (Artifacts.DecodePath), which Extend runs for calls of one new
 	// position per row on a host cache; "" runs every call on the graph.
 	Decode string
+	// Graph and DecodeGraph, when set, are the bytes of the files at the
+	// path and Decode, read by the caller (OpenPolicy, while it holds the
+	// artifacts' lock): the sessions, opened on first use, are made from
+	// them, so that they are the graphs read under the lock though the
+	// files have been replaced since. They must hold no external data.
+	Graph, DecodeGraph []byte
 	// device, set by OpenPolicy (PolicyOptions.Resident), keeps
 	// generation in the runtime device's memory: Extend reads these
 	// device copies of the weights (copied when their store changes) and
@@ -71,6 +77,8 @@ type LM struct {
 	// extend.
 	decodePath string
 	decode     *ortc.Session
+	// graph and decodeGraph are LMOptions.Graph and DecodeGraph.
+	graph, decodeGraph []byte
 	// decodeCalls counts the Extend calls run on the decode graph.
 	decodeCalls int64
 	// params: LMOptions.device; res is the device state, opened with
@@ -85,7 +93,11 @@ type LM struct {
 func OpenLM(rt *Runtime, path string, opt LMOptions) (*LM, error) {
 	// The graph only: external weights stay on disk, which keeps this cheap
 	// for multi-gigabyte exports.
-	m, err := onnx.LoadGraph(path)
+	load := func() (*onnx.Model, error) { return onnx.LoadGraph(path) }
+	if opt.Graph != nil {
+		load = func() (*onnx.Model, error) { return onnx.Parse(opt.Graph, path) }
+	}
+	m, err := load()
 	if err != nil {
 		return nil, fmt.Errorf("model: open LM: %w", err)
 	}
@@ -93,7 +105,8 @@ func OpenLM(rt *Runtime, path string, opt LMOptions) (*LM, error) {
 	if err != nil {
 		return nil, err
 	}
-	lm := &LM{sig: sig, rt: rt, path: path, weights: opt.Weights, heads: opt.Heads, callBytes: opt.CallBytes, params: opt.device, decodePath: opt.Decode}
+	lm := &LM{sig: sig, rt: rt, path: path, weights: opt.Weights, heads: opt.Heads, callBytes: opt.CallBytes, params: opt.device, decodePath: opt.Decode,
+		graph: opt.Graph, decodeGraph: opt.DecodeGraph}
 	if lm.heads <= 0 {
 		lm.heads = sig.KVHeads
 	}
@@ -151,7 +164,12 @@ func (lm *LM) forwardSession() error {
 		return err
 	}
 	defer so.Destroy()
-	if lm.sess, err = ort.NewDynamicAdvancedSession(lm.path, lm.inNames, lm.outNames, so); err != nil {
+	if lm.graph != nil {
+		lm.sess, err = ort.NewDynamicAdvancedSessionWithONNXData(lm.graph, lm.inNames, lm.outNames, so)
+	} else {
+		lm.sess, err = ort.NewDynamicAdvancedSession(lm.path, lm.inNames, lm.outNames, so)
+	}
+	if err != nil {
 		return fmt.Errorf("model: %s: create session: %w", lm.path, err)
 	}
 	return nil
@@ -204,7 +222,13 @@ func (lm *LM) extendSession() (*ortc.Session, error) {
 	if err := so.SetCpuMemArena(false); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	s, err := lm.env.NewSessionFile(lm.path, so, lm.graphInputs(), out)
+	open := func(path string, graph []byte, inputs, outputs []string) (*ortc.Session, error) {
+		if graph != nil {
+			return lm.env.NewSession(graph, so, inputs, outputs)
+		}
+		return lm.env.NewSessionFile(path, so, inputs, outputs)
+	}
+	s, err := open(lm.path, lm.graph, lm.graphInputs(), out)
 	if err != nil {
 		return nil, fmt.Errorf("model: %s: %w", lm.path, err)
 	}
@@ -222,7 +246,7 @@ func (lm *LM) extendSession() (*ortc.Session, error) {
 			out = append(out, PresentName(i, false), PresentName(i, true))
 		}
 		in := append(lm.graphInputs(), DecodeSeqLens, DecodeTotal)
-		if lm.decode, err = lm.env.NewSessionFile(lm.decodePath, so, in, out); err != nil {
+		if lm.decode, err = open(lm.decodePath, lm.decodeGraph, in, out); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("model: %s: %w", lm.decodePath, err)
 		}

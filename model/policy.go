@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/model/params"
@@ -25,10 +26,12 @@ type Policy struct {
 	// logits hold the last position only.
 	LM *LM
 	// scorer is the rollout graph with full-sequence logits, opened on
-	// first use by Scorer.
-	scorer *LM
-	feed   map[string]Weight
-	rt     *Runtime
+	// first use by Scorer from rollout, the file's bytes read under the
+	// artifacts' lock.
+	scorer  *LM
+	rollout []byte
+	feed    map[string]Weight
+	rt      *Runtime
 	// dev are the device copies of the parameters (PolicyOptions.
 	// Resident), closed after the LMs and the executor that read them.
 	dev *deviceParams
@@ -97,9 +100,28 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Poli
 			return nil, fmt.Errorf("model: parameters on %s: %w", rt.Device(), err)
 		}
 	}
+	// The graphs' sessions open on first use, after the lock is released,
+	// when another process may have rebuilt the directory for another
+	// model: they are made from the files' bytes, read now.
 	lo := LMOptions{Weights: p.feed, Heads: hf.NumAttentionHeads, device: p.dev}
-	if !opt.SamplingGraphOnly {
+	read := func(path string) ([]byte, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("model: artifacts: %w", err), p.Close())
+		}
+		return b, nil
+	}
+	if lo.Graph, err = read(art.SamplePath()); err != nil {
+		return nil, err
+	}
+	if p.rollout, err = read(art.RolloutPath()); err != nil {
+		return nil, err
+	}
+	if !opt.SamplingGraphOnly && art.DecodePath() != "" {
 		lo.Decode = art.DecodePath()
+		if lo.DecodeGraph, err = read(lo.Decode); err != nil {
+			return nil, err
+		}
 	}
 	if p.LM, err = OpenLM(rt, art.SamplePath(), lo); err != nil {
 		return nil, errors.Join(err, p.Close())
@@ -134,7 +156,7 @@ func (p *Policy) UseDeviceOptimizer(opt *optim.AdamW) error {
 // position (for scoring whole sequences), opening it on first use.
 func (p *Policy) Scorer() (*LM, error) {
 	if p.scorer == nil {
-		lm, err := OpenLM(p.rt, p.Artifacts.RolloutPath(), LMOptions{Weights: p.feed, device: p.dev})
+		lm, err := OpenLM(p.rt, p.Artifacts.RolloutPath(), LMOptions{Weights: p.feed, Graph: p.rollout, device: p.dev})
 		if err != nil {
 			return nil, err
 		}

@@ -88,6 +88,16 @@ func Load(path string) (*Model, error) {
 	return m, nil
 }
 
+// Parse decodes a model held in memory (a file's bytes; name names it in
+// errors). Its external data, if any, is not resolved.
+func Parse(data []byte, name string) (*Model, error) {
+	mp, err := decode(data, name)
+	if err != nil {
+		return nil, err
+	}
+	return &Model{Proto: mp, path: name}, nil
+}
+
 func decode(data []byte, name string) (*onnxpb.ModelProto, error) {
 	mp := &onnxpb.ModelProto{}
 	if err := proto.Unmarshal(data, mp); err != nil {
