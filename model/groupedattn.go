@@ -62,24 +62,11 @@ type shapeRead struct {
 // attentionSite's form, or m is left as it was.
 func groupedAttention(m *onnxpb.ModelProto, sig *Signature) bool {
 	g := m.GetGraph()
-	producer := map[string]*onnxpb.NodeProto{}
-	consumers := map[string][]*onnxpb.NodeProto{}
-	for _, n := range g.Node {
-		for _, o := range n.Output {
-			producer[o] = n
-		}
-		for _, in := range n.Input {
-			consumers[in] = append(consumers[in], n)
-		}
-	}
-	for _, n := range g.Node {
-		for _, a := range n.Attribute {
-			if a.GetG() != nil || len(a.GetGraphs()) > 0 {
-				// A subgraph may read any value, so the repeats could not
-				// be pruned (autodiff.Prune keeps everything then).
-				return false
-			}
-		}
+	producer, consumers, subgraphs := indexGraph(g)
+	if subgraphs {
+		// A subgraph may read any value, so the repeats could not be
+		// pruned (autodiff.Prune keeps everything then).
+		return false
 	}
 	sites := make([]attentionSite, sig.Layers)
 	for i := range sites {
@@ -112,6 +99,25 @@ func groupedAttention(m *onnxpb.ModelProto, sig *Signature) bool {
 		m.OpsetImport = append(m.OpsetImport, &onnxpb.OperatorSetIdProto{Domain: proto.String("com.microsoft"), Version: proto.Int64(1)})
 	}
 	return true
+}
+
+// indexGraph maps each value of g to the node producing it and the nodes
+// reading it, and reports whether a node holds a subgraph (If, Loop),
+// which may read any value.
+func indexGraph(g *onnxpb.GraphProto) (producer map[string]*onnxpb.NodeProto, consumers map[string][]*onnxpb.NodeProto, subgraphs bool) {
+	producer, consumers = map[string]*onnxpb.NodeProto{}, map[string][]*onnxpb.NodeProto{}
+	for _, n := range g.Node {
+		for _, o := range n.Output {
+			producer[o] = n
+		}
+		for _, in := range n.Input {
+			consumers[in] = append(consumers[in], n)
+		}
+		for _, a := range n.Attribute {
+			subgraphs = subgraphs || a.GetG() != nil || len(a.GetGraphs()) > 0
+		}
+	}
+	return producer, consumers, subgraphs
 }
 
 // matchAttention fills s with layer i's attention, or reports that it

@@ -67,20 +67,9 @@ func inPlaceDecode(m *onnxpb.ModelProto, sig *Signature, heads int) *onnxpb.Mode
 	}
 	m = proto.Clone(m).(*onnxpb.ModelProto)
 	g := m.GetGraph()
-	producer := map[string]*onnxpb.NodeProto{}
-	consumers := map[string][]*onnxpb.NodeProto{}
-	for _, n := range g.Node {
-		for _, o := range n.Output {
-			producer[o] = n
-		}
-		for _, in := range n.Input {
-			consumers[in] = append(consumers[in], n)
-		}
-		for _, a := range n.Attribute {
-			if a.GetG() != nil || len(a.GetGraphs()) > 0 {
-				return nil
-			}
-		}
+	producer, consumers, subgraphs := indexGraph(g)
+	if subgraphs {
+		return nil
 	}
 	infos := autodiff.ValueInfos(g)
 	sites := make([]decodeSite, sig.Layers)
