@@ -149,34 +149,31 @@ func matchAttention(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto,
 		}
 		return c
 	}
-	is := func(n *onnxpb.NodeProto, op string) bool {
-		return n != nil && n.GetOpType() == op && n.GetDomain() == ""
-	}
 	s.keyScale = 1
 	for k, value := range []bool{false, true} {
 		present := PresentName(i, value)
 		s.present[k] = present
 		x, n := present, only(present, "")
-		if is(n, "Unsqueeze") {
+		if isOp(n, "Unsqueeze") {
 			if !unsqueezesAxis2(g, producer, n) {
 				return false
 			}
 			e := only(n.Output[0], "BK1TD")
-			if !is(e, "Expand") || e.Input[0] != n.Output[0] {
+			if !isOp(e, "Expand") || e.Input[0] != n.Output[0] {
 				return false
 			}
 			r := only(e.Output[0], "BKRTD")
-			if !is(r, "Reshape") || r.Input[0] != e.Output[0] {
+			if !isOp(r, "Reshape") || r.Input[0] != e.Output[0] {
 				return false
 			}
 			x, n = r.Output[0], only(r.Output[0], "BHTD")
 		}
 		if !value {
-			if !is(n, "Transpose") || !isLastTwoSwapped(n) {
+			if !isOp(n, "Transpose") || !isLastTwoSwapped(n) {
 				return false
 			}
 			x, n = n.Output[0], only(n.Output[0], "BHDT")
-			if is(n, "Mul") {
+			if isOp(n, "Mul") {
 				c := n.Input[0]
 				if c == x {
 					c = n.Input[1]
@@ -189,7 +186,7 @@ func matchAttention(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto,
 				x, n = n.Output[0], only(n.Output[0], "BHDT")
 			}
 		}
-		if !is(n, "MatMul") || n.Input[1] != x {
+		if !isOp(n, "MatMul") || n.Input[1] != x {
 			return false
 		}
 		if value {
@@ -251,6 +248,11 @@ func rewriteAttention(b *onnx.GraphBuilder, s attentionSite, sig *Signature) {
 		}
 		b.NodeTo("Concat", parts, r.node.Output, onnx.AttrInt("axis", 0))
 	}
+}
+
+// isOp reports whether n is a node of the standard operator op.
+func isOp(n *onnxpb.NodeProto, op string) bool {
+	return n != nil && n.GetOpType() == op && n.GetDomain() == ""
 }
 
 func isLastTwoSwapped(n *onnxpb.NodeProto) bool {

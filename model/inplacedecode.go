@@ -139,15 +139,10 @@ func matchDecode(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto, co
 	if !matchAttention(g, producer, consumers, i, &s.site) {
 		return false
 	}
+	// withNewKV made each present Concat(past, new) on axis 2.
 	for k, value := range []bool{false, true} {
 		c := producer[PresentName(i, value)]
-		if c == nil || c.GetOpType() != "Concat" || len(c.Input) != 2 || passThrough(producer, c.Input[0]) != PastName(i, value) {
-			return false
-		}
 		s.concat[k], s.newKV[k] = c, c.Input[1]
-	}
-	is := func(n *onnxpb.NodeProto, op string) bool {
-		return n != nil && n.GetOpType() == op && n.GetDomain() == ""
 	}
 	only := func(v string) *onnxpb.NodeProto {
 		if c := consumers[v]; len(c) == 1 {
@@ -159,10 +154,10 @@ func matchDecode(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto, co
 	s.scale = s.site.keyScale
 	x := s.site.scores.Output[0]
 	n := only(x)
-	for is(n, "Mul") || is(n, "Div") {
+	for isOp(n, "Mul") || isOp(n, "Div") {
 		other := n.Input[1]
 		if other == x {
-			if is(n, "Div") {
+			if isOp(n, "Div") {
 				return false
 			}
 			other = n.Input[0]
@@ -171,14 +166,14 @@ func matchDecode(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto, co
 		if !ok || c == 0 {
 			return false
 		}
-		if is(n, "Div") {
+		if isOp(n, "Div") {
 			c = 1 / c
 		}
 		s.scale *= c
 		x = n.Output[0]
 		n = only(x)
 	}
-	if !is(n, "Add") {
+	if !isOp(n, "Add") {
 		return false
 	}
 	mask := n.Input[1]
@@ -190,7 +185,7 @@ func matchDecode(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto, co
 	}
 	x = n.Output[0]
 	softmax := only(x)
-	if !is(softmax, "Softmax") || !lastAxis(softmax, 4) {
+	if !isOp(softmax, "Softmax") || !lastAxis(softmax, 4) {
 		return false
 	}
 	// The mix's probabilities back to the Softmax: Casts to float, or
@@ -198,11 +193,11 @@ func matchDecode(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto, co
 	for p := s.site.mix.Input[0]; p != softmax.Output[0]; {
 		n := producer[p]
 		switch {
-		case is(n, "Cast") && castsToFloat(n):
+		case isOp(n, "Cast") && castsToFloat(n):
 			p = n.Input[0]
-		case is(n, "Where") && len(n.Input) == 3:
+		case isOp(n, "Where") && len(n.Input) == 3:
 			nan := producer[n.Input[0]]
-			if _, ok := scalarConst(g, producer, n.Input[1]); !ok || !is(nan, "IsNaN") || nan.Input[0] != n.Input[2] {
+			if _, ok := scalarConst(g, producer, n.Input[1]); !ok || !isOp(nan, "IsNaN") || nan.Input[0] != n.Input[2] {
 				return false
 			}
 			p = n.Input[2]
