@@ -91,10 +91,6 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Poli
 			p.feed[t.Name] = Weight{Shape: t.Shape, Data: t.Data}
 		}
 	}
-	hf, _, err := ReadHFConfig(src)
-	if err != nil {
-		return nil, err
-	}
 	if opt.Resident || rt.Device().Kind == CUDA {
 		if p.dev, err = newDeviceParams(rt, []*params.Store{w, frozen}); err != nil {
 			return nil, fmt.Errorf("model: parameters on %s: %w", rt.Device(), err)
@@ -103,7 +99,7 @@ func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Poli
 	// The graphs' sessions open on first use, after the lock is released,
 	// when another process may have rebuilt the directory for another
 	// model: they are made from the files' bytes, read now.
-	lo := LMOptions{Weights: p.feed, Heads: hf.NumAttentionHeads, device: p.dev}
+	lo := LMOptions{Weights: p.feed, Heads: art.hf.NumAttentionHeads, device: p.dev}
 	read := func(path string) ([]byte, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
