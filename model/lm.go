@@ -141,6 +141,16 @@ func (lm *LM) graphInputs() []string {
 	return in
 }
 
+// presentOutputs returns the outputs of a graph that gives the logits and
+// every layer's whole present (Forward's, the decode graph's).
+func (lm *LM) presentOutputs() []string {
+	out := []string{LogitsOutput}
+	for i := range lm.sig.Layers {
+		out = append(out, PresentName(i, false), PresentName(i, true))
+	}
+	return out
+}
+
 // forwardSession opens Forward's session on first use.
 func (lm *LM) forwardSession() error {
 	if lm.sess != nil {
@@ -155,10 +165,7 @@ func (lm *LM) forwardSession() error {
 		lm.ortWeights = append(lm.ortWeights, t)
 	}
 	lm.inNames = lm.graphInputs()
-	lm.outNames = []string{LogitsOutput}
-	for i := 0; i < lm.sig.Layers; i++ {
-		lm.outNames = append(lm.outNames, PresentName(i, false), PresentName(i, true))
-	}
+	lm.outNames = lm.presentOutputs()
 	so, err := lm.rt.NewSessionOptions()
 	if err != nil {
 		return err
@@ -241,12 +248,8 @@ func (lm *LM) extendSession() (*ortc.Session, error) {
 		// The decode graph's present outputs are the past's buffers,
 		// which a device-resident LM keeps elsewhere: it runs on the
 		// host only.
-		out := []string{LogitsOutput}
-		for i := range lm.sig.Layers {
-			out = append(out, PresentName(i, false), PresentName(i, true))
-		}
 		in := append(lm.graphInputs(), DecodeSeqLens, DecodeTotal)
-		if lm.decode, err = open(lm.decodePath, lm.decodeGraph, in, out); err != nil {
+		if lm.decode, err = open(lm.decodePath, lm.decodeGraph, in, lm.presentOutputs()); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("model: %s: %w", lm.decodePath, err)
 		}
