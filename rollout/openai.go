@@ -36,7 +36,8 @@ type OpenAIConfig struct {
 	// Retries is how many times a request is retried after a 429, a 5xx
 	// or a connection error (nothing else: another answer would be the
 	// same), waiting Backoff, then twice as long each time; defaults 4
-	// and 500 ms. Each retry is announced on Warn with its reason.
+	// and 500 ms. Each retry is announced on Warn with its reason (see
+	// RetryNotice).
 	Retries int
 	Backoff time.Duration
 	// Timeout bounds one request from its first attempt to its answer,
@@ -59,6 +60,12 @@ type OpenAIConfig struct {
 	// each time the wait doubles, so that a server that stopped
 	// answering is not waited on silently until Timeout.
 	StallNotice time.Duration
+	// RetryNotice is the least time between two retry lines on Warn: the
+	// retries in between, of any request, are counted in the next line
+	// instead, so that an engine restarting under Concurrency requests
+	// does not print a line for each of their retries; default 10 s (0),
+	// negative: a line for every retry.
+	RetryNotice time.Duration
 	// Client is the HTTP client; nil uses a new one.
 	Client *http.Client
 }
@@ -71,6 +78,7 @@ const (
 	DefaultEngineTimeout     = 10 * time.Minute
 	DefaultEngineWaitNotice  = 10 * time.Second
 	DefaultEngineStallNotice = time.Minute
+	DefaultEngineRetryNotice = 10 * time.Second
 )
 
 // OpenAI is the serving-engine Generator (see OpenAIConfig).
@@ -78,8 +86,12 @@ type OpenAI struct {
 	cfg      OpenAIConfig
 	warnOnce sync.Once
 	warnMu   sync.Mutex // serializes the lines written to cfg.Warn
-	mu       sync.Mutex
-	model    string // the name requests go to (a synced adapter's, once set)
+	// lastRetry is when the last retry line was written and
+	// quietRetries how many retries were not announced since (warnMu).
+	lastRetry    time.Time
+	quietRetries int
+	mu           sync.Mutex
+	model        string // the name requests go to (a synced adapter's, once set)
 }
 
 // CheckBaseURL checks an engine's API root: an http or https URL with a
@@ -145,6 +157,9 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	}
 	if cfg.StallNotice <= 0 {
 		cfg.StallNotice = DefaultEngineStallNotice
+	}
+	if cfg.RetryNotice == 0 {
+		cfg.RetryNotice = DefaultEngineRetryNotice
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
@@ -281,7 +296,7 @@ func (o *OpenAI) request(ctx context.Context, method, url string, body, out any)
 		if time.Until(deadline) <= wait {
 			return fmt.Errorf("%w (%s; another would start after the %v timeout, --engine-timeout)", err, plural(attempt, "attempt"), o.cfg.Timeout)
 		}
-		o.warnf("spiral: warning: %v; retry %d of %d in %v\n", err, attempt, o.cfg.Retries, wait)
+		o.warnRetry(err, attempt, wait)
 		last = err
 		t := time.NewTimer(wait)
 		select {
@@ -331,6 +346,32 @@ func (o *OpenAI) warnf(format string, args ...any) {
 	o.warnMu.Lock()
 	defer o.warnMu.Unlock()
 	fmt.Fprintf(o.cfg.Warn, format, args...)
+}
+
+// warnRetry announces a retry on Warn unless another was announced
+// within RetryNotice; the line counts the retries left unannounced since
+// the last.
+func (o *OpenAI) warnRetry(err error, attempt int, wait time.Duration) {
+	if o.cfg.Warn == nil {
+		return
+	}
+	o.warnMu.Lock()
+	defer o.warnMu.Unlock()
+	now := time.Now()
+	if o.cfg.RetryNotice > 0 && !o.lastRetry.IsZero() && now.Sub(o.lastRetry) < o.cfg.RetryNotice {
+		o.quietRetries++
+		return
+	}
+	var quiet string
+	switch o.quietRetries {
+	case 0:
+	case 1:
+		quiet = " (1 other retry since the last line)"
+	default:
+		quiet = fmt.Sprintf(" (%d other retries since the last line)", o.quietRetries)
+	}
+	fmt.Fprintf(o.cfg.Warn, "spiral: warning: %v; retry %d of %d in %v%s\n", err, attempt, o.cfg.Retries, wait, quiet)
+	o.lastRetry, o.quietRetries = now, 0
 }
 
 // call sends body (nil: none) to url once and decodes the answer into

@@ -253,6 +253,7 @@ func TestOpenAIErrors(t *testing.T) {
 			cfg := engineConfig(srv.URL)
 			var warn bytes.Buffer
 			cfg.Model, cfg.Retries, cfg.Concurrency, cfg.Vocab, cfg.Warn = tc.model, 2, 1, 49, &warn
+			cfg.RetryNotice = -1 // a line for every retry
 			eng, err := rollout.NewOpenAI(cfg)
 			require.NoError(t, err)
 			_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
@@ -282,13 +283,69 @@ func TestOpenAIErrors(t *testing.T) {
 		srv.Close()
 		cfg := engineConfig(url)
 		var warn bytes.Buffer
-		cfg.Retries, cfg.Warn = 2, &warn
+		cfg.Retries, cfg.Warn, cfg.RetryNotice = 2, &warn, -1
 		eng, err := rollout.NewOpenAI(cfg)
 		require.NoError(t, err)
 		_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
 		require.ErrorContains(t, err, url+"/v1/completions is not reachable")
 		require.ErrorContains(t, err, "(after 3 attempts)", "connection errors are retried")
 		require.Equal(t, 2, strings.Count(warn.String(), "is not reachable"), warn.String())
+	})
+
+	// Retry lines come at most one per RetryNotice, whichever requests
+	// retry: an engine failing under 4 concurrent requests prints one
+	// line where it used to print one per retry, and the next line
+	// counts the retries not shown.
+	t.Run("retry lines throttled", func(t *testing.T) {
+		for _, tc := range []struct {
+			notice time.Duration
+			lines  int
+		}{{notice: -1, lines: 12}, {notice: time.Hour, lines: 1}} {
+			fake := newFake()
+			fake.fail = func(n int) int {
+				if n < 12 {
+					return 503
+				}
+				return 0
+			}
+			srv := httptest.NewServer(fake)
+			cfg := engineConfig(srv.URL)
+			var warn bytes.Buffer
+			cfg.Retries, cfg.Concurrency, cfg.Warn, cfg.RetryNotice = 4, 4, &warn, tc.notice
+			eng, err := rollout.NewOpenAI(cfg)
+			require.NoError(t, err)
+			reqs := make([]rollout.Request, 8)
+			for i := range reqs {
+				reqs[i].Prompt = []int32{1}
+			}
+			_, _, err = eng.Generate(context.Background(), reqs, nil)
+			srv.Close()
+			require.NoError(t, err)
+			require.Equal(t, int32(12+8), fake.calls.Load(), "12 failures, 8 completions")
+			require.Equal(t, tc.lines, strings.Count(warn.String(), "HTTP 503: engine says no; retry "), "RetryNotice %v:\n%s", tc.notice, warn.String())
+			require.NotContains(t, warn.String(), "other retr")
+		}
+
+		fake := newFake()
+		// Calls 0-4 are the first request's (four failures, then an
+		// answer), 5-7 the second's.
+		fake.fail = func(n int) int { return map[int]int{0: 503, 1: 503, 2: 503, 3: 429, 5: 503, 6: 500}[n] }
+		srv := httptest.NewServer(fake)
+		defer srv.Close()
+		cfg := engineConfig(srv.URL)
+		var warn bytes.Buffer
+		cfg.Retries, cfg.Concurrency, cfg.Warn, cfg.RetryNotice = 4, 1, &warn, time.Second
+		eng, err := rollout.NewOpenAI(cfg)
+		require.NoError(t, err)
+		_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
+		require.NoError(t, err)
+		time.Sleep(1100 * time.Millisecond) // past RetryNotice: the next retry is announced
+		_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimRight(warn.String(), "\n"), "\n")
+		require.Len(t, lines, 2, warn.String())
+		require.True(t, strings.HasSuffix(lines[0], "HTTP 503: engine says no; retry 1 of 4 in 1ms"), lines[0])
+		require.True(t, strings.HasSuffix(lines[1], "HTTP 503: engine says no; retry 1 of 4 in 1ms (3 other retries since the last line)"), lines[1])
 	})
 
 	t.Run("model check", func(t *testing.T) {
