@@ -327,16 +327,22 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 			return 0, err
 		}
 	}
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	// The files are written in a stage in dir and moved in together, so
+	// that an interruption leaves dir's files as they were (not new
+	// weights beside an older export's config), and a side file the
+	// source lacks does not stay from an older export.
+	stage, err := atomicfile.NewStage(dir)
+	if err != nil {
 		return 0, fmt.Errorf("model: hf export: %w", err)
 	}
+	defer stage.Discard()
 	specs := make([]params.Spec, len(srcs))
 	for i, s := range srcs {
 		specs[i] = s.spec
 	}
 	// Streamed: one tensor's values at a time besides the trained store.
 	var scratch []float32
-	err = atomicfile.Write(filepath.Join(dir, HFWeightsFile), 0o666, func(f io.Writer) error {
+	err = atomicfile.Write(filepath.Join(stage.Dir(), HFWeightsFile), 0o666, func(f io.Writer) error {
 		return params.WriteFunc(f, map[string]string{"format": "pt"}, specs, func(i int, buf []float32) ([]float32, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err // interrupted: the file is not replaced
@@ -350,7 +356,8 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 	if err != nil {
 		return 0, fmt.Errorf("model: hf export: %w", err)
 	}
-	for _, name := range append([]string{ConfigFile}, hfSideFiles...) {
+	names := append([]string{HFWeightsFile, ConfigFile}, hfSideFiles...)
+	for _, name := range names[1:] {
 		from := filepath.Join(filepath.Dir(src), name)
 		if name == "tokenizer.json" && tokenizer != "" {
 			from = tokenizer
@@ -362,9 +369,12 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 		if err != nil {
 			return 0, fmt.Errorf("model: hf export: %w", err)
 		}
-		if err := atomicfile.WriteFile(filepath.Join(dir, name), b, 0o666); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(stage.Dir(), name), b, 0o666); err != nil {
 			return 0, fmt.Errorf("model: hf export: %w", err)
 		}
+	}
+	if err := stage.Commit(names...); err != nil {
+		return 0, fmt.Errorf("model: hf export: %w", err)
 	}
 	return len(srcs), nil
 }

@@ -178,3 +178,55 @@ func initializer(t *testing.T, m *onnx.Model, name string) []float32 {
 	t.Fatalf("no initializer %q", name)
 	return nil
 }
+
+// TestExportsReplaceTheirFilesTogether exports the HF fixture over an
+// older export of another model's files: the new files replace the old
+// together, a side file the source lacks (the older export's
+// generation_config.json) goes instead of staying beside the new
+// weights, a file of the user's stays, and no stage is left; the peft
+// export replaces its two files alike.
+func TestExportsReplaceTheirFilesTogether(t *testing.T) {
+	src := filepath.Join(hfFixtureDir, "model.onnx")
+	names := func(dir string) []string {
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Name())
+		}
+		return got
+	}
+	none, err := params.NewStore(nil)
+	require.NoError(t, err)
+	out := t.TempDir()
+	for name, body := range map[string]string{model.HFWeightsFile: "old weights", model.ConfigFile: "{}", "generation_config.json": "{}", "README.md": "mine"} {
+		require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte(body), 0o666))
+	}
+	_, err = model.ExportHF(context.Background(), src, "", out, none, lmgraph.LoRA{})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{model.HFWeightsFile, model.ConfigFile, "README.md"}, names(out))
+	cfg, err := os.ReadFile(filepath.Join(out, model.ConfigFile))
+	require.NoError(t, err)
+	want, err := os.ReadFile(filepath.Join(hfFixtureDir, model.ConfigFile))
+	require.NoError(t, err)
+	require.Equal(t, want, cfg)
+
+	l := lmgraph.LoRA{Rank: 2, Alpha: 4, Targets: []string{"q_proj"}}
+	p, err := model.OpenPolicy(modeltest.Runtime(t), src, t.TempDir(), model.PolicyOptions{Artifacts: model.ArtifactOptions{LoRA: l}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = model.ExportHF(ended, src, "", out, p.Weights, l)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ElementsMatch(t, []string{model.HFWeightsFile, model.ConfigFile, "README.md"}, names(out), "an interrupted export leaves no stage")
+
+	peft := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(peft, model.PEFTConfigFile), []byte(`{"r": 64}`), 0o666))
+	_, err = model.ExportPEFT(src, l, p.Weights, "base", peft)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{model.PEFTWeightsFile, model.PEFTConfigFile}, names(peft))
+	b, err := os.ReadFile(filepath.Join(peft, model.PEFTConfigFile))
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"r": 2`)
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -248,14 +247,21 @@ func ExportPEFT(src string, l lmgraph.LoRA, adapters *params.Store, base, dir st
 	if err != nil {
 		return 0, err
 	}
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	// Both files are written in a stage in dir and moved in together:
+	// never one adapter's weights beside another's configuration.
+	stage, err := atomicfile.NewStage(dir)
+	if err != nil {
 		return 0, fmt.Errorf("model: peft export: %w", err)
 	}
-	err = atomicfile.Write(filepath.Join(dir, PEFTWeightsFile), 0o666, func(f io.Writer) error {
+	defer stage.Discard()
+	err = atomicfile.Write(filepath.Join(stage.Dir(), PEFTWeightsFile), 0o666, func(f io.Writer) error {
 		return out.WriteSafetensors(f, map[string]string{"format": "pt"}, nil)
 	})
 	if err == nil {
-		err = atomicfile.WriteFile(filepath.Join(dir, PEFTConfigFile), append(cj, '\n'), 0o666)
+		err = atomicfile.WriteFile(filepath.Join(stage.Dir(), PEFTConfigFile), append(cj, '\n'), 0o666)
+	}
+	if err == nil {
+		err = stage.Commit(PEFTWeightsFile, PEFTConfigFile)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("model: peft export: %w", err)
