@@ -25,10 +25,14 @@ type WeightSync interface {
 // a Hugging Face model directory), creating it; it stops when ctx ends.
 type Export func(ctx context.Context, dir string) error
 
+// versionPrefix begins the name of every version: its directory under
+// the sync directory and, on vLLM, its adapter's name.
+const versionPrefix = "spiral-step-"
+
 // exportVersion writes the weights of step with export into a directory
 // of its own under dir and returns the version's name and directory.
 func exportVersion(ctx context.Context, dir string, step int, export Export) (name, path string, err error) {
-	name = fmt.Sprintf("spiral-step-%06d", step)
+	name = fmt.Sprintf("%s%06d", versionPrefix, step)
 	path = filepath.Join(dir, name)
 	if err := export(ctx, path); err != nil {
 		return "", "", fmt.Errorf("rollout: weight sync: export %s: %w", path, err)
@@ -36,13 +40,21 @@ func exportVersion(ctx context.Context, dir string, step int, export Export) (na
 	return name, path, nil
 }
 
-// removeVersion deletes the files of version name under dir ("" is none).
-func removeVersion(dir, name string) error {
-	if name == "" {
-		return nil
-	}
-	if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+// removeOtherVersions deletes the version directories under dir but
+// keep's: the version the engine served before, and those an earlier
+// process or a failed sync left (a run resumed with the same --sync-dir
+// would otherwise leave one model's weights behind at every restart).
+func removeOtherVersions(dir, keep string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
 		return fmt.Errorf("rollout: weight sync: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), versionPrefix) && e.Name() != keep {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("rollout: weight sync: %w", err)
+			}
+		}
 	}
 	return nil
 }
@@ -53,12 +65,18 @@ func removeVersion(dir, name string) error {
 // --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True; Dir must be the
 // same path on the server), requests are then sent to that adapter's
 // name, and the previous version is unloaded (/v1/unload_lora_adapter)
-// and its directory removed.
+// and its directory removed. Before its first load it unloads the
+// versions an earlier run left loaded (GET /v1/models lists them): vLLM
+// refuses to load a name it holds, which a run resumed against the same
+// engine would otherwise meet at its first sync. So one engine serves
+// one training run's adapters.
 type VLLMLoRASync struct {
 	Engine *OpenAI
 	Dir    string
 	Export Export
 	prev   string
+	// cleared is set once the versions an earlier run left are unloaded.
+	cleared bool
 }
 
 // Version returns the adapter the engine samples with ("" before the
@@ -72,6 +90,12 @@ func (s *VLLMLoRASync) Sync(ctx context.Context, step int) error {
 		return err
 	}
 	e := s.Engine
+	if !s.cleared {
+		if err := s.unloadLeftVersions(ctx); err != nil {
+			return err
+		}
+		s.cleared = true
+	}
 	load := map[string]string{"lora_name": name, "lora_path": dir}
 	if err := e.post(ctx, http.MethodPost, "/load_lora_adapter", load, nil); err != nil {
 		return fmt.Errorf("rollout: weight sync: load adapter %s: %w", name, err)
@@ -83,10 +107,29 @@ func (s *VLLMLoRASync) Sync(ctx context.Context, step int) error {
 			return fmt.Errorf("rollout: weight sync: unload adapter %s: %w", prev, err)
 		}
 	}
-	if err := removeVersion(s.Dir, s.prev); err != nil {
+	if err := removeOtherVersions(s.Dir, name); err != nil {
 		return err
 	}
 	s.prev = name
+	return nil
+}
+
+// unloadLeftVersions unloads the versions the engine serves that this
+// process did not load (an earlier run's).
+func (s *VLLMLoRASync) unloadLeftVersions(ctx context.Context) error {
+	ids, err := s.Engine.servedModels(ctx)
+	if err != nil {
+		return fmt.Errorf("rollout: weight sync: list the adapters loaded: %w", err)
+	}
+	for _, id := range ids {
+		if !strings.HasPrefix(id, versionPrefix) {
+			continue
+		}
+		unload := map[string]string{"lora_name": id}
+		if err := s.Engine.post(ctx, http.MethodPost, "/unload_lora_adapter", unload, nil); err != nil {
+			return fmt.Errorf("rollout: weight sync: unload adapter %s, which an earlier run left loaded: %w", id, err)
+		}
+	}
 	return nil
 }
 
@@ -94,7 +137,8 @@ func (s *VLLMLoRASync) Sync(ctx context.Context, step int) error {
 // (Hugging Face format) to Dir/spiral-step-NNNNNN and loaded with POST
 // /update_weights_from_disk {"model_path"} at the server's root (the
 // base URL without /v1; Dir must be the same path on the server), which
-// answers once the new weights serve; the previous directory is removed.
+// answers once the new weights serve; the previous directory is removed,
+// and those an earlier run or a failed sync left.
 type SGLangDiskSync struct {
 	Engine  *OpenAI
 	Dir     string
@@ -125,7 +169,7 @@ func (s *SGLangDiskSync) Sync(ctx context.Context, step int) error {
 	if !resp.Success {
 		return fmt.Errorf("rollout: weight sync: %s refused %s: %s", url, dir, resp.Message)
 	}
-	if err := removeVersion(s.Dir, s.version); err != nil {
+	if err := removeOtherVersions(s.Dir, name); err != nil {
 		return err
 	}
 	s.version = name

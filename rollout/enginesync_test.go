@@ -58,12 +58,21 @@ func (e *recordedEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // TestVLLMLoRASync replays vLLM's runtime LoRA API (docs: "Dynamically
-// serving LoRA Adapters"): load the new adapter, send requests to it,
-// unload the previous one, which answer in plain text.
+// serving LoRA Adapters"): unload the versions an earlier run left
+// loaded (vLLM refuses to load a name it holds: a resumed run would
+// reload its last), load the new adapter, send requests to it, unload
+// the previous one, which answer in plain text; version directories
+// other than the served one's go, those an earlier run left too.
 func TestVLLMLoRASync(t *testing.T) {
 	dir := t.TempDir()
 	step := func(n string) string { return filepath.Join(dir, "spiral-step-"+n) }
+	for _, left := range []string{step("000000"), step("000007"), filepath.Join(dir, "mine")} {
+		require.NoError(t, os.MkdirAll(left, 0o755))
+	}
 	eng := &recordedEngine{t: t, want: []exchange{
+		{"GET", "/v1/models", nil, 200, `{"object":"list","data":[{"id":"served","object":"model"},{"id":"spiral-step-000000","object":"model","parent":"served"},{"id":"spiral-step-000007","object":"model","parent":"served"}]}`},
+		{"POST", "/v1/unload_lora_adapter", map[string]string{"lora_name": "spiral-step-000000"}, 200, "Success: LoRA adapter 'spiral-step-000000' removed successfully."},
+		{"POST", "/v1/unload_lora_adapter", map[string]string{"lora_name": "spiral-step-000007"}, 200, "Success: LoRA adapter 'spiral-step-000007' removed successfully."},
 		{"POST", "/v1/load_lora_adapter", map[string]string{"lora_name": "spiral-step-000000", "lora_path": step("000000")}, 200, "Success: LoRA adapter 'spiral-step-000000' added successfully."},
 		{"POST", "/v1/load_lora_adapter", map[string]string{"lora_name": "spiral-step-000001", "lora_path": step("000001")}, 200, "Success: LoRA adapter 'spiral-step-000001' added successfully."},
 		{"POST", "/v1/unload_lora_adapter", map[string]string{"lora_name": "spiral-step-000000"}, 200, "Success: LoRA adapter 'spiral-step-000000' removed successfully."},
@@ -81,6 +90,8 @@ func TestVLLMLoRASync(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, s.Sync(ctx, 0))
 	require.Equal(t, "spiral-step-000000", o.Model(), "requests go to the loaded adapter")
+	require.NoDirExists(t, step("000007"), "an earlier run's version")
+	require.DirExists(t, filepath.Join(dir, "mine"), "not a version")
 	require.NoError(t, s.Sync(ctx, 1))
 	require.Equal(t, "spiral-step-000001", s.Version())
 	require.NoDirExists(t, step("000000"), "the unloaded version's files are removed")
@@ -89,12 +100,15 @@ func TestVLLMLoRASync(t *testing.T) {
 	require.ErrorContains(t, err, "cannot be found")
 	require.Equal(t, "spiral-step-000001", o.Model(), "a failed load keeps the served version")
 	require.Equal(t, []string{step("000000"), step("000001"), step("000002")}, exported)
+	require.Equal(t, len(eng.want), eng.n, "every recorded exchange made")
 }
 
 // TestSGLangDiskSync replays SGLang's update_weights_from_disk (at the
 // server root, not under /v1), which answers {"success", "message"}.
 func TestSGLangDiskSync(t *testing.T) {
 	dir := t.TempDir()
+	// A version an earlier run left goes with the first sync.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "spiral-step-000002"), 0o755))
 	eng := &recordedEngine{t: t, want: []exchange{
 		{"POST", "/update_weights_from_disk", map[string]string{"model_path": filepath.Join(dir, "spiral-step-000003")}, 200, `{"success": true, "message": "Succeeded to update model weights."}`},
 		{"POST", "/update_weights_from_disk", map[string]string{"model_path": filepath.Join(dir, "spiral-step-000004")}, 200, `{"success": false, "message": "Failed to get weights iterator: shape mismatch"}`},
@@ -106,6 +120,7 @@ func TestSGLangDiskSync(t *testing.T) {
 	s := &rollout.SGLangDiskSync{Engine: o, Dir: dir, Export: func(_ context.Context, d string) error { return os.MkdirAll(d, 0o755) }}
 	require.NoError(t, s.Sync(context.Background(), 3))
 	require.Equal(t, "spiral-step-000003", s.Version())
+	require.NoDirExists(t, filepath.Join(dir, "spiral-step-000002"))
 	require.ErrorContains(t, s.Sync(context.Background(), 4), "shape mismatch")
 	require.Equal(t, "served", o.Model(), "SGLang keeps serving under its own name")
 }

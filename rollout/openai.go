@@ -422,11 +422,6 @@ func (o *OpenAI) call(ctx context.Context, method, url string, body []byte, out 
 // CheckModel asks the server which models it serves (GET /models) and
 // fails, naming them, when Model is not one.
 func (o *OpenAI) CheckModel(ctx context.Context) error {
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
 	// The first request: a server that does not answer it is announced,
 	// instead of waiting silently up to Timeout.
 	noticed := make(chan struct{})
@@ -434,21 +429,35 @@ func (o *OpenAI) CheckModel(ctx context.Context) error {
 		defer close(noticed)
 		o.warnf("spiral: waiting for %s/models to answer (nothing after %v; giving up after %v, --engine-timeout)\n", o.cfg.BaseURL, o.cfg.WaitNotice, o.cfg.Timeout)
 	})
-	err := o.post(ctx, http.MethodGet, "/models", nil, &list)
+	ids, err := o.servedModels(ctx)
 	if !notice.Stop() {
 		<-noticed
 	}
 	if err != nil {
 		return err
 	}
-	var ids []string
-	for _, m := range list.Data {
-		if m.ID == o.cfg.Model {
-			return nil
-		}
-		ids = append(ids, m.ID)
+	if slices.Contains(ids, o.cfg.Model) {
+		return nil
 	}
 	return fmt.Errorf("rollout: engine: %s does not serve %q (it serves %s); set --served-model", o.cfg.BaseURL, o.cfg.Model, strings.Join(ids, ", "))
+}
+
+// servedModels returns the ids of the models the server serves (GET
+// /models): its base model's and, on vLLM, the LoRA adapters loaded.
+func (o *OpenAI) servedModels(ctx context.Context) ([]string, error) {
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := o.post(ctx, http.MethodGet, "/models", nil, &list); err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(list.Data))
+	for i, m := range list.Data {
+		ids[i] = m.ID
+	}
+	return ids, nil
 }
 
 // Generate sends each request as one completion, at most Concurrency at

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,16 +39,25 @@ type samplerServer struct {
 	calls int
 	// With LoRA, lora holds the adapters the LM samples with, loaded
 	// through vLLM's /v1/load_lora_adapter from peft files; adapter is
-	// the name requests must then use.
+	// the name requests must then use. loaded are the names loaded and
+	// not unloaded, which vLLM lists in /v1/models and refuses to load
+	// again.
 	lora    *params.Store
 	adapter string
 	loads   int
+	loaded  map[string]bool
 }
 
 func (s *samplerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/models":
-		_ = json.NewEncoder(w).Encode(map[string]any{"data": []map[string]string{{"id": "embedded"}}})
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		data := []map[string]string{{"id": "embedded"}}
+		for name := range s.loaded {
+			data = append(data, map[string]string{"id": name, "parent": "embedded"})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": data})
 		return
 	case "/v1/load_lora_adapter":
 		var body struct {
@@ -59,16 +70,35 @@ func (s *samplerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if s.loaded[body.Name] {
+			http.Error(w, `{"object":"error","message":"The lora adapter '`+body.Name+`' has already been loaded.","type":"InvalidUserInput","code":400}`, http.StatusBadRequest)
+			return
+		}
 		if err := loadPEFT(s.lora, filepath.Join(body.Path, "adapter_model.safetensors")); err != nil {
 			http.Error(w, `{"message":"`+err.Error()+`"}`, http.StatusBadRequest)
 			return
 		}
+		if s.loaded == nil {
+			s.loaded = map[string]bool{}
+		}
+		s.loaded[body.Name] = true
 		s.adapter = body.Name
 		s.loads++
 		_, _ = w.Write([]byte("Success: LoRA adapter '" + body.Name + "' added successfully."))
 		return
 	case "/v1/unload_lora_adapter":
-		_, _ = w.Write([]byte("Success: LoRA adapter removed successfully."))
+		var body struct {
+			Name string `json:"lora_name"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.loaded[body.Name] {
+			http.Error(w, `{"object":"error","message":"The lora adapter '`+body.Name+`' cannot be found.","type":"NotFoundError","code":404}`, http.StatusNotFound)
+			return
+		}
+		delete(s.loaded, body.Name)
+		_, _ = w.Write([]byte("Success: LoRA adapter '" + body.Name + "' removed successfully."))
 		return
 	}
 	var body struct {
@@ -254,10 +284,11 @@ func TestTrainThroughEngine(t *testing.T) {
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 
-	run := filepath.Join(t.TempDir(), "run")
-	r := spiral(t, nil, "train", "--out", run, "--steps", "2", "--lr", "1e-2", "--warmup", "1", "--draw-rounds", "8", "--lora-rank", "4", "--lora-alpha", "8", "--problems", "2", "--n1", "4", "--k", "2",
+	run, syncDir := filepath.Join(t.TempDir(), "run"), filepath.Join(t.TempDir(), "sync")
+	args := []string{"train", "--out", run, "--steps", "2", "--lr", "1e-2", "--warmup", "1", "--draw-rounds", "8", "--lora-rank", "4", "--lora-alpha", "8", "--problems", "2", "--n1", "4", "--k", "2",
 		"--n", "2", "--n2", "2", "--eval-every", "2", "--eval-problems", "2", "--eval-samples", "2", "--quiet", "--checkpoint-every", "1",
-		"--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "embedded", "--engine-sync", "vllm-lora", "--sync-dir", filepath.Join(t.TempDir(), "sync"))
+		"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "embedded", "--engine-sync", "vllm-lora", "--sync-dir", syncDir}
+	r := spiral(t, nil, args...)
 	require.Equal(t, 0, r.code, r.stderr)
 	srv.mu.Lock()
 	loads, adapter := srv.loads, srv.adapter
@@ -291,6 +322,22 @@ func TestTrainThroughEngine(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, trained.At(i).Data, got.Data, "the server samples with the trained %s (%s)", trained.At(i).Name, adapter)
 	}
+
+	// Resumed against the same engine, which still holds the adapter of
+	// step 2 (vLLM refuses to load a name it holds), the run unloads
+	// what the first run left and goes on: one adapter loaded at the
+	// end, one version directory left.
+	args = slices.Replace(args, slices.Index(args, "--steps")+1, slices.Index(args, "--steps")+2, "3")
+	r = spiral(t, nil, args...)
+	require.Equal(t, 0, r.code, r.stderr)
+	srv.mu.Lock()
+	loaded := slices.Collect(maps.Keys(srv.loaded))
+	srv.mu.Unlock()
+	require.Equal(t, []string{"spiral-step-000003"}, loaded)
+	versions, err := os.ReadDir(syncDir)
+	require.NoError(t, err)
+	require.Len(t, versions, 1, "the served version's directory only")
+	require.Equal(t, "spiral-step-000003", versions[0].Name())
 }
 
 // figures returns a report's JSON without its meta (names, times).
