@@ -430,3 +430,48 @@ func TestPassAtKCurveRejectsMalformedSets(t *testing.T) {
 		})
 	}
 }
+
+// TestMajorityCutTracesDoNotVote: a trace cut at the token limit that had
+// stated no explicit answer earns nothing (Judge), and so it casts no
+// vote either, as in the default rule, where such a trace has no answer:
+// with a fallback grade (the last number) its number would otherwise
+// vote, and a cluster headed by it would count as wrong even when its
+// answer is the gold one, so that majority@k would depend on the order of
+// the samples. Expected values are hand-computed over all subsets.
+func TestMajorityCutTracesDoNotVote(t *testing.T) {
+	// The fallback grade: "ans=N" is explicit, else the last digit run.
+	fallback := func(response, gold string) Verdict {
+		if v := evalGrade(response, gold); v.Explicit {
+			return v
+		}
+		a := ""
+		for _, f := range strings.FieldsFunc(response, func(r rune) bool { return r < '0' || r > '9' }) {
+			a = f
+		}
+		return Verdict{Answer: a, Correct: a != "" && evalEqual(a, gold)}
+	}
+	for _, tc := range []struct {
+		name    string
+		samples []string // cut at 6 tokens: "x=7 and more" is "x=7 an"
+		want    []float64
+	}{
+		// {cut}: no vote, wrong; {ans=7}: right; {cut, ans=7}: 7 wins.
+		{"cut trace first", []string{"x=7 and more", "ans=7"}, []float64{1.0 / 2, 1}},
+		{"cut trace last", []string{"ans=7", "x=7 and more"}, []float64{1.0 / 2, 1}},
+		// The two cut 3s never outvote the explicit 7: k = 2, {cut,
+		// cut} has no vote, the two pairs with ans=7 are right.
+		{"cut traces outnumber", []string{"x=3 and more", "y=3 and more", "ans=7"}, []float64{1.0 / 3, 2.0 / 3, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gen := &evalScripted{script: [][]string{tc.samples}, limit: 6}
+			e := Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: Judge{Grade: fallback, Equal: evalEqual}}
+			res, err := e.PassAtK(context.Background(), []data.Problem{{ID: "A", Problem: "a", Answer: "7"}}, PassAtKConfig{Samples: len(tc.samples)}, 1)
+			require.NoError(t, err)
+			require.Len(t, res.Points, len(tc.want))
+			for i, w := range tc.want {
+				require.InDelta(t, w, res.Points[i].MajorityAtK, 1e-12, "majority@%d", res.Points[i].K)
+			}
+			require.Equal(t, 1, res.PerProblem[0].Correct, "only the explicit 7 earns a reward")
+		})
+	}
+}

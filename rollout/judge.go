@@ -41,11 +41,16 @@ func (j Judge) validate() error {
 	return nil
 }
 
-// Judge returns the verdict on t against gold (see CreditTruncated).
+// Judge returns the verdict on t against gold (see CreditTruncated). A
+// cut trace that earns nothing has no answer either (Answer ""), as
+// under the default rule, where the grader finds none in it: its
+// fallback number would otherwise vote in majorities, and a cluster it
+// headed would count as wrong even when its answer is the gold one.
 func (j Judge) Judge(t Trace, gold string) Verdict {
 	v := j.Grade(t.Text, gold)
 	if t.Finish == FinishLength && !j.CreditTruncated && !v.Explicit {
 		v.Correct = false
+		v.Answer = ""
 	}
 	return v
 }
