@@ -30,8 +30,11 @@ type EfficiencyPoint struct {
 	// OtherK is how many samples the other curve needs to reach Target,
 	// interpolated linearly in log k between its measured points.
 	OtherK float64 `json:"other_k"`
-	// Ratio is OtherK / K: how many times more samples the other curve
-	// needs (the paper's scaling efficiency; below 1, the other is ahead).
+	// Ratio is OtherK over the samples the reference needed for Target:
+	// K, or on a plateau of the reference (pass@k equal to an earlier
+	// k's, as at 1) the plateau's first k. It is how many times more
+	// samples the other curve needs (the paper's scaling efficiency;
+	// below 1, the other is ahead), 1 for a curve against itself.
 	Ratio float64 `json:"ratio"`
 	Bound Bound   `json:"bound,omitempty"`
 }
@@ -64,13 +67,22 @@ func PassAtKEfficiency(ref, other PassAtK) (Efficiency, error) {
 			return Efficiency{}, fmt.Errorf("report: efficiency: %s: pass@%d = %g below pass@%d = %g", other.Meta.Name(), pts[i].k, pts[i].p, pts[i-1].k, pts[i-1].p)
 		}
 	}
+	refPts := toPass(ref.Points)
+	sort.Slice(refPts, func(i, j int) bool { return refPts[i].k < refPts[j].k })
 	var eff Efficiency
 	for _, rp := range ref.Points {
 		if rp.K < 1 {
 			return Efficiency{}, fmt.Errorf("report: efficiency: %s: k = %d", ref.Meta.Name(), rp.K)
 		}
+		own := rp.K // the reference's own samples for its pass@k: the first k with it
+		for _, q := range refPts {
+			if q.p >= rp.PassAtK {
+				own = min(own, q.k)
+				break
+			}
+		}
 		ok, bound := samplesToReach(pts, rp.PassAtK)
-		e := EfficiencyPoint{K: rp.K, Target: rp.PassAtK, OtherK: ok, Ratio: ok / float64(rp.K), Bound: bound}
+		e := EfficiencyPoint{K: rp.K, Target: rp.PassAtK, OtherK: ok, Ratio: ok / float64(own), Bound: bound}
 		if bound == Exact && e.Ratio > eff.Max {
 			eff.Max, eff.MaxK = e.Ratio, rp.K
 		}

@@ -150,3 +150,48 @@ func TestBudgetGains(t *testing.T) {
 	require.InDelta(t, 0.2, g[0].Gain, 1e-12)
 	require.True(t, math.IsNaN(g[1].Other), "800 tokens lies beyond the other curve")
 }
+
+// TestPassAtKEfficiencyReferencePlateau: where the reference's pass@k is
+// flat (saturated at 1, or every problem solved always or never), it
+// reached its pass@k at the plateau's first k, and the ratio is the other
+// curve's samples over that many, not over k: a curve compared with
+// itself needs 1x at every k (it printed 0.50x at k = 16 for a curve at 1
+// from k = 8).
+func TestPassAtKEfficiencyReferencePlateau(t *testing.T) {
+	pts := func(ps ...float64) report.PassAtK {
+		r := report.PassAtK{}
+		for i, p := range ps {
+			r.Points = append(r.Points, rollout.KPoint{K: 1 << i, PassAtK: p})
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name       string
+		ref, other report.PassAtK
+		otherK     []float64
+		ratio      []float64
+		max        float64
+	}{
+		{"itself, saturated from k = 8", pts(0.75, 0.95, 0.99, 1, 1), pts(0.75, 0.95, 0.99, 1, 1),
+			[]float64{1, 2, 4, 8, 8}, []float64{1, 1, 1, 1, 1}, 1},
+		// The other reaches 0.5 at k = 2 (halfway from 0.25 at 1 to 0.75
+		// at 4 in log k); the flat reference had 0.5 with one sample.
+		{"flat reference", pts(0.5, 0.5, 0.5), pts(0.25, 0.5, 0.75),
+			[]float64{2, 2, 2}, []float64{2, 2, 2}, 2},
+		// Rising, then flat at 0.9 from k = 4: the other has 0.9 at k = 8.
+		{"plateau after a rise", pts(0.3, 0.6, 0.9, 0.9), pts(0.1, 0.3, 0.6, 0.9),
+			[]float64{2, 4, 8, 8}, []float64{2, 2, 2, 2}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eff, err := report.PassAtKEfficiency(tc.ref, tc.other)
+			require.NoError(t, err)
+			require.Len(t, eff.Points, len(tc.ratio))
+			for i, p := range eff.Points {
+				require.Equal(t, report.Exact, p.Bound, "k %d", p.K)
+				require.InDelta(t, tc.otherK[i], p.OtherK, 1e-9, "other k at k %d", p.K)
+				require.InDelta(t, tc.ratio[i], p.Ratio, 1e-9, "ratio at k %d", p.K)
+			}
+			require.InDelta(t, tc.max, eff.Max, 1e-9)
+		})
+	}
+}
