@@ -4,8 +4,150 @@ package rl
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
+
+	"github.com/spiral-rl/spiral/model"
 )
+
+// lockRun takes the run directory's lock, so that two processes never
+// train into one directory: flock(2) on dir/.lock, which the kernel
+// releases when the process exits, however it exits (a run killed with
+// SIGKILL, or by the OOM killer, leaves nothing that refuses the next
+// one, whatever process has its pid since). The file holds the pid of
+// the process that has it, for the message of one refused. It returns
+// the release, which removes the file. On a file system without such
+// locks (model.FlockUnsupported) the file alone is the lock
+// (lockRunByPID).
+func lockRun(dir string) (func() error, error) {
+	path := filepath.Join(dir, lockFile)
+	for range 3 {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			return nil, fmt.Errorf("rl: lock %s: %w", path, err)
+		}
+		err = flockNB(f)
+		if model.FlockUnsupported(err) {
+			f.Close()
+			return lockRunByPID(path)
+		}
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			b, _ := os.ReadFile(path)
+			f.Close()
+			holder := "lock file " + path
+			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
+				holder = fmt.Sprintf("pid %d, %s", pid, holder)
+			}
+			return nil, fmt.Errorf("%s is in use by another spiral process (%s); wait for it or use another --out", dir, holder)
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("rl: lock %s: %w", path, err)
+		}
+		// A process releasing the lock removes the file: the one locked
+		// here may be that removed file, no longer the lock. Try again.
+		if same, err := namesFile(path, f); err != nil || !same {
+			f.Close()
+			if err != nil {
+				return nil, fmt.Errorf("rl: lock %s: %w", path, err)
+			}
+			continue
+		}
+		err = f.Truncate(0)
+		if err == nil {
+			_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		}
+		if err != nil {
+			os.Remove(path)
+			f.Close()
+			return nil, fmt.Errorf("rl: lock %s: %w", path, err)
+		}
+		return func() error {
+			// Removed before the lock is released: a process that opened
+			// the file meanwhile finds it gone (namesFile) and starts over.
+			err := os.Remove(path)
+			f.Close()
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("rl: unlock %s: %w", path, err)
+			}
+			return nil
+		}, nil
+	}
+	return nil, fmt.Errorf("rl: lock %s: taken by another process while starting", path)
+}
+
+// flockNB takes an exclusive flock(2) on f without waiting, retrying
+// when a signal interrupts the call.
+func flockNB(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+// namesFile reports whether path is still the file f is open on.
+func namesFile(path string, f *os.File) (bool, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	pi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(fi, pi), nil
+}
+
+// lockRunByPID takes the lock file at path where flock(2) is not kept
+// (O_EXCL, holding the pid); a lock whose pid names no live process is
+// taken over. A pid that a killed run left and another process has since
+// (after a restart, in a new container) refuses the run: remove the file
+// then.
+func lockRunByPID(path string) (func() error, error) {
+	dir := filepath.Dir(path)
+	for range 2 {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+		if err == nil {
+			_, err = fmt.Fprintf(f, "%d\n", os.Getpid())
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				os.Remove(path)
+				return nil, fmt.Errorf("rl: lock %s: %w", path, err)
+			}
+			return func() error {
+				if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("rl: unlock %s: %w", path, err)
+				}
+				return nil
+			}, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("rl: lock %s: %w", path, err)
+		}
+		b, _ := os.ReadFile(path)
+		pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+		if perr == nil && processAlive(pid) {
+			return nil, fmt.Errorf("%s is in use by another spiral process (pid %d, lock file %s); wait for it or use another --out (or, if no spiral runs there, remove the lock file)", dir, pid, path)
+		}
+		// A stale lock (its process is gone): take it over.
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("rl: remove stale lock %s: %w", path, err)
+		}
+	}
+	return nil, fmt.Errorf("rl: lock %s: taken by another process while starting", path)
+}
 
 // processAlive reports whether a process with this pid exists (signal 0
 // probes without signalling; EPERM means it exists under another user).

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -570,45 +569,6 @@ type EvalLine struct {
 	Problems int              `json:"problems"`
 	Samples  int              `json:"samples"`
 	Points   []rollout.KPoint `json:"points"`
-}
-
-// lockRun takes the run directory's lock file (O_EXCL, holding the pid),
-// so that two processes never train into one directory; a lock left by a
-// process that no longer exists is taken over. It returns the release.
-func lockRun(dir string) (func() error, error) {
-	path := filepath.Join(dir, lockFile)
-	for range 2 {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
-		if err == nil {
-			_, err = fmt.Fprintf(f, "%d\n", os.Getpid())
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				os.Remove(path)
-				return nil, fmt.Errorf("rl: lock %s: %w", path, err)
-			}
-			return func() error {
-				if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return fmt.Errorf("rl: unlock %s: %w", path, err)
-				}
-				return nil
-			}, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("rl: lock %s: %w", path, err)
-		}
-		b, _ := os.ReadFile(path)
-		pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
-		if perr == nil && processAlive(pid) {
-			return nil, fmt.Errorf("%s is in use by another spiral process (pid %d, lock file %s); wait for it or use another --out", dir, pid, path)
-		}
-		// A stale lock (its process is gone): take it over.
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("rl: remove stale lock %s: %w", path, err)
-		}
-	}
-	return nil, fmt.Errorf("rl: lock %s: taken by another process while starting", path)
 }
 
 // moveAside moves the named entries of dir that exist into

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -317,19 +318,66 @@ func TestSettingsDiffPromptLimit(t *testing.T) {
 	require.Equal(t, []string{"rl.pipeline.prompt_limit (the model's context less --max-new-tokens): 4072 -> 8168"}, settingsDiff(a, context))
 }
 
-// TestRunLock: a live process's lock refuses a second run, naming the
-// pid; a lock left by a process that is gone is taken over.
+// TestRunLock: a lock a live process holds refuses a second run, naming
+// its pid; a lock file no process holds (its run was killed, whatever
+// process has its pid since, this one included) is taken over, and the
+// lock file is removed at the end.
 func TestRunLock(t *testing.T) {
+	self := strconv.Itoa(os.Getpid())
+	tests := []struct {
+		name string
+		// file is whether there is a lock file, with content; held locks
+		// it as a live run does.
+		file    bool
+		content string
+		held    bool
+		wantErr string
+	}{
+		{name: "no lock file"},
+		{name: "held by a live run", file: true, content: self + "\n", held: true,
+			wantErr: "in use by another spiral process (pid " + self},
+		{name: "left by a killed run, its pid gone", file: true, content: "2147483646\n"},
+		{name: "left by a killed run, its pid a live process's since", file: true, content: self + "\n"},
+		{name: "left empty by a run killed as it started", file: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			lock := filepath.Join(dir, lockFile)
+			if tt.file {
+				require.NoError(t, os.WriteFile(lock, []byte(tt.content), 0o644))
+			}
+			if tt.held {
+				f, err := os.OpenFile(lock, os.O_RDWR, 0)
+				require.NoError(t, err)
+				defer f.Close()
+				require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+			}
+			h := newRunHarness(t, dir, 1)
+			err := h.run(context.Background())
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				require.FileExists(t, lock, "the holder's lock is left alone")
+				return
+			}
+			require.NoError(t, err)
+			require.NoFileExists(t, lock, "released at the end")
+		})
+	}
+}
+
+// TestRunLockExcludes: while a run holds the lock, a second is refused;
+// once the first has released it, the second takes it.
+func TestRunLockExcludes(t *testing.T) {
 	dir := t.TempDir()
-	lock := filepath.Join(dir, lockFile)
-	require.NoError(t, os.WriteFile(lock, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644))
-	h := newRunHarness(t, dir, 1)
-	err := h.run(context.Background())
+	unlock, err := lockRun(dir)
+	require.NoError(t, err)
+	_, err = lockRun(dir)
 	require.ErrorContains(t, err, "in use by another spiral process (pid "+strconv.Itoa(os.Getpid()))
-	require.NoError(t, os.WriteFile(lock, []byte("2147483646\n"), 0o644)) // no such process
-	h = newRunHarness(t, dir, 1)
-	require.NoError(t, h.run(context.Background()))
-	require.NoFileExists(t, lock, "released at the end")
+	require.NoError(t, unlock())
+	unlock, err = lockRun(dir)
+	require.NoError(t, err)
+	require.NoError(t, unlock())
 }
 
 // TestRunFreshMovesAside: --fresh keeps the previous run's files under
