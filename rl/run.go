@@ -261,6 +261,22 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		return nil
 	}
 
+	// The final RSA evaluation, after the last step's checkpoint: an
+	// interruption loses no training, and a rerun does it (rsa.json is
+	// written only once it is done).
+	rsaPath := filepath.Join(cfg.Dir, FinalRSAFile)
+	finalDue := cfg.FinalRSA.Steps > 0 && len(p.Held) > 0
+	finalDone := false
+	final := func() error {
+		if err := finalSummary(ctx, cfg, p, tr); err != nil {
+			if ctx.Err() != nil {
+				fmt.Fprintln(p.Warn, "spiral: interrupted during the final RSA evaluation; the run is saved: rerun the command to evaluate it")
+			}
+			return err
+		}
+		return nil
+	}
+
 	// 4. The resumed step's evaluation, unless it was logged already.
 	if evalDue(tr.Step()) {
 		if err := evaluate(); err != nil {
@@ -305,11 +321,23 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 				return err
 			}
 		}
-		if tr.Step() == cfg.Steps && cfg.FinalRSA.Steps > 0 && len(p.Held) > 0 {
-			if err := finalSummary(ctx, cfg, p, tr); err != nil {
-				if ctx.Err() != nil {
-					fmt.Fprintln(p.Warn, "spiral: interrupted during the final RSA evaluation; the run is saved")
-				}
+		if tr.Step() == cfg.Steps && finalDue {
+			// An rsa.json already here is an earlier, shorter run's: it
+			// goes, so that one interrupted now is missing, and redone.
+			if err := os.Remove(rsaPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("rl: run: %w", err)
+			}
+			if err := final(); err != nil {
+				return err
+			}
+			finalDone = true
+		}
+	}
+	// A run resumed at its last step whose final RSA evaluation was
+	// interrupted (or never written) has it done now.
+	if finalDue && !finalDone && tr.Step() == cfg.Steps {
+		if _, err := os.Stat(rsaPath); errors.Is(err, fs.ErrNotExist) {
+			if err := final(); err != nil {
 				return err
 			}
 		}

@@ -153,6 +153,59 @@ func TestRunInterruptedEvaluation(t *testing.T) {
 	require.Equal(t, []int{0, 1}, loggedEvalSteps(t, dir))
 }
 
+// TestRunInterruptedFinalRSA: Ctrl-C during the final RSA evaluation
+// keeps the last step's checkpoint, and rerunning the command does the
+// evaluation (at its last step, rsa.json missing) rather than end at
+// once without it; a finished run's rsa.json is not redone, and an
+// earlier, shorter run's is not taken for the longer one's.
+func TestRunInterruptedFinalRSA(t *testing.T) {
+	rsa := rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 1}
+	tests := []struct {
+		name string
+		// first runs this many steps to the end (0: none) before second,
+		// a run to 2 steps interrupted in its final RSA evaluation.
+		first int
+	}{
+		{name: "interrupted run"},
+		{name: "run extended past an earlier final evaluation", first: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			rsaPath := filepath.Join(dir, FinalRSAFile)
+			newHarness := func(steps int) *runHarness {
+				h := newRunHarness(t, dir, steps)
+				h.cfg.EvalEvery, h.cfg.FinalRSA = 0, rsa
+				return h
+			}
+			if tt.first > 0 {
+				h := newHarness(tt.first)
+				require.NoError(t, h.run(context.Background()))
+				require.FileExists(t, rsaPath)
+			}
+			h := newHarness(2)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			h.gen.cancel = cancel
+			require.ErrorIs(t, h.run(ctx), context.Canceled)
+			require.Contains(t, h.log.String(), "interrupted during the final RSA evaluation")
+			require.DirExists(t, filepath.Join(dir, CheckpointsDir, checkpoint.DirName(2)), "the last step is saved")
+			require.NoFileExists(t, rsaPath)
+
+			h = newHarness(2)
+			require.NoError(t, h.run(context.Background()))
+			require.Contains(t, h.out.String(), "resumed from")
+			require.Positive(t, h.gen.calls, "the final evaluation is redone")
+			require.Contains(t, h.out.String(), "held-out summary:")
+			require.FileExists(t, rsaPath)
+
+			h = newHarness(2)
+			require.NoError(t, h.run(context.Background()))
+			require.Zero(t, h.gen.calls, "a finished run's final evaluation is not redone")
+		})
+	}
+}
+
 // runCancelAt cancels the context on its at-th call.
 type runCancelAt struct {
 	inner  rollout.Generator
