@@ -268,6 +268,7 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 			break
 		}
 		lib, libFrom = c.path, c.what
+		removeTelemetryLog(os.TempDir(), os.Getpid())
 		break
 	}
 	if lib == "" {
@@ -302,6 +303,24 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 		}
 	}
 	return r, nil
+}
+
+// TelemetryLogPattern matches the log that ONNX Runtime's telemetry (the
+// 1DS SDK of Microsoft's Linux builds, onnxruntime-node's among them)
+// creates in the temporary directory with the environment:
+// mat-debug-PID.log, one a process, empty, never removed.
+const TelemetryLogPattern = "mat-debug-*.log"
+
+// removeTelemetryLog removes this process's telemetry log (see
+// TelemetryLogPattern) from dir when it is empty, so that every spiral
+// command does not leave one more file in /tmp (thousands after a
+// study). A log that holds anything is left for whoever asked for it;
+// errors only leave the file, so they are ignored.
+func removeTelemetryLog(dir string, pid int) {
+	path := filepath.Join(dir, "mat-debug-"+strconv.Itoa(pid)+".log")
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+		_ = os.Remove(path)
+	}
 }
 
 func firstLine(s string) string {

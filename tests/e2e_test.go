@@ -109,6 +109,30 @@ func TestVersion(t *testing.T) {
 	require.Regexp(t, regexp.MustCompile(`(?m)^onnxruntime 1\.30\.0 \(`), r.stdout)
 }
 
+// TestNoTelemetryLogLeft: a command that loads ONNX Runtime leaves no
+// telemetry log (model.TelemetryLogPattern) in $TMPDIR; each one left
+// an empty mat-debug-PID.log there, thousands in /tmp after a study.
+func TestNoTelemetryLogLeft(t *testing.T) {
+	requireRuntime(t)
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{name: "version", args: []string{"version"}},
+		{name: "eval", args: []string{"eval", "--mode", "passk", "--limit", "2", "--samples", "1", "--quiet"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			r := spiral(t, []string{"TMPDIR=" + tmp}, tt.args...)
+			require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+			left, err := filepath.Glob(filepath.Join(tmp, model.TelemetryLogPattern))
+			require.NoError(t, err)
+			require.Empty(t, left)
+		})
+	}
+}
+
 func TestHelp(t *testing.T) {
 	r := spiral(t, nil, "--help")
 	require.Equal(t, 0, r.code)
