@@ -304,14 +304,16 @@ func writeLatest(dir, name string) error {
 }
 
 // removeStale deletes temporary files and directories left in dir by an
-// interrupted Save. Errors are ignored: they only leave litter behind.
+// interrupted Save: its checkpoint directories (tmpPrefix) and the
+// latest pointer's temporary file (atomicfile.Write's .latest.tmp-*).
+// Errors are ignored: they only leave litter behind.
 func removeStale(dir string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), tmpPrefix) {
+		if strings.HasPrefix(e.Name(), tmpPrefix) || strings.HasPrefix(e.Name(), "."+LatestFile+".tmp-") {
 			os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}

@@ -307,21 +307,42 @@ func pointer(t *testing.T, dir string) string {
 	return filepath.Join(dir, strings.TrimSpace(string(b)))
 }
 
+// TestSaveReplacesSameStepAndCleansStale: a second save of a step
+// replaces the first, and what an interrupted Save left (its temporary
+// checkpoint, a replaced one moved aside, the pointer's temporary file)
+// is removed.
 func TestSaveReplacesSameStepAndCleansStale(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".tmp-ckpt-000003-123"), 0o755))
-	saved := saveSteps(t, dir, []int64{3, 3}, Options{})
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
+	tests := []struct {
+		name  string
+		stale string
+		dir   bool
+	}{
+		{name: "temporary checkpoint", stale: ".tmp-ckpt-000003-123", dir: true},
+		{name: "checkpoint moved aside", stale: ".tmp-old-ckpt-000003-456", dir: true},
+		{name: "pointer's temporary file", stale: ".latest.tmp-873075391"},
 	}
-	require.ElementsMatch(t, []string{"ckpt-000003", "latest"}, names, "stale temp dirs removed")
-	w, o := fresh(t)
-	_, err = Load(filepath.Join(dir, DirName(3)), w, o)
-	require.NoError(t, err)
-	requireBits(t, saved[3], w, "second save of step 3 wins")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.dir {
+				require.NoError(t, os.MkdirAll(filepath.Join(dir, tt.stale), 0o755))
+			} else {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, tt.stale), []byte("ckpt-0000"), 0o644))
+			}
+			saved := saveSteps(t, dir, []int64{3, 3}, Options{})
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			require.ElementsMatch(t, []string{"ckpt-000003", "latest"}, names, "stale temporaries removed")
+			w, o := fresh(t)
+			_, err = Load(filepath.Join(dir, DirName(3)), w, o)
+			require.NoError(t, err)
+			requireBits(t, saved[3], w, "second save of step 3 wins")
+		})
+	}
 }
 
 func TestSaveErrors(t *testing.T) {

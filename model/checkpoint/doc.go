@@ -19,7 +19,8 @@
 // a temporary file, fsyncing it and renaming it over the old pointer. A
 // crash at any point leaves either the old or the new checkpoint complete
 // and a pointer naming a complete checkpoint. Stale temporary directories
-// are removed by the next Save. One writer per DIR is assumed.
+// (and the pointer's temporary file) are removed by the next Save. One
+// writer per DIR is assumed.
 //
 // Integrity: state.json records the size and CRC-32C (Castagnoli) of both
 // safetensors files; Load checks them, so truncation and bit flips inside
