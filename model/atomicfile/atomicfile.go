@@ -1,7 +1,11 @@
 // Package atomicfile replaces files so that a crash leaves either the old
 // or the new content, never a mix: the new content goes to a temporary
 // file in the same directory, which is fsynced, renamed over the target,
-// and the directory fsynced so that the rename itself is durable.
+// and the directory fsynced so that the rename itself is durable; a Stage
+// does the same for a set of files of one directory. Temporary files and
+// stages are flock(2)ed while their process lives, so that those a killed
+// process left (SIGKILL, the OOM killer), which may be as large as a
+// model's weights, are told apart and removed by the next write there.
 package atomicfile
 
 import (
@@ -15,13 +19,18 @@ import (
 
 // Write replaces path with what write produces, atomically (see the
 // package doc). The file gets mode perm less the umask. On error the
-// target is untouched and the temporary file removed.
+// target is untouched and the temporary file removed. The temporary file
+// is locked while it is written, and the temporary files of path that a
+// killed process left are removed first (see removeAbandoned).
 func Write(path string, perm os.FileMode, write func(io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	prefix := "." + filepath.Base(path) + ".tmp-"
+	removeAbandoned(dir, prefix)
+	f, err := os.CreateTemp(dir, prefix+"*")
 	if err != nil {
 		return fmt.Errorf("atomicfile: write %s: create its temporary file: %w", path, err)
 	}
+	lockExclusive(f)
 	defer func() {
 		if err != nil {
 			f.Close()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Stage holds the files that will replace a set of files of one
@@ -13,27 +14,53 @@ import (
 // leaves the directory's files as they were, and Commit then moves them
 // in by rename, so that an interruption leaves a mix of old and new
 // files only within Commit's renames, never within a file or the
-// writing. A process killed before Commit or Discard leaves the stage
-// (.stage-* in the directory) behind, as Write leaves its temporary file.
+// writing. The stage (.stage-N in the directory) is locked while its
+// process lives; one a killed process left behind is removed by the
+// next NewStage in the directory (see removeAbandoned).
 type Stage struct {
 	dir, tmp string
+	// lock is the stage's directory, open and flock(2)ed until Commit or
+	// Discard.
+	lock *os.File
 	// committing is set once Commit starts moving files: the stage is
 	// kept from then on (Discard leaves it), so that a Commit that fails
 	// halfway loses none of the new files.
 	committing bool
 }
 
+// stagePrefix begins a stage's name; keptPrefix a stage kept by a
+// failed Commit, which no later NewStage removes.
+const (
+	stagePrefix = ".stage-"
+	keptPrefix  = ".stage-kept-"
+)
+
 // NewStage creates dir (and its parents) and the stage's directory in
-// it.
+// it, first removing the stages that killed processes left there.
 func NewStage(dir string) (*Stage, error) {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(dir, ".stage-*")
+	removeAbandoned(dir, stagePrefix)
+	tmp, err := os.MkdirTemp(dir, stagePrefix+"*")
 	if err != nil {
 		return nil, err
 	}
-	return &Stage{dir: dir, tmp: tmp}, nil
+	lock, err := os.Open(tmp)
+	if err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	lockExclusive(lock)
+	return &Stage{dir: dir, tmp: tmp, lock: lock}, nil
+}
+
+// unlock releases the stage's lock.
+func (s *Stage) unlock() {
+	if s.lock != nil {
+		s.lock.Close()
+		s.lock = nil
+	}
 }
 
 // Dir returns the directory to write the files in.
@@ -48,6 +75,7 @@ func (s *Stage) Dir() string { return s.tmp }
 // rename or removal fails, the error names the stage, which is kept with
 // the files not yet moved.
 func (s *Stage) Commit(names ...string) error {
+	defer s.unlock()
 	given := map[string]bool{}
 	for _, n := range names {
 		given[n] = true
@@ -65,6 +93,12 @@ func (s *Stage) Commit(names ...string) error {
 	}
 	s.committing = true
 	kept := func(err error) error {
+		// Renamed out of removeAbandoned's way where it can be: the
+		// files not moved stay until someone moves or removes them.
+		keep := filepath.Join(s.dir, keptPrefix+strings.TrimPrefix(filepath.Base(s.tmp), stagePrefix))
+		if os.Rename(s.tmp, keep) == nil {
+			s.tmp = keep
+		}
 		return fmt.Errorf("atomicfile: commit to %s (the files not moved are in %s): %w", s.dir, s.tmp, err)
 	}
 	for _, n := range names {
@@ -94,5 +128,6 @@ func (s *Stage) Discard() error {
 	if s.committing {
 		return nil
 	}
+	defer s.unlock()
 	return os.RemoveAll(s.tmp)
 }

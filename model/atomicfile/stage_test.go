@@ -90,6 +90,7 @@ func TestStage(t *testing.T) {
 		write(s, map[string]string{"model.onnx": "newer model", "tokenizer.json": "{}"})
 		err = s.Commit("model.onnx", "tokenizer.json", "config.json")
 		require.ErrorContains(t, err, "the files not moved are in "+s.Dir())
+		require.True(t, strings.HasPrefix(filepath.Base(s.Dir()), keptPrefix), "%s: named out of the way of the next stage's clean-up", s.Dir())
 		require.NoError(t, s.Discard())
 		b, err := os.ReadFile(filepath.Join(s.Dir(), "tokenizer.json"))
 		require.NoError(t, err, "the file not moved is kept")

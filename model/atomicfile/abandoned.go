@@ -1,0 +1,46 @@
+package atomicfile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// abandonedAfter is how long a temporary file or stage must have gone
+// unchanged, besides being locked by no process, to count as abandoned:
+// it covers the moment between its creation and its lock.
+const abandonedAfter = time.Minute
+
+// removeAbandoned removes the entries of dir named prefix followed by
+// digits (os.CreateTemp's and os.MkdirTemp's random part) that a process
+// left when it died before it could remove them (SIGKILL, the OOM
+// killer, a power cut): those unchanged for abandonedAfter that no live
+// process holds the lock of (lockExclusive succeeds on them). On a file
+// system that keeps no locks nothing is removed. It is a clean-up beside
+// the caller's own write, so failures only leave the entry.
+func removeAbandoned(dir, prefix string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(path)
+		if err != nil || time.Since(fi.ModTime()) < abandonedAfter || fi.Mode()&os.ModeSymlink != 0 {
+			continue
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		if lockExclusive(f) {
+			os.RemoveAll(path)
+		}
+		f.Close()
+	}
+}

@@ -1,0 +1,130 @@
+package atomicfile
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRemoveAbandoned: a stage or temporary file that no process holds
+// the lock of and that has not changed for abandonedAfter was left by a
+// killed process, and the next stage or write of the same file in the
+// directory removes it; one whose process lives (its lock held: another
+// open file description in this process stands for another process), a
+// recent one, a stage a failed commit kept and other names stay.
+func TestRemoveAbandoned(t *testing.T) {
+	old := time.Now().Add(-2 * abandonedAfter)
+	for _, tc := range []struct {
+		name   string
+		create func(t *testing.T, dir string) string // what is there before, and its path
+		run    func(dir string) error                // the write that cleans up
+		stays  bool
+	}{
+		{name: "an abandoned stage", create: leftDir(".stage-123", old), run: newStage},
+		{name: "a recent stage", create: leftDir(".stage-123", time.Now()), run: newStage, stays: true},
+		{name: "a live stage", create: liveStage(old), run: newStage, stays: true},
+		{name: "a stage a failed commit kept", create: leftDir(".stage-kept-123", old), run: newStage, stays: true},
+		{name: "another name", create: leftDir(".stage-abc", old), run: newStage, stays: true},
+		{name: "an abandoned temporary file", create: leftFile(".model.onnx.tmp-42", old), run: writeModel},
+		{name: "a live temporary file", create: liveFile(".model.onnx.tmp-42", old), run: writeModel, stays: true},
+		{name: "another file's temporary file", create: leftFile(".config.json.tmp-42", old), run: writeModel, stays: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := tc.create(t, dir)
+			require.NoError(t, tc.run(dir))
+			_, err := os.Stat(path)
+			if tc.stays {
+				require.NoError(t, err, "kept")
+			} else {
+				require.ErrorIs(t, err, os.ErrNotExist, "removed")
+			}
+		})
+	}
+}
+
+func newStage(dir string) error {
+	s, err := NewStage(dir)
+	if err != nil {
+		return err
+	}
+	return s.Discard()
+}
+
+func writeModel(dir string) error {
+	return WriteFile(filepath.Join(dir, "model.onnx"), []byte("m"), 0o666)
+}
+
+// leftDir makes a stage-like directory holding a file, last changed at
+// mtime.
+func leftDir(name string, mtime time.Time) func(*testing.T, string) string {
+	return func(t *testing.T, dir string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(p, 0o777))
+		require.NoError(t, os.WriteFile(filepath.Join(p, "model.onnx"), []byte("partial"), 0o666))
+		require.NoError(t, os.Chtimes(p, mtime, mtime))
+		return p
+	}
+}
+
+// leftFile makes a temporary file last changed at mtime.
+func leftFile(name string, mtime time.Time) func(*testing.T, string) string {
+	return func(t *testing.T, dir string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte("partial"), 0o666))
+		require.NoError(t, os.Chtimes(p, mtime, mtime))
+		return p
+	}
+}
+
+// liveStage makes a stage as NewStage does, kept open and locked, last
+// changed at mtime.
+func liveStage(mtime time.Time) func(*testing.T, string) string {
+	return func(t *testing.T, dir string) string {
+		s, err := NewStage(dir)
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Discard() })
+		require.NoError(t, os.Chtimes(s.Dir(), mtime, mtime))
+		return s.Dir()
+	}
+}
+
+// liveFile makes a temporary file locked as Write locks its own, last
+// changed at mtime.
+func liveFile(name string, mtime time.Time) func(*testing.T, string) string {
+	return func(t *testing.T, dir string) string {
+		p := leftFile(name, mtime)(t, dir)
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		t.Cleanup(func() { f.Close() })
+		require.True(t, lockExclusive(f))
+		return p
+	}
+}
+
+// TestWriteLocksItsTemporaryFile: while Write writes, its temporary file
+// is locked, so another process's clean-up (removeAbandoned) leaves it
+// however long the writing takes.
+func TestWriteLocksItsTemporaryFile(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "model.onnx")
+	err := Write(target, 0o666, func(w io.Writer) error {
+		tmp, err := filepath.Glob(filepath.Join(dir, ".model.onnx.tmp-*"))
+		require.NoError(t, err)
+		require.Len(t, tmp, 1)
+		old := time.Now().Add(-2 * abandonedAfter)
+		require.NoError(t, os.Chtimes(tmp[0], old, old))
+		removeAbandoned(dir, ".model.onnx.tmp-")
+		require.FileExists(t, tmp[0], "a file being written is not abandoned")
+		_, err = w.Write([]byte("m"))
+		return err
+	})
+	require.NoError(t, err)
+	b, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.Equal(t, "m", string(b))
+}
