@@ -1,14 +1,18 @@
 package model
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 	"github.com/spiral-rl/spiral/model/qwen3"
 )
@@ -34,6 +38,7 @@ func TestInPlaceDecodeForm(t *testing.T) {
 			d := inPlaceDecode(m, sig, qwen3.Tiny().Heads)
 			require.NotNil(t, d)
 			require.True(t, proto.Equal(before, m), "the sampling graph is left as it was")
+			require.Equal(t, int64(1), (&onnx.Model{Proto: d}).Opset("com.microsoft"), "the contrib domain is imported, as ONNX requires of GroupQueryAttention's")
 
 			g := d.GetGraph()
 			var outs []string
@@ -186,4 +191,275 @@ func TestSlidingWindowActive(t *testing.T) {
 	require.NotNil(t, decode)
 	_, decode = samplingGraphs(tiny.Proto, sig, HFConfig{SlidingWindow: 4096.0})
 	require.Nil(t, decode)
+}
+
+// scoresSite is one layer's path from the scores' scaling to the
+// Softmax in the tiny model's sampling graph: the Mul by 1/sqrt(D), the
+// Add of the mask and the Softmax; mask is the Where making the mask
+// (shared by the layers).
+type scoresSite struct {
+	mul, add, softmax, mask *onnxpb.NodeProto
+}
+
+// TestInPlaceDecodeScores checks, on variants of the tiny model's
+// sampling graph, what inPlaceDecode reads between the scores and the
+// mix: the scale it gives GroupQueryAttention (the product of the
+// constants the scores are multiplied or divided by, in any operand
+// order and over several nodes), and that it refuses what the kernel
+// would not compute as the graph does (a constant divided by the
+// scores, a zero factor, a mask that is not 0 where allowed and at most
+// -1e30 elsewhere, a mask of another domain, a Softmax over another
+// axis, a NaN guard of another value or with a computed fill, a
+// present's shape read after the attention).
+func TestInPlaceDecodeScores(t *testing.T) {
+	tiny, err := qwen3.Build(qwen3.Tiny(), 3)
+	require.NoError(t, err)
+	sig, err := ReadSignature(tiny.Graph(), "tiny")
+	require.NoError(t, err)
+	base := lastPositionLogits(tiny.Proto)
+	require.True(t, withNewKV(base, sig.Layers))
+	root := float32(math.Sqrt(float64(sig.HeadDim)))
+
+	// sites finds each layer's scaling, mask and Softmax in g.
+	sites := func(t *testing.T, g *onnxpb.GraphProto) []scoresSite {
+		producer, _, _ := indexGraph(g)
+		var out []scoresSite
+		for _, n := range g.GetNode() {
+			if n.GetOpType() != "Softmax" {
+				continue
+			}
+			s := scoresSite{softmax: n, add: producer[n.Input[0]]}
+			require.Equal(t, "Add", s.add.GetOpType())
+			s.mul, s.mask = producer[s.add.Input[0]], producer[s.add.Input[1]]
+			require.Equal(t, "Mul", s.mul.GetOpType())
+			require.Equal(t, "Where", s.mask.GetOpType())
+			out = append(out, s)
+		}
+		require.Len(t, out, sig.Layers)
+		return out
+	}
+	constant := func(g *onnxpb.GraphProto, name string, v float32) string {
+		if !slices.ContainsFunc(g.Initializer, func(t *onnxpb.TensorProto) bool { return t.GetName() == name }) {
+			g.Initializer = append(g.Initializer, onnx.NewTensor(name, nil, []float32{v}))
+		}
+		return name
+	}
+	// guard puts Where(IsNaN(of(s)), fill(s), probs) between each layer's
+	// Softmax and the mix.
+	guard := func(of, fill func(g *onnxpb.GraphProto, s scoresSite) string) func(*testing.T, *onnxpb.GraphProto, []scoresSite) {
+		return func(t *testing.T, g *onnxpb.GraphProto, ss []scoresSite) {
+			_, consumers, _ := indexGraph(g)
+			for i, s := range ss {
+				probs := s.softmax.Output[0]
+				mix := consumers[probs]
+				require.Len(t, mix, 1)
+				nan, guarded := fmt.Sprint("test/isnan", i), fmt.Sprint("test/guarded", i)
+				g.Node = append(g.Node,
+					&onnxpb.NodeProto{OpType: proto.String("IsNaN"), Input: []string{of(g, s)}, Output: []string{nan}},
+					&onnxpb.NodeProto{OpType: proto.String("Where"), Input: []string{nan, fill(g, s), probs}, Output: []string{guarded}})
+				mix[0].Input[0] = guarded
+			}
+		}
+	}
+	zeroFill := func(g *onnxpb.GraphProto, s scoresSite) string { return constant(g, "test/zero", 0) }
+	for _, c := range []struct {
+		name string
+		edit func(*testing.T, *onnxpb.GraphProto, []scoresSite)
+		// scale is GroupQueryAttention's scale, 0 where there must be
+		// no decode graph.
+		scale float32
+	}{
+		{"as built", func(*testing.T, *onnxpb.GraphProto, []scoresSite) {}, 1 / root},
+		{"divided by the root", func(_ *testing.T, g *onnxpb.GraphProto, ss []scoresSite) {
+			for _, s := range ss {
+				s.mul.OpType = proto.String("Div")
+				s.mul.Input[1] = constant(g, "test/root", root)
+			}
+		}, 1 / root},
+		{"the constant first", func(_ *testing.T, _ *onnxpb.GraphProto, ss []scoresSite) {
+			for _, s := range ss {
+				s.mul.Input[0], s.mul.Input[1] = s.mul.Input[1], s.mul.Input[0]
+			}
+		}, 1 / root},
+		{"then halved", func(_ *testing.T, g *onnxpb.GraphProto, ss []scoresSite) {
+			for i, s := range ss {
+				halved := fmt.Sprint("test/halved", i)
+				g.Node = append(g.Node, &onnxpb.NodeProto{OpType: proto.String("Div"), Input: []string{s.mul.Output[0], constant(g, "test/two", 2)}, Output: []string{halved}})
+				s.add.Input[0] = halved
+			}
+		}, 1 / (2 * root)},
+		{"a constant divided by the scores", func(_ *testing.T, _ *onnxpb.GraphProto, ss []scoresSite) {
+			for _, s := range ss {
+				s.mul.OpType = proto.String("Div")
+				s.mul.Input[0], s.mul.Input[1] = s.mul.Input[1], s.mul.Input[0]
+			}
+		}, 0},
+		{"times zero", func(_ *testing.T, g *onnxpb.GraphProto, ss []scoresSite) {
+			for _, s := range ss {
+				s.mul.Input[1] = constant(g, "test/zero", 0)
+			}
+		}, 0},
+		{"the mask first", func(_ *testing.T, _ *onnxpb.GraphProto, ss []scoresSite) {
+			for _, s := range ss {
+				s.add.Input[0], s.add.Input[1] = s.add.Input[1], s.add.Input[0]
+			}
+		}, 1 / root},
+		{"the mask -1 where hidden", func(_ *testing.T, g *onnxpb.GraphProto, ss []scoresSite) {
+			ss[0].mask.Input[2] = constant(g, "test/minus1", -1)
+		}, 0},
+		{"the mask 0.5 where allowed", func(_ *testing.T, g *onnxpb.GraphProto, ss []scoresSite) {
+			ss[0].mask.Input[1] = constant(g, "test/half", 0.5)
+		}, 0},
+		{"the mask hidden where allowed", func(_ *testing.T, _ *onnxpb.GraphProto, ss []scoresSite) {
+			ss[0].mask.Input[1], ss[0].mask.Input[2] = ss[0].mask.Input[2], ss[0].mask.Input[1]
+		}, 1 / root}, // Where(cond, -inf, 0): the condition is not read (isBinaryMask)
+		{"the mask of another domain", func(_ *testing.T, _ *onnxpb.GraphProto, ss []scoresSite) {
+			ss[0].mask.Domain = proto.String("com.example")
+		}, 0},
+		{"a Softmax over axis 2", func(_ *testing.T, _ *onnxpb.GraphProto, ss []scoresSite) {
+			last := ss[len(ss)-1].softmax
+			last.Attribute = []*onnxpb.AttributeProto{onnx.AttrInt("axis", 2)}
+		}, 0},
+		{"a Softmax over axis 3", func(_ *testing.T, _ *onnxpb.GraphProto, ss []scoresSite) {
+			for _, s := range ss {
+				s.softmax.Attribute = []*onnxpb.AttributeProto{onnx.AttrInt("axis", 3)}
+			}
+		}, 1 / root},
+		{"a NaN guard", func(t *testing.T, g *onnxpb.GraphProto, ss []scoresSite) {
+			guard(func(_ *onnxpb.GraphProto, s scoresSite) string { return s.softmax.Output[0] }, zeroFill)(t, g, ss)
+		}, 1 / root},
+		{"a NaN guard of the mask", func(t *testing.T, g *onnxpb.GraphProto, ss []scoresSite) {
+			guard(func(_ *onnxpb.GraphProto, s scoresSite) string { return s.mask.Output[0] }, zeroFill)(t, g, ss)
+		}, 0},
+		{"a NaN guard filling in the mask", func(t *testing.T, g *onnxpb.GraphProto, ss []scoresSite) {
+			guard(func(_ *onnxpb.GraphProto, s scoresSite) string { return s.softmax.Output[0] },
+				func(_ *onnxpb.GraphProto, s scoresSite) string { return s.mask.Output[0] })(t, g, ss)
+		}, 0},
+		{"a present's shape read", func(_ *testing.T, g *onnxpb.GraphProto, _ []scoresSite) {
+			g.Node = append(g.Node, &onnxpb.NodeProto{OpType: proto.String("Shape"), Input: []string{PresentName(1, true)}, Output: []string{"test/shape"}})
+			g.Output = append(g.Output, &onnxpb.ValueInfoProto{Name: proto.String("test/shape")})
+		}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := proto.Clone(base).(*onnxpb.ModelProto)
+			g := m.GetGraph()
+			c.edit(t, g, sites(t, g))
+			sortTopologically(g)
+			d := inPlaceDecode(m, sig, 0)
+			if c.scale == 0 {
+				require.Nil(t, d)
+				return
+			}
+			require.NotNil(t, d)
+			n := 0
+			for _, node := range d.GetGraph().GetNode() {
+				if node.GetOpType() != "GroupQueryAttention" {
+					continue
+				}
+				n++
+				var scale *float32
+				for _, a := range node.GetAttribute() {
+					if a.GetName() == "scale" {
+						scale = proto.Float32(a.GetF())
+					}
+				}
+				require.NotNil(t, scale, "GroupQueryAttention's scale")
+				require.InDelta(t, c.scale, *scale, 1e-7)
+			}
+			require.Equal(t, sig.Layers, n)
+		})
+	}
+}
+
+// TestInPlaceDecodeHeadsFromConfig: where the graph's shapes do not tell
+// the query heads, config.json's count serves only when the query
+// projections' weights have its width (heads x head width) and the KV
+// heads divide it; a count they refute, or one that does not group the
+// KV heads, leaves no decode graph (whose kernel would refuse every
+// call); so do queries of unknown rank.
+func TestInPlaceDecodeHeadsFromConfig(t *testing.T) {
+	tiny, err := qwen3.Build(qwen3.Tiny(), 3)
+	require.NoError(t, err)
+	sig, err := ReadSignature(tiny.Graph(), "tiny")
+	require.NoError(t, err)
+	// reshaped is the sampling graph with every reshape to a 4-D shape
+	// reading an input, of 4 elements or of an unknown count, so that no
+	// shape inference can tell the query heads, or even the queries'
+	// rank.
+	reshaped := func(rank int64) *onnxpb.ModelProto {
+		m := lastPositionLogits(tiny.Proto)
+		require.True(t, withNewKV(m, sig.Layers))
+		g := m.GetGraph()
+		dim := &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: "rank"}}
+		if rank > 0 {
+			dim = &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: rank}}
+		}
+		g.Input = append(g.Input, &onnxpb.ValueInfoProto{Name: proto.String("test/shape"), Type: &onnxpb.TypeProto{
+			Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(onnxpb.TensorProto_INT64)),
+				Shape: &onnxpb.TensorShapeProto{Dim: []*onnxpb.TensorShapeProto_Dimension{dim}}}}}})
+		producer, _, _ := indexGraph(g)
+		for _, n := range g.GetNode() {
+			if n.GetOpType() != "Reshape" || len(n.Input) != 2 {
+				continue
+			}
+			if shape := constTensor(g, producer, n.Input[1]); shape != nil && slices.Equal(shape.GetDims(), []int64{4}) {
+				n.Input[1] = "test/shape"
+			}
+		}
+		return m
+	}
+	m, unranked := reshaped(4), reshaped(0)
+	// unnamed is m with the query projections' weights renamed, so that
+	// none is found to check the count against.
+	unnamed := proto.Clone(m).(*onnxpb.ModelProto)
+	renamed := 0
+	for _, w := range unnamed.GetGraph().GetInitializer() {
+		if strings.HasSuffix(w.GetName(), "q_proj.weight") {
+			old := w.GetName()
+			w.Name = proto.String(old + ".renamed")
+			for _, n := range unnamed.GetGraph().GetNode() {
+				for i, in := range n.Input {
+					if in == old {
+						n.Input[i] = w.GetName()
+					}
+				}
+			}
+			renamed++
+		}
+	}
+	require.Equal(t, sig.Layers, renamed)
+
+	c := qwen3.Tiny() // hidden 64, 4 heads of 32, 2 KV heads: q_proj [64, 128]
+	for _, tc := range []struct {
+		name  string
+		m     *onnxpb.ModelProto
+		heads int
+		ok    bool
+	}{
+		{"config's count", m, c.Heads, true},
+		{"no count", m, 0, false},
+		{"a count of 8: width 256", m, 8, false},
+		{"a count of 6: width 192", m, 6, false},
+		{"no weights, config's count", unnamed, c.Heads, true},
+		{"no weights, a count of 3 over 2 KV heads", unnamed, 3, false},
+		{"queries of unknown rank", unranked, c.Heads, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := inPlaceDecode(tc.m, sig, tc.heads)
+			if !tc.ok {
+				require.Nil(t, d)
+				return
+			}
+			require.NotNil(t, d)
+			for _, n := range d.GetGraph().GetNode() {
+				if n.GetOpType() == "GroupQueryAttention" {
+					for _, a := range n.GetAttribute() {
+						if a.GetName() == "num_heads" {
+							require.Equal(t, int64(tc.heads), a.GetI())
+						}
+					}
+				}
+			}
+		})
+	}
 }
