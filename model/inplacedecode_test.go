@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -248,4 +249,106 @@ func TestPolicyGraphsReadUnderLock(t *testing.T) {
 	d.fill(c, 1, seqs[1])
 	d.step(c, 0, seqs, "after the directory was rebuilt")
 	require.Equal(t, int64(1), d.lm.DecodeGraphCalls())
+}
+
+// TestDecodeGraphPaddedCalls: calls that are not one new position on
+// every row run on the sampling graph though the LM has a decode graph,
+// and give each row that takes a token the logits of its sequence run
+// alone: a row taking none this call (beside a row that does, and at the
+// cache's capacity, where the decode graph would write past the row),
+// and a call of two positions a row, one of them padding. Each row then
+// decodes on, on the decode graph.
+func TestDecodeGraphPaddedCalls(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	dir := t.TempDir()
+	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 3))
+	p, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	require.NotEmpty(t, p.Artifacts.DecodePath())
+	d := decodeCheck{t: t, lm: p.LM, full: scorerOf(t, p), r: rand.New(rand.NewPCG(6, 6))}
+	V := d.lm.Signature().Vocab
+	const capacity = 10
+	for _, c := range []struct {
+		name string
+		lens []int // each row's length before the call
+		real []int // each row's new tokens, the last real[i] of its S
+		S    int
+	}{
+		{"a row taking no token", []int{4, 6, 3}, []int{1, 0, 1}, 1},
+		{"a full row taking no token", []int{4, capacity, 3}, []int{1, 0, 1}, 1},
+		{"two positions a row, one padding", []int{4, 6, 3}, []int{1, 1, 1}, 2},
+		{"two positions a row, one row padding only", []int{4, capacity, 3}, []int{1, 0, 2}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d.t = t
+			cache, err := d.lm.NewRowCache(len(c.lens), capacity)
+			require.NoError(t, err)
+			seqs := make([][]int64, len(c.lens))
+			for i, n := range c.lens {
+				seqs[i] = d.seq(n)
+				d.fill(cache, i, seqs[i])
+			}
+			tokens := make([]int64, len(c.lens)*c.S)
+			for i, k := range c.real {
+				for j := c.S - k; j < c.S; j++ {
+					tok := d.seq(1)[0]
+					tokens[i*c.S+j] = tok
+					seqs[i] = append(seqs[i], tok)
+				}
+			}
+			calls := d.lm.DecodeGraphCalls()
+			logits, err := d.lm.Extend(context.Background(), cache, 0, tokens, c.real, nil)
+			require.NoError(t, err)
+			require.Equal(t, calls, d.lm.DecodeGraphCalls(), "the call ran on the sampling graph")
+			for i, k := range c.real {
+				require.Equal(t, len(seqs[i]), cache.Len(i))
+				if k > 0 {
+					require.InDeltaSlice(t, aloneLogits(t, d.full, seqs[i]), logits[i*V:(i+1)*V], 1e-4, "row %d", i)
+				}
+			}
+			// The rows below the capacity decode on, on the decode graph.
+			for i := range seqs {
+				if len(seqs[i]) == capacity {
+					continue
+				}
+				d.step(cache, i, seqs[i:i+1], "decoding on")
+			}
+			require.Greater(t, d.lm.DecodeGraphCalls(), calls)
+		})
+	}
+}
+
+// TestDecodeGraphFollowsConfigHeads: an export whose shapes do not tell
+// the query heads (the TorchScript fixture's, whose projections are
+// unnamed) takes them from config.json, so that artifacts made under one
+// head count are rebuilt under another: a count that does not group the
+// KV heads leaves no decode graph, and the right one gives it back.
+func TestDecodeGraphFollowsConfigHeads(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"model.onnx", model.ConfigFile} {
+		b, err := os.ReadFile(filepath.Join(hfFixtureDir, name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o666))
+	}
+	cfg, err := os.ReadFile(filepath.Join(dir, model.ConfigFile))
+	require.NoError(t, err)
+	require.Contains(t, string(cfg), `"num_attention_heads": 4,`)
+	src, arts := filepath.Join(dir, "model.onnx"), t.TempDir()
+	for i, c := range []struct {
+		heads  int
+		decode bool
+	}{{4, true}, {3, false}, {4, true}} {
+		heads := strings.Replace(string(cfg), `"num_attention_heads": 4,`, fmt.Sprintf(`"num_attention_heads": %d,`, c.heads), 1)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, model.ConfigFile), []byte(heads), 0o666))
+		a, err := model.PrepareArtifacts(src, arts, model.ArtifactOptions{})
+		require.NoError(t, err)
+		require.True(t, a.Rebuilt, "heads %d", c.heads)
+		require.Equal(t, c.decode, a.DecodePath() != "", "heads %d", c.heads)
+		if i == 0 {
+			again, err := model.PrepareArtifacts(src, arts, model.ArtifactOptions{})
+			require.NoError(t, err)
+			require.False(t, again.Rebuilt, "the same config.json reuses the artifacts")
+		}
+	}
 }
