@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -716,4 +717,52 @@ func TestProblemsBeyondData(t *testing.T) {
 		"--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet", "--out", filepath.Join(dir, "run"))
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "--problems 2 is more than the 1 problems of "+data)
+}
+
+// TestInitModelInterrupted sends SIGINT to init-model --overwrite while
+// it draws the new model's weights in its stage: it exits as interrupted,
+// the model in --out is the one it was, file for file, and no stage is
+// left there.
+func TestInitModelInterrupted(t *testing.T) {
+	m := filepath.Join(t.TempDir(), "m")
+	r := spiral(t, nil, "init-model", "--out", m, "--seed", "3")
+	require.Equal(t, 0, r.code, r.stderr)
+	files := func() map[string]string {
+		entries, err := os.ReadDir(m)
+		require.NoError(t, err)
+		out := map[string]string{}
+		for _, e := range entries {
+			if e.IsDir() {
+				out[e.Name()] = "a directory"
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(m, e.Name()))
+			require.NoError(t, err)
+			out[e.Name()] = string(b)
+		}
+		return out
+	}
+	before := files()
+
+	// About 400 MB of weights: a second or more of drawing, where the
+	// stage appears at once.
+	cmd := exec.Command(binary, "init-model", "--out", m, "--overwrite", "--layers", "8", "--hidden", "1024", "--intermediate", "4096", "--seed", "4")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	staged := false
+	for deadline := time.Now().Add(time.Minute); !staged && time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		entries, err := os.ReadDir(m)
+		require.NoError(t, err)
+		staged = slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), ".stage-") })
+	}
+	if !staged {
+		_ = cmd.Process.Kill()
+		t.Fatal("no stage in --out within a minute")
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	require.Error(t, cmd.Wait(), "an interrupted init-model exits non-zero")
+	require.Equal(t, 130, cmd.ProcessState.ExitCode(), stderr.String())
+	require.Contains(t, stderr.String(), "spiral init-model: interrupted\n")
+	require.Equal(t, before, files(), "--out's files as they were, and no stage")
 }
