@@ -3,7 +3,6 @@ package model
 import (
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/spiral-rl/spiral/model/autodiff"
 	"github.com/spiral-rl/spiral/model/onnx"
@@ -59,7 +58,7 @@ type decodeSite struct {
 // probabilities
 // reaching the mix through Casts or NaN guards (Where) only; the query
 // heads' count is known from the graph's shapes or config.json (checked
-// against the query projections, queryProjectionsFit); and
+// against the output projection, attentionOutputWidth); and
 // nothing left in the graph reads a present but the new attention.
 func inPlaceDecode(m *onnxpb.ModelProto, sig *Signature, heads int) *onnxpb.ModelProto {
 	if sig.HeadDim%8 != 0 {
@@ -220,39 +219,41 @@ func matchDecode(g *onnxpb.GraphProto, producer map[string]*onnxpb.NodeProto, co
 	s.heads = dims[1].GetDimValue()
 	if s.heads <= 0 {
 		s.heads = int64(heads)
-		if !queryProjectionsFit(g, s.heads*int64(sig.HeadDim)) {
+		if attentionOutputWidth(consumers, infos, s.site.mix.Output[0]) != s.heads*int64(sig.HeadDim) {
 			return false
 		}
 	}
 	return s.heads > 0 && s.heads%int64(sig.KVHeads) == 0
 }
 
-// queryProjectionsFit reports whether every query projection weight of g
-// (an input or initializer named *q_proj.weight, of rank 2; Hugging
-// Face's name) has a dimension of the queries' width, heads x head width:
-// config.json's head count is checked against the weights, so that a
-// wrong one leaves no decode graph (whose kernel would refuse every call)
-// rather than break generation. Without such weights there is nothing to
-// check.
-func queryProjectionsFit(g *onnxpb.GraphProto, width int64) bool {
-	fits := func(name string, dims []int64) bool {
-		return !strings.HasSuffix(name, "q_proj.weight") || len(dims) != 2 || slices.Contains(dims, width)
-	}
-	for _, in := range g.GetInput() {
-		var dims []int64
-		for _, d := range in.GetType().GetTensorType().GetShape().GetDim() {
-			dims = append(dims, d.GetDimValue())
+// attentionOutputWidth returns the width the heads are projected from
+// after the mix: the first dimension of the rank-2 weight of every
+// MatMul its output reaches through Transpose and Reshape (o_proj, and
+// under LoRA its adapter's A too), or 0 when none is reached or they
+// disagree. It checks config.json's head count where the graph's shapes
+// give none (TorchScript exports, whose weights are anonymous): a wrong
+// count leaves no decode graph (whose kernel would refuse every call)
+// rather than break generation.
+func attentionOutputWidth(consumers map[string][]*onnxpb.NodeProto, infos map[string]*onnxpb.ValueInfoProto, v string) int64 {
+	for range 4 {
+		cs := consumers[v]
+		if len(cs) != 1 || !(isOp(cs[0], "Transpose") || isOp(cs[0], "Reshape")) {
+			break
 		}
-		if !fits(in.GetName(), dims) {
-			return false
-		}
+		v = cs[0].Output[0]
 	}
-	for _, t := range g.GetInitializer() {
-		if !fits(t.GetName(), t.GetDims()) {
-			return false
+	var width int64
+	for _, n := range consumers[v] {
+		if !isOp(n, "MatMul") || n.Input[0] != v {
+			continue
 		}
+		dims := infos[n.Input[1]].GetType().GetTensorType().GetShape().GetDim()
+		if len(dims) != 2 || dims[0].GetDimValue() <= 0 || (width != 0 && width != dims[0].GetDimValue()) {
+			return 0
+		}
+		width = dims[0].GetDimValue()
 	}
-	return true
+	return width
 }
 
 // rewriteDecode adds to b layer i's GroupQueryAttention, fed the

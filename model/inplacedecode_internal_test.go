@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -409,21 +410,25 @@ func TestInPlaceDecodeHeadsFromConfig(t *testing.T) {
 		return m
 	}
 	m, unranked := reshaped(4), reshaped(0)
-	// unnamed is m with the query projections' weights renamed, so that
-	// none is found to check the count against.
+	// unnamed is m with every weight renamed as TorchScript exports name
+	// them (onnx::MatMul_N): the count is checked against the output
+	// projection found by the graph's structure, not by name.
 	unnamed := proto.Clone(m).(*onnxpb.ModelProto)
 	renamed := 0
-	for _, w := range unnamed.GetGraph().GetInitializer() {
-		if strings.HasSuffix(w.GetName(), "q_proj.weight") {
-			old := w.GetName()
-			w.Name = proto.String(old + ".renamed")
-			for _, n := range unnamed.GetGraph().GetNode() {
-				for i, in := range n.Input {
-					if in == old {
-						n.Input[i] = w.GetName()
-					}
+	for i, w := range unnamed.GetGraph().GetInitializer() {
+		if len(w.GetDims()) != 2 {
+			continue
+		}
+		old := w.GetName()
+		w.Name = proto.String("onnx::MatMul_" + strconv.Itoa(i))
+		for _, n := range unnamed.GetGraph().GetNode() {
+			for i, in := range n.Input {
+				if in == old {
+					n.Input[i] = w.GetName()
 				}
 			}
+		}
+		if strings.HasSuffix(old, "o_proj.weight") {
 			renamed++
 		}
 	}
@@ -440,8 +445,10 @@ func TestInPlaceDecodeHeadsFromConfig(t *testing.T) {
 		{"no count", m, 0, false},
 		{"a count of 8: width 256", m, 8, false},
 		{"a count of 6: width 192", m, 6, false},
-		{"no weights, config's count", unnamed, c.Heads, true},
-		{"no weights, a count of 3 over 2 KV heads", unnamed, 3, false},
+		{"a count of 2: width 64, the hidden size", m, 2, false},
+		{"anonymous weights, config's count", unnamed, c.Heads, true},
+		{"anonymous weights, a count of 3 over 2 KV heads", unnamed, 3, false},
+		{"anonymous weights, a count of 2", unnamed, 2, false},
 		{"queries of unknown rank", unranked, c.Heads, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
