@@ -3,13 +3,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
-	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/flock"
 )
 
 // lockEvalOutput takes the lock of an evaluation's outputs in dir for
@@ -19,22 +17,24 @@ import (
 // write the same report, plot and traces files, the traces through one
 // .partial file, and leave a report of one beside the traces of the
 // other. It returns the release; on a file system without such locks
-// (model.FlockUnsupported) it locks nothing.
+// (flock.Unsupported) it locks nothing.
 func lockEvalOutput(dir, mode string) (func(), error) {
 	path := filepath.Join(dir, "."+mode+".lock")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
 		return nil, fmt.Errorf("--out %s: lock: %w", dir, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	ok, err := flock.TryLock(f)
+	switch {
+	case flock.Unsupported(err):
 		f.Close()
-		if model.FlockUnsupported(err) {
-			return func() {}, nil // a file system without locks: unlocked, as before
-		}
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("--out %s: another spiral eval --mode %s is writing there (lock %s); wait for it or give another --out", dir, mode, path)
-		}
+		return func() {}, nil // a file system without locks: unlocked, as before
+	case err != nil:
+		f.Close()
 		return nil, fmt.Errorf("--out %s: lock %s: %w", dir, path, err)
+	case !ok:
+		f.Close()
+		return nil, fmt.Errorf("--out %s: another spiral eval --mode %s is writing there (lock %s); wait for it or give another --out", dir, mode, path)
 	}
 	return func() { f.Close() }, nil
 }

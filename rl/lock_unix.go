@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/flock"
 )
 
 // lockRun takes the run directory's lock, so that two processes never
@@ -22,7 +22,7 @@ import (
 // one, whatever process has its pid since). The file holds the pid of
 // the process that has it, for the message of one refused. It returns
 // the release, which removes the file. On a file system without such
-// locks (model.FlockUnsupported) the file alone is the lock
+// locks (flock.Unsupported) the file alone is the lock
 // (lockRunByPID).
 func lockRun(dir string) (func() error, error) {
 	path := filepath.Join(dir, lockFile)
@@ -31,12 +31,12 @@ func lockRun(dir string) (func() error, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rl: lock %s: %w", path, err)
 		}
-		err = flockNB(f)
-		if model.FlockUnsupported(err) {
+		ok, err := flock.TryLock(f)
+		if flock.Unsupported(err) {
 			f.Close()
 			return lockRunByPID(path)
 		}
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if err == nil && !ok {
 			b, _ := os.ReadFile(path)
 			f.Close()
 			holder := "lock file " + path
@@ -79,17 +79,6 @@ func lockRun(dir string) (func() error, error) {
 		}, nil
 	}
 	return nil, fmt.Errorf("rl: lock %s: taken by another process while starting", path)
-}
-
-// flockNB takes an exclusive flock(2) on f without waiting, retrying
-// when a signal interrupts the call.
-func flockNB(f *os.File) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-	}
 }
 
 // namesFile reports whether path is still the file f is open on.
