@@ -445,14 +445,16 @@ func (c *comparison) upToMaxK(curve report.PassAtK, reps []report.PassAtK) (repo
 
 // intervalText writes a ratio interval, marking an end that is a bound.
 func intervalText(iv report.RatioInterval) string {
-	lo, hi := fmt.Sprintf("%.2f", iv.Lo), fmt.Sprintf("%.2fx", iv.Hi)
-	if iv.LoAtMost {
-		lo = "<=" + lo
+	mark := func(atMost, atLeast bool) string {
+		switch {
+		case atMost:
+			return "<="
+		case atLeast:
+			return ">="
+		}
+		return ""
 	}
-	if iv.HiAtLeast {
-		hi = ">=" + hi
-	}
-	return lo + " to " + hi
+	return fmt.Sprintf("%s%.2f to %s%.2fx", mark(iv.LoAtMost, iv.LoAtLeast), iv.Lo, mark(iv.HiAtMost, iv.HiAtLeast), iv.Hi)
 }
 
 // compareRSA prints each label's mean accuracy per step with its gain

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rollout/report"
 )
 
 // TestWithoutCancellation: an error that only says the run was cancelled
@@ -66,5 +68,21 @@ func TestHelpOfHelp(t *testing.T) {
 		code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
 		require.Equal(t, 0, code, "%q: %s", args, stderr.String())
 		require.Equal(t, top.String(), stdout.String(), "%q", args)
+	}
+}
+
+// TestIntervalText: each end of an efficiency interval is marked with
+// the bound its draw was, either way.
+func TestIntervalText(t *testing.T) {
+	for _, tc := range []struct {
+		iv   report.RatioInterval
+		want string
+	}{
+		{report.RatioInterval{Lo: 0.88, Hi: 2.5}, "0.88 to 2.50x"},
+		{report.RatioInterval{Lo: 0.88, Hi: 4, HiAtLeast: true}, "0.88 to >=4.00x"},
+		{report.RatioInterval{Lo: 16, Hi: 16, LoAtLeast: true, HiAtLeast: true}, ">=16.00 to >=16.00x"},
+		{report.RatioInterval{Lo: 0.25, Hi: 0.5, LoAtMost: true, HiAtMost: true}, "<=0.25 to <=0.50x"},
+	} {
+		require.Equal(t, tc.want, intervalText(tc.iv))
 	}
 }

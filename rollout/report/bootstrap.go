@@ -34,9 +34,14 @@ type RatioInterval struct {
 	// LoAtMost and HiAtLeast say that the draw at that end was itself a
 	// bound (EfficiencyPoint.Bound): the other curve was above the target
 	// at its smallest k, or never reached it within its largest, so the
-	// interval's true end lies further out.
+	// interval's true end lies further out. LoAtLeast and HiAtMost say
+	// that it was a bound the other way (the lower end's draw only at
+	// least that ratio, as when every draw is), so that end is no firmer
+	// than its draw.
 	LoAtMost  bool `json:"lo_at_most,omitempty"`
 	HiAtLeast bool `json:"hi_at_least,omitempty"`
+	LoAtLeast bool `json:"lo_at_least,omitempty"`
+	HiAtMost  bool `json:"hi_at_most,omitempty"`
 }
 
 // EfficiencyIntervals returns, at each k of the reference, a bootstrap
@@ -87,7 +92,8 @@ func EfficiencyIntervals(ref, other []PassAtK, b Bootstrap) ([]RatioInterval, er
 	for j, rs := range ratios {
 		slices.SortFunc(rs, func(x, y drawnRatio) int { return cmp.Compare(x.ratio, y.ratio) })
 		lo, hi := rs[rank(tail, len(rs))], rs[rank(1-tail, len(rs))]
-		out[j] = RatioInterval{K: ref[0].Points[j].K, Lo: lo.ratio, Hi: hi.ratio, LoAtMost: lo.bound == AtMost, HiAtLeast: hi.bound == AtLeast}
+		out[j] = RatioInterval{K: ref[0].Points[j].K, Lo: lo.ratio, Hi: hi.ratio,
+			LoAtMost: lo.bound == AtMost, HiAtLeast: hi.bound == AtLeast, LoAtLeast: lo.bound == AtLeast, HiAtMost: hi.bound == AtMost}
 	}
 	return out, nil
 }

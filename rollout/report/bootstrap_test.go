@@ -58,6 +58,7 @@ func TestEfficiencyIntervalsConstant(t *testing.T) {
 		require.InDelta(t, p.Ratio, iv[j].Lo, 1e-12, "k = %d", p.K)
 		require.InDelta(t, p.Ratio, iv[j].Hi, 1e-12, "k = %d", p.K)
 		require.Equal(t, p.Bound == report.AtLeast, iv[j].HiAtLeast, "k = %d", p.K)
+		require.Equal(t, p.Bound == report.AtLeast, iv[j].LoAtLeast, "k = %d: the lower end's draw is as bounded as every draw", p.K)
 		sawBound = sawBound || iv[j].HiAtLeast
 	}
 	require.True(t, sawBound, "3 of 64 within k = 16 never reaches 8 of 64's pass@64")
