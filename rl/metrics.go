@@ -213,19 +213,55 @@ func (m *Metrics) finishRollout() {
 // example (not NoUpdate) and applied its update (no UpdateSkipped).
 func (m Metrics) Updated() bool { return !m.NoUpdate && m.UpdateSkipped == "" }
 
+// MarshalJSON writes m with a loss, entropy or gradient norm that is not
+// finite (a step whose update was skipped for it) as null, which JSON
+// can hold and NaN is not.
+func (m Metrics) MarshalJSON() ([]byte, error) {
+	type plain Metrics
+	return json.Marshal(struct {
+		plain
+		Loss     *float64 `json:"loss"`
+		Entropy  *float64 `json:"entropy"`
+		GradNorm *float64 `json:"grad_norm"`
+	}{plain(m), finiteOrNil(m.Loss), finiteOrNil(m.Entropy), finiteOrNil(m.GradNorm)})
+}
+
+// finiteOrNil is &x, or nil when x is NaN or infinite.
+func finiteOrNil(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
 // decodeMetrics reads one metrics.jsonl line. A line written before
 // no_update existed marks a step that trained nothing by "examples": 0
 // (always written then); a line without "examples" is taken as measured.
+// A null loss, entropy or gradient norm (MarshalJSON) reads as NaN.
 func decodeMetrics(b []byte) (Metrics, error) {
 	var m Metrics
 	if err := json.Unmarshal(b, &m); err != nil {
 		return Metrics{}, err
 	}
 	var old struct {
-		Examples *int `json:"examples"`
+		Examples *int            `json:"examples"`
+		Loss     json.RawMessage `json:"loss"`
+		Entropy  json.RawMessage `json:"entropy"`
+		GradNorm json.RawMessage `json:"grad_norm"`
 	}
-	if err := json.Unmarshal(b, &old); err == nil && old.Examples != nil && *old.Examples == 0 {
+	if err := json.Unmarshal(b, &old); err != nil {
+		return m, nil
+	}
+	if old.Examples != nil && *old.Examples == 0 {
 		m.NoUpdate = true
+	}
+	for _, f := range []struct {
+		raw json.RawMessage
+		v   *float64
+	}{{old.Loss, &m.Loss}, {old.Entropy, &m.Entropy}, {old.GradNorm, &m.GradNorm}} {
+		if string(f.raw) == "null" {
+			*f.v = math.NaN()
+		}
 	}
 	return m, nil
 }

@@ -814,7 +814,7 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 	}
 	for _, m := range ms {
 		c.Steps = append(c.Steps, m.Step)
-		if !m.NoUpdate {
+		if !m.NoUpdate && !math.IsNaN(m.Entropy) {
 			c.Entropy.Keys, c.Entropy.Y = append(c.Entropy.Keys, m.Step), append(c.Entropy.Y, m.Entropy)
 		}
 		for _, p := range []PhaseMetrics{m.Search, m.Aggregate} {

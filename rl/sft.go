@@ -2,6 +2,7 @@ package rl
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -156,6 +157,19 @@ type SFTParts struct {
 	Log, Out io.Writer
 	// Progress reports finished steps (nil: none).
 	Progress func(steps int)
+}
+
+// MarshalJSON writes m with a loss, entropy or gradient norm that is not
+// finite as null (see Metrics.MarshalJSON).
+func (m SFTMetrics) MarshalJSON() ([]byte, error) {
+	type plain SFTMetrics
+	return json.Marshal(struct {
+		plain
+		Loss     *float64 `json:"loss"`
+		PGLoss   *float64 `json:"pg_loss"`
+		Entropy  *float64 `json:"entropy"`
+		GradNorm *float64 `json:"grad_norm"`
+	}{plain(m), finiteOrNil(m.Loss), finiteOrNil(m.PGLoss), finiteOrNil(m.Entropy), finiteOrNil(m.GradNorm)})
 }
 
 // SFTEval is one evaluation line of sft.jsonl.

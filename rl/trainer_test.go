@@ -1,9 +1,12 @@
 package rl
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -384,6 +387,49 @@ func TestTrainerSkipsNonFiniteUpdate(t *testing.T) {
 		require.Equal(t, float32(-1e38), v)
 	}
 	require.Zero(t, opt.Steps())
+}
+
+// nanLearner is trainerFakeLearner whose gradients come out NaN, as an
+// overflowing backward pass gives them.
+type nanLearner struct{ trainerFakeLearner }
+
+func (l *nanLearner) Accumulate(ctx context.Context, b model.TrainBatch, scale float32, grads *params.Store, res *model.TrainResult) error {
+	err := l.trainerFakeLearner.Accumulate(ctx, b, scale, grads, res)
+	for i := range grads.Flat() {
+		grads.Flat()[i] = float32(math.NaN())
+	}
+	return err
+}
+
+// TestTrainerSkipsNaNGradient: a step whose gradient norm is NaN skips
+// its update, and its metrics line, which JSON cannot hold NaN in, is
+// written with the norm null and read back as NaN, so that the run goes
+// on to its next step; sft's lines alike.
+func TestTrainerSkipsNaNGradient(t *testing.T) {
+	cfg, parts := hardTrainer(t, 0.5)
+	parts.Learner = &nanLearner{}
+	tr, err := NewTrainer(cfg, parts)
+	require.NoError(t, err)
+	m, err := tr.TrainStep(context.Background(), nil)
+	require.NoError(t, err)
+	require.Equal(t, "gradient norm is NaN", m.UpdateSkipped)
+	for _, v := range parts.Weights.Flat() {
+		require.Equal(t, float32(0.5), v, "the update is skipped")
+	}
+	var line bytes.Buffer
+	require.NoError(t, m.WriteJSONL(&line))
+	require.Contains(t, line.String(), `"grad_norm":null`)
+	back, err := decodeMetrics(line.Bytes())
+	require.NoError(t, err)
+	require.True(t, math.IsNaN(back.GradNorm))
+	require.Equal(t, m.Loss, back.Loss, "a finite figure reads back as it was")
+	require.Equal(t, m.UpdateSkipped, back.UpdateSkipped)
+
+	sft, err := json.Marshal(SFTMetrics{Step: 1, Loss: math.Inf(1), GradNorm: math.NaN(), Entropy: 0.25})
+	require.NoError(t, err)
+	require.Contains(t, string(sft), `"loss":null`)
+	require.Contains(t, string(sft), `"grad_norm":null`)
+	require.Contains(t, string(sft), `"entropy":0.25`)
 }
 
 // deviceFakeLearner is trainerFakeLearner keeping its gradients and

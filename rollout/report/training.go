@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -23,7 +24,8 @@ type TrainingPoint struct {
 	// AggregateRounds are the aggregation rewards by round when the run
 	// has several aggregation rounds (--agg-rounds); nil otherwise.
 	AggregateRounds []float64
-	// Entropy is the token-mean policy entropy (nats) on trained tokens;
+	// Entropy is the token-mean policy entropy (nats) on trained tokens
+	// (not drawn when not finite);
 	// Informative the fraction of drawn problems that carried a gradient.
 	Entropy, Informative float64
 	// NoUpdate marks a step that trained nothing: its Entropy was not
@@ -117,7 +119,7 @@ func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint,
 	}
 	var ent plotter.XYs
 	for _, p := range pts {
-		if !p.NoUpdate {
+		if !p.NoUpdate && !math.IsNaN(p.Entropy) && !math.IsInf(p.Entropy, 0) {
 			ent = append(ent, plotter.XY{X: float64(p.Step), Y: p.Entropy})
 		}
 	}

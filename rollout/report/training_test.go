@@ -2,8 +2,10 @@ package report
 
 import (
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,6 +29,10 @@ func TestPlotTraining(t *testing.T) {
 		require.Equal(t, 400, img.Bounds().Dy())
 	}
 	require.Error(t, PlotTraining(path, PlotSize{}, "run", nil, nil))
+	// A step whose update was skipped for a non-finite entropy (NaN in
+	// metrics.jsonl's null) is left out of the entropy panel.
+	nan := append(slices.Clone(pts), TrainingPoint{Step: 3, SearchReward: 0.3, Entropy: math.NaN(), Informative: 1})
+	require.NoError(t, PlotTraining(path, PlotSize{}, "run", nan, held))
 	// As a vector figure for a paper: the panels' titles in the SVG.
 	svg := filepath.Join(t.TempDir(), "training.svg")
 	require.NoError(t, PlotTraining(svg, PlotSize{}, "run", pts, held))
