@@ -220,7 +220,20 @@ func addSmoothed(p *plot.Plot, name string, xy plotter.XYs, colour int) error {
 	l.Color = plotutil.Color(colour)
 	l.Width = vg.Points(1.5)
 	p.Add(l)
-	p.Legend.Add(name+" (smoothed)", l)
+	if len(sm) > 1 {
+		p.Legend.Add(name+" (smoothed)", l)
+		return nil
+	}
+	// One point draws no line: mark it in full colour, as large as the
+	// held-out panel's points, or it shows only as the small pale dot.
+	pt, err := plotter.NewScatter(sm)
+	if err != nil {
+		return fmt.Errorf("report: plot %s: %w", name, err)
+	}
+	pt.Shape = draw.CircleGlyph{}
+	pt.Color = plotutil.Color(colour)
+	p.Add(pt)
+	p.Legend.Add(name, l, pt)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
 )
 
 func TestPlotTraining(t *testing.T) {
@@ -105,5 +107,38 @@ func TestSmooth(t *testing.T) {
 	c := Smooth([]float64{0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7})
 	for _, v := range c {
 		require.InDelta(t, 0.7, v, 1e-12)
+	}
+}
+
+// TestPlotTrainingOnePoint: a series of one point (a one-step run, or
+// the one step that trained something) draws no smoothed line, so its
+// value is marked in the series' full colour rather than left as the
+// small pale raw dot alone; longer series keep the line and pale dots.
+func TestPlotTrainingOnePoint(t *testing.T) {
+	full := func(colour int) string {
+		r, g, b, _ := plotutil.Color(colour).RGBA()
+		return fmt.Sprintf("fill:#%02X%02X%02X", r>>8, g>>8, b>>8)
+	}
+	one := []TrainingPoint{{Step: 1, SearchReward: 0.5, AggregateReward: 0.6, HasAggregate: true, Entropy: 0.07, Informative: 1}}
+	two := append(slices.Clone(one), TrainingPoint{Step: 2, SearchReward: 0.4, AggregateReward: 0.5, HasAggregate: true, Entropy: 0.06, Informative: 0.5})
+	cases := []struct {
+		name   string
+		pts    []TrainingPoint
+		marked bool
+	}{
+		{"one step", one, true},
+		{"two steps", two, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "training.svg")
+			require.NoError(t, PlotTraining(path, PlotSize{}, "run", tc.pts, nil))
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			// search 0, aggregation 1, entropy 2, informative fraction 3
+			for colour := range 4 {
+				require.Equal(t, tc.marked, strings.Contains(string(b), full(colour)+`"`), "series %d's point in full colour", colour)
+			}
+		})
 	}
 }
