@@ -173,6 +173,12 @@ func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint,
 		canvases := plot.Align(grid, tiles, dc)
 		for i := range grid {
 			for j := range grid[i] {
+				legendRoom(grid[i][j], canvases[i][j])
+			}
+		}
+		canvases = plot.Align(grid, tiles, dc) // the y axes' new ranges
+		for i := range grid {
+			for j := range grid[i] {
 				grid[i][j].Draw(canvases[i][j])
 			}
 		}
@@ -193,6 +199,25 @@ func panel(title, yLabel string, unit bool) *plot.Plot {
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
 	return p
+}
+
+// legendRoom raises p's y axis so that its data, drawn on c, stay below
+// its legend (top left, over the data area): an informative fraction or
+// accuracy of 1, or the entropy's largest value, would otherwise lie
+// under the legend's text.
+func legendRoom(p *plot.Plot, c draw.Canvas) {
+	r := p.Legend.Rectangle(c)
+	legend := r.Max.Y - r.Min.Y
+	if legend <= 0 {
+		return
+	}
+	dc := p.DataCanvas(c)
+	data := dc.Max.Y - dc.Min.Y
+	f := float64(legend+p.Legend.Padding) / float64(data)
+	if f <= 0 || f >= 0.5 || p.Y.Max <= p.Y.Min {
+		return // a canvas too small to make room in
+	}
+	p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)/(1-f)
 }
 
 // addSmoothed adds xy's raw points (small, pale) and its smoothed line.

@@ -13,6 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 func TestPlotTraining(t *testing.T) {
@@ -138,6 +141,50 @@ func TestPlotTrainingOnePoint(t *testing.T) {
 			// search 0, aggregation 1, entropy 2, informative fraction 3
 			for colour := range 4 {
 				require.Equal(t, tc.marked, strings.Contains(string(b), full(colour)+`"`), "series %d's point in full colour", colour)
+			}
+		})
+	}
+}
+
+// TestLegendRoom: a panel's data stay below its legend (top left, over
+// the data area), however many entries it has, so that a value at the
+// top of the range (an informative fraction of 1, the entropy's largest
+// value) is not drawn under the legend's text.
+func TestLegendRoom(t *testing.T) {
+	cases := []struct {
+		name    string
+		unit    bool
+		entries int
+		ys      []float64
+		height  vg.Length
+	}{
+		{"fraction at 1, two entries", true, 2, []float64{1, 0.9, 1}, 300},
+		{"three rounds", true, 3, []float64{0.2, 1, 0.5}, 250},
+		{"entropy's peak", false, 1, []float64{0.05, 0.24, 0.1}, 300},
+		{"small panel", true, 2, []float64{1, 1}, 150},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := panel("panel", "y", tc.unit)
+			xy := make(plotter.XYs, len(tc.ys))
+			for i, y := range tc.ys {
+				xy[i] = plotter.XY{X: float64(i + 1), Y: y}
+			}
+			for e := range tc.entries {
+				require.NoError(t, addSmoothed(p, fmt.Sprintf("series %d", e), xy, e))
+			}
+			c := draw.New(vgimg.New(400, tc.height))
+			legendRoom(p, c)
+			// Draw puts the legend at the top of the area under the title.
+			legend := p.Legend.Rectangle(c)
+			under := c.Max.Y - p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y - p.Title.Padding
+			bottom := under - (legend.Max.Y - legend.Min.Y)
+			dc := p.DataCanvas(c)
+			top := slices.Max(tc.ys)
+			require.LessOrEqual(t, float64(dc.Y(p.Y.Norm(top))), float64(bottom), "the data's top is below the legend")
+			require.GreaterOrEqual(t, p.Y.Max, top)
+			if tc.unit {
+				require.Less(t, p.Y.Max, 1.5, "the room is the legend's, not more")
 			}
 		})
 	}
