@@ -337,9 +337,10 @@ func (c *comparison) tokenCurves() ([]report.Seeds, error) {
 			return nil, err
 		}
 		// One colour per model; majority@k dashed, sequential and RSA
-		// solid (they lie in different token ranges).
+		// solid (they lie in different token ranges), RSA's points
+		// triangles so that the legend tells it from sequential.
 		for i := range cs {
-			cs[i].Style = &report.Style{Colour: li, Dashed: strings.HasSuffix(cs[i].Label, " majority@k")}
+			cs[i].Style = &report.Style{Colour: li, Dashed: strings.HasSuffix(cs[i].Label, " majority@k"), Triangles: strings.HasSuffix(cs[i].Label, " RSA")}
 		}
 		out = append(out, cs...)
 	}

@@ -99,6 +99,9 @@ type series struct {
 	xy     plotter.XYs
 	colour int // plotutil palette index
 	dashed bool
+	// triangles marks the points with triangles instead of circles (or
+	// the dashed line's boxes).
+	triangles bool
 	// lo and hi, when set, are the range of each point over seeds, drawn
 	// as error bars.
 	lo, hi []float64
@@ -199,10 +202,9 @@ func renderFigure(path string, size PlotSize, f Figure, ss []series) error {
 		}
 		c := plotutil.Color(s.colour)
 		l.Color, sc.Color = c, c
-		sc.Shape = draw.CircleGlyph{}
+		sc.Shape = s.glyph()
 		if s.dashed {
 			l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
-			sc.Shape = draw.BoxGlyph{}
 		}
 		p.Add(l, sc)
 		p.Legend.Add(s.label, l, sc)
@@ -230,6 +232,17 @@ func renderFigure(path string, size PlotSize, f Figure, ss []series) error {
 		p.X.Max += 0.25
 	}
 	return writeFigure(path, size, p.Draw)
+}
+
+// glyph is the shape s's points are marked with.
+func (s series) glyph() draw.GlyphDrawer {
+	switch {
+	case s.triangles:
+		return draw.TriangleGlyph{}
+	case s.dashed:
+		return draw.BoxGlyph{}
+	}
+	return draw.CircleGlyph{}
 }
 
 // errorBars draws s's range over seeds at each point.

@@ -41,10 +41,14 @@ type Seeds struct {
 	Style *Style
 }
 
-// Style is a curve's colour (a palette index) and whether it is dashed.
+// Style is a curve's colour (a palette index), whether it is dashed and
+// whether its points are triangles (else circles, boxes when dashed): two
+// curves of one colour and dash need Triangles on one of them to be told
+// apart in the legend.
 type Style struct {
-	Colour int
-	Dashed bool
+	Colour    int
+	Dashed    bool
+	Triangles bool
 }
 
 // Group splits reports by label, in the order labels first appear.
@@ -216,11 +220,12 @@ func PlotSeeds(path string, size PlotSize, f Figure, curves ...Seeds) error {
 	}
 	var ss []series
 	for i, c := range curves {
-		colour, dashed := i, false
+		colour, dashed, triangles := i, false, false
 		if c.Style != nil {
-			colour, dashed = c.Style.Colour, c.Style.Dashed
+			colour, dashed, triangles = c.Style.Colour, c.Style.Dashed, c.Style.Triangles
 		}
 		main := seedSeries(c, c.Y, colour, dashed)
+		main.triangles = triangles
 		main.label = strings.TrimSpace(c.Label + " " + f.Name)
 		ss = append(ss, main)
 		if c.Y2 != nil && f.Name2 != "" {
