@@ -289,6 +289,16 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		if err := ctx.Err(); err != nil {
 			return interrupted(err)
 		}
+		if tr.Step()+1 == cfg.Steps && finalDue {
+			// An rsa.json already here is an earlier, shorter run's: it
+			// goes before the last step, so that this run's final
+			// evaluation is missing, and redone, however the run is
+			// interrupted from here on (in the last step's held-out
+			// evaluation, whose interruption saves the step, too).
+			if err := os.Remove(rsaPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("rl: run: %w", err)
+			}
+		}
 		add, done := func(int) {}, func() {}
 		if p.Progress != nil {
 			add, done = p.Progress(fmt.Sprintf("step %d/%d rollout", tr.Step()+1, cfg.Steps))
@@ -322,11 +332,6 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			}
 		}
 		if tr.Step() == cfg.Steps && finalDue {
-			// An rsa.json already here is an earlier, shorter run's: it
-			// goes, so that one interrupted now is missing, and redone.
-			if err := os.Remove(rsaPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("rl: run: %w", err)
-			}
 			if err := final(); err != nil {
 				return err
 			}

@@ -578,3 +578,35 @@ func TestWarnNoUpdate(t *testing.T) {
 		})
 	}
 }
+
+// TestRunFinalRSAStaleAfterInterruptedLastEval: a run extended past an
+// earlier final RSA evaluation and interrupted in its last step's
+// held-out evaluation (its checkpoint saved by the interruption) does the
+// final evaluation on rerun, rather than take the shorter run's rsa.json
+// for its own.
+func TestRunFinalRSAStaleAfterInterruptedLastEval(t *testing.T) {
+	rsa := rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 1}
+	dir := t.TempDir()
+	rsaPath := filepath.Join(dir, FinalRSAFile)
+	newHarness := func(steps int) *runHarness {
+		h := newRunHarness(t, dir, steps)
+		h.cfg.FinalRSA = rsa
+		return h
+	}
+	require.NoError(t, newHarness(1).run(context.Background()))
+	require.FileExists(t, rsaPath)
+
+	h := newHarness(2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The first call is step 2's held-out evaluation.
+	h.parts.Evaluator.Gen = &runCancelAt{inner: h.gen, at: 1, cancel: cancel}
+	require.ErrorIs(t, h.run(ctx), context.Canceled)
+	require.Contains(t, h.log.String(), "interrupted; saving step 2")
+	require.NoFileExists(t, rsaPath, "the 1-step run's final evaluation is not this run's")
+
+	h = newHarness(2)
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.out.String(), "held-out summary:", "the final evaluation is done")
+	require.FileExists(t, rsaPath)
+}
