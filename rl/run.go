@@ -169,7 +169,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	// 2. Resume, or start afresh.
 	ckptDir := filepath.Join(cfg.Dir, CheckpointsDir)
 	if cfg.Fresh {
-		moved, err := moveAside(cfg.Dir, []string{CheckpointsDir, MetricsFile, EvalFile, TrainingPlot})
+		moved, err := moveAside(cfg.Dir, []string{CheckpointsDir, MetricsFile, EvalFile, TrainingPlot, FinalRSAFile})
 		if err != nil {
 			return err
 		}

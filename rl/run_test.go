@@ -610,3 +610,28 @@ func TestRunFinalRSAStaleAfterInterruptedLastEval(t *testing.T) {
 	require.Contains(t, h.out.String(), "held-out summary:", "the final evaluation is done")
 	require.FileExists(t, rsaPath)
 }
+
+// TestRunFreshMovesFinalRSAAside: --fresh keeps the previous run's
+// rsa.json with its other files, rather than delete it (or, with the
+// fresh run interrupted before its own final evaluation, leave it as
+// that run's).
+func TestRunFreshMovesFinalRSAAside(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	h.cfg.FinalRSA = rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 1}
+	require.NoError(t, h.run(context.Background()))
+	prevRSA, err := os.ReadFile(filepath.Join(dir, FinalRSAFile))
+	require.NoError(t, err)
+	h = newRunHarness(t, dir, 1)
+	h.cfg.Fresh = true
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, h.run(ctx), context.Canceled)
+	require.NoFileExists(t, filepath.Join(dir, FinalRSAFile), "not the fresh run's")
+	moved, err := filepath.Glob(filepath.Join(dir, "previous-*", FinalRSAFile))
+	require.NoError(t, err)
+	require.Len(t, moved, 1)
+	b, err := os.ReadFile(moved[0])
+	require.NoError(t, err)
+	require.Equal(t, prevRSA, b)
+}
