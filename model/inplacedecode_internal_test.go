@@ -373,11 +373,12 @@ func TestInPlaceDecodeScores(t *testing.T) {
 }
 
 // TestInPlaceDecodeHeadsFromConfig: where the graph's shapes do not tell
-// the query heads, config.json's count serves only when the query
-// projections' weights have its width (heads x head width) and the KV
-// heads divide it; a count they refute, or one that does not group the
-// KV heads, leaves no decode graph (whose kernel would refuse every
-// call); so do queries of unknown rank.
+// the query heads, config.json's count serves only when the output
+// projection the attention's mix feeds reads its width (heads x head
+// width), found by the graph's structure whatever the weights' names,
+// and the KV heads divide it; a count it refutes, or one that does not
+// group the KV heads, leaves no decode graph (whose kernel would refuse
+// every call); so do queries of unknown rank.
 func TestInPlaceDecodeHeadsFromConfig(t *testing.T) {
 	tiny, err := qwen3.Build(qwen3.Tiny(), 3)
 	require.NoError(t, err)
@@ -434,7 +435,7 @@ func TestInPlaceDecodeHeadsFromConfig(t *testing.T) {
 	}
 	require.Equal(t, sig.Layers, renamed)
 
-	c := qwen3.Tiny() // hidden 64, 4 heads of 32, 2 KV heads: q_proj [64, 128]
+	c := qwen3.Tiny() // hidden 64, 4 heads of 32, 2 KV heads: o_proj [128, 64]
 	for _, tc := range []struct {
 		name  string
 		m     *onnxpb.ModelProto
