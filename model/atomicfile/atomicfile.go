@@ -30,7 +30,14 @@ func Write(path string, perm os.FileMode, write func(io.Writer) error) (err erro
 	if err != nil {
 		return fmt.Errorf("atomicfile: write %s: create its temporary file: %w", path, err)
 	}
-	lockExclusive(f)
+	// The lock is taken through a descriptor of its own, held until the
+	// rename is done: the file's own is closed before, and an fsync that
+	// outlasts abandonedAfter must not leave the finished file unlocked
+	// for another process's clean-up between the close and the rename.
+	if lock, err := os.Open(f.Name()); err == nil {
+		lockExclusive(lock)
+		defer lock.Close()
+	}
 	defer func() {
 		if err != nil {
 			f.Close()
