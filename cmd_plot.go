@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -55,11 +56,11 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		var err error
 		switch mode {
 		case report.ModePassAtK:
-			err = plotReports(args, *out, func(r ...report.PassAtK) error { return report.PlotPassAtK(*out, size, r...) })
+			err = plotReports(args, *out, func(r *report.PassAtK) *report.Meta { return &r.Meta }, func(r ...report.PassAtK) error { return report.PlotPassAtK(*out, size, r...) })
 		case report.ModeRSA:
-			err = plotReports(args, *out, func(r ...report.RSA) error { return report.PlotRSA(*out, size, r...) })
+			err = plotReports(args, *out, func(r *report.RSA) *report.Meta { return &r.Meta }, func(r ...report.RSA) error { return report.PlotRSA(*out, size, r...) })
 		case report.ModeSequential:
-			err = plotReports(args, *out, func(r ...report.Budget) error { return report.PlotBudget(*out, size, r...) })
+			err = plotReports(args, *out, func(r *report.Budget) *report.Meta { return &r.Meta }, func(r ...report.Budget) error { return report.PlotBudget(*out, size, r...) })
 		}
 		if err != nil {
 			return err
@@ -75,17 +76,56 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 
 // plotReports reads every path as a report of type R and plots them
 // together into out, creating its directory.
-func plotReports[R any](paths []string, out string, plot func(...R) error) error {
+// plotReports reads the reports at paths and plots them, each curve
+// named by its report (meta gives its Meta), and where two reports have
+// one name (seeds of one model), by its file too.
+func plotReports[R any](paths []string, out string, meta func(*R) *report.Meta, plot func(...R) error) error {
 	reps := make([]R, len(paths))
+	names := make([]string, len(paths))
 	for i, p := range paths {
 		if err := report.ReadJSON(p, &reps[i]); err != nil {
 			return err
 		}
+		names[i] = meta(&reps[i]).Name()
+	}
+	for i, name := range distinctNames(names, paths) {
+		meta(&reps[i]).Label = name
 	}
 	if err := makeParentDir("--out", out); err != nil {
 		return err
 	}
 	return plot(reps...)
+}
+
+// distinctNames returns names with each that more than one report has
+// followed by its file's directory in parentheses (the file's path where
+// the directories' names are alike too), so that a legend tells them
+// apart.
+func distinctNames(names, paths []string) []string {
+	count := func(xs []string, x string) int {
+		n := 0
+		for _, y := range xs {
+			if y == x {
+				n++
+			}
+		}
+		return n
+	}
+	dirs := make([]string, len(paths))
+	for i, p := range paths {
+		dirs[i] = names[i] + "\x00" + filepath.Base(filepath.Dir(p))
+	}
+	out := slices.Clone(names)
+	for i, name := range names {
+		switch {
+		case count(names, name) == 1:
+		case count(dirs, dirs[i]) == 1:
+			out[i] = fmt.Sprintf("%s (%s)", name, filepath.Base(filepath.Dir(paths[i])))
+		default:
+			out[i] = fmt.Sprintf("%s (%s)", name, paths[i])
+		}
+	}
+	return out
 }
 
 // reportMode reads the meta.mode of a report file: passk, rsa or

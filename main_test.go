@@ -86,3 +86,20 @@ func TestIntervalText(t *testing.T) {
 		require.Equal(t, tc.want, intervalText(tc.iv))
 	}
 }
+
+// TestDistinctNames: reports of one name (seeds of one model) are told
+// apart in plot's legend by their directories, or their paths where the
+// directories' names are alike; a name only one report has stays as it
+// is.
+func TestDistinctNames(t *testing.T) {
+	for _, tc := range []struct {
+		names, paths, want []string
+	}{
+		{[]string{"base", "spiral"}, []string{"e/base/rsa.json", "e/spiral/rsa.json"}, []string{"base", "spiral"}},
+		{[]string{"spiral", "spiral", "grpo"}, []string{"e/spiral-rsa-1/rsa.json", "e/spiral-rsa-2/rsa.json", "e/grpo-rsa-1/rsa.json"},
+			[]string{"spiral (spiral-rsa-1)", "spiral (spiral-rsa-2)", "grpo"}},
+		{[]string{"m", "m"}, []string{"a/out/rsa.json", "b/out/rsa.json"}, []string{"m (a/out/rsa.json)", "m (b/out/rsa.json)"}},
+	} {
+		require.Equal(t, tc.want, distinctNames(tc.names, tc.paths))
+	}
+}
