@@ -201,6 +201,21 @@ func (c *comparison) problemDifferences() string {
 			}
 		}
 	}
+	// The runs' held-out evaluations during training, averaged per label
+	// and drawn on one axis: each run's must be the first's.
+	var first *labelledRun
+	for i, r := range c.runs {
+		if len(r.curves.HeldOutSets) == 0 {
+			continue
+		}
+		if first == nil {
+			first = &c.runs[i]
+		}
+		if !slices.Equal(r.curves.HeldOutSets, first.curves.HeldOutSets) {
+			lines = append(lines, fmt.Sprintf("  --run %s=%s against --run %s=%s (held-out evaluations during training): %s against %s",
+				r.label, r.dir, first.label, first.dir, strings.Join(r.curves.HeldOutSets, ", then "), strings.Join(first.curves.HeldOutSets, ", then ")))
+		}
+	}
 	return strings.Join(lines, "\n")
 }
 

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -794,8 +795,11 @@ type RunCurves struct {
 	// Entropy is the token entropy at each training step that trained
 	// something (no NoUpdate step: its entropy was not measured).
 	Entropy report.Curve
-	// HeldOut is the held-out pass@1 at each evaluation (eval.jsonl).
-	HeldOut report.Curve
+	// HeldOut is the held-out pass@1 at each evaluation (eval.jsonl), and
+	// HeldOutSets the distinct sets it was measured on ("64 problems x 4
+	// samples"), in the order logged.
+	HeldOut     report.Curve
+	HeldOutSets []string
 	// Generated is the tokens sampled over all steps (search and
 	// aggregation), Traces the traces.
 	Generated, Traces int
@@ -844,6 +848,9 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 		}
 		if len(e.Points) > 0 {
 			c.HeldOut.Keys, c.HeldOut.Y = append(c.HeldOut.Keys, e.Step), append(c.HeldOut.Y, e.Points[0].PassAtK)
+			if set := fmt.Sprintf("%d problems x %d samples", e.Problems, e.Samples); !slices.Contains(c.HeldOutSets, set) {
+				c.HeldOutSets = append(c.HeldOutSets, set)
+			}
 		}
 		return nil
 	})

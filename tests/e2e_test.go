@@ -1092,12 +1092,31 @@ func TestCompareRuns(t *testing.T) {
 		long = append(long, trained(s, float64(s)/100))
 	}
 	empty := run("empty")
+	// heldOut is a run of two steps whose held-out evaluations used the
+	// given problem counts.
+	heldOut := func(name string, problems ...int) string {
+		d := run(name, trained(1, 0.1), trained(2, 0.2))
+		var lines []string
+		for i, n := range problems {
+			lines = append(lines, fmt.Sprintf(`{"step":%d,"problems":%d,"samples":4,"points":[{"k":1,"pass_at_k":0.5}]}`, 2*i, n))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(d, "eval.jsonl"), []byte(strings.Join(lines, "\n")), 0o644))
+		return d
+	}
+	h64, h64b, h8, hMixed := heldOut("h64", 64, 64), heldOut("h64b", 64, 64), heldOut("h8", 8, 8), heldOut("hmixed", 64, 8)
 	for _, tc := range []struct {
 		name      string
 		args      []string
 		code      int
 		want, not []string
 	}{
+		{"held-out on one set", []string{"--run", "a=" + h64, "--run", "b=" + h64b}, 0, []string{"held-out pass@1 0.500 (step 0) -> 0.500 (step 2)"}, nil},
+		{"held-out on other problem counts", []string{"--run", "a=" + h64, "--run", "b=" + h8}, 1,
+			[]string{"--run b=" + h8 + " against --run a=" + h64 + " (held-out evaluations during training): 8 problems x 4 samples against 64 problems x 4 samples"}, nil},
+		{"held-out sets changed within a run", []string{"--run", "a=" + h64, "--run", "a=" + hMixed}, 1,
+			[]string{"64 problems x 4 samples, then 8 problems x 4 samples against 64 problems x 4 samples"}, nil},
+		{"held-out on other problem counts, allowed", []string{"--allow-different-problems", "--run", "a=" + h64, "--run", "b=" + h8}, 0,
+			[]string{"warning: reports evaluated on different problems, compared anyway", "held-out evaluations during training"}, nil},
 		{"empty metrics", []string{"--run", "x=" + empty}, 1,
 			[]string{filepath.Join(empty, "metrics.jsonl") + " logs no training step"}, nil},
 		{"empty metrics with --out", []string{"--out", filepath.Join(dir, "out-empty"), "--run", "x=" + empty}, 1,
