@@ -98,6 +98,10 @@ type Manifest struct {
 	// (decodingKey): artifacts made under another config.json are
 	// rebuilt, though the model's fingerprint is the same.
 	Decoding string `json:"decoding"`
+	// Tying is config.json's tie_word_embeddings the ties were found
+	// under (tyingKey): artifacts made under another setting are rebuilt,
+	// as Export reads the ties from config.json as it is.
+	Tying string `json:"tying"`
 	// Files maps each generated file to its SHA-256, so that a damaged
 	// artifacts directory is detected and rebuilt.
 	Files map[string]string `json:"files"`
@@ -242,7 +246,7 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 		return nil, err
 	}
 	if m, err := readManifest(dir); err == nil && m.Version == ArtifactsVersion && m.Fingerprint == fp &&
-		m.Selection == opt.key() && m.Decoding == decodingKey(hf) && filesIntact(dir, m.Files) {
+		m.Selection == opt.key() && m.Decoding == decodingKey(hf) && m.Tying == tyingKey(hf) && filesIntact(dir, m.Files) {
 		return &Artifacts{Dir: dir, Manifest: *m, hf: hf}, nil
 	}
 	src1, err := onnx.LoadGraph(src)
@@ -281,7 +285,7 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 		}
 		trained = nil
 	}
-	man := Manifest{Version: ArtifactsVersion, Source: src, Fingerprint: fp, Selection: opt.key(), Decoding: decodingKey(hf),
+	man := Manifest{Version: ArtifactsVersion, Source: src, Fingerprint: fp, Selection: opt.key(), Decoding: decodingKey(hf), Tying: tyingKey(hf),
 		Layers: sig.Layers, KVHeads: sig.KVHeads, HeadDim: sig.HeadDim, Vocab: sig.Vocab, HasPositionIDs: sig.HasPositionIDs, Ties: ties,
 		Rollout: RolloutFile, Sample: SampleFile, Program: ProgramFile, Files: map[string]string{}}
 	isTrained, isFrozen := map[string]bool{}, map[string]bool{}
@@ -400,6 +404,15 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 // decodingKey is what of hf the decode graph depends on (samplingGraphs).
 func decodingKey(hf HFConfig) string {
 	return fmt.Sprintf("heads %d, sliding window %t", hf.NumAttentionHeads, hf.SlidingWindowActive())
+}
+
+// tyingKey is what of hf the ties depend on (parameters): whether
+// config.json says tie_word_embeddings, and what.
+func tyingKey(hf HFConfig) string {
+	if hf.TieWordEmbeddings == nil {
+		return "tie_word_embeddings unset"
+	}
+	return fmt.Sprintf("tie_word_embeddings %t", *hf.TieWordEmbeddings)
 }
 
 // samplingGraphs returns the sampling graph, the rollout graph with

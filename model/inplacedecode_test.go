@@ -354,3 +354,44 @@ func TestDecodeGraphFollowsConfigHeads(t *testing.T) {
 		}
 	}
 }
+
+// TestArtifactsFollowTieConfig: whether an exporter's copy of the
+// embedding is tied to it depends on config.json's tie_word_embeddings
+// as well as the model, so artifacts made under one setting are rebuilt
+// under another (they were reused, training a head that config.json says
+// is its own as the embedding, and Export, which reads the ties from
+// config.json, then left the head untrained).
+func TestArtifactsFollowTieConfig(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"model.onnx", model.ConfigFile} {
+		b, err := os.ReadFile(filepath.Join(hfFixtureDir, f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o666))
+	}
+	src := filepath.Join(dir, "model.onnx")
+	cfg, err := os.ReadFile(filepath.Join(dir, model.ConfigFile))
+	require.NoError(t, err)
+	require.Contains(t, string(cfg), `"tie_word_embeddings": true`)
+	untied := []byte(strings.Replace(string(cfg), `"tie_word_embeddings": true`, `"tie_word_embeddings": false`, 1))
+	arts := t.TempDir()
+	for i, step := range []struct {
+		config  []byte
+		rebuilt bool
+		tied    bool
+	}{
+		{cfg, true, true},
+		{cfg, false, true},
+		{untied, true, false},
+		{untied, false, false},
+		{cfg, true, true},
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, model.ConfigFile), step.config, 0o666))
+		a, err := model.PrepareArtifacts(src, arts, model.ArtifactOptions{})
+		require.NoError(t, err, "step %d", i)
+		require.Equal(t, step.rebuilt, a.Rebuilt, "step %d: rebuilt", i)
+		require.Equal(t, step.tied, len(a.Manifest.Ties) > 0, "step %d: ties %v", i, a.Manifest.Ties)
+		ties, err := model.Ties(src)
+		require.NoError(t, err)
+		require.Equal(t, len(ties), len(a.Manifest.Ties), "step %d: the artifacts' ties are Export's", i)
+	}
+}
