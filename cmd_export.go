@@ -46,6 +46,14 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		}
 		var lora lmgraph.LoRA
 		from := "its own weights"
+		// exported names what is exported in an error: the writers cannot
+		// tell a checkpoint of another layout from a damaged model.
+		exported := func(err error) error {
+			if err == nil || *ckpt == "" {
+				return err
+			}
+			return fmt.Errorf("export %s onto --model %s: %w", from, r.onnx, err)
+		}
 		if *ckpt != "" {
 			path, err := loadCheckpoint(*ckpt, r.onnx, env.stderr, func(path string, st rl.RunSettings) error {
 				ws, err := checkpoint.NewStoreFor(path)
@@ -85,18 +93,18 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			n, err := model.ExportPEFT(r.onnx, lora, w, base, *out)
 			if err != nil {
-				return err
+				return exported(err)
 			}
 			fmt.Fprintf(env.stdout, "wrote %s: a peft adapter directory for %s from %s (%d tensors)\n", *out, r.onnx, from, n)
 		case "hf":
 			n, err := model.ExportHF(ctx, r.onnx, r.tokenizer, *out, w, lora)
 			if err != nil {
-				return err
+				return exported(err)
 			}
 			fmt.Fprintf(env.stdout, "wrote %s: a Hugging Face model directory from %s with %s (%d tensors)\n", *out, r.onnx, from, n)
 		default:
 			if err := model.ExportTrained(ctx, r.onnx, lora, w, *out, *external); err != nil {
-				return err
+				return exported(err)
 			}
 			for _, s := range sides {
 				if err := s.write(); err != nil {

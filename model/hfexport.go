@@ -167,6 +167,9 @@ func hfSources(m *onnx.Model, ps []HFParam, ties []lmgraph.Tie, trained *params.
 			name, s.transpose = tie.Of, s.transpose != tie.Transposed
 		}
 		if t, ok := trained.Get(name); ok {
+			if init, ok := inits[name]; ok && !slices.Equal(init.GetDims(), t.Shape) {
+				return nil, fmt.Errorf("model: hf export: %q has shape %v in the graph but %v in the weights; wrong source model?", name, init.GetDims(), t.Shape)
+			}
 			s.trained, s.shape = t, t.Shape
 		} else if s.init, ok = inits[name]; ok {
 			s.shape = s.init.GetDims()
@@ -321,6 +324,19 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 	srcs, err := hfSources(m, ps, ties, trained)
 	if err != nil {
 		return 0, err
+	}
+	if !l.Enabled() {
+		// Every trained tensor has its place in the export (as Export
+		// requires): one the model lacks is another model's.
+		used := map[string]bool{}
+		for _, s := range srcs {
+			if s.trained != nil {
+				used[s.trained.Name] = true
+			}
+		}
+		if len(used) < trained.Len() {
+			return 0, fmt.Errorf("model: hf export: %s has %d of the %d weight tensors; wrong source model?", src, len(used), trained.Len())
+		}
 	}
 	if l.Enabled() {
 		if err := mergeOnRead(src, l, trained, srcs); err != nil {

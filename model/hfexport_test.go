@@ -230,3 +230,33 @@ func TestExportsReplaceTheirFilesTogether(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"r": 2`)
 }
+
+// TestExportHFRefusesOtherWeights: weights of another model, in a tensor
+// of the graph's name but another shape or in tensors the graph lacks,
+// are refused before anything is written, as Export refuses them;
+// nothing would otherwise stop a model.safetensors that config.json does
+// not describe, or one missing the trained tensors.
+func TestExportHFRefusesOtherWeights(t *testing.T) {
+	src := filepath.Join(hfFixtureDir, "model.onnx")
+	for _, tc := range []struct {
+		name  string
+		specs []params.Spec
+		want  string
+	}{
+		{"a known tensor of another shape", []params.Spec{{Name: "onnx::MatMul_723", Shape: []int64{64, 128}}},
+			`"onnx::MatMul_723" has shape [64 96] in the graph but [64 128] in the weights`},
+		{"a tensor the graph lacks", []params.Spec{{Name: "onnx::MatMul_723", Shape: []int64{64, 96}}, {Name: "model.layers.2.mlp.up_proj.weight", Shape: []int64{64, 96}}},
+			"has 1 of the 2 weight tensors; wrong source model?"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := params.NewStore(tc.specs)
+			require.NoError(t, err)
+			out := t.TempDir()
+			_, err = model.ExportHF(context.Background(), src, "", out, w, lmgraph.LoRA{})
+			require.ErrorContains(t, err, tc.want)
+			entries, err := os.ReadDir(out)
+			require.NoError(t, err)
+			require.Empty(t, entries, "nothing written")
+		})
+	}
+}

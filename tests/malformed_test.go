@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -141,6 +143,33 @@ func TestMalformedInputs(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(corrupt, name), b, 0o644))
 	}
 
+	// The checkpoint as an older spiral wrote it (no model id), which
+	// export finds of another layout only as it writes: its error names
+	// what it exported onto what.
+	noID := f.path("noid/ckpt-000001")
+	require.NoError(t, os.MkdirAll(noID, 0o755))
+	for _, name := range []string{"model.safetensors", "optimizer.safetensors", "state.json"} {
+		b, err := os.ReadFile(filepath.Join(ckpt, name))
+		require.NoError(t, err)
+		if name == "state.json" {
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.UseNumber()
+			var raw map[string]any
+			require.NoError(t, dec.Decode(&raw))
+			cfg, ok := raw["config"].(map[string]any)
+			require.True(t, ok, "state.json's config")
+			require.Contains(t, cfg, "model_id")
+			delete(cfg, "model_id")
+			b, err = json.Marshal(raw)
+			require.NoError(t, err)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(noID, name), b, 0o644))
+	}
+	shallow := f.path("shallow")
+	shallowConfig := tinyConfig(t)
+	shallowConfig.Layers = 1
+	require.NoError(t, qwen3.WriteDir(shallow, shallowConfig, 6))
+
 	type tc struct {
 		name string
 		args []string
@@ -237,6 +266,10 @@ func TestMalformedInputs(t *testing.T) {
 		fail("checkpoint of another model", []string{"was trained from", "--model " + other}, "eval", "--model", other, "--checkpoint", ckpt, "--quiet"),
 		fail("no checkpoint there", []string{"--checkpoint", f.path("nockpt")}, "eval", "--model", good, "--checkpoint", f.path("nockpt"), "--quiet"),
 		fail("corrupt checkpoint", []string{"corrupt/ckpt-000001/model.safetensors", "CRC-32C"}, "export", "--model", good, "--checkpoint", corrupt, "--out", f.path("exp/m.onnx")),
+		fail("checkpoint without a model id, of another layout", []string{"export the weights of " + noID + " onto --model " + filepath.Join(shallow, "model.onnx") + ": "},
+			"export", "--model", shallow, "--checkpoint", noID, "--out", f.path("exp-noid/m.onnx")),
+		fail("the same, as hf", []string{"export the weights of " + noID + " onto --model " + filepath.Join(shallow, "model.onnx") + ": "},
+			"export", "--format", "hf", "--model", shallow, "--checkpoint", noID, "--out", f.path("exp-noid-hf")),
 		// Reports.
 		fail("not a report", []string{"notreport.json", "not a spiral eval report"}, "plot", notReport),
 		fail("missing report", []string{f.path("absent.json")}, "plot", f.path("absent.json")),
