@@ -268,7 +268,7 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 			break
 		}
 		lib, libFrom = c.path, c.what
-		removeTelemetryLog(os.TempDir(), os.Getpid())
+		removeTelemetryLog(os.TempDir(), os.Getpid()) // and at Close
 		break
 	}
 	if lib == "" {
@@ -308,17 +308,19 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 // TelemetryLogPattern matches the log that ONNX Runtime's telemetry (the
 // 1DS SDK of Microsoft's Linux builds, onnxruntime-node's among them)
 // creates in the temporary directory with the environment:
-// mat-debug-PID.log, one a process, empty, never removed.
+// mat-debug-PID.log, one a process, never removed; empty, or holding the
+// SDK's own errors (its event database "locked" while other processes
+// use it, as concurrent spiral commands do).
 const TelemetryLogPattern = "mat-debug-*.log"
 
 // removeTelemetryLog removes this process's telemetry log (see
-// TelemetryLogPattern) from dir when it is empty, so that every spiral
-// command does not leave one more file in /tmp (thousands after a
-// study). A log that holds anything is left for whoever asked for it;
+// TelemetryLogPattern) from dir, so that every spiral command does not
+// leave one more file in /tmp (thousands after a study). It is the
+// SDK's debug output, which nothing of spiral's asks for or writes to;
 // errors only leave the file, so they are ignored.
 func removeTelemetryLog(dir string, pid int) {
 	path := filepath.Join(dir, "mat-debug-"+strconv.Itoa(pid)+".log")
-	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
 		_ = os.Remove(path)
 	}
 }
@@ -350,6 +352,8 @@ func (r *Runtime) Close() error {
 	if err := ort.DestroyEnvironment(); err != nil {
 		return errors.Join(arenaErr, fmt.Errorf("model: close ONNX Runtime: %w", err))
 	}
+	// Again, in case the telemetry made it anew since.
+	removeTelemetryLog(os.TempDir(), os.Getpid())
 	return arenaErr
 }
 

@@ -20,7 +20,7 @@ func TestRemoveTelemetryLog(t *testing.T) {
 		wantGone bool
 	}{
 		{name: "this process's, empty", file: "mat-debug-4242.log", wantGone: true},
-		{name: "this process's, written", file: "mat-debug-4242.log", content: "trace\n"},
+		{name: "this process's, with the SDK's errors", file: "mat-debug-4242.log", content: "2026-12-06T06:29:03.290Z|00002785|E|EventsSDK.SQLiteStatement|Failed to query database while executing statement #[0x7ff0c46406f8]: 5 (database is locked)\n", wantGone: true},
 		{name: "another process's", file: "mat-debug-4243.log"},
 		{name: "none"},
 	}
