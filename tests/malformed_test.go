@@ -132,39 +132,42 @@ func TestMalformedInputs(t *testing.T) {
 		"--max-new-tokens", "8", "--eval-every", "0", "--quiet")
 	require.Equal(t, 0, r.code, r.stderr)
 	ckpt := filepath.Join(run, "checkpoints", "ckpt-000001")
-	corrupt := f.path("corrupt/ckpt-000001")
-	require.NoError(t, os.MkdirAll(corrupt, 0o755))
-	for _, name := range []string{"model.safetensors", "optimizer.safetensors", "state.json"} {
-		b, err := os.ReadFile(filepath.Join(ckpt, name))
-		require.NoError(t, err)
+	// copyCheckpoint copies ckpt's files to dst, each through edit.
+	copyCheckpoint := func(dst string, edit func(name string, b []byte) []byte) string {
+		require.NoError(t, os.MkdirAll(dst, 0o755))
+		for _, name := range []string{"model.safetensors", "optimizer.safetensors", "state.json"} {
+			b, err := os.ReadFile(filepath.Join(ckpt, name))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dst, name), edit(name, b), 0o644))
+		}
+		return dst
+	}
+	corrupt := copyCheckpoint(f.path("corrupt/ckpt-000001"), func(name string, b []byte) []byte {
 		if name == "model.safetensors" {
 			b[len(b)-3] ^= 0x40
 		}
-		require.NoError(t, os.WriteFile(filepath.Join(corrupt, name), b, 0o644))
-	}
+		return b
+	})
 
 	// The checkpoint as an older spiral wrote it (no model id), which
 	// export finds of another layout only as it writes: its error names
 	// what it exported onto what.
-	noID := f.path("noid/ckpt-000001")
-	require.NoError(t, os.MkdirAll(noID, 0o755))
-	for _, name := range []string{"model.safetensors", "optimizer.safetensors", "state.json"} {
-		b, err := os.ReadFile(filepath.Join(ckpt, name))
-		require.NoError(t, err)
-		if name == "state.json" {
-			dec := json.NewDecoder(bytes.NewReader(b))
-			dec.UseNumber()
-			var raw map[string]any
-			require.NoError(t, dec.Decode(&raw))
-			cfg, ok := raw["config"].(map[string]any)
-			require.True(t, ok, "state.json's config")
-			require.Contains(t, cfg, "model_id")
-			delete(cfg, "model_id")
-			b, err = json.Marshal(raw)
-			require.NoError(t, err)
+	noID := copyCheckpoint(f.path("noid/ckpt-000001"), func(name string, b []byte) []byte {
+		if name != "state.json" {
+			return b
 		}
-		require.NoError(t, os.WriteFile(filepath.Join(noID, name), b, 0o644))
-	}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var raw map[string]any
+		require.NoError(t, dec.Decode(&raw))
+		cfg, ok := raw["config"].(map[string]any)
+		require.True(t, ok, "state.json's config")
+		require.Contains(t, cfg, "model_id")
+		delete(cfg, "model_id")
+		b, err := json.Marshal(raw)
+		require.NoError(t, err)
+		return b
+	})
 	shallow := f.path("shallow")
 	shallowConfig := tinyConfig(t)
 	shallowConfig.Layers = 1
