@@ -75,10 +75,9 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 }
 
 // plotReports reads every path as a report of type R and plots them
-// together into out, creating its directory.
-// plotReports reads the reports at paths and plots them, each curve
-// named by its report (meta gives its Meta), and where two reports have
-// one name (seeds of one model), by its file too.
+// together into out, creating its directory: each curve named by its
+// report (meta gives its Meta), and where two reports have one name
+// (seeds of one model), by its file too (distinctNames).
 func plotReports[R any](paths []string, out string, meta func(*R) *report.Meta, plot func(...R) error) error {
 	reps := make([]R, len(paths))
 	names := make([]string, len(paths))
