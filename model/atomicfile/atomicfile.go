@@ -37,6 +37,8 @@ func Write(path string, perm os.FileMode, write func(io.Writer) error) (err erro
 	if lock, err := os.Open(f.Name()); err == nil {
 		lockExclusive(lock)
 		defer lock.Close()
+	} else {
+		lockExclusive(f) // until the close, at least
 	}
 	defer func() {
 		if err != nil {
