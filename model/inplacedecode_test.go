@@ -48,12 +48,21 @@ func (d decodeCheck) fill(c *model.RowCache, r int, seq []int64) {
 // for the whole sequence.
 func (d decodeCheck) step(c *model.RowCache, r0 int, seqs [][]int64, what string) {
 	d.t.Helper()
+	d.chunk(c, r0, seqs, 1, what)
+}
+
+// chunk runs one call of S new positions on every row r0.. of c (S new
+// tokens appended to each of seqs) and checks each row's last logits
+// against the scorer's for the whole sequence.
+func (d decodeCheck) chunk(c *model.RowCache, r0 int, seqs [][]int64, S int, what string) {
+	d.t.Helper()
 	V := d.lm.Signature().Vocab
-	tokens, real := make([]int64, len(seqs)), make([]int, len(seqs))
+	tokens, real := make([]int64, 0, S*len(seqs)), make([]int, len(seqs))
 	for i := range seqs {
-		tokens[i] = d.seq(1)[0]
-		seqs[i] = append(seqs[i], tokens[i])
-		real[i] = 1
+		next := d.seq(S)
+		tokens = append(tokens, next...)
+		seqs[i] = append(seqs[i], next...)
+		real[i] = S
 	}
 	logits, err := d.lm.Extend(context.Background(), c, r0, tokens, real, nil)
 	require.NoError(d.t, err)
@@ -111,6 +120,37 @@ func TestDecodeGraphEdgeCases(t *testing.T) {
 	seqs[0] = append([]int64(nil), seqs[1]...)
 	d.step(c, 0, seqs, "a moved row")
 	require.Equal(t, int64(8), d.lm.DecodeGraphCalls(), "every step above ran on the decode graph")
+}
+
+// TestDecodeGraphChunks: a call of several positions in which every row
+// takes all of them (a prefill's chunk after the first, once every
+// prompt has begun) runs on the decode graph too, row by row (ONNX
+// Runtime's kernel takes several positions over a past for one row at a
+// time): beside filled rows an empty one, a row reaching the capacity, a
+// call from row 1, then decode steps on what the chunks wrote; each
+// against the full graph. A chunk whose rows are all empty stays on the
+// sampling graph, fed no past.
+func TestDecodeGraphChunks(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	dir := t.TempDir()
+	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 3))
+	p, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	d := decodeCheck{t: t, lm: p.LM, full: scorerOf(t, p), r: rand.New(rand.NewPCG(10, 10))}
+	c, err := d.lm.NewRowCache(3, 12)
+	require.NoError(t, err)
+	seqs := [][]int64{nil, nil, nil}
+	d.chunk(c, 0, seqs, 4, "every row empty")
+	require.Zero(t, d.lm.DecodeGraphCalls(), "no past: the sampling graph")
+	c.Clear(0)
+	seqs[0] = nil
+	d.chunk(c, 0, seqs, 3, "an empty row beside filled ones")
+	require.Equal(t, int64(3), d.lm.DecodeGraphCalls(), "one call a row")
+	d.chunk(c, 1, seqs[1:], 5, "from row 1, row 2 reaching the capacity")
+	require.Equal(t, []int{3, 12, 12}, []int{c.Len(0), c.Len(1), c.Len(2)})
+	d.step(c, 0, seqs[:1], "a decode step after the chunks")
+	require.Equal(t, int64(3+2+1), d.lm.DecodeGraphCalls())
 }
 
 // writeALiBiModel writes the tiny model with an ALiBi-like bias (a slope

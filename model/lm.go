@@ -79,7 +79,7 @@ type LM struct {
 	decode     *ortc.Session
 	// graph and decodeGraph are LMOptions.Graph and DecodeGraph.
 	graph, decodeGraph []byte
-	// decodeCalls counts the Extend calls run on the decode graph.
+	// decodeCalls counts the decode graph's runs (DecodeGraphCalls).
 	decodeCalls int64
 	// params: LMOptions.device; res is the device state, opened with
 	// extend.
@@ -280,9 +280,10 @@ func checkShape(want TensorInfo, got Weight) error {
 // Signature returns the model's interface dimensions.
 func (lm *LM) Signature() *Signature { return lm.sig }
 
-// DecodeGraphCalls returns how many Extend calls ran on the decode graph
-// (LMOptions.Decode) so far: a generation's decode steps, where the LM
-// has one.
+// DecodeGraphCalls returns how many times the decode graph
+// (LMOptions.Decode) ran so far: once for each decode step of a
+// generation, once a row for each prefill chunk without padding over a
+// past (LM.Extend), where the LM has one.
 func (lm *LM) DecodeGraphCalls() int64 { return lm.decodeCalls }
 
 // Close releases the sessions and the weight wrappers (not the weight

@@ -23,7 +23,8 @@ import (
 // values are written into the row's next slots. Attention thus spans
 // the capacity rather than each row's length, which costs compute, never
 // memory; a call whose rows are all empty (a prefill's first chunk) is
-// fed no past at all. A decode step (one new position per row) on the
+// fed no past at all. A call in which every row takes all S positions
+// (a decode step, a prefill chunk once every prompt has begun) on the
 // LM's decode graph instead has the graph write the new keys and values
 // into the rows in place and attend over each row's length
 // (LM.extendInPlace).
@@ -217,15 +218,15 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 	}
 	// The past fed is the rows' whole capacity, or none when every row
 	// is empty (a prefill's first chunk): attention then spans the new
-	// positions alone. One new position per row of a host cache runs on
-	// the decode graph, where the LM has one (its rows not all empty: a
-	// prompt of one token is prefilled as the others are).
+	// positions alone. A call on a host cache whose rows all take its S
+	// positions (no padding) runs on the decode graph, where the LM has
+	// one, unless every row is empty.
 	C := c.capacity
 	empty := c.empty(r0, n)
 	if empty {
 		C = 0
 	}
-	inPlace := lm.decode != nil && c.dev == nil && S == 1 && !empty && !slices.ContainsFunc(real, func(k int) bool { return k != 1 })
+	inPlace := lm.decode != nil && c.dev == nil && !empty && !slices.ContainsFunc(real, func(k int) bool { return k != S })
 	c.mask, c.pos = resize(c.mask, n*(C+S)), resize(c.pos, n*S)
 	mask, pos := c.mask, c.pos
 	clear(mask)
@@ -247,43 +248,28 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 		L = 1
 	}
 	logits = resize(logits, n*L*lm.sig.Vocab)
-	// in are the token inputs, owned here.
-	var in []*ortc.Value
-	defer func() { releaseAll(in) }()
-	add := func(v *ortc.Value, err error) error {
+	if inPlace {
+		if err := lm.extendInPlace(c, r0, n, S, L, tokens, logits); err != nil {
+			return logits, fmt.Errorf("model: %s: decode [%d rows x %d, capacity %d]: %w", lm.decodePath, n, S, C, err)
+		}
+	} else {
+		in, lv, err := lm.callInputs(c, 0, n, S, C, L, tokens, logits)
+		defer func() { releaseAll(append(in, lv)) }()
 		if err != nil {
-			return fmt.Errorf("model: extend: %w", err)
+			return logits, fmt.Errorf("model: extend: %w", err)
 		}
-		in = append(in, v)
-		return nil
-	}
-	if err := add(ortc.NewTensor(lm.env, []int64{int64(n), int64(S)}, tokens)); err != nil {
-		return logits, err
-	}
-	if err := add(ortc.NewTensor(lm.env, []int64{int64(n), int64(C + S)}, mask)); err != nil {
-		return logits, err
-	}
-	if lm.sig.HasPositionIDs {
-		if err := add(ortc.NewTensor(lm.env, []int64{int64(n), int64(S)}, pos)); err != nil {
-			return logits, err
+		if c.dev != nil {
+			err = lm.extendOnDevice(sess, c, r0, C, real, in, lv)
+		} else {
+			err = lm.extendOnHost(sess, c, r0, C, real, in, lv)
 		}
-	}
-	lv, err := ortc.NewTensor(lm.env, []int64{int64(n), int64(L), int64(lm.sig.Vocab)}, logits)
-	if err != nil {
-		return logits, fmt.Errorf("model: extend: %w", err)
-	}
-	defer lv.Release()
-	if c.dev != nil {
-		if err := lm.extendOnDevice(sess, c, r0, C, real, in, lv); err != nil {
-			return logits, fmt.Errorf("model: %s: extend on %s [%d x %d, past %d]: %w", lm.path, lm.res.info, n, S, C, err)
+		if err != nil {
+			where := ""
+			if c.dev != nil {
+				where = " on " + lm.res.info.String()
+			}
+			return logits, fmt.Errorf("model: %s: extend%s [%d x %d, past %d]: %w", lm.path, where, n, S, C, err)
 		}
-	} else if inPlace {
-		if err := lm.extendInPlace(c, r0, n, in, lv); err != nil {
-			return logits, fmt.Errorf("model: %s: decode [%d rows, capacity %d]: %w", lm.decodePath, n, C, err)
-		}
-		lm.decodeCalls++
-	} else if err := lm.extendOnHost(sess, c, r0, C, real, in, lv); err != nil {
-		return logits, fmt.Errorf("model: %s: extend [%d x %d, past %d]: %w", lm.path, n, S, C, err)
 	}
 	for i, k := range real {
 		c.lens[r0+i] += k
@@ -345,27 +331,78 @@ func (lm *LM) extendOnHost(sess *ortc.Session, c *RowCache, r0, pastLen int, rea
 	return nil
 }
 
-// extendInPlace is Extend's run of one new position on each of the n
-// rows r0.. of a host cache, on the decode graph: the past fed, views of
-// the rows' buffers over the whole capacity, is also the graph's
-// present, into which its GroupQueryAttention writes each row's new keys
-// and values at the row's length (and attends over that length only).
-func (lm *LM) extendInPlace(c *RowCache, r0, n int, tokenInputs []*ortc.Value, logits *ortc.Value) error {
+// callInputs makes the token inputs of rows i0..i1 of an Extend call of
+// S positions over a past of C (the tokens, and the mask and positions
+// Extend wrote in c's scratch) and the tensor of their L positions'
+// logits, views of the slices. The caller releases them (nil ones too)
+// whether or not err is nil.
+func (lm *LM) callInputs(c *RowCache, i0, i1, S, C, L int, tokens []int64, logits []float32) (in []*ortc.Value, lv *ortc.Value, err error) {
+	n := i1 - i0
+	add := func(shape []int64, v []int64) {
+		if err == nil {
+			var t *ortc.Value
+			t, err = ortc.NewTensor(lm.env, shape, v)
+			in = append(in, t)
+		}
+	}
+	add([]int64{int64(n), int64(S)}, tokens[i0*S:i1*S])
+	add([]int64{int64(n), int64(C + S)}, c.mask[i0*(C+S):i1*(C+S)])
+	if lm.sig.HasPositionIDs {
+		add([]int64{int64(n), int64(S)}, c.pos[i0*S:i1*S])
+	}
+	if err != nil {
+		return in, nil, err
+	}
+	per := L * lm.sig.Vocab
+	lv, err = ortc.NewTensor(lm.env, []int64{int64(n), int64(L), int64(lm.sig.Vocab)}, logits[i0*per:i1*per])
+	return in, lv, err
+}
+
+// extendInPlace is Extend's run of S new positions on each of the n rows
+// r0.. of a host cache (every row taking S tokens), on the decode graph:
+// the past fed, views of the rows' buffers over the whole capacity, is
+// also the graph's present, into which its GroupQueryAttention writes
+// each row's new keys and values after the row's length (and attends
+// over the row's positions only). ONNX Runtime's kernel takes several
+// positions over a past for one row at a time, so a chunk of S > 1 runs
+// row by row.
+func (lm *LM) extendInPlace(c *RowCache, r0, n, S, L int, tokens []int64, logits []float32) error {
+	rows := n
+	if S > 1 {
+		rows = 1
+	}
+	for i0 := 0; i0 < n; i0 += rows {
+		if err := lm.runInPlace(c, r0, i0, i0+rows, S, L, tokens, logits); err != nil {
+			return err
+		}
+		lm.decodeCalls++
+	}
+	return nil
+}
+
+// runInPlace runs the decode graph on rows i0..i1 of the call on rows
+// r0.. (see extendInPlace).
+func (lm *LM) runInPlace(c *RowCache, r0, i0, i1, S, L int, tokens []int64, logits []float32) error {
+	n := i1 - i0
 	c.seqLens = resize(c.seqLens, n)
 	total := int32(0)
 	for i := range n {
-		c.seqLens[i] = int32(c.lens[r0+i])
+		c.seqLens[i] = int32(c.lens[r0+i0+i] + S - 1)
 		total = max(total, c.seqLens[i]+1)
 	}
 	c.total = resize(c.total, 1)
 	c.total[0] = total
-	var owned []*ortc.Value
+	in, lv, err := lm.callInputs(c, i0, i1, S, c.capacity, L, tokens, logits)
+	owned := append(in, lv)
 	defer func() { releaseAll(owned) }()
+	if err != nil {
+		return err
+	}
 	shape := []int64{int64(n), int64(c.kvHeads), int64(c.capacity), int64(c.headDim)}
-	out := []*ortc.Value{logits}
+	out := []*ortc.Value{lv}
 	for l := range c.layers {
 		for j := range 2 {
-			v, err := ortc.NewTensor(lm.env, shape, c.rowValues(c.kv[l][j], r0, n))
+			v, err := ortc.NewTensor(lm.env, shape, c.rowValues(c.kv[l][j], r0+i0, n))
 			if err != nil {
 				return err
 			}
@@ -383,8 +420,7 @@ func (lm *LM) extendInPlace(c *RowCache, r0, n int, tokenInputs []*ortc.Value, l
 		return err
 	}
 	owned = append(owned, totalLen)
-	in := slices.Concat(tokenInputs, out[1:], lm.views, []*ortc.Value{seqLens, totalLen})
-	return lm.decode.Run(in, out)
+	return lm.decode.Run(slices.Concat(in, out[1:], lm.views, []*ortc.Value{seqLens, totalLen}), out)
 }
 
 // scoresLive is how many [heads, S, past + S] float32 tensors per row an

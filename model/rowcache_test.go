@@ -44,7 +44,9 @@ func TestExtendMatchesForward(t *testing.T) {
 				require.True(t, p.LM.Signature().GroupedAttention, "the sampling graph does not repeat the cache over the query heads")
 				require.NotEmpty(t, p.Artifacts.DecodePath(), "a decode graph writes the cache in place")
 				t.Cleanup(func() {
-					require.Equal(t, int64(2+2), p.LM.DecodeGraphCalls(), "the decode steps ran on the decode graph")
+					// The last prefill chunk, whose rows all take its 3
+					// positions, row by row; then the decode steps.
+					require.Equal(t, int64(3+2+2), p.LM.DecodeGraphCalls(), "the last chunk and the decode steps ran on the decode graph")
 				})
 			}
 			require.False(t, full.Signature().NewKV)
