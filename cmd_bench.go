@@ -382,9 +382,11 @@ type benchGenerateLine struct {
 	// --resident): the weights once, then per call the token inputs,
 	// cache write indices and last-position logits.
 	DeviceCopyBytes int64 `json:"device_copy_bytes,omitempty"`
-	// DecodeGraphCalls is how many model calls ran on the decode graph
-	// (the decode steps, on the host, of a model whose attention it
-	// rewrites: spiral artifacts says whether there is one).
+	// DecodeGraphCalls is how many model runs were on the decode graph
+	// (on the host, of a model whose attention it rewrites: spiral
+	// artifacts says whether there is one): one a decode step, and one a
+	// row for each prefill chunk with a past and no padding
+	// (LM.DecodeGraphCalls).
 	DecodeGraphCalls int64 `json:"decode_graph_calls,omitempty"`
 	WeightsBytes     int64 `json:"weights_bytes"`
 	// The memory after the generation (the "release" line: after

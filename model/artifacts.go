@@ -91,7 +91,8 @@ type Manifest struct {
 	Sample  string `json:"sample"`
 	Program string `json:"program"`
 	// Decode names the decode graph (inPlaceDecode: the sampling graph
-	// for one new position per row, writing the cache in place), empty
+	// for calls in which every row takes all the call's positions over a
+	// past, writing the cache in place), empty
 	// when the export's attention does not have the form it rewrites.
 	Decode string `json:"decode,omitempty"`
 	// Decoding is what of config.json the decode graph was made with

@@ -11,9 +11,10 @@ import (
 )
 
 // The decode graph's inputs beyond the sampling graph's: each row's
-// filled length before the call (int32 [batch], GroupQueryAttention's
-// seqlens_k for one new position) and the longest row's length after it
-// (an int32 scalar).
+// filled length after the call less one (int32 [batch],
+// GroupQueryAttention's seqlens_k: the length before the call plus S - 1
+// for S new positions) and the longest row's length after it (an int32
+// scalar).
 const (
 	DecodeSeqLens = "spiral_seqlens_k"
 	DecodeTotal   = "spiral_total_sequence_length"
@@ -44,12 +45,14 @@ type decodeSite struct {
 // attention is ONNX Runtime's GroupQueryAttention (com.microsoft) over
 // the past as the cache holds it, [B, KV, capacity, D]: its present
 // outputs are the past's own buffers (bound to the same memory by
-// LM.Extend), so that each call writes the new position's keys and
+// LM.Extend), so that each call writes the new positions' keys and
 // values into the cache in place and attends over each row's filled
 // length only (DecodeSeqLens), where the sampling graph copies every
 // row's whole capacity into a new present (the export's Concat) and
-// attends over all of it under the mask. It serves calls of one new
-// position per row; prefill stays on the sampling graph.
+// attends over all of it under the mask. It serves calls in which every
+// row takes all S positions over a past: decode steps, and prefill
+// chunks without padding, one row a run when S > 1 (LM.extendInPlace);
+// a chunk with padding or without a past stays on the sampling graph.
 //
 // The form: a head width that is a multiple of 8 (as ONNX Runtime's
 // kernels require); every layer's attention is attentionSite's, each
