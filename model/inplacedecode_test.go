@@ -151,6 +151,31 @@ func TestDecodeGraphChunks(t *testing.T) {
 	require.Equal(t, []int{3, 12, 12}, []int{c.Len(0), c.Len(1), c.Len(2)})
 	d.step(c, 0, seqs[:1], "a decode step after the chunks")
 	require.Equal(t, int64(3+2+1), d.lm.DecodeGraphCalls())
+
+	// Interrupted after its first row, a chunk leaves every row's
+	// length as it was, and the chunk run again gives the right logits.
+	require.True(t, c.Fit(2, 12))
+	seqs = [][]int64{d.seq(4), d.seq(6)}
+	d.fill(c, 0, seqs[0])
+	d.fill(c, 1, seqs[1])
+	tokens := d.seq(2 * 3)
+	_, err = d.lm.Extend(&endsAfter{Context: context.Background(), checks: 2}, c, 0, tokens, []int{3, 3}, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, []int{4, 6}, []int{c.Len(0), c.Len(1)})
+	d.chunk(c, 0, seqs, 3, "after an interrupted chunk")
+}
+
+// endsAfter is a context that ends after Err has been asked checks times.
+type endsAfter struct {
+	context.Context
+	checks int
+}
+
+func (c *endsAfter) Err() error {
+	if c.checks--; c.checks < 0 {
+		return context.Canceled
+	}
+	return nil
 }
 
 // writeALiBiModel writes the tiny model with an ALiBi-like bias (a slope

@@ -249,7 +249,7 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 	}
 	logits = resize(logits, n*L*lm.sig.Vocab)
 	if inPlace {
-		if err := lm.extendInPlace(c, r0, n, S, L, tokens, logits); err != nil {
+		if err := lm.extendInPlace(ctx, c, r0, n, S, L, tokens, logits); err != nil {
 			return logits, fmt.Errorf("model: %s: decode [%d rows x %d, capacity %d]: %w", lm.decodePath, n, S, C, err)
 		}
 	} else {
@@ -365,13 +365,17 @@ func (lm *LM) callInputs(c *RowCache, i0, i1, S, C, L int, tokens []int64, logit
 // each row's new keys and values after the row's length (and attends
 // over the row's positions only). ONNX Runtime's kernel takes several
 // positions over a past for one row at a time, so a chunk of S > 1 runs
-// row by row.
-func (lm *LM) extendInPlace(c *RowCache, r0, n, S, L int, tokens []int64, logits []float32) error {
+// row by row, ending at the next row when ctx ends (the rows' lengths
+// unchanged: what was written past them is free space).
+func (lm *LM) extendInPlace(ctx context.Context, c *RowCache, r0, n, S, L int, tokens []int64, logits []float32) error {
 	rows := n
 	if S > 1 {
 		rows = 1
 	}
 	for i0 := 0; i0 < n; i0 += rows {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if err := lm.runInPlace(c, r0, i0, i0+rows, S, L, tokens, logits); err != nil {
 			return err
 		}
