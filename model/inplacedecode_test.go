@@ -71,6 +71,19 @@ func (d decodeCheck) chunk(c *model.RowCache, r0 int, seqs [][]int64, S int, wha
 	}
 }
 
+// tinyDecodeCheck opens the tiny model's policy, which has a decode
+// graph, with its draws seeded by seed.
+func tinyDecodeCheck(t *testing.T, seed uint64) decodeCheck {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 3))
+	p, err := model.OpenPolicy(modeltest.Runtime(t), filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	require.NotEmpty(t, p.Artifacts.DecodePath())
+	return decodeCheck{t: t, lm: p.LM, full: scorerOf(t, p), r: rand.New(rand.NewPCG(seed, seed))}
+}
+
 // TestDecodeGraphEdgeCases runs decode steps on the decode graph in the
 // cache's corner cases, each against the full graph: empty rows beside
 // filled ones, a row filling the capacity, every row of one position
@@ -79,14 +92,7 @@ func (d decodeCheck) chunk(c *model.RowCache, r0 int, seqs [][]int64, S int, wha
 // a moved row and a call starting past row 0; and counts the calls that
 // ran on it.
 func TestDecodeGraphEdgeCases(t *testing.T) {
-	rt := modeltest.Runtime(t)
-	dir := t.TempDir()
-	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 3))
-	p, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, p.Close()) })
-	require.NotEmpty(t, p.Artifacts.DecodePath())
-	d := decodeCheck{t: t, lm: p.LM, full: scorerOf(t, p), r: rand.New(rand.NewPCG(9, 9))}
+	d := tinyDecodeCheck(t, 9)
 
 	c, err := d.lm.NewRowCache(4, 12)
 	require.NoError(t, err)
@@ -131,13 +137,7 @@ func TestDecodeGraphEdgeCases(t *testing.T) {
 // against the full graph. A chunk whose rows are all empty stays on the
 // sampling graph, fed no past.
 func TestDecodeGraphChunks(t *testing.T) {
-	rt := modeltest.Runtime(t)
-	dir := t.TempDir()
-	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 3))
-	p, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, p.Close()) })
-	d := decodeCheck{t: t, lm: p.LM, full: scorerOf(t, p), r: rand.New(rand.NewPCG(10, 10))}
+	d := tinyDecodeCheck(t, 10)
 	c, err := d.lm.NewRowCache(3, 12)
 	require.NoError(t, err)
 	seqs := [][]int64{nil, nil, nil}
@@ -324,14 +324,7 @@ func TestPolicyGraphsReadUnderLock(t *testing.T) {
 // and a call of two positions a row, one of them padding. Each row then
 // decodes on, on the decode graph.
 func TestDecodeGraphPaddedCalls(t *testing.T) {
-	rt := modeltest.Runtime(t)
-	dir := t.TempDir()
-	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 3))
-	p, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, p.Close()) })
-	require.NotEmpty(t, p.Artifacts.DecodePath())
-	d := decodeCheck{t: t, lm: p.LM, full: scorerOf(t, p), r: rand.New(rand.NewPCG(6, 6))}
+	d := tinyDecodeCheck(t, 6)
 	V := d.lm.Signature().Vocab
 	const capacity = 10
 	for _, c := range []struct {
