@@ -217,7 +217,7 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		fmt.Fprintf(env.stdout, "%s %s: %s, %s (%d layers, %d piece graphs), %s\n", state, dir, graphs,
 			model.ProgramFile, len(prog.Blocks), len(prog.Graphs), model.ManifestFile)
 		if m.Decode == "" {
-			fmt.Fprintf(env.stdout, "no decode graph (the export's attention is not of the form it rewrites, its head width is not a multiple of 8, or config.json gives it a sliding window): decode steps run on %s\n", model.SampleFile)
+			fmt.Fprintf(env.stdout, "no decode graph (the export's attention is not of the form it rewrites, its head width is not a multiple of 8, or config.json gives it a sliding window): decode steps and prefill chunks run on %s\n", model.SampleFile)
 		}
 		for i, b := range prog.Blocks {
 			if b.CoreNote != "" {

@@ -33,8 +33,9 @@ type LMOptions struct {
 	// 0 takes DefaultCallBytes.
 	CallBytes int64
 	// Decode is the path of the decode graph of the graph OpenLM opens
-	// (Artifacts.DecodePath), which Extend runs for calls of one new
-	// position per row on a host cache; "" runs every call on the graph.
+	// (Artifacts.DecodePath), which Extend runs for calls on a host cache
+	// in which every row takes all the call's positions; "" runs every
+	// call on the graph.
 	Decode string
 	// Graph and DecodeGraph, when set, are the bytes of the files at the
 	// path and Decode, read by the caller (OpenPolicy, while it holds the
