@@ -101,25 +101,18 @@ func plotReports[R any](paths []string, out string, meta func(*R) *report.Meta, 
 // the directories' names are alike too), so that a legend tells them
 // apart.
 func distinctNames(names, paths []string) []string {
-	count := func(xs []string, x string) int {
-		n := 0
-		for _, y := range xs {
-			if y == x {
-				n++
-			}
-		}
-		return n
-	}
-	dirs := make([]string, len(paths))
-	for i, p := range paths {
-		dirs[i] = names[i] + "\x00" + filepath.Base(filepath.Dir(p))
+	dir := func(i int) string { return filepath.Base(filepath.Dir(paths[i])) }
+	byName, byDir := map[string]int{}, map[[2]string]int{}
+	for i, name := range names {
+		byName[name]++
+		byDir[[2]string{name, dir(i)}]++
 	}
 	out := slices.Clone(names)
 	for i, name := range names {
 		switch {
-		case count(names, name) == 1:
-		case count(dirs, dirs[i]) == 1:
-			out[i] = fmt.Sprintf("%s (%s)", name, filepath.Base(filepath.Dir(paths[i])))
+		case byName[name] == 1:
+		case byDir[[2]string{name, dir(i)}] == 1:
+			out[i] = fmt.Sprintf("%s (%s)", name, dir(i))
 		default:
 			out[i] = fmt.Sprintf("%s (%s)", name, paths[i])
 		}
