@@ -80,18 +80,28 @@ func TestInPlaceDecodeForm(t *testing.T) {
 	}
 }
 
+// tinyNewKV returns the tiny model's sampling graph in the form
+// inPlaceDecode takes (last-position logits, each layer's new keys and
+// values an output of their own), a fresh copy each call, and its
+// signature.
+func tinyNewKV(t *testing.T) (*onnxpb.ModelProto, *Signature) {
+	t.Helper()
+	tiny, err := qwen3.Build(qwen3.Tiny(), 3)
+	require.NoError(t, err)
+	sig, err := ReadSignature(tiny.Graph(), "tiny")
+	require.NoError(t, err)
+	m := lastPositionLogits(tiny.Proto)
+	require.True(t, withNewKV(m, sig.Layers))
+	return m, sig
+}
+
 // TestInPlaceDecodeAllOrNothing checks that a graph whose attention has
 // another form in any layer gets no decode graph (generation then runs
 // on the sampling graph alone): a Tanh (as a soft cap would be) between
 // the masked scores and the Softmax, a present read by another node, a
 // head width GroupQueryAttention does not take, an unknown head count.
 func TestInPlaceDecodeAllOrNothing(t *testing.T) {
-	tiny, err := qwen3.Build(qwen3.Tiny(), 3)
-	require.NoError(t, err)
-	sig, err := ReadSignature(tiny.Graph(), "tiny")
-	require.NoError(t, err)
-	base := lastPositionLogits(tiny.Proto)
-	require.True(t, withNewKV(base, sig.Layers))
+	base, sig := tinyNewKV(t)
 	require.NotNil(t, inPlaceDecode(base, sig, 0), "the builder's shapes tell the heads")
 
 	t.Run("soft cap", func(t *testing.T) {
@@ -213,12 +223,7 @@ type scoresSite struct {
 // axis, a NaN guard of another value or with a computed fill, a
 // present's shape read after the attention).
 func TestInPlaceDecodeScores(t *testing.T) {
-	tiny, err := qwen3.Build(qwen3.Tiny(), 3)
-	require.NoError(t, err)
-	sig, err := ReadSignature(tiny.Graph(), "tiny")
-	require.NoError(t, err)
-	base := lastPositionLogits(tiny.Proto)
-	require.True(t, withNewKV(base, sig.Layers))
+	base, sig := tinyNewKV(t)
 	root := float32(math.Sqrt(float64(sig.HeadDim)))
 
 	// sites finds each layer's scaling, mask and Softmax in g.
@@ -380,17 +385,13 @@ func TestInPlaceDecodeScores(t *testing.T) {
 // group the KV heads, leaves no decode graph (whose kernel would refuse
 // every call); so do queries of unknown rank.
 func TestInPlaceDecodeHeadsFromConfig(t *testing.T) {
-	tiny, err := qwen3.Build(qwen3.Tiny(), 3)
-	require.NoError(t, err)
-	sig, err := ReadSignature(tiny.Graph(), "tiny")
-	require.NoError(t, err)
+	_, sig := tinyNewKV(t)
 	// reshaped is the sampling graph with every reshape to a 4-D shape
 	// reading an input, of 4 elements or of an unknown count, so that no
 	// shape inference can tell the query heads, or even the queries'
 	// rank.
 	reshaped := func(rank int64) *onnxpb.ModelProto {
-		m := lastPositionLogits(tiny.Proto)
-		require.True(t, withNewKV(m, sig.Layers))
+		m, _ := tinyNewKV(t)
 		g := m.GetGraph()
 		dim := &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: "rank"}}
 		if rank > 0 {
