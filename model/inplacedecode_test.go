@@ -43,6 +43,20 @@ func (d decodeCheck) fill(c *model.RowCache, r int, seq []int64) {
 	require.NoError(d.t, err)
 }
 
+// filled returns a cache of a row per sequence of seqs and the given
+// capacity, each row prefilled with its sequence alone (none for nil).
+func (d decodeCheck) filled(capacity int, seqs [][]int64) *model.RowCache {
+	d.t.Helper()
+	c, err := d.lm.NewRowCache(len(seqs), capacity)
+	require.NoError(d.t, err)
+	for r, seq := range seqs {
+		if len(seq) > 0 {
+			d.fill(c, r, seq)
+		}
+	}
+	return c
+}
+
 // step runs one decode step on the rows r0.. of c (a new token appended
 // to each of seqs) and checks each row's logits against the scorer's
 // for the whole sequence.
@@ -94,11 +108,8 @@ func tinyDecodeCheck(t *testing.T, seed uint64) decodeCheck {
 func TestDecodeGraphEdgeCases(t *testing.T) {
 	d := tinyDecodeCheck(t, 9)
 
-	c, err := d.lm.NewRowCache(4, 12)
-	require.NoError(t, err)
 	seqs := [][]int64{nil, d.seq(5), nil, d.seq(10)}
-	d.fill(c, 1, seqs[1])
-	d.fill(c, 3, seqs[3])
+	c := d.filled(12, seqs)
 	d.step(c, 0, seqs, "empty rows beside filled ones, a row reaching the capacity")
 	require.Equal(t, int64(1), d.lm.DecodeGraphCalls())
 
@@ -248,11 +259,8 @@ func TestDecodeGraphRefusesABias(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	require.Empty(t, p.Artifacts.DecodePath())
 	d := decodeCheck{t: t, lm: p.LM, full: scorerOf(t, p), r: rand.New(rand.NewPCG(5, 5))}
-	c, err := d.lm.NewRowCache(2, 16)
-	require.NoError(t, err)
 	seqs := [][]int64{d.seq(6), d.seq(9)}
-	d.fill(c, 0, seqs[0])
-	d.fill(c, 1, seqs[1])
+	c := d.filled(16, seqs)
 	d.step(c, 0, seqs, "decode with a bias")
 	require.Zero(t, d.lm.DecodeGraphCalls())
 }
@@ -307,11 +315,8 @@ func TestPolicyGraphsReadUnderLock(t *testing.T) {
 	require.True(t, other.Rebuilt)
 	require.NotEmpty(t, other.DecodePath())
 	d := decodeCheck{t: t, lm: p.LM, full: scorerOf(t, p), r: rand.New(rand.NewPCG(4, 4))}
-	c, err := d.lm.NewRowCache(2, 12)
-	require.NoError(t, err)
 	seqs := [][]int64{d.seq(5), d.seq(3)}
-	d.fill(c, 0, seqs[0])
-	d.fill(c, 1, seqs[1])
+	c := d.filled(12, seqs)
 	d.step(c, 0, seqs, "after the directory was rebuilt")
 	require.Equal(t, int64(1), d.lm.DecodeGraphCalls())
 }
@@ -340,13 +345,11 @@ func TestDecodeGraphPaddedCalls(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d.t = t
-			cache, err := d.lm.NewRowCache(len(c.lens), capacity)
-			require.NoError(t, err)
 			seqs := make([][]int64, len(c.lens))
 			for i, n := range c.lens {
 				seqs[i] = d.seq(n)
-				d.fill(cache, i, seqs[i])
 			}
+			cache := d.filled(capacity, seqs)
 			tokens := make([]int64, len(c.lens)*c.S)
 			for i, k := range c.real {
 				for j := c.S - k; j < c.S; j++ {
