@@ -181,6 +181,7 @@ func renderFigure(path string, size PlotSize, f Figure, ss []series) error {
 	} else {
 		p.Y.Label.Text = f.YLabel
 		p.Y.Min = 0
+		p.Y.Tick.Marker = plot.TickerFunc(valueTicks)
 	}
 	p.Legend.Top = false
 	p.Legend.Left = false
@@ -295,13 +296,43 @@ func integerTicks(min, max float64) []plot.Tick {
 // niceStride is the smallest of 1, 2 and 5 times a power of ten (at least
 // 1) that is at least x.
 func niceStride(x float64) float64 {
-	for p := 1.0; ; p *= 10 {
-		for _, m := range []float64{1, 2, 5} {
-			if m*p >= x {
-				return m * p
-			}
+	return niceStep(max(x, 1))
+}
+
+// niceStep is the smallest of 1, 2 and 5 times a power of ten that is at
+// least x > 0.
+func niceStep(x float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(x)))
+	for _, m := range []float64{1, 2, 5} {
+		if m*p >= x*(1-1e-12) { // Log10's rounding must not skip x itself
+			return m * p
 		}
 	}
+	return 10 * p
+}
+
+// valueTicks labels [min, max] at the multiples of the smallest stride of
+// 1, 2 or 5 times a power of ten that leaves at most 7 labels, with a
+// mark between each two: gonum's default labels only the multiples of
+// the larger stride it calls major, which left an entropy axis over
+// 0-0.28 with the labels 0 and 0.25 alone.
+func valueTicks(min, max float64) []plot.Tick {
+	if !(max > min) { // gonum widens an empty range before asking
+		return nil
+	}
+	stride := niceStep((max - min) / 6)
+	prec := int(math.Max(0, -math.Floor(math.Log10(stride)+1e-9)))
+	var ticks []plot.Tick
+	first := math.Ceil(min/stride*2 - 1e-9)
+	for i := first; i/2*stride <= max+stride*1e-9; i++ {
+		v := i/2*stride + 0 // +0 turns -0 into 0
+		t := plot.Tick{Value: v}
+		if math.Mod(i, 2) == 0 {
+			t.Label = strconv.FormatFloat(v, 'f', prec, 64)
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
 }
 
 // accuracyTicks marks [0, 1] every 0.1 and labels every 0.2.

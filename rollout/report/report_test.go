@@ -307,6 +307,42 @@ func TestIntegerTicks(t *testing.T) {
 	}
 }
 
+// TestValueTicks: a y axis other than accuracy is labelled at a round
+// stride giving at most 7 labels, in as many decimals as the stride
+// needs, with an unlabelled mark halfway between labels.
+func TestValueTicks(t *testing.T) {
+	tests := []struct {
+		name     string
+		min, max float64
+		want     []string
+	}{
+		// The embedded study's entropy axis: gonum's default labelled
+		// only 0 and 0.25.
+		{"entropy", 0, 0.28, []string{"0.00", "0.05", "0.10", "0.15", "0.20", "0.25"}},
+		{"unit", 0, 1, []string{"0.0", "0.2", "0.4", "0.6", "0.8", "1.0"}},
+		{"below zero", -0.3, 0.3, []string{"-0.3", "-0.2", "-0.1", "0.0", "0.1", "0.2", "0.3"}},
+		{"tokens", 0, 3e6, []string{"0", "500000", "1000000", "1500000", "2000000", "2500000", "3000000"}},
+		{"off the stride", 0.013, 0.061, []string{"0.02", "0.03", "0.04", "0.05", "0.06"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var labels []string
+			ticks := valueTicks(tc.min, tc.max)
+			for i, tk := range ticks {
+				require.GreaterOrEqual(t, tk.Value, tc.min-1e-12)
+				require.LessOrEqual(t, tk.Value, tc.max+1e-12)
+				if tk.Label != "" {
+					labels = append(labels, tk.Label)
+				} else if i > 0 && i < len(ticks)-1 {
+					require.InDelta(t, (ticks[i-1].Value+ticks[i+1].Value)/2, tk.Value, 1e-12, "a mark halfway between labels")
+				}
+			}
+			require.Equal(t, tc.want, labels)
+		})
+	}
+	require.NotPanics(t, func() { valueTicks(0.1, 0.1) })
+}
+
 // FuzzReadJSON: any input either fails to decode or decodes to a report
 // that survives a write/read round trip unchanged (compared as JSON).
 func FuzzReadJSON(f *testing.F) {

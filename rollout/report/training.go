@@ -191,6 +191,7 @@ func panel(title, yLabel string, unit bool) *plot.Plot {
 	p.X.Label.Text = "step"
 	p.X.Tick.Marker = plot.TickerFunc(integerTicks)
 	p.Y.Label.Text = yLabel
+	p.Y.Tick.Marker = plot.TickerFunc(valueTicks)
 	if unit {
 		p.Y.Min, p.Y.Max = 0, 1
 		p.Y.Tick.Marker = plot.TickerFunc(accuracyTicks)
