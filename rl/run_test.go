@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -431,6 +434,44 @@ func TestRunLockExcludes(t *testing.T) {
 	unlock, err = lockRun(dir)
 	require.NoError(t, err)
 	require.NoError(t, unlock())
+}
+
+// TestRunLockExcludesUnderContention: goroutines taking and releasing
+// the lock as fast as they can are never two inside at once. A release
+// removes the lock file, so a taker may lock a file no longer at the
+// path while another creates and locks the new one; lockRun must start
+// over then (namesFile), which this test catches when it does not.
+func TestRunLockExcludesUnderContention(t *testing.T) {
+	dir := t.TempDir()
+	var inside, taken atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 300 {
+				unlock, err := lockRun(dir)
+				if err != nil {
+					if !strings.Contains(err.Error(), "in use by another spiral process") && !strings.Contains(err.Error(), "taken by another process while starting") {
+						t.Error(err)
+						return
+					}
+					continue
+				}
+				if n := inside.Add(1); n != 1 {
+					t.Errorf("%d holders at once", n)
+				}
+				taken.Add(1)
+				runtime.Gosched()
+				inside.Add(-1)
+				if err := unlock(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Positive(t, taken.Load())
+	require.NoFileExists(t, filepath.Join(dir, lockFile))
 }
 
 // TestRunFreshMovesAside: --fresh keeps the previous run's files under
