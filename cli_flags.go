@@ -438,8 +438,11 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 // validate checks every flag before any work; errors are usage errors.
 func (f *trainFlags) validate() error {
 	cfg := f.cfg
-	if cfg.MicroBatchTokens == 0 {
-		cfg.MicroBatchTokens = 1 // auto: sized to the model later
+	if cfg.MicroBatchTokens <= 0 {
+		// 0 is auto, sized to the model later; a negative value is
+		// refused below with train's range (>= 0), which cfg.Validate's
+		// ">= 1" would contradict.
+		cfg.MicroBatchTokens = 1
 	}
 	errs := []error{f.rf.validate(), f.exec.validate(), f.sf.validate(), cfg.Validate(), f.run.Validate(), validLR(f.lr, true), nonNegative("--warmup", f.warmup),
 		positive("--eval-problems", f.evalN)}

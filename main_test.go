@@ -103,3 +103,26 @@ func TestDistinctNames(t *testing.T) {
 		require.Equal(t, tc.want, distinctNames(tc.names, tc.paths))
 	}
 }
+
+// TestMicroBatchTokensMessage: train's --micro-batch-tokens takes 0 for
+// auto, so a negative value is refused with train's own range (>= 0),
+// not also with the trainer config's ">= 1", which would contradict it;
+// sft has no auto, and its range stays >= 1.
+func TestMicroBatchTokensMessage(t *testing.T) {
+	for _, tc := range []struct {
+		args         []string
+		want, reject string
+	}{
+		{[]string{"train", "--micro-batch-tokens", "-1"}, "--micro-batch-tokens -1: want >= 0 (0 = auto)", "--micro-batch-tokens -1: want >= 1"},
+		{[]string{"train", "--micro-batch-tokens", "-4096"}, "--micro-batch-tokens -4096: want >= 0 (0 = auto)", "--micro-batch-tokens -4096: want >= 1"},
+		{[]string{"sft", "--micro-batch-tokens", "0"}, "--micro-batch-tokens 0: want >= 1", "0 = auto"},
+	} {
+		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tc.args, &cliEnv{stdout: &stdout, stderr: &stderr})
+			require.Equal(t, exitUsage, code, stderr.String())
+			require.Contains(t, stderr.String(), tc.want)
+			require.NotContains(t, stderr.String(), tc.reject)
+		})
+	}
+}
