@@ -66,7 +66,7 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.newTok, "new-tokens", 64, "generate (and train --generate-rows): tokens generated per row")
 	fs.IntVar(&f.genRows, "generate-rows", 0, "train: before each step, a generation of this many rows of --prompt-tokens + --new-tokens whose KV cache is released before the step, as training does (the device memory both take; 0: none)")
 	registerGenCallMiB(fs, &f.callMiB)
-	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random token ids")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random token ids (and of train's LoRA adapters, with --lora-rank)")
 	fs.BoolVar(&f.resident, "resident", false, "keep generation's weights and KV cache, and training's parameters, in the device's memory on the CPU too (the CUDA path's CPU twin; always so with --device cuda)")
 }
 
