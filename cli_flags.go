@@ -616,6 +616,8 @@ func (f *generateFlags) register(fs *pflag.FlagSet) {
 	f.mf.register(fs)
 	fs.Lookup("model").Usage += engineModelUsage
 	f.sf.register(fs)
+	// generate reads no problems: a given model's default is modelMaxNewTokens.
+	fs.Lookup("max-new-tokens").Usage = fmt.Sprintf("tokens per completion (0 = %d for the embedded model, %d for a given model, at most half its context)", embeddedMaxNewTokens, modelMaxNewTokens)
 	fs.IntVar(&f.n, "n", 1, "completions per prompt")
 	fs.BoolVar(&f.raw, "raw", false, "send the prompt as is (default: one user turn of the chat template)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
