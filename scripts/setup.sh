@@ -2,8 +2,8 @@
 # setup.sh — installs spiral's native dependencies into a per-user cache.
 #
 # Idempotent: every step checks what is already in the cache (by checksum or
-# stamp file) and does nothing when it is there, so a second run takes a few
-# seconds. It provides:
+# stamp file) and does nothing when it is there, so a second run takes well
+# under a second (as the README says). It provides:
 #   - the ONNX Runtime shared library (pinned release, checksum verified),
 #     taken from the npm package onnxruntime-node, which ships it;
 #   - libtokenizers.a for github.com/daulet/tokenizers, built with cargo from
