@@ -700,4 +700,27 @@ func TestRolloutSpiralAblations(t *testing.T) {
 			require.NoError(t, err, tc)
 		}
 	}
+
+	// A search trace's advantage compares the subsets holding it with all
+	// of them: one subset, or subsets of every search trace, leave it 0,
+	// so search-only, which trains nothing else, would train nothing. The
+	// other algorithms still train their aggregation traces.
+	for _, tc := range []struct {
+		algo     string
+		n1, k, n int
+		refused  bool
+	}{
+		{AlgoSearchOnly, 6, 1, 3, true}, {AlgoSearchOnly, 6, 4, 6, true}, {AlgoSearchOnly, 1, 1, 1, true},
+		{AlgoSearchOnly, 6, 2, 5, false}, {AlgoSpiral, 6, 1, 3, false}, {AlgoSpiral, 6, 4, 6, false}, {AlgoAggOnly, 6, 1, 6, false},
+	} {
+		cfg := DefaultConfig()
+		cfg.Algo = tc.algo
+		cfg.Pipeline = rollout.PipelineConfig{N1: tc.n1, K: tc.k, N: tc.n, N2: 3, Rounds: 1}
+		err := cfg.Validate()
+		if tc.refused {
+			require.ErrorContains(t, err, fmt.Sprintf("--algo search-only with --k %d, --n %d and --n1 %d", tc.k, tc.n, tc.n1), tc)
+		} else {
+			require.NoError(t, err, tc)
+		}
+	}
 }
