@@ -278,6 +278,10 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		return nil
 	}
 
+	if tr.Step() > cfg.Steps {
+		fmt.Fprintf(p.Warn, "spiral: note: the run in %s is at step %d, past --steps %d: nothing to train (give --steps above %d to go on, or --fresh to start over)\n",
+			cfg.Dir, tr.Step(), cfg.Steps, tr.Step())
+	}
 	// 4. The resumed step's evaluation, unless it was logged already.
 	if evalDue(tr.Step()) {
 		if err := evaluate(); err != nil {

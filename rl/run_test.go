@@ -136,6 +136,34 @@ func TestRunResumeAndEvalLog(t *testing.T) {
 	require.FileExists(t, plot, "a finished run rerun draws its plot")
 }
 
+// TestRunResumedPastSteps: a run resumed with --steps at or above the
+// step it has reached trains on or ends quietly; with fewer it trains
+// nothing, keeps its logs, and says so rather than end as if it had
+// done what was asked.
+func TestRunResumedPastSteps(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, newRunHarness(t, dir, 2).run(context.Background()))
+	for _, tc := range []struct {
+		steps int
+		note  string // "" = none
+	}{
+		{1, "spiral: note: the run in " + dir + " is at step 2, past --steps 1: nothing to train (give --steps above 2 to go on, or --fresh to start over)"},
+		{2, ""},
+	} {
+		t.Run(strconv.Itoa(tc.steps), func(t *testing.T) {
+			h := newRunHarness(t, dir, tc.steps)
+			require.NoError(t, h.run(context.Background()))
+			require.Contains(t, h.out.String(), "(step 2)")
+			require.Equal(t, []int{0, 1, 2}, loggedEvalSteps(t, dir), "nothing lost, nothing added")
+			if tc.note == "" {
+				require.NotContains(t, h.log.String(), "nothing to train")
+			} else {
+				require.Contains(t, h.log.String(), tc.note)
+			}
+		})
+	}
+}
+
 // TestRunInterruptedEvaluation: Ctrl-C during a held-out evaluation saves
 // the step's checkpoint without its evaluation line, and the next run
 // redoes that evaluation.
