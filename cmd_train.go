@@ -75,9 +75,13 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 		}
 		held, heldName = eds.Problems, f.evalData
 	case onTask:
-		eds, err := synth.EmbeddedSplit(synth.Test, f.evalN)
+		task, err := synth.Embedded()
 		if err != nil {
 			return err
+		}
+		eds, err := task.Dataset(synth.Test, f.evalN, synth.EmbeddedSeed)
+		if err != nil {
+			return usageError{fmt.Errorf("--eval-problems %d: %w", f.evalN, err)}
 		}
 		held, heldName = eds.Problems, embeddedTestName
 	}

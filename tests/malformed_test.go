@@ -209,6 +209,7 @@ func TestMalformedInputs(t *testing.T) {
 		usage("one aggregation trace per subset", "--algo spiral with --n2 1", train("--n2", "1")...),
 		usage("GRPO group of one", "--group 1", train("--group", "1")...),
 		usage("zero eval samples", "--eval-samples 0", train("--eval-samples", "0")...),
+		usage("more held-out problems than the embedded test split", "--eval-problems 100000: synth: only", train("--eval-problems", "100000", "--steps", "1")...),
 		usage("bad --train pattern", "--train \"(\"", train("--train", "(")...),
 		usage("deterministic with threads", "--deterministic", train("--deterministic", "--threads", "4")...),
 		usage("trace longer than the context", "--max-new-tokens 5000 leaves no room", train("--max-new-tokens", "5000")...),
