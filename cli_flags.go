@@ -475,6 +475,29 @@ func (f *trainFlags) validate() error {
 	return errors.Join(errs...)
 }
 
+// spiralOnlyFlags are train's flags that only the SPIRAL pipeline's
+// algorithms read (--agg-rounds with GRPO is rl.Config's to refuse).
+var spiralOnlyFlags = []string{"n1", "k", "n", "n2", "candidate-tokens", "scale-search-adv", "scale-agg-adv"}
+
+// ignoredFlags lists the flags given that --algo does not read, each with
+// why: GRPO samples --group traces a problem and no SPIRAL pipeline, the
+// other algorithms the pipeline and no group. They are warnings, not
+// usage errors, so that one set of flags can serve runs of each
+// algorithm.
+func (f *trainFlags) ignoredFlags() []string {
+	var out []string
+	if f.cfg.Algo == rl.AlgoGRPO {
+		for _, name := range spiralOnlyFlags {
+			if f.changed(name) {
+				out = append(out, fmt.Sprintf("--%s shapes the SPIRAL pipeline (--algo spiral, agg-only or search-only); --algo grpo, which samples --group traces a problem, ignores it", name))
+			}
+		}
+	} else if f.changed("group") {
+		out = append(out, fmt.Sprintf("--group is --algo grpo's; --algo %s, which samples --n1 search traces a problem, ignores it", f.cfg.Algo))
+	}
+	return out
+}
+
 // evalFlags are the flags of `spiral eval`.
 type evalFlags struct {
 	rf      runtimeFlags

@@ -34,6 +34,9 @@ func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 // problems, the sampler, the judge and the trainer, then hands over to
 // rl.Run.
 func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
+	for _, w := range f.ignoredFlags() {
+		fmt.Fprintf(env.stderr, "spiral: warning: %s\n", w)
+	}
 	sess, err := openSession(env, &f.rf, &f.mf)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/rollout/report"
@@ -124,5 +125,32 @@ func TestMicroBatchTokensMessage(t *testing.T) {
 			require.Contains(t, stderr.String(), tc.want)
 			require.NotContains(t, stderr.String(), tc.reject)
 		})
+	}
+}
+
+// TestTrainIgnoredFlags: train warns of the flags its --algo does not
+// read (the SPIRAL pipeline's with GRPO, --group with the others), and
+// of none given where they apply or left at their defaults.
+func TestTrainIgnoredFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--algo", "grpo", "--n1", "16", "--n2", "2", "--scale-agg-adv"}, []string{
+			"--n1 shapes the SPIRAL pipeline (--algo spiral, agg-only or search-only); --algo grpo, which samples --group traces a problem, ignores it",
+			"--n2 shapes the SPIRAL pipeline (--algo spiral, agg-only or search-only); --algo grpo, which samples --group traces a problem, ignores it",
+			"--scale-agg-adv shapes the SPIRAL pipeline (--algo spiral, agg-only or search-only); --algo grpo, which samples --group traces a problem, ignores it",
+		}},
+		{[]string{"--group", "16"}, []string{"--group is --algo grpo's; --algo spiral, which samples --n1 search traces a problem, ignores it"}},
+		{[]string{"--algo", "agg-only", "--group", "16", "--n1", "4"}, []string{"--group is --algo grpo's; --algo agg-only, which samples --n1 search traces a problem, ignores it"}},
+		{[]string{"--algo", "grpo", "--group", "16"}, nil},
+		{[]string{"--n1", "4", "--k", "2", "--candidate-tokens", "64"}, nil},
+		{[]string{"--algo", "grpo"}, nil},
+	} {
+		fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
+		var f trainFlags
+		f.register(fs)
+		require.NoError(t, fs.Parse(tc.args))
+		require.Equal(t, tc.want, f.ignoredFlags(), "%q", tc.args)
 	}
 }
