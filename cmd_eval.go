@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -84,7 +83,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	}
 	skipped := before - len(problems)
 	if len(problems) == 0 {
-		return errors.New("no problems to evaluate")
+		return fmt.Errorf("no problems to evaluate: the %d of %s are all too long for the model (listed above)", before, dsName)
 	}
 	gen, err := sess.generator(ctx, f.engine, pol, samplerCfg, env.stderr)
 	if err != nil {

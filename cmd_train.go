@@ -122,7 +122,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 		return err
 	}
 	if len(problems) == 0 {
-		return fmt.Errorf("no usable problems in %s", dataName)
+		return fmt.Errorf("no usable problems in %s: the %d are all too long for the model (listed above)", dataName, len(ds.Problems))
 	}
 	if len(problems) < len(ds.Problems) {
 		ds = data.NewDataset(ds.Path, problems)
