@@ -127,6 +127,17 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	if len(problems) < len(ds.Problems) {
 		ds = data.NewDataset(ds.Path, problems)
 	}
+	// The held-out problems are fitted as spiral eval --limit fits its
+	// own: the first --eval-problems, less those too long for the model,
+	// so that no evaluation fails on one after hours of training.
+	if n := len(held); n > 0 {
+		if held, err = fitContext(sess, tmpl, held, samplerCfg, env.stderr); err != nil {
+			return err
+		}
+		if len(held) == 0 {
+			return fmt.Errorf("no held-out problems to evaluate: the first %d of %s are all too long for the model (listed above)", n, heldName)
+		}
+	}
 	lr := f.lr
 	if lr == 0 {
 		lr = modelLR

@@ -719,6 +719,41 @@ func TestProblemsBeyondData(t *testing.T) {
 	require.Contains(t, r.stderr, "--problems 2 is more than the 1 problems of "+data)
 }
 
+// TestHeldOutPastContext: held-out problems too long for the model's
+// context are skipped with a warning naming their rows, as spiral eval
+// skips them, rather than fail the evaluation at step 0 (or the final
+// RSA after the last step); a held-out set with none left is refused
+// before any step.
+func TestHeldOutPastContext(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "one.jsonl")
+	require.NoError(t, os.WriteFile(data, []byte(`{"problem":"Solve x+1=2.","answer":"1"}`+"\n"), 0o644))
+	long := fmt.Sprintf(`{"problem":%q,"answer":"3"}`+"\n", "Compute "+strings.Repeat("1+", 2_100)+"1.")
+	for _, tc := range []struct {
+		name, held string
+		code       int
+		want       []string
+	}{
+		{"one of two too long", long + `{"problem":"Solve x+2=4.","answer":"2"}` + "\n", 0,
+			[]string{"/held.jsonl:1: search prompt of", "eval   1  held-out pass@1", "(1 problems)", "held-out summary:"}},
+		{"all too long", long, 1,
+			[]string{"/held.jsonl:1: search prompt of", "no held-out problems to evaluate: the first 1 of "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sub := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			held := filepath.Join(sub, "held.jsonl")
+			require.NoError(t, os.MkdirAll(sub, 0o755))
+			require.NoError(t, os.WriteFile(held, []byte(tc.held), 0o644))
+			r := spiral(t, nil, "train", "--data", data, "--eval-data", held, "--algo", "grpo", "--group", "2", "--problems", "1", "--steps", "1",
+				"--max-new-tokens", "8", "--eval-every", "1", "--eval-samples", "2", "--final-rsa-steps", "1", "--threads", "1", "--quiet",
+				"--out", filepath.Join(sub, "run"))
+			requireExit(t, r, tc.code, nil, tc.want...)
+			require.NotContains(t, r.stdout+r.stderr, "leaves no room")
+		})
+	}
+}
+
 // TestInitModelInterrupted sends SIGINT to init-model --overwrite while
 // it draws the new model's weights in its stage: it exits as interrupted,
 // the model in --out is the one it was, file for file, and no stage is
