@@ -589,7 +589,11 @@ func CheckpointSettings(path string) (RunSettings, error) {
 // heldOutEval reports pass@1 and majority@k on the held-out problems (k
 // samples each at the training sampler's settings) to Out and eval.jsonl.
 func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, w io.Writer) error {
-	res, err := p.Evaluator.PassAtK(ctx, p.Held, rollout.PassAtKConfig{Samples: k, Ks: []int{1, k}}, seed+0x5eed)
+	ks := []int{1}
+	if k > 1 {
+		ks = append(ks, k)
+	}
+	res, err := p.Evaluator.PassAtK(ctx, p.Held, rollout.PassAtKConfig{Samples: k, Ks: ks}, seed+0x5eed)
 	if err != nil {
 		return fmt.Errorf("held-out evaluation at step %d: %w", step, err)
 	}

@@ -164,6 +164,35 @@ func TestRunResumedPastSteps(t *testing.T) {
 	}
 }
 
+// TestRunEvalSamples: each eval.jsonl line holds pass@1 and, with more
+// than one sample, pass@k and majority@k at k = --eval-samples, each k
+// once (one sample gave two identical k = 1 points).
+func TestRunEvalSamples(t *testing.T) {
+	for _, tc := range []struct {
+		samples int
+		ks      []int
+	}{{1, []int{1}}, {2, []int{1, 2}}, {3, []int{1, 3}}} {
+		t.Run(strconv.Itoa(tc.samples), func(t *testing.T) {
+			dir := t.TempDir()
+			h := newRunHarness(t, dir, 1)
+			h.cfg.EvalSamples = tc.samples
+			require.NoError(t, h.run(context.Background()))
+			b, err := os.ReadFile(filepath.Join(dir, EvalFile))
+			require.NoError(t, err)
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				var e EvalLine
+				require.NoError(t, json.Unmarshal([]byte(line), &e))
+				require.Equal(t, tc.samples, e.Samples)
+				var ks []int
+				for _, p := range e.Points {
+					ks = append(ks, p.K)
+				}
+				require.Equal(t, tc.ks, ks, "step %d", e.Step)
+			}
+		})
+	}
+}
+
 // TestRunInterruptedEvaluation: Ctrl-C during a held-out evaluation saves
 // the step's checkpoint without its evaluation line, and the next run
 // redoes that evaluation.
