@@ -518,9 +518,12 @@ type evalFlags struct {
 	quiet   bool
 	traces  bool
 	engine  engineFlags
+	// changed reports whether a flag was given (pflag.FlagSet.Changed).
+	changed func(name string) bool
 }
 
 func (f *evalFlags) register(fs *pflag.FlagSet) {
+	f.changed = fs.Changed
 	f.rf.register(fs)
 	f.engine.register(fs)
 	f.mf.register(fs)
@@ -544,6 +547,29 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.ckpt, "checkpoint", "", "evaluate the weights of this checkpoint directory (of a run on --model), or of the newest intact one in a run's checkpoints/ (newer damaged ones are skipped with a warning)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.traces, "traces", false, "also write every judged trace to MODE.traces.jsonl in --out (text, answer, grade; RSA: step and the candidates it read)")
+}
+
+// rsaOnlyFlags are eval's flags that only --mode rsa reads.
+var rsaOnlyFlags = []string{"population", "subset", "rsa-steps", "candidate-tokens"}
+
+// ignoredFlags lists the flags given that --mode does not read, each
+// with why: --samples is pass@k's and the sequential budget's, the RSA
+// flags RSA's. They are warnings, not usage errors, so that one set of
+// flags can serve evaluations in each mode.
+func (f *evalFlags) ignoredFlags() []string {
+	var out []string
+	if f.mode == "rsa" {
+		if f.changed("samples") {
+			out = append(out, "--samples is for --mode passk and sequential; --mode rsa, which samples --population members a problem, ignores it")
+		}
+		return out
+	}
+	for _, name := range rsaOnlyFlags {
+		if f.changed(name) {
+			out = append(out, fmt.Sprintf("--%s is for --mode rsa; --mode %s, which samples --samples traces a problem, ignores it", name, f.mode))
+		}
+	}
+	return out
 }
 
 // draws is how many samples of a problem the mode draws from one prompt:

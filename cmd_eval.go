@@ -24,6 +24,9 @@ func setupEval(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 }
 
 func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
+	for _, w := range f.ignoredFlags() {
+		fmt.Fprintf(env.stderr, "spiral: warning: %s\n", w)
+	}
 	// --out holds the artifacts as well as the report: made first.
 	if err := os.MkdirAll(f.out, 0o777); err != nil {
 		return fmt.Errorf("--out %s: %w", f.out, err)

@@ -154,3 +154,31 @@ func TestTrainIgnoredFlags(t *testing.T) {
 		require.Equal(t, tc.want, f.ignoredFlags(), "%q", tc.args)
 	}
 }
+
+// TestEvalIgnoredFlags: eval warns of the flags its --mode does not read
+// (--samples with rsa, the RSA flags with passk and sequential), and of
+// none given where they apply.
+func TestEvalIgnoredFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--mode", "rsa", "--samples", "4", "--population", "4"}, []string{
+			"--samples is for --mode passk and sequential; --mode rsa, which samples --population members a problem, ignores it"}},
+		{[]string{"--population", "4", "--rsa-steps", "2"}, []string{
+			"--population is for --mode rsa; --mode passk, which samples --samples traces a problem, ignores it",
+			"--rsa-steps is for --mode rsa; --mode passk, which samples --samples traces a problem, ignores it"}},
+		{[]string{"--mode", "sequential", "--candidate-tokens", "64", "--subset", "2"}, []string{
+			"--subset is for --mode rsa; --mode sequential, which samples --samples traces a problem, ignores it",
+			"--candidate-tokens is for --mode rsa; --mode sequential, which samples --samples traces a problem, ignores it"}},
+		{[]string{"--mode", "rsa", "--population", "4", "--subset", "2", "--rsa-steps", "1", "--candidate-tokens", "64"}, nil},
+		{[]string{"--mode", "sequential", "--samples", "4"}, nil},
+		{[]string{"--samples", "4"}, nil},
+	} {
+		fs := pflag.NewFlagSet("eval", pflag.ContinueOnError)
+		var f evalFlags
+		f.register(fs)
+		require.NoError(t, fs.Parse(tc.args))
+		require.Equal(t, tc.want, f.ignoredFlags(), "%q", tc.args)
+	}
+}
