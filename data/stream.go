@@ -1,19 +1,25 @@
 package data
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 )
 
 // Cursor is a Stream's position, saved in checkpoints: Position problems
 // of epoch Epoch have been handed out; the permutation of each epoch is
-// derived from (Seed, Epoch). Size, when non-zero, is the dataset length
-// the cursor was taken on, checked by Restore.
+// derived from (Seed, Epoch). Size and Digest, when set, are the length
+// of the dataset the cursor was taken on and the digest of its problems
+// (problemsDigest), checked by Restore: a position means nothing in other
+// problems, even as many.
 type Cursor struct {
 	Epoch    int    `json:"epoch"`
 	Position int    `json:"position"`
 	Seed     uint64 `json:"seed"`
 	Size     int    `json:"size,omitempty"`
+	Digest   string `json:"digest,omitempty"`
 }
 
 // epochStream is the PCG stream selector mixed with the epoch number, so
@@ -25,11 +31,12 @@ const epochStream = 0x9E3779B97F4A7C15
 // Stream restored from a Cursor continues exactly as the original would
 // have. It is not safe for concurrent use.
 type Stream struct {
-	ds    *Dataset
-	seed  uint64
-	epoch int
-	pos   int
-	perm  []int // permutation of the current epoch
+	ds     *Dataset
+	digest string // problemsDigest(ds.Problems)
+	seed   uint64
+	epoch  int
+	pos    int
+	perm   []int // permutation of the current epoch
 }
 
 // NewStream returns a Stream at the start of epoch 0. It panics if ds has
@@ -38,9 +45,25 @@ func NewStream(ds *Dataset, seed uint64) *Stream {
 	if ds == nil || len(ds.Problems) == 0 {
 		panic("data: NewStream: empty dataset")
 	}
-	s := &Stream{ds: ds, seed: seed}
+	s := &Stream{ds: ds, digest: problemsDigest(ds.Problems), seed: seed}
 	s.perm = EpochPermutation(len(ds.Problems), seed, 0)
 	return s
+}
+
+// problemsDigest identifies problems by content: the first 16 bytes, in
+// hex, of the SHA-256 of each statement and answer in order (not the ids,
+// which a file without them takes from its name and row numbers).
+func problemsDigest(problems []Problem) string {
+	h := sha256.New()
+	var n [8]byte
+	for _, p := range problems {
+		for _, s := range []string{p.Problem, p.Answer} {
+			binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+			h.Write(n[:])
+			h.Write([]byte(s))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // EpochPermutation returns the visiting order of epoch of a dataset of n
@@ -73,12 +96,12 @@ func (s *Stream) Next(n int) []Problem {
 
 // Cursor returns the current position.
 func (s *Stream) Cursor() Cursor {
-	return Cursor{Epoch: s.epoch, Position: s.pos, Seed: s.seed, Size: len(s.ds.Problems)}
+	return Cursor{Epoch: s.epoch, Position: s.pos, Seed: s.seed, Size: len(s.ds.Problems), Digest: s.digest}
 }
 
 // Restore moves the sampler to c, adopting c.Seed. It fails when c does not
-// fit the dataset (negative fields, a position past the end, or a Size
-// different from the dataset's length).
+// fit the dataset (negative fields, a position past the end, or a Size or
+// Digest not the dataset's).
 func (s *Stream) Restore(c Cursor) error {
 	n := len(s.ds.Problems)
 	switch {
@@ -86,6 +109,8 @@ func (s *Stream) Restore(c Cursor) error {
 		return fmt.Errorf("data: restore position: negative epoch %d or position %d", c.Epoch, c.Position)
 	case c.Size != 0 && c.Size != n:
 		return fmt.Errorf("data: restore position: taken on %d problems, the dataset has %d", c.Size, n)
+	case c.Digest != "" && c.Digest != s.digest:
+		return fmt.Errorf("data: restore position: taken on other problems (digest %s, the dataset's %s)", c.Digest, s.digest)
 	case c.Position > n:
 		return fmt.Errorf("data: restore position: position %d past the dataset's %d problems", c.Position, n)
 	}

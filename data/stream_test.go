@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -80,7 +81,7 @@ func TestStreamEpochs(t *testing.T) {
 		require.Len(t, seen, n, "epoch %d is not a permutation", e)
 		orders = append(orders, got)
 		// After exactly n draws the sampler sits at the end of epoch e.
-		require.Equal(t, Cursor{Epoch: e, Position: n, Seed: 7, Size: n}, s.Cursor())
+		require.Equal(t, Cursor{Epoch: e, Position: n, Seed: 7, Size: n, Digest: problemsDigest(ds.Problems)}, s.Cursor())
 	}
 	// 20! orders: two equal epochs would mean the epoch is ignored.
 	for i := 1; i < epochs; i++ {
@@ -101,6 +102,7 @@ func TestStreamRestoreErrors(t *testing.T) {
 		{"negative position", Cursor{Position: -2}, "negative"},
 		{"position past the end", Cursor{Position: 6}, "past the dataset"},
 		{"other dataset size", Cursor{Position: 1, Size: 9}, "taken on 9 problems"},
+		{"other problems, as many", Cursor{Position: 1, Size: 5, Digest: problemsDigest(numbered(6).Problems[1:])}, "taken on other problems"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,6 +111,38 @@ func TestStreamRestoreErrors(t *testing.T) {
 			require.ErrorContains(t, s.Restore(tc.c), tc.want)
 			require.Equal(t, before, s.Cursor(), "a failed Restore moved the sampler")
 		})
+	}
+}
+
+// TestProblemsDigest: the digest changes with any statement or answer
+// and with their order, and not with ids or sources; a statement and
+// answer split at another place are other problems.
+func TestProblemsDigest(t *testing.T) {
+	base := []Problem{{ID: "a", Problem: "x + 1 = 2", Answer: "1", Source: "f:1"}, {ID: "b", Problem: "2x = 4", Answer: "2", Source: "f:2"}}
+	edit := func(f func(ps []Problem) []Problem) []Problem {
+		ps := slices.Clone(base)
+		return f(ps)
+	}
+	same := map[string][]Problem{
+		"other ids and sources": edit(func(ps []Problem) []Problem {
+			ps[0].ID, ps[1].Source = "z", "g:9"
+			return ps
+		}),
+	}
+	other := map[string][]Problem{
+		"a statement":   edit(func(ps []Problem) []Problem { ps[1].Problem = "2x = 6"; return ps }),
+		"an answer":     edit(func(ps []Problem) []Problem { ps[0].Answer = "1.0"; return ps }),
+		"the order":     edit(func(ps []Problem) []Problem { ps[0], ps[1] = ps[1], ps[0]; return ps }),
+		"a split moved": edit(func(ps []Problem) []Problem { ps[0].Problem, ps[0].Answer = "x + 1 = 21", ""; return ps }),
+		"one fewer":     base[:1],
+	}
+	want := problemsDigest(base)
+	require.Len(t, want, 32)
+	for name, ps := range same {
+		require.Equal(t, want, problemsDigest(ps), name)
+	}
+	for name, ps := range other {
+		require.NotEqual(t, want, problemsDigest(ps), name)
 	}
 }
 

@@ -468,13 +468,25 @@ func resume(ckptDir string, cfg RunConfig, p RunParts) error {
 	if err := json.Unmarshal(st.DataCursor, &cur); err != nil {
 		return fmt.Errorf("checkpoint %s: data cursor: %w", path, err)
 	}
-	if n := p.Problems.Cursor().Size; cur.Size != 0 && cur.Size != n {
+	// A position in other problems means nothing: another number of them,
+	// or as many with other contents (the file edited in place; cursors
+	// of older versions record no digest).
+	now := p.Problems.Cursor()
+	var changed, overridden string
+	switch {
+	case cur.Size != 0 && cur.Size != now.Size:
+		changed = fmt.Sprintf("the run drew from %d usable problems and %s now has %d", cur.Size, p.Settings.Data, now.Size)
+		overridden = fmt.Sprintf("%s now has %d usable problems, not %d", p.Settings.Data, now.Size, cur.Size)
+	case cur.Digest != "" && cur.Digest != now.Digest:
+		changed = fmt.Sprintf("the run drew from other problems than the %d usable ones %s now holds (the file changed)", now.Size, p.Settings.Data)
+		overridden = fmt.Sprintf("%s now holds other problems", p.Settings.Data)
+	}
+	if changed != "" {
 		if !cfg.Override {
-			return fmt.Errorf("checkpoint %s: the run drew from %d usable problems and %s now has %d: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh",
-				path, cur.Size, p.Settings.Data, n)
+			return fmt.Errorf("checkpoint %s: %s: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh", path, changed)
 		}
-		fmt.Fprintf(p.Warn, "spiral: --override: %s now has %d usable problems, not %d: going on from the start of a new epoch of it\n", p.Settings.Data, n, cur.Size)
-		cur = data.Cursor{Epoch: cur.Epoch + 1, Seed: cur.Seed, Size: n}
+		fmt.Fprintf(p.Warn, "spiral: --override: %s: going on from the start of a new epoch of it\n", overridden)
+		cur = data.Cursor{Epoch: cur.Epoch + 1, Seed: cur.Seed, Size: now.Size, Digest: now.Digest}
 	}
 	if err := p.Problems.Restore(cur); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", path, err)

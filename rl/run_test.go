@@ -407,6 +407,37 @@ func TestRunDataChangedSize(t *testing.T) {
 	require.Equal(t, 3, h.parts.Problems.Cursor().Size)
 }
 
+// TestRunDataChangedContents: a run resumed on a data file edited in
+// place, as many usable problems but others, stops with what to do, as
+// for another number of them; --override goes on from a new epoch.
+func TestRunDataChangedContents(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	h.cfg.EvalEvery = 0
+	require.NoError(t, h.run(context.Background()))
+
+	edited := []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}, {ID: "easy", Problem: "easy", Answer: "2"}}
+	h = newRunHarnessOn(t, dir, 2, edited)
+	h.cfg.EvalEvery = 0
+	err := h.run(context.Background())
+	require.ErrorContains(t, err, "the run drew from other problems than the 2 usable ones d now holds (the file changed)")
+	require.ErrorContains(t, err, "--override")
+
+	h = newRunHarnessOn(t, dir, 2, edited)
+	h.cfg.EvalEvery, h.cfg.Override = 0, true
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.log.String(), "--override: d now holds other problems: going on from the start of a new epoch")
+	require.Contains(t, h.out.String(), "(step 1)")
+	cur := h.parts.Problems.Cursor()
+	require.Equal(t, 1, cur.Epoch)
+
+	// The same problems resume as before.
+	h = newRunHarnessOn(t, dir, 3, edited)
+	h.cfg.EvalEvery = 0
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.out.String(), "(step 2)")
+}
+
 // TestSettingsDiffRounds: a run saved before --agg-rounds (no rounds)
 // is a one-round run; another number of rounds is a difference.
 func TestSettingsDiffRounds(t *testing.T) {
