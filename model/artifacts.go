@@ -259,8 +259,8 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	if err != nil {
 		return nil, err
 	}
-	if v := src1.Opset(""); v < 18 {
-		return nil, fmt.Errorf("model: %s imports ONNX opset %d; the training graph needs opset >= 18 (re-export with opset 18, as optimum does)", src, v)
+	if err := checkOperators(src1, src); err != nil {
+		return nil, err
 	}
 	if len(sig.Weights) > 0 {
 		return nil, fmt.Errorf("model: %s already has weight inputs (%s...); give the original export", src, sig.Weights[0].Name)
