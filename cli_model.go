@@ -193,10 +193,42 @@ func (s *modelSession) close() {
 // checkVocab refuses a tokenizer with more ids than the model has
 // embedding rows (logits), which would fail at the first forward.
 func (s *modelSession) checkVocab(lm *model.LM) error {
-	if n, v := s.tok.VocabSize(), lm.Signature().Vocab; n > v {
-		return fmt.Errorf("tokenizer %s has %d ids but model %s has %d embedding rows (logits); they do not belong together", s.tokenizer, n, s.onnx, v)
+	return checkVocab(s.tok, s.resolvedModel, lm.Signature().Vocab)
+}
+
+// checkVocab refuses tok, r's tokenizer, when it has more ids than r's
+// model has embedding rows (vocab, its logits).
+func checkVocab(tok *tokenizer.Tokenizer, r resolvedModel, vocab int) error {
+	if n := tok.VocabSize(); n > vocab {
+		return fmt.Errorf("tokenizer %s has %d ids but model %s has %d embedding rows (logits); they do not belong together", r.tokenizer, n, r.onnx, vocab)
 	}
 	return nil
+}
+
+// checkExportTokenizer refuses the tokenizer an export (onnx or hf)
+// copies beside it when it does not load or has more ids than the
+// model's embedding rows, before the export writes anything: eval and
+// generate would refuse the exported model with it. Without --tokenizer
+// and without a tokenizer.json beside the model there is nothing to
+// copy, and nothing is checked.
+func (r resolvedModel) checkExportTokenizer() error {
+	if _, err := os.Stat(r.tokenizer); !r.tokenizerGiven && errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	tok, err := r.loadTokenizer()
+	if err != nil {
+		return err
+	}
+	defer tok.Close()
+	m, err := onnx.LoadGraph(r.onnx)
+	if err != nil {
+		return fmt.Errorf("--model: %w", err)
+	}
+	sig, err := model.ReadSignature(m.Graph(), r.onnx)
+	if err != nil {
+		return err
+	}
+	return checkVocab(tok, r, sig.Vocab)
 }
 
 // prompter returns the chat prompter of the session's tokenizer.

@@ -34,6 +34,11 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		if err != nil {
 			return err
 		}
+		if *format != "peft" { // peft writes the adapters alone
+			if err := r.checkExportTokenizer(); err != nil {
+				return err
+			}
+		}
 		var sides []sidecar // what the onnx export writes beside it
 		if *format == "onnx" {
 			if sides, err = exportSidecars(r, *out); err != nil {

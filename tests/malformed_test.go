@@ -255,6 +255,17 @@ func TestMalformedInputs(t *testing.T) {
 		fail("missing --tokenizer file", []string{"--tokenizer: stat " + f.path("absent-tok.json"), "no such file"}, "eval", "--model", good, "--tokenizer", f.path("absent-tok.json"), "--quiet"),
 		fail("corrupt tokenizer", []string{"badtok/tokenizer.json"}, "eval", "--model", badtok, "--quiet"),
 		fail("tokenizer wider than the model", []string{"bigtok/tokenizer.json", "ids but model", "embedding rows"}, "eval", "--model", bigtok, "--quiet"),
+		// An export copies the tokenizer beside it: one that eval and
+		// generate would refuse there is refused before anything is written
+		// (checked after the cases).
+		fail("onnx export with a corrupt tokenizer", []string{"badtok/tokenizer.json"}, "export", "--model", badtok, "--checkpoint", ckpt, "--out", f.path("exp-badtok/m.onnx")),
+		fail("onnx export with a tokenizer wider than the model", []string{"bigtok/tokenizer.json", "ids but model", "embedding rows"},
+			"export", "--model", bigtok, "--checkpoint", ckpt, "--out", f.path("exp-bigtok/m.onnx")),
+		fail("onnx export with a --tokenizer wider than the model", []string{"bigtok/tokenizer.json", "ids but model", "embedding rows"},
+			"export", "--model", good, "--tokenizer", filepath.Join(bigtok, "tokenizer.json"), "--checkpoint", ckpt, "--out", f.path("exp-given/m.onnx")),
+		fail("hf export with a corrupt tokenizer", []string{"badtok/tokenizer.json"}, "export", "--format", "hf", "--model", badtok, "--out", f.path("exp-badtok-hf")),
+		fail("hf export with a tokenizer wider than the model", []string{"bigtok/tokenizer.json", "ids but model", "embedding rows"},
+			"export", "--format", "hf", "--model", bigtok, "--out", f.path("exp-bigtok-hf")),
 		// Datasets.
 		fail("missing data", []string{f.path("absent.jsonl")}, train("--data", f.path("absent.jsonl"))...),
 		fail("malformed row", []string{"bad.jsonl:2"}, train("--data", bad)...),
@@ -294,6 +305,9 @@ func TestMalformedInputs(t *testing.T) {
 			r := spiral(t, []string{"SPIRAL_CACHE_DIR=" + f.path("cache")}, c.args...)
 			requireExit(t, r, c.code, c.args, c.want...)
 		})
+	}
+	for _, out := range []string{"exp-badtok", "exp-bigtok", "exp-given", "exp-badtok-hf", "exp-bigtok-hf"} {
+		require.NoDirExists(t, f.path(out), "an export refused for its tokenizer wrote nothing")
 	}
 }
 
