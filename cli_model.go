@@ -61,8 +61,10 @@ func (r resolvedModel) hfConfig() (model.HFConfig, error) {
 // resolve finds the model file (extracting the embedded default into the
 // cache when no model is given) and where its tokenizer should be; the
 // tokenizer is checked only by loadTokenizer, so commands that do not
-// need one (artifacts, export) never ask for it.
-func (f *modelFlags) resolve() (resolvedModel, error) {
+// need one (artifacts, export) never ask for it. An external data file
+// of the model with bytes past its tensors is warned of on warn
+// (warnDataFiles).
+func (f *modelFlags) resolve(warn io.Writer) (resolvedModel, error) {
 	var r resolvedModel
 	path := f.model
 	if path == "" {
@@ -90,9 +92,35 @@ func (f *modelFlags) resolve() (resolvedModel, error) {
 	if err := onnx.Probe(path); err != nil {
 		return r, fmt.Errorf("--model: %w", err)
 	}
+	if err := warnDataFiles(path, warn); err != nil {
+		return r, err
+	}
 	r.onnx, r.dir = path, filepath.Dir(path)
 	r.setTokenizer(f.tokenizer)
 	return r, nil
+}
+
+// warnDataFiles writes a warning to warn for each external data file of
+// the model at path that runs on past its last tensor by more than
+// alignment explains (onnx.DataFile.Trailing): the data file of another,
+// larger model beside the graph, whose tensors would otherwise be read
+// without a word as long as every one of them fits.
+func warnDataFiles(path string, warn io.Writer) error {
+	m, err := onnx.LoadGraph(path)
+	if err != nil {
+		return fmt.Errorf("--model: %w", err)
+	}
+	files, err := m.DataFiles()
+	if err != nil {
+		return fmt.Errorf("--model: %w", err)
+	}
+	for _, f := range files {
+		if n := f.Trailing(); n > 0 {
+			fmt.Fprintf(warn, "spiral: warning: %s: its tensors use %d bytes of external data file %s, ending at byte %d, but the file has %d: the %d bytes after them are not this model's (is it the data file of another, larger model?)\n",
+				path, f.Used, f.Path, f.End, f.Size, n)
+		}
+	}
+	return nil
 }
 
 // resolveForEngine is resolve for a command whose model runs on a
@@ -100,7 +128,7 @@ func (f *modelFlags) resolve() (resolvedModel, error) {
 // tokenizer and config.json (the context length, the vocabulary size),
 // so --model may also be a directory holding those two and no
 // model.onnx, which is then not looked at.
-func (f *modelFlags) resolveForEngine() (resolvedModel, error) {
+func (f *modelFlags) resolveForEngine(warn io.Writer) (resolvedModel, error) {
 	if f.model != "" {
 		st, err := os.Stat(f.model)
 		if err != nil {
@@ -115,7 +143,7 @@ func (f *modelFlags) resolveForEngine() (resolvedModel, error) {
 			return r, nil
 		}
 	}
-	return f.resolve()
+	return f.resolve(warn)
 }
 
 // setTokenizer sets the tokenizer to given (--tokenizer), or when it is
@@ -148,7 +176,7 @@ type modelSession struct {
 // openSession resolves the model, opens ONNX Runtime and loads the
 // tokenizer; the caller defers close.
 func openSession(env *cliEnv, rf *runtimeFlags, mf *modelFlags) (*modelSession, error) {
-	r, err := mf.resolve()
+	r, err := mf.resolve(env.stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +191,7 @@ func openSessionOn(env *cliEnv, rf *runtimeFlags, mf *modelFlags, engine string)
 	if engine != "openai" {
 		return openSession(env, rf, mf)
 	}
-	r, err := mf.resolveForEngine()
+	r, err := mf.resolveForEngine(env.stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -137,7 +137,7 @@ func setupBench(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 		if err := f.validate(args[0]); err != nil {
 			return usageError{err}
 		}
-		r, err := f.mf.resolve()
+		r, err := f.mf.resolve(env.stderr)
 		if err != nil {
 			return err
 		}

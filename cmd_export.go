@@ -30,7 +30,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		if len(args) > 0 || *out == "" || (*ckpt == "" && *format != "hf") {
 			return usageError{errors.New("usage: spiral export --checkpoint DIR --out PATH [--format onnx|hf|peft] [--model SOURCE] (hf may omit --checkpoint)")}
 		}
-		r, err := mf.resolve()
+		r, err := mf.resolve(env.stderr)
 		if err != nil {
 			return err
 		}

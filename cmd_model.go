@@ -189,7 +189,7 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if err != nil {
 			return usageError{err}
 		}
-		r, err := mf.resolve()
+		r, err := mf.resolve(env.stderr)
 		if err != nil {
 			return err
 		}
