@@ -3,6 +3,7 @@ package blocks
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -339,6 +340,10 @@ func (s *splitter) build(p int) (*Piece, error) {
 	}
 	bwd, err := backward(c.graph, piece)
 	if err != nil {
+		// The node of the source graph, not of the piece.
+		if uo := (*autodiff.UnsupportedOpError)(nil); errors.As(err, &uo) && c.nodes[uo.Node] != "" {
+			uo.Node = c.nodes[uo.Node]
+		}
 		return nil, fmt.Errorf("backward of %s: %w", c.describe(), err)
 	}
 	if piece.Backward, err = s.store(bwd); err != nil {
@@ -433,6 +438,9 @@ func (s *splitter) store(m *onnxpb.ModelProto) (string, error) {
 type canon struct {
 	graph                    *onnxpb.ModelProto
 	inputs, weights, outputs []string
+	// nodes maps each canonical node name to the node's name in the
+	// source graph, for errors.
+	nodes map[string]string
 }
 
 func (c *canon) describe() string {
@@ -471,7 +479,7 @@ func (s *splitter) canonical(p int, own []int, free bool) *canon {
 			produced[o] = true
 		}
 	}
-	c := &canon{}
+	c := &canon{nodes: map[string]string{}}
 	names := map[string]string{}
 	var acts, sides, inits []string
 	seenIn := map[string]bool{}
@@ -549,6 +557,7 @@ func (s *splitter) canonical(p int, own []int, free bool) *canon {
 	for k, i := range all {
 		n := proto.Clone(a.nodes[i]).(*onnxpb.NodeProto)
 		n.Name = proto.String(fmt.Sprintf("n%d", k))
+		c.nodes[n.GetName()] = a.nodes[i].GetName()
 		n.DocString, n.MetadataProps = nil, nil
 		for j := range n.Input {
 			n.Input[j] = rename(n.Input[j])
