@@ -498,6 +498,20 @@ func (f *trainFlags) ignoredFlags() []string {
 	return out
 }
 
+// untrainedSearch says why a SPIRAL run's search traces cannot learn,
+// or "" when they can: a search trace's advantage is the mean value of
+// the subsets holding it less the mean of all --k subsets, always 0 with
+// one subset or with subsets that each hold every search trace, so only
+// the aggregation traces train, as under --algo agg-only. (search-only,
+// which would then train nothing, is refused by rl.Config.Validate.)
+func (f *trainFlags) untrainedSearch() string {
+	p := f.cfg.Pipeline
+	if f.cfg.Algo != rl.AlgoSpiral || !(p.K == 1 || p.N == p.N1) {
+		return ""
+	}
+	return fmt.Sprintf("--algo spiral with --k %d, --n %d and --n1 %d: every search trace is in every subset, so its set-level advantage is always 0 and only the aggregation traces learn (as --algo agg-only); want --k >= 2 and --n < --n1 for the search traces to learn", p.K, p.N, p.N1)
+}
+
 // evalFlags are the flags of `spiral eval`.
 type evalFlags struct {
 	rf      runtimeFlags

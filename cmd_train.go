@@ -34,7 +34,11 @@ func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 // problems, the sampler, the judge and the trainer, then hands over to
 // rl.Run.
 func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
-	for _, w := range f.ignoredFlags() {
+	warnings := f.ignoredFlags()
+	if w := f.untrainedSearch(); w != "" {
+		warnings = append(warnings, w)
+	}
+	for _, w := range warnings {
 		fmt.Fprintf(env.stderr, "spiral: warning: %s\n", w)
 	}
 	sess, err := openSession(env, &f.rf, &f.mf)

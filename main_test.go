@@ -155,6 +155,36 @@ func TestTrainIgnoredFlags(t *testing.T) {
 	}
 }
 
+// TestTrainUntrainedSearch: SPIRAL with one subset, or with subsets of
+// every search trace, is warned of (its search advantages are all 0);
+// shapes in which the search traces learn, and the other algorithms,
+// are not.
+func TestTrainUntrainedSearch(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--n1", "2", "--k", "1", "--n", "2"}, "--algo spiral with --k 1, --n 2 and --n1 2: every search trace is in every subset"},
+		{[]string{"--n1", "4", "--k", "1", "--n", "2"}, "--algo spiral with --k 1, --n 2 and --n1 4"},
+		{[]string{"--n1", "4", "--k", "3", "--n", "4"}, "--algo spiral with --k 3, --n 4 and --n1 4"},
+		{nil, ""},
+		{[]string{"--n1", "4", "--k", "2", "--n", "2"}, ""},
+		{[]string{"--algo", "agg-only", "--k", "1"}, ""},
+		{[]string{"--algo", "grpo", "--k", "1"}, ""},
+	} {
+		fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
+		var f trainFlags
+		f.register(fs)
+		require.NoError(t, fs.Parse(tc.args))
+		got := f.untrainedSearch()
+		if tc.want == "" {
+			require.Empty(t, got, "%q", tc.args)
+		} else {
+			require.Contains(t, got, tc.want, "%q", tc.args)
+		}
+	}
+}
+
 // TestEvalIgnoredFlags: eval warns of the flags its --mode does not read
 // (--samples with rsa, the RSA flags with passk and sequential), and of
 // none given where they apply.
