@@ -258,7 +258,9 @@ const fallbackWindow = 8 << 10
 // anchored returns the answer in the sentence after the last phrase
 // of the given kind (among the last three that hold an answer), where
 // that phrase starts, and SourceSentence (SourceBoxed when the answer is
-// a box inside the sentence), or SourceNone.
+// a box inside the sentence), or SourceNone. A sentence with LaTeX commands
+// but no math delimiters ("Answer: \frac{14}{3}") is tried whole first, so
+// that its answer is not read as its last number.
 func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Source) {
 	locs := findAnchors(s, kind)
 	for k := len(locs) - 1; k >= 0 && k >= len(locs)-3; k-- {
@@ -272,7 +274,7 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 			}
 		}
 		span := rest[:sentenceEnd(rest)]
-		if a, ok := c.lastCandidate(span, false, b); ok {
+		if a, ok := c.lastCandidate(span, true, b); ok {
 			return a, locs[k][0], SourceSentence
 		}
 		if c.targets()&TargetLatex != 0 {
