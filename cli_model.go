@@ -270,8 +270,10 @@ func (s *modelSession) prompter(tmpl templateSet) rollout.ChatPrompter {
 // model warm-started on it by spiral sft writes traces as short), the
 // context length (config.json's
 // max_position_embeddings, when stated), the stop ids and the vocabulary
-// limit.
-func (s *modelSession) samplerConfig(f samplingFlags, pol *model.Policy, onEmbeddedTask bool) (rollout.SamplerConfig, error) {
+// limit (the tokenizer's ids: a model with fewer embedding rows is refused
+// by checkVocab). It needs no open model, so that a --max-new-tokens that
+// leaves no room is refused before the model's graphs are built.
+func (s *modelSession) samplerConfig(f samplingFlags, onEmbeddedTask bool) (rollout.SamplerConfig, error) {
 	c := f.cfg
 	c.CallBytes = int64(f.callMiB) << 20
 	hf, err := s.hfConfig()
@@ -287,9 +289,6 @@ func (s *modelSession) samplerConfig(f samplingFlags, pol *model.Policy, onEmbed
 	}
 	c.StopIDs = s.tok.StopIDs()
 	c.VocabLimit = s.tok.VocabSize()
-	if pol != nil {
-		c.VocabLimit = min(c.VocabLimit, pol.LM.Signature().Vocab)
-	}
 	return c, nil
 }
 

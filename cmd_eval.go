@@ -61,15 +61,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	if f.limit > 0 && f.limit < len(problems) {
 		problems = problems[:f.limit]
 	}
-	var pol *model.Policy
-	var ckpt string // the checkpoint loaded
-	if f.engine.engine == "local" {
-		if pol, ckpt, err = openSamplingPolicy(sess, f.ckpt, filepath.Join(f.out, rl.ArtifactsDir), env.stderr); err != nil {
-			return err
-		}
-		defer pol.Close()
-	}
-	samplerCfg, err := sess.samplerConfig(f.sf, pol, onTask)
+	samplerCfg, err := sess.samplerConfig(f.sf, onTask)
 	if err != nil {
 		return err
 	}
@@ -87,6 +79,14 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	skipped := before - len(problems)
 	if len(problems) == 0 {
 		return fmt.Errorf("no problems to evaluate: the %d of %s are all too long for the model (listed above)", before, dsName)
+	}
+	var pol *model.Policy
+	var ckpt string // the checkpoint loaded
+	if f.engine.engine == "local" {
+		if pol, ckpt, err = openSamplingPolicy(sess, f.ckpt, filepath.Join(f.out, rl.ArtifactsDir), env.stderr); err != nil {
+			return err
+		}
+		defer pol.Close()
 	}
 	gen, err := sess.generator(ctx, f.engine, pol, samplerCfg, env.stderr)
 	if err != nil {

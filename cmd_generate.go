@@ -36,16 +36,16 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 		return err
 	}
 	defer sess.close()
+	cfg, err := sess.samplerConfig(f.sf, false)
+	if err != nil {
+		return err
+	}
 	var pol *model.Policy
 	if f.engine.engine == "local" {
 		if pol, _, err = openSamplingPolicy(sess, f.ckpt, "", env.stderr); err != nil {
 			return err
 		}
 		defer pol.Close()
-	}
-	cfg, err := sess.samplerConfig(f.sf, pol, false)
-	if err != nil {
-		return err
 	}
 	pr := sess.prompter(templateSet{})
 	ids := make([][]int32, len(prompts))

@@ -101,23 +101,12 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
-	pol, err := model.OpenPolicy(sess.rt, sess.onnx, filepath.Join(f.run.Dir, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: arts, Seed: f.cfg.Seed})
+	// The sampling settings and the problems that fit the context are
+	// checked before the graphs are built into the run directory.
+	samplerCfg, err := sess.samplerConfig(f.sf, onTask)
 	if err != nil {
 		return err
 	}
-	defer pol.Close()
-	if err := sess.checkVocab(pol.LM); err != nil {
-		return err
-	}
-	samplerCfg, err := sess.samplerConfig(f.sf, pol, onTask)
-	if err != nil {
-		return err
-	}
-	cfg := f.cfg
-	if cfg.MicroBatchTokens == 0 {
-		cfg.MicroBatchTokens = autoMicroBatchTokens(sess.onnx)
-	}
-	cfg.Pipeline.PromptLimit = promptLimit(samplerCfg)
 	problems, err := fitContext(sess, tmpl, ds.Problems, samplerCfg, env.stderr)
 	if err != nil {
 		return err
@@ -142,6 +131,19 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 			return fmt.Errorf("no held-out problems to evaluate: the first %d of %s are all too long for the model (listed above)", n, heldName)
 		}
 	}
+	pol, err := model.OpenPolicy(sess.rt, sess.onnx, filepath.Join(f.run.Dir, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: arts, Seed: f.cfg.Seed})
+	if err != nil {
+		return err
+	}
+	defer pol.Close()
+	if err := sess.checkVocab(pol.LM); err != nil {
+		return err
+	}
+	cfg := f.cfg
+	if cfg.MicroBatchTokens == 0 {
+		cfg.MicroBatchTokens = autoMicroBatchTokens(sess.onnx)
+	}
+	cfg.Pipeline.PromptLimit = promptLimit(samplerCfg)
 	lr := f.lr
 	if lr == 0 {
 		lr = modelLR

@@ -1213,6 +1213,24 @@ func TestEvalCutTraces(t *testing.T) {
 	}
 }
 
+// TestNoRoomRefusedBeforeGraphs: a --max-new-tokens that leaves no room
+// in the model's context is a usage error found before the model's graphs
+// are built, as bad flags are: train wrote them into a new run directory
+// first (for a real model, minutes of work and gigabytes), and eval into
+// its --out's artifacts/.
+func TestNoRoomRefusedBeforeGraphs(t *testing.T) {
+	requireRuntime(t)
+	run := filepath.Join(t.TempDir(), "run")
+	r := spiral(t, nil, "train", "--max-new-tokens", "5000", "--quiet", "--out", run)
+	requireExit(t, r, 2, nil, "--max-new-tokens 5000 leaves no room")
+	require.NoDirExists(t, run)
+
+	out := t.TempDir()
+	r = spiral(t, nil, "eval", "--max-new-tokens", "5000", "--limit", "1", "--quiet", "--out", out)
+	requireExit(t, r, 2, nil, "--max-new-tokens 5000 leaves no room")
+	require.NoDirExists(t, filepath.Join(out, "artifacts"))
+}
+
 // TestFittedAggregationPrompts: aggregation prompts longer than the
 // model's context less --max-new-tokens (4,096 - 3,950 = 146 tokens
 // here) have their candidates cut to fit, and training and RSA say so
