@@ -113,6 +113,20 @@ type RunSettings struct {
 	// LoRA is the adapters' configuration when the run trains LoRA
 	// adapters (the checkpoints then hold the adapters only).
 	LoRA *lmgraph.LoRA `json:"lora,omitempty"`
+	// HeldOut identifies the held-out problems that eval.jsonl and the
+	// final RSA evaluate (Run sets it; nil when the run evaluates none),
+	// so that a rerun on other held-out problems is noticed rather than
+	// continuing one curve on two problem sets.
+	HeldOut *HeldOut `json:"held_out,omitempty"`
+}
+
+// HeldOut names a run's held-out problems: their data set as
+// RunParts.HeldName gives it, their number and their fingerprint
+// (report.ProblemsDigest, as eval reports record it).
+type HeldOut struct {
+	Data     string `json:"data"`
+	Problems int    `json:"problems"`
+	Digest   string `json:"digest"`
 }
 
 // RunParts are the collaborators of a run.
@@ -158,6 +172,10 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		return fmt.Errorf("rl: run: %w", err)
 	}
 	tr := p.Trainer
+	p.Settings.HeldOut = nil
+	if len(p.Held) > 0 && (cfg.EvalEvery > 0 || cfg.FinalRSA.Steps > 0) {
+		p.Settings.HeldOut = &HeldOut{Data: p.HeldName, Problems: len(p.Held), Digest: report.ProblemsDigest(p.Held)}
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o777); err != nil {
 		return fmt.Errorf("rl: run: %w", err)
 	}
@@ -177,8 +195,16 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		if moved != "" {
 			fmt.Fprintf(p.Out, "--fresh: the previous run is in %s\n", moved)
 		}
-	} else if err := resume(ckptDir, cfg, p); err != nil {
-		return err
+	} else {
+		prevHeld, err := resume(ckptDir, cfg, p)
+		if err != nil {
+			return err
+		}
+		if p.Settings.HeldOut == nil {
+			// A rerun that evaluates nothing keeps the run's held-out
+			// problems, for the rerun after it to be checked against.
+			p.Settings.HeldOut = prevHeld
+		}
 	}
 	settings, err := json.Marshal(p.Settings)
 	if err != nil {
@@ -415,8 +441,9 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 // resume loads the newest intact checkpoint of the run, if any, into the
 // weights, the optimiser, the data stream and the trainer's step count,
 // after checking that it is a run of the same model and data with the
-// same settings (other settings pass with cfg.Override).
-func resume(ckptDir string, cfg RunConfig, p RunParts) error {
+// same settings (other settings pass with cfg.Override). It returns the
+// held-out problems the checkpoint recorded (nil when none).
+func resume(ckptDir string, cfg RunConfig, p RunParts) (*HeldOut, error) {
 	// Another LoRA configuration has other tensors: say so rather than
 	// list every tensor that does not load. The settings are the newest
 	// checkpoint's whose settings read; what does not read is Resume's to
@@ -431,19 +458,19 @@ func resume(ckptDir string, cfg RunConfig, p RunParts) error {
 		return err
 	})
 	if otherLoRA != nil {
-		return otherLoRA
+		return nil, otherLoRA
 	}
 	path, st, skipped, err := checkpoint.Resume(ckptDir, p.Weights, p.Optimizer)
 	WarnSkippedCheckpoints(p.Warn, skipped)
 	switch {
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):
-		return nil
+		return nil, nil
 	case err != nil:
-		return fmt.Errorf("resume: %w (use --fresh to start over)", err)
+		return nil, fmt.Errorf("resume: %w (use --fresh to start over)", err)
 	}
 	var prev RunSettings
 	if err := json.Unmarshal(st.Config, &prev); err != nil {
-		return fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
+		return nil, fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
 	}
 	if prev.LoRA != nil { // targets saved in the order given, by older versions
 		c := prev.LoRA.Canonical()
@@ -454,19 +481,19 @@ func resume(ckptDir string, cfg RunConfig, p RunParts) error {
 		sameModel = prev.Model == p.Settings.Model
 	}
 	if !sameModel || prev.Data != p.Settings.Data || prev.RL.Algo != p.Settings.RL.Algo {
-		return fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s): use another --out, or --fresh",
+		return nil, fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s): use another --out, or --fresh",
 			cfg.Dir, prev.Model, prev.Data, prev.RL.Algo, p.Settings.Model, p.Settings.Data, p.Settings.RL.Algo)
 	}
 	if diff := settingsDiff(prev, p.Settings); len(diff) > 0 {
 		if !cfg.Override {
-			return fmt.Errorf("%s holds a run with other settings: %s; rerun with --override to continue with the new ones, or use another --out or --fresh",
+			return nil, fmt.Errorf("%s holds a run with other settings: %s; rerun with --override to continue with the new ones, or use another --out or --fresh",
 				cfg.Dir, strings.Join(diff, ", "))
 		}
 		fmt.Fprintf(p.Warn, "spiral: --override: continuing %s with new settings: %s\n", cfg.Dir, strings.Join(diff, ", "))
 	}
 	var cur data.Cursor
 	if err := json.Unmarshal(st.DataCursor, &cur); err != nil {
-		return fmt.Errorf("checkpoint %s: data cursor: %w", path, err)
+		return nil, fmt.Errorf("checkpoint %s: data cursor: %w", path, err)
 	}
 	// A position in other problems means nothing: another number of them,
 	// or as many with other contents (the file edited in place; cursors
@@ -483,17 +510,17 @@ func resume(ckptDir string, cfg RunConfig, p RunParts) error {
 	}
 	if changed != "" {
 		if !cfg.Override {
-			return fmt.Errorf("checkpoint %s: %s: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh", path, changed)
+			return nil, fmt.Errorf("checkpoint %s: %s: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh", path, changed)
 		}
 		fmt.Fprintf(p.Warn, "spiral: --override: %s: going on from the start of a new epoch of it\n", overridden)
 		cur = data.Cursor{Epoch: cur.Epoch + 1, Seed: cur.Seed, Size: now.Size, Digest: now.Digest}
 	}
 	if err := p.Problems.Restore(cur); err != nil {
-		return fmt.Errorf("checkpoint %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	p.Trainer.SetStep(int(st.Step))
 	fmt.Fprintf(p.Out, "resumed from %s (step %d)\n", path, st.Step)
-	return nil
+	return prev.HeldOut, nil
 }
 
 // WarnSkippedCheckpoints writes one warning to w for each checkpoint that
@@ -556,6 +583,11 @@ func settingsDiff(a, b RunSettings) []string {
 		if k == "model" || k == "model_id" || k == "data" || reflect.DeepEqual(fa[k], fb[k]) {
 			continue
 		}
+		if strings.HasPrefix(k, heldOutPrefix) && (fa[k] == "" || fb[k] == "") {
+			// A run that evaluated nothing, or saved before held_out was
+			// recorded, mixes no held-out problem sets.
+			continue
+		}
 		name := k
 		if k == promptLimitKey {
 			// Derived: the model's context less --max-new-tokens, whose
@@ -578,10 +610,12 @@ func settingsDiff(a, b RunSettings) []string {
 }
 
 // Keys of RunSettings as settingsDiff flattens them: the longest prompt
-// and --max-new-tokens, of which it is the model's context less.
+// and --max-new-tokens, of which it is the model's context less, and the
+// prefix of the held-out problems' keys.
 const (
 	promptLimitKey  = "rl.pipeline.prompt_limit"
 	maxNewTokensKey = "sampling.max_new_tokens"
+	heldOutPrefix   = "held_out."
 )
 
 // CheckpointSettings returns the run settings recorded in the checkpoint

@@ -333,6 +333,39 @@ func TestRunSettingsMustMatch(t *testing.T) {
 	require.NoError(t, h.run(context.Background()))
 }
 
+// TestRunOtherHeldOut: a rerun whose held-out problems differ from the
+// run's (another --eval-data, another --eval-problems) is refused, naming
+// them, unless Override: its evaluations would continue eval.jsonl's
+// curve on other problems. A rerun that evaluates nothing is not.
+func TestRunOtherHeldOut(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	h.parts.HeldName = "gsm8k.jsonl"
+	require.NoError(t, h.run(context.Background()))
+
+	other := []data.Problem{{ID: "x", Problem: "x", Answer: "2"}, {ID: "y", Problem: "y", Answer: "3"}}
+	h = newRunHarness(t, dir, 2)
+	h.parts.Held, h.parts.HeldName = other, "math500.jsonl"
+	err := h.run(context.Background())
+	require.ErrorContains(t, err, `held_out.data: "gsm8k.jsonl" -> "math500.jsonl"`)
+	require.ErrorContains(t, err, "held_out.digest: ")
+	require.ErrorContains(t, err, "--override")
+
+	h = newRunHarness(t, dir, 2)
+	h.parts.Held, h.parts.HeldName = h.parts.Held[:1], "gsm8k.jsonl"
+	require.ErrorContains(t, h.run(context.Background()), "held_out.problems: 2 -> 1")
+
+	h = newRunHarness(t, dir, 2)
+	h.cfg.EvalEvery = 0
+	require.NoError(t, h.run(context.Background()))
+
+	h = newRunHarness(t, dir, 3)
+	h.parts.Held, h.parts.HeldName = other, "math500.jsonl"
+	h.cfg.Override = true
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.log.String(), `held_out.data: "gsm8k.jsonl" -> "math500.jsonl"`)
+}
+
 // TestRunOtherLoRAPastDamage: a rerun with other LoRA settings is told
 // so even when the newest checkpoint's state is damaged (the older
 // checkpoint's settings say it).
