@@ -214,6 +214,11 @@ func (c *comparison) problemDifferences() string {
 		if !slices.Equal(r.curves.HeldOutSets, first.curves.HeldOutSets) {
 			lines = append(lines, fmt.Sprintf("  --run %s=%s against --run %s=%s (held-out evaluations during training): %s against %s",
 				r.label, r.dir, first.label, first.dir, strings.Join(r.curves.HeldOutSets, ", then "), strings.Join(first.curves.HeldOutSets, ", then ")))
+		} else if d, d0 := r.curves.HeldOutDigests, first.curves.HeldOutDigests; len(d) > 0 && len(d0) > 0 && !slices.Equal(d, d0) {
+			// The same counts of other problems (another --eval-data):
+			// eval.jsonl's fingerprints of their texts and answers differ.
+			lines = append(lines, fmt.Sprintf("  --run %s=%s against --run %s=%s (held-out evaluations during training): problems %s against %s (eval.jsonl's problems_digest)",
+				r.label, r.dir, first.label, first.dir, strings.Join(d, ", then "), strings.Join(d0, ", then ")))
 		}
 	}
 	return strings.Join(lines, "\n")

@@ -648,15 +648,18 @@ func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, w io
 		line += fmt.Sprintf("  pass@%d %.3f  majority@%d %.3f", last.K, last.PassAtK, last.K, last.MajorityAtK)
 	}
 	fmt.Fprintf(p.Out, "%s  (%d problems)\n", line, len(p.Held))
-	return writeJSONLine(w, EvalLine{Step: step, Problems: len(p.Held), Samples: k, Points: res.Points})
+	return writeJSONLine(w, EvalLine{Step: step, Problems: len(p.Held), Samples: k, Points: res.Points, Digest: report.ProblemsDigest(p.Held)})
 }
 
-// EvalLine is one line of eval.jsonl.
+// EvalLine is one line of eval.jsonl. Digest fingerprints the held-out
+// problems (report.ProblemsDigest, as eval reports record it); lines
+// written by older versions have none.
 type EvalLine struct {
 	Step     int              `json:"step"`
 	Problems int              `json:"problems"`
 	Samples  int              `json:"samples"`
 	Points   []rollout.KPoint `json:"points"`
+	Digest   string           `json:"problems_digest,omitempty"`
 }
 
 // moveAside moves the named entries of dir that exist into
@@ -849,11 +852,13 @@ type RunCurves struct {
 	// Entropy is the token entropy at each training step that trained
 	// something (no NoUpdate step: its entropy was not measured).
 	Entropy report.Curve
-	// HeldOut is the held-out pass@1 at each evaluation (eval.jsonl), and
+	// HeldOut is the held-out pass@1 at each evaluation (eval.jsonl),
 	// HeldOutSets the distinct sets it was measured on ("64 problems x 4
-	// samples"), in the order logged.
-	HeldOut     report.Curve
-	HeldOutSets []string
+	// samples"), in the order logged, and HeldOutDigests the distinct
+	// fingerprints of their problems (EvalLine.Digest, where logged).
+	HeldOut        report.Curve
+	HeldOutSets    []string
+	HeldOutDigests []string
 	// Generated is the tokens sampled over all steps (search and
 	// aggregation), Traces the traces.
 	Generated, Traces int
@@ -904,6 +909,9 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 			c.HeldOut.Keys, c.HeldOut.Y = append(c.HeldOut.Keys, e.Step), append(c.HeldOut.Y, e.Points[0].PassAtK)
 			if set := fmt.Sprintf("%d problems x %d samples", e.Problems, e.Samples); !slices.Contains(c.HeldOutSets, set) {
 				c.HeldOutSets = append(c.HeldOutSets, set)
+			}
+			if e.Digest != "" && !slices.Contains(c.HeldOutDigests, e.Digest) {
+				c.HeldOutDigests = append(c.HeldOutDigests, e.Digest)
 			}
 		}
 		return nil

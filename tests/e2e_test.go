@@ -1104,6 +1104,18 @@ func TestCompareRuns(t *testing.T) {
 		return d
 	}
 	h64, h64b, h8, hMixed := heldOut("h64", 64, 64), heldOut("h64b", 64, 64), heldOut("h8", 8, 8), heldOut("hmixed", 64, 8)
+	// heldOutOn is a run of two steps evaluated on 64 problems whose
+	// fingerprint (eval.jsonl's problems_digest) is digest.
+	heldOutOn := func(name, digest string) string {
+		d := run(name, trained(1, 0.1), trained(2, 0.2))
+		var lines []string
+		for i := range 2 {
+			lines = append(lines, fmt.Sprintf(`{"step":%d,"problems":64,"samples":4,"points":[{"k":1,"pass_at_k":0.5}],"problems_digest":%q}`, 2*i, digest))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(d, "eval.jsonl"), []byte(strings.Join(lines, "\n")), 0o644))
+		return d
+	}
+	aime, aimeB, gsm8k := heldOutOn("aime", "aaaa"), heldOutOn("aimeb", "aaaa"), heldOutOn("gsm8k", "bbbb")
 	for _, tc := range []struct {
 		name      string
 		args      []string
@@ -1115,6 +1127,10 @@ func TestCompareRuns(t *testing.T) {
 			[]string{"--run b=" + h8 + " against --run a=" + h64 + " (held-out evaluations during training): 8 problems x 4 samples against 64 problems x 4 samples"}, nil},
 		{"held-out sets changed within a run", []string{"--run", "a=" + h64, "--run", "a=" + hMixed}, 1,
 			[]string{"64 problems x 4 samples, then 8 problems x 4 samples against 64 problems x 4 samples"}, nil},
+		{"held-out on the same problems", []string{"--run", "a=" + aime, "--run", "b=" + aimeB}, 0, []string{"held-out pass@1 0.500 (step 0) -> 0.500 (step 2)"}, nil},
+		{"held-out on other problems of the same count", []string{"--run", "a=" + aime, "--run", "b=" + gsm8k}, 1,
+			[]string{"--run b=" + gsm8k + " against --run a=" + aime + " (held-out evaluations during training): problems bbbb against aaaa (eval.jsonl's problems_digest)"}, nil},
+		{"held-out without fingerprints (older runs) against one with", []string{"--run", "a=" + aime, "--run", "b=" + h64}, 0, nil, nil},
 		{"held-out on other problem counts, allowed", []string{"--allow-different-problems", "--run", "a=" + h64, "--run", "b=" + h8}, 0,
 			[]string{"warning: reports evaluated on different problems, compared anyway", "held-out evaluations during training"}, nil},
 		{"empty metrics", []string{"--run", "x=" + empty}, 1,
