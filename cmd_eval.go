@@ -107,7 +107,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 			"max_new_tokens": strconv.Itoa(samplerCfg.MaxNewTokens), "reward_rule": f.reward.rule.String(),
 			"skipped_problems": strconv.Itoa(skipped),
 		},
-		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: report.ProblemsDigest(problems)}
+		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
 	base := filepath.Join(f.out, f.mode)
 	var traces *report.TraceWriter
 	if f.traces {

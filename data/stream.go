@@ -2,7 +2,6 @@ package data
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
@@ -12,7 +11,7 @@ import (
 // of epoch Epoch have been handed out; the permutation of each epoch is
 // derived from (Seed, Epoch). Size and Digest, when set, are the length
 // of the dataset the cursor was taken on and the digest of its problems
-// (problemsDigest), checked by Restore: a position means nothing in other
+// (ProblemsDigest), checked by Restore: a position means nothing in other
 // problems, even as many.
 type Cursor struct {
 	Epoch    int    `json:"epoch"`
@@ -32,7 +31,7 @@ const epochStream = 0x9E3779B97F4A7C15
 // have. It is not safe for concurrent use.
 type Stream struct {
 	ds     *Dataset
-	digest string // problemsDigest(ds.Problems)
+	digest string // ProblemsDigest(ds.Problems)
 	seed   uint64
 	epoch  int
 	pos    int
@@ -45,23 +44,21 @@ func NewStream(ds *Dataset, seed uint64) *Stream {
 	if ds == nil || len(ds.Problems) == 0 {
 		panic("data: NewStream: empty dataset")
 	}
-	s := &Stream{ds: ds, digest: problemsDigest(ds.Problems), seed: seed}
+	s := &Stream{ds: ds, digest: ProblemsDigest(ds.Problems), seed: seed}
 	s.perm = EpochPermutation(len(ds.Problems), seed, 0)
 	return s
 }
 
-// problemsDigest identifies problems by content: the first 16 bytes, in
-// hex, of the SHA-256 of each statement and answer in order (not the ids,
-// which a file without them takes from its name and row numbers).
-func problemsDigest(problems []Problem) string {
+// ProblemsDigest fingerprints problems by content: their statements and
+// gold answers, in order, not their ids (which a file without them takes
+// from its name and row numbers); the first 16 bytes of a SHA-256, in
+// hex. Eval reports record it (report.Meta.ProblemsDigest), as do
+// checkpoints' data cursors.
+func ProblemsDigest(problems []Problem) string {
 	h := sha256.New()
-	var n [8]byte
 	for _, p := range problems {
-		for _, s := range []string{p.Problem, p.Answer} {
-			binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
-			h.Write(n[:])
-			h.Write([]byte(s))
-		}
+		// Lengths first, so that no two lists hash the same text.
+		fmt.Fprintf(h, "%d:%s%d:%s", len(p.Problem), p.Problem, len(p.Answer), p.Answer)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }

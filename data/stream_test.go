@@ -81,7 +81,7 @@ func TestStreamEpochs(t *testing.T) {
 		require.Len(t, seen, n, "epoch %d is not a permutation", e)
 		orders = append(orders, got)
 		// After exactly n draws the sampler sits at the end of epoch e.
-		require.Equal(t, Cursor{Epoch: e, Position: n, Seed: 7, Size: n, Digest: problemsDigest(ds.Problems)}, s.Cursor())
+		require.Equal(t, Cursor{Epoch: e, Position: n, Seed: 7, Size: n, Digest: ProblemsDigest(ds.Problems)}, s.Cursor())
 	}
 	// 20! orders: two equal epochs would mean the epoch is ignored.
 	for i := 1; i < epochs; i++ {
@@ -102,7 +102,7 @@ func TestStreamRestoreErrors(t *testing.T) {
 		{"negative position", Cursor{Position: -2}, "negative"},
 		{"position past the end", Cursor{Position: 6}, "past the dataset"},
 		{"other dataset size", Cursor{Position: 1, Size: 9}, "taken on 9 problems"},
-		{"other problems, as many", Cursor{Position: 1, Size: 5, Digest: problemsDigest(numbered(6).Problems[1:])}, "taken on other problems"},
+		{"other problems, as many", Cursor{Position: 1, Size: 5, Digest: ProblemsDigest(numbered(6).Problems[1:])}, "taken on other problems"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,13 +136,16 @@ func TestProblemsDigest(t *testing.T) {
 		"a split moved": edit(func(ps []Problem) []Problem { ps[0].Problem, ps[0].Answer = "x + 1 = 21", ""; return ps }),
 		"one fewer":     base[:1],
 	}
-	want := problemsDigest(base)
+	want := ProblemsDigest(base)
 	require.Len(t, want, 32)
+	// The format eval reports have recorded since they record one:
+	// sha256("4:1+1?1:2" "4:2+2?1:4"), computed apart (Python's hashlib).
+	require.Equal(t, "5b4ce28a0b777d4966c3550ae8cfdc61", ProblemsDigest([]Problem{{Problem: "1+1?", Answer: "2"}, {Problem: "2+2?", Answer: "4"}}))
 	for name, ps := range same {
-		require.Equal(t, want, problemsDigest(ps), name)
+		require.Equal(t, want, ProblemsDigest(ps), name)
 	}
 	for name, ps := range other {
-		require.NotEqual(t, want, problemsDigest(ps), name)
+		require.NotEqual(t, want, ProblemsDigest(ps), name)
 	}
 }
 

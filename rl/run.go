@@ -122,7 +122,7 @@ type RunSettings struct {
 
 // HeldOut names a run's held-out problems: their data set as
 // RunParts.HeldName gives it, their number and their fingerprint
-// (report.ProblemsDigest, as eval reports record it).
+// (data.ProblemsDigest, as eval reports record it).
 type HeldOut struct {
 	Data     string `json:"data"`
 	Problems int    `json:"problems"`
@@ -174,7 +174,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	tr := p.Trainer
 	p.Settings.HeldOut = nil
 	if len(p.Held) > 0 && (cfg.EvalEvery > 0 || cfg.FinalRSA.Steps > 0) {
-		p.Settings.HeldOut = &HeldOut{Data: p.HeldName, Problems: len(p.Held), Digest: report.ProblemsDigest(p.Held)}
+		p.Settings.HeldOut = &HeldOut{Data: p.HeldName, Problems: len(p.Held), Digest: data.ProblemsDigest(p.Held)}
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o777); err != nil {
 		return fmt.Errorf("rl: run: %w", err)
@@ -402,7 +402,7 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 		return fmt.Errorf("final RSA evaluation: %w", err)
 	}
 	meta := report.Meta{Model: p.Settings.Model, Label: tr.Config().Algo, Dataset: p.HeldName,
-		Problems: len(p.Held), Seed: tr.Config().Seed, Timestamp: time.Now().UTC(), ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: report.ProblemsDigest(p.Held)}
+		Problems: len(p.Held), Seed: tr.Config().Seed, Timestamp: time.Now().UTC(), ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: data.ProblemsDigest(p.Held)}
 	if err := report.WriteJSON(filepath.Join(cfg.Dir, FinalRSAFile), report.NewRSA(meta, res)); err != nil {
 		return err
 	}
@@ -648,11 +648,11 @@ func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, w io
 		line += fmt.Sprintf("  pass@%d %.3f  majority@%d %.3f", last.K, last.PassAtK, last.K, last.MajorityAtK)
 	}
 	fmt.Fprintf(p.Out, "%s  (%d problems)\n", line, len(p.Held))
-	return writeJSONLine(w, EvalLine{Step: step, Problems: len(p.Held), Samples: k, Points: res.Points, Digest: report.ProblemsDigest(p.Held)})
+	return writeJSONLine(w, EvalLine{Step: step, Problems: len(p.Held), Samples: k, Points: res.Points, Digest: data.ProblemsDigest(p.Held)})
 }
 
 // EvalLine is one line of eval.jsonl. Digest fingerprints the held-out
-// problems (report.ProblemsDigest, as eval reports record it); lines
+// problems (data.ProblemsDigest, as eval reports record it); lines
 // written by older versions have none.
 type EvalLine struct {
 	Step     int              `json:"step"`

@@ -1,8 +1,6 @@
 package report
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -35,18 +33,6 @@ func ProblemIDs(problems []data.Problem) []string {
 		ids[i] = p.ID
 	}
 	return ids
-}
-
-// ProblemsDigest fingerprints problems: their texts and gold answers, in
-// order (the first 16 bytes of a SHA-256, in hex). Meta.ProblemsDigest of
-// a report evaluated on them.
-func ProblemsDigest(problems []data.Problem) string {
-	h := sha256.New()
-	for _, p := range problems {
-		// Lengths first, so that no two lists hash the same text.
-		fmt.Fprintf(h, "%d:%s%d:%s", len(p.Problem), p.Problem, len(p.Answer), p.Answer)
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // problemSet is m's problem set with ids, the ids the report lists

@@ -47,12 +47,12 @@ func TestProblemsDigest(t *testing.T) {
 	set := func(ps []data.Problem, digest bool) ProblemSet {
 		s := ProblemSet{Dataset: "p.jsonl", Count: len(ps), IDs: ProblemIDs(ps)}
 		if digest {
-			s.Digest = ProblemsDigest(ps)
+			s.Digest = data.ProblemsDigest(ps)
 		}
 		return s
 	}
-	require.Equal(t, ProblemsDigest(p), ProblemsDigest(slices.Clone(p)))
-	require.Len(t, ProblemsDigest(p), 32)
+	require.Equal(t, data.ProblemsDigest(p), data.ProblemsDigest(slices.Clone(p)))
+	require.Len(t, data.ProblemsDigest(p), 32)
 	for name, other := range map[string][]data.Problem{"text": otherText, "answer": otherAnswer, "shifted": shifted} {
 		require.Contains(t, set(other, true).Difference(set(p, true)), "the problems' texts or answers differ", name)
 		require.Empty(t, set(other, false).Difference(set(p, true)), "%s: no digest, nothing to compare", name)

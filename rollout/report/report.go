@@ -47,7 +47,7 @@ type Meta struct {
 	// mode. Absent from reports written before it existed.
 	ProblemIDs []string `json:"problem_ids,omitempty"`
 	// ProblemsDigest fingerprints the problems' texts and gold answers,
-	// in order (ProblemsDigest builds it): ids given by position (a data
+	// in order (data.ProblemsDigest builds it): ids given by position (a data
 	// file without an id field) are the same for another file at the same
 	// path, the texts are not. Absent from reports written before it.
 	ProblemsDigest string `json:"problems_digest,omitempty"`
