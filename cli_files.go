@@ -65,26 +65,33 @@ type sidecar struct {
 	data     []byte
 }
 
-// exportSidecars returns the files that spiral reads beside the model r
-// (its tokenizer, as tokenizer.json, and config.json, as far as they
-// exist; a --tokenizer given must) that an export to the model
-// file out needs beside it to be used as r is: eval and generate find
-// the tokenizer there, and config.json holds the context length, the
-// head count and the tie of the LM head. A file of that name already
-// beside out with the same contents is left alone; one with other
-// contents is an error naming both (it may be another model's in that
-// directory), so nothing is replaced silently and, asked before the
-// export is written, nothing is written.
+// exportSidecars returns the files beside the model r that an export to
+// the model file out needs beside it to be used as r is, as far as they
+// exist (a --tokenizer given must): its tokenizer, as tokenizer.json,
+// which eval and generate find there; config.json, which holds the
+// context length, the head count and the tie of the LM head; and the
+// rest of model.SideFiles (tokenizer_config.json with its chat template,
+// generation_config.json...), which spiral does not read but an hf
+// export of the export, or transformers given its tokenizer, does. A
+// file of that name already beside out with the same contents is left
+// alone; one with other contents is an error naming both (it may be
+// another model's in that directory), so nothing is replaced silently
+// and, asked before the export is written, nothing is written.
 func exportSidecars(r resolvedModel, out string) ([]sidecar, error) {
 	dir := filepath.Dir(out)
-	var files []sidecar
-	for _, s := range []struct {
+	type side struct {
 		name, from string
 		required   bool
-	}{
+	}
+	sides := []side{
 		{"tokenizer.json", r.tokenizer, r.tokenizerGiven},
 		{model.ConfigFile, filepath.Join(r.dir, model.ConfigFile), false},
-	} {
+	}
+	for _, name := range model.SideFiles()[1:] {
+		sides = append(sides, side{name, filepath.Join(r.dir, name), false})
+	}
+	var files []sidecar
+	for _, s := range sides {
 		b, err := os.ReadFile(s.from)
 		if errors.Is(err, fs.ErrNotExist) && !s.required {
 			continue

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -211,4 +213,50 @@ func TestEvalIgnoredFlags(t *testing.T) {
 		require.NoError(t, fs.Parse(tc.args))
 		require.Equal(t, tc.want, f.ignoredFlags(), "%q", tc.args)
 	}
+}
+
+// TestExportSidecars: an onnx export copies the files beside the model
+// that its users read (tokenizer, config.json, tokenizer_config.json,
+// generation_config.json, ...), as far as they exist, the tokenizer from
+// --tokenizer when given; a file of the same contents already beside the
+// export is left alone, one of other contents refused.
+func TestExportSidecars(t *testing.T) {
+	src := t.TempDir()
+	files := map[string]string{"tokenizer.json": "tok", "config.json": "{}", "tokenizer_config.json": `{"chat_template": "x"}`,
+		"generation_config.json": `{"top_p": 0.8}`, "README.md": "not a side file"}
+	for name, body := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(src, name), []byte(body), 0o644))
+	}
+	given := filepath.Join(t.TempDir(), "other.json")
+	require.NoError(t, os.WriteFile(given, []byte("given tok"), 0o644))
+	r := resolvedModel{onnx: filepath.Join(src, "model.onnx"), dir: src, tokenizer: filepath.Join(src, "tokenizer.json")}
+	copied := func(sides []sidecar) map[string]string {
+		got := map[string]string{}
+		for _, s := range sides {
+			got[filepath.Base(s.to)] = string(s.data)
+		}
+		return got
+	}
+
+	out := filepath.Join(t.TempDir(), "m.onnx")
+	sides, err := exportSidecars(r, out)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"tokenizer.json": "tok", "config.json": "{}", "tokenizer_config.json": `{"chat_template": "x"}`,
+		"generation_config.json": `{"top_p": 0.8}`}, copied(sides))
+
+	withGiven := r
+	withGiven.tokenizer, withGiven.tokenizerGiven = given, true
+	sides, err = exportSidecars(withGiven, out)
+	require.NoError(t, err)
+	require.Equal(t, "given tok", copied(sides)["tokenizer.json"])
+
+	for _, s := range sides {
+		require.NoError(t, s.write())
+	}
+	sides, err = exportSidecars(withGiven, out)
+	require.NoError(t, err)
+	require.Empty(t, sides, "the same files are there already")
+	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(out), "generation_config.json"), []byte("{}"), 0o644))
+	_, err = exportSidecars(withGiven, out)
+	require.ErrorContains(t, err, "generation_config.json already exists and differs from "+filepath.Join(src, "generation_config.json"))
 }

@@ -288,6 +288,12 @@ const HFWeightsFile = "model.safetensors"
 var hfSideFiles = []string{"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
 	"vocab.json", "merges.txt", "generation_config.json", "chat_template.jinja"}
 
+// SideFiles returns the names of the files beside a model that its
+// exports copy when present: tokenizer.json first, then the rest of the
+// tokenizer in transformers' layouts (its chat template among them) and
+// the generation defaults.
+func SideFiles() []string { return slices.Clone(hfSideFiles) }
+
 // ExportHF writes a Hugging Face model directory at dir from the ONNX
 // model at src with the tensors of trained in place of its parameters
 // (under LoRA, l enabled, trained holds the adapters, merged into their
