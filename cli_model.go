@@ -238,25 +238,30 @@ func checkVocab(tok *tokenizer.Tokenizer, r resolvedModel, vocab int) error {
 // model's embedding rows, before the export writes anything: eval and
 // generate would refuse the exported model with it. Without --tokenizer
 // and without a tokenizer.json beside the model there is nothing to
-// copy, and nothing is checked.
-func (r resolvedModel) checkExportTokenizer() error {
+// copy, nothing is checked and it returns nil; else it returns the
+// tokenizer's Hugging Face files (tokenizer.HFConfigFiles) for an hf
+// export of a model that has none.
+func (r resolvedModel) checkExportTokenizer() (map[string][]byte, error) {
 	if _, err := os.Stat(r.tokenizer); !r.tokenizerGiven && errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	tok, err := r.loadTokenizer()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer tok.Close()
 	m, err := onnx.LoadGraph(r.onnx)
 	if err != nil {
-		return fmt.Errorf("--model: %w", err)
+		return nil, fmt.Errorf("--model: %w", err)
 	}
 	sig, err := model.ReadSignature(m.Graph(), r.onnx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return checkVocab(tok, r, sig.Vocab)
+	if err := checkVocab(tok, r, sig.Vocab); err != nil {
+		return nil, err
+	}
+	return tok.HFConfigFiles()
 }
 
 // prompter returns the chat prompter of the session's tokenizer.

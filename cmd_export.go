@@ -34,8 +34,11 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		if err != nil {
 			return err
 		}
-		if *format != "peft" { // peft writes the adapters alone
-			if err := r.checkExportTokenizer(); err != nil {
+		// The tokenizer's Hugging Face files, which hf writes where the
+		// model has none; peft writes the adapters alone.
+		var tokFiles map[string][]byte
+		if *format != "peft" {
+			if tokFiles, err = r.checkExportTokenizer(); err != nil {
 				return err
 			}
 		}
@@ -102,7 +105,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			fmt.Fprintf(env.stdout, "wrote %s: a peft adapter directory for %s from %s (%d tensors)\n", *out, r.onnx, from, n)
 		case "hf":
-			n, err := model.ExportHF(ctx, r.onnx, r.tokenizer, *out, w, lora)
+			n, err := model.ExportHF(ctx, r.onnx, r.tokenizer, *out, w, lora, tokFiles)
 			if err != nil {
 				return exported(err)
 			}

@@ -238,8 +238,12 @@ func weightSync(sess *modelSession, f syncFlags, gen rollout.Generator, arts mod
 		}
 		return &rollout.VLLMLoRASync{Engine: eng, Dir: f.dir, Export: export}, nil
 	}
+	tokFiles, err := sess.tok.HFConfigFiles()
+	if err != nil {
+		return nil, err
+	}
 	export := func(ctx context.Context, dir string) error {
-		_, err := model.ExportHF(ctx, sess.onnx, sess.tokenizer, dir, pol.Weights, arts.LoRA)
+		_, err := model.ExportHF(ctx, sess.onnx, sess.tokenizer, dir, pol.Weights, arts.LoRA, tokFiles)
 		return err
 	}
 	return &rollout.SGLangDiskSync{Engine: eng, Dir: f.dir, Export: export}, nil

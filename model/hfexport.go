@@ -301,10 +301,14 @@ func SideFiles() []string { return slices.Clone(hfSideFiles) }
 // model.safetensors (float32, transformers' Qwen3 names and layouts, see
 // HFParams), config.json (required beside src) and the tokenizer and
 // generation files found beside src. tokenizer, when not empty, is the
-// tokenizer.json to copy instead of the one beside src. It returns the
-// number of tensors written; it stops when ctx ends, its weights file not
-// replaced.
-func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.Store, l lmgraph.LoRA) (int, error) {
+// tokenizer.json to copy instead of the one beside src. defaults holds
+// side files by name, written where src has none of its own: the chat
+// template and stop ids of spiral's prompts (tokenizer.HFConfigFiles) for
+// a model that spiral made, whose directory has only tokenizer.json, so
+// that transformers and serving engines prompt and stop as spiral does. It
+// returns the number of tensors written; it stops when ctx ends, its
+// weights file not replaced.
+func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.Store, l lmgraph.LoRA, defaults map[string][]byte) (int, error) {
 	cfgPath := filepath.Join(filepath.Dir(src), ConfigFile)
 	cfg, found, err := ReadHFConfig(src)
 	if err != nil {
@@ -386,7 +390,11 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 		}
 		b, err := os.ReadFile(from)
 		if errors.Is(err, fs.ErrNotExist) && name != ConfigFile {
-			continue
+			d, ok := defaults[name]
+			if !ok {
+				continue
+			}
+			b, err = d, nil
 		}
 		if err != nil {
 			return 0, fmt.Errorf("model: hf export: %w", err)

@@ -77,12 +77,12 @@ func TestHFWeightsMatchTransformers(t *testing.T) {
 	// nor leaves a temporary one.
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = model.ExportHF(ended, filepath.Join(dir, "model.onnx"), "", out, trained, lmgraph.LoRA{})
+	_, err = model.ExportHF(ended, filepath.Join(dir, "model.onnx"), "", out, trained, lmgraph.LoRA{}, nil)
 	require.ErrorIs(t, err, context.Canceled)
 	entries, err := os.ReadDir(out)
 	require.NoError(t, err)
 	require.Empty(t, entries, "nothing written")
-	n, err := model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, trained, lmgraph.LoRA{})
+	n, err := model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, trained, lmgraph.LoRA{}, nil)
 	require.NoError(t, err)
 	require.Equal(t, w.Len(), n)
 	file, err := os.ReadFile(filepath.Join(out, model.HFWeightsFile))
@@ -202,7 +202,7 @@ func TestExportsReplaceTheirFilesTogether(t *testing.T) {
 	for name, body := range map[string]string{model.HFWeightsFile: "old weights", model.ConfigFile: "{}", "generation_config.json": "{}", "README.md": "mine"} {
 		require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte(body), 0o666))
 	}
-	_, err = model.ExportHF(context.Background(), src, "", out, none, lmgraph.LoRA{})
+	_, err = model.ExportHF(context.Background(), src, "", out, none, lmgraph.LoRA{}, nil)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{model.HFWeightsFile, model.ConfigFile, "README.md"}, names(out))
 	cfg, err := os.ReadFile(filepath.Join(out, model.ConfigFile))
@@ -217,7 +217,7 @@ func TestExportsReplaceTheirFilesTogether(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = model.ExportHF(ended, src, "", out, p.Weights, l)
+	_, err = model.ExportHF(ended, src, "", out, p.Weights, l, nil)
 	require.ErrorIs(t, err, context.Canceled)
 	require.ElementsMatch(t, []string{model.HFWeightsFile, model.ConfigFile, "README.md"}, names(out), "an interrupted export leaves no stage")
 
@@ -229,6 +229,44 @@ func TestExportsReplaceTheirFilesTogether(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(peft, model.PEFTConfigFile))
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"r": 2`)
+}
+
+// TestExportHFWritesDefaultsWhereTheSourceHasNone: a side file the
+// source directory lacks is written from defaults (the chat template and
+// stop ids of a model spiral made, which has only tokenizer.json), and one
+// the source has is copied from it, not replaced by the default.
+func TestExportHFWritesDefaultsWhereTheSourceHasNone(t *testing.T) {
+	src := t.TempDir()
+	for _, name := range []string{"model.onnx", model.ConfigFile} {
+		b, err := os.ReadFile(filepath.Join(hfFixtureDir, name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(src, name), b, 0o666))
+	}
+	defaults := map[string][]byte{
+		"tokenizer_config.json":  []byte(`{"chat_template": "default"}`),
+		"generation_config.json": []byte(`{"eos_token_id": [1, 2]}`),
+	}
+	none, err := params.NewStore(nil)
+	require.NoError(t, err)
+	read := func(dir, name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		return string(b)
+	}
+
+	out := t.TempDir()
+	_, err = model.ExportHF(context.Background(), filepath.Join(src, "model.onnx"), "", out, none, lmgraph.LoRA{}, defaults)
+	require.NoError(t, err)
+	for name, want := range defaults {
+		require.Equal(t, string(want), read(out, name))
+	}
+
+	own := `{"chat_template": "the model's own"}`
+	require.NoError(t, os.WriteFile(filepath.Join(src, "tokenizer_config.json"), []byte(own), 0o666))
+	_, err = model.ExportHF(context.Background(), filepath.Join(src, "model.onnx"), "", out, none, lmgraph.LoRA{}, defaults)
+	require.NoError(t, err)
+	require.Equal(t, own, read(out, "tokenizer_config.json"))
+	require.Equal(t, string(defaults["generation_config.json"]), read(out, "generation_config.json"))
 }
 
 // TestExportHFRefusesOtherWeights: weights of another model, in a tensor
@@ -252,7 +290,7 @@ func TestExportHFRefusesOtherWeights(t *testing.T) {
 			w, err := params.NewStore(tc.specs)
 			require.NoError(t, err)
 			out := t.TempDir()
-			_, err = model.ExportHF(context.Background(), src, "", out, w, lmgraph.LoRA{})
+			_, err = model.ExportHF(context.Background(), src, "", out, w, lmgraph.LoRA{}, nil)
 			require.ErrorContains(t, err, tc.want)
 			entries, err := os.ReadDir(out)
 			require.NoError(t, err)

@@ -188,9 +188,9 @@ func requireONNXMergedStream(t *testing.T, src, want string, adapters *params.St
 func requireHFMergedStream(t *testing.T, src string, merged, adapters *params.Store) {
 	t.Helper()
 	want, got := t.TempDir(), t.TempDir()
-	_, err := model.ExportHF(context.Background(), src, "", want, merged, lmgraph.LoRA{})
+	_, err := model.ExportHF(context.Background(), src, "", want, merged, lmgraph.LoRA{}, nil)
 	require.NoError(t, err)
-	_, err = model.ExportHF(context.Background(), src, "", got, adapters, testLoRA)
+	_, err = model.ExportHF(context.Background(), src, "", got, adapters, testLoRA, nil)
 	require.NoError(t, err)
 	a, err := os.ReadFile(filepath.Join(want, model.HFWeightsFile))
 	require.NoError(t, err)
