@@ -416,59 +416,48 @@ func TestRunEvalLine(t *testing.T) {
 	}
 }
 
-// TestRunDataChangedSize: a run resumed on a data file that now holds
-// another number of usable problems stops with what to do; --override
-// goes on from a new epoch of the new data.
-func TestRunDataChangedSize(t *testing.T) {
-	dir := t.TempDir()
-	h := newRunHarness(t, dir, 1)
-	h.cfg.EvalEvery = 0
-	require.NoError(t, h.run(context.Background()))
+// TestRunDataChanged: a run resumed on a data file that now holds
+// another number of usable problems, or as many but others (the file
+// edited in place), stops with what to do; --override goes on from a new
+// epoch of the new data, which later reruns resume as usual.
+func TestRunDataChanged(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		problems          []data.Problem
+		wantErr, wantNote string
+	}{
+		{"another number", []data.Problem{{ID: "a", Problem: "a", Answer: "1"}, {ID: "b", Problem: "b", Answer: "1"}, {ID: "c", Problem: "c", Answer: "1"}},
+			"the run drew from 2 usable problems and d now has 3", "--override: d now has 3 usable problems, not 2: going on from the start of a new epoch"},
+		{"as many, others", []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}, {ID: "easy", Problem: "easy", Answer: "2"}},
+			"the run drew from other problems than the 2 usable ones d now holds (the file changed)", "--override: d now holds other problems: going on from the start of a new epoch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := newRunHarness(t, dir, 1)
+			h.cfg.EvalEvery = 0
+			require.NoError(t, h.run(context.Background()))
 
-	three := []data.Problem{{ID: "a", Problem: "a", Answer: "1"}, {ID: "b", Problem: "b", Answer: "1"}, {ID: "c", Problem: "c", Answer: "1"}}
-	h = newRunHarnessOn(t, dir, 2, three)
-	h.cfg.EvalEvery = 0
-	err := h.run(context.Background())
-	require.ErrorContains(t, err, "the run drew from 2 usable problems and d now has 3")
-	require.ErrorContains(t, err, "--override")
+			h = newRunHarnessOn(t, dir, 2, tc.problems)
+			h.cfg.EvalEvery = 0
+			err := h.run(context.Background())
+			require.ErrorContains(t, err, tc.wantErr)
+			require.ErrorContains(t, err, "--override")
 
-	h = newRunHarnessOn(t, dir, 2, three)
-	h.cfg.EvalEvery, h.cfg.Override = 0, true
-	require.NoError(t, h.run(context.Background()))
-	require.Contains(t, h.log.String(), "--override: d now has 3 usable problems, not 2: going on from the start of a new epoch")
-	require.Contains(t, h.out.String(), "(step 1)")
-	require.Equal(t, 3, h.parts.Problems.Cursor().Size)
-}
+			h = newRunHarnessOn(t, dir, 2, tc.problems)
+			h.cfg.EvalEvery, h.cfg.Override = 0, true
+			require.NoError(t, h.run(context.Background()))
+			require.Contains(t, h.log.String(), tc.wantNote)
+			require.Contains(t, h.out.String(), "(step 1)")
+			cur := h.parts.Problems.Cursor()
+			require.Equal(t, len(tc.problems), cur.Size)
+			require.Equal(t, 1, cur.Epoch)
 
-// TestRunDataChangedContents: a run resumed on a data file edited in
-// place, as many usable problems but others, stops with what to do, as
-// for another number of them; --override goes on from a new epoch.
-func TestRunDataChangedContents(t *testing.T) {
-	dir := t.TempDir()
-	h := newRunHarness(t, dir, 1)
-	h.cfg.EvalEvery = 0
-	require.NoError(t, h.run(context.Background()))
-
-	edited := []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}, {ID: "easy", Problem: "easy", Answer: "2"}}
-	h = newRunHarnessOn(t, dir, 2, edited)
-	h.cfg.EvalEvery = 0
-	err := h.run(context.Background())
-	require.ErrorContains(t, err, "the run drew from other problems than the 2 usable ones d now holds (the file changed)")
-	require.ErrorContains(t, err, "--override")
-
-	h = newRunHarnessOn(t, dir, 2, edited)
-	h.cfg.EvalEvery, h.cfg.Override = 0, true
-	require.NoError(t, h.run(context.Background()))
-	require.Contains(t, h.log.String(), "--override: d now holds other problems: going on from the start of a new epoch")
-	require.Contains(t, h.out.String(), "(step 1)")
-	cur := h.parts.Problems.Cursor()
-	require.Equal(t, 1, cur.Epoch)
-
-	// The same problems resume as before.
-	h = newRunHarnessOn(t, dir, 3, edited)
-	h.cfg.EvalEvery = 0
-	require.NoError(t, h.run(context.Background()))
-	require.Contains(t, h.out.String(), "(step 2)")
+			h = newRunHarnessOn(t, dir, 3, tc.problems)
+			h.cfg.EvalEvery = 0
+			require.NoError(t, h.run(context.Background()))
+			require.Contains(t, h.out.String(), "(step 2)")
+		})
+	}
 }
 
 // TestSettingsDiffRounds: a run saved before --agg-rounds (no rounds)
