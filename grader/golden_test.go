@@ -133,6 +133,11 @@ var goldenMATH = []gradeCase{
 	{"units text", `\boxed{12\text{ cm}^2}`, `12`, true},
 	{"dollars", `\boxed{\$1,250}`, `1250`, true},
 	{"thousands", `\boxed{1,000,000}`, `1000000`, true},
+	// GSM8K-style answers box a grouped number with its unit.
+	{"thousands with unit text", `\boxed{1,200 \text{ dollars}}`, `1200`, true},
+	{"thousands with unit, grouped gold", `\boxed{114,200 \text{ apples}}`, `114,200`, true},
+	{"thousands with unit, wrong", `\boxed{1,300 \text{ dollars}}`, `1200`, false},
+	{"thousands with squared unit", `\boxed{2,500\,\text{cm}^2}`, `2500`, true},
 	{"scientific latex", `\boxed{1.5 \times 10^{3}}`, `1500`, true},
 	{"scientific e", `the final answer is 2.5e-3`, `0.0025`, true},
 	// Equations and expressions.
@@ -232,6 +237,8 @@ func TestNormalize(t *testing.T) {
 		{"trailing punctuation", `5.`, `5`},
 		{"thousands", `12,345`, `12345`},
 		{"latex thousands", `12{,}345`, `12345`},
+		{"thousands before a unit", `12,345 \text{ dollars}`, `12345 \text{ dollars}`},
+		{"list before a unit stays", `1,2 \text{ cm}`, `1,2 \text{ cm}`},
 		{"unicode", `2π ≤ x`, `2\pi \le x`},
 		{"double escaped", `\\frac{1}{2}`, `\frac{1}{2}`},
 	}

@@ -34,6 +34,9 @@ var normReplacer = strings.NewReplacer(
 var (
 	thousandsRe  = regexp.MustCompile(`^-?\d{1,3}(,\d{3})+(\.\d+)?$`)
 	thousandsSRe = regexp.MustCompile(`^-?\d{1,3}( \d{3})+(\.\d+)?$`)
+	// thousandsUnitRe matches a grouped number followed by a space, a
+	// command or '%' (unitTail then checks the rest is a unit).
+	thousandsUnitRe = regexp.MustCompile(`^(-?\d{1,3}(?:,\d{3})+(?:\.\d+)?)[ \\%]`)
 )
 
 // Normalize cleans an answer text: it unwraps \boxed{} and math delimiters
@@ -41,11 +44,12 @@ var (
 // \, \quad, \displaystyle), old-style font switches ({\bf 7}), degree
 // marks (^\circ, "degrees"; where the text applies a trigonometric
 // function they become ^\circ instead), escaped dollars, the {,} and ,\!
-// thousands separators and, when the whole answer is a grouped number,
-// plain thousands commas; it maps \dfrac and \tfrac to \frac, \mbox and
-// \textbf to \text, Unicode math to LaTeX, collapses whitespace and trims
-// trailing punctuation (not a factorial's '!'). Unit words and "x ="
-// prefixes are handled by Equal, which knows the gold answer.
+// thousands separators and, when the whole answer is a grouped number
+// (alone or before a unit), plain thousands commas; it maps \dfrac and
+// \tfrac to \frac, \mbox and \textbf to \text, Unicode math to LaTeX,
+// collapses whitespace and trims trailing punctuation (not a factorial's
+// '!'). Unit words and "x =" prefixes are handled by Equal, which knows
+// the gold answer.
 func Normalize(s string) string {
 	if len(s) > MaxResponseBytes {
 		s = s[:MaxResponseBytes]
@@ -79,9 +83,31 @@ func Normalize(s string) string {
 			s = strings.ReplaceAll(s, ",", "")
 		} else if thousandsSRe.MatchString(s) {
 			s = strings.ReplaceAll(s, " ", "")
+		} else if m := thousandsUnitRe.FindStringSubmatch(s); m != nil && unitTail(s[len(m[1]):]) {
+			s = strings.ReplaceAll(m[1], ",", "") + s[len(m[1]):]
 		}
 	}
 	return s
+}
+
+// unitTail reports whether t, the text after a grouped number, is a unit
+// ("\text{ dollars}", " cm^2", "%"): it has a letter or '%', no comma, and
+// digits only in exponents, so "1,200 \text{ and } 300" stays a list.
+func unitTail(t string) bool {
+	unit := false
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case c == ',':
+			return false
+		case isDigit(c):
+			if !strings.HasSuffix(t[:i], "^") && !strings.HasSuffix(t[:i], "^{") {
+				return false
+			}
+		case isLetter(c) || c == '%':
+			unit = true
+		}
+	}
+	return unit
 }
 
 // isRegexpSpace reports whether c is a space as regexp's \s means it.
