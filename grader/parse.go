@@ -753,6 +753,11 @@ func (p *parser) parseUnary() *node {
 		if x == nil {
 			p.fail("missing operand of -")
 		}
+		if x.k == nPercent {
+			// -10% is the percentage -10, so that it answers -10 as 10%
+			// answers 10.
+			return mk(nPercent, mk(nNeg, x.args[0]))
+		}
 		return mk(nNeg, x)
 	case t.k == tPunct && t.s == "+":
 		p.next()
