@@ -63,8 +63,9 @@ var factorialCases = []classCase{
 }
 
 const (
-	convFont = "LaTeX: \\mathbf, \\mathrm and {\\bf ...} change the font, not the value; Math-Verify 0.9.0 reads \\mathbf{70} and {\\bf 70} as 70"
-	convText = "AoPS/MATH: single letters name points, variables and choices and are case-sensitive, a prime is part of a name; Math-Verify 0.9.0 wrongly accepts E' for E and N for n"
+	convUnitFont = "LaTeX/SI: an upright letter set off by a space after a number (18 \\mathrm{~m}, 18\\,\\mathrm{s}) is a unit, as NuminaMath-style answers write units"
+	convFont     = "LaTeX: \\mathbf, \\mathrm and {\\bf ...} change the font, not the value; Math-Verify 0.9.0 reads \\mathbf{70} and {\\bf 70} as 70"
+	convText     = "AoPS/MATH: single letters name points, variables and choices and are case-sensitive, a prime is part of a name; Math-Verify 0.9.0 wrongly accepts E' for E and N for n"
 )
 
 var fontCases = []classCase{
@@ -78,6 +79,14 @@ var fontCases = []classCase{
 	{"mathbf letter stays a symbol", `\boxed{\mathbf{v}}`, `v`, true, convFont},
 	{"bf choice letter", `\boxed{\textbf{(C)}}`, `C`, true, convFont},
 	{"it switch in text", `\boxed{\text{{\it Monday}}}`, `\text{Monday}`, true, convFont},
+	{"spaced mathrm letter after a number is a unit", `\boxed{18 \mathrm{~m}}`, `18`, true, convUnitFont},
+	{"mathrm letter after a spaced number is a unit", `\boxed{18\,\mathrm{s}}`, `18`, true, convUnitFont},
+	{"spaced mathrm unit per unit", `\boxed{18 \mathrm{~m/s}}`, `18`, true, convUnitFont},
+	{"spaced mathrm squared unit", `\boxed{25 \mathrm{~m}^{2}}`, `25`, true, convUnitFont},
+	{"mathrm unit gold", `\boxed{18}`, `18 \mathrm{~m}`, true, convUnitFont},
+	{"mathrm unit, wrong number", `\boxed{19 \mathrm{~m}}`, `18`, false, convUnitFont},
+	{"mathrm letter glued to a number is a symbol", `\boxed{2\mathrm{x}}`, `2`, false, convFont},
+	{"upright i after a spaced number is the imaginary unit", `\boxed{3 + 4 \mathrm{i}}`, `3+4i`, true, convFont},
 }
 
 var textCases = []classCase{

@@ -92,7 +92,10 @@
 //   - Fonts: \mathbf, \mathrm, \mathit, \boldsymbol, \mathsf, \mathtt, \bm and
 //     old-style switches ({\bf 70}, \rm, \it) select a font and are read
 //     through: \mathbf{70} is 70. A font around a word is text
-//     (\mathrm{Monday}), around a letter a symbol (\mathbf{v} is v).
+//     (\mathrm{Monday}), around a letter a symbol (\mathbf{v} is v), except
+//     that \mathrm set off by a space after a number holds a unit, dropped
+//     like \text{ m}: 18 \mathrm{~m}, 18\,\mathrm{s} and 18 \mathrm{~m/s}
+//     are 18.
 //   - Text: answers made only of words compare as text keys: words of two or
 //     more letters without case, an article before such a word dropped ("The
 //     Circle" = "circle"), braces and . ! ? ignored. A single letter keeps its

@@ -1400,8 +1400,13 @@ func (p *parser) parseCommand() *node {
 	}
 	if symbolWrappers[t.s] {
 		save := p.pos
+		// An upright word set off by a space after a number is a unit, as
+		// in 18 \mathrm{~m} (\mathrm{ m} once normalized) and 18\,\mathrm{s}.
+		spaced := t.s == `\mathrm` && p.is("{") &&
+			(p.peekAt(1).sp || t.sp && p.pos >= 2 && p.toks[p.pos-2].k == tNum)
 		raw := strings.TrimSpace(p.rawArg())
-		if fontWrappers[t.s] && raw != "" && !isWord(raw) {
+		unit := spaced && isUnitText(raw)
+		if fontWrappers[t.s] && raw != "" && !isWord(raw) && !unit {
 			// A font changes the look, not the value: \mathbf{70} is 70.
 			p.pos = save
 			return p.parseArg()
@@ -1417,7 +1422,7 @@ func (p *parser) parseCommand() *node {
 			return &node{k: nSym, name: raw}
 		case (t.s == `\mathrm` || t.s == `\mathit`) && (raw == "e" || raw == "i"):
 			return &node{k: nConst, name: raw}
-		case t.s == `\mathrm` && len(raw) > 1 && isWord(raw):
+		case t.s == `\mathrm` && (len(raw) > 1 && isWord(raw) || unit):
 			return p.textNode(raw)
 		}
 		if raw == "" {
@@ -1442,6 +1447,21 @@ func (p *parser) parseAtomOrText() *node {
 		return p.parsePostfix()
 	}
 	return &node{k: nText}
+}
+
+// isUnitText reports whether s reads as a unit: letters, spaces and
+// slashes (m, km, m/s), at least one letter.
+func isUnitText(s string) bool {
+	letter := false
+	for i := 0; i < len(s); i++ {
+		switch {
+		case isLetter(s[i]):
+			letter = true
+		case s[i] != ' ' && s[i] != '/':
+			return false
+		}
+	}
+	return letter
 }
 
 func isWord(s string) bool {
