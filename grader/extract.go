@@ -149,11 +149,12 @@ func Extract(response string) (string, bool) { return Config{}.Extract(response)
 //  3. unless NoFallback, the last LaTeX math span or plain number (see
 //     Targets).
 //
-// Within a sentence the last math span or number is taken. Text after a
-// chat-template marker such as <|im_start|> is ignored, and when the
-// response holds a </think> tag the text after it is searched first. The
-// bool is false when nothing was found. ExtractSource also says which of
-// the three steps found the answer.
+// Within a sentence the last math span or number is taken, before a
+// clause that explains it (", which ...", " (since ...)") when there is
+// one. Text after a chat-template marker such as <|im_start|> is ignored,
+// and when the response holds a </think> tag the text after it is
+// searched first. The bool is false when nothing was found. ExtractSource
+// also says which of the three steps found the answer.
 func (c Config) Extract(response string) (string, bool) {
 	a, src := c.ExtractSource(response)
 	return a, src != SourceNone
@@ -274,6 +275,13 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 			}
 		}
 		span := rest[:sentenceEnd(rest)]
+		if e := clauseEnd(span); e < len(span) {
+			// "The answer is 42, which is 6 times 7": the answer is
+			// before the explanation, not its last number.
+			if a, ok := c.lastCandidate(span[:e], true, b); ok {
+				return a, locs[k][0], SourceSentence
+			}
+		}
 		if a, ok := c.lastCandidate(span, true, b); ok {
 			return a, locs[k][0], SourceSentence
 		}
@@ -312,6 +320,43 @@ func sentenceEnd(s string) int {
 				if i > 0 {
 					return i
 				}
+			}
+		}
+	}
+	return len(s)
+}
+
+// clauseEnd returns where a sentence goes on to explain its answer: the
+// first ", " or " (" outside math spans that is followed by a word of two
+// or more letters other than "and" and "or" ("42, which is 6 times 7",
+// "117 (since n > 0)"), or len(s).
+func clauseEnd(s string) int {
+	inMath := false
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case ch == '\\' && i+1 < len(s):
+			if s[i+1] == '(' || s[i+1] == '[' {
+				inMath = true
+			} else if s[i+1] == ')' || s[i+1] == ']' {
+				inMath = false
+			}
+			i++
+		case ch == '$':
+			inMath = !inMath
+		case !inMath && i > 0 && (ch == ',' && i+1 < len(s) && s[i+1] == ' ' || ch == '(' && s[i-1] == ' '):
+			j := i + 1
+			for j < len(s) && s[j] == ' ' {
+				j++
+			}
+			w := j
+			for w < len(s) && isLetter(s[w]) {
+				w++
+			}
+			if word := strings.ToLower(s[j:w]); len(word) >= 2 && word != "and" && word != "or" {
+				if ch == '(' {
+					return i - 1
+				}
+				return i
 			}
 		}
 	}

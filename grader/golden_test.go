@@ -50,6 +50,11 @@ var goldenAIME = []gradeCase{
 	{"AoPS bold answer, wrong number", `$\boxed{\textbf{(081)}}$.`, "18", false},
 	{"no box: final answer sentence", "After all that, the final answer is 117. I hope it is correct.", "117", true},
 	{"no box: last number fallback", "so there are 96 ways in total", "96", true},
+	// The answer ends where the sentence goes on to explain it.
+	{"answer sentence with a which clause", "The answer is 42, which is 6 times 7.", "42", true},
+	{"answer sentence with a which clause, wrong", "The answer is 41, which is 6 times 7 minus 1.", "42", false},
+	{"answer sentence with a parenthesis", "So the final answer is 117 (since n > 0).", "117", true},
+	{"answer sentence with a math span and a clause", "The answer is $42$, since $x = 6$.", "42", true},
 	{"float gold from POLARIS parquet", `\boxed{142}`, "142.0", true},
 	{"negative", `\boxed{-4}`, "-4.0", true},
 	{"think tags", "<think>maybe \\boxed{12}</think> The answer is \\boxed{13}", "13", true},
