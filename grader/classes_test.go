@@ -182,6 +182,11 @@ var choiceCases = []classCase{
 	{"label alone", `\boxed{(E)}`, `\text{(E)}`, true, "MATH-500 test/precalculus/452 gold \\text{(E)}"},
 	{"label then a word", `\boxed{\textbf{(B)}\ \text{Monday}}`, `\text{Monday}`, true, convChoice},
 	{"a word is not a label", `The answer is A big number, 7.`, `7`, true, "a capital word is not a choice label"},
+	// AoPS writes AMC answers as \textbf{(C) }12, a space inside the braces.
+	{"bold label with inner space", `\boxed{\textbf{(C) }12}`, `\text{(C)}`, true, convChoice},
+	{"bold label with inner space, value gold", `$\boxed{\textbf{(C) }12}$`, `12`, true, convChoice},
+	{"bold label with inner space, wrong letter", `\boxed{\textbf{(D) }12}`, `C`, false, convChoice},
+	{"text label with inner space", `\boxed{\text{(C) } 12}`, `C`, true, convChoice},
 }
 
 const convRepeat = "AoPS/MATH: an overline (or dot) marks repeating decimal digits: 0.\\overline{3} = 1/3"

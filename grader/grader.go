@@ -248,8 +248,9 @@ func (c Config) compare(gold, answer string, b *budget) (bool, string) {
 // choiceLabel returns X and the label's length when s (left-trimmed
 // first) starts with a choice label for letter X in A..J: "(X)", "X.",
 // "X)" or "X:" (these three followed by a space or the end), possibly
-// inside \text{} or \textbf{} or between ** marks, as in "(C) 12",
-// "C. x = 42", "\textbf{(B)} 17".
+// inside \text{} or \textbf{} (spaces allowed before the closing brace)
+// or between ** marks, as in "(C) 12", "C. x = 42", "\textbf{(B)} 17",
+// "\textbf{(B) }17".
 func choiceLabel(s string) (string, int) {
 	i := len(s) - len(strings.TrimLeft(s, " "))
 	open := ""
@@ -278,6 +279,10 @@ func choiceLabel(s string) (string, int) {
 		i += 2
 	case "":
 	default:
+		// AoPS writes \textbf{(C) }12, with a space before the brace.
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
 		if i >= len(s) || s[i] != '}' {
 			return "", 0
 		}
