@@ -476,14 +476,17 @@ func (f *trainFlags) validate() error {
 }
 
 // spiralOnlyFlags are train's flags that only the SPIRAL pipeline's
-// algorithms read (--agg-rounds with GRPO is rl.Config's to refuse).
-var spiralOnlyFlags = []string{"n1", "k", "n", "n2", "candidate-tokens", "scale-search-adv", "scale-agg-adv"}
+// algorithms read (--agg-rounds with GRPO is rl.Config's to refuse;
+// --candidate-tokens, which the final RSA reads too, is ignoredFlags').
+var spiralOnlyFlags = []string{"n1", "k", "n", "n2", "scale-search-adv", "scale-agg-adv"}
 
 // ignoredFlags lists the flags given that --algo does not read, each with
 // why: GRPO samples --group traces a problem and no SPIRAL pipeline, the
-// other algorithms the pipeline and no group. They are warnings, not
-// usage errors, so that one set of flags can serve runs of each
-// algorithm.
+// other algorithms the pipeline and no group. --candidate-tokens also
+// caps the final RSA's aggregation prompts, so GRPO ignores it only when
+// no final RSA runs (--final-rsa-steps 0, or --data without
+// --eval-data). They are warnings, not usage errors, so that one set of
+// flags can serve runs of each algorithm.
 func (f *trainFlags) ignoredFlags() []string {
 	var out []string
 	if f.cfg.Algo == rl.AlgoGRPO {
@@ -491,6 +494,10 @@ func (f *trainFlags) ignoredFlags() []string {
 			if f.changed(name) {
 				out = append(out, fmt.Sprintf("--%s shapes the SPIRAL pipeline (--algo spiral, agg-only or search-only); --algo grpo, which samples --group traces a problem, ignores it", name))
 			}
+		}
+		finalRSA := f.run.FinalRSA.Steps > 0 && (f.data == "" || f.evalData != "")
+		if f.changed("candidate-tokens") && !finalRSA {
+			out = append(out, "--candidate-tokens caps the candidates of the SPIRAL pipeline's aggregation prompts and of the final RSA; --algo grpo, which samples --group traces a problem, with no final RSA (--final-rsa-steps 0, or --data without --eval-data) ignores it")
 		}
 	} else if f.changed("group") {
 		out = append(out, fmt.Sprintf("--group is --algo grpo's; --algo %s, which samples --n1 search traces a problem, ignores it", f.cfg.Algo))

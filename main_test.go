@@ -132,7 +132,8 @@ func TestMicroBatchTokensMessage(t *testing.T) {
 
 // TestTrainIgnoredFlags: train warns of the flags its --algo does not
 // read (the SPIRAL pipeline's with GRPO, --group with the others), and
-// of none given where they apply or left at their defaults.
+// of none given where they apply or left at their defaults: GRPO's final
+// RSA reads --candidate-tokens, so it is ignored only without one.
 func TestTrainIgnoredFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -148,6 +149,14 @@ func TestTrainIgnoredFlags(t *testing.T) {
 		{[]string{"--algo", "grpo", "--group", "16"}, nil},
 		{[]string{"--n1", "4", "--k", "2", "--candidate-tokens", "64"}, nil},
 		{[]string{"--algo", "grpo"}, nil},
+		// The final RSA (--final-rsa-steps 4 by default) caps its
+		// candidates at --candidate-tokens whatever the algorithm.
+		{[]string{"--algo", "grpo", "--candidate-tokens", "64"}, nil},
+		{[]string{"--algo", "grpo", "--candidate-tokens", "64", "--data", "d.jsonl", "--eval-data", "e.jsonl"}, nil},
+		{[]string{"--algo", "grpo", "--candidate-tokens", "64", "--final-rsa-steps", "0"}, []string{
+			"--candidate-tokens caps the candidates of the SPIRAL pipeline's aggregation prompts and of the final RSA; --algo grpo, which samples --group traces a problem, with no final RSA (--final-rsa-steps 0, or --data without --eval-data) ignores it"}},
+		{[]string{"--algo", "grpo", "--candidate-tokens", "64", "--data", "d.jsonl"}, []string{
+			"--candidate-tokens caps the candidates of the SPIRAL pipeline's aggregation prompts and of the final RSA; --algo grpo, which samples --group traces a problem, with no final RSA (--final-rsa-steps 0, or --data without --eval-data) ignores it"}},
 	} {
 		fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
 		var f trainFlags
