@@ -516,7 +516,11 @@ func (f *trainFlags) untrainedSearch() string {
 	if f.cfg.Algo != rl.AlgoSpiral || !(p.K == 1 || p.N == p.N1) {
 		return ""
 	}
-	return fmt.Sprintf("--algo spiral with --k %d, --n %d and --n1 %d: every search trace is in every subset, so its set-level advantage is always 0 and only the aggregation traces learn (as --algo agg-only); want --k >= 2 and --n < --n1 for the search traces to learn", p.K, p.N, p.N1)
+	why := "every subset holds every search trace, so each one's set-level advantage is always 0"
+	if p.K == 1 {
+		why = "one subset is the mean of all --k subsets, so a search trace's set-level advantage is always 0 (and one in no subset has none)"
+	}
+	return fmt.Sprintf("--algo spiral with --k %d, --n %d and --n1 %d: %s and only the aggregation traces learn (as --algo agg-only); want --k >= 2 and --n < --n1 for the search traces to learn", p.K, p.N, p.N1, why)
 }
 
 // evalFlags are the flags of `spiral eval`.

@@ -175,9 +175,11 @@ func TestTrainUntrainedSearch(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--n1", "2", "--k", "1", "--n", "2"}, "--algo spiral with --k 1, --n 2 and --n1 2: every search trace is in every subset"},
-		{[]string{"--n1", "4", "--k", "1", "--n", "2"}, "--algo spiral with --k 1, --n 2 and --n1 4"},
-		{[]string{"--n1", "4", "--k", "3", "--n", "4"}, "--algo spiral with --k 3, --n 4 and --n1 4"},
+		{[]string{"--n1", "2", "--k", "1", "--n", "2"}, "--algo spiral with --k 1, --n 2 and --n1 2: one subset is the mean of all --k subsets"},
+		// With one subset of 2 of 4 traces, the other 2 are in no subset:
+		// not "every search trace is in every subset".
+		{[]string{"--n1", "4", "--k", "1", "--n", "2"}, "--algo spiral with --k 1, --n 2 and --n1 4: one subset is the mean of all --k subsets, so a search trace's set-level advantage is always 0 (and one in no subset has none) and only the aggregation traces learn"},
+		{[]string{"--n1", "4", "--k", "3", "--n", "4"}, "--algo spiral with --k 3, --n 4 and --n1 4: every subset holds every search trace, so each one's set-level advantage is always 0 and only the aggregation traces learn"},
 		{nil, ""},
 		{[]string{"--n1", "4", "--k", "2", "--n", "2"}, ""},
 		{[]string{"--algo", "agg-only", "--k", "1"}, ""},
