@@ -78,7 +78,11 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	}
 	skipped := before - len(problems)
 	if len(problems) == 0 {
-		return fmt.Errorf("no problems to evaluate: the %d of %s are all too long for the model (listed above)", before, dsName)
+		which := fmt.Sprintf("the %d", before)
+		if before < len(ds.Problems) {
+			which = fmt.Sprintf("the first %d (--limit)", before) // as train says of its held-out problems
+		}
+		return fmt.Errorf("no problems to evaluate: %s of %s are all too long for the model (listed above)", which, dsName)
 	}
 	var pol *model.Policy
 	var ckpt string // the checkpoint loaded

@@ -114,6 +114,8 @@ func TestMalformedInputs(t *testing.T) {
 	noAnswers := f.write(t, "noanswers.jsonl", `{"problem":"Compute 1+2.","answer":""}`+"\n")
 	huge := f.write(t, "huge.jsonl", fmt.Sprintf(`{"problem":%q,"answer":"3"}`+"\n", "Compute "+strings.Repeat("1+", 60_000)+"1."))
 	long := f.write(t, "long.jsonl", fmt.Sprintf(`{"problem":%q,"answer":"3"}`+"\n", "Compute "+strings.Repeat("1+", 2_100)+"1."))
+	longs := f.write(t, "longs.jsonl", fmt.Sprintf(`{"problem":%q,"answer":"3"}`+"\n"+`{"problem":%q,"answer":"4"}`+"\n",
+		"Compute "+strings.Repeat("1+", 2_100)+"1.", "Compute "+strings.Repeat("2+", 2_100)+"2."))
 	notReport := f.write(t, "notreport.json", `[1, 2]`)
 	passk := f.write(t, "passk.json", `{"meta":{"mode":"passk","label":"A","problems":1},"config":{"samples":2},"points":[{"k":1,"pass_at_k":0.5,"majority_at_k":0.5},{"k":2,"pass_at_k":1,"majority_at_k":0.5}]}`)
 	rsa := f.write(t, "rsa.json", `{"meta":{"mode":"rsa","label":"A","problems":1},"steps":[{"step":0,"accuracy":0.5},{"step":1,"accuracy":0.75}]}`)
@@ -274,6 +276,10 @@ func TestMalformedInputs(t *testing.T) {
 		fail("problem longer than the context", []string{"long.jsonl:1", "need", "the model has 4096", "no usable problems in " + long + ": the 1 are all too long for the model"}, train("--data", long, "--max-new-tokens", "8")...),
 		fail("eval: every problem longer than the context", []string{"long.jsonl:1", "the model has 4096", "no problems to evaluate: the 1 of " + long + " are all too long for the model"},
 			"eval", "--model", good, "--data", long, "--max-new-tokens", "8", "--out", f.path("eval-long"), "--quiet"),
+		// --limit keeps the first problems: the message does not pass them
+		// off as the whole file.
+		fail("eval: every problem within --limit longer than the context", []string{"no problems to evaluate: the first 1 (--limit) of " + longs + " are all too long for the model"},
+			"eval", "--model", good, "--data", longs, "--limit", "1", "--max-new-tokens", "8", "--out", f.path("eval-longs"), "--quiet"),
 		fail("missing held-out data", []string{f.path("absent-eval.jsonl")}, train("--data", data, "--eval-data", f.path("absent-eval.jsonl"))...),
 		fail("held-out data read with --data's field flags", []string{"--eval-data", "ok.jsonl:1", `id field "key"`, "read with the --problem-field, --answer-field, --id-field and --format given for --data"}, train("--data", keyed, "--id-field", "key", "--eval-data", data)...),
 		fail("missing template", []string{f.path("absent.txt")}, train("--data", data, "--search-template", f.path("absent.txt"))...),
