@@ -469,6 +469,40 @@ func TestSettingsDiffRounds(t *testing.T) {
 	require.Equal(t, []string{"rl.pipeline.rounds: 1 -> 2"}, settingsDiff(old, two))
 }
 
+// TestSettingsDiffHeldOut: the held-out problems differ only where both
+// settings record them: a checkpoint saved before held_out was recorded
+// (state.json of an older version) or by a run that evaluated nothing
+// resumes under any held-out problems, and a run that evaluates nothing
+// resumes any checkpoint; other problems, or as many others, differ.
+func TestSettingsDiffHeldOut(t *testing.T) {
+	// settings reads the run settings of a checkpoint of an older version,
+	// with held set (nil: none recorded).
+	settings := func(held *HeldOut) RunSettings {
+		var s RunSettings
+		require.NoError(t, json.Unmarshal([]byte(`{"model":"m","model_id":"id","data":"d","rl":{"algo":"spiral"},"schedule":{},"sampling":{"max_new_tokens":96}}`), &s))
+		s.HeldOut = held
+		return s
+	}
+	older, gsm := settings(nil), settings(&HeldOut{Data: "gsm8k.jsonl", Problems: 64, Digest: "aaaa"})
+	other := settings(&HeldOut{Data: "gsm8k.jsonl", Problems: 64, Digest: "bbbb"})
+	fewer := settings(&HeldOut{Data: "gsm8k.jsonl", Problems: 32, Digest: "cccc"})
+	for _, tc := range []struct {
+		name     string
+		old, now RunSettings
+		want     []string
+	}{
+		{"saved before held_out", older, gsm, nil},
+		{"a rerun that evaluates nothing", gsm, older, nil},
+		{"the same problems", gsm, gsm, nil},
+		{"as many other problems", gsm, other, []string{`held_out.digest: "aaaa" -> "bbbb"`}},
+		{"fewer problems", gsm, fewer, []string{`held_out.digest: "aaaa" -> "cccc"`, "held_out.problems: 64 -> 32"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, settingsDiff(tc.old, tc.now))
+		})
+	}
+}
+
 // TestSettingsDiffPromptLimit: the longest prompt, the model's context
 // less --max-new-tokens, is left out where --max-new-tokens changed (its
 // own line says it) and explained where it changed alone (another
