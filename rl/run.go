@@ -543,7 +543,9 @@ func loraString(l *lmgraph.LoRA) string {
 
 // settingsDiff lists the settings that differ between a and b as
 // "path: old -> new", with paths of their JSON form (rl.pipeline.n1,
-// schedule.peak_lr, sampling.temperature, ...).
+// schedule.peak_lr, sampling.temperature, ...), leaving out those b's
+// algorithm does not read (ignoredFields: GRPO's pipeline, the others'
+// group).
 func settingsDiff(a, b RunSettings) []string {
 	flat := func(s RunSettings) map[string]string {
 		// 0 aggregation rounds are 1 (runs from before --agg-rounds
@@ -587,6 +589,9 @@ func settingsDiff(a, b RunSettings) []string {
 			// A run that evaluated nothing, or saved before held_out was
 			// recorded, mixes no held-out problem sets.
 			continue
+		}
+		if slices.ContainsFunc(ignoredFields(b.RL.Algo), func(f string) bool { return strings.HasPrefix(k, "rl."+f) }) {
+			continue // a setting the algorithm does not read
 		}
 		name := k
 		if k == promptLimitKey {

@@ -503,6 +503,34 @@ func TestSettingsDiffHeldOut(t *testing.T) {
 	}
 }
 
+// TestSettingsDiffIgnoredFields: a setting the run's algorithm does not
+// read (GRPO's pipeline and advantage switches, the others' --group) is
+// no difference; one it reads is.
+func TestSettingsDiffIgnoredFields(t *testing.T) {
+	settings := func(algo string, edit func(c *Config)) RunSettings {
+		s := RunSettings{RL: DefaultConfig()}
+		s.RL.Algo = algo
+		edit(&s.RL)
+		return s
+	}
+	same := func(*Config) {}
+	for _, tc := range []struct {
+		name string
+		a, b RunSettings
+		want []string
+	}{
+		{"GRPO, another --n1", settings(AlgoGRPO, same), settings(AlgoGRPO, func(c *Config) { c.Pipeline.N1 = 16 }), nil},
+		{"GRPO, --scale-agg-adv", settings(AlgoGRPO, same), settings(AlgoGRPO, func(c *Config) { c.Advantage.ScaleAggregation = true }), nil},
+		{"GRPO, another --group", settings(AlgoGRPO, same), settings(AlgoGRPO, func(c *Config) { c.GroupSize = 16 }), []string{"rl.group: 24 -> 16"}},
+		{"SPIRAL, another --group", settings(AlgoSpiral, same), settings(AlgoSpiral, func(c *Config) { c.GroupSize = 16 }), nil},
+		{"SPIRAL, another --n1", settings(AlgoSpiral, same), settings(AlgoSpiral, func(c *Config) { c.Pipeline.N1 = 16 }), []string{"rl.pipeline.n1: 8 -> 16"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, settingsDiff(tc.a, tc.b))
+		})
+	}
+}
+
 // TestSettingsDiffPromptLimit: the longest prompt, the model's context
 // less --max-new-tokens, is left out where --max-new-tokens changed (its
 // own line says it) and explained where it changed alone (another

@@ -72,8 +72,13 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--algo %q: want %s, %s, %s or %s", c.Algo, AlgoSpiral, AlgoGRPO, AlgoAggOnly, AlgoSearchOnly))
 	}
-	if err := c.Pipeline.Validate(); err != nil {
-		errs = append(errs, err)
+	// GRPO reads neither the pipeline nor the advantage switches, the
+	// others not --group (train warns of the flags given; ignoredFields):
+	// what an algorithm ignores is not refused.
+	if c.Algo != AlgoGRPO {
+		if err := c.Pipeline.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.Algo == AlgoGRPO && c.Pipeline.AggregationRounds() > 1 {
 		errs = append(errs, fmt.Errorf("--algo %s with --agg-rounds %d: GRPO samples --group traces a problem and aggregates none; want 1", AlgoGRPO, c.Pipeline.Rounds))
@@ -90,7 +95,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--algo %s with --k %d, --n %d and --n1 %d: a search trace's advantage is the mean over the subsets holding it of their value less the mean value of all --k subsets, so with one subset, or subsets that each hold every search trace, it is always 0 and no trace would learn; want --k >= 2 and --n < --n1",
 			AlgoSearchOnly, p.K, p.N, p.N1))
 	}
-	if c.GroupSize < 2 {
+	if c.Algo == AlgoGRPO && c.GroupSize < 2 {
 		errs = append(errs, fmt.Errorf("--group %d: want >= 2 traces per problem", c.GroupSize))
 	}
 	for _, f := range []struct {
@@ -111,6 +116,16 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--max-grad-norm %v: want a finite norm (0 or less = no clipping)", c.MaxGradNorm))
 	}
 	return errors.Join(errs...)
+}
+
+// ignoredFields are the keys of Config's JSON, as settingsDiff flattens
+// them under "rl.", that algo does not read: GRPO's are the pipeline's
+// and the advantage switches, the others' --group.
+func ignoredFields(algo string) []string {
+	if algo == AlgoGRPO {
+		return []string{"pipeline.", "advantage."}
+	}
+	return []string{"group"}
 }
 
 // Learner computes gradients of the token-mean policy-gradient loss: the
@@ -182,9 +197,12 @@ func NewTrainer(cfg Config, p TrainerParts) (*Trainer, error) {
 	if err := p.Schedule.Validate(); err != nil {
 		return nil, err
 	}
-	pipe, err := rollout.NewPipeline(p.Generator, p.Prompter, cfg.Pipeline)
-	if err != nil {
-		return nil, err
+	var pipe *rollout.Pipeline // SPIRAL's rollouts; GRPO samples groups
+	if cfg.Algo != AlgoGRPO {
+		var err error
+		if pipe, err = rollout.NewPipeline(p.Generator, p.Prompter, cfg.Pipeline); err != nil {
+			return nil, err
+		}
 	}
 	switch d, ok := p.Learner.(deviceUpdater); {
 	case p.Grads != nil:

@@ -724,3 +724,39 @@ func TestRolloutSpiralAblations(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigIgnoredFields: what an algorithm does not read is not
+// refused (train warns that it is ignored): GRPO takes any pipeline
+// shape and advantage switches, the other algorithms any --group; what
+// it reads still is. A GRPO trainer builds no pipeline.
+func TestConfigIgnoredFields(t *testing.T) {
+	badPipeline := rollout.PipelineConfig{N1: 3, K: 4, N: 4, N2: 4}
+	for _, tc := range []struct {
+		name    string
+		algo    string
+		edit    func(c *Config)
+		refused string
+	}{
+		{"GRPO, a pipeline --n above --n1", AlgoGRPO, func(c *Config) { c.Pipeline = badPipeline }, ""},
+		{"GRPO, a group of one", AlgoGRPO, func(c *Config) { c.GroupSize = 1 }, "--group 1"},
+		{"SPIRAL, a group of one", AlgoSpiral, func(c *Config) { c.GroupSize = 1 }, ""},
+		{"agg-only, a group of one", AlgoAggOnly, func(c *Config) { c.GroupSize = 0 }, ""},
+		{"SPIRAL, a pipeline --n above --n1", AlgoSpiral, func(c *Config) { c.Pipeline = badPipeline }, "--n 4 exceeds --n1 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Algo = tc.algo
+			tc.edit(&cfg)
+			if tc.refused != "" {
+				require.ErrorContains(t, cfg.Validate(), tc.refused)
+				return
+			}
+			require.NoError(t, cfg.Validate())
+		})
+	}
+	cfg, parts := hardTrainer(t, 0)
+	cfg.Algo, cfg.Pipeline = AlgoGRPO, badPipeline
+	tr, err := NewTrainer(cfg, parts)
+	require.NoError(t, err)
+	require.Nil(t, tr.pipe)
+}

@@ -209,7 +209,7 @@ func TestMalformedInputs(t *testing.T) {
 		usage("unknown algorithm", `--algo "foo"`, train("--algo", "foo")...),
 		usage("search-only with a second aggregation round", "--algo search-only with --agg-rounds 2", train("--algo", "search-only", "--agg-rounds", "2")...),
 		usage("one aggregation trace per subset", "--algo spiral with --n2 1", train("--n2", "1")...),
-		usage("GRPO group of one", "--group 1", train("--group", "1")...),
+		usage("GRPO group of one", "--group 1", train("--algo", "grpo", "--group", "1")...),
 		usage("zero eval samples", "--eval-samples 0", train("--eval-samples", "0")...),
 		usage("more held-out problems than the embedded test split", "--eval-problems 100000: synth: only", train("--eval-problems", "100000", "--steps", "1")...),
 		usage("bad --train pattern", "--train \"(\"", train("--train", "(")...),
