@@ -71,8 +71,9 @@ type sidecar struct {
 // which eval and generate find there; config.json, which holds the
 // context length, the head count and the tie of the LM head; and the
 // rest of model.SideFiles (tokenizer_config.json with its chat template,
-// generation_config.json...), which spiral does not read but an hf
-// export of the export, or transformers given its tokenizer, does. A
+// generation_config.json...; the tokenizer's read beside the
+// tokenizer.json used), which spiral does not read but an hf export of
+// the export, or transformers given its tokenizer, does. A
 // file of that name already beside out with the same contents is left
 // alone; one with other contents is an error naming both (it may be
 // another model's in that directory), so nothing is replaced silently
@@ -83,12 +84,9 @@ func exportSidecars(r resolvedModel, out string) ([]sidecar, error) {
 		name, from string
 		required   bool
 	}
-	sides := []side{
-		{"tokenizer.json", r.tokenizer, r.tokenizerGiven},
-		{model.ConfigFile, filepath.Join(r.dir, model.ConfigFile), false},
-	}
-	for _, name := range model.SideFiles()[1:] {
-		sides = append(sides, side{name, filepath.Join(r.dir, name), false})
+	sides := []side{{model.ConfigFile, filepath.Join(r.dir, model.ConfigFile), false}}
+	for _, f := range model.SideFiles(r.onnx, r.tokenizer) {
+		sides = append(sides, side{f.Name, f.From, f.Name == "tokenizer.json" && r.tokenizerGiven})
 	}
 	var files []sidecar
 	for _, s := range sides {

@@ -228,9 +228,9 @@ func TestEvalIgnoredFlags(t *testing.T) {
 
 // TestExportSidecars: an onnx export copies the files beside the model
 // that its users read (tokenizer, config.json, tokenizer_config.json,
-// generation_config.json, ...), as far as they exist, the tokenizer from
-// --tokenizer when given; a file of the same contents already beside the
-// export is left alone, one of other contents refused.
+// generation_config.json, ...), as far as they exist, the tokenizer's
+// from beside --tokenizer when given; a file of the same contents already
+// beside the export is left alone, one of other contents refused.
 func TestExportSidecars(t *testing.T) {
 	src := t.TempDir()
 	files := map[string]string{"tokenizer.json": "tok", "config.json": "{}", "tokenizer_config.json": `{"chat_template": "x"}`,
@@ -238,8 +238,10 @@ func TestExportSidecars(t *testing.T) {
 	for name, body := range files {
 		require.NoError(t, os.WriteFile(filepath.Join(src, name), []byte(body), 0o644))
 	}
-	given := filepath.Join(t.TempDir(), "other.json")
+	givenDir := t.TempDir()
+	given := filepath.Join(givenDir, "other.json")
 	require.NoError(t, os.WriteFile(given, []byte("given tok"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(givenDir, "tokenizer_config.json"), []byte(`{"chat_template": "given"}`), 0o644))
 	r := resolvedModel{onnx: filepath.Join(src, "model.onnx"), dir: src, tokenizer: filepath.Join(src, "tokenizer.json")}
 	copied := func(sides []sidecar) map[string]string {
 		got := map[string]string{}
@@ -259,7 +261,9 @@ func TestExportSidecars(t *testing.T) {
 	withGiven.tokenizer, withGiven.tokenizerGiven = given, true
 	sides, err = exportSidecars(withGiven, out)
 	require.NoError(t, err)
-	require.Equal(t, "given tok", copied(sides)["tokenizer.json"])
+	// The given tokenizer's own files, the model's generation defaults.
+	require.Equal(t, map[string]string{"tokenizer.json": "given tok", "config.json": "{}", "tokenizer_config.json": `{"chat_template": "given"}`,
+		"generation_config.json": `{"top_p": 0.8}`}, copied(sides))
 
 	for _, s := range sides {
 		require.NoError(t, s.write())

@@ -283,16 +283,31 @@ func mergeOnRead(src string, l lmgraph.LoRA, adapters *params.Store, srcs []hfSo
 // HFWeightsFile is the weights file of a Hugging Face model directory.
 const HFWeightsFile = "model.safetensors"
 
-// hfSideFiles are copied from beside the source model when present: the
-// tokenizer in transformers' layouts and the generation defaults.
-var hfSideFiles = []string{"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-	"vocab.json", "merges.txt", "generation_config.json", "chat_template.jinja"}
+// SideFile is a file an export copies beside the model it writes: its
+// name there and the path it is read from.
+type SideFile struct{ Name, From string }
 
-// SideFiles returns the names of the files beside a model that its
-// exports copy when present: tokenizer.json first, then the rest of the
-// tokenizer in transformers' layouts (its chat template among them) and
-// the generation defaults.
-func SideFiles() []string { return slices.Clone(hfSideFiles) }
+// SideFiles returns the files the exports of the model at src copy when
+// present, tokenizer.json first: the tokenizer in transformers' layouts
+// (tokenizer.json, its config with the chat template, the special tokens,
+// a BPE's vocab and merges) read beside tokenizer, the tokenizer.json
+// given in place of src's when not "", so that a tokenizer given from
+// elsewhere keeps its own files; and the generation defaults, read beside
+// src.
+func SideFiles(src, tokenizer string) []SideFile {
+	tokDir := filepath.Dir(src)
+	if tokenizer != "" {
+		tokDir = filepath.Dir(tokenizer)
+	}
+	files := []SideFile{{"tokenizer.json", filepath.Join(tokDir, "tokenizer.json")}}
+	if tokenizer != "" {
+		files[0].From = tokenizer
+	}
+	for _, name := range []string{"tokenizer_config.json", "special_tokens_map.json", "vocab.json", "merges.txt", "chat_template.jinja"} {
+		files = append(files, SideFile{name, filepath.Join(tokDir, name)})
+	}
+	return append(files, SideFile{"generation_config.json", filepath.Join(filepath.Dir(src), "generation_config.json")})
+}
 
 // ExportHF writes a Hugging Face model directory at dir from the ONNX
 // model at src with the tensors of trained in place of its parameters
@@ -382,13 +397,12 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 	if err != nil {
 		return 0, fmt.Errorf("model: hf export: %w", err)
 	}
-	names := append([]string{HFWeightsFile, ConfigFile}, hfSideFiles...)
-	for _, name := range names[1:] {
-		from := filepath.Join(filepath.Dir(src), name)
-		if name == "tokenizer.json" && tokenizer != "" {
-			from = tokenizer
-		}
-		b, err := os.ReadFile(from)
+	files := append([]SideFile{{ConfigFile, cfgPath}}, SideFiles(src, tokenizer)...)
+	names := []string{HFWeightsFile}
+	for _, f := range files {
+		name := f.Name
+		names = append(names, name)
+		b, err := os.ReadFile(f.From)
 		if errors.Is(err, fs.ErrNotExist) && name != ConfigFile {
 			d, ok := defaults[name]
 			if !ok {

@@ -298,3 +298,30 @@ func TestExportHFRefusesOtherWeights(t *testing.T) {
 		})
 	}
 }
+
+// TestSideFiles: the tokenizer's files are read beside the tokenizer.json
+// used (a --tokenizer given from elsewhere keeps its own chat template
+// and merges), the generation defaults beside the model.
+func TestSideFiles(t *testing.T) {
+	from := func(files []model.SideFile) map[string]string {
+		m := map[string]string{}
+		for _, f := range files {
+			m[f.Name] = f.From
+		}
+		return m
+	}
+	src := filepath.Join("m", "model.onnx")
+	own := model.SideFiles(src, "")
+	require.Equal(t, "tokenizer.json", own[0].Name, "tokenizer.json first")
+	require.Equal(t, map[string]string{
+		"tokenizer.json": filepath.Join("m", "tokenizer.json"), "tokenizer_config.json": filepath.Join("m", "tokenizer_config.json"),
+		"special_tokens_map.json": filepath.Join("m", "special_tokens_map.json"), "vocab.json": filepath.Join("m", "vocab.json"),
+		"merges.txt": filepath.Join("m", "merges.txt"), "chat_template.jinja": filepath.Join("m", "chat_template.jinja"),
+		"generation_config.json": filepath.Join("m", "generation_config.json"),
+	}, from(own))
+	given := from(model.SideFiles(src, filepath.Join("t", "qwen.json")))
+	require.Equal(t, filepath.Join("t", "qwen.json"), given["tokenizer.json"])
+	require.Equal(t, filepath.Join("t", "tokenizer_config.json"), given["tokenizer_config.json"])
+	require.Equal(t, filepath.Join("t", "merges.txt"), given["merges.txt"])
+	require.Equal(t, filepath.Join("m", "generation_config.json"), given["generation_config.json"])
+}
