@@ -53,7 +53,8 @@ func NewStream(ds *Dataset, seed uint64) *Stream {
 // gold answers, in order, not their ids (which a file without them takes
 // from its name and row numbers); the first 16 bytes of a SHA-256, in
 // hex. Eval reports record it (report.Meta.ProblemsDigest), as do
-// checkpoints' data cursors.
+// eval.jsonl's lines, a checkpoint's record of the held-out problems and
+// its data cursor.
 func ProblemsDigest(problems []Problem) string {
 	h := sha256.New()
 	for _, p := range problems {
