@@ -209,6 +209,10 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) error {
 		if err != nil {
 			return err
 		}
+		// The run's step, as the step line and the evaluation lines say:
+		// the optimizer's count, which SFTStep numbers by, stands still
+		// at a skipped update.
+		m.Step = step
 		if err := writeJSONLine(p.Log, m); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -93,4 +94,41 @@ func TestSFTExamplesPastContext(t *testing.T) {
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Regexp(t, `step 1: an aggregation example \(of --candidates 2000 candidates: give fewer\) of \d+ tokens passes the model's 4096 positions \(config.json max_position_embeddings\)`, r.stderr)
 	require.NoFileExists(t, f.path("out/model.onnx"))
+}
+
+// TestSFTSkippedUpdateSteps: a step whose update is skipped (a peak
+// rate of 1e30 makes the weights overflow, so the next gradients are
+// NaN) is logged in sft.jsonl under its own step number, as its step
+// line and the evaluation say; the lines used to repeat the last applied
+// update's number, the optimizer's count, which stands still at a skip.
+func TestSFTSkippedUpdateSteps(t *testing.T) {
+	requireRuntime(t)
+	f := fixtures{dir: t.TempDir()}
+	good := f.modelDir(t, "good", nil)
+	out := f.path("out")
+	r := spiral(t, nil, "sft", "--model", good, "--out", out, "--steps", "4", "--batch", "2", "--eval-every", "0", "--eval-problems", "2",
+		"--lr", "1e30", "--warmup", "0", "--max-grad-norm", "0", "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "update skipped")
+	b, err := os.ReadFile(filepath.Join(out, "sft.jsonl"))
+	require.NoError(t, err)
+	var steps []int
+	skipped := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m struct {
+			Step          int      `json:"step"`
+			Loss          *float64 `json:"loss"`
+			UpdateSkipped string   `json:"update_skipped"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		if m.Loss == nil {
+			continue // the evaluation's line
+		}
+		steps = append(steps, m.Step)
+		if m.UpdateSkipped != "" {
+			skipped++
+		}
+	}
+	require.Positive(t, skipped, "no update was skipped:\n%s", b)
+	require.Equal(t, []int{1, 2, 3, 4}, steps, "%s", b)
 }
