@@ -53,7 +53,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 		return err
 	}
 	if err := os.MkdirAll(f.out, 0o777); err != nil {
-		return err
+		return fmt.Errorf("--out %s: %w", f.out, err)
 	}
 	arts, err := f.params.artifacts()
 	if err != nil {
