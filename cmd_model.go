@@ -117,8 +117,12 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		}
 		// The data file before the model that refers to it; a replaced
 		// model's data file goes when the new model keeps its weights
-		// inline.
-		if err := stage.Commit("model.onnx"+onnx.DataFileSuffix, "model.onnx", "config.json", "tokenizer.json"); err != nil {
+		// inline, and so do its tokenizer's other files and generation
+		// defaults (tokenizer_config.json, vocab.json...), which describe
+		// that model's tokenizer and which exports would copy beside this
+		// one's.
+		names := append([]string{"model.onnx" + onnx.DataFileSuffix, "model.onnx", model.ConfigFile}, model.SideFileNames()...)
+		if err := stage.Commit(names...); err != nil {
 			return fmt.Errorf("--out %s: %w", *out, err)
 		}
 		fmt.Fprintf(env.stdout, "wrote %s: %d layers, hidden %d, %d heads (%d KV) x %d, vocab %d, %s\n",

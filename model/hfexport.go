@@ -309,6 +309,17 @@ func SideFiles(src, tokenizer string) []SideFile {
 	return append(files, SideFile{"generation_config.json", filepath.Join(filepath.Dir(src), "generation_config.json")})
 }
 
+// SideFileNames returns the names of SideFiles' files, tokenizer.json
+// first: the tokenizer and generation files a model directory may hold
+// beside its model and config.json.
+func SideFileNames() []string {
+	var names []string
+	for _, f := range SideFiles("", "") {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
 // ExportHF writes a Hugging Face model directory at dir from the ONNX
 // model at src with the tensors of trained in place of its parameters
 // (under LoRA, l enabled, trained holds the adapters, merged into their

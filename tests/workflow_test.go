@@ -801,3 +801,28 @@ func TestInitModelInterrupted(t *testing.T) {
 	require.Contains(t, stderr.String(), "spiral init-model: interrupted\n")
 	require.Equal(t, before, files(), "--out's files as they were, and no stage")
 }
+
+// TestInitModelOverwriteTokenizerFiles: init-model --overwrite over a
+// model directory whose tokenizer came with its other files (a real
+// model's tokenizer_config.json, vocab.json and merges.txt, its
+// generation defaults) removes them, as they describe the replaced
+// tokenizer: an hf export of the new model copied them beside its
+// character tokenizer.json, and transformers would read the old
+// tokenizer's class and chat template. A file of the user's stays.
+func TestInitModelOverwriteTokenizerFiles(t *testing.T) {
+	m := filepath.Join(t.TempDir(), "m")
+	r := spiral(t, nil, "init-model", "--out", m, "--tokenizer", "byte")
+	require.Equal(t, 0, r.code, r.stderr)
+	stale := []string{"tokenizer_config.json", "special_tokens_map.json", "vocab.json", "merges.txt", "chat_template.jinja", "generation_config.json"}
+	for _, name := range append(stale, "notes.txt") {
+		require.NoError(t, os.WriteFile(filepath.Join(m, name), []byte(`{"tokenizer_class": "Qwen2Tokenizer"}`), 0o644))
+	}
+	r = spiral(t, nil, "init-model", "--out", m, "--overwrite")
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, name := range stale {
+		require.NoFileExists(t, filepath.Join(m, name))
+	}
+	require.FileExists(t, filepath.Join(m, "notes.txt"))
+	require.FileExists(t, filepath.Join(m, "tokenizer.json"))
+	requireNoStage(t, m)
+}
