@@ -106,16 +106,19 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 	if err := model.ExportTrained(ctx, sess.onnx, arts.LoRA, pol.Weights, filepath.Join(stage.Dir(), "model.onnx"), false); err != nil {
 		return err
 	}
-	for _, name := range []string{"tokenizer.json", model.ConfigFile} {
-		src := filepath.Join(filepath.Dir(sess.onnx), name)
-		if name == "tokenizer.json" {
-			src = sess.tokenizer
-		}
-		err := copyFile(src, filepath.Join(stage.Dir(), name))
-		if name == model.ConfigFile && errors.Is(err, fs.ErrNotExist) {
-			// The model has none: one left in --out by the model that
-			// --overwrite replaced describes that model, and goes.
-			err = nil
+	// config.json and the tokenizer's files (tokenizer_config.json with
+	// its chat template...) and generation defaults, as export copies
+	// them: a file the model lacks goes from --out at the commit, since
+	// one left there by the model that --overwrite replaced describes
+	// that model.
+	copies := []model.SideFile{{Name: model.ConfigFile, From: filepath.Join(filepath.Dir(sess.onnx), model.ConfigFile)}}
+	copies = append(copies, model.SideFiles(sess.onnx, sess.tokenizer)...)
+	names := []string{"model.onnx" + onnx.DataFileSuffix, "model.onnx"}
+	for _, c := range copies {
+		names = append(names, c.Name)
+		err := copyFile(c.From, filepath.Join(stage.Dir(), c.Name))
+		if c.Name != "tokenizer.json" && errors.Is(err, fs.ErrNotExist) {
+			continue
 		}
 		if err != nil {
 			return err
@@ -128,7 +131,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 		return err
 	}
 	// The data file before the model that refers to it.
-	if err := stage.Commit("model.onnx"+onnx.DataFileSuffix, "model.onnx", model.ConfigFile, "tokenizer.json", "sft.jsonl"); err != nil {
+	if err := stage.Commit(append(names, "sft.jsonl")...); err != nil {
 		return fmt.Errorf("--out %s: %w", f.out, err)
 	}
 	fmt.Fprintf(env.stdout, "wrote %s\n", filepath.Join(f.out, "model.onnx"))

@@ -145,3 +145,38 @@ func TestSFTOutIsAFile(t *testing.T) {
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Contains(t, r.stderr, "spiral sft: --out "+out+": mkdir "+out+": not a directory")
 }
+
+// TestSFTTokenizerFiles: the model sft writes keeps the tokenizer's other
+// files (tokenizer_config.json with the chat template) and the generation
+// defaults of the model it starts from, as export does, where it used to
+// write tokenizer.json alone, so that an hf export of it gave spiral's
+// template and defaults instead; and with --overwrite such files of the
+// model it replaces, which the new one lacks, go.
+func TestSFTTokenizerFiles(t *testing.T) {
+	requireRuntime(t)
+	f := fixtures{dir: t.TempDir()}
+	src := f.modelDir(t, "src", nil)
+	kept := map[string]string{
+		"tokenizer_config.json":  `{"chat_template": "{% for m in messages %}<|im_start|>{{ m.content }}<|im_end|>{% endfor %}"}`,
+		"generation_config.json": `{"temperature": 0.6}`,
+	}
+	for name, text := range kept {
+		require.NoError(t, os.WriteFile(filepath.Join(src, name), []byte(text), 0o644))
+	}
+	out := f.modelDir(t, "out", nil)
+	for _, name := range []string{"vocab.json", "merges.txt"} {
+		require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte("the replaced model's"), 0o644))
+	}
+	r := spiral(t, nil, "sft", "--model", src, "--out", out, "--overwrite", "--steps", "1", "--batch", "2", "--eval-problems", "2", "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	for name, text := range kept {
+		b, err := os.ReadFile(filepath.Join(out, name))
+		require.NoError(t, err)
+		require.Equal(t, text, string(b), name)
+	}
+	require.NoFileExists(t, filepath.Join(out, "vocab.json"))
+	require.NoFileExists(t, filepath.Join(out, "merges.txt"))
+	require.FileExists(t, filepath.Join(out, "tokenizer.json"))
+	require.FileExists(t, filepath.Join(out, "sft.jsonl"))
+	requireNoStage(t, out)
+}
