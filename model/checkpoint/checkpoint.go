@@ -522,29 +522,58 @@ func Resume(dir string, w *params.Store, opt *optim.AdamW) (path string, st Stat
 // stops the search, since older checkpoints of the same run would not fit
 // either: a *params.MismatchError (Load's layout check) or an error marked
 // by Final; Newest then returns that error with the checkpoints skipped
-// before it. When no checkpoint loads, err joins every failure (and
-// skipped is nil); when there is none at all, err wraps ErrNoCheckpoint.
+// before it. A run training into dir meanwhile (an evaluation or export
+// of its checkpoints/ while it trains) saves while load reads: a failure
+// on a checkpoint that was removed (retention) or replaced while load
+// read it, or after which a newer checkpoint appeared, is not damage,
+// and the search starts again from the newest (savedDuring). When no
+// checkpoint loads, err joins every failure (and skipped is nil); when
+// there is none at all, err wraps ErrNoCheckpoint.
 func Newest(dir string, load func(path string) error) (path string, skipped []error, err error) {
+search:
+	for {
+		list, err := List(dir)
+		if errors.Is(err, fs.ErrNotExist) || err == nil && len(list) == 0 {
+			return "", nil, fmt.Errorf("%w in %s", ErrNoCheckpoint, dir)
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		skipped = nil
+		for i := len(list) - 1; i >= 0; i-- {
+			before, berr := os.Stat(list[i].Path)
+			err := load(list[i].Path)
+			if err == nil {
+				return list[i].Path, skipped, nil
+			}
+			var me *params.MismatchError
+			var fe finalError
+			if errors.As(err, &me) || errors.As(err, &fe) {
+				return "", skipped, err
+			}
+			if savedDuring(dir, list[i].Path, before, berr, list[len(list)-1].Step) {
+				continue search
+			}
+			skipped = append(skipped, err)
+		}
+		return "", nil, fmt.Errorf("checkpoint: no checkpoint in %s loads: %w", dir, errors.Join(skipped...))
+	}
+}
+
+// savedDuring reports whether a Save into dir may have changed the
+// checkpoint at path while it was read: it is no longer the directory
+// that os.Stat gave as before, berr before the read (removed by
+// retention, or replaced by a Save of its step), or dir now holds a
+// checkpoint newer than newest, the highest step listed before (whose
+// Save prunes the older ones after it).
+func savedDuring(dir, path string, before os.FileInfo, berr error, newest int64) bool {
+	after, err := os.Stat(path)
+	if errors.Is(berr, fs.ErrNotExist) || errors.Is(err, fs.ErrNotExist) ||
+		berr == nil && err == nil && !os.SameFile(before, after) {
+		return true
+	}
 	list, err := List(dir)
-	if errors.Is(err, fs.ErrNotExist) || err == nil && len(list) == 0 {
-		return "", nil, fmt.Errorf("%w in %s", ErrNoCheckpoint, dir)
-	}
-	if err != nil {
-		return "", nil, err
-	}
-	for i := len(list) - 1; i >= 0; i-- {
-		err := load(list[i].Path)
-		if err == nil {
-			return list[i].Path, skipped, nil
-		}
-		var me *params.MismatchError
-		var fe finalError
-		if errors.As(err, &me) || errors.As(err, &fe) {
-			return "", skipped, err
-		}
-		skipped = append(skipped, err)
-	}
-	return "", nil, fmt.Errorf("checkpoint: no checkpoint in %s loads: %w", dir, errors.Join(skipped...))
+	return err == nil && len(list) > 0 && list[len(list)-1].Step > newest
 }
 
 // Final marks err, returned by a load function given to Newest or Pick,

@@ -594,3 +594,52 @@ func TestPick(t *testing.T) {
 		})
 	}
 }
+
+// TestNewestWhileSaving: a run that saves while Newest's load reads (an
+// evaluation of its checkpoints/ while it trains) removes the checkpoint
+// read (retention), replaces it (a Save of its step) or saves a newer
+// one: the search starts again from the newest rather than reporting the
+// checkpoint as damaged, or failing when it was the only one.
+func TestNewestWhileSaving(t *testing.T) {
+	cases := []struct {
+		name  string
+		saved []int64 // before the search
+		save  int64   // the step saved during the first load
+		keep  int
+		want  int64
+	}{
+		{name: "pruned by a newer save", saved: []int64{1}, save: 2, keep: 1, want: 2},
+		{name: "pruned, older kept", saved: []int64{1, 2}, save: 3, keep: 2, want: 3},
+		{name: "newer saved", saved: []int64{1}, save: 2, want: 2},
+		{name: "replaced by a save of its step", saved: []int64{1, 2}, save: 2, want: 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			saveSteps(t, dir, tc.saved, Options{Keep: tc.keep})
+			w, _ := fresh(t)
+			var tried []string
+			path, skipped, err := Newest(dir, func(p string) error {
+				tried = append(tried, filepath.Base(p))
+				if len(tried) == 1 {
+					// What a load reading a checkpoint that another
+					// process's Save changes meanwhile finds: state.json
+					// read, then the Save, then the weights.
+					_, err := ReadState(p)
+					require.NoError(t, err)
+					rng := rand.New(rand.NewPCG(9, 9))
+					w2, opt := trained(t, rng, 1)
+					_, err = Save(dir, w2, opt, State{Step: tc.save}, Options{Keep: tc.keep})
+					require.NoError(t, err)
+					return errors.New("read while saved: " + p)
+				}
+				_, err := Load(p, w, nil)
+				return err
+			})
+			require.NoError(t, err, "tried %v", tried)
+			require.Empty(t, skipped, "a checkpoint changed by a save while read is not damaged")
+			require.Equal(t, filepath.Join(dir, DirName(tc.want)), path)
+			require.Equal(t, []string{DirName(tc.saved[len(tc.saved)-1]), DirName(tc.want)}, tried)
+		})
+	}
+}

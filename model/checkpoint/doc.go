@@ -39,7 +39,9 @@
 // each newer one was skipped; Newest does the same with any load function
 // (a store shaped by the checkpoint, graphs opened for its LoRA
 // settings), and Pick with a path a user gave (one checkpoint, or a run's
-// checkpoints/ directory).
+// checkpoints/ directory). They may read while a run saves into DIR: a
+// checkpoint that retention removes, or a Save replaces, while it is read
+// is not reported as damaged; the search starts again from the newest.
 // Save refuses weights holding a NaN or an infinity, so a run never
 // writes (and retention never keeps in place of a good one) a
 // non-finite checkpoint. Directories and files are created with the
