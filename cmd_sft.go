@@ -25,7 +25,7 @@ func setupSFT(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error 
 // runSFT wires the supervised warm start on the embedded task: the model's
 // policy, AdamW with a cosine schedule, the task, then rl.RunSFT; the
 // trained weights are exported to --out as a model directory.
-func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
+func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	task, err := synth.Embedded()
 	if err != nil {
 		return err
@@ -49,11 +49,16 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) error {
 	if sameDir(f.out, filepath.Dir(sess.onnx)) {
 		return usageError{fmt.Errorf("--out %s is the directory of --model: sft would write its model.onnx over the model it starts from; give another --out", f.out)}
 	}
+	// Locked as a run directory is: a second sft into --out is refused
+	// before it checks what is there, rather than sharing the log's
+	// .partial file and committing the model over the other's.
+	unlock, err := rl.LockRun(f.out)
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", f.out, err)
+	}
+	defer func() { err = errors.Join(err, unlock()) }()
 	if err := refuseOverwrite(f.out, f.overwrite); err != nil {
 		return err
-	}
-	if err := os.MkdirAll(f.out, 0o777); err != nil {
-		return fmt.Errorf("--out %s: %w", f.out, err)
 	}
 	arts, err := f.params.artifacts()
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,7 +34,7 @@ func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 // runTrain wires a training run together: the model and its policy, the
 // problems, the sampler, the judge and the trainer, then hands over to
 // rl.Run.
-func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
+func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	warnings := f.ignoredFlags()
 	if w := f.untrainedSearch(); w != "" {
 		warnings = append(warnings, w)
@@ -131,6 +132,14 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) error {
 			return fmt.Errorf("no held-out problems to evaluate: the first %d of %s are all too long for the model (listed above)", n, heldName)
 		}
 	}
+	// The run directory is locked before the policy's artifacts are
+	// built into it: a second process is refused before it loads the
+	// model or rewrites the running run's artifacts.
+	unlock, err := rl.LockRun(f.run.Dir)
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", f.run.Dir, err)
+	}
+	defer func() { err = errors.Join(err, unlock()) }()
 	pol, err := model.OpenPolicy(sess.rt, sess.onnx, filepath.Join(f.run.Dir, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: arts, Seed: f.cfg.Seed})
 	if err != nil {
 		return err

@@ -152,9 +152,24 @@ type RunParts struct {
 	Progress func(desc string) (add func(int), done func())
 }
 
-// Run trains until cfg.Steps steps are done, top to bottom:
+// LockRun creates the run directory dir and takes its lock, so that two
+// processes never train into one directory (see lockRun): a second is
+// refused, naming the holder's pid. The caller takes it before it writes
+// anything there (the artifacts the policy is opened with, which a
+// process refused only later rebuilt under a running run for its own
+// settings) and holds it through Run. It returns the release; its
+// errors name dir, for the caller to say which flag gave it.
+func LockRun(dir string) (func() error, error) {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return nil, err
+	}
+	return lockRun(dir)
+}
+
+// Run trains until cfg.Steps steps are done, top to bottom, the run
+// directory locked by the caller (LockRun):
 //
-//  1. lock the run directory against a second process;
+//  1. check the configuration;
 //  2. --fresh: move the previous run aside; otherwise resume from the
 //     newest intact checkpoint, refusing another model or data, and other
 //     settings unless cfg.Override;
@@ -176,14 +191,6 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	if len(p.Held) > 0 && (cfg.EvalEvery > 0 || cfg.FinalRSA.Steps > 0) {
 		p.Settings.HeldOut = &HeldOut{Data: p.HeldName, Problems: len(p.Held), Digest: data.ProblemsDigest(p.Held)}
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o777); err != nil {
-		return fmt.Errorf("rl: run: %w", err)
-	}
-	unlock, err := lockRun(cfg.Dir)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, unlock()) }()
 
 	// 2. Resume, or start afresh.
 	ckptDir := filepath.Join(cfg.Dir, CheckpointsDir)

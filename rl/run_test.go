@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -82,7 +83,14 @@ func newRunHarnessOn(t *testing.T, dir string, steps int, problems []data.Proble
 	return h
 }
 
-func (h *runHarness) run(ctx context.Context) error { return Run(ctx, h.cfg, h.parts) }
+// run runs h as spiral train does, the run directory locked through it.
+func (h *runHarness) run(ctx context.Context) error {
+	unlock, err := LockRun(h.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(Run(ctx, h.cfg, h.parts), unlock())
+}
 
 // loggedEvalSteps lists the steps of eval.jsonl in file order.
 func loggedEvalSteps(t *testing.T, dir string) []int {

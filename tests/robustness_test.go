@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,4 +92,65 @@ func TestEvalFailureLeavesNoReport(t *testing.T) {
 			require.NoFileExists(t, filepath.Join(out, "passk.json"))
 		})
 	}
+}
+
+// startSpiral starts the binary in dir with args, killed at the end of
+// the test if it still runs, and returns it with its stderr.
+func startSpiral(t *testing.T, dir string, args ...string) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd, &stderr
+}
+
+// TestSecondTrainRefusedBeforeArtifacts: a second train into the --out
+// of a running one is refused before it builds its graphs there: it
+// rebuilt the running run's artifacts/ for its own settings (here LoRA)
+// and loaded the model, and only then was refused by the run's lock.
+func TestSecondTrainRefusedBeforeArtifacts(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	args := []string{"train", "--steps", "1000", "--problems", "1", "--eval-every", "0", "--final-rsa-steps", "0", "--out", run, "--quiet"}
+	startSpiral(t, dir, args...)
+	manifest := filepath.Join(run, "artifacts", "manifest.json")
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
+		return err == nil && len(b) > 0
+	}, 2*time.Minute, 10*time.Millisecond, "the first run trains")
+	before, err := os.ReadFile(manifest)
+	require.NoError(t, err)
+	r := spiralIn(t, dir, nil, append(args, "--lora-rank", "4")...)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, run+" is in use by another spiral process")
+	after, err := os.ReadFile(manifest)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(before, after), "the running run's artifacts are left as they were; its manifest is now:\n%.300s", after)
+}
+
+// TestConcurrentSFTRefused: a second sft into the --out of a running one
+// is refused at once, as a second train is: the two shared the log's
+// sft.jsonl.partial (the one finishing first committed a log holding the
+// other's lines) and committed their models over each other's.
+func TestConcurrentSFTRefused(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "sft")
+	args := []string{"sft", "--out", out, "--steps", "1000", "--batch", "2", "--eval-every", "0", "--quiet"}
+	startSpiral(t, dir, args...)
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(filepath.Join(out, "sft.jsonl.partial"))
+		return err == nil && len(b) > 0
+	}, 2*time.Minute, 10*time.Millisecond, "the first sft trains")
+	r := spiralIn(t, dir, nil, append(args, "--steps", "1")...)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, out+" is in use by another spiral process")
+	require.NoFileExists(t, filepath.Join(out, "model.onnx"))
 }
