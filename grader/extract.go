@@ -298,32 +298,15 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 // newline pair, or a period, '!' or '?' followed by space or end, outside
 // math spans.
 func sentenceEnd(s string) int {
-	inMath := false
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		switch {
-		case ch == '\\' && i+1 < len(s):
-			if s[i+1] == '(' || s[i+1] == '[' {
-				inMath = true
-			} else if s[i+1] == ')' || s[i+1] == ']' {
-				inMath = false
-			}
-			i++
-		case ch == '$':
-			inMath = !inMath
-		case ch == '\n' && !inMath:
-			if i > 0 {
-				return i
-			}
-		case (ch == '.' || ch == '!' || ch == '?') && !inMath:
-			if i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\n' || s[i+1] == '\t' {
-				if i > 0 {
-					return i
-				}
-			}
+	return firstOutsideMath(s, func(i int) bool {
+		switch s[i] {
+		case '\n':
+			return i > 0
+		case '.', '!', '?':
+			return i > 0 && (i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\n' || s[i+1] == '\t')
 		}
-	}
-	return len(s)
+		return false
+	})
 }
 
 // clauseEnd returns where a sentence goes on to explain its answer: the
@@ -331,6 +314,32 @@ func sentenceEnd(s string) int {
 // or more letters other than "and" and "or" ("42, which is 6 times 7",
 // "117 (since n > 0)"), or len(s).
 func clauseEnd(s string) int {
+	e := firstOutsideMath(s, func(i int) bool {
+		ch := s[i]
+		if i == 0 || !(ch == ',' && i+1 < len(s) && s[i+1] == ' ' || ch == '(' && s[i-1] == ' ') {
+			return false
+		}
+		j := i + 1
+		for j < len(s) && s[j] == ' ' {
+			j++
+		}
+		w := j
+		for w < len(s) && isLetter(s[w]) {
+			w++
+		}
+		word := strings.ToLower(s[j:w])
+		return len(word) >= 2 && word != "and" && word != "or"
+	})
+	if e < len(s) && s[e] == '(' {
+		return e - 1 // before the space that opens the clause
+	}
+	return e
+}
+
+// firstOutsideMath returns the first index i of s outside LaTeX math
+// ($...$, \(...\), \[...\]; a backslash's next character skipped) at
+// which at(i) holds, or len(s).
+func firstOutsideMath(s string, at func(i int) bool) int {
 	inMath := false
 	for i := 0; i < len(s); i++ {
 		switch ch := s[i]; {
@@ -343,21 +352,8 @@ func clauseEnd(s string) int {
 			i++
 		case ch == '$':
 			inMath = !inMath
-		case !inMath && i > 0 && (ch == ',' && i+1 < len(s) && s[i+1] == ' ' || ch == '(' && s[i-1] == ' '):
-			j := i + 1
-			for j < len(s) && s[j] == ' ' {
-				j++
-			}
-			w := j
-			for w < len(s) && isLetter(s[w]) {
-				w++
-			}
-			if word := strings.ToLower(s[j:w]); len(word) >= 2 && word != "and" && word != "or" {
-				if ch == '(' {
-					return i - 1
-				}
-				return i
-			}
+		case !inMath && at(i):
+			return i
 		}
 	}
 	return len(s)
