@@ -34,7 +34,8 @@ type SamplerConfig struct {
 	// TopP keeps the smallest most-probable set with mass >= TopP, in
 	// (0, 1]; 1 disables it.
 	TopP float64
-	// TopK keeps the K most probable ids; 0 disables it.
+	// TopK keeps the K most probable ids and any tied with the K-th (as
+	// Hugging Face and vLLM do); 0 disables it.
 	TopK int
 	// MaxNewTokens bounds each completion.
 	MaxNewTokens int

@@ -45,14 +45,21 @@ func softmax(logits []float32, temperature float64, probs []float64) []float64 {
 	return probs
 }
 
-// topK zeroes all but the k largest probabilities (ties broken towards
-// lower ids) and renormalises; k <= 0 or k >= len(probs) is a no-op.
-// order is scratch space.
+// topK zeroes every probability below the k-th largest and renormalises;
+// k <= 0 or k >= len(probs) is a no-op. Ids tied with the k-th largest
+// are all kept, so more than k may remain: Hugging Face's
+// TopKLogitsWarper and vLLM's top-k mask only the scores strictly below
+// the k-th (softmax is monotone, so equal logits are equal
+// probabilities). order is scratch space.
 func topK(probs []float64, k int, order []int) []int {
 	if k <= 0 || k >= len(probs) {
 		return order
 	}
 	order = sortedByProb(probs, order)
+	kth := probs[order[k-1]]
+	for k < len(order) && probs[order[k]] == kth {
+		k++
+	}
 	sum := 0.0
 	for _, i := range order[:k] {
 		sum += probs[i]

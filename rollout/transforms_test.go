@@ -29,8 +29,11 @@ func TestTopK(t *testing.T) {
 	// keeps 0.4 and 0.3, renormalised by 0.7.
 	require.InDeltaSlice(t, []float64{0, 0.4 / 0.7, 0, 0.3 / 0.7}, p, 1e-12)
 	q := []float64{0.25, 0.25, 0.25, 0.25}
-	topK(q, 2, nil) // ties: the lower ids win
-	require.InDeltaSlice(t, []float64{0.5, 0.5, 0, 0}, q, 1e-12)
+	topK(q, 2, nil) // ties with the k-th are all kept (HF, vLLM)
+	require.InDeltaSlice(t, []float64{0.25, 0.25, 0.25, 0.25}, q, 1e-12)
+	q = []float64{0.1, 0.2, 0.2, 0.4, 0.1}
+	topK(q, 2, nil)
+	require.InDeltaSlice(t, []float64{0, 0.25, 0.25, 0.5, 0}, q, 1e-12)
 	r := []float64{0.5, 0.5}
 	topK(r, 0, nil)
 	require.Equal(t, []float64{0.5, 0.5}, r)

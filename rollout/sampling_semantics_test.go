@@ -1,0 +1,286 @@
+package rollout
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// hfReference is the sampling distribution of Hugging Face transformers'
+// logits processors (TemperatureLogitsWarper, TopKLogitsWarper,
+// TopPLogitsWarper, in generate's order) and of vLLM's sampler
+// (apply_temperature, apply_top_k_top_p), written out in float64 over
+// logits[:limit]:
+//   - temperature divides the logits;
+//   - top-k masks every score strictly below the k-th largest (so every
+//     id tied with the k-th is kept);
+//   - top-p sorts the surviving scores ascending (stably), takes the
+//     softmax's cumulative sum and masks the positions whose cumulative
+//     mass is <= 1-p, never the last (the most probable): the kept set is
+//     the most probable ids up to and including the one whose mass
+//     crosses p;
+//   - the result is the softmax of what is left.
+//
+// It is written from those sources, independently of transforms.go, so
+// that the two can be compared.
+func hfReference(logits []float32, limit int, temperature float64, k int, p float64) []float64 {
+	n := limit
+	scores := make([]float64, n)
+	for i := range scores {
+		scores[i] = float64(logits[i]) / temperature
+	}
+	if k > 0 && k < n {
+		sorted := append([]float64(nil), scores...)
+		sort.Sort(sort.Reverse(sort.Float64Slice(sorted)))
+		kth := sorted[k-1]
+		for i, s := range scores {
+			if s < kth {
+				scores[i] = math.Inf(-1)
+			}
+		}
+	}
+	if p < 1 {
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return scores[idx[a]] < scores[idx[b]] })
+		probs := refSoftmax(scores)
+		cum := 0.0
+		remove := make([]bool, n)
+		for j, i := range idx {
+			cum += probs[i]
+			remove[i] = cum <= 1-p && j != n-1
+		}
+		for i, r := range remove {
+			if r {
+				scores[i] = math.Inf(-1)
+			}
+		}
+	}
+	return refSoftmax(scores)
+}
+
+func refSoftmax(x []float64) []float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = math.Max(m, v)
+	}
+	out := make([]float64, len(x))
+	sum := 0.0
+	for i, v := range x {
+		out[i] = math.Exp(v - m)
+		sum += out[i]
+	}
+	for i := range out {
+		out[i] /= sum
+	}
+	return out
+}
+
+// samplingDistribution runs one row of logits through the sampler's own
+// per-token path (sampleInto) and returns the distribution it drew from
+// and the token with its recorded log-probability.
+func samplingDistribution(t *testing.T, cfg SamplerConfig, logits []float32, limit int, seed uint64) ([]float64, int32, float32) {
+	t.Helper()
+	s := &Sampler{cfg: cfg}
+	r := &row{rng: rand.New(rand.NewPCG(seed, 0)), out: &Completion{}, limit: 1 << 30}
+	probs, _ := s.sampleInto(r, logits, limit, nil, nil)
+	require.Len(t, r.out.Tokens, 1)
+	return probs, r.out.Tokens[0], r.out.PolicyLogProbs[0]
+}
+
+func keptSet(p []float64) []int {
+	var ids []int
+	for i, v := range p {
+		if v > 0 {
+			ids = append(ids, i)
+		}
+	}
+	return ids
+}
+
+var negInf = float32(math.Inf(-1))
+
+// semanticsCases are hand-made rows of logits whose kept set under HF's
+// and vLLM's semantics is stated by hand (and checked against
+// hfReference too).
+var semanticsCases = []struct {
+	name        string
+	logits      []float32
+	limit       int // 0: the whole row
+	temperature float64
+	k           int
+	p           float64
+	kept        []int
+}{
+	{"plain", []float32{1, 2, 3, 0}, 0, 1, 0, 1, []int{0, 1, 2, 3}},
+	{"top-k 2 of distinct", []float32{1, 4, 2, 3}, 0, 1, 2, 1, []int{1, 3}},
+	// HF: scores < topk(scores, k)[..., -1] are masked (strictly), vLLM:
+	// logits_sort < the k-th: ids tied with the k-th largest all stay.
+	{"top-k ties at the boundary kept", []float32{3, 2, 2, 2, 1}, 0, 1, 2, 1, []int{0, 1, 2, 3}},
+	{"top-k ties above the boundary", []float32{5, 5, 5, 1, 0}, 0, 0.5, 2, 1, []int{0, 1, 2}},
+	{"top-k all equal", []float32{0, 0, 0, 0, 0, 0}, 0, 1, 3, 1, []int{0, 1, 2, 3, 4, 5}},
+	{"top-k k = vocabulary", []float32{1, 2, 3}, 0, 1, 3, 1, []int{0, 1, 2}},
+	{"top-k 1 is greedy with ties", []float32{1, 7, 7, 2}, 0, 2, 1, 1, []int{1, 2}},
+	// softmax of [ln 8, ln 4, ln 2, ln 2] (at float32 precision) is about
+	// 0.5, 0.25, 0.125, 0.125: p below, near and above 0.75.
+	{"top-p keeps the token that crosses p", []float32{2.0794415, 1.3862944, 0.6931472, 0.6931472}, 0, 1, 0, 0.6, []int{0, 1}},
+	{"top-p small keeps the top one", []float32{2.0794415, 1.3862944, 0.6931472, 0.6931472}, 0, 1, 0, 0.3, []int{0}},
+	{"top-p tiny keeps at least one", []float32{0, 0.5, 3}, 0, 1, 0, 1e-12, []int{2}},
+	{"top-p after top-k, on the renormalised mass", []float32{3, 2, 1, 0}, 0, 1, 3, 0.7, []int{0, 1}},
+	{"temperature before top-p", []float32{3, 2, 1, 0}, 0, 5, 0, 0.7, []int{0, 1, 2}},
+	{"all -inf but one", []float32{negInf, 5, negInf, negInf}, 0, 0.7, 2, 0.9, []int{1}},
+	{"very large logits", []float32{3e38, 2.9e38, -3e38, 1e38}, 0, 1, 0, 1, []int{0}},
+	{"very large logits, hot", []float32{3e38, 3e38, -3e38}, 0, 1e38, 0, 1, []int{0, 1, 2}},
+	{"tiny temperature, tied maxima", []float32{2, 1, 2, 1.9999999}, 0, 1e-30, 0, 1, []int{0, 2}},
+	{"vocabulary limit", []float32{0, 1, 2, 9, 9}, 3, 1, 0, 1, []int{0, 1, 2}},
+	{"vocabulary limit then top-k ties", []float32{1, 1, 1, 9, 9}, 3, 1, 2, 1, []int{0, 1, 2}},
+}
+
+// TestSamplingDistributionMatchesHF: for each hand-made row, the
+// distribution the sampler draws from has HF's and vLLM's kept set (stated
+// by hand) and their renormalised probabilities (hfReference), and the
+// token drawn lies in it.
+func TestSamplingDistributionMatchesHF(t *testing.T) {
+	for _, c := range semanticsCases {
+		t.Run(c.name, func(t *testing.T) {
+			limit := c.limit
+			if limit == 0 {
+				limit = len(c.logits)
+			}
+			want := hfReference(c.logits, limit, c.temperature, c.k, c.p)
+			require.Equal(t, c.kept, keptSet(want), "the reference's kept set")
+			cfg := SamplerConfig{Temperature: c.temperature, TopK: c.k, TopP: c.p}
+			for seed := uint64(0); seed < 8; seed++ {
+				got, id, _ := samplingDistribution(t, cfg, c.logits, limit, seed)
+				require.Equal(t, c.kept, keptSet(got), "kept set")
+				require.InDeltaSlice(t, want, got, 1e-12)
+				require.Contains(t, c.kept, int(id))
+			}
+		})
+	}
+}
+
+// TestTopPExactBoundary: with masses exact in binary (0.5, 0.25, 0.1875,
+// 0.0625), a p equal to a cumulative mass keeps exactly the tokens that
+// reach it (HF: cumulative-from-the-bottom <= 1-p is removed), one ulp
+// more keeps the next token too.
+func TestTopPExactBoundary(t *testing.T) {
+	base := []float64{0.0625, 0.5, 0.1875, 0.25}
+	for _, c := range []struct {
+		p    float64
+		kept []int
+	}{
+		{0.5, []int{1}},
+		{math.Nextafter(0.5, 1), []int{1, 3}},
+		{0.75, []int{1, 3}},
+		{math.Nextafter(0.75, 1), []int{1, 2, 3}},
+		{0.9375, []int{1, 2, 3}},
+		{math.Nextafter(0.9375, 1), []int{0, 1, 2, 3}},
+		{math.Nextafter(0.5, 0), []int{1}},
+	} {
+		probs := append([]float64(nil), base...)
+		topP(probs, c.p, nil)
+		require.Equal(t, c.kept, keptSet(probs), "p = %v", c.p)
+		mass := 0.0
+		for _, i := range c.kept {
+			mass += base[i]
+		}
+		for _, i := range c.kept {
+			require.Equal(t, base[i]/mass, probs[i], "p = %v id %d", c.p, i)
+		}
+	}
+}
+
+// chiSquareCritical is a conservative upper critical value of the
+// chi-square distribution with df degrees of freedom at a tail of about
+// 1e-6 (Wilson-Hilferty with z = 4.9): a correct sampler fails a seeded
+// run essentially never, a wrong kept set (an id left out, or one let
+// in) fails by orders of magnitude.
+func chiSquareCritical(df int) float64 {
+	d := float64(df)
+	z := 4.9
+	x := 1 - 2/(9*d) + z*math.Sqrt(2/(9*d))
+	return d * x * x * x
+}
+
+// TestSamplerDrawsMatchHFDistribution draws many tokens through the
+// sampler's per-token path and compares their frequencies with
+// hfReference's distribution (Pearson's chi-square over the kept ids);
+// an id outside the kept set is never drawn.
+func TestSamplerDrawsMatchHFDistribution(t *testing.T) {
+	const n = 100000
+	for _, c := range []struct {
+		name        string
+		logits      []float32
+		limit       int
+		temperature float64
+		k           int
+		p           float64
+	}{
+		{"temperature only", []float32{0.3, -1, 2, 1.5, 0, -0.7, 1.1, 0.2}, 8, 0.8, 0, 1},
+		{"top-k with a tie at the boundary", []float32{2, 1, 1, 1, 0.5, 0, -1, -2}, 8, 1, 2, 1},
+		{"top-k and top-p", []float32{0.3, -1, 2, 1.5, 0, -0.7, 1.1, 0.2}, 8, 0.7, 5, 0.8},
+		{"top-p at 0.95, vocabulary limit", []float32{0.3, -1, 2, 1.5, 0, -0.7, 1.1, 0.2, 9, 9}, 8, 1.3, 0, 0.95},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want := hfReference(c.logits, c.limit, c.temperature, c.k, c.p)
+			s := &Sampler{cfg: SamplerConfig{Temperature: c.temperature, TopK: c.k, TopP: c.p}}
+			r := &row{rng: rand.New(rand.NewPCG(7, 0)), out: &Completion{}, limit: 1 << 30}
+			var probs []float64
+			var order []int
+			counts := make([]int, len(c.logits))
+			for range n {
+				probs, order = s.sampleInto(r, c.logits, c.limit, probs, order)
+				counts[r.out.Tokens[len(r.out.Tokens)-1]]++
+			}
+			for i := len(want); i < len(c.logits); i++ {
+				require.Zero(t, counts[i], "id %d is past the vocabulary limit but was drawn", i)
+			}
+			chi2, df := 0.0, -1
+			for i, w := range want {
+				if w == 0 {
+					require.Zero(t, counts[i], "id %d is outside the kept set but was drawn", i)
+					continue
+				}
+				e := n * w
+				chi2 += (float64(counts[i]) - e) * (float64(counts[i]) - e) / e
+				df++
+			}
+			if df > 0 {
+				require.Less(t, chi2, chiSquareCritical(df), "counts %v, want %v", counts, want)
+			}
+		})
+	}
+}
+
+// TestSampledLogProbIsThePolicys: whatever the sampling transforms, the
+// recorded log-probability of the drawn token is log softmax(logits)[id]
+// over the whole row at temperature 1 (Completion.PolicyLogProbs: pi_old
+// of the ratio, which the learner's loss graph computes the same way,
+// autodiff.HeadLossGraph's LogSoftmax of the raw logits), not that of the
+// distribution it was drawn from; with no transform the two agree.
+func TestSampledLogProbIsThePolicys(t *testing.T) {
+	logits := []float32{0.3, -1, 2, 1.5, 0, -0.7, 1.1, 0.2, 4, -3}
+	for _, cfg := range []SamplerConfig{
+		{Temperature: 1, TopP: 1},
+		{Temperature: 0.6, TopP: 1},
+		{Temperature: 1.7, TopK: 3, TopP: 1},
+		{Temperature: 1, TopP: 0.5},
+		{Temperature: 0, TopP: 1},
+	} {
+		for _, limit := range []int{len(logits), 8} {
+			for seed := uint64(0); seed < 20; seed++ {
+				probs, id, logp := samplingDistribution(t, cfg, logits, limit, seed)
+				require.InDelta(t, LogProbOf(logits, int(id)), float64(logp), 1e-6, "cfg %+v limit %d", cfg, limit)
+				if cfg.Temperature == 1 && cfg.TopK == 0 && cfg.TopP == 1 && limit == len(logits) {
+					require.InDelta(t, math.Log(probs[id]), float64(logp), 1e-6)
+				}
+			}
+		}
+	}
+}
