@@ -132,6 +132,9 @@ var semanticsCases = []struct {
 	{"top-p small keeps the top one", []float32{2.0794415, 1.3862944, 0.6931472, 0.6931472}, 0, 1, 0, 0.3, []int{0}},
 	{"top-p tiny keeps at least one", []float32{0, 0.5, 3}, 0, 1, 0, 1e-12, []int{2}},
 	{"top-p after top-k, on the renormalised mass", []float32{3, 2, 1, 0}, 0, 1, 3, 0.7, []int{0, 1}},
+	// softmax 0.4, 0.3, 0.2, 0.1: top-k 2 leaves 4/7, 3/7, whose top-p
+	// 0.5 is the first id alone (top-p first would keep two).
+	{"top-p on the top-k mass, not the full one", []float32{-0.9162907, -1.2039728, -1.6094379, -2.3025851}, 0, 1, 2, 0.5, []int{0}},
 	{"temperature before top-p", []float32{3, 2, 1, 0}, 0, 5, 0, 0.7, []int{0, 1, 2}},
 	{"all -inf but one", []float32{negInf, 5, negInf, negInf}, 0, 0.7, 2, 0.9, []int{1}},
 	{"very large logits", []float32{3e38, 2.9e38, -3e38, 1e38}, 0, 1, 0, 1, []int{0}},
