@@ -239,10 +239,15 @@ type row struct {
 	done bool
 	// limit is how many tokens this row may generate.
 	limit int
+	// err, when set, is why the row's last logits could not be sampled
+	// (sampleInto); Generate returns it.
+	err error
 }
 
 // Generate completes every request and returns the completions in request
-// order. It stops early with ctx's error.
+// order. It stops early with ctx's error, or with an error naming the
+// request when the model's logits are not finite (NaN or +Inf, or all
+// -Inf), from which no token can be sampled.
 func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progress) ([]Completion, Stats, error) {
 	start := time.Now()
 	var st Stats
@@ -310,6 +315,9 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 			st.PrefilledTokens += fed
 			// Sample each fresh row's first token from its prompt's last logits.
 			s.sampleRows(fresh, last, vocab, limit, &scratch)
+			if err := rowsErr(fresh); err != nil {
+				return nil, st, err
+			}
 			active = append(active, fresh...)
 			st.GeneratedTokens += len(fresh)
 			if progress != nil {
@@ -339,6 +347,9 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 			st.PeakCacheLen = max(st.PeakCacheLen, s.cache.Len(i))
 		}
 		s.sampleRows(active, logits, vocab, limit, &scratch)
+		if err := rowsErr(active); err != nil {
+			return nil, st, err
+		}
 		st.GeneratedTokens += B
 		if progress != nil {
 			progress(B)
@@ -561,6 +572,14 @@ func (s *Sampler) sampleInto(r *row, full []float32, limit int, probs []float64,
 	if !plain {
 		logp = LogProbOf(full, id)
 	}
+	if math.IsNaN(logp) || math.IsInf(logp, 0) {
+		// NaN or +Inf logits (or a row all -Inf) leave no distribution:
+		// draw would fall through to the last id and the loss would get a
+		// NaN pi_old. Finite logits always give a finite log-probability.
+		r.err = fmt.Errorf("rollout: request %d, generated token %d: the model's logits are not finite (NaN, +Inf, or all -Inf): log-probability %v", r.req, len(r.out.Tokens), logp)
+		r.done = true
+		return probs, order
+	}
 	r.ctx = append(r.ctx, int32(id))
 	c := r.out
 	c.Tokens = append(c.Tokens, int32(id))
@@ -572,6 +591,16 @@ func (s *Sampler) sampleInto(r *row, full []float32, limit int, probs []float64,
 		r.done, c.Finish = true, FinishLength
 	}
 	return probs, order
+}
+
+// rowsErr returns the first error a row's sampling left.
+func rowsErr(rows []*row) error {
+	for _, r := range rows {
+		if r.err != nil {
+			return r.err
+		}
+	}
+	return nil
 }
 
 // rowLimit is how many tokens a row with a prompt of n tokens may

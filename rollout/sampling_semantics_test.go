@@ -1,12 +1,18 @@
 package rollout
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/model/qwen3"
 )
 
 // hfReference is the sampling distribution of Hugging Face transformers'
@@ -285,5 +291,64 @@ func TestSampledLogProbIsThePolicys(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSamplerRefusesNonFiniteLogits: NaN or +Inf logits, or a row all
+// -Inf, have no distribution to draw from (HF's multinomial raises on
+// them). The sampler used to draw the row's last id from them and record
+// a NaN log-probability; it now leaves an error on the row, in every mode
+// (greedy included), and a lone -Inf logit stays legal.
+func TestSamplerRefusesNonFiniteLogits(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	for _, logits := range [][]float32{
+		{1, nan, 2, 0},
+		{nan, 1, 2, 0},
+		{nan, nan, nan, nan},
+		{1, inf, 2, 0},
+		{negInf, negInf, negInf, negInf},
+		{1, 2, 3, nan}, // past the vocabulary limit: pi_old (the full row) is NaN
+	} {
+		for _, cfg := range []SamplerConfig{
+			{Temperature: 1, TopP: 1},
+			{Temperature: 0.7, TopP: 0.9, TopK: 2},
+			{Temperature: 0, TopP: 1},
+		} {
+			for _, limit := range []int{4, 3} {
+				s := &Sampler{cfg: cfg}
+				r := &row{req: 5, rng: rand.New(rand.NewPCG(1, 0)), out: &Completion{}, limit: 10}
+				s.sampleInto(r, logits, limit, nil, nil)
+				require.ErrorContains(t, r.err, "request 5, generated token 0: the model's logits are not finite", "logits %v cfg %+v limit %d", logits, cfg, limit)
+				require.True(t, r.done)
+			}
+		}
+	}
+	s := &Sampler{cfg: SamplerConfig{Temperature: 1, TopP: 1}}
+	r := &row{rng: rand.New(rand.NewPCG(1, 0)), out: &Completion{}, limit: 10}
+	s.sampleInto(r, []float32{negInf, 1, 2}, 3, nil, nil)
+	require.NoError(t, r.err)
+}
+
+// TestSamplerGenerateRefusesNaNModel: a model whose weights went NaN (a
+// diverged update) makes Generate fail, naming the request, instead of
+// returning completions of the last vocabulary id with NaN pi_old.
+func TestSamplerGenerateRefusesNaNModel(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	dir := t.TempDir()
+	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 11))
+	pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{SamplingGraphOnly: true})
+	require.NoError(t, err)
+	defer pol.Close()
+	w := pol.Weights.Flat()
+	for i := range w {
+		w[i] = float32(math.NaN())
+	}
+	pol.Weights.Touch()
+	for _, temp := range []float64{1, 0} {
+		s, err := NewSampler(pol.LM, SamplerConfig{Temperature: temp, TopP: 1, MaxNewTokens: 4, BatchSize: 2, VocabLimit: 90})
+		require.NoError(t, err)
+		_, _, err = s.Generate(context.Background(), samplerRequests(1), nil)
+		require.ErrorContains(t, err, "request 0, generated token 0: the model's logits are not finite")
+		s.Release()
 	}
 }
