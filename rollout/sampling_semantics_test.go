@@ -352,3 +352,47 @@ func TestSamplerGenerateRefusesNaNModel(t *testing.T) {
 		s.Release()
 	}
 }
+
+// TestSampleIntoStopAndLength: a sampled stop id ends the row (kept as
+// its last token, FinishStop), also when it is the limit's last token;
+// otherwise the row ends with FinishLength after exactly its limit of
+// tokens. Logits that leave one id (top-k 1) make the draws certain.
+func TestSampleIntoStopAndLength(t *testing.T) {
+	s := &Sampler{cfg: SamplerConfig{Temperature: 1, TopK: 1, TopP: 1, StopIDs: []int32{3, 4}}}
+	rowFor := func(limit int) *row {
+		return &row{rng: rand.New(rand.NewPCG(1, 0)), out: &Completion{}, limit: limit}
+	}
+	pick := func(id int) []float32 {
+		l := []float32{0, 0, 0, 0, 0, 0}
+		l[id] = 5
+		return l
+	}
+	run := func(r *row, ids ...int) {
+		for _, id := range ids {
+			require.False(t, r.done)
+			s.sampleInto(r, pick(id), 6, nil, nil)
+		}
+	}
+	r := rowFor(3)
+	run(r, 1, 2, 4)
+	require.True(t, r.done)
+	require.Equal(t, []int32{1, 2, 4}, r.out.Tokens)
+	require.Equal(t, FinishStop, r.out.Finish, "a stop id at the limit is a stop")
+
+	r = rowFor(3)
+	run(r, 1, 2, 5)
+	require.True(t, r.done)
+	require.Equal(t, FinishLength, r.out.Finish)
+	require.Len(t, r.out.Tokens, 3)
+
+	r = rowFor(100)
+	run(r, 3)
+	require.True(t, r.done)
+	require.Equal(t, []int32{3}, r.out.Tokens)
+	require.Equal(t, FinishStop, r.out.Finish)
+
+	r = rowFor(100)
+	run(r, 0, 1, 2, 5, 5)
+	require.False(t, r.done, "no stop id, under the limit")
+	require.Len(t, r.out.PolicyLogProbs, 5)
+}
