@@ -254,6 +254,7 @@ func TestTrainerDrawsWhatIsMissing(t *testing.T) {
 		require.Equal(t, kept, m.ProblemsInformative, "step %d", step+1)
 		require.LessOrEqual(t, m.ProblemsInformative, cfg.Problems)
 		require.Equal(t, drawn, m.ProblemsDrawn, "step %d", step+1)
+		require.Equal(t, float64(kept)/float64(drawn), m.InformativeFraction, "step %d", step+1)
 		require.Greater(t, rounds, 1, "step %d: the first draw round holds an easy problem", step+1)
 	}
 }
