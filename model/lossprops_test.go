@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/modeltest"
 	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/rl"
 )
@@ -101,9 +102,23 @@ func propGradients(t *testing.T, p *model.Policy, examples []rl.Example, microTo
 // trace with a positive advantage). Error budget as in
 // TestSupervisedLossIsNLL (truncation O(h^2), float32 rounding of the
 // loss ~3e-7 / 2h); no ratio comes within 0.05 of a clip bound, so the
-// steps never cross a kink. Tolerance 2e-3 relative to |g|.
+// steps never cross a kink. Tolerance 2e-3 relative to |g|. Both loss
+// paths: the table head (the tiny Qwen3) and the generic head-loss graph
+// (scaledHeadModel).
 func TestClippedLossGradientIsReference(t *testing.T) {
-	p, _ := openTrainPolicy(t, 61)
+	t.Run("table head", func(t *testing.T) {
+		p, _ := openTrainPolicy(t, 61)
+		checkClippedLossGradient(t, p)
+	})
+	t.Run("generic head", func(t *testing.T) {
+		p, err := model.OpenPolicy(modeltest.Runtime(t), scaledHeadModel(t), t.TempDir(), model.PolicyOptions{Train: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, p.Close()) })
+		checkClippedLossGradient(t, p)
+	})
+}
+
+func checkClippedLossGradient(t *testing.T, p *model.Policy) {
 	examples := propExamples(t, p, 61, 7)
 	longest := 0
 	for _, e := range examples {
