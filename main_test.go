@@ -158,12 +158,19 @@ func TestTrainIgnoredFlags(t *testing.T) {
 		{[]string{"--algo", "grpo", "--candidate-tokens", "64", "--data", "d.jsonl"}, []string{
 			"--candidate-tokens caps the candidates of the SPIRAL pipeline's aggregation prompts and of the final RSA; --algo grpo, which samples --group traces a problem, with no final RSA (--final-rsa-steps 0, or --data without --eval-data) ignores it"}},
 	} {
-		fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
-		var f trainFlags
-		f.register(fs)
-		require.NoError(t, fs.Parse(tc.args))
+		f := parsedTrainFlags(t, tc.args)
 		require.Equal(t, tc.want, f.ignoredFlags(), "%q", tc.args)
 	}
+}
+
+// parsedTrainFlags returns train's flags parsed from args.
+func parsedTrainFlags(t *testing.T, args []string) *trainFlags {
+	t.Helper()
+	fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
+	var f trainFlags
+	f.register(fs)
+	require.NoError(t, fs.Parse(args))
+	return &f
 }
 
 // TestTrainUntrainedSearch: SPIRAL with one subset, or with subsets of
@@ -185,10 +192,7 @@ func TestTrainUntrainedSearch(t *testing.T) {
 		{[]string{"--algo", "agg-only", "--k", "1"}, ""},
 		{[]string{"--algo", "grpo", "--k", "1"}, ""},
 	} {
-		fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
-		var f trainFlags
-		f.register(fs)
-		require.NoError(t, fs.Parse(tc.args))
+		f := parsedTrainFlags(t, tc.args)
 		got := f.untrainedSearch()
 		if tc.want == "" {
 			require.Empty(t, got, "%q", tc.args)

@@ -236,12 +236,7 @@ func TestExportsReplaceTheirFilesTogether(t *testing.T) {
 // stop ids of a model spiral made, which has only tokenizer.json), and one
 // the source has is copied from it, not replaced by the default.
 func TestExportHFWritesDefaultsWhereTheSourceHasNone(t *testing.T) {
-	src := t.TempDir()
-	for _, name := range []string{"model.onnx", model.ConfigFile} {
-		b, err := os.ReadFile(filepath.Join(hfFixtureDir, name))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(src, name), b, 0o666))
-	}
+	src := copyHFFixture(t)
 	defaults := map[string][]byte{
 		"tokenizer_config.json":  []byte(`{"chat_template": "default"}`),
 		"generation_config.json": []byte(`{"eos_token_id": [1, 2]}`),

@@ -388,12 +388,7 @@ func TestDecodeGraphPaddedCalls(t *testing.T) {
 // (whose decode graph's kernel would refuse every call), leaves no
 // decode graph, and the right one gives it back.
 func TestDecodeGraphFollowsConfigHeads(t *testing.T) {
-	dir := t.TempDir()
-	for _, name := range []string{"model.onnx", model.ConfigFile} {
-		b, err := os.ReadFile(filepath.Join(hfFixtureDir, name))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o666))
-	}
+	dir := copyHFFixture(t)
 	cfg, err := os.ReadFile(filepath.Join(dir, model.ConfigFile))
 	require.NoError(t, err)
 	require.Contains(t, string(cfg), `"num_attention_heads": 4,`)

@@ -21,6 +21,20 @@ import (
 // model/testdata/hfqwen3/make_fixture.py makes it (by hand, not in CI).
 const hfFixtureDir = "testdata/hfqwen3"
 
+// copyHFFixture copies the HF fixture's model.onnx and config.json into a
+// new temporary directory, for a test that edits or adds files beside
+// them, and returns it.
+func copyHFFixture(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"model.onnx", model.ConfigFile} {
+		b, err := os.ReadFile(filepath.Join(hfFixtureDir, name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o666))
+	}
+	return dir
+}
+
 // hfFixtureTol is the largest absolute logit error accepted against the
 // transformers reference: both sides run fp32, so what is left is summation
 // order (the script measured onnxruntime against transformers too; see

@@ -86,10 +86,7 @@ func testQwen3ChatIDs(t *testing.T, tok *Tokenizer) {
 }
 
 func TestEncodeChatGenerated(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		build func() ([]byte, error)
-	}{{"char", buildTestChar}, {"byte", BuildByteTokenizerJSON}} {
+	for _, tc := range generatedKinds {
 		t.Run(tc.name, func(t *testing.T) {
 			tok := newGenerated(t, tc.build)
 			msgs := []Message{{RoleSystem, "s"}, {RoleUser, "1+1=?"}}

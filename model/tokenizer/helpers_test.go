@@ -33,6 +33,13 @@ func loadQwen3(tb testing.TB) *Tokenizer {
 	return tok
 }
 
+// generatedKinds are the tokenizers spiral generates, each with what
+// builds its tokenizer.json, for tests run on both.
+var generatedKinds = []struct {
+	name  string
+	build func() ([]byte, error)
+}{{"char", buildTestChar}, {"byte", BuildByteTokenizerJSON}}
+
 // newGenerated builds and loads a generated tokenizer.
 func newGenerated(tb testing.TB, build func() ([]byte, error)) *Tokenizer {
 	tb.Helper()

@@ -33,10 +33,7 @@ func TestChatMLTemplateMatchesRenderChat(t *testing.T) {
 }
 
 func TestHFConfigFiles(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		build func() ([]byte, error)
-	}{{"char", buildTestChar}, {"byte", BuildByteTokenizerJSON}} {
+	for _, tc := range generatedKinds {
 		t.Run(tc.name, func(t *testing.T) {
 			tok := newGenerated(t, tc.build)
 			files, err := tok.HFConfigFiles()
