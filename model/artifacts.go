@@ -139,6 +139,10 @@ type Artifacts struct {
 	Rebuilt bool
 	// hf is config.json beside the source, as read while preparing.
 	hf HFConfig
+	// program is the training program as PrepareArtifacts read it with
+	// the directory locked; nil where the caller holds the lock and
+	// Program reads the files.
+	program *blocks.Program
 }
 
 // RolloutPath returns the rollout graph's path (full-sequence logits).
@@ -156,8 +160,14 @@ func (a *Artifacts) DecodePath() string {
 	return filepath.Join(a.Dir, a.Manifest.Decode)
 }
 
-// Program reads the training program and its graphs.
+// Program returns the training program and its graphs: as
+// PrepareArtifacts read them before releasing the directory's lock (a
+// process rebuilding the directory for another model afterwards changes
+// nothing here), else read from the directory now.
 func (a *Artifacts) Program() (*blocks.Program, error) {
+	if a.program != nil {
+		return a.program, nil
+	}
 	raw, err := os.ReadFile(filepath.Join(a.Dir, a.Manifest.Program))
 	if err != nil {
 		return nil, fmt.Errorf("model: artifacts: %w", err)
@@ -215,14 +225,22 @@ func (o ArtifactOptions) key() string {
 // redone rather than half used. Only the graph of src is read, not its
 // weights (except to compare tie candidates). The directory is locked
 // while it is checked and built (lockArtifacts), so processes preparing
-// it at once, for one model or for different ones, never mix their files.
+// it at once, for one model or for different ones, never mix their files;
+// the training program is read before the lock is released (Program).
 func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) {
 	unlock, err := lockArtifacts(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	return prepareArtifacts(src, dir, opt)
+	a, err := prepareArtifacts(src, dir, opt)
+	if err != nil {
+		return nil, err
+	}
+	if a.program, err = a.Program(); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // lockArtifacts creates the artifacts directory dir and takes its lock

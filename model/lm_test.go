@@ -155,6 +155,30 @@ func TestOpenLMErrors(t *testing.T) {
 	require.ErrorContains(t, err, "missing.onnx")
 }
 
+// TestArtifactsProgramReadUnderLock: the program PrepareArtifacts returns
+// was read before it released the directory's lock, so a process that
+// rebuilds the directory afterwards (here: the files removed) does not
+// change what the caller reads.
+func TestArtifactsProgramReadUnderLock(t *testing.T) {
+	path, _ := tinyDir(t)
+	dir := t.TempDir()
+	art, err := model.PrepareArtifacts(path, dir, model.ArtifactOptions{})
+	require.NoError(t, err)
+	want, err := os.ReadFile(filepath.Join(dir, art.Manifest.Program))
+	require.NoError(t, err)
+	pieces, err := filepath.Glob(filepath.Join(dir, "piece-*.onnx"))
+	require.NoError(t, err)
+	require.NotEmpty(t, pieces)
+	for _, f := range append(pieces, filepath.Join(dir, art.Manifest.Program)) {
+		require.NoError(t, os.Remove(f))
+	}
+	prog, err := art.Program()
+	require.NoError(t, err)
+	require.NotEmpty(t, prog.Blocks)
+	require.Len(t, prog.Graphs, len(pieces))
+	require.Contains(t, string(want), prog.Blocks[0].Pre.Backward)
+}
+
 // TestArtifacts builds the rollout graph and training program of the tiny model,
 // checks that the rollout graph fed from the parameter store gives the
 // source's logits, that artifacts are reused while the source is unchanged
