@@ -13,6 +13,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
 //go:embed assets
@@ -35,9 +37,17 @@ func Available() bool {
 	return true
 }
 
+// tmpPrefix begins the name of a directory being extracted.
+const tmpPrefix = ".embedded-tmp-"
+
+// staleAfter is the age past which a temporary directory is taken for
+// one a killed extraction left: an extraction takes milliseconds.
+const staleAfter = time.Hour
+
 // Extract writes the embedded files into a directory under cacheDir
 // (created if missing) named by their content hash (once; later calls
-// reuse it) and returns that directory.
+// reuse it) and returns that directory. Temporary directories that
+// extractions killed midway left in cacheDir are removed.
 func Extract(cacheDir string) (string, error) {
 	if !Available() {
 		return "", ErrNotBuilt
@@ -53,13 +63,14 @@ func Extract(cacheDir string) (string, error) {
 		h.Write(b)
 	}
 	dir := filepath.Join(cacheDir, "embedded-"+hex.EncodeToString(h.Sum(nil))[:16])
+	removeStale(cacheDir, time.Now())
 	if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
 		return dir, nil
 	}
 	if err := os.MkdirAll(cacheDir, 0o777); err != nil {
 		return "", fmt.Errorf("embedded: extract: %w", err)
 	}
-	tmp, err := os.MkdirTemp(cacheDir, ".embedded-tmp-")
+	tmp, err := os.MkdirTemp(cacheDir, tmpPrefix)
 	if err != nil {
 		return "", fmt.Errorf("embedded: extract: %w", err)
 	}
@@ -81,4 +92,22 @@ func Extract(cacheDir string) (string, error) {
 		return "", fmt.Errorf("embedded: extract: %w", err)
 	}
 	return dir, nil
+}
+
+// removeStale removes the temporary directories in cacheDir older than
+// staleAfter at now. It is best effort: a cache it cannot read or clean is
+// left as it is, and extraction goes on.
+func removeStale(cacheDir string, now time.Time) {
+	entries, err := os.ReadDir(cacheDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), tmpPrefix) {
+			continue
+		}
+		if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > staleAfter {
+			os.RemoveAll(filepath.Join(cacheDir, e.Name()))
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -45,4 +46,34 @@ func TestExtractCreatesCacheDir(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, cache, filepath.Dir(dir))
 	require.FileExists(t, filepath.Join(dir, ".complete"))
+}
+
+// TestExtractRemovesStaleTemporaries: a temporary directory a killed
+// extraction left an hour ago is removed; one younger, which another
+// process may be writing now, is kept.
+func TestExtractRemovesStaleTemporaries(t *testing.T) {
+	if !Available() {
+		t.Skip("this build carries no embedded model")
+	}
+	cache := t.TempDir()
+	stale := filepath.Join(cache, tmpPrefix+"killed")
+	fresh := filepath.Join(cache, tmpPrefix+"writing")
+	other := filepath.Join(cache, "artifacts-old")
+	for _, d := range []string{stale, fresh, other} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "model.onnx"), []byte("x"), 0o644))
+	}
+	old := time.Now().Add(-2 * staleAfter)
+	require.NoError(t, os.Chtimes(stale, old, old))
+	require.NoError(t, os.Chtimes(other, old, old))
+	_, err := Extract(cache)
+	require.NoError(t, err)
+	require.NoDirExists(t, stale)
+	require.DirExists(t, fresh)
+	require.DirExists(t, other, "only extraction temporaries are removed")
+	// The sweep runs when the model is already extracted too.
+	require.NoError(t, os.Chtimes(fresh, old, old))
+	_, err = Extract(cache)
+	require.NoError(t, err)
+	require.NoDirExists(t, fresh)
 }
