@@ -61,8 +61,16 @@ func makeParentDir(flag, path string) error {
 // sidecar is a file that spiral reads beside a model file, to be written
 // beside an export of the model.
 type sidecar struct {
-	from, to string // where it is read and where it goes
+	from, to string // where it is read ("" for spiral's default) and where it goes
 	data     []byte
+}
+
+// String names where the sidecar's contents come from.
+func (s sidecar) String() string {
+	if s.from == "" {
+		return "spiral's " + filepath.Base(s.to) + " (the model has none of its own)"
+	}
+	return s.from
 }
 
 // exportSidecars returns the files beside the model r that an export to
@@ -77,8 +85,11 @@ type sidecar struct {
 // file of that name already beside out with the same contents is left
 // alone; one with other contents is an error naming both (it may be
 // another model's in that directory), so nothing is replaced silently
-// and, asked before the export is written, nothing is written.
-func exportSidecars(r resolvedModel, out string) ([]sidecar, error) {
+// and, asked before the export is written, nothing is written. defaults
+// holds files by name, written where the model has none of its own (the
+// chat template and stop ids of a model spiral made, as the hf export
+// writes them: tokenizer.HFConfigFiles).
+func exportSidecars(r resolvedModel, out string, defaults map[string][]byte) ([]sidecar, error) {
 	dir := filepath.Dir(out)
 	type side struct {
 		name, from string
@@ -91,31 +102,42 @@ func exportSidecars(r resolvedModel, out string) ([]sidecar, error) {
 	var files []sidecar
 	for _, s := range sides {
 		b, err := os.ReadFile(s.from)
+		if d, ok := defaults[s.name]; ok && errors.Is(err, fs.ErrNotExist) {
+			b, err, s.from = d, nil, ""
+		}
 		if errors.Is(err, fs.ErrNotExist) && !s.required {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		to := filepath.Join(dir, s.name)
-		have, err := os.ReadFile(to)
+		f := sidecar{from: s.from, to: filepath.Join(dir, s.name), data: b}
+		have, err := os.ReadFile(f.to)
 		switch {
 		case err == nil && bytes.Equal(have, b):
 			continue
 		case err == nil:
-			return nil, fmt.Errorf("--out: %s already exists and differs from %s, which the export of %s needs beside it; remove it or export to another directory", to, s.from, r.onnx)
+			return nil, fmt.Errorf("--out: %s already exists and differs from %s, which the export of %s needs beside it; remove it or export to another directory", f.to, f, r.onnx)
 		case !errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("--out: %w", err)
 		}
-		files = append(files, sidecar{from: s.from, to: to, data: b})
+		files = append(files, f)
 	}
 	return files, nil
+}
+
+// report is the export's line on the sidecar written.
+func (s sidecar) report() string {
+	if s.from == "" {
+		return s.String()
+	}
+	return "a copy of " + s.from
 }
 
 // write writes the sidecar at its place (atomically).
 func (s sidecar) write() error {
 	if err := atomicfile.WriteFile(s.to, s.data, 0o666); err != nil {
-		return fmt.Errorf("copy %s: %w", s.from, err)
+		return fmt.Errorf("write %s: %w", s.to, err)
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		}
 		var sides []sidecar // what the onnx export writes beside it
 		if *format == "onnx" {
-			if sides, err = exportSidecars(r, *out); err != nil {
+			if sides, err = exportSidecars(r, *out, tokFiles); err != nil {
 				return err
 			}
 		}
@@ -121,7 +121,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			fmt.Fprintf(env.stdout, "wrote %s: %s with %s (%d tensors, %d parameters)\n", *out, r.onnx, from, w.Len(), w.NumParams())
 			for _, s := range sides {
-				fmt.Fprintf(env.stdout, "wrote %s: a copy of %s\n", s.to, s.from)
+				fmt.Fprintf(env.stdout, "wrote %s: %s\n", s.to, s.report())
 			}
 		}
 		return nil
