@@ -116,6 +116,17 @@
 //     ("(B)", "B.", "B)", "B:", \textbf{(B)}, **B**) answers that letter
 //     against a single-letter gold and the text after the label against any
 //     other gold: "Answer: (B) 17" is right for B and for 17.
+//   - Answer sentences: an "answer is" / "Answer:" sentence answers with its
+//     last math span or number, before a clause that explains it (", which
+//     ...", " (since ...)"), but it is read whole when it is bare LaTeX
+//     ("Answer: \frac{14}{3}") or plain-text math that reading its last
+//     number would cut: a tuple or interval ("Answer: (2, 4)", "[1, 3)",
+//     "(-inf, 2]"; a comma in brackets separates elements, as in
+//     \boxed{(1,200)}) or an expression with a variable built with +, -, =
+//     or brackets ("2k+2", "3x^2 - 1", "n(n+1)/2", "x = 3, y = 4"). A unit
+//     (5 m, 5m/s, d = 5m, 12 cm), a grouped number (1,200, x = 1,200),
+//     numbers alone (1, 2), words and a single term glued to a letter
+//     (2k, y = 2x: a variable or a unit) keep the reading by the number.
 //   - Every call is deterministic, never panics on any input and is bounded,
 //     whatever the input: responses are cut to their last MaxResponseBytes;
 //     boxes, math spans, anchors, numbers and normalization are found in single

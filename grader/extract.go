@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // chatMarkers end a response: text after a chat-template marker belongs to
@@ -151,7 +152,9 @@ func Extract(response string) (string, bool) { return Config{}.Extract(response)
 //
 // Within a sentence the last math span or number is taken, before a
 // clause that explains it (", which ...", " (since ...)") when there is
-// one. Text after a chat-template marker such as <|im_start|> is ignored,
+// one; a sentence of bare LaTeX, or of plain-text math that is a tuple,
+// an interval or an expression with a variable (see plainAnswer), is
+// taken whole. Text after a chat-template marker such as <|im_start|> is ignored,
 // and when the response holds a </think> tag the text after it is
 // searched first. The bool is false when nothing was found. ExtractSource
 // also says which of the three steps found the answer.
@@ -261,7 +264,8 @@ const fallbackWindow = 8 << 10
 // that phrase starts, and SourceSentence (SourceBoxed when the answer is
 // a box inside the sentence), or SourceNone. A sentence with LaTeX commands
 // but no math delimiters ("Answer: \frac{14}{3}") is tried whole first, so
-// that its answer is not read as its last number.
+// that its answer is not read as its last number, and so is one of plain
+// math that plainAnswer accepts ("Answer: (2, 4)", "The answer is 2k+2.").
 func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Source) {
 	locs := findAnchors(s, kind)
 	for k := len(locs) - 1; k >= 0 && k >= len(locs)-3; k-- {
@@ -275,7 +279,15 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 			}
 		}
 		span := rest[:sentenceEnd(rest)]
-		if e := clauseEnd(span); e < len(span) {
+		e := clauseEnd(span)
+		if c.targets()&TargetExpr != 0 {
+			// "Answer: (2, 4)", "The answer is 2k+2.": plain-text math
+			// read whole, not as its last number.
+			if a, ok := plainAnswer(span[:e]); ok && parses(a, b) {
+				return a, locs[k][0], SourceSentence
+			}
+		}
+		if e < len(span) {
 			// "The answer is 42, which is 6 times 7": the answer is
 			// before the explanation, not its last number.
 			if a, ok := c.lastCandidate(span[:e], true, b); ok {
@@ -292,6 +304,201 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 		}
 	}
 	return "", -1, SourceNone
+}
+
+// maxPlainAnswer is the longest answer sentence plainAnswer reads whole.
+const maxPlainAnswer = 200
+
+// plainConsts are the words a plain-text answer may hold anywhere: the
+// constants the parser reads without a backslash. The parser's function
+// words (funcWords: sqrt, sin, ...) are allowed only right before "(".
+var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infinity": true}
+
+// plainAnswer returns the answer of an answer sentence (the part before
+// an explaining clause) written as plain-text math without $ or
+// backslashes that reading its last number would cut: s, trimmed of
+// spacing, '*' and '`' around it and of trailing . , ;, when it is
+//
+//   - a parenthesised or bracketed tuple or interval: one bracket group
+//     around the whole with a comma at its top level, "(2, 4)", "[1, 3)",
+//     "(1/2, -3)", "(-inf, 2]"; the commas inside separate elements, as
+//     in \boxed{(1,200)};
+//   - or an expression with a variable (a letter, or pi, inf, ∞, π) built
+//     with +, a binary -, = or brackets (not one bracket group alone, as
+//     the label "(a)"), or beginning with the variable: "2k+2", "3x^2 -
+//     1", "n(n+1)/2", "x = 3, y = 4", "x^2".
+//
+// Anything else keeps the reading by the last number: a word of two or
+// more letters (units such as cm, prose; the parser's function words are
+// allowed right before "(", as in sin(x)+1), two operands separated only
+// by spaces (5 m, 2 x, 1 1/2, 1 000), a digit right after a letter (5x3 =
+// 15), a comma followed by a digit outside brackets (x = 1,200 keeps its
+// thousands comma), scientific notation (2.5e-3), any other character
+// ($, %, \, braces, <, :, ±), unbalanced brackets, numbers alone (1,200;
+// 1, 2; 2^10), and a value that is one number glued to a letter (2k, 5m,
+// d = 5m, v = 5m/s, y = 2x: see quantity).
+func plainAnswer(s string) (string, bool) {
+	a := strings.Trim(s, " \t\n*`")
+	a = strings.TrimRight(a, ".,; \t\n*`")
+	if a == "" || len(a) > maxPlainAnswer {
+		return "", false
+	}
+	var (
+		depth               int
+		operand, space      bool // the last token ends an operand; spacing since it
+		letter, leadLetter  bool // a variable or constant; the first operand is one
+		built, paren, other bool // +, binary -, =; a bracket; binary *, /, ^
+		tupleOpen, comma    bool // a starts with a bracket; a comma at its top level
+		closedEarly, first  bool // a bracket group closes before the end; no operand yet
+		value               int  // where the value starts: after the last = or , outside brackets
+	)
+	first = true
+	// startOperand checks that an operand does not follow another after
+	// spacing only.
+	startOperand := func(isLetter bool) bool {
+		if operand && space {
+			return false
+		}
+		if first {
+			leadLetter = isLetter
+			first = false
+		}
+		return true
+	}
+	for i := 0; i < len(a); {
+		ch := a[i]
+		if ch == ' ' || ch == '\t' {
+			space = true
+			i++
+			continue
+		}
+		switch {
+		case isDigit(ch) || ch == '.' && i+1 < len(a) && isDigit(a[i+1]):
+			if i > 0 && isLetter(a[i-1]) {
+				return "", false // 5x3 = 15: x as a times sign
+			}
+			if !startOperand(false) {
+				return "", false
+			}
+			j := i
+			for j < len(a) && (isDigit(a[j]) || a[j] == '.') {
+				j++
+			}
+			if j+1 < len(a) && (a[j] == 'e' || a[j] == 'E') {
+				k := j + 1
+				if a[k] == '+' || a[k] == '-' {
+					k++
+				}
+				if k < len(a) && isDigit(a[k]) {
+					return "", false // 2.5e-3 is read as a number
+				}
+			}
+			i, operand = j, true
+		case isLetter(ch):
+			j := i
+			for j < len(a) && isLetter(a[j]) {
+				j++
+			}
+			w := strings.ToLower(a[i:j])
+			if j-i > 1 && !plainConsts[w] && !(funcWords[w] && j < len(a) && a[j] == '(') {
+				return "", false
+			}
+			if !startOperand(true) {
+				return "", false
+			}
+			letter = true
+			i, operand = j, !funcWords[w] || plainConsts[w]
+		case strings.HasPrefix(a[i:], "π") || strings.HasPrefix(a[i:], "∞"):
+			if !startOperand(true) {
+				return "", false
+			}
+			letter, operand = true, true
+			_, n := utf8.DecodeRuneInString(a[i:])
+			i += n
+		case ch == '(' || ch == '[':
+			if operand && space {
+				return "", false
+			}
+			if i == 0 {
+				tupleOpen = true
+			}
+			depth++
+			paren, operand = true, false
+			i++
+		case ch == ')' || ch == ']':
+			if depth--; depth < 0 {
+				return "", false
+			}
+			if depth == 0 && i+1 < len(a) {
+				closedEarly = true
+			}
+			operand = true
+			i++
+		case ch == ',':
+			if depth == 0 && i+1 < len(a) && isDigit(a[i+1]) {
+				return "", false // a thousands comma outside brackets
+			}
+			if depth == 0 {
+				value = i + 1
+			}
+			if depth == 1 {
+				comma = true
+			}
+			operand = false
+			i++
+		case ch == '+' || ch == '=' || ch == '-' || strings.HasPrefix(a[i:], "−"):
+			if ch == '+' || ch == '=' || operand {
+				built = true
+			}
+			if ch == '=' && depth == 0 {
+				value = i + 1
+			}
+			operand = false
+			if ch == '-' || ch == '+' || ch == '=' {
+				i++
+			} else {
+				i += len("−")
+			}
+		case ch == '*' || ch == '/' || ch == '^':
+			if operand {
+				other = true
+			}
+			operand = false
+			i++
+		case ch == '_':
+			operand = false
+			i++
+		case ch == '!' || ch == '\'':
+			i++
+		default:
+			return "", false
+		}
+		space = false
+	}
+	if depth != 0 {
+		return "", false
+	}
+	lone := tupleOpen && !closedEarly // one bracket group: "(a)" may be a label
+	tuple := lone && comma
+	expr := letter && (built || paren && !lone || leadLetter && other) && !quantity(a[value:])
+	if !tuple && !expr {
+		return "", false
+	}
+	return a, true
+}
+
+// quantity reports whether s is one number glued to a letter with nothing
+// but *, / and ^ after it: 5m, 5m/s, 3m^2, 2k. As the value of an answer
+// (d = 5m, y = 2x) the letter may be a unit or a variable, and
+// plainAnswer leaves both to be read by the number.
+func quantity(s string) bool {
+	s = strings.TrimSpace(s)
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "-"), "−")
+	i := 0
+	for i < len(s) && (isDigit(s[i]) || s[i] == '.') {
+		i++
+	}
+	return i > 0 && i < len(s) && isLetter(s[i]) && !strings.ContainsAny(s[i:], "+-=,()[]") && !strings.Contains(s[i:], "−")
 }
 
 // sentenceEnd returns the index where the first sentence of s ends: a

@@ -40,6 +40,9 @@ func FuzzExtract(f *testing.F) {
 		`$$ \frac{1}{2} $$ and \( x \) and \[ y \]`,
 		`\\boxed{\\frac{1}{2}}`,
 		"$ \n 9 \n $",
+		"Answer: (2, 4)",
+		"The answer is 2k+2, where k is odd.",
+		"**Answer:** x = −3, y = (-∞, 2]",
 	} {
 		f.Add(s)
 	}
