@@ -18,7 +18,9 @@
 // Conventions:
 //
 //   - Equal is asymmetric, as in Math-Verify: the gold side decides how an
-//     equation or an interval is read ("x = 3" is accepted for gold "3", an
+//     equation or an interval is read ("x = 3" is accepted for gold "3", as
+//     is "m + n = 37" for "37": a left side that sums labels names the
+//     quantity asked for, while "2x + 1 = 7" is an equation to solve; an
 //     inequality gold is accepted as an interval answer, an interval gold
 //     accepts an inequality only with Config.AllowSetRelation). Equivalent is
 //     the symmetric variant used to cluster answers.

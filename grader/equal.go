@@ -48,10 +48,17 @@ func (c *comparer) equal(g, p *node) bool {
 		g = g.args[1]
 	}
 	if isEq(p) && !isRel(g) {
-		if !p.lab {
+		switch {
+		case p.lab:
+			p = p.args[1]
+		case len(p.args) == 2 && isLabelSum(p.args[0]) && isConstant(p.args[1]):
+			// "m + n = 37" answers with the sum a problem asks for ("find
+			// m + n"), as "x = 3" does with x; 2x + 1 = 7 is still an
+			// equation to solve.
+			p = p.args[1]
+		default:
 			return false
 		}
-		p = p.args[1]
 	}
 	// The gold's value is its exact side; the answer's approximations
 	// count only against a decimal gold.
@@ -331,6 +338,23 @@ func isLabel(n *node) bool {
 		return n.args[1].k == nNum && n.args[1].val.Cmp(big.NewRat(-1, 1)) == 0 && isLabel(n.args[0])
 	}
 	return false
+}
+
+// isLabelSum reports whether n is a sum or difference of labels with no
+// number in it: m + n, a - b + c, AB + BC.
+func isLabelSum(n *node) bool {
+	if n.k != nAdd || len(n.args) < 2 {
+		return false
+	}
+	for _, a := range n.args {
+		if a.k == nNeg {
+			a = a.args[0]
+		}
+		if !isLabel(a) {
+			return false
+		}
+	}
+	return true
 }
 
 // freeSyms appends the names of the free symbols of n.

@@ -108,6 +108,15 @@ var goldenMATH = []gradeCase{
 	{"plain pair of equations, labelled gold", "Answer: x = 3, y = 4", `x=3, y=4`, true},
 	{"plain pair of equations, swapped values", "Answer: x = 3, y = 4", `x=4, y=3`, false},
 	{"plain pair of equations is not its last value", "Answer: x = 3, y = 4", `4`, false},
+	// An equation whose left side sums labels names the quantity asked
+	// for ("find m + n"); one with a number on the left is still to solve.
+	{"plain sum asked for", "Answer: m + n = 37", `37`, true},
+	{"plain sum asked for, wrong value", "Answer: m + n = 37", `36`, false},
+	{"boxed sum asked for", `\boxed{m+n=37}`, `37`, true},
+	{"difference asked for", `The answer is $a - b = 3$.`, `3`, true},
+	{"unsolved equation is not its right side", "Answer: 2x + 1 = 7", `7`, false},
+	{"line gold is not answered by a number", `\boxed{7}`, `x+y=7`, false},
+	{"line gold, sides swapped", `\boxed{y+x=7}`, `x+y=7`, true},
 	// Commas inside brackets separate elements, as in \boxed{(1,200)}.
 	{"plain bracketed comma is a tuple", "Answer: (1,200)", `(1,200)`, true},
 	{"plain bracketed comma is not thousands", "Answer: (1,200)", `1200`, false},
