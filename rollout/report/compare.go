@@ -104,31 +104,43 @@ func toPass(ps []rollout.KPoint) []passPoint {
 	return out
 }
 
+// reachSlack is how far a target may lie above a point of the other
+// curve and still count as reached there: the rounding of a mean (the
+// same pass@k summed over seeds or problems in another order differs in
+// its last bits), as PassAtKEfficiency's check of a curve that must not
+// fall allows.
+const reachSlack = 1e-12
+
 // samplesToReach returns the smallest k at which the curve reaches target,
 // interpolating in log k; beyond the curve's ends, its largest k (AtLeast)
 // or its smallest (AtMost). A target of 0 (a reference that solved
 // nothing at its k) is reached with no sample at all, so the curve's
-// first k is only a bound (AtMost), never an exact count.
+// first k is only a bound (AtMost), never an exact count. A target within
+// reachSlack above a point is reached at that point.
 func samplesToReach(pts []passPoint, target float64) (float64, Bound) {
 	first, last := pts[0], pts[len(pts)-1]
-	if target <= first.p {
-		if target > 0 && (target == first.p || first.k == 1) {
+	if target <= first.p+reachSlack {
+		if target > 0 && (target >= first.p-reachSlack || first.k == 1) {
 			return float64(first.k), Exact // no curve goes below one sample
 		}
 		return float64(first.k), AtMost
 	}
-	if target > last.p {
+	if target > last.p+reachSlack {
 		return float64(last.k), AtLeast
 	}
 	for i := 1; i < len(pts); i++ {
 		a, b := pts[i-1], pts[i]
-		if target > b.p {
+		if target > b.p+reachSlack {
 			continue
 		}
+		if target >= b.p {
+			return float64(b.k), Exact // b's pass@k, but for rounding
+		}
+		// a.p + reachSlack < target < b.p: the previous point was passed.
 		la, lb := math.Log(float64(a.k)), math.Log(float64(b.k))
 		return math.Exp(la + (target-a.p)/(b.p-a.p)*(lb-la)), Exact
 	}
-	return float64(last.k), Exact // unreachable: target <= last.p
+	return float64(last.k), Exact // unreachable: target <= last.p + reachSlack
 }
 
 // StepGain is one RSA step of a comparison.

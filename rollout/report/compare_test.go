@@ -195,3 +195,39 @@ func TestPassAtKEfficiencyReferencePlateau(t *testing.T) {
 		})
 	}
 }
+
+// TestPassAtKEfficiencyRoundingTies: a target equal to one of the other
+// curve's points but for the rounding of a mean (the same pass@k summed
+// in another order: seeds or problems given in another order) is reached
+// there, exactly, not beyond the curve's last k ("at least") nor by
+// interpolating past the point.
+func TestPassAtKEfficiencyRoundingTies(t *testing.T) {
+	// (0.1 + 0.2) + 0.3 and (0.3 + 0.2) + 0.1 differ in the last bit (in
+	// float64 arithmetic, not in Go's exact constant arithmetic).
+	a, b, c := 0.1, 0.2, 0.3
+	up, down := ((a+b)+c)/3, ((c+b)+a)/3
+	require.Greater(t, up, down, "the sums differ in rounding")
+	for _, tc := range []struct {
+		name   string
+		ref    []rollout.KPoint
+		other  []rollout.KPoint
+		ratios []float64
+		bounds []report.Bound
+	}{
+		{"last k", []rollout.KPoint{{K: 1, PassAtK: 0.1}, {K: 8, PassAtK: up}}, []rollout.KPoint{{K: 1, PassAtK: 0.1}, {K: 8, PassAtK: down}},
+			[]float64{1, 1}, []report.Bound{report.Exact, report.Exact}},
+		{"middle k", []rollout.KPoint{{K: 1, PassAtK: 0.1}, {K: 4, PassAtK: up}, {K: 8, PassAtK: 0.9}}, []rollout.KPoint{{K: 1, PassAtK: 0.1}, {K: 4, PassAtK: down}, {K: 8, PassAtK: 0.9}},
+			[]float64{1, 1, 1}, []report.Bound{report.Exact, report.Exact, report.Exact}},
+		{"first k above 1", []rollout.KPoint{{K: 2, PassAtK: up}}, []rollout.KPoint{{K: 2, PassAtK: down}, {K: 4, PassAtK: 0.9}},
+			[]float64{1}, []report.Bound{report.Exact}},
+		{"truly beyond", []rollout.KPoint{{K: 1, PassAtK: 0.1}, {K: 8, PassAtK: 0.5}}, []rollout.KPoint{{K: 1, PassAtK: 0.1}, {K: 8, PassAtK: 0.4999}},
+			[]float64{1, 1}, []report.Bound{report.Exact, report.AtLeast}},
+	} {
+		eff, err := report.PassAtKEfficiency(report.PassAtK{Points: tc.ref}, report.PassAtK{Points: tc.other})
+		require.NoError(t, err, tc.name)
+		for i, p := range eff.Points {
+			require.Equal(t, tc.bounds[i], p.Bound, "%s: k %d", tc.name, p.K)
+			require.Equal(t, tc.ratios[i], p.Ratio, "%s: k %d", tc.name, p.K)
+		}
+	}
+}
