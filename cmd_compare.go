@@ -434,7 +434,7 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 			fmt.Fprintf(w, "  scaling efficiency of %s over %s: %s\n", ref.Label, o.Label, cell)
 			sum.set(o.Label, col, cell)
 		} else {
-			fmt.Fprintf(w, "  no k where %s reaches %s's pass@k within its measured k\n", o.Label, ref.Label)
+			fmt.Fprintf(w, "  %s\n", noExactRatio(ref.Label, o.Label, eff))
 			sum.set(o.Label, col, "-")
 		}
 		if ivErr != nil {
@@ -443,6 +443,36 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// noExactRatio says why an efficiency has no exact ratio to give a
+// maximum of: other never reaches ref's pass@k within its measured k
+// (every ratio a lower bound), or is at or above it already at its
+// smallest k (an upper bound: at a target of 0, where ref solved nothing,
+// no sample at all is needed, so there is nothing to measure), or some of
+// each.
+func noExactRatio(ref, other string, eff report.Efficiency) string {
+	var atLeast, atMost, zero int
+	for _, p := range eff.Points {
+		switch p.Bound {
+		case report.AtLeast:
+			atLeast++
+		case report.AtMost:
+			atMost++
+			if p.Target == 0 {
+				zero++
+			}
+		}
+	}
+	switch {
+	case atMost == 0:
+		return fmt.Sprintf("no k where %s reaches %s's pass@k within its measured k", other, ref)
+	case atLeast == 0 && zero == len(eff.Points):
+		return fmt.Sprintf("no ratio to measure: %s's pass@k is 0 at every k (it solved nothing), which %s reaches with no sample at all", ref, other)
+	case atLeast == 0:
+		return fmt.Sprintf("no exact ratio: %s is at or above %s's pass@k already at its smallest k (each ratio an upper bound)", other, ref)
+	}
+	return fmt.Sprintf("no exact ratio: %s never reaches %s's pass@k within its measured k at %d k, and is above it already at its smallest k at %d", other, ref, atLeast, atMost)
 }
 
 // upToMaxK limits the reference's mean curve and its seeds' reports to

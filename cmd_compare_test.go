@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,4 +48,51 @@ func TestTokenCurvesStyles(t *testing.T) {
 		require.NotContains(t, seen, *curves[i].Style, "%s drawn like %s", w.label, seen[*curves[i].Style])
 		seen[*curves[i].Style] = w.label
 	}
+}
+
+// TestNoExactRatio: an efficiency without an exact ratio says why: the
+// other curve never reaches the reference's pass@k, or is above it from
+// its first k (a reference that solved nothing needs no sample: no ratio
+// to measure), never that a curve above the reference does not reach it.
+func TestNoExactRatio(t *testing.T) {
+	point := func(target float64, b report.Bound) report.EfficiencyPoint {
+		return report.EfficiencyPoint{K: 1, Target: target, OtherK: 1, Ratio: 1, Bound: b}
+	}
+	for _, tc := range []struct {
+		name   string
+		points []report.EfficiencyPoint
+		want   string
+	}{
+		{"never reaches", []report.EfficiencyPoint{point(0.5, report.AtLeast), point(0.9, report.AtLeast)},
+			"no k where B reaches A's pass@k within its measured k"},
+		{"reference solved nothing", []report.EfficiencyPoint{point(0, report.AtMost), point(0, report.AtMost)},
+			"no ratio to measure: A's pass@k is 0 at every k (it solved nothing), which B reaches with no sample at all"},
+		{"above from its first k", []report.EfficiencyPoint{point(0.1, report.AtMost), point(0, report.AtMost)},
+			"no exact ratio: B is at or above A's pass@k already at its smallest k (each ratio an upper bound)"},
+		{"both", []report.EfficiencyPoint{point(0.1, report.AtMost), point(0.9, report.AtLeast)},
+			"no exact ratio: B never reaches A's pass@k within its measured k at 1 k, and is above it already at its smallest k at 1"},
+	} {
+		require.Equal(t, tc.want, noExactRatio("A", "B", report.Efficiency{Points: tc.points}), tc.name)
+	}
+
+	// The whole path, as compare prints it: a reference that solved
+	// nothing against one that solved something.
+	var c comparison
+	for _, label := range []string{"none", "some"} {
+		r := report.PassAtK{Meta: report.Meta{Label: label, Problems: 1}, Config: rollout.PassAtKConfig{Samples: 4}}
+		for _, k := range []int{1, 2, 4} {
+			p := rollout.KPoint{K: k}
+			if label == "some" {
+				p.PassAtK = 0.25 * float64(k)
+			}
+			r.Points = append(r.Points, p)
+		}
+		c.passk = append(c.passk, r)
+	}
+	groups, err := seeds(c.passk, func(r report.PassAtK) string { return r.Meta.Name() }, report.MeanPassAtK)
+	require.NoError(t, err)
+	var out strings.Builder
+	require.NoError(t, c.comparePassAtK(&out, groups, newSummary()))
+	require.Contains(t, out.String(), "no ratio to measure: none's pass@k is 0 at every k")
+	require.NotContains(t, out.String(), "no k where some reaches none's pass@k")
 }
