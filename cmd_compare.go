@@ -58,6 +58,9 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 			if err != nil {
 				return err
 			}
+			for _, f := range curves.Torn {
+				fmt.Fprintf(env.stderr, "spiral compare: warning: --run %s: %s: its last line is cut short (the run was killed while writing it, or is writing it now): left out\n", r, f)
+			}
 			c.runs = append(c.runs, labelledRun{label, dir, curves})
 		}
 		for _, p := range args {

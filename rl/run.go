@@ -843,6 +843,30 @@ func readJSONLines(path string, line func([]byte) error) error {
 	if err != nil {
 		return err
 	}
+	return scanJSONLines(path, b, line)
+}
+
+// readJSONLinesTorn is readJSONLines, except that a last line that no
+// newline ends and that is not JSON (cut short: the run was killed while
+// writing it, or is writing it now) is left out, torn saying so, rather
+// than an error; such a line anywhere else is still one.
+func readJSONLinesTorn(path string, line func([]byte) error) (torn bool, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	if n := len(b); n > 0 && b[n-1] != '\n' {
+		i := bytes.LastIndexByte(b, '\n')
+		if tail := bytes.TrimSpace(b[i+1:]); len(tail) > 0 && !json.Valid(tail) {
+			b, torn = b[:i+1], true
+		}
+	}
+	return torn, scanJSONLines(path, b, line)
+}
+
+// scanJSONLines calls line with each non-blank line of b, the file at
+// path, naming the file and line in an error.
+func scanJSONLines(path string, b []byte, line func([]byte) error) error {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	for n := 1; sc.Scan(); n++ {
@@ -880,6 +904,10 @@ type RunCurves struct {
 	// agg-only, which trains no search trace).
 	SearchCredit float64
 	CreditSteps  int
+	// Torn are the files (metrics.jsonl, eval.jsonl) whose last line was
+	// cut short and left out: the run was killed while writing it, or was
+	// writing it as they were read.
+	Torn []string
 }
 
 // ReadRunCurves reads dir's metrics.jsonl and eval.jsonl. A metrics.jsonl
@@ -888,9 +916,17 @@ type RunCurves struct {
 func ReadRunCurves(dir string) (RunCurves, error) {
 	var c RunCurves
 	metrics := filepath.Join(dir, MetricsFile)
-	ms, err := readMetrics(metrics)
+	var ms []Metrics
+	torn, err := readJSONLinesTorn(metrics, func(b []byte) error {
+		m, err := decodeMetrics(b)
+		ms = append(ms, m)
+		return err
+	})
 	if err != nil {
 		return RunCurves{}, fmt.Errorf("rl: run %s: %w", dir, err)
+	}
+	if torn {
+		c.Torn = append(c.Torn, metrics)
 	}
 	for _, m := range ms {
 		c.Steps = append(c.Steps, m.Step)
@@ -912,7 +948,8 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 	if c.CreditSteps > 0 {
 		c.SearchCredit /= float64(c.CreditSteps)
 	}
-	err = readJSONLines(filepath.Join(dir, EvalFile), func(b []byte) error {
+	evals := filepath.Join(dir, EvalFile)
+	torn, err = readJSONLinesTorn(evals, func(b []byte) error {
 		var e EvalLine
 		if err := json.Unmarshal(b, &e); err != nil {
 			return err
@@ -930,6 +967,9 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return RunCurves{}, fmt.Errorf("rl: run %s: %w", dir, err)
+	}
+	if torn {
+		c.Torn = append(c.Torn, evals)
 	}
 	return c, nil
 }

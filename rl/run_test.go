@@ -856,3 +856,52 @@ func TestRunFreshMovesFinalRSAAside(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, prevRSA, b)
 }
+
+// TestReadRunCurvesTornLastLine: a run killed while writing a line of
+// metrics.jsonl or eval.jsonl (or read while writing it) leaves a last
+// line cut short with no newline; spiral compare --run reads the lines
+// before it and names the file in Torn, where it refused the run before.
+// A bad line elsewhere, or a whole last line, is still an error naming
+// the file and line.
+func TestReadRunCurvesTornLastLine(t *testing.T) {
+	const m1, m2 = `{"step":1,"entropy":0.1}`, `{"step":2,"entropy":0.2}`
+	const e0 = `{"step":0,"problems":2,"samples":1,"points":[{"k":1,"pass_at_k":0.5}]}`
+	for _, tc := range []struct {
+		name            string
+		metrics, evals  string
+		steps, heldOut  int
+		torn            []string
+		wantErr, atLine string
+	}{
+		{"whole", m1 + "\n" + m2 + "\n", e0 + "\n", 2, 1, nil, "", ""},
+		{"whole, no final newline", m1 + "\n" + m2, e0, 2, 1, nil, "", ""},
+		{"metrics torn", m1 + "\n" + m2[:10], e0 + "\n", 1, 1, []string{MetricsFile}, "", ""},
+		{"eval torn", m1 + "\n" + m2 + "\n", e0 + "\n" + e0[:20], 2, 1, []string{EvalFile}, "", ""},
+		{"both torn", m1 + "\n" + m2[:10], e0 + "\n" + e0[:20], 1, 1, []string{MetricsFile, EvalFile}, "", ""},
+		{"only a torn line", m1[:5], "", 0, 0, nil, "logs no training step", ""},
+		{"bad line in the middle", m1 + "\n" + m2[:10] + "\n" + m2 + "\n", "", 0, 0, nil, "unexpected end of JSON input", MetricsFile + ":2"},
+		{"bad last line with its newline", m1 + "\n" + m2[:10] + "\n", "", 0, 0, nil, "unexpected end of JSON input", MetricsFile + ":2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, MetricsFile), []byte(tc.metrics), 0o644))
+			if tc.evals != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, EvalFile), []byte(tc.evals), 0o644))
+			}
+			c, err := ReadRunCurves(dir)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				require.ErrorContains(t, err, tc.atLine)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, c.Steps, tc.steps)
+			require.Len(t, c.HeldOut.Keys, tc.heldOut)
+			var torn []string
+			for _, f := range tc.torn {
+				torn = append(torn, filepath.Join(dir, f))
+			}
+			require.Equal(t, torn, c.Torn)
+		})
+	}
+}
