@@ -603,8 +603,9 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []repor
 		ent = sharedKeys(ent)
 		fmt.Fprintf(w, "run %s (n = %d): ", label, len(g))
 		if steps := len(g[0].curves.Steps); len(ent[0].Keys) == 0 {
-			fmt.Fprintf(w, "no step updated the weights (%d of %d, none with an informative problem): no token entropy", steps, steps)
-			sum.set(label, "entropy, first -> last steps", "no update")
+			text, cell := noEntropy(g)
+			fmt.Fprint(w, text)
+			sum.set(label, "entropy, first -> last steps", cell)
 		} else {
 			e, err := report.MeanCurves(label, ent)
 			if err != nil {
@@ -640,6 +641,28 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []repor
 		fmt.Fprintln(w)
 	}
 	return entropy, held, nil
+}
+
+// noEntropy says why a label's seeds (runs) have no step with a token
+// entropy in every one of them, and its summary cell: no step of any
+// seed trained something (no informative problem); or the steps that did
+// logged none (null: an update skipped for a non-finite loss); or the
+// seeds measured it at different steps.
+func noEntropy(g []labelledRun) (text, cell string) {
+	steps := len(g[0].curves.Steps)
+	measured, noUpdate := 0, 0
+	for _, r := range g {
+		measured += len(r.curves.Entropy.Keys)
+		noUpdate += r.curves.NoUpdateSteps
+	}
+	all := steps * len(g)
+	switch {
+	case noUpdate == all:
+		return fmt.Sprintf("no step updated the weights (%d of %d, none with an informative problem): no token entropy", steps, steps), "no update"
+	case measured == 0:
+		return fmt.Sprintf("no step logged a token entropy (%d of %d step logs without an informative problem, the other %d with a null entropy: a non-finite loss)", noUpdate, all, all-noUpdate), "none logged"
+	}
+	return fmt.Sprintf("no step with a token entropy in every seed (the seeds measured it at different steps; %d of %d step logs without one): no mean token entropy", all-measured, all), "no step shared by the seeds"
 }
 
 // entropyChange describes a mean entropy curve's change: the means of

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
@@ -95,4 +96,47 @@ func TestNoExactRatio(t *testing.T) {
 	require.NoError(t, c.comparePassAtK(&out, groups, newSummary()))
 	require.Contains(t, out.String(), "no ratio to measure: none's pass@k is 0 at every k")
 	require.NotContains(t, out.String(), "no k where some reaches none's pass@k")
+}
+
+// TestNoEntropy: a label whose seeds share no step with a token entropy
+// says why, and only says that no step updated the weights when none of
+// any seed's did: a run whose updates logged a null entropy (a
+// non-finite loss), or seeds that measured it at different steps, are
+// not runs without an informative problem.
+func TestNoEntropy(t *testing.T) {
+	run := func(steps, noUpdate int, measured ...int) labelledRun {
+		c := rl.RunCurves{NoUpdateSteps: noUpdate}
+		for s := 1; s <= steps; s++ {
+			c.Steps = append(c.Steps, s)
+		}
+		for _, s := range measured {
+			c.Entropy.Keys, c.Entropy.Y = append(c.Entropy.Keys, s), append(c.Entropy.Y, 0.1)
+		}
+		return labelledRun{label: "x", dir: "d", curves: c}
+	}
+	for _, tc := range []struct {
+		name       string
+		runs       []labelledRun
+		text, cell string
+	}{
+		{"no informative problem", []labelledRun{run(2, 2), run(2, 2)},
+			"no step updated the weights (2 of 2, none with an informative problem): no token entropy", "no update"},
+		{"null entropy", []labelledRun{run(3, 1)},
+			"no step logged a token entropy (1 of 3 step logs without an informative problem, the other 2 with a null entropy: a non-finite loss)", "none logged"},
+		{"seeds measured different steps", []labelledRun{run(2, 1, 1), run(2, 1, 2)},
+			"no step with a token entropy in every seed (the seeds measured it at different steps; 2 of 4 step logs without one): no mean token entropy", "no step shared by the seeds"},
+	} {
+		text, cell := noEntropy(tc.runs)
+		require.Equal(t, tc.text, text, tc.name)
+		require.Equal(t, tc.cell, cell, tc.name)
+	}
+
+	// The whole path, as compare prints it: two seeds that each trained
+	// at one step, not the same one.
+	c := comparison{runs: []labelledRun{run(2, 1, 1), run(2, 1, 2)}}
+	var out strings.Builder
+	_, _, err := c.runCurves(&out, newSummary())
+	require.NoError(t, err)
+	require.NotContains(t, out.String(), "none with an informative problem")
+	require.Contains(t, out.String(), "the seeds measured it at different steps")
 }

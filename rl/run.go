@@ -883,8 +883,11 @@ func scanJSONLines(path string, b []byte, line func([]byte) error) error {
 // RunCurves are a run's per-step series for comparisons across runs
 // (spiral compare --run).
 type RunCurves struct {
-	// Steps are the training steps metrics.jsonl logs, in order.
-	Steps []int
+	// Steps are the training steps metrics.jsonl logs, in order, and
+	// NoUpdateSteps how many of them trained nothing (no informative
+	// problem).
+	Steps         []int
+	NoUpdateSteps int
 	// Entropy is the token entropy at each training step that trained
 	// something (no NoUpdate step: its entropy was not measured).
 	Entropy report.Curve
@@ -930,6 +933,9 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 	}
 	for _, m := range ms {
 		c.Steps = append(c.Steps, m.Step)
+		if m.NoUpdate {
+			c.NoUpdateSteps++
+		}
 		if !m.NoUpdate && !math.IsNaN(m.Entropy) {
 			c.Entropy.Keys, c.Entropy.Y = append(c.Entropy.Keys, m.Step), append(c.Entropy.Y, m.Entropy)
 		}
