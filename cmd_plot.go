@@ -36,7 +36,7 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 			return usageError{errors.New("--out is empty: want the .png, .svg or .pdf file to write")}
 		}
 		if st, err := os.Stat(*out); err == nil && st.IsDir() {
-			return fmt.Errorf("--out %s is a directory: want the file to write, such as %s", *out, filepath.Join(*out, "compare.png"))
+			return usageError{fmt.Errorf("--out %s is a directory: want the file to write, such as %s", *out, filepath.Join(*out, "compare.png"))}
 		}
 		if err := report.CheckPlotPath(*out); err != nil {
 			return usageError{fmt.Errorf("--out %w", err)}
@@ -123,6 +123,9 @@ func distinctNames(names, paths []string) []string {
 // reportMode reads the meta.mode of a report file: passk, rsa or
 // sequential, else an error naming the file.
 func reportMode(path string) (report.Mode, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return "", usageError{fmt.Errorf("%s is a directory: plot takes eval reports (%s/passk.json, ...); a training run draws its own %s, and `spiral compare --run LABEL=%s` compares runs", path, path, "training.png", path)}
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
@@ -133,6 +136,9 @@ func reportMode(path string) (report.Mode, error) {
 		} `json:"meta"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
+		if filepath.Ext(path) == ".jsonl" {
+			return "", fmt.Errorf("%s: not a spiral eval report but JSON lines (a training run's log?): `spiral compare --run LABEL=%s` compares runs", path, filepath.Dir(path))
+		}
 		return "", fmt.Errorf("%s: not a spiral eval report: %w", path, err)
 	}
 	switch m := r.Meta.Mode; m {

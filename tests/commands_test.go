@@ -25,6 +25,8 @@ func TestToolInputs(t *testing.T) {
 	passk := f.write(t, "passk.json", `{"meta":{"mode":"passk","label":"A","problems":1},"config":{"samples":2},"points":[{"k":1,"pass_at_k":0.5,"majority_at_k":0.5},{"k":2,"pass_at_k":1,"majority_at_k":0.5}]}`)
 	noMode := f.write(t, "nomode.json", `{"meta":{"label":"A"},"points":[{"k":1,"pass_at_k":0.5}]}`)
 	bogus := f.write(t, "bogus.json", `{"meta":{"mode":"bogus","label":"A"}}`)
+	runLog := f.write(t, "run/metrics.jsonl", `{"step":1,"loss":0.5}`+"\n"+`{"step":2,"loss":0.4}`+"\n")
+	runDir := f.path("run")
 
 	type tc struct {
 		name   string
@@ -84,8 +86,12 @@ func TestToolInputs(t *testing.T) {
 			want: []string{noMode + ": not a spiral eval report: no meta.mode"}},
 		// One report given twice was two seeds of its label.
 		usage("compare: one report twice", passk+" and "+f.dir+"/./passk.json are one report, given twice", "compare", passk, f.dir+"/./passk.json"),
-		{name: "plot: output a directory", args: []string{"plot", "--out", f.dir, passk}, code: 1,
-			want: []string{"--out " + f.dir + " is a directory: want the file to write"}},
+		usage("plot: output a directory", "--out "+f.dir+" is a directory: want the file to write", "plot", "--out", f.dir, passk),
+		// A training run given to plot was "is a directory" or "not a
+		// spiral eval report: invalid character": compare --run reads runs.
+		usage("plot: a run directory", runDir+" is a directory: plot takes eval reports", "plot", "--out", f.path("p.png"), runDir),
+		{name: "plot: a run's log", args: []string{"plot", "--out", f.path("p.png"), runLog}, code: 1,
+			want: []string{runLog + ": not a spiral eval report but JSON lines", "spiral compare --run LABEL=" + runDir}, absent: []string{f.path("p.png")}},
 		usage("plot: output empty", "--out is empty: want the .png, .svg or .pdf file to write", "plot", "--out", "", passk),
 		// --out x.jpg was written as PNG bytes.
 		usage("plot: output of another format", "--out "+f.path("p.jpg")+": want a .png, .svg or .pdf file (the extension chooses the format)", "plot", "--out", f.path("p.jpg"), passk),
