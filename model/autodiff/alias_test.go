@@ -10,6 +10,7 @@ type (
 	Options            = autodiff.Options
 	LMOptions          = autodiff.LMOptions
 	UnsupportedOpError = autodiff.UnsupportedOpError
+	Seed               = autodiff.Seed
 )
 
 var (
@@ -19,6 +20,7 @@ var (
 	LossGraph     = autodiff.LossGraph
 	TrainingGraph = autodiff.TrainingGraph
 	GradName      = autodiff.GradName
+	Prune         = autodiff.Prune
 
 	attrInt     = autodiff.AttrInt
 	attrInts    = autodiff.AttrInts

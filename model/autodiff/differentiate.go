@@ -1,6 +1,7 @@
 package autodiff
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -20,6 +21,20 @@ type Options struct {
 	// KeepOutputs lists forward graph outputs to keep; nil keeps all of them.
 	// The loss is always kept.
 	KeepOutputs []string
+	// Seeds, when set, replaces the loss (pass loss ""): Differentiate
+	// then computes the vector-Jacobian product, sum over the seeds of
+	// Grad . d Value / d w, each Grad a graph input of its Value's type
+	// and shape (the gradient reaching Value from outside the graph).
+	// Unlike a surrogate loss sum(Value * Grad), it leaves no node that
+	// reads the Values, so computing them can be pruned away when
+	// nothing else needs them.
+	Seeds []Seed
+}
+
+// Seed is a value of the graph and the graph input holding its
+// gradient (Options.Seeds).
+type Seed struct {
+	Value, Grad string
 }
 
 // UnsupportedOpError reports a node on a path from a wrt value to the loss
@@ -40,7 +55,8 @@ func (e *UnsupportedOpError) Error() string {
 
 // Differentiate returns a graph that computes everything g computes plus, for
 // each name w in wrt (a graph input or initializer of float type), the output
-// GradName(w) = d sum(loss) / d w, by reverse-mode accumulation. Fused ops
+// GradName(w) = d sum(loss) / d w (or, with Options.Seeds and loss "",
+// the seeds' vector-Jacobian product), by reverse-mode accumulation. Fused ops
 // are decomposed into primitives first (see Decompose). g is not modified.
 func Differentiate(g *onnxpb.GraphProto, loss string, wrt []string, opt Options) (*onnxpb.GraphProto, error) {
 	for _, p := range []string{gradTag, decTag} {
@@ -55,17 +71,25 @@ func Differentiate(g *onnxpb.GraphProto, loss string, wrt []string, opt Options)
 	b := newBuilder(out, gradTag)
 	t := inferTypes(out)
 
+	if (loss == "") == (len(opt.Seeds) == 0) {
+		return nil, errors.New("autodiff: give either a loss or seeds")
+	}
 	if opt.KeepOutputs != nil {
 		var keep []*onnxpb.ValueInfoProto
 		for _, o := range out.Output {
-			if o.GetName() == loss || slices.Contains(opt.KeepOutputs, o.GetName()) {
+			if (loss != "" && o.GetName() == loss) || slices.Contains(opt.KeepOutputs, o.GetName()) {
 				keep = append(keep, o)
 			}
 		}
 		out.Output = keep
 	}
-	if !isFloat(t.dt(loss)) {
+	if loss != "" && !isFloat(t.dt(loss)) {
 		return nil, fmt.Errorf("autodiff: loss %q: not a float tensor of this graph (element type %d)", loss, t.dt(loss))
+	}
+	for _, sd := range opt.Seeds {
+		if !isFloat(t.dt(sd.Value)) || t.dt(sd.Grad) != t.dt(sd.Value) {
+			return nil, fmt.Errorf("autodiff: seed %q of %q: element types %d and %d, want the same float type", sd.Grad, sd.Value, t.dt(sd.Grad), t.dt(sd.Value))
+		}
 	}
 	sources := map[string]bool{}
 	for _, i := range out.GetInput() {
@@ -100,7 +124,13 @@ func Differentiate(g *onnxpb.GraphProto, loss string, wrt []string, opt Options)
 		}
 	}
 	// Backward: active values the loss depends on.
-	needed := map[string]bool{loss: active[loss]}
+	needed := map[string]bool{}
+	if loss != "" {
+		needed[loss] = active[loss]
+	}
+	for _, sd := range opt.Seeds {
+		needed[sd.Value] = needed[sd.Value] || active[sd.Value]
+	}
 	var path []*onnxpb.NodeProto
 	for i := len(nodes) - 1; i >= 0; i-- {
 		n := nodes[i]
@@ -122,9 +152,14 @@ func Differentiate(g *onnxpb.GraphProto, loss string, wrt []string, opt Options)
 		}
 	}
 	grads := map[string][]string{}
-	if active[loss] {
+	if loss != "" && active[loss] {
 		dt := t.dt(loss)
 		grads[loss] = []string{b.op("ConstantOfShape", []string{b.shape(loss)}, attrTensor("value", tensorFloat(dt, []int64{1}, 1)))}
+	}
+	for _, sd := range opt.Seeds {
+		if active[sd.Value] {
+			grads[sd.Value] = append(grads[sd.Value], sd.Grad)
+		}
 	}
 	for _, n := range path { // reverse topological order
 		gy := make([]string, len(n.GetOutput()))

@@ -429,3 +429,66 @@ func TestErf(t *testing.T) {
 		}
 	}
 }
+
+// TestSeeds: with Options.Seeds the gradients equal, bit for bit, those of
+// the surrogate loss sum(y * gy) + sum(z * gz) (whose seed, 1 x g, is g
+// exactly), also where one seeded value (y) feeds the other (z), and once
+// pruned the graph no longer computes z, which nothing else reads.
+func TestSeeds(t *testing.T) {
+	in := []spec{f("a", 3, 4), f("b", 4, 5), f("gy", 3, 5), f("gz", 3, 5)}
+	fwd := testGraph(in, []*onnxpb.NodeProto{
+		nd("Tanh", []string{"a"}, []string{"t"}),
+		nd("MatMul", []string{"t", "b"}, []string{"y"}),
+		nd("Sigmoid", []string{"y"}, []string{"s"}),
+		nd("Transpose", []string{"b"}, []string{"bt"}),
+		nd("MatMul", []string{"bt", "b"}, []string{"bb"}),
+		nd("MatMul", []string{"s", "bb"}, []string{"z0"}),
+		nd("Mul", []string{"y", "z0"}, []string{"z"}),
+	})
+	fwd.Node = fwd.Node[:7] // without testGraph's loss
+	fwd.Output = nil
+	wrt := []string{"a", "b"}
+
+	sur := proto.Clone(fwd).(*onnxpb.GraphProto)
+	sur.Node = append(sur.Node,
+		nd("Mul", []string{"y", "gy"}, []string{"py"}),
+		nd("ReduceSum", []string{"py"}, []string{"ty"}, attrInt("keepdims", 0)),
+		nd("Mul", []string{"z", "gz"}, []string{"pz"}),
+		nd("ReduceSum", []string{"pz"}, []string{"tz"}, attrInt("keepdims", 0)),
+		nd("Sum", []string{"ty", "tz"}, []string{"loss"}),
+	)
+	sur.Output = append(sur.Output, valueInfo("loss", tDouble, nil, false))
+	want, err := Differentiate(sur, "loss", wrt, Options{KeepOutputs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Differentiate(fwd, "", wrt, Options{KeepOutputs: []string{}, Seeds: []Seed{{Value: "y", Grad: "gy"}, {Value: "z", Grad: "gz"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = Prune(got)
+	for _, n := range got.GetNode() {
+		if slices.Contains(n.GetOutput(), "z") {
+			t.Errorf("the pruned seeded graph still computes z: %v", n)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 3))
+	feeds := map[string]feed{}
+	for _, s := range in {
+		feeds[s.name] = s.feed(r)
+	}
+	for _, w := range wrt {
+		a, b := runOne(t, got, 18, feeds, GradName(w)), runOne(t, want, 18, feeds, GradName(w))
+		if len(a) != len(b) {
+			t.Fatalf("%s: %d values, the surrogate loss's %d", w, len(a), len(b))
+		}
+		for i := range a {
+			if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+				t.Errorf("%s[%d]: %g, the surrogate loss's %g", w, i, a[i], b[i])
+			}
+		}
+	}
+	if _, err := Differentiate(fwd, "", wrt, Options{}); err == nil {
+		t.Error("neither a loss nor seeds: no error")
+	}
+}

@@ -700,24 +700,19 @@ func backward(fwd *onnxpb.ModelProto, piece *Piece) (*onnxpb.ModelProto, error) 
 	for _, o := range g.GetOutput() {
 		outInfo[o.GetName()] = o
 	}
-	var terms []string
+	// The gradient of each output y enters as its input G(k), a seed of
+	// the vector-Jacobian product, not through a surrogate loss
+	// sum(y * G(k)), whose nodes read y and kept the computation of the
+	// outputs alive where nothing else needs it (the attention core's
+	// product with the values, the last projection of a layer's MLP).
+	var seeds []autodiff.Seed
 	for k, o := range piece.GradOutputs {
 		y := Y(o)
 		vi := proto.Clone(outInfo[y]).(*onnxpb.ValueInfoProto)
 		vi.Name = proto.String(G(k))
 		g.Input = append(g.Input, vi)
-		prod := fmt.Sprintf("bwd/prod%d", k)
-		term := fmt.Sprintf("bwd/term%d", k)
-		g.Node = append(g.Node,
-			&onnxpb.NodeProto{OpType: proto.String("Mul"), Input: []string{y, G(k)}, Output: []string{prod}, Name: proto.String(prod)},
-			&onnxpb.NodeProto{OpType: proto.String("ReduceSum"), Input: []string{prod}, Output: []string{term}, Name: proto.String(term),
-				Attribute: []*onnxpb.AttributeProto{{Name: proto.String("keepdims"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(0)}}})
-		terms = append(terms, term)
+		seeds = append(seeds, autodiff.Seed{Value: y, Grad: G(k)})
 	}
-	loss := "bwd/loss"
-	g.Node = append(g.Node, &onnxpb.NodeProto{OpType: proto.String("Sum"), Input: terms, Output: []string{loss}, Name: proto.String(loss)})
-	g.Output = append(g.Output, &onnxpb.ValueInfoProto{Name: proto.String(loss), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
-		TensorType: &onnxpb.TypeProto_Tensor{ElemType: outInfo[Y(piece.GradOutputs[0])].GetType().GetTensorType().ElemType}}}})
 	var wrt []string
 	for _, i := range piece.GradInputs {
 		wrt = append(wrt, X(i))
@@ -725,11 +720,10 @@ func backward(fwd *onnxpb.ModelProto, piece *Piece) (*onnxpb.ModelProto, error) 
 	for _, j := range piece.GradWeights {
 		wrt = append(wrt, W(j))
 	}
-	dg, err := autodiff.Differentiate(g, loss, wrt, autodiff.Options{KeepOutputs: []string{}})
+	dg, err := autodiff.Differentiate(g, "", wrt, autodiff.Options{KeepOutputs: []string{}, Seeds: seeds})
 	if err != nil {
 		return nil, err
 	}
-	dg.Output = slices.DeleteFunc(dg.Output, func(v *onnxpb.ValueInfoProto) bool { return v.GetName() == loss })
 	m.Graph = autodiff.Prune(dg)
 	return m, nil
 }
