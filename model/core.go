@@ -192,8 +192,8 @@ func unitLead(rank, rows, cols int) []int64 {
 	return s
 }
 
-// scoreSlice is a copy of a score-shaped input's block for the current
-// queries.
+// scoreSlice is a score-shaped input's block for the current queries: a
+// copy, or a tensor over its rows where they lie.
 type scoreSlice struct {
 	v    *ortc.Value
 	lead int
@@ -206,7 +206,8 @@ func (s *scoreSlice) release() {
 }
 
 // sliceScores copies rows q0..q1 (where axis -2 has T entries) and columns
-// 0..q1 (where axis -1 has) of leading index lead of v into sc.
+// 0..q1 (where axis -1 has) of leading index lead of v into sc; whole rows
+// are not copied but wrapped where they lie (v outlives sc).
 func (e *Executor) sliceScores(sc *scoreSlice, v *ortc.Value, lead, T, q0, q1, slot int) error {
 	s := v.Shape()
 	rows, cols := int(s[len(s)-2]), int(s[len(s)-1])
@@ -224,9 +225,16 @@ func (e *Executor) sliceScores(sc *scoreSlice, v *ortc.Value, lead, T, q0, q1, s
 	size := v.Elem().Size()
 	src := v.Bytes()[lead*rows*cols*size : (lead+1)*rows*cols*size]
 	n := (r1 - r0) * c1
-	buf := e.scratchBytes(fmt.Sprintf("core-scores-%d", slot), n*size)
-	for r := r0; r < r1; r++ {
-		copy(buf[(r-r0)*c1*size:(r-r0+1)*c1*size], src[r*cols*size:(r*cols+c1)*size])
+	var buf []byte
+	if c1 == cols {
+		// Whole rows (always so when a call takes every query): they
+		// lie together in v, wrapped as they are.
+		buf = src[r0*cols*size : r1*cols*size]
+	} else {
+		buf = e.scratchBytes(fmt.Sprintf("core-scores-%d", slot), n*size)
+		for r := r0; r < r1; r++ {
+			copy(buf[(r-r0)*c1*size:(r-r0+1)*c1*size], src[r*cols*size:(r*cols+c1)*size])
+		}
 	}
 	shape := unitLead(len(s), r1-r0, c1)
 	var err error
