@@ -27,6 +27,7 @@ type activationSessions struct {
 	add      map[int]*ortc.Session
 	identity map[ortc.ElemType]*ortc.Session
 	slice    map[sliceKey]*ortc.Session
+	segments map[sliceKey]*ortc.Session // segmentMaskModel
 }
 
 // sliceKey names a slice graph: its data's element type and rank.
@@ -36,7 +37,7 @@ type sliceKey struct {
 }
 
 func newActivationSessions() activationSessions {
-	return activationSessions{add: map[int]*ortc.Session{}, identity: map[ortc.ElemType]*ortc.Session{}, slice: map[sliceKey]*ortc.Session{}}
+	return activationSessions{add: map[int]*ortc.Session{}, identity: map[ortc.ElemType]*ortc.Session{}, slice: map[sliceKey]*ortc.Session{}, segments: map[sliceKey]*ortc.Session{}}
 }
 
 func (a *activationSessions) close() {
@@ -47,6 +48,9 @@ func (a *activationSessions) close() {
 		s.Close()
 	}
 	for _, s := range a.slice {
+		s.Close()
+	}
+	for _, s := range a.segments {
 		s.Close()
 	}
 }

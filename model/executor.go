@@ -95,6 +95,10 @@ type Executor struct {
 	// back after it) without the copier. gradCrossed is the parameter
 	// gradients' part of it.
 	crossed, gradCrossed int64
+	// segmentMasks are the attention masks packed rows change
+	// (applySegments); packErr says why rows cannot be packed, if so.
+	segmentMasks map[string]bool
+	packErr      error
 }
 
 // StepTimes splits the last Accumulate call's wall time.
@@ -157,6 +161,7 @@ func OpenExecutor(rt *Runtime, art *Artifacts, weights, frozen *params.Store, op
 		}
 		e.dev = opt.device
 	}
+	e.segmentMasks, e.packErr = segmentMasks(prog)
 	e.markStep()
 	return e, nil
 }
@@ -514,6 +519,12 @@ func (b *TrainBatch) validate(vocab int, positions bool) error {
 			n    int
 		}{"old_logprobs", len(b.OldLogProbs)})
 	}
+	if b.Segments != nil {
+		lens = append(lens, struct {
+			name string
+			n    int
+		}{"segments", len(b.Segments)})
+	}
 	for _, l := range lens {
 		if l.n != n {
 			return fmt.Errorf("model: train batch: %s has %d values, want %d x %d", l.name, l.n, b.Batch, b.Seq)
@@ -522,6 +533,11 @@ func (b *TrainBatch) validate(vocab int, positions bool) error {
 	for i, id := range b.InputIDs {
 		if id < 0 || id >= int64(vocab) {
 			return fmt.Errorf("model: train batch: input_ids[%d][%d] = %d is outside the vocabulary [0, %d)", i/b.Seq, i%b.Seq, id, vocab)
+		}
+	}
+	for i, sg := range b.Segments {
+		if sg < 0 {
+			return fmt.Errorf("model: train batch: segments[%d][%d] = %d is negative", i/b.Seq, i%b.Seq, sg)
 		}
 	}
 	for i, m := range b.LossMask {
@@ -583,10 +599,11 @@ func (e *Executor) forward(st *stepState, p *blocks.Piece, dst values) error {
 	if err := e.runKeeping(p.Forward, in, out, e.placed); err != nil {
 		return err
 	}
+	err = e.applySegments(st, p, out)
 	for k, name := range p.Outputs {
 		e.keep(st, name, out[k], dst)
 	}
-	return nil
+	return err
 }
 
 // keep puts the computed value v of name in dst, or in the step's values

@@ -8,6 +8,13 @@ type TrainBatch struct {
 	Batch, Seq int
 	// InputIDs, AttentionMask, PositionIDs are [B, T].
 	InputIDs, AttentionMask, PositionIDs []int64
+	// Segments, when set [B, T], pack rows: 0 marks a row's shared
+	// prompt (and every position of a row not packed), 1, 2, ... its
+	// branches, completions of that prompt laid one after another, each
+	// seeing the prompt and itself but no other branch, its positions
+	// (PositionIDs) going on from the prompt's end. Nil: no row is
+	// packed. Executor.PackedRows says whether the executor takes them.
+	Segments []int64
 	// LossMask and Advantages are [B, T], aligned with the token they
 	// score at t+1.
 	LossMask, Advantages []float32

@@ -215,6 +215,9 @@ func (v *Value) Int64s() []int64 { return elements[int64](v, "Int64s") }
 // Int32s returns the data of an int32 tensor, in place.
 func (v *Value) Int32s() []int32 { return elements[int32](v, "Int32s") }
 
+// Bools returns the data of a bool tensor, in place.
+func (v *Value) Bools() []bool { return elements[bool](v, "Bools") }
+
 // elements returns v's data as a []T in place; it panics (naming the
 // accessor) when v is in device memory or holds another element type.
 func elements[T element](v *Value, accessor string) []T {

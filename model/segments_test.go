@@ -1,0 +1,162 @@
+package model_test
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/modeltest"
+)
+
+// sharedPromptRows returns completions of one prompt as separate rows
+// (right-padded) and as one packed row (TrainBatch.Segments): the
+// prompt but its last token, then for each completion that token again
+// followed by the completion, its positions going on from the prompt's.
+// Both batches put the loss on every completion token, with completion
+// j's advantage and old log-probabilities.
+func sharedPromptRows(prompt []int64, comps [][]int64, adv []float32, old [][]float32) (rows, packed model.TrainBatch) {
+	P := len(prompt)
+	T := 0
+	for _, c := range comps {
+		T = max(T, P+len(c))
+	}
+	B := len(comps)
+	rows = model.TrainBatch{Batch: B, Seq: T, ClipLow: 0.2, ClipHigh: 0.28,
+		InputIDs: make([]int64, B*T), AttentionMask: make([]int64, B*T), PositionIDs: make([]int64, B*T),
+		LossMask: make([]float32, B*T), Advantages: make([]float32, B*T), OldLogProbs: make([]float32, B*T)}
+	for r, c := range comps {
+		seq := append(append([]int64(nil), prompt...), c...)
+		for t, id := range seq {
+			i := r*T + t
+			rows.InputIDs[i], rows.AttentionMask[i], rows.PositionIDs[i] = id, 1, int64(t)
+		}
+		for j := range c {
+			i := r*T + P - 1 + j
+			rows.LossMask[i], rows.Advantages[i], rows.OldLogProbs[i] = 1, adv[r], old[r][j]
+		}
+	}
+	var ids, pos, seg []int64
+	var mask, advs, olds []float32
+	push := func(id, p, s int64, m, a, o float32) {
+		ids, pos, seg = append(ids, id), append(pos, p), append(seg, s)
+		mask, advs, olds = append(mask, m), append(advs, a), append(olds, o)
+	}
+	for t, id := range prompt[:P-1] {
+		push(id, int64(t), 0, 0, 0, 0)
+	}
+	for r, c := range comps {
+		seq := append([]int64{prompt[P-1]}, c...)
+		for t, id := range seq {
+			if t < len(c) {
+				push(id, int64(P-1+t), int64(r+1), 1, adv[r], old[r][t])
+			} else {
+				push(id, int64(P-1+t), int64(r+1), 0, 0, 0)
+			}
+		}
+	}
+	n := len(ids)
+	am := make([]int64, n)
+	for i := range am {
+		am[i] = 1
+	}
+	packed = model.TrainBatch{Batch: 1, Seq: n, ClipLow: 0.2, ClipHigh: 0.28, InputIDs: ids, AttentionMask: am,
+		PositionIDs: pos, Segments: seg, LossMask: mask, Advantages: advs, OldLogProbs: olds}
+	return rows, packed
+}
+
+// TestPackedRowsMatchSeparateRows: completions of one prompt packed in
+// one row (the prompt computed once, each completion seeing it and
+// itself) give the gradient, loss, log-probabilities and entropies of
+// the same completions as separate rows, on every export the executor
+// is tested on, on the host and on the device layer's CPU twin; an
+// export without position_ids, whose positions cannot restart, says so.
+func TestPackedRowsMatchSeparateRows(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	for name, tc := range trainCases(t) {
+		for _, resident := range []bool{false, true} {
+			t.Run(name+map[bool]string{false: "/host", true: "/resident"}[resident], func(t *testing.T) {
+				p, _ := openTrainTwin(t, rt, tc, model.ExecutorOptions{}, resident)
+				defer p.Close()
+				if err := p.Train.PackedRows(); err != nil {
+					require.Equal(t, "tiny-nopos", name, "only the export without position_ids cannot pack: %v", err)
+					require.ErrorContains(t, err, "position_ids")
+					return
+				}
+				vocab := p.LM.Signature().Vocab
+				r := rand.New(rand.NewPCG(5, 9))
+				draw := func(n int) []int64 {
+					s := make([]int64, n)
+					for i := range s {
+						s[i] = int64(1 + r.IntN(vocab-1))
+					}
+					return s
+				}
+				prompt := draw(9)
+				comps := [][]int64{draw(4), draw(7), draw(3)}
+				adv := []float32{1.3, -0.7, 0.4}
+				var old [][]float32
+				for _, c := range comps {
+					o := make([]float32, len(c))
+					for j := range o {
+						o[j] = float32(-math.Log(float64(vocab)) + 0.5*r.NormFloat64())
+					}
+					old = append(old, o)
+				}
+				rows, packed := sharedPromptRows(prompt, comps, adv, old)
+				run := func(b model.TrainBatch) ([]float32, model.TrainResult) {
+					g := p.Weights.NewGrads()
+					var res model.TrainResult
+					require.NoError(t, p.Train.Accumulate(context.Background(), b, 1, g, &res))
+					return g.Flat(), res
+				}
+				gRows, rRows := run(rows)
+				gPacked, rPacked := run(packed)
+				rel := maxRelDiff(gPacked, gRows)
+				t.Logf("packed %d positions against %d x %d: gradient relative difference %.3g, loss %.7g vs %.7g",
+					packed.Seq, rows.Batch, rows.Seq, rel, rPacked.Loss, rRows.Loss)
+				require.Less(t, rel, 1e-5)
+				require.InDelta(t, rRows.Loss, rPacked.Loss, 1e-6*math.Max(1, math.Abs(float64(rRows.Loss))))
+				// The per-token outputs at the loss positions, in order.
+				at := func(b model.TrainBatch, x []float32) []float32 {
+					var out []float32
+					for i, m := range b.LossMask {
+						if m != 0 {
+							out = append(out, x[i])
+						}
+					}
+					return out
+				}
+				require.InDeltaSlice(t, at(rows, rRows.LogProbs), at(packed, rPacked.LogProbs), 1e-5)
+				require.InDeltaSlice(t, at(rows, rRows.Entropy), at(packed, rPacked.Entropy), 1e-5)
+
+				// Without the segments the branches see each other: the
+				// same packed row then gives another gradient, so the
+				// test above can fail.
+				unsegmented := packed
+				unsegmented.Segments = nil
+				gSeen, _ := run(unsegmented)
+				require.Greater(t, maxRelDiff(gSeen, gRows), 1e-3)
+			})
+		}
+	}
+}
+
+// TestPackedRowsRefused: segments of the wrong length, or negative, are
+// refused naming the field.
+func TestPackedRowsRefused(t *testing.T) {
+	p, _ := openTrainPolicy(t, 5)
+	b := model.RandomTrainBatch(1, 8, p.LM.Signature().Vocab, 1)
+	b.Segments = make([]int64, 7)
+	err := p.Train.Accumulate(context.Background(), b, 1, p.Weights.NewGrads(), &model.TrainResult{})
+	require.ErrorContains(t, err, "segments has 7 values, want 1 x 8")
+	b.Segments = make([]int64, 8)
+	b.Segments[3] = -1
+	err = p.Train.Accumulate(context.Background(), b, 1, p.Weights.NewGrads(), &model.TrainResult{})
+	require.Error(t, err)
+	require.True(t, strings.Contains(err.Error(), "segments[0][3] = -1"), err.Error())
+}
