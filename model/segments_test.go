@@ -11,6 +11,7 @@ import (
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/rl"
 )
 
 // sharedPromptRows returns completions of one prompt as separate rows
@@ -159,4 +160,59 @@ func TestPackedRowsRefused(t *testing.T) {
 	err = p.Train.Accumulate(context.Background(), b, 1, p.Weights.NewGrads(), &model.TrainResult{})
 	require.Error(t, err)
 	require.True(t, strings.Contains(err.Error(), "segments[0][3] = -1"), err.Error())
+}
+
+// TestGradientsPackPrompts: rl.Gradients with PackPrompts, on examples
+// whose long prompts each have several short completions (an
+// aggregation step's shape) beside examples of prompts of their own,
+// gives the gradient and statistics of the examples unpacked, over
+// fewer positions, whatever the micro-batch cuts.
+func TestGradientsPackPrompts(t *testing.T) {
+	p, _ := openTrainPolicy(t, 41)
+	vocab := p.LM.Signature().Vocab
+	r := rand.New(rand.NewPCG(41, 1))
+	draw := func(n int) []int32 {
+		s := make([]int32, n)
+		for i := range s {
+			s[i] = int32(1 + r.IntN(vocab-1))
+		}
+		return s
+	}
+	var examples []rl.Example
+	add := func(prompt []int32, n int) {
+		c := draw(n)
+		e := rl.Example{Prompt: prompt, Completion: c, Advantage: float32(r.NormFloat64())}
+		for range c {
+			e.OldLogProbs = append(e.OldLogProbs, float32(-math.Log(float64(vocab))+0.5*r.NormFloat64()))
+		}
+		examples = append(examples, e)
+	}
+	for range 3 {
+		prompt := draw(30 + r.IntN(10))
+		for range 4 {
+			add(prompt, 3+r.IntN(6))
+		}
+		add(draw(4), 5)
+	}
+	grads := func(pack bool, microTokens int) ([]float32, rl.GradientStats) {
+		g := p.Weights.NewGrads()
+		gs, err := rl.Gradients(context.Background(), p.Train, g, examples,
+			rl.GradientOptions{MicroBatchTokens: microTokens, ClipLow: 0.2, ClipHigh: 0.28, PackPrompts: pack})
+		require.NoError(t, err)
+		return g.Flat(), gs
+	}
+	want, wantStats := grads(false, 0)
+	for _, micro := range []int{0, 60, 1} {
+		got, gs := grads(true, micro)
+		rel := maxRelDiff(got, want)
+		t.Logf("micro-batch tokens %d: %d positions packed against %d; gradient relative difference %.3g", micro, gs.Positions, wantStats.Positions, rel)
+		require.Less(t, rel, 1e-5)
+		require.Equal(t, wantStats.LossTokens, gs.LossTokens)
+		require.InDelta(t, wantStats.Loss, gs.Loss, 1e-6*math.Max(1, math.Abs(wantStats.Loss)))
+		require.InDelta(t, wantStats.Entropy, gs.Entropy, 1e-5*wantStats.Entropy)
+		require.InDelta(t, wantStats.NLL, gs.NLL, 1e-5*wantStats.NLL)
+		if micro == 0 {
+			require.Less(t, gs.Positions, wantStats.Positions*2/3, "the prompts are computed once")
+		}
+	}
 }

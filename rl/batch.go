@@ -45,67 +45,160 @@ func (e Example) Len() int { return len(e.Prompt) + len(e.Completion) }
 // t+1, so the loss mask covers the positions len(prompt)-1 .. len-2. It
 // returns the batches and their loss token counts.
 func MicroBatches(examples []Example, maxTokens int, clipLow, clipHigh float32) ([]model.TrainBatch, []int, error) {
-	bs, tokens, _, err := microBatches(examples, maxTokens, clipLow, clipHigh, false)
+	bs, tokens, _, err := microBatches(examples, maxTokens, clipLow, clipHigh, false, false)
 	return bs, tokens, err
 }
 
-// microBatches is MicroBatches; detached batches carry no old
-// log-probabilities (model.TrainBatch.OldLogProbs nil). It also returns,
-// per batch, the examples' engine log-probabilities at the loss
-// positions (NaN where an example has none; nil for a batch without any).
-func microBatches(examples []Example, maxTokens int, clipLow, clipHigh float32, detached bool) ([]model.TrainBatch, []int, [][]float32, error) {
-	order := make([]int, len(examples))
-	for i := range order {
-		order[i] = i
+// row is one row of a micro-batch: one example, or several completions
+// of one prompt packed (model.TrainBatch.Segments): the prompt but its
+// last token, then for each completion that token and the completion.
+type row struct {
+	members []int // indices of the examples; more than one: packed
+	len     int   // positions
+}
+
+// starts returns, for each member of r, the position of r whose next
+// token is the member's first completion token.
+func (r row) starts(examples []Example) []int {
+	p := len(examples[r.members[0]].Prompt)
+	out := make([]int, len(r.members))
+	at := p - 1
+	for k, i := range r.members {
+		out[k] = at
+		at += 1 + len(examples[i].Completion)
 	}
-	sort.SliceStable(order, func(a, b int) bool { return examples[order[a]].Len() > examples[order[b]].Len() })
+	return out
+}
+
+// rowsOf lays examples out as rows: each alone, or with pack, the
+// completions of one prompt (equal token sequences) in one row where
+// worthPacking says so.
+func rowsOf(examples []Example, pack bool) []row {
+	var rows []row
+	if !pack {
+		for i, e := range examples {
+			rows = append(rows, row{members: []int{i}, len: e.Len()})
+		}
+		return rows
+	}
+	groups := map[string][]int{}
+	var order []string
+	for i, e := range examples {
+		k := promptKey(e.Prompt)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	for _, k := range order {
+		g := groups[k]
+		p := len(examples[g[0]].Prompt)
+		comps := make([]int, len(g))
+		for j, i := range g {
+			comps[j] = len(examples[i].Completion)
+		}
+		if len(g) > 1 && p > 0 && worthPacking(p, comps) {
+			n := p - 1
+			for _, c := range comps {
+				n += 1 + c
+			}
+			rows = append(rows, row{members: g, len: n})
+			continue
+		}
+		for _, i := range g {
+			rows = append(rows, row{members: []int{i}, len: examples[i].Len()})
+		}
+	}
+	return rows
+}
+
+// promptKey is a map key of a prompt's tokens.
+func promptKey(p []int32) string {
+	b := make([]byte, 4*len(p))
+	for i, t := range p {
+		b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(t), byte(t>>8), byte(t>>16), byte(t>>24)
+	}
+	return string(b)
+}
+
+// worthPacking reports whether completions of lengths comps of one
+// prompt of p tokens cost less packed in one row than as separate rows:
+// packed, the prompt's p-1 positions are computed once, which always
+// saves the position-wise work (projections, MLP, the loss); attention
+// runs each query against every key before it in its row, so a packed
+// row of n positions costs n^2 against the separate rows' sum of
+// (p + c)^2. It packs when that does not grow: a long prompt with short
+// completions (aggregation prompts holding the candidates), not a short
+// one with long completions (search traces of one question).
+func worthPacking(p int, comps []int) bool {
+	n, separate := float64(p-1), 0.0
+	for _, c := range comps {
+		n += float64(1 + c)
+		separate += float64(p+c) * float64(p+c)
+	}
+	return n*n <= separate
+}
+
+// microBatches is MicroBatches; detached batches carry no old
+// log-probabilities (model.TrainBatch.OldLogProbs nil); with pack, the
+// completions of one prompt share a row where that costs less (rowsOf).
+// It also returns, per batch, the examples' engine log-probabilities at
+// the loss positions (NaN where an example has none; nil for a batch
+// without any).
+func microBatches(examples []Example, maxTokens int, clipLow, clipHigh float32, detached, pack bool) ([]model.TrainBatch, []int, [][]float32, error) {
+	rows := rowsOf(examples, pack)
+	sort.SliceStable(rows, func(a, b int) bool { return rows[a].len > rows[b].len })
 	var batches []model.TrainBatch
 	var tokens []int
 	var engine [][]float32
-	for start := 0; start < len(order); {
-		T := examples[order[start]].Len()
-		rows := len(order)
+	for start := 0; start < len(rows); {
+		T := rows[start].len
+		n := len(rows)
 		if maxTokens > 0 {
-			rows = max(1, maxTokens/T)
+			n = max(1, maxTokens/T)
 		}
-		end := min(len(order), start+rows)
-		b, n, err := packRows(examples, order[start:end], T, clipLow, clipHigh, detached)
+		end := min(len(rows), start+n)
+		b, n, err := packRows(examples, rows[start:end], T, clipLow, clipHigh, detached)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		batches = append(batches, b)
 		tokens = append(tokens, n)
-		engine = append(engine, engineLogProbs(examples, order[start:end], T))
+		engine = append(engine, engineLogProbs(examples, rows[start:end], T))
 		start = end
 	}
 	return batches, tokens, engine, nil
 }
 
-// engineLogProbs lays the engine log-probabilities of examples idx out
-// like packRows lays their tokens (rows of T positions, NaN where there
-// is none), or returns nil when none of them has any.
-func engineLogProbs(examples []Example, idx []int, T int) []float32 {
+// engineLogProbs lays the engine log-probabilities of rows' examples
+// out like packRows lays their tokens (rows of T positions, NaN where
+// there is none), or returns nil when none of them has any.
+func engineLogProbs(examples []Example, rows []row, T int) []float32 {
 	var out []float32
-	for r, i := range idx {
-		s := examples[i]
-		if len(s.EngineLogProbs) != len(s.Completion) || len(s.Completion) == 0 {
-			continue
-		}
-		if out == nil {
-			out = make([]float32, len(idx)*T)
-			for k := range out {
-				out[k] = float32(math.NaN())
+	for r, rw := range rows {
+		for k, t0 := range rw.starts(examples) {
+			s := examples[rw.members[k]]
+			if len(s.EngineLogProbs) != len(s.Completion) || len(s.Completion) == 0 {
+				continue
 			}
-		}
-		for j, lp := range s.EngineLogProbs {
-			out[r*T+len(s.Prompt)-1+j] = lp
+			if out == nil {
+				out = make([]float32, len(rows)*T)
+				for k := range out {
+					out[k] = float32(math.NaN())
+				}
+			}
+			for j, lp := range s.EngineLogProbs {
+				out[r*T+t0+j] = lp
+			}
 		}
 	}
 	return out
 }
 
-func packRows(examples []Example, idx []int, T int, clipLow, clipHigh float32, detached bool) (model.TrainBatch, int, error) {
-	B := len(idx)
+// packRows lays rows out as a micro-batch of T positions a row, with
+// Segments where a row is packed.
+func packRows(examples []Example, rows []row, T int, clipLow, clipHigh float32, detached bool) (model.TrainBatch, int, error) {
+	B := len(rows)
 	b := model.TrainBatch{Batch: B, Seq: T, ClipLow: clipLow, ClipHigh: clipHigh,
 		InputIDs: make([]int64, B*T), AttentionMask: make([]int64, B*T), PositionIDs: make([]int64, B*T),
 		LossMask: make([]float32, B*T), Advantages: make([]float32, B*T)}
@@ -113,33 +206,55 @@ func packRows(examples []Example, idx []int, T int, clipLow, clipHigh float32, d
 		b.OldLogProbs = make([]float32, B*T)
 	}
 	n := 0
-	for r, i := range idx {
-		s := examples[i]
-		if len(s.Prompt) == 0 {
-			return b, 0, fmt.Errorf("rl: example %d has an empty prompt", i)
-		}
-		if !detached && len(s.OldLogProbs) != len(s.Completion) {
-			return b, 0, fmt.Errorf("rl: example %d has %d log-probabilities for %d completion tokens", i, len(s.OldLogProbs), len(s.Completion))
-		}
-		row := r * T
-		for t, id := range s.Prompt {
-			b.InputIDs[row+t] = int64(id)
-		}
-		for t, id := range s.Completion {
-			b.InputIDs[row+len(s.Prompt)+t] = int64(id)
-		}
-		for t := 0; t < s.Len(); t++ {
-			b.AttentionMask[row+t] = 1
-			b.PositionIDs[row+t] = int64(t)
-		}
-		for j := range s.Completion {
-			t := len(s.Prompt) - 1 + j // position whose next token is completion[j]
-			b.LossMask[row+t] = 1
-			b.Advantages[row+t] = s.Advantage
-			if !detached {
-				b.OldLogProbs[row+t] = s.OldLogProbs[j]
+	for r, rw := range rows {
+		for _, i := range rw.members {
+			s := examples[i]
+			if len(s.Prompt) == 0 {
+				return b, 0, fmt.Errorf("rl: example %d has an empty prompt", i)
 			}
-			n++
+			if !detached && len(s.OldLogProbs) != len(s.Completion) {
+				return b, 0, fmt.Errorf("rl: example %d has %d log-probabilities for %d completion tokens", i, len(s.OldLogProbs), len(s.Completion))
+			}
+		}
+		base := r * T
+		prompt := examples[rw.members[0]].Prompt
+		starts := rw.starts(examples)
+		if len(rw.members) > 1 && b.Segments == nil {
+			b.Segments = make([]int64, B*T)
+		}
+		// The prompt (all of it for a row of one example; but its last
+		// token, which each branch repeats, for a packed one).
+		shared := len(prompt)
+		if len(rw.members) > 1 {
+			shared--
+		}
+		for t := range shared {
+			b.InputIDs[base+t], b.AttentionMask[base+t], b.PositionIDs[base+t] = int64(prompt[t]), 1, int64(t)
+		}
+		for k, i := range rw.members {
+			s := examples[i]
+			t0 := starts[k]
+			if len(rw.members) > 1 {
+				// The branch: the prompt's last token again, then the
+				// completion, its positions going on from the prompt's.
+				b.InputIDs[base+t0], b.AttentionMask[base+t0], b.PositionIDs[base+t0] = int64(prompt[len(prompt)-1]), 1, int64(len(prompt)-1)
+				for t := t0; t <= t0+len(s.Completion); t++ {
+					b.Segments[base+t] = int64(k + 1)
+				}
+			}
+			for j, id := range s.Completion {
+				t := t0 + 1 + j
+				b.InputIDs[base+t], b.AttentionMask[base+t], b.PositionIDs[base+t] = int64(id), 1, int64(len(prompt)+j)
+			}
+			for j := range s.Completion {
+				t := base + t0 + j // the position whose next token is completion[j]
+				b.LossMask[t] = 1
+				b.Advantages[t] = s.Advantage
+				if !detached {
+					b.OldLogProbs[t] = s.OldLogProbs[j]
+				}
+				n++
+			}
 		}
 	}
 	return b, n, nil
@@ -155,6 +270,17 @@ type GradientOptions struct {
 	// (the examples' OldLogProbs are ignored): the ratio is 1, so the
 	// gradient is REINFORCE's, or cross-entropy's with advantage 1.
 	Detached bool
+	// PackPrompts puts the completions of one prompt in one row, the
+	// prompt computed once (model.TrainBatch.Segments), where that costs
+	// less than separate rows (worthPacking) and the learner takes packed
+	// rows (model.Executor.PackedRows): the same gradient but for float
+	// rounding, as with other micro-batch cuts.
+	PackPrompts bool
+}
+
+// rowPacker is a Learner that may take packed rows.
+type rowPacker interface {
+	PackedRows() error
 }
 
 // GradientStats summarise one Gradients call.
@@ -188,7 +314,11 @@ type batchLearner interface {
 // UseDeviceOptimizer): the sums stay there.
 func Gradients(ctx context.Context, learner Learner, grads *params.Store, examples []Example, opt GradientOptions) (GradientStats, error) {
 	var gs GradientStats
-	batches, tokens, engine, err := microBatches(examples, opt.MicroBatchTokens, float32(opt.ClipLow), float32(opt.ClipHigh), opt.Detached)
+	pack := false
+	if p, ok := learner.(rowPacker); ok && opt.PackPrompts {
+		pack = p.PackedRows() == nil
+	}
+	batches, tokens, engine, err := microBatches(examples, opt.MicroBatchTokens, float32(opt.ClipLow), float32(opt.ClipHigh), opt.Detached, pack)
 	if err != nil {
 		return gs, err
 	}

@@ -2,6 +2,7 @@ package rl
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -84,4 +85,68 @@ func TestGradientsEngineLogProbs(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, g.EngineTokens)
 	require.Zero(t, g.EngineAbsDiff)
+}
+
+// TestPackedLayout: completions of one long prompt share a row, the
+// prompt but its last token once, then each completion after that token
+// again, its positions going on from the prompt's, its loss positions,
+// advantages and old log-probabilities at its own tokens, its engine
+// log-probabilities likewise; another example stays a row of its own.
+func TestPackedLayout(t *testing.T) {
+	prompt := []int32{11, 12, 13, 14, 15, 16}
+	examples := []Example{
+		{Prompt: prompt, Completion: []int32{21, 22}, OldLogProbs: []float32{-1, -2}, EngineLogProbs: []float32{-1.5, -2.5}, Advantage: 1},
+		{Prompt: []int32{9}, Completion: []int32{8}, OldLogProbs: []float32{-9}, Advantage: 3},
+		{Prompt: prompt, Completion: []int32{31}, OldLogProbs: []float32{-3}, Advantage: -1},
+	}
+	bs, toks, engine, err := microBatches(examples, 0, 0.2, 0.28, false, true)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	require.Equal(t, []int{4}, toks)
+	b := bs[0]
+	require.Equal(t, 2, b.Batch)
+	require.Equal(t, 10, b.Seq) // 5 of the prompt + (1 + 2) + (1 + 1)
+	require.Equal(t, []int64{11, 12, 13, 14, 15, 16, 21, 22, 16, 31, 9, 8, 0, 0, 0, 0, 0, 0, 0, 0}, b.InputIDs)
+	require.Equal(t, []int64{0, 1, 2, 3, 4, 5, 6, 7, 5, 6, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, b.PositionIDs)
+	require.Equal(t, []int64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0}, b.AttentionMask)
+	require.Equal(t, []int64{0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, b.Segments)
+	require.Equal(t, []float32{0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, b.LossMask)
+	require.Equal(t, []float32{0, 0, 0, 0, 0, 1, 1, 0, -1, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0}, b.Advantages)
+	require.Equal(t, []float32{0, 0, 0, 0, 0, -1, -2, 0, -3, 0, -9, 0, 0, 0, 0, 0, 0, 0, 0, 0}, b.OldLogProbs)
+	require.Equal(t, []float32{-1.5, -2.5}, []float32{engine[0][5], engine[0][6]})
+	for i, e := range engine[0] {
+		if i != 5 && i != 6 {
+			require.True(t, e != e, "position %d: want NaN, got %v", i, e)
+		}
+	}
+	// Without packing, the same examples are three rows.
+	bs, _, _, err = microBatches(examples, 0, 0.2, 0.28, false, false)
+	require.NoError(t, err)
+	require.Equal(t, 3, bs[0].Batch)
+	require.Nil(t, bs[0].Segments)
+}
+
+// TestWorthPacking: completions are packed where the packed row's
+// attention (its length squared) costs no more than the separate rows'.
+func TestWorthPacking(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		prompt int
+		comps  []int
+		want   bool
+	}{
+		{"aggregation prompt, short completions", 170, []int{35, 35, 35, 35}, true},
+		{"the paper's aggregation: 9k prompt, 3k completions", 9216, []int{3000, 3000, 3000, 3000}, true},
+		{"search traces of one question", 20, []int{35, 35, 35, 35, 35, 35, 35, 35}, false},
+		{"the paper's search: 1k prompt, 4k traces", 1024, []int{4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, false},
+		{"GRPO's group of 24", 20, slices.Repeat([]int{35}, 24), false},
+		// Two equal halves: (p - 1 + 2(1 + c))^2 <= 2 (p + c)^2 when
+		// p + 2c + 1 <= sqrt(2)(p + c).
+		{"two completions as long as the prompt", 100, []int{100, 100}, false},
+		{"two completions of a fifth of it", 100, []int{20, 20}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, worthPacking(tc.prompt, tc.comps))
+		})
+	}
 }

@@ -126,7 +126,8 @@ type Metrics struct {
 	// Absent on the host path.
 	DeviceCopyBytes int64 `json:"device_copy_bytes,omitempty"`
 	// Timing: wall seconds of rollout, training and the whole step, and
-	// training positions (rows x length) per second.
+	// training positions (rows x length, padding included; a packed
+	// row's prompt counted once) per second.
 	RolloutSeconds       float64 `json:"rollout_seconds"`
 	TrainSeconds         float64 `json:"train_seconds"`
 	StepSeconds          float64 `json:"step_seconds"`

@@ -320,7 +320,7 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 		// forward pass (the detached loss: ratio 1).
 		detached := slices.ContainsFunc(examples, func(e Example) bool { return e.OldLogProbs == nil && len(e.Completion) > 0 })
 		g, err := Gradients(ctx, t.learner, t.grads, examples, GradientOptions{
-			MicroBatchTokens: t.cfg.MicroBatchTokens, ClipLow: t.cfg.ClipLow, ClipHigh: t.cfg.ClipHigh, Detached: detached})
+			MicroBatchTokens: t.cfg.MicroBatchTokens, ClipLow: t.cfg.ClipLow, ClipHigh: t.cfg.ClipHigh, Detached: detached, PackPrompts: true})
 		if err != nil {
 			return m, err
 		}
