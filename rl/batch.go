@@ -72,8 +72,11 @@ func (r row) starts(examples []Example) []int {
 
 // rowsOf lays examples out as rows: each alone, or with pack, the
 // completions of one prompt (equal token sequences) in one row where
-// worthPacking says so.
-func rowsOf(examples []Example, pack bool) []row {
+// worthPacking says so, as many in a row as maxTokens (a micro-batch's
+// positions; <= 0 unbounded) holds: a packed row is longer than any of
+// its completions' own rows, and one that passes the micro-batch's
+// positions would take more memory than the run was sized for.
+func rowsOf(examples []Example, pack bool, maxTokens int) []row {
 	var rows []row
 	if !pack {
 		for i, e := range examples {
@@ -93,20 +96,29 @@ func rowsOf(examples []Example, pack bool) []row {
 	for _, k := range order {
 		g := groups[k]
 		p := len(examples[g[0]].Prompt)
-		comps := make([]int, len(g))
-		for j, i := range g {
-			comps[j] = len(examples[i].Completion)
-		}
-		if len(g) > 1 && p > 0 && worthPacking(p, comps) {
-			n := p - 1
-			for _, c := range comps {
-				n += 1 + c
+		for len(g) > 0 {
+			// The longest run of g's first completions whose packed row
+			// fits maxTokens.
+			n, end := p-1, 0
+			for end < len(g) {
+				m := n + 1 + len(examples[g[end]].Completion)
+				if maxTokens > 0 && m > maxTokens && end > 0 {
+					break
+				}
+				n, end = m, end+1
 			}
-			rows = append(rows, row{members: g, len: n})
-			continue
-		}
-		for _, i := range g {
-			rows = append(rows, row{members: []int{i}, len: examples[i].Len()})
+			comps := make([]int, end)
+			for j, i := range g[:end] {
+				comps[j] = len(examples[i].Completion)
+			}
+			if end > 1 && p > 0 && (maxTokens <= 0 || n <= maxTokens) && worthPacking(p, comps) {
+				rows = append(rows, row{members: g[:end], len: n})
+			} else {
+				for _, i := range g[:end] {
+					rows = append(rows, row{members: []int{i}, len: examples[i].Len()})
+				}
+			}
+			g = g[end:]
 		}
 	}
 	return rows
@@ -146,7 +158,7 @@ func worthPacking(p int, comps []int) bool {
 // the loss positions (NaN where an example has none; nil for a batch
 // without any).
 func microBatches(examples []Example, maxTokens int, clipLow, clipHigh float32, detached, pack bool) ([]model.TrainBatch, []int, [][]float32, error) {
-	rows := rowsOf(examples, pack)
+	rows := rowsOf(examples, pack, maxTokens)
 	sort.SliceStable(rows, func(a, b int) bool { return rows[a].len > rows[b].len })
 	var batches []model.TrainBatch
 	var tokens []int

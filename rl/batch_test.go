@@ -150,3 +150,38 @@ func TestWorthPacking(t *testing.T) {
 		})
 	}
 }
+
+// TestPackedRowsFitMicroBatch: a packed row never passes the
+// micro-batch's positions; the completions that would are packed in
+// rows that fit, or stay rows of their own.
+func TestPackedRowsFitMicroBatch(t *testing.T) {
+	prompt := make([]int32, 40)
+	for i := range prompt {
+		prompt[i] = int32(i + 1)
+	}
+	var examples []Example
+	for range 4 {
+		examples = append(examples, Example{Prompt: prompt, Completion: []int32{7, 7, 7, 7, 7}, OldLogProbs: make([]float32, 5)})
+	}
+	for _, tc := range []struct {
+		maxTokens int
+		want      [][]int // members of each row, longest row first
+	}{
+		{0, [][]int{{0, 1, 2, 3}}},        // 39 + 4 x 6 = 63
+		{63, [][]int{{0, 1, 2, 3}}},       // fits exactly
+		{62, [][]int{{0, 1, 2}, {3}}},     // 57 + a row of its own (45)
+		{51, [][]int{{0, 1}, {2, 3}}},     // 51 each
+		{50, [][]int{{0}, {1}, {2}, {3}}}, // no two fit: 45 each
+		{1, [][]int{{0}, {1}, {2}, {3}}},  // a row per micro-batch
+	} {
+		rows := rowsOf(examples, true, tc.maxTokens)
+		var got [][]int
+		for _, r := range rows {
+			got = append(got, r.members)
+			if len(r.members) > 1 && tc.maxTokens > 0 {
+				require.LessOrEqual(t, r.len, tc.maxTokens)
+			}
+		}
+		require.Equal(t, tc.want, got, "max tokens %d", tc.maxTokens)
+	}
+}
