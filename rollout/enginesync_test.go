@@ -124,3 +124,30 @@ func TestSGLangDiskSync(t *testing.T) {
 	require.ErrorContains(t, s.Sync(context.Background(), 4), "shape mismatch")
 	require.Equal(t, "served", o.Model(), "SGLang keeps serving under its own name")
 }
+
+// TestVLLMLoRASyncRefusedIn200: a load or unload answered with a 200
+// whose body is an error ({"success": false}, an error object) failed:
+// the sync fails, and requests keep going to the version served, so that
+// no rollout is taken from weights the engine does not hold.
+func TestVLLMLoRASyncRefusedIn200(t *testing.T) {
+	for _, answer := range []string{
+		`{"success": false, "message": "adapter_config.json not found"}`,
+		`{"object":"error","message":"adapter_config.json not found","type":"BadRequestError","code":400}`,
+		`{"error":{"message":"adapter_config.json not found"}}`,
+	} {
+		dir := t.TempDir()
+		eng := &recordedEngine{t: t, want: []exchange{
+			{"GET", "/v1/models", nil, 200, `{"object":"list","data":[{"id":"served","object":"model"}]}`},
+			{"POST", "/v1/load_lora_adapter", map[string]string{"lora_name": "spiral-step-000001"}, 200, answer},
+		}}
+		srv := httptest.NewServer(eng)
+		o, err := rollout.NewOpenAI(engineConfig(srv.URL))
+		require.NoError(t, err)
+		s := &rollout.VLLMLoRASync{Engine: o, Dir: dir, Export: func(_ context.Context, d string) error { return os.MkdirAll(d, 0o755) }}
+		err = s.Sync(context.Background(), 1)
+		srv.Close()
+		require.ErrorContains(t, err, "load adapter spiral-step-000001: rollout: engine: "+srv.URL+"/v1/load_lora_adapter: HTTP 200, but the answer is an error: adapter_config.json not found", answer)
+		require.Equal(t, "served", o.Model(), answer)
+		require.Equal(t, "", s.Version(), answer)
+	}
+}

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -410,6 +411,11 @@ func (o *OpenAI) call(ctx context.Context, method, url string, body []byte, out 
 		}
 		return &statusError{url: url, status: resp.StatusCode, message: msg}
 	}
+	if msg, ok := errorAnswer(raw, out == nil); ok {
+		// Servers answer some refusals with a 200 (older vLLM versions,
+		// proxies): the request failed all the same, and would again.
+		return fmt.Errorf("rollout: engine: %s: HTTP %d, but the answer is an error: %s", url, resp.StatusCode, msg)
+	}
 	if out == nil {
 		return nil
 	}
@@ -417,6 +423,43 @@ func (o *OpenAI) call(ctx context.Context, method, url string, body []byte, out 
 		return fmt.Errorf("rollout: engine: %s: the answer is not the expected JSON: %w", url, err)
 	}
 	return nil
+}
+
+// errorAnswer returns the message of a 2xx answer that is an error
+// nonetheless: a JSON object with an "error" member (OpenAI's and
+// SGLang's shape, the message in it or the member a string) or an
+// "object" of "error" (vLLM's), and, with success (an answer read for its
+// status only), one with "success": false. Any other answer, JSON or not
+// (vLLM's adapter loads answer in plain text), is not one.
+func errorAnswer(raw []byte, success bool) (string, bool) {
+	var a struct {
+		Object  string          `json:"object"`
+		Message string          `json:"message"`
+		Error   json.RawMessage `json:"error"`
+		Success *bool           `json:"success"`
+	}
+	if json.Unmarshal(raw, &a) != nil {
+		return "", false
+	}
+	msg := cmp.Or(a.Message, strings.TrimSpace(string(raw)))
+	switch {
+	case len(a.Error) > 0 && string(a.Error) != "null":
+		var e struct {
+			Message string `json:"message"`
+		}
+		var text string
+		if json.Unmarshal(a.Error, &e) == nil && e.Message != "" {
+			msg = e.Message
+		} else if json.Unmarshal(a.Error, &text) == nil && text != "" {
+			msg = text
+		}
+		return msg, true
+	case a.Object == "error":
+		return msg, true
+	case success && a.Success != nil && !*a.Success:
+		return msg, true
+	}
+	return "", false
 }
 
 // CheckModel asks the server which models it serves (GET /models) and
@@ -438,6 +481,9 @@ func (o *OpenAI) CheckModel(ctx context.Context) error {
 	}
 	if slices.Contains(ids, o.cfg.Model) {
 		return nil
+	}
+	if len(ids) == 0 {
+		return fmt.Errorf("rollout: engine: %s does not serve %q (%s/models lists no model)", o.cfg.BaseURL, o.cfg.Model, o.cfg.BaseURL)
 	}
 	return fmt.Errorf("rollout: engine: %s does not serve %q (it serves %s); set --served-model", o.cfg.BaseURL, o.cfg.Model, strings.Join(ids, ", "))
 }

@@ -233,6 +233,13 @@ func TestOpenAIErrors(t *testing.T) {
 		// A 200 whose body is not the expected JSON would be the same
 		// again: not retried.
 		{name: "malformed answer is not retried", answer: `{"choices": [`, model: "served", calls: 1, want: "/v1/completions: the answer is not the expected JSON"},
+		// An error answered with a 200 (older vLLM, a proxy) is shown as
+		// the server put it, not taken for an answer without choices.
+		{name: "error in a 200", answer: `{"error":{"message":"This model's maximum context length is 8 tokens","type":"BadRequestError","code":400}}`, model: "served", calls: 1,
+			want: "/v1/completions: HTTP 200, but the answer is an error: This model's maximum context length is 8 tokens"},
+		{name: "vLLM's error object in a 200", answer: `{"object":"error","message":"top_k must be -1","type":"BadRequestError","code":400}`, model: "served", calls: 1,
+			want: "/v1/completions: HTTP 200, but the answer is an error: top_k must be -1"},
+		{name: "error string in a 200", answer: `{"error":"overloaded"}`, model: "served", calls: 1, want: "HTTP 200, but the answer is an error: overloaded"},
 		{name: "answer of the wrong shape is not retried", answer: `{"choices": "none"}`, model: "served", calls: 1, want: "the answer is not the expected JSON"},
 		// Token ids outside the model's vocabulary (49 here) are refused
 		// when they arrive, naming the engine and the id.
@@ -358,6 +365,20 @@ func TestOpenAIErrors(t *testing.T) {
 		require.ErrorContains(t, eng.CheckModel(context.Background()), `does not serve "served" (it serves a, b)`)
 		fake.models = []string{"served"}
 		require.NoError(t, eng.CheckModel(context.Background()))
+		fake.models = nil
+		require.ErrorContains(t, eng.CheckModel(context.Background()), `does not serve "served" (`+srv.URL+`/v1/models lists no model)`)
+	})
+
+	// A models list answered as an error in a 200 (a proxy refusing the
+	// key) shows the error, not an empty list.
+	t.Run("model check answered with an error", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte(`{"error":{"message":"invalid API key"}}`))
+		}))
+		defer srv.Close()
+		eng, err := rollout.NewOpenAI(engineConfig(srv.URL))
+		require.NoError(t, err)
+		require.EqualError(t, eng.CheckModel(context.Background()), "rollout: engine: "+srv.URL+"/v1/models: HTTP 200, but the answer is an error: invalid API key")
 	})
 
 	// The model check is the first request: a server slow to answer it
