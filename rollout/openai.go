@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // OpenAIConfig configures OpenAI, a Generator that sends every request to
@@ -400,7 +401,7 @@ func (o *OpenAI) call(ctx context.Context, method, url string, body []byte, out 
 		return &connError{fmt.Errorf("rollout: engine: %s: read the answer: %w", url, err)}
 	}
 	if resp.StatusCode/100 != 2 {
-		msg := strings.TrimSpace(string(raw))
+		msg := bodySummary(raw, resp.Header.Get("Content-Type"))
 		var ae apiError
 		if json.Unmarshal(raw, &ae) == nil {
 			if ae.Error != nil && ae.Error.Message != "" {
@@ -425,6 +426,38 @@ func (o *OpenAI) call(ctx context.Context, method, url string, body []byte, out 
 	return nil
 }
 
+// maxErrorBody is the most of an error answer's text an error message
+// quotes.
+const maxErrorBody = 300
+
+// bodySummary is an error answer's body as an error message quotes it:
+// on one line, an HTML page (a proxy's error page) by its title, and at
+// most maxErrorBody bytes of it, with the body's size when cut.
+func bodySummary(raw []byte, contentType string) string {
+	s := strings.Join(strings.Fields(string(raw)), " ")
+	if s == "" {
+		return "(an empty body)"
+	}
+	lower := strings.ToLower(s)
+	if strings.HasPrefix(contentType, "text/html") || strings.HasPrefix(lower, "<!doctype html") || strings.HasPrefix(lower, "<html") {
+		if i := strings.Index(lower, "<title>"); i >= 0 {
+			if j := strings.Index(lower[i:], "</title>"); j >= 0 {
+				if title := strings.TrimSpace(s[i+len("<title>") : i+j]); title != "" {
+					return fmt.Sprintf("an HTML page titled %q (%d bytes; not the engine's answer: a proxy's?)", title, len(raw))
+				}
+			}
+		}
+	}
+	if len(s) > maxErrorBody {
+		cut := maxErrorBody
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = fmt.Sprintf("%s... (%d bytes)", s[:cut], len(raw))
+	}
+	return s
+}
+
 // errorAnswer returns the message of a 2xx answer that is an error
 // nonetheless: a JSON object with an "error" member (OpenAI's and
 // SGLang's shape, the message in it or the member a string) or an
@@ -441,7 +474,7 @@ func errorAnswer(raw []byte, success bool) (string, bool) {
 	if json.Unmarshal(raw, &a) != nil {
 		return "", false
 	}
-	msg := cmp.Or(a.Message, strings.TrimSpace(string(raw)))
+	msg := cmp.Or(a.Message, bodySummary(raw, ""))
 	switch {
 	case len(a.Error) > 0 && string(a.Error) != "null":
 		var e struct {

@@ -284,6 +284,39 @@ func TestOpenAIErrors(t *testing.T) {
 		})
 	}
 
+	// A proxy's HTML error page, or any long body, is not quoted whole
+	// in the error and in every retry line.
+	t.Run("error pages summed up", func(t *testing.T) {
+		page := "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.18.0</center>\r\n" +
+			strings.Repeat("<!-- a padding to disable MSIE and Chrome friendly error page -->\r\n", 6) + "</body>\r\n</html>\r\n"
+		long := strings.Repeat("Traceback line\n", 1000)
+		for _, tc := range []struct {
+			status      int
+			contentType string
+			body, want  string
+		}{
+			{502, "text/html", page, `HTTP 502: an HTML page titled "502 Bad Gateway" (` + fmt.Sprint(len(page)) + ` bytes; not the engine's answer: a proxy's?) (after 2 attempts)`},
+			{500, "text/plain", long, "HTTP 500: " + strings.Repeat("Traceback line ", 20)[:300] + "... (15000 bytes) (after 2 attempts)"},
+			{503, "text/plain", "", "HTTP 503: (an empty body) (after 2 attempts)"},
+		} {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", tc.contentType)
+				w.WriteHeader(tc.status)
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			cfg := engineConfig(srv.URL)
+			var warn bytes.Buffer
+			cfg.Retries, cfg.Warn, cfg.RetryNotice = 1, &warn, -1
+			eng, err := rollout.NewOpenAI(cfg)
+			require.NoError(t, err)
+			_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
+			srv.Close()
+			require.EqualError(t, err, "request 0: rollout: engine: "+srv.URL+"/v1/completions: "+tc.want)
+			require.Equal(t, 1, strings.Count(warn.String(), "\n"), "one retry line: %q", warn.String())
+			require.Less(t, warn.Len(), 500, warn.String())
+		}
+	})
+
 	t.Run("server down", func(t *testing.T) {
 		srv := httptest.NewServer(newFake())
 		url := srv.URL
