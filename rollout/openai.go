@@ -166,6 +166,11 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
+	if cfg.Client.CheckRedirect == nil {
+		c := *cfg.Client
+		c.CheckRedirect = checkRedirect
+		cfg.Client = &c
+	}
 	return &OpenAI{cfg: cfg, model: cfg.Model}, nil
 }
 
@@ -255,6 +260,37 @@ func retryable(err error) bool {
 	}
 	var ce *connError
 	return errors.As(err, &ce) && !errors.Is(err, context.Canceled)
+}
+
+// redirectError is a redirect that would change the request's method:
+// a POST answered 301, 302 or 303, which an HTTP client follows with a
+// GET without the body, so that the server answers something else
+// (typically a 404 or 405) for a request that never reached it.
+type redirectError struct {
+	status   int
+	method   string
+	location string
+}
+
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("answered HTTP %d, a redirect to %s, which would send the %s again as a GET without its body; set --base-url to the address the server redirects to", e.status, e.location, e.method)
+}
+
+// checkRedirect is the client's redirect policy: follow those that keep
+// the method (a GET's, 307, 308), at most 10, and refuse the others
+// (redirectError).
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if prev := via[len(via)-1]; req.Method != prev.Method {
+		status := 0
+		if req.Response != nil {
+			status = req.Response.StatusCode
+		}
+		return &redirectError{status: status, method: prev.Method, location: req.URL.String()}
+	}
+	return nil
 }
 
 // errTimeout is the cause of a request's context when its Timeout runs
@@ -392,6 +428,10 @@ func (o *OpenAI) call(ctx context.Context, method, url string, body []byte, out 
 		req.Header.Set("Authorization", "Bearer "+o.cfg.APIKey)
 	}
 	resp, err := o.cfg.Client.Do(req)
+	var re *redirectError
+	if errors.As(err, &re) { // the same again: not retried
+		return fmt.Errorf("rollout: engine: %s %w", url, re)
+	}
 	if err != nil {
 		return &connError{fmt.Errorf("rollout: engine: %s is not reachable: %w", url, err)}
 	}

@@ -317,6 +317,52 @@ func TestOpenAIErrors(t *testing.T) {
 		}
 	})
 
+	// A redirect that keeps the method (307, 308) is followed; one a
+	// client follows with a GET without the body (301, 302, 303: an
+	// http-to-https proxy, a moved path) fails at once naming where it
+	// leads, instead of sending a GET that the server answers 404 or
+	// 405 for the URL asked.
+	t.Run("redirects", func(t *testing.T) {
+		for _, tc := range []struct {
+			status int
+			calls  int32
+			want   string
+		}{
+			{307, 2, ""},
+			{308, 2, ""},
+			{301, 1, "/v1/completions answered HTTP 301, a redirect to URL/moved/v1/completions, which would send the POST again as a GET without its body; set --base-url to the address the server redirects to"},
+			{302, 1, "answered HTTP 302, a redirect to URL/moved/v1/completions"},
+			{303, 1, "answered HTTP 303, a redirect to URL/moved/v1/completions"},
+		} {
+			fake := newFake()
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				if rest, ok := strings.CutPrefix(r.URL.Path, "/moved"); ok {
+					r.URL.Path = rest
+					fake.ServeHTTP(w, r)
+					return
+				}
+				http.Redirect(w, r, "/moved"+r.URL.Path, tc.status)
+			}))
+			cfg := engineConfig(srv.URL)
+			var warn bytes.Buffer
+			cfg.Warn = &warn
+			eng, err := rollout.NewOpenAI(cfg)
+			require.NoError(t, err)
+			out, _, err := eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
+			srv.Close()
+			if tc.want == "" {
+				require.NoError(t, err, "HTTP %d", tc.status)
+				require.Equal(t, []int32{1, 1, 0, 2}, out[0].Tokens)
+			} else {
+				require.ErrorContains(t, err, strings.ReplaceAll(tc.want, "URL", srv.URL), "HTTP %d", tc.status)
+			}
+			require.Equal(t, tc.calls, calls.Load(), "HTTP %d: not retried", tc.status)
+			require.Empty(t, warn.String())
+		}
+	})
+
 	t.Run("server down", func(t *testing.T) {
 		srv := httptest.NewServer(newFake())
 		url := srv.URL
