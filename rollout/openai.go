@@ -694,9 +694,17 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 	switch ch.FinishReason {
 	case "length":
 		c.Finish = FinishLength
-	case "stop", "":
+	case "stop":
+	case "": // none (null): told by the tokens
+		if ch.TokenIDs != nil {
+			f, err := finishOf(ch.TokenIDs, s)
+			if err != nil {
+				return Completion{}, fmt.Errorf("rollout: engine: %s/completions answered no finish_reason, %w", o.cfg.BaseURL, err)
+			}
+			c.Finish = f
+		}
 	default:
-		return Completion{}, fmt.Errorf("rollout: engine: finish reason %q: want stop or length", ch.FinishReason)
+		return Completion{}, fmt.Errorf("rollout: engine: %s/completions answered finish_reason %q: want stop or length", o.cfg.BaseURL, ch.FinishReason)
 	}
 	if ch.TokenIDs == nil {
 		if o.cfg.Tokenize == nil {
@@ -708,6 +716,11 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 		ids, err := o.cfg.Tokenize(ch.Text)
 		if err != nil {
 			return Completion{}, fmt.Errorf("rollout: engine: tokenize a completion: %w", err)
+		}
+		if ch.FinishReason == "" && len(ids) >= s.MaxNewTokens {
+			// No reason given, and the text fills the token limit (the
+			// text of a stopped completion lacks its stop token).
+			c.Finish = FinishLength
 		}
 		// The text leaves out the stop token that ended it (token ids keep
 		// it, as the local sampler does): put back the first stop id, the
@@ -738,6 +751,21 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 		return Completion{}, fmt.Errorf("rollout: engine: a completion of %d tokens exceeds max_tokens %d", len(c.Tokens), s.MaxNewTokens)
 	}
 	return c, nil
+}
+
+// finishOf tells why a completion of ids stopped when the server does
+// not say (a null finish_reason): at a stop id it ends in, or at the
+// token limit it reaches; a completion that does neither is an error
+// (the reason decides whether a trace cut short earns a reward, so it is
+// not guessed).
+func finishOf(ids []int32, s SamplerConfig) (FinishReason, error) {
+	if len(ids) > 0 && slices.Contains(s.StopIDs, ids[len(ids)-1]) {
+		return FinishStop, nil
+	}
+	if len(ids) >= s.MaxNewTokens {
+		return FinishLength, nil
+	}
+	return "", fmt.Errorf("and its %d tokens neither end in a stop token nor reach max_tokens %d", len(ids), s.MaxNewTokens)
 }
 
 var _ Generator = (*OpenAI)(nil)

@@ -206,6 +206,20 @@ func TestOpenAIFallsBackToLocalTokens(t *testing.T) {
 	require.Equal(t, []int32{3, 1, 1, 2}, out[0].Tokens)
 	require.Equal(t, rollout.FinishStop, out[0].Finish)
 
+	// Without a finish_reason, a text that fills max_tokens (8) was cut
+	// there; a shorter one stopped.
+	fake.finish = ""
+	fake.tokensOf = func([]int32, int64) []int32 { return []int32{5, 5, 5, 5, 5, 5, 5, 5} }
+	out, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{3}, Seed: 1}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []int32{5, 5, 5, 5, 5, 5, 5, 5}, out[0].Tokens)
+	require.Equal(t, rollout.FinishLength, out[0].Finish)
+	fake.tokensOf = func([]int32, int64) []int32 { return []int32{5, 5} }
+	out, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{3}, Seed: 1}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []int32{5, 5, 2}, out[0].Tokens)
+	require.Equal(t, rollout.FinishStop, out[0].Finish)
+
 	cfg.Tokenize = nil
 	eng, err = rollout.NewOpenAI(cfg)
 	require.NoError(t, err)
@@ -223,6 +237,7 @@ func TestOpenAIErrors(t *testing.T) {
 		calls    int32
 		want     string
 		warnings []string // the retry lines on Warn, in order
+		finish   rollout.FinishReason
 	}{
 		{name: "retried 503 then served", fail: func(n int) int { return map[int]int{0: 503, 1: 429}[n] }, model: "served", calls: 3,
 			warnings: []string{"HTTP 503: engine says no; retry 1 of 2 in 1ms", "HTTP 429: engine says no; retry 2 of 2 in 2ms"}},
@@ -247,6 +262,14 @@ func TestOpenAIErrors(t *testing.T) {
 			want: "request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions answered token id 99999999 (completion token 0 of 1), outside the model's vocabulary of 49 ids [0, 49)"},
 		{name: "negative token id", tokensOf: func([]int32, int64) []int32 { return []int32{-5, 3} }, model: "served", calls: 1,
 			want: "answered token id -5 (completion token 0 of 2), outside the model's vocabulary of 49 ids"},
+		// No finish_reason (null): the tokens tell it, since it decides
+		// whether a cut trace earns a reward; when they cannot, it fails.
+		{name: "no finish reason, ends in a stop id", answer: `{"choices":[{"text":"","token_ids":[5,2],"finish_reason":null}]}`, model: "served", calls: 1, finish: rollout.FinishStop},
+		{name: "no finish reason, at max_tokens", answer: `{"choices":[{"text":"","token_ids":[5,5,5,5,5,5,5,5],"finish_reason":null}]}`, model: "served", calls: 1, finish: rollout.FinishLength},
+		{name: "no finish reason, neither", answer: `{"choices":[{"text":"","token_ids":[5,5,5]}]}`, model: "served", calls: 1,
+			want: "request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions answered no finish_reason, and its 3 tokens neither end in a stop token nor reach max_tokens 8"},
+		{name: "finish reason abort", answer: `{"choices":[{"text":"","token_ids":[5],"finish_reason":"abort"}]}`, model: "served", calls: 1,
+			want: `request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions answered finish_reason "abort": want stop or length`},
 		{name: "last id of the vocabulary", tokensOf: func([]int32, int64) []int32 { return []int32{0, 48} }, model: "served", calls: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -263,9 +286,12 @@ func TestOpenAIErrors(t *testing.T) {
 			cfg.RetryNotice = -1 // a line for every retry
 			eng, err := rollout.NewOpenAI(cfg)
 			require.NoError(t, err)
-			_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
+			out, _, err := eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
 			if tc.want == "" {
 				require.NoError(t, err)
+				if tc.finish != "" {
+					require.Equal(t, tc.finish, out[0].Finish)
+				}
 			} else {
 				require.Error(t, err)
 				require.Contains(t, strings.ReplaceAll(err.Error(), strings.TrimPrefix(srv.URL, "http://"), "127.0.0.1:PORT"), tc.want)
