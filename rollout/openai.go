@@ -214,10 +214,13 @@ type completionRequest struct {
 
 type completionResponse struct {
 	Choices []struct {
-		Text         string  `json:"text"`
-		TokenIDs     []int32 `json:"token_ids"`
-		FinishReason string  `json:"finish_reason"`
-		Logprobs     *struct {
+		Text     string  `json:"text"`
+		TokenIDs []int32 `json:"token_ids"`
+		// PromptTokenIDs is the prompt the engine completed, which vLLM
+		// returns with return_token_ids.
+		PromptTokenIDs []int32 `json:"prompt_token_ids"`
+		FinishReason   string  `json:"finish_reason"`
+		Logprobs       *struct {
 			TokenLogprobs []*float64 `json:"token_logprobs"`
 		} `json:"logprobs"`
 	} `json:"choices"`
@@ -690,6 +693,23 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 		return Completion{}, fmt.Errorf("rollout: engine: %s/completions answered %d choices, want 1", o.cfg.BaseURL, len(resp.Choices))
 	}
 	ch := resp.Choices[0]
+	if ch.PromptTokenIDs != nil && !slices.Equal(ch.PromptTokenIDs, r.Prompt) {
+		// A BOS the server put before the ids, a prompt it truncated: the
+		// completion follows a prompt other than the one it would be
+		// trained and judged on.
+		i := 0
+		for i < min(len(r.Prompt), len(ch.PromptTokenIDs)) && r.Prompt[i] == ch.PromptTokenIDs[i] {
+			i++
+		}
+		at := func(ids []int32) string {
+			if i < len(ids) {
+				return fmt.Sprint(ids[i])
+			}
+			return "its end"
+		}
+		return Completion{}, fmt.Errorf("rollout: engine: %s/completions completed a prompt of %d tokens (prompt_token_ids) other than the %d sent: at token %d it has %s where the prompt sent has %s",
+			o.cfg.BaseURL, len(ch.PromptTokenIDs), len(r.Prompt), i, at(ch.PromptTokenIDs), at(r.Prompt))
+	}
 	c := Completion{Tokens: ch.TokenIDs, PromptTokens: len(r.Prompt), Finish: FinishStop}
 	switch ch.FinishReason {
 	case "length":

@@ -270,6 +270,13 @@ func TestOpenAIErrors(t *testing.T) {
 			want: "request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions answered no finish_reason, and its 3 tokens neither end in a stop token nor reach max_tokens 8"},
 		{name: "finish reason abort", answer: `{"choices":[{"text":"","token_ids":[5],"finish_reason":"abort"}]}`, model: "served", calls: 1,
 			want: `request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions answered finish_reason "abort": want stop or length`},
+		// vLLM echoes the prompt it completed (return_token_ids): one other
+		// than the prompt sent (a BOS put before it, a truncation) fails.
+		{name: "prompt echoed", answer: `{"choices":[{"text":"","prompt_token_ids":[1],"token_ids":[5,2],"finish_reason":"stop"}]}`, model: "served", calls: 1},
+		{name: "prompt echoed with a BOS", answer: `{"choices":[{"text":"","prompt_token_ids":[0,1],"token_ids":[5,2],"finish_reason":"stop"}]}`, model: "served", calls: 1,
+			want: "request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions completed a prompt of 2 tokens (prompt_token_ids) other than the 1 sent: at token 0 it has 0 where the prompt sent has 1"},
+		{name: "prompt echoed truncated", answer: `{"choices":[{"text":"","prompt_token_ids":[],"token_ids":[5,2],"finish_reason":"stop"}]}`, model: "served", calls: 1,
+			want: "completed a prompt of 0 tokens (prompt_token_ids) other than the 1 sent: at token 0 it has its end where the prompt sent has 1"},
 		{name: "last id of the vocabulary", tokensOf: func([]int32, int64) []int32 { return []int32{0, 48} }, model: "served", calls: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
