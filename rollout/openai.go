@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -87,7 +88,9 @@ const (
 type OpenAI struct {
 	cfg      OpenAIConfig
 	warnOnce sync.Once
-	warnMu   sync.Mutex // serializes the lines written to cfg.Warn
+	// badLogProbs warns once of log-probabilities left out.
+	badLogProbs sync.Once
+	warnMu      sync.Mutex // serializes the lines written to cfg.Warn
 	// lastRetry is when the last retry line was written and
 	// quietRetries how many retries were not announced since (warnMu).
 	lastRetry    time.Time
@@ -749,14 +752,13 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 			ids = append(ids, s.StopIDs[0])
 		}
 		c.Tokens = ids
-	} else if lp := ch.Logprobs; lp != nil && len(lp.TokenLogprobs) == len(c.Tokens) {
-		c.EngineLogProbs = make([]float32, len(c.Tokens))
-		for i, v := range lp.TokenLogprobs {
-			if v == nil {
-				c.EngineLogProbs = nil
-				break
-			}
-			c.EngineLogProbs[i] = float32(*v)
+	} else if lp := ch.Logprobs; lp != nil {
+		var bad string
+		c.EngineLogProbs, bad = engineLogProbs(lp.TokenLogprobs, len(c.Tokens))
+		if bad != "" {
+			o.badLogProbs.Do(func() {
+				o.warnf("spiral: warning: %s/completions answered %s; such completions keep no engine log-probabilities (engine_logprob_diff leaves them out)\n", o.cfg.BaseURL, bad)
+			})
 		}
 	}
 	if v := o.cfg.Vocab; v > 0 {
@@ -771,6 +773,33 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 		return Completion{}, fmt.Errorf("rollout: engine: a completion of %d tokens exceeds max_tokens %d", len(c.Tokens), s.MaxNewTokens)
 	}
 	return c, nil
+}
+
+// maxLogProb is the largest log-probability taken from an engine: 0,
+// with room for rounding.
+const maxLogProb = 1e-3
+
+// engineLogProbs returns an engine's log-probabilities of the n tokens
+// it sampled as float32, or nil and what is wrong with them: another
+// count, a null, or a value no probability has (positive, or not finite
+// as a float32), which would make the comparison with the learner's
+// meaningless, or infinite and metrics.jsonl unwritable.
+func engineLogProbs(lps []*float64, n int) ([]float32, string) {
+	if len(lps) != n {
+		return nil, fmt.Sprintf("%d log-probabilities for %d tokens", len(lps), n)
+	}
+	out := make([]float32, n)
+	for i, v := range lps {
+		if v == nil {
+			return nil, fmt.Sprintf("a null log-probability (token %d of %d)", i, n)
+		}
+		f := float32(*v)
+		if math.IsInf(float64(f), 0) || math.IsNaN(float64(f)) || f > maxLogProb {
+			return nil, fmt.Sprintf("log-probability %g (token %d of %d), which no probability has", *v, i, n)
+		}
+		out[i] = f
+	}
+	return out, ""
 }
 
 // finishOf tells why a completion of ids stopped when the server does

@@ -173,6 +173,45 @@ func TestOpenAIGenerate(t *testing.T) {
 	require.Equal(t, []any{2.0}, body["stop_token_ids"])
 }
 
+// TestOpenAIBadEngineLogProbs: log-probabilities that cannot be the
+// sampled tokens' (another count, a null, a positive value, one that
+// overflows a float32, which made engine_logprob_diff infinite and
+// metrics.jsonl unwritable) are left out, with one warning; the tokens
+// are kept, and the next completion's good ones too.
+func TestOpenAIBadEngineLogProbs(t *testing.T) {
+	for _, tc := range []struct{ lps, want string }{
+		{`[-0.5]`, "1 log-probabilities for 2 tokens"},
+		{`[-0.5, -0.25, -1]`, "3 log-probabilities for 2 tokens"},
+		{`[-0.5, null]`, "a null log-probability (token 1 of 2)"},
+		{`[-0.5, 0.7]`, "log-probability 0.7 (token 1 of 2), which no probability has"},
+		{`[-1e39, -0.5]`, "log-probability -1e+39 (token 0 of 2), which no probability has"},
+	} {
+		var n atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			lps := tc.lps
+			if n.Add(1) > 2 {
+				lps = `[-0.5, -9999.0]` // vLLM's stand-in for -inf
+			}
+			_, _ = w.Write([]byte(`{"choices":[{"text":"","token_ids":[5,2],"finish_reason":"stop","logprobs":{"token_logprobs":` + lps + `}}]}`))
+		}))
+		cfg := engineConfig(srv.URL)
+		var warn bytes.Buffer
+		cfg.Warn, cfg.Concurrency = &warn, 1
+		eng, err := rollout.NewOpenAI(cfg)
+		require.NoError(t, err)
+		out, _, err := eng.Generate(context.Background(), make([]rollout.Request, 3), nil)
+		srv.Close()
+		require.NoError(t, err, tc.lps)
+		for i, c := range out[:2] {
+			require.Equal(t, []int32{5, 2}, c.Tokens)
+			require.Nil(t, c.EngineLogProbs, "%s: completion %d", tc.lps, i)
+		}
+		require.Equal(t, []float32{-0.5, -9999}, out[2].EngineLogProbs)
+		require.Equal(t, "spiral: warning: "+srv.URL+"/v1/completions answered "+tc.want+"; such completions keep no engine log-probabilities (engine_logprob_diff leaves them out)\n", warn.String())
+	}
+}
+
 func TestOpenAIFallsBackToLocalTokens(t *testing.T) {
 	fake := newFake()
 	fake.noIDs, fake.finish = true, "length"
