@@ -696,6 +696,9 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 		return Completion{}, fmt.Errorf("rollout: engine: %s/completions answered %d choices, want 1", o.cfg.BaseURL, len(resp.Choices))
 	}
 	ch := resp.Choices[0]
+	if ch.TokenIDs != nil && len(ch.TokenIDs) == 0 && ch.Text != "" {
+		return Completion{}, fmt.Errorf("rollout: engine: %s/completions answered the text %q with no token ids (token_ids: [])", o.cfg.BaseURL, shorten(ch.Text, 80))
+	}
 	if ch.PromptTokenIDs != nil && !slices.Equal(ch.PromptTokenIDs, r.Prompt) {
 		// A BOS the server put before the ids, a prompt it truncated: the
 		// completion follows a prompt other than the one it would be
@@ -770,7 +773,7 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 		}
 	}
 	if len(c.Tokens) > s.MaxNewTokens {
-		return Completion{}, fmt.Errorf("rollout: engine: a completion of %d tokens exceeds max_tokens %d", len(c.Tokens), s.MaxNewTokens)
+		return Completion{}, fmt.Errorf("rollout: engine: %s/completions answered a completion of %d tokens, over max_tokens %d", o.cfg.BaseURL, len(c.Tokens), s.MaxNewTokens)
 	}
 	return c, nil
 }
@@ -800,6 +803,18 @@ func engineLogProbs(lps []*float64, n int) ([]float32, string) {
 		out[i] = f
 	}
 	return out, ""
+}
+
+// shorten is s cut to at most n bytes (at a rune's start), with "..."
+// when cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // finishOf tells why a completion of ids stopped when the server does

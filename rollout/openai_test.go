@@ -316,6 +316,13 @@ func TestOpenAIErrors(t *testing.T) {
 			want: "request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions completed a prompt of 2 tokens (prompt_token_ids) other than the 1 sent: at token 0 it has 0 where the prompt sent has 1"},
 		{name: "prompt echoed truncated", answer: `{"choices":[{"text":"","prompt_token_ids":[],"token_ids":[5,2],"finish_reason":"stop"}]}`, model: "served", calls: 1,
 			want: "completed a prompt of 0 tokens (prompt_token_ids) other than the 1 sent: at token 0 it has its end where the prompt sent has 1"},
+		// Token ids that cannot be the text's: none for a text, more than
+		// max_tokens (8).
+		{name: "text without token ids", answer: `{"choices":[{"text":"The answer is 42.","token_ids":[],"finish_reason":"stop"}]}`, model: "served", calls: 1,
+			want: `request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions answered the text "The answer is 42." with no token ids (token_ids: [])`},
+		{name: "empty completion", answer: `{"choices":[{"text":"","token_ids":[],"finish_reason":"stop"}]}`, model: "served", calls: 1},
+		{name: "more tokens than max_tokens", answer: `{"choices":[{"text":"","token_ids":[5,5,5,5,5,5,5,5,2],"finish_reason":"stop"}]}`, model: "served", calls: 1,
+			want: "request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions answered a completion of 9 tokens, over max_tokens 8"},
 		{name: "last id of the vocabulary", tokensOf: func([]int32, int64) []int32 { return []int32{0, 48} }, model: "served", calls: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
