@@ -555,6 +555,11 @@ func (o *OpenAI) CheckModel(ctx context.Context) error {
 	if !notice.Stop() {
 		<-noticed
 	}
+	var se *statusError
+	if errors.As(err, &se) && se.status == http.StatusNotFound {
+		// The usual cause: a base URL without the API's /v1.
+		return fmt.Errorf("%w (--base-url must be the API root, under which /models and /completions lie: with vLLM and SGLang, ending in /v1)", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -527,6 +527,17 @@ func TestOpenAIErrors(t *testing.T) {
 		require.ErrorContains(t, eng.CheckModel(context.Background()), `does not serve "served" (`+srv.URL+`/v1/models lists no model)`)
 	})
 
+	// A 404 for the models list: most often a base URL without /v1.
+	t.Run("model check 404", func(t *testing.T) {
+		srv := httptest.NewServer(newFake())
+		defer srv.Close()
+		cfg := engineConfig(srv.URL)
+		cfg.BaseURL = srv.URL
+		eng, err := rollout.NewOpenAI(cfg)
+		require.NoError(t, err)
+		require.EqualError(t, eng.CheckModel(context.Background()), "rollout: engine: "+srv.URL+"/models: HTTP 404: (an empty body) (--base-url must be the API root, under which /models and /completions lie: with vLLM and SGLang, ending in /v1)")
+	})
+
 	// A models list answered as an error in a 200 (a proxy refusing the
 	// key) shows the error, not an empty list.
 	t.Run("model check answered with an error", func(t *testing.T) {
