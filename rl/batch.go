@@ -53,8 +53,8 @@ func MicroBatches(examples []Example, maxTokens int, clipLow, clipHigh float32) 
 // of one prompt packed (model.TrainBatch.Segments): the prompt but its
 // last token, then for each completion that token and the completion.
 type row struct {
-	members []int // indices of the examples; more than one: packed
-	len     int   // positions
+	members   []int // indices of the examples; more than one: packed
+	positions int
 }
 
 // starts returns, for each member of r, the position of r whose next
@@ -80,7 +80,7 @@ func rowsOf(examples []Example, pack bool, maxTokens int) []row {
 	var rows []row
 	if !pack {
 		for i, e := range examples {
-			rows = append(rows, row{members: []int{i}, len: e.Len()})
+			rows = append(rows, row{members: []int{i}, positions: e.Len()})
 		}
 		return rows
 	}
@@ -112,10 +112,10 @@ func rowsOf(examples []Example, pack bool, maxTokens int) []row {
 				comps[j] = len(examples[i].Completion)
 			}
 			if end > 1 && p > 0 && (maxTokens <= 0 || n <= maxTokens) && worthPacking(p, comps) {
-				rows = append(rows, row{members: g[:end], len: n})
+				rows = append(rows, row{members: g[:end], positions: n})
 			} else {
 				for _, i := range g[:end] {
-					rows = append(rows, row{members: []int{i}, len: examples[i].Len()})
+					rows = append(rows, row{members: []int{i}, positions: examples[i].Len()})
 				}
 			}
 			g = g[end:]
@@ -159,12 +159,12 @@ func worthPacking(p int, comps []int) bool {
 // without any).
 func microBatches(examples []Example, maxTokens int, clipLow, clipHigh float32, detached, pack bool) ([]model.TrainBatch, []int, [][]float32, error) {
 	rows := rowsOf(examples, pack, maxTokens)
-	sort.SliceStable(rows, func(a, b int) bool { return rows[a].len > rows[b].len })
+	sort.SliceStable(rows, func(a, b int) bool { return rows[a].positions > rows[b].positions })
 	var batches []model.TrainBatch
 	var tokens []int
 	var engine [][]float32
 	for start := 0; start < len(rows); {
-		T := rows[start].len
+		T := rows[start].positions
 		n := len(rows)
 		if maxTokens > 0 {
 			n = max(1, maxTokens/T)

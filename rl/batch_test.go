@@ -179,7 +179,7 @@ func TestPackedRowsFitMicroBatch(t *testing.T) {
 		for _, r := range rows {
 			got = append(got, r.members)
 			if len(r.members) > 1 && tc.maxTokens > 0 {
-				require.LessOrEqual(t, r.len, tc.maxTokens)
+				require.LessOrEqual(t, r.positions, tc.maxTokens)
 			}
 		}
 		require.Equal(t, tc.want, got, "max tokens %d", tc.maxTokens)
