@@ -111,21 +111,46 @@ func (e *Executor) maskSegments(st *stepState, v *ortc.Value) (*ortc.Value, erro
 // q and k of row b are different branches.
 func applySegmentMask[E any](m []E, seg []int64, B, per, T int) {
 	for b := range B {
-		row := seg[b*T : (b+1)*T]
+		runs := branchRuns(seg[b*T : (b+1)*T])
 		for h := range per {
 			base := (b*per + h) * T * T
 			hidden := m[base+1]
-			for q, sq := range row {
-				if sq == 0 {
-					continue
-				}
-				for k, sk := range row {
-					if sk != 0 && sk != sq {
-						m[base+q*T+k] = hidden
+			for _, rq := range runs {
+				for q := rq.start; q < rq.end; q++ {
+					line := m[base+q*T : base+(q+1)*T]
+					for _, rk := range runs {
+						if rk.id != rq.id {
+							fill(line[rk.start:rk.end], hidden)
+						}
 					}
 				}
 			}
 		}
+	}
+}
+
+// run is a stretch of positions of one branch.
+type run struct{ start, end, id int }
+
+// branchRuns returns the stretches of equal nonzero segments of a row.
+func branchRuns(seg []int64) []run {
+	var runs []run
+	for t, s := range seg {
+		switch {
+		case s == 0:
+		case len(runs) > 0 && runs[len(runs)-1].end == t && runs[len(runs)-1].id == int(s):
+			runs[len(runs)-1].end++
+		default:
+			runs = append(runs, run{t, t + 1, int(s)})
+		}
+	}
+	return runs
+}
+
+// fill sets every element of x to v.
+func fill[E any](x []E, v E) {
+	for i := range x {
+		x[i] = v
 	}
 }
 
