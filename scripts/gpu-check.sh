@@ -75,7 +75,7 @@ M=$OUT/qwen3-0.6b
 
 if command -v go >/dev/null; then
 	step "the CPU twin of device-resident generation, and the sampler on it"
-	go test -count=1 -run 'TestResident|TestExecutorCallBytes|TestExecutorActivationsStayOnDevice|TestView|TestBindingCPUTwin|TestDeviceTwinIsSealed|TestSamplerResident|TestTrainerCountsDeviceCopies|TestTrainerUpdatesOnDevice|TestSharedArena|TestSamplerReleaseToSharedArena' ./model/... ./rollout/ ./rl/
+	go test -count=1 -run 'TestResident|TestExecutorCallBytes|TestExecutorActivationsStayOnDevice|TestView|TestBindingCPUTwin|TestDeviceTwinIsSealed|TestSamplerResident|TestTrainerCountsDeviceCopies|TestTrainerUpdatesOnDevice|TestSharedArena|TestSamplerReleaseToSharedArena|TestPackedRows' ./model/... ./rollout/ ./rl/
 fi
 
 step "CPU against CUDA: greedy generations"
