@@ -79,20 +79,37 @@ func (e *Executor) applySegments(st *stepState, p *blocks.Piece, out []*ortc.Val
 	return nil
 }
 
-// maskSegments applies st's segments to mask v [rows, ..., T, T]: in
-// place on the host; on the device layer by a graph, whose result it
-// returns in v's place (v released).
+// maskSegments applies st's segments to mask v [rows or 1, ..., T, T]:
+// in place on the host (on a copy for each row where v is one for all);
+// on the device layer by a graph; it returns the result in v's place (v
+// released when it is another value).
 func (e *Executor) maskSegments(st *stepState, v *ortc.Value) (*ortc.Value, error) {
 	B, T := st.b.Batch, st.b.Seq
 	s := v.Shape()
 	if len(s) < 3 || s[len(s)-1] != int64(T) || s[len(s)-2] != int64(T) || T < 2 {
 		return nil, fmt.Errorf("shape %v: want [rows, ..., %d, %d]", s, T, T)
 	}
-	if s[0] != int64(B) {
-		return nil, fmt.Errorf("shape %v: want one mask a row (%d rows)", s, B)
+	if s[0] != int64(B) && s[0] != 1 {
+		return nil, fmt.Errorf("shape %v: want a mask a row (%d rows), or one for all", s, B)
 	}
 	if v.Placed() {
-		return e.maskSegmentsOn(st, v)
+		return e.maskSegmentsOn(st, v) // Where broadcasts a mask for all rows
+	}
+	if s[0] != int64(B) {
+		// One mask for all rows: each packed row needs its own.
+		shape := append([]int64{int64(B)}, s[1:]...)
+		var err error
+		switch v.Elem() {
+		case ortc.Float32:
+			v, err = repeatRows(e.env, v, v.Float32s(), shape)
+		case ortc.Bool:
+			v, err = repeatRows(e.env, v, v.Bools(), shape)
+		default:
+			err = fmt.Errorf("element type %d: want float32 or bool", v.Elem())
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	per := v.Len() / (B * T * T) // masks a row (heads)
 	seg := st.b.Segments
@@ -105,6 +122,21 @@ func (e *Executor) maskSegments(st *stepState, v *ortc.Value) (*ortc.Value, erro
 		return nil, fmt.Errorf("element type %d: want float32 or bool", v.Elem())
 	}
 	return v, nil
+}
+
+// repeatRows returns a host tensor of shape holding shape[0] copies of
+// v's data (src), releasing v.
+func repeatRows[E float32 | bool](env *ortc.Env, v *ortc.Value, src []E, shape []int64) (*ortc.Value, error) {
+	data := make([]E, 0, int(shape[0])*len(src))
+	for range shape[0] {
+		data = append(data, src...)
+	}
+	out, err := ortc.NewTensor(env, shape, data)
+	if err != nil {
+		return nil, err
+	}
+	v.Release()
+	return out, nil
 }
 
 // applySegmentMask sets m[b][h][q][k] to m[b][h][0][1] where segments
@@ -177,7 +209,7 @@ func (e *Executor) maskSegmentsOn(st *stepState, v *ortc.Value) (*ortc.Value, er
 }
 
 // segmentMaskModel is out = Where(cross, mask[..., 0:1, 1:2], mask) for
-// a rank-r mask of type t [B, ..., T, T] and segments [B, T] (int64),
+// a rank-r mask of type t [B or 1, ..., T, T] and segments [B, T] (int64),
 // cross[b, ..., q, k] true where segments q and k of row b are different
 // branches (both nonzero): applySegmentMask as a graph.
 func segmentMaskModel(t onnx.DType, r int) ([]byte, error) {
@@ -205,6 +237,10 @@ func segmentMaskModel(t onnx.DType, r int) ([]byte, error) {
 	}
 	hidden := node("Slice", mask, b.ConstInt64s(0, 1), b.ConstInt64s(1, 2), b.ConstInt64s(-2, -1))
 	b.NodeTo("Where", []string{cross, hidden, mask}, []string{"out"})
-	b.Output("out", t, dims...)
+	out := make([]onnx.Dim, r) // the mask's, or rows of it where it has one for all
+	for i := range out {
+		out[i] = onnx.P(fmt.Sprintf("o%d", i))
+	}
+	b.Output("out", t, out...)
 	return proto.Marshal(b.Model(18).Proto)
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model/ortc"
 )
 
 // TestApplySegmentMask: on random masks and segments (branches in any
@@ -42,4 +44,59 @@ func TestApplySegmentMask(t *testing.T) {
 		applySegmentMask(m, seg, B, per, T)
 		require.Equal(t, want, m, "trial %d: %d rows, %d heads, %d positions, segments %v", trial, B, per, T, seg)
 	}
+}
+
+// TestMaskSegmentsOneMaskForAllRows: an export's mask made once for all
+// rows ([1, 1, T, T]) becomes one mask a row, each with its own
+// branches hidden from one another, on the host and on the device
+// layer's twin.
+func TestMaskSegmentsOneMaskForAllRows(t *testing.T) {
+	e := openTinyResident(t, 1).Train
+	const B, T = 2, 5
+	seg := []int64{0, 0, 1, 1, 2, 0, 1, 2, 2, 0}
+	causal := make([]float32, T*T)
+	for q := range T {
+		for k := q + 1; k < T; k++ {
+			causal[q*T+k] = -1e9
+		}
+	}
+	var want []float32
+	for b := range B {
+		m := slices.Clone(causal)
+		for q := range T {
+			for k := range T {
+				if sq, sk := seg[b*T+q], seg[b*T+k]; sq != 0 && sk != 0 && sq != sk {
+					m[q*T+k] = -1e9
+				}
+			}
+		}
+		want = append(want, m...)
+	}
+	st := &stepState{b: &TrainBatch{Batch: B, Seq: T, Segments: seg}}
+	shape := []int64{1, 1, T, T}
+
+	host, err := ortc.NewTensor(e.env, shape, slices.Clone(causal))
+	require.NoError(t, err)
+	got, err := e.maskSegments(st, host)
+	require.NoError(t, err)
+	defer got.Release()
+	require.Equal(t, []int64{B, 1, T, T}, got.Shape())
+	require.Equal(t, want, got.Float32s())
+
+	src, err := ortc.NewTensor(e.env, shape, slices.Clone(causal))
+	require.NoError(t, err)
+	defer src.Release()
+	copySess, err := e.devGrads.acts.identitySession(e, ortc.Float32)
+	require.NoError(t, err)
+	placed := []*ortc.Value{nil}
+	require.NoError(t, e.runBound(copySess, []*ortc.Value{src}, placed))
+	require.True(t, placed[0].Placed())
+	got, err = e.maskSegments(st, placed[0])
+	require.NoError(t, err)
+	defer got.Release()
+	require.Equal(t, []int64{B, 1, T, T}, got.Shape())
+	h, release, err := e.hostValue(got)
+	require.NoError(t, err)
+	defer release()
+	require.Equal(t, want, h.Float32s())
 }
