@@ -77,74 +77,92 @@ func sharedPromptRows(prompt []int64, comps [][]int64, adv []float32, old [][]fl
 // is tested on, on the host and on the device layer's CPU twin; an
 // export without position_ids, whose positions cannot restart, says so.
 func TestPackedRowsMatchSeparateRows(t *testing.T) {
+	onTrainTwins(t, func(t *testing.T, name string, p *model.Policy) {
+		if err := p.Train.PackedRows(); err != nil {
+			require.Equal(t, "tiny-nopos", name, "only the export without position_ids cannot pack: %v", err)
+			require.ErrorContains(t, err, "position_ids")
+			return
+		}
+		vocab := p.LM.Signature().Vocab
+		r := rand.New(rand.NewPCG(5, 9))
+		draw := func(n int) []int64 {
+			var s []int64
+			for _, id := range randomIDs(r, n, vocab) {
+				s = append(s, int64(id))
+			}
+			return s
+		}
+		prompt := draw(9)
+		comps := [][]int64{draw(4), draw(7), draw(3)}
+		adv := []float32{1.3, -0.7, 0.4}
+		var old [][]float32
+		for _, c := range comps {
+			o := make([]float32, len(c))
+			for j := range o {
+				o[j] = float32(-math.Log(float64(vocab)) + 0.5*r.NormFloat64())
+			}
+			old = append(old, o)
+		}
+		rows, packed := sharedPromptRows(prompt, comps, adv, old)
+		run := func(b model.TrainBatch) ([]float32, model.TrainResult) {
+			g := p.Weights.NewGrads()
+			var res model.TrainResult
+			require.NoError(t, p.Train.Accumulate(context.Background(), b, 1, g, &res))
+			return g.Flat(), res
+		}
+		gRows, rRows := run(rows)
+		gPacked, rPacked := run(packed)
+		rel := maxRelDiff(gPacked, gRows)
+		t.Logf("packed %d positions against %d x %d: gradient relative difference %.3g, loss %.7g vs %.7g",
+			packed.Seq, rows.Batch, rows.Seq, rel, rPacked.Loss, rRows.Loss)
+		require.Less(t, rel, 1e-5)
+		require.InDelta(t, rRows.Loss, rPacked.Loss, 1e-6*math.Max(1, math.Abs(float64(rRows.Loss))))
+		// The per-token outputs at the loss positions, in order.
+		at := func(b model.TrainBatch, x []float32) []float32 {
+			var out []float32
+			for i, m := range b.LossMask {
+				if m != 0 {
+					out = append(out, x[i])
+				}
+			}
+			return out
+		}
+		require.InDeltaSlice(t, at(rows, rRows.LogProbs), at(packed, rPacked.LogProbs), 1e-5)
+		require.InDeltaSlice(t, at(rows, rRows.Entropy), at(packed, rPacked.Entropy), 1e-5)
+
+		// Without the segments the branches see each other: the
+		// same packed row then gives another gradient, so the
+		// test above can fail.
+		unsegmented := packed
+		unsegmented.Segments = nil
+		gSeen, _ := run(unsegmented)
+		require.Greater(t, maxRelDiff(gSeen, gRows), 1e-3)
+	})
+}
+
+// onTrainTwins runs check on the training policy of every export the
+// executor is tested on (trainCases), on the host and on the device
+// layer's twin, each a subtest.
+func onTrainTwins(t *testing.T, check func(t *testing.T, name string, p *model.Policy)) {
 	rt := modeltest.Runtime(t)
 	for name, tc := range trainCases(t) {
 		for _, resident := range []bool{false, true} {
 			t.Run(name+map[bool]string{false: "/host", true: "/resident"}[resident], func(t *testing.T) {
 				p, _ := openTrainTwin(t, rt, tc, model.ExecutorOptions{}, resident)
 				defer p.Close()
-				if err := p.Train.PackedRows(); err != nil {
-					require.Equal(t, "tiny-nopos", name, "only the export without position_ids cannot pack: %v", err)
-					require.ErrorContains(t, err, "position_ids")
-					return
-				}
-				vocab := p.LM.Signature().Vocab
-				r := rand.New(rand.NewPCG(5, 9))
-				draw := func(n int) []int64 {
-					s := make([]int64, n)
-					for i := range s {
-						s[i] = int64(1 + r.IntN(vocab-1))
-					}
-					return s
-				}
-				prompt := draw(9)
-				comps := [][]int64{draw(4), draw(7), draw(3)}
-				adv := []float32{1.3, -0.7, 0.4}
-				var old [][]float32
-				for _, c := range comps {
-					o := make([]float32, len(c))
-					for j := range o {
-						o[j] = float32(-math.Log(float64(vocab)) + 0.5*r.NormFloat64())
-					}
-					old = append(old, o)
-				}
-				rows, packed := sharedPromptRows(prompt, comps, adv, old)
-				run := func(b model.TrainBatch) ([]float32, model.TrainResult) {
-					g := p.Weights.NewGrads()
-					var res model.TrainResult
-					require.NoError(t, p.Train.Accumulate(context.Background(), b, 1, g, &res))
-					return g.Flat(), res
-				}
-				gRows, rRows := run(rows)
-				gPacked, rPacked := run(packed)
-				rel := maxRelDiff(gPacked, gRows)
-				t.Logf("packed %d positions against %d x %d: gradient relative difference %.3g, loss %.7g vs %.7g",
-					packed.Seq, rows.Batch, rows.Seq, rel, rPacked.Loss, rRows.Loss)
-				require.Less(t, rel, 1e-5)
-				require.InDelta(t, rRows.Loss, rPacked.Loss, 1e-6*math.Max(1, math.Abs(float64(rRows.Loss))))
-				// The per-token outputs at the loss positions, in order.
-				at := func(b model.TrainBatch, x []float32) []float32 {
-					var out []float32
-					for i, m := range b.LossMask {
-						if m != 0 {
-							out = append(out, x[i])
-						}
-					}
-					return out
-				}
-				require.InDeltaSlice(t, at(rows, rRows.LogProbs), at(packed, rPacked.LogProbs), 1e-5)
-				require.InDeltaSlice(t, at(rows, rRows.Entropy), at(packed, rPacked.Entropy), 1e-5)
-
-				// Without the segments the branches see each other: the
-				// same packed row then gives another gradient, so the
-				// test above can fail.
-				unsegmented := packed
-				unsegmented.Segments = nil
-				gSeen, _ := run(unsegmented)
-				require.Greater(t, maxRelDiff(gSeen, gRows), 1e-3)
+				check(t, name, p)
 			})
 		}
 	}
+}
+
+// randomIDs draws n token ids from [1, vocab).
+func randomIDs(r *rand.Rand, n, vocab int) []int32 {
+	s := make([]int32, n)
+	for i := range s {
+		s[i] = int32(1 + r.IntN(vocab-1))
+	}
+	return s
 }
 
 // TestPackedRowsRefused: segments of the wrong length, or negative, are
@@ -170,28 +188,13 @@ func TestPackedRowsRefused(t *testing.T) {
 // packed and unpacked rows together), on every export the executor is
 // tested on, on the host and on the device layer's twin.
 func TestGradientsPackPrompts(t *testing.T) {
-	rt := modeltest.Runtime(t)
-	for name, tc := range trainCases(t) {
-		for _, resident := range []bool{false, true} {
-			t.Run(name+map[bool]string{false: "/host", true: "/resident"}[resident], func(t *testing.T) {
-				p, _ := openTrainTwin(t, rt, tc, model.ExecutorOptions{}, resident)
-				defer p.Close()
-				checkGradientsPackPrompts(t, p)
-			})
-		}
-	}
+	onTrainTwins(t, func(t *testing.T, _ string, p *model.Policy) { checkGradientsPackPrompts(t, p) })
 }
 
 func checkGradientsPackPrompts(t *testing.T, p *model.Policy) {
 	vocab := p.LM.Signature().Vocab
 	r := rand.New(rand.NewPCG(41, 1))
-	draw := func(n int) []int32 {
-		s := make([]int32, n)
-		for i := range s {
-			s[i] = int32(1 + r.IntN(vocab-1))
-		}
-		return s
-	}
+	draw := func(n int) []int32 { return randomIDs(r, n, vocab) }
 	var examples []rl.Example
 	add := func(prompt []int32, n int) {
 		c := draw(n)
