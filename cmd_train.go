@@ -152,6 +152,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if cfg.MicroBatchTokens == 0 {
 		cfg.MicroBatchTokens = autoMicroBatchTokens(sess.onnx)
 	}
+	cfg.SeparateRows = !f.packPrompts
 	cfg.Pipeline.PromptLimit = promptLimit(samplerCfg)
 	lr := f.lr
 	if lr == 0 {

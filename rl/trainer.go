@@ -50,6 +50,11 @@ type Config struct {
 	// MicroBatchTokens bounds rows x length of one training call (16384;
 	// the CLI sizes it to the model's vocabulary).
 	MicroBatchTokens int `json:"micro_batch_tokens"`
+	// SeparateRows trains every trace in a row of its own, never packing
+	// the completions of one prompt in one row (GradientOptions.
+	// PackPrompts), as runs before packing did: the same gradient but for
+	// float rounding, and more positions (false: pack).
+	SeparateRows bool `json:"separate_rows,omitempty"`
 	// Advantage holds the std-scaling switches (off).
 	Advantage AdvantageOptions `json:"advantage"`
 	// Reward says which traces can earn a reward (explicit answers only).
@@ -320,7 +325,7 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 		// forward pass (the detached loss: ratio 1).
 		detached := slices.ContainsFunc(examples, func(e Example) bool { return e.OldLogProbs == nil && len(e.Completion) > 0 })
 		g, err := Gradients(ctx, t.learner, t.grads, examples, GradientOptions{
-			MicroBatchTokens: t.cfg.MicroBatchTokens, ClipLow: t.cfg.ClipLow, ClipHigh: t.cfg.ClipHigh, Detached: detached, PackPrompts: true})
+			MicroBatchTokens: t.cfg.MicroBatchTokens, ClipLow: t.cfg.ClipLow, ClipHigh: t.cfg.ClipHigh, Detached: detached, PackPrompts: !t.cfg.SeparateRows})
 		if err != nil {
 			return m, err
 		}

@@ -1284,3 +1284,34 @@ func TestFittedAggregationPrompts(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NotContains(t, r.stderr, "aggregation prompts passed")
 }
+
+// TestTrainPackPrompts: a step trains a subset's aggregation traces in
+// packed rows by default, over fewer positions than with
+// --pack-prompts=false, with the same loss but for float rounding (the
+// rollouts, drawn before training, are the same); a rerun into the run
+// with the other setting is a settings difference, refused.
+func TestTrainPackPrompts(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	step := func(out string, extra ...string) map[string]any {
+		args := append([]string{"train", "--out", out, "--steps", "1", "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2",
+			"--eval-every", "0", "--final-rsa-steps", "0", "--quiet"}, extra...)
+		r := spiral(t, nil, args...)
+		require.Equal(t, 0, r.code, r.stderr)
+		b, err := os.ReadFile(filepath.Join(out, "metrics.jsonl"))
+		require.NoError(t, err)
+		lines := jsonLines[map[string]any](t, string(b))
+		require.Len(t, lines, 1)
+		return lines[0]
+	}
+	packed := step(filepath.Join(dir, "packed"))
+	separate := step(filepath.Join(dir, "separate"), "--pack-prompts=false")
+	require.Less(t, packed["train_tokens"].(float64), separate["train_tokens"].(float64))
+	require.Equal(t, separate["loss_tokens"], packed["loss_tokens"])
+	require.InDelta(t, separate["loss"].(float64), packed["loss"].(float64), 1e-5)
+
+	r := spiral(t, nil, "train", "--out", filepath.Join(dir, "packed"), "--steps", "2", "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2",
+		"--eval-every", "0", "--final-rsa-steps", "0", "--quiet", "--pack-prompts=false")
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, "separate_rows")
+}
