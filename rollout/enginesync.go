@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -98,7 +99,14 @@ func (s *VLLMLoRASync) Sync(ctx context.Context, step int) error {
 	}
 	load := map[string]string{"lora_name": name, "lora_path": dir}
 	if err := e.post(ctx, http.MethodPost, "/load_lora_adapter", load, nil); err != nil {
-		return fmt.Errorf("rollout: weight sync: load adapter %s: %w", name, err)
+		// A load whose answer was lost (the connection dropped after the
+		// engine loaded it) is retried, and refused as already loaded:
+		// the engine serves this version all the same when it lists it
+		// (its name is this step's, and the first sync unloaded every
+		// version an earlier run left).
+		if ids, lerr := e.servedModels(ctx); lerr != nil || !slices.Contains(ids, name) {
+			return fmt.Errorf("rollout: weight sync: load adapter %s: %w", name, err)
+		}
 	}
 	e.SetModel(name)
 	if prev := s.prev; prev != "" {

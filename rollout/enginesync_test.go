@@ -77,6 +77,8 @@ func TestVLLMLoRASync(t *testing.T) {
 		{"POST", "/v1/load_lora_adapter", map[string]string{"lora_name": "spiral-step-000001", "lora_path": step("000001")}, 200, "Success: LoRA adapter 'spiral-step-000001' added successfully."},
 		{"POST", "/v1/unload_lora_adapter", map[string]string{"lora_name": "spiral-step-000000"}, 200, "Success: LoRA adapter 'spiral-step-000000' removed successfully."},
 		{"POST", "/v1/load_lora_adapter", map[string]string{"lora_name": "spiral-step-000002", "lora_path": step("000002")}, 400, `{"object":"error","message":"The lora adapter 'spiral-step-000002' cannot be found.","type":"BadRequestError","code":400}`},
+		// A refused load is checked against what the engine serves.
+		{"GET", "/v1/models", nil, 200, `{"object":"list","data":[{"id":"served","object":"model"},{"id":"spiral-step-000001","object":"model","parent":"served"}]}`},
 	}}
 	srv := httptest.NewServer(eng)
 	defer srv.Close()
@@ -139,6 +141,7 @@ func TestVLLMLoRASyncRefusedIn200(t *testing.T) {
 		eng := &recordedEngine{t: t, want: []exchange{
 			{"GET", "/v1/models", nil, 200, `{"object":"list","data":[{"id":"served","object":"model"}]}`},
 			{"POST", "/v1/load_lora_adapter", map[string]string{"lora_name": "spiral-step-000001"}, 200, answer},
+			{"GET", "/v1/models", nil, 200, `{"object":"list","data":[{"id":"served","object":"model"}]}`},
 		}}
 		srv := httptest.NewServer(eng)
 		o, err := rollout.NewOpenAI(engineConfig(srv.URL))
@@ -150,4 +153,45 @@ func TestVLLMLoRASyncRefusedIn200(t *testing.T) {
 		require.Equal(t, "served", o.Model(), answer)
 		require.Equal(t, "", s.Version(), answer)
 	}
+}
+
+// TestVLLMLoRASyncLostAnswer: a load whose answer the connection lost is
+// retried and refused as already loaded (vLLM's 400); the engine lists
+// the adapter, so the sync goes on to it rather than failing the run.
+func TestVLLMLoRASyncLostAnswer(t *testing.T) {
+	const name = "spiral-step-000003"
+	var mu sync.Mutex
+	loads := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/models":
+			served := `{"id":"served","object":"model"}`
+			if loads > 0 {
+				served += `,{"id":"` + name + `","object":"model","parent":"served"}`
+			}
+			_, _ = w.Write([]byte(`{"object":"list","data":[` + served + `]}`))
+		case "/v1/load_lora_adapter":
+			loads++
+			if loads == 1 { // loaded, but the answer never arrives
+				conn, _, err := w.(http.Hijacker).Hijack()
+				require.NoError(t, err)
+				_ = conn.Close()
+				return
+			}
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"object":"error","message":"The lora adapter '` + name + `' has already been loaded.","type":"InvalidUserInput","code":400}`))
+		default:
+			t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+		}
+	}))
+	defer srv.Close()
+	o, err := rollout.NewOpenAI(engineConfig(srv.URL))
+	require.NoError(t, err)
+	s := &rollout.VLLMLoRASync{Engine: o, Dir: t.TempDir(), Export: func(_ context.Context, d string) error { return os.MkdirAll(d, 0o755) }}
+	require.NoError(t, s.Sync(context.Background(), 3))
+	require.Equal(t, 2, loads, "the lost answer's load was retried")
+	require.Equal(t, name, o.Model())
+	require.Equal(t, name, s.Version())
 }
