@@ -95,48 +95,33 @@ func (e *Executor) maskSegments(st *stepState, v *ortc.Value) (*ortc.Value, erro
 	if v.Placed() {
 		return e.maskSegmentsOn(st, v) // Where broadcasts a mask for all rows
 	}
-	if s[0] != int64(B) {
-		// One mask for all rows: each packed row needs its own.
-		shape := append([]int64{int64(B)}, s[1:]...)
-		var err error
-		switch v.Elem() {
-		case ortc.Float32:
-			v, err = repeatRows(e.env, v, v.Float32s(), shape)
-		case ortc.Bool:
-			v, err = repeatRows(e.env, v, v.Bools(), shape)
-		default:
-			err = fmt.Errorf("element type %d: want float32 or bool", v.Elem())
+	switch v.Elem() {
+	case ortc.Float32:
+		return maskSegmentsHost(e.env, v, v.Float32s(), st.b.Segments, B, T)
+	case ortc.Bool:
+		return maskSegmentsHost(e.env, v, v.Bools(), st.b.Segments, B, T)
+	}
+	return nil, fmt.Errorf("element type %d: want float32 or bool", v.Elem())
+}
+
+// maskSegmentsHost is maskSegments for a host mask v holding m: in place,
+// or, where v is one mask for all B rows, on a copy for each row, which
+// it returns in v's place (v released).
+func maskSegmentsHost[E float32 | bool](env *ortc.Env, v *ortc.Value, m []E, seg []int64, B, T int) (*ortc.Value, error) {
+	if s := v.Shape(); s[0] != int64(B) {
+		rows := make([]E, 0, B*len(m))
+		for range B {
+			rows = append(rows, m...)
 		}
+		out, err := ortc.NewTensor(env, append([]int64{int64(B)}, s[1:]...), rows)
 		if err != nil {
 			return nil, err
 		}
+		v.Release()
+		v, m = out, rows
 	}
-	per := v.Len() / (B * T * T) // masks a row (heads)
-	seg := st.b.Segments
-	switch v.Elem() {
-	case ortc.Float32:
-		applySegmentMask(v.Float32s(), seg, B, per, T)
-	case ortc.Bool:
-		applySegmentMask(v.Bools(), seg, B, per, T)
-	default:
-		return nil, fmt.Errorf("element type %d: want float32 or bool", v.Elem())
-	}
+	applySegmentMask(m, seg, B, len(m)/(B*T*T), T)
 	return v, nil
-}
-
-// repeatRows returns a host tensor of shape holding shape[0] copies of
-// v's data (src), releasing v.
-func repeatRows[E float32 | bool](env *ortc.Env, v *ortc.Value, src []E, shape []int64) (*ortc.Value, error) {
-	data := make([]E, 0, int(shape[0])*len(src))
-	for range shape[0] {
-		data = append(data, src...)
-	}
-	out, err := ortc.NewTensor(env, shape, data)
-	if err != nil {
-		return nil, err
-	}
-	v.Release()
-	return out, nil
 }
 
 // applySegmentMask sets m[b][h][q][k] to m[b][h][0][1] where segments
