@@ -399,7 +399,8 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 }
 
 // finalSummary runs cfg.FinalRSA on the held-out problems, writes it to
-// FinalRSAFile and prints the held-out summary line.
+// FinalRSAFile and prints the held-out summary line. p.Settings.HeldOut
+// names those problems (Run sets it before any evaluation).
 func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) error {
 	if err := tr.SyncEngine(ctx); err != nil {
 		return err
@@ -409,7 +410,7 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 		return fmt.Errorf("final RSA evaluation: %w", err)
 	}
 	meta := report.Meta{Model: p.Settings.Model, Label: tr.Config().Algo, Dataset: p.HeldName,
-		Problems: len(p.Held), Seed: tr.Config().Seed, Timestamp: time.Now().UTC(), ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: data.ProblemsDigest(p.Held)}
+		Problems: len(p.Held), Seed: tr.Config().Seed, Timestamp: time.Now().UTC(), ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: p.Settings.HeldOut.Digest}
 	if err := report.WriteJSON(filepath.Join(cfg.Dir, FinalRSAFile), report.NewRSA(meta, res)); err != nil {
 		return err
 	}
@@ -645,7 +646,9 @@ func CheckpointSettings(path string) (RunSettings, error) {
 }
 
 // heldOutEval reports pass@1 and majority@k on the held-out problems (k
-// samples each at the training sampler's settings) to Out and eval.jsonl.
+// samples each at the training sampler's settings) to Out and eval.jsonl,
+// whose line records p.Settings.HeldOut's digest (Run sets it before any
+// evaluation).
 func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, w io.Writer) error {
 	ks := []int{1}
 	if k > 1 {
@@ -660,7 +663,7 @@ func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, w io
 		line += fmt.Sprintf("  pass@%d %.3f  majority@%d %.3f", last.K, last.PassAtK, last.K, last.MajorityAtK)
 	}
 	fmt.Fprintf(p.Out, "%s  (%d problems)\n", line, len(p.Held))
-	return writeJSONLine(w, EvalLine{Step: step, Problems: len(p.Held), Samples: k, Points: res.Points, Digest: data.ProblemsDigest(p.Held)})
+	return writeJSONLine(w, EvalLine{Step: step, Problems: len(p.Held), Samples: k, Points: res.Points, Digest: p.Settings.HeldOut.Digest})
 }
 
 // EvalLine is one line of eval.jsonl. Digest fingerprints the held-out
