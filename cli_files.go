@@ -95,8 +95,8 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte) ([]
 		name, from string
 		required   bool
 	}
-	sides := []side{{model.ConfigFile, filepath.Join(r.dir, model.ConfigFile), false}}
-	for _, f := range model.SideFiles(r.onnx, r.tokenizer) {
+	var sides []side
+	for _, f := range model.ModelSideFiles(r.onnx, r.tokenizer) {
 		sides = append(sides, side{f.Name, f.From, f.Name == "tokenizer.json" && r.tokenizerGiven})
 	}
 	var files []sidecar

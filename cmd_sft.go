@@ -116,10 +116,8 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	// them: a file the model lacks goes from --out at the commit, since
 	// one left there by the model that --overwrite replaced describes
 	// that model.
-	copies := []model.SideFile{{Name: model.ConfigFile, From: filepath.Join(filepath.Dir(sess.onnx), model.ConfigFile)}}
-	copies = append(copies, model.SideFiles(sess.onnx, sess.tokenizer)...)
 	names := []string{"model.onnx" + onnx.DataFileSuffix, "model.onnx"}
-	for _, c := range copies {
+	for _, c := range model.ModelSideFiles(sess.onnx, sess.tokenizer) {
 		names = append(names, c.Name)
 		err := copyFile(c.From, filepath.Join(stage.Dir(), c.Name))
 		if c.Name != "tokenizer.json" && errors.Is(err, fs.ErrNotExist) {

@@ -309,6 +309,13 @@ func SideFiles(src, tokenizer string) []SideFile {
 	return append(files, SideFile{"generation_config.json", filepath.Join(filepath.Dir(src), "generation_config.json")})
 }
 
+// ModelSideFiles returns the files a copy of the model at src takes
+// beside it when present: its config.json, then SideFiles(src,
+// tokenizer). The exports and sft's model directory copy these.
+func ModelSideFiles(src, tokenizer string) []SideFile {
+	return append([]SideFile{{ConfigFile, filepath.Join(filepath.Dir(src), ConfigFile)}}, SideFiles(src, tokenizer)...)
+}
+
 // SideFileNames returns the names of SideFiles' files, tokenizer.json
 // first: the tokenizer and generation files a model directory may hold
 // beside its model and config.json.
@@ -408,7 +415,7 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 	if err != nil {
 		return 0, fmt.Errorf("model: hf export: %w", err)
 	}
-	files := append([]SideFile{{ConfigFile, cfgPath}}, SideFiles(src, tokenizer)...)
+	files := ModelSideFiles(src, tokenizer)
 	names := []string{HFWeightsFile}
 	for _, f := range files {
 		name := f.Name
