@@ -759,19 +759,28 @@ func nonNegative(flag string, v int) error {
 // executorFlags bound the training step's working memory
 // (model.ExecutorOptions).
 type executorFlags struct {
-	attentionMiB, lossChunkMiB, mlpMiB int
+	attentionMiB, lossChunkMiB, mlpMiB, keptMiB int
 }
 
 func (f *executorFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.attentionMiB, "attention-mib", model.DefaultAttentionBytes>>20, "training: MiB of attention scores per call (one head, a block of queries)")
 	fs.IntVar(&f.lossChunkMiB, "loss-chunk-mib", model.DefaultLossChunkBytes>>20, "training: MiB of [positions x vocabulary] tensors per loss chunk")
 	fs.IntVar(&f.mlpMiB, "mlp-mib", model.DefaultMLPBytes>>20, "training: MiB of MLP temporaries per call (a layer's MLP runs on chunks of positions)")
+	fs.IntVar(&f.keptMiB, "kept-mib", model.DefaultKeptBytes>>20, "training: MiB of layer values the forward pass keeps for the backward pass, which then recomputes only the layers that did not fit (0 = recompute every layer: the least memory)")
 }
 
 func (f *executorFlags) validate() error {
-	return errors.Join(mebibytes("--attention-mib", f.attentionMiB), mebibytes("--loss-chunk-mib", f.lossChunkMiB), mebibytes("--mlp-mib", f.mlpMiB))
+	kept := nonNegative("--kept-mib", f.keptMiB)
+	if kept == nil && f.keptMiB > maxMiB {
+		kept = fmt.Errorf("--kept-mib %d: want at most %d (1 PiB)", f.keptMiB, maxMiB)
+	}
+	return errors.Join(mebibytes("--attention-mib", f.attentionMiB), mebibytes("--loss-chunk-mib", f.lossChunkMiB), mebibytes("--mlp-mib", f.mlpMiB), kept)
 }
 
 func (f *executorFlags) options() model.ExecutorOptions {
-	return model.ExecutorOptions{AttentionBytes: int64(f.attentionMiB) << 20, LossChunkBytes: int64(f.lossChunkMiB) << 20, MLPBytes: int64(f.mlpMiB) << 20}
+	kept := int64(f.keptMiB) << 20
+	if kept == 0 {
+		kept = -1 // ExecutorOptions' "none"
+	}
+	return model.ExecutorOptions{AttentionBytes: int64(f.attentionMiB) << 20, LossChunkBytes: int64(f.lossChunkMiB) << 20, MLPBytes: int64(f.mlpMiB) << 20, KeptBytes: kept}
 }

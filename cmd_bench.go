@@ -46,7 +46,7 @@ type benchFlags struct {
 // Flags of one bench command only, which the other would ignore: train's
 // step and generate's generation (also train's with --generate-rows).
 var (
-	benchTrainOnly    = []string{"tokens", "lora-rank", "lora-alpha", "lora-targets", "attention-mib", "loss-chunk-mib", "mlp-mib"}
+	benchTrainOnly    = []string{"tokens", "lora-rank", "lora-alpha", "lora-targets", "attention-mib", "loss-chunk-mib", "mlp-mib", "kept-mib"}
 	benchGenerateOnly = []string{"prompt-tokens", "new-tokens", "gen-call-mib"}
 )
 
@@ -173,6 +173,10 @@ type benchTrainLine struct {
 	// every device, a check between them.
 	NLL      float64 `json:"nll,omitempty"`
 	GradNorm float64 `json:"grad_norm,omitempty"`
+	// RecomputedLayers are the layers the backward pass recomputed,
+	// KeptBytes the values kept of the others (--kept-mib); absent: none.
+	RecomputedLayers int   `json:"recomputed_layers,omitempty"`
+	KeptBytes        int64 `json:"kept_bytes,omitempty"`
 	// DeviceCopyBytes is what the step copied between host and device
 	// memory through the device layer (--device cuda, or --resident):
 	// the parameters and AdamW's moments on the first step (AdamW runs
@@ -324,6 +328,7 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 			DeviceCopyBytes: pol.Train.CopiedBytes() - copied, CallCopyBytes: pol.Train.CallBytes() - called,
 			GradientCopyBytes: pol.Train.GradientBytes() - grads}
 		line.TokensPerSecond = float64(f.rows*f.tokens) / t1.Sub(t0).Seconds()
+		line.RecomputedLayers, line.KeptBytes = pol.Train.Recomputation()
 		if line.benchMemory, err = measureMemory(rt); err != nil {
 			return err
 		}

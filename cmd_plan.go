@@ -145,7 +145,7 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 		return usageError{err}
 	}
 	tr := memplan.Train{Rows: f.rows, Tokens: f.tokens, LoRARank: lora.Rank, LoRATargets: lora.Targets,
-		AttentionBytes: opts.AttentionBytes, LossChunkBytes: opts.LossChunkBytes, MLPBytes: opts.MLPBytes}
+		AttentionBytes: opts.AttentionBytes, LossChunkBytes: opts.LossChunkBytes, MLPBytes: opts.MLPBytes, KeptBytes: opts.KeptBytes}
 	// The shape is valid (planArch): what the peaks refuse is a size of
 	// the flags past memplan.MaxBytes.
 	train, err := memplan.TrainPeak(arch, tr)

@@ -258,6 +258,10 @@ func (e *Executor) scratchBytes(key string, n int) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), n)
 }
 
+// coreOutScratch is the scratch buffer of the attention core's output on
+// the host.
+const coreOutScratch = "core-out"
+
 // coreForward runs attention core c per head and block of queries, into
 // one output [lead..., T, d] held in the block's values: in host memory,
 // or on the device layer in device memory, each call writing its rows.
@@ -328,7 +332,7 @@ func (o *coreOutput) call(e *Executor, r *coreRun, c *blocks.Core, in []*ortc.Va
 	o.d = int(rs[len(rs)-1])
 	if !res[0].Placed() {
 		if o.host == nil {
-			o.host = e.scratch("core-out", numLead(r.outLead)*r.T*o.d)
+			o.host = e.scratch(coreOutScratch, numLead(r.outLead)*r.T*o.d)
 		}
 		copy(o.host[(l*r.T+q0)*o.d:(l*r.T+q1)*o.d], res[0].Float32s())
 		return nil

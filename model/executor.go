@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -29,6 +30,13 @@ type ExecutorOptions struct {
 	// sub-layer, blocks.Block.Tail), which runs on chunks of positions;
 	// default DefaultMLPBytes.
 	MLPBytes int64
+	// KeptBytes bounds the values of the layers' pieces (attention's
+	// inputs and output, the residual before the MLP) that the forward
+	// pass keeps for the backward pass, which then need not recompute
+	// those layers: layers are kept from the first on while their
+	// values fit, the rest recomputed from their kept input; default
+	// DefaultKeptBytes, negative keeps none (every layer recomputed).
+	KeptBytes int64
 	// OptimizerChunk bounds the elements of a tensor that one call of
 	// the device optimizer's graphs takes (UseDeviceOptimizer; their
 	// float64 temporaries are about 15 x 8 bytes an element); default
@@ -48,6 +56,7 @@ const (
 	DefaultAttentionBytes = 64 << 20
 	DefaultLossChunkBytes = 256 << 20
 	DefaultMLPBytes       = 256 << 20
+	DefaultKeptBytes      = 1 << 30
 	DefaultOptimizerChunk = 1 << 22
 )
 
@@ -62,9 +71,11 @@ const (
 )
 
 // Executor runs training steps of a blocks.Program: one micro-batch at a
-// time, forward through the layers keeping only each layer's input, the
-// loss and its gradient over chunks of the loss positions, then backward
-// layer by layer, recomputing each layer's forward from its kept input.
+// time, forward through the layers keeping each layer's input (and, within
+// ExecutorOptions.KeptBytes, its pieces' values), the loss and its
+// gradient over chunks of the loss positions, then backward layer by
+// layer, recomputing the forward of each layer whose values were not kept
+// from its kept input.
 // Attention runs per head on blocks of queries; parameter gradients are
 // added into the caller's gradient store as each layer finishes.
 type Executor struct {
@@ -99,6 +110,10 @@ type Executor struct {
 	// (applySegments); packErr says why rows cannot be packed, if so.
 	segmentMasks map[string]bool
 	packErr      error
+	// recomputed counts the layers the last Accumulate call recomputed,
+	// kept the bytes of the other layers' values it kept instead.
+	recomputed int
+	kept       int64
 }
 
 // StepTimes splits the last Accumulate call's wall time.
@@ -108,6 +123,12 @@ type StepTimes struct {
 	// layers backward (with their recomputation) and the embedding's.
 	Forward, Loss, Backward time.Duration
 }
+
+// Recomputation reports the last Accumulate call's backward pass: how
+// many layers it recomputed (those whose values ExecutorOptions.KeptBytes
+// could not keep; a layer without an attention core recomputes nothing),
+// and the bytes of the values it kept of the others instead.
+func (e *Executor) Recomputation() (layers int, keptBytes int64) { return e.recomputed, e.kept }
 
 // Times returns the split of the last Accumulate call.
 func (e *Executor) Times() StepTimes { return e.times }
@@ -131,6 +152,9 @@ func OpenExecutor(rt *Runtime, art *Artifacts, weights, frozen *params.Store, op
 	}
 	if opt.OptimizerChunk <= 0 {
 		opt.OptimizerChunk = DefaultOptimizerChunk
+	}
+	if opt.KeptBytes == 0 {
+		opt.KeptBytes = DefaultKeptBytes
 	}
 	env, err := rt.api.NewEnv()
 	if err != nil {
@@ -419,6 +443,18 @@ type stepState struct {
 	step    values // step-scope values (inputs, side values, layer inputs)
 	local   values // the current block's values
 	gradVal values // gradients of the current block's values
+	// kept[j] holds block j's values from the forward pass for its
+	// backward pass (nil: recomputed then); keptBytes is their size.
+	kept      []values
+	keptBytes int64
+}
+
+// releaseKept releases the blocks' kept values.
+func (st *stepState) releaseKept() {
+	for _, vs := range st.kept {
+		vs.release()
+	}
+	st.kept, st.keptBytes = nil, 0
 }
 
 func (st *stepState) lookup(name string) (*ortc.Value, bool) {
@@ -444,11 +480,13 @@ func (e *Executor) Accumulate(ctx context.Context, b TrainBatch, scale float32, 
 	if err := e.checkGradStore(grads, e.devGrads != nil && e.devGrads.on); err != nil {
 		return err
 	}
-	st := &stepState{b: &b, scale: scale, grads: grads, step: values{}, local: values{}, gradVal: values{}}
+	st := &stepState{b: &b, scale: scale, grads: grads, step: values{}, local: values{}, gradVal: values{},
+		kept: make([]values, len(e.prog.Blocks))}
+	defer st.releaseKept()
 	defer st.step.release()
 	defer st.local.release()
 	defer st.gradVal.release()
-	e.times = StepTimes{}
+	e.times, e.recomputed, e.kept = StepTimes{}, 0, 0
 	start := time.Now()
 	if e.dev != nil {
 		if err := e.dev.sync(e.devGrads.mem.copier); err != nil {
@@ -843,10 +881,22 @@ func (e *Executor) embedBackward(st *stepState) error {
 // with a Tail, before the tail, whose chunks' backward graphs recompute
 // it.
 func (e *Executor) blockForward(st *stepState, j int, recompute bool) error {
-	b := &e.prog.Blocks[j]
-	if !recompute {
-		defer st.local.release()
+	if recompute {
+		return e.runBlock(st, j, true)
 	}
+	err := e.runBlock(st, j, false)
+	if err == nil {
+		e.keepBlock(st, j)
+	}
+	st.local.release()
+	return err
+}
+
+// runBlock runs block j forward into the step's values (the block's own
+// in st.local): the whole block, or with recompute the pieces whose
+// values its backward pass reads.
+func (e *Executor) runBlock(st *stepState, j int, recompute bool) error {
+	b := &e.prog.Blocks[j]
 	if b.Core == nil {
 		if recompute {
 			return nil
@@ -872,6 +922,31 @@ func (e *Executor) blockForward(st *stepState, j int, recompute bool) error {
 		return e.tailForward(st, b.Tail, st.local)
 	}
 	return nil
+}
+
+// keepBlock keeps block j's values, just computed, for its backward pass
+// when they fit in what ExecutorOptions.KeptBytes leaves: then the
+// backward pass reads them instead of recomputing the block. A block
+// without an attention core recomputes nothing (its backward graph reads
+// its input only), so nothing of it is kept.
+func (e *Executor) keepBlock(st *stepState, j int) {
+	if e.prog.Blocks[j].Core == nil || len(st.local) == 0 {
+		return
+	}
+	var n int64
+	for _, v := range st.local {
+		n += int64(v.Len()) * int64(v.Elem().Size())
+	}
+	if st.keptBytes+n > e.opt.KeptBytes {
+		return
+	}
+	st.kept[j] = maps.Clone(st.local)
+	clear(st.local) // moved, not released
+	st.keptBytes += n
+	e.kept = st.keptBytes
+	// The attention output may lie in the core's scratch buffer: the
+	// next block's takes a new one.
+	delete(e.pool, coreOutScratch)
 }
 
 // trimAfterLayer is the size of a micro-batch's residual stream (rows x
@@ -905,8 +980,16 @@ func (e *Executor) hidden(st *stepState) int {
 func (e *Executor) blockBackward(st *stepState, j int) error {
 	b := &e.prog.Blocks[j]
 	defer st.local.release()
-	if err := e.blockForward(st, j, true); err != nil {
-		return err
+	if kept := st.kept[j]; kept != nil {
+		maps.Copy(st.local, kept)
+		st.kept[j] = nil
+	} else {
+		if b.Core != nil {
+			e.recomputed++
+		}
+		if err := e.blockForward(st, j, true); err != nil {
+			return err
+		}
 	}
 	if b.Core == nil {
 		if err := e.backward(st, &b.Pre); err != nil {

@@ -59,6 +59,8 @@ func TestToolInputs(t *testing.T) {
 			"plan", "--model", "qwen3-4b", "--loss-chunk-mib", "17592186044416"),
 		usage("train: MLP chunk past int64", "--mlp-mib 9223372036854775807: want at most 1073741824",
 			"train", "--model", f.good, "--mlp-mib", "9223372036854775807"),
+		usage("plan: kept values past int64", "--kept-mib 17592186044416: want at most 1073741824",
+			"plan", "--model", "qwen3-4b", "--kept-mib", "17592186044416"),
 		// "spiral plan: plan: --model ...", and 0.5 bytes planned for 0.
 		{name: "plan: missing model file", args: []string{"plan", "--model", f.path("absent/model.onnx")}, code: 1,
 			want: []string{"spiral plan: --model \"" + f.path("absent/model.onnx") + "\": not one of qwen3-0.6b", "no such file or directory"}},

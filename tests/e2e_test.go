@@ -166,6 +166,7 @@ func TestUsageErrors(t *testing.T) {
 		{"detached arena value", []string{"generate", "--shared-arena", "false", "Solve x+1=2."}, `(--shared-arena=false); without it "false" is read as an argument`},
 		{"training working memory", []string{"train", "--mlp-mib", "0"}, "--mlp-mib 0: want >= 1"},
 		{"sft working memory", []string{"sft", "--attention-mib", "-1"}, "--attention-mib -1: want >= 1"},
+		{"negative kept values", []string{"train", "--kept-mib", "-1"}, "--kept-mib -1: want >= 0"},
 		{"bench train beyond the context", []string{"bench", "train", "--tokens", "5000"}, "--tokens 5000: the model (embedded) has 4096 positions"},
 		{"bench generate beyond the context", []string{"bench", "generate", "--prompt-tokens", "4090", "--new-tokens", "7"}, "--prompt-tokens 4090 + --new-tokens 7: the model (embedded) has 4096 positions"},
 		{"held-out flags without held-out data", []string{"train", "--data", "problems.jsonl", "--eval-samples", "8"}, "--eval-samples: training on --data problems.jsonl evaluates held-out problems from --eval-data only"},

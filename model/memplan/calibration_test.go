@@ -19,6 +19,7 @@ type measurement struct {
 	Rows      int    `json:"rows"`
 	Tokens    int    `json:"tokens"`    // train: tokens per row
 	LoRARank  int    `json:"lora_rank"` // train: 0 = full fine-tune
+	KeptMiB   int    `json:"kept_mib"`  // train: --kept-mib (0: none)
 	Capacity  int    `json:"capacity"`  // generate: prompt + new tokens
 	PeakBytes int64  `json:"peak_rss_bytes"`
 	Command   string `json:"command"`
@@ -45,7 +46,7 @@ func TestPredictionsWithinFifteenPercent(t *testing.T) {
 		var items []memplan.Item
 		switch m.Kind {
 		case "train":
-			items, err = memplan.TrainPeak(a, memplan.Train{Rows: m.Rows, Tokens: m.Tokens, LoRARank: m.LoRARank, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20, MLPBytes: 256 << 20})
+			items, err = memplan.TrainPeak(a, memplan.Train{Rows: m.Rows, Tokens: m.Tokens, LoRARank: m.LoRARank, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20, MLPBytes: 256 << 20, KeptBytes: int64(m.KeptMiB) << 20})
 		case "generate":
 			items, err = memplan.GeneratePeak(a, memplan.Generate{Rows: m.Rows, Capacity: m.Capacity, CallBytes: 512 << 20})
 		default:

@@ -159,6 +159,9 @@ type Train struct {
 	// model.ExecutorOptions'; MLPBytes <= 0 runs each MLP on all
 	// positions at once.
 	AttentionBytes, LossChunkBytes, MLPBytes int64
+	// KeptBytes is model.ExecutorOptions': the layers' values the
+	// forward pass keeps for the backward pass (<= 0: none).
+	KeptBytes int64
 }
 
 // Baseline is the process's memory besides what the items count: the
@@ -186,6 +189,16 @@ const (
 func (a Arch) ActivationBytesPerToken() int64 {
 	h, qd := int64(a.Hidden), int64(a.Heads*a.HeadDim)
 	return int64(a.Layers+1)*h*4 + 4*(layerHidden*h+layerHeads*qd)
+}
+
+// LayerValueBytesPerToken is what the executor keeps of one layer for its
+// backward pass (ExecutorOptions.KeptBytes) per token: the values of its
+// pieces around attention (queries, keys and values repeated to the
+// query heads, the attention output, the residual after it; measured on
+// spiral's exports by spiral bench train's kept_bytes).
+func (a Arch) LayerValueBytesPerToken() int64 {
+	h, qd := int64(a.Hidden), int64(a.Heads*a.HeadDim)
+	return 4 * (h + 4*qd)
 }
 
 // MicroBatchTokens returns how many tokens a micro-batch may hold for its
@@ -279,6 +292,7 @@ func TrainPeak(a Arch, t Train) ([]Item, error) {
 		s.bytes("gradients", 4, trained),
 		s.bytes("AdamW moments", 8, trained),
 		s.bytes("layer inputs (kept through the step)", int64(a.Layers+1), rt, h*4),
+		keptValues(&s, a, rt, t.KeptBytes),
 		s.bytes("attention mask tables", rt, tokens, maskBytes),
 		layer,
 		s.bytes("MLP chunk (a block of positions)", a.MLPChunkPositions(rt, t.MLPBytes), 4*layerIntermediate*i),
@@ -295,6 +309,16 @@ func TrainPeak(a Arch, t Train) ([]Item, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+// keptValues is the item of the layers' values kept for the backward
+// pass: every layer's, or keptBytes where they pass it (the executor
+// keeps whole layers within it: at most that much, a bound that grows
+// with the shape as the other items do).
+func keptValues(s *sizer, a Arch, rt, keptBytes int64) Item {
+	all := s.bytes("layers' values kept for the backward pass", int64(a.Layers), rt, a.LayerValueBytesPerToken())
+	all.Bytes = min(all.Bytes, max(keptBytes, 0))
+	return all
 }
 
 // Generate is a generation's shape.

@@ -111,7 +111,7 @@ func TestTrainPeakGrows(t *testing.T) {
 
 func TestMaxTokensIsTheLargestThatFits(t *testing.T) {
 	a, _ := memplan.Named("qwen3-0.6b")
-	tr := memplan.Train{Rows: 2, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20, MLPBytes: 256 << 20}
+	tr := memplan.Train{Rows: 2, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20, MLPBytes: 256 << 20, KeptBytes: 1 << 30}
 	for _, budget := range []int64{12 << 30, 24 << 30, 80 << 30} {
 		n := memplan.MaxTokens(a, tr, budget)
 		require.Positive(t, n)
@@ -204,4 +204,30 @@ func TestPeaksPastMaxBytes(t *testing.T) {
 	g = memplan.Generate{Rows: 1 << 40, Capacity: 1, CallBytes: 512 << 20}
 	_, err = memplan.GeneratePeak(a, g)
 	require.ErrorContains(t, err, "KV cache")
+}
+
+// TestKeptValues: the layers' kept values are every layer's where they
+// fit KeptBytes, KeptBytes where they do not, nothing without it.
+func TestKeptValues(t *testing.T) {
+	a, _ := memplan.Named("qwen3-0.6b")
+	layer := int64(1024) * 4 * (1024 + 4*16*128) // one layer of 1 x 1024 tokens
+	for _, tc := range []struct {
+		kept, want int64
+	}{
+		{0, 0},
+		{-1, 0},
+		{layer / 2, layer / 2},
+		{5 * layer, 5 * layer},
+		{1 << 40, 28 * layer},
+	} {
+		items, err := memplan.TrainPeak(a, memplan.Train{Rows: 1, Tokens: 1024, KeptBytes: tc.kept})
+		require.NoError(t, err)
+		var got int64 = -1
+		for _, it := range items {
+			if it.Name == "layers' values kept for the backward pass" {
+				got = it.Bytes
+			}
+		}
+		require.Equal(t, tc.want, got, "KeptBytes %d", tc.kept)
+	}
 }
