@@ -876,10 +876,10 @@ func (e *Executor) embedBackward(st *stepState) error {
 	return nil
 }
 
-// blockForward runs block j forward. With recompute (the backward pass)
-// it stops before the Post piece, whose backward graph recomputes it, or
-// with a Tail, before the tail, whose chunks' backward graphs recompute
-// it.
+// blockForward runs block j forward: the whole block, whose values are
+// then kept for its backward pass where they fit (keepBlock), or with
+// recompute (the backward pass of a block whose values were not kept)
+// what runBlock recomputes.
 func (e *Executor) blockForward(st *stepState, j int, recompute bool) error {
 	if recompute {
 		return e.runBlock(st, j, true)
@@ -893,8 +893,9 @@ func (e *Executor) blockForward(st *stepState, j int, recompute bool) error {
 }
 
 // runBlock runs block j forward into the step's values (the block's own
-// in st.local): the whole block, or with recompute the pieces whose
-// values its backward pass reads.
+// in st.local). With recompute it stops before the Post piece, whose
+// backward graph recomputes it, or with a Tail, before the tail, whose
+// chunks' backward graphs recompute it.
 func (e *Executor) runBlock(st *stepState, j int, recompute bool) error {
 	b := &e.prog.Blocks[j]
 	if b.Core == nil {
