@@ -3,8 +3,10 @@ package rollout
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -430,4 +432,81 @@ func TestSamplerCallBytes(t *testing.T) {
 	}
 	_, err := NewSampler(lm, SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 8, BatchSize: 8, CallBytes: -1 << 20})
 	require.ErrorContains(t, err, "--gen-call-mib -1")
+}
+
+// retireShifting is how retire worked before it moved the last running
+// row into a finished one's place: every running row after a finished
+// one moves up, keeping the batch's order. It counts in *middle the calls
+// that found a finished row before a running one (where the two differ).
+func retireShifting(middle *int) func(s *Sampler, active []*row) ([]*row, error) {
+	return func(s *Sampler, active []*row) ([]*row, error) {
+		if i := slices.IndexFunc(active, func(r *row) bool { return r.done }); i >= 0 && slices.ContainsFunc(active[i:], func(r *row) bool { return !r.done }) {
+			*middle++
+		}
+		kept := active[:0]
+		for i, r := range active {
+			if r.done {
+				continue
+			}
+			if err := s.cache.Move(len(kept), i); err != nil {
+				return nil, err
+			}
+			kept = append(kept, r)
+		}
+		return kept, nil
+	}
+}
+
+// TestSamplerRetireOrder: retiring a finished row by moving the last
+// running row into its place (which reorders the batch) gives the
+// completions, bit for bit, of retiring it by shifting every later row
+// up (which keeps the order), on the decode graph and on the sampling
+// graph, with and without refill.
+func TestSamplerRetireOrder(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	dir := t.TempDir()
+	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 17))
+	pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{})
+	require.NoError(t, err)
+	defer pol.Close()
+	plain := samplerTinyLM(t)
+	r := rand.New(rand.NewPCG(3, 3))
+	reqs := make([]Request, 23)
+	for i := range reqs {
+		p := make([]int32, 1+r.IntN(40))
+		for j := range p {
+			p[j] = int32(r.IntN(100))
+		}
+		reqs[i] = Request{Prompt: p, Seed: uint64(100 + i)}
+	}
+	stops := []int32{3, 11, 19, 27, 35, 43, 51, 59} // about one draw in 12 ends a row
+	for _, tc := range []struct {
+		name   string
+		lm     *model.LM
+		batch  int
+		refill bool
+	}{
+		{"decode graph, refill", pol.LM, 8, true},
+		{"decode graph, one batch", pol.LM, 32, false},
+		{"decode graph, batches", pol.LM, 6, false},
+		{"sampling graph, refill", plain, 5, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 30, BatchSize: tc.batch, Refill: tc.refill, StopIDs: stops}
+			swap, err := NewSampler(tc.lm, cfg)
+			require.NoError(t, err)
+			shift, err := NewSampler(tc.lm, cfg)
+			require.NoError(t, err)
+			middle := 0
+			shift.retireWith = retireShifting(&middle)
+			want, wantSt, err := shift.Generate(context.Background(), reqs, nil)
+			require.NoError(t, err)
+			got, gotSt, err := swap.Generate(context.Background(), reqs, nil)
+			require.NoError(t, err)
+			require.Greater(t, middle, 2, "rows finished before running ones")
+			require.Equal(t, want, got)
+			require.Equal(t, wantSt.GeneratedTokens, gotSt.GeneratedTokens)
+			require.Equal(t, wantSt.ForwardCalls, gotSt.ForwardCalls)
+		})
+	}
 }
