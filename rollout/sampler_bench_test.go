@@ -4,8 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/model/qwen3"
 )
 
 // BenchmarkDecode measures generated tokens per second on the tiny model
@@ -90,6 +95,72 @@ func BenchmarkSharedPrompts(b *testing.B) {
 				prefill += st.Prefill
 			}
 			b.ReportMetric(prefill.Seconds()/float64(b.N), "prefill-s/op")
+		})
+	}
+}
+
+// BenchmarkRetire measures Generate of an aggregation's shape on the
+// tiny model's sampling and decode graphs (model.OpenPolicy), 128
+// requests of 32 distinct 300-token prompts x 4 copies, 64 rows with
+// refill, up to 96 new tokens ended early by stop ids (so that rows
+// finish one by one, as traces do), retiring finished rows as Sampler
+// does (swap: the last running row takes a finished row's place) and as
+// it did before (shift: every later row moves up; TestSamplerRetireOrder
+// shows the completions are identical). Compare the two lines' ns/op and
+// retire-s/op.
+//
+//	go test -run '^$' -bench Retire -benchtime 3x ./rollout
+func BenchmarkRetire(b *testing.B) {
+	rt := modeltest.Runtime(b)
+	dir := b.TempDir()
+	if err := qwen3.WriteDir(dir, qwen3.Tiny(), 11); err != nil {
+		b.Fatal(err)
+	}
+	pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), b.TempDir(), model.PolicyOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pol.Close()
+	lm := pol.LM
+	r := rand.New(rand.NewPCG(4, 4))
+	reqs := make([]Request, 128)
+	for i := range reqs {
+		if i%4 != 0 {
+			reqs[i] = Request{Prompt: reqs[i-1].Prompt, Seed: uint64(i)}
+			continue
+		}
+		p := make([]int32, 300)
+		for j := range p {
+			p[j] = int32(3 + r.IntN(90))
+		}
+		reqs[i] = Request{Prompt: p, Seed: uint64(i)}
+	}
+	for _, tc := range []struct {
+		name  string
+		shift bool
+	}{{"shift", true}, {"swap", false}} {
+		b.Run(tc.name, func(b *testing.B) {
+			s, err := NewSampler(lm, SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 96, BatchSize: 64, Refill: true, StopIDs: []int32{3, 11, 19}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var retiring time.Duration
+			retire := (*Sampler).retire
+			if tc.shift {
+				unused := 0
+				retire = retireShifting(&unused)
+			}
+			s.retireWith = func(s *Sampler, active []*row) ([]*row, error) {
+				t0 := time.Now()
+				defer func() { retiring += time.Since(t0) }()
+				return retire(s, active)
+			}
+			for b.Loop() {
+				if _, _, err := s.Generate(context.Background(), reqs, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(retiring.Seconds()/float64(b.N), "retire-s/op")
 		})
 	}
 }
