@@ -13,9 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -203,7 +201,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			fmt.Fprintf(p.Out, "--fresh: the previous run is in %s\n", moved)
 		}
 	} else {
-		prevHeld, err := resume(ckptDir, cfg, p)
+		prevHeld, err := resume(cfg, p)
 		if err != nil {
 			return err
 		}
@@ -265,18 +263,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		plotted = true
 		return PlotTraining(cfg.Dir, tr.Config().Algo)
 	}
-	interrupted := func(cause error) error {
-		switch {
-		case tr.Step() == 0:
-			fmt.Fprintln(p.Warn, "spiral: interrupted before the first step finished; nothing to save")
-			return cause
-		case tr.Step() == lastSaved:
-			fmt.Fprintf(p.Warn, "spiral: interrupted; step %d is already saved: rerun the command to resume\n", tr.Step())
-			return cause
-		}
-		fmt.Fprintf(p.Warn, "spiral: interrupted; saving step %d: rerun the command to resume\n", tr.Step())
-		return errors.Join(cause, save())
-	}
+	interrupted := func(cause error) error { return saveInterrupted(p.Warn, tr.Step(), lastSaved, cause, save) }
 	evalDue := func(step int) bool {
 		return len(p.Held) > 0 && cfg.EvalEvery > 0 && (step%cfg.EvalEvery == 0 || step == cfg.Steps) && !evaluated[step]
 	}
@@ -451,30 +438,13 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 // after checking that it is a run of the same model and data with the
 // same settings (other settings pass with cfg.Override). It returns the
 // held-out problems the checkpoint recorded (nil when none).
-func resume(ckptDir string, cfg RunConfig, p RunParts) (*HeldOut, error) {
-	// Another LoRA configuration has other tensors: say so rather than
-	// list every tensor that does not load. The settings are the newest
-	// checkpoint's whose settings read; what does not read is Resume's to
-	// report, below.
-	var otherLoRA error
-	_, _, _ = checkpoint.Newest(ckptDir, func(path string) error {
-		prev, err := CheckpointSettings(path)
-		if err == nil && loraString(prev.LoRA) != loraString(p.Settings.LoRA) {
-			otherLoRA = fmt.Errorf("%s holds a run with %s; this one is %s: use the same LoRA flags, another --out, or --fresh",
-				cfg.Dir, loraString(prev.LoRA), loraString(p.Settings.LoRA))
-		}
-		return err
-	})
-	if otherLoRA != nil {
-		return nil, otherLoRA
-	}
-	path, st, skipped, err := checkpoint.Resume(ckptDir, p.Weights, p.Optimizer)
-	WarnSkippedCheckpoints(p.Warn, skipped)
+func resume(cfg RunConfig, p RunParts) (*HeldOut, error) {
+	path, st, err := resumeNewest(cfg.Dir, p.Settings.LoRA, p.Weights, p.Optimizer, p.Warn)
 	switch {
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("resume: %w (use --fresh to start over)", err)
+		return nil, err
 	}
 	var prev RunSettings
 	if err := json.Unmarshal(st.Config, &prev); err != nil {
@@ -484,20 +454,12 @@ func resume(ckptDir string, cfg RunConfig, p RunParts) (*HeldOut, error) {
 		c := prev.LoRA.Canonical()
 		prev.LoRA = &c
 	}
-	sameModel := prev.ModelID == p.Settings.ModelID
-	if prev.ModelID == "" { // checkpoints of older versions
-		sameModel = prev.Model == p.Settings.Model
-	}
-	if !sameModel || prev.Data != p.Settings.Data || prev.RL.Algo != p.Settings.RL.Algo {
+	if !sameModel(prev.Model, prev.ModelID, p.Settings.Model, p.Settings.ModelID) || prev.Data != p.Settings.Data || prev.RL.Algo != p.Settings.RL.Algo {
 		return nil, fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s): use another --out, or --fresh",
 			cfg.Dir, prev.Model, prev.Data, prev.RL.Algo, p.Settings.Model, p.Settings.Data, p.Settings.RL.Algo)
 	}
-	if diff := settingsDiff(prev, p.Settings); len(diff) > 0 {
-		if !cfg.Override {
-			return nil, fmt.Errorf("%s holds a run with other settings: %s; rerun with --override to continue with the new ones, or use another --out or --fresh",
-				cfg.Dir, strings.Join(diff, ", "))
-		}
-		fmt.Fprintf(p.Warn, "spiral: --override: continuing %s with new settings: %s\n", cfg.Dir, strings.Join(diff, ", "))
+	if err := checkSettings(cfg.Dir, settingsDiff(prev, p.Settings), cfg.Override, p.Warn); err != nil {
+		return nil, err
 	}
 	var cur data.Cursor
 	if err := json.Unmarshal(st.DataCursor, &cur); err != nil {
@@ -555,71 +517,31 @@ func loraString(l *lmgraph.LoRA) string {
 // algorithm does not read (ignoredFields: GRPO's pipeline, the others'
 // group).
 func settingsDiff(a, b RunSettings) []string {
-	flat := func(s RunSettings) map[string]string {
-		// 0 aggregation rounds are 1 (runs from before --agg-rounds
-		// recorded none).
-		s.RL.Pipeline.Rounds = s.RL.Pipeline.AggregationRounds()
-		raw, _ := json.Marshal(s)
-		var v any
-		_ = json.Unmarshal(raw, &v)
-		out := map[string]string{}
-		var walk func(prefix string, v any)
-		walk = func(prefix string, v any) {
-			if m, ok := v.(map[string]any); ok {
-				for k, x := range m {
-					walk(strings.TrimPrefix(prefix+"."+k, "."), x)
-				}
-				return
-			}
-			b, _ := json.Marshal(v)
-			out[prefix] = string(b)
-		}
-		walk("", v)
-		return out
-	}
-	fa, fb := flat(a), flat(b)
-	var keys []string
-	for k := range fa {
-		keys = append(keys, k)
-	}
-	for k := range fb {
-		if _, ok := fa[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	var diff []string
-	for _, k := range keys {
-		if k == "model" || k == "model_id" || k == "data" || reflect.DeepEqual(fa[k], fb[k]) {
-			continue
+	// 0 aggregation rounds are 1 (runs from before --agg-rounds recorded
+	// none).
+	a.RL.Pipeline.Rounds, b.RL.Pipeline.Rounds = a.RL.Pipeline.AggregationRounds(), b.RL.Pipeline.AggregationRounds()
+	return flatDiff(a, b, func(k string, fa, fb map[string]string) string {
+		if k == "model" || k == "model_id" || k == "data" {
+			return ""
 		}
 		if strings.HasPrefix(k, heldOutPrefix) && (fa[k] == "" || fb[k] == "") {
 			// A run that evaluated nothing, or saved before held_out was
 			// recorded, mixes no held-out problem sets.
-			continue
+			return ""
 		}
 		if slices.ContainsFunc(ignoredFields(b.RL.Algo), func(f string) bool { return strings.HasPrefix(k, "rl."+f) }) {
-			continue // a setting the algorithm does not read
+			return "" // a setting the algorithm does not read
 		}
-		name := k
 		if k == promptLimitKey {
 			// Derived: the model's context less --max-new-tokens, whose
 			// own difference says it.
 			if fa[maxNewTokensKey] != fb[maxNewTokensKey] {
-				continue
+				return ""
 			}
-			name += " (the model's context less --max-new-tokens)"
+			return k + " (the model's context less --max-new-tokens)"
 		}
-		old, now := fa[k], fb[k]
-		if old == "" {
-			old = "(unset)"
-		}
-		if now == "" {
-			now = "(unset)"
-		}
-		diff = append(diff, fmt.Sprintf("%s: %s -> %s", name, old, now))
-	}
-	return diff
+		return k
+	})
 }
 
 // Keys of RunSettings as settingsDiff flattens them: the longest prompt

@@ -1,0 +1,153 @@
+package rl
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/spiral-rl/spiral/model/checkpoint"
+	"github.com/spiral-rl/spiral/model/lmgraph"
+	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/params"
+)
+
+// What train (Run) and sft (RunSFT) share about the checkpoints of a run
+// directory: resuming from the newest intact one, checking the settings
+// it recorded against the rerun's, and saving the last step when the run
+// is interrupted.
+
+// resumeNewest loads the newest checkpoint of the run directory dir
+// (dir/checkpoints) that loads cleanly into w and opt, warning to warn
+// for each newer one skipped as damaged (WarnSkippedCheckpoints). A run
+// of another LoRA configuration than lora is refused first, naming both:
+// its checkpoints hold other tensors, which would each fail to load. It
+// returns the path loaded and its state, or an error wrapping
+// checkpoint.ErrNoCheckpoint when dir holds no checkpoint.
+func resumeNewest(dir string, lora *lmgraph.LoRA, w *params.Store, opt *optim.AdamW, warn io.Writer) (string, checkpoint.State, error) {
+	ckptDir := filepath.Join(dir, CheckpointsDir)
+	// The settings are the newest checkpoint's whose settings read; what
+	// does not read is Resume's to report, below.
+	var otherLoRA error
+	_, _, _ = checkpoint.Newest(ckptDir, func(path string) error {
+		prev, err := CheckpointSettings(path)
+		if err == nil && loraString(prev.LoRA) != loraString(lora) {
+			otherLoRA = fmt.Errorf("%s holds a run with %s; this one is %s: use the same LoRA flags, another --out, or --fresh",
+				dir, loraString(prev.LoRA), loraString(lora))
+		}
+		return err
+	})
+	if otherLoRA != nil {
+		return "", checkpoint.State{}, otherLoRA
+	}
+	path, st, skipped, err := checkpoint.Resume(ckptDir, w, opt)
+	WarnSkippedCheckpoints(warn, skipped)
+	if err != nil && !errors.Is(err, checkpoint.ErrNoCheckpoint) {
+		err = fmt.Errorf("resume: %w (use --fresh to start over)", err)
+	}
+	return path, st, err
+}
+
+// sameModel reports whether a checkpoint's model (its name and content
+// id, model.SourceID) is the rerun's: by id, or by name for checkpoints
+// of older versions, which record no id.
+func sameModel(prevName, prevID, name, id string) bool {
+	if prevID == "" {
+		return prevName == name
+	}
+	return prevID == id
+}
+
+// checkSettings refuses to go on with the run in dir when diff (a
+// settings difference: flatDiff) lists settings that differ from the
+// run's, naming them, unless override, which goes on with the new ones
+// and says so to warn.
+func checkSettings(dir string, diff []string, override bool, warn io.Writer) error {
+	if len(diff) == 0 {
+		return nil
+	}
+	if !override {
+		return fmt.Errorf("%s holds a run with other settings: %s; rerun with --override to continue with the new ones, or use another --out or --fresh",
+			dir, strings.Join(diff, ", "))
+	}
+	fmt.Fprintf(warn, "spiral: --override: continuing %s with new settings: %s\n", dir, strings.Join(diff, ", "))
+	return nil
+}
+
+// flatDiff lists the settings that differ between a and b, values of one
+// type, as "path: old -> new" ("(unset)" for a side that lacks the path),
+// by the paths of their JSON form in order (schedule.peak_lr,
+// sampling.temperature, ...). name gives the name to list a differing
+// path under, or "" to leave it out; it sees both sides' flattened forms.
+func flatDiff(a, b any, name func(key string, fa, fb map[string]string) string) []string {
+	flat := func(s any) map[string]string {
+		raw, _ := json.Marshal(s)
+		var v any
+		_ = json.Unmarshal(raw, &v)
+		out := map[string]string{}
+		var walk func(prefix string, v any)
+		walk = func(prefix string, v any) {
+			if m, ok := v.(map[string]any); ok {
+				for k, x := range m {
+					walk(strings.TrimPrefix(prefix+"."+k, "."), x)
+				}
+				return
+			}
+			b, _ := json.Marshal(v)
+			out[prefix] = string(b)
+		}
+		walk("", v)
+		return out
+	}
+	fa, fb := flat(a), flat(b)
+	var keys []string
+	for k := range fa {
+		keys = append(keys, k)
+	}
+	for k := range fb {
+		if _, ok := fa[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var diff []string
+	for _, k := range keys {
+		if reflect.DeepEqual(fa[k], fb[k]) {
+			continue
+		}
+		n := name(k, fa, fb)
+		if n == "" {
+			continue
+		}
+		old, now := fa[k], fb[k]
+		if old == "" {
+			old = "(unset)"
+		}
+		if now == "" {
+			now = "(unset)"
+		}
+		diff = append(diff, fmt.Sprintf("%s: %s -> %s", n, old, now))
+	}
+	return diff
+}
+
+// saveInterrupted is a run's answer to an interruption (cause) after
+// step completed steps, the newest of them saved being lastSaved: it
+// saves the step unless no step finished or it is saved already, says
+// which to warn, and returns cause (with save's error).
+func saveInterrupted(warn io.Writer, step, lastSaved int, cause error, save func() error) error {
+	switch {
+	case step == 0:
+		fmt.Fprintln(warn, "spiral: interrupted before the first step finished; nothing to save")
+		return cause
+	case step == lastSaved:
+		fmt.Fprintf(warn, "spiral: interrupted; step %d is already saved: rerun the command to resume\n", step)
+		return cause
+	}
+	fmt.Fprintf(warn, "spiral: interrupted; saving step %d: rerun the command to resume\n", step)
+	return errors.Join(cause, save())
+}
