@@ -650,7 +650,7 @@ func (f *sftFlags) register(fs *pflag.FlagSet) {
 	f.params.register(fs)
 	f.cfg = rl.DefaultSFTConfig()
 	c := &f.cfg
-	fs.StringVar(&f.out, "out", "runs/sft", "output directory: the trained model (model.onnx, tokenizer.json, config.json), sft.jsonl, artifacts/")
+	fs.StringVar(&f.out, "out", "runs/sft", "output directory: the trained model (model.onnx, tokenizer.json, config.json), sft.jsonl, artifacts/, and checkpoints/ until the model is written")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace a model already in --out")
 	fs.IntVar(&c.Steps, "steps", c.Steps, "optimizer steps")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "examples per step")
@@ -664,6 +664,10 @@ func (f *sftFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.EvalProblems, "eval-problems", c.EvalProblems, "held-out problems per evaluation")
 	fs.IntVar(&c.MicroBatchTokens, "micro-batch-tokens", c.MicroBatchTokens, "rows x length per training call")
 	fs.Float64Var(&c.MaxGradNorm, "max-grad-norm", c.MaxGradNorm, "global gradient-norm clip (0 or less = off)")
+	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", c.CheckpointEvery, "checkpoint every N steps (and at the end or on Ctrl-C) in --out/checkpoints/, removed once the model is written")
+	fs.IntVar(&c.Keep, "keep", c.Keep, "checkpoints to keep (0 = all)")
+	fs.BoolVar(&c.Fresh, "fresh", false, "move an interrupted run's checkpoints and log in --out aside and start over")
+	fs.BoolVar(&c.Override, "override", false, "resume an interrupted run in --out although these settings differ from its own")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 }
 

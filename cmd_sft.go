@@ -81,20 +81,23 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	if err := sched.Validate(); err != nil {
 		return usageError{err}
 	}
-	// The log goes to sft.jsonl.partial until the model is written: a run
-	// that fails or is interrupted leaves the model and sft.jsonl of the
-	// one before it (--overwrite) as they were.
-	logPath := filepath.Join(f.out, "sft.jsonl")
-	logf, err := os.OpenFile(logPath+".partial", os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o666)
+	modelID, err := model.SourceID(sess.onnx)
 	if err != nil {
 		return err
 	}
-	defer logf.Close()
+	settings := rl.SFTSettings{Model: sess.name(), ModelID: modelID}
+	if arts.LoRA.Enabled() {
+		settings.LoRA = &arts.LoRA
+	}
+	// The log goes to sft.jsonl.partial until the model is written (a run
+	// that fails or is interrupted leaves the model and sft.jsonl of the
+	// one before it, --overwrite, as they were), the checkpoints to
+	// checkpoints/, from which the same command run again resumes.
 	bar := newProgress(env.stderr, f.quiet, f.cfg.Steps, "sft", "steps")
 	err = rl.RunSFT(ctx, f.cfg, rl.SFTParts{
 		Policy: pol, Optimizer: opt, Schedule: sched, Task: task, Prompter: sess.prompter(templateSet{}),
 		StopIDs: sess.tok.StopIDs(), VocabLimit: min(sess.tok.VocabSize(), pol.LM.Signature().Vocab),
-		Judge: rl.NewJudge(rl.RewardRule{}), Log: logf, Out: env.stdout, Progress: bar.add,
+		Judge: rl.NewJudge(rl.RewardRule{}), Dir: f.out, Settings: settings, Out: env.stdout, Warn: env.stderr, Progress: bar.add,
 	})
 	bar.done()
 	if err != nil {
@@ -127,17 +130,23 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 			return err
 		}
 	}
-	if err := logf.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(logPath+".partial", filepath.Join(stage.Dir(), "sft.jsonl")); err != nil {
-		return err
+	// The log is linked (or copied) into the stage, not moved: until the
+	// commit, a rerun resumes from the last checkpoint with the whole log.
+	partial, staged := filepath.Join(f.out, rl.SFTLogFile+rl.PartialSuffix), filepath.Join(stage.Dir(), rl.SFTLogFile)
+	if err := os.Link(partial, staged); err != nil {
+		if err := copyFile(partial, staged); err != nil {
+			return err
+		}
 	}
 	// The data file before the model that refers to it.
-	if err := stage.Commit(append(names, "sft.jsonl")...); err != nil {
+	if err := stage.Commit(append(names, rl.SFTLogFile)...); err != nil {
 		return fmt.Errorf("--out %s: %w", f.out, err)
 	}
 	fmt.Fprintf(env.stdout, "wrote %s\n", filepath.Join(f.out, "model.onnx"))
+	// The checkpoints served to resume the run; its model is written.
+	if err := rl.RemoveSFTCheckpoints(f.out); err != nil {
+		return fmt.Errorf("--out %s: the model is written, but its checkpoints were not removed: %w", f.out, err)
+	}
 	return nil
 }
 

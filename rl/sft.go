@@ -6,13 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/checkpoint"
+	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/rollout"
 )
@@ -70,36 +75,52 @@ func SFTStep(ctx context.Context, p *model.Policy, opt *optim.AdamW, sched optim
 
 // SFTConfig configures a supervised warm start (RunSFT) on the synthetic
 // task. DefaultSFTConfig gives the defaults; Validate names the flags.
+// Its JSON form is what a checkpoint records of it (SFTSettings): the
+// fields that shape the weights and the evaluations' problems, not those
+// that say when to evaluate and save or how to resume.
 type SFTConfig struct {
-	// Steps is the number of optimiser steps; Batch the examples per step.
-	Steps, Batch int
+	// Steps is the number of optimiser steps (recorded through the
+	// schedule, whose cosine decay it sets); Batch the examples per step.
+	Steps int `json:"-"`
+	Batch int `json:"batch"`
 	// Mix is the make-up of each step's examples: the share of
 	// aggregation examples, their candidates (also those of the
 	// evaluation's aggregation prompts) and the share of them that read
 	// the candidates.
-	Mix synth.Mix
+	Mix synth.Mix `json:"mix"`
 	// MicroBatchTokens bounds rows x length per training call.
-	MicroBatchTokens int
+	MicroBatchTokens int `json:"micro_batch_tokens"`
 	// MaxGradNorm clips the global gradient norm (0 or less: off).
-	MaxGradNorm float64
+	MaxGradNorm float64 `json:"max_grad_norm"`
 	// EvalEvery evaluates greedy accuracy every N steps and at the end
 	// (0 = only at the end); EvalProblems is the number of held-out
 	// problems evaluated.
-	EvalEvery, EvalProblems int
+	EvalEvery    int `json:"-"`
+	EvalProblems int `json:"eval_problems"`
 	// Seed draws the examples and the evaluation.
-	Seed uint64
+	Seed uint64 `json:"seed"`
 	// ContextLength is the model's positions (config.json
 	// max_position_embeddings): an example longer than it is an error,
 	// naming --candidates, before its step runs (0: unchecked).
-	ContextLength int
+	ContextLength int `json:"-"`
+	// CheckpointEvery saves a checkpoint every N steps (>= 1), at the end
+	// and on an interruption; Keep retains the newest N (0 = all).
+	CheckpointEvery int `json:"-"`
+	Keep            int `json:"-"`
+	// Fresh moves an earlier run's checkpoints and log aside and starts
+	// over; Override resumes a run whose settings differ from the ones
+	// given (the new ones apply).
+	Fresh    bool `json:"-"`
+	Override bool `json:"-"`
 }
 
 // DefaultSFTConfig returns 300 steps of 64 examples, half of them
 // aggregation examples with 4 candidates, all reading them, evaluated every
-// 50 steps on 64 problems.
+// 50 steps on 64 problems, a checkpoint every 10 steps, the newest 3 kept
+// (train's defaults).
 func DefaultSFTConfig() SFTConfig {
 	return SFTConfig{Steps: 300, Batch: 64, Mix: synth.Mix{AggregateShare: 0.5, Candidates: 4, ReadShare: 1}, MicroBatchTokens: 8192, MaxGradNorm: 1,
-		EvalEvery: 50, EvalProblems: 64, Seed: 1}
+		EvalEvery: 50, EvalProblems: 64, Seed: 1, CheckpointEvery: 10, Keep: 3}
 }
 
 // Validate reports every invalid field.
@@ -108,7 +129,8 @@ func (c SFTConfig) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"--steps", c.Steps}, {"--batch", c.Batch}, {"--candidates", c.Mix.Candidates}, {"--micro-batch-tokens", c.MicroBatchTokens}, {"--eval-problems", c.EvalProblems}} {
+	}{{"--steps", c.Steps}, {"--batch", c.Batch}, {"--candidates", c.Mix.Candidates}, {"--micro-batch-tokens", c.MicroBatchTokens}, {"--eval-problems", c.EvalProblems},
+		{"--checkpoint-every", c.CheckpointEvery}} {
 		if f.v < 1 {
 			errs = append(errs, fmt.Errorf("%s %d: want >= 1", f.name, f.v))
 		}
@@ -121,6 +143,9 @@ func (c SFTConfig) Validate() error {
 	}
 	if c.EvalEvery < 0 {
 		errs = append(errs, fmt.Errorf("--eval-every %d: want >= 0 (0 = only at the end)", c.EvalEvery))
+	}
+	if c.Keep < 0 {
+		errs = append(errs, fmt.Errorf("--keep %d: want >= 0 (0 = keep every checkpoint)", c.Keep))
 	}
 	if math.IsNaN(c.MaxGradNorm) || math.IsInf(c.MaxGradNorm, 0) {
 		errs = append(errs, fmt.Errorf("--max-grad-norm %v: want a finite norm (0 or less = no clipping)", c.MaxGradNorm))
@@ -152,11 +177,53 @@ type SFTParts struct {
 	StopIDs    []int32
 	VocabLimit int
 	Judge      rollout.Judge
-	// Log receives sft.jsonl (one SFTMetrics line per step, one
-	// evaluation line per evaluation); Out the human-readable lines.
-	Log, Out io.Writer
-	// Progress reports finished steps (nil: none).
+	// Dir is the run directory (--out), locked by the caller (LockRun):
+	// RunSFT writes its log there, SFTLogFile + PartialSuffix (one
+	// SFTMetrics line per step, one evaluation line per evaluation), and
+	// its checkpoints in Dir/checkpoints.
+	Dir string
+	// Settings name the model the checkpoints record (RunSFT fills in the
+	// schedule and the configuration).
+	Settings SFTSettings
+	// Out receives the human-readable lines (evaluations, checkpoints),
+	// Warn the warnings.
+	Out, Warn io.Writer
+	// Progress reports finished steps (nil: none); a resumed run reports
+	// the steps it resumed at first.
 	Progress func(steps int)
+}
+
+// The log of an sft run in its directory: SFTLogFile + PartialSuffix
+// while the run goes on, renamed SFTLogFile once its model is written.
+const (
+	SFTLogFile    = "sft.jsonl"
+	PartialSuffix = ".partial"
+)
+
+// SFTSettings are what an sft run records in each checkpoint, as
+// RunSettings are train's (and under the same names, so that
+// CheckpointSettings reads the model and LoRA of either): the model,
+// which must match, and the settings that shape training, which may
+// change only with SFTConfig.Override.
+type SFTSettings struct {
+	// Model names the model; ModelID identifies it by content
+	// (model.SourceID).
+	Model   string `json:"model"`
+	ModelID string `json:"model_id"`
+	// LoRA is the adapters' configuration when the run trains LoRA
+	// adapters (the checkpoints then hold the adapters only).
+	LoRA *lmgraph.LoRA `json:"lora,omitempty"`
+	// Schedule and SFT are the run's (RunSFT sets them); SFT is nil in a
+	// checkpoint of spiral train.
+	Schedule optim.Schedule `json:"schedule"`
+	SFT      *SFTConfig     `json:"sft"`
+}
+
+// sftCursor is where an sft run's example stream stands after a step:
+// its generator's state (rand.PCG's MarshalBinary), so that a resumed run
+// draws the examples the uninterrupted one would have.
+type sftCursor struct {
+	RNG []byte `json:"rng"`
 }
 
 // MarshalJSON writes m with a loss, entropy or gradient norm that is not
@@ -183,12 +250,138 @@ type SFTEval struct {
 // synthetic examples (data/synth) drawn from a generator seeded with
 // cfg.Seed, one SFTStep each, logging every step and evaluating greedy
 // accuracy on held-out problems every cfg.EvalEvery steps and at the end.
-func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) error {
+// As Run does for train, in the run directory p.Dir (locked by the
+// caller):
+//
+//  1. cfg.Fresh: move an earlier run's checkpoints and log aside;
+//     otherwise resume from the newest intact checkpoint, if any (the
+//     weights, AdamW's moments and count, the step and the examples'
+//     generator), refusing another model, and other settings unless
+//     cfg.Override;
+//  2. cut the log back to the resumed step and append to it (a new run
+//     starts it empty);
+//  3. evaluate the resumed step if that evaluation is due and not logged;
+//  4. each step: draw, train, log; evaluate when due; save a checkpoint
+//     every cfg.CheckpointEvery steps and at the end;
+//  5. on interruption (ctx), save the last completed step if it is not
+//     saved yet, and return the interruption.
+//
+// The caller writes the model from p.Policy's weights once RunSFT
+// returns nil, and then removes the checkpoints (RemoveSFTCheckpoints).
+func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("rl: sft: %w", err)
 	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5f7))
-	for step := 1; step <= cfg.Steps; step++ {
+	if p.Dir == "" {
+		return errors.New("rl: sft: no run directory")
+	}
+	src := rand.NewPCG(cfg.Seed, 0x5f7)
+	rng := rand.New(src)
+	p.Settings.Schedule = p.Schedule
+	recorded := cfg
+	p.Settings.SFT = &recorded
+	settings, err := json.Marshal(p.Settings)
+	if err != nil {
+		return fmt.Errorf("rl: sft settings: %w", err)
+	}
+
+	// 1. Resume, or start afresh.
+	logPath := filepath.Join(p.Dir, SFTLogFile+PartialSuffix)
+	step := 0
+	if cfg.Fresh {
+		moved, err := moveAside(p.Dir, []string{CheckpointsDir, SFTLogFile + PartialSuffix})
+		if err != nil {
+			return err
+		}
+		if moved != "" {
+			fmt.Fprintf(p.Out, "--fresh: the previous run is in %s\n", moved)
+		}
+	} else if step, err = resumeSFT(cfg, p, src); err != nil {
+		return err
+	}
+
+	// 2. The log describes the weights: lines past the resumed step go.
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	var last sftLogged
+	if step > 0 {
+		if err := truncateLog(logPath, step); err != nil {
+			return err
+		}
+		if last, err = readSFTLog(logPath, step); err != nil {
+			return err
+		}
+		if last.steps != step {
+			fmt.Fprintf(p.Warn, "spiral: warning: %s logs %d of the %d steps resumed (its lines were lost): the log of this run lacks the others\n", logPath, last.steps, step)
+		}
+		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	logf, err := os.OpenFile(logPath, flags, 0o666)
+	if err != nil {
+		return fmt.Errorf("rl: sft: %w", err)
+	}
+	defer func() { err = errors.Join(err, logf.Close()) }()
+	if p.Progress != nil && step > 0 {
+		p.Progress(step)
+	}
+
+	// Checkpoints hold the last completed step with the generator as it
+	// was when that step ended, not as an interrupted step left it.
+	stepRNG, err := src.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	lastSaved := step
+	save := func() error {
+		// The log's lines up to the step are on disk before the
+		// checkpoint that a resume cuts the log back to.
+		if err := logf.Sync(); err != nil {
+			return fmt.Errorf("rl: sft: %w", err)
+		}
+		cur, err := json.Marshal(sftCursor{RNG: stepRNG})
+		if err != nil {
+			return err
+		}
+		path, err := checkpoint.Save(filepath.Join(p.Dir, CheckpointsDir), p.Policy.Weights, p.Optimizer,
+			checkpoint.State{Step: int64(step), DataCursor: cur, Config: settings}, checkpoint.Options{Keep: cfg.Keep})
+		if err != nil {
+			return err
+		}
+		lastSaved = step
+		fmt.Fprintf(p.Out, "checkpoint %s\n", path)
+		return nil
+	}
+	interrupted := func(cause error) error { return saveInterrupted(p.Warn, step, lastSaved, cause, save) }
+	evaluate := func(m SFTMetrics) error {
+		acc, err := SynthAccuracy(ctx, p, cfg.EvalProblems, cfg.Mix.Candidates, cfg.Seed)
+		if err != nil {
+			if ctx.Err() != nil {
+				return interrupted(err)
+			}
+			return err
+		}
+		fmt.Fprintf(p.Out, "step %4d  loss %.4f  lr %.2e  search acc %.3f  aggregate acc %.3f  (%0.f tok/s)\n",
+			step, m.Loss, m.LR, acc.SearchAccuracy, acc.AggregateAccuracy, m.TokensPerSecond)
+		acc.Step = step
+		return writeJSONLine(logf, acc)
+	}
+	evalDue := func() bool { return cfg.EvalEvery > 0 && step%cfg.EvalEvery == 0 || step == cfg.Steps }
+
+	if step > cfg.Steps {
+		fmt.Fprintf(p.Warn, "spiral: note: the run in %s is at step %d, past --steps %d: nothing to train\n", p.Dir, step, cfg.Steps)
+	}
+	// 3. The resumed step's evaluation, unless it was logged already (an
+	// interruption during it saved the step).
+	if step > 0 && evalDue() && !last.evaluated {
+		if err := evaluate(last.metrics); err != nil {
+			return err
+		}
+	}
+	// 4. The steps.
+	for step < cfg.Steps {
+		if err := ctx.Err(); err != nil {
+			return interrupted(err)
+		}
+		next := step + 1
 		exs, err := p.Task.SFTExamples(rng, nil, cfg.Batch, cfg.Mix)
 		if err != nil {
 			return err
@@ -201,19 +394,26 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) error {
 					if exs[i].Kind == synth.KindAggregate {
 						what = fmt.Sprintf("an aggregation example (of --candidates %d candidates: give fewer)", cfg.Mix.Candidates)
 					}
-					return fmt.Errorf("rl: sft: step %d: %s of %d tokens passes the model's %d positions (config.json max_position_embeddings)", step, what, l, n)
+					return fmt.Errorf("rl: sft: step %d: %s of %d tokens passes the model's %d positions (config.json max_position_embeddings)", next, what, l, n)
 				}
 			}
 		}
 		m, err := SFTStep(ctx, p.Policy, p.Optimizer, p.Schedule, batch, cfg.MicroBatchTokens, cfg.MaxGradNorm)
 		if err != nil {
+			if ctx.Err() != nil {
+				return interrupted(err)
+			}
+			return err
+		}
+		step = next
+		if stepRNG, err = src.MarshalBinary(); err != nil {
 			return err
 		}
 		// The run's step, as the step line and the evaluation lines say:
 		// the optimizer's count, which SFTStep numbers by, stands still
 		// at a skipped update.
 		m.Step = step
-		if err := writeJSONLine(p.Log, m); err != nil {
+		if err := writeJSONLine(logf, m); err != nil {
 			return err
 		}
 		if p.Progress != nil {
@@ -222,20 +422,126 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) error {
 		if m.UpdateSkipped != "" {
 			fmt.Fprintf(p.Out, "step %4d  update skipped: %s\n", step, m.UpdateSkipped)
 		}
-		if cfg.EvalEvery > 0 && step%cfg.EvalEvery == 0 || step == cfg.Steps {
-			acc, err := SynthAccuracy(ctx, p, cfg.EvalProblems, cfg.Mix.Candidates, cfg.Seed)
-			if err != nil {
+		if evalDue() {
+			if err := evaluate(m); err != nil {
 				return err
 			}
-			fmt.Fprintf(p.Out, "step %4d  loss %.4f  lr %.2e  search acc %.3f  aggregate acc %.3f  (%0.f tok/s)\n",
-				step, m.Loss, m.LR, acc.SearchAccuracy, acc.AggregateAccuracy, m.TokensPerSecond)
-			acc.Step = step
-			if err := writeJSONLine(p.Log, acc); err != nil {
+		}
+		if step%cfg.CheckpointEvery == 0 || step == cfg.Steps {
+			if err := save(); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// resumeSFT loads the newest intact checkpoint of the sft run in p.Dir,
+// if any, into the weights, the optimiser and the examples' generator
+// src, after checking that it is an sft run of the same model with the
+// same settings (other settings pass with cfg.Override). It returns the
+// step resumed at (0 when there is no checkpoint).
+func resumeSFT(cfg SFTConfig, p SFTParts, src *rand.PCG) (int, error) {
+	path, st, err := resumeNewest(p.Dir, p.Settings.LoRA, p.Policy.Weights, p.Optimizer, p.Warn)
+	switch {
+	case errors.Is(err, checkpoint.ErrNoCheckpoint):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	var prev SFTSettings
+	if err := json.Unmarshal(st.Config, &prev); err != nil {
+		return 0, fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
+	}
+	if prev.SFT == nil {
+		return 0, fmt.Errorf("%s holds checkpoints of spiral train, not of sft: use another --out, or --fresh", p.Dir)
+	}
+	if !sameModel(prev.Model, prev.ModelID, p.Settings.Model, p.Settings.ModelID) {
+		return 0, fmt.Errorf("%s holds an sft run of %s; this one is of %s: use another --out, or --fresh", p.Dir, prev.Model, p.Settings.Model)
+	}
+	if err := checkSettings(p.Dir, sftSettingsDiff(prev, p.Settings), cfg.Override, p.Warn); err != nil {
+		return 0, err
+	}
+	var cur sftCursor
+	if err := json.Unmarshal(st.DataCursor, &cur); err != nil {
+		return 0, fmt.Errorf("checkpoint %s: examples' generator: %w", path, err)
+	}
+	if err := src.UnmarshalBinary(cur.RNG); err != nil {
+		return 0, fmt.Errorf("checkpoint %s: examples' generator: %w", path, err)
+	}
+	fmt.Fprintf(p.Out, "resumed from %s (step %d)\n", path, st.Step)
+	return int(st.Step), nil
+}
+
+// sftSettingsDiff lists the settings that differ between an sft run's
+// checkpoint (a) and its rerun (b) as "path: old -> new" (flatDiff), the
+// model left to its own check.
+func sftSettingsDiff(a, b SFTSettings) []string {
+	return flatDiff(a, b, func(k string, _, _ map[string]string) string {
+		switch k {
+		case "model", "model_id":
+			return ""
+		case "schedule.total_steps":
+			return k + " (--steps)"
+		}
+		return k
+	})
+}
+
+// sftLogged is what an sft log says of the step a run resumes at.
+type sftLogged struct {
+	// steps counts the step lines; metrics is the resumed step's line;
+	// evaluated is whether its evaluation is logged.
+	steps     int
+	metrics   SFTMetrics
+	evaluated bool
+}
+
+// readSFTLog reads the sft log at path (cut back to step) for what it
+// logs of step.
+func readSFTLog(path string, step int) (sftLogged, error) {
+	var l sftLogged
+	err := readJSONLines(path, func(b []byte) error {
+		var line struct {
+			Step int      `json:"step"`
+			Eval *float64 `json:"eval_search_accuracy"`
+			Loss *float64 `json:"loss"`
+			LR   float64  `json:"lr"`
+			TPS  float64  `json:"tokens_per_second"`
+		}
+		if err := json.Unmarshal(b, &line); err != nil {
+			return err
+		}
+		switch {
+		case line.Eval != nil:
+			l.evaluated = l.evaluated || line.Step == step
+		default:
+			l.steps++
+			if line.Step == step {
+				l.metrics = SFTMetrics{Step: step, LR: line.LR, TokensPerSecond: line.TPS, Loss: math.NaN()}
+				if line.Loss != nil {
+					l.metrics.Loss = *line.Loss
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return l, fmt.Errorf("rl: sft: %w", err)
+	}
+	return l, nil
+}
+
+// RemoveSFTCheckpoints removes the checkpoints of the sft run in dir and
+// its partial log, once the model and the log are written: they served to
+// resume it, and left there they would make the next sft into dir (an
+// --overwrite) resume the finished run instead of starting one.
+func RemoveSFTCheckpoints(dir string) error {
+	err := os.Remove(filepath.Join(dir, SFTLogFile+PartialSuffix))
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	return errors.Join(err, os.RemoveAll(filepath.Join(dir, CheckpointsDir)))
 }
 
 // sftBatch tokenizes supervised examples as chat turns: the prompt is the

@@ -153,11 +153,11 @@ func (t *Task) AggregateExample(r *rand.Rand, tm *data.Templates, it Item, n int
 // Mix is the make-up of a batch of supervised examples (SFTExamples).
 type Mix struct {
 	// Candidates is the number of candidates of an aggregation example.
-	Candidates int
+	Candidates int `json:"candidates"`
 	// AggregateShare is the share of aggregation examples, in [0, 1]; the
 	// rest are search examples (in the solve form, a check example with
 	// probability checkShare).
-	AggregateShare float64
+	AggregateShare float64 `json:"aggregate_share"`
 	// ReadShare is the share of aggregation examples, in [0, 1], whose
 	// completion reads the candidates (AggregateExample's: the right one,
 	// or the worked solution when none is right). The rest take a
@@ -165,7 +165,7 @@ type Mix struct {
 	// unread): they teach the form of an aggregation trace without the
 	// choice, so that reading is left for RL to learn. 1 is every
 	// aggregation example reading.
-	ReadShare float64
+	ReadShare float64 `json:"aggregate_read_share"`
 }
 
 // Validate reports the first field of m outside its range.

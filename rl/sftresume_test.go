@@ -1,0 +1,309 @@
+package rl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/data/synth"
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/checkpoint"
+	"github.com/spiral-rl/spiral/model/lmgraph"
+	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/qwen3"
+)
+
+// sftModel is a tiny Qwen3 whose vocabulary holds sftFakePrompter's
+// bytes, written once for the tests of this file, its artifacts beside
+// it (built by the first policy opened on it).
+var sftModel struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func sftModelDir(t *testing.T) string {
+	t.Helper()
+	sftModel.once.Do(func() {
+		sftModel.dir, sftModel.err = os.MkdirTemp("", "spiral-sft-resume-")
+		if sftModel.err == nil {
+			c := qwen3.Tiny()
+			c.Vocab = 256
+			sftModel.err = qwen3.WriteDir(sftModel.dir, c, 7)
+		}
+	})
+	require.NoError(t, sftModel.err)
+	return sftModel.dir
+}
+
+// sftHarness is an sft run as spiral sft assembles it, on the tiny model
+// of sftModelDir from its initial weights (a fresh process), into dir:
+// 6 steps of 2 examples, evaluated at 3 and 6 on 2 problems, a
+// checkpoint every 2 steps, all kept.
+type sftHarness struct {
+	cfg       SFTConfig
+	parts     SFTParts
+	out, warn bytes.Buffer
+}
+
+func newSFTHarness(t *testing.T, dir string) *sftHarness {
+	t.Helper()
+	src := sftModelDir(t)
+	pol, err := model.OpenPolicy(modeltest.Runtime(t), filepath.Join(src, "model.onnx"), filepath.Join(src, ArtifactsDir), model.PolicyOptions{Train: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, pol.Close()) })
+	opt, err := optim.NewAdamW(optim.DefaultConfig(), pol.Weights)
+	require.NoError(t, err)
+	task, err := synth.Embedded()
+	require.NoError(t, err)
+	h := &sftHarness{cfg: DefaultSFTConfig()}
+	h.cfg.Steps, h.cfg.Batch, h.cfg.EvalEvery, h.cfg.EvalProblems, h.cfg.CheckpointEvery, h.cfg.Keep = 6, 2, 3, 2, 2, 0
+	sched := optim.Schedule{PeakLR: 3e-3, WarmupSteps: 2, Decay: optim.Cosine, TotalSteps: 6, MinLR: 3e-4}
+	h.parts = SFTParts{Policy: pol, Optimizer: opt, Schedule: sched, Task: task, Prompter: sftFakePrompter{},
+		StopIDs: []int32{0}, VocabLimit: 256, Judge: NewJudge(RewardRule{}), Dir: dir,
+		Settings: SFTSettings{Model: "m", ModelID: "id-m"}, Out: &h.out, Warn: &h.warn}
+	return h
+}
+
+// run runs h, the run directory locked as spiral sft locks it, cancelling
+// the run's context once stopAfter steps have finished (0: never).
+func (h *sftHarness) run(stopAfter int) error {
+	unlock, err := LockRun(h.parts.Dir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := 0
+	h.parts.Progress = func(n int) {
+		if done += n; stopAfter > 0 && done >= stopAfter {
+			cancel()
+		}
+	}
+	return errors.Join(RunSFT(ctx, h.cfg, h.parts), unlock())
+}
+
+// sftFinal reads what an sft run in dir ended with: the weights and
+// moments of its last checkpoint (step 6), and its log without the
+// wall-time fields.
+func sftFinal(t *testing.T, dir string) (weights, moments []byte, log []map[string]any) {
+	t.Helper()
+	ckpt := filepath.Join(dir, CheckpointsDir, checkpoint.DirName(6))
+	weights, err := os.ReadFile(filepath.Join(ckpt, checkpoint.ModelFile))
+	require.NoError(t, err)
+	moments, err = os.ReadFile(filepath.Join(ckpt, checkpoint.OptimizerFile))
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, SFTLogFile+PartialSuffix))
+	require.NoError(t, err)
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		delete(m, "seconds")
+		delete(m, "tokens_per_second")
+		log = append(log, m)
+	}
+	return weights, moments, log
+}
+
+// sftStraight is the uninterrupted run's end, run once.
+var sftStraight struct {
+	once             sync.Once
+	weights, moments []byte
+	log              []map[string]any
+}
+
+func straightSFT(t *testing.T) ([]byte, []byte, []map[string]any) {
+	t.Helper()
+	sftStraight.once.Do(func() {
+		dir := t.TempDir()
+		h := newSFTHarness(t, dir)
+		require.NoError(t, h.run(0))
+		require.NotContains(t, h.out.String(), "resumed")
+		sftStraight.weights, sftStraight.moments, sftStraight.log = sftFinal(t, dir)
+	})
+	require.NotEmpty(t, sftStraight.log, "the uninterrupted run failed")
+	return sftStraight.weights, sftStraight.moments, sftStraight.log
+}
+
+// TestSFTResume: an sft run interrupted (its context cancelled) after k
+// steps and run again resumes from its newest checkpoint and ends with
+// the weights, AdamW moments and log (wall times aside) of the run that
+// was not interrupted, whatever k: an interruption between checkpoints
+// saves the last step; one at a checkpoint finds it saved; one during an
+// evaluation (steps 3 and 6) saves the step, whose evaluation the rerun
+// does, once; one at the last step leaves only the evaluation to do. The
+// log repeats and loses no line.
+func TestSFTResume(t *testing.T) {
+	weights, moments, log := straightSFT(t)
+	for _, c := range []struct {
+		name      string
+		stopAfter int
+		warn      string
+		resumedAt string
+	}{
+		{"between checkpoints", 1, "saving step 1", "ckpt-000001 (step 1)"},
+		{"at a checkpoint", 4, "step 4 is already saved", "ckpt-000004 (step 4)"},
+		{"during an evaluation", 3, "saving step 3", "ckpt-000003 (step 3)"},
+		{"during the last evaluation", 6, "saving step 6", "ckpt-000006 (step 6)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := newSFTHarness(t, dir)
+			require.ErrorIs(t, h.run(c.stopAfter), context.Canceled)
+			require.Contains(t, h.warn.String(), c.warn)
+
+			h = newSFTHarness(t, dir)
+			require.NoError(t, h.run(0))
+			require.Contains(t, h.out.String(), "resumed from "+filepath.Join(dir, CheckpointsDir, c.resumedAt))
+			w, m, l := sftFinal(t, dir)
+			require.Equal(t, weights, w, "the resumed run's weights differ")
+			require.Equal(t, moments, m, "the resumed run's AdamW moments differ")
+			require.Equal(t, log, l)
+		})
+	}
+}
+
+// TestSFTResumePastDamage: a newest checkpoint that is damaged is skipped
+// with train's warning, naming the file and why; the run resumes from the
+// one before it, cuts the log back to that step (the lines of the steps
+// after it were logged by the interrupted run) and still ends as the
+// uninterrupted run does.
+func TestSFTResumePastDamage(t *testing.T) {
+	weights, moments, log := straightSFT(t)
+	for _, c := range []struct {
+		name, file string
+		damage     func(path string) error
+		why        string
+	}{
+		{"weights truncated", checkpoint.ModelFile, func(p string) error { return os.Truncate(p, 100) }, "truncated"},
+		{"moments missing", checkpoint.OptimizerFile, os.Remove, "no such file"},
+		{"state.json corrupted", checkpoint.StateFile, func(p string) error { return os.WriteFile(p, []byte(`{"format_version":1,"step":`), 0o644) }, "corrupted"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := newSFTHarness(t, dir)
+			require.ErrorIs(t, h.run(5), context.Canceled)
+			newest := filepath.Join(dir, CheckpointsDir, checkpoint.DirName(5))
+			require.NoError(t, c.damage(filepath.Join(newest, c.file)))
+
+			h = newSFTHarness(t, dir)
+			require.NoError(t, h.run(0))
+			require.Regexp(t, `spiral: skipped a damaged checkpoint: checkpoint: .*`+filepath.Join(newest, c.file)+`.*`+c.why, h.warn.String())
+			require.Contains(t, h.out.String(), "resumed from "+filepath.Join(dir, CheckpointsDir, "ckpt-000004 (step 4)"))
+			w, m, l := sftFinal(t, dir)
+			require.Equal(t, weights, w)
+			require.Equal(t, moments, m)
+			require.Equal(t, log, l)
+		})
+	}
+}
+
+// TestSFTResumeSettings: a rerun of an interrupted sft run with other
+// settings that shape its weights or its evaluations' problems is
+// refused, naming each difference and --override, as train's is, and
+// goes on with the new ones under Override, with a warning naming them;
+// another model (by content id), a run of spiral train in the directory
+// and another LoRA configuration are refused even then. When to evaluate
+// is no setting of the run.
+func TestSFTResumeSettings(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		edit     func(h *sftHarness)
+		want     []string // in the refusal and, under Override, the warning
+		final    bool     // refused with Override too
+		accepted bool     // resumed without a word
+	}{
+		{"peak learning rate", func(h *sftHarness) { h.parts.Schedule.PeakLR = 1e-3 }, []string{"schedule.peak_lr: 0.003 -> 0.001"}, false, false},
+		{"steps", func(h *sftHarness) { h.cfg.Steps, h.parts.Schedule.TotalSteps = 8, 8 }, []string{"schedule.total_steps (--steps): 6 -> 8"}, false, false},
+		{"batch and seed", func(h *sftHarness) { h.cfg.Batch, h.cfg.Seed = 3, 2 },
+			[]string{"sft.batch: 2 -> 3", "sft.seed: 1 -> 2"}, false, false},
+		{"mix", func(h *sftHarness) { h.cfg.Mix.ReadShare = 0.25 }, []string{"sft.mix.aggregate_read_share: 1 -> 0.25"}, false, false},
+		{"evaluation's problems", func(h *sftHarness) { h.cfg.EvalProblems = 3 }, []string{"sft.eval_problems: 2 -> 3"}, false, false},
+		{"another model", func(h *sftHarness) { h.parts.Settings.ModelID = "id-other" }, []string{"holds an sft run of m; this one is of m: use another --out, or --fresh"}, true, false},
+		{"another LoRA", func(h *sftHarness) {
+			h.parts.Settings.LoRA = &lmgraph.LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj"}}
+		}, []string{"holds a run with full fine-tuning; this one is lora rank=4"}, true, false},
+		{"evaluation's cadence", func(h *sftHarness) { h.cfg.EvalEvery = 2 }, nil, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := newSFTHarness(t, dir)
+			require.ErrorIs(t, h.run(2), context.Canceled)
+
+			h = newSFTHarness(t, dir)
+			c.edit(h)
+			err := h.run(0)
+			if c.accepted {
+				require.NoError(t, err)
+				require.Contains(t, h.out.String(), "resumed from")
+				require.NotContains(t, h.warn.String(), "--override")
+				return
+			}
+			require.Error(t, err)
+			for _, w := range c.want {
+				require.ErrorContains(t, err, w)
+			}
+			require.NotContains(t, h.out.String(), "resumed from")
+			if !c.final {
+				require.ErrorContains(t, err, "rerun with --override")
+			}
+
+			h = newSFTHarness(t, dir)
+			c.edit(h)
+			h.cfg.Override = true
+			err = h.run(0)
+			if c.final {
+				require.Error(t, err)
+				require.ErrorContains(t, err, c.want[0])
+				return
+			}
+			require.NoError(t, err)
+			require.Contains(t, h.warn.String(), "spiral: --override: continuing "+dir+" with new settings: ")
+			for _, w := range c.want {
+				require.Contains(t, h.warn.String(), w)
+			}
+			require.Contains(t, h.out.String(), "resumed from")
+		})
+	}
+}
+
+// TestSFTRefusesTrainCheckpoints: an sft into the run directory of
+// spiral train (its checkpoints record no sft settings) is refused rather
+// than resumed from them.
+func TestSFTRefusesTrainCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	h := newSFTHarness(t, dir)
+	settings, err := json.Marshal(RunSettings{Model: "m", ModelID: "id-m", Data: "d", RL: DefaultConfig()})
+	require.NoError(t, err)
+	_, err = checkpoint.Save(filepath.Join(dir, CheckpointsDir), h.parts.Policy.Weights, h.parts.Optimizer, checkpoint.State{Step: 2, Config: settings}, checkpoint.Options{})
+	require.NoError(t, err)
+	require.ErrorContains(t, h.run(0), "holds checkpoints of spiral train, not of sft: use another --out, or --fresh")
+}
+
+// TestSFTFresh: Fresh moves an interrupted run's checkpoints and log
+// aside, never deleting them, and starts over.
+func TestSFTFresh(t *testing.T) {
+	dir := t.TempDir()
+	h := newSFTHarness(t, dir)
+	require.ErrorIs(t, h.run(2), context.Canceled)
+	h = newSFTHarness(t, dir)
+	h.parts.Schedule.PeakLR = 1e-3
+	h.cfg.Fresh = true
+	require.NoError(t, h.run(0))
+	require.NotContains(t, h.out.String(), "resumed")
+	require.Contains(t, h.out.String(), "--fresh: the previous run is in ")
+	prev, err := filepath.Glob(filepath.Join(dir, previousPattern+"*"))
+	require.NoError(t, err)
+	require.Len(t, prev, 1)
+	require.DirExists(t, filepath.Join(prev[0], CheckpointsDir, checkpoint.DirName(2)))
+	require.FileExists(t, filepath.Join(prev[0], SFTLogFile+PartialSuffix))
+}
