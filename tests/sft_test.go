@@ -1,11 +1,16 @@
 package tests
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -179,4 +184,82 @@ func TestSFTTokenizerFiles(t *testing.T) {
 	require.FileExists(t, filepath.Join(out, "tokenizer.json"))
 	require.FileExists(t, filepath.Join(out, "sft.jsonl"))
 	requireNoStage(t, out)
+}
+
+// TestSFTResumesAfterInterruption: an sft run killed (SIGKILL, as an OOM
+// kill or a power loss ends it, after its first checkpoint) or
+// interrupted (SIGINT, which saves the last step) and then run again with
+// the same command resumes from its newest checkpoint and writes, with
+// --deterministic, the model and sft.jsonl (wall times aside) of the run
+// that was not interrupted; its checkpoints and sft.jsonl.partial are
+// gone once the model is written, so a later --overwrite starts over.
+func TestSFTResumesAfterInterruption(t *testing.T) {
+	requireRuntime(t)
+	f := fixtures{dir: t.TempDir()}
+	src := f.modelDir(t, "src", nil)
+	args := func(out string) []string {
+		return []string{"sft", "--model", src, "--out", out, "--steps", "60", "--batch", "2", "--eval-every", "7", "--eval-problems", "2",
+			"--checkpoint-every", "5", "--seed", "3", "--deterministic", "--quiet"}
+	}
+	straight := f.path("straight")
+	r := spiral(t, nil, args(straight)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "resumed")
+	want, err := os.ReadFile(filepath.Join(straight, "model.onnx"))
+	require.NoError(t, err)
+
+	for _, c := range []struct {
+		name string
+		sig  syscall.Signal
+	}{{"killed", syscall.SIGKILL}, {"interrupted", syscall.SIGINT}} {
+		t.Run(c.name, func(t *testing.T) {
+			out := f.path(c.name)
+			cmd := exec.Command(binary, args(out)...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			stdout, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			sc := bufio.NewScanner(stdout)
+			signalled := false
+			for sc.Scan() {
+				if !signalled && strings.HasPrefix(sc.Text(), "checkpoint ") {
+					require.NoError(t, cmd.Process.Signal(c.sig))
+					signalled = true
+				}
+			}
+			_ = cmd.Wait()
+			require.True(t, signalled, "no checkpoint line: %s", stderr.String())
+			if c.sig == syscall.SIGINT {
+				require.Equal(t, 130, cmd.ProcessState.ExitCode(), stderr.String())
+				require.Contains(t, stderr.String(), "rerun the command to resume")
+			}
+			require.NoFileExists(t, filepath.Join(out, "model.onnx"), "the run ended before the signal")
+			require.NoFileExists(t, filepath.Join(out, "sft.jsonl"))
+			require.FileExists(t, filepath.Join(out, "sft.jsonl.partial"))
+
+			r := spiral(t, nil, args(out)...)
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Regexp(t, `(?m)^resumed from `+regexp.QuoteMeta(filepath.Join(out, "checkpoints", "ckpt-"))+`\d+ \(step \d+\)$`, r.stdout)
+			got, err := os.ReadFile(filepath.Join(out, "model.onnx"))
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(want, got), "the resumed run's model.onnx differs from the uninterrupted run's")
+			require.Equal(t, withoutTimes(t, filepath.Join(straight, "sft.jsonl")), withoutTimes(t, filepath.Join(out, "sft.jsonl")))
+			require.NoDirExists(t, filepath.Join(out, "checkpoints"))
+			require.NoFileExists(t, filepath.Join(out, "sft.jsonl.partial"))
+			requireNoStage(t, out)
+		})
+	}
+
+	// The finished run left nothing to resume: the same command is
+	// refused for the model it wrote, and --overwrite trains afresh.
+	r = spiral(t, nil, args(straight)...)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "give --overwrite to replace it")
+	r = spiral(t, nil, append(args(straight), "--overwrite")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "resumed")
+	got, err := os.ReadFile(filepath.Join(straight, "model.onnx"))
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got), "a deterministic rerun differs")
 }
