@@ -68,15 +68,19 @@ study:
 # a quarter of which read the candidates; the rest confirm one drawn
 # uniformly, so that reading is left for RL to learn), copied into
 # model/embedded/assets (then rebuild the binary). About 15 minutes on 2
-# otherwise idle CPU cores. (A search-weighted second stage,
+# otherwise idle CPU cores; interrupted, make embedded again resumes the
+# SFT from its last checkpoint (init-model writes the same model again,
+# and a finished SFT leaves no checkpoint, so --overwrite starts a new
+# one; rm -rf runs/embedded to start over after changing EMBED_STEPS,
+# which the resume refuses as another setting). (A search-weighted second stage,
 # --aggregate-share 0.2, sharpened the search traces, pass@1 0.53 -> 0.69,
 # but taught the aggregator to copy the last candidate, so RSA fell;
 # measured when aggregation traces still re-derived x.)
 EMBED_STEPS ?= 900
 embedded:
 	@$(ENV) && go build $(GOFLAGS_BUILD) -o spiral .
-	rm -rf runs/embedded && ./spiral init-model --out runs/embedded/init --seed 1 --layers 3
-	./spiral sft --model runs/embedded/init --out runs/embedded/sft --steps $(EMBED_STEPS) --batch 64 --lr 5e-3 --eval-every 300 --eval-problems 128 --seed 1 --aggregate-read-share 0.25
+	rm -rf runs/embedded/init && ./spiral init-model --out runs/embedded/init --seed 1 --layers 3
+	./spiral sft --model runs/embedded/init --out runs/embedded/sft --overwrite --steps $(EMBED_STEPS) --batch 64 --lr 5e-3 --eval-every 300 --eval-problems 128 --seed 1 --aggregate-read-share 0.25
 	cp runs/embedded/sft/model.onnx runs/embedded/sft/tokenizer.json runs/embedded/sft/config.json model/embedded/assets/
 
 # Run every fuzz target for FUZZTIME each (FuzzLoadParquet too: under long

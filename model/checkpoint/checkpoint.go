@@ -50,8 +50,9 @@ var ErrNoCheckpoint = errors.New("checkpoint: no checkpoint")
 
 // State is the JSON part of a checkpoint. The trainer fills Step,
 // DataCursor and Config; Save fills FormatVersion, OptimizerSteps and
-// Files. No random-generator state is kept: every draw is seeded from
-// the run's seed, the step and its place in the step.
+// Files. No random-generator state is kept here: train seeds every draw
+// from the run's seed, the step and its place in the step, and sft keeps
+// its examples' generator state in its DataCursor.
 type State struct {
 	// FormatVersion is the checkpoint format (FormatVersion when written).
 	FormatVersion int `json:"format_version"`
@@ -60,7 +61,8 @@ type State struct {
 	Step int64 `json:"step"`
 	// OptimizerSteps is AdamW.Steps() at save time (0 without optimiser).
 	OptimizerSteps int64 `json:"optimizer_steps"`
-	// DataCursor is the data sampler's position, opaque here.
+	// DataCursor is the data sampler's position (sft: its examples'
+	// generator state), opaque here.
 	DataCursor json.RawMessage `json:"data_cursor,omitempty"`
 	// Config is the run configuration, opaque here.
 	Config json.RawMessage `json:"config,omitempty"`
