@@ -23,8 +23,10 @@ func setupSFT(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error 
 }
 
 // runSFT wires the supervised warm start on the embedded task: the model's
-// policy, AdamW with a cosine schedule, the task, then rl.RunSFT; the
-// trained weights are exported to --out as a model directory.
+// policy, AdamW with a cosine schedule, the task, then rl.RunSFT, which
+// checkpoints into --out/checkpoints and resumes from there; the trained
+// weights are exported to --out as a model directory, and the
+// checkpoints removed.
 func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	task, err := synth.Embedded()
 	if err != nil {

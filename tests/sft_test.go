@@ -40,6 +40,8 @@ func TestSFTInputs(t *testing.T) {
 		// model's default").
 		{"negative learning rate", []string{"--lr", "-1"}, "--lr -1: want a learning rate in (0, 3.4028235e+38]\n"},
 		{"zero learning rate", []string{"--lr", "0"}, "--lr 0: want a learning rate in (0, 3.4028235e+38]\n"},
+		{"no checkpoints", []string{"--checkpoint-every", "0"}, "--checkpoint-every 0: want >= 1"},
+		{"negative retention", []string{"--keep", "-1"}, "--keep -1: want >= 0 (0 = keep every checkpoint)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := f.path(fmt.Sprint("out", i))
