@@ -194,7 +194,7 @@ type SFTParts struct {
 }
 
 // The log of an sft run in its directory: SFTLogFile + PartialSuffix
-// while the run goes on, renamed SFTLogFile once its model is written.
+// while the run goes on, SFTLogFile once its model is written.
 const (
 	SFTLogFile    = "sft.jsonl"
 	PartialSuffix = ".partial"
@@ -457,7 +457,8 @@ func resumeSFT(cfg SFTConfig, p SFTParts, src *rand.PCG) (int, error) {
 		return 0, fmt.Errorf("%s holds checkpoints of spiral train, not of sft: use another --out, or --fresh", p.Dir)
 	}
 	if !sameModel(prev.Model, prev.ModelID, p.Settings.Model, p.Settings.ModelID) {
-		return 0, fmt.Errorf("%s holds an sft run of %s; this one is of %s: use another --out, or --fresh", p.Dir, prev.Model, p.Settings.Model)
+		return 0, fmt.Errorf("%s holds an sft run of %s (model id %.12s); this one is of %s (model id %.12s): use another --out, or --fresh",
+			p.Dir, prev.Model, prev.ModelID, p.Settings.Model, p.Settings.ModelID)
 	}
 	if err := checkSettings(p.Dir, sftSettingsDiff(prev, p.Settings), cfg.Override, p.Warn); err != nil {
 		return 0, err

@@ -228,7 +228,7 @@ func TestSFTResumeSettings(t *testing.T) {
 			[]string{"sft.batch: 2 -> 3", "sft.seed: 1 -> 2"}, false, false},
 		{"mix", func(h *sftHarness) { h.cfg.Mix.ReadShare = 0.25 }, []string{"sft.mix.aggregate_read_share: 1 -> 0.25"}, false, false},
 		{"evaluation's problems", func(h *sftHarness) { h.cfg.EvalProblems = 3 }, []string{"sft.eval_problems: 2 -> 3"}, false, false},
-		{"another model", func(h *sftHarness) { h.parts.Settings.ModelID = "id-other" }, []string{"holds an sft run of m; this one is of m: use another --out, or --fresh"}, true, false},
+		{"another model", func(h *sftHarness) { h.parts.Settings.ModelID = "id-other" }, []string{"holds an sft run of m (model id id-m); this one is of m (model id id-other): use another --out, or --fresh"}, true, false},
 		{"another LoRA", func(h *sftHarness) {
 			h.parts.Settings.LoRA = &lmgraph.LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj"}}
 		}, []string{"holds a run with full fine-tuning; this one is lora rank=4"}, true, false},
