@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,31 +21,20 @@ import (
 	"github.com/spiral-rl/spiral/model/qwen3"
 )
 
-// sftModel is a tiny Qwen3 whose vocabulary holds sftFakePrompter's
-// bytes, written once for the tests of this file, its artifacts beside
-// it (built by the first policy opened on it).
-var sftModel struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
+// sftModelDir writes a tiny Qwen3 whose vocabulary holds
+// sftFakePrompter's bytes into a directory of t's, for the sft runs of
+// one test (their policies share its artifacts, beside it).
 func sftModelDir(t *testing.T) string {
 	t.Helper()
-	sftModel.once.Do(func() {
-		sftModel.dir, sftModel.err = os.MkdirTemp("", "spiral-sft-resume-")
-		if sftModel.err == nil {
-			c := qwen3.Tiny()
-			c.Vocab = 256
-			sftModel.err = qwen3.WriteDir(sftModel.dir, c, 7)
-		}
-	})
-	require.NoError(t, sftModel.err)
-	return sftModel.dir
+	dir := t.TempDir()
+	c := qwen3.Tiny()
+	c.Vocab = 256
+	require.NoError(t, qwen3.WriteDir(dir, c, 7))
+	return dir
 }
 
 // sftHarness is an sft run as spiral sft assembles it, on the tiny model
-// of sftModelDir from its initial weights (a fresh process), into dir:
+// in src (sftModelDir) from its initial weights (a fresh process), into dir:
 // 6 steps of 2 examples, evaluated at 3 and 6 on 2 problems, a
 // checkpoint every 2 steps, all kept.
 type sftHarness struct {
@@ -55,9 +43,8 @@ type sftHarness struct {
 	out, warn bytes.Buffer
 }
 
-func newSFTHarness(t *testing.T, dir string) *sftHarness {
+func newSFTHarness(t *testing.T, src, dir string) *sftHarness {
 	t.Helper()
-	src := sftModelDir(t)
 	pol, err := model.OpenPolicy(modeltest.Runtime(t), filepath.Join(src, "model.onnx"), filepath.Join(src, ArtifactsDir), model.PolicyOptions{Train: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, pol.Close()) })
@@ -114,24 +101,15 @@ func sftFinal(t *testing.T, dir string) (weights, moments []byte, log []map[stri
 	return weights, moments, log
 }
 
-// sftStraight is the uninterrupted run's end, run once.
-var sftStraight struct {
-	once             sync.Once
-	weights, moments []byte
-	log              []map[string]any
-}
-
-func straightSFT(t *testing.T) ([]byte, []byte, []map[string]any) {
+// straightSFT runs the sft of the model in src uninterrupted and
+// returns how it ended (sftFinal).
+func straightSFT(t *testing.T, src string) (weights, moments []byte, log []map[string]any) {
 	t.Helper()
-	sftStraight.once.Do(func() {
-		dir := t.TempDir()
-		h := newSFTHarness(t, dir)
-		require.NoError(t, h.run(0))
-		require.NotContains(t, h.out.String(), "resumed")
-		sftStraight.weights, sftStraight.moments, sftStraight.log = sftFinal(t, dir)
-	})
-	require.NotEmpty(t, sftStraight.log, "the uninterrupted run failed")
-	return sftStraight.weights, sftStraight.moments, sftStraight.log
+	dir := t.TempDir()
+	h := newSFTHarness(t, src, dir)
+	require.NoError(t, h.run(0))
+	require.NotContains(t, h.out.String(), "resumed")
+	return sftFinal(t, dir)
 }
 
 // TestSFTResume: an sft run interrupted (its context cancelled) after k
@@ -143,7 +121,8 @@ func straightSFT(t *testing.T) ([]byte, []byte, []map[string]any) {
 // does, once; one at the last step leaves only the evaluation to do. The
 // log repeats and loses no line.
 func TestSFTResume(t *testing.T) {
-	weights, moments, log := straightSFT(t)
+	src := sftModelDir(t)
+	weights, moments, log := straightSFT(t, src)
 	for _, c := range []struct {
 		name      string
 		stopAfter int
@@ -157,11 +136,11 @@ func TestSFTResume(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			h := newSFTHarness(t, dir)
+			h := newSFTHarness(t, src, dir)
 			require.ErrorIs(t, h.run(c.stopAfter), context.Canceled)
 			require.Contains(t, h.warn.String(), c.warn)
 
-			h = newSFTHarness(t, dir)
+			h = newSFTHarness(t, src, dir)
 			require.NoError(t, h.run(0))
 			require.Contains(t, h.out.String(), "resumed from "+filepath.Join(dir, CheckpointsDir, c.resumedAt))
 			w, m, l := sftFinal(t, dir)
@@ -178,7 +157,8 @@ func TestSFTResume(t *testing.T) {
 // after it were logged by the interrupted run) and still ends as the
 // uninterrupted run does.
 func TestSFTResumePastDamage(t *testing.T) {
-	weights, moments, log := straightSFT(t)
+	src := sftModelDir(t)
+	weights, moments, log := straightSFT(t, src)
 	for _, c := range []struct {
 		name, file string
 		damage     func(path string) error
@@ -190,12 +170,12 @@ func TestSFTResumePastDamage(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			h := newSFTHarness(t, dir)
+			h := newSFTHarness(t, src, dir)
 			require.ErrorIs(t, h.run(5), context.Canceled)
 			newest := filepath.Join(dir, CheckpointsDir, checkpoint.DirName(5))
 			require.NoError(t, c.damage(filepath.Join(newest, c.file)))
 
-			h = newSFTHarness(t, dir)
+			h = newSFTHarness(t, src, dir)
 			require.NoError(t, h.run(0))
 			require.Regexp(t, `spiral: skipped a damaged checkpoint: checkpoint: .*`+filepath.Join(newest, c.file)+`.*`+c.why, h.warn.String())
 			require.Contains(t, h.out.String(), "resumed from "+filepath.Join(dir, CheckpointsDir, "ckpt-000004 (step 4)"))
@@ -215,6 +195,7 @@ func TestSFTResumePastDamage(t *testing.T) {
 // and another LoRA configuration are refused even then. When to evaluate
 // is no setting of the run.
 func TestSFTResumeSettings(t *testing.T) {
+	src := sftModelDir(t)
 	for _, c := range []struct {
 		name     string
 		edit     func(h *sftHarness)
@@ -236,10 +217,10 @@ func TestSFTResumeSettings(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			h := newSFTHarness(t, dir)
+			h := newSFTHarness(t, src, dir)
 			require.ErrorIs(t, h.run(2), context.Canceled)
 
-			h = newSFTHarness(t, dir)
+			h = newSFTHarness(t, src, dir)
 			c.edit(h)
 			err := h.run(0)
 			if c.accepted {
@@ -257,7 +238,7 @@ func TestSFTResumeSettings(t *testing.T) {
 				require.ErrorContains(t, err, "rerun with --override")
 			}
 
-			h = newSFTHarness(t, dir)
+			h = newSFTHarness(t, src, dir)
 			c.edit(h)
 			h.cfg.Override = true
 			err = h.run(0)
@@ -280,8 +261,8 @@ func TestSFTResumeSettings(t *testing.T) {
 // spiral train (its checkpoints record no sft settings) is refused rather
 // than resumed from them.
 func TestSFTRefusesTrainCheckpoints(t *testing.T) {
-	dir := t.TempDir()
-	h := newSFTHarness(t, dir)
+	src, dir := sftModelDir(t), t.TempDir()
+	h := newSFTHarness(t, src, dir)
 	settings, err := json.Marshal(RunSettings{Model: "m", ModelID: "id-m", Data: "d", RL: DefaultConfig()})
 	require.NoError(t, err)
 	_, err = checkpoint.Save(filepath.Join(dir, CheckpointsDir), h.parts.Policy.Weights, h.parts.Optimizer, checkpoint.State{Step: 2, Config: settings}, checkpoint.Options{})
@@ -292,10 +273,10 @@ func TestSFTRefusesTrainCheckpoints(t *testing.T) {
 // TestSFTFresh: Fresh moves an interrupted run's checkpoints and log
 // aside, never deleting them, and starts over.
 func TestSFTFresh(t *testing.T) {
-	dir := t.TempDir()
-	h := newSFTHarness(t, dir)
+	src, dir := sftModelDir(t), t.TempDir()
+	h := newSFTHarness(t, src, dir)
 	require.ErrorIs(t, h.run(2), context.Canceled)
-	h = newSFTHarness(t, dir)
+	h = newSFTHarness(t, src, dir)
 	h.parts.Schedule.PeakLR = 1e-3
 	h.cfg.Fresh = true
 	require.NoError(t, h.run(0))
