@@ -450,6 +450,12 @@ func resume(cfg RunConfig, p RunParts) (*HeldOut, error) {
 	if err := json.Unmarshal(st.Config, &prev); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
 	}
+	var sft struct {
+		SFT *SFTConfig `json:"sft"`
+	}
+	if json.Unmarshal(st.Config, &sft) == nil && sft.SFT != nil {
+		return nil, fmt.Errorf("%s holds checkpoints of spiral sft, not of train: use another --out, or --fresh", cfg.Dir)
+	}
 	if prev.LoRA != nil { // targets saved in the order given, by older versions
 		c := prev.LoRA.Canonical()
 		prev.LoRA = &c

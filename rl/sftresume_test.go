@@ -270,6 +270,19 @@ func TestSFTRefusesTrainCheckpoints(t *testing.T) {
 	require.ErrorContains(t, h.run(0), "holds checkpoints of spiral train, not of sft: use another --out, or --fresh")
 }
 
+// TestRunRefusesSFTCheckpoints: spiral train into the --out of an sft
+// run (its checkpoints record sft settings, no data or algorithm) is
+// refused, saying so, rather than resumed from them.
+func TestRunRefusesSFTCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 2)
+	settings, err := json.Marshal(SFTSettings{Model: "m", ModelID: "id-m", SFT: &SFTConfig{Batch: 2}})
+	require.NoError(t, err)
+	_, err = checkpoint.Save(filepath.Join(dir, CheckpointsDir), h.parts.Weights, h.parts.Optimizer, checkpoint.State{Step: 1, Config: settings}, checkpoint.Options{})
+	require.NoError(t, err)
+	require.ErrorContains(t, h.run(context.Background()), "holds checkpoints of spiral sft, not of train: use another --out, or --fresh")
+}
+
 // TestSFTFresh: Fresh moves an interrupted run's checkpoints and log
 // aside, never deleting them, and starts over.
 func TestSFTFresh(t *testing.T) {
