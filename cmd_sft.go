@@ -114,6 +114,9 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	}
 	defer stage.Discard()
 	if err := model.ExportTrained(ctx, sess.onnx, arts.LoRA, pol.Weights, filepath.Join(stage.Dir(), "model.onnx"), false); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(env.stderr, "spiral: interrupted while the model was written; its last step is saved: rerun the command to write it")
+		}
 		return err
 	}
 	// config.json and the tokenizer's files (tokenizer_config.json with
