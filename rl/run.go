@@ -249,6 +249,14 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		if err := tr.SyncHost(); err != nil {
 			return err
 		}
+		// The logs' lines up to the step are on disk before the
+		// checkpoint that a resume cuts them back to: after a power
+		// loss, a resumed run's logs lack none of its steps.
+		for _, f := range []*os.File{mf, ef} {
+			if err := f.Sync(); err != nil {
+				return fmt.Errorf("rl: run: %w", err)
+			}
+		}
 		cur, err := json.Marshal(stepCursor)
 		if err != nil {
 			return err
