@@ -47,13 +47,7 @@ func TestKeptLayersMatchRecompute(t *testing.T) {
 				vocab, canPack := probe.LM.Signature().Vocab, probe.Train.PackedRows() == nil
 				require.NoError(t, probe.Close())
 				r := rand.New(rand.NewPCG(8, 2))
-				draw := func(n int) []int64 {
-					var s []int64
-					for _, id := range randomIDs(r, n, vocab) {
-						s = append(s, int64(id))
-					}
-					return s
-				}
+				draw := func(n int) []int64 { return randomIDs64(r, n, vocab) }
 				comps := [][]int64{draw(5), draw(3), draw(6)}
 				old := [][]float32{make([]float32, 5), make([]float32, 3), make([]float32, 6)}
 				rows, packed := sharedPromptRows(draw(7), comps, []float32{0.9, -1.1, 0.3}, old)

@@ -85,13 +85,7 @@ func TestPackedRowsMatchSeparateRows(t *testing.T) {
 		}
 		vocab := p.LM.Signature().Vocab
 		r := rand.New(rand.NewPCG(5, 9))
-		draw := func(n int) []int64 {
-			var s []int64
-			for _, id := range randomIDs(r, n, vocab) {
-				s = append(s, int64(id))
-			}
-			return s
-		}
+		draw := func(n int) []int64 { return randomIDs64(r, n, vocab) }
 		prompt := draw(9)
 		comps := [][]int64{draw(4), draw(7), draw(3)}
 		adv := []float32{1.3, -0.7, 0.4}
@@ -154,6 +148,15 @@ func onTrainTwins(t *testing.T, check func(t *testing.T, name string, p *model.P
 			})
 		}
 	}
+}
+
+// randomIDs64 is randomIDs as a TrainBatch holds them.
+func randomIDs64(r *rand.Rand, n, vocab int) []int64 {
+	var s []int64
+	for _, id := range randomIDs(r, n, vocab) {
+		s = append(s, int64(id))
+	}
+	return s
 }
 
 // randomIDs draws n token ids from [1, vocab).

@@ -59,6 +59,24 @@ func benchDecode(b *testing.B, batch int, refill bool) {
 	b.ReportMetric(float64(gen)/el.Seconds(), "tok/s")
 }
 
+// copiedPrompts returns n requests of 300-token prompts drawn from r,
+// each prompt in copies consecutive requests of their own seeds.
+func copiedPrompts(n, copies int, r *rand.Rand) []Request {
+	reqs := make([]Request, n)
+	for i := range reqs {
+		if i%copies != 0 {
+			reqs[i] = Request{Prompt: reqs[i-1].Prompt, Seed: uint64(i)}
+			continue
+		}
+		p := make([]int32, 300)
+		for j := range p {
+			p[j] = int32(3 + r.IntN(90))
+		}
+		reqs[i] = Request{Prompt: p, Seed: uint64(i)}
+	}
+	return reqs
+}
+
 // BenchmarkSharedPrompts measures Generate on 64 requests of 300-token
 // prompts and 32 new tokens when they are 16 prompts of 4 copies each (an
 // aggregation step's shape: each prefilled once) against 64 distinct
@@ -73,19 +91,7 @@ func BenchmarkSharedPrompts(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			r := rand.New(rand.NewPCG(2, 2))
-			reqs := make([]Request, 64)
-			for i := range reqs {
-				if i%copies != 0 {
-					reqs[i] = Request{Prompt: reqs[i-1].Prompt, Seed: uint64(i)}
-					continue
-				}
-				p := make([]int32, 300)
-				for j := range p {
-					p[j] = int32(3 + r.IntN(90))
-				}
-				reqs[i] = Request{Prompt: p, Seed: uint64(i)}
-			}
+			reqs := copiedPrompts(64, copies, rand.New(rand.NewPCG(2, 2)))
 			var prefill time.Duration
 			for b.Loop() {
 				_, st, err := s.Generate(context.Background(), reqs, nil)
@@ -122,19 +128,7 @@ func BenchmarkRetire(b *testing.B) {
 	}
 	defer pol.Close()
 	lm := pol.LM
-	r := rand.New(rand.NewPCG(4, 4))
-	reqs := make([]Request, 128)
-	for i := range reqs {
-		if i%4 != 0 {
-			reqs[i] = Request{Prompt: reqs[i-1].Prompt, Seed: uint64(i)}
-			continue
-		}
-		p := make([]int32, 300)
-		for j := range p {
-			p[j] = int32(3 + r.IntN(90))
-		}
-		reqs[i] = Request{Prompt: p, Seed: uint64(i)}
-	}
+	reqs := copiedPrompts(128, 4, rand.New(rand.NewPCG(4, 4)))
 	for _, tc := range []struct {
 		name  string
 		shift bool
