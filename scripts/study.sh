@@ -33,9 +33,9 @@
 #            spiral-2r is SPIRAL with two aggregation rounds at the same
 #            24 traces (--k 4 --n2 2 --agg-rounds 2)
 #   PROBLEMS problems per training step, every algorithm alike (default:
-#            16, the most that fit the 60-minute budget, nearer the paper's
-#            256 than train's default of 8, the study's default before;
-#            32 takes longer than that: see the README)
+#            16, nearer the paper's 256 than train's default of 8, the
+#            study's default before: 40 minutes on 2 idle cores; 32
+#            takes longer than the 60-minute budget: see the README)
 #   EVALN    held-out problems of each spiral eval after training (its
 #            --limit; default: 128, all of the embedded task's test split,
 #            as is any larger number; fewer are noisier: at 64 the seed
