@@ -110,8 +110,9 @@ type Executor struct {
 	// (applySegments); packErr says why rows cannot be packed, if so.
 	segmentMasks map[string]bool
 	packErr      error
-	// recomputed counts the layers the last Accumulate call recomputed,
-	// kept the bytes of the other layers' values it kept instead.
+	// recomputed counts the layers the last (or current) Accumulate call
+	// recomputed, kept the bytes of the other layers' values it kept
+	// instead (the budget keepBlock holds to ExecutorOptions.KeptBytes).
 	recomputed int
 	kept       int64
 }
@@ -444,9 +445,8 @@ type stepState struct {
 	local   values // the current block's values
 	gradVal values // gradients of the current block's values
 	// kept[j] holds block j's values from the forward pass for its
-	// backward pass (nil: recomputed then); keptBytes is their size.
-	kept      []values
-	keptBytes int64
+	// backward pass (nil: recomputed then); Executor.kept is their size.
+	kept []values
 }
 
 // releaseKept releases the blocks' kept values.
@@ -454,7 +454,7 @@ func (st *stepState) releaseKept() {
 	for _, vs := range st.kept {
 		vs.release()
 	}
-	st.kept, st.keptBytes = nil, 0
+	st.kept = nil
 }
 
 func (st *stepState) lookup(name string) (*ortc.Value, bool) {
@@ -938,13 +938,12 @@ func (e *Executor) keepBlock(st *stepState, j int) {
 	for _, v := range st.local {
 		n += int64(v.Len()) * int64(v.Elem().Size())
 	}
-	if st.keptBytes+n > e.opt.KeptBytes {
+	if e.kept+n > e.opt.KeptBytes {
 		return
 	}
 	st.kept[j] = maps.Clone(st.local)
 	clear(st.local) // moved, not released
-	st.keptBytes += n
-	e.kept = st.keptBytes
+	e.kept += n
 	// The attention output may lie in the core's scratch buffer: the
 	// next block's takes a new one.
 	delete(e.pool, coreOutScratch)
