@@ -746,11 +746,18 @@ func positive(flag string, v int) error {
 const maxMiB = 1 << 30
 
 // mebibytes checks a flag of MiB: 1..maxMiB.
-func mebibytes(flag string, v int) error {
+func mebibytes(flag string, v int) error { return mebibytesFrom(flag, v, positive) }
+
+// mebibytesOrNone checks a flag of MiB where 0 means none: 0..maxMiB.
+func mebibytesOrNone(flag string, v int) error { return mebibytesFrom(flag, v, nonNegative) }
+
+// mebibytesFrom checks a flag of MiB against maxMiB, and against low's
+// lower bound.
+func mebibytesFrom(flag string, v int, low func(flag string, v int) error) error {
 	if v > maxMiB {
 		return fmt.Errorf("%s %d: want at most %d (1 PiB)", flag, v, maxMiB)
 	}
-	return positive(flag, v)
+	return low(flag, v)
 }
 
 func nonNegative(flag string, v int) error {
@@ -774,11 +781,8 @@ func (f *executorFlags) register(fs *pflag.FlagSet) {
 }
 
 func (f *executorFlags) validate() error {
-	kept := nonNegative("--kept-mib", f.keptMiB)
-	if kept == nil && f.keptMiB > maxMiB {
-		kept = fmt.Errorf("--kept-mib %d: want at most %d (1 PiB)", f.keptMiB, maxMiB)
-	}
-	return errors.Join(mebibytes("--attention-mib", f.attentionMiB), mebibytes("--loss-chunk-mib", f.lossChunkMiB), mebibytes("--mlp-mib", f.mlpMiB), kept)
+	return errors.Join(mebibytes("--attention-mib", f.attentionMiB), mebibytes("--loss-chunk-mib", f.lossChunkMiB), mebibytes("--mlp-mib", f.mlpMiB),
+		mebibytesOrNone("--kept-mib", f.keptMiB))
 }
 
 func (f *executorFlags) options() model.ExecutorOptions {
