@@ -133,9 +133,15 @@ func (c *RowCache) Fit(rows, capacity int) bool {
 // Clear empties row r.
 func (c *RowCache) Clear(r int) { c.lens[r] = 0 }
 
-// empty reports whether rows r0..r0+n-1 hold no positions.
-func (c *RowCache) empty(r0, n int) bool {
-	return !slices.ContainsFunc(c.lens[r0:r0+n], func(l int) bool { return l > 0 })
+// Past returns the past positions an Extend call on rows r0..r0+n-1
+// feeds the graph: the cache's whole capacity, or none when every one of
+// those rows is empty (a prompt's first chunk). It is what sizes the
+// call's temporaries (LM.CallRowsWithin).
+func (c *RowCache) Past(r0, n int) int {
+	if slices.ContainsFunc(c.lens[r0:r0+n], func(l int) bool { return l > 0 }) {
+		return c.capacity
+	}
+	return 0
 }
 
 // Move copies row src into row dst (each head's filled slots), leaving
@@ -221,12 +227,8 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 	// positions alone. A call on a host cache whose rows all take its S
 	// positions (no padding) runs on the decode graph, where the LM has
 	// one, unless every row is empty.
-	C := c.capacity
-	empty := c.empty(r0, n)
-	if empty {
-		C = 0
-	}
-	inPlace := lm.decode != nil && c.dev == nil && !empty && !slices.ContainsFunc(real, func(k int) bool { return k != S })
+	C := c.Past(r0, n)
+	inPlace := lm.decode != nil && c.dev == nil && C > 0 && !slices.ContainsFunc(real, func(k int) bool { return k != S })
 	c.mask, c.pos = resize(c.mask, n*(C+S)), resize(c.pos, n*S)
 	mask, pos := c.mask, c.pos
 	clear(mask)
@@ -274,7 +276,7 @@ func (lm *LM) Extend(ctx context.Context, c *RowCache, r0 int, tokens []int64, r
 	for i, k := range real {
 		c.lens[r0+i] += k
 	}
-	if int64(n)*lm.rowTemporaries(c.capacity, S) >= trimAfter {
+	if int64(n)*lm.rowTemporaries(C, S) >= trimAfter {
 		ortc.TrimMalloc()
 	}
 	return logits, nil
@@ -440,29 +442,30 @@ func (lm *LM) runInPlace(c *RowCache, r0, i0, i1, S, L int, tokens []int64, logi
 // grows by doubling, so its footprint can reach twice what is in use.
 const scoresLive = 13
 
-// CallRows returns how many rows of a cache of the given capacity one
-// Extend call of S positions should take so that the graph's per-layer
+// CallRows returns how many rows one Extend call of S positions over
+// past positions of the cache (RowCache.Past: its capacity, or 0 for a
+// prompt's first chunk) should take so that the graph's per-layer
 // temporaries (the layer's present keys and values, their copies
 // repeated over the query heads unless the attention is grouped, the
 // attention scores) and the logits (of
 // the last position only in a sampling graph) stay within lm's call
 // budget (LMOptions.CallBytes); at least 1.
-func (lm *LM) CallRows(capacity, S int) int { return lm.CallRowsWithin(0, capacity, S) }
+func (lm *LM) CallRows(past, S int) int { return lm.CallRowsWithin(0, past, S) }
 
 // CallRowsWithin is CallRows under a budget of the given bytes instead of
 // the LM's (0 takes the LM's).
-func (lm *LM) CallRowsWithin(budget int64, capacity, S int) int {
+func (lm *LM) CallRowsWithin(budget int64, past, S int) int {
 	if budget <= 0 {
 		budget = lm.callBytes
 	}
-	return int(max(1, budget/max(1, lm.rowTemporaries(capacity, S))))
+	return int(max(1, budget/max(1, lm.rowTemporaries(past, S))))
 }
 
 // rowTemporaries estimates the temporaries one row of an Extend call of
-// S positions on a cache of the given capacity holds at its peak.
-func (lm *LM) rowTemporaries(capacity, S int) int64 {
+// S positions over past positions holds at its peak.
+func (lm *LM) rowTemporaries(past, S int) int64 {
 	kv, heads, d := int64(lm.sig.KVHeads), int64(lm.heads), int64(lm.sig.HeadDim)
-	span := int64(capacity + S)
+	span := int64(past + S)
 	positions := int64(S)
 	if lm.sig.LastLogitsOnly {
 		positions = 1

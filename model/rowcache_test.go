@@ -133,19 +133,21 @@ func TestExtendMatchesForward(t *testing.T) {
 // rollout graph; the sampling graph's grouped attention has no repeats,
 // and its decode graph, for one position per row, no present either),
 // the score-sized temporaries (13 a row), and the logits of the
-// last position (the sampling graph) or of every position.
+// last position (the sampling graph) or of every position. The
+// attention spans the past fed and the new positions: a prompt's first
+// chunk is fed no past.
 func TestCallRows(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	path, _ := tinyDir(t)
 	const budget = 8 << 20
 	for _, c := range []struct {
-		capacity, S int
-	}{{100, 1}, {100, 20}, {500, 64}} {
-		span := c.capacity + c.S
+		past, S int
+	}{{100, 1}, {100, 20}, {500, 64}, {0, 64}} {
+		span := c.past + c.S
 		perRow := (2*2+2*4)*span*32*4 + 13*4*c.S*span*4
 		full, err := model.OpenLM(rt, path, model.LMOptions{Heads: 4, CallBytes: budget})
 		require.NoError(t, err)
-		require.Equal(t, max(1, budget/(perRow+c.S*100*4)), full.CallRows(c.capacity, c.S), "%+v", c)
+		require.Equal(t, max(1, budget/(perRow+c.S*100*4)), full.CallRows(c.past, c.S), "%+v", c)
 		require.NoError(t, full.Close())
 	}
 	// The sampling graph's logits are the last position's alone, and its

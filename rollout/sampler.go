@@ -481,7 +481,7 @@ func (s *Sampler) extend(ctx context.Context, r0, S int, tokens []int64, real []
 		s.logits = make([]float32, n*vocab)
 	}
 	out := s.logits[:n*vocab]
-	group := s.lm.CallRowsWithin(s.cfg.CallBytes, s.cache.Capacity(), S)
+	group := s.lm.CallRowsWithin(s.cfg.CallBytes, s.cache.Past(r0, n), S)
 	calls := 0
 	for g0 := 0; g0 < n; g0 += group {
 		g1 := min(n, g0+group)

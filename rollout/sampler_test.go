@@ -434,6 +434,39 @@ func TestSamplerCallBytes(t *testing.T) {
 	require.ErrorContains(t, err, "--gen-call-mib -1")
 }
 
+// TestSamplerFirstChunkBudget: a prompt's first chunk is fed no past
+// (its rows are empty), so the call budget is sized over the chunk
+// alone, not over the cache's capacity: a budget that holds every
+// prompt's first chunk at once prefills them in one call, though it
+// would hold fewer rows over the whole capacity.
+func TestSamplerFirstChunkBudget(t *testing.T) {
+	lm := samplerTinyLM(t)
+	n, width := len(samplerPrompts), 0
+	for _, p := range samplerPrompts {
+		width = max(width, len(p))
+	}
+	capacity := width + 1 // the longest prompt and its one new token
+	// The smallest budget that holds n rows of the first chunk.
+	budget := int64(1)
+	for lm.CallRowsWithin(budget, 0, width) < n {
+		budget *= 2
+	}
+	for lo := budget / 2; lo+1 < budget; {
+		if mid := (lo + budget) / 2; lm.CallRowsWithin(mid, 0, width) >= n {
+			budget = mid
+		} else {
+			lo = mid
+		}
+	}
+	require.Less(t, lm.CallRowsWithin(budget, capacity, width), n, "over the capacity the budget holds fewer rows")
+	s, err := NewSampler(lm, SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 1, BatchSize: 8, CallBytes: budget})
+	require.NoError(t, err)
+	_, st, err := s.Generate(context.Background(), samplerRequests(5), nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.ForwardCalls, "one prefill call, and no decode step for a single token")
+	s.Release()
+}
+
 // retireShifting is how retire worked before it moved the last running
 // row into a finished one's place: every running row after a finished
 // one moves up, keeping the batch's order. It counts in *middle the calls
