@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -108,6 +109,52 @@ func startSpiral(t *testing.T, dir string, args ...string) (*exec.Cmd, *strings.
 		_ = cmd.Wait()
 	})
 	return cmd, &stderr
+}
+
+// signalAtLine runs the binary with args, sends it sig once its stdout
+// prints a line beginning with prefix, reads its output to the end and
+// waits for it. It fails the test when the process ends without such a
+// line or none comes within the given time (killing it), and returns the
+// exited command and its stderr.
+func signalAtLine(t *testing.T, sig os.Signal, prefix string, within time.Duration, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	seen, read := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(stdout)
+		found := false
+		for sc.Scan() {
+			if !found && strings.HasPrefix(sc.Text(), prefix) {
+				found = true
+				close(seen)
+			}
+		}
+	}()
+	select {
+	case <-seen:
+	case <-read:
+		select {
+		case <-seen: // the line, then the end of stdout
+		default:
+			_ = cmd.Wait()
+			t.Fatalf("ended without a line %q: %s", prefix, stderr.String())
+		}
+	case <-time.After(within):
+		_ = cmd.Process.Kill()
+		<-read
+		_ = cmd.Wait()
+		t.Fatalf("no line %q within %v: %s", prefix, within, stderr.String())
+	}
+	require.NoError(t, cmd.Process.Signal(sig))
+	<-read // Wait closes stdout: read it to the end first
+	_ = cmd.Wait()
+	return cmd, stderr.String()
 }
 
 // TestSecondTrainRefusedBeforeArtifacts: a second train into the --out

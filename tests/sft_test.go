@@ -1,17 +1,16 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -216,25 +215,10 @@ func TestSFTResumesAfterInterruption(t *testing.T) {
 	}{{"killed", syscall.SIGKILL}, {"interrupted", syscall.SIGINT}} {
 		t.Run(c.name, func(t *testing.T) {
 			out := f.path(c.name)
-			cmd := exec.Command(binary, args(out)...)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			stdout, err := cmd.StdoutPipe()
-			require.NoError(t, err)
-			require.NoError(t, cmd.Start())
-			sc := bufio.NewScanner(stdout)
-			signalled := false
-			for sc.Scan() {
-				if !signalled && strings.HasPrefix(sc.Text(), "checkpoint ") {
-					require.NoError(t, cmd.Process.Signal(c.sig))
-					signalled = true
-				}
-			}
-			_ = cmd.Wait()
-			require.True(t, signalled, "no checkpoint line: %s", stderr.String())
+			cmd, stderr := signalAtLine(t, c.sig, "checkpoint ", 10*time.Minute, args(out)...)
 			if c.sig == syscall.SIGINT {
-				require.Equal(t, 130, cmd.ProcessState.ExitCode(), stderr.String())
-				require.Contains(t, stderr.String(), "rerun the command to resume")
+				require.Equal(t, 130, cmd.ProcessState.ExitCode(), stderr)
+				require.Contains(t, stderr, "rerun the command to resume")
 			}
 			require.NoFileExists(t, filepath.Join(out, "model.onnx"), "the run ended before the signal")
 			require.NoFileExists(t, filepath.Join(out, "sft.jsonl"))

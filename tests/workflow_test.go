@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -238,40 +237,11 @@ func TestInterruptSavesCheckpoint(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	run := filepath.Join(dir, "run")
 	shape := []string{"--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2", "--max-new-tokens", "24"}
-	cmd := exec.Command(binary, append([]string{"train", "--model", m, "--out", run, "--steps", "1000", "--checkpoint-every", "1000", "--quiet"}, shape...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	sc := bufio.NewScanner(stdout)
-	deadline := time.After(2 * time.Minute)
-	steps := make(chan string)
-	go func() {
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "step ") {
-				steps <- sc.Text()
-			}
-		}
-		close(steps)
-	}()
-	select {
-	case <-steps:
-	case <-deadline:
-		cmd.Process.Kill()
-		t.Fatal("no training step within 2 minutes")
-	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	go func() {
-		for range steps {
-		}
-	}()
-	err = cmd.Wait()
-	require.Error(t, err, "an interrupted run exits non-zero")
-	require.Equal(t, 130, cmd.ProcessState.ExitCode(), stderr.String())
-	require.Contains(t, stderr.String(), "rerun the command to resume")
-	require.Contains(t, stderr.String(), "spiral train: interrupted\n")
-	require.NotContains(t, stderr.String(), "context canceled")
+	cmd, stderr := signalAtLine(t, syscall.SIGINT, "step ", 2*time.Minute, append([]string{"train", "--model", m, "--out", run, "--steps", "1000", "--checkpoint-every", "1000", "--quiet"}, shape...)...)
+	require.Equal(t, 130, cmd.ProcessState.ExitCode(), stderr)
+	require.Contains(t, stderr, "rerun the command to resume")
+	require.Contains(t, stderr, "spiral train: interrupted\n")
+	require.NotContains(t, stderr, "context canceled")
 	entries, err := os.ReadDir(filepath.Join(run, "checkpoints"))
 	require.NoError(t, err)
 	var names []string
@@ -324,20 +294,7 @@ func TestDeterministicResume(t *testing.T) {
 
 	// The same run, interrupted after its first step, then resumed.
 	resumed := filepath.Join(dir, "resumed")
-	cmd := exec.Command(binary, append([]string{"train", "--out", resumed, "--steps", "4"}, shape...)...)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "step ") {
-			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-			break
-		}
-	}
-	for sc.Scan() {
-	}
-	_ = cmd.Wait()
+	signalAtLine(t, syscall.SIGINT, "step ", 2*time.Minute, append([]string{"train", "--out", resumed, "--steps", "4"}, shape...)...)
 	r = spiral(t, nil, append([]string{"train", "--out", resumed, "--steps", "4"}, shape...)...)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "resumed from")
