@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/spiral-rl/spiral/data"
 )
@@ -269,6 +268,17 @@ func (e Evaluator) PassAtK(ctx context.Context, problems []data.Problem, cfg Pas
 	if cfg.Ks == nil {
 		cfg.Ks = PowersOfTwo(cfg.Samples)
 	}
+	// Checked before sampling: a k the curve cannot compute would fail
+	// only after the whole generation, and ks out of order would give a
+	// report that report.ReadJSON refuses.
+	for i, k := range cfg.Ks {
+		if _, err := PassAtK(cfg.Samples, 0, k); err != nil {
+			return PassAtKResult{}, err
+		}
+		if i > 0 && k <= cfg.Ks[i-1] {
+			return PassAtKResult{}, fmt.Errorf("rollout: pass@k: ks %v not increasing", cfg.Ks)
+		}
+	}
 	set, err := e.Sample(ctx, problems, cfg.Samples, seed)
 	if err != nil {
 		return PassAtKResult{}, err
@@ -375,8 +385,13 @@ func (e Evaluator) Sequential(ctx context.Context, problems []data.Problem, cfg 
 	if cfg.MaxTokens < 0 {
 		return BudgetResult{}, fmt.Errorf("rollout: sequential: max tokens %d < 0", cfg.MaxTokens)
 	}
-	if !slices.IsSorted(cfg.Budgets) {
-		return BudgetResult{}, fmt.Errorf("rollout: sequential: budgets %v not increasing", cfg.Budgets)
+	for i, b := range cfg.Budgets { // before sampling, as BudgetCurve and report.Budget.Validate check them
+		if b < 1 {
+			return BudgetResult{}, fmt.Errorf("rollout: sequential: budget %d < 1", b)
+		}
+		if i > 0 && b <= cfg.Budgets[i-1] {
+			return BudgetResult{}, fmt.Errorf("rollout: sequential: budgets %v not increasing", cfg.Budgets)
+		}
 	}
 	set, err := e.Sample(ctx, problems, cfg.Samples, seed)
 	if err != nil {

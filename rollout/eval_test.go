@@ -382,6 +382,56 @@ func TestEvalErrors(t *testing.T) {
 	}
 }
 
+// TestEvalConfigCheckedBeforeSampling: a k or budget list that cannot
+// give a readable report (k outside [1, n], a budget below 1, values not
+// strictly increasing) is refused before any trace is generated, not
+// after the whole generation (or, for a repeated value, not at all: the
+// report was written and report.ReadJSON refused it, "want k increasing").
+func TestEvalConfigCheckedBeforeSampling(t *testing.T) {
+	problems, _ := evalPassProblems()
+	for _, tc := range []struct {
+		name string
+		run  func(Evaluator) error
+		want string
+	}{
+		{"k above n", func(e Evaluator) error {
+			_, err := e.PassAtK(context.Background(), problems, PassAtKConfig{Samples: 4, Ks: []int{1, 8}}, 0)
+			return err
+		}, "k = 8 > n = 4"},
+		{"k zero", func(e Evaluator) error {
+			_, err := e.PassAtK(context.Background(), problems, PassAtKConfig{Samples: 4, Ks: []int{0, 2}}, 0)
+			return err
+		}, "k = 0 < 1"},
+		{"k repeated", func(e Evaluator) error {
+			_, err := e.PassAtK(context.Background(), problems, PassAtKConfig{Samples: 4, Ks: []int{1, 2, 2}}, 0)
+			return err
+		}, "not increasing"},
+		{"k decreasing", func(e Evaluator) error {
+			_, err := e.PassAtK(context.Background(), problems, PassAtKConfig{Samples: 4, Ks: []int{2, 1}}, 0)
+			return err
+		}, "not increasing"},
+		{"zero budget", func(e Evaluator) error {
+			_, err := e.Sequential(context.Background(), problems, BudgetConfig{Samples: 4, Budgets: []int{0, 4}}, 0)
+			return err
+		}, "budget 0 < 1"},
+		{"budget repeated", func(e Evaluator) error {
+			_, err := e.Sequential(context.Background(), problems, BudgetConfig{Samples: 4, Budgets: []int{4, 4}}, 0)
+			return err
+		}, "not increasing"},
+		{"budgets decreasing", func(e Evaluator) error {
+			_, err := e.Sequential(context.Background(), problems, BudgetConfig{Samples: 4, Budgets: []int{8, 4}}, 0)
+			return err
+		}, "not increasing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, gen := evalPassProblems()
+			err := tc.run(Evaluator{Gen: gen, Prompter: evalPrompter{}, Judge: evalJudge})
+			require.ErrorContains(t, err, tc.want)
+			require.Empty(t, gen.calls, "refused before generating")
+		})
+	}
+}
+
 type evalFailing struct{ err error }
 
 func (g evalFailing) Generate(context.Context, []Request, Progress) ([]Completion, Stats, error) {
