@@ -63,7 +63,7 @@ func PassAtKEfficiency(ref, other PassAtK) (Efficiency, error) {
 		if pts[i].k == pts[i-1].k {
 			return Efficiency{}, fmt.Errorf("report: efficiency: %s: k = %d twice", other.Meta.Name(), pts[i].k)
 		}
-		if pts[i].p < pts[i-1].p-1e-12 {
+		if pts[i].p < pts[i-1].p-passkSlack { // as Validate allows
 			return Efficiency{}, fmt.Errorf("report: efficiency: %s: pass@%d = %g below pass@%d = %g", other.Meta.Name(), pts[i].k, pts[i].p, pts[i-1].k, pts[i-1].p)
 		}
 	}

@@ -127,6 +127,17 @@ func TestPassAtKEfficiencyRejects(t *testing.T) {
 	}
 }
 
+// TestPassAtKEfficiencyRoundingFall: a curve that falls by a mean's
+// rounding, which Validate (ReadJSON) lets through, is compared, not
+// refused.
+func TestPassAtKEfficiencyRoundingFall(t *testing.T) {
+	ref := report.PassAtK{Points: []rollout.KPoint{{K: 1, PassAtK: 0.5}, {K: 4, PassAtK: 0.9}}}
+	other := report.PassAtK{Points: []rollout.KPoint{{K: 1, PassAtK: 0.5}, {K: 2, PassAtK: 0.5 - 5e-10}, {K: 4, PassAtK: 0.9}}}
+	eff, err := report.PassAtKEfficiency(ref, other)
+	require.NoError(t, err)
+	require.Equal(t, 1.0, eff.Max)
+}
+
 func TestRSAGains(t *testing.T) {
 	ref := report.RSA{Steps: []rollout.RSAStep{{Step: 0, Accuracy: 0.5}, {Step: 1, Accuracy: 0.55}}}
 	r := report.RSA{Steps: []rollout.RSAStep{{Step: 0, Accuracy: 0.4}, {Step: 1, Accuracy: 0.5}, {Step: 2, Accuracy: 0.6}}}
