@@ -257,7 +257,7 @@ func (o *AdamW) updateIsSafe(k *kernel, t float64) bool {
 		maxW, maxG = math.Max(maxW, mw), math.Max(maxG, mg)
 		mu.Unlock()
 	})
-	return o.boundIsSafe(maxW, maxG, k.lr, k.wd, t)
+	return o.boundIsSafe(maxW, maxG, k.LR, k.WeightDecay, t)
 }
 
 // boundIsSafe is updateIsSafe's bound for update t from maxW = max|w|
@@ -290,14 +290,15 @@ type Coefficients struct {
 func (o *AdamW) Next(lr, maxW, maxG float64) (c Coefficients, safe bool) {
 	t := float64(o.step + 1)
 	k := o.kernel(lr, t)
-	c = Coefficients{B1: k.b1, A1: 1 - k.b1, B2: k.b2, A2: 1 - k.b2, Inv1: 1 / k.bc1, Inv2: 1 / k.bc2, LR: lr, Eps: k.eps, WeightDecay: k.wd}
-	return c, o.boundIsSafe(maxW, maxG, lr, k.wd, t)
+	return k.Coefficients, o.boundIsSafe(maxW, maxG, lr, k.WeightDecay, t)
 }
 
-// kernel returns the update's scalars for update t (no buffers).
+// kernel returns the update's scalars for update t (no buffers),
+// computed once for all elements.
 func (o *AdamW) kernel(lr, t float64) kernel {
-	return kernel{b1: o.cfg.Beta1, b2: o.cfg.Beta2, eps: o.cfg.Eps, lr: lr, wd: o.cfg.WeightDecay,
-		bc1: 1 - math.Pow(o.cfg.Beta1, t), bc2: 1 - math.Pow(o.cfg.Beta2, t)}
+	b1, b2 := o.cfg.Beta1, o.cfg.Beta2
+	return kernel{Coefficients: Coefficients{B1: b1, A1: 1 - b1, B2: b2, A2: 1 - b2,
+		Inv1: 1 / (1 - math.Pow(b1, t)), Inv2: 1 / (1 - math.Pow(b2, t)), LR: lr, Eps: o.cfg.Eps, WeightDecay: o.cfg.WeightDecay}}
 }
 
 func maxAbs(x []float32) float64 {
@@ -316,40 +317,40 @@ func maxAbs(x []float32) float64 {
 }
 
 type kernel struct {
-	b1, b2, eps, lr, wd, bc1, bc2 float64
-	w, g, m, v                    []float32
-}
-
-// step returns element i's new weight and moments.
-func (k *kernel) step(w, g, m, v float32, wd float64) (nw, nm, nv float32) {
-	a1, a2 := 1-k.b1, 1-k.b2
-	inv1, inv2 := 1/k.bc1, 1/k.bc2
-	gi := float64(g)
-	nm = float32(k.b1*float64(m) + a1*gi)
-	nv = float32(k.b2*float64(v) + a2*gi*gi)
-	// Use the stored (rounded) moments, as an all-float32 optimiser such
-	// as PyTorch's does.
-	mhat := float64(nm) * inv1
-	vhat := float64(nv) * inv2
-	wi := float64(w)
-	nw = float32(wi - k.lr*(mhat/(math.Sqrt(vhat)+k.eps)+wd*wi))
-	return nw, nm, nv
+	Coefficients
+	w, g, m, v []float32
 }
 
 func (k *kernel) decayOf(c chunk) float64 {
 	if c.decay {
-		return k.wd
+		return k.WeightDecay
 	}
 	return 0
 }
 
-// run applies the update to chunk c.
+// moments returns an element's new moments from its gradient.
+func (k *kernel) moments(g, m, v float32) (nm, nv float32) {
+	gi := float64(g)
+	return float32(k.B1*float64(m) + k.A1*gi), float32(k.B2*float64(v) + k.A2*gi*gi)
+}
+
+// weight returns an element's new weight from its new moments, with
+// decay wd. It uses the stored (rounded) moments, as an all-float32
+// optimiser such as PyTorch's does.
+func (k *kernel) weight(w, nm, nv float32, wd float64) float32 {
+	mhat, vhat, wi := float64(nm)*k.Inv1, float64(nv)*k.Inv2, float64(w)
+	return float32(wi - k.LR*(mhat/(math.Sqrt(vhat)+k.Eps)+wd*wi))
+}
+
+// run applies the update to chunk c. (moments and weight are inlined:
+// the loop makes no call per element.)
 func (k *kernel) run(c chunk) {
 	w, g, m, v := k.w[c.lo:c.hi], k.g[c.lo:c.hi], k.m[c.lo:c.hi], k.v[c.lo:c.hi]
 	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
 	wd := k.decayOf(c)
 	for i := range w {
-		w[i], m[i], v[i] = k.step(w[i], g[i], m[i], v[i], wd)
+		nm, nv := k.moments(g[i], m[i], v[i])
+		w[i], m[i], v[i] = k.weight(w[i], nm, nv, wd), nm, nv
 	}
 }
 
@@ -357,10 +358,11 @@ func (k *kernel) run(c chunk) {
 // without storing it.
 func (k *kernel) check(c chunk) bool {
 	w, g, m, v := k.w[c.lo:c.hi], k.g[c.lo:c.hi], k.m[c.lo:c.hi], k.v[c.lo:c.hi]
+	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
 	wd := k.decayOf(c)
 	for i := range w {
-		nw, nm, nv := k.step(w[i], g[i], m[i], v[i], wd)
-		if !finite32(nw) || !finite32(nm) || !finite32(nv) {
+		nm, nv := k.moments(g[i], m[i], v[i])
+		if nw := k.weight(w[i], nm, nv, wd); !finite32(nw) || !finite32(nm) || !finite32(nv) {
 			return false
 		}
 	}
