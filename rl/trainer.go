@@ -92,7 +92,10 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--algo %s with --agg-rounds %d: search-only trains the search traces alone, which only the first round reads, so later rounds would be sampled for nothing; want 1",
 			AlgoSearchOnly, c.Pipeline.Rounds))
 	}
-	if (c.Algo == AlgoSpiral || c.Algo == AlgoAggOnly) && c.Pipeline.N2 == 1 && c.Pipeline.AggregationRounds() == 1 {
+	// Under SPIRAL a later round credits an aggregation trace with its
+	// worth to the next round's aggregator; agg-only masks that out, so
+	// there its later rounds do not help.
+	if c.Pipeline.N2 == 1 && (c.Algo == AlgoAggOnly || c.Algo == AlgoSpiral && c.Pipeline.AggregationRounds() == 1) {
 		errs = append(errs, fmt.Errorf("--algo %s with --n2 1: an aggregation trace's baseline is the mean reward of its subset's --n2 traces, so with one its advantage is always 0 and no aggregation trace would learn; want --n2 >= 2 (or --algo %s, which trains the search traces alone)",
 			c.Algo, AlgoSearchOnly))
 	}

@@ -682,14 +682,17 @@ func TestRolloutSpiralAblations(t *testing.T) {
 
 	// One aggregation trace per subset is its own baseline: an algorithm
 	// that trains aggregation traces would train none of them. Later
-	// rounds credit a trace through the next round's set values, and
-	// search-only needs no aggregation baseline, so those are allowed.
+	// rounds credit a trace through the next round's set values under
+	// SPIRAL, and search-only needs no aggregation baseline, so those are
+	// allowed; agg-only masks that credit out, so its later rounds do not
+	// help.
 	for _, tc := range []struct {
 		algo    string
 		rounds  int
 		refused bool
 	}{
 		{AlgoSpiral, 1, true}, {AlgoAggOnly, 1, true}, {AlgoSearchOnly, 1, false}, {AlgoSpiral, 2, false}, {AlgoGRPO, 1, false},
+		{AlgoAggOnly, 2, true},
 	} {
 		cfg := DefaultConfig()
 		cfg.Algo = tc.algo
