@@ -711,9 +711,16 @@ func warnNoUpdate(w io.Writer, path string, rule RewardRule) error {
 		}
 	}
 	if steps := len(ms); steps > 0 && none+skipped == steps {
-		why := fmt.Sprintf("%d of its %d steps drew no informative problem (every trace of each problem got the same reward: check the data's answers and the model's accuracy on them)", none, steps)
-		if skipped > 0 {
-			why += fmt.Sprintf(", %d skipped a non-finite update", skipped)
+		var why string
+		switch {
+		case none == 0:
+			// The data is not to blame: every step had a signal.
+			why = fmt.Sprintf("%d of its %d steps skipped a non-finite update", skipped, steps)
+		default:
+			why = fmt.Sprintf("%d of its %d steps drew no informative problem (every trace of each problem got the same reward: check the data's answers and the model's accuracy on them)", none, steps)
+			if skipped > 0 {
+				why += fmt.Sprintf(", %d skipped a non-finite update", skipped)
+			}
 		}
 		if cut > 0 {
 			why += fmt.Sprintf("; %d of the %d traces of the steps without an informative problem were cut at --max-new-tokens", cut, traces)

@@ -777,6 +777,9 @@ func TestWarnNoUpdate(t *testing.T) {
 			[]string{"10 of the 12 traces of the steps without an informative problem were cut at --max-new-tokens"}, []string{"--reward-truncated"}},
 		{"skipped and none", []string{`{"step":1,"no_update":true}`, `{"step":2,"examples":3,"update_skipped":"non-finite gradient"}`}, RewardRule{},
 			[]string{"1 of its 2 steps drew no informative problem", "1 skipped a non-finite update"}, nil},
+		// Every step skipped: the data is not to blame.
+		{"all skipped", []string{`{"step":1,"examples":3,"update_skipped":"gradient norm is NaN"}`, `{"step":2,"examples":3,"update_skipped":"gradient norm is NaN"}`}, RewardRule{},
+			[]string{"2 of its 2 steps skipped a non-finite update"}, []string{"informative", "check the data"}},
 		{"one update", []string{`{"step":1,"no_update":true}`, `{"step":2,"examples":3}`}, RewardRule{}, nil, nil},
 		{"no steps", nil, RewardRule{}, nil, nil},
 	} {
