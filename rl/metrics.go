@@ -216,15 +216,20 @@ func (m Metrics) Updated() bool { return !m.NoUpdate && m.UpdateSkipped == "" }
 
 // MarshalJSON writes m with a loss, entropy or gradient norm that is not
 // finite (a step whose update was skipped for it) as null, which JSON
-// can hold and NaN is not.
+// can hold and NaN is not; the engine log-probability differences, which
+// the same step's non-finite log-probabilities make NaN, likewise (and
+// left out when 0, as without an engine).
 func (m Metrics) MarshalJSON() ([]byte, error) {
 	type plain Metrics
 	return json.Marshal(struct {
 		plain
-		Loss     *float64 `json:"loss"`
-		Entropy  *float64 `json:"entropy"`
-		GradNorm *float64 `json:"grad_norm"`
-	}{plain(m), finiteOrNil(m.Loss), finiteOrNil(m.Entropy), finiteOrNil(m.GradNorm)})
+		Loss                 *float64        `json:"loss"`
+		Entropy              *float64        `json:"entropy"`
+		GradNorm             *float64        `json:"grad_norm"`
+		EngineLogProbDiff    json.RawMessage `json:"engine_logprob_diff,omitempty"`
+		EngineLogProbMaxDiff json.RawMessage `json:"engine_logprob_max_diff,omitempty"`
+	}{plain(m), finiteOrNil(m.Loss), finiteOrNil(m.Entropy), finiteOrNil(m.GradNorm),
+		omitZero(m.EngineLogProbDiff), omitZero(m.EngineLogProbMaxDiff)})
 }
 
 // finiteOrNil is &x, or nil when x is NaN or infinite.
@@ -235,20 +240,38 @@ func finiteOrNil(x float64) *float64 {
 	return &x
 }
 
+// omitZero is x as the JSON of an omitempty field: nothing when x is 0,
+// null when it is NaN or infinite.
+func omitZero(x float64) json.RawMessage {
+	if x == 0 {
+		return nil
+	}
+	if p := finiteOrNil(x); p != nil {
+		b, err := json.Marshal(*p)
+		if err == nil {
+			return b
+		}
+	}
+	return json.RawMessage("null")
+}
+
 // decodeMetrics reads one metrics.jsonl line. A line written before
 // no_update existed marks a step that trained nothing by "examples": 0
 // (always written then); a line without "examples" is taken as measured.
-// A null loss, entropy or gradient norm (MarshalJSON) reads as NaN.
+// A null loss, entropy, gradient norm or engine log-probability
+// difference (MarshalJSON) reads as NaN.
 func decodeMetrics(b []byte) (Metrics, error) {
 	var m Metrics
 	if err := json.Unmarshal(b, &m); err != nil {
 		return Metrics{}, err
 	}
 	var old struct {
-		Examples *int            `json:"examples"`
-		Loss     json.RawMessage `json:"loss"`
-		Entropy  json.RawMessage `json:"entropy"`
-		GradNorm json.RawMessage `json:"grad_norm"`
+		Examples      *int            `json:"examples"`
+		Loss          json.RawMessage `json:"loss"`
+		Entropy       json.RawMessage `json:"entropy"`
+		GradNorm      json.RawMessage `json:"grad_norm"`
+		EngineDiff    json.RawMessage `json:"engine_logprob_diff"`
+		EngineMaxDiff json.RawMessage `json:"engine_logprob_max_diff"`
 	}
 	if err := json.Unmarshal(b, &old); err != nil {
 		return m, nil
@@ -259,7 +282,8 @@ func decodeMetrics(b []byte) (Metrics, error) {
 	for _, f := range []struct {
 		raw json.RawMessage
 		v   *float64
-	}{{old.Loss, &m.Loss}, {old.Entropy, &m.Entropy}, {old.GradNorm, &m.GradNorm}} {
+	}{{old.Loss, &m.Loss}, {old.Entropy, &m.Entropy}, {old.GradNorm, &m.GradNorm},
+		{old.EngineDiff, &m.EngineLogProbDiff}, {old.EngineMaxDiff, &m.EngineLogProbMaxDiff}} {
 		if string(f.raw) == "null" {
 			*f.v = math.NaN()
 		}

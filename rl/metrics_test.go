@@ -127,3 +127,45 @@ func TestMetricsLineNoUpdate(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsEngineLogProbDiffNotFinite: the engine comparison of a step
+// whose learner log-probabilities came out NaN (the forward pass of a
+// step whose update is skipped for its non-finite gradient) is written
+// as null, as the loss is, and read back as NaN, so that the run goes on;
+// a finite one is written as it is, and none (the local engine) is left
+// out.
+func TestMetricsEngineLogProbDiffNotFinite(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		diff, max float64
+		want, not []string
+	}{
+		{"NaN", math.NaN(), math.NaN(), []string{`"engine_logprob_diff":null`, `"engine_logprob_max_diff":null`}, nil},
+		{"infinite", math.Inf(1), math.Inf(1), []string{`"engine_logprob_diff":null`, `"engine_logprob_max_diff":null`}, nil},
+		{"finite", 0.25, 1.5, []string{`"engine_logprob_diff":0.25`, `"engine_logprob_max_diff":1.5`}, nil},
+		{"local engine", 0, 0, nil, []string{"engine_logprob"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := Metrics{Step: 3, Examples: 2, EngineLogProbDiff: tc.diff, EngineLogProbMaxDiff: tc.max, EngineLogProbTokens: 4}
+			if tc.diff == 0 {
+				m.EngineLogProbTokens = 0
+			}
+			line := mustJSON(t, m)
+			for _, s := range tc.want {
+				require.Contains(t, string(line), s)
+			}
+			for _, s := range tc.not {
+				require.NotContains(t, string(line), s)
+			}
+			back, err := decodeMetrics(line)
+			require.NoError(t, err)
+			for _, f := range [][2]float64{{tc.diff, back.EngineLogProbDiff}, {tc.max, back.EngineLogProbMaxDiff}} {
+				if math.IsNaN(f[0]) || math.IsInf(f[0], 0) {
+					require.True(t, math.IsNaN(f[1]), "a non-finite figure reads back as NaN")
+				} else {
+					require.Equal(t, f[0], f[1])
+				}
+			}
+		})
+	}
+}
