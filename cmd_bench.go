@@ -121,7 +121,9 @@ func (f *benchFlags) checkContext(what string, r resolvedModel) error {
 	if what == "train" && f.tokens > limit {
 		return usageError{fmt.Errorf("--tokens %d: the model (%s) has %d positions (config.json max_position_embeddings)", f.tokens, r.name(), limit)}
 	}
-	if (what == "generate" || f.genRows > 0) && f.prompt+f.newTok > limit {
+	// Compared without the sum, which two large flags overflow past int's
+	// range into a negative that every limit passes.
+	if (what == "generate" || f.genRows > 0) && (f.prompt > limit || f.newTok > limit-f.prompt) {
 		return usageError{fmt.Errorf("--prompt-tokens %d + --new-tokens %d: the model (%s) has %d positions (config.json max_position_embeddings)", f.prompt, f.newTok, r.name(), limit)}
 	}
 	return nil

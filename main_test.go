@@ -305,3 +305,36 @@ func TestExportSidecars(t *testing.T) {
 	_, err = exportSidecars(rm, out, defaults)
 	require.ErrorContains(t, err, "tokenizer_config.json already exists and differs from spiral's tokenizer_config.json")
 }
+
+// TestBenchContext: bench refuses rows past the model's context
+// (config.json's max_position_embeddings); --prompt-tokens and
+// --new-tokens whose sum overflows int were let through once, to a
+// generation that allocated prompts of 2^63 tokens.
+func TestBenchContext(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"max_position_embeddings": 4096}`), 0o644))
+	r := resolvedModel{onnx: filepath.Join(dir, "model.onnx"), dir: dir}
+	const maxInt = int(^uint(0) >> 1)
+	for _, tc := range []struct {
+		what                 string
+		prompt, newTok, rows int
+		want                 string // "" for no error
+	}{
+		{"generate", 4000, 96, 0, ""},
+		{"generate", 4000, 97, 0, "--prompt-tokens 4000 + --new-tokens 97"},
+		{"generate", maxInt, 1, 0, fmt.Sprintf("--prompt-tokens %d + --new-tokens 1", maxInt)},
+		{"generate", 1, maxInt, 0, fmt.Sprintf("--prompt-tokens 1 + --new-tokens %d", maxInt)},
+		{"generate", maxInt / 2, maxInt/2 + 2, 0, "has 4096 positions"},
+		{"train", maxInt, 1, 1, fmt.Sprintf("--prompt-tokens %d + --new-tokens 1", maxInt)},
+		{"train", maxInt, 1, 0, ""}, // no generation: the flags are refused by validate instead
+	} {
+		f := benchFlags{tokens: 2, prompt: tc.prompt, newTok: tc.newTok, genRows: tc.rows}
+		err := f.checkContext(tc.what, r)
+		if tc.want == "" {
+			require.NoError(t, err, "%+v", tc)
+			continue
+		}
+		require.ErrorContains(t, err, tc.want, "%+v", tc)
+		require.ErrorAs(t, err, new(usageError))
+	}
+}
