@@ -140,6 +140,20 @@ func (f *dataFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.opt.Format, "format", "", "jsonl, json or parquet (default: from the extension)")
 }
 
+// unreadDataFlags refuses the flags of dataFlags given (changed) to a
+// command that reads no data file, where they would be ignored in
+// silence: files names the flags of the files they read, embedded what
+// the command reads instead.
+func unreadDataFlags(changed func(name string) bool, files, embedded string) error {
+	var errs []error
+	for _, name := range []string{"problem-field", "answer-field", "id-field", "format"} {
+		if changed(name) {
+			errs = append(errs, fmt.Errorf("--%s says how to read %s, and none is given: %s is read as it is", name, files, embedded))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // samplingFlags configure generation; maxNew 0 picks the model's default
 // trace length (see traceLength).
 type samplingFlags struct {
@@ -458,6 +472,9 @@ func (f *trainFlags) validate() error {
 	if f.sf.cfg.Temperature == 0 {
 		errs = append(errs, errors.New("--temperature 0 samples greedily: every trace of a problem would be the same, so no advantage is ever non-zero and no step trains; want a temperature > 0 (1 samples the policy being trained)"))
 	}
+	if f.data == "" && f.evalData == "" {
+		errs = append(errs, unreadDataFlags(f.changed, "--data and --eval-data", "the embedded task"))
+	}
 	if f.data != "" && f.evalData == "" {
 		// The embedded task's test split is the held-out set only when
 		// training on that task: asked-for evaluations would not run.
@@ -613,6 +630,9 @@ func (f *evalFlags) validate() error {
 	errs := []error{f.rf.validate(), f.sf.validate(), f.df.opt.Validate(), nonNegative("--limit", f.limit), f.engine.validate()}
 	if f.out == "" {
 		errs = append(errs, errors.New("--out is empty"))
+	}
+	if f.data == "" {
+		errs = append(errs, unreadDataFlags(f.changed, "--data", "the embedded task's test split"))
 	}
 	if f.engine.engine == "openai" && f.ckpt != "" {
 		errs = append(errs, errEngineCheckpoint)

@@ -338,3 +338,53 @@ func TestBenchContext(t *testing.T) {
 		require.ErrorAs(t, err, new(usageError))
 	}
 }
+
+// TestDataFlagsWithoutData: the flags that say how a data file is read
+// (--problem-field, --answer-field, --id-field, --format) are refused
+// by eval without --data and by train without --data or --eval-data,
+// where they were ignored in silence (an evaluation of the embedded
+// task ran as if they had not been given); with a data file to read
+// they are taken.
+func TestDataFlagsWithoutData(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string // nil: no such error
+	}{
+		{[]string{"eval", "--problem-field", "q"}, []string{"--problem-field says how to read --data, and none is given: the embedded task's test split is read as it is"}},
+		{[]string{"eval", "--format", "json", "--id-field", "-"}, []string{"--id-field says how to read --data", "--format says how to read --data"}},
+		{[]string{"train", "--answer-field", "gold"}, []string{"--answer-field says how to read --data and --eval-data, and none is given: the embedded task is read as it is"}},
+		{[]string{"eval", "--data", "p.jsonl", "--problem-field", "q", "--format", "jsonl"}, nil},
+		{[]string{"train", "--data", "p.jsonl", "--answer-field", "gold"}, nil},
+		{[]string{"train", "--eval-data", "e.jsonl", "--answer-field", "gold"}, nil},
+	} {
+		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
+			fs := pflag.NewFlagSet(tc.args[0], pflag.ContinueOnError)
+			var validate func() error
+			switch tc.args[0] {
+			case "eval":
+				var f evalFlags
+				f.register(fs)
+				validate = f.validate
+			case "train":
+				var f trainFlags
+				f.register(fs)
+				validate = f.validate
+			}
+			require.NoError(t, fs.Parse(tc.args[1:]))
+			err := validate()
+			if tc.want == nil {
+				if err != nil {
+					require.NotContains(t, err.Error(), "says how to read")
+				}
+				return
+			}
+			require.Error(t, err)
+			for _, w := range tc.want {
+				require.Contains(t, err.Error(), w)
+			}
+			var stderr bytes.Buffer
+			require.Equal(t, exitUsage, run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr}))
+			require.Contains(t, stderr.String(), tc.want[0])
+		})
+	}
+}
