@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
@@ -29,6 +30,11 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		}
 		if len(args) > 0 || *out == "" || (*ckpt == "" && *format != "hf") {
 			return usageError{errors.New("usage: spiral export --checkpoint DIR --out PATH [--format onnx|hf|peft] [--model SOURCE] (hf may omit --checkpoint)")}
+		}
+		// Refused before any work: the model would be written whole to a
+		// temporary file beside the directory, then fail to take its name.
+		if st, err := os.Stat(*out); err == nil && st.IsDir() && *format == "onnx" {
+			return usageError{fmt.Errorf("--out %s is a directory: --format onnx writes a .onnx file, its tokenizer and config.json beside it (such as --out %s); --format hf writes a directory", *out, filepath.Join(*out, "model.onnx"))}
 		}
 		r, err := mf.resolve(env.stderr)
 		if err != nil {

@@ -388,3 +388,29 @@ func TestDataFlagsWithoutData(t *testing.T) {
 		})
 	}
 }
+
+// TestExportOutDirectory: an onnx export's --out is the .onnx file to
+// write; an existing directory there is refused as a usage error before
+// any work, where it failed only after the whole model was written to a
+// temporary file ("rename ...: file exists"). hf and peft take a
+// directory.
+func TestExportOutDirectory(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"export", "--checkpoint", filepath.Join(dir, "absent"), "--out", dir}, exitUsage,
+			fmt.Sprintf("--out %s is a directory: --format onnx writes a .onnx file, its tokenizer and config.json beside it (such as --out %s)", dir, filepath.Join(dir, "model.onnx"))},
+		{[]string{"export", "--format", "onnx", "--checkpoint", filepath.Join(dir, "absent"), "--out", dir + "/"}, exitUsage, "is a directory"},
+		// A directory is what hf writes: the absent checkpoint is the error.
+		{[]string{"export", "--format", "hf", "--checkpoint", filepath.Join(dir, "absent"), "--out", dir}, exitFailure, filepath.Join(dir, "absent")},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, tc.code, code, "%q: %s", tc.args, stderr.String())
+		require.Contains(t, stderr.String(), tc.want, "%q", tc.args)
+	}
+}
