@@ -298,10 +298,21 @@ func (f *engineFlags) register(fs *pflag.FlagSet) {
 func (f *engineFlags) validate() error {
 	switch f.engine {
 	case "local":
+		var errs []error
 		if f.baseURL != "" || f.model != "" {
-			return errors.New("--base-url and --served-model need --engine openai")
+			errs = append(errs, errors.New("--base-url and --served-model need --engine openai"))
 		}
-		return nil
+		// The serving engine's other flags, which the local engine
+		// would ignore, a bad value included.
+		for _, x := range []struct {
+			flag  string
+			given bool
+		}{{"--api-key-env", f.keyEnv != ""}, {"--engine-concurrency", f.concurrency != rollout.DefaultEngineConcurrency}, {"--engine-timeout", f.timeout != rollout.DefaultEngineTimeout}} {
+			if x.given {
+				errs = append(errs, fmt.Errorf("%s is for --engine openai; the local engine would ignore it", x.flag))
+			}
+		}
+		return errors.Join(errs...)
 	case "openai":
 		var errs []error
 		if f.baseURL == "" {

@@ -414,3 +414,37 @@ func TestExportOutDirectory(t *testing.T) {
 		require.Contains(t, stderr.String(), tc.want, "%q", tc.args)
 	}
 }
+
+// TestEngineFlagsOfLocal: the serving engine's flags given with the
+// local engine are refused as usage errors, as --base-url and
+// --served-model are, where --api-key-env, --engine-concurrency and
+// --engine-timeout were ignored in silence, a bad value (--engine-timeout
+// -1s) included, and the run went ahead.
+func TestEngineFlagsOfLocal(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" for no error
+	}{
+		{[]string{"--engine-timeout", "-1s"}, "--engine-timeout is for --engine openai; the local engine would ignore it"},
+		{[]string{"--engine-concurrency", "0"}, "--engine-concurrency is for --engine openai"},
+		{[]string{"--api-key-env", "HOME"}, "--api-key-env is for --engine openai"},
+		{[]string{"--base-url", "http://127.0.0.1:1/v1"}, "--base-url and --served-model need --engine openai"},
+		{[]string{"--engine", "local"}, ""},
+		{[]string{"--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m", "--engine-timeout", "5s", "--engine-concurrency", "2"}, ""},
+	} {
+		fs := pflag.NewFlagSet("eval", pflag.ContinueOnError)
+		var f evalFlags
+		f.register(fs)
+		require.NoError(t, fs.Parse(tc.args))
+		err := f.engine.validate()
+		if tc.want == "" {
+			require.NoError(t, err, "%q", tc.args)
+			continue
+		}
+		require.ErrorContains(t, err, tc.want, "%q", tc.args)
+		var stderr bytes.Buffer
+		args := append([]string{"eval", "--out", t.TempDir()}, tc.args...)
+		require.Equal(t, exitUsage, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), "%q", args)
+		require.Contains(t, stderr.String(), tc.want)
+	}
+}
