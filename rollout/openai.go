@@ -778,6 +778,16 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 		}
 	}
 	if len(c.Tokens) > s.MaxNewTokens {
+		if ch.TokenIDs == nil {
+			// The engine sampled at most max_tokens, the stop token
+			// included: the local tokenizer splits its text otherwise.
+			with := ""
+			if c.Finish == FinishStop {
+				with = " (with the stop token that ended it)"
+			}
+			return Completion{}, fmt.Errorf("rollout: engine: tokenizing the text %s/completions answered gave %d tokens%s, over max_tokens %d, which the engine samples within: the local tokenizer splits the engine's text otherwise (does the engine serve the model given to spiral?)",
+				o.cfg.BaseURL, len(c.Tokens), with, s.MaxNewTokens)
+		}
 		return Completion{}, fmt.Errorf("rollout: engine: %s/completions answered a completion of %d tokens, over max_tokens %d", o.cfg.BaseURL, len(c.Tokens), s.MaxNewTokens)
 	}
 	return c, nil

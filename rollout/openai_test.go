@@ -259,6 +259,26 @@ func TestOpenAIFallsBackToLocalTokens(t *testing.T) {
 	require.Equal(t, []int32{5, 5, 2}, out[0].Tokens)
 	require.Equal(t, rollout.FinishStop, out[0].Finish)
 
+	// A local tokenizer that splits the engine's text otherwise (here two
+	// ids a letter) can make more tokens of it than the engine sampled
+	// (6 of max_tokens 8, the stop token included): the error says so
+	// rather than blaming the engine.
+	fake.finish = "stop"
+	fake.tokensOf = func([]int32, int64) []int32 { return []int32{5, 5, 5, 5, 5, 2} }
+	other := cfg
+	other.Tokenize = func(s string) ([]int32, error) {
+		var ids []int32
+		for i := range s {
+			ids = append(ids, int32(s[i]-'a'), 0)
+		}
+		return ids, nil
+	}
+	split, err := rollout.NewOpenAI(other)
+	require.NoError(t, err)
+	_, _, err = split.Generate(context.Background(), []rollout.Request{{Prompt: []int32{3}, Seed: 1}}, nil)
+	require.ErrorContains(t, err, "tokenizing the text "+srv.URL+"/v1/completions answered gave 11 tokens (with the stop token that ended it), over max_tokens 8")
+	require.ErrorContains(t, err, "the local tokenizer splits the engine's text otherwise")
+
 	cfg.Tokenize = nil
 	eng, err = rollout.NewOpenAI(cfg)
 	require.NoError(t, err)
