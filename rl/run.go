@@ -664,9 +664,11 @@ func truncateLog(path string, step int) error {
 			dropped = true
 		}
 	}
-	if !dropped {
+	if !dropped && (len(b) == 0 || b[len(b)-1] == '\n') {
 		return nil
 	}
+	// Rewritten too when its last line, kept, lacks its newline (a write
+	// cut just before it), which the next line appended would run into.
 	return atomicfile.WriteFile(path, keep.Bytes(), 0o666)
 }
 

@@ -908,3 +908,27 @@ func TestReadRunCurvesTornLastLine(t *testing.T) {
 		})
 	}
 }
+
+// TestTruncateLog: a resumed run's log keeps the lines of the steps up to
+// the one resumed, drops later and torn ones, and ends in a newline, so
+// that the next line appended starts a line of its own.
+func TestTruncateLog(t *testing.T) {
+	for _, tc := range []struct {
+		name, log, want string
+	}{
+		{"nothing after the step", "{\"step\":1}\n{\"step\":2}\n", "{\"step\":1}\n{\"step\":2}\n"},
+		{"a later step", "{\"step\":1}\n{\"step\":2}\n{\"step\":3}\n", "{\"step\":1}\n{\"step\":2}\n"},
+		{"a torn line", "{\"step\":1}\n{\"step\":2}\n{\"st", "{\"step\":1}\n{\"step\":2}\n"},
+		{"the last line without its newline", "{\"step\":1}\n{\"step\":2}", "{\"step\":1}\n{\"step\":2}\n"},
+		{"empty", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "metrics.jsonl")
+			require.NoError(t, os.WriteFile(path, []byte(tc.log), 0o644))
+			require.NoError(t, truncateLog(path, 2))
+			got, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, string(got))
+		})
+	}
+}
