@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -136,7 +138,20 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 		if err := plot(base + ".png"); err != nil {
 			return err
 		}
-		return report.WriteJSON(base+".json", rep)
+		if err := report.WriteJSON(base+".json", rep); err != nil {
+			return err
+		}
+		if traces == nil {
+			// An earlier evaluation's traces would sit beside this
+			// report as if they were its own.
+			stale := base + ".traces.jsonl"
+			if err := os.Remove(stale); err == nil {
+				fmt.Fprintf(env.stdout, "removed %s, an earlier evaluation's (--traces writes this one's)\n", stale)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		return nil
 	}
 	switch f.mode {
 	case "rsa":

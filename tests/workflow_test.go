@@ -164,6 +164,13 @@ func TestWorkflow(t *testing.T) {
 		require.Equal(t, want, countLines(t, filepath.Join(ev, mode+".traces.jsonl")), mode)
 		require.NoFileExists(t, filepath.Join(ev, mode+".traces.jsonl.partial"))
 	}
+	// An evaluation without --traces into that --out removes the earlier
+	// one's traces, which would pass for its own.
+	r = spiral(t, nil, "eval", "--model", sft, "--mode", "passk", "--limit", "3", "--samples", "2", "--max-new-tokens", "16", "--out", ev, "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoFileExists(t, filepath.Join(ev, "passk.traces.jsonl"))
+	require.Contains(t, r.stdout, "removed "+filepath.Join(ev, "passk.traces.jsonl")+", an earlier evaluation's")
+	require.FileExists(t, filepath.Join(ev, "rsa.traces.jsonl"), "another mode's traces stay")
 
 	// A model warm-started on the embedded task is evaluated on it with
 	// that task's trace length, not a given model's thousands of tokens.
