@@ -400,7 +400,8 @@ func ReadState(path string) (State, error) {
 // into opt's moments and step count, all in place, and returns its state.
 // Both safetensors headers are checked against w before any data is read;
 // every mismatch is listed in one *params.MismatchError whose File names
-// the file. Size and CRC-32C are checked against state.json; a mismatch is
+// the file (once the file's CRC-32C shows that the header naming other
+// tensors is intact, not damaged). Size and CRC-32C are checked against state.json; a mismatch is
 // an error naming the file (and leaves w partly loaded, see the package
 // doc). Loading a weights-only checkpoint with a non-nil opt is an error.
 func Load(path string, w *params.Store, opt *optim.AdamW) (State, error) {
@@ -456,6 +457,16 @@ func Load(path string, w *params.Store, opt *optim.AdamW) (State, error) {
 			var me *params.MismatchError
 			if !errors.As(err, &me) {
 				return State{}, fmt.Errorf("checkpoint: %s: %w", file, err)
+			}
+			// A header that parses but names other tensors may be a
+			// damaged one (a flipped bit in a name): the mismatch,
+			// which stops Newest's search, counts only when the file
+			// is intact. Read on an error path only.
+			if _, err := io.Copy(io.Discard, j.r); err != nil {
+				return State{}, fmt.Errorf("checkpoint: %s: %w", file, err)
+			}
+			if got, want := j.r.h.Sum32(), want.CRC32C; got != want {
+				return State{}, fmt.Errorf("checkpoint: %s: CRC-32C %08x, state.json records %08x (corrupted)", file, got, want)
 			}
 			for _, p := range me.Problems {
 				mismatch = append(mismatch, j.name+": "+p)

@@ -170,6 +170,10 @@ func TestCorruptionDetectedAndOlderSurvives(t *testing.T) {
 		{"bit flip in weights data", ModelFile, func(t *testing.T, p string) { flipByte(t, p, -5) }, "CRC-32C"},
 		{"bit flip in optimizer data", OptimizerFile, func(t *testing.T, p string) { flipByte(t, p, -1) }, "CRC-32C"},
 		{"header garbled", ModelFile, func(t *testing.T, p string) { flipByte(t, p, 8) }, "safetensors"},
+		// A flip that leaves the header valid JSON but renames a tensor
+		// ("q_proj" to "a_proj") is damage, not another model's layout.
+		{"tensor name garbled", ModelFile, func(t *testing.T, p string) { flipAt(t, p, "q_proj") }, "CRC-32C"},
+		{"moment name garbled", OptimizerFile, func(t *testing.T, p string) { flipAt(t, p, "q_proj") }, "CRC-32C"},
 		{"state garbled", StateFile, func(t *testing.T, p string) {
 			require.NoError(t, os.WriteFile(p, []byte(`{"format_version":1,"step":`), 0o644))
 		}, "corrupted"},
@@ -212,6 +216,16 @@ func flipByte(t *testing.T, path string, at int64) {
 	}
 	b[at] ^= 0x10
 	require.NoError(t, os.WriteFile(path, b, 0o644))
+}
+
+// flipByte's flip at the first occurrence of what in the file.
+func flipAt(t *testing.T, path, what string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	at := strings.Index(string(b), what)
+	require.GreaterOrEqual(t, at, 0, "%s holds %q", path, what)
+	flipByte(t, path, int64(at))
 }
 
 func TestMismatchListsEverything(t *testing.T) {
