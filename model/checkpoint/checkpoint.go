@@ -453,6 +453,9 @@ func Load(path string, w *params.Store, opt *optim.AdamW) (State, error) {
 			return State{}, fmt.Errorf("checkpoint: %s: %w", file, err)
 		}
 		j.h = h
+		if err := checkCounts(j.name, h.Metadata, st); err != nil {
+			return State{}, fmt.Errorf("checkpoint: %s: %w", filepath.Join(path, StateFile), err)
+		}
 		if err := params.CheckParts(h, j.parts...); err != nil {
 			var me *params.MismatchError
 			if !errors.As(err, &me) {
@@ -492,6 +495,21 @@ func Load(path string, w *params.Store, opt *optim.AdamW) (State, error) {
 		}
 	}
 	return st, nil
+}
+
+// checkCounts compares the step counts st records with those Save also
+// wrote in the metadata of file (under the file's checksum; state.json
+// has none): a difference is damage to one of them.
+func checkCounts(file string, meta map[string]string, st State) error {
+	what, key, want := "step", "spiral_step", st.Step
+	if file == OptimizerFile {
+		what, key, want = "optimizer_steps", "spiral_optimizer_steps", st.OptimizerSteps
+	}
+	got, ok := meta[key]
+	if !ok || got == strconv.FormatInt(want, 10) {
+		return nil
+	}
+	return fmt.Errorf("%s %d, but %s records %s (corrupted)", what, want, file, got)
 }
 
 type crcReader struct {

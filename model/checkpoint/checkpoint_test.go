@@ -177,6 +177,12 @@ func TestCorruptionDetectedAndOlderSurvives(t *testing.T) {
 		{"state garbled", StateFile, func(t *testing.T, p string) {
 			require.NoError(t, os.WriteFile(p, []byte(`{"format_version":1,"step":`), 0o644))
 		}, "corrupted"},
+		// state.json has no checksum of its own: a flip in a digit of
+		// its step or optimiser step count leaves it valid JSON.
+		{"step in state garbled", StateFile, func(t *testing.T, p string) { replaceIn(t, p, `"step":200`, `"step":201`) }, "corrupted"},
+		{"optimizer steps in state garbled", StateFile, func(t *testing.T, p string) {
+			replaceIn(t, p, `"optimizer_steps":3`, `"optimizer_steps":7`)
+		}, "corrupted"},
 		{"weights file missing", ModelFile, func(t *testing.T, p string) { require.NoError(t, os.Remove(p)) }, "no such file"},
 	}
 	for _, tc := range cases {
@@ -226,6 +232,15 @@ func flipAt(t *testing.T, path, what string) {
 	at := strings.Index(string(b), what)
 	require.GreaterOrEqual(t, at, 0, "%s holds %q", path, what)
 	flipByte(t, path, int64(at))
+}
+
+// replaceIn replaces the one occurrence of old in the file by new.
+func replaceIn(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(string(b), old), "%s holds %q once", path, old)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644))
 }
 
 func TestMismatchListsEverything(t *testing.T) {

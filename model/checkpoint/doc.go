@@ -25,6 +25,9 @@
 // Integrity: state.json records the size and CRC-32C (Castagnoli) of both
 // safetensors files; Load checks them, so truncation and bit flips inside
 // tensor data are reported with the file's path, not loaded silently.
+// state.json has no checksum of its own; its step and optimiser step
+// count are checked against the copies Save writes in the safetensors
+// metadata (spiral_step, spiral_optimizer_steps).
 // Before any data is read, both safetensors headers are checked against
 // the Store and the optimiser, and every mismatch (missing, unexpected,
 // wrong dtype, wrong shape) is listed in one error; the Store is then
