@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // DType is a safetensors element type, spelled as in the header ("F32").
@@ -288,6 +289,13 @@ func headerJSON(infos []TensorInfo, meta map[string]string) ([]byte, error) {
 	sb.WriteByte('{')
 	first := true
 	if len(meta) > 0 {
+		for k, v := range meta {
+			for _, s := range []string{k, v} {
+				if !utf8.ValidString(s) {
+					return nil, fmt.Errorf("params: safetensors: metadata %q is not valid UTF-8", s)
+				}
+			}
+		}
 		m, err := json.Marshal(meta)
 		if err != nil {
 			return nil, fmt.Errorf("params: safetensors: metadata: %w", err)
@@ -300,6 +308,10 @@ func headerJSON(infos []TensorInfo, meta map[string]string) ([]byte, error) {
 	for _, t := range infos {
 		if t.Name == "__metadata__" || t.Name == "" {
 			return nil, fmt.Errorf("params: safetensors: invalid tensor name %q", t.Name)
+		}
+		// JSON would carry it with U+FFFD for its bad bytes: another name.
+		if !utf8.ValidString(t.Name) {
+			return nil, fmt.Errorf("params: safetensors: tensor name %q is not valid UTF-8", t.Name)
 		}
 		if seen[t.Name] {
 			return nil, fmt.Errorf("params: safetensors: duplicate tensor name %q", t.Name)

@@ -296,3 +296,44 @@ func TestWriteFuncMatchesStoreWriter(t *testing.T) {
 	err = WriteFunc(&bytes.Buffer{}, nil, s.Specs(), func(int, []float32) ([]float32, error) { return nil, boom })
 	require.ErrorIs(t, err, boom)
 }
+
+// TestWriteRefusesNamesJSONCannotHold: the header is JSON, whose strings
+// are UTF-8; a name or metadata entry that is not valid UTF-8 would be
+// written with U+FFFD in place of its bad bytes, a tensor of another name
+// (and one two such names would share). The writers refuse it instead.
+func TestWriteRefusesNamesJSONCannotHold(t *testing.T) {
+	bad := "w\xff"
+	for _, tc := range []struct {
+		name  string
+		write func() error
+	}{
+		{"store tensor name", func() error {
+			s, err := NewStore([]Spec{{Name: bad, Shape: []int64{1}}})
+			require.NoError(t, err)
+			return s.WriteSafetensors(&bytes.Buffer{}, nil, nil)
+		}},
+		{"renamed", func() error {
+			s, err := NewStore([]Spec{{Name: "w", Shape: []int64{1}}})
+			require.NoError(t, err)
+			return s.WriteSafetensors(&bytes.Buffer{}, nil, func(n string) string { return n + "\xff" })
+		}},
+		{"WriteFunc spec", func() error {
+			return WriteFunc(&bytes.Buffer{}, nil, []Spec{{Name: bad, Shape: []int64{1}}}, func(_ int, buf []float32) ([]float32, error) { return buf, nil })
+		}},
+		{"raw tensor", func() error {
+			return Encode(&bytes.Buffer{}, []RawTensor{{Name: bad, DType: U8, Shape: []int64{1}, Data: []byte{1}}}, nil)
+		}},
+		{"metadata key", func() error {
+			return Encode(&bytes.Buffer{}, nil, map[string]string{bad: "v"})
+		}},
+		{"metadata value", func() error {
+			return Encode(&bytes.Buffer{}, nil, map[string]string{"k": bad})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.write()
+			require.ErrorContains(t, err, "not valid UTF-8")
+			require.ErrorContains(t, err, `"w\xff"`)
+		})
+	}
+}
