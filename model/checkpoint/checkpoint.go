@@ -185,7 +185,7 @@ func Save(dir string, w *params.Store, opt *optim.AdamW, st State, o Options) (s
 	if _, err := os.Lstat(final); err == nil {
 		// Move the old checkpoint of this step aside first: rename cannot
 		// replace a non-empty directory.
-		old = filepath.Join(dir, tmpPrefix+"old-"+name+"-"+filepath.Base(tmp)[len(tmpPrefix+name+"-"):])
+		old = filepath.Join(dir, movedAsidePrefix+name+"-"+filepath.Base(tmp)[len(tmpPrefix+name+"-"):])
 		if err := os.Rename(final, old); err != nil {
 			return "", fmt.Errorf("checkpoint: move aside %s: %w", final, err)
 		}
@@ -307,9 +307,11 @@ func writeLatest(dir, name string) error {
 
 // removeStale deletes temporary files and directories left in dir by an
 // interrupted Save: its checkpoint directories (tmpPrefix) and the
-// latest pointer's temporary file (atomicfile.Write's .latest.tmp-*).
+// latest pointer's temporary file (atomicfile.Write's .latest.tmp-*),
+// once a checkpoint moved aside has been put back (restoreMovedAside).
 // Errors are ignored: they only leave litter behind.
 func removeStale(dir string) {
+	restoreMovedAside(dir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -317,6 +319,44 @@ func removeStale(dir string) {
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), tmpPrefix) || strings.HasPrefix(e.Name(), "."+LatestFile+".tmp-") {
 			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// movedAsidePrefix begins the name Save gives a checkpoint it replaces
+// while the new one takes its name.
+const movedAsidePrefix = tmpPrefix + "old-"
+
+// restoreMovedAside puts back under its name a checkpoint that a Save of
+// its step moved aside, where a crash between the two renames left no
+// checkpoint of that name: the one moved aside is complete. Errors are
+// ignored: the checkpoint then stays aside, as before.
+func restoreMovedAside(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), movedAsidePrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		i := strings.LastIndexByte(rest, '-') // before Save's random suffix
+		if i < 0 {
+			continue
+		}
+		name := rest[:i]
+		if _, ok := parseDirName(name); !ok {
+			continue
+		}
+		final, aside := filepath.Join(dir, name), filepath.Join(dir, e.Name())
+		if _, err := os.Stat(filepath.Join(aside, StateFile)); err != nil {
+			continue // not a whole checkpoint: litter
+		}
+		if _, err := os.Lstat(final); errors.Is(err, fs.ErrNotExist) {
+			if os.Rename(aside, final) == nil {
+				_ = syncDir(dir)
+			}
 		}
 	}
 }
@@ -531,6 +571,7 @@ func (c *crcReader) Read(p []byte) (int, error) {
 // different model) are not skipped over: they stop the search, since
 // older checkpoints of the same run would mismatch too.
 func Resume(dir string, w *params.Store, opt *optim.AdamW) (path string, st State, skipped []error, err error) {
+	restoreMovedAside(dir)
 	path, skipped, err = Newest(dir, func(p string) error {
 		var err error
 		st, err = Load(p, w, opt)

@@ -374,6 +374,32 @@ func TestSaveReplacesSameStepAndCleansStale(t *testing.T) {
 	}
 }
 
+// TestCheckpointMovedAsideRestored: a crash between a Save's two renames
+// (the old checkpoint of its step moved aside, the new one not yet in its
+// place) leaves the old one aside, complete: Resume and the next Save
+// put it back under its name rather than losing it.
+func TestCheckpointMovedAsideRestored(t *testing.T) {
+	for _, then := range []string{"resume", "save"} {
+		t.Run(then, func(t *testing.T) {
+			dir := t.TempDir()
+			saved := saveSteps(t, dir, []int64{1, 2}, Options{})
+			require.NoError(t, os.Rename(filepath.Join(dir, DirName(2)), filepath.Join(dir, ".tmp-old-"+DirName(2)+"-0123456789abcdef")))
+			if then == "save" {
+				saveSteps(t, dir, []int64{3}, Options{})
+				require.DirExists(t, filepath.Join(dir, DirName(2)))
+				return
+			}
+			w, o := fresh(t)
+			path, st, skipped, err := Resume(dir, w, o)
+			require.NoError(t, err)
+			require.Empty(t, skipped)
+			require.Equal(t, filepath.Join(dir, DirName(2)), path)
+			require.Equal(t, int64(2), st.Step)
+			requireBits(t, saved[2], w, "the checkpoint moved aside")
+		})
+	}
+}
+
 func TestSaveErrors(t *testing.T) {
 	w, o := trained(t, rand.New(rand.NewPCG(8, 8)), 0)
 	_, err := Save(t.TempDir(), w, o, State{Step: -1}, Options{})

@@ -18,9 +18,12 @@
 // to its final name and fsyncs DIR; then it replaces DIR/latest by writing
 // a temporary file, fsyncing it and renaming it over the old pointer. A
 // crash at any point leaves either the old or the new checkpoint complete
-// and a pointer naming a complete checkpoint. Stale temporary directories
-// (and the pointer's temporary file) are removed by the next Save. One
-// writer per DIR is assumed.
+// and a pointer naming a complete checkpoint. A Save of a step that has a
+// checkpoint moves the old one aside (DIR/.tmp-old-ckpt-000100-*) before
+// renaming the new one to its name; a crash between the two leaves the
+// old one there, which Resume and the next Save put back. Stale temporary
+// directories (and the pointer's temporary file) are removed by the next
+// Save. One writer per DIR is assumed.
 //
 // Integrity: state.json records the size and CRC-32C (Castagnoli) of both
 // safetensors files; Load checks them, so truncation and bit flips inside
