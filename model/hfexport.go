@@ -435,7 +435,9 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 			return 0, fmt.Errorf("model: hf export: %w", err)
 		}
 	}
-	if err := stage.Commit(names...); err != nil {
+	// An earlier peft export's adapter there would make transformers load
+	// it on its base model instead of these weights: removed.
+	if err := stage.Commit(append(names, PEFTWeightsFile, PEFTConfigFile)...); err != nil {
 		return 0, fmt.Errorf("model: hf export: %w", err)
 	}
 	return len(srcs), nil

@@ -199,7 +199,10 @@ func TestExportsReplaceTheirFilesTogether(t *testing.T) {
 	none, err := params.NewStore(nil)
 	require.NoError(t, err)
 	out := t.TempDir()
-	for name, body := range map[string]string{model.HFWeightsFile: "old weights", model.ConfigFile: "{}", "generation_config.json": "{}", "README.md": "mine"} {
+	// An earlier peft export's files there would make transformers load
+	// that adapter on its base instead of these weights: removed too.
+	for name, body := range map[string]string{model.HFWeightsFile: "old weights", model.ConfigFile: "{}", "generation_config.json": "{}", "README.md": "mine",
+		model.PEFTConfigFile: `{"r": 64}`, model.PEFTWeightsFile: "old adapters"} {
 		require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte(body), 0o666))
 	}
 	_, err = model.ExportHF(context.Background(), src, "", out, none, lmgraph.LoRA{}, nil)
