@@ -134,6 +134,11 @@ type planReport struct {
 	// MaxGenRows is the most rows of --gen-capacity positions generation
 	// fits.
 	MaxGenRows int `json:"max_gen_rows"`
+	// TrainingGenerateTotal and MaxTrainingGenRows are generation's peak
+	// and rows within spiral train, whose gradients and AdamW moments
+	// stay allocated through the rollouts.
+	TrainingGenerateTotal int64 `json:"training_generate_total_bytes"`
+	MaxTrainingGenRows    int   `json:"max_training_gen_rows"`
 	// Traffic is what crosses between host and device memory on CUDA.
 	Traffic memplan.Traffic `json:"device_traffic"`
 }
@@ -157,8 +162,16 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--gen-rows/--gen-capacity: %w", err)}
 	}
+	held := tr // the loop below changes tr's rows
+	inTraining := gen
+	inTraining.Training = &held
+	trainingGen, err := memplan.GeneratePeak(arch, inTraining)
+	if err != nil {
+		return usageError{fmt.Errorf("--gen-rows/--gen-capacity/--lora-rank: %w", err)}
+	}
 	rep := planReport{Arch: arch, Params: arch.Params(), DeviceMemory: budget, Train: train, TrainTotal: memplan.Total(train),
 		Generate: generate, GenerateTotal: memplan.Total(generate), MaxTokens: map[int]int{}, MaxGenRows: memplan.MaxRows(arch, gen, budget),
+		TrainingGenerateTotal: memplan.Total(trainingGen), MaxTrainingGenRows: memplan.MaxRows(arch, inTraining, budget),
 		Traffic: memplan.DeviceTraffic(arch, gen, tr)}
 	for _, rows := range []int{1, 2, 4, 8, 16} {
 		tr.Rows = rows
@@ -185,6 +198,7 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 		fmt.Fprintf(w, "  %s\t%10s\n", it.Name, gib(it.Bytes))
 	}
 	fmt.Fprintf(w, "  peak\t%10s\n", gib(rep.GenerateTotal))
+	fmt.Fprintf(w, "  peak in train (its gradients and AdamW moments held)\t%10s\n", gib(rep.TrainingGenerateTotal))
 	fmt.Fprintf(w, "\nhost <-> device with --device cuda\n")
 	fmt.Fprintf(w, "  per decode step (token ids, mask, positions, cache indices, logits)\t%10s\n", mib(rep.Traffic.DecodeStep))
 	fmt.Fprintf(w, "  once (the weights, shared by generation and training)\t%10s\n", gib(rep.Traffic.Weights))
@@ -206,10 +220,15 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	if c := arch.Context; c > 0 && rep.MaxTokens[1] > c {
 		fmt.Fprintf(env.stdout, "  (rows past the model's %d positions, config.json max_position_embeddings, are no use)\n", c)
 	}
-	if rep.MaxGenRows > 0 {
-		fmt.Fprintf(env.stdout, "  generation, %d positions per row: up to %d rows\n", f.genCapacity, rep.MaxGenRows)
-	} else {
-		fmt.Fprintf(env.stdout, "  generation, %d positions per row: does not fit\n", f.genCapacity)
+	for _, g := range []struct {
+		what string
+		rows int
+	}{{"generation", rep.MaxGenRows}, {"generation in train (its gradients and moments held)", rep.MaxTrainingGenRows}} {
+		if g.rows > 0 {
+			fmt.Fprintf(env.stdout, "  %s, %d positions per row: up to %d rows\n", g.what, f.genCapacity, g.rows)
+		} else {
+			fmt.Fprintf(env.stdout, "  %s, %d positions per row: does not fit\n", g.what, f.genCapacity)
+		}
 	}
 	return nil
 }

@@ -327,10 +327,17 @@ type Generate struct {
 	Rows, Capacity int
 	// CallBytes is model.LMOptions.CallBytes.
 	CallBytes int64
+	// Training, when not nil, makes these the rollouts of a training run
+	// (spiral train) of that fine-tune (its LoRARank and LoRATargets):
+	// its gradients and AdamW's moments stay allocated while it
+	// generates (only the KV cache is released for the training step),
+	// and LoRA's adapters are weights generation reads too.
+	Training *Train
 }
 
 // GeneratePeak itemises generation's peak: the weights, the KV cache,
-// one call's temporaries and the logits.
+// one call's temporaries and the logits, and within a training run
+// (g.Training) its gradients and moments.
 func GeneratePeak(a Arch, g Generate) ([]Item, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
@@ -340,14 +347,27 @@ func GeneratePeak(a Arch, g Generate) ([]Item, error) {
 	}
 	var s sizer
 	rows := int64(g.Rows)
+	shape := fmt.Sprintf("%d rows x %d positions", g.Rows, g.Capacity)
+	weights := 4 * a.Params()
+	var held []Item
+	if t := g.Training; t != nil {
+		trained := a.Params()
+		if t.LoRARank > 0 {
+			shape = fmt.Sprintf("%s, LoRA rank %d", shape, t.LoRARank)
+			trained = s.bytes("LoRA adapters", int64(t.LoRARank), a.LoRAParams(1, t.LoRATargets)).Bytes
+			weights += 4 * trained
+		}
+		held = []Item{s.bytes("gradients (held by training)", 4, trained), s.bytes("AdamW moments (held by training)", 8, trained)}
+	}
 	items := []Item{
-		{"weights", 4 * a.Params()},
+		{"weights", weights},
 		s.bytes("KV cache", int64(a.Layers)*2*int64(a.KVHeads)*int64(a.HeadDim)*4, rows, int64(g.Capacity)),
 		{"one call's temporaries", g.CallBytes},
 		s.bytes("logits and sampling", rows, int64(a.Vocab)*4*3),
 		{"runtime (ONNX Runtime, sessions, Go)", Baseline},
 	}
-	if err := s.err(fmt.Sprintf("%d rows x %d positions", g.Rows, g.Capacity)); err != nil {
+	items = append(items, held...)
+	if err := s.err(shape); err != nil {
 		return nil, err
 	}
 	return items, nil

@@ -231,3 +231,48 @@ func TestKeptValues(t *testing.T) {
 		require.Equal(t, tc.want, got, "KeptBytes %d", tc.kept)
 	}
 }
+
+// TestGeneratePeakInTraining: the rollouts of a training run hold its
+// gradients and AdamW moments (allocated for the whole run; only the KV
+// cache is released for the step), and with LoRA read the adapters too.
+// Qwen3-4B (4,022,468,096 parameters; LoRA r = 16 on every projection:
+// 33,030,144), 5,120 positions a row: a row is 36 x 2 x 8 x 128 x 4 x
+// 5,120 bytes of cache and 151,936 x 12 of logits (1,511,772,672), beside
+// 512 MiB of call temporaries and the runtime's 400 MiB. On 80 GB a full
+// fine-tune's 16 bytes a parameter leave room for 9 rows, not the 41 that
+// generation alone fits.
+func TestGeneratePeakInTraining(t *testing.T) {
+	a, _ := memplan.Named("qwen3-4b")
+	const params, lora = int64(4_022_468_096), int64(33_030_144)
+	require.Equal(t, params, a.Params())
+	require.Equal(t, lora, a.LoRAParams(16, nil))
+	for _, c := range []struct {
+		name     string
+		training *memplan.Train
+		want     map[string]int64 // items besides the KV cache, call, logits and runtime
+		rows     int              // MaxRows on 80 GB
+	}{
+		{"generation alone", nil, map[string]int64{"weights": 4 * params}, 41},
+		{"full fine-tune", &memplan.Train{}, map[string]int64{"weights": 4 * params,
+			"gradients (held by training)": 4 * params, "AdamW moments (held by training)": 8 * params}, 9},
+		{"LoRA r = 16", &memplan.Train{LoRARank: 16}, map[string]int64{"weights": 4*params + 4*lora,
+			"gradients (held by training)": 4 * lora, "AdamW moments (held by training)": 8 * lora}, 41},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := memplan.Generate{Rows: 2, Capacity: 5120, CallBytes: 512 << 20, Training: c.training}
+			items, err := memplan.GeneratePeak(a, g)
+			require.NoError(t, err)
+			got := map[string]int64{}
+			for _, it := range items {
+				got[it.Name] = it.Bytes
+			}
+			want := map[string]int64{"KV cache": 2 * 36 * 2 * 8 * 128 * 4 * 5120, "one call's temporaries": 512 << 20,
+				"logits and sampling": 2 * 151936 * 12, "runtime (ONNX Runtime, sessions, Go)": memplan.Baseline}
+			for k, v := range c.want {
+				want[k] = v
+			}
+			require.Equal(t, want, got)
+			require.Equal(t, c.rows, memplan.MaxRows(a, g, 80e9))
+		})
+	}
+}
