@@ -88,11 +88,7 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z *ortc.Value, pos
 
 	// Pass 2: gradients, tile by tile: all positions against as wide a
 	// block of the vocabulary as the bound allows, else fewer positions.
-	block := max(1, min(V, int(e.opt.LossChunkBytes/int64(N*4*gradLive))))
-	rowsPerTile := N
-	if int64(N*block*4*gradLive) > e.opt.LossChunkBytes {
-		rowsPerTile = max(1, int(e.opt.LossChunkBytes/int64(block*4*gradLive)))
-	}
+	block, rowsPerTile := tableTile(e.opt.LossChunkBytes, N, V, hidden)
 	local := make([]int64, N)
 	i, trained := e.trained[h.Table]
 	trained = trained && h.TableTrained
@@ -164,6 +160,22 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z *ortc.Value, pos
 		tview.Release()
 	}
 	return hs.gradient(e)
+}
+
+// tableTile returns the vocabulary entries (block) and positions
+// (rows) of one Grad tile of n positions against a vocab-entry table of
+// hidden-wide rows, as many as fit lossChunkBytes (at least one of
+// each): the tile's [rows x block] tensors (gradLive of them) and the
+// table's gradient block [block, hidden] that the call returns, which
+// at few positions is the larger (all the table's, 4 x vocab x hidden
+// bytes, for one position).
+func tableTile(lossChunkBytes int64, n, vocab, hidden int) (block, rows int) {
+	block = max(1, min(vocab, int(lossChunkBytes/(4*(int64(n)*gradLive+int64(hidden))))))
+	rows = n
+	if int64(n)*int64(block)*4*gradLive > lossChunkBytes {
+		rows = max(1, int(lossChunkBytes/(int64(block)*4*gradLive)))
+	}
+	return block, rows
 }
 
 // tableBlock returns the head table's block of vocabulary entries
