@@ -18,6 +18,7 @@ import (
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/memplan"
 	"github.com/spiral-rl/spiral/model/qwen3"
+	"github.com/spiral-rl/spiral/rollout"
 )
 
 // planFlags are spiral plan's flags.
@@ -157,7 +158,7 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--rows/--tokens/--lora-rank: %w", err)}
 	}
-	gen := memplan.Generate{Rows: f.genRows, Capacity: f.genCapacity, CallBytes: int64(f.genCallMiB) << 20}
+	gen := memplan.Generate{Rows: f.genRows, Capacity: f.genCapacity, CallBytes: int64(f.genCallMiB) << 20, Chunk: rollout.PrefillChunk}
 	generate, err := memplan.GeneratePeak(arch, gen)
 	if err != nil {
 		return usageError{fmt.Errorf("--gen-rows/--gen-capacity: %w", err)}

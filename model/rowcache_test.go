@@ -8,7 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/memplan"
 	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/model/qwen3"
 )
 
 // aloneLogits runs lm (full-sequence logits) on seq alone and returns the
@@ -160,6 +162,14 @@ func TestCallRows(t *testing.T) {
 	span := 500 + 64
 	perRow := 2*2*span*32*4 + 13*4*64*span*4 + 100*4
 	require.Equal(t, model.DefaultCallBytes/perRow, p.LM.CallRows(500, 64))
+	// spiral plan's one row of a prefill chunk (memplan) is this
+	// estimate: a budget of two of its rows takes two, a byte less one.
+	items, err := memplan.GeneratePeak(memplan.FromQwen3(qwen3.Tiny()), memplan.Generate{Rows: 1, Capacity: 500, CallBytes: 1, Chunk: 64})
+	require.NoError(t, err)
+	row := items[2].Bytes
+	require.Equal(t, int64(perRow), row)
+	require.Equal(t, 2, p.LM.CallRowsWithin(2*row, 500, 64))
+	require.Equal(t, 1, p.LM.CallRowsWithin(2*row-1, 500, 64))
 	// A call of one position per row runs on the decode graph, which
 	// writes the cache in place: no present is made.
 	require.NotEmpty(t, p.Artifacts.DecodePath())

@@ -234,8 +234,8 @@ func (s *Sampler) CacheBytes() int64 {
 	return s.cache.Bytes()
 }
 
-// prefillChunk is how many prompt positions one prefill call feeds.
-const prefillChunk = 256
+// PrefillChunk is how many prompt positions one prefill call feeds.
+const PrefillChunk = 256
 
 // row is one sequence in flight.
 type row struct {
@@ -434,7 +434,7 @@ func promptKey(ids []int32) string {
 }
 
 // prefillRows feeds the prompts of fresh, which occupy the cache rows
-// r0.., in chunks of prefillChunk positions: the prompts are
+// r0.., in chunks of PrefillChunk positions: the prompts are
 // right-aligned, so that in every chunk each row's new tokens are its
 // last entries and the last chunk ends every prompt. It returns each
 // row's last logits [len(fresh), vocab] and the number of model calls.
@@ -447,8 +447,8 @@ func (s *Sampler) prefillRows(ctx context.Context, fresh []*row, r0 int) ([]floa
 	}
 	var last []float32
 	calls := 0
-	for c0 := 0; c0 < width; c0 += prefillChunk {
-		S := min(prefillChunk, width-c0)
+	for c0 := 0; c0 < width; c0 += PrefillChunk {
+		S := min(PrefillChunk, width-c0)
 		tokens := make([]int64, n*S)
 		real := make([]int, n)
 		for i, r := range fresh {

@@ -327,6 +327,9 @@ type Generate struct {
 	Rows, Capacity int
 	// CallBytes is model.LMOptions.CallBytes.
 	CallBytes int64
+	// Chunk is the prompt positions one prefill call feeds
+	// (rollout.PrefillChunk); 0 plans no prefill (CallBytes alone).
+	Chunk int
 	// Training, when not nil, makes these the rollouts of a training run
 	// (spiral train) of that fine-tune (its LoRARank and LoRATargets):
 	// its gradients and AdamW's moments stay allocated while it
@@ -362,7 +365,7 @@ func GeneratePeak(a Arch, g Generate) ([]Item, error) {
 	items := []Item{
 		{"weights", weights},
 		s.bytes("KV cache", int64(a.Layers)*2*int64(a.KVHeads)*int64(a.HeadDim)*4, rows, int64(g.Capacity)),
-		{"one call's temporaries", g.CallBytes},
+		callTemporaries(&s, a, g),
 		s.bytes("logits and sampling", rows, int64(a.Vocab)*4*3),
 		{"runtime (ONNX Runtime, sessions, Go)", Baseline},
 	}
@@ -389,6 +392,32 @@ func MaxTokens(a Arch, t Train, budget int64) int {
 		}
 	}
 	return best
+}
+
+// ScoresPerRow is how many [heads, S, past + S] float32 tensors a row
+// of a generation call is budgeted at: model's scoresLive, with which
+// LM.CallRowsWithin splits a call into rows within the call budget.
+const ScoresPerRow = 13
+
+// callTemporaries is one generation call's temporaries: the call budget,
+// or, where one row of a prefill chunk over the whole capacity takes
+// more (every call takes at least one row), that row's, as
+// LM.CallRowsWithin estimates it for the sampling graph (grouped
+// attention, the last position's logits): the layer's present keys and
+// values, ScoresPerRow score-sized tensors and the logits.
+func callTemporaries(s *sizer, a Arch, g Generate) Item {
+	const name = "one call's temporaries"
+	if g.Chunk <= 0 {
+		return Item{name, g.CallBytes}
+	}
+	perSpan := 2*int64(a.KVHeads)*int64(a.HeadDim) + ScoresPerRow*int64(a.Heads)*int64(g.Chunk)
+	row := s.bytes(name, 4, perSpan, int64(g.Capacity)+int64(g.Chunk))
+	row.Bytes = min(MaxBytes, row.Bytes+4*int64(a.Vocab))
+	if row.Bytes <= g.CallBytes {
+		return Item{name, g.CallBytes}
+	}
+	row.Name = name + " (one row of a prefill chunk, past the budget)"
+	return row
 }
 
 // MaxRows returns the most rows of g.Capacity positions that generation

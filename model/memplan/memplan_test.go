@@ -232,6 +232,33 @@ func TestKeptValues(t *testing.T) {
 	}
 }
 
+// TestCallTemporaries: a generation call takes at least one row, so the
+// call's temporaries are the budget or, where it is more, one row of a
+// prefill chunk over the whole capacity, by hand for Qwen3-4B (8 KV
+// heads, 32 heads, head_dim 128, vocabulary 151,936), 256 positions over
+// 5,120: 4 x (2 x 8 x 5,376 x 128 + 13 x 32 x 256 x 5,376 + 151,936) =
+// 4 x (11,010,048 + 572,522,496 + 151,936) bytes.
+func TestCallTemporaries(t *testing.T) {
+	a, _ := memplan.Named("qwen3-4b")
+	const row = 4 * (11_010_048 + 572_522_496 + 151_936)
+	for _, c := range []struct {
+		name      string
+		chunk     int
+		callBytes int64
+		want      int64
+		past      bool
+	}{
+		{"no prefill planned", 0, 512 << 20, 512 << 20, false},
+		{"a row past the budget", 256, 512 << 20, row, true},
+		{"a row within the budget", 256, 4 << 30, 4 << 30, false},
+	} {
+		items, err := memplan.GeneratePeak(a, memplan.Generate{Rows: 64, Capacity: 5120, CallBytes: c.callBytes, Chunk: c.chunk})
+		require.NoError(t, err)
+		require.Equal(t, c.want, items[2].Bytes, c.name)
+		require.Equal(t, c.past, strings.Contains(items[2].Name, "past the budget"), c.name)
+	}
+}
+
 // TestGeneratePeakInTraining: the rollouts of a training run hold its
 // gradients and AdamW moments (allocated for the whole run; only the KV
 // cache is released for the step), and with LoRA read the adapters too.
