@@ -106,6 +106,7 @@ func (f *runtimeFlags) validate() error {
 	if f.threads < 0 {
 		errs = append(errs, fmt.Errorf("--threads %d: want >= 0 (0 = one per physical core)", f.threads))
 	}
+	errs = append(errs, countsAtMost(count{"--threads", f.threads, 0}))
 	if f.deterministic && f.threads > 1 {
 		errs = append(errs, fmt.Errorf("--deterministic runs one thread; --threads %d contradicts it", f.threads))
 	}
@@ -186,7 +187,8 @@ func (f *samplingFlags) validate() error {
 	if c.MaxNewTokens < 0 {
 		return fmt.Errorf("--max-new-tokens %d: want > 0 (0 = the model's default)", f.cfg.MaxNewTokens)
 	}
-	return errors.Join(mebibytes("--gen-call-mib", f.callMiB), c.Validate())
+	return errors.Join(mebibytes("--gen-call-mib", f.callMiB), c.Validate(),
+		countsAtMost(count{"--max-new-tokens", f.cfg.MaxNewTokens, 0}, count{"--top-k", c.TopK, 0}, count{"--gen-batch", c.BatchSize, 1}))
 }
 
 // rewardFlags choose which traces earn a reward (training and evaluation).
@@ -223,6 +225,9 @@ func registerLoRA(fs *pflag.FlagSet, rank *int, alpha *float64, targets *string)
 // parseLoRA checks the LoRA flags (targets may omit "_proj").
 func parseLoRA(rank int, alpha float64, targets string) (lmgraph.LoRA, error) {
 	l := lmgraph.LoRA{Rank: rank, Alpha: alpha}
+	if err := countsAtMost(count{"--lora-rank", rank, 0}); err != nil {
+		return l, err
+	}
 	for _, given := range strings.Split(targets, ",") {
 		t := strings.ToLower(strings.TrimSpace(given))
 		if t == "" {
@@ -329,7 +334,7 @@ func (f *engineFlags) validate() error {
 		if f.timeout <= 0 {
 			errs = append(errs, fmt.Errorf("--engine-timeout %v: want > 0", f.timeout))
 		}
-		return errors.Join(append(errs, positive("--engine-concurrency", f.concurrency))...)
+		return errors.Join(append(errs, counted("--engine-concurrency", f.concurrency))...)
 	}
 	return fmt.Errorf("--engine %q: want local or openai", f.engine)
 }
@@ -472,8 +477,16 @@ func (f *trainFlags) validate() error {
 		// ">= 1" would contradict.
 		cfg.MicroBatchTokens = 1
 	}
-	errs := []error{f.rf.validate(), f.exec.validate(), f.sf.validate(), cfg.Validate(), f.run.Validate(), validLR(f.lr, true), nonNegative("--warmup", f.warmup),
-		positive("--eval-problems", f.evalN)}
+	errs := []error{f.rf.validate(), f.exec.validate(), f.sf.validate(), cfg.Validate(), f.run.Validate(), validLR(f.lr, true), countedOrNone("--warmup", f.warmup),
+		counted("--eval-problems", f.evalN)}
+	// Every count, those the algorithm ignores included (a bad value is a
+	// mistake either way); their lower bounds are the configs'.
+	c, p, r := f.cfg, f.cfg.Pipeline, f.run
+	errs = append(errs, countsAtMost(count{"--steps", r.Steps, 1}, count{"--problems", c.Problems, 1}, count{"--draw-rounds", c.MaxDrawRounds, 1},
+		count{"--n1", p.N1, 1}, count{"--k", p.K, 1}, count{"--n", p.N, 1}, count{"--n2", p.N2, 1}, count{"--agg-rounds", p.Rounds, 1},
+		count{"--candidate-tokens", p.CandidateTokens, 0}, count{"--group", c.GroupSize, 2}, count{"--micro-batch-tokens", c.MicroBatchTokens, 0},
+		count{"--checkpoint-every", r.CheckpointEvery, 1}, count{"--keep", r.Keep, 0}, count{"--eval-every", r.EvalEvery, 0},
+		count{"--eval-samples", r.EvalSamples, 1}, count{"--final-rsa-steps", r.FinalRSA.Steps, 0}))
 	if f.cfg.MicroBatchTokens < 0 {
 		errs = append(errs, fmt.Errorf("--micro-batch-tokens %d: want >= 0 (0 = auto)", f.cfg.MicroBatchTokens))
 	}
@@ -637,8 +650,30 @@ func (f *evalFlags) draws() int {
 	return f.samples
 }
 
+// drawsFlag names the flag of draws.
+func (f *evalFlags) drawsFlag() string {
+	if f.mode == "rsa" {
+		return "--population"
+	}
+	return "--samples"
+}
+
+// checkRequests refuses, as a usage error, more requests than one
+// generation call takes (rollout.MaxRequests): n things (problems,
+// prompts) x draws samples of each (flag's).
+func checkRequests(n int, things string, draws int, flag string) error {
+	if n > 0 && draws > rollout.MaxRequests/n {
+		return usageError{fmt.Errorf("%s %d x %d %s: %d completions in one call; want at most %d", flag, draws, n, things, n*draws, rollout.MaxRequests)}
+	}
+	return nil
+}
+
 func (f *evalFlags) validate() error {
-	errs := []error{f.rf.validate(), f.sf.validate(), f.df.opt.Validate(), nonNegative("--limit", f.limit), f.engine.validate()}
+	errs := []error{f.rf.validate(), f.sf.validate(), f.df.opt.Validate(), countedOrNone("--limit", f.limit), f.engine.validate(),
+		// Every mode's counts, those --mode ignores included (a bad value
+		// is a mistake either way); their lower bounds are the mode's.
+		countsAtMost(count{"--samples", f.samples, 1}, count{"--population", f.rsa.Population, 1}, count{"--subset", f.rsa.SubsetSize, 1},
+			count{"--rsa-steps", f.rsa.Steps, 1}, count{"--candidate-tokens", f.rsa.CandidateTokens, 0})}
 	if f.out == "" {
 		errs = append(errs, errors.New("--out is empty"))
 	}
@@ -703,7 +738,11 @@ func (f *sftFlags) register(fs *pflag.FlagSet) {
 }
 
 func (f *sftFlags) validate() error {
-	errs := []error{f.rf.validate(), f.exec.validate(), f.cfg.Validate(), validLR(f.lr, false), nonNegative("--warmup", f.warmup)}
+	c := f.cfg
+	errs := []error{f.rf.validate(), f.exec.validate(), c.Validate(), validLR(f.lr, false), countedOrNone("--warmup", f.warmup),
+		countsAtMost(count{"--steps", c.Steps, 1}, count{"--batch", c.Batch, 1}, count{"--candidates", c.Mix.Candidates, 1}, count{"--eval-every", c.EvalEvery, 0},
+			count{"--eval-problems", c.EvalProblems, 1}, count{"--micro-batch-tokens", c.MicroBatchTokens, 1}, count{"--checkpoint-every", c.CheckpointEvery, 1},
+			count{"--keep", c.Keep, 0})}
 	if _, err := f.params.artifacts(); err != nil {
 		errs = append(errs, err)
 	}
@@ -737,7 +776,7 @@ func (f *generateFlags) register(fs *pflag.FlagSet) {
 }
 
 func (f *generateFlags) validate() error {
-	errs := []error{f.rf.validate(), f.sf.validate(), positive("--n", f.n), f.engine.validate()}
+	errs := []error{f.rf.validate(), f.sf.validate(), counted("--n", f.n), f.engine.validate()}
 	if f.engine.engine == "openai" && f.ckpt != "" {
 		errs = append(errs, errEngineCheckpoint)
 	}
@@ -770,6 +809,61 @@ func positive(flag string, v int) error {
 		return fmt.Errorf("%s %d: want >= 1", flag, v)
 	}
 	return nil
+}
+
+// maxCount bounds every flag that counts something (samples, traces,
+// problems, rows, steps, tokens, subsets, rounds, ranks, threads...):
+// 2^20, past any run (the paper's scale is 256 problems a step, 64
+// samples, pass@k to k = 1024, 9k-token prompts in 40k-token contexts),
+// so that the products the commands form of two or three counts
+// (problems x samples, rows x tokens, problems x population x steps)
+// fit int, and a count no run needs is refused before it reaches an
+// allocation (a make of 2^63 elements panics, one of 10^8 traces runs
+// the machine out of memory).
+const maxCount = 1 << 20
+
+// maxTokens bounds the tokens of one step or one generation that bench
+// forms as rows x tokens: 2^24, past what any model's activations or KV
+// cache fit in a device's memory, and small enough that bench's random
+// token ids (a few bytes a token) fit in a machine's.
+const maxTokens = 1 << 24
+
+// counted checks a count flag: 1..maxCount.
+func counted(flag string, v int) error { return countedFrom(flag, v, 1) }
+
+// countedOrNone checks a count flag where 0 means none, auto or all:
+// 0..maxCount.
+func countedOrNone(flag string, v int) error { return countedFrom(flag, v, 0) }
+
+// countedFrom checks a count flag against low..maxCount, with
+// positive's and nonNegative's messages below low.
+func countedFrom(flag string, v, low int) error {
+	switch {
+	case v > maxCount:
+		return fmt.Errorf("%s %d: want %d..%d (a count past any run)", flag, v, low, maxCount)
+	case low == 1:
+		return positive(flag, v)
+	}
+	return nonNegative(flag, v)
+}
+
+// count is a count flag's name and value, and its least value (0 where
+// 0 means none, auto or all).
+type count struct {
+	flag   string
+	v, low int
+}
+
+// countsAtMost refuses the counts above maxCount; their lower bounds are
+// checked, with messages of their own, by the configs' Validate.
+func countsAtMost(counts ...count) error {
+	var errs []error
+	for _, c := range counts {
+		if c.v > maxCount {
+			errs = append(errs, countedFrom(c.flag, c.v, c.low))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // maxMiB bounds the flags given in MiB: 2^30 MiB (1 PiB), past any

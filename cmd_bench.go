@@ -71,15 +71,18 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 }
 
 func (f *benchFlags) validate(what string) error {
-	errs := []error{f.rf.validate(), f.exec.validate(), positive("--rows", f.rows), positive("--steps", f.steps)}
+	errs := []error{f.rf.validate(), f.exec.validate(), counted("--rows", f.rows), counted("--steps", f.steps),
+		countsAtMost(count{"--tokens", f.tokens, 2}, count{"--prompt-tokens", f.prompt, 1}, count{"--new-tokens", f.newTok, 1})}
 	switch what {
 	case "train":
-		errs = append(errs, positive("--tokens", f.tokens))
+		errs = append(errs, positive("--tokens", f.tokens), tokensOfRows("--rows", f.rows, "--tokens", f.tokens))
 		if f.genRows < 0 {
 			errs = append(errs, fmt.Errorf("--generate-rows %d: want >= 0 (0: no generation)", f.genRows))
 		}
+		errs = append(errs, countsAtMost(count{"--generate-rows", f.genRows, 0}))
 		if f.genRows > 0 {
-			errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok), mebibytes("--gen-call-mib", f.callMiB))
+			errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok), mebibytes("--gen-call-mib", f.callMiB),
+				tokensOfRows("--generate-rows", f.genRows, "--prompt-tokens + --new-tokens", f.prompt+f.newTok))
 		}
 		if f.tokens < 2 {
 			errs = append(errs, fmt.Errorf("--tokens %d: want >= 2 (a prompt and a response)", f.tokens))
@@ -95,7 +98,8 @@ func (f *benchFlags) validate(what string) error {
 			}
 		}
 	case "generate":
-		errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok), mebibytes("--gen-call-mib", f.callMiB))
+		errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok), mebibytes("--gen-call-mib", f.callMiB),
+			tokensOfRows("--rows", f.rows, "--prompt-tokens + --new-tokens", f.prompt+f.newTok))
 		if f.genRows != 0 {
 			errs = append(errs, errors.New("--generate-rows is bench train's (a generation before each step); bench generate takes --rows"))
 		}
@@ -106,6 +110,17 @@ func (f *benchFlags) validate(what string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// tokensOfRows refuses rows x tokens above maxTokens, the tokens of one
+// step or generation, which bench's random token ids take a few bytes
+// each of (counts at most maxCount, so the sum and product fit int; a
+// count out of range is refused on its own).
+func tokensOfRows(rowsFlag string, rows int, tokensFlag string, tokens int) error {
+	if rows < 1 || tokens < 1 || rows > maxCount || tokens > 2*maxCount || rows*tokens <= maxTokens {
+		return nil
+	}
+	return fmt.Errorf("%s %d x %s %d: %d tokens a step; want at most %d", rowsFlag, rows, tokensFlag, tokens, rows*tokens, maxTokens)
 }
 
 // checkContext refuses rows longer than --model's context

@@ -33,6 +33,9 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		if *maxK < 0 {
 			return usageError{fmt.Errorf("--max-k %d: want a k >= 1, or 0 for every k", *maxK)}
 		}
+		if err := countsAtMost(count{"--max-k", *maxK, 0}); err != nil {
+			return usageError{err}
+		}
 		if !report.PlotFormat(*figures) { // the plots' extension
 			return usageError{fmt.Errorf("--figures %q: want png, svg or pdf", *figures)}
 		}

@@ -114,6 +114,9 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 		if c.value < 1 {
 			return usageError{fmt.Errorf("--%s %d: want at least 1", c.flag, c.value)}
 		}
+		if err := counted("--"+c.flag, c.value); err != nil {
+			return usageError{err}
+		}
 	}
 	if f.cfg.Form == "" {
 		return usageError{errors.New(`--form "": want solve or compute`)}

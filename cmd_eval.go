@@ -63,6 +63,9 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	if f.limit > 0 && f.limit < len(problems) {
 		problems = problems[:f.limit]
 	}
+	if err := checkRequests(len(problems), "problems", f.draws(), f.drawsFlag()); err != nil {
+		return err
+	}
 	samplerCfg, err := sess.samplerConfig(f.sf, onTask)
 	if err != nil {
 		return err

@@ -22,6 +22,9 @@ func setupGenerate(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 		if err := f.validate(); err != nil {
 			return usageError{err}
 		}
+		if err := checkRequests(len(args), "prompts", f.n, "--n"); err != nil {
+			return err
+		}
 		return runGenerate(ctx, env, &f, args)
 	}
 }

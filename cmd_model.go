@@ -92,6 +92,10 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		case *vocab < 0:
 			return usageError{fmt.Errorf("--vocab %d: want >= 0", *vocab)}
 		}
+		if err := countsAtMost(count{"--layers", c.Layers, 1}, count{"--hidden", c.Hidden, 1}, count{"--heads", c.Heads, 1}, count{"--kv-heads", c.KVHeads, 1},
+			count{"--head-dim", c.HeadDim, 2}, count{"--intermediate", c.Intermediate, 1}, count{"--vocab", *vocab, 0}); err != nil {
+			return usageError{err}
+		}
 		if err := c.Validate(); err != nil {
 			return usageError{errors.New(withInitModelFlags(err.Error()))}
 		}

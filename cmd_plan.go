@@ -70,8 +70,8 @@ func setupPlan(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 
 // validate checks the flags and returns the memory budget in bytes.
 func (f *planFlags) validate() (int64, error) {
-	errs := []error{f.exec.validate(), positive("--rows", f.rows), positive("--tokens", f.tokens),
-		positive("--gen-rows", f.genRows), positive("--gen-capacity", f.genCapacity), mebibytes("--gen-call-mib", f.genCallMiB)}
+	errs := []error{f.exec.validate(), counted("--rows", f.rows), counted("--tokens", f.tokens),
+		counted("--gen-rows", f.genRows), counted("--gen-capacity", f.genCapacity), mebibytes("--gen-call-mib", f.genCallMiB)}
 	if f.model == "" {
 		errs = append(errs, errors.New("--model: want a model file, a directory or one of "+strings.Join(memplan.Names(), ", ")))
 	}

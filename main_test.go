@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -446,5 +449,102 @@ func TestEngineFlagsOfLocal(t *testing.T) {
 		args := append([]string{"eval", "--out", t.TempDir()}, tc.args...)
 		require.Equal(t, exitUsage, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), "%q", args)
 		require.Contains(t, stderr.String(), tc.want)
+	}
+}
+
+// TestCountFlagBounds: every integer flag of every command that counts
+// something (samples, traces, problems, rows, steps, tokens, subsets,
+// rounds, ranks, threads...) is refused above maxCount as a usage error
+// naming the flag and its range, where huge values panicked (makeslice:
+// len out of range, in rollout.Complete and bench) or ran the machine out
+// of memory. Every int flag of every command is in the table, but the
+// MiB flags (maxMiB) and plot's sides (minPlotSide..maxPlotSide), which
+// have bounds of their own.
+func TestCountFlagBounds(t *testing.T) {
+	openai := []string{"--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m"}
+	out := t.TempDir()
+	cases := []struct {
+		args  []string // the command, and flags it needs to reach validation
+		flags []string
+		tail  []string // arguments after the flags
+	}{
+		{[]string{"train"}, []string{"steps", "problems", "draw-rounds", "n1", "k", "n", "n2", "agg-rounds", "candidate-tokens", "group", "warmup",
+			"micro-batch-tokens", "checkpoint-every", "keep", "eval-every", "eval-problems", "eval-samples", "final-rsa-steps", "max-new-tokens",
+			"gen-batch", "top-k", "threads", "lora-rank"}, nil},
+		{append([]string{"train", "--engine-sync", "sglang", "--sync-dir", out}, openai...), []string{"engine-concurrency"}, nil},
+		{[]string{"eval"}, []string{"limit", "samples", "population", "subset", "rsa-steps", "candidate-tokens", "max-new-tokens", "gen-batch", "top-k", "threads"}, nil},
+		{[]string{"eval", "--mode", "rsa"}, []string{"samples", "population", "subset", "rsa-steps", "candidate-tokens"}, nil},
+		{append([]string{"eval"}, openai...), []string{"engine-concurrency"}, nil},
+		{[]string{"generate"}, []string{"n", "max-new-tokens", "gen-batch", "top-k", "threads"}, []string{"hi"}},
+		{append([]string{"generate"}, openai...), []string{"engine-concurrency"}, []string{"hi"}},
+		{[]string{"sft"}, []string{"steps", "batch", "warmup", "candidates", "eval-every", "eval-problems", "micro-batch-tokens", "checkpoint-every", "keep",
+			"lora-rank", "threads"}, nil},
+		{[]string{"bench"}, []string{"rows", "tokens", "steps", "lora-rank", "threads", "generate-rows"}, []string{"train"}},
+		{[]string{"bench"}, []string{"rows", "steps", "prompt-tokens", "new-tokens", "threads"}, []string{"generate"}},
+		{[]string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB"}, []string{"rows", "tokens", "lora-rank", "gen-rows", "gen-capacity"}, nil},
+		{[]string{"data"}, []string{"problems", "min-operands", "max-operands", "min-operand", "max-operand"}, []string{"synth"}},
+		{[]string{"init-model", "--out", filepath.Join(out, "m")}, []string{"layers", "hidden", "heads", "kv-heads", "head-dim", "intermediate", "vocab"}, nil},
+		{[]string{"compare"}, []string{"max-k"}, []string{"a.json", "b.json"}},
+		{[]string{"artifacts"}, []string{"lora-rank"}, nil},
+		{[]string{"version"}, []string{"threads"}, nil},
+	}
+	covered := map[string]bool{}
+	for _, c := range cases {
+		for _, flag := range c.flags {
+			covered[c.args[0]+" --"+flag] = true
+			for _, v := range []int{math.MaxInt64, maxCount + 1} {
+				args := append(append(slices.Clone(c.args), fmt.Sprintf("--%s=%d", flag, v)), c.tail...)
+				var stderr bytes.Buffer
+				code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+				require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+				require.Contains(t, stderr.String(), fmt.Sprintf("--%s %d: want ", flag, v), "%q", args)
+				require.Contains(t, stderr.String(), fmt.Sprintf("..%d", maxCount), "%q", args)
+				require.NotContains(t, stderr.String(), "panic", "%q", args)
+				require.NotContains(t, stderr.String(), "goroutine", "%q", args)
+			}
+		}
+	}
+	// Every int flag is in the table (a flag added later is too).
+	for _, c := range commands() {
+		fs := pflag.NewFlagSet(c.name, pflag.ContinueOnError)
+		c.setup(fs)
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() != "int" || strings.HasSuffix(f.Name, "-mib") || c.name == "plot" && (f.Name == "width" || f.Name == "height") {
+				return
+			}
+			require.True(t, covered[c.name+" --"+f.Name], "spiral %s --%s: an int flag without a bound in this table", c.name, f.Name)
+		})
+	}
+}
+
+// TestCountProducts: the products of counts the commands form stay in
+// int and within what one generation call or step takes: eval's
+// problems x --samples (or --population) and generate's prompts x --n
+// past rollout.MaxRequests, and bench's rows x tokens past maxTokens,
+// are usage errors naming the flags, where they panicked in
+// rollout.Complete or model.RandomTrainBatch (makeslice) or ran out of
+// memory.
+func TestCountProducts(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "--samples", "1048576"}, "--samples 1048576 x 128 problems: 134217728 completions in one call; want at most 16777216"},
+		{[]string{"eval", "--mode", "rsa", "--population", "1048576", "--subset", "2"}, "--population 1048576 x 128 problems"},
+		{[]string{"generate", "--n", "1048576", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q"}, "--n 1048576 x 17 prompts"},
+		{[]string{"bench", "train", "--rows", "1048576", "--tokens", "1048576"}, "--rows 1048576 x --tokens 1048576: 1099511627776 tokens a step; want at most 16777216"},
+		{[]string{"bench", "train", "--generate-rows", "65536", "--prompt-tokens", "256", "--new-tokens", "1"}, "--generate-rows 65536 x --prompt-tokens + --new-tokens 257"},
+		{[]string{"bench", "generate", "--rows", "1048576", "--prompt-tokens", "1048576", "--new-tokens", "1048576"}, "--rows 1048576 x --prompt-tokens + --new-tokens 2097152"},
+	} {
+		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
+			t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+			args := tc.args
+			if args[0] == "eval" {
+				args = append(slices.Clone(args), "--out", t.TempDir())
+			}
+			var stderr bytes.Buffer
+			require.Equal(t, exitUsage, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			require.Contains(t, stderr.String(), tc.want)
+		})
 	}
 }

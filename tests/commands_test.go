@@ -43,12 +43,13 @@ func TestToolInputs(t *testing.T) {
 		// positions "fit" 41 rows in a GPU.
 		usage("plan: rows x tokens past any memory", `--rows/--tokens/--lora-rank: memplan: 1000000 rows x 1000000 tokens: "one layer's recompute and backward" alone would take over 64 PiB`,
 			"plan", "--model", "qwen3-4b", "--rows", "1000000", "--tokens", "1000000"),
-		usage("plan: LoRA rank past any memory", `LoRA rank 4611686018427387904: "LoRA adapters" alone would take over 64 PiB`,
+		// Counts past 2^20 (maxCount) are refused as such.
+		usage("plan: LoRA rank past any count", "--lora-rank 4611686018427387904: want 0..1048576",
 			"plan", "--model", "qwen3-4b", "--lora-rank", "4611686018427387904"),
-		usage("plan: generation past any memory", `--gen-rows/--gen-capacity: memplan: 100000000 rows x 100000000 positions: "KV cache" alone`,
-			"plan", "--model", "qwen3-4b", "--gen-rows", "100000000", "--gen-capacity", "100000000"),
-		{name: "plan: a row no memory fits", args: []string{"plan", "--model", "qwen3-4b", "--gen-capacity", "100000000", "--device-memory", "80GB"},
-			want: []string{"generation, 100000000 positions per row: does not fit"}},
+		usage("plan: generation past any memory", `--gen-rows/--gen-capacity: memplan: 1000000 rows x 1000000 positions: "KV cache" alone`,
+			"plan", "--model", "qwen3-4b", "--gen-rows", "1000000", "--gen-capacity", "1000000"),
+		{name: "plan: a row no memory fits", args: []string{"plan", "--model", "qwen3-4b", "--gen-capacity", "1000000", "--device-memory", "80GB"},
+			want: []string{"generation, 1000000 positions per row: does not fit"}},
 		// MiB << 20 wrapped: 2^43 MiB was "--gen-call-mib -8796093022208"
 		// (exit 1), 2^44 MiB the default.
 		usage("generate: call memory past int64", "--gen-call-mib 8796093022208: want at most 1073741824 (1 PiB)",
@@ -70,10 +71,10 @@ func TestToolInputs(t *testing.T) {
 		// A shape past memory crashed Go's allocator ("fatal error: out of
 		// memory"), past int a panic of the builder; +Inf failed to
 		// encode config.json ("json: unsupported value", exit 1).
-		{name: "init-model: weights past memory", args: []string{"init-model", "--out", f.path("huge"), "--hidden", "1000000000"}, code: 1,
-			want: []string{"a model of --layers 2 --hidden 1000000000", "GiB of fp32 weights, more than this machine's"}, absent: []string{f.path("huge")}},
-		{name: "init-model: sizes past int", args: []string{"init-model", "--out", f.path("huge"), "--hidden", "4611686018427387904", "--heads", "4611686018427387904", "--kv-heads", "1"}, code: 1,
-			want: []string{"--hidden 4611686018427387904", "more than this machine's"}, absent: []string{f.path("huge")}},
+		{name: "init-model: weights past memory", args: []string{"init-model", "--out", f.path("huge"), "--hidden", "1000000", "--intermediate", "1000000"}, code: 1,
+			want: []string{"a model of --layers 2 --hidden 1000000 --intermediate 1000000", "GiB of fp32 weights, more than this machine's"}, absent: []string{f.path("huge")}},
+		{name: "init-model: sizes past int", args: []string{"init-model", "--out", f.path("huge"), "--hidden", "4611686018427387904", "--heads", "4611686018427387904", "--kv-heads", "1"}, code: 2,
+			want: []string{"--hidden 4611686018427387904: want 1..1048576", "--heads 4611686018427387904: want 1..1048576"}, absent: []string{f.path("huge")}},
 		{name: "init-model: infinite rotary base", args: []string{"init-model", "--out", f.path("inf"), "--rope-theta", "Inf"}, code: 2,
 			want: []string{"--rope-theta +Inf: want a finite value"}, absent: []string{f.path("inf")}},
 		// A report without meta.mode was "a  report"; --out a directory or

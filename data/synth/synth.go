@@ -22,7 +22,8 @@ type Config struct {
 	// whose value is the answer). Default FormCompute.
 	Form string
 	// MinOperands and MaxOperands bound the number of operands of an
-	// expression, drawn uniformly (defaults 3 and 4; at least 2).
+	// expression, drawn uniformly (defaults 3 and 4; at least 2, at most
+	// MaxOperandsBound).
 	MinOperands, MaxOperands int
 	// MinOperand and MaxOperand bound each operand, drawn uniformly
 	// (defaults 1 and 15; MinOperand >= 1).
@@ -47,6 +48,12 @@ const (
 	FormCompute = "compute"
 	FormSolve   = "solve"
 )
+
+// MaxOperandsBound is the most operands an expression may have: 1024, an
+// expression of about 4,000 characters, the embedded model's whole
+// context; more only takes memory (2^20 operands a problem ran a
+// 128-problem set out of 4 GB).
+const MaxOperandsBound = 1024
 
 // Defaults of Config, applied to zero fields.
 const (
@@ -102,8 +109,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("synth: form %q: want %q or %q", c.Form, FormCompute, FormSolve)
 	case c.Form == FormSolve && c.MaxOperand == c.MinOperand:
 		return fmt.Errorf("synth: solve form with operand range %d..%d: want min < max, so that a guess can be wrong", c.MinOperand, c.MaxOperand)
-	case c.MinOperands < 2 || c.MaxOperands < c.MinOperands:
-		return fmt.Errorf("synth: operands %d..%d: want 2 <= min <= max", c.MinOperands, c.MaxOperands)
+	case c.MinOperands < 2 || c.MaxOperands < c.MinOperands || c.MaxOperands > MaxOperandsBound:
+		return fmt.Errorf("synth: operands %d..%d: want 2 <= min <= max <= %d", c.MinOperands, c.MaxOperands, MaxOperandsBound)
 	case c.MinOperand < 1 || c.MaxOperand < c.MinOperand:
 		return fmt.Errorf("synth: operand range %d..%d: want 1 <= min <= max", c.MinOperand, c.MaxOperand)
 	case c.MaxOperand > 1_000_000:
