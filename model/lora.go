@@ -57,6 +57,12 @@ func LoRAAdapters(m *onnx.Model, l lmgraph.LoRA) ([]lmgraph.Adapter, error) {
 		if !p.Transposed || len(d) != 2 {
 			return nil, fmt.Errorf("model: lora: %s (initializer %q, shape %v) is not a MatMul's [in, out] operand", s[1], p.Initializer, d)
 		}
+		// A rank past the projection's smaller side adapts nothing a
+		// full-rank one does not, and its factors (rank x in + rank x out
+		// floats, with AdamW's moments) would only take memory.
+		if r := int64(l.Rank); r > min(d[0], d[1]) {
+			return nil, fmt.Errorf("model: lora: rank %d exceeds %s's [%d, %d]: want at most %d, the smaller side, past which an adapter is no more expressive", l.Rank, s[1], d[0], d[1], min(d[0], d[1]))
+		}
 		a, b := lmgraph.AdapterNames(s[1])
 		out = append(out, lmgraph.Adapter{Module: s[1], Base: p.Initializer, A: a, B: b, In: d[0], Out: d[1]})
 		found[s[2]] = true
