@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -35,6 +36,12 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		// temporary file beside the directory, then fail to take its name.
 		if st, err := os.Stat(*out); err == nil && st.IsDir() && *format == "onnx" {
 			return usageError{fmt.Errorf("--out %s is a directory: --format onnx writes a .onnx file, its tokenizer and config.json beside it (such as --out %s); --format hf writes a directory", *out, filepath.Join(*out, "model.onnx"))}
+		}
+		// Another name would be the model file, its side files (config.json,
+		// tokenizer.json...) written in its directory, the current one for
+		// a bare name.
+		if *format == "onnx" && !strings.EqualFold(filepath.Ext(*out), ".onnx") {
+			return usageError{fmt.Errorf("--out %s: --format onnx writes a .onnx file, its tokenizer and config.json beside it: want a path ending in .onnx (such as --out %s); --format hf writes a directory", *out, filepath.Join(*out, "model.onnx"))}
 		}
 		r, err := mf.resolve(env.stderr)
 		if err != nil {

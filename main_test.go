@@ -408,6 +408,12 @@ func TestExportOutDirectory(t *testing.T) {
 		{[]string{"export", "--checkpoint", filepath.Join(dir, "absent"), "--out", dir}, exitUsage,
 			fmt.Sprintf("--out %s is a directory: --format onnx writes a .onnx file, its tokenizer and config.json beside it (such as --out %s)", dir, filepath.Join(dir, "model.onnx"))},
 		{[]string{"export", "--format", "onnx", "--checkpoint", filepath.Join(dir, "absent"), "--out", dir + "/"}, exitUsage, "is a directory"},
+		// Another name than .onnx was the model file, its config.json and
+		// tokenizer.json written in the current directory.
+		{[]string{"export", "--checkpoint", filepath.Join(dir, "absent"), "--out", filepath.Join(dir, "e8")}, exitUsage,
+			fmt.Sprintf("--out %s: --format onnx writes a .onnx file, its tokenizer and config.json beside it: want a path ending in .onnx (such as --out %s)", filepath.Join(dir, "e8"), filepath.Join(dir, "e8", "model.onnx"))},
+		{[]string{"export", "--checkpoint", filepath.Join(dir, "absent"), "--out", "e8"}, exitUsage, "--out e8: --format onnx writes a .onnx file"},
+		{[]string{"export", "--checkpoint", filepath.Join(dir, "absent"), "--out", filepath.Join(dir, "e8.onnx")}, exitFailure, filepath.Join(dir, "absent")},
 		// A directory is what hf writes: the absent checkpoint is the error.
 		{[]string{"export", "--format", "hf", "--checkpoint", filepath.Join(dir, "absent"), "--out", dir}, exitFailure, filepath.Join(dir, "absent")},
 	} {
