@@ -23,11 +23,22 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 	ckpt := fs.String("checkpoint", "", "checkpoint directory (e.g. runs/spiral/checkpoints/ckpt-000050), or a run's checkpoints/ directory for its newest intact one; hf without one converts the model as it is")
 	out := fs.String("out", "", "output: a .onnx path (onnx; the model's tokenizer.json, config.json and other tokenizer and generation files are copied beside it) or a directory (hf, peft); required, its directory is created")
 	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph; LoRA merged), hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files; LoRA merged) or peft (a LoRA checkpoint's adapters as a peft adapter directory)")
-	baseModel := fs.String("base-model", "", "peft: the base model adapter_config.json names (base_model_name_or_path): a Hugging Face id or a transformers model directory such as an --format hf export (default: config.json's _name_or_path beside --model, as optimum writes the id there; else none)")
-	external := fs.Bool("external-data", false, "onnx: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
+	baseModel := fs.String("base-model", "", "peft only: the base model adapter_config.json names (base_model_name_or_path): a Hugging Face id or a transformers model directory such as an --format hf export (default: config.json's _name_or_path beside --model, as optimum writes the id there; else none)")
+	external := fs.Bool("external-data", false, "onnx only: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
 	return func(ctx context.Context, env *cliEnv, args []string) error {
 		if *format != "onnx" && *format != "hf" && *format != "peft" {
 			return usageError{fmt.Errorf("--format %q: want onnx, hf or peft", *format)}
+		}
+		// The flags of one format, which the others would ignore.
+		var ignored []error
+		if fs.Changed("base-model") && *format != "peft" {
+			ignored = append(ignored, fmt.Errorf("--base-model names the base model in a peft adapter's adapter_config.json; --format %s writes no adapter and would ignore it", *format))
+		}
+		if fs.Changed("external-data") && *format != "onnx" {
+			ignored = append(ignored, fmt.Errorf("--external-data writes an onnx export's weights to a side file; --format %s writes no .onnx file and would ignore it", *format))
+		}
+		if len(ignored) > 0 {
+			return usageError{errors.Join(ignored...)}
 		}
 		if len(args) > 0 || *out == "" || (*ckpt == "" && *format != "hf") {
 			return usageError{errors.New("usage: spiral export --checkpoint DIR --out PATH [--format onnx|hf|peft] [--model SOURCE] (hf may omit --checkpoint)")}

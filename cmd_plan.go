@@ -33,9 +33,12 @@ type planFlags struct {
 	device       string
 	json         bool
 	exec         executorFlags
+	// changed reports whether a flag was given (pflag.FlagSet.Changed).
+	changed func(name string) bool
 }
 
 func (f *planFlags) register(fs *pflag.FlagSet) {
+	f.changed = fs.Changed
 	f.exec.register(fs)
 	fs.StringVar(&f.model, "model", "", "a model file or directory with config.json beside it, or a name: "+strings.Join(memplan.Names(), ", "))
 	fs.IntVar(&f.rows, "rows", 1, "training: rows per micro-batch")
@@ -74,6 +77,9 @@ func (f *planFlags) validate() (int64, error) {
 		counted("--gen-rows", f.genRows), counted("--gen-capacity", f.genCapacity), mebibytes("--gen-call-mib", f.genCallMiB)}
 	if f.model == "" {
 		errs = append(errs, errors.New("--model: want a model file, a directory or one of "+strings.Join(memplan.Names(), ", ")))
+	}
+	if f.changed("lora-targets") && f.loraRank == 0 {
+		errs = append(errs, errors.New("--lora-targets chooses the projections of --lora-rank's adapters; without --lora-rank (a full fine-tune) plan would ignore it"))
 	}
 	if f.loraRank < 0 {
 		errs = append(errs, fmt.Errorf("--lora-rank %d: want >= 0", f.loraRank))

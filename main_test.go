@@ -554,3 +554,38 @@ func TestCountProducts(t *testing.T) {
 		})
 	}
 }
+
+// TestFlagsOfAnotherChoiceRefused: a flag that the choice made by
+// another flag does not read is refused as a usage error naming it,
+// where it was ignored in silence: export's --base-model (peft's) with
+// --format onnx or hf, --external-data (onnx's) with hf or peft, and
+// plan's --lora-targets without --lora-rank. With the format or rank
+// that reads them they are taken (export then fails on the absent
+// checkpoint, exit 1).
+func TestFlagsOfAnotherChoiceRefused(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	absent := filepath.Join(dir, "absent")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"export", "--checkpoint", absent, "--out", filepath.Join(dir, "m.onnx"), "--base-model", "Qwen/Qwen3-4B"}, exitUsage,
+			"--base-model names the base model in a peft adapter's adapter_config.json; --format onnx writes no adapter and would ignore it"},
+		{[]string{"export", "--format", "hf", "--out", filepath.Join(dir, "hf"), "--base-model", "Qwen/Qwen3-4B"}, exitUsage, "--base-model names the base model"},
+		{[]string{"export", "--format", "hf", "--out", filepath.Join(dir, "hf"), "--external-data"}, exitUsage,
+			"--external-data writes an onnx export's weights to a side file; --format hf writes no .onnx file and would ignore it"},
+		{[]string{"export", "--format", "peft", "--checkpoint", absent, "--out", filepath.Join(dir, "peft"), "--external-data=false"}, exitUsage, "--format peft writes no .onnx file"},
+		{[]string{"export", "--format", "peft", "--checkpoint", absent, "--out", filepath.Join(dir, "peft"), "--base-model", "Qwen/Qwen3-4B"}, exitFailure, absent},
+		{[]string{"export", "--checkpoint", absent, "--out", filepath.Join(dir, "m.onnx"), "--external-data"}, exitFailure, absent},
+		{[]string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB", "--lora-targets", "q,v"}, exitUsage,
+			"--lora-targets chooses the projections of --lora-rank's adapters; without --lora-rank (a full fine-tune) plan would ignore it"},
+		{[]string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB", "--lora-targets", "q,v", "--lora-rank", "8"}, 0, ""},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, tc.code, code, "%q: %s", tc.args, stderr.String())
+		require.Contains(t, stderr.String(), tc.want, "%q", tc.args)
+	}
+}
