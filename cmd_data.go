@@ -148,7 +148,7 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 		return write(env.stdout)
 	}
 	if st, err := os.Stat(f.out); err == nil && st.IsDir() {
-		return fmt.Errorf("--out %s is a directory: want the JSONL file to write, such as %s", f.out, filepath.Join(f.out, "problems.jsonl"))
+		return usageError{fmt.Errorf("--out %s is a directory: want the JSONL file to write, such as %s", f.out, filepath.Join(f.out, "problems.jsonl"))}
 	}
 	if err := makeParentDir("--out", f.out); err != nil {
 		return err

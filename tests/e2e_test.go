@@ -389,10 +389,11 @@ func TestDataSynth(t *testing.T) {
 	r = spiral(t, nil, "data", "synth", "--out", under)
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Contains(t, r.stderr, "--out "+under)
-	// A directory failed in atomicfile's rename ("rename ... file exists").
+	// A directory failed in atomicfile's rename ("rename ... file exists"),
+	// then was refused with exit 1 where plot refuses one with 2.
 	r = spiral(t, nil, "data", "synth", "--out", filepath.Dir(file))
-	require.Equal(t, 1, r.code, r.stderr)
-	require.Contains(t, r.stderr, "--out "+filepath.Dir(file)+" is a directory: want the JSONL file to write")
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--out "+filepath.Dir(file)+" is a directory: want the JSONL file to write, such as "+filepath.Join(filepath.Dir(file), "problems.jsonl"))
 
 	for _, tc := range []struct {
 		args []string
