@@ -180,6 +180,13 @@ func TestUsageErrors(t *testing.T) {
 		{"engine URL without a scheme", []string{"eval", "--engine", "openai", "--served-model", "m", "--base-url", "127.0.0.1:8000/v1"}, `--base-url "127.0.0.1:8000/v1": want an http:// or https:// URL`},
 		{"engine URL without a host", []string{"eval", "--engine", "openai", "--served-model", "m", "--base-url", "http://"}, `--base-url "http://" names no host`},
 		{"engine URL that does not parse", []string{"eval", "--engine", "openai", "--served-model", "m", "--base-url", "http://exa mple/v1"}, `--base-url "http://exa mple/v1" does not parse as a URL`},
+		// Counts past 2^20 panicked (makeslice) or ran out of memory.
+		{"completions past any count", []string{"generate", "--n", "9223372036854775807", "hi"}, "--n 9223372036854775807: want 1..1048576"},
+		{"eval samples past any count", []string{"eval", "--samples", "100000000"}, "--samples 100000000: want 1..1048576"},
+		{"GRPO group past any count", []string{"train", "--algo", "grpo", "--group", "9223372036854775807"}, "--group 9223372036854775807: want 2..1048576"},
+		{"sft batch past any count", []string{"sft", "--batch", "1048577"}, "--batch 1048577: want 1..1048576"},
+		{"bench rows past any count", []string{"bench", "train", "--rows", "9223372036854775807"}, "--rows 9223372036854775807: want 1..1048576"},
+		{"bench tokens of a step", []string{"bench", "generate", "--rows", "1048576", "--prompt-tokens", "16"}, "--rows 1048576 x --prompt-tokens + --new-tokens 80: 83886080 tokens a step; want at most 16777216"},
 		{"greedy training", []string{"train", "--temperature", "0"}, "--temperature 0 samples greedily: every trace of a problem would be the same, so no advantage is ever non-zero and no step trains"},
 		{"engine timeout 0", []string{"eval", "--engine", "openai", "--served-model", "m", "--base-url", "http://x/v1", "--engine-timeout", "0"}, "--engine-timeout 0s: want > 0"},
 		{"negative engine timeout", []string{"train", "--engine", "openai", "--served-model", "m", "--base-url", "http://x/v1", "--engine-timeout", "-1s",
