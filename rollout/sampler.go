@@ -220,6 +220,19 @@ func (s *Sampler) freeCache() {
 	s.cache = nil
 }
 
+// dropPoisonedCache frees the KV cache after a generation met logits
+// that are not finite: the row's keys and values in the cache are not
+// finite either, and a later generation reusing the buffers would read
+// them in its rows' unfilled slots wherever attention spans the whole
+// capacity under the mask (the sampling graph, the device-resident
+// path), where 0 x NaN is NaN. The next generation allocates the cache
+// anew (zeroed).
+func (s *Sampler) dropPoisonedCache() {
+	if s.cache != nil {
+		s.freeCache()
+	}
+}
+
 // CopiedBytes returns the bytes the sampler's LM has copied between host
 // and device memory so far (LM.CopiedBytes: 0 unless generation is
 // device-resident).
@@ -323,6 +336,7 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 			// Sample each fresh row's first token from its prompt's last logits.
 			s.sampleRows(fresh, last, vocab, limit, &scratch)
 			if err := rowsErr(fresh); err != nil {
+				s.dropPoisonedCache()
 				return nil, st, err
 			}
 			active = append(active, fresh...)
@@ -355,6 +369,7 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 		}
 		s.sampleRows(active, logits, vocab, limit, &scratch)
 		if err := rowsErr(active); err != nil {
+			s.dropPoisonedCache()
 			return nil, st, err
 		}
 		st.GeneratedTokens += B

@@ -353,6 +353,59 @@ func TestSamplerGenerateRefusesNaNModel(t *testing.T) {
 	}
 }
 
+// TestSamplerRecoversFromNaNModel: a generation that fails on non-finite
+// logits has written non-finite keys and values into the KV cache the
+// sampler keeps; once the weights are finite again, the next generation
+// on the same sampler gives what it gave before, though its rows are
+// shorter than the failed one's and the sampling graph (the host's
+// without a decode graph, and the device-resident one) attends over
+// the whole capacity, the unfilled slots under the mask (0 x NaN is
+// NaN).
+func TestSamplerRecoversFromNaNModel(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	dir := t.TempDir()
+	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 11))
+	long := make([]Request, len(samplerPrompts))
+	for i := range long {
+		long[i].Prompt = make([]int32, 30)
+		for j := range long[i].Prompt {
+			long[i].Prompt[j] = int32(7*i + j)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		opts model.PolicyOptions
+	}{
+		{"sampling graph", model.PolicyOptions{SamplingGraphOnly: true}},
+		{"decode graph", model.PolicyOptions{}},
+		{"resident", model.PolicyOptions{Resident: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), tc.opts)
+			require.NoError(t, err)
+			defer pol.Close()
+			s, err := NewSampler(pol.LM, SamplerConfig{Temperature: 1, TopP: 1, MaxNewTokens: 4, BatchSize: len(samplerPrompts)})
+			require.NoError(t, err)
+			defer s.Release()
+			want, _, err := s.Generate(context.Background(), samplerRequests(1), nil)
+			require.NoError(t, err)
+			w := pol.Weights.Flat()
+			saved := append([]float32(nil), w...)
+			for i := range w {
+				w[i] = float32(math.NaN())
+			}
+			pol.Weights.Touch()
+			_, _, err = s.Generate(context.Background(), long, nil)
+			require.ErrorContains(t, err, "the model's logits are not finite")
+			copy(w, saved)
+			pol.Weights.Touch()
+			got, _, err := s.Generate(context.Background(), samplerRequests(1), nil)
+			require.NoError(t, err, "the failed generation's keys and values were left in the cache")
+			require.Equal(t, want, got)
+		})
+	}
+}
+
 // TestSampleIntoStopAndLength: a sampled stop id ends the row (kept as
 // its last token, FinishStop), also when it is the limit's last token;
 // otherwise the row ends with FinishLength after exactly its limit of
