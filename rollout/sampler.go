@@ -333,6 +333,9 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 			}
 			st.ForwardCalls += calls
 			st.PrefilledTokens += fed
+			for i := range fresh {
+				st.PeakCacheLen = max(st.PeakCacheLen, s.cache.Len(len(active)+i))
+			}
 			// Sample each fresh row's first token from its prompt's last logits.
 			s.sampleRows(fresh, last, vocab, limit, &scratch)
 			if err := rowsErr(fresh); err != nil {

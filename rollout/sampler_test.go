@@ -259,6 +259,32 @@ func TestSamplerCacheStaysBounded(t *testing.T) {
 	require.LessOrEqual(t, st.PeakCacheLen, 3+20-1, "peak cache length %d", st.PeakCacheLen)
 }
 
+// TestSamplerPeakCacheLen: the peak counts the prompts the cache holds
+// after prefill, also of rows that end at their first token (no decode
+// step ever runs with one new token each), and each decode step's
+// lengths.
+func TestSamplerPeakCacheLen(t *testing.T) {
+	lm := samplerTinyLM(t)
+	longest := 0
+	for _, p := range samplerPrompts {
+		longest = max(longest, len(p))
+	}
+	for _, tc := range []struct {
+		maxNew, batch int
+		want          int
+	}{
+		{1, 8, longest}, // prefill only
+		{1, 2, longest}, // prefill only, in refills
+		{3, 8, longest + 2},
+	} {
+		s, err := NewSampler(lm, SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: tc.maxNew, BatchSize: tc.batch, Refill: true})
+		require.NoError(t, err)
+		_, st, err := s.Generate(context.Background(), samplerRequests(1), nil)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, st.PeakCacheLen, "%+v", tc)
+	}
+}
+
 // TestSamplerContextLength: a row stops (FinishLength) when its prompt and
 // completion fill the context, and a prompt that leaves no room is an
 // error naming the request.
