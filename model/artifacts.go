@@ -26,11 +26,12 @@ import (
 // ArtifactsVersion changes whenever the generated graphs change (in
 // meaning, or in cost as at 12, where the gradient of a square lost its
 // Pow, at 13, which added the decode graph, at 14, where a sliding
-// window or a mask other than a binary one leave none, and at 15, where
+// window or a mask other than a binary one leave none, at 15, where
 // the pieces' backward graphs take their outputs' gradients as seeds and
-// no longer recompute the outputs themselves), so that cached artifacts
-// of an older spiral are rebuilt.
-const ArtifactsVersion = 15
+// no longer recompute the outputs themselves, and at 16, where a frozen
+// head table's loss graph no longer computes its gradient), so that
+// cached artifacts of an older spiral are rebuilt.
+const ArtifactsVersion = 16
 
 // File names inside an artifacts directory.
 const (

@@ -306,8 +306,11 @@ func (e *Executor) openSessions(rt *Runtime) error {
 			[]string{blocks.HeadLogSumExp, blocks.HeadTargetLogit, blocks.HeadEntropy}); err != nil {
 			return err
 		}
-		return open(h.Grad, []string{blocks.HeadHidden, blocks.HeadTable, blocks.HeadLogSumExp, blocks.HeadLocal, blocks.HeadCoef},
-			[]string{blocks.HeadGradHidden, blocks.HeadGradTable})
+		outputs := []string{blocks.HeadGradHidden}
+		if h.TableTrained {
+			outputs = append(outputs, blocks.HeadGradTable)
+		}
+		return open(h.Grad, []string{blocks.HeadHidden, blocks.HeadTable, blocks.HeadLogSumExp, blocks.HeadLocal, blocks.HeadCoef}, outputs)
 	}
 	in := append(names(blocks.X, len(h.Inputs)), names(blocks.W, len(h.Weights))...)
 	in = append(in, autodiff.HeadTargets, autodiff.InputAdvantages, autodiff.InputOldLogprobs, autodiff.HeadWeights,

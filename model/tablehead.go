@@ -88,8 +88,18 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z *ortc.Value, pos
 
 	// Pass 2: gradients, tile by tile: all positions against as wide a
 	// block of the vocabulary as the bound allows, else fewer positions.
-	block, rowsPerTile := tableTile(e.opt.LossChunkBytes, N, V, hidden)
+	// A frozen table's Grad graph computes no table gradient block, so
+	// the tile's bound leaves it out.
+	gradWidth := 0
+	if h.TableTrained {
+		gradWidth = hidden
+	}
+	block, rowsPerTile := tableTile(e.opt.LossChunkBytes, N, V, gradWidth)
 	local := make([]int64, N)
+	outputs := 1 // the hidden states' gradient, and the table's when trained
+	if h.TableTrained {
+		outputs = 2
+	}
 	i, trained := e.trained[h.Table]
 	trained = trained && h.TableTrained
 	// The table's gradient goes to its device sum (summed), or into the
@@ -131,7 +141,7 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z *ortc.Value, pos
 		}
 		for r0 := 0; r0 < N; r0 += rowsPerTile {
 			r1 := min(N, r0+rowsPerTile)
-			out := []*ortc.Value{nil, nil}
+			out := make([]*ortc.Value, outputs)
 			if err := e.runOwnedKeeping(h.Grad, out, func(k int) bool { return k == 0 && hs.grad != nil || k == 1 && summed }, func(t tensors) {
 				hs.rows(t, r0, r1)
 				if tview != nil {
@@ -147,11 +157,12 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z *ortc.Value, pos
 				return nil, err
 			}
 			err := hs.addGrad(e, r0, out[0])
-			if err == nil {
+			if err == nil && h.TableTrained {
 				err = e.addTableGrad(st, out[1], summed, gtab, v0, v1, hidden)
 			}
-			out[0].Release()
-			out[1].Release()
+			for _, v := range out {
+				v.Release()
+			}
 			if err != nil {
 				tview.Release()
 				return nil, err
@@ -168,7 +179,8 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z *ortc.Value, pos
 // each): the tile's [rows x block] tensors (gradLive of them) and the
 // table's gradient block [block, hidden] that the call returns, which
 // at few positions is the larger (all the table's, 4 x vocab x hidden
-// bytes, for one position).
+// bytes, for one position); hidden is 0 for a frozen table, whose
+// gradient is not computed.
 func tableTile(lossChunkBytes int64, n, vocab, hidden int) (block, rows int) {
 	block = max(1, min(vocab, int(lossChunkBytes/(4*(int64(n)*gradLive+int64(hidden))))))
 	rows = n

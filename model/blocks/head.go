@@ -30,7 +30,7 @@ const (
 	HeadCoef = "coef"
 	// HeadGradHidden and HeadGradTable are Grad's outputs: the gradient of
 	// the loss with respect to the hidden states (through this block of
-	// the vocabulary) and to the table block.
+	// the vocabulary) and, when the table is trained, to the table block.
 	HeadGradHidden = "grad_hidden"
 	HeadGradTable  = "grad_table"
 )
@@ -42,8 +42,10 @@ const (
 // computes, for one block of the vocabulary, the gradient of the logits,
 // c (onehot(target) - softmax), and from it the gradients of the hidden
 // states and of the table block, so that no [positions x vocabulary]
-// tensor and no table-sized temporary ever exists.
-func tableHeadGraphs(rows bool, opsets []*onnxpb.OperatorSetIdProto, ir int64) (stats, grad *onnxpb.ModelProto) {
+// tensor and no table-sized temporary ever exists. A table that is not
+// trained (a LoRA run's, frozen) gets no gradient: Grad then outputs the
+// hidden states' alone, a product of the logits' size saved per tile.
+func tableHeadGraphs(rows, trained bool, opsets []*onnxpb.OperatorSetIdProto, ir int64) (stats, grad *onnxpb.ModelProto) {
 	model := func(b *onnx.GraphBuilder) *onnxpb.ModelProto {
 		return &onnxpb.ModelProto{IrVersion: &ir, OpsetImport: opsets, Graph: b.Graph(), ProducerName: ptr("spiral")}
 	}
@@ -94,13 +96,18 @@ func tableHeadGraphs(rows bool, opsets []*onnxpb.OperatorSetIdProto, ir int64) (
 	g := gb.Node("Mul", []string{coef, gb.Node("Sub", []string{onehot, p})})
 	if rows {
 		gb.NodeTo("MatMul", []string{g, t}, []string{HeadGradHidden})
-		gb.NodeTo("Gemm", []string{g, h}, []string{HeadGradTable}, onnx.AttrInt("transA", 1))
 	} else {
 		gb.NodeTo("Gemm", []string{g, t}, []string{HeadGradHidden}, onnx.AttrInt("transB", 1))
-		gb.NodeTo("Gemm", []string{h, g}, []string{HeadGradTable}, onnx.AttrInt("transA", 1))
 	}
 	gb.Output(HeadGradHidden, onnx.Float32, onnx.P("n"), onnx.P("width"))
-	gb.Output(HeadGradTable, onnx.Float32, tableDims...)
+	if trained {
+		if rows {
+			gb.NodeTo("Gemm", []string{g, h}, []string{HeadGradTable}, onnx.AttrInt("transA", 1))
+		} else {
+			gb.NodeTo("Gemm", []string{h, g}, []string{HeadGradTable}, onnx.AttrInt("transA", 1))
+		}
+		gb.Output(HeadGradTable, onnx.Float32, tableDims...)
+	}
 	return model(sb), model(gb)
 }
 

@@ -374,7 +374,7 @@ func coreRoles(inputs []string, q, k, v string) []Role {
 func (s *splitter) buildHead(p int, x string) error {
 	a := s.a
 	if table, rows := s.tableHead(p, x); table != "" {
-		stats, grad := tableHeadGraphs(rows, s.opsets, s.ir)
+		stats, grad := tableHeadGraphs(rows, a.trained[table], s.opsets, s.ir)
 		h := Head{Input: x, Table: table, TableRows: rows, TableTrained: a.trained[table]}
 		var err error
 		if h.Stats, err = s.store(stats); err != nil {

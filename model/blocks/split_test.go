@@ -144,6 +144,46 @@ func TestSplitStructure(t *testing.T) {
 	require.Equal(t, graphs["tiny2"], graphs["tiny5"], "the graphs of a 5-layer model are those of a 2-layer one")
 }
 
+// TestSplitFrozenHeadTable: the head table's loss graph outputs the
+// table's gradient only when the table is trained; a frozen one (a LoRA
+// run's) gets the hidden states' alone, and no product computes the
+// other.
+func TestSplitFrozenHeadTable(t *testing.T) {
+	m, err := qwen3.Build(qwen3.Tiny(), 1)
+	require.NoError(t, err)
+	fm, params := forward(t, m)
+	for _, frozen := range []bool{false, true} {
+		trained, fixed := params, []string(nil)
+		if frozen {
+			p, err := blocks.Split(fm, params, nil)
+			require.NoError(t, err)
+			trained = slices.DeleteFunc(slices.Clone(params), func(w string) bool { return w == p.Head.Table })
+			fixed = []string{p.Head.Table}
+		}
+		p, err := blocks.Split(fm, trained, fixed)
+		require.NoError(t, err)
+		require.Equal(t, !frozen, p.Head.TableTrained)
+		var g onnxpb.ModelProto
+		require.NoError(t, proto.Unmarshal(p.Graphs[p.Head.Grad], &g))
+		var outputs []string
+		for _, o := range g.GetGraph().GetOutput() {
+			outputs = append(outputs, o.GetName())
+		}
+		want := []string{blocks.HeadGradHidden, blocks.HeadGradTable}
+		if frozen {
+			want = want[:1]
+		}
+		require.Equal(t, want, outputs, "frozen %v", frozen)
+		products := 0
+		for _, n := range g.GetGraph().GetNode() {
+			if n.GetOpType() == "MatMul" || n.GetOpType() == "Gemm" {
+				products++
+			}
+		}
+		require.Equal(t, len(want)+1, products, "the logits, and a product for each gradient")
+	}
+}
+
 // TestSplitErrors: a graph without attention, and one whose logits are
 // not a MatMul of the last hidden state, are refused with the reason.
 func TestSplitErrors(t *testing.T) {
