@@ -582,8 +582,14 @@ func (b *TrainBatch) validate(vocab int, positions bool) error {
 		}
 	}
 	for i, m := range b.LossMask {
-		if m != 0 && i%b.Seq == b.Seq-1 {
-			return fmt.Errorf("model: train batch: loss mask set at the last position of row %d, which has no next token", i/b.Seq)
+		switch r, t := i/b.Seq, i%b.Seq; {
+		case m == 0:
+		case !(m > 0) || math.IsInf(float64(m), 0):
+			return fmt.Errorf("model: train batch: loss_mask[%d][%d] = %v: want a finite weight >= 0", r, t, m)
+		case t == b.Seq-1:
+			return fmt.Errorf("model: train batch: loss mask set at the last position of row %d, which has no next token", r)
+		case b.AttentionMask[i+1] == 0:
+			return fmt.Errorf("model: train batch: loss mask set at position %d of row %d, whose next token is padding (attention_mask 0)", t, r)
 		}
 	}
 	return nil

@@ -159,6 +159,32 @@ func randomIDs64(r *rand.Rand, n, vocab int) []int64 {
 	return s
 }
 
+// TestLossMaskRefused: a loss mask that is not a finite weight >= 0, or
+// set where the next token is padding or past the row, is refused naming
+// the position: such a position would train on no token, or scale the
+// loss by NaN.
+func TestLossMaskRefused(t *testing.T) {
+	p, _ := openTrainPolicy(t, 5)
+	for _, c := range []struct {
+		name string
+		edit func(b *model.TrainBatch)
+		want string
+	}{
+		{"negative", func(b *model.TrainBatch) { b.LossMask[2] = -1 }, "loss_mask[0][2] = -1: want a finite weight >= 0"},
+		{"NaN", func(b *model.TrainBatch) { b.LossMask[2] = float32(math.NaN()) }, "loss_mask[0][2] = NaN"},
+		{"infinite", func(b *model.TrainBatch) { b.LossMask[2] = float32(math.Inf(1)) }, "loss_mask[0][2] = +Inf"},
+		{"last position", func(b *model.TrainBatch) { b.LossMask[7] = 1 }, "loss mask set at the last position of row 0"},
+		{"next token padding", func(b *model.TrainBatch) { b.AttentionMask[6], b.AttentionMask[7], b.LossMask[5] = 0, 0, 1 },
+			"loss mask set at position 5 of row 0, whose next token is padding"},
+	} {
+		b := model.RandomTrainBatch(1, 8, p.LM.Signature().Vocab, 1)
+		clear(b.LossMask)
+		c.edit(&b)
+		err := p.Train.Accumulate(context.Background(), b, 1, p.Weights.NewGrads(), &model.TrainResult{})
+		require.ErrorContains(t, err, c.want, c.name)
+	}
+}
+
 // randomIDs draws n token ids from [1, vocab).
 func randomIDs(r *rand.Rand, n, vocab int) []int32 {
 	s := make([]int32, n)
