@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/spiral-rl/spiral/data"
 )
@@ -234,16 +235,20 @@ func (p *Pipeline) aggregate(ctx context.Context, groups []Group, population [][
 
 // aggregationPrompt renders the aggregation prompt of problem over the
 // candidate traces cands (token ids), each cut to its last capTok tokens
-// (all when capTok <= 0) and decoded. When limit > 0 and the prompt is
-// longer than limit tokens, every candidate is cut to one shorter cap,
-// the largest that fits (found by bisection, keeping the ends where the
-// answers are), and fitted is true; a prompt that does not fit even with
-// one token per candidate is an error.
+// (all when capTok <= 0) and decoded (see candidateText). When limit > 0
+// and the prompt is longer than limit tokens, every candidate is cut to
+// one shorter cap, the largest that fits (found by bisection, keeping the
+// ends where the answers are), and fitted is true; a prompt that does not
+// fit even with one token per candidate is an error.
 func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, limit int) (prompt []int32, fitted bool, err error) {
+	full := make([]string, len(cands))
+	for i, t := range cands {
+		full[i] = pr.Text(t)
+	}
 	render := func(c int) ([]int32, error) {
 		texts := make([]string, len(cands))
 		for i, t := range cands {
-			texts[i] = pr.Text(capTokens(t, c))
+			texts[i] = candidateText(pr, t, c, full[i])
 		}
 		return pr.AggregatePrompt(problem, texts)
 	}
@@ -276,6 +281,18 @@ func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, lim
 		return nil, false, fmt.Errorf("aggregation prompt of %d tokens does not fit the %d-token limit even with one token per candidate", len(prompt), limit)
 	}
 	return best, true, nil
+}
+
+// candidateText decodes the last n tokens of ids (all when n <= 0), whose
+// whole text is full. A cut inside a character leaves bytes of it at the
+// start, which decode to U+FFFD; those are dropped (a U+FFFD that full has
+// there is kept), so the text starts at the first whole character kept.
+func candidateText(pr Prompter, ids []int32, n int, full string) string {
+	s := pr.Text(capTokens(ids, n))
+	for strings.HasPrefix(s, "\uFFFD") && !strings.HasSuffix(full, s) {
+		s = s[len("\uFFFD"):]
+	}
+	return s
 }
 
 // capTokens keeps the last n tokens of ids (all when n <= 0).

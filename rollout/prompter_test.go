@@ -1,0 +1,100 @@
+package rollout
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/model/tokenizer"
+)
+
+// aggTestTemplates renders an aggregation prompt as "problem|cand1|...|".
+func aggTestTemplates(t *testing.T) *data.Templates {
+	t.Helper()
+	tm, err := data.ParseTemplates("{{.Problem}}", "{{.Problem}}{{range .Candidates}}|{{.Text}}{{end}}|")
+	require.NoError(t, err)
+	return tm
+}
+
+// TestAggregationPromptCutKeepsWholeCharacters: a candidate capped by
+// --candidate-tokens (or cut to fit the prompt limit) may start inside a
+// multi-byte character; the bytes of that character left at the start
+// must not reach the prompt as U+FFFD: the candidate's text is the suffix
+// of its full text from the first whole character kept. Byte tokenizer:
+// one token per UTF-8 byte, so every cap is exact.
+func TestAggregationPromptCutKeepsWholeCharacters(t *testing.T) {
+	tj, err := tokenizer.BuildByteTokenizerJSON()
+	require.NoError(t, err)
+	tok, err := tokenizer.FromBytes(tj)
+	require.NoError(t, err)
+	defer tok.Close()
+	pr := ChatPrompter{Tok: tok, Templates: aggTestTemplates(t)}
+	// "x=😀é": x, =, 4 bytes of 😀, 2 of é, then <|im_end|>.
+	cand := append(tok.Encode("x=😀é"), tok.IMEnd())
+	require.Len(t, cand, 9)
+	for _, tc := range []struct {
+		name string
+		cand []int32
+		cap  int
+		want string // the candidate's text in the prompt
+	}{
+		{"no cap", cand, 0, "x=😀é"},
+		{"cap at a character boundary", cand, 3, "é"},
+		{"cap inside é", cand, 2, ""},
+		{"cap inside 😀, one byte of it kept", cand, 4, "é"},
+		{"cap inside 😀, three bytes of it kept", cand, 6, "é"},
+		{"cap before 😀", cand, 7, "😀é"},
+		{"a U+FFFD of the text itself is kept", append(tok.Encode("a\uFFFDb"), tok.IMEnd()), 3, "\uFFFDb"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prompt, fitted, err := aggregationPrompt(pr, "p", [][]int32{tc.cand}, tc.cap, 0)
+			require.NoError(t, err)
+			require.False(t, fitted)
+			want := tokenizer.RenderChat([]tokenizer.Message{{Role: tokenizer.RoleUser, Content: "p|" + tc.want + "|"}}, true)
+			require.Equal(t, want, tok.Decode(prompt))
+		})
+	}
+	// Cut to fit a limit: "p|" + c bytes + "|" in the chat markup.
+	base := len(pr.UserTurn("p||"))
+	prompt, fitted, err := aggregationPrompt(pr, "p", [][]int32{cand}, 0, base+5)
+	require.NoError(t, err)
+	require.True(t, fitted)
+	require.NotContains(t, tok.Decode(prompt), "\uFFFD", "cut to fit inside 😀")
+	require.Contains(t, tok.Decode(prompt), "|é|")
+}
+
+// TestAggregationPromptCutQwen3: with the real Qwen3 tokenizer, every cap
+// of candidates whose characters span several byte-level tokens (emoji,
+// rare CJK and math symbols) puts a suffix of the candidate's text into
+// the prompt, never a U+FFFD.
+func TestAggregationPromptCutQwen3(t *testing.T) {
+	dir := os.Getenv("SPIRAL_QWEN3_TOKENIZER_DIR")
+	if dir == "" {
+		t.Skip("SPIRAL_QWEN3_TOKENIZER_DIR is unset: run scripts/setup.sh and source ~/.cache/spiral/env.sh")
+	}
+	tok, err := tokenizer.Load(dir)
+	require.NoError(t, err)
+	defer tok.Close()
+	pr := ChatPrompter{Tok: tok, Templates: aggTestTemplates(t)}
+	for _, text := range []string{
+		"emojis 👨‍👩‍👧 ≤ ≥ ∑ ∫ ℝ so $\\boxed{42}$",
+		"𝔽𝕡 𝑥² ½ ⅓ ∞. Final: \\boxed{\\frac{1}{2}}",
+		"计算 and 😀 🧮🫨 ⛩️ \\boxed{7}",
+	} {
+		t.Run(text, func(t *testing.T) {
+			cand := append(tok.Encode(text), tok.IMEnd())
+			for c := 1; c <= len(cand); c++ {
+				prompt, _, err := aggregationPrompt(pr, "p", [][]int32{cand}, c, 0)
+				require.NoError(t, err)
+				user := tok.DecodeSkipSpecial(prompt)
+				got, ok := strings.CutPrefix(strings.TrimSuffix(user, "|\nassistant\n"), "user\np|")
+				require.True(t, ok, "%q", user)
+				require.NotContains(t, got, "\uFFFD", "cap %d", c)
+				require.True(t, strings.HasSuffix(text, got), "cap %d: %q is not a suffix of %q", c, got, text)
+			}
+		})
+	}
+}
