@@ -25,11 +25,12 @@ type Message struct {
 // they by Qwen's Jinja template). Encode the result with Encode, which
 // recognises the special tokens.
 //
-// This equals Qwen's Jinja chat_template for system, user and assistant
+// This equals Qwen3's Jinja chat_template for system, user and assistant
 // turns without tool calls. Qwen3's hybrid-thinking template additionally
 // writes an empty "<think>\n\n</think>\n\n" into the final assistant turn
-// that follows the last user turn; RenderChat does not (Qwen3-*-2507 and
-// Qwen2.5 templates do not either).
+// that follows the last user turn; RenderChat does not (Qwen3-*-2507's
+// template does not either). Qwen2.5-Instruct's template differs: it
+// inserts a default system prompt when the messages have none.
 func RenderChat(msgs []Message, addGenerationPrompt bool) string {
 	var b strings.Builder
 	for _, m := range msgs {
