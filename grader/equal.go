@@ -1250,8 +1250,11 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 			return vg.r.Cmp(vp.r) == 0
 		}
 		c.lastHow = "numeric"
-		if vg.r != nil && vp.r != nil && roundRatEq(vg.r, vp.r, c.cfg.rounding()) {
-			return true
+		if vg.r != nil && vp.r != nil {
+			// Both exact: rounding them exactly decides; the float
+			// slack of roundEq would let 2000000000001.0 equal
+			// 2000000000000.
+			return roundRatEq(vg.r, vp.r, c.cfg.rounding())
 		}
 		return c.numEqual(vg, vp, flt)
 	}
@@ -1268,6 +1271,10 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 			return pointSkip
 		case vg.r != nil && vp.r != nil && !flt:
 			if vg.r.Cmp(vp.r) != 0 {
+				return pointWrong
+			}
+		case vg.r != nil && vp.r != nil:
+			if !roundRatEq(vg.r, vp.r, c.cfg.rounding()) {
 				return pointWrong
 			}
 		case !c.numEqual(vg, vp, flt):

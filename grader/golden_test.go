@@ -231,6 +231,14 @@ var goldenPOLARIS = []gradeCase{
 	{"integer with unit", `\boxed{9375 \text{ km}}`, "9375", true},
 	{"decimal vs fraction", `\boxed{\frac{65}{2}}`, "32.5", true},
 	{"decimal wrong", `\boxed{32.4}`, "32.5", false},
+	// Two exact numbers that differ at the 6th decimal place differ,
+	// however large: 2000000000001 is not 2000000000000 written 2000000000000.0
+	// (POLARIS and AMC parquet golds are floats such as 142.0).
+	{"large float gold, off by one", `\boxed{2000000000001}`, "2000000000000.0", false},
+	{"large decimal answer, off by one", `\boxed{1234567890124.0}`, "1234567890123", false},
+	{"large decimal answer, off by a half", `\boxed{1234567890123.5}`, "1234567890123", false},
+	{"large decimal in an expression, off by one", `\boxed{x+2000000000001.0}`, "x+2000000000000", false},
+	{"large float gold, equal", `\boxed{2000000000000}`, "2000000000000.0", true},
 	{"radical fraction", `\boxed{\dfrac{\sqrt{3}}{4}}`, `\frac{\sqrt{3}}{4}`, true},
 	{"radical decimal too coarse", `\boxed{0.433}`, `\frac{\sqrt{3}}{4}`, false},
 	{"malformed gold does not match", `\boxed{1}`, `^2=\frac{1}{3}(a_1^2+b_1^2+c_1^2)-\frac{1}{9}(^2+b^2+^2)`, false},
