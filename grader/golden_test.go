@@ -144,6 +144,13 @@ var goldenMATH = []gradeCase{
 	{"sqrt over 2", `\boxed{\sqrt{2}/2}`, `\frac{\sqrt2}{2}`, true},
 	{"wrong radical", `\boxed{\sqrt{3}}`, `\sqrt{2}`, false},
 	{"cube root", `\boxed{\sqrt[3]{27}}`, `3`, true},
+	// A parenthesised radicand (\sqrt(2), sqrt(2): LaTeX's \sqrt would take
+	// the "(" alone, so the group is the only reading).
+	{"sqrt with parentheses", `\boxed{\sqrt(2)}`, `\sqrt{2}`, true},
+	{"plain sqrt call", `\boxed{3sqrt(x+1)}`, `3\sqrt{x+1}`, true},
+	{"plain sqrt call, wrong radicand", `\boxed{sqrt(3)}`, `\sqrt{2}`, false},
+	{"plain sqrt call in an answer sentence", `The answer is sqrt(2).`, `\sqrt{2}`, true},
+	{"plain sqrt call is not its radicand", `The answer is sqrt(2).`, `2`, false},
 	{"pi multiple", `\boxed{\frac{\pi}{2}}`, `\frac12\pi`, true},
 	{"pi decimal is not pi", `\boxed{6.28}`, `2\pi`, false},
 	{"e power", `\boxed{e^2}`, `\exp(2)`, true},

@@ -892,6 +892,22 @@ func (p *parser) parseArg() *node {
 	return nil
 }
 
+// sqrtArg parses a radicand: the braced group or single token \sqrt takes
+// in LaTeX, or a parenthesised group, which in \sqrt(2), sqrt(x+1) and
+// √(2) can only be the radicand.
+func (p *parser) sqrtArg() *node {
+	if !p.is("(") {
+		return p.parseArg()
+	}
+	p.next()
+	x := p.parseList(func(t token) bool { return t.k == tPunct && t.s == ")" })
+	p.expect(")")
+	if x == nil || x.k == nList {
+		p.fail("bad radicand")
+	}
+	return x
+}
+
 // rawArg returns the raw text of a braced group or single token.
 func (p *parser) rawArg() string {
 	t := p.peek()
@@ -1210,7 +1226,7 @@ func (p *parser) parseFunc(name string) *node {
 	}
 	var arg *node
 	if name == "sqrt" {
-		arg = p.parseArg()
+		arg = p.sqrtArg()
 	} else if p.is("(") {
 		p.next()
 		x := p.parseList(func(t token) bool { return t.k == tPunct && t.s == ")" })
@@ -1319,13 +1335,13 @@ func (p *parser) parseCommand() *node {
 			p.next()
 			idx := p.parseList(func(t token) bool { return t.k == tPunct && t.s == "]" })
 			p.expect("]")
-			x := p.parseArg()
+			x := p.sqrtArg()
 			if idx == nil {
 				return &node{k: nFunc, name: "sqrt", args: []*node{x}}
 			}
 			return &node{k: nFunc, name: "root", args: []*node{x, idx}}
 		}
-		return &node{k: nFunc, name: "sqrt", args: []*node{p.parseArg()}}
+		return &node{k: nFunc, name: "sqrt", args: []*node{p.sqrtArg()}}
 	case `\binom`, `\choose`:
 		a := p.parseArg()
 		b := p.parseArg()
