@@ -151,6 +151,12 @@ var goldenMATH = []gradeCase{
 	{"plain sqrt call, wrong radicand", `\boxed{sqrt(3)}`, `\sqrt{2}`, false},
 	{"plain sqrt call in an answer sentence", `The answer is sqrt(2).`, `\sqrt{2}`, true},
 	{"plain sqrt call is not its radicand", `The answer is sqrt(2).`, `2`, false},
+	// Unicode √ takes the whole digit run after it, as plain text means:
+	// √23 is the root of 23, not 3√2 (which \sqrt 23 would be).
+	{"unicode root of a two-digit number", `\boxed{√23}`, `\sqrt{23}`, true},
+	{"unicode root is not a digit's root", `\boxed{√23}`, `3\sqrt{2}`, false},
+	{"unicode root with coefficient", `\boxed{2√12}`, `4\sqrt{3}`, true},
+	{"unicode root of a group", `\boxed{√(2)}`, `\sqrt{2}`, true},
 	{"pi multiple", `\boxed{\frac{\pi}{2}}`, `\frac12\pi`, true},
 	{"pi decimal is not pi", `\boxed{6.28}`, `2\pi`, false},
 	{"e power", `\boxed{e^2}`, `\exp(2)`, true},

@@ -62,6 +62,9 @@ func Normalize(s string) string {
 	if strings.Contains(s, "{") && strings.Contains(s, ",") {
 		s = joinDigits(s, braceComma) // 1{,}000 -> 1000
 	}
+	if strings.Contains(s, "√") {
+		s = unicodeRoots(s)
+	}
 	s = normReplacer.Replace(s)
 	s = removeSizing(s)
 	s = dropFontSwitches(s)
@@ -88,6 +91,33 @@ func Normalize(s string) string {
 		}
 	}
 	return s
+}
+
+// unicodeRoots braces the digits after a Unicode root sign: in plain text
+// √23 is the root of 23, while the \sqrt that normReplacer makes of √
+// would take only the digit 2 (\sqrt 23 is 3\sqrt{2} in LaTeX).
+func unicodeRoots(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for {
+		i := strings.Index(s, "√")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		j := i + len("√")
+		k := j
+		for k < len(s) && (isDigit(s[k]) || s[k] == '.' && k > j && k+1 < len(s) && isDigit(s[k+1])) {
+			k++
+		}
+		b.WriteString(s[:i])
+		if k > j {
+			b.WriteString(`\sqrt{` + s[j:k] + "}")
+		} else {
+			b.WriteString("√")
+		}
+		s = s[k:]
+	}
 }
 
 // unitTail reports whether t, the text after a grouped number, is a unit
