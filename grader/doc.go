@@ -125,7 +125,8 @@
 //     number would cut: a tuple or interval ("Answer: (2, 4)", "[1, 3)",
 //     "(-inf, 2]"; a comma in brackets separates elements, as in
 //     \boxed{(1,200)}) or an expression with a variable built with +, -, =
-//     or brackets ("2k+2", "3x^2 - 1", "n(n+1)/2", "x = 3, y = 4"). A unit
+//     or brackets ("2k+2", "3x^2 - 1", "n(n+1)/2", "x = 3, y = 4"), or
+//     one with π or √, which are never units ("2π/3", "3√2"). A unit
 //     (5 m, 5m/s, d = 5m, 12 cm), a grouped number (1,200, x = 1,200),
 //     numbers alone (1, 2), words and a single term glued to a letter
 //     (2k, y = 2x: a variable or a unit) keep the reading by the number.

@@ -326,7 +326,8 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //   - or an expression with a variable (a letter, or pi, inf, ∞, π) built
 //     with +, a binary -, = or brackets (not one bracket group alone, as
 //     the label "(a)"), or beginning with the variable: "2k+2", "3x^2 -
-//     1", "n(n+1)/2", "x = 3, y = 4", "x^2".
+//     1", "n(n+1)/2", "x = 3, y = 4", "x^2"; or one with π, pi or √,
+//     which are not units: "2π", "2π/3", "√2", "4√3/3".
 //
 // Anything else keeps the reading by the last number: a word of two or
 // more letters (units such as cm, prose; the parser's function words are
@@ -350,6 +351,7 @@ func plainAnswer(s string) (string, bool) {
 		built, paren, other bool // +, binary -, =; a bracket; binary *, /, ^
 		tupleOpen, comma    bool // a starts with a bracket; a comma at its top level
 		closedEarly, first  bool // a bracket group closes before the end; no operand yet
+		konst               bool // π, pi or √: never a unit
 		value               int  // where the value starts: after the last = or , outside brackets
 	)
 	first = true
@@ -407,12 +409,23 @@ func plainAnswer(s string) (string, bool) {
 				return "", false
 			}
 			letter = true
+			konst = konst || w == "pi"
 			i, operand = j, !funcWords[w] || plainConsts[w]
 		case strings.HasPrefix(a[i:], "π") || strings.HasPrefix(a[i:], "∞"):
 			if !startOperand(true) {
 				return "", false
 			}
 			letter, operand = true, true
+			konst = konst || strings.HasPrefix(a[i:], "π")
+			_, n := utf8.DecodeRuneInString(a[i:])
+			i += n
+		case strings.HasPrefix(a[i:], "√"):
+			// A root sign starts an operand, glued to a coefficient
+			// (3√2) or not.
+			if operand && space {
+				return "", false
+			}
+			letter, konst, operand = true, true, false
 			_, n := utf8.DecodeRuneInString(a[i:])
 			i += n
 		case ch == '(' || ch == '[':
@@ -480,7 +493,7 @@ func plainAnswer(s string) (string, bool) {
 	}
 	lone := tupleOpen && !closedEarly // one bracket group: "(a)" may be a label
 	tuple := lone && comma
-	expr := letter && (built || paren && !lone || leadLetter && other) && !quantity(a[value:])
+	expr := letter && (built || paren && !lone || leadLetter && other || konst) && !quantity(a[value:])
 	if !tuple && !expr {
 		return "", false
 	}
@@ -790,7 +803,8 @@ func (b *numText) addByte(c byte) {
 func (b *numText) String() string { return string(b.buf) }
 
 // findNumbers scans s for numbers outside the given math spans. A number
-// must not follow a letter or digit; it may carry a sign, thousands
+// must not follow a letter, digit or root sign, nor be glued to a √ or π
+// after it (3√2, 2π); it may carry a sign, thousands
 // separators (",", " "), a decimal point or comma, a "/d" denominator and
 // a percent sign. Their text (number.text) is canonical: "1,000.99" ->
 // "1000.99", "2,74" -> "2.74". At most the last 4*MaxElements are kept.
@@ -820,6 +834,12 @@ func findNumbers(s string, skip []mathSpan) []number {
 			}
 		}
 		_, end := scanNumber(s, i, false)
+		if rootBefore(s[:i]) || strings.HasPrefix(s[end:], "√") || strings.HasPrefix(s[end:], "π") {
+			// √2, ∛2, 3√2, 2π: the number is a radicand or a
+			// coefficient, not the value.
+			i = end - 1
+			continue
+		}
 		neg := false
 		if i > 0 && (s[i-1] == '-' || strings.HasSuffix(s[:i], "−")) {
 			k := i - 1
@@ -837,6 +857,11 @@ func findNumbers(s string, skip []mathSpan) []number {
 		i = end - 1
 	}
 	return out
+}
+
+// rootBefore reports whether s ends with a root sign (√, ∛, ∜).
+func rootBefore(s string) bool {
+	return strings.HasSuffix(s, "√") || strings.HasSuffix(s, "∛") || strings.HasSuffix(s, "∜")
 }
 
 // scanNumber reads the number starting at s[i] and returns its canonical

@@ -101,6 +101,17 @@ var goldenMATH = []gradeCase{
 	{"plain quotient", "Final Answer: n(n+1)/2", `\frac{n(n+1)}{2}`, true},
 	{"plain quotient is not its denominator", "Final Answer: n(n+1)/2", `2`, false},
 	{"plain power", "Answer: x^2", `x^2`, true},
+	// π and √ are never units: a term with them is read whole, not as the
+	// number glued to them (the radicand of √2, the coefficient of 2π).
+	{"plain root", "The answer is √2.", `\sqrt{2}`, true},
+	{"plain root is not its radicand", "The answer is √2.", `2`, false},
+	{"plain root with coefficient", "The answer is 4√3/3.", `\frac{4\sqrt{3}}{3}`, true},
+	{"plain root with coefficient is not its denominator", "The answer is 4√3/3.", `3`, false},
+	{"plain multiple of pi", "The answer is 2π/3.", `\frac{2\pi}{3}`, true},
+	{"plain multiple of pi is not its denominator", "The answer is 2π/3.", `3`, false},
+	{"plain multiple of pi is not its coefficient", "The answer is 2π.", `2`, false},
+	{"fallback root is not its radicand", "So the side length is 3√2", `2`, false},
+	{"fallback multiple of pi is not its coefficient", "So the area is 2π", `2`, false},
 	{"plain expression before a clause", "The answer is 2k+2, where k is the number of steps.", `2k+2`, true},
 	{"plain line", "Answer: y = 2x + 1", `y=2x+1`, true},
 	{"plain line is not its intercept", "Answer: y = 2x + 1", `1`, false},
