@@ -50,7 +50,9 @@
 //   - When either side contains a decimal literal with a fractional part,
 //     numbers are compared after rounding to Config.FloatRounding decimal
 //     places (default 6), as Math-Verify does: 0.333 equals 1/3 at 3 places but
-//     not at 4.
+//     not at 4. A gold whose decimal literal is written to more places is
+//     compared at its own places: the MATH-500 gold .0000672 is not
+//     answered by .0000673.
 //   - Bare comma lists and sets compare as sets (order-free, duplicates
 //     ignored); parenthesised tuples, points, ratios and matrices compare in
 //     order. A tuple of two elements also matches the open interval with the

@@ -1158,7 +1158,7 @@ func (c *comparer) proportional(a, b *node, positive bool) bool {
 			ratio, have = r, true
 			return check(!positive || real(r.c) > 0 && math.Abs(imag(r.c)) <= NumericTolerance)
 		}
-		return check(c.numEqual(ratio, r, false))
+		return check(c.numEqual(ratio, r, false, 0))
 	}
 	if len(names) == 0 {
 		v, n := c.atPoints(a, b, []map[string]value{nil}, false, cmp)
@@ -1233,6 +1233,7 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 		return sg == sp
 	}
 	flt := hasFloat(g) || hasFloat(p)
+	d := c.places(g)
 	names := sortedSyms(g, p)
 	if len(names) == 0 {
 		e := &evaluator{b: c.b}
@@ -1254,9 +1255,9 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 			// Both exact: rounding them exactly decides; the float
 			// slack of roundEq would let 2000000000001.0 equal
 			// 2000000000000.
-			return roundRatEq(vg.r, vp.r, c.cfg.rounding())
+			return roundRatEq(vg.r, vp.r, d)
 		}
-		return c.numEqual(vg, vp, flt)
+		return c.numEqual(vg, vp, flt, d)
 	}
 	v, enough := c.onDomain(g, p, names, func(vg, vp value) pointCheck {
 		switch {
@@ -1274,10 +1275,10 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 				return pointWrong
 			}
 		case vg.r != nil && vp.r != nil:
-			if !roundRatEq(vg.r, vp.r, c.cfg.rounding()) {
+			if !roundRatEq(vg.r, vp.r, d) {
 				return pointWrong
 			}
-		case !c.numEqual(vg, vp, flt):
+		case !c.numEqual(vg, vp, flt, d):
 			return pointWrong
 		}
 		return pointValid
@@ -1289,11 +1290,46 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 	return v == pointsAgree && enough
 }
 
-// numEqual compares two numbers: rounded to FloatRounding places when flt,
+// places returns the decimal places numbers are rounded to against the
+// gold g: FloatRounding, or as many as a decimal literal of the gold
+// writes when that is more (up to 15), so that the gold .0000672 is not
+// answered by .0000673.
+func (c *comparer) places(g *node) int {
+	return max(c.cfg.rounding(), literalPlaces(g))
+}
+
+// literalPlaces returns the most decimal places, up to 15, that the
+// decimal literals in n need: max(a, b) for a denominator 2^a 5^b
+// (.0000672 = 42/625000 = 42/(2^3 5^7) needs 7).
+func literalPlaces(n *node) int {
+	if n == nil {
+		return 0
+	}
+	if n.k == nNum && n.flt {
+		den := n.val.Denom()
+		twos := min(int(den.TrailingZeroBits()), 15)
+		fives := 0
+		q, r := new(big.Int), new(big.Int)
+		five := big.NewInt(5)
+		for d := new(big.Int).Rsh(den, uint(twos)); fives < 15; fives++ {
+			if q.QuoRem(d, five, r); r.Sign() != 0 {
+				break
+			}
+			d.Set(q)
+		}
+		return max(twos, fives)
+	}
+	m := 0
+	for _, a := range n.args {
+		m = max(m, literalPlaces(a))
+	}
+	return min(m, 15)
+}
+
+// numEqual compares two numbers: rounded to d decimal places when flt,
 // else within the relative tolerance NumericTolerance.
-func (c *comparer) numEqual(a, b value, flt bool) bool {
+func (c *comparer) numEqual(a, b value, flt bool, d int) bool {
 	if flt {
-		d := c.cfg.rounding()
 		return roundEq(real(a.c), real(b.c), d) && roundEq(imag(a.c), imag(b.c), d)
 	}
 	scale := math.Max(1, math.Max(cmplx.Abs(a.c), cmplx.Abs(b.c)))

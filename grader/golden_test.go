@@ -149,6 +149,14 @@ var goldenMATH = []gradeCase{
 	{"mixed number", `\boxed{2\frac{1}{2}}`, `\frac52`, true},
 	{"rounded decimal is wrong at 6 places", `\boxed{0.33}`, `\frac13`, false},
 	{"long decimal rounds to fraction", `\boxed{0.3333333}`, `\frac13`, true},
+	// MATH-500 test/number_theory/598 has the exact gold .0000672, written
+	// to 7 places: rounding both sides to 6 would take 0.0000673 and
+	// 6.73 \times 10^{-5} (both 0.000067) for it.
+	{"gold with 7 places, neighbour decimal", `\boxed{0.0000673}`, `.0000672`, false},
+	{"gold with 7 places, neighbour in scientific notation", `\boxed{6.73 \times 10^{-5}}`, `.0000672`, false},
+	{"gold with 7 places, equal", `\boxed{6.72 \times 10^{-5}}`, `.0000672`, true},
+	{"gold with 7 places, exact fraction", `\boxed{\frac{42}{625000}}`, `.0000672`, true},
+	{"gold with 8 places, irrational answer", `\boxed{\pi}`, `3.14159265`, true},
 	// Roots and constants.
 	{"simplified radical", `\boxed{2\sqrt{2}}`, `\sqrt{8}`, true},
 	{"rationalised", `\boxed{\frac{1}{\sqrt{2}}}`, `\frac{\sqrt{2}}{2}`, true},

@@ -73,7 +73,8 @@ type Config struct {
 	// boxed_match_priority=100). Default false: the later of the two wins.
 	AnchorFirst bool
 	// FloatRounding is the number of decimal places numbers are rounded to
-	// when either side contains a decimal literal; zero means 6.
+	// when either side contains a decimal literal; zero means 6. A gold
+	// decimal literal written to more places raises it to those places.
 	FloatRounding int
 	// NonStrict, when true, lets variables be renamed: f(y) equals f(x).
 	// Default false (variable names must match).
