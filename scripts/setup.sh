@@ -46,6 +46,12 @@ HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export HOME
 CACHE="${SPIRAL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/spiral}"
 mkdir -p "$CACHE"
+# One setup at a time per cache (make -j, or two scripts that each run
+# setup): a second waits, then finds everything installed.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$CACHE/.setup.lock"
+  flock 9
+fi
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
@@ -166,7 +172,8 @@ fi
 [[ -f "$ORT_GO_DIR/onnxruntime_c_api.h" ]] || die "could not locate onnxruntime_c_api.h in the github.com/yalue/onnxruntime_go module"
 
 # 5. env.sh ---------------------------------------------------------------------
-cat > "$CACHE/env.sh.tmp" <<ENV
+env_tmp="$(mktemp "$CACHE/env.sh.XXXXXX")"
+cat > "$env_tmp" <<ENV
 # Written by scripts/setup.sh; sourced by the Makefile.
 export CGO_ENABLED=1
 export CGO_LDFLAGS="-L$TOK_DIR"
@@ -176,6 +183,7 @@ export SPIRAL_QWEN3_TOKENIZER_DIR="$QWEN_DIR"
 export SPIRAL_CACHE_DIR="$CACHE"
 export HOME="$HOME"
 ENV
-mv "$CACHE/env.sh.tmp" "$CACHE/env.sh"
+chmod 0644 "$env_tmp"
+mv "$env_tmp" "$CACHE/env.sh"
 log "ready: $CACHE"
 echo "$CACHE/env.sh"
