@@ -46,6 +46,9 @@ HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export HOME
 CACHE="${SPIRAL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/spiral}"
 mkdir -p "$CACHE"
+# Absolute: env.sh's paths are used from other directories (go test
+# builds and runs each package's tests in its own).
+CACHE="$(cd "$CACHE" && pwd)"
 # One setup at a time per cache (make -j, or two scripts that each run
 # setup): a second waits, then finds everything installed.
 if command -v flock >/dev/null 2>&1; then

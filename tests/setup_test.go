@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -71,4 +72,61 @@ func TestSetupConcurrent(t *testing.T) {
 	matches, err := filepath.Glob(filepath.Join(cache, "env.sh.*"))
 	require.NoError(t, err)
 	require.Empty(t, matches, "no temporary env file is left behind")
+}
+
+// installedCache makes a cache directory at dir whose installed parts
+// are links to those of the cache setup installed into, so that setup
+// finds everything there and only writes env.sh.
+func installedCache(t *testing.T, dir string) {
+	t.Helper()
+	cache := setupCache(t)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for _, pattern := range []string{"onnxruntime-*", "tokenizers-*", "qwen3-tokenizer-*"} {
+		parts, err := filepath.Glob(filepath.Join(cache, pattern))
+		require.NoError(t, err)
+		require.NotEmpty(t, parts, "%s in %s", pattern, cache)
+		for _, p := range parts {
+			require.NoError(t, os.Symlink(p, filepath.Join(dir, filepath.Base(p))))
+		}
+	}
+}
+
+// linkWithEnv sources env (setup's env.sh) in bash and builds and links
+// the test binary of model/tokenizer, which links libtokenizers.a
+// through CGO_LDFLAGS, running go in dir; it returns the variables'
+// values after sourcing, a line each.
+func linkWithEnv(t *testing.T, dir, env string) []string {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	require.NoError(t, err)
+	cmd := exec.Command(bash, "-c", `source "$1" && go test -c -o "$2" github.com/spiral-rl/spiral/model/tokenizer &&
+		printf '%s\n' "$ONNXRUNTIME_LIB" "$SPIRAL_QWEN3_TOKENIZER_DIR" "$SPIRAL_CACHE_DIR" "$CGO_LDFLAGS"`,
+		"bash", env, filepath.Join(t.TempDir(), "tokenizer.test"))
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	return strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+}
+
+// TestSetupRelativeCache: a relative SPIRAL_CACHE_DIR (relative to where
+// setup runs) gives an env.sh of absolute paths, which work from any
+// directory: go test builds and runs each package in its own, where
+// relative ones named nothing ("cannot find -ltokenizers").
+func TestSetupRelativeCache(t *testing.T) {
+	work := t.TempDir()
+	installedCache(t, filepath.Join(work, "cache"))
+	stdout, stderr, err := runSetup(t, work, "SPIRAL_CACHE_DIR=cache")
+	require.NoError(t, err, stderr)
+	env := strings.TrimSuffix(stdout, "\n")
+	require.Equal(t, filepath.Join(work, "cache", "env.sh"), env)
+	module, err := filepath.Abs("..")
+	require.NoError(t, err)
+	vars := linkWithEnv(t, filepath.Join(module, "model"), env)
+	require.Equal(t, []string{
+		filepath.Join(work, "cache", "onnxruntime-1.30.0", "libonnxruntime.so"),
+		filepath.Join(work, "cache", "qwen3-tokenizer-3.7.2"),
+		filepath.Join(work, "cache"),
+		"-L" + filepath.Join(work, "cache", "tokenizers-v1.22.1"),
+	}, vars)
 }
