@@ -175,17 +175,35 @@ fi
 [[ -f "$ORT_GO_DIR/onnxruntime_c_api.h" ]] || die "could not locate onnxruntime_c_api.h in the github.com/yalue/onnxruntime_go module"
 
 # 5. env.sh ---------------------------------------------------------------------
+# cgoflag FLAG PATH: FLAG and PATH as one word of CGO_*FLAGS, which the go
+# command splits at blanks unless the word is in '' or "" (a path under a
+# folder such as "My Drive").
+cgoflag() {
+  if [[ "$2" != *[[:space:]]* ]]; then
+    printf '%s%s' "$1" "$2"
+  elif [[ "$2" != *\'* ]]; then
+    printf "'%s%s'" "$1" "$2"
+  elif [[ "$2" != *\"* ]]; then
+    printf '"%s%s"' "$1" "$2"
+  else
+    die "$2: cgo cannot take a path with blanks and both quote characters"
+  fi
+}
+ldflags="$(cgoflag -L "$TOK_DIR")"
+cflags="-O2 -g $(cgoflag -I "$ORT_GO_DIR")"
 env_tmp="$(mktemp "$CACHE/env.sh.XXXXXX")"
-cat > "$env_tmp" <<ENV
-# Written by scripts/setup.sh; sourced by the Makefile.
-export CGO_ENABLED=1
-export CGO_LDFLAGS="-L$TOK_DIR"
-export CGO_CFLAGS="-O2 -g -I$ORT_GO_DIR"
-export ONNXRUNTIME_LIB="$ORT_LIB"
-export SPIRAL_QWEN3_TOKENIZER_DIR="$QWEN_DIR"
-export SPIRAL_CACHE_DIR="$CACHE"
-export HOME="$HOME"
-ENV
+{
+  echo "# Written by scripts/setup.sh; sourced by the Makefile."
+  # %q: the values as bash reads them back, whatever the paths hold.
+  printf 'export %s=%q\n' \
+    CGO_ENABLED 1 \
+    CGO_LDFLAGS "$ldflags" \
+    CGO_CFLAGS "$cflags" \
+    ONNXRUNTIME_LIB "$ORT_LIB" \
+    SPIRAL_QWEN3_TOKENIZER_DIR "$QWEN_DIR" \
+    SPIRAL_CACHE_DIR "$CACHE" \
+    HOME "$HOME"
+} > "$env_tmp"
 chmod 0644 "$env_tmp"
 mv "$env_tmp" "$CACHE/env.sh"
 log "ready: $CACHE"

@@ -91,17 +91,19 @@ func installedCache(t *testing.T, dir string) {
 	}
 }
 
-// linkWithEnv sources env (setup's env.sh) in bash and builds and links
-// the test binary of model/tokenizer, which links libtokenizers.a
-// through CGO_LDFLAGS, running go in dir; it returns the variables'
+// linkWithEnv sources env (setup's env.sh) in bash and builds, in a
+// module and directory of its own, a program that links libtokenizers.a
+// through CGO_LDFLAGS as model/tokenizer does; it returns the variables'
 // values after sourcing, a line each.
-func linkWithEnv(t *testing.T, dir, env string) []string {
+func linkWithEnv(t *testing.T, env string) []string {
 	t.Helper()
 	bash, err := exec.LookPath("bash")
 	require.NoError(t, err)
-	cmd := exec.Command(bash, "-c", `source "$1" && go test -c -o "$2" github.com/spiral-rl/spiral/model/tokenizer &&
-		printf '%s\n' "$ONNXRUNTIME_LIB" "$SPIRAL_QWEN3_TOKENIZER_DIR" "$SPIRAL_CACHE_DIR" "$CGO_LDFLAGS"`,
-		"bash", env, filepath.Join(t.TempDir(), "tokenizer.test"))
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module linkcheck\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\n// #cgo LDFLAGS: -ltokenizers\nimport \"C\"\n\nfunc main() {}\n"), 0o644))
+	cmd := exec.Command(bash, "-c", `source "$1" && go build -o linkcheck . &&
+		printf '%s\n' "$ONNXRUNTIME_LIB" "$SPIRAL_QWEN3_TOKENIZER_DIR" "$SPIRAL_CACHE_DIR" "$CGO_LDFLAGS"`, "bash", env)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -120,13 +122,31 @@ func TestSetupRelativeCache(t *testing.T) {
 	require.NoError(t, err, stderr)
 	env := strings.TrimSuffix(stdout, "\n")
 	require.Equal(t, filepath.Join(work, "cache", "env.sh"), env)
-	module, err := filepath.Abs("..")
-	require.NoError(t, err)
-	vars := linkWithEnv(t, filepath.Join(module, "model"), env)
+	vars := linkWithEnv(t, env)
 	require.Equal(t, []string{
 		filepath.Join(work, "cache", "onnxruntime-1.30.0", "libonnxruntime.so"),
 		filepath.Join(work, "cache", "qwen3-tokenizer-3.7.2"),
 		filepath.Join(work, "cache"),
 		"-L" + filepath.Join(work, "cache", "tokenizers-v1.22.1"),
+	}, vars)
+}
+
+// TestSetupCacheWithBlank: a cache directory whose path holds a blank
+// (and a quote and a dollar) gives an env.sh that bash reads back as
+// written and that go links with: CGO_LDFLAGS="-L/a b/..." split into
+// -L/a and b/... ("cannot find -ltokenizers").
+func TestSetupCacheWithBlank(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), `spiral's cache $HOME`)
+	installedCache(t, cache)
+	stdout, stderr, err := runSetup(t, t.TempDir(), "SPIRAL_CACHE_DIR="+cache)
+	require.NoError(t, err, stderr)
+	env := strings.TrimSuffix(stdout, "\n")
+	require.Equal(t, filepath.Join(cache, "env.sh"), env)
+	vars := linkWithEnv(t, env)
+	require.Equal(t, []string{
+		filepath.Join(cache, "onnxruntime-1.30.0", "libonnxruntime.so"),
+		filepath.Join(cache, "qwen3-tokenizer-3.7.2"),
+		cache,
+		`"-L` + filepath.Join(cache, "tokenizers-v1.22.1") + `"`,
 	}, vars)
 }
