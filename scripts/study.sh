@@ -124,8 +124,17 @@ if [[ -f $OUT/study.stamp && $(cat "$OUT/study.stamp") != "$stamp" ]]; then
 	rm -rf "$OUT/runs" "$OUT/eval" "$OUT/report" "$OUT/logs"
 fi
 # An interrupted study takes its running jobs with it (a rerun must not
-# find a second trainer in a run directory).
-trap 'jobs -rp | xargs -r kill 2>/dev/null || true' EXIT
+# find a second trainer in a run directory): each job's subshell and the
+# spiral it runs, which killing the subshell alone leaves running.
+# shellcheck disable=SC2329 # the EXIT trap runs it
+stop_jobs() {
+	local p
+	for p in $(jobs -rp); do
+		# shellcheck disable=SC2046 # the pids of p's children
+		kill "$p" $(pgrep -P "$p" 2>/dev/null) 2>/dev/null || true
+	done
+}
+trap stop_jobs EXIT
 mkdir -p "$OUT/runs" "$OUT/report" "$OUT/logs"
 rm -f "$OUT"/logs/*.failed
 echo "$stamp" >"$OUT/study.stamp"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model/flock"
 )
 
 // studyKnobs are scripts/study.sh's settings, taken from the environment.
@@ -106,5 +109,77 @@ func TestStudyRefusals(t *testing.T) {
 			require.NoDirExists(t, out, "nothing is made before the knobs are checked")
 			require.FileExists(t, kept, "another directory's runs/ is left alone")
 		})
+	}
+}
+
+// TestStudyStopTakesItsJobs: a study stopped by SIGTERM (kill, timeout, a
+// job scheduler) stops the trainings and evaluations it runs. Killing
+// each job's subshell alone left its spiral train running on, so a rerun
+// found it holding the run directory and failed. The study runs in a
+// process group of its own; only the script is signalled, and its
+// training must let go of its run directory soon after it exits.
+func TestStudyStopTakesItsJobs(t *testing.T) {
+	requireRuntime(t)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	script, err := filepath.Abs(filepath.Join("..", "scripts", "study.sh"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "study")
+	env := []string{"OUT=" + out, "STEPS=200", "SEEDS=1", "ALGOS=grpo", "PROBLEMS=4", "EVALN=2", "PASSK_SAMPLES=2", "JOBS=2"}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(studyKnobs, k) {
+			env = append(env, kv)
+		}
+	}
+	cmd := exec.Command(bash, script)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	require.NoError(t, cmd.Start())
+	pgid := cmd.Process.Pid
+	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// The trainer is running once it holds its run directory's lock.
+	lock := filepath.Join(out, "runs", "grpo-s1", ".lock")
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if _, err := os.Stat(lock); err == nil {
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the study ended before its training started: %v (stderr %q)", err, stderr.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		require.True(t, time.Now().Before(deadline), "no training started (stderr %q)", stderr.String())
+	}
+	// Opened now: the trainer removes it when it ends.
+	f, err := os.Open(lock)
+	require.NoError(t, err)
+	defer f.Close()
+	time.Sleep(time.Second)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the study did not stop on SIGTERM (stderr %q)", stderr.String())
+	}
+	// Its training stops too (spiral train saves a checkpoint on
+	// SIGTERM), releasing its run directory's lock for a rerun.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		ok, err := flock.TryLock(f)
+		require.NoError(t, err)
+		if ok {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the study's spiral train runs on after it stopped (stderr %q)", stderr.String())
+		time.Sleep(100 * time.Millisecond)
 	}
 }
