@@ -10,7 +10,9 @@
 #   BENCH_DIR   where the models and results go (default: bench)
 #   BENCH_VENV  the Python environment of the reference (default:
 #               ${XDG_CACHE_HOME:-~/.cache}/spiral/benchvenv, made from
-#               scripts/bench/requirements.txt when missing)
+#               scripts/bench/requirements.txt when missing, and installed
+#               into again after an interrupted install or when the
+#               requirements change)
 #   THREADS     threads of both sides (default: 2)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,9 +22,12 @@ THREADS=${THREADS:-2}
 results=$BENCH_DIR/results
 mkdir -p "$results"
 
-if [[ ! -x $BENCH_VENV/bin/python ]]; then
-	python3 -m venv "$BENCH_VENV"
-	"$BENCH_VENV/bin/pip" install --quiet -r scripts/bench/requirements.txt
+# The copy of requirements.txt in it marks an install that finished (an
+# interrupted one, or other requirements, install again).
+if ! cmp -s scripts/bench/requirements.txt "$BENCH_VENV/requirements.txt"; then
+	[[ -x $BENCH_VENV/bin/python ]] || python3 -m venv "$BENCH_VENV"
+	"$BENCH_VENV/bin/python" -m pip install --quiet -r scripts/bench/requirements.txt
+	cp scripts/bench/requirements.txt "$BENCH_VENV/requirements.txt"
 fi
 py=$BENCH_VENV/bin/python
 for spec in "qwen3-0.6b:0:qwen3-0.6b" "qwen3-0.6b:8:qwen3-0.6b-8l"; do
