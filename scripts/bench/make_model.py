@@ -61,9 +61,14 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         main_export(hf_dir, output=tmp, task="text-generation-with-past", opset=18, device="cpu",
                     no_post_process=True, do_validation=False)
-        for name in os.listdir(tmp):
+        # model.onnx last, under a temporary name first (the move may copy
+        # across file systems): scale.sh takes OUT/model.onnx as a finished
+        # export, so it must not stand beside a half-copied model.onnx_data.
+        for name in sorted(os.listdir(tmp), key=lambda n: n == "model.onnx"):
             if name.startswith("model.onnx") or name == "config.json":
-                shutil.move(os.path.join(tmp, name), os.path.join(args.out, name))
+                dst = os.path.join(args.out, name)
+                shutil.move(os.path.join(tmp, name), dst + ".tmp")
+                os.replace(dst + ".tmp", dst)
     print(f"wrote {args.out}: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, vocab {cfg.vocab_size}")
 
 
