@@ -33,16 +33,16 @@ vet:
 
 test: vet engine-venv
 	@python3 -c 'import onnx' 2>/dev/null || python3 -m pip install --quiet "onnx==$(ONNX_PY_VERSION)"
-	@$(ENV) && SPIRAL_ENGINE_PYTHON=$(ENGINE_VENV)/bin/python go test -count=1 ./...
+	@$(ENV) && SPIRAL_ENGINE_PYTHON="$(ENGINE_VENV)/bin/python" go test -count=1 ./...
 
 # llama.cpp's OpenAI-compatible server (xllamacpp's prebuilt CPU wheel) for
 # tests/engine_llamacpp_test.go, in its own environment; remade when
 # scripts/engine/requirements.txt changes.
 engine-venv:
-	@cmp -s scripts/engine/requirements.txt $(ENGINE_VENV)/requirements.txt || { \
-		rm -rf $(ENGINE_VENV) && python3 -m venv $(ENGINE_VENV) && \
-		$(ENGINE_VENV)/bin/pip install --quiet --disable-pip-version-check -r scripts/engine/requirements.txt && \
-		cp scripts/engine/requirements.txt $(ENGINE_VENV)/requirements.txt; }
+	@cmp -s scripts/engine/requirements.txt "$(ENGINE_VENV)/requirements.txt" || { \
+		rm -rf "$(ENGINE_VENV)" && python3 -m venv "$(ENGINE_VENV)" && \
+		"$(ENGINE_VENV)/bin/pip" install --quiet --disable-pip-version-check -r scripts/engine/requirements.txt && \
+		cp scripts/engine/requirements.txt "$(ENGINE_VENV)/requirements.txt"; }
 
 bench:
 	@$(ENV) && go test -run '^$$' -bench . -benchtime 2x ./...
