@@ -95,16 +95,22 @@ done
 step "CPU against CUDA: two training steps (8 layers of the 0.6B shape)"
 M8=$OUT/qwen3-0.6b-8l
 [[ -f $M8/model.onnx ]] || "$S" init-model --config qwen3-0.6b --layers 8 --tokenizer byte --out "$M8" >/dev/null
+# A run past its cap (or failing) is reported and the comparison left
+# out; the checks after it still run.
+compared=1
 for dev in cpu cuda; do
-	timeout 90 "$S" bench train --device "$dev" --model "$M8/model.onnx" --rows 1 --tokens 512 --steps 2 | tail -1 | tee "$OUT/train-$dev.jsonl"
+	timeout 90 "$S" bench train --device "$dev" --model "$M8/model.onnx" --rows 1 --tokens 512 --steps 2 | tail -1 | tee "$OUT/train-$dev.jsonl" ||
+		{ echo "stopped after 90 s, or failed: bench train --device $dev; no comparison"; compared=0; }
 done
-python3 - "$OUT/train-cpu.jsonl" "$OUT/train-cuda.jsonl" <<'PY'
+if ((compared)); then
+	python3 - "$OUT/train-cpu.jsonl" "$OUT/train-cuda.jsonl" <<'PY'
 import json, sys
 cpu, cuda = (json.load(open(p)) for p in sys.argv[1:])
 for k in ("nll", "grad_norm"):
     rel = abs(cpu[k] - cuda[k]) / max(abs(cpu[k]), 1e-12)
     print(f"{k}: cpu {cpu[k]:.6g} cuda {cuda[k]:.6g} relative difference {rel:.2e}", "ok" if rel <= 2e-3 else "DIFFERENT")
 PY
+fi
 
 # Each bench is capped (1,065 s in all, with the two training steps of
 # check 2), so that a stuck one cannot take the session's device time;
