@@ -7,8 +7,6 @@ SHELL := /bin/bash
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GOFLAGS_BUILD := -ldflags "-X main.version=$(VERSION)"
 ENV = source "$$(scripts/setup.sh)"
-# Python's onnx package is the independent checker of generated graphs in tests.
-ONNX_PY_VERSION := 1.23.2
 ENGINE_VENV ?= $(HOME)/.cache/spiral/engine-venv
 ARGS ?=
 
@@ -31,12 +29,18 @@ train: build
 vet:
 	@$(ENV) && go vet ./... && test -z "$$(gofmt -l . | tee /dev/stderr)"
 
+# Python's onnx package is the independent checker of generated graphs in
+# tests (they run python3): python3's own where it has one, else the
+# engine venv's (pinned in scripts/engine/requirements.txt), first on
+# PATH; pip cannot install into a system Python that is externally
+# managed (PEP 668: Debian 12, Ubuntu 23.04 and later).
 test: vet engine-venv
-	@python3 -c 'import onnx' 2>/dev/null || python3 -m pip install --quiet "onnx==$(ONNX_PY_VERSION)"
-	@$(ENV) && SPIRAL_ENGINE_PYTHON="$(ENGINE_VENV)/bin/python" go test -count=1 ./...
+	@$(ENV) && { python3 -c 'import onnx' 2>/dev/null || PATH="$(ENGINE_VENV)/bin:$$PATH"; } && \
+		SPIRAL_ENGINE_PYTHON="$(ENGINE_VENV)/bin/python" go test -count=1 ./...
 
 # llama.cpp's OpenAI-compatible server (xllamacpp's prebuilt CPU wheel) for
-# tests/engine_llamacpp_test.go, in its own environment; remade when
+# tests/engine_llamacpp_test.go, and the onnx package where python3 has
+# none, in their own environment; remade when
 # scripts/engine/requirements.txt changes.
 engine-venv:
 	@cmp -s scripts/engine/requirements.txt "$(ENGINE_VENV)/requirements.txt" || { \
