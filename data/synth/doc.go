@@ -15,7 +15,10 @@
 //     and answers may be negative.
 //   - The split is fixed by the task seed: an expression belongs to the
 //     test split when FNV-1a(seed, expression) mod 100 < TestPercent, so
-//     train and test never share an expression, whatever is sampled.
+//     train and test never share an expression as written, whatever is
+//     sampled. The same equation with its terms or factors reordered
+//     ("x+3*2=8", "3*2+x=8") is another expression and may fall in the
+//     other split (README, "Results on the embedded default").
 //   - Supervised data comes in two kinds: search examples (prompt = the
 //     search template on the problem, completion = the worked solution) and
 //     aggregation examples (prompt = the aggregation template on the problem
