@@ -63,6 +63,9 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	if f.limit > 0 && f.limit < len(problems) {
 		problems = problems[:f.limit]
 	}
+	if f.limit > len(problems) {
+		fmt.Fprintf(env.stderr, "spiral: note: --limit %d: %s has %d problems; evaluating those\n", f.limit, dsName, len(problems))
+	}
 	if err := checkRequests(len(problems), "problems", f.draws(), f.drawsFlag()); err != nil {
 		return err
 	}

@@ -1212,6 +1212,16 @@ func TestTrainNoInformativeProblem(t *testing.T) {
 // TestEvalCutTraces: every mode of eval says on stderr how many traces
 // were cut at --max-new-tokens, and that by default they earned nothing
 // (an accuracy of 0 from a limit too short was given without a word).
+// TestEvalLimitPastProblems: --limit above the problems there are
+// evaluates them all and says so (the embedded task's held-out set is
+// 128 problems).
+func TestEvalLimitPastProblems(t *testing.T) {
+	requireRuntime(t)
+	r := spiral(t, nil, "eval", "--mode", "passk", "--samples", "1", "--limit", "200", "--max-new-tokens", "1", "--quiet", "--out", t.TempDir())
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "spiral: note: --limit 200: embedded:synth-test has 128 problems; evaluating those\n")
+}
+
 func TestEvalCutTraces(t *testing.T) {
 	requireRuntime(t)
 	for _, tc := range []struct {
