@@ -224,7 +224,9 @@ func (v *Value) View(offset int, shape []int64) (*Value, error) {
 		}
 		n *= int(d)
 	}
-	if offset < 0 || offset+n > v.n {
+	// offset > v.n-n rather than offset+n > v.n: the sum of a large
+	// offset and n wraps negative and would pass.
+	if offset < 0 || n > v.n || offset > v.n-n {
 		return nil, fmt.Errorf("ortc: view of %d values from %d in a tensor of %d", n, offset, v.n)
 	}
 	dims := append([]int64(nil), shape...)

@@ -1,6 +1,7 @@
 package ortc_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -288,6 +289,10 @@ func TestViewWritesItsTensor(t *testing.T) {
 
 	_, err = whole.View(6, []int64{2, 2})
 	require.ErrorContains(t, err, "4 values from 6 in a tensor of 8")
+	// An offset so large that offset + n wraps is out of range too, not
+	// a view before the tensor's first value.
+	_, err = whole.View(math.MaxInt, []int64{1})
+	require.ErrorContains(t, err, "in a tensor of 8")
 	_, err = a.View(0, []int64{2})
 	require.ErrorContains(t, err, "not allocated on a memory info")
 }
