@@ -133,6 +133,25 @@ func TestSessionRun(t *testing.T) {
 	require.ErrorContains(t, err, "negative dim")
 }
 
+// TestReleasedValues: a released Value given to a run as a preallocated
+// output is an error, not an output that the run allocates and nothing
+// releases.
+func TestReleasedValues(t *testing.T) {
+	env, so := openEnv(t)
+	s := addSession(t, env, so)
+	a, err := ortc.NewTensor(env, []int64{1, 2}, []float32{1, 2})
+	require.NoError(t, err)
+	defer a.Release()
+	bv, err := ortc.NewTensor(env, []int64{2}, []float32{10, 20})
+	require.NoError(t, err)
+	defer bv.Release()
+	gone, err := ortc.NewTensor(env, []int64{1, 2}, []float32{0, 0})
+	require.NoError(t, err)
+	gone.Release()
+
+	require.ErrorContains(t, s.Run([]*ortc.Value{a, bv}, []*ortc.Value{gone, nil}), `output "y" is released`)
+}
+
 // TestSessionErrors: wrong arity, a bad model and a shape that does not
 // match its data are errors, not crashes.
 func TestSessionErrors(t *testing.T) {

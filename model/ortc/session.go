@@ -435,6 +435,11 @@ func (s *Session) Run(inputs, outputs []*Value) error {
 	for i, v := range outputs {
 		outArr[i] = nil
 		if v != nil {
+			// A released Value's nil would have the run allocate an
+			// output that nothing returns or releases.
+			if v.v == nil {
+				return fmt.Errorf("ortc: run: output %q is released", s.outs[i])
+			}
 			outArr[i] = v.v
 		}
 		outNames[i] = s.outNames[i]
