@@ -286,6 +286,10 @@ func (b *Binding) BindOutput(name string, v *Value) error {
 
 // bind binds v to the input or output name, keeping v alive.
 func (b *Binding) bind(what, name string, v *Value) error {
+	// ONNX Runtime dereferences the value without a null check.
+	if v == nil || v.v == nil {
+		return fmt.Errorf("ortc: bind %s %q: the value is nil or released", what, name)
+	}
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
 	output := C.int(0)

@@ -134,8 +134,9 @@ func TestSessionRun(t *testing.T) {
 }
 
 // TestReleasedValues: a released Value given to a run as a preallocated
-// output is an error, not an output that the run allocates and nothing
-// releases.
+// output, or bound in a binding, is an error: not an output that the run
+// allocates and nothing releases, not a null value that ONNX Runtime
+// dereferences.
 func TestReleasedValues(t *testing.T) {
 	env, so := openEnv(t)
 	s := addSession(t, env, so)
@@ -150,6 +151,16 @@ func TestReleasedValues(t *testing.T) {
 	gone.Release()
 
 	require.ErrorContains(t, s.Run([]*ortc.Value{a, bv}, []*ortc.Value{gone, nil}), `output "y" is released`)
+
+	b, err := s.NewBinding()
+	require.NoError(t, err)
+	defer b.Release()
+	require.ErrorContains(t, b.BindInput("a", gone), `bind input "a"`)
+	require.ErrorContains(t, b.BindOutput("y", gone), `bind output "y"`)
+	cp := env.NewCopier(so)
+	defer cp.Close()
+	require.Error(t, cp.Copy(a, gone))
+	require.Error(t, cp.Copy(gone, a))
 }
 
 // TestSessionErrors: wrong arity, a bad model and a shape that does not
