@@ -202,7 +202,14 @@ type AllocatorStats struct {
 
 // Stats returns a's statistics; an allocator that keeps none (not an
 // arena) is an error.
-func (a *Allocator) Stats() (AllocatorStats, error) { return allocatorStats(a.api, a.a) }
+func (a *Allocator) Stats() (AllocatorStats, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.released {
+		return AllocatorStats{}, errors.New("ortc: allocator statistics: the allocator is released")
+	}
+	return allocatorStats(a.api, a.a)
+}
 
 func allocatorStats(api *API, a *C.OrtAllocator) (AllocatorStats, error) {
 	var ck, cv **C.char

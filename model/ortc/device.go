@@ -82,6 +82,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -151,10 +152,17 @@ type Allocator struct {
 	api  *API
 	a    *C.OrtAllocator
 	info *MemoryInfo
+	// A tensor from CreateTensorAsOrtValue frees its memory through the
+	// OrtAllocator it came from, so the OrtAllocator is freed once it is
+	// released and so are the tensors it allocated (mu guards these).
+	mu       sync.Mutex
+	tensors  int
+	released bool
 }
 
 // NewAllocator returns the allocator session s uses for info's memory.
-// Release it before the session.
+// Release it before the session; tensors allocated from it may outlive
+// Release (the allocator is freed with the last of them).
 func (s *Session) NewAllocator(info *MemoryInfo) (*Allocator, error) {
 	a := &Allocator{api: s.api, info: info}
 	if err := status(C.spiral_create_allocator(s.api.api, s.s, info.info, &a.a)); err != nil {
@@ -163,11 +171,30 @@ func (s *Session) NewAllocator(info *MemoryInfo) (*Allocator, error) {
 	return a, nil
 }
 
-// Release frees the allocator.
+// Release frees the allocator, or has the last of the tensors allocated
+// from it and not released yet free it. Safe on nil and more than once.
 func (a *Allocator) Release() {
-	if a != nil && a.a != nil {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	free := !a.released && a.tensors == 0
+	a.released = true
+	a.mu.Unlock()
+	if free {
 		C.spiral_release_allocator(a.api.api, a.a)
-		a.a = nil
+	}
+}
+
+// drop notes that a tensor allocated from a is released, freeing a when
+// it was the last one and a is released.
+func (a *Allocator) drop() {
+	a.mu.Lock()
+	a.tensors--
+	free := a.released && a.tensors == 0
+	a.mu.Unlock()
+	if free {
+		C.spiral_release_allocator(a.api.api, a.a)
 	}
 }
 
@@ -183,20 +210,30 @@ func AllocOn[T element](a *Allocator, shape []int64) (*Value, error) {
 func (a *Allocator) AllocLike(v *Value) (*Value, error) { return a.alloc(v.shape, v.elem) }
 
 func (a *Allocator) alloc(shape []int64, elem ElemType) (*Value, error) {
+	a.mu.Lock()
+	if a.released {
+		a.mu.Unlock()
+		return nil, fmt.Errorf("ortc: allocate %v on %s: the allocator is released", shape, a.info)
+	}
+	a.tensors++
+	a.mu.Unlock()
 	var dims *C.int64_t
 	if len(shape) > 0 {
 		dims = (*C.int64_t)(unsafe.Pointer(&shape[0]))
 	}
 	var p *C.OrtValue
 	if err := status(C.spiral_alloc_on(a.api.api, a.a, dims, C.size_t(len(shape)), C.int(elem), &p)); err != nil {
+		a.drop()
 		return nil, fmt.Errorf("ortc: allocate %v on %s: %w", shape, a.info, err)
 	}
 	v, err := a.api.describe(p)
 	if err != nil {
 		C.spiral_release_ort_value(a.api.api, p)
+		a.drop()
 		return nil, fmt.Errorf("ortc: allocate %v on %s: %w", shape, a.info, err)
 	}
 	a.info.place(v)
+	v.from = a
 	return v, nil
 }
 

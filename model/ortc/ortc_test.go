@@ -2,6 +2,8 @@ package ortc_test
 
 import (
 	"math"
+	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -391,4 +393,44 @@ func TestDeviceTwinIsSealed(t *testing.T) {
 	defer got.Release()
 	require.NoError(t, cp.Copy(got, last))
 	require.Equal(t, []float32{15, 26}, got.Float32s())
+}
+
+// TestAllocatorOutlivedByTensor: a tensor from AllocOn frees its memory
+// through the OrtAllocator it came from, so releasing the Allocator
+// first must not free that OrtAllocator under it. The scenario runs in a
+// child process whose glibc malloc overwrites freed memory (no tcache,
+// MALLOC_PERTURB_), where a use after free reads a wild function
+// pointer and crashes rather than passing by luck. An allocation on, or
+// statistics of, a released Allocator are errors.
+func TestAllocatorOutlivedByTensor(t *testing.T) {
+	if os.Getenv("SPIRAL_ORTC_ALLOCATOR_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestAllocatorOutlivedByTensor$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), "SPIRAL_ORTC_ALLOCATOR_CHILD=1",
+			"GLIBC_TUNABLES=glibc.malloc.tcache_count=0", "MALLOC_PERTURB_=165")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "child:\n%s", out)
+		require.Contains(t, string(out), "--- PASS: TestAllocatorOutlivedByTensor")
+		return
+	}
+	env, so := openEnv(t)
+	s := addSession(t, env, so)
+	info, err := env.NewMemoryInfo("Cpu", 0)
+	require.NoError(t, err)
+	defer info.Release()
+	for range 20 {
+		alloc, err := s.NewAllocator(info)
+		require.NoError(t, err)
+		v, err := ortc.AllocOn[float32](alloc, []int64{1024})
+		require.NoError(t, err)
+		w, err := ortc.AllocOn[float32](alloc, []int64{16})
+		require.NoError(t, err)
+		alloc.Release()
+		_, err = ortc.AllocOn[float32](alloc, []int64{4})
+		require.ErrorContains(t, err, "released")
+		_, err = alloc.Stats()
+		require.ErrorContains(t, err, "released")
+		v.Release()
+		w.Release()
+		alloc.Release()
+	}
 }

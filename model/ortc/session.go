@@ -176,6 +176,9 @@ type Value struct {
 	// info is the memory a tensor from AllocOn (or a view of one) lives
 	// in; nil otherwise.
 	info *MemoryInfo
+	// from is the Allocator a tensor from AllocOn came from, which frees
+	// the tensor's memory (not set for views); nil otherwise.
+	from *Allocator
 }
 
 // OnDevice reports whether v's data is in device memory (not readable
@@ -249,6 +252,10 @@ func (v *Value) Release() {
 	C.spiral_release_value(v.api.api, v.v)
 	v.v, v.data, v.keep = nil, nil, nil
 	v.api.live.Add(-1)
+	if v.from != nil {
+		v.from.drop()
+		v.from = nil
+	}
 }
 
 // Scalar element types of the Go slices NewTensor wraps.
