@@ -12,6 +12,7 @@ package offheap
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"unsafe"
 )
@@ -27,7 +28,7 @@ type Float32s struct {
 
 // New maps a zeroed buffer of n float32 values.
 func New(n int) (*Float32s, error) {
-	if n < 0 {
+	if n < 0 || n > math.MaxInt/4 {
 		return nil, fmt.Errorf("offheap: %d values", n)
 	}
 	if n == 0 {

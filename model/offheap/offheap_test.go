@@ -1,6 +1,7 @@
 package offheap_test
 
 import (
+	"math"
 	"runtime"
 	"testing"
 	"time"
@@ -30,6 +31,12 @@ func TestNewIsZeroedAndWritable(t *testing.T) {
 	}
 	_, err := offheap.New(-1)
 	require.ErrorContains(t, err, "-1 values")
+	// 4 x n wraps to 4 bytes: an error, not a one-page mapping under a
+	// slice of n values (unsafe.Slice panics on it, the mapping leaks).
+	_, err = offheap.New(math.MaxInt/2 + 2)
+	require.ErrorContains(t, err, "values")
+	_, err = offheap.New(math.MaxInt/4 + 1)
+	require.ErrorContains(t, err, "values")
 }
 
 // The point of the package: a buffer of 256 MiB, written throughout, does
