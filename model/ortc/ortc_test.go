@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -432,5 +433,57 @@ func TestAllocatorOutlivedByTensor(t *testing.T) {
 		v.Release()
 		w.Release()
 		alloc.Release()
+	}
+}
+
+// TestBindingKeepsGoMemory: a Value over Go memory bound in a Binding and
+// then released is still read by the binding's runs (ONNX Runtime's
+// binding holds its own reference to the tensor, as it does for tensors
+// it allocated), so the binding keeps that memory alive: collections and
+// new allocations before the run do not change what it reads.
+func TestBindingKeepsGoMemory(t *testing.T) {
+	env, so := openEnv(t)
+	s := addSession(t, env, so)
+	info, err := env.NewMemoryInfo("Cpu", 0)
+	require.NoError(t, err)
+	defer info.Release()
+	const rows = 1 << 18
+	b, err := s.NewBinding()
+	require.NoError(t, err)
+	defer b.Release()
+	func() {
+		data := make([]float32, 2*rows)
+		for i := range data {
+			data[i] = 1
+		}
+		a, err := ortc.NewTensor(env, []int64{rows, 2}, data)
+		require.NoError(t, err)
+		require.NoError(t, b.BindInput("a", a))
+		a.Release()
+	}()
+	bias, err := ortc.NewTensor(env, []int64{2}, []float32{10, 20})
+	require.NoError(t, err)
+	defer bias.Release()
+	y := make([]float32, 2*rows)
+	yv, err := ortc.NewTensor(env, []int64{rows, 2}, y)
+	require.NoError(t, err)
+	defer yv.Release()
+	require.NoError(t, b.BindInput("b", bias))
+	require.NoError(t, b.BindOutput("y", yv))
+	require.NoError(t, b.BindOutputTo("s", info))
+	var junk [][]float32
+	for range 8 {
+		runtime.GC()
+		j := make([]float32, 2*rows)
+		for i := range j {
+			j[i] = 1000
+		}
+		junk = append(junk, j)
+	}
+	require.NoError(t, s.RunBinding(b))
+	runtime.KeepAlive(junk)
+	for i := 0; i < len(y); i += 2 {
+		require.Equal(t, float32(11), y[i], "row %d", i/2)
+		require.Equal(t, float32(21), y[i+1], "row %d", i/2)
 	}
 }

@@ -244,13 +244,16 @@ func (v *Value) Bytes() []byte {
 }
 
 // Release frees the tensor (ONNX Runtime's memory, or the view). It is safe
-// on nil and more than once.
+// on nil and more than once. A Binding that v is bound in keeps its own
+// reference to the tensor, and v keeps the Go memory it views for it.
 func (v *Value) Release() {
 	if v == nil || v.v == nil {
 		return
 	}
 	C.spiral_release_value(v.api.api, v.v)
-	v.v, v.data, v.keep = nil, nil, nil
+	// keep stays: a binding's reference to the tensor still reads the
+	// Go memory, held alive by the binding's reference to v.
+	v.v, v.data = nil, nil
 	v.api.live.Add(-1)
 	if v.from != nil {
 		v.from.drop()
