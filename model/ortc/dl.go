@@ -5,9 +5,17 @@ package ortc
 #include <dlfcn.h>
 #include <stdlib.h>
 
-static const char* spiral_dlopen(const char* path, int global) {
+#include <string.h>
+
+// spiral_dlopen returns NULL, or the loader's message as a copy the
+// caller frees: dlerror's own buffer belongs to the thread, which the
+// calling goroutine may leave, and another call on it overwrites.
+static char* spiral_dlopen(const char* path, int global) {
 	void* h = dlopen(path, RTLD_NOW | (global ? RTLD_GLOBAL : RTLD_LOCAL));
-	if (h == NULL) return dlerror();
+	if (h == NULL) {
+		const char* e = dlerror();
+		return strdup(e != NULL ? e : "dlopen failed");
+	}
 	if (!global) dlclose(h);
 	return NULL;
 }
@@ -38,6 +46,7 @@ func dlopen(path string, global bool) error {
 		g = 1
 	}
 	if msg := C.spiral_dlopen(cp, g); msg != nil {
+		defer C.free(unsafe.Pointer(msg))
 		return errors.New(C.GoString(msg))
 	}
 	return nil
