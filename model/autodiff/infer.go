@@ -606,6 +606,9 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 		if !x.known || !ok {
 			return withDt(dt, nil, false)
 		}
+		if len(axes) == 0 {
+			axes = nil // an empty axes list is the same as none
+		}
 		keep := attrIntOr(n, "keepdims", 1)
 		if axes == nil && attrIntOr(n, "noop_with_empty_axes", 0) == 1 {
 			return same()

@@ -229,13 +229,16 @@ func powGrad(c *gradCtx) ([]string, error) {
 }
 
 // reduceAxes returns the axes input to use for a Reduce* node (a value name,
-// "" for all axes) and whether the op reduces at all.
+// "" for all axes) and whether the op reduces at all. An empty axes list is
+// the same as none: all axes, or none with noop_with_empty_axes.
 func reduceAxes(c *gradCtx) (axes string, noop bool) {
-	if a := attr(c.n, "axes"); a != nil {
+	if a := attr(c.n, "axes"); a != nil && len(a.GetInts()) > 0 {
 		return c.b.ints(a.GetInts()...), false
 	}
 	if ax := c.in(1); ax != "" {
-		return ax, false
+		if v, ok := c.t.consts[ax]; !ok || len(v) > 0 {
+			return ax, false
+		}
 	}
 	return "", attrIntOr(c.n, "noop_with_empty_axes", 0) == 1
 }
@@ -266,7 +269,9 @@ func reduceGrad(c *gradCtx, kind string) ([]string, error) {
 	if axes != "" {
 		in = append(in, axes)
 	}
-	cnt := c.b.op("ReduceSum", in, attrInt("keepdims", 1))
+	// The count reduces like the node itself, also where axes turns out
+	// empty at run time.
+	cnt := c.b.op("ReduceSum", in, attrInt("keepdims", 1), attrInt("noop_with_empty_axes", attrIntOr(c.n, "noop_with_empty_axes", 0)))
 	return []string{c.op("Mul", g, c.op("Div", mask, cnt))}, nil
 }
 

@@ -138,6 +138,13 @@ var ruleCases = []ruleCase{
 	{name: "ReduceSum/nokeep", in: []spec{f("a", 2, 3, 4)}, nodes: []*onnxpb.NodeProto{cI64("ax", 0, 2), nd("ReduceSum", []string{"a", "ax"}, []string{"y"}, attrInt("keepdims", 0))}},
 	{name: "ReduceMax/nokeep", in: []spec{f("a", 3, 5)}, nodes: []*onnxpb.NodeProto{cI64("ax", 1), nd("ReduceMax", []string{"a", "ax"}, []string{"y"}, attrInt("keepdims", 0))}},
 	{name: "ReduceMax/all", in: []spec{f("a", 3, 5)}, nodes: []*onnxpb.NodeProto{nd("ReduceMax", []string{"a"}, []string{"y"})}},
+	// An empty axes list reduces all axes, or none with noop_with_empty_axes.
+	{name: "ReduceSum/empty_axes", in: []spec{f("a", 2, 3)}, nodes: []*onnxpb.NodeProto{cI64("ax"), nd("ReduceSum", []string{"a", "ax"}, []string{"r"}), nd("Mul", []string{"r", "a"}, []string{"y"})}},
+	{name: "ReduceMean/empty_axes_nokeep", in: []spec{f("a", 2, 3)}, nodes: []*onnxpb.NodeProto{cI64("ax"), nd("ReduceMean", []string{"a", "ax"}, []string{"r"}, attrInt("keepdims", 0)), nd("Mul", []string{"r", "a"}, []string{"y"})}},
+	{name: "ReduceMax/empty_axes", in: []spec{f("a", 2, 3)}, nodes: []*onnxpb.NodeProto{cI64("ax"), nd("ReduceMax", []string{"a", "ax"}, []string{"r"}), nd("Mul", []string{"r", "a"}, []string{"y"})}},
+	{name: "ReduceMax/empty_axes_noop", in: []spec{f("a", 2, 3)}, nodes: []*onnxpb.NodeProto{cI64("ax"), nd("ReduceMax", []string{"a", "ax"}, []string{"y"}, attrInt("noop_with_empty_axes", 1))}},
+	{name: "ReduceMax/runtime_empty_axes_noop", in: []spec{f("a", 2, 3), {name: "ax", shape: []int64{0}, kind: 'i', ints: []int64{}}},
+		nodes: []*onnxpb.NodeProto{nd("ReduceMax", []string{"a", "ax"}, []string{"y"}, attrInt("noop_with_empty_axes", 1))}},
 	{name: "MatMul/2d", in: []spec{f("a", 3, 4), f("b", 4, 2)}, nodes: []*onnxpb.NodeProto{nd("MatMul", []string{"a", "b"}, []string{"y"})}},
 	{name: "MatMul/batch_broadcast", in: []spec{f("a", 2, 1, 3, 4), f("b", 5, 4, 2)}, nodes: []*onnxpb.NodeProto{nd("MatMul", []string{"a", "b"}, []string{"y"})}},
 	{name: "MatMul/weight_shared_over_batch", in: []spec{f("a", 2, 3, 4), f("b", 4, 5)}, nodes: []*onnxpb.NodeProto{nd("MatMul", []string{"a", "b"}, []string{"y"})}},
