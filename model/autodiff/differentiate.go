@@ -234,7 +234,7 @@ func valueInfo(name string, dt int32, ti tinfo) *onnxpb.ValueInfoProto {
 func diffInputs(n *onnxpb.NodeProto) []int {
 	switch n.GetOpType() {
 	case "Gather", "GatherElements", "Reshape", "Expand", "Slice", "Unsqueeze", "Squeeze",
-		"Split", "Tile", "Pad", "Clip", "Dropout", "Trilu", "CumSum", "CastLike":
+		"Split", "Tile", "Pad", "Dropout", "Trilu", "CumSum", "CastLike":
 		return []int{0}
 	case "Where":
 		return []int{1, 2}

@@ -507,15 +507,35 @@ func minMaxGrad(c *gradCtx) ([]string, error) {
 	return gx, nil
 }
 
-// clipGrad passes g where min <= x <= max (the bounds get no gradient).
+// clipGrad: y = min(max(x, lo), hi), as ONNX Runtime computes it (every
+// element is hi where lo > hi). x gets g where lo <= x <= hi, lo where
+// x < lo <= hi, hi where max(x, lo) > hi; the bounds' gradients are summed
+// to their shapes.
 func clipGrad(c *gradCtx) ([]string, error) {
 	x, g := c.in(0), c.gy[0]
+	lo, hi := c.in(1), c.in(2)
 	zero := c.b.scalar(c.dt(), 0)
-	if lo := c.in(1); lo != "" {
+	gx := make([]string, 3)
+	if c.needs(1) && lo != "" {
+		m := c.op("Less", x, lo)
+		if hi != "" {
+			m = c.op("And", m, c.op("LessOrEqual", lo, hi))
+		}
+		gx[1] = c.unb(c.op("Where", m, g, zero), 1)
+	}
+	if c.needs(2) && hi != "" {
+		m := x
+		if lo != "" {
+			m = c.op("Max", x, lo)
+		}
+		gx[2] = c.unb(c.op("Where", c.op("Greater", m, hi), g, zero), 2)
+	}
+	if lo != "" {
 		g = c.op("Where", c.op("GreaterOrEqual", x, lo), g, zero)
 	}
-	if hi := c.in(2); hi != "" {
+	if hi != "" {
 		g = c.op("Where", c.op("LessOrEqual", x, hi), g, zero)
 	}
-	return []string{g}, nil
+	gx[0] = g
+	return gx, nil
 }

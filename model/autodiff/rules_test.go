@@ -186,6 +186,16 @@ var ruleCases = []ruleCase{
 	{name: "Max/broadcast3", in: []spec{f("a", 2, 3), f("b", 3), f("c", 2, 1)}, nodes: []*onnxpb.NodeProto{nd("Max", []string{"a", "b", "c"}, []string{"y"})}},
 	{name: "Min", in: []spec{f("a", 2, 3), f("b", 2, 3)}, nodes: []*onnxpb.NodeProto{nd("Min", []string{"a", "b"}, []string{"y"})}},
 	{name: "Clip", in: []spec{f("a", 3, 4)}, nodes: []*onnxpb.NodeProto{cF64("lo", nil, -0.5), cF64("hi", nil, 0.7), nd("Clip", []string{"a", "lo", "hi"}, []string{"y"})}},
+	// Bounds that depend on a weight get gradients: x spread by 3 so that
+	// elements fall below lo, between the bounds and above hi; and bounds
+	// with lo > hi, where every element is hi.
+	{name: "Clip/bound_gradients", in: []spec{f("x", 3, 4), pos("l"), pos("hi")}, nodes: []*onnxpb.NodeProto{
+		cF64("three", nil, 3), nd("Mul", []string{"x", "three"}, []string{"a"}), nd("Neg", []string{"l"}, []string{"lo"}),
+		nd("Clip", []string{"a", "lo", "hi"}, []string{"y"})}},
+	{name: "Clip/bounds_crossed", in: []spec{f("a", 3, 4), pos("lo"), pos("h")}, nodes: []*onnxpb.NodeProto{
+		nd("Neg", []string{"h"}, []string{"hi"}), nd("Clip", []string{"a", "lo", "hi"}, []string{"y"})}},
+	{name: "Clip/min_only_bound", in: []spec{f("a", 3, 4), f("lo")}, nodes: []*onnxpb.NodeProto{nd("Clip", []string{"a", "lo"}, []string{"y"})}},
+	{name: "Clip/max_only_bound", in: []spec{f("a", 3, 4), f("hi")}, nodes: []*onnxpb.NodeProto{nd("Clip", []string{"a", "", "hi"}, []string{"y"})}},
 	{name: "Sum", in: []spec{f("a", 2, 3), f("b", 3)}, nodes: []*onnxpb.NodeProto{nd("Sum", []string{"a", "b", "a"}, []string{"y"})}},
 	{name: "LayerNormalization/axis-1", in: []spec{f("a", 2, 3, 4), f("s", 4), f("b", 4)}, nodes: []*onnxpb.NodeProto{nd("LayerNormalization", []string{"a", "s", "b"}, []string{"y"})}},
 	{name: "LayerNormalization/axis1_no_bias", in: []spec{f("a", 2, 3, 4), f("s", 3, 4)}, nodes: []*onnxpb.NodeProto{nd("LayerNormalization", []string{"a", "s"}, []string{"y"}, attrInt("axis", 1), attrFloat("epsilon", 1e-3))}},
