@@ -223,7 +223,12 @@ func powGrad(c *gradCtx) ([]string, error) {
 		gx[0] = c.unb(c.op("Mul", c.gy[0], d), 0)
 	}
 	if c.needs(1) {
-		gx[1] = c.unb(c.op("Mul", c.gy[0], c.op("Mul", c.out(0), c.op("Log", a))), 1)
+		// y log(a) is 0 * -inf = NaN at a = 0, where a^b is constant (0 for
+		// b > 0); there the gradient is 0, as PyTorch takes it for b >= 0.
+		d := c.op("Mul", c.out(0), c.op("Log", a))
+		zero := c.b.scalar(dt, 0)
+		at0 := c.op("And", c.op("Equal", a, zero), c.op("GreaterOrEqual", bExp, c.b.scalar(c.t.dt(bExp), 0)))
+		gx[1] = c.unb(c.op("Mul", c.gy[0], c.op("Where", at0, zero, d)), 1)
 	}
 	return gx, nil
 }

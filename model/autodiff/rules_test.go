@@ -119,6 +119,9 @@ var ruleCases = []ruleCase{
 	{name: "Pow/square", in: []spec{f("a", 2, 3)}, nodes: []*onnxpb.NodeProto{cF64("e", nil, 2), nd("Pow", []string{"a", "e"}, []string{"y"})}},
 	{name: "Pow/square_int", in: []spec{f("a", 2, 3)}, nodes: []*onnxpb.NodeProto{cI64("e", 2), nd("Pow", []string{"a", "e"}, []string{"y"})}},
 	{name: "Pow/both", in: []spec{pos("a", 2, 3), f("b", 3)}, nodes: []*onnxpb.NodeProto{nd("Pow", []string{"a", "b"}, []string{"y"})}},
+	// At a = 0 (a^b = 0 for b > 0) the exponent's gradient is 0, not NaN.
+	{name: "Pow/zero_base", in: []spec{pos("b", 2, 3)}, nodes: []*onnxpb.NodeProto{
+		cF64("a", []int64{3}, 0, 1.5, 0.3), nd("Pow", []string{"a", "b"}, []string{"y"})}},
 	{name: "Sqrt", in: []spec{pos("a", 2, 3)}, nodes: []*onnxpb.NodeProto{nd("Sqrt", []string{"a"}, []string{"y"})}},
 	{name: "Reciprocal", in: []spec{pos("a", 2, 3)}, nodes: []*onnxpb.NodeProto{nd("Reciprocal", []string{"a"}, []string{"y"})}},
 	{name: "Exp", in: []spec{f("a", 2, 3)}, nodes: []*onnxpb.NodeProto{nd("Exp", []string{"a"}, []string{"y"})}},
