@@ -29,8 +29,10 @@ import (
 // window or a mask other than a binary one leave none, at 15, where
 // the pieces' backward graphs take their outputs' gradients as seeds and
 // no longer recompute the outputs themselves, and at 16, where a frozen
-// head table's loss graph no longer computes its gradient), so that
-// cached artifacts of an older spiral are rebuilt.
+// head table's loss graph no longer computes its gradient and the
+// gradients of Reduce with empty axes, Clip's bounds and Pow's exponent
+// at a zero base were mended), so that cached artifacts of an older
+// spiral are rebuilt.
 const ArtifactsVersion = 16
 
 // File names inside an artifacts directory.
