@@ -203,13 +203,17 @@ func TestLoadErrors(t *testing.T) {
 	// externalModel saves a model with one external tensor "w" [4] float32
 	// whose external_data entries are kv, next to a data file of dataLen
 	// bytes (none if dataLen < 0).
+	var externalModelDims func(name string, dims []int64, dataLen int, kv ...string) string
 	externalModel := func(name string, dataLen int, kv ...string) string {
+		return externalModelDims(name, []int64{4}, dataLen, kv...)
+	}
+	externalModelDims = func(name string, dims []int64, dataLen int, kv ...string) string {
 		b := NewGraphBuilder("g")
 		b.Input("x", Float32, D(4))
 		b.NodeTo("Add", []string{"x", "w"}, []string{"y"})
 		b.Output("y", Float32, D(4))
 		m := b.Model(18)
-		ext := &onnxpb.TensorProto{Name: ptr("w"), Dims: []int64{4}, DataType: ptr(int32(Float32)), DataLocation: onnxpb.TensorProto_EXTERNAL.Enum()}
+		ext := &onnxpb.TensorProto{Name: ptr("w"), Dims: dims, DataType: ptr(int32(Float32)), DataLocation: onnxpb.TensorProto_EXTERNAL.Enum()}
 		for i := 0; i < len(kv); i += 2 {
 			ext.ExternalData = append(ext.ExternalData, &onnxpb.StringStringEntryProto{Key: ptr(kv[i]), Value: ptr(kv[i+1])})
 		}
@@ -251,6 +255,8 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`bad offset "-4"`}, nil},
 		{"location escapes", externalModel("escape", 64, "location", "../model.onnx_data"),
 			[]string{`location "../model.onnx_data" is outside the model's directory`}, nil},
+		{"byte size overflows int64", externalModelDims("overflow", []int64{1<<62 + 1}, 4, "location", "model.onnx_data", "length", "4"),
+			[]string{`tensor "w"`, "too large"}, nil},
 		{"no location", externalModel("noloc", 64, "offset", "0"),
 			[]string{"external data has no location"}, nil},
 	}

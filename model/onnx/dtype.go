@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 )
@@ -85,14 +86,23 @@ func (d DType) Size() int {
 
 // rawSize returns the bytes of raw_data a tensor of dt with n elements
 // holds, including the packed 4-bit types (two per byte, rounded up); -1
-// when the type has no fixed-size encoding (string, undefined).
+// when the type has no fixed-size encoding (string, undefined), when n is
+// negative, or when the byte count overflows int64 (hasRawSize tells the
+// cases apart).
 func rawSize(dt DType, n int64) int64 {
+	if n < 0 {
+		return -1
+	}
 	switch dt {
 	case DType(onnxpb.TensorProto_UINT4), DType(onnxpb.TensorProto_INT4), DType(onnxpb.TensorProto_FLOAT4E2M1):
-		return (n + 1) / 2
+		return n/2 + n%2
 	}
-	if s := dt.Size(); s > 0 {
-		return n * int64(s)
+	if s := int64(dt.Size()); s > 0 && n <= math.MaxInt64/s {
+		return n * s
 	}
 	return -1
 }
+
+// hasRawSize reports whether dt has a fixed-size raw encoding, so that
+// rawSize < 0 for it means a byte count too large.
+func hasRawSize(dt DType) bool { return rawSize(dt, 0) == 0 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 )
 
@@ -237,4 +239,29 @@ func int32s(t *onnxpb.TensorProto) ([]int32, error) {
 		out[i] = int32(x)
 	}
 	return out, nil
+}
+
+// Dims whose element count fits int64 but whose byte count does not must
+// not wrap around to a small size that a short raw_data or data file
+// matches (the reader would then allocate the element count and panic).
+func TestTensorByteSizeOverflow(t *testing.T) {
+	huge := []int64{1<<62 + 1} // 4 bytes each wraps to 4 bytes
+	tests := []struct {
+		name string
+		t    *onnxpb.TensorProto
+	}{
+		{"float32 raw_data", &onnxpb.TensorProto{Name: ptr("w"), Dims: huge, DataType: ptr(int32(Float32)), RawData: make([]byte, 4)}},
+		{"float16 raw_data", &onnxpb.TensorProto{Name: ptr("w"), Dims: []int64{1<<63 - 1, 1}, DataType: ptr(int32(Float16)), RawData: make([]byte, 2)}},
+		{"float64 raw_data", &onnxpb.TensorProto{Name: ptr("w"), Dims: []int64{1 << 61, 2}, DataType: ptr(int32(Float64)), RawData: []byte{}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			require.NotPanics(t, func() { _, err = Float32s(tc.t) })
+			require.ErrorContains(t, err, `tensor "w"`)
+			require.ErrorContains(t, err, "too large")
+			require.NotPanics(t, func() { _, err = RawBytes(tc.t) })
+			require.ErrorContains(t, err, "too large")
+		})
+	}
 }
