@@ -154,7 +154,7 @@ func scanGraph(fr *fileReader, end int64, self string, lazy map[string]bool) ([]
 			out = append(append(out, fl.head...), fl.val...)
 			continue
 		}
-		if fl.n < 0 || fr.pos+fl.n > end {
+		if fl.n < 0 || fl.n > end-fr.pos {
 			return nil, fmt.Errorf("graph field %d runs past its message", fl.num)
 		}
 		if fl.num != graphInitializer {
@@ -190,7 +190,7 @@ func scanTensor(fr *fileReader, end int64, self string, lazy map[string]bool) ([
 			out = append(append(out, fl.head...), fl.val...)
 			continue
 		}
-		if fl.n < 0 || fr.pos+fl.n > end {
+		if fl.n < 0 || fl.n > end-fr.pos {
 			return nil, fmt.Errorf("tensor field %d runs past its message", fl.num)
 		}
 		if fl.num == tensorRawData && fl.n >= lazyInline {
