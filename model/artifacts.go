@@ -617,6 +617,13 @@ func InitialWeights(src string, man Manifest, seed uint64) (weights, frozen *par
 		specs := make([]params.Spec, len(ws))
 		for i, w := range ws {
 			specs[i] = params.Spec{Name: w.Name, Shape: w.Shape}
+			// The store is sized by the shapes: a tensor whose dims
+			// overstate its data is refused before it is allocated.
+			if t := byName[w.Name]; t != nil {
+				if err := m.CheckData(t); err != nil {
+					return nil, fmt.Errorf("model: %s: weight %q: %w", src, w.Name, err)
+				}
+			}
 		}
 		s, err := params.NewStore(specs)
 		if err != nil {
@@ -639,6 +646,11 @@ func InitialWeights(src string, man Manifest, seed uint64) (weights, frozen *par
 		}
 		return s, nil
 	}
+	// The frozen weights first: under LoRA the adapters' shapes come
+	// from their bases', checked there.
+	if frozen, err = load(man.Frozen); err != nil {
+		return nil, nil, err
+	}
 	if man.LoRA != nil {
 		specs := make([]params.Spec, len(man.Weights))
 		for i, w := range man.Weights {
@@ -651,9 +663,6 @@ func InitialWeights(src string, man Manifest, seed uint64) (weights, frozen *par
 			return nil, nil, err
 		}
 	} else if weights, err = load(man.Weights); err != nil {
-		return nil, nil, err
-	}
-	if frozen, err = load(man.Frozen); err != nil {
 		return nil, nil, err
 	}
 	return weights, frozen, nil

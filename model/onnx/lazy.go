@@ -121,6 +121,19 @@ func (m *Model) externalRange(t *onnxpb.TensorProto) (path string, offset, lengt
 	return path, offset, length, nil
 }
 
+// CheckData checks that t, a tensor of m, holds the data its type and
+// dims call for (inline, or a valid reference into a file), without
+// reading or allocating it, so that a caller can refuse a tensor whose
+// dims overstate its data before it sizes buffers by them.
+func (m *Model) CheckData(t *onnxpb.TensorProto) error {
+	if IsExternal(t) {
+		_, _, _, err := m.externalRange(t)
+		return err
+	}
+	_, _, _, err := tensorRaw(t)
+	return err
+}
+
 // ReadFloat32s reads the data of t, a float tensor of m (inline or
 // external), into dst, which must hold exactly its element count.
 // float32 external data is read from the file straight into dst; other
