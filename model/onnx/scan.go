@@ -151,6 +151,9 @@ func scanGraph(fr *fileReader, end int64, self string, lazy map[string]bool) ([]
 			return nil, err
 		}
 		if fl.typ != protowire.BytesType {
+			if fr.pos > end {
+				return nil, fmt.Errorf("graph field %d runs past its message", fl.num)
+			}
 			out = append(append(out, fl.head...), fl.val...)
 			continue
 		}
@@ -187,6 +190,9 @@ func scanTensor(fr *fileReader, end int64, self string, lazy map[string]bool) ([
 			return nil, err
 		}
 		if fl.typ != protowire.BytesType {
+			if fr.pos > end {
+				return nil, fmt.Errorf("tensor field %d runs past its message", fl.num)
+			}
 			out = append(append(out, fl.head...), fl.val...)
 			continue
 		}
