@@ -117,6 +117,9 @@ func ReadSignature(g *onnxpb.GraphProto, source string) (*Signature, error) {
 			continue // an initializer listed as input (old IR): a weight with a default
 		}
 		ti := tensorInfo(in)
+		if seen[name] {
+			return nil, fail("input %q is listed twice", name)
+		}
 		seen[name] = true
 		switch {
 		case name == InputIDs || name == AttentionMask:
@@ -130,7 +133,10 @@ func ReadSignature(g *onnxpb.GraphProto, source string) (*Signature, error) {
 			sig.HasPositionIDs = true
 		case pastRe.MatchString(name):
 			m := pastRe.FindStringSubmatch(name)
-			layer, _ := strconv.Atoi(m[1])
+			layer, err := strconv.Atoi(m[1])
+			if want := PastName(layer, m[2] == "value"); err != nil || name != want {
+				return nil, fail("cache input %q: want layers numbered without leading zeros (%s)", name, want)
+			}
 			pastLayers[layer]++
 			if ti.DType != onnxpb.TensorProto_FLOAT {
 				return nil, fail("cache input %q has type %s; only float32 caches are supported (export the model in fp32)", name, ti.DType)

@@ -78,6 +78,16 @@ func TestReadSignatureErrors(t *testing.T) {
 			g.Input = append(g.Input, vi("token_type_ids", onnxpb.TensorProto_INT64, -1, -1))
 		}, `unrecognised input "token_type_ids"`},
 		{"missing present", func(g *onnxpb.GraphProto) { g.Output = g.Output[:len(g.Output)-1] }, `no "present.1.value" output`},
+		{"key of layer 0 listed twice, no value", func(g *onnxpb.GraphProto) {
+			g.Input[4] = vi(model.PastName(0, false), onnxpb.TensorProto_FLOAT, -1, 2, -1, 8)
+		},
+			`input "past_key_values.0.key" is listed twice`},
+		{"layer number with a leading zero", func(g *onnxpb.GraphProto) {
+			g.Input[4] = vi("past_key_values.00.value", onnxpb.TensorProto_FLOAT, -1, 2, -1, 8)
+		}, `cache input "past_key_values.00.value": want layers numbered without leading zeros (past_key_values.0.value)`},
+		{"layer number past int", func(g *onnxpb.GraphProto) {
+			g.Input[6] = vi("past_key_values.99999999999999999999.value", onnxpb.TensorProto_FLOAT, -1, 2, -1, 8)
+		}, `cache input "past_key_values.99999999999999999999.value"`},
 		{"symbolic vocab", func(g *onnxpb.GraphProto) { g.Output[0] = vi("logits", onnxpb.TensorProto_FLOAT, -1, -1, -1) }, "static vocab"},
 	}
 	for _, c := range cases {
