@@ -124,6 +124,9 @@ func AddLoRA(g *onnxpb.GraphProto, adapters []Adapter, l LoRA) error {
 		if !ok {
 			continue
 		}
+		if len(n.GetOutput()) != 1 || n.GetOutput()[0] == "" {
+			return fmt.Errorf("lmgraph: lora: MatMul node %q reading %q has outputs %q, want one", n.GetName(), a.Base, n.GetOutput())
+		}
 		uses[a.Base]++
 		p := fmt.Sprintf("/lora/%s/%d", a.Module, uses[a.Base])
 		y, base, xa, xab, scaled := n.GetOutput()[0], p+"/base", p+"/xA", p+"/xAB", p+"/scaled"

@@ -63,3 +63,26 @@ func TestAddLoRA(t *testing.T) {
 
 	require.ErrorContains(t, lmgraph.AddLoRA(graph("Gemm"), []lmgraph.Adapter{a}, lmgraph.LoRA{Rank: 2, Alpha: 4}), `"W"`)
 }
+
+// A malformed MatMul reading a base (no output, or an unnamed one) is an
+// error naming it, not a panic or an adapter summed into nothing.
+func TestAddLoRAMalformedMatMul(t *testing.T) {
+	a := lmgraph.Adapter{Module: "model.layers.0.mlp.up_proj", Base: "W", A: "WA", B: "WB", In: 8, Out: 5}
+	for _, tc := range []struct {
+		name string
+		out  []string
+	}{
+		{"no output", nil},
+		{"unnamed output", []string{""}},
+		{"two outputs", []string{"y", "z"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &onnxpb.GraphProto{Node: []*onnxpb.NodeProto{{Name: proto.String("/mlp/up_proj/MatMul"), OpType: proto.String("MatMul"), Input: []string{"x", "W"}, Output: tc.out}}}
+			var err error
+			require.NotPanics(t, func() {
+				err = lmgraph.AddLoRA(g, []lmgraph.Adapter{a}, lmgraph.LoRA{Rank: 2, Alpha: 4, Targets: []string{"up_proj"}})
+			})
+			require.ErrorContains(t, err, `MatMul node "/mlp/up_proj/MatMul" reading "W"`)
+		})
+	}
+}
