@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -746,5 +747,52 @@ func TestExecutorReleasesWhatItMakes(t *testing.T) {
 			require.NoError(t, p.Close())
 			require.Equal(t, opened, rt.LiveValues(), "resident %v, chunks %+v: tensors left live after Close", resident, opt)
 		}
+	}
+}
+
+// TestResidentNaNWeightSkipsAsHost: a weight that is NaN already in an
+// embedding row no batch reads (the untied model: the head does not read
+// it either) leaves the gradient norm finite, and the update, which
+// would keep it NaN, is skipped on both paths: AdamW.Step on the host
+// (its bound once ignored a NaN weight and stepped) and Update on the
+// device; the step count stays 0.
+func TestResidentNaNWeightSkipsAsHost(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	src := executorSources(t)["tiny-untied"]
+	for _, resident := range []bool{false, true} {
+		t.Run(fmt.Sprintf("resident=%v", resident), func(t *testing.T) {
+			p, err := model.OpenPolicy(rt, src, t.TempDir(), model.PolicyOptions{Train: true, Resident: resident, Seed: 3})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, p.Close()) }()
+			opt, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)
+			require.NoError(t, err)
+			b := rowsBatch(2, 12, p.LM.Signature().Vocab)
+			require.NotContains(t, b.InputIDs, int64(0), "row 0 is read by no position")
+			emb := p.Weights.At(0)
+			require.Equal(t, "model.embed_tokens.weight", emb.Name)
+			for i := range int(emb.Shape[1]) {
+				emb.Data[i] = float32(math.NaN())
+			}
+			p.Weights.Touch()
+			var res model.TrainResult
+			if resident {
+				require.NoError(t, p.UseDeviceOptimizer(opt))
+			}
+			require.NoError(t, p.Train.AccumulateBatches(context.Background(), []model.TrainBatch{b}, []float32{1}, p.Grads, &res, func(int) error { return nil }))
+			skipped := ""
+			if resident {
+				u, err := p.Train.Update(1e-3, 0)
+				require.NoError(t, err)
+				require.False(t, math.IsNaN(u.Norm) || math.IsInf(u.Norm, 0), "a finite gradient norm")
+				skipped = u.Skipped
+			} else {
+				require.False(t, math.IsNaN(p.Grads.Norm()) || math.IsInf(p.Grads.Norm(), 0), "a finite gradient norm")
+				if err := opt.Step(p.Weights, p.Grads, 1e-3); err != nil {
+					skipped = err.Error()
+				}
+			}
+			require.Contains(t, skipped, optim.ErrNonFiniteUpdate.Error())
+			require.Zero(t, opt.Steps())
+		})
 	}
 }

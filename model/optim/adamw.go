@@ -308,10 +308,9 @@ func maxAbs(x []float32) float64 {
 			m = v
 		} else if -v > m {
 			m = -v
+		} else if v != v { // NaN fails both comparisons: unsafe
+			return math.Inf(1)
 		}
-	}
-	if m != m { // NaN propagates as unsafe
-		return math.Inf(1)
 	}
 	return float64(m)
 }

@@ -315,3 +315,37 @@ func TestStepRefusesNonFiniteUpdate(t *testing.T) {
 	require.NoError(t, o.Step(w, g, 1e-3))
 	require.EqualValues(t, 1, o.Steps())
 }
+
+// TestStepRefusesNaNWeight: a weight that is NaN already, with finite
+// gradients (a zero one: an embedding row no batch reads), would stay
+// NaN, so Step refuses the update with ErrNonFiniteUpdate and changes
+// nothing, as the device optimizer does (its stats graph flags a NaN
+// weight); wherever the NaN is among the values, decayed or not.
+func TestStepRefusesNaNWeight(t *testing.T) {
+	nan := float32(math.NaN())
+	for name, tc := range map[string]struct {
+		shape []int64
+		data  []float32
+	}{
+		"first of a matrix": {[]int64{2, 2}, []float32{nan, 1, 2, 3}},
+		"last of a matrix":  {[]int64{2, 2}, []float32{-1, 1, 2, nan}},
+		"after a larger":    {[]int64{3}, []float32{5, nan, 1}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := store(t, params.Tensor{Name: "a", Shape: tc.shape, Data: append([]float32(nil), tc.data...)})
+			o, err := NewAdamW(DefaultConfig(), w)
+			require.NoError(t, err)
+			g := w.NewGrads()
+			for i := range g.Flat() {
+				g.Flat()[i] = 0.5
+			}
+			require.ErrorIs(t, o.Step(w, g, 1e-3), ErrNonFiniteUpdate)
+			require.Zero(t, o.Steps())
+			for _, x := range append(o.ExpAvg().Flat(), o.ExpAvgSq().Flat()...) {
+				require.Zero(t, x)
+			}
+			_, safe := o.Next(1e-3, maxAbs(w.Flat()), maxAbs(g.Flat()))
+			require.False(t, safe, "the bound cannot vouch for a NaN weight")
+		})
+	}
+}
