@@ -276,10 +276,13 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		return len(p.Held) > 0 && cfg.EvalEvery > 0 && (step%cfg.EvalEvery == 0 || step == cfg.Steps) && !evaluated[step]
 	}
 	evaluate := func() error {
-		if err := tr.SyncEngine(ctx); err != nil {
-			return err
+		// Ctrl-C in the engine's sync (an export, a load) saves the
+		// step as Ctrl-C in the evaluation does.
+		err := tr.SyncEngine(ctx)
+		if err == nil {
+			err = heldOutEval(ctx, p, cfg.EvalSamples, tr.Step(), tr.Config().Seed, ef)
 		}
-		if err := heldOutEval(ctx, p, cfg.EvalSamples, tr.Step(), tr.Config().Seed, ef); err != nil {
+		if err != nil {
 			if ctx.Err() != nil {
 				return interrupted(err)
 			}

@@ -290,6 +290,57 @@ func (g *runCancelAt) Generate(ctx context.Context, reqs []rollout.Request, p ro
 	return g.inner.Generate(ctx, reqs, p)
 }
 
+// runCancelSync is a serving engine's weight sync that cancels the run's
+// context inside its at-th Sync, as Ctrl-C during an export or a load.
+type runCancelSync struct {
+	n, at   int
+	cancel  func()
+	version string
+}
+
+func (s *runCancelSync) Sync(ctx context.Context, step int) error {
+	s.n++
+	if s.n == s.at {
+		s.cancel()
+		return ctx.Err()
+	}
+	s.version = fmt.Sprintf("v%d", step)
+	return nil
+}
+
+func (s *runCancelSync) Version() string { return s.version }
+
+// TestRunInterruptedEngineSync: Ctrl-C during a serving engine's weight
+// sync saves the last completed step, whether the sync comes before a
+// step's rollouts or before a held-out evaluation, as an interruption in
+// the rollouts or the evaluation themselves does.
+func TestRunInterruptedEngineSync(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		evalEvery int
+	}{
+		// Syncs: step 0's evaluation, then step 1's weights before step
+		// 2's rollouts (cut).
+		{"before a step's rollouts", 2},
+		// Syncs: step 0's evaluation, then step 1's weights before step
+		// 1's evaluation (cut).
+		{"before an evaluation", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := newRunHarness(t, dir, 2)
+			h.cfg.CheckpointEvery, h.cfg.EvalEvery = 10, tc.evalEvery
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			h.parts.Trainer.sync = &runCancelSync{at: 2, cancel: cancel}
+			err := h.run(ctx)
+			require.ErrorIs(t, err, context.Canceled)
+			require.Contains(t, h.log.String(), "interrupted; saving step 1")
+			require.DirExists(t, filepath.Join(dir, CheckpointsDir, "ckpt-000001"), "step 1's training is kept")
+		})
+	}
+}
+
 // TestRunInterruptBeforeFirstStep: an interruption before any step
 // completes saves nothing and says so (no claim of a step-0 checkpoint).
 func TestRunInterruptBeforeFirstStep(t *testing.T) {
