@@ -31,9 +31,14 @@ type Export func(ctx context.Context, dir string) error
 const versionPrefix = "spiral-step-"
 
 // exportVersion writes the weights of step with export into a directory
-// of its own under dir and returns the version's name and directory.
+// of its own under dir and returns the version's name and directory, an
+// absolute path (the engine resolves a relative one against its own
+// working directory).
 func exportVersion(ctx context.Context, dir string, step int, export Export) (name, path string, err error) {
 	name = fmt.Sprintf("%s%06d", versionPrefix, step)
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", "", fmt.Errorf("rollout: weight sync: %w", err)
+	}
 	path = filepath.Join(dir, name)
 	if err := export(ctx, path); err != nil {
 		return "", "", fmt.Errorf("rollout: weight sync: export %s: %w", path, err)

@@ -195,3 +195,52 @@ func TestVLLMLoRASyncLostAnswer(t *testing.T) {
 	require.Equal(t, name, o.Model())
 	require.Equal(t, name, s.Version())
 }
+
+// TestSyncRelativeDir: a relative sync directory is sent to the engine
+// as the absolute path of the version spiral wrote: the server resolves
+// a relative one against its own working directory, where it names
+// another directory (or an earlier run's files), not the one written.
+func TestSyncRelativeDir(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want func(path string) []exchange
+		sync func(o *rollout.OpenAI, export rollout.Export) rollout.WeightSync
+	}{
+		{"vllm-lora", func(path string) []exchange {
+			return []exchange{
+				{"GET", "/v1/models", nil, 200, `{"object":"list","data":[{"id":"served","object":"model"}]}`},
+				{"POST", "/v1/load_lora_adapter", map[string]string{"lora_name": "spiral-step-000001", "lora_path": path}, 200, "Success: LoRA adapter 'spiral-step-000001' added successfully."},
+			}
+		}, func(o *rollout.OpenAI, export rollout.Export) rollout.WeightSync {
+			return &rollout.VLLMLoRASync{Engine: o, Dir: "sync", Export: export}
+		}},
+		{"sglang", func(path string) []exchange {
+			return []exchange{
+				{"POST", "/update_weights_from_disk", map[string]string{"model_path": path}, 200, `{"success": true, "message": "Succeeded to update model weights."}`},
+			}
+		}, func(o *rollout.OpenAI, export rollout.Export) rollout.WeightSync {
+			return &rollout.SGLangDiskSync{Engine: o, Dir: "sync", Export: export}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cwd := t.TempDir()
+			t.Chdir(cwd)
+			require.NoError(t, os.Mkdir("sync", 0o755))
+			want := filepath.Join(cwd, "sync", "spiral-step-000001")
+			eng := &recordedEngine{t: t, want: tc.want(want)}
+			srv := httptest.NewServer(eng)
+			defer srv.Close()
+			o, err := rollout.NewOpenAI(engineConfig(srv.URL))
+			require.NoError(t, err)
+			var exported string
+			s := tc.sync(o, func(_ context.Context, d string) error {
+				exported = d
+				return os.MkdirAll(d, 0o755)
+			})
+			require.NoError(t, s.Sync(context.Background(), 1))
+			require.Equal(t, want, exported, "the version is written where the engine is told to read it")
+			require.Equal(t, len(eng.want), eng.n, "every recorded exchange made")
+			require.DirExists(t, want)
+		})
+	}
+}
