@@ -115,8 +115,7 @@ func (s *VLLMLoRASync) Sync(ctx context.Context, step int) error {
 	}
 	e.SetModel(name)
 	if prev := s.prev; prev != "" {
-		unload := map[string]string{"lora_name": prev}
-		if err := e.post(ctx, http.MethodPost, "/unload_lora_adapter", unload, nil); err != nil {
+		if err := s.unload(ctx, prev); err != nil {
 			return fmt.Errorf("rollout: weight sync: unload adapter %s: %w", prev, err)
 		}
 	}
@@ -138,12 +137,27 @@ func (s *VLLMLoRASync) unloadLeftVersions(ctx context.Context) error {
 		if !strings.HasPrefix(id, versionPrefix) {
 			continue
 		}
-		unload := map[string]string{"lora_name": id}
-		if err := s.Engine.post(ctx, http.MethodPost, "/unload_lora_adapter", unload, nil); err != nil {
+		if err := s.unload(ctx, id); err != nil {
 			return fmt.Errorf("rollout: weight sync: unload adapter %s, which an earlier run left loaded: %w", id, err)
 		}
 	}
 	return nil
+}
+
+// unload unloads the adapter called name. An unload whose answer was
+// lost (the connection dropped after the engine unloaded it) is retried
+// and refused as not found: the adapter is unloaded all the same when
+// the engine no longer lists it.
+func (s *VLLMLoRASync) unload(ctx context.Context, name string) error {
+	e := s.Engine
+	err := e.post(ctx, http.MethodPost, "/unload_lora_adapter", map[string]string{"lora_name": name}, nil)
+	if err == nil {
+		return nil
+	}
+	if ids, lerr := e.servedModels(ctx); lerr == nil && !slices.Contains(ids, name) {
+		return nil
+	}
+	return err
 }
 
 // SGLangDiskSync syncs full weights into SGLang: each version is exported

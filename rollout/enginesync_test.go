@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -241,6 +242,82 @@ func TestSyncRelativeDir(t *testing.T) {
 			require.Equal(t, want, exported, "the version is written where the engine is told to read it")
 			require.Equal(t, len(eng.want), eng.n, "every recorded exchange made")
 			require.DirExists(t, want)
+		})
+	}
+}
+
+// TestVLLMLoRASyncLostUnloadAnswer: an unload whose answer the
+// connection lost is retried and refused as not found (vLLM's 404); the
+// engine no longer lists the adapter, so the sync goes on rather than
+// failing the run: the previous version's unload, and that of a version
+// an earlier run left, as a load's lost answer is (LostAnswer above).
+func TestVLLMLoRASyncLostUnloadAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		left   []string // adapters loaded before the first sync
+		steps  []int
+		unload string // the adapter whose unload loses its answer
+	}{
+		{"previous version", nil, []int{1, 2}, "spiral-step-000001"},
+		{"an earlier run's version", []string{"spiral-step-000005"}, []int{1}, "spiral-step-000005"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			loaded := map[string]bool{}
+			for _, n := range tc.left {
+				loaded[n] = true
+			}
+			unloads := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				defer mu.Unlock()
+				var body map[string]string
+				_ = json.NewDecoder(r.Body).Decode(&body)
+				name := body["lora_name"]
+				switch r.URL.Path {
+				case "/v1/models":
+					data := `{"id":"served","object":"model"}`
+					for n := range loaded {
+						data += `,{"id":"` + n + `","object":"model","parent":"served"}`
+					}
+					_, _ = w.Write([]byte(`{"object":"list","data":[` + data + `]}`))
+				case "/v1/load_lora_adapter":
+					loaded[name] = true
+					_, _ = w.Write([]byte("Success: LoRA adapter '" + name + "' added successfully."))
+				case "/v1/unload_lora_adapter":
+					if !loaded[name] {
+						w.WriteHeader(http.StatusNotFound)
+						_, _ = w.Write([]byte(`{"object":"error","message":"The lora adapter '` + name + `' cannot be found.","type":"NotFoundError","code":404}`))
+						return
+					}
+					delete(loaded, name)
+					if name == tc.unload {
+						unloads++
+						// Unloaded, but the answer never arrives.
+						conn, _, err := w.(http.Hijacker).Hijack()
+						require.NoError(t, err)
+						_ = conn.Close()
+						return
+					}
+					_, _ = w.Write([]byte("Success: LoRA adapter '" + name + "' removed successfully."))
+				default:
+					t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+				}
+			}))
+			defer srv.Close()
+			o, err := rollout.NewOpenAI(engineConfig(srv.URL))
+			require.NoError(t, err)
+			s := &rollout.VLLMLoRASync{Engine: o, Dir: t.TempDir(), Export: func(_ context.Context, d string) error { return os.MkdirAll(d, 0o755) }}
+			for _, step := range tc.steps {
+				require.NoError(t, s.Sync(context.Background(), step))
+			}
+			last := fmt.Sprintf("spiral-step-%06d", tc.steps[len(tc.steps)-1])
+			require.Equal(t, 1, unloads, "the lost answer's unload was made")
+			require.Equal(t, last, o.Model())
+			require.Equal(t, last, s.Version())
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, map[string]bool{last: true}, loaded, "only the served version is loaded")
 		})
 	}
 }
