@@ -222,7 +222,7 @@ func renderFigure(path string, size PlotSize, f Figure, ss []series) error {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = log2Ticks(xs)
 		if axis == AxisLog {
-			p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+			p.X.Tick.Marker = plot.TickerFunc(logTicks)
 		}
 		// Pad the axis by a quarter octave so end points are not clipped.
 		p.X.Min /= math.Pow(2, 0.25)
@@ -275,6 +275,26 @@ func log2Ticks(xs []float64) plot.ConstantTicks {
 		}
 	}
 	return ticks
+}
+
+// logTicks labels a log axis at the powers of ten (gonum's LogTicks) or,
+// where fewer than two of them fall within [min, max] (data spanning about
+// a decade or less, as tokens per problem of a few samples or RSA steps
+// do), at gonum's default ticks: LogTicks alone labels only the powers of
+// ten around such a range, outside the axis, which is then drawn without
+// a number.
+func logTicks(min, max float64) []plot.Tick {
+	ticks := plot.LogTicks{Prec: -1}.Ticks(min, max)
+	labelled := 0
+	for _, t := range ticks {
+		if t.Label != "" && t.Value >= min && t.Value <= max {
+			labelled++
+		}
+	}
+	if labelled >= 2 {
+		return ticks
+	}
+	return plot.DefaultTicks{}.Ticks(min, max)
 }
 
 // integerTicks marks every integer in [min, max] when there are at most

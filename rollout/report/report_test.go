@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -438,5 +439,35 @@ func TestWritePassAtKConfig(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, string(b), tc.want)
 		require.NotContains(t, string(b), "MaxExact")
+	}
+}
+
+// TestLogTicks: the tokens axis (AxisLog) has at least two numbers within
+// its range: the powers of ten where two fall in it, as gonum's LogTicks
+// labels them, else gonum's default ticks (LogTicks alone labels only 100
+// and 1000 around 150-900, both outside the axis).
+func TestLogTicks(t *testing.T) {
+	tests := []struct {
+		name     string
+		min, max float64
+		want     []float64 // the labelled values within [min, max]
+	}{
+		{"several decades: powers of ten", 0.84, 19000, []float64{1, 10, 100, 1000, 10000}},
+		{"two powers of ten", 50, 1500, []float64{100, 1000}},
+		{"within a decade", 150, 900, []float64{200, 400, 600, 800}},
+		{"one power of ten", 70, 400, []float64{100, 200, 300, 400}},
+		{"narrow", 101, 142, []float64{110, 120, 130, 140}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []float64
+			for _, tk := range logTicks(tc.min, tc.max) {
+				if tk.Label != "" && tk.Value >= tc.min && tk.Value <= tc.max {
+					got = append(got, tk.Value)
+					require.Equal(t, strconv.FormatFloat(tk.Value, 'g', -1, 64), tk.Label)
+				}
+			}
+			require.Equal(t, tc.want, got)
+		})
 	}
 }
