@@ -78,6 +78,47 @@ func rewardedMass(t *testing.T, lm *model.LM, prompt []int32) float64 {
 	return even / z
 }
 
+// TestTrainStepsReleaseTheirValues: a training step (generation through
+// the sampler, whose KV cache is released before the update, gradients,
+// AdamW) leaves no ONNX Runtime tensor live that the step before did not:
+// steps 2..5 end with as many live values as step 1, for each algorithm.
+func TestTrainStepsReleaseTheirValues(t *testing.T) {
+	for _, algo := range []string{rl.AlgoGRPO, rl.AlgoSpiral} {
+		t.Run(algo, func(t *testing.T) {
+			rt := modeltest.Runtime(t)
+			p := openTinyPolicy(t, 5)
+			sc := rollout.DefaultSamplerConfig()
+			sc.MaxNewTokens, sc.VocabLimit = 3, p.LM.Signature().Vocab
+			sampler, err := rollout.NewSampler(p.LM, sc)
+			require.NoError(t, err)
+			opt, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)
+			require.NoError(t, err)
+			cfg := rl.DefaultConfig()
+			cfg.Algo, cfg.Problems, cfg.GroupSize = algo, 1, 8
+			cfg.Pipeline = rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}
+			ds := data.NewDataset("learn", []data.Problem{{ID: "p", Problem: "p", Answer: "even"}})
+			tr, err := rl.NewTrainer(cfg, rl.TrainerParts{
+				Generator: sampler, Prompter: learnPrompter{}, Judge: learnJudge, Learner: p.Train,
+				Problems: data.NewStream(ds, 1), Weights: p.Weights, Grads: p.Grads, Optimizer: opt,
+				Schedule: optim.Schedule{PeakLR: 1e-3},
+			})
+			require.NoError(t, err)
+			_, err = tr.TrainStep(context.Background(), nil)
+			require.NoError(t, err)
+			live, updated := rt.LiveValues(), 0
+			for step := 2; step <= 5; step++ {
+				m, err := tr.TrainStep(context.Background(), nil)
+				require.NoError(t, err)
+				require.Equal(t, live, rt.LiveValues(), "step %d left tensors live", step)
+				if m.Updated() {
+					updated++
+				}
+			}
+			require.Positive(t, updated, "no step trained: the test would not cover the update")
+		})
+	}
+}
+
 // TestTrainerLearnsReward checks the sign and the scale of the whole RL
 // update on a real model: the tiny Qwen3 (random init) samples
 // three-token answers to one fixed problem, a response is rewarded when
