@@ -2,8 +2,10 @@
 # arena.sh: the CPU's shared arena (--shared-arena, on by default there)
 # against each session's own memory (--shared-arena=false), side by side
 # on the embedded default, alternating ROUNDS times: RL training steps
-# (generation of search and aggregation traces, then the update) and an
-# RSA evaluation (aggregation prompts dominate both). Prints each run's
+# (generation of search and aggregation traces, then the update; the
+# train run's wall time also covers the final RSA on 64 held-out
+# problems, --final-rsa-steps' default 4) and an RSA evaluation
+# (aggregation prompts dominate both). Prints each whole run's
 # wall time and peak RSS, then the medians and their ratios; the two
 # settings' outputs must be the same (the metrics but for timings, the
 # RSA report but for its timestamp), and the script fails otherwise.
