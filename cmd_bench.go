@@ -175,7 +175,9 @@ type benchTrainLine struct {
 	Rows  int    `json:"rows"`
 	Toks  int    `json:"tokens"`
 	// Seconds is the step's wall time (forward, loss, backward, AdamW);
-	// TokensPerSecond counts rows x tokens over forward + loss + backward.
+	// TokensPerSecond counts rows x tokens over the step before AdamW
+	// (the gradients zeroed, forward, loss, backward). Step 1 runs the
+	// graphs for the first time: steady figures are those of step 2 on.
 	// GenerateSeconds is the generation before it (--generate-rows), not
 	// counted in Seconds.
 	Seconds          float64 `json:"seconds"`
@@ -392,7 +394,9 @@ type benchGenerateLine struct {
 	// part; TokensPerSecond counts the tokens of the decode steps over the
 	// rest (each row's first token comes from its prefill's logits, so
 	// --new-tokens 1 has no decode rate), PromptTokensPerSecond prompt
-	// tokens over the prefill.
+	// tokens over the prefill. Step 1's prefill also opens the graphs'
+	// sessions (opened on first use, not in the open line) and its rest
+	// allocates the KV cache: steady rates are those of step 2 on.
 	Seconds               float64 `json:"seconds"`
 	PrefillSeconds        float64 `json:"prefill_seconds,omitempty"`
 	TokensPerSecond       float64 `json:"tokens_per_second,omitempty"`
