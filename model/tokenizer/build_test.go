@@ -262,3 +262,40 @@ func BenchmarkByteEncode(b *testing.B) {
 		tok.Encode(text)
 	}
 }
+
+// TestStreamDecoderWindowBounded checks that a long run of text ending in
+// U+FFFD (invalid bytes, or the character U+FFFD itself, both of which a
+// model can sample) does not grow the decoder's window without bound: each
+// Push decodes the whole window, so an unbounded one makes streaming
+// quadratic in the length of the run.
+func TestStreamDecoderWindowBounded(t *testing.T) {
+	tok := newGenerated(t, BuildByteTokenizerJSON)
+	cases := []struct {
+		name string
+		unit []int32
+	}{
+		{"lone continuation bytes", []int32{0x80}},
+		{"truncated characters", []int32{0xE4, 0xB8}},
+		{"the character U+FFFD", []int32{0xEF, 0xBF, 0xBD}},
+		{"U+FFFD after text", []int32{'a', 0xEF, 0xBF, 0xBD}},
+		// Decode drops the NULs, joining 0xC3 0x80 into "À".
+		{"character split by NULs", []int32{0x80, 0xC3, 0, 0, 0, 0, 0, 0, 0, 0, 0x80}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var ids []int32
+			for range 300 {
+				ids = append(ids, c.unit...)
+			}
+			d := tok.NewStreamDecoder()
+			var b strings.Builder
+			for i, id := range ids {
+				b.WriteString(d.Push(id))
+				require.LessOrEqual(t, len(d.ids), 3*maxHeld, "window after %d ids", i+1)
+			}
+			b.WriteString(d.Flush())
+			require.Equal(t, tok.Decode(ids), b.String())
+			checkStreamPrefixes(t, tok, ids[:40])
+		})
+	}
+}

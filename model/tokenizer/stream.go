@@ -72,9 +72,21 @@ func (d *StreamDecoder) emit(force bool) string {
 		out = full[commonPrefix(full, prev):]
 	}
 	if !force && lastIncomplete {
-		// Held too long: emit all but the last character, keeping the
-		// window, so that a character it completes is not emitted as
-		// U+FFFD first.
+		// Held too long: emit all but the last character, so that a
+		// character it completes is not emitted as U+FFFD first.
+		if k, head, ok := d.cleanSplit(prev, full); ok {
+			// ids[:k] decode on their own to a prefix of full that
+			// later tokens cannot change: emit it and move the window
+			// past it, so that a long run of U+FFFD (invalid bytes, or
+			// the character itself) does not grow the window without
+			// bound and make every Push decode all of it.
+			out = head[len(prev):]
+			start := d.read
+			n := copy(d.ids, d.ids[start:])
+			d.ids = d.ids[:n]
+			d.read, d.extra = k-start, ""
+			return out
+		}
 		out = out[:max(0, len(out)-lastSize)]
 		d.extra += out
 		return out
@@ -84,6 +96,24 @@ func (d *StreamDecoder) emit(force bool) string {
 	d.ids = d.ids[:n]
 	d.read, d.extra = n, ""
 	return out
+}
+
+// cleanSplit looks, among the last few token boundaries of the window
+// past read, for the last k at which the window's text splits cleanly:
+// Decode(ids[:k]) + Decode(ids[k:]) == full, and Decode(ids[:k]) extends
+// prev, the text already emitted. No character then straddles k, and since
+// ids[k:] have text of their own, tokens pushed later cannot change the
+// text of ids[:k]. It returns k and Decode(ids[:k]).
+func (d *StreamDecoder) cleanSplit(prev, full string) (int, string, bool) {
+	for k := len(d.ids) - 1; k > d.read && k >= len(d.ids)-4; k-- {
+		head, tail := d.t.Decode(d.ids[:k]), d.t.Decode(d.ids[k:])
+		// tail must have text: Decode drops tokens that decode to nothing
+		// (NUL), so bytes pushed after them would join the end of head.
+		if tail != "" && strings.HasPrefix(head, prev) && head+tail == full {
+			return k, head, true
+		}
+	}
+	return 0, "", false
 }
 
 func commonPrefix(a, b string) int {
