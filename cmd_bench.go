@@ -231,12 +231,29 @@ type benchArena struct {
 	ReservedBytes int64 `json:"reserved_bytes"`
 }
 
-// measureMemory returns the process's memory now and, when rt shares
-// its device arena, the arena's counters.
-func measureMemory(rt *model.Runtime) (benchMemory, error) {
+// memoryMeter measures the memory of a bench command's lines: the
+// process's now, and, when rt (not nil) shares its device arena, the
+// arena's counters. The peak it reports never falls from line to line:
+// the kernel's VmHWM comes from approximate counters, and read a line
+// later it was seen below the one before.
+type memoryMeter struct {
+	rt   *model.Runtime
+	read func() (rss, peak int64) // memoryUse
+	peak int64
+}
+
+func newMemoryMeter(rt *model.Runtime) *memoryMeter { return &memoryMeter{rt: rt, read: memoryUse} }
+
+func (mm *memoryMeter) measure() (benchMemory, error) {
 	var m benchMemory
-	m.RSSBytes, m.PeakRSSBytes = memoryUse()
-	a := rt.DeviceArena()
+	var peak int64
+	m.RSSBytes, peak = mm.read()
+	mm.peak = max(mm.peak, peak)
+	m.PeakRSSBytes = mm.peak
+	if mm.rt == nil {
+		return m, nil
+	}
+	a := mm.rt.DeviceArena()
 	if a == nil {
 		return m, nil
 	}
@@ -276,6 +293,7 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 		return err
 	}
 	defer closeAll()
+	meter := newMemoryMeter(rt)
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), pol.Weights)
 	if err != nil {
 		return err
@@ -288,7 +306,7 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 	weights := int64(4 * (pol.Weights.NumParams() + pol.Frozen.NumParams()))
 	enc := json.NewEncoder(env.stdout)
 	line := benchTrainLine{Phase: "open", Rows: f.rows, Toks: f.tokens, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
-	if line.benchMemory, err = measureMemory(rt); err != nil {
+	if line.benchMemory, err = meter.measure(); err != nil {
 		return err
 	}
 	if err := enc.Encode(line); err != nil {
@@ -348,7 +366,7 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 			GradientCopyBytes: pol.Train.GradientBytes() - grads}
 		line.TokensPerSecond = float64(f.rows*f.tokens) / t1.Sub(t0).Seconds()
 		line.RecomputedLayers, line.KeptBytes = pol.Train.Recomputation()
-		if line.benchMemory, err = measureMemory(rt); err != nil {
+		if line.benchMemory, err = meter.measure(); err != nil {
 			return err
 		}
 		if err := enc.Encode(line); err != nil {
@@ -431,6 +449,7 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedMo
 		return err
 	}
 	defer closeAll()
+	meter := newMemoryMeter(rt)
 	s, err := benchSampler(pol, f.rows, f)
 	if err != nil {
 		return err
@@ -438,7 +457,7 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedMo
 	weights := int64(4 * (pol.Weights.NumParams() + pol.Frozen.NumParams()))
 	enc := json.NewEncoder(env.stdout)
 	line := benchGenerateLine{Phase: "open", Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
-	if line.benchMemory, err = measureMemory(rt); err != nil {
+	if line.benchMemory, err = meter.measure(); err != nil {
 		return err
 	}
 	if err := enc.Encode(line); err != nil {
@@ -458,7 +477,7 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedMo
 		if decoded := st.GeneratedTokens - len(reqs); decoded > 0 {
 			line.TokensPerSecond = float64(decoded) / (st.Elapsed - st.Prefill).Seconds()
 		}
-		if line.benchMemory, err = measureMemory(rt); err != nil {
+		if line.benchMemory, err = meter.measure(); err != nil {
 			return err
 		}
 		if err := enc.Encode(line); err != nil {
@@ -470,7 +489,7 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedMo
 	t0 := time.Now()
 	s.Release()
 	line = benchGenerateLine{Phase: "release", Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok, Seconds: time.Since(t0).Seconds(), WeightsBytes: weights}
-	if line.benchMemory, err = measureMemory(rt); err != nil {
+	if line.benchMemory, err = meter.measure(); err != nil {
 		return err
 	}
 	return enc.Encode(line)
