@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/spiral-rl/spiral/model/memplan"
 	"github.com/spiral-rl/spiral/model/offheap"
 	"github.com/spiral-rl/spiral/model/ortc"
 )
@@ -429,19 +430,6 @@ func (lm *LM) runInPlace(c *RowCache, r0, i0, i1, S, L int, tokens []int64, logi
 	return lm.decode.Run(slices.Concat(in, out[1:], lm.views, []*ortc.Value{seqLens, totalLen}), out)
 }
 
-// scoresLive is how many [heads, S, past + S] float32 tensors per row an
-// Extend call is budgeted at its peak (scores, scaled, masked, the
-// softmax, the exporters' NaN guards and their copies). It was set from
-// the process's growth, about 13 a row, on the Qwen3-0.6B config's
-// 8-layer variant, 32 rows x 500 positions prefilled in chunks of 256
-// (96d131d). The graphs now have about 6 a row in use at once, with the
-// attention grouped or not: 5.4-5.7 on that model (the shared arena's
-// peak, calls of 8 and 16 rows; the process's growth without the arena
-// says the same), 5.8-6.4 on the tiny builder, HF TorchScript, optimum
-// and dynamo exports. The rest is margin for the allocator: an arena
-// grows by doubling, so its footprint can reach twice what is in use.
-const scoresLive = 13
-
 // CallRows returns how many rows one Extend call of S positions over
 // past positions of the cache (RowCache.Past: its capacity, or 0 for a
 // prompt's first chunk) should take so that the graph's per-layer
@@ -477,7 +465,7 @@ func (lm *LM) rowTemporaries(past, S int) int64 {
 	case lm.sig.GroupedAttention:
 		copies = 2 * kv * span * d
 	}
-	return copies*4 + scoresLive*heads*int64(S)*span*4 + positions*int64(lm.sig.Vocab)*4
+	return copies*4 + memplan.ScoresPerRow*heads*int64(S)*span*4 + positions*int64(lm.sig.Vocab)*4
 }
 
 // trimAfter is the size of a call's temporaries from which Extend hands

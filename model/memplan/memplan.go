@@ -394,9 +394,19 @@ func MaxTokens(a Arch, t Train, budget int64) int {
 	return best
 }
 
-// ScoresPerRow is how many [heads, S, past + S] float32 tensors a row
-// of a generation call is budgeted at: model's scoresLive, with which
-// LM.CallRowsWithin splits a call into rows within the call budget.
+// ScoresPerRow is how many [heads, S, past + S] float32 tensors a row of
+// a generation call (model.LM.Extend) is budgeted at its peak (scores,
+// scaled, masked, the softmax, the exporters' NaN guards and their
+// copies): with it model.LM.CallRowsWithin splits a call into rows within
+// the call budget, and callTemporaries plans one. It was set from the
+// process's growth, about 13 a row, on the Qwen3-0.6B config's 8-layer
+// variant, 32 rows x 500 positions prefilled in chunks of 256 (96d131d).
+// The graphs now have about 6 a row in use at once, with the attention
+// grouped or not: 5.4-5.7 on that model (the shared arena's peak, calls
+// of 8 and 16 rows; the process's growth without the arena says the
+// same), 5.8-6.4 on the tiny builder, HF TorchScript, optimum and dynamo
+// exports. The rest is margin for the allocator: an arena grows by
+// doubling, so its footprint can reach twice what is in use.
 const ScoresPerRow = 13
 
 // callTemporaries is one generation call's temporaries: the call budget,
