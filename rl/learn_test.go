@@ -78,6 +78,30 @@ func rewardedMass(t *testing.T, lm *model.LM, prompt []int32) float64 {
 	return even / z
 }
 
+// learnTrainer trains p on the one problem whose three-token answers
+// learnJudge rewards when their first token is even, with the sampler
+// drawing from p's whole vocabulary: algo with group, the pipeline pipe
+// and AdamW at a constant peak lr.
+func learnTrainer(t *testing.T, p *model.Policy, algo string, group int, pipe rollout.PipelineConfig, lr float64) *rl.Trainer {
+	t.Helper()
+	sc := rollout.DefaultSamplerConfig()
+	sc.MaxNewTokens, sc.VocabLimit = 3, p.LM.Signature().Vocab
+	sampler, err := rollout.NewSampler(p.LM, sc)
+	require.NoError(t, err)
+	opt, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)
+	require.NoError(t, err)
+	cfg := rl.DefaultConfig()
+	cfg.Algo, cfg.Problems, cfg.GroupSize, cfg.Pipeline = algo, 1, group, pipe
+	ds := data.NewDataset("learn", []data.Problem{{ID: "p", Problem: "p", Answer: "even"}})
+	tr, err := rl.NewTrainer(cfg, rl.TrainerParts{
+		Generator: sampler, Prompter: learnPrompter{}, Judge: learnJudge, Learner: p.Train,
+		Problems: data.NewStream(ds, 1), Weights: p.Weights, Grads: p.Grads, Optimizer: opt,
+		Schedule: optim.Schedule{PeakLR: lr},
+	})
+	require.NoError(t, err)
+	return tr
+}
+
 // TestTrainStepsReleaseTheirValues: a training step (generation through
 // the sampler, whose KV cache is released before the update, gradients,
 // AdamW) leaves no ONNX Runtime tensor live that the step before did not:
@@ -87,23 +111,8 @@ func TestTrainStepsReleaseTheirValues(t *testing.T) {
 		t.Run(algo, func(t *testing.T) {
 			rt := modeltest.Runtime(t)
 			p := openTinyPolicy(t, 5)
-			sc := rollout.DefaultSamplerConfig()
-			sc.MaxNewTokens, sc.VocabLimit = 3, p.LM.Signature().Vocab
-			sampler, err := rollout.NewSampler(p.LM, sc)
-			require.NoError(t, err)
-			opt, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)
-			require.NoError(t, err)
-			cfg := rl.DefaultConfig()
-			cfg.Algo, cfg.Problems, cfg.GroupSize = algo, 1, 8
-			cfg.Pipeline = rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}
-			ds := data.NewDataset("learn", []data.Problem{{ID: "p", Problem: "p", Answer: "even"}})
-			tr, err := rl.NewTrainer(cfg, rl.TrainerParts{
-				Generator: sampler, Prompter: learnPrompter{}, Judge: learnJudge, Learner: p.Train,
-				Problems: data.NewStream(ds, 1), Weights: p.Weights, Grads: p.Grads, Optimizer: opt,
-				Schedule: optim.Schedule{PeakLR: 1e-3},
-			})
-			require.NoError(t, err)
-			_, err = tr.TrainStep(context.Background(), nil)
+			tr := learnTrainer(t, p, algo, 8, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 2}, 1e-3)
+			_, err := tr.TrainStep(context.Background(), nil)
 			require.NoError(t, err)
 			live, updated := rt.LiveValues(), 0
 			for step := 2; step <= 5; step++ {
@@ -142,22 +151,7 @@ func TestTrainerLearnsReward(t *testing.T) {
 	} {
 		t.Run(tc.algo, func(t *testing.T) {
 			p := openTinyPolicy(t, 5)
-			sc := rollout.DefaultSamplerConfig()
-			sc.MaxNewTokens, sc.VocabLimit = 3, p.LM.Signature().Vocab
-			sampler, err := rollout.NewSampler(p.LM, sc)
-			require.NoError(t, err)
-			opt, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)
-			require.NoError(t, err)
-			cfg := rl.DefaultConfig()
-			cfg.Algo, cfg.Problems, cfg.GroupSize = tc.algo, 1, 16
-			cfg.Pipeline = rollout.PipelineConfig{N1: 4, K: 4, N: 2, N2: 4}
-			ds := data.NewDataset("learn", []data.Problem{{ID: "p", Problem: "p", Answer: "even"}})
-			tr, err := rl.NewTrainer(cfg, rl.TrainerParts{
-				Generator: sampler, Prompter: learnPrompter{}, Judge: learnJudge, Learner: p.Train,
-				Problems: data.NewStream(ds, 1), Weights: p.Weights, Grads: p.Grads, Optimizer: opt,
-				Schedule: optim.Schedule{PeakLR: 1e-2},
-			})
-			require.NoError(t, err)
+			tr := learnTrainer(t, p, tc.algo, 16, rollout.PipelineConfig{N1: 4, K: 4, N: 2, N2: 4}, 1e-2)
 
 			scorer := sftScorer(t, p)
 			start := rewardedMass(t, scorer, tc.prompt)
