@@ -92,12 +92,22 @@ func jsonLines[T any](t *testing.T, out string) []T {
 // library that scripts/setup.sh installs is not configured.
 func requireRuntime(t *testing.T) {
 	t.Helper()
-	if os.Getenv("ONNXRUNTIME_LIB") == "" {
+	requireEnv(t, "ONNXRUNTIME_LIB", "the test command must source scripts/setup.sh's env")
+}
+
+// requireEnv returns the environment variable name, which make test sets;
+// unset, the test skips locally and fails in CI, saying why it must be
+// set there (ci).
+func requireEnv(t *testing.T, name, ci string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
 		if os.Getenv("CI") != "" {
-			t.Fatal("ONNXRUNTIME_LIB unset in CI: the test command must source scripts/setup.sh's env")
+			t.Fatalf("%s unset in CI: %s", name, ci)
 		}
-		t.Skip("ONNXRUNTIME_LIB unset: run make test")
+		t.Skipf("%s unset: run make test", name)
 	}
+	return v
 }
 
 func TestVersion(t *testing.T) {

@@ -25,13 +25,7 @@ import (
 // locally and fails in CI.
 func startLlamaCpp(t *testing.T) string {
 	t.Helper()
-	py := os.Getenv("SPIRAL_ENGINE_PYTHON")
-	if py == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("SPIRAL_ENGINE_PYTHON unset in CI: make test sets it")
-		}
-		t.Skip("SPIRAL_ENGINE_PYTHON unset: run make test")
-	}
+	py := requireEnv(t, "SPIRAL_ENGINE_PYTHON", "make test sets it")
 	dir := t.TempDir()
 	hf := filepath.Join(dir, "hf")
 	r := spiral(t, nil, "export", "--format", "hf", "--out", hf)

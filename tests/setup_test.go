@@ -17,13 +17,7 @@ import (
 // cache, setup builds libtokenizers with cargo for minutes.
 func setupCache(t *testing.T) string {
 	t.Helper()
-	cache := os.Getenv("SPIRAL_CACHE_DIR")
-	if cache == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("SPIRAL_CACHE_DIR unset in CI: the test command must source scripts/setup.sh's env")
-		}
-		t.Skip("SPIRAL_CACHE_DIR unset: run make test")
-	}
+	cache := requireEnv(t, "SPIRAL_CACHE_DIR", "the test command must source scripts/setup.sh's env")
 	require.FileExists(t, filepath.Join(cache, "env.sh"))
 	return cache
 }
