@@ -120,7 +120,7 @@ func TestSGLangDiskSync(t *testing.T) {
 	defer srv.Close()
 	o, err := rollout.NewOpenAI(engineConfig(srv.URL))
 	require.NoError(t, err)
-	s := &rollout.SGLangDiskSync{Engine: o, Dir: dir, Export: func(_ context.Context, d string) error { return os.MkdirAll(d, 0o755) }}
+	s := &rollout.SGLangDiskSync{Engine: o, Dir: dir, Export: mkdirExport}
 	require.NoError(t, s.Sync(context.Background(), 3))
 	require.Equal(t, "spiral-step-000003", s.Version())
 	require.NoDirExists(t, filepath.Join(dir, "spiral-step-000002"))
@@ -147,7 +147,7 @@ func TestVLLMLoRASyncRefusedIn200(t *testing.T) {
 		srv := httptest.NewServer(eng)
 		o, err := rollout.NewOpenAI(engineConfig(srv.URL))
 		require.NoError(t, err)
-		s := &rollout.VLLMLoRASync{Engine: o, Dir: dir, Export: func(_ context.Context, d string) error { return os.MkdirAll(d, 0o755) }}
+		s := &rollout.VLLMLoRASync{Engine: o, Dir: dir, Export: mkdirExport}
 		err = s.Sync(context.Background(), 1)
 		srv.Close()
 		require.ErrorContains(t, err, "load adapter spiral-step-000001: rollout: engine: "+srv.URL+"/v1/load_lora_adapter: HTTP 200, but the answer is an error: adapter_config.json not found", answer)
@@ -190,7 +190,7 @@ func TestVLLMLoRASyncLostAnswer(t *testing.T) {
 	defer srv.Close()
 	o, err := rollout.NewOpenAI(engineConfig(srv.URL))
 	require.NoError(t, err)
-	s := &rollout.VLLMLoRASync{Engine: o, Dir: t.TempDir(), Export: func(_ context.Context, d string) error { return os.MkdirAll(d, 0o755) }}
+	s := &rollout.VLLMLoRASync{Engine: o, Dir: t.TempDir(), Export: mkdirExport}
 	require.NoError(t, s.Sync(context.Background(), 3))
 	require.Equal(t, 2, loads, "the lost answer's load was retried")
 	require.Equal(t, name, o.Model())
@@ -307,7 +307,7 @@ func TestVLLMLoRASyncLostUnloadAnswer(t *testing.T) {
 			defer srv.Close()
 			o, err := rollout.NewOpenAI(engineConfig(srv.URL))
 			require.NoError(t, err)
-			s := &rollout.VLLMLoRASync{Engine: o, Dir: t.TempDir(), Export: func(_ context.Context, d string) error { return os.MkdirAll(d, 0o755) }}
+			s := &rollout.VLLMLoRASync{Engine: o, Dir: t.TempDir(), Export: mkdirExport}
 			for _, step := range tc.steps {
 				require.NoError(t, s.Sync(context.Background(), step))
 			}
@@ -321,3 +321,6 @@ func TestVLLMLoRASyncLostUnloadAnswer(t *testing.T) {
 		})
 	}
 }
+
+// mkdirExport is a sync's export that writes an empty version directory.
+func mkdirExport(_ context.Context, dir string) error { return os.MkdirAll(dir, 0o755) }
