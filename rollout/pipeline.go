@@ -241,14 +241,22 @@ func (p *Pipeline) aggregate(ctx context.Context, groups []Group, population [][
 // ends where the answers are), and fitted is true; a prompt that does not
 // fit even with one token per candidate is an error.
 func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, limit int) (prompt []int32, fitted bool, err error) {
-	full := make([]string, len(cands))
-	for i, t := range cands {
-		full[i] = pr.Text(t)
+	// A candidate's whole text, decoded only for a cut text that starts
+	// with U+FFFD (see candidateText), once.
+	full := make([]*string, len(cands))
+	fullText := func(i int) func() string {
+		return func() string {
+			if full[i] == nil {
+				s := pr.Text(cands[i])
+				full[i] = &s
+			}
+			return *full[i]
+		}
 	}
 	render := func(c int) ([]int32, error) {
 		texts := make([]string, len(cands))
 		for i, t := range cands {
-			texts[i] = candidateText(pr, t, c, full[i])
+			texts[i] = candidateText(pr, t, c, fullText(i))
 		}
 		return pr.AggregatePrompt(problem, texts)
 	}
@@ -284,12 +292,13 @@ func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, lim
 }
 
 // candidateText decodes the last n tokens of ids (all when n <= 0), whose
-// whole text is full. A cut inside a character leaves bytes of it at the
-// start, which decode to U+FFFD; those are dropped (a U+FFFD that full has
-// there is kept), so the text starts at the first whole character kept.
-func candidateText(pr Prompter, ids []int32, n int, full string) string {
+// whole text full returns. A cut inside a character leaves bytes of it at
+// the start, which decode to U+FFFD; those are dropped (a U+FFFD that the
+// whole text has there is kept), so the text starts at the first whole
+// character kept.
+func candidateText(pr Prompter, ids []int32, n int, full func() string) string {
 	s := pr.Text(capTokens(ids, n))
-	for strings.HasPrefix(s, "\uFFFD") && !strings.HasSuffix(full, s) {
+	for strings.HasPrefix(s, "\uFFFD") && !strings.HasSuffix(full(), s) {
 		s = s[len("\uFFFD"):]
 	}
 	return s
