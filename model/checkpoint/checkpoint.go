@@ -144,7 +144,7 @@ func Save(dir string, w *params.Store, opt *optim.AdamW, st State, o Options) (s
 	st.FormatVersion = FormatVersion
 	st.OptimizerSteps = 0
 	st.Files = map[string]FileInfo{}
-	meta := map[string]string{"format": "pt", "spiral_step": strconv.FormatInt(st.Step, 10)}
+	meta := map[string]string{"format": "pt", metaStep: strconv.FormatInt(st.Step, 10)}
 	fi, err := writeFile(filepath.Join(tmp, ModelFile), func(f io.Writer) error {
 		return params.WriteParts(f, meta, params.Part{Store: w})
 	})
@@ -157,7 +157,7 @@ func Save(dir string, w *params.Store, opt *optim.AdamW, st State, o Options) (s
 			return "", fmt.Errorf("checkpoint: optimiser does not match the weights: %w", err)
 		}
 		st.OptimizerSteps = opt.Steps()
-		meta := map[string]string{"spiral_optimizer": "adamw", "spiral_optimizer_steps": strconv.FormatInt(opt.Steps(), 10)}
+		meta := map[string]string{"spiral_optimizer": "adamw", metaOptimizerSteps: strconv.FormatInt(opt.Steps(), 10)}
 		fi, err := writeFile(filepath.Join(tmp, OptimizerFile), func(f io.Writer) error {
 			return params.WriteParts(f, meta, momentParts(opt)...)
 		})
@@ -537,13 +537,21 @@ func Load(path string, w *params.Store, opt *optim.AdamW) (State, error) {
 	return st, nil
 }
 
+// The safetensors metadata keys under which Save writes the step counts
+// (ModelFile's step, OptimizerFile's optimizer steps), checked on Load
+// against state.json's (checkCounts).
+const (
+	metaStep           = "spiral_step"
+	metaOptimizerSteps = "spiral_optimizer_steps"
+)
+
 // checkCounts compares the step counts st records with those Save also
 // wrote in the metadata of file (under the file's checksum; state.json
 // has none): a difference is damage to one of them.
 func checkCounts(file string, meta map[string]string, st State) error {
-	what, key, want := "step", "spiral_step", st.Step
+	what, key, want := "step", metaStep, st.Step
 	if file == OptimizerFile {
-		what, key, want = "optimizer_steps", "spiral_optimizer_steps", st.OptimizerSteps
+		what, key, want = "optimizer_steps", metaOptimizerSteps, st.OptimizerSteps
 	}
 	got, ok := meta[key]
 	if !ok || got == strconv.FormatInt(want, 10) {
