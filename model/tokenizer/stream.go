@@ -80,22 +80,25 @@ func (d *StreamDecoder) emit(force bool) string {
 			// past it, so that a long run of U+FFFD (invalid bytes, or
 			// the character itself) does not grow the window without
 			// bound and make every Push decode all of it.
-			out = head[len(prev):]
-			start := d.read
-			n := copy(d.ids, d.ids[start:])
-			d.ids = d.ids[:n]
-			d.read, d.extra = k-start, ""
-			return out
+			d.slide(k)
+			return head[len(prev):]
 		}
 		out = out[:max(0, len(out)-lastSize)]
 		d.extra += out
 		return out
 	}
-	// Keep the chunk just emitted as context for the next window.
-	n := copy(d.ids, d.ids[d.read:])
-	d.ids = d.ids[:n]
-	d.read, d.extra = n, ""
+	d.slide(len(d.ids))
 	return out
+}
+
+// slide moves the window past what was emitted before this chunk,
+// keeping the chunk as context for the next one, and marks the window's
+// first k tokens (counted before the move) as emitted.
+func (d *StreamDecoder) slide(k int) {
+	start := d.read
+	n := copy(d.ids, d.ids[start:])
+	d.ids = d.ids[:n]
+	d.read, d.extra = k-start, ""
 }
 
 // cleanSplit looks, among the last few token boundaries of the window
