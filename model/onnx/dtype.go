@@ -87,8 +87,8 @@ func (d DType) Size() int {
 // rawSize returns the bytes of raw_data a tensor of dt with n elements
 // holds, including the packed 4-bit types (two per byte, rounded up); -1
 // when the type has no fixed-size encoding (string, undefined), when n is
-// negative, or when the byte count overflows int64 (hasRawSize tells the
-// cases apart).
+// negative, or when the byte count overflows int64 (tensorRawSize tells
+// the cases apart).
 func rawSize(dt DType, n int64) int64 {
 	if n < 0 {
 		return -1
@@ -103,6 +103,14 @@ func rawSize(dt DType, n int64) int64 {
 	return -1
 }
 
-// hasRawSize reports whether dt has a fixed-size raw encoding, so that
-// rawSize < 0 for it means a byte count too large.
-func hasRawSize(dt DType) bool { return rawSize(dt, 0) == 0 }
+// tensorRawSize is rawSize for t's type and its n elements, and an
+// error when that type has a fixed-size encoding but the byte count
+// overflows int64 (-1 and no error: the type has none).
+func tensorRawSize(t *onnxpb.TensorProto, n int64) (int64, error) {
+	dt := TensorDType(t)
+	size := rawSize(dt, n)
+	if size < 0 && rawSize(dt, 0) == 0 {
+		return -1, fmt.Errorf("%s%v is too large: its byte size overflows int64", dt, t.GetDims())
+	}
+	return size, nil
+}

@@ -99,9 +99,9 @@ func (m *Model) externalRange(t *onnxpb.TensorProto) (path string, offset, lengt
 	if n < 0 {
 		return "", 0, 0, fail("bad dims %v", t.GetDims())
 	}
-	want := rawSize(TensorDType(t), n)
-	if want < 0 && hasRawSize(TensorDType(t)) {
-		return "", 0, 0, fail("%s%v is too large: its byte size overflows int64", TensorDType(t), t.GetDims())
+	want, err := tensorRawSize(t, n)
+	if err != nil {
+		return "", 0, 0, fail("%w", err)
 	}
 	if want < 0 {
 		return "", 0, 0, fail("%s data cannot be stored externally", TensorDType(t))

@@ -193,9 +193,9 @@ func tensorRaw(t *onnxpb.TensorProto) (raw []byte, n int64, ok bool, err error) 
 		}
 		return nil, n, false, nil
 	}
-	want := rawSize(TensorDType(t), n)
-	if want < 0 && hasRawSize(TensorDType(t)) {
-		return nil, 0, false, fmt.Errorf("onnx: tensor %q: %s%v is too large: its byte size overflows int64", t.GetName(), TensorDType(t), t.GetDims())
+	want, err := tensorRawSize(t, n)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("onnx: tensor %q: %w", t.GetName(), err)
 	}
 	if want >= 0 && int64(len(t.RawData)) != want {
 		return nil, 0, false, fmt.Errorf("onnx: tensor %q: %s%v needs %d bytes of raw_data, has %d", t.GetName(), TensorDType(t), t.GetDims(), want, len(t.RawData))
