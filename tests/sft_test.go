@@ -18,7 +18,7 @@ import (
 // TestSFTInputs feeds spiral sft flags that used to be taken or to fail
 // late: each is refused with exit 2 naming the flag before --out is made.
 // --max-grad-norm NaN or Inf (which train refuses) turned clipping off;
-// --eval-problems above the 7,130 held-out problems failed at the first
+// --eval-problems above the 1,134 held-out problems failed at the first
 // evaluation, after --eval-every steps of training, leaving sft.jsonl and
 // artifacts/ behind.
 func TestSFTInputs(t *testing.T) {
@@ -33,7 +33,7 @@ func TestSFTInputs(t *testing.T) {
 		{"NaN gradient-norm clip", []string{"--max-grad-norm", "NaN"}, "--max-grad-norm NaN: want a finite norm"},
 		{"infinite gradient-norm clip", []string{"--max-grad-norm", "Inf"}, "--max-grad-norm +Inf: want a finite norm"},
 		{"more held-out problems than the split has", []string{"--eval-problems", "100000"},
-			"--eval-problems 100000: synth: only 7130 distinct test problems found, want 100000"},
+			"--eval-problems 100000: synth: only 1134 distinct test problems found, want 100000"},
 		// sft has no model default to fall back on: 0 is refused like a
 		// negative rate, and neither message offers 0 (they said "0 = the
 		// model's default").

@@ -14,11 +14,12 @@
 //     operator, and ends with the answer in \boxed{}. Intermediate results
 //     and answers may be negative.
 //   - The split is fixed by the task seed: an expression belongs to the
-//     test split when FNV-1a(seed, expression) mod 100 < TestPercent, so
-//     train and test never share an expression as written, whatever is
-//     sampled. The same equation with its terms or factors reordered
-//     ("x+3*2=8", "3*2+x=8") is another expression and may fall in the
-//     other split (README, "Results on the embedded default").
+//     test split when FNV-1a(seed, canonical form) mod 100 < TestPercent,
+//     where the canonical form (CanonicalExpr) sorts the additive terms,
+//     each with its sign and its factors sorted, so an equation and its
+//     reorderings ("x+3*2=8", "2*3+x=8") are one problem in one split,
+//     and train and test never share a problem, in any order, whatever
+//     is sampled. Problem sets are distinct by canonical form.
 //   - Supervised data comes in two kinds: search examples (prompt = the
 //     search template on the problem, completion = the worked solution) and
 //     aggregation examples (prompt = the aggregation template on the problem

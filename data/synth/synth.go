@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -165,18 +166,56 @@ func New(cfg Config, seed uint64) (*Task, error) {
 }
 
 // SplitOf returns the split an expression (Item.Expr) belongs to:
-// Test when FNV-1a-64(seed as 8 little-endian bytes, expr) mod 100 <
-// TestPercent.
+// Test when FNV-1a-64(seed as 8 little-endian bytes, CanonicalExpr(expr))
+// mod 100 < TestPercent. Keying on the canonical form puts an expression
+// and every reordering of its terms and factors ("x+3*2=8", "2*3+x=8")
+// in one split, so no test problem is a training problem written in
+// another order.
 func (t *Task) SplitOf(expr string) Split {
 	h := fnv.New64a()
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], t.seed)
 	h.Write(b[:])
-	h.Write([]byte(expr))
+	h.Write([]byte(CanonicalExpr(expr)))
 	if h.Sum64()%100 < uint64(t.cfg.TestPercent) {
 		return Test
 	}
 	return Train
+}
+
+// CanonicalExpr returns the form of an expression (Item.Expr) that is the
+// same for all its reorderings that keep its value: the additive terms,
+// each written with its sign ("+" or "-") and its factors in sorted
+// order joined by "*", sorted and concatenated, then the right-hand side
+// of an equation as written ("x-3+2*5=9" and "2*5-3+x=9" are both
+// "+2*5+x-3=9", "5*2-3+x=9" too). Two expressions with the same canonical
+// form are the same problem; the split and the problem sets key on it.
+// A text outside the grammar gives some canonical form of it, never a
+// panic.
+func CanonicalExpr(expr string) string {
+	lhs, rhs, equation := strings.Cut(expr, "=")
+	var terms []string
+	sign := byte('+')
+	for rest := lhs; ; {
+		i := strings.IndexAny(rest, "+-")
+		term := rest
+		if i >= 0 {
+			term = rest[:i]
+		}
+		factors := strings.Split(term, "*")
+		slices.Sort(factors)
+		terms = append(terms, string(sign)+strings.Join(factors, "*"))
+		if i < 0 {
+			break
+		}
+		sign, rest = rest[i], rest[i+1:]
+	}
+	slices.Sort(terms)
+	key := strings.Join(terms, "")
+	if equation {
+		key += "=" + rhs
+	}
+	return key
 }
 
 // maxSampleTries bounds the rejection sampling of one problem of a split.
@@ -262,7 +301,8 @@ func maxValueBound(ops []byte, maxOperand int) int {
 // count is drawn equally often, so a problem with the most operands is
 // rarer than 1/D, and asking for nearly all of a split whose operand
 // counts differ can fail though the problems exist (the embedded test
-// split's 7,130 are all found).
+// split's 1,134 are all found). Problems are distinct by their canonical
+// form (CanonicalExpr): one drawn in another order is the same problem.
 func (t *Task) Problems(s Split, n int, seed uint64) ([]Item, error) {
 	r := rand.New(rand.NewPCG(seed, uint64(s)+0x5851F42D4C957F2D))
 	items := make([]Item, 0, min(n, 1<<16))
@@ -275,8 +315,8 @@ func (t *Task) Problems(s Split, n int, seed uint64) ([]Item, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !seen[it.Expr] {
-			seen[it.Expr] = true
+		if key := CanonicalExpr(it.Expr); !seen[key] {
+			seen[key] = true
 			items = append(items, it)
 			sinceNew = 0
 		}

@@ -135,12 +135,12 @@ func TestSplit(t *testing.T) {
 	require.NoError(t, err)
 	inTest := map[string]bool{}
 	for _, it := range test {
-		inTest[it.Expr] = true
+		inTest[CanonicalExpr(it.Expr)] = true
 		require.Equal(t, Test, task.SplitOf(it.Expr))
 	}
 	require.Len(t, inTest, 500, "test problems are distinct")
 	for _, it := range train {
-		require.False(t, inTest[it.Expr], "%q in both splits", it.Expr)
+		require.False(t, inTest[CanonicalExpr(it.Expr)], "%q in both splits", it.Expr)
 		require.Equal(t, Train, task.SplitOf(it.Expr))
 	}
 
@@ -164,27 +164,32 @@ func TestSplit(t *testing.T) {
 	// test split; 50% is a loose floor.
 	require.Greater(t, moved, 250)
 
-	// Exhaustive share: all 10*10*10*3*3 = 9000 expressions of three
-	// operands 1..10. The count is Binomial(9000, 0.10) for a good hash:
-	// mean 900, sd 28.5; +-5 sd is [758, 1042].
+	// Exhaustive share: the problems (canonical forms) among all
+	// 10*10*10*3*3 = 9000 expressions of three operands 1..10. The count
+	// is Binomial(problems, 0.10) for a good hash: +-5 sd.
 	small, err := New(Config{MinOperands: 3, MaxOperands: 3, MaxOperand: 10}, 5)
 	require.NoError(t, err)
-	n := 0
+	problems := map[string]Split{}
 	for a := 1; a <= 10; a++ {
 		for b := 1; b <= 10; b++ {
 			for c := 1; c <= 10; c++ {
 				for _, o1 := range "+-*" {
 					for _, o2 := range "+-*" {
 						e := strconv.Itoa(a) + string(o1) + strconv.Itoa(b) + string(o2) + strconv.Itoa(c)
-						if small.SplitOf(e) == Test {
-							n++
-						}
+						problems[CanonicalExpr(e)] = small.SplitOf(e)
 					}
 				}
 			}
 		}
 	}
-	require.InDelta(t, 900, n, 142)
+	n := 0
+	for _, s := range problems {
+		if s == Test {
+			n++
+		}
+	}
+	p := float64(len(problems))
+	require.InDelta(t, 0.1*p, n, 5*math.Sqrt(p*0.1*0.9))
 }
 
 func TestProblemsTooFew(t *testing.T) {
@@ -200,16 +205,23 @@ func TestProblemsTooFew(t *testing.T) {
 // a bounded number of fruitless draws (about 20 times the split's size)
 // rather than 100 times the request.
 func TestProblemsAll(t *testing.T) {
-	// 2 operands of 1..3 joined by + or -: 18 expressions.
+	// 2 operands of 1..3 joined by + or -: 18 expressions, 15 problems
+	// (a+b and b+a are one).
 	task, err := New(Config{MinOperands: 2, MaxOperands: 2, MaxOperand: 3, Ops: "+-", TestPercent: 50}, 1)
 	require.NoError(t, err)
-	want := map[Split]int{}
+	problems := map[string]Split{}
 	for a := 1; a <= 3; a++ {
 		for b := 1; b <= 3; b++ {
 			for _, op := range "+-" {
-				want[task.SplitOf(fmt.Sprintf("%d%c%d", a, op, b))]++
+				e := fmt.Sprintf("%d%c%d", a, op, b)
+				problems[CanonicalExpr(e)] = task.SplitOf(e)
 			}
 		}
+	}
+	require.Len(t, problems, 15)
+	want := map[Split]int{}
+	for _, s := range problems {
+		want[s]++
 	}
 	for _, s := range []Split{Train, Test} {
 		require.Positive(t, want[s], s)

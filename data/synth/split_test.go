@@ -1,0 +1,182 @@
+package synth
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestCanonicalExpr(t *testing.T) {
+	cases := []struct {
+		a, b string
+		same bool
+	}{
+		{"x+3*2=8", "2*3+x=8", true},
+		{"x+3*2=8", "3*2+x=8", true},
+		{"x-3+2*5=9", "5*2-3+x=9", true},
+		{"2*x*3=12", "x*3*2=12", true},
+		{"7+5*3-4", "5*3-4+7", true},
+		{"4-x=2", "4-x=2", true},
+		{"x-3+2=1", "x-2+3=1", false}, // the signs stay with their terms
+		{"x+6=8", "x+2*3=8", false},   // the same value, another problem
+		{"x*7+3=38", "7*x+3=38", true},
+		{"x*7+3=38", "x*7+3=39", false},
+		{"2*3", "2*3=6", false}, // an expression is not its equation
+		{"12+1", "1+12", true},
+		{"12*1", "1*21", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.a+" "+tc.b, func(t *testing.T) {
+			require.Equal(t, tc.same, CanonicalExpr(tc.a) == CanonicalExpr(tc.b), "%q %q", CanonicalExpr(tc.a), CanonicalExpr(tc.b))
+		})
+	}
+	for _, s := range []string{"", "=", "+", "-*-", "x==", "1+-2"} {
+		CanonicalExpr(s) // no panic outside the grammar
+	}
+}
+
+// reorder writes it's equation (or expression) with its additive terms
+// and each term's factors shuffled by r, a term with a "+" first: the
+// same problem in another order, written without CanonicalExpr.
+func reorder(it Item, r *rand.Rand) string {
+	type term struct {
+		sign    byte
+		factors []string
+	}
+	terms := []term{{sign: '+'}}
+	for i, v := range it.Operands {
+		f := strconv.Itoa(v)
+		if i == it.Unknown {
+			f = "x"
+		}
+		if i > 0 && it.Ops[i-1] != '*' {
+			terms = append(terms, term{sign: it.Ops[i-1]})
+		}
+		last := &terms[len(terms)-1]
+		last.factors = append(last.factors, f)
+	}
+	r.Shuffle(len(terms), func(i, j int) { terms[i], terms[j] = terms[j], terms[i] })
+	for i, tm := range terms {
+		if tm.sign == '+' {
+			terms[0], terms[i] = terms[i], terms[0]
+			break
+		}
+	}
+	var sb strings.Builder
+	for i, tm := range terms {
+		if i > 0 {
+			sb.WriteByte(tm.sign)
+		}
+		r.Shuffle(len(tm.factors), func(i, j int) { tm.factors[i], tm.factors[j] = tm.factors[j], tm.factors[i] })
+		sb.WriteString(strings.Join(tm.factors, "*"))
+	}
+	if it.Unknown >= 0 {
+		sb.WriteString("=" + strconv.Itoa(it.Target))
+	}
+	return sb.String()
+}
+
+// TestSplitKeepsReorderingsTogether checks that every problem's
+// reorderings fall in its split, in both forms: the test split holds no
+// training problem written in another order.
+func TestSplitKeepsReorderingsTogether(t *testing.T) {
+	for _, cfg := range []Config{{}, EmbeddedConfig, solveConfigs[1].cfg} {
+		task, err := New(cfg, 3)
+		require.NoError(t, err)
+		r := rand.New(rand.NewPCG(4, 5))
+		moved := 0
+		for _, s := range []Split{Train, Test} {
+			items, err := task.Problems(s, 300, 1)
+			require.NoError(t, err)
+			for _, it := range items {
+				for range 8 {
+					e := reorder(it, r)
+					if e != it.Expr {
+						moved++
+					}
+					if it.Unknown < 0 {
+						require.Equal(t, it.Answer, evalGo(t, e), "%q from %q", e, it.Expr)
+					}
+					require.Equal(t, CanonicalExpr(it.Expr), CanonicalExpr(e), "%q from %q", e, it.Expr)
+					require.Equal(t, s, task.SplitOf(e), "%q from %q", e, it.Expr)
+				}
+			}
+		}
+		require.Greater(t, moved, 2000, "the reorderings differ from the written expression")
+	}
+}
+
+// embeddedSpace enumerates every problem of the embedded task: 3 or 4
+// operands of 1..5, each gap one of +-*, each operand in turn the
+// unknown.
+func embeddedSpace(t *testing.T) []Item {
+	t.Helper()
+	cfg := EmbeddedConfig
+	var items []Item
+	var rec func(operands []int, ops []byte)
+	rec = func(operands []int, ops []byte) {
+		if n := len(operands); n >= cfg.MinOperands {
+			for u := range n {
+				items = append(items, solveItem(operands, ops, u))
+			}
+			if n == cfg.MaxOperands {
+				return
+			}
+		}
+		for v := cfg.MinOperand; v <= cfg.MaxOperand; v++ {
+			if len(operands) == 0 {
+				rec([]int{v}, nil)
+				continue
+			}
+			for _, op := range []byte(cfg.Ops) {
+				rec(append(append([]int{}, operands...), v), append(append([]byte{}, ops...), op))
+			}
+		}
+	}
+	cfg = cfg.WithDefaults()
+	rec(nil, nil)
+	return items
+}
+
+// TestEmbeddedSplitHasNoTwins enumerates the embedded task: equations
+// with one canonical form are one problem (the same x, the same right-hand
+// side) in one split, the test split holds about TestPercent of the
+// problems, and Problems finds every test problem, each once.
+func TestEmbeddedSplitHasNoTwins(t *testing.T) {
+	if testing.Short() {
+		t.Skip("enumerates 71,250 equations")
+	}
+	task, err := Embedded()
+	require.NoError(t, err)
+	items := embeddedSpace(t)
+	require.Len(t, items, 5*5*5*9*3+5*5*5*5*27*4)
+	first := map[string]Item{}
+	for _, it := range items {
+		key := CanonicalExpr(it.Expr)
+		f, ok := first[key]
+		if !ok {
+			first[key] = it
+			continue
+		}
+		require.Equal(t, f.Answer, it.Answer, "%q and %q", f.Expr, it.Expr)
+		require.Equal(t, f.Target, it.Target, "%q and %q", f.Expr, it.Expr)
+		require.Equal(t, task.SplitOf(f.Expr), task.SplitOf(it.Expr), "%q and %q", f.Expr, it.Expr)
+	}
+	test := 0
+	for _, it := range first {
+		if task.SplitOf(it.Expr) == Test {
+			test++
+		}
+	}
+	t.Logf("%d equations, %d problems, %d in the test split", len(items), len(first), test)
+	// Binomial(len(first), 0.10): +-5 sd.
+	n := float64(len(first))
+	require.InDelta(t, 0.1*n, test, 5*math.Sqrt(n*0.1*0.9))
+	all, err := task.Problems(Test, test, EmbeddedSeed)
+	require.NoError(t, err)
+	require.Len(t, all, test)
+}
