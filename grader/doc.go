@@ -50,9 +50,13 @@
 //   - When either side contains a decimal literal with a fractional part,
 //     numbers are compared after rounding to Config.FloatRounding decimal
 //     places (default 6), as Math-Verify does: 0.333 equals 1/3 at 3 places but
-//     not at 4. A gold whose decimal literal is written to more places is
-//     compared at its own places: the MATH-500 gold .0000672 is not
-//     answered by .0000673.
+//     not at 4. A gold written to more places is compared at its own
+//     places (up to 15): the MATH-500 gold .0000672 is not answered by
+//     .0000673, and a gold with a decimal literal or a power of ten is
+//     compared at the places of its exact value, so that scientific
+//     notation keeps its digits (1.5 \times 10^{-7} is not answered by
+//     2 \times 10^{-7}, 10^{-8} not by 0.00000002, which Math-Verify
+//     accepts). A gold without either (1/1024) keeps 6.
 //   - Bare comma lists and sets compare as sets (order-free, duplicates
 //     ignored); parenthesised tuples, points, ratios and matrices compare in
 //     order. A tuple of two elements also matches the open interval with the

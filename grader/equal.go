@@ -1291,39 +1291,80 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 }
 
 // places returns the decimal places numbers are rounded to against the
-// gold g: FloatRounding, or as many as a decimal literal of the gold
-// writes when that is more (up to 15), so that the gold .0000672 is not
-// answered by .0000673.
+// gold g: FloatRounding, or as many as the gold writes when that is more
+// (up to 15), so that the gold .0000672 is not answered by .0000673: the
+// places of its decimal literals, and where it writes a decimal literal
+// or a power of ten, the places of its exact value (6.72 \times 10^{-5}
+// is .0000672, 10^{-8} is .00000001), so that scientific notation is
+// not rounded away. A gold without either (1/1024) keeps FloatRounding.
 func (c *comparer) places(g *node) int {
-	return max(c.cfg.rounding(), literalPlaces(g))
+	d := max(c.cfg.rounding(), literalPlaces(g))
+	if writesDecimal(g) {
+		e := &evaluator{b: c.b}
+		if v, ok := e.eval(g); ok && v.r != nil {
+			d = max(d, ratPlaces(v.r))
+		}
+	}
+	return d
+}
+
+// writesDecimal reports whether n holds a decimal literal or a power of
+// ten.
+func writesDecimal(n *node) bool {
+	if n == nil {
+		return false
+	}
+	if n.k == nNum && n.flt {
+		return true
+	}
+	if n.k == nPow && len(n.args) == 2 && n.args[0].k == nNum && !n.args[0].flt && n.args[0].val.Cmp(big.NewRat(10, 1)) == 0 {
+		return true
+	}
+	for _, a := range n.args {
+		if writesDecimal(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // literalPlaces returns the most decimal places, up to 15, that the
-// decimal literals in n need: max(a, b) for a denominator 2^a 5^b
-// (.0000672 = 42/625000 = 42/(2^3 5^7) needs 7).
+// decimal literals in n need.
 func literalPlaces(n *node) int {
 	if n == nil {
 		return 0
 	}
 	if n.k == nNum && n.flt {
-		den := n.val.Denom()
-		twos := min(int(den.TrailingZeroBits()), 15)
-		fives := 0
-		q, r := new(big.Int), new(big.Int)
-		five := big.NewInt(5)
-		for d := new(big.Int).Rsh(den, uint(twos)); fives < 15; fives++ {
-			if q.QuoRem(d, five, r); r.Sign() != 0 {
-				break
-			}
-			d.Set(q)
-		}
-		return max(twos, fives)
+		return ratPlaces(n.val)
 	}
 	m := 0
 	for _, a := range n.args {
 		m = max(m, literalPlaces(a))
 	}
-	return min(m, 15)
+	return m
+}
+
+// ratPlaces returns the decimal places, up to 15, that writing r exactly
+// needs: max(a, b) for a denominator 2^a 5^b (.0000672 = 42/625000 =
+// 42/(2^3 5^7) needs 7), and 0 for a denominator with another prime
+// factor (r has no finite decimal).
+func ratPlaces(r *big.Rat) int {
+	den := r.Denom()
+	twos := int(den.TrailingZeroBits())
+	fives := 0
+	q, rem := new(big.Int), new(big.Int)
+	five := big.NewInt(5)
+	d := new(big.Int).Rsh(den, uint(twos))
+	for ; fives < 64; fives++ {
+		if q.QuoRem(d, five, rem); rem.Sign() != 0 {
+			break
+		}
+		d.Set(q)
+	}
+	if d.Cmp(big.NewInt(1)) != 0 {
+		return 0
+	}
+	return min(max(twos, fives), 15)
 }
 
 // numEqual compares two numbers: rounded to d decimal places when flt,

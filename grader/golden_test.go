@@ -157,6 +157,18 @@ var goldenMATH = []gradeCase{
 	{"gold with 7 places, equal", `\boxed{6.72 \times 10^{-5}}`, `.0000672`, true},
 	{"gold with 7 places, exact fraction", `\boxed{\frac{42}{625000}}`, `.0000672`, true},
 	{"gold with 8 places, irrational answer", `\boxed{\pi}`, `3.14159265`, true},
+	// A gold in scientific notation writes the places of its value:
+	// rounding both sides to 6 took 2 \times 10^{-7} for 1.5 \times 10^{-7}.
+	{"scientific gold, neighbour", `\boxed{1.6 \times 10^{-7}}`, `1.5 \times 10^{-7}`, false},
+	{"scientific gold, whole neighbour", `\boxed{2 \times 10^{-7}}`, `1.5 \times 10^{-7}`, false},
+	{"scientific gold, rounded answer", `\boxed{6.7 \times 10^{-5}}`, `6.72 \times 10^{-5}`, false},
+	{"scientific gold, decimal", `\boxed{0.00000015}`, `1.5 \times 10^{-7}`, true},
+	{"scientific gold, e-notation", `\boxed{1.5e-7}`, `1.5 \cdot 10^{-7}`, true},
+	{"scientific gold, fraction", `\boxed{\frac{3}{20000000}}`, `1.5 \times 10^{-7}`, true},
+	{"power-of-ten gold, neighbour decimal", `\boxed{0.00000002}`, `10^{-8}`, false},
+	{"power-of-ten gold, decimal", `\boxed{0.00000001}`, `10^{-8}`, true},
+	{"fraction gold keeps 6 places", `\boxed{0.000977}`, `\frac{1}{1024}`, true},
+	{"large scientific gold", `\boxed{1.2 \times 10^{6}}`, `1200000`, true},
 	// Roots and constants.
 	{"simplified radical", `\boxed{2\sqrt{2}}`, `\sqrt{8}`, true},
 	{"rationalised", `\boxed{\frac{1}{\sqrt{2}}}`, `\frac{\sqrt{2}}{2}`, true},
