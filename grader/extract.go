@@ -327,7 +327,11 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //     with +, a binary -, = or brackets (not one bracket group alone, as
 //     the label "(a)"), or beginning with the variable: "2k+2", "3x^2 -
 //     1", "n(n+1)/2", "x = 3, y = 4", "x^2"; or one with π, pi or √,
-//     which are not units: "2π", "2π/3", "√2", "4√3/3".
+//     which are not units: "2π", "2π/3", "√2", "4√3/3";
+//   - or arithmetic on numbers alone, with a binary +, -, *, / or ^, or
+//     an =, and no comma outside brackets: "2 + 3", "2^10", "3*(4+1)", as
+//     Math-Verify reads them, and chains, whose = must hold as in a box:
+//     "12 - 4 = 8" answers 8, "12 - 4 = 9" nothing.
 //
 // Anything else keeps the reading by the last number: a word of two or
 // more letters (units such as cm, prose; the parser's function words are
@@ -336,7 +340,7 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 // 15), a comma followed by a digit outside brackets (x = 1,200 keeps its
 // thousands comma), scientific notation (2.5e-3), any other character
 // ($, %, \, braces, <, :, ±), unbalanced brackets, numbers alone (1,200;
-// 1, 2; 2^10), and a value that is one number glued to a letter (2k, 5m,
+// 1, 2; -5), and a value that is one number glued to a letter (2k, 5m,
 // d = 5m, v = 5m/s, y = 2x: see quantity).
 func plainAnswer(s string) (string, bool) {
 	a := strings.Trim(s, " \t\n*`")
@@ -352,6 +356,7 @@ func plainAnswer(s string) (string, bool) {
 		tupleOpen, comma    bool // a starts with a bracket; a comma at its top level
 		closedEarly, first  bool // a bracket group closes before the end; no operand yet
 		konst               bool // π, pi or √: never a unit
+		topComma            bool // a comma outside brackets
 		value               int  // where the value starts: after the last = or , outside brackets
 	)
 	first = true
@@ -452,7 +457,7 @@ func plainAnswer(s string) (string, bool) {
 				return "", false // a thousands comma outside brackets
 			}
 			if depth == 0 {
-				value = i + 1
+				value, topComma = i+1, true
 			}
 			if depth == 1 {
 				comma = true
@@ -494,7 +499,8 @@ func plainAnswer(s string) (string, bool) {
 	lone := tupleOpen && !closedEarly // one bracket group: "(a)" may be a label
 	tuple := lone && comma
 	expr := letter && (built || paren && !lone || leadLetter && other || konst) && !quantity(a[value:])
-	if !tuple && !expr {
+	arithmetic := !letter && !topComma && (built || other)
+	if !tuple && !expr && !arithmetic {
 		return "", false
 	}
 	return a, true
