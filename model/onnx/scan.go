@@ -110,113 +110,87 @@ func scanModel(f *os.File, size int64, path string) ([]byte, map[string]bool, er
 	fr := &fileReader{f: f, r: bufio.NewReaderSize(f, 1<<20)}
 	self := filepath.Base(path)
 	lazy := map[string]bool{}
+	out, err := scanFields(fr, size, "model", func(fl field) ([]byte, bool, error) {
+		if fl.num != modelGraph {
+			return nil, false, nil
+		}
+		g, err := scanGraph(fr, fr.pos+fl.n, self, lazy)
+		return protowire.AppendBytes(protowire.AppendTag(nil, modelGraph, protowire.BytesType), g), true, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, lazy, nil
+}
+
+// scanFields re-encodes the fields of a message (what, in errors) that
+// ends at end: each as read, but a length-delimited field that visit
+// takes (handled), whose value visit reads from fr, exactly fl.n bytes,
+// and returns re-encoded, framing included. A field that runs past end
+// is an error.
+func scanFields(fr *fileReader, end int64, what string, visit func(fl field) (b []byte, handled bool, err error)) ([]byte, error) {
 	var out []byte
-	for fr.pos < size {
+	for fr.pos < end {
 		fl, err := fr.next()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if fl.typ != protowire.BytesType {
+			if fr.pos > end {
+				return nil, fmt.Errorf("%s field %d runs past its message", what, fl.num)
+			}
 			out = append(append(out, fl.head...), fl.val...)
 			continue
 		}
-		if fl.n < 0 || fl.n > size-fr.pos {
-			return nil, nil, fmt.Errorf("field %d runs past the end of the file", fl.num)
+		if fl.n < 0 || fl.n > end-fr.pos {
+			return nil, fmt.Errorf("%s field %d runs past its message", what, fl.num)
 		}
-		if fl.num != modelGraph {
-			b, err := fr.bytes(fl.n)
-			if err != nil {
-				return nil, nil, err
-			}
-			out = append(append(out, fl.head...), b...)
-			continue
-		}
-		g, err := scanGraph(fr, fr.pos+fl.n, self, lazy)
+		b, handled, err := visit(fl)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		out = protowire.AppendTag(out, modelGraph, protowire.BytesType)
-		out = protowire.AppendBytes(out, g)
+		if !handled {
+			if b, err = fr.bytes(fl.n); err != nil {
+				return nil, err
+			}
+			b = append(fl.head, b...)
+		}
+		out = append(out, b...)
 	}
-	return out, lazy, nil
+	return out, nil
 }
 
 // scanGraph re-encodes a GraphProto ending at end, its initializers
 // through scanTensor.
 func scanGraph(fr *fileReader, end int64, self string, lazy map[string]bool) ([]byte, error) {
-	var out []byte
-	for fr.pos < end {
-		fl, err := fr.next()
-		if err != nil {
-			return nil, err
-		}
-		if fl.typ != protowire.BytesType {
-			if fr.pos > end {
-				return nil, fmt.Errorf("graph field %d runs past its message", fl.num)
-			}
-			out = append(append(out, fl.head...), fl.val...)
-			continue
-		}
-		if fl.n < 0 || fl.n > end-fr.pos {
-			return nil, fmt.Errorf("graph field %d runs past its message", fl.num)
-		}
+	return scanFields(fr, end, "graph", func(fl field) ([]byte, bool, error) {
 		if fl.num != graphInitializer {
-			b, err := fr.bytes(fl.n)
-			if err != nil {
-				return nil, err
-			}
-			out = append(append(out, fl.head...), b...)
-			continue
+			return nil, false, nil
 		}
 		t, err := scanTensor(fr, fr.pos+fl.n, self, lazy)
-		if err != nil {
-			return nil, err
-		}
-		out = protowire.AppendTag(out, graphInitializer, protowire.BytesType)
-		out = protowire.AppendBytes(out, t)
-	}
-	return out, nil
+		return protowire.AppendBytes(protowire.AppendTag(nil, graphInitializer, protowire.BytesType), t), true, err
+	})
 }
 
 // scanTensor re-encodes a TensorProto ending at end, leaving a large
 // raw_data in the file.
 func scanTensor(fr *fileReader, end int64, self string, lazy map[string]bool) ([]byte, error) {
-	var out []byte
 	var name string
 	offset, length := int64(-1), int64(0)
-	for fr.pos < end {
-		fl, err := fr.next()
-		if err != nil {
-			return nil, err
-		}
-		if fl.typ != protowire.BytesType {
-			if fr.pos > end {
-				return nil, fmt.Errorf("tensor field %d runs past its message", fl.num)
-			}
-			out = append(append(out, fl.head...), fl.val...)
-			continue
-		}
-		if fl.n < 0 || fl.n > end-fr.pos {
-			return nil, fmt.Errorf("tensor field %d runs past its message", fl.num)
-		}
-		if fl.num == tensorRawData && fl.n >= lazyInline {
+	out, err := scanFields(fr, end, "tensor", func(fl field) ([]byte, bool, error) {
+		switch {
+		case fl.num == tensorRawData && fl.n >= lazyInline:
 			offset, length = fr.pos, fl.n
-			if err := fr.skip(fl.n); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		b, err := fr.bytes(fl.n)
-		if err != nil {
-			return nil, err
-		}
-		if fl.num == tensorName {
+			return nil, true, fr.skip(fl.n)
+		case fl.num == tensorName:
+			b, err := fr.bytes(fl.n)
 			name = string(b)
+			return append(fl.head, b...), true, err
 		}
-		out = append(append(out, fl.head...), b...)
-	}
-	if offset < 0 {
-		return out, nil
+		return nil, false, nil
+	})
+	if err != nil || offset < 0 {
+		return out, err
 	}
 	for _, kv := range [][2]string{{"location", self}, {"offset", strconv.FormatInt(offset, 10)}, {"length", strconv.FormatInt(length, 10)}} {
 		var e []byte
