@@ -42,7 +42,12 @@ func TestCanonicalExpr(t *testing.T) {
 // reorder writes it's equation (or expression) with its additive terms
 // and each term's factors shuffled by r, a term with a "+" first: the
 // same problem in another order, written without CanonicalExpr.
-func reorder(it Item, r *rand.Rand) string {
+func reorder(it Item, r *rand.Rand) string { return reorderAs(it, r, true) }
+
+// reorderAs is reorder, with a term with a "+" first when plusFirst,
+// else with the terms in any order, a subtracted term first written with
+// a leading "-" ("-3+x=5" for "x-3=5").
+func reorderAs(it Item, r *rand.Rand, plusFirst bool) string {
 	type term struct {
 		sign    byte
 		factors []string
@@ -61,14 +66,14 @@ func reorder(it Item, r *rand.Rand) string {
 	}
 	r.Shuffle(len(terms), func(i, j int) { terms[i], terms[j] = terms[j], terms[i] })
 	for i, tm := range terms {
-		if tm.sign == '+' {
+		if plusFirst && tm.sign == '+' {
 			terms[0], terms[i] = terms[i], terms[0]
 			break
 		}
 	}
 	var sb strings.Builder
 	for i, tm := range terms {
-		if i > 0 {
+		if i > 0 || tm.sign == '-' {
 			sb.WriteByte(tm.sign)
 		}
 		r.Shuffle(len(tm.factors), func(i, j int) { tm.factors[i], tm.factors[j] = tm.factors[j], tm.factors[i] })
@@ -107,6 +112,55 @@ func TestSplitKeepsReorderingsTogether(t *testing.T) {
 			}
 		}
 		require.Greater(t, moved, 2000, "the reorderings differ from the written expression")
+	}
+}
+
+// TestCanonicalExprLeadingSign checks the reorderings that put a
+// subtracted term first, written with a leading "-" ("-3+x=5" for
+// "x-3=5"): they are the same problem, so they have its canonical form
+// and split. A canonical form starts with its first term's sign, so it
+// is such an expression too: it is its own canonical form. (A leading
+// sign was read as an empty first term: "-3+x=5" gave "++x-3=5" and
+// "x-3=5" "+x-3=5".)
+func TestCanonicalExprLeadingSign(t *testing.T) {
+	for _, tc := range [][2]string{
+		{"x-3=5", "-3+x=5"},
+		{"7-5*3", "-3*5+7"},
+		{"2-x*3=-1", "-3*x+2=-1"},
+		{"x-3-2=1", "-2-3+x=1"},
+		{"x-12*1=4", "-1*12+x=4"},
+		{"x+3=5", "+3+x=5"},
+	} {
+		require.Equal(t, CanonicalExpr(tc[0]), CanonicalExpr(tc[1]), "%q %q", tc[0], tc[1])
+	}
+	require.NotEqual(t, CanonicalExpr("-3+x=5"), CanonicalExpr("3+x=5"), "the sign stays with its term")
+	require.NotEqual(t, CanonicalExpr("-3-x"), CanonicalExpr("3-x"), "the sign stays with its term")
+	for _, cfg := range []Config{{}, EmbeddedConfig, solveConfigs[1].cfg} {
+		task, err := New(cfg, 3)
+		require.NoError(t, err)
+		r := rand.New(rand.NewPCG(6, 7))
+		leading := 0
+		for _, s := range []Split{Train, Test} {
+			items, err := task.Problems(s, 200, 2)
+			require.NoError(t, err)
+			for _, it := range items {
+				c := CanonicalExpr(it.Expr)
+				require.Equal(t, c, CanonicalExpr(c), "the canonical form of %q", it.Expr)
+				require.Equal(t, s, task.SplitOf(c), "the canonical form of %q", it.Expr)
+				for range 8 {
+					e := reorderAs(it, r, false)
+					if e[0] == '-' {
+						leading++
+					}
+					if it.Unknown < 0 {
+						require.Equal(t, it.Answer, evalGo(t, e), "%q from %q", e, it.Expr)
+					}
+					require.Equal(t, c, CanonicalExpr(e), "%q from %q", e, it.Expr)
+					require.Equal(t, s, task.SplitOf(e), "%q from %q", e, it.Expr)
+				}
+			}
+		}
+		require.Greater(t, leading, 500, "reorderings with a leading minus")
 	}
 }
 

@@ -188,15 +188,24 @@ func (t *Task) SplitOf(expr string) Split {
 // each written with its sign ("+" or "-") and its factors in sorted
 // order joined by "*", sorted and concatenated, then the right-hand side
 // of an equation as written ("x-3+2*5=9" and "2*5-3+x=9" are both
-// "+2*5+x-3=9", "5*2-3+x=9" too). Two expressions with the same canonical
-// form are the same problem; the split and the problem sets key on it.
+// "+2*5+x-3=9", "5*2-3+x=9" too). A leading "+" or "-" is the first
+// term's sign, so a reordering that puts a subtracted term first
+// ("-3+2*5+x=9") has the form too, and so has the form itself. Two
+// expressions with the same canonical form are the same problem; the
+// split and the problem sets key on it.
 // A text outside the grammar gives some canonical form of it, never a
 // panic.
 func CanonicalExpr(expr string) string {
 	lhs, rhs, equation := strings.Cut(expr, "=")
 	var terms []string
-	sign := byte('+')
-	for rest := lhs; ; {
+	sign, rest := byte('+'), lhs
+	if rest != "" && (rest[0] == '+' || rest[0] == '-') {
+		// The first term's sign, written when a reordering puts a
+		// subtracted term first ("-3+x=5" for "x-3=5"), and by
+		// CanonicalExpr itself.
+		sign, rest = rest[0], rest[1:]
+	}
+	for {
 		i := strings.IndexAny(rest, "+-")
 		term := rest
 		if i >= 0 {
