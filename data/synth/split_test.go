@@ -1,8 +1,10 @@
 package synth
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -233,4 +235,135 @@ func TestEmbeddedSplitHasNoTwins(t *testing.T) {
 	all, err := task.Problems(Test, test, EmbeddedSeed)
 	require.NoError(t, err)
 	require.Len(t, all, test)
+}
+
+// permutations returns every order of xs.
+func permutations[T any](xs []T) [][]T {
+	if len(xs) <= 1 {
+		return [][]T{slices.Clone(xs)}
+	}
+	var out [][]T
+	for i := range xs {
+		rest := slices.Concat(xs[:i:i], xs[i+1:])
+		for _, p := range permutations(rest) {
+			out = append(out, append([]T{xs[i]}, p...))
+		}
+	}
+	return out
+}
+
+// reorderings returns every way of writing expr (an expression or
+// equation without a leading sign) with its additive terms and each
+// term's factors in another order, a term with a "+" first: its
+// problem, as written in the task.
+func reorderings(expr string) map[string]bool {
+	lhs, rhs, equation := strings.Cut(expr, "=")
+	type term struct {
+		sign    byte
+		factors []string
+	}
+	var terms []term
+	start, sign := 0, byte('+')
+	for i := 0; i <= len(lhs); i++ {
+		if i == len(lhs) || lhs[i] == '+' || lhs[i] == '-' {
+			terms = append(terms, term{sign, strings.Split(lhs[start:i], "*")})
+			if i < len(lhs) {
+				sign, start = lhs[i], i+1
+			}
+		}
+	}
+	// every order of the terms, each with every order of its factors
+	writings := []string{""}
+	out := map[string]bool{}
+	for _, order := range permutations(terms) {
+		if order[0].sign != '+' {
+			continue
+		}
+		writings = writings[:1]
+		writings[0] = ""
+		for k, tm := range order {
+			var next []string
+			for _, w := range writings {
+				for _, fs := range permutations(tm.factors) {
+					s := w
+					if k > 0 {
+						s += string(tm.sign)
+					}
+					next = append(next, s+strings.Join(fs, "*"))
+				}
+			}
+			writings = next
+		}
+		for _, w := range writings {
+			if equation {
+				w += "=" + rhs
+			}
+			out[w] = true
+		}
+	}
+	return out
+}
+
+// TestCanonicalExprGroupsExactlyReorderings enumerates every expression
+// and equation of 2 to 4 operands from {1, 2, 12, 21} (so that digits
+// could be confused across operands: 12*1 and 1*21, 1*2+1 and 12+1):
+// the expressions with one canonical form are exactly the reorderings of
+// each of them, and they have one value for every x, one right-hand side
+// and one answer.
+func TestCanonicalExprGroupsExactlyReorderings(t *testing.T) {
+	values := []int{1, 2, 12, 21}
+	var items []Item
+	var rec func(operands []int, ops []byte)
+	rec = func(operands []int, ops []byte) {
+		if n := len(operands); n >= 2 {
+			items = append(items, build(operands, ops))
+			for u := range n {
+				items = append(items, solveItem(operands, ops, u))
+			}
+			if n == 4 {
+				return
+			}
+		}
+		for _, v := range values {
+			if len(operands) == 0 {
+				rec([]int{v}, nil)
+				continue
+			}
+			for _, op := range []byte("+-*") {
+				rec(append(slices.Clone(operands), v), append(slices.Clone(ops), op))
+			}
+		}
+	}
+	rec(nil, nil)
+	groups := map[string]map[string]Item{}
+	for _, it := range items {
+		k := CanonicalExpr(it.Expr)
+		if groups[k] == nil {
+			groups[k] = map[string]Item{}
+		}
+		groups[k][it.Expr] = it
+	}
+	// value of an expression's left side at x = v, with math/big
+	valueAt := func(expr string, v int) string {
+		lhs, _, _ := strings.Cut(expr, "=")
+		return fmt.Sprint(evalGo(t, strings.ReplaceAll(lhs, "x", strconv.Itoa(v))))
+	}
+	for k, g := range groups {
+		var first Item
+		for _, it := range g {
+			first = it
+			break
+		}
+		want := reorderings(first.Expr)
+		require.Equal(t, len(want), len(g), "%s: %d reorderings of %q, %d expressions with its form", k, len(want), first.Expr, len(g))
+		for e, it := range g {
+			require.True(t, want[e], "%q has %q's canonical form %q but is not a reordering of it", e, first.Expr, k)
+			require.Equal(t, first.Answer, it.Answer, "%q %q", first.Expr, e)
+			require.Equal(t, first.Target, it.Target, "%q %q", first.Expr, e)
+			for _, v := range []int{0, 1, 3, 1000} {
+				require.Equal(t, valueAt(first.Expr, v), valueAt(e, v), "%q %q at x=%d", first.Expr, e, v)
+			}
+		}
+	}
+	t.Logf("%d expressions and equations, %d problems", len(items), len(groups))
 }
