@@ -354,7 +354,7 @@ func TestDataInspect(t *testing.T) {
 // embedded settings they are the embedded commands' own problems, in
 // their order; a harder setting draws its operands from the range asked
 // and keeps the embedded split (no problem the embedded model trained
-// on); bad flags are usage errors naming the flag.
+// on, in any order of its terms and factors); bad flags are usage errors naming the flag.
 func TestDataSynth(t *testing.T) {
 	for _, tc := range []struct {
 		split synth.Split
@@ -371,11 +371,19 @@ func TestDataSynth(t *testing.T) {
 		}
 	}
 
+	// A training problem in another order is the same problem: the
+	// problems are compared by canonical form, and each row must be in
+	// the embedded test split (by its canonical form too).
+	equation := func(problem string) string {
+		return strings.TrimSuffix(strings.TrimPrefix(problem, "Solve "), ".")
+	}
+	embedded, err := synth.Embedded()
+	require.NoError(t, err)
 	trained, err := synth.EmbeddedSplit(synth.Train, 2000)
 	require.NoError(t, err)
 	seen := map[string]bool{}
 	for _, p := range trained.Problems {
-		seen[p.Problem] = true
+		seen[synth.CanonicalExpr(equation(p.Problem))] = true
 	}
 	file := filepath.Join(t.TempDir(), "op7", "hard.jsonl") // --out's directory is created
 	r := spiral(t, nil, "data", "synth", "--max-operand", "7", "--out", file)
@@ -385,7 +393,8 @@ func TestDataSynth(t *testing.T) {
 	require.NoError(t, err)
 	above5 := 0
 	for _, row := range jsonLines[map[string]string](t, string(b)) {
-		require.False(t, seen[row["problem"]], "%s is an embedded training problem", row["problem"])
+		require.False(t, seen[synth.CanonicalExpr(equation(row["problem"]))], "%s is an embedded training problem, in some order", row["problem"])
+		require.Equal(t, synth.Test, embedded.SplitOf(equation(row["problem"])), row["problem"])
 		lhs, _, ok := strings.Cut(strings.TrimPrefix(row["problem"], "Solve "), "=")
 		require.True(t, ok, row["problem"])
 		for _, op := range regexp.MustCompile(`[0-9]+`).FindAllString(lhs, -1) {
