@@ -204,7 +204,7 @@ func embeddedSpace(t *testing.T) []Item {
 // problems, and Problems finds every test problem, each once.
 func TestEmbeddedSplitHasNoTwins(t *testing.T) {
 	if testing.Short() {
-		t.Skip("enumerates 71,250 equations")
+		t.Skip("enumerates 70,875 equations")
 	}
 	task, err := Embedded()
 	require.NoError(t, err)

@@ -32,7 +32,8 @@ type Config struct {
 	// Ops lists the operators used, a subset of "+-*", each drawn
 	// uniformly per gap (default "+-*").
 	Ops string
-	// TestPercent is the share of all expressions, in percent, that
+	// TestPercent is the share of all problems (expressions up to the
+	// order of their terms and factors, CanonicalExpr), in percent, that
 	// belongs to the test split (default 10; 1 to 99).
 	TestPercent int
 	// MistakeRate is the probability that a candidate in an aggregation
@@ -301,16 +302,17 @@ func maxValueBound(ops []byte, maxOperand int) int {
 
 // Problems returns n distinct problems of split s, drawn from a PCG
 // generator seeded with (seed, split). It fails when the configuration has
-// too few distinct expressions: after 100n + 1000 draws, or sooner, once
+// too few distinct problems: after 100n + 1000 draws, or sooner, once
 // 20 times as many draws as it has found problems (at least 1000) in a row
 // found no new one, so a request far above the D distinct problems fails
 // within about 20D draws instead of 100n. Were the D drawn uniformly, even
 // the last one would take D draws on average, and asking for all of them
 // would fail this way with probability about e^-20; but each operand
 // count is drawn equally often, so a problem with the most operands is
-// rarer than 1/D, and asking for nearly all of a split whose operand
-// counts differ can fail though the problems exist (the embedded test
-// split's 1,134 are all found). Problems are distinct by their canonical
+// rarer than 1/D (and so is one with fewer ways of writing it: "x+1+1=3"
+// has 3, "x+2+3=6" 6), and asking for nearly all of a split whose
+// operand counts differ can fail though the problems exist (the embedded
+// test split's 1,134 are all found). Problems are distinct by their canonical
 // form (CanonicalExpr): one drawn in another order is the same problem.
 func (t *Task) Problems(s Split, n int, seed uint64) ([]Item, error) {
 	r := rand.New(rand.NewPCG(seed, uint64(s)+0x5851F42D4C957F2D))
