@@ -32,7 +32,7 @@ type EfficiencyPoint struct {
 	OtherK float64 `json:"other_k"`
 	// Ratio is OtherK over the samples the reference needed for Target:
 	// K, or on a plateau of the reference (pass@k equal to an earlier
-	// k's, as at 1) the plateau's first k. It is how many times more
+	// k's but for reachSlack, as at 1) the plateau's first k. It is how many times more
 	// samples the other curve needs (the paper's scaling efficiency;
 	// below 1, the other is ahead), 1 for a curve against itself.
 	Ratio float64 `json:"ratio"`
@@ -76,7 +76,9 @@ func PassAtKEfficiency(ref, other PassAtK) (Efficiency, error) {
 		}
 		own := rp.K // the reference's own samples for its pass@k: the first k with it
 		for _, q := range refPts {
-			if q.p >= rp.PassAtK {
+			// Within reachSlack, as samplesToReach reads the other curve:
+			// a curve against itself needs 1x at every k.
+			if q.p >= rp.PassAtK-reachSlack {
 				own = min(own, q.k)
 				break
 			}

@@ -185,6 +185,12 @@ func TestPassAtKEfficiencyReferencePlateau(t *testing.T) {
 	}{
 		{"itself, saturated from k = 8", pts(0.75, 0.95, 0.99, 1, 1), pts(0.75, 0.95, 0.99, 1, 1),
 			[]float64{1, 2, 4, 8, 8}, []float64{1, 1, 1, 1, 1}, 1},
+		// Saturated but for less than reachSlack at k = 8 (80 of 256
+		// correct on every problem: pass@64 = 1 - 4.1e-13, pass@128 = 1):
+		// the other (the same curve) reaches 1 at k = 8 within the slack,
+		// so the reference did too; it printed 0.50x at k = 16.
+		{"itself, saturated but for rounding from k = 8", pts(0.75, 0.95, 0.99, 1-4e-13, 1), pts(0.75, 0.95, 0.99, 1-4e-13, 1),
+			[]float64{1, 2, 4, 8, 8}, []float64{1, 1, 1, 1, 1}, 1},
 		// The other reaches 0.5 at k = 2 (halfway from 0.25 at 1 to 0.75
 		// at 4 in log k); the flat reference had 0.5 with one sample.
 		{"flat reference", pts(0.5, 0.5, 0.5), pts(0.25, 0.5, 0.75),
