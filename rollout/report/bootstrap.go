@@ -103,9 +103,12 @@ type drawnRatio struct {
 	bound Bound
 }
 
-// rank is the nearest-rank index of quantile q among n sorted values.
+// rank is the nearest-rank index of quantile q among n sorted values:
+// ceil(q n) - 1, where q n within 1e-9 above an integer counts as that
+// integer, so that the rounding of q (0.025000000000000022 for
+// (1 - 0.95) / 2) does not move the end a rank.
 func rank(q float64, n int) int {
-	return min(n-1, max(0, int(math.Ceil(q*float64(n)))-1))
+	return min(n-1, max(0, int(math.Ceil(q*float64(n)-1e-9))-1))
 }
 
 // perProblemTables returns, for each report, pass@k of each problem at each

@@ -186,6 +186,45 @@ func TestEfficiencyIntervalsQuantiles(t *testing.T) {
 	}
 }
 
+// TestEfficiencyIntervalsNearestRank: an end is the nearest-rank quantile
+// of the draws, ceil(q * draws) of them sorted, whatever the rounding of
+// q = (1 - Level) / 2 in float64: at 0.95 that q is 0.025000000000000022,
+// and the lower end was the 51st of 2,000 draws instead of the 50th (the
+// 2nd of 40 instead of the least). A twin level whose quantile is the
+// same rank without the rounding (0.9505: q*2000 = 49.5) gives the same
+// end; the draws, with 64 problems of random counts, are all distinct at
+// k = 4.
+func TestEfficiencyIntervalsNearestRank(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	refCounts, otherCounts := make([]int, 64), make([]int, 64)
+	for i := range refCounts {
+		refCounts[i], otherCounts[i] = r.IntN(33), r.IntN(17)
+	}
+	ref, other := countsReport(t, "a", 32, refCounts), countsReport(t, "b", 32, otherCounts)
+	const j = 2 // k = 4
+	end := func(draws int, level float64) report.RatioInterval {
+		iv, err := report.EfficiencyIntervals([]report.PassAtK{ref}, []report.PassAtK{other}, report.Bootstrap{Draws: draws, Level: level, Seed: 1})
+		require.NoError(t, err)
+		require.Equal(t, 4, iv[j].K)
+		return iv[j]
+	}
+	for _, tc := range []struct {
+		draws            int
+		level, lowerTwin float64 // lowerTwin: the same lower end's rank
+		upperTwin        float64 // the same upper end's rank
+	}{
+		{2000, 0.95, 0.9505, 0.9495}, // 50th and 1950th
+		{40, 0.95, 0.99, 0.92},       // the least and the 39th
+		{2000, 0.9, 0.9005, 0.8995},  // 100th and 1900th
+		{1000, 0.8, 0.801, 0.799},    // 100th and 900th
+	} {
+		got := end(tc.draws, tc.level)
+		require.Equal(t, end(tc.draws, tc.lowerTwin).Lo, got.Lo, "%d draws at %v: lower end", tc.draws, tc.level)
+		require.Equal(t, end(tc.draws, tc.upperTwin).Hi, got.Hi, "%d draws at %v: upper end", tc.draws, tc.level)
+		require.NotEqual(t, end(tc.draws, tc.upperTwin).Lo, got.Lo, "%d draws: the draws differ next to the lower end", tc.draws)
+	}
+}
+
 func TestEfficiencyIntervalsRejects(t *testing.T) {
 	good := countsReport(t, "a", 8, []int{1, 2, 3})
 	noCounts := good
