@@ -1293,78 +1293,113 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 // places returns the decimal places numbers are rounded to against the
 // gold g: FloatRounding, or as many as the gold writes when that is more
 // (up to 15), so that the gold .0000672 is not answered by .0000673: the
-// places of its decimal literals, and where it writes a decimal literal
-// or a power of ten, the places of its exact value (6.72 \times 10^{-5}
-// is .0000672, 10^{-8} is .00000001), so that scientific notation is
-// not rounded away. A gold without either (1/1024) keeps FloatRounding.
+// places of its decimal literals, and the places of the exact value of
+// its scientific notation (6.72 \times 10^{-5} is .0000672, 10^{-8} is
+// .00000001), so that it is not rounded away. Only a decimal term (see
+// writtenPlaces) writes the places of its value: a gold without a
+// decimal literal or a power of ten (1/1024, 2^{-20}) keeps
+// FloatRounding, and so does a power of a decimal (1.05^{10} is
+// 1.62889462677744140625, but 1.628895 answers it).
 func (c *comparer) places(g *node) int {
-	d := max(c.cfg.rounding(), literalPlaces(g))
-	if writesDecimal(g) {
-		e := &evaluator{b: c.b}
-		if v, ok := e.eval(g); ok && v.r != nil {
-			d = max(d, ratPlaces(v.r))
+	d, term, ten := c.writtenPlaces(g)
+	if term && ten {
+		d = c.termPlaces(g, d)
+	}
+	return max(c.cfg.rounding(), d)
+}
+
+// writtenPlaces returns the most decimal places, up to 15, that n
+// writes; whether n is a decimal term; and whether n holds a decimal
+// literal or a power of ten. A decimal term is written with numbers and
+// powers of ten only (tenPower), joined by +, - and \times
+// (1.5 \times 10^{-7}, \frac{1.5}{10^7}, 2 - 0.5): its value is a finite
+// decimal whose places are what it writes. The places returned for a
+// decimal term are those of its literals; the caller takes those of its
+// value (termPlaces) where it is a maximal one, and so does a product
+// for its decimal factors (1.5 \times 10^{-7} x).
+func (c *comparer) writtenPlaces(n *node) (d int, term, ten bool) {
+	if n == nil {
+		return 0, false, false
+	}
+	switch {
+	case n.k == nNum:
+		if n.flt {
+			return ratPlaces(n.val), true, true
 		}
+		return 0, true, false
+	case n.k == nPow && tenPower(n):
+		return 0, true, true
+	}
+	term = n.k == nNeg || n.k == nAdd || n.k == nMul
+	var factors, terms []*node // the children that are decimal terms; those of them with a decimal or a power of ten
+	for _, a := range n.args {
+		da, ta, tn := c.writtenPlaces(a)
+		d, ten = max(d, da), ten || tn
+		switch {
+		case !ta:
+			term = false
+		case tn:
+			terms = append(terms, a)
+			fallthrough
+		default:
+			factors = append(factors, a)
+		}
+	}
+	if term {
+		return d, true, ten
+	}
+	if n.k == nMul && len(terms) > 0 {
+		terms = []*node{mk(nMul, factors...)}
+	}
+	for _, a := range terms {
+		d = c.termPlaces(a, d)
+	}
+	return d, false, ten
+}
+
+// termPlaces returns the places, up to 15, of the exact value of the
+// decimal term n, or d when that is more or n cannot be evaluated.
+func (c *comparer) termPlaces(n *node, d int) int {
+	e := &evaluator{b: c.b}
+	if v, ok := e.eval(n); ok && v.r != nil {
+		d = max(d, ratPlaces(v.r))
 	}
 	return d
 }
 
-// writesDecimal reports whether n holds a decimal literal or a power of
-// ten.
-func writesDecimal(n *node) bool {
-	if n == nil {
+// tenPower reports whether n is a power of ten with an integer exponent
+// (10^{-7}, 10^3, (10^3)^{-1}).
+func tenPower(n *node) bool {
+	if n.k != nPow || len(n.args) != 2 {
 		return false
 	}
-	if n.k == nNum && n.flt {
-		return true
+	e := n.args[1]
+	if e.k == nNeg && len(e.args) == 1 {
+		e = e.args[0]
 	}
-	if n.k == nPow && len(n.args) == 2 && n.args[0].k == nNum && !n.args[0].flt && n.args[0].val.Cmp(big.NewRat(10, 1)) == 0 {
-		return true
+	if e.k != nNum || e.flt || !e.val.IsInt() {
+		return false
 	}
-	for _, a := range n.args {
-		if writesDecimal(a) {
-			return true
-		}
-	}
-	return false
+	b := n.args[0]
+	return b.k == nNum && !b.flt && b.val.Cmp(big.NewRat(10, 1)) == 0 || tenPower(b)
 }
 
-// literalPlaces returns the most decimal places, up to 15, that the
-// decimal literals in n need.
-func literalPlaces(n *node) int {
-	if n == nil {
-		return 0
-	}
-	if n.k == nNum && n.flt {
-		return ratPlaces(n.val)
-	}
-	m := 0
-	for _, a := range n.args {
-		m = max(m, literalPlaces(a))
-	}
-	return m
-}
-
-// ratPlaces returns the decimal places, up to 15, that writing r exactly
-// needs: max(a, b) for a denominator 2^a 5^b (.0000672 = 42/625000 =
-// 42/(2^3 5^7) needs 7), and 0 for a denominator with another prime
-// factor (r has no finite decimal).
+// ratPlaces returns the decimal places, up to 15, that writing the
+// finite decimal r needs: max(a, b) for a denominator 2^a 5^b (.0000672 =
+// 42/625000 = 42/(2^3 5^7) needs 7).
 func ratPlaces(r *big.Rat) int {
 	den := r.Denom()
-	twos := int(den.TrailingZeroBits())
+	twos := min(int(den.TrailingZeroBits()), 15)
 	fives := 0
 	q, rem := new(big.Int), new(big.Int)
 	five := big.NewInt(5)
-	d := new(big.Int).Rsh(den, uint(twos))
-	for ; fives < 64; fives++ {
+	for d := new(big.Int).Rsh(den, uint(twos)); fives < 15; fives++ {
 		if q.QuoRem(d, five, rem); rem.Sign() != 0 {
 			break
 		}
 		d.Set(q)
 	}
-	if d.Cmp(big.NewInt(1)) != 0 {
-		return 0
-	}
-	return min(max(twos, fives), 15)
+	return max(twos, fives)
 }
 
 // numEqual compares two numbers: rounded to d decimal places when flt,

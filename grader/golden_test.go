@@ -182,6 +182,16 @@ var goldenMATH = []gradeCase{
 	{"power-of-ten gold, decimal", `\boxed{0.00000001}`, `10^{-8}`, true},
 	{"fraction gold keeps 6 places", `\boxed{0.000977}`, `\frac{1}{1024}`, true},
 	{"large scientific gold", `\boxed{1.2 \times 10^{6}}`, `1200000`, true},
+	// Only scientific notation writes the places of its value: a power of
+	// a decimal (compound interest) keeps 6, as 2^{-20} and 1/1024 do.
+	{"power of a decimal keeps 6 places", `\boxed{1.628895}`, `1.05^{10}`, true},
+	{"power of a decimal keeps 6 places, times money", `\boxed{1628.894627}`, `1000(1.05)^{10}`, true},
+	{"power of a decimal keeps 6 places, 8 given", `\boxed{2.59374246}`, `1.1^{10}`, true},
+	{"power of a decimal, wrong at 6 places", `\boxed{2.593743}`, `1.1^{10}`, false},
+	{"small power of a decimal keeps 6 places", `\boxed{0.00000095}`, `0.5^{20}`, true},
+	{"scientific gold as a quotient", `\boxed{1.6 \times 10^{-7}}`, `\frac{1.5}{10^{7}}`, false},
+	{"scientific gold times a variable", `\boxed{1.54 \times 10^{-7} x}`, `1.5 \times 10^{-7} x`, false},
+	{"scientific gold times a variable, equal", `\boxed{0.00000015 x}`, `1.5 \times 10^{-7} x`, true},
 	// Roots and constants.
 	{"simplified radical", `\boxed{2\sqrt{2}}`, `\sqrt{8}`, true},
 	{"rationalised", `\boxed{\frac{1}{\sqrt{2}}}`, `\frac{\sqrt{2}}{2}`, true},

@@ -74,9 +74,9 @@ type Config struct {
 	AnchorFirst bool
 	// FloatRounding is the number of decimal places numbers are rounded to
 	// when either side contains a decimal literal; zero means 6. A gold
-	// written to more places (a decimal literal, or the exact value of a
-	// gold with a decimal literal or a power of ten, such as
-	// 1.5 \times 10^{-7}) raises it to those places, up to 15.
+	// written to more places (a decimal literal, or the exact value of
+	// scientific notation such as 1.5 \times 10^{-7}, but not of a power
+	// of a decimal such as 1.05^{10}) raises it to those places, up to 15.
 	FloatRounding int
 	// NonStrict, when true, lets variables be renamed: f(y) equals f(x).
 	// Default false (variable names must match).
