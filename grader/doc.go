@@ -134,9 +134,12 @@
 //     "(-inf, 2]"; a comma in brackets separates elements, as in
 //     \boxed{(1,200)}) or an expression with a variable built with +, -, =
 //     or brackets ("2k+2", "3x^2 - 1", "n(n+1)/2", "x = 3, y = 4"), or
-//     one with π or √, which are never units ("2π/3", "3√2"). A unit
-//     (5 m, 5m/s, d = 5m, 12 cm), a grouped number (1,200, x = 1,200),
-//     numbers alone (1, 2), words and a single term glued to a letter
+//     one with π or √, which are never units ("2π/3", "3√2"), or
+//     arithmetic on numbers alone with +, -, *, /, ^, ×, ÷, · or =
+//     ("2 + 3", "2^10", "2 × 3"; a chain's = must hold, as in a box:
+//     "12 - 4 = 9" answers nothing). A unit (5 m, 5m/s, d = 5m, 12 cm), a
+//     grouped number (1,200, x = 1,200), numbers alone (1, 2; -5), words
+//     and a single term glued to a letter
 //     (2k, y = 2x: a variable or a unit) keep the reading by the number.
 //   - Every call is deterministic, never panics on any input and is bounded,
 //     whatever the input: responses are cut to their last MaxResponseBytes;

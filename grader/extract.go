@@ -328,10 +328,10 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //     the label "(a)"), or beginning with the variable: "2k+2", "3x^2 -
 //     1", "n(n+1)/2", "x = 3, y = 4", "x^2"; or one with π, pi or √,
 //     which are not units: "2π", "2π/3", "√2", "4√3/3";
-//   - or arithmetic on numbers alone, with a binary +, -, *, / or ^, or
-//     an =, and no comma outside brackets: "2 + 3", "2^10", "3*(4+1)", as
-//     Math-Verify reads them, and chains, whose = must hold as in a box:
-//     "12 - 4 = 8" answers 8, "12 - 4 = 9" nothing.
+//   - or arithmetic on numbers alone, with a binary +, -, *, /, ^, ×, ÷
+//     or ·, or an =, and no comma outside brackets: "2 + 3", "2^10",
+//     "3*(4+1)", as Math-Verify reads them, "2 × 3", and chains, whose =
+//     must hold as in a box: "12 - 4 = 8" answers 8, "12 - 4 = 9" nothing.
 //
 // Anything else keeps the reading by the last number: a word of two or
 // more letters (units such as cm, prose; the parser's function words are
@@ -477,12 +477,13 @@ func plainAnswer(s string) (string, bool) {
 			} else {
 				i += len("−")
 			}
-		case ch == '*' || ch == '/' || ch == '^':
+		case ch == '*' || ch == '/' || ch == '^' || strings.HasPrefix(a[i:], "×") || strings.HasPrefix(a[i:], "÷") || strings.HasPrefix(a[i:], "·"):
 			if operand {
 				other = true
 			}
 			operand = false
-			i++
+			_, n := utf8.DecodeRuneInString(a[i:])
+			i += n
 		case ch == '_':
 			operand = false
 			i++
