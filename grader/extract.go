@@ -523,17 +523,38 @@ func quantity(s string) bool {
 
 // sentenceEnd returns the index where the first sentence of s ends: a
 // newline pair, or a period, '!' or '?' followed by space or end, outside
-// math spans.
+// math spans; a '!' followed by an operator is a factorial ("5! = 120").
 func sentenceEnd(s string) int {
 	return firstOutsideMath(s, func(i int) bool {
 		switch s[i] {
 		case '\n':
 			return i > 0
 		case '.', '!', '?':
+			if s[i] == '!' && operatorFollows(s[i+1:]) {
+				return false // a factorial: "5! = 120", "3! + 2"
+			}
 			return i > 0 && (i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\n' || s[i+1] == '\t')
 		}
 		return false
 	})
+}
+
+// operatorFollows reports whether s, after spaces and tabs on its line,
+// starts with an operator or relation (= + - * / ^ < > × ÷ · ≠ ≤ ≥ ≈).
+func operatorFollows(s string) bool {
+	s = strings.TrimLeft(s, " \t")
+	if s == "" {
+		return false
+	}
+	if strings.ContainsRune("=+-*/^<>", rune(s[0])) {
+		return true
+	}
+	for _, op := range []string{"×", "÷", "·", "≠", "≤", "≥", "≈", "−"} {
+		if strings.HasPrefix(s, op) {
+			return true
+		}
+	}
+	return false
 }
 
 // clauseEnd returns where a sentence goes on to explain its answer: the

@@ -168,6 +168,12 @@ var goldenMATH = []gradeCase{
 	{"plain arithmetic chain keeps its last side", "The answer is 12 - 4 = 8.", `8`, true},
 	{"plain arithmetic chain that is false", "The answer is 12 - 4 = 9.", `9`, false},
 	{"plain number list keeps its last number", "Answer: 1, 2 + 3", `5`, false},
+	// A "!" before an operator is a factorial, not the sentence's end.
+	{"plain factorial chain", "Answer: 5! = 120", `120`, true},
+	{"plain factorial chain, wrong gold", "Answer: 5! = 120", `5`, false},
+	{"plain factorial sum", "The answer is 3! + 2.", `8`, true},
+	{"plain factorial sum is not its first number", "The answer is 3! + 2.", `3`, false},
+	{"exclamation ends the sentence", "The answer is 7! Then we check it.", `7`, true},
 	{"mixed number", `\boxed{2\frac{1}{2}}`, `\frac52`, true},
 	{"rounded decimal is wrong at 6 places", `\boxed{0.33}`, `\frac13`, false},
 	{"long decimal rounds to fraction", `\boxed{0.3333333}`, `\frac13`, true},
