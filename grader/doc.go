@@ -98,7 +98,8 @@
 //   - Factorials: a '!' right after an operand is a factorial (5! = 120, 5!! =
 //     15) and is never trimmed as punctuation inside an answer; in running text
 //     a '!' followed by a space or the end of the text ends the sentence ("the
-//     answer is 6!" answers 6).
+//     answer is 6!" answers 6), unless an operator follows it on its line
+//     ("Answer: 5! = 120" answers 120).
 //   - Fonts: \mathbf, \mathrm, \mathit, \boldsymbol, \mathsf, \mathtt, \bm and
 //     old-style switches ({\bf 70}, \rm, \it) select a font and are read
 //     through: \mathbf{70} is 70. A font around a word is text
