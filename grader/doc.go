@@ -56,7 +56,8 @@
 //     ten joined by +, - and \times) is compared at the places of its
 //     exact value, so that it keeps its digits (1.5 \times 10^{-7} is not
 //     answered by 2 \times 10^{-7}, 10^{-8} not by 0.00000002, which
-//     Math-Verify accepts). Other golds keep 6: 1/1024, and a power of a
+//     Math-Verify accepts), to its 15th significant digit (1.5 \times
+//     10^{-20} is not answered by 0). Other golds keep 6: 1/1024, and a power of a
 //     decimal, whose exact value has more places than it writes
 //     (1.05^{10} is answered by 1.628895).
 //   - Bare comma lists and sets compare as sets (order-free, duplicates

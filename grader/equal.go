@@ -1292,7 +1292,8 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 
 // places returns the decimal places numbers are rounded to against the
 // gold g: FloatRounding, or as many as the gold writes when that is more
-// (up to 15), so that the gold .0000672 is not answered by .0000673: the
+// (up to 15 for a literal, up to the 15th significant digit for
+// scientific notation: termPlaces), so that the gold .0000672 is not answered by .0000673: the
 // places of its decimal literals, and the places of the exact value of
 // its scientific notation (6.72 \times 10^{-5} is .0000672, 10^{-8} is
 // .00000001), so that it is not rounded away. Only a decimal term (see
@@ -1357,14 +1358,36 @@ func (c *comparer) writtenPlaces(n *node) (d int, term, ten bool) {
 	return d, false, ten
 }
 
-// termPlaces returns the places, up to 15, of the exact value of the
-// decimal term n, or d when that is more or n cannot be evaluated.
+// termPlaces returns the places of the exact value of the decimal term
+// n, up to its 15th significant digit (1.5 \times 10^{-20} needs 21, so
+// that 0 and 1.6 \times 10^{-20} do not round to it) and at most
+// maxTermPlaces, or d when that is more or n cannot be evaluated.
 func (c *comparer) termPlaces(n *node, d int) int {
 	e := &evaluator{b: c.b}
 	if v, ok := e.eval(n); ok && v.r != nil {
-		d = max(d, ratPlaces(v.r))
+		d = max(d, min(ratPlacesUpTo(v.r, 15+leadingZeros(v.r)), maxTermPlaces))
 	}
 	return d
+}
+
+// maxTermPlaces bounds the places a decimal term asks for, so that
+// rounding stays within float64's range (10^300).
+const maxTermPlaces = 300
+
+// leadingZeros returns how many zeros follow the decimal point of |r|
+// before its first significant digit (3 for 0.00012), 0 for |r| >= 0.1
+// or r = 0, at most maxTermPlaces.
+func leadingZeros(r *big.Rat) int {
+	if r.Sign() == 0 {
+		return 0
+	}
+	x := new(big.Rat).Abs(r)
+	tenth := big.NewRat(1, 10)
+	n := 0
+	for ten := big.NewRat(10, 1); x.Cmp(tenth) < 0 && n < maxTermPlaces; n++ {
+		x.Mul(x, ten)
+	}
+	return n
 }
 
 // tenPower reports whether n is a power of ten with an integer exponent
@@ -1385,15 +1408,20 @@ func tenPower(n *node) bool {
 }
 
 // ratPlaces returns the decimal places, up to 15, that writing the
-// finite decimal r needs: max(a, b) for a denominator 2^a 5^b (.0000672 =
-// 42/625000 = 42/(2^3 5^7) needs 7).
-func ratPlaces(r *big.Rat) int {
+// rational r exactly needs (see ratPlacesUpTo).
+func ratPlaces(r *big.Rat) int { return ratPlacesUpTo(r, 15) }
+
+// ratPlacesUpTo returns the decimal places, up to limit, that writing r
+// exactly needs: max(a, b) for a denominator 2^a 5^b (.0000672 =
+// 42/(2^3 5^7) needs 7); for another denominator, those of its factors
+// 2 and 5 (they are not used on such a value).
+func ratPlacesUpTo(r *big.Rat, limit int) int {
 	den := r.Denom()
-	twos := min(int(den.TrailingZeroBits()), 15)
+	twos := min(int(den.TrailingZeroBits()), limit)
 	fives := 0
 	q, rem := new(big.Int), new(big.Int)
 	five := big.NewInt(5)
-	for d := new(big.Int).Rsh(den, uint(twos)); fives < 15; fives++ {
+	for d := new(big.Int).Rsh(den, uint(twos)); fives < limit; fives++ {
 		if q.QuoRem(d, five, rem); rem.Sign() != 0 {
 			break
 		}

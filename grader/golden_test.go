@@ -193,6 +193,14 @@ var goldenMATH = []gradeCase{
 	{"scientific gold, decimal", `\boxed{0.00000015}`, `1.5 \times 10^{-7}`, true},
 	{"scientific gold, e-notation", `\boxed{1.5e-7}`, `1.5 \cdot 10^{-7}`, true},
 	{"scientific gold, fraction", `\boxed{\frac{3}{20000000}}`, `1.5 \times 10^{-7}`, true},
+	// Below 10^{-15} the places go to the 15th significant digit: at 15
+	// places 0 and 1.6 \times 10^{-20} rounded to 1.5 \times 10^{-20}.
+	{"tiny scientific gold is not 0", `\boxed{0}`, `1.5 \times 10^{-20}`, false},
+	{"tiny scientific gold, neighbour", `\boxed{1.6 \times 10^{-20}}`, `1.5 \times 10^{-20}`, false},
+	{"tiny scientific gold, e-notation", `\boxed{1.5e-20}`, `1.5 \times 10^{-20}`, true},
+	{"tiny scientific gold, decimal", `\boxed{0.000000000000000000015}`, `1.5 \times 10^{-20}`, true},
+	{"Planck's constant", `\boxed{6.626 \times 10^{-34}}`, `6.626 \times 10^{-34}`, true},
+	{"Planck's constant, neighbour", `\boxed{6.627 \times 10^{-34}}`, `6.626 \times 10^{-34}`, false},
 	{"power-of-ten gold, neighbour decimal", `\boxed{0.00000002}`, `10^{-8}`, false},
 	{"power-of-ten gold, decimal", `\boxed{0.00000001}`, `10^{-8}`, true},
 	{"fraction gold keeps 6 places", `\boxed{0.000977}`, `\frac{1}{1024}`, true},
