@@ -116,6 +116,9 @@ type RunSettings struct {
 	// so that a rerun on other held-out problems is noticed rather than
 	// continuing one curve on two problem sets.
 	HeldOut *HeldOut `json:"held_out,omitempty"`
+	// DrawStreams is where the rollouts' random streams lie from its Step
+	// on (nil: the zero value, a run whose --draw-rounds never changed).
+	DrawStreams *DrawStreams `json:"draw_streams,omitempty"`
 }
 
 // HeldOut names a run's held-out problems: their data set as
@@ -201,10 +204,15 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			fmt.Fprintf(p.Out, "--fresh: the previous run is in %s\n", moved)
 		}
 	} else {
-		prevHeld, err := resume(cfg, p)
+		prevHeld, streams, err := resume(cfg, p)
 		if err != nil {
 			return err
 		}
+		p.Settings.DrawStreams = nil
+		if streams != (DrawStreams{}) {
+			p.Settings.DrawStreams = &streams
+		}
+		tr.SetDrawStreams(streams)
 		if p.Settings.HeldOut == nil {
 			// A rerun that evaluates nothing keeps the run's held-out
 			// problems, for the rerun after it to be checked against.
@@ -448,39 +456,41 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 // weights, the optimiser, the data stream and the trainer's step count,
 // after checking that it is a run of the same model and data with the
 // same settings (other settings pass with cfg.Override). It returns the
-// held-out problems the checkpoint recorded (nil when none).
-func resume(cfg RunConfig, p RunParts) (*HeldOut, error) {
+// held-out problems the checkpoint recorded (nil when none) and where the
+// rollouts' random streams lie from the resumed step on: the run's, or
+// after them when --draw-rounds changed.
+func resume(cfg RunConfig, p RunParts) (*HeldOut, DrawStreams, error) {
 	path, st, err := resumeNewest(cfg.Dir, p.Settings.LoRA, p.Weights, p.Optimizer, p.Warn)
 	switch {
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):
-		return nil, nil
+		return nil, DrawStreams{}, nil
 	case err != nil:
-		return nil, err
+		return nil, DrawStreams{}, err
 	}
 	var prev RunSettings
 	if err := json.Unmarshal(st.Config, &prev); err != nil {
-		return nil, fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
+		return nil, DrawStreams{}, fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
 	}
 	var sft struct {
 		SFT *SFTConfig `json:"sft"`
 	}
 	if json.Unmarshal(st.Config, &sft) == nil && sft.SFT != nil {
-		return nil, fmt.Errorf("%s holds checkpoints of spiral sft, not of train: use another --out, or --fresh", cfg.Dir)
+		return nil, DrawStreams{}, fmt.Errorf("%s holds checkpoints of spiral sft, not of train: use another --out, or --fresh", cfg.Dir)
 	}
 	if prev.LoRA != nil { // targets saved in the order given, by older versions
 		c := prev.LoRA.Canonical()
 		prev.LoRA = &c
 	}
 	if !sameModel(prev.Model, prev.ModelID, p.Settings.Model, p.Settings.ModelID) || prev.Data != p.Settings.Data || prev.RL.Algo != p.Settings.RL.Algo {
-		return nil, fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s): use another --out, or --fresh",
+		return nil, DrawStreams{}, fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s): use another --out, or --fresh",
 			cfg.Dir, prev.Model, prev.Data, prev.RL.Algo, p.Settings.Model, p.Settings.Data, p.Settings.RL.Algo)
 	}
 	if err := checkSettings(cfg.Dir, settingsDiff(prev, p.Settings), cfg.Override, p.Warn); err != nil {
-		return nil, err
+		return nil, DrawStreams{}, err
 	}
 	var cur data.Cursor
 	if err := json.Unmarshal(st.DataCursor, &cur); err != nil {
-		return nil, fmt.Errorf("checkpoint %s: data cursor: %w", path, err)
+		return nil, DrawStreams{}, fmt.Errorf("checkpoint %s: data cursor: %w", path, err)
 	}
 	// A position in other problems means nothing: another number of them,
 	// or as many with other contents (the file edited in place; cursors
@@ -497,17 +507,24 @@ func resume(cfg RunConfig, p RunParts) (*HeldOut, error) {
 	}
 	if changed != "" {
 		if !cfg.Override {
-			return nil, fmt.Errorf("checkpoint %s: %s: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh", path, changed)
+			return nil, DrawStreams{}, fmt.Errorf("checkpoint %s: %s: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh", path, changed)
 		}
 		fmt.Fprintf(p.Warn, "spiral: --override: %s: going on from the start of a new epoch of it\n", overridden)
 		cur = data.Cursor{Epoch: cur.Epoch + 1, Seed: cur.Seed, Size: now.Size, Digest: now.Digest}
 	}
 	if err := p.Problems.Restore(cur); err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+		return nil, DrawStreams{}, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	p.Trainer.SetStep(int(st.Step))
+	var streams DrawStreams
+	if prev.DrawStreams != nil {
+		streams = *prev.DrawStreams
+	}
+	if stride := prev.RL.MaxDrawRounds; stride != p.Settings.RL.MaxDrawRounds {
+		streams = streams.NextDrawStreams(int(st.Step), stride)
+	}
 	fmt.Fprintf(p.Out, "resumed from %s (step %d)\n", path, st.Step)
-	return prev.HeldOut, nil
+	return prev.HeldOut, streams, nil
 }
 
 // WarnSkippedCheckpoints writes one warning to w for each checkpoint that
@@ -538,8 +555,8 @@ func settingsDiff(a, b RunSettings) []string {
 	// none).
 	a.RL.Pipeline.Rounds, b.RL.Pipeline.Rounds = a.RL.Pipeline.AggregationRounds(), b.RL.Pipeline.AggregationRounds()
 	return flatDiff(a, b, func(k string, fa, fb map[string]string) string {
-		if k == "model" || k == "model_id" || k == "data" {
-			return ""
+		if k == "model" || k == "model_id" || k == "data" || strings.HasPrefix(k, drawStreamsPrefix) {
+			return "" // draw_streams: placed by resume, not a setting
 		}
 		if strings.HasPrefix(k, heldOutPrefix) && (fa[k] == "" || fb[k] == "") {
 			// A run that evaluated nothing, or saved before held_out was
@@ -565,9 +582,10 @@ func settingsDiff(a, b RunSettings) []string {
 // and --max-new-tokens, of which it is the model's context less, and the
 // prefix of the held-out problems' keys.
 const (
-	promptLimitKey  = "rl.pipeline.prompt_limit"
-	maxNewTokensKey = "sampling.max_new_tokens"
-	heldOutPrefix   = "held_out."
+	promptLimitKey    = "rl.pipeline.prompt_limit"
+	maxNewTokensKey   = "sampling.max_new_tokens"
+	heldOutPrefix     = "held_out."
+	drawStreamsPrefix = "draw_streams."
 )
 
 // CheckpointSettings returns the run settings recorded in the checkpoint

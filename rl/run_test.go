@@ -983,3 +983,69 @@ func TestTruncateLog(t *testing.T) {
 		})
 	}
 }
+
+// seedRecorder is trainerFakeGen that records the seed of every request.
+type seedRecorder struct{ seeds map[uint64]int }
+
+func (g *seedRecorder) Generate(ctx context.Context, reqs []rollout.Request, p rollout.Progress) ([]rollout.Completion, rollout.Stats, error) {
+	for _, r := range reqs {
+		g.seeds[r.Seed]++
+	}
+	return trainerFakeGen{}.Generate(ctx, reqs, p)
+}
+
+// TestRunDrawRoundsOverrideNewStreams: a run resumed with --override and
+// fewer (or more) --draw-rounds rolls out on random streams none of its
+// earlier steps used (the stream of step s, round i was s x draw-rounds +
+// i, so step 4 of 2 rounds redrew step 2's third round of 4), and a run
+// that never changed them keeps its streams.
+func TestRunDrawRoundsOverrideNewStreams(t *testing.T) {
+	// One problem that every sample solves: never informative, so every
+	// step draws all its rounds.
+	easy := []data.Problem{{ID: "easy", Problem: "easy", Answer: "1"}}
+	run := func(dir string, steps, rounds int, override bool) map[uint64]int {
+		h := newRunHarnessOn(t, dir, steps, easy)
+		rec := &seedRecorder{seeds: map[uint64]int{}}
+		cfg := h.parts.Settings.RL
+		cfg.MaxDrawRounds = rounds
+		tr, err := NewTrainer(cfg, TrainerParts{Generator: rec, Prompter: trainerFakePrompter{}, Judge: trainerJudge,
+			Learner: &trainerFakeLearner{}, Problems: h.parts.Problems, Weights: h.parts.Weights, Grads: h.parts.Weights.NewGrads(),
+			Optimizer: h.parts.Optimizer, Schedule: h.parts.Settings.Schedule})
+		require.NoError(t, err)
+		h.parts.Trainer, h.parts.Settings.RL = tr, cfg
+		h.cfg.EvalEvery, h.cfg.Override = 0, override
+		require.NoError(t, h.run(context.Background()))
+		return rec.seeds
+	}
+	overlap := func(a, b map[uint64]int) int {
+		n := 0
+		for s := range b {
+			if a[s] > 0 {
+				n++
+			}
+		}
+		return n
+	}
+
+	const perRound = 4 + 2*2 // the harness's N1 search + K x N2 aggregation traces
+	dir := t.TempDir()
+	first := run(dir, 4, 4, false)
+	require.Len(t, first, 4*4*perRound, "4 steps x 4 rounds, every trace's seed distinct")
+	fewer := run(dir, 8, 2, true)
+	require.Len(t, fewer, 4*2*perRound)
+	require.Zero(t, overlap(first, fewer), "streams of steps 1-4 used again")
+	more := run(dir, 10, 4, true)
+	require.Len(t, more, 2*4*perRound)
+	require.Zero(t, overlap(first, more)+overlap(fewer, more), "streams of steps 1-8 used again")
+
+	// Unchanged rounds: resuming draws exactly the streams of an
+	// uninterrupted run.
+	whole := run(t.TempDir(), 4, 4, false)
+	split := t.TempDir()
+	part := run(split, 2, 4, false)
+	for s, n := range run(split, 4, 4, false) {
+		part[s] += n
+	}
+	require.Equal(t, whole, part)
+	require.Equal(t, first, whole)
+}

@@ -173,6 +173,7 @@ type Trainer struct {
 	opt      *optim.AdamW
 	sched    optim.Schedule
 	step     int
+	streams  DrawStreams
 	sync     rollout.WeightSync
 	synced   int // the step whose weights the engine serves (-1: none yet)
 }
@@ -229,6 +230,26 @@ func (t *Trainer) Step() int { return t.step }
 
 // SetStep sets the completed-step count (when resuming).
 func (t *Trainer) SetStep(n int) { t.step = n }
+
+// DrawStreams places the random streams of a run's rollouts: draw round
+// i of step s (counted from 0) rolls out on stream Base + (s - Step) x
+// MaxDrawRounds + i. A run starts at the zero value; a resumed run whose
+// MaxDrawRounds changed starts a new stretch after the streams its steps
+// so far could use (NextDrawStreams), so that no stream serves two steps.
+type DrawStreams struct {
+	Base uint64 `json:"base"`
+	Step int    `json:"step"`
+}
+
+// NextDrawStreams returns the streams from step on of a run that drew
+// with s and stride (its MaxDrawRounds) until step, for a new stride.
+func (s DrawStreams) NextDrawStreams(step, stride int) DrawStreams {
+	return DrawStreams{Base: s.Base + uint64(step-s.Step)*uint64(stride), Step: step}
+}
+
+// SetDrawStreams sets where the rollouts' random streams lie (when
+// resuming).
+func (t *Trainer) SetDrawStreams(s DrawStreams) { t.streams = s }
 
 // device returns the learner as a deviceUpdater when it keeps AdamW on
 // the device, else nil.
@@ -374,9 +395,9 @@ func (t *Trainer) collect(ctx context.Context, m *Metrics, progress rollout.Prog
 	for round := 0; round < t.cfg.MaxDrawRounds && kept < t.cfg.Problems; round++ {
 		probs := t.problems.Next(t.cfg.Problems - kept)
 		m.ProblemsDrawn += len(probs)
-		// A distinct round per (step, draw round) keeps resumed runs
-		// identical.
-		r := uint64(t.step)*uint64(t.cfg.MaxDrawRounds) + uint64(round)
+		// A distinct stream per (step, draw round) keeps resumed runs
+		// identical (DrawStreams).
+		r := t.streams.Base + uint64(t.step-t.streams.Step)*uint64(t.cfg.MaxDrawRounds) + uint64(round)
 		var got []Example
 		var informative int
 		var err error
