@@ -88,8 +88,11 @@ type Metrics struct {
 	// (absent) when undefined: fewer than two such traces, or a constant
 	// reward or advantage.
 	SearchCredit *float64 `json:"search_credit,omitempty"`
-	// Loss is the token-mean loss; Entropy the token-mean policy entropy
-	// (nats) on response tokens; GradNorm the pre-clip global norm.
+	// Loss is the token-mean loss; Entropy the token mean, over the step's
+	// trained completion tokens (search and trained aggregation traces of
+	// informative problems), of the full-vocabulary entropy (nats) of the
+	// policy at temperature 1 whatever the sampling temperature, before
+	// the update; GradNorm the pre-clip global norm.
 	Loss     float64 `json:"loss"`
 	Entropy  float64 `json:"entropy"`
 	GradNorm float64 `json:"grad_norm"`
