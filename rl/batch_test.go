@@ -87,6 +87,39 @@ func TestGradientsEngineLogProbs(t *testing.T) {
 	require.Zero(t, g.EngineAbsDiff)
 }
 
+// inputEntropyLearner gives every position the entropy of its input
+// token's id, so that a statistic's tokens can be told apart.
+type inputEntropyLearner struct{}
+
+func (inputEntropyLearner) Accumulate(_ context.Context, b model.TrainBatch, _ float32, _ *params.Store, res *model.TrainResult) error {
+	res.LogProbs = make([]float32, b.Batch*b.Seq)
+	res.Entropy = make([]float32, b.Batch*b.Seq)
+	for i, id := range b.InputIDs {
+		res.Entropy[i] = float32(id)
+	}
+	return nil
+}
+
+// TestGradientsEntropyTokenMean: the step's entropy is the mean over
+// the trained completion tokens only (the positions that predict them,
+// whose inputs are the tokens before them), whatever the micro-batching
+// and packing: 2, 3 | 1, 3, 4 | 3, hand-computed.
+func TestGradientsEntropyTokenMean(t *testing.T) {
+	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{1}}})
+	require.NoError(t, err)
+	examples := []Example{
+		{Prompt: []int32{1, 2}, Completion: []int32{3, 4}, Advantage: 1},
+		{Prompt: []int32{1}, Completion: []int32{3, 4, 5}, Advantage: -1},
+		{Prompt: []int32{1, 2, 3}, Completion: []int32{6}, Advantage: 1},
+	}
+	for _, micro := range []int{0, 3, 4, 100} {
+		g, err := Gradients(context.Background(), inputEntropyLearner{}, w.NewGrads(), examples, GradientOptions{MicroBatchTokens: micro, ClipLow: 0.2, ClipHigh: 0.2, Detached: true})
+		require.NoError(t, err)
+		require.Equal(t, 6, g.LossTokens, "micro-batch tokens %d", micro)
+		require.InDelta(t, (2.0+3+1+3+4+3)/6, g.Entropy, 1e-9, "micro-batch tokens %d", micro)
+	}
+}
+
 // TestPackedLayout: completions of one long prompt share a row, the
 // prompt but its last token once, then each completion after that token
 // again, its positions going on from the prompt's, its loss positions,
