@@ -50,6 +50,9 @@ import (
 type counts struct {
 	search, noVerdict                                int
 	agg, aggWithRight, aggRightWith, aggRightWithout int
+	// searchRight counts the right search traces, with a verdict or
+	// without.
+	searchRight int
 	// searchVerdicts counts the search traces with a verdict by it.
 	searchVerdicts verdicts
 	// byOffer counts the first aggregations per offer class: [n, right].
@@ -119,11 +122,11 @@ func populationsOf(recs []report.TraceRecord) []population {
 }
 
 // accuracy returns the share of right traces at RSA step: of the search
-// traces at step 0 (one without a verdict counted as wrong), of the
-// aggregations after.
+// traces at step 0, of the aggregations after (with a verdict or
+// without, as the evaluation counts them).
 func (c counts) accuracy(step int) string {
 	if step == 0 {
-		return ratio(c.searchVerdicts.right, c.search)
+		return ratio(c.searchRight, c.search)
 	}
 	v := c.aggVerdicts[step-1]
 	return ratio(v.right, v.right+v.wrong)
@@ -326,6 +329,9 @@ func tally(recs []report.TraceRecord) (counts, error) {
 			continue
 		}
 		c.search++
+		if r.Correct {
+			c.searchRight++
+		}
 		comparison, compared := checkSteps(r.Text, &c.steps)
 		passed, found := synth.CheckVerdict(r.Text)
 		if !found {

@@ -38,7 +38,7 @@ func TestTallyHandComputed(t *testing.T) {
 	}
 	c, err := tally(recs)
 	require.NoError(t, err)
-	require.Equal(t, counts{search: 5, searchVerdicts: verdicts{right: 2, okRight: 1, wrong: 2, okWrong: 1}, noVerdict: 1,
+	require.Equal(t, counts{search: 5, searchRight: 2, searchVerdicts: verdicts{right: 2, okRight: 1, wrong: 2, okWrong: 1}, noVerdict: 1,
 		agg: 5, aggWithRight: 4, aggRightWith: 2, aggRightWithout: 1,
 		byOffer:     [numOffers][2]int{rightOkAlone: {1, 1}, rightOkBeside: {2, 1}, rightSaysNo: {1, 0}, noRight: {1, 1}},
 		steps:       [numPlaces][2]int{earlierStep: {4, 2}, lastStep: {4, 3}},
@@ -171,5 +171,40 @@ func TestReportedSteps(t *testing.T) {
 		{10, []int{1, 2, 4, 10}},
 	} {
 		require.Equal(t, tc.want, reportedSteps(tc.last), "last step %d", tc.last)
+	}
+}
+
+// TestAccuracy: a trace's accuracy is its answer's, at step 0 as at the
+// aggregation steps: a right trace without a verdict is right (the
+// evaluation's own accuracy, rsa.json's, counts it so).
+func TestAccuracy(t *testing.T) {
+	traces := func(step int) []report.TraceRecord {
+		var cands []int
+		if step > 0 {
+			cands = []int{0}
+		}
+		return []report.TraceRecord{
+			{Step: step, Sample: 0, Candidates: cands, Correct: true, Text: `x=5. 38-38=0. ok \boxed{5}`},
+			{Step: step, Sample: 1, Candidates: cands, Correct: true, Text: `x=5. 35+3=\boxed{5}`},
+			{Step: step, Sample: 2, Candidates: cands, Text: `x=4. 31-38=-7. no \boxed{4}`},
+			{Step: step, Sample: 3, Candidates: cands, Text: `x=4. 31-38=\boxed{4}`},
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		recs []report.TraceRecord
+		step int
+		want string
+	}{
+		{"search traces, a right one without a verdict", traces(0), 0, "0.500"},
+		{"aggregations, a right one without a verdict", append(traces(0), traces(1)...), 1, "0.500"},
+		{"search traces beside aggregations", append(traces(0), traces(1)...), 0, "0.500"},
+		{"search traces all with a verdict", traces(0)[:1], 0, "1.000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := tally(tc.recs)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, c.accuracy(tc.step))
+		})
 	}
 }
