@@ -41,6 +41,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/rollout/report"
@@ -208,6 +210,28 @@ func checkSteps(trace string, steps *[numPlaces][2]int) (comparison int, ok bool
 	return checked[len(checked)-1].result, true
 }
 
+// verdictAt is synth.CheckVerdict (the last of the whitespace-separated
+// words "ok" and "no") with the offset in trace where the verdict's word
+// starts.
+func verdictAt(trace string) (passed bool, at int, found bool) {
+	for end := len(trace); end > 0; {
+		text := strings.TrimRightFunc(trace[:end], unicode.IsSpace)
+		start := 0
+		if i := strings.LastIndexFunc(text, unicode.IsSpace); i >= 0 {
+			_, size := utf8.DecodeRuneInString(text[i:])
+			start = i + size
+		}
+		switch text[start:] {
+		case "ok":
+			return true, start, true
+		case "no":
+			return false, start, true
+		}
+		end = start
+	}
+	return false, 0, false
+}
+
 // writtenStep is a step "a op b = c" as written: its result c and whether
 // its arithmetic holds.
 type writtenStep struct {
@@ -332,13 +356,16 @@ func tally(recs []report.TraceRecord) (counts, error) {
 		if r.Correct {
 			c.searchRight++
 		}
-		comparison, compared := checkSteps(r.Text, &c.steps)
-		passed, found := synth.CheckVerdict(r.Text)
+		checkSteps(r.Text, &c.steps)
+		passed, at, found := verdictAt(r.Text)
 		if !found {
 			c.noVerdict++
 			continue
 		}
-		if compared {
+		// The comparison a verdict follows is written before it: the
+		// last step of the check that precedes it, not a step of text
+		// that runs on past the verdict.
+		if comparison, compared := checkSteps(r.Text[:at], new([numPlaces][2]int)); compared {
 			c.follow[0]++
 			if passed == (comparison == 0) {
 				c.follow[1]++

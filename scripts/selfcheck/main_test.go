@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
 
@@ -206,5 +207,62 @@ func TestAccuracy(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tc.want, c.accuracy(tc.step))
 		})
+	}
+}
+
+// TestFollow: a search trace's verdict is compared with the comparison
+// written before it, the last step of the check that precedes it; steps
+// written after the verdict (a trace that runs on past its box) are not
+// its comparison.
+func TestFollow(t *testing.T) {
+	for _, tc := range []struct {
+		name, trace string
+		want        [2]int
+	}{
+		{"ok after a comparison of 0", `x=5. 35+3=38. 38-38=0. ok \boxed{5}`, [2]int{1, 1}},
+		{"ok after a comparison of -7", `x=4. 28+3=31. 31-38=-7. ok \boxed{4}`, [2]int{1, 0}},
+		{"steps after the verdict", `x=5. 35+3=38. 38-38=0. ok \boxed{5. 2+5=7. 7-1=6.`, [2]int{1, 1}},
+		{"an x stated after the verdict", `x=5. 38-38=0. ok \boxed{5=3. x=2. 2+1=3. 3-38=-35.`, [2]int{1, 1}},
+		{"no check step before the verdict", `x=5. ok 38-38=1.`, [2]int{}},
+		{"the last of several verdicts", `x=5. 38-38=0. ok x=4. 31-38=-7. no \boxed{4}`, [2]int{1, 1}},
+		{"no verdict", `x=5. 38-38=0. \boxed{5}`, [2]int{}},
+		{"no check", `38-3=35. ok \boxed{5}`, [2]int{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := tally([]report.TraceRecord{{Text: tc.trace}})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, c.follow)
+		})
+	}
+}
+
+// TestVerdictAt: verdictAt reads the verdict synth.CheckVerdict reads,
+// and says where its word starts.
+func TestVerdictAt(t *testing.T) {
+	for _, tc := range []struct {
+		trace string
+		at    int // -1: no verdict
+	}{
+		{`x=5. 38-38=0. ok \boxed{5}`, 14},
+		{`x=4. 31-38=-7. no \boxed{4}`, 15},
+		{`ok no`, 3},
+		{"no\tok\n", 3},
+		{"no\u00a0ok", 4},
+		{"ok\u00a0", 0},
+		{`nook okay no.`, -1},
+		{`\boxed{4}`, -1},
+		{``, -1},
+		{` `, -1},
+	} {
+		passed, at, found := verdictAt(tc.trace)
+		wantPassed, wantFound := synth.CheckVerdict(tc.trace)
+		require.Equal(t, wantFound, found, "%q", tc.trace)
+		require.Equal(t, wantPassed, passed, "%q", tc.trace)
+		if found {
+			require.Equal(t, tc.at, at, "%q", tc.trace)
+			require.Contains(t, []string{"ok", "no"}, tc.trace[at:at+2], "%q", tc.trace)
+		} else {
+			require.Equal(t, -1, tc.at, "%q", tc.trace)
+		}
 	}
 }
