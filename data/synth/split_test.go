@@ -87,33 +87,50 @@ func reorderAs(it Item, r *rand.Rand, plusFirst bool) string {
 	return sb.String()
 }
 
+// checkReorderings draws n problems of each split of three
+// configurations and 8 reorderings of each (reorderAs with plusFirst),
+// and checks that each reordering has its problem's value, canonical form
+// and split, and that the canonical form is its own. It returns, for each
+// configuration, how many reorderings hit says hold for.
+func checkReorderings(t *testing.T, n int, pcg uint64, plusFirst bool, hit func(e string, it Item) bool) []int {
+	t.Helper()
+	var hits []int
+	for _, cfg := range []Config{{}, EmbeddedConfig, solveConfigs[1].cfg} {
+		task, err := New(cfg, 3)
+		require.NoError(t, err)
+		r := rand.New(rand.NewPCG(pcg, pcg+1))
+		hits = append(hits, 0)
+		for _, s := range []Split{Train, Test} {
+			items, err := task.Problems(s, n, 1)
+			require.NoError(t, err)
+			for _, it := range items {
+				c := CanonicalExpr(it.Expr)
+				require.Equal(t, c, CanonicalExpr(c), "the canonical form of %q", it.Expr)
+				require.Equal(t, s, task.SplitOf(c), "the canonical form of %q", it.Expr)
+				for range 8 {
+					e := reorderAs(it, r, plusFirst)
+					if it.Unknown < 0 {
+						require.Equal(t, it.Answer, evalGo(t, e), "%q from %q", e, it.Expr)
+					}
+					require.Equal(t, c, CanonicalExpr(e), "%q from %q", e, it.Expr)
+					require.Equal(t, s, task.SplitOf(e), "%q from %q", e, it.Expr)
+					if hit(e, it) {
+						hits[len(hits)-1]++
+					}
+				}
+			}
+		}
+	}
+	return hits
+}
+
 // TestSplitKeepsReorderingsTogether checks that every problem's
 // reorderings fall in its split, in both forms: the test split holds no
 // training problem written in another order.
 func TestSplitKeepsReorderingsTogether(t *testing.T) {
-	for _, cfg := range []Config{{}, EmbeddedConfig, solveConfigs[1].cfg} {
-		task, err := New(cfg, 3)
-		require.NoError(t, err)
-		r := rand.New(rand.NewPCG(4, 5))
-		moved := 0
-		for _, s := range []Split{Train, Test} {
-			items, err := task.Problems(s, 300, 1)
-			require.NoError(t, err)
-			for _, it := range items {
-				for range 8 {
-					e := reorder(it, r)
-					if e != it.Expr {
-						moved++
-					}
-					if it.Unknown < 0 {
-						require.Equal(t, it.Answer, evalGo(t, e), "%q from %q", e, it.Expr)
-					}
-					require.Equal(t, CanonicalExpr(it.Expr), CanonicalExpr(e), "%q from %q", e, it.Expr)
-					require.Equal(t, s, task.SplitOf(e), "%q from %q", e, it.Expr)
-				}
-			}
-		}
-		require.Greater(t, moved, 2000, "the reorderings differ from the written expression")
+	moved := checkReorderings(t, 300, 4, true, func(e string, it Item) bool { return e != it.Expr })
+	for _, n := range moved {
+		require.Greater(t, n, 2000, "the reorderings differ from the written expression")
 	}
 }
 
@@ -137,32 +154,9 @@ func TestCanonicalExprLeadingSign(t *testing.T) {
 	}
 	require.NotEqual(t, CanonicalExpr("-3+x=5"), CanonicalExpr("3+x=5"), "the sign stays with its term")
 	require.NotEqual(t, CanonicalExpr("-3-x"), CanonicalExpr("3-x"), "the sign stays with its term")
-	for _, cfg := range []Config{{}, EmbeddedConfig, solveConfigs[1].cfg} {
-		task, err := New(cfg, 3)
-		require.NoError(t, err)
-		r := rand.New(rand.NewPCG(6, 7))
-		leading := 0
-		for _, s := range []Split{Train, Test} {
-			items, err := task.Problems(s, 200, 2)
-			require.NoError(t, err)
-			for _, it := range items {
-				c := CanonicalExpr(it.Expr)
-				require.Equal(t, c, CanonicalExpr(c), "the canonical form of %q", it.Expr)
-				require.Equal(t, s, task.SplitOf(c), "the canonical form of %q", it.Expr)
-				for range 8 {
-					e := reorderAs(it, r, false)
-					if e[0] == '-' {
-						leading++
-					}
-					if it.Unknown < 0 {
-						require.Equal(t, it.Answer, evalGo(t, e), "%q from %q", e, it.Expr)
-					}
-					require.Equal(t, c, CanonicalExpr(e), "%q from %q", e, it.Expr)
-					require.Equal(t, s, task.SplitOf(e), "%q from %q", e, it.Expr)
-				}
-			}
-		}
-		require.Greater(t, leading, 500, "reorderings with a leading minus")
+	leading := checkReorderings(t, 200, 6, false, func(e string, _ Item) bool { return e[0] == '-' })
+	for _, n := range leading {
+		require.Greater(t, n, 500, "reorderings with a leading minus")
 	}
 }
 
