@@ -41,14 +41,11 @@ func TestCanonicalExpr(t *testing.T) {
 	}
 }
 
-// reorder writes it's equation (or expression) with its additive terms
-// and each term's factors shuffled by r, a term with a "+" first: the
-// same problem in another order, written without CanonicalExpr.
-func reorder(it Item, r *rand.Rand) string { return reorderAs(it, r, true) }
-
-// reorderAs is reorder, with a term with a "+" first when plusFirst,
-// else with the terms in any order, a subtracted term first written with
-// a leading "-" ("-3+x=5" for "x-3=5").
+// reorderAs writes its equation (or expression) with its additive
+// terms and each term's factors shuffled by r: the same problem in
+// another order, written without CanonicalExpr. A term with a "+" comes
+// first when plusFirst; else the terms are in any order, a subtracted
+// term first written with a leading "-" ("-3+x=5" for "x-3=5").
 func reorderAs(it Item, r *rand.Rand, plusFirst bool) string {
 	type term struct {
 		sign    byte
@@ -91,7 +88,7 @@ func reorderAs(it Item, r *rand.Rand, plusFirst bool) string {
 // configurations and 8 reorderings of each (reorderAs with plusFirst),
 // and checks that each reordering has its problem's value, canonical form
 // and split, and that the canonical form is its own. It returns, for each
-// configuration, how many reorderings hit says hold for.
+// configuration, how many of its reorderings hit holds for.
 func checkReorderings(t *testing.T, n int, pcg uint64, plusFirst bool, hit func(e string, it Item) bool) []int {
 	t.Helper()
 	var hits []int
