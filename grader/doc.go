@@ -51,15 +51,16 @@
 //     numbers are compared after rounding to Config.FloatRounding decimal
 //     places (default 6), as Math-Verify does: 0.333 equals 1/3 at 3 places but
 //     not at 4. A gold written to more places is compared at its own
-//     places (up to 15): the MATH-500 gold .0000672 is not answered by
-//     .0000673, and scientific notation (decimal literals and powers of
-//     ten joined by +, - and \times) is compared at the places of its
-//     exact value, so that it keeps its digits (1.5 \times 10^{-7} is not
+//     places, up to its 15th significant digit: the MATH-500 gold
+//     .0000672 is not answered by .0000673, nor .000000000000000000015
+//     by 0. Scientific notation (decimal literals and powers of ten
+//     joined by +, - and \times) is compared at the places of its exact
+//     value, so that it keeps its digits (1.5 \times 10^{-7} is not
 //     answered by 2 \times 10^{-7}, 10^{-8} not by 0.00000002, which
-//     Math-Verify accepts), to its 15th significant digit (1.5 \times
-//     10^{-20} is not answered by 0). Other golds keep 6: 1/1024, and a power of a
-//     decimal, whose exact value has more places than it writes
-//     (1.05^{10} is answered by 1.628895).
+//     Math-Verify accepts; 1.5 \times 10^{-20} is not answered by 0).
+//     Other golds keep 6: 1/1024, and a power of a decimal, whose exact
+//     value has more places than it writes (1.05^{10} is answered by
+//     1.628895).
 //   - Bare comma lists and sets compare as sets (order-free, duplicates
 //     ignored); parenthesised tuples, points, ratios and matrices compare in
 //     order. A tuple of two elements also matches the open interval with the

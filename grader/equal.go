@@ -1292,9 +1292,10 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 
 // places returns the decimal places numbers are rounded to against the
 // gold g: FloatRounding, or as many as the gold writes when that is more
-// (up to 15 for a literal, up to the 15th significant digit for
-// scientific notation: termPlaces), so that the gold .0000672 is not answered by .0000673: the
-// places of its decimal literals, and the places of the exact value of
+// (up to its 15th significant digit, for a decimal literal as for
+// scientific notation: termPlaces), so that the gold .0000672 is not
+// answered by .0000673: the places of its decimal literals, and the
+// places of the exact value of
 // its scientific notation (6.72 \times 10^{-5} is .0000672, 10^{-8} is
 // .00000001), so that it is not rounded away. Only a decimal term (see
 // writtenPlaces) writes the places of its value: a gold without a

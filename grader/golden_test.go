@@ -199,6 +199,8 @@ var goldenMATH = []gradeCase{
 	{"tiny scientific gold, neighbour", `\boxed{1.6 \times 10^{-20}}`, `1.5 \times 10^{-20}`, false},
 	{"tiny scientific gold, e-notation", `\boxed{1.5e-20}`, `1.5 \times 10^{-20}`, true},
 	{"tiny scientific gold, decimal", `\boxed{0.000000000000000000015}`, `1.5 \times 10^{-20}`, true},
+	{"tiny decimal gold is not 0", `\boxed{0}`, `0.000000000000000000015`, false},
+	{"tiny decimal gold, scientific", `\boxed{1.5 \times 10^{-20}}`, `0.000000000000000000015`, true},
 	{"Planck's constant", `\boxed{6.626 \times 10^{-34}}`, `6.626 \times 10^{-34}`, true},
 	{"Planck's constant, neighbour", `\boxed{6.627 \times 10^{-34}}`, `6.626 \times 10^{-34}`, false},
 	{"power-of-ten gold, neighbour decimal", `\boxed{0.00000002}`, `10^{-8}`, false},

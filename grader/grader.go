@@ -76,9 +76,9 @@ type Config struct {
 	// when either side contains a decimal literal; zero means 6. A gold
 	// written to more places (a decimal literal, or the exact value of
 	// scientific notation such as 1.5 \times 10^{-7}, but not of a power
-	// of a decimal such as 1.05^{10}) raises it to those places: up to 15
-	// for a literal, up to the 15th significant digit for scientific
-	// notation (1.5 \times 10^{-20}: 21).
+	// of a decimal such as 1.05^{10}) raises it to those places, up to
+	// the 15th significant digit (1.5 \times 10^{-20} and
+	// 0.000000000000000000015: 21).
 	FloatRounding int
 	// NonStrict, when true, lets variables be renamed: f(y) equals f(x).
 	// Default false (variable names must match).
