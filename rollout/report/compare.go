@@ -11,7 +11,10 @@ import (
 
 // Bound says whether an efficiency ratio is exact or a bound: the other
 // curve never reaches the target within its largest k (its ratio is at
-// least the one given) or is already above it at its smallest k (at most).
+// least the one given) or is already above it at its smallest k when that
+// k is above 1 (at most). Above the target at k = 1 is exact, one sample:
+// no curve needs fewer, so a curve ahead at every k shows 1x at k = 1 as
+// its best.
 type Bound string
 
 // The bounds of an EfficiencyPoint.
@@ -32,9 +35,10 @@ type EfficiencyPoint struct {
 	OtherK float64 `json:"other_k"`
 	// Ratio is OtherK over the samples the reference needed for Target:
 	// K, or on a plateau of the reference (pass@k equal to an earlier
-	// k's but for reachSlack, as at 1) the plateau's first k. It is how many times more
-	// samples the other curve needs (the paper's scaling efficiency;
-	// below 1, the other is ahead), 1 for a curve against itself.
+	// k's but for reachSlack, as at 1) the plateau's first k. It is how
+	// many times more samples the other curve needs (the paper's scaling
+	// efficiency; below 1, the other is ahead), 1 for a curve against
+	// itself.
 	Ratio float64 `json:"ratio"`
 	Bound Bound   `json:"bound,omitempty"`
 }
