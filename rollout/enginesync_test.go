@@ -83,8 +83,7 @@ func TestVLLMLoRASync(t *testing.T) {
 	}}
 	srv := httptest.NewServer(eng)
 	defer srv.Close()
-	o, err := rollout.NewOpenAI(engineConfig(srv.URL))
-	require.NoError(t, err)
+	o := syncEngine(t, srv.URL)
 	var exported []string
 	s := &rollout.VLLMLoRASync{Engine: o, Dir: dir, Export: func(_ context.Context, d string) error {
 		exported = append(exported, d)
@@ -99,7 +98,7 @@ func TestVLLMLoRASync(t *testing.T) {
 	require.Equal(t, "spiral-step-000001", s.Version())
 	require.NoDirExists(t, step("000000"), "the unloaded version's files are removed")
 	require.DirExists(t, step("000001"))
-	err = s.Sync(ctx, 2)
+	err := s.Sync(ctx, 2)
 	require.ErrorContains(t, err, "cannot be found")
 	require.Equal(t, "spiral-step-000001", o.Model(), "a failed load keeps the served version")
 	require.Equal(t, []string{step("000000"), step("000001"), step("000002")}, exported)
@@ -118,8 +117,7 @@ func TestSGLangDiskSync(t *testing.T) {
 	}}
 	srv := httptest.NewServer(eng)
 	defer srv.Close()
-	o, err := rollout.NewOpenAI(engineConfig(srv.URL))
-	require.NoError(t, err)
+	o := syncEngine(t, srv.URL)
 	s := &rollout.SGLangDiskSync{Engine: o, Dir: dir, Export: mkdirExport}
 	require.NoError(t, s.Sync(context.Background(), 3))
 	require.Equal(t, "spiral-step-000003", s.Version())
@@ -145,10 +143,9 @@ func TestVLLMLoRASyncRefusedIn200(t *testing.T) {
 			{"GET", "/v1/models", nil, 200, `{"object":"list","data":[{"id":"served","object":"model"}]}`},
 		}}
 		srv := httptest.NewServer(eng)
-		o, err := rollout.NewOpenAI(engineConfig(srv.URL))
-		require.NoError(t, err)
+		o := syncEngine(t, srv.URL)
 		s := &rollout.VLLMLoRASync{Engine: o, Dir: dir, Export: mkdirExport}
-		err = s.Sync(context.Background(), 1)
+		err := s.Sync(context.Background(), 1)
 		srv.Close()
 		require.ErrorContains(t, err, "load adapter spiral-step-000001: rollout: engine: "+srv.URL+"/v1/load_lora_adapter: HTTP 200, but the answer is an error: adapter_config.json not found", answer)
 		require.Equal(t, "served", o.Model(), answer)
@@ -176,9 +173,7 @@ func TestVLLMLoRASyncLostAnswer(t *testing.T) {
 		case "/v1/load_lora_adapter":
 			loads++
 			if loads == 1 { // loaded, but the answer never arrives
-				conn, _, err := w.(http.Hijacker).Hijack()
-				require.NoError(t, err)
-				_ = conn.Close()
+				dropAnswer(t, w)
 				return
 			}
 			w.WriteHeader(http.StatusBadRequest)
@@ -188,8 +183,7 @@ func TestVLLMLoRASyncLostAnswer(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	o, err := rollout.NewOpenAI(engineConfig(srv.URL))
-	require.NoError(t, err)
+	o := syncEngine(t, srv.URL)
 	s := &rollout.VLLMLoRASync{Engine: o, Dir: t.TempDir(), Export: mkdirExport}
 	require.NoError(t, s.Sync(context.Background(), 3))
 	require.Equal(t, 2, loads, "the lost answer's load was retried")
@@ -231,8 +225,7 @@ func TestSyncRelativeDir(t *testing.T) {
 			eng := &recordedEngine{t: t, want: tc.want(want)}
 			srv := httptest.NewServer(eng)
 			defer srv.Close()
-			o, err := rollout.NewOpenAI(engineConfig(srv.URL))
-			require.NoError(t, err)
+			o := syncEngine(t, srv.URL)
 			var exported string
 			s := tc.sync(o, func(_ context.Context, d string) error {
 				exported = d
@@ -294,9 +287,7 @@ func TestVLLMLoRASyncLostUnloadAnswer(t *testing.T) {
 					if name == tc.unload {
 						unloads++
 						// Unloaded, but the answer never arrives.
-						conn, _, err := w.(http.Hijacker).Hijack()
-						require.NoError(t, err)
-						_ = conn.Close()
+						dropAnswer(t, w)
 						return
 					}
 					_, _ = w.Write([]byte("Success: LoRA adapter '" + name + "' removed successfully."))
@@ -305,8 +296,7 @@ func TestVLLMLoRASyncLostUnloadAnswer(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			o, err := rollout.NewOpenAI(engineConfig(srv.URL))
-			require.NoError(t, err)
+			o := syncEngine(t, srv.URL)
 			s := &rollout.VLLMLoRASync{Engine: o, Dir: t.TempDir(), Export: mkdirExport}
 			for _, step := range tc.steps {
 				require.NoError(t, s.Sync(context.Background(), step))
@@ -324,3 +314,21 @@ func TestVLLMLoRASyncLostUnloadAnswer(t *testing.T) {
 
 // mkdirExport is a sync's export that writes an empty version directory.
 func mkdirExport(_ context.Context, dir string) error { return os.MkdirAll(dir, 0o755) }
+
+// syncEngine is the OpenAI-compatible engine at url that the sync tests
+// talk to.
+func syncEngine(t *testing.T, url string) *rollout.OpenAI {
+	t.Helper()
+	o, err := rollout.NewOpenAI(engineConfig(url))
+	require.NoError(t, err)
+	return o
+}
+
+// dropAnswer closes the connection of the request w answers, as a lost
+// answer would: the engine acted, the client never hears of it.
+func dropAnswer(t *testing.T, w http.ResponseWriter) {
+	t.Helper()
+	conn, _, err := w.(http.Hijacker).Hijack()
+	require.NoError(t, err)
+	_ = conn.Close()
+}
