@@ -1291,14 +1291,13 @@ func (c *comparer) scalarEqual(g, p *node) bool {
 }
 
 // places returns the decimal places numbers are rounded to against the
-// gold g: FloatRounding, or as many as the gold writes when that is more
-// (up to its 15th significant digit, for a decimal literal as for
-// scientific notation: termPlaces), so that the gold .0000672 is not
-// answered by .0000673: the places of its decimal literals, and the
-// places of the exact value of
-// its scientific notation (6.72 \times 10^{-5} is .0000672, 10^{-8} is
-// .00000001), so that it is not rounded away. Only a decimal term (see
-// writtenPlaces) writes the places of its value: a gold without a
+// gold g: FloatRounding, or as many as the gold writes when that is more,
+// so that the gold .0000672 is not answered by .0000673. A decimal term
+// (see writtenPlaces: decimal literals and powers of ten joined by +, -
+// and \times) writes the places of its exact value up to its 15th
+// significant digit (termPlaces: 6.72 \times 10^{-5} is .0000672, 10^{-8}
+// is .00000001), so that scientific notation is not rounded away; other
+// golds write the places of their literals, up to 15. A gold without a
 // decimal literal or a power of ten (1/1024, 2^{-20}) keeps
 // FloatRounding, and so does a power of a decimal (1.05^{10} is
 // 1.62889462677744140625, but 1.628895 answers it).

@@ -899,12 +899,19 @@ func (p *parser) sqrtArg() *node {
 	if !p.is("(") {
 		return p.parseArg()
 	}
-	p.next()
-	x := p.parseList(func(t token) bool { return t.k == tPunct && t.s == ")" })
-	p.expect(")")
+	x := p.parenGroup()
 	if x == nil || x.k == nList {
 		p.fail("bad radicand")
 	}
+	return x
+}
+
+// parenGroup parses a parenthesised group from its "(": an expression or
+// a list (nList), nil when it is empty.
+func (p *parser) parenGroup() *node {
+	p.next()
+	x := p.parseList(func(t token) bool { return t.k == tPunct && t.s == ")" })
+	p.expect(")")
 	return x
 }
 
@@ -1228,9 +1235,7 @@ func (p *parser) parseFunc(name string) *node {
 	if name == "sqrt" {
 		arg = p.sqrtArg()
 	} else if p.is("(") {
-		p.next()
-		x := p.parseList(func(t token) bool { return t.k == tPunct && t.s == ")" })
-		p.expect(")")
+		x := p.parenGroup()
 		if x == nil {
 			p.fail("empty call")
 		}
