@@ -88,18 +88,15 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z *ortc.Value, pos
 
 	// Pass 2: gradients, tile by tile: all positions against as wide a
 	// block of the vocabulary as the bound allows, else fewer positions.
-	// A frozen table's Grad graph computes no table gradient block, so
-	// the tile's bound leaves it out.
-	gradWidth := 0
+	// A frozen table's Grad graph computes no table gradient block: the
+	// tile's bound leaves it out, and the call has one output (the hidden
+	// states' gradient), not two.
+	gradWidth, outputs := 0, 1
 	if h.TableTrained {
-		gradWidth = hidden
+		gradWidth, outputs = hidden, 2
 	}
 	block, rowsPerTile := tableTile(e.opt.LossChunkBytes, N, V, gradWidth)
 	local := make([]int64, N)
-	outputs := 1 // the hidden states' gradient, and the table's when trained
-	if h.TableTrained {
-		outputs = 2
-	}
 	i, trained := e.trained[h.Table]
 	trained = trained && h.TableTrained
 	// The table's gradient goes to its device sum (summed), or into the
