@@ -204,20 +204,19 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			fmt.Fprintf(p.Out, "--fresh: the previous run is in %s\n", moved)
 		}
 	} else {
-		prevHeld, streams, err := resume(cfg, p)
+		prevHeld, err := resume(cfg, p)
 		if err != nil {
 			return err
 		}
-		p.Settings.DrawStreams = nil
-		if streams != (DrawStreams{}) {
-			p.Settings.DrawStreams = &streams
-		}
-		tr.SetDrawStreams(streams)
 		if p.Settings.HeldOut == nil {
 			// A rerun that evaluates nothing keeps the run's held-out
 			// problems, for the rerun after it to be checked against.
 			p.Settings.HeldOut = prevHeld
 		}
+	}
+	p.Settings.DrawStreams = nil
+	if s := tr.DrawStreams(); s != (DrawStreams{}) {
+		p.Settings.DrawStreams = &s
 	}
 	settings, err := json.Marshal(p.Settings)
 	if err != nil {
@@ -455,42 +454,42 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 // resume loads the newest intact checkpoint of the run, if any, into the
 // weights, the optimiser, the data stream and the trainer's step count,
 // after checking that it is a run of the same model and data with the
-// same settings (other settings pass with cfg.Override). It returns the
-// held-out problems the checkpoint recorded (nil when none) and where the
-// rollouts' random streams lie from the resumed step on: the run's, or
-// after them when --draw-rounds changed.
-func resume(cfg RunConfig, p RunParts) (*HeldOut, DrawStreams, error) {
+// same settings (other settings pass with cfg.Override), and where the
+// rollouts' random streams lie from the resumed step on (the run's, or
+// after them when --draw-rounds changed). It returns the held-out
+// problems the checkpoint recorded (nil when none).
+func resume(cfg RunConfig, p RunParts) (*HeldOut, error) {
 	path, st, err := resumeNewest(cfg.Dir, p.Settings.LoRA, p.Weights, p.Optimizer, p.Warn)
 	switch {
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):
-		return nil, DrawStreams{}, nil
+		return nil, nil
 	case err != nil:
-		return nil, DrawStreams{}, err
+		return nil, err
 	}
 	var prev RunSettings
 	if err := json.Unmarshal(st.Config, &prev); err != nil {
-		return nil, DrawStreams{}, fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
+		return nil, fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
 	}
 	var sft struct {
 		SFT *SFTConfig `json:"sft"`
 	}
 	if json.Unmarshal(st.Config, &sft) == nil && sft.SFT != nil {
-		return nil, DrawStreams{}, fmt.Errorf("%s holds checkpoints of spiral sft, not of train: use another --out, or --fresh", cfg.Dir)
+		return nil, fmt.Errorf("%s holds checkpoints of spiral sft, not of train: use another --out, or --fresh", cfg.Dir)
 	}
 	if prev.LoRA != nil { // targets saved in the order given, by older versions
 		c := prev.LoRA.Canonical()
 		prev.LoRA = &c
 	}
 	if !sameModel(prev.Model, prev.ModelID, p.Settings.Model, p.Settings.ModelID) || prev.Data != p.Settings.Data || prev.RL.Algo != p.Settings.RL.Algo {
-		return nil, DrawStreams{}, fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s): use another --out, or --fresh",
+		return nil, fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s): use another --out, or --fresh",
 			cfg.Dir, prev.Model, prev.Data, prev.RL.Algo, p.Settings.Model, p.Settings.Data, p.Settings.RL.Algo)
 	}
 	if err := checkSettings(cfg.Dir, settingsDiff(prev, p.Settings), cfg.Override, p.Warn); err != nil {
-		return nil, DrawStreams{}, err
+		return nil, err
 	}
 	var cur data.Cursor
 	if err := json.Unmarshal(st.DataCursor, &cur); err != nil {
-		return nil, DrawStreams{}, fmt.Errorf("checkpoint %s: data cursor: %w", path, err)
+		return nil, fmt.Errorf("checkpoint %s: data cursor: %w", path, err)
 	}
 	// A position in other problems means nothing: another number of them,
 	// or as many with other contents (the file edited in place; cursors
@@ -507,13 +506,13 @@ func resume(cfg RunConfig, p RunParts) (*HeldOut, DrawStreams, error) {
 	}
 	if changed != "" {
 		if !cfg.Override {
-			return nil, DrawStreams{}, fmt.Errorf("checkpoint %s: %s: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh", path, changed)
+			return nil, fmt.Errorf("checkpoint %s: %s: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh", path, changed)
 		}
 		fmt.Fprintf(p.Warn, "spiral: --override: %s: going on from the start of a new epoch of it\n", overridden)
 		cur = data.Cursor{Epoch: cur.Epoch + 1, Seed: cur.Seed, Size: now.Size, Digest: now.Digest}
 	}
 	if err := p.Problems.Restore(cur); err != nil {
-		return nil, DrawStreams{}, fmt.Errorf("checkpoint %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	p.Trainer.SetStep(int(st.Step))
 	var streams DrawStreams
@@ -523,8 +522,9 @@ func resume(cfg RunConfig, p RunParts) (*HeldOut, DrawStreams, error) {
 	if stride := prev.RL.MaxDrawRounds; stride != p.Settings.RL.MaxDrawRounds {
 		streams = streams.NextDrawStreams(int(st.Step), stride)
 	}
+	p.Trainer.SetDrawStreams(streams)
 	fmt.Fprintf(p.Out, "resumed from %s (step %d)\n", path, st.Step)
-	return prev.HeldOut, streams, nil
+	return prev.HeldOut, nil
 }
 
 // WarnSkippedCheckpoints writes one warning to w for each checkpoint that

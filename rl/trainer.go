@@ -251,6 +251,9 @@ func (s DrawStreams) NextDrawStreams(step, stride int) DrawStreams {
 // resuming).
 func (t *Trainer) SetDrawStreams(s DrawStreams) { t.streams = s }
 
+// DrawStreams returns where the rollouts' random streams lie.
+func (t *Trainer) DrawStreams() DrawStreams { return t.streams }
+
 // device returns the learner as a deviceUpdater when it keeps AdamW on
 // the device, else nil.
 func (t *Trainer) device() deviceUpdater {
