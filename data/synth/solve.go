@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spiral-rl/spiral/data"
 )
@@ -109,16 +111,30 @@ func (it Item) Trial(g int) string {
 // for "no"; found is false when the trace has neither (the last of them
 // counts when it has several).
 func CheckVerdict(trace string) (passed, found bool) {
-	words := strings.Fields(trace)
-	for i := len(words) - 1; i >= 0; i-- {
-		switch words[i] {
-		case "ok":
-			return true, true
-		case "no":
-			return false, true
+	passed, _, found = VerdictAt(trace)
+	return passed, found
+}
+
+// VerdictAt is CheckVerdict (the last of the whitespace-separated words
+// "ok" and "no") with the offset in trace where the verdict's word
+// starts, for a reader of what the trace wrote before it.
+func VerdictAt(trace string) (passed bool, at int, found bool) {
+	for end := len(trace); end > 0; {
+		text := strings.TrimRightFunc(trace[:end], unicode.IsSpace)
+		start := 0
+		if i := strings.LastIndexFunc(text, unicode.IsSpace); i >= 0 {
+			_, size := utf8.DecodeRuneInString(text[i:])
+			start = i + size
 		}
+		switch text[start:] {
+		case "ok":
+			return true, start, true
+		case "no":
+			return false, start, true
+		}
+		end = start
 	}
-	return false, false
+	return false, 0, false
 }
 
 // wrongGuess draws a value other than x from [lo, hi]: within 2 of x with

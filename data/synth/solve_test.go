@@ -471,3 +471,49 @@ func TestSolveReadShare(t *testing.T) {
 		})
 	}
 }
+
+// fieldsVerdict is the verdict read by strings.Fields: the last word
+// "ok" or "no", a reference apart from VerdictAt's scan.
+func fieldsVerdict(trace string) (passed, found bool) {
+	words := strings.Fields(trace)
+	for i := len(words) - 1; i >= 0; i-- {
+		switch words[i] {
+		case "ok":
+			return true, true
+		case "no":
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// TestVerdictAt: VerdictAt reads the verdict the last whitespace-separated
+// word "ok" or "no" gives (fieldsVerdict), and says where its word starts.
+func TestVerdictAt(t *testing.T) {
+	for _, tc := range []struct {
+		trace string
+		at    int // -1: no verdict
+	}{
+		{`x=5. 38-38=0. ok \boxed{5}`, 14},
+		{`x=4. 31-38=-7. no \boxed{4}`, 15},
+		{`ok no`, 3},
+		{"no\tok\n", 3},
+		{"no\u00a0ok", 4},
+		{"ok\u00a0", 0},
+		{`nook okay no.`, -1},
+		{`\boxed{4}`, -1},
+		{``, -1},
+		{` `, -1},
+	} {
+		passed, at, found := VerdictAt(tc.trace)
+		wantPassed, wantFound := fieldsVerdict(tc.trace)
+		require.Equal(t, wantFound, found, "%q", tc.trace)
+		require.Equal(t, wantPassed, passed, "%q", tc.trace)
+		if found {
+			require.Equal(t, tc.at, at, "%q", tc.trace)
+			require.Contains(t, []string{"ok", "no"}, tc.trace[at:at+2], "%q", tc.trace)
+		} else {
+			require.Equal(t, -1, tc.at, "%q", tc.trace)
+		}
+	}
+}

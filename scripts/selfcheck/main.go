@@ -41,8 +41,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/rollout/report"
@@ -210,28 +208,6 @@ func checkSteps(trace string, steps *[numPlaces][2]int) (comparison int, ok bool
 	return checked[len(checked)-1].result, true
 }
 
-// verdictAt is synth.CheckVerdict (the last of the whitespace-separated
-// words "ok" and "no") with the offset in trace where the verdict's word
-// starts.
-func verdictAt(trace string) (passed bool, at int, found bool) {
-	for end := len(trace); end > 0; {
-		text := strings.TrimRightFunc(trace[:end], unicode.IsSpace)
-		start := 0
-		if i := strings.LastIndexFunc(text, unicode.IsSpace); i >= 0 {
-			_, size := utf8.DecodeRuneInString(text[i:])
-			start = i + size
-		}
-		switch text[start:] {
-		case "ok":
-			return true, start, true
-		case "no":
-			return false, start, true
-		}
-		end = start
-	}
-	return false, 0, false
-}
-
 // writtenStep is a step "a op b = c" as written: its result c and whether
 // its arithmetic holds.
 type writtenStep struct {
@@ -357,7 +333,7 @@ func tally(recs []report.TraceRecord) (counts, error) {
 			c.searchRight++
 		}
 		checkSteps(r.Text, &c.steps)
-		passed, at, found := verdictAt(r.Text)
+		passed, at, found := synth.VerdictAt(r.Text)
 		if !found {
 			c.noVerdict++
 			continue

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
 
@@ -233,36 +232,5 @@ func TestFollow(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tc.want, c.follow)
 		})
-	}
-}
-
-// TestVerdictAt: verdictAt reads the verdict synth.CheckVerdict reads,
-// and says where its word starts.
-func TestVerdictAt(t *testing.T) {
-	for _, tc := range []struct {
-		trace string
-		at    int // -1: no verdict
-	}{
-		{`x=5. 38-38=0. ok \boxed{5}`, 14},
-		{`x=4. 31-38=-7. no \boxed{4}`, 15},
-		{`ok no`, 3},
-		{"no\tok\n", 3},
-		{"no\u00a0ok", 4},
-		{"ok\u00a0", 0},
-		{`nook okay no.`, -1},
-		{`\boxed{4}`, -1},
-		{``, -1},
-		{` `, -1},
-	} {
-		passed, at, found := verdictAt(tc.trace)
-		wantPassed, wantFound := synth.CheckVerdict(tc.trace)
-		require.Equal(t, wantFound, found, "%q", tc.trace)
-		require.Equal(t, wantPassed, passed, "%q", tc.trace)
-		if found {
-			require.Equal(t, tc.at, at, "%q", tc.trace)
-			require.Contains(t, []string{"ok", "no"}, tc.trace[at:at+2], "%q", tc.trace)
-		} else {
-			require.Equal(t, -1, tc.at, "%q", tc.trace)
-		}
 	}
 }
