@@ -174,17 +174,32 @@ var stepPattern = regexp.MustCompile(`(-?\d+)([-+*/])(\d+)=(-?\d+)\.`)
 // guessPattern is the statement of x that ends a derivation, "x=5.".
 var guessPattern = regexp.MustCompile(`(^|\s)x=-?\d+\.`)
 
-// checkSteps adds the written steps of trace to steps: [place][n, right].
-// The steps before the last statement of x are its derivation, those
-// after it its check; a trace that states no x has only a derivation. It
-// returns the written result of the check's last step (its comparison);
-// ok is false when the check has no step.
-func checkSteps(trace string, steps *[numPlaces][2]int) (comparison int, ok bool) {
-	derivation, check := trace, ""
+// derivationAndCheck splits trace at its last statement of x: the steps
+// before it are its derivation, those after it its check; a trace that
+// states no x has only a derivation.
+func derivationAndCheck(trace string) (derivation, check string) {
 	if locs := guessPattern.FindAllStringIndex(trace, -1); locs != nil {
 		last := locs[len(locs)-1]
-		derivation, check = trace[:last[0]], trace[last[1]:]
+		return trace[:last[0]], trace[last[1]:]
 	}
+	return trace, ""
+}
+
+// lastComparison returns the written result of the last step of text's
+// check (its comparison); ok is false when the check has no step.
+func lastComparison(text string) (comparison int, ok bool) {
+	_, check := derivationAndCheck(text)
+	checked := writtenSteps(check)
+	if len(checked) == 0 {
+		return 0, false
+	}
+	return checked[len(checked)-1].result, true
+}
+
+// checkSteps adds the written steps of trace to steps: [place][n, right]
+// (derivationAndCheck's derivation, the check's earlier steps, its last).
+func checkSteps(trace string, steps *[numPlaces][2]int) {
+	derivation, check := derivationAndCheck(trace)
 	count := func(place int, holds bool) {
 		steps[place][0]++
 		if holds {
@@ -202,10 +217,6 @@ func checkSteps(trace string, steps *[numPlaces][2]int) (comparison int, ok bool
 			count(earlierStep, s.holds)
 		}
 	}
-	if len(checked) == 0 {
-		return 0, false
-	}
-	return checked[len(checked)-1].result, true
 }
 
 // writtenStep is a step "a op b = c" as written: its result c and whether
@@ -341,7 +352,7 @@ func tally(recs []report.TraceRecord) (counts, error) {
 		// The comparison a verdict follows is written before it: the
 		// last step of the check that precedes it, not a step of text
 		// that runs on past the verdict.
-		if comparison, compared := checkSteps(r.Text[:at], new([numPlaces][2]int)); compared {
+		if comparison, compared := lastComparison(r.Text[:at]); compared {
 			c.follow[0]++
 			if passed == (comparison == 0) {
 				c.follow[1]++
