@@ -172,12 +172,15 @@ func New(cfg Config, seed uint64) (*Task, error) {
 // and every reordering of its terms and factors ("x+3*2=8", "2*3+x=8")
 // in one split, so no test problem is a training problem written in
 // another order.
-func (t *Task) SplitOf(expr string) Split {
+func (t *Task) SplitOf(expr string) Split { return t.splitOfKey(CanonicalExpr(expr)) }
+
+// splitOfKey is SplitOf of an expression whose canonical form is key.
+func (t *Task) splitOfKey(key string) Split {
 	h := fnv.New64a()
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], t.seed)
 	h.Write(b[:])
-	h.Write([]byte(CanonicalExpr(expr)))
+	h.Write([]byte(key))
 	if h.Sum64()%100 < uint64(t.cfg.TestPercent) {
 		return Test
 	}
@@ -240,6 +243,12 @@ const maxValue = 1 << 53
 // give wrong answers. No expression of the embedded task comes near
 // (5^4 at most).
 func (t *Task) Sample(r *rand.Rand, s Split) (Item, error) {
+	it, _, err := t.sample(r, s)
+	return it, err
+}
+
+// sample is Sample, with the problem's canonical form.
+func (t *Task) sample(r *rand.Rand, s Split) (Item, string, error) {
 	large := 0
 	for range maxSampleTries {
 		n := t.cfg.MinOperands + r.IntN(t.cfg.MaxOperands-t.cfg.MinOperands+1)
@@ -259,14 +268,14 @@ func (t *Task) Sample(r *rand.Rand, s Split) (Item, error) {
 		if t.cfg.Form == FormSolve {
 			it = solveItem(operands, ops, r.IntN(n))
 		}
-		if t.SplitOf(it.Expr) == s {
-			return it, nil
+		if key := CanonicalExpr(it.Expr); t.splitOfKey(key) == s {
+			return it, key, nil
 		}
 	}
 	if large > 0 {
-		return Item{}, fmt.Errorf("synth: no %s problem in %d tries (%d of them could reach values past 2^53 with operands up to max operand %d: lower it or the operands' count)", s, maxSampleTries, large, t.cfg.MaxOperand)
+		return Item{}, "", fmt.Errorf("synth: no %s problem in %d tries (%d of them could reach values past 2^53 with operands up to max operand %d: lower it or the operands' count)", s, maxSampleTries, large, t.cfg.MaxOperand)
 	}
-	return Item{}, fmt.Errorf("synth: no %s problem in %d tries", s, maxSampleTries)
+	return Item{}, "", fmt.Errorf("synth: no %s problem in %d tries", s, maxSampleTries)
 }
 
 // maxValueBound bounds the magnitude of every value that an expression
@@ -322,11 +331,11 @@ func (t *Task) Problems(s Split, n int, seed uint64) ([]Item, error) {
 		if tries > 100*n+1000 || sinceNew > max(20*len(items), 1000) {
 			return nil, fmt.Errorf("synth: only %d distinct %s problems found, want %d; widen the operand range or count", len(items), s, n)
 		}
-		it, err := t.Sample(r, s)
+		it, key, err := t.sample(r, s)
 		if err != nil {
 			return nil, err
 		}
-		if key := CanonicalExpr(it.Expr); !seen[key] {
+		if !seen[key] {
 			seen[key] = true
 			items = append(items, it)
 			sinceNew = 0
