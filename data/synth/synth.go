@@ -37,11 +37,14 @@ type Config struct {
 	// belongs to the test split (default 10; 1 to 99).
 	TestPercent int
 	// MistakeRate is the probability that a candidate in an aggregation
-	// example carries a planted mistake (default 0.5; 0 to 1).
+	// example carries a planted mistake (at most 1; default 0.5, which a
+	// zero value selects like every field's, so a rate of exactly 0 is
+	// not expressible: take a tiny one).
 	MistakeRate float64
 	// SharedMistakeRate is the probability that all wrong candidates of an
 	// aggregation example share the same mistake, so that a wrong answer
-	// can hold the majority and voting is not enough (default 0.3).
+	// can hold the majority and voting is not enough (at most 1; default
+	// 0.3, which a zero value selects).
 	SharedMistakeRate float64
 }
 
