@@ -217,7 +217,8 @@ type completionRequest struct {
 
 type completionResponse struct {
 	Choices []struct {
-		Text     string  `json:"text"`
+		// Text is nil when the answer has none (null or missing).
+		Text     *string `json:"text"`
 		TokenIDs []int32 `json:"token_ids"`
 		// PromptTokenIDs is the prompt the engine completed, which vLLM
 		// returns with return_token_ids.
@@ -701,8 +702,17 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 		return Completion{}, fmt.Errorf("rollout: engine: %s/completions answered %d choices, want 1", o.cfg.BaseURL, len(resp.Choices))
 	}
 	ch := resp.Choices[0]
-	if ch.TokenIDs != nil && len(ch.TokenIDs) == 0 && ch.Text != "" {
-		return Completion{}, fmt.Errorf("rollout: engine: %s/completions answered the text %q with no token ids (token_ids: [])", o.cfg.BaseURL, shorten(ch.Text, 80))
+	if ch.Text == nil && ch.TokenIDs == nil {
+		// A null choice or one without its completion: not an empty
+		// completion, which would be trained and rewarded as one.
+		return Completion{}, fmt.Errorf("rollout: engine: %s/completions answered a choice with neither text nor token_ids (both null or missing)", o.cfg.BaseURL)
+	}
+	text := ""
+	if ch.Text != nil {
+		text = *ch.Text
+	}
+	if ch.TokenIDs != nil && len(ch.TokenIDs) == 0 && text != "" {
+		return Completion{}, fmt.Errorf("rollout: engine: %s/completions answered the text %q with no token ids (token_ids: [])", o.cfg.BaseURL, shorten(text, 80))
 	}
 	if ch.PromptTokenIDs != nil && !slices.Equal(ch.PromptTokenIDs, r.Prompt) {
 		// A BOS the server put before the ids, a prompt it truncated: the
@@ -744,7 +754,7 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 		o.warnOnce.Do(func() {
 			o.warnf("spiral: warning: %s returns completion text without token ids; tokenizing it locally, which may not give the tokens the engine sampled\n", o.cfg.BaseURL)
 		})
-		ids, err := o.cfg.Tokenize(ch.Text)
+		ids, err := o.cfg.Tokenize(text)
 		if err != nil {
 			return Completion{}, fmt.Errorf("rollout: engine: tokenize a completion: %w", err)
 		}

@@ -286,6 +286,27 @@ func TestOpenAIFallsBackToLocalTokens(t *testing.T) {
 	require.ErrorContains(t, err, "no token_ids")
 }
 
+// A choice with neither text nor token ids (null, {}, a null text)
+// holds no completion: it fails, saying so, rather than being
+// tokenized as an empty text that stopped (the trace [stop], rewarded 0
+// and trained on).
+func TestOpenAIChoiceWithoutCompletion(t *testing.T) {
+	for _, answer := range []string{`{"choices":[null]}`, `{"choices":[{}]}`, `{"choices":[{"text":null,"finish_reason":"stop"}]}`} {
+		t.Run(answer, func(t *testing.T) {
+			fake := newFake()
+			fake.answer = answer
+			srv := httptest.NewServer(fake)
+			defer srv.Close()
+			cfg := engineConfig(srv.URL)
+			cfg.Tokenize = func(s string) ([]int32, error) { return make([]int32, len(s)), nil }
+			eng, err := rollout.NewOpenAI(cfg)
+			require.NoError(t, err)
+			_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
+			require.EqualError(t, err, "request 0: rollout: engine: "+srv.URL+"/v1/completions answered a choice with neither text nor token_ids (both null or missing)")
+		})
+	}
+}
+
 func TestOpenAIErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
