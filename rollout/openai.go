@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,9 +39,9 @@ type OpenAIConfig struct {
 	Concurrency int
 	// Retries is how many times a request is retried after a 429, a 5xx
 	// or a connection error (nothing else: another answer would be the
-	// same), waiting Backoff, then twice as long each time; defaults 4
-	// and 500 ms. Each retry is announced on Warn with its reason (see
-	// RetryNotice).
+	// same), waiting Backoff, then twice as long each time, or longer
+	// when the answer's Retry-After asks so; defaults 4 and 500 ms. Each
+	// retry is announced on Warn with its reason (see RetryNotice).
 	Retries int
 	Backoff time.Duration
 	// Timeout bounds one request from its first attempt to its answer,
@@ -239,11 +240,13 @@ type apiError struct {
 	} `json:"error"`
 }
 
-// statusError is a non-2xx answer.
+// statusError is a non-2xx answer; retryAfter is how long its
+// Retry-After header asks to wait before another attempt (0: none).
 type statusError struct {
-	url     string
-	status  int
-	message string
+	url        string
+	status     int
+	message    string
+	retryAfter time.Duration
 }
 
 func (e *statusError) Error() string {
@@ -338,12 +341,16 @@ func (o *OpenAI) request(ctx context.Context, method, url string, body, out any)
 		if ctx.Err() != nil || !retryable(err) || attempt > o.cfg.Retries {
 			return attempts(err, attempt)
 		}
-		if time.Until(deadline) <= wait {
+		d, note := pause(err, wait)
+		if time.Until(deadline) <= d && note != "" {
+			return fmt.Errorf("%w (%s; the server's Retry-After asks to wait %v, past the %v timeout, --engine-timeout)", err, plural(attempt, "attempt"), d, o.cfg.Timeout)
+		}
+		if time.Until(deadline) <= d {
 			return fmt.Errorf("%w (%s; another would start after the %v timeout, --engine-timeout)", err, plural(attempt, "attempt"), o.cfg.Timeout)
 		}
-		o.warnRetry(err, attempt, wait)
+		o.warnRetry(err, attempt, d, note)
 		last = err
-		t := time.NewTimer(wait)
+		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -355,6 +362,33 @@ func (o *OpenAI) request(ctx context.Context, method, url string, body, out any)
 		}
 		wait *= 2
 	}
+}
+
+// retryAfter reads a Retry-After header, seconds or an HTTP date, as the
+// wait it asks for from now; 0 when there is none, it cannot be read, or
+// the date is past.
+func retryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	if s, err := strconv.ParseUint(h, 10, 32); err == nil {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// pause is how long to wait before retrying after err: the backoff
+// wait, or longer when the server's Retry-After asks so (said in note).
+func pause(err error, wait time.Duration) (d time.Duration, note string) {
+	var se *statusError
+	if errors.As(err, &se) && se.retryAfter > wait {
+		return se.retryAfter, " (the server's Retry-After)"
+	}
+	return wait, ""
 }
 
 // attempts notes how many attempts err ended.
@@ -396,7 +430,7 @@ func (o *OpenAI) warnf(format string, args ...any) {
 // warnRetry announces a retry on Warn unless another was announced
 // within RetryNotice; the line counts the retries left unannounced since
 // the last.
-func (o *OpenAI) warnRetry(err error, attempt int, wait time.Duration) {
+func (o *OpenAI) warnRetry(err error, attempt int, wait time.Duration, note string) {
 	if o.cfg.Warn == nil {
 		return
 	}
@@ -415,7 +449,7 @@ func (o *OpenAI) warnRetry(err error, attempt int, wait time.Duration) {
 	default:
 		quiet = fmt.Sprintf(" (%d other retries since the last line)", o.quietRetries)
 	}
-	fmt.Fprintf(o.cfg.Warn, "spiral: warning: %v; retry %d of %d in %v%s\n", err, attempt, o.cfg.Retries, wait, quiet)
+	fmt.Fprintf(o.cfg.Warn, "spiral: warning: %v; retry %d of %d in %v%s%s\n", err, attempt, o.cfg.Retries, wait, note, quiet)
 	o.lastRetry, o.quietRetries = now, 0
 }
 
@@ -457,7 +491,7 @@ func (o *OpenAI) call(ctx context.Context, method, url string, body []byte, out 
 				msg = ae.Message
 			}
 		}
-		return &statusError{url: url, status: resp.StatusCode, message: msg}
+		return &statusError{url: url, status: resp.StatusCode, message: msg, retryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	}
 	if msg, ok := errorAnswer(raw, out == nil); ok {
 		// Servers answer some refusals with a 200 (older vLLM versions,

@@ -677,6 +677,64 @@ func TestOpenAITimeout(t *testing.T) {
 	}
 }
 
+// TestOpenAIRetryAfter: a 429 or 503 with a Retry-After (seconds or an
+// HTTP date) is retried no sooner than it asks, the retry line saying
+// so; one that asks for more than the timeout leaves is not waited for.
+func TestOpenAIRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		status     int
+		retryAfter string
+		timeout    time.Duration
+		least      time.Duration // the shortest the call may take
+		want       string        // the error; "" for none
+		warning    string        // the retry line's end
+	}{
+		{name: "429, seconds", status: 429, retryAfter: "1", timeout: 5 * time.Second, least: time.Second,
+			warning: "HTTP 429: busy; retry 1 of 3 in 1s (the server's Retry-After)"},
+		{name: "503, an HTTP date", status: 503, retryAfter: time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat), timeout: 8 * time.Second, least: time.Second,
+			warning: "(the server's Retry-After)"},
+		{name: "shorter than the backoff", status: 429, retryAfter: "0", timeout: 5 * time.Second,
+			warning: "HTTP 429: busy; retry 1 of 3 in 1ms"},
+		{name: "unreadable", status: 429, retryAfter: "soon", timeout: 5 * time.Second,
+			warning: "HTTP 429: busy; retry 1 of 3 in 1ms"},
+		{name: "past the timeout", status: 429, retryAfter: "60", timeout: 2 * time.Second,
+			want: "HTTP 429: busy (1 attempt; the server's Retry-After asks to wait 1m0s, past the 2s timeout, --engine-timeout)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if calls.Add(1) == 1 {
+					w.Header().Set("Retry-After", tc.retryAfter)
+					w.WriteHeader(tc.status)
+					_, _ = w.Write([]byte(`{"message":"busy"}`))
+					return
+				}
+				_, _ = w.Write([]byte(`{"choices":[{"text":"","token_ids":[5,2],"finish_reason":"stop"}]}`))
+			}))
+			defer srv.Close()
+			cfg := engineConfig(srv.URL)
+			var warn bytes.Buffer
+			cfg.Timeout, cfg.Retries, cfg.Warn, cfg.RetryNotice = tc.timeout, 3, &warn, -1
+			eng, err := rollout.NewOpenAI(cfg)
+			require.NoError(t, err)
+			start := time.Now()
+			out, _, err := eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
+			took := time.Since(start)
+			if tc.want != "" {
+				require.EqualError(t, err, "request 0: rollout: engine: "+srv.URL+"/v1/completions: "+tc.want)
+				require.Less(t, took, time.Second, "not waited for")
+				require.Empty(t, warn.String())
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, []int32{5, 2}, out[0].Tokens)
+			require.GreaterOrEqual(t, took, tc.least)
+			require.True(t, strings.HasSuffix(strings.TrimSuffix(warn.String(), "\n"), tc.warning), "%q, want it to end in %q", warn.String(), tc.warning)
+		})
+	}
+}
+
 // TestOpenAIStallNotice: a Generate call whose requests stop answering
 // says so on Warn after StallNotice, and again each time the wait
 // doubles, instead of waiting silently for the timeout; one whose
