@@ -33,7 +33,9 @@ type OpenAIConfig struct {
 	// APIKey, when set, is sent as a bearer token.
 	APIKey string
 	// Sampling holds the temperature, top-p, top-k, MaxNewTokens and
-	// StopIDs sent with each request (the rest is the engine's business).
+	// StopIDs sent with each request, max_tokens within what
+	// ContextLength leaves after the prompt (the rest is the engine's
+	// business).
 	Sampling SamplerConfig
 	// Concurrency bounds the requests in flight; default 16.
 	Concurrency int
@@ -726,6 +728,14 @@ func (o *OpenAI) watchStalls(done <-chan struct{}, state func() (time.Time, int)
 // complete runs one request.
 func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 	s := o.cfg.Sampling
+	if c := s.ContextLength; c > 0 {
+		// As the local sampler: the completion stops where the context
+		// ends (vLLM refuses a prompt and max_tokens that pass it).
+		if len(r.Prompt) >= c {
+			return Completion{}, fmt.Errorf("rollout: engine: prompt of %d tokens leaves no room in the model's %d-position context", len(r.Prompt), c)
+		}
+		s.MaxNewTokens = min(s.MaxNewTokens, c-len(r.Prompt))
+	}
 	body := completionRequest{Model: o.Model(), Prompt: r.Prompt, MaxTokens: s.MaxNewTokens, Temperature: s.Temperature,
 		TopP: s.TopP, TopK: s.TopK, Seed: int64(r.Seed & (1<<31 - 1)), N: 1, StopTokenIDs: s.StopIDs, ReturnTokenIDs: true}
 	var resp completionResponse

@@ -173,6 +173,37 @@ func TestOpenAIGenerate(t *testing.T) {
 	require.Equal(t, []any{2.0}, body["stop_token_ids"])
 }
 
+// TestOpenAIContextLength: with the model's context known, a prompt
+// that leaves fewer positions than MaxNewTokens is sent with max_tokens
+// what is left (as the local sampler stops there; vLLM refuses a request
+// whose prompt and max_tokens pass its context), and a completion
+// filling it without a finish_reason is cut there.
+func TestOpenAIContextLength(t *testing.T) {
+	fake := newFake()
+	fake.finish = ""
+	fake.tokensOf = func(p []int32, _ int64) []int32 {
+		if len(p) == 7 {
+			return []int32{5, 5, 5}
+		}
+		return []int32{5, 2}
+	}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	cfg := engineConfig(srv.URL)
+	cfg.Sampling.ContextLength, cfg.Concurrency = 10, 1
+	eng, err := rollout.NewOpenAI(cfg)
+	require.NoError(t, err)
+	out, _, err := eng.Generate(context.Background(), []rollout.Request{{Prompt: make([]int32, 7)}, {Prompt: make([]int32, 2)}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 3.0, fake.requests[0]["max_tokens"], "10 positions - a prompt of 7")
+	require.Equal(t, rollout.FinishLength, out[0].Finish)
+	require.Equal(t, 8.0, fake.requests[1]["max_tokens"], "MaxNewTokens, within the context")
+	require.Equal(t, rollout.FinishStop, out[1].Finish)
+
+	_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: make([]int32, 10)}}, nil)
+	require.EqualError(t, err, "request 0: rollout: engine: prompt of 10 tokens leaves no room in the model's 10-position context")
+}
+
 // TestOpenAIBadEngineLogProbs: log-probabilities that cannot be the
 // sampled tokens' (another count, a null, a positive value, one that
 // overflows a float32, which made engine_logprob_diff infinite and
