@@ -72,7 +72,8 @@ type OpenAIConfig struct {
 	// does not print a line for each of their retries; default 10 s (0),
 	// negative: a line for every retry.
 	RetryNotice time.Duration
-	// Client is the HTTP client; nil uses a new one.
+	// Client is the HTTP client; nil uses a new one that keeps a
+	// connection per request in flight (Concurrency) between requests.
 	Client *http.Client
 }
 
@@ -170,7 +171,13 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		cfg.RetryNotice = DefaultEngineRetryNotice
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{}
+		// Keep a connection per request in flight between batches (the
+		// default transport keeps 2 a host: the others were closed after
+		// each answer and opened again for the next request).
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = cfg.Concurrency
+		tr.MaxIdleConns = max(tr.MaxIdleConns, cfg.Concurrency)
+		cfg.Client = &http.Client{Transport: tr}
 	}
 	if cfg.Client.CheckRedirect == nil {
 		c := *cfg.Client
