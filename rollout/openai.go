@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -511,9 +512,46 @@ func (o *OpenAI) call(ctx context.Context, method, url string, body []byte, out 
 		return nil
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("rollout: engine: %s: the answer is not the expected JSON: %w", url, err)
+		return fmt.Errorf("rollout: engine: %s: the answer is not the expected JSON: %s (the answer: %s)", url, jsonProblem(err), bodySummary(raw, resp.Header.Get("Content-Type")))
 	}
 	return nil
+}
+
+// jsonProblem says what is wrong with an answer that did not decode:
+// a member of the wrong type by its path and the JSON types (instead
+// of the Go type, which for an answer's anonymous structs is their
+// whole declaration), or the decoder's message.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err.Error()
+	}
+	at := "the answer"
+	if te.Field != "" {
+		at = te.Field
+	}
+	return fmt.Sprintf("%s is %s, want %s", at, te.Value, jsonType(te.Type))
+}
+
+// jsonType names the JSON value a Go type decodes from.
+func jsonType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonType(t.Elem())
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Int, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uint:
+		return fmt.Sprintf("an integer within %s", t.Kind())
+	}
+	return t.String()
 }
 
 // maxErrorBody is the most of an error answer's text an error message

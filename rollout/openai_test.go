@@ -399,6 +399,16 @@ func TestOpenAIErrors(t *testing.T) {
 			want: "/v1/completions: HTTP 200, but the answer is an error: top_k must be -1"},
 		{name: "error string in a 200", answer: `{"error":"overloaded"}`, model: "served", calls: 1, want: "HTTP 200, but the answer is an error: overloaded"},
 		{name: "answer of the wrong shape is not retried", answer: `{"choices": "none"}`, model: "served", calls: 1, want: "the answer is not the expected JSON"},
+		// The answer is quoted (summed up), so that a proxy's page, or a
+		// server of another API, can be told.
+		{name: "wrong shape quoted", answer: `{"choices": "none"}`, model: "served", calls: 1,
+			want: `request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions: the answer is not the expected JSON: choices is string, want an array (the answer: {"choices": "none"})`},
+		{name: "token id not an int32", answer: `{"choices":[{"text":"","token_ids":[5,3000000000],"finish_reason":"stop"}]}`, model: "served", calls: 1,
+			want: `the answer is not the expected JSON: choices.token_ids is number 3000000000, want an integer within int32 (the answer: {"choices":[{"text":"","token_ids":[5,3000000000],"finish_reason":"stop"}]})`},
+		{name: "not JSON at all", answer: `{"choices": [`, model: "served", calls: 1,
+			want: `request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions: the answer is not the expected JSON: unexpected end of JSON input (the answer: {"choices": [)`},
+		{name: "HTML page in a 200", answer: "<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>...</body></html>", model: "served", calls: 1,
+			want: `request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions: the answer is not the expected JSON: invalid character '<' looking for beginning of value (the answer: an HTML page titled "Sign in" (80 bytes; not the engine's answer: a proxy's?))`},
 		// Token ids outside the model's vocabulary (49 here) are refused
 		// when they arrive, naming the engine and the id.
 		{name: "token id beyond the vocabulary", tokensOf: func([]int32, int64) []int32 { return []int32{99999999} }, model: "served", calls: 1,
