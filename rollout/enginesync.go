@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -110,6 +111,10 @@ func (s *VLLMLoRASync) Sync(ctx context.Context, step int) error {
 		// (its name is this step's, and the first sync unloaded every
 		// version an earlier run left).
 		if ids, lerr := e.servedModels(ctx); lerr != nil || !slices.Contains(ids, name) {
+			var se *statusError
+			if errors.As(err, &se) && se.status == http.StatusNotFound {
+				err = fmt.Errorf("%w (vLLM serves it when started with --enable-lora and the environment variable VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)", err)
+			}
 			return fmt.Errorf("rollout: weight sync: load adapter %s: %w", name, err)
 		}
 	}

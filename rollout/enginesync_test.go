@@ -153,6 +153,25 @@ func TestVLLMLoRASyncRefusedIn200(t *testing.T) {
 	}
 }
 
+// TestVLLMLoRASyncNotEnabled: a vLLM started without runtime LoRA
+// updating has no /v1/load_lora_adapter (FastAPI's 404): the error says
+// how to start it, not only "Not Found".
+func TestVLLMLoRASyncNotEnabled(t *testing.T) {
+	eng := &recordedEngine{t: t, want: []exchange{
+		{"GET", "/v1/models", nil, 200, `{"object":"list","data":[{"id":"served","object":"model"}]}`},
+		{"POST", "/v1/load_lora_adapter", map[string]string{"lora_name": "spiral-step-000001"}, 404, `{"detail":"Not Found"}`},
+		{"GET", "/v1/models", nil, 200, `{"object":"list","data":[{"id":"served","object":"model"}]}`},
+	}}
+	srv := httptest.NewServer(eng)
+	defer srv.Close()
+	o := syncEngine(t, srv.URL)
+	s := &rollout.VLLMLoRASync{Engine: o, Dir: t.TempDir(), Export: mkdirExport}
+	err := s.Sync(context.Background(), 1)
+	require.EqualError(t, err, "rollout: weight sync: load adapter spiral-step-000001: rollout: engine: "+srv.URL+`/v1/load_lora_adapter: HTTP 404: {"detail":"Not Found"} `+
+		"(vLLM serves it when started with --enable-lora and the environment variable VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)")
+	require.Equal(t, "served", o.Model())
+}
+
 // TestVLLMLoRASyncLostAnswer: a load whose answer the connection lost is
 // retried and refused as already loaded (vLLM's 400); the engine lists
 // the adapter, so the sync goes on to it rather than failing the run.
