@@ -196,7 +196,13 @@ func (s *SGLangDiskSync) Sync(ctx context.Context, step int) error {
 	}
 	body := map[string]string{"model_path": dir}
 	if err := e.request(ctx, http.MethodPost, url, body, &resp); err != nil {
-		return fmt.Errorf("rollout: weight sync: %w", err)
+		// SGLang answers a load it could not do {"success": false} with
+		// a 400: named as one refused with a 200 is.
+		var se *statusError
+		if errors.As(err, &se) && se.status/100 == 4 {
+			return fmt.Errorf("rollout: weight sync: %s refused %s: HTTP %d: %s", url, dir, se.status, se.message)
+		}
+		return fmt.Errorf("rollout: weight sync: load %s: %w", dir, err)
 	}
 	if !resp.Success {
 		return fmt.Errorf("rollout: weight sync: %s refused %s: %s", url, dir, resp.Message)

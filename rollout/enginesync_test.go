@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -124,6 +125,27 @@ func TestSGLangDiskSync(t *testing.T) {
 	require.NoDirExists(t, filepath.Join(dir, "spiral-step-000002"))
 	require.ErrorContains(t, s.Sync(context.Background(), 4), "shape mismatch")
 	require.Equal(t, "served", o.Model(), "SGLang keeps serving under its own name")
+}
+
+// TestSGLangDiskSyncRefused: a load SGLang refuses names the weights it
+// was asked to load, whether refused with a 200 or a 400 (SGLang's
+// status for {"success": false}).
+func TestSGLangDiskSyncRefused(t *testing.T) {
+	for _, status := range []int{200, 400} {
+		dir := t.TempDir()
+		version := filepath.Join(dir, "spiral-step-000001")
+		eng := &recordedEngine{t: t, want: []exchange{
+			{"POST", "/update_weights_from_disk", map[string]string{"model_path": version}, status, `{"success": false, "message": "Failed to get weights iterator: No such file"}`},
+		}}
+		srv := httptest.NewServer(eng)
+		s := &rollout.SGLangDiskSync{Engine: syncEngine(t, srv.URL), Dir: dir, Export: mkdirExport}
+		err := s.Sync(context.Background(), 1)
+		srv.Close()
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "rollout: weight sync: "+srv.URL+"/update_weights_from_disk refused "+version+": ", status)
+		require.True(t, strings.HasSuffix(err.Error(), "Failed to get weights iterator: No such file"), "%d: %v", status, err)
+		require.Equal(t, "", s.Version())
+	}
 }
 
 // TestVLLMLoRASyncRefusedIn200: a load or unload answered with a 200
