@@ -191,6 +191,23 @@ func (f *samplingFlags) validate() error {
 		countsAtMost(count{"--max-new-tokens", f.cfg.MaxNewTokens, 0}, count{"--top-k", c.TopK, 0}, count{"--gen-batch", c.BatchSize, 1}))
 }
 
+// validateEngine refuses, with --engine openai, the flags only the local
+// sampler reads, which a serving engine would ignore (as
+// engineFlags.validate refuses the engine's flags with the local one).
+func (f *samplingFlags) validateEngine(engine string) error {
+	if engine != "openai" {
+		return nil
+	}
+	var errs []error
+	if f.cfg.BatchSize != rollout.DefaultSamplerConfig().BatchSize {
+		errs = append(errs, errors.New("--gen-batch is for the local engine; a serving engine batches the requests itself (--engine-concurrency bounds those in flight)"))
+	}
+	if f.callMiB != int(model.DefaultCallBytes>>20) {
+		errs = append(errs, errors.New("--gen-call-mib is for the local engine; a serving engine would ignore it"))
+	}
+	return errors.Join(errs...)
+}
+
 // rewardFlags choose which traces earn a reward (training and evaluation).
 type rewardFlags struct {
 	rule rl.RewardRule
@@ -512,7 +529,7 @@ func (f *trainFlags) validate() error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, f.engine.validate(), f.sync.validate(f.engine.engine, arts.LoRA.Enabled()))
+	errs = append(errs, f.engine.validate(), f.sf.validateEngine(f.engine.engine), f.sync.validate(f.engine.engine, arts.LoRA.Enabled()))
 	if err := f.df.opt.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -669,7 +686,7 @@ func checkRequests(n int, things string, draws int, flag string) error {
 }
 
 func (f *evalFlags) validate() error {
-	errs := []error{f.rf.validate(), f.sf.validate(), f.df.opt.Validate(), countedOrNone("--limit", f.limit), f.engine.validate(),
+	errs := []error{f.rf.validate(), f.sf.validate(), f.df.opt.Validate(), countedOrNone("--limit", f.limit), f.engine.validate(), f.sf.validateEngine(f.engine.engine),
 		// Every mode's counts, those --mode ignores included (a bad value
 		// is a mistake either way); their lower bounds are the mode's.
 		countsAtMost(count{"--samples", f.samples, 1}, count{"--population", f.rsa.Population, 1}, count{"--subset", f.rsa.SubsetSize, 1},
@@ -776,7 +793,7 @@ func (f *generateFlags) register(fs *pflag.FlagSet) {
 }
 
 func (f *generateFlags) validate() error {
-	errs := []error{f.rf.validate(), f.sf.validate(), counted("--n", f.n), f.engine.validate()}
+	errs := []error{f.rf.validate(), f.sf.validate(), counted("--n", f.n), f.engine.validate(), f.sf.validateEngine(f.engine.engine)}
 	if f.engine.engine == "openai" && f.ckpt != "" {
 		errs = append(errs, errEngineCheckpoint)
 	}

@@ -458,6 +458,34 @@ func TestEngineFlagsOfLocal(t *testing.T) {
 	}
 }
 
+// TestLocalFlagsOfEngine: the local sampler's flags given with --engine
+// openai are refused as usage errors, as the engine's are with the local
+// engine, where --gen-batch and --gen-call-mib were ignored in silence
+// (a serving engine batches the requests itself).
+func TestLocalFlagsOfEngine(t *testing.T) {
+	openai := []string{"--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m"}
+	for _, tc := range []struct {
+		cmd  []string
+		args []string
+		want string // "" for no error
+	}{
+		{[]string{"eval"}, []string{"--gen-batch", "8"}, "--gen-batch is for the local engine; a serving engine batches the requests itself (--engine-concurrency bounds those in flight)"},
+		{[]string{"eval"}, []string{"--gen-call-mib", "4096"}, "--gen-call-mib is for the local engine; a serving engine would ignore it"},
+		{[]string{"generate"}, []string{"--gen-batch", "8"}, "--gen-batch is for the local engine"},
+		{[]string{"train", "--engine-sync", "sglang", "--sync-dir", t.TempDir()}, []string{"--gen-call-mib", "4096"}, "--gen-call-mib is for the local engine"},
+	} {
+		var stderr bytes.Buffer
+		args := append(append(append([]string{}, tc.cmd...), openai...), tc.args...)
+		if tc.cmd[0] == "generate" {
+			args = append(args, "hi")
+		} else {
+			args = append(args, "--out", t.TempDir())
+		}
+		require.Equal(t, exitUsage, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), "%q: %s", args, stderr.String())
+		require.Contains(t, stderr.String(), tc.want, "%q", args)
+	}
+}
+
 // TestCountFlagBounds: every integer flag of every command that counts
 // something (samples, traces, problems, rows, steps, tokens, subsets,
 // rounds, ranks, threads...) is refused above maxCount as a usage error
