@@ -139,6 +139,24 @@ func flatDiff(a, b any, name func(key string, fa, fb map[string]string) string) 
 // step completed steps, the newest of them saved being lastSaved: it
 // saves the step unless no step finished or it is saved already, says
 // which to warn, and returns cause (with save's error).
+// saveFailed is saveInterrupted for a run that failed (an engine, a
+// device, an evaluation) after step: the completed steps are saved, so
+// that a rerun resumes from the last of them once the cause is mended;
+// not after a failed update (UpdateError), whose weights are neither the
+// step's nor the one before.
+func saveFailed(warn io.Writer, step, lastSaved int, cause error, save func() error) error {
+	var ue *UpdateError
+	switch {
+	case step == 0 || step == lastSaved:
+		return cause
+	case errors.As(cause, &ue):
+		fmt.Fprintf(warn, "spiral: step %d failed in its update, which may have changed part of the weights: they are not saved; a rerun resumes from step %d, the newest checkpoint\n", ue.Step, lastSaved)
+		return cause
+	}
+	fmt.Fprintf(warn, "spiral: failed after step %d; saving it: rerun the command to resume once the cause is mended\n", step)
+	return errors.Join(cause, save())
+}
+
 func saveInterrupted(warn io.Writer, step, lastSaved int, cause error, save func() error) error {
 	switch {
 	case step == 0:

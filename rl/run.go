@@ -181,8 +181,10 @@ func LockRun(dir string) (func() error, error) {
 //  5. each step: roll out, train, log metrics; evaluate when due; save a
 //     checkpoint (and draw training.png) every cfg.CheckpointEvery steps
 //     and at the end; a run resumed at its last step draws the plot too;
-//  6. on interruption (ctx), save the last completed step if it is not
-//     saved yet, and return the interruption.
+//  6. on interruption (ctx), or an error in a step or an evaluation
+//     (a serving engine's, a device's) but not in a step's update,
+//     save the last completed step if it is not saved yet, and return
+//     the cause.
 func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("rl: run: %w", err)
@@ -279,6 +281,14 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		return PlotTraining(cfg.Dir, tr.Config().Algo)
 	}
 	interrupted := func(cause error) error { return saveInterrupted(p.Warn, tr.Step(), lastSaved, cause, save) }
+	// stopped saves the completed steps before a step's or an
+	// evaluation's error ends the run, Ctrl-C's or another.
+	stopped := func(cause error) error {
+		if ctx.Err() != nil {
+			return interrupted(cause)
+		}
+		return saveFailed(p.Warn, tr.Step(), lastSaved, cause, save)
+	}
 	evalDue := func(step int) bool {
 		return len(p.Held) > 0 && cfg.EvalEvery > 0 && (step%cfg.EvalEvery == 0 || step == cfg.Steps) && !evaluated[step]
 	}
@@ -290,10 +300,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			err = heldOutEval(ctx, p, cfg.EvalSamples, tr.Step(), tr.Config().Seed, ef)
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return interrupted(err)
-			}
-			return err
+			return stopped(err)
 		}
 		evaluated[tr.Step()] = true
 		plotted = false
@@ -349,10 +356,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		m, err := tr.TrainStep(ctx, add)
 		done()
 		if err != nil {
-			if ctx.Err() != nil {
-				return interrupted(err)
-			}
-			return err
+			return stopped(err)
 		}
 		stepCursor = p.Problems.Cursor()
 		if err := m.WriteJSONL(mf); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/optim"
@@ -355,6 +356,106 @@ func TestRunInterruptBeforeFirstStep(t *testing.T) {
 	require.NotContains(t, h.log.String(), "saving step 0")
 	_, _, err = checkpoint.Newest(filepath.Join(dir, CheckpointsDir), func(string) error { return nil })
 	require.ErrorIs(t, err, checkpoint.ErrNoCheckpoint)
+}
+
+// failAt fails the at-th of its calls with errFailed (1-based).
+type failAt struct{ n, at int }
+
+var errFailed = errors.New("engine gone")
+
+func (f *failAt) fail() error {
+	f.n++
+	if f.n == f.at {
+		return errFailed
+	}
+	return nil
+}
+
+// failSync is a serving engine's weight sync whose at-th Sync fails.
+type failSync struct{ failAt }
+
+func (s *failSync) Sync(context.Context, int) error { return s.fail() }
+func (*failSync) Version() string                   { return "" }
+
+// failGen is the held-out evaluation's generator failing at its at-th call.
+type failGen struct {
+	failAt
+	inner rollout.Generator
+}
+
+func (g *failGen) Generate(ctx context.Context, reqs []rollout.Request, p rollout.Progress) ([]rollout.Completion, rollout.Stats, error) {
+	if err := g.fail(); err != nil {
+		return nil, rollout.Stats{}, err
+	}
+	return g.inner.Generate(ctx, reqs, p)
+}
+
+// failUpdateLearner is deviceFakeLearner whose at-th Update fails.
+type failUpdateLearner struct {
+	deviceFakeLearner
+	failAt
+}
+
+func (l *failUpdateLearner) Update(lr, maxGradNorm float64) (model.UpdateResult, error) {
+	if err := l.fail(); err != nil {
+		return model.UpdateResult{}, err
+	}
+	return l.deviceFakeLearner.Update(lr, maxGradNorm)
+}
+
+// TestRunFailureSavesCompletedSteps: a run that fails after completing a
+// step that is not checkpointed yet (a serving engine's sync before the
+// next step's rollouts or before an evaluation, the evaluation itself)
+// saves that step before returning the error, so a rerun resumes there
+// instead of from the start; a failure in a step's update saves nothing,
+// its weights being neither that step's nor the one before.
+func TestRunFailureSavesCompletedSteps(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		evalEvery int
+		fail      func(h *runHarness)
+		saved     bool
+		log       string
+	}{
+		// Syncs: step 0's evaluation, step 1's weights before step 2's
+		// rollouts (fails).
+		{"engine sync before a step", 2, func(h *runHarness) { h.parts.Trainer.sync = &failSync{failAt{at: 2}} }, true, "failed after step 1; saving it"},
+		// Syncs: step 0's evaluation, step 1's weights before step 1's
+		// evaluation (fails).
+		{"engine sync before an evaluation", 1, func(h *runHarness) { h.parts.Trainer.sync = &failSync{failAt{at: 2}} }, true, "failed after step 1; saving it"},
+		{"evaluation", 1, func(h *runHarness) { h.parts.Evaluator.Gen = &failGen{failAt{at: 2}, h.gen} }, true, "failed after step 1; saving it"},
+		{"update", 0, func(h *runHarness) {
+			tr := h.parts.Trainer
+			tr.learner, tr.grads = &failUpdateLearner{failAt: failAt{at: 2}}, nil
+		}, false, "step 2 failed in its update"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := newRunHarness(t, dir, 3)
+			h.cfg.CheckpointEvery, h.cfg.EvalEvery = 10, tc.evalEvery
+			tc.fail(h)
+			err := h.run(context.Background())
+			require.ErrorIs(t, err, errFailed)
+			require.Contains(t, h.log.String(), tc.log)
+			ckpt := filepath.Join(dir, CheckpointsDir, "ckpt-000001")
+			if !tc.saved {
+				require.NoDirExists(t, ckpt)
+				return
+			}
+			require.DirExists(t, ckpt, "step 1's training is kept")
+			h = newRunHarness(t, dir, 3)
+			h.cfg.CheckpointEvery, h.cfg.EvalEvery = 10, tc.evalEvery
+			require.NoError(t, h.run(context.Background()))
+			require.Contains(t, h.out.String(), "ckpt-000003")
+			ms, err := readMetrics(filepath.Join(dir, MetricsFile))
+			require.NoError(t, err)
+			var steps []int
+			for _, m := range ms {
+				steps = append(steps, m.Step)
+			}
+			require.Equal(t, []int{1, 2, 3}, steps, "the rerun resumed at step 1")
+		})
+	}
 }
 
 // TestRunSettingsMustMatch: resuming with other settings is refused,

@@ -362,7 +362,7 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 		// 3. Clip and update.
 		u, err := t.update()
 		if err != nil {
-			return m, fmt.Errorf("rl: step %d: %w", m.Step, err)
+			return m, &UpdateError{Step: m.Step, Err: err}
 		}
 		m.GradNorm, m.LR, m.UpdateSkipped = u.norm, u.lr, u.skipped
 	} else {
@@ -377,6 +377,18 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 	t.step++
 	return m, nil
 }
+
+// UpdateError is a step that failed while applying its update: the
+// weights and optimizer moments may be part-updated, so they are not the
+// previous step's either, and a run does not save them (any other failure
+// of a step leaves the completed steps' weights as they were).
+type UpdateError struct {
+	Step int
+	Err  error
+}
+
+func (e *UpdateError) Error() string { return fmt.Sprintf("rl: step %d: update: %v", e.Step, e.Err) }
+func (e *UpdateError) Unwrap() error { return e.Err }
 
 // deviceCopies sums the bytes the generator and the learner have copied
 // between host and device memory so far (those that count them).
