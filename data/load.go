@@ -467,7 +467,7 @@ func cutInstruction(p string) (string, bool) {
 
 // scalarText turns a string or number into text. Integral numbers print
 // without a fraction (27.0 -> "27"); others in their shortest form
-// (a Parquet DECIMAL 1.50 -> "1.5").
+// (a Parquet DECIMAL 1.50 -> "1.5", a FLOAT 0.1 -> "0.1").
 func scalarText(v any) (string, error) {
 	switch x := v.(type) {
 	case string:
@@ -478,9 +478,11 @@ func scalarText(v any) (string, error) {
 		}
 		return x.String(), nil
 	case float64:
-		return formatFloat(x), nil
+		return formatFloat(x, 64), nil
 	case float32:
-		return formatFloat(float64(x)), nil
+		// Shortest as a float32: a FLOAT 0.1 is "0.1", not its float64
+		// widening 0.10000000149011612.
+		return formatFloat(float64(x), 32), nil
 	case int:
 		return strconv.Itoa(x), nil
 	case int32:
@@ -500,11 +502,13 @@ func scalarText(v any) (string, error) {
 	return "", fmt.Errorf("wrong type: %s, want a string or a number", typeName(v))
 }
 
-func formatFloat(f float64) string {
+// formatFloat prints f, a float of bitSize bits, in the shortest decimal
+// form that reads back as the same value.
+func formatFloat(f float64, bitSize int) string {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return strconv.FormatFloat(f, 'g', -1, 64)
+		return strconv.FormatFloat(f, 'g', -1, bitSize)
 	}
-	return strconv.FormatFloat(f, 'f', -1, 64)
+	return strconv.FormatFloat(f, 'f', -1, bitSize)
 }
 
 // typeName names the JSON-like type of v for error messages.

@@ -23,7 +23,7 @@ type parquetWant struct {
 // compares them with the script's own expectations.
 func checkParquetDir(t *testing.T, dir string) {
 	t.Helper()
-	for _, name := range []string{"verl", "flat", "decimal", "typed"} {
+	for _, name := range []string{"verl", "flat", "decimal", "typed", "float32"} {
 		t.Run(name, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(dir, name+".want.json"))
 			require.NoError(t, err)

@@ -110,6 +110,25 @@ def typed(outdir):
         json.dump(want, f, indent=1)
 
 
+def float32_answers(outdir):
+    # FLOAT answers (float32): the gold is the shortest decimal that reads
+    # back as the same float32, 0.1 and not its float64 widening
+    # 0.10000000149011612.
+    import numpy as np
+    problems = ["Compute 1/10.", "Compute 5/2.", "Compute 6/2.", "Compute 1/1000.", "Compute 10^10."]
+    answers = np.array([0.1, 2.5, 3.0, 0.001, 1e10], dtype=np.float32)
+    table = pa.table({"problem": pa.array(problems), "answer": pa.array(answers, type=pa.float32())})
+    pq.write_table(table, os.path.join(outdir, "float32.parquet"))
+    want = {
+        "problems": [[p, np.format_float_positional(a, trim="-")] for p, a in zip(problems, answers)],
+        "skipped": 0,
+        "problem_field": "problem",
+        "answer_field": "answer",
+    }
+    with open(os.path.join(outdir, "float32.want.json"), "w") as f:
+        json.dump(want, f, indent=1)
+
+
 def wrongtype(outdir):
     # The answer column is a list: Load must fail naming row 0 and the field.
     table = pa.table({"problem": pa.array(["p"]), "answer": pa.array([[1, 2]])})
@@ -123,5 +142,5 @@ def empty(outdir):
 
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else "."
-    for fn in (verl, flat, decimal_answers, typed, wrongtype, empty):
+    for fn in (verl, flat, decimal_answers, typed, float32_answers, wrongtype, empty):
         fn(out)
