@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
@@ -305,6 +306,7 @@ func readParquet(path string, src io.ReaderAt, size int64, fn func(record) error
 		return nil // no rows; the caller reports the empty file
 	}
 	unread := unreadColumns(pf.Metadata().Schema)
+	unsigned := unsigned64Leaves(pf.Metadata().Schema)
 	r := parquet.NewReader(pf)
 	defer r.Close()
 	for row = 0; ; row++ {
@@ -319,6 +321,9 @@ func readParquet(path string, src io.ReaderAt, size int64, fn func(record) error
 			if v, ok := m[name]; ok && v != nil {
 				m[name] = parquetUnread{kind}
 			}
+		}
+		for _, path := range unsigned {
+			widenUnsigned(m, path)
 		}
 		if ferr := fn(record{loc: fmt.Sprintf("%s:row %d", path, row), value: m}); ferr != nil {
 			return ferr
@@ -380,6 +385,74 @@ func unreadKind(el *format.SchemaElement) string {
 		return "BSON"
 	}
 	return ""
+}
+
+// unsigned64Leaves returns the paths of the UINT64 columns (INT64 with an
+// unsigned logical or converted type) at the top level or in structs,
+// which parquet-go gives as int64 values: 2^64-1 would read as -1.
+// Columns inside lists and maps are not followed; the answer and id
+// paths Load reads never pass through one.
+func unsigned64Leaves(schema []format.SchemaElement) [][]string {
+	var out [][]string
+	// walk visits the children of schema[i] and returns the index after
+	// its subtree.
+	var walk func(i int, prefix []string) int
+	walk = func(i int, prefix []string) int {
+		n, _ := schema[i].NumChildren.Get()
+		j := i + 1
+		for c := 0; c < int(n) && j < len(schema); c++ {
+			el := &schema[j]
+			path := append(slices.Clone(prefix), el.Name)
+			rep, _ := el.RepetitionType.Get()
+			_, group := el.NumChildren.Get()
+			_, converted := el.ConvertedType.Get()
+			switch {
+			case group && rep != format.Repeated && el.LogicalType.Value == nil && !converted:
+				j = walk(j, path)
+			case group:
+				j = skipSubtree(schema, j)
+			default:
+				if isUnsigned64(el) && rep != format.Repeated {
+					out = append(out, path)
+				}
+				j++
+			}
+		}
+		return j
+	}
+	if len(schema) > 0 {
+		walk(0, nil)
+	}
+	return out
+}
+
+// isUnsigned64 reports whether the leaf el is an INT64 of an unsigned
+// logical or converted type.
+func isUnsigned64(el *format.SchemaElement) bool {
+	if t, _ := el.Type.Get(); t != format.Int64 {
+		return false
+	}
+	if it, ok := el.LogicalType.Value.(*format.IntType); ok {
+		return !it.IsSigned
+	}
+	ct, ok := el.ConvertedType.Get()
+	return ok && ct == deprecated.Uint64
+}
+
+// widenUnsigned replaces the int64 at path in row (a UINT64 value read as
+// its bits) with the uint64 it stands for.
+func widenUnsigned(row map[string]any, path []string) {
+	for _, k := range path[:len(path)-1] {
+		inner, ok := row[k].(map[string]any)
+		if !ok {
+			return
+		}
+		row = inner
+	}
+	leaf := path[len(path)-1]
+	if v, ok := row[leaf].(int64); ok {
+		row[leaf] = uint64(v)
+	}
 }
 
 // skipSubtree returns the index of the element after the subtree of

@@ -14,6 +14,7 @@ import (
 // parquetWant is the expectation file written by testdata/make_parquet.py.
 type parquetWant struct {
 	Problems     [][2]string `json:"problems"`
+	IDs          []string    `json:"ids"` // checked when present
 	Skipped      int         `json:"skipped"`
 	ProblemField string      `json:"problem_field"`
 	AnswerField  string      `json:"answer_field"`
@@ -23,7 +24,7 @@ type parquetWant struct {
 // compares them with the script's own expectations.
 func checkParquetDir(t *testing.T, dir string) {
 	t.Helper()
-	for _, name := range []string{"verl", "flat", "decimal", "typed", "float32"} {
+	for _, name := range []string{"verl", "flat", "decimal", "typed", "float32", "uint64"} {
 		t.Run(name, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(dir, name+".want.json"))
 			require.NoError(t, err)
@@ -40,8 +41,26 @@ func checkParquetDir(t *testing.T, dir string) {
 			require.Len(t, ds.Skipped(), w.Skipped)
 			require.Equal(t, w.ProblemField, ds.Mapping.ProblemField)
 			require.Equal(t, w.AnswerField, ds.Mapping.AnswerField)
+			if w.IDs != nil {
+				var ids []string
+				for _, p := range ds.Problems {
+					ids = append(ids, p.ID)
+				}
+				require.Equal(t, w.IDs, ids)
+			}
 		})
 	}
+	// A UINT64 in a struct, named by its dotted path, as the top-level
+	// column is.
+	t.Run("uint64 nested", func(t *testing.T) {
+		ds, err := Load(filepath.Join(dir, "uint64.parquet"), LoadOptions{AnswerField: "reward_model.ground_truth"})
+		require.NoError(t, err)
+		var got []string
+		for _, p := range ds.Problems {
+			got = append(got, p.Answer)
+		}
+		require.Equal(t, []string{"18446744073709551615", "9223372036854775808", "7"}, got)
+	})
 	// A column of a logical type not read as its value, named as the
 	// answer, is an error naming the type, never a wrong gold answer.
 	for _, tc := range []struct{ field, kind string }{

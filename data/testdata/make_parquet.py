@@ -9,6 +9,7 @@ latter holds what data.Load must return, derived here from the rows
 themselves (not from the Go code):
   {"problems": [[problem, answer], ...], "skipped": N,
    "problem_field": F, "answer_field": F}
+and, where the ids are checked, "ids": [id, ...].
 Regenerate the committed copies with: python3 make_parquet.py .
 """
 import json
@@ -129,6 +130,30 @@ def float32_answers(outdir):
         json.dump(want, f, indent=1)
 
 
+def uint64_answers(outdir):
+    # UINT64 ids and answers (INT64 with an unsigned logical type), at the
+    # top level and in a struct: values from 2^63 up are read as the
+    # unsigned numbers they are, never as negative ones.
+    problems = ["Compute 2^64-1.", "Compute 2^63.", "Compute 3+4."]
+    answers = [2**64 - 1, 2**63, 7]
+    table = pa.table({
+        "id": pa.array([2**64 - 2, 2**63 + 1, 3], type=pa.uint64()),
+        "problem": pa.array(problems),
+        "answer": pa.array(answers, type=pa.uint64()),
+        "reward_model": pa.array([{"ground_truth": a} for a in answers], type=pa.struct([("ground_truth", pa.uint64())])),
+    })
+    pq.write_table(table, os.path.join(outdir, "uint64.parquet"))
+    want = {
+        "problems": [[p, str(a)] for p, a in zip(problems, answers)],
+        "ids": [str(2**64 - 2), str(2**63 + 1), "3"],
+        "skipped": 0,
+        "problem_field": "problem",
+        "answer_field": "answer",
+    }
+    with open(os.path.join(outdir, "uint64.want.json"), "w") as f:
+        json.dump(want, f, indent=1)
+
+
 def wrongtype(outdir):
     # The answer column is a list: Load must fail naming row 0 and the field.
     table = pa.table({"problem": pa.array(["p"]), "answer": pa.array([[1, 2]])})
@@ -142,5 +167,5 @@ def empty(outdir):
 
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else "."
-    for fn in (verl, flat, decimal_answers, typed, float32_answers, wrongtype, empty):
+    for fn in (verl, flat, decimal_answers, typed, float32_answers, uint64_answers, wrongtype, empty):
         fn(out)
