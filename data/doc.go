@@ -30,8 +30,10 @@
 //     solution yields the content of its last \boxed{} (see [LastBoxed]), or
 //     the text after a final "####" marker (GSM8K); fields that are worked
 //     solutions by name ([SolutionFields]) must contain one of the two.
-//   - Malformed rows, missing fields and wrong types are errors that name the
-//     file, the line (JSONL) or row (JSON, Parquet), and the field. Empty
+//   - Malformed rows, missing fields, wrong types and bytes that are not
+//     UTF-8 (a Latin-1 file; never read as U+FFFD) are errors that name
+//     the file, the line (JSONL, and JSON for bad bytes) or row (JSON,
+//     Parquet), and the field. Empty
 //     problems, empty answers, duplicate problems and rows over the caps
 //     (MaxProblemBytes, MaxAnswerBytes) are skipped and reported
 //     by [Dataset.Skipped]; they are never silently kept or dropped.

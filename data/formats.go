@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
@@ -143,6 +144,9 @@ func readJSONL(path string, src io.Reader, fn func(record) error) error {
 		if lineNo == 1 {
 			line = bytes.TrimPrefix(line, utf8BOM)
 		}
+		if off := invalidUTF8(line); off >= 0 {
+			return fmt.Errorf("data: %s:%d: %w", path, lineNo, notUTF8InLine(off, line[off]))
+		}
 		if t := bytes.TrimSpace(line); len(t) > 0 {
 			v, derr := decodeStrict(t)
 			if derr != nil {
@@ -163,6 +167,29 @@ func readJSONL(path string, src io.Reader, fn func(record) error) error {
 	}
 }
 
+// invalidUTF8 returns the offset of the first byte of b that is not
+// valid UTF-8, or -1. encoding/json would read such bytes as U+FFFD in
+// silence, so a Latin-1 "é" would become part of a problem as "\uFFFD".
+func invalidUTF8(b []byte) int {
+	if utf8.Valid(b) {
+		return -1
+	}
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// notUTF8InLine describes the invalid byte c at offset off (0-based) of
+// its line.
+func notUTF8InLine(off int, c byte) error {
+	return fmt.Errorf("byte %d of the line (0x%02X) is not valid UTF-8; spiral reads UTF-8 text: convert the file (for Latin-1: iconv -f LATIN1 -t UTF-8)", off+1, c)
+}
+
 // lineOf returns the 1-based line of byte offset off in b.
 func lineOf(b []byte, off int64) int {
 	if off > int64(len(b)) {
@@ -177,6 +204,10 @@ func readJSON(path string, b []byte, fn func(record) error) error {
 	b = bytes.TrimPrefix(b, utf8BOM)
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil // no rows; the caller reports the empty file
+	}
+	if off := invalidUTF8(b); off >= 0 {
+		start := bytes.LastIndexByte(b[:off], '\n') + 1
+		return fmt.Errorf("data: %s:%d: %w", path, lineOf(b, int64(off)), notUTF8InLine(off-start, b[off]))
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()

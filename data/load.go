@@ -375,6 +375,9 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 		return fmt.Errorf("data: %s: field %q: missing (the row's fields: %v)", r.loc, m.problem, fieldNames(row))
 	}
 	problem, chat, err := problemText(pv)
+	if err == nil {
+		err = checkUTF8(problem)
+	}
 	if err != nil {
 		return fmt.Errorf("data: %s: field %q: %w", r.loc, m.problem, err)
 	}
@@ -392,6 +395,9 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 		return fmt.Errorf("data: %s: field %q: missing (the row's fields: %v)", r.loc, m.answer, fieldNames(row))
 	}
 	answer, err := scalarText(av)
+	if err == nil {
+		err = checkUTF8(answer)
+	}
 	if err != nil {
 		return fmt.Errorf("data: %s: field %q: %w", r.loc, m.answer, err)
 	}
@@ -409,7 +415,10 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 		iv, ok := lookup(row, m.id)
 		switch {
 		case ok && iv != nil:
-			if id, err = scalarText(iv); err != nil {
+			if id, err = scalarText(iv); err == nil {
+				err = checkUTF8(id)
+			}
+			if err != nil {
 				return fmt.Errorf("data: %s: field %q: %w", r.loc, m.id, err)
 			}
 		case m.id == opt.IDField:
@@ -452,6 +461,16 @@ func problemText(v any) (text string, chat bool, err error) {
 		return c, true, nil
 	}
 	return "", false, fmt.Errorf("wrong type: %s, want a string or a list of chat messages", typeName(v))
+}
+
+// checkUTF8 returns an error naming the first byte of s that is not
+// valid UTF-8 (a Parquet string or binary value; JSON text is checked as
+// it is read), else nil.
+func checkUTF8(s string) error {
+	if off := invalidUTF8([]byte(s)); off >= 0 {
+		return fmt.Errorf("byte %d (0x%02X) is not valid UTF-8; spiral reads UTF-8 text: write the column as UTF-8", off+1, s[off])
+	}
+	return nil
 }
 
 // cutInstruction removes one known instruction suffix from the end of p.

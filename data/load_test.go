@@ -240,6 +240,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "xz", file: "a.jsonl.xz", content: "\xfd7zXZ\x00\x00", want: []string{"xz-compressed"}},
 		{name: "bzip2", file: "a.jsonl.bz2", content: "BZh91AY", want: []string{"bzip2-compressed"}},
 		{name: "zip", file: "a.zip", content: "PK\x03\x04\x14\x00", want: []string{"zip-compressed", "(unzip)"}},
+		{name: "latin-1 byte in a jsonl line", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n" + `{"problem": "caf` + "\xe9" + `?", "answer": "2"}` + "\n", want: []string{"a.jsonl:2: byte 17 of the line (0xE9) is not valid UTF-8", "convert the file"}},
+		{name: "latin-1 byte in a json array", file: "a.json", content: "[\n" + `{"problem": "p", "answer": "1"},` + "\n" + `{"problem": "q", "answer": "` + "\xb0" + `"}` + "\n]", want: []string{"a.json:3: byte 29 of the line (0xB0) is not valid UTF-8", "convert the file"}},
 		{name: "missing file", file: "nope.jsonl", noFile: true, want: []string{"nope.jsonl", "no such file"}},
 	}
 	for _, tc := range cases {

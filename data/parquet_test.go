@@ -75,6 +75,10 @@ func checkParquetDir(t *testing.T, dir string) {
 		_, err := Load(filepath.Join(dir, "wrongtype.parquet"), LoadOptions{})
 		require.ErrorContains(t, err, `wrongtype.parquet:row 0: field "answer": wrong type: a list`)
 	})
+	t.Run("not UTF-8", func(t *testing.T) {
+		_, err := Load(filepath.Join(dir, "latin1.parquet"), LoadOptions{})
+		require.ErrorContains(t, err, `latin1.parquet:row 1: field "answer": byte 3 (0xB0) is not valid UTF-8`)
+	})
 	t.Run("empty", func(t *testing.T) {
 		_, err := Load(filepath.Join(dir, "empty.parquet"), LoadOptions{})
 		require.ErrorContains(t, err, "no records (empty file)")
@@ -109,7 +113,7 @@ func TestParquetFromPyarrow(t *testing.T) {
 // size, which can exhaust memory under long fuzzing runs; Load guards only
 // the footer length (checkParquetFrame).
 func FuzzLoadParquet(f *testing.F) {
-	for _, name := range []string{"verl", "flat", "wrongtype", "empty"} {
+	for _, name := range []string{"verl", "flat", "wrongtype", "latin1", "empty"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name+".parquet"))
 		if err != nil {
 			f.Fatal(err)

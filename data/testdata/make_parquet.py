@@ -160,6 +160,13 @@ def wrongtype(outdir):
     pq.write_table(table, os.path.join(outdir, "wrongtype.parquet"))
 
 
+def latin1(outdir):
+    # A BINARY answer column holding Latin-1 bytes: Load must fail naming
+    # row 1 and the field, not keep the bytes as they are.
+    table = pa.table({"problem": pa.array(["p", "q"]), "answer": pa.array([b"1", b"90\xb0"], type=pa.binary())})
+    pq.write_table(table, os.path.join(outdir, "latin1.parquet"))
+
+
 def empty(outdir):
     table = pa.table({"problem": pa.array([], type=pa.string()), "answer": pa.array([], type=pa.string())})
     pq.write_table(table, os.path.join(outdir, "empty.parquet"))
@@ -167,5 +174,5 @@ def empty(outdir):
 
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else "."
-    for fn in (verl, flat, decimal_answers, typed, float32_answers, uint64_answers, wrongtype, empty):
+    for fn in (verl, flat, decimal_answers, typed, float32_answers, uint64_answers, wrongtype, latin1, empty):
         fn(out)
