@@ -30,13 +30,14 @@
 //     solution yields the content of its last \boxed{} (see [LastBoxed]), or
 //     the text after a final "####" marker (GSM8K); fields that are worked
 //     solutions by name ([SolutionFields]) must contain one of the two.
-//   - Malformed rows, missing fields, wrong types and bytes that are not
-//     UTF-8 (a Latin-1 file; never read as U+FFFD) are errors that name
-//     the file, the line (JSONL, and JSON for bad bytes) or row (JSON,
-//     Parquet), and the field. Empty
-//     problems, empty answers, duplicate problems and rows over the caps
-//     (MaxProblemBytes, MaxAnswerBytes) are skipped and reported
-//     by [Dataset.Skipped]; they are never silently kept or dropped.
+//   - Malformed rows (an object that repeats a key among them: which value
+//     is meant is ambiguous), missing fields, wrong types and bytes that
+//     are not UTF-8 (a Latin-1 file; never read as U+FFFD) are errors that
+//     name the file, the line (JSONL, and a JSON document's malformed
+//     text) or row (JSON, Parquet), and the field. Empty problems, empty
+//     answers, duplicate problems and rows over the caps (MaxProblemBytes,
+//     MaxAnswerBytes) are skipped and reported by [Dataset.Skipped]; they
+//     are never silently kept or dropped.
 //
 // Problem.Source is "path:LINE" for JSONL (1-based line), "path:row N" for
 // a JSON array and Parquet (0-based row), `path:row "KEY"` for a JSON

@@ -123,14 +123,62 @@ func readRecords(path, format string, src source, size int64, fn func(record) er
 func decodeStrict(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := decodeValue(dec, 0)
+	if err != nil {
 		return nil, err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("extra data after the JSON value")
 	}
 	return v, nil
+}
+
+// maxDepth caps the nesting of a JSON value, as encoding/json does.
+const maxDepth = 10000
+
+// decodeValue reads the next JSON value from dec (which uses numbers)
+// into plain Go values, as dec.Decode would, but refuses an object that
+// repeats a key: encoding/json keeps the last value in silence, so a row
+// {"answer": "1", "answer": "2"} would read as the gold answer "2".
+func decodeValue(dec *json.Decoder, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("nested more than %d deep", maxDepth)
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch tok {
+	case json.Delim('{'):
+		obj := map[string]any{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			k := kt.(string) // the decoder returns an object's keys as strings
+			if _, dup := obj[k]; dup {
+				return nil, fmt.Errorf("key %q appears twice in one object; which value is meant is ambiguous", k)
+			}
+			if obj[k], err = decodeValue(dec, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		_, err := dec.Token() // '}'
+		return obj, err
+	case json.Delim('['):
+		list := []any{}
+		for dec.More() {
+			v, err := decodeValue(dec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, v)
+		}
+		_, err := dec.Token() // ']'
+		return list, err
+	}
+	return tok, nil // a string, json.Number, bool or nil
 }
 
 // readJSONL reads one JSON object per line; blank lines are ignored.
@@ -226,8 +274,8 @@ func readJSON(path string, b []byte, fn func(record) error) error {
 	switch tok {
 	case json.Delim('['):
 		for i := 0; dec.More(); i++ {
-			var v any
-			if err := dec.Decode(&v); err != nil {
+			v, err := decodeValue(dec, 1)
+			if err != nil {
 				return syntax(err)
 			}
 			if err := fn(record{loc: fmt.Sprintf("%s:row %d", path, i), value: v}); err != nil {
@@ -245,8 +293,8 @@ func readJSON(path string, b []byte, fn func(record) error) error {
 			if err != nil {
 				return syntax(err)
 			}
-			var v any
-			if err := dec.Decode(&v); err != nil {
+			v, err := decodeValue(dec, 1)
+			if err != nil {
 				return syntax(err)
 			}
 			keys = append(keys, kt.(string))

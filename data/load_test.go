@@ -242,6 +242,10 @@ func TestLoadErrors(t *testing.T) {
 		{name: "zip", file: "a.zip", content: "PK\x03\x04\x14\x00", want: []string{"zip-compressed", "(unzip)"}},
 		{name: "latin-1 byte in a jsonl line", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n" + `{"problem": "caf` + "\xe9" + `?", "answer": "2"}` + "\n", want: []string{"a.jsonl:2: byte 17 of the line (0xE9) is not valid UTF-8", "convert the file"}},
 		{name: "latin-1 byte in a json array", file: "a.json", content: "[\n" + `{"problem": "p", "answer": "1"},` + "\n" + `{"problem": "q", "answer": "` + "\xb0" + `"}` + "\n]", want: []string{"a.json:3: byte 29 of the line (0xB0) is not valid UTF-8", "convert the file"}},
+		{name: "duplicate key in a jsonl row", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n" + `{"problem": "q", "answer": "1", "answer": "2"}` + "\n", want: []string{"a.jsonl:2: malformed JSON: key \"answer\" appears twice in one object"}},
+		{name: "duplicate key in a nested object", file: "a.jsonl", content: `{"problem": "p", "reward_model": {"ground_truth": "1", "ground_truth": "2"}}` + "\n", want: []string{"a.jsonl:1: malformed JSON: key \"ground_truth\" appears twice in one object"}},
+		{name: "duplicate key in a json array's row", file: "a.json", content: "[\n" + `{"problem": "p", "answer": "1"},` + "\n" + `{"problem": "q",` + "\n" + `"problem": "r", "answer": "2"}` + "\n]", want: []string{"a.json:4: malformed JSON: key \"problem\" appears twice in one object"}},
+		{name: "duplicate key in a json object of rows", file: "a.json", content: `{"x": {"problem": "p", "answer": "1", "answer": "2"}}`, want: []string{"a.json:1: malformed JSON: key \"answer\" appears twice in one object"}},
 		{name: "missing file", file: "nope.jsonl", noFile: true, want: []string{"nope.jsonl", "no such file"}},
 	}
 	for _, tc := range cases {
