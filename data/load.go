@@ -369,10 +369,35 @@ func lookup(row map[string]any, path string) (any, bool) {
 	return lookup(inner, rest)
 }
 
+// whyMissing says why lookup(row, path) found nothing: a value on the
+// dotted path that is not an object (a verl row's reward_model null),
+// else the row's fields.
+func whyMissing(row map[string]any, path string) string {
+	at := row
+	for i := 0; ; {
+		j := strings.IndexByte(path[i:], '.')
+		if j < 0 {
+			break
+		}
+		// The first dot of what is left ends a key of at, or is part of one.
+		key := path[i : i+j]
+		v, ok := at[key]
+		if !ok {
+			break
+		}
+		inner, isObject := v.(map[string]any)
+		if !isObject {
+			return fmt.Sprintf("%q is %s, want an object", path[:i+j], typeName(v))
+		}
+		at, i = inner, i+j+1
+	}
+	return fmt.Sprintf("the row's fields: %v", fieldNames(row))
+}
+
 func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOptions, n int) error {
 	pv, ok := lookup(row, m.problem)
 	if !ok {
-		return fmt.Errorf("data: %s: field %q: missing (the row's fields: %v)", r.loc, m.problem, fieldNames(row))
+		return fmt.Errorf("data: %s: field %q: missing (%s)", r.loc, m.problem, whyMissing(row, m.problem))
 	}
 	problem, chat, err := problemText(pv)
 	if err == nil {
@@ -392,7 +417,7 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 	}
 	av, ok := lookup(row, m.answer)
 	if !ok {
-		return fmt.Errorf("data: %s: field %q: missing (the row's fields: %v)", r.loc, m.answer, fieldNames(row))
+		return fmt.Errorf("data: %s: field %q: missing (%s)", r.loc, m.answer, whyMissing(row, m.answer))
 	}
 	answer, err := scalarText(av)
 	if err == nil {
