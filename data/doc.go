@@ -7,7 +7,8 @@
 // [Load] reads JSONL, JSON (an array of rows, an object of rows keyed by id,
 // or an object holding one array of rows such as {"data": [...]}) and
 // Parquet; a compressed file (gzip, zstd, bzip2, xz, zip) is refused,
-// naming its compression. Every row is first turned into plain Go values
+// naming its compression, and so is UTF-16 text (read as UTF-8 it would
+// be malformed at line 1). Every row is first turned into plain Go values
 // (maps, slices, strings, numbers), so the same field mapping and
 // validation apply to every format:
 //

@@ -91,6 +91,24 @@ func checkCompressed(name string, head []byte) error {
 	return nil
 }
 
+// checkUTF16 returns an error for a file whose content (head, its first
+// bytes) is UTF-16 text, as Windows PowerShell writes it, else nil: read
+// as UTF-8 it would be an invalid byte or a NUL at line 1.
+func checkUTF16(name string, head []byte) error {
+	utf16 := bytes.HasPrefix(head, []byte{0xFF, 0xFE}) || bytes.HasPrefix(head, []byte{0xFE, 0xFF})
+	if len(head) >= 2 && !utf16 {
+		// JSON text starts with one of these; in UTF-16 without a byte
+		// order mark, beside a NUL.
+		const jsonStart = "{[ \t\r\n"
+		utf16 = head[0] == 0 && strings.IndexByte(jsonStart, head[1]) >= 0 ||
+			head[1] == 0 && strings.IndexByte(jsonStart, head[0]) >= 0
+	}
+	if utf16 {
+		return fmt.Errorf("data: %s: the file is UTF-16 text; spiral reads UTF-8: convert it first (iconv -f UTF-16 -t UTF-8)", name)
+	}
+	return nil
+}
+
 // sniffLen is how many bytes detectFormat looks at.
 const sniffLen = 4096
 

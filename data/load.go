@@ -239,6 +239,9 @@ func load(path string, opt LoadOptions, src source, size int64, head []byte) (*D
 	if err := checkCompressed(path, head); err != nil {
 		return nil, err
 	}
+	if err := checkUTF16(path, head); err != nil {
+		return nil, err
+	}
 	format, err := detectFormat(path, opt.Format, head)
 	if err != nil {
 		return nil, err
