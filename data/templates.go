@@ -64,14 +64,14 @@ func loadOver(search, agg, searchPath, aggregatePath string) (*Templates, error)
 		if err != nil {
 			return nil, fmt.Errorf("data: search template: %w", err)
 		}
-		search = trimOneNewline(string(b))
+		search = templateText(b)
 	}
 	if aggregatePath != "" {
 		b, err := os.ReadFile(aggregatePath)
 		if err != nil {
 			return nil, fmt.Errorf("data: aggregation template: %w", err)
 		}
-		agg = trimOneNewline(string(b))
+		agg = templateText(b)
 	}
 	t, err := parseTrimmed(search, agg)
 	if err != nil {
@@ -122,6 +122,13 @@ func parseTrimmed(search, aggregate string) (*Templates, error) {
 		}
 	}
 	return t, nil
+}
+
+// templateText is the source in a template file: without a leading
+// UTF-8 byte order mark, which Windows editors write and which would
+// otherwise open every prompt as U+FEFF, and one trailing newline.
+func templateText(b []byte) string {
+	return trimOneNewline(strings.TrimPrefix(string(b), "\uFEFF"))
 }
 
 func trimOneNewline(s string) string {

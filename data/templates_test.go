@@ -55,6 +55,19 @@ func TestLoadTemplatesOverride(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "x|1=u|2=v", a)
 
+	// A byte order mark (Windows editors write one) is not part of the
+	// prompt.
+	require.NoError(t, os.WriteFile(sp, []byte("\xEF\xBB\xBFQ: {{.Problem}}\n"), 0o644))
+	require.NoError(t, os.WriteFile(ap, []byte("\xEF\xBB\xBF{{.Problem}}{{range .Candidates}}|{{.Text}}{{end}}"), 0o644))
+	tm, err = LoadTemplates(sp, ap)
+	require.NoError(t, err)
+	s, err = tm.Search("x")
+	require.NoError(t, err)
+	require.Equal(t, "Q: x", s)
+	a, err = tm.Aggregate("x", []string{"u"})
+	require.NoError(t, err)
+	require.Equal(t, "x|u", a)
+
 	// Only the aggregation template overridden: search stays the default.
 	tm, err = LoadTemplates("", ap)
 	require.NoError(t, err)
