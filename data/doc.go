@@ -23,8 +23,11 @@
 //   - The gold answer comes from [LoadOptions.AnswerField], or the first of
 //     [AnswerFields] present, looked up at the top level and then one level
 //     down (reward_model.ground_truth). Dotted paths name nested fields.
-//     Numbers become their shortest decimal form (27.0 -> "27"; Parquet
-//     DECIMALs too). A top-level Parquet column of a logical type that
+//     A JSON number that is an integer of up to 16 digits, by its digits,
+//     loses its fraction and exponent (27.0 -> "27", 1e3 -> "1000"; not
+//     0.99999999999999999), any other stays as written; Parquet numbers
+//     take their shortest decimal form (a FLOAT 0.1 -> "0.1", a DECIMAL
+//     1.50 -> "1.5"). A top-level Parquet column of a logical type that
 //     the reader does not give as its value (DATE, TIME, TIMESTAMP,
 //     FLOAT16, UUID, ...) is an error where it is used, never a day
 //     count or raw bytes taken for an answer. A worked

@@ -512,16 +512,17 @@ func cutInstruction(p string) (string, bool) {
 	return p, false
 }
 
-// scalarText turns a string or number into text. Integral numbers print
-// without a fraction (27.0 -> "27"); others in their shortest form
-// (a Parquet DECIMAL 1.50 -> "1.5", a FLOAT 0.1 -> "0.1").
+// scalarText turns a string or number into text. A JSON number that is
+// an integer prints without fraction or exponent (27.0 -> "27"), another
+// as written; Parquet numbers print in their shortest form (a DECIMAL
+// 1.50 -> "1.5", a FLOAT 0.1 -> "0.1").
 func scalarText(v any) (string, error) {
 	switch x := v.(type) {
 	case string:
 		return x, nil
 	case json.Number:
-		if f, err := x.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-			return strconv.FormatFloat(f, 'f', -1, 64), nil
+		if n, ok := integerLiteral(x.String()); ok {
+			return n, nil
 		}
 		return x.String(), nil
 	case float64:
@@ -547,6 +548,43 @@ func scalarText(v any) (string, error) {
 		return string(x), nil
 	}
 	return "", fmt.Errorf("wrong type: %s, want a string or a number", typeName(v))
+}
+
+// maxIntegerDigits bounds the integers integerLiteral writes out: 1e400
+// stays as it is written.
+const maxIntegerDigits = 16
+
+// integerLiteral returns the JSON number literal s as an integer without
+// fraction or exponent when it is one ("27.0" -> "27", "1e3" -> "1000",
+// "-12.000" -> "-12") of at most maxIntegerDigits digits, and whether it
+// is. It is decided on the literal's digits, not on a float64, which
+// would take 0.99999999999999999 for 1 and 1e-400 for 0.
+func integerLiteral(s string) (string, bool) {
+	sign := ""
+	if rest, neg := strings.CutPrefix(s, "-"); neg {
+		sign, s = "-", rest
+	}
+	mant, expText, hasExp := strings.Cut(strings.ToLower(s), "e")
+	exp := 0
+	if hasExp {
+		var err error
+		if exp, err = strconv.Atoi(expText); err != nil {
+			return "", false // an exponent past int: far out of range
+		}
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	point := len(intPart) + exp // the decimal point's place in digits
+	trimmed := strings.TrimLeft(digits, "0")
+	point -= len(digits) - len(trimmed)
+	digits = strings.TrimRight(trimmed, "0")
+	switch {
+	case digits == "":
+		return sign + "0", true
+	case point < len(digits) || point > maxIntegerDigits:
+		return "", false
+	}
+	return sign + digits + strings.Repeat("0", point-len(digits)), true
 }
 
 // formatFloat prints f, a float of bitSize bits, in the shortest decimal

@@ -61,6 +61,15 @@ func TestLoadTable(t *testing.T) {
 			want:    want{problems: [][2]string{{"p1", "27"}, {"p2", "32.5"}, {"p3", "-4"}, {"p4", "1000"}}, mapping: [2]string{"prompt", "expected_answer"}},
 		},
 		{
+			// Integral or not is decided on the number's digits, not on
+			// its float64, which rounds 0.99999999999999999 to 1 and
+			// 1e-400 to 0.
+			name:    "numbers read exactly",
+			file:    "a.jsonl",
+			content: `{"prompt": "n0", "answer": 1e-400}` + "\n" + `{"prompt": "n1", "answer": 0.99999999999999999}` + "\n" + `{"prompt": "n2", "answer": 4503599627370496.5}` + "\n" + `{"prompt": "n3", "answer": 100e-2}` + "\n" + `{"prompt": "n4", "answer": 1.50E+1}` + "\n" + `{"prompt": "n5", "answer": -0.0}` + "\n" + `{"prompt": "n6", "answer": 1e400}` + "\n" + `{"prompt": "n7", "answer": 123e-1}` + "\n" + `{"prompt": "n8", "answer": -12.000}` + "\n" + `{"prompt": "n9", "answer": 0.50}` + "\n",
+			want:    want{problems: [][2]string{{"n0", "1e-400"}, {"n1", "0.99999999999999999"}, {"n2", "4503599627370496.5"}, {"n3", "1"}, {"n4", "15"}, {"n5", "-0"}, {"n6", "1e400"}, {"n7", "123e-1"}, {"n8", "-12"}, {"n9", "0.50"}}, mapping: [2]string{"prompt", "answer"}},
+		},
+		{
 			name:    "verl row: chat prompt, nested ground truth, instruction cut",
 			file:    "a.jsonl",
 			content: `{"data_source": "x", "prompt": [{"role": "system", "content": "be nice"}, {"role": "user", "content": "What is 3*3? Let's think step by step and output the final answer within \\boxed{}."}], "reward_model": {"ground_truth": "9", "style": "rule"}}` + "\n",
