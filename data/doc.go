@@ -27,13 +27,14 @@
 //     loses its fraction and exponent (27.0 -> "27", 1e3 -> "1000"; not
 //     0.99999999999999999), any other stays as written; Parquet numbers
 //     take their shortest decimal form (a FLOAT 0.1 -> "0.1", a DECIMAL
-//     1.50 -> "1.5"). A top-level Parquet column of a logical type that
-//     the reader does not give as its value (DATE, TIME, TIMESTAMP,
-//     FLOAT16, UUID, ...) is an error where it is used, never a day
-//     count or raw bytes taken for an answer. A worked
-//     solution yields the content of its last \boxed{} (see [LastBoxed]), or
-//     the text after a final "####" marker (GSM8K); fields that are worked
-//     solutions by name ([SolutionFields]) must contain one of the two.
+//     1.50 -> "1.5"). A Parquet column (at the top level or in a struct)
+//     of a logical type that the reader does not give as its value (DATE,
+//     TIME, TIMESTAMP, FLOAT16, UUID, ...) is an error where it is used,
+//     never a day count or raw bytes taken for an answer. A worked
+//     solution yields the content of its last \boxed{} (see [LastBoxed]),
+//     or the text after a final "####" marker (GSM8K); fields that are
+//     worked solutions by name ([SolutionFields]) must contain one of the
+//     two.
 //   - Malformed rows (an object that repeats a key among them: which value
 //     is meant is ambiguous), missing fields, wrong types and bytes that
 //     are not UTF-8 (a Latin-1 file; never read as U+FFFD) are errors that

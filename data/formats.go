@@ -402,8 +402,7 @@ func readParquet(path string, src io.ReaderAt, size int64, fn func(record) error
 	if pf.NumRows() == 0 {
 		return nil // no rows; the caller reports the empty file
 	}
-	unread := unreadColumns(pf.Metadata().Schema)
-	unsigned := unsigned64Leaves(pf.Metadata().Schema)
+	fixes := parquetFixes(pf.Metadata().Schema)
 	r := parquet.NewReader(pf)
 	defer r.Close()
 	for row = 0; ; row++ {
@@ -414,13 +413,8 @@ func readParquet(path string, src io.ReaderAt, size int64, fn func(record) error
 			}
 			return fmt.Errorf("data: %s:row %d: reading Parquet: %w", path, row, rerr)
 		}
-		for name, kind := range unread {
-			if v, ok := m[name]; ok && v != nil {
-				m[name] = parquetUnread{kind}
-			}
-		}
-		for _, path := range unsigned {
-			widenUnsigned(m, path)
+		for _, f := range fixes {
+			f.apply(m)
 		}
 		if ferr := fn(record{loc: fmt.Sprintf("%s:row %d", path, row), value: m}); ferr != nil {
 			return ferr
@@ -433,27 +427,6 @@ func readParquet(path string, src io.ReaderAt, size int64, fn func(record) error
 // its day count, a FLOAT16 as its two bytes): an error where it is used
 // as a problem, answer or id, never a wrong one.
 type parquetUnread struct{ kind string }
-
-// unreadColumns returns the top-level columns of a Parquet schema (its
-// elements in depth-first order, the root first) whose logical type is
-// not read as its value, with the type's name. Strings, enums, JSON,
-// integers, decimals, lists and maps are read as they are, as are
-// columns without a logical type.
-func unreadColumns(schema []format.SchemaElement) map[string]string {
-	out := map[string]string{}
-	if len(schema) == 0 {
-		return out
-	}
-	roots, _ := schema[0].NumChildren.Get()
-	for i, c := 1, 0; i < len(schema) && c < int(roots); c++ {
-		el := &schema[i]
-		if kind := unreadKind(el); kind != "" {
-			out[el.Name] = kind
-		}
-		i = skipSubtree(schema, i)
-	}
-	return out
-}
 
 // unreadKind names el's type when it is not read as its value, else "".
 func unreadKind(el *format.SchemaElement) string {
@@ -484,13 +457,24 @@ func unreadKind(el *format.SchemaElement) string {
 	return ""
 }
 
-// unsigned64Leaves returns the paths of the UINT64 columns (INT64 with an
-// unsigned logical or converted type) at the top level or in structs,
-// which parquet-go gives as int64 values: 2^64-1 would read as -1.
-// Columns inside lists and maps are not followed; the answer and id
-// paths Load reads never pass through one.
-func unsigned64Leaves(schema []format.SchemaElement) [][]string {
-	var out [][]string
+// parquetFix is what readParquet changes in the value of a column that
+// is reached from the root through structs alone (reward_model.ground_truth):
+// a value of a type not read as its value becomes parquetUnread, and a
+// UINT64, which parquet-go gives as an int64 (2^64-1 as -1), the uint64
+// it stands for. Columns in lists and maps are not followed; the
+// problem, answer and id paths Load reads never pass through one.
+type parquetFix struct {
+	path     []string
+	unread   string // the name of the type not read as its value, or ""
+	unsigned bool
+}
+
+// parquetFixes returns the fixes that the columns of a Parquet schema
+// (its elements in depth-first order, the root first) need. Strings,
+// enums, JSON, signed integers, decimals, floats, lists and maps are
+// read as they are, as are columns without a logical type.
+func parquetFixes(schema []format.SchemaElement) []parquetFix {
+	var out []parquetFix
 	// walk visits the children of schema[i] and returns the index after
 	// its subtree.
 	var walk func(i int, prefix []string) int
@@ -501,19 +485,20 @@ func unsigned64Leaves(schema []format.SchemaElement) [][]string {
 			el := &schema[j]
 			path := append(slices.Clone(prefix), el.Name)
 			rep, _ := el.RepetitionType.Get()
-			_, group := el.NumChildren.Get()
-			_, converted := el.ConvertedType.Get()
-			switch {
-			case group && rep != format.Repeated && el.LogicalType.Value == nil && !converted:
-				j = walk(j, path)
-			case group:
-				j = skipSubtree(schema, j)
-			default:
-				if isUnsigned64(el) && rep != format.Repeated {
-					out = append(out, path)
+			if _, group := el.NumChildren.Get(); group {
+				if _, converted := el.ConvertedType.Get(); rep != format.Repeated && el.LogicalType.Value == nil && !converted {
+					j = walk(j, path) // a struct
+				} else {
+					j = skipSubtree(schema, j) // a list or a map
 				}
-				j++
+				continue
 			}
+			if kind := unreadKind(el); kind != "" {
+				out = append(out, parquetFix{path: path, unread: kind})
+			} else if rep != format.Repeated && isUnsigned64(el) {
+				out = append(out, parquetFix{path: path, unsigned: true})
+			}
+			j++
 		}
 		return j
 	}
@@ -536,19 +521,24 @@ func isUnsigned64(el *format.SchemaElement) bool {
 	return ok && ct == deprecated.Uint64
 }
 
-// widenUnsigned replaces the int64 at path in row (a UINT64 value read as
-// its bits) with the uint64 it stands for.
-func widenUnsigned(row map[string]any, path []string) {
-	for _, k := range path[:len(path)-1] {
+// apply makes the fix to the value at f.path in row, where it has one.
+func (f parquetFix) apply(row map[string]any) {
+	for _, k := range f.path[:len(f.path)-1] {
 		inner, ok := row[k].(map[string]any)
 		if !ok {
 			return
 		}
 		row = inner
 	}
-	leaf := path[len(path)-1]
-	if v, ok := row[leaf].(int64); ok {
-		row[leaf] = uint64(v)
+	leaf := f.path[len(f.path)-1]
+	switch v := row[leaf]; {
+	case v == nil:
+	case f.unread != "":
+		row[leaf] = parquetUnread{f.unread}
+	case f.unsigned:
+		if i, ok := v.(int64); ok {
+			row[leaf] = uint64(i)
+		}
 	}
 }
 

@@ -24,7 +24,7 @@ type parquetWant struct {
 // compares them with the script's own expectations.
 func checkParquetDir(t *testing.T, dir string) {
 	t.Helper()
-	for _, name := range []string{"verl", "flat", "decimal", "typed", "float32", "uint64"} {
+	for _, name := range []string{"verl", "flat", "decimal", "typed", "nestedtyped", "float32", "uint64"} {
 		t.Run(name, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(dir, name+".want.json"))
 			require.NoError(t, err)
@@ -63,14 +63,20 @@ func checkParquetDir(t *testing.T, dir string) {
 	})
 	// A column of a logical type not read as its value, named as the
 	// answer, is an error naming the type, never a wrong gold answer.
-	for _, tc := range []struct{ field, kind string }{
-		{"when", "DATE"}, {"half", "FLOAT16"}, {"at", "TIMESTAMP(isAdjustedToUTC=false,unit=MILLIS)"},
+	for _, tc := range []struct{ file, field, kind string }{
+		{"typed", "when", "DATE"}, {"typed", "half", "FLOAT16"}, {"typed", "at", "TIMESTAMP(isAdjustedToUTC=false,unit=MILLIS)"},
+		{"nestedtyped", "reward_model.when", "DATE"}, {"nestedtyped", "reward_model.half", "FLOAT16"},
 	} {
 		t.Run("unread "+tc.field, func(t *testing.T) {
-			_, err := Load(filepath.Join(dir, "typed.parquet"), LoadOptions{AnswerField: tc.field})
-			require.ErrorContains(t, err, `typed.parquet:row 0: field "`+tc.field+`": wrong type: a Parquet `+tc.kind+` value, which spiral does not read (write the column as a string)`)
+			_, err := Load(filepath.Join(dir, tc.file+".parquet"), LoadOptions{AnswerField: tc.field})
+			require.ErrorContains(t, err, tc.file+`.parquet:row 0: field "`+tc.field+`": wrong type: a Parquet `+tc.kind+` value, which spiral does not read (write the column as a string)`)
 		})
 	}
+	t.Run("struct read around its unread fields", func(t *testing.T) {
+		ds, err := Load(filepath.Join(dir, "nestedtyped.parquet"), LoadOptions{AnswerField: "reward_model.ground_truth"})
+		require.NoError(t, err)
+		require.Equal(t, "4", ds.Problems[1].Answer)
+	})
 	t.Run("wrong type", func(t *testing.T) {
 		_, err := Load(filepath.Join(dir, "wrongtype.parquet"), LoadOptions{})
 		require.ErrorContains(t, err, `wrongtype.parquet:row 0: field "answer": wrong type: a list`)

@@ -111,6 +111,26 @@ def typed(outdir):
         json.dump(want, f, indent=1)
 
 
+def nested_typed(outdir):
+    # The same types in a struct, as a verl file's reward_model holds its
+    # ground truth: named by a dotted path they are an error too.
+    import datetime
+    import numpy as np
+    rm_t = pa.struct([("when", pa.date32()), ("half", pa.float16()), ("ground_truth", pa.string())])
+    table = pa.table({
+        "problem": pa.array(["Compute 1+1.", "Compute 2+2."]),
+        "answer": pa.array([2, 4], type=pa.int64()),
+        "reward_model": pa.array([
+            {"when": datetime.date(2024, 1, 2), "half": np.float16(1.5), "ground_truth": "2"},
+            {"when": datetime.date(2025, 3, 4), "half": np.float16(2.5), "ground_truth": "4"},
+        ], type=rm_t),
+    })
+    pq.write_table(table, os.path.join(outdir, "nestedtyped.parquet"))
+    want = {"problems": [["Compute 1+1.", "2"], ["Compute 2+2.", "4"]], "skipped": 0, "problem_field": "problem", "answer_field": "answer"}
+    with open(os.path.join(outdir, "nestedtyped.want.json"), "w") as f:
+        json.dump(want, f, indent=1)
+
+
 def float32_answers(outdir):
     # FLOAT answers (float32): the gold is the shortest decimal that reads
     # back as the same float32, 0.1 and not its float64 widening
@@ -174,5 +194,5 @@ def empty(outdir):
 
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else "."
-    for fn in (verl, flat, decimal_answers, typed, float32_answers, uint64_answers, wrongtype, latin1, empty):
+    for fn in (verl, flat, decimal_answers, typed, nested_typed, float32_answers, uint64_answers, wrongtype, latin1, empty):
         fn(out)
