@@ -47,9 +47,10 @@
 // Problem.Source is "path:LINE" for JSONL (1-based line), "path:row N" for
 // a JSON array and Parquet (0-based row), `path:row "KEY"` for a JSON
 // object of rows and "path:FIELD row N" for an object holding an array of
-// rows. Error messages use the same locations. Known limit: a corrupt
-// Parquet page header can make parquet-go allocate the size it declares;
-// only the footer is guarded.
+// rows. Error messages use the same locations, and name the line a JSON
+// document's row starts on too ("path:row N (line L)"). Known limit: a
+// corrupt Parquet page header can make parquet-go allocate the size it
+// declares; only the footer is guarded.
 //
 // # Shuffling
 //

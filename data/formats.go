@@ -30,8 +30,18 @@ const (
 // bool, nil.
 type record struct {
 	loc   string // "path:LINE" (JSONL) or "path:row N" (JSON, Parquet)
+	line  int    // a JSON document's row: the line it starts on; else 0
 	key   string // the row's key in a JSON object of rows, else ""
 	value any
+}
+
+// where names the row in messages: its location, with the line of a JSON
+// document's row, which a pretty-printed file spreads over many.
+func (r record) where() string {
+	if r.line > 0 {
+		return fmt.Sprintf("%s (line %d)", r.loc, r.line)
+	}
+	return r.loc
 }
 
 // detectFormat returns the format named by opt, else by the extension of
@@ -285,34 +295,64 @@ func readJSON(path string, b []byte, fn func(record) error) error {
 		}
 		return fmt.Errorf("data: %s:%d: malformed JSON: %w", path, lineOf(b, off), err)
 	}
-	tok, err := dec.Token()
-	if err != nil {
-		return syntax(err)
-	}
-	switch tok {
-	case json.Delim('['):
-		for i := 0; dec.More(); i++ {
-			v, err := decodeValue(dec, 1)
+	lines := &lineCounter{b: b, line: 1}
+	// rows reads an array's elements, each with the line it starts on.
+	rows := func(depth int, each func(v any, line int) error) error {
+		if _, err := dec.Token(); err != nil { // '['
+			return syntax(err)
+		}
+		for dec.More() {
+			line := lines.at(dec.InputOffset())
+			v, err := decodeValue(dec, depth)
 			if err != nil {
 				return syntax(err)
 			}
-			if err := fn(record{loc: fmt.Sprintf("%s:row %d", path, i), value: v}); err != nil {
+			if err := each(v, line); err != nil {
 				return err
 			}
 		}
+		if _, err := dec.Token(); err != nil { // ']'
+			return syntax(err)
+		}
+		return nil
+	}
+	lines.at(0)
+	switch {
+	case lines.startsWith('['):
+		i := 0
+		if err := rows(1, func(v any, line int) error {
+			r := record{loc: fmt.Sprintf("%s:row %d", path, i), line: line, value: v}
+			i++
+			return fn(r)
+		}); err != nil {
+			return err
+		}
+	case lines.startsWith('{'):
 		if _, err := dec.Token(); err != nil {
 			return syntax(err)
 		}
-	case json.Delim('{'):
 		var keys []string
 		var vals []any
+		var keyLines []int
+		elemLines := map[int][]int{} // the lines of the elements of array values, by value
 		for dec.More() {
+			keyLines = append(keyLines, lines.at(dec.InputOffset()))
 			kt, err := dec.Token()
 			if err != nil {
 				return syntax(err)
 			}
-			v, err := decodeValue(dec, 1)
-			if err != nil {
+			var v any
+			if lines.at(dec.InputOffset()); lines.startsWith('[') {
+				list := []any{}
+				if err := rows(2, func(e any, line int) error {
+					list = append(list, e)
+					elemLines[len(vals)] = append(elemLines[len(vals)], line)
+					return nil
+				}); err != nil {
+					return err
+				}
+				v = list
+			} else if v, err = decodeValue(dec, 1); err != nil {
 				return syntax(err)
 			}
 			keys = append(keys, kt.(string))
@@ -326,10 +366,14 @@ func readJSON(path string, b []byte, fn func(record) error) error {
 			// Face datasets' to_json writes them as .json).
 			return fmt.Errorf("data: %s:%d: malformed JSON: extra data after the top-level value%s", path, lineOf(b, int64(len(b)-len(rest))), jsonLinesHint)
 		}
-		if err := objectRows(path, keys, vals, fn); err != nil {
+		if err := objectRows(path, keys, vals, keyLines, elemLines, fn); err != nil {
 			return err
 		}
 	default:
+		tok, err := dec.Token()
+		if err != nil {
+			return syntax(err)
+		}
 		return fmt.Errorf("data: %s:1: top-level JSON value is %s, want an array or an object of rows", path, typeName(tok))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
@@ -342,9 +386,38 @@ func readJSON(path string, b []byte, fn func(record) error) error {
 // document.
 const jsonLinesHint = " (the file looks like JSON Lines, one object per line, not one JSON document: name it .jsonl or pass --format jsonl)"
 
+// lineCounter gives the lines of offsets of b taken in increasing order,
+// counting each newline once, and where the next value starts.
+type lineCounter struct {
+	b    []byte
+	off  int64 // the start of the last value found
+	line int   // its 1-based line
+}
+
+// at returns the line of the value that starts at off or after it, past
+// whitespace and the ',' or ':' before it (the decoder's InputOffset
+// stops before them).
+func (c *lineCounter) at(off int64) int {
+	for off < int64(len(c.b)) && strings.IndexByte(" \t\r\n,:", c.b[off]) >= 0 {
+		off++
+	}
+	if off > c.off {
+		c.line += bytes.Count(c.b[c.off:off], []byte("\n"))
+		c.off = off
+	}
+	return c.line
+}
+
+// startsWith reports whether the last value found starts with c.
+func (c *lineCounter) startsWith(ch byte) bool {
+	return c.off < int64(len(c.b)) && c.b[c.off] == ch
+}
+
 // objectRows interprets a top-level JSON object: either every value is a
-// row (keyed by id) or exactly one value is an array of rows.
-func objectRows(path string, keys []string, vals []any, fn func(record) error) error {
+// row (keyed by id) or exactly one value is an array of rows. keyLines
+// are the lines of the keys, elemLines those of the elements of the
+// array values.
+func objectRows(path string, keys []string, vals []any, keyLines []int, elemLines map[int][]int, fn func(record) error) error {
 	allObjects := len(vals) > 0
 	for _, v := range vals {
 		if _, ok := v.(map[string]any); !ok {
@@ -354,7 +427,7 @@ func objectRows(path string, keys []string, vals []any, fn func(record) error) e
 	}
 	if allObjects {
 		for i, v := range vals {
-			if err := fn(record{loc: fmt.Sprintf("%s:row %q", path, keys[i]), key: keys[i], value: v}); err != nil {
+			if err := fn(record{loc: fmt.Sprintf("%s:row %q", path, keys[i]), line: keyLines[i], key: keys[i], value: v}); err != nil {
 				return err
 			}
 		}
@@ -375,7 +448,7 @@ func objectRows(path string, keys []string, vals []any, fn func(record) error) e
 	}
 	k := keys[arrays[0]]
 	for i, v := range vals[arrays[0]].([]any) {
-		if err := fn(record{loc: fmt.Sprintf("%s:%s row %d", path, k, i), value: v}); err != nil {
+		if err := fn(record{loc: fmt.Sprintf("%s:%s row %d", path, k, i), line: elemLines[arrays[0]][i], value: v}); err != nil {
 			return err
 		}
 	}

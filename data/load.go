@@ -253,12 +253,12 @@ func load(path string, opt LoadOptions, src source, size int64, head []byte) (*D
 	err = readRecords(path, format, src, size, func(r record) error {
 		row, ok := r.value.(map[string]any)
 		if !ok {
-			return fmt.Errorf("data: %s: row is %s, want an object", r.loc, typeName(r.value))
+			return fmt.Errorf("data: %s: row is %s, want an object", r.where(), typeName(r.value))
 		}
 		if m == nil {
 			fm, err := detectFields(row, opt, r.key != "")
 			if err != nil {
-				return fmt.Errorf("data: %s: %w", r.loc, err)
+				return fmt.Errorf("data: %s: %w", r.where(), err)
 			}
 			m = fm
 			b.ds.Mapping.ProblemField = fm.problem
@@ -400,14 +400,14 @@ func whyMissing(row map[string]any, path string) string {
 func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOptions, n int) error {
 	pv, ok := lookup(row, m.problem)
 	if !ok {
-		return fmt.Errorf("data: %s: field %q: missing (%s)", r.loc, m.problem, whyMissing(row, m.problem))
+		return fmt.Errorf("data: %s: field %q: missing (%s)", r.where(), m.problem, whyMissing(row, m.problem))
 	}
 	problem, chat, err := problemText(pv)
 	if err == nil {
 		err = checkUTF8(problem)
 	}
 	if err != nil {
-		return fmt.Errorf("data: %s: field %q: %w", r.loc, m.problem, err)
+		return fmt.Errorf("data: %s: field %q: %w", r.where(), m.problem, err)
 	}
 	if chat {
 		b.ds.Mapping.ChatProblems++
@@ -420,14 +420,14 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 	}
 	av, ok := lookup(row, m.answer)
 	if !ok {
-		return fmt.Errorf("data: %s: field %q: missing (%s)", r.loc, m.answer, whyMissing(row, m.answer))
+		return fmt.Errorf("data: %s: field %q: missing (%s)", r.where(), m.answer, whyMissing(row, m.answer))
 	}
 	answer, err := scalarText(av)
 	if err == nil {
 		err = checkUTF8(answer)
 	}
 	if err != nil {
-		return fmt.Errorf("data: %s: field %q: %w", r.loc, m.answer, err)
+		return fmt.Errorf("data: %s: field %q: %w", r.where(), m.answer, err)
 	}
 	skipReason := ""
 	if a, method, found := FinalAnswer(answer); found {
@@ -447,12 +447,12 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 				err = checkUTF8(id)
 			}
 			if err != nil {
-				return fmt.Errorf("data: %s: field %q: %w", r.loc, m.id, err)
+				return fmt.Errorf("data: %s: field %q: %w", r.where(), m.id, err)
 			}
 		case m.id == opt.IDField:
 			// Named, not detected: rows without it would be paired
 			// by position instead (spiral compare pairs problems by id).
-			return fmt.Errorf("data: %s: id field %q: missing or null", r.loc, m.id)
+			return fmt.Errorf("data: %s: id field %q: missing or null", r.where(), m.id)
 		}
 	}
 	b.add(id, problem, answer, r.loc, skipReason, n)
