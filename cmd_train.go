@@ -97,6 +97,10 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if wantHeld && len(held) == 0 {
 		fmt.Fprintf(env.stderr, "spiral: note: no held-out evaluation (eval.jsonl, rsa.json): training on --data %s, give --eval-data for one\n", f.data)
 	}
+	if shared := data.Shared(ds.Problems, held); len(shared) > 0 {
+		fmt.Fprintf(env.stderr, "spiral: warning: %d of the %d held-out problems of %s are training problems of %s too (the first: %s, %s): the held-out accuracy counts them as new; give held-out problems that --data lacks\n",
+			len(shared), len(held), heldName, dataName, shared[0].ID, shared[0].Source)
+	}
 
 	arts, err := f.params.artifacts()
 	if err != nil {

@@ -153,6 +153,27 @@ func NewDataset(name string, problems []Problem) *Dataset {
 	return b.ds
 }
 
+// problemKey is what makes two problems one: their text up to runs of
+// white space.
+func problemKey(problem string) string { return strings.Join(strings.Fields(problem), " ") }
+
+// Shared returns the problems of held whose statement (up to white
+// space, as a Dataset finds duplicates) is also one of train's, in
+// held's order: held-out problems that training would see.
+func Shared(train, held []Problem) []Problem {
+	seen := make(map[string]bool, len(train))
+	for _, p := range train {
+		seen[problemKey(p.Problem)] = true
+	}
+	var out []Problem
+	for _, p := range held {
+		if seen[problemKey(p.Problem)] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // builder accumulates problems, skipping empty and duplicate ones.
 type builder struct {
 	ds   *Dataset
@@ -194,7 +215,7 @@ func (b *builder) add(id, problem, answer, src, skipReason string, n int) {
 		b.skip(src, "empty answer")
 		return
 	}
-	key := strings.Join(strings.Fields(problem), " ")
+	key := problemKey(problem)
 	if first, dup := b.seen[key]; dup {
 		b.skip(src, "duplicate problem (first at "+first+")")
 		return

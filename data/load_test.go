@@ -356,3 +356,28 @@ func TestLoadBytesMatchesLoad(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 }
+
+// TestShared: the held-out problems that are training problems up to
+// white space, in held's order; an answer or id of its own does not make
+// a problem another.
+func TestShared(t *testing.T) {
+	train := []Problem{{ID: "a", Problem: "What is  1+1?", Answer: "2"}, {ID: "b", Problem: "Solve x+2=5.", Answer: "3"}}
+	for _, tc := range []struct {
+		name string
+		held []Problem
+		want []string
+	}{
+		{"none", []Problem{{ID: "h1", Problem: "What is 1+2?"}}, nil},
+		{"spacing", []Problem{{ID: "h1", Problem: "What is 1+2?"}, {ID: "h2", Problem: "Solve x+2=5.\n"}, {ID: "h3", Problem: " What is 1+1? "}}, []string{"h2", "h3"}},
+		{"other answer and id", []Problem{{ID: "z", Problem: "What is 1+1?", Answer: "3"}}, []string{"z"}},
+		{"case matters", []Problem{{ID: "h1", Problem: "what is 1+1?"}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, p := range Shared(train, tc.held) {
+				got = append(got, p.ID)
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -718,6 +718,40 @@ func TestHeldOutPastContext(t *testing.T) {
 	}
 }
 
+// TestHeldOutSharedWithData: held-out problems that are training
+// problems too (up to white space) are announced, with how many and the
+// first; held-out problems new to training are not.
+func TestHeldOutSharedWithData(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "train.jsonl")
+	require.NoError(t, os.WriteFile(data, []byte(`{"problem":"Solve x+1=2.","answer":"1"}`+"\n"+`{"problem":"Solve x+3=5.","answer":"2"}`+"\n"), 0o644))
+	for _, tc := range []struct {
+		name, held string
+		want       string
+	}{
+		{"one shared", `{"problem":"Solve x+2=4.","answer":"2"}` + "\n" + `{"problem":"Solve  x+3=5. ","answer":"2"}` + "\n",
+			"1 of the 2 held-out problems of "},
+		{"none shared", `{"problem":"Solve x+2=4.","answer":"2"}` + "\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sub := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			held := filepath.Join(sub, "held.jsonl")
+			require.NoError(t, os.MkdirAll(sub, 0o755))
+			require.NoError(t, os.WriteFile(held, []byte(tc.held), 0o644))
+			r := spiral(t, nil, "train", "--data", data, "--eval-data", held, "--algo", "grpo", "--group", "2", "--problems", "1", "--steps", "1",
+				"--max-new-tokens", "8", "--eval-every", "1", "--eval-samples", "2", "--final-rsa-steps", "0", "--threads", "1", "--quiet",
+				"--out", filepath.Join(sub, "run"))
+			if tc.want == "" {
+				requireExit(t, r, 0, nil)
+				require.NotContains(t, r.stderr, "are training problems")
+				return
+			}
+			requireExit(t, r, 0, nil, tc.want, held+" are training problems of "+data+" too (the first: held.jsonl:1, "+held+":2)")
+		})
+	}
+}
+
 // TestInitModelInterrupted sends SIGINT to init-model --overwrite while
 // it draws the new model's weights in its stage: it exits as interrupted,
 // the model in --out is the one it was, file for file, and no stage is
