@@ -174,11 +174,14 @@ func Shared(train, held []Problem) []Problem {
 	return out
 }
 
+// firstCopy is where a problem was first read, and its gold answer.
+type firstCopy struct{ src, answer string }
+
 // builder accumulates problems, skipping empty and duplicate ones.
 type builder struct {
 	ds   *Dataset
 	name string
-	seen map[string]string // normalised problem -> source of first copy
+	seen map[string]firstCopy // by problemKey
 	ids  map[string]bool
 }
 
@@ -186,7 +189,7 @@ func newBuilder(path string) *builder {
 	return &builder{
 		ds:   &Dataset{Path: path, Mapping: Mapping{AnswerFrom: map[string]int{}}},
 		name: filepath.Base(path),
-		seen: map[string]string{},
+		seen: map[string]firstCopy{},
 		ids:  map[string]bool{},
 	}
 }
@@ -217,10 +220,16 @@ func (b *builder) add(id, problem, answer, src, skipReason string, n int) {
 	}
 	key := problemKey(problem)
 	if first, dup := b.seen[key]; dup {
-		b.skip(src, "duplicate problem (first at "+first+")")
+		reason := "duplicate problem (first at " + first.src + ")"
+		if first.answer != answer {
+			// Which gold is right is the data's to say: not one to drop
+			// unremarked.
+			reason = fmt.Sprintf("duplicate problem (first at %s, kept) with another gold answer: %q, the first's %q", first.src, answer, first.answer)
+		}
+		b.skip(src, reason)
 		return
 	}
-	b.seen[key] = src
+	b.seen[key] = firstCopy{src, answer}
 	if id == "" {
 		id = fmt.Sprintf("%s:%d", b.name, n)
 	}

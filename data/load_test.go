@@ -286,17 +286,19 @@ func TestNewDataset(t *testing.T) {
 	ds := NewDataset("gen", []Problem{
 		{Problem: "a", Answer: "1"},
 		{Problem: "a", Answer: "2"},
+		{Problem: " a", Answer: "1"},
 		{ID: "k", Problem: "b", Answer: "3", Source: "here"},
 		{Problem: "c", Answer: ""},
 	})
-	require.Equal(t, 4, ds.Records)
+	require.Equal(t, 5, ds.Records)
 	require.Equal(t, []Problem{
 		{ID: "gen:0", Problem: "a", Answer: "1", Source: "gen:row 0"},
 		{ID: "k", Problem: "b", Answer: "3", Source: "here"},
 	}, ds.Problems)
 	require.Equal(t, []SkippedRow{
-		{Source: "gen:row 1", Reason: "duplicate problem (first at gen:row 0)"},
-		{Source: "gen:row 3", Reason: "empty answer"},
+		{Source: "gen:row 1", Reason: `duplicate problem (first at gen:row 0, kept) with another gold answer: "2", the first's "1"`},
+		{Source: "gen:row 2", Reason: "duplicate problem (first at gen:row 0)"},
+		{Source: "gen:row 4", Reason: "empty answer"},
 	}, ds.Skipped())
 }
 
