@@ -131,23 +131,21 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	}
 	cuts := &cutCounter{next: ev.Traces}
 	ev.Traces = cuts.write
-	// save writes an evaluation's outputs, the report last: a report is
-	// there only when its traces and plot are, so one that fails (a full
-	// disk) or is killed on the way leaves no report of this run.
+	// save writes an evaluation's outputs, the report last, after the
+	// earlier evaluation's report is removed: a report is there only
+	// when its own traces and plot are, so one that fails (a full disk)
+	// or is killed on the way leaves no report, neither its own nor the
+	// earlier one beside this one's traces or plot.
 	save := func(rep any, plot func(path string) error) error {
+		if err := os.Remove(base + ".json"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing the earlier report: %w", err)
+		}
 		if traces != nil {
 			if err := traces.Commit(); err != nil {
 				return err
 			}
 			fmt.Fprintf(env.stdout, "wrote %s.traces.jsonl\n", base)
-		}
-		if err := plot(base + ".png"); err != nil {
-			return err
-		}
-		if err := report.WriteJSON(base+".json", rep); err != nil {
-			return err
-		}
-		if traces == nil {
+		} else {
 			// An earlier evaluation's traces would sit beside this
 			// report as if they were its own.
 			stale := base + ".traces.jsonl"
@@ -157,7 +155,10 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 				return err
 			}
 		}
-		return nil
+		if err := plot(base + ".png"); err != nil {
+			return err
+		}
+		return report.WriteJSON(base+".json", rep)
 	}
 	switch f.mode {
 	case "rsa":

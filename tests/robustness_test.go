@@ -95,6 +95,27 @@ func TestEvalFailureLeavesNoReport(t *testing.T) {
 	}
 }
 
+// TestEvalFailureLeavesNoEarlierReport: an evaluation that fails while
+// writing its outputs leaves no report at all, not an earlier
+// evaluation's report beside the traces this one wrote: the earlier
+// report (2 problems x 2 samples) stood beside this run's traces (3 x 2
+// = 6 lines) when the plot could not be written after the traces were
+// committed.
+func TestEvalFailureLeavesNoEarlierReport(t *testing.T) {
+	requireRuntime(t)
+	out := filepath.Join(t.TempDir(), "eval")
+	r := spiral(t, nil, "eval", "--mode", "passk", "--limit", "2", "--samples", "2", "--out", out, "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	plot := filepath.Join(out, "passk.png")
+	require.NoError(t, os.Remove(plot))
+	require.NoError(t, os.MkdirAll(filepath.Join(plot, "x"), 0o777))
+	r = spiral(t, nil, "eval", "--mode", "passk", "--limit", "3", "--samples", "2", "--out", out, "--traces", "--quiet")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, plot)
+	require.Equal(t, 6, countLines(t, filepath.Join(out, "passk.traces.jsonl")))
+	require.NoFileExists(t, filepath.Join(out, "passk.json"), "the earlier report, beside this run's traces")
+}
+
 // startSpiral starts the binary in dir with args, killed at the end of
 // the test if it still runs, and returns it with its stderr.
 func startSpiral(t *testing.T, dir string, args ...string) (*exec.Cmd, *strings.Builder) {
