@@ -115,8 +115,11 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	}
 	meta := report.Meta{Model: name, Label: f.label, Dataset: dsName, Problems: len(problems), Seed: f.seed, Timestamp: time.Now().UTC(),
 		Extra: map[string]string{
-			"temperature": strconv.FormatFloat(samplerCfg.Temperature, 'g', -1, 64), "top_p": strconv.FormatFloat(samplerCfg.TopP, 'g', -1, 64),
-			"max_new_tokens": strconv.Itoa(samplerCfg.MaxNewTokens), "reward_rule": f.reward.rule.String(),
+			"temperature":      strconv.FormatFloat(samplerCfg.Temperature, 'g', -1, 64),
+			"top_p":            strconv.FormatFloat(samplerCfg.TopP, 'g', -1, 64),
+			"top_k":            strconv.Itoa(samplerCfg.TopK),
+			"max_new_tokens":   strconv.Itoa(samplerCfg.MaxNewTokens),
+			"reward_rule":      f.reward.rule.String(),
 			"skipped_problems": strconv.Itoa(skipped),
 		},
 		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}

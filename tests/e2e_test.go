@@ -1270,6 +1270,24 @@ func TestEvalCutTraces(t *testing.T) {
 	}
 }
 
+// TestEvalReportRecordsSampling: an eval report's meta.extra records
+// the sampling settings that made its numbers, --top-k among them (the
+// report recorded temperature and top_p but not top_k, so a report
+// sampled with --top-k 3 read as one sampled from the full
+// distribution).
+func TestEvalReportRecordsSampling(t *testing.T) {
+	requireRuntime(t)
+	out := t.TempDir()
+	r := spiral(t, nil, "eval", "--mode", "passk", "--limit", "1", "--samples", "1", "--max-new-tokens", "4",
+		"--temperature", "0.5", "--top-p", "0.9", "--top-k", "3", "--quiet", "--out", out)
+	require.Equal(t, 0, r.code, r.stderr)
+	var rep report.PassAtK
+	require.NoError(t, report.ReadJSON(filepath.Join(out, "passk.json"), &rep))
+	for k, v := range map[string]string{"temperature": "0.5", "top_p": "0.9", "top_k": "3", "max_new_tokens": "4"} {
+		require.Equal(t, v, rep.Meta.Extra[k], "meta.extra[%q] in %+v", k, rep.Meta.Extra)
+	}
+}
+
 // TestNoRoomRefusedBeforeGraphs: a --max-new-tokens that leaves no room
 // in the model's context is a usage error found before the model's graphs
 // are built, as bad flags are: train wrote them into a new run directory
