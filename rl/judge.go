@@ -46,14 +46,23 @@ func (r RewardRule) CutTraces() string {
 // NewJudge adapts the grader to the rollout scaffolds once, for training
 // and evaluation alike: grader.Config{NoFallback: !r.Fallback}.Grade
 // decides correctness, grader.Equivalent clusters answers for majority
-// votes, and r.Truncated decides truncated traces.
+// votes, and r.Truncated decides truncated traces. An extracted answer
+// that normalizes to nothing is no answer (Verdict.Answer ""), which
+// does not vote.
 func NewJudge(r RewardRule) rollout.Judge {
 	cfg := grader.Config{NoFallback: !r.Fallback}
 	return rollout.Judge{
 		Grade: func(response, gold string) rollout.Verdict {
 			v := cfg.Grade(response, gold)
 			explicit := v.Source == grader.SourceBoxed || v.Source == grader.SourceSentence
-			return rollout.Verdict{Answer: v.Extracted, Explicit: explicit, Correct: v.Correct}
+			answer := v.Extracted
+			if grader.Normalize(answer) == "" {
+				// \boxed{\quad}, \boxed{.}: the grader compares such an
+				// answer with nothing, itself included, so it would
+				// vote in majorities as a cluster of its own.
+				answer = ""
+			}
+			return rollout.Verdict{Answer: answer, Explicit: explicit, Correct: v.Correct}
 		},
 		Equal:           grader.Equivalent,
 		CreditTruncated: r.Truncated,

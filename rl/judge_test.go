@@ -41,3 +41,30 @@ func TestNewJudgeRewardRules(t *testing.T) {
 	}
 	require.Contains(t, RewardRule{}.String(), "explicit answers only")
 }
+
+// TestNewJudgeEmptyAnswersDoNotVote: a boxed answer that the grader
+// normalizes to nothing (\quad, a lone ".", "\$") is no answer: the
+// grader compares it with nothing, itself included, so it formed a
+// cluster of its own in every majority vote and, seen first, won a tie:
+// the vote of "so \boxed{.}" and "so \boxed{5}" for gold 5 went to "."
+// and counted as wrong. Its Answer is "", which does not vote, as the
+// rollout.Verdict documents.
+func TestNewJudgeEmptyAnswersDoNotVote(t *testing.T) {
+	j := NewJudge(RewardRule{})
+	for _, tc := range []struct {
+		text, answer string
+	}{
+		{`so \boxed{\quad}`, ""},
+		{`so \boxed{.}`, ""},
+		{`so \boxed{\$}`, ""},
+		{`so \boxed{\%}`, `\%`}, // "%": an answer, equal to itself
+		{`so \boxed{5}`, "5"},
+	} {
+		v := j.Judge(rollout.Trace{Completion: rollout.Completion{Finish: rollout.FinishStop}, Text: tc.text}, "5")
+		require.Equal(t, tc.answer, v.Answer, "%s: %+v", tc.text, v)
+	}
+	traces := [][]rollout.Trace{{{Text: `so \boxed{.}`}, {Text: `so \boxed{5}`}}}
+	j.JudgeAll(traces, []string{"5"})
+	answers := []string{traces[0][0].Verdict.Answer, traces[0][1].Verdict.Answer}
+	require.Equal(t, rollout.Vote{Winner: 1, Votes: 1}, rollout.MajorityVote(answers, []int{0, 1}, j.Equal))
+}
