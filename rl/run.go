@@ -407,6 +407,11 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	return tr.SyncHost() // the caller may export the weights
 }
 
+// finalRSASeedOffset sets the final RSA evaluation's random streams
+// apart from the training's: it samples with the run's seed plus this,
+// the seed its report records (what spiral eval --seed takes to repeat it).
+const finalRSASeedOffset = 0x75a
+
 // finalSummary runs cfg.FinalRSA on the held-out problems, writes it to
 // FinalRSAFile and prints the held-out summary line. p.Settings.HeldOut
 // names those problems (Run sets it before any evaluation).
@@ -414,12 +419,13 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	if err := tr.SyncEngine(ctx); err != nil {
 		return err
 	}
-	res, err := p.Evaluator.RSA(ctx, p.Held, cfg.FinalRSA, tr.Config().Seed+0x75a)
+	seed := tr.Config().Seed + finalRSASeedOffset
+	res, err := p.Evaluator.RSA(ctx, p.Held, cfg.FinalRSA, seed)
 	if err != nil {
 		return fmt.Errorf("final RSA evaluation: %w", err)
 	}
 	meta := report.Meta{Model: p.Settings.Model, Label: tr.Config().Algo, Dataset: p.HeldName,
-		Problems: len(p.Held), Seed: tr.Config().Seed, Timestamp: time.Now().UTC(), ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: p.Settings.HeldOut.Digest}
+		Problems: len(p.Held), Seed: seed, Timestamp: time.Now().UTC(), ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: p.Settings.HeldOut.Digest}
 	if err := report.WriteJSON(filepath.Join(cfg.Dir, FinalRSAFile), report.NewRSA(meta, res)); err != nil {
 		return err
 	}

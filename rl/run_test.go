@@ -25,6 +25,7 @@ import (
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/rollout"
+	"github.com/spiral-rl/spiral/rollout/report"
 )
 
 // runHarness assembles a run on the fakes of trainer_test.go: a trainer
@@ -1149,4 +1150,28 @@ func TestRunDrawRoundsOverrideNewStreams(t *testing.T) {
 	}
 	require.Equal(t, whole, part)
 	require.Equal(t, first, whole)
+}
+
+// TestRunFinalRSARecordsItsSeed: the final RSA report's meta.seed is the
+// seed its evaluation sampled with, so an evaluation given that seed
+// (spiral eval --seed) draws the same random streams, not the run's
+// training seed.
+func TestRunFinalRSARecordsItsSeed(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	rsa := rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 1}
+	run := &seedRecorder{seeds: map[uint64]int{}}
+	h.cfg.EvalEvery, h.cfg.FinalRSA = 0, rsa
+	h.parts.Evaluator.Gen = run
+	require.NoError(t, h.run(context.Background()))
+	var rep report.RSA
+	require.NoError(t, report.ReadJSON(filepath.Join(dir, FinalRSAFile), &rep))
+
+	again := &seedRecorder{seeds: map[uint64]int{}}
+	ev := h.parts.Evaluator
+	ev.Gen = again
+	_, err := ev.RSA(context.Background(), h.parts.Held, rsa, rep.Meta.Seed)
+	require.NoError(t, err)
+	require.NotEmpty(t, run.seeds)
+	require.Equal(t, run.seeds, again.seeds, "meta.seed %d repeats the final evaluation's streams", rep.Meta.Seed)
 }

@@ -34,7 +34,7 @@ type Meta struct {
 	Dataset string `json:"dataset"`
 	// Problems is the number of problems evaluated.
 	Problems int `json:"problems"`
-	// Seed is the run's seed.
+	// Seed is the seed the evaluation sampled with.
 	Seed uint64 `json:"seed"`
 	// Timestamp is when the run started.
 	Timestamp time.Time `json:"timestamp"`
