@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -123,6 +125,18 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 			"skipped_problems": strconv.Itoa(skipped),
 		},
 		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
+	// A prompt template of the user's shapes every sample: the report
+	// names the file and what it held.
+	for key, path := range map[string]string{"search_template": f.tmpl.search, "aggregate_template": f.tmpl.aggregate} {
+		if path == "" {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", strings.ReplaceAll(key, "_", "-"), err)
+		}
+		meta.Extra[key] = fmt.Sprintf("%s (sha256 %x)", path, sha256.Sum256(b))
+	}
 	base := filepath.Join(f.out, f.mode)
 	var traces *report.TraceWriter
 	if f.traces {

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1286,6 +1287,18 @@ func TestEvalReportRecordsSampling(t *testing.T) {
 	for k, v := range map[string]string{"temperature": "0.5", "top_p": "0.9", "top_k": "3", "max_new_tokens": "4"} {
 		require.Equal(t, v, rep.Meta.Extra[k], "meta.extra[%q] in %+v", k, rep.Meta.Extra)
 	}
+	require.NotContains(t, rep.Meta.Extra, "search_template", "the built-in template")
+
+	// A template file of the user's is named with its digest.
+	tmpl := filepath.Join(out, "search.txt")
+	text := "Solve: {{.Problem}}\n"
+	require.NoError(t, os.WriteFile(tmpl, []byte(text), 0o644))
+	r = spiral(t, nil, "eval", "--mode", "passk", "--limit", "1", "--samples", "1", "--max-new-tokens", "4",
+		"--search-template", tmpl, "--quiet", "--out", out)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, report.ReadJSON(filepath.Join(out, "passk.json"), &rep))
+	require.Equal(t, fmt.Sprintf("%s (sha256 %x)", tmpl, sha256.Sum256([]byte(text))), rep.Meta.Extra["search_template"])
+	require.NotContains(t, rep.Meta.Extra, "aggregate_template")
 }
 
 // TestNoRoomRefusedBeforeGraphs: a --max-new-tokens that leaves no room
