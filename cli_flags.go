@@ -760,6 +760,9 @@ func (f *sftFlags) validate() error {
 		countsAtMost(count{"--steps", c.Steps, 1}, count{"--batch", c.Batch, 1}, count{"--candidates", c.Mix.Candidates, 1}, count{"--eval-every", c.EvalEvery, 0},
 			count{"--eval-problems", c.EvalProblems, 1}, count{"--micro-batch-tokens", c.MicroBatchTokens, 1}, count{"--checkpoint-every", c.CheckpointEvery, 1},
 			count{"--keep", c.Keep, 0})}
+	if f.out == "" {
+		errs = append(errs, errors.New("--out is empty"))
+	}
 	if _, err := f.params.artifacts(); err != nil {
 		errs = append(errs, err)
 	}

@@ -617,3 +617,19 @@ func TestFlagsOfAnotherChoiceRefused(t *testing.T) {
 		require.Contains(t, stderr.String(), tc.want, "%q", tc.args)
 	}
 }
+
+// TestEmptyOutRefused: an empty --out is a usage error naming the flag
+// in every command whose --out is a directory it writes; sft's was exit
+// 1 with "--out : mkdir : no such file or directory" after the model
+// was opened.
+func TestEmptyOutRefused(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	for _, name := range []string{"train", "eval", "sft"} {
+		t.Run(name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), []string{name, "--out", ""}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitUsage, code, stderr.String())
+			require.Equal(t, fmt.Sprintf("spiral %s: --out is empty\n", name), stderr.String())
+		})
+	}
+}
