@@ -156,6 +156,9 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if err := arch.CheckLoRARank(lora.Rank, lora.Targets); err != nil {
+		return usageError{fmt.Errorf("--lora-rank %d: %w", lora.Rank, err)}
+	}
 	tr := memplan.Train{Rows: f.rows, Tokens: f.tokens, LoRARank: lora.Rank, LoRATargets: lora.Targets,
 		AttentionBytes: opts.AttentionBytes, LossChunkBytes: opts.LossChunkBytes, MLPBytes: opts.MLPBytes, KeptBytes: opts.KeptBytes}
 	// The shape is valid (planArch): what the peaks refuse is a size of

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -33,6 +35,37 @@ func TestPlanGenerationInTraining(t *testing.T) {
 			require.Zero(t, code, stderr.String())
 			require.Contains(t, stdout.String(), "  generation, 5120 positions per row: up to 40 rows\n")
 			require.Contains(t, stdout.String(), "  "+c.want+"\n")
+		})
+	}
+}
+
+// TestPlanLoRARankPastProjection: a LoRA rank past a targeted
+// projection's smaller side is refused, as train refuses it when it reads
+// the model (model/lora.go), where plan predicted it (Qwen3-4B, rank
+// 5000: 53 GiB of weights, exit 0). Qwen3-4B's k_proj and v_proj are
+// [2560, 1024], its q_proj [2560, 4096]: rank 1024 fits every
+// projection, 1025 passes k_proj's (and v_proj's) smaller side, and with
+// only q and o targeted 2560 fits and 2561 does not.
+func TestPlanLoRARankPastProjection(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--lora-rank", "1024"}, 0, ""},
+		{[]string{"--lora-rank", "1025"}, exitUsage, "spiral plan: --lora-rank 1025: k_proj is [2560, 1024]: want at most 1024, the smaller side, past which an adapter is no more expressive\n"},
+		{[]string{"--lora-rank", "5000"}, exitUsage, "spiral plan: --lora-rank 5000: q_proj is [2560, 4096]: want at most 2560"},
+		{[]string{"--lora-rank", "2560", "--lora-targets", "q,o"}, 0, ""},
+		{[]string{"--lora-rank", "2561", "--lora-targets", "q,o"}, exitUsage, "spiral plan: --lora-rank 2561: q_proj is [2560, 4096]: want at most 2560"},
+	} {
+		t.Run(fmt.Sprint(c.args), func(t *testing.T) {
+			var stderr bytes.Buffer
+			args := append([]string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB"}, c.args...)
+			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, c.code, code, stderr.String())
+			if c.want != "" {
+				require.Contains(t, stderr.String(), c.want)
+			}
 		})
 	}
 }

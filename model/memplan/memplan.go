@@ -130,6 +130,23 @@ func (a Arch) LoRAParams(r int, targets []string) int64 {
 	return n * int64(a.Layers)
 }
 
+// CheckLoRARank refuses a LoRA rank r past the smaller side of a
+// projection named by targets (nil: every projection), as the model
+// refuses it when it reads the graph: such an adapter is no more
+// expressive than a full-rank one, and only takes memory.
+func (a Arch) CheckLoRARank(r int, targets []string) error {
+	for k, m := range a.layerMatrices() {
+		name := lmgraph.LoRATargets[k]
+		if targets != nil && !slices.Contains(targets, name) {
+			continue
+		}
+		if side := min(m[0], m[1]); int64(r) > side {
+			return fmt.Errorf("%s is [%d, %d]: want at most %d, the smaller side, past which an adapter is no more expressive", name, m[0], m[1], side)
+		}
+	}
+	return nil
+}
+
 // Item is one line of a prediction.
 type Item struct {
 	Name  string `json:"name"`
