@@ -40,7 +40,7 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 			return usageError{fmt.Errorf("--figures %q: want png, svg or pdf", *figures)}
 		}
 		c := comparison{maxK: *maxK, figures: *figures}
-		var given givenPaths
+		given := givenPaths{twice: "it would count twice (as two seeds of one label, or as a label compared with itself)"}
 		for _, r := range *runs {
 			label, dir, ok := strings.Cut(r, "=")
 			if !ok || label == "" || dir == "" {
@@ -112,17 +112,19 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 // format's extension), as many as it has curves for.
 var comparePlots = []string{"passk", "rsa", "sequential", "tokens", "entropy", "heldout"}
 
-// givenPaths are the run directories and report files a compare was
-// given, to refuse one given twice.
+// givenPaths are the run directories and report files a compare or a
+// plot was given, to refuse one given twice.
 type givenPaths struct {
 	args  []string
 	infos []os.FileInfo
+	// twice says what one path given twice would do (compare: count
+	// twice, as a second seed of its label or as another label).
+	twice string
 }
 
 // add refuses path (given as arg, a what) when it is a file or directory
-// given before, under any spelling: its report or run would count twice,
-// as a second seed of its label or as another label. A path that cannot
-// be read is left to its reader, which names it.
+// given before, under any spelling. A path that cannot be read is left
+// to its reader, which names it.
 func (g *givenPaths) add(arg, path, what string) error {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -130,7 +132,7 @@ func (g *givenPaths) add(arg, path, what string) error {
 	}
 	for i, o := range g.infos {
 		if os.SameFile(o, st) {
-			return usageError{fmt.Errorf("%s and %s are one %s, given twice: it would count twice (as two seeds of one label, or as a label compared with itself)", g.args[i], arg, what)}
+			return usageError{fmt.Errorf("%s and %s are one %s, given twice: %s", g.args[i], arg, what, g.twice)}
 		}
 	}
 	g.args, g.infos = append(g.args, arg), append(g.infos, st)

@@ -41,6 +41,12 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		if err := report.CheckPlotPath(*out); err != nil {
 			return usageError{fmt.Errorf("--out %w", err)}
 		}
+		given := givenPaths{twice: "its curve would be drawn twice"}
+		for _, p := range args {
+			if err := given.add(p, p, "report"); err != nil {
+				return err
+			}
+		}
 		var mode report.Mode
 		for _, p := range args {
 			m, err := reportMode(p)

@@ -633,3 +633,24 @@ func TestEmptyOutRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestPlotReportGivenTwice: a report given twice to plot, under any
+// spelling, is a usage error naming both, as compare refuses it; plot
+// drew the one curve twice, each labelled with the same file.
+func TestPlotReportGivenTwice(t *testing.T) {
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "e", "passk.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(rep), 0o755))
+	require.NoError(t, os.WriteFile(rep, []byte(`{"meta": {"mode": "passk", "model": "m", "problems": 1}, "config": {"samples": 2, "ks": [1, 2]},
+		"points": [{"k": 1, "pass_at_k": 0.5, "majority_at_k": 0.5}, {"k": 2, "pass_at_k": 1, "majority_at_k": 0.5}]}`), 0o644))
+	// One report plots.
+	var stdout bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"plot", "--out", filepath.Join(dir, "one.png"), rep}, &cliEnv{stdout: &stdout, stderr: io.Discard}))
+	require.Contains(t, stdout.String(), "(1 passk report)")
+	other := filepath.Join(dir, "e", ".", "passk.json")
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"plot", "--out", filepath.Join(dir, "p.png"), rep, other}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, fmt.Sprintf("spiral plot: %s and %s are one report, given twice: its curve would be drawn twice\n", rep, other), stderr.String())
+	require.NoFileExists(t, filepath.Join(dir, "p.png"))
+}
