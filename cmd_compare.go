@@ -85,7 +85,7 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		// files beside the last one's.
 		stage, err := atomicfile.NewStage(*out)
 		if err != nil {
-			return fmt.Errorf("compare: --out: %w", err)
+			return fmt.Errorf("--out %s: %w", *out, err)
 		}
 		defer stage.Discard()
 		if err := c.report(env.stdout, stage.Dir()); err != nil {
@@ -101,7 +101,7 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 			}
 		}
 		if err := stage.Commit(names...); err != nil {
-			return fmt.Errorf("compare: --out: %w", err)
+			return fmt.Errorf("--out %s: %w", *out, err)
 		}
 		fmt.Fprintf(env.stdout, "wrote %s (plots and summary.md)\n", *out)
 		return nil

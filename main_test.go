@@ -654,3 +654,23 @@ func TestPlotReportGivenTwice(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("spiral plot: %s and %s are one report, given twice: its curve would be drawn twice\n", rep, other), stderr.String())
 	require.NoFileExists(t, filepath.Join(dir, "p.png"))
 }
+
+// TestCompareOutNotADirectory: compare's --out that is a file fails
+// (exit 1) naming the flag and its value once, as train's and eval's do;
+// it said "spiral compare: compare: --out: mkdir F: not a directory".
+func TestCompareOutNotADirectory(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	var reps []string
+	for i, model := range []string{"a", "b"} {
+		p := filepath.Join(dir, fmt.Sprintf("r%d.json", i))
+		require.NoError(t, os.WriteFile(p, []byte(`{"meta": {"mode": "passk", "model": "`+model+`", "problems": 1}, "config": {"samples": 2, "ks": [1, 2]},
+			"points": [{"k": 1, "pass_at_k": 0.5, "majority_at_k": 0.5}, {"k": 2, "pass_at_k": 1, "majority_at_k": 0.5}]}`), 0o644))
+		reps = append(reps, p)
+	}
+	var stderr bytes.Buffer
+	code := run(context.Background(), append([]string{"compare", "--out", file}, reps...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitFailure, code, stderr.String())
+	require.True(t, strings.HasPrefix(stderr.String(), fmt.Sprintf("spiral compare: --out %s: ", file)), stderr.String())
+}
