@@ -674,3 +674,16 @@ func TestCompareOutNotADirectory(t *testing.T) {
 	require.Equal(t, exitFailure, code, stderr.String())
 	require.True(t, strings.HasPrefix(stderr.String(), fmt.Sprintf("spiral compare: --out %s: ", file)), stderr.String())
 }
+
+// TestUndetectedFormatNamesTheFlag: a data file whose format neither its
+// extension nor its content tells is refused with the flag that sets it,
+// as the other hints of the loader name theirs; it said "set the format
+// explicitly".
+func TestUndetectedFormatNamesTheFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "problems")
+	require.NoError(t, os.WriteFile(path, []byte("problem,answer\n1+1,2\n"), 0o644))
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"data", "inspect", path}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitFailure, code, stderr.String())
+	require.Equal(t, fmt.Sprintf("spiral data: data: %s: cannot detect the format from the extension \"\" or the content; give --format jsonl, json or parquet\n", path), stderr.String())
+}

@@ -77,7 +77,7 @@ func detectFormat(name, opt string, head []byte) (string, error) {
 		}
 		return FormatJSON, nil
 	}
-	return "", fmt.Errorf("data: %s: cannot detect the format from the extension %q or the content; set the format explicitly", name, filepath.Ext(name))
+	return "", fmt.Errorf("data: %s: cannot detect the format from the extension %q or the content; give --format %s, %s or %s", name, filepath.Ext(name), FormatJSONL, FormatJSON, FormatParquet)
 }
 
 // compressions are the magic numbers of compressed files, which Load
