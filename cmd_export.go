@@ -48,6 +48,15 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		if st, err := os.Stat(*out); err == nil && st.IsDir() && *format == "onnx" {
 			return usageError{fmt.Errorf("--out %s is a directory: --format onnx writes a .onnx file, its tokenizer and config.json beside it (such as --out %s); --format hf writes a directory", *out, filepath.Join(*out, "model.onnx"))}
 		}
+		// hf and peft write a directory: a file there would fail only
+		// once the weights were loaded, at its creation.
+		if st, err := os.Stat(*out); err == nil && !st.IsDir() && *format != "onnx" {
+			files := "model.safetensors, config.json and the tokenizer's files"
+			if *format == "peft" {
+				files = "adapter_model.safetensors and adapter_config.json"
+			}
+			return usageError{fmt.Errorf("--out %s is a file: --format %s writes a directory (%s; such as --out %s)", *out, *format, files, filepath.Join(filepath.Dir(*out), *format))}
+		}
 		// Another name would be the model file, its side files (config.json,
 		// tokenizer.json...) written in its directory, the current one for
 		// a bare name.

@@ -687,3 +687,32 @@ func TestUndetectedFormatNamesTheFlag(t *testing.T) {
 	require.Equal(t, exitFailure, code, stderr.String())
 	require.Equal(t, fmt.Sprintf("spiral data: data: %s: cannot detect the format from the extension \"\" or the content; give --format jsonl, json or parquet\n", path), stderr.String())
 }
+
+// TestExportOutFile: an hf or peft export's --out is the directory to
+// write; an existing file there is refused as a usage error before any
+// work, as onnx's directory is (TestExportOutDirectory), where it failed
+// after the checkpoint was loaded with "model: hf export: mkdir F: not a
+// directory", naming no flag (exit 1).
+func TestExportOutFile(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	file := filepath.Join(dir, "m.onnx")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"export", "--format", "hf", "--out", file},
+			fmt.Sprintf("spiral export: --out %s is a file: --format hf writes a directory (model.safetensors, config.json and the tokenizer's files; such as --out %s)\n", file, filepath.Join(dir, "hf"))},
+		{[]string{"export", "--format", "peft", "--checkpoint", filepath.Join(dir, "absent"), "--out", file},
+			fmt.Sprintf("spiral export: --out %s is a file: --format peft writes a directory (adapter_model.safetensors and adapter_config.json; such as --out %s)\n", file, filepath.Join(dir, "peft"))},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
+		b, err := os.ReadFile(file)
+		require.NoError(t, err)
+		require.Equal(t, "x", string(b))
+	}
+}
