@@ -507,6 +507,7 @@ func (f *trainFlags) validate() error {
 	if f.cfg.MicroBatchTokens < 0 {
 		errs = append(errs, fmt.Errorf("--micro-batch-tokens %d: want >= 0 (0 = auto)", f.cfg.MicroBatchTokens))
 	}
+	errs = append(errs, freshOrOverride(f.run.Fresh, f.run.Override))
 	if f.cfg.Pipeline.Rounds == 0 { // the config's 0 (runs saved before the flag) is not a value to give
 		errs = append(errs, errors.New("--agg-rounds is 0; want >= 1"))
 	}
@@ -763,6 +764,7 @@ func (f *sftFlags) validate() error {
 	if f.out == "" {
 		errs = append(errs, errors.New("--out is empty"))
 	}
+	errs = append(errs, freshOrOverride(c.Fresh, c.Override))
 	if _, err := f.params.artifacts(); err != nil {
 		errs = append(errs, err)
 	}
@@ -801,6 +803,15 @@ func (f *generateFlags) validate() error {
 		errs = append(errs, errEngineCheckpoint)
 	}
 	return errors.Join(errs...)
+}
+
+// freshOrOverride refuses --fresh with --override: the one starts a run
+// over, the other resumes it, and together --override would do nothing.
+func freshOrOverride(fresh, override bool) error {
+	if fresh && override {
+		return errors.New("--fresh starts over and --override resumes: give one of them")
+	}
+	return nil
 }
 
 // validLR checks a --lr value: a positive rate that float32 weights can

@@ -716,3 +716,21 @@ func TestExportOutFile(t *testing.T) {
 		require.Equal(t, "x", string(b))
 	}
 }
+
+// TestFreshWithOverride: --fresh starts a run over and --override
+// resumes one whose settings differ; given together --override did
+// nothing, in silence. They are refused together as a usage error naming
+// both, by train and sft.
+func TestFreshWithOverride(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	for _, name := range []string{"train", "sft"} {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			var stderr bytes.Buffer
+			code := run(context.Background(), []string{name, "--out", out, "--fresh", "--override"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitUsage, code, stderr.String())
+			require.Equal(t, fmt.Sprintf("spiral %s: --fresh starts over and --override resumes: give one of them\n", name), stderr.String())
+			require.NoDirExists(t, out)
+		})
+	}
+}
