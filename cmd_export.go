@@ -37,6 +37,9 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		if fs.Changed("external-data") && *format != "onnx" {
 			ignored = append(ignored, fmt.Errorf("--external-data writes an onnx export's weights to a side file; --format %s writes no .onnx file and would ignore it", *format))
 		}
+		if fs.Changed("tokenizer") && *format == "peft" {
+			ignored = append(ignored, errors.New("--tokenizer names the tokenizer an onnx or hf export copies beside the model; --format peft writes the adapters alone and would ignore it"))
+		}
 		if len(ignored) > 0 {
 			return usageError{errors.Join(ignored...)}
 		}

@@ -734,3 +734,18 @@ func TestFreshWithOverride(t *testing.T) {
 		})
 	}
 }
+
+// TestExportPEFTTokenizer: --tokenizer names the tokenizer an onnx or hf
+// export copies beside the model; a peft export writes the adapters
+// alone, so --tokenizer there is refused as a usage error, as
+// --external-data and --base-model are with the formats that would
+// ignore them; it was ignored in silence.
+func TestExportPEFTTokenizer(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	args := []string{"export", "--format", "peft", "--checkpoint", filepath.Join(dir, "absent"), "--out", filepath.Join(dir, "peft"), "--tokenizer", filepath.Join(dir, "tokenizer.json")}
+	code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral export: --tokenizer names the tokenizer an onnx or hf export copies beside the model; --format peft writes the adapters alone and would ignore it\n", stderr.String())
+}
