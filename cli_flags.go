@@ -547,8 +547,10 @@ var spiralOnlyFlags = []string{"n1", "k", "n", "n2", "scale-search-adv", "scale-
 // other algorithms the pipeline and no group. --candidate-tokens also
 // caps the final RSA's aggregation prompts, so GRPO ignores it only when
 // no final RSA runs (--final-rsa-steps 0, or --data without
-// --eval-data). They are warnings, not usage errors, so that one set of
-// flags can serve runs of each algorithm.
+// --eval-data). The held-out evaluations' flags are listed too where no
+// evaluation reads them. They are warnings, not usage errors, so that one
+// set of flags can serve runs of each algorithm, with evaluations or
+// without.
 func (f *trainFlags) ignoredFlags() []string {
 	var out []string
 	if f.cfg.Algo == rl.AlgoGRPO {
@@ -563,6 +565,17 @@ func (f *trainFlags) ignoredFlags() []string {
 		}
 	} else if f.changed("group") {
 		out = append(out, fmt.Sprintf("--group is --algo grpo's; --algo %s, which samples --n1 search traces a problem, ignores it", f.cfg.Algo))
+	}
+	// The held-out evaluations' flags where none reads them.
+	if f.run.EvalEvery == 0 && f.changed("eval-samples") {
+		out = append(out, "--eval-samples sets the samples of the evaluations every --eval-every steps; --eval-every 0 runs none and ignores it")
+	}
+	if f.run.EvalEvery == 0 && f.run.FinalRSA.Steps == 0 {
+		for _, name := range []string{"eval-data", "eval-problems"} {
+			if f.changed(name) {
+				out = append(out, fmt.Sprintf("--%s chooses the held-out problems; with --eval-every 0 and --final-rsa-steps 0 no evaluation runs, so it is ignored", name))
+			}
+		}
 	}
 	return out
 }

@@ -749,3 +749,31 @@ func TestExportPEFTTokenizer(t *testing.T) {
 	require.Equal(t, exitUsage, code, stderr.String())
 	require.Equal(t, "spiral export: --tokenizer names the tokenizer an onnx or hf export copies beside the model; --format peft writes the adapters alone and would ignore it\n", stderr.String())
 }
+
+// TestTrainIgnoredEvalFlags: the held-out evaluations' flags given where
+// no evaluation reads them are warned of, as the flags --algo does not
+// read are (TestTrainIgnoredFlags): --eval-samples with --eval-every 0,
+// and --eval-data and --eval-problems with no evaluation at all
+// (--eval-every 0 and --final-rsa-steps 0), where --eval-data was not
+// even read. They were ignored in silence.
+func TestTrainIgnoredEvalFlags(t *testing.T) {
+	const (
+		samples  = "--eval-samples sets the samples of the evaluations every --eval-every steps; --eval-every 0 runs none and ignores it"
+		problems = "--eval-problems chooses the held-out problems; with --eval-every 0 and --final-rsa-steps 0 no evaluation runs, so it is ignored"
+		evalData = "--eval-data chooses the held-out problems; with --eval-every 0 and --final-rsa-steps 0 no evaluation runs, so it is ignored"
+	)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--eval-every", "0", "--eval-samples", "8"}, []string{samples}},
+		{[]string{"--eval-every", "0", "--eval-samples", "8", "--eval-problems", "16"}, []string{samples}},
+		{[]string{"--eval-every", "0", "--final-rsa-steps", "0", "--eval-samples", "8", "--eval-problems", "16", "--eval-data", "e.jsonl"}, []string{samples, evalData, problems}},
+		{[]string{"--eval-every", "0", "--final-rsa-steps", "0", "--eval-data", "e.jsonl", "--data", "d.jsonl"}, []string{evalData}},
+		{[]string{"--eval-every", "5", "--eval-samples", "8", "--eval-problems", "16"}, nil},
+		{[]string{"--eval-every", "0", "--eval-problems", "16", "--eval-data", "e.jsonl"}, nil},
+	} {
+		f := parsedTrainFlags(t, tc.args)
+		require.Equal(t, tc.want, f.ignoredFlags(), "%q", tc.args)
+	}
+}
