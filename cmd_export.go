@@ -70,6 +70,9 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		if err != nil {
 			return err
 		}
+		if *format == "onnx" && sameFile(*out, r.onnx) {
+			return usageError{fmt.Errorf("--out %s is the file of --model %s: the export would replace the model it reads, which the checkpoint's run was trained from; give another --out", *out, r.onnx)}
+		}
 		// The tokenizer's Hugging Face files, which hf writes where the
 		// model has none; peft writes the adapters alone.
 		var tokFiles map[string][]byte

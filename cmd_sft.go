@@ -48,7 +48,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 		return err
 	}
 	f.cfg.ContextLength = hf.MaxPositionEmbeddings
-	if sameDir(f.out, filepath.Dir(sess.onnx)) {
+	if sameFile(f.out, filepath.Dir(sess.onnx)) {
 		return usageError{fmt.Errorf("--out %s is the directory of --model: sft would write its model.onnx over the model it starts from; give another --out", f.out)}
 	}
 	// Locked as a run directory is: a second sft into --out is refused
@@ -155,8 +155,8 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	return nil
 }
 
-// sameDir reports whether a and b are one existing directory.
-func sameDir(a, b string) bool {
+// sameFile reports whether a and b are one existing file or directory.
+func sameFile(a, b string) bool {
 	sa, err := os.Stat(a)
 	if err != nil {
 		return false

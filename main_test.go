@@ -777,3 +777,32 @@ func TestTrainIgnoredEvalFlags(t *testing.T) {
 		require.Equal(t, tc.want, f.ignoredFlags(), "%q", tc.args)
 	}
 }
+
+// TestExportOverItsModel: an onnx export whose --out is --model's own
+// file is refused as a usage error before any work, as sft refuses an
+// --out that is its model's directory; it replaced the model it read,
+// after which the run's checkpoints no longer matched it ("was trained
+// from ... (model id ...), not from --model ...") and the base model was
+// gone. Another file beside it is exported as before.
+func TestExportOverItsModel(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := filepath.Join(t.TempDir(), "m")
+	require.Zero(t, run(context.Background(), []string{"init-model", "--out", dir}, &cliEnv{stdout: io.Discard, stderr: io.Discard}))
+	src := filepath.Join(dir, "model.onnx")
+	before, err := os.ReadFile(src)
+	require.NoError(t, err)
+	absent := filepath.Join(t.TempDir(), "absent")
+	for _, out := range []string{src, filepath.Join(dir, ".", "model.onnx")} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"export", "--model", dir, "--checkpoint", absent, "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, stderr.String())
+		require.Equal(t, fmt.Sprintf("spiral export: --out %s is the file of --model %s: the export would replace the model it reads, which the checkpoint's run was trained from; give another --out\n", out, src), stderr.String())
+	}
+	after, err := os.ReadFile(src)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"export", "--model", dir, "--checkpoint", absent, "--out", filepath.Join(dir, "trained.onnx")}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitFailure, code, stderr.String())
+	require.Contains(t, stderr.String(), absent)
+}
