@@ -166,7 +166,8 @@ func (r resolvedModel) loadTokenizer() (*tokenizer.Tokenizer, error) {
 }
 
 // modelSession is what a model-running command opens first: the resolved
-// model files, the ONNX Runtime environment and the tokenizer.
+// model files, the ONNX Runtime environment (nil for a command whose
+// model runs on a serving engine) and the tokenizer.
 type modelSession struct {
 	resolvedModel
 	rt  *model.Runtime
@@ -184,9 +185,11 @@ func openSession(env *cliEnv, rf *runtimeFlags, mf *modelFlags) (*modelSession, 
 }
 
 // openSessionOn is openSession for a command that generates on engine
-// (engineFlags.engine): on a serving engine ("openai") --model gives the
-// tokenizer and config.json only, so a directory holding those two is
-// enough (resolveForEngine).
+// (engineFlags.engine) and runs no model of its own: on a serving engine
+// ("openai") --model gives the tokenizer and config.json only, so a
+// directory holding those two is enough (resolveForEngine), and ONNX
+// Runtime is not loaded (the session's rt is nil), so that a machine
+// without it can drive an engine.
 func openSessionOn(env *cliEnv, rf *runtimeFlags, mf *modelFlags, engine string) (*modelSession, error) {
 	if engine != "openai" {
 		return openSession(env, rf, mf)
@@ -195,7 +198,11 @@ func openSessionOn(env *cliEnv, rf *runtimeFlags, mf *modelFlags, engine string)
 	if err != nil {
 		return nil, err
 	}
-	return openResolved(env, rf, r)
+	tok, err := r.loadTokenizer()
+	if err != nil {
+		return nil, err
+	}
+	return &modelSession{resolvedModel: r, tok: tok}, nil
 }
 
 // openResolved is openSession on a model already resolved.
@@ -212,10 +219,12 @@ func openResolved(env *cliEnv, rf *runtimeFlags, r resolvedModel) (*modelSession
 	return &modelSession{resolvedModel: r, rt: rt, tok: tok}, nil
 }
 
-// close releases the tokenizer and the runtime.
+// close releases the tokenizer and the runtime, where one was opened.
 func (s *modelSession) close() {
 	s.tok.Close()
-	s.rt.Close()
+	if s.rt != nil {
+		s.rt.Close()
+	}
 }
 
 // checkVocab refuses a tokenizer with more ids than the model has

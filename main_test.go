@@ -806,3 +806,25 @@ func TestExportOverItsModel(t *testing.T) {
 	require.Equal(t, exitFailure, code, stderr.String())
 	require.Contains(t, stderr.String(), absent)
 }
+
+// TestEngineWithoutRuntime: eval and generate on a serving engine run no
+// model here, so they do not load ONNX Runtime: a machine without it
+// (here: $ONNXRUNTIME_LIB names a library that does not exist) reaches
+// the engine. They failed first with "ONNX Runtime library ... no such
+// file", where README says no ONNX session is opened.
+func TestEngineWithoutRuntime(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	t.Setenv("ONNXRUNTIME_LIB", filepath.Join(t.TempDir(), "absent.so"))
+	openai := []string{"--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m", "--engine-timeout", "1ms"}
+	for _, args := range [][]string{
+		append(append([]string{"generate"}, openai...), "hi"),
+		append([]string{"eval", "--quiet", "--out", t.TempDir()}, openai...),
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitFailure, code, stderr.String())
+		// Refused, or not answered within the timeout: asked either way.
+		require.Contains(t, stderr.String(), "rollout: engine: http://127.0.0.1:1/v1/models", "%q", args)
+		require.NotContains(t, stderr.String(), "ONNX Runtime", "%q", args)
+	}
+}
