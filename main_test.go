@@ -828,3 +828,30 @@ func TestEngineWithoutRuntime(t *testing.T) {
 		require.NotContains(t, stderr.String(), "ONNX Runtime", "%q", args)
 	}
 }
+
+// TestLoRAAlphaPastFloat32: --lora-alpha is refused as a usage error
+// where the adapters' scale alpha / rank passes float32's range (the
+// graphs' type): +Inf was taken, and bench train --lora-rank 1
+// --lora-alpha Inf failed after the model was opened with "json:
+// unsupported value: +Inf", --lora-alpha 1e39 with "the update would
+// make weights or moments non-finite".
+func TestLoRAAlphaPastFloat32(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"artifacts", "--lora-alpha", "Inf"}, "--lora-rank/--lora-alpha/--lora-targets: lora alpha +Inf: want > 0, with alpha / rank (+Inf) at most float32's largest value 3.4028234663852886e+38"},
+		{[]string{"bench", "train", "--lora-rank", "1", "--lora-alpha", "1e39"}, "lora alpha 1e+39: want > 0, with alpha / rank (1e+39) at most float32's largest value"},
+		{[]string{"train", "--lora-rank", "2", "--lora-alpha", "1e39"}, "lora alpha 1e+39: want > 0, with alpha / rank (5e+38) at most float32's largest value"},
+		{[]string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB", "--lora-rank", "2", "--lora-alpha", "1e39"}, "unknown flag: --lora-alpha"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Contains(t, stderr.String(), tc.want, "%q", tc.args)
+	}
+	// A rank that brings the scale within range is taken.
+	_, err := parseLoRA(4, 1e39, "q")
+	require.NoError(t, err)
+}

@@ -2,6 +2,7 @@ package lmgraph
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -41,8 +42,10 @@ func (l LoRA) Validate() error {
 	if !l.Enabled() {
 		return nil
 	}
-	if !(l.Alpha > 0) {
-		return fmt.Errorf("lora alpha %v: want > 0", l.Alpha)
+	// The scale multiplies float32 products in the graphs: past
+	// float32's range it is +Inf, and the adapters' output NaN.
+	if !(l.Alpha > 0) || !(l.Scale() <= math.MaxFloat32) {
+		return fmt.Errorf("lora alpha %v: want > 0, with alpha / rank (%v) at most float32's largest value %v", l.Alpha, l.Scale(), float64(math.MaxFloat32))
 	}
 	if len(l.Targets) == 0 {
 		return fmt.Errorf("lora targets: none given")
