@@ -80,6 +80,9 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		if *out == "" {
 			return c.report(env.stdout, "")
 		}
+		if err := c.checkOut(*out); err != nil {
+			return err
+		}
 		// The plots and summary.md are written in a stage in --out and
 		// moved in together: an interrupted comparison leaves none of its
 		// files beside the last one's.
@@ -136,6 +139,25 @@ func (g *givenPaths) add(arg, path, what string) error {
 		}
 	}
 	g.args, g.infos = append(g.args, arg), append(g.infos, st)
+	return nil
+}
+
+// checkOut refuses out when it holds an eval report (MODE.json) of a
+// mode the comparison plots under the name of eval's own plot of it
+// (MODE.png): the overlay would replace that report's plot in silence.
+func (c *comparison) checkOut(out string) error {
+	if c.figures != "png" {
+		return nil
+	}
+	for _, m := range []struct {
+		mode    report.Mode
+		reports int
+	}{{report.ModePassAtK, len(c.passk)}, {report.ModeRSA, len(c.rsa)}, {report.ModeSequential, len(c.budget)}} {
+		rep := filepath.Join(out, string(m.mode)+".json")
+		if _, err := os.Stat(rep); m.reports > 0 && err == nil {
+			return usageError{fmt.Errorf("--out %s holds the eval report %s, whose plot %s.png the comparison's overlay of %s reports would replace; give another --out (or --figures svg or pdf)", out, rep, m.mode, m.mode)}
+		}
+	}
 	return nil
 }
 

@@ -855,3 +855,37 @@ func TestLoRAAlphaPastFloat32(t *testing.T) {
 	_, err := parseLoRA(4, 1e39, "q")
 	require.NoError(t, err)
 }
+
+// TestCompareOutHoldingAReport: compare --out in an eval's output
+// directory, beside its MODE.json, would replace that report's plot
+// MODE.png with the comparison's overlay of the mode, in silence; it is
+// refused as a usage error naming the report. SVG or PDF overlays, whose
+// names are not eval's plots, are written there as before.
+func TestCompareOutHoldingAReport(t *testing.T) {
+	dir := t.TempDir()
+	var reps []string
+	for i, model := range []string{"a", "b"} {
+		p := filepath.Join(dir, fmt.Sprintf("r%d.json", i))
+		require.NoError(t, os.WriteFile(p, []byte(`{"meta": {"mode": "passk", "model": "`+model+`", "problems": 1}, "config": {"samples": 2, "ks": [1, 2]},
+			"points": [{"k": 1, "pass_at_k": 0.5, "majority_at_k": 0.5}, {"k": 2, "pass_at_k": 1, "majority_at_k": 0.5}]}`), 0o644))
+		reps = append(reps, p)
+	}
+	evalOut := filepath.Join(dir, "eval")
+	require.NoError(t, os.MkdirAll(evalOut, 0o755))
+	b, err := os.ReadFile(reps[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(evalOut, "passk.json"), b, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(evalOut, "passk.png"), []byte("eval's plot"), 0o644))
+	var stderr bytes.Buffer
+	code := run(context.Background(), append([]string{"compare", "--out", evalOut}, reps...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, fmt.Sprintf("spiral compare: --out %s holds the eval report %s, whose plot passk.png the comparison's overlay of passk reports would replace; give another --out (or --figures svg or pdf)\n",
+		evalOut, filepath.Join(evalOut, "passk.json")), stderr.String())
+	plot, err := os.ReadFile(filepath.Join(evalOut, "passk.png"))
+	require.NoError(t, err)
+	require.Equal(t, "eval's plot", string(plot))
+	require.NoFileExists(t, filepath.Join(evalOut, "summary.md"))
+
+	require.Zero(t, run(context.Background(), append([]string{"compare", "--figures", "svg", "--out", evalOut}, reps...), &cliEnv{stdout: io.Discard, stderr: io.Discard}))
+	require.FileExists(t, filepath.Join(evalOut, "passk.svg"))
+}
