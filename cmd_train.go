@@ -203,7 +203,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if arts.LoRA.Enabled() {
 		settings.LoRA = &arts.LoRA
 	}
-	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%d problems), algo %s, %d steps, lr %.0e, %d new tokens a trace, out %s\n",
+	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%d problems), algo %s, %d steps, lr %g, %d new tokens a trace, out %s\n",
 		sess.name(), dataName, ds.Len(), cfg.Algo, f.run.Steps, lr, samplerCfg.MaxNewTokens, f.run.Dir)
 	run := f.run
 	run.FinalRSA.CandidateTokens, run.FinalRSA.PromptLimit = cfg.Pipeline.CandidateTokens, cfg.Pipeline.PromptLimit

@@ -889,3 +889,20 @@ func TestCompareOutHoldingAReport(t *testing.T) {
 	require.Zero(t, run(context.Background(), append([]string{"compare", "--figures", "svg", "--out", evalOut}, reps...), &cliEnv{stdout: io.Discard, stderr: io.Discard}))
 	require.FileExists(t, filepath.Join(evalOut, "passk.svg"))
 }
+
+// TestTrainHeaderLR: train's first line states the peak learning rate as
+// given, where "%.0e" rounded it to one digit: --lr 1.5e-4 read "lr
+// 2e-04", --lr 2.5e-5 "lr 2e-05". (The run is interrupted before its
+// first step: the context is cancelled.)
+func TestTrainHeaderLR(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct{ lr, want string }{{"1.5e-4", "lr 0.00015,"}, {"2.5e-5", "lr 2.5e-05,"}, {"0", "lr 0.0001,"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, []string{"train", "--lr", tc.lr, "--out", t.TempDir(), "--eval-every", "0", "--final-rsa-steps", "0", "--quiet", "--threads", "1"},
+			&cliEnv{stdout: &stdout, stderr: &stderr})
+		require.Equal(t, exitInterrupted, code, stderr.String())
+		require.Contains(t, stdout.String(), tc.want, "--lr %s", tc.lr)
+	}
+}
