@@ -93,6 +93,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		}
 		held, heldName = eds.Problems, embeddedTestName
 	}
+	if n := len(held); n > 0 && n < f.evalN && f.changed("eval-problems") {
+		fmt.Fprintf(env.stderr, "spiral: note: --eval-problems %d: %s has %d problems; evaluating those\n", f.evalN, heldName, n)
+	}
 	held = held[:min(len(held), f.evalN)]
 	if wantHeld && len(held) == 0 {
 		fmt.Fprintf(env.stderr, "spiral: note: no held-out evaluation (eval.jsonl, rsa.json): training on --data %s, give --eval-data for one\n", f.data)

@@ -906,3 +906,36 @@ func TestTrainHeaderLR(t *testing.T) {
 		require.Contains(t, stdout.String(), tc.want, "--lr %s", tc.lr)
 	}
 }
+
+// TestTrainEvalProblemsPastEvalData: --eval-problems above the problems
+// of --eval-data evaluates those there are, with a note naming both, as
+// eval's --limit past its data does; it said nothing. (The run is
+// interrupted before its first step: the context is cancelled.)
+func TestTrainEvalProblemsPastEvalData(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	problems := filepath.Join(dir, "p.jsonl")
+	require.Zero(t, run(context.Background(), []string{"data", "synth", "--split", "train", "--problems", "4", "--out", problems}, &cliEnv{stdout: io.Discard, stderr: io.Discard}))
+	held := filepath.Join(dir, "h.jsonl")
+	require.Zero(t, run(context.Background(), []string{"data", "synth", "--problems", "3", "--out", held}, &cliEnv{stdout: io.Discard, stderr: io.Discard}))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		n    string
+		note bool
+	}{{"8", true}, {"3", false}, {"", false}} {
+		args := []string{"train", "--data", problems, "--eval-data", held, "--out", t.TempDir(), "--quiet", "--threads", "1"}
+		if tc.n != "" {
+			args = append(args, "--eval-problems", tc.n)
+		}
+		var stderr bytes.Buffer
+		code := run(ctx, args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitInterrupted, code, stderr.String())
+		note := fmt.Sprintf("spiral: note: --eval-problems %s: %s has 3 problems; evaluating those\n", tc.n, held)
+		if tc.note {
+			require.Contains(t, stderr.String(), note)
+		} else {
+			require.NotContains(t, stderr.String(), "--eval-problems")
+		}
+	}
+}
