@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -707,6 +708,10 @@ func (f *evalFlags) validate() error {
 			count{"--rsa-steps", f.rsa.Steps, 1}, count{"--candidate-tokens", f.rsa.CandidateTokens, 0})}
 	if f.out == "" {
 		errs = append(errs, errors.New("--out is empty"))
+	}
+	if _, err := os.Stat(filepath.Join(f.out, rl.MetricsFile)); err == nil && f.mode == "rsa" {
+		errs = append(errs, fmt.Errorf("--out %s is a training run's directory (it holds %s): --mode rsa would write %s over the run's final RSA report, which a resumed run reads as done; give another --out",
+			f.out, rl.MetricsFile, rl.FinalRSAFile))
 	}
 	if f.data == "" {
 		errs = append(errs, unreadDataFlags(f.changed, "--data", "the embedded task's test split"))

@@ -939,3 +939,25 @@ func TestTrainEvalProblemsPastEvalData(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalRSAIntoRunDirectory: eval --mode rsa writes rsa.json, the name
+// of a training run's final RSA report, which the run reads as done when
+// it resumes at its last step: into a run directory (one with
+// metrics.jsonl) it replaced the run's report, or, written before the run
+// finished, made the run skip its final RSA and summarise eval's. Such an
+// --out is refused as a usage error before any work; the other modes,
+// whose reports take no run file's name, may write there.
+func TestEvalRSAIntoRunDirectory(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	runDir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(runDir, "metrics.jsonl"), []byte("{}\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(runDir, "rsa.json"), []byte("the run's"), 0o644))
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"eval", "--mode", "rsa", "--out", runDir}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, fmt.Sprintf("spiral eval: --out %s is a training run's directory (it holds metrics.jsonl): --mode rsa would write rsa.json over the run's final RSA report, which a resumed run reads as done; give another --out\n", runDir), stderr.String())
+	b, err := os.ReadFile(filepath.Join(runDir, "rsa.json"))
+	require.NoError(t, err)
+	require.Equal(t, "the run's", string(b))
+	require.NoFileExists(t, filepath.Join(runDir, ".rsa.lock"))
+}
