@@ -63,7 +63,8 @@ func Tiny() Config {
 
 // Validate reports every field outside its allowed values: Layers,
 // Hidden, Heads, KVHeads, Intermediate, Vocab >= 1; KVHeads divides Heads;
-// HeadDim >= 2 and even; RopeTheta > 0; RMSEps > 0; MaxPositions >= 0.
+// HeadDim >= 2 and even; RopeTheta > 0, finite, and small enough an
+// inverse of it for float32; RMSEps > 0; MaxPositions >= 0.
 func (c Config) Validate() error {
 	if err := c.check(); err != nil {
 		return fmt.Errorf("qwen3: config: %w", err)
@@ -94,6 +95,14 @@ func (c Config) check() error {
 		errs = append(errs, fmt.Sprintf("rope_theta %g: want > 0", c.RopeTheta))
 	} else if math.IsInf(c.RopeTheta, 1) {
 		errs = append(errs, "rope_theta +Inf: want a finite value")
+	} else if c.HeadDim > 2 && c.HeadDim%2 == 0 {
+		// The largest inverse frequency, theta^(-(HeadDim-2)/HeadDim),
+		// must be a float32: past it the rotary tables and every logit
+		// are NaN.
+		exp := float64(c.HeadDim-2) / float64(c.HeadDim)
+		if least := math.Pow(math.MaxFloat32, -1/exp); c.RopeTheta < least {
+			errs = append(errs, fmt.Sprintf("rope_theta %g: its inverse frequencies pass float32's range: want at least %.3g", c.RopeTheta, least))
+		}
 	}
 	if !(c.RMSEps > 0) {
 		errs = append(errs, fmt.Sprintf("rms_norm_eps %g: want > 0", c.RMSEps))

@@ -70,6 +70,32 @@ func TestConfigErrors(t *testing.T) {
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "rope_theta +Inf: want a finite value") {
 		t.Errorf("Validate: %v", err)
 	}
+	// A tiny theta is > 0, but its inverse frequencies overflow float32:
+	// init-model's --rope-theta 1e-300 wrote a model whose logits were
+	// NaN. With head_dim d, theta^(-(d-2)/d) <= MaxFloat32 from theta =
+	// MaxFloat32^(-d/(d-2)) on.
+	d := float64(Tiny().HeadDim)
+	least := math.Pow(math.MaxFloat32, -d/(d-2))
+	for _, theta := range []float64{1e-300, least * 0.99} {
+		bad = Tiny()
+		bad.RopeTheta = theta
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "inverse frequencies pass float32's range: want at least") {
+			t.Errorf("Validate rope_theta %g: %v", theta, err)
+		}
+	}
+	for _, theta := range []float64{least * 1.01, 0.5, 1e6} {
+		ok := Tiny()
+		ok.RopeTheta = theta
+		if err := ok.Validate(); err != nil {
+			t.Errorf("Validate rope_theta %g: %v", theta, err)
+		}
+		inv := InvFreq(ok)
+		for i, f := range inv {
+			if math.IsInf(float64(f), 0) || math.IsNaN(float64(f)) {
+				t.Errorf("rope_theta %g: inv_freq[%d] = %v", theta, i, f)
+			}
+		}
+	}
 	dir := t.TempDir()
 	p := filepath.Join(dir, "config.json")
 	os.WriteFile(p, []byte(`{"model_type": "qwen3"}`), 0o644)
