@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/data/synth"
@@ -31,6 +32,17 @@ type templateSet struct {
 // prompt, and its tokenizer knows only the task's characters), else the
 // default (RSA-style) one.
 func loadTemplates(compact bool, f templateFlags) (templateSet, error) {
+	// A file that cannot be read is named by its flag.
+	for _, t := range []struct{ flag, path string }{{"--search-template", f.search}, {"--aggregate-template", f.aggregate}} {
+		if t.path == "" {
+			continue
+		}
+		if st, err := os.Stat(t.path); err != nil {
+			return templateSet{}, fmt.Errorf("%s: %w", t.flag, err)
+		} else if st.IsDir() {
+			return templateSet{}, fmt.Errorf("%s %s is a directory: want a template file", t.flag, t.path)
+		}
+	}
 	if compact {
 		t, err := synth.Templates().Override(f.search, f.aggregate)
 		return templateSet{t}, err

@@ -91,6 +91,8 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 	} else if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 		printTopUsage(env.stdout)
 		return 0
+	} else if len(args) > 0 && args[0] == "--version" {
+		name, args = "version", args[1:] // as most tools take it
 	}
 	if name == "help" {
 		// spiral help, spiral help help and spiral help --help: the

@@ -118,6 +118,11 @@ func TestVersion(t *testing.T) {
 	require.Regexp(t, regexp.MustCompile(`(?m)^spiral \S+$`), r.stdout)
 	require.Regexp(t, regexp.MustCompile(`(?m)^tokenizers v1\.22\.1 `), r.stdout)
 	require.Regexp(t, regexp.MustCompile(`(?m)^onnxruntime 1\.30\.0 \(`), r.stdout)
+	// spiral --version, as most tools take it, is spiral version (it ran
+	// train, which refused --version as an unknown flag).
+	v := spiral(t, nil, "--version")
+	require.Equal(t, 0, v.code, "stderr: %s", v.stderr)
+	require.Equal(t, r.stdout, v.stdout)
 }
 
 // TestNoTelemetryLogLeft: a command that loads ONNX Runtime leaves no
@@ -1386,4 +1391,22 @@ func TestTrainPackPrompts(t *testing.T) {
 		"--eval-every", "0", "--final-rsa-steps", "0", "--quiet", "--pack-prompts=false")
 	require.NotEqual(t, 0, r.code)
 	require.Contains(t, r.stderr, "separate_rows")
+}
+
+// TestTemplateFlagsNamed: a template file that cannot be read is named by
+// its flag (it said "data: search template: read DIR: is a directory").
+func TestTemplateFlagsNamed(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "absent.txt")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--search-template", dir}, "spiral eval: --search-template " + dir + " is a directory: want a template file"},
+		{[]string{"--aggregate-template", missing}, "spiral eval: --aggregate-template: stat " + missing + ": no such file or directory"},
+	} {
+		r := spiral(t, nil, append([]string{"eval", "--limit", "1", "--quiet", "--out", t.TempDir()}, tc.args...)...)
+		requireExit(t, r, 1, nil, tc.want)
+	}
 }
