@@ -87,7 +87,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	settings := rl.SFTSettings{Model: sess.name(), ModelID: modelID}
+	settings := rl.SFTSettings{Model: sess.name(), ModelID: modelID, Selection: arts.Selection.String()}
 	if arts.LoRA.Enabled() {
 		settings.LoRA = &arts.LoRA
 	}

@@ -25,10 +25,14 @@ import (
 // (dir/checkpoints) that loads cleanly into w and opt, warning to warn
 // for each newer one skipped as damaged (WarnSkippedCheckpoints). A run
 // of another LoRA configuration than lora is refused first, naming both:
-// its checkpoints hold other tensors, which would each fail to load. It
-// returns the path loaded and its state, or an error wrapping
-// checkpoint.ErrNoCheckpoint when dir holds no checkpoint.
-func resumeNewest(dir string, lora *lmgraph.LoRA, w *params.Store, opt *optim.AdamW, warn io.Writer) (string, checkpoint.State, error) {
+// its checkpoints hold other tensors, which would each fail to load. A
+// checkpoint that holds other tensors than w is refused with the error
+// otherTensors gives for it, which names the setting that made them
+// (another model, other --train or --freeze), when it gives one; else
+// with the tensors that differ. It returns the path loaded and its
+// state, or an error wrapping checkpoint.ErrNoCheckpoint when dir holds
+// no checkpoint.
+func resumeNewest(dir string, lora *lmgraph.LoRA, w *params.Store, opt *optim.AdamW, warn io.Writer, otherTensors func(path string) error) (string, checkpoint.State, error) {
 	ckptDir := filepath.Join(dir, CheckpointsDir)
 	// The settings are the newest checkpoint's whose settings read; what
 	// does not read is Resume's to report, below.
@@ -46,10 +50,29 @@ func resumeNewest(dir string, lora *lmgraph.LoRA, w *params.Store, opt *optim.Ad
 	}
 	path, st, skipped, err := checkpoint.Resume(ckptDir, w, opt)
 	WarnSkippedCheckpoints(warn, skipped)
+	var me *params.MismatchError
+	if errors.As(err, &me) {
+		if why := otherTensors(me.File); why != nil {
+			return "", checkpoint.State{}, why
+		}
+	}
 	if err != nil && !errors.Is(err, checkpoint.ErrNoCheckpoint) {
 		err = fmt.Errorf("resume: %w (use --fresh to start over)", err)
 	}
 	return path, st, err
+}
+
+// otherSelection refuses the run in dir whose checkpoints were trained
+// with the --train and --freeze selection prev (Selection.String), not
+// now, naming setting (where the settings record it): the checkpoint
+// holds other tensors than the rerun trains. Empty selections (recorded
+// by none, or by older versions) say nothing.
+func otherSelection(dir, setting, prev, now string) error {
+	if prev == "" || now == "" || prev == now {
+		return nil
+	}
+	return fmt.Errorf("%s holds a run that trains other parameters (%s: %s -> %s): use the same --train and --freeze, another --out, or --fresh",
+		dir, setting, prev, now)
 }
 
 // sameModel reports whether a checkpoint's model (its name and content

@@ -469,30 +469,26 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 // after them when --draw-rounds changed). It returns the held-out
 // problems the checkpoint recorded (nil when none).
 func resume(cfg RunConfig, p RunParts) (*HeldOut, error) {
-	path, st, err := resumeNewest(cfg.Dir, p.Settings.LoRA, p.Weights, p.Optimizer, p.Warn)
+	path, st, err := resumeNewest(cfg.Dir, p.Settings.LoRA, p.Weights, p.Optimizer, p.Warn, func(path string) error {
+		st, err := checkpoint.ReadState(path)
+		if err != nil {
+			return nil
+		}
+		prev, err := recordedRun(cfg.Dir, path, st.Config, p.Settings)
+		if err != nil {
+			return err
+		}
+		return otherSelection(cfg.Dir, selectionKey, prev.selection(), p.Settings.selection())
+	})
 	switch {
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):
 		return nil, nil
 	case err != nil:
 		return nil, err
 	}
-	var prev RunSettings
-	if err := json.Unmarshal(st.Config, &prev); err != nil {
-		return nil, fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
-	}
-	var sft struct {
-		SFT *SFTConfig `json:"sft"`
-	}
-	if json.Unmarshal(st.Config, &sft) == nil && sft.SFT != nil {
-		return nil, fmt.Errorf("%s holds checkpoints of spiral sft, not of train: use another --out, or --fresh", cfg.Dir)
-	}
-	if prev.LoRA != nil { // targets saved in the order given, by older versions
-		c := prev.LoRA.Canonical()
-		prev.LoRA = &c
-	}
-	if !sameModel(prev.Model, prev.ModelID, p.Settings.Model, p.Settings.ModelID) || prev.Data != p.Settings.Data || prev.RL.Algo != p.Settings.RL.Algo {
-		return nil, fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s): use another --out, or --fresh",
-			cfg.Dir, prev.Model, prev.Data, prev.RL.Algo, p.Settings.Model, p.Settings.Data, p.Settings.RL.Algo)
+	prev, err := recordedRun(cfg.Dir, path, st.Config, p.Settings)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkSettings(cfg.Dir, settingsDiff(prev, p.Settings), cfg.Override, p.Warn); err != nil {
 		return nil, err
@@ -535,6 +531,38 @@ func resume(cfg RunConfig, p RunParts) (*HeldOut, error) {
 	p.Trainer.SetDrawStreams(streams)
 	fmt.Fprintf(p.Out, "resumed from %s (step %d)\n", path, st.Step)
 	return prev.HeldOut, nil
+}
+
+// recordedRun returns the run settings that config, recorded in the
+// checkpoint at path of the run in dir, holds, refusing a run of spiral
+// sft, or of another model, data set or algorithm than now.
+func recordedRun(dir, path string, config json.RawMessage, now RunSettings) (RunSettings, error) {
+	var prev RunSettings
+	if err := json.Unmarshal(config, &prev); err != nil {
+		return RunSettings{}, fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
+	}
+	var sft struct {
+		SFT *SFTConfig `json:"sft"`
+	}
+	if json.Unmarshal(config, &sft) == nil && sft.SFT != nil {
+		return RunSettings{}, fmt.Errorf("%s holds checkpoints of spiral sft, not of train: use another --out, or --fresh", dir)
+	}
+	if prev.LoRA != nil { // targets saved in the order given, by older versions
+		c := prev.LoRA.Canonical()
+		prev.LoRA = &c
+	}
+	if !sameModel(prev.Model, prev.ModelID, now.Model, now.ModelID) || prev.Data != now.Data || prev.RL.Algo != now.RL.Algo {
+		return RunSettings{}, fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s): use another --out, or --fresh",
+			dir, prev.Model, prev.Data, prev.RL.Algo, now.Model, now.Data, now.RL.Algo)
+	}
+	return prev, nil
+}
+
+// selection is the --train and --freeze choice s records (Sampling's
+// selectionKey), "" when it records none.
+func (s RunSettings) selection() string {
+	sel, _ := s.Sampling[strings.TrimPrefix(selectionKey, "sampling.")].(string)
+	return sel
 }
 
 // WarnSkippedCheckpoints writes one warning to w for each checkpoint that
@@ -589,10 +617,12 @@ func settingsDiff(a, b RunSettings) []string {
 }
 
 // Keys of RunSettings as settingsDiff flattens them: the longest prompt
-// and --max-new-tokens, of which it is the model's context less, and the
-// prefix of the held-out problems' keys.
+// and --max-new-tokens, of which it is the model's context less, the
+// --train and --freeze selection, and the prefix of the held-out
+// problems' keys.
 const (
 	promptLimitKey    = "rl.pipeline.prompt_limit"
+	selectionKey      = "sampling.selection"
 	maxNewTokensKey   = "sampling.max_new_tokens"
 	heldOutPrefix     = "held_out."
 	drawStreamsPrefix = "draw_streams."

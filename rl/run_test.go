@@ -543,6 +543,48 @@ func TestRunOtherLoRAPastDamage(t *testing.T) {
 	require.ErrorContains(t, h.run(context.Background()), "holds a run with full fine-tuning; this one is lora rank=4")
 }
 
+// TestRunOtherTensors: a rerun whose weights are other tensors than the
+// checkpoint's is refused naming what made them differ, as the same
+// layout would be after loading (another model, data set or algorithm),
+// or the --train and --freeze selection; only where the settings tell
+// nothing does the error list the tensors.
+func TestRunOtherTensors(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	h.cfg.EvalEvery = 0
+	h.parts.Settings.Sampling = map[string]any{"selection": `train="" freeze=""`}
+	require.NoError(t, h.run(context.Background()))
+
+	for _, tc := range []struct {
+		name   string
+		change func(s *RunSettings)
+		want   string
+	}{
+		{"other model", func(s *RunSettings) { s.Model, s.ModelID = "m2", "id-m2" },
+			dir + " holds a run of m on d (spiral); this one is m2 on d (spiral): use another --out, or --fresh"},
+		{"other selection", func(s *RunSettings) { s.Sampling = map[string]any{"selection": `train="" freeze="norm"`} },
+			dir + ` holds a run that trains other parameters (sampling.selection: train="" freeze="" -> train="" freeze="norm"): use the same --train and --freeze, another --out, or --fresh`},
+		{"settings alike", func(*RunSettings) {}, `unexpected tensor "w"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newRunHarness(t, dir, 2)
+			h.cfg.EvalEvery, h.cfg.Override = 0, true
+			h.parts.Settings.Sampling = map[string]any{"selection": `train="" freeze=""`}
+			tc.change(&h.parts.Settings)
+			w, err := params.NewStore([]params.Spec{{Name: "v", Shape: []int64{2, 2}}})
+			require.NoError(t, err)
+			opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
+			require.NoError(t, err)
+			h.parts.Weights, h.parts.Optimizer = w, opt
+			err = h.run(context.Background())
+			require.ErrorContains(t, err, tc.want)
+			if tc.name != "settings alike" {
+				require.NotContains(t, err.Error(), "tensor")
+			}
+		})
+	}
+}
+
 // TestRunLoRATargetsAsASet: a run whose checkpoint lists its LoRA
 // targets in another order (as older versions saved them as given)
 // resumes with the same targets.

@@ -213,6 +213,10 @@ type SFTSettings struct {
 	// LoRA is the adapters' configuration when the run trains LoRA
 	// adapters (the checkpoints then hold the adapters only).
 	LoRA *lmgraph.LoRA `json:"lora,omitempty"`
+	// Selection is the --train and --freeze choice of the trained
+	// parameters (lmgraph.Selection.String; "" in checkpoints of older
+	// versions, which record none).
+	Selection string `json:"selection,omitempty"`
 	// Schedule and SFT are the run's (RunSFT sets them); SFT is nil in a
 	// checkpoint of spiral train.
 	Schedule optim.Schedule `json:"schedule"`
@@ -442,23 +446,26 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 // same settings (other settings pass with cfg.Override). It returns the
 // step resumed at (0 when there is no checkpoint).
 func resumeSFT(cfg SFTConfig, p SFTParts, src *rand.PCG) (int, error) {
-	path, st, err := resumeNewest(p.Dir, p.Settings.LoRA, p.Policy.Weights, p.Optimizer, p.Warn)
+	path, st, err := resumeNewest(p.Dir, p.Settings.LoRA, p.Policy.Weights, p.Optimizer, p.Warn, func(path string) error {
+		st, err := checkpoint.ReadState(path)
+		if err != nil {
+			return nil
+		}
+		prev, err := recordedSFT(p.Dir, path, st.Config, p.Settings)
+		if err != nil {
+			return err
+		}
+		return otherSelection(p.Dir, "selection", prev.Selection, p.Settings.Selection)
+	})
 	switch {
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):
 		return 0, nil
 	case err != nil:
 		return 0, err
 	}
-	var prev SFTSettings
-	if err := json.Unmarshal(st.Config, &prev); err != nil {
-		return 0, fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
-	}
-	if prev.SFT == nil {
-		return 0, fmt.Errorf("%s holds checkpoints of spiral train, not of sft: use another --out, or --fresh", p.Dir)
-	}
-	if !sameModel(prev.Model, prev.ModelID, p.Settings.Model, p.Settings.ModelID) {
-		return 0, fmt.Errorf("%s holds an sft run of %s (model id %.12s); this one is of %s (model id %.12s): use another --out, or --fresh",
-			p.Dir, prev.Model, prev.ModelID, p.Settings.Model, p.Settings.ModelID)
+	prev, err := recordedSFT(p.Dir, path, st.Config, p.Settings)
+	if err != nil {
+		return 0, err
 	}
 	if err := checkSettings(p.Dir, sftSettingsDiff(prev, p.Settings), cfg.Override, p.Warn); err != nil {
 		return 0, err
@@ -474,16 +481,38 @@ func resumeSFT(cfg SFTConfig, p SFTParts, src *rand.PCG) (int, error) {
 	return int(st.Step), nil
 }
 
+// recordedSFT returns the settings that config, recorded in the
+// checkpoint at path of the sft run in dir, holds, refusing a run of
+// spiral train, or of another model than now.
+func recordedSFT(dir, path string, config json.RawMessage, now SFTSettings) (SFTSettings, error) {
+	var prev SFTSettings
+	if err := json.Unmarshal(config, &prev); err != nil {
+		return SFTSettings{}, fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
+	}
+	if prev.SFT == nil {
+		return SFTSettings{}, fmt.Errorf("%s holds checkpoints of spiral train, not of sft: use another --out, or --fresh", dir)
+	}
+	if !sameModel(prev.Model, prev.ModelID, now.Model, now.ModelID) {
+		return SFTSettings{}, fmt.Errorf("%s holds an sft run of %s (model id %.12s); this one is of %s (model id %.12s): use another --out, or --fresh",
+			dir, prev.Model, prev.ModelID, now.Model, now.ModelID)
+	}
+	return prev, nil
+}
+
 // sftSettingsDiff lists the settings that differ between an sft run's
 // checkpoint (a) and its rerun (b) as "path: old -> new" (flatDiff), the
-// model left to its own check.
+// model left to its own check, and the selection where both record one.
 func sftSettingsDiff(a, b SFTSettings) []string {
-	return flatDiff(a, b, func(k string, _, _ map[string]string) string {
+	return flatDiff(a, b, func(k string, fa, fb map[string]string) string {
 		switch k {
 		case "model", "model_id":
 			return ""
 		case "schedule.total_steps":
 			return k + " (--steps)"
+		case "selection":
+			if fa[k] == "" || fb[k] == "" {
+				return "" // recorded by neither, or not by older versions
+			}
 		}
 		return k
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/modeltest"
 	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/model/qwen3"
 )
 
@@ -57,7 +58,7 @@ func newSFTHarness(t *testing.T, src, dir string) *sftHarness {
 	sched := optim.Schedule{PeakLR: 3e-3, WarmupSteps: 2, Decay: optim.Cosine, TotalSteps: 6, MinLR: 3e-4}
 	h.parts = SFTParts{Policy: pol, Optimizer: opt, Schedule: sched, Task: task, Prompter: sftFakePrompter{},
 		StopIDs: []int32{0}, VocabLimit: 256, Judge: NewJudge(RewardRule{}), Dir: dir,
-		Settings: SFTSettings{Model: "m", ModelID: "id-m"}, Out: &h.out, Warn: &h.warn}
+		Settings: SFTSettings{Model: "m", ModelID: "id-m", Selection: `train="" freeze=""`}, Out: &h.out, Warn: &h.warn}
 	return h
 }
 
@@ -213,6 +214,8 @@ func TestSFTResumeSettings(t *testing.T) {
 		{"another LoRA", func(h *sftHarness) {
 			h.parts.Settings.LoRA = &lmgraph.LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj"}}
 		}, []string{"holds a run with full fine-tuning; this one is lora rank=4"}, true, false},
+		{"selection of the same tensors", func(h *sftHarness) { h.parts.Settings.Selection = `train="." freeze=""` },
+			[]string{`selection: "train=\"\" freeze=\"\"" -> "train=\".\" freeze=\"\""`}, false, false},
 		{"evaluation's cadence", func(h *sftHarness) { h.cfg.EvalEvery = 2 }, nil, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -253,6 +256,39 @@ func TestSFTResumeSettings(t *testing.T) {
 				require.Contains(t, h.warn.String(), w)
 			}
 			require.Contains(t, h.out.String(), "resumed from")
+		})
+	}
+}
+
+// TestSFTResumeOtherTensors: a rerun whose weights are other tensors
+// than the checkpoint's is refused, with Override too, naming what made
+// them differ (another model, another --train and --freeze selection),
+// not listing the tensors.
+func TestSFTResumeOtherTensors(t *testing.T) {
+	src, dir := sftModelDir(t), t.TempDir()
+	require.ErrorIs(t, newSFTHarness(t, src, dir).run(2), context.Canceled)
+	for _, c := range []struct {
+		name string
+		edit func(s *SFTSettings)
+		want string
+	}{
+		{"another model", func(s *SFTSettings) { s.Model, s.ModelID = "m2", "id-m2" },
+			dir + " holds an sft run of m (model id id-m); this one is of m2 (model id id-m2): use another --out, or --fresh"},
+		{"another selection", func(s *SFTSettings) { s.Selection = `train="" freeze="norm"` },
+			dir + ` holds a run that trains other parameters (selection: train="" freeze="" -> train="" freeze="norm"): use the same --train and --freeze, another --out, or --fresh`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newSFTHarness(t, src, dir)
+			c.edit(&h.parts.Settings)
+			h.cfg.Override = true
+			w, err := params.NewStore([]params.Spec{{Name: "v", Shape: []int64{2, 2}}})
+			require.NoError(t, err)
+			opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
+			require.NoError(t, err)
+			pol := *h.parts.Policy
+			pol.Weights = w
+			h.parts.Policy, h.parts.Optimizer = &pol, opt
+			require.EqualError(t, h.run(0), c.want)
 		})
 	}
 }
