@@ -145,6 +145,11 @@ func Save(dir string, w *params.Store, opt *optim.AdamW, st State, o Options) (s
 	st.OptimizerSteps = 0
 	st.Files = map[string]FileInfo{}
 	meta := map[string]string{"format": "pt", metaStep: strconv.FormatInt(st.Step, 10)}
+	sum, err := stateChecksum(st)
+	if err != nil {
+		return "", err
+	}
+	meta[metaState] = sum
 	fi, err := writeFile(filepath.Join(tmp, ModelFile), func(f io.Writer) error {
 		return params.WriteParts(f, meta, params.Part{Store: w})
 	})
@@ -538,26 +543,60 @@ func Load(path string, w *params.Store, opt *optim.AdamW) (State, error) {
 }
 
 // The safetensors metadata keys under which Save writes the step counts
-// (ModelFile's step, OptimizerFile's optimizer steps), checked on Load
-// against state.json's (checkCounts).
+// (ModelFile's step, OptimizerFile's optimizer steps) and the checksum of
+// state.json's data cursor and configuration (ModelFile's), checked on
+// Load against state.json's (checkCounts).
 const (
 	metaStep           = "spiral_step"
 	metaOptimizerSteps = "spiral_optimizer_steps"
+	metaState          = "spiral_state_crc32c"
 )
 
-// checkCounts compares the step counts st records with those Save also
-// wrote in the metadata of file (under the file's checksum; state.json
-// has none): a difference is damage to one of them.
+// stateChecksum is the CRC-32C, in hexadecimal, of st's data cursor and
+// configuration as state.json holds them (json.Marshal's compact form,
+// which Unmarshal gives back byte for byte): what of state.json no file
+// size, checksum or copy of a count covers.
+func stateChecksum(st State) (string, error) {
+	h := crc32.New(castagnoli)
+	for _, raw := range []json.RawMessage{st.DataCursor, st.Config} {
+		b, err := json.Marshal(raw)
+		if err != nil {
+			return "", fmt.Errorf("checkpoint: encode state: %w", err)
+		}
+		h.Write(b)
+		h.Write([]byte{'\n'})
+	}
+	return fmt.Sprintf("%08x", h.Sum32()), nil
+}
+
+// checkCounts compares the step counts and, for ModelFile, the checksum
+// of the data cursor and configuration that st records with those Save
+// also wrote in the metadata of file (under the file's checksum;
+// state.json has none of its own): a difference is damage to one of
+// them. Checkpoints of older versions, without a key, pass.
 func checkCounts(file string, meta map[string]string, st State) error {
 	what, key, want := "step", metaStep, st.Step
 	if file == OptimizerFile {
 		what, key, want = "optimizer_steps", metaOptimizerSteps, st.OptimizerSteps
 	}
-	got, ok := meta[key]
-	if !ok || got == strconv.FormatInt(want, 10) {
+	if got, ok := meta[key]; ok && got != strconv.FormatInt(want, 10) {
+		return fmt.Errorf("%s %d, but %s records %s (corrupted)", what, want, file, got)
+	}
+	if file != ModelFile {
 		return nil
 	}
-	return fmt.Errorf("%s %d, but %s records %s (corrupted)", what, want, file, got)
+	got, ok := meta[metaState]
+	if !ok {
+		return nil
+	}
+	sum, err := stateChecksum(st)
+	if err != nil {
+		return err
+	}
+	if sum != got {
+		return fmt.Errorf("data cursor and configuration: CRC-32C %s, but %s records %s (corrupted)", sum, file, got)
+	}
+	return nil
 }
 
 type crcReader struct {

@@ -1,9 +1,11 @@
 package checkpoint
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -146,7 +148,10 @@ func saveSteps(t *testing.T, dir string, steps []int64, o Options) map[int64]*pa
 	for _, s := range steps {
 		randomGrads(rng, g)
 		require.NoError(t, opt.Step(w, g, 1e-2))
-		_, err := Save(dir, w, opt, State{Step: s}, o)
+		// A configuration with characters json.Marshal escapes in
+		// state.json, which the checksum of it must read alike.
+		st := State{Step: s, DataCursor: json.RawMessage(`{"epoch":0,"position":14}`), Config: json.RawMessage(`{"data":"a<b&c.jsonl","sampling":{"temperature":1}}`)}
+		_, err := Save(dir, w, opt, st, o)
 		require.NoError(t, err)
 		c := w.NewGrads()
 		require.NoError(t, c.CopyFrom(w))
@@ -183,6 +188,15 @@ func TestCorruptionDetectedAndOlderSurvives(t *testing.T) {
 		{"optimizer steps in state garbled", StateFile, func(t *testing.T, p string) {
 			replaceIn(t, p, `"optimizer_steps":3`, `"optimizer_steps":7`)
 		}, "corrupted"},
+		// Nor its data cursor and configuration: a flipped bit in a
+		// digit would resume from another place, or be taken for a
+		// setting the rerun changed.
+		{"data cursor in state garbled", StateFile, func(t *testing.T, p string) {
+			replaceIn(t, p, `"position":14`, `"position":16`)
+		}, "data cursor and configuration: CRC-32C"},
+		{"configuration in state garbled", StateFile, func(t *testing.T, p string) {
+			replaceIn(t, p, `"temperature":1`, `"temperature":3`)
+		}, "data cursor and configuration: CRC-32C"},
 		{"weights file missing", ModelFile, func(t *testing.T, p string) { require.NoError(t, os.Remove(p)) }, "no such file"},
 	}
 	for _, tc := range cases {
@@ -211,6 +225,33 @@ func TestCorruptionDetectedAndOlderSurvives(t *testing.T) {
 			requireBits(t, saved[100], w, "weights of the older checkpoint")
 		})
 	}
+}
+
+// TestStateWithoutChecksum: a checkpoint of an older version, whose
+// model.safetensors records no checksum of state.json's data cursor and
+// configuration, loads.
+func TestStateWithoutChecksum(t *testing.T) {
+	w, o := trained(t, rand.New(rand.NewPCG(8, 8)), 1)
+	dir := t.TempDir()
+	path, err := Save(dir, w, o, State{Step: 1, DataCursor: json.RawMessage(`{"position":3}`), Config: json.RawMessage(`{"seed":1}`)}, Options{})
+	require.NoError(t, err)
+	// model.safetensors as older versions wrote it, and state.json's
+	// record of it.
+	var b bytes.Buffer
+	require.NoError(t, params.WriteParts(&b, map[string]string{"format": "pt", metaStep: "1"}, params.Part{Store: w}))
+	require.NoError(t, os.WriteFile(filepath.Join(path, ModelFile), b.Bytes(), 0o644))
+	st, err := ReadState(path)
+	require.NoError(t, err)
+	st.Files[ModelFile] = FileInfo{Size: int64(b.Len()), CRC32C: crc32.Checksum(b.Bytes(), castagnoli)}
+	js, err := json.Marshal(st)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(path, StateFile), js, 0o644))
+
+	w2, o2 := fresh(t)
+	got, err := Load(path, w2, o2)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"position":3}`, string(got.DataCursor))
+	requireBits(t, w, w2, "weights")
 }
 
 func flipByte(t *testing.T, path string, at int64) {

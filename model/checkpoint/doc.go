@@ -30,7 +30,11 @@
 // tensor data are reported with the file's path, not loaded silently.
 // state.json has no checksum of its own; its step and optimiser step
 // count are checked against the copies Save writes in the safetensors
-// metadata (spiral_step, spiral_optimizer_steps).
+// metadata (spiral_step, spiral_optimizer_steps), and its data cursor and
+// configuration against the CRC-32C of them that Save writes in
+// model.safetensors' (spiral_state_crc32c), so that a flipped digit in
+// the data position or a setting is damage, skipped, not a resume from
+// another place or a settings difference.
 // Before any data is read, both safetensors headers are checked against
 // the Store and the optimiser, and every mismatch (missing, unexpected,
 // wrong dtype, wrong shape) is listed in one error; the Store is then
