@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +26,17 @@ const embeddedTestName = "embedded:synth-test"
 // templateSet is the prompt templates of a command.
 type templateSet struct {
 	*data.Templates
+}
+
+// digest fingerprints the search and aggregation templates' sources (32
+// hex digits), which a training run records among its settings, so that
+// a rerun with other prompts is noticed.
+func (t templateSet) digest() string {
+	h := sha256.New()
+	for _, src := range []string{t.SearchSource(), t.AggregateSource()} {
+		fmt.Fprintf(h, "%d:%s", len(src), src) // lengths first: no two pairs hash alike
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // loadTemplates returns the templates the flags name; a template not

@@ -202,7 +202,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	}
 	settings := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, RL: cfg, Schedule: sched,
 		Sampling: map[string]any{"temperature": samplerCfg.Temperature, "top_p": samplerCfg.TopP, "top_k": samplerCfg.TopK,
-			"max_new_tokens": samplerCfg.MaxNewTokens, "selection": arts.Selection.String()}}
+			"max_new_tokens": samplerCfg.MaxNewTokens, "selection": arts.Selection.String(), "templates": tmpl.digest()}}
 	if arts.LoRA.Enabled() {
 		settings.LoRA = &arts.LoRA
 	}

@@ -106,7 +106,10 @@ type RunSettings struct {
 	RL       Config         `json:"rl"`
 	Schedule optim.Schedule `json:"schedule"`
 	// Sampling holds the sampling settings (temperature, top-p, top-k,
-	// trace length) as the CLI names them.
+	// trace length) as the CLI names them, the --train and --freeze
+	// selection ("selection") and a fingerprint of the search and
+	// aggregation prompt templates ("templates"; none in checkpoints of
+	// older versions).
 	Sampling map[string]any `json:"sampling"`
 	// LoRA is the adapters' configuration when the run trains LoRA
 	// adapters (the checkpoints then hold the adapters only).
@@ -604,6 +607,12 @@ func settingsDiff(a, b RunSettings) []string {
 		if slices.ContainsFunc(ignoredFields(b.RL.Algo), func(f string) bool { return strings.HasPrefix(k, "rl."+f) }) {
 			return "" // a setting the algorithm does not read
 		}
+		if k == templatesKey {
+			if fa[k] == "" || fb[k] == "" {
+				return "" // saved before the templates were recorded
+			}
+			return k + " (--search-template, --aggregate-template)"
+		}
 		if k == promptLimitKey {
 			// Derived: the model's context less --max-new-tokens, whose
 			// own difference says it.
@@ -618,11 +627,12 @@ func settingsDiff(a, b RunSettings) []string {
 
 // Keys of RunSettings as settingsDiff flattens them: the longest prompt
 // and --max-new-tokens, of which it is the model's context less, the
-// --train and --freeze selection, and the prefix of the held-out
-// problems' keys.
+// --train and --freeze selection, the prompt templates' fingerprint, and
+// the prefix of the held-out problems' keys.
 const (
 	promptLimitKey    = "rl.pipeline.prompt_limit"
 	selectionKey      = "sampling.selection"
+	templatesKey      = "sampling.templates"
 	maxNewTokensKey   = "sampling.max_new_tokens"
 	heldOutPrefix     = "held_out."
 	drawStreamsPrefix = "draw_streams."

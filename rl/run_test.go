@@ -672,6 +672,33 @@ func TestSettingsDiffRounds(t *testing.T) {
 	require.Equal(t, []string{"rl.pipeline.rounds: 1 -> 2"}, settingsDiff(old, two))
 }
 
+// TestSettingsDiffTemplates: other prompt templates are a settings
+// difference, named with their flags; a checkpoint of an older version,
+// which records no templates, is not.
+func TestSettingsDiffTemplates(t *testing.T) {
+	settings := func(templates string) RunSettings {
+		s := RunSettings{Model: "m", Data: "d", RL: Config{Algo: "spiral"}, Sampling: map[string]any{"max_new_tokens": 96}}
+		if templates != "" {
+			s.Sampling["templates"] = templates
+		}
+		return s
+	}
+	older, a, b := settings(""), settings("aaaa"), settings("bbbb")
+	for _, tc := range []struct {
+		name     string
+		old, now RunSettings
+		want     []string
+	}{
+		{"saved before templates were recorded", older, a, nil},
+		{"the same templates", a, a, nil},
+		{"other templates", a, b, []string{`sampling.templates (--search-template, --aggregate-template): "aaaa" -> "bbbb"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, settingsDiff(tc.old, tc.now))
+		})
+	}
+}
+
 // TestSettingsDiffHeldOut: the held-out problems differ only where both
 // settings record them: a checkpoint saved before held_out was recorded
 // (state.json of an older version) or by a run that evaluated nothing

@@ -490,6 +490,26 @@ func shortTrain(t *testing.T, run string, args ...string) result {
 		"--n", "2", "--n2", "2", "--max-new-tokens", "16", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, args...)...)
 }
 
+// TestResumeOtherTemplates: a rerun with other prompt templates is a
+// settings difference, named with its flags, like any other: refused
+// unless --override, which goes on with them.
+func TestResumeOtherTemplates(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	r := shortTrain(t, run)
+	require.Equal(t, 0, r.code, r.stderr)
+	tmpl := filepath.Join(dir, "search.txt")
+	require.NoError(t, os.WriteFile(tmpl, []byte("{{.Problem}} =\n"), 0o644))
+	r = shortTrain(t, run, "--steps", "3", "--search-template", tmpl)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Regexp(t, `holds a run with other settings: sampling\.templates \(--search-template, --aggregate-template\): "[0-9a-f]{32}" -> "[0-9a-f]{32}"; rerun with --override`, r.stderr)
+	r = shortTrain(t, run, "--steps", "3", "--search-template", tmpl, "--override")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "(step 2)")
+	require.Contains(t, r.stderr, "--override: continuing "+run+" with new settings: sampling.templates")
+}
+
 // TestDamagedNewestCheckpoint: given a run's checkpoints/ directory whose
 // newest checkpoint is damaged, eval, generate and export take the older
 // one, as train resumes from it, each with train's warning naming the
