@@ -177,7 +177,8 @@ func LockRun(dir string) (func() error, error) {
 //  2. --fresh: move the previous run aside; otherwise resume from the
 //     newest intact checkpoint, refusing another model or data, and other
 //     settings unless cfg.Override;
-//  3. cut the logs back to the resumed step;
+//  3. cut the logs back to the resumed step (empty them when there was
+//     none to resume);
 //  4. evaluate the held-out problems at the resumed step if that
 //     evaluation is due and not logged yet (a killed run is not evaluated
 //     twice; an evaluation that was interrupted is redone);
@@ -228,10 +229,18 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		return fmt.Errorf("rl: run settings: %w", err)
 	}
 
-	// 3. The logs describe the weights: drop lines past the resumed step.
+	// 3. The logs describe the weights: drop lines past the resumed step,
+	// or every line when no step was resumed: a run that saved no
+	// checkpoint starts over, and its step-0 evaluation may be of other
+	// settings (another model, other held-out problems or sampling) that
+	// no checkpoint recorded.
 	metricsPath, evalPath := filepath.Join(cfg.Dir, MetricsFile), filepath.Join(cfg.Dir, EvalFile)
+	kept := tr.Step()
+	if kept == 0 {
+		kept = -1
+	}
 	for _, log := range []string{metricsPath, evalPath} {
-		if err := truncateLog(log, tr.Step()); err != nil {
+		if err := truncateLog(log, kept); err != nil {
 			return err
 		}
 	}
@@ -710,8 +719,8 @@ func moveAside(dir string, names []string) (string, error) {
 }
 
 // truncateLog drops the lines of a JSONL log whose step is past step
-// (after a resume from an earlier checkpoint), so the log matches the
-// weights; it is rewritten atomically.
+// (after a resume from an earlier checkpoint; -1 drops every line), so
+// the log matches the weights; it is rewritten atomically.
 func truncateLog(path string, step int) error {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {

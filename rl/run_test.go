@@ -146,6 +146,27 @@ func TestRunResumeAndEvalLog(t *testing.T) {
 	require.FileExists(t, plot, "a finished run rerun draws its plot")
 }
 
+// TestRunWithoutCheckpointStartsOver: a run that saved no checkpoint
+// (killed, or interrupted in its first step) and is run again starts
+// over, its step-0 evaluation included: the one logged may be of other
+// settings (another model, other held-out problems, other sampling) that
+// nothing recorded.
+func TestRunWithoutCheckpointStartsOver(t *testing.T) {
+	dir := t.TempDir()
+	stale := EvalLine{Step: 0, Problems: 2, Samples: 2, Points: []rollout.KPoint{{K: 1, PassAtK: 0.125}}, Digest: "other"}
+	b, err := json.Marshal(stale)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, EvalFile), append(b, '\n'), 0o644))
+
+	h := newRunHarness(t, dir, 1)
+	require.NoError(t, h.run(context.Background()))
+	require.Equal(t, 2, h.gen.calls, "steps 0 and 1 evaluated")
+	require.Equal(t, []int{0, 1}, loggedEvalSteps(t, dir))
+	b, err = os.ReadFile(filepath.Join(dir, EvalFile))
+	require.NoError(t, err)
+	require.NotContains(t, string(b), `"problems_digest":"other"`)
+}
+
 // TestRunResumedPastSteps: a run resumed with --steps at or above the
 // step it has reached trains on or ends quietly; with fewer it trains
 // nothing, keeps its logs, and says so rather than end as if it had
