@@ -648,9 +648,10 @@ const (
 )
 
 // CheckpointSettings returns the run settings recorded in the checkpoint
-// at path (state.json), for checking that it belongs to a model.
+// at path (state.json, checked against model.safetensors:
+// checkpoint.ReadCheckedState), for checking that it belongs to a model.
 func CheckpointSettings(path string) (RunSettings, error) {
-	st, err := checkpoint.ReadState(path)
+	st, err := checkpoint.ReadCheckedState(path)
 	if err != nil {
 		return RunSettings{}, err
 	}

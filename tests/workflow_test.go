@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -529,6 +530,16 @@ func TestDamagedNewestCheckpoint(t *testing.T) {
 		{"weights missing", checkpoint.ModelFile, func(t *testing.T, p string) { require.NoError(t, os.Remove(p)) }, "no such file"},
 		{"state.json corrupted", checkpoint.StateFile, func(t *testing.T, p string) {
 			require.NoError(t, os.WriteFile(p, []byte(`{"format_version":1,"step":`), 0o644))
+		}, "corrupted"},
+		// Valid JSON naming another model: damage (the checksum of the
+		// settings says so), not a checkpoint of another model, which
+		// would stop the search.
+		{"model id in state.json garbled", checkpoint.StateFile, func(t *testing.T, p string) {
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			i := bytes.Index(b, []byte(`"model_id":"`)) + len(`"model_id":"`)
+			b[i] ^= 0x01
+			require.NoError(t, os.WriteFile(p, b, 0o644))
 		}, "corrupted"},
 	}
 	for _, d := range damages {

@@ -480,27 +480,11 @@ func Load(path string, w *params.Store, opt *optim.AdamW) (State, error) {
 	for _, j := range jobs {
 		file := filepath.Join(path, j.name)
 		want := st.Files[j.name]
-		f, err := os.Open(file)
+		f, r, h, err := openChecked(path, j.name, st)
 		if err != nil {
-			return State{}, fmt.Errorf("checkpoint: %w", err)
+			return State{}, err
 		}
-		j.f = f
-		fi, err := f.Stat()
-		if err != nil {
-			return State{}, fmt.Errorf("checkpoint: %w", err)
-		}
-		if fi.Size() != want.Size {
-			return State{}, fmt.Errorf("checkpoint: %s: %d bytes, state.json records %d (truncated or corrupted)", file, fi.Size(), want.Size)
-		}
-		j.r = &crcReader{r: bufio.NewReaderSize(f, 1<<20), h: crc32.New(castagnoli)}
-		h, err := params.ReadHeader(j.r, fi.Size())
-		if err != nil {
-			return State{}, fmt.Errorf("checkpoint: %s: %w", file, err)
-		}
-		j.h = h
-		if err := checkCounts(j.name, h.Metadata, st); err != nil {
-			return State{}, fmt.Errorf("checkpoint: %s: %w", filepath.Join(path, StateFile), err)
-		}
+		j.f, j.r, j.h = f, r, h
 		if err := params.CheckParts(h, j.parts...); err != nil {
 			var me *params.MismatchError
 			if !errors.As(err, &me) {
@@ -539,6 +523,58 @@ func Load(path string, w *params.Store, opt *optim.AdamW) (State, error) {
 			return State{}, fmt.Errorf("checkpoint: %s: %w", path, err)
 		}
 	}
+	return st, nil
+}
+
+// openChecked opens the file name of the checkpoint at path, whose
+// state is st, checks its size and the counts its header records against
+// st (checkCounts), and returns it with its header, read through r, a
+// CRC-32C reader then at the start of its data. Its errors name the file
+// at fault.
+func openChecked(path, name string, st State) (f *os.File, r *crcReader, h *params.Header, err error) {
+	file := filepath.Join(path, name)
+	f, err = os.Open(file)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if want := st.Files[name].Size; fi.Size() != want {
+		return nil, nil, nil, fmt.Errorf("checkpoint: %s: %d bytes, state.json records %d (truncated or corrupted)", file, fi.Size(), want)
+	}
+	r = &crcReader{r: bufio.NewReaderSize(f, 1<<20), h: crc32.New(castagnoli)}
+	if h, err = params.ReadHeader(r, fi.Size()); err != nil {
+		return nil, nil, nil, fmt.Errorf("checkpoint: %s: %w", file, err)
+	}
+	if err := checkCounts(name, h.Metadata, st); err != nil {
+		return nil, nil, nil, fmt.Errorf("checkpoint: %s: %w", filepath.Join(path, StateFile), err)
+	}
+	return f, r, h, nil
+}
+
+// ReadCheckedState is ReadState, the state then checked against what
+// model.safetensors records of it (its size, and in its header the step
+// and the checksum of the data cursor and configuration), reading no
+// tensor data: for a reader that goes by a checkpoint's settings before
+// it loads it (which model, which LoRA configuration), so that a damaged
+// state.json is damage, skipped, not another model or configuration.
+func ReadCheckedState(path string) (State, error) {
+	st, err := ReadState(path)
+	if err != nil {
+		return State{}, err
+	}
+	f, _, _, err := openChecked(path, ModelFile, st)
+	if err != nil {
+		return State{}, err
+	}
+	f.Close()
 	return st, nil
 }
 

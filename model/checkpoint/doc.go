@@ -34,7 +34,9 @@
 // configuration against the CRC-32C of them that Save writes in
 // model.safetensors' (spiral_state_crc32c), so that a flipped digit in
 // the data position or a setting is damage, skipped, not a resume from
-// another place or a settings difference.
+// another place or a settings difference. ReadCheckedState does that
+// check of state.json (and of model.safetensors' size) without reading
+// tensor data, for readers that go by a checkpoint's settings first.
 // Before any data is read, both safetensors headers are checked against
 // the Store and the optimiser, and every mismatch (missing, unexpected,
 // wrong dtype, wrong shape) is listed in one error; the Store is then
