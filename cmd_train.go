@@ -12,6 +12,7 @@ import (
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/memplan"
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/model/qwen3"
@@ -147,6 +148,22 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		return fmt.Errorf("--out %s: %w", f.run.Dir, err)
 	}
 	defer func() { err = errors.Join(err, unlock()) }()
+	modelID, err := model.SourceID(sess.onnx)
+	if err != nil {
+		return err
+	}
+	// A run of another model, data set, algorithm or LoRA setting is
+	// refused before its directory's artifacts are built again for this
+	// one (minutes, for a real model), as resuming would refuse it.
+	if !f.run.Fresh {
+		var lora *lmgraph.LoRA
+		if arts.LoRA.Enabled() {
+			lora = &arts.LoRA
+		}
+		if err := rl.CheckRunIdentity(f.run.Dir, rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, RL: rl.Config{Algo: f.cfg.Algo}, LoRA: lora}); err != nil {
+			return err
+		}
+	}
 	pol, err := model.OpenPolicy(sess.rt, sess.onnx, filepath.Join(f.run.Dir, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: arts, Seed: f.cfg.Seed})
 	if err != nil {
 		return err
@@ -193,10 +210,6 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		Generator: sampler, Prompter: prompter, Judge: judge, Learner: pol.Train, Problems: stream,
 		Weights: pol.Weights, Grads: pol.Grads, Optimizer: opt, Schedule: sched, Sync: engineSync,
 	})
-	if err != nil {
-		return err
-	}
-	modelID, err := model.SourceID(sess.onnx)
 	if err != nil {
 		return err
 	}

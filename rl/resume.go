@@ -39,9 +39,8 @@ func resumeNewest(dir string, lora *lmgraph.LoRA, w *params.Store, opt *optim.Ad
 	var otherLoRA error
 	_, _, _ = checkpoint.Newest(ckptDir, func(path string) error {
 		prev, err := CheckpointSettings(path)
-		if err == nil && loraString(prev.LoRA) != loraString(lora) {
-			otherLoRA = fmt.Errorf("%s holds a run with %s; this one is %s: use the same LoRA flags, another --out, or --fresh",
-				dir, loraString(prev.LoRA), loraString(lora))
+		if err == nil {
+			otherLoRA = otherLoRARun(dir, prev.LoRA, lora)
 		}
 		return err
 	})
@@ -60,6 +59,40 @@ func resumeNewest(dir string, lora *lmgraph.LoRA, w *params.Store, opt *optim.Ad
 		err = fmt.Errorf("resume: %w (use --fresh to start over)", err)
 	}
 	return path, st, err
+}
+
+// CheckRunIdentity refuses a rerun into the run directory dir whose
+// newest checkpoint (whose state reads intact) is spiral sft's, or a run
+// of another model, data set, algorithm or LoRA configuration than now's
+// (its Model, ModelID, Data, RL.Algo and LoRA are read): what Run refuses
+// on resuming, said before the caller builds the model's artifacts into
+// dir, which for a real model takes minutes and replaces the run's own.
+// A directory without a checkpoint passes; settings that --override lets
+// differ are Run's to compare.
+func CheckRunIdentity(dir string, now RunSettings) error {
+	var refused error
+	_, _, _ = checkpoint.Newest(filepath.Join(dir, CheckpointsDir), func(path string) error {
+		st, err := checkpoint.ReadCheckedState(path)
+		if err != nil {
+			return err // damaged: Run's to skip and warn of
+		}
+		prev, err := recordedRun(dir, path, st.Config, now)
+		if refused = err; err == nil {
+			refused = otherLoRARun(dir, prev.LoRA, now.LoRA)
+		}
+		return nil
+	})
+	return refused
+}
+
+// otherLoRARun refuses the run in dir trained with the LoRA setting prev
+// (nil: full fine-tuning), not now: its checkpoints hold other tensors.
+func otherLoRARun(dir string, prev, now *lmgraph.LoRA) error {
+	if loraString(prev) == loraString(now) {
+		return nil
+	}
+	return fmt.Errorf("%s holds a run with %s; this one is %s: use the same LoRA flags, another --out, or --fresh",
+		dir, loraString(prev), loraString(now))
 }
 
 // otherSelection refuses the run in dir whose checkpoints were trained

@@ -1265,3 +1265,49 @@ func TestRunFinalRSARecordsItsSeed(t *testing.T) {
 	require.NotEmpty(t, run.seeds)
 	require.Equal(t, run.seeds, again.seeds, "meta.seed %d repeats the final evaluation's streams", rep.Meta.Seed)
 }
+
+// TestCheckRunIdentity: before any graph is built, a rerun into a run
+// directory is refused when the newest checkpoint is of another model
+// (by content id), data set, algorithm or LoRA setting, as resuming
+// refuses it; the same run, other settings (Run's to compare) and a
+// directory with no checkpoint pass; a damaged newest checkpoint is
+// passed over for the one before, as resuming does.
+func TestCheckRunIdentity(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, CheckRunIdentity(dir, RunSettings{Model: "m", ModelID: "id-m"}), "no checkpoint")
+	h := newRunHarness(t, dir, 2)
+	h.cfg.EvalEvery = 0
+	require.NoError(t, h.run(context.Background()))
+	same := h.parts.Settings
+	lora := lmgraph.LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj"}}
+	for _, tc := range []struct {
+		name   string
+		change func(*RunSettings)
+		want   string
+	}{
+		{"same run", func(*RunSettings) {}, ""},
+		{"other settings", func(s *RunSettings) { s.Schedule.PeakLR = 1 }, ""},
+		{"model renamed, same id", func(s *RunSettings) { s.Model = "elsewhere" }, ""},
+		{"other model", func(s *RunSettings) { s.Model, s.ModelID = "m2", "id-m2" }, dir + " holds a run of m on d (spiral); this one is m2 on d (spiral)"},
+		{"other data", func(s *RunSettings) { s.Data = "d2" }, "this one is m on d2 (spiral)"},
+		{"other algorithm", func(s *RunSettings) { s.RL.Algo = AlgoGRPO }, "this one is m on d (grpo)"},
+		{"LoRA", func(s *RunSettings) { s.LoRA = &lora }, dir + " holds a run with full fine-tuning; this one is "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := same
+			tc.change(&now)
+			err := CheckRunIdentity(dir, now)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	// The newest checkpoint damaged: the one before decides.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, CheckpointsDir, checkpoint.DirName(2), checkpoint.ModelFile), []byte("x"), 0o644))
+	other := same
+	other.ModelID = "id-m2"
+	require.ErrorContains(t, CheckRunIdentity(dir, other), "holds a run of m on d")
+	require.NoError(t, CheckRunIdentity(dir, same))
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -854,4 +855,36 @@ func TestInitModelOverwriteTokenizerFiles(t *testing.T) {
 	require.FileExists(t, filepath.Join(m, "notes.txt"))
 	require.FileExists(t, filepath.Join(m, "tokenizer.json"))
 	requireNoStage(t, m)
+}
+
+// TestOtherModelRefusedBeforeArtifacts: train with another --model into
+// a run directory is refused before the run's artifacts are built again
+// for it (for a real model, minutes of work that replaced the run's own),
+// naming both models; the run's artifacts are left as they were.
+func TestOtherModelRefusedBeforeArtifacts(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	small := []string{"--problems", "1", "--steps", "1", "--max-new-tokens", "8", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet", "--out", run}
+	r := spiral(t, nil, append([]string{"train"}, small...)...)
+	requireExit(t, r, 0, nil)
+	artifacts := func() map[string]time.Time {
+		out := map[string]time.Time{}
+		require.NoError(t, filepath.WalkDir(filepath.Join(run, "artifacts"), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			info, err := d.Info()
+			out[path] = info.ModTime()
+			return err
+		}))
+		return out
+	}
+	before := artifacts()
+	require.NotEmpty(t, before)
+	m := filepath.Join(dir, "m")
+	requireExit(t, spiral(t, nil, "init-model", "--out", m, "--seed", "5"), 0, nil)
+	r = spiral(t, nil, append([]string{"train", "--model", filepath.Join(m, "model.onnx")}, small...)...)
+	requireExit(t, r, 1, nil, run+" holds a run of embedded", "use another --out, or --fresh")
+	require.Equal(t, before, artifacts(), "the run's artifacts are untouched")
 }
