@@ -509,6 +509,15 @@ func sftSettingsDiff(a, b SFTSettings) []string {
 			return ""
 		case "schedule.total_steps":
 			return k + " (--steps)"
+		case "schedule.peak_lr":
+			return k + " (--lr)"
+		case "schedule.min_lr":
+			// Derived: --lr / 10, whose own difference says it (and
+			// whose quotient prints as 0.00030000000000000003).
+			if fa["schedule.peak_lr"] != fb["schedule.peak_lr"] {
+				return ""
+			}
+			return k + " (--lr / 10)"
 		case "selection":
 			if fa[k] == "" || fb[k] == "" {
 				return "" // recorded by neither, or not by older versions

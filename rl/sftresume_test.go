@@ -204,7 +204,7 @@ func TestSFTResumeSettings(t *testing.T) {
 		final    bool     // refused with Override too
 		accepted bool     // resumed without a word
 	}{
-		{"peak learning rate", func(h *sftHarness) { h.parts.Schedule.PeakLR = 1e-3 }, []string{"schedule.peak_lr: 0.003 -> 0.001"}, false, false},
+		{"peak learning rate", func(h *sftHarness) { h.parts.Schedule.PeakLR = 1e-3 }, []string{"schedule.peak_lr (--lr): 0.003 -> 0.001"}, false, false},
 		{"steps", func(h *sftHarness) { h.cfg.Steps, h.parts.Schedule.TotalSteps = 8, 8 }, []string{"schedule.total_steps (--steps): 6 -> 8"}, false, false},
 		{"batch and seed", func(h *sftHarness) { h.cfg.Batch, h.cfg.Seed = 3, 2 },
 			[]string{"sft.batch: 2 -> 3", "sft.seed: 1 -> 2"}, false, false},
@@ -336,4 +336,18 @@ func TestSFTFresh(t *testing.T) {
 	require.Len(t, prev, 1)
 	require.DirExists(t, filepath.Join(prev[0], CheckpointsDir, checkpoint.DirName(2)))
 	require.FileExists(t, filepath.Join(prev[0], SFTLogFile+PartialSuffix))
+}
+
+// TestSFTSettingsDiffLearningRate: another --lr is one difference named
+// by its flag, not two (the cosine floor is --lr / 10, whose quotient
+// printed as 0.00030000000000000003).
+func TestSFTSettingsDiffLearningRate(t *testing.T) {
+	settings := func(lr float64) SFTSettings {
+		return SFTSettings{Model: "m", Schedule: optim.Schedule{PeakLR: lr, MinLR: lr / 10, TotalSteps: 10}}
+	}
+	require.Equal(t, []string{"schedule.peak_lr (--lr): 0.003 -> 0.001"}, sftSettingsDiff(settings(0.003), settings(0.001)))
+	floor := settings(0.003)
+	floor.Schedule.MinLR = 0
+	require.Equal(t, []string{"schedule.min_lr (--lr / 10): (unset) -> 0.00030000000000000003"}, sftSettingsDiff(floor, settings(0.003)))
+	require.Empty(t, sftSettingsDiff(settings(0.003), settings(0.003)))
 }
