@@ -645,7 +645,7 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.out, "out", "runs/eval", "output directory: the JSON report and PNG plot, and artifacts/ (the model's sampling graphs)")
 	fs.StringVar(&f.label, "label", "", "name of this run in plot legends (default: the model)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
-	fs.StringVar(&f.ckpt, "checkpoint", "", "evaluate the weights of this checkpoint directory (of a run on --model), or of the newest intact one in a run's checkpoints/ (newer damaged ones are skipped with a warning)")
+	fs.StringVar(&f.ckpt, "checkpoint", "", "evaluate the weights of this checkpoint directory (of a run on --model), or of the newest intact one of a run directory (or its checkpoints/) (newer damaged ones are skipped with a warning)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.traces, "traces", false, "also write every judged trace to MODE.traces.jsonl in --out (text, answer, grade; RSA: step and the candidates it read)")
 }
@@ -812,7 +812,7 @@ func (f *generateFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.n, "n", 1, "completions per prompt")
 	fs.BoolVar(&f.raw, "raw", false, "send the prompt as is (default: one user turn of the chat template)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
-	fs.StringVar(&f.ckpt, "checkpoint", "", "sample with the weights of this checkpoint directory (of a run on --model), or of the newest intact one in a run's checkpoints/ (newer damaged ones are skipped with a warning)")
+	fs.StringVar(&f.ckpt, "checkpoint", "", "sample with the weights of this checkpoint directory (of a run on --model), or of the newest intact one of a run directory (or its checkpoints/) (newer damaged ones are skipped with a warning)")
 }
 
 func (f *generateFlags) validate() error {

@@ -367,8 +367,8 @@ func traceLength(shortTask bool, context int) int {
 
 // openSamplingPolicy opens the model for sampling through its sampling
 // graph (last-position logits), with the weights of the checkpoint ckpt
-// when given (see loadCheckpoint: a checkpoint directory, or a run's
-// checkpoints/ directory for its newest intact one, with a warning to warn
+// when given (see loadCheckpoint: a checkpoint directory, or a run
+// directory or its checkpoints/ for its newest intact one, with a warning to warn
 // for each newer one skipped), whose source must be this model; a LoRA
 // checkpoint opens the graphs with its adapters. Artifacts go to
 // artifactsDir, or under the cache when it is "". It returns the policy
@@ -444,7 +444,11 @@ func (s *modelSession) openPolicy(lora lmgraph.LoRA, artifactsDir string) (*mode
 // It returns the path loaded.
 func loadCheckpoint(ckpt, src string, warn io.Writer, load func(path string, st rl.RunSettings) error) (string, error) {
 	var srcID string // the model's id, read once a checkpoint records one
-	path, skipped, err := checkpoint.Pick(ckpt, func(path string) error {
+	from := ckpt
+	if run := filepath.Join(ckpt, rl.CheckpointsDir); !checkpoint.IsCheckpointDir(ckpt) && isDir(run) {
+		from = run // a run directory: its checkpoints
+	}
+	path, skipped, err := checkpoint.Pick(from, func(path string) error {
 		st, err := rl.CheckpointSettings(path)
 		if err != nil {
 			return err
@@ -513,4 +517,10 @@ func useDeviceOptimizer(env *cliEnv, pol *model.Policy, opt *optim.AdamW) bool {
 		return false
 	}
 	return true
+}
+
+// isDir reports whether path is a directory.
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }

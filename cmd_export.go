@@ -20,7 +20,7 @@ import (
 func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	var mf modelFlags
 	mf.register(fs)
-	ckpt := fs.String("checkpoint", "", "checkpoint directory (e.g. runs/spiral/checkpoints/ckpt-000050), or a run's checkpoints/ directory for its newest intact one; hf without one converts the model as it is")
+	ckpt := fs.String("checkpoint", "", "checkpoint directory (e.g. runs/spiral/checkpoints/ckpt-000050), or a run directory (or its checkpoints/) for its newest intact one; hf without one converts the model as it is")
 	out := fs.String("out", "", "output: a .onnx path (onnx; the model's tokenizer.json, config.json and other tokenizer and generation files are copied beside it) or a directory (hf, peft); required, its directory is created")
 	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph; LoRA merged), hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files; LoRA merged) or peft (a LoRA checkpoint's adapters as a peft adapter directory)")
 	baseModel := fs.String("base-model", "", "peft only: the base model adapter_config.json names (base_model_name_or_path): a Hugging Face id or a transformers model directory such as an --format hf export (default: config.json's _name_or_path beside --model, as optimum writes the id there; else none)")

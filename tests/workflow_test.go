@@ -183,7 +183,7 @@ func TestWorkflow(t *testing.T) {
 	require.NoError(t, report.ReadJSON(filepath.Join(short, "passk.json"), &rep))
 	require.Equal(t, "96", rep.Meta.Extra["max_new_tokens"], "%+v", rep.Meta)
 
-	r = spiral(t, nil, "plot", "--out", filepath.Join(ev, "cmp.png"), filepath.Join(ev, "passk.json"), filepath.Join(ev, "passk.json"))
+	r = spiral(t, nil, "plot", "--out", filepath.Join(ev, "cmp.png"), filepath.Join(ev, "passk.json"), filepath.Join(short, "passk.json"))
 	require.Equal(t, 0, r.code, r.stderr)
 	require.FileExists(t, filepath.Join(ev, "cmp.png"))
 	r = spiral(t, nil, "plot", filepath.Join(ev, "passk.json"), filepath.Join(ev, "rsa.json"))
@@ -193,6 +193,15 @@ func TestWorkflow(t *testing.T) {
 	exp := filepath.Join(dir, "exported", "deeper") // export creates the directory
 	r = spiral(t, nil, "export", "--model", sft, "--checkpoint", filepath.Join(run, "checkpoints"), "--out", filepath.Join(exp, "model.onnx"))
 	require.Equal(t, 0, r.code, r.stderr)
+	// The run directory itself names its newest checkpoint too.
+	byRun := filepath.Join(dir, "exported-by-run", "model.onnx")
+	r = spiral(t, nil, "export", "--model", sft, "--checkpoint", run, "--out", byRun)
+	require.Equal(t, 0, r.code, r.stderr)
+	want, err := os.ReadFile(filepath.Join(exp, "model.onnx"))
+	require.NoError(t, err)
+	got, err := os.ReadFile(byRun)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got), "the same checkpoint exported")
 	r = spiral(t, nil, "generate", "--model", filepath.Join(exp, "model.onnx"), "--tokenizer", filepath.Join(sft, "tokenizer.json"),
 		"--max-new-tokens", "8", "--temperature", "0", "Compute 2+3.")
 	require.Equal(t, 0, r.code, r.stderr)
