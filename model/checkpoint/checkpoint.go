@@ -767,29 +767,9 @@ func Pick(path string, load func(path string) error) (string, []error, error) {
 	}
 	p, skipped, err := Newest(path, load)
 	if errors.Is(err, ErrNoCheckpoint) {
-		hint := ""
-		if sub := holderOfCheckpoints(path); sub != "" {
-			hint = fmt.Sprintf("; %s holds some: give it", sub)
-		}
-		err = fmt.Errorf("%w (want a checkpoint directory or a run's checkpoints/ directory%s)", err, hint)
+		err = fmt.Errorf("%w (want a checkpoint directory or a run's checkpoints/ directory)", err)
 	}
 	return p, skipped, err
-}
-
-// holderOfCheckpoints returns the first directory in dir (in name order)
-// that holds checkpoints, such as a run directory's checkpoints/, or "".
-func holderOfCheckpoints(dir string) string {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return ""
-	}
-	for _, e := range entries {
-		sub := filepath.Join(dir, e.Name())
-		if list, err := List(sub); e.IsDir() && err == nil && len(list) > 0 {
-			return sub
-		}
-	}
-	return ""
 }
 
 // IsCheckpointDir reports whether path names one checkpoint rather than
