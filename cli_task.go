@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -76,6 +77,17 @@ func loadProblems(path string, opt data.LoadOptions, warn io.Writer) (*data.Data
 }
 
 const maxReported = 10
+
+// evalProblemsError is the usage error of an --eval-problems n that the
+// embedded task could not give: where it holds fewer held-out problems,
+// how many (its operands are no flag of train or sft).
+func evalProblemsError(n int, err error) error {
+	var few *synth.TooFewError
+	if errors.As(err, &few) {
+		return usageError{fmt.Errorf("--eval-problems %d: the embedded task's %s split has %d problems: want at most that", n, few.Split, few.Found)}
+	}
+	return usageError{fmt.Errorf("--eval-problems %d: %w", n, err)}
+}
 
 func reportSkipped(warn io.Writer, rows []data.SkippedRow) {
 	for i, s := range rows {

@@ -36,7 +36,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	// fail here rather than at the first evaluation, after --eval-every
 	// steps of training.
 	if _, err := rl.SynthEvalProblems(task, f.cfg.EvalProblems, f.cfg.Seed); err != nil {
-		return usageError{fmt.Errorf("--eval-problems %d: %w", f.cfg.EvalProblems, err)}
+		return evalProblemsError(f.cfg.EvalProblems, err)
 	}
 	sess, err := openSession(env, &f.rf, &f.mf)
 	if err != nil {

@@ -90,7 +90,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		}
 		eds, err := task.Dataset(synth.Test, f.evalN, synth.EmbeddedSeed)
 		if err != nil {
-			return usageError{fmt.Errorf("--eval-problems %d: %w", f.evalN, err)}
+			return evalProblemsError(f.evalN, err)
 		}
 		held, heldName = eds.Problems, embeddedTestName
 	}

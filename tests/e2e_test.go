@@ -185,6 +185,9 @@ func TestUsageErrors(t *testing.T) {
 		{"negative kept values", []string{"train", "--kept-mib", "-1"}, "--kept-mib -1: want >= 0"},
 		{"bench train beyond the context", []string{"bench", "train", "--tokens", "5000"}, "--tokens 5000: the model (embedded) has 4096 positions"},
 		{"bench generate beyond the context", []string{"bench", "generate", "--prompt-tokens", "4090", "--new-tokens", "7"}, "--prompt-tokens 4090 + --new-tokens 7: the model (embedded) has 4096 positions"},
+		// The embedded task's operands are no flag of train's (the
+		// message said "widen the operand range or count").
+		{"more held-out problems than the embedded split has", []string{"train", "--eval-problems", "5000"}, "--eval-problems 5000: the embedded task's test split has 1134 problems: want at most that\n"},
 		{"held-out flags without held-out data", []string{"train", "--data", "problems.jsonl", "--eval-samples", "8"}, "--eval-samples: training on --data problems.jsonl evaluates held-out problems from --eval-data only"},
 		{"no aggregation rounds", []string{"train", "--agg-rounds", "0"}, "--agg-rounds is 0; want >= 1"},
 		{"aggregation rounds for GRPO", []string{"train", "--algo", "grpo", "--agg-rounds", "2"}, "--algo grpo with --agg-rounds 2: GRPO samples --group traces a problem and aggregates none"},

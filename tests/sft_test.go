@@ -33,7 +33,7 @@ func TestSFTInputs(t *testing.T) {
 		{"NaN gradient-norm clip", []string{"--max-grad-norm", "NaN"}, "--max-grad-norm NaN: want a finite norm"},
 		{"infinite gradient-norm clip", []string{"--max-grad-norm", "Inf"}, "--max-grad-norm +Inf: want a finite norm"},
 		{"more held-out problems than the split has", []string{"--eval-problems", "100000"},
-			"--eval-problems 100000: synth: only 1134 distinct test problems found, want 100000"},
+			"--eval-problems 100000: the embedded task's test split has 1134 problems: want at most that\n"},
 		// sft has no model default to fall back on: 0 is refused like a
 		// negative rate, and neither message offers 0 (they said "0 = the
 		// model's default").

@@ -48,6 +48,17 @@ type Config struct {
 	SharedMistakeRate float64
 }
 
+// TooFewError is a request for more distinct problems of a split than
+// Problems found (Found: all there are, or nearly).
+type TooFewError struct {
+	Split       Split
+	Found, Want int
+}
+
+func (e *TooFewError) Error() string {
+	return fmt.Sprintf("synth: only %d distinct %s problems found, want %d; widen the operand range or count", e.Found, e.Split, e.Want)
+}
+
 // Forms of problem.
 const (
 	FormCompute = "compute"
@@ -332,7 +343,7 @@ func (t *Task) Problems(s Split, n int, seed uint64) ([]Item, error) {
 	seen := make(map[string]bool, min(n, 1<<16))
 	for tries, sinceNew := 0, 0; len(items) < n; tries, sinceNew = tries+1, sinceNew+1 {
 		if tries > 100*n+1000 || sinceNew > max(20*len(items), 1000) {
-			return nil, fmt.Errorf("synth: only %d distinct %s problems found, want %d; widen the operand range or count", len(items), s, n)
+			return nil, &TooFewError{Split: s, Found: len(items), Want: n}
 		}
 		it, key, err := t.sample(r, s)
 		if err != nil {
