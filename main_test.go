@@ -655,13 +655,10 @@ func TestPlotReportGivenTwice(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(dir, "p.png"))
 }
 
-// TestCompareOutNotADirectory: compare's --out that is a file fails
-// (exit 1) naming the flag and its value once, as train's and eval's do;
-// it said "spiral compare: compare: --out: mkdir F: not a directory".
-func TestCompareOutNotADirectory(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "f")
-	require.NoError(t, os.WriteFile(file, nil, 0o644))
+// twoPassKReports writes the pass@k reports of two models, a and b, of
+// one problem in dir (r0.json, r1.json) and returns their paths.
+func twoPassKReports(t *testing.T, dir string) []string {
+	t.Helper()
 	var reps []string
 	for i, model := range []string{"a", "b"} {
 		p := filepath.Join(dir, fmt.Sprintf("r%d.json", i))
@@ -669,6 +666,17 @@ func TestCompareOutNotADirectory(t *testing.T) {
 			"points": [{"k": 1, "pass_at_k": 0.5, "majority_at_k": 0.5}, {"k": 2, "pass_at_k": 1, "majority_at_k": 0.5}]}`), 0o644))
 		reps = append(reps, p)
 	}
+	return reps
+}
+
+// TestCompareOutNotADirectory: compare's --out that is a file fails
+// (exit 1) naming the flag and its value once, as train's and eval's do;
+// it said "spiral compare: compare: --out: mkdir F: not a directory".
+func TestCompareOutNotADirectory(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	reps := twoPassKReports(t, dir)
 	var stderr bytes.Buffer
 	code := run(context.Background(), append([]string{"compare", "--out", file}, reps...), &cliEnv{stdout: io.Discard, stderr: &stderr})
 	require.Equal(t, exitFailure, code, stderr.String())
@@ -863,13 +871,7 @@ func TestLoRAAlphaPastFloat32(t *testing.T) {
 // names are not eval's plots, are written there as before.
 func TestCompareOutHoldingAReport(t *testing.T) {
 	dir := t.TempDir()
-	var reps []string
-	for i, model := range []string{"a", "b"} {
-		p := filepath.Join(dir, fmt.Sprintf("r%d.json", i))
-		require.NoError(t, os.WriteFile(p, []byte(`{"meta": {"mode": "passk", "model": "`+model+`", "problems": 1}, "config": {"samples": 2, "ks": [1, 2]},
-			"points": [{"k": 1, "pass_at_k": 0.5, "majority_at_k": 0.5}, {"k": 2, "pass_at_k": 1, "majority_at_k": 0.5}]}`), 0o644))
-		reps = append(reps, p)
-	}
+	reps := twoPassKReports(t, dir)
 	evalOut := filepath.Join(dir, "eval")
 	require.NoError(t, os.MkdirAll(evalOut, 0o755))
 	b, err := os.ReadFile(reps[0])

@@ -746,17 +746,25 @@ func TestHeldOutPastContext(t *testing.T) {
 			[]string{"/held.jsonl:1: search prompt of", "no held-out problems to evaluate: the first 1 of "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sub := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
-			held := filepath.Join(sub, "held.jsonl")
-			require.NoError(t, os.MkdirAll(sub, 0o755))
-			require.NoError(t, os.WriteFile(held, []byte(tc.held), 0o644))
-			r := spiral(t, nil, "train", "--data", data, "--eval-data", held, "--algo", "grpo", "--group", "2", "--problems", "1", "--steps", "1",
-				"--max-new-tokens", "8", "--eval-every", "1", "--eval-samples", "2", "--final-rsa-steps", "1", "--threads", "1", "--quiet",
-				"--out", filepath.Join(sub, "run"))
+			r, _ := trainOnHeldOut(t, filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")), data, tc.held, "1")
 			requireExit(t, r, tc.code, nil, tc.want...)
 			require.NotContains(t, r.stdout+r.stderr, "leaves no room")
 		})
 	}
+}
+
+// trainOnHeldOut runs one GRPO step on data with the held-out problems
+// held (JSONL text, written to sub/held.jsonl) evaluated at steps 0 and
+// 1, and finalRSA steps of RSA at the end, into sub/run; it returns the
+// run's result and the held-out file's path.
+func trainOnHeldOut(t *testing.T, sub, data, held, finalRSA string) (result, string) {
+	t.Helper()
+	path := filepath.Join(sub, "held.jsonl")
+	require.NoError(t, os.MkdirAll(sub, 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(held), 0o644))
+	return spiral(t, nil, "train", "--data", data, "--eval-data", path, "--algo", "grpo", "--group", "2", "--problems", "1", "--steps", "1",
+		"--max-new-tokens", "8", "--eval-every", "1", "--eval-samples", "2", "--final-rsa-steps", finalRSA, "--threads", "1", "--quiet",
+		"--out", filepath.Join(sub, "run")), path
 }
 
 // TestHeldOutSharedWithData: held-out problems that are training
@@ -776,13 +784,7 @@ func TestHeldOutSharedWithData(t *testing.T) {
 		{"none shared", `{"problem":"Solve x+2=4.","answer":"2"}` + "\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sub := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
-			held := filepath.Join(sub, "held.jsonl")
-			require.NoError(t, os.MkdirAll(sub, 0o755))
-			require.NoError(t, os.WriteFile(held, []byte(tc.held), 0o644))
-			r := spiral(t, nil, "train", "--data", data, "--eval-data", held, "--algo", "grpo", "--group", "2", "--problems", "1", "--steps", "1",
-				"--max-new-tokens", "8", "--eval-every", "1", "--eval-samples", "2", "--final-rsa-steps", "0", "--threads", "1", "--quiet",
-				"--out", filepath.Join(sub, "run"))
+			r, held := trainOnHeldOut(t, filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")), data, tc.held, "0")
 			if tc.want == "" {
 				requireExit(t, r, 0, nil)
 				require.NotContains(t, r.stderr, "are training problems")
