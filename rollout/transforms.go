@@ -50,44 +50,94 @@ func softmax(logits []float32, temperature float64, probs []float64) []float64 {
 // are all kept, so more than k may remain: Hugging Face's
 // TopKLogitsWarper and vLLM's top-k mask only the scores strictly below
 // the k-th (softmax is monotone, so equal logits are equal
-// probabilities). order is scratch space.
+// probabilities). The k-th largest is selected (a heap of k), not
+// sorted out of the whole row, and the kept ids are summed from the most
+// probable down, as a stable sort of the row by probability orders them.
+// order is scratch space.
 func topK(probs []float64, k int, order []int) []int {
 	if k <= 0 || k >= len(probs) {
 		return order
 	}
-	order = sortedByProb(probs, order)
-	kth := probs[order[k-1]]
-	for k < len(order) && probs[order[k]] == kth {
-		k++
-	}
+	var kth float64
+	kth, order = kthLargest(probs, k, order)
+	order = sortedAbove(probs, kth, order)
 	sum := 0.0
-	for _, i := range order[:k] {
+	for _, i := range order {
 		sum += probs[i]
 	}
-	for _, i := range order[k:] {
-		probs[i] = 0
+	for i, p := range probs {
+		if !(p >= kth) {
+			probs[i] = 0
+		}
 	}
-	for _, i := range order[:k] {
+	for _, i := range order {
 		probs[i] /= sum
 	}
 	return order
 }
 
+// kthLargest returns the k-th largest of probs, 1 <= k <= len(probs),
+// counting equal values apart, kept in a min-heap of k ids in heap
+// (scratch space, returned).
+func kthLargest(probs []float64, k int, heap []int) (float64, []int) {
+	less := func(a, b int) bool { return probs[heap[a]] < probs[heap[b]] }
+	down := func(i int) {
+		for {
+			c := 2*i + 1
+			if c >= len(heap) {
+				return
+			}
+			if c+1 < len(heap) && less(c+1, c) {
+				c++
+			}
+			if !less(c, i) {
+				return
+			}
+			heap[i], heap[c] = heap[c], heap[i]
+			i = c
+		}
+	}
+	heap = heap[:0]
+	for i, p := range probs {
+		if len(heap) < k {
+			heap = append(heap, i)
+			for j := len(heap) - 1; j > 0 && less(j, (j-1)/2); j = (j - 1) / 2 {
+				heap[j], heap[(j-1)/2] = heap[(j-1)/2], heap[j]
+			}
+			continue
+		}
+		if p > probs[heap[0]] {
+			heap[0] = i
+			down(0)
+		}
+	}
+	return probs[heap[0]], heap
+}
+
 // topP keeps the smallest set of most probable tokens whose mass reaches p
 // (nucleus sampling, Holtzman et al. 2020) and renormalises; p >= 1 is a
-// no-op. The most probable token is always kept.
+// no-op. The most probable token is always kept. The set is found among
+// the ids of probability at least (1-p)/len(probs), which the others,
+// holding less than 1-p together, cannot enter, sorted alone; where
+// rounding leaves their mass short of p, the whole row is sorted. Either
+// way the ids are walked in the order of a stable sort of the row by
+// probability, so the kept set and its mass are the same.
 func topP(probs []float64, p float64, order []int) []int {
 	if p >= 1 {
 		return order
 	}
-	order = sortedByProb(probs, order)
-	mass, keep := 0.0, 0
-	for keep < len(order) {
-		mass += probs[order[keep]]
-		keep++
-		if mass >= p {
-			break
+	least := (1 - p) / float64(len(probs))
+	order = sortedAbove(probs, least, order)
+	keep, mass, reached := nucleus(probs, p, order)
+	if reached {
+		for i, q := range probs {
+			if !(q >= least) {
+				probs[i] = 0
+			}
 		}
+	} else {
+		order = sortedByProb(probs, order)
+		keep, mass, _ = nucleus(probs, p, order)
 	}
 	for _, i := range order[keep:] {
 		probs[i] = 0
@@ -95,6 +145,33 @@ func topP(probs []float64, p float64, order []int) []int {
 	for _, i := range order[:keep] {
 		probs[i] /= mass
 	}
+	return order
+}
+
+// nucleus walks order, most probable first, until the mass reaches p,
+// and returns how many ids it took, their mass and whether it reached p.
+func nucleus(probs []float64, p float64, order []int) (int, float64, bool) {
+	mass := 0.0
+	for keep, i := range order {
+		mass += probs[i]
+		if mass >= p {
+			return keep + 1, mass, true
+		}
+	}
+	return len(order), mass, false
+}
+
+// sortedAbove returns the ids whose probability is at least least,
+// stably sorted by probability, highest first (the head of
+// sortedByProb's order), in order (scratch space).
+func sortedAbove(probs []float64, least float64, order []int) []int {
+	order = order[:0]
+	for i, q := range probs {
+		if q >= least {
+			order = append(order, i)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return probs[order[a]] > probs[order[b]] })
 	return order
 }
 
