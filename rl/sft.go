@@ -639,6 +639,9 @@ func SynthAccuracy(ctx context.Context, p SFTParts, n, cands int, seed uint64) (
 	if err != nil {
 		return acc, err
 	}
+	// The KV cache goes back now: on the device layer the LM would hold
+	// it until it closes, one more for each evaluation of the run.
+	defer s.Release()
 	traces, _, err := rollout.Complete(ctx, s, p.Prompter, prompts, 1, func(i, _ int) rollout.Stream {
 		return rollout.Stream{Seed: seed, Sample: uint64(i), Phase: rollout.PhaseEval}
 	}, nil)
