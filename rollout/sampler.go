@@ -105,11 +105,11 @@ func (c SamplerConfig) Validate() error {
 
 // Request is one prompt to complete. Seed makes the completion
 // reproducible: each request draws from its own generator, seeded from
-// (Seed, 0), so its draws do not depend on the batch it runs in. Its
-// logits may in their last bits: a model call of one row rounds
-// differently from a call of several (ONNX Runtime's kernels take other
-// paths for a product of one row), which can move a draw that falls on
-// a boundary.
+// (Seed, 0), so the random numbers it draws do not depend on the batch
+// it runs in. Its logits may, in their last bits: a model call of one
+// row rounds differently from a call of several (ONNX Runtime's kernels
+// take other paths for a product of one row), which can move a draw
+// that falls on a boundary.
 type Request struct {
 	Prompt []int32
 	Seed   uint64
