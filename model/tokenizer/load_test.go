@@ -36,6 +36,11 @@ func TestLoadErrors(t *testing.T) {
 		{"rejected by native library", map[string]string{"t.json": strings.Replace(string(good), `"WordLevel"`, `"NoSuchModel"`, 1)}, "t.json", "t.json", "native tokenizers library rejected"},
 		{"malformed config", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": "{"}, "d", "d/tokenizer_config.json", "malformed JSON"},
 		{"non-ChatML template", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": `{"chat_template": "{{ bos_token }}[INST]"}`}, "d", "d/tokenizer_config.json", "not ChatML"},
+		// A tokenizer given as a file (how the CLI loads a model's
+		// tokenizer) is read with the config beside it, whatever its name.
+		{"malformed config beside the file", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": "{"}, "d/tokenizer.json", "d/tokenizer_config.json", "malformed JSON"},
+		{"non-ChatML template beside the file", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": `{"chat_template": "{{ bos_token }}[INST]"}`}, "d/tokenizer.json", "d/tokenizer_config.json", "not ChatML"},
+		{"non-ChatML template beside a file of another name", map[string]string{"d/qwen.json": string(good), "d/tokenizer_config.json": `{"chat_template": "[INST]"}`}, "d/qwen.json", "d/tokenizer_config.json", "not ChatML"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -73,11 +78,15 @@ func TestLoadDirectory(t *testing.T) {
 			if c.config != "" {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, ConfigFile), []byte(c.config), 0o644))
 			}
-			tok, err := Load(dir)
-			require.NoError(t, err)
-			defer tok.Close()
-			require.Equal(t, c.wantTemplate, tok.ChatTemplate())
-			require.Equal(t, 259, tok.VocabSize())
+			// The directory, and its tokenizer.json as a file, read the
+			// same config.
+			for _, path := range []string{dir, filepath.Join(dir, TokenizerFile)} {
+				tok, err := Load(path)
+				require.NoError(t, err)
+				require.Equal(t, c.wantTemplate, tok.ChatTemplate(), path)
+				require.Equal(t, 259, tok.VocabSize())
+				require.NoError(t, tok.Close())
+			}
 		})
 	}
 }

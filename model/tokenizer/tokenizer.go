@@ -31,20 +31,22 @@ type Tokenizer struct {
 }
 
 // Load reads a tokenizer. path is either a tokenizer.json file or a
-// directory holding tokenizer.json and, optionally, tokenizer_config.json.
-// When the config is present it must be valid JSON, and a chat_template in
-// it must be ChatML (it must mention <|im_start|>), since RenderChat is the
-// only template this package renders. Errors name the file and the problem.
+// directory holding tokenizer.json; the tokenizer_config.json beside the
+// file (in the directory), optionally there, is read too, as the exports
+// copy it with the tokenizer (model.SideFiles). When the config is
+// present it must be valid JSON, and a chat_template in it must be ChatML
+// (it must mention <|im_start|>), since RenderChat is the only template
+// this package renders. Errors name the file and the problem.
 func Load(path string) (*Tokenizer, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: load %q: %w", path, err)
 	}
-	file, config := path, ""
+	file := path
 	if info.IsDir() {
 		file = filepath.Join(path, TokenizerFile)
-		config = filepath.Join(path, ConfigFile)
 	}
+	config := filepath.Join(filepath.Dir(file), ConfigFile)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: load %q: %w", file, err)
@@ -53,13 +55,11 @@ func Load(path string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: load %q: %w", file, err)
 	}
-	if config != "" {
-		tmpl, err := readChatTemplate(config)
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("tokenizer: load %q: %w", config, err), t.Close())
-		}
-		t.template = tmpl
+	tmpl, err := readChatTemplate(config)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("tokenizer: load %q: %w", config, err), t.Close())
 	}
+	t.template = tmpl
 	return t, nil
 }
 
