@@ -41,6 +41,10 @@ func TestLoadErrors(t *testing.T) {
 		{"malformed config beside the file", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": "{"}, "d/tokenizer.json", "d/tokenizer_config.json", "malformed JSON"},
 		{"non-ChatML template beside the file", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": `{"chat_template": "{{ bos_token }}[INST]"}`}, "d/tokenizer.json", "d/tokenizer_config.json", "not ChatML"},
 		{"non-ChatML template beside a file of another name", map[string]string{"d/qwen.json": string(good), "d/tokenizer_config.json": `{"chat_template": "[INST]"}`}, "d/qwen.json", "d/tokenizer_config.json", "not ChatML"},
+		// transformers saves the template as chat_template.jinja and reads
+		// it in place of the config's.
+		{"non-ChatML template file", map[string]string{"d/tokenizer.json": string(good), "d/chat_template.jinja": "{{ bos_token }}[INST]"}, "d/tokenizer.json", "d/chat_template.jinja", "not ChatML"},
+		{"non-ChatML template file over a ChatML config", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": `{"chat_template": "<|im_start|>"}`, "d/chat_template.jinja": "[INST]"}, "d", "d/chat_template.jinja", "not ChatML"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -70,6 +74,8 @@ func TestLoadDirectory(t *testing.T) {
 		{"config without template", `{"eos_token": "<|im_end|>"}`, ""},
 		{"string template", `{"chat_template": "<|im_start|>{{ m }}"}`, "<|im_start|>{{ m }}"},
 		{"named templates", `{"chat_template": [{"name": "tool_use", "template": "<|im_start|>t"}, {"name": "default", "template": "<|im_start|>d"}]}`, "<|im_start|>d"},
+		{"template file", "", "<|im_start|>file"},
+		{"template file over the config's", `{"chat_template": "<|im_start|>config"}`, "<|im_start|>file"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -77,6 +83,9 @@ func TestLoadDirectory(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, TokenizerFile), good, 0o644))
 			if c.config != "" {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, ConfigFile), []byte(c.config), 0o644))
+			}
+			if strings.HasPrefix(c.name, "template file") {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, TemplateFile), []byte(c.wantTemplate), 0o644))
 			}
 			// The directory, and its tokenizer.json as a file, read the
 			// same config.

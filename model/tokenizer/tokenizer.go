@@ -16,6 +16,9 @@ import (
 const (
 	TokenizerFile = "tokenizer.json"
 	ConfigFile    = "tokenizer_config.json"
+	// TemplateFile is where transformers saves a chat template; it
+	// takes the place of tokenizer_config.json's chat_template.
+	TemplateFile = "chat_template.jinja"
 )
 
 // Tokenizer encodes and decodes text with a Hugging Face tokenizer.json and
@@ -27,16 +30,18 @@ type Tokenizer struct {
 	imStart  int32
 	imEnd    int32
 	eot      int32
-	template string // chat_template from tokenizer_config.json, if any
+	template string // chat template found by Load, if any
 }
 
 // Load reads a tokenizer. path is either a tokenizer.json file or a
-// directory holding tokenizer.json; the tokenizer_config.json beside the
-// file (in the directory), optionally there, is read too, as the exports
-// copy it with the tokenizer (model.SideFiles). When the config is
-// present it must be valid JSON, and a chat_template in it must be ChatML
-// (it must mention <|im_start|>), since RenderChat is the only template
-// this package renders. Errors name the file and the problem.
+// directory holding tokenizer.json; the tokenizer_config.json and
+// chat_template.jinja beside the file (in the directory), optionally
+// there, are read too, as the exports copy them with the tokenizer
+// (model.SideFiles). When the config is present it must be valid JSON.
+// The chat template (chat_template.jinja, else the config's
+// chat_template, as transformers takes them) must be ChatML (it must
+// mention <|im_start|>), since RenderChat is the only template this
+// package renders. Errors name the file and the problem.
 func Load(path string) (*Tokenizer, error) {
 	info, err := os.Stat(path)
 	if err != nil {
@@ -46,7 +51,7 @@ func Load(path string) (*Tokenizer, error) {
 	if info.IsDir() {
 		file = filepath.Join(path, TokenizerFile)
 	}
-	config := filepath.Join(filepath.Dir(file), ConfigFile)
+	dir := filepath.Dir(file)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: load %q: %w", file, err)
@@ -55,9 +60,9 @@ func Load(path string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: load %q: %w", file, err)
 	}
-	tmpl, err := readChatTemplate(config)
+	tmpl, from, err := readChatTemplate(dir)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("tokenizer: load %q: %w", config, err), t.Close())
+		return nil, errors.Join(fmt.Errorf("tokenizer: load %q: %w", from, err), t.Close())
 	}
 	t.template = tmpl
 	return t, nil
@@ -112,9 +117,34 @@ func (v *vocabulary) addedID(content string) (int32, bool) {
 	return 0, false
 }
 
-// readChatTemplate validates tokenizer_config.json at path and returns its
-// chat template ("" when there is none). A missing file is not an error.
-func readChatTemplate(path string) (string, error) {
+// readChatTemplate validates the tokenizer_config.json and
+// chat_template.jinja in dir, and returns the chat template ("" when
+// there is none) and the file it comes from, or the file an error is in.
+// Missing files are not an error.
+func readChatTemplate(dir string) (string, string, error) {
+	config := filepath.Join(dir, ConfigFile)
+	tmpl, err := readConfigTemplate(config)
+	if err != nil {
+		return "", config, err
+	}
+	from := config
+	file := filepath.Join(dir, TemplateFile)
+	switch data, err := os.ReadFile(file); {
+	case err == nil:
+		tmpl, from = string(data), file
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", file, err
+	}
+	if tmpl != "" && !strings.Contains(tmpl, IMStartToken) {
+		return "", from, errors.New("chat_template is not ChatML (it never writes <|im_start|>); only ChatML is supported")
+	}
+	return tmpl, from, nil
+}
+
+// readConfigTemplate validates tokenizer_config.json at path and returns
+// its chat_template ("" when there is none). A missing file is not an
+// error.
+func readConfigTemplate(path string) (string, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -142,9 +172,6 @@ func readChatTemplate(path string) (string, error) {
 				}
 			}
 		}
-	}
-	if tmpl != "" && !strings.Contains(tmpl, IMStartToken) {
-		return "", errors.New("chat_template is not ChatML (it never writes <|im_start|>); only ChatML is supported")
 	}
 	return tmpl, nil
 }
@@ -269,7 +296,7 @@ func (t *Tokenizer) StopIDs() []int32 { return []int32{t.imEnd, t.eot} }
 // IsStop reports whether id ends generation (see StopIDs).
 func (t *Tokenizer) IsStop(id int32) bool { return id == t.imEnd || id == t.eot }
 
-// ChatTemplate returns the Jinja chat_template of tokenizer_config.json
-// when Load found one, else "". It is informational: RenderChat renders
+// ChatTemplate returns the Jinja chat template that Load found
+// (chat_template.jinja, else tokenizer_config.json's), else "". It is informational: RenderChat renders
 // ChatML in Go.
 func (t *Tokenizer) ChatTemplate() string { return t.template }
