@@ -248,8 +248,10 @@ func checkVocab(tok *tokenizer.Tokenizer, r resolvedModel, vocab int) error {
 // generate would refuse the exported model with it. Without --tokenizer
 // and without a tokenizer.json beside the model there is nothing to
 // copy, nothing is checked and it returns nil; else it returns the
-// tokenizer's Hugging Face files (tokenizer.HFConfigFiles) for an hf
-// export of a model that has none.
+// tokenizer's Hugging Face files (tokenizer.HFConfigFiles) for an export
+// of a model that has none, and, when its tokenizer_config.json has no
+// chat template (spiral prompts it with ChatML), spiral's as
+// chat_template.jinja, which transformers reads in the config's place.
 func (r resolvedModel) checkExportTokenizer() (map[string][]byte, error) {
 	if _, err := os.Stat(r.tokenizer); !r.tokenizerGiven && errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -270,7 +272,15 @@ func (r resolvedModel) checkExportTokenizer() (map[string][]byte, error) {
 	if err := checkVocab(tok, r, sig.Vocab); err != nil {
 		return nil, err
 	}
-	return tok.HFConfigFiles()
+	files, err := tok.HFConfigFiles()
+	if err != nil {
+		return nil, err
+	}
+	config := filepath.Join(filepath.Dir(r.tokenizer), tokenizer.ConfigFile)
+	if _, err := os.Stat(config); err == nil && tok.ChatTemplate() == "" {
+		files[tokenizer.TemplateFile] = []byte(tokenizer.ChatMLTemplate)
+	}
+	return files, nil
 }
 
 // prompter returns the chat prompter of the session's tokenizer.

@@ -48,3 +48,27 @@ func TestExportHFTokenizerFiles(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &gen))
 	require.Equal(t, tok.StopIDs(), gen.EOS)
 }
+
+// TestExportHFChatTemplateWhereConfigHasNone: a model whose
+// tokenizer_config.json has no chat template, which spiral prompts with
+// ChatML, is exported with spiral's template as chat_template.jinja
+// (which transformers reads in the config's place), its config copied as
+// it is; without it transformers and serving engines have no template
+// to prompt the exported model as spiral did.
+func TestExportHFChatTemplateWhereConfigHasNone(t *testing.T) {
+	dir := t.TempDir()
+	src, hf := filepath.Join(dir, "src"), filepath.Join(dir, "hf")
+	r := spiral(t, nil, "init-model", "--tokenizer", "byte", "--out", src)
+	require.Equal(t, 0, r.code, r.stderr)
+	config := `{"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|im_end|>"}`
+	require.NoError(t, os.WriteFile(filepath.Join(src, tokenizer.ConfigFile), []byte(config), 0o644))
+	r = spiral(t, nil, "export", "--format", "hf", "--model", src, "--out", hf)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	b, err := os.ReadFile(filepath.Join(hf, tokenizer.ConfigFile))
+	require.NoError(t, err)
+	require.Equal(t, config, string(b))
+	b, err = os.ReadFile(filepath.Join(hf, tokenizer.TemplateFile))
+	require.NoError(t, err)
+	require.Equal(t, tokenizer.ChatMLTemplate, string(b))
+}
