@@ -161,9 +161,11 @@ func unreadDataFlags(changed func(name string) bool, files, embedded string) err
 type samplingFlags struct {
 	cfg     rollout.SamplerConfig
 	callMiB int
+	fs      *pflag.FlagSet // which of them were given
 }
 
 func (f *samplingFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
 	f.cfg = rollout.DefaultSamplerConfig()
 	fs.Float64Var(&f.cfg.Temperature, "temperature", f.cfg.Temperature, "sampling temperature (0 = greedy)")
 	fs.Float64Var(&f.cfg.TopP, "top-p", f.cfg.TopP, "nucleus sampling mass in (0, 1] (1 = off)")
@@ -200,10 +202,10 @@ func (f *samplingFlags) validateEngine(engine string) error {
 		return nil
 	}
 	var errs []error
-	if f.cfg.BatchSize != rollout.DefaultSamplerConfig().BatchSize {
+	if f.fs.Changed("gen-batch") {
 		errs = append(errs, errors.New("--gen-batch is for the local engine; a serving engine batches the requests itself (--engine-concurrency bounds those in flight)"))
 	}
-	if f.callMiB != int(model.DefaultCallBytes>>20) {
+	if f.fs.Changed("gen-call-mib") {
 		errs = append(errs, errors.New("--gen-call-mib is for the local engine; a serving engine would ignore it"))
 	}
 	return errors.Join(errs...)

@@ -473,6 +473,10 @@ func TestLocalFlagsOfEngine(t *testing.T) {
 		{[]string{"eval"}, []string{"--gen-call-mib", "4096"}, "--gen-call-mib is for the local engine; a serving engine would ignore it"},
 		{[]string{"generate"}, []string{"--gen-batch", "8"}, "--gen-batch is for the local engine"},
 		{[]string{"train", "--engine-sync", "sglang", "--sync-dir", t.TempDir()}, []string{"--gen-call-mib", "4096"}, "--gen-call-mib is for the local engine"},
+		// Given at their defaults, they are given all the same (they
+		// passed in silence).
+		{[]string{"eval"}, []string{"--gen-batch", "64"}, "--gen-batch is for the local engine"},
+		{[]string{"eval"}, []string{"--gen-call-mib", "512"}, "--gen-call-mib is for the local engine"},
 	} {
 		var stderr bytes.Buffer
 		args := append(append(append([]string{}, tc.cmd...), openai...), tc.args...)
