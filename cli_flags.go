@@ -547,7 +547,9 @@ var spiralOnlyFlags = []string{"n1", "k", "n", "n2", "scale-search-adv", "scale-
 
 // ignoredFlags lists the flags given that --algo does not read, each with
 // why: GRPO samples --group traces a problem and no SPIRAL pipeline, the
-// other algorithms the pipeline and no group. --candidate-tokens also
+// other algorithms the pipeline and no group; search-only does not
+// scale the aggregation advantages it does not train, nor agg-only the
+// set advantages. --candidate-tokens also
 // caps the final RSA's aggregation prompts, so GRPO ignores it only when
 // no final RSA runs (--final-rsa-steps 0, or --data without
 // --eval-data). The held-out evaluations' flags are listed too where no
@@ -568,6 +570,14 @@ func (f *trainFlags) ignoredFlags() []string {
 		}
 	} else if f.changed("group") {
 		out = append(out, fmt.Sprintf("--group is --algo grpo's; --algo %s, which samples --n1 search traces a problem, ignores it", f.cfg.Algo))
+	}
+	// The ablations compute the advantages of the traces they do not
+	// train and use them for nothing, their scaling included.
+	switch {
+	case f.cfg.Algo == rl.AlgoSearchOnly && f.changed("scale-agg-adv"):
+		out = append(out, "--scale-agg-adv scales the aggregation traces' advantages; --algo search-only, which trains the search traces alone, ignores it")
+	case f.cfg.Algo == rl.AlgoAggOnly && f.changed("scale-search-adv"):
+		out = append(out, "--scale-search-adv scales the set advantages that credit a round's candidates (the search traces, and with --agg-rounds above 1 the previous round's aggregation traces); --algo agg-only, which trains the aggregation traces on their own rewards alone, ignores it")
 	}
 	// The held-out evaluations' flags where none reads them.
 	if f.run.EvalEvery == 0 && f.changed("eval-samples") {

@@ -150,6 +150,13 @@ func TestTrainIgnoredFlags(t *testing.T) {
 		{[]string{"--group", "16"}, []string{"--group is --algo grpo's; --algo spiral, which samples --n1 search traces a problem, ignores it"}},
 		{[]string{"--algo", "agg-only", "--group", "16", "--n1", "4"}, []string{"--group is --algo grpo's; --algo agg-only, which samples --n1 search traces a problem, ignores it"}},
 		{[]string{"--algo", "grpo", "--group", "16"}, nil},
+		// The ablations' advantages of the traces they do not train are
+		// never used, so neither is their scaling.
+		{[]string{"--algo", "search-only", "--scale-agg-adv", "--scale-search-adv"}, []string{
+			"--scale-agg-adv scales the aggregation traces' advantages; --algo search-only, which trains the search traces alone, ignores it"}},
+		{[]string{"--algo", "agg-only", "--scale-search-adv", "--scale-agg-adv", "--agg-rounds", "2"}, []string{
+			"--scale-search-adv scales the set advantages that credit a round's candidates (the search traces, and with --agg-rounds above 1 the previous round's aggregation traces); --algo agg-only, which trains the aggregation traces on their own rewards alone, ignores it"}},
+		{[]string{"--scale-search-adv", "--scale-agg-adv"}, nil},
 		{[]string{"--n1", "4", "--k", "2", "--candidate-tokens", "64"}, nil},
 		{[]string{"--algo", "grpo"}, nil},
 		// The final RSA (--final-rsa-steps 4 by default) caps its

@@ -775,6 +775,10 @@ func TestSettingsDiffIgnoredFields(t *testing.T) {
 		{"GRPO, another --group", settings(AlgoGRPO, same), settings(AlgoGRPO, func(c *Config) { c.GroupSize = 16 }), []string{"rl.group: 24 -> 16"}},
 		{"SPIRAL, another --group", settings(AlgoSpiral, same), settings(AlgoSpiral, func(c *Config) { c.GroupSize = 16 }), nil},
 		{"SPIRAL, another --n1", settings(AlgoSpiral, same), settings(AlgoSpiral, func(c *Config) { c.Pipeline.N1 = 16 }), []string{"rl.pipeline.n1: 8 -> 16"}},
+		{"search-only, --scale-agg-adv", settings(AlgoSearchOnly, same), settings(AlgoSearchOnly, func(c *Config) { c.Advantage.ScaleAggregation = true }), nil},
+		{"agg-only, --scale-search-adv", settings(AlgoAggOnly, same), settings(AlgoAggOnly, func(c *Config) { c.Advantage.ScaleSearch = true }), nil},
+		{"search-only, --scale-search-adv", settings(AlgoSearchOnly, same), settings(AlgoSearchOnly, func(c *Config) { c.Advantage.ScaleSearch = true }), []string{"rl.advantage.ScaleSearch: false -> true"}},
+		{"agg-only, --scale-agg-adv", settings(AlgoAggOnly, same), settings(AlgoAggOnly, func(c *Config) { c.Advantage.ScaleAggregation = true }), []string{"rl.advantage.ScaleAggregation: false -> true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, settingsDiff(tc.a, tc.b))

@@ -78,7 +78,8 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--algo %q: want %s, %s, %s or %s", c.Algo, AlgoSpiral, AlgoGRPO, AlgoAggOnly, AlgoSearchOnly))
 	}
 	// GRPO reads neither the pipeline nor the advantage switches, the
-	// others not --group (train warns of the flags given; ignoredFields):
+	// others not --group, the ablations not the scaling of the advantages
+	// they do not train (train warns of the flags given; ignoredFields):
 	// what an algorithm ignores is not refused.
 	if c.Algo != AlgoGRPO {
 		if err := c.Pipeline.Validate(); err != nil {
@@ -128,10 +129,17 @@ func (c Config) Validate() error {
 
 // ignoredFields are the keys of Config's JSON, as settingsDiff flattens
 // them under "rl.", that algo does not read: GRPO's are the pipeline's
-// and the advantage switches, the others' --group.
+// and the advantage switches, the others' --group, and the ablations'
+// the scaling of the advantages they do not train (search-only's of the
+// aggregation traces, agg-only's of the set advantages).
 func ignoredFields(algo string) []string {
-	if algo == AlgoGRPO {
+	switch algo {
+	case AlgoGRPO:
 		return []string{"pipeline.", "advantage."}
+	case AlgoSearchOnly:
+		return []string{"group", "advantage.ScaleAggregation"}
+	case AlgoAggOnly:
+		return []string{"group", "advantage.ScaleSearch"}
 	}
 	return []string{"group"}
 }
