@@ -218,7 +218,7 @@ type rewardFlags struct {
 
 func (f *rewardFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.rule.Fallback, "reward-fallback", false, `accept a response's last number or LaTeX span when it boxes no answer (default: only \boxed{} or a "final answer is" sentence counts)`)
-	fs.BoolVar(&f.rule.Truncated, "reward-truncated", false, "grade traces cut at --max-new-tokens like the others (default: a cut trace earns nothing unless it already stated an explicit answer)")
+	fs.BoolVar(&f.rule.Truncated, "reward-truncated", false, "grade traces cut at --max-new-tokens like the others, by their last number too with --reward-fallback (default: a cut trace earns nothing unless it already stated an explicit answer)")
 }
 
 // paramFlags choose the trained parameters: a selection of the model's

@@ -34,13 +34,21 @@ func (r RewardRule) String() string {
 }
 
 // CutTraces says what the rule makes of traces cut at the token limit
-// when it does not grade them ("" when it does), and what to change:
-// the end of a line that counts such traces.
+// when a cut trace without an explicit answer earns nothing ("" when it
+// is graded by its last number), and which flags change that: the end
+// of a line that counts such traces. --reward-truncated alone grades cut
+// traces like the others, which without --reward-fallback need an
+// explicit answer too, so it does not make them earn.
 func (r RewardRule) CutTraces() string {
-	if r.Truncated {
+	switch {
+	case r.Fallback && r.Truncated:
 		return ""
+	case r.Truncated:
+		return "a trace earns nothing without an explicit answer, which a cut trace may not have reached (raise --max-new-tokens, or grade every trace by its last number with --reward-fallback)"
+	case r.Fallback:
+		return "a cut trace earns nothing unless it had stated an explicit answer (raise --max-new-tokens, or grade cut traces like the others with --reward-truncated)"
 	}
-	return "a cut trace earns nothing unless it had stated an explicit answer (raise --max-new-tokens, or grade cut traces with --reward-truncated)"
+	return "a cut trace earns nothing unless it had stated an explicit answer (raise --max-new-tokens, or grade every trace by its last number, cut ones too, with --reward-fallback --reward-truncated)"
 }
 
 // NewJudge adapts the grader to the rollout scaffolds once, for training

@@ -42,6 +42,31 @@ func TestNewJudgeRewardRules(t *testing.T) {
 	require.Contains(t, RewardRule{}.String(), "explicit answers only")
 }
 
+// TestRewardRuleCutTraces: the hint that follows a count of traces cut at
+// --max-new-tokens names flags that make such a trace earn. A cut trace
+// without an explicit answer ("5*3=15. 7+15=22. 22-4=18.", gold 18) earns
+// nothing under --reward-truncated alone, as by default: without
+// --reward-fallback every trace needs an explicit answer, and the grader
+// finds none in it, cut or not. So the default's hint, "grade cut traces
+// with --reward-truncated", changed nothing when followed, and under
+// --reward-truncated alone no hint was given at all.
+func TestRewardRuleCutTraces(t *testing.T) {
+	cut := rollout.Trace{Completion: rollout.Completion{Finish: rollout.FinishLength}, Text: "5*3=15. 7+15=22. 22-4=18."}
+	for _, tc := range []struct {
+		rule RewardRule
+		earn bool
+		hint string
+	}{
+		{RewardRule{}, false, "a cut trace earns nothing unless it had stated an explicit answer (raise --max-new-tokens, or grade every trace by its last number, cut ones too, with --reward-fallback --reward-truncated)"},
+		{RewardRule{Truncated: true}, false, "a trace earns nothing without an explicit answer, which a cut trace may not have reached (raise --max-new-tokens, or grade every trace by its last number with --reward-fallback)"},
+		{RewardRule{Fallback: true}, false, "a cut trace earns nothing unless it had stated an explicit answer (raise --max-new-tokens, or grade cut traces like the others with --reward-truncated)"},
+		{RewardRule{Fallback: true, Truncated: true}, true, ""},
+	} {
+		require.Equal(t, tc.earn, NewJudge(tc.rule).Judge(cut, "18").Correct, "%+v", tc.rule)
+		require.Equal(t, tc.hint, tc.rule.CutTraces(), "%+v", tc.rule)
+	}
+}
+
 // TestNewJudgeEmptyAnswersDoNotVote: a boxed answer that the grader
 // normalizes to nothing (\quad, a lone ".", "\$") is no answer: the
 // grader compares it with nothing, itself included, so it formed a

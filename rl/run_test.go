@@ -1019,9 +1019,13 @@ func TestWarnNoUpdate(t *testing.T) {
 		// warning counts them (2 x (6 + 4) of 2 x 12) and names the flags.
 		{"traces cut", []string{fmt.Sprintf(cutLine, 1), fmt.Sprintf(cutLine, 2)}, RewardRule{},
 			[]string{"2 of its 2 steps drew no informative problem", "20 of the 24 traces of the steps without an informative problem were cut at --max-new-tokens",
-				"raise --max-new-tokens, or grade cut traces with --reward-truncated"}, nil},
-		{"traces cut, graded", []string{fmt.Sprintf(cutLine, 1)}, RewardRule{Truncated: true},
-			[]string{"10 of the 12 traces of the steps without an informative problem were cut at --max-new-tokens"}, []string{"--reward-truncated"}},
+				"raise --max-new-tokens, or grade every trace by its last number, cut ones too, with --reward-fallback --reward-truncated"}, nil},
+		// --reward-truncated alone grades cut traces as the others, which
+		// need an explicit answer too: the hint names --reward-fallback.
+		{"traces cut, graded, explicit answers only", []string{fmt.Sprintf(cutLine, 1)}, RewardRule{Truncated: true},
+			[]string{"10 of the 12 traces of the steps without an informative problem were cut at --max-new-tokens", "with --reward-fallback"}, nil},
+		{"traces cut, graded", []string{fmt.Sprintf(cutLine, 1)}, RewardRule{Fallback: true, Truncated: true},
+			[]string{"10 of the 12 traces of the steps without an informative problem were cut at --max-new-tokens"}, []string{"--reward-truncated", "earns nothing"}},
 		{"skipped and none", []string{`{"step":1,"no_update":true}`, `{"step":2,"examples":3,"update_skipped":"non-finite gradient"}`}, RewardRule{},
 			[]string{"1 of its 2 steps drew no informative problem", "1 skipped a non-finite update"}, nil},
 		// Every step skipped: the data is not to blame.

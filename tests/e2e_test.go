@@ -1262,8 +1262,12 @@ func TestEvalCutTraces(t *testing.T) {
 			[]string{"of the 4 traces", "cut at --max-new-tokens 1; a cut trace earns nothing unless it had stated an explicit answer"}, nil},
 		{"rsa", []string{"--mode", "rsa", "--population", "2", "--subset", "2", "--rsa-steps", "1"},
 			[]string{"of the 8 traces", "cut at --max-new-tokens 1;", "--reward-truncated"}, nil},
-		{"sequential, cut traces graded", []string{"--mode", "sequential", "--samples", "2", "--reward-truncated"},
+		{"sequential, cut traces graded", []string{"--mode", "sequential", "--samples", "2", "--reward-truncated", "--reward-fallback"},
 			[]string{"of the 4 traces", "cut at --max-new-tokens 1\n"}, []string{"earns nothing"}},
+		// --reward-truncated alone grades cut traces as the others, which
+		// need an explicit answer too.
+		{"sequential, cut traces graded, explicit answers only", []string{"--mode", "sequential", "--samples", "2", "--reward-truncated"},
+			[]string{"of the 4 traces", "cut at --max-new-tokens 1; a trace earns nothing without an explicit answer", "with --reward-fallback"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := spiral(t, nil, append([]string{"eval", "--limit", "2", "--max-new-tokens", "1", "--quiet", "--out", t.TempDir()}, tc.args...)...)
