@@ -216,6 +216,17 @@ type rewardFlags struct {
 	rule rl.RewardRule
 }
 
+// ignored says, in a list for ignoredFlags, that --reward-truncated
+// without --reward-fallback changes no reward: it grades cut traces like
+// the others, which then need an explicit answer, as a cut trace does by
+// default (the grader finds no answer in a trace without one).
+func (f *rewardFlags) ignored() []string {
+	if !f.rule.Truncated || f.rule.Fallback {
+		return nil
+	}
+	return []string{"--reward-truncated grades traces cut at --max-new-tokens like the others, which without --reward-fallback need an explicit answer, as a cut trace does by default: alone it changes no reward (add --reward-fallback to grade every trace by its last number)"}
+}
+
 func (f *rewardFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.rule.Fallback, "reward-fallback", false, `accept a response's last number or LaTeX span when it boxes no answer (default: only \boxed{} or a "final answer is" sentence counts)`)
 	fs.BoolVar(&f.rule.Truncated, "reward-truncated", false, "grade traces cut at --max-new-tokens like the others, by their last number too with --reward-fallback (default: a cut trace earns nothing unless it already stated an explicit answer)")
@@ -549,7 +560,8 @@ var spiralOnlyFlags = []string{"n1", "k", "n", "n2", "scale-search-adv", "scale-
 // why: GRPO samples --group traces a problem and no SPIRAL pipeline, the
 // other algorithms the pipeline and no group; search-only does not
 // scale the aggregation advantages it does not train, nor agg-only the
-// set advantages. --candidate-tokens also
+// set advantages; --reward-truncated without --reward-fallback changes
+// no reward. --candidate-tokens also
 // caps the final RSA's aggregation prompts, so GRPO ignores it only when
 // no final RSA runs (--final-rsa-steps 0, or --data without
 // --eval-data). The held-out evaluations' flags are listed too where no
@@ -579,6 +591,7 @@ func (f *trainFlags) ignoredFlags() []string {
 	case f.cfg.Algo == rl.AlgoAggOnly && f.changed("scale-search-adv"):
 		out = append(out, "--scale-search-adv scales the set advantages that credit a round's candidates (the search traces, and with --agg-rounds above 1 the previous round's aggregation traces); --algo agg-only, which trains the aggregation traces on their own rewards alone, ignores it")
 	}
+	out = append(out, f.reward.ignored()...)
 	// The held-out evaluations' flags where none reads them.
 	if f.run.EvalEvery == 0 && f.changed("eval-samples") {
 		out = append(out, "--eval-samples sets the samples of the evaluations every --eval-every steps; --eval-every 0 runs none and ignores it")
@@ -667,22 +680,23 @@ var rsaOnlyFlags = []string{"population", "subset", "rsa-steps", "candidate-toke
 
 // ignoredFlags lists the flags given that --mode does not read, each
 // with why: --samples is pass@k's and the sequential budget's, the RSA
-// flags RSA's. They are warnings, not usage errors, so that one set of
-// flags can serve evaluations in each mode.
+// flags RSA's; and --reward-truncated without --reward-fallback, which
+// changes no reward. They are warnings, not usage errors, so that one
+// set of flags can serve evaluations in each mode.
 func (f *evalFlags) ignoredFlags() []string {
 	var out []string
 	if f.mode == "rsa" {
 		if f.changed("samples") {
 			out = append(out, "--samples is for --mode passk and sequential; --mode rsa, which samples --population members a problem, ignores it")
 		}
-		return out
+		return append(out, f.reward.ignored()...)
 	}
 	for _, name := range rsaOnlyFlags {
 		if f.changed(name) {
 			out = append(out, fmt.Sprintf("--%s is for --mode rsa; --mode %s, which samples --samples traces a problem, ignores it", name, f.mode))
 		}
 	}
-	return out
+	return append(out, f.reward.ignored()...)
 }
 
 // draws is how many samples of a problem the mode draws from one prompt:
