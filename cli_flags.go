@@ -624,6 +624,28 @@ func (f *trainFlags) untrainedSearch() string {
 	return fmt.Sprintf("--algo spiral with --k %d, --n %d and --n1 %d: %s and only the aggregation traces learn (as --algo agg-only); want --k >= 2 and --n < --n1 for the search traces to learn", p.K, p.N, p.N1, why)
 }
 
+// offPolicySampling warns of sampling settings that draw the traces from
+// another distribution than the one the update's log-probabilities (and
+// pi_old) are of, the model's at temperature 1 over its whole vocabulary;
+// "" at the defaults.
+func (f *trainFlags) offPolicySampling() string {
+	c := f.sf.cfg
+	var set []string
+	if c.Temperature != 1 {
+		set = append(set, fmt.Sprintf("--temperature %g", c.Temperature))
+	}
+	if c.TopP < 1 {
+		set = append(set, fmt.Sprintf("--top-p %g", c.TopP))
+	}
+	if c.TopK > 0 {
+		set = append(set, fmt.Sprintf("--top-k %d", c.TopK))
+	}
+	if len(set) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: the traces are drawn from another distribution than the model's at temperature 1 over its whole vocabulary, whose log-probabilities the update uses (pi_old included), so it is off-policy; train at the defaults (--temperature 1, --top-p 1, --top-k 0) for the policy gradient", strings.Join(set, ", "))
+}
+
 // evalFlags are the flags of `spiral eval`.
 type evalFlags struct {
 	rf      runtimeFlags

@@ -37,8 +37,10 @@ func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 // rl.Run.
 func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	warnings := f.ignoredFlags()
-	if w := f.untrainedSearch(); w != "" {
-		warnings = append(warnings, w)
+	for _, w := range []string{f.untrainedSearch(), f.offPolicySampling()} {
+		if w != "" {
+			warnings = append(warnings, w)
+		}
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(env.stderr, "spiral: warning: %s\n", w)

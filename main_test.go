@@ -185,6 +185,30 @@ func parsedTrainFlags(t *testing.T, args []string) *trainFlags {
 	return &f
 }
 
+// TestTrainOffPolicySampling: sampling settings under which the traces
+// are not drawn from the distribution the update's log-probabilities are
+// of (the model's at temperature 1, whole vocabulary) are warned of,
+// naming them; the defaults, given or not, are not.
+func TestTrainOffPolicySampling(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"--temperature", "1", "--top-p", "1", "--top-k", "0"}, ""},
+		{[]string{"--temperature", "0.7"}, "--temperature 0.7: the traces are drawn from another distribution"},
+		{[]string{"--top-p", "0.95", "--top-k", "20"}, "--top-p 0.95, --top-k 20: the traces are drawn from another distribution"},
+	} {
+		got := parsedTrainFlags(t, tc.args).offPolicySampling()
+		if tc.want == "" {
+			require.Empty(t, got, "%q", tc.args)
+			continue
+		}
+		require.True(t, strings.HasPrefix(got, tc.want), "%q: %s", tc.args, got)
+		require.Contains(t, got, "off-policy")
+	}
+}
+
 // TestTrainUntrainedSearch: SPIRAL with one subset, or with subsets of
 // every search trace, is warned of (its search advantages are all 0);
 // shapes in which the search traces learn, and the other algorithms,
