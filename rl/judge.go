@@ -8,7 +8,8 @@ import (
 // RewardRule says which traces can earn a reward (--reward-fallback,
 // --reward-truncated). The zero value is the default: an answer must be
 // stated explicitly, and a trace cut at the token limit earns nothing
-// unless it had already stated one.
+// unless it had already stated one (an answer running up to the cut is
+// not stated: rollout.Judge).
 type RewardRule struct {
 	// Fallback accepts a response's last LaTeX span or number as its answer
 	// when it states none explicitly (in \boxed{} or an answer sentence

@@ -1,6 +1,7 @@
 package rl
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,6 +41,42 @@ func TestNewJudgeRewardRules(t *testing.T) {
 		})
 	}
 	require.Contains(t, RewardRule{}.String(), "explicit answers only")
+}
+
+// TestNewJudgeAnswerCutShort: a trace cut at --max-new-tokens whose
+// explicit answer runs up to the cut had not stated it: "The final
+// answer is 1" cut there may have been going on to "18" (or "1.5"), so
+// for gold 1 it earned a reward for a prefix of its answer, and "The
+// answer is $1" is cut inside its math span. By default such a trace
+// earns nothing and casts no vote; an answer followed by anything that
+// ends it (a closed box, a sentence's end) still counts, and a trace that
+// stopped by itself, or --reward-truncated, grades the same text as
+// before.
+func TestNewJudgeAnswerCutShort(t *testing.T) {
+	for i, tc := range []struct {
+		text   string
+		rule   RewardRule
+		finish rollout.FinishReason
+		want   bool
+		answer string
+	}{
+		{"x=5. The final answer is 1", RewardRule{}, rollout.FinishLength, false, ""},
+		{"x=5. The answer is $1", RewardRule{}, rollout.FinishLength, false, ""},
+		{"x=5. Answer: 1", RewardRule{Fallback: true}, rollout.FinishLength, false, ""},
+		{"x=5. #### 1", RewardRule{}, rollout.FinishLength, false, ""},
+		{`x=5. \boxed{1}`, RewardRule{}, rollout.FinishLength, true, "1"},
+		{`x=5. \boxed{1} and then`, RewardRule{}, rollout.FinishLength, true, "1"},
+		{"x=5. The final answer is 1. Check: 1*2=2", RewardRule{}, rollout.FinishLength, true, "1"},
+		{"x=5. The final answer is 1\n\nCheck", RewardRule{}, rollout.FinishLength, true, "1"},
+		{"x=5. The final answer is 1", RewardRule{}, rollout.FinishStop, true, "1"},
+		{"x=5. The final answer is 1", RewardRule{Truncated: true}, rollout.FinishLength, true, "1"},
+	} {
+		t.Run(fmt.Sprintf("case %d", i), func(t *testing.T) {
+			v := NewJudge(tc.rule).Judge(rollout.Trace{Completion: rollout.Completion{Finish: tc.finish}, Text: tc.text}, "1")
+			require.Equal(t, tc.want, v.Correct, "%q %s %+v: %+v", tc.text, tc.finish, tc.rule, v)
+			require.Equal(t, tc.answer, v.Answer, "%q %s %+v: %+v", tc.text, tc.finish, tc.rule, v)
+		})
+	}
 }
 
 // TestRewardRuleCutTraces: the hint that follows a count of traces cut at

@@ -309,9 +309,10 @@ type BudgetPoint struct {
 
 // BudgetCurve judges every trace of set at each budget: a trace longer
 // than b is decoded (text) from its first b tokens and judged again as a
-// trace cut at the token limit (FinishLength); a shorter one keeps its
-// verdict, and counts as truncated when the generator cut it. Budgets
-// must be positive.
+// trace cut at the token limit (FinishLength), its answer stated when
+// the token after the cut leaves it as it is (Judge.JudgePrefix); a
+// shorter one keeps its verdict, and counts as truncated when the
+// generator cut it. Budgets must be positive.
 func BudgetCurve(set *SampleSet, budgets []int, text func([]int32) string, judge Judge) ([]BudgetPoint, error) {
 	if len(set.Traces) == 0 {
 		return nil, errors.New("rollout: budget curve: no samples")
@@ -333,7 +334,7 @@ func BudgetCurve(set *SampleSet, budgets []int, text func([]int32) string, judge
 				used := len(s.Tokens)
 				if used > b {
 					cut := Trace{Prompt: s.Prompt, Completion: Completion{Tokens: s.Tokens[:b], Finish: FinishLength}, Text: text(s.Tokens[:b])}
-					ok = judge.Judge(cut, set.Problems[i].Answer).Correct
+					ok = judge.JudgePrefix(cut, set.Problems[i].Answer, text(s.Tokens[:b+1])).Correct
 					used = b
 					pt.Truncated++
 				} else if s.Finish == FinishLength {

@@ -291,7 +291,9 @@ func TestSequentialBudgetTruncation(t *testing.T) {
 			cfg:  BudgetConfig{Samples: 4, MaxTokens: 12},
 			// The two 12-token traces hit the limit of 12 (FinishLength):
 			// at budget 12 they are whole but were cut, so 2/8 truncated,
-			// not 0. They state their answers, so they still grade.
+			// not 0. xxxans=7xxxx stated its answer and still grades;
+			// xxxxxxxans=7's answer runs up to the cut, where it may have
+			// been going on ("ans=70"), so it had not: A 2/4, B 3/4.
 			limit:   12,
 			budgets: []int{1, 2, 4, 8, 12},
 			want: []BudgetPoint{
@@ -299,7 +301,7 @@ func TestSequentialBudgetTruncation(t *testing.T) {
 				{Budget: 2, Accuracy: 0, MeanTokens: 2, Truncated: 1},
 				{Budget: 4, Accuracy: 0, MeanTokens: 4, Truncated: 1},
 				{Budget: 8, Accuracy: 0.625, MeanTokens: 5.75, Truncated: 0.25},
-				{Budget: 12, Accuracy: 0.75, MeanTokens: 6.75, Truncated: 0.25},
+				{Budget: 12, Accuracy: 0.625, MeanTokens: 6.75, Truncated: 0.25},
 			},
 		},
 	}

@@ -30,7 +30,9 @@ type Judge struct {
 	Equal Equivalence
 	// CreditTruncated grades a trace that hit the token limit like any
 	// other. When false (the default), such a trace is correct only if it
-	// had stated its answer explicitly before it was cut.
+	// had stated its answer explicitly before it was cut: an answer
+	// running up to the cut, which the trace may have been going on
+	// writing, is not stated (cutProbe).
 	CreditTruncated bool
 }
 
@@ -47,13 +49,36 @@ func (j Judge) validate() error {
 // fallback number would otherwise vote in majorities, and a cluster it
 // headed would count as wrong even when its answer is the gold one.
 func (j Judge) Judge(t Trace, gold string) Verdict {
+	return j.judge(t, gold, t.Text+cutProbe)
+}
+
+// JudgePrefix is Judge for t, the first tokens of a longer trace
+// (BudgetCurve's cut at a budget), and next, the longer trace's text
+// one token further: knowing how the trace went on, it takes t's
+// explicit answer to run up to the cut when next's answer differs
+// (the "1" of "18"), rather than when cutProbe would change it.
+func (j Judge) JudgePrefix(t Trace, gold, next string) Verdict {
+	return j.judge(t, gold, next)
+}
+
+// judge is Judge with longer, the text of t going on past its end: a
+// cut trace whose answer longer changes had not stated it.
+func (j Judge) judge(t Trace, gold, longer string) Verdict {
 	v := j.Grade(t.Text, gold)
-	if t.Finish == FinishLength && !j.CreditTruncated && !v.Explicit {
+	if t.Finish == FinishLength && !j.CreditTruncated && (!v.Explicit || j.Grade(longer, gold).Answer != v.Answer) {
 		v.Correct = false
 		v.Answer = ""
 	}
 	return v
 }
+
+// cutProbe is what Judge appends to the text of a trace cut at the token
+// limit to tell whether its explicit answer ran up to the cut: an answer
+// that the probe changes ("The final answer is 1" becomes 10, "The answer
+// is $1" inside an open math span likewise) may have been cut short (it
+// was going on to "18", or "1.5"), so the trace had not stated it; one
+// that something ended (a closed box, a sentence's end) stays as it was.
+const cutProbe = "0"
 
 // JudgeAll sets the verdict of every trace of traces[i] against golds[i].
 func (j Judge) JudgeAll(traces [][]Trace, golds []string) {
