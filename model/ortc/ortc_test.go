@@ -487,3 +487,39 @@ func TestBindingKeepsGoMemory(t *testing.T) {
 		require.Equal(t, float32(21), y[i+1], "row %d", i/2)
 	}
 }
+
+// TestRunUnsupportedOutputReleases: when a run's later output has an
+// element type that Value does not support (int8), the error names it,
+// and the outputs the run allocated before it are released and left
+// nil, as if the run had allocated none: none stays live that the
+// caller, given only an error, would not know to release.
+func TestRunUnsupportedOutputReleases(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	api, err := ortc.Open(rt.LibraryPath())
+	require.NoError(t, err)
+	env, err := api.NewEnv()
+	require.NoError(t, err)
+	defer env.Close()
+	so, err := ort.NewSessionOptions()
+	require.NoError(t, err)
+	defer so.Destroy()
+	b := onnx.NewGraphBuilder("cast")
+	x := b.Input("a", onnx.Float32, onnx.D(2))
+	b.NodeTo("Identity", []string{x}, []string{"y"})
+	b.NodeTo("Cast", []string{x}, []string{"h"}, onnx.AttrInt("to", int64(onnx.Int8)))
+	b.Output("y", onnx.Float32, onnx.D(2))
+	b.Output("h", onnx.Int8, onnx.D(2))
+	raw, err := proto.Marshal(b.Model(18).Proto)
+	require.NoError(t, err)
+	s, err := env.NewSession(raw, so, []string{"a"}, []string{"y", "h"})
+	require.NoError(t, err)
+	defer s.Close()
+	a, err := ortc.NewTensor(env, []int64{2}, []float32{1, 2})
+	require.NoError(t, err)
+	defer a.Release()
+	live := api.LiveValues()
+	out := []*ortc.Value{nil, nil}
+	require.ErrorContains(t, s.Run([]*ortc.Value{a}, out), `output "h": element type 3 is not supported`)
+	require.Equal(t, []*ortc.Value{nil, nil}, out, "no output returned")
+	require.Equal(t, live, api.LiveValues(), "tensors left live by a failed run")
+}

@@ -419,7 +419,8 @@ func (s *Session) Close() {
 
 // Run computes the outputs from inputs (in the session's orders). A nil
 // entry of outputs is allocated by ONNX Runtime and returned in its place;
-// the caller releases it. Non-nil entries are written in place.
+// the caller releases it (on error none is: the entries stay nil).
+// Non-nil entries are written in place.
 func (s *Session) Run(inputs, outputs []*Value) error {
 	if len(inputs) != len(s.inNames) || len(outputs) != len(s.outNames) {
 		return fmt.Errorf("ortc: run with %d inputs and %d outputs; the session has %d and %d", len(inputs), len(outputs), len(s.inNames), len(s.outNames))
@@ -458,12 +459,19 @@ func (s *Session) Run(inputs, outputs []*Value) error {
 		return fmt.Errorf("ortc: run: %w", err)
 	}
 	runtime.KeepAlive(inputs)
+	var made []int // the outputs this run allocated and described so far
 	for i, v := range outputs {
 		if v != nil {
 			continue
 		}
 		out, err := s.api.describe(outArr[i])
 		if err != nil {
+			// The caller, given an error, releases no output: those
+			// this run allocated go, the ones described already too.
+			for _, j := range made {
+				outputs[j].Release()
+				outputs[j] = nil
+			}
 			for j := i; j < nout; j++ {
 				if outputs[j] == nil {
 					C.spiral_release_value(s.api.api, outArr[j])
@@ -472,6 +480,7 @@ func (s *Session) Run(inputs, outputs []*Value) error {
 			return fmt.Errorf("ortc: run: output %q: %w", s.outs[i], err)
 		}
 		outputs[i] = out
+		made = append(made, i)
 	}
 	return nil
 }
