@@ -422,7 +422,26 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	if err := atomicfile.WriteFile(filepath.Join(dir, ManifestFile), b, 0o666); err != nil {
 		return nil, fmt.Errorf("model: artifacts: %w", err)
 	}
+	removeStalePieces(dir, man.Files)
 	return &Artifacts{Dir: dir, Manifest: man, Rebuilt: true, hf: hf}, nil
+}
+
+// removeStalePieces removes the program graphs in dir (piece-*.onnx) that
+// the manifest's files do not name: an earlier build's, for another
+// model or other settings (graph names are content hashes, so a rebuild
+// writes beside them rather than over them). The directory's lock is
+// held, and every reader reads the files it uses under it, so none
+// still needs them. Errors are ignored: they only leave litter behind.
+func removeStalePieces(dir string, files map[string]string) {
+	stale, err := filepath.Glob(filepath.Join(dir, pieceFile("*")))
+	if err != nil {
+		return
+	}
+	for _, p := range stale {
+		if _, ok := files[filepath.Base(p)]; !ok {
+			_ = os.Remove(p)
+		}
+	}
 }
 
 // decodingKey is what of hf the decode graph depends on (samplingGraphs).

@@ -5,11 +5,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/modeltest"
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/qwen3"
@@ -177,6 +179,30 @@ func TestArtifactsProgramReadUnderLock(t *testing.T) {
 	require.NotEmpty(t, prog.Blocks)
 	require.Len(t, prog.Graphs, len(pieces))
 	require.Contains(t, string(want), prog.Blocks[0].Pre.Backward)
+}
+
+// TestArtifactsRebuildRemovesStalePieces: a rebuild of the directory for
+// other graphs (here: LoRA adapters, then none again) leaves only the
+// program graphs its manifest names, not every earlier program's beside
+// them, which a run dir rebuilt by --fresh runs with other settings, or
+// a cache shared by models, would gather without end.
+func TestArtifactsRebuildRemovesStalePieces(t *testing.T) {
+	path, _ := tinyDir(t)
+	dir := t.TempDir()
+	for _, opt := range []model.ArtifactOptions{{}, {LoRA: lmgraph.LoRA{Rank: 2, Alpha: 4, Targets: lmgraph.LoRATargets}}, {}} {
+		art, err := model.PrepareArtifacts(path, dir, opt)
+		require.NoError(t, err)
+		require.True(t, art.Rebuilt)
+		var want []string
+		for name := range art.Manifest.Files {
+			if strings.HasPrefix(name, "piece-") {
+				want = append(want, filepath.Join(dir, name))
+			}
+		}
+		got, err := filepath.Glob(filepath.Join(dir, "piece-*.onnx"))
+		require.NoError(t, err)
+		require.ElementsMatch(t, want, got, "LoRA %+v: the piece files", opt.LoRA)
+	}
 }
 
 // TestArtifacts builds the rollout graph and training program of the tiny model,
