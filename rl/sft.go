@@ -64,7 +64,8 @@ func SFTStep(ctx context.Context, p *model.Policy, opt *optim.AdamW, sched optim
 	}
 	u, err := applyUpdate(p.Weights, grads, opt, sched, maxGradNorm)
 	if err != nil {
-		return m, fmt.Errorf("rl: sft step %d: %w", m.Step, err)
+		// Part of the weights may be updated: not a step to save.
+		return m, &UpdateError{Step: m.Step, Err: err}
 	}
 	m.GradNorm, m.LR, m.UpdateSkipped = u.norm, u.lr, u.skipped
 	m.Loss, m.PGLoss, m.Entropy, m.LossTokens = gs.NLL, gs.Loss, gs.Entropy, gs.LossTokens
@@ -267,8 +268,10 @@ type SFTEval struct {
 //  3. evaluate the resumed step if that evaluation is due and not logged;
 //  4. each step: draw, train, log; evaluate when due; save a checkpoint
 //     every cfg.CheckpointEvery steps and at the end;
-//  5. on interruption (ctx), save the last completed step if it is not
-//     saved yet, and return the interruption.
+//  5. on interruption (ctx), or when a step or an evaluation fails, save
+//     the last completed step if it is not saved yet (not after a failed
+//     update, UpdateError, whose weights may be part-updated), and return
+//     the interruption or the failure.
 //
 // The caller writes the model from p.Policy's weights once RunSFT
 // returns nil, and then removes the checkpoints (RemoveSFTCheckpoints).
@@ -355,13 +358,20 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 		return nil
 	}
 	interrupted := func(cause error) error { return saveInterrupted(p.Warn, step, lastSaved, cause, save) }
+	// stopped saves the completed steps before a step's or an
+	// evaluation's error ends the run, Ctrl-C's or another, as train's
+	// run does: a rerun once the cause is mended resumes from the last
+	// step, not from the newest regular checkpoint.
+	stopped := func(cause error) error {
+		if ctx.Err() != nil {
+			return interrupted(cause)
+		}
+		return saveFailed(p.Warn, step, lastSaved, cause, save)
+	}
 	evaluate := func(m SFTMetrics) error {
 		acc, err := SynthAccuracy(ctx, p, cfg.EvalProblems, cfg.Mix.Candidates, cfg.Seed)
 		if err != nil {
-			if ctx.Err() != nil {
-				return interrupted(err)
-			}
-			return err
+			return stopped(err)
 		}
 		fmt.Fprintf(p.Out, "step %4d  loss %.4f  lr %.2e  search acc %.3f  aggregate acc %.3f  (%0.f tok/s)\n",
 			step, m.Loss, m.LR, acc.SearchAccuracy, acc.AggregateAccuracy, m.TokensPerSecond)
@@ -388,7 +398,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 		next := step + 1
 		exs, err := p.Task.SFTExamples(rng, nil, cfg.Batch, cfg.Mix)
 		if err != nil {
-			return err
+			return stopped(err)
 		}
 		batch := sftBatch(p.Prompter, exs)
 		if n := cfg.ContextLength; n > 0 {
@@ -398,16 +408,17 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 					if exs[i].Kind == synth.KindAggregate {
 						what = fmt.Sprintf("an aggregation example (of --candidates %d candidates: give fewer)", cfg.Mix.Candidates)
 					}
-					return fmt.Errorf("rl: sft: step %d: %s of %d tokens passes the model's %d positions (config.json max_position_embeddings)", next, what, l, n)
+					return stopped(fmt.Errorf("rl: sft: step %d: %s of %d tokens passes the model's %d positions (config.json max_position_embeddings)", next, what, l, n))
 				}
 			}
 		}
 		m, err := SFTStep(ctx, p.Policy, p.Optimizer, p.Schedule, batch, cfg.MicroBatchTokens, cfg.MaxGradNorm)
 		if err != nil {
-			if ctx.Err() != nil {
-				return interrupted(err)
+			var ue *UpdateError
+			if errors.As(err, &ue) {
+				ue.Step = next // the run's step, not the optimizer's count
 			}
-			return err
+			return stopped(err)
 		}
 		step = next
 		if stepRNG, err = src.MarshalBinary(); err != nil {

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -144,6 +147,69 @@ func TestSFTResume(t *testing.T) {
 			h = newSFTHarness(t, src, dir)
 			require.NoError(t, h.run(0))
 			require.Contains(t, h.out.String(), "resumed from "+filepath.Join(dir, CheckpointsDir, c.resumedAt))
+			w, m, l := sftFinal(t, dir)
+			require.Equal(t, weights, w, "the resumed run's weights differ")
+			require.Equal(t, moments, m, "the resumed run's AdamW moments differ")
+			require.Equal(t, log, l)
+		})
+	}
+}
+
+// TestSFTSavesOnFailure: a step or an evaluation that fails for another
+// cause than an interruption saves the last completed step, as train's
+// run does (saveFailed), so that a rerun once the cause is mended resumes
+// from it rather than from the newest regular checkpoint, and ends as the
+// run that never failed does. Checkpoints are due only at the last step
+// here, so anything resumed from was saved by the failure. The failing
+// step is one whose example passes the model's positions (ContextLength
+// set just below it, its steps before fitting); the failing evaluation is
+// one whose sampler is refused (a negative vocabulary limit).
+func TestSFTSavesOnFailure(t *testing.T) {
+	src := sftModelDir(t)
+	weights, moments, log := straightSFT(t, src)
+	// The longest example of each step, as RunSFT draws and renders them.
+	h := newSFTHarness(t, src, t.TempDir())
+	rng := rand.New(rand.NewPCG(h.cfg.Seed, 0x5f7))
+	longest := make([]int, h.cfg.Steps)
+	for i := range longest {
+		exs, err := h.parts.Task.SFTExamples(rng, nil, h.cfg.Batch, h.cfg.Mix)
+		require.NoError(t, err)
+		for _, e := range sftBatch(h.parts.Prompter, exs) {
+			longest[i] = max(longest[i], e.Len())
+		}
+	}
+	// The first step after the first whose longest example is longer
+	// than every earlier step's.
+	failing, fits := 0, longest[0]
+	for i := 1; i < len(longest) && failing == 0; i++ {
+		if longest[i] > fits {
+			failing = i + 1
+		}
+		fits = max(fits, longest[i])
+	}
+	require.NotZero(t, failing, "no step's examples are longer than the steps' before it: %v", longest)
+	fits = slices.Max(longest[:failing-1])
+	for _, c := range []struct {
+		name  string
+		saved int
+		fail  func(h *sftHarness)
+		err   string
+	}{
+		{"step", failing - 1, func(h *sftHarness) { h.cfg.ContextLength = fits }, "passes the model's"},
+		{"evaluation", 3, func(h *sftHarness) { h.parts.VocabLimit = -1 }, "vocab limit -1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := newSFTHarness(t, src, dir)
+			h.cfg.CheckpointEvery = 100
+			c.fail(h)
+			require.ErrorContains(t, h.run(0), c.err)
+			require.Contains(t, h.warn.String(), fmt.Sprintf("spiral: failed after step %d; saving it", c.saved))
+
+			h = newSFTHarness(t, src, dir)
+			h.cfg.CheckpointEvery = 100
+			require.NoError(t, h.run(0))
+			require.Contains(t, h.out.String(), fmt.Sprintf("resumed from %s (step %d)", filepath.Join(dir, CheckpointsDir, checkpoint.DirName(int64(c.saved))), c.saved))
 			w, m, l := sftFinal(t, dir)
 			require.Equal(t, weights, w, "the resumed run's weights differ")
 			require.Equal(t, moments, m, "the resumed run's AdamW moments differ")
