@@ -20,7 +20,8 @@ import (
 // --max-grad-norm NaN or Inf (which train refuses) turned clipping off;
 // --eval-problems above the 1,134 held-out problems failed at the first
 // evaluation, after --eval-every steps of training, leaving sft.jsonl and
-// artifacts/ behind.
+// artifacts/ behind; --candidates past the model's positions failed at
+// the first step, once a batch of their prompts was drawn.
 func TestSFTInputs(t *testing.T) {
 	requireRuntime(t)
 	f := fixtures{dir: t.TempDir()}
@@ -41,6 +42,11 @@ func TestSFTInputs(t *testing.T) {
 		{"zero learning rate", []string{"--lr", "0"}, "--lr 0: want a learning rate in (0, 3.4028235e+38]\n"},
 		{"no checkpoints", []string{"--checkpoint-every", "0"}, "--checkpoint-every 0: want >= 1"},
 		{"negative retention", []string{"--keep", "-1"}, "--keep -1: want >= 0 (0 = keep every checkpoint)"},
+		// Each candidate is a token of the aggregation prompts at least:
+		// these never fit, and a batch of them took gigabytes to draw
+		// before the first step refused them (exit 1).
+		{"more candidates than the model's positions", []string{"--candidates", "4096"},
+			"--candidates 4096: an aggregation prompt of 4096 candidates passes the model's 4096 positions (config.json max_position_embeddings), each candidate taking a token at least: give fewer\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := f.path(fmt.Sprint("out", i))
