@@ -791,9 +791,12 @@ type sftFlags struct {
 	exec   executorFlags
 	// overwrite lets the trained model replace one already in out.
 	overwrite bool
+	// changed reports whether a flag was given (pflag.FlagSet.Changed).
+	changed func(name string) bool
 }
 
 func (f *sftFlags) register(fs *pflag.FlagSet) {
+	f.changed = fs.Changed
 	f.rf.register(fs)
 	f.exec.register(fs)
 	f.mf.register(fs)
@@ -835,6 +838,17 @@ func (f *sftFlags) validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// ignoredFlags lists the flags given that the mix does not read, each
+// with why, as train's ignoredFlags does: --aggregate-read-share shapes
+// the aggregation examples, which --aggregate-share 0 never draws
+// (--candidates is read by the evaluation's aggregation prompts too).
+func (f *sftFlags) ignoredFlags() []string {
+	if f.cfg.Mix.AggregateShare == 0 && f.changed("aggregate-read-share") {
+		return []string{"--aggregate-read-share is the share of aggregation examples that read their candidates; --aggregate-share 0 draws none, so it is ignored"}
+	}
+	return nil
 }
 
 // generateFlags are the flags of `spiral generate`.

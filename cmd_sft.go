@@ -28,6 +28,9 @@ func setupSFT(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error 
 // weights are exported to --out as a model directory, and the
 // checkpoints removed.
 func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
+	for _, w := range f.ignoredFlags() {
+		fmt.Fprintf(env.stderr, "spiral: warning: %s\n", w)
+	}
 	task, err := synth.Embedded()
 	if err != nil {
 		return err

@@ -175,6 +175,31 @@ func TestTrainIgnoredFlags(t *testing.T) {
 	}
 }
 
+// TestSFTIgnoredFlags: sft warns of --aggregate-read-share given with
+// --aggregate-share 0, which draws no aggregation example for it to
+// shape (it was ignored without a word), and of nothing where it applies
+// or is left at its default; --candidates, which the evaluation's
+// aggregation prompts read, is never ignored.
+func TestSFTIgnoredFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--aggregate-share", "0", "--aggregate-read-share", "0.25"}, []string{
+			"--aggregate-read-share is the share of aggregation examples that read their candidates; --aggregate-share 0 draws none, so it is ignored"}},
+		{[]string{"--aggregate-share", "0", "--candidates", "2"}, nil},
+		{[]string{"--aggregate-share", "0.5", "--aggregate-read-share", "0.25"}, nil},
+		{[]string{"--aggregate-read-share", "0.25"}, nil},
+		{nil, nil},
+	} {
+		fs := pflag.NewFlagSet("sft", pflag.ContinueOnError)
+		var f sftFlags
+		f.register(fs)
+		require.NoError(t, fs.Parse(tc.args))
+		require.Equal(t, tc.want, f.ignoredFlags(), "%q", tc.args)
+	}
+}
+
 // parsedTrainFlags returns train's flags parsed from args.
 func parsedTrainFlags(t *testing.T, args []string) *trainFlags {
 	t.Helper()
