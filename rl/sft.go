@@ -102,7 +102,8 @@ type SFTConfig struct {
 	Seed uint64 `json:"seed"`
 	// ContextLength is the model's positions (config.json
 	// max_position_embeddings): an example longer than it is an error,
-	// naming --candidates, before its step runs (0: unchecked).
+	// naming --candidates, before its step runs, and the evaluation's
+	// completions stop where it ends (0: unchecked).
 	ContextLength int `json:"-"`
 	// CheckpointEvery saves a checkpoint every N steps (>= 1), at the end
 	// and on an interruption; Keep retains the newest N (0 = all).
@@ -369,7 +370,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 		return saveFailed(p.Warn, step, lastSaved, cause, save)
 	}
 	evaluate := func(m SFTMetrics) error {
-		acc, err := SynthAccuracy(ctx, p, cfg.EvalProblems, cfg.Mix.Candidates, cfg.Seed)
+		acc, err := SynthAccuracy(ctx, p, cfg)
 		if err != nil {
 			return stopped(err)
 		}
@@ -619,10 +620,14 @@ func SynthEvalProblems(task *synth.Task, n int, seed uint64) ([]synth.Item, erro
 	return task.Problems(synth.Test, n, seed+1)
 }
 
-// SynthAccuracy measures greedy accuracy on n held-out problems of the
-// synthetic task (SynthEvalProblems): search prompts, and aggregation
-// prompts whose cands candidates carry planted mistakes.
-func SynthAccuracy(ctx context.Context, p SFTParts, n, cands int, seed uint64) (SFTEval, error) {
+// SynthAccuracy measures greedy accuracy on cfg.EvalProblems held-out
+// problems of the synthetic task (SynthEvalProblems for cfg.Seed): search
+// prompts, and aggregation prompts whose cfg.Mix.Candidates candidates
+// carry planted mistakes. Completions stop at 128 tokens or at the end of
+// the model's cfg.ContextLength positions, and a prompt that leaves no
+// room is an error.
+func SynthAccuracy(ctx context.Context, p SFTParts, cfg SFTConfig) (SFTEval, error) {
+	n, cands, seed := cfg.EvalProblems, cfg.Mix.Candidates, cfg.Seed
 	var acc SFTEval
 	items, err := SynthEvalProblems(p.Task, n, seed)
 	if err != nil {
@@ -644,9 +649,10 @@ func SynthAccuracy(ctx context.Context, p SFTParts, n, cands int, seed uint64) (
 		golds = append(golds, s.Answer, a.Answer)
 	}
 	lm := p.Policy.LM
-	cfg := rollout.DefaultSamplerConfig()
-	cfg.Temperature, cfg.MaxNewTokens, cfg.StopIDs, cfg.VocabLimit = 0, 128, p.StopIDs, p.VocabLimit
-	s, err := rollout.NewSampler(lm, cfg)
+	sc := rollout.DefaultSamplerConfig()
+	sc.Temperature, sc.MaxNewTokens, sc.StopIDs, sc.VocabLimit = 0, 128, p.StopIDs, p.VocabLimit
+	sc.ContextLength = cfg.ContextLength
+	s, err := rollout.NewSampler(lm, sc)
 	if err != nil {
 		return acc, err
 	}
@@ -657,7 +663,7 @@ func SynthAccuracy(ctx context.Context, p SFTParts, n, cands int, seed uint64) (
 		return rollout.Stream{Seed: seed, Sample: uint64(i), Phase: rollout.PhaseEval}
 	}, nil)
 	if err != nil {
-		return acc, err
+		return acc, fmt.Errorf("rl: sft: evaluation: %w", err)
 	}
 	for i, tr := range traces {
 		if p.Judge.Judge(tr[0], golds[i]).Correct {

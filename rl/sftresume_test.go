@@ -218,6 +218,23 @@ func TestSFTSavesOnFailure(t *testing.T) {
 	}
 }
 
+// TestSynthAccuracyContext: the evaluation's sampler knows the model's
+// positions (SFTConfig.ContextLength), as every other command's does: a
+// prompt that leaves no room is refused, naming them, and a completion
+// stops where they end; the sampler had no context length, so
+// completions ran past the model's positions.
+func TestSynthAccuracyContext(t *testing.T) {
+	h := newSFTHarness(t, sftModelDir(t), t.TempDir())
+	// The search prompts fit 30 positions ("USolve x+1+2=5." and the
+	// like), the aggregation prompts, which hold 4 candidates, do not.
+	h.cfg.ContextLength = 30
+	_, err := SynthAccuracy(context.Background(), h.parts, h.cfg)
+	require.ErrorContains(t, err, "leaves no room in the model's 30-position context")
+	h.cfg.ContextLength = 0
+	_, err = SynthAccuracy(context.Background(), h.parts, h.cfg)
+	require.NoError(t, err)
+}
+
 // TestSFTResumePastDamage: a newest checkpoint that is damaged is skipped
 // with train's warning, naming the file and why; the run resumes from the
 // one before it, cuts the log back to that step (the lines of the steps
