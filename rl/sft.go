@@ -454,9 +454,10 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 
 // resumeSFT loads the newest intact checkpoint of the sft run in p.Dir,
 // if any, into the weights, the optimiser and the examples' generator
-// src, after checking that it is an sft run of the same model with the
-// same settings (other settings pass with cfg.Override). It returns the
-// step resumed at (0 when there is no checkpoint).
+// src (left as cfg.Seed seeded it when the run's seed was another),
+// after checking that it is an sft run of the same model with the same
+// settings (other settings pass with cfg.Override). It returns the step
+// resumed at (0 when there is no checkpoint).
 func resumeSFT(cfg SFTConfig, p SFTParts, src *rand.PCG) (int, error) {
 	path, st, err := resumeNewest(p.Dir, p.Settings.LoRA, p.Policy.Weights, p.Optimizer, p.Warn, func(path string) error {
 		st, err := checkpoint.ReadState(path)
@@ -482,12 +483,17 @@ func resumeSFT(cfg SFTConfig, p SFTParts, src *rand.PCG) (int, error) {
 	if err := checkSettings(p.Dir, sftSettingsDiff(prev, p.Settings), cfg.Override, p.Warn); err != nil {
 		return 0, err
 	}
-	var cur sftCursor
-	if err := json.Unmarshal(st.DataCursor, &cur); err != nil {
-		return 0, fmt.Errorf("checkpoint %s: examples' generator: %w", path, err)
-	}
-	if err := src.UnmarshalBinary(cur.RNG); err != nil {
-		return 0, fmt.Errorf("checkpoint %s: examples' generator: %w", path, err)
+	// The examples go on from the generator's state, unless --override
+	// gave another seed: then from that seed's stream (src as given),
+	// which the new seed's evaluations follow too.
+	if prev.SFT.Seed == cfg.Seed {
+		var cur sftCursor
+		if err := json.Unmarshal(st.DataCursor, &cur); err != nil {
+			return 0, fmt.Errorf("checkpoint %s: examples' generator: %w", path, err)
+		}
+		if err := src.UnmarshalBinary(cur.RNG); err != nil {
+			return 0, fmt.Errorf("checkpoint %s: examples' generator: %w", path, err)
+		}
 	}
 	fmt.Fprintf(p.Out, "resumed from %s (step %d)\n", path, st.Step)
 	return int(st.Step), nil

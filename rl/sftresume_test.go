@@ -343,6 +343,51 @@ func TestSFTResumeSettings(t *testing.T) {
 	}
 }
 
+// TestSFTResumeOtherSeed: a rerun under Override with another seed
+// draws its examples from here on from that seed's stream, as the
+// seed's other use, the evaluations' problems, follows it too; the
+// generator went on from the recorded seed's state, so the rerun trained
+// on the examples the old seed would have drawn (its step lines the
+// uninterrupted run's), the new seed changing only the evaluations. With
+// the seed unchanged the resume draws what the run would have.
+func TestSFTResumeOtherSeed(t *testing.T) {
+	src := sftModelDir(t)
+	_, _, log := straightSFT(t, src)
+	steps := func(log []map[string]any) []map[string]any {
+		var out []map[string]any
+		for _, l := range log {
+			if _, ok := l["loss"]; ok {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		seed uint64
+	}{{"same seed", 1}, {"other seed", 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := newSFTHarness(t, src, dir)
+			require.ErrorIs(t, h.run(2), context.Canceled)
+			h = newSFTHarness(t, src, dir)
+			h.cfg.Seed, h.cfg.Override = c.seed, true
+			require.NoError(t, h.run(0))
+			_, _, l := sftFinal(t, dir)
+			if c.seed == 1 {
+				require.Equal(t, log, l, "a resume with the same seed draws what the run would have")
+				return
+			}
+			require.Contains(t, h.warn.String(), "sft.seed: 1 -> 2")
+			got, want := steps(l), steps(log)
+			require.Equal(t, want[:2], got[:2], "the steps before the resume")
+			for i := 2; i < len(want); i++ {
+				require.NotEqual(t, want[i], got[i], "step %d after a resume with seed 2 drew seed 1's examples", i+1)
+			}
+		})
+	}
+}
+
 // TestSFTResumeOtherTensors: a rerun whose weights are other tensors
 // than the checkpoint's is refused, with Override too, naming what made
 // them differ (another model, another --train and --freeze selection),
