@@ -75,7 +75,7 @@ const (
 
 // Example is one supervised (prompt, completion) pair.
 type Example struct {
-	// Kind is KindSearch or KindAggregate.
+	// Kind is KindSearch, KindCheck or KindAggregate.
 	Kind string `json:"kind"`
 	// Prompt is the rendered template (the user turn, without chat markup).
 	Prompt string `json:"prompt"`
@@ -83,9 +83,15 @@ type Example struct {
 	// context (no loss on it): the forced derivation and value of a check
 	// example.
 	Prefix string `json:"prefix,omitempty"`
-	// Completion is the correct worked solution ending in \boxed{answer}.
+	// Completion is the reply trained on, ending in \boxed{}: the worked
+	// solution of a search example; the honest check of a check
+	// example's given value, right or wrong; an aggregation example's
+	// confirmation of a right candidate or worked solution, or, where it
+	// does not read its candidates (Mix.ReadShare), the confirmation of
+	// one drawn uniformly, right or wrong.
 	Completion string `json:"completion"`
-	// Answer is the gold answer.
+	// Answer is the gold answer (the problem's, whatever Completion
+	// boxes).
 	Answer string `json:"answer"`
 	// Candidates are the candidate solutions of an aggregation example,
 	// and CandidateAnswers their final answers.
