@@ -49,9 +49,11 @@ func TestSynthAccuracyReleasesCache(t *testing.T) {
 	task, err := synth.Embedded()
 	require.NoError(t, err)
 	p := SFTParts{Policy: pol, Task: task, Prompter: sftFakePrompter{}, StopIDs: []int32{0}, VocabLimit: 256, Judge: NewJudge(RewardRule{})}
+	cfg := DefaultSFTConfig()
+	cfg.EvalProblems, cfg.Seed = 2, 1
 	var live []int64
 	for range 3 {
-		_, err := SynthAccuracy(context.Background(), p, 2, DefaultSFTConfig().Mix.Candidates, 1)
+		_, err := SynthAccuracy(context.Background(), p, cfg)
 		require.NoError(t, err)
 		live = append(live, rt.LiveValues())
 	}
