@@ -758,14 +758,18 @@ func TestOpenAIRetryAfter(t *testing.T) {
 		name       string
 		status     int
 		retryAfter string
-		timeout    time.Duration
-		least      time.Duration // the shortest the call may take
-		want       string        // the error; "" for none
-		warning    string        // the retry line's end
+		// dateIn, when set, makes retryAfter the HTTP date this long
+		// from the subtest's start (the table is built before the
+		// earlier cases wait).
+		dateIn  time.Duration
+		timeout time.Duration
+		least   time.Duration // the shortest the call may take
+		want    string        // the error; "" for none
+		warning string        // the retry line's end
 	}{
 		{name: "429, seconds", status: 429, retryAfter: "1", timeout: 5 * time.Second, least: time.Second,
 			warning: "HTTP 429: busy; retry 1 of 3 in 1s (the server's Retry-After)"},
-		{name: "503, an HTTP date", status: 503, retryAfter: time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat), timeout: 8 * time.Second, least: time.Second,
+		{name: "503, an HTTP date", status: 503, dateIn: 3 * time.Second, timeout: 8 * time.Second, least: time.Second,
 			warning: "(the server's Retry-After)"},
 		{name: "shorter than the backoff", status: 429, retryAfter: "0", timeout: 5 * time.Second,
 			warning: "HTTP 429: busy; retry 1 of 3 in 1ms"},
@@ -775,6 +779,10 @@ func TestOpenAIRetryAfter(t *testing.T) {
 			want: "HTTP 429: busy (1 attempt; the server's Retry-After asks to wait 1m0s, past the 2s timeout, --engine-timeout)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.dateIn > 0 {
+				// Whole seconds: at least dateIn - 1s from now.
+				tc.retryAfter = time.Now().Add(tc.dateIn).UTC().Format(http.TimeFormat)
+			}
 			var calls atomic.Int32
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if calls.Add(1) == 1 {
