@@ -217,14 +217,16 @@ type rewardFlags struct {
 }
 
 // ignored says, in a list for ignoredFlags, that --reward-truncated
-// without --reward-fallback changes no reward: it grades cut traces like
-// the others, which then need an explicit answer, as a cut trace does by
-// default (the grader finds no answer in a trace without one).
+// without --reward-fallback changes almost no reward: it grades cut
+// traces like the others, which then need an explicit answer, as a cut
+// trace does by default (the grader finds no answer in a trace without
+// one); only a cut trace whose explicit answer runs up to the cut, which
+// by default had not stated it (rollout.Judge), earns by it.
 func (f *rewardFlags) ignored() []string {
 	if !f.rule.Truncated || f.rule.Fallback {
 		return nil
 	}
-	return []string{"--reward-truncated grades traces cut at --max-new-tokens like the others, which without --reward-fallback need an explicit answer, as a cut trace does by default: alone it changes no reward (add --reward-fallback to grade every trace by its last number)"}
+	return []string{`--reward-truncated grades traces cut at --max-new-tokens like the others, which without --reward-fallback need an explicit answer, as a cut trace does by default: alone it changes only the reward of a cut trace whose explicit answer runs up to the cut ("The final answer is 1", which may have been going on to 18), which it credits (add --reward-fallback to grade every trace by its last number)`}
 }
 
 func (f *rewardFlags) register(fs *pflag.FlagSet) {
@@ -561,7 +563,7 @@ var spiralOnlyFlags = []string{"n1", "k", "n", "n2", "scale-search-adv", "scale-
 // other algorithms the pipeline and no group; search-only does not
 // scale the aggregation advantages it does not train, nor agg-only the
 // set advantages; --reward-truncated without --reward-fallback changes
-// no reward. --candidate-tokens also
+// almost no reward (rewardFlags.ignored). --candidate-tokens also
 // caps the final RSA's aggregation prompts, so GRPO ignores it only when
 // no final RSA runs (--final-rsa-steps 0, or --data without
 // --eval-data). The held-out evaluations' flags are listed too where no
@@ -703,7 +705,7 @@ var rsaOnlyFlags = []string{"population", "subset", "rsa-steps", "candidate-toke
 // ignoredFlags lists the flags given that --mode does not read, each
 // with why: --samples is pass@k's and the sequential budget's, the RSA
 // flags RSA's; and --reward-truncated without --reward-fallback, which
-// changes no reward. They are warnings, not usage errors, so that one
+// changes almost no reward (rewardFlags.ignored). They are warnings, not usage errors, so that one
 // set of flags can serve evaluations in each mode.
 func (f *evalFlags) ignoredFlags() []string {
 	var out []string

@@ -157,7 +157,7 @@ func TestTrainIgnoredFlags(t *testing.T) {
 		{[]string{"--algo", "agg-only", "--scale-search-adv", "--scale-agg-adv", "--agg-rounds", "2"}, []string{
 			"--scale-search-adv scales the set advantages that credit a round's candidates (the search traces, and with --agg-rounds above 1 the previous round's aggregation traces); --algo agg-only, which trains the aggregation traces on their own rewards alone, ignores it"}},
 		{[]string{"--scale-search-adv", "--scale-agg-adv"}, nil},
-		{[]string{"--reward-truncated"}, []string{"--reward-truncated grades traces cut at --max-new-tokens like the others, which without --reward-fallback need an explicit answer, as a cut trace does by default: alone it changes no reward (add --reward-fallback to grade every trace by its last number)"}},
+		{[]string{"--reward-truncated"}, []string{"--reward-truncated grades traces cut at --max-new-tokens like the others, which without --reward-fallback need an explicit answer, as a cut trace does by default: alone it changes only the reward of a cut trace whose explicit answer runs up to the cut (\"The final answer is 1\", which may have been going on to 18), which it credits (add --reward-fallback to grade every trace by its last number)"}},
 		{[]string{"--reward-truncated", "--reward-fallback"}, nil},
 		{[]string{"--n1", "4", "--k", "2", "--candidate-tokens", "64"}, nil},
 		{[]string{"--algo", "grpo"}, nil},
@@ -283,9 +283,10 @@ func TestEvalIgnoredFlags(t *testing.T) {
 		{[]string{"--mode", "sequential", "--samples", "4"}, nil},
 		{[]string{"--samples", "4"}, nil},
 		// Without --reward-fallback every trace needs an explicit answer,
-		// which is all a cut trace needs by default.
-		{[]string{"--mode", "rsa", "--reward-truncated"}, []string{"--reward-truncated grades traces cut at --max-new-tokens like the others, which without --reward-fallback need an explicit answer, as a cut trace does by default: alone it changes no reward (add --reward-fallback to grade every trace by its last number)"}},
-		{[]string{"--reward-truncated"}, []string{"--reward-truncated grades traces cut at --max-new-tokens like the others, which without --reward-fallback need an explicit answer, as a cut trace does by default: alone it changes no reward (add --reward-fallback to grade every trace by its last number)"}},
+		// which is all a cut trace needs by default, but for one whose
+		// answer runs up to the cut.
+		{[]string{"--mode", "rsa", "--reward-truncated"}, []string{"--reward-truncated grades traces cut at --max-new-tokens like the others, which without --reward-fallback need an explicit answer, as a cut trace does by default: alone it changes only the reward of a cut trace whose explicit answer runs up to the cut (\"The final answer is 1\", which may have been going on to 18), which it credits (add --reward-fallback to grade every trace by its last number)"}},
+		{[]string{"--reward-truncated"}, []string{"--reward-truncated grades traces cut at --max-new-tokens like the others, which without --reward-fallback need an explicit answer, as a cut trace does by default: alone it changes only the reward of a cut trace whose explicit answer runs up to the cut (\"The final answer is 1\", which may have been going on to 18), which it credits (add --reward-fallback to grade every trace by its last number)"}},
 		{[]string{"--reward-truncated", "--reward-fallback"}, nil},
 	} {
 		fs := pflag.NewFlagSet("eval", pflag.ContinueOnError)
