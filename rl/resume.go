@@ -191,10 +191,6 @@ func flatDiff(a, b any, name func(key string, fa, fb map[string]string) string) 
 	return diff
 }
 
-// saveInterrupted is a run's answer to an interruption (cause) after
-// step completed steps, the newest of them saved being lastSaved: it
-// saves the step unless no step finished or it is saved already, says
-// which to warn, and returns cause (with save's error).
 // saveFailed is saveInterrupted for a run that failed (an engine, a
 // device, an evaluation) after step: the completed steps are saved, so
 // that a rerun resumes from the last of them once the cause is mended;
@@ -213,6 +209,10 @@ func saveFailed(warn io.Writer, step, lastSaved int, cause error, save func() er
 	return errors.Join(cause, save())
 }
 
+// saveInterrupted is a run's answer to an interruption (cause) after
+// step completed steps, the newest of them saved being lastSaved: it
+// saves the step unless no step finished or it is saved already, says
+// which to warn, and returns cause (with save's error).
 func saveInterrupted(warn io.Writer, step, lastSaved int, cause error, save func() error) error {
 	switch {
 	case step == 0:
