@@ -202,7 +202,11 @@ func saveFailed(warn io.Writer, step, lastSaved int, cause error, save func() er
 	case step == 0 || step == lastSaved:
 		return cause
 	case errors.As(cause, &ue):
-		fmt.Fprintf(warn, "spiral: step %d failed in its update, which may have changed part of the weights: they are not saved; a rerun resumes from step %d, the newest checkpoint\n", ue.Step, lastSaved)
+		rerun := fmt.Sprintf("resumes from step %d, the newest checkpoint", lastSaved)
+		if lastSaved == 0 {
+			rerun = "starts over, no step being saved yet"
+		}
+		fmt.Fprintf(warn, "spiral: step %d failed in its update, which may have changed part of the weights: they are not saved; a rerun %s\n", ue.Step, rerun)
 		return cause
 	}
 	fmt.Fprintf(warn, "spiral: failed after step %d; saving it: rerun the command to resume once the cause is mended\n", step)

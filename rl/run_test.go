@@ -425,6 +425,26 @@ func (l *failUpdateLearner) Update(lr, maxGradNorm float64) (model.UpdateResult,
 	return l.deviceFakeLearner.Update(lr, maxGradNorm)
 }
 
+// TestSaveFailedUpdate: a failed update saves nothing, and the warning
+// says where a rerun goes on: from the newest checkpoint, or from the
+// start where none was saved (it said "resumes from step 0, the newest
+// checkpoint" with none).
+func TestSaveFailedUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		lastSaved int
+		want      string
+	}{
+		{0, "spiral: step 3 failed in its update, which may have changed part of the weights: they are not saved; a rerun starts over, no step being saved yet\n"},
+		{1, "spiral: step 3 failed in its update, which may have changed part of the weights: they are not saved; a rerun resumes from step 1, the newest checkpoint\n"},
+	} {
+		var warn bytes.Buffer
+		cause := &UpdateError{Step: 3, Err: errFailed}
+		err := saveFailed(&warn, 2, tc.lastSaved, cause, func() error { t.Fatal("saved"); return nil })
+		require.Equal(t, cause, err)
+		require.Equal(t, tc.want, warn.String())
+	}
+}
+
 // TestRunFailureSavesCompletedSteps: a run that fails after completing a
 // step that is not checkpointed yet (a serving engine's sync before the
 // next step's rollouts or before an evaluation, the evaluation itself)
@@ -449,7 +469,7 @@ func TestRunFailureSavesCompletedSteps(t *testing.T) {
 		{"update", 0, func(h *runHarness) {
 			tr := h.parts.Trainer
 			tr.learner, tr.grads = &failUpdateLearner{failAt: failAt{at: 2}}, nil
-		}, false, "step 2 failed in its update"},
+		}, false, "spiral: step 2 failed in its update, which may have changed part of the weights: they are not saved; a rerun starts over, no step being saved yet\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
