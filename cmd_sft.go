@@ -76,6 +76,22 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	if err != nil {
 		return usageError{err}
 	}
+	modelID, err := model.SourceID(sess.onnx)
+	if err != nil {
+		return err
+	}
+	settings := rl.SFTSettings{Model: sess.name(), ModelID: modelID, Selection: arts.Selection.String()}
+	if arts.LoRA.Enabled() {
+		settings.LoRA = &arts.LoRA
+	}
+	// A run of another model or LoRA setting, or of spiral train, is
+	// refused before the directory's artifacts are built again for this
+	// one, as train refuses it (rl.CheckRunIdentity).
+	if !f.cfg.Fresh {
+		if err := rl.CheckSFTRunIdentity(f.out, settings); err != nil {
+			return err
+		}
+	}
 	pol, err := model.OpenPolicy(sess.rt, sess.onnx, filepath.Join(f.out, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: arts, Seed: f.cfg.Seed})
 	if err != nil {
 		return err
@@ -92,14 +108,6 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 		TotalSteps: int64(max(f.cfg.Steps, f.warmup+1)), MinLR: f.lr / 10}
 	if err := sched.Validate(); err != nil {
 		return usageError{err}
-	}
-	modelID, err := model.SourceID(sess.onnx)
-	if err != nil {
-		return err
-	}
-	settings := rl.SFTSettings{Model: sess.name(), ModelID: modelID, Selection: arts.Selection.String()}
-	if arts.LoRA.Enabled() {
-		settings.LoRA = &arts.LoRA
 	}
 	// The log goes to sft.jsonl.partial until the model is written (a run
 	// that fails or is interrupted leaves the model and sft.jsonl of the

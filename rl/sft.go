@@ -499,6 +499,29 @@ func resumeSFT(cfg SFTConfig, p SFTParts, src *rand.PCG) (int, error) {
 	return int(st.Step), nil
 }
 
+// CheckSFTRunIdentity refuses an sft rerun into the directory dir whose
+// newest checkpoint (whose state reads intact) is spiral train's, or an
+// sft run of another model or LoRA configuration than now's (its Model,
+// ModelID and LoRA are read): what RunSFT refuses on resuming, said
+// before the caller builds the model's artifacts into dir, as
+// CheckRunIdentity says it for train. A directory without a checkpoint
+// passes; settings that --override lets differ are RunSFT's to compare.
+func CheckSFTRunIdentity(dir string, now SFTSettings) error {
+	var refused error
+	_, _, _ = checkpoint.Newest(filepath.Join(dir, CheckpointsDir), func(path string) error {
+		st, err := checkpoint.ReadCheckedState(path)
+		if err != nil {
+			return err // damaged: RunSFT's to skip and warn of
+		}
+		prev, err := recordedSFT(dir, path, st.Config, now)
+		if refused = err; err == nil {
+			refused = otherLoRARun(dir, prev.LoRA, now.LoRA)
+		}
+		return nil
+	})
+	return refused
+}
+
 // recordedSFT returns the settings that config, recorded in the
 // checkpoint at path of the sft run in dir, holds, refusing a run of
 // spiral train, or of another model than now.

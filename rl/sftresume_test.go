@@ -479,3 +479,56 @@ func TestSFTSettingsDiffLearningRate(t *testing.T) {
 	require.Equal(t, []string{"schedule.min_lr (--lr / 10): (unset) -> 0.00030000000000000003"}, sftSettingsDiff(floor, settings(0.003)))
 	require.Empty(t, sftSettingsDiff(settings(0.003), settings(0.003)))
 }
+
+// TestCheckSFTRunIdentity: an sft rerun into an --out whose newest
+// checkpoint is of another model, another LoRA setting or spiral train
+// is refused before spiral sft builds the model's artifacts into it, as
+// CheckRunIdentity refuses train's (sft built them, replacing the run's,
+// and RunSFT refused after); a directory without checkpoints, or one of
+// the same model with other settings (RunSFT's to compare), passes.
+func TestCheckSFTRunIdentity(t *testing.T) {
+	dir := t.TempDir()
+	same := SFTSettings{Model: "m", ModelID: "id-m", Selection: `train="" freeze=""`}
+	require.NoError(t, CheckSFTRunIdentity(dir, same), "no checkpoint")
+	w, err := params.NewStore([]params.Spec{{Name: "v", Shape: []int64{2, 2}}})
+	require.NoError(t, err)
+	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
+	require.NoError(t, err)
+	prev := same
+	prev.SFT = &SFTConfig{Batch: 2}
+	settings, err := json.Marshal(prev)
+	require.NoError(t, err)
+	_, err = checkpoint.Save(filepath.Join(dir, CheckpointsDir), w, opt, checkpoint.State{Step: 2, Config: settings}, checkpoint.Options{})
+	require.NoError(t, err)
+	lora := lmgraph.LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj"}}
+	for _, tc := range []struct {
+		name   string
+		change func(*SFTSettings)
+		want   string
+	}{
+		{"same run", func(*SFTSettings) {}, ""},
+		{"other settings", func(s *SFTSettings) { s.Selection = `train="" freeze="norm"` }, ""},
+		{"model renamed, same id", func(s *SFTSettings) { s.Model = "elsewhere" }, ""},
+		{"other model", func(s *SFTSettings) { s.Model, s.ModelID = "m2", "id-m2" },
+			dir + " holds an sft run of m (model id id-m); this one is of m2 (model id id-m2): use another --out, or --fresh"},
+		{"LoRA", func(s *SFTSettings) { s.LoRA = &lora }, dir + " holds a run with full fine-tuning; this one is "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := same
+			tc.change(&now)
+			err := CheckSFTRunIdentity(dir, now)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	// A run of spiral train.
+	train := t.TempDir()
+	settings, err = json.Marshal(RunSettings{Model: "m", ModelID: "id-m", Data: "d", RL: DefaultConfig()})
+	require.NoError(t, err)
+	_, err = checkpoint.Save(filepath.Join(train, CheckpointsDir), w, opt, checkpoint.State{Step: 1, Config: settings}, checkpoint.Options{})
+	require.NoError(t, err)
+	require.EqualError(t, CheckSFTRunIdentity(train, same), train+" holds checkpoints of spiral train, not of sft: use another --out, or --fresh")
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -254,4 +255,38 @@ func TestSFTResumesAfterInterruption(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(straight, "model.onnx"))
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(want, got), "a deterministic rerun differs")
+}
+
+// TestSFTOtherModelRefusedBeforeArtifacts: sft with another --model into
+// an --out holding an sft run's checkpoints is refused before the run's
+// artifacts are built again for it, as train refuses it
+// (TestOtherModelRefusedBeforeArtifacts): they were rebuilt, replacing
+// the run's, and only then was the rerun refused.
+func TestSFTOtherModelRefusedBeforeArtifacts(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	small := []string{"--out", out, "--steps", "60", "--batch", "2", "--eval-every", "0", "--eval-problems", "2", "--checkpoint-every", "1", "--threads", "1", "--quiet"}
+	// Interrupted after its first checkpoint: a finished run leaves none.
+	cmd, stderr := signalAtLine(t, syscall.SIGINT, "checkpoint ", 10*time.Minute, append([]string{"sft"}, small...)...)
+	require.Equal(t, 130, cmd.ProcessState.ExitCode(), stderr)
+	artifacts := func() map[string]time.Time {
+		got := map[string]time.Time{}
+		require.NoError(t, filepath.WalkDir(filepath.Join(out, "artifacts"), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			info, err := d.Info()
+			got[path] = info.ModTime()
+			return err
+		}))
+		return got
+	}
+	before := artifacts()
+	require.NotEmpty(t, before)
+	m := filepath.Join(dir, "m")
+	requireExit(t, spiral(t, nil, "init-model", "--out", m, "--seed", "5"), 0, nil)
+	r := spiral(t, nil, append([]string{"sft", "--model", filepath.Join(m, "model.onnx")}, small...)...)
+	requireExit(t, r, 1, nil, out+" holds an sft run of embedded", "use another --out, or --fresh")
+	require.Equal(t, before, artifacts(), "the run's artifacts are untouched")
 }
