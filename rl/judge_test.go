@@ -75,6 +75,10 @@ func TestNewJudgeAnswerCutShort(t *testing.T) {
 			v := NewJudge(tc.rule).Judge(rollout.Trace{Completion: rollout.Completion{Finish: tc.finish}, Text: tc.text}, "1")
 			require.Equal(t, tc.want, v.Correct, "%q %s %+v: %+v", tc.text, tc.finish, tc.rule, v)
 			require.Equal(t, tc.answer, v.Answer, "%q %s %+v: %+v", tc.text, tc.finish, tc.rule, v)
+			// An answer cut short was not stated, explicitly or not: the
+			// trace counts as unboxed, and its record does not read
+			// {"answer": "", "explicit": true}.
+			require.Equal(t, tc.answer != "", v.Explicit, "%q %s %+v: %+v", tc.text, tc.finish, tc.rule, v)
 		})
 	}
 }

@@ -44,7 +44,8 @@ func (j Judge) validate() error {
 }
 
 // Judge returns the verdict on t against gold (see CreditTruncated). A
-// cut trace that earns nothing has no answer either (Answer ""), as
+// cut trace that states no answer (none explicit, or one cut short)
+// has none either (Answer "", Explicit false), as
 // under the default rule, where the grader finds none in it: its
 // fallback number would otherwise vote in majorities, and a cluster it
 // headed would count as wrong even when its answer is the gold one.
@@ -66,8 +67,9 @@ func (j Judge) JudgePrefix(t Trace, gold, next string) Verdict {
 func (j Judge) judge(t Trace, gold, longer string) Verdict {
 	v := j.Grade(t.Text, gold)
 	if t.Finish == FinishLength && !j.CreditTruncated && (!v.Explicit || j.Grade(longer, gold).Answer != v.Answer) {
-		v.Correct = false
-		v.Answer = ""
+		// No answer stated: neither a vote nor an explicit one (an
+		// answer cut short counts as unboxed).
+		v.Correct, v.Answer, v.Explicit = false, "", false
 	}
 	return v
 }
