@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/data/synth"
+	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/model/qwen3"
 	"github.com/spiral-rl/spiral/model/tokenizer"
 )
@@ -153,23 +155,28 @@ func TestMalformedInputs(t *testing.T) {
 
 	// The checkpoint as an older spiral wrote it (no model id), which
 	// export finds of another layout only as it writes: its error names
-	// what it exported onto what.
-	noID := copyCheckpoint(f.path("noid/ckpt-000001"), func(name string, b []byte) []byte {
-		if name != "state.json" {
-			return b
-		}
-		dec := json.NewDecoder(bytes.NewReader(b))
+	// what it exported onto what. It is saved again (not its state.json
+	// edited, which model.safetensors' checksum of the state would
+	// reject as damage).
+	noID := func() string {
+		w, err := checkpoint.NewStoreFor(ckpt)
+		require.NoError(t, err)
+		opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
+		require.NoError(t, err)
+		st, err := checkpoint.Load(ckpt, w, opt)
+		require.NoError(t, err)
+		dec := json.NewDecoder(bytes.NewReader(st.Config))
 		dec.UseNumber()
-		var raw map[string]any
-		require.NoError(t, dec.Decode(&raw))
-		cfg, ok := raw["config"].(map[string]any)
-		require.True(t, ok, "state.json's config")
+		var cfg map[string]any
+		require.NoError(t, dec.Decode(&cfg))
 		require.Contains(t, cfg, "model_id")
 		delete(cfg, "model_id")
-		b, err := json.Marshal(raw)
+		b, err := json.Marshal(cfg)
 		require.NoError(t, err)
-		return b
-	})
+		path, err := checkpoint.Save(f.path("noid"), w, opt, checkpoint.State{Step: st.Step, DataCursor: st.DataCursor, Config: b}, checkpoint.Options{})
+		require.NoError(t, err)
+		return path
+	}()
 	shallow := f.path("shallow")
 	shallowConfig := tinyConfig(t)
 	shallowConfig.Layers = 1
@@ -211,7 +218,7 @@ func TestMalformedInputs(t *testing.T) {
 		usage("one aggregation trace per subset", "--algo spiral with --n2 1", train("--n2", "1")...),
 		usage("GRPO group of one", "--group 1", train("--algo", "grpo", "--group", "1")...),
 		usage("zero eval samples", "--eval-samples 0", train("--eval-samples", "0")...),
-		usage("more held-out problems than the embedded test split", "--eval-problems 100000: synth: only", train("--eval-problems", "100000", "--steps", "1")...),
+		usage("more held-out problems than the embedded test split", "--eval-problems 100000: the embedded task's test split has 1134 problems", train("--eval-problems", "100000", "--steps", "1")...),
 		usage("bad --train pattern", "--train \"(\"", train("--train", "(")...),
 		usage("deterministic with threads", "--deterministic", train("--deterministic", "--threads", "4")...),
 		usage("trace longer than the context", "--max-new-tokens 5000 leaves no room", train("--max-new-tokens", "5000")...),
