@@ -118,6 +118,12 @@ func CheckBaseURL(s string) error {
 		}
 		return fmt.Errorf("%q does not parse as a URL: %w", s, err)
 	}
+	if u.User != nil {
+		// Errors, retry warnings and eval reports name the URL: a
+		// password in it would be written everywhere (this message
+		// included, were it quoted).
+		return fmt.Errorf("%s names a user (and password): give the API key with --api-key-env instead, which the URL, printed in errors and reports, does not carry", u.Redacted())
+	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("%q: want an http:// or https:// URL, e.g. http://127.0.0.1:8000/v1", s)
 	}
