@@ -361,8 +361,12 @@ func (f *engineFlags) validate() error {
 		if f.model == "" {
 			errs = append(errs, errors.New("--engine openai needs --served-model"))
 		}
-		if f.keyEnv != "" && os.Getenv(f.keyEnv) == "" {
-			errs = append(errs, fmt.Errorf("--api-key-env %s: the variable is not set", f.keyEnv))
+		if f.keyEnv != "" {
+			if key, set := os.LookupEnv(f.keyEnv); !set {
+				errs = append(errs, fmt.Errorf("--api-key-env %s: the variable is not set", f.keyEnv))
+			} else if key == "" {
+				errs = append(errs, fmt.Errorf("--api-key-env %s: the variable is empty", f.keyEnv))
+			}
 		}
 		if f.timeout <= 0 {
 			errs = append(errs, fmt.Errorf("--engine-timeout %v: want > 0", f.timeout))

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
@@ -1030,4 +1031,26 @@ func TestEvalRSAIntoRunDirectory(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "the run's", string(b))
 	require.NoFileExists(t, filepath.Join(runDir, ".rsa.lock"))
+}
+
+// TestAPIKeyEnv: --api-key-env naming a variable that is unset, or set
+// but empty, is refused saying which (an empty one was said to be unset).
+func TestAPIKeyEnv(t *testing.T) {
+	t.Setenv("SPIRAL_TEST_EMPTY_KEY", "")
+	t.Setenv("SPIRAL_TEST_KEY", "k")
+	for _, tc := range []struct {
+		env, want string
+	}{
+		{"SPIRAL_TEST_UNSET_KEY", "--api-key-env SPIRAL_TEST_UNSET_KEY: the variable is not set"},
+		{"SPIRAL_TEST_EMPTY_KEY", "--api-key-env SPIRAL_TEST_EMPTY_KEY: the variable is empty"},
+		{"SPIRAL_TEST_KEY", ""},
+	} {
+		f := engineFlags{engine: "openai", baseURL: "http://127.0.0.1:1/v1", model: "m", keyEnv: tc.env, concurrency: 1, timeout: time.Second}
+		err := f.validate()
+		if tc.want == "" {
+			require.NoError(t, err, tc.env)
+			continue
+		}
+		require.EqualError(t, err, tc.want)
+	}
 }
