@@ -92,6 +92,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			return err
 		}
 		var lora lmgraph.LoRA
+		loaded := "" // the checkpoint loaded, which --checkpoint may name through its run
 		from := "its own weights"
 		// exported names what is exported in an error: the writers cannot
 		// tell a checkpoint of another layout from a damaged model.
@@ -116,7 +117,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			if err != nil {
 				return err
 			}
-			from = "the weights of " + path
+			loaded, from = path, "the weights of "+path
 			if lora.Enabled() {
 				from = fmt.Sprintf("the LoRA adapters of %s (%s)", path, lora)
 			}
@@ -124,7 +125,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		switch *format {
 		case "peft":
 			if !lora.Enabled() {
-				return fmt.Errorf("--format peft: checkpoint %s is a full fine-tune, not LoRA adapters; export it with --format onnx or hf", *ckpt)
+				return fmt.Errorf("--format peft: checkpoint %s is a full fine-tune, not LoRA adapters; export it with --format onnx or hf", loaded)
 			}
 			base := *baseModel
 			if base == "" {

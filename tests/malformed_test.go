@@ -240,6 +240,8 @@ func TestMalformedInputs(t *testing.T) {
 		usage("export without --out", "usage: spiral export", "export", "--checkpoint", ckpt),
 		usage("export to an unknown format", `--format "tar"`, "export", "--checkpoint", ckpt, "--out", f.path("x"), "--format", "tar"),
 		fail("peft export of a full fine-tune", []string{"is a full fine-tune, not LoRA adapters"}, "export", "--model", good, "--checkpoint", ckpt, "--out", f.path("x"), "--format", "peft"),
+		// Named by its run, the checkpoint loaded is the one named.
+		fail("peft export of a run's full fine-tune", []string{"checkpoint " + ckpt + " is a full fine-tune, not LoRA adapters"}, "export", "--model", good, "--checkpoint", run, "--out", f.path("x"), "--format", "peft"),
 		usage("negative LoRA rank", "lora rank -1", train("--lora-rank", "-1")...),
 		usage("LoRA with --train", "do not combine", train("--lora-rank", "4", "--train", "q_proj")...),
 		usage("unknown LoRA target", `--lora-targets: "foo": want q, k, v, o, gate, up or down`, train("--lora-rank", "4", "--lora-targets", "q,foo")...),
