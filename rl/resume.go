@@ -70,16 +70,26 @@ func resumeNewest(dir string, lora *lmgraph.LoRA, w *params.Store, opt *optim.Ad
 // A directory without a checkpoint passes; settings that --override lets
 // differ are Run's to compare.
 func CheckRunIdentity(dir string, now RunSettings) error {
+	return checkNewest(dir, func(path string, config json.RawMessage) error {
+		prev, err := recordedRun(dir, path, config, now)
+		if err != nil {
+			return err
+		}
+		return otherLoRARun(dir, prev.LoRA, now.LoRA)
+	})
+}
+
+// checkNewest returns what refuse says of the settings recorded in the
+// newest checkpoint of the run directory dir whose state reads intact
+// (damaged ones are the resume's to skip and warn of); nil without one.
+func checkNewest(dir string, refuse func(path string, config json.RawMessage) error) error {
 	var refused error
 	_, _, _ = checkpoint.Newest(filepath.Join(dir, CheckpointsDir), func(path string) error {
 		st, err := checkpoint.ReadCheckedState(path)
 		if err != nil {
-			return err // damaged: Run's to skip and warn of
+			return err
 		}
-		prev, err := recordedRun(dir, path, st.Config, now)
-		if refused = err; err == nil {
-			refused = otherLoRARun(dir, prev.LoRA, now.LoRA)
-		}
+		refused = refuse(path, st.Config)
 		return nil
 	})
 	return refused

@@ -507,19 +507,13 @@ func resumeSFT(cfg SFTConfig, p SFTParts, src *rand.PCG) (int, error) {
 // CheckRunIdentity says it for train. A directory without a checkpoint
 // passes; settings that --override lets differ are RunSFT's to compare.
 func CheckSFTRunIdentity(dir string, now SFTSettings) error {
-	var refused error
-	_, _, _ = checkpoint.Newest(filepath.Join(dir, CheckpointsDir), func(path string) error {
-		st, err := checkpoint.ReadCheckedState(path)
+	return checkNewest(dir, func(path string, config json.RawMessage) error {
+		prev, err := recordedSFT(dir, path, config, now)
 		if err != nil {
-			return err // damaged: RunSFT's to skip and warn of
+			return err
 		}
-		prev, err := recordedSFT(dir, path, st.Config, now)
-		if refused = err; err == nil {
-			refused = otherLoRARun(dir, prev.LoRA, now.LoRA)
-		}
-		return nil
+		return otherLoRARun(dir, prev.LoRA, now.LoRA)
 	})
-	return refused
 }
 
 // recordedSFT returns the settings that config, recorded in the

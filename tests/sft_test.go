@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -270,18 +269,7 @@ func TestSFTOtherModelRefusedBeforeArtifacts(t *testing.T) {
 	// Interrupted after its first checkpoint: a finished run leaves none.
 	cmd, stderr := signalAtLine(t, syscall.SIGINT, "checkpoint ", 10*time.Minute, append([]string{"sft"}, small...)...)
 	require.Equal(t, 130, cmd.ProcessState.ExitCode(), stderr)
-	artifacts := func() map[string]time.Time {
-		got := map[string]time.Time{}
-		require.NoError(t, filepath.WalkDir(filepath.Join(out, "artifacts"), func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			info, err := d.Info()
-			got[path] = info.ModTime()
-			return err
-		}))
-		return got
-	}
+	artifacts := func() map[string]time.Time { return modTimes(t, filepath.Join(out, "artifacts")) }
 	before := artifacts()
 	require.NotEmpty(t, before)
 	m := filepath.Join(dir, "m")

@@ -868,6 +868,21 @@ func TestInitModelOverwriteTokenizerFiles(t *testing.T) {
 	requireNoStage(t, m)
 }
 
+// modTimes maps each file under dir to its modification time.
+func modTimes(t *testing.T, dir string) map[string]time.Time {
+	t.Helper()
+	out := map[string]time.Time{}
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		out[path] = info.ModTime()
+		return err
+	}))
+	return out
+}
+
 // TestOtherModelRefusedBeforeArtifacts: train with another --model into
 // a run directory is refused before the run's artifacts are built again
 // for it (for a real model, minutes of work that replaced the run's own),
@@ -879,18 +894,7 @@ func TestOtherModelRefusedBeforeArtifacts(t *testing.T) {
 	small := []string{"--problems", "1", "--steps", "1", "--max-new-tokens", "8", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet", "--out", run}
 	r := spiral(t, nil, append([]string{"train"}, small...)...)
 	requireExit(t, r, 0, nil)
-	artifacts := func() map[string]time.Time {
-		out := map[string]time.Time{}
-		require.NoError(t, filepath.WalkDir(filepath.Join(run, "artifacts"), func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			info, err := d.Info()
-			out[path] = info.ModTime()
-			return err
-		}))
-		return out
-	}
+	artifacts := func() map[string]time.Time { return modTimes(t, filepath.Join(run, "artifacts")) }
 	before := artifacts()
 	require.NotEmpty(t, before)
 	m := filepath.Join(dir, "m")
