@@ -240,9 +240,11 @@ type paramFlags struct {
 	train, freeze string
 	lora          lmgraph.LoRA
 	loraTargets   string
+	changed       func(name string) bool
 }
 
 func (f *paramFlags) register(fs *pflag.FlagSet) {
+	f.changed = fs.Changed
 	fs.StringVar(&f.train, "train", "", "train only the parameters whose names match this regular expression (default: all)")
 	fs.StringVar(&f.freeze, "freeze", "", "do not train the parameters whose names match this regular expression")
 	registerLoRA(fs, &f.lora.Rank, &f.lora.Alpha, &f.loraTargets)
@@ -253,6 +255,21 @@ func registerLoRA(fs *pflag.FlagSet, rank *int, alpha *float64, targets *string)
 	fs.IntVar(rank, "lora-rank", 0, "LoRA rank: train low-rank adapters of the projections, the base weights frozen (0 = full fine-tune)")
 	fs.Float64Var(alpha, "lora-alpha", 32, "LoRA alpha: the adapters' product is scaled by alpha / rank")
 	fs.StringVar(targets, "lora-targets", strings.Join(lmgraph.LoRATargets, ","), "comma-separated projections LoRA adapts")
+}
+
+// loraWithoutRank refuses --lora-alpha and --lora-targets given (changed)
+// without --lora-rank: the adapters they shape are not made.
+func loraWithoutRank(changed func(name string) bool, rank int) error {
+	if rank != 0 {
+		return nil
+	}
+	var errs []error
+	for _, name := range []string{"lora-alpha", "lora-targets"} {
+		if changed(name) {
+			errs = append(errs, fmt.Errorf("--%s shapes --lora-rank's adapters; without --lora-rank (a full fine-tune) it would be ignored", name))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // parseLoRA checks the LoRA flags (targets may omit "_proj").
@@ -309,7 +326,7 @@ func (f *paramFlags) artifacts() (model.ArtifactOptions, error) {
 		*x.dst = re
 	}
 	l, err := parseLoRA(f.lora.Rank, f.lora.Alpha, f.loraTargets)
-	errs = append(errs, err)
+	errs = append(errs, err, loraWithoutRank(f.changed, f.lora.Rank))
 	if l.Enabled() && (f.train != "" || f.freeze != "") {
 		errs = append(errs, errors.New("--lora-rank trains adapters only: --train and --freeze do not combine with it"))
 	}

@@ -78,9 +78,7 @@ func (f *planFlags) validate() (int64, error) {
 	if f.model == "" {
 		errs = append(errs, errors.New("--model: want a model file, a directory or one of "+strings.Join(memplan.Names(), ", ")))
 	}
-	if f.changed("lora-targets") && f.loraRank == 0 {
-		errs = append(errs, errors.New("--lora-targets chooses the projections of --lora-rank's adapters; without --lora-rank (a full fine-tune) plan would ignore it"))
-	}
+	errs = append(errs, loraWithoutRank(f.changed, f.loraRank))
 	if f.loraRank < 0 {
 		errs = append(errs, fmt.Errorf("--lora-rank %d: want >= 0", f.loraRank))
 	} else if _, err := parseLoRA(f.loraRank, 32, f.loraTargets); err != nil {

@@ -677,7 +677,12 @@ func TestFlagsOfAnotherChoiceRefused(t *testing.T) {
 		{[]string{"export", "--format", "peft", "--checkpoint", absent, "--out", filepath.Join(dir, "peft"), "--base-model", "Qwen/Qwen3-4B"}, exitFailure, absent},
 		{[]string{"export", "--checkpoint", absent, "--out", filepath.Join(dir, "m.onnx"), "--external-data"}, exitFailure, absent},
 		{[]string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB", "--lora-targets", "q,v"}, exitUsage,
-			"--lora-targets chooses the projections of --lora-rank's adapters; without --lora-rank (a full fine-tune) plan would ignore it"},
+			"--lora-targets shapes --lora-rank's adapters; without --lora-rank (a full fine-tune) it would be ignored"},
+		// train, sft and bench took them without a word, as a full
+		// fine-tune.
+		{[]string{"train", "--lora-targets", "q,v"}, exitUsage, "--lora-targets shapes --lora-rank's adapters"},
+		{[]string{"sft", "--lora-alpha", "16"}, exitUsage, "--lora-alpha shapes --lora-rank's adapters"},
+		{[]string{"bench", "train", "--lora-alpha", "16", "--lora-targets", "q"}, exitUsage, "--lora-alpha shapes --lora-rank's adapters; without --lora-rank (a full fine-tune) it would be ignored\n--lora-targets shapes"},
 		{[]string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB", "--lora-targets", "q,v", "--lora-rank", "8"}, 0, ""},
 	} {
 		var stderr bytes.Buffer
