@@ -326,7 +326,10 @@ func (f *paramFlags) artifacts() (model.ArtifactOptions, error) {
 		*x.dst = re
 	}
 	l, err := parseLoRA(f.lora.Rank, f.lora.Alpha, f.loraTargets)
-	errs = append(errs, err, loraWithoutRank(f.changed, f.lora.Rank))
+	if err == nil { // a bad value is said first, and alone
+		err = loraWithoutRank(f.changed, f.lora.Rank)
+	}
+	errs = append(errs, err)
 	if l.Enabled() && (f.train != "" || f.freeze != "") {
 		errs = append(errs, errors.New("--lora-rank trains adapters only: --train and --freeze do not combine with it"))
 	}

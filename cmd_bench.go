@@ -88,7 +88,10 @@ func (f *benchFlags) validate(what string) error {
 			errs = append(errs, fmt.Errorf("--tokens %d: want >= 2 (a prompt and a response)", f.tokens))
 		}
 		l, err := parseLoRA(f.lora.Rank, f.lora.Alpha, f.targets)
-		errs = append(errs, err, loraWithoutRank(f.changed, f.lora.Rank))
+		if err == nil { // a bad value is said first, and alone
+			err = loraWithoutRank(f.changed, f.lora.Rank)
+		}
+		errs = append(errs, err)
 		f.lora = l
 		if f.genRows == 0 {
 			for _, name := range benchGenerateOnly {
