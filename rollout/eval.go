@@ -334,7 +334,7 @@ func BudgetCurve(set *SampleSet, budgets []int, text func([]int32) string, judge
 				used := len(s.Tokens)
 				if used > b {
 					cut := Trace{Prompt: s.Prompt, Completion: Completion{Tokens: s.Tokens[:b], Finish: FinishLength}, Text: text(s.Tokens[:b])}
-					ok = judge.JudgePrefix(cut, set.Problems[i].Answer, text(s.Tokens[:b+1])).Correct
+					ok = judge.JudgePrefix(cut, set.Problems[i].Answer, func() string { return text(s.Tokens[:b+1]) }).Correct
 					used = b
 					pt.Truncated++
 				} else if s.Finish == FinishLength {

@@ -50,23 +50,24 @@ func (j Judge) validate() error {
 // fallback number would otherwise vote in majorities, and a cluster it
 // headed would count as wrong even when its answer is the gold one.
 func (j Judge) Judge(t Trace, gold string) Verdict {
-	return j.judge(t, gold, t.Text+cutProbe)
+	return j.judge(t, gold, func() string { return t.Text + cutProbe })
 }
 
 // JudgePrefix is Judge for t, the first tokens of a longer trace
-// (BudgetCurve's cut at a budget), and next, the longer trace's text
-// one token further: knowing how the trace went on, it takes t's
+// (BudgetCurve's cut at a budget), and next, which gives the longer
+// trace's text one token further (called only when it is needed): knowing how the trace went on, it takes t's
 // explicit answer to run up to the cut when next's answer differs
 // (the "1" of "18"), rather than when cutProbe would change it.
-func (j Judge) JudgePrefix(t Trace, gold, next string) Verdict {
+func (j Judge) JudgePrefix(t Trace, gold string, next func() string) Verdict {
 	return j.judge(t, gold, next)
 }
 
-// judge is Judge with longer, the text of t going on past its end: a
-// cut trace whose answer longer changes had not stated it.
-func (j Judge) judge(t Trace, gold, longer string) Verdict {
+// judge is Judge with longer, the text of t going on past its end, made
+// only for a cut trace with an explicit answer: a cut trace whose answer
+// longer changes had not stated it.
+func (j Judge) judge(t Trace, gold string, longer func() string) Verdict {
 	v := j.Grade(t.Text, gold)
-	if t.Finish == FinishLength && !j.CreditTruncated && (!v.Explicit || j.Grade(longer, gold).Answer != v.Answer) {
+	if t.Finish == FinishLength && !j.CreditTruncated && (!v.Explicit || j.Grade(longer(), gold).Answer != v.Answer) {
 		// No answer stated: neither a vote nor an explicit one (an
 		// answer cut short counts as unboxed).
 		v.Correct, v.Answer, v.Explicit = false, "", false
