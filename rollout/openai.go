@@ -358,11 +358,12 @@ func (o *OpenAI) request(ctx context.Context, method, url string, body, out any)
 			return attempts(err, attempt)
 		}
 		d, note := pause(err, wait)
-		if time.Until(deadline) <= d && note != "" {
-			return fmt.Errorf("%w (%s; the server's Retry-After asks to wait %v, past the %v timeout, --engine-timeout)", err, plural(attempt, "attempt"), d, o.cfg.Timeout)
-		}
 		if time.Until(deadline) <= d {
-			return fmt.Errorf("%w (%s; another would start after the %v timeout, --engine-timeout)", err, plural(attempt, "attempt"), o.cfg.Timeout)
+			why := "another would start after"
+			if note != "" {
+				why = fmt.Sprintf("the server's Retry-After asks to wait %v, past", d)
+			}
+			return fmt.Errorf("%w (%s; %s the %v timeout, --engine-timeout)", err, plural(attempt, "attempt"), why, o.cfg.Timeout)
 		}
 		o.warnRetry(err, attempt, d, note)
 		last = err
