@@ -154,14 +154,14 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	var lora *lmgraph.LoRA // the run's settings record none for a full fine-tune
+	if arts.LoRA.Enabled() {
+		lora = &arts.LoRA
+	}
 	// A run of another model, data set, algorithm or LoRA setting is
 	// refused before its directory's artifacts are built again for this
 	// one (minutes, for a real model), as resuming would refuse it.
 	if !f.run.Fresh {
-		var lora *lmgraph.LoRA
-		if arts.LoRA.Enabled() {
-			lora = &arts.LoRA
-		}
 		if err := rl.CheckRunIdentity(f.run.Dir, rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, RL: rl.Config{Algo: f.cfg.Algo}, LoRA: lora}); err != nil {
 			return err
 		}
@@ -217,10 +217,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	}
 	settings := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, RL: cfg, Schedule: sched,
 		Sampling: map[string]any{"temperature": samplerCfg.Temperature, "top_p": samplerCfg.TopP, "top_k": samplerCfg.TopK,
-			"max_new_tokens": samplerCfg.MaxNewTokens, "selection": arts.Selection.String(), "templates": tmpl.digest()}}
-	if arts.LoRA.Enabled() {
-		settings.LoRA = &arts.LoRA
-	}
+			"max_new_tokens": samplerCfg.MaxNewTokens, "selection": arts.Selection.String(), "templates": tmpl.digest()}, LoRA: lora}
 	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%d problems), algo %s, %d steps, lr %g, %d new tokens a trace, out %s\n",
 		sess.name(), dataName, ds.Len(), cfg.Algo, f.run.Steps, lr, samplerCfg.MaxNewTokens, f.run.Dir)
 	run := f.run
