@@ -161,11 +161,11 @@ func unreadDataFlags(changed func(name string) bool, files, embedded string) err
 type samplingFlags struct {
 	cfg     rollout.SamplerConfig
 	callMiB int
-	fs      *pflag.FlagSet // which of them were given
+	changed func(name string) bool // whether a flag was given
 }
 
 func (f *samplingFlags) register(fs *pflag.FlagSet) {
-	f.fs = fs
+	f.changed = fs.Changed
 	f.cfg = rollout.DefaultSamplerConfig()
 	fs.Float64Var(&f.cfg.Temperature, "temperature", f.cfg.Temperature, "sampling temperature (0 = greedy)")
 	fs.Float64Var(&f.cfg.TopP, "top-p", f.cfg.TopP, "nucleus sampling mass in (0, 1] (1 = off)")
@@ -202,10 +202,10 @@ func (f *samplingFlags) validateEngine(engine string) error {
 		return nil
 	}
 	var errs []error
-	if f.fs.Changed("gen-batch") {
+	if f.changed("gen-batch") {
 		errs = append(errs, errors.New("--gen-batch is for the local engine; a serving engine batches the requests itself (--engine-concurrency bounds those in flight)"))
 	}
-	if f.fs.Changed("gen-call-mib") {
+	if f.changed("gen-call-mib") {
 		errs = append(errs, errors.New("--gen-call-mib is for the local engine; a serving engine would ignore it"))
 	}
 	return errors.Join(errs...)
@@ -729,8 +729,9 @@ var rsaOnlyFlags = []string{"population", "subset", "rsa-steps", "candidate-toke
 // ignoredFlags lists the flags given that --mode does not read, each
 // with why: --samples is pass@k's and the sequential budget's, the RSA
 // flags RSA's; and --reward-truncated without --reward-fallback, which
-// changes almost no reward (rewardFlags.ignored). They are warnings, not usage errors, so that one
-// set of flags can serve evaluations in each mode.
+// changes almost no reward (rewardFlags.ignored). They are warnings, not
+// usage errors, so that one set of flags can serve evaluations in each
+// mode.
 func (f *evalFlags) ignoredFlags() []string {
 	var out []string
 	if f.mode == "rsa" {
