@@ -297,6 +297,6 @@ func (t *Tokenizer) StopIDs() []int32 { return []int32{t.imEnd, t.eot} }
 func (t *Tokenizer) IsStop(id int32) bool { return id == t.imEnd || id == t.eot }
 
 // ChatTemplate returns the Jinja chat template that Load found
-// (chat_template.jinja, else tokenizer_config.json's), else "". It is informational: RenderChat renders
-// ChatML in Go.
+// (chat_template.jinja, else tokenizer_config.json's), else "". It is
+// informational: RenderChat renders ChatML in Go.
 func (t *Tokenizer) ChatTemplate() string { return t.template }
