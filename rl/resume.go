@@ -1,6 +1,7 @@
 package rl
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -199,6 +200,16 @@ func flatDiff(a, b any, name func(key string, fa, fb map[string]string) string) 
 		diff = append(diff, fmt.Sprintf("%s: %s -> %s", n, old, now))
 	}
 	return diff
+}
+
+// saveStopped is a run's answer to cause ending it after step completed
+// steps, the newest saved being lastSaved: saveInterrupted's when ctx is
+// done (Ctrl-C), else saveFailed's.
+func saveStopped(ctx context.Context, warn io.Writer, step, lastSaved int, cause error, save func() error) error {
+	if ctx.Err() != nil {
+		return saveInterrupted(warn, step, lastSaved, cause, save)
+	}
+	return saveFailed(warn, step, lastSaved, cause, save)
 }
 
 // saveFailed is saveInterrupted for a run that failed (an engine, a

@@ -295,12 +295,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	interrupted := func(cause error) error { return saveInterrupted(p.Warn, tr.Step(), lastSaved, cause, save) }
 	// stopped saves the completed steps before a step's or an
 	// evaluation's error ends the run, Ctrl-C's or another.
-	stopped := func(cause error) error {
-		if ctx.Err() != nil {
-			return interrupted(cause)
-		}
-		return saveFailed(p.Warn, tr.Step(), lastSaved, cause, save)
-	}
+	stopped := func(cause error) error { return saveStopped(ctx, p.Warn, tr.Step(), lastSaved, cause, save) }
 	evalDue := func(step int) bool {
 		return len(p.Held) > 0 && cfg.EvalEvery > 0 && (step%cfg.EvalEvery == 0 || step == cfg.Steps) && !evaluated[step]
 	}

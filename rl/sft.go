@@ -363,12 +363,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 	// evaluation's error ends the run, Ctrl-C's or another, as train's
 	// run does: a rerun once the cause is mended resumes from the last
 	// step, not from the newest regular checkpoint.
-	stopped := func(cause error) error {
-		if ctx.Err() != nil {
-			return interrupted(cause)
-		}
-		return saveFailed(p.Warn, step, lastSaved, cause, save)
-	}
+	stopped := func(cause error) error { return saveStopped(ctx, p.Warn, step, lastSaved, cause, save) }
 	evaluate := func(m SFTMetrics) error {
 		acc, err := SynthAccuracy(ctx, p, cfg)
 		if err != nil {
