@@ -27,6 +27,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 )
 
 // exitUsage is the exit status for command-line mistakes (unknown flag or
@@ -77,9 +78,18 @@ func commands() []command {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	lineStart := "" // after a progress bar's line, or the terminal's ^C
+	if term.IsTerminal(int(os.Stderr.Fd())) {
+		lineStart = "\n"
+	}
+	go watchInterrupts(sigs, cancel, os.Stderr, lineStart, os.Exit)
 	code := run(ctx, os.Args[1:], &cliEnv{stdout: os.Stdout, stderr: os.Stderr})
-	stop()
+	signal.Stop(sigs)
+	close(sigs)
+	cancel()
 	os.Exit(code)
 }
 
