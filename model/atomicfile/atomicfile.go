@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Write replaces path with what write produces, atomically (see the
@@ -75,7 +76,8 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 }
 
 // SyncDir fsyncs the directory dir, making renames and creations in it
-// durable. File systems that cannot sync a directory are not an error.
+// durable. File systems that cannot sync a directory (fsync answers
+// EINVAL) are not an error.
 func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -85,7 +87,7 @@ func SyncDir(dir string) error {
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil && !errors.Is(err, os.ErrInvalid) {
+	if err != nil && !errors.Is(err, syscall.EINVAL) {
 		return fmt.Errorf("atomicfile: sync %s: %w", dir, err)
 	}
 	return nil

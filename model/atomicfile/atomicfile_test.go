@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -66,4 +68,21 @@ func TestWriteNamesTheTarget(t *testing.T) {
 			require.Error(t, statErr, "nothing written")
 		})
 	}
+}
+
+// TestSyncDirWithoutDirectorySync: a directory whose file system cannot
+// fsync it (the kernel answers EINVAL, as it does for /proc's) is synced
+// as far as it can be, not an error; a directory that cannot be opened
+// still is, naming it.
+func TestSyncDirWithoutDirectorySync(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc's directories stand for a file system without directory fsync")
+	}
+	d, err := os.Open("/proc")
+	require.NoError(t, err)
+	require.ErrorIs(t, d.Sync(), syscall.EINVAL, "the premise: fsync of /proc is EINVAL")
+	require.NoError(t, d.Close())
+	require.NoError(t, SyncDir("/proc"))
+	missing := filepath.Join(t.TempDir(), "missing")
+	require.ErrorContains(t, SyncDir(missing), "atomicfile: sync "+missing+": ")
 }

@@ -181,8 +181,8 @@ func Save(dir string, w *params.Store, opt *optim.AdamW, st State, o Options) (s
 	}); err != nil {
 		return "", err
 	}
-	if err := syncDir(tmp); err != nil {
-		return "", err
+	if err := atomicfile.SyncDir(tmp); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
 	}
 
 	final := filepath.Join(dir, name)
@@ -199,8 +199,8 @@ func Save(dir string, w *params.Store, opt *optim.AdamW, st State, o Options) (s
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
 	ok = true
-	if err := syncDir(dir); err != nil {
-		return "", err
+	if err := atomicfile.SyncDir(dir); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
 	}
 	if old != "" {
 		os.RemoveAll(old)
@@ -287,21 +287,6 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("checkpoint: sync %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("checkpoint: sync %s: %w", dir, err)
-	}
-	return nil
-}
-
 // writeLatest atomically replaces DIR/latest with name.
 func writeLatest(dir, name string) error {
 	if err := atomicfile.WriteFile(filepath.Join(dir, LatestFile), []byte(name+"\n"), 0o666); err != nil {
@@ -360,7 +345,7 @@ func restoreMovedAside(dir string) {
 		}
 		if _, err := os.Lstat(final); errors.Is(err, fs.ErrNotExist) {
 			if os.Rename(aside, final) == nil {
-				_ = syncDir(dir)
+				_ = atomicfile.SyncDir(dir)
 			}
 		}
 	}
