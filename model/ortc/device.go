@@ -161,8 +161,9 @@ type Allocator struct {
 }
 
 // NewAllocator returns the allocator session s uses for info's memory.
-// Release it before the session; tensors allocated from it may outlive
-// Release (the allocator is freed with the last of them).
+// Release it before the session; tensors allocated from it, and the
+// bindings and bound outputs that reference them, may outlive Release
+// (the allocator is freed with the last of them).
 func (s *Session) NewAllocator(info *MemoryInfo) (*Allocator, error) {
 	a := &Allocator{api: s.api, info: info}
 	if err := status(C.spiral_create_allocator(s.api.api, s.s, info.info, &a.a)); err != nil {
@@ -186,8 +187,18 @@ func (a *Allocator) Release() {
 	}
 }
 
-// drop notes that a tensor allocated from a is released, freeing a when
-// it was the last one and a is released.
+// hold notes another reference to a tensor allocated from a (a
+// binding's, or an output a binding returns), which keeps a until it is
+// dropped: ONNX Runtime frees the tensor's memory through a when the
+// last reference goes.
+func (a *Allocator) hold() {
+	a.mu.Lock()
+	a.tensors++
+	a.mu.Unlock()
+}
+
+// drop notes that a tensor (or a reference to one, hold) allocated from
+// a is released, freeing a when it was the last one and a is released.
 func (a *Allocator) drop() {
 	a.mu.Lock()
 	a.tensors--
@@ -297,6 +308,13 @@ type Binding struct {
 	// placed holds, in binding order, the memory of each output bound
 	// with BindOutputOn (nil for the others).
 	placed []*MemoryInfo
+	// from holds, in binding order, the Allocator of each output bound
+	// with BindOutput to a tensor from AllocOn (nil for the others).
+	from []*Allocator
+	// held are the Allocators of the bound tensors from AllocOn, held
+	// (Allocator.hold) while the binding references the tensors: the
+	// Values may be released first.
+	held []*Allocator
 }
 
 // NewBinding returns an empty binding for s. Release it before s.
@@ -318,6 +336,7 @@ func (b *Binding) BindOutput(name string, v *Value) error {
 		return err
 	}
 	b.placed = append(b.placed, nil)
+	b.from = append(b.from, v.from)
 	return nil
 }
 
@@ -337,6 +356,10 @@ func (b *Binding) bind(what, name string, v *Value) error {
 		return fmt.Errorf("ortc: bind %s %q: %w", what, name, err)
 	}
 	b.keep = append(b.keep, v)
+	if v.from != nil {
+		v.from.hold()
+		b.held = append(b.held, v.from)
+	}
 	return nil
 }
 
@@ -361,21 +384,33 @@ func (b *Binding) bindTo(name string, info, placed *MemoryInfo) error {
 		return fmt.Errorf("ortc: bind output %q to %s: %w", name, info, err)
 	}
 	b.placed = append(b.placed, placed)
+	b.from = append(b.from, nil)
 	return nil
 }
 
 // Clear unbinds every input and output.
 func (b *Binding) Clear() {
 	C.spiral_clear_binding(b.s.api.api, b.b)
-	b.keep, b.placed = nil, nil
+	b.keep, b.placed, b.from = nil, nil, nil
+	b.dropHeld()
 }
 
 // Release frees the binding.
 func (b *Binding) Release() {
 	if b != nil && b.b != nil {
 		C.spiral_release_binding(b.s.api.api, b.b)
-		b.b, b.keep = nil, nil
+		b.b, b.keep, b.placed, b.from = nil, nil, nil, nil
+		b.dropHeld()
 	}
+}
+
+// dropHeld drops the binding's hold on the Allocators of its tensors,
+// once ONNX Runtime's binding no longer references them.
+func (b *Binding) dropHeld() {
+	for _, a := range b.held {
+		a.drop()
+	}
+	b.held = nil
 }
 
 // RunBinding runs s on binding b.
@@ -412,6 +447,12 @@ func (b *Binding) Outputs() ([]*Value, error) {
 		}
 		if i < len(b.placed) && b.placed[i] != nil {
 			b.placed[i].place(v)
+		}
+		if i < len(b.from) && b.from[i] != nil {
+			// Another reference to the bound tensor, whose memory its
+			// Allocator frees.
+			b.from[i].hold()
+			v.from = b.from[i]
 		}
 		out = append(out, v)
 	}

@@ -404,13 +404,7 @@ func TestDeviceTwinIsSealed(t *testing.T) {
 // pointer and crashes rather than passing by luck. An allocation on, or
 // statistics of, a released Allocator are errors.
 func TestAllocatorOutlivedByTensor(t *testing.T) {
-	if os.Getenv("SPIRAL_ORTC_ALLOCATOR_CHILD") == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestAllocatorOutlivedByTensor$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), "SPIRAL_ORTC_ALLOCATOR_CHILD=1",
-			"GLIBC_TUNABLES=glibc.malloc.tcache_count=0", "MALLOC_PERTURB_=165")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "child:\n%s", out)
-		require.Contains(t, string(out), "--- PASS: TestAllocatorOutlivedByTensor")
+	if !inPerturbedChild(t) {
 		return
 	}
 	env, so := openEnv(t)
@@ -433,6 +427,80 @@ func TestAllocatorOutlivedByTensor(t *testing.T) {
 		v.Release()
 		w.Release()
 		alloc.Release()
+	}
+}
+
+// inPerturbedChild runs the test t in a child process whose glibc malloc
+// overwrites freed memory (no tcache, MALLOC_PERTURB_), where a use
+// after free reads a wild function pointer and crashes rather than
+// passing by luck, and reports whether this is that child: the parent
+// returns false once the child passed.
+func inPerturbedChild(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv("SPIRAL_ORTC_ALLOCATOR_CHILD") != "" {
+		return true
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "SPIRAL_ORTC_ALLOCATOR_CHILD=1",
+		"GLIBC_TUNABLES=glibc.malloc.tcache_count=0", "MALLOC_PERTURB_=165")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "child:\n%s", out)
+	require.Contains(t, string(out), "--- PASS: "+t.Name())
+	return false
+}
+
+// TestBindingOutlivesAllocator: a tensor from AllocOn bound in a Binding
+// and then released stays the binding's (its own reference), and so does
+// the OrtAllocator that frees the tensor's memory: releasing the
+// Allocator next must not free it under the binding, whose runs still
+// write the tensor and whose release (or Clear) frees it. An output the
+// binding returns for that tensor (Outputs: another reference to it)
+// holds the OrtAllocator too. Run in a child process (inPerturbedChild).
+func TestBindingOutlivesAllocator(t *testing.T) {
+	if !inPerturbedChild(t) {
+		return
+	}
+	env, so := openEnv(t)
+	s := addSession(t, env, so)
+	info, err := env.NewMemoryInfo("Cpu", 0)
+	require.NoError(t, err)
+	defer info.Release()
+	a, err := ortc.NewTensor(env, []int64{1, 2}, []float32{1, 2})
+	require.NoError(t, err)
+	defer a.Release()
+	bv, err := ortc.NewTensor(env, []int64{2}, []float32{10, 20})
+	require.NoError(t, err)
+	defer bv.Release()
+	for i := range 20 {
+		alloc, err := s.NewAllocator(info)
+		require.NoError(t, err)
+		y, err := ortc.AllocOn[float32](alloc, []int64{1, 2})
+		require.NoError(t, err)
+		b, err := s.NewBinding()
+		require.NoError(t, err)
+		require.NoError(t, b.BindInput("a", a))
+		require.NoError(t, b.BindInput("b", bv))
+		require.NoError(t, b.BindOutput("y", y))
+		require.NoError(t, b.BindOutputTo("s", info))
+		y.Release()
+		alloc.Release()
+		require.NoError(t, s.RunBinding(b))
+		outs, err := b.Outputs()
+		require.NoError(t, err)
+		require.Equal(t, []float32{11, 22}, outs[0].Float32s())
+		if i%2 == 0 {
+			b.Clear()
+		}
+		b.Release()
+		for range 100 { // reuse of freed memory
+			x, err := ortc.Alloc[float32](env, []int64{8})
+			require.NoError(t, err)
+			x.Release()
+		}
+		require.Equal(t, []float32{11, 22}, outs[0].Float32s())
+		for _, o := range outs {
+			o.Release()
+		}
 	}
 }
 
