@@ -258,12 +258,16 @@ func (m *MemoryInfo) place(v *Value) {
 // View returns a tensor of the given shape over v's elements from offset
 // on, in the same memory (device memory included) and without a copy:
 // runs that write the view write v. v must live on a memory info (from
-// AllocOn, AllocLike or View); the view keeps it alive, and releasing the
-// view leaves v as it is. A shape with a zero dim gives an empty view (an
-// empty past, say).
+// AllocOn, AllocLike or View) and not be released; the view keeps it
+// alive, and releasing the view leaves v as it is. A shape with a zero
+// dim gives an empty view (an empty past, say).
 func (v *Value) View(offset int, shape []int64) (*Value, error) {
 	if v.info == nil {
 		return nil, errors.New("ortc: view of a tensor not allocated on a memory info")
+	}
+	if v.v == nil {
+		// Release cleared data: the view would be of address 0 on.
+		return nil, errors.New("ortc: view of a released tensor")
 	}
 	n := 1
 	for _, d := range shape {

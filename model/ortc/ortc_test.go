@@ -328,6 +328,13 @@ func TestViewWritesItsTensor(t *testing.T) {
 	require.ErrorContains(t, err, "in a tensor of 8")
 	_, err = a.View(0, []int64{2})
 	require.ErrorContains(t, err, "not allocated on a memory info")
+	// A released tensor's memory is gone: a view of it would be a
+	// tensor over an address that is no longer (or never was) its.
+	gone, err := ortc.AllocOn[float32](alloc, []int64{4, 2})
+	require.NoError(t, err)
+	gone.Release()
+	_, err = gone.View(2, []int64{2, 2})
+	require.EqualError(t, err, "ortc: view of a released tensor")
 }
 
 // TestDeviceTwinIsSealed checks the device twin (NewTwinMemoryInfo):
