@@ -165,6 +165,9 @@ type Allocator struct {
 // bindings and bound outputs that reference them, may outlive Release
 // (the allocator is freed with the last of them).
 func (s *Session) NewAllocator(info *MemoryInfo) (*Allocator, error) {
+	if s.s == nil {
+		return nil, fmt.Errorf("ortc: allocator for %s: %w", info, errClosed)
+	}
 	a := &Allocator{api: s.api, info: info}
 	if err := status(C.spiral_create_allocator(s.api.api, s.s, info.info, &a.a)); err != nil {
 		return nil, fmt.Errorf("ortc: allocator for %s: %w", info, err)
@@ -323,12 +326,19 @@ type Binding struct {
 
 // NewBinding returns an empty binding for s. Release it before s.
 func (s *Session) NewBinding() (*Binding, error) {
+	if s.s == nil {
+		return nil, fmt.Errorf("ortc: io binding: %w", errClosed)
+	}
 	b := &Binding{s: s}
 	if err := status(C.spiral_create_binding(s.api.api, s.s, &b.b)); err != nil {
 		return nil, fmt.Errorf("ortc: io binding: %w", err)
 	}
 	return b, nil
 }
+
+// errReleasedBinding is the error of a call on a released Binding,
+// whose null OrtIoBinding ONNX Runtime would dereference.
+var errReleasedBinding = errors.New("the binding is released")
 
 // BindInput binds input name to v (kept alive by the binding).
 func (b *Binding) BindInput(name string, v *Value) error { return b.bind("input", name, v) }
@@ -349,6 +359,9 @@ func (b *Binding) bind(what, name string, v *Value) error {
 	// ONNX Runtime dereferences the value without a null check.
 	if v == nil || v.v == nil {
 		return fmt.Errorf("ortc: bind %s %q: the value is nil or released", what, name)
+	}
+	if b.b == nil {
+		return fmt.Errorf("ortc: bind %s %q: %w", what, name, errReleasedBinding)
 	}
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
@@ -382,6 +395,9 @@ func (b *Binding) BindOutputOn(name string, a *Allocator) error {
 }
 
 func (b *Binding) bindTo(name string, info, placed *MemoryInfo) error {
+	if b.b == nil {
+		return fmt.Errorf("ortc: bind output %q to %s: %w", name, info, errReleasedBinding)
+	}
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
 	if err := status(C.spiral_bind_output_to(b.s.api.api, b.b, cn, info.info)); err != nil {
@@ -392,8 +408,11 @@ func (b *Binding) bindTo(name string, info, placed *MemoryInfo) error {
 	return nil
 }
 
-// Clear unbinds every input and output.
+// Clear unbinds every input and output (nothing on a released binding).
 func (b *Binding) Clear() {
+	if b.b == nil {
+		return
+	}
 	C.spiral_clear_binding(b.s.api.api, b.b)
 	b.keep, b.placed, b.from = nil, nil, nil
 	b.dropHeld()
@@ -419,6 +438,12 @@ func (b *Binding) dropHeld() {
 
 // RunBinding runs s on binding b.
 func (s *Session) RunBinding(b *Binding) error {
+	switch {
+	case s.s == nil:
+		return fmt.Errorf("ortc: run with binding: %w", errClosed)
+	case b.b == nil:
+		return fmt.Errorf("ortc: run with binding: %w", errReleasedBinding)
+	}
 	if err := status(C.spiral_run_binding(s.api.api, s.s, b.b)); err != nil {
 		return fmt.Errorf("ortc: run with binding: %w", err)
 	}
@@ -430,6 +455,9 @@ func (s *Session) RunBinding(b *Binding) error {
 // new references (Release each), each knowing whether it is in device
 // memory.
 func (b *Binding) Outputs() ([]*Value, error) {
+	if b.b == nil {
+		return nil, fmt.Errorf("ortc: bound outputs: %w", errReleasedBinding)
+	}
 	var arr **C.OrtValue
 	var n C.size_t
 	if err := status(C.spiral_bound_outputs(b.s.api.api, b.b, &arr, &n)); err != nil {
@@ -525,6 +553,9 @@ func (c *Copier) Copy(dst, src *Value) error {
 
 // session returns the copy session for elem, opened on first use.
 func (c *Copier) session(elem ElemType) (*Session, error) {
+	if c.sess == nil {
+		return nil, errors.New("ortc: copy: the copier is closed")
+	}
 	if s, ok := c.sess[elem]; ok {
 		return s, nil
 	}

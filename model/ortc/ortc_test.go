@@ -166,6 +166,61 @@ func TestReleasedValues(t *testing.T) {
 	require.Error(t, cp.Copy(gone, a))
 }
 
+// TestClosedSessionAndReleasedBinding: a closed Session, a released
+// Binding and a closed Copier answer every call with an error naming
+// what is gone (Clear does nothing), not a count of zero inputs, a crash
+// in ONNX Runtime, which dereferences the null session or binding, or a
+// panic on the Copier's dropped map.
+func TestClosedSessionAndReleasedBinding(t *testing.T) {
+	env, so := openEnv(t)
+	info, err := env.NewMemoryInfo("Cpu", 0)
+	require.NoError(t, err)
+	defer info.Release()
+	a, err := ortc.NewTensor(env, []int64{1, 2}, []float32{1, 2})
+	require.NoError(t, err)
+	defer a.Release()
+	bv, err := ortc.NewTensor(env, []int64{2}, []float32{10, 20})
+	require.NoError(t, err)
+	defer bv.Release()
+
+	open := addSession(t, env, so)
+	released, err := open.NewBinding()
+	require.NoError(t, err)
+	released.Release()
+	released.Release()
+	released.Clear()
+	const gone = "the binding is released"
+	require.ErrorContains(t, open.RunBinding(released), gone)
+	require.ErrorContains(t, released.BindInput("a", a), gone)
+	require.ErrorContains(t, released.BindOutputTo("y", info), gone)
+	_, err = released.Outputs()
+	require.ErrorContains(t, err, gone)
+
+	b, err := open.NewBinding()
+	require.NoError(t, err)
+	defer b.Release()
+	s, err := env.NewSession(addShapeModel(t), so, []string{"a", "b"}, []string{"y", "s"})
+	require.NoError(t, err)
+	s.Close()
+	s.Close()
+	const closed = "the session is closed"
+	require.ErrorContains(t, s.Run([]*ortc.Value{a, bv}, []*ortc.Value{nil, nil}), closed)
+	require.ErrorContains(t, s.RunBinding(b), closed)
+	_, err = s.NewBinding()
+	require.ErrorContains(t, err, closed)
+	_, err = s.NewAllocator(info)
+	require.ErrorContains(t, err, closed)
+
+	cp := env.NewCopier(so)
+	cp.Close()
+	out, err := ortc.NewTensor(env, []int64{2}, []float32{0, 0})
+	require.NoError(t, err)
+	defer out.Release()
+	require.EqualError(t, cp.Copy(out, bv), "ortc: copy: the copier is closed")
+	_, err = cp.NewAllocator(info)
+	require.EqualError(t, err, "ortc: copy: the copier is closed")
+}
+
 // TestSessionErrors: wrong arity, a bad model and a shape that does not
 // match its data are errors, not crashes.
 func TestSessionErrors(t *testing.T) {

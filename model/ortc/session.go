@@ -401,6 +401,10 @@ func (e *Env) NewSessionFile(path string, so *ort.SessionOptions, inputs, output
 	return s, nil
 }
 
+// errClosed is the error of a call on a closed Session, whose null
+// OrtSession ONNX Runtime would dereference.
+var errClosed = errors.New("the session is closed")
+
 // Inputs and Outputs return the names the session was made with.
 func (s *Session) Inputs() []string  { return s.ins }
 func (s *Session) Outputs() []string { return s.outs }
@@ -422,6 +426,10 @@ func (s *Session) Close() {
 // the caller releases it (on error none is: the entries stay nil).
 // Non-nil entries are written in place.
 func (s *Session) Run(inputs, outputs []*Value) error {
+	if s.s == nil {
+		// Close dropped the names too: the counts below would be 0.
+		return fmt.Errorf("ortc: run: %w", errClosed)
+	}
 	if len(inputs) != len(s.inNames) || len(outputs) != len(s.outNames) {
 		return fmt.Errorf("ortc: run with %d inputs and %d outputs; the session has %d and %d", len(inputs), len(outputs), len(s.inNames), len(s.outNames))
 	}
