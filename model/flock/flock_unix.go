@@ -4,8 +4,8 @@
 // when the process exits, however it exits (SIGKILL and the OOM killer
 // included), so that no lock outlives its process: spiral's run
 // directories, evaluation outputs, artifacts, temporary files and stages
-// are held by them. Some network and FUSE file systems keep no such
-// locks (Unsupported); their callers then go on unlocked, as spiral ran
+// are held by them. Some network, FUSE and cluster file systems keep no
+// such locks (Unsupported); their callers then go on unlocked, as spiral ran
 // before it took these locks, rather than refuse to run there.
 package flock
 
@@ -40,7 +40,9 @@ func flock(f *os.File, how int) error {
 }
 
 // Unsupported reports whether err, from TryLock or Lock, says that the
-// file system keeps no such locks.
+// file system keeps no such locks: ENOTSUP or EOPNOTSUPP, ENOLCK (NFS
+// without its lock manager), or ENOSYS (Lustre mounted without flock).
 func Unsupported(err error) bool {
-	return errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOLCK)
+	return errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOLCK) ||
+		errors.Is(err, syscall.ENOSYS)
 }

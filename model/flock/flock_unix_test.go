@@ -15,7 +15,7 @@ import (
 )
 
 // TestUnsupported: the errors of flock(2) on a file system without
-// locks, wrapped or not, let the caller go on unlocked; the others, a
+// locks (NFS, FUSE, Lustre), wrapped or not, let the caller go on unlocked; the others, a
 // lock held elsewhere among them, do not.
 func TestUnsupported(t *testing.T) {
 	for _, tc := range []struct {
@@ -26,6 +26,10 @@ func TestUnsupported(t *testing.T) {
 		{syscall.EOPNOTSUPP, true},
 		{syscall.ENOLCK, true},
 		{fmt.Errorf("lock x: %w", syscall.ENOLCK), true},
+		// Lustre mounted without flock (its noflock mode, the default
+		// of older releases) answers flock(2) with ENOSYS.
+		{syscall.ENOSYS, true},
+		{&os.PathError{Op: "flock", Path: "x", Err: syscall.ENOSYS}, true},
 		{syscall.EWOULDBLOCK, false},
 		{syscall.EBADF, false},
 		{syscall.EINTR, false},
