@@ -98,10 +98,10 @@ func namesFile(path string, f *os.File) (bool, error) {
 }
 
 // lockRunByPID takes the lock file at path where flock(2) is not kept
-// (O_EXCL, holding the pid); a lock whose pid names no live process is
-// taken over. A pid that a killed run left and another process has since
-// (after a restart, in a new container) refuses the run: remove the file
-// then.
+// (O_EXCL, holding the pid); a lock whose pid names no live process, or
+// this one (a killed run's pid that this process has again, as in a
+// restarted container), is taken over. A pid that a killed run left and
+// another process has since refuses the run: remove the file then.
 func lockRunByPID(path string) (func() error, error) {
 	dir := filepath.Dir(path)
 	for range 2 {
@@ -127,7 +127,9 @@ func lockRunByPID(path string) (func() error, error) {
 		}
 		b, _ := os.ReadFile(path)
 		pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
-		if perr == nil && processAlive(pid) {
+		// This process's own pid is not another process's: a killed
+		// run's, which this process has again (a restarted container).
+		if perr == nil && pid != os.Getpid() && processAlive(pid) {
 			return nil, fmt.Errorf("%s is in use by another spiral process (pid %d, lock file %s); wait for it or use another --out (or, if no spiral runs there, remove the lock file)", dir, pid, path)
 		}
 		// A stale lock (its process is gone): take it over.

@@ -1339,3 +1339,44 @@ func TestCheckRunIdentity(t *testing.T) {
 	require.ErrorContains(t, CheckRunIdentity(dir, other), "holds a run of m on d")
 	require.NoError(t, CheckRunIdentity(dir, same))
 }
+
+// TestRunLockByPID: where flock(2) is not kept, the lock file alone is
+// the lock (lockRunByPID): a pid that names a live process other than
+// this one refuses the run, naming it; a lock whose pid is gone, or is
+// this process's own (a killed run's, in a restarted container where
+// this process has its pid again), or holds no pid is taken over; the
+// release removes the file.
+func TestRunLockByPID(t *testing.T) {
+	for _, tc := range []struct {
+		name, content string
+		refused       bool
+	}{
+		{name: "no lock", content: ""},
+		{name: "a live process's", content: strconv.Itoa(os.Getppid()) + "\n", refused: true},
+		{name: "this process's pid, left by a killed run", content: strconv.Itoa(os.Getpid()) + "\n"},
+		{name: "a dead process's", content: "2147483646\n"},
+		{name: "no pid", content: "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, lockFile)
+			if tc.content != "" {
+				require.NoError(t, os.WriteFile(path, []byte(tc.content), 0o666))
+			}
+			unlock, err := lockRunByPID(path)
+			if tc.refused {
+				require.ErrorContains(t, err, dir+" is in use by another spiral process (pid "+strconv.Itoa(os.Getppid())+", lock file "+path+")")
+				b, rerr := os.ReadFile(path)
+				require.NoError(t, rerr)
+				require.Equal(t, tc.content, string(b), "the holder's lock is left alone")
+				return
+			}
+			require.NoError(t, err)
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Equal(t, strconv.Itoa(os.Getpid())+"\n", string(b))
+			require.NoError(t, unlock())
+			require.NoFileExists(t, path)
+		})
+	}
+}
