@@ -172,6 +172,8 @@ type modelSession struct {
 	resolvedModel
 	rt  *model.Runtime
 	tok *tokenizer.Tokenizer
+	// warn is told of a wait for the artifacts' lock.
+	warn io.Writer
 }
 
 // openSession resolves the model, opens ONNX Runtime and loads the
@@ -202,7 +204,7 @@ func openSessionOn(env *cliEnv, rf *runtimeFlags, mf *modelFlags, engine string)
 	if err != nil {
 		return nil, err
 	}
-	return &modelSession{resolvedModel: r, tok: tok}, nil
+	return &modelSession{resolvedModel: r, tok: tok, warn: env.stderr}, nil
 }
 
 // openResolved is openSession on a model already resolved.
@@ -216,7 +218,7 @@ func openResolved(env *cliEnv, rf *runtimeFlags, r resolvedModel) (*modelSession
 		tok.Close()
 		return nil, err
 	}
-	return &modelSession{resolvedModel: r, rt: rt, tok: tok}, nil
+	return &modelSession{resolvedModel: r, rt: rt, tok: tok, warn: env.stderr}, nil
 }
 
 // close releases the tokenizer and the runtime, where one was opened.
@@ -425,7 +427,7 @@ func openSamplingPolicy(s *modelSession, ckpt, artifactsDir string, warn io.Writ
 // disabled), its artifacts in artifactsDir or, when "", under the cache,
 // and checks that the tokenizer fits it.
 func (s *modelSession) openPolicy(lora lmgraph.LoRA, artifactsDir string) (*model.Policy, error) {
-	arts := model.ArtifactOptions{LoRA: lora}
+	arts := model.ArtifactOptions{LoRA: lora, Waiting: s.warn}
 	if artifactsDir == "" {
 		var err error
 		if artifactsDir, err = cachedArtifactsDir(s.onnx, arts); err != nil {

@@ -277,6 +277,7 @@ func benchOpen(env *cliEnv, f *benchFlags, r resolvedModel, opts model.PolicyOpt
 		return nil, nil, nil, err
 	}
 	dir, err := cachedArtifactsDir(r.onnx, opts.Artifacts)
+	opts.Artifacts.Waiting = env.stderr
 	if err == nil {
 		pol, err = model.OpenPolicy(rt, r.onnx, dir, opts)
 	}

@@ -205,6 +205,7 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if dir == "" {
 			dir = filepath.Join(filepath.Dir(r.onnx), "artifacts")
 		}
+		arts.Waiting = env.stderr
 		art, err := model.PrepareArtifacts(r.onnx, dir, arts)
 		if err != nil {
 			return err

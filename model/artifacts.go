@@ -207,6 +207,9 @@ type ArtifactOptions struct {
 	// projections instead, every parameter frozen (Selection must then
 	// be empty).
 	LoRA lmgraph.LoRA
+	// Waiting, when not nil, is told when the artifacts directory is
+	// locked by another process long enough to say so (lockDir).
+	Waiting io.Writer
 }
 
 // key identifies the choice of trained parameters in a manifest.
@@ -233,7 +236,7 @@ func (o ArtifactOptions) key() string {
 // it at once, for one model or for different ones, never mix their files;
 // the training program is read before the lock is released (Program).
 func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) {
-	unlock, err := lockArtifacts(dir)
+	unlock, err := lockArtifacts(dir, opt.Waiting)
 	if err != nil {
 		return nil, err
 	}
@@ -251,12 +254,12 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 // lockArtifacts creates the artifacts directory dir and takes its lock
 // (lockDir), which a reader holds until it has read the files it uses: a
 // process preparing the directory for another model waits for it rather
-// than replacing the files under it.
-func lockArtifacts(dir string) (release func(), err error) {
+// than replacing the files under it; a long wait is told to waiting.
+func lockArtifacts(dir string, waiting io.Writer) (release func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("model: artifacts: %w", err)
 	}
-	return lockDir(dir)
+	return lockDir(dir, waiting)
 }
 
 // prepareArtifacts is PrepareArtifacts with the directory's lock held.

@@ -4,22 +4,32 @@ package model
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"time"
 
 	"github.com/spiral-rl/spiral/model/flock"
 )
+
+// lockWaitNotice is how long lockDir waits on another process's lock
+// before it says so: a reader holds the lock for the second or so its
+// sessions take to read the files, which is not worth a line.
+const lockWaitNotice = 2 * time.Second
 
 // lockDir takes an exclusive lock on the directory dir (flock(2) on the
 // directory itself, so no file is added and none needs write permission),
 // waiting while another process holds it, and returns its release. The
 // kernel drops the lock when the process exits, however it exits. On a
-// file system without such locks (flock.Unsupported) it locks nothing.
-func lockDir(dir string) (release func(), err error) {
+// file system without such locks (flock.Unsupported) it locks nothing. A
+// wait longer than lockWaitNotice is told to waiting (when not nil), so
+// that a second spiral on the same model's artifacts does not look hung
+// while the first builds them.
+func lockDir(dir string, waiting io.Writer) (release func(), err error) {
 	d, err := os.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("model: lock %s: %w", dir, err)
 	}
-	err = flock.Lock(d)
+	err = lockTelling(d, dir, waiting, lockWaitNotice)
 	if flock.Unsupported(err) {
 		d.Close()
 		return func() {}, nil
@@ -31,4 +41,25 @@ func lockDir(dir string) (release func(), err error) {
 	// Closing the descriptor releases the lock (a directory opened for
 	// reading has nothing to flush, so the close cannot lose anything).
 	return func() { d.Close() }, nil
+}
+
+// lockTelling locks d (the directory dir), telling waiting once when the
+// wait passes after, and again when it ends.
+func lockTelling(d *os.File, dir string, waiting io.Writer, after time.Duration) error {
+	if waiting == nil {
+		return flock.Lock(d)
+	}
+	told := make(chan struct{})
+	timer := time.AfterFunc(after, func() {
+		defer close(told)
+		fmt.Fprintf(waiting, "spiral: waiting for %s: another spiral process is building or reading these artifacts\n", dir)
+	})
+	err := flock.Lock(d)
+	if !timer.Stop() {
+		<-told
+		if err == nil {
+			fmt.Fprintf(waiting, "spiral: %s is free; going on\n", dir)
+		}
+	}
+	return err
 }

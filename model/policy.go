@@ -70,7 +70,7 @@ type PolicyOptions struct {
 // opt.Train is set, the training executor.
 func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Policy, error) {
 	// The artifacts stay locked until the sessions below have read them.
-	unlock, err := lockArtifacts(artifactsDir)
+	unlock, err := lockArtifacts(artifactsDir, opt.Artifacts.Waiting)
 	if err != nil {
 		return nil, err
 	}
