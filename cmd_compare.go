@@ -71,6 +71,9 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 				return err
 			}
 		}
+		if err := c.seedPoints(); err != nil {
+			return err
+		}
 		if diff := c.problemDifferences(); diff != "" {
 			if !*allowDiff {
 				return fmt.Errorf("reports evaluated on different problems (a ratio or gain between them compares different questions; --allow-different-problems compares them anyway):\n%s", diff)
@@ -181,10 +184,12 @@ type comparison struct {
 	sources map[report.Mode][]reportSource
 }
 
-// reportSource is a report file and the problems it was evaluated on.
+// reportSource is a report file, its label, the problems it was
+// evaluated on and the points it measured (k, RSA steps or budgets).
 type reportSource struct {
-	path     string
-	problems report.ProblemSet
+	path, label string
+	problems    report.ProblemSet
+	points      []int
 }
 
 func (c *comparison) read(path string) error {
@@ -192,28 +197,67 @@ func (c *comparison) read(path string) error {
 	if err != nil {
 		return err
 	}
-	var set report.ProblemSet
+	src := reportSource{path: path}
 	switch m {
 	case report.ModePassAtK:
 		var r report.PassAtK
-		err = report.ReadJSON(path, &r)
-		c.passk, set = append(c.passk, r), r.ProblemSet()
+		if err := report.ReadJSON(path, &r); err != nil {
+			return err
+		}
+		c.passk = append(c.passk, r)
+		src.label, src.problems = r.Meta.Name(), r.ProblemSet()
+		for _, p := range r.Points {
+			src.points = append(src.points, p.K)
+		}
 	case report.ModeRSA:
 		var r report.RSA
-		err = report.ReadJSON(path, &r)
-		c.rsa, set = append(c.rsa, r), r.ProblemSet()
+		if err := report.ReadJSON(path, &r); err != nil {
+			return err
+		}
+		c.rsa = append(c.rsa, r)
+		src.label, src.problems = r.Meta.Name(), r.ProblemSet()
+		for _, st := range r.Steps {
+			src.points = append(src.points, st.Step)
+		}
 	case report.ModeSequential:
 		var r report.Budget
-		err = report.ReadJSON(path, &r)
-		c.budget, set = append(c.budget, r), r.ProblemSet()
-	}
-	if err != nil {
-		return err
+		if err := report.ReadJSON(path, &r); err != nil {
+			return err
+		}
+		c.budget = append(c.budget, r)
+		src.label, src.problems = r.Meta.Name(), r.ProblemSet()
+		for _, p := range r.Points {
+			src.points = append(src.points, p.Budget)
+		}
 	}
 	if c.sources == nil {
 		c.sources = map[report.Mode][]reportSource{}
 	}
-	c.sources[m] = append(c.sources[m], reportSource{path, set})
+	c.sources[m] = append(c.sources[m], src)
+	return nil
+}
+
+// seedPoints refuses a label's reports (seeds, averaged point by point)
+// that measured other points than its first: other k, RSA steps or
+// budgets, naming both files.
+func (c *comparison) seedPoints() error {
+	for _, m := range []struct {
+		mode       report.Mode
+		what, flag string
+	}{{report.ModePassAtK, "pass@k at k", "--samples"}, {report.ModeRSA, "RSA steps", "--rsa-steps"}, {report.ModeSequential, "sequential accuracy at budgets", "--max-new-tokens"}} {
+		first := map[string]reportSource{}
+		for _, s := range c.sources[m.mode] {
+			f, ok := first[s.label]
+			if !ok {
+				first[s.label] = s
+				continue
+			}
+			if !slices.Equal(s.points, f.points) {
+				return fmt.Errorf("%s and %s, seeds of label %s (averaged point by point), measure %s %v and %v (eval's %s): evaluate a label's seeds alike, or give them other --label",
+					f.path, s.path, s.label, m.what, f.points, s.points, m.flag)
+			}
+		}
+	}
 	return nil
 }
 

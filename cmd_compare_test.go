@@ -1,6 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -139,4 +144,53 @@ func TestNoEntropy(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, out.String(), "none with an informative problem")
 	require.Contains(t, out.String(), "the seeds measured it at different steps")
+}
+
+// TestCompareSeedsMeasureDifferentPoints: reports of one label are seeds,
+// averaged point by point, so seeds that measured other points are
+// refused naming both files and what differs; the error named neither
+// file ("report: m: seed reports measure different points ([1 2 4] and
+// [1 2])"), leaving the user to find which of the label's reports it was.
+func TestCompareSeedsMeasureDifferentPoints(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		return p
+	}
+	passk := func(ks ...int) string {
+		var pts []string
+		for _, k := range ks {
+			pts = append(pts, fmt.Sprintf(`{"k": %d, "pass_at_k": 0.5, "majority_at_k": 0.5}`, k))
+		}
+		return `{"meta": {"mode": "passk", "model": "m", "problems": 1}, "config": {"samples": 4}, "points": [` + strings.Join(pts, ", ") + `]}`
+	}
+	rsa := func(steps int) string {
+		var sts []string
+		for s := range steps {
+			sts = append(sts, fmt.Sprintf(`{"step": %d, "accuracy": 0.5, "majority": 0.5}`, s))
+		}
+		return `{"meta": {"mode": "rsa", "model": "m", "problems": 1}, "steps": [` + strings.Join(sts, ", ") + `]}`
+	}
+	budget := func(budgets ...int) string {
+		var pts []string
+		for _, b := range budgets {
+			pts = append(pts, fmt.Sprintf(`{"budget": %d, "accuracy": 0.5, "mean_tokens": 1}`, b))
+		}
+		return `{"meta": {"mode": "sequential", "model": "m", "problems": 1}, "points": [` + strings.Join(pts, ", ") + `]}`
+	}
+	for _, tc := range []struct {
+		name, a, b, want string
+	}{
+		{"passk", passk(1, 2, 4), passk(1, 2), "pass@k at k [1 2 4] and [1 2] (eval's --samples)"},
+		{"rsa", rsa(3), rsa(2), "RSA steps [0 1 2] and [0 1] (eval's --rsa-steps)"},
+		{"sequential", budget(1, 2), budget(1, 4), "sequential accuracy at budgets [1 2] and [1 4] (eval's --max-new-tokens)"},
+	} {
+		a, b := write(tc.name+"-a.json", tc.a), write(tc.name+"-b.json", tc.b)
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"compare", a, b}, &cliEnv{stdout: &stdout, stderr: &stderr})
+		require.Equal(t, exitFailure, code, tc.name)
+		require.Equal(t, fmt.Sprintf("spiral compare: %s and %s, seeds of label m (averaged point by point), measure %s: evaluate a label's seeds alike, or give them other --label\n", a, b, tc.want), stderr.String(), tc.name)
+		require.Empty(t, stdout.String(), tc.name)
+	}
 }
