@@ -71,7 +71,7 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 				return err
 			}
 		}
-		if err := c.seedPoints(); err != nil {
+		if err := c.checkSeeds(); err != nil {
 			return err
 		}
 		if diff := c.problemDifferences(); diff != "" {
@@ -237,10 +237,30 @@ func (c *comparison) read(path string) error {
 	return nil
 }
 
-// seedPoints refuses a label's reports (seeds, averaged point by point)
+// checkSeeds refuses a label's reports (seeds, averaged point by point)
 // that measured other points than its first: other k, RSA steps or
-// budgets, naming both files.
-func (c *comparison) seedPoints() error {
+// budgets, naming both files; and a --run label's runs that logged other
+// training steps than its first, or held out evaluations at other steps
+// (of those that logged any), naming both directories.
+func (c *comparison) checkSeeds() error {
+	for _, g := range report.Group(c.runs, func(r labelledRun) string { return r.label }) {
+		var held *labelledRun
+		for i, r := range g {
+			if !slices.Equal(r.curves.Steps, g[0].curves.Steps) {
+				return fmt.Errorf("run %s: seeds %s and %s log different training steps (%d and %d steps)",
+					r.label, g[0].dir, r.dir, len(g[0].curves.Steps), len(r.curves.Steps))
+			}
+			if len(r.curves.HeldOut.Keys) == 0 {
+				continue
+			}
+			if held == nil {
+				held = &g[i]
+			} else if !slices.Equal(r.curves.HeldOut.Keys, held.curves.HeldOut.Keys) {
+				return fmt.Errorf("run %s: seeds %s and %s log held-out evaluations at different steps (%v and %v; %s)",
+					r.label, held.dir, r.dir, held.curves.HeldOut.Keys, r.curves.HeldOut.Keys, rl.EvalFile)
+			}
+		}
+	}
 	for _, m := range []struct {
 		mode       report.Mode
 		what, flag string
@@ -662,12 +682,6 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []repor
 			}
 			generated += r.curves.Generated
 			traces += r.curves.Traces
-		}
-		for _, r := range g[1:] {
-			if !slices.Equal(r.curves.Steps, g[0].curves.Steps) {
-				return nil, nil, fmt.Errorf("compare: run %s: seeds %s and %s log different training steps (%d and %d steps)",
-					label, g[0].dir, r.dir, len(g[0].curves.Steps), len(r.curves.Steps))
-			}
 		}
 		// A step that trained nothing measured no entropy: the mean curve
 		// has the steps every seed measured.

@@ -194,3 +194,44 @@ func TestCompareSeedsMeasureDifferentPoints(t *testing.T) {
 		require.Empty(t, stdout.String(), tc.name)
 	}
 }
+
+// TestCompareRunSeedsHeldOutAtOtherSteps: seeds of a --run label whose
+// held-out evaluations (eval.jsonl) were logged at other steps, as when
+// one run's last line is cut short and left out, are refused naming both
+// run directories before any table is printed; the error named neither
+// ("report: a: seed reports measure different points ([0 2] and [0])"),
+// after the label's entropy had been printed.
+func TestCompareRunSeedsHeldOutAtOtherSteps(t *testing.T) {
+	dir := t.TempDir()
+	runDir := func(name string, evalSteps ...int) string {
+		d := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		var metrics, evals string
+		for s := 1; s <= 2; s++ {
+			metrics += fmt.Sprintf(`{"step": %d, "search": {"traces": 2, "reward": 0.5, "mean_length": 3}, "entropy": 0.1}`+"\n", s)
+		}
+		for _, s := range evalSteps {
+			evals += fmt.Sprintf(`{"step": %d, "problems": 1, "samples": 1, "points": [{"k": 1, "pass_at_k": 0.5, "majority_at_k": 0.5}]}`+"\n", s)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(d, "metrics.jsonl"), []byte(metrics), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "eval.jsonl"), []byte(evals), 0o644))
+		return d
+	}
+	a, b := runDir("s1", 0, 2), runDir("s2", 0)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"compare", "--run", "x=" + a, "--run", "x=" + b}, &cliEnv{stdout: &stdout, stderr: &stderr})
+	require.Equal(t, exitFailure, code)
+	require.Equal(t, fmt.Sprintf("spiral compare: run x: seeds %s and %s log held-out evaluations at different steps ([0 2] and [0]; eval.jsonl)\n", a, b), stderr.String())
+	require.Empty(t, stdout.String())
+
+	// Seeds that logged different training steps are refused as before,
+	// before any table too.
+	c := runDir("s3", 0, 2)
+	require.NoError(t, os.WriteFile(filepath.Join(c, "metrics.jsonl"), []byte(`{"step": 1, "search": {"traces": 2, "reward": 0.5, "mean_length": 3}, "entropy": 0.1}`+"\n"), 0o644))
+	stdout.Reset()
+	stderr.Reset()
+	code = run(context.Background(), []string{"compare", "--run", "x=" + a, "--run", "x=" + c}, &cliEnv{stdout: &stdout, stderr: &stderr})
+	require.Equal(t, exitFailure, code)
+	require.Equal(t, fmt.Sprintf("spiral compare: run x: seeds %s and %s log different training steps (2 and 1 steps)\n", a, c), stderr.String())
+	require.Empty(t, stdout.String())
+}
