@@ -193,7 +193,7 @@ type reportSource struct {
 }
 
 func (c *comparison) read(path string) error {
-	m, err := reportMode(path)
+	m, err := reportMode("compare", path)
 	if err != nil {
 		return err
 	}

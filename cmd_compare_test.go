@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,4 +235,24 @@ func TestCompareRunSeedsHeldOutAtOtherSteps(t *testing.T) {
 	require.Equal(t, exitFailure, code)
 	require.Equal(t, fmt.Sprintf("spiral compare: run x: seeds %s and %s log different training steps (2 and 1 steps)\n", a, c), stderr.String())
 	require.Empty(t, stdout.String())
+}
+
+// TestReportModeOfADirectory: a directory given where an eval report is
+// wanted is a usage error that says what the command takes; compare's
+// said "plot takes eval reports", and that a training run "draws its own
+// training.png", both of plot.
+func TestReportModeOfADirectory(t *testing.T) {
+	dir := t.TempDir()
+	rep := twoPassKReports(t, dir)[0]
+	for _, tc := range []struct{ cmd, want string }{
+		{"plot", fmt.Sprintf("spiral plot: %s is a directory: plot takes eval reports (%s, ...); a training run draws its own training.png, and `spiral compare --run LABEL=%s` compares runs\n",
+			dir, filepath.Join(dir, "passk.json"), dir)},
+		{"compare", fmt.Sprintf("spiral compare: %s is a directory: compare takes eval reports (%s, ...) as arguments, and a training run as --run LABEL=%s\n",
+			dir, filepath.Join(dir, "passk.json"), dir)},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{tc.cmd, dir, rep}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, tc.cmd)
+		require.Equal(t, tc.want, stderr.String(), tc.cmd)
+	}
 }

@@ -49,7 +49,7 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		}
 		var mode report.Mode
 		for _, p := range args {
-			m, err := reportMode(p)
+			m, err := reportMode("plot", p)
 			if err != nil {
 				return err
 			}
@@ -126,11 +126,15 @@ func distinctNames(names, paths []string) []string {
 	return out
 }
 
-// reportMode reads the meta.mode of a report file: passk, rsa or
-// sequential, else an error naming the file.
-func reportMode(path string) (report.Mode, error) {
+// reportMode reads the meta.mode of a report file given to cmd (plot or
+// compare): passk, rsa or sequential, else an error naming the file.
+func reportMode(cmd, path string) (report.Mode, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return "", usageError{fmt.Errorf("%s is a directory: plot takes eval reports (%s/passk.json, ...); a training run draws its own %s, and `spiral compare --run LABEL=%s` compares runs", path, path, "training.png", path)}
+		reports := filepath.Join(path, "passk.json")
+		if cmd == "compare" {
+			return "", usageError{fmt.Errorf("%s is a directory: compare takes eval reports (%s, ...) as arguments, and a training run as --run LABEL=%s", path, reports, path)}
+		}
+		return "", usageError{fmt.Errorf("%s is a directory: plot takes eval reports (%s, ...); a training run draws its own training.png, and `spiral compare --run LABEL=%s` compares runs", path, reports, path)}
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
