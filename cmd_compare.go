@@ -57,6 +57,9 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		}
 		for _, r := range *runs {
 			label, dir, _ := strings.Cut(r, "=")
+			if err := checkRunDir(r, dir); err != nil {
+				return err
+			}
 			curves, err := rl.ReadRunCurves(dir)
 			if err != nil {
 				return err
@@ -112,6 +115,24 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		fmt.Fprintf(env.stdout, "wrote %s (plots and summary.md)\n", *out)
 		return nil
 	}
+}
+
+// checkRunDir refuses a --run (given as arg) whose dir is a file, such as
+// an eval report, or a directory without a metrics.jsonl, such as an
+// eval's --out: not a training run's directory. A path that cannot be
+// read is left to rl.ReadRunCurves, which names it.
+func checkRunDir(arg, dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil
+	}
+	if !st.IsDir() {
+		return usageError{fmt.Errorf("--run %s: %s is a file: want a training run's directory (train's --out, holding %s); an eval report is given as an argument", arg, dir, rl.MetricsFile)}
+	}
+	if _, err := os.Stat(filepath.Join(dir, rl.MetricsFile)); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("--run %s: %s holds no %s: want a training run's directory (train's --out)", arg, dir, rl.MetricsFile)
+	}
+	return nil
 }
 
 // comparePlots names the plots compare --out writes (each with the

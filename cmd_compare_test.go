@@ -256,3 +256,26 @@ func TestReportModeOfADirectory(t *testing.T) {
 		require.Equal(t, tc.want, stderr.String(), tc.cmd)
 	}
 }
+
+// TestCompareRunNotARunDirectory: a --run that names a file (an eval
+// report, or the run's metrics.jsonl) or a directory without a
+// metrics.jsonl (an eval's --out) says what --run wants; it said "rl: run
+// e/passk.json: open e/passk.json/metrics.jsonl: not a directory".
+func TestCompareRunNotARunDirectory(t *testing.T) {
+	dir := t.TempDir()
+	rep := twoPassKReports(t, dir)[0]
+	evalOut := filepath.Dir(rep)
+	for _, tc := range []struct {
+		name, arg string
+		code      int
+		want      string
+	}{
+		{"a file", "a=" + rep, exitUsage, fmt.Sprintf("spiral compare: --run a=%s: %s is a file: want a training run's directory (train's --out, holding metrics.jsonl); an eval report is given as an argument\n", rep, rep)},
+		{"no metrics.jsonl", "a=" + evalOut, exitFailure, fmt.Sprintf("spiral compare: --run a=%s: %s holds no metrics.jsonl: want a training run's directory (train's --out)\n", evalOut, evalOut)},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"compare", "--run", tc.arg}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, tc.code, code, tc.name)
+		require.Equal(t, tc.want, stderr.String(), tc.name)
+	}
+}
