@@ -90,7 +90,7 @@ func EfficiencyIntervals(ref, other []PassAtK, b Bootstrap) ([]RatioInterval, er
 	out := make([]RatioInterval, len(ratios))
 	tail := (1 - b.Level) / 2
 	for j, rs := range ratios {
-		slices.SortFunc(rs, func(x, y drawnRatio) int { return cmp.Compare(x.ratio, y.ratio) })
+		slices.SortFunc(rs, compareDrawn)
 		lo, hi := rs[rank(tail, len(rs))], rs[rank(1-tail, len(rs))]
 		out[j] = RatioInterval{K: ref[0].Points[j].K, Lo: lo.ratio, Hi: hi.ratio,
 			LoAtMost: lo.bound == AtMost, HiAtLeast: hi.bound == AtLeast, LoAtLeast: lo.bound == AtLeast, HiAtMost: hi.bound == AtMost}
@@ -101,6 +101,23 @@ func EfficiencyIntervals(ref, other []PassAtK, b Bootstrap) ([]RatioInterval, er
 type drawnRatio struct {
 	ratio float64
 	bound Bound
+}
+
+// compareDrawn orders draws by ratio and, at one ratio, by what their
+// bound says of the true ratio: an AtMost draw (at most the ratio) before
+// an exact one, an AtLeast draw (at least it) after; so that an
+// interval's end is a bound only where the draws at its rank are.
+func compareDrawn(x, y drawnRatio) int {
+	order := func(b Bound) int {
+		switch b {
+		case AtMost:
+			return -1
+		case AtLeast:
+			return 1
+		}
+		return 0
+	}
+	return cmp.Or(cmp.Compare(x.ratio, y.ratio), cmp.Compare(order(x.bound), order(y.bound)))
 }
 
 // rank is the nearest-rank index of quantile q among n sorted values:

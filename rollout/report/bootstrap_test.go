@@ -255,3 +255,24 @@ func TestEfficiencyIntervalsRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestEfficiencyIntervalsTiedBounds: draws of one ratio, some exact and
+// some bounds, are ordered by what they say of the true ratio (an "at
+// most" draw below an exact one, an "at least" draw above), so that an
+// interval's end carries a bound's mark only where the draws at and
+// beyond its rank are bounds. Here the reference's pass@2 is 1 on each of
+// 4 problems and the other's (at its largest k, 2) is 1 on problems 0-2
+// and 0 on problem 3: every draw's ratio at k = 2 is 1, exact where the
+// draw leaves problem 3 out ((3/4)^4, about 32% of the draws), else at
+// least 1. The ends were picked among the tied draws in the unstable
+// sort's order: the interval read ">=1.00 to >=1.00x", a lower end no
+// firmer than "at least" though a third of the draws are exact; it reads
+// "1.00 to >=1.00x".
+func TestEfficiencyIntervalsTiedBounds(t *testing.T) {
+	ref := []report.PassAtK{countsReport(t, "a", 2, same(1, 4))}
+	other := []report.PassAtK{countsReport(t, "b", 2, []int{1, 1, 1, 0})}
+	iv, err := report.EfficiencyIntervals(ref, other, report.DefaultBootstrap())
+	require.NoError(t, err)
+	require.Len(t, iv, 2)
+	require.Equal(t, report.RatioInterval{K: 2, Lo: 1, Hi: 1, HiAtLeast: true}, iv[1])
+}
