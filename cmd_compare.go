@@ -725,8 +725,9 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []repor
 			}
 			sum.set(label, "entropy, first -> last steps", text)
 		}
-		fmt.Fprintf(w, "; %d traces and %d generated tokens per seed", traces/len(g), generated/len(g))
-		sum.set(label, "training traces / tokens per seed", fmt.Sprintf("%d / %d", traces/len(g), generated/len(g)))
+		perSeed := func(n int) float64 { return math.Round(float64(n) / float64(len(g))) }
+		fmt.Fprintf(w, "; %.0f traces and %.0f generated tokens per seed", perSeed(traces), perSeed(generated))
+		sum.set(label, "training traces / tokens per seed", fmt.Sprintf("%.0f / %.0f", perSeed(traces), perSeed(generated)))
 		if len(ho) > 0 {
 			h, err := report.MeanCurves(label, ho)
 			if err != nil {

@@ -279,3 +279,22 @@ func TestCompareRunNotARunDirectory(t *testing.T) {
 		require.Equal(t, tc.want, stderr.String(), tc.name)
 	}
 }
+
+// TestRunCurvesTokensPerSeed: the traces and tokens per seed are the
+// means over the label's seeds, rounded: seeds that sampled 1, 2 and 2
+// tokens (and 2, 2 and 3 traces) are 2 tokens and 2 traces a seed, where
+// the integer division read 1 and 2 (the study's SPIRAL, 9,542,324 tokens
+// over 3 seeds, read 3,180,774 for 3,180,774.67).
+func TestRunCurvesTokensPerSeed(t *testing.T) {
+	var c comparison
+	for i, g := range []int{1, 2, 2} {
+		c.runs = append(c.runs, labelledRun{label: "x", dir: fmt.Sprint("s", i), curves: rl.RunCurves{
+			Steps: []int{1}, Entropy: report.Curve{Keys: []int{1}, Y: []float64{0.1}}, Generated: g, Traces: []int{2, 2, 3}[i]}})
+	}
+	var out strings.Builder
+	sum := newSummary()
+	_, _, err := c.runCurves(&out, sum)
+	require.NoError(t, err)
+	require.Contains(t, out.String(), "; 2 traces and 2 generated tokens per seed")
+	require.Equal(t, "2 / 2", sum.cells[[2]string{"x", "training traces / tokens per seed"}])
+}
