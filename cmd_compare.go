@@ -400,7 +400,10 @@ func (c *comparison) report(w io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
-	if len(c.budget) > 1 {
+	switch {
+	case len(budget) == 1:
+		fmt.Fprintf(w, "sequential: only %s; nothing to compare\n\n", budget[0].Label)
+	case len(budget) > 1:
 		if err := compareBudget(w, tokens); err != nil {
 			return err
 		}

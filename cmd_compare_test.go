@@ -298,3 +298,20 @@ func TestRunCurvesTokensPerSeed(t *testing.T) {
 	require.Contains(t, out.String(), "; 2 traces and 2 generated tokens per seed")
 	require.Equal(t, "2 / 2", sum.cells[[2]string{"x", "training traces / tokens per seed"}])
 }
+
+// TestCompareSequentialOneLabel: sequential reports of one label (its
+// seeds) have nothing to compare, which compare says, as it does of
+// pass@k; it printed nothing at all and exited 0.
+func TestCompareSequentialOneLabel(t *testing.T) {
+	dir := t.TempDir()
+	var reps []string
+	for i := range 2 {
+		p := filepath.Join(dir, fmt.Sprintf("s%d.json", i))
+		require.NoError(t, os.WriteFile(p, []byte(`{"meta": {"mode": "sequential", "model": "m", "problems": 1}, "config": {"samples": 1},
+			"points": [{"budget": 1, "accuracy": 0, "mean_tokens": 1}, {"budget": 2, "accuracy": 0.5, "mean_tokens": 1.5}]}`), 0o644))
+		reps = append(reps, p)
+	}
+	var stdout, stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), append([]string{"compare"}, reps...), &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	require.Equal(t, "sequential: only m; nothing to compare\n\n", stdout.String())
+}
