@@ -262,11 +262,15 @@ func omitZero(x float64) json.RawMessage {
 // no_update existed marks a step that trained nothing by "examples": 0
 // (always written then); a line without "examples" is taken as measured.
 // A null loss, entropy, gradient norm or engine log-probability
-// difference (MarshalJSON) reads as NaN.
+// difference (MarshalJSON) reads as NaN. A line without a step >= 1
+// (null, {}) is no step's metrics: an error, not a step 0 of zeros.
 func decodeMetrics(b []byte) (Metrics, error) {
 	var m Metrics
 	if err := json.Unmarshal(b, &m); err != nil {
 		return Metrics{}, err
+	}
+	if m.Step < 1 {
+		return Metrics{}, fmt.Errorf(`no training step ("step" = %d): want a step's metrics, as train writes them`, m.Step)
 	}
 	var old struct {
 		Examples      *int            `json:"examples"`

@@ -1155,6 +1155,11 @@ func TestReadRunCurvesTornLastLine(t *testing.T) {
 		{"only a torn line", m1[:5], "", 0, 0, nil, "logs no training step", ""},
 		{"bad line in the middle", m1 + "\n" + m2[:10] + "\n" + m2 + "\n", "", 0, 0, nil, "unexpected end of JSON input", MetricsFile + ":2"},
 		{"bad last line with its newline", m1 + "\n" + m2[:10] + "\n", "", 0, 0, nil, "unexpected end of JSON input", MetricsFile + ":2"},
+		// A line that is JSON but no step's metrics read as a step 0 with
+		// a token entropy of 0, which the entropy's mean took in.
+		{"null line", m1 + "\nnull\n" + m2 + "\n", "", 0, 0, nil, `no training step ("step" = 0): want a step's metrics, as train writes them`, MetricsFile + ":2"},
+		{"empty object", m1 + "\n{}\n" + m2 + "\n", "", 0, 0, nil, `no training step ("step" = 0)`, MetricsFile + ":2"},
+		{"empty object last", m1 + "\n" + m2 + "\n{}", "", 0, 0, nil, `no training step ("step" = 0)`, MetricsFile + ":3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
