@@ -571,7 +571,7 @@ func TestDamagedNewestCheckpoint(t *testing.T) {
 					func(t *testing.T, r result) {
 						var rep report.PassAtK
 						require.NoError(t, report.ReadJSON(filepath.Join(dir, "eval", "passk.json"), &rep))
-						require.Equal(t, "embedded@ckpt-000001", rep.Meta.Model, "the report names the checkpoint evaluated")
+						require.Equal(t, "embedded@run/ckpt-000001", rep.Meta.Model, "the report names the run and checkpoint evaluated")
 					}},
 				{"generate", []string{"generate", "--checkpoint", ckpts, "--max-new-tokens", "4", "--threads", "1", "Compute 2+3."},
 					func(t *testing.T, r result) { require.Contains(t, r.stdout, "=== prompt 0, sample 0") }},
