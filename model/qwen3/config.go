@@ -116,12 +116,14 @@ func (c Config) check() error {
 	return nil
 }
 
-// ParseConfig decodes a Hugging Face config.json and validates it. Absent
-// or null fields take transformers' Qwen3Config defaults where the
-// architecture allows one: head_dim = hidden_size / num_attention_heads,
-// num_key_value_heads = num_attention_heads, rope_theta 10000,
-// rms_norm_eps 1e-6, tie_word_embeddings false. A model_type other than
-// "qwen3" (when present) is an error.
+// ParseConfig decodes a Hugging Face config.json and validates it.
+// rope_theta is read where transformers 5 writes it, in rope_parameters,
+// when the top level has none. Absent or null fields take transformers'
+// Qwen3Config defaults where the architecture allows one: head_dim =
+// hidden_size / num_attention_heads, num_key_value_heads =
+// num_attention_heads, rope_theta 10000, rms_norm_eps 1e-6,
+// tie_word_embeddings false. A model_type other than "qwen3" (when
+// present) is an error.
 func ParseConfig(data []byte) (Config, error) {
 	c, err := parseConfig(data)
 	if err != nil {
@@ -137,10 +139,20 @@ func parseConfig(data []byte) (Config, error) {
 	}
 	var extra struct {
 		ModelType string `json:"model_type"`
+		// RopeParameters is transformers 5's form of the rotary
+		// settings, which holds rope_theta in place of the top level.
+		RopeParameters struct {
+			RopeTheta float64 `json:"rope_theta"`
+		} `json:"rope_parameters"`
 	}
-	json.Unmarshal(data, &extra)
+	if err := json.Unmarshal(data, &extra); err != nil {
+		return Config{}, err
+	}
 	if extra.ModelType != "" && extra.ModelType != "qwen3" {
 		return Config{}, fmt.Errorf("model_type %q, want \"qwen3\"", extra.ModelType)
+	}
+	if c.RopeTheta == 0 {
+		c.RopeTheta = extra.RopeParameters.RopeTheta
 	}
 	if c.KVHeads == 0 {
 		c.KVHeads = c.Heads

@@ -25,6 +25,30 @@ func TestLoadHFConfig(t *testing.T) {
 	}
 }
 
+// TestParseConfigRopeParameters reads rope_theta from rope_parameters,
+// where transformers 5 writes it (save_pretrained leaves no top-level
+// rope_theta): Qwen3-4B's 1e6 there was read as the default 10000.
+func TestParseConfigRopeParameters(t *testing.T) {
+	shape := `"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "head_dim": 16, "intermediate_size": 128, "vocab_size": 100`
+	for _, tc := range []struct {
+		name, json string
+		want       float64
+	}{
+		{"transformers 5", `{` + shape + `, "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"}}`, 1e6},
+		{"transformers 4", `{` + shape + `, "rope_theta": 5000000, "rope_scaling": null}`, 5e6},
+		{"top level first", `{` + shape + `, "rope_theta": 5000000, "rope_parameters": {"rope_theta": 1000000.0}}`, 5e6},
+		{"neither", `{` + shape + `, "rope_parameters": null}`, 10000},
+	} {
+		c, err := ParseConfig([]byte(tc.json))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if c.RopeTheta != tc.want {
+			t.Errorf("%s: rope_theta %g, want %g", tc.name, c.RopeTheta, tc.want)
+		}
+	}
+}
+
 func TestParseConfigDefaults(t *testing.T) {
 	c, err := ParseConfig([]byte(`{"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
 		"intermediate_size": 128, "vocab_size": 100, "head_dim": null}`))
