@@ -34,7 +34,10 @@ var (
 	// names (spiral's own graphs; TorchScript exports keep them for
 	// norms and embeddings). An export of a module that wraps the model (HF's TorchScript
 	// tests trace one) prefixes every name with one more "model.".
-	hfNameRE = regexp.MustCompile(`^(?:model\.)?((?:model\.(?:embed_tokens|norm)|model\.layers\.\d+\.(?:input_layernorm|post_attention_layernorm|self_attn\.[qkvo]_proj|self_attn\.[qk]_norm|mlp\.(?:gate|up|down)_proj)|lm_head)\.weight)$`)
+	// A projection's bias (Qwen2's q, k and v; attention_bias or
+	// mlp_bias in other configs) keeps its name in a TorchScript export
+	// (testdata/hfqwen2), since the graph adds it as it is.
+	hfNameRE = regexp.MustCompile(`^(?:model\.)?((?:model\.(?:embed_tokens|norm)|model\.layers\.\d+\.(?:input_layernorm|post_attention_layernorm|self_attn\.[qkvo]_proj|self_attn\.[qk]_norm|mlp\.(?:gate|up|down)_proj)|lm_head)\.weight|model\.layers\.\d+\.(?:self_attn\.[qkvo]_proj|mlp\.(?:gate|up|down)_proj)\.bias)$`)
 	// hfMatMulRE reads the module of a projection from its MatMul node's
 	// name, as the TorchScript exporter (optimum) writes it:
 	// "/model/layers.0/self_attn/q_proj/MatMul" (a wrapped model:
@@ -69,9 +72,9 @@ func dynamoModule(n *onnxpb.NodeProto) string {
 }
 
 // HFParams maps the parameters of the graph m to transformers' Qwen3
-// parameter names, in initializer order: by the initializer's own name
-// when it is one of transformers' (transposed when it is a MatMul's right
-// operand), else by the module of the MatMul node that reads it, from the
+// parameter names (and the projections' biases, Qwen2's), in initializer
+// order: by the initializer's own name when it is one of transformers'
+// (transposed when it is a MatMul's right operand), else by the module of the MatMul node that reads it, from the
 // node's name (TorchScript exports) or its name scopes (dynamo exports).
 // A table named lm_head.weight that a Gather reads and no MatMul is the
 // embedding (the dynamo exporter keeps a tied pair under the head's name).

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -322,4 +324,39 @@ func TestSideFiles(t *testing.T) {
 	require.Equal(t, filepath.Join("t", "tokenizer_config.json"), given["tokenizer_config.json"])
 	require.Equal(t, filepath.Join("t", "merges.txt"), given["merges.txt"])
 	require.Equal(t, filepath.Join("m", "generation_config.json"), given["generation_config.json"])
+}
+
+// TestExportHFQwen2 exports testdata/hfqwen2 (transformers'
+// Qwen2ForCausalLM: q, k and v projections with a bias, an untied head)
+// and compares model.safetensors with the state dict transformers saves
+// for that model (weights.safetensors, made by make_fixture.py): the same
+// names, shapes and bytes, the biases among them. A bias, which the graph
+// adds under its transformers name, was refused as having none.
+func TestExportHFQwen2(t *testing.T) {
+	dir := filepath.Join("testdata", "hfqwen2")
+	out := t.TempDir()
+	_, err := model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, &params.Store{}, lmgraph.LoRA{}, nil)
+	require.NoError(t, err)
+	decode := func(path string) map[string]params.RawTensor {
+		raw, err := os.ReadFile(path)
+		require.NoError(t, err)
+		f, err := params.Decode(raw)
+		require.NoError(t, err)
+		byName := map[string]params.RawTensor{}
+		for _, tensor := range f.Tensors {
+			byName[tensor.Name] = tensor
+		}
+		return byName
+	}
+	got := decode(filepath.Join(out, model.HFWeightsFile))
+	want := decode(filepath.Join(dir, "weights.safetensors"))
+	require.Contains(t, want, "model.layers.1.self_attn.v_proj.bias")
+	require.Contains(t, want, "lm_head.weight")
+	require.ElementsMatch(t, slices.Collect(maps.Keys(want)), slices.Collect(maps.Keys(got)))
+	for name, w := range want {
+		g := got[name]
+		require.Equal(t, w.DType, g.DType, name)
+		require.Equal(t, w.Shape, g.Shape, name)
+		require.True(t, bytes.Equal(w.Data, g.Data), "%s: values differ from transformers'", name)
+	}
 }

@@ -67,9 +67,10 @@ type hfReference struct {
 	StepLogits        []float64 `json:"step_logits"`
 }
 
-func loadHFReference(t *testing.T) *hfReference {
+// loadHFReference reads the reference.json in dir.
+func loadHFReference(t *testing.T, dir string) *hfReference {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(hfFixtureDir, "reference.json"))
+	raw, err := os.ReadFile(filepath.Join(dir, "reference.json"))
 	require.NoError(t, err)
 	var ref hfReference
 	require.NoError(t, json.Unmarshal(raw, &ref))
@@ -134,11 +135,30 @@ func hfMaxErr(got []float32, want []float64, mask []int64, V int) (maxErr float6
 // depends on it: sampling reads only the last real position of a row, and
 // later steps mask padded keys out.
 func TestLMHFQwen3Fixture(t *testing.T) {
+	ref := loadHFReference(t, hfFixtureDir)
+	require.NotEqual(t, ref.Config.Hidden/ref.Config.Heads, ref.Config.HeadDim, "fixture must have head_dim != hidden/heads")
+	checkLMReference(t, hfFixtureDir, ref)
+}
+
+// TestLMHFQwen2Fixture checks model.LM against transformers'
+// Qwen2ForCausalLM as TestLMHFQwen3Fixture does: testdata/hfqwen2 is the
+// architecture of Qwen2 and Qwen2.5 (q, k and v projections with a bias,
+// drawn at random; no q/k norms; an untied head), exported the same way.
+func TestLMHFQwen2Fixture(t *testing.T) {
+	dir := filepath.Join("testdata", "hfqwen2")
+	checkLMReference(t, dir, loadHFReference(t, dir))
+}
+
+// checkLMReference runs the model.onnx in dir with model.LM on ref's
+// batch, the prefill on an empty cache and then one decode step on LM's
+// own cache, and compares the logits with ref's (transformers'), over the
+// real positions.
+func checkLMReference(t *testing.T, dir string, ref *hfReference) {
+	t.Helper()
 	rt := modeltest.Runtime(t)
-	ref := loadHFReference(t)
 	B, T, V := ref.Batch, ref.Seq, ref.Vocab
 
-	lm, err := model.OpenLM(rt, filepath.Join(hfFixtureDir, "model.onnx"), model.LMOptions{})
+	lm, err := model.OpenLM(rt, filepath.Join(dir, "model.onnx"), model.LMOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, lm.Close()) })
 
@@ -148,7 +168,6 @@ func TestLMHFQwen3Fixture(t *testing.T) {
 	require.Equal(t, ref.Config.Layers, sig.Layers, "layers")
 	require.Equal(t, ref.Config.KVHeads, sig.KVHeads, "kv heads")
 	require.Equal(t, ref.Config.HeadDim, sig.HeadDim, "head dim")
-	require.NotEqual(t, ref.Config.Hidden/ref.Config.Heads, sig.HeadDim, "fixture must have head_dim != hidden/heads")
 	require.Equal(t, ref.Config.VocabCfg, sig.Vocab, "vocab")
 	require.True(t, sig.HasPositionIDs, "optimum exports have position_ids")
 	require.Empty(t, sig.Weights, "a plain export has no weight inputs")
