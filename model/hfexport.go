@@ -330,6 +330,37 @@ func SideFileNames() []string {
 	return names
 }
 
+// refuseOtherCheckpoints refuses a directory dir (absent is fine) that
+// holds safetensors files an hf export neither writes nor replaces: a
+// sharded checkpoint's model.safetensors.index.json or shards. vLLM and
+// SGLang load only the files an index names, and without one every
+// .safetensors file, so beside them the export's weights would not be
+// the ones served (transformers alone prefers model.safetensors).
+func refuseOtherCheckpoints(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("model: hf export: %w", err)
+	}
+	var other []string
+	for _, e := range entries {
+		name := e.Name()
+		if name == HFWeightsFile || name == PEFTWeightsFile {
+			continue // replaced, or removed, by the export
+		}
+		if strings.HasSuffix(name, ".safetensors") || name == HFWeightsFile+".index.json" {
+			other = append(other, name)
+		}
+	}
+	if len(other) > 0 {
+		return fmt.Errorf("model: hf export: %s holds %s, another checkpoint's weights, which vLLM and SGLang would load beside or instead of the export's %s: export into another directory, or remove them",
+			dir, strings.Join(other, ", "), HFWeightsFile)
+	}
+	return nil
+}
+
 // ExportHF writes a Hugging Face model directory at dir from the ONNX
 // model at src with the tensors of trained in place of its parameters
 // (under LoRA, l enabled, trained holds the adapters, merged into their
@@ -352,6 +383,9 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 	}
 	if !found {
 		return 0, fmt.Errorf("model: hf export: %s not found: transformers needs the model's config.json beside %s", cfgPath, src)
+	}
+	if err := refuseOtherCheckpoints(dir); err != nil {
+		return 0, err
 	}
 	m, err := onnx.LoadGraph(src)
 	if err != nil {

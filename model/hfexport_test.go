@@ -360,3 +360,43 @@ func TestExportHFQwen2(t *testing.T) {
 		require.True(t, bytes.Equal(w.Data, g.Data), "%s: values differ from transformers'", name)
 	}
 }
+
+// TestExportHFRefusesOtherCheckpointFiles: a directory that holds another
+// checkpoint's safetensors (a sharded model's index and shards, as a
+// Hugging Face download has) is refused before anything is written:
+// vLLM and SGLang load only the shards an index names, so the export's
+// model.safetensors beside them would be served as the old weights, and
+// without an index they load every .safetensors file, old and new.
+func TestExportHFRefusesOtherCheckpointFiles(t *testing.T) {
+	src := filepath.Join(hfFixtureDir, "model.onnx")
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  string
+	}{
+		{"a sharded model", []string{"model.safetensors.index.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"},
+			"holds model-00001-of-00002.safetensors, model-00002-of-00002.safetensors, model.safetensors.index.json, another checkpoint's weights, which vLLM and SGLang would load beside or instead of the export's model.safetensors: export into another directory, or remove them"},
+		{"a stray shard", []string{"model-00001-of-00002.safetensors"},
+			"holds model-00001-of-00002.safetensors, another checkpoint's weights"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			for _, f := range tc.files {
+				require.NoError(t, os.WriteFile(filepath.Join(out, f), []byte("old"), 0o666))
+			}
+			_, err := model.ExportHF(context.Background(), src, "", out, &params.Store{}, lmgraph.LoRA{}, nil)
+			require.ErrorContains(t, err, "model: hf export: "+out+" "+tc.want)
+			entries, err := os.ReadDir(out)
+			require.NoError(t, err)
+			require.Len(t, entries, len(tc.files), "nothing written")
+		})
+	}
+	// An earlier export's own files and a peft adapter's, which the
+	// export replaces, are no obstacle.
+	out := t.TempDir()
+	for _, f := range []string{model.HFWeightsFile, model.PEFTWeightsFile} {
+		require.NoError(t, os.WriteFile(filepath.Join(out, f), []byte("old"), 0o666))
+	}
+	_, err := model.ExportHF(context.Background(), src, "", out, &params.Store{}, lmgraph.LoRA{}, nil)
+	require.NoError(t, err)
+}
