@@ -116,14 +116,22 @@ func (c Config) check() error {
 	return nil
 }
 
+// DefaultHeadDim and DefaultKVHeads are transformers' Qwen3Config
+// defaults for a config.json without head_dim or num_key_value_heads.
+const (
+	DefaultHeadDim = 128
+	DefaultKVHeads = 32
+)
+
 // ParseConfig decodes a Hugging Face config.json and validates it.
 // rope_theta is read where transformers 5 writes it, in rope_parameters,
-// when the top level has none. Absent or null fields take transformers'
-// Qwen3Config defaults where the architecture allows one: head_dim =
-// hidden_size / num_attention_heads, num_key_value_heads =
-// num_attention_heads, rope_theta 10000, rms_norm_eps 1e-6,
-// tie_word_embeddings false. A model_type other than "qwen3" (when
-// present) is an error.
+// when the top level has none. Absent fields take transformers'
+// Qwen3Config defaults where the architecture allows one: head_dim 128
+// (DefaultHeadDim), num_key_value_heads 32 (DefaultKVHeads), rope_theta
+// 10000, rms_norm_eps 1e-6, tie_word_embeddings false; a null
+// num_key_value_heads is num_attention_heads, as in transformers, and a
+// null head_dim hidden_size / num_attention_heads. A model_type other
+// than "qwen3" (when present) is an error.
 func ParseConfig(data []byte) (Config, error) {
 	c, err := parseConfig(data)
 	if err != nil {
@@ -154,10 +162,21 @@ func parseConfig(data []byte) (Config, error) {
 	if c.RopeTheta == 0 {
 		c.RopeTheta = extra.RopeParameters.RopeTheta
 	}
-	if c.KVHeads == 0 {
+	// Absent, these take Qwen3Config's class defaults; null, what its
+	// num_key_value_heads takes and what a head's width would be without
+	// head_dim (transformers refuses a null head_dim).
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return Config{}, err
+	}
+	if _, ok := keys["num_key_value_heads"]; !ok {
+		c.KVHeads = DefaultKVHeads
+	} else if string(keys["num_key_value_heads"]) == "null" {
 		c.KVHeads = c.Heads
 	}
-	if c.HeadDim == 0 && c.Heads > 0 {
+	if _, ok := keys["head_dim"]; !ok {
+		c.HeadDim = DefaultHeadDim
+	} else if string(keys["head_dim"]) == "null" && c.Heads > 0 {
 		c.HeadDim = c.Hidden / c.Heads
 	}
 	if c.RopeTheta == 0 {

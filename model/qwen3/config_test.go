@@ -29,7 +29,7 @@ func TestLoadHFConfig(t *testing.T) {
 // where transformers 5 writes it (save_pretrained leaves no top-level
 // rope_theta): Qwen3-4B's 1e6 there was read as the default 10000.
 func TestParseConfigRopeParameters(t *testing.T) {
-	shape := `"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "head_dim": 16, "intermediate_size": 128, "vocab_size": 100`
+	shape := `"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128, "vocab_size": 100`
 	for _, tc := range []struct {
 		name, json string
 		want       float64
@@ -51,12 +51,45 @@ func TestParseConfigRopeParameters(t *testing.T) {
 
 func TestParseConfigDefaults(t *testing.T) {
 	c, err := ParseConfig([]byte(`{"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-		"intermediate_size": 128, "vocab_size": 100, "head_dim": null}`))
+		"intermediate_size": 128, "vocab_size": 100, "head_dim": null, "num_key_value_heads": null}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.HeadDim != 16 || c.KVHeads != 4 || c.RopeTheta != 10000 || c.RMSEps != 1e-6 || c.TiedEmbeddings {
 		t.Errorf("defaults: %+v", c)
+	}
+}
+
+// TestParseConfigAbsentHeads: an absent head_dim or num_key_value_heads
+// takes Qwen3Config's class defaults, 128 and 32, as transformers reads
+// such a config.json (AutoConfig, transformers 5.25: head_dim 128 and 32
+// KV heads for hidden 1024 over 16 heads), not hidden/heads and the query
+// heads, which are what a null num_key_value_heads gives (and spiral
+// gives a null head_dim, which transformers refuses).
+func TestParseConfigAbsentHeads(t *testing.T) {
+	const shape = `"num_hidden_layers": 2, "hidden_size": 1024, "intermediate_size": 128, "vocab_size": 100, "num_attention_heads": `
+	for _, tc := range []struct {
+		name, json      string
+		headDim, kvHead int
+	}{
+		{"both absent", `{` + shape + `32}`, 128, 32},
+		{"head_dim absent", `{` + shape + `16, "num_key_value_heads": 8}`, 128, 8},
+		{"num_key_value_heads absent", `{` + shape + `64, "head_dim": 64}`, 64, 32},
+		{"both null", `{` + shape + `16, "head_dim": null, "num_key_value_heads": null}`, 64, 16},
+	} {
+		c, err := ParseConfig([]byte(tc.json))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if c.HeadDim != tc.headDim || c.KVHeads != tc.kvHead {
+			t.Errorf("%s: head_dim %d, num_key_value_heads %d; want %d, %d", tc.name, c.HeadDim, c.KVHeads, tc.headDim, tc.kvHead)
+		}
+	}
+	// 32 KV heads do not divide 16 query heads, as transformers would
+	// build them: refused.
+	_, err := ParseConfig([]byte(`{` + shape + `16, "head_dim": 64}`))
+	if want := "num_key_value_heads 32: want a divisor of num_attention_heads 16"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
 	}
 }
 
