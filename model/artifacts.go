@@ -492,7 +492,7 @@ func parameters(m *onnx.Model, src string) ([]lmgraph.Initializer, []lmgraph.Tie
 	for _, c := range cls {
 		if c.Parameter {
 			if c.DType != onnx.Float32 {
-				return nil, nil, fmt.Errorf("model: %s: weight %q has type %v; training needs a float32 export", src, c.Name, c.DType)
+				return nil, nil, fmt.Errorf("model: %s: weight %q has type %v: spiral runs and trains float32 weights; export the model in float32 (optimum-cli export onnx's default, not --dtype fp16 or bf16)", src, c.Name, c.DType)
 			}
 			params = append(params, c.Name)
 		}
