@@ -23,6 +23,11 @@ type HFConfig struct {
 	TieWordEmbeddings *bool `json:"tie_word_embeddings"`
 	// VocabSize is the number of embedding rows.
 	VocabSize int `json:"vocab_size"`
+	// NumHiddenLayers, HiddenSize and IntermediateSize are the decoder
+	// layers, the width of the residual stream and of the MLP.
+	NumHiddenLayers  int `json:"num_hidden_layers"`
+	HiddenSize       int `json:"hidden_size"`
+	IntermediateSize int `json:"intermediate_size"`
 	// NumAttentionHeads is the number of query heads.
 	NumAttentionHeads int `json:"num_attention_heads"`
 	// NameOrPath is the Hugging Face id or directory the model was made

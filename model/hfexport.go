@@ -330,6 +330,50 @@ func SideFileNames() []string {
 	return names
 }
 
+// hfLayerRE reads the layer of a transformers parameter name.
+var hfLayerRE = regexp.MustCompile(`^model\.layers\.(\d+)\.`)
+
+// checkConfigShape refuses the config.json at path (cfg) when a shape it
+// states is not that of the tensors srcs export: transformers would build
+// the model the config describes and load these weights into it, a layer
+// the config has and the weights lack drawn at random and one it lacks
+// dropped, with a warning only.
+func checkConfigShape(path string, cfg HFConfig, srcs []hfSource) error {
+	layers := map[string]bool{}
+	var vocab, hidden, inter int64
+	for _, s := range srcs {
+		name, shape := s.spec.Name, s.spec.Shape
+		if m := hfLayerRE.FindStringSubmatch(name); m != nil {
+			layers[m[1]] = true
+		}
+		switch {
+		case name == "model.embed_tokens.weight" && len(shape) == 2:
+			vocab, hidden = shape[0], shape[1]
+		case strings.HasSuffix(name, ".mlp.up_proj.weight") && len(shape) == 2:
+			inter = shape[0]
+		}
+	}
+	var diffs []string
+	for _, f := range []struct {
+		field  string
+		stated int
+		has    int64
+	}{
+		{"num_hidden_layers", cfg.NumHiddenLayers, int64(len(layers))},
+		{"hidden_size", cfg.HiddenSize, hidden},
+		{"intermediate_size", cfg.IntermediateSize, inter},
+		{"vocab_size", cfg.VocabSize, vocab},
+	} {
+		if f.stated != 0 && f.has != 0 && int64(f.stated) != f.has {
+			diffs = append(diffs, fmt.Sprintf("%s %d, but the weights have %d", f.field, f.stated, f.has))
+		}
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("model: hf export: %s says %s: transformers would build another model than the weights (another model's config.json?)", path, strings.Join(diffs, "; "))
+	}
+	return nil
+}
+
 // refuseOtherCheckpoints refuses a directory dir (absent is fine) that
 // holds safetensors files an hf export neither writes nor replaces: a
 // sharded checkpoint's model.safetensors.index.json or shards. vLLM and
@@ -403,6 +447,9 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 	}
 	srcs, err := hfSources(m, ps, ties, trained)
 	if err != nil {
+		return 0, err
+	}
+	if err := checkConfigShape(cfgPath, cfg, srcs); err != nil {
 		return 0, err
 	}
 	if !l.Enabled() {

@@ -400,3 +400,38 @@ func TestExportHFRefusesOtherCheckpointFiles(t *testing.T) {
 	_, err := model.ExportHF(context.Background(), src, "", out, &params.Store{}, lmgraph.LoRA{}, nil)
 	require.NoError(t, err)
 }
+
+// TestExportHFRefusesAnotherShape: a config.json whose shape is not the
+// model's is refused, naming it and each field that differs, before
+// anything is written. transformers builds the model config.json
+// describes and loads the weights into it: a layer the config has and
+// the weights lack is drawn at random, one the weights have and it lacks
+// is dropped, each with a warning only (transformers 5.25); a width or
+// vocabulary that differs fails to load.
+func TestExportHFRefusesAnotherShape(t *testing.T) {
+	for _, tc := range []struct {
+		name, from, to, want string
+	}{
+		{"more layers", `"num_hidden_layers": 2`, `"num_hidden_layers": 3`, "num_hidden_layers 3, but the weights have 2"},
+		{"fewer layers", `"num_hidden_layers": 2`, `"num_hidden_layers": 1`, "num_hidden_layers 1, but the weights have 2"},
+		{"width", `"hidden_size": 64`, `"hidden_size": 32`, "hidden_size 32, but the weights have 64"},
+		{"mlp", `"intermediate_size": 96`, `"intermediate_size": 97`, "intermediate_size 97, but the weights have 96"},
+		{"vocabulary", `"vocab_size": 128`, `"vocab_size": 151936`, "vocab_size 151936, but the weights have 128"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyHFFixture(t)
+			path := filepath.Join(dir, model.ConfigFile)
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Contains(t, string(b), tc.from)
+			require.NoError(t, os.WriteFile(path, bytes.Replace(b, []byte(tc.from), []byte(tc.to), 1), 0o666))
+			out := t.TempDir()
+			_, err = model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, &params.Store{}, lmgraph.LoRA{}, nil)
+			require.EqualError(t, err, "model: hf export: "+path+" says "+tc.want+
+				": transformers would build another model than the weights (another model's config.json?)")
+			entries, err := os.ReadDir(out)
+			require.NoError(t, err)
+			require.Empty(t, entries, "nothing written")
+		})
+	}
+}
