@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -66,6 +69,36 @@ func TestPlanLoRARankPastProjection(t *testing.T) {
 			if c.want != "" {
 				require.Contains(t, stderr.String(), c.want)
 			}
+		})
+	}
+}
+
+// TestAutoMicroBatchTokens: --micro-batch-tokens 0 sizes training calls
+// from config.json's shape; without a config.json it is 4,096, and a
+// config.json it cannot read as Qwen3's (a Qwen2.5 model's, say) gives
+// 4,096 too, now with a note saying why, not silently as if there were
+// none.
+func TestAutoMicroBatchTokens(t *testing.T) {
+	qwen3Config := `{"model_type": "qwen3", "num_hidden_layers": 28, "hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 8,
+		"head_dim": 128, "intermediate_size": 3072, "vocab_size": 151936, "tie_word_embeddings": true}`
+	for _, tc := range []struct {
+		name, config string
+		want         int
+		note         string
+	}{
+		{"Qwen3-0.6B's shape", qwen3Config, 16384, ""},
+		{"no config.json", "", 4096, ""},
+		{"another architecture", `{"model_type": "qwen2", "num_hidden_layers": 24, "hidden_size": 896}`, 4096,
+			`spiral: note: --micro-batch-tokens auto: qwen3: config "DIR/config.json": model_type "qwen2", want "qwen3"; training calls of 4096 tokens (give --micro-batch-tokens to choose)` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.config != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(tc.config), 0o666))
+			}
+			var note bytes.Buffer
+			require.Equal(t, tc.want, autoMicroBatchTokens(filepath.Join(dir, "model.onnx"), &note))
+			require.Equal(t, strings.ReplaceAll(tc.note, "DIR", dir), note.String())
 		})
 	}
 }

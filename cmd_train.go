@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -176,7 +178,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	}
 	cfg := f.cfg
 	if cfg.MicroBatchTokens == 0 {
-		cfg.MicroBatchTokens = autoMicroBatchTokens(sess.onnx)
+		cfg.MicroBatchTokens = autoMicroBatchTokens(sess.onnx, env.stderr)
 	}
 	cfg.SeparateRows = !f.packPrompts
 	cfg.Pipeline.PromptLimit = promptLimit(samplerCfg)
@@ -237,12 +239,18 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 // per token (every layer's input and one layer's working set; the loss
 // and the MLPs run in chunks whatever the micro-batch): 4 GiB of them,
 // within 512..16384, for a model whose config.json is beside it
-// (Qwen3-0.6B: 16,384 tokens, Qwen3-4B: 7,013); without one, 4,096. A row longer than
-// the bound is a micro-batch of its own.
-func autoMicroBatchTokens(modelPath string) int {
+// (Qwen3-0.6B: 16,384 tokens, Qwen3-4B: 7,013); without one, 4,096, and
+// with one it cannot read as Qwen3's too, noted on warn. A row longer
+// than the bound is a micro-batch of its own.
+func autoMicroBatchTokens(modelPath string, warn io.Writer) int {
+	const fallback = 4096
 	c, err := qwen3.LoadConfig(filepath.Join(filepath.Dir(modelPath), model.ConfigFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fallback
+	}
 	if err != nil {
-		return 4096
+		fmt.Fprintf(warn, "spiral: note: --micro-batch-tokens auto: %v; training calls of %d tokens (give --micro-batch-tokens to choose)\n", err, fallback)
+		return fallback
 	}
 	return memplan.MicroBatchTokens(memplan.FromQwen3(c), 4<<30)
 }
