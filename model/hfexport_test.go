@@ -435,3 +435,18 @@ func TestExportHFRefusesAnotherShape(t *testing.T) {
 		})
 	}
 }
+
+// TestLoRAAdaptersQwen2: LoRA finds its projections on a Qwen2 export by
+// the names the hf export gives them; the q, k and v biases beside them
+// made it refuse the model ("initializer ...q_proj.bias (read by no
+// MatMul) has no transformers name").
+func TestLoRAAdaptersQwen2(t *testing.T) {
+	m, err := onnx.LoadGraph(filepath.Join("testdata", "hfqwen2", "model.onnx"))
+	require.NoError(t, err)
+	adapters, err := model.LoRAAdapters(m, lmgraph.LoRA{Rank: 2, Alpha: 4, Targets: lmgraph.LoRATargets})
+	require.NoError(t, err)
+	require.Len(t, adapters, 2*len(lmgraph.LoRATargets), "every projection of both layers")
+	for _, a := range adapters {
+		require.NotContains(t, a.Base, ".bias", a.Module)
+	}
+}
