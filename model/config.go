@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,16 @@ type HFConfig struct {
 	NumHiddenLayers  int `json:"num_hidden_layers"`
 	HiddenSize       int `json:"hidden_size"`
 	IntermediateSize int `json:"intermediate_size"`
+	// RopeTheta, RopeScaling, RopeParameters, HeadDim and
+	// PartialRotaryFactor describe the rotary embedding (rotary reads
+	// them): transformers 5 keeps rope_theta, the scaling and the
+	// partial factor in rope_parameters, earlier releases rope_theta and
+	// partial_rotary_factor at the top and the scaling in rope_scaling.
+	RopeTheta           float64 `json:"rope_theta"`
+	RopeScaling         any     `json:"rope_scaling"`
+	RopeParameters      any     `json:"rope_parameters"`
+	HeadDim             int     `json:"head_dim"`
+	PartialRotaryFactor float64 `json:"partial_rotary_factor"`
 	// NumAttentionHeads is the number of query heads.
 	NumAttentionHeads int `json:"num_attention_heads"`
 	// NameOrPath is the Hugging Face id or directory the model was made
@@ -58,6 +69,40 @@ func (c HFConfig) SlidingWindowActive() bool {
 	default:
 		return true
 	}
+}
+
+// rotary returns the rotary scaling c asks for (the rope_type, or type,
+// of rope_scaling or else rope_parameters; "" when none, "default" or
+// "mrope"),
+// its rope_theta (10000 when unstated, transformers' default) and the
+// width the rotation spans: head_dim (else hidden_size /
+// num_attention_heads) times partial_rotary_factor, 0 when unknown.
+func (c HFConfig) rotary() (kind string, theta float64, width int) {
+	str := func(m map[string]any, key string) string {
+		s, _ := m[key].(string)
+		return s
+	}
+	num := func(m map[string]any, key string) float64 {
+		f, _ := m[key].(float64)
+		return f
+	}
+	params, _ := c.RopeParameters.(map[string]any)
+	scaling, _ := c.RopeScaling.(map[string]any)
+	for _, m := range []map[string]any{scaling, params} { // transformers 5 takes rope_scaling first
+		if kind == "" {
+			kind = cmp.Or(str(m, "rope_type"), str(m, "type"))
+		}
+	}
+	if kind == "default" || kind == "mrope" { // Qwen2-VL's mrope: the default frequencies
+		kind = ""
+	}
+	theta = cmp.Or(num(scaling, "rope_theta"), num(params, "rope_theta"), c.RopeTheta, 10000)
+	headDim := c.HeadDim
+	if headDim == 0 && c.NumAttentionHeads > 0 {
+		headDim = c.HiddenSize / c.NumAttentionHeads
+	}
+	factor := cmp.Or(num(params, "partial_rotary_factor"), c.PartialRotaryFactor, 1)
+	return kind, theta, int(float64(headDim) * factor)
 }
 
 // ReadHFConfig reads config.json from the directory of the model file at

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -374,6 +375,69 @@ func checkConfigShape(path string, cfg HFConfig, srcs []hfSource) error {
 	return nil
 }
 
+// checkRotary refuses the config.json at path (cfg) when it asks for
+// scaled rotary frequencies and the graph m holds the unscaled ones of
+// its rope_theta: transformers builds the rotary embedding from
+// config.json, so the export would compute other logits than the graph
+// spiral ran (a config.json given yarn after the export, as Qwen's docs
+// suggest for long contexts). yarn, linear and llama3 scaling change the
+// frequencies themselves; dynamic scaling changes them with the sequence
+// length, which an export fixes at a short one, leaving the unscaled
+// ones in the graph.
+func checkRotary(path string, cfg HFConfig, m *onnx.Model) error {
+	kind, theta, width := cfg.rotary()
+	if kind == "" || width < 2 {
+		return nil
+	}
+	plain := make([]float32, width/2)
+	for i := range plain {
+		plain[i] = float32(1 / math.Pow(theta, float64(2*i)/float64(width)))
+	}
+	held, err := holdsValues(m, plain)
+	if err != nil {
+		return fmt.Errorf("model: hf export: %w", err)
+	}
+	if held {
+		return fmt.Errorf("model: hf export: %s asks for %s rotary scaling, but the graph holds the unscaled frequencies of rope_theta %g (rotary width %d): transformers would compute other logits than the graph; export the model with the scaling in its graph, or remove it from config.json",
+			path, kind, theta, width)
+	}
+	return nil
+}
+
+// holdsValues reports whether a float32 or float64 tensor of m's main
+// graph, an initializer or a Constant node's value, holds want, each
+// value within 1e-5 of it relatively (float32 rounding of another
+// computation).
+func holdsValues(m *onnx.Model, want []float32) (bool, error) {
+	g := m.Graph()
+	var tensors []*onnxpb.TensorProto
+	for _, t := range g.GetInitializer() {
+		tensors = append(tensors, t)
+	}
+	for _, n := range g.GetNode() {
+		if n.GetOpType() == "Constant" {
+			for _, a := range n.GetAttribute() {
+				if t := a.GetT(); a.GetName() == "value" && t != nil {
+					tensors = append(tensors, t)
+				}
+			}
+		}
+	}
+	got := make([]float32, len(want))
+	for _, t := range tensors {
+		if dt := onnx.TensorDType(t); onnx.NumElements(t.GetDims()) != int64(len(want)) || (dt != onnx.Float32 && dt != onnx.Float64) {
+			continue
+		}
+		if err := m.ReadFloat32s(t, got); err != nil {
+			return false, err
+		}
+		if slices.EqualFunc(got, want, func(a, b float32) bool { return math.Abs(float64(a-b)) <= 1e-5*math.Abs(float64(b)) }) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // refuseOtherCheckpoints refuses a directory dir (absent is fine) that
 // holds safetensors files an hf export neither writes nor replaces: a
 // sharded checkpoint's model.safetensors.index.json or shards. vLLM and
@@ -434,6 +498,9 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 	m, err := onnx.LoadGraph(src)
 	if err != nil {
 		return 0, fmt.Errorf("model: hf export: %w", err)
+	}
+	if err := checkRotary(cfgPath, cfg, m); err != nil {
+		return 0, err
 	}
 	ps, err := HFParams(m, cfg.TieWordEmbeddings != nil && *cfg.TieWordEmbeddings)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -449,4 +450,92 @@ func TestLoRAAdaptersQwen2(t *testing.T) {
 	for _, a := range adapters {
 		require.NotContains(t, a.Base, ".bias", a.Module)
 	}
+}
+
+// TestExportHFRefusesRotaryScalingNotInTheGraph: a config.json that asks
+// for scaled rotary frequencies (rope_scaling, or transformers 5's
+// rope_parameters, with a rope_type other than default) beside a graph
+// whose frequencies are the unscaled ones of its rope_theta is refused
+// before anything is written: transformers would scale them, the graph
+// spiral trained does not. The hf fixture with yarn written into its
+// config.json as Qwen's docs suggest for long context exported, and
+// transformers 5.25 then computed logits up to 2 away from the ONNX
+// model's (largest 5.25; scripts/check_hf_export.py). A graph whose
+// frequencies are scaled passes.
+func TestExportHFRefusesRotaryScalingNotInTheGraph(t *testing.T) {
+	const refused = " asks for %s rotary scaling, but the graph holds the unscaled frequencies of rope_theta 10000 (rotary width %d): transformers would compute other logits than the graph; export the model with the scaling in its graph, or remove it from config.json"
+	for _, tc := range []struct {
+		name, from, to, kind string
+	}{
+		{"yarn added to a transformers 5 config", `"rope_parameters": {`, `"rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}, "rope_parameters": {`, "yarn"},
+		{"llama3, transformers 4", "\"rope_parameters\": {\n    \"rope_theta\": 10000.0,\n    \"rope_type\": \"default\"\n  }",
+			`"rope_theta": 10000.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}`, "llama3"},
+		{"linear, transformers 5", `"rope_type": "default"`, `"rope_type": "linear", "factor": 2.0`, "linear"},
+		{"dynamic, which an export fixes", `"rope_type": "default"`, `"rope_type": "dynamic", "factor": 2.0`, "dynamic"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyHFFixture(t)
+			path := filepath.Join(dir, model.ConfigFile)
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Contains(t, string(b), tc.from)
+			require.NoError(t, os.WriteFile(path, bytes.Replace(b, []byte(tc.from), []byte(tc.to), 1), 0o666))
+			out := t.TempDir()
+			_, err = model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, &params.Store{}, lmgraph.LoRA{}, nil)
+			require.EqualError(t, err, "model: hf export: "+path+fmt.Sprintf(refused, tc.kind, 24))
+			entries, err := os.ReadDir(out)
+			require.NoError(t, err)
+			require.Empty(t, entries, "nothing written")
+		})
+	}
+
+	// spiral's own graph with its frequencies halved, as linear scaling
+	// by 2 computes them: exported with that config.json; unhalved,
+	// refused.
+	c := qwen3.Tiny()
+	for _, scaled := range []bool{true, false} {
+		m, err := qwen3.Build(c, 1)
+		require.NoError(t, err)
+		if scaled {
+			halveInvFreq(t, m, qwen3.InvFreq(c))
+		}
+		dir := t.TempDir()
+		src := filepath.Join(dir, "model.onnx")
+		require.NoError(t, onnx.Save(src, m, onnx.SaveOptions{}))
+		cfg, err := c.HFConfigJSON()
+		require.NoError(t, err)
+		cfg = bytes.Replace(cfg, []byte(`"rope_scaling": null`), []byte(`"rope_scaling": {"rope_type": "linear", "factor": 2}`), 1)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, model.ConfigFile), cfg, 0o666))
+		_, err = model.ExportHF(context.Background(), src, "", t.TempDir(), &params.Store{}, lmgraph.LoRA{}, nil)
+		if scaled {
+			require.NoError(t, err)
+		} else {
+			require.EqualError(t, err, "model: hf export: "+filepath.Join(dir, model.ConfigFile)+fmt.Sprintf(refused, "linear", c.HeadDim))
+		}
+	}
+}
+
+// halveInvFreq halves the values of the tensor of m that holds want, the
+// rotary frequencies (an initializer or a Constant node's value).
+func halveInvFreq(t *testing.T, m *onnx.Model, want []float32) {
+	t.Helper()
+	tensors := m.Graph().GetInitializer()
+	for _, n := range m.Graph().GetNode() {
+		for _, a := range n.GetAttribute() {
+			if a.GetT() != nil {
+				tensors = append(tensors, a.GetT())
+			}
+		}
+	}
+	for _, tp := range tensors {
+		if v, err := onnx.Float32s(tp); err == nil && slices.Equal(v, want) {
+			half := make([]float32, len(v))
+			for i := range v {
+				half[i] = v[i] / 2
+			}
+			tp.RawData, tp.FloatData = onnx.NewTensor(tp.GetName(), tp.GetDims(), half).GetRawData(), nil
+			return
+		}
+	}
+	t.Fatal("no tensor holds the rotary frequencies")
 }
