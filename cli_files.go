@@ -63,6 +63,9 @@ func makeParentDir(flag, path string) error {
 type sidecar struct {
 	from, to string // where it is read ("" for spiral's default) and where it goes
 	data     []byte
+	// unnamed: a config.json written without its _name_or_path
+	// (model.TrainedConfig).
+	unnamed bool
 }
 
 // String names where the sidecar's contents come from.
@@ -88,8 +91,10 @@ func (s sidecar) String() string {
 // and, asked before the export is written, nothing is written. defaults
 // holds files by name, written where the model has none of its own (the
 // chat template and stop ids of a model spiral made, as the hf export
-// writes them: tokenizer.HFConfigFiles).
-func exportSidecars(r resolvedModel, out string, defaults map[string][]byte) ([]sidecar, error) {
+// writes them: tokenizer.HFConfigFiles). With trained (the export of a
+// checkpoint's weights), config.json goes without its _name_or_path,
+// which names r and not the trained weights (model.TrainedConfig).
+func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, trained bool) ([]sidecar, error) {
 	dir := filepath.Dir(out)
 	type side struct {
 		name, from string
@@ -112,6 +117,12 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte) ([]
 			return nil, err
 		}
 		f := sidecar{from: s.from, to: filepath.Join(dir, s.name), data: b}
+		if trained && s.name == model.ConfigFile {
+			if f.data, err = model.TrainedConfig(b); err != nil {
+				return nil, fmt.Errorf("%s: %w", s.from, err)
+			}
+			f.unnamed = !bytes.Equal(f.data, b)
+		}
 		have, err := os.ReadFile(f.to)
 		switch {
 		case err == nil && bytes.Equal(have, b):
@@ -130,6 +141,9 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte) ([]
 func (s sidecar) report() string {
 	if s.from == "" {
 		return s.String()
+	}
+	if s.unnamed {
+		return "a copy of " + s.from + " without its _name_or_path (it names that model, not these weights)"
 	}
 	return "a copy of " + s.from
 }

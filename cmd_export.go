@@ -83,7 +83,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		}
 		var sides []sidecar // what the onnx export writes beside it
 		if *format == "onnx" {
-			if sides, err = exportSidecars(r, *out, tokFiles); err != nil {
+			if sides, err = exportSidecars(r, *out, tokFiles, *ckpt != ""); err != nil {
 				return err
 			}
 		}

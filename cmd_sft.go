@@ -137,20 +137,29 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 		}
 		return err
 	}
-	// config.json and the tokenizer's files (tokenizer_config.json with
-	// its chat template...) and generation defaults, as export copies
-	// them: a file the model lacks goes from --out at the commit, since
-	// one left there by the model that --overwrite replaced describes
-	// that model.
+	// config.json (without its _name_or_path, which names the model sft
+	// started from: model.TrainedConfig) and the tokenizer's files
+	// (tokenizer_config.json with its chat template...) and generation
+	// defaults, as export copies them: a file the model lacks goes from
+	// --out at the commit, since one left there by the model that
+	// --overwrite replaced describes that model.
 	names := []string{"model.onnx" + onnx.DataFileSuffix, "model.onnx"}
 	for _, c := range model.ModelSideFiles(sess.onnx, sess.tokenizer) {
 		names = append(names, c.Name)
-		err := copyFile(c.From, filepath.Join(stage.Dir(), c.Name))
+		b, err := os.ReadFile(c.From)
 		if c.Name != "tokenizer.json" && errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return err
+		}
+		if c.Name == model.ConfigFile {
+			if b, err = model.TrainedConfig(b); err != nil {
+				return fmt.Errorf("%s: %w", c.From, err)
+			}
+		}
+		if err := atomicfile.WriteFile(filepath.Join(stage.Dir(), c.Name), b, 0o666); err != nil {
+			return fmt.Errorf("copy %s: %w", c.From, err)
 		}
 	}
 	// The log is linked (or copied) into the stage, not moved: until the

@@ -326,14 +326,14 @@ func TestExportSidecars(t *testing.T) {
 	// spiral's defaults go only where the model has no file of that name.
 	defaults := map[string][]byte{"tokenizer_config.json": []byte("default tc"), "generation_config.json": []byte("default gc")}
 	out := filepath.Join(t.TempDir(), "m.onnx")
-	sides, err := exportSidecars(r, out, defaults)
+	sides, err := exportSidecars(r, out, defaults, false)
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"tokenizer.json": "tok", "config.json": "{}", "tokenizer_config.json": `{"chat_template": "x"}`,
 		"generation_config.json": `{"top_p": 0.8}`}, copied(sides))
 
 	withGiven := r
 	withGiven.tokenizer, withGiven.tokenizerGiven = given, true
-	sides, err = exportSidecars(withGiven, out, defaults)
+	sides, err = exportSidecars(withGiven, out, defaults, false)
 	require.NoError(t, err)
 	// The given tokenizer's own files, the model's generation defaults.
 	require.Equal(t, map[string]string{"tokenizer.json": "given tok", "config.json": "{}", "tokenizer_config.json": `{"chat_template": "given"}`,
@@ -342,11 +342,11 @@ func TestExportSidecars(t *testing.T) {
 	for _, s := range sides {
 		require.NoError(t, s.write())
 	}
-	sides, err = exportSidecars(withGiven, out, defaults)
+	sides, err = exportSidecars(withGiven, out, defaults, false)
 	require.NoError(t, err)
 	require.Empty(t, sides, "the same files are there already")
 	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(out), "generation_config.json"), []byte("{}"), 0o644))
-	_, err = exportSidecars(withGiven, out, defaults)
+	_, err = exportSidecars(withGiven, out, defaults, false)
 	require.ErrorContains(t, err, "generation_config.json already exists and differs from "+filepath.Join(src, "generation_config.json"))
 
 	// A model spiral made has tokenizer.json alone: the defaults are
@@ -355,7 +355,7 @@ func TestExportSidecars(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(made, "tokenizer.json"), []byte("tok"), 0o644))
 	rm := resolvedModel{onnx: filepath.Join(made, "model.onnx"), dir: made, tokenizer: filepath.Join(made, "tokenizer.json")}
 	out = filepath.Join(t.TempDir(), "m.onnx")
-	sides, err = exportSidecars(rm, out, defaults)
+	sides, err = exportSidecars(rm, out, defaults, false)
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"tokenizer.json": "tok", "tokenizer_config.json": "default tc", "generation_config.json": "default gc"}, copied(sides))
 	for _, s := range sides {
@@ -366,11 +366,11 @@ func TestExportSidecars(t *testing.T) {
 		}
 		require.NoError(t, s.write())
 	}
-	sides, err = exportSidecars(rm, out, defaults)
+	sides, err = exportSidecars(rm, out, defaults, false)
 	require.NoError(t, err)
 	require.Empty(t, sides, "the defaults are there already")
 	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(out), "tokenizer_config.json"), []byte("{}"), 0o644))
-	_, err = exportSidecars(rm, out, defaults)
+	_, err = exportSidecars(rm, out, defaults, false)
 	require.ErrorContains(t, err, "tokenizer_config.json already exists and differs from spiral's tokenizer_config.json")
 }
 

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -103,6 +104,62 @@ func (c HFConfig) rotary() (kind string, theta float64, width int) {
 	}
 	factor := cmp.Or(num(params, "partial_rotary_factor"), c.PartialRotaryFactor, 1)
 	return kind, theta, int(float64(headDim) * factor)
+}
+
+// nameOrPath is config.json's key of the model the weights beside it
+// are (see HFConfig.NameOrPath).
+const nameOrPath = "_name_or_path"
+
+// TrainedConfig returns the config.json b for weights that spiral trained
+// from the model it describes: without _name_or_path, which names that
+// model and not these weights (a peft export takes it as its adapters'
+// base: adapters trained on sft's model would be loaded on the model sft
+// started from); b itself when it has none. The other fields keep their
+// order, reindented.
+func TrainedConfig(b []byte) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return nil, fmt.Errorf("model: %s: %w", ConfigFile, err)
+	}
+	if _, ok := fields[nameOrPath]; !ok {
+		return b, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil { // the object's '{', as Unmarshal found
+		return nil, fmt.Errorf("model: %s: %w", ConfigFile, err)
+	}
+	var kept bytes.Buffer
+	kept.WriteByte('{')
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("model: %s: %w", ConfigFile, err)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("model: %s: %w", ConfigFile, err)
+		}
+		if key == nameOrPath {
+			continue
+		}
+		k, err := json.Marshal(key)
+		if err != nil {
+			return nil, fmt.Errorf("model: %s: %w", ConfigFile, err)
+		}
+		if kept.Len() > 1 {
+			kept.WriteByte(',')
+		}
+		kept.Write(k)
+		kept.WriteByte(':')
+		kept.Write(v)
+	}
+	kept.WriteByte('}')
+	var out bytes.Buffer
+	if err := json.Indent(&out, kept.Bytes(), "", "  "); err != nil {
+		return nil, fmt.Errorf("model: %s: %w", ConfigFile, err)
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
 }
 
 // ReadHFConfig reads config.json from the directory of the model file at

@@ -474,7 +474,9 @@ func refuseOtherCheckpoints(dir string) error {
 // (under LoRA, l enabled, trained holds the adapters, merged into their
 // base weights as each is written: W + alpha/rank A B):
 // model.safetensors (float32, transformers' Qwen3 names and layouts, see
-// HFParams), config.json (required beside src) and the tokenizer and
+// HFParams), config.json (required beside src; without its
+// _name_or_path when trained holds weights or adapters, see
+// TrainedConfig) and the tokenizer and
 // generation files found beside src. tokenizer, when not empty, is the
 // tokenizer.json to copy instead of the one beside src. defaults holds
 // side files by name, written where src has none of its own: the chat
@@ -581,6 +583,11 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 		}
 		if err != nil {
 			return 0, fmt.Errorf("model: hf export: %w", err)
+		}
+		if name == ConfigFile && (l.Enabled() || trained.Len() > 0) {
+			if b, err = TrainedConfig(b); err != nil {
+				return 0, fmt.Errorf("model: hf export: %s: %w", f.From, err)
+			}
 		}
 		if err := atomicfile.WriteFile(filepath.Join(stage.Dir(), name), b, 0o666); err != nil {
 			return 0, fmt.Errorf("model: hf export: %w", err)

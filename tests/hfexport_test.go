@@ -72,3 +72,99 @@ func TestExportHFChatTemplateWhereConfigHasNone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, tokenizer.ChatMLTemplate, string(b))
 }
+
+// TestTrainedConfigNamesNoBase: config.json's _name_or_path (the Hugging
+// Face id optimum records) names the model whose weights are beside it;
+// a peft export takes it as the adapters' base by default. The
+// config.json that spiral writes beside weights it trained (sft's model,
+// the onnx and hf exports of a checkpoint) was a copy with that id, so
+// LoRA trained on such a model (sft's warm start, say) was exported as an
+// adapter of the original model, which peft and vLLM would load it on:
+// base_model_name_or_path "Qwen/Qwen3-0.6B" for adapters of the sft
+// model. The id is left out of those files (the peft export of adapters
+// on them then names no base, and says so), and kept by the exports of
+// the model itself (hf without --checkpoint) and by the peft export of
+// adapters trained on the model it names.
+func TestTrainedConfigNamesNoBase(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	named := filepath.Join(dir, "named")
+	require.NoError(t, os.MkdirAll(named, 0o755))
+	for _, name := range []string{"model.onnx", "tokenizer.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "model", "embedded", "assets", name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(named, name), b, 0o644))
+	}
+	var cfg map[string]any
+	b, err := os.ReadFile(filepath.Join("..", "model", "embedded", "assets", "config.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &cfg))
+	cfg["_name_or_path"] = "Qwen/Qwen3-0.6B"
+	b, err = json.MarshalIndent(cfg, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(named, "config.json"), b, 0o644))
+	delete(cfg, "_name_or_path")
+	// config reads the config.json in dir, requiring every other field as
+	// in the source's.
+	config := func(dir string) map[string]any {
+		t.Helper()
+		var c map[string]any
+		b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &c))
+		id, ok := c["_name_or_path"]
+		delete(c, "_name_or_path")
+		require.Equal(t, cfg, c, "the other fields as the source's")
+		if !ok {
+			return nil
+		}
+		return map[string]any{"_name_or_path": id}
+	}
+	baseOf := func(dir string) any {
+		t.Helper()
+		var c map[string]any
+		b, err := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &c))
+		return c["base_model_name_or_path"]
+	}
+	kept := map[string]any{"_name_or_path": "Qwen/Qwen3-0.6B"}
+
+	sft := filepath.Join(dir, "sft")
+	r := spiral(t, nil, "sft", "--model", named, "--out", sft, "--steps", "1", "--batch", "2", "--eval-every", "0", "--eval-problems", "1", "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Nil(t, config(sft), "sft's model is not the one the id names")
+
+	run := filepath.Join(dir, "run")
+	r = spiral(t, nil, "train", "--model", named, "--out", run, "--lora-rank", "2", "--steps", "1", "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "24", "--checkpoint-every", "1", "--eval-every", "0", "--final-rsa-steps", "0", "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	base := filepath.Join(dir, "base")
+	r = spiral(t, nil, "export", "--format", "hf", "--model", named, "--out", base)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, kept, config(base), "the model itself")
+	peft := filepath.Join(dir, "peft")
+	r = spiral(t, nil, "export", "--format", "peft", "--model", named, "--checkpoint", run, "--out", peft)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "Qwen/Qwen3-0.6B", baseOf(peft), "adapters of the model the id names")
+	hf := filepath.Join(dir, "hf")
+	r = spiral(t, nil, "export", "--format", "hf", "--model", named, "--checkpoint", run, "--out", hf)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Nil(t, config(hf), "merged adapters: not the model the id names")
+	merged := filepath.Join(dir, "merged")
+	r = spiral(t, nil, "export", "--model", named, "--checkpoint", run, "--out", filepath.Join(merged, "model.onnx"))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Nil(t, config(merged), "merged adapters: not the model the id names")
+	require.Contains(t, r.stdout, "wrote "+filepath.Join(merged, "config.json")+": a copy of "+filepath.Join(named, "config.json")+" without its _name_or_path")
+
+	// Adapters trained on sft's model: their base is not the id's.
+	run2 := filepath.Join(dir, "run2")
+	r = spiral(t, nil, "train", "--model", sft, "--out", run2, "--lora-rank", "2", "--steps", "1", "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "24", "--checkpoint-every", "1", "--eval-every", "0", "--final-rsa-steps", "0", "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	peft2 := filepath.Join(dir, "peft2")
+	r = spiral(t, nil, "export", "--format", "peft", "--model", sft, "--checkpoint", run2, "--out", peft2)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Nil(t, baseOf(peft2))
+	require.Contains(t, r.stderr, "names no base model")
+}
