@@ -60,6 +60,17 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			return usageError{fmt.Errorf("--out %s is a file: --format %s writes a directory (%s; such as --out %s)", *out, *format, files, filepath.Join(filepath.Dir(*out), *format))}
 		}
+		// transformers loads a directory holding adapter_config.json as
+		// that adapter on its base: the model there would load adapted
+		// (the hf export removes an adapter's files for that reason).
+		if *format == "peft" {
+			for _, name := range []string{model.HFWeightsFile, model.HFWeightsFile + ".index.json"} {
+				if _, err := os.Stat(filepath.Join(*out, name)); err == nil {
+					return usageError{fmt.Errorf("--out %s holds a Hugging Face model (%s): transformers would load it with the adapter written beside it applied; give the adapter a directory of its own (such as --out %s)",
+						*out, name, filepath.Join(filepath.Dir(filepath.Clean(*out)), "peft"))}
+				}
+			}
+		}
 		// Another name would be the model file, its side files (config.json,
 		// tokenizer.json...) written in its directory, the current one for
 		// a bare name.

@@ -1059,3 +1059,28 @@ func TestAPIKeyEnv(t *testing.T) {
 		require.EqualError(t, err, tc.want)
 	}
 }
+
+// TestExportPEFTIntoModelDirectory: a peft export into a directory that
+// holds a Hugging Face model's weights (an hf export, such as the base
+// the README exports for peft, or a download) is refused as a usage
+// error before any work: transformers loads a directory holding
+// adapter_config.json as that adapter on its base, so the model there
+// (here the embedded model's hf export) loaded with the adapter applied,
+// its logits moved by up to 2.9, and PeftModel applied it once more. The
+// hf export removes a peft adapter's files for the same reason.
+func TestExportPEFTIntoModelDirectory(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	for _, weights := range []string{"model.safetensors", "model.safetensors.index.json"} {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, weights), []byte("x"), 0o644))
+		var stderr bytes.Buffer
+		args := []string{"export", "--format", "peft", "--checkpoint", filepath.Join(t.TempDir(), "absent"), "--out", dir}
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, stderr.String())
+		require.Equal(t, fmt.Sprintf("spiral export: --out %s holds a Hugging Face model (%s): transformers would load it with the adapter written beside it applied; give the adapter a directory of its own (such as --out %s)\n",
+			dir, weights, filepath.Join(filepath.Dir(dir), "peft")), stderr.String())
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Len(t, entries, 1, "nothing written")
+	}
+}
