@@ -47,6 +47,11 @@ func (l LoRA) Validate() error {
 	if !(l.Alpha > 0) || !(l.Scale() <= math.MaxFloat32) {
 		return fmt.Errorf("lora alpha %v: want > 0, with alpha / rank (%v) at most float32's largest value %v", l.Alpha, l.Scale(), float64(math.MaxFloat32))
 	}
+	// Below float32's normal range the scale is zero or subnormal: the
+	// adapters' product and gradients vanish, and they never train.
+	if smallest := 0x1p-126; l.Scale() < smallest {
+		return fmt.Errorf("lora alpha %v: alpha / rank (%v) is below float32's smallest normal value %v, in which the adapters' product and their gradients vanish", l.Alpha, l.Scale(), smallest)
+	}
 	if len(l.Targets) == 0 {
 		return fmt.Errorf("lora targets: none given")
 	}

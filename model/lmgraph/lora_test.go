@@ -21,6 +21,13 @@ func TestLoRAValidate(t *testing.T) {
 		{"negative rank", lmgraph.LoRA{Rank: -1}, "rank -1"},
 		{"zero alpha", lmgraph.LoRA{Rank: 4, Targets: []string{"q_proj"}}, "alpha 0"},
 		{"no targets", lmgraph.LoRA{Rank: 4, Alpha: 8}, "none given"},
+		// A scale that float32 rounds to zero (or to a subnormal) left the
+		// adapters untrained: sft --lora-rank 4 --lora-alpha 1e-46 ran
+		// with gradient norm 0 at every step, its model the base's.
+		{"scale vanishing in float32", lmgraph.LoRA{Rank: 4, Alpha: 1e-46, Targets: []string{"q_proj"}},
+			"lora alpha 1e-46: alpha / rank (2.5e-47) is below float32's smallest normal value 1.1754943508222875e-38, in which the adapters' product and their gradients vanish"},
+		{"subnormal scale", lmgraph.LoRA{Rank: 2, Alpha: 2e-38, Targets: []string{"q_proj"}}, "alpha / rank (1e-38) is below"},
+		{"smallest normal scale", lmgraph.LoRA{Rank: 1, Alpha: 1.1754943508222875e-38, Targets: []string{"q_proj"}}, ""},
 		{"unknown target", lmgraph.LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj", "lm_head"}}, `"lm_head"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
