@@ -88,12 +88,14 @@ func (s sidecar) String() string {
 // file of that name already beside out with the same contents is left
 // alone; one with other contents is an error naming both (it may be
 // another model's in that directory), so nothing is replaced silently
-// and, asked before the export is written, nothing is written. defaults
-// holds files by name, written where the model has none of its own (the
-// chat template and stop ids of a model spiral made, as the hf export
-// writes them: tokenizer.HFConfigFiles). With trained (the export of a
+// and, asked before the export is written, nothing is written; the
+// source's own files (out beside the model) are left as they are.
+// defaults holds files by name, written where the model has none of its
+// own (the chat template and stop ids of a model spiral made, as the hf
+// export writes them: tokenizer.HFConfigFiles). With trained (the export of a
 // checkpoint's weights), config.json goes without its _name_or_path,
-// which names r and not the trained weights (model.TrainedConfig).
+// which names r and not the trained weights (model.TrainedConfig),
+// replacing a copy of r's there.
 func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, trained bool) ([]sidecar, error) {
 	dir := filepath.Dir(out)
 	type side struct {
@@ -125,8 +127,11 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, tra
 		}
 		have, err := os.ReadFile(f.to)
 		switch {
+		case err == nil && (bytes.Equal(have, f.data) || sameFile(f.to, s.from)):
+			continue // there already, or the source's own (exported beside it)
 		case err == nil && bytes.Equal(have, b):
-			continue
+			// A copy of the source's config.json, which the trained
+			// weights' replaces.
 		case err == nil:
 			return nil, fmt.Errorf("--out: %s already exists and differs from %s, which the export of %s needs beside it; remove it or export to another directory", f.to, f, r.onnx)
 		case !errors.Is(err, fs.ErrNotExist):

@@ -1084,3 +1084,49 @@ func TestExportPEFTIntoModelDirectory(t *testing.T) {
 		require.Len(t, entries, 1, "nothing written")
 	}
 }
+
+// TestExportSidecarsOfTrainedWeights: the export of a checkpoint's
+// weights writes config.json without its _name_or_path (it names the
+// source model, not the trained weights; model.TrainedConfig), and says
+// so; exported beside the source model, in its directory, the source's
+// own config.json is left as it is, as when the copy was the same: it
+// was refused as a file that "differs from" itself, with the advice to
+// remove it.
+func TestExportSidecarsOfTrainedWeights(t *testing.T) {
+	src := t.TempDir()
+	config := `{"_name_or_path": "Qwen/Qwen3-0.6B", "vocab_size": 49}`
+	require.NoError(t, os.WriteFile(filepath.Join(src, "config.json"), []byte(config), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "tokenizer.json"), []byte("tok"), 0o644))
+	r := resolvedModel{onnx: filepath.Join(src, "model.onnx"), dir: src, tokenizer: filepath.Join(src, "tokenizer.json")}
+
+	out := filepath.Join(t.TempDir(), "m.onnx")
+	sides, err := exportSidecars(r, out, nil, true)
+	require.NoError(t, err)
+	require.Len(t, sides, 2)
+	require.Equal(t, filepath.Join(filepath.Dir(out), "config.json"), sides[0].to)
+	require.Equal(t, "{\n  \"vocab_size\": 49\n}\n", string(sides[0].data))
+	require.Equal(t, "a copy of "+filepath.Join(src, "config.json")+" without its _name_or_path (it names that model, not these weights)", sides[0].report())
+	for _, s := range sides {
+		require.NoError(t, s.write())
+	}
+	sides, err = exportSidecars(r, out, nil, true)
+	require.NoError(t, err)
+	require.Empty(t, sides, "exported again: there already")
+	// A copy of the source's config.json there (an export of the model
+	// itself, or one before this fix) is replaced.
+	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(out), "config.json"), []byte(config), 0o644))
+	sides, err = exportSidecars(r, out, nil, true)
+	require.NoError(t, err)
+	require.Len(t, sides, 1)
+	require.Equal(t, "{\n  \"vocab_size\": 49\n}\n", string(sides[0].data))
+	sides, err = exportSidecars(r, filepath.Join(t.TempDir(), "m.onnx"), nil, false)
+	require.NoError(t, err)
+	require.Equal(t, config, string(sides[0].data), "the model itself: a copy")
+
+	sides, err = exportSidecars(r, filepath.Join(src, "trained.onnx"), nil, true)
+	require.NoError(t, err)
+	require.Empty(t, sides, "the source's own files")
+	b, err := os.ReadFile(filepath.Join(src, "config.json"))
+	require.NoError(t, err)
+	require.Equal(t, config, string(b))
+}
