@@ -151,6 +151,11 @@ func TestTrainedConfigNamesNoBase(t *testing.T) {
 	r = spiral(t, nil, "export", "--format", "hf", "--model", named, "--checkpoint", run, "--out", hf)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Nil(t, config(hf), "merged adapters: not the model the id names")
+	// Beside the model, in its directory: its own config.json is left as
+	// it is.
+	r = spiral(t, nil, "export", "--format", "hf", "--model", named, "--checkpoint", run, "--out", named)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, kept, config(named), "the source's own config.json")
 	merged := filepath.Join(dir, "merged")
 	r = spiral(t, nil, "export", "--model", named, "--checkpoint", run, "--out", filepath.Join(merged, "model.onnx"))
 	require.Equal(t, 0, r.code, r.stderr)
