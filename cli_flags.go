@@ -272,6 +272,17 @@ func loraWithoutRank(changed func(name string) bool, rank int) error {
 	return errors.Join(errs...)
 }
 
+// loraRankUsage returns err, or the usage error of --lora-rank when err
+// is a rank past a targeted projection's smaller side, which is found
+// when the model is read (plan refuses it so from config.json).
+func loraRankUsage(err error) error {
+	var re *model.LoRARankError
+	if errors.As(err, &re) {
+		return usageError{fmt.Errorf("--lora-rank %d: %s is [%d, %d]: %s", re.Rank, re.Module, re.In, re.Out, re.Want())}
+	}
+	return err
+}
+
 // parseLoRA checks the LoRA flags (targets may omit "_proj").
 func parseLoRA(rank int, alpha float64, targets string) (lmgraph.LoRA, error) {
 	l := lmgraph.LoRA{Rank: rank, Alpha: alpha}

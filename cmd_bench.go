@@ -283,7 +283,7 @@ func benchOpen(env *cliEnv, f *benchFlags, r resolvedModel, opts model.PolicyOpt
 	}
 	if err != nil {
 		rt.Close()
-		return nil, nil, nil, err
+		return nil, nil, nil, loraRankUsage(err)
 	}
 	return rt, pol, func() { pol.Close(); rt.Close() }, nil
 }

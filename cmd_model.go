@@ -208,7 +208,7 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		arts.Waiting = env.stderr
 		art, err := model.PrepareArtifacts(r.onnx, dir, arts)
 		if err != nil {
-			return err
+			return loraRankUsage(err)
 		}
 		m := art.Manifest
 		state := "reused"

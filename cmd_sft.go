@@ -94,7 +94,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	}
 	pol, err := model.OpenPolicy(sess.rt, sess.onnx, filepath.Join(f.out, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: arts, Seed: f.cfg.Seed})
 	if err != nil {
-		return err
+		return loraRankUsage(err)
 	}
 	defer pol.Close()
 	if err := sess.checkVocab(pol.LM); err != nil {

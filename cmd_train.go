@@ -170,7 +170,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	}
 	pol, err := model.OpenPolicy(sess.rt, sess.onnx, filepath.Join(f.run.Dir, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: arts, Seed: f.cfg.Seed})
 	if err != nil {
-		return err
+		return loraRankUsage(err)
 	}
 	defer pol.Close()
 	if err := sess.checkVocab(pol.LM); err != nil {

@@ -1130,3 +1130,28 @@ func TestExportSidecarsOfTrainedWeights(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, config, string(b))
 }
+
+// TestLoRARankPastProjection: a --lora-rank past a targeted projection's
+// smaller side, refused when the model is read, is the usage error
+// (exit 2) that plan makes of it, naming the flag: train, sft, bench
+// train and artifacts failed with exit 1 and "model: M: model: lora: rank
+// 65 exceeds ...", which named no flag.
+func TestLoRARankPastProjection(t *testing.T) {
+	if os.Getenv("ONNXRUNTIME_LIB") == "" && os.Getenv("CI") == "" {
+		t.Skip("ONNXRUNTIME_LIB unset: run make test")
+	}
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	const want = "--lora-rank 65: model.layers.0.self_attn.q_proj is [64, 128]: want at most 64, the smaller side, past which an adapter is no more expressive\n"
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"artifacts", "--lora-rank", "65", "--out", filepath.Join(dir, "artifacts")},
+		{"bench", "train", "--lora-rank", "65", "--rows", "1", "--tokens", "8", "--steps", "1"},
+		{"train", "--lora-rank", "65", "--steps", "1", "--quiet", "--out", filepath.Join(dir, "train")},
+		{"sft", "--lora-rank", "65", "--steps", "1", "--quiet", "--out", filepath.Join(dir, "sft")},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+		require.Equal(t, "spiral "+args[0]+": "+want, stderr.String(), "%q", args)
+	}
+}

@@ -61,7 +61,7 @@ func LoRAAdapters(m *onnx.Model, l lmgraph.LoRA) ([]lmgraph.Adapter, error) {
 		// full-rank one does not, and its factors (rank x in + rank x out
 		// floats, with AdamW's moments) would only take memory.
 		if r := int64(l.Rank); r > min(d[0], d[1]) {
-			return nil, fmt.Errorf("model: lora: rank %d exceeds %s's [%d, %d]: want at most %d, the smaller side, past which an adapter is no more expressive", l.Rank, s[1], d[0], d[1], min(d[0], d[1]))
+			return nil, fmt.Errorf("model: lora: %w", &LoRARankError{Rank: l.Rank, Module: s[1], In: d[0], Out: d[1]})
 		}
 		a, b := lmgraph.AdapterNames(s[1])
 		out = append(out, lmgraph.Adapter{Module: s[1], Base: p.Initializer, A: a, B: b, In: d[0], Out: d[1]})
@@ -73,6 +73,23 @@ func LoRAAdapters(m *onnx.Model, l lmgraph.LoRA) ([]lmgraph.Adapter, error) {
 		}
 	}
 	return out, nil
+}
+
+// LoRARankError is LoRAAdapters' refusal of a rank past the smaller side
+// of the projection Module ([In, Out]).
+type LoRARankError struct {
+	Rank    int
+	Module  string
+	In, Out int64
+}
+
+func (e *LoRARankError) Error() string {
+	return fmt.Sprintf("rank %d exceeds %s's [%d, %d]: %s", e.Rank, e.Module, e.In, e.Out, e.Want())
+}
+
+// Want says what rank the projection takes.
+func (e *LoRARankError) Want() string {
+	return fmt.Sprintf("want at most %d, the smaller side, past which an adapter is no more expressive", min(e.In, e.Out))
 }
 
 // loraWeights lists the factors of adapters as manifest weights, A then B
