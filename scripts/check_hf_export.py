@@ -9,7 +9,8 @@ is the base model (`spiral export --format hf` without --checkpoint) and
 peft loads the adapter onto it (PeftModel.from_pretrained); MODEL.onnx is
 then the merged export of the same checkpoint. An independent reference
 for the product's exports, run by hand (it needs torch, transformers and
-peft; CI checks names, shapes and layouts in Go):
+peft; CI checks names, shapes and layouts in Go, and LoRA and the peft
+export against golden values of peft's in model/testdata/hfqwen3):
 
     python scripts/check_hf_export.py HF_DIR MODEL.onnx [ADAPTER_DIR]
 
