@@ -66,7 +66,7 @@ type peftAdapterConfig struct {
 // adapter_config.json.
 func TestLoRAMatchesPEFT(t *testing.T) {
 	rt := modeltest.Runtime(t)
-	ref := loadHFReference(t)
+	ref := loadHFReference(t, hfFixtureDir)
 	var pref struct {
 		Rank    int       `json:"rank"`
 		Alpha   float64   `json:"alpha"`
