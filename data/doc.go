@@ -45,10 +45,12 @@
 //     are never silently kept or dropped.
 //
 // Problem.Source is "path:LINE" for JSONL (1-based line), "path:row N" for
-// a JSON array and Parquet (0-based row), `path:row "KEY"` for a JSON
-// object of rows and "path:FIELD row N" for an object holding an array of
-// rows. Error messages use the same locations, and name the line a JSON
-// document's row starts on too ("path:row N (line L)"). Known limit: a
+// Parquet (0-based row), and for a JSON document the row followed by the
+// line it starts on, which a pretty-printed file spreads a row over many
+// of: "path:row N (line L)" for an array, `path:row "KEY" (line L)` for
+// an object of rows and "path:FIELD row N (line L)" for an object holding
+// an array of rows. Error messages and skipped rows use the same
+// locations. Known limit: a
 // corrupt Parquet page header can make parquet-go allocate the size it
 // declares; only the footer is guarded.
 //

@@ -485,7 +485,7 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 			return fmt.Errorf("data: %s: id field %q: missing or null", r.where(), m.id)
 		}
 	}
-	b.add(id, problem, answer, r.loc, skipReason, n)
+	b.add(id, problem, answer, r.where(), skipReason, n)
 	return nil
 }
 

@@ -124,6 +124,28 @@ func TestLoadTable(t *testing.T) {
 			},
 		},
 		{
+			// Each skipped row of a JSON document is named by its index
+			// and the line it starts on, as its errors name it.
+			name:    "skips in JSON documents name the line",
+			file:    "a.json",
+			content: "[\n {\"problem\": \"keep\", \"answer\": \"1\"},\n {\n  \"problem\": \"p\",\n  \"answer\": \"\"\n },\n {\"problem\": \"keep\", \"answer\": \"1\"}\n]\n",
+			want: want{
+				problems: [][2]string{{"keep", "1"}},
+				skipped:  []string{"a.json:row 1 (line 3): empty answer", "a.json:row 2 (line 7): duplicate problem (first at "},
+				mapping:  [2]string{"problem", "answer"},
+			},
+		},
+		{
+			name:    "skips in a JSON object holding an array name the line",
+			file:    "a.json",
+			content: "{\"data\": [\n{\"problem\": \"p\", \"answer\": \"1\"},\n{\"problem\": \"  \", \"answer\": \"2\"}\n]}",
+			want: want{
+				problems: [][2]string{{"p", "1"}},
+				skipped:  []string{"a.json:data row 1 (line 3): empty problem"},
+				mapping:  [2]string{"problem", "answer"},
+			},
+		},
+		{
 			name:    "positional and repeated ids",
 			file:    "a.jsonl",
 			content: `{"problem": "p1", "answer": "1", "id": "x"}` + "\n" + `{"problem": "p2", "answer": "2", "id": "x"}` + "\n" + `{"problem": "p3", "answer": "3"}` + "\n",
