@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +16,7 @@ import (
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 	"github.com/spiral-rl/spiral/rollout/report"
@@ -148,34 +147,45 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	}
 	cuts := &cutCounter{next: ev.Traces}
 	ev.Traces = cuts.write
-	// save writes an evaluation's outputs, the report last, after the
-	// earlier evaluation's report is removed: a report is there only
-	// when its own traces and plot are, so one that fails (a full disk)
-	// or is killed on the way leaves no report, neither its own nor the
-	// earlier one beside this one's traces or plot.
+	// save writes an evaluation's outputs in a stage in --out and moves
+	// them in together, the report last: one that fails (a full disk) or
+	// is killed while writing leaves the earlier evaluation's report, plot
+	// and traces as they were (its own traces stay .partial), and a
+	// report is there only with its own plot and traces beside it. An
+	// earlier evaluation's traces, which would sit beside this report as
+	// if they were its own, are removed once this report is in place.
 	save := func(rep any, plot func(path string) error) error {
-		if err := os.Remove(base + ".json"); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("removing the earlier report: %w", err)
+		stage, err := atomicfile.NewStage(f.out)
+		if err != nil {
+			return fmt.Errorf("--out %s: %w", f.out, err)
 		}
-		if traces != nil {
-			if err := traces.Commit(); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.stdout, "wrote %s.traces.jsonl\n", base)
-		} else {
-			// An earlier evaluation's traces would sit beside this
-			// report as if they were its own.
-			stale := base + ".traces.jsonl"
-			if err := os.Remove(stale); err == nil {
-				fmt.Fprintf(env.stdout, "removed %s, an earlier evaluation's (--traces writes this one's)\n", stale)
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-		}
-		if err := plot(base + ".png"); err != nil {
+		defer stage.Discard()
+		staged := filepath.Join(stage.Dir(), f.mode)
+		if err := plot(staged + ".png"); err != nil {
 			return err
 		}
-		return report.WriteJSON(base+".json", rep)
+		if err := report.WriteJSON(staged+".json", rep); err != nil {
+			return err
+		}
+		tracesFile := base + ".traces.jsonl"
+		stale := false
+		if traces != nil {
+			if err := traces.Commit(stage.Dir()); err != nil {
+				return err
+			}
+		} else if _, err := os.Lstat(tracesFile); err == nil {
+			stale = true
+		}
+		if err := stage.Commit(f.mode+".png", f.mode+".traces.jsonl", f.mode+".json"); err != nil {
+			return fmt.Errorf("--out %s: %w", f.out, err)
+		}
+		if traces != nil {
+			fmt.Fprintf(env.stdout, "wrote %s\n", tracesFile)
+		}
+		if stale {
+			fmt.Fprintf(env.stdout, "removed %s, an earlier evaluation's (--traces writes this one's)\n", tracesFile)
+		}
+		return nil
 	}
 	switch f.mode {
 	case "rsa":

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rollout/report"
 )
 
 // runAtOnce runs the binary once per argument list, all at once, in dir,
@@ -95,16 +97,18 @@ func TestEvalFailureLeavesNoReport(t *testing.T) {
 	}
 }
 
-// TestEvalFailureLeavesNoEarlierReport: an evaluation that fails while
-// writing its outputs leaves no report at all, not an earlier
-// evaluation's report beside the traces this one wrote: the earlier
-// report (2 problems x 2 samples) stood beside this run's traces (3 x 2
-// = 6 lines) when the plot could not be written after the traces were
-// committed.
-func TestEvalFailureLeavesNoEarlierReport(t *testing.T) {
+// TestEvalFailureKeepsEarlierReport: an evaluation that fails while
+// writing its outputs leaves the earlier evaluation's report, with its
+// own traces beside it, not this run's: the outputs are written in a
+// stage and moved in together, the report last. It removed the earlier
+// report first, so a failure lost both reports: the earlier report (2
+// problems x 2 samples, its traces 4 lines) was gone when this run's
+// plot (3 x 2) could not be written, and this run's traces (6 lines)
+// stood in its place.
+func TestEvalFailureKeepsEarlierReport(t *testing.T) {
 	requireRuntime(t)
 	out := filepath.Join(t.TempDir(), "eval")
-	r := spiral(t, nil, "eval", "--mode", "passk", "--limit", "2", "--samples", "2", "--out", out, "--quiet")
+	r := spiral(t, nil, "eval", "--mode", "passk", "--limit", "2", "--samples", "2", "--out", out, "--traces", "--quiet")
 	require.Equal(t, 0, r.code, r.stderr)
 	plot := filepath.Join(out, "passk.png")
 	require.NoError(t, os.Remove(plot))
@@ -112,8 +116,10 @@ func TestEvalFailureLeavesNoEarlierReport(t *testing.T) {
 	r = spiral(t, nil, "eval", "--mode", "passk", "--limit", "3", "--samples", "2", "--out", out, "--traces", "--quiet")
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Contains(t, r.stderr, plot)
-	require.Equal(t, 6, countLines(t, filepath.Join(out, "passk.traces.jsonl")))
-	require.NoFileExists(t, filepath.Join(out, "passk.json"), "the earlier report, beside this run's traces")
+	var rep report.PassAtK
+	require.NoError(t, report.ReadJSON(filepath.Join(out, "passk.json"), &rep), "the earlier report")
+	require.Equal(t, 2, rep.Meta.Problems)
+	require.Equal(t, 4, countLines(t, filepath.Join(out, "passk.traces.jsonl")), "the earlier report's traces")
 }
 
 // startSpiral starts the binary in dir with args, killed at the end of

@@ -44,7 +44,8 @@ type TraceRecord struct {
 
 // TraceWriter streams TraceRecords as JSON lines to a file that appears
 // under its name only once Commit has succeeded (until then it is
-// path + ".partial", which a failed evaluation leaves behind).
+// path + ".partial", which a failed evaluation leaves behind), in its
+// own directory or in the stage of the evaluation's outputs.
 type TraceWriter struct {
 	path     string
 	f        *os.File
@@ -82,15 +83,17 @@ func (t *TraceWriter) Write(batch []rollout.TracedTrace) error {
 	return nil
 }
 
-// Commit flushes the file, syncs it and renames it to its final path.
-func (t *TraceWriter) Commit() error {
+// Commit flushes the file, syncs it and renames it to its final name in
+// dir: its own directory, or a stage (atomicfile.Stage) of that
+// directory that moves it in with the report it belongs to.
+func (t *TraceWriter) Commit(dir string) error {
 	t.closed = true
 	err := errors.Join(t.w.Flush(), t.f.Sync(), t.f.Close())
 	if err == nil {
-		err = os.Rename(t.f.Name(), t.path)
+		err = os.Rename(t.f.Name(), filepath.Join(dir, filepath.Base(t.path)))
 	}
 	if err == nil {
-		err = atomicfile.SyncDir(filepath.Dir(t.path))
+		err = atomicfile.SyncDir(dir)
 	}
 	if err != nil {
 		return fmt.Errorf("report: traces: %w", err)

@@ -27,7 +27,7 @@ func TestTraceWriterRoundTrip(t *testing.T) {
 	_, err = os.Stat(path)
 	require.True(t, os.IsNotExist(err), "nothing under the final name before Commit")
 	require.Error(t, w.Write([]rollout.TracedTrace{{Problem: 2}}), "a problem index out of range")
-	require.NoError(t, w.Commit())
+	require.NoError(t, w.Commit(dir))
 	w.Abort() // a no-op after Commit
 
 	f, err := os.Open(path)
