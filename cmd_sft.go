@@ -84,11 +84,12 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	if arts.LoRA.Enabled() {
 		settings.LoRA = &arts.LoRA
 	}
-	// A run of another model or LoRA setting, or of spiral train, is
-	// refused before the directory's artifacts are built again for this
-	// one, as train refuses it (rl.CheckRunIdentity).
+	// A run of another model or LoRA setting, or of spiral train, or one
+	// whose checkpoints hold other parameters than --train and --freeze
+	// select, is refused before the directory's artifacts are built again
+	// for this one, as train refuses it (rl.CheckRunIdentity).
 	if !f.cfg.Fresh {
-		if err := rl.CheckSFTRunIdentity(f.out, settings); err != nil {
+		if err := rl.CheckSFTRunIdentity(f.out, settings, func() ([]string, error) { return model.TrainedParameters(sess.onnx, arts.Selection) }); err != nil {
 			return err
 		}
 	}

@@ -160,11 +160,15 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if arts.LoRA.Enabled() {
 		lora = &arts.LoRA
 	}
-	// A run of another model, data set, algorithm or LoRA setting is
-	// refused before its directory's artifacts are built again for this
-	// one (minutes, for a real model), as resuming would refuse it.
+	// A run of another model, data set, algorithm or LoRA setting, or
+	// whose checkpoints hold other parameters than --train and --freeze
+	// select, is refused before its directory's artifacts are built again
+	// for this one (minutes, for a real model), as resuming would refuse
+	// it.
 	if !f.run.Fresh {
-		if err := rl.CheckRunIdentity(f.run.Dir, rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, RL: rl.Config{Algo: f.cfg.Algo}, LoRA: lora}); err != nil {
+		now := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, RL: rl.Config{Algo: f.cfg.Algo}, LoRA: lora,
+			Sampling: map[string]any{"selection": arts.Selection.String()}}
+		if err := rl.CheckRunIdentity(f.run.Dir, now, func() ([]string, error) { return model.TrainedParameters(sess.onnx, arts.Selection) }); err != nil {
 			return err
 		}
 	}

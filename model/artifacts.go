@@ -518,6 +518,30 @@ func parameters(m *onnx.Model, src string) ([]lmgraph.Initializer, []lmgraph.Tie
 	return slices.DeleteFunc(cls, func(c lmgraph.Initializer) bool { return copies[c.Name] }), ties, nil
 }
 
+// TrainedParameters returns the names of the parameters of the model at
+// src that sel trains, as PrepareArtifacts picks them (tied copies left
+// out), reading only its graph: for checking a run directory's
+// checkpoints before its artifacts are built.
+func TrainedParameters(src string, sel lmgraph.Selection) ([]string, error) {
+	m, err := onnx.LoadGraph(src)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	cls, _, err := parameters(m, src)
+	if err != nil {
+		return nil, err
+	}
+	trained, _, err := sel.Select(cls)
+	if err != nil {
+		return nil, fmt.Errorf("model: %s: %w", src, err)
+	}
+	names := make([]string, len(trained))
+	for i, c := range trained {
+		names[i] = c.Name
+	}
+	return names, nil
+}
+
 // Ties returns the tied copies among the parameters of the model at src,
 // as PrepareArtifacts finds them (for Export from a checkpoint).
 func Ties(src string) ([]lmgraph.Tie, error) {

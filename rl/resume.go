@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -65,18 +66,24 @@ func resumeNewest(dir string, lora *lmgraph.LoRA, w *params.Store, opt *optim.Ad
 // CheckRunIdentity refuses a rerun into the run directory dir whose
 // newest checkpoint (whose state reads intact) is spiral sft's, or a run
 // of another model, data set, algorithm or LoRA configuration than now's
-// (its Model, ModelID, Data, RL.Algo and LoRA are read): what Run refuses
-// on resuming, said before the caller builds the model's artifacts into
-// dir, which for a real model takes minutes and replaces the run's own.
-// A directory without a checkpoint passes; settings that --override lets
-// differ are Run's to compare.
-func CheckRunIdentity(dir string, now RunSettings) error {
+// (its Model, ModelID, Data, RL.Algo, LoRA and Sampling's selection are
+// read), or whose --train and --freeze select other parameters than the
+// checkpoint holds (trains gives the names of those now's selection
+// trains; asked for only when the recorded selection is another):
+// what Run refuses on resuming, said before the caller builds the
+// model's artifacts into dir, which for a real model takes minutes and
+// replaces the run's own. A directory without a checkpoint passes;
+// settings that --override lets differ are Run's to compare.
+func CheckRunIdentity(dir string, now RunSettings, trains func() ([]string, error)) error {
 	return checkNewest(dir, func(path string, config json.RawMessage) error {
 		prev, err := recordedRun(dir, path, config, now)
 		if err != nil {
 			return err
 		}
-		return otherLoRARun(dir, prev.LoRA, now.LoRA)
+		if err := otherLoRARun(dir, prev.LoRA, now.LoRA); err != nil {
+			return err
+		}
+		return otherTrained(dir, path, selectionKey, prev.selection(), now.selection(), trains)
 	})
 }
 
@@ -117,6 +124,34 @@ func otherSelection(dir, setting, prev, now string) error {
 	}
 	return fmt.Errorf("%s holds a run that trains other parameters (%s: %s -> %s): use the same --train and --freeze, another --out, or --fresh",
 		dir, setting, prev, now)
+}
+
+// otherTrained refuses, as otherSelection does, the run in dir whose
+// checkpoint at path was trained with the selection prev when now's
+// trains other parameters than the checkpoint holds: trains gives their
+// names, asked for only when the selections differ. Other patterns that
+// train the same parameters pass (the settings check names that
+// change), as does a checkpoint whose tensors cannot be read (resuming
+// skips and reports it).
+func otherTrained(dir, path, setting, prev, now string, trains func() ([]string, error)) error {
+	refused := otherSelection(dir, setting, prev, now)
+	if refused == nil {
+		return nil
+	}
+	names, err := trains()
+	if err != nil {
+		return err
+	}
+	held, err := checkpoint.TensorNames(path)
+	if err != nil {
+		return nil
+	}
+	slices.Sort(names)
+	slices.Sort(held)
+	if slices.Equal(names, held) {
+		return nil
+	}
+	return refused
 }
 
 // sameModel reports whether a checkpoint's model (its name and content

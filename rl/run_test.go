@@ -1299,6 +1299,48 @@ func TestRunFinalRSARecordsItsSeed(t *testing.T) {
 	require.Equal(t, run.seeds, again.seeds, "meta.seed %d repeats the final evaluation's streams", rep.Meta.Seed)
 }
 
+// TestCheckRunIdentitySelection: a rerun whose --train and --freeze
+// select other parameters than the newest checkpoint holds is refused
+// before any graph is built, with the message resuming gives (it was
+// refused only by Run, after the artifacts were built again); other
+// patterns that select the same parameters pass (Run's settings check
+// says that change), and the parameters are not asked for when the
+// selection is the run's.
+func TestCheckRunIdentitySelection(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	h.cfg.EvalEvery = 0
+	h.parts.Settings.Sampling = map[string]any{"selection": `train="" freeze=""`}
+	require.NoError(t, h.run(context.Background()))
+	trains := func(names ...string) func() ([]string, error) {
+		return func() ([]string, error) { return names, nil }
+	}
+	for _, tc := range []struct {
+		name      string
+		selection string
+		trains    func() ([]string, error)
+		want      string
+	}{
+		{"same selection", `train="" freeze=""`, func() ([]string, error) { return nil, errors.New("asked for the parameters") }, ""},
+		{"other parameters", `train="" freeze="norm"`, trains("v"),
+			dir + ` holds a run that trains other parameters (sampling.selection: train="" freeze="" -> train="" freeze="norm"): use the same --train and --freeze, another --out, or --fresh`},
+		{"a parameter more", `train="w|v" freeze=""`, trains("w", "v"), "holds a run that trains other parameters"},
+		{"the same parameters", `train="^w$" freeze=""`, trains("w"), ""},
+		{"the parameters not known", `train="x" freeze=""`, func() ([]string, error) { return nil, errors.New("no model") }, "no model"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := h.parts.Settings
+			now.Sampling = map[string]any{"selection": tc.selection}
+			err := CheckRunIdentity(dir, now, tc.trains)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
 // TestCheckRunIdentity: before any graph is built, a rerun into a run
 // directory is refused when the newest checkpoint is of another model
 // (by content id), data set, algorithm or LoRA setting, as resuming
@@ -1307,7 +1349,7 @@ func TestRunFinalRSARecordsItsSeed(t *testing.T) {
 // passed over for the one before, as resuming does.
 func TestCheckRunIdentity(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, CheckRunIdentity(dir, RunSettings{Model: "m", ModelID: "id-m"}), "no checkpoint")
+	require.NoError(t, CheckRunIdentity(dir, RunSettings{Model: "m", ModelID: "id-m"}, nil), "no checkpoint")
 	h := newRunHarness(t, dir, 2)
 	h.cfg.EvalEvery = 0
 	require.NoError(t, h.run(context.Background()))
@@ -1329,7 +1371,7 @@ func TestCheckRunIdentity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			now := same
 			tc.change(&now)
-			err := CheckRunIdentity(dir, now)
+			err := CheckRunIdentity(dir, now, nil)
 			if tc.want == "" {
 				require.NoError(t, err)
 				return
@@ -1341,8 +1383,8 @@ func TestCheckRunIdentity(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, CheckpointsDir, checkpoint.DirName(2), checkpoint.ModelFile), []byte("x"), 0o644))
 	other := same
 	other.ModelID = "id-m2"
-	require.ErrorContains(t, CheckRunIdentity(dir, other), "holds a run of m on d")
-	require.NoError(t, CheckRunIdentity(dir, same))
+	require.ErrorContains(t, CheckRunIdentity(dir, other, nil), "holds a run of m on d")
+	require.NoError(t, CheckRunIdentity(dir, same, nil))
 }
 
 // TestRunLockByPID: where flock(2) is not kept, the lock file alone is

@@ -497,17 +497,23 @@ func resumeSFT(cfg SFTConfig, p SFTParts, src *rand.PCG) (int, error) {
 // CheckSFTRunIdentity refuses an sft rerun into the directory dir whose
 // newest checkpoint (whose state reads intact) is spiral train's, or an
 // sft run of another model or LoRA configuration than now's (its Model,
-// ModelID and LoRA are read): what RunSFT refuses on resuming, said
+// ModelID, LoRA and Selection are read), or whose --train and --freeze
+// select other parameters than the checkpoint holds (trains gives the
+// names of those now's selection trains; asked for only when the
+// recorded selection is another): what RunSFT refuses on resuming, said
 // before the caller builds the model's artifacts into dir, as
 // CheckRunIdentity says it for train. A directory without a checkpoint
 // passes; settings that --override lets differ are RunSFT's to compare.
-func CheckSFTRunIdentity(dir string, now SFTSettings) error {
+func CheckSFTRunIdentity(dir string, now SFTSettings, trains func() ([]string, error)) error {
 	return checkNewest(dir, func(path string, config json.RawMessage) error {
 		prev, err := recordedSFT(dir, path, config, now)
 		if err != nil {
 			return err
 		}
-		return otherLoRARun(dir, prev.LoRA, now.LoRA)
+		if err := otherLoRARun(dir, prev.LoRA, now.LoRA); err != nil {
+			return err
+		}
+		return otherTrained(dir, path, "selection", prev.Selection, now.Selection, trains)
 	})
 }
 

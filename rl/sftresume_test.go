@@ -489,7 +489,7 @@ func TestSFTSettingsDiffLearningRate(t *testing.T) {
 func TestCheckSFTRunIdentity(t *testing.T) {
 	dir := t.TempDir()
 	same := SFTSettings{Model: "m", ModelID: "id-m", Selection: `train="" freeze=""`}
-	require.NoError(t, CheckSFTRunIdentity(dir, same), "no checkpoint")
+	require.NoError(t, CheckSFTRunIdentity(dir, same, nil), "no checkpoint")
 	w, err := params.NewStore([]params.Spec{{Name: "v", Shape: []int64{2, 2}}})
 	require.NoError(t, err)
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
@@ -508,6 +508,10 @@ func TestCheckSFTRunIdentity(t *testing.T) {
 	}{
 		{"same run", func(*SFTSettings) {}, ""},
 		{"other settings", func(s *SFTSettings) { s.Selection = `train="" freeze="norm"` }, ""},
+		// Other parameters than the checkpoint's "v": refused before the
+		// build, as RunSFT refuses them.
+		{"other parameters", func(s *SFTSettings) { s.Selection = `train="w" freeze=""` },
+			dir + ` holds a run that trains other parameters (selection: train="" freeze="" -> train="w" freeze=""): use the same --train and --freeze, another --out, or --fresh`},
 		{"model renamed, same id", func(s *SFTSettings) { s.Model = "elsewhere" }, ""},
 		{"other model", func(s *SFTSettings) { s.Model, s.ModelID = "m2", "id-m2" },
 			dir + " holds an sft run of m (model id id-m); this one is of m2 (model id id-m2): use another --out, or --fresh"},
@@ -516,7 +520,12 @@ func TestCheckSFTRunIdentity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			now := same
 			tc.change(&now)
-			err := CheckSFTRunIdentity(dir, now)
+			err := CheckSFTRunIdentity(dir, now, func() ([]string, error) {
+				if now.Selection == `train="w" freeze=""` {
+					return []string{"w"}, nil
+				}
+				return []string{"v"}, nil
+			})
 			if tc.want == "" {
 				require.NoError(t, err)
 				return
@@ -530,5 +539,5 @@ func TestCheckSFTRunIdentity(t *testing.T) {
 	require.NoError(t, err)
 	_, err = checkpoint.Save(filepath.Join(train, CheckpointsDir), w, opt, checkpoint.State{Step: 1, Config: settings}, checkpoint.Options{})
 	require.NoError(t, err)
-	require.EqualError(t, CheckSFTRunIdentity(train, same), train+" holds checkpoints of spiral train, not of sft: use another --out, or --fresh")
+	require.EqualError(t, CheckSFTRunIdentity(train, same, nil), train+" holds checkpoints of spiral train, not of sft: use another --out, or --fresh")
 }

@@ -209,6 +209,29 @@ func TestSecondTrainRefusedBeforeArtifacts(t *testing.T) {
 	require.True(t, bytes.Equal(before, after), "the running run's artifacts are left as they were; its manifest is now:\n%.300s", after)
 }
 
+// TestOtherSelectionRefusedBeforeArtifacts: a rerun into a run
+// directory whose --freeze selects other parameters than its checkpoints
+// hold is refused before the graphs are built there again: resuming
+// refused it only after the artifacts had been rebuilt for the new
+// selection (minutes, for a real model), leaving the run's own replaced.
+func TestOtherSelectionRefusedBeforeArtifacts(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	args := []string{"train", "--steps", "1", "--problems", "1", "--eval-every", "0", "--final-rsa-steps", "0", "--out", run, "--quiet"}
+	r := spiralIn(t, dir, nil, args...)
+	require.Equal(t, 0, r.code, r.stderr)
+	manifest := filepath.Join(run, "artifacts", "manifest.json")
+	before, err := os.ReadFile(manifest)
+	require.NoError(t, err)
+	r = spiralIn(t, dir, nil, append(args, "--steps", "2", "--freeze", "norm")...)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, run+` holds a run that trains other parameters (sampling.selection: train="" freeze="" -> train="" freeze="norm")`)
+	after, err := os.ReadFile(manifest)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(before, after), "the run's artifacts are left as they were; its manifest is now:\n%.300s", after)
+}
+
 // TestConcurrentSFTRefused: a second sft into the --out of a running one
 // is refused at once, as a second train is: the two shared the log's
 // sft.jsonl.partial (the one finishing first committed a log holding the

@@ -773,6 +773,34 @@ func IsCheckpointDir(path string) bool {
 // at path (names, shapes and order from its model.safetensors header), for
 // loading a checkpoint without the model it was trained from.
 func NewStoreFor(path string) (*params.Store, error) {
+	h, err := readModelHeader(path)
+	if err != nil {
+		return nil, err
+	}
+	specs := make([]params.Spec, len(h.Tensors))
+	for i, t := range h.Tensors {
+		specs[i] = params.Spec{Name: t.Name, Shape: t.Shape}
+	}
+	return params.NewStore(specs)
+}
+
+// TensorNames returns the names of the weights the checkpoint at path
+// holds (its model.safetensors header's), in file order.
+func TensorNames(path string) ([]string, error) {
+	h, err := readModelHeader(path)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(h.Tensors))
+	for i, t := range h.Tensors {
+		names[i] = t.Name
+	}
+	return names, nil
+}
+
+// readModelHeader reads the header of the checkpoint at path's
+// model.safetensors.
+func readModelHeader(path string) (*params.Header, error) {
 	f, err := os.Open(filepath.Join(path, ModelFile))
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
@@ -786,9 +814,5 @@ func NewStoreFor(path string) (*params.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %s: %w", f.Name(), err)
 	}
-	specs := make([]params.Spec, len(h.Tensors))
-	for i, t := range h.Tensors {
-		specs[i] = params.Spec{Name: t.Name, Shape: t.Shape}
-	}
-	return params.NewStore(specs)
+	return h, nil
 }
