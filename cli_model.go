@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/checkpoint"
@@ -295,7 +296,7 @@ func (s *modelSession) prompter(tmpl templateSet) rollout.ChatPrompter {
 // the embedded one or, onEmbeddedTask, the problems are that task's: a
 // model warm-started on it by spiral sft writes traces as short), the
 // context length (config.json's
-// max_position_embeddings, when stated), the stop ids and the vocabulary
+// max_position_embeddings, when stated), the stop ids (stopIDs) and the vocabulary
 // limit (the tokenizer's ids: a model with fewer embedding rows is refused
 // by checkVocab). It needs no open model, so that a --max-new-tokens that
 // leaves no room is refused before the model's graphs are built.
@@ -313,9 +314,28 @@ func (s *modelSession) samplerConfig(f samplingFlags, onEmbeddedTask bool) (roll
 	if c.ContextLength > 0 && c.MaxNewTokens >= c.ContextLength {
 		return c, usageError{fmt.Errorf("--max-new-tokens %d leaves no room for a prompt in the %d positions of %s (config.json max_position_embeddings)", c.MaxNewTokens, c.ContextLength, s.path())}
 	}
-	c.StopIDs = s.tok.StopIDs()
+	if c.StopIDs, err = s.stopIDs(); err != nil {
+		return c, err
+	}
 	c.VocabLimit = s.tok.VocabSize()
 	return c, nil
+}
+
+// stopIDs are the ids that end generation: the tokenizer's (<|im_end|>,
+// <|endoftext|>) and, each once, those of the eos_token_id of the
+// generation_config.json beside the model (model.ReadGenerationEOS).
+func (s *modelSession) stopIDs() ([]int32, error) {
+	eos, err := model.ReadGenerationEOS(filepath.Join(s.dir, model.ConfigFile))
+	if err != nil {
+		return nil, err
+	}
+	ids := s.tok.StopIDs()
+	for _, id := range eos {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // generator returns where generation runs: the local sampler on pol, or

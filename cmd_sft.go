@@ -51,6 +51,10 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 		return err
 	}
 	f.cfg.ContextLength = hf.MaxPositionEmbeddings
+	stops, err := sess.stopIDs()
+	if err != nil {
+		return err
+	}
 	// Each candidate takes a token of an aggregation prompt at least: as
 	// many as the model's positions never fit, and a step's worth of such
 	// prompts (a million candidates each, say) takes gigabytes to draw
@@ -117,7 +121,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	bar := newProgress(env.stderr, f.quiet, f.cfg.Steps, "sft", "steps")
 	err = rl.RunSFT(ctx, f.cfg, rl.SFTParts{
 		Policy: pol, Optimizer: opt, Schedule: sched, Task: task, Prompter: sess.prompter(templateSet{}),
-		StopIDs: sess.tok.StopIDs(), VocabLimit: min(sess.tok.VocabSize(), pol.LM.Signature().Vocab),
+		StopIDs: stops, VocabLimit: min(sess.tok.VocabSize(), pol.LM.Signature().Vocab),
 		Judge: rl.NewJudge(rl.RewardRule{}), Dir: f.out, Settings: settings, Out: env.stdout, Warn: env.stderr, Progress: bar.add,
 	})
 	bar.done()

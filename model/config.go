@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/spiral-rl/spiral/model/tokenizer"
 )
 
 // ConfigFile is the Hugging Face model configuration that exports keep
@@ -181,4 +184,44 @@ func ReadHFConfig(modelPath string) (cfg HFConfig, found bool, err error) {
 		return HFConfig{}, false, fmt.Errorf("model: %s: negative max_position_embeddings, vocab_size or num_attention_heads", path)
 	}
 	return cfg, true, nil
+}
+
+// ReadGenerationEOS returns the ids that end generation by the
+// eos_token_id of the generation_config.json beside modelPath: one id or
+// a list of them (Qwen3's [151645, 151643]); nil when there is no such
+// file, or it states none (absent or null).
+func ReadGenerationEOS(modelPath string) ([]int32, error) {
+	path := filepath.Join(filepath.Dir(modelPath), tokenizer.GenerationConfigFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	var gc struct {
+		EOS json.RawMessage `json:"eos_token_id"`
+	}
+	if err := json.Unmarshal(b, &gc); err != nil {
+		return nil, fmt.Errorf("model: %s: %w", path, err)
+	}
+	if len(gc.EOS) == 0 || string(gc.EOS) == "null" {
+		return nil, nil
+	}
+	var ids []int64
+	if err := json.Unmarshal(gc.EOS, &ids); err != nil {
+		var id int64
+		if json.Unmarshal(gc.EOS, &id) != nil {
+			return nil, fmt.Errorf("model: %s: eos_token_id: want a token id or a list of token ids, got %s", path, gc.EOS)
+		}
+		ids = []int64{id}
+	}
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		if id < 0 || id > math.MaxInt32 {
+			return nil, fmt.Errorf("model: %s: eos_token_id: %d is not a token id", path, id)
+		}
+		out[i] = int32(id)
+	}
+	return out, nil
 }

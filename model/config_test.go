@@ -1,6 +1,8 @@
 package model_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,4 +27,44 @@ func TestTrainedConfig(t *testing.T) {
 	}
 	_, err := model.TrainedConfig([]byte(`[1]`))
 	require.ErrorContains(t, err, "model: config.json: json: cannot unmarshal array")
+}
+
+// TestReadGenerationEOS: generation_config.json's eos_token_id beside a
+// model is read as one id or a list of them (Qwen3's [151645, 151643]);
+// a model without the file, the field or with null has none; anything
+// else is an error naming the file.
+func TestReadGenerationEOS(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string // body "" writes no file
+		want       []int32
+		err        string
+	}{
+		{name: "no file"},
+		{name: "no field", body: `{"top_p": 0.8}`},
+		{name: "null", body: `{"eos_token_id": null}`},
+		{name: "one id", body: `{"eos_token_id": 151645}`, want: []int32{151645}},
+		{name: "a list", body: `{"bos_token_id": 151643, "eos_token_id": [151645, 151643], "top_k": 20}`, want: []int32{151645, 151643}},
+		{name: "an empty list", body: `{"eos_token_id": []}`, want: []int32{}},
+		{name: "a string", body: `{"eos_token_id": "<|im_end|>"}`, err: "eos_token_id: want a token id or a list of token ids"},
+		{name: "a negative id", body: `{"eos_token_id": [2, -1]}`, err: "eos_token_id: -1 is not a token id"},
+		{name: "past int32", body: `{"eos_token_id": 4294967296}`, err: "eos_token_id: 4294967296 is not a token id"},
+		{name: "a fraction", body: `{"eos_token_id": 2.5}`, err: "eos_token_id: want a token id or a list of token ids"},
+		{name: "malformed", body: `{"eos_token_id": [1,`, err: "generation_config.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			gc := filepath.Join(dir, "generation_config.json")
+			if tc.body != "" {
+				require.NoError(t, os.WriteFile(gc, []byte(tc.body), 0o644))
+			}
+			ids, err := model.ReadGenerationEOS(filepath.Join(dir, "model.onnx"))
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				require.ErrorContains(t, err, gc)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, ids)
+		})
+	}
 }

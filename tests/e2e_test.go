@@ -18,6 +18,7 @@ import (
 
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/embedded"
 	"github.com/spiral-rl/spiral/rollout"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
@@ -1416,4 +1417,30 @@ func TestTemplateFlagsNamed(t *testing.T) {
 		r := spiral(t, nil, append([]string{"eval", "--limit", "1", "--quiet", "--out", t.TempDir()}, tc.args...)...)
 		requireExit(t, r, 1, nil, tc.want)
 	}
+}
+
+// TestGenerationConfigEOS: the eos_token_id of a generation_config.json
+// beside the model ends generation besides the tokenizer's stop ids
+// (<|im_end|>, <|endoftext|>): it was not read, so a model whose
+// generation defaults stop at another id ran on past it. The embedded
+// model answers "Solve x+1=2." greedily with "2+1=3. 3-1=2. ..." (53
+// tokens); with "." (id 6 of its tokenizer) among the eos ids, given as
+// a list as Qwen3's are, it stops after "2+1=3.".
+func TestGenerationConfigEOS(t *testing.T) {
+	requireRuntime(t)
+	dir, err := embedded.Extract(t.TempDir())
+	require.NoError(t, err)
+	m := filepath.Join(dir, "model.onnx")
+	args := []string{"generate", "--model", m, "--temperature", "0", "Solve x+1=2."}
+	r := spiral(t, nil, args...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "(53 tokens, stop)\n2+1=3. 3-1=2.")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(`{"eos_token_id": [48, 6]}`), 0o644))
+	r = spiral(t, nil, args...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "(6 tokens, stop)\n2+1=3.\n")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(`{"eos_token_id": "."}`), 0o644))
+	r = spiral(t, nil, args...)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, filepath.Join(dir, "generation_config.json")+": eos_token_id: want a token id or a list of token ids")
 }
