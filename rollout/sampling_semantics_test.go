@@ -137,6 +137,11 @@ var semanticsCases = []struct {
 	{"top-p keeps the token that crosses p", []float32{2.0794415, 1.3862944, 0.6931472, 0.6931472}, 0, 1, 0, 0.6, []int{0, 1}},
 	{"top-p small keeps the top one", []float32{2.0794415, 1.3862944, 0.6931472, 0.6931472}, 0, 1, 0, 0.3, []int{0}},
 	{"top-p tiny keeps at least one", []float32{0, 0.5, 3}, 0, 1, 0, 1e-12, []int{2}},
+	// softmax of [ln 2, 0, 0, 0] is 0.4, 0.2, 0.2, 0.2: the ids tied at
+	// the cutoff are kept from the highest down, as HF's ascending sort
+	// (stable) puts the lowest first in the tail it removes.
+	{"top-p ties at the cutoff keep the highest ids", []float32{0.6931472, 0, 0, 0}, 0, 1, 0, 0.5, []int{0, 3}},
+	{"top-p ties at the cutoff, two of three kept", []float32{0.6931472, 0, 0, 0}, 0, 1, 0, 0.7, []int{0, 2, 3}},
 	{"top-p after top-k, on the renormalised mass", []float32{3, 2, 1, 0}, 0, 1, 3, 0.7, []int{0, 1}},
 	// softmax 0.4, 0.3, 0.2, 0.1: top-k 2 leaves 4/7, 3/7, whose top-p
 	// 0.5 is the first id alone (top-p first would keep two).

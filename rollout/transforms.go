@@ -1,8 +1,9 @@
 package rollout
 
 import (
+	"cmp"
 	"math"
-	"sort"
+	"slices"
 )
 
 // The sampling transforms below each do one thing to one row of logits
@@ -52,8 +53,7 @@ func softmax(logits []float32, temperature float64, probs []float64) []float64 {
 // the k-th (softmax is monotone, so equal logits are equal
 // probabilities). The k-th largest is selected (a heap of k), not
 // sorted out of the whole row, and the kept ids are summed from the most
-// probable down, as a stable sort of the row by probability orders them.
-// order is scratch space.
+// probable down, in byProb's order. order is scratch space.
 func topK(probs []float64, k int, order []int) []int {
 	if k <= 0 || k >= len(probs) {
 		return order
@@ -116,12 +116,13 @@ func kthLargest(probs []float64, k int, heap []int) (float64, []int) {
 
 // topP keeps the smallest set of most probable tokens whose mass reaches p
 // (nucleus sampling, Holtzman et al. 2020) and renormalises; p >= 1 is a
-// no-op. The most probable token is always kept. The set is found among
-// the ids of probability at least (1-p)/len(probs), which the others,
-// holding less than 1-p together, cannot enter, sorted alone; where
-// rounding leaves their mass short of p, the whole row is sorted. Either
-// way the ids are walked in the order of a stable sort of the row by
-// probability, so the kept set and its mass are the same.
+// no-op. The most probable token is always kept, and of ids tied at the
+// cutoff the highest are kept, as Hugging Face's TopPLogitsWarper and
+// vLLM keep them (byProb). The set is found among the ids of probability
+// at least (1-p)/len(probs), which the others, holding less than 1-p
+// together, cannot enter, sorted alone; where rounding leaves their mass
+// short of p, the whole row is sorted. Either way the ids are walked in
+// byProb's order, so the kept set and its mass are the same.
 func topP(probs []float64, p float64, order []int) []int {
 	if p >= 1 {
 		return order
@@ -161,9 +162,8 @@ func nucleus(probs []float64, p float64, order []int) (int, float64, bool) {
 	return len(order), mass, false
 }
 
-// sortedAbove returns the ids whose probability is at least least,
-// stably sorted by probability, highest first (the head of
-// sortedByProb's order), in order (scratch space).
+// sortedAbove returns the ids whose probability is at least least in
+// byProb's order (the head of sortedByProb's), in order (scratch space).
 func sortedAbove(probs []float64, least float64, order []int) []int {
 	order = order[:0]
 	for i, q := range probs {
@@ -171,7 +171,7 @@ func sortedAbove(probs []float64, least float64, order []int) []int {
 			order = append(order, i)
 		}
 	}
-	sort.SliceStable(order, func(a, b int) bool { return probs[order[a]] > probs[order[b]] })
+	slices.SortFunc(order, byProb(probs))
 	return order
 }
 
@@ -183,8 +183,22 @@ func sortedByProb(probs []float64, order []int) []int {
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return probs[order[a]] > probs[order[b]] })
+	slices.SortFunc(order, byProb(probs))
 	return order
+}
+
+// byProb orders ids by probability, highest first, and ids of equal
+// probability from the highest id down: the reverse of the stable
+// ascending sort whose low tail Hugging Face's TopPLogitsWarper (and
+// vLLM's top-p) removes, lowest ids first among ties. It is a total
+// order, so any sort gives the same result.
+func byProb(probs []float64) func(a, b int) int {
+	return func(a, b int) int {
+		if c := cmp.Compare(probs[b], probs[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(b, a)
+	}
 }
 
 // draw returns the index whose cumulative probability first exceeds u in

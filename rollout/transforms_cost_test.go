@@ -3,6 +3,7 @@ package rollout
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 
@@ -10,7 +11,8 @@ import (
 )
 
 // topKSorted and topPSorted are topK and topP as they were written first,
-// on a stable sort of the whole row by probability: the oracle that the
+// on a sort of the whole row by probability (ties from the highest id
+// down, the reverse of HF's stable ascending sort): the oracle that the
 // selections in transforms.go must match bit for bit.
 func topKSorted(probs []float64, k int) {
 	if k <= 0 || k >= len(probs) {
@@ -59,7 +61,8 @@ func sortedByProbAll(probs []float64) []int {
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return probs[order[a]] > probs[order[b]] })
+	sort.SliceStable(order, func(a, b int) bool { return probs[order[a]] < probs[order[b]] })
+	slices.Reverse(order)
 	return order
 }
 
