@@ -29,9 +29,11 @@ type templateSet struct {
 	*data.Templates
 }
 
-// digest fingerprints the search and aggregation templates' sources (32
-// hex digits), which a training run records among its settings, so that
-// a rerun with other prompts is noticed.
+// digest fingerprints the search and aggregation templates' sources as
+// read (32 hex digits), which a training run records among its settings,
+// so that a rerun with other prompts is noticed, and an evaluation in its
+// report's meta.extra. Checkpoints record it: its definition stays, or
+// unchanged templates would no longer resume their runs.
 func (t templateSet) digest() string {
 	h := sha256.New()
 	for _, src := range []string{t.SearchSource(), t.AggregateSource()} {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -124,17 +123,19 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 			"skipped_problems": strconv.Itoa(skipped),
 		},
 		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
-	// A prompt template of the user's shapes every sample: the report
-	// names the file and what it held.
-	for key, path := range map[string]string{"search_template": f.tmpl.search, "aggregate_template": f.tmpl.aggregate} {
-		if path == "" {
-			continue
+	// The prompt templates shape every sample: the report fingerprints
+	// them as train's settings do (sampling.templates), and names a
+	// template file of the user's with the digest of its text as read
+	// (without a byte order mark or the trailing newline), the text the
+	// prompts were rendered from.
+	meta.Extra["templates"] = tmpl.digest()
+	for _, t := range []struct{ key, path, text string }{
+		{"search_template", f.tmpl.search, tmpl.SearchSource()},
+		{"aggregate_template", f.tmpl.aggregate, tmpl.AggregateSource()},
+	} {
+		if t.path != "" {
+			meta.Extra[t.key] = fmt.Sprintf("%s (sha256 %x)", t.path, sha256.Sum256([]byte(t.text)))
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("--%s: %w", strings.ReplaceAll(key, "_", "-"), err)
-		}
-		meta.Extra[key] = fmt.Sprintf("%s (sha256 %x)", path, sha256.Sum256(b))
 	}
 	base := filepath.Join(f.out, f.mode)
 	var traces *report.TraceWriter

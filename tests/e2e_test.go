@@ -19,6 +19,7 @@ import (
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/embedded"
+	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
@@ -1302,16 +1303,34 @@ func TestEvalReportRecordsSampling(t *testing.T) {
 	}
 	require.NotContains(t, rep.Meta.Extra, "search_template", "the built-in template")
 
-	// A template file of the user's is named with its digest.
+	builtIn := rep.Meta.Extra["templates"]
+	require.Regexp(t, "^[0-9a-f]{32}$", builtIn, "the templates' digest, as train records it")
+
+	// A template file of the user's is named with the digest of its text
+	// as read (without the byte order mark and the trailing newline that
+	// editors add), as train's settings fingerprint the templates, not
+	// with that of its bytes: the two did not agree on a file like this
+	// one.
 	tmpl := filepath.Join(out, "search.txt")
-	text := "Solve: {{.Problem}}\n"
+	text := "\uFEFFSolve: {{.Problem}}\r\n"
 	require.NoError(t, os.WriteFile(tmpl, []byte(text), 0o644))
 	r = spiral(t, nil, "eval", "--mode", "passk", "--limit", "1", "--samples", "1", "--max-new-tokens", "4",
 		"--search-template", tmpl, "--quiet", "--out", out)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NoError(t, report.ReadJSON(filepath.Join(out, "passk.json"), &rep))
-	require.Equal(t, fmt.Sprintf("%s (sha256 %x)", tmpl, sha256.Sum256([]byte(text))), rep.Meta.Extra["search_template"])
+	require.Equal(t, fmt.Sprintf("%s (sha256 %x)", tmpl, sha256.Sum256([]byte("Solve: {{.Problem}}"))), rep.Meta.Extra["search_template"])
 	require.NotContains(t, rep.Meta.Extra, "aggregate_template")
+	require.NotEqual(t, builtIn, rep.Meta.Extra["templates"])
+
+	// The same templates give train's settings the same fingerprint
+	// (sampling.templates, which its checkpoints record).
+	run := filepath.Join(t.TempDir(), "run")
+	r = spiral(t, nil, "train", "--steps", "1", "--problems", "1", "--eval-every", "0", "--final-rsa-steps", "0",
+		"--search-template", tmpl, "--quiet", "--out", run)
+	require.Equal(t, 0, r.code, r.stderr)
+	settings, err := rl.CheckpointSettings(filepath.Join(run, rl.CheckpointsDir, "ckpt-000001"))
+	require.NoError(t, err)
+	require.Equal(t, rep.Meta.Extra["templates"], settings.Sampling["templates"])
 }
 
 // TestNoRoomRefusedBeforeGraphs: a --max-new-tokens that leaves no room
