@@ -16,6 +16,7 @@ import (
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/rl"
+	"github.com/spiral-rl/spiral/rollout"
 )
 
 func setupSFT(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
@@ -61,6 +62,9 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	// before the first step's check of their length refuses them.
 	if n, c := f.cfg.ContextLength, f.cfg.Mix.Candidates; n > 0 && c >= n {
 		return usageError{fmt.Errorf("--candidates %d: an aggregation prompt of %d candidates passes the model's %d positions (config.json max_position_embeddings), each candidate taking a token at least: give fewer", c, c, n)}
+	}
+	if err := checkCandidatesFit(task, sess.prompter(templateSet{}), f.cfg); err != nil {
+		return err
 	}
 	if sameFile(f.out, filepath.Dir(sess.onnx)) {
 		return usageError{fmt.Errorf("--out %s is the directory of --model: sft would write its model.onnx over the model it starts from; give another --out", f.out)}
@@ -195,4 +199,54 @@ func sameFile(a, b string) bool {
 	}
 	sb, err := os.Stat(b)
 	return err == nil && os.SameFile(sa, sb)
+}
+
+// checkCandidatesFit refuses a --candidates whose aggregation examples
+// can pass the model's positions (cfg.ContextLength, when known): the
+// task's longest (synth's LongestAggregate: the longest in tokens for a
+// tokenizer of one token a character, as the embedded model's is; close
+// to it for others) must fit, its prompt and completion when training
+// draws aggregation examples, else its prompt and the one token the
+// evaluations' greedy completions need. The first step or evaluation to
+// draw a longer one failed, after minutes of training for a count that
+// fits most examples. The usage error names the most candidates that fit.
+func checkCandidatesFit(task *synth.Task, pr rollout.ChatPrompter, cfg rl.SFTConfig) error {
+	positions, c := cfg.ContextLength, cfg.Mix.Candidates
+	if positions == 0 {
+		return nil
+	}
+	size := func(n int) (int, error) {
+		ex, err := task.LongestAggregate(n)
+		if err != nil {
+			return 0, err
+		}
+		completion := 1
+		if cfg.Mix.AggregateShare > 0 {
+			completion = len(pr.AssistantTurn(ex.Completion))
+		}
+		return len(pr.UserTurn(ex.Prompt)) + completion, nil
+	}
+	l, err := size(c)
+	if err != nil || l <= positions {
+		return err
+	}
+	lo, hi := 0, c // the most that fit lies in [lo, hi)
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		m, err := size(mid)
+		if err != nil {
+			return err
+		}
+		if m <= positions {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	limit := fmt.Sprintf("give at most %d", lo)
+	if lo == 0 {
+		limit = "no count of candidates fits"
+	}
+	return usageError{fmt.Errorf("--candidates %d: the task's longest aggregation example of %d candidates takes %d tokens, past the model's %d positions (config.json max_position_embeddings), so any step or evaluation could draw one and fail: %s",
+		c, c, l, positions, limit)}
 }

@@ -47,6 +47,11 @@ func TestSFTInputs(t *testing.T) {
 		// before the first step refused them (exit 1).
 		{"more candidates than the model's positions", []string{"--candidates", "4096"},
 			"--candidates 4096: an aggregation prompt of 4096 candidates passes the model's 4096 positions (config.json max_position_embeddings), each candidate taking a token at least: give fewer\n"},
+		// Fewer, but more than the task's longest aggregation example
+		// fits with: a run failed at the first step to draw a long one
+		// (this many ran for steps before).
+		{"more candidates than the longest example fits", []string{"--candidates", "60"},
+			"--candidates 60: the task's longest aggregation example of 60 candidates takes 5841 tokens, past the model's 4096 positions (config.json max_position_embeddings), so any step or evaluation could draw one and fail: give at most 41\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := f.path(fmt.Sprint("out", i))
@@ -95,17 +100,18 @@ func requireNoStage(t *testing.T, dir string) {
 }
 
 // TestSFTExamplesPastContext: aggregation examples longer than the
-// model's positions (4,096: 2,000 candidates of the task's traces) are an
-// error naming --candidates at the first step, not ONNX Runtime's failure
-// to allocate terabytes.
+// model's positions (4,096: 2,000 candidates of the task's traces) are a
+// usage error naming --candidates and the most that fit, before anything
+// is written (it was an error at the first step, and before that ONNX
+// Runtime's failure to allocate terabytes).
 func TestSFTExamplesPastContext(t *testing.T) {
 	requireRuntime(t)
 	f := fixtures{dir: t.TempDir()}
 	good := f.modelDir(t, "good", nil)
 	r := spiral(t, nil, "sft", "--model", good, "--out", f.path("out"), "--steps", "1", "--batch", "2", "--aggregate-share", "1", "--candidates", "2000", "--quiet")
-	require.Equal(t, 1, r.code, r.stderr)
-	require.Regexp(t, `step 1: an aggregation example \(of --candidates 2000 candidates: give fewer\) of \d+ tokens passes the model's 4096 positions \(config.json max_position_embeddings\)`, r.stderr)
-	require.NoFileExists(t, f.path("out/model.onnx"))
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Regexp(t, `--candidates 2000: the task's longest aggregation example of 2000 candidates takes \d+ tokens, past the model's 4096 positions \(config.json max_position_embeddings\), so any step or evaluation could draw one and fail: give at most 41`, r.stderr)
+	require.NoDirExists(t, f.path("out"))
 }
 
 // TestSFTSkippedUpdateSteps: a step whose update is skipped (a peak

@@ -161,11 +161,16 @@ func renderSteps(steps []Step, override, value int) (string, int) {
 		}
 		return r.Value
 	}
-	var sb strings.Builder
-	for i, s := range steps {
-		fmt.Fprintf(&sb, "%d%c%d=%d. ", get(s.A), s.Op, get(s.B), vals[i])
+	b := make([]byte, 0, 16*len(steps))
+	for i, s := range steps { // "A op B=C. ", written without fmt: LongestAggregate renders a million
+		b = strconv.AppendInt(b, int64(get(s.A)), 10)
+		b = append(b, s.Op)
+		b = strconv.AppendInt(b, int64(get(s.B)), 10)
+		b = append(b, '=')
+		b = strconv.AppendInt(b, int64(vals[i]), 10)
+		b = append(b, ". "...)
 	}
-	return sb.String(), vals[len(vals)-1]
+	return string(b), vals[len(vals)-1]
 }
 
 // Mistake is a planted slip: the result of step Step is written as Value

@@ -334,7 +334,12 @@ func (it Item) slippedDerivation(r *rand.Rand, g int) string {
 		text, _ := renderSteps(steps, -1, 0)
 		return text
 	}
-	slip := start + r.IntN(len(steps)-start)
+	return it.derivationSlipped(steps, start+r.IntN(len(steps)-start), g)
+}
+
+// derivationSlipped is the derivation text (steps, it.derivation's)
+// whose step slip slips so that it arrives at g.
+func (it Item) derivationSlipped(steps []Step, slip, g int) string {
 	// Walk back from the end: the value each chain step must have for
 	// the last to be g.
 	need := g

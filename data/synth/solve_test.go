@@ -517,3 +517,34 @@ func TestVerdictAt(t *testing.T) {
 		}
 	}
 }
+
+// TestLongestAggregate: no aggregation example SFTExamples draws, of
+// any problem of either split, is longer than LongestAggregate's of as
+// many candidates (its prompt holds them all, each as long as its
+// problem's longest), and the compute form, whose candidates are not
+// enumerated, says so.
+func TestLongestAggregate(t *testing.T) {
+	task, err := Embedded()
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, n := range []int{1, 4, 16} {
+		longest, err := task.LongestAggregate(n)
+		require.NoError(t, err)
+		require.Len(t, longest.Candidates, n)
+		for _, c := range longest.Candidates {
+			require.Contains(t, longest.Prompt, c)
+		}
+		bound := len(longest.Prompt) + len(longest.Completion)
+		exs, err := task.SFTExamples(r, nil, 20000, Mix{Candidates: n, AggregateShare: 1, ReadShare: 0.5})
+		require.NoError(t, err)
+		for _, ex := range exs {
+			require.LessOrEqual(t, len(ex.Prompt)+len(ex.Completion), bound, "%d candidates: %q", n, ex.Prompt)
+		}
+	}
+	_, err = task.LongestAggregate(0)
+	require.ErrorContains(t, err, "0 candidates")
+	compute, err := New(Config{}, 1)
+	require.NoError(t, err)
+	_, err = compute.LongestAggregate(4)
+	require.EqualError(t, err, "synth: the longest aggregation example of the compute form is not known")
+}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spiral-rl/spiral/data"
 )
@@ -169,6 +170,10 @@ type Task struct {
 	cfg  Config
 	seed uint64
 	tmpl *data.Templates // the compact templates, parsed once
+	// longestParts are LongestAggregate's candidates, found once
+	// (longest).
+	longestOnce  sync.Once
+	longestParts []longestParts
 }
 
 // New returns the task for cfg (zero fields take defaults) whose train/test
