@@ -316,12 +316,19 @@ func TestTrainThroughEngine(t *testing.T) {
 		require.Equal(t, m.LossTokens, m.DiffTokens, "step %d: every trained token has the engine's log-probability", i+1)
 		require.Less(t, m.Diff, 1e-4, "step %d: engine and learner log-probabilities differ", i+1)
 	}
+	// The server's handlers write the adapters under srv.mu (loadPEFT),
+	// and the race detector sees no order between this read and the
+	// resumed run's loads below (a child process's requests).
 	trained := readWeights(t, filepath.Join(run, "checkpoints", "ckpt-000002"))
-	for i := range trained.Len() {
-		got, ok := pol.Weights.Get(trained.At(i).Name)
-		require.True(t, ok)
-		require.Equal(t, trained.At(i).Data, got.Data, "the server samples with the trained %s (%s)", trained.At(i).Name, adapter)
-	}
+	func() {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		for i := range trained.Len() {
+			got, ok := pol.Weights.Get(trained.At(i).Name)
+			require.True(t, ok)
+			require.Equal(t, trained.At(i).Data, got.Data, "the server samples with the trained %s (%s)", trained.At(i).Name, adapter)
+		}
+	}()
 
 	// Resumed against the same engine, which still holds the adapter of
 	// step 2 (vLLM refuses to load a name it holds), the run unloads
