@@ -239,9 +239,11 @@ func flatDiff(a, b any, name func(key string, fa, fb map[string]string) string) 
 
 // saveStopped is a run's answer to cause ending it after step completed
 // steps, the newest saved being lastSaved: saveInterrupted's when ctx is
-// done (Ctrl-C), else saveFailed's.
+// done (Ctrl-C), else saveFailed's, and saveFailed's for a failed update
+// (UpdateError) even under Ctrl-C, whose weights are not to be saved.
 func saveStopped(ctx context.Context, warn io.Writer, step, lastSaved int, cause error, save func() error) error {
-	if ctx.Err() != nil {
+	var ue *UpdateError
+	if ctx.Err() != nil && !errors.As(cause, &ue) {
 		return saveInterrupted(warn, step, lastSaved, cause, save)
 	}
 	return saveFailed(warn, step, lastSaved, cause, save)

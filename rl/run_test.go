@@ -425,6 +425,39 @@ func (l *failUpdateLearner) Update(lr, maxGradNorm float64) (model.UpdateResult,
 	return l.deviceFakeLearner.Update(lr, maxGradNorm)
 }
 
+// cancelUpdateLearner is failUpdateLearner whose failing update comes
+// with Ctrl-C (cancel).
+type cancelUpdateLearner struct {
+	failUpdateLearner
+	cancel context.CancelFunc
+}
+
+func (l *cancelUpdateLearner) Update(lr, maxGradNorm float64) (model.UpdateResult, error) {
+	r, err := l.failUpdateLearner.Update(lr, maxGradNorm)
+	if err != nil {
+		l.cancel()
+	}
+	return r, err
+}
+
+// TestRunFailedUpdateInterrupted: an update that fails while Ctrl-C
+// arrives saves nothing either, its weights being neither its step's nor
+// the one before (step 1 was saved with step 2's part-updated weights).
+func TestRunFailedUpdateInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 3)
+	h.cfg.CheckpointEvery, h.cfg.EvalEvery = 10, 0
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr := h.parts.Trainer
+	tr.learner, tr.grads = &cancelUpdateLearner{failUpdateLearner{failAt: failAt{at: 2}}, cancel}, nil
+	err := h.run(ctx)
+	require.ErrorIs(t, err, errFailed)
+	require.Error(t, ctx.Err(), "the update came with Ctrl-C")
+	require.Equal(t, "spiral: step 2 failed in its update, which may have changed part of the weights: they are not saved; a rerun starts over, no step being saved yet\n", h.log.String())
+	require.NoDirExists(t, filepath.Join(dir, CheckpointsDir, "ckpt-000001"))
+}
+
 // TestSaveFailedUpdate: a failed update saves nothing, and the warning
 // says where a rerun goes on: from the newest checkpoint, or from the
 // start where none was saved (it said "resumes from step 0, the newest
