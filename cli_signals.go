@@ -6,27 +6,40 @@ import (
 	"io"
 	"os"
 	"syscall"
+	"time"
 )
+
+// forceQuitGap is how long after the first signal a Ctrl-C must come to
+// quit at once: one keypress can reach spiral twice (the terminal's SIGINT
+// to the whole process group, then a wrapper's, as make study's trap
+// sends SIGTERM to its jobs), and that must not cut a checkpoint short.
+const forceQuitGap = time.Second
 
 // watchInterrupts turns the signals on sigs into a two-step stop: the
 // first cancels the command (cancel), which then stops at its next safe
-// point (a training run saves its last completed step first); a second
-// quits at once through quit, for a user who will not wait for that (a
-// checkpoint being written is then left unfinished, and the newest
-// complete one is what a rerun resumes from: checkpoints are written to a
-// temporary name and renamed). It returns when sigs is closed.
-func watchInterrupts(sigs <-chan os.Signal, cancel context.CancelFunc, warn io.Writer, lineStart string, quit func(code int)) {
+// point (a training run saves its last completed step first); a later
+// Ctrl-C, forceQuitGap or more after the first signal, quits at once
+// through quit, for a user who will not wait for that (a checkpoint being
+// written is then left unfinished, and the newest complete one is what a
+// rerun resumes from: checkpoints are written to a temporary name and
+// renamed). A SIGTERM never forces: the program that sends it sends
+// SIGKILL when it will not wait. now is the clock; it returns when sigs
+// is closed.
+func watchInterrupts(sigs <-chan os.Signal, cancel context.CancelFunc, warn io.Writer, lineStart string, now func() time.Time, quit func(code int)) {
 	sig, ok := <-sigs
 	if !ok {
 		return
 	}
+	first := now()
 	cancel()
-	fmt.Fprintf(warn, "%sspiral: %s: stopping (a training run saves its last completed step first); %s again quits at once\n", lineStart, signalName(sig), signalName(sig))
-	if _, ok := <-sigs; !ok {
-		return
+	fmt.Fprintf(warn, "%sspiral: %s: stopping (a training run saves its last completed step first); Ctrl-C again quits at once\n", lineStart, signalName(sig))
+	for sig := range sigs {
+		if at := now(); sig == os.Interrupt && at.Sub(first) >= forceQuitGap {
+			fmt.Fprintln(warn, "spiral: quitting at once: a checkpoint being written is left unfinished, and a rerun resumes from the newest complete one")
+			quit(exitInterrupted)
+			return
+		}
 	}
-	fmt.Fprintln(warn, "spiral: quitting at once: a checkpoint being written is left unfinished, and a rerun resumes from the newest complete one")
-	quit(exitInterrupted)
 }
 
 // signalName is how a user sends sig: Ctrl-C for SIGINT.

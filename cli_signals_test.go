@@ -6,43 +6,60 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
 // TestWatchInterrupts: the first signal cancels the command and says how
-// to quit at once; a second quits with exit status 130; closing the
-// channel (the command ended) ends the watch without either.
+// to quit at once; a Ctrl-C a second or more later quits with exit status
+// 130, but not one on the heels of the first (one keypress reaching
+// spiral twice) nor a SIGTERM; closing the channel (the command ended)
+// ends the watch.
 func TestWatchInterrupts(t *testing.T) {
+	const (
+		first = "spiral: Ctrl-C: stopping (a training run saves its last completed step first); Ctrl-C again quits at once\n"
+		quits = "spiral: quitting at once: a checkpoint being written is left unfinished, and a rerun resumes from the newest complete one\n"
+	)
+	type arrival struct {
+		sig os.Signal
+		at  time.Duration // after the first
+	}
 	for _, c := range []struct {
 		name       string
-		signals    []os.Signal
+		signals    []arrival
 		lineStart  string
 		wantCancel bool
 		wantQuit   int
 		wantWarn   string
 	}{
 		{"none", nil, "", false, -1, ""},
-		{"one Ctrl-C", []os.Signal{os.Interrupt}, "\n", true, -1,
-			"\nspiral: Ctrl-C: stopping (a training run saves its last completed step first); Ctrl-C again quits at once\n"},
-		{"two Ctrl-C", []os.Signal{os.Interrupt, os.Interrupt}, "", true, exitInterrupted,
-			"spiral: Ctrl-C: stopping (a training run saves its last completed step first); Ctrl-C again quits at once\n" +
-				"spiral: quitting at once: a checkpoint being written is left unfinished, and a rerun resumes from the newest complete one\n"},
-		{"SIGTERM then Ctrl-C", []os.Signal{syscall.SIGTERM, os.Interrupt}, "", true, exitInterrupted,
-			"spiral: SIGTERM: stopping (a training run saves its last completed step first); SIGTERM again quits at once\n" +
-				"spiral: quitting at once: a checkpoint being written is left unfinished, and a rerun resumes from the newest complete one\n"},
+		{"one Ctrl-C", []arrival{{os.Interrupt, 0}}, "\n", true, -1, "\n" + first},
+		{"a second Ctrl-C later", []arrival{{os.Interrupt, 0}, {os.Interrupt, 3 * time.Second}}, "", true, exitInterrupted, first + quits},
+		{"a second Ctrl-C on the heels of the first", []arrival{{os.Interrupt, 0}, {os.Interrupt, 10 * time.Millisecond}}, "", true, -1, first},
+		{"a script's SIGTERM after the terminal's SIGINT", []arrival{{os.Interrupt, 0}, {syscall.SIGTERM, 5 * time.Millisecond}, {syscall.SIGTERM, 2 * time.Second}}, "", true, -1, first},
+		{"SIGTERM, then a user's Ctrl-C", []arrival{{syscall.SIGTERM, 0}, {os.Interrupt, 2 * time.Second}}, "", true, exitInterrupted,
+			"spiral: SIGTERM: stopping (a training run saves its last completed step first); Ctrl-C again quits at once\n" + quits},
+		{"a quick Ctrl-C, then a later one", []arrival{{os.Interrupt, 0}, {os.Interrupt, 100 * time.Millisecond}, {os.Interrupt, 1500 * time.Millisecond}}, "", true, exitInterrupted, first + quits},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sigs := make(chan os.Signal, len(c.signals))
-			for _, s := range c.signals {
-				sigs <- s
+			for _, a := range c.signals {
+				sigs <- a.sig
 			}
 			close(sigs)
+			start := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+			read := 0 // the clock is read once per signal, as it arrives
+			now := func() time.Time {
+				at := c.signals[read].at
+				read++
+				return start.Add(at)
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var warn bytes.Buffer
 			quit := -1
-			watchInterrupts(sigs, cancel, &warn, c.lineStart, func(code int) { quit = code })
+			watchInterrupts(sigs, cancel, &warn, c.lineStart, now, func(code int) { quit = code })
 			require.Equal(t, c.wantCancel, ctx.Err() != nil, "cancelled")
 			require.Equal(t, c.wantQuit, quit, "quit's exit status (-1: not called)")
 			require.Equal(t, c.wantWarn, warn.String())

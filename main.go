@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -46,11 +47,19 @@ type command struct {
 	summary string
 	// setup registers the command's flags and returns its run function.
 	setup func(fs *pflag.FlagSet) func(ctx context.Context, env *cliEnv, args []string) error
+	// stops: run watches ctx, which Ctrl-C and SIGTERM cancel, and stops
+	// where it can (train saves its last step). A command that does not
+	// is left to the signals' default action, which ends it at once (its
+	// ctx is then done: its run takes none).
+	stops bool
 }
 
-// cliEnv carries the process's standard streams to commands.
+// cliEnv carries the process's standard streams to commands, and
+// release, which gives Ctrl-C and SIGTERM their default action back
+// (main's; nil where nothing catches them).
 type cliEnv struct {
 	stdout, stderr io.Writer
+	release        func()
 }
 
 // usageError marks an error as a command-line mistake (exit status 2).
@@ -61,19 +70,19 @@ func (e usageError) Unwrap() error { return e.err }
 
 func commands() []command {
 	return []command{
-		{"train", "train a model with SPIRAL, GRPO or the ablations that train only the aggregation or only the search traces (default command)", setupTrain},
-		{"eval", "evaluate a model: sequential, pass@k, majority@k, RSA", setupEval},
-		{"sft", "supervised warm start on search and aggregation traces", setupSFT},
-		{"generate", "sample completions for prompts", setupGenerate},
-		{"artifacts", "build the rollout and training graphs of an ONNX model", setupArtifacts},
-		{"export", "write a checkpoint's weights into the original ONNX graph, as a Hugging Face model directory, or its LoRA adapters as a peft adapter", setupExport},
-		{"init-model", "write a randomly initialised Qwen3-architecture model (tiny, or a real config's shape)", setupInitModel},
-		{"bench", "measure a training step or generation on random tokens (spiral bench train|generate)", setupBench},
-		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens; and training runs (--run, alone too): token entropy, held-out pass@1, search credit", setupCompare},
-		{"plan", "predict the memory of a training step and of generation, and the largest shapes that fit", setupPlan},
-		{"plot", "overlay eval reports of one mode in one figure, PNG, SVG or PDF (e.g. base vs trained)", setupPlot},
-		{"data", "inspect a dataset file (spiral data inspect FILE) or write the synthetic task's problems (spiral data synth)", setupData},
-		{"version", "print the versions of spiral, ONNX Runtime and tokenizers", setupVersion},
+		{"train", "train a model with SPIRAL, GRPO or the ablations that train only the aggregation or only the search traces (default command)", setupTrain, true},
+		{"eval", "evaluate a model: sequential, pass@k, majority@k, RSA", setupEval, true},
+		{"sft", "supervised warm start on search and aggregation traces", setupSFT, true},
+		{"generate", "sample completions for prompts", setupGenerate, true},
+		{"artifacts", "build the rollout and training graphs of an ONNX model", setupArtifacts, false},
+		{"export", "write a checkpoint's weights into the original ONNX graph, as a Hugging Face model directory, or its LoRA adapters as a peft adapter", setupExport, true},
+		{"init-model", "write a randomly initialised Qwen3-architecture model (tiny, or a real config's shape)", setupInitModel, true},
+		{"bench", "measure a training step or generation on random tokens (spiral bench train|generate)", setupBench, true},
+		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens; and training runs (--run, alone too): token entropy, held-out pass@1, search credit", setupCompare, false},
+		{"plan", "predict the memory of a training step and of generation, and the largest shapes that fit", setupPlan, false},
+		{"plot", "overlay eval reports of one mode in one figure, PNG, SVG or PDF (e.g. base vs trained)", setupPlot, false},
+		{"data", "inspect a dataset file (spiral data inspect FILE) or write the synthetic task's problems (spiral data synth)", setupData, false},
+		{"version", "print the versions of spiral, ONNX Runtime and tokenizers", setupVersion, false},
 	}
 }
 
@@ -85,8 +94,9 @@ func main() {
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		lineStart = "\n"
 	}
-	go watchInterrupts(sigs, cancel, os.Stderr, lineStart, os.Exit)
-	code := run(ctx, os.Args[1:], &cliEnv{stdout: os.Stdout, stderr: os.Stderr})
+	go watchInterrupts(sigs, cancel, os.Stderr, lineStart, time.Now, os.Exit)
+	release := func() { signal.Stop(sigs) }
+	code := run(ctx, os.Args[1:], &cliEnv{stdout: os.Stdout, stderr: os.Stderr, release: release})
 	signal.Stop(sigs)
 	close(sigs)
 	cancel()
@@ -123,6 +133,12 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 	if cmd == nil {
 		fmt.Fprintf(env.stderr, "spiral: unknown command %q (run 'spiral --help' for the list)\n", name)
 		return exitUsage
+	}
+	if !cmd.stops && env.release != nil {
+		// Its work does not look at ctx: a signal caught would be lost
+		// (data synth, artifacts building a real model's graphs ran on
+		// to the end and exited 0, deaf to every Ctrl-C and SIGTERM).
+		env.release()
 	}
 	fs := pflag.NewFlagSet("spiral "+cmd.name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)

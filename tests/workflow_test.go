@@ -845,6 +845,38 @@ func TestInitModelInterrupted(t *testing.T) {
 	require.Equal(t, before, files(), "--out's files as they were, and no stage")
 }
 
+// TestSignalEndsCommandsThatDoNotStop: Ctrl-C or SIGTERM ends a command
+// whose work does not watch for them (data synth drawing long
+// expressions; artifacts building a real model's graphs) at once: they
+// were caught and lost, so that it ran on to the end and exited 0, and
+// nothing but SIGKILL stopped it.
+func TestSignalEndsCommandsThatDoNotStop(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			// Minutes of drawing (2,000 such problems take seconds).
+			cmd := exec.Command(binary, "data", "synth", "--problems", "100000", "--min-operands", "1000", "--max-operands", "1024",
+				"--out", filepath.Join(t.TempDir(), "p.jsonl"))
+			require.NoError(t, cmd.Start())
+			exited := make(chan struct{})
+			go func() {
+				_ = cmd.Wait()
+				close(exited)
+			}()
+			time.Sleep(time.Second) // past spiral's start
+			require.NoError(t, cmd.Process.Signal(sig))
+			select {
+			case <-exited:
+			case <-time.After(15 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+				t.Fatalf("still running 15 s after %v", sig)
+			}
+			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			require.True(t, ws.Signaled() && ws.Signal() == sig, "ended by %v, not %v", cmd.ProcessState, sig)
+		})
+	}
+}
+
 // TestInitModelOverwriteTokenizerFiles: init-model --overwrite over a
 // model directory whose tokenizer came with its other files (a real
 // model's tokenizer_config.json, vocab.json and merges.txt, its
