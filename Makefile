@@ -10,7 +10,7 @@ ENV = source "$$(scripts/setup.sh)"
 ENGINE_VENV ?= $(HOME)/.cache/spiral/engine-venv
 ARGS ?=
 
-.PHONY: setup setup-cuda build train test engine-venv bench bench-scale bench-arena study vet embedded fuzz
+.PHONY: setup setup-cuda build train test test-race engine-venv bench bench-scale bench-arena study vet embedded fuzz
 
 setup:
 	@scripts/setup.sh >/dev/null
@@ -37,6 +37,16 @@ vet:
 test: vet engine-venv
 	@$(ENV) && { python3 -c 'import onnx' 2>/dev/null || PATH="$(ENGINE_VENV)/bin:$$PATH"; } && \
 		SPIRAL_ENGINE_PYTHON="$(ENGINE_VENV)/bin/python" go test -count=1 ./...
+
+# The race detector over the code that runs goroutines: the serving-engine
+# client's workers and stall watcher, the sampler's rows and the embedded
+# engine's sync (rollout, by name), AdamW's parallel update (model/optim)
+# and the signal watch (main). About 30 s once built; not in make test,
+# whose packages under -race take over 10 minutes on 2 cores.
+test-race:
+	@$(ENV) && go test -race -count=1 ./model/optim && \
+		go test -race -count=1 -run 'OpenAI|Sync|Sampler|Engine|Generate' ./rollout && \
+		go test -race -count=1 -run 'TestWatchInterrupts' .
 
 # llama.cpp's OpenAI-compatible server (xllamacpp's prebuilt CPU wheel) for
 # tests/engine_llamacpp_test.go, and the onnx package where python3 has
