@@ -420,19 +420,10 @@ func TestExportHFRefusesAnotherShape(t *testing.T) {
 		{"vocabulary", `"vocab_size": 128`, `"vocab_size": 151936`, "vocab_size 151936, but the weights have 128"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := copyHFFixture(t)
-			path := filepath.Join(dir, model.ConfigFile)
-			b, err := os.ReadFile(path)
-			require.NoError(t, err)
-			require.Contains(t, string(b), tc.from)
-			require.NoError(t, os.WriteFile(path, bytes.Replace(b, []byte(tc.from), []byte(tc.to), 1), 0o666))
-			out := t.TempDir()
-			_, err = model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, &params.Store{}, lmgraph.LoRA{}, nil)
-			require.EqualError(t, err, "model: hf export: "+path+" says "+tc.want+
-				": transformers would build another model than the weights (another model's config.json?)")
-			entries, err := os.ReadDir(out)
-			require.NoError(t, err)
-			require.Empty(t, entries, "nothing written")
+			exportRefusedConfig(t, tc.from, tc.to, func(path string) string {
+				return "model: hf export: " + path + " says " + tc.want +
+					": transformers would build another model than the weights (another model's config.json?)"
+			})
 		})
 	}
 }
@@ -474,18 +465,9 @@ func TestExportHFRefusesRotaryScalingNotInTheGraph(t *testing.T) {
 		{"dynamic, which an export fixes", `"rope_type": "default"`, `"rope_type": "dynamic", "factor": 2.0`, "dynamic"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := copyHFFixture(t)
-			path := filepath.Join(dir, model.ConfigFile)
-			b, err := os.ReadFile(path)
-			require.NoError(t, err)
-			require.Contains(t, string(b), tc.from)
-			require.NoError(t, os.WriteFile(path, bytes.Replace(b, []byte(tc.from), []byte(tc.to), 1), 0o666))
-			out := t.TempDir()
-			_, err = model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, &params.Store{}, lmgraph.LoRA{}, nil)
-			require.EqualError(t, err, "model: hf export: "+path+fmt.Sprintf(refused, tc.kind, 24))
-			entries, err := os.ReadDir(out)
-			require.NoError(t, err)
-			require.Empty(t, entries, "nothing written")
+			exportRefusedConfig(t, tc.from, tc.to, func(path string) string {
+				return "model: hf export: " + path + fmt.Sprintf(refused, tc.kind, 24)
+			})
 		})
 	}
 
@@ -538,4 +520,23 @@ func halveInvFreq(t *testing.T, m *onnx.Model, want []float32) {
 		}
 	}
 	t.Fatal("no tensor holds the rotary frequencies")
+}
+
+// exportRefusedConfig exports the hf fixture with from replaced by to in
+// its config.json and requires the refusal want(config.json's path) with
+// nothing written.
+func exportRefusedConfig(t *testing.T, from, to string, want func(path string) string) {
+	t.Helper()
+	dir := copyHFFixture(t)
+	path := filepath.Join(dir, model.ConfigFile)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(b), from)
+	require.NoError(t, os.WriteFile(path, bytes.Replace(b, []byte(from), []byte(to), 1), 0o666))
+	out := t.TempDir()
+	_, err = model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, &params.Store{}, lmgraph.LoRA{}, nil)
+	require.EqualError(t, err, want(path))
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing written")
 }
