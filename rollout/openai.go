@@ -573,24 +573,34 @@ func bodySummary(raw []byte, contentType string) string {
 	if s == "" {
 		return "(an empty body)"
 	}
-	lower := strings.ToLower(s)
+	// Lowered in ASCII only, byte for byte, so that its offsets are s's
+	// (strings.ToLower changes the length of invalid UTF-8 and of some
+	// letters, such as the Kelvin sign).
+	lower := asciiLower(s)
 	if strings.HasPrefix(contentType, "text/html") || strings.HasPrefix(lower, "<!doctype html") || strings.HasPrefix(lower, "<html") {
 		if i := strings.Index(lower, "<title>"); i >= 0 {
 			if j := strings.Index(lower[i:], "</title>"); j >= 0 {
 				if title := strings.TrimSpace(s[i+len("<title>") : i+j]); title != "" {
-					return fmt.Sprintf("an HTML page titled %q (%d bytes; not the engine's answer: a proxy's?)", title, len(raw))
+					return fmt.Sprintf("an HTML page titled %q (%d bytes; not the engine's answer: a proxy's?)", shorten(title, maxErrorBody), len(raw))
 				}
 			}
 		}
 	}
 	if len(s) > maxErrorBody {
-		cut := maxErrorBody
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = fmt.Sprintf("%s... (%d bytes)", s[:cut], len(raw))
+		s = fmt.Sprintf("%s (%d bytes)", shorten(s, maxErrorBody), len(raw))
 	}
 	return s
+}
+
+// asciiLower is s with its ASCII capitals lowered, every other byte kept.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // errorAnswer returns the message of a 2xx answer that is an error
