@@ -105,7 +105,8 @@ FUZZ_TARGETS := ./data:FuzzLastBoxed ./data:FuzzLoadJSONL ./data:FuzzLoadParquet
 	./grader:FuzzExtract ./grader:FuzzParse ./model/onnx:FuzzDecode ./model/params:FuzzDecode \
 	./model/tokenizer:FuzzByteTokenizerRoundTrip ./model/tokenizer:FuzzCharTokenizerRoundTrip \
 	./model/tokenizer:FuzzFromBytes ./rl:FuzzSpiralAdvantages ./rollout/report:FuzzReadJSON \
-	./rollout:FuzzBodySummary
+	./rollout:FuzzBodySummary \
+	./rollout:FuzzCheckBaseURL
 fuzz:
 	@$(ENV) && for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$pkg $$fn"; go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done

@@ -130,7 +130,9 @@ func CheckBaseURL(s string) error {
 	if u.Host == "" {
 		return fmt.Errorf("%q names no host", s)
 	}
-	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+	// An empty fragment ("/v1#") leaves u.Fragment empty: the "#" alone
+	// would turn every path appended into a fragment.
+	if u.RawQuery != "" || u.ForceQuery || strings.Contains(s, "#") {
 		return fmt.Errorf("%q: want the API root, without a query or fragment", s)
 	}
 	return nil

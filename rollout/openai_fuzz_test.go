@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,5 +40,32 @@ func FuzzBodySummary(f *testing.F) {
 			quoted = s
 		}
 		require.LessOrEqual(t, len(quoted), maxErrorBody, "summary %q", s)
+	})
+}
+
+// FuzzCheckBaseURL feeds arbitrary --base-url values to CheckBaseURL: a
+// URL it accepts is an http or https URL with a host and no user, to
+// which the API's paths append (POST BASE/completions goes to a path
+// ending in /completions, on the same host).
+func FuzzCheckBaseURL(f *testing.F) {
+	for _, s := range []string{"http://127.0.0.1:8000/v1", "https://api.example.com/v1/", "http://localhost:30000", "127.0.0.1:8000/v1",
+		"http://user:pw@host/v1", "ftp://host/v1", "http:///v1", "http://host/v1?x=1", "http://host/v1?", "http://host/v1#", "http://host/v1#frag",
+		"http://[::1]:8000/v1", "http://host/v%2F1", "http://host:port/v1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if CheckBaseURL(s) != nil {
+			return
+		}
+		base := strings.TrimSuffix(s, "/")
+		req, err := http.NewRequest(http.MethodPost, base+"/completions", nil)
+		require.NoError(t, err, "base URL %q", s)
+		u, err := url.Parse(s)
+		require.NoError(t, err)
+		require.Contains(t, []string{"http", "https"}, req.URL.Scheme)
+		require.Equal(t, u.Host, req.URL.Host, "base URL %q", s)
+		require.True(t, strings.HasSuffix(req.URL.Path, "/completions"), "base URL %q: POST %s goes to path %q", s, base+"/completions", req.URL.Path)
+		require.Empty(t, req.URL.RawQuery)
+		require.Empty(t, req.URL.Fragment)
 	})
 }

@@ -887,6 +887,9 @@ func TestOpenAIConfig(t *testing.T) {
 		{"bad scheme", func(c *rollout.OpenAIConfig) { c.BaseURL = "1http://x/v1" }, `base URL "1http://x/v1" does not parse as a URL: first path segment in URL cannot contain colon`},
 		{"space in the host", func(c *rollout.OpenAIConfig) { c.BaseURL = "http://exa mple/v1" }, `base URL "http://exa mple/v1" does not parse as a URL: invalid character " " in host name`},
 		{"query", func(c *rollout.OpenAIConfig) { c.BaseURL = "http://x/v1?key=k" }, "without a query or fragment"},
+		// "#" alone: POST BASE/completions would go to /v1, with a
+		// fragment /completions.
+		{"empty fragment", func(c *rollout.OpenAIConfig) { c.BaseURL = "http://x/v1#" }, `base URL "http://x/v1#": want the API root, without a query or fragment`},
 		// A password would be printed in every error, retry warning and
 		// eval report (meta.model), this refusal redacting it.
 		{"credentials", func(c *rollout.OpenAIConfig) { c.BaseURL = "http://me:s3cret@x/v1" }, "base URL http://me:xxxxx@x/v1 names a user (and password): give the API key with --api-key-env instead"},
