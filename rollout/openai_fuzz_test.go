@@ -1,11 +1,16 @@
 package rollout
 
 import (
+	"bytes"
+	"context"
+	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -40,6 +45,116 @@ func FuzzBodySummary(f *testing.F) {
 			quoted = s
 		}
 		require.LessOrEqual(t, len(quoted), maxErrorBody, "summary %q", s)
+	})
+}
+
+// FuzzRetryAfter feeds arbitrary Retry-After headers to retryAfter: the
+// wait is never negative, a number of seconds is that many seconds, and
+// an HTTP date is the time until it.
+func FuzzRetryAfter(f *testing.F) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	for _, h := range []string{"", "0", "1", " 120 ", "4294967295", "4294967296", "-1", "1.5", "soon",
+		"Sun, 06 Dec 2026 12:00:30 GMT", "Sunday, 06-Dec-26 12:01:00 GMT", "Sun Dec  6 12:00:10 2026",
+		"Sat, 05 Dec 2026 12:00:00 GMT"} {
+		f.Add(h)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		d := retryAfter(h, now)
+		require.GreaterOrEqual(t, d, time.Duration(0))
+		if s, err := strconv.ParseUint(strings.TrimSpace(h), 10, 32); err == nil {
+			require.Equal(t, time.Duration(s)*time.Second, d)
+		} else if at, err := http.ParseTime(strings.TrimSpace(h)); err == nil && at.After(now) {
+			require.Equal(t, at.Sub(now), d)
+		}
+	})
+}
+
+// FuzzErrorAnswer feeds arbitrary 2xx bodies to errorAnswer: one it takes
+// for an error has a message on one line.
+func FuzzErrorAnswer(f *testing.F) {
+	f.Add([]byte(`{"object":"error","message":"The model does not exist.","type":"NotFoundError","param":null,"code":404}`), false)
+	f.Add([]byte(`{"error":{"message":"prompt is too long","type":"BadRequestError"}}`), false)
+	f.Add([]byte(`{"error":"no such adapter"}`), true)
+	f.Add([]byte(`{"success":false,"message":"adapter busy"}`), true)
+	f.Add([]byte(`{"success":true}`), true)
+	f.Add([]byte(`Success: LoRA adapter 'a' added successfully.`), true)
+	f.Add([]byte(`{"id":"cmpl-1","object":"text_completion","choices":[{"text":"4","token_ids":[19]}]}`), false)
+	f.Fuzz(func(t *testing.T, raw []byte, success bool) {
+		msg, ok := errorAnswer(raw, success)
+		if !ok {
+			require.Empty(t, msg)
+			return
+		}
+		require.NotEmpty(t, msg)
+	})
+}
+
+// roundTrip answers every request with one fixed response.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// FuzzComplete feeds arbitrary answers of /completions (status, body,
+// Retry-After) to one request: a completion it accepts has at most
+// max_tokens tokens, all within the vocabulary, a finish reason of stop or
+// length, and engine log-probabilities (when kept) one per token, finite
+// and at most maxLogProb; an error names the server.
+func FuzzComplete(f *testing.F) {
+	f.Add(200, []byte(`{"choices":[{"text":" 4","token_ids":[19,2],"prompt_token_ids":[5,6,7],"finish_reason":"stop","logprobs":{"token_logprobs":[-0.5,-0.01]}}]}`), "", false)
+	f.Add(200, []byte(`{"choices":[{"text":" 4 5 6 7","token_ids":[19,20,21,22],"finish_reason":"length"}]}`), "", false)
+	f.Add(200, []byte(`{"choices":[{"text":"abc","finish_reason":null}]}`), "", true)
+	f.Add(200, []byte(`{"choices":[{"text":"abc","finish_reason":"stop"}]}`), "", true)
+	f.Add(200, []byte(`{"choices":[{"token_ids":[19,2],"finish_reason":null,"logprobs":{"token_logprobs":[null,0.5]}}]}`), "", false)
+	f.Add(200, []byte(`{"choices":[]}`), "", false)
+	f.Add(200, []byte(`{"object":"error","message":"bad"}`), "", false)
+	f.Add(400, []byte(`{"object":"error","message":"This model's maximum context length is 4096 tokens."}`), "", false)
+	f.Add(429, []byte(`{"error":{"message":"rate limited"}}`), "3", false)
+	f.Add(502, []byte(`<html><head><title>502 Bad Gateway</title></head></html>`), "", false)
+	f.Fuzz(func(t *testing.T, status int, body []byte, retry string, tokenize bool) {
+		if status < 100 || status > 999 {
+			status = 200
+		}
+		const base = "http://engine.invalid/v1"
+		cfg := OpenAIConfig{
+			BaseURL: base, Model: "m", Vocab: 100, Retries: -1, Timeout: time.Minute,
+			Sampling: SamplerConfig{Temperature: 1, TopP: 1, MaxNewTokens: 4, StopIDs: []int32{2, 3}},
+			Client: &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+				h := http.Header{"Content-Type": {"application/json"}}
+				if retry != "" {
+					h.Set("Retry-After", retry)
+				}
+				return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(bytes.NewReader(body)), Request: r}, nil
+			})},
+		}
+		if tokenize {
+			cfg.Tokenize = func(text string) ([]int32, error) {
+				ids := make([]int32, 0, len(text))
+				for _, b := range []byte(text) {
+					ids = append(ids, int32(b)%100)
+				}
+				return ids, nil
+			}
+		}
+		o, err := NewOpenAI(cfg)
+		require.NoError(t, err)
+		c, err := o.complete(context.Background(), Request{Prompt: []int32{5, 6, 7}})
+		if err != nil {
+			require.Contains(t, err.Error(), base)
+			return
+		}
+		require.LessOrEqual(t, len(c.Tokens), cfg.Sampling.MaxNewTokens)
+		for _, id := range c.Tokens {
+			require.True(t, id >= 0 && id < 100, "token %d", id)
+		}
+		require.Contains(t, []FinishReason{FinishStop, FinishLength}, c.Finish)
+		require.Equal(t, 3, c.PromptTokens)
+		if c.EngineLogProbs != nil {
+			require.Len(t, c.EngineLogProbs, len(c.Tokens))
+			for _, lp := range c.EngineLogProbs {
+				require.False(t, math.IsNaN(float64(lp)) || math.IsInf(float64(lp), 0))
+				require.LessOrEqual(t, float64(lp), maxLogProb)
+			}
+		}
 	})
 }
 
