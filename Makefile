@@ -107,7 +107,8 @@ FUZZ_TARGETS := ./data:FuzzLastBoxed ./data:FuzzLoadJSONL ./data:FuzzLoadParquet
 	./model/tokenizer:FuzzFromBytes ./rl:FuzzSpiralAdvantages ./rollout/report:FuzzReadJSON \
 	./rollout:FuzzBodySummary \
 	./rollout:FuzzCheckBaseURL \
-	./rollout:FuzzRetryAfter ./rollout:FuzzErrorAnswer ./rollout:FuzzComplete
+	./rollout:FuzzRetryAfter ./rollout:FuzzErrorAnswer ./rollout:FuzzComplete \
+	./rollout/report:FuzzIntegerTicks
 fuzz:
 	@$(ENV) && for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$pkg $$fn"; go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done

@@ -299,12 +299,19 @@ func logTicks(min, max float64) []plot.Tick {
 
 // integerTicks marks every integer in [min, max] when there are at most
 // 20, else the multiples of the smallest stride of 1, 2 or 5 times a
-// power of ten that leaves at most about 10 labels.
+// power of ten that leaves at most about 10 labels; past 2^53, where
+// float64s are further apart than that stride, the multiples of the
+// smallest such stride at least their spacing.
 func integerTicks(min, max float64) []plot.Tick {
 	lo, hi := math.Ceil(min), math.Floor(max)
 	stride := 1.0
 	if hi-lo+1 > 20 {
 		stride = niceStride((hi - lo + 1) / 10)
+	}
+	// A stride below the spacing of the floats at the axis's end would
+	// leave v where it is, adding ticks forever.
+	if top := math.Max(math.Abs(lo), math.Abs(hi)); !math.IsInf(top, 0) {
+		stride = math.Max(stride, niceStride(math.Nextafter(top, math.Inf(1))-top))
 	}
 	var ticks []plot.Tick
 	for v := math.Ceil(lo/stride)*stride + 0; v <= hi; v += stride { // +0 turns -0 into 0

@@ -296,6 +296,9 @@ func TestIntegerTicks(t *testing.T) {
 		{"training steps from 1", 1, 50, []string{"5", "10", "15", "20", "25", "30", "35", "40", "45", "50"}},
 		{"long training", 1, 300, []string{"50", "100", "150", "200", "250", "300"}},
 		{"every step", 1, 20, []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18", "19", "20"}},
+		// Past 2^53 v+1 is v: the stride is the floats' spacing, 2.
+		{"past float64's integers", 1 << 53, 1<<53 + 4, []string{"9007199254740992", "9007199254740994", "9007199254740996"}},
+		{"one step past 2^63", 1 << 63, 1 << 63, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
