@@ -109,7 +109,8 @@ FUZZ_TARGETS := ./data:FuzzLastBoxed ./data:FuzzLoadJSONL ./data:FuzzLoadParquet
 	./rollout:FuzzCheckBaseURL \
 	./rollout:FuzzRetryAfter ./rollout:FuzzErrorAnswer ./rollout:FuzzComplete \
 	./rollout/report:FuzzIntegerTicks \
-	./model/qwen3:FuzzParseConfig ./model:FuzzParseDevice ./model:FuzzArenaConfig
+	./model/qwen3:FuzzParseConfig ./model:FuzzParseDevice ./model:FuzzArenaConfig \
+	./model:FuzzReadHFConfig
 fuzz:
 	@$(ENV) && for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$pkg $$fn"; go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
