@@ -110,7 +110,8 @@ FUZZ_TARGETS := ./data:FuzzLastBoxed ./data:FuzzLoadJSONL ./data:FuzzLoadParquet
 	./rollout:FuzzRetryAfter ./rollout:FuzzErrorAnswer ./rollout:FuzzComplete \
 	./rollout/report:FuzzIntegerTicks \
 	./model/qwen3:FuzzParseConfig ./model:FuzzParseDevice ./model:FuzzArenaConfig \
-	./model:FuzzReadHFConfig
+	./model:FuzzReadHFConfig \
+	./model/checkpoint:FuzzReadState
 fuzz:
 	@$(ENV) && for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$pkg $$fn"; go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
