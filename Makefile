@@ -111,7 +111,8 @@ FUZZ_TARGETS := ./data:FuzzLastBoxed ./data:FuzzLoadJSONL ./data:FuzzLoadParquet
 	./rollout/report:FuzzIntegerTicks \
 	./model/qwen3:FuzzParseConfig ./model:FuzzParseDevice ./model:FuzzArenaConfig \
 	./model:FuzzReadHFConfig \
-	./model/checkpoint:FuzzReadState
+	./model/checkpoint:FuzzReadState \
+	.:FuzzParseLoRA .:FuzzParseByteSize
 fuzz:
 	@$(ENV) && for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$pkg $$fn"; go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
