@@ -112,7 +112,8 @@ FUZZ_TARGETS := ./data:FuzzLastBoxed ./data:FuzzLoadJSONL ./data:FuzzLoadParquet
 	./model/qwen3:FuzzParseConfig ./model:FuzzParseDevice ./model:FuzzArenaConfig \
 	./model:FuzzReadHFConfig \
 	./model/checkpoint:FuzzReadState \
-	.:FuzzParseLoRA .:FuzzParseByteSize
+	.:FuzzParseLoRA .:FuzzParseByteSize \
+	./model/tokenizer:FuzzReadChatTemplate ./data:FuzzIntegerLiteral
 fuzz:
 	@$(ENV) && for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$pkg $$fn"; go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
