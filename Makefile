@@ -113,7 +113,8 @@ FUZZ_TARGETS := ./data:FuzzLastBoxed ./data:FuzzLoadJSONL ./data:FuzzLoadParquet
 	./model:FuzzReadHFConfig \
 	./model/checkpoint:FuzzReadState \
 	.:FuzzParseLoRA .:FuzzParseByteSize \
-	./model/tokenizer:FuzzReadChatTemplate ./data:FuzzIntegerLiteral
+	./model/tokenizer:FuzzReadChatTemplate ./data:FuzzIntegerLiteral \
+	./rollout/report:FuzzPassAtKEfficiency
 fuzz:
 	@$(ENV) && for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$pkg $$fn"; go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done

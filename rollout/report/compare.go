@@ -122,7 +122,8 @@ const reachSlack = 1e-12
 // or its smallest (AtMost). A target of 0 (a reference that solved
 // nothing at its k) is reached with no sample at all, so the curve's
 // first k is only a bound (AtMost), never an exact count. A target within
-// reachSlack above a point is reached at that point.
+// reachSlack above a point is reached at that point. The curve may fall
+// by rounding (passkSlack) after the point that reaches target, below it.
 func samplesToReach(pts []passPoint, target float64) (float64, Bound) {
 	first, last := pts[0], pts[len(pts)-1]
 	if target <= first.p+reachSlack {
@@ -130,9 +131,6 @@ func samplesToReach(pts []passPoint, target float64) (float64, Bound) {
 			return float64(first.k), Exact // no curve goes below one sample
 		}
 		return float64(first.k), AtMost
-	}
-	if target > last.p+reachSlack {
-		return float64(last.k), AtLeast
 	}
 	for i := 1; i < len(pts); i++ {
 		a, b := pts[i-1], pts[i]
@@ -146,7 +144,7 @@ func samplesToReach(pts []passPoint, target float64) (float64, Bound) {
 		la, lb := math.Log(float64(a.k)), math.Log(float64(b.k))
 		return math.Exp(la + (target-a.p)/(b.p-a.p)*(lb-la)), Exact
 	}
-	return float64(last.k), Exact // unreachable: target <= last.p + reachSlack
+	return float64(last.k), AtLeast
 }
 
 // StepGain is one RSA step of a comparison.

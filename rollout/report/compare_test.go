@@ -191,6 +191,11 @@ func TestPassAtKEfficiencyReferencePlateau(t *testing.T) {
 		// so the reference did too; it printed 0.50x at k = 16.
 		{"itself, saturated but for rounding from k = 8", pts(0.75, 0.95, 0.99, 1-4e-13, 1), pts(0.75, 0.95, 0.99, 1-4e-13, 1),
 			[]float64{1, 2, 4, 8, 8}, []float64{1, 1, 1, 1, 1}, 1},
+		// Falling by rounding after k = 2, 6e-13 a k (each fall within
+		// reachSlack, 1.2e-12 in all): 0.5 is reached at k = 2, not
+		// "at least 8" because the last point lies below it.
+		{"itself, falling by rounding after k = 2", pts(0.2, 0.5, 0.5-6e-13, 0.5-1.2e-12), pts(0.2, 0.5, 0.5-6e-13, 0.5-1.2e-12),
+			[]float64{1, 2, 2, 2}, []float64{1, 1, 1, 1}, 1},
 		// The other reaches 0.5 at k = 2 (halfway from 0.25 at 1 to 0.75
 		// at 4 in log k); the flat reference had 0.5 with one sample.
 		{"flat reference", pts(0.5, 0.5, 0.5), pts(0.25, 0.5, 0.75),
