@@ -127,7 +127,7 @@ func CheckBaseURL(s string) error {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("%q: want an http:// or https:// URL, e.g. http://127.0.0.1:8000/v1", s)
 	}
-	if u.Host == "" {
+	if u.Hostname() == "" { // "http://:8000/v1" too, which Go would send to this machine
 		return fmt.Errorf("%q names no host", s)
 	}
 	// An empty fragment ("/v1#") leaves u.Fragment empty: the "#" alone

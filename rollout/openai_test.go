@@ -884,6 +884,9 @@ func TestOpenAIConfig(t *testing.T) {
 		{"host without scheme", func(c *rollout.OpenAIConfig) { c.BaseURL = "gpu/v1" }, `base URL "gpu/v1": want an http:// or https:// URL`},
 		{"no host", func(c *rollout.OpenAIConfig) { c.BaseURL = "http://" }, `base URL "http://" names no host`},
 		{"no host, a path", func(c *rollout.OpenAIConfig) { c.BaseURL = "http:///v1" }, `base URL "http:///v1" names no host`},
+		// As from --base-url http://$HOST:8000/v1 with HOST unset: Go
+		// would dial the local machine's port 8000.
+		{"no host, a port", func(c *rollout.OpenAIConfig) { c.BaseURL = "http://:8000/v1" }, `base URL "http://:8000/v1" names no host`},
 		{"bad scheme", func(c *rollout.OpenAIConfig) { c.BaseURL = "1http://x/v1" }, `base URL "1http://x/v1" does not parse as a URL: first path segment in URL cannot contain colon`},
 		{"space in the host", func(c *rollout.OpenAIConfig) { c.BaseURL = "http://exa mple/v1" }, `base URL "http://exa mple/v1" does not parse as a URL: invalid character " " in host name`},
 		{"query", func(c *rollout.OpenAIConfig) { c.BaseURL = "http://x/v1?key=k" }, "without a query or fragment"},
