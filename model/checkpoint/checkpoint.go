@@ -414,6 +414,9 @@ func ReadState(path string) (State, error) {
 	if err := dec.Decode(&st); err != nil {
 		return State{}, fmt.Errorf("checkpoint: %s: corrupted: %w", file, err)
 	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return State{}, fmt.Errorf("checkpoint: %s: corrupted: extra data after the JSON object", file)
+	}
 	if st.FormatVersion < 1 || st.FormatVersion > FormatVersion {
 		return State{}, fmt.Errorf("checkpoint: %s: format version %d, this build reads 1..%d", file, st.FormatVersion, FormatVersion)
 	}

@@ -197,6 +197,14 @@ func TestCorruptionDetectedAndOlderSurvives(t *testing.T) {
 		{"configuration in state garbled", StateFile, func(t *testing.T, p string) {
 			replaceIn(t, p, `"temperature":1`, `"temperature":3`)
 		}, "data cursor and configuration: CRC-32C"},
+		// Anything after state.json's object is damage too, not to be
+		// ignored.
+		{"data after the state", StateFile, func(t *testing.T, p string) {
+			f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString(` {"step":9}`)
+			require.NoError(t, errors.Join(err, f.Close()))
+		}, "corrupted: extra data after the JSON object"},
 		{"weights file missing", ModelFile, func(t *testing.T, p string) { require.NoError(t, os.Remove(p)) }, "no such file"},
 	}
 	for _, tc := range cases {

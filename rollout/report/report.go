@@ -3,7 +3,9 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -152,6 +154,9 @@ func ReadJSON(path string, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("report: decode %s: %w", path, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("report: decode %s: extra data after the JSON object", path)
 	}
 	if r, ok := v.(interface{ Validate() error }); ok {
 		if err := r.Validate(); err != nil {

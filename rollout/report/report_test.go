@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"image"
 	"image/png"
 	"os"
@@ -109,6 +110,19 @@ func TestReadJSONRejectsOtherMode(t *testing.T) {
 	err := ReadJSON(path, &p)
 	require.ErrorContains(t, err, "unknown field")
 	require.ErrorContains(t, err, "report: decode")
+}
+
+// TestReadJSONRejectsExtraData: a report with anything but white space
+// after its object is refused, not read as its first object.
+func TestReadJSONRejectsExtraData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rsa.json")
+	require.NoError(t, WriteJSON(path, reportRSA()))
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("\n{} garbage")
+	require.NoError(t, errors.Join(err, f.Close()))
+	var r RSA
+	require.EqualError(t, ReadJSON(path, &r), "report: decode "+path+": extra data after the JSON object")
 }
 
 // TestWriteJSONReplaces: WriteJSON replaces the file (atomically, through
