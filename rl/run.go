@@ -727,14 +727,17 @@ func truncateLog(path string, step int) error {
 	}
 	var keep bytes.Buffer
 	dropped := false
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for sc.Scan() {
+	// The file is in memory already: its lines are cut from it, whatever
+	// their length (a Scanner's limit would end the loop early and drop
+	// the lines after a long one).
+	for rest := b; len(rest) > 0; {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
 		var s struct {
 			Step *int `json:"step"`
 		}
-		if json.Unmarshal(sc.Bytes(), &s) == nil && s.Step != nil && *s.Step <= step {
-			keep.Write(sc.Bytes())
+		if json.Unmarshal(line, &s) == nil && s.Step != nil && *s.Step <= step {
+			keep.Write(line)
 			keep.WriteByte('\n')
 		} else {
 			dropped = true
