@@ -113,9 +113,9 @@ func toPass(ps []rollout.KPoint) []passPoint {
 // reachSlack is how far a target may lie above a point of the other
 // curve and still count as reached there: the rounding of a mean (the
 // same pass@k summed over seeds or problems in another order differs in
-// its last bits), as PassAtKEfficiency's check of a curve that must not
-// fall allows.
-const reachSlack = 1e-12
+// its last bits): the fall that PassAtKEfficiency's check of a curve
+// that must not fall allows, as Validate does.
+const reachSlack = passkSlack
 
 // samplesToReach returns the smallest k at which the curve reaches target,
 // interpolating in log k; beyond the curve's ends, its largest k (AtLeast)

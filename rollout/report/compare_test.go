@@ -138,6 +138,20 @@ func TestPassAtKEfficiencyRoundingFall(t *testing.T) {
 	require.Equal(t, 1.0, eff.Max)
 }
 
+// TestPassAtKEfficiencySelfWithinRounding: a curve whose first point is
+// at k > 1 and that falls by rounding (within what Validate allows)
+// compares to itself as exactly 1x at every k, not "at most 1x" where it
+// fell more than a tighter slack than Validate's.
+func TestPassAtKEfficiencySelfWithinRounding(t *testing.T) {
+	c := report.PassAtK{Points: []rollout.KPoint{{K: 2, PassAtK: 0.5}, {K: 4, PassAtK: 0.5 - 1e-10}, {K: 8, PassAtK: 0.5 - 6e-10}}}
+	eff, err := report.PassAtKEfficiency(c, c)
+	require.NoError(t, err)
+	for _, p := range eff.Points {
+		require.Equal(t, report.Exact, p.Bound, "k = %d", p.K)
+		require.InDelta(t, 1, p.Ratio, 1e-6, "k = %d", p.K)
+	}
+}
+
 func TestRSAGains(t *testing.T) {
 	ref := report.RSA{Steps: []rollout.RSAStep{{Step: 0, Accuracy: 0.5}, {Step: 1, Accuracy: 0.55}}}
 	r := report.RSA{Steps: []rollout.RSAStep{{Step: 0, Accuracy: 0.4}, {Step: 1, Accuracy: 0.5}, {Step: 2, Accuracy: 0.6}}}
