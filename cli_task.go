@@ -67,6 +67,31 @@ func loadTemplates(compact bool, f templateFlags) (templateSet, error) {
 	return templateSet{t}, err
 }
 
+// subsetSize is a number of candidates that a command's aggregation
+// prompts read, said as the flags that set it.
+type subsetSize struct {
+	what string
+	n    int
+}
+
+// checkAggregateTemplate refuses (a usage error) an aggregation template
+// that, rendered with one of sizes' numbers of candidates, fails or does
+// not show every candidate (see data.Templates.CheckAggregate), as one
+// that indexes .Candidates does: it would drop candidates from every
+// prompt, or fail in the middle of the run.
+func checkAggregateTemplate(tmpl templateSet, f templateFlags, sizes ...subsetSize) error {
+	name := "the built-in aggregation template"
+	if f.aggregate != "" {
+		name = "--aggregate-template " + f.aggregate
+	}
+	for _, s := range sizes {
+		if err := tmpl.CheckAggregate(s.n); err != nil {
+			return usageError{fmt.Errorf("%s with %s: %w", name, s.what, err)}
+		}
+	}
+	return nil
+}
+
 // loadProblems loads a problem file and reports the rows it skipped on
 // warn, one line each (the first maxReported of them, then a count).
 func loadProblems(path string, opt data.LoadOptions, warn io.Writer) (*data.Dataset, error) {

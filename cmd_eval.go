@@ -59,6 +59,11 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.mode == "rsa" {
+		if err := checkAggregateTemplate(tmpl, f.tmpl, subsetSize{fmt.Sprintf("--subset %d", f.rsa.SubsetSize), f.rsa.SubsetSize}); err != nil {
+			return err
+		}
+	}
 	problems := ds.Problems
 	if f.limit > 0 && f.limit < len(problems) {
 		problems = problems[:f.limit]

@@ -105,6 +105,16 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if wantHeld && len(held) == 0 {
 		fmt.Fprintf(env.stderr, "spiral: note: no held-out evaluation (eval.jsonl, rsa.json): training on --data %s, give --eval-data for one\n", f.data)
 	}
+	var sizes []subsetSize
+	if f.cfg.Algo != rl.AlgoGRPO {
+		sizes = append(sizes, subsetSize{fmt.Sprintf("--n %d", f.cfg.Pipeline.N), f.cfg.Pipeline.N})
+	}
+	if k := f.run.FinalRSA.SubsetSize; f.run.FinalRSA.Steps > 0 && len(held) > 0 {
+		sizes = append(sizes, subsetSize{fmt.Sprintf("the final RSA's %d candidates a prompt (--final-rsa-steps 0 runs none)", k), k})
+	}
+	if err := checkAggregateTemplate(tmpl, f.tmpl, sizes...); err != nil {
+		return err
+	}
 	if shared := data.Shared(ds.Problems, held); len(shared) > 0 {
 		fmt.Fprintf(env.stderr, "spiral: warning: %d of the %d held-out problems of %s are training problems of %s too (the first: %s, %s): the held-out accuracy counts them as new; give held-out problems that --data lacks\n",
 			len(shared), len(held), heldName, dataName, shared[0].ID, shared[0].Source)

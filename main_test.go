@@ -1155,3 +1155,35 @@ func TestLoRARankPastProjection(t *testing.T) {
 		require.Equal(t, "spiral "+args[0]+": "+want, stderr.String(), "%q", args)
 	}
 }
+
+// TestAggregateTemplateOfTheRunsSize: an aggregation template that
+// indexes two candidates is refused (exit 2, naming the file and the
+// candidates it drops) by a train whose subsets hold --n 4 and by an
+// eval --mode rsa with --subset 1, for which it fails; the check is
+// before train's run directory exists.
+func TestAggregateTemplateOfTheRunsSize(t *testing.T) {
+	if os.Getenv("ONNXRUNTIME_LIB") == "" && os.Getenv("CI") == "" {
+		t.Skip("ONNXRUNTIME_LIB unset: run make test")
+	}
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	agg := filepath.Join(dir, "agg.txt")
+	require.NoError(t, os.WriteFile(agg, []byte("{{.Problem}} A: {{(index .Candidates 0).Text}} B: {{(index .Candidates 1).Text}}\n"), 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--aggregate-template", agg, "--n1", "8", "--n", "4", "--final-rsa-steps", "0", "--quiet", "--out", filepath.Join(dir, "run")},
+			"spiral train: --aggregate-template " + agg + " with --n 4: data: aggregation template: output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}}): with 4 candidates it lacks candidate 3, 4\n"},
+		{[]string{"train", "--aggregate-template", agg, "--n", "2", "--quiet", "--out", filepath.Join(dir, "run")},
+			"spiral train: --aggregate-template " + agg + " with the final RSA's 4 candidates a prompt (--final-rsa-steps 0 runs none): data: aggregation template: output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}}): with 4 candidates it lacks candidate 3, 4\n"},
+		{[]string{"eval", "--mode", "rsa", "--aggregate-template", agg, "--subset", "1", "--quiet", "--out", filepath.Join(dir, "eval")},
+			"spiral eval: --aggregate-template " + agg + " with --subset 1: data: aggregation template: template: aggregate:1:53: executing \"aggregate\" at <index .Candidates 1>: error calling index: reflect: slice index out of range (with 1 candidates)\n"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
+	}
+	require.NoDirExists(t, filepath.Join(dir, "run"))
+}

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"text/template"
 )
@@ -88,7 +89,8 @@ const (
 
 // ParseTemplates parses template sources and checks them: each is executed
 // once with probe data, and the search output must contain the problem, the
-// aggregation output the problem and every candidate's text.
+// aggregation output the problem and every candidate's text (of two
+// candidates; CheckAggregate checks the number a run reads).
 func ParseTemplates(search, aggregate string) (*Templates, error) {
 	return parseTrimmed(trimOneNewline(search), trimOneNewline(aggregate))
 }
@@ -109,19 +111,40 @@ func parseTrimmed(search, aggregate string) (*Templates, error) {
 	if !strings.Contains(out, probeProblem) {
 		return nil, fmt.Errorf("data: search template: output does not contain the problem ({{.Problem}})")
 	}
-	cands := []string{fmt.Sprintf(probeCandidate, 1), fmt.Sprintf(probeCandidate, 2)}
-	if out, err = t.Aggregate(probeProblem, cands); err != nil {
+	if err := t.CheckAggregate(2); err != nil {
 		return nil, err
 	}
-	if !strings.Contains(out, probeProblem) {
-		return nil, fmt.Errorf("data: aggregation template: output does not contain the problem ({{.Problem}})")
+	return t, nil
+}
+
+// CheckAggregate executes the aggregation template once with probe data
+// of n candidates (n >= 1), each with its own text, as a run whose
+// aggregation prompts read n candidates renders it: the output must
+// contain the problem and every candidate's text. A template that picks
+// candidates by index, which shows only some of them or fails for fewer,
+// is refused naming the candidates it leaves out.
+func (t *Templates) CheckAggregate(n int) error {
+	cands := make([]string, n)
+	for i := range cands {
+		cands[i] = fmt.Sprintf(probeCandidate, i+1)
 	}
-	for _, c := range cands {
+	out, err := t.Aggregate(probeProblem, cands)
+	if err != nil {
+		return fmt.Errorf("%w (with %d candidates)", err, n)
+	}
+	if !strings.Contains(out, probeProblem) {
+		return fmt.Errorf("data: aggregation template: output does not contain the problem ({{.Problem}})")
+	}
+	var missing []string
+	for i, c := range cands {
 		if !strings.Contains(out, c) {
-			return nil, fmt.Errorf("data: aggregation template: output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}})")
+			missing = append(missing, strconv.Itoa(i+1))
 		}
 	}
-	return t, nil
+	if len(missing) > 0 {
+		return fmt.Errorf("data: aggregation template: output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}}): with %d candidates it lacks candidate %s", n, strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // templateText is the source in a template file: without a leading

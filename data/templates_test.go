@@ -140,3 +140,25 @@ func TestTemplateErrors(t *testing.T) {
 	_, err := LoadTemplates(filepath.Join(t.TempDir(), "missing.txt"), "")
 	require.ErrorContains(t, err, "search template")
 }
+
+// TestCheckAggregate: the aggregation template is checked with the
+// number of candidates a run reads: one that indexes .Candidates passes
+// the two-candidate check of ParseTemplates but drops candidates of a
+// larger subset, or fails with fewer, and is refused naming them.
+func TestCheckAggregate(t *testing.T) {
+	const indexed = "{{.Problem}} A: {{(index .Candidates 0).Text}} B: {{(index .Candidates 1).Text}}"
+	tm, err := ParseTemplates("{{.Problem}}", indexed)
+	require.NoError(t, err)
+	require.NoError(t, tm.CheckAggregate(2))
+	err = tm.CheckAggregate(4)
+	require.EqualError(t, err, "data: aggregation template: output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}}): with 4 candidates it lacks candidate 3, 4")
+	err = tm.CheckAggregate(1)
+	require.ErrorContains(t, err, "data: aggregation template: template: aggregate:1:")
+	require.ErrorContains(t, err, "at <index .Candidates 1>: error calling index: reflect: slice index out of range (with 1 candidates)")
+
+	ranged, err := ParseTemplates("{{.Problem}}", DefaultAggregateTemplate())
+	require.NoError(t, err)
+	for _, n := range []int{1, 2, 4, 16} {
+		require.NoError(t, ranged.CheckAggregate(n), "%d candidates", n)
+	}
+}
