@@ -647,8 +647,11 @@ func (f *trainFlags) ignoredFlags() []string {
 // or "" when they can: a search trace's advantage is the mean value of
 // the subsets holding it less the mean of all --k subsets, always 0 with
 // one subset or with subsets that each hold every search trace, so only
-// the aggregation traces train, as under --algo agg-only. (search-only,
-// which would then train nothing, is refused by rl.Config.Validate.)
+// the aggregation traces learn. The search traces are still trained, as
+// SPIRAL trains every search trace in a subset, with advantage 0: their
+// tokens count in the token-mean loss and the entropy, where --algo
+// agg-only leaves them out. (search-only, which would then train
+// nothing, is refused by rl.Config.Validate.)
 func (f *trainFlags) untrainedSearch() string {
 	p := f.cfg.Pipeline
 	if f.cfg.Algo != rl.AlgoSpiral || !(p.K == 1 || p.N == p.N1) {
@@ -658,7 +661,21 @@ func (f *trainFlags) untrainedSearch() string {
 	if p.K == 1 {
 		why = "one subset is the mean of all --k subsets, so a search trace's set-level advantage is always 0 (and one in no subset has none)"
 	}
-	return fmt.Sprintf("--algo spiral with --k %d, --n %d and --n1 %d: %s and only the aggregation traces learn (as --algo agg-only); want --k >= 2 and --n < --n1 for the search traces to learn", p.K, p.N, p.N1, why)
+	return fmt.Sprintf("--algo spiral with --k %d, --n %d and --n1 %d: %s and only the aggregation traces learn; the search traces are still trained, with advantage 0, so their tokens count in the token-mean loss (scaling the aggregation traces' gradient down) and in the entropy, which --algo agg-only leaves them out of; want --k >= 2 and --n < --n1 for the search traces to learn", p.K, p.N, p.N1, why)
+}
+
+// untrainedLastRound says why a SPIRAL run's last-round aggregation
+// traces cannot learn, or "" when they can: with --n2 1 a trace is its
+// subset's baseline, so its own advantage is always 0, and the last round
+// has no next one to credit it (rl.Config.Validate refuses --n2 1 with
+// one round, where no aggregation trace would learn).
+func (f *trainFlags) untrainedLastRound() string {
+	p := f.cfg.Pipeline
+	if f.cfg.Algo != rl.AlgoSpiral || p.N2 != 1 || p.AggregationRounds() < 2 {
+		return ""
+	}
+	return fmt.Sprintf("--algo spiral with --n2 1 and --agg-rounds %d: a round-%d aggregation trace is its subset's baseline and no later round credits it, so its advantage is always 0: those traces only score round %d's and are still trained, with advantage 0, so their tokens count in the token-mean loss (scaling the other traces' gradient down) and in the entropy; want --n2 >= 2 for them to learn",
+		p.Rounds, p.Rounds, p.Rounds-1)
 }
 
 // offPolicySampling warns of sampling settings that draw the traces from

@@ -39,7 +39,7 @@ func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 // rl.Run.
 func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	warnings := f.ignoredFlags()
-	for _, w := range []string{f.untrainedSearch(), f.offPolicySampling()} {
+	for _, w := range []string{f.untrainedSearch(), f.untrainedLastRound(), f.offPolicySampling()} {
 		if w != "" {
 			warnings = append(warnings, w)
 		}

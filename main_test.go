@@ -1187,3 +1187,25 @@ func TestAggregateTemplateOfTheRunsSize(t *testing.T) {
 	}
 	require.NoDirExists(t, filepath.Join(dir, "run"))
 }
+
+// TestTrainStructurallyZeroWarnings: the warnings of a SPIRAL shape whose
+// search traces, or whose last round's aggregation traces, have advantage
+// 0 by construction say what the run does: it still trains them, with
+// advantage 0, so the step is not agg-only's (rl's
+// TestRolloutSpiralStructurallyZero).
+func TestTrainStructurallyZeroWarnings(t *testing.T) {
+	f := parsedTrainFlags(t, []string{"--n1", "4", "--k", "3", "--n", "4"})
+	require.Equal(t, "--algo spiral with --k 3, --n 4 and --n1 4: every subset holds every search trace, so each one's set-level advantage is always 0 and only the aggregation traces learn; the search traces are still trained, with advantage 0, so their tokens count in the token-mean loss (scaling the aggregation traces' gradient down) and in the entropy, which --algo agg-only leaves them out of; want --k >= 2 and --n < --n1 for the search traces to learn",
+		f.untrainedSearch())
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--n2", "1", "--agg-rounds", "3"}, "--algo spiral with --n2 1 and --agg-rounds 3: a round-3 aggregation trace is its subset's baseline and no later round credits it, so its advantage is always 0: those traces only score round 2's and are still trained, with advantage 0, so their tokens count in the token-mean loss (scaling the other traces' gradient down) and in the entropy; want --n2 >= 2 for them to learn"},
+		{[]string{"--n2", "2", "--agg-rounds", "3"}, ""},
+		{[]string{"--n2", "1", "--agg-rounds", "2", "--algo", "search-only"}, ""},
+		{nil, ""},
+	} {
+		require.Equal(t, tc.want, parsedTrainFlags(t, tc.args).untrainedLastRound(), "%q", tc.args)
+	}
+}

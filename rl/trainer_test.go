@@ -764,3 +764,45 @@ func TestConfigIgnoredFields(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, tr.pipe)
 }
+
+// TestRolloutSpiralStructurallyZero: where SPIRAL's definitions make an
+// advantage 0 whatever the rewards (one subset; subsets that each hold
+// every search trace; the last round's aggregation traces with --n2 1),
+// the traces are still trained, with advantage 0, as train's warnings
+// say: SPIRAL's batch is agg-only's plus the search traces at 0.
+func TestRolloutSpiralStructurallyZero(t *testing.T) {
+	rollout1 := func(algo string, p rollout.PipelineConfig) []Example {
+		cfg, parts := hardTrainer(t, 0)
+		cfg.Algo, cfg.Pipeline = algo, p
+		tr, err := NewTrainer(cfg, parts)
+		require.NoError(t, err)
+		var m Metrics
+		examples, informative, err := tr.rolloutSpiral(context.Background(), hardProblems, 5, &m, nil)
+		require.NoError(t, err)
+		require.Equal(t, 1, informative)
+		return examples
+	}
+	for _, p := range []rollout.PipelineConfig{{N1: 4, K: 1, N: 2, N2: 4}, {N1: 3, K: 3, N: 3, N2: 4}} {
+		spiral, aggOnly := rollout1(AlgoSpiral, p), rollout1(AlgoAggOnly, p)
+		var search, agg []Example
+		for _, e := range spiral {
+			if e.Kind == KindSearch {
+				search = append(search, e)
+			} else {
+				agg = append(agg, e)
+			}
+		}
+		require.NotEmpty(t, search, "%+v", p)
+		for _, e := range search {
+			require.Zero(t, e.Advantage, "%+v", p)
+		}
+		require.Equal(t, aggOnly, agg, "%+v", p)
+	}
+	// The last of two rounds with one aggregation trace per subset.
+	examples := rollout1(AlgoSpiral, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 1, Rounds: 2})
+	last := examples[len(examples)-2:]
+	for _, e := range last {
+		require.Equal(t, KindAggregate, e.Kind)
+		require.Zero(t, e.Advantage)
+	}
+}
