@@ -130,8 +130,10 @@ const (
 // (DefaultHeadDim), num_key_value_heads 32 (DefaultKVHeads), rope_theta
 // 10000, rms_norm_eps 1e-6, tie_word_embeddings false; a null
 // num_key_value_heads is num_attention_heads, as in transformers, and a
-// null head_dim hidden_size / num_attention_heads. A model_type other
-// than "qwen3" (when present) is an error.
+// null head_dim hidden_size / num_attention_heads; a null rope_theta or
+// rms_norm_eps takes the default. A value given is kept: an explicit 0 is
+// refused, naming the field, not taken for the default. A model_type
+// other than "qwen3" (when present) is an error.
 func ParseConfig(data []byte) (Config, error) {
 	c, err := parseConfig(data)
 	if err != nil {
@@ -149,9 +151,7 @@ func parseConfig(data []byte) (Config, error) {
 		ModelType string `json:"model_type"`
 		// RopeParameters is transformers 5's form of the rotary
 		// settings, which holds rope_theta in place of the top level.
-		RopeParameters struct {
-			RopeTheta float64 `json:"rope_theta"`
-		} `json:"rope_parameters"`
+		RopeParameters map[string]json.RawMessage `json:"rope_parameters"`
 	}
 	if err := json.Unmarshal(data, &extra); err != nil {
 		return Config{}, err
@@ -159,16 +159,32 @@ func parseConfig(data []byte) (Config, error) {
 	if extra.ModelType != "" && extra.ModelType != "qwen3" {
 		return Config{}, fmt.Errorf("model_type %q, want \"qwen3\"", extra.ModelType)
 	}
-	if c.RopeTheta == 0 {
-		c.RopeTheta = extra.RopeParameters.RopeTheta
-	}
-	// Absent, these take Qwen3Config's class defaults; null, what its
-	// num_key_value_heads takes and what a head's width would be without
-	// head_dim (transformers refuses a null head_dim).
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(data, &keys); err != nil {
 		return Config{}, err
 	}
+	// given reports whether m holds key with a value other than null: a
+	// value given, even 0, is kept (and 0 refused by check), where an
+	// absent or null one takes its default.
+	given := func(m map[string]json.RawMessage, key string) bool {
+		v, ok := m[key]
+		return ok && string(v) != "null"
+	}
+	switch {
+	case given(keys, "rope_theta"):
+	case given(extra.RopeParameters, "rope_theta"):
+		if err := json.Unmarshal(extra.RopeParameters["rope_theta"], &c.RopeTheta); err != nil {
+			return Config{}, fmt.Errorf("rope_parameters.rope_theta: %w", err)
+		}
+	default:
+		c.RopeTheta = 10000
+	}
+	if !given(keys, "rms_norm_eps") {
+		c.RMSEps = 1e-6
+	}
+	// Absent, these take Qwen3Config's class defaults; null, what its
+	// num_key_value_heads takes and what a head's width would be without
+	// head_dim (transformers refuses a null head_dim).
 	if _, ok := keys["num_key_value_heads"]; !ok {
 		c.KVHeads = DefaultKVHeads
 	} else if string(keys["num_key_value_heads"]) == "null" {
@@ -178,12 +194,6 @@ func parseConfig(data []byte) (Config, error) {
 		c.HeadDim = DefaultHeadDim
 	} else if string(keys["head_dim"]) == "null" && c.Heads > 0 {
 		c.HeadDim = c.Hidden / c.Heads
-	}
-	if c.RopeTheta == 0 {
-		c.RopeTheta = 10000
-	}
-	if c.RMSEps == 0 {
-		c.RMSEps = 1e-6
 	}
 	if err := c.check(); err != nil {
 		return Config{}, err

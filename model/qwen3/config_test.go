@@ -1,6 +1,7 @@
 package qwen3
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -179,5 +180,39 @@ func TestHFConfigJSONRoundTrip(t *testing.T) {
 				t.Errorf("config.json lacks %s", key)
 			}
 		}
+	}
+}
+
+// TestParseConfigExplicitZero: a field given as 0 is refused naming it,
+// not taken for absent (rope_theta 0 was read as 10000, rms_norm_eps 0
+// as 1e-6); LoadConfig names the file.
+func TestParseConfigExplicitZero(t *testing.T) {
+	shape := `"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "head_dim": 16, "intermediate_size": 128, "vocab_size": 100`
+	for _, tc := range []struct{ field, want string }{
+		{`"rope_theta": 0, "num_key_value_heads": 2`, "rope_theta 0: want > 0"},
+		{`"rope_theta": 0.0, "rope_parameters": {"rope_theta": 1000000.0}, "num_key_value_heads": 2`, "rope_theta 0: want > 0"},
+		{`"rope_parameters": {"rope_theta": 0}, "num_key_value_heads": 2`, "rope_theta 0: want > 0"},
+		{`"rms_norm_eps": 0, "num_key_value_heads": 2`, "rms_norm_eps 0: want > 0"},
+		{`"num_key_value_heads": 0`, "num_key_value_heads 0: want >= 1"},
+	} {
+		_, err := ParseConfig([]byte(`{` + shape + `, ` + tc.field + `}`))
+		if err == nil || err.Error() != "qwen3: config: "+tc.want {
+			t.Errorf("%s: error %v, want %q", tc.field, err, "qwen3: config: "+tc.want)
+		}
+		path := filepath.Join(t.TempDir(), "config.json")
+		if err := os.WriteFile(path, []byte(`{`+shape+`, `+tc.field+`}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadConfig(path); err == nil || err.Error() != fmt.Sprintf("qwen3: config %q: %s", path, tc.want) {
+			t.Errorf("%s: LoadConfig error %v", tc.field, err)
+		}
+	}
+	// null is absent: the defaults.
+	c, err := ParseConfig([]byte(`{` + shape + `, "rope_theta": null, "rms_norm_eps": null, "rope_parameters": {"rope_theta": null}, "num_key_value_heads": 2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RopeTheta != 10000 || c.RMSEps != 1e-6 {
+		t.Errorf("nulls: rope_theta %g, rms_norm_eps %g, want 10000 and 1e-6", c.RopeTheta, c.RMSEps)
 	}
 }
