@@ -14,8 +14,8 @@ import (
 // FuzzReadChatTemplate feeds arbitrary tokenizer_config.json files (and,
 // with jinja, a chat_template.jinja beside) to readChatTemplate: a
 // template it accepts is ChatML, the .jinja file's when there is one, and
-// the config's last one named "default" (when not empty) when the config
-// names its templates; an error names one of the two files.
+// the config's last one named "default" (even empty: no template) when
+// the config names its templates; an error names one of the two files.
 func FuzzReadChatTemplate(f *testing.F) {
 	files, err := (&Tokenizer{template: ChatMLTemplate}).HFConfigFiles()
 	require.NoError(f, err)
@@ -49,16 +49,15 @@ func FuzzReadChatTemplate(f *testing.F) {
 		var named struct {
 			ChatTemplate []struct{ Name, Template string } `json:"chat_template"`
 		}
-		if json.Unmarshal(config, &named) == nil {
-			def := ""
+		if json.Unmarshal(config, &named) == nil && named.ChatTemplate != nil {
+			def, ok := "", false
 			for _, n := range named.ChatTemplate {
 				if n.Name == "default" {
-					def = n.Template
+					def, ok = n.Template, true
 				}
 			}
-			if def != "" {
-				require.Equal(t, def, tmpl, "the last template named default")
-			}
+			require.True(t, ok, "a list without a default is refused")
+			require.Equal(t, def, tmpl, "the last template named default")
 		}
 	})
 }

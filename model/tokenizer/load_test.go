@@ -44,6 +44,11 @@ func TestLoadErrors(t *testing.T) {
 		// transformers saves the template as chat_template.jinja and reads
 		// it in place of the config's.
 		{"non-ChatML template file", map[string]string{"d/tokenizer.json": string(good), "d/chat_template.jinja": "{{ bos_token }}[INST]"}, "d/tokenizer.json", "d/chat_template.jinja", "not ChatML"},
+		// transformers' apply_chat_template raises an error for a list of
+		// named templates without one named "default".
+		{"named templates without a default", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": `{"chat_template": [{"name": "tool_use", "template": "<|im_start|>t"}, {"name": "rag", "template": "<|im_start|>r"}]}`}, "d", "d/tokenizer_config.json",
+			`chat_template lists templates named ["rag", "tool_use"] and none named "default", which transformers' apply_chat_template needs (it raises an error); name one "default" or give a chat_template.jinja`},
+		{"empty list of named templates", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": `{"chat_template": []}`}, "d", "d/tokenizer_config.json", `chat_template lists templates named [] and none named "default"`},
 		{"non-ChatML template file over a ChatML config", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": `{"chat_template": "<|im_start|>"}`, "d/chat_template.jinja": "[INST]"}, "d", "d/chat_template.jinja", "not ChatML"},
 	}
 	for _, c := range cases {
@@ -74,6 +79,11 @@ func TestLoadDirectory(t *testing.T) {
 		{"config without template", `{"eos_token": "<|im_end|>"}`, ""},
 		{"string template", `{"chat_template": "<|im_start|>{{ m }}"}`, "<|im_start|>{{ m }}"},
 		{"named templates", `{"chat_template": [{"name": "tool_use", "template": "<|im_start|>t"}, {"name": "default", "template": "<|im_start|>d"}]}`, "<|im_start|>d"},
+		// "default" is taken even empty (transformers renders it), not
+		// given way to another entry; of two, the last.
+		{"named templates with an empty default", `{"chat_template": [{"name": "default", "template": ""}, {"name": "tool_use", "template": "<|im_start|>t"}]}`, ""},
+		{"named templates with two defaults", `{"chat_template": [{"name": "default", "template": "<|im_start|>1"}, {"name": "default", "template": "<|im_start|>2"}]}`, "<|im_start|>2"},
+		{"template file over named templates without a default", `{"chat_template": [{"name": "tool_use", "template": "<|im_start|>t"}]}`, "<|im_start|>file"},
 		{"template file", "", "<|im_start|>file"},
 		{"template file over the config's", `{"chat_template": "<|im_start|>config"}`, "<|im_start|>file"},
 	}

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	hf "github.com/daulet/tokenizers"
@@ -123,17 +125,19 @@ func (v *vocabulary) addedID(content string) (int32, bool) {
 // Missing files are not an error.
 func readChatTemplate(dir string) (string, string, error) {
 	config := filepath.Join(dir, ConfigFile)
-	tmpl, err := readConfigTemplate(config)
+	tmpl, noDefault, err := readConfigTemplate(config)
 	if err != nil {
 		return "", config, err
 	}
 	from := config
 	file := filepath.Join(dir, TemplateFile)
 	switch data, err := os.ReadFile(file); {
-	case err == nil:
+	case err == nil: // transformers reads it in place of the config's
 		tmpl, from = string(data), file
 	case !errors.Is(err, fs.ErrNotExist):
 		return "", file, err
+	case noDefault != nil:
+		return "", config, noDefault
 	}
 	if tmpl != "" && !strings.Contains(tmpl, IMStartToken) {
 		return "", from, errors.New("chat_template is not ChatML (it never writes <|im_start|>); only ChatML is supported")
@@ -142,38 +146,49 @@ func readChatTemplate(dir string) (string, string, error) {
 }
 
 // readConfigTemplate validates tokenizer_config.json at path and returns
-// its chat_template ("" when there is none). A missing file is not an
-// error.
-func readConfigTemplate(path string) (string, error) {
+// its chat_template ("" when there is none). A list of named templates
+// gives the one named "default" (the last of that name), even empty, as
+// transformers' apply_chat_template takes it; a list without one is
+// noDefault, the error transformers raises, which a chat_template.jinja
+// beside the config overrides. A missing file is not an error.
+func readConfigTemplate(path string) (tmpl string, noDefault, err error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+		return "", nil, nil
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var cfg struct {
 		ChatTemplate json.RawMessage `json:"chat_template"`
 	}
 	if err := json.Unmarshal(data, &cfg); err != nil {
-		return "", fmt.Errorf("malformed JSON: %w", describeJSONError(data, err))
+		return "", nil, fmt.Errorf("malformed JSON: %w", describeJSONError(data, err))
 	}
-	var tmpl string
-	if len(cfg.ChatTemplate) > 0 && string(cfg.ChatTemplate) != "null" {
-		// Either one template string or a list of {name, template}.
-		if err := json.Unmarshal(cfg.ChatTemplate, &tmpl); err != nil {
-			var named []struct{ Name, Template string }
-			if err := json.Unmarshal(cfg.ChatTemplate, &named); err != nil {
-				return "", errors.New("chat_template is neither a string nor a list of {name, template}")
-			}
-			for _, n := range named {
-				if n.Name == "default" || tmpl == "" {
-					tmpl = n.Template
-				}
-			}
-		}
+	if len(cfg.ChatTemplate) == 0 || string(cfg.ChatTemplate) == "null" {
+		return "", nil, nil
 	}
-	return tmpl, nil
+	// Either one template string or a list of {name, template}.
+	if err := json.Unmarshal(cfg.ChatTemplate, &tmpl); err == nil {
+		return tmpl, nil, nil
+	}
+	var named []struct{ Name, Template string }
+	if err := json.Unmarshal(cfg.ChatTemplate, &named); err != nil {
+		return "", nil, errors.New("chat_template is neither a string nor a list of {name, template}")
+	}
+	byName := make(map[string]string, len(named))
+	for _, n := range named {
+		byName[n.Name] = n.Template
+	}
+	if t, ok := byName["default"]; ok {
+		return t, nil, nil
+	}
+	names := make([]string, 0, len(byName))
+	for name := range byName {
+		names = append(names, strconv.Quote(name))
+	}
+	slices.Sort(names)
+	return "", fmt.Errorf("chat_template lists templates named [%s] and none named \"default\", which transformers' apply_chat_template needs (it raises an error); name one \"default\" or give a %s", strings.Join(names, ", "), TemplateFile), nil
 }
 
 // Close frees the native tokenizer. The Tokenizer must not be used after.
