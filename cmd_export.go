@@ -162,7 +162,8 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			fmt.Fprintf(env.stdout, "wrote %s: a Hugging Face model directory from %s with %s (%d tensors)\n", *out, r.onnx, from, n)
 		default:
-			if err := model.ExportTrained(ctx, r.onnx, lora, w, *out, *external); err != nil {
+			n, nParams, err := model.ExportTrained(ctx, r.onnx, lora, w, *out, *external)
+			if err != nil {
 				return exported(err)
 			}
 			for _, s := range sides {
@@ -170,7 +171,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 					return err
 				}
 			}
-			fmt.Fprintf(env.stdout, "wrote %s: %s with %s (%d tensors, %d parameters)\n", *out, r.onnx, from, w.Len(), w.NumParams())
+			fmt.Fprintf(env.stdout, "wrote %s: %s with %s (%d tensors, %d parameters)\n", *out, r.onnx, from, n, nParams)
 			for _, s := range sides {
 				fmt.Fprintf(env.stdout, "wrote %s: %s\n", s.to, s.report())
 			}

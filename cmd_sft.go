@@ -140,7 +140,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 		return err
 	}
 	defer stage.Discard()
-	if err := model.ExportTrained(ctx, sess.onnx, arts.LoRA, pol.Weights, filepath.Join(stage.Dir(), "model.onnx"), false); err != nil {
+	if _, _, err := model.ExportTrained(ctx, sess.onnx, arts.LoRA, pol.Weights, filepath.Join(stage.Dir(), "model.onnx"), false); err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(env.stderr, "spiral: interrupted while the model was written; its last step is saved: rerun the command to write it")
 		}

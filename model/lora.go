@@ -306,19 +306,31 @@ func transposeInto(dst, x []float32, rows, cols int) {
 // graph (Export, ties found as PrepareArtifacts finds them): trained holds
 // the trained parameters, or under LoRA (l enabled) the adapters, which
 // are merged into their base weights (W + alpha/rank A B) as each is
-// written, so no copy of the merged weights is held. It stops, writing
-// nothing, when ctx ends.
-func ExportTrained(ctx context.Context, src string, l lmgraph.LoRA, trained *params.Store, out string, external bool) error {
+// written, so no copy of the merged weights is held. It returns the
+// number of the graph's weight tensors written with trained values, and
+// their parameters: trained's, or under LoRA the base weights the
+// adapters are merged into (not the adapters, which the graph lacks). It
+// stops, writing nothing, when ctx ends.
+func ExportTrained(ctx context.Context, src string, l lmgraph.LoRA, trained *params.Store, out string, external bool) (tensors, parameters int, err error) {
 	ties, err := Ties(src)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	if !l.Enabled() {
-		return Export(ctx, src, ties, out, external, trained)
+		if err := Export(ctx, src, ties, out, external, trained); err != nil {
+			return 0, 0, err
+		}
+		return trained.Len(), trained.NumParams(), nil
 	}
 	merges, err := loraMerges(src, l, trained)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
-	return export(ctx, src, ties, out, external, merges)
+	if err := export(ctx, src, ties, out, external, merges); err != nil {
+		return 0, 0, err
+	}
+	for _, f := range merges {
+		parameters += f.in * f.out
+	}
+	return len(merges), parameters, nil
 }

@@ -159,7 +159,15 @@ func TestLoRAMatchesMergedModel(t *testing.T) {
 func requireONNXMergedStream(t *testing.T, src, want string, adapters *params.Store) {
 	t.Helper()
 	got := filepath.Join(t.TempDir(), "model.onnx")
-	require.NoError(t, model.ExportTrained(context.Background(), src, testLoRA, adapters, got, false))
+	tensors, parameters, err := model.ExportTrained(context.Background(), src, testLoRA, adapters, got, false)
+	require.NoError(t, err)
+	// It counts the base weights it wrote merged, not the adapters (A
+	// and B of each), which the graph lacks.
+	merged0, err := model.MergeLoRA(src, testLoRA, adapters)
+	require.NoError(t, err)
+	require.Equal(t, adapters.Len()/2, tensors)
+	require.Equal(t, merged0.Len(), tensors)
+	require.Equal(t, merged0.NumParams(), parameters)
 	a, err := os.ReadFile(want)
 	require.NoError(t, err)
 	b, err := os.ReadFile(got)
@@ -172,7 +180,8 @@ func requireONNXMergedStream(t *testing.T, src, want string, adapters *params.St
 	require.NoError(t, err)
 	ext, extGot := filepath.Join(t.TempDir(), "model.onnx"), filepath.Join(t.TempDir(), "model.onnx")
 	require.NoError(t, model.Export(context.Background(), src, ties, ext, true, merged))
-	require.NoError(t, model.ExportTrained(context.Background(), src, testLoRA, adapters, extGot, true))
+	_, _, err = model.ExportTrained(context.Background(), src, testLoRA, adapters, extGot, true)
+	require.NoError(t, err)
 	for _, suffix := range []string{"", "_data"} {
 		a, err := os.ReadFile(ext + suffix)
 		require.NoError(t, err)

@@ -2,8 +2,10 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -147,6 +149,9 @@ func TestTrainedConfigNamesNoBase(t *testing.T) {
 	r = spiral(t, nil, "export", "--format", "peft", "--model", named, "--checkpoint", run, "--out", peft)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "Qwen/Qwen3-0.6B", baseOf(peft), "adapters of the model the id names")
+	var adapterTensors int
+	_, err = fmt.Sscanf(r.stdout[strings.LastIndex(r.stdout, "("):], "(%d tensors)", &adapterTensors)
+	require.NoError(t, err, r.stdout)
 	hf := filepath.Join(dir, "hf")
 	r = spiral(t, nil, "export", "--format", "hf", "--model", named, "--checkpoint", run, "--out", hf)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -160,6 +165,13 @@ func TestTrainedConfigNamesNoBase(t *testing.T) {
 	r = spiral(t, nil, "export", "--model", named, "--checkpoint", run, "--out", filepath.Join(merged, "model.onnx"))
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Nil(t, config(merged), "merged adapters: not the model the id names")
+	// The onnx line counts, as the hf and peft lines do, the tensors it
+	// wrote: the base weights the adapters (A and B of each) merged into,
+	// not the adapters: in each of the 3 layers q [64, 128] (4 heads of
+	// 32), k and v [64, 64] (2 KV heads), o [128, 64], gate and up
+	// [64, 128], down [128, 64].
+	require.Equal(t, 2*7*3, adapterTensors)
+	require.Contains(t, r.stdout, fmt.Sprintf("(%d tensors, %d parameters)\n", 7*3, 3*(5*64*128+2*64*64)), r.stdout)
 	require.Contains(t, r.stdout, "wrote "+filepath.Join(merged, "config.json")+": a copy of "+filepath.Join(named, "config.json")+" without its _name_or_path")
 
 	// Adapters trained on sft's model: their base is not the id's.
