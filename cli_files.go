@@ -10,6 +10,7 @@ import (
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/rl"
 )
 
 // copyFile copies src to dst (atomically).
@@ -159,4 +160,72 @@ func (s sidecar) write() error {
 		return fmt.Errorf("write %s: %w", s.to, err)
 	}
 	return nil
+}
+
+// missingDirs returns dir and those of its parents that do not exist,
+// innermost first: what os.MkdirAll(dir) would create.
+func missingDirs(dir string) []string {
+	var out []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
+			return out
+		}
+		out = append(out, d)
+		if filepath.Dir(d) == d {
+			return out
+		}
+	}
+}
+
+// runLock is the lock of a run directory (rl.LockRun) that knows the
+// directories taking it made, so that a first run refused before it
+// starts leaves nothing new.
+type runLock struct {
+	dir     string
+	created []string // made for the lock: dir and missing parents, innermost first
+	unlock  func() error
+	// started is set once the run writes what a rerun resumes from;
+	// release removes nothing after that.
+	started bool
+}
+
+// lockRunDir locks dir, making it and its missing parents (rl.LockRun);
+// its errors name dir as --out.
+func lockRunDir(dir string) (*runLock, error) {
+	created := missingDirs(dir)
+	unlock, err := rl.LockRun(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--out %s: %w", dir, err)
+	}
+	return &runLock{dir: dir, created: created, unlock: unlock}, nil
+}
+
+// release unlocks the run directory and returns err with release's own
+// errors. A run that failed (err not nil) before it started, in a
+// directory made for it, has its artifacts (rl.ArtifactsDir, built for
+// the refused run, and rebuilt by the next) and the directories made
+// removed again.
+func (l *runLock) release(err error) error {
+	undo := err != nil && !l.started && len(l.created) > 0
+	if undo {
+		if rerr := os.RemoveAll(filepath.Join(l.dir, rl.ArtifactsDir)); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("--out %s: remove the artifacts of the refused run: %w", l.dir, rerr))
+		}
+	}
+	err = errors.Join(err, l.unlock())
+	if undo {
+		removeEmptyDirs(l.created)
+	}
+	return err
+}
+
+// removeEmptyDirs removes dirs (missingDirs' list, innermost first) again,
+// stopping at the first that is not empty: one that another process has
+// written into meanwhile is left, with its parents.
+func removeEmptyDirs(dirs []string) {
+	for _, d := range dirs {
+		if os.Remove(d) != nil {
+			return
+		}
+	}
 }

@@ -206,8 +206,10 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 			dir = filepath.Join(filepath.Dir(r.onnx), "artifacts")
 		}
 		arts.Waiting = env.stderr
+		created := missingDirs(dir)
 		art, err := model.PrepareArtifacts(r.onnx, dir, arts)
 		if err != nil {
+			removeEmptyDirs(created) // a refused --out that did not exist is not left behind
 			return loraRankUsage(err)
 		}
 		m := art.Manifest

@@ -71,12 +71,13 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	}
 	// Locked as a run directory is: a second sft into --out is refused
 	// before it checks what is there, rather than sharing the log's
-	// .partial file and committing the model over the other's.
-	unlock, err := rl.LockRun(f.out)
+	// .partial file and committing the model over the other's. A first
+	// run refused before it starts leaves nothing new (runLock.release).
+	lock, err := lockRunDir(f.out)
 	if err != nil {
-		return fmt.Errorf("--out %s: %w", f.out, err)
+		return err
 	}
-	defer func() { err = errors.Join(err, unlock()) }()
+	defer func() { err = lock.release(err) }()
 	if err := refuseOverwrite(f.out, f.overwrite); err != nil {
 		return err
 	}
@@ -123,6 +124,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	// one before it, --overwrite, as they were), the checkpoints to
 	// checkpoints/, from which the same command run again resumes.
 	bar := newProgress(env.stderr, f.quiet, f.cfg.Steps, "sft", "steps")
+	lock.started = true
 	err = rl.RunSFT(ctx, f.cfg, rl.SFTParts{
 		Policy: pol, Optimizer: opt, Schedule: sched, Task: task, Prompter: sess.prompter(templateSet{}),
 		StopIDs: stops, VocabLimit: min(sess.tok.VocabSize(), pol.LM.Signature().Vocab),

@@ -156,12 +156,14 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	}
 	// The run directory is locked before the policy's artifacts are
 	// built into it: a second process is refused before it loads the
-	// model or rewrites the running run's artifacts.
-	unlock, err := rl.LockRun(f.run.Dir)
+	// model or rewrites the running run's artifacts. A first run refused
+	// before it starts (a --lora-rank past the model's projections, say)
+	// leaves nothing new (runLock.release).
+	lock, err := lockRunDir(f.run.Dir)
 	if err != nil {
-		return fmt.Errorf("--out %s: %w", f.run.Dir, err)
+		return err
 	}
-	defer func() { err = errors.Join(err, unlock()) }()
+	defer func() { err = lock.release(err) }()
 	modelID, err := model.SourceID(sess.onnx)
 	if err != nil {
 		return err
@@ -236,6 +238,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 			"max_new_tokens": samplerCfg.MaxNewTokens, "selection": arts.Selection.String(), "templates": tmpl.digest()}, LoRA: lora}
 	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%d problems), algo %s, %d steps, lr %g, %d new tokens a trace, out %s\n",
 		sess.name(), dataName, ds.Len(), cfg.Algo, f.run.Steps, lr, samplerCfg.MaxNewTokens, f.run.Dir)
+	lock.started = true
 	run := f.run
 	run.FinalRSA.CandidateTokens, run.FinalRSA.PromptLimit = cfg.Pipeline.CandidateTokens, cfg.Pipeline.PromptLimit
 	return rl.Run(ctx, run, rl.RunParts{

@@ -1154,6 +1154,22 @@ func TestLoRARankPastProjection(t *testing.T) {
 		require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
 		require.Equal(t, "spiral "+args[0]+": "+want, stderr.String(), "%q", args)
 	}
+	// The refused commands leave nothing in dir, which they each made
+	// their --out in (with its artifacts/ and lock).
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries)
+	// A --out whose parents did not exist either is removed with them; a
+	// run directory there before keeps what it held.
+	deep := filepath.Join(dir, "a", "b", "run")
+	var stderr bytes.Buffer
+	require.Equal(t, exitUsage, run(context.Background(), []string{"train", "--lora-rank", "65", "--steps", "1", "--quiet", "--out", deep}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.NoDirExists(t, filepath.Join(dir, "a"))
+	kept := filepath.Join(dir, "kept")
+	require.NoError(t, os.MkdirAll(filepath.Join(kept, "artifacts"), 0o755))
+	require.Equal(t, exitUsage, run(context.Background(), []string{"train", "--lora-rank", "65", "--steps", "1", "--quiet", "--out", kept}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.DirExists(t, filepath.Join(kept, "artifacts"))
+	require.NoFileExists(t, filepath.Join(kept, ".lock"))
 }
 
 // TestAggregateTemplateOfTheRunsSize: an aggregation template that
