@@ -158,9 +158,12 @@ func fitContext(s *modelSession, tmpl templateSet, problems []data.Problem, c ro
 // tokenizer maps to its unknown token, which the model cannot read: the
 // templates' own text (naming the flag that replaces the template), else
 // the problems whose search prompts hold such characters (a count and the
-// first one). A tokenizer without an unknown token (byte-level BPE) reads
-// everything, and nothing is reported.
-func warnUnreadable(s *modelSession, tmpl templateSet, problems []data.Problem, warn io.Writer) error {
+// first one). The aggregation template is rendered with candidates empty
+// candidates, as many as the command's aggregation prompts read (checked
+// by checkAggregateTemplate), or not at all when candidates is 0 (the
+// command renders no aggregation prompt). A tokenizer without an unknown
+// token (byte-level BPE) reads everything, and nothing is reported.
+func warnUnreadable(s *modelSession, tmpl templateSet, problems []data.Problem, candidates int, warn io.Writer) error {
 	unk, ok := s.tok.TokenID(tokenizer.UnknownToken)
 	if !ok {
 		return nil
@@ -179,9 +182,11 @@ func warnUnreadable(s *modelSession, tmpl templateSet, problems []data.Problem, 
 	if err != nil {
 		return err
 	}
-	agg, err := pr.AggregatePrompt("", []string{""})
-	if err != nil {
-		return err
+	var agg []int32
+	if candidates > 0 {
+		if agg, err = pr.AggregatePrompt("", make([]string, candidates)); err != nil {
+			return err
+		}
 	}
 	templateUnknown := false
 	for _, t := range []struct {

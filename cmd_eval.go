@@ -59,8 +59,10 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	if err != nil {
 		return err
 	}
+	aggCandidates := 0 // none: only --mode rsa renders aggregation prompts
 	if f.mode == "rsa" {
-		if err := checkAggregateTemplate(tmpl, f.tmpl, subsetSize{fmt.Sprintf("--subset %d", f.rsa.SubsetSize), f.rsa.SubsetSize}); err != nil {
+		aggCandidates = f.rsa.SubsetSize
+		if err := checkAggregateTemplate(tmpl, f.tmpl, subsetSize{fmt.Sprintf("--subset %d", aggCandidates), aggCandidates}); err != nil {
 			return err
 		}
 	}
@@ -86,7 +88,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	if problems, err = fitContext(sess, tmpl, problems, samplerCfg, env.stderr); err != nil {
 		return err
 	}
-	if err := warnUnreadable(sess, tmpl, problems, env.stderr); err != nil {
+	if err := warnUnreadable(sess, tmpl, problems, aggCandidates, env.stderr); err != nil {
 		return err
 	}
 	skipped := before - len(problems)

@@ -134,7 +134,11 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := warnUnreadable(sess, tmpl, problems, env.stderr); err != nil {
+	aggCandidates := 0 // none: no aggregation prompt is rendered
+	if len(sizes) > 0 {
+		aggCandidates = sizes[0].n
+	}
+	if err := warnUnreadable(sess, tmpl, problems, aggCandidates, env.stderr); err != nil {
 		return err
 	}
 	if len(problems) == 0 {

@@ -1225,3 +1225,34 @@ func TestTrainStructurallyZeroWarnings(t *testing.T) {
 		require.Equal(t, tc.want, parsedTrainFlags(t, tc.args).untrainedLastRound(), "%q", tc.args)
 	}
 }
+
+// TestUnreadableTemplateOfTheRunsSize: the check of the aggregation
+// template's unknown characters renders it with the run's --n candidates
+// (a template of exactly two passed the size check with --n 2 but failed
+// that render of one: exit 1, "index out of range"), and not at all
+// where nothing renders an aggregation prompt. The runs are refused
+// after it, by their --lora-rank.
+func TestUnreadableTemplateOfTheRunsSize(t *testing.T) {
+	if os.Getenv("ONNXRUNTIME_LIB") == "" && os.Getenv("CI") == "" {
+		t.Skip("ONNXRUNTIME_LIB unset: run make test")
+	}
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	agg := filepath.Join(dir, "agg.txt")
+	require.NoError(t, os.WriteFile(agg, []byte("{{.Problem}} § {{(index .Candidates 0).Text}} {{(index .Candidates 1).Text}}\n"), 0o644))
+	const refused = "spiral train: --lora-rank 65: model.layers.0.self_attn.q_proj is [64, 128]: want at most 64, the smaller side, past which an adapter is no more expressive\n"
+	const unreadable = "spiral: warning: the aggregation template has 1 characters the model's tokenizer does not know (<unk>), which the model cannot read; give one it was trained on (--aggregate-template)\n"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--n1", "4", "--k", "2", "--n", "2", "--n2", "2"}, unreadable + refused},
+		{[]string{"--algo", "grpo"}, refused},
+	} {
+		args := append([]string{"train", "--aggregate-template", agg, "--final-rsa-steps", "0", "--lora-rank", "65", "--quiet", "--out", filepath.Join(dir, "run")}, tc.args...)
+		var stderr bytes.Buffer
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+		require.Equal(t, tc.want, stderr.String(), "%q", args)
+	}
+}
