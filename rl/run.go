@@ -431,7 +431,11 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	if err != nil {
 		return fmt.Errorf("final RSA evaluation: %w", err)
 	}
-	meta := report.Meta{Model: p.Settings.Model, Label: tr.Config().Algo, Dataset: p.HeldName,
+	// The weights evaluated are the last step's, named as eval names a
+	// checkpoint it reads (RUN/ckpt-N), not the model the run started
+	// from.
+	model := p.Settings.Model + "@" + filepath.Base(cfg.Dir) + "/" + checkpoint.DirName(int64(tr.Step()))
+	meta := report.Meta{Model: model, Label: tr.Config().Algo, Dataset: p.HeldName,
 		Problems: len(p.Held), Seed: seed, Timestamp: time.Now().UTC(), ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: p.Settings.HeldOut.Digest}
 	if err := report.WriteJSON(filepath.Join(cfg.Dir, FinalRSAFile), report.NewRSA(meta, res)); err != nil {
 		return err

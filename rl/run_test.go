@@ -289,6 +289,11 @@ func TestRunInterruptedFinalRSA(t *testing.T) {
 			require.Positive(t, h.gen.calls, "the final evaluation is redone")
 			require.Contains(t, h.out.String(), "held-out summary:")
 			require.FileExists(t, rsaPath)
+			// The report names the weights evaluated, the run's last
+			// checkpoint, as eval names a checkpoint it reads.
+			var rep report.RSA
+			require.NoError(t, report.ReadJSON(rsaPath, &rep))
+			require.Equal(t, h.parts.Settings.Model+"@"+filepath.Base(dir)+"/"+checkpoint.DirName(2), rep.Meta.Model)
 
 			h = newHarness(2)
 			require.NoError(t, h.run(context.Background()))
