@@ -151,8 +151,12 @@ func setupBench(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 	var f benchFlags
 	f.register(fs)
 	return func(ctx context.Context, env *cliEnv, args []string) error {
-		if len(args) != 1 || (args[0] != "train" && args[0] != "generate") {
-			return usageError{fmt.Errorf("want `spiral bench train` or `spiral bench generate`, got %q", args)}
+		const want = "want `spiral bench train` or `spiral bench generate`"
+		switch {
+		case len(args) == 0:
+			return usageError{errors.New(want)}
+		case len(args) > 1 || (args[0] != "train" && args[0] != "generate"):
+			return usageError{fmt.Errorf("%s, not %q", want, strings.Join(args, " "))}
 		}
 		if err := f.validate(args[0]); err != nil {
 			return usageError{err}

@@ -185,6 +185,8 @@ func TestUsageErrors(t *testing.T) {
 		{"training working memory", []string{"train", "--mlp-mib", "0"}, "--mlp-mib 0: want >= 1"},
 		{"sft working memory", []string{"sft", "--attention-mib", "-1"}, "--attention-mib -1: want >= 1"},
 		{"negative kept values", []string{"train", "--kept-mib", "-1"}, "--kept-mib -1: want >= 0"},
+		{"bench without a subcommand", []string{"bench"}, "spiral bench: want `spiral bench train` or `spiral bench generate`\n"},
+		{"bench with another", []string{"bench", "trian"}, "spiral bench: want `spiral bench train` or `spiral bench generate`, not \"trian\"\n"},
 		{"bench train beyond the context", []string{"bench", "train", "--tokens", "5000"}, "--tokens 5000: the model (embedded) has 4096 positions"},
 		{"bench generate beyond the context", []string{"bench", "generate", "--prompt-tokens", "4090", "--new-tokens", "7"}, "--prompt-tokens 4090 + --new-tokens 7: the model (embedded) has 4096 positions"},
 		// The embedded task's operands are no flag of train's (the
