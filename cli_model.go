@@ -404,10 +404,10 @@ func traceLength(shortTask bool, context int) int {
 // for each newer one skipped), whose source must be this model; a LoRA
 // checkpoint opens the graphs with its adapters. Artifacts go to
 // artifactsDir, or under the cache when it is "". It returns the policy
-// and the checkpoint loaded ("" without ckpt).
-func openSamplingPolicy(s *modelSession, ckpt, artifactsDir string, warn io.Writer) (*model.Policy, string, error) {
+// and the checkpoint loaded ("" without ckpt). It stops when ctx is done.
+func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir string, warn io.Writer) (*model.Policy, string, error) {
 	if ckpt == "" {
-		pol, err := s.openPolicy(lmgraph.LoRA{}, artifactsDir)
+		pol, err := s.openPolicy(ctx, lmgraph.LoRA{}, artifactsDir)
 		return pol, "", err
 	}
 	// A checkpoint skipped as damaged leaves the weights partly loaded;
@@ -425,7 +425,7 @@ func openSamplingPolicy(s *modelSession, ckpt, artifactsDir string, warn io.Writ
 			}
 		}
 		if pol == nil {
-			p, err := s.openPolicy(lora, artifactsDir)
+			p, err := s.openPolicy(ctx, lora, artifactsDir)
 			if err != nil {
 				return checkpoint.Final(err)
 			}
@@ -446,7 +446,7 @@ func openSamplingPolicy(s *modelSession, ckpt, artifactsDir string, warn io.Writ
 // openPolicy opens the model with the graphs of lora (none when
 // disabled), its artifacts in artifactsDir or, when "", under the cache,
 // and checks that the tokenizer fits it.
-func (s *modelSession) openPolicy(lora lmgraph.LoRA, artifactsDir string) (*model.Policy, error) {
+func (s *modelSession) openPolicy(ctx context.Context, lora lmgraph.LoRA, artifactsDir string) (*model.Policy, error) {
 	arts := model.ArtifactOptions{LoRA: lora, Waiting: s.warn}
 	if artifactsDir == "" {
 		var err error
@@ -454,7 +454,7 @@ func (s *modelSession) openPolicy(lora lmgraph.LoRA, artifactsDir string) (*mode
 			return nil, err
 		}
 	}
-	pol, err := model.OpenPolicy(s.rt, s.onnx, artifactsDir, model.PolicyOptions{Artifacts: arts})
+	pol, err := model.OpenPolicy(ctx, s.rt, s.onnx, artifactsDir, model.PolicyOptions{Artifacts: arts})
 	if err != nil {
 		return nil, err
 	}

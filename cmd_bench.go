@@ -273,9 +273,9 @@ func (mm *memoryMeter) measure() (benchMemory, error) {
 }
 
 // benchOpen opens the runtime and the policy of r, the model --model
-// resolved to (artifacts cached by the model's content); closeAll closes
-// both.
-func benchOpen(env *cliEnv, f *benchFlags, r resolvedModel, opts model.PolicyOptions) (rt *model.Runtime, pol *model.Policy, closeAll func(), err error) {
+// resolved to (artifacts cached by the model's content), stopping when
+// ctx is done; closeAll closes both.
+func benchOpen(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel, opts model.PolicyOptions) (rt *model.Runtime, pol *model.Policy, closeAll func(), err error) {
 	rt, err = model.OpenRuntime(f.rf.options(env.stderr))
 	if err != nil {
 		return nil, nil, nil, err
@@ -283,7 +283,7 @@ func benchOpen(env *cliEnv, f *benchFlags, r resolvedModel, opts model.PolicyOpt
 	dir, err := cachedArtifactsDir(r.onnx, opts.Artifacts)
 	opts.Artifacts.Waiting = env.stderr
 	if err == nil {
-		pol, err = model.OpenPolicy(rt, r.onnx, dir, opts)
+		pol, err = model.OpenPolicy(ctx, rt, r.onnx, dir, opts)
 	}
 	if err != nil {
 		rt.Close()
@@ -296,7 +296,7 @@ func benchOpen(env *cliEnv, f *benchFlags, r resolvedModel, opts model.PolicyOpt
 // one JSON line after opening and one per step.
 func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel) error {
 	start := time.Now()
-	rt, pol, closeAll, err := benchOpen(env, f, r, model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: model.ArtifactOptions{LoRA: f.lora}, Seed: f.seed, Resident: f.resident})
+	rt, pol, closeAll, err := benchOpen(ctx, env, f, r, model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: model.ArtifactOptions{LoRA: f.lora}, Seed: f.seed, Resident: f.resident})
 	if err != nil {
 		return err
 	}
@@ -452,7 +452,7 @@ type benchGenerateLine struct {
 // per generation.
 func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel) error {
 	start := time.Now()
-	rt, pol, closeAll, err := benchOpen(env, f, r, model.PolicyOptions{Resident: f.resident})
+	rt, pol, closeAll, err := benchOpen(ctx, env, f, r, model.PolicyOptions{Resident: f.resident})
 	if err != nil {
 		return err
 	}

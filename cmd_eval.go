@@ -102,7 +102,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	var pol *model.Policy
 	var ckpt string // the checkpoint loaded
 	if f.engine.engine == "local" {
-		if pol, ckpt, err = openSamplingPolicy(sess, f.ckpt, filepath.Join(f.out, rl.ArtifactsDir), env.stderr); err != nil {
+		if pol, ckpt, err = openSamplingPolicy(ctx, sess, f.ckpt, filepath.Join(f.out, rl.ArtifactsDir), env.stderr); err != nil {
 			return err
 		}
 		defer pol.Close()

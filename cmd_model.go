@@ -189,7 +189,7 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 	mf.registerModel(fs)
 	pf.register(fs)
 	out := fs.String("out", "", "output directory (default: artifacts/ beside the model)")
-	return func(_ context.Context, env *cliEnv, args []string) error {
+	return func(ctx context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 {
 			return usageError{fmt.Errorf("unexpected arguments %q", args)}
 		}
@@ -207,7 +207,7 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		}
 		arts.Waiting = env.stderr
 		created := missingDirs(dir)
-		art, err := model.PrepareArtifacts(r.onnx, dir, arts)
+		art, err := model.PrepareArtifacts(ctx, r.onnx, dir, arts)
 		if err != nil {
 			removeEmptyDirs(created) // a refused --out that did not exist is not left behind
 			return loraRankUsage(err)

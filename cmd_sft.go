@@ -102,7 +102,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 			return err
 		}
 	}
-	pol, err := model.OpenPolicy(sess.rt, sess.onnx, filepath.Join(f.out, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: arts, Seed: f.cfg.Seed})
+	pol, err := model.OpenPolicy(ctx, sess.rt, sess.onnx, filepath.Join(f.out, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: arts, Seed: f.cfg.Seed})
 	if err != nil {
 		return loraRankUsage(err)
 	}

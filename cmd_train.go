@@ -188,7 +188,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 			return err
 		}
 	}
-	pol, err := model.OpenPolicy(sess.rt, sess.onnx, filepath.Join(f.run.Dir, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: arts, Seed: f.cfg.Seed})
+	pol, err := model.OpenPolicy(ctx, sess.rt, sess.onnx, filepath.Join(f.run.Dir, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: arts, Seed: f.cfg.Seed})
 	if err != nil {
 		return loraRankUsage(err)
 	}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -235,8 +236,10 @@ func (o ArtifactOptions) key() string {
 // while it is checked and built (lockArtifacts), so processes preparing
 // it at once, for one model or for different ones, never mix their files;
 // the training program is read before the lock is released (Program).
-func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) {
-	unlock, err := lockArtifacts(dir, opt.Waiting)
+// A wait for the lock ends when ctx is done, with an error wrapping
+// ctx.Err().
+func PrepareArtifacts(ctx context.Context, src, dir string, opt ArtifactOptions) (*Artifacts, error) {
+	unlock, err := lockArtifacts(ctx, dir, opt.Waiting)
 	if err != nil {
 		return nil, err
 	}
@@ -254,12 +257,13 @@ func PrepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 // lockArtifacts creates the artifacts directory dir and takes its lock
 // (lockDir), which a reader holds until it has read the files it uses: a
 // process preparing the directory for another model waits for it rather
-// than replacing the files under it; a long wait is told to waiting.
-func lockArtifacts(dir string, waiting io.Writer) (release func(), err error) {
+// than replacing the files under it; a long wait is told to waiting, and
+// ends when ctx is done.
+func lockArtifacts(ctx context.Context, dir string, waiting io.Writer) (release func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("model: artifacts: %w", err)
 	}
-	return lockDir(dir, waiting)
+	return lockDir(ctx, dir, waiting)
 }
 
 // prepareArtifacts is PrepareArtifacts with the directory's lock held.

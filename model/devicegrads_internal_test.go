@@ -31,7 +31,7 @@ func openTinyResident(t *testing.T, threads int) *Policy {
 	t.Cleanup(func() { rt.Close() })
 	dir := t.TempDir()
 	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 3))
-	p, err := OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), PolicyOptions{Train: true, Resident: true, Seed: 3})
+	p, err := OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), t.TempDir(), PolicyOptions{Train: true, Resident: true, Seed: 3})
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Close() })
 	return p

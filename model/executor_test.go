@@ -111,7 +111,7 @@ func TestExecutorMatchesWholeGraph(t *testing.T) {
 	for name, src := range executorSources(t) {
 		for _, opt := range []model.ExecutorOptions{{}, {AttentionBytes: 1, LossChunkBytes: 1, MLPBytes: 1}, {AttentionBytes: 4 << 10, LossChunkBytes: 4 << 10, MLPBytes: 30 << 10}} {
 			t.Run(fmt.Sprintf("%s/attention=%d", name, opt.AttentionBytes), func(t *testing.T) {
-				p, err := model.OpenPolicy(rt, src, t.TempDir(), model.PolicyOptions{Train: true, Executor: opt})
+				p, err := model.OpenPolicy(context.Background(), rt, src, t.TempDir(), model.PolicyOptions{Train: true, Executor: opt})
 				require.NoError(t, err)
 				t.Cleanup(func() { require.NoError(t, p.Close()) })
 				wholeGrads := p.Weights.NewGrads()

@@ -39,7 +39,7 @@ type optimumFixture struct {
 func TestOptimumGradientsMatchPyTorch(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	dir := filepath.Join("testdata", "optimumqwen3")
-	p, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Train: true})
+	p, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Train: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	var fx optimumFixture
@@ -96,7 +96,7 @@ func TestOptimumGradientsMatchPyTorch(t *testing.T) {
 func TestTrainingTouchesOnlyParameters(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	src := filepath.Join("testdata", "dynamoqwen3", "model.onnx")
-	p, err := model.OpenPolicy(rt, src, t.TempDir(), model.PolicyOptions{Train: true})
+	p, err := model.OpenPolicy(context.Background(), rt, src, t.TempDir(), model.PolicyOptions{Train: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)

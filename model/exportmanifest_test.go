@@ -91,7 +91,7 @@ func TestExportsMatchManifest(t *testing.T) {
 
 	t.Run("peft from the dynamo export", func(t *testing.T) {
 		l := lmgraph.LoRA{Rank: want.LoRA.Rank, Alpha: want.LoRA.Alpha, Targets: want.LoRA.Targets}
-		p, err := model.OpenPolicy(modeltest.Runtime(t), dynamo, t.TempDir(), model.PolicyOptions{Artifacts: model.ArtifactOptions{LoRA: l}})
+		p, err := model.OpenPolicy(context.Background(), modeltest.Runtime(t), dynamo, t.TempDir(), model.PolicyOptions{Artifacts: model.ArtifactOptions{LoRA: l}})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, p.Close()) })
 		dir := t.TempDir()
@@ -103,7 +103,7 @@ func TestExportsMatchManifest(t *testing.T) {
 
 	t.Run("peft", func(t *testing.T) {
 		l := lmgraph.LoRA{Rank: want.LoRA.Rank, Alpha: want.LoRA.Alpha, Targets: want.LoRA.Targets}
-		p, err := model.OpenPolicy(modeltest.Runtime(t), src, t.TempDir(), model.PolicyOptions{Artifacts: model.ArtifactOptions{LoRA: l}})
+		p, err := model.OpenPolicy(context.Background(), modeltest.Runtime(t), src, t.TempDir(), model.PolicyOptions{Artifacts: model.ArtifactOptions{LoRA: l}})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, p.Close()) })
 		dir := t.TempDir()

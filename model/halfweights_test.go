@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"context"
 	"encoding/binary"
 	"path/filepath"
 	"testing"
@@ -47,7 +48,7 @@ func TestPrepareArtifactsRefusesHalfWeights(t *testing.T) {
 			require.True(t, found, "the tiny model has %s", weight)
 			path := filepath.Join(t.TempDir(), "model.onnx")
 			require.NoError(t, onnx.Save(path, m, onnx.SaveOptions{}))
-			_, err = model.PrepareArtifacts(path, t.TempDir(), model.ArtifactOptions{})
+			_, err = model.PrepareArtifacts(context.Background(), path, t.TempDir(), model.ArtifactOptions{})
 			require.EqualError(t, err, "model: "+path+`: weight "`+weight+`" has type `+tc.name+
 				": spiral runs and trains float32 weights; export the model in float32 (optimum-cli export onnx's default, not --dtype fp16 or bf16)")
 		})

@@ -218,7 +218,7 @@ func TestExportsReplaceTheirFilesTogether(t *testing.T) {
 	require.Equal(t, want, cfg)
 
 	l := lmgraph.LoRA{Rank: 2, Alpha: 4, Targets: []string{"q_proj"}}
-	p, err := model.OpenPolicy(modeltest.Runtime(t), src, t.TempDir(), model.PolicyOptions{Artifacts: model.ArtifactOptions{LoRA: l}})
+	p, err := model.OpenPolicy(context.Background(), modeltest.Runtime(t), src, t.TempDir(), model.PolicyOptions{Artifacts: model.ArtifactOptions{LoRA: l}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	ended, cancel := context.WithCancel(context.Background())

@@ -31,7 +31,7 @@ func TestKeptLayersMatchRecompute(t *testing.T) {
 					kept       int64
 				}
 				run := func(kept int64, b model.TrainBatch) result {
-					p, err := model.OpenPolicy(rt, tc.src, dir, model.PolicyOptions{Train: true, Resident: resident,
+					p, err := model.OpenPolicy(context.Background(), rt, tc.src, dir, model.PolicyOptions{Train: true, Resident: resident,
 						Executor: model.ExecutorOptions{KeptBytes: kept}, Artifacts: model.ArtifactOptions{LoRA: tc.lora}, Seed: 3})
 					require.NoError(t, err)
 					defer p.Close()
@@ -42,7 +42,7 @@ func TestKeptLayersMatchRecompute(t *testing.T) {
 					r.recomputed, r.kept = p.Train.Recomputation()
 					return r
 				}
-				probe, err := model.OpenPolicy(rt, tc.src, dir, model.PolicyOptions{Train: true, Artifacts: model.ArtifactOptions{LoRA: tc.lora}, Seed: 3})
+				probe, err := model.OpenPolicy(context.Background(), rt, tc.src, dir, model.PolicyOptions{Train: true, Artifacts: model.ArtifactOptions{LoRA: tc.lora}, Seed: 3})
 				require.NoError(t, err)
 				vocab, canPack := probe.LM.Signature().Vocab, probe.Train.PackedRows() == nil
 				require.NoError(t, probe.Close())

@@ -164,7 +164,7 @@ func TestOpenLMErrors(t *testing.T) {
 func TestArtifactsProgramReadUnderLock(t *testing.T) {
 	path, _ := tinyDir(t)
 	dir := t.TempDir()
-	art, err := model.PrepareArtifacts(path, dir, model.ArtifactOptions{})
+	art, err := model.PrepareArtifacts(context.Background(), path, dir, model.ArtifactOptions{})
 	require.NoError(t, err)
 	want, err := os.ReadFile(filepath.Join(dir, art.Manifest.Program))
 	require.NoError(t, err)
@@ -190,7 +190,7 @@ func TestArtifactsRebuildRemovesStalePieces(t *testing.T) {
 	path, _ := tinyDir(t)
 	dir := t.TempDir()
 	for _, opt := range []model.ArtifactOptions{{}, {LoRA: lmgraph.LoRA{Rank: 2, Alpha: 4, Targets: lmgraph.LoRATargets}}, {}} {
-		art, err := model.PrepareArtifacts(path, dir, opt)
+		art, err := model.PrepareArtifacts(context.Background(), path, dir, opt)
 		require.NoError(t, err)
 		require.True(t, art.Rebuilt)
 		var want []string
@@ -213,12 +213,12 @@ func TestArtifacts(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	path, cfg := tinyDir(t)
 	dir := t.TempDir()
-	art, err := model.PrepareArtifacts(path, dir, model.ArtifactOptions{})
+	art, err := model.PrepareArtifacts(context.Background(), path, dir, model.ArtifactOptions{})
 	require.NoError(t, err)
 	require.True(t, art.Rebuilt)
 	require.Equal(t, cfg.Layers, art.Manifest.Layers)
 	require.NotEmpty(t, art.Manifest.Weights)
-	again, err := model.PrepareArtifacts(path, dir, model.ArtifactOptions{})
+	again, err := model.PrepareArtifacts(context.Background(), path, dir, model.ArtifactOptions{})
 	require.NoError(t, err)
 	require.False(t, again.Rebuilt, "unchanged source must reuse the artifacts")
 	// A damaged generated file is detected by its checksum and rebuilt.
@@ -229,7 +229,7 @@ func TestArtifacts(t *testing.T) {
 	_, err = f.Write([]byte{0})
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	again, err = model.PrepareArtifacts(path, dir, model.ArtifactOptions{})
+	again, err = model.PrepareArtifacts(context.Background(), path, dir, model.ArtifactOptions{})
 	require.NoError(t, err)
 	require.True(t, again.Rebuilt, "a corrupt piece graph must be rebuilt")
 
@@ -298,7 +298,7 @@ func TestArtifacts(t *testing.T) {
 
 	// A changed source is rebuilt.
 	require.NoError(t, qwen3.WriteDir(filepath.Dir(path), cfg, 8))
-	rebuilt, err := model.PrepareArtifacts(path, dir, model.ArtifactOptions{})
+	rebuilt, err := model.PrepareArtifacts(context.Background(), path, dir, model.ArtifactOptions{})
 	require.NoError(t, err)
 	require.True(t, rebuilt.Rebuilt)
 }

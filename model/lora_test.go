@@ -69,7 +69,7 @@ func TestLoRAMatchesMergedModel(t *testing.T) {
 	}
 	for name, src := range sources {
 		t.Run(name, func(t *testing.T) {
-			p, err := model.OpenPolicy(rt, src, t.TempDir(), model.PolicyOptions{Train: true, Seed: 4,
+			p, err := model.OpenPolicy(context.Background(), rt, src, t.TempDir(), model.PolicyOptions{Train: true, Seed: 4,
 				Artifacts: model.ArtifactOptions{LoRA: testLoRA}})
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, p.Close()) })
@@ -124,7 +124,7 @@ func TestLoRAMatchesMergedModel(t *testing.T) {
 			require.Greater(t, moved, 1e-2, "the adapters must change the logits")
 			require.LessOrEqual(t, diff, 1e-5)
 
-			full, err := model.OpenPolicy(rt, out, filepath.Join(dir, "artifacts"), model.PolicyOptions{Train: true})
+			full, err := model.OpenPolicy(context.Background(), rt, out, filepath.Join(dir, "artifacts"), model.PolicyOptions{Train: true})
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, full.Close()) })
 			samples := randomSamples(rand.New(rand.NewPCG(7, 7)), 4, vocab)

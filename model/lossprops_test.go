@@ -111,7 +111,7 @@ func TestClippedLossGradientIsReference(t *testing.T) {
 		checkClippedLossGradient(t, p)
 	})
 	t.Run("generic head", func(t *testing.T) {
-		p, err := model.OpenPolicy(modeltest.Runtime(t), scaledHeadModel(t), t.TempDir(), model.PolicyOptions{Train: true})
+		p, err := model.OpenPolicy(context.Background(), modeltest.Runtime(t), scaledHeadModel(t), t.TempDir(), model.PolicyOptions{Train: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, p.Close()) })
 		checkClippedLossGradient(t, p)

@@ -27,7 +27,7 @@ func TestExportWithoutPositionIDs(t *testing.T) {
 		c := qwen3.Tiny()
 		c.PositionsFromMask = fromMask
 		require.NoError(t, qwen3.WriteDir(dir, c, 17))
-		p, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), filepath.Join(dir, "artifacts"), model.PolicyOptions{Train: true})
+		p, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), filepath.Join(dir, "artifacts"), model.PolicyOptions{Train: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, p.Close()) })
 		return p

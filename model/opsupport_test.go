@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -65,7 +66,7 @@ func TestPrepareArtifactsRefusesUnsupportedOperators(t *testing.T) {
 			require.NoError(t, err)
 			tt.edit(t, m)
 			require.NoError(t, onnx.Save(path, m, onnx.SaveOptions{}))
-			_, err = model.PrepareArtifacts(path, t.TempDir(), model.ArtifactOptions{})
+			_, err = model.PrepareArtifacts(context.Background(), path, t.TempDir(), model.ArtifactOptions{})
 			if tt.want == nil {
 				require.NoError(t, err)
 				return

@@ -90,7 +90,7 @@ func TestLoRAMatchesPEFT(t *testing.T) {
 	peftWeights := readSafetensorsFile(t, filepath.Join(peftDir, model.PEFTWeightsFile))
 
 	src := filepath.Join(hfFixtureDir, "model.onnx")
-	p, err := model.OpenPolicy(rt, src, t.TempDir(), model.PolicyOptions{Artifacts: model.ArtifactOptions{LoRA: l}})
+	p, err := model.OpenPolicy(context.Background(), rt, src, t.TempDir(), model.PolicyOptions{Artifacts: model.ArtifactOptions{LoRA: l}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	adapters := p.Artifacts.Manifest.LoRA.Adapters

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -67,10 +68,12 @@ type PolicyOptions struct {
 
 // OpenPolicy prepares (or reuses) the artifacts of src in artifactsDir,
 // loads the initial weights from src, and opens the sampling LM and, when
-// opt.Train is set, the training executor.
-func OpenPolicy(rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Policy, error) {
+// opt.Train is set, the training executor. It stops when ctx is done,
+// with an error wrapping ctx.Err(): a wait for the artifacts' lock at
+// once.
+func OpenPolicy(ctx context.Context, rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Policy, error) {
 	// The artifacts stay locked until the sessions below have read them.
-	unlock, err := lockArtifacts(artifactsDir, opt.Artifacts.Waiting)
+	unlock, err := lockArtifacts(ctx, artifactsDir, opt.Artifacts.Waiting)
 	if err != nil {
 		return nil, err
 	}

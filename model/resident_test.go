@@ -87,7 +87,7 @@ func TestResidentMatchesHost(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var logits [2][][][]float32
 			for i, resident := range []bool{false, true} {
-				p, err := model.OpenPolicy(rt, src, t.TempDir(), model.PolicyOptions{Resident: resident, SamplingGraphOnly: true})
+				p, err := model.OpenPolicy(context.Background(), rt, src, t.TempDir(), model.PolicyOptions{Resident: resident, SamplingGraphOnly: true})
 				require.NoError(t, err)
 				change := func() {
 					w := p.Weights.Flat()
@@ -120,7 +120,7 @@ func TestResidentMatchesHost(t *testing.T) {
 func TestResidentCopies(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	path, _ := tinyDir(t)
-	p, err := model.OpenPolicy(rt, path, t.TempDir(), model.PolicyOptions{Resident: true})
+	p, err := model.OpenPolicy(context.Background(), rt, path, t.TempDir(), model.PolicyOptions{Resident: true})
 	require.NoError(t, err)
 	defer p.Close()
 	lm := p.LM
@@ -190,7 +190,7 @@ func TestResidentCopies(t *testing.T) {
 	require.NotEqual(t, first, again())
 	require.Equal(t, int64(4*p.Weights.NumParams())+callBytes(3, 1, 0, 3), lm.CopiedBytes()-before, "an update copies the trained weights")
 
-	host, err := model.OpenPolicy(rt, path, t.TempDir(), model.PolicyOptions{})
+	host, err := model.OpenPolicy(context.Background(), rt, path, t.TempDir(), model.PolicyOptions{})
 	require.NoError(t, err)
 	defer host.Close()
 	hc, err := host.LM.NewRowCache(1, 4)
@@ -320,7 +320,7 @@ func trainCases(t *testing.T) map[string]trainCase {
 // openTrainTwin opens tc's training policy with executor options opt,
 // on the device layer or not, and an AdamW optimizer of its weights.
 func openTrainTwin(t *testing.T, rt *model.Runtime, tc trainCase, opt model.ExecutorOptions, resident bool) (*model.Policy, *optim.AdamW) {
-	p, err := model.OpenPolicy(rt, tc.src, t.TempDir(), model.PolicyOptions{Train: true, Executor: opt, Resident: resident,
+	p, err := model.OpenPolicy(context.Background(), rt, tc.src, t.TempDir(), model.PolicyOptions{Train: true, Executor: opt, Resident: resident,
 		Artifacts: model.ArtifactOptions{LoRA: tc.lora}, Seed: 3})
 	require.NoError(t, err)
 	o, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)
@@ -367,7 +367,7 @@ func TestExecutorCallBytes(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	src := executorSources(t)["tiny"]
 	for _, resident := range []bool{false, true} {
-		p, err := model.OpenPolicy(rt, src, t.TempDir(), model.PolicyOptions{Train: true, Resident: resident, Seed: 3})
+		p, err := model.OpenPolicy(context.Background(), rt, src, t.TempDir(), model.PolicyOptions{Train: true, Resident: resident, Seed: 3})
 		require.NoError(t, err)
 		var activations []int64
 		for rows := 1; rows <= 3; rows++ {
@@ -409,7 +409,7 @@ func TestResidentAccumulateBatches(t *testing.T) {
 			}
 			var got [2]outcome
 			for i, resident := range []bool{false, true} {
-				p, err := model.OpenPolicy(rt, tc.src, t.TempDir(), model.PolicyOptions{Train: true, Executor: small, Resident: resident,
+				p, err := model.OpenPolicy(context.Background(), rt, tc.src, t.TempDir(), model.PolicyOptions{Train: true, Executor: small, Resident: resident,
 					Artifacts: model.ArtifactOptions{LoRA: tc.lora}, Seed: 3})
 				require.NoError(t, err)
 				samples := randomSamples(rand.New(rand.NewPCG(9, 9)), 6, p.LM.Signature().Vocab)
@@ -573,7 +573,7 @@ func TestResidentDeviceOptimizer(t *testing.T) {
 // and the next update starts from it.
 func TestResidentDeviceOptimizerSkips(t *testing.T) {
 	rt := modeltest.Runtime(t)
-	p, err := model.OpenPolicy(rt, executorSources(t)["tiny"], t.TempDir(), model.PolicyOptions{Train: true, Resident: true, Seed: 3})
+	p, err := model.OpenPolicy(context.Background(), rt, executorSources(t)["tiny"], t.TempDir(), model.PolicyOptions{Train: true, Resident: true, Seed: 3})
 	require.NoError(t, err)
 	defer p.Close()
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)
@@ -692,7 +692,7 @@ func TestExecutorActivationsStayOnDevice(t *testing.T) {
 		c.Layers = layers
 		dir := t.TempDir()
 		require.NoError(t, qwen3.WriteDir(dir, c, 3))
-		p, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Train: true, Resident: true, Seed: 3, Executor: opt})
+		p, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Train: true, Resident: true, Seed: 3, Executor: opt})
 		require.NoError(t, err)
 		defer func() { require.NoError(t, p.Close()) }()
 		called, grads := p.Train.CallBytes(), p.Train.GradientBytes()
@@ -729,7 +729,7 @@ func TestExecutorReleasesWhatItMakes(t *testing.T) {
 	for _, resident := range []bool{false, true} {
 		for _, opt := range []model.ExecutorOptions{{}, {AttentionBytes: 1, LossChunkBytes: 1, MLPBytes: 1}} {
 			opened := rt.LiveValues()
-			p, err := model.OpenPolicy(rt, src, t.TempDir(), model.PolicyOptions{Train: true, Resident: resident, Seed: 3, Executor: opt})
+			p, err := model.OpenPolicy(context.Background(), rt, src, t.TempDir(), model.PolicyOptions{Train: true, Resident: resident, Seed: 3, Executor: opt})
 			require.NoError(t, err)
 			var res model.TrainResult
 			step := func() {
@@ -761,7 +761,7 @@ func TestResidentNaNWeightSkipsAsHost(t *testing.T) {
 	src := executorSources(t)["tiny-untied"]
 	for _, resident := range []bool{false, true} {
 		t.Run(fmt.Sprintf("resident=%v", resident), func(t *testing.T) {
-			p, err := model.OpenPolicy(rt, src, t.TempDir(), model.PolicyOptions{Train: true, Resident: resident, Seed: 3})
+			p, err := model.OpenPolicy(context.Background(), rt, src, t.TempDir(), model.PolicyOptions{Train: true, Resident: resident, Seed: 3})
 			require.NoError(t, err)
 			defer func() { require.NoError(t, p.Close()) }()
 			opt, err := optim.NewAdamW(optim.DefaultConfig(), p.Weights)

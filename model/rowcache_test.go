@@ -37,7 +37,7 @@ func TestExtendMatchesForward(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	for name, src := range executorSources(t) {
 		t.Run(name, func(t *testing.T) {
-			p, err := model.OpenPolicy(rt, src, t.TempDir(), model.PolicyOptions{})
+			p, err := model.OpenPolicy(context.Background(), rt, src, t.TempDir(), model.PolicyOptions{})
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, p.Close()) })
 			full := scorerOf(t, p)
@@ -154,7 +154,7 @@ func TestCallRows(t *testing.T) {
 	}
 	// The sampling graph's logits are the last position's alone, and its
 	// grouped attention does not repeat the keys and values.
-	p, err := model.OpenPolicy(rt, path, t.TempDir(), model.PolicyOptions{})
+	p, err := model.OpenPolicy(context.Background(), rt, path, t.TempDir(), model.PolicyOptions{})
 	require.NoError(t, err)
 	defer p.Close()
 	require.True(t, p.LM.Signature().LastLogitsOnly)

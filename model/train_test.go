@@ -32,7 +32,7 @@ func openTrainPolicy(t testing.TB, seed uint64) (*model.Policy, string) {
 	dir := t.TempDir()
 	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), seed))
 	src := filepath.Join(dir, "model.onnx")
-	p, err := model.OpenPolicy(rt, src, filepath.Join(dir, "artifacts"), model.PolicyOptions{Train: true})
+	p, err := model.OpenPolicy(context.Background(), rt, src, filepath.Join(dir, "artifacts"), model.PolicyOptions{Train: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	return p, src
@@ -316,7 +316,7 @@ func BenchmarkTrainingStep(b *testing.B) {
 // its equality with the whole training graph TestExecutorMatchesWholeGraph's.
 func TestHFFixtureTrainSession(t *testing.T) {
 	rt := modeltest.Runtime(t)
-	p, err := model.OpenPolicy(rt, filepath.Join(hfFixtureDir, "model.onnx"), t.TempDir(), model.PolicyOptions{Train: true})
+	p, err := model.OpenPolicy(context.Background(), rt, filepath.Join(hfFixtureDir, "model.onnx"), t.TempDir(), model.PolicyOptions{Train: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	samples := randomSamples(rand.New(rand.NewPCG(71, 2)), 3, p.LM.Signature().Vocab)

@@ -170,7 +170,7 @@ func TestTrainStepRecomputedSettings(t *testing.T) {
 			if tc.lora {
 				ao.LoRA = lmgraph.LoRA{Rank: 2, Alpha: 4, Targets: lmgraph.LoRATargets}
 			}
-			p, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), filepath.Join(dir, "artifacts"), model.PolicyOptions{Train: true, Artifacts: ao, Seed: 3})
+			p, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), filepath.Join(dir, "artifacts"), model.PolicyOptions{Train: true, Artifacts: ao, Seed: 3})
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, p.Close()) })
 

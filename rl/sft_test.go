@@ -24,7 +24,7 @@ func openTinyPolicy(t *testing.T, seed uint64) *model.Policy {
 	rt := modeltest.Runtime(t)
 	dir := t.TempDir()
 	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), seed))
-	p, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), filepath.Join(dir, "artifacts"), model.PolicyOptions{Train: true})
+	p, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), filepath.Join(dir, "artifacts"), model.PolicyOptions{Train: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	return p

@@ -43,7 +43,7 @@ func TestSFTBatchPrefix(t *testing.T) {
 func TestSynthAccuracyReleasesCache(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	src := sftModelDir(t)
-	pol, err := model.OpenPolicy(rt, filepath.Join(src, "model.onnx"), t.TempDir(), model.PolicyOptions{Resident: true})
+	pol, err := model.OpenPolicy(context.Background(), rt, filepath.Join(src, "model.onnx"), t.TempDir(), model.PolicyOptions{Resident: true})
 	require.NoError(t, err)
 	defer pol.Close()
 	task, err := synth.Embedded()

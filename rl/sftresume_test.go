@@ -49,7 +49,7 @@ type sftHarness struct {
 
 func newSFTHarness(t *testing.T, src, dir string) *sftHarness {
 	t.Helper()
-	pol, err := model.OpenPolicy(modeltest.Runtime(t), filepath.Join(src, "model.onnx"), filepath.Join(src, ArtifactsDir), model.PolicyOptions{Train: true})
+	pol, err := model.OpenPolicy(context.Background(), modeltest.Runtime(t), filepath.Join(src, "model.onnx"), filepath.Join(src, ArtifactsDir), model.PolicyOptions{Train: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, pol.Close()) })
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), pol.Weights)

@@ -59,7 +59,7 @@ func TestSamplerReleaseToSharedArena(t *testing.T) {
 			_, err = rt.ShareDeviceArena()
 			require.ErrorContains(t, err, "shared already")
 		}
-		pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Resident: true, Train: true})
+		pol, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Resident: true, Train: true})
 		require.NoError(t, err)
 		var opened ortc.AllocatorStats
 		if shared {

@@ -122,7 +122,7 @@ func BenchmarkRetire(b *testing.B) {
 	if err := qwen3.WriteDir(dir, qwen3.Tiny(), 11); err != nil {
 		b.Fatal(err)
 	}
-	pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), b.TempDir(), model.PolicyOptions{})
+	pol, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), b.TempDir(), model.PolicyOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

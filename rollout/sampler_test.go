@@ -173,7 +173,7 @@ func TestSamplerLastLogitsGraph(t *testing.T) {
 	full, err := model.OpenLM(rt, filepath.Join(dir, "model.onnx"), model.LMOptions{})
 	require.NoError(t, err)
 	defer full.Close()
-	pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), filepath.Join(dir, "artifacts"), model.PolicyOptions{})
+	pol, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), filepath.Join(dir, "artifacts"), model.PolicyOptions{})
 	require.NoError(t, err)
 	defer pol.Close()
 	require.True(t, pol.LM.Signature().LastLogitsOnly)
@@ -357,7 +357,7 @@ func TestSamplerResident(t *testing.T) {
 	var got [2][][]Completion
 	for i, resident := range []bool{false, true} {
 		opened := rt.LiveValues()
-		pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Resident: resident, SamplingGraphOnly: true})
+		pol, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Resident: resident, SamplingGraphOnly: true})
 		require.NoError(t, err)
 		s, err := NewSampler(pol.LM, cfg)
 		require.NoError(t, err)
@@ -409,7 +409,7 @@ func TestSamplerSharesEqualPrompts(t *testing.T) {
 		// Batches of 3 rows: {p q p}, then refills of the rows that free.
 		{false, true, 3, -1},
 	} {
-		pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Resident: tc.resident})
+		pol, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Resident: tc.resident})
 		require.NoError(t, err)
 		s, err := NewSampler(pol.LM, SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 10, BatchSize: tc.batch, Refill: tc.refill, StopIDs: []int32{99}})
 		require.NoError(t, err)
@@ -525,7 +525,7 @@ func TestSamplerRetireOrder(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	dir := t.TempDir()
 	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 17))
-	pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{})
+	pol, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{})
 	require.NoError(t, err)
 	defer pol.Close()
 	plain := samplerTinyLM(t)

@@ -341,7 +341,7 @@ func TestSamplerGenerateRefusesNaNModel(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	dir := t.TempDir()
 	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 11))
-	pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{SamplingGraphOnly: true})
+	pol, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{SamplingGraphOnly: true})
 	require.NoError(t, err)
 	defer pol.Close()
 	w := pol.Weights.Flat()
@@ -386,7 +386,7 @@ func TestSamplerRecoversFromNaNModel(t *testing.T) {
 		{"resident", model.PolicyOptions{Resident: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), tc.opts)
+			pol, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), t.TempDir(), tc.opts)
 			require.NoError(t, err)
 			defer pol.Close()
 			s, err := NewSampler(pol.LM, SamplerConfig{Temperature: 1, TopP: 1, MaxNewTokens: 4, BatchSize: len(samplerPrompts)})

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -160,7 +161,7 @@ func TestEvalThroughEngine(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	dir, err := embedded.Extract(t.TempDir())
 	require.NoError(t, err)
-	pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{})
+	pol, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{})
 	require.NoError(t, err)
 	defer pol.Close()
 	srv := &samplerServer{lm: pol.LM}
@@ -277,7 +278,7 @@ func TestTrainThroughEngine(t *testing.T) {
 	dir, err := embedded.Extract(t.TempDir())
 	require.NoError(t, err)
 	lora := lmgraph.LoRA{Rank: 4, Alpha: 8, Targets: lmgraph.LoRATargets}
-	pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Artifacts: model.ArtifactOptions{LoRA: lora}})
+	pol, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{Artifacts: model.ArtifactOptions{LoRA: lora}})
 	require.NoError(t, err)
 	defer pol.Close()
 	srv := &samplerServer{lm: pol.LM, lora: pol.Weights}

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -60,7 +61,7 @@ func greedyTies(t *testing.T, local, remote string) (tokenDiff map[int]int, dive
 	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
 	require.NoError(t, err)
 	defer tok.Close()
-	pol, err := model.OpenPolicy(modeltest.Runtime(t), filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{})
+	pol, err := model.OpenPolicy(context.Background(), modeltest.Runtime(t), filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, pol.Close()) }()
 	lm, err := pol.Scorer()

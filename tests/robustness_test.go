@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -250,4 +251,66 @@ func TestConcurrentSFTRefused(t *testing.T) {
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Contains(t, r.stderr, out+" is in use by another spiral process")
 	require.NoFileExists(t, filepath.Join(out, "model.onnx"))
+}
+
+// TestInterruptWhileWaitingForArtifacts: Ctrl-C or SIGTERM ends an eval
+// that waits for its artifacts directory, which another process holds
+// locked (here the test, by flock(2) on the directory, as spiral locks
+// it), at once, as interrupted (130): the wait was a blocking flock that
+// no signal ended, so that the first Ctrl-C only printed "stopping" and
+// the eval went on waiting until the other process let go.
+func TestInterruptWhileWaitingForArtifacts(t *testing.T) {
+	requireRuntime(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			out := t.TempDir()
+			arts := filepath.Join(out, "artifacts")
+			require.NoError(t, os.Mkdir(arts, 0o755))
+			held, err := os.Open(arts)
+			require.NoError(t, err)
+			defer held.Close()
+			require.NoError(t, syscall.Flock(int(held.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+			cmd := exec.Command(binary, "eval", "--out", out, "--limit", "2", "--samples", "1")
+			stderr, err := cmd.StderrPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			var lines strings.Builder
+			waiting, read := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(read)
+				sc := bufio.NewScanner(stderr)
+				for sc.Scan() {
+					lines.WriteString(sc.Text() + "\n")
+					if strings.HasPrefix(sc.Text(), "spiral: waiting for "+arts) {
+						close(waiting)
+					}
+				}
+			}()
+			select {
+			case <-waiting:
+			case <-read:
+				_ = cmd.Wait()
+				t.Fatalf("ended without waiting for %s: %s", arts, lines.String())
+			case <-time.After(2 * time.Minute):
+				_ = cmd.Process.Kill()
+				<-read
+				_ = cmd.Wait()
+				t.Fatalf("no wait for %s within 2 minutes", arts)
+			}
+			require.NoError(t, cmd.Process.Signal(sig))
+			select {
+			case <-read:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-read
+				_ = cmd.Wait()
+				t.Fatalf("still waiting 10 s after %v: %s", sig, lines.String())
+			}
+			_ = cmd.Wait()
+			require.Equal(t, 130, cmd.ProcessState.ExitCode(), lines.String())
+			require.True(t, strings.HasSuffix(lines.String(), "spiral eval: interrupted\n"), lines.String())
+			_, err = os.Stat(filepath.Join(arts, "manifest.json"))
+			require.ErrorIs(t, err, os.ErrNotExist, "nothing built in the held directory")
+		})
+	}
 }

@@ -26,9 +26,6 @@ func TryLock(f *os.File) (bool, error) {
 	return err == nil, err
 }
 
-// Lock takes an exclusive lock on f, waiting while another holds it.
-func Lock(f *os.File) error { return flock(f, syscall.LOCK_EX) }
-
 // flock calls flock(2), again when a signal interrupts it.
 func flock(f *os.File, how int) error {
 	for {
@@ -39,7 +36,7 @@ func flock(f *os.File, how int) error {
 	}
 }
 
-// Unsupported reports whether err, from TryLock or Lock, says that the
+// Unsupported reports whether err, from TryLock, says that the
 // file system keeps no such locks: ENOTSUP or EOPNOTSUPP, ENOLCK (NFS
 // without its lock manager), or ENOSYS (Lustre mounted without flock).
 func Unsupported(err error) bool {

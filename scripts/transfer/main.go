@@ -105,7 +105,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(artifacts)
-	pol, err := model.OpenPolicy(rt, filepath.Join(dir, "model.onnx"), artifacts, model.PolicyOptions{Train: true, Seed: o.seed})
+	pol, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), artifacts, model.PolicyOptions{Train: true, Seed: o.seed})
 	if err != nil {
 		return err
 	}
