@@ -969,18 +969,32 @@ func TestCompareOutHoldingAReport(t *testing.T) {
 // TestTrainHeaderLR: train's first line states the peak learning rate as
 // given, where "%.0e" rounded it to one digit: --lr 1.5e-4 read "lr
 // 2e-04", --lr 2.5e-5 "lr 2e-05". (The run is interrupted before its
-// first step: the context is cancelled.)
+// first step: the context is cancelled as the line is written.)
 func TestTrainHeaderLR(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
 	for _, tc := range []struct{ lr, want string }{{"1.5e-4", "lr 0.00015,"}, {"2.5e-5", "lr 2.5e-05,"}, {"0", "lr 0.0001,"}} {
-		var stdout, stderr bytes.Buffer
+		ctx, cancel := context.WithCancel(context.Background())
+		stdout := &cancelOnWrite{cancel: cancel}
+		var stderr bytes.Buffer
 		code := run(ctx, []string{"train", "--lr", tc.lr, "--out", t.TempDir(), "--eval-every", "0", "--final-rsa-steps", "0", "--quiet", "--threads", "1"},
-			&cliEnv{stdout: &stdout, stderr: &stderr})
+			&cliEnv{stdout: stdout, stderr: &stderr})
 		require.Equal(t, exitInterrupted, code, stderr.String())
 		require.Contains(t, stdout.String(), tc.want, "--lr %s", tc.lr)
 	}
+}
+
+// cancelOnWrite is an output that cancels a command's context at its
+// first write (a Ctrl-C once the command has said something): the
+// context cancelled before the command starts stops it before its
+// model is read.
+type cancelOnWrite struct {
+	bytes.Buffer
+	cancel context.CancelFunc
+}
+
+func (w *cancelOnWrite) Write(p []byte) (int, error) {
+	w.cancel()
+	return w.Buffer.Write(p)
 }
 
 // TestTrainEvalProblemsPastEvalData: --eval-problems above the problems

@@ -653,8 +653,9 @@ func weightsToInputs(m *onnxpb.ModelProto, names []string) (*onnxpb.ModelProto, 
 // order), each value read from the file straight into its store. A
 // non-finite value is an error naming the tensor and the element. Under
 // LoRA the trained weights are the adapters, initialized by InitAdapters
-// with seed.
-func InitialWeights(src string, man Manifest, seed uint64) (weights, frozen *params.Store, err error) {
+// with seed. It stops between tensors when ctx is done (the weights of a
+// real model take minutes to read), with an error wrapping ctx.Err().
+func InitialWeights(ctx context.Context, src string, man Manifest, seed uint64) (weights, frozen *params.Store, err error) {
 	m, err := onnx.LoadGraph(src)
 	if err != nil {
 		return nil, nil, fmt.Errorf("model: %w", err)
@@ -680,6 +681,9 @@ func InitialWeights(src string, man Manifest, seed uint64) (weights, frozen *par
 			return nil, fmt.Errorf("model: %s: %w", src, err)
 		}
 		for i, w := range ws {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("model: %s: read the weights: %w", src, err)
+			}
 			t := byName[w.Name]
 			if t == nil {
 				return nil, fmt.Errorf("model: %s has no initializer %q named by the artifacts manifest", src, w.Name)

@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"context"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -40,7 +41,7 @@ func TestInitialWeightsRefusesOverstatedDims(t *testing.T) {
 
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			_, _, err := model.InitialWeights(src, man, 1)
+			_, _, err := model.InitialWeights(context.Background(), src, man, 1)
 			runtime.ReadMemStats(&after)
 			require.ErrorContains(t, err, `"w"`)
 			require.ErrorContains(t, err, tc.want)

@@ -233,7 +233,7 @@ func TestArtifacts(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, again.Rebuilt, "a corrupt piece graph must be rebuilt")
 
-	w, frozen, err := model.InitialWeights(path, art.Manifest, 1)
+	w, frozen, err := model.InitialWeights(context.Background(), path, art.Manifest, 1)
 	require.NoError(t, err)
 	feed := map[string]model.Weight{}
 	for i := 0; i < w.Len(); i++ {

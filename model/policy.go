@@ -70,7 +70,8 @@ type PolicyOptions struct {
 // loads the initial weights from src, and opens the sampling LM and, when
 // opt.Train is set, the training executor. It stops when ctx is done,
 // with an error wrapping ctx.Err(): a wait for the artifacts' lock at
-// once.
+// once, the reading of the weights at the next tensor, and before each
+// of its sessions opens.
 func OpenPolicy(ctx context.Context, rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Policy, error) {
 	// The artifacts stay locked until the sessions below have read them.
 	unlock, err := lockArtifacts(ctx, artifactsDir, opt.Artifacts.Waiting)
@@ -82,7 +83,7 @@ func OpenPolicy(ctx context.Context, rt *Runtime, src, artifactsDir string, opt 
 	if err != nil {
 		return nil, err
 	}
-	w, frozen, err := InitialWeights(src, art.Manifest, opt.Seed)
+	w, frozen, err := InitialWeights(ctx, src, art.Manifest, opt.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +123,16 @@ func OpenPolicy(ctx context.Context, rt *Runtime, src, artifactsDir string, opt 
 			return nil, err
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, errors.Join(fmt.Errorf("model: open %s: %w", src, err), p.Close())
+	}
 	if p.LM, err = OpenLM(rt, art.SamplePath(), lo); err != nil {
 		return nil, errors.Join(err, p.Close())
 	}
 	if opt.Train {
+		if err := ctx.Err(); err != nil {
+			return nil, errors.Join(fmt.Errorf("model: open %s: %w", src, err), p.Close())
+		}
 		p.Grads = w.NewGrads()
 		eo := opt.Executor
 		eo.device = p.dev
