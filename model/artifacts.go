@@ -236,15 +236,17 @@ func (o ArtifactOptions) key() string {
 // while it is checked and built (lockArtifacts), so processes preparing
 // it at once, for one model or for different ones, never mix their files;
 // the training program is read before the lock is released (Program).
-// A wait for the lock ends when ctx is done, with an error wrapping
-// ctx.Err().
+// A wait for the lock ends when ctx is done, and so does a build, before
+// its next graph is made or written, with an error wrapping ctx.Err():
+// the files already written, each whole, leave a manifest whose
+// checksums they fail (or none), so the next call rebuilds.
 func PrepareArtifacts(ctx context.Context, src, dir string, opt ArtifactOptions) (*Artifacts, error) {
 	unlock, err := lockArtifacts(ctx, dir, opt.Waiting)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	a, err := prepareArtifacts(src, dir, opt)
+	a, err := prepareArtifacts(ctx, src, dir, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +269,7 @@ func lockArtifacts(ctx context.Context, dir string, waiting io.Writer) (release 
 }
 
 // prepareArtifacts is PrepareArtifacts with the directory's lock held.
-func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) {
+func prepareArtifacts(ctx context.Context, src, dir string, opt ArtifactOptions) (*Artifacts, error) {
 	fp, err := Fingerprint(src)
 	if err != nil {
 		return nil, err
@@ -279,6 +281,15 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	if m, err := readManifest(dir); err == nil && m.Version == ArtifactsVersion && m.Fingerprint == fp &&
 		m.Selection == opt.key() && m.Decoding == decodingKey(hf) && m.Tying == tyingKey(hf) && filesIntact(dir, m.Files) {
 		return &Artifacts{Dir: dir, Manifest: *m, hf: hf}, nil
+	}
+	stopped := func() error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("model: artifacts of %s: %w", src, err)
+		}
+		return nil
+	}
+	if err := stopped(); err != nil {
+		return nil, err
 	}
 	src1, err := onnx.LoadGraph(src)
 	if err != nil {
@@ -362,6 +373,9 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 			return nil, fmt.Errorf("model: %s: %w", src, err)
 		}
 	}
+	if err := stopped(); err != nil {
+		return nil, err
+	}
 	lg, err := autodiff.ForwardGraph(g, autodiff.LMOptions{
 		Trainable: func(t *onnxpb.TensorProto) bool { return isTrained[t.GetName()] },
 		Frozen:    func(t *onnxpb.TensorProto) bool { return isFrozen[t.GetName()] },
@@ -374,6 +388,9 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 	}
 	fwd := proto.Clone(src1.Proto).(*onnxpb.ModelProto)
 	fwd.Graph = lg.Graph
+	if err := stopped(); err != nil {
+		return nil, err
+	}
 	prog, err := blocks.Split(fwd, weightNames(man.Weights), weightNames(man.Frozen))
 	if err != nil {
 		return nil, fmt.Errorf("model: training program of %s: %w", src, err)
@@ -394,6 +411,9 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 		graphs = append(graphs, graphFile{DecodeFile, decode})
 	}
 	for _, f := range graphs {
+		if err := stopped(); err != nil {
+			return nil, err
+		}
 		path := filepath.Join(dir, f.name)
 		if err := onnx.Save(path, &onnx.Model{Proto: f.m}, onnx.SaveOptions{}); err != nil {
 			return nil, fmt.Errorf("model: artifacts: %w", err)
@@ -403,6 +423,9 @@ func prepareArtifacts(src, dir string, opt ArtifactOptions) (*Artifacts, error) 
 		}
 	}
 	write := func(name string, b []byte) error {
+		if err := stopped(); err != nil {
+			return err
+		}
 		if err := atomicfile.WriteFile(filepath.Join(dir, name), b, 0o666); err != nil {
 			return fmt.Errorf("model: artifacts: %w", err)
 		}

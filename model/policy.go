@@ -70,8 +70,8 @@ type PolicyOptions struct {
 // loads the initial weights from src, and opens the sampling LM and, when
 // opt.Train is set, the training executor. It stops when ctx is done,
 // with an error wrapping ctx.Err(): a wait for the artifacts' lock at
-// once, the reading of the weights at the next tensor, and before each
-// of its sessions opens.
+// once, a build of the artifacts before its next graph, the reading of
+// the weights at the next tensor, and before each of its sessions opens.
 func OpenPolicy(ctx context.Context, rt *Runtime, src, artifactsDir string, opt PolicyOptions) (*Policy, error) {
 	// The artifacts stay locked until the sessions below have read them.
 	unlock, err := lockArtifacts(ctx, artifactsDir, opt.Artifacts.Waiting)
@@ -79,7 +79,7 @@ func OpenPolicy(ctx context.Context, rt *Runtime, src, artifactsDir string, opt 
 		return nil, err
 	}
 	defer unlock()
-	art, err := prepareArtifacts(src, artifactsDir, opt.Artifacts)
+	art, err := prepareArtifacts(ctx, src, artifactsDir, opt.Artifacts)
 	if err != nil {
 		return nil, err
 	}
