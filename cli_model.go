@@ -431,7 +431,7 @@ func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir
 			}
 			pol, opened = p, lora
 		}
-		_, err := checkpoint.Load(path, pol.Weights, nil)
+		_, err := checkpoint.Load(ctx, path, pol.Weights, nil)
 		return err
 	})
 	if err != nil {

@@ -119,7 +119,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 				if err != nil {
 					return err
 				}
-				if _, err := checkpoint.Load(path, ws, nil); err != nil {
+				if _, err := checkpoint.Load(ctx, path, ws, nil); err != nil {
 					return err
 				}
 				w, lora = ws, settingsLoRA(st)

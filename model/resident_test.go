@@ -254,7 +254,7 @@ func TestResidentTrainingMatchesHost(t *testing.T) {
 				var res model.TrainResult
 				require.NoError(t, p.Train.Accumulate(ctx, bs[0], 0.5, p.Grads, &res))
 				zeroed := slices.Clone(p.Grads.Flat())
-				_, err = checkpoint.Load(path, p.Weights, opt)
+				_, err = checkpoint.Load(context.Background(), path, p.Weights, opt)
 				require.NoError(t, err)
 				before := paramCopies(p)
 				p.Grads.Zero()
@@ -542,7 +542,7 @@ func TestResidentDeviceOptimizer(t *testing.T) {
 				require.NoError(t, err)
 				step(2)
 				record()
-				_, err = checkpoint.Load(path, p.Weights, opt)
+				_, err = checkpoint.Load(context.Background(), path, p.Weights, opt)
 				require.NoError(t, err)
 				require.Equal(t, int64(2), opt.Steps())
 				step(2)

@@ -33,8 +33,8 @@ import (
 // (another model, other --train or --freeze), when it gives one; else
 // with the tensors that differ. It returns the path loaded and its
 // state, or an error wrapping checkpoint.ErrNoCheckpoint when dir holds
-// no checkpoint.
-func resumeNewest(dir string, lora *lmgraph.LoRA, w *params.Store, opt *optim.AdamW, warn io.Writer, otherTensors func(path string) error) (string, checkpoint.State, error) {
+// no checkpoint. The read stops when ctx is done (checkpoint.Load).
+func resumeNewest(ctx context.Context, dir string, lora *lmgraph.LoRA, w *params.Store, opt *optim.AdamW, warn io.Writer, otherTensors func(path string) error) (string, checkpoint.State, error) {
 	ckptDir := filepath.Join(dir, CheckpointsDir)
 	// The settings are the newest checkpoint's whose settings read; what
 	// does not read is Resume's to report, below.
@@ -49,7 +49,7 @@ func resumeNewest(dir string, lora *lmgraph.LoRA, w *params.Store, opt *optim.Ad
 	if otherLoRA != nil {
 		return "", checkpoint.State{}, otherLoRA
 	}
-	path, st, skipped, err := checkpoint.Resume(ckptDir, w, opt)
+	path, st, skipped, err := checkpoint.Resume(ctx, ckptDir, w, opt)
 	WarnSkippedCheckpoints(warn, skipped)
 	var me *params.MismatchError
 	if errors.As(err, &me) {

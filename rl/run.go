@@ -210,7 +210,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			fmt.Fprintf(p.Out, "--fresh: the previous run is in %s\n", moved)
 		}
 	} else {
-		prevHeld, err := resume(cfg, p)
+		prevHeld, err := resume(ctx, cfg, p)
 		if err != nil {
 			return err
 		}
@@ -479,8 +479,8 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 // rollouts' random streams lie from the resumed step on (the run's, or
 // after them when --draw-rounds changed). It returns the held-out
 // problems the checkpoint recorded (nil when none).
-func resume(cfg RunConfig, p RunParts) (*HeldOut, error) {
-	path, st, err := resumeNewest(cfg.Dir, p.Settings.LoRA, p.Weights, p.Optimizer, p.Warn, func(path string) error {
+func resume(ctx context.Context, cfg RunConfig, p RunParts) (*HeldOut, error) {
+	path, st, err := resumeNewest(ctx, cfg.Dir, p.Settings.LoRA, p.Weights, p.Optimizer, p.Warn, func(path string) error {
 		st, err := checkpoint.ReadState(path)
 		if err != nil {
 			return nil

@@ -304,7 +304,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 		if moved != "" {
 			fmt.Fprintf(p.Out, "--fresh: the previous run is in %s\n", moved)
 		}
-	} else if step, err = resumeSFT(cfg, p, src); err != nil {
+	} else if step, err = resumeSFT(ctx, cfg, p, src); err != nil {
 		return err
 	}
 
@@ -453,8 +453,8 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 // after checking that it is an sft run of the same model with the same
 // settings (other settings pass with cfg.Override). It returns the step
 // resumed at (0 when there is no checkpoint).
-func resumeSFT(cfg SFTConfig, p SFTParts, src *rand.PCG) (int, error) {
-	path, st, err := resumeNewest(p.Dir, p.Settings.LoRA, p.Policy.Weights, p.Optimizer, p.Warn, func(path string) error {
+func resumeSFT(ctx context.Context, cfg SFTConfig, p SFTParts, src *rand.PCG) (int, error) {
+	path, st, err := resumeNewest(ctx, p.Dir, p.Settings.LoRA, p.Policy.Weights, p.Optimizer, p.Warn, func(path string) error {
 		st, err := checkpoint.ReadState(path)
 		if err != nil {
 			return nil

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -163,7 +164,7 @@ func TestMalformedInputs(t *testing.T) {
 		require.NoError(t, err)
 		opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
 		require.NoError(t, err)
-		st, err := checkpoint.Load(ckpt, w, opt)
+		st, err := checkpoint.Load(context.Background(), ckpt, w, opt)
 		require.NoError(t, err)
 		dec := json.NewDecoder(bytes.NewReader(st.Config))
 		dec.UseNumber()

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -437,7 +438,9 @@ func ReadState(path string) (State, error) {
 // tensors is intact, not damaged). Size and CRC-32C are checked against state.json; a mismatch is
 // an error naming the file (and leaves w partly loaded, see the package
 // doc). Loading a weights-only checkpoint with a non-nil opt is an error.
-func Load(path string, w *params.Store, opt *optim.AdamW) (State, error) {
+// The read of the data stops when ctx is done, within 64 KiB, with an
+// error wrapping ctx.Err() (and w partly loaded).
+func Load(ctx context.Context, path string, w *params.Store, opt *optim.AdamW) (State, error) {
 	st, err := ReadState(path)
 	if err != nil {
 		return State{}, err
@@ -499,7 +502,7 @@ func Load(path string, w *params.Store, opt *optim.AdamW) (State, error) {
 	// Pass 2: read the data in place and verify the checksums.
 	for _, j := range jobs {
 		file := filepath.Join(path, j.name)
-		if err := params.ReadParts(j.r, j.h, j.parts...); err != nil {
+		if err := params.ReadParts(ctxReader{ctx, j.r}, j.h, j.parts...); err != nil {
 			return State{}, fmt.Errorf("checkpoint: %s: %w", file, err)
 		}
 		if got, want := j.r.h.Sum32(), st.Files[j.name].CRC32C; got != want {
@@ -623,6 +626,20 @@ func checkCounts(file string, meta map[string]string, st State) error {
 	return nil
 }
 
+// ctxReader is r until ctx is done, then fails with ctx.Err(): a read
+// of a checkpoint's gigabytes stops at Ctrl-C.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
 type crcReader struct {
 	r io.Reader
 	h hash.Hash32
@@ -640,12 +657,13 @@ func (c *crcReader) Read(p []byte) (int, error) {
 // caller to log). When none loads, err joins every failure (wrapping
 // ErrNoCheckpoint when there was none at all). Layout mismatches (a
 // different model) are not skipped over: they stop the search, since
-// older checkpoints of the same run would mismatch too.
-func Resume(dir string, w *params.Store, opt *optim.AdamW) (path string, st State, skipped []error, err error) {
+// older checkpoints of the same run would mismatch too. Nor is a read
+// that ctx stopped (Load).
+func Resume(ctx context.Context, dir string, w *params.Store, opt *optim.AdamW) (path string, st State, skipped []error, err error) {
 	restoreMovedAside(dir)
 	path, skipped, err = Newest(dir, func(p string) error {
 		var err error
-		st, err = Load(p, w, opt)
+		st, err = Load(ctx, p, w, opt)
 		return err
 	})
 	if err != nil {
@@ -664,9 +682,12 @@ func Resume(dir string, w *params.Store, opt *optim.AdamW) (path string, st Stat
 // with Load. An error that says the checkpoint is intact but does not fit
 // stops the search, since older checkpoints of the same run would not fit
 // either: a *params.MismatchError (Load's layout check) or an error marked
-// by Final; Newest then returns that error with the checkpoints skipped
-// before it. A run training into dir meanwhile (an evaluation or export
-// of its checkpoints/ while it trains) saves while load reads: a failure
+// by Final, or a cancellation (an error wrapping context.Canceled or
+// context.DeadlineExceeded: Ctrl-C during a read, which would fail the
+// older ones too, and is no damage); Newest then returns that error with
+// the checkpoints skipped before it. A run training into dir meanwhile
+// (an evaluation or export of its checkpoints/ while it trains) saves
+// while load reads: a failure
 // on a checkpoint that was removed (retention) or replaced while load
 // read it, or after which a newer checkpoint appeared, is not damage,
 // and the search starts again from the newest (savedDuring). When no
@@ -691,7 +712,7 @@ search:
 			}
 			var me *params.MismatchError
 			var fe finalError
-			if errors.As(err, &me) || errors.As(err, &fe) {
+			if errors.As(err, &me) || errors.As(err, &fe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return "", skipped, err
 			}
 			if savedDuring(dir, list[i].Path, before, berr, list[len(list)-1].Step) {

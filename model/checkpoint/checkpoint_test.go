@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,7 +88,7 @@ func TestRoundTripBitExact(t *testing.T) {
 
 	w2, o2 := fresh(t)
 	views := &w2.At(0).Data[0]
-	got, err := Load(path, w2, o2)
+	got, err := Load(context.Background(), path, w2, o2)
 	require.NoError(t, err)
 	require.Same(t, views, &w2.At(0).Data[0], "loaded in place")
 	requireBits(t, w, w2, "weights")
@@ -130,10 +131,10 @@ func TestWeightsOnly(t *testing.T) {
 	_, err = os.Stat(filepath.Join(path, OptimizerFile))
 	require.True(t, errors.Is(err, os.ErrNotExist))
 	w2, o2 := fresh(t)
-	_, err = Load(path, w2, nil)
+	_, err = Load(context.Background(), path, w2, nil)
 	require.NoError(t, err)
 	requireBits(t, w, w2, "weights")
-	_, err = Load(path, w2, o2)
+	_, err = Load(context.Background(), path, w2, o2)
 	require.ErrorContains(t, err, "no optimiser state")
 }
 
@@ -215,7 +216,7 @@ func TestCorruptionDetectedAndOlderSurvives(t *testing.T) {
 			tc.corrupt(t, filepath.Join(newest, tc.file))
 
 			w, o := fresh(t)
-			_, err := Load(newest, w, o)
+			_, err := Load(context.Background(), newest, w, o)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tc.want)
 			require.Contains(t, err.Error(), filepath.Join(newest, tc.file), "the error names the file")
@@ -224,7 +225,7 @@ func TestCorruptionDetectedAndOlderSurvives(t *testing.T) {
 			require.Equal(t, newest, pointer(t, dir))
 
 			// The older checkpoint is intact and Resume falls back to it.
-			path, st, skipped, err := Resume(dir, w, o)
+			path, st, skipped, err := Resume(context.Background(), dir, w, o)
 			require.NoError(t, err)
 			require.Equal(t, filepath.Join(dir, DirName(100)), path)
 			require.Equal(t, int64(100), st.Step)
@@ -256,7 +257,7 @@ func TestStateWithoutChecksum(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(path, StateFile), js, 0o644))
 
 	w2, o2 := fresh(t)
-	got, err := Load(path, w2, o2)
+	got, err := Load(context.Background(), path, w2, o2)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"position":3}`, string(got.DataCursor))
 	requireBits(t, w, w2, "weights")
@@ -308,7 +309,7 @@ func TestMismatchListsEverything(t *testing.T) {
 	other.Flat()[0] = 3
 	oo, err := optim.NewAdamW(optim.DefaultConfig(), other)
 	require.NoError(t, err)
-	_, err = Load(path, other, oo)
+	_, err = Load(context.Background(), path, other, oo)
 	var me *params.MismatchError
 	require.True(t, errors.As(err, &me), "got %v", err)
 	require.Equal(t, path, me.File)
@@ -327,7 +328,7 @@ func TestMismatchListsEverything(t *testing.T) {
 	require.Equal(t, float32(3), other.Flat()[0], "nothing loaded on a mismatch")
 
 	// Resume does not skip over a layout mismatch to older checkpoints.
-	_, _, _, err = Resume(dir, other, oo)
+	_, _, _, err = Resume(context.Background(), dir, other, oo)
 	require.True(t, errors.As(err, &me))
 }
 
@@ -365,7 +366,7 @@ func TestPickNamesNewestByStep(t *testing.T) {
 	take := func(string) error { return nil }
 	_, _, err := Pick(dir, take)
 	require.ErrorIs(t, err, ErrNoCheckpoint)
-	_, _, _, err = Resume(filepath.Join(dir, "absent"), nil, nil)
+	_, _, _, err = Resume(context.Background(), filepath.Join(dir, "absent"), nil, nil)
 	require.ErrorIs(t, err, ErrNoCheckpoint)
 	saveSteps(t, dir, []int64{1, 2}, Options{})
 	require.NoError(t, os.WriteFile(filepath.Join(dir, LatestFile), []byte("ckpt-000001\n"), 0o644))
@@ -416,7 +417,7 @@ func TestSaveReplacesSameStepAndCleansStale(t *testing.T) {
 			}
 			require.ElementsMatch(t, []string{"ckpt-000003", "latest"}, names, "stale temporaries removed")
 			w, o := fresh(t)
-			_, err = Load(filepath.Join(dir, DirName(3)), w, o)
+			_, err = Load(context.Background(), filepath.Join(dir, DirName(3)), w, o)
 			require.NoError(t, err)
 			requireBits(t, saved[3], w, "second save of step 3 wins")
 		})
@@ -439,7 +440,7 @@ func TestCheckpointMovedAsideRestored(t *testing.T) {
 				return
 			}
 			w, o := fresh(t)
-			path, st, skipped, err := Resume(dir, w, o)
+			path, st, skipped, err := Resume(context.Background(), dir, w, o)
 			require.NoError(t, err)
 			require.Empty(t, skipped)
 			require.Equal(t, filepath.Join(dir, DirName(2)), path)
@@ -524,7 +525,7 @@ func TestResumeStalePointer(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, writeLatest(dir, filepath.Base(first))) // the stale pointer
 	w2, o2 := fresh(t)
-	path, st, skipped, err := Resume(dir, w2, o2)
+	path, st, skipped, err := Resume(context.Background(), dir, w2, o2)
 	require.NoError(t, err)
 	require.Empty(t, skipped)
 	require.Equal(t, int64(2), st.Step)
@@ -673,7 +674,7 @@ func TestPick(t *testing.T) {
 			}
 			w, _ := fresh(t)
 			path, skipped, err := Pick(tc.path, func(p string) error {
-				_, err := Load(p, w, nil)
+				_, err := Load(context.Background(), p, w, nil)
 				return err
 			})
 			if tc.want == "" {
@@ -737,7 +738,7 @@ func TestNewestWhileSaving(t *testing.T) {
 					require.NoError(t, err)
 					return errors.New("read while saved: " + p)
 				}
-				_, err := Load(p, w, nil)
+				_, err := Load(context.Background(), p, w, nil)
 				return err
 			})
 			require.NoError(t, err, "tried %v", tried)

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,7 +28,7 @@ func TestResumeDanglingPointer(t *testing.T) {
 
 	fresh, err := params.NewStore(w.Specs())
 	require.NoError(t, err)
-	path, st, skipped, err := Resume(dir, fresh, nil)
+	path, st, skipped, err := Resume(context.Background(), dir, fresh, nil)
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(dir, DirName(1)), path)
 	require.Equal(t, int64(1), st.Step)
