@@ -87,7 +87,7 @@ func (f *modelFlags) resolve(warn io.Writer) (resolvedModel, error) {
 		dir := path
 		path = filepath.Join(dir, "model.onnx")
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return r, fmt.Errorf("--model: directory %s holds no model.onnx (give the .onnx file, or the directory of an export)", dir)
+			return r, noONNXError(dir)
 		}
 	}
 	if err := onnx.Probe(path); err != nil {
@@ -99,6 +99,26 @@ func (f *modelFlags) resolve(warn io.Writer) (resolvedModel, error) {
 	r.onnx, r.dir = path, filepath.Dir(path)
 	r.setTokenizer(f.tokenizer)
 	return r, nil
+}
+
+// noONNXError is the error for a --model directory without model.onnx:
+// one holding what an hf or peft export writes (spiral's or another
+// tool's) is named as such, with what to give instead, since "the
+// directory of an export" would read as that directory.
+func noONNXError(dir string) error {
+	has := func(name string) bool {
+		_, err := os.Stat(filepath.Join(dir, name))
+		return err == nil
+	}
+	for _, name := range []string{model.HFWeightsFile, model.HFWeightsFile + ".index.json"} {
+		if has(name) {
+			return fmt.Errorf("--model: directory %s holds a Hugging Face model (%s) and no model.onnx: spiral runs ONNX models; give the ONNX model it was exported from (with --checkpoint for a run's weights) or an ONNX export (spiral export --format onnx, optimum-cli export onnx)", dir, name)
+		}
+	}
+	if has(model.PEFTConfigFile) {
+		return fmt.Errorf("--model: directory %s holds a peft adapter (%s) and no model.onnx: give the ONNX base model as --model and the LoRA run as --checkpoint, or a merged export (spiral export --format onnx)", dir, model.PEFTConfigFile)
+	}
+	return fmt.Errorf("--model: directory %s holds no model.onnx (give the .onnx file, or the directory of an export)", dir)
 }
 
 // warnDataFiles writes a warning to warn for each external data file of
