@@ -157,7 +157,7 @@ func fitContext(s *modelSession, tmpl templateSet, problems []data.Problem, c ro
 // warnUnreadable reports on warn the prompt text that the model's
 // tokenizer maps to its unknown token, which the model cannot read: the
 // templates' own text (naming the flag that replaces the template), else
-// the problems whose search prompts hold such characters (a count and the
+// the problems whose text holds such characters (a count and the
 // first one). The aggregation template is rendered with candidates empty
 // candidates, as many as the command's aggregation prompts read (checked
 // by checkAggregateTemplate), or not at all when candidates is 0 (the
@@ -188,7 +188,6 @@ func warnUnreadable(s *modelSession, tmpl templateSet, problems []data.Problem, 
 			return err
 		}
 	}
-	templateUnknown := false
 	for _, t := range []struct {
 		name, flag string
 		n          int
@@ -196,20 +195,16 @@ func warnUnreadable(s *modelSession, tmpl templateSet, problems []data.Problem, 
 		if t.n > 0 {
 			fmt.Fprintf(warn, "spiral: warning: the %s template has %d characters the model's tokenizer does not know (%s), which the model cannot read; give one it was trained on (%s)\n",
 				t.name, t.n, tokenizer.UnknownToken, t.flag)
-			templateUnknown = true
 		}
 	}
-	if templateUnknown {
-		return nil // every problem's prompt holds them: one warning is enough
-	}
+	// A problem's own text is checked, not its search prompt, so that an
+	// unreadable template, which every prompt holds, does not hide data
+	// the tokenizer cannot read either (a synthetic-task tokenizer on
+	// real problems), which another template would not mend.
 	var first *data.Problem
 	count := 0
 	for i := range problems {
-		ids, err := pr.SearchPrompt(problems[i].Problem)
-		if err != nil {
-			return fmt.Errorf("%s: %w", problems[i].Source, err)
-		}
-		if unknown(ids) > 0 {
+		if unknown(s.tok.Encode(problems[i].Problem)) > 0 {
 			if first == nil {
 				first = &problems[i]
 			}

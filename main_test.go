@@ -1270,3 +1270,38 @@ func TestUnreadableTemplateOfTheRunsSize(t *testing.T) {
 		require.Equal(t, tc.want, stderr.String(), "%q", args)
 	}
 }
+
+// TestUnreadableProblemsBesideTemplate: problems the tokenizer cannot
+// read are warned of even when the template cannot be read either (a
+// synthetic-task tokenizer on real problems): before, the template's
+// warning alone was given, whose remedy, another template, leaves the
+// problems unreadable. The run is refused after the warnings, by its
+// --lora-rank.
+func TestUnreadableProblemsBesideTemplate(t *testing.T) {
+	if os.Getenv("ONNXRUNTIME_LIB") == "" && os.Getenv("CI") == "" {
+		t.Skip("ONNXRUNTIME_LIB unset: run make test")
+	}
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	search := filepath.Join(dir, "search.txt")
+	require.NoError(t, os.WriteFile(search, []byte("{{.Problem}} §\n"), 0o644))
+	problems := filepath.Join(dir, "p.jsonl")
+	require.NoError(t, os.WriteFile(problems, []byte(`{"problem": "1+2=x", "answer": "3"}`+"\n"+`{"problem": "1+3=x ¶", "answer": "4"}`+"\n"), 0o644))
+	const refused = "spiral train: --lora-rank 65: model.layers.0.self_attn.q_proj is [64, 128]: want at most 64, the smaller side, past which an adapter is no more expressive\n"
+	const template = "spiral: warning: the search template has 1 characters the model's tokenizer does not know (<unk>), which the model cannot read; give one it was trained on (--search-template)\n"
+	note := "spiral: note: no held-out evaluation (eval.jsonl, rsa.json): training on --data " + problems + ", give --eval-data for one\n"
+	unreadable := "spiral: warning: 1 of 2 problems hold characters the model's tokenizer does not know (<unk>), first " + problems + ":2: \"1+3=x ¶\"\n"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--search-template", search}, note + template + unreadable + refused},
+		{nil, note + unreadable + refused},
+	} {
+		args := append([]string{"train", "--data", problems, "--problems", "2", "--algo", "grpo", "--final-rsa-steps", "0", "--lora-rank", "65", "--quiet", "--out", filepath.Join(dir, "run")}, tc.args...)
+		var stderr bytes.Buffer
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+		require.Equal(t, tc.want, stderr.String(), "%q", args)
+	}
+}
