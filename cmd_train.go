@@ -116,7 +116,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		return err
 	}
 	if shared := data.Shared(ds.Problems, held); len(shared) > 0 {
-		fmt.Fprintf(env.stderr, "spiral: warning: %d of the %d held-out problems of %s are training problems of %s too (the first: %s, %s): the held-out accuracy counts them as new; give held-out problems that --data lacks\n",
+		fmt.Fprintf(env.stderr, "spiral: warning: %d of the %d held-out problems of %s are training problems of %s too (the first: %s at %s): the held-out accuracy counts them as new; give held-out problems that --data lacks\n",
 			len(shared), len(held), heldName, dataName, shared[0].ID, shared[0].Source)
 	}
 

@@ -792,7 +792,7 @@ func TestHeldOutSharedWithData(t *testing.T) {
 				require.NotContains(t, r.stderr, "are training problems")
 				return
 			}
-			requireExit(t, r, 0, nil, tc.want, held+" are training problems of "+data+" too (the first: held.jsonl:1, "+held+":2)")
+			requireExit(t, r, 0, nil, tc.want, held+" are training problems of "+data+" too (the first: held.jsonl:1 at "+held+":2)")
 		})
 	}
 }
