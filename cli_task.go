@@ -154,6 +154,17 @@ func fitContext(s *modelSession, tmpl templateSet, problems []data.Problem, c ro
 	return kept, nil
 }
 
+// countID counts the occurrences of id in ids.
+func countID(ids []int32, id int32) int {
+	n := 0
+	for _, x := range ids {
+		if x == id {
+			n++
+		}
+	}
+	return n
+}
+
 // warnUnreadable reports on warn the prompt text that the model's
 // tokenizer maps to its unknown token, which the model cannot read: the
 // templates' own text (naming the flag that replaces the template), else
@@ -168,15 +179,7 @@ func warnUnreadable(s *modelSession, tmpl templateSet, problems []data.Problem, 
 	if !ok {
 		return nil
 	}
-	unknown := func(ids []int32) int {
-		n := 0
-		for _, id := range ids {
-			if id == unk {
-				n++
-			}
-		}
-		return n
-	}
+	unknown := func(ids []int32) int { return countID(ids, unk) }
 	pr := s.prompter(tmpl)
 	search, err := pr.SearchPrompt("")
 	if err != nil {

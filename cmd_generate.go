@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/tokenizer"
 	"github.com/spiral-rl/spiral/rollout"
 )
 
@@ -51,8 +52,14 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 		defer pol.Close()
 	}
 	pr := sess.prompter(templateSet{})
+	unk, hasUnk := sess.tok.TokenID(tokenizer.UnknownToken)
 	ids := make([][]int32, len(prompts))
 	for i, p := range prompts {
+		// As train and eval warn of problems the tokenizer cannot read
+		// (warnUnreadable); a byte-level BPE has no unknown token.
+		if n := countID(sess.tok.Encode(p), unk); hasUnk && n > 0 {
+			fmt.Fprintf(env.stderr, "spiral: warning: prompt %d has %d characters the model's tokenizer does not know (%s), which the model cannot read\n", i, n, tokenizer.UnknownToken)
+		}
 		if f.raw {
 			ids[i] = sess.tok.Encode(p)
 		} else {

@@ -1305,3 +1305,21 @@ func TestUnreadableProblemsBesideTemplate(t *testing.T) {
 		require.Equal(t, tc.want, stderr.String(), "%q", args)
 	}
 }
+
+// TestGenerateUnreadablePrompt: a prompt with characters the model's
+// tokenizer maps to its unknown token is warned of, as train's and
+// eval's problems are; before, generate fed the <unk> ids without a word
+// (a synthetic-task tokenizer given English read it as <unk>s).
+func TestGenerateUnreadablePrompt(t *testing.T) {
+	if os.Getenv("ONNXRUNTIME_LIB") == "" && os.Getenv("CI") == "" {
+		t.Skip("ONNXRUNTIME_LIB unset: run make test")
+	}
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	for _, raw := range []string{"--raw=false", "--raw=true"} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"generate", raw, "--max-new-tokens", "1", "1+2=x", "1+3=x ¶§"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, 0, code, stderr.String())
+		require.Contains(t, stderr.String(), "spiral: warning: prompt 1 has 2 characters the model's tokenizer does not know (<unk>), which the model cannot read\n", raw)
+		require.NotContains(t, stderr.String(), "prompt 0 has", raw)
+	}
+}
