@@ -793,7 +793,9 @@ func entropyChange(ys []report.Spread) string {
 	first, last := mean(ys[:n]), mean(ys[len(ys)-n:])
 	change := "-"
 	if first != 0 {
-		change = fmt.Sprintf("%+.0f%%", (last-first)/first*100)
+		// Rounded first, and + 0 turns a -0 (a fall under half a
+		// percent) into 0: "+0%", not "-0%".
+		change = fmt.Sprintf("%+.0f%%", math.Round((last-first)/first*100)+0)
 	}
 	return fmt.Sprintf("%.4f -> %.4f (%s; means of the first and last %d of %d steps)", first, last, change, n, len(ys))
 }

@@ -315,3 +315,27 @@ func TestCompareSequentialOneLabel(t *testing.T) {
 	require.Zero(t, run(context.Background(), append([]string{"compare"}, reps...), &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
 	require.Equal(t, "sequential: only m; nothing to compare\n\n", stdout.String())
 }
+
+// TestEntropyChange: the change of a mean entropy curve is the percent
+// change of its last steps' mean over its first's, rounded, with no
+// "-0%" for a fall that rounds to nothing.
+func TestEntropyChange(t *testing.T) {
+	spreads := func(ys ...float64) []report.Spread {
+		out := make([]report.Spread, len(ys))
+		for i, y := range ys {
+			out[i] = report.Spread{Mean: y}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		ys   []float64
+		want string
+	}{
+		{[]float64{0.1, 0.1, 0.11, 0.11}, "0.1000 -> 0.1100 (+10%; means of the first and last 2 of 4 steps)"},
+		{[]float64{0.1, 0.0999}, "0.1000 -> 0.0999 (+0%; means of the first and last 1 of 2 steps)"},
+		{[]float64{0.1, 0.09}, "0.1000 -> 0.0900 (-10%; means of the first and last 1 of 2 steps)"},
+		{[]float64{0.2}, "0.2000 (1 step: too short for first -> last)"},
+	} {
+		require.Equal(t, c.want, entropyChange(spreads(c.ys...)), "%v", c.ys)
+	}
+}
