@@ -1,6 +1,7 @@
 package atomicfile
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,9 +15,11 @@ import (
 // leaves the directory's files as they were, and Commit then moves them
 // in by rename, so that an interruption leaves a mix of old and new
 // files only within Commit's renames, never within a file or the
-// writing. The stage (.stage-N in the directory) is locked while its
+// writing, and a mix left by a process killed within them is finished
+// by the next NewStage in the directory. The stage (.stage-N in the directory) is locked while its
 // process lives; one a killed process left behind is removed by the
-// next NewStage in the directory (see removeAbandoned).
+// next NewStage in the directory (see removeAbandoned), or, when it was
+// killed within Commit's renames, finished by it (see finishKilled).
 type Stage struct {
 	dir, tmp string
 	// lock is the stage's directory, open and flock(2)ed until Commit or
@@ -35,10 +38,26 @@ const (
 	keptPrefix  = ".stage-kept-"
 )
 
+// commitRecord is the file in a stage in which Commit records, before
+// its first rename, what it moves in and removes: a commit its process
+// was killed within is finished from it by the next NewStage.
+const commitRecord = ".commit"
+
+// commitPlan is what commitRecord holds: the names to move in, in order,
+// and then those to remove from the directory.
+type commitPlan struct {
+	Move   []string `json:"move"`
+	Remove []string `json:"remove"`
+}
+
 // NewStage creates dir (and its parents) and the stage's directory in
-// it, first removing the stages that killed processes left there.
+// it, first finishing the commits that killed processes left halfway
+// there and removing the stages they left before committing.
 func NewStage(dir string) (*Stage, error) {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return nil, err
+	}
+	if err := finishKilled(dir); err != nil {
 		return nil, err
 	}
 	removeAbandoned(dir, stagePrefix)
@@ -92,6 +111,24 @@ func (s *Stage) Commit(names ...string) error {
 		held[e.Name()] = true
 	}
 	s.committing = true
+	var plan commitPlan
+	for _, n := range names {
+		if held[n] {
+			plan.Move = append(plan.Move, n)
+		} else {
+			plan.Remove = append(plan.Remove, n)
+		}
+	}
+	record, err := json.Marshal(plan)
+	if err != nil {
+		return err
+	}
+	// Written (and synced) before the first rename: a process killed
+	// within the renames leaves the record for finishKilled.
+	if err := WriteFile(filepath.Join(s.tmp, commitRecord), record, 0o666); err != nil {
+		s.committing = false
+		return fmt.Errorf("atomicfile: commit to %s: %w", s.dir, err)
+	}
 	kept := func(err error) error {
 		// Renamed out of removeAbandoned's way where it can be: the
 		// files not moved stay until someone moves or removes them.
@@ -118,7 +155,97 @@ func (s *Stage) Commit(names ...string) error {
 	if err := SyncDir(s.dir); err != nil {
 		return err
 	}
+	if err := os.Remove(filepath.Join(s.tmp, commitRecord)); err != nil {
+		return err
+	}
 	return os.Remove(s.tmp)
+}
+
+// finishKilled finishes the commits to dir that their processes were
+// killed within: each stage holding a commit record that no live process
+// holds the lock of has its files moved in and the record's other names
+// removed, as Commit would have, and is then removed. The record was
+// written under the stage's lock, so no wait for a lock to be taken is
+// needed (as removeAbandoned's is).
+func finishKilled(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("atomicfile: read %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), stagePrefix)
+		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" || !e.IsDir() {
+			continue
+		}
+		if err := finishStage(dir, filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishStage finishes the killed commit of stage into dir, if it is one
+// (see finishKilled).
+func finishStage(dir, stage string) error {
+	record := filepath.Join(stage, commitRecord)
+	b, err := os.ReadFile(record)
+	if err != nil {
+		return nil // no commit began (or it is gone): removeAbandoned's
+	}
+	rec, err := os.Stat(record)
+	if err != nil {
+		return nil
+	}
+	lock, err := os.Open(stage)
+	if err != nil {
+		return nil
+	}
+	defer lock.Close()
+	if !lockExclusive(lock) {
+		return nil // its process lives
+	}
+	var plan commitPlan
+	if err := json.Unmarshal(b, &plan); err != nil {
+		return nil // not a record Commit wrote: left to removeAbandoned
+	}
+	for _, n := range append(plan.Move, plan.Remove...) {
+		if n != filepath.Base(n) || n == "." || n == ".." {
+			return nil // names a file outside dir: not a record Commit wrote
+		}
+	}
+	fail := func(err error) error {
+		return fmt.Errorf("atomicfile: finish the commit a killed process began from %s: %w", stage, err)
+	}
+	// A file of dir changed after the commit began was written by a
+	// later writer that does not stage (atomicfile.Write): it is newer
+	// than what the killed commit was to put there, and stays.
+	newer := func(n string) bool {
+		fi, err := os.Lstat(filepath.Join(dir, n))
+		return err == nil && fi.ModTime().After(rec.ModTime())
+	}
+	for _, n := range plan.Move {
+		if newer(n) {
+			continue
+		}
+		if err := os.Rename(filepath.Join(stage, n), filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fail(err)
+		}
+	}
+	for _, n := range plan.Remove {
+		if newer(n) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fail(err)
+		}
+	}
+	if err := SyncDir(dir); err != nil {
+		return fail(err)
+	}
+	if err := os.RemoveAll(stage); err != nil {
+		return fail(err)
+	}
+	return nil
 }
 
 // Discard removes the stage's directory and what is in it, leaving dir's

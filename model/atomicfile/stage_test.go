@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -109,5 +110,90 @@ func TestStage(t *testing.T) {
 		got, stages := dirFiles(t, fresh)
 		require.Equal(t, map[string]string{"model.onnx": "m"}, got)
 		require.Zero(t, stages)
+	})
+}
+
+// TestStageKilledMidCommit: a process killed while its Commit moved the
+// stage's files in (SIGKILL, the OOM killer, a power cut) left the
+// directory with some of the new files and some of the old: a model's
+// new external data beside its old graph, an evaluation's new traces
+// beside its old report. The next NewStage there finishes that commit
+// from the record Commit wrote in the stage before its first rename, at
+// once (the record is written under the stage's lock, so an unlocked
+// one is a dead process's), rather than leaving the mix; a stage killed
+// before its commit began keeps the directory's files as they were, and
+// a live committing stage is left to its process.
+func TestStageKilledMidCommit(t *testing.T) {
+	old := map[string]string{"model.onnx_data": "old data", "model.onnx": "old model", "config.json": "old config", "stale.txt": "old stale"}
+	killed := func(t *testing.T, dir string, journal bool) string {
+		// model.onnx_data was moved in; model.onnx and config.json were not.
+		stage := filepath.Join(dir, ".stage-123")
+		require.NoError(t, os.MkdirAll(stage, 0o777))
+		for n, c := range map[string]string{"model.onnx": "new model", "config.json": "new config"} {
+			require.NoError(t, os.WriteFile(filepath.Join(stage, n), []byte(c), 0o666))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "model.onnx_data"), []byte("new data"), 0o666))
+		if journal {
+			require.NoError(t, os.WriteFile(filepath.Join(stage, ".commit"),
+				[]byte(`{"move":["model.onnx_data","model.onnx","config.json"],"remove":["stale.txt"]}`), 0o666))
+		}
+		return stage
+	}
+	setup := func(t *testing.T) string {
+		dir := t.TempDir()
+		for n, c := range old {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte(c), 0o666))
+		}
+		return dir
+	}
+	t.Run("killed mid-commit", func(t *testing.T) {
+		dir := setup(t)
+		killed(t, dir, true)
+		s, err := NewStage(dir)
+		require.NoError(t, err)
+		require.NoError(t, s.Discard())
+		got, stages := dirFiles(t, dir)
+		require.Equal(t, map[string]string{"model.onnx_data": "new data", "model.onnx": "new model", "config.json": "new config"}, got)
+		require.Zero(t, stages)
+	})
+	t.Run("a file written since", func(t *testing.T) {
+		dir := setup(t)
+		stage := killed(t, dir, true)
+		past := time.Now().Add(-time.Hour)
+		for _, p := range []string{filepath.Join(stage, ".commit"), filepath.Join(dir, "model.onnx_data"), filepath.Join(dir, "config.json"), filepath.Join(dir, "stale.txt")} {
+			require.NoError(t, os.Chtimes(p, past, past))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "model.onnx"), []byte("exported since"), 0o666))
+		s, err := NewStage(dir)
+		require.NoError(t, err)
+		require.NoError(t, s.Discard())
+		got, stages := dirFiles(t, dir)
+		require.Equal(t, map[string]string{"model.onnx_data": "new data", "model.onnx": "exported since", "config.json": "new config"}, got)
+		require.Zero(t, stages)
+	})
+	t.Run("killed while writing", func(t *testing.T) {
+		dir := setup(t)
+		stage := killed(t, dir, false)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "model.onnx_data"), []byte("old data"), 0o666)) // nothing moved yet
+		s, err := NewStage(dir)
+		require.NoError(t, err)
+		require.NoError(t, s.Discard())
+		got, _ := dirFiles(t, dir)
+		require.Equal(t, old, got)
+		require.DirExists(t, stage, "a recent stage without a record may still be locking")
+	})
+	t.Run("a live commit", func(t *testing.T) {
+		dir := setup(t)
+		stage := killed(t, dir, true)
+		f, err := os.Open(stage)
+		require.NoError(t, err)
+		defer f.Close()
+		require.True(t, lockExclusive(f))
+		s, err := NewStage(dir)
+		require.NoError(t, err)
+		require.NoError(t, s.Discard())
+		got, _ := dirFiles(t, dir)
+		require.Equal(t, "old model", got["model.onnx"])
+		require.DirExists(t, stage)
 	})
 }
