@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/atomicfile"
@@ -202,11 +203,14 @@ func lockRunDir(dir string) (*runLock, error) {
 
 // release unlocks the run directory and returns err with release's own
 // errors. A run that failed (err not nil) before it started, in a
-// directory made for it, has its artifacts (rl.ArtifactsDir, built for
-// the refused run, and rebuilt by the next) and the directories made
-// removed again.
+// directory made for it that holds nothing else, has its artifacts
+// (rl.ArtifactsDir, built for the refused run, and rebuilt by the next)
+// and the directories made removed again. A directory that another
+// process has written into meanwhile (an eval --out DIR, which shares
+// its artifacts; a run that took the directory between missingDirs and
+// the lock) keeps them.
 func (l *runLock) release(err error) error {
-	undo := err != nil && !l.started && len(l.created) > 0
+	undo := err != nil && !l.started && len(l.created) > 0 && holdsOnly(l.dir, rl.LockFile, rl.ArtifactsDir)
 	if undo {
 		if rerr := os.RemoveAll(filepath.Join(l.dir, rl.ArtifactsDir)); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("--out %s: remove the artifacts of the refused run: %w", l.dir, rerr))
@@ -228,4 +232,18 @@ func removeEmptyDirs(dirs []string) {
 			return
 		}
 	}
+}
+
+// holdsOnly reports whether dir's entries are all among names.
+func holdsOnly(dir string, names ...string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if !slices.Contains(names, e.Name()) {
+			return false
+		}
+	}
+	return true
 }

@@ -25,7 +25,7 @@ import (
 // locks (flock.Unsupported) the file alone is the lock
 // (lockRunByPID).
 func lockRun(dir string) (func() error, error) {
-	path := filepath.Join(dir, lockFile)
+	path := filepath.Join(dir, LockFile)
 	for range 3 {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
 		if err != nil {

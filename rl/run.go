@@ -35,7 +35,7 @@ const (
 	TrainingPlot    = "training.png"
 	CheckpointsDir  = "checkpoints"
 	ArtifactsDir    = "artifacts"
-	lockFile        = ".lock"
+	LockFile        = ".lock"
 	previousPattern = "previous-"
 )
 

@@ -884,7 +884,7 @@ func TestRunLock(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			lock := filepath.Join(dir, lockFile)
+			lock := filepath.Join(dir, LockFile)
 			if tt.file {
 				require.NoError(t, os.WriteFile(lock, []byte(tt.content), 0o644))
 			}
@@ -956,7 +956,7 @@ func TestRunLockExcludesUnderContention(t *testing.T) {
 	}
 	wg.Wait()
 	require.Positive(t, taken.Load())
-	require.NoFileExists(t, filepath.Join(dir, lockFile))
+	require.NoFileExists(t, filepath.Join(dir, LockFile))
 }
 
 // TestRunFreshMovesAside: --fresh keeps the previous run's files under
@@ -1449,7 +1449,7 @@ func TestRunLockByPID(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, lockFile)
+			path := filepath.Join(dir, LockFile)
 			if tc.content != "" {
 				require.NoError(t, os.WriteFile(path, []byte(tc.content), 0o666))
 			}
