@@ -78,6 +78,11 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 		return err
 	}
 	defer func() { err = lock.release(err) }()
+	// A run killed while it moved its model in from the stage left part
+	// of it there: that model is whole again before --out is looked at.
+	if err := atomicfile.FinishKilled(f.out); err != nil {
+		return fmt.Errorf("--out %s: %w", f.out, err)
+	}
 	if err := refuseOverwrite(f.out, f.overwrite); err != nil {
 		return err
 	}

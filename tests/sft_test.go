@@ -284,3 +284,44 @@ func TestSFTOtherModelRefusedBeforeArtifacts(t *testing.T) {
 	requireExit(t, r, 1, nil, out+" holds an sft run of embedded", "use another --out, or --fresh")
 	require.Equal(t, before, artifacts(), "the run's artifacts are untouched")
 }
+
+// TestSFTKilledWhileMovingItsModelIn: sft killed (SIGKILL, a second
+// Ctrl-C) within the renames that move its model, config, tokenizer and
+// log in from the stage left --out with the new model.onnx and the rest
+// in the stage; the same command run again was refused at once ("already
+// holds a model"), before anything would finish that commit, so --out
+// kept a model.onnx without its config.json and tokenizer.json. The rerun
+// finishes the commit first: the model is whole, and the refusal is
+// then true.
+func TestSFTKilledWhileMovingItsModelIn(t *testing.T) {
+	requireRuntime(t)
+	out := filepath.Join(t.TempDir(), "sft")
+	args := []string{"sft", "--out", out, "--steps", "1", "--batch", "2", "--eval-problems", "2", "--quiet"}
+	r := spiral(t, nil, args...)
+	require.Equal(t, 0, r.code, r.stderr)
+	moved := []string{"config.json", "tokenizer.json", "sft.jsonl"}
+	want := map[string][]byte{}
+	for _, n := range append([]string{"model.onnx"}, moved...) {
+		b, err := os.ReadFile(filepath.Join(out, n))
+		require.NoError(t, err)
+		want[n] = b
+	}
+	// What the kill left: model.onnx moved in, the rest still in the
+	// stage beside the commit's record.
+	stage := filepath.Join(out, ".stage-123")
+	require.NoError(t, os.Mkdir(stage, 0o755))
+	for _, n := range moved {
+		require.NoError(t, os.Rename(filepath.Join(out, n), filepath.Join(stage, n)))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(stage, ".commit"),
+		[]byte(`{"move":["model.onnx","config.json","tokenizer.json","sft.jsonl"],"remove":["model.onnx_data"]}`), 0o644))
+	r = spiral(t, nil, args...)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "already holds a model")
+	for n, b := range want {
+		got, err := os.ReadFile(filepath.Join(out, n))
+		require.NoError(t, err, n)
+		require.Equal(t, b, got, n)
+	}
+	require.NoDirExists(t, stage)
+}

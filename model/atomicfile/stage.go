@@ -19,7 +19,7 @@ import (
 // by the next NewStage in the directory. The stage (.stage-N in the directory) is locked while its
 // process lives; one a killed process left behind is removed by the
 // next NewStage in the directory (see removeAbandoned), or, when it was
-// killed within Commit's renames, finished by it (see finishKilled).
+// killed within Commit's renames, finished by it (see FinishKilled).
 type Stage struct {
 	dir, tmp string
 	// lock is the stage's directory, open and flock(2)ed until Commit or
@@ -57,7 +57,7 @@ func NewStage(dir string) (*Stage, error) {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, err
 	}
-	if err := finishKilled(dir); err != nil {
+	if err := FinishKilled(dir); err != nil {
 		return nil, err
 	}
 	removeAbandoned(dir, stagePrefix)
@@ -124,7 +124,7 @@ func (s *Stage) Commit(names ...string) error {
 		return err
 	}
 	// Written (and synced) before the first rename: a process killed
-	// within the renames leaves the record for finishKilled.
+	// within the renames leaves the record for FinishKilled.
 	if err := WriteFile(filepath.Join(s.tmp, commitRecord), record, 0o666); err != nil {
 		s.committing = false
 		return fmt.Errorf("atomicfile: commit to %s: %w", s.dir, err)
@@ -161,13 +161,14 @@ func (s *Stage) Commit(names ...string) error {
 	return os.Remove(s.tmp)
 }
 
-// finishKilled finishes the commits to dir that their processes were
-// killed within: each stage holding a commit record that no live process
+// FinishKilled finishes the commits to dir that their processes were
+// killed within (NewStage does first; a command that reads what a
+// commit writes before it makes a stage calls it itself): each stage holding a commit record that no live process
 // holds the lock of has its files moved in and the record's other names
 // removed, as Commit would have, and is then removed. The record was
 // written under the stage's lock, so no wait for a lock to be taken is
 // needed (as removeAbandoned's is).
-func finishKilled(dir string) error {
+func FinishKilled(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("atomicfile: read %s: %w", dir, err)
@@ -185,7 +186,7 @@ func finishKilled(dir string) error {
 }
 
 // finishStage finishes the killed commit of stage into dir, if it is one
-// (see finishKilled).
+// (see FinishKilled).
 func finishStage(dir, stage string) error {
 	record := filepath.Join(stage, commitRecord)
 	b, err := os.ReadFile(record)
