@@ -102,6 +102,12 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if err := checkWeightsFit(c); err != nil {
 			return err
 		}
+		// A run killed while it moved its model in from the stage left
+		// part of it there: that model is whole again before --out is
+		// looked at.
+		if err := atomicfile.FinishKilled(*out); err != nil {
+			return fmt.Errorf("--out %s: %w", *out, err)
+		}
 		if err := refuseOverwrite(*out, *overwrite); err != nil {
 			return err
 		}

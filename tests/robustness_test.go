@@ -314,3 +314,32 @@ func TestInterruptWhileWaitingForArtifacts(t *testing.T) {
 		})
 	}
 }
+
+// TestInitModelKilledWhileMovingItsModelIn: init-model killed (SIGKILL,
+// a second Ctrl-C) within the renames that move its model, config and
+// tokenizer in from the stage left model.onnx in --out and the rest in
+// the stage; the same command run again was refused ("already holds a
+// model") before it made the stage that would finish that commit, so
+// --out kept a model.onnx without config.json and tokenizer.json. The
+// rerun finishes the commit first.
+func TestInitModelKilledWhileMovingItsModelIn(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m")
+	args := []string{"init-model", "--out", out, "--layers", "1"}
+	r := spiral(t, nil, args...)
+	require.Equal(t, 0, r.code, r.stderr)
+	moved := []string{"config.json", "tokenizer.json"}
+	stage := filepath.Join(out, ".stage-123")
+	require.NoError(t, os.Mkdir(stage, 0o755))
+	for _, n := range moved {
+		require.NoError(t, os.Rename(filepath.Join(out, n), filepath.Join(stage, n)))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(stage, ".commit"),
+		[]byte(`{"move":["model.onnx","config.json","tokenizer.json"],"remove":["model.onnx_data"]}`), 0o644))
+	r = spiral(t, nil, args...)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "already holds a model")
+	for _, n := range moved {
+		require.FileExists(t, filepath.Join(out, n))
+	}
+	require.NoDirExists(t, stage)
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Stage holds the files that will replace a set of files of one
@@ -170,6 +171,9 @@ func (s *Stage) Commit(names ...string) error {
 // needed (as removeAbandoned's is).
 func FinishKilled(dir string) error {
 	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil // nothing was committed there (and making it will say why)
+	}
 	if err != nil {
 		return fmt.Errorf("atomicfile: read %s: %w", dir, err)
 	}
