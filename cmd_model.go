@@ -132,6 +132,12 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		// that model's tokenizer and which exports would copy beside this
 		// one's.
 		names := append([]string{"model.onnx" + onnx.DataFileSuffix, "model.onnx", model.ConfigFile}, model.SideFileNames()...)
+		// A Ctrl-C while the model file was written (one write of the
+		// whole graph, past the last weight's check) leaves --out as
+		// it was too.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if err := stage.Commit(names...); err != nil {
 			return fmt.Errorf("--out %s: %w", *out, err)
 		}

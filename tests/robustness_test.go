@@ -343,3 +343,27 @@ func TestInitModelKilledWhileMovingItsModelIn(t *testing.T) {
 	}
 	require.NoDirExists(t, stage)
 }
+
+// TestInitModelCtrlCWhileWriting: Ctrl-C while init-model writes its
+// model file (a single write of the whole graph, past the last weight
+// drawn) said "stopping" and then moved the model in anyway, exiting 0;
+// README says Ctrl-C leaves --out as it was. It is now checked before
+// the commit: exit 130, and --out holds no model.
+func TestInitModelCtrlCWhileWriting(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m")
+	cmd := exec.Command(binary, "init-model", "--out", out, "--layers", "8", "--hidden", "512", "--intermediate", "1536")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	// The model's temporary file in the stage appears as its write begins.
+	require.Eventually(t, func() bool {
+		tmp, _ := filepath.Glob(filepath.Join(out, ".stage-*", ".model.onnx.tmp-*"))
+		return len(tmp) > 0
+	}, time.Minute, time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, stderr.String())
+	require.Equal(t, 130, exit.ExitCode(), stderr.String())
+	require.NoFileExists(t, filepath.Join(out, "model.onnx"))
+}
