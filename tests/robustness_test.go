@@ -367,3 +367,38 @@ func TestInitModelCtrlCWhileWriting(t *testing.T) {
 	require.Equal(t, 130, exit.ExitCode(), stderr.String())
 	require.NoFileExists(t, filepath.Join(out, "model.onnx"))
 }
+
+// TestEvalKilledWithinItsCommit: an evaluation killed (SIGKILL, a second
+// Ctrl-C) between the renames that move its plot, traces and report in
+// left its traces beside the earlier report (passk.json of 2 problems
+// beside 6 trace lines of 3). The next evaluation in --out, of any mode,
+// finishes that commit first: the report, plot and traces are then the
+// killed evaluation's, all three.
+func TestEvalKilledWithinItsCommit(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	eval := func(out string, limit string, mode string) {
+		r := spiral(t, nil, "eval", "--mode", mode, "--limit", limit, "--samples", "2", "--max-new-tokens", "8", "--traces", "--quiet", "--out", out)
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	newer, out := filepath.Join(dir, "new"), filepath.Join(dir, "out")
+	eval(newer, "3", "passk")
+	eval(out, "2", "passk")
+	// What the kill left: plot and traces moved in, the report still in
+	// the stage beside the commit's record.
+	stage := filepath.Join(out, ".stage-123")
+	require.NoError(t, os.Mkdir(stage, 0o755))
+	for _, f := range []struct{ name, to string }{{"passk.png", out}, {"passk.traces.jsonl", out}, {"passk.json", stage}} {
+		b, err := os.ReadFile(filepath.Join(newer, f.name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(f.to, f.name), b, 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(stage, ".commit"),
+		[]byte(`{"move":["passk.png","passk.traces.jsonl","passk.json"],"remove":[]}`), 0o644))
+	eval(out, "2", "sequential")
+	var rep report.PassAtK
+	require.NoError(t, report.ReadJSON(filepath.Join(out, "passk.json"), &rep))
+	require.Equal(t, 3, rep.Meta.Problems)
+	require.Equal(t, 6, countLines(t, filepath.Join(out, "passk.traces.jsonl")))
+	require.NoDirExists(t, stage)
+}
