@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/atomicfile"
@@ -164,17 +165,28 @@ func (s sidecar) write() error {
 }
 
 // missingDirs returns dir and those of its parents that do not exist,
-// innermost first: what os.MkdirAll(dir) would create.
+// innermost first: what os.MkdirAll(dir) would create. The parents are
+// dir's own, not its cleaned path's, as MkdirAll walks them: a
+// "new/../run" makes new too (a "." or ".." element names a directory
+// made or there already, and is left out).
 func missingDirs(dir string) []string {
 	var out []string
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+	for d := dir; ; {
+		d = strings.TrimRight(d, string(filepath.Separator))
+		if d == "" {
+			return out // the root
+		}
 		if _, err := os.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
 			return out
 		}
-		out = append(out, d)
-		if filepath.Dir(d) == d {
+		if base := filepath.Base(d); base != "." && base != ".." {
+			out = append(out, d)
+		}
+		i := strings.LastIndexByte(d, filepath.Separator)
+		if i < 0 {
 			return out
 		}
+		d = d[:i]
 	}
 }
 

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -45,5 +48,24 @@ func TestRefusedRunLeavesOthersFiles(t *testing.T) {
 				require.FileExists(t, filepath.Join(dir, f))
 			}
 		})
+	}
+}
+
+// TestRefusedRunPathThroughParent: a --out through a directory that did
+// not exist and "..", as MkdirAll makes it (newx/../newy makes newx and
+// newy), left newx behind when the first run was refused: the
+// directories made were taken from the cleaned path (newy alone). Every
+// directory made is removed again.
+func TestRefusedRunPathThroughParent(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"train", "--lora-rank", "65", "--steps", "1", "--quiet", "--out", filepath.Join(dir, "newx") + "/../newy"},
+		{"artifacts", "--lora-rank", "65", "--out", filepath.Join(dir, "newa") + "/../newb"},
+	} {
+		var stderr bytes.Buffer
+		require.Equal(t, exitUsage, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Empty(t, entries, "%q", args)
 	}
 }
