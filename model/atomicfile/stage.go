@@ -17,10 +17,11 @@ import (
 // in by rename, so that an interruption leaves a mix of old and new
 // files only within Commit's renames, never within a file or the
 // writing, and a mix left by a process killed within them is finished
-// by the next NewStage in the directory. The stage (.stage-N in the directory) is locked while its
-// process lives; one a killed process left behind is removed by the
-// next NewStage in the directory (see removeAbandoned), or, when it was
-// killed within Commit's renames, finished by it (see FinishKilled).
+// by the next NewStage in the directory. The stage (.stage-N in the
+// directory) is locked while its process lives; one a killed process
+// left behind is removed by the next NewStage in the directory (see
+// removeAbandoned), or, when it was killed within Commit's renames,
+// finished by it (see FinishKilled).
 type Stage struct {
 	dir, tmp string
 	// lock is the stage's directory, open and flock(2)ed until Commit or
@@ -164,9 +165,10 @@ func (s *Stage) Commit(names ...string) error {
 
 // FinishKilled finishes the commits to dir that their processes were
 // killed within (NewStage does first; a command that reads what a
-// commit writes before it makes a stage calls it itself): each stage holding a commit record that no live process
-// holds the lock of has its files moved in and the record's other names
-// removed, as Commit would have, and is then removed. The record was
+// commit writes before it makes a stage calls it itself): each stage
+// holding a commit record that no live process holds the lock of has its
+// files moved in and the record's other names removed, as Commit would
+// have, and is then removed. The record was
 // written under the stage's lock, so no wait for a lock to be taken is
 // needed (as removeAbandoned's is).
 func FinishKilled(dir string) error {
