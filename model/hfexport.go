@@ -420,10 +420,7 @@ func checkRotary(path string, cfg HFConfig, m *onnx.Model) error {
 // computation).
 func holdsValues(m *onnx.Model, want []float32) (bool, error) {
 	g := m.Graph()
-	var tensors []*onnxpb.TensorProto
-	for _, t := range g.GetInitializer() {
-		tensors = append(tensors, t)
-	}
+	tensors := slices.Clone(g.GetInitializer())
 	for _, n := range g.GetNode() {
 		if n.GetOpType() == "Constant" {
 			for _, a := range n.GetAttribute() {
