@@ -130,7 +130,7 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, tra
 		}
 		have, err := os.ReadFile(f.to)
 		switch {
-		case err == nil && (bytes.Equal(have, f.data) || sameFile(f.to, s.from)):
+		case err == nil && (bytes.Equal(have, f.data) || model.SameFile(f.to, s.from)):
 			continue // there already, or the source's own (exported beside it)
 		case err == nil && bytes.Equal(have, b):
 			// A copy of the source's config.json, which the trained

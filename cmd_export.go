@@ -81,7 +81,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		if err != nil {
 			return err
 		}
-		if *format == "onnx" && sameFile(*out, r.onnx) {
+		if *format == "onnx" && model.SameFile(*out, r.onnx) {
 			return usageError{fmt.Errorf("--out %s is the file of --model %s: the export would replace the model it reads, which the checkpoint's run was trained from; give another --out", *out, r.onnx)}
 		}
 		// The tokenizer's Hugging Face files, which hf writes where the

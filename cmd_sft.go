@@ -66,7 +66,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	if err := checkCandidatesFit(task, sess.prompter(templateSet{}), f.cfg); err != nil {
 		return err
 	}
-	if sameFile(f.out, filepath.Dir(sess.onnx)) {
+	if model.SameFile(f.out, filepath.Dir(sess.onnx)) {
 		return usageError{fmt.Errorf("--out %s is the directory of --model: sft would write its model.onnx over the model it starts from; give another --out", f.out)}
 	}
 	// Locked as a run directory is: a second sft into --out is refused
@@ -196,16 +196,6 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 		return fmt.Errorf("--out %s: the model is written, but its checkpoints were not removed: %w", f.out, err)
 	}
 	return nil
-}
-
-// sameFile reports whether a and b are one existing file or directory.
-func sameFile(a, b string) bool {
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	sb, err := os.Stat(b)
-	return err == nil && os.SameFile(sa, sb)
 }
 
 // checkCandidatesFit refuses a --candidates whose aggregation examples

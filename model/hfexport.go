@@ -284,8 +284,9 @@ func mergeOnRead(src string, l lmgraph.LoRA, adapters *params.Store, srcs []hfSo
 	return nil
 }
 
-// isFile reports whether the paths a and b name one existing file.
-func isFile(a, b string) bool {
+// SameFile reports whether the paths a and b name one existing file or
+// directory.
+func SameFile(a, b string) bool {
 	sa, err := os.Stat(a)
 	if err != nil {
 		return false
@@ -593,7 +594,7 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 		}
 		// Trained weights' config.json names no model they are not; the
 		// source's own (exported into its directory) is left as it is.
-		if name == ConfigFile && (l.Enabled() || trained.Len() > 0) && !isFile(filepath.Join(dir, name), f.From) {
+		if name == ConfigFile && (l.Enabled() || trained.Len() > 0) && !SameFile(filepath.Join(dir, name), f.From) {
 			if b, err = TrainedConfig(b); err != nil {
 				return 0, fmt.Errorf("model: hf export: %s: %w", f.From, err)
 			}
