@@ -118,7 +118,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 		name = f.engine.model + "@" + f.engine.baseURL
 	}
 	if ckpt != "" {
-		name += "@" + checkpointName(ckpt)
+		name += "@" + rl.CheckpointName(ckpt)
 	}
 	meta := report.Meta{Model: name, Label: f.label, Dataset: dsName, Problems: len(problems), Seed: f.seed, Timestamp: time.Now().UTC(),
 		Extra: map[string]string{
@@ -301,18 +301,4 @@ func (c *cutCounter) note(w io.Writer, maxNew int, rule rl.RewardRule) {
 		fmt.Fprint(w, "; "+h)
 	}
 	fmt.Fprintln(w)
-}
-
-// checkpointName names the checkpoint directory ckpt in a report: with
-// its run directory (RUN/checkpoints/ckpt-N gives RUN/ckpt-N), so that the
-// evaluations of two runs' checkpoints of one step, left unlabelled, are
-// told apart by compare and plot rather than averaged as seeds of one
-// model; a checkpoint outside a run's checkpoints directory by its own
-// name.
-func checkpointName(ckpt string) string {
-	parent := filepath.Dir(ckpt)
-	if filepath.Base(parent) != "checkpoints" {
-		return filepath.Base(ckpt)
-	}
-	return filepath.Base(filepath.Dir(parent)) + "/" + filepath.Base(ckpt)
 }

@@ -434,7 +434,7 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	// The weights evaluated are the last step's, named as eval names a
 	// checkpoint it reads (RUN/ckpt-N), not the model the run started
 	// from.
-	model := p.Settings.Model + "@" + filepath.Base(cfg.Dir) + "/" + checkpoint.DirName(int64(tr.Step()))
+	model := p.Settings.Model + "@" + CheckpointName(filepath.Join(cfg.Dir, CheckpointsDir, checkpoint.DirName(int64(tr.Step()))))
 	meta := report.Meta{Model: model, Label: tr.Config().Algo, Dataset: p.HeldName,
 		Problems: len(p.Held), Seed: seed, Timestamp: time.Now().UTC(), ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: p.Settings.HeldOut.Digest}
 	if err := report.WriteJSON(filepath.Join(cfg.Dir, FinalRSAFile), report.NewRSA(meta, res)); err != nil {
@@ -1009,4 +1009,18 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 		c.Torn = append(c.Torn, evals)
 	}
 	return c, nil
+}
+
+// CheckpointName names the checkpoint directory ckpt in a report: with
+// its run directory (RUN/checkpoints/ckpt-N gives RUN/ckpt-N), so that the
+// evaluations of two runs' checkpoints of one step, left unlabelled, are
+// told apart by compare and plot rather than averaged as seeds of one
+// model; a checkpoint outside a run's checkpoints directory by its own
+// name.
+func CheckpointName(ckpt string) string {
+	parent := filepath.Dir(ckpt)
+	if filepath.Base(parent) != CheckpointsDir {
+		return filepath.Base(ckpt)
+	}
+	return filepath.Base(filepath.Dir(parent)) + "/" + filepath.Base(ckpt)
 }

@@ -1,4 +1,4 @@
-package main
+package rl
 
 import (
 	"testing"
@@ -14,6 +14,6 @@ func TestCheckpointName(t *testing.T) {
 		{"/abs/grpo/checkpoints/ckpt-000001", "grpo/ckpt-000001"},
 		{"saved/ckpt-000010", "ckpt-000010"},
 	} {
-		require.Equal(t, c.want, checkpointName(c.ckpt), c.ckpt)
+		require.Equal(t, c.want, CheckpointName(c.ckpt), c.ckpt)
 	}
 }
