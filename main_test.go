@@ -1254,21 +1254,30 @@ func TestUnreadableTemplateOfTheRunsSize(t *testing.T) {
 	dir := t.TempDir()
 	agg := filepath.Join(dir, "agg.txt")
 	require.NoError(t, os.WriteFile(agg, []byte("{{.Problem}} § {{(index .Candidates 0).Text}} {{(index .Candidates 1).Text}}\n"), 0o644))
-	const refused = "spiral train: --lora-rank 65: model.layers.0.self_attn.q_proj is [64, 128]: want at most 64, the smaller side, past which an adapter is no more expressive\n"
 	const unreadable = "spiral: warning: the aggregation template has 1 characters the model's tokenizer does not know (<unk>), which the model cannot read; give one it was trained on (--aggregate-template)\n"
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--n1", "4", "--k", "2", "--n", "2", "--n2", "2"}, unreadable + refused},
-		{[]string{"--algo", "grpo"}, refused},
+		{[]string{"--n1", "4", "--k", "2", "--n", "2", "--n2", "2"}, unreadable + loraRankRefused},
+		{[]string{"--algo", "grpo"}, loraRankRefused},
 	} {
-		args := append([]string{"train", "--aggregate-template", agg, "--final-rsa-steps", "0", "--lora-rank", "65", "--quiet", "--out", filepath.Join(dir, "run")}, tc.args...)
-		var stderr bytes.Buffer
-		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
-		require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
-		require.Equal(t, tc.want, stderr.String(), "%q", args)
+		requireStderrOfUsage(t, append([]string{"train", "--aggregate-template", agg, "--final-rsa-steps", "0", "--lora-rank", "65", "--quiet", "--out", filepath.Join(dir, "run")}, tc.args...), tc.want)
 	}
+}
+
+// loraRankRefused is train's refusal of --lora-rank 65 on the embedded
+// model, which tests use to stop a run after its startup warnings.
+const loraRankRefused = "spiral train: --lora-rank 65: model.layers.0.self_attn.q_proj is [64, 128]: want at most 64, the smaller side, past which an adapter is no more expressive\n"
+
+// requireStderrOfUsage runs args, which must end in a usage error, and
+// requires stderr to be want.
+func requireStderrOfUsage(t *testing.T, args []string, want string) {
+	t.Helper()
+	var stderr bytes.Buffer
+	code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+	require.Equal(t, want, stderr.String(), "%q", args)
 }
 
 // TestUnreadableProblemsBesideTemplate: problems the tokenizer cannot
@@ -1287,7 +1296,6 @@ func TestUnreadableProblemsBesideTemplate(t *testing.T) {
 	require.NoError(t, os.WriteFile(search, []byte("{{.Problem}} §\n"), 0o644))
 	problems := filepath.Join(dir, "p.jsonl")
 	require.NoError(t, os.WriteFile(problems, []byte(`{"problem": "1+2=x", "answer": "3"}`+"\n"+`{"problem": "1+3=x ¶", "answer": "4"}`+"\n"), 0o644))
-	const refused = "spiral train: --lora-rank 65: model.layers.0.self_attn.q_proj is [64, 128]: want at most 64, the smaller side, past which an adapter is no more expressive\n"
 	const template = "spiral: warning: the search template has 1 characters the model's tokenizer does not know (<unk>), which the model cannot read; give one it was trained on (--search-template)\n"
 	note := "spiral: note: no held-out evaluation (eval.jsonl, rsa.json): training on --data " + problems + ", give --eval-data for one\n"
 	unreadable := "spiral: warning: 1 of 2 problems hold characters the model's tokenizer does not know (<unk>), first " + problems + ":2: \"1+3=x ¶\"\n"
@@ -1295,14 +1303,10 @@ func TestUnreadableProblemsBesideTemplate(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--search-template", search}, note + template + unreadable + refused},
-		{nil, note + unreadable + refused},
+		{[]string{"--search-template", search}, note + template + unreadable + loraRankRefused},
+		{nil, note + unreadable + loraRankRefused},
 	} {
-		args := append([]string{"train", "--data", problems, "--problems", "2", "--algo", "grpo", "--final-rsa-steps", "0", "--lora-rank", "65", "--quiet", "--out", filepath.Join(dir, "run")}, tc.args...)
-		var stderr bytes.Buffer
-		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
-		require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
-		require.Equal(t, tc.want, stderr.String(), "%q", args)
+		requireStderrOfUsage(t, append([]string{"train", "--data", problems, "--problems", "2", "--algo", "grpo", "--final-rsa-steps", "0", "--lora-rank", "65", "--quiet", "--out", filepath.Join(dir, "run")}, tc.args...), tc.want)
 	}
 }
 
