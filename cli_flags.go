@@ -522,6 +522,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.packPrompts, "pack-prompts", true, "train the completions of one prompt (a subset's aggregation traces) in one row that computes the prompt once, where that costs less and fits --micro-batch-tokens; false trains every trace in a row of its own (the same gradient but for float rounding)")
 	fs.BoolVar(&c.Advantage.ScaleSearch, "scale-search-adv", false, "divide set advantages by their std")
 	fs.BoolVar(&c.Advantage.ScaleAggregation, "scale-agg-adv", false, "divide aggregation advantages by their subset's std")
+	fs.Float64Var(&c.Advantage.SearchOwnReward, "search-own-reward", 0, "add this weight times a search trace's own reward, minus the mean over its problem's search traces, to its set advantage (not in the paper; 0 = SPIRAL as published)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed")
 	fs.IntVar(&f.run.CheckpointEvery, "checkpoint-every", 10, "checkpoint every N steps (and at the end or on Ctrl-C)")
 	fs.IntVar(&f.run.Keep, "keep", 3, "checkpoints to keep (0 = all)")
@@ -591,7 +592,7 @@ func (f *trainFlags) validate() error {
 // spiralOnlyFlags are train's flags that only the SPIRAL pipeline's
 // algorithms read (--agg-rounds with GRPO is rl.Config's to refuse;
 // --candidate-tokens, which the final RSA reads too, is ignoredFlags').
-var spiralOnlyFlags = []string{"n1", "k", "n", "n2", "scale-search-adv", "scale-agg-adv"}
+var spiralOnlyFlags = []string{"n1", "k", "n", "n2", "scale-search-adv", "scale-agg-adv", "search-own-reward"}
 
 // ignoredFlags lists the flags given that --algo does not read, each with
 // why: GRPO samples --group traces a problem and no SPIRAL pipeline, the
@@ -627,6 +628,9 @@ func (f *trainFlags) ignoredFlags() []string {
 		out = append(out, "--scale-agg-adv scales the aggregation traces' advantages; --algo search-only, which trains the search traces alone, ignores it")
 	case f.cfg.Algo == rl.AlgoAggOnly && f.changed("scale-search-adv"):
 		out = append(out, "--scale-search-adv scales the set advantages that credit a round's candidates (the search traces, and with --agg-rounds above 1 the previous round's aggregation traces); --algo agg-only, which trains the aggregation traces on their own rewards alone, ignores it")
+	}
+	if f.cfg.Algo == rl.AlgoAggOnly && f.changed("search-own-reward") {
+		out = append(out, "--search-own-reward adds to the search traces' advantages; --algo agg-only, which trains the aggregation traces alone, ignores it")
 	}
 	out = append(out, f.reward.ignored()...)
 	// The held-out evaluations' flags where none reads them.

@@ -51,6 +51,15 @@ type AdvantageOptions struct {
 	// TrainAggregation is false. It excludes AggregationOnly: together
 	// they would train nothing.
 	SearchOnly bool
+	// SearchOwnReward, when nonzero, adds to each search trace's set
+	// advantage that weight times the trace's own reward centred on the
+	// mean over the search traces the subsets hold (Dr. GRPO's unscaled
+	// advantage within the problem): a search trace is then credited for
+	// its own answer as well as for what the aggregator makes of the sets
+	// it sits in. Not in the paper, whose search traces learn through the
+	// set term alone: 0 (the default) is SPIRAL as published. It needs
+	// SpiralProblem.SearchRewards.
+	SearchOwnReward float64 `json:",omitempty"`
 }
 
 // SpiralProblem holds one problem's SPIRAL rollout rewards.
@@ -65,6 +74,9 @@ type SpiralProblem struct {
 	NumSearch int         // N1
 	Subsets   [][]int     // [K][n_g], indices into the search traces
 	Rewards   [][]float64 // [K][N2_g], rewards of the aggregation traces
+	// SearchRewards are the search traces' own rewards [N1], read only
+	// under AdvantageOptions.SearchOwnReward (nil otherwise).
+	SearchRewards []float64
 }
 
 // Validate reports the first structural problem of p: no subsets, an empty
@@ -102,6 +114,14 @@ func (p SpiralProblem) Validate() error {
 			if math.IsNaN(r) || math.IsInf(r, 0) {
 				return fmt.Errorf("rl: spiral problem: subset %d: reward %d is %v", g, j, r)
 			}
+		}
+	}
+	if p.SearchRewards != nil && len(p.SearchRewards) != p.NumSearch {
+		return fmt.Errorf("rl: spiral problem: %d search rewards for %d search traces", len(p.SearchRewards), p.NumSearch)
+	}
+	for i, r := range p.SearchRewards {
+		if math.IsNaN(r) || math.IsInf(r, 0) {
+			return fmt.Errorf("rl: spiral problem: search reward %d is %v", i, r)
 		}
 	}
 	return nil
@@ -177,15 +197,22 @@ func (r SpiralResult) Informative() bool {
 //	A_marg(x,y) = mean_{G : y in G} A#(x,G)      (no gradient if no G holds y)
 //	A(x,y*)    = r(x,y*) - f(x,G)                 (y* aggregates G)
 //
-// Optional std scaling and the ablations are described in
-// AdvantageOptions. It returns an error if p does not validate or opt sets
-// both ablations.
+// Optional std scaling, the own-reward term and the ablations are
+// described in AdvantageOptions. It returns an error if p does not
+// validate, opt sets both ablations, or opt asks for the own-reward term
+// (a finite weight) without p.SearchRewards.
 func SpiralAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, error) {
 	if opt.AggregationOnly && opt.SearchOnly {
 		return SpiralResult{}, fmt.Errorf("rl: spiral advantages: AggregationOnly and SearchOnly together train nothing")
 	}
+	if math.IsNaN(opt.SearchOwnReward) || math.IsInf(opt.SearchOwnReward, 0) {
+		return SpiralResult{}, fmt.Errorf("rl: spiral advantages: own-reward weight %v: want a finite number", opt.SearchOwnReward)
+	}
 	if err := p.Validate(); err != nil {
 		return SpiralResult{}, err
+	}
+	if opt.SearchOwnReward != 0 && p.SearchRewards == nil {
+		return SpiralResult{}, fmt.Errorf("rl: spiral advantages: own-reward weight %v without the search traces' rewards", opt.SearchOwnReward)
 	}
 	k := len(p.Subsets)
 	res := SpiralResult{
@@ -228,7 +255,32 @@ func SpiralAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, erro
 			res.Search[i] = (valueSum[i]/float64(m) - fbar) * scale
 		}
 	}
+	if opt.SearchOwnReward != 0 {
+		addOwnReward(res, p.SearchRewards, opt.SearchOwnReward)
+	}
 	return res, nil
+}
+
+// addOwnReward adds w x (r_i - mean r) to the advantage of each search
+// trace i that some subset holds, the mean taken over those traces (by
+// the constant-group rule, nothing when their rewards are all equal).
+func addOwnReward(res SpiralResult, rewards []float64, w float64) {
+	var held []int
+	var r []float64
+	for i, m := range res.Membership {
+		if m > 0 {
+			held = append(held, i)
+			r = append(r, rewards[i])
+		}
+	}
+	if len(held) == 0 {
+		return
+	}
+	centred := make([]float64, len(r))
+	centre(centred, r, false)
+	for k, i := range held {
+		res.Search[i] += w * centred[k]
+	}
 }
 
 // GRPOOptions selects the GRPO variant. The zero value is GRPO as in

@@ -86,29 +86,29 @@ func TestSpiralInformative(t *testing.T) {
 		want    bool
 		because string
 	}{
-		{"all correct", SpiralProblem{3, [][]int{{0, 1}, {1, 2}}, [][]float64{{1, 1}, {1, 1}}}, AdvantageOptions{}, false,
+		{"all correct", SpiralProblem{NumSearch: 3, Subsets: [][]int{{0, 1}, {1, 2}}, Rewards: [][]float64{{1, 1}, {1, 1}}}, AdvantageOptions{}, false,
 			"f = [1 1], A# = 0, every r - f = 0"},
-		{"all wrong scaled", SpiralProblem{3, [][]int{{0, 1}, {1, 2}}, [][]float64{{0, 0}, {0, 0}}}, AdvantageOptions{ScaleSearch: true, ScaleAggregation: true}, false,
+		{"all wrong scaled", SpiralProblem{NumSearch: 3, Subsets: [][]int{{0, 1}, {1, 2}}, Rewards: [][]float64{{0, 0}, {0, 0}}}, AdvantageOptions{ScaleSearch: true, ScaleAggregation: true}, false,
 			"constant groups give exact zeros even when scaling"},
-		{"equal non-dyadic rewards", SpiralProblem{2, [][]int{{0}, {1}}, [][]float64{{0.1, 0.1, 0.1}, {0.1, 0.1, 0.1}}}, AdvantageOptions{}, false,
+		{"equal non-dyadic rewards", SpiralProblem{NumSearch: 2, Subsets: [][]int{{0}, {1}}, Rewards: [][]float64{{0.1, 0.1, 0.1}, {0.1, 0.1, 0.1}}}, AdvantageOptions{}, false,
 			"0.1+0.1+0.1 = 0.30000000000000004, /3 != 0.1, yet the constant-group rule gives exact zeros"},
-		{"set signal only", SpiralProblem{2, [][]int{{0}, {1}}, [][]float64{{1, 1}, {0, 0}}}, AdvantageOptions{}, true,
+		{"set signal only", SpiralProblem{NumSearch: 2, Subsets: [][]int{{0}, {1}}, Rewards: [][]float64{{1, 1}, {0, 0}}}, AdvantageOptions{}, true,
 			"f = [1 0], A# = [0.5 -0.5], A_marg = [0.5 -0.5]; aggregation rows constant"},
-		{"set signal only, agg-only", SpiralProblem{2, [][]int{{0}, {1}}, [][]float64{{1, 1}, {0, 0}}}, AdvantageOptions{AggregationOnly: true}, false,
+		{"set signal only, agg-only", SpiralProblem{NumSearch: 2, Subsets: [][]int{{0}, {1}}, Rewards: [][]float64{{1, 1}, {0, 0}}}, AdvantageOptions{AggregationOnly: true}, false,
 			"same as above but search traces carry no gradient"},
-		{"set signal cancels in marginal", SpiralProblem{2, [][]int{{0, 1}, {1, 0}}, [][]float64{{1, 1}, {0, 0}}}, AdvantageOptions{}, false,
+		{"set signal cancels in marginal", SpiralProblem{NumSearch: 2, Subsets: [][]int{{0, 1}, {1, 0}}, Rewards: [][]float64{{1, 1}, {0, 0}}}, AdvantageOptions{}, false,
 			"A# = [0.5 -0.5] but both traces sit in both subsets: A_marg = (0.5-0.5)/2 = 0"},
-		{"aggregation signal only", SpiralProblem{2, [][]int{{0}, {1}}, [][]float64{{1, 0}, {0, 1}}}, AdvantageOptions{AggregationOnly: true}, true,
+		{"aggregation signal only", SpiralProblem{NumSearch: 2, Subsets: [][]int{{0}, {1}}, Rewards: [][]float64{{1, 0}, {0, 1}}}, AdvantageOptions{AggregationOnly: true}, true,
 			"f = [0.5 0.5], A# = 0, A(y*) = ±0.5"},
-		{"aggregation signal only, search-only", SpiralProblem{2, [][]int{{0}, {1}}, [][]float64{{1, 0}, {0, 1}}}, AdvantageOptions{SearchOnly: true}, false,
+		{"aggregation signal only, search-only", SpiralProblem{NumSearch: 2, Subsets: [][]int{{0}, {1}}, Rewards: [][]float64{{1, 0}, {0, 1}}}, AdvantageOptions{SearchOnly: true}, false,
 			"same as above but aggregation traces carry no gradient"},
-		{"set signal only, search-only", SpiralProblem{2, [][]int{{0}, {1}}, [][]float64{{1, 1}, {0, 0}}}, AdvantageOptions{SearchOnly: true}, true,
+		{"set signal only, search-only", SpiralProblem{NumSearch: 2, Subsets: [][]int{{0}, {1}}, Rewards: [][]float64{{1, 1}, {0, 0}}}, AdvantageOptions{SearchOnly: true}, true,
 			"A_marg = [0.5 -0.5] on trained search traces"},
-		{"every trace in every subset", SpiralProblem{3, [][]int{{0, 1, 2}, {2, 0, 1}, {1, 2, 0}}, [][]float64{{0.4}, {0.3}, {0.5}}}, AdvantageOptions{}, false,
+		{"every trace in every subset", SpiralProblem{NumSearch: 3, Subsets: [][]int{{0, 1, 2}, {2, 0, 1}, {1, 2, 0}}, Rewards: [][]float64{{0.4}, {0.3}, {0.5}}}, AdvantageOptions{}, false,
 			"f = [0.4 0.3 0.5] differ, but each A_marg is the mean of all A#, exactly 0 (summing the centred A# leaves a rounding residue); one aggregation trace per subset has none"},
-		{"every trace in every subset, search-only", SpiralProblem{3, [][]int{{0, 1, 2}, {2, 0, 1}, {1, 2, 0}}, [][]float64{{0.1, 0.7}, {0.3}, {0.9, 0.2, 0.4}}}, AdvantageOptions{SearchOnly: true}, false,
+		{"every trace in every subset, search-only", SpiralProblem{NumSearch: 3, Subsets: [][]int{{0, 1, 2}, {2, 0, 1}, {1, 2, 0}}, Rewards: [][]float64{{0.1, 0.7}, {0.3}, {0.9, 0.2, 0.4}}}, AdvantageOptions{SearchOnly: true}, false,
 			"the same A_marg, and the aggregation traces' advantages are not trained"},
-		{"uncovered trace ignored", SpiralProblem{3, [][]int{{0}, {1}}, [][]float64{{1}, {1}}}, AdvantageOptions{}, false,
+		{"uncovered trace ignored", SpiralProblem{NumSearch: 3, Subsets: [][]int{{0}, {1}}, Rewards: [][]float64{{1}, {1}}}, AdvantageOptions{}, false,
 			"trace 2 has no subset; the rest is constant"},
 	}
 	for _, tc := range tests {
@@ -134,15 +134,15 @@ func TestSpiralProblemValidate(t *testing.T) {
 		want string
 	}{
 		{"no subsets", SpiralProblem{NumSearch: 2}, "no subsets"},
-		{"row mismatch", SpiralProblem{2, [][]int{{0}}, nil}, "0 reward rows for 1 subsets"},
-		{"empty subset", SpiralProblem{2, [][]int{{}}, [][]float64{{1}}}, "subset 0 is empty"},
-		{"index too big", SpiralProblem{2, [][]int{{0}, {2}}, [][]float64{{1}, {1}}}, "subset 1: index 2 outside [0, 2)"},
-		{"negative index", SpiralProblem{2, [][]int{{-1}}, [][]float64{{1}}}, "index -1 outside"},
-		{"repeated index", SpiralProblem{3, [][]int{{0, 1}, {2, 1, 2}}, [][]float64{{1}, {1}}}, "subset 1: index 2 repeated"},
-		{"no rewards", SpiralProblem{2, [][]int{{0}}, [][]float64{{}}}, "subset 0 has no aggregation rewards"},
-		{"nan reward", SpiralProblem{2, [][]int{{0}}, [][]float64{{1, math.NaN()}}}, "reward 1 is NaN"},
-		{"inf reward", SpiralProblem{2, [][]int{{0}}, [][]float64{{math.Inf(1)}}}, "reward 0 is +Inf"},
-		{"negative N1", SpiralProblem{-1, [][]int{{0}}, [][]float64{{1}}}, "NumSearch -1 < 0"},
+		{"row mismatch", SpiralProblem{NumSearch: 2, Subsets: [][]int{{0}}, Rewards: nil}, "0 reward rows for 1 subsets"},
+		{"empty subset", SpiralProblem{NumSearch: 2, Subsets: [][]int{{}}, Rewards: [][]float64{{1}}}, "subset 0 is empty"},
+		{"index too big", SpiralProblem{NumSearch: 2, Subsets: [][]int{{0}, {2}}, Rewards: [][]float64{{1}, {1}}}, "subset 1: index 2 outside [0, 2)"},
+		{"negative index", SpiralProblem{NumSearch: 2, Subsets: [][]int{{-1}}, Rewards: [][]float64{{1}}}, "index -1 outside"},
+		{"repeated index", SpiralProblem{NumSearch: 3, Subsets: [][]int{{0, 1}, {2, 1, 2}}, Rewards: [][]float64{{1}, {1}}}, "subset 1: index 2 repeated"},
+		{"no rewards", SpiralProblem{NumSearch: 2, Subsets: [][]int{{0}}, Rewards: [][]float64{{}}}, "subset 0 has no aggregation rewards"},
+		{"nan reward", SpiralProblem{NumSearch: 2, Subsets: [][]int{{0}}, Rewards: [][]float64{{1, math.NaN()}}}, "reward 1 is NaN"},
+		{"inf reward", SpiralProblem{NumSearch: 2, Subsets: [][]int{{0}}, Rewards: [][]float64{{math.Inf(1)}}}, "reward 0 is +Inf"},
+		{"negative N1", SpiralProblem{NumSearch: -1, Subsets: [][]int{{0}}, Rewards: [][]float64{{1}}}, "NumSearch -1 < 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -477,4 +477,77 @@ func FuzzSpiralAdvantages(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestSpiralAdvantagesOwnReward(t *testing.T) {
+	// The worked example with the search traces' own rewards. Trace 3 sits
+	// in no subset, so the mean is over traces 0-2 and trace 3 gets nothing:
+	//  rewards [1 0 0 1]: held [1 0 0], mean 1/3, centred [2/3 -1/3 -1/3];
+	//  weight 0.5: A_marg [-0.25 0.25 0 0] + [1/3 -1/6 -1/6 0].
+	//  rewards [1 1 1 0]: held all equal, nothing added.
+	//  rewards [0 0 1 0] under agg-only: added, but SearchMask stays false.
+	tests := []struct {
+		name    string
+		rewards []float64
+		opt     AdvantageOptions
+		search  []float64
+		mask    []bool
+	}{
+		{"mixed", []float64{1, 0, 0, 1}, AdvantageOptions{SearchOwnReward: 0.5},
+			[]float64{-0.25 + 1.0/3, 0.25 - 1.0/6, -1.0 / 6, 0}, []bool{true, true, true, false}},
+		{"constant held rewards", []float64{1, 1, 1, 0}, AdvantageOptions{SearchOwnReward: 0.5},
+			[]float64{-0.25, 0.25, 0, 0}, []bool{true, true, true, false}},
+		{"weight 2 with search-only", []float64{0, 0, 1, 0}, AdvantageOptions{SearchOwnReward: 2, SearchOnly: true},
+			[]float64{-0.25 - 2.0/3, 0.25 - 2.0/3, 4.0 / 3, 0}, []bool{true, true, true, false}},
+		{"agg-only", []float64{0, 0, 1, 0}, AdvantageOptions{SearchOwnReward: 1, AggregationOnly: true},
+			[]float64{-0.25 - 1.0/3, 0.25 - 1.0/3, 2.0 / 3, 0}, []bool{false, false, false, false}},
+		{"weight 0 ignores the rewards", []float64{1, 0, 0, 1}, AdvantageOptions{},
+			[]float64{-0.25, 0.25, 0, 0}, []bool{true, true, true, false}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := workedProblem()
+			p.SearchRewards = tc.rewards
+			got, err := SpiralAdvantages(p, tc.opt)
+			require.NoError(t, err)
+			require.InDeltaSlice(t, tc.search, got.Search, 1e-12)
+			require.Equal(t, tc.mask, got.SearchMask)
+			require.InDeltaSlice(t, []float64{0.5, 0.5, -0.5, -0.5}, got.Aggregation[0], 1e-12)
+		})
+	}
+
+	// A problem whose set values are all equal (no set signal) is
+	// informative through its own-reward term alone.
+	flat := SpiralProblem{NumSearch: 2, Subsets: [][]int{{0}, {1}}, Rewards: [][]float64{{1, 0}, {0, 1}}, SearchRewards: []float64{1, 0}}
+	got, err := SpiralAdvantages(flat, AdvantageOptions{SearchOwnReward: 1, SearchOnly: true})
+	require.NoError(t, err)
+	require.Equal(t, []float64{0.5, -0.5}, got.Search)
+	require.True(t, got.Informative())
+	got, err = SpiralAdvantages(flat, AdvantageOptions{SearchOnly: true})
+	require.NoError(t, err)
+	require.False(t, got.Informative())
+}
+
+func TestSpiralAdvantagesOwnRewardErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		rewards []float64
+		weight  float64
+		want    string
+	}{
+		{"no rewards", nil, 0.5, "own-reward weight 0.5 without the search traces' rewards"},
+		{"too few", []float64{1, 0}, 0.5, "2 search rewards for 4 search traces"},
+		{"too few, weight 0", []float64{1, 0}, 0, "2 search rewards for 4 search traces"},
+		{"NaN reward", []float64{1, 0, math.NaN(), 0}, 0.5, "search reward 2 is NaN"},
+		{"infinite weight", []float64{1, 0, 0, 0}, math.Inf(1), "own-reward weight +Inf: want a finite number"},
+		{"NaN weight", []float64{1, 0, 0, 0}, math.NaN(), "own-reward weight NaN: want a finite number"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := workedProblem()
+			p.SearchRewards = tc.rewards
+			_, err := SpiralAdvantages(p, AdvantageOptions{SearchOwnReward: tc.weight})
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
 }

@@ -121,6 +121,9 @@ func (c Config) Validate() error {
 	if !(c.ClipHigh >= 0) || math.IsInf(c.ClipHigh, 0) {
 		errs = append(errs, fmt.Errorf("--clip-high %v: want a finite eps_high >= 0", c.ClipHigh))
 	}
+	if !(c.Advantage.SearchOwnReward >= 0) || math.IsInf(c.Advantage.SearchOwnReward, 0) {
+		errs = append(errs, fmt.Errorf("--search-own-reward %v: want a finite weight >= 0", c.Advantage.SearchOwnReward))
+	}
 	if math.IsNaN(c.MaxGradNorm) || math.IsInf(c.MaxGradNorm, 0) {
 		errs = append(errs, fmt.Errorf("--max-grad-norm %v: want a finite norm (0 or less = no clipping)", c.MaxGradNorm))
 	}
@@ -139,7 +142,7 @@ func ignoredFields(algo string) []string {
 	case AlgoSearchOnly:
 		return []string{"group", "advantage.ScaleAggregation"}
 	case AlgoAggOnly:
-		return []string{"group", "advantage.ScaleSearch"}
+		return []string{"group", "advantage.ScaleSearch", "advantage.SearchOwnReward"}
 	}
 	return []string{"group"}
 }
@@ -486,6 +489,9 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 		population := len(g.Search)
 		for a, rd := range g.Rounds {
 			sp := SpiralProblem{NumSearch: population, Subsets: rd.Subsets, Rewards: make([][]float64, len(rd.Aggregates))}
+			if a == 0 && opt.SearchOwnReward != 0 {
+				sp.SearchRewards = searchRewards
+			}
 			phases := []*PhaseMetrics{&m.Aggregate}
 			if m.AggregateRounds != nil {
 				phases = append(phases, &m.AggregateRounds[a])
