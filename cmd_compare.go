@@ -693,11 +693,12 @@ func compareBudget(w io.Writer, tokens []report.Seeds) error {
 func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []report.Seeds, err error) {
 	for _, g := range report.Group(c.runs, func(r labelledRun) string { return r.label }) {
 		label := g[0].label
-		var ent, ho []report.Curve
+		var ent, searchEnt, ho []report.Curve
 		var credit []float64
 		generated, traces := 0, 0
 		for _, r := range g {
 			ent = append(ent, r.curves.Entropy)
+			searchEnt = append(searchEnt, r.curves.SearchEntropy)
 			if len(r.curves.HeldOut.Keys) > 0 {
 				ho = append(ho, r.curves.HeldOut)
 			}
@@ -727,6 +728,18 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []repor
 				fmt.Fprintf(w, " (%d of %d steps left out: they trained nothing, in some seed at least)", steps-n, steps)
 			}
 			sum.set(label, "entropy, first -> last steps", text)
+		}
+		// The search traces' own entropy, where every seed logged it (runs
+		// since metrics.jsonl's entropy_search): SPIRAL's token entropy
+		// mixes in its aggregation traces'.
+		if searchEnt = sharedKeys(searchEnt); len(searchEnt[0].Keys) > 0 {
+			e, err := report.MeanCurves(label, searchEnt)
+			if err != nil {
+				return nil, nil, err
+			}
+			text := entropyChange(e.Y)
+			fmt.Fprintf(w, "; search traces' token entropy %s", text)
+			sum.set(label, "search traces' entropy, first -> last steps", text)
 		}
 		perSeed := func(n int) float64 { return math.Round(float64(n) / float64(len(g))) }
 		fmt.Fprintf(w, "; %.0f traces and %.0f generated tokens per seed", perSeed(traces), perSeed(generated))

@@ -339,3 +339,35 @@ func TestEntropyChange(t *testing.T) {
 		require.Equal(t, c.want, entropyChange(spreads(c.ys...)), "%v", c.ys)
 	}
 }
+
+// TestCompareRunSearchEntropy: compare prints the search traces' own
+// token entropy (metrics.jsonl's entropy_search) beside the token
+// entropy of all trained tokens, averaged over a label's seeds
+// (hand-computed: per step means 0.3, 0.3, 0.2, 0.1, so 0.3 -> 0.15,
+// -50%), and leaves it out for a label whose runs never logged it (runs
+// from before it existed).
+func TestCompareRunSearchEntropy(t *testing.T) {
+	dir := t.TempDir()
+	runDir := func(name string, search []string) string {
+		d := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		var metrics string
+		for s := 1; s <= 4; s++ {
+			extra := ""
+			if search != nil {
+				extra = `, "entropy_search": ` + search[s-1]
+			}
+			metrics += fmt.Sprintf(`{"step": %d, "search": {"traces": 2, "reward": 0.5, "mean_length": 3}, "entropy": 0.5%s}`+"\n", s, extra)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(d, "metrics.jsonl"), []byte(metrics), 0o644))
+		return d
+	}
+	a := runDir("a", []string{"0.2", "0.2", "0.1", "0.1"})
+	b := runDir("b", []string{"0.4", "0.4", "0.3", "0.1"})
+	old := runDir("old", nil)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"compare", "--out", filepath.Join(dir, "report"), "--run", "s=" + a, "--run", "s=" + b, "--run", "g=" + old}, &cliEnv{stdout: &stdout, stderr: &stderr})
+	require.Zero(t, code, stderr.String())
+	require.Contains(t, stdout.String(), "run s (n = 2): token entropy 0.5000 -> 0.5000 (+0%; means of the first and last 2 of 4 steps); search traces' token entropy 0.3000 -> 0.1500 (-50%; means of the first and last 2 of 4 steps);")
+	require.Contains(t, stdout.String(), "run g (n = 1): token entropy 0.5000 -> 0.5000 (+0%; means of the first and last 2 of 4 steps); 8 traces")
+}

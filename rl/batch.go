@@ -45,7 +45,7 @@ func (e Example) Len() int { return len(e.Prompt) + len(e.Completion) }
 // t+1, so the loss mask covers the positions len(prompt)-1 .. len-2. It
 // returns the batches and their loss token counts.
 func MicroBatches(examples []Example, maxTokens int, clipLow, clipHigh float32) ([]model.TrainBatch, []int, error) {
-	bs, tokens, _, err := microBatches(examples, maxTokens, clipLow, clipHigh, false, false)
+	bs, tokens, _, _, err := microBatches(examples, maxTokens, clipLow, clipHigh, false, false)
 	return bs, tokens, err
 }
 
@@ -157,12 +157,13 @@ func worthPacking(p int, comps []int) bool {
 // It also returns, per batch, the examples' engine log-probabilities at
 // the loss positions (NaN where an example has none; nil for a batch
 // without any).
-func microBatches(examples []Example, maxTokens int, clipLow, clipHigh float32, detached, pack bool) ([]model.TrainBatch, []int, [][]float32, error) {
+func microBatches(examples []Example, maxTokens int, clipLow, clipHigh float32, detached, pack bool) ([]model.TrainBatch, []int, [][]float32, [][]int32, error) {
 	rows := rowsOf(examples, pack, maxTokens)
 	sort.SliceStable(rows, func(a, b int) bool { return rows[a].positions > rows[b].positions })
 	var batches []model.TrainBatch
 	var tokens []int
 	var engine [][]float32
+	var owners [][]int32
 	for start := 0; start < len(rows); {
 		T := rows[start].positions
 		n := len(rows)
@@ -172,14 +173,34 @@ func microBatches(examples []Example, maxTokens int, clipLow, clipHigh float32, 
 		end := min(len(rows), start+n)
 		b, n, err := packRows(examples, rows[start:end], T, clipLow, clipHigh, detached)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		batches = append(batches, b)
 		tokens = append(tokens, n)
 		engine = append(engine, engineLogProbs(examples, rows[start:end], T))
+		owners = append(owners, lossOwners(examples, rows[start:end], T))
 		start = end
 	}
-	return batches, tokens, engine, nil
+	return batches, tokens, engine, owners, nil
+}
+
+// lossOwners lays out, like packRows lays out rows' tokens, the index of
+// the example each loss position scores a completion token of (-1
+// elsewhere).
+func lossOwners(examples []Example, rows []row, T int) []int32 {
+	out := make([]int32, len(rows)*T)
+	for k := range out {
+		out[k] = -1
+	}
+	for r, rw := range rows {
+		for k, t0 := range rw.starts(examples) {
+			i := rw.members[k]
+			for j := range examples[i].Completion {
+				out[r*T+t0+j] = int32(i)
+			}
+		}
+	}
+	return out
 }
 
 // engineLogProbs lays the engine log-probabilities of rows' examples
@@ -300,6 +321,10 @@ type GradientStats struct {
 	// Loss, Entropy and NLL (-log-probability of the trained tokens) are
 	// token-means over the loss tokens.
 	Loss, Entropy, NLL float64
+	// KindEntropy is the token-mean entropy over the loss tokens of each
+	// Example.Kind trained (a search trace's apart from an aggregation
+	// trace's).
+	KindEntropy map[string]float64
 	// LossTokens counts loss tokens; Positions rows x length processed.
 	LossTokens, Positions int
 	// EngineTokens counts the loss tokens with an engine log-probability;
@@ -330,7 +355,7 @@ func Gradients(ctx context.Context, learner Learner, grads *params.Store, exampl
 	if p, ok := learner.(rowPacker); ok && opt.PackPrompts {
 		pack = p.PackedRows() == nil
 	}
-	batches, tokens, engine, err := microBatches(examples, opt.MicroBatchTokens, float32(opt.ClipLow), float32(opt.ClipHigh), opt.Detached, pack)
+	batches, tokens, engine, owners, err := microBatches(examples, opt.MicroBatchTokens, float32(opt.ClipLow), float32(opt.ClipHigh), opt.Detached, pack)
 	if err != nil {
 		return gs, err
 	}
@@ -342,6 +367,7 @@ func Gradients(ctx context.Context, learner Learner, grads *params.Store, exampl
 	}
 	var res model.TrainResult
 	lossSum, entSum, nllSum, engineSum := 0.0, 0.0, 0.0, 0.0
+	kindSum, kindTokens := map[string]float64{}, map[string]int{}
 	// The micro-batches with loss tokens, each scaled by its share (none
 	// when there are no loss tokens: a batch learner then zeroes its own
 	// gradients, which may live elsewhere).
@@ -365,6 +391,9 @@ func Gradients(ctx context.Context, learner Learner, grads *params.Store, exampl
 				continue
 			}
 			entSum += float64(res.Entropy[i])
+			kind := examples[owners[k][i]].Kind
+			kindSum[kind] += float64(res.Entropy[i])
+			kindTokens[kind]++
 			nllSum -= float64(res.LogProbs[i])
 			if e := engine[k]; e != nil && !math.IsNaN(float64(e[i])) {
 				d := math.Abs(float64(res.LogProbs[i]) - float64(e[i]))
@@ -395,6 +424,10 @@ func Gradients(ctx context.Context, learner Learner, grads *params.Store, exampl
 	}
 	gs.Loss = lossSum / float64(gs.LossTokens)
 	gs.Entropy = entSum / float64(gs.LossTokens)
+	gs.KindEntropy = make(map[string]float64, len(kindSum))
+	for kind, sum := range kindSum {
+		gs.KindEntropy[kind] = sum / float64(kindTokens[kind])
+	}
 	gs.NLL = nllSum / float64(gs.LossTokens)
 	if gs.EngineTokens > 0 {
 		gs.EngineAbsDiff = engineSum / float64(gs.EngineTokens)

@@ -132,7 +132,7 @@ func TestPackedLayout(t *testing.T) {
 		{Prompt: []int32{9}, Completion: []int32{8}, OldLogProbs: []float32{-9}, Advantage: 3},
 		{Prompt: prompt, Completion: []int32{31}, OldLogProbs: []float32{-3}, Advantage: -1},
 	}
-	bs, toks, engine, err := microBatches(examples, 0, 0.2, 0.28, false, true)
+	bs, toks, engine, _, err := microBatches(examples, 0, 0.2, 0.28, false, true)
 	require.NoError(t, err)
 	require.Len(t, bs, 1)
 	require.Equal(t, []int{4}, toks)
@@ -153,7 +153,7 @@ func TestPackedLayout(t *testing.T) {
 		}
 	}
 	// Without packing, the same examples are three rows.
-	bs, _, _, err = microBatches(examples, 0, 0.2, 0.28, false, false)
+	bs, _, _, _, err = microBatches(examples, 0, 0.2, 0.28, false, false)
 	require.NoError(t, err)
 	require.Equal(t, 3, bs[0].Batch)
 	require.Nil(t, bs[0].Segments)
@@ -216,5 +216,40 @@ func TestPackedRowsFitMicroBatch(t *testing.T) {
 			}
 		}
 		require.Equal(t, tc.want, got, "max tokens %d", tc.maxTokens)
+	}
+}
+
+// packingEntropyLearner is inputEntropyLearner taking packed rows.
+type packingEntropyLearner struct{ inputEntropyLearner }
+
+func (packingEntropyLearner) PackedRows() error { return nil }
+
+// TestGradientsKindEntropy: each kind's entropy is the mean over its own
+// examples' trained tokens, whatever the micro-batching and packing
+// (hand-computed from the input ids before each completion token: search
+// 2, 3 | 3; aggregation 1, 3, 7 | 9, 21 | 9, 22).
+func TestGradientsKindEntropy(t *testing.T) {
+	w, err := params.NewStore([]params.Spec{{Name: "w", Shape: []int64{1}}})
+	require.NoError(t, err)
+	long := []int32{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 9}
+	examples := []Example{
+		{Prompt: []int32{1, 2}, Completion: []int32{3, 4}, Advantage: 1, Kind: KindSearch},
+		{Prompt: []int32{1}, Completion: []int32{3, 7, 5}, Advantage: -1, Kind: KindAggregate},
+		{Prompt: []int32{1, 2, 3}, Completion: []int32{6}, Advantage: 1, Kind: KindSearch},
+		{Prompt: long, Completion: []int32{21, 2}, Advantage: 1, Kind: KindAggregate},
+		{Prompt: long, Completion: []int32{22, 2}, Advantage: -1, Kind: KindAggregate},
+	}
+	want := map[string]float64{KindSearch: (2.0 + 3 + 3) / 3, KindAggregate: (1.0 + 3 + 7 + 9 + 21 + 9 + 22) / 7}
+	for _, learner := range []Learner{inputEntropyLearner{}, packingEntropyLearner{}} {
+		for _, micro := range []int{0, 3, 24, 100} {
+			g, err := Gradients(context.Background(), learner, w.NewGrads(), examples, GradientOptions{MicroBatchTokens: micro, ClipLow: 0.2, ClipHigh: 0.2, Detached: true, PackPrompts: true})
+			require.NoError(t, err)
+			require.Equal(t, 10, g.LossTokens, "%T, micro-batch tokens %d", learner, micro)
+			require.Len(t, g.KindEntropy, 2)
+			for kind, e := range want {
+				require.InDelta(t, e, g.KindEntropy[kind], 1e-9, "%T, micro-batch tokens %d, %s", learner, micro, kind)
+			}
+			require.InDelta(t, (2.0+3+3+1+3+7+9+21+9+22)/10, g.Entropy, 1e-9)
+		}
 	}
 }

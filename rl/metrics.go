@@ -93,10 +93,16 @@ type Metrics struct {
 	// informative problems), of the full-vocabulary entropy (nats) of the
 	// policy at temperature 1 whatever the sampling temperature, before
 	// the update; GradNorm the pre-clip global norm.
-	Loss     float64 `json:"loss"`
-	Entropy  float64 `json:"entropy"`
-	GradNorm float64 `json:"grad_norm"`
-	LR       float64 `json:"lr"`
+	Loss    float64 `json:"loss"`
+	Entropy float64 `json:"entropy"`
+	// EntropySearch is Entropy over the search traces' tokens alone
+	// (GRPO's: all of its traces, which are search traces), the figure to
+	// compare across algorithms: SPIRAL's Entropy mixes in its
+	// aggregation traces', which read candidates. Absent when no search
+	// trace was trained (agg-only) or it was not finite.
+	EntropySearch *float64 `json:"entropy_search,omitempty"`
+	GradNorm      float64  `json:"grad_norm"`
+	LR            float64  `json:"lr"`
 	// NoUpdate marks a step that trained nothing: no drawn problem was
 	// informative (each problem's traces all got one reward), so Loss,
 	// Entropy, GradNorm and LR were not measured (they are written as 0,

@@ -95,14 +95,17 @@ func TestTrainStepRecomputed(t *testing.T) {
 		topK  int
 		micro int
 		scale bool
+		own   float64 // --search-own-reward
 	}{
-		{"spiral", rl.AlgoSpiral, rollout.PipelineConfig{N1: 4, K: 3, N: 2, N2: 3}, 1, 0, 0, false},
-		{"spiral, temperature 0.7, top-k 5, micro-batches", rl.AlgoSpiral, rollout.PipelineConfig{N1: 4, K: 3, N: 2, N2: 3}, 0.7, 5, 24, false},
-		{"spiral, one subset, scaled", rl.AlgoSpiral, rollout.PipelineConfig{N1: 3, K: 1, N: 2, N2: 3}, 1, 0, 30, true},
-		{"spiral, scaled", rl.AlgoSpiral, rollout.PipelineConfig{N1: 5, K: 4, N: 2, N2: 3}, 1, 0, 30, true},
-		{"agg-only", rl.AlgoAggOnly, rollout.PipelineConfig{N1: 4, K: 3, N: 2, N2: 3}, 1, 0, 0, false},
-		{"search-only", rl.AlgoSearchOnly, rollout.PipelineConfig{N1: 4, K: 3, N: 2, N2: 3}, 1, 0, 0, false},
-		{"grpo", rl.AlgoGRPO, rollout.PipelineConfig{}, 1, 0, 20, false},
+		{"spiral", rl.AlgoSpiral, rollout.PipelineConfig{N1: 4, K: 3, N: 2, N2: 3}, 1, 0, 0, false, 0},
+		{"spiral, temperature 0.7, top-k 5, micro-batches", rl.AlgoSpiral, rollout.PipelineConfig{N1: 4, K: 3, N: 2, N2: 3}, 0.7, 5, 24, false, 0},
+		{"spiral, one subset, scaled", rl.AlgoSpiral, rollout.PipelineConfig{N1: 3, K: 1, N: 2, N2: 3}, 1, 0, 30, true, 0},
+		{"spiral, scaled", rl.AlgoSpiral, rollout.PipelineConfig{N1: 5, K: 4, N: 2, N2: 3}, 1, 0, 30, true, 0},
+		{"agg-only", rl.AlgoAggOnly, rollout.PipelineConfig{N1: 4, K: 3, N: 2, N2: 3}, 1, 0, 0, false, 0},
+		{"search-only", rl.AlgoSearchOnly, rollout.PipelineConfig{N1: 4, K: 3, N: 2, N2: 3}, 1, 0, 0, false, 0},
+		{"grpo", rl.AlgoGRPO, rollout.PipelineConfig{}, 1, 0, 20, false, 0},
+		{"spiral, own reward 0.5", rl.AlgoSpiral, rollout.PipelineConfig{N1: 4, K: 3, N: 2, N2: 3}, 1, 0, 0, false, 0.5},
+		{"search-only, own reward 2, scaled", rl.AlgoSearchOnly, rollout.PipelineConfig{N1: 5, K: 4, N: 2, N2: 3}, 1, 0, 30, true, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := openTinyPolicy(t, 5)
@@ -120,6 +123,7 @@ func TestTrainStepRecomputed(t *testing.T) {
 				cfg.Pipeline = tc.pipe
 			}
 			cfg.Advantage.ScaleSearch, cfg.Advantage.ScaleAggregation = tc.scale, tc.scale
+			cfg.Advantage.SearchOwnReward = tc.own
 			if tc.micro > 0 {
 				cfg.MicroBatchTokens = tc.micro
 			}
@@ -140,7 +144,7 @@ func TestTrainStepRecomputed(t *testing.T) {
 				tokens int
 			}
 			var want []trained
-			informative := 0
+			informative, ownUsed := 0, false
 			reward := func(c rollout.Completion) float64 {
 				if learnJudge.Judge(rollout.Trace{Completion: c, Text: learnPrompter{}.Text(c.Tokens)}, "even").Correct {
 					return 1
@@ -196,6 +200,15 @@ func TestTrainStepRecomputed(t *testing.T) {
 						}
 						var got []trained
 						signal := false
+						// The own-reward term: each held trace's reward against
+						// the mean over the held traces.
+						var held []float64
+						for i, gs := range holds {
+							if len(gs) > 0 {
+								held = append(held, reward(traces[i]))
+							}
+						}
+						ownMean, ownSD := meanStd(held)
 						if tc.algo != rl.AlgoAggOnly {
 							for i, gs := range holds {
 								if len(gs) == 0 {
@@ -204,6 +217,10 @@ func TestTrainStepRecomputed(t *testing.T) {
 								a := 0.0
 								for _, g := range gs {
 									a += As[g] / float64(len(gs))
+								}
+								if ownSD > 0 {
+									a += tc.own * (reward(traces[i]) - ownMean)
+									ownUsed = true
 								}
 								got = append(got, trained{a, len(traces[i].Tokens)})
 								signal = signal || math.Abs(a) > 1e-12
@@ -231,6 +248,9 @@ func TestTrainStepRecomputed(t *testing.T) {
 			}
 			require.Equal(t, informative, m.ProblemsInformative)
 			require.Equal(t, len(want), m.Examples)
+			if tc.own != 0 {
+				require.True(t, ownUsed, "no problem's search rewards differed: the own-reward term went untested")
+			}
 			if len(want) == 0 {
 				require.True(t, m.NoUpdate)
 				return
@@ -279,6 +299,17 @@ func TestTrainStepRecomputed(t *testing.T) {
 			require.InDelta(t, 1, scales, 1e-6, "the micro-batches' shares of the loss tokens")
 			require.InDelta(t, loss/float64(len(given)), m.Loss, 1e-6)
 			require.InDelta(t, entropy/float64(len(given)), m.Entropy, 1e-6)
+			// The search traces' entropy: all of GRPO's, none under
+			// agg-only (which trains none).
+			switch tc.algo {
+			case rl.AlgoGRPO, rl.AlgoSearchOnly:
+				require.NotNil(t, m.EntropySearch)
+				require.InDelta(t, m.Entropy, *m.EntropySearch, 1e-6)
+			case rl.AlgoAggOnly:
+				require.Nil(t, m.EntropySearch)
+			default:
+				require.NotNil(t, m.EntropySearch)
+			}
 			if tc.micro > 0 {
 				require.Greater(t, len(learner.batches), 1, "the step is split in micro-batches")
 			}

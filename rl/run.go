@@ -920,8 +920,10 @@ type RunCurves struct {
 	Steps         []int
 	NoUpdateSteps int
 	// Entropy is the token entropy at each training step that trained
-	// something (no NoUpdate step: its entropy was not measured).
-	Entropy report.Curve
+	// something (no NoUpdate step: its entropy was not measured), and
+	// SearchEntropy that over the search traces' tokens alone
+	// (Metrics.EntropySearch), at the steps that logged it.
+	Entropy, SearchEntropy report.Curve
 	// HeldOut is the held-out pass@1 at each evaluation (eval.jsonl),
 	// HeldOutSets the distinct sets it was measured on ("64 problems x 4
 	// samples"), in the order logged, and HeldOutDigests the distinct
@@ -969,6 +971,9 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 		}
 		if !m.NoUpdate && !math.IsNaN(m.Entropy) {
 			c.Entropy.Keys, c.Entropy.Y = append(c.Entropy.Keys, m.Step), append(c.Entropy.Y, m.Entropy)
+		}
+		if !m.NoUpdate && m.EntropySearch != nil {
+			c.SearchEntropy.Keys, c.SearchEntropy.Y = append(c.SearchEntropy.Keys, m.Step), append(c.SearchEntropy.Y, *m.EntropySearch)
 		}
 		for _, p := range []PhaseMetrics{m.Search, m.Aggregate} {
 			c.Generated += int(math.Round(p.MeanLength * float64(p.Traces)))

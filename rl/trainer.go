@@ -368,6 +368,11 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 			return m, err
 		}
 		m.Loss, m.Entropy, m.LossTokens, m.TrainTokens = g.Loss, g.Entropy, g.LossTokens, g.Positions
+		for _, kind := range []string{KindSearch, KindGRPO} {
+			if e, ok := g.KindEntropy[kind]; ok && !math.IsNaN(e) && !math.IsInf(e, 0) {
+				m.EntropySearch = &e
+			}
+		}
 		m.EngineLogProbDiff, m.EngineLogProbMaxDiff, m.EngineLogProbTokens = g.EngineAbsDiff, g.EngineMaxDiff, g.EngineTokens
 		m.Examples = len(examples)
 		// 3. Clip and update.
