@@ -137,7 +137,7 @@ func checkRunDir(arg, dir string) error {
 
 // comparePlots names the plots compare --out writes (each with the
 // format's extension), as many as it has curves for.
-var comparePlots = []string{"passk", "rsa", "sequential", "tokens", "entropy", "heldout"}
+var comparePlots = []string{"passk", "rsa", "sequential", "tokens", "entropy", "search-entropy", "heldout"}
 
 // givenPaths are the run directories and report files a compare or a
 // plot was given, to refuse one given twice.
@@ -411,11 +411,14 @@ func (c *comparison) report(w io.Writer, dir string) error {
 	if err := plot("tokens", report.Figure{Title: "Accuracy against generated tokens per problem", XLabel: "generated tokens per problem", Axis: report.AxisLog}, tokens); err != nil {
 		return err
 	}
-	entropy, held, err := c.runCurves(w, sum)
+	entropy, searchEntropy, held, err := c.runCurves(w, sum)
 	if err != nil {
 		return err
 	}
 	if err := plot("entropy", report.Figure{Title: "Token entropy over training", XLabel: "step", YLabel: "nats", Axis: report.AxisSteps}, entropy); err != nil {
+		return err
+	}
+	if err := plot("search-entropy", report.Figure{Title: "Search traces' token entropy over training", XLabel: "step", YLabel: "nats", Axis: report.AxisSteps}, searchEntropy); err != nil {
 		return err
 	}
 	if err := plot("heldout", report.Figure{Title: "Held-out pass@1 over training", XLabel: "step", Axis: report.AxisSteps}, held); err != nil {
@@ -688,9 +691,10 @@ func compareBudget(w io.Writer, tokens []report.Seeds) error {
 	return nil
 }
 
-// runCurves averages the runs' entropy and held-out curves per label and
-// prints their ends.
-func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []report.Seeds, err error) {
+// runCurves averages the runs' entropy (of all trained tokens and of
+// the search traces') and held-out curves per label and prints their
+// ends.
+func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, searchEntropy, held []report.Seeds, err error) {
 	for _, g := range report.Group(c.runs, func(r labelledRun) string { return r.label }) {
 		label := g[0].label
 		var ent, searchEnt, ho []report.Curve
@@ -719,7 +723,7 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []repor
 		} else {
 			e, err := report.MeanCurves(label, ent)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			entropy = append(entropy, e)
 			text := entropyChange(e.Y)
@@ -735,8 +739,9 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []repor
 		if searchEnt = sharedKeys(searchEnt); len(searchEnt[0].Keys) > 0 {
 			e, err := report.MeanCurves(label, searchEnt)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
+			searchEntropy = append(searchEntropy, e)
 			text := entropyChange(e.Y)
 			fmt.Fprintf(w, "; search traces' token entropy %s", text)
 			sum.set(label, "search traces' entropy, first -> last steps", text)
@@ -747,7 +752,7 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []repor
 		if len(ho) > 0 {
 			h, err := report.MeanCurves(label, ho)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			held = append(held, h)
 			fmt.Fprintf(w, "; held-out pass@1 %s (step %d) -> %s (step %d)", h.Y[0], int(h.X[0]), h.Y[len(h.Y)-1], int(h.X[len(h.X)-1]))
@@ -763,7 +768,7 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, held []repor
 	if len(c.runs) > 0 {
 		fmt.Fprintln(w)
 	}
-	return entropy, held, nil
+	return entropy, searchEntropy, held, nil
 }
 
 // noEntropy says why a label's seeds (runs) have no step with a token

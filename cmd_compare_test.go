@@ -141,7 +141,7 @@ func TestNoEntropy(t *testing.T) {
 	// at one step, not the same one.
 	c := comparison{runs: []labelledRun{run(2, 1, 1), run(2, 1, 2)}}
 	var out strings.Builder
-	_, _, err := c.runCurves(&out, newSummary())
+	_, _, _, err := c.runCurves(&out, newSummary())
 	require.NoError(t, err)
 	require.NotContains(t, out.String(), "none with an informative problem")
 	require.Contains(t, out.String(), "the seeds measured it at different steps")
@@ -293,7 +293,7 @@ func TestRunCurvesTokensPerSeed(t *testing.T) {
 	}
 	var out strings.Builder
 	sum := newSummary()
-	_, _, err := c.runCurves(&out, sum)
+	_, _, _, err := c.runCurves(&out, sum)
 	require.NoError(t, err)
 	require.Contains(t, out.String(), "; 2 traces and 2 generated tokens per seed")
 	require.Equal(t, "2 / 2", sum.cells[[2]string{"x", "training traces / tokens per seed"}])
@@ -370,4 +370,10 @@ func TestCompareRunSearchEntropy(t *testing.T) {
 	require.Zero(t, code, stderr.String())
 	require.Contains(t, stdout.String(), "run s (n = 2): token entropy 0.5000 -> 0.5000 (+0%; means of the first and last 2 of 4 steps); search traces' token entropy 0.3000 -> 0.1500 (-50%; means of the first and last 2 of 4 steps);")
 	require.Contains(t, stdout.String(), "run g (n = 1): token entropy 0.5000 -> 0.5000 (+0%; means of the first and last 2 of 4 steps); 8 traces")
+	for _, plot := range []string{"entropy.png", "search-entropy.png"} {
+		require.FileExists(t, filepath.Join(dir, "report", plot))
+	}
+	summary, err := os.ReadFile(filepath.Join(dir, "report", "summary.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(summary), "search traces' entropy, first -> last steps")
 }

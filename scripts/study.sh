@@ -7,7 +7,8 @@
 # with N = 8, K = 4, T = 10, and the sequential token budget), and spiral
 # compare of all of it into one report directory: passk.png, rsa.png,
 # sequential.png, tokens.png (accuracy against generated tokens:
-# sequential, majority and RSA on one axis), entropy.png and heldout.png
+# sequential, majority and RSA on one axis), entropy.png,
+# search-entropy.png (the search traces' tokens alone) and heldout.png
 # (over training, per algorithm), with the seed range as error bars, and
 # summary.md (mean and range over seeds), and selfcheck.md
 # (scripts/selfcheck over the RSA traces: how far each model's own checks
