@@ -918,6 +918,7 @@ type generateFlags struct {
 	engine engineFlags
 	n      int
 	raw    bool
+	jsonl  bool
 	seed   uint64
 	ckpt   string
 }
@@ -932,6 +933,7 @@ func (f *generateFlags) register(fs *pflag.FlagSet) {
 	fs.Lookup("max-new-tokens").Usage = fmt.Sprintf("tokens per completion (0 = %d for the embedded model, %d for a given model, at most half its context)", embeddedMaxNewTokens, modelMaxNewTokens)
 	fs.IntVar(&f.n, "n", 1, "completions per prompt")
 	fs.BoolVar(&f.raw, "raw", false, "send the prompt as is (default: one user turn of the chat template)")
+	fs.BoolVar(&f.jsonl, "jsonl", false, "print one JSON object a completion (prompt and sample index, the text as generated, its token ids, why it stopped and the log-probabilities) instead of the text")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fs.StringVar(&f.ckpt, "checkpoint", "", "sample with the weights of this checkpoint directory (of a run on --model), or of the newest intact one of a run directory (or its checkpoints/) (newer damaged ones are skipped with a warning)")
 }

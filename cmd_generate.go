@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -28,6 +29,20 @@ func setupGenerate(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 		}
 		return runGenerate(ctx, env, &f, args)
 	}
+}
+
+// generatedLine is one completion as generate --jsonl prints it.
+type generatedLine struct {
+	Prompt int    `json:"prompt"`
+	Sample int    `json:"sample"`
+	Text   string `json:"text"`
+	// TokenIDs are the completion's tokens (its stop token included).
+	TokenIDs []int32              `json:"token_ids"`
+	Finish   rollout.FinishReason `json:"finish"`
+	// LogProbs are the model's log-probabilities of TokenIDs (the local
+	// engine), EngineLogProbs a serving engine's where it returned them.
+	LogProbs       []float32 `json:"logprobs,omitempty"`
+	EngineLogProbs []float32 `json:"engine_logprobs,omitempty"`
 }
 
 // runGenerate samples --n completions of each prompt through the model's
@@ -86,9 +101,17 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 	if err != nil {
 		return err
 	}
+	enc := json.NewEncoder(env.stdout)
 	for i, ts := range traces {
 		for j, t := range ts {
-			fmt.Fprintf(env.stdout, "=== prompt %d, sample %d (%d tokens, %s)\n%s\n", i, j, len(t.Tokens), t.Finish, strings.TrimRight(t.Text, "\n"))
+			if !f.jsonl {
+				fmt.Fprintf(env.stdout, "=== prompt %d, sample %d (%d tokens, %s)\n%s\n", i, j, len(t.Tokens), t.Finish, strings.TrimRight(t.Text, "\n"))
+				continue
+			}
+			if err := enc.Encode(generatedLine{Prompt: i, Sample: j, Text: t.Text, TokenIDs: t.Tokens, Finish: t.Finish,
+				LogProbs: t.PolicyLogProbs, EngineLogProbs: t.EngineLogProbs}); err != nil {
+				return fmt.Errorf("write completion %d of prompt %d: %w", j, i, err)
+			}
 		}
 	}
 	fmt.Fprintf(env.stderr, "%d tokens in %.2fs (%.0f tok/s)\n", st.GeneratedTokens, st.Elapsed.Seconds(), float64(st.GeneratedTokens)/st.Elapsed.Seconds())

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -1326,4 +1327,37 @@ func TestGenerateUnreadablePrompt(t *testing.T) {
 		require.Contains(t, stderr.String(), "spiral: warning: prompt 1 has 2 characters the model's tokenizer does not know (<unk>), which the model cannot read\n", raw)
 		require.NotContains(t, stderr.String(), "prompt 0 has", raw)
 	}
+}
+
+// TestGenerateJSONL: --jsonl prints each completion as one JSON object
+// (prompt and sample index, the text, its token ids, why it stopped and
+// a log-probability a token), the same completions the text output
+// shows, in the same order.
+func TestGenerateJSONL(t *testing.T) {
+	if os.Getenv("ONNXRUNTIME_LIB") == "" && os.Getenv("CI") == "" {
+		t.Skip("ONNXRUNTIME_LIB unset: run make test")
+	}
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	args := []string{"generate", "--n", "2", "--seed", "3", "--max-new-tokens", "40", "1+2=x", "4+x=9"}
+	var text, lines, stderr bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), args, &cliEnv{stdout: &text, stderr: &stderr}), stderr.String())
+	require.Equal(t, 0, run(context.Background(), append(args, "--jsonl"), &cliEnv{stdout: &lines, stderr: &stderr}), stderr.String())
+	var want []string
+	for _, block := range strings.Split(text.String(), "=== ")[1:] {
+		want = append(want, strings.TrimSuffix(block, "\n"))
+	}
+	dec := json.NewDecoder(&lines)
+	var got []string
+	for dec.More() {
+		var g generatedLine
+		require.NoError(t, dec.Decode(&g))
+		require.Len(t, g.LogProbs, len(g.TokenIDs))
+		for _, lp := range g.LogProbs {
+			require.LessOrEqual(t, lp, float32(0))
+		}
+		require.Nil(t, g.EngineLogProbs)
+		got = append(got, fmt.Sprintf("prompt %d, sample %d (%d tokens, %s)\n%s", g.Prompt, g.Sample, len(g.TokenIDs), g.Finish, strings.TrimRight(g.Text, "\n")))
+	}
+	require.Len(t, want, 4)
+	require.Equal(t, want, got)
 }
