@@ -154,7 +154,9 @@ type Allocator struct {
 	info *MemoryInfo
 	// A tensor from CreateTensorAsOrtValue frees its memory through the
 	// OrtAllocator it came from, so the OrtAllocator is freed once it is
-	// released and so are the tensors it allocated (mu guards these).
+	// released and so is the memory of the tensors it allocated (mu
+	// guards these; tensors counts that memory, which the tensors' views,
+	// bindings and bound outputs hold).
 	mu       sync.Mutex
 	tensors  int
 	released bool
@@ -190,18 +192,8 @@ func (a *Allocator) Release() {
 	}
 }
 
-// hold notes another reference to a tensor allocated from a (a
-// binding's, or an output a binding returns), which keeps a until it is
-// dropped: ONNX Runtime frees the tensor's memory through a when the
-// last reference goes.
-func (a *Allocator) hold() {
-	a.mu.Lock()
-	a.tensors++
-	a.mu.Unlock()
-}
-
-// drop notes that a tensor (or a reference to one, hold) allocated from
-// a is released, freeing a when it was the last one and a is released.
+// drop notes that the memory of a tensor allocated from a is freed,
+// freeing a when it was the last one and a is released.
 func (a *Allocator) drop() {
 	a.mu.Lock()
 	a.tensors--
@@ -240,14 +232,14 @@ func (a *Allocator) alloc(shape []int64, elem ElemType) (*Value, error) {
 		a.drop()
 		return nil, fmt.Errorf("ortc: allocate %v on %s: %w", shape, a.info, err)
 	}
-	v, err := a.api.describe(p)
+	v, err := a.api.describe(p, nil)
 	if err != nil {
 		C.spiral_release_ort_value(a.api.api, p)
 		a.drop()
 		return nil, fmt.Errorf("ortc: allocate %v on %s: %w", shape, a.info, err)
 	}
 	a.info.place(v)
-	v.from = a
+	v.mem.from = a
 	return v, nil
 }
 
@@ -261,16 +253,17 @@ func (m *MemoryInfo) place(v *Value) {
 // View returns a tensor of the given shape over v's elements from offset
 // on, in the same memory (device memory included) and without a copy:
 // runs that write the view write v. v must live on a memory info (from
-// AllocOn, AllocLike or View) and not be released; the view keeps it
-// alive, and releasing the view leaves v as it is. A shape with a zero
-// dim gives an empty view (an empty past, say).
+// AllocOn, AllocLike or View) and not be released; the view holds v's
+// memory, which v's Release then leaves to it (the view goes on reading
+// v's values), and releasing the view leaves v as it is. A shape with a
+// zero dim gives an empty view (an empty past, say).
 func (v *Value) View(offset int, shape []int64) (*Value, error) {
 	if v.info == nil {
 		return nil, errors.New("ortc: view of a tensor not allocated on a memory info")
 	}
 	if v.v == nil {
 		// Release cleared data: the view would be of address 0 on.
-		return nil, errors.New("ortc: view of a released tensor")
+		return nil, fmt.Errorf("ortc: view of a released tensor of shape %v", v.shape)
 	}
 	n := 1
 	for _, d := range shape {
@@ -295,13 +288,12 @@ func (v *Value) View(offset int, shape []int64) (*Value, error) {
 		pdims, C.size_t(len(dims)), C.int(v.elem), &p)); err != nil {
 		return nil, fmt.Errorf("ortc: view %v on %s: %w", shape, v.info, err)
 	}
-	w, err := v.api.describe(p)
+	w, err := v.api.describe(p, v.mem)
 	if err != nil {
 		C.spiral_release_ort_value(v.api.api, p)
 		return nil, fmt.Errorf("ortc: view %v on %s: %w", shape, v.info, err)
 	}
 	v.info.place(w)
-	w.keep = v
 	return w, nil
 }
 
@@ -309,19 +301,19 @@ func (v *Value) View(offset int, shape []int64) (*Value, error) {
 // that a run reads and writes them where they are, device memory
 // included, without copies through the host.
 type Binding struct {
-	s    *Session
-	b    *C.OrtIoBinding
-	keep []*Value
+	s *Session
+	b *C.OrtIoBinding
 	// placed holds, in binding order, the memory of each output bound
 	// with BindOutputOn (nil for the others).
 	placed []*MemoryInfo
-	// from holds, in binding order, the Allocator of each output bound
-	// with BindOutput to a tensor from AllocOn (nil for the others).
-	from []*Allocator
-	// held are the Allocators of the bound tensors from AllocOn, held
-	// (Allocator.hold) while the binding references the tensors: the
-	// Values may be released first.
-	held []*Allocator
+	// over holds, in binding order, the memory of the tensor each output
+	// bound with BindOutput is (nil for the others): Outputs returns
+	// tensors over it.
+	over []*memory
+	// held is the memory of the bound tensors, held (memory.hold) while
+	// the binding references the tensors: the Values may be released
+	// first.
+	held []*memory
 }
 
 // NewBinding returns an empty binding for s. Release it before s.
@@ -350,11 +342,11 @@ func (b *Binding) BindOutput(name string, v *Value) error {
 		return err
 	}
 	b.placed = append(b.placed, nil)
-	b.from = append(b.from, v.from)
+	b.over = append(b.over, v.mem)
 	return nil
 }
 
-// bind binds v to the input or output name, keeping v alive.
+// bind binds v to the input or output name, holding its memory.
 func (b *Binding) bind(what, name string, v *Value) error {
 	// ONNX Runtime dereferences the value without a null check.
 	if v == nil || v.v == nil {
@@ -372,11 +364,8 @@ func (b *Binding) bind(what, name string, v *Value) error {
 	if err := status(C.spiral_bind(b.s.api.api, b.b, cn, v.v, output)); err != nil {
 		return fmt.Errorf("ortc: bind %s %q: %w", what, name, err)
 	}
-	b.keep = append(b.keep, v)
-	if v.from != nil {
-		v.from.hold()
-		b.held = append(b.held, v.from)
-	}
+	v.mem.hold()
+	b.held = append(b.held, v.mem)
 	return nil
 }
 
@@ -404,7 +393,7 @@ func (b *Binding) bindTo(name string, info, placed *MemoryInfo) error {
 		return fmt.Errorf("ortc: bind output %q to %s: %w", name, info, err)
 	}
 	b.placed = append(b.placed, placed)
-	b.from = append(b.from, nil)
+	b.over = append(b.over, nil)
 	return nil
 }
 
@@ -414,7 +403,7 @@ func (b *Binding) Clear() {
 		return
 	}
 	C.spiral_clear_binding(b.s.api.api, b.b)
-	b.keep, b.placed, b.from = nil, nil, nil
+	b.placed, b.over = nil, nil
 	b.dropHeld()
 }
 
@@ -422,16 +411,16 @@ func (b *Binding) Clear() {
 func (b *Binding) Release() {
 	if b != nil && b.b != nil {
 		C.spiral_release_binding(b.s.api.api, b.b)
-		b.b, b.keep, b.placed, b.from = nil, nil, nil, nil
+		b.b, b.placed, b.over = nil, nil, nil
 		b.dropHeld()
 	}
 }
 
-// dropHeld drops the binding's hold on the Allocators of its tensors,
-// once ONNX Runtime's binding no longer references them.
+// dropHeld drops the binding's hold on the memory of its tensors, once
+// ONNX Runtime's binding no longer references them.
 func (b *Binding) dropHeld() {
-	for _, a := range b.held {
-		a.drop()
+	for _, m := range b.held {
+		m.drop()
 	}
 	b.held = nil
 }
@@ -467,7 +456,13 @@ func (b *Binding) Outputs() ([]*Value, error) {
 	ps := unsafe.Slice(arr, int(n))
 	out := make([]*Value, 0, len(ps))
 	for i, p := range ps {
-		v, err := b.s.api.describe(p)
+		// An output bound with BindOutput is another tensor over the
+		// bound one's memory, which it holds.
+		var over *memory
+		if i < len(b.over) {
+			over = b.over[i]
+		}
+		v, err := b.s.api.describe(p, over)
 		if err != nil {
 			for _, q := range ps[i:] {
 				C.spiral_release_ort_value(b.s.api.api, q)
@@ -479,12 +474,6 @@ func (b *Binding) Outputs() ([]*Value, error) {
 		}
 		if i < len(b.placed) && b.placed[i] != nil {
 			b.placed[i].place(v)
-		}
-		if i < len(b.from) && b.from[i] != nil {
-			// Another reference to the bound tensor, whose memory its
-			// Allocator frees.
-			b.from[i].hold()
-			v.from = b.from[i]
 		}
 		out = append(out, v)
 	}

@@ -161,8 +161,12 @@ func (t ElemType) Size() int {
 }
 
 // Value is a tensor: either ONNX Runtime's (an output it allocated; the
-// memory is freed by Release) or a view of Go memory (kept alive by the
-// Value until Release).
+// memory is freed by Release), a view of Go memory (kept alive by the
+// Value until Release), or a view of another tensor's memory (View). Every
+// Value over some memory, and every Binding such a Value is bound in,
+// holds that memory (memory): it is freed, or unpinned, with the last of
+// them, so releasing a tensor before its views leaves them reading its
+// values.
 type Value struct {
 	api   *API
 	v     *C.OrtValue
@@ -170,15 +174,61 @@ type Value struct {
 	elem  ElemType
 	data  unsafe.Pointer
 	n     int // elements
-	keep  any // the Go slice a view reads
+	// mem is the memory data lies in, held by v until Release.
+	mem *memory
 	// device: the data is in device memory, not readable from Go.
 	device bool
 	// info is the memory a tensor from AllocOn (or a view of one) lives
 	// in; nil otherwise.
 	info *MemoryInfo
-	// from is the Allocator a tensor from AllocOn came from, which frees
-	// the tensor's memory (not set for views); nil otherwise.
+}
+
+// memory is the memory of a tensor's data, shared by the Value it was
+// made for and every Value over it (its views, the outputs a Binding
+// returns for it) and held by the Bindings they are bound in: freed
+// when the last of them lets go (drop). Go memory that a Value reads in
+// place (NewTensor) is kept alive until then.
+type memory struct {
+	api  *API
+	refs atomic.Int64
+	// owner is the OrtValue of the tensor the memory was made for: it
+	// frees memory ONNX Runtime allocated, and is released last.
+	owner *C.OrtValue
+	// keep is the Go memory of a tensor over it (nil otherwise).
+	keep any
+	// from is the Allocator that frees the memory (AllocOn; nil
+	// otherwise), which must outlive it.
 	from *Allocator
+}
+
+// newMemory returns the memory of the tensor owner (set by the caller
+// when nil), with one reference.
+func newMemory(api *API, owner *C.OrtValue) *memory {
+	m := &memory{api: api, owner: owner}
+	m.refs.Store(1)
+	return m
+}
+
+// hold notes another reference to m, taken by a holder of one.
+func (m *memory) hold() { m.refs.Add(1) }
+
+// drop drops a reference to m, freeing m with the last one.
+func (m *memory) drop() {
+	if m.refs.Add(-1) == 0 {
+		m.free()
+	}
+}
+
+func (m *memory) free() {
+	if m.owner != nil {
+		C.spiral_release_value(m.api.api, m.owner)
+		m.owner = nil
+	}
+	m.keep = nil
+	if m.from != nil {
+		m.from.drop()
+		m.from = nil
+	}
 }
 
 // OnDevice reports whether v's data is in device memory (not readable
@@ -190,9 +240,14 @@ func (v *Value) OnDevice() bool { return v.device }
 // memory, which is the host's on the CPU twin, where OnDevice is false.
 func (v *Value) Placed() bool { return v.info != nil }
 
-func (v *Value) checkHost() {
+// checkReadable panics when v's data cannot be read from Go: it is in
+// device memory, or v is released (naming accessor and v's shape).
+func (v *Value) checkReadable(accessor string) {
 	if v.device {
 		panic("ortc: the data of a tensor in device memory read from Go; copy it to the host first (Copier)")
+	}
+	if v.v == nil {
+		panic(fmt.Sprintf("ortc: %s of a released tensor of shape %v", accessor, v.shape))
 	}
 }
 
@@ -222,9 +277,10 @@ func (v *Value) Int32s() []int32 { return elements[int32](v, "Int32s") }
 func (v *Value) Bools() []bool { return elements[bool](v, "Bools") }
 
 // elements returns v's data as a []T in place; it panics (naming the
-// accessor) when v is in device memory or holds another element type.
+// accessor) when v is released, in device memory or of another element
+// type.
 func elements[T element](v *Value, accessor string) []T {
-	v.checkHost()
+	v.checkReadable(accessor)
 	if v.elem != elemOf[T]() {
 		panic(fmt.Sprintf("ortc: %s of a tensor of element type %d", accessor, v.elem))
 	}
@@ -236,29 +292,28 @@ func elements[T element](v *Value, accessor string) []T {
 
 // Bytes returns the raw data of a tensor of any element type, in place.
 func (v *Value) Bytes() []byte {
-	v.checkHost()
+	v.checkReadable("Bytes")
 	if v.n == 0 {
 		return nil
 	}
 	return unsafe.Slice((*byte)(v.data), v.n*v.elem.Size())
 }
 
-// Release frees the tensor (ONNX Runtime's memory, or the view). It is safe
-// on nil and more than once. A Binding that v is bound in keeps its own
-// reference to the tensor, and v keeps the Go memory it views for it.
+// Release releases the tensor, and its memory (ONNX Runtime's, or the Go
+// memory it pins) unless views of it, outputs over it or Bindings it is
+// bound in still hold that: the last of them frees it. Reading or
+// viewing v afterwards is an error. It is safe on nil and more than
+// once.
 func (v *Value) Release() {
 	if v == nil || v.v == nil {
 		return
 	}
-	C.spiral_release_value(v.api.api, v.v)
-	// keep stays: a binding's reference to the tensor still reads the
-	// Go memory, held alive by the binding's reference to v.
-	v.v, v.data = nil, nil
-	v.api.live.Add(-1)
-	if v.from != nil {
-		v.from.drop()
-		v.from = nil
+	if v.v != v.mem.owner {
+		C.spiral_release_value(v.api.api, v.v)
 	}
+	v.mem.drop()
+	v.v, v.data, v.mem = nil, nil, nil
+	v.api.live.Add(-1)
 }
 
 // Scalar element types of the Go slices NewTensor wraps.
@@ -300,14 +355,16 @@ func NewTensor[T element](e *Env, shape []int64, data []T) (*Value, error) {
 		return nil, fmt.Errorf("ortc: tensor shape %v needs %d values, have %d", shape, n, len(data))
 	}
 	elem := elemOf[T]()
-	v := &Value{api: e.api, shape: append([]int64(nil), shape...), elem: elem, n: int(n), keep: data}
+	v := &Value{api: e.api, shape: append([]int64(nil), shape...), elem: elem, n: int(n)}
+	v.mem = newMemory(e.api, nil)
+	v.mem.keep = data
 	// ONNX Runtime wants a non-null pointer even for empty tensors.
 	var scratch [8]byte
 	ptr := unsafe.Pointer(&scratch[0])
 	if n > 0 {
 		ptr = unsafe.Pointer(&data[0])
 	} else {
-		v.keep = &scratch
+		v.mem.keep = &scratch
 	}
 	v.data = ptr
 	var dims *C.int64_t
@@ -315,8 +372,10 @@ func NewTensor[T element](e *Env, shape []int64, data []T) (*Value, error) {
 		dims = (*C.int64_t)(unsafe.Pointer(&v.shape[0]))
 	}
 	if err := status(C.spiral_tensor(e.api.api, e.cpu, ptr, C.size_t(int(n)*elem.Size()), dims, C.size_t(len(shape)), C.int(elem), &v.v)); err != nil {
+		v.mem.free()
 		return nil, fmt.Errorf("ortc: tensor %v: %w", shape, err)
 	}
+	v.mem.owner = v.v
 	e.api.live.Add(1)
 	return v, nil
 }
@@ -338,7 +397,7 @@ func Alloc[T element](e *Env, shape []int64) (*Value, error) {
 	if err := status(C.spiral_alloc_tensor(e.api.api, dims, C.size_t(len(shape)), C.int(elemOf[T]()), &p)); err != nil {
 		return nil, fmt.Errorf("ortc: allocate tensor %v: %w", shape, err)
 	}
-	v, err := e.api.describe(p)
+	v, err := e.api.describe(p, nil)
 	if err != nil {
 		C.spiral_release_value(e.api.api, p)
 		return nil, fmt.Errorf("ortc: allocate tensor %v: %w", shape, err)
@@ -472,7 +531,7 @@ func (s *Session) Run(inputs, outputs []*Value) error {
 		if v != nil {
 			continue
 		}
-		out, err := s.api.describe(outArr[i])
+		out, err := s.api.describe(outArr[i], nil)
 		if err != nil {
 			// The caller, given an error, releases no output: those
 			// this run allocated go, the ones described already too.
@@ -503,9 +562,10 @@ func cArray[T any](n int) []T {
 	return unsafe.Slice((*T)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(z)))), n)
 }
 
-// describe wraps an ONNX Runtime-allocated tensor, noting whether it is
-// in device memory. On error p is left to the caller to release.
-func (a *API) describe(p *C.OrtValue) (*Value, error) {
+// describe wraps an ONNX Runtime tensor, noting whether it is in device
+// memory: one that owns its data (mem nil), or one over mem, which the
+// Value holds. On error p is left to the caller to release.
+func (a *API) describe(p *C.OrtValue, mem *memory) (*Value, error) {
 	var elem, device C.int
 	var dims [maxRank]C.int64_t
 	var rank C.size_t
@@ -521,6 +581,12 @@ func (a *API) describe(p *C.OrtValue) (*Value, error) {
 	if v.elem.Size() == 0 {
 		return nil, fmt.Errorf("element type %d is not supported", v.elem)
 	}
+	if mem == nil {
+		mem = newMemory(a, p)
+	} else {
+		mem.hold()
+	}
+	v.mem = mem
 	a.live.Add(1)
 	return v, nil
 }

@@ -1,0 +1,166 @@
+package ortc_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/model/ortc"
+)
+
+// openAPI is openEnv with the API the environment's Values count in.
+func openAPI(t *testing.T) (*ortc.API, *ortc.Env, *ort.SessionOptions) {
+	t.Helper()
+	api, err := ortc.Open(modeltest.Runtime(t).LibraryPath())
+	require.NoError(t, err)
+	env, err := api.NewEnv()
+	require.NoError(t, err)
+	so, err := ort.NewSessionOptions()
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, so.Destroy())
+		env.Close()
+	})
+	return api, env, so
+}
+
+// churn allocates n tensors of shape on alloc filled with -1 (released
+// when the test ends): memory freed before it is reused and overwritten,
+// so a tensor still reading it reads -1. The tensors are returned, for
+// fill to overwrite again after a run that wrote them.
+func churn(t *testing.T, alloc *ortc.Allocator, shape []int64, n int) []*ortc.Value {
+	t.Helper()
+	var xs []*ortc.Value
+	for range n {
+		x, err := ortc.AllocOn[float32](alloc, shape)
+		require.NoError(t, err)
+		t.Cleanup(x.Release)
+		xs = append(xs, x)
+	}
+	fill(xs, -1)
+	return xs
+}
+
+func fill(xs []*ortc.Value, v float32) {
+	for _, x := range xs {
+		for i := range x.Float32s() {
+			x.Float32s()[i] = v
+		}
+	}
+}
+
+// TestViewOutlivesItsTensor: a view keeps the memory of the tensor it
+// views (and the OrtAllocator that frees it) until the view is
+// released, so releasing the tensor and its Allocator first, as a caller
+// may when it is done with the whole, leaves the view reading and
+// feeding runs the tensor's values, not memory reused by the next
+// allocation. A released tensor itself is an error to read or view, not
+// a read of address 0. Run in a child process (inPerturbedChild).
+func TestViewOutlivesItsTensor(t *testing.T) {
+	if !inPerturbedChild(t) {
+		return
+	}
+	api, env, so := openAPI(t)
+	s := addSession(t, env, so)
+	info, err := env.NewMemoryInfo("Cpu", 0)
+	require.NoError(t, err)
+	defer info.Release()
+	alloc, err := s.NewAllocator(info)
+	require.NoError(t, err)
+	other, err := s.NewAllocator(info)
+	require.NoError(t, err)
+	defer other.Release()
+	live := api.LiveValues()
+
+	whole, err := ortc.AllocOn[float32](alloc, []int64{4, 2})
+	require.NoError(t, err)
+	copy(whole.Float32s(), []float32{1, 2, 3, 4, 5, 6, 7, 8})
+	rows, err := whole.View(2, []int64{2, 2})
+	require.NoError(t, err)
+	last, err := rows.View(2, []int64{1, 2})
+	require.NoError(t, err)
+	whole.Release()
+	whole.Release() // twice is safe
+	alloc.Release()
+	reused := churn(t, other, []int64{4, 2}, 20)
+
+	require.Equal(t, []float32{3, 4, 5, 6}, rows.Float32s())
+	require.Equal(t, []float32{5, 6}, last.Float32s())
+	bias, err := ortc.NewTensor(env, []int64{2}, []float32{10, 20})
+	require.NoError(t, err)
+	defer bias.Release()
+	out := []*ortc.Value{nil, nil}
+	require.NoError(t, s.Run([]*ortc.Value{rows, bias}, out))
+	require.Equal(t, []float32{13, 24, 15, 26}, out[0].Float32s())
+	out[0].Release()
+	out[1].Release()
+
+	require.PanicsWithValue(t, "ortc: Float32s of a released tensor of shape [4 2]", func() { whole.Float32s() })
+	require.PanicsWithValue(t, "ortc: Bytes of a released tensor of shape [4 2]", func() { whole.Bytes() })
+	_, err = whole.View(0, []int64{2})
+	require.EqualError(t, err, "ortc: view of a released tensor of shape [4 2]")
+	rows.Release()
+	require.Equal(t, []float32{5, 6}, last.Float32s(), "a view of a view keeps the memory too")
+	require.PanicsWithValue(t, "ortc: Float32s of a released tensor of shape [2 2]", func() { rows.Float32s() })
+	last.Release()
+	require.Equal(t, live+int64(len(reused))+1, api.LiveValues(), "live: the churn's tensors and bias")
+}
+
+// TestBindingKeepsViewedMemory: a view bound in a Binding keeps the
+// memory it views while the binding holds it, and so does an output the
+// binding returns for it (Outputs: another tensor over that memory):
+// with the view, its tensor and their Allocator released before the run,
+// the run still writes the tensor's memory and the output reads it, even
+// after the binding is released. Run in a child process
+// (inPerturbedChild).
+func TestBindingKeepsViewedMemory(t *testing.T) {
+	if !inPerturbedChild(t) {
+		return
+	}
+	env, so := openEnv(t)
+	s := addSession(t, env, so)
+	info, err := env.NewMemoryInfo("Cpu", 0)
+	require.NoError(t, err)
+	defer info.Release()
+	other, err := s.NewAllocator(info)
+	require.NoError(t, err)
+	defer other.Release()
+	a, err := ortc.NewTensor(env, []int64{2, 2}, []float32{1, 2, 3, 4})
+	require.NoError(t, err)
+	defer a.Release()
+	bias, err := ortc.NewTensor(env, []int64{2}, []float32{10, 20})
+	require.NoError(t, err)
+	defer bias.Release()
+
+	alloc, err := s.NewAllocator(info)
+	require.NoError(t, err)
+	whole, err := ortc.AllocOn[float32](alloc, []int64{4, 2})
+	require.NoError(t, err)
+	rows, err := whole.View(4, []int64{2, 2})
+	require.NoError(t, err)
+	b, err := s.NewBinding()
+	require.NoError(t, err)
+	defer b.Release()
+	require.NoError(t, b.BindInput("a", a))
+	require.NoError(t, b.BindInput("b", bias))
+	require.NoError(t, b.BindOutput("y", rows))
+	require.NoError(t, b.BindOutputTo("s", info))
+	rows.Release()
+	whole.Release()
+	alloc.Release()
+	reused := churn(t, other, []int64{4, 2}, 20)
+
+	require.NoError(t, s.RunBinding(b))
+	outs, err := b.Outputs()
+	require.NoError(t, err)
+	defer func() {
+		for _, o := range outs {
+			o.Release()
+		}
+	}()
+	b.Release()
+	fill(reused, -1)
+	require.Equal(t, []float32{11, 22, 13, 24}, outs[0].Float32s())
+}
