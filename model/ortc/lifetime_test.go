@@ -1,7 +1,10 @@
 package ortc_test
 
 import (
+	"runtime"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	ort "github.com/yalue/onnxruntime_go"
@@ -163,4 +166,57 @@ func TestBindingKeepsViewedMemory(t *testing.T) {
 	b.Release()
 	fill(reused, -1)
 	require.Equal(t, []float32{11, 22, 13, 24}, outs[0].Float32s())
+}
+
+// TestTensorPinsGoMemory: ONNX Runtime keeps the pointer to the Go memory
+// a NewTensor reads after the call, which cgo allows only for pinned
+// memory (runtime.Pinner), so the Value pins it until it and every
+// Binding it is bound in let go. Shown by cgo's own check (cgocheck=1,
+// the default): a call passing Go memory that holds a pointer to
+// unpinned Go memory panics, so holder, passed to C as a NewTensor's
+// bytes, is accepted only while the slice it points to is pinned.
+func TestTensorPinsGoMemory(t *testing.T) {
+	env, so := openEnv(t)
+	s := addSession(t, env, so)
+	data := make([]float32, 64)
+	v, err := ortc.NewTensor(env, []int64{32, 2}, data)
+	require.NoError(t, err)
+	holder := &struct{ p *float32 }{&data[0]}
+	raw := unsafe.Slice((*uint8)(unsafe.Pointer(holder)), unsafe.Sizeof(*holder))
+	passHolder := func() {
+		h, err := ortc.NewTensor(env, []int64{int64(len(raw))}, raw)
+		require.NoError(t, err)
+		h.Release()
+	}
+	require.NotPanics(t, passHolder, "the tensor's memory is pinned")
+
+	b, err := s.NewBinding()
+	require.NoError(t, err)
+	require.NoError(t, b.BindInput("a", v))
+	v.Release()
+	require.NotPanics(t, passHolder, "the binding holds the tensor: its memory stays pinned")
+	b.Release()
+	require.PanicsWithError(t, "runtime error: argument of cgo function has Go pointer to unpinned Go pointer", passHolder,
+		"released: unpinned")
+	runtime.KeepAlive(data)
+}
+
+// TestUnreleasedTensorIsNotFatal: a NewTensor Value dropped without
+// Release (a leak, counted by LiveValues) is unpinned once collected,
+// not found by the runtime.Pinner's own leak check, which panics on the
+// finalizer goroutine and so ends the process. Run in a child process
+// (inPerturbedChild), where that crash fails the parent's test.
+func TestUnreleasedTensorIsNotFatal(t *testing.T) {
+	if !inPerturbedChild(t) {
+		return
+	}
+	env, _ := openEnv(t)
+	for range 8 {
+		_, err := ortc.NewTensor(env, []int64{256}, make([]float32, 256))
+		require.NoError(t, err)
+	}
+	for range 5 {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond) // for the finalizer goroutine
+	}
 }

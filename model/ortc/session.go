@@ -161,8 +161,8 @@ func (t ElemType) Size() int {
 }
 
 // Value is a tensor: either ONNX Runtime's (an output it allocated; the
-// memory is freed by Release), a view of Go memory (kept alive by the
-// Value until Release), or a view of another tensor's memory (View). Every
+// memory is freed by Release), a view of Go memory (pinned by the Value
+// until Release), or a view of another tensor's memory (View). Every
 // Value over some memory, and every Binding such a Value is bound in,
 // holds that memory (memory): it is freed, or unpinned, with the last of
 // them, so releasing a tensor before its views leaves them reading its
@@ -187,15 +187,20 @@ type Value struct {
 // made for and every Value over it (its views, the outputs a Binding
 // returns for it) and held by the Bindings they are bound in: freed
 // when the last of them lets go (drop). Go memory that a Value reads in
-// place (NewTensor) is kept alive until then.
+// place (NewTensor) is pinned until then, as cgo requires of Go memory
+// that C keeps a pointer to after a call (which also keeps it alive).
 type memory struct {
 	api  *API
 	refs atomic.Int64
 	// owner is the OrtValue of the tensor the memory was made for: it
 	// frees memory ONNX Runtime allocated, and is released last.
 	owner *C.OrtValue
-	// keep is the Go memory of a tensor over it (nil otherwise).
-	keep any
+	// pin pins the Go memory of a tensor over it (nil otherwise); unpin
+	// unpins it should the memory become unreachable before its last
+	// reference is dropped (a Value never released), where the Pinner
+	// would otherwise crash the process as a leak.
+	pin   *runtime.Pinner
+	unpin runtime.Cleanup
 	// from is the Allocator that frees the memory (AllocOn; nil
 	// otherwise), which must outlive it.
 	from *Allocator
@@ -207,6 +212,14 @@ func newMemory(api *API, owner *C.OrtValue) *memory {
 	m := &memory{api: api, owner: owner}
 	m.refs.Store(1)
 	return m
+}
+
+// pinGo pins the Go memory at p (nothing when p is not Go memory) until
+// the memory is freed.
+func (m *memory) pinGo(p unsafe.Pointer) {
+	m.pin = new(runtime.Pinner)
+	m.pin.Pin(p)
+	m.unpin = runtime.AddCleanup(m, (*runtime.Pinner).Unpin, m.pin)
 }
 
 // hold notes another reference to m, taken by a holder of one.
@@ -224,7 +237,11 @@ func (m *memory) free() {
 		C.spiral_release_value(m.api.api, m.owner)
 		m.owner = nil
 	}
-	m.keep = nil
+	if m.pin != nil {
+		m.unpin.Stop()
+		m.pin.Unpin()
+		m.pin = nil
+	}
 	if m.from != nil {
 		m.from.drop()
 		m.from = nil
@@ -341,8 +358,10 @@ func elemOf[T element]() ElemType {
 }
 
 // NewTensor wraps data (shape's element count, at least one element) as
-// a tensor without copying it. data must not be reallocated while the
-// Value lives; writes to it are seen by later runs.
+// a tensor without copying it, pinning it (runtime.Pinner: ONNX Runtime
+// keeps the pointer after this call) until the tensor and whatever holds
+// it let go (Release). data must not be reallocated while the Value
+// lives; writes to it are seen by later runs.
 func NewTensor[T element](e *Env, shape []int64, data []T) (*Value, error) {
 	n := int64(1)
 	for _, d := range shape {
@@ -356,17 +375,16 @@ func NewTensor[T element](e *Env, shape []int64, data []T) (*Value, error) {
 	}
 	elem := elemOf[T]()
 	v := &Value{api: e.api, shape: append([]int64(nil), shape...), elem: elem, n: int(n)}
-	v.mem = newMemory(e.api, nil)
-	v.mem.keep = data
-	// ONNX Runtime wants a non-null pointer even for empty tensors.
-	var scratch [8]byte
-	ptr := unsafe.Pointer(&scratch[0])
+	var ptr unsafe.Pointer
 	if n > 0 {
 		ptr = unsafe.Pointer(&data[0])
 	} else {
-		v.mem.keep = &scratch
+		// ONNX Runtime wants a non-null pointer even for empty tensors.
+		ptr = unsafe.Pointer(new([8]byte))
 	}
 	v.data = ptr
+	v.mem = newMemory(e.api, nil)
+	v.mem.pinGo(ptr)
 	var dims *C.int64_t
 	if len(shape) > 0 {
 		dims = (*C.int64_t)(unsafe.Pointer(&v.shape[0]))
