@@ -139,6 +139,10 @@ func (m *MemoryInfo) String() string {
 	return fmt.Sprintf("%s:%d", m.name, m.id)
 }
 
+// errReleasedInfo is the error of a use of a released MemoryInfo, whose
+// null OrtMemoryInfo ONNX Runtime would dereference.
+var errReleasedInfo = errors.New("the memory info is released")
+
 // Release frees the description.
 func (m *MemoryInfo) Release() {
 	if m != nil && m.info != nil {
@@ -167,8 +171,11 @@ type Allocator struct {
 // bindings and bound outputs that reference them, may outlive Release
 // (the allocator is freed with the last of them).
 func (s *Session) NewAllocator(info *MemoryInfo) (*Allocator, error) {
-	if s.s == nil {
+	switch {
+	case s.s == nil:
 		return nil, fmt.Errorf("ortc: allocator for %s: %w", info, errClosed)
+	case info.info == nil:
+		return nil, fmt.Errorf("ortc: allocator for %s: %w", info, errReleasedInfo)
 	}
 	a := &Allocator{api: s.api, info: info}
 	if err := status(C.spiral_create_allocator(s.api.api, s.s, info.info, &a.a)); err != nil {
@@ -264,6 +271,9 @@ func (v *Value) View(offset int, shape []int64) (*Value, error) {
 	if v.v == nil {
 		// Release cleared data: the view would be of address 0 on.
 		return nil, fmt.Errorf("ortc: view of a released tensor of shape %v", v.shape)
+	}
+	if v.info.info == nil {
+		return nil, fmt.Errorf("ortc: view %v on %s: %w", shape, v.info, errReleasedInfo)
 	}
 	n := 1
 	for _, d := range shape {
@@ -384,8 +394,11 @@ func (b *Binding) BindOutputOn(name string, a *Allocator) error {
 }
 
 func (b *Binding) bindTo(name string, info, placed *MemoryInfo) error {
-	if b.b == nil {
+	switch {
+	case b.b == nil:
 		return fmt.Errorf("ortc: bind output %q to %s: %w", name, info, errReleasedBinding)
+	case info.info == nil:
+		return fmt.Errorf("ortc: bind output %q to %s: %w", name, info, errReleasedInfo)
 	}
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))

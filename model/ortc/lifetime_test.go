@@ -220,3 +220,34 @@ func TestUnreleasedTensorIsNotFatal(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // for the finalizer goroutine
 	}
 }
+
+// TestReleasedMemoryInfo: a view of a tensor placed on a released
+// MemoryInfo, an output bound to one and an allocator for one are errors
+// naming it, not a null OrtMemoryInfo that ONNX Runtime dereferences (a
+// segmentation fault); the tensors allocated on it stay usable.
+func TestReleasedMemoryInfo(t *testing.T) {
+	env, so := openEnv(t)
+	s := addSession(t, env, so)
+	info, err := env.NewMemoryInfo("Cpu", 0)
+	require.NoError(t, err)
+	alloc, err := s.NewAllocator(info)
+	require.NoError(t, err)
+	defer alloc.Release()
+	v, err := ortc.AllocOn[float32](alloc, []int64{4})
+	require.NoError(t, err)
+	defer v.Release()
+	b, err := s.NewBinding()
+	require.NoError(t, err)
+	defer b.Release()
+	info.Release()
+	info.Release() // twice is safe
+
+	_, err = v.View(0, []int64{2})
+	require.EqualError(t, err, "ortc: view [2] on Cpu:0: the memory info is released")
+	require.EqualError(t, b.BindOutputTo("y", info), `ortc: bind output "y" to Cpu:0: the memory info is released`)
+	require.EqualError(t, b.BindOutputOn("y", alloc), `ortc: bind output "y" to Cpu:0: the memory info is released`)
+	_, err = s.NewAllocator(info)
+	require.EqualError(t, err, "ortc: allocator for Cpu:0: the memory info is released")
+	copy(v.Float32s(), []float32{1, 2, 3, 4})
+	require.Equal(t, []float32{1, 2, 3, 4}, v.Float32s())
+}
