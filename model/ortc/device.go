@@ -362,8 +362,12 @@ func (b *Binding) bind(what, name string, v *Value) error {
 	if v == nil || v.v == nil {
 		return fmt.Errorf("ortc: bind %s %q: the value is nil or released", what, name)
 	}
-	if b.b == nil {
+	switch {
+	case b.b == nil:
 		return fmt.Errorf("ortc: bind %s %q: %w", what, name, errReleasedBinding)
+	case b.s.s == nil:
+		// ONNX Runtime looks the name up in the session's state.
+		return fmt.Errorf("ortc: bind %s %q: %w", what, name, errClosed)
 	}
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
@@ -397,6 +401,8 @@ func (b *Binding) bindTo(name string, info, placed *MemoryInfo) error {
 	switch {
 	case b.b == nil:
 		return fmt.Errorf("ortc: bind output %q to %s: %w", name, info, errReleasedBinding)
+	case b.s.s == nil:
+		return fmt.Errorf("ortc: bind output %q to %s: %w", name, info, errClosed)
 	case info.info == nil:
 		return fmt.Errorf("ortc: bind output %q to %s: %w", name, info, errReleasedInfo)
 	}

@@ -251,3 +251,27 @@ func TestReleasedMemoryInfo(t *testing.T) {
 	copy(v.Float32s(), []float32{1, 2, 3, 4})
 	require.Equal(t, []float32{1, 2, 3, 4}, v.Float32s())
 }
+
+// TestBindingOfClosedSession: binding a value or an output on a Binding
+// whose session is closed is an error naming that, not a lookup of the
+// name in the freed session's state (which answered "Failed to find
+// input name in the mapping", read from freed memory).
+func TestBindingOfClosedSession(t *testing.T) {
+	env, so := openEnv(t)
+	info, err := env.NewMemoryInfo("Cpu", 0)
+	require.NoError(t, err)
+	defer info.Release()
+	a, err := ortc.NewTensor(env, []int64{1, 2}, []float32{1, 2})
+	require.NoError(t, err)
+	defer a.Release()
+	s, err := env.NewSession(addShapeModel(t), so, []string{"a", "b"}, []string{"y", "s"})
+	require.NoError(t, err)
+	b, err := s.NewBinding()
+	require.NoError(t, err)
+	s.Close()
+	require.EqualError(t, b.BindInput("a", a), `ortc: bind input "a": the session is closed`)
+	require.EqualError(t, b.BindOutput("y", a), `ortc: bind output "y": the session is closed`)
+	require.EqualError(t, b.BindOutputTo("s", info), `ortc: bind output "s" to Cpu:0: the session is closed`)
+	b.Clear()
+	b.Release()
+}
