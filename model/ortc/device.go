@@ -314,7 +314,8 @@ type Binding struct {
 	s *Session
 	b *C.OrtIoBinding
 	// placed holds, in binding order, the memory of each output bound
-	// with BindOutputOn (nil for the others).
+	// with BindOutputOn, or bound with BindOutput to a tensor placed
+	// there (nil for the others).
 	placed []*MemoryInfo
 	// over holds, in binding order, the memory of the tensor each output
 	// bound with BindOutput is (nil for the others): Outputs returns
@@ -351,7 +352,7 @@ func (b *Binding) BindOutput(name string, v *Value) error {
 	if err := b.bind("output", name, v); err != nil {
 		return err
 	}
-	b.placed = append(b.placed, nil)
+	b.placed = append(b.placed, v.info)
 	b.over = append(b.over, v.mem)
 	return nil
 }

@@ -275,3 +275,48 @@ func TestBindingOfClosedSession(t *testing.T) {
 	b.Clear()
 	b.Release()
 }
+
+// TestBoundOutputKeepsPlacement: the output Outputs returns for a tensor
+// bound with BindOutput is that tensor (another reference to it), so it
+// is Placed where the tensor is and, on the device twin, not readable
+// from Go, as on a device; a view of it reads the run's values.
+func TestBoundOutputKeepsPlacement(t *testing.T) {
+	env, so := openEnv(t)
+	s := addSession(t, env, so)
+	twin, err := env.NewTwinMemoryInfo()
+	require.NoError(t, err)
+	defer twin.Release()
+	alloc, err := s.NewAllocator(twin)
+	require.NoError(t, err)
+	defer alloc.Release()
+	a, err := ortc.NewTensor(env, []int64{1, 2}, []float32{1, 2})
+	require.NoError(t, err)
+	defer a.Release()
+	bias, err := ortc.NewTensor(env, []int64{2}, []float32{10, 20})
+	require.NoError(t, err)
+	defer bias.Release()
+	y, err := ortc.AllocOn[float32](alloc, []int64{1, 2})
+	require.NoError(t, err)
+	defer y.Release()
+	b := runAdd(t, s, a, bias, y, twin)
+	outs, err := b.Outputs()
+	require.NoError(t, err)
+	defer func() {
+		for _, o := range outs {
+			o.Release()
+		}
+	}()
+	require.True(t, outs[0].Placed())
+	require.True(t, outs[0].OnDevice())
+	require.Panics(t, func() { outs[0].Float32s() })
+	second, err := outs[0].View(1, []int64{1})
+	require.NoError(t, err)
+	defer second.Release()
+	got, err := ortc.NewTensor(env, []int64{1}, make([]float32, 1))
+	require.NoError(t, err)
+	defer got.Release()
+	cp := env.NewCopier(so)
+	defer cp.Close()
+	require.NoError(t, cp.Copy(got, second))
+	require.Equal(t, []float32{22}, got.Float32s())
+}
