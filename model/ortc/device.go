@@ -313,18 +313,37 @@ func (v *Value) View(offset int, shape []int64) (*Value, error) {
 type Binding struct {
 	s *Session
 	b *C.OrtIoBinding
-	// placed holds, in binding order, the memory of each output bound
-	// with BindOutputOn, or bound with BindOutput to a tensor placed
-	// there (nil for the others).
-	placed []*MemoryInfo
-	// over holds, in binding order, the memory of the tensor each output
-	// bound with BindOutput is (nil for the others): Outputs returns
-	// tensors over it.
-	over []*memory
+	// outs are the bound outputs in binding order, as Outputs returns
+	// them.
+	outs []boundOutput
 	// held is the memory of the bound tensors, held (memory.hold) while
 	// the binding references the tensors: the Values may be released
 	// first.
 	held []*memory
+}
+
+// boundOutput is what Outputs needs to know of a bound output.
+type boundOutput struct {
+	name string
+	// placed is the memory of an output bound with BindOutputOn, or
+	// bound with BindOutput to a tensor placed there (nil otherwise).
+	placed *MemoryInfo
+	// over is the memory of the tensor an output bound with BindOutput
+	// is (nil otherwise): Outputs returns a tensor over it.
+	over *memory
+}
+
+// output records output name's binding, replacing an earlier one of the
+// name as ONNX Runtime's IoBinding does (one entry per name, in the
+// order of first binding).
+func (b *Binding) output(o boundOutput) {
+	for i := range b.outs {
+		if b.outs[i].name == o.name {
+			b.outs[i] = o
+			return
+		}
+	}
+	b.outs = append(b.outs, o)
 }
 
 // NewBinding returns an empty binding for s. Release it before s.
@@ -352,8 +371,7 @@ func (b *Binding) BindOutput(name string, v *Value) error {
 	if err := b.bind("output", name, v); err != nil {
 		return err
 	}
-	b.placed = append(b.placed, v.info)
-	b.over = append(b.over, v.mem)
+	b.output(boundOutput{name: name, placed: v.info, over: v.mem})
 	return nil
 }
 
@@ -412,8 +430,7 @@ func (b *Binding) bindTo(name string, info, placed *MemoryInfo) error {
 	if err := status(C.spiral_bind_output_to(b.s.api.api, b.b, cn, info.info)); err != nil {
 		return fmt.Errorf("ortc: bind output %q to %s: %w", name, info, err)
 	}
-	b.placed = append(b.placed, placed)
-	b.over = append(b.over, nil)
+	b.output(boundOutput{name: name, placed: placed})
 	return nil
 }
 
@@ -423,7 +440,7 @@ func (b *Binding) Clear() {
 		return
 	}
 	C.spiral_clear_binding(b.s.api.api, b.b)
-	b.placed, b.over = nil, nil
+	b.outs = nil
 	b.dropHeld()
 }
 
@@ -431,7 +448,7 @@ func (b *Binding) Clear() {
 func (b *Binding) Release() {
 	if b != nil && b.b != nil {
 		C.spiral_release_binding(b.s.api.api, b.b)
-		b.b, b.placed, b.over = nil, nil, nil
+		b.b, b.outs = nil, nil
 		b.dropHeld()
 	}
 }
@@ -478,11 +495,11 @@ func (b *Binding) Outputs() ([]*Value, error) {
 	for i, p := range ps {
 		// An output bound with BindOutput is another tensor over the
 		// bound one's memory, which it holds.
-		var over *memory
-		if i < len(b.over) {
-			over = b.over[i]
+		var o boundOutput
+		if i < len(b.outs) {
+			o = b.outs[i]
 		}
-		v, err := b.s.api.describe(p, over)
+		v, err := b.s.api.describe(p, o.over)
 		if err != nil {
 			for _, q := range ps[i:] {
 				C.spiral_release_ort_value(b.s.api.api, q)
@@ -492,8 +509,8 @@ func (b *Binding) Outputs() ([]*Value, error) {
 			}
 			return nil, fmt.Errorf("ortc: bound output %d: %w", i, err)
 		}
-		if i < len(b.placed) && b.placed[i] != nil {
-			b.placed[i].place(v)
+		if o.placed != nil {
+			o.placed.place(v)
 		}
 		out = append(out, v)
 	}

@@ -320,3 +320,52 @@ func TestBoundOutputKeepsPlacement(t *testing.T) {
 	require.NoError(t, cp.Copy(got, second))
 	require.Equal(t, []float32{22}, got.Float32s())
 }
+
+// TestRebindOutput: binding an output name again replaces its binding
+// (ONNX Runtime's IoBinding keeps one entry per name), so Outputs
+// describes each output by its last binding: y, bound first to a tensor
+// on the device twin and then to the host's memory info, comes back a
+// host tensor of the run's values, and s after it unplaced.
+func TestRebindOutput(t *testing.T) {
+	env, so := openEnv(t)
+	s := addSession(t, env, so)
+	info, err := env.NewMemoryInfo("Cpu", 0)
+	require.NoError(t, err)
+	defer info.Release()
+	twin, err := env.NewTwinMemoryInfo()
+	require.NoError(t, err)
+	defer twin.Release()
+	alloc, err := s.NewAllocator(twin)
+	require.NoError(t, err)
+	defer alloc.Release()
+	a, err := ortc.NewTensor(env, []int64{1, 2}, []float32{1, 2})
+	require.NoError(t, err)
+	defer a.Release()
+	bias, err := ortc.NewTensor(env, []int64{2}, []float32{10, 20})
+	require.NoError(t, err)
+	defer bias.Release()
+	y, err := ortc.AllocOn[float32](alloc, []int64{1, 2})
+	require.NoError(t, err)
+	defer y.Release()
+
+	b, err := s.NewBinding()
+	require.NoError(t, err)
+	defer b.Release()
+	require.NoError(t, b.BindInput("a", a))
+	require.NoError(t, b.BindInput("b", bias))
+	require.NoError(t, b.BindOutput("y", y))
+	require.NoError(t, b.BindOutputTo("y", info))
+	require.NoError(t, b.BindOutputOn("s", alloc))
+	require.NoError(t, s.RunBinding(b))
+	outs, err := b.Outputs()
+	require.NoError(t, err)
+	defer func() {
+		for _, o := range outs {
+			o.Release()
+		}
+	}()
+	require.Len(t, outs, 2)
+	require.False(t, outs[0].Placed())
+	require.Equal(t, []float32{11, 22}, outs[0].Float32s())
+	require.True(t, outs[1].Placed(), "s, bound on the twin's allocator")
+}
