@@ -256,6 +256,17 @@ func (s *modelSession) checkVocab(lm *model.LM) error {
 	return checkVocab(s.tok, s.resolvedModel, lm.Signature().Vocab)
 }
 
+// vocabError gives a training policy's refusal of the tokenizer's ids
+// as its vocabulary (model.VocabLimitError: more ids than the model's
+// logits) checkVocab's words; other errors pass unchanged.
+func (s *modelSession) vocabError(err error) error {
+	var ve *model.VocabLimitError
+	if errors.As(err, &ve) {
+		return checkVocab(s.tok, s.resolvedModel, ve.Logits)
+	}
+	return err
+}
+
 // checkVocab refuses tok, r's tokenizer, when it has more ids than r's
 // model has embedding rows (vocab, its logits).
 func checkVocab(tok *tokenizer.Tokenizer, r resolvedModel, vocab int) error {
@@ -362,8 +373,11 @@ func (s *modelSession) stopIDs() ([]int32, error) {
 // the serving engine of f (checked to serve its model), which gets
 // prompts as token ids and tokenizes with the session's tokenizer only
 // when it sends no ids back. The engine's token ids must lie in the
-// model's vocabulary: pol's embedding rows (the learner's), or without
-// pol the larger of the tokenizer's ids and config.json's vocab_size.
+// model's vocabulary: with pol, the learner's policy (the ids below c's
+// VocabLimit, the tokenizer's, which the learner's softmax is over:
+// model.ExecutorOptions.VocabLimit; pol's embedding rows without one),
+// or without pol the larger of the tokenizer's ids and config.json's
+// vocab_size.
 func (s *modelSession) generator(ctx context.Context, f engineFlags, pol *model.Policy, c rollout.SamplerConfig, warn io.Writer) (rollout.Generator, error) {
 	if f.engine == "local" {
 		return rollout.NewSampler(pol.LM, c)
@@ -371,6 +385,9 @@ func (s *modelSession) generator(ctx context.Context, f engineFlags, pol *model.
 	vocab := s.tok.VocabSize()
 	if pol != nil {
 		vocab = pol.LM.Signature().Vocab
+		if c.VocabLimit > 0 {
+			vocab = min(vocab, c.VocabLimit)
+		}
 	} else {
 		hf, err := s.hfConfig()
 		if err != nil {

@@ -107,14 +107,16 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 			return err
 		}
 	}
-	pol, err := model.OpenPolicy(ctx, sess.rt, sess.onnx, filepath.Join(f.out, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: arts, Seed: f.cfg.Seed})
+	// The policy is over the tokenizer's ids, those its greedy evaluation
+	// draws from (VocabLimit below); a tokenizer with more ids than the
+	// model's logits is refused there (sess.vocabError).
+	eo := f.exec.options()
+	eo.VocabLimit = sess.tok.VocabSize()
+	pol, err := model.OpenPolicy(ctx, sess.rt, sess.onnx, filepath.Join(f.out, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: eo, Artifacts: arts, Seed: f.cfg.Seed})
 	if err != nil {
-		return loraRankUsage(err)
+		return loraRankUsage(sess.vocabError(err))
 	}
 	defer pol.Close()
-	if err := sess.checkVocab(pol.LM); err != nil {
-		return err
-	}
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), pol.Weights)
 	if err != nil {
 		return err
@@ -132,7 +134,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	lock.started = true
 	err = rl.RunSFT(ctx, f.cfg, rl.SFTParts{
 		Policy: pol, Optimizer: opt, Schedule: sched, Task: task, Prompter: sess.prompter(templateSet{}),
-		StopIDs: stops, VocabLimit: min(sess.tok.VocabSize(), pol.LM.Signature().Vocab),
+		StopIDs: stops, VocabLimit: eo.VocabLimit,
 		Judge: rl.NewJudge(rl.RewardRule{}), Dir: f.out, Settings: settings, Out: env.stdout, Warn: env.stderr, Progress: bar.add,
 	})
 	bar.done()

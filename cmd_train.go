@@ -188,14 +188,16 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 			return err
 		}
 	}
-	pol, err := model.OpenPolicy(ctx, sess.rt, sess.onnx, filepath.Join(f.run.Dir, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: arts, Seed: f.cfg.Seed})
+	// The learner's policy is over the ids the sampler draws from, the
+	// tokenizer's; a tokenizer with more ids than the model's logits is
+	// refused there (sess.vocabError).
+	eo := f.exec.options()
+	eo.VocabLimit = samplerCfg.VocabLimit
+	pol, err := model.OpenPolicy(ctx, sess.rt, sess.onnx, filepath.Join(f.run.Dir, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: eo, Artifacts: arts, Seed: f.cfg.Seed})
 	if err != nil {
-		return loraRankUsage(err)
+		return loraRankUsage(sess.vocabError(err))
 	}
 	defer pol.Close()
-	if err := sess.checkVocab(pol.LM); err != nil {
-		return err
-	}
 	cfg := f.cfg
 	if cfg.MicroBatchTokens == 0 {
 		cfg.MicroBatchTokens = autoMicroBatchTokens(sess.onnx, env.stderr)

@@ -32,9 +32,11 @@ import (
 // no longer recompute the outputs themselves, and at 16, where a frozen
 // head table's loss graph no longer computes its gradient and the
 // gradients of Reduce with empty axes, Clip's bounds and Pow's exponent
-// at a zero base were mended), so that cached artifacts of an older
-// spiral are rebuilt.
-const ArtifactsVersion = 16
+// at a zero base were mended, and at 17, which added the head's loss
+// graphs over a vocabulary narrower than the logits,
+// blocks.Head.StatsLimited and TrainLimited), so that cached artifacts
+// of an older spiral are rebuilt.
+const ArtifactsVersion = 17
 
 // File names inside an artifacts directory.
 const (
@@ -183,7 +185,7 @@ func (a *Artifacts) Program() (*blocks.Program, error) {
 		return nil, fmt.Errorf("model: artifacts: %s: %w", filepath.Join(a.Dir, a.Manifest.Program), err)
 	}
 	p.Graphs = map[string][]byte{}
-	keys := []string{p.Head.Train, p.Head.Stats, p.Head.Grad}
+	keys := []string{p.Head.Train, p.Head.TrainLimited, p.Head.Stats, p.Head.StatsLimited, p.Head.Grad}
 	for _, pc := range p.Pieces() {
 		keys = append(keys, pc.Forward, pc.Backward)
 	}

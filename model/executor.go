@@ -42,6 +42,15 @@ type ExecutorOptions struct {
 	// float64 temporaries are about 15 x 8 bytes an element); default
 	// DefaultOptimizerChunk.
 	OptimizerChunk int
+	// VocabLimit, when > 0, is the policy's vocabulary: the ids below it
+	// (the tokenizer's, which the sampler draws from:
+	// rollout.SamplerConfig.VocabLimit), when the logits are wider (real
+	// Qwen3: 151,669 of 151,936). The log-probabilities, the entropy and
+	// the loss are then those of the softmax over those ids alone, the
+	// logits of the others get no gradient, and a trained token at or
+	// above it is refused. 0, or the logits' width, is the whole width
+	// (the graphs of an unlimited head, bit for bit).
+	VocabLimit int
 	// device, set by OpenPolicy (PolicyOptions.Resident), feeds the
 	// graphs these device copies of the parameters, copied when a
 	// store's version (params.Store.Touch) has moved since the last
@@ -49,6 +58,17 @@ type ExecutorOptions struct {
 	// layers' activations and their gradients stay there too
 	// (activations.go).
 	device *deviceParams
+}
+
+// VocabLimitError is OpenExecutor's (so OpenPolicy's) refusal of an
+// ExecutorOptions.VocabLimit past the model's logits: a tokenizer with
+// more ids than the model has embedding rows.
+type VocabLimitError struct {
+	Limit, Logits int
+}
+
+func (e *VocabLimitError) Error() string {
+	return fmt.Sprintf("model: executor: vocabulary limit %d exceeds the model's %d logits", e.Limit, e.Logits)
 }
 
 // Defaults of ExecutorOptions.
@@ -87,8 +107,10 @@ type Executor struct {
 	tensors map[string]*params.Tensor
 	trained map[string]int // trained parameter -> index in the weights store
 	weights *params.Store
-	vocab   int
-	opt     ExecutorOptions
+	// vocab is the logits' width; limit the policy's vocabulary, ids
+	// 0..limit-1 (ExecutorOptions.VocabLimit; vocab without one).
+	vocab, limit int
+	opt          ExecutorOptions
 	// step marks the values kept for the whole step (read by another
 	// block, the head or the backward pass of another block).
 	step  map[string]bool
@@ -157,12 +179,23 @@ func OpenExecutor(rt *Runtime, art *Artifacts, weights, frozen *params.Store, op
 	if opt.KeptBytes == 0 {
 		opt.KeptBytes = DefaultKeptBytes
 	}
+	vocab, limit := art.Manifest.Vocab, opt.VocabLimit
+	switch {
+	case limit < 0:
+		return nil, fmt.Errorf("model: executor: vocabulary limit %d: want >= 0 (0 = the logits' whole width)", limit)
+	case limit > vocab:
+		return nil, &VocabLimitError{Limit: limit, Logits: vocab}
+	case limit == 0:
+		limit = vocab
+	case limit < vocab && (prog.Head.Table != "" && prog.Head.StatsLimited == "" || prog.Head.Table == "" && prog.Head.TrainLimited == ""):
+		return nil, fmt.Errorf("model: executor: %s: the program has no loss graph over %d of the %d logits (artifacts of an older spiral?)", art.Dir, limit, vocab)
+	}
 	env, err := rt.api.NewEnv()
 	if err != nil {
 		return nil, err
 	}
 	e := &Executor{env: env, prog: prog, dir: art.Dir, sess: map[string]*ortc.Session{}, views: map[string]*ortc.Value{},
-		tensors: map[string]*params.Tensor{}, trained: map[string]int{}, weights: weights, vocab: art.Manifest.Vocab, opt: opt,
+		tensors: map[string]*params.Tensor{}, trained: map[string]int{}, weights: weights, vocab: vocab, limit: limit, opt: opt,
 		step: map[string]bool{}, pool: map[string][]float32{}}
 	for _, s := range []*params.Store{weights, frozen} {
 		for i := range s.Len() {
@@ -302,8 +335,11 @@ func (e *Executor) openSessions(rt *Runtime) error {
 	}
 	h := &e.prog.Head
 	if h.Table != "" {
-		if err := open(h.Stats, []string{blocks.HeadHidden, blocks.HeadTable, blocks.HeadTargets},
-			[]string{blocks.HeadLogSumExp, blocks.HeadTargetLogit, blocks.HeadEntropy}); err != nil {
+		in := []string{blocks.HeadHidden, blocks.HeadTable, blocks.HeadTargets}
+		if e.limited() {
+			in = append(in, blocks.HeadVocabLimit)
+		}
+		if err := open(e.statsGraph(), in, []string{blocks.HeadLogSumExp, blocks.HeadTargetLogit, blocks.HeadEntropy}); err != nil {
 			return err
 		}
 		outputs := []string{blocks.HeadGradHidden}
@@ -315,11 +351,36 @@ func (e *Executor) openSessions(rt *Runtime) error {
 	in := append(names(blocks.X, len(h.Inputs)), names(blocks.W, len(h.Weights))...)
 	in = append(in, autodiff.HeadTargets, autodiff.InputAdvantages, autodiff.InputOldLogprobs, autodiff.HeadWeights,
 		autodiff.InputClipLow, autodiff.InputClipHigh, autodiff.HeadDetached)
+	if e.limited() {
+		in = append(in, autodiff.HeadVocabLimit)
+	}
 	out := []string{autodiff.OutputLogprobs, autodiff.OutputEntropy, autodiff.OutputLoss, autodiff.GradName(blocks.X(0))}
 	for _, j := range h.GradWeights {
 		out = append(out, autodiff.GradName(blocks.W(j)))
 	}
-	return open(h.Train, in, out)
+	return open(e.trainGraph(), in, out)
+}
+
+// limited reports whether the policy's vocabulary is narrower than the
+// logits (ExecutorOptions.VocabLimit): then the head's loss runs on the
+// graphs that take the limit (blocks.Head.StatsLimited, TrainLimited),
+// else on those of the whole width.
+func (e *Executor) limited() bool { return e.limit < e.vocab }
+
+// statsGraph is the key of the table head's statistics graph.
+func (e *Executor) statsGraph() string {
+	if e.limited() {
+		return e.prog.Head.StatsLimited
+	}
+	return e.prog.Head.Stats
+}
+
+// trainGraph is the key of the generic head's loss graph.
+func (e *Executor) trainGraph() string {
+	if e.limited() {
+		return e.prog.Head.TrainLimited
+	}
+	return e.prog.Head.Train
 }
 
 func names(f func(int) string, n int) []string {
@@ -477,7 +538,7 @@ func (st *stepState) lookup(name string) (*ortc.Value, bool) {
 // detached mode). res receives the log-probabilities and entropies at
 // b's loss positions (0 elsewhere) and the loss.
 func (e *Executor) Accumulate(ctx context.Context, b TrainBatch, scale float32, grads *params.Store, res *TrainResult) error {
-	if err := b.validate(e.vocab, slices.Contains(e.prog.Inputs, PositionIDs)); err != nil {
+	if err := b.validate(e.vocab, e.limit, slices.Contains(e.prog.Inputs, PositionIDs)); err != nil {
 		return err
 	}
 	if err := e.checkGradStore(grads, e.devGrads != nil && e.devGrads.on); err != nil {
@@ -538,7 +599,7 @@ func (e *Executor) Accumulate(ctx context.Context, b TrainBatch, scale float32, 
 
 // validate checks b's sizes and token ids (position ids only when
 // positions are read).
-func (b *TrainBatch) validate(vocab int, positions bool) error {
+func (b *TrainBatch) validate(vocab, limit int, positions bool) error {
 	n := b.Batch * b.Seq
 	if b.Batch <= 0 || b.Seq <= 0 {
 		return fmt.Errorf("model: train batch: %d x %d rows", b.Batch, b.Seq)
@@ -590,6 +651,9 @@ func (b *TrainBatch) validate(vocab int, positions bool) error {
 			return fmt.Errorf("model: train batch: loss mask set at the last position of row %d, which has no next token", r)
 		case b.AttentionMask[i+1] == 0:
 			return fmt.Errorf("model: train batch: loss mask set at position %d of row %d, whose next token is padding (attention_mask 0)", t, r)
+		case b.InputIDs[i+1] >= int64(limit):
+			return fmt.Errorf("model: train batch: loss mask set at position %d of row %d, whose next token %d lies outside the policy's vocabulary, the tokenizer's ids [0, %d): its probability is 0",
+				t, r, b.InputIDs[i+1], limit)
 		}
 	}
 	return nil
@@ -1059,8 +1123,12 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 		}
 	}
 	count = math.Max(count, 1)
+	var limit []int64 // the limited graphs' input
+	if e.limited() {
+		limit = []int64{int64(e.limit)}
+	}
 	if h.Table != "" {
-		g, err := e.tableHead(st, res, z, pos, count)
+		g, err := e.tableHead(st, res, z, pos, count, limit)
 		if err != nil {
 			return err
 		}
@@ -1071,7 +1139,11 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 		return err
 	}
 	defer hs.release()
-	chunk := max(1, int(e.opt.LossChunkBytes/int64(e.vocab*4*lossLive)))
+	live := lossLive
+	if limit != nil {
+		live += 2 // the logits' slice, and its gradient padded back
+	}
+	chunk := max(1, int(e.opt.LossChunkBytes/int64(e.vocab*4*live)))
 	detached := []bool{b.OldLogProbs == nil}
 	summed := e.weightGradsSummed(h.Weights, h.GradWeights, 4)
 	for start := 0; start < len(pos); start += chunk {
@@ -1112,19 +1184,24 @@ func (e *Executor) head(st *stepState, res *TrainResult) error {
 			wrap(ortc.NewTensor(e.env, chunkShape, old)), wrap(ortc.NewTensor(e.env, chunkShape, w)),
 			wrap(ortc.NewTensor(e.env, []int64{1}, []float32{b.ClipLow})), wrap(ortc.NewTensor(e.env, []int64{1}, []float32{b.ClipHigh})),
 			wrap(ortc.NewTensor(e.env, []int64{1}, detached)))
+		wrapped := 8
+		if limit != nil {
+			in = append(in, wrap(ortc.NewTensor(e.env, []int64{1}, limit)))
+			wrapped++
+		}
 		release := func() {
 			for _, v := range owned {
 				v.Release()
 			}
 		}
-		if len(owned) != 8 {
+		if len(owned) != wrapped {
 			release()
 			return errors.New("wrap loss chunk inputs")
 		}
 		out := make([]*ortc.Value, 4+len(h.GradWeights))
 		// The input's gradient stays with the states' (on the device
 		// layer, in device memory).
-		err := e.runKeeping(h.Train, in, out, func(k int) bool { return k == 3 && hs.grad != nil || summed(k) })
+		err := e.runKeeping(e.trainGraph(), in, out, func(k int) bool { return k == 3 && hs.grad != nil || summed(k) })
 		release()
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 )
@@ -14,19 +15,23 @@ import (
 // sampler records for the tokens it draws (rollout.Completion.
 // PolicyLogProbs, pi_old of the PPO ratio) are those the learner's loss
 // graph computes for the same tokens before any update (the raw policy:
-// temperature 1, every logit), whatever the sampling transforms, so the
-// first update's ratio is 1. A pi_old of the sampling distribution
-// (temperature-scaled, top-k/top-p renormalised, cut to the vocabulary
-// limit) would be off by far more than float32 noise here. The learner's
-// log-probabilities are read through GradientStats' engine comparison,
-// with the recorded ones as the "engine's".
+// temperature 1, every id of the vocabulary the sampler draws from, the
+// learner's ExecutorOptions.VocabLimit), whatever the sampling
+// transforms, so the first update's ratio is 1. A pi_old of the sampling
+// distribution (temperature-scaled, top-k/top-p renormalised), or a
+// learner over a vocabulary other than the sampler's (the logits' whole
+// width against the ids below VocabLimit), would be off by far more than
+// float32 noise here. The learner's log-probabilities are read through
+// GradientStats' engine comparison, with the recorded ones as the
+// "engine's".
 func TestSampledLogProbsAreTheLearnersPiOld(t *testing.T) {
-	p, _ := openTrainPolicy(t, 41)
 	for _, cfg := range []rollout.SamplerConfig{
 		{Temperature: 1, TopP: 1, MaxNewTokens: 8, BatchSize: 4},
 		{Temperature: 0.6, TopK: 12, TopP: 0.9, MaxNewTokens: 8, BatchSize: 4, VocabLimit: 60},
+		{Temperature: 1, TopP: 1, MaxNewTokens: 8, BatchSize: 4, VocabLimit: 60},
 		{Temperature: 1.5, TopP: 1, MaxNewTokens: 8, BatchSize: 4},
 	} {
+		p, _ := openTrainPolicyWith(t, 41, model.ExecutorOptions{VocabLimit: cfg.VocabLimit})
 		s, err := rollout.NewSampler(p.LM, cfg)
 		require.NoError(t, err)
 		prompts := [][]int32{{5, 9, 13, 2}, {7, 7, 81}, {3}, {60, 61, 62, 63, 64}}

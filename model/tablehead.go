@@ -24,12 +24,16 @@ const (
 // Two passes: Stats over chunks of positions (the log-sum-exp and target
 // logit each position needs), then the per-position loss derivative,
 // then Grad over tiles of positions x vocabulary, each adding its share
-// of both gradients.
-func (e *Executor) tableHead(st *stepState, res *TrainResult, z *ortc.Value, pos []int, count float64) (*ortc.Value, error) {
+// of both gradients. With a policy narrower than the logits (limit, the
+// limited Stats graph's input, non-nil) both passes cover the ids below
+// it only: the statistics are the softmax's over them, and the others,
+// of probability 0, get no gradient.
+func (e *Executor) tableHead(st *stepState, res *TrainResult, z *ortc.Value, pos []int, count float64, limit []int64) (*ortc.Value, error) {
 	h := &e.prog.Head
 	b := st.b
 	table := e.tensors[h.Table]
-	V := e.vocab
+	V := e.vocab // the table's width
+	L := e.limit // the policy's ids, 0..L-1
 	N := len(pos)
 	hs, err := e.newHeadStates(z, pos)
 	if err != nil {
@@ -46,15 +50,22 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z *ortc.Value, pos
 	}
 	lse := make([]float32, N)
 
-	// Pass 1: per-position statistics over the whole vocabulary.
-	chunk := max(1, int(e.opt.LossChunkBytes/int64(V*4*statsLive)))
+	// Pass 1: per-position statistics over the policy's vocabulary.
+	live := statsLive
+	if limit != nil {
+		live++ // the logits' slice
+	}
+	chunk := max(1, int(e.opt.LossChunkBytes/int64(V*4*live)))
 	for lo := 0; lo < N; lo += chunk {
 		hi := min(N, lo+chunk)
 		out := []*ortc.Value{nil, nil, nil}
-		if err := e.runOwned(e.prog.Head.Stats, out, func(t tensors) {
+		if err := e.runOwned(e.statsGraph(), out, func(t tensors) {
 			hs.rows(t, lo, hi)
 			t.view(e.weight(h.Table))
 			t.i64([]int64{int64(hi - lo)}, tgt[lo:hi])
+			if limit != nil {
+				t.i64([]int64{1}, limit)
+			}
 		}); err != nil {
 			return nil, err
 		}
@@ -87,15 +98,15 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z *ortc.Value, pos
 	res.Loss = float32(loss)
 
 	// Pass 2: gradients, tile by tile: all positions against as wide a
-	// block of the vocabulary as the bound allows, else fewer positions.
-	// A frozen table's Grad graph computes no table gradient block: the
-	// tile's bound leaves it out, and the call has one output (the hidden
-	// states' gradient), not two.
+	// block of the policy's vocabulary as the bound allows, else fewer
+	// positions. A frozen table's Grad graph computes no table gradient
+	// block: the tile's bound leaves it out, and the call has one output
+	// (the hidden states' gradient), not two.
 	gradWidth, outputs := 0, 1
 	if h.TableTrained {
 		gradWidth, outputs = hidden, 2
 	}
-	block, rowsPerTile := tableTile(e.opt.LossChunkBytes, N, V, gradWidth)
+	block, rowsPerTile := tableTile(e.opt.LossChunkBytes, N, L, gradWidth)
 	local := make([]int64, N)
 	i, trained := e.trained[h.Table]
 	trained = trained && h.TableTrained
@@ -107,8 +118,8 @@ func (e *Executor) tableHead(st *stepState, res *TrainResult, z *ortc.Value, pos
 		gtab = st.grads.At(i).Data
 	}
 	var cols []float32 // a block of a [hidden, vocab] table
-	for v0 := 0; v0 < V; v0 += block {
-		v1 := min(V, v0+block)
+	for v0 := 0; v0 < L; v0 += block {
+		v1 := min(L, v0+block)
 		w := v1 - v0
 		for k, t := range tgt {
 			local[k] = -1

@@ -28,11 +28,17 @@ import (
 // source model's path.
 func openTrainPolicy(t testing.TB, seed uint64) (*model.Policy, string) {
 	t.Helper()
+	return openTrainPolicyWith(t, seed, model.ExecutorOptions{})
+}
+
+// openTrainPolicyWith is openTrainPolicy with executor options opt.
+func openTrainPolicyWith(t testing.TB, seed uint64, opt model.ExecutorOptions) (*model.Policy, string) {
+	t.Helper()
 	rt := modeltest.Runtime(t)
 	dir := t.TempDir()
 	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), seed))
 	src := filepath.Join(dir, "model.onnx")
-	p, err := model.OpenPolicy(context.Background(), rt, src, filepath.Join(dir, "artifacts"), model.PolicyOptions{Train: true})
+	p, err := model.OpenPolicy(context.Background(), rt, src, filepath.Join(dir, "artifacts"), model.PolicyOptions{Train: true, Executor: opt})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	return p, src

@@ -47,7 +47,9 @@ type SamplerConfig struct {
 	// token), e.g. <|im_end|> and <|endoftext|>.
 	StopIDs []int32
 	// VocabLimit, when > 0, restricts sampling to ids below it: real Qwen3
-	// logits are 151,936 wide but the tokenizer has 151,669 ids.
+	// logits are 151,936 wide but the tokenizer has 151,669 ids. The
+	// policy is then the softmax over those ids (PolicyLogProbs), as the
+	// learner's must be (model.ExecutorOptions.VocabLimit).
 	VocabLimit int
 	// BatchSize is the number of rows decoded together.
 	BatchSize int
@@ -120,9 +122,11 @@ type Completion struct {
 	// Tokens are the generated ids (a sampled stop id is the last one).
 	Tokens []int32
 	// PolicyLogProbs[t] is log pi(Tokens[t]): the model's own
-	// distribution (temperature 1, every logit, no top-k/top-p), the
-	// pi_old of the policy-gradient ratio, whatever distribution the
-	// sampler drew from.
+	// distribution (temperature 1, no top-k/top-p) over the ids below
+	// SamplerConfig.VocabLimit (all of them without one), the pi_old of
+	// the policy-gradient ratio, whatever distribution the sampler drew
+	// from. The learner's policy is over the same ids
+	// (model.ExecutorOptions.VocabLimit).
 	PolicyLogProbs []float32
 	// EngineLogProbs[t], from a serving engine that returned them, is the
 	// engine's log-probability of Tokens[t] (vLLM and SGLang: of the raw
@@ -576,13 +580,15 @@ func (s *Sampler) sampleRows(rows []*row, logits []float32, vocab, limit int, sc
 }
 
 // sampleInto draws r's next token from one row of logits and records it
-// with its log-probability under the policy (temperature 1, full
-// vocabulary), computed again only when the sampling distribution differs.
+// with its log-probability under the policy (temperature 1, the ids
+// below limit: the ids at and above it are never drawn, so the policy
+// gives them probability 0), computed again only when the sampling
+// distribution differs.
 func (s *Sampler) sampleInto(r *row, full []float32, limit int, probs []float64, order []int) ([]float64, []int) {
 	logits := full[:limit]
 	var id int
 	var logp float64
-	plain := s.cfg.Temperature == 1 && s.cfg.TopK == 0 && s.cfg.TopP >= 1 && limit == len(full)
+	plain := s.cfg.Temperature == 1 && s.cfg.TopK == 0 && s.cfg.TopP >= 1
 	if s.cfg.Temperature == 0 {
 		id = greedy(logits)
 	} else {
@@ -595,7 +601,7 @@ func (s *Sampler) sampleInto(r *row, full []float32, limit int, probs []float64,
 		logp = math.Log(probs[id])
 	}
 	if !plain {
-		logp = LogProbOf(full, id)
+		logp = LogProbOf(logits, id)
 	}
 	if math.IsNaN(logp) || math.IsInf(logp, 0) {
 		// NaN or +Inf logits (or a row all -Inf) leave no distribution:

@@ -210,15 +210,16 @@ func TestSamplerParallelRows(t *testing.T) {
 }
 
 // TestSamplerPolicyLogProbs checks that PolicyLogProbs are the model's own
-// log-probabilities (temperature 1, full vocabulary) whatever the sampling
-// transforms: recomputed here from an uncached forward pass.
+// log-probabilities (temperature 1, every id below VocabLimit: the
+// policy's vocabulary) whatever the sampling transforms: recomputed here
+// from an uncached forward pass.
 func TestSamplerPolicyLogProbs(t *testing.T) {
 	lm := samplerTinyLM(t)
 	vocab := lm.Signature().Vocab
 	for _, cfg := range []SamplerConfig{
 		{Temperature: 1, TopP: 1, MaxNewTokens: 6, BatchSize: 4},
 		{Temperature: 0.7, TopK: 10, TopP: 0.9, MaxNewTokens: 6, BatchSize: 4, VocabLimit: 50},
-		{Temperature: 1, TopP: 1, MaxNewTokens: 6, BatchSize: 4, VocabLimit: 50}, // only the vocabulary limit differs from pi
+		{Temperature: 1, TopP: 1, MaxNewTokens: 6, BatchSize: 4, VocabLimit: 50}, // the sampled distribution is pi over 50 ids
 		{Temperature: 0, TopP: 1, MaxNewTokens: 6, BatchSize: 4},                 // greedy: pi_old is still pi's
 	} {
 		s, err := NewSampler(lm, cfg)
@@ -231,6 +232,9 @@ func TestSamplerPolicyLogProbs(t *testing.T) {
 				T := len(seq)
 				logits := modeltest.SequenceLogits(t, lm, seq)
 				row := logits[(T-1)*vocab : T*vocab]
+				if cfg.VocabLimit > 0 {
+					row = row[:cfg.VocabLimit] // ids at and above it have probability 0
+				}
 				want := float64(row[id]) - logSumExp(row)
 				require.InDelta(t, want, c.PolicyLogProbs[j], 1e-4, "cfg %+v request %d token %d", cfg, i, j)
 				seq = append(seq, int64(id))

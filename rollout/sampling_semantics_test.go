@@ -274,10 +274,12 @@ func TestSamplerDrawsMatchHFDistribution(t *testing.T) {
 
 // TestSampledLogProbIsThePolicys: whatever the sampling transforms, the
 // recorded log-probability of the drawn token is log softmax(logits)[id]
-// over the whole row at temperature 1 (Completion.PolicyLogProbs: pi_old
-// of the ratio, which the learner's loss graph computes the same way,
-// autodiff.HeadLossGraph's LogSoftmax of the raw logits), not that of the
-// distribution it was drawn from; with no transform the two agree.
+// over the ids below the vocabulary limit at temperature 1
+// (Completion.PolicyLogProbs: pi_old of the ratio, which the learner's
+// loss graph computes the same way, autodiff.HeadLossGraph's LogSoftmax
+// of the raw logits, sliced to the limit when it is below their width),
+// not that of the distribution it was drawn from; with no transform the
+// two agree, whatever the limit.
 func TestSampledLogProbIsThePolicys(t *testing.T) {
 	logits := []float32{0.3, -1, 2, 1.5, 0, -0.7, 1.1, 0.2, 4, -3}
 	for _, cfg := range []SamplerConfig{
@@ -290,8 +292,8 @@ func TestSampledLogProbIsThePolicys(t *testing.T) {
 		for _, limit := range []int{len(logits), 8} {
 			for seed := uint64(0); seed < 20; seed++ {
 				probs, id, logp := samplingDistribution(t, cfg, logits, limit, seed)
-				require.InDelta(t, LogProbOf(logits, int(id)), float64(logp), 1e-6, "cfg %+v limit %d", cfg, limit)
-				if cfg.Temperature == 1 && cfg.TopK == 0 && cfg.TopP == 1 && limit == len(logits) {
+				require.InDelta(t, LogProbOf(logits[:limit], int(id)), float64(logp), 1e-6, "cfg %+v limit %d", cfg, limit)
+				if cfg.Temperature == 1 && cfg.TopK == 0 && cfg.TopP == 1 {
 					require.InDelta(t, math.Log(probs[id]), float64(logp), 1e-6)
 				}
 			}
@@ -303,7 +305,9 @@ func TestSampledLogProbIsThePolicys(t *testing.T) {
 // -Inf, have no distribution to draw from (HF's multinomial raises on
 // them). The sampler used to draw the row's last id from them and record
 // a NaN log-probability; it now leaves an error on the row, in every mode
-// (greedy included), and a lone -Inf logit stays legal.
+// (greedy included), and a lone -Inf logit stays legal. A logit past the
+// vocabulary limit is no part of the policy: a NaN there is refused
+// only when the limit takes it in.
 func TestSamplerRefusesNonFiniteLogits(t *testing.T) {
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
 	for _, logits := range [][]float32{
@@ -312,7 +316,6 @@ func TestSamplerRefusesNonFiniteLogits(t *testing.T) {
 		{nan, nan, nan, nan},
 		{1, inf, 2, 0},
 		{negInf, negInf, negInf, negInf},
-		{1, 2, 3, nan}, // past the vocabulary limit: pi_old (the full row) is NaN
 	} {
 		for _, cfg := range []SamplerConfig{
 			{Temperature: 1, TopP: 1},
@@ -332,6 +335,19 @@ func TestSamplerRefusesNonFiniteLogits(t *testing.T) {
 	r := &row{rng: rand.New(rand.NewPCG(1, 0)), out: &Completion{}, limit: 10}
 	s.sampleInto(r, []float32{negInf, 1, 2}, 3, nil, nil)
 	require.NoError(t, r.err)
+	for _, cfg := range []SamplerConfig{{Temperature: 1, TopP: 1}, {Temperature: 0.7, TopP: 0.9, TopK: 2}, {Temperature: 0, TopP: 1}} {
+		past := []float32{1, 2, 3, nan}
+		s := &Sampler{cfg: cfg}
+		r := &row{req: 5, rng: rand.New(rand.NewPCG(1, 0)), out: &Completion{}, limit: 10}
+		s.sampleInto(r, past, 4, nil, nil)
+		require.ErrorContains(t, r.err, "request 5, generated token 0: the model's logits are not finite", "cfg %+v", cfg)
+		r = &row{req: 5, rng: rand.New(rand.NewPCG(1, 0)), out: &Completion{}, limit: 10}
+		s.sampleInto(r, past, 3, nil, nil)
+		require.NoError(t, r.err, "cfg %+v", cfg)
+		id := r.out.Tokens[0]
+		require.Less(t, id, int32(3))
+		require.InDelta(t, LogProbOf(past[:3], int(id)), float64(r.out.PolicyLogProbs[0]), 1e-6, "cfg %+v", cfg)
+	}
 }
 
 // TestSamplerGenerateRefusesNaNModel: a model whose weights went NaN (a

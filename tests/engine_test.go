@@ -377,6 +377,12 @@ func TestEngineFailures(t *testing.T) {
 			_, _ = w.Write([]byte(`{"choices":[{"text":"","token_ids":` + ids + `,"finish_reason":"stop"}]}`))
 		}
 	}
+	// A model whose logits (60) are wider than its tokenizer's ids (49):
+	// the learner's policy is over the 49, which an engine's id must lie in.
+	wide := filepath.Join(t.TempDir(), "wide")
+	if r := spiral(t, nil, "init-model", "--out", wide, "--vocab", "60", "--layers", "1"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
 	for _, tc := range []struct {
 		name    string
 		train   bool
@@ -408,6 +414,10 @@ func TestEngineFailures(t *testing.T) {
 			want: []string{"spiral train: --sync-dir /dev/null/sync: mkdir /dev/null: not a directory\n"}, longest: time.Minute},
 		{name: "token id beyond the vocabulary in training", train: true, answer: ids("[99999]"), code: 1,
 			want: []string{"answered token id 99999 (completion token 0 of 1), outside the model's vocabulary of 49 ids [0, 49)"}, longest: time.Minute},
+		// Within the model's logits but past the tokenizer's ids, which
+		// the policy gives probability 0: it was trained on.
+		{name: "token id past the tokenizer's in training", train: true, answer: ids("[55]"), args: []string{"--model", wide}, code: 1,
+			want: []string{"answered token id 55 (completion token 0 of 1), outside the model's vocabulary of 49 ids [0, 49)"}, longest: time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls atomic.Int32

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -324,4 +325,48 @@ func TestSFTKilledWhileMovingItsModelIn(t *testing.T) {
 		require.Equal(t, b, got, n)
 	}
 	require.NoDirExists(t, stage)
+}
+
+// TestPolicyOverTokenizerIDs: a model whose logits are wider than its
+// tokenizer's ids (init-model --vocab 4000 with the byte tokenizer's
+// 259) trains the policy the sampler draws from, the softmax over the
+// 259 ids: sft's logged entropy is at most ln 259 (it was about
+// ln 4000 = 8.29, the whole row's). A tokenizer with more ids than the
+// model's logits is refused by sft and train alike, in the tokenizer's
+// words, before anything trains.
+func TestPolicyOverTokenizerIDs(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	env := []string{"SPIRAL_CACHE_DIR=" + t.TempDir()}
+	wide := filepath.Join(dir, "wide")
+	r := spiral(t, nil, "init-model", "--out", wide, "--tokenizer", "byte", "--vocab", "4000", "--layers", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	out := filepath.Join(dir, "sft")
+	r = spiral(t, env, "sft", "--model", wide, "--out", out, "--steps", "1", "--batch", "2", "--eval-every", "0", "--eval-problems", "1", "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	b, err := os.ReadFile(filepath.Join(out, "sft.jsonl"))
+	require.NoError(t, err)
+	var step struct {
+		Entropy *float64 `json:"entropy"`
+	}
+	require.NoError(t, json.Unmarshal(bytes.SplitN(b, []byte("\n"), 2)[0], &step))
+	require.NotNil(t, step.Entropy, "%s", b)
+	require.Greater(t, *step.Entropy, 5.0, "%s", b) // a random model: near uniform
+	require.LessOrEqual(t, *step.Entropy, math.Log(259), "the entropy of a softmax over more than the tokenizer's 259 ids: %s", b)
+
+	narrow := filepath.Join(dir, "narrow")
+	r = spiral(t, nil, "init-model", "--out", narrow, "--layers", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	tok, err := os.ReadFile(filepath.Join(wide, "tokenizer.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(narrow, "tokenizer.json"), tok, 0o644))
+	want := "tokenizer " + filepath.Join(narrow, "tokenizer.json") + " has 259 ids but model " + filepath.Join(narrow, "model.onnx") + " has 49 embedding rows (logits); they do not belong together\n"
+	for _, args := range [][]string{
+		{"sft", "--model", narrow, "--out", filepath.Join(dir, "sft-narrow"), "--steps", "1", "--batch", "2", "--quiet"},
+		{"train", "--model", narrow, "--out", filepath.Join(dir, "train-narrow"), "--steps", "1", "--quiet"},
+	} {
+		r = spiral(t, env, args...)
+		require.Equal(t, 1, r.code, "%q\n%s%s", args, r.stdout, r.stderr)
+		require.Contains(t, r.stderr, want, "%q", args)
+	}
 }

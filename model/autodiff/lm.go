@@ -321,6 +321,9 @@ const (
 	HeadDetached = "detached"
 	// HeadObjective is the output the gradients are of.
 	HeadObjective = "objective"
+	// HeadVocabLimit is the limited graph's [1] int64 input L: the
+	// softmax is over the first L logits (ids 0..L-1) only.
+	HeadVocabLimit = "vocab_limit"
 )
 
 // HeadLossGraph turns head, a graph from hidden states (its input x, of
@@ -337,8 +340,14 @@ const (
 // current ones (a detached copy): the ratio is exactly 1, so OutputLoss
 // is -sum(A w) and the gradient -sum(A w d logp) (REINFORCE; with A = 1,
 // cross-entropy), old_logprobs being ignored.
-func HeadLossGraph(head *onnxpb.GraphProto, x string, wrt []string) (*onnxpb.GraphProto, error) {
-	for _, name := range []string{OutputLogprobs, OutputEntropy, OutputLoss, HeadTargets, InputAdvantages, InputOldLogprobs, HeadWeights, InputClipLow, InputClipHigh, HeadDetached, HeadObjective} {
+//
+// With limited, the graph takes one more input, HeadVocabLimit (last), and
+// its softmax is over the ids below it only, the logits sliced to them:
+// the policy of a model whose tokenizer has fewer ids than its logits
+// (the ids above have probability 0, and no gradient reaches their
+// logits). The targets must lie below it.
+func HeadLossGraph(head *onnxpb.GraphProto, x string, wrt []string, limited bool) (*onnxpb.GraphProto, error) {
+	for _, name := range []string{OutputLogprobs, OutputEntropy, OutputLoss, HeadTargets, InputAdvantages, InputOldLogprobs, HeadWeights, InputClipLow, InputClipHigh, HeadDetached, HeadObjective, HeadVocabLimit} {
 		if hasValue(head, name) {
 			return nil, fmt.Errorf("autodiff: head graph already has a value named %q", name)
 		}
@@ -362,8 +371,13 @@ func HeadLossGraph(head *onnxpb.GraphProto, x string, wrt []string) (*onnxpb.Gra
 	}
 	out.Input = append(out.Input, chunk(HeadTargets, tInt64), chunk(InputAdvantages, dt), chunk(InputOldLogprobs, dt), chunk(HeadWeights, dt),
 		one(InputClipLow, dt), one(InputClipHigh, dt), one(HeadDetached, tBool))
+	z := logits
+	if limited {
+		out.Input = append(out.Input, one(HeadVocabLimit, tInt64))
+		z = b.op("Slice", []string{logits, b.ints(0), HeadVocabLimit, b.ints(-1)})
+	}
 
-	lp := b.op("LogSoftmax", []string{logits}, attrInt("axis", -1))
+	lp := b.op("LogSoftmax", []string{z}, attrInt("axis", -1))
 	tok, ent := tokenLogProbs(b, lp, HeadTargets, tInt64)
 	addNode(out, "Identity", []string{tok}, OutputLogprobs)
 	addNode(out, "Identity", []string{ent}, OutputEntropy)

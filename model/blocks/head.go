@@ -16,6 +16,10 @@ const (
 	// HeadTargets is Stats' [n] int64 input, the token each position
 	// scores.
 	HeadTargets = "targets"
+	// HeadVocabLimit is StatsLimited's [1] int64 input L: the statistics
+	// are those of the logits of ids 0..L-1 only (the policy's
+	// vocabulary, model.ExecutorOptions.VocabLimit).
+	HeadVocabLimit = "vocab_limit"
 	// HeadLogSumExp, HeadTargetLogit and HeadEntropy are Stats' [n]
 	// outputs: log sum_v exp(logit_v), the target's logit and the entropy
 	// of softmax(logits). HeadLogSumExp is Grad's [n, 1] input too.
@@ -35,17 +39,20 @@ const (
 	HeadGradTable  = "grad_table"
 )
 
-// tableHeadGraphs builds the two graphs of a head whose logits are
+// tableHeadGraphs builds the graphs of a head whose logits are
 // hidden x table^T (rows) or hidden x table (not rows). Stats computes,
 // per position, what the loss needs from the whole vocabulary (log-sum-
-// exp, the target's logit, the entropy) over a chunk of positions; Grad
+// exp, the target's logit, the entropy) over a chunk of positions;
+// statsLimited the same over the ids below its HeadVocabLimit input (a
+// Slice of the logits, so that the ids above it, whose probability is 0,
+// add nothing: no -Inf logit whose 0 x -Inf would be NaN); Grad
 // computes, for one block of the vocabulary, the gradient of the logits,
 // c (onehot(target) - softmax), and from it the gradients of the hidden
 // states and of the table block, so that no [positions x vocabulary]
 // tensor and no table-sized temporary ever exists. A table that is not
 // trained (a LoRA run's, frozen) gets no gradient: Grad then outputs the
 // hidden states' alone, a product of the logits' size saved per tile.
-func tableHeadGraphs(rows, trained bool, opsets []*onnxpb.OperatorSetIdProto, ir int64) (stats, grad *onnxpb.ModelProto) {
+func tableHeadGraphs(rows, trained bool, opsets []*onnxpb.OperatorSetIdProto, ir int64) (stats, statsLimited, grad *onnxpb.ModelProto) {
 	model := func(b *onnx.GraphBuilder) *onnxpb.ModelProto {
 		return &onnxpb.ModelProto{IrVersion: &ir, OpsetImport: opsets, Graph: b.Graph(), ProducerName: ptr("spiral")}
 	}
@@ -60,32 +67,43 @@ func tableHeadGraphs(rows, trained bool, opsets []*onnxpb.OperatorSetIdProto, ir
 		return b.Node("MatMul", []string{h, t})
 	}
 
-	sb := onnx.NewGraphBuilder("head_stats")
-	h := sb.Input(HeadHidden, onnx.Float32, onnx.P("n"), onnx.P("width"))
-	t := sb.Input(HeadTable, onnx.Float32, tableDims...)
-	tgt := sb.Input(HeadTargets, onnx.Int64, onnx.P("n"))
-	z := logits(sb, h, t)
-	axis := sb.ConstInt64s(1)
-	lse := sb.Node("ReduceLogSumExp", []string{z, axis}, onnx.AttrInt("keepdims", 1))
-	tl := sb.Node("GatherElements", []string{z, sb.Node("Unsqueeze", []string{tgt, axis})}, onnx.AttrInt("axis", 1))
-	p := sb.Node("Exp", []string{sb.Node("Sub", []string{z, lse})})
-	mean := sb.Node("ReduceSum", []string{sb.Node("Mul", []string{p, z}), axis}, onnx.AttrInt("keepdims", 1))
-	flat := sb.ConstInt64s(-1)
-	sb.NodeTo("Reshape", []string{lse, flat}, []string{HeadLogSumExp})
-	sb.NodeTo("Reshape", []string{tl, flat}, []string{HeadTargetLogit})
-	sb.NodeTo("Reshape", []string{sb.Node("Sub", []string{lse, mean}), flat}, []string{HeadEntropy})
-	for _, o := range []string{HeadLogSumExp, HeadTargetLogit, HeadEntropy} {
-		sb.Output(o, onnx.Float32, onnx.P("n"))
+	statsGraph := func(limited bool) *onnxpb.ModelProto {
+		name := "head_stats"
+		if limited {
+			name = "head_stats_limited"
+		}
+		sb := onnx.NewGraphBuilder(name)
+		h := sb.Input(HeadHidden, onnx.Float32, onnx.P("n"), onnx.P("width"))
+		t := sb.Input(HeadTable, onnx.Float32, tableDims...)
+		tgt := sb.Input(HeadTargets, onnx.Int64, onnx.P("n"))
+		z := logits(sb, h, t)
+		axis := sb.ConstInt64s(1)
+		if limited {
+			limit := sb.Input(HeadVocabLimit, onnx.Int64, onnx.D(1))
+			z = sb.Node("Slice", []string{z, sb.ConstInt64s(0), limit, axis})
+		}
+		lse := sb.Node("ReduceLogSumExp", []string{z, axis}, onnx.AttrInt("keepdims", 1))
+		tl := sb.Node("GatherElements", []string{z, sb.Node("Unsqueeze", []string{tgt, axis})}, onnx.AttrInt("axis", 1))
+		p := sb.Node("Exp", []string{sb.Node("Sub", []string{z, lse})})
+		mean := sb.Node("ReduceSum", []string{sb.Node("Mul", []string{p, z}), axis}, onnx.AttrInt("keepdims", 1))
+		flat := sb.ConstInt64s(-1)
+		sb.NodeTo("Reshape", []string{lse, flat}, []string{HeadLogSumExp})
+		sb.NodeTo("Reshape", []string{tl, flat}, []string{HeadTargetLogit})
+		sb.NodeTo("Reshape", []string{sb.Node("Sub", []string{lse, mean}), flat}, []string{HeadEntropy})
+		for _, o := range []string{HeadLogSumExp, HeadTargetLogit, HeadEntropy} {
+			sb.Output(o, onnx.Float32, onnx.P("n"))
+		}
+		return model(sb)
 	}
 
 	gb := onnx.NewGraphBuilder("head_grad")
-	h = gb.Input(HeadHidden, onnx.Float32, onnx.P("n"), onnx.P("width"))
-	t = gb.Input(HeadTable, onnx.Float32, tableDims...)
-	lse = gb.Input(HeadLogSumExp, onnx.Float32, onnx.P("n"), onnx.D(1))
+	h := gb.Input(HeadHidden, onnx.Float32, onnx.P("n"), onnx.P("width"))
+	t := gb.Input(HeadTable, onnx.Float32, tableDims...)
+	lse := gb.Input(HeadLogSumExp, onnx.Float32, onnx.P("n"), onnx.D(1))
 	local := gb.Input(HeadLocal, onnx.Int64, onnx.P("n"), onnx.D(1))
 	coef := gb.Input(HeadCoef, onnx.Float32, onnx.P("n"), onnx.D(1))
-	z = logits(gb, h, t)
-	p = gb.Node("Exp", []string{gb.Node("Sub", []string{z, lse})})
+	z := logits(gb, h, t)
+	p := gb.Node("Exp", []string{gb.Node("Sub", []string{z, lse})})
 	vocabAxis := int64(0)
 	if !rows {
 		vocabAxis = 1
@@ -108,7 +126,7 @@ func tableHeadGraphs(rows, trained bool, opsets []*onnxpb.OperatorSetIdProto, ir
 		}
 		gb.Output(HeadGradTable, onnx.Float32, tableDims...)
 	}
-	return model(sb), model(gb)
+	return statsGraph(false), statsGraph(true), model(gb)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -374,10 +374,13 @@ func coreRoles(inputs []string, q, k, v string) []Role {
 func (s *splitter) buildHead(p int, x string) error {
 	a := s.a
 	if table, rows := s.tableHead(p, x); table != "" {
-		stats, grad := tableHeadGraphs(rows, a.trained[table], s.opsets, s.ir)
+		stats, statsLimited, grad := tableHeadGraphs(rows, a.trained[table], s.opsets, s.ir)
 		h := Head{Input: x, Table: table, TableRows: rows, TableTrained: a.trained[table]}
 		var err error
 		if h.Stats, err = s.store(stats); err != nil {
+			return err
+		}
+		if h.StatsLimited, err = s.store(statsLimited); err != nil {
 			return err
 		}
 		if h.Grad, err = s.store(grad); err != nil {
@@ -409,14 +412,20 @@ func (s *splitter) buildHead(p int, x string) error {
 			wrt = append(wrt, W(j))
 		}
 	}
-	lg, err := autodiff.HeadLossGraph(c.graph.GetGraph(), X(0), wrt)
-	if err != nil {
-		return fmt.Errorf("LM head loss: %w", err)
-	}
-	m := proto.Clone(c.graph).(*onnxpb.ModelProto)
-	m.Graph = lg
-	if h.Train, err = s.store(m); err != nil {
-		return err
+	for _, limited := range []bool{false, true} {
+		lg, err := autodiff.HeadLossGraph(c.graph.GetGraph(), X(0), wrt, limited)
+		if err != nil {
+			return fmt.Errorf("LM head loss: %w", err)
+		}
+		m := proto.Clone(c.graph).(*onnxpb.ModelProto)
+		m.Graph = lg
+		key := &h.Train
+		if limited {
+			key = &h.TrainLimited
+		}
+		if *key, err = s.store(m); err != nil {
+			return err
+		}
 	}
 	s.prog.Head = h
 	return nil

@@ -127,12 +127,15 @@ type Embedding struct {
 // [hidden, vocab]): then the loss runs the two graphs of
 // tableHeadGraphs, Stats over chunks of the loss positions and Grad over
 // blocks of the vocabulary (see HeadHidden and the names after it).
+// StatsLimited is Stats over the first HeadVocabLimit ids only, for a
+// policy whose vocabulary is narrower than the logits.
 //
 // Otherwise Train is the key of an autodiff.HeadLossGraph, whose input
 // X(0) is a chunk [1, n, hidden] of Input's positions and X(1).. are
 // Inputs[1:] (side values); its outputs are the log-probabilities,
 // entropies and loss of the chunk and the gradients of X(0) and of
-// Weights[GradWeights[...]].
+// Weights[GradWeights[...]]. TrainLimited is the same graph with the
+// softmax over the first autodiff.HeadVocabLimit ids only.
 type Head struct {
 	Input string `json:"input"`
 
@@ -140,12 +143,14 @@ type Head struct {
 	TableRows    bool   `json:"table_rows,omitempty"`
 	TableTrained bool   `json:"table_trained,omitempty"`
 	Stats        string `json:"stats,omitempty"`
+	StatsLimited string `json:"stats_limited,omitempty"`
 	Grad         string `json:"grad,omitempty"`
 
-	Train       string   `json:"train,omitempty"`
-	Inputs      []string `json:"inputs,omitempty"`
-	Weights     []string `json:"weights,omitempty"`
-	GradWeights []int    `json:"grad_weights,omitempty"`
+	Train        string   `json:"train,omitempty"`
+	TrainLimited string   `json:"train_limited,omitempty"`
+	Inputs       []string `json:"inputs,omitempty"`
+	Weights      []string `json:"weights,omitempty"`
+	GradWeights  []int    `json:"grad_weights,omitempty"`
 }
 
 // Pieces returns every piece of p in execution order (prologue, embed,

@@ -105,14 +105,17 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(artifacts)
-	pol, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), artifacts, model.PolicyOptions{Train: true, Seed: o.seed})
+	// The learner's policy is over the tokenizer's ids, which the sampler
+	// draws from.
+	pol, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), artifacts,
+		model.PolicyOptions{Train: true, Seed: o.seed, Executor: model.ExecutorOptions{VocabLimit: tok.VocabSize()}})
 	if err != nil {
 		return err
 	}
 	defer pol.Close()
 	sc := rollout.DefaultSamplerConfig()
 	sc.MaxNewTokens, sc.StopIDs = 96, tok.StopIDs()
-	sc.VocabLimit = min(tok.VocabSize(), pol.LM.Signature().Vocab)
+	sc.VocabLimit = tok.VocabSize()
 	sampler, err := rollout.NewSampler(pol.LM, sc)
 	if err != nil {
 		return err
