@@ -1,0 +1,171 @@
+package tfevents
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spiral-rl/spiral/model/atomicfile"
+)
+
+// filePrefix begins the name of every event file (TensorBoard reads the
+// files whose names hold "tfevents"), fileSuffix ends spiral's.
+const (
+	filePrefix = "events.out.tfevents."
+	fileSuffix = ".spiral"
+)
+
+// Files lists spiral's event files in dir, in the order of their names
+// (which is the order they were started in); none when dir does not
+// exist.
+func Files(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tfevents: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if n := e.Name(); e.Type().IsRegular() && strings.HasPrefix(n, filePrefix) && strings.HasSuffix(n, fileSuffix) {
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	return out, nil
+}
+
+// newPath names a new event file in dir, which it creates:
+// events.out.tfevents.<unix seconds>.<host>.spiral as TensorBoard's
+// writers name theirs, at the first second from now on whose name no
+// file has (a run resumed within the second of the last), so that the
+// names sort in the order the files were started.
+func newPath(dir string, now time.Time) (string, error) {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return "", fmt.Errorf("tfevents: %w", err)
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" || strings.ContainsRune(host, filepath.Separator) {
+		host = "localhost"
+	}
+	for sec := now.Unix(); ; sec++ {
+		p := filepath.Join(dir, filePrefix+strconv.FormatInt(sec, 10)+"."+host+fileSuffix)
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			return p, nil
+		} else if err != nil {
+			return "", fmt.Errorf("tfevents: %w", err)
+		}
+	}
+}
+
+// Writer appends events to an event file as they come: each event is
+// one write, so that TensorBoard, reading the file as it grows, sees
+// every step as soon as it is logged.
+type Writer struct {
+	f *os.File
+}
+
+// Create starts a new event file in dir (created if need be), named for
+// now (newPath), and writes its file_version event.
+func Create(dir string, now time.Time) (*Writer, error) {
+	p, err := newPath(dir, now)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("tfevents: %w", err)
+	}
+	if _, err := f.Write(Encode(WallTime(now), nil)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("tfevents: %s: %w", p, err)
+	}
+	return &Writer{f: f}, nil
+}
+
+// Path is the file w writes.
+func (w *Writer) Path() string { return w.f.Name() }
+
+// Write appends e.
+func (w *Writer) Write(e Event) error {
+	if _, err := w.f.Write(appendRecord(nil, marshalEvent(e, ""))); err != nil {
+		return fmt.Errorf("tfevents: %s: %w", w.f.Name(), err)
+	}
+	return nil
+}
+
+// Close syncs and closes the file.
+func (w *Writer) Close() error {
+	err := w.f.Sync()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("tfevents: %s: %w", w.f.Name(), err)
+	}
+	return nil
+}
+
+// WriteFile writes events as a new event file in dir (created if need
+// be), named for now (newPath), whose file_version event is at now; the
+// file is written atomically (atomicfile), so that TensorBoard never
+// reads it half-written. It returns the file's path.
+func WriteFile(dir string, now time.Time, events []Event) (string, error) {
+	p, err := newPath(dir, now)
+	if err != nil {
+		return "", err
+	}
+	if err := atomicfile.WriteFile(p, Encode(WallTime(now), events), 0o666); err != nil {
+		return "", fmt.Errorf("tfevents: %w", err)
+	}
+	return p, nil
+}
+
+// Truncate drops the events of the event file at path whose step is past
+// step (after a run resumed from an earlier checkpoint; -1 drops every
+// one), and a last event cut short, rewriting the file atomically; a file
+// left with no event but its file_version is removed. It returns the
+// largest step of the events left, -1 when none is.
+func Truncate(path string, step int64) (last int64, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return -1, fmt.Errorf("tfevents: %w", err)
+	}
+	var keep []byte
+	last = -1
+	dropped := false
+	torn, err := eachRecord(b, func(off int, data []byte) error {
+		e, _, hasSummary, err := unmarshalEvent(data)
+		if err != nil {
+			return fmt.Errorf("record at byte %d: %w", off, err)
+		}
+		if hasSummary && e.Step > step {
+			dropped = true
+			return nil
+		}
+		if hasSummary {
+			last = max(last, e.Step)
+		}
+		keep = appendRecord(keep, data)
+		return nil
+	})
+	if err != nil {
+		return -1, fmt.Errorf("tfevents: %s: %w", path, err)
+	}
+	switch {
+	case last < 0:
+		if err := os.Remove(path); err != nil {
+			return -1, fmt.Errorf("tfevents: %w", err)
+		}
+	case dropped || torn:
+		if err := atomicfile.WriteFile(path, keep, 0o666); err != nil {
+			return -1, fmt.Errorf("tfevents: %w", err)
+		}
+	}
+	return last, nil
+}

@@ -1,0 +1,125 @@
+package tfevents
+
+import (
+	"encoding/hex"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestCastagnoli: the checksum is CRC-32C (Castagnoli), whose check value
+// of "123456789" is 0xe3069283, masked as TFRecord masks it.
+func TestCastagnoli(t *testing.T) {
+	require.Equal(t, uint32(0xe3069283), crc32.Checksum([]byte("123456789"), castagnoli))
+	// ((0xe3069283 >> 15) | (0xe3069283 << 17)) + 0xa282ead8, by hand:
+	// 0x0001c60d | 0x25060000 = 0x2507c60d; + 0xa282ead8 = 0xc78ab0e5.
+	require.Equal(t, uint32(0xc78ab0e5), maskedCRC([]byte("123456789")))
+}
+
+// golden is a file_version event at wall time 1.5 then one event at step
+// 3, wall time 1.5, of the scalars a = 0.5 and search/reward = -0.25, as
+// TensorBoard 2.21.0 writes them (its compat.proto.event_pb2 serialised
+// and framed by tensorboard.summary.writer.record_writer.RecordWriter):
+// the independent check of the framing, the checksums and the encoding.
+const golden = "1800000000000000a37f4b2209000000000000f83f1a0d627261696e2e4576656e743a32" +
+	"2a28646c" +
+	"2d000000000000003c418afb09000000000000f83f10032a200a080a0161150000003f0a140a0d7365617263682f72657761726415000080be" +
+	"dcebbb9f"
+
+func TestEncodeGolden(t *testing.T) {
+	events := []Event{{Wall: 1.5, Step: 3, Scalars: []Scalar{{"a", 0.5}, {"search/reward", -0.25}}}}
+	require.Equal(t, golden, hex.EncodeToString(Encode(1.5, events)))
+
+	b, err := hex.DecodeString(golden)
+	require.NoError(t, err)
+	version, got, torn, err := Decode(b)
+	require.NoError(t, err)
+	require.False(t, torn)
+	require.Equal(t, FileVersion, version)
+	require.Equal(t, events, got)
+}
+
+// TestDecodeDamage: a record cut short at its end is torn, not an error;
+// a flipped byte anywhere else fails its checksum, naming the record.
+func TestDecodeDamage(t *testing.T) {
+	b, err := hex.DecodeString(golden)
+	require.NoError(t, err)
+	first := 8 + 4 + 0x18 + 4 // the file_version record
+	for cut := first + 1; cut < len(b); cut++ {
+		_, events, torn, err := Decode(b[:cut])
+		require.NoError(t, err, "cut at %d", cut)
+		require.True(t, torn, "cut at %d", cut)
+		require.Empty(t, events, "cut at %d", cut)
+	}
+	for _, tc := range []struct {
+		at   int
+		want string
+	}{
+		{first + 1, "record at byte 40: length checksum"},
+		{first + 20, "record at byte 40: data checksum"},
+		{first + len(b[first:]) - 1, "record at byte 40: data checksum"},
+		{3, "record at byte 0: length checksum"},
+	} {
+		c := append([]byte(nil), b...)
+		c[tc.at] ^= 0x40
+		_, _, _, err := Decode(c)
+		require.ErrorContains(t, err, tc.want, "byte %d flipped", tc.at)
+	}
+}
+
+// TestWriterAndTruncate: a Writer's file decodes to what was written; a
+// second file started within the same second gets the next second's
+// name; Truncate keeps the steps up to its step (the file_version event
+// too), drops a torn last record, and removes a file left with none.
+func TestWriterAndTruncate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tb")
+	now := time.Unix(1700000000, 250_000_000)
+	w, err := Create(dir, now)
+	require.NoError(t, err)
+	var want []Event
+	for step := int64(0); step <= 3; step++ {
+		e := Event{Wall: WallTime(now) + float64(step), Step: step, Scalars: []Scalar{{"loss", float32(step) / 4}}}
+		require.NoError(t, w.Write(e))
+		want = append(want, e)
+	}
+	require.NoError(t, w.Close())
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "events.out.tfevents.1700000000."+host+".spiral"), w.Path())
+	b, err := os.ReadFile(w.Path())
+	require.NoError(t, err)
+	version, got, torn, err := Decode(b)
+	require.NoError(t, err)
+	require.False(t, torn)
+	require.Equal(t, FileVersion, version)
+	require.Equal(t, want, got)
+
+	p2, err := WriteFile(dir, now, want[:1])
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "events.out.tfevents.1700000001."+host+".spiral"), p2)
+	files, err := Files(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{w.Path(), p2}, files)
+
+	// A torn last record (a kill mid-write) goes with the steps past 1.
+	require.NoError(t, os.WriteFile(w.Path(), append(b, 0x10, 0, 0), 0o644))
+	last, err := Truncate(w.Path(), 1)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), last)
+	b, err = os.ReadFile(w.Path())
+	require.NoError(t, err)
+	version, got, torn, err = Decode(b)
+	require.NoError(t, err)
+	require.False(t, torn)
+	require.Equal(t, FileVersion, version)
+	require.Equal(t, want[:2], got)
+
+	last, err = Truncate(p2, -1)
+	require.NoError(t, err)
+	require.Equal(t, int64(-1), last)
+	require.NoFileExists(t, p2)
+}
