@@ -25,6 +25,7 @@ import (
 	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/rollout"
 	"github.com/spiral-rl/spiral/rollout/report"
+	"github.com/spiral-rl/spiral/rollout/report/tfevents"
 )
 
 // Files of a run directory.
@@ -57,6 +58,10 @@ type RunConfig struct {
 	// and at the end (0 = never); EvalSamples samples each (pass@1 and
 	// majority@EvalSamples are reported).
 	EvalEvery, EvalSamples int
+	// TensorBoard logs every metrics.jsonl and eval.jsonl line as it is
+	// written to a new event file in Dir/TensorBoardDir too (see
+	// openTensorBoardLog).
+	TensorBoard bool
 	// FinalRSA, when its Steps > 0, runs recursive self-aggregation on the
 	// held-out problems once the run reaches Steps, writes it to
 	// FinalRSAFile and prints one summary line with the held-out pass@1
@@ -178,7 +183,8 @@ func LockRun(dir string) (func() error, error) {
 //     newest intact checkpoint, refusing another model or data, and other
 //     settings unless cfg.Override;
 //  3. cut the logs back to the resumed step (empty them when there was
-//     none to resume);
+//     none to resume), and spiral's TensorBoard event files with them;
+//     cfg.TensorBoard: start a new event file (openTensorBoardLog);
 //  4. evaluate the held-out problems at the resumed step if that
 //     evaluation is due and not logged yet (a killed run is not evaluated
 //     twice; an evaluation that was interrupted is redone);
@@ -202,7 +208,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	// 2. Resume, or start afresh.
 	ckptDir := filepath.Join(cfg.Dir, CheckpointsDir)
 	if cfg.Fresh {
-		moved, err := moveAside(cfg.Dir, []string{CheckpointsDir, MetricsFile, EvalFile, TrainingPlot, FinalRSAFile})
+		moved, err := moveAside(cfg.Dir, []string{CheckpointsDir, MetricsFile, EvalFile, TrainingPlot, FinalRSAFile, TensorBoardDir})
 		if err != nil {
 			return err
 		}
@@ -244,6 +250,14 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			return err
 		}
 	}
+	tb, err := openTensorBoardLog(cfg.Dir, cfg.TensorBoard, kept, func() ([]tfevents.Event, error) {
+		events, _, err := trainEvents(cfg.Dir)
+		return events, err
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, tb.close()) }()
 	mf, err := os.OpenFile(metricsPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
 	if err != nil {
 		return fmt.Errorf("rl: run: %w", err)
@@ -304,7 +318,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		// step as Ctrl-C in the evaluation does.
 		err := tr.SyncEngine(ctx)
 		if err == nil {
-			err = heldOutEval(ctx, p, cfg.EvalSamples, tr.Step(), tr.Config().Seed, ef)
+			err = heldOutEval(ctx, p, cfg.EvalSamples, tr.Step(), tr.Config().Seed, ef, tb)
 		}
 		if err != nil {
 			return stopped(err)
@@ -367,6 +381,9 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		}
 		stepCursor = p.Problems.Cursor()
 		if err := m.WriteJSONL(mf); err != nil {
+			return err
+		}
+		if err := tb.write(m, metricsEvent); err != nil {
 			return err
 		}
 		fmt.Fprintln(p.Out, m.Line())
@@ -662,10 +679,10 @@ func CheckpointSettings(path string) (RunSettings, error) {
 }
 
 // heldOutEval reports pass@1 and majority@k on the held-out problems (k
-// samples each at the training sampler's settings) to Out and eval.jsonl,
-// whose line records p.Settings.HeldOut's digest (Run sets it before any
-// evaluation).
-func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, w io.Writer) error {
+// samples each at the training sampler's settings) to Out, eval.jsonl
+// (w) and the TensorBoard log tb (when there is one); the line records
+// p.Settings.HeldOut's digest (Run sets it before any evaluation).
+func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, w io.Writer, tb *tensorBoardLog) error {
 	ks := []int{1}
 	if k > 1 {
 		ks = append(ks, k)
@@ -679,7 +696,11 @@ func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, w io
 		line += fmt.Sprintf("  pass@%d %.3f  majority@%d %.3f", last.K, last.PassAtK, last.K, last.MajorityAtK)
 	}
 	fmt.Fprintf(p.Out, "%s  (%d problems)\n", line, len(p.Held))
-	return writeJSONLine(w, EvalLine{Step: step, Problems: len(p.Held), Samples: k, Points: res.Points, Digest: p.Settings.HeldOut.Digest})
+	e := EvalLine{Step: step, Problems: len(p.Held), Samples: k, Points: res.Points, Digest: p.Settings.HeldOut.Digest}
+	if err := writeJSONLine(w, e); err != nil {
+		return err
+	}
+	return tb.write(e, evalEvent)
 }
 
 // EvalLine is one line of eval.jsonl. Digest fingerprints the held-out

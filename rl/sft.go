@@ -20,6 +20,7 @@ import (
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/rollout"
+	"github.com/spiral-rl/spiral/rollout/report/tfevents"
 )
 
 // SFTMetrics are one supervised step's figures (a line of sft.jsonl).
@@ -114,6 +115,10 @@ type SFTConfig struct {
 	// given (the new ones apply).
 	Fresh    bool `json:"-"`
 	Override bool `json:"-"`
+	// TensorBoard logs every line of the log as it is written to a new
+	// event file in the run directory's TensorBoardDir too (see
+	// openTensorBoardLog).
+	TensorBoard bool `json:"-"`
 }
 
 // DefaultSFTConfig returns 300 steps of 64 examples, half of them
@@ -265,7 +270,8 @@ type SFTEval struct {
 //     generator), refusing another model, and other settings unless
 //     cfg.Override;
 //  2. cut the log back to the resumed step and append to it (a new run
-//     starts it empty);
+//     starts it empty), and spiral's TensorBoard event files with it;
+//     cfg.TensorBoard: start a new event file (openTensorBoardLog);
 //  3. evaluate the resumed step if that evaluation is due and not logged;
 //  4. each step: draw, train, log; evaluate when due; save a checkpoint
 //     every cfg.CheckpointEvery steps and at the end;
@@ -297,7 +303,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 	logPath := filepath.Join(p.Dir, SFTLogFile+PartialSuffix)
 	step := 0
 	if cfg.Fresh {
-		moved, err := moveAside(p.Dir, []string{CheckpointsDir, SFTLogFile + PartialSuffix})
+		moved, err := moveAside(p.Dir, []string{CheckpointsDir, SFTLogFile + PartialSuffix, TensorBoardDir})
 		if err != nil {
 			return err
 		}
@@ -328,6 +334,18 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 		return fmt.Errorf("rl: sft: %w", err)
 	}
 	defer func() { err = errors.Join(err, logf.Close()) }()
+	kept := step
+	if step == 0 {
+		kept = -1
+	}
+	tb, err := openTensorBoardLog(p.Dir, cfg.TensorBoard, kept, func() ([]tfevents.Event, error) {
+		events, _, err := sftEvents(logPath)
+		return events, err
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, tb.close()) }()
 	if p.Progress != nil && step > 0 {
 		p.Progress(step)
 	}
@@ -372,7 +390,10 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 		fmt.Fprintf(p.Out, "step %4d  loss %.4f  lr %.2e  search acc %.3f  aggregate acc %.3f  (%0.f tok/s)\n",
 			step, m.Loss, m.LR, acc.SearchAccuracy, acc.AggregateAccuracy, m.TokensPerSecond)
 		acc.Step = step
-		return writeJSONLine(logf, acc)
+		if err := writeJSONLine(logf, acc); err != nil {
+			return err
+		}
+		return tb.write(acc, sftEvent)
 	}
 	evalDue := func() bool { return cfg.EvalEvery > 0 && step%cfg.EvalEvery == 0 || step == cfg.Steps }
 
@@ -425,6 +446,9 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 		// at a skipped update.
 		m.Step = step
 		if err := writeJSONLine(logf, m); err != nil {
+			return err
+		}
+		if err := tb.write(m, sftEvent); err != nil {
 			return err
 		}
 		if p.Progress != nil {

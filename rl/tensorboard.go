@@ -1,0 +1,398 @@
+package rl
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spiral-rl/spiral/rollout/report/tfevents"
+)
+
+// TensorBoardDir is the directory of a run's TensorBoard event files
+// (spiral train and sft --tensorboard, spiral tensorboard).
+const TensorBoardDir = "tensorboard"
+
+// unmeasured are the figures of a metrics.jsonl line that a step which
+// trained nothing (no_update) writes as zeros without measuring them.
+var unmeasured = []string{"loss", "entropy", "entropy_search", "grad_norm", "lr"}
+
+// jsonScalars returns the numbers of the JSON object line as scalars, in
+// the order they appear: a nested object's under its key and a slash
+// ("search/reward"), an array's elements under their index from 1
+// ("aggregate_rounds/1/reward"). Strings, booleans and nulls (a figure
+// that was not finite) are left out, and so are the top-level "step"
+// (the event's step) and the top-level keys in skip.
+func jsonScalars(line []byte, skip []string) ([]tfevents.Scalar, error) {
+	if err := json.Unmarshal(line, new(map[string]json.RawMessage)); err != nil {
+		return nil, fmt.Errorf("want a JSON object: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	var out []tfevents.Scalar
+	var walk func(tag string) error
+	walk = func(tag string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch v := tok.(type) {
+		case json.Number:
+			f, err := v.Float64()
+			if err != nil {
+				return fmt.Errorf("%s: %w", tag, err)
+			}
+			out = append(out, tfevents.Scalar{Tag: tag, Value: float32(f)})
+		case json.Delim:
+			switch v {
+			case '{':
+				for dec.More() {
+					k, err := dec.Token()
+					if err != nil {
+						return err
+					}
+					key := k.(string)
+					if tag == "" && (key == "step" || slices.Contains(skip, key)) {
+						if err := dec.Decode(new(json.RawMessage)); err != nil {
+							return err
+						}
+						continue
+					}
+					if tag != "" {
+						key = tag + "/" + key
+					}
+					if err := walk(key); err != nil {
+						return err
+					}
+				}
+			case '[':
+				for i := 1; dec.More(); i++ {
+					if err := walk(tag + "/" + strconv.Itoa(i)); err != nil {
+						return err
+					}
+				}
+			}
+			if _, err := dec.Token(); err != nil { // the closing delimiter
+				return err
+			}
+		}
+		return nil
+	}
+	return out, walk("")
+}
+
+// metricsEvent is a metrics.jsonl line as an event: every number of the
+// line (jsonScalars), without the loss, entropy, gradient norm and
+// learning rate of a step that trained nothing (decodeMetrics: no_update,
+// or "examples": 0 in a line of an older version), which were not
+// measured.
+func metricsEvent(line []byte, wall float64) (tfevents.Event, error) {
+	m, err := decodeMetrics(line)
+	if err != nil {
+		return tfevents.Event{}, err
+	}
+	var skip []string
+	if m.NoUpdate {
+		skip = unmeasured
+	}
+	s, err := jsonScalars(line, skip)
+	return tfevents.Event{Wall: wall, Step: int64(m.Step), Scalars: s}, err
+}
+
+// evalEvent is an eval.jsonl line as an event: its pass@k and majority@k
+// at each k, as heldout/pass@K and heldout/majority@K.
+func evalEvent(line []byte, wall float64) (tfevents.Event, error) {
+	var e struct {
+		Step *int `json:"step"`
+		EvalLine
+	}
+	if err := json.Unmarshal(line, &e); err != nil {
+		return tfevents.Event{}, err
+	}
+	if e.Step == nil || *e.Step < 0 {
+		return tfevents.Event{}, errors.New(`no "step" >= 0: want a held-out evaluation, as train writes them`)
+	}
+	ev := tfevents.Event{Wall: wall, Step: int64(*e.Step)}
+	for _, p := range e.Points {
+		k := strconv.Itoa(p.K)
+		ev.Scalars = append(ev.Scalars, tfevents.Scalar{Tag: "heldout/pass@" + k, Value: float32(p.PassAtK)},
+			tfevents.Scalar{Tag: "heldout/majority@" + k, Value: float32(p.MajorityAtK)})
+	}
+	return ev, nil
+}
+
+// sftEvent is an sft.jsonl line, a step's or an evaluation's, as an
+// event: every number of the line (jsonScalars).
+func sftEvent(line []byte, wall float64) (tfevents.Event, error) {
+	var s struct {
+		Step *int `json:"step"`
+	}
+	if err := json.Unmarshal(line, &s); err != nil {
+		return tfevents.Event{}, err
+	}
+	if s.Step == nil || *s.Step < 1 {
+		return tfevents.Event{}, errors.New(`no "step" >= 1: want an sft step's or evaluation's line, as sft writes them`)
+	}
+	sc, err := jsonScalars(line, nil)
+	return tfevents.Event{Wall: wall, Step: int64(*s.Step), Scalars: sc}, err
+}
+
+// tensorBoardLog is a run's live TensorBoard log, one event a log line
+// (nil: none).
+type tensorBoardLog struct {
+	w *tfevents.Writer
+}
+
+// openTensorBoardLog cuts spiral's event files in dir/TensorBoardDir
+// back to the step kept (-1: every event goes), as the run's JSON logs
+// were cut, so that no event describes weights the run no longer has,
+// whether or not this run logs to TensorBoard. With on, it starts a new
+// event file there, which first gets the events of the logs' lines past
+// the last step the files left hold (logged: a run resumed with
+// --tensorboard whose earlier part ran without it), so that the curves
+// have every logged step once.
+func openTensorBoardLog(dir string, on bool, kept int, logged func() ([]tfevents.Event, error)) (*tensorBoardLog, error) {
+	tb := filepath.Join(dir, TensorBoardDir)
+	files, err := tfevents.Files(tb)
+	if err != nil {
+		return nil, fmt.Errorf("rl: %w", err)
+	}
+	last := int64(-1)
+	for _, f := range files {
+		l, err := tfevents.Truncate(f, int64(kept))
+		if err != nil {
+			return nil, fmt.Errorf("rl: %w", err)
+		}
+		last = max(last, l)
+	}
+	if !on {
+		return nil, nil
+	}
+	var backfill []tfevents.Event
+	if kept >= 0 {
+		events, err := logged()
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range events {
+			if e.Step > last {
+				backfill = append(backfill, e)
+			}
+		}
+	}
+	w, err := tfevents.Create(tb, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("rl: %w", err)
+	}
+	l := &tensorBoardLog{w: w}
+	for _, e := range backfill {
+		if err := w.Write(e); err != nil {
+			return nil, errors.Join(fmt.Errorf("rl: %w", err), l.close())
+		}
+	}
+	return l, nil
+}
+
+// write logs the event of a log line just written (event: metricsEvent,
+// evalEvent or sftEvent) at the time now.
+func (l *tensorBoardLog) write(v any, event func([]byte, float64) (tfevents.Event, error)) error {
+	if l == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("rl: encode %T: %w", v, err)
+	}
+	e, err := event(b, tfevents.WallTime(time.Now()))
+	if err != nil {
+		return fmt.Errorf("rl: tensorboard: %w", err)
+	}
+	if err := l.w.Write(e); err != nil {
+		return fmt.Errorf("rl: %w", err)
+	}
+	return nil
+}
+
+func (l *tensorBoardLog) close() error {
+	if l == nil {
+		return nil
+	}
+	if err := l.w.Close(); err != nil {
+		return fmt.Errorf("rl: %w", err)
+	}
+	return nil
+}
+
+// logEvents reads the JSON-lines log at path (a last line cut short is
+// left out, torn saying so: readJSONLinesTorn), each line an event
+// (event), at wall times that end at the file's modification time: a
+// line's is the sum of the seconds (the field seconds names) of the lines
+// up to it, counted back from there; a line without them (an evaluation)
+// takes the wall time of the last line before it that had them. It
+// returns the wall time the first line's seconds began at, too. A file
+// that does not exist has no events.
+func logEvents(path, seconds string, event func([]byte, float64) (tfevents.Event, error)) (events []tfevents.Event, start float64, torn bool, err error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, false, nil
+	}
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("rl: %w", err)
+	}
+	var ends []float64 // each line's end, in seconds from the first line's start
+	total := 0.0
+	torn, err = readJSONLinesTorn(path, func(b []byte) error {
+		var t map[string]json.RawMessage
+		if err := json.Unmarshal(b, &t); err != nil {
+			return err
+		}
+		var s float64
+		if json.Unmarshal(t[seconds], &s) == nil && s > 0 && !math.IsInf(s, 0) {
+			total += s
+		}
+		ends = append(ends, total)
+		e, err := event(b, 0)
+		events = append(events, e)
+		return err
+	})
+	if err != nil {
+		return nil, 0, torn, fmt.Errorf("rl: %w", err)
+	}
+	start = tfevents.WallTime(st.ModTime()) - total
+	for i := range events {
+		events[i].Wall = start + ends[i]
+	}
+	return events, start, torn, nil
+}
+
+// trainEvents are the events of the run directory dir's metrics.jsonl
+// and eval.jsonl, each evaluation after its step's metrics at the wall
+// time of its step's end (the run's start for step 0: its line holds no
+// time); torn names the logs whose last line was cut short and left out.
+func trainEvents(dir string) (events []tfevents.Event, torn []string, err error) {
+	metrics, evals := filepath.Join(dir, MetricsFile), filepath.Join(dir, EvalFile)
+	ms, start, mt, err := logEvents(metrics, "step_seconds", metricsEvent)
+	if err != nil {
+		return nil, nil, err
+	}
+	es, _, et, err := logEvents(evals, "", evalEvent)
+	if err != nil {
+		return nil, nil, err
+	}
+	if mt {
+		torn = append(torn, metrics)
+	}
+	if et {
+		torn = append(torn, evals)
+	}
+	wall := map[int64]float64{}
+	for _, m := range ms {
+		wall[m.Step] = m.Wall
+	}
+	for i := range es {
+		if w, ok := wall[es[i].Step]; ok {
+			es[i].Wall = w
+		} else {
+			es[i].Wall = start
+		}
+	}
+	events = slices.Concat(ms, es)
+	slices.SortStableFunc(events, func(a, b tfevents.Event) int { return cmp.Compare(a.Step, b.Step) })
+	return events, torn, nil
+}
+
+// sftLog is the log of the sft run in dir: SFTLogFile once its model is
+// written, SFTLogFile + PartialSuffix while it runs (or was stopped);
+// "" when it has neither.
+func sftLog(dir string) string {
+	for _, name := range []string{SFTLogFile, SFTLogFile + PartialSuffix} {
+		if p := filepath.Join(dir, name); fileExists(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// sftEvents are the events of the sft log at path (sftLog), its
+// evaluations at the wall time of their step's end.
+func sftEvents(path string) (events []tfevents.Event, torn []string, err error) {
+	events, _, t, err := logEvents(path, "seconds", sftEvent)
+	if t {
+		torn = []string{path}
+	}
+	return events, torn, err
+}
+
+// TensorBoardExport is what ExportTensorBoard wrote: the event file, the
+// events in it and the logs they came from, and the logs whose last line
+// was cut short and left out (a run killed while writing it, or writing
+// it now).
+type TensorBoardExport struct {
+	Path   string
+	Events int
+	Logs   []string
+	Torn   []string
+}
+
+// ExportTensorBoard writes the logs of the run directory dir, spiral
+// train's metrics.jsonl and eval.jsonl or else spiral sft's sft.jsonl,
+// as one new event file in dir/TensorBoardDir (atomically): the events
+// that `train --tensorboard` and `sft --tensorboard` write as they run,
+// at wall times counted back from the log's modification time by the
+// seconds each step logs (evaluation and checkpoint time not counted). A
+// directory with neither log, or whose TensorBoardDir holds spiral's
+// event files already (written live, or by an earlier export), is an
+// error naming it.
+func ExportTensorBoard(dir string) (TensorBoardExport, error) {
+	var x TensorBoardExport
+	var events []tfevents.Event
+	var err error
+	metrics := filepath.Join(dir, MetricsFile)
+	switch sft := sftLog(dir); {
+	case fileExists(metrics):
+		x.Logs = []string{metrics}
+		if e := filepath.Join(dir, EvalFile); fileExists(e) {
+			x.Logs = append(x.Logs, e)
+		}
+		events, x.Torn, err = trainEvents(dir)
+	case sft != "":
+		x.Logs = []string{sft}
+		events, x.Torn, err = sftEvents(sft)
+	default:
+		return x, fmt.Errorf("%s holds no %s (spiral train) or %s (spiral sft): want the directory of a training run (its --out)", dir, MetricsFile, SFTLogFile)
+	}
+	if err != nil {
+		return x, err
+	}
+	if len(events) == 0 {
+		return x, fmt.Errorf("%s logs no step: nothing to convert", strings.Join(x.Logs, " and "))
+	}
+	tb := filepath.Join(dir, TensorBoardDir)
+	files, err := tfevents.Files(tb)
+	if err != nil {
+		return x, fmt.Errorf("rl: %w", err)
+	}
+	if len(files) > 0 {
+		return x, fmt.Errorf("%s holds TensorBoard events already (%s, written by --tensorboard or an earlier conversion): TensorBoard shows them; remove %s to convert the logs again", tb, filepath.Base(files[0]), tb)
+	}
+	if x.Path, err = tfevents.WriteFile(tb, time.Now(), events); err != nil {
+		return x, fmt.Errorf("rl: %w", err)
+	}
+	x.Events = len(events)
+	return x, nil
+}
+
+// fileExists says whether path names a file (or anything but nothing).
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

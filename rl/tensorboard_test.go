@@ -1,0 +1,351 @@
+package rl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model/checkpoint"
+	"github.com/spiral-rl/spiral/rollout"
+	"github.com/spiral-rl/spiral/rollout/report/tfevents"
+)
+
+// TestJSONScalars: every number of a line, nested objects' under their
+// key path and arrays' under their index from 1, in the line's order;
+// strings, booleans, nulls, the top-level step and the skipped keys left
+// out; a line that is not a JSON object, or a number past float64, is an
+// error.
+func TestJSONScalars(t *testing.T) {
+	sc := func(kv ...any) []tfevents.Scalar {
+		var out []tfevents.Scalar
+		for i := 0; i < len(kv); i += 2 {
+			out = append(out, tfevents.Scalar{Tag: kv[i].(string), Value: float32(kv[i+1].(float64))})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		line string
+		skip []string
+		want []tfevents.Scalar
+		err  string
+	}{
+		{line: `{"step":3,"loss":-0.5,"search":{"traces":8,"reward":0.25},"aggregate":{}}`,
+			want: sc("loss", -0.5, "search/traces", 8.0, "search/reward", 0.25)},
+		{line: `{"step":1,"aggregate_rounds":[{"reward":0.5},{"reward":0.75}],"a":{"step":2}}`,
+			want: sc("aggregate_rounds/1/reward", 0.5, "aggregate_rounds/2/reward", 0.75, "a/step", 2.0)},
+		{line: `{"step":1,"loss":null,"no_update":true,"policy_version":"v3","lr":1e-5,"grad_norm":2}`, skip: []string{"lr", "grad_norm"},
+			want: nil},
+		{line: `{"step":1,"x":[1,[2,3]],"y":"1"}`,
+			want: sc("x/1", 1.0, "x/2/1", 2.0, "x/2/2", 3.0)},
+		{line: `[1,2]`, err: "want a JSON object"},
+		{line: `{"step":1,"x":1}{"y":2}`, err: "want a JSON object"},
+		{line: `{"step":1,"x":1e400}`, err: "x: strconv.ParseFloat"},
+	} {
+		got, err := jsonScalars([]byte(tc.line), tc.skip)
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, tc.line)
+			continue
+		}
+		require.NoError(t, err, tc.line)
+		require.Equal(t, tc.want, got, tc.line)
+	}
+}
+
+// TestMetricsEvent: a step's line as train writes it gives every numeric
+// figure under its JSON name; a step that trained nothing (no_update,
+// or "examples": 0 before the marker existed) leaves out its unmeasured
+// loss, entropy, gradient norm and learning rate; a skipped update's
+// null loss is left out; a line without a step is an error.
+func TestMetricsEvent(t *testing.T) {
+	credit := 0.5
+	m := Metrics{Step: 4, Search: PhaseMetrics{Traces: 8, Reward: 0.25, MeanLength: 30}, Aggregate: PhaseMetrics{Traces: 16, Reward: 0.5, FittedPrompts: 2},
+		ProblemsDrawn: 2, ProblemsInformative: 1, InformativeFraction: 0.5, Examples: 24, SearchCredit: &credit,
+		Loss: -0.125, Entropy: 1.5, GradNorm: 3, LR: 1e-5, StepSeconds: 9}
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	e, err := metricsEvent(b, 7)
+	require.NoError(t, err)
+	require.Equal(t, int64(4), e.Step)
+	require.Equal(t, 7.0, e.Wall)
+	got := map[string]float32{}
+	var tags []string
+	for _, s := range e.Scalars {
+		got[s.Tag] = s.Value
+		tags = append(tags, s.Tag)
+	}
+	require.Equal(t, []string{
+		"search/traces", "search/reward", "search/mean_length", "search/truncated", "search/unboxed", "search/tokens_per_second", "search/seconds",
+		"aggregate/traces", "aggregate/reward", "aggregate/mean_length", "aggregate/truncated", "aggregate/unboxed", "aggregate/tokens_per_second", "aggregate/seconds", "aggregate/fitted_prompts",
+		"problems_drawn", "problems_informative", "informative_fraction", "examples", "loss_tokens", "adv_mean", "adv_std", "adv_min", "adv_max", "search_credit",
+		"lr", "policy_lag", "rollout_seconds", "train_seconds", "step_seconds", "train_tokens", "train_tokens_per_second", "loss", "entropy", "grad_norm",
+	}, tags)
+	require.Equal(t, map[string]float32{"search/reward": 0.25, "aggregate/reward": 0.5, "aggregate/fitted_prompts": 2, "search_credit": 0.5,
+		"loss": -0.125, "entropy": 1.5, "grad_norm": 3, "lr": 1e-5, "step_seconds": 9, "search/traces": 8, "search/mean_length": 30},
+		filter(got, "search/reward", "aggregate/reward", "aggregate/fitted_prompts", "search_credit", "loss", "entropy", "grad_norm", "lr", "step_seconds", "search/traces", "search/mean_length"))
+
+	for _, line := range []string{
+		`{"step":2,"search":{"reward":0},"no_update":true,"loss":0,"entropy":0,"grad_norm":0,"lr":0,"step_seconds":1}`,
+		`{"step":2,"search":{"reward":0},"examples":0,"loss":0,"entropy":0,"grad_norm":0,"lr":0,"step_seconds":1}`,
+	} {
+		e, err := metricsEvent([]byte(line), 0)
+		require.NoError(t, err)
+		for _, s := range e.Scalars {
+			require.NotContains(t, unmeasured, s.Tag, line)
+		}
+		require.Contains(t, e.Scalars, tfevents.Scalar{Tag: "step_seconds", Value: 1}, line)
+	}
+
+	m.Loss, m.GradNorm, m.UpdateSkipped = math.NaN(), math.Inf(1), "non-finite gradient"
+	b, err = json.Marshal(m)
+	require.NoError(t, err)
+	e, err = metricsEvent(b, 0)
+	require.NoError(t, err)
+	for _, s := range e.Scalars {
+		require.NotContains(t, []string{"loss", "grad_norm"}, s.Tag)
+	}
+	require.Contains(t, e.Scalars, tfevents.Scalar{Tag: "lr", Value: 1e-5})
+
+	_, err = metricsEvent([]byte(`{"loss":1}`), 0)
+	require.ErrorContains(t, err, `no training step ("step" = 0)`)
+}
+
+// filter is m restricted to the keys.
+func filter(m map[string]float32, keys ...string) map[string]float32 {
+	out := map[string]float32{}
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TestEvalEvent: a held-out evaluation gives heldout/pass@K and
+// heldout/majority@K at each k, at its step (0 too).
+func TestEvalEvent(t *testing.T) {
+	b, err := json.Marshal(EvalLine{Step: 0, Problems: 2, Samples: 4, Points: []rollout.KPoint{{K: 1, PassAtK: 0.25, MajorityAtK: 0.25, MajorityExact: true}, {K: 4, PassAtK: 0.75, MajorityAtK: 0.5}}})
+	require.NoError(t, err)
+	e, err := evalEvent(b, 3)
+	require.NoError(t, err)
+	require.Equal(t, tfevents.Event{Wall: 3, Step: 0, Scalars: []tfevents.Scalar{
+		{Tag: "heldout/pass@1", Value: 0.25}, {Tag: "heldout/majority@1", Value: 0.25}, {Tag: "heldout/pass@4", Value: 0.75}, {Tag: "heldout/majority@4", Value: 0.5}}}, e)
+	_, err = evalEvent([]byte(`{"points":[]}`), 0)
+	require.ErrorContains(t, err, `no "step" >= 0`)
+}
+
+// tbScalars reads every spiral event file in dir/tensorboard and returns
+// their values by tag and step, failing on a tag logged twice at one step
+// (files that overlap) or a file whose first event is not its
+// file_version.
+func tbScalars(t *testing.T, dir string) map[string]map[int64]float32 {
+	t.Helper()
+	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	require.NoError(t, err)
+	out := map[string]map[int64]float32{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		version, events, torn, err := tfevents.Decode(b)
+		require.NoError(t, err)
+		require.False(t, torn, f)
+		require.Equal(t, tfevents.FileVersion, version, f)
+		for _, e := range events {
+			for _, s := range e.Scalars {
+				if out[s.Tag] == nil {
+					out[s.Tag] = map[int64]float32{}
+				}
+				_, twice := out[s.Tag][e.Step]
+				require.False(t, twice, "%s at step %d twice (%s)", s.Tag, e.Step, f)
+				out[s.Tag][e.Step] = s.Value
+			}
+		}
+	}
+	return out
+}
+
+// scalarsOf is events' values by tag and step.
+func scalarsOf(events []tfevents.Event) map[string]map[int64]float32 {
+	out := map[string]map[int64]float32{}
+	for _, e := range events {
+		for _, s := range e.Scalars {
+			if out[s.Tag] == nil {
+				out[s.Tag] = map[int64]float32{}
+			}
+			out[s.Tag][e.Step] = s.Value
+		}
+	}
+	return out
+}
+
+// TestRunTensorBoard: train --tensorboard logs each metrics.jsonl and
+// eval.jsonl line as an event as it writes it, exactly the events that
+// spiral tensorboard converts the logs to; a run resumed from an earlier
+// checkpoint than its last logged step cuts the event files back to it
+// as it cuts its logs, so that every tag has each step once; a run
+// resumed with --tensorboard after steps without it starts its file with
+// those steps; a run without it still cuts the files; and --fresh moves
+// them aside.
+func TestRunTensorBoard(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 3)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(context.Background()))
+	events, torn, err := trainEvents(dir)
+	require.NoError(t, err)
+	require.Empty(t, torn)
+	want := scalarsOf(events)
+	require.Equal(t, want, tbScalars(t, dir))
+	require.Equal(t, map[int64]float32{0: want["heldout/pass@1"][0], 1: want["heldout/pass@1"][1], 2: want["heldout/pass@1"][2], 3: want["heldout/pass@1"][3]}, want["heldout/pass@1"])
+	require.Len(t, want["search/reward"], 3)
+
+	// Lose checkpoints 2 and 3: the rerun resumes at step 1, logs and
+	// events cut back to it, and redoes steps 2 and 3 into a new file.
+	for _, s := range []int64{2, 3} {
+		require.NoError(t, os.RemoveAll(filepath.Join(dir, CheckpointsDir, checkpoint.DirName(s))))
+	}
+	h = newRunHarness(t, dir, 3)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.out.String(), "(step 1)")
+	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	events, _, err = trainEvents(dir)
+	require.NoError(t, err)
+	require.Equal(t, scalarsOf(events), tbScalars(t, dir))
+
+	// Without --tensorboard a resumed run cuts the files all the same.
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, CheckpointsDir, checkpoint.DirName(3))))
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, CheckpointsDir, checkpoint.DirName(2))))
+	h = newRunHarness(t, dir, 1)
+	require.NoError(t, h.run(context.Background()))
+	got := tbScalars(t, dir)
+	require.Len(t, got["search/reward"], 1)
+	require.Len(t, got["heldout/pass@1"], 2) // steps 0 and 1
+
+	// Resumed with --tensorboard: steps 2 and 3 go after steps 0 and 1.
+	h = newRunHarness(t, dir, 3)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(context.Background()))
+	events, _, err = trainEvents(dir)
+	require.NoError(t, err)
+	require.Equal(t, scalarsOf(events), tbScalars(t, dir))
+
+	h = newRunHarness(t, dir, 1)
+	h.cfg.Fresh = true
+	require.NoError(t, h.run(context.Background()))
+	require.NoDirExists(t, filepath.Join(dir, TensorBoardDir))
+	prev, err := filepath.Glob(filepath.Join(dir, "previous-*", TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, prev, 1)
+}
+
+// TestRunTensorBoardBackfill: a run trained without --tensorboard and
+// resumed with it writes the steps logged before into its new file.
+func TestRunTensorBoardBackfill(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, newRunHarness(t, dir, 2).run(context.Background()))
+	require.NoDirExists(t, filepath.Join(dir, TensorBoardDir))
+	h := newRunHarness(t, dir, 3)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(context.Background()))
+	events, _, err := trainEvents(dir)
+	require.NoError(t, err)
+	got := tbScalars(t, dir)
+	require.Equal(t, scalarsOf(events), got)
+	require.Len(t, got["search/reward"], 3)
+	require.Len(t, got["heldout/pass@1"], 4)
+}
+
+// TestExportTensorBoard: spiral tensorboard's conversion of a run's logs
+// holds the events the live log holds, each step's metrics at the wall
+// time the steps' seconds count back from metrics.jsonl's modification
+// time, an evaluation at its step's; a run directory that has events
+// already, or no log, is refused naming it.
+func TestExportTensorBoard(t *testing.T) {
+	live := t.TempDir()
+	h := newRunHarness(t, live, 2)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(context.Background()))
+
+	_, err := ExportTensorBoard(live)
+	require.ErrorContains(t, err, filepath.Join(live, TensorBoardDir)+" holds TensorBoard events already")
+
+	dir := t.TempDir()
+	metrics := `{"step":1,"search":{"reward":0.5},"loss":0.25,"step_seconds":10}` + "\n" +
+		`{"step":2,"search":{"reward":0.75},"no_update":true,"loss":0,"step_seconds":20}` + "\n" +
+		`{"step":3,"search":{"reward":1}` // torn: a run killed while writing it
+	evals := `{"step":0,"points":[{"k":1,"pass_at_k":0.125,"majority_at_k":0.125}]}` + "\n" +
+		`{"step":2,"points":[{"k":1,"pass_at_k":0.5,"majority_at_k":0.5}]}` + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, MetricsFile), []byte(metrics), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, EvalFile), []byte(evals), 0o644))
+	x, err := ExportTensorBoard(dir)
+	require.NoError(t, err)
+	require.Equal(t, 4, x.Events)
+	require.Equal(t, []string{filepath.Join(dir, MetricsFile), filepath.Join(dir, EvalFile)}, x.Logs)
+	require.Equal(t, []string{filepath.Join(dir, MetricsFile)}, x.Torn)
+	st, err := os.Stat(filepath.Join(dir, MetricsFile))
+	require.NoError(t, err)
+	end := tfevents.WallTime(st.ModTime())
+	b, err := os.ReadFile(x.Path)
+	require.NoError(t, err)
+	_, events, _, err := tfevents.Decode(b)
+	require.NoError(t, err)
+	require.Equal(t, []tfevents.Event{
+		{Wall: end - 30, Step: 0, Scalars: []tfevents.Scalar{{Tag: "heldout/pass@1", Value: 0.125}, {Tag: "heldout/majority@1", Value: 0.125}}},
+		{Wall: end - 20, Step: 1, Scalars: []tfevents.Scalar{{Tag: "search/reward", Value: 0.5}, {Tag: "loss", Value: 0.25}, {Tag: "step_seconds", Value: 10}}},
+		{Wall: end, Step: 2, Scalars: []tfevents.Scalar{{Tag: "search/reward", Value: 0.75}, {Tag: "step_seconds", Value: 20}}},
+		{Wall: end, Step: 2, Scalars: []tfevents.Scalar{{Tag: "heldout/pass@1", Value: 0.5}, {Tag: "heldout/majority@1", Value: 0.5}}},
+	}, events)
+
+	_, err = ExportTensorBoard(t.TempDir())
+	require.ErrorContains(t, err, "holds no metrics.jsonl (spiral train) or sft.jsonl (spiral sft)")
+
+	bad := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bad, MetricsFile), []byte(`{"step":1}`+"\n"+`{"loss":1}`+"\n"), 0o644))
+	_, err = ExportTensorBoard(bad)
+	require.ErrorContains(t, err, fmt.Sprintf(`%s:2: no training step ("step" = 0)`, filepath.Join(bad, MetricsFile)))
+	require.NoDirExists(t, filepath.Join(bad, TensorBoardDir))
+}
+
+// TestSFTTensorBoard: sft --tensorboard logs each line of sft.jsonl as an
+// event, steps' and evaluations' (at 3 and 6), the events spiral
+// tensorboard converts the log to; a rerun resumed from step 2 cuts the
+// first file back to it and logs steps 3 to 6 once, in a new file.
+func TestSFTTensorBoard(t *testing.T) {
+	src := sftModelDir(t)
+	dir := t.TempDir()
+	h := newSFTHarness(t, src, dir)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(0))
+	log := filepath.Join(dir, SFTLogFile+PartialSuffix)
+	events, torn, err := sftEvents(log)
+	require.NoError(t, err)
+	require.Empty(t, torn)
+	want := scalarsOf(events)
+	require.Equal(t, want, tbScalars(t, dir))
+	require.Len(t, want["loss"], 6)
+	require.Len(t, want["eval_search_accuracy"], 2)
+	require.Contains(t, want["eval_aggregate_accuracy"], int64(6))
+
+	for _, s := range []int64{4, 6} {
+		require.NoError(t, os.RemoveAll(filepath.Join(dir, CheckpointsDir, checkpoint.DirName(s))))
+	}
+	h = newSFTHarness(t, src, dir)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(0))
+	require.Contains(t, h.out.String(), "(step 2)")
+	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	events, _, err = sftEvents(log)
+	require.NoError(t, err)
+	require.Equal(t, scalarsOf(events), tbScalars(t, dir))
+	require.Len(t, scalarsOf(events)["loss"], 6)
+}
