@@ -501,7 +501,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	f.cfg = rl.DefaultConfig()
 	c := &f.cfg
 	fs.StringVar(&f.data, "data", "", "training problems: JSONL, JSON or Parquet (default: the embedded equation task)")
-	fs.StringVar(&f.run.Dir, "out", "runs/spiral", "run directory: metrics.jsonl, eval.jsonl, checkpoints/, artifacts/, training.png")
+	fs.StringVar(&f.run.Dir, "out", "runs/spiral", "run directory: metrics.jsonl, eval.jsonl, checkpoints/, artifacts/, training.png, tensorboard/ (--tensorboard)")
 	fs.StringVar(&c.Algo, "algo", c.Algo, "algorithm: spiral, grpo, agg-only or search-only (the ablations: gradients on the aggregation or the search traces only)")
 	fs.IntVar(&f.run.Steps, "steps", 50, "training steps")
 	fs.IntVar(&c.Problems, "problems", c.Problems, "informative problems per step")
@@ -528,6 +528,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.run.Keep, "keep", 3, "checkpoints to keep (0 = all)")
 	fs.BoolVar(&f.run.Fresh, "fresh", false, "move the previous run in --out aside and start over")
 	fs.BoolVar(&f.run.Override, "override", false, "resume a run in --out although these settings differ from its own")
+	fs.BoolVar(&f.run.TensorBoard, "tensorboard", false, "log every metrics.jsonl and eval.jsonl line to TensorBoard too, as it is written: an event file in --out/tensorboard/ (tensorboard --logdir OUT)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bars")
 	fs.StringVar(&f.evalData, "eval-data", "", "held-out problems evaluated during training (default: the embedded task's test split when training on it)")
 	fs.IntVar(&f.run.EvalEvery, "eval-every", 10, "evaluate every N steps, at step 0 and at the end (0 = never)")
@@ -862,7 +863,7 @@ func (f *sftFlags) register(fs *pflag.FlagSet) {
 	f.params.register(fs)
 	f.cfg = rl.DefaultSFTConfig()
 	c := &f.cfg
-	fs.StringVar(&f.out, "out", "runs/sft", "output directory: the trained model (model.onnx, tokenizer.json, config.json), sft.jsonl, artifacts/, and checkpoints/ until the model is written")
+	fs.StringVar(&f.out, "out", "runs/sft", "output directory: the trained model (model.onnx, tokenizer.json, config.json), sft.jsonl, artifacts/, tensorboard/ (--tensorboard), and checkpoints/ until the model is written")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace a model already in --out")
 	fs.IntVar(&c.Steps, "steps", c.Steps, "optimizer steps")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "examples per step")
@@ -880,6 +881,7 @@ func (f *sftFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Keep, "keep", c.Keep, "checkpoints to keep (0 = all)")
 	fs.BoolVar(&c.Fresh, "fresh", false, "move an interrupted run's checkpoints and log in --out aside and start over")
 	fs.BoolVar(&c.Override, "override", false, "resume an interrupted run in --out although these settings differ from its own")
+	fs.BoolVar(&c.TensorBoard, "tensorboard", false, "log every sft.jsonl line to TensorBoard too, as it is written: an event file in --out/tensorboard/ (tensorboard --logdir OUT)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 }
 

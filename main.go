@@ -8,7 +8,7 @@
 //	spiral [command] [flags]
 //
 // Commands: train (the default, also when only flags are given), eval, sft,
-// generate, artifacts, export, init-model, bench, plan, compare, plot, data, version. `spiral COMMAND
+// generate, artifacts, export, init-model, bench, plan, compare, plot, tensorboard, data, version. `spiral COMMAND
 // --help` lists a command's flags with their defaults.
 //
 // This file is wiring only: flags are bound here (one pflag.FlagSet per
@@ -81,6 +81,7 @@ func commands() []command {
 		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens; and training runs (--run, alone too): token entropy, held-out pass@1, search credit", setupCompare, false},
 		{"plan", "predict the memory of a training step and of generation, and the largest shapes that fit", setupPlan, false},
 		{"plot", "overlay eval reports of one mode in one figure, PNG, SVG or PDF (e.g. base vs trained)", setupPlot, false},
+		{"tensorboard", "write training runs' logs (metrics.jsonl and eval.jsonl, or sft.jsonl) as TensorBoard event files in each run's tensorboard/", setupTensorBoard, false},
 		{"data", "inspect a dataset file (spiral data inspect FILE) or write the synthetic task's problems (spiral data synth)", setupData, false},
 		{"version", "print the versions of spiral, ONNX Runtime and tokenizers", setupVersion, false},
 	}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/spiral-rl/spiral/rl"
+)
+
+// setupTensorBoard converts the logs of training runs made without
+// --tensorboard (train's metrics.jsonl and eval.jsonl, sft's sft.jsonl)
+// into TensorBoard event files in each run's tensorboard/.
+func setupTensorBoard(*pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
+	return func(_ context.Context, env *cliEnv, args []string) error {
+		if len(args) == 0 {
+			return usageError{errors.New("usage: spiral tensorboard RUN_DIR [RUN_DIR ...] (the --out of spiral train or spiral sft; train and sft --tensorboard log as they run)")}
+		}
+		given := givenPaths{twice: "its events would be written twice"}
+		for _, dir := range args {
+			st, err := os.Stat(dir)
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("%s does not exist: want a training run's directory (the --out of spiral train or sft)", dir)
+			}
+			if err != nil {
+				return err
+			}
+			if !st.IsDir() {
+				return usageError{fmt.Errorf("%s is a file: want a training run's directory (the --out of spiral train or sft), such as %s", dir, filepath.Dir(dir))}
+			}
+			if err := given.add(dir, dir, "run directory"); err != nil {
+				return err
+			}
+		}
+		for _, dir := range args {
+			x, err := rl.ExportTensorBoard(dir)
+			if err != nil {
+				return err
+			}
+			for _, t := range x.Torn {
+				fmt.Fprintf(env.stderr, "spiral: note: the last line of %s is cut short (the run was killed while writing it, or is writing it now): left out\n", t)
+			}
+			events := "events"
+			if x.Events == 1 {
+				events = "event"
+			}
+			fmt.Fprintf(env.stdout, "wrote %s (%d %s from %s)\n", x.Path, x.Events, events, strings.Join(x.Logs, " and "))
+		}
+		return nil
+	}
+}

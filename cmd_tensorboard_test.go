@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestTensorBoardCommand: spiral tensorboard converts a run directory's
+// logs, and refuses what is not one: no argument, a file or a directory
+// given twice (usage errors, exit 2), a directory without a log, a bad
+// line (naming the file and line) and a run converted already (exit 1),
+// writing nothing then.
+func TestTensorBoardCommand(t *testing.T) {
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	metrics := filepath.Join(runDir, "metrics.jsonl")
+	require.NoError(t, os.MkdirAll(runDir, 0o755))
+	require.NoError(t, os.WriteFile(metrics, []byte(`{"step":1,"loss":0.5,"step_seconds":2}`+"\n"), 0o644))
+	bad := filepath.Join(dir, "bad")
+	require.NoError(t, os.MkdirAll(bad, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bad, "sft.jsonl"), []byte(`{"step":1,"loss":0.5}`+"\n"+`{"loss":0.4}`+"\n"), 0o644))
+	empty := filepath.Join(dir, "empty")
+	require.NoError(t, os.MkdirAll(empty, 0o755))
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no run", nil, exitUsage, "spiral tensorboard: usage: spiral tensorboard RUN_DIR [RUN_DIR ...]"},
+		{"a file", []string{metrics}, exitUsage, "spiral tensorboard: " + metrics + " is a file: want a training run's directory (the --out of spiral train or sft), such as " + runDir + "\n"},
+		{"twice", []string{runDir, runDir + "/."}, exitUsage, "spiral tensorboard: " + runDir + " and " + runDir + "/. are one run directory, given twice: its events would be written twice\n"},
+		{"absent", []string{filepath.Join(dir, "absent")}, exitFailure, "spiral tensorboard: " + filepath.Join(dir, "absent") + " does not exist: want a training run's directory (the --out of spiral train or sft)\n"},
+		{"no log", []string{empty}, exitFailure, "spiral tensorboard: " + empty + " holds no metrics.jsonl (spiral train) or sft.jsonl (spiral sft): want the directory of a training run (its --out)\n"},
+		{"bad line", []string{bad}, exitFailure, "spiral tensorboard: rl: " + filepath.Join(bad, "sft.jsonl") + `:2: no "step" >= 1: want an sft step's or evaluation's line, as sft writes them` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"tensorboard"}, tc.args...), &cliEnv{stdout: &bytes.Buffer{}, stderr: &stderr})
+			require.Equal(t, tc.code, code, stderr.String())
+			if tc.code == exitUsage && tc.args == nil {
+				require.Contains(t, stderr.String(), tc.want)
+			} else {
+				require.Equal(t, tc.want, stderr.String())
+			}
+		})
+	}
+	for _, d := range []string{runDir, bad, empty} {
+		require.NoDirExists(t, filepath.Join(d, "tensorboard"))
+	}
+
+	var stdout, stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"tensorboard", runDir}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	files, err := filepath.Glob(filepath.Join(runDir, "tensorboard", "events.out.tfevents.*.spiral"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	require.Equal(t, "wrote "+files[0]+" (1 event from "+metrics+")\n", stdout.String())
+
+	stderr.Reset()
+	require.Equal(t, exitFailure, run(context.Background(), []string{"tensorboard", runDir}, &cliEnv{stdout: &stdout, stderr: &stderr}))
+	require.Contains(t, stderr.String(), filepath.Join(runDir, "tensorboard")+" holds TensorBoard events already")
+}
