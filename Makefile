@@ -49,9 +49,9 @@ test-race:
 		go test -race -count=1 -run 'TestWatchInterrupts' .
 
 # llama.cpp's OpenAI-compatible server (xllamacpp's prebuilt CPU wheel) for
-# tests/engine_llamacpp_test.go, and the onnx package where python3 has
-# none, in their own environment; remade when
-# scripts/engine/requirements.txt changes.
+# tests/engine_llamacpp_test.go, the onnx package where python3 has
+# none, and tensorboard for tests/tensorboard_test.go, in their own
+# environment; remade when scripts/engine/requirements.txt changes.
 engine-venv:
 	@cmp -s scripts/engine/requirements.txt "$(ENGINE_VENV)/requirements.txt" || { \
 		rm -rf "$(ENGINE_VENV)" && python3 -m venv "$(ENGINE_VENV)" && \
