@@ -253,7 +253,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	tb, err := openTensorBoardLog(cfg.Dir, cfg.TensorBoard, kept, func() ([]tfevents.Event, error) {
 		events, _, err := trainEvents(cfg.Dir)
 		return events, err
-	})
+	}, p.Warn)
 	if err != nil {
 		return err
 	}

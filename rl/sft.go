@@ -341,7 +341,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 	tb, err := openTensorBoardLog(p.Dir, cfg.TensorBoard, kept, func() ([]tfevents.Event, error) {
 		events, _, err := sftEvents(logPath)
 		return events, err
-	})
+	}, p.Warn)
 	if err != nil {
 		return err
 	}

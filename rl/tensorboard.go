@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -159,8 +160,10 @@ type tensorBoardLog struct {
 // event file there, which first gets the events of the logs' lines past
 // the last step the files left hold (logged: a run resumed with
 // --tensorboard whose earlier part ran without it), so that the curves
-// have every logged step once.
-func openTensorBoardLog(dir string, on bool, kept int, logged func() ([]tfevents.Event, error)) (*tensorBoardLog, error) {
+// have every logged step once. A file that cannot be read as an event
+// file is left as it is, with a warning to warn: it does not stop the
+// training it only shows.
+func openTensorBoardLog(dir string, on bool, kept int, logged func() ([]tfevents.Event, error), warn io.Writer) (*tensorBoardLog, error) {
 	tb := filepath.Join(dir, TensorBoardDir)
 	files, err := tfevents.Files(tb)
 	if err != nil {
@@ -170,7 +173,8 @@ func openTensorBoardLog(dir string, on bool, kept int, logged func() ([]tfevents
 	for _, f := range files {
 		l, err := tfevents.Truncate(f, int64(kept))
 		if err != nil {
-			return nil, fmt.Errorf("rl: %w", err)
+			fmt.Fprintf(warn, "spiral: warning: %v: left as it is, so TensorBoard may show steps past %d twice (remove the file to drop them)\n", err, kept)
+			continue
 		}
 		last = max(last, l)
 	}

@@ -246,6 +246,35 @@ func TestRunTensorBoard(t *testing.T) {
 	require.Len(t, prev, 1)
 }
 
+// TestRunTensorBoardDamagedFile: an event file that cannot be read (its
+// checksums fail) is left as it is with a warning naming it, and the run
+// resumes and logs on: it only shows the training.
+func TestRunTensorBoardDamagedFile(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(context.Background()))
+	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	b[len(b)-1] ^= 1
+	require.NoError(t, os.WriteFile(files[0], b, 0o644))
+	h = newRunHarness(t, dir, 2)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.log.String(), "spiral: warning: tfevents: "+files[0]+": record at byte ")
+	require.Contains(t, h.log.String(), "data checksum")
+	require.Contains(t, h.log.String(), ": left as it is, so TensorBoard may show steps past 1 twice (remove the file to drop them)\n")
+	got, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	require.Equal(t, b, got)
+	files, err = tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+}
+
 // TestRunTensorBoardBackfill: a run trained without --tensorboard and
 // resumed with it writes the steps logged before into its new file.
 func TestRunTensorBoardBackfill(t *testing.T) {
