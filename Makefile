@@ -119,7 +119,8 @@ FUZZ_TARGETS := ./data:FuzzLastBoxed ./data:FuzzLoadJSONL ./data:FuzzLoadParquet
 	.:FuzzParseLoRA .:FuzzParseByteSize \
 	./model/tokenizer:FuzzReadChatTemplate ./data:FuzzIntegerLiteral \
 	./rollout/report:FuzzPassAtKEfficiency \
-	./rl:FuzzDecodeMetrics ./rl:FuzzReadRunCurves ./rl:FuzzPlotTraining ./rl:FuzzTruncateLog
+	./rl:FuzzDecodeMetrics ./rl:FuzzReadRunCurves ./rl:FuzzPlotTraining ./rl:FuzzTruncateLog \
+	./rl:FuzzMetricsEvent ./rollout/report/tfevents:FuzzDecode
 fuzz:
 	@$(ENV) && for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$pkg $$fn"; go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg || exit 1; done

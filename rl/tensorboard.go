@@ -32,63 +32,94 @@ var unmeasured = []string{"loss", "entropy", "entropy_search", "grad_norm", "lr"
 // ("search/reward"), an array's elements under their index from 1
 // ("aggregate_rounds/1/reward"). Strings, booleans and nulls (a figure
 // that was not finite) are left out, and so are the top-level "step"
-// (the event's step) and the top-level keys in skip.
+// (the event's step) and the top-level keys in skip. A key an object has
+// twice counts once, with its last value, as encoding/json reads it.
 func jsonScalars(line []byte, skip []string) ([]tfevents.Scalar, error) {
-	if err := json.Unmarshal(line, new(map[string]json.RawMessage)); err != nil {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(line, &top); err != nil || top == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
 		return nil, fmt.Errorf("want a JSON object: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.UseNumber()
 	var out []tfevents.Scalar
-	var walk func(tag string) error
-	walk = func(tag string) error {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch v := tok.(type) {
-		case json.Number:
-			f, err := v.Float64()
+	var walk func(tag string, v json.RawMessage) error
+	walk = func(tag string, v json.RawMessage) error {
+		v = bytes.TrimSpace(v)
+		switch {
+		case len(v) == 0:
+		case v[0] == '{':
+			fields, err := objectFields(v)
+			if err != nil {
+				return err
+			}
+			for _, f := range fields {
+				if tag == "" && (f.key == "step" || slices.Contains(skip, f.key)) {
+					continue
+				}
+				sub := f.key
+				if tag != "" {
+					sub = tag + "/" + f.key
+				}
+				if err := walk(sub, f.value); err != nil {
+					return err
+				}
+			}
+		case v[0] == '[':
+			var elems []json.RawMessage
+			if err := json.Unmarshal(v, &elems); err != nil {
+				return err
+			}
+			for i, e := range elems {
+				if err := walk(tag+"/"+strconv.Itoa(i+1), e); err != nil {
+					return err
+				}
+			}
+		case v[0] == '-' || v[0] >= '0' && v[0] <= '9':
+			f, err := strconv.ParseFloat(string(v), 64)
 			if err != nil {
 				return fmt.Errorf("%s: %w", tag, err)
 			}
 			out = append(out, tfevents.Scalar{Tag: tag, Value: float32(f)})
-		case json.Delim:
-			switch v {
-			case '{':
-				for dec.More() {
-					k, err := dec.Token()
-					if err != nil {
-						return err
-					}
-					key := k.(string)
-					if tag == "" && (key == "step" || slices.Contains(skip, key)) {
-						if err := dec.Decode(new(json.RawMessage)); err != nil {
-							return err
-						}
-						continue
-					}
-					if tag != "" {
-						key = tag + "/" + key
-					}
-					if err := walk(key); err != nil {
-						return err
-					}
-				}
-			case '[':
-				for i := 1; dec.More(); i++ {
-					if err := walk(tag + "/" + strconv.Itoa(i)); err != nil {
-						return err
-					}
-				}
-			}
-			if _, err := dec.Token(); err != nil { // the closing delimiter
-				return err
-			}
 		}
 		return nil
 	}
-	return out, walk("")
+	return out, walk("", line)
+}
+
+// field is one member of a JSON object.
+type field struct {
+	key   string
+	value json.RawMessage
+}
+
+// objectFields returns the members of the JSON object b in the order of
+// their first appearance, each key once with its last value.
+func objectFields(b []byte) ([]field, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, err
+	}
+	var fields []field
+	at := map[string]int{}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := k.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		if i, ok := at[key]; ok {
+			fields[i].value = v
+			continue
+		}
+		at[key] = len(fields)
+		fields = append(fields, field{key, v})
+	}
+	return fields, nil
 }
 
 // metricsEvent is a metrics.jsonl line as an event: every number of the

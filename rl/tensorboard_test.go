@@ -19,8 +19,8 @@ import (
 // TestJSONScalars: every number of a line, nested objects' under their
 // key path and arrays' under their index from 1, in the line's order;
 // strings, booleans, nulls, the top-level step and the skipped keys left
-// out; a line that is not a JSON object, or a number past float64, is an
-// error.
+// out; a key given twice counts once, with its last value; a line that
+// is not a JSON object, or a number past float64, is an error.
 func TestJSONScalars(t *testing.T) {
 	sc := func(kv ...any) []tfevents.Scalar {
 		var out []tfevents.Scalar
@@ -43,7 +43,12 @@ func TestJSONScalars(t *testing.T) {
 			want: nil},
 		{line: `{"step":1,"x":[1,[2,3]],"y":"1"}`,
 			want: sc("x/1", 1.0, "x/2/1", 2.0, "x/2/2", 3.0)},
+		// A key twice counts once, with its last value (encoding/json's
+		// reading; the fuzzer's find).
+		{line: `{"step":1,"a":1,"b":2,"a":{"c":3},"":[{"":0}],"":[]}`,
+			want: sc("a/c", 3.0, "b", 2.0)},
 		{line: `[1,2]`, err: "want a JSON object"},
+		{line: `null`, err: "want a JSON object"},
 		{line: `{"step":1,"x":1}{"y":2}`, err: "want a JSON object"},
 		{line: `{"step":1,"x":1e400}`, err: "x: strconv.ParseFloat"},
 	} {
@@ -377,4 +382,49 @@ func TestSFTTensorBoard(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, scalarsOf(events), tbScalars(t, dir))
 	require.Len(t, scalarsOf(events)["loss"], 6)
+}
+
+// FuzzMetricsEvent: any line gives an event or an error, never a panic,
+// and an event's scalars are those of the line's numbers: as many as
+// the line, decoded, has numbers outside its top-level step and, on a
+// no_update step, its unmeasured figures.
+func FuzzMetricsEvent(f *testing.F) {
+	metrics, _ := readRunSeeds(f)
+	f.Add(firstLine(metrics))
+	f.Add([]byte(`{"step":2,"no_update":true,"loss":0,"aggregate_rounds":[{"reward":1},{"reward":0.5}],"x":[1,[2]]}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		e, err := metricsEvent(line, 0)
+		if err != nil {
+			return
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(line, &m))
+		delete(m, "step")
+		if decoded, _ := decodeMetrics(line); decoded.NoUpdate {
+			for _, k := range unmeasured {
+				delete(m, k)
+			}
+		}
+		var count func(v any) int
+		count = func(v any) int {
+			switch v := v.(type) {
+			case float64:
+				return 1
+			case map[string]any:
+				n := 0
+				for _, x := range v {
+					n += count(x)
+				}
+				return n
+			case []any:
+				n := 0
+				for _, x := range v {
+					n += count(x)
+				}
+				return n
+			}
+			return 0
+		}
+		require.Equal(t, count(m), len(e.Scalars), "%s", line)
+	})
 }
