@@ -71,7 +71,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 		problems = problems[:f.limit]
 	}
 	if f.limit > len(problems) {
-		fmt.Fprintf(env.stderr, "spiral: note: --limit %d: %s has %d problems; evaluating those\n", f.limit, dsName, len(problems))
+		fmt.Fprintf(env.stderr, "spiral: note: --limit %d: %s has %s\n", f.limit, dsName, evaluatingThose(len(problems)))
 	}
 	if err := checkRequests(len(problems), "problems", f.draws(), f.drawsFlag()); err != nil {
 		return err
@@ -242,10 +242,19 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	}
 	cuts.note(env.stderr, samplerCfg.MaxNewTokens, f.reward.rule)
 	if skipped > 0 {
-		fmt.Fprintf(env.stdout, "skipped %d problems too long for the model (listed above)\n", skipped)
+		fmt.Fprintf(env.stdout, "skipped %s too long for the model (listed above)\n", rollout.Plural(skipped, "problem"))
 	}
 	fmt.Fprintf(env.stdout, "wrote %s.json and %s.png\n", base, base)
 	return nil
+}
+
+// evaluatingThose says that the n problems a data set has, fewer than
+// asked for, are evaluated: "3 problems; evaluating those".
+func evaluatingThose(n int) string {
+	if n == 1 {
+		return "1 problem; evaluating it"
+	}
+	return rollout.Plural(n, "problem") + "; evaluating those"
 }
 
 // noteFittedPrompts says on w how many of an RSA run's aggregation

@@ -219,10 +219,14 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	fmt.Fprintf(env.stdout, "  per training step: the activations of the executor's calls (not planned; bench train's call_copy_bytes)\n")
 	fmt.Fprintf(env.stdout, "\nfits in %s:\n", gib(budget))
 	for _, rows := range []int{1, 2, 4, 8, 16} {
+		what := fmt.Sprintf("%2d rows:", rows)
+		if rows == 1 {
+			what = " 1 row: "
+		}
 		if n := rep.MaxTokens[rows]; n > 0 {
-			fmt.Fprintf(env.stdout, "  training, %2d rows: up to %d tokens per row\n", rows, n)
+			fmt.Fprintf(env.stdout, "  training, %s up to %d tokens per row\n", what, n)
 		} else {
-			fmt.Fprintf(env.stdout, "  training, %2d rows: does not fit\n", rows)
+			fmt.Fprintf(env.stdout, "  training, %s does not fit\n", what)
 		}
 	}
 	if c := arch.Context; c > 0 && rep.MaxTokens[1] > c {

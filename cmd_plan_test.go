@@ -102,3 +102,11 @@ func TestAutoMicroBatchTokens(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanRowsSingular: plan's fitting rows read "1 row", not "1 rows".
+func TestPlanRowsSingular(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB"}, &cliEnv{stdout: &stdout, stderr: &stderr})
+	require.Zero(t, code, stderr.String())
+	require.Regexp(t, `\n  training,  1 row:  up to \d+ tokens per row\n  training,  2 rows: up to \d+ tokens per row\n`, stdout.String())
+}

@@ -69,7 +69,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		return err
 	}
 	if n := len(ds.Problems); f.cfg.Problems > n {
-		fmt.Fprintf(env.stderr, "spiral: warning: --problems %d is more than the %d problems of %s: a step draws some of them more than once\n", f.cfg.Problems, n, dataName)
+		fmt.Fprintf(env.stderr, "spiral: warning: --problems %d is more than the %s of %s: a step draws some of them more than once\n", f.cfg.Problems, rollout.Plural(n, "problem"), dataName)
 	}
 	// The held-out problems serve the evaluations during training and the
 	// final RSA, each on when asked for.
@@ -99,7 +99,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		held, heldName = eds.Problems, embeddedTestName
 	}
 	if n := len(held); n > 0 && n < f.evalN && f.changed("eval-problems") {
-		fmt.Fprintf(env.stderr, "spiral: note: --eval-problems %d: %s has %d problems; evaluating those\n", f.evalN, heldName, n)
+		fmt.Fprintf(env.stderr, "spiral: note: --eval-problems %d: %s has %s\n", f.evalN, heldName, evaluatingThose(n))
 	}
 	held = held[:min(len(held), f.evalN)]
 	if wantHeld && len(held) == 0 {
@@ -116,8 +116,12 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		return err
 	}
 	if shared := data.Shared(ds.Problems, held); len(shared) > 0 {
-		fmt.Fprintf(env.stderr, "spiral: warning: %d of the %d held-out problems of %s are training problems of %s too (the first: %s at %s): the held-out accuracy counts them as new; give held-out problems that --data lacks\n",
-			len(shared), len(held), heldName, dataName, shared[0].ID, shared[0].Source)
+		are := "are training problems"
+		if len(shared) == 1 {
+			are = "is a training problem"
+		}
+		fmt.Fprintf(env.stderr, "spiral: warning: %d of the %s of %s %s of %s too (the first: %s at %s): the held-out accuracy counts them as new; give held-out problems that --data lacks\n",
+			len(shared), rollout.Plural(len(held), "held-out problem"), heldName, are, dataName, shared[0].ID, shared[0].Source)
 	}
 
 	arts, err := f.params.artifacts()
@@ -242,8 +246,8 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	settings := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, RL: cfg, Schedule: sched,
 		Sampling: map[string]any{"temperature": samplerCfg.Temperature, "top_p": samplerCfg.TopP, "top_k": samplerCfg.TopK,
 			"max_new_tokens": samplerCfg.MaxNewTokens, "selection": arts.Selection.String(), "templates": tmpl.digest()}, LoRA: lora}
-	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%d problems), algo %s, %d steps, lr %g, %d new tokens a trace, out %s\n",
-		sess.name(), dataName, ds.Len(), cfg.Algo, f.run.Steps, lr, samplerCfg.MaxNewTokens, f.run.Dir)
+	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%s), algo %s, %s, lr %g, %d new tokens a trace, out %s\n",
+		sess.name(), dataName, rollout.Plural(ds.Len(), "problem"), cfg.Algo, rollout.Plural(f.run.Steps, "step"), lr, samplerCfg.MaxNewTokens, f.run.Dir)
 	lock.started = true
 	run := f.run
 	run.FinalRSA.CandidateTokens, run.FinalRSA.PromptLimit = cfg.Pipeline.CandidateTokens, cfg.Pipeline.PromptLimit

@@ -1361,3 +1361,25 @@ func TestGenerateJSONL(t *testing.T) {
 	require.Len(t, want, 4)
 	require.Equal(t, want, got)
 }
+
+// TestTrainCountsSingular: train's notes count one problem in the
+// singular: "the 1 problems of", "has 1 problems; evaluating those" and
+// "1 of the 1 held-out problems of ... are training problems" were
+// written.
+// (The run is interrupted before its first step: the context is
+// cancelled.)
+func TestTrainCountsSingular(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	one := filepath.Join(dir, "one.jsonl")
+	require.NoError(t, os.WriteFile(one, []byte(`{"problem":"Solve x+1=2.","answer":"1"}`+"\n"), 0o644))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"train", "--data", one, "--eval-data", one, "--eval-problems", "3", "--algo", "grpo", "--group", "2", "--problems", "2", "--steps", "1",
+		"--out", filepath.Join(dir, "run"), "--quiet", "--threads", "1"}, &cliEnv{stdout: &stdout, stderr: &stderr})
+	require.Equal(t, exitInterrupted, code, stderr.String())
+	require.Contains(t, stderr.String(), "spiral: warning: --problems 2 is more than the 1 problem of "+one+": ")
+	require.Contains(t, stderr.String(), "spiral: note: --eval-problems 3: "+one+" has 1 problem; evaluating it\n")
+	require.Contains(t, stderr.String(), "spiral: warning: 1 of the 1 held-out problem of "+one+" is a training problem of "+one+" too (")
+}

@@ -482,9 +482,9 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 		line += fmt.Sprintf(" pass@1 %.3f -> %.3f (step %d -> %d),", first.Points[0].PassAtK, last.Points[0].PassAtK, first.Step, last.Step)
 	}
 	s0, sT := res.Steps[0], res.Steps[len(res.Steps)-1]
-	line += fmt.Sprintf(" RSA (N=%d, K=%d) accuracy %.3f -> %.3f over %d steps, majority %.3f -> %.3f (%d problems; %s)",
-		cfg.FinalRSA.Population, cfg.FinalRSA.SubsetSize, s0.Accuracy, sT.Accuracy, sT.Step, s0.Majority, sT.Majority,
-		len(p.Held), filepath.Join(cfg.Dir, FinalRSAFile))
+	line += fmt.Sprintf(" RSA (N=%d, K=%d) accuracy %.3f -> %.3f over %s, majority %.3f -> %.3f (%s; %s)",
+		cfg.FinalRSA.Population, cfg.FinalRSA.SubsetSize, s0.Accuracy, sT.Accuracy, rollout.Plural(sT.Step, "step"), s0.Majority, sT.Majority,
+		rollout.Plural(len(p.Held), "problem"), filepath.Join(cfg.Dir, FinalRSAFile))
 	fmt.Fprintln(p.Out, line)
 	return nil
 }
@@ -695,7 +695,7 @@ func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, w io
 	if last := res.Points[len(res.Points)-1]; last.K > 1 {
 		line += fmt.Sprintf("  pass@%d %.3f  majority@%d %.3f", last.K, last.PassAtK, last.K, last.MajorityAtK)
 	}
-	fmt.Fprintf(p.Out, "%s  (%d problems)\n", line, len(p.Held))
+	fmt.Fprintf(p.Out, "%s  (%s)\n", line, rollout.Plural(len(p.Held), "problem"))
 	e := EvalLine{Step: step, Problems: len(p.Held), Samples: k, Points: res.Points, Digest: p.Settings.HeldOut.Digest}
 	if err := writeJSONLine(w, e); err != nil {
 		return err
@@ -821,9 +821,9 @@ func warnNoUpdate(w io.Writer, path string, rule RewardRule) error {
 		switch {
 		case none == 0:
 			// The data is not to blame: every step had a signal.
-			why = fmt.Sprintf("%d of its %d steps skipped a non-finite update", skipped, steps)
+			why = fmt.Sprintf("%d of its %s skipped a non-finite update", skipped, rollout.Plural(steps, "step"))
 		default:
-			why = fmt.Sprintf("%d of its %d steps drew no informative problem (every trace of each problem got the same reward: check the data's answers and the model's accuracy on them)", none, steps)
+			why = fmt.Sprintf("%d of its %s drew no informative problem (every trace of each problem got the same reward: check the data's answers and the model's accuracy on them)", none, rollout.Plural(steps, "step"))
 			if skipped > 0 {
 				why += fmt.Sprintf(", %d skipped a non-finite update", skipped)
 			}

@@ -1089,6 +1089,11 @@ func TestWarnNoUpdate(t *testing.T) {
 		// Every step skipped: the data is not to blame.
 		{"all skipped", []string{`{"step":1,"examples":3,"update_skipped":"gradient norm is NaN"}`, `{"step":2,"examples":3,"update_skipped":"gradient norm is NaN"}`}, RewardRule{},
 			[]string{"2 of its 2 steps skipped a non-finite update"}, []string{"informative", "check the data"}},
+		// One step: "1 of its 1 step", not "1 steps".
+		{"one step, none informative", []string{`{"step":1,"no_update":true}`}, RewardRule{},
+			[]string{": 1 of its 1 step drew no informative problem ("}, nil},
+		{"one step, skipped", []string{`{"step":1,"examples":3,"update_skipped":"gradient norm is NaN"}`}, RewardRule{},
+			[]string{": 1 of its 1 step skipped a non-finite update\n"}, nil},
 		{"one update", []string{`{"step":1,"no_update":true}`, `{"step":2,"examples":3}`}, RewardRule{}, nil, nil},
 		{"no steps", nil, RewardRule{}, nil, nil},
 	} {
@@ -1467,6 +1472,31 @@ func TestRunLockByPID(t *testing.T) {
 			require.Equal(t, strconv.Itoa(os.Getpid())+"\n", string(b))
 			require.NoError(t, unlock())
 			require.NoFileExists(t, path)
+		})
+	}
+}
+
+// TestRunSummaryCounts: a run's lines count steps and problems in the
+// singular when there is one: a final RSA of 1 step on 1 held-out
+// problem said "over 1 steps" and "(1 problems)".
+func TestRunSummaryCounts(t *testing.T) {
+	for _, tc := range []struct {
+		problems []data.Problem
+		rsaSteps int
+		want     []string
+	}{
+		{[]data.Problem{{ID: "easy", Problem: "easy", Answer: "1"}}, 1,
+			[]string{"  (1 problem)\n", " over 1 step, majority ", "(1 problem; "}},
+		{[]data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}, {ID: "easy", Problem: "easy", Answer: "1"}}, 2,
+			[]string{"  (2 problems)\n", " over 2 steps, majority ", "(2 problems; "}},
+	} {
+		t.Run(fmt.Sprint(len(tc.problems), tc.rsaSteps), func(t *testing.T) {
+			h := newRunHarnessOn(t, t.TempDir(), 1, tc.problems)
+			h.cfg.FinalRSA = rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: tc.rsaSteps}
+			require.NoError(t, h.run(context.Background()))
+			for _, s := range tc.want {
+				require.Contains(t, h.out.String(), s)
+			}
 		})
 	}
 }

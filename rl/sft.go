@@ -325,7 +325,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 			return err
 		}
 		if last.steps != step {
-			fmt.Fprintf(p.Warn, "spiral: warning: %s logs %d of the %d steps resumed (its lines were lost): the log of this run lacks the others\n", logPath, last.steps, step)
+			fmt.Fprintf(p.Warn, "spiral: warning: %s logs %d of the %s resumed (its lines were lost): the log of this run lacks the others\n", logPath, last.steps, rollout.Plural(step, "step"))
 		}
 		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
 	}

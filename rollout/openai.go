@@ -365,7 +365,7 @@ func (o *OpenAI) request(ctx context.Context, method, url string, body, out any)
 			if note != "" {
 				why = fmt.Sprintf("the server's Retry-After asks to wait %v, past", d)
 			}
-			return fmt.Errorf("%w (%s; %s the %v timeout, --engine-timeout)", err, plural(attempt, "attempt"), why, o.cfg.Timeout)
+			return fmt.Errorf("%w (%s; %s the %v timeout, --engine-timeout)", err, Plural(attempt, "attempt"), why, o.cfg.Timeout)
 		}
 		o.warnRetry(err, attempt, d, note)
 		last = err
@@ -416,14 +416,6 @@ func attempts(err error, n int) error {
 		return err
 	}
 	return fmt.Errorf("%w (after %d attempts)", err, n)
-}
-
-// plural is "1 thing" or "n things".
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // timeoutError is a request whose Timeout ran out in its n-th attempt

@@ -723,7 +723,8 @@ func TestProblemsBeyondData(t *testing.T) {
 	r := spiral(t, nil, "train", "--data", data, "--algo", "grpo", "--group", "2", "--problems", "2", "--steps", "1", "--max-new-tokens", "16",
 		"--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet", "--out", filepath.Join(dir, "run"))
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stderr, "--problems 2 is more than the 1 problems of "+data)
+	require.Contains(t, r.stderr, "--problems 2 is more than the 1 problem of "+data)
+	require.Contains(t, r.stdout, " on "+data+" (1 problem), algo grpo, 1 step, lr ")
 }
 
 // TestHeldOutPastContext: held-out problems too long for the model's
@@ -743,7 +744,7 @@ func TestHeldOutPastContext(t *testing.T) {
 		want       []string
 	}{
 		{"one of two too long", long + `{"problem":"Solve x+2=4.","answer":"2"}` + "\n", 0,
-			[]string{"/held.jsonl:1: search prompt of", "eval   1  held-out pass@1", "(1 problems)", "held-out summary:"}},
+			[]string{"/held.jsonl:1: search prompt of", "eval   1  held-out pass@1", "(1 problem)\n", "held-out summary:"}},
 		{"all too long", long, 1,
 			[]string{"/held.jsonl:1: search prompt of", "no held-out problems to evaluate: the first 1 of "}},
 	} {
@@ -789,10 +790,10 @@ func TestHeldOutSharedWithData(t *testing.T) {
 			r, held := trainOnHeldOut(t, filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")), data, tc.held, "0")
 			if tc.want == "" {
 				requireExit(t, r, 0, nil)
-				require.NotContains(t, r.stderr, "are training problems")
+				require.NotContains(t, r.stderr, "training problem")
 				return
 			}
-			requireExit(t, r, 0, nil, tc.want, held+" are training problems of "+data+" too (the first: held.jsonl:1 at "+held+":2)")
+			requireExit(t, r, 0, nil, tc.want, held+" is a training problem of "+data+" too (the first: held.jsonl:1 at "+held+":2)")
 		})
 	}
 }
