@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spiral-rl/spiral/model/tokenizer"
 )
@@ -120,11 +121,49 @@ const nameOrPath = "_name_or_path"
 // started from); b itself when it has none. The other fields keep their
 // order, reindented.
 func TrainedConfig(b []byte) ([]byte, error) {
+	return editConfig(b, func(key string, v json.RawMessage) (json.RawMessage, bool) {
+		return v, key != nameOrPath
+	})
+}
+
+// dtypeKeys are config.json's keys of the dtype its weights are stored
+// in: transformers 4's torch_dtype and transformers 5's dtype.
+var dtypeKeys = []string{"torch_dtype", "dtype"}
+
+// float32Config returns the config.json b for weights written in
+// float32, as the hf export writes them: its torch_dtype and dtype, where
+// they name another type (a bfloat16 release's "bfloat16"), say
+// "float32", so that transformers and serving engines do not take the
+// float32 tensors for that type; b itself when neither does (absent,
+// null or float32 already). The other fields keep their order,
+// reindented.
+func float32Config(b []byte) ([]byte, error) {
+	const f32 = `"float32"`
+	return editConfig(b, func(key string, v json.RawMessage) (json.RawMessage, bool) {
+		var name string
+		if slices.Contains(dtypeKeys, key) && json.Unmarshal(v, &name) == nil && name != "" && name != "float32" {
+			return json.RawMessage(f32), true
+		}
+		return v, true
+	})
+}
+
+// editConfig returns the config.json b with each top-level field's value
+// replaced by edit's (the field left out where edit says not to keep
+// it), its fields in their order, reindented; b itself when edit changes
+// nothing.
+func editConfig(b []byte, edit func(key string, v json.RawMessage) (json.RawMessage, bool)) ([]byte, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {
 		return nil, fmt.Errorf("model: %s: %w", ConfigFile, err)
 	}
-	if _, ok := fields[nameOrPath]; !ok {
+	changed := false
+	for k, v := range fields {
+		if w, keep := edit(k, v); !keep || !bytes.Equal(w, v) {
+			changed = true
+		}
+	}
+	if !changed {
 		return b, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -142,7 +181,8 @@ func TrainedConfig(b []byte) ([]byte, error) {
 		if err := dec.Decode(&v); err != nil {
 			return nil, fmt.Errorf("model: %s: %w", ConfigFile, err)
 		}
-		if key == nameOrPath {
+		v, keep := edit(key.(string), v)
+		if !keep {
 			continue
 		}
 		k, err := json.Marshal(key)

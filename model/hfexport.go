@@ -484,7 +484,8 @@ func refuseOtherCheckpoints(dir string) error {
 // model.safetensors (float32, transformers' Qwen3 names and layouts, see
 // HFParams), config.json (required beside src; without its
 // _name_or_path when trained holds weights or adapters, see
-// TrainedConfig) and the tokenizer and
+// TrainedConfig; its torch_dtype or dtype float32, see float32Config)
+// and the tokenizer and
 // generation files found beside src. tokenizer, when not empty, is the
 // tokenizer.json to copy instead of the one beside src. defaults holds
 // side files by name, written where src has none of its own: the chat
@@ -596,6 +597,13 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 		// source's own (exported into its directory) is left as it is.
 		if name == ConfigFile && (l.Enabled() || trained.Len() > 0) && !SameFile(filepath.Join(dir, name), f.From) {
 			if b, err = TrainedConfig(b); err != nil {
+				return 0, fmt.Errorf("model: hf export: %s: %w", f.From, err)
+			}
+		}
+		// The weights are written in float32, whatever dtype the
+		// source's release was stored in.
+		if name == ConfigFile {
+			if b, err = float32Config(b); err != nil {
 				return 0, fmt.Errorf("model: hf export: %s: %w", f.From, err)
 			}
 		}

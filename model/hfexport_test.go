@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -539,4 +540,56 @@ func exportRefusedConfig(t *testing.T, from, to string, want func(path string) s
 	entries, err := os.ReadDir(out)
 	require.NoError(t, err)
 	require.Empty(t, entries, "nothing written")
+}
+
+// TestExportHFConfigDtype: the hf export writes float32 weights, and its
+// config.json says so: a source config.json of a bfloat16 release (Qwen3's
+// "torch_dtype": "bfloat16", transformers 5's "dtype") was copied as it
+// was, so transformers (torch_dtype "auto", and transformers 5 by
+// default) and serving engines took the float32 tensors for bfloat16
+// ones. The other fields stay, in their order; a config.json without a
+// dtype, or with null, is left as it is (float32 is transformers'
+// default).
+func TestExportHFConfigDtype(t *testing.T) {
+	none, err := params.NewStore(nil)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, from, to, want string
+	}{
+		{"torch_dtype", `"vocab_size": 128`, `"vocab_size": 128, "torch_dtype": "bfloat16"`, `"torch_dtype": "float32"`},
+		{"dtype", `"vocab_size": 128`, `"dtype": "float16", "vocab_size": 128`, `"dtype": "float32"`},
+		{"both", `"vocab_size": 128`, `"torch_dtype": "bfloat16", "vocab_size": 128, "dtype": "bfloat16"`, `"torch_dtype": "float32"`},
+		{"null", `"vocab_size": 128`, `"vocab_size": 128, "torch_dtype": null`, `"torch_dtype": null`},
+		{"none", `"vocab_size": 128`, `"vocab_size": 128`, ``},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := copyHFFixture(t)
+			cfgPath := filepath.Join(src, model.ConfigFile)
+			b, err := os.ReadFile(cfgPath)
+			require.NoError(t, err)
+			require.Contains(t, string(b), tc.from)
+			edited := strings.Replace(string(b), tc.from, tc.to, 1)
+			require.NoError(t, os.WriteFile(cfgPath, []byte(edited), 0o666))
+			out := t.TempDir()
+			_, err = model.ExportHF(context.Background(), filepath.Join(src, "model.onnx"), "", out, none, lmgraph.LoRA{}, nil)
+			require.NoError(t, err)
+			got, err := os.ReadFile(filepath.Join(out, model.ConfigFile))
+			require.NoError(t, err)
+			if tc.name == "none" {
+				require.Equal(t, edited, string(got), "kept byte for byte")
+				return
+			}
+			require.Contains(t, string(got), tc.want)
+			require.NotContains(t, string(got), "16\"")
+			var in, exported map[string]any
+			require.NoError(t, json.Unmarshal([]byte(edited), &in))
+			require.NoError(t, json.Unmarshal(got, &exported))
+			for _, k := range []string{"torch_dtype", "dtype"} {
+				if s, ok := in[k].(string); ok && s != "" {
+					in[k] = "float32"
+				}
+			}
+			require.Equal(t, in, exported, "the other fields as they were")
+		})
+	}
 }
