@@ -21,6 +21,14 @@ import (
 	"github.com/spiral-rl/spiral/rollout"
 )
 
+// The default shapes plan predicts: the paper's aggregation prompt (n = 4
+// candidates, about 9k tokens) and generation's prompt plus new tokens
+// (1,024 + 4,096).
+const (
+	defaultPlanTokens      = 9216
+	defaultPlanGenCapacity = 5120
+)
+
 // planFlags are spiral plan's flags.
 type planFlags struct {
 	model        string
@@ -42,11 +50,11 @@ func (f *planFlags) register(fs *pflag.FlagSet) {
 	f.exec.register(fs)
 	fs.StringVar(&f.model, "model", "", "a model file or directory with config.json beside it, or a name: "+strings.Join(memplan.Names(), ", "))
 	fs.IntVar(&f.rows, "rows", 1, "training: rows per micro-batch")
-	fs.IntVar(&f.tokens, "tokens", 9216, "training: tokens per row (the paper's aggregation prompt with n = 4 candidates is about 9k)")
+	fs.IntVar(&f.tokens, "tokens", defaultPlanTokens, "training: tokens per row (the paper's aggregation prompt with n = 4 candidates is about 9k); the default is cut to a shorter context of the model's (config.json max_position_embeddings), a value given is planned as given")
 	fs.IntVar(&f.loraRank, "lora-rank", 0, "training: LoRA rank (0: full fine-tune)")
 	fs.StringVar(&f.loraTargets, "lora-targets", strings.Join(lmgraph.LoRATargets, ","), "training: comma-separated projections LoRA adapts")
 	fs.IntVar(&f.genRows, "gen-rows", 64, "generation: rows decoded together (--gen-batch)")
-	fs.IntVar(&f.genCapacity, "gen-capacity", 5120, "generation: positions per row, prompt plus new tokens (the paper: 1,024 + 4,096)")
+	fs.IntVar(&f.genCapacity, "gen-capacity", defaultPlanGenCapacity, "generation: positions per row, prompt plus new tokens (the paper: 1,024 + 4,096); the default is cut to a shorter context of the model's, as --tokens'")
 	registerGenCallMiB(fs, &f.genCallMiB)
 	fs.StringVar(&f.device, "device-memory", "", "memory to fit, e.g. 80GB (10^9 bytes) or 24GiB (2^30); default: this machine's")
 	fs.BoolVar(&f.json, "json", false, "print the prediction as JSON")
@@ -127,7 +135,13 @@ func planArch(m string) (memplan.Arch, error) {
 
 // planReport is spiral plan's output.
 type planReport struct {
-	Arch          memplan.Arch   `json:"arch"`
+	Arch memplan.Arch `json:"arch"`
+	// Rows, Tokens, GenRows and GenCapacity are the shapes planned (the
+	// defaults cut to the model's context: withinContext).
+	Rows          int            `json:"rows"`
+	Tokens        int            `json:"tokens"`
+	GenRows       int            `json:"gen_rows"`
+	GenCapacity   int            `json:"gen_capacity"`
 	Params        int64          `json:"params"`
 	DeviceMemory  int64          `json:"device_memory_bytes"`
 	Train         []memplan.Item `json:"train"`
@@ -150,6 +164,8 @@ type planReport struct {
 
 func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	opts := f.exec.options()
+	tokensCut := f.withinContext(arch, "tokens", &f.tokens)
+	genCut := f.withinContext(arch, "gen-capacity", &f.genCapacity)
 	lora, err := parseLoRA(f.loraRank, 32, f.loraTargets)
 	if err != nil {
 		return usageError{err}
@@ -177,7 +193,7 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--gen-rows/--gen-capacity/--lora-rank: %w", err)}
 	}
-	rep := planReport{Arch: arch, Params: arch.Params(), DeviceMemory: budget, Train: train, TrainTotal: memplan.Total(train),
+	rep := planReport{Arch: arch, Rows: f.rows, Tokens: f.tokens, GenRows: f.genRows, GenCapacity: f.genCapacity, Params: arch.Params(), DeviceMemory: budget, Train: train, TrainTotal: memplan.Total(train),
 		Generate: generate, GenerateTotal: memplan.Total(generate), MaxTokens: map[int]int{}, MaxGenRows: memplan.MaxRows(arch, gen, budget),
 		TrainingGenerateTotal: memplan.Total(trainingGen), MaxTrainingGenRows: memplan.MaxRows(arch, inTraining, budget),
 		Traffic: memplan.DeviceTraffic(arch, gen, tr)}
@@ -196,12 +212,19 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	w := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
 	// Section headers are not cells (no tab): a long one would widen
 	// the column; each section's rows are aligned among themselves.
+	if tokensCut {
+		what += fmt.Sprintf("; the default --tokens %d cut to the model's %d positions, config.json max_position_embeddings", defaultPlanTokens, arch.Context)
+	}
 	fmt.Fprintf(w, "\ntraining step: %d x %d tokens (%s)%s\n", f.rows, f.tokens, what, pastContext(arch, f.tokens))
 	for _, it := range train {
 		fmt.Fprintf(w, "  %s\t%10s\n", it.Name, gib(it.Bytes))
 	}
 	fmt.Fprintf(w, "  peak\t%10s\n", gib(rep.TrainTotal))
-	fmt.Fprintf(w, "\ngeneration: %d rows x %d positions%s\n", f.genRows, f.genCapacity, pastContext(arch, f.genCapacity))
+	genCutNote := ""
+	if genCut {
+		genCutNote = fmt.Sprintf(" (the default --gen-capacity %d cut to the model's %d positions)", defaultPlanGenCapacity, arch.Context)
+	}
+	fmt.Fprintf(w, "\ngeneration: %d rows x %d positions%s%s\n", f.genRows, f.genCapacity, genCutNote, pastContext(arch, f.genCapacity))
 	for _, it := range generate {
 		fmt.Fprintf(w, "  %s\t%10s\n", it.Name, gib(it.Bytes))
 	}
@@ -243,6 +266,19 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 		}
 	}
 	return nil
+}
+
+// withinContext cuts the flag name's value *v, when it was not given, to
+// the model's context (arch.Context, when config.json gives it) where it
+// is longer, and reports whether it did: a default shape past the context
+// would plan rows the model never reads. A value given is planned as
+// given (pastContext marks it).
+func (f *planFlags) withinContext(arch memplan.Arch, name string, v *int) bool {
+	if f.changed(name) || arch.Context == 0 || *v <= arch.Context {
+		return false
+	}
+	*v = arch.Context
+	return true
 }
 
 // pastContext notes that a row of n positions is longer than the model's

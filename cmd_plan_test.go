@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -109,4 +110,56 @@ func TestPlanRowsSingular(t *testing.T) {
 	code := run(context.Background(), []string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB"}, &cliEnv{stdout: &stdout, stderr: &stderr})
 	require.Zero(t, code, stderr.String())
 	require.Regexp(t, `\n  training,  1 row:  up to \d+ tokens per row\n  training,  2 rows: up to \d+ tokens per row\n`, stdout.String())
+}
+
+// TestPlanDefaultsWithinContext: plan's default shapes, --tokens 9216 and
+// --gen-capacity 5120, are cut to the model's context where config.json
+// gives a shorter one (the embedded model's 4,096): its default plan
+// predicted a row of 9,216 tokens and generation over 5,120 positions,
+// both past what the model reads, and --json did not say which shape it
+// planned. A shape given is planned as given, marked past the context;
+// a named model, whose context plan does not know, keeps the defaults.
+func TestPlanDefaultsWithinContext(t *testing.T) {
+	embedded := filepath.Join("model", "embedded", "assets")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		want   []string
+		tokens int
+		gen    int
+	}{
+		{"defaults cut", []string{"--model", embedded}, []string{
+			"\ntraining step: 1 x 4096 tokens (full fine-tune, AdamW; the default --tokens 9216 cut to the model's 4096 positions, config.json max_position_embeddings)\n",
+			"\ngeneration: 64 rows x 4096 positions (the default --gen-capacity 5120 cut to the model's 4096 positions)\n",
+			"  generation, 4096 positions per row: up to "}, 4096, 4096},
+		{"given", []string{"--model", embedded, "--tokens", "9216", "--gen-capacity", "5000"}, []string{
+			"\ntraining step: 1 x 9216 tokens (full fine-tune, AdamW), past the model's 4096 positions (config.json max_position_embeddings)\n",
+			"\ngeneration: 64 rows x 5000 positions, past the model's 4096 positions (config.json max_position_embeddings)\n"}, 9216, 5000},
+		{"within", []string{"--model", embedded, "--tokens", "2048"}, []string{
+			"\ntraining step: 1 x 2048 tokens (full fine-tune, AdamW)\n"}, 2048, 4096},
+		{"named", []string{"--model", "qwen3-4b"}, []string{
+			"\ntraining step: 1 x 9216 tokens (full fine-tune, AdamW)\n", "\ngeneration: 64 rows x 5120 positions\n"}, 9216, 5120},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"plan", "--device-memory", "80GB"}, tc.args...)
+			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+			for _, s := range tc.want {
+				require.Contains(t, stdout.String(), s)
+			}
+			stdout.Reset()
+			require.Zero(t, run(context.Background(), append(args, "--json"), &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+			var rep struct {
+				Rows        int `json:"rows"`
+				Tokens      int `json:"tokens"`
+				GenRows     int `json:"gen_rows"`
+				GenCapacity int `json:"gen_capacity"`
+			}
+			require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+			require.Equal(t, 1, rep.Rows)
+			require.Equal(t, tc.tokens, rep.Tokens)
+			require.Equal(t, 64, rep.GenRows)
+			require.Equal(t, tc.gen, rep.GenCapacity)
+		})
+	}
 }
