@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -67,5 +68,64 @@ func TestRefusedRunPathThroughParent(t *testing.T) {
 		entries, err := os.ReadDir(dir)
 		require.NoError(t, err)
 		require.Empty(t, entries, "%q", args)
+	}
+}
+
+// TestRefusedEvalLeavesNothing: an eval refused after it made and locked
+// its --out (here: --data names no file, found only then) left the
+// directory it made with its .passk.lock, and in an --out that was there
+// a new .passk.lock. Now the directories it made go, and so does a lock
+// file it made; a lock file that was there stays, and so does one another
+// process holds (this eval refused by it).
+func TestRefusedEvalLeavesNothing(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	missing := filepath.Join(t.TempDir(), "missing.jsonl")
+	for _, tc := range []struct {
+		name string
+		// prepare makes what is in root before the eval and returns its
+		// --out, with the entries root must hold after it.
+		prepare func(t *testing.T, root string) (out string, after []string)
+		code    int
+		want    string
+	}{
+		{"new directories", func(t *testing.T, root string) (string, []string) {
+			return filepath.Join(root, "a", "b"), nil
+		}, exitFailure, "data: open " + missing},
+		{"an empty directory", func(t *testing.T, root string) (string, []string) {
+			require.NoError(t, os.Mkdir(filepath.Join(root, "out"), 0o755))
+			return filepath.Join(root, "out"), []string{"out"}
+		}, exitFailure, "data: open " + missing},
+		{"an earlier evaluation's lock", func(t *testing.T, root string) (string, []string) {
+			out := filepath.Join(root, "out")
+			require.NoError(t, os.Mkdir(out, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(out, ".passk.lock"), nil, 0o644))
+			return out, []string{"out", "out/.passk.lock"}
+		}, exitFailure, "data: open " + missing},
+		{"a lock another process holds", func(t *testing.T, root string) (string, []string) {
+			out := filepath.Join(root, "out")
+			require.NoError(t, os.Mkdir(out, 0o755))
+			unlock, err := lockEvalOutput(out, "passk")
+			require.NoError(t, err)
+			t.Cleanup(func() { unlock.release(nil) })
+			return out, []string{"out", "out/.passk.lock"}
+		}, exitFailure, "another spiral eval --mode passk is writing there"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			out, after := tc.prepare(t, root)
+			var stderr bytes.Buffer
+			code := run(context.Background(), []string{"eval", "--mode", "passk", "--data", missing, "--out", out, "--quiet", "--threads", "1"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, tc.code, code, stderr.String())
+			require.Contains(t, stderr.String(), tc.want)
+			var left []string
+			require.NoError(t, filepath.WalkDir(root, func(path string, _ fs.DirEntry, err error) error {
+				if err == nil && path != root {
+					rel, _ := filepath.Rel(root, path)
+					left = append(left, rel)
+				}
+				return err
+			}))
+			require.Equal(t, after, left)
+		})
 	}
 }

@@ -3,38 +3,110 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/spiral-rl/spiral/model/flock"
+	"github.com/spiral-rl/spiral/rl"
 )
 
-// lockEvalOutput takes the lock of an evaluation's outputs in dir for
-// mode (flock(2) on dir/.MODE.lock, which the kernel releases when the
-// process exits, however it exits), refusing at once when another
-// process holds it: two evaluations of one mode into one --out would
-// write the same report, plot and traces files, the traces through one
-// .partial file, and leave a report of one beside the traces of the
-// other. It returns the release; on a file system without such locks
-// (flock.Unsupported) it locks nothing.
-func lockEvalOutput(dir, mode string) (func(), error) {
-	path := filepath.Join(dir, "."+mode+".lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		return nil, fmt.Errorf("--out %s: lock: %w", dir, err)
+// evalLock is the lock of an evaluation's outputs (lockEvalOutput), which
+// knows what taking it made, so that an evaluation refused before it
+// starts leaves nothing new behind.
+type evalLock struct {
+	dir, path string
+	// f is the lock file, open and locked; nil on a file system without
+	// locks.
+	f *os.File
+	// created lists the directories made for the lock (dir and missing
+	// parents, innermost first); madeFile is set when the lock file was
+	// made for it.
+	created  []string
+	madeFile bool
+	// started is set once the evaluation runs; release removes nothing
+	// after that.
+	started bool
+}
+
+// lockEvalOutput makes dir (and its parents) and takes the lock of an
+// evaluation's outputs there for mode (flock(2) on dir/.MODE.lock, which
+// the kernel releases when the process exits, however it exits), refusing
+// at once when another process holds it: two evaluations of one mode
+// into one --out would write the same report, plot and traces files, the
+// traces through one .partial file, and leave a report of one beside the
+// traces of the other. On a file system without such locks
+// (flock.Unsupported) it locks nothing. A lock file whose holder removed
+// it before releasing it (release) is opened again.
+func lockEvalOutput(dir, mode string) (*evalLock, error) {
+	l := &evalLock{dir: dir, path: filepath.Join(dir, "."+mode+".lock"), created: missingDirs(dir)}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return nil, fmt.Errorf("--out %s: %w", dir, err)
 	}
-	ok, err := flock.TryLock(f)
-	switch {
-	case flock.Unsupported(err):
-		f.Close()
-		return func() {}, nil // a file system without locks: unlocked, as before
-	case err != nil:
-		f.Close()
-		return nil, fmt.Errorf("--out %s: lock %s: %w", dir, path, err)
-	case !ok:
-		f.Close()
-		return nil, fmt.Errorf("--out %s: another spiral eval --mode %s is writing there (lock %s); wait for it or give another --out", dir, mode, path)
+	fail := func(err error) (*evalLock, error) {
+		removeEmptyDirs(l.created)
+		return nil, err
 	}
-	return func() { f.Close() }, nil
+	for range 3 {
+		_, statErr := os.Lstat(l.path)
+		f, err := os.OpenFile(l.path, os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			return fail(fmt.Errorf("--out %s: lock: %w", dir, err))
+		}
+		ok, err := flock.TryLock(f)
+		switch {
+		case flock.Unsupported(err):
+			f.Close()
+			return &evalLock{dir: dir}, nil // a file system without locks: unlocked, as before
+		case err != nil:
+			f.Close()
+			return fail(fmt.Errorf("--out %s: lock %s: %w", dir, l.path, err))
+		case !ok:
+			f.Close()
+			return nil, fmt.Errorf("--out %s: another spiral eval --mode %s is writing there (lock %s); wait for it or give another --out", dir, mode, l.path)
+		}
+		if same, err := flock.Names(l.path, f); err != nil || !same {
+			f.Close()
+			if err != nil {
+				return fail(fmt.Errorf("--out %s: lock %s: %w", dir, l.path, err))
+			}
+			continue // removed by a refused evaluation that held it
+		}
+		l.f, l.madeFile = f, errors.Is(statErr, fs.ErrNotExist)
+		return l, nil
+	}
+	return fail(fmt.Errorf("--out %s: lock %s: taken by another process while starting", dir, l.path))
+}
+
+// release unlocks the evaluation's outputs and returns err with
+// release's own errors. An evaluation that failed (err not nil) before it
+// started removes the lock file it made (while it holds the lock: a
+// process that opened the file meanwhile finds it gone and opens it
+// again) and, in a directory made for it that holds nothing else, the
+// artifacts built for it and the directories made. A lock file that was
+// there stays, and so does a directory another process has written into
+// meanwhile (another mode's evaluation, with its own lock, sharing the
+// artifacts).
+func (l *evalLock) release(err error) error {
+	if l.f == nil {
+		return err
+	}
+	undo := err != nil && !l.started
+	if undo && len(l.created) > 0 && holdsOnly(l.dir, filepath.Base(l.path), rl.ArtifactsDir) {
+		if rerr := os.RemoveAll(filepath.Join(l.dir, rl.ArtifactsDir)); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("--out %s: remove the artifacts of the refused evaluation: %w", l.dir, rerr))
+		}
+	}
+	if undo && l.madeFile {
+		if rerr := os.Remove(l.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, fmt.Errorf("--out %s: remove the lock of the refused evaluation: %w", l.dir, rerr))
+		}
+	}
+	l.f.Close()
+	if undo {
+		removeEmptyDirs(l.created)
+	}
+	return err
 }

@@ -25,19 +25,17 @@ func setupEval(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 	return flagsCommand[evalFlags](fs, runEval)
 }
 
-func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
+func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	for _, w := range f.ignoredFlags() {
 		fmt.Fprintf(env.stderr, "spiral: warning: %s\n", w)
 	}
-	// --out holds the artifacts as well as the report: made first.
-	if err := os.MkdirAll(f.out, 0o777); err != nil {
-		return fmt.Errorf("--out %s: %w", f.out, err)
-	}
-	unlock, err := lockEvalOutput(f.out, f.mode)
+	// --out holds the artifacts as well as the report: made first. An
+	// evaluation refused before it starts leaves nothing new there.
+	lock, err := lockEvalOutput(f.out, f.mode)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer func() { err = lock.release(err) }()
 	sess, err := openSessionOn(env, &f.rf, &f.mf, f.engine.engine)
 	if err != nil {
 		return err
@@ -111,6 +109,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) error {
 	if err != nil {
 		return err
 	}
+	lock.started = true
 	bar := newProgress(env.stderr, f.quiet, -1, "eval "+f.mode, "tok")
 	ev := rollout.Evaluator{Gen: gen, Prompter: sess.prompter(tmpl), Judge: rl.NewJudge(f.reward.rule), Progress: bar.add}
 	name := sess.name()

@@ -51,7 +51,7 @@ func lockRun(dir string) (func() error, error) {
 		}
 		// A process releasing the lock removes the file: the one locked
 		// here may be that removed file, no longer the lock. Try again.
-		if same, err := namesFile(path, f); err != nil || !same {
+		if same, err := flock.Names(path, f); err != nil || !same {
 			f.Close()
 			if err != nil {
 				return nil, fmt.Errorf("rl: lock %s: %w", path, err)
@@ -69,7 +69,7 @@ func lockRun(dir string) (func() error, error) {
 		}
 		return func() error {
 			// Removed before the lock is released: a process that opened
-			// the file meanwhile finds it gone (namesFile) and starts over.
+			// the file meanwhile finds it gone (flock.Names) and starts over.
 			err := os.Remove(path)
 			f.Close()
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -79,22 +79,6 @@ func lockRun(dir string) (func() error, error) {
 		}, nil
 	}
 	return nil, fmt.Errorf("rl: lock %s: taken by another process while starting", path)
-}
-
-// namesFile reports whether path is still the file f is open on.
-func namesFile(path string, f *os.File) (bool, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return false, err
-	}
-	pi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return os.SameFile(fi, pi), nil
 }
 
 // lockRunByPID takes the lock file at path where flock(2) is not kept

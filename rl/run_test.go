@@ -925,7 +925,7 @@ func TestRunLockExcludes(t *testing.T) {
 // the lock as fast as they can are never two inside at once. A release
 // removes the lock file, so a taker may lock a file no longer at the
 // path while another creates and locks the new one; lockRun must start
-// over then (namesFile), which this test catches when it does not.
+// over then (flock.Names), which this test catches when it does not.
 func TestRunLockExcludesUnderContention(t *testing.T) {
 	dir := t.TempDir()
 	var inside, taken atomic.Int32

@@ -11,6 +11,7 @@ package flock
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -42,4 +43,24 @@ func flock(f *os.File, how int) error {
 func Unsupported(err error) bool {
 	return errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOLCK) ||
 		errors.Is(err, syscall.ENOSYS)
+}
+
+// Names reports whether path is still the file f is open on: a lock
+// file that its holder removes before it releases the lock (so that it
+// leaves nothing behind) may be locked next by a process that opened it
+// before the removal, which then holds the lock of a file no longer
+// there, and must open path again.
+func Names(path string, f *os.File) (bool, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	pi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(fi, pi), nil
 }
