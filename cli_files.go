@@ -156,9 +156,10 @@ func (s sidecar) report() string {
 	return "a copy of " + s.from
 }
 
-// write writes the sidecar at its place (atomically).
-func (s sidecar) write() error {
-	if err := atomicfile.WriteFile(s.to, s.data, 0o666); err != nil {
+// writeIn writes the sidecar under its name in dir (atomically): a
+// stage's, whose commit moves it to its place.
+func (s sidecar) writeIn(dir string) error {
+	if err := atomicfile.WriteFile(filepath.Join(dir, filepath.Base(s.to)), s.data, 0o666); err != nil {
 		return fmt.Errorf("write %s: %w", s.to, err)
 	}
 	return nil

@@ -11,8 +11,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/lmgraph"
+	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/rl"
 )
@@ -162,14 +164,36 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			fmt.Fprintf(env.stdout, "wrote %s: a Hugging Face model directory from %s with %s (%d tensors)\n", *out, r.onnx, from, n)
 		default:
-			n, nParams, err := model.ExportTrained(ctx, r.onnx, lora, w, *out, *external)
+			// The graph, its data file and the files beside it are written
+			// in a stage in --out's directory and moved in together, the
+			// data file first, once all are written and only while
+			// uninterrupted: a Ctrl-C however late in the writing (the
+			// graph, written whole after the last tensor's check) leaves
+			// the files they were to replace as they were. A replaced
+			// model's data file goes when this one keeps its weights
+			// inline.
+			dir, base := filepath.Dir(*out), filepath.Base(*out)
+			stage, err := atomicfile.NewStage(dir)
+			if err != nil {
+				return fmt.Errorf("--out %s: %w", *out, err)
+			}
+			defer stage.Discard()
+			n, nParams, err := model.ExportTrained(ctx, r.onnx, lora, w, filepath.Join(stage.Dir(), base), *external)
 			if err != nil {
 				return exported(err)
 			}
+			names := []string{base + onnx.DataFileSuffix, base}
 			for _, s := range sides {
-				if err := s.write(); err != nil {
+				if err := s.writeIn(stage.Dir()); err != nil {
 					return err
 				}
+				names = append(names, filepath.Base(s.to))
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := stage.Commit(names...); err != nil {
+				return fmt.Errorf("--out %s: %w", *out, err)
 			}
 			fmt.Fprintf(env.stdout, "wrote %s: %s with %s (%d tensors, %d parameters)\n", *out, r.onnx, from, n, nParams)
 			for _, s := range sides {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -341,7 +342,7 @@ func TestExportSidecars(t *testing.T) {
 		"generation_config.json": `{"top_p": 0.8}`}, copied(sides))
 
 	for _, s := range sides {
-		require.NoError(t, s.write())
+		require.NoError(t, s.writeIn(filepath.Dir(s.to)))
 	}
 	sides, err = exportSidecars(withGiven, out, defaults, false)
 	require.NoError(t, err)
@@ -365,7 +366,7 @@ func TestExportSidecars(t *testing.T) {
 		} else {
 			require.Equal(t, "a copy of "+filepath.Join(made, "tokenizer.json"), s.report())
 		}
-		require.NoError(t, s.write())
+		require.NoError(t, s.writeIn(filepath.Dir(s.to)))
 	}
 	sides, err = exportSidecars(rm, out, defaults, false)
 	require.NoError(t, err)
@@ -1122,7 +1123,7 @@ func TestExportSidecarsOfTrainedWeights(t *testing.T) {
 	require.Equal(t, "{\n  \"vocab_size\": 49\n}\n", string(sides[0].data))
 	require.Equal(t, "a copy of "+filepath.Join(src, "config.json")+" without its _name_or_path (it names that model, not these weights)", sides[0].report())
 	for _, s := range sides {
-		require.NoError(t, s.write())
+		require.NoError(t, s.writeIn(filepath.Dir(s.to)))
 	}
 	sides, err = exportSidecars(r, out, nil, true)
 	require.NoError(t, err)
@@ -1382,4 +1383,81 @@ func TestTrainCountsSingular(t *testing.T) {
 	require.Contains(t, stderr.String(), "spiral: warning: --problems 2 is more than the 1 problem of "+one+": ")
 	require.Contains(t, stderr.String(), "spiral: note: --eval-problems 3: "+one+" has 1 problem; evaluating it\n")
 	require.Contains(t, stderr.String(), "spiral: warning: 1 of the 1 held-out problem of "+one+" is a training problem of "+one+" too (")
+}
+
+// graphWrittenCtx is a context that reads as interrupted (Err is
+// context.Canceled) once a file named name other than earlier exists
+// whole, its temporary file renamed, in dir or in a stage in dir: a
+// Ctrl-C that comes once the exported graph has been written, past the
+// last tensor's check.
+type graphWrittenCtx struct {
+	context.Context
+	dir, name, earlier string
+	cancelled          *bool // once interrupted, for good
+}
+
+func (c graphWrittenCtx) Err() error {
+	paths, _ := filepath.Glob(filepath.Join(c.dir, ".stage-*", c.name))
+	for _, p := range append(paths, filepath.Join(c.dir, c.name)) {
+		if b, err := os.ReadFile(p); err == nil && string(b) != c.earlier {
+			*c.cancelled = true
+		}
+	}
+	if *c.cancelled {
+		return context.Canceled
+	}
+	return c.Context.Err()
+}
+
+// TestExportOnnxInterruptedAfterItsWeights: a Ctrl-C during an onnx
+// export's last writes (the graph, written whole after the weights'
+// data file, each renamed into place on its own; then config.json and
+// the tokenizer beside it) came after the last tensor's check: the
+// export replaced the earlier export's model and exited 0. It now writes
+// its files in a stage and moves them in together only while
+// uninterrupted, so the earlier export's files stay as they were and it
+// exits 130.
+func TestExportOnnxInterruptedAfterItsWeights(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"train", "--out", runDir, "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	outDir := filepath.Join(dir, "export")
+	out := filepath.Join(outDir, "model.onnx")
+	for _, external := range []bool{true, false} {
+		t.Run(fmt.Sprint("external ", external), func(t *testing.T) {
+			require.NoError(t, os.RemoveAll(outDir))
+			require.NoError(t, os.MkdirAll(outDir, 0o755))
+			// The earlier export's files (config.json and the tokenizer,
+			// which it writes beside them, left out: the export would
+			// refuse other ones).
+			earlier := map[string]string{"model.onnx": "the earlier export's graph"}
+			if external {
+				earlier["model.onnx_data"] = "its weights"
+			}
+			for name, body := range earlier {
+				require.NoError(t, os.WriteFile(filepath.Join(outDir, name), []byte(body), 0o644))
+			}
+			args := []string{"export", "--checkpoint", runDir, "--out", out, fmt.Sprintf("--external-data=%t", external)}
+			ctx := graphWrittenCtx{Context: context.Background(), dir: outDir, name: "model.onnx", earlier: earlier["model.onnx"], cancelled: new(bool)}
+			var stderr bytes.Buffer
+			code := run(ctx, args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitInterrupted, code, stderr.String())
+			require.Equal(t, "spiral export: interrupted\n", stderr.String())
+			entries, err := os.ReadDir(outDir)
+			require.NoError(t, err)
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			require.ElementsMatch(t, slices.Collect(maps.Keys(earlier)), names, "the earlier export's files alone, no stage")
+			for name, body := range earlier {
+				b, err := os.ReadFile(filepath.Join(outDir, name))
+				require.NoError(t, err)
+				require.Equal(t, body, string(b), name)
+			}
+		})
+	}
 }
