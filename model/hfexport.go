@@ -492,8 +492,8 @@ func refuseOtherCheckpoints(dir string) error {
 // template and stop ids of spiral's prompts (tokenizer.HFConfigFiles) for
 // a model that spiral made, whose directory has only tokenizer.json, so
 // that transformers and serving engines prompt and stop as spiral does. It
-// returns the number of tensors written; it stops when ctx ends, its
-// weights file not replaced.
+// returns the number of tensors written; it stops when ctx ends, dir's
+// files not replaced.
 func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.Store, l lmgraph.LoRA, defaults map[string][]byte) (int, error) {
 	cfgPath := filepath.Join(filepath.Dir(src), ConfigFile)
 	cfg, found, err := ReadHFConfig(src)
@@ -610,6 +610,11 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 		if err := atomicfile.WriteFile(filepath.Join(stage.Dir(), name), b, 0o666); err != nil {
 			return 0, fmt.Errorf("model: hf export: %w", err)
 		}
+	}
+	// A Ctrl-C after the last tensor (while the weights were synced, or
+	// the files beside them written) leaves dir's files as they were too.
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("model: hf export: %w", err)
 	}
 	// An earlier peft export's adapter there would make transformers load
 	// it on its base model instead of these weights: removed.

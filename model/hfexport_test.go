@@ -593,3 +593,45 @@ func TestExportHFConfigDtype(t *testing.T) {
 		})
 	}
 }
+
+// stagedCtx reads as interrupted (Err is context.Canceled) once a stage
+// in dir holds a file named name: a Ctrl-C that comes after the export's
+// last tensor, while its files are written.
+type stagedCtx struct {
+	context.Context
+	dir, name string
+}
+
+func (c stagedCtx) Err() error {
+	if found, _ := filepath.Glob(filepath.Join(c.dir, ".stage-*", c.name)); len(found) > 0 {
+		return context.Canceled
+	}
+	return c.Context.Err()
+}
+
+// TestExportHFInterruptedAfterItsWeights: a Ctrl-C that came after the
+// last tensor's check (while model.safetensors was synced and renamed in
+// the stage, or the tokenizer and config files written) did not stop
+// the export: it moved its files in over the earlier export's and
+// returned no error, so spiral export exited 0. It now stops before the
+// move, leaving the earlier files as they were.
+func TestExportHFInterruptedAfterItsWeights(t *testing.T) {
+	none, err := params.NewStore(nil)
+	require.NoError(t, err)
+	out := t.TempDir()
+	earlier := map[string]string{model.HFWeightsFile: "the earlier weights", model.ConfigFile: "{}"}
+	for name, body := range earlier {
+		require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte(body), 0o666))
+	}
+	ctx := stagedCtx{Context: context.Background(), dir: out, name: model.HFWeightsFile}
+	_, err = model.ExportHF(ctx, filepath.Join(hfFixtureDir, "model.onnx"), "", out, none, lmgraph.LoRA{}, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	require.Len(t, entries, len(earlier), "the earlier files alone, no stage")
+	for name, body := range earlier {
+		b, err := os.ReadFile(filepath.Join(out, name))
+		require.NoError(t, err)
+		require.Equal(t, body, string(b), name)
+	}
+}
