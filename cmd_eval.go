@@ -26,6 +26,8 @@ func setupEval(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 }
 
 func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
+	con := newConsole(env.stderr, f.quiet)
+	env = con.on(env)
 	for _, w := range f.ignoredFlags() {
 		fmt.Fprintf(env.stderr, "spiral: warning: %s\n", w)
 	}
@@ -110,7 +112,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		return err
 	}
 	lock.started = true
-	bar := newProgress(env.stderr, f.quiet, -1, "eval "+f.mode, "tok")
+	bar := con.progress(-1, "eval "+f.mode, "tok")
 	ev := rollout.Evaluator{Gen: gen, Prompter: sess.prompter(tmpl), Judge: rl.NewJudge(f.reward.rule), Progress: bar.add}
 	name := sess.name()
 	if f.engine.engine == "openai" {

@@ -29,6 +29,8 @@ func setupSFT(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error 
 // weights are exported to --out as a model directory, and the
 // checkpoints removed.
 func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
+	con := newConsole(env.stderr, f.quiet)
+	env = con.on(env)
 	for _, w := range f.ignoredFlags() {
 		fmt.Fprintf(env.stderr, "spiral: warning: %s\n", w)
 	}
@@ -130,7 +132,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	// that fails or is interrupted leaves the model and sft.jsonl of the
 	// one before it, --overwrite, as they were), the checkpoints to
 	// checkpoints/, from which the same command run again resumes.
-	bar := newProgress(env.stderr, f.quiet, f.cfg.Steps, "sft", "steps")
+	bar := con.progress(f.cfg.Steps, "sft", "steps")
 	lock.started = true
 	err = rl.RunSFT(ctx, f.cfg, rl.SFTParts{
 		Policy: pol, Optimizer: opt, Schedule: sched, Task: task, Prompter: sess.prompter(templateSet{}),

@@ -38,6 +38,8 @@ func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 // problems, the sampler, the judge and the trainer, then hands over to
 // rl.Run.
 func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
+	con := newConsole(env.stderr, f.quiet)
+	env = con.on(env)
 	warnings := f.ignoredFlags()
 	for _, w := range []string{f.untrainedSearch(), f.untrainedLastRound(), f.offPolicySampling()} {
 		if w != "" {
@@ -256,7 +258,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		Evaluator: rollout.Evaluator{Gen: sampler, Prompter: prompter, Judge: judge}, Held: held, HeldName: heldName,
 		Settings: settings, Out: env.stdout, Warn: env.stderr,
 		Progress: func(desc string) (func(int), func()) {
-			bar := newProgress(env.stderr, f.quiet, -1, desc, "tok")
+			bar := con.progress(-1, desc, "tok")
 			return bar.add, bar.done
 		},
 	})

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestConsoleLinesBesideTheBar: a warning written while a progress bar
+// is drawn (an engine's retry during eval's or train's rollouts, sft's
+// step and checkpoint lines) was written after the bar's text, on the
+// bar's line ("eval rsa ... (96 tok, 812 tok/s)spiral: warning: ...").
+// Written through the console, it clears the bar first, so that it
+// begins its line, and the bar is drawn again below it; a line written
+// in pieces is not cut by the bar. Once the bar is done, and on a console
+// drawing no bars, lines go through untouched.
+func TestConsoleLinesBesideTheBar(t *testing.T) {
+	for _, total := range []int{-1, 10} {
+		t.Run(fmt.Sprint("total ", total), func(t *testing.T) {
+			var term bytes.Buffer
+			c := &console{stderr: &term, draw: true}
+			warn := c.writer(&term)
+			p := c.progress(total, "eval rsa", "tok")
+			p.add(3)
+			require.Contains(t, term.String(), "eval rsa", "the bar is drawn")
+			drawn := term.Len()
+			fmt.Fprint(warn, "spiral: warning: ")
+			fmt.Fprintln(warn, "engine busy")
+			out := term.String()
+			line := out[drawn:]
+			before, _, ok := strings.Cut(line, "spiral: warning: engine busy\n")
+			require.True(t, ok, "the warning whole: %q", line)
+			require.True(t, strings.HasSuffix(before, "\r"), "the bar cleared to the line's start before the warning: %q", before)
+			require.Contains(t, out[strings.Index(out, "engine busy\n"):], "eval rsa", "the bar drawn again below it")
+			time.Sleep(progressThrottle)
+			p.add(1)
+			p.done()
+			end := term.Len()
+			fmt.Fprintln(warn, "step 1")
+			require.Equal(t, "step 1\n", term.String()[end:], "no bar after done")
+		})
+	}
+	var term bytes.Buffer
+	quiet := &console{stderr: &term}
+	p := quiet.progress(-1, "eval", "tok")
+	p.add(3)
+	fmt.Fprintln(quiet.writer(&term), "spiral: warning: x")
+	p.done()
+	require.Equal(t, "spiral: warning: x\n", term.String())
+}
