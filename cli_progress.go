@@ -69,6 +69,9 @@ func (c *console) progress(total int, desc, unit string) *progress {
 		progressbar.OptionSetSpinnerChangeInterval(0),
 		progressbar.OptionClearOnFinish(),
 	)}
+	// Its clock starts now: the library starts it at the first draw, and
+	// the rate of the first add was then that add over no time.
+	p.bar.StartWithoutRender()
 	c.mu.Lock()
 	c.bar = p
 	c.mu.Unlock()

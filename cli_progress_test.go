@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,4 +53,20 @@ func TestConsoleLinesBesideTheBar(t *testing.T) {
 	fmt.Fprintln(quiet.writer(&term), "spiral: warning: x")
 	p.done()
 	require.Equal(t, "spiral: warning: x\n", term.String())
+}
+
+// TestProgressRateFromItsStart: a bar's rate counts from the bar's start:
+// the library starts its clock at the first draw, the first add, so
+// that sft's bar read "(1/2, 390320 steps/s)" after its first step.
+func TestProgressRateFromItsStart(t *testing.T) {
+	var term bytes.Buffer
+	c := &console{stderr: &term, draw: true}
+	p := c.progress(10, "sft", "steps")
+	time.Sleep(200 * time.Millisecond)
+	p.add(1)
+	m := regexp.MustCompile(`\(1/10, (\d+) steps/(s|min)\)`).FindStringSubmatch(term.String())
+	require.NotNil(t, m, term.String())
+	rate, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	require.True(t, m[2] == "min" || rate <= 5, "one step in 200 ms or more: at most 5 a second, got %s", m[0])
 }
