@@ -151,9 +151,13 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 		return err
 	}
 	defer stage.Discard()
+	interrupted := func(err error) error {
+		fmt.Fprintln(env.stderr, "spiral: interrupted while the model was written; its last step is saved: rerun the command to write it")
+		return err
+	}
 	if _, _, err := model.ExportTrained(ctx, sess.onnx, arts.LoRA, pol.Weights, filepath.Join(stage.Dir(), "model.onnx"), false); err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintln(env.stderr, "spiral: interrupted while the model was written; its last step is saved: rerun the command to write it")
+			return interrupted(err)
 		}
 		return err
 	}
@@ -189,6 +193,11 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 		if err := copyFile(partial, staged); err != nil {
 			return err
 		}
+	}
+	// A Ctrl-C after the model's last tensor (while its graph was
+	// written, or the files beside it) leaves --out as it was too.
+	if err := ctx.Err(); err != nil {
+		return interrupted(err)
 	}
 	// The data file before the model that refers to it.
 	if err := stage.Commit(append(names, rl.SFTLogFile)...); err != nil {

@@ -1461,3 +1461,28 @@ func TestExportOnnxInterruptedAfterItsWeights(t *testing.T) {
 		})
 	}
 }
+
+// TestSFTInterruptedWhileItsModelIsWritten: a Ctrl-C after the last
+// tensor's check of sft's model (while its graph was written, or its
+// config and tokenizer copied) was not seen: the stage was moved in, the
+// checkpoints removed, exit 0. It now leaves --out without the model, its
+// last step saved, says so and exits 130; the rerun writes the model.
+func TestSFTInterruptedWhileItsModelIsWritten(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	out := filepath.Join(t.TempDir(), "sft")
+	args := []string{"sft", "--steps", "1", "--batch", "4", "--eval-every", "0", "--eval-problems", "2", "--threads", "1", "--quiet", "--out", out}
+	ctx := graphWrittenCtx{Context: context.Background(), dir: out, name: "model.onnx", cancelled: new(bool)}
+	var stderr bytes.Buffer
+	code := run(ctx, args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitInterrupted, code, stderr.String())
+	require.Contains(t, stderr.String(), "spiral: interrupted while the model was written; its last step is saved: rerun the command to write it\n")
+	require.NoFileExists(t, filepath.Join(out, "model.onnx"))
+	require.DirExists(t, filepath.Join(out, "checkpoints"))
+	stages, err := filepath.Glob(filepath.Join(out, ".stage-*"))
+	require.NoError(t, err)
+	require.Empty(t, stages)
+
+	stderr.Reset()
+	require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.FileExists(t, filepath.Join(out, "model.onnx"))
+}
