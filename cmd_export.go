@@ -152,7 +152,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 				fmt.Fprintf(env.stderr, "spiral: warning: the peft adapter names no base model (base_model_name_or_path null): %s records no _name_or_path; give --base-model (the Hugging Face id or directory of the model it adapts) for tools that load the base from it\n",
 					filepath.Join(r.dir, model.ConfigFile))
 			}
-			n, err := model.ExportPEFT(r.onnx, lora, w, base, *out)
+			n, err := model.ExportPEFT(ctx, r.onnx, lora, w, base, *out)
 			if err != nil {
 				return exported(err)
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
 
@@ -1485,4 +1486,25 @@ func TestSFTInterruptedWhileItsModelIsWritten(t *testing.T) {
 	stderr.Reset()
 	require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
 	require.FileExists(t, filepath.Join(out, "model.onnx"))
+}
+
+// TestExportPEFTInterrupted: a Ctrl-C while a peft export wrote its
+// adapters was not looked at: the export moved them in and exited 0. It
+// now leaves --out as it was and exits 130.
+func TestExportPEFTInterrupted(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"train", "--out", runDir, "--lora-rank", "2", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	out := filepath.Join(dir, "peft")
+	ctx := graphWrittenCtx{Context: context.Background(), dir: out, name: model.PEFTWeightsFile, cancelled: new(bool)}
+	stderr.Reset()
+	code := run(ctx, []string{"export", "--format", "peft", "--checkpoint", runDir, "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitInterrupted, code, stderr.String())
+	require.Equal(t, "spiral export: interrupted\n", stderr.String())
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	require.Empty(t, entries, "no adapter, no stage")
 }

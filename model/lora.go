@@ -231,8 +231,10 @@ type peftConfig struct {
 // [out, rank], nn.Linear layouts, so A and B transposed) and
 // adapter_config.json. base names the base model in the config (its
 // base_model_name_or_path: a Hugging Face id or a transformers model
-// directory; "" writes null). It returns the number of tensors written.
-func ExportPEFT(src string, l lmgraph.LoRA, adapters *params.Store, base, dir string) (int, error) {
+// directory; "" writes null). It returns the number of tensors written;
+// when ctx ends before the files are moved in, dir's are left as they
+// were.
+func ExportPEFT(ctx context.Context, src string, l lmgraph.LoRA, adapters *params.Store, base, dir string) (int, error) {
 	_, as, err := sourceAdapters(src, l)
 	if err != nil {
 		return 0, err
@@ -282,6 +284,9 @@ func ExportPEFT(src string, l lmgraph.LoRA, adapters *params.Store, base, dir st
 	})
 	if err == nil {
 		err = atomicfile.WriteFile(filepath.Join(stage.Dir(), PEFTConfigFile), append(cj, '\n'), 0o666)
+	}
+	if err == nil {
+		err = ctx.Err() // a Ctrl-C while they were written
 	}
 	if err == nil {
 		err = stage.Commit(PEFTWeightsFile, PEFTConfigFile)
