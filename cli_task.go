@@ -196,8 +196,8 @@ func warnUnreadable(s *modelSession, tmpl templateSet, problems []data.Problem, 
 		n          int
 	}{{"search", "--search-template", unknown(search)}, {"aggregation", "--aggregate-template", unknown(agg)}} {
 		if t.n > 0 {
-			fmt.Fprintf(warn, "spiral: warning: the %s template has %d characters the model's tokenizer does not know (%s), which the model cannot read; give one it was trained on (%s)\n",
-				t.name, t.n, tokenizer.UnknownToken, t.flag)
+			fmt.Fprintf(warn, "spiral: warning: the %s template has %s the model's tokenizer does not know (%s), which the model cannot read; give one it was trained on (%s)\n",
+				t.name, rollout.Plural(t.n, "character"), tokenizer.UnknownToken, t.flag)
 		}
 	}
 	// A problem's own text is checked, not its search prompt, so that an
@@ -215,8 +215,12 @@ func warnUnreadable(s *modelSession, tmpl templateSet, problems []data.Problem, 
 		}
 	}
 	if count > 0 {
-		fmt.Fprintf(warn, "spiral: warning: %d of %d problems hold characters the model's tokenizer does not know (%s), first %s: %q\n",
-			count, len(problems), tokenizer.UnknownToken, first.Source, first.Problem)
+		hold := "hold"
+		if count == 1 {
+			hold = "holds"
+		}
+		fmt.Fprintf(warn, "spiral: warning: %d of %s %s characters the model's tokenizer does not know (%s), first %s: %q\n",
+			count, rollout.Plural(len(problems), "problem"), hold, tokenizer.UnknownToken, first.Source, first.Problem)
 	}
 	return nil
 }

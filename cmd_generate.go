@@ -73,7 +73,7 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 		// As train and eval warn of problems the tokenizer cannot read
 		// (warnUnreadable); a byte-level BPE has no unknown token.
 		if n := countID(sess.tok.Encode(p), unk); hasUnk && n > 0 {
-			fmt.Fprintf(env.stderr, "spiral: warning: prompt %d has %d characters the model's tokenizer does not know (%s), which the model cannot read\n", i, n, tokenizer.UnknownToken)
+			fmt.Fprintf(env.stderr, "spiral: warning: prompt %d has %s the model's tokenizer does not know (%s), which the model cannot read\n", i, rollout.Plural(n, "character"), tokenizer.UnknownToken)
 		}
 		if f.raw {
 			ids[i] = sess.tok.Encode(p)

@@ -260,7 +260,7 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 		rows int
 	}{{"generation", rep.MaxGenRows}, {"generation in train (its gradients and moments held)", rep.MaxTrainingGenRows}} {
 		if g.rows > 0 {
-			fmt.Fprintf(env.stdout, "  %s, %d positions per row: up to %d rows\n", g.what, f.genCapacity, g.rows)
+			fmt.Fprintf(env.stdout, "  %s, %d positions per row: up to %s\n", g.what, f.genCapacity, rollout.Plural(g.rows, "row"))
 		} else {
 			fmt.Fprintf(env.stdout, "  %s, %d positions per row: does not fit\n", g.what, f.genCapacity)
 		}

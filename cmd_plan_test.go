@@ -110,6 +110,12 @@ func TestPlanRowsSingular(t *testing.T) {
 	code := run(context.Background(), []string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB"}, &cliEnv{stdout: &stdout, stderr: &stderr})
 	require.Zero(t, code, stderr.String())
 	require.Regexp(t, `\n  training,  1 row:  up to \d+ tokens per row\n  training,  2 rows: up to \d+ tokens per row\n`, stdout.String())
+	// Qwen3-4B on 80 GB: generation over 20,000 positions fits 9 rows, 1
+	// in train.
+	stdout.Reset()
+	code = run(context.Background(), []string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB", "--gen-capacity", "20000"}, &cliEnv{stdout: &stdout, stderr: &stderr})
+	require.Zero(t, code, stderr.String())
+	require.Contains(t, stdout.String(), "  generation, 20000 positions per row: up to 9 rows\n  generation in train (its gradients and moments held), 20000 positions per row: up to 1 row\n")
 }
 
 // TestPlanDefaultsWithinContext: plan's default shapes, --tokens 9216 and

@@ -1257,7 +1257,7 @@ func TestUnreadableTemplateOfTheRunsSize(t *testing.T) {
 	dir := t.TempDir()
 	agg := filepath.Join(dir, "agg.txt")
 	require.NoError(t, os.WriteFile(agg, []byte("{{.Problem}} § {{(index .Candidates 0).Text}} {{(index .Candidates 1).Text}}\n"), 0o644))
-	const unreadable = "spiral: warning: the aggregation template has 1 characters the model's tokenizer does not know (<unk>), which the model cannot read; give one it was trained on (--aggregate-template)\n"
+	const unreadable = "spiral: warning: the aggregation template has 1 character the model's tokenizer does not know (<unk>), which the model cannot read; give one it was trained on (--aggregate-template)\n"
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -1299,9 +1299,9 @@ func TestUnreadableProblemsBesideTemplate(t *testing.T) {
 	require.NoError(t, os.WriteFile(search, []byte("{{.Problem}} §\n"), 0o644))
 	problems := filepath.Join(dir, "p.jsonl")
 	require.NoError(t, os.WriteFile(problems, []byte(`{"problem": "1+2=x", "answer": "3"}`+"\n"+`{"problem": "1+3=x ¶", "answer": "4"}`+"\n"), 0o644))
-	const template = "spiral: warning: the search template has 1 characters the model's tokenizer does not know (<unk>), which the model cannot read; give one it was trained on (--search-template)\n"
+	const template = "spiral: warning: the search template has 1 character the model's tokenizer does not know (<unk>), which the model cannot read; give one it was trained on (--search-template)\n"
 	note := "spiral: note: no held-out evaluation (eval.jsonl, rsa.json): training on --data " + problems + ", give --eval-data for one\n"
-	unreadable := "spiral: warning: 1 of 2 problems hold characters the model's tokenizer does not know (<unk>), first " + problems + ":2: \"1+3=x ¶\"\n"
+	unreadable := "spiral: warning: 1 of 2 problems holds characters the model's tokenizer does not know (<unk>), first " + problems + ":2: \"1+3=x ¶\"\n"
 	for _, tc := range []struct {
 		args []string
 		want string
