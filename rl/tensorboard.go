@@ -188,26 +188,33 @@ type tensorBoardLog struct {
 // back to the step kept (-1: every event goes), as the run's JSON logs
 // were cut, so that no event describes weights the run no longer has,
 // whether or not this run logs to TensorBoard. With on, it starts a new
-// event file there, which first gets the events of the logs' lines past
-// the last step the files left hold (logged: a run resumed with
-// --tensorboard whose earlier part ran without it), so that the curves
-// have every logged step once. A file that cannot be read as an event
-// file is left as it is, with a warning to warn: it does not stop the
-// training it only shows.
+// event file there, which first gets the scalars of the logs' lines
+// (logged) that the files left lack at their step (a run resumed with
+// --tensorboard whose earlier part, or an evaluation of the step it
+// resumed, ran without it), so that the curves have every logged step
+// once. A file that cannot be read as an event file is left as it is,
+// with a warning to warn: it does not stop the training it only shows.
 func openTensorBoardLog(dir string, on bool, kept int, logged func() ([]tfevents.Event, error), warn io.Writer) (*tensorBoardLog, error) {
 	tb := filepath.Join(dir, TensorBoardDir)
 	files, err := tfevents.Files(tb)
 	if err != nil {
 		return nil, fmt.Errorf("rl: %w", err)
 	}
-	last := int64(-1)
+	type stepTag struct {
+		step int64
+		tag  string
+	}
+	have := map[stepTag]bool{}
 	for _, f := range files {
-		l, err := tfevents.Truncate(f, int64(kept))
+		events, err := tfevents.Truncate(f, int64(kept))
 		if err != nil {
 			fmt.Fprintf(warn, "spiral: warning: %v: left as it is, so TensorBoard may show steps past %d twice (remove the file to drop them)\n", err, kept)
-			continue
 		}
-		last = max(last, l)
+		for _, e := range events {
+			for _, s := range e.Scalars {
+				have[stepTag{e.Step, s.Tag}] = true
+			}
+		}
 	}
 	if !on {
 		return nil, nil
@@ -219,8 +226,15 @@ func openTensorBoardLog(dir string, on bool, kept int, logged func() ([]tfevents
 			return nil, err
 		}
 		for _, e := range events {
-			if e.Step > last {
-				backfill = append(backfill, e)
+			missing := e
+			missing.Scalars = nil
+			for _, s := range e.Scalars {
+				if !have[stepTag{e.Step, s.Tag}] {
+					missing.Scalars = append(missing.Scalars, s)
+				}
+			}
+			if len(missing.Scalars) > 0 {
+				backfill = append(backfill, missing)
 			}
 		}
 	}

@@ -297,6 +297,41 @@ func TestRunTensorBoardBackfill(t *testing.T) {
 	require.Len(t, got["heldout/pass@1"], 4)
 }
 
+// TestRunTensorBoardBackfillEvaluation: an evaluation that a run without
+// --tensorboard logged at a step whose metrics the event files hold (a
+// --tensorboard run interrupted in the evaluation of its last step,
+// which saved the step; resumed without --tensorboard, which evaluated
+// it) is written by the next run with --tensorboard: the backfill is of
+// every logged scalar the files lack, not only of the steps past theirs.
+func TestRunTensorBoardBackfillEvaluation(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(context.Background()))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h = newRunHarness(t, dir, 2)
+	h.cfg.TensorBoard = true
+	h.gen.cancel = cancel
+	require.ErrorIs(t, h.run(ctx), context.Canceled)
+	require.NotContains(t, tbScalars(t, dir)["heldout/pass@1"], int64(2))
+	require.Contains(t, tbScalars(t, dir)["search/reward"], int64(2))
+
+	h = newRunHarness(t, dir, 2)
+	require.NoError(t, h.run(context.Background()))
+	require.Equal(t, []int{0, 1, 2}, loggedEvalSteps(t, dir))
+
+	h = newRunHarness(t, dir, 3)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(context.Background()))
+	events, _, err := trainEvents(dir)
+	require.NoError(t, err)
+	got := tbScalars(t, dir)
+	require.Equal(t, scalarsOf(events), got)
+	require.Len(t, got["heldout/pass@1"], 4)
+}
+
 // TestExportTensorBoard: spiral tensorboard's conversion of a run's logs
 // holds the events the live log holds, each step's metrics at the wall
 // time the steps' seconds count back from metrics.jsonl's modification

@@ -130,14 +130,14 @@ func WriteFile(dir string, now time.Time, events []Event) (string, error) {
 // step (after a run resumed from an earlier checkpoint; -1 drops every
 // one), and a last event cut short, rewriting the file atomically; a file
 // left with no event but its file_version is removed. It returns the
-// largest step of the events left, -1 when none is.
-func Truncate(path string, step int64) (last int64, err error) {
+// events left (as Decode returns them: those with a summary), none when
+// the file was removed.
+func Truncate(path string, step int64) (kept []Event, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return -1, fmt.Errorf("tfevents: %w", err)
+		return nil, fmt.Errorf("tfevents: %w", err)
 	}
 	var keep []byte
-	last = -1
 	dropped := false
 	torn, err := eachRecord(b, func(off int, data []byte) error {
 		e, _, hasSummary, err := unmarshalEvent(data)
@@ -149,23 +149,23 @@ func Truncate(path string, step int64) (last int64, err error) {
 			return nil
 		}
 		if hasSummary {
-			last = max(last, e.Step)
+			kept = append(kept, e)
 		}
 		keep = appendRecord(keep, data)
 		return nil
 	})
 	if err != nil {
-		return -1, fmt.Errorf("tfevents: %s: %w", path, err)
+		return nil, fmt.Errorf("tfevents: %s: %w", path, err)
 	}
 	switch {
-	case last < 0:
+	case len(kept) == 0:
 		if err := os.Remove(path); err != nil {
-			return -1, fmt.Errorf("tfevents: %w", err)
+			return nil, fmt.Errorf("tfevents: %w", err)
 		}
 	case dropped || torn:
 		if err := atomicfile.WriteFile(path, keep, 0o666); err != nil {
-			return -1, fmt.Errorf("tfevents: %w", err)
+			return nil, fmt.Errorf("tfevents: %w", err)
 		}
 	}
-	return last, nil
+	return kept, nil
 }
