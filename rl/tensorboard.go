@@ -193,7 +193,9 @@ type tensorBoardLog struct {
 // --tensorboard whose earlier part, or an evaluation of the step it
 // resumed, ran without it), so that the curves have every logged step
 // once. A file that cannot be read as an event file is left as it is,
-// with a warning to warn: it does not stop the training it only shows.
+// with a warning to warn: it does not stop the training it only shows;
+// the events before its damage, which TensorBoard reads, are not written
+// again.
 func openTensorBoardLog(dir string, on bool, kept int, logged func() ([]tfevents.Event, error), warn io.Writer) (*tensorBoardLog, error) {
 	tb := filepath.Join(dir, TensorBoardDir)
 	files, err := tfevents.Files(tb)
@@ -209,6 +211,9 @@ func openTensorBoardLog(dir string, on bool, kept int, logged func() ([]tfevents
 		events, err := tfevents.Truncate(f, int64(kept))
 		if err != nil {
 			fmt.Fprintf(warn, "spiral: warning: %v: left as it is, so TensorBoard may show steps past %d twice (remove the file to drop them)\n", err, kept)
+			if b, rerr := os.ReadFile(f); rerr == nil {
+				_, events, _, _ = tfevents.Decode(b)
+			}
 		}
 		for _, e := range events {
 			for _, s := range e.Scalars {

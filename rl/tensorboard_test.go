@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -278,6 +279,50 @@ func TestRunTensorBoardDamagedFile(t *testing.T) {
 	files, err = tfevents.Files(filepath.Join(dir, TensorBoardDir))
 	require.NoError(t, err)
 	require.Len(t, files, 2)
+}
+
+// TestRunTensorBoardDamagedFileBackfill: the events a damaged file holds
+// before its damage, which TensorBoard reads, are not written again by
+// the resumed run's backfill; the one its damage hides is.
+func TestRunTensorBoardDamagedFileBackfill(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(context.Background()))
+	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	b[len(b)-1] ^= 1 // the last event, step 1's evaluation
+	require.NoError(t, os.WriteFile(files[0], b, 0o644))
+	_, readable, _, err := tfevents.Decode(b)
+	require.ErrorContains(t, err, "data checksum")
+	require.Equal(t, []int64{0, 1}, []int64{readable[0].Step, readable[1].Step})
+
+	h = newRunHarness(t, dir, 2)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(context.Background()))
+	files, err = tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	b, err = os.ReadFile(files[1])
+	require.NoError(t, err)
+	_, events, _, err := tfevents.Decode(b)
+	require.NoError(t, err)
+	all := slices.Concat(readable, events)
+	logged, _, err := trainEvents(dir)
+	require.NoError(t, err)
+	require.Equal(t, scalarsOf(logged), scalarsOf(all))
+	n := 0
+	for _, e := range all {
+		n += len(e.Scalars)
+	}
+	m := 0
+	for _, e := range logged {
+		m += len(e.Scalars)
+	}
+	require.Equal(t, m, n, "a scalar written twice")
 }
 
 // TestRunTensorBoardBackfill: a run trained without --tensorboard and

@@ -116,7 +116,9 @@ func Encode(wall float64, events []Event) []byte {
 // event, are left out). A last record cut short (a writer killed, or
 // still writing) ends the events, torn saying so; a checksum that does
 // not match, or an event that is not a valid protocol buffer, is an error
-// naming the record's offset.
+// naming the record's offset, returned with the events before that
+// record (those that a reader stopping at the damage, as TensorBoard's
+// does, shows).
 func Decode(b []byte) (version string, events []Event, torn bool, err error) {
 	torn, err = eachRecord(b, func(off int, data []byte) error {
 		e, v, hasSummary, err := unmarshalEvent(data)
