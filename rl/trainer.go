@@ -494,8 +494,13 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 		population := len(g.Search)
 		for a, rd := range g.Rounds {
 			sp := SpiralProblem{NumSearch: population, Subsets: rd.Subsets, Rewards: make([][]float64, len(rd.Aggregates))}
+			// The own-reward term is the search traces': a later round's
+			// population is the previous round's aggregation traces.
+			roundOpt := opt
 			if a == 0 && opt.SearchOwnReward != 0 {
 				sp.SearchRewards = searchRewards
+			} else {
+				roundOpt.SearchOwnReward = 0
 			}
 			phases := []*PhaseMetrics{&m.Aggregate}
 			if m.AggregateRounds != nil {
@@ -507,7 +512,7 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 					sp.Rewards[s][j] = t.reward(tr, g.Problem.Answer, phases...)
 				}
 			}
-			if results[a], err = SpiralAdvantages(sp, opt); err != nil {
+			if results[a], err = SpiralAdvantages(sp, roundOpt); err != nil {
 				return nil, 0, fmt.Errorf("rl: problem %q, aggregation round %d: %w", g.Problem.ID, a+1, err)
 			}
 			population = len(rd.Traces())

@@ -594,6 +594,62 @@ func TestRolloutSpiralLaterRoundAdvantages(t *testing.T) {
 	}
 }
 
+// TestRolloutSpiralOwnRewardLaterRounds: --search-own-reward with
+// --agg-rounds 2 adds each search trace's centred own reward to its
+// advantage, and leaves the aggregation traces' advantages, of either
+// round, as they are without it (a later round's population is the
+// previous round's aggregation traces, not search traces). It failed at
+// the first step: the second round's SPIRAL problem was given the weight
+// without the search rewards.
+func TestRolloutSpiralOwnRewardLaterRounds(t *testing.T) {
+	advantages := func(own float64) ([]Example, int) {
+		cfg, parts := hardTrainer(t, 0)
+		cfg.Pipeline = rollout.PipelineConfig{N1: 6, K: 3, N: 3, N2: 3, Rounds: 2}
+		cfg.Advantage.SearchOwnReward = own
+		tr, err := NewTrainer(cfg, parts)
+		require.NoError(t, err)
+		var m Metrics
+		examples, informative, err := tr.rolloutSpiral(context.Background(), hardProblems, 5, &m, nil)
+		require.NoError(t, err)
+		return examples, informative
+	}
+	base, informative := advantages(0)
+	require.Equal(t, 1, informative)
+	got, informative := advantages(0.5)
+	require.Equal(t, 1, informative)
+	require.Len(t, got, len(base))
+
+	cfg, _ := hardTrainer(t, 0)
+	cfg.Pipeline = rollout.PipelineConfig{N1: 6, K: 3, N: 3, N2: 3, Rounds: 2}
+	g := redrawHard(t, cfg, 5)
+	held := map[int]bool{}
+	for _, members := range g.Rounds[0].Subsets {
+		for _, k := range members {
+			held[k] = true
+		}
+	}
+	var rs []float64
+	for k, tr := range g.Search {
+		if held[k] {
+			rs = append(rs, fakeReward(tr))
+		}
+	}
+	mean := 0.0
+	for _, r := range rs {
+		mean += r / float64(len(rs))
+	}
+	for i := range got {
+		want := float64(base[i].Advantage)
+		if i < len(rs) {
+			require.Equal(t, KindSearch, got[i].Kind)
+			want += 0.5 * (rs[i] - mean)
+		} else {
+			require.Equal(t, KindAggregate, got[i].Kind)
+		}
+		require.InDelta(t, want, float64(got[i].Advantage), 1e-6, "example %d (%s)", i, got[i].Kind)
+	}
+}
+
 // TestRolloutSpiralAblations checks which traces each SPIRAL algorithm
 // trains on one round: SPIRAL every search trace in a subset and every
 // aggregation trace, agg-only the aggregation traces alone, search-only
