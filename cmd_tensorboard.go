@@ -38,9 +38,19 @@ func setupTensorBoard(*pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 				return err
 			}
 		}
-		for _, dir := range args {
-			x, err := rl.ExportTensorBoard(dir)
+		// Every run is read and checked before any is written: one
+		// refused leaves the others unconverted, for the same command to
+		// convert them all once it is mended.
+		exports := make([]rl.TensorBoardExport, len(args))
+		for i, dir := range args {
+			x, err := rl.PrepareTensorBoard(dir)
 			if err != nil {
+				return err
+			}
+			exports[i] = x
+		}
+		for _, x := range exports {
+			if err := x.Write(); err != nil {
 				return err
 			}
 			for _, t := range x.Torn {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -65,4 +66,30 @@ func TestTensorBoardCommand(t *testing.T) {
 	stderr.Reset()
 	require.Equal(t, exitFailure, run(context.Background(), []string{"tensorboard", runDir}, &cliEnv{stdout: &stdout, stderr: &stderr}))
 	require.Contains(t, stderr.String(), filepath.Join(runDir, "tensorboard")+" holds TensorBoard events already")
+}
+
+// TestTensorBoardCommandRefusesBeforeWriting: a run directory refused
+// (no log, a bad line, converted already) stops the command before it
+// writes any: the runs given before it are not converted, so that the
+// same command, once the refused one is mended, converts them all rather
+// than refusing the ones it converted the first time.
+func TestTensorBoardCommandRefusesBeforeWriting(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good")
+	require.NoError(t, os.MkdirAll(good, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(good, "metrics.jsonl"), []byte(`{"step":1,"loss":0.5,"step_seconds":2}`+"\n"), 0o644))
+	empty := filepath.Join(dir, "empty")
+	require.NoError(t, os.MkdirAll(empty, 0o755))
+
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, exitFailure, run(context.Background(), []string{"tensorboard", good, empty}, &cliEnv{stdout: &stdout, stderr: &stderr}))
+	require.Equal(t, "spiral tensorboard: "+empty+" holds no metrics.jsonl (spiral train) or sft.jsonl (spiral sft): want the directory of a training run (its --out)\n", stderr.String())
+	require.Empty(t, stdout.String())
+	require.NoDirExists(t, filepath.Join(good, "tensorboard"))
+
+	require.NoError(t, os.WriteFile(filepath.Join(empty, "sft.jsonl"), []byte(`{"step":1,"loss":0.5,"seconds":1}`+"\n"), 0o644))
+	stdout.Reset()
+	stderr.Reset()
+	require.Zero(t, run(context.Background(), []string{"tensorboard", good, empty}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	require.Equal(t, 2, strings.Count(stdout.String(), "wrote "), stdout.String())
 }

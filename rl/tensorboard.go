@@ -386,29 +386,30 @@ func sftEvents(path string) (events []tfevents.Event, torn []string, err error) 
 	return events, torn, err
 }
 
-// TensorBoardExport is what ExportTensorBoard wrote: the event file, the
-// events in it and the logs they came from, and the logs whose last line
-// was cut short and left out (a run killed while writing it, or writing
-// it now).
+// TensorBoardExport is a conversion of a run's logs (PrepareTensorBoard),
+// and what it wrote (Write): the event file, the events in it and the
+// logs they came from, and the logs whose last line was cut short and
+// left out (a run killed while writing it, or writing it now).
 type TensorBoardExport struct {
 	Path   string
 	Events int
 	Logs   []string
 	Torn   []string
+
+	dir    string
+	events []tfevents.Event
 }
 
-// ExportTensorBoard writes the logs of the run directory dir, spiral
-// train's metrics.jsonl and eval.jsonl or else spiral sft's sft.jsonl,
-// as one new event file in dir/TensorBoardDir (atomically): the events
-// that `train --tensorboard` and `sft --tensorboard` write as they run,
-// at wall times counted back from the log's modification time by the
-// seconds each step logs (evaluation and checkpoint time not counted). A
-// directory with neither log, or whose TensorBoardDir holds spiral's
-// event files already (written live, or by an earlier export), is an
-// error naming it.
-func ExportTensorBoard(dir string) (TensorBoardExport, error) {
-	var x TensorBoardExport
-	var events []tfevents.Event
+// PrepareTensorBoard reads the logs of the run directory dir, spiral
+// train's metrics.jsonl and eval.jsonl or else spiral sft's sft.jsonl, as
+// the events that `train --tensorboard` and `sft --tensorboard` write as
+// they run, at wall times counted back from the log's modification time
+// by the seconds each step logs (evaluation and checkpoint time not
+// counted), for Write to write; it writes nothing. A directory with
+// neither log, or whose TensorBoardDir holds spiral's event files already
+// (written live, or by an earlier export), is an error naming it.
+func PrepareTensorBoard(dir string) (TensorBoardExport, error) {
+	x := TensorBoardExport{dir: dir}
 	var err error
 	metrics := filepath.Join(dir, MetricsFile)
 	switch sft := sftLog(dir); {
@@ -417,32 +418,49 @@ func ExportTensorBoard(dir string) (TensorBoardExport, error) {
 		if e := filepath.Join(dir, EvalFile); fileExists(e) {
 			x.Logs = append(x.Logs, e)
 		}
-		events, x.Torn, err = trainEvents(dir)
+		x.events, x.Torn, err = trainEvents(dir)
 	case sft != "":
 		x.Logs = []string{sft}
-		events, x.Torn, err = sftEvents(sft)
+		x.events, x.Torn, err = sftEvents(sft)
 	default:
 		return x, fmt.Errorf("%s holds no %s (spiral train) or %s (spiral sft): want the directory of a training run (its --out)", dir, MetricsFile, SFTLogFile)
 	}
 	if err != nil {
 		return x, err
 	}
-	if len(events) == 0 {
+	if len(x.events) == 0 {
 		return x, fmt.Errorf("%s logs no step: nothing to convert", strings.Join(x.Logs, " and "))
 	}
-	tb := filepath.Join(dir, TensorBoardDir)
+	return x, x.refuseConverted()
+}
+
+// refuseConverted is an error when x's run holds spiral's event files
+// already.
+func (x *TensorBoardExport) refuseConverted() error {
+	tb := filepath.Join(x.dir, TensorBoardDir)
 	files, err := tfevents.Files(tb)
 	if err != nil {
-		return x, fmt.Errorf("rl: %w", err)
+		return fmt.Errorf("rl: %w", err)
 	}
 	if len(files) > 0 {
-		return x, fmt.Errorf("%s holds TensorBoard events already (%s, written by --tensorboard or an earlier conversion): TensorBoard shows them; remove %s to convert the logs again", tb, filepath.Base(files[0]), tb)
+		return fmt.Errorf("%s holds TensorBoard events already (%s, written by --tensorboard or an earlier conversion): TensorBoard shows them; remove %s to convert the logs again", tb, filepath.Base(files[0]), tb)
 	}
-	if x.Path, err = tfevents.WriteFile(tb, time.Now(), events); err != nil {
-		return x, fmt.Errorf("rl: %w", err)
+	return nil
+}
+
+// Write writes the events PrepareTensorBoard read as one new event file
+// in the run's TensorBoardDir (atomically), refusing, as it did, a run
+// that holds spiral's event files already, and sets x.Path and x.Events.
+func (x *TensorBoardExport) Write() error {
+	if err := x.refuseConverted(); err != nil {
+		return err
 	}
-	x.Events = len(events)
-	return x, nil
+	p, err := tfevents.WriteFile(filepath.Join(x.dir, TensorBoardDir), time.Now(), x.events)
+	if err != nil {
+		return fmt.Errorf("rl: %w", err)
+	}
+	x.Path, x.Events = p, len(x.events)
+	return nil
 }
 
 // fileExists says whether path names a file (or anything but nothing).

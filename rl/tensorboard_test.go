@@ -377,6 +377,16 @@ func TestRunTensorBoardBackfillEvaluation(t *testing.T) {
 	require.Len(t, got["heldout/pass@1"], 4)
 }
 
+// exportTensorBoard converts dir's logs as spiral tensorboard does:
+// PrepareTensorBoard, then Write.
+func exportTensorBoard(dir string) (TensorBoardExport, error) {
+	x, err := PrepareTensorBoard(dir)
+	if err != nil {
+		return x, err
+	}
+	return x, x.Write()
+}
+
 // TestExportTensorBoard: spiral tensorboard's conversion of a run's logs
 // holds the events the live log holds, each step's metrics at the wall
 // time the steps' seconds count back from metrics.jsonl's modification
@@ -388,7 +398,7 @@ func TestExportTensorBoard(t *testing.T) {
 	h.cfg.TensorBoard = true
 	require.NoError(t, h.run(context.Background()))
 
-	_, err := ExportTensorBoard(live)
+	_, err := exportTensorBoard(live)
 	require.ErrorContains(t, err, filepath.Join(live, TensorBoardDir)+" holds TensorBoard events already")
 
 	dir := t.TempDir()
@@ -399,7 +409,7 @@ func TestExportTensorBoard(t *testing.T) {
 		`{"step":2,"points":[{"k":1,"pass_at_k":0.5,"majority_at_k":0.5}]}` + "\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, MetricsFile), []byte(metrics), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, EvalFile), []byte(evals), 0o644))
-	x, err := ExportTensorBoard(dir)
+	x, err := exportTensorBoard(dir)
 	require.NoError(t, err)
 	require.Equal(t, 4, x.Events)
 	require.Equal(t, []string{filepath.Join(dir, MetricsFile), filepath.Join(dir, EvalFile)}, x.Logs)
@@ -418,12 +428,12 @@ func TestExportTensorBoard(t *testing.T) {
 		{Wall: end, Step: 2, Scalars: []tfevents.Scalar{{Tag: "heldout/pass@1", Value: 0.5}, {Tag: "heldout/majority@1", Value: 0.5}}},
 	}, events)
 
-	_, err = ExportTensorBoard(t.TempDir())
+	_, err = exportTensorBoard(t.TempDir())
 	require.ErrorContains(t, err, "holds no metrics.jsonl (spiral train) or sft.jsonl (spiral sft)")
 
 	bad := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(bad, MetricsFile), []byte(`{"step":1}`+"\n"+`{"loss":1}`+"\n"), 0o644))
-	_, err = ExportTensorBoard(bad)
+	_, err = exportTensorBoard(bad)
 	require.ErrorContains(t, err, fmt.Sprintf(`%s:2: no training step ("step" = 0)`, filepath.Join(bad, MetricsFile)))
 	require.NoDirExists(t, filepath.Join(bad, TensorBoardDir))
 }
