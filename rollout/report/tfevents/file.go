@@ -113,17 +113,38 @@ func (w *Writer) Close() error {
 
 // WriteFile writes events as a new event file in dir (created if need
 // be), named for now (newPath), whose file_version event is at now; the
-// file is written atomically (atomicfile), so that TensorBoard never
+// file is written atomically (writeFile), so that TensorBoard never
 // reads it half-written. It returns the file's path.
 func WriteFile(dir string, now time.Time, events []Event) (string, error) {
 	p, err := newPath(dir, now)
 	if err != nil {
 		return "", err
 	}
-	if err := atomicfile.WriteFile(p, Encode(WallTime(now), events), 0o666); err != nil {
-		return "", fmt.Errorf("tfevents: %w", err)
+	if err := writeFile(p, Encode(WallTime(now), events)); err != nil {
+		return "", err
 	}
 	return p, nil
+}
+
+// writeFile replaces path, one of spiral's event files, with data
+// atomically, through a staging file whose name does not hold
+// "tfevents": TensorBoard reads every file of a run whose name does, and
+// atomicfile's temporary file, named for the file it replaces, would be
+// read as one while it was written, or for good once a process killed
+// then left it, showing its steps twice.
+func writeFile(path string, data []byte) error {
+	dir, base := filepath.Split(path)
+	staging := filepath.Join(dir, "."+strings.TrimPrefix(base, filePrefix)+".partial")
+	if err := atomicfile.WriteFile(staging, data, 0o666); err != nil {
+		return fmt.Errorf("tfevents: write %s: %w", path, err)
+	}
+	if err := os.Rename(staging, path); err != nil {
+		return errors.Join(fmt.Errorf("tfevents: write %s: %w", path, err), os.Remove(staging))
+	}
+	if err := atomicfile.SyncDir(filepath.Clean(dir)); err != nil {
+		return fmt.Errorf("tfevents: write %s: %w", path, err)
+	}
+	return nil
 }
 
 // Truncate drops the events of the event file at path whose step is past
@@ -163,8 +184,8 @@ func Truncate(path string, step int64) (kept []Event, err error) {
 			return nil, fmt.Errorf("tfevents: %w", err)
 		}
 	case dropped || torn:
-		if err := atomicfile.WriteFile(path, keep, 0o666); err != nil {
-			return nil, fmt.Errorf("tfevents: %w", err)
+		if err := writeFile(path, keep); err != nil {
+			return nil, err
 		}
 	}
 	return kept, nil

@@ -123,3 +123,48 @@ func TestWriterAndTruncate(t *testing.T) {
 	require.Empty(t, kept)
 	require.NoFileExists(t, p2)
 }
+
+// TestWriteNamesNoTemporaryEventFile: TensorBoard reads every file of a
+// run whose name holds "tfevents", a temporary one too, so WriteFile and
+// Truncate write theirs under a name without it: one seen while it is
+// written, or left for good by a process killed then (spiral tensorboard
+// stops at Ctrl-C at once), would show its steps twice
+// (".events.out.tfevents.<sec>.<host>.spiral.tmp-N" did).
+func TestWriteNamesNoTemporaryEventFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tb")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	events := make([]Event, 400_000)
+	for i := range events {
+		events[i] = Event{Wall: float64(i), Step: int64(i + 1), Scalars: []Scalar{{"search/reward", 0.5}, {"loss", 0.25}}}
+	}
+	seen := map[string]bool{}
+	watch := func(write func() error) {
+		done := make(chan error)
+		go func() { done <- write() }()
+		for {
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+				return
+			default:
+			}
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			for _, e := range entries {
+				seen[e.Name()] = true
+			}
+		}
+	}
+	var p string
+	watch(func() (err error) { p, err = WriteFile(dir, time.Unix(1700000000, 0), events); return err })
+	watch(func() error { _, err := Truncate(p, 300_000); return err })
+	require.Greater(t, len(seen), 1, "the writes' temporary files were seen")
+	for name := range seen {
+		if name != filepath.Base(p) {
+			require.NotContains(t, name, "tfevents", "a file TensorBoard would read besides %s", filepath.Base(p))
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+}
