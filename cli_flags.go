@@ -522,7 +522,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.packPrompts, "pack-prompts", true, "train the completions of one prompt (a subset's aggregation traces) in one row that computes the prompt once, where that costs less and fits --micro-batch-tokens; false trains every trace in a row of its own (the same gradient but for float rounding)")
 	fs.BoolVar(&c.Advantage.ScaleSearch, "scale-search-adv", false, "divide set advantages by their std")
 	fs.BoolVar(&c.Advantage.ScaleAggregation, "scale-agg-adv", false, "divide aggregation advantages by their subset's std")
-	fs.Float64Var(&c.Advantage.SearchOwnReward, "search-own-reward", 0, "add this weight times a search trace's own reward, minus the mean over its problem's search traces, to its set advantage (not in the paper; 0 = SPIRAL as published)")
+	fs.Float64Var(&c.Advantage.SearchOwnReward, "search-own-reward", 0, "add this weight times a search trace's own reward, minus the mean over its problem's search traces that some subset holds, to its set advantage (not in the paper; 0 = SPIRAL as published)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed")
 	fs.IntVar(&f.run.CheckpointEvery, "checkpoint-every", 10, "checkpoint every N steps (and at the end or on Ctrl-C)")
 	fs.IntVar(&f.run.Keep, "keep", 3, "checkpoints to keep (0 = all)")
