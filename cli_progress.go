@@ -87,10 +87,16 @@ func (p *progress) add(n int) {
 	defer p.c.mu.Unlock()
 	p.pending += n
 	if now := time.Now(); now.Sub(p.last) >= progressThrottle && !p.c.partial {
-		_ = p.bar.Add(p.pending)
-		p.pending, p.last = 0, now
-		p.c.cleared = false
+		p.draw(now)
 	}
+}
+
+// draw draws the bar with what add was given since it was last drawn,
+// the console's lock held.
+func (p *progress) draw(now time.Time) {
+	_ = p.bar.Add(p.pending)
+	p.pending, p.last = 0, now
+	p.c.cleared = false
 }
 
 // done clears the bar.
@@ -143,8 +149,8 @@ func (cw consoleWriter) Write(b []byte) (int, error) {
 		c.partial = b[len(b)-1] != '\n'
 	}
 	if c.bar != nil && !c.partial {
-		_ = c.bar.bar.RenderBlank()
-		c.cleared = false
+		// Up to date: with the adds the throttle held back.
+		c.bar.draw(time.Now())
 	}
 	return n, err
 }

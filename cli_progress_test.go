@@ -70,3 +70,23 @@ func TestProgressRateFromItsStart(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, m[2] == "min" || rate <= 5, "one step in 200 ms or more: at most 5 a second, got %s", m[0])
 }
+
+// TestConsoleLineDrawsTheBarUpToDate: the bar drawn again below a line
+// counts every add so far, those its throttle held back too: sft's bar,
+// at 17 steps a second with a checkpoint line every 2 steps, read
+// "(116/400" below "checkpoint .../ckpt-000119".
+func TestConsoleLineDrawsTheBarUpToDate(t *testing.T) {
+	var term bytes.Buffer
+	c := &console{stderr: &term, draw: true}
+	out := c.writer(&term)
+	p := c.progress(10, "sft", "steps")
+	p.add(1)
+	require.Contains(t, term.String(), "(1/10,")
+	p.add(1)
+	p.add(1) // within the throttle: not drawn yet
+	fmt.Fprintln(out, "checkpoint ckpt-000003")
+	_, below, ok := strings.Cut(term.String(), "checkpoint ckpt-000003\n")
+	require.True(t, ok)
+	require.Contains(t, below, "(3/10,", "the bar below the line: %q", below)
+	p.done()
+}
