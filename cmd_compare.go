@@ -101,11 +101,15 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 			return err
 		}
 		// What this comparison made; plots of modes it was not given stay,
-		// as comparisons of one mode at a time into one --out expect.
+		// as comparisons of one mode at a time into one --out expect. A
+		// comparison of runs removes the run plots it drew none of (the
+		// commit removes a name its stage lacks): an earlier comparison's
+		// would show other runs beside this one's.
 		names := []string{"summary.md"}
 		for _, p := range comparePlots {
 			name := p + "." + c.figures
-			if _, err := os.Stat(filepath.Join(stage.Dir(), name)); err == nil {
+			_, err := os.Stat(filepath.Join(stage.Dir(), name))
+			if err == nil || len(c.runs) > 0 && slices.Contains(runPlots, p) {
 				names = append(names, name)
 			}
 		}
@@ -138,6 +142,9 @@ func checkRunDir(arg, dir string) error {
 // comparePlots names the plots compare --out writes (each with the
 // format's extension), as many as it has curves for.
 var comparePlots = []string{"passk", "rsa", "sequential", "tokens", "entropy", "search-entropy", "heldout"}
+
+// runPlots are the comparePlots drawn from --run's training runs.
+var runPlots = []string{"entropy", "search-entropy", "heldout"}
 
 // givenPaths are the run directories and report files a compare or a
 // plot was given, to refuse one given twice.

@@ -377,3 +377,53 @@ func TestCompareRunSearchEntropy(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(summary), "search traces' entropy, first -> last steps")
 }
+
+// TestCompareRunPlotsOfEarlierRuns: a comparison of runs into an --out
+// where an earlier comparison of other runs drew plots this one has no
+// curve for (search-entropy.png of runs that logged entropy_search,
+// heldout.png of runs with held-out evaluations) removes them: left,
+// they would show the earlier runs beside this comparison's summary.md
+// and entropy.png. Report plots stay, as comparisons of one mode at a
+// time expect.
+func TestCompareRunPlotsOfEarlierRuns(t *testing.T) {
+	dir := t.TempDir()
+	runDir := func(name string, newer bool) string {
+		d := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		var metrics, evals string
+		for s := 1; s <= 4; s++ {
+			extra := ""
+			if newer {
+				extra = `, "entropy_search": 0.25`
+				evals += fmt.Sprintf(`{"step": %d, "problems": 2, "samples": 1, "points": [{"k": 1, "pass_at_k": 0.5, "majority_at_k": 0.5}]}`+"\n", s)
+			}
+			metrics += fmt.Sprintf(`{"step": %d, "search": {"traces": 2, "reward": 0.5, "mean_length": 3}, "entropy": 0.5%s}`+"\n", s, extra)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(d, "metrics.jsonl"), []byte(metrics), 0o644))
+		if newer {
+			require.NoError(t, os.WriteFile(filepath.Join(d, "eval.jsonl"), []byte(evals), 0o644))
+		}
+		return d
+	}
+	out := filepath.Join(dir, "report")
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(out, "passk.png"), []byte("an earlier passk comparison"), 0o644))
+	for _, tc := range []struct {
+		run  string
+		want []string
+	}{
+		{runDir("new", true), []string{"entropy.png", "heldout.png", "passk.png", "search-entropy.png", "summary.md"}},
+		{runDir("old", false), []string{"entropy.png", "passk.png", "summary.md"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"compare", "--out", out, "--run", "s=" + tc.run}, &cliEnv{stdout: &stdout, stderr: &stderr})
+		require.Zero(t, code, stderr.String())
+		entries, err := os.ReadDir(out)
+		require.NoError(t, err)
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Name())
+		}
+		require.Equal(t, tc.want, got, tc.run)
+	}
+}
