@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
 
@@ -1507,4 +1508,57 @@ func TestExportPEFTInterrupted(t *testing.T) {
 	entries, err := os.ReadDir(out)
 	require.NoError(t, err)
 	require.Empty(t, entries, "no adapter, no stage")
+}
+
+// TestSFTKilledWithinItsCommit: an sft killed (SIGKILL, a second Ctrl-C)
+// within the renames that move its model and log in left its checkpoints
+// and sft.jsonl.partial, which the run removes only after the commit,
+// and its log moved in was the partial itself (linked into the stage).
+// The rerun finished the commit (atomicfile.FinishKilled) and then left
+// them, without --overwrite (refused, as the model is written): the
+// finished run's checkpoints, which the README says go once the model is
+// written; with --overwrite it resumed the finished run and its commit
+// failed on every rerun ("remove .stage-N: directory not empty": the
+// staged log, a link of sft.jsonl itself, is not moved by rename). They
+// are now removed, as the killed run would have, before --out is looked
+// at: the rerun is then one after a finished run.
+func TestSFTKilledWithinItsCommit(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	for _, overwrite := range []bool{false, true} {
+		t.Run(fmt.Sprint("overwrite ", overwrite), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "sft")
+			args := []string{"sft", "--steps", "1", "--batch", "4", "--eval-every", "0", "--eval-problems", "2", "--threads", "1", "--quiet", "--out", out}
+			ctx := graphWrittenCtx{Context: context.Background(), dir: out, name: "model.onnx", cancelled: new(bool)}
+			var stderr bytes.Buffer
+			require.Equal(t, exitInterrupted, run(ctx, args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			partial := filepath.Join(out, rl.SFTLogFile+rl.PartialSuffix)
+			require.FileExists(t, partial)
+			require.DirExists(t, filepath.Join(out, rl.CheckpointsDir))
+
+			// What the kill left: the commit's record written, the model
+			// moved in, the log (the partial, linked) still in the stage.
+			stage := filepath.Join(out, ".stage-7")
+			require.NoError(t, os.Mkdir(stage, 0o755))
+			require.NoError(t, os.Link(partial, filepath.Join(stage, rl.SFTLogFile)))
+			require.NoError(t, os.WriteFile(filepath.Join(out, "model.onnx"), []byte("model"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(stage, ".commit"), []byte(`{"move":["model.onnx","sft.jsonl"],"remove":["model.onnx_data"]}`), 0o644))
+
+			stderr.Reset()
+			if !overwrite {
+				require.Equal(t, exitFailure, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}))
+				require.Contains(t, stderr.String(), "already holds a model")
+			} else {
+				require.Zero(t, run(context.Background(), append(args, "--overwrite"), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+				b, err := os.ReadFile(filepath.Join(out, "model.onnx"))
+				require.NoError(t, err)
+				require.NotEqual(t, "model", string(b), "the new run's model")
+			}
+			require.FileExists(t, filepath.Join(out, rl.SFTLogFile))
+			stages, err := filepath.Glob(filepath.Join(out, ".stage-*"))
+			require.NoError(t, err)
+			require.Empty(t, stages)
+			require.NoFileExists(t, partial, "the finished run's log in progress")
+			require.NoDirExists(t, filepath.Join(out, rl.CheckpointsDir), "the finished run's checkpoints")
+		})
+	}
 }
