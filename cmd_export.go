@@ -27,7 +27,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph; LoRA merged), hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files; LoRA merged) or peft (a LoRA checkpoint's adapters as a peft adapter directory)")
 	baseModel := fs.String("base-model", "", "peft only: the base model adapter_config.json names (base_model_name_or_path): a Hugging Face id or a transformers model directory such as an --format hf export (default: config.json's _name_or_path beside --model, as optimum writes the id there; else none)")
 	external := fs.Bool("external-data", false, "onnx only: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
-	return func(ctx context.Context, env *cliEnv, args []string) error {
+	return func(ctx context.Context, env *cliEnv, args []string) (err error) {
 		if *format != "onnx" && *format != "hf" && *format != "peft" {
 			return usageError{fmt.Errorf("--format %q: want onnx, hf or peft", *format)}
 		}
@@ -79,6 +79,19 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		if *format == "onnx" && !strings.EqualFold(filepath.Ext(*out), ".onnx") {
 			return usageError{fmt.Errorf("--out %s: --format onnx writes a .onnx file, its tokenizer and config.json beside it: want a path ending in .onnx (such as --out %s); --format hf writes a directory", *out, filepath.Join(*out, "model.onnx"))}
 		}
+		// The directory the files go to, and its parents, are made for
+		// them: an export that fails or is interrupted removes those it
+		// made again when they hold nothing.
+		outDir := *out
+		if *format == "onnx" {
+			outDir = filepath.Dir(*out)
+		}
+		created := missingDirs(outDir)
+		defer func() {
+			if err != nil {
+				removeEmptyDirs(created)
+			}
+		}()
 		r, err := mf.resolve(env.stderr)
 		if err != nil {
 			return err

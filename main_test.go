@@ -1491,7 +1491,7 @@ func TestSFTInterruptedWhileItsModelIsWritten(t *testing.T) {
 
 // TestExportPEFTInterrupted: a Ctrl-C while a peft export wrote its
 // adapters was not looked at: the export moved them in and exited 0. It
-// now leaves --out as it was and exits 130.
+// now leaves --out as it was (not there) and exits 130.
 func TestExportPEFTInterrupted(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
@@ -1505,9 +1505,7 @@ func TestExportPEFTInterrupted(t *testing.T) {
 	code := run(ctx, []string{"export", "--format", "peft", "--checkpoint", runDir, "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr})
 	require.Equal(t, exitInterrupted, code, stderr.String())
 	require.Equal(t, "spiral export: interrupted\n", stderr.String())
-	entries, err := os.ReadDir(out)
-	require.NoError(t, err)
-	require.Empty(t, entries, "no adapter, no stage")
+	require.NoDirExists(t, out, "no adapter, no stage, nor the directory made for them")
 }
 
 // TestSFTKilledWithinItsCommit: an sft killed (SIGKILL, a second Ctrl-C)
@@ -1559,6 +1557,50 @@ func TestSFTKilledWithinItsCommit(t *testing.T) {
 			require.Empty(t, stages)
 			require.NoFileExists(t, partial, "the finished run's log in progress")
 			require.NoDirExists(t, filepath.Join(out, rl.CheckpointsDir), "the finished run's checkpoints")
+		})
+	}
+}
+
+// TestExportInterruptedLeavesNoNewDirectory: an export interrupted while
+// it writes (or failing) into an --out whose directory it made left that
+// directory, and the new parents above it, behind empty, where it says
+// it leaves the files it was to replace as they were. They are now
+// removed again, as a refused train, sft or eval removes the --out it
+// made; an existing directory stays.
+func TestExportInterruptedLeavesNoNewDirectory(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"train", "--out", runDir, "--lora-rank", "2", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	for _, tc := range []struct {
+		format, file string // the file whose writing interrupts
+		onnx         bool   // --out is a file in the new directory
+	}{{"onnx", "model.onnx", true}, {"hf", model.HFWeightsFile, false}, {"peft", model.PEFTWeightsFile, false}} {
+		t.Run(tc.format, func(t *testing.T) {
+			top := filepath.Join(dir, "new-"+tc.format)
+			outDir := filepath.Join(top, "sub")
+			out := outDir
+			if tc.onnx {
+				out = filepath.Join(outDir, "model.onnx")
+			}
+			ctx := graphWrittenCtx{Context: context.Background(), dir: outDir, name: tc.file, cancelled: new(bool)}
+			var stderr bytes.Buffer
+			code := run(ctx, []string{"export", "--format", tc.format, "--checkpoint", runDir, "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitInterrupted, code, stderr.String())
+			require.Equal(t, "spiral export: interrupted\n", stderr.String())
+			require.NoDirExists(t, top, "the directories the interrupted export made")
+			require.DirExists(t, dir)
+
+			// An existing --out directory stays, with what it held.
+			require.NoError(t, os.MkdirAll(outDir, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(outDir, "notes.txt"), []byte("mine"), 0o644))
+			*ctx.cancelled = false
+			stderr.Reset()
+			code = run(ctx, []string{"export", "--format", tc.format, "--checkpoint", runDir, "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitInterrupted, code, stderr.String())
+			require.FileExists(t, filepath.Join(outDir, "notes.txt"))
 		})
 	}
 }
