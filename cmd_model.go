@@ -34,7 +34,7 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 	vocab := fs.Int("vocab", 0, "logits per position, at least the tokenizer's (0: the tokenizer's); ids past it are never produced, e.g. a real config's 151,936 for benchmarks")
 	config := fs.String("config", "", "start from the shape (layers, widths, heads, vocabulary, tied head) of a real config, "+strings.Join(memplan.Names(), ", ")+", which the shape flags given override; random weights, and --tokenizer's, not the real model's tokenizer (its vocabulary only widens the logits)")
 	overwrite := fs.Bool("overwrite", false, "replace a model already in --out")
-	return func(ctx context.Context, env *cliEnv, args []string) error {
+	return func(ctx context.Context, env *cliEnv, args []string) (err error) {
 		if len(args) > 0 || *out == "" {
 			return usageError{errors.New("usage: spiral init-model --out DIR [flags]")}
 		}
@@ -62,7 +62,6 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 			}
 		}
 		var tj []byte
-		var err error
 		var reads string // what the tokenizer's ids stand for
 		switch *tok {
 		case "char":
@@ -102,6 +101,14 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if err := checkWeightsFit(c); err != nil {
 			return err
 		}
+		// The directories made for --out are removed again when the
+		// run fails or is interrupted and they hold nothing.
+		created := missingDirs(*out)
+		defer func() {
+			if err != nil {
+				removeEmptyDirs(created)
+			}
+		}()
 		// A run killed while it moved its model in from the stage left
 		// part of it there: that model is whole again before --out is
 		// looked at.

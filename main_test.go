@@ -1604,3 +1604,25 @@ func TestExportInterruptedLeavesNoNewDirectory(t *testing.T) {
 		})
 	}
 }
+
+// TestInitModelInterruptedLeavesNoNewDirectory: init-model interrupted
+// (here once its stage holds model.onnx) into an --out that did not
+// exist left it, and the new parents above it, behind empty, where the
+// README says Ctrl-C leaves --out as it was. They are now removed again;
+// an existing --out stays with what it held.
+func TestInitModelInterruptedLeavesNoNewDirectory(t *testing.T) {
+	top := filepath.Join(t.TempDir(), "new")
+	out := filepath.Join(top, "m")
+	ctx := graphWrittenCtx{Context: context.Background(), dir: out, name: "model.onnx", cancelled: new(bool)}
+	var stderr bytes.Buffer
+	require.Equal(t, exitInterrupted, run(ctx, []string{"init-model", "--layers", "1", "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.Equal(t, "spiral init-model: interrupted\n", stderr.String())
+	require.NoDirExists(t, top)
+
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o644))
+	*ctx.cancelled = false
+	stderr.Reset()
+	require.Equal(t, exitInterrupted, run(ctx, []string{"init-model", "--layers", "1", "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.FileExists(t, filepath.Join(out, "notes.txt"))
+}
