@@ -373,20 +373,20 @@ func (s *modelSession) stopIDs() ([]int32, error) {
 // the serving engine of f (checked to serve its model), which gets
 // prompts as token ids and tokenizes with the session's tokenizer only
 // when it sends no ids back. The engine's token ids must lie in the
-// model's vocabulary: with pol, the learner's policy (the ids below c's
-// VocabLimit, the tokenizer's, which the learner's softmax is over:
-// model.ExecutorOptions.VocabLimit; pol's embedding rows without one),
-// or without pol the larger of the tokenizer's ids and config.json's
+// model's vocabulary: with pol, its logits, a completion being cut
+// before an id past c's VocabLimit (the tokenizer's ids, which the
+// learner's softmax is over: model.ExecutorOptions.VocabLimit), or
+// without pol the larger of the tokenizer's ids and config.json's
 // vocab_size.
 func (s *modelSession) generator(ctx context.Context, f engineFlags, pol *model.Policy, c rollout.SamplerConfig, warn io.Writer) (rollout.Generator, error) {
 	if f.engine == "local" {
 		return rollout.NewSampler(pol.LM, c)
 	}
-	vocab := s.tok.VocabSize()
+	vocab, policy := s.tok.VocabSize(), 0
 	if pol != nil {
 		vocab = pol.LM.Signature().Vocab
-		if c.VocabLimit > 0 {
-			vocab = min(vocab, c.VocabLimit)
+		if c.VocabLimit > 0 && c.VocabLimit < vocab {
+			policy = c.VocabLimit
 		}
 	} else {
 		hf, err := s.hfConfig()
@@ -396,7 +396,7 @@ func (s *modelSession) generator(ctx context.Context, f engineFlags, pol *model.
 		vocab = max(vocab, hf.VocabSize)
 	}
 	eng, err := rollout.NewOpenAI(rollout.OpenAIConfig{BaseURL: f.baseURL, Model: f.model, APIKey: os.Getenv(f.keyEnv), Sampling: c,
-		Concurrency: f.concurrency, Timeout: f.timeout, Vocab: vocab, Warn: warn,
+		Concurrency: f.concurrency, Timeout: f.timeout, Vocab: vocab, PolicyVocab: policy, Warn: warn,
 		Tokenize: func(text string) ([]int32, error) { return s.tok.Encode(text), nil }})
 	if err != nil {
 		return nil, err

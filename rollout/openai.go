@@ -54,6 +54,15 @@ type OpenAIConfig struct {
 	// Vocab, when > 0, is the size of the model's vocabulary: a
 	// completion holding a token id outside [0, Vocab) is an error.
 	Vocab int
+	// PolicyVocab, when > 0 (and below Vocab), is the policy's: the
+	// tokenizer's ids, which the learner's softmax is over
+	// (model.ExecutorOptions.VocabLimit). An engine samples from every
+	// logit, so a completion may hold an id in [PolicyVocab, Vocab), one
+	// of the model's padding logits, which the policy gives probability
+	// 0: it is cut before that id (Finish FinishLength, as at the token
+	// limit), with a warning the first time, rather than failing a run
+	// for a sample of probability near 0.
+	PolicyVocab int
 	// Tokenize turns a completion's text into ids when the server sends
 	// none; nil makes such a server an error.
 	Tokenize func(text string) ([]int32, error)
@@ -95,7 +104,10 @@ type OpenAI struct {
 	warnOnce sync.Once
 	// badLogProbs warns once of log-probabilities left out.
 	badLogProbs sync.Once
-	warnMu      sync.Mutex // serializes the lines written to cfg.Warn
+	// pastPolicy warns once of a completion cut before an id past
+	// PolicyVocab.
+	pastPolicy sync.Once
+	warnMu     sync.Mutex // serializes the lines written to cfg.Warn
 	// lastRetry is when the last retry line was written and
 	// quietRetries how many retries were not announced since (warnMu).
 	lastRetry    time.Time
@@ -154,6 +166,9 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	}
 	if cfg.Vocab < 0 {
 		return nil, fmt.Errorf("rollout: engine: vocabulary size %d: want >= 0 (0 = unchecked)", cfg.Vocab)
+	}
+	if cfg.PolicyVocab < 0 || cfg.Vocab > 0 && cfg.PolicyVocab > cfg.Vocab {
+		return nil, fmt.Errorf("rollout: engine: policy vocabulary %d: want 0 (none) to the vocabulary size %d", cfg.PolicyVocab, cfg.Vocab)
 	}
 	cfg.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
 	if cfg.Concurrency <= 0 {
@@ -884,6 +899,19 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 			if id < 0 || int(id) >= v {
 				return Completion{}, fmt.Errorf("rollout: engine: %s/completions answered token id %d (completion token %d of %d), outside the model's vocabulary of %d ids [0, %d)",
 					o.cfg.BaseURL, id, i, len(c.Tokens), v, v)
+			}
+		}
+	}
+	if p := o.cfg.PolicyVocab; p > 0 {
+		if i := slices.IndexFunc(c.Tokens, func(id int32) bool { return int(id) >= p }); i >= 0 {
+			id := c.Tokens[i]
+			o.pastPolicy.Do(func() {
+				o.warnf("spiral: warning: %s/completions sampled token id %d, past the tokenizer's %d ids (a padding logit of the model, which spiral's policy, the softmax over the tokenizer's ids, gives probability 0): its completion is cut before it, as at the token limit (later ones are cut without a word)\n",
+					o.cfg.BaseURL, id, p)
+			})
+			c.Tokens, c.Finish = c.Tokens[:i], FinishLength
+			if c.EngineLogProbs != nil {
+				c.EngineLogProbs = c.EngineLogProbs[:i]
 			}
 		}
 	}

@@ -913,3 +913,58 @@ func TestOpenAIConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenAIPolicyVocab: an engine samples from every logit, so a
+// completion may hold one of the model's padding ids, past the
+// tokenizer's (PolicyVocab, 40 here, of 49 logits), which the policy
+// gives probability 0: the completion is cut before it (finish length,
+// its engine log-probabilities with it), with one warning for all; an
+// id past the logits is still refused.
+func TestOpenAIPolicyVocab(t *testing.T) {
+	answers := map[int32]string{
+		1: `{"choices":[{"text":"","token_ids":[5,44,7,2],"finish_reason":"stop","logprobs":{"token_logprobs":[-0.5,-20,-1,-0.1]}}]}`,
+		2: `{"choices":[{"text":"","token_ids":[40],"finish_reason":"length"}]}`,
+		3: `{"choices":[{"text":"","token_ids":[5,39,2],"finish_reason":"stop"}]}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			_, _ = w.Write([]byte(`{"data":[{"id":"served"}]}`))
+			return
+		}
+		var req struct {
+			Prompt []int32 `json:"prompt"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Prompt) == 0 {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		_, _ = w.Write([]byte(answers[req.Prompt[0]]))
+	}))
+	defer srv.Close()
+	cfg := engineConfig(srv.URL)
+	var warn bytes.Buffer
+	cfg.Concurrency, cfg.Vocab, cfg.PolicyVocab, cfg.Warn = 1, 49, 40, &warn
+	eng, err := rollout.NewOpenAI(cfg)
+	require.NoError(t, err)
+	out, _, err := eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}, {Prompt: []int32{2}}, {Prompt: []int32{3}}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []int32{5}, out[0].Tokens)
+	require.Equal(t, rollout.FinishLength, out[0].Finish)
+	require.Equal(t, []float32{-0.5}, out[0].EngineLogProbs)
+	require.Empty(t, out[1].Tokens)
+	require.Equal(t, rollout.FinishLength, out[1].Finish)
+	require.Equal(t, []int32{5, 39, 2}, out[2].Tokens, "the tokenizer's last id is the policy's")
+	require.Equal(t, rollout.FinishStop, out[2].Finish)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	require.Equal(t, "spiral: warning: http://"+host+"/v1/completions sampled token id 44, past the tokenizer's 40 ids (a padding logit of the model, which spiral's policy, the softmax over the tokenizer's ids, gives probability 0): its completion is cut before it, as at the token limit (later ones are cut without a word)\n", warn.String())
+
+	// Past the logits it is the engine serving another model: refused.
+	answers[1] = `{"choices":[{"text":"","token_ids":[5,49],"finish_reason":"stop"}]}`
+	_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
+	require.ErrorContains(t, err, "answered token id 49 (completion token 1 of 2), outside the model's vocabulary of 49 ids [0, 49)")
+
+	// A policy vocabulary past the model's is a configuration error.
+	cfg.PolicyVocab = 50
+	_, err = rollout.NewOpenAI(cfg)
+	require.ErrorContains(t, err, "policy vocabulary 50: want 0 (none) to the vocabulary size 49")
+}

@@ -415,9 +415,12 @@ func TestEngineFailures(t *testing.T) {
 		{name: "token id beyond the vocabulary in training", train: true, answer: ids("[99999]"), code: 1,
 			want: []string{"answered token id 99999 (completion token 0 of 1), outside the model's vocabulary of 49 ids [0, 49)"}, longest: time.Minute},
 		// Within the model's logits but past the tokenizer's ids, which
-		// the policy gives probability 0: it was trained on.
-		{name: "token id past the tokenizer's in training", train: true, answer: ids("[55]"), args: []string{"--model", wide}, code: 1,
-			want: []string{"answered token id 55 (completion token 0 of 1), outside the model's vocabulary of 49 ids [0, 49)"}, longest: time.Minute},
+		// the policy gives probability 0 (it was trained on, then it
+		// failed the run): the completion is cut before it.
+		{name: "token id past the tokenizer's in training", train: true, answer: ids("[55]"), args: []string{"--model", wide},
+			want: []string{"spiral: warning: URL/v1/completions sampled token id 55, past the tokenizer's 49 ids (a padding logit of the model, which spiral's policy, the softmax over the tokenizer's ids, gives probability 0): its completion is cut before it"}, longest: time.Minute},
+		{name: "token id past the logits in training", train: true, answer: ids("[60]"), args: []string{"--model", wide}, code: 1,
+			want: []string{"answered token id 60 (completion token 0 of 1), outside the model's vocabulary of 60 ids [0, 60)"}, longest: time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls atomic.Int32
