@@ -126,6 +126,15 @@ func reportSkipped(warn io.Writer, rows []data.SkippedRow) {
 	}
 }
 
+// tooLong says that n problems, all a command was given, are too long
+// for the model: "are all too long", or of one "is too long".
+func tooLong(n int) string {
+	if n == 1 {
+		return "is too long"
+	}
+	return "are all too long"
+}
+
 // fitContext drops the problems whose search prompt cannot be completed
 // within the model's context (c.ContextLength, when known): the prompt
 // plus c.MaxNewTokens must fit. Each dropped problem is reported on warn

@@ -93,11 +93,11 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	}
 	skipped := before - len(problems)
 	if len(problems) == 0 {
-		which := fmt.Sprintf("the %d", before)
+		which := "the " + rollout.Plural(before, "problem")
 		if before < len(ds.Problems) {
-			which = fmt.Sprintf("the first %d (--limit)", before) // as train says of its held-out problems
+			which = "the first " + rollout.Plural(before, "problem") + " (--limit)" // as train says of its held-out problems
 		}
-		return fmt.Errorf("no problems to evaluate: %s of %s are all too long for the model (listed above)", which, dsName)
+		return fmt.Errorf("no problems to evaluate: %s of %s %s for the model (listed above)", which, dsName, tooLong(before))
 	}
 	var pol *model.Policy
 	var ckpt string // the checkpoint loaded

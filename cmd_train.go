@@ -148,7 +148,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		return err
 	}
 	if len(problems) == 0 {
-		return fmt.Errorf("no usable problems in %s: the %d are all too long for the model (listed above)", dataName, len(ds.Problems))
+		return fmt.Errorf("no usable problems in %s: the %s %s for the model (listed above)", dataName, rollout.Plural(len(ds.Problems), "problem"), tooLong(len(ds.Problems)))
 	}
 	if len(problems) < len(ds.Problems) {
 		ds = data.NewDataset(ds.Path, problems)
@@ -161,7 +161,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 			return err
 		}
 		if len(held) == 0 {
-			return fmt.Errorf("no held-out problems to evaluate: the first %d of %s are all too long for the model (listed above)", n, heldName)
+			return fmt.Errorf("no held-out problems to evaluate: the first %s of %s %s for the model (listed above)", rollout.Plural(n, "problem"), heldName, tooLong(n))
 		}
 	}
 	// The run directory is locked before the policy's artifacts are

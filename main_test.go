@@ -1626,3 +1626,46 @@ func TestInitModelInterruptedLeavesNoNewDirectory(t *testing.T) {
 	require.Equal(t, exitInterrupted, run(ctx, []string{"init-model", "--layers", "1", "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
 	require.FileExists(t, filepath.Join(out, "notes.txt"))
 }
+
+// TestTooLongCountsSingular: the refusal of problems all too long for the
+// model said of one "the 1 are all too long" (train), "the 1 of X are
+// all too long" (eval) and "the first 1 of X are all too long" (train's
+// held-out problems).
+func TestTooLongCountsSingular(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	one := filepath.Join(dir, "one.jsonl")
+	require.NoError(t, os.WriteFile(one, []byte(`{"problem":"Solve x+1=2.","answer":"1"}`+"\n"), 0o644))
+	row := func(last int) string {
+		return fmt.Sprintf(`{"problem":%q,"answer":"3"}`+"\n", "Compute "+strings.Repeat("1+", 2_100)+fmt.Sprint(last)+".")
+	}
+	long := filepath.Join(dir, "long.jsonl")
+	require.NoError(t, os.WriteFile(long, []byte(row(1)), 0o644))
+	longs := filepath.Join(dir, "longs.jsonl")
+	require.NoError(t, os.WriteFile(longs, []byte(row(1)+row(2)+row(3)), 0o644))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"train", []string{"train", "--data", long, "--max-new-tokens", "8", "--algo", "grpo", "--group", "2", "--steps", "1", "--out", filepath.Join(dir, "t1")},
+			"no usable problems in " + long + ": the 1 problem is too long for the model (listed above)"},
+		{"train, three", []string{"train", "--data", longs, "--max-new-tokens", "8", "--algo", "grpo", "--group", "2", "--steps", "1", "--out", filepath.Join(dir, "t3")},
+			"no usable problems in " + longs + ": the 3 problems are all too long for the model (listed above)"},
+		{"train's held-out", []string{"train", "--data", one, "--eval-data", long, "--max-new-tokens", "8", "--algo", "grpo", "--group", "2", "--steps", "1", "--out", filepath.Join(dir, "th")},
+			"no held-out problems to evaluate: the first 1 problem of " + long + " is too long for the model (listed above)"},
+		{"eval", []string{"eval", "--data", long, "--max-new-tokens", "8", "--out", filepath.Join(dir, "e1")},
+			"no problems to evaluate: the 1 problem of " + long + " is too long for the model (listed above)"},
+		{"eval, three", []string{"eval", "--data", longs, "--max-new-tokens", "8", "--out", filepath.Join(dir, "e3")},
+			"no problems to evaluate: the 3 problems of " + longs + " are all too long for the model (listed above)"},
+		{"eval --limit", []string{"eval", "--data", longs, "--limit", "1", "--max-new-tokens", "8", "--out", filepath.Join(dir, "el")},
+			"no problems to evaluate: the first 1 problem (--limit) of " + longs + " is too long for the model (listed above)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append(tc.args, "--quiet", "--threads", "1"), &cliEnv{stdout: &stdout, stderr: &stderr})
+			require.Equal(t, exitFailure, code, stderr.String())
+			require.Contains(t, stderr.String(), tc.want)
+		})
+	}
+}

@@ -283,12 +283,12 @@ func TestMalformedInputs(t *testing.T) {
 		fail("malformed row", []string{"bad.jsonl:2"}, train("--data", bad)...),
 		fail("no usable problems", []string{"noanswers.jsonl:1", "empty answer", "none of the 1 records is usable"}, train("--data", noAnswers)...),
 		fail("problem over the size cap", []string{"huge.jsonl:1", "100000-byte cap"}, train("--data", huge)...),
-		fail("problem longer than the context", []string{"long.jsonl:1", "need", "the model has 4096", "no usable problems in " + long + ": the 1 are all too long for the model"}, train("--data", long, "--max-new-tokens", "8")...),
-		fail("eval: every problem longer than the context", []string{"long.jsonl:1", "the model has 4096", "no problems to evaluate: the 1 of " + long + " are all too long for the model"},
+		fail("problem longer than the context", []string{"long.jsonl:1", "need", "the model has 4096", "no usable problems in " + long + ": the 1 problem is too long for the model"}, train("--data", long, "--max-new-tokens", "8")...),
+		fail("eval: every problem longer than the context", []string{"long.jsonl:1", "the model has 4096", "no problems to evaluate: the 1 problem of " + long + " is too long for the model"},
 			"eval", "--model", good, "--data", long, "--max-new-tokens", "8", "--out", f.path("eval-long"), "--quiet"),
 		// --limit keeps the first problems: the message does not pass them
 		// off as the whole file.
-		fail("eval: every problem within --limit longer than the context", []string{"no problems to evaluate: the first 1 (--limit) of " + longs + " are all too long for the model"},
+		fail("eval: every problem within --limit longer than the context", []string{"no problems to evaluate: the first 1 problem (--limit) of " + longs + " is too long for the model"},
 			"eval", "--model", good, "--data", longs, "--limit", "1", "--max-new-tokens", "8", "--out", f.path("eval-longs"), "--quiet"),
 		fail("missing held-out data", []string{f.path("absent-eval.jsonl")}, train("--data", data, "--eval-data", f.path("absent-eval.jsonl"))...),
 		fail("held-out data read with --data's field flags", []string{"--eval-data", "ok.jsonl:1", `id field "key"`, "read with the --problem-field, --answer-field, --id-field and --format given for --data"}, train("--data", keyed, "--id-field", "key", "--eval-data", data)...),

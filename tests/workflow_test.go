@@ -746,7 +746,7 @@ func TestHeldOutPastContext(t *testing.T) {
 		{"one of two too long", long + `{"problem":"Solve x+2=4.","answer":"2"}` + "\n", 0,
 			[]string{"/held.jsonl:1: search prompt of", "eval   1  held-out pass@1", "(1 problem)\n", "held-out summary:"}},
 		{"all too long", long, 1,
-			[]string{"/held.jsonl:1: search prompt of", "no held-out problems to evaluate: the first 1 of "}},
+			[]string{"/held.jsonl:1: search prompt of", "no held-out problems to evaluate: the first 1 problem of "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, _ := trainOnHeldOut(t, filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")), data, tc.held, "1")
