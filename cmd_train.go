@@ -71,7 +71,11 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		return err
 	}
 	if n := len(ds.Problems); f.cfg.Problems > n {
-		fmt.Fprintf(env.stderr, "spiral: warning: --problems %d is more than the %s of %s: a step draws some of them more than once\n", f.cfg.Problems, rollout.Plural(n, "problem"), dataName)
+		them := "some of them"
+		if n == 1 {
+			them = "it"
+		}
+		fmt.Fprintf(env.stderr, "spiral: warning: --problems %d is more than the %s of %s: a step draws %s more than once\n", f.cfg.Problems, rollout.Plural(n, "problem"), dataName, them)
 	}
 	// The held-out problems serve the evaluations during training and the
 	// final RSA, each on when asked for.
@@ -118,12 +122,12 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		return err
 	}
 	if shared := data.Shared(ds.Problems, held); len(shared) > 0 {
-		are := "are training problems"
+		are, first, them := "are training problems", "the first: ", "them"
 		if len(shared) == 1 {
-			are = "is a training problem"
+			are, first, them = "is a training problem", "", "it"
 		}
-		fmt.Fprintf(env.stderr, "spiral: warning: %d of the %s of %s %s of %s too (the first: %s at %s): the held-out accuracy counts them as new; give held-out problems that --data lacks\n",
-			len(shared), rollout.Plural(len(held), "held-out problem"), heldName, are, dataName, shared[0].ID, shared[0].Source)
+		fmt.Fprintf(env.stderr, "spiral: warning: %d of the %s of %s %s of %s too (%s%s at %s): the held-out accuracy counts %s as new; give held-out problems that --data lacks\n",
+			len(shared), rollout.Plural(len(held), "held-out problem"), heldName, are, dataName, first, shared[0].ID, shared[0].Source, them)
 	}
 
 	arts, err := f.params.artifacts()

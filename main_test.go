@@ -1669,3 +1669,41 @@ func TestTooLongCountsSingular(t *testing.T) {
 		})
 	}
 }
+
+// TestTrainOneProblemReadsAsOne: of one problem train's warnings said "a
+// step draws some of them more than once" (--problems past the data's
+// one problem) and, of one held-out problem that --data holds too, "(the
+// first: ...): the held-out accuracy counts them as new".
+// (The run is interrupted before its first step: the context is
+// cancelled.)
+func TestTrainOneProblemReadsAsOne(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	one := filepath.Join(dir, "one.jsonl")
+	require.NoError(t, os.WriteFile(one, []byte(`{"problem":"Solve x+1=2.","answer":"1"}`+"\n"), 0o644))
+	two := filepath.Join(dir, "two.jsonl")
+	require.NoError(t, os.WriteFile(two, []byte(`{"problem":"Solve x+1=2.","answer":"1"}`+"\n"+`{"problem":"Solve x+3=5.","answer":"2"}`+"\n"), 0o644))
+	for _, tc := range []struct {
+		name, data, held string
+		want             []string
+	}{
+		{"one", one, one, []string{
+			"spiral: warning: --problems 3 is more than the 1 problem of " + one + ": a step draws it more than once\n",
+			"spiral: warning: 1 of the 1 held-out problem of " + one + " is a training problem of " + one + " too (one.jsonl:0 at " + one + ":1): the held-out accuracy counts it as new; give held-out problems that --data lacks\n"}},
+		{"two", two, two, []string{
+			"spiral: warning: --problems 3 is more than the 2 problems of " + two + ": a step draws some of them more than once\n",
+			"spiral: warning: 2 of the 2 held-out problems of " + two + " are training problems of " + two + " too (the first: two.jsonl:0 at " + two + ":1): the held-out accuracy counts them as new; give held-out problems that --data lacks\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var stdout, stderr bytes.Buffer
+			code := run(ctx, []string{"train", "--data", tc.data, "--eval-data", tc.held, "--algo", "grpo", "--group", "2", "--problems", "3", "--steps", "1",
+				"--out", filepath.Join(dir, tc.name), "--quiet", "--threads", "1"}, &cliEnv{stdout: &stdout, stderr: &stderr})
+			require.Equal(t, exitInterrupted, code, stderr.String())
+			for _, w := range tc.want {
+				require.Contains(t, stderr.String(), w)
+			}
+		})
+	}
+}

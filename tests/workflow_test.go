@@ -793,7 +793,7 @@ func TestHeldOutSharedWithData(t *testing.T) {
 				require.NotContains(t, r.stderr, "training problem")
 				return
 			}
-			requireExit(t, r, 0, nil, tc.want, held+" is a training problem of "+data+" too (the first: held.jsonl:1 at "+held+":2)")
+			requireExit(t, r, 0, nil, tc.want, held+" is a training problem of "+data+" too (held.jsonl:1 at "+held+":2): the held-out accuracy counts it as new")
 		})
 	}
 }
