@@ -885,14 +885,6 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 			ids = append(ids, s.StopIDs[0])
 		}
 		c.Tokens = ids
-	} else if lp := ch.Logprobs; lp != nil {
-		var bad string
-		c.EngineLogProbs, bad = engineLogProbs(lp.TokenLogprobs, len(c.Tokens))
-		if bad != "" {
-			o.badLogProbs.Do(func() {
-				o.warnf("spiral: warning: %s/completions answered %s; such completions keep no engine log-probabilities (engine_logprob_diff leaves them out)\n", o.cfg.BaseURL, bad)
-			})
-		}
 	}
 	if v := o.cfg.Vocab; v > 0 {
 		for i, id := range c.Tokens {
@@ -910,9 +902,22 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 					o.cfg.BaseURL, id, p)
 			})
 			c.Tokens, c.Finish = c.Tokens[:i], FinishLength
-			if c.EngineLogProbs != nil {
-				c.EngineLogProbs = c.EngineLogProbs[:i]
-			}
+		}
+	}
+	if lp := ch.Logprobs; ch.TokenIDs != nil && lp != nil {
+		// Those of the tokens kept: a padding id cut off may have one no
+		// probability has. A count other than the tokens' is told as it
+		// was answered.
+		lps, n := lp.TokenLogprobs, len(ch.TokenIDs)
+		if len(lps) == n {
+			lps, n = lps[:len(c.Tokens)], len(c.Tokens)
+		}
+		var bad string
+		c.EngineLogProbs, bad = engineLogProbs(lps, n)
+		if bad != "" {
+			o.badLogProbs.Do(func() {
+				o.warnf("spiral: warning: %s/completions answered %s; such completions keep no engine log-probabilities (engine_logprob_diff leaves them out)\n", o.cfg.BaseURL, bad)
+			})
 		}
 	}
 	if len(c.Tokens) > s.MaxNewTokens {

@@ -968,3 +968,29 @@ func TestOpenAIPolicyVocab(t *testing.T) {
 	_, err = rollout.NewOpenAI(cfg)
 	require.ErrorContains(t, err, "policy vocabulary 50: want 0 (none) to the vocabulary size 49")
 }
+
+// TestOpenAIPolicyVocabLogProbs: the engine's log-probability of a
+// padding id it sampled, one no probability has in float32 (-1e39,
+// -Inf there), took away the log-probabilities of the tokens kept before
+// it and warned of them, although the cut leaves that token out.
+func TestOpenAIPolicyVocabLogProbs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			_, _ = w.Write([]byte(`{"data":[{"id":"served"}]}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"choices":[{"text":"","token_ids":[5,44,7],"finish_reason":"length","logprobs":{"token_logprobs":[-0.5,-1e39,-1]}}]}`))
+	}))
+	defer srv.Close()
+	cfg := engineConfig(srv.URL)
+	var warn bytes.Buffer
+	cfg.Concurrency, cfg.Vocab, cfg.PolicyVocab, cfg.Warn = 1, 49, 40, &warn
+	eng, err := rollout.NewOpenAI(cfg)
+	require.NoError(t, err)
+	out, _, err := eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []int32{5}, out[0].Tokens)
+	require.Equal(t, []float32{-0.5}, out[0].EngineLogProbs)
+	require.NotContains(t, warn.String(), "keep no engine log-probabilities")
+	require.Contains(t, warn.String(), "sampled token id 44, past the tokenizer's 40 ids")
+}
