@@ -28,11 +28,13 @@
 #   OUT      the study directory (default: runs/study)
 #   STEPS    training steps per run (default: 50)
 #   SEEDS    seeds, distinct whole numbers >= 1 (default: "1 2 3")
-#   ALGOS    algorithms, each once, of spiral, grpo, agg-only, search-only
-#            and spiral-2r (default: "spiral grpo agg-only"); the first is
-#            the reference of the comparison. Besides the --algo names,
-#            spiral-2r is SPIRAL with two aggregation rounds at the same
-#            24 traces (--k 4 --n2 2 --agg-rounds 2)
+#   ALGOS    algorithms, each once, of spiral, grpo, agg-only, search-only,
+#            spiral-2r and spiral-own (default: "spiral grpo agg-only");
+#            the first is the reference of the comparison. Besides the
+#            --algo names, spiral-2r is SPIRAL with two aggregation rounds
+#            at the same 24 traces (--k 4 --n2 2 --agg-rounds 2), and
+#            spiral-own SPIRAL whose search traces are credited for their
+#            own reward too (--search-own-reward 1; not in the paper)
 #   PROBLEMS problems per training step, every algorithm alike (default:
 #            16, nearer the paper's 256 than train's default of 8, the
 #            study's default before: 40 minutes on 2 idle cores; 32
@@ -109,8 +111,8 @@ SEEDS=${words[*]}
 read -rd "" -a words <<<"$ALGOS" || true
 ((${#words[@]})) || refuse ALGOS "one or more algorithms"
 for algo in "${words[@]}"; do
-	[[ $algo =~ ^(spiral|grpo|agg-only|search-only|spiral-2r)$ ]] ||
-		refuse ALGOS "spiral, grpo, agg-only, search-only or spiral-2r ($algo is not)"
+	[[ $algo =~ ^(spiral|grpo|agg-only|search-only|spiral-2r|spiral-own)$ ]] ||
+		refuse ALGOS "spiral, grpo, agg-only, search-only, spiral-2r or spiral-own ($algo is not)"
 done
 [[ $(printf '%s\n' "${words[@]}" | sort | uniq -d) == "" ]] || refuse ALGOS "each algorithm once"
 ALGOS=${words[*]}
@@ -170,6 +172,7 @@ evaluate() { # label seed [--checkpoint DIR]: the evaluations not done yet
 train_flags() { # algo: the training flags of an ALGOS name
 	case $1 in
 	spiral-2r) echo --algo spiral --k 4 --n2 2 --agg-rounds 2 ;;
+	spiral-own) echo --algo spiral --search-own-reward 1 ;;
 	*) echo --algo "$1" ;;
 	esac
 }
