@@ -373,11 +373,12 @@ func (s *modelSession) stopIDs() ([]int32, error) {
 // the serving engine of f (checked to serve its model), which gets
 // prompts as token ids and tokenizes with the session's tokenizer only
 // when it sends no ids back. The engine's token ids must lie in the
-// model's vocabulary: with pol, its logits, a completion being cut
-// before an id past c's VocabLimit (the tokenizer's ids, which the
-// learner's softmax is over: model.ExecutorOptions.VocabLimit), or
-// without pol the larger of the tokenizer's ids and config.json's
-// vocab_size.
+// model's vocabulary, pol's logits or, without pol, the larger of the
+// tokenizer's ids and config.json's vocab_size; a completion is cut
+// before an id past c's VocabLimit (the tokenizer's ids, which the local
+// sampler draws from and the learner's softmax is over:
+// model.ExecutorOptions.VocabLimit), so that train and eval count it
+// alike.
 func (s *modelSession) generator(ctx context.Context, f engineFlags, pol *model.Policy, c rollout.SamplerConfig, warn io.Writer) (rollout.Generator, error) {
 	if f.engine == "local" {
 		return rollout.NewSampler(pol.LM, c)
@@ -385,15 +386,15 @@ func (s *modelSession) generator(ctx context.Context, f engineFlags, pol *model.
 	vocab, policy := s.tok.VocabSize(), 0
 	if pol != nil {
 		vocab = pol.LM.Signature().Vocab
-		if c.VocabLimit > 0 && c.VocabLimit < vocab {
-			policy = c.VocabLimit
-		}
 	} else {
 		hf, err := s.hfConfig()
 		if err != nil {
 			return nil, err
 		}
 		vocab = max(vocab, hf.VocabSize)
+	}
+	if c.VocabLimit > 0 && c.VocabLimit < vocab {
+		policy = c.VocabLimit
 	}
 	eng, err := rollout.NewOpenAI(rollout.OpenAIConfig{BaseURL: f.baseURL, Model: f.model, APIKey: os.Getenv(f.keyEnv), Sampling: c,
 		Concurrency: f.concurrency, Timeout: f.timeout, Vocab: vocab, PolicyVocab: policy, Warn: warn,

@@ -419,6 +419,11 @@ func TestEngineFailures(t *testing.T) {
 		// failed the run): the completion is cut before it.
 		{name: "token id past the tokenizer's in training", train: true, answer: ids("[55]"), args: []string{"--model", wide},
 			want: []string{"spiral: warning: URL/v1/completions sampled token id 55, past the tokenizer's 49 ids (a padding logit of the model, which spiral's policy, the softmax over the tokenizer's ids, gives probability 0): its completion is cut before it"}, longest: time.Minute},
+		// Eval reads no policy (config.json's vocab_size is the logits')
+		// and cuts such a completion alike; it kept the id, decoded to
+		// nothing.
+		{name: "token id past the tokenizer's in eval", answer: ids("[55]"), args: []string{"--model", wide},
+			want: []string{"spiral: warning: URL/v1/completions sampled token id 55, past the tokenizer's 49 ids"}, calls: 1, longest: time.Minute},
 		{name: "token id past the logits in training", train: true, answer: ids("[60]"), args: []string{"--model", wide}, code: 1,
 			want: []string{"answered token id 60 (completion token 0 of 1), outside the model's vocabulary of 60 ids [0, 60)"}, longest: time.Minute},
 	} {
