@@ -1155,9 +1155,7 @@ func TestExportSidecarsOfTrainedWeights(t *testing.T) {
 // train and artifacts failed with exit 1 and "model: M: model: lora: rank
 // 65 exceeds ...", which named no flag.
 func TestLoRARankPastProjection(t *testing.T) {
-	if os.Getenv("ONNXRUNTIME_LIB") == "" && os.Getenv("CI") == "" {
-		t.Skip("ONNXRUNTIME_LIB unset: run make test")
-	}
+	skipWithoutRuntime(t)
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	const want = "--lora-rank 65: model.layers.0.self_attn.q_proj is [64, 128]: want at most 64, the smaller side, past which an adapter is no more expressive\n"
 	dir := t.TempDir()
@@ -1196,9 +1194,7 @@ func TestLoRARankPastProjection(t *testing.T) {
 // eval --mode rsa with --subset 1, for which it fails; the check is
 // before train's run directory exists.
 func TestAggregateTemplateOfTheRunsSize(t *testing.T) {
-	if os.Getenv("ONNXRUNTIME_LIB") == "" && os.Getenv("CI") == "" {
-		t.Skip("ONNXRUNTIME_LIB unset: run make test")
-	}
+	skipWithoutRuntime(t)
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
 	agg := filepath.Join(dir, "agg.txt")
@@ -1251,9 +1247,7 @@ func TestTrainStructurallyZeroWarnings(t *testing.T) {
 // where nothing renders an aggregation prompt. The runs are refused
 // after it, by their --lora-rank.
 func TestUnreadableTemplateOfTheRunsSize(t *testing.T) {
-	if os.Getenv("ONNXRUNTIME_LIB") == "" && os.Getenv("CI") == "" {
-		t.Skip("ONNXRUNTIME_LIB unset: run make test")
-	}
+	skipWithoutRuntime(t)
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
 	agg := filepath.Join(dir, "agg.txt")
@@ -1291,9 +1285,7 @@ func requireStderrOfUsage(t *testing.T, args []string, want string) {
 // problems unreadable. The run is refused after the warnings, by its
 // --lora-rank.
 func TestUnreadableProblemsBesideTemplate(t *testing.T) {
-	if os.Getenv("ONNXRUNTIME_LIB") == "" && os.Getenv("CI") == "" {
-		t.Skip("ONNXRUNTIME_LIB unset: run make test")
-	}
+	skipWithoutRuntime(t)
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
 	search := filepath.Join(dir, "search.txt")
@@ -1319,9 +1311,7 @@ func TestUnreadableProblemsBesideTemplate(t *testing.T) {
 // eval's problems are; before, generate fed the <unk> ids without a word
 // (a synthetic-task tokenizer given English read it as <unk>s).
 func TestGenerateUnreadablePrompt(t *testing.T) {
-	if os.Getenv("ONNXRUNTIME_LIB") == "" && os.Getenv("CI") == "" {
-		t.Skip("ONNXRUNTIME_LIB unset: run make test")
-	}
+	skipWithoutRuntime(t)
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	for _, raw := range []string{"--raw=false", "--raw=true"} {
 		var stderr bytes.Buffer
@@ -1337,9 +1327,7 @@ func TestGenerateUnreadablePrompt(t *testing.T) {
 // a log-probability a token), the same completions the text output
 // shows, in the same order.
 func TestGenerateJSONL(t *testing.T) {
-	if os.Getenv("ONNXRUNTIME_LIB") == "" && os.Getenv("CI") == "" {
-		t.Skip("ONNXRUNTIME_LIB unset: run make test")
-	}
+	skipWithoutRuntime(t)
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	args := []string{"generate", "--n", "2", "--seed", "3", "--max-new-tokens", "40", "1+2=x", "4+x=9"}
 	var text, lines, stderr bytes.Buffer
@@ -1705,5 +1693,15 @@ func TestTrainOneProblemReadsAsOne(t *testing.T) {
 				require.Contains(t, stderr.String(), w)
 			}
 		})
+	}
+}
+
+// skipWithoutRuntime skips a test that runs a model when the ONNX
+// Runtime library is not set up ($ONNXRUNTIME_LIB, from make test's
+// setup), outside CI, where it must be.
+func skipWithoutRuntime(t *testing.T) {
+	t.Helper()
+	if os.Getenv("ONNXRUNTIME_LIB") == "" && os.Getenv("CI") == "" {
+		t.Skip("ONNXRUNTIME_LIB unset: run make test")
 	}
 }
