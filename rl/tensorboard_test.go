@@ -257,17 +257,8 @@ func TestRunTensorBoard(t *testing.T) {
 // resumes and logs on: it only shows the training.
 func TestRunTensorBoardDamagedFile(t *testing.T) {
 	dir := t.TempDir()
-	h := newRunHarness(t, dir, 1)
-	h.cfg.TensorBoard = true
-	require.NoError(t, h.run(context.Background()))
-	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
-	require.NoError(t, err)
-	require.Len(t, files, 1)
-	b, err := os.ReadFile(files[0])
-	require.NoError(t, err)
-	b[len(b)-1] ^= 1
-	require.NoError(t, os.WriteFile(files[0], b, 0o644))
-	h = newRunHarness(t, dir, 2)
+	files, b := damagedTensorBoardRun(t, dir)
+	h := newRunHarness(t, dir, 2)
 	h.cfg.TensorBoard = true
 	require.NoError(t, h.run(context.Background()))
 	require.Contains(t, h.log.String(), "spiral: warning: tfevents: "+files[0]+": record at byte ")
@@ -286,21 +277,12 @@ func TestRunTensorBoardDamagedFile(t *testing.T) {
 // the resumed run's backfill; the one its damage hides is.
 func TestRunTensorBoardDamagedFileBackfill(t *testing.T) {
 	dir := t.TempDir()
-	h := newRunHarness(t, dir, 1)
-	h.cfg.TensorBoard = true
-	require.NoError(t, h.run(context.Background()))
-	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
-	require.NoError(t, err)
-	require.Len(t, files, 1)
-	b, err := os.ReadFile(files[0])
-	require.NoError(t, err)
-	b[len(b)-1] ^= 1 // the last event, step 1's evaluation
-	require.NoError(t, os.WriteFile(files[0], b, 0o644))
+	files, b := damagedTensorBoardRun(t, dir)
 	_, readable, _, err := tfevents.Decode(b)
 	require.ErrorContains(t, err, "data checksum")
 	require.Equal(t, []int64{0, 1}, []int64{readable[0].Step, readable[1].Step})
 
-	h = newRunHarness(t, dir, 2)
+	h := newRunHarness(t, dir, 2)
 	h.cfg.TensorBoard = true
 	require.NoError(t, h.run(context.Background()))
 	files, err = tfevents.Files(filepath.Join(dir, TensorBoardDir))
@@ -517,4 +499,23 @@ func FuzzMetricsEvent(f *testing.F) {
 		}
 		require.Equal(t, count(m), len(e.Scalars), "%s", line)
 	})
+}
+
+// damagedTensorBoardRun trains a step of a run in dir with --tensorboard,
+// then flips the last byte of its one event file (the last event, step
+// 1's evaluation, whose checksum then fails), returning the files and the
+// damaged file's bytes.
+func damagedTensorBoardRun(t *testing.T, dir string) (files []string, damaged []byte) {
+	t.Helper()
+	h := newRunHarness(t, dir, 1)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(context.Background()))
+	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	b[len(b)-1] ^= 1
+	require.NoError(t, os.WriteFile(files[0], b, 0o644))
+	return files, b
 }
