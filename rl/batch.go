@@ -171,36 +171,17 @@ func microBatches(examples []Example, maxTokens int, clipLow, clipHigh float32, 
 			n = max(1, maxTokens/T)
 		}
 		end := min(len(rows), start+n)
-		b, n, err := packRows(examples, rows[start:end], T, clipLow, clipHigh, detached)
+		b, owner, n, err := packRows(examples, rows[start:end], T, clipLow, clipHigh, detached)
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
 		batches = append(batches, b)
 		tokens = append(tokens, n)
 		engine = append(engine, engineLogProbs(examples, rows[start:end], T))
-		owners = append(owners, lossOwners(examples, rows[start:end], T))
+		owners = append(owners, owner)
 		start = end
 	}
 	return batches, tokens, engine, owners, nil
-}
-
-// lossOwners lays out, like packRows lays out rows' tokens, the index of
-// the example each loss position scores a completion token of (-1
-// elsewhere).
-func lossOwners(examples []Example, rows []row, T int) []int32 {
-	out := make([]int32, len(rows)*T)
-	for k := range out {
-		out[k] = -1
-	}
-	for r, rw := range rows {
-		for k, t0 := range rw.starts(examples) {
-			i := rw.members[k]
-			for j := range examples[i].Completion {
-				out[r*T+t0+j] = int32(i)
-			}
-		}
-	}
-	return out
 }
 
 // engineLogProbs lays the engine log-probabilities of rows' examples
@@ -229,24 +210,29 @@ func engineLogProbs(examples []Example, rows []row, T int) []float32 {
 }
 
 // packRows lays rows out as a micro-batch of T positions a row, with
-// Segments where a row is packed.
-func packRows(examples []Example, rows []row, T int, clipLow, clipHigh float32, detached bool) (model.TrainBatch, int, error) {
+// Segments where a row is packed, and returns with it the index of the
+// example each loss position scores a completion token of (owner; -1
+// elsewhere) and the count of loss positions.
+func packRows(examples []Example, rows []row, T int, clipLow, clipHigh float32, detached bool) (b model.TrainBatch, owner []int32, n int, err error) {
 	B := len(rows)
-	b := model.TrainBatch{Batch: B, Seq: T, ClipLow: clipLow, ClipHigh: clipHigh,
+	b = model.TrainBatch{Batch: B, Seq: T, ClipLow: clipLow, ClipHigh: clipHigh,
 		InputIDs: make([]int64, B*T), AttentionMask: make([]int64, B*T), PositionIDs: make([]int64, B*T),
 		LossMask: make([]float32, B*T), Advantages: make([]float32, B*T)}
+	owner = make([]int32, B*T)
+	for k := range owner {
+		owner[k] = -1
+	}
 	if !detached {
 		b.OldLogProbs = make([]float32, B*T)
 	}
-	n := 0
 	for r, rw := range rows {
 		for _, i := range rw.members {
 			s := examples[i]
 			if len(s.Prompt) == 0 {
-				return b, 0, fmt.Errorf("rl: example %d has an empty prompt", i)
+				return b, nil, 0, fmt.Errorf("rl: example %d has an empty prompt", i)
 			}
 			if !detached && len(s.OldLogProbs) != len(s.Completion) {
-				return b, 0, fmt.Errorf("rl: example %d has %d log-probabilities for %d completion tokens", i, len(s.OldLogProbs), len(s.Completion))
+				return b, nil, 0, fmt.Errorf("rl: example %d has %d log-probabilities for %d completion tokens", i, len(s.OldLogProbs), len(s.Completion))
 			}
 		}
 		base := r * T
@@ -283,6 +269,7 @@ func packRows(examples []Example, rows []row, T int, clipLow, clipHigh float32, 
 				t := base + t0 + j // the position whose next token is completion[j]
 				b.LossMask[t] = 1
 				b.Advantages[t] = s.Advantage
+				owner[t] = int32(i)
 				if !detached {
 					b.OldLogProbs[t] = s.OldLogProbs[j]
 				}
@@ -290,7 +277,7 @@ func packRows(examples []Example, rows []row, T int, clipLow, clipHigh float32, 
 			}
 		}
 	}
-	return b, n, nil
+	return b, owner, n, nil
 }
 
 // GradientOptions configures Gradients.
