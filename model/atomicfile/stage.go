@@ -142,7 +142,7 @@ func (s *Stage) Commit(names ...string) error {
 	}
 	for _, n := range names {
 		if held[n] {
-			if err := os.Rename(filepath.Join(s.tmp, n), filepath.Join(s.dir, n)); err != nil {
+			if err := moveIn(filepath.Join(s.tmp, n), filepath.Join(s.dir, n)); err != nil {
 				return kept(err)
 			}
 		}
@@ -234,7 +234,7 @@ func finishStage(dir, stage string) error {
 		if newer(n) {
 			continue
 		}
-		if err := os.Rename(filepath.Join(stage, n), filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := moveIn(filepath.Join(stage, n), filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fail(err)
 		}
 	}
@@ -264,4 +264,18 @@ func (s *Stage) Discard() error {
 	}
 	defer s.unlock()
 	return os.RemoveAll(s.tmp)
+}
+
+// moveIn renames the staged file src to dst. When both are hard links of
+// one file (a writer linked the file it replaces into its stage),
+// rename(2) does nothing and reports success, leaving src: it is removed,
+// so that dst alone names the file, as after any other move.
+func moveIn(src, dst string) error {
+	if err := os.Rename(src, dst); err != nil {
+		return err
+	}
+	if err := os.Remove(src); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }

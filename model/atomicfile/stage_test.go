@@ -197,3 +197,37 @@ func TestStageKilledMidCommit(t *testing.T) {
 		require.DirExists(t, stage)
 	})
 }
+
+// TestStageCommitsAHardLinkOfItsDestination: a staged file that is a
+// hard link of the file it replaces (sft links its log into the stage) is
+// committed: rename(2) of one link onto another of the same file does
+// nothing and reports success, which left the staged link, and the
+// stage's removal failed "directory not empty"; so also for a killed
+// commit finished by FinishKilled.
+func TestStageCommitsAHardLinkOfItsDestination(t *testing.T) {
+	for _, killed := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "out")
+		require.NoError(t, os.MkdirAll(dir, 0o777))
+		log := filepath.Join(dir, "log.jsonl")
+		require.NoError(t, os.WriteFile(log, []byte("steps\n"), 0o666))
+		if killed {
+			// A commit killed right after writing its record, as
+			// TestStageKilledMidCommit's.
+			stage := filepath.Join(dir, ".stage-123")
+			require.NoError(t, os.MkdirAll(stage, 0o777))
+			require.NoError(t, os.Link(log, filepath.Join(stage, "log.jsonl")))
+			require.NoError(t, os.WriteFile(filepath.Join(stage, "model.onnx"), []byte("model"), 0o666))
+			require.NoError(t, os.WriteFile(filepath.Join(stage, ".commit"), []byte(`{"move":["log.jsonl","model.onnx"]}`), 0o666))
+			require.NoError(t, FinishKilled(dir))
+		} else {
+			s, err := NewStage(dir)
+			require.NoError(t, err)
+			require.NoError(t, os.Link(log, filepath.Join(s.Dir(), "log.jsonl")))
+			require.NoError(t, WriteFile(filepath.Join(s.Dir(), "model.onnx"), []byte("model"), 0o666))
+			require.NoError(t, s.Commit("log.jsonl", "model.onnx"))
+		}
+		got, stages := dirFiles(t, dir)
+		require.Equal(t, map[string]string{"log.jsonl": "steps\n", "model.onnx": "model"}, got, "killed %v", killed)
+		require.Zero(t, stages, "killed %v", killed)
+	}
+}
