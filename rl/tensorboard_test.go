@@ -277,7 +277,7 @@ func TestRunTensorBoardDamagedFile(t *testing.T) {
 // the resumed run's backfill; the one its damage hides is.
 func TestRunTensorBoardDamagedFileBackfill(t *testing.T) {
 	dir := t.TempDir()
-	files, b := damagedTensorBoardRun(t, dir)
+	_, b := damagedTensorBoardRun(t, dir)
 	_, readable, _, err := tfevents.Decode(b)
 	require.ErrorContains(t, err, "data checksum")
 	require.Equal(t, []int64{0, 1}, []int64{readable[0].Step, readable[1].Step})
@@ -285,7 +285,7 @@ func TestRunTensorBoardDamagedFileBackfill(t *testing.T) {
 	h := newRunHarness(t, dir, 2)
 	h.cfg.TensorBoard = true
 	require.NoError(t, h.run(context.Background()))
-	files, err = tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
 	require.NoError(t, err)
 	require.Len(t, files, 2)
 	b, err = os.ReadFile(files[1])
