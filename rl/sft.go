@@ -48,7 +48,10 @@ type SFTMetrics struct {
 // as the policy-gradient loss with advantage 1 and old log-probabilities
 // equal to the current ones (detached: the ratio is exactly 1), so its
 // gradient is exactly that of the token-mean negative log-likelihood. Then global-norm clipping (maxGradNorm > 0) and an AdamW
-// update at the schedule's rate.
+// update at the schedule's rate: on the device when p's executor keeps
+// the gradients and AdamW there (Policy.UseDeviceOptimizer, opt its
+// optimizer), as train's steps do; the host weights and moments are
+// then stale until p.Train.SyncHost.
 func SFTStep(ctx context.Context, p *model.Policy, opt *optim.AdamW, sched optim.Schedule, examples []Example, microBatchTokens int, maxGradNorm float64) (SFTMetrics, error) {
 	start := time.Now()
 	m := SFTMetrics{Step: int(opt.Steps()) + 1}
@@ -56,14 +59,13 @@ func SFTStep(ctx context.Context, p *model.Policy, opt *optim.AdamW, sched optim
 	for i, e := range examples {
 		rows[i] = Example{Prompt: e.Prompt, Completion: e.Completion, Advantage: 1, Kind: KindSFT}
 	}
-	grads := p.Grads
-	gs, err := Gradients(ctx, p.Train, grads, rows, GradientOptions{
+	gs, err := Gradients(ctx, p.Train, p.Grads, rows, GradientOptions{
 		MicroBatchTokens: microBatchTokens, ClipLow: 0.2, ClipHigh: 0.28, Detached: true,
 	})
 	if err != nil {
 		return m, err
 	}
-	u, err := applyUpdate(p.Weights, grads, opt, sched, maxGradNorm)
+	u, err := stepUpdate(onDevice(p.Train), p.Weights, p.Grads, opt, sched, maxGradNorm)
 	if err != nil {
 		// Part of the weights may be updated: not a step to save.
 		return m, &UpdateError{Step: m.Step, Err: err}
@@ -357,7 +359,19 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 		return err
 	}
 	lastSaved := step
+	// syncHost brings the host weights and moments up to date when the
+	// executor updates them on the device (Policy.UseDeviceOptimizer):
+	// a checkpoint reads them, and the caller's export the weights.
+	syncHost := func() error {
+		if err := p.Policy.Train.SyncHost(); err != nil {
+			return fmt.Errorf("rl: sft: %w", err)
+		}
+		return nil
+	}
 	save := func() error {
+		if err := syncHost(); err != nil {
+			return err
+		}
 		// The log's lines up to the step are on disk before the
 		// checkpoint that a resume cuts the log back to.
 		if err := logf.Sync(); err != nil {
@@ -468,7 +482,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 			}
 		}
 	}
-	return nil
+	return syncHost() // the caller exports the weights
 }
 
 // resumeSFT loads the newest intact checkpoint of the sft run in p.Dir,

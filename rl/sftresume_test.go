@@ -45,11 +45,20 @@ type sftHarness struct {
 	cfg       SFTConfig
 	parts     SFTParts
 	out, warn bytes.Buffer
+	// onProgress, when set, is called with the steps finished so far
+	// each time the run reports some.
+	onProgress func(done int)
 }
 
 func newSFTHarness(t *testing.T, src, dir string) *sftHarness {
 	t.Helper()
-	pol, err := model.OpenPolicy(context.Background(), modeltest.Runtime(t), filepath.Join(src, "model.onnx"), filepath.Join(src, ArtifactsDir), model.PolicyOptions{Train: true})
+	return newSFTHarnessWith(t, src, dir, model.PolicyOptions{Train: true})
+}
+
+// newSFTHarnessWith is newSFTHarness with the policy opened with po.
+func newSFTHarnessWith(t *testing.T, src, dir string, po model.PolicyOptions) *sftHarness {
+	t.Helper()
+	pol, err := model.OpenPolicy(context.Background(), modeltest.Runtime(t), filepath.Join(src, "model.onnx"), filepath.Join(src, ArtifactsDir), po)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, pol.Close()) })
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), pol.Weights)
@@ -78,6 +87,9 @@ func (h *sftHarness) run(stopAfter int) error {
 	h.parts.Progress = func(n int) {
 		if done += n; stopAfter > 0 && done >= stopAfter {
 			cancel()
+		}
+		if h.onProgress != nil {
+			h.onProgress(done)
 		}
 	}
 	return errors.Join(RunSFT(ctx, h.cfg, h.parts), unlock())

@@ -267,8 +267,12 @@ func (t *Trainer) DrawStreams() DrawStreams { return t.streams }
 
 // device returns the learner as a deviceUpdater when it keeps AdamW on
 // the device, else nil.
-func (t *Trainer) device() deviceUpdater {
-	if d, ok := t.learner.(deviceUpdater); ok && d.UsesDeviceOptimizer() {
+func (t *Trainer) device() deviceUpdater { return onDevice(t.learner) }
+
+// onDevice returns l as a deviceUpdater when it keeps AdamW on the
+// device, else nil.
+func onDevice(l Learner) deviceUpdater {
+	if d, ok := l.(deviceUpdater); ok && d.UsesDeviceOptimizer() {
 		return d
 	}
 	return nil
@@ -277,12 +281,18 @@ func (t *Trainer) device() deviceUpdater {
 // update clips and applies the step's AdamW update, on the device when
 // the learner keeps it there.
 func (t *Trainer) update() (update, error) {
-	d := t.device()
+	return stepUpdate(t.device(), t.weights, t.grads, t.opt, t.sched, t.cfg.MaxGradNorm)
+}
+
+// stepUpdate clips and applies a step's AdamW update: with d (a learner
+// that keeps AdamW on the device; onDevice) there, its gradients being
+// there, else on the host stores w and grads (applyUpdate).
+func stepUpdate(d deviceUpdater, w, grads *params.Store, opt *optim.AdamW, sched optim.Schedule, maxGradNorm float64) (update, error) {
 	if d == nil {
-		return applyUpdate(t.weights, t.grads, t.opt, t.sched, t.cfg.MaxGradNorm)
+		return applyUpdate(w, grads, opt, sched, maxGradNorm)
 	}
-	lr := t.sched.LR(t.opt.Steps())
-	r, err := d.Update(lr, t.cfg.MaxGradNorm)
+	lr := sched.LR(opt.Steps())
+	r, err := d.Update(lr, maxGradNorm)
 	u := update{norm: r.Norm, lr: lr, skipped: r.Skipped}
 	if math.IsNaN(r.Norm) || math.IsInf(r.Norm, 0) {
 		u.lr = 0 // as applyUpdate: no rate for a step skipped by its norm
