@@ -132,6 +132,11 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	// On the device layer (--device cuda) the gradients and AdamW stay in
+	// device memory, as train's do; rl.RunSFT brings the host weights and
+	// moments up to date before each checkpoint and at the end, for the
+	// export below.
+	useDeviceOptimizer(env, pol, opt)
 	sched := optim.Schedule{PeakLR: f.lr, WarmupSteps: int64(f.warmup), Decay: optim.Cosine,
 		TotalSteps: int64(max(f.cfg.Steps, f.warmup+1)), MinLR: f.lr / 10}
 	if err := sched.Validate(); err != nil {
