@@ -656,10 +656,12 @@ func (f *trainFlags) ignoredFlags() []string {
 // SPIRAL trains every search trace in a subset, with advantage 0: their
 // tokens count in the token-mean loss and the entropy, where --algo
 // agg-only leaves them out. (search-only, which would then train
-// nothing, is refused by rl.Config.Validate.)
+// nothing, is refused by rl.Config.Validate.) With --search-own-reward
+// and two or more traces a subset, the held traces learn from their own
+// rewards, centred on the held traces' mean.
 func (f *trainFlags) untrainedSearch() string {
 	p := f.cfg.Pipeline
-	if f.cfg.Algo != rl.AlgoSpiral || !(p.K == 1 || p.N == p.N1) {
+	if f.cfg.Algo != rl.AlgoSpiral || !(p.K == 1 || p.N == p.N1) || f.cfg.Advantage.SearchOwnReward > 0 && p.N >= 2 {
 		return ""
 	}
 	why := "every subset holds every search trace, so each one's set-level advantage is always 0"

@@ -257,6 +257,11 @@ func TestTrainUntrainedSearch(t *testing.T) {
 		{[]string{"--n1", "4", "--k", "2", "--n", "2"}, ""},
 		{[]string{"--algo", "agg-only", "--k", "1"}, ""},
 		{[]string{"--algo", "grpo", "--k", "1"}, ""},
+		// --search-own-reward credits each held trace with its own
+		// reward, centred on the held traces' mean: they learn.
+		{[]string{"--n1", "4", "--k", "1", "--n", "2", "--search-own-reward", "1"}, ""},
+		{[]string{"--n1", "4", "--k", "3", "--n", "4", "--search-own-reward", "0.5"}, ""},
+		{[]string{"--n1", "4", "--k", "1", "--n", "1", "--search-own-reward", "1"}, "--algo spiral with --k 1, --n 1 and --n1 4: one subset is the mean of all --k subsets"},
 	} {
 		f := parsedTrainFlags(t, tc.args)
 		got := f.untrainedSearch()

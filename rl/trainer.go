@@ -100,8 +100,10 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--algo %s with --n2 1: an aggregation trace's baseline is the mean reward of its subset's --n2 traces, so with one its advantage is always 0 and no aggregation trace would learn; want --n2 >= 2 (or --algo %s, which trains the search traces alone)",
 			c.Algo, AlgoSearchOnly))
 	}
-	if p := c.Pipeline; c.Algo == AlgoSearchOnly && p.N1 > 0 && p.N > 0 && p.N <= p.N1 && (p.K == 1 || p.N == p.N1) {
-		errs = append(errs, fmt.Errorf("--algo %s with --k %d, --n %d and --n1 %d: a search trace's advantage is the mean over the subsets holding it of their value less the mean value of all --k subsets, so with one subset, or subsets that each hold every search trace, it is always 0 and no trace would learn; want --k >= 2 and --n < --n1",
+	// --search-own-reward adds each held trace's own reward, centred on
+	// the held traces' mean: it moves them whenever two or more are held.
+	if p := c.Pipeline; c.Algo == AlgoSearchOnly && p.N1 > 0 && p.N > 0 && p.N <= p.N1 && (p.K == 1 || p.N == p.N1) && (c.Advantage.SearchOwnReward == 0 || p.N < 2) {
+		errs = append(errs, fmt.Errorf("--algo %s with --k %d, --n %d and --n1 %d: a search trace's advantage is the mean over the subsets holding it of their value less the mean value of all --k subsets, so with one subset, or subsets that each hold every search trace, it is always 0 and no trace would learn; want --k >= 2 and --n < --n1 (or --search-own-reward above 0 with --n >= 2)",
 			AlgoSearchOnly, p.K, p.N, p.N1))
 	}
 	if c.Algo == AlgoGRPO && c.GroupSize < 2 {

@@ -765,23 +765,43 @@ func TestRolloutSpiralAblations(t *testing.T) {
 	// of them: one subset, or subsets of every search trace, leave it 0,
 	// so search-only, which trains nothing else, would train nothing. The
 	// other algorithms still train their aggregation traces.
+	// With --search-own-reward a search trace learns from its own reward
+	// too, centred on the held traces' mean: two held traces suffice.
 	for _, tc := range []struct {
 		algo     string
 		n1, k, n int
+		own      float64
 		refused  bool
 	}{
-		{AlgoSearchOnly, 6, 1, 3, true}, {AlgoSearchOnly, 6, 4, 6, true}, {AlgoSearchOnly, 1, 1, 1, true},
-		{AlgoSearchOnly, 6, 2, 5, false}, {AlgoSpiral, 6, 1, 3, false}, {AlgoSpiral, 6, 4, 6, false}, {AlgoAggOnly, 6, 1, 6, false},
+		{AlgoSearchOnly, 6, 1, 3, 0, true}, {AlgoSearchOnly, 6, 4, 6, 0, true}, {AlgoSearchOnly, 1, 1, 1, 0, true},
+		{AlgoSearchOnly, 6, 2, 5, 0, false}, {AlgoSpiral, 6, 1, 3, 0, false}, {AlgoSpiral, 6, 4, 6, 0, false}, {AlgoAggOnly, 6, 1, 6, 0, false},
+		{AlgoSearchOnly, 6, 1, 3, 1, false}, {AlgoSearchOnly, 6, 4, 6, 0.5, false}, {AlgoSearchOnly, 1, 1, 1, 1, true}, {AlgoSearchOnly, 6, 1, 1, 1, true},
 	} {
 		cfg := DefaultConfig()
 		cfg.Algo = tc.algo
 		cfg.Pipeline = rollout.PipelineConfig{N1: tc.n1, K: tc.k, N: tc.n, N2: 3, Rounds: 1}
+		cfg.Advantage.SearchOwnReward = tc.own
 		err := cfg.Validate()
 		if tc.refused {
 			require.ErrorContains(t, err, fmt.Sprintf("--algo search-only with --k %d, --n %d and --n1 %d", tc.k, tc.n, tc.n1), tc)
 		} else {
 			require.NoError(t, err, tc)
 		}
+	}
+	// Such a run trains its held search traces on their own rewards.
+	cfg, parts := hardTrainer(t, 0)
+	cfg.Algo = AlgoSearchOnly
+	cfg.Pipeline = rollout.PipelineConfig{N1: 6, K: 1, N: 3, N2: 3, Rounds: 1}
+	cfg.Advantage.SearchOwnReward = 1
+	tr, err := NewTrainer(cfg, parts)
+	require.NoError(t, err)
+	var m Metrics
+	examples, informative, err := tr.rolloutSpiral(context.Background(), hardProblems, 5, &m, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, informative)
+	require.Len(t, examples, 3)
+	for _, e := range examples {
+		require.Equal(t, KindSearch, e.Kind)
 	}
 }
 
