@@ -210,7 +210,11 @@ func openTensorBoardLog(dir string, on bool, kept int, logged func() ([]tfevents
 	for _, f := range files {
 		events, err := tfevents.Truncate(f, int64(kept))
 		if err != nil {
-			fmt.Fprintf(warn, "spiral: warning: %v: left as it is, so TensorBoard may show steps past %d twice (remove the file to drop them)\n", err, kept)
+			shown := fmt.Sprintf("steps past %d twice", kept)
+			if kept < 0 {
+				shown = "the steps of the run before, which this one starts over from its beginning, beside this one's"
+			}
+			fmt.Fprintf(warn, "spiral: warning: %v: left as it is, so TensorBoard may show %s (remove the file to drop them)\n", err, shown)
 			if b, rerr := os.ReadFile(f); rerr == nil {
 				_, events, _, _ = tfevents.Decode(b)
 			}

@@ -272,6 +272,20 @@ func TestRunTensorBoardDamagedFile(t *testing.T) {
 	require.Len(t, files, 2)
 }
 
+// TestRunTensorBoardDamagedFileStartOver: a damaged file left by a run
+// that starts over (no checkpoint to resume) is warned of as holding the
+// earlier run's steps, not "steps past -1".
+func TestRunTensorBoardDamagedFileStartOver(t *testing.T) {
+	dir := t.TempDir()
+	files, _ := damagedTensorBoardRun(t, dir)
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, CheckpointsDir)))
+	h := newRunHarness(t, dir, 1)
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.log.String(), "spiral: warning: tfevents: "+files[0]+": record at byte ")
+	require.Contains(t, h.log.String(), ": left as it is, so TensorBoard may show the steps of the run before, which this one starts over from its beginning, beside this one's (remove the file to drop them)\n")
+	require.NotContains(t, h.log.String(), "past -1")
+}
+
 // TestRunTensorBoardDamagedFileBackfill: the events a damaged file holds
 // before its damage, which TensorBoard reads, are not written again by
 // the resumed run's backfill; the one its damage hides is.
