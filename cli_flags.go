@@ -125,7 +125,7 @@ func (f *modelFlags) register(fs *pflag.FlagSet) {
 }
 
 // registerModel registers --model alone, for the commands that read no
-// tokenizer (artifacts, bench): a --tokenizer there would be ignored.
+// tokenizer (artifacts): a --tokenizer there would be ignored.
 func (f *modelFlags) registerModel(fs *pflag.FlagSet) {
 	fs.StringVar(&f.model, "model", "", "ONNX causal LM: a .onnx file or a directory with model.onnx (default: the embedded tiny model)")
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/tokenizer"
 	"github.com/spiral-rl/spiral/rollout"
 )
 
@@ -53,7 +55,8 @@ var (
 func (f *benchFlags) register(fs *pflag.FlagSet) {
 	f.changed = fs.Changed
 	f.rf.register(fs)
-	f.mf.registerModel(fs)
+	f.mf.register(fs)
+	fs.Lookup("tokenizer").Usage += "; its ids are the policy's vocabulary, as train's (a model without one: the logits' whole width)"
 	f.exec.register(fs)
 	fs.IntVar(&f.rows, "rows", 1, "rows per step (train) or sequences (generate)")
 	fs.IntVar(&f.tokens, "tokens", 512, "train: tokens per row; the second half is the response the loss covers")
@@ -168,11 +171,30 @@ func setupBench(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 		if err := f.checkContext(args[0], r); err != nil {
 			return err
 		}
-		if args[0] == "train" {
-			return benchTrain(ctx, env, &f, r)
+		tok, err := benchTokenizer(r)
+		if err != nil {
+			return err
 		}
-		return benchGenerate(ctx, env, &f, r)
+		if tok != nil {
+			defer tok.Close()
+		}
+		if args[0] == "train" {
+			return benchTrain(ctx, env, &f, r, tok)
+		}
+		return benchGenerate(ctx, env, &f, r, tok)
 	}
+}
+
+// benchTokenizer loads r's tokenizer, whose ids are the policy's
+// vocabulary in train (ExecutorOptions.VocabLimit and the sampler's
+// VocabLimit): --tokenizer's, else the tokenizer.json beside the model;
+// nil when there is none of the latter (bench's random token ids need
+// no tokenizer: benchOpen then runs the logits' whole width).
+func benchTokenizer(r resolvedModel) (*tokenizer.Tokenizer, error) {
+	if _, err := os.Stat(r.tokenizer); !r.tokenizerGiven && errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return r.loadTokenizer()
 }
 
 // benchTrainLine is one JSON line of spiral bench train.
@@ -181,6 +203,7 @@ type benchTrainLine struct {
 	Step  int    `json:"step,omitempty"`
 	Rows  int    `json:"rows"`
 	Toks  int    `json:"tokens"`
+	benchVocab
 	// Seconds is the step's wall time (forward, loss, backward, AdamW);
 	// TokensPerSecond counts rows x tokens over the step before AdamW
 	// (the gradients zeroed, forward, loss, backward). Step 1 runs the
@@ -218,6 +241,17 @@ type benchTrainLine struct {
 	WeightsBytes int64 `json:"weights_bytes"`
 	// The memory after the step.
 	benchMemory
+}
+
+// benchVocab is a bench line's vocabulary: the policy's ids (the
+// tokenizer's, as train's; the logits' whole width without a tokenizer),
+// which the token ids are drawn below and the loss's softmax and the
+// sampler cover, and the logits' width (config.json's vocab_size). A
+// limit below the width runs the vocabulary-limited loss graphs
+// (model.ExecutorOptions.VocabLimit).
+type benchVocab struct {
+	VocabLimit int `json:"vocab_limit"`
+	VocabSize  int `json:"vocab_size"`
 }
 
 // benchMemory is a bench line's memory: the resident set now and the
@@ -274,29 +308,54 @@ func (mm *memoryMeter) measure() (benchMemory, error) {
 
 // benchOpen opens the runtime and the policy of r, the model --model
 // resolved to (artifacts cached by the model's content), stopping when
-// ctx is done; closeAll closes both.
-func benchOpen(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel, opts model.PolicyOptions) (rt *model.Runtime, pol *model.Policy, closeAll func(), err error) {
+// ctx is done; closeAll closes both. The policy's vocabulary is tok's
+// ids, as train's (a training policy's loss then runs the
+// vocabulary-limited graphs where the logits are wider), and a tokenizer
+// with more ids than the logits is refused in train's words (checkVocab);
+// without tok it is the logits' whole width, noted on env.stderr.
+func benchOpen(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel, tok *tokenizer.Tokenizer, opts model.PolicyOptions) (rt *model.Runtime, pol *model.Policy, v benchVocab, closeAll func(), err error) {
 	rt, err = model.OpenRuntime(f.rf.options(env.stderr))
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, v, nil, err
+	}
+	if tok != nil {
+		v.VocabLimit = tok.VocabSize()
+		opts.Executor.VocabLimit = v.VocabLimit
 	}
 	dir, err := cachedArtifactsDir(r.onnx, opts.Artifacts)
 	opts.Artifacts.Waiting = env.stderr
 	if err == nil {
 		pol, err = model.OpenPolicy(ctx, rt, r.onnx, dir, opts)
 	}
+	var ve *model.VocabLimitError
+	if errors.As(err, &ve) {
+		err = checkVocab(tok, r, ve.Logits)
+	}
+	if err == nil {
+		v.VocabSize = pol.LM.Signature().Vocab
+		if tok != nil {
+			err = checkVocab(tok, r, v.VocabSize)
+		}
+		if err != nil {
+			err = errors.Join(err, pol.Close())
+		}
+	}
 	if err != nil {
 		rt.Close()
-		return nil, nil, nil, loraRankUsage(err)
+		return nil, nil, v, nil, loraRankUsage(err)
 	}
-	return rt, pol, func() { pol.Close(); rt.Close() }, nil
+	if tok == nil {
+		v.VocabLimit = v.VocabSize
+		fmt.Fprintf(env.stderr, "spiral: note: no tokenizer (%s does not exist; give --tokenizer): the softmax over all %d logits, where train runs it over the tokenizer's ids\n", r.tokenizer, v.VocabSize)
+	}
+	return rt, pol, v, func() { pol.Close(); rt.Close() }, nil
 }
 
 // benchTrain runs --steps full training steps on random rows and prints
 // one JSON line after opening and one per step.
-func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel) error {
+func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel, tok *tokenizer.Tokenizer) error {
 	start := time.Now()
-	rt, pol, closeAll, err := benchOpen(ctx, env, f, r, model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: model.ArtifactOptions{LoRA: f.lora}, Seed: f.seed, Resident: f.resident})
+	rt, pol, vocab, closeAll, err := benchOpen(ctx, env, f, r, tok, model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: model.ArtifactOptions{LoRA: f.lora}, Seed: f.seed, Resident: f.resident})
 	if err != nil {
 		return err
 	}
@@ -313,21 +372,21 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 	onDevice := useDeviceOptimizer(env, pol, opt) // as training does
 	weights := int64(4 * (pol.Weights.NumParams() + pol.Frozen.NumParams()))
 	enc := json.NewEncoder(env.stdout)
-	line := benchTrainLine{Phase: "open", Rows: f.rows, Toks: f.tokens, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
+	line := benchTrainLine{Phase: "open", Rows: f.rows, Toks: f.tokens, benchVocab: vocab, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
 	if line.benchMemory, err = meter.measure(); err != nil {
 		return err
 	}
 	if err := enc.Encode(line); err != nil {
 		return err
 	}
-	b := model.RandomTrainBatch(f.rows, f.tokens, pol.LM.Signature().Vocab, f.seed)
+	b := model.RandomTrainBatch(f.rows, f.tokens, vocab.VocabLimit, f.seed)
 	var sampler *rollout.Sampler
 	var reqs []rollout.Request
 	if f.genRows > 0 {
-		if sampler, err = benchSampler(pol, f.genRows, f); err != nil {
+		if sampler, err = benchSampler(pol, f.genRows, f, vocab.VocabLimit); err != nil {
 			return err
 		}
-		reqs = benchRequests(f.genRows, f, pol.LM.Signature().Vocab)
+		reqs = benchRequests(f.genRows, f, vocab.VocabLimit)
 	}
 	var res model.TrainResult
 	for step := 1; step <= f.steps; step++ {
@@ -367,7 +426,7 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 				return err
 			}
 		}
-		line := benchTrainLine{Phase: "step", Step: step, Rows: f.rows, Toks: f.tokens, Seconds: time.Since(t0).Seconds(),
+		line := benchTrainLine{Phase: "step", Step: step, Rows: f.rows, Toks: f.tokens, benchVocab: vocab, Seconds: time.Since(t0).Seconds(),
 			ForwardSeconds: times.Forward.Seconds(), LossSeconds: times.Loss.Seconds(), BackwardSeconds: times.Backward.Seconds(),
 			OptimizerSeconds: time.Since(t1).Seconds(), GenerateSeconds: generated.Seconds(), WeightsBytes: weights, NLL: meanNLL(b, res), GradNorm: norm,
 			DeviceCopyBytes: pol.Train.CopiedBytes() - copied, CallCopyBytes: pol.Train.CallBytes() - called,
@@ -416,6 +475,7 @@ type benchGenerateLine struct {
 	Rows         int    `json:"rows"`
 	PromptTokens int    `json:"prompt_tokens"`
 	NewTokens    int    `json:"new_tokens"`
+	benchVocab
 	// Seconds is the generation's wall time, PrefillSeconds its prefill
 	// part; TokensPerSecond counts the tokens of the decode steps over the
 	// rest (each row's first token comes from its prefill's logits, so
@@ -450,35 +510,35 @@ type benchGenerateLine struct {
 // --prompt-tokens for --rows rows, --steps times, through the sampler
 // generate, eval and training use; one JSON line after opening and one
 // per generation.
-func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel) error {
+func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel, tok *tokenizer.Tokenizer) error {
 	start := time.Now()
-	rt, pol, closeAll, err := benchOpen(ctx, env, f, r, model.PolicyOptions{Resident: f.resident})
+	rt, pol, vocab, closeAll, err := benchOpen(ctx, env, f, r, tok, model.PolicyOptions{Resident: f.resident})
 	if err != nil {
 		return err
 	}
 	defer closeAll()
 	meter := newMemoryMeter(rt)
-	s, err := benchSampler(pol, f.rows, f)
+	s, err := benchSampler(pol, f.rows, f, vocab.VocabLimit)
 	if err != nil {
 		return err
 	}
 	weights := int64(4 * (pol.Weights.NumParams() + pol.Frozen.NumParams()))
 	enc := json.NewEncoder(env.stdout)
-	line := benchGenerateLine{Phase: "open", Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
+	line := benchGenerateLine{Phase: "open", Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok, benchVocab: vocab, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
 	if line.benchMemory, err = meter.measure(); err != nil {
 		return err
 	}
 	if err := enc.Encode(line); err != nil {
 		return err
 	}
-	reqs := benchRequests(f.rows, f, pol.LM.Signature().Vocab)
+	reqs := benchRequests(f.rows, f, vocab.VocabLimit)
 	for step := 1; step <= f.steps; step++ {
 		copied, decodes := s.CopiedBytes(), pol.LM.DecodeGraphCalls()
 		_, st, err := s.Generate(ctx, reqs, nil)
 		if err != nil {
 			return err
 		}
-		line := benchGenerateLine{Phase: "generate", Step: step, Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok,
+		line := benchGenerateLine{Phase: "generate", Step: step, Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok, benchVocab: vocab,
 			Seconds: st.Elapsed.Seconds(), PrefillSeconds: st.Prefill.Seconds(), KVCacheBytes: s.CacheBytes(), WeightsBytes: weights,
 			PromptTokensPerSecond: float64(st.PromptTokens) / st.Prefill.Seconds(), DeviceCopyBytes: s.CopiedBytes() - copied,
 			DecodeGraphCalls: pol.LM.DecodeGraphCalls() - decodes}
@@ -496,7 +556,7 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedMo
 	// came from (with --shared-arena, to what every session can use).
 	t0 := time.Now()
 	s.Release()
-	line = benchGenerateLine{Phase: "release", Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok, Seconds: time.Since(t0).Seconds(), WeightsBytes: weights}
+	line = benchGenerateLine{Phase: "release", Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok, benchVocab: vocab, Seconds: time.Since(t0).Seconds(), WeightsBytes: weights}
 	if line.benchMemory, err = meter.measure(); err != nil {
 		return err
 	}
@@ -504,14 +564,16 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedMo
 }
 
 // benchSampler is the sampler bench generate (and train
-// --generate-rows) samples with: rows at once, --new-tokens each.
-func benchSampler(pol *model.Policy, rows int, f *benchFlags) (*rollout.Sampler, error) {
+// --generate-rows) samples with: rows at once, --new-tokens each, drawn
+// from the ids below limit (the policy's vocabulary, as train's).
+func benchSampler(pol *model.Policy, rows int, f *benchFlags, limit int) (*rollout.Sampler, error) {
 	cfg := rollout.DefaultSamplerConfig()
-	cfg.MaxNewTokens, cfg.BatchSize, cfg.Refill, cfg.CallBytes = f.newTok, rows, false, int64(f.callMiB)<<20
+	cfg.MaxNewTokens, cfg.BatchSize, cfg.Refill, cfg.CallBytes, cfg.VocabLimit = f.newTok, rows, false, int64(f.callMiB)<<20, limit
 	return rollout.NewSampler(pol.LM, cfg)
 }
 
-// benchRequests are rows prompts of --prompt-tokens random ids.
+// benchRequests are rows prompts of --prompt-tokens random ids below
+// vocab.
 func benchRequests(rows int, f *benchFlags, vocab int) []rollout.Request {
 	rng := rand.New(rand.NewPCG(f.seed, 0x9e4))
 	reqs := make([]rollout.Request, rows)

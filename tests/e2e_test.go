@@ -882,6 +882,61 @@ func TestBenchAndPlan(t *testing.T) {
 	require.Contains(t, r.stderr, "nowhere")
 }
 
+// TestBenchVocabLimit: on a model whose logits are wider than its
+// tokenizer's ids (init-model --vocab), bench runs what train runs: the
+// head's softmax over the tokenizer's ids (the vocabulary-limited graphs,
+// model.ExecutorOptions.VocabLimit; it ran the whole width's), token ids
+// below it, and the sampler drawing below it; every line reports the
+// limit and the logits' width. Without a tokenizer it runs the whole
+// width and says so; a tokenizer wider than the logits is refused as
+// train refuses it.
+func TestBenchVocabLimit(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m")
+	r := spiral(t, nil, "init-model", "--out", m, "--tokenizer", "byte", "--vocab", "4000")
+	require.Equal(t, 0, r.code, r.stderr)
+	env := []string{"SPIRAL_CACHE_DIR=" + t.TempDir()}
+	limits := func(ls []map[string]any, limit float64) {
+		t.Helper()
+		for _, l := range ls {
+			require.Equal(t, limit, l["vocab_limit"], "line %v", l)
+			require.Equal(t, 4000.0, l["vocab_size"], "line %v", l)
+		}
+	}
+
+	r = spiral(t, env, "bench", "train", "--model", m, "--rows", "2", "--tokens", "32", "--steps", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	ls := jsonLines[map[string]any](t, r.stdout)
+	require.Len(t, ls, 2)
+	limits(ls, 259)
+	// init-model's small random weights give nearly uniform logits: the
+	// NLL is about the log of the softmax's width, the byte tokenizer's
+	// 259 ids (5.56), not the 4,000 logits' (8.29).
+	require.InDelta(t, math.Log(259), ls[1]["nll"], 0.1)
+	r = spiral(t, env, "bench", "generate", "--model", m, "--rows", "2", "--prompt-tokens", "8", "--new-tokens", "4", "--steps", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	limits(jsonLines[map[string]any](t, r.stdout), 259)
+
+	// A tokenizer that train would refuse (more ids than the model's 49
+	// logits), and one that is not there.
+	r = spiral(t, env, "bench", "train", "--tokenizer", filepath.Join(m, "tokenizer.json"), "--rows", "1", "--tokens", "16", "--steps", "1")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "has 259 ids but model ")
+	require.Contains(t, r.stderr, "has 49 embedding rows (logits); they do not belong together")
+	r = spiral(t, env, "bench", "generate", "--model", m, "--tokenizer", filepath.Join(dir, "none.json"))
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--tokenizer: ")
+
+	require.NoError(t, os.Remove(filepath.Join(m, "tokenizer.json")))
+	r = spiral(t, env, "bench", "train", "--model", m, "--rows", "2", "--tokens", "32", "--steps", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "spiral: note: no tokenizer ("+filepath.Join(m, "tokenizer.json")+" does not exist; give --tokenizer): the softmax over all 4000 logits, where train runs it over the tokenizer's ids")
+	ls = jsonLines[map[string]any](t, r.stdout)
+	limits(ls, 4000)
+	require.InDelta(t, math.Log(4000), ls[1]["nll"], 0.1)
+}
+
 // TestCompare runs spiral compare on reports with known answers: the
 // other pass@k curve is the reference's shifted by 4x in k, RSA gains are
 // differences, and the overlay plots are written.
