@@ -41,6 +41,9 @@ type benchFlags struct {
 	// genRows: train's steps each after a generation of that many rows,
 	// as training's are (0: none).
 	genRows int
+	// vocabLimit: the policy's vocabulary, as train's with a tokenizer of
+	// that many ids (0: the tokenizer's).
+	vocabLimit int
 	// changed reports whether a flag was given (pflag.FlagSet.Changed).
 	changed func(name string) bool
 }
@@ -57,6 +60,7 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	f.rf.register(fs)
 	f.mf.register(fs)
 	fs.Lookup("tokenizer").Usage += "; its ids are the policy's vocabulary, as train's (a model without one: the logits' whole width)"
+	fs.IntVar(&f.vocabLimit, "vocab-limit", 0, "the policy's vocabulary, ids 0..N-1, as train's with a tokenizer of N ids, for a model without that tokenizer (Qwen3's 151669 on a random-weight model of its shape; 0: the tokenizer's ids)")
 	f.exec.register(fs)
 	fs.IntVar(&f.rows, "rows", 1, "rows per step (train) or sequences (generate)")
 	fs.IntVar(&f.tokens, "tokens", 512, "train: tokens per row; the second half is the response the loss covers")
@@ -75,7 +79,13 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 
 func (f *benchFlags) validate(what string) error {
 	errs := []error{f.rf.validate(), f.exec.validate(), counted("--rows", f.rows), counted("--steps", f.steps),
-		countsAtMost(count{"--tokens", f.tokens, 2}, count{"--prompt-tokens", f.prompt, 1}, count{"--new-tokens", f.newTok, 1})}
+		countsAtMost(count{"--tokens", f.tokens, 2}, count{"--prompt-tokens", f.prompt, 1}, count{"--new-tokens", f.newTok, 1}, count{"--vocab-limit", f.vocabLimit, 0})}
+	switch {
+	case f.vocabLimit < 0:
+		errs = append(errs, fmt.Errorf("--vocab-limit %d: want >= 0 (0: the tokenizer's ids)", f.vocabLimit))
+	case f.vocabLimit > 0 && f.mf.tokenizer != "":
+		errs = append(errs, fmt.Errorf("--vocab-limit %d and --tokenizer: give one (the policy's vocabulary is the tokenizer's ids)", f.vocabLimit))
+	}
 	switch what {
 	case "train":
 		errs = append(errs, positive("--tokens", f.tokens), tokensOfRows("--rows", f.rows, "--tokens", f.tokens))
@@ -171,9 +181,11 @@ func setupBench(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 		if err := f.checkContext(args[0], r); err != nil {
 			return err
 		}
-		tok, err := benchTokenizer(r)
-		if err != nil {
-			return err
+		var tok *tokenizer.Tokenizer
+		if f.vocabLimit == 0 {
+			if tok, err = benchTokenizer(r); err != nil {
+				return err
+			}
 		}
 		if tok != nil {
 			defer tok.Close()
@@ -244,7 +256,8 @@ type benchTrainLine struct {
 }
 
 // benchVocab is a bench line's vocabulary: the policy's ids (the
-// tokenizer's, as train's; the logits' whole width without a tokenizer),
+// tokenizer's, as train's, or --vocab-limit's; the logits' whole width
+// without either),
 // which the token ids are drawn below and the loss's softmax and the
 // sampler cover, and the logits' width (config.json's vocab_size). A
 // limit below the width runs the vocabulary-limited loss graphs
@@ -312,16 +325,18 @@ func (mm *memoryMeter) measure() (benchMemory, error) {
 // ids, as train's (a training policy's loss then runs the
 // vocabulary-limited graphs where the logits are wider), and a tokenizer
 // with more ids than the logits is refused in train's words (checkVocab);
-// without tok it is the logits' whole width, noted on env.stderr.
+// without tok it is --vocab-limit's ids, or without that the logits'
+// whole width, noted on env.stderr.
 func benchOpen(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel, tok *tokenizer.Tokenizer, opts model.PolicyOptions) (rt *model.Runtime, pol *model.Policy, v benchVocab, closeAll func(), err error) {
 	rt, err = model.OpenRuntime(f.rf.options(env.stderr))
 	if err != nil {
 		return nil, nil, v, nil, err
 	}
+	v.VocabLimit = f.vocabLimit
 	if tok != nil {
 		v.VocabLimit = tok.VocabSize()
-		opts.Executor.VocabLimit = v.VocabLimit
 	}
+	opts.Executor.VocabLimit = v.VocabLimit
 	dir, err := cachedArtifactsDir(r.onnx, opts.Artifacts)
 	opts.Artifacts.Waiting = env.stderr
 	if err == nil {
@@ -329,14 +344,11 @@ func benchOpen(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel,
 	}
 	var ve *model.VocabLimitError
 	if errors.As(err, &ve) {
-		err = checkVocab(tok, r, ve.Logits)
+		err = f.vocabError(tok, r, ve.Logits)
 	}
 	if err == nil {
 		v.VocabSize = pol.LM.Signature().Vocab
-		if tok != nil {
-			err = checkVocab(tok, r, v.VocabSize)
-		}
-		if err != nil {
+		if err = f.vocabError(tok, r, v.VocabSize); err != nil {
 			err = errors.Join(err, pol.Close())
 		}
 	}
@@ -344,11 +356,24 @@ func benchOpen(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel,
 		rt.Close()
 		return nil, nil, v, nil, loraRankUsage(err)
 	}
-	if tok == nil {
+	if v.VocabLimit == 0 {
 		v.VocabLimit = v.VocabSize
-		fmt.Fprintf(env.stderr, "spiral: note: no tokenizer (%s does not exist; give --tokenizer): the softmax over all %d logits, where train runs it over the tokenizer's ids\n", r.tokenizer, v.VocabSize)
+		fmt.Fprintf(env.stderr, "spiral: note: no tokenizer (%s does not exist; give --tokenizer or --vocab-limit): the softmax over all %d logits, where train runs it over the tokenizer's ids\n", r.tokenizer, v.VocabSize)
 	}
 	return rt, pol, v, func() { pol.Close(); rt.Close() }, nil
+}
+
+// vocabError refuses a policy vocabulary past the model's logits
+// (vocab): tok's ids in train's words (checkVocab), or --vocab-limit as a
+// usage error; nil when it fits.
+func (f *benchFlags) vocabError(tok *tokenizer.Tokenizer, r resolvedModel, vocab int) error {
+	if tok != nil {
+		return checkVocab(tok, r, vocab)
+	}
+	if f.vocabLimit > vocab {
+		return usageError{fmt.Errorf("--vocab-limit %d: the model (%s) has %d logits", f.vocabLimit, r.name(), vocab)}
+	}
+	return nil
 }
 
 // benchTrain runs --steps full training steps on random rows and prints

@@ -931,10 +931,36 @@ func TestBenchVocabLimit(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(m, "tokenizer.json")))
 	r = spiral(t, env, "bench", "train", "--model", m, "--rows", "2", "--tokens", "32", "--steps", "1")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stderr, "spiral: note: no tokenizer ("+filepath.Join(m, "tokenizer.json")+" does not exist; give --tokenizer): the softmax over all 4000 logits, where train runs it over the tokenizer's ids")
+	require.Contains(t, r.stderr, "spiral: note: no tokenizer ("+filepath.Join(m, "tokenizer.json")+" does not exist; give --tokenizer or --vocab-limit): the softmax over all 4000 logits, where train runs it over the tokenizer's ids")
 	ls = jsonLines[map[string]any](t, r.stdout)
 	limits(ls, 4000)
 	require.InDelta(t, math.Log(4000), ls[1]["nll"], 0.1)
+
+	// --vocab-limit: train's policy with a tokenizer of that many ids
+	// (Qwen3's 151,669 on a random-weight model of its shape), where the
+	// model has no tokenizer of those ids.
+	r = spiral(t, env, "bench", "train", "--model", m, "--vocab-limit", "100", "--rows", "2", "--tokens", "32", "--steps", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stderr, "note")
+	ls = jsonLines[map[string]any](t, r.stdout)
+	limits(ls, 100)
+	require.InDelta(t, math.Log(100), ls[1]["nll"], 0.1)
+	r = spiral(t, env, "bench", "generate", "--model", m, "--vocab-limit", "4000", "--rows", "2", "--prompt-tokens", "8", "--new-tokens", "4", "--steps", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	limits(jsonLines[map[string]any](t, r.stdout), 4000)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"train", "--vocab-limit", "4001"}, 2, "--vocab-limit 4001: the model (" + filepath.Join(m, "model.onnx") + ") has 4000 logits"},
+		{[]string{"train", "--vocab-limit", "-1"}, 2, "--vocab-limit -1: want >= 0 (0: the tokenizer's ids)"},
+		{[]string{"train", "--vocab-limit", "100", "--tokenizer", filepath.Join(dir, "none.json")}, 2, "--vocab-limit 100 and --tokenizer: give one (the policy's vocabulary is the tokenizer's ids)"},
+	} {
+		r = spiral(t, env, append(append([]string{"bench"}, c.args...), "--model", m, "--rows", "1", "--tokens", "16", "--steps", "1")...)
+		require.Equal(t, c.code, r.code, "%v: %s", c.args, r.stderr)
+		require.Contains(t, r.stderr, c.want, c.args)
+	}
 }
 
 // TestCompare runs spiral compare on reports with known answers: the
