@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/model/tokenizer"
+	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 )
 
@@ -44,6 +46,8 @@ type benchFlags struct {
 	// vocabLimit: the policy's vocabulary, as train's with a tokenizer of
 	// that many ids (0: the tokenizer's).
 	vocabLimit int
+	// maxGradNorm clips train's update as train's --max-grad-norm does.
+	maxGradNorm float64
 	// changed reports whether a flag was given (pflag.FlagSet.Changed).
 	changed func(name string) bool
 }
@@ -51,7 +55,7 @@ type benchFlags struct {
 // Flags of one bench command only, which the other would ignore: train's
 // step and generate's generation (also train's with --generate-rows).
 var (
-	benchTrainOnly    = []string{"tokens", "lora-rank", "lora-alpha", "lora-targets", "attention-mib", "loss-chunk-mib", "mlp-mib", "kept-mib"}
+	benchTrainOnly    = []string{"tokens", "lora-rank", "lora-alpha", "lora-targets", "attention-mib", "loss-chunk-mib", "mlp-mib", "kept-mib", "max-grad-norm"}
 	benchGenerateOnly = []string{"prompt-tokens", "new-tokens", "gen-call-mib"}
 )
 
@@ -71,6 +75,7 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	}
 	fs.IntVar(&f.prompt, "prompt-tokens", 512, "generate (and train --generate-rows): prompt tokens per row")
 	fs.IntVar(&f.newTok, "new-tokens", 64, "generate (and train --generate-rows): tokens generated per row")
+	fs.Float64Var(&f.maxGradNorm, "max-grad-norm", rl.DefaultConfig().MaxGradNorm, "train: global gradient-norm clip (0 or less = off)")
 	fs.IntVar(&f.genRows, "generate-rows", 0, "train: before each step, a generation of this many rows of --prompt-tokens + --new-tokens whose KV cache is released before the step, as training does (the device memory both take; 0: none)")
 	registerGenCallMiB(fs, &f.callMiB)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random token ids (and of train's LoRA adapters, with --lora-rank)")
@@ -99,6 +104,9 @@ func (f *benchFlags) validate(what string) error {
 		}
 		if f.tokens < 2 {
 			errs = append(errs, fmt.Errorf("--tokens %d: want >= 2 (a prompt and a response)", f.tokens))
+		}
+		if math.IsNaN(f.maxGradNorm) || math.IsInf(f.maxGradNorm, 0) {
+			errs = append(errs, fmt.Errorf("--max-grad-norm %v: want a finite norm (0 or less = no clipping)", f.maxGradNorm))
 		}
 		l, err := parseLoRA(f.lora.Rank, f.lora.Alpha, f.targets)
 		if err == nil { // a bad value is said first, and alone
@@ -438,15 +446,16 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 		}
 		times := pol.Train.Times()
 		t1 := time.Now()
+		// Clipped as training's update is (rl.Trainer).
 		var norm float64
 		if onDevice {
-			u, err := pol.Train.Update(1e-6, 0)
+			u, err := pol.Train.Update(1e-6, f.maxGradNorm)
 			if err != nil {
 				return err
 			}
 			norm = u.Norm
 		} else {
-			norm = pol.Grads.Norm()
+			norm = pol.Grads.ClipByNorm(f.maxGradNorm)
 			if err := opt.Step(pol.Weights, pol.Grads, 1e-6); err != nil {
 				return err
 			}

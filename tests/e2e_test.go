@@ -882,6 +882,39 @@ func TestBenchAndPlan(t *testing.T) {
 	require.Contains(t, r.stderr, "nowhere")
 }
 
+// TestBenchClipsAsTrain: bench train's update clips the gradient's
+// norm as train's does (--max-grad-norm, train's default 1; it took the
+// AdamW step unclipped, leaving out the pass train runs). Clipped to
+// 1e-30, the gradients are too small for AdamW's epsilon to let the
+// weights move, so the second step's NLL is the first's; unclipped
+// (0), they move; on the host path and on the device layer alike.
+func TestBenchClipsAsTrain(t *testing.T) {
+	requireRuntime(t)
+	env := []string{"SPIRAL_CACHE_DIR=" + t.TempDir()}
+	for _, resident := range []string{"--resident=false", "--resident"} {
+		nll := func(clip string) (first, second float64) {
+			t.Helper()
+			r := spiral(t, env, "bench", "train", resident, "--max-grad-norm", clip, "--rows", "2", "--tokens", "32", "--steps", "2", "--threads", "1")
+			require.Equal(t, 0, r.code, r.stderr)
+			ls := jsonLines[map[string]any](t, r.stdout)
+			require.Len(t, ls, 3)
+			return ls[1]["nll"].(float64), ls[2]["nll"].(float64)
+		}
+		first, second := nll("1e-30")
+		require.Equal(t, first, second, resident)
+		first, second = nll("0")
+		require.NotEqual(t, first, second, resident)
+	}
+	help := spiral(t, nil, "bench", "--help")
+	require.Regexp(t, `--max-grad-norm float +train: global gradient-norm clip \(0 or less = off\) \(default 1\)\n`, help.stdout)
+	r := spiral(t, env, "bench", "generate", "--max-grad-norm", "2")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "--max-grad-norm is bench train's; bench generate would ignore it")
+	r = spiral(t, env, "bench", "train", "--max-grad-norm", "NaN")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "--max-grad-norm NaN: want a finite norm (0 or less = no clipping)")
+}
+
 // TestBenchVocabLimit: on a model whose logits are wider than its
 // tokenizer's ids (init-model --vocab), bench runs what train runs: the
 // head's softmax over the tokenizer's ids (the vocabulary-limited graphs,
