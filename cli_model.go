@@ -556,7 +556,8 @@ func settingsLoRA(st rl.RunSettings) lmgraph.LoRA {
 
 // cachedArtifactsDir is where the artifacts of the model at path go when
 // no run directory holds them: under the cache, by fingerprint (and by
-// LoRA configuration, whose graphs differ).
+// LoRA configuration or parameter selection, bench train's --train and
+// --freeze, whose graphs differ).
 func cachedArtifactsDir(path string, arts model.ArtifactOptions) (string, error) {
 	fp, err := model.Fingerprint(path)
 	if err != nil {
@@ -567,9 +568,13 @@ func cachedArtifactsDir(path string, arts model.ArtifactOptions) (string, error)
 		return "", err
 	}
 	name := fp[:16]
-	if arts.LoRA.Enabled() {
+	switch {
+	case arts.LoRA.Enabled():
 		sum := sha256.Sum256([]byte(arts.LoRA.String()))
 		name += "-lora-" + hex.EncodeToString(sum[:4])
+	case arts.Selection.Train != nil || arts.Selection.Freeze != nil:
+		sum := sha256.Sum256([]byte(arts.Selection.String()))
+		name += "-select-" + hex.EncodeToString(sum[:4])
 	}
 	return filepath.Join(cache, "artifacts", name), nil
 }

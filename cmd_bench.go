@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spiral-rl/spiral/model"
-	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/model/tokenizer"
 	"github.com/spiral-rl/spiral/rl"
@@ -26,13 +25,15 @@ import (
 
 // benchFlags are spiral bench's flags (train and generate).
 type benchFlags struct {
-	rf      runtimeFlags
-	mf      modelFlags
-	rows    int
-	tokens  int
-	steps   int
-	lora    lmgraph.LoRA
-	targets string
+	rf     runtimeFlags
+	mf     modelFlags
+	rows   int
+	tokens int
+	steps  int
+	// params are train's --train, --freeze and LoRA flags; arts what
+	// they select (validate).
+	params  paramFlags
+	arts    model.ArtifactOptions
 	prompt  int
 	newTok  int
 	callMiB int
@@ -55,7 +56,7 @@ type benchFlags struct {
 // Flags of one bench command only, which the other would ignore: train's
 // step and generate's generation (also train's with --generate-rows).
 var (
-	benchTrainOnly    = []string{"tokens", "lora-rank", "lora-alpha", "lora-targets", "attention-mib", "loss-chunk-mib", "mlp-mib", "kept-mib", "max-grad-norm"}
+	benchTrainOnly    = []string{"tokens", "train", "freeze", "lora-rank", "lora-alpha", "lora-targets", "attention-mib", "loss-chunk-mib", "mlp-mib", "kept-mib", "max-grad-norm"}
 	benchGenerateOnly = []string{"prompt-tokens", "new-tokens", "gen-call-mib"}
 )
 
@@ -69,8 +70,8 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.rows, "rows", 1, "rows per step (train) or sequences (generate)")
 	fs.IntVar(&f.tokens, "tokens", 512, "train: tokens per row; the second half is the response the loss covers")
 	fs.IntVar(&f.steps, "steps", 3, "full training steps (forward, backward, AdamW) or generations")
-	registerLoRA(fs, &f.lora.Rank, &f.lora.Alpha, &f.targets)
-	for _, name := range []string{"lora-rank", "lora-alpha", "lora-targets"} {
+	f.params.register(fs)
+	for _, name := range []string{"train", "freeze", "lora-rank", "lora-alpha", "lora-targets"} {
 		fs.Lookup(name).Usage = "train: " + fs.Lookup(name).Usage
 	}
 	fs.IntVar(&f.prompt, "prompt-tokens", 512, "generate (and train --generate-rows): prompt tokens per row")
@@ -108,12 +109,9 @@ func (f *benchFlags) validate(what string) error {
 		if math.IsNaN(f.maxGradNorm) || math.IsInf(f.maxGradNorm, 0) {
 			errs = append(errs, fmt.Errorf("--max-grad-norm %v: want a finite norm (0 or less = no clipping)", f.maxGradNorm))
 		}
-		l, err := parseLoRA(f.lora.Rank, f.lora.Alpha, f.targets)
-		if err == nil { // a bad value is said first, and alone
-			err = loraWithoutRank(f.changed, f.lora.Rank)
-		}
+		arts, err := f.params.artifacts()
 		errs = append(errs, err)
-		f.lora = l
+		f.arts = arts
 		if f.genRows == 0 {
 			for _, name := range benchGenerateOnly {
 				if f.changed(name) {
@@ -388,7 +386,7 @@ func (f *benchFlags) vocabError(tok *tokenizer.Tokenizer, r resolvedModel, vocab
 // one JSON line after opening and one per step.
 func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel, tok *tokenizer.Tokenizer) error {
 	start := time.Now()
-	rt, pol, vocab, closeAll, err := benchOpen(ctx, env, f, r, tok, model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: model.ArtifactOptions{LoRA: f.lora}, Seed: f.seed, Resident: f.resident})
+	rt, pol, vocab, closeAll, err := benchOpen(ctx, env, f, r, tok, model.PolicyOptions{Train: true, Executor: f.exec.options(), Artifacts: f.arts, Seed: f.seed, Resident: f.resident})
 	if err != nil {
 		return err
 	}

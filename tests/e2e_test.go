@@ -915,6 +915,54 @@ func TestBenchClipsAsTrain(t *testing.T) {
 	require.Contains(t, r.stderr, "--max-grad-norm NaN: want a finite norm (0 or less = no clipping)")
 }
 
+// TestBenchSelection: bench train trains the parameters train's --train
+// and --freeze select (it had neither flag, so a run that freezes the
+// embedding could not be measured): with the tiny model's tied
+// embedding frozen, the first step on the device layer copies the
+// weights and the two AdamW moments of the other parameters only. Its
+// artifacts are cached apart from the whole model's, so that neither
+// rebuilds the other's.
+func TestBenchSelection(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m")
+	r := spiral(t, nil, "init-model", "--out", m)
+	require.Equal(t, 0, r.code, r.stderr)
+	cache := t.TempDir()
+	env := []string{"SPIRAL_CACHE_DIR=" + cache}
+	for _, freeze := range []bool{false, true} {
+		args := []string{"bench", "train", "--resident", "--model", m, "--rows", "2", "--tokens", "32", "--steps", "1"}
+		trained := 1.0
+		if freeze {
+			args = append(args, "--freeze", `^model\.embed_tokens\.`)
+			trained = 1 - 49*64.0/float64(2*49344+64+49*64) // all but the 49 x 64 embedding
+		}
+		r = spiral(t, env, args...)
+		require.Equal(t, 0, r.code, r.stderr)
+		ls := jsonLines[map[string]any](t, r.stdout)
+		require.Len(t, ls, 2)
+		weights, calls := ls[1]["weights_bytes"].(float64), ls[1]["call_copy_bytes"].(float64)
+		require.InDelta(t, weights+2*trained*weights+calls, ls[1]["device_copy_bytes"], 0.5, "freeze %v", freeze)
+	}
+	arts, err := os.ReadDir(filepath.Join(cache, "artifacts"))
+	require.NoError(t, err)
+	require.Len(t, arts, 2, "the whole model's artifacts and the selection's")
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"generate", "--freeze", "embed"}, "--freeze is bench train's; bench generate would ignore it"},
+		{[]string{"generate", "--train", "embed"}, "--train is bench train's; bench generate would ignore it"},
+		{[]string{"train", "--train", "("}, `--train "(": error parsing regexp`},
+		{[]string{"train", "--freeze", "embed", "--lora-rank", "4"}, "--lora-rank trains adapters only: --train and --freeze do not combine with it"},
+	} {
+		r = spiral(t, env, append(append([]string{"bench"}, c.args...), "--model", m)...)
+		require.Equal(t, 2, r.code, "%v: %s", c.args, r.stderr)
+		require.Contains(t, r.stderr, c.want, c.args)
+	}
+}
+
 // TestBenchVocabLimit: on a model whose logits are wider than its
 // tokenizer's ids (init-model --vocab), bench runs what train runs: the
 // head's softmax over the tokenizer's ids (the vocabulary-limited graphs,
