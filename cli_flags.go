@@ -687,7 +687,7 @@ func (f *trainFlags) untrainedLastRound() string {
 
 // offPolicySampling warns of sampling settings that draw the traces from
 // another distribution than the one the update's log-probabilities (and
-// pi_old) are of, the model's at temperature 1 over its whole vocabulary;
+// pi_old) are of, the model's at temperature 1 over the tokenizer's ids;
 // "" at the defaults.
 func (f *trainFlags) offPolicySampling() string {
 	c := f.sf.cfg
@@ -704,7 +704,7 @@ func (f *trainFlags) offPolicySampling() string {
 	if len(set) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s: the traces are drawn from another distribution than the model's at temperature 1 over its whole vocabulary, whose log-probabilities the update uses (pi_old included), so it is off-policy; train at the defaults (--temperature 1, --top-p 1, --top-k 0) for the policy gradient", strings.Join(set, ", "))
+	return fmt.Sprintf("%s: the traces are drawn from another distribution than the model's at temperature 1 over the tokenizer's ids, whose log-probabilities the update uses (pi_old included), so it is off-policy; train at the defaults (--temperature 1, --top-p 1, --top-k 0) for the policy gradient", strings.Join(set, ", "))
 }
 
 // evalFlags are the flags of `spiral eval`.

@@ -217,7 +217,7 @@ func parsedTrainFlags(t *testing.T, args []string) *trainFlags {
 
 // TestTrainOffPolicySampling: sampling settings under which the traces
 // are not drawn from the distribution the update's log-probabilities are
-// of (the model's at temperature 1, whole vocabulary) are warned of,
+// of (the model's at temperature 1 over the tokenizer's ids) are warned of,
 // naming them; the defaults, given or not, are not.
 func TestTrainOffPolicySampling(t *testing.T) {
 	for _, tc := range []struct {

@@ -90,9 +90,10 @@ type Metrics struct {
 	SearchCredit *float64 `json:"search_credit,omitempty"`
 	// Loss is the token-mean loss; Entropy the token mean, over the step's
 	// trained completion tokens (search and trained aggregation traces of
-	// informative problems), of the full-vocabulary entropy (nats) of the
-	// policy at temperature 1 whatever the sampling temperature, before
-	// the update; GradNorm the pre-clip global norm.
+	// informative problems), of the entropy (nats) of the policy at
+	// temperature 1 over the tokenizer's ids (model.ExecutorOptions'
+	// VocabLimit) whatever the sampling temperature, before the update;
+	// GradNorm the pre-clip global norm.
 	Loss    float64 `json:"loss"`
 	Entropy float64 `json:"entropy"`
 	// EntropySearch is Entropy over the search traces' tokens alone
