@@ -274,18 +274,23 @@ func noteFittedPrompts(w io.Writer, res rollout.RSAResult, problems int) {
 		fitted, prompts, res.Config.PromptLimit)
 }
 
-// cutCounter counts an evaluation's judged traces and those the sampler
-// cut at --max-new-tokens, handing them on to next (when set).
+// cutCounter counts an evaluation's judged traces, those the sampler
+// cut at --max-new-tokens, and those a serving engine cut before a
+// padding id it sampled (rollout.FinishPadding), handing them on to next
+// (when set).
 type cutCounter struct {
-	cut, traces int
-	next        rollout.TraceSink
+	cut, padding, traces int
+	next                 rollout.TraceSink
 }
 
 func (c *cutCounter) write(b []rollout.TracedTrace) error {
 	for _, t := range b {
 		c.traces++
-		if t.Trace.Finish == rollout.FinishLength {
+		switch t.Trace.Finish {
+		case rollout.FinishLength:
 			c.cut++
+		case rollout.FinishPadding:
+			c.padding++
 		}
 	}
 	if c.next == nil {
@@ -297,18 +302,29 @@ func (c *cutCounter) write(b []rollout.TracedTrace) error {
 // note says on w how many traces were cut at --max-new-tokens (maxNew),
 // if any, and what rule made of them: by default a cut trace earns
 // nothing unless it had stated an explicit answer, which a limit too
-// short for the model's reasoning turns into an accuracy of 0.
+// short for the model's reasoning turns into an accuracy of 0. Those cut
+// before a padding id, graded alike though no limit cut them, are
+// counted in a line of their own.
 func (c *cutCounter) note(w io.Writer, maxNew int, rule rl.RewardRule) {
-	if c.cut == 0 {
-		return
+	were := func(n int) string {
+		if n == 1 {
+			return "was"
+		}
+		return "were"
 	}
-	were := "were"
-	if c.cut == 1 {
-		were = "was"
+	if c.cut > 0 {
+		fmt.Fprintf(w, "spiral: note: %d of the %d traces %s cut at --max-new-tokens %d", c.cut, c.traces, were(c.cut), maxNew)
+		if h := rule.CutTraces(); h != "" {
+			fmt.Fprint(w, "; "+h)
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "spiral: note: %d of the %d traces %s cut at --max-new-tokens %d", c.cut, c.traces, were, maxNew)
-	if h := rule.CutTraces(); h != "" {
-		fmt.Fprint(w, "; "+h)
+	if c.padding > 0 {
+		as := "as cut traces"
+		if c.padding == 1 {
+			as = "as a cut trace"
+		}
+		fmt.Fprintf(w, "spiral: note: %d of the %d traces %s cut before a token id past the tokenizer's that the engine sampled (one of the model's padding logits, not --max-new-tokens %d), and graded %s\n",
+			c.padding, c.traces, were(c.padding), maxNew, as)
 	}
-	fmt.Fprintln(w)
 }

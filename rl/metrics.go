@@ -16,10 +16,14 @@ type PhaseMetrics struct {
 	Traces int     `json:"traces"`
 	Reward float64 `json:"reward"`
 	// MeanLength is the mean completion length in tokens; Truncated the
-	// fraction that hit the token limit; Unboxed the fraction that stated
-	// no explicit answer (\boxed{} or a final-answer sentence).
+	// fraction that hit the token limit; PaddingCut the fraction a serving
+	// engine cut before a padding id it sampled (rollout.FinishPadding),
+	// which hit no limit, left out when 0 (runs written before it counted
+	// those in Truncated); Unboxed the fraction that stated no explicit
+	// answer (\boxed{} or a final-answer sentence).
 	MeanLength float64 `json:"mean_length"`
 	Truncated  float64 `json:"truncated"`
+	PaddingCut float64 `json:"padding_cut,omitempty"`
 	Unboxed    float64 `json:"unboxed"`
 	// TokensPerSecond is generated tokens per second of the phase.
 	TokensPerSecond float64 `json:"tokens_per_second"`
@@ -29,16 +33,19 @@ type PhaseMetrics struct {
 	// candidates cut further to fit (rollout.Stats.FittedPrompts).
 	FittedPrompts int `json:"fitted_prompts,omitempty"`
 
-	rewardSum, lengthSum, truncated, unboxed float64
-	generated                                int
+	rewardSum, lengthSum, truncated, paddingCut, unboxed float64
+	generated                                            int
 }
 
 func (p *PhaseMetrics) observe(reward float64, t rollout.Trace, v rollout.Verdict) {
 	p.Traces++
 	p.rewardSum += reward
 	p.lengthSum += float64(len(t.Tokens))
-	if t.Finish == rollout.FinishLength {
+	switch t.Finish {
+	case rollout.FinishLength:
 		p.truncated++
+	case rollout.FinishPadding:
+		p.paddingCut++
 	}
 	if !v.Explicit {
 		p.unboxed++
@@ -50,6 +57,7 @@ func (p *PhaseMetrics) finish() {
 		p.Reward = p.rewardSum / float64(p.Traces)
 		p.MeanLength = p.lengthSum / float64(p.Traces)
 		p.Truncated = p.truncated / float64(p.Traces)
+		p.PaddingCut = p.paddingCut / float64(p.Traces)
 		p.Unboxed = p.unboxed / float64(p.Traces)
 	}
 	if p.Seconds > 0 {
@@ -325,6 +333,9 @@ func (m Metrics) Line() string {
 	if n, of := m.cutTraces(); n > 0 {
 		cut = fmt.Sprintf("  cut %d/%d", n, of)
 	}
+	if n, of := m.paddingCutTraces(); n > 0 {
+		cut += fmt.Sprintf("  cut before a padding id %d/%d", n, of)
+	}
 	if m.NoUpdate {
 		return fmt.Sprintf("step %3d  search %.3f  agg %s  informative %d/%d%s  no update (no informative problem)  %.1fs",
 			m.Step, m.Search.Reward, agg, m.ProblemsInformative, m.ProblemsDrawn, cut, m.StepSeconds)
@@ -343,6 +354,17 @@ func (m Metrics) Line() string {
 func (m Metrics) cutTraces() (cut, traces int) {
 	for _, p := range []PhaseMetrics{m.Search, m.Aggregate} {
 		cut += int(math.Round(p.Truncated * float64(p.Traces)))
+		traces += p.Traces
+	}
+	return cut, traces
+}
+
+// paddingCutTraces returns how many of the step's traces (search and
+// aggregation) a serving engine cut before a padding id it sampled, and
+// how many there were.
+func (m Metrics) paddingCutTraces() (cut, traces int) {
+	for _, p := range []PhaseMetrics{m.Search, m.Aggregate} {
+		cut += int(math.Round(p.PaddingCut * float64(p.Traces)))
 		traces += p.Traces
 	}
 	return cut, traces

@@ -3,6 +3,7 @@ package rl
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -115,6 +116,14 @@ func TestMetricsLineNoUpdate(t *testing.T) {
 		{"trained, traces cut", Metrics{Step: 2, ProblemsDrawn: 8, ProblemsInformative: 1, Examples: 4,
 			Search: PhaseMetrics{Traces: 8, Truncated: 0.25}},
 			[]string{"informative 1/8  cut 2/8  loss"}, nil},
+		// Traces an engine cut before a padding id reached no token
+		// limit: counted apart.
+		{"trained, traces cut before a padding id", Metrics{Step: 2, ProblemsDrawn: 8, ProblemsInformative: 1, Examples: 4,
+			Search: PhaseMetrics{Traces: 8, Truncated: 0.25, PaddingCut: 0.125}, Aggregate: PhaseMetrics{Traces: 8, PaddingCut: 0.125}},
+			[]string{"informative 1/8  cut 2/16  cut before a padding id 2/16  loss"}, nil},
+		{"trained, only padding cuts", Metrics{Step: 2, ProblemsDrawn: 8, ProblemsInformative: 1, Examples: 4,
+			Search: PhaseMetrics{Traces: 8, PaddingCut: 0.125}},
+			[]string{"informative 1/8  cut before a padding id 1/8  loss"}, []string{"  cut 1/8"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := tc.m.Line()
@@ -168,4 +177,21 @@ func TestMetricsEngineLogProbDiffNotFinite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPhaseMetricsCuts: a trace cut at the token limit counts as
+// truncated; one an engine cut before a padding id it sampled
+// (rollout.FinishPadding), where no limit was reached, counts apart, and
+// a phase without such traces writes no padding_cut, as runs before it.
+func TestPhaseMetricsCuts(t *testing.T) {
+	var p PhaseMetrics
+	for _, f := range []rollout.FinishReason{rollout.FinishStop, rollout.FinishLength, rollout.FinishPadding, rollout.FinishStop} {
+		p.observe(0, rollout.Trace{Completion: rollout.Completion{Finish: f}}, rollout.Verdict{Explicit: true})
+	}
+	p.finish()
+	require.Equal(t, 0.25, p.Truncated)
+	require.Equal(t, 0.25, p.PaddingCut)
+	b, err := json.Marshal(PhaseMetrics{Traces: 4, Truncated: 0.5})
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "padding")
 }

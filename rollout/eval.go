@@ -303,7 +303,9 @@ type BudgetPoint struct {
 	MeanTokens float64 `json:"mean_tokens"`
 	// Truncated is the fraction of traces that did not end within Budget
 	// tokens: those longer than Budget, and those the generator itself cut
-	// at its token limit (FinishLength), at the budget that reaches it too.
+	// at its token limit (FinishLength), at the budget that reaches it too
+	// (not those an engine cut before a padding id, FinishPadding, which
+	// reached no limit).
 	Truncated float64 `json:"truncated"`
 }
 

@@ -28,8 +28,8 @@ type Judge struct {
 	Grade GradeFunc
 	// Equal clusters extracted answers for majority votes.
 	Equal Equivalence
-	// CreditTruncated grades a trace that hit the token limit like any
-	// other. When false (the default), such a trace is correct only if it
+	// CreditTruncated grades a trace that was cut (FinishReason.Cut: at
+	// the token limit, or before a padding id) like any other. When false (the default), such a trace is correct only if it
 	// had stated its answer explicitly before it was cut: an answer
 	// running up to the cut, which the trace may have been going on
 	// writing, is not stated (cutProbe).
@@ -67,7 +67,7 @@ func (j Judge) JudgePrefix(t Trace, gold string, next func() string) Verdict {
 // longer changes had not stated it.
 func (j Judge) judge(t Trace, gold string, longer func() string) Verdict {
 	v := j.Grade(t.Text, gold)
-	if t.Finish == FinishLength && !j.CreditTruncated && (!v.Explicit || j.Grade(longer(), gold).Answer != v.Answer) {
+	if t.Finish.Cut() && !j.CreditTruncated && (!v.Explicit || j.Grade(longer(), gold).Answer != v.Answer) {
 		// No answer stated: neither a vote nor an explicit one (an
 		// answer cut short counts as unboxed).
 		v.Correct, v.Answer, v.Explicit = false, "", false

@@ -7,7 +7,7 @@ import (
 )
 
 // TestJudgeTruncation is the reward rule for traces cut at the token
-// limit: by default such a trace is correct only when it had stated its
+// limit (or before a padding id): by default such a trace is correct only when it had stated its
 // answer explicitly; with CreditTruncated it is graded like any other. A
 // trace that stopped by itself is graded as Grade says either way. A cut
 // trace that earns nothing has no answer, so that it casts no vote.
@@ -28,6 +28,11 @@ func TestJudgeTruncation(t *testing.T) {
 		{"truncated, explicit answer already given", FinishLength, true, false, true, "18"},
 		{"truncated, no explicit answer", FinishLength, false, false, false, ""},
 		{"truncated, no explicit answer, credited", FinishLength, false, true, true, "18"},
+		// A trace cut before a padding id an engine sampled is cut as
+		// well, though at no token limit: graded alike.
+		{"cut before padding, explicit answer already given", FinishPadding, true, false, true, "18"},
+		{"cut before padding, no explicit answer", FinishPadding, false, false, false, ""},
+		{"cut before padding, no explicit answer, credited", FinishPadding, false, true, true, "18"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := Judge{Grade: grade(tc.explicit), Equal: evalEqual, CreditTruncated: tc.creditTruncated}

@@ -59,9 +59,9 @@ type OpenAIConfig struct {
 	// (model.ExecutorOptions.VocabLimit). An engine samples from every
 	// logit, so a completion may hold an id in [PolicyVocab, Vocab), one
 	// of the model's padding logits, which the policy gives probability
-	// 0: it is cut before that id (Finish FinishLength, as at the token
-	// limit), with a warning the first time, rather than failing a run
-	// for a sample of probability near 0.
+	// 0: it is cut before that id (Finish FinishPadding, judged as at the
+	// token limit), with a warning the first time, rather than failing a
+	// run for a sample of probability near 0.
 	PolicyVocab int
 	// Tokenize turns a completion's text into ids when the server sends
 	// none; nil makes such a server an error.
@@ -901,7 +901,7 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 				o.warnf("spiral: warning: %s/completions sampled token id %d, past the tokenizer's %d ids (a padding logit of the model, which spiral's policy, the softmax over the tokenizer's ids, gives probability 0): its completion is cut before it, as at the token limit (later ones are cut without a word)\n",
 					o.cfg.BaseURL, id, p)
 			})
-			c.Tokens, c.Finish = c.Tokens[:i], FinishLength
+			c.Tokens, c.Finish = c.Tokens[:i], FinishPadding
 		}
 	}
 	if lp := ch.Logprobs; ch.TokenIDs != nil && lp != nil {

@@ -917,9 +917,10 @@ func TestOpenAIConfig(t *testing.T) {
 // TestOpenAIPolicyVocab: an engine samples from every logit, so a
 // completion may hold one of the model's padding ids, past the
 // tokenizer's (PolicyVocab, 40 here, of 49 logits), which the policy
-// gives probability 0: the completion is cut before it (finish length,
-// its engine log-probabilities with it), with one warning for all; an
-// id past the logits is still refused.
+// gives probability 0: the completion is cut before it (finish padding,
+// not length: no token limit was reached, though the engine answered
+// "length" for the second; its engine log-probabilities with it), with
+// one warning for all; an id past the logits is still refused.
 func TestOpenAIPolicyVocab(t *testing.T) {
 	answers := map[int32]string{
 		1: `{"choices":[{"text":"","token_ids":[5,44,7,2],"finish_reason":"stop","logprobs":{"token_logprobs":[-0.5,-20,-1,-0.1]}}]}`,
@@ -949,10 +950,10 @@ func TestOpenAIPolicyVocab(t *testing.T) {
 	out, _, err := eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}, {Prompt: []int32{2}}, {Prompt: []int32{3}}}, nil)
 	require.NoError(t, err)
 	require.Equal(t, []int32{5}, out[0].Tokens)
-	require.Equal(t, rollout.FinishLength, out[0].Finish)
+	require.Equal(t, rollout.FinishPadding, out[0].Finish)
 	require.Equal(t, []float32{-0.5}, out[0].EngineLogProbs)
 	require.Empty(t, out[1].Tokens)
-	require.Equal(t, rollout.FinishLength, out[1].Finish)
+	require.Equal(t, rollout.FinishPadding, out[1].Finish)
 	require.Equal(t, []int32{5, 39, 2}, out[2].Tokens, "the tokenizer's last id is the policy's")
 	require.Equal(t, rollout.FinishStop, out[2].Finish)
 	host := strings.TrimPrefix(srv.URL, "http://")

@@ -24,7 +24,18 @@ const (
 	FinishStop FinishReason = "stop"
 	// FinishLength: MaxNewTokens were generated (or the context is full).
 	FinishLength FinishReason = "length"
+	// FinishPadding: a serving engine sampled an id past the tokenizer's,
+	// one of the model's padding logits (OpenAIConfig.PolicyVocab), and
+	// the completion was cut before it, short of any token limit. Such a
+	// trace is judged as one cut at the limit (Cut), but counted apart.
+	FinishPadding FinishReason = "padding"
 )
+
+// Cut reports whether a completion that ended for f was cut short
+// (FinishLength, FinishPadding) rather than stopped by the model.
+func (f FinishReason) Cut() bool {
+	return f == FinishLength || f == FinishPadding
+}
 
 // SamplerConfig configures a Sampler. DefaultSamplerConfig gives the
 // defaults; Validate lists what is wrong, naming the flags.

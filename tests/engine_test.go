@@ -390,7 +390,8 @@ func TestEngineFailures(t *testing.T) {
 		args    []string
 		code    int
 		want    []string
-		calls   int32 // completions asked
+		not     []string // on stderr neither
+		calls   int32    // completions asked
 		longest time.Duration
 	}{
 		{name: "hung engine", answer: func(_ int, w http.ResponseWriter, r *http.Request) { hang(w, r) }, args: []string{"--engine-timeout", "1s"},
@@ -421,9 +422,12 @@ func TestEngineFailures(t *testing.T) {
 			want: []string{"spiral: warning: URL/v1/completions sampled token id 55, past the tokenizer's 49 ids (a padding logit of the model, which spiral's policy, the softmax over the tokenizer's ids, gives probability 0): its completion is cut before it"}, longest: time.Minute},
 		// Eval reads no policy (config.json's vocab_size is the logits')
 		// and cuts such a completion alike; it kept the id, decoded to
-		// nothing.
+		// nothing. Its note counts the cut apart from --max-new-tokens,
+		// which it did not reach.
 		{name: "token id past the tokenizer's in eval", answer: ids("[55]"), args: []string{"--model", wide},
-			want: []string{"spiral: warning: URL/v1/completions sampled token id 55, past the tokenizer's 49 ids"}, calls: 1, longest: time.Minute},
+			want: []string{"spiral: warning: URL/v1/completions sampled token id 55, past the tokenizer's 49 ids",
+				"spiral: note: 1 of the 1 traces was cut before a token id past the tokenizer's that the engine sampled (one of the model's padding logits, not --max-new-tokens"},
+			not: []string{"cut at --max-new-tokens"}, calls: 1, longest: time.Minute},
 		{name: "token id past the logits in training", train: true, answer: ids("[60]"), args: []string{"--model", wide}, code: 1,
 			want: []string{"answered token id 60 (completion token 0 of 1), outside the model's vocabulary of 60 ids [0, 60)"}, longest: time.Minute},
 	} {
@@ -457,6 +461,9 @@ func TestEngineFailures(t *testing.T) {
 			require.Equal(t, tc.code, r.code, r.stderr)
 			for _, w := range tc.want {
 				require.Contains(t, r.stderr, strings.ReplaceAll(w, "URL", hs.URL))
+			}
+			for _, w := range tc.not {
+				require.NotContains(t, r.stderr, w)
 			}
 			require.NotContains(t, r.stderr, "outside the vocabulary [0,", "the learner never sees the ids")
 			require.Less(t, took, tc.longest)
