@@ -19,7 +19,7 @@ import (
 type evalLock struct {
 	dir, path string
 	// f is the lock file, open and locked; nil on a file system without
-	// locks.
+	// locks, where the file is made (and removed) all the same.
 	f *os.File
 	// created lists the directories made for the lock (dir and missing
 	// parents, innermost first); madeFile is set when the lock file was
@@ -38,9 +38,21 @@ type evalLock struct {
 // into one --out would write the same report, plot and traces files, the
 // traces through one .partial file, and leave a report of one beside the
 // traces of the other. On a file system without such locks
-// (flock.Unsupported) it locks nothing. A lock file whose holder removed
+// (flock.Unsupported) it locks nothing, but makes the file and the
+// directories as elsewhere, for release to undo. A lock file whose holder removed
 // it before releasing it (release) is opened again.
 func lockEvalOutput(dir, mode string) (*evalLock, error) {
+	return lockEvalOutputWith(dir, mode, evalLockOps{tryLock: flock.TryLock})
+}
+
+// evalLockOps is how lockEvalOutputWith locks: lockEvalOutput's is
+// flock.TryLock; tests put in a file system without locks.
+type evalLockOps struct {
+	tryLock func(*os.File) (bool, error)
+}
+
+// lockEvalOutputWith is lockEvalOutput locking with ops.
+func lockEvalOutputWith(dir, mode string, ops evalLockOps) (*evalLock, error) {
 	l := &evalLock{dir: dir, path: filepath.Join(dir, "."+mode+".lock"), created: missingDirs(dir)}
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("--out %s: %w", dir, err)
@@ -55,11 +67,14 @@ func lockEvalOutput(dir, mode string) (*evalLock, error) {
 		if err != nil {
 			return fail(fmt.Errorf("--out %s: lock: %w", dir, err))
 		}
-		ok, err := flock.TryLock(f)
+		ok, err := ops.tryLock(f)
 		switch {
 		case flock.Unsupported(err):
+			// A file system without locks: unlocked, as before, but what
+			// taking the lock made is still undone if it is refused.
 			f.Close()
-			return &evalLock{dir: dir}, nil // a file system without locks: unlocked, as before
+			l.madeFile = errors.Is(statErr, fs.ErrNotExist)
+			return l, nil
 		case err != nil:
 			f.Close()
 			return fail(fmt.Errorf("--out %s: lock %s: %w", dir, l.path, err))
@@ -82,17 +97,15 @@ func lockEvalOutput(dir, mode string) (*evalLock, error) {
 
 // release unlocks the evaluation's outputs and returns err with
 // release's own errors. An evaluation that failed (err not nil) before it
-// started removes the lock file it made (while it holds the lock: a
-// process that opened the file meanwhile finds it gone and opens it
-// again) and, in a directory made for it that holds nothing else, the
-// artifacts built for it and the directories made. A lock file that was
+// started removes the lock file it made (while it holds the lock, where
+// the file system keeps locks: a process that opened the file meanwhile
+// finds it gone and opens it again) and, in a directory made for it that
+// holds nothing else, the artifacts built for it and the directories
+// made. A lock file that was
 // there stays, and so does a directory another process has written into
 // meanwhile (another mode's evaluation, with its own lock, sharing the
 // artifacts).
 func (l *evalLock) release(err error) error {
-	if l.f == nil {
-		return err
-	}
 	undo := err != nil && !l.started
 	if undo && len(l.created) > 0 && holdsOnly(l.dir, filepath.Base(l.path), rl.ArtifactsDir) {
 		if rerr := os.RemoveAll(filepath.Join(l.dir, rl.ArtifactsDir)); rerr != nil {
@@ -104,7 +117,9 @@ func (l *evalLock) release(err error) error {
 			err = errors.Join(err, fmt.Errorf("--out %s: remove the lock of the refused evaluation: %w", l.dir, rerr))
 		}
 	}
-	l.f.Close()
+	if l.f != nil {
+		l.f.Close()
+	}
 	if undo {
 		removeEmptyDirs(l.created)
 	}

@@ -1,0 +1,83 @@
+//go:build unix
+
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rl"
+)
+
+// entries lists what root holds, relative to it.
+func entries(t *testing.T, root string) []string {
+	t.Helper()
+	var left []string
+	require.NoError(t, filepath.WalkDir(root, func(path string, _ fs.DirEntry, err error) error {
+		if err == nil && path != root {
+			rel, _ := filepath.Rel(root, path)
+			left = append(left, rel)
+		}
+		return err
+	}))
+	return left
+}
+
+// TestEvalLockWithoutFlock: on a file system that keeps no flock(2) locks
+// (NFS without its lock manager: ENOLCK) an evaluation goes on unlocked,
+// and one refused before it starts leaves nothing it made, as where locks
+// are kept: neither the lock file, nor the directories, nor the
+// artifacts built for it; a lock file or directory that was there stays,
+// and a started evaluation's stay.
+func TestEvalLockWithoutFlock(t *testing.T) {
+	noFlock := evalLockOps{tryLock: func(*os.File) (bool, error) { return false, syscall.ENOLCK }}
+	refused := errors.New("refused")
+	for _, tc := range []struct {
+		name string
+		// prepare makes what is in root before the lock and returns the
+		// --out, with the entries root must hold after the release.
+		prepare   func(t *testing.T, root string) (out string, after []string)
+		artifacts bool // built after the lock
+		started   bool
+	}{
+		{"new directories", func(t *testing.T, root string) (string, []string) {
+			return filepath.Join(root, "a", "b"), nil
+		}, false, false},
+		{"new directories, artifacts built", func(t *testing.T, root string) (string, []string) {
+			return filepath.Join(root, "a", "b"), nil
+		}, true, false},
+		{"an empty directory", func(t *testing.T, root string) (string, []string) {
+			require.NoError(t, os.Mkdir(filepath.Join(root, "out"), 0o755))
+			return filepath.Join(root, "out"), []string{"out"}
+		}, false, false},
+		{"an earlier evaluation's lock", func(t *testing.T, root string) (string, []string) {
+			out := filepath.Join(root, "out")
+			require.NoError(t, os.Mkdir(out, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(out, ".passk.lock"), nil, 0o644))
+			return out, []string{"out", "out/.passk.lock"}
+		}, false, false},
+		{"started", func(t *testing.T, root string) (string, []string) {
+			return filepath.Join(root, "a"), []string{"a", "a/.passk.lock", "a/artifacts", "a/artifacts/x"}
+		}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			out, after := tc.prepare(t, root)
+			l, err := lockEvalOutputWith(out, "passk", noFlock)
+			require.NoError(t, err)
+			if tc.artifacts {
+				require.NoError(t, os.MkdirAll(filepath.Join(out, rl.ArtifactsDir), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(out, rl.ArtifactsDir, "x"), nil, 0o644))
+			}
+			l.started = tc.started
+			require.Equal(t, refused, l.release(refused))
+			require.Equal(t, after, entries(t, root))
+		})
+	}
+}
