@@ -39,31 +39,50 @@ type evalLock struct {
 // traces through one .partial file, and leave a report of one beside the
 // traces of the other. On a file system without such locks
 // (flock.Unsupported) it locks nothing, but makes the file and the
-// directories as elsewhere, for release to undo. A lock file whose holder removed
-// it before releasing it (release) is opened again.
+// directories as elsewhere, for release to undo. A lock file whose
+// holder removed it before releasing it (release) is opened again, and
+// a directory that another evaluation removed (release) before the lock
+// file was opened in it is made again.
 func lockEvalOutput(dir, mode string) (*evalLock, error) {
 	return lockEvalOutputWith(dir, mode, evalLockOps{tryLock: flock.TryLock})
 }
 
 // evalLockOps is how lockEvalOutputWith locks: lockEvalOutput's is
-// flock.TryLock; tests put in a file system without locks.
+// flock.TryLock; tests put in a file system without locks, and with made
+// (nil: nothing) what another process does between the making of the
+// directory and the opening of the lock file in it.
 type evalLockOps struct {
 	tryLock func(*os.File) (bool, error)
+	made    func()
 }
 
 // lockEvalOutputWith is lockEvalOutput locking with ops.
 func lockEvalOutputWith(dir, mode string, ops evalLockOps) (*evalLock, error) {
-	l := &evalLock{dir: dir, path: filepath.Join(dir, "."+mode+".lock"), created: missingDirs(dir)}
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return nil, fmt.Errorf("--out %s: %w", dir, err)
-	}
+	l := &evalLock{dir: dir, path: filepath.Join(dir, "."+mode+".lock")}
 	fail := func(err error) (*evalLock, error) {
 		removeEmptyDirs(l.created)
 		return nil, err
 	}
-	for range 3 {
+	const tries = 3
+	for try := range tries {
+		// Made again on each try: another evaluation (or run) refused
+		// meanwhile removes the empty directory it made, which may be
+		// this one, between the making and the opening below. The
+		// directories made for this one are the most found missing.
+		if missing := missingDirs(dir); len(missing) > len(l.created) {
+			l.created = missing
+		}
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return fail(fmt.Errorf("--out %s: %w", dir, err))
+		}
+		if ops.made != nil {
+			ops.made()
+		}
 		_, statErr := os.Lstat(l.path)
 		f, err := os.OpenFile(l.path, os.O_CREATE|os.O_RDWR, 0o666)
+		if errors.Is(err, fs.ErrNotExist) && try < tries-1 {
+			continue // the directory removed since it was made
+		}
 		if err != nil {
 			return fail(fmt.Errorf("--out %s: lock: %w", dir, err))
 		}

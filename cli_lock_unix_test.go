@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/model/flock"
 	"github.com/spiral-rl/spiral/rl"
 )
 
@@ -80,4 +81,31 @@ func TestEvalLockWithoutFlock(t *testing.T) {
 			require.Equal(t, after, entries(t, root))
 		})
 	}
+}
+
+// TestEvalLockOutRemovedMeanwhile: two evaluations of other modes into
+// one new --out: the first (rsa) makes it, the second (passk) finds it
+// made, and the first, refused, removes it (it holds nothing but its
+// lock) just after the second's MkdirAll, before the second opens its
+// lock file there. The second makes the directory again and takes its
+// lock, rather than failing with "no such file or directory"; refused in
+// turn, it removes the directory it made again.
+func TestEvalLockOutRemovedMeanwhile(t *testing.T) {
+	root := t.TempDir()
+	out := filepath.Join(root, "out")
+	first, err := lockEvalOutput(out, "rsa")
+	require.NoError(t, err)
+	refused := errors.New("refused")
+	released := false
+	second, err := lockEvalOutputWith(out, "passk", evalLockOps{tryLock: flock.TryLock, made: func() {
+		if !released {
+			released = true
+			require.Equal(t, refused, first.release(refused))
+			require.NoDirExists(t, out, "the first evaluation removed the --out it made")
+		}
+	}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"out", "out/.passk.lock"}, entries(t, root))
+	require.Equal(t, refused, second.release(refused))
+	require.Empty(t, entries(t, root))
 }
