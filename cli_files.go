@@ -204,14 +204,27 @@ type runLock struct {
 }
 
 // lockRunDir locks dir, making it and its missing parents (rl.LockRun);
-// its errors name dir as --out.
+// its errors name dir as --out. A run or evaluation refused meanwhile
+// removes the empty directory it made, which may be dir, within
+// LockRun's making of it or between that and the opening of the lock
+// file in it (removedMeanwhile): then LockRun makes it again (up to 3
+// tries), the directories made for this run being the most found
+// missing.
 func lockRunDir(dir string) (*runLock, error) {
-	created := missingDirs(dir)
-	unlock, err := rl.LockRun(dir)
-	if err != nil {
-		return nil, fmt.Errorf("--out %s: %w", dir, err)
+	var created []string
+	for try := 1; ; try++ {
+		if missing := missingDirs(dir); len(missing) > len(created) {
+			created = missing
+		}
+		unlock, err := rl.LockRun(dir)
+		if removedMeanwhile(err) && try < 3 {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--out %s: %w", dir, err)
+		}
+		return &runLock{dir: dir, created: created, unlock: unlock}, nil
 	}
-	return &runLock{dir: dir, created: created, unlock: unlock}, nil
 }
 
 // release unlocks the run directory and returns err with release's own
@@ -234,6 +247,16 @@ func (l *runLock) release(err error) error {
 		removeEmptyDirs(l.created)
 	}
 	return err
+}
+
+// removedMeanwhile reports whether err, from making a directory
+// (os.MkdirAll) and then opening a file in it, says that another
+// process removed the directory meanwhile: the file's directory is gone
+// (ENOENT), or MkdirAll found the directory missing, then there when it
+// made it, then gone again (EEXIST; a file in its place fails its first
+// stat with ENOTDIR).
+func removedMeanwhile(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrExist)
 }
 
 // removeEmptyDirs removes dirs (missingDirs' list, innermost first) again,

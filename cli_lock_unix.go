@@ -67,12 +67,16 @@ func lockEvalOutputWith(dir, mode string, ops evalLockOps) (*evalLock, error) {
 	for try := range tries {
 		// Made again on each try: another evaluation (or run) refused
 		// meanwhile removes the empty directory it made, which may be
-		// this one, between the making and the opening below. The
-		// directories made for this one are the most found missing.
+		// this one, within the making or between it and the opening
+		// below (removedMeanwhile). The directories made for this one are
+		// the most found missing.
 		if missing := missingDirs(dir); len(missing) > len(l.created) {
 			l.created = missing
 		}
 		if err := os.MkdirAll(dir, 0o777); err != nil {
+			if removedMeanwhile(err) && try < tries-1 {
+				continue
+			}
 			return fail(fmt.Errorf("--out %s: %w", dir, err))
 		}
 		if ops.made != nil {
@@ -80,8 +84,8 @@ func lockEvalOutputWith(dir, mode string, ops evalLockOps) (*evalLock, error) {
 		}
 		_, statErr := os.Lstat(l.path)
 		f, err := os.OpenFile(l.path, os.O_CREATE|os.O_RDWR, 0o666)
-		if errors.Is(err, fs.ErrNotExist) && try < tries-1 {
-			continue // the directory removed since it was made
+		if removedMeanwhile(err) && try < tries-1 {
+			continue
 		}
 		if err != nil {
 			return fail(fmt.Errorf("--out %s: lock: %w", dir, err))

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -108,4 +109,40 @@ func TestEvalLockOutRemovedMeanwhile(t *testing.T) {
 	require.Equal(t, []string{"out", "out/.passk.lock"}, entries(t, root))
 	require.Equal(t, refused, second.release(refused))
 	require.Empty(t, entries(t, root))
+}
+
+// TestRunLockOutRemovedMeanwhile: an evaluation and a training run
+// started together into one new --out, each refused before it starts:
+// the one that made the directory removes it when it holds nothing but
+// its lock, which may fall between the other's making of it and the
+// opening of its lock file there ("no such file or directory"), or
+// within os.MkdirAll, which finds it missing, then there, then gone
+// ("mkdir: file exists"). Neither may fail for it. A stress test, as the
+// run's lock is taken inside rl.LockRun: before the fix about 1 try in
+// 100 failed.
+func TestRunLockOutRemovedMeanwhile(t *testing.T) {
+	refused := errors.New("refused")
+	for i := range 500 {
+		out := filepath.Join(t.TempDir(), "out")
+		var wg sync.WaitGroup
+		var evalErr, runErr error
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			l, err := lockEvalOutput(out, "passk")
+			if evalErr = err; err == nil {
+				evalErr = l.release(refused)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			l, err := lockRunDir(out)
+			if runErr = err; err == nil {
+				runErr = l.release(refused)
+			}
+		}()
+		wg.Wait()
+		require.EqualError(t, evalErr, "refused", "try %d", i)
+		require.EqualError(t, runErr, "refused", "try %d", i)
+	}
 }
