@@ -109,17 +109,13 @@ func (e *Executor) copyOnDevice(dst, src *ortc.Value) error {
 }
 
 // rowsOf returns the values of v from offset on as a tensor of the given
-// shape over v's memory: a view in device memory, or a slice of host
-// memory.
+// shape over v's memory, which it holds: a view in device memory, or a
+// host view of host memory.
 func (e *Executor) rowsOf(v *ortc.Value, offset int, shape []int64) (*ortc.Value, error) {
 	if v.Placed() {
 		return v.View(offset, shape)
 	}
-	n := 1
-	for _, d := range shape {
-		n *= int(d)
-	}
-	return ortc.NewTensor(e.env, shape, v.Float32s()[offset:offset+n])
+	return v.HostView(offset, shape)
 }
 
 // addRows adds src into dst's values from offset on, where dst is in

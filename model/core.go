@@ -152,11 +152,7 @@ func (e *Executor) callInputs(r *coreRun, l, q0, q1 int, scores []scoreSlice) ([
 			}
 			base := r.lead[i][l] * r.T * d
 			shape := unitLead(len(s), hi-lo, d)
-			if v.Placed() {
-				view, err = v.View(base+lo*d, shape)
-			} else {
-				view, err = ortc.NewTensor(e.env, shape, v.Float32s()[base+lo*d:base+hi*d])
-			}
+			view, err = e.rowsOf(v, base+lo*d, shape)
 		case blocks.RoleScores:
 			if len(s) < 2 {
 				in = append(in, v)
@@ -207,7 +203,7 @@ func (s *scoreSlice) release() {
 
 // sliceScores copies rows q0..q1 (where axis -2 has T entries) and columns
 // 0..q1 (where axis -1 has) of leading index lead of v into sc; whole rows
-// are not copied but wrapped where they lie (v outlives sc).
+// are not copied but viewed where they lie (the view holds v's memory).
 func (e *Executor) sliceScores(sc *scoreSlice, v *ortc.Value, lead, T, q0, q1, slot int) error {
 	s := v.Shape()
 	rows, cols := int(s[len(s)-2]), int(s[len(s)-1])
@@ -222,29 +218,28 @@ func (e *Executor) sliceScores(sc *scoreSlice, v *ortc.Value, lead, T, q0, q1, s
 	if v.Placed() {
 		return e.sliceScoresOn(sc, v, lead, [2]int{r0, r1}, c1)
 	}
-	size := v.Elem().Size()
-	src := v.Bytes()[lead*rows*cols*size : (lead+1)*rows*cols*size]
-	n := (r1 - r0) * c1
-	var buf []byte
-	if c1 == cols {
-		// Whole rows (always so when a call takes every query): they
-		// lie together in v, wrapped as they are.
-		buf = src[r0*cols*size : r1*cols*size]
-	} else {
-		buf = e.scratchBytes(fmt.Sprintf("core-scores-%d", slot), n*size)
-		for r := r0; r < r1; r++ {
-			copy(buf[(r-r0)*c1*size:(r-r0+1)*c1*size], src[r*cols*size:(r*cols+c1)*size])
-		}
+	if el := v.Elem(); el != ortc.Float32 && el != ortc.Bool {
+		return fmt.Errorf("score-shaped attention input of element type %d", el)
 	}
 	shape := unitLead(len(s), r1-r0, c1)
 	var err error
-	switch v.Elem() {
-	case ortc.Float32:
+	if c1 == cols {
+		// Whole rows (always so when a call takes every query): they
+		// lie together in v, viewed as they are.
+		sc.v, err = v.HostView((lead*rows+r0)*cols, shape)
+		return err
+	}
+	size := v.Elem().Size()
+	src := v.Bytes()[lead*rows*cols*size : (lead+1)*rows*cols*size]
+	n := (r1 - r0) * c1
+	buf := e.scratchBytes(fmt.Sprintf("core-scores-%d", slot), n*size)
+	for r := r0; r < r1; r++ {
+		copy(buf[(r-r0)*c1*size:(r-r0+1)*c1*size], src[r*cols*size:(r*cols+c1)*size])
+	}
+	if v.Elem() == ortc.Float32 {
 		sc.v, err = ortc.NewTensor(e.env, shape, unsafe.Slice((*float32)(unsafe.Pointer(&buf[0])), n))
-	case ortc.Bool:
+	} else {
 		sc.v, err = ortc.NewTensor(e.env, shape, unsafe.Slice((*bool)(unsafe.Pointer(&buf[0])), n))
-	default:
-		return fmt.Errorf("score-shaped attention input of element type %d", v.Elem())
 	}
 	return err
 }

@@ -34,6 +34,12 @@ static char* spiral_view(const OrtApi* api, const OrtMemoryInfo* info, void* bas
 		(ONNXTensorElementDataType)elem, out));
 }
 
+// spiral_value_info returns the memory info of v's data (v's own, valid
+// while v is).
+static char* spiral_value_info(const OrtApi* api, const OrtValue* v, const OrtMemoryInfo** out) {
+	return spiral_msg_ext(api, api->GetTensorMemoryInfo(v, out));
+}
+
 static char* spiral_create_binding(const OrtApi* api, OrtSession* s, OrtIoBinding** out) {
 	return spiral_msg_ext(api, api->CreateIoBinding(s, out));
 }
@@ -275,17 +281,54 @@ func (v *Value) View(offset int, shape []int64) (*Value, error) {
 	if v.info.info == nil {
 		return nil, fmt.Errorf("ortc: view %v on %s: %w", shape, v.info, errReleasedInfo)
 	}
+	w, err := v.view(v.info.info, offset, shape)
+	if err != nil {
+		return nil, fmt.Errorf("ortc: view %v on %s: %w", shape, v.info, err)
+	}
+	v.info.place(w)
+	return w, nil
+}
+
+// HostView is View for a tensor in host memory on no memory info (from
+// NewTensor or Alloc, or a run's output): a tensor of the given shape
+// over v's elements from offset on, without a copy, that holds v's
+// memory as a view does, so that it goes on reading v's values after
+// v's Release (ONNX Runtime's memory is not freed, Go memory not
+// unpinned, under it). Like v, it is not Placed.
+func (v *Value) HostView(offset int, shape []int64) (*Value, error) {
+	switch {
+	case v.info != nil:
+		return nil, fmt.Errorf("ortc: host view %v of a tensor on %s (View)", shape, v.info)
+	case v.device:
+		return nil, fmt.Errorf("ortc: host view %v of a tensor in device memory", shape)
+	case v.v == nil:
+		return nil, fmt.Errorf("ortc: host view of a released tensor of shape %v", v.shape)
+	}
+	var info *C.OrtMemoryInfo
+	if err := status(C.spiral_value_info(v.api.api, v.v, &info)); err != nil {
+		return nil, fmt.Errorf("ortc: host view %v: %w", shape, err)
+	}
+	w, err := v.view(info, offset, shape)
+	if err != nil {
+		return nil, fmt.Errorf("ortc: host view %v: %w", shape, err)
+	}
+	return w, nil
+}
+
+// view returns a tensor of shape over v's elements from offset on, on
+// info, holding v's memory.
+func (v *Value) view(info *C.OrtMemoryInfo, offset int, shape []int64) (*Value, error) {
 	n := 1
 	for _, d := range shape {
 		if d < 0 {
-			return nil, fmt.Errorf("ortc: view shape %v has a negative dim", shape)
+			return nil, fmt.Errorf("shape %v has a negative dim", shape)
 		}
 		n *= int(d)
 	}
 	// offset > v.n-n rather than offset+n > v.n: the sum of a large
 	// offset and n wraps negative and would pass.
 	if offset < 0 || n > v.n || offset > v.n-n {
-		return nil, fmt.Errorf("ortc: view of %d values from %d in a tensor of %d", n, offset, v.n)
+		return nil, fmt.Errorf("%d values from %d in a tensor of %d", n, offset, v.n)
 	}
 	dims := append([]int64(nil), shape...)
 	var pdims *C.int64_t
@@ -294,16 +337,15 @@ func (v *Value) View(offset int, shape []int64) (*Value, error) {
 	}
 	var p *C.OrtValue
 	size := v.elem.Size()
-	if err := status(C.spiral_view(v.api.api, v.info.info, v.data, C.size_t(offset*size), C.size_t(n*size),
+	if err := status(C.spiral_view(v.api.api, info, v.data, C.size_t(offset*size), C.size_t(n*size),
 		pdims, C.size_t(len(dims)), C.int(v.elem), &p)); err != nil {
-		return nil, fmt.Errorf("ortc: view %v on %s: %w", shape, v.info, err)
+		return nil, err
 	}
 	w, err := v.api.describe(p, v.mem)
 	if err != nil {
 		C.spiral_release_ort_value(v.api.api, p)
-		return nil, fmt.Errorf("ortc: view %v on %s: %w", shape, v.info, err)
+		return nil, err
 	}
-	v.info.place(w)
 	return w, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/model/modeltest/perturbed"
 	"github.com/spiral-rl/spiral/model/ortc"
 )
 
@@ -60,9 +61,9 @@ func fill(xs []*ortc.Value, v float32) {
 // may when it is done with the whole, leaves the view reading and
 // feeding runs the tensor's values, not memory reused by the next
 // allocation. A released tensor itself is an error to read or view, not
-// a read of address 0. Run in a child process (inPerturbedChild).
+// a read of address 0. Run in a child process (perturbed.InChild).
 func TestViewOutlivesItsTensor(t *testing.T) {
-	if !inPerturbedChild(t) {
+	if !perturbed.InChild(t) {
 		return
 	}
 	api, env, so := openAPI(t)
@@ -117,9 +118,9 @@ func TestViewOutlivesItsTensor(t *testing.T) {
 // with the view, its tensor and their Allocator released before the run,
 // the run still writes the tensor's memory and the output reads it, even
 // after the binding is released. Run in a child process
-// (inPerturbedChild).
+// (perturbed.InChild).
 func TestBindingKeepsViewedMemory(t *testing.T) {
-	if !inPerturbedChild(t) {
+	if !perturbed.InChild(t) {
 		return
 	}
 	env, so := openEnv(t)
@@ -205,9 +206,9 @@ func TestTensorPinsGoMemory(t *testing.T) {
 // Release (a leak, counted by LiveValues) is unpinned once collected,
 // not found by the runtime.Pinner's own leak check, which panics on the
 // finalizer goroutine and so ends the process. Run in a child process
-// (inPerturbedChild), where that crash fails the parent's test.
+// (perturbed.InChild), where that crash fails the parent's test.
 func TestUnreleasedTensorIsNotFatal(t *testing.T) {
-	if !inPerturbedChild(t) {
+	if !perturbed.InChild(t) {
 		return
 	}
 	env, _ := openEnv(t)
@@ -368,4 +369,59 @@ func TestRebindOutput(t *testing.T) {
 	require.False(t, outs[0].Placed())
 	require.Equal(t, []float32{11, 22}, outs[0].Float32s())
 	require.True(t, outs[1].Placed(), "s, bound on the twin's allocator")
+}
+
+// TestHostViewOutlivesItsTensor: a host view of a run's output (memory
+// ONNX Runtime allocated, on no memory info) holds that memory as a
+// view does: after the output's Release and a churn of allocations it
+// reads the output's rows and feeds a run with them. HostView refuses
+// tensors on a memory info (View's), released tensors and ranges out of
+// v. Run in a child process (perturbed.InChild).
+func TestHostViewOutlivesItsTensor(t *testing.T) {
+	if !perturbed.InChild(t) {
+		return
+	}
+	api, env, so := openAPI(t)
+	s := addSession(t, env, so)
+	live := api.LiveValues()
+	a, err := ortc.NewTensor(env, []int64{4, 2}, []float32{1, 2, 3, 4, 5, 6, 7, 8})
+	require.NoError(t, err)
+	defer a.Release()
+	bias, err := ortc.NewTensor(env, []int64{2}, []float32{10, 20})
+	require.NoError(t, err)
+	defer bias.Release()
+	out := []*ortc.Value{nil, nil}
+	require.NoError(t, s.Run([]*ortc.Value{a, bias}, out))
+	out[1].Release()
+	whole := out[0]
+	rows, err := whole.HostView(2, []int64{2, 2})
+	require.NoError(t, err)
+	defer rows.Release()
+	require.False(t, rows.Placed())
+	_, err = whole.HostView(6, []int64{2, 2})
+	require.EqualError(t, err, "ortc: host view [2 2]: 4 values from 6 in a tensor of 8")
+	whole.Release()
+	for range 20 {
+		x, err := ortc.Alloc[float32](env, []int64{4, 2})
+		require.NoError(t, err)
+		defer x.Release()
+		fill([]*ortc.Value{x}, -1)
+	}
+	require.Equal(t, []float32{13, 24, 15, 26}, rows.Float32s())
+	again := []*ortc.Value{nil, nil}
+	require.NoError(t, s.Run([]*ortc.Value{rows, bias}, again))
+	require.Equal(t, []float32{23, 44, 25, 46}, again[0].Float32s())
+	again[0].Release()
+	again[1].Release()
+
+	_, err = whole.HostView(0, []int64{2})
+	require.EqualError(t, err, "ortc: host view of a released tensor of shape [4 2]")
+	info, alloc := cpuTwin(t, env, s)
+	placed, err := ortc.AllocOn[float32](alloc, []int64{4, 2})
+	require.NoError(t, err)
+	defer placed.Release()
+	_, err = placed.HostView(0, []int64{2})
+	require.EqualError(t, err, "ortc: host view [2] of a tensor on "+info.String()+" (View)")
+	rows.Release()
+	require.Equal(t, live+int64(20+3), api.LiveValues(), "live: a, bias, the churn's and placed")
 }

@@ -2,8 +2,6 @@ package ortc_test
 
 import (
 	"math"
-	"os"
-	"os/exec"
 	"runtime"
 	"testing"
 
@@ -12,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/model/modeltest/perturbed"
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/ortc"
 )
@@ -456,7 +455,7 @@ func TestDeviceTwinIsSealed(t *testing.T) {
 // pointer and crashes rather than passing by luck. An allocation on, or
 // statistics of, a released Allocator are errors.
 func TestAllocatorOutlivedByTensor(t *testing.T) {
-	if !inPerturbedChild(t) {
+	if !perturbed.InChild(t) {
 		return
 	}
 	env, so := openEnv(t)
@@ -482,34 +481,15 @@ func TestAllocatorOutlivedByTensor(t *testing.T) {
 	}
 }
 
-// inPerturbedChild runs the test t in a child process whose glibc malloc
-// overwrites freed memory (no tcache, MALLOC_PERTURB_), where a use
-// after free reads a wild function pointer and crashes rather than
-// passing by luck, and reports whether this is that child: the parent
-// returns false once the child passed.
-func inPerturbedChild(t *testing.T) bool {
-	t.Helper()
-	if os.Getenv("SPIRAL_ORTC_ALLOCATOR_CHILD") != "" {
-		return true
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "SPIRAL_ORTC_ALLOCATOR_CHILD=1",
-		"GLIBC_TUNABLES=glibc.malloc.tcache_count=0", "MALLOC_PERTURB_=165")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "child:\n%s", out)
-	require.Contains(t, string(out), "--- PASS: "+t.Name())
-	return false
-}
-
 // TestBindingOutlivesAllocator: a tensor from AllocOn bound in a Binding
 // and then released stays the binding's (its own reference), and so does
 // the OrtAllocator that frees the tensor's memory: releasing the
 // Allocator next must not free it under the binding, whose runs still
 // write the tensor and whose release (or Clear) frees it. An output the
 // binding returns for that tensor (Outputs: another reference to it)
-// holds the OrtAllocator too. Run in a child process (inPerturbedChild).
+// holds the OrtAllocator too. Run in a child process (perturbed.InChild).
 func TestBindingOutlivesAllocator(t *testing.T) {
-	if !inPerturbedChild(t) {
+	if !perturbed.InChild(t) {
 		return
 	}
 	env, so := openEnv(t)
