@@ -250,14 +250,11 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			return err
 		}
 	}
-	tb, err := openTensorBoardLog(cfg.Dir, cfg.TensorBoard, kept, func() ([]tfevents.Event, error) {
+	tb := openTensorBoardLog(cfg.Dir, cfg.TensorBoard, kept, metricsPath, func() ([]tfevents.Event, error) {
 		events, _, err := trainEvents(cfg.Dir)
 		return events, err
 	}, p.Warn)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, tb.close()) }()
+	defer tb.close()
 	mf, err := os.OpenFile(metricsPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
 	if err != nil {
 		return fmt.Errorf("rl: run: %w", err)
@@ -383,9 +380,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		if err := m.WriteJSONL(mf); err != nil {
 			return err
 		}
-		if err := tb.write(m, metricsEvent); err != nil {
-			return err
-		}
+		tb.write(m, metricsEvent)
 		fmt.Fprintln(p.Out, m.Line())
 		if n := m.Aggregate.FittedPrompts; n > 0 && !warnedFitted {
 			warnedFitted = true
@@ -700,7 +695,8 @@ func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, w io
 	if err := writeJSONLine(w, e); err != nil {
 		return err
 	}
-	return tb.write(e, evalEvent)
+	tb.write(e, evalEvent)
+	return nil
 }
 
 // EvalLine is one line of eval.jsonl. Digest fingerprints the held-out

@@ -340,14 +340,11 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 	if step == 0 {
 		kept = -1
 	}
-	tb, err := openTensorBoardLog(p.Dir, cfg.TensorBoard, kept, func() ([]tfevents.Event, error) {
+	tb := openTensorBoardLog(p.Dir, cfg.TensorBoard, kept, logPath, func() ([]tfevents.Event, error) {
 		events, _, err := sftEvents(logPath)
 		return events, err
 	}, p.Warn)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, tb.close()) }()
+	defer tb.close()
 	if p.Progress != nil && step > 0 {
 		p.Progress(step)
 	}
@@ -407,7 +404,8 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 		if err := writeJSONLine(logf, acc); err != nil {
 			return err
 		}
-		return tb.write(acc, sftEvent)
+		tb.write(acc, sftEvent)
+		return nil
 	}
 	evalDue := func() bool { return cfg.EvalEvery > 0 && step%cfg.EvalEvery == 0 || step == cfg.Steps }
 
@@ -462,9 +460,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 		if err := writeJSONLine(logf, m); err != nil {
 			return err
 		}
-		if err := tb.write(m, sftEvent); err != nil {
-			return err
-		}
+		tb.write(m, sftEvent)
 		if p.Progress != nil {
 			p.Progress(1)
 		}

@@ -179,9 +179,14 @@ func sftEvent(line []byte, wall float64) (tfevents.Event, error) {
 }
 
 // tensorBoardLog is a run's live TensorBoard log, one event a log line
-// (nil: none).
+// (nil: none). Its failures stop no training: the first warns and ends
+// the log (w nil), and the run goes on without it.
 type tensorBoardLog struct {
 	w *tfevents.Writer
+	// log is the run's JSON log, dir its directory and warn where the
+	// failure's warning goes.
+	log, dir string
+	warn     io.Writer
 }
 
 // openTensorBoardLog cuts spiral's event files in dir/TensorBoardDir
@@ -189,18 +194,28 @@ type tensorBoardLog struct {
 // were cut, so that no event describes weights the run no longer has,
 // whether or not this run logs to TensorBoard. With on, it starts a new
 // event file there, which first gets the scalars of the logs' lines
-// (logged) that the files left lack at their step (a run resumed with
-// --tensorboard whose earlier part, or an evaluation of the step it
-// resumed, ran without it), so that the curves have every logged step
-// once. A file that cannot be read as an event file is left as it is,
-// with a warning to warn: it does not stop the training it only shows;
-// the events before its damage, which TensorBoard reads, are not written
-// again.
-func openTensorBoardLog(dir string, on bool, kept int, logged func() ([]tfevents.Event, error), warn io.Writer) (*tensorBoardLog, error) {
+// (logged, from the JSON log log) that the files left lack at their
+// step (a run resumed with --tensorboard whose earlier part, or an
+// evaluation of the step it resumed, ran without it), so that the
+// curves have every logged step once. It only shows the training, and
+// stops none: a file that cannot be read as an event file is left as it
+// is, with a warning to warn (the events before its damage, which
+// TensorBoard reads, are not written again), and a log that cannot be
+// started (a tensorboard directory that cannot be written, a full disk)
+// warns and gives the run no log (tensorBoardLog.fail).
+func openTensorBoardLog(dir string, on bool, kept int, log string, logged func() ([]tfevents.Event, error), warn io.Writer) *tensorBoardLog {
 	tb := filepath.Join(dir, TensorBoardDir)
+	var l *tensorBoardLog
+	if on {
+		l = &tensorBoardLog{log: log, dir: dir, warn: warn}
+	}
 	files, err := tfevents.Files(tb)
 	if err != nil {
-		return nil, fmt.Errorf("rl: %w", err)
+		if on {
+			l.fail(err)
+			return l
+		}
+		fmt.Fprintf(warn, "spiral: warning: %v: event files there are not cut back to the step resumed, as the logs were\n", err)
 	}
 	type stepTag struct {
 		step int64
@@ -226,13 +241,14 @@ func openTensorBoardLog(dir string, on bool, kept int, logged func() ([]tfevents
 		}
 	}
 	if !on {
-		return nil, nil
+		return nil
 	}
 	var backfill []tfevents.Event
 	if kept >= 0 {
 		events, err := logged()
 		if err != nil {
-			return nil, err
+			l.fail(err)
+			return l
 		}
 		for _, e := range events {
 			missing := e
@@ -247,47 +263,63 @@ func openTensorBoardLog(dir string, on bool, kept int, logged func() ([]tfevents
 			}
 		}
 	}
-	w, err := tfevents.Create(tb, time.Now())
-	if err != nil {
-		return nil, fmt.Errorf("rl: %w", err)
+	if l.w, err = tfevents.Create(tb, time.Now()); err != nil {
+		l.fail(err)
+		return l
 	}
-	l := &tensorBoardLog{w: w}
 	for _, e := range backfill {
-		if err := w.Write(e); err != nil {
-			return nil, errors.Join(fmt.Errorf("rl: %w", err), l.close())
+		if err := l.w.Write(e); err != nil {
+			l.fail(err)
+			break
 		}
 	}
-	return l, nil
+	return l
 }
 
 // write logs the event of a log line just written (event: metricsEvent,
-// evalEvent or sftEvent) at the time now.
-func (l *tensorBoardLog) write(v any, event func([]byte, float64) (tfevents.Event, error)) error {
-	if l == nil {
-		return nil
+// evalEvent or sftEvent) at the time now; a failure ends the log (fail).
+func (l *tensorBoardLog) write(v any, event func([]byte, float64) (tfevents.Event, error)) {
+	if l == nil || l.w == nil {
+		return
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("rl: encode %T: %w", v, err)
+		l.fail(fmt.Errorf("encode %T: %w", v, err))
+		return
 	}
 	e, err := event(b, tfevents.WallTime(time.Now()))
+	if err == nil {
+		err = l.w.Write(e)
+	}
 	if err != nil {
-		return fmt.Errorf("rl: tensorboard: %w", err)
+		l.fail(err)
 	}
-	if err := l.w.Write(e); err != nil {
-		return fmt.Errorf("rl: %w", err)
-	}
-	return nil
 }
 
-func (l *tensorBoardLog) close() error {
-	if l == nil {
-		return nil
+// fail ends the log for err, with a warning naming err and what the run
+// does without the log: the training goes on, its JSON log complete,
+// which spiral tensorboard converts once the run is done.
+func (l *tensorBoardLog) fail(err error) {
+	if l.w != nil {
+		// err says what went wrong; the file is given up either way.
+		_ = l.w.Close()
+		l.w = nil
 	}
-	if err := l.w.Close(); err != nil {
-		return fmt.Errorf("rl: %w", err)
+	fmt.Fprintf(l.warn, "spiral: warning: --tensorboard: %v: the run goes on without TensorBoard events (%s logs every step: once the run is done, remove %s and run spiral tensorboard %s to convert it)\n",
+		err, filepath.Base(l.log), filepath.Join(l.dir, TensorBoardDir), l.dir)
+}
+
+// close closes the log's event file; a failure to (its sync) warns, as
+// fail does.
+func (l *tensorBoardLog) close() {
+	if l == nil || l.w == nil {
+		return
 	}
-	return nil
+	err := l.w.Close()
+	l.w = nil
+	if err != nil {
+		l.fail(err)
+	}
 }
 
 // logEvents reads the JSON-lines log at path (a last line cut short is

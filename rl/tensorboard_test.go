@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -532,4 +533,61 @@ func damagedTensorBoardRun(t *testing.T, dir string) (files []string, damaged []
 	b[len(b)-1] ^= 1
 	require.NoError(t, os.WriteFile(files[0], b, 0o644))
 	return files, b
+}
+
+// TestTensorBoardUnwritable: a TensorBoard log that cannot be written
+// (here its directory's name taken by a file, which no permission lets
+// root past) stops no training: train and sft warn once, naming the
+// directory and the error, and run every step without events, their
+// JSON logs complete.
+func TestTensorBoardUnwritable(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, dir string) (warn string, log string, lines int)
+	}{
+		{"train", func(t *testing.T, dir string) (string, string, int) {
+			h := newRunHarness(t, dir, 2)
+			h.cfg.TensorBoard = true
+			require.NoError(t, h.run(context.Background()))
+			return h.log.String(), MetricsFile, 2
+		}},
+		{"sft", func(t *testing.T, dir string) (string, string, int) {
+			h := newSFTHarness(t, sftModelDir(t), dir)
+			h.cfg.TensorBoard = true
+			require.NoError(t, h.run(0))
+			return h.warn.String(), SFTLogFile + PartialSuffix, 8 // 6 steps, 2 evaluations
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tb := filepath.Join(dir, TensorBoardDir)
+			require.NoError(t, os.WriteFile(tb, []byte("not a directory"), 0o644))
+			warn, log, lines := c.run(t, dir)
+			require.Equal(t, "spiral: warning: --tensorboard: tfevents: open "+tb+": not a directory: the run goes on without TensorBoard events ("+
+				log+" logs every step: once the run is done, remove "+tb+" and run spiral tensorboard "+dir+" to convert it)\n", warn)
+			b, err := os.ReadFile(filepath.Join(dir, log))
+			require.NoError(t, err)
+			require.Len(t, slices.DeleteFunc(strings.Split(string(b), "\n"), func(s string) bool { return s == "" }), lines)
+		})
+	}
+}
+
+// TestTensorBoardLogWriteFails: an event the log cannot write (its file
+// gone bad under it: here closed) ends the log with one warning naming
+// the file and the error; later events and close write nothing and warn
+// no more, and none of them is an error to the run.
+func TestTensorBoardLogWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	var warn strings.Builder
+	l := openTensorBoardLog(dir, true, -1, filepath.Join(dir, MetricsFile), nil, &warn)
+	require.Empty(t, warn.String())
+	path := l.w.Path()
+	require.NoError(t, l.w.Close())
+	l.write(EvalLine{Step: 1}, evalEvent)
+	require.Equal(t, "spiral: warning: --tensorboard: tfevents: write "+path+": file already closed: the run goes on without TensorBoard events (metrics.jsonl logs every step: once the run is done, remove "+
+		filepath.Join(dir, TensorBoardDir)+" and run spiral tensorboard "+dir+" to convert it)\n", warn.String())
+	l.write(EvalLine{Step: 2}, evalEvent)
+	l.close()
+	require.Equal(t, 1, strings.Count(warn.String(), "warning"))
 }

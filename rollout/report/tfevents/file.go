@@ -94,7 +94,7 @@ func (w *Writer) Path() string { return w.f.Name() }
 // Write appends e.
 func (w *Writer) Write(e Event) error {
 	if _, err := w.f.Write(appendRecord(nil, marshalEvent(e, ""))); err != nil {
-		return fmt.Errorf("tfevents: %s: %w", w.f.Name(), err)
+		return fmt.Errorf("tfevents: %w", err) // an *fs.PathError, naming the file
 	}
 	return nil
 }
