@@ -18,7 +18,7 @@ import (
 // --tensorboard (train's metrics.jsonl and eval.jsonl, sft's sft.jsonl)
 // into TensorBoard event files in each run's tensorboard/.
 func setupTensorBoard(*pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
-	return func(_ context.Context, env *cliEnv, args []string) error {
+	return func(_ context.Context, env *cliEnv, args []string) (err error) {
 		if len(args) == 0 {
 			return usageError{errors.New("usage: spiral tensorboard RUN_DIR [RUN_DIR ...] (the --out of spiral train or spiral sft; train and sft --tensorboard log as they run)")}
 		}
@@ -38,9 +38,29 @@ func setupTensorBoard(*pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 				return err
 			}
 		}
-		// Every run is read and checked before any is written: one
-		// refused leaves the others unconverted, for the same command to
-		// convert them all once it is mended.
+		// Each run is locked as train and sft lock it while they run (a
+		// training appends to the logs read here, and cuts them and the
+		// event files back when it resumes), and every run is read and
+		// checked before any is written: one refused leaves the others
+		// unconverted, for the same command to convert them all once it
+		// is mended.
+		var unlocks []func() error
+		defer func() {
+			for _, unlock := range unlocks {
+				err = errors.Join(err, unlock())
+			}
+		}()
+		for _, dir := range args {
+			unlock, err := rl.LockRun(dir)
+			var inUse *rl.RunInUseError
+			if errors.As(err, &inUse) {
+				return fmt.Errorf("%s is in use by another spiral process (%s): a training writing its logs there; convert them once it is done (train and sft --tensorboard log as they run)%s", dir, inUse.Holder, inUse.Stale())
+			}
+			if err != nil {
+				return err
+			}
+			unlocks = append(unlocks, unlock)
+		}
 		exports := make([]rl.TensorBoardExport, len(args))
 		for i, dir := range args {
 			x, err := rl.PrepareTensorBoard(dir)
@@ -54,7 +74,7 @@ func setupTensorBoard(*pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 				return err
 			}
 			for _, t := range x.Torn {
-				fmt.Fprintf(env.stderr, "spiral: note: the last line of %s is cut short (the run was killed while writing it, or is writing it now): left out\n", t)
+				fmt.Fprintf(env.stderr, "spiral: note: the last line of %s is cut short (the run was killed while writing it): left out\n", t)
 			}
 			events := "events"
 			if x.Events == 1 {

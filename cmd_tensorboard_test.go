@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rl"
 )
 
 // TestTensorBoardCommand: spiral tensorboard converts a run directory's
@@ -92,4 +95,42 @@ func TestTensorBoardCommandRefusesBeforeWriting(t *testing.T) {
 	stderr.Reset()
 	require.Zero(t, run(context.Background(), []string{"tensorboard", good, empty}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
 	require.Equal(t, 2, strings.Count(stdout.String(), "wrote "), stdout.String())
+}
+
+// TestTensorBoardCommandLocksTheRun: spiral tensorboard takes the run
+// directory's lock (the one train and sft hold while they run) for as
+// long as it reads the logs and writes the events, so a training running
+// in a directory given, which appends to the logs and may cut them and
+// the event files back, refuses the command, naming the directory and
+// the holder, before any run given is written; once it is done the same
+// command converts them all and leaves no lock behind.
+func TestTensorBoardCommandLocksTheRun(t *testing.T) {
+	dir := t.TempDir()
+	var runs []string
+	for _, name := range []string{"idle", "training"} {
+		d := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "metrics.jsonl"), []byte(`{"step":1,"loss":0.5,"step_seconds":2}`+"\n"), 0o644))
+		runs = append(runs, d)
+	}
+	unlock, err := rl.LockRun(runs[1])
+	require.NoError(t, err)
+	lock := filepath.Join(runs[1], rl.LockFile)
+
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, exitFailure, run(context.Background(), append([]string{"tensorboard"}, runs...), &cliEnv{stdout: &stdout, stderr: &stderr}))
+	require.Equal(t, fmt.Sprintf("spiral tensorboard: %s is in use by another spiral process (pid %d, lock file %s): a training writing its logs there; convert them once it is done (train and sft --tensorboard log as they run)\n", runs[1], os.Getpid(), lock), stderr.String())
+	require.Empty(t, stdout.String())
+	for _, d := range runs {
+		require.NoDirExists(t, filepath.Join(d, "tensorboard"))
+	}
+	require.NoFileExists(t, filepath.Join(runs[0], rl.LockFile), "the lock of a run not converted is released")
+
+	require.NoError(t, unlock())
+	stderr.Reset()
+	require.Zero(t, run(context.Background(), append([]string{"tensorboard"}, runs...), &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	require.Equal(t, 2, strings.Count(stdout.String(), "wrote "), stdout.String())
+	for _, d := range runs {
+		require.NoFileExists(t, filepath.Join(d, rl.LockFile))
+	}
 }

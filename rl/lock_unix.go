@@ -15,6 +15,31 @@ import (
 	"github.com/spiral-rl/spiral/model/flock"
 )
 
+// RunInUseError is the error of a run directory whose lock another
+// process holds (LockRun).
+type RunInUseError struct {
+	Dir string
+	// Holder names the lock file, and the holder's pid where it is known:
+	// "pid 12, lock file DIR/.lock".
+	Holder string
+	// PIDFile: the lock is the file alone (no flock(2) there), which a
+	// killed run leaves, its pid then another process's.
+	PIDFile bool
+}
+
+func (e *RunInUseError) Error() string {
+	return fmt.Sprintf("%s is in use by another spiral process (%s); wait for it or use another --out%s", e.Dir, e.Holder, e.Stale())
+}
+
+// Stale is the advice on a lock that may be stale: for a PIDFile lock,
+// " (or, if no spiral runs there, remove the lock file)"; "" otherwise.
+func (e *RunInUseError) Stale() string {
+	if e.PIDFile {
+		return " (or, if no spiral runs there, remove the lock file)"
+	}
+	return ""
+}
+
 // lockRun takes the run directory's lock, so that two processes never
 // train into one directory: flock(2) on dir/.lock, which the kernel
 // releases when the process exits, however it exits (a run killed with
@@ -43,7 +68,7 @@ func lockRun(dir string) (func() error, error) {
 			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
 				holder = fmt.Sprintf("pid %d, %s", pid, holder)
 			}
-			return nil, fmt.Errorf("%s is in use by another spiral process (%s); wait for it or use another --out", dir, holder)
+			return nil, &RunInUseError{Dir: dir, Holder: holder}
 		}
 		if err != nil {
 			f.Close()
@@ -114,7 +139,7 @@ func lockRunByPID(path string) (func() error, error) {
 		// This process's own pid is not another process's: a killed
 		// run's, which this process has again (a restarted container).
 		if perr == nil && pid != os.Getpid() && processAlive(pid) {
-			return nil, fmt.Errorf("%s is in use by another spiral process (pid %d, lock file %s); wait for it or use another --out (or, if no spiral runs there, remove the lock file)", dir, pid, path)
+			return nil, &RunInUseError{Dir: dir, Holder: fmt.Sprintf("pid %d, lock file %s", pid, path), PIDFile: true}
 		}
 		// A stale lock (its process is gone): take it over.
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {

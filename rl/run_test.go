@@ -1460,7 +1460,7 @@ func TestRunLockByPID(t *testing.T) {
 			}
 			unlock, err := lockRunByPID(path)
 			if tc.refused {
-				require.ErrorContains(t, err, dir+" is in use by another spiral process (pid "+strconv.Itoa(os.Getppid())+", lock file "+path+")")
+				require.EqualError(t, err, dir+" is in use by another spiral process (pid "+strconv.Itoa(os.Getppid())+", lock file "+path+"); wait for it or use another --out (or, if no spiral runs there, remove the lock file)")
 				b, rerr := os.ReadFile(path)
 				require.NoError(t, rerr)
 				require.Equal(t, tc.content, string(b), "the holder's lock is left alone")

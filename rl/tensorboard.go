@@ -425,7 +425,8 @@ func sftEvents(path string) (events []tfevents.Event, torn []string, err error) 
 // TensorBoardExport is a conversion of a run's logs (PrepareTensorBoard),
 // and what it wrote (Write): the event file, the events in it and the
 // logs they came from, and the logs whose last line was cut short and
-// left out (a run killed while writing it, or writing it now).
+// left out (a run killed while writing it; the caller holds the run's
+// lock, LockRun, so that no training writes it meanwhile).
 type TensorBoardExport struct {
 	Path   string
 	Events int
@@ -443,7 +444,8 @@ type TensorBoardExport struct {
 // by the seconds each step logs (evaluation and checkpoint time not
 // counted), for Write to write; it writes nothing. A directory with
 // neither log, or whose TensorBoardDir holds spiral's event files already
-// (written live, or by an earlier export), is an error naming it.
+// (written live, or by an earlier export), is an error naming it. The
+// caller holds dir's lock (LockRun) through Write, as a training does.
 func PrepareTensorBoard(dir string) (TensorBoardExport, error) {
 	x := TensorBoardExport{dir: dir}
 	var err error
