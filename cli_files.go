@@ -67,8 +67,9 @@ type sidecar struct {
 	from, to string // where it is read ("" for spiral's default) and where it goes
 	data     []byte
 	// unnamed: a config.json written without its _name_or_path
-	// (model.TrainedConfig).
-	unnamed bool
+	// (model.TrainedConfig); retyped: with its dtype float32
+	// (model.Float32Config).
+	unnamed, retyped bool
 }
 
 // String names where the sidecar's contents come from.
@@ -95,10 +96,12 @@ func (s sidecar) String() string {
 // source's own files (out beside the model) are left as they are.
 // defaults holds files by name, written where the model has none of its
 // own (the chat template and stop ids of a model spiral made, as the hf
-// export writes them: tokenizer.HFConfigFiles). With trained (the export of a
-// checkpoint's weights), config.json goes without its _name_or_path,
-// which names r and not the trained weights (model.TrainedConfig),
-// replacing a copy of r's there.
+// export writes them: tokenizer.HFConfigFiles). config.json's dtype
+// says float32, the type of the weights spiral writes
+// (model.Float32Config), and with trained (the export of a checkpoint's
+// weights) it goes without its _name_or_path, which names r and not the
+// trained weights (model.TrainedConfig), either replacing a copy of r's
+// there.
 func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, trained bool) ([]sidecar, error) {
 	dir := filepath.Dir(out)
 	type side struct {
@@ -122,11 +125,20 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, tra
 			return nil, err
 		}
 		f := sidecar{from: s.from, to: filepath.Join(dir, s.name), data: b}
-		if trained && s.name == model.ConfigFile {
-			if f.data, err = model.TrainedConfig(b); err != nil {
+		if s.name == model.ConfigFile {
+			if trained {
+				if f.data, err = model.TrainedConfig(b); err != nil {
+					return nil, fmt.Errorf("%s: %w", s.from, err)
+				}
+				f.unnamed = !bytes.Equal(f.data, b)
+			}
+			// The weights are float32, whatever dtype the source's
+			// release was stored in (spiral reads no other).
+			named := f.data
+			if f.data, err = model.Float32Config(named); err != nil {
 				return nil, fmt.Errorf("%s: %w", s.from, err)
 			}
-			f.unnamed = !bytes.Equal(f.data, b)
+			f.retyped = !bytes.Equal(f.data, named)
 		}
 		have, err := os.ReadFile(f.to)
 		switch {
@@ -150,10 +162,17 @@ func (s sidecar) report() string {
 	if s.from == "" {
 		return s.String()
 	}
+	r := "a copy of " + s.from
 	if s.unnamed {
-		return "a copy of " + s.from + " without its _name_or_path (it names that model, not these weights)"
+		r += " without its _name_or_path (it names that model, not these weights)"
 	}
-	return "a copy of " + s.from
+	if s.unnamed && s.retyped {
+		r += " and"
+	}
+	if s.retyped {
+		r += " with its dtype float32, the weights' type"
+	}
+	return r
 }
 
 // writeIn writes the sidecar under its name in dir (atomically): a

@@ -176,7 +176,8 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 		return err
 	}
 	// config.json (without its _name_or_path, which names the model sft
-	// started from: model.TrainedConfig) and the tokenizer's files
+	// started from: model.TrainedConfig; its dtype float32, the weights':
+	// model.Float32Config) and the tokenizer's files
 	// (tokenizer_config.json with its chat template...) and generation
 	// defaults, as export copies them: a file the model lacks goes from
 	// --out at the commit, since one left there by the model that
@@ -192,7 +193,10 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 			return err
 		}
 		if c.Name == model.ConfigFile {
-			if b, err = model.TrainedConfig(b); err != nil {
+			if b, err = model.TrainedConfig(b); err == nil {
+				b, err = model.Float32Config(b)
+			}
+			if err != nil {
 				return fmt.Errorf("%s: %w", c.From, err)
 			}
 		}

@@ -1154,6 +1154,67 @@ func TestExportSidecarsOfTrainedWeights(t *testing.T) {
 	require.Equal(t, config, string(b))
 }
 
+// TestExportSidecarsConfigDtype: an onnx export writes float32 weights
+// (spiral reads and trains no other), and the config.json beside it says
+// so, as the hf export's does: a source config.json of a bfloat16
+// release ("torch_dtype": "bfloat16", as optimum copies it beside its
+// float32 ONNX export; transformers 5's "dtype") was copied as it was,
+// so an hf export or transformers reading it took the weights for
+// bfloat16 ones. The report says what changed; a config.json without a
+// dtype other than float32 is left byte for byte.
+func TestExportSidecarsConfigDtype(t *testing.T) {
+	for _, tc := range []struct {
+		name, config, want, report string
+	}{
+		{"torch_dtype", `{"vocab_size": 49, "torch_dtype": "bfloat16"}`, "{\n  \"vocab_size\": 49,\n  \"torch_dtype\": \"float32\"\n}\n",
+			" with its dtype float32, the weights' type"},
+		{"dtype and a name", `{"_name_or_path": "Qwen/Qwen3-0.6B", "dtype": "float16", "vocab_size": 49}`, "{\n  \"dtype\": \"float32\",\n  \"vocab_size\": 49\n}\n",
+			" without its _name_or_path (it names that model, not these weights) and with its dtype float32, the weights' type"},
+		{"float32 already", `{"vocab_size": 49, "torch_dtype": "float32"}`, `{"vocab_size": 49, "torch_dtype": "float32"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(src, "config.json"), []byte(tc.config), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(src, "tokenizer.json"), []byte("tok"), 0o644))
+			r := resolvedModel{onnx: filepath.Join(src, "model.onnx"), dir: src, tokenizer: filepath.Join(src, "tokenizer.json")}
+			sides, err := exportSidecars(r, filepath.Join(t.TempDir(), "m.onnx"), nil, true)
+			require.NoError(t, err)
+			require.Equal(t, "config.json", filepath.Base(sides[0].to))
+			require.Equal(t, tc.want, string(sides[0].data))
+			require.Equal(t, "a copy of "+filepath.Join(src, "config.json")+tc.report, sides[0].report())
+		})
+	}
+}
+
+// TestSFTConfigDtype: sft writes its model's weights in float32, and the
+// config.json beside them says so: one started from a model whose
+// config.json says bfloat16 (a bfloat16 release's, which optimum copies
+// beside its float32 ONNX export) copied it as it was.
+func TestSFTConfigDtype(t *testing.T) {
+	skipWithoutRuntime(t)
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	src := filepath.Join(t.TempDir(), "bf16")
+	require.NoError(t, os.MkdirAll(src, 0o755))
+	for _, name := range []string{"model.onnx", "tokenizer.json", "config.json"} {
+		b, err := os.ReadFile(filepath.Join("model", "embedded", "assets", name))
+		require.NoError(t, err)
+		if name == "config.json" {
+			require.Contains(t, string(b), `"torch_dtype": "float32"`)
+			b = bytes.Replace(b, []byte(`"torch_dtype": "float32"`), []byte(`"torch_dtype": "bfloat16"`), 1)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(src, name), b, 0o644))
+	}
+	out := filepath.Join(t.TempDir(), "sft")
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"sft", "--model", filepath.Join(src, "model.onnx"), "--steps", "1", "--batch", "4", "--eval-every", "0", "--eval-problems", "2",
+		"--threads", "1", "--quiet", "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	var cfg map[string]any
+	b, err := os.ReadFile(filepath.Join(out, "config.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &cfg))
+	require.Equal(t, "float32", cfg["torch_dtype"])
+}
+
 // TestLoRARankPastProjection: a --lora-rank past a targeted projection's
 // smaller side, refused when the model is read, is the usage error
 // (exit 2) that plan makes of it, naming the flag: train, sft, bench

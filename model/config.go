@@ -130,14 +130,15 @@ func TrainedConfig(b []byte) ([]byte, error) {
 // in: transformers 4's torch_dtype and transformers 5's dtype.
 var dtypeKeys = []string{"torch_dtype", "dtype"}
 
-// float32Config returns the config.json b for weights written in
-// float32, as the hf export writes them: its torch_dtype and dtype, where
+// Float32Config returns the config.json b for weights written in
+// float32, as spiral writes every model's (the hf and onnx exports, sft's
+// model): its torch_dtype and dtype, where
 // they name another type (a bfloat16 release's "bfloat16"), say
 // "float32", so that transformers and serving engines do not take the
 // float32 tensors for that type; b itself when neither does (absent,
 // null or float32 already). The other fields keep their order,
 // reindented.
-func float32Config(b []byte) ([]byte, error) {
+func Float32Config(b []byte) ([]byte, error) {
 	const f32 = `"float32"`
 	return editConfig(b, func(key string, v json.RawMessage) (json.RawMessage, bool) {
 		var name string

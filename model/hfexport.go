@@ -484,7 +484,7 @@ func refuseOtherCheckpoints(dir string) error {
 // model.safetensors (float32, transformers' Qwen3 names and layouts, see
 // HFParams), config.json (required beside src; without its
 // _name_or_path when trained holds weights or adapters, see
-// TrainedConfig; its torch_dtype or dtype float32, see float32Config)
+// TrainedConfig; its torch_dtype or dtype float32, see Float32Config)
 // and the tokenizer and
 // generation files found beside src. tokenizer, when not empty, is the
 // tokenizer.json to copy instead of the one beside src. defaults holds
@@ -603,7 +603,7 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 		// The weights are written in float32, whatever dtype the
 		// source's release was stored in.
 		if name == ConfigFile {
-			if b, err = float32Config(b); err != nil {
+			if b, err = Float32Config(b); err != nil {
 				return 0, fmt.Errorf("model: hf export: %s: %w", f.From, err)
 			}
 		}
