@@ -29,10 +29,11 @@ type Judge struct {
 	// Equal clusters extracted answers for majority votes.
 	Equal Equivalence
 	// CreditTruncated grades a trace that was cut (FinishReason.Cut: at
-	// the token limit, or before a padding id) like any other. When false (the default), such a trace is correct only if it
-	// had stated its answer explicitly before it was cut: an answer
-	// running up to the cut, which the trace may have been going on
-	// writing, is not stated (cutProbe).
+	// the token limit, or before a padding id) like any other. When false
+	// (the default), such a trace is correct only if it had stated its
+	// answer explicitly before it was cut: an answer running up to the
+	// cut, which the trace may have been going on writing, is not stated
+	// (cutProbe).
 	CreditTruncated bool
 }
 
