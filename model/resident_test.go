@@ -262,17 +262,15 @@ func TestResidentTrainingMatchesHost(t *testing.T) {
 				got[i].copies = append(got[i].copies, paramCopies(p)-before)
 				require.NotEqual(t, zeroed, p.Grads.Flat())
 				got[i].grads = append(got[i].grads, slices.Clone(p.Grads.Flat()))
-				// A change not recorded by Touch: the host path sees it,
-				// the device copies do not. (The embedding and head tables,
-				// a vocabulary wide, are left alone: the executor gathers
-				// their rows on the host.)
+				// A change not recorded by Touch, to every weight: the host
+				// path sees it, the device copies do not (the embedding's
+				// rows are gathered from the table's device copy, the table
+				// head reads its blocks there).
 				loaded := slices.Clone(p.Grads.Flat())
 				for k := range p.Weights.Len() {
 					w := p.Weights.At(k)
-					if !slices.Contains(w.Shape, int64(p.LM.Signature().Vocab)) {
-						for j := range w.Data {
-							w.Data[j] *= 0.5
-						}
+					for j := range w.Data {
+						w.Data[j] *= 0.5
 					}
 				}
 				p.Grads.Zero()
