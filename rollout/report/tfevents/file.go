@@ -42,25 +42,38 @@ func Files(dir string) ([]string, error) {
 
 // newPath names a new event file in dir, which it creates:
 // events.out.tfevents.<unix seconds>.<host>.spiral as TensorBoard's
-// writers name theirs, at the first second from now on whose name no
-// file has (a run resumed within the second of the last), so that the
-// names sort in the order the files were started.
+// writers name theirs, at now's second or, if an event file in dir
+// (spiral's or another writer's) is named for that second or a later
+// one, at the second after the latest: a clock behind the files' (a run
+// resumed on another machine, a clock stepped back) would name the new
+// file before them, and TensorBoard, which reads a run's files in the
+// order of their names, would read the resumed steps before the earlier
+// ones (its default loader then drops the later steps as abandoned), so
+// the names sort in the order the files were started.
 func newPath(dir string, now time.Time) (string, error) {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return "", fmt.Errorf("tfevents: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("tfevents: %w", err)
+	}
+	sec := now.Unix()
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), filePrefix)
+		if !ok {
+			continue
+		}
+		field, _, _ := strings.Cut(rest, ".")
+		if s, err := strconv.ParseInt(field, 10, 64); err == nil && s >= sec {
+			sec = s + 1
+		}
 	}
 	host, err := os.Hostname()
 	if err != nil || host == "" || strings.ContainsRune(host, filepath.Separator) {
 		host = "localhost"
 	}
-	for sec := now.Unix(); ; sec++ {
-		p := filepath.Join(dir, filePrefix+strconv.FormatInt(sec, 10)+"."+host+fileSuffix)
-		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-			return p, nil
-		} else if err != nil {
-			return "", fmt.Errorf("tfevents: %w", err)
-		}
-	}
+	return filepath.Join(dir, filePrefix+strconv.FormatInt(sec, 10)+"."+host+fileSuffix), nil
 }
 
 // Writer appends events to an event file as they come: each event is

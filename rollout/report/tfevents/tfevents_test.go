@@ -168,3 +168,41 @@ func TestWriteNamesNoTemporaryEventFile(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 }
+
+// TestNewFileSortsLast: a new event file is named after every event file
+// in its directory, spiral's or another writer's, whatever the clock
+// says: one named for a clock behind theirs (a run resumed on another
+// machine, a clock stepped back) sorted first, and TensorBoard's default
+// loader, reading the files in name order, dropped the resumed steps
+// when the earlier steps of the older file came after them.
+func TestNewFileSortsLast(t *testing.T) {
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	name := func(sec string) string { return "events.out.tfevents." + sec + "." + host + ".spiral" }
+	for _, tc := range []struct {
+		existing []string
+		now      int64
+		want     []string // Create's, then WriteFile's
+	}{
+		{nil, 1700000000, []string{name("1700000000"), name("1700000001")}},
+		{[]string{name("1700000500")}, 1700000000, []string{name("1700000501"), name("1700000502")}},
+		{[]string{name("1700000500"), "events.out.tfevents.1700000900.other.4242.0.v2", "events.out.tfevents.junk", "notes.txt"}, 1700000000,
+			[]string{name("1700000901"), name("1700000902")}},
+		{[]string{name("1600000000")}, 1700000000, []string{name("1700000000"), name("1700000001")}},
+	} {
+		dir := filepath.Join(t.TempDir(), "tb")
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		for _, n := range tc.existing {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, n), nil, 0o644))
+		}
+		w, err := Create(dir, time.Unix(tc.now, 0))
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		p, err := WriteFile(dir, time.Unix(tc.now, 0), nil)
+		require.NoError(t, err)
+		require.Equal(t, []string{filepath.Join(dir, tc.want[0]), filepath.Join(dir, tc.want[1])}, []string{w.Path(), p}, "%v", tc.existing)
+		files, err := Files(dir)
+		require.NoError(t, err)
+		require.Equal(t, []string{w.Path(), p}, files[len(files)-2:], "%v", tc.existing)
+	}
+}
