@@ -73,6 +73,9 @@ func setupTensorBoard(*pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 			if err := x.Write(); err != nil {
 				return err
 			}
+			for _, r := range x.Removed {
+				fmt.Fprintf(env.stderr, "spiral: note: removed %s: it held no event (a run with --tensorboard stopped before its first step)\n", r)
+			}
 			for _, t := range x.Torn {
 				fmt.Fprintf(env.stderr, "spiral: note: the last line of %s is cut short (the run was killed while writing it): left out\n", t)
 			}

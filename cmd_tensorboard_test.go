@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/rl"
+	"github.com/spiral-rl/spiral/rollout/report/tfevents"
 )
 
 // TestTensorBoardCommand: spiral tensorboard converts a run directory's
@@ -133,4 +135,25 @@ func TestTensorBoardCommandLocksTheRun(t *testing.T) {
 	for _, d := range runs {
 		require.NoFileExists(t, filepath.Join(d, rl.LockFile))
 	}
+}
+
+// TestTensorBoardCommandEmptyEventFile: a run whose tensorboard/ holds
+// only an event file without events (a run with --tensorboard killed
+// before its first step) is converted, not refused as converted already:
+// the empty file is removed, with a note naming it.
+func TestTensorBoardCommandEmptyEventFile(t *testing.T) {
+	runDir := t.TempDir()
+	metrics := filepath.Join(runDir, "metrics.jsonl")
+	require.NoError(t, os.WriteFile(metrics, []byte(`{"step":1,"loss":0.5,"step_seconds":2}`+"\n"), 0o644))
+	empty, err := tfevents.WriteFile(filepath.Join(runDir, "tensorboard"), time.Now(), nil)
+	require.NoError(t, err)
+
+	var stdout, stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"tensorboard", runDir}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	files, err := filepath.Glob(filepath.Join(runDir, "tensorboard", "events.out.tfevents.*.spiral"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	require.NotEqual(t, empty, files[0])
+	require.Equal(t, "wrote "+files[0]+" (1 event from "+metrics+")\n", stdout.String())
+	require.Equal(t, "spiral: note: removed "+empty+": it held no event (a run with --tensorboard stopped before its first step)\n", stderr.String())
 }

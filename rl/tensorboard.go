@@ -424,14 +424,17 @@ func sftEvents(path string) (events []tfevents.Event, torn []string, err error) 
 
 // TensorBoardExport is a conversion of a run's logs (PrepareTensorBoard),
 // and what it wrote (Write): the event file, the events in it and the
-// logs they came from, and the logs whose last line was cut short and
-// left out (a run killed while writing it; the caller holds the run's
-// lock, LockRun, so that no training writes it meanwhile).
+// logs they came from, the logs whose last line was cut short and left
+// out (a run killed while writing it; the caller holds the run's lock,
+// LockRun, so that no training writes it meanwhile), and the event files
+// it removed, which held no scalar event (a run with --tensorboard
+// killed before its first step).
 type TensorBoardExport struct {
-	Path   string
-	Events int
-	Logs   []string
-	Torn   []string
+	Path    string
+	Events  int
+	Logs    []string
+	Torn    []string
+	Removed []string
 
 	dir    string
 	events []tfevents.Event
@@ -443,9 +446,10 @@ type TensorBoardExport struct {
 // they run, at wall times counted back from the log's modification time
 // by the seconds each step logs (evaluation and checkpoint time not
 // counted), for Write to write; it writes nothing. A directory with
-// neither log, or whose TensorBoardDir holds spiral's event files already
-// (written live, or by an earlier export), is an error naming it. The
-// caller holds dir's lock (LockRun) through Write, as a training does.
+// neither log, or whose TensorBoardDir holds spiral's event files with
+// events already (written live, or by an earlier export), is an error
+// naming it. The caller holds dir's lock (LockRun) through Write, as a
+// training does.
 func PrepareTensorBoard(dir string) (TensorBoardExport, error) {
 	x := TensorBoardExport{dir: dir}
 	var err error
@@ -469,28 +473,44 @@ func PrepareTensorBoard(dir string) (TensorBoardExport, error) {
 	if len(x.events) == 0 {
 		return x, fmt.Errorf("%s logs no step: nothing to convert", strings.Join(x.Logs, " and "))
 	}
-	return x, x.refuseConverted()
+	_, err = x.emptyFiles()
+	return x, err
 }
 
-// refuseConverted is an error when x's run holds spiral's event files
-// already.
-func (x *TensorBoardExport) refuseConverted() error {
+// emptyFiles returns spiral's event files in x's run that hold no scalar
+// event (their file_version only, or cut short before their first
+// scalar event: a run with --tensorboard killed before its first step),
+// which the conversion replaces; a file that holds one, or that cannot
+// be read (its checksums failing), is an error naming it: TensorBoard
+// shows its events, which the conversion would double.
+func (x *TensorBoardExport) emptyFiles() ([]string, error) {
 	tb := filepath.Join(x.dir, TensorBoardDir)
 	files, err := tfevents.Files(tb)
 	if err != nil {
-		return fmt.Errorf("rl: %w", err)
+		return nil, fmt.Errorf("rl: %w", err)
 	}
-	if len(files) > 0 {
-		return fmt.Errorf("%s holds TensorBoard events already (%s, written by --tensorboard or an earlier conversion): TensorBoard shows them; remove %s to convert the logs again", tb, filepath.Base(files[0]), tb)
+	var empty []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("rl: %w", err)
+		}
+		if _, events, _, err := tfevents.Decode(b); err != nil || len(events) > 0 {
+			return nil, fmt.Errorf("%s holds TensorBoard events already (%s, written by --tensorboard or an earlier conversion): TensorBoard shows them; remove %s to convert the logs again", tb, filepath.Base(f), tb)
+		}
+		empty = append(empty, f)
 	}
-	return nil
+	return empty, nil
 }
 
 // Write writes the events PrepareTensorBoard read as one new event file
 // in the run's TensorBoardDir (atomically), refusing, as it did, a run
-// that holds spiral's event files already, and sets x.Path and x.Events.
+// that holds spiral's event files with events already, then removes the
+// event files there that hold none; it sets x.Path, x.Events and
+// x.Removed.
 func (x *TensorBoardExport) Write() error {
-	if err := x.refuseConverted(); err != nil {
+	empty, err := x.emptyFiles()
+	if err != nil {
 		return err
 	}
 	p, err := tfevents.WriteFile(filepath.Join(x.dir, TensorBoardDir), time.Now(), x.events)
@@ -498,6 +518,12 @@ func (x *TensorBoardExport) Write() error {
 		return fmt.Errorf("rl: %w", err)
 	}
 	x.Path, x.Events = p, len(x.events)
+	for _, f := range empty {
+		if err := os.Remove(f); err != nil {
+			return fmt.Errorf("rl: wrote %s, but the event file without events beside it was not removed: %w", p, err)
+		}
+		x.Removed = append(x.Removed, f)
+	}
 	return nil
 }
 

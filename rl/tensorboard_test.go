@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -590,4 +591,42 @@ func TestTensorBoardLogWriteFails(t *testing.T) {
 	l.write(EvalLine{Step: 2}, evalEvent)
 	l.close()
 	require.Equal(t, 1, strings.Count(warn.String(), "warning"))
+}
+
+// TestExportTensorBoardEmptyFiles: event files that hold no scalar event
+// (only their file_version, or that cut short: a run with --tensorboard
+// killed before its first step) hold nothing the conversion would
+// double: they are removed, named in Removed, and the logs converted,
+// rather than the run refused as holding events already; a file with one
+// scalar event beside them is still refused, and removes none.
+func TestExportTensorBoardEmptyFiles(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, MetricsFile), []byte(`{"step":1,"loss":0.5,"step_seconds":2}`+"\n"), 0o644))
+	tb := filepath.Join(dir, TensorBoardDir)
+	header, err := tfevents.WriteFile(tb, time.Unix(1700000000, 0), nil)
+	require.NoError(t, err)
+	torn, err := tfevents.WriteFile(tb, time.Unix(1700000000, 0), nil)
+	require.NoError(t, err)
+	b, err := os.ReadFile(torn)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(torn, append(b, 0x2d, 0, 0, 0), 0o644)) // a record's length cut short
+
+	full := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(full, MetricsFile), []byte(`{"step":1,"loss":0.5,"step_seconds":2}`+"\n"), 0o644))
+	fullTB := filepath.Join(full, TensorBoardDir)
+	fullHeader, err := tfevents.WriteFile(fullTB, time.Unix(1700000000, 0), nil)
+	require.NoError(t, err)
+	one, err := tfevents.WriteFile(fullTB, time.Unix(1700000000, 0), []tfevents.Event{{Step: 1, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 0.5}}}})
+	require.NoError(t, err)
+	_, err = exportTensorBoard(full)
+	require.ErrorContains(t, err, fullTB+" holds TensorBoard events already ("+filepath.Base(one)+",")
+	require.FileExists(t, fullHeader)
+
+	x, err := exportTensorBoard(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{header, torn}, x.Removed)
+	files, err := tfevents.Files(tb)
+	require.NoError(t, err)
+	require.Equal(t, []string{x.Path}, files)
+	require.Equal(t, map[string]map[int64]float32{"loss": {1: 0.5}, "step_seconds": {1: 2}}, tbScalars(t, dir))
 }
