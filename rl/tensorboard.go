@@ -24,8 +24,21 @@ import (
 const TensorBoardDir = "tensorboard"
 
 // unmeasured are the figures of a metrics.jsonl line that a step which
-// trained nothing (no_update) writes as zeros without measuring them.
-var unmeasured = []string{"loss", "entropy", "entropy_search", "grad_norm", "lr"}
+// trained nothing (no_update) writes as zeros without measuring them:
+// its loss, entropy, gradient norm and rate, and the statistics of the
+// advantages of its trained samples, of which it has none.
+var unmeasured = []string{"loss", "entropy", "entropy_search", "grad_norm", "lr", "adv_mean", "adv_std", "adv_min", "adv_max"}
+
+// unappliedRate is the figure of a train or sft log line whose update was
+// skipped for a non-finite gradient norm, which applied no rate and
+// writes its lr as 0 ("update_skipped" and "lr": 0); an update skipped
+// for an overflowing AdamW step writes the rate it tried, which stays.
+func unappliedRate(updateSkipped string, lr float64) []string {
+	if updateSkipped != "" && lr == 0 {
+		return []string{"lr"}
+	}
+	return nil
+}
 
 // jsonScalars returns the numbers of the JSON object line as scalars, in
 // the order they appear: a nested object's under its key and a slash
@@ -123,16 +136,19 @@ func objectFields(b []byte) ([]field, error) {
 }
 
 // metricsEvent is a metrics.jsonl line as an event: every number of the
-// line (jsonScalars), without the loss, entropy, gradient norm and
-// learning rate of a step that trained nothing (decodeMetrics: no_update,
-// or "examples": 0 in a line of an older version), which were not
-// measured.
+// line (jsonScalars), without the figures that are undefined there but
+// written as 0, which TensorBoard would draw as zeros (as plot leaves out
+// an unmeasured entropy): the loss, entropy, gradient norm, learning
+// rate and advantage statistics of a step that trained nothing
+// (decodeMetrics: no_update, or "examples": 0 in a line of an older
+// version; unmeasured), and the rate of an update skipped for a
+// non-finite gradient norm (unappliedRate).
 func metricsEvent(line []byte, wall float64) (tfevents.Event, error) {
 	m, err := decodeMetrics(line)
 	if err != nil {
 		return tfevents.Event{}, err
 	}
-	var skip []string
+	skip := unappliedRate(m.UpdateSkipped, m.LR)
 	if m.NoUpdate {
 		skip = unmeasured
 	}
@@ -163,10 +179,13 @@ func evalEvent(line []byte, wall float64) (tfevents.Event, error) {
 }
 
 // sftEvent is an sft.jsonl line, a step's or an evaluation's, as an
-// event: every number of the line (jsonScalars).
+// event: every number of the line (jsonScalars) but the rate of an update
+// skipped for a non-finite gradient norm, written as 0 (unappliedRate).
 func sftEvent(line []byte, wall float64) (tfevents.Event, error) {
 	var s struct {
-		Step *int `json:"step"`
+		Step          *int    `json:"step"`
+		UpdateSkipped string  `json:"update_skipped"`
+		LR            float64 `json:"lr"`
 	}
 	if err := json.Unmarshal(line, &s); err != nil {
 		return tfevents.Event{}, err
@@ -174,7 +193,7 @@ func sftEvent(line []byte, wall float64) (tfevents.Event, error) {
 	if s.Step == nil || *s.Step < 1 {
 		return tfevents.Event{}, errors.New(`no "step" >= 1: want an sft step's or evaluation's line, as sft writes them`)
 	}
-	sc, err := jsonScalars(line, nil)
+	sc, err := jsonScalars(line, unappliedRate(s.UpdateSkipped, s.LR))
 	return tfevents.Event{Wall: wall, Step: int64(*s.Step), Scalars: sc}, err
 }
 

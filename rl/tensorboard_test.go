@@ -475,11 +475,13 @@ func TestSFTTensorBoard(t *testing.T) {
 // FuzzMetricsEvent: any line gives an event or an error, never a panic,
 // and an event's scalars are those of the line's numbers: as many as
 // the line, decoded, has numbers outside its top-level step and, on a
-// no_update step, its unmeasured figures.
+// no_update step, its unmeasured figures (at an update skipped for a
+// non-finite gradient norm, its rate of 0).
 func FuzzMetricsEvent(f *testing.F) {
 	metrics, _ := readRunSeeds(f)
 	f.Add(firstLine(metrics))
 	f.Add([]byte(`{"step":2,"no_update":true,"loss":0,"aggregate_rounds":[{"reward":1},{"reward":0.5}],"x":[1,[2]]}`))
+	f.Add([]byte(`{"step":3,"grad_norm":null,"lr":0,"update_skipped":"gradient norm is +Inf","adv_mean":0.5}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		e, err := metricsEvent(line, 0)
 		if err != nil {
@@ -488,10 +490,13 @@ func FuzzMetricsEvent(f *testing.F) {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal(line, &m))
 		delete(m, "step")
-		if decoded, _ := decodeMetrics(line); decoded.NoUpdate {
-			for _, k := range unmeasured {
-				delete(m, k)
-			}
+		decoded, _ := decodeMetrics(line)
+		skip := unappliedRate(decoded.UpdateSkipped, decoded.LR)
+		if decoded.NoUpdate {
+			skip = unmeasured
+		}
+		for _, k := range skip {
+			delete(m, k)
 		}
 		var count func(v any) int
 		count = func(v any) int {
@@ -629,4 +634,46 @@ func TestExportTensorBoardEmptyFiles(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{x.Path}, files)
 	require.Equal(t, map[string]map[int64]float32{"loss": {1: 0.5}, "step_seconds": {1: 2}}, tbScalars(t, dir))
+}
+
+// TestEventsLeaveOutUndefined: figures a log line writes as 0 where they
+// are undefined are left out, as plot leaves out a step's unmeasured
+// entropy, not drawn as zeros: a step that trained nothing (no_update)
+// has no advantage statistics (no trained sample), and an update skipped
+// for a non-finite gradient norm applied no rate (lr 0); an update
+// skipped for an overflowing AdamW step keeps the rate it tried.
+func TestEventsLeaveOutUndefined(t *testing.T) {
+	noUpdate, err := json.Marshal(Metrics{Step: 2, Search: PhaseMetrics{Traces: 8}, ProblemsDrawn: 2, NoUpdate: true, StepSeconds: 1})
+	require.NoError(t, err)
+	normSkip, err := json.Marshal(Metrics{Step: 3, Examples: 4, AdvMean: 0.25, AdvStd: 0.5, AdvMin: -1, AdvMax: 1, Loss: math.NaN(), GradNorm: math.Inf(1), UpdateSkipped: "gradient norm is +Inf", StepSeconds: 1})
+	require.NoError(t, err)
+	adamSkip, err := json.Marshal(Metrics{Step: 4, Examples: 4, Loss: 0.5, GradNorm: 2, LR: 1e-5, UpdateSkipped: "optim: non-finite update", StepSeconds: 1})
+	require.NoError(t, err)
+	sftNormSkip, err := json.Marshal(SFTMetrics{Step: 3, Loss: 1, GradNorm: math.NaN(), UpdateSkipped: "gradient norm is NaN", Seconds: 1})
+	require.NoError(t, err)
+	sftAdamSkip, err := json.Marshal(SFTMetrics{Step: 4, Loss: 1, GradNorm: 2, LR: 1e-5, UpdateSkipped: "optim: non-finite update", Seconds: 1})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		line    []byte
+		event   func([]byte, float64) (tfevents.Event, error)
+		absent  []string
+		present []tfevents.Scalar
+	}{
+		{noUpdate, metricsEvent, []string{"adv_mean", "adv_std", "adv_min", "adv_max", "lr", "loss", "grad_norm"},
+			[]tfevents.Scalar{{Tag: "examples", Value: 0}, {Tag: "informative_fraction", Value: 0}, {Tag: "step_seconds", Value: 1}}},
+		{normSkip, metricsEvent, []string{"lr", "loss", "grad_norm"},
+			[]tfevents.Scalar{{Tag: "adv_mean", Value: 0.25}, {Tag: "adv_std", Value: 0.5}, {Tag: "adv_min", Value: -1}, {Tag: "adv_max", Value: 1}}},
+		{adamSkip, metricsEvent, nil, []tfevents.Scalar{{Tag: "lr", Value: 1e-5}, {Tag: "grad_norm", Value: 2}}},
+		{sftNormSkip, sftEvent, []string{"lr", "grad_norm"}, []tfevents.Scalar{{Tag: "loss", Value: 1}}},
+		{sftAdamSkip, sftEvent, nil, []tfevents.Scalar{{Tag: "lr", Value: 1e-5}, {Tag: "grad_norm", Value: 2}}},
+	} {
+		e, err := tc.event(tc.line, 0)
+		require.NoError(t, err, "%s", tc.line)
+		for _, s := range e.Scalars {
+			require.NotContains(t, tc.absent, s.Tag, "%s", tc.line)
+		}
+		for _, s := range tc.present {
+			require.Contains(t, e.Scalars, s, "%s", tc.line)
+		}
+	}
 }

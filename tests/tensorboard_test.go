@@ -70,8 +70,10 @@ func tensorBoardScalars(t *testing.T, py, dir string) map[string]map[int64]float
 // logScalars reads the JSON-lines logs of a run as README says they map
 // to TensorBoard: every number of a metrics.jsonl or sft.jsonl line under
 // its path of keys (an array's elements numbered from 1), but "step" and
-// a no_update step's unmeasured loss, entropy, entropy_search, grad_norm
-// and lr; eval.jsonl's heldout/pass@K and heldout/majority@K.
+// a no_update step's unmeasured loss, entropy, entropy_search, grad_norm,
+// lr, adv_mean, adv_std, adv_min and adv_max, and the lr of 0 of an update
+// skipped for a non-finite gradient norm; eval.jsonl's heldout/pass@K and
+// heldout/majority@K.
 func logScalars(t *testing.T, dir string, logs ...string) map[string]map[int64]float32 {
 	t.Helper()
 	out := map[string]map[int64]float32{}
@@ -114,9 +116,12 @@ func logScalars(t *testing.T, dir string, logs ...string) map[string]map[int64]f
 			}
 			delete(m, "step")
 			if m["no_update"] == true {
-				for _, k := range []string{"loss", "entropy", "entropy_search", "grad_norm", "lr"} {
+				for _, k := range []string{"loss", "entropy", "entropy_search", "grad_norm", "lr", "adv_mean", "adv_std", "adv_min", "adv_max"} {
 					delete(m, k)
 				}
+			}
+			if skipped, _ := m["update_skipped"].(string); skipped != "" && m["lr"] == 0.0 {
+				delete(m, "lr")
 			}
 			for k, v := range m {
 				walk(k, step, v)
