@@ -218,10 +218,15 @@ type tensorBoardLog struct {
 // evaluation of the step it resumed, ran without it), so that the
 // curves have every logged step once. It only shows the training, and
 // stops none: a file that cannot be read as an event file is left as it
-// is, with a warning to warn (the events before its damage, which
-// TensorBoard reads, are not written again), and a log that cannot be
-// started (a tensorboard directory that cannot be written, a full disk)
-// warns and gives the run no log (tensorBoardLog.fail).
+// is, with a warning to warn, and a log that cannot be started (a
+// tensorboard directory that cannot be written, a full disk) warns and
+// gives the run no log (tensorBoardLog.fail). The events of a damaged
+// file before its damage, which both of TensorBoard's loaders read, are
+// not written again; those after it are (tfevents.Decode): the Python
+// loader (--load_fast=false) stops at the damage, and the default one
+// (rustboard), which reads on past a damaged record that still parses,
+// takes the values of the new file, named after it (its steps of a tag
+// replace those it read from that step on).
 func openTensorBoardLog(dir string, on bool, kept int, log string, logged func() ([]tfevents.Event, error), warn io.Writer) *tensorBoardLog {
 	tb := filepath.Join(dir, TensorBoardDir)
 	var l *tensorBoardLog

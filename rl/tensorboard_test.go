@@ -289,8 +289,9 @@ func TestRunTensorBoardDamagedFileStartOver(t *testing.T) {
 }
 
 // TestRunTensorBoardDamagedFileBackfill: the events a damaged file holds
-// before its damage, which TensorBoard reads, are not written again by
-// the resumed run's backfill; the one its damage hides is.
+// before its damage, which both of TensorBoard's loaders read, are not
+// written again by the resumed run's backfill; the one its damage hides
+// from the Python loader (which stops there) is.
 func TestRunTensorBoardDamagedFileBackfill(t *testing.T) {
 	dir := t.TempDir()
 	_, b := damagedTensorBoardRun(t, dir)

@@ -117,8 +117,13 @@ func Encode(wall float64, events []Event) []byte {
 // still writing) ends the events, torn saying so; a checksum that does
 // not match, or an event that is not a valid protocol buffer, is an error
 // naming the record's offset, returned with the events before that
-// record (those that a reader stopping at the damage, as TensorBoard's
-// does, shows).
+// record. Those are what TensorBoard's Python loader (EventFileLoader,
+// tensorboard --load_fast=false) shows of the file, stopping at the
+// damage. Its default loader (rustboard, the data server) reads more: it
+// checks a record's data checksum only when the record does not parse,
+// so it shows a damaged record that still parses, damaged values and all,
+// and the records after it; it stops at a length checksum that does not
+// match, or a record that neither parses nor matches its checksum.
 func Decode(b []byte) (version string, events []Event, torn bool, err error) {
 	torn, err = eachRecord(b, func(off int, data []byte) error {
 		e, v, hasSummary, err := unmarshalEvent(data)
