@@ -301,8 +301,12 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 		return fmt.Errorf("rl: sft settings: %w", err)
 	}
 
-	// 1. Resume, or start afresh.
+	// 1. Resume, or start afresh; the events of a finished run this one
+	// replaces are kept until its model is.
 	logPath := filepath.Join(p.Dir, SFTLogFile+PartialSuffix)
+	if err := setAsideFinishedEvents(p.Dir); err != nil {
+		return err
+	}
 	step := 0
 	if cfg.Fresh {
 		moved, err := moveAside(p.Dir, []string{CheckpointsDir, SFTLogFile + PartialSuffix, TensorBoardDir})
@@ -644,13 +648,62 @@ func readSFTLog(path string, step int) (sftLogged, error) {
 // RemoveSFTCheckpoints removes the checkpoints of the sft run in dir and
 // its partial log, once the model and the log are written: they served to
 // resume it, and left there they would make the next sft into dir (an
-// --overwrite) resume the finished run instead of starting one.
+// --overwrite) resume the finished run instead of starting one. The
+// event files of the run whose model and log it replaced, set aside
+// (setAsideFinishedEvents), go too, and their directory with them unless
+// it holds other files.
 func RemoveSFTCheckpoints(dir string) error {
 	err := os.Remove(filepath.Join(dir, SFTLogFile+PartialSuffix))
 	if errors.Is(err, fs.ErrNotExist) {
 		err = nil
 	}
-	return errors.Join(err, os.RemoveAll(filepath.Join(dir, CheckpointsDir)))
+	return errors.Join(err, os.RemoveAll(filepath.Join(dir, CheckpointsDir)), removeFinishedEvents(dir))
+}
+
+// setAsideFinishedEvents moves the tensorboard directory of the finished
+// sft run in dir (its sft.jsonl there, and no run since it: no partial
+// log, no checkpoints) to SFTFinishedTensorBoardDir, before a run that
+// starts over there (spiral sft --overwrite) cuts the event files in
+// TensorBoardDir back as it empties its log: that run replaces the
+// finished run's model and log only once its own model is written
+// (RemoveSFTCheckpoints then removes the events set aside), so that one
+// that fails, or is interrupted, leaves them too.
+func setAsideFinishedEvents(dir string) error {
+	tb, aside := filepath.Join(dir, TensorBoardDir), filepath.Join(dir, SFTFinishedTensorBoardDir)
+	if !fileExists(filepath.Join(dir, SFTLogFile)) || fileExists(filepath.Join(dir, SFTLogFile+PartialSuffix)) ||
+		fileExists(filepath.Join(dir, CheckpointsDir)) || !fileExists(tb) || fileExists(aside) {
+		return nil
+	}
+	if err := os.Rename(tb, aside); err != nil {
+		return fmt.Errorf("rl: sft: set the finished run's TensorBoard events aside: %w", err)
+	}
+	return nil
+}
+
+// removeFinishedEvents removes spiral's event files in dir's
+// SFTFinishedTensorBoardDir, and the directory if that leaves it empty.
+func removeFinishedEvents(dir string) error {
+	aside := filepath.Join(dir, SFTFinishedTensorBoardDir)
+	files, err := tfevents.Files(aside)
+	if err != nil {
+		return fmt.Errorf("rl: %w", err)
+	}
+	for _, f := range files {
+		if err := os.Remove(f); err != nil {
+			return fmt.Errorf("rl: the replaced run's TensorBoard events: %w", err)
+		}
+	}
+	entries, err := os.ReadDir(aside)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && len(entries) > 0 {
+		return nil
+	}
+	if err == nil {
+		err = os.Remove(aside)
+	}
+	if err != nil {
+		return fmt.Errorf("rl: the replaced run's TensorBoard events: %w", err)
+	}
+	return nil
 }
 
 // sftBatch tokenizes supervised examples as chat turns: the prompt is the

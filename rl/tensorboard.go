@@ -23,6 +23,13 @@ import (
 // (spiral train and sft --tensorboard, spiral tensorboard).
 const TensorBoardDir = "tensorboard"
 
+// SFTFinishedTensorBoardDir holds, beside TensorBoardDir, the event
+// files of a finished sft run while a run that starts over in its
+// directory (spiral sft --overwrite) has not replaced its model and log
+// yet (setAsideFinishedEvents); TensorBoard shows them as a run of their
+// own.
+const SFTFinishedTensorBoardDir = "tensorboard-finished"
+
 // unmeasured are the figures of a metrics.jsonl line that a step which
 // trained nothing (no_update) writes as zeros without measuring them:
 // its loss, entropy, gradient norm and rate, and the statistics of the

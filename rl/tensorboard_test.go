@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -677,4 +678,74 @@ func TestEventsLeaveOutUndefined(t *testing.T) {
 			require.Contains(t, e.Scalars, s, "%s", tc.line)
 		}
 	}
+}
+
+// TestSFTOverwriteKeepsFinishedEvents: an sft run that starts over in the
+// directory of a finished one (spiral sft --overwrite), which replaces
+// that run's model and sft.jsonl only at its end, keeps that run's event
+// files until then: they are set aside in SFTFinishedTensorBoardDir,
+// beside this run's tensorboard/, so that a run that fails (here
+// interrupted after a step), or one started over again after it, leaves
+// them as they were; the commit (RemoveSFTCheckpoints) removes them with
+// the checkpoints.
+func TestSFTOverwriteKeepsFinishedEvents(t *testing.T) {
+	src := sftModelDir(t)
+	dir := t.TempDir()
+	log, partial := filepath.Join(dir, SFTLogFile), filepath.Join(dir, SFTLogFile+PartialSuffix)
+	// finish is what spiral sft does once the model is written: the log
+	// moved in, the checkpoints and the partial log removed.
+	finish := func() {
+		t.Helper()
+		b, err := os.ReadFile(partial)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(log, b, 0o644))
+		require.NoError(t, RemoveSFTCheckpoints(dir))
+	}
+	h := newSFTHarness(t, src, dir)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(0))
+	finish()
+	finished := tbScalars(t, dir)
+	require.Len(t, finished["loss"], 6)
+	before, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, before, 1)
+	finishedFile, err := os.ReadFile(before[0])
+	require.NoError(t, err)
+	setAside := filepath.Join(dir, SFTFinishedTensorBoardDir, filepath.Base(before[0]))
+
+	// The overwrite fails after a step: the finished run's events are
+	// kept, set aside, and this run's are in tensorboard/.
+	h = newSFTHarness(t, src, dir)
+	h.cfg.TensorBoard = true
+	require.ErrorIs(t, h.run(1), context.Canceled)
+	got, err := os.ReadFile(setAside)
+	require.NoError(t, err, "the finished run's events")
+	require.Equal(t, finishedFile, got)
+	require.Equal(t, []int64{1}, slices.Sorted(maps.Keys(tbScalars(t, dir)["loss"])))
+
+	// Started over again (its checkpoint lost): the set-aside events stay,
+	// the failed run's go.
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, CheckpointsDir)))
+	h = newSFTHarness(t, src, dir)
+	h.cfg.TensorBoard = true
+	require.ErrorIs(t, h.run(2), context.Canceled)
+	got, err = os.ReadFile(setAside)
+	require.NoError(t, err)
+	require.Equal(t, finishedFile, got)
+	require.Equal(t, []int64{1, 2}, slices.Sorted(maps.Keys(tbScalars(t, dir)["loss"])))
+
+	// Resumed to its end and committed: the finished run's events go with
+	// its model and log; tensorboard/ holds the new run's.
+	h = newSFTHarness(t, src, dir)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(0))
+	_, err = os.Stat(setAside)
+	require.NoError(t, err, "kept until the commit")
+	finish()
+	require.NoDirExists(t, filepath.Join(dir, SFTFinishedTensorBoardDir))
+	events, _, err := sftEvents(log)
+	require.NoError(t, err)
+	require.Equal(t, scalarsOf(events), tbScalars(t, dir))
+	require.Len(t, scalarsOf(events)["loss"], 6)
 }

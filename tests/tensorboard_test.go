@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -171,4 +173,44 @@ func TestTensorBoardEvents(t *testing.T) {
 	require.Len(t, want["loss"], 2)
 	require.Len(t, want["eval_search_accuracy"], 2)
 	require.Equal(t, want, tensorBoardScalars(t, py, filepath.Join(sft, "tensorboard")))
+}
+
+// TestSFTOverwriteKeepsEvents: sft --overwrite of a finished run that
+// fails (here killed at its first checkpoint) leaves the finished run's
+// model, sft.jsonl and TensorBoard events: the events set aside in
+// tensorboard-finished/, byte for byte, which TensorBoard reads as a run
+// of its own; the rerun that writes the new model removes them, and
+// tensorboard/ then holds the new run's events, as TensorBoard reads
+// them.
+func TestSFTOverwriteKeepsEvents(t *testing.T) {
+	requireRuntime(t)
+	py := requireEnv(t, "SPIRAL_ENGINE_PYTHON", "make test sets it (scripts/engine/requirements.txt has tensorboard)")
+	out := filepath.Join(t.TempDir(), "sft")
+	args := []string{"sft", "--tensorboard", "--threads", "1", "--batch", "2", "--eval-problems", "2", "--checkpoint-every", "1", "--quiet", "--out", out}
+	r := spiral(t, nil, append(args, "--steps", "2")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	finished := logScalars(t, out, "sft.jsonl")
+	files, err := filepath.Glob(filepath.Join(out, "tensorboard", "events.out.tfevents.*"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	events, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	model, err := os.ReadFile(filepath.Join(out, "model.onnx"))
+	require.NoError(t, err)
+
+	signalAtLine(t, syscall.SIGKILL, "checkpoint ", 5*time.Minute, append(args, "--steps", "3", "--overwrite")...)
+	got, err := os.ReadFile(filepath.Join(out, "tensorboard-finished", filepath.Base(files[0])))
+	require.NoError(t, err, "the finished run's events")
+	require.Equal(t, events, got)
+	require.Equal(t, finished, tensorBoardScalars(t, py, filepath.Join(out, "tensorboard-finished")))
+	got, err = os.ReadFile(filepath.Join(out, "model.onnx"))
+	require.NoError(t, err)
+	require.Equal(t, model, got)
+
+	r = spiral(t, nil, append(args, "--steps", "3", "--overwrite")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoDirExists(t, filepath.Join(out, "tensorboard-finished"))
+	want := logScalars(t, out, "sft.jsonl")
+	require.Len(t, want["loss"], 3)
+	require.Equal(t, want, tensorBoardScalars(t, py, filepath.Join(out, "tensorboard")))
 }
