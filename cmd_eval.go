@@ -156,45 +156,8 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	}
 	cuts := &cutCounter{next: ev.Traces}
 	ev.Traces = cuts.write
-	// save writes an evaluation's outputs in a stage in --out and moves
-	// them in together, the report last: one that fails (a full disk) or
-	// is killed while writing leaves the earlier evaluation's report, plot
-	// and traces as they were (its own traces stay .partial), and a
-	// report is there only with its own plot and traces beside it. An
-	// earlier evaluation's traces, which would sit beside this report as
-	// if they were its own, are removed once this report is in place.
 	save := func(rep any, plot func(path string) error) error {
-		stage, err := atomicfile.NewStage(f.out)
-		if err != nil {
-			return fmt.Errorf("--out %s: %w", f.out, err)
-		}
-		defer stage.Discard()
-		staged := filepath.Join(stage.Dir(), f.mode)
-		if err := plot(staged + ".png"); err != nil {
-			return err
-		}
-		if err := report.WriteJSON(staged+".json", rep); err != nil {
-			return err
-		}
-		tracesFile := base + ".traces.jsonl"
-		stale := false
-		if traces != nil {
-			if err := traces.Commit(stage.Dir()); err != nil {
-				return err
-			}
-		} else if _, err := os.Lstat(tracesFile); err == nil {
-			stale = true
-		}
-		if err := stage.Commit(f.mode+".png", f.mode+".traces.jsonl", f.mode+".json"); err != nil {
-			return fmt.Errorf("--out %s: %w", f.out, err)
-		}
-		if traces != nil {
-			fmt.Fprintf(env.stdout, "wrote %s\n", tracesFile)
-		}
-		if stale {
-			fmt.Fprintf(env.stdout, "removed %s, an earlier evaluation's (--traces writes this one's)\n", tracesFile)
-		}
-		return nil
+		return saveEval(f.out, f.mode, traces, rep, plot, env.stdout)
 	}
 	switch f.mode {
 	case "rsa":
@@ -246,6 +209,54 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		fmt.Fprintf(env.stdout, "skipped %s too long for the model (listed above)\n", rollout.Plural(skipped, "problem"))
 	}
 	fmt.Fprintf(env.stdout, "wrote %s.json and %s.png\n", base, base)
+	return nil
+}
+
+// saveEval writes an evaluation's outputs in --out (out), named for its
+// mode: the report rep, its plot (written by plot at the path given) and
+// the traces (nil without --traces). They are written in a stage in out
+// and moved in together, the report last: one that fails (a full disk)
+// or is killed while writing leaves the earlier evaluation's report, plot
+// and traces as they were (its own traces stay .partial), and a report
+// is there only with its own plot and traces beside it. An earlier
+// evaluation's traces, which would sit beside this report as if they
+// were its own, are removed once this report is in place, as stdout is
+// told.
+func saveEval(out, mode string, traces *report.TraceWriter, rep any, plot func(path string) error, stdout io.Writer) error {
+	stage, err := atomicfile.NewStage(out)
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", out, err)
+	}
+	defer stage.Discard()
+	staged := filepath.Join(stage.Dir(), mode)
+	if err := plot(staged + ".png"); err != nil {
+		return err
+	}
+	if err := report.WriteJSON(staged+".json", rep); err != nil {
+		return err
+	}
+	tracesFile := filepath.Join(out, mode+".traces.jsonl")
+	names := []string{mode + ".png", mode + ".traces.jsonl", mode + ".json"}
+	stale := false
+	if traces != nil {
+		if err := traces.Stage(stage.Dir()); err != nil {
+			return err
+		}
+		// The traces' .partial file, which the stage holds a link of,
+		// goes once the report is in place.
+		names = append(names, mode+".traces.jsonl"+rl.PartialSuffix)
+	} else if _, err := os.Lstat(tracesFile); err == nil {
+		stale = true
+	}
+	if err := stage.Commit(names...); err != nil {
+		return fmt.Errorf("--out %s: %w", out, err)
+	}
+	if traces != nil {
+		fmt.Fprintf(stdout, "wrote %s\n", tracesFile)
+	}
+	if stale {
+		fmt.Fprintf(stdout, "removed %s, an earlier evaluation's (--traces writes this one's)\n", tracesFile)
+	}
 	return nil
 }
 

@@ -1,14 +1,50 @@
 package main
 
 import (
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
+	"github.com/spiral-rl/spiral/rollout/report"
 )
+
+// TestSaveEvalFailedCommitKeepsTraces: an evaluation whose outputs' stage
+// fails to commit before it moves anything (here the stage holds a file
+// the commit does not name, which the plot put there; a full disk
+// refusing the commit's .commit record fails there too) keeps its traces
+// as MODE.traces.jsonl.partial, and leaves no report, plot or stage.
+func TestSaveEvalFailedCommitKeepsTraces(t *testing.T) {
+	out := t.TempDir()
+	traces, err := report.NewTraceWriter(filepath.Join(out, "passk.traces.jsonl"), []data.Problem{{ID: "a", Answer: "7"}})
+	require.NoError(t, err)
+	defer traces.Abort()
+	require.NoError(t, traces.Write([]rollout.TracedTrace{{Trace: rollout.Trace{Text: "x=7"}}}))
+	plot := func(path string) error {
+		if err := os.WriteFile(path, []byte("png"), 0o666); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(filepath.Dir(path), "stray"), nil, 0o666)
+	}
+	err = saveEval(out, "passk", traces, map[string]int{"k": 1}, plot, io.Discard)
+	require.ErrorContains(t, err, "holds stray, which the commit does not name")
+	b, err := os.ReadFile(filepath.Join(out, "passk.traces.jsonl.partial"))
+	require.NoError(t, err, "the traces")
+	require.Contains(t, string(b), `"text":"x=7"`)
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.Equal(t, []string{"passk.traces.jsonl.partial"}, names)
+}
 
 // TestCutCounterNote: eval's note counts the traces cut at
 // --max-new-tokens, and apart from them those an engine cut before a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -43,9 +44,9 @@ type TraceRecord struct {
 }
 
 // TraceWriter streams TraceRecords as JSON lines to a file that appears
-// under its name only once Commit has succeeded (until then it is
-// path + ".partial", which a failed evaluation leaves behind), in its
-// own directory or in the stage of the evaluation's outputs.
+// under its name only once the stage of the evaluation's outputs it is
+// put in (Stage) has committed (until then it is path + ".partial",
+// which a failed evaluation leaves behind).
 type TraceWriter struct {
 	path     string
 	f        *os.File
@@ -57,7 +58,12 @@ type TraceWriter struct {
 // NewTraceWriter starts the traces file at path for an evaluation of
 // problems.
 func NewTraceWriter(path string, problems []data.Problem) (*TraceWriter, error) {
-	f, err := os.Create(path + ".partial")
+	// An earlier .partial file is removed, not truncated: it may be a link
+	// of the traces file a killed commit moved in (Stage), which stays.
+	if err := os.Remove(path + ".partial"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("report: traces: %w", err)
+	}
+	f, err := os.OpenFile(path+".partial", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
 	if err != nil {
 		return nil, fmt.Errorf("report: traces: %w", err)
 	}
@@ -83,14 +89,19 @@ func (t *TraceWriter) Write(batch []rollout.TracedTrace) error {
 	return nil
 }
 
-// Commit flushes the file, syncs it and renames it to its final name in
-// dir: its own directory, or a stage (atomicfile.Stage) of that
-// directory that moves it in with the report it belongs to.
-func (t *TraceWriter) Commit(dir string) error {
+// Stage flushes the file, syncs it and puts it under its final name in
+// dir, a stage (atomicfile.Stage) of its own directory that moves it in
+// with the report it belongs to: linked there (copied where the file
+// system has no hard links), not moved, so that the .partial file stays
+// until the stage's commit, which names it, removes it, and a commit
+// that fails before it moves anything, or a process killed before the
+// commit, leaves the traces as .partial rather than in the discarded
+// stage.
+func (t *TraceWriter) Stage(dir string) error {
 	t.closed = true
 	err := errors.Join(t.w.Flush(), t.f.Sync(), t.f.Close())
 	if err == nil {
-		err = os.Rename(t.f.Name(), filepath.Join(dir, filepath.Base(t.path)))
+		err = linkOrCopy(t.f.Name(), filepath.Join(dir, filepath.Base(t.path)))
 	}
 	if err == nil {
 		err = atomicfile.SyncDir(dir)
@@ -101,7 +112,24 @@ func (t *TraceWriter) Commit(dir string) error {
 	return nil
 }
 
-// Abort closes the file, leaving the .partial file behind; after Commit
+// linkOrCopy makes dst a hard link of src, or where that fails (a file
+// system without hard links) a copy of it.
+func linkOrCopy(src, dst string) error {
+	if os.Link(src, dst) == nil {
+		return nil
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return atomicfile.Write(dst, 0o666, func(w io.Writer) error {
+		_, err := io.Copy(w, f)
+		return err
+	})
+}
+
+// Abort closes the file, leaving the .partial file behind; after Stage
 // it does nothing.
 func (t *TraceWriter) Abort() {
 	if !t.closed {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/rollout"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
@@ -25,10 +26,16 @@ func TestTraceWriterRoundTrip(t *testing.T) {
 	require.NoError(t, w.Write([]rollout.TracedTrace{{Step: 0, Problem: 1, Sample: 0, Trace: tr("x=5", "5", true)}}))
 	require.NoError(t, w.Write([]rollout.TracedTrace{{Step: 1, Problem: 0, Sample: 2, Candidates: []int{3, 1}, Trace: tr("x=4", "4", false)}}))
 	_, err = os.Stat(path)
-	require.True(t, os.IsNotExist(err), "nothing under the final name before Commit")
+	require.True(t, os.IsNotExist(err), "nothing under the final name before the commit")
 	require.Error(t, w.Write([]rollout.TracedTrace{{Problem: 2}}), "a problem index out of range")
-	require.NoError(t, w.Commit(dir))
-	w.Abort() // a no-op after Commit
+	stage, err := atomicfile.NewStage(dir)
+	require.NoError(t, err)
+	require.NoError(t, w.Stage(stage.Dir()))
+	w.Abort() // a no-op after Stage
+	_, err = os.Stat(path)
+	require.True(t, os.IsNotExist(err), "nothing under the final name before the stage's commit")
+	require.FileExists(t, path+".partial", "the traces stay .partial until the stage's commit")
+	require.NoError(t, stage.Commit("rsa.traces.jsonl", "rsa.traces.jsonl.partial"))
 
 	f, err := os.Open(path)
 	require.NoError(t, err)
@@ -40,7 +47,7 @@ func TestTraceWriterRoundTrip(t *testing.T) {
 		{Step: 1, Problem: 0, ID: "a", Sample: 2, Candidates: []int{3, 1}, Text: "x=4", Tokens: 3, Finish: rollout.FinishStop, Answer: "4", Explicit: true, Gold: "7"},
 	}, got)
 	_, err = os.Stat(path + ".partial")
-	require.True(t, os.IsNotExist(err), "the partial file was renamed")
+	require.True(t, os.IsNotExist(err), "the commit removed the partial file")
 
 	// An aborted evaluation leaves only the partial file.
 	w, err = report.NewTraceWriter(filepath.Join(dir, "passk.traces.jsonl"), problems)
@@ -52,4 +59,27 @@ func TestTraceWriterRoundTrip(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "passk.traces.jsonl.partial"))
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"id":"a"`)
+}
+
+// TestTraceWriterKeepsLinkedTraces: the .partial file a process killed
+// within its stage's commit left (after the traces' move, before the
+// .partial's removal) is a hard link of the traces file moved in, beside
+// that evaluation's report: a new writer replaces it rather than
+// truncating the file they share.
+func TestTraceWriterKeepsLinkedTraces(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "passk.traces.jsonl")
+	committed := []byte(`{"id":"earlier"}` + "\n")
+	require.NoError(t, os.WriteFile(path, committed, 0o644))
+	require.NoError(t, os.Link(path, path+".partial"))
+	w, err := report.NewTraceWriter(path, []data.Problem{{ID: "a", Answer: "7"}})
+	require.NoError(t, err)
+	require.NoError(t, w.Write([]rollout.TracedTrace{{Trace: rollout.Trace{Text: "x=7"}}}))
+	w.Abort()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, committed, b, "the committed traces")
+	b, err = os.ReadFile(path + ".partial")
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"text":"x=7"`)
 }
