@@ -219,9 +219,9 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 // or is killed while writing leaves the earlier evaluation's report, plot
 // and traces as they were (its own traces stay .partial), and a report
 // is there only with its own plot and traces beside it. An earlier
-// evaluation's traces, which would sit beside this report as if they
-// were its own, are removed once this report is in place, as stdout is
-// told.
+// evaluation's traces, finished or .partial, which would sit beside this
+// report as if they were its own, are removed once this report is in
+// place, as stdout is told.
 func saveEval(out, mode string, traces *report.TraceWriter, rep any, plot func(path string) error, stdout io.Writer) error {
 	stage, err := atomicfile.NewStage(out)
 	if err != nil {
@@ -236,17 +236,23 @@ func saveEval(out, mode string, traces *report.TraceWriter, rep any, plot func(p
 		return err
 	}
 	tracesFile := filepath.Join(out, mode+".traces.jsonl")
-	names := []string{mode + ".png", mode + ".traces.jsonl", mode + ".json"}
-	stale := false
+	partial := tracesFile + rl.PartialSuffix
+	// The traces' .partial file goes once the report is in place: this
+	// evaluation's, which the stage holds a link of, or without --traces
+	// one that an interrupted earlier evaluation left, as its finished
+	// traces file goes.
+	names := []string{mode + ".png", mode + ".traces.jsonl", mode + ".json", filepath.Base(partial)}
+	var stale []string
 	if traces != nil {
 		if err := traces.Stage(stage.Dir()); err != nil {
 			return err
 		}
-		// The traces' .partial file, which the stage holds a link of,
-		// goes once the report is in place.
-		names = append(names, mode+".traces.jsonl"+rl.PartialSuffix)
-	} else if _, err := os.Lstat(tracesFile); err == nil {
-		stale = true
+	} else {
+		for _, p := range []string{tracesFile, partial} {
+			if _, err := os.Lstat(p); err == nil {
+				stale = append(stale, p)
+			}
+		}
 	}
 	if err := stage.Commit(names...); err != nil {
 		return fmt.Errorf("--out %s: %w", out, err)
@@ -254,8 +260,12 @@ func saveEval(out, mode string, traces *report.TraceWriter, rep any, plot func(p
 	if traces != nil {
 		fmt.Fprintf(stdout, "wrote %s\n", tracesFile)
 	}
-	if stale {
-		fmt.Fprintf(stdout, "removed %s, an earlier evaluation's (--traces writes this one's)\n", tracesFile)
+	for _, p := range stale {
+		what := "an earlier evaluation's"
+		if p == partial {
+			what = "an interrupted earlier evaluation's unfinished traces"
+		}
+		fmt.Fprintf(stdout, "removed %s, %s (--traces writes this one's)\n", p, what)
 	}
 	return nil
 }

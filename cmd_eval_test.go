@@ -46,6 +46,47 @@ func TestSaveEvalFailedCommitKeepsTraces(t *testing.T) {
 	require.Equal(t, []string{"passk.traces.jsonl.partial"}, names)
 }
 
+// TestSaveEvalRemovesStaleTraces: an evaluation without --traces removes,
+// once its report is in place, the traces an earlier one left in --out,
+// finished or (interrupted) .partial, which would sit beside its report
+// as if they were its own, and says so on stdout. The .partial file of an
+// interrupted --traces evaluation stayed beside the new report.
+func TestSaveEvalRemovesStaleTraces(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stale []string
+	}{
+		{"none", nil},
+		{"finished", []string{"passk.traces.jsonl"}},
+		{"interrupted", []string{"passk.traces.jsonl.partial"}},
+		{"both", []string{"passk.traces.jsonl", "passk.traces.jsonl.partial"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			want := ""
+			for _, n := range tc.stale {
+				require.NoError(t, os.WriteFile(filepath.Join(out, n), []byte("{}\n"), 0o666))
+				what := "an earlier evaluation's"
+				if strings.HasSuffix(n, rl.PartialSuffix) {
+					what = "an interrupted earlier evaluation's unfinished traces"
+				}
+				want += "removed " + filepath.Join(out, n) + ", " + what + " (--traces writes this one's)\n"
+			}
+			plot := func(path string) error { return os.WriteFile(path, []byte("png"), 0o666) }
+			var stdout strings.Builder
+			require.NoError(t, saveEval(out, "passk", nil, map[string]int{"k": 1}, plot, &stdout))
+			require.Equal(t, want, stdout.String())
+			entries, err := os.ReadDir(out)
+			require.NoError(t, err)
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			require.Equal(t, []string{"passk.json", "passk.png"}, names)
+		})
+	}
+}
+
 // TestCutCounterNote: eval's note counts the traces cut at
 // --max-new-tokens, and apart from them those an engine cut before a
 // padding id it sampled, which reached no limit (raising it would not
