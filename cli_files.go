@@ -56,9 +56,61 @@ func refuseOverwrite(dir string, overwrite bool) error {
 // its parents), as the commands that write a directory create it.
 func makeParentDir(flag, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
-		return fmt.Errorf("%s %s: %w", flag, path, err)
+		return outError(flag, path, err)
 	}
 	return nil
+}
+
+// outError wraps err, from making the directory of a flag's path or a
+// stage in it (os.MkdirAll), with the flag and path; where it failed on
+// a symbolic link that leads nowhere, it says so (linkLeadsNowhere).
+func outError(flag, path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "mkdir" && errors.Is(pe.Err, fs.ErrExist) {
+		if lerr := linkLeadsNowhere(flag, path, pe.Path); lerr != nil {
+			return lerr
+		}
+	}
+	return fmt.Errorf("%s %s: %w", flag, path, err)
+}
+
+// refuseBrokenLink refuses, before any work, a directory dir to be made
+// for the flag's value path where the nearest of dir and its parents
+// that exists is a symbolic link that leads nowhere (linkLeadsNowhere).
+func refuseBrokenLink(flag, path, dir string) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			return linkLeadsNowhere(flag, path, d)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+// linkLeadsNowhere returns the error for making a directory at link, in
+// the flag's value path, where link is a symbolic link to a directory
+// that does not exist (or one that cannot be followed, a loop): mkdir(2)
+// answers "file exists" there (the link is), which names neither the
+// link nor what is missing. Nil where link is no such link.
+func linkLeadsNowhere(flag, path, link string) error {
+	target, err := os.Readlink(link)
+	if err != nil {
+		return nil
+	}
+	_, err = os.Stat(link)
+	if err == nil {
+		return nil
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(link), target)
+	}
+	why := "which does not exist: make that directory"
+	var pe *fs.PathError
+	if errors.As(err, &pe) && !errors.Is(err, fs.ErrNotExist) {
+		why = "which cannot be followed (" + pe.Err.Error() + "): correct the link"
+	}
+	return fmt.Errorf("%s %s: %s is a symbolic link to %s, %s, or give another %s", flag, path, link, target, why, flag)
 }
 
 // sidecar is a file that spiral reads beside a model file, to be written
@@ -240,7 +292,7 @@ func lockRunDir(dir string) (*runLock, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("--out %s: %w", dir, err)
+			return nil, outError("--out", dir, err)
 		}
 		return &runLock{dir: dir, created: created, unlock: unlock}, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -126,6 +127,56 @@ func TestRefusedEvalLeavesNothing(t *testing.T) {
 				return err
 			}))
 			require.Equal(t, after, left)
+		})
+	}
+}
+
+// TestOutDanglingSymlink: an --out that is, or runs through, a symbolic
+// link to a directory that does not exist is refused naming the flag,
+// the link and where it leads, and nothing is made. mkdir(2) answers
+// "file exists" there (the link is), so each command said only "--out
+// L: mkdir L: file exists", which names neither the link nor what is
+// missing. A link in a loop is named likewise.
+func TestOutDanglingSymlink(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	for _, tc := range []struct {
+		name string
+		args func(link string) []string
+		out  func(link string) string // the --out named in the error
+	}{
+		{"eval", func(l string) []string { return []string{"eval", "--mode", "passk", "--out", l, "--quiet"} }, nil},
+		{"eval, through a parent", func(l string) []string {
+			return []string{"eval", "--mode", "passk", "--out", filepath.Join(l, "sub"), "--quiet"}
+		}, func(l string) string { return filepath.Join(l, "sub") }},
+		{"train", func(l string) []string { return []string{"train", "--steps", "1", "--out", l, "--quiet"} }, nil},
+		{"sft", func(l string) []string { return []string{"sft", "--steps", "1", "--out", l, "--quiet"} }, nil},
+		{"init-model", func(l string) []string { return []string{"init-model", "--layers", "1", "--out", l} }, nil},
+		{"data synth", func(l string) []string { return []string{"data", "synth", "--out", filepath.Join(l, "p.jsonl")} },
+			func(l string) string { return filepath.Join(l, "p.jsonl") }},
+		{"export", func(l string) []string { return []string{"export", "--format", "hf", "--out", l} }, nil},
+		{"artifacts", func(l string) []string { return []string{"artifacts", "--out", l} }, nil},
+		{"eval, a link to itself", func(l string) []string { return []string{"eval", "--mode", "passk", "--out", l, "--quiet"} }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			link := filepath.Join(root, "link")
+			target, why := "nowhere", "which does not exist: make that directory"
+			if strings.HasSuffix(tc.name, "itself") {
+				target, why = "link", "which cannot be followed (too many levels of symbolic links): correct the link"
+			}
+			require.NoError(t, os.Symlink(target, link))
+			out := link
+			if tc.out != nil {
+				out = tc.out(link)
+			}
+			var stderr bytes.Buffer
+			code := run(context.Background(), tc.args(link), &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitFailure, code, stderr.String())
+			require.Contains(t, stderr.String(), "--out "+out+": "+link+" is a symbolic link to "+filepath.Join(root, target)+
+				", "+why+", or give another --out\n")
+			entries, err := os.ReadDir(root)
+			require.NoError(t, err)
+			require.Len(t, entries, 1, "only the link")
 		})
 	}
 }

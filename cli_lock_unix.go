@@ -77,7 +77,7 @@ func lockEvalOutputWith(dir, mode string, ops evalLockOps) (*evalLock, error) {
 			if removedMeanwhile(err) && try < tries-1 {
 				continue
 			}
-			return fail(fmt.Errorf("--out %s: %w", dir, err))
+			return fail(outError("--out", dir, err))
 		}
 		if ops.made != nil {
 			ops.made()

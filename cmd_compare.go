@@ -94,7 +94,7 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		// files beside the last one's.
 		stage, err := atomicfile.NewStage(*out)
 		if err != nil {
-			return fmt.Errorf("--out %s: %w", *out, err)
+			return outError("--out", *out, err)
 		}
 		defer stage.Discard()
 		if err := c.report(env.stdout, stage.Dir()); err != nil {

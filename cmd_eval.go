@@ -225,7 +225,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 func saveEval(out, mode string, traces *report.TraceWriter, rep any, plot func(path string) error, stdout io.Writer) error {
 	stage, err := atomicfile.NewStage(out)
 	if err != nil {
-		return fmt.Errorf("--out %s: %w", out, err)
+		return outError("--out", out, err)
 	}
 	defer stage.Discard()
 	staged := filepath.Join(stage.Dir(), mode)

@@ -86,6 +86,9 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		if *format == "onnx" {
 			outDir = filepath.Dir(*out)
 		}
+		if err := refuseBrokenLink("--out", *out, outDir); err != nil {
+			return err
+		}
 		created := missingDirs(outDir)
 		defer func() {
 			if err != nil {
@@ -188,7 +191,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			dir, base := filepath.Dir(*out), filepath.Base(*out)
 			stage, err := atomicfile.NewStage(dir)
 			if err != nil {
-				return fmt.Errorf("--out %s: %w", *out, err)
+				return outError("--out", *out, err)
 			}
 			defer stage.Discard()
 			n, nParams, err := model.ExportTrained(ctx, r.onnx, lora, w, filepath.Join(stage.Dir(), base), *external)

@@ -123,7 +123,7 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		// writing at the next weight) leaves --out's files as they were.
 		stage, err := atomicfile.NewStage(*out)
 		if err != nil {
-			return fmt.Errorf("--out %s: %w", *out, err)
+			return outError("--out", *out, err)
 		}
 		defer stage.Discard()
 		if err := qwen3.WriteDirContext(ctx, stage.Dir(), c, *seed); err != nil {
@@ -225,6 +225,9 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 			dir = filepath.Join(filepath.Dir(r.onnx), "artifacts")
 		}
 		arts.Waiting = env.stderr
+		if err := refuseBrokenLink("--out", dir, dir); err != nil {
+			return err
+		}
 		created := missingDirs(dir)
 		art, err := model.PrepareArtifacts(ctx, r.onnx, dir, arts)
 		if err != nil {

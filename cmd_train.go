@@ -298,7 +298,7 @@ func weightSync(sess *modelSession, f syncFlags, gen rollout.Generator, arts mod
 		return nil, nil
 	}
 	if err := os.MkdirAll(f.dir, 0o777); err != nil {
-		return nil, fmt.Errorf("--sync-dir %s: %w", f.dir, err)
+		return nil, outError("--sync-dir", f.dir, err)
 	}
 	if f.mode == "vllm-lora" {
 		base := eng.Model()
