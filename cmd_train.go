@@ -111,6 +111,16 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if wantHeld && len(held) == 0 {
 		fmt.Fprintf(env.stderr, "spiral: note: no held-out evaluation (eval.jsonl, rsa.json): training on --data %s, give --eval-data for one\n", f.data)
 	}
+	// An rsa.json in --out without the metrics.jsonl a run writes at its
+	// first step is an evaluation's report (eval --mode rsa into the
+	// directory): the final RSA evaluation removed it before the last step
+	// and wrote the run's in its place, beside the evaluation's plot and
+	// traces (--fresh moved it aside alone, leaving those).
+	if f.run.FinalRSA.Steps > 0 && len(held) > 0 {
+		if err := refuseEvalReport(f.run.Dir); err != nil {
+			return err
+		}
+	}
 	var sizes []subsetSize
 	if f.cfg.Algo != rl.AlgoGRPO {
 		sizes = append(sizes, subsetSize{fmt.Sprintf("--n %d", f.cfg.Pipeline.N), f.cfg.Pipeline.N})
@@ -317,4 +327,18 @@ func weightSync(sess *modelSession, f syncFlags, gen rollout.Generator, arts mod
 		return err
 	}
 	return &rollout.SGLangDiskSync{Engine: eng, Dir: f.dir, Export: export}, nil
+}
+
+// refuseEvalReport refuses (a usage error) a run directory dir holding
+// an evaluation's rsa.json: one without the metrics.jsonl beside it that
+// every run writes before its final RSA report.
+func refuseEvalReport(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, rl.FinalRSAFile)); err != nil {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, rl.MetricsFile)); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return usageError{fmt.Errorf("--out %s holds %s but no %s: an evaluation's report (spiral eval --mode rsa), not a training run's, which the run's final RSA evaluation would replace; give another --out (or --final-rsa-steps 0)",
+		dir, rl.FinalRSAFile, rl.MetricsFile)}
 }
