@@ -81,7 +81,7 @@ func TestRunTable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rsa.traces.jsonl")
 	w, err := report.NewTraceWriter(path, nil)
 	require.NoError(t, err)
-	require.NoError(t, w.Commit(filepath.Dir(path)))
+	require.NoError(t, w.Stage(filepath.Dir(path)))
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"base=" + path}, &out))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -103,7 +103,7 @@ func TestRunRefusals(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rsa.traces.jsonl")
 	w, err := report.NewTraceWriter(path, nil)
 	require.NoError(t, err)
-	require.NoError(t, w.Commit(filepath.Dir(path)))
+	require.NoError(t, w.Stage(filepath.Dir(path)))
 	for _, c := range []struct {
 		name  string
 		args  []string
