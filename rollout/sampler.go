@@ -603,7 +603,16 @@ func (s *Sampler) sampleInto(r *row, full []float32, limit int, probs []float64,
 	if s.cfg.Temperature == 0 {
 		id = greedy(logits)
 	} else {
-		probs = softmax(logits, s.cfg.Temperature, probs)
+		if k := s.cfg.TopK; k > 0 && k < len(logits) {
+			// The kept ids' probabilities are the softmax of their
+			// logits alone, as HF computes them: the weights normalised
+			// once, not probabilities divided again (eight tied maxima
+			// kept got 1/8 less an ulp each, and top-p 0.75 then kept
+			// seven of them, not six).
+			probs, _ = softmaxWeights(logits, s.cfg.Temperature, probs)
+		} else {
+			probs = softmax(logits, s.cfg.Temperature, probs)
+		}
 		order = topK(probs, s.cfg.TopK, order)
 		if s.cfg.TopP < 1 {
 			order = topP(probs, s.cfg.TopP, order)

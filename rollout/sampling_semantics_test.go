@@ -147,6 +147,12 @@ var semanticsCases = []struct {
 	// 0.5 is the first id alone (top-p first would keep two).
 	{"top-p on the top-k mass, not the full one", []float32{-0.9162907, -1.2039728, -1.6094379, -2.3025851}, 0, 1, 2, 0.5, []int{0}},
 	{"temperature before top-p", []float32{3, 2, 1, 0}, 0, 5, 0, 0.7, []int{0, 1, 2}},
+	// Top-k keeps the eight tied maxima, 1/8 each exactly (HF's softmax
+	// of the kept scores: exp(0) / 8), so six of them reach p = 0.75
+	// exactly; renormalising probabilities already divided by the whole
+	// row's sum left each 1/8 less an ulp, and a seventh was kept.
+	{"top-p at an exact mass of top-k's tied maxima", []float32{2, 2, 2, 2, 2, 2, 2, 2, 0}, 0, 1, 8, 0.75, []int{2, 3, 4, 5, 6, 7}},
+	{"top-p at an exact mass of top-k's tied maxima, hot", []float32{3, 1, 3, 3, 3, 2, 3, 3, 3, 3}, 0, 2, 8, 0.25, []int{8, 9}},
 	{"all -inf but one", []float32{negInf, 5, negInf, negInf}, 0, 0.7, 2, 0.9, []int{1}},
 	{"very large logits", []float32{3e38, 2.9e38, -3e38, 1e38}, 0, 1, 0, 1, []int{0}},
 	{"very large logits, hot", []float32{3e38, 3e38, -3e38}, 0, 1e38, 0, 1, []int{0, 1, 2}},
@@ -469,4 +475,34 @@ func TestSampleIntoStopAndLength(t *testing.T) {
 	run(r, 0, 1, 2, 5, 5)
 	require.False(t, r.done, "no stop id, under the limit")
 	require.Len(t, r.out.PolicyLogProbs, 5)
+}
+
+// TestSamplingDistributionMatchesHFOnRandomRows compares the sampler's
+// distribution with hfReference's on random short rows rich in ties
+// (small integers, logarithms of small integers, whose softmax masses
+// are exact fractions) under random temperatures, top-k and top-p: the
+// kept set must be the same and every probability within 1e-9.
+func TestSamplingDistributionMatchesHFOnRandomRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for trial := range 200000 {
+		n := 1 + r.IntN(12)
+		logits := make([]float32, n)
+		for i := range logits {
+			switch trial % 3 {
+			case 0:
+				logits[i] = float32(r.IntN(4))
+			case 1:
+				logits[i] = float32(math.Log(float64(1 + r.IntN(4))))
+			default:
+				logits[i] = float32(2 * r.NormFloat64())
+			}
+		}
+		temperature := []float64{1, 0.5, 2, 0.7}[r.IntN(4)]
+		k := r.IntN(n + 2)
+		p := []float64{1, 0.25, 0.5, 0.75, 0.9, 0.3, 0.6, 0.875}[r.IntN(8)]
+		want := hfReference(logits, n, temperature, k, p)
+		got, _, _ := samplingDistribution(t, SamplerConfig{Temperature: temperature, TopK: k, TopP: p}, logits, n, uint64(trial))
+		require.Equal(t, keptSet(want), keptSet(got), "trial %d: logits %v, temperature %v, top-k %d, top-p %v", trial, logits, temperature, k, p)
+		require.InDeltaSlice(t, want, got, 1e-9, "trial %d", trial)
+	}
 }

@@ -8,8 +8,10 @@ import (
 
 // The sampling transforms below each do one thing to one row of logits
 // [vocab]; Sampler chains them as: vocabulary limit -> temperature ->
-// softmax -> top-k -> top-p -> draw. Probabilities are float64 for the
-// normalisation and log-probabilities.
+// softmax -> top-k -> top-p -> draw, where top-k, when k is below the
+// row's width, normalises the softmax's weights itself (the softmax of
+// the kept logits, as Hugging Face computes it). Probabilities are
+// float64 for the normalisation and log-probabilities.
 
 // greedy returns the index of the largest logit
 // (ties to the lowest index).
@@ -26,10 +28,21 @@ func greedy(logits []float32) int {
 // softmax writes exp(logits/temperature) normalised into probs (resized)
 // with the max subtracted for stability, and returns probs.
 func softmax(logits []float32, temperature float64, probs []float64) []float64 {
-	if cap(probs) < len(logits) {
-		probs = make([]float64, len(logits))
+	probs, sum := softmaxWeights(logits, temperature, probs)
+	for i := range probs {
+		probs[i] /= sum
 	}
-	probs = probs[:len(logits)]
+	return probs
+}
+
+// softmaxWeights writes the softmax's weights before normalisation,
+// exp((logits-max)/temperature), into w (resized): the largest logits
+// weigh exactly 1. It returns w and the weights' sum.
+func softmaxWeights(logits []float32, temperature float64, w []float64) ([]float64, float64) {
+	if cap(w) < len(logits) {
+		w = make([]float64, len(logits))
+	}
+	w = w[:len(logits)]
 	maxv := math.Inf(-1)
 	for _, v := range logits {
 		maxv = math.Max(maxv, float64(v))
@@ -37,18 +50,16 @@ func softmax(logits []float32, temperature float64, probs []float64) []float64 {
 	sum := 0.0
 	for i, v := range logits {
 		p := math.Exp((float64(v) - maxv) / temperature)
-		probs[i] = p
+		w[i] = p
 		sum += p
 	}
-	for i := range probs {
-		probs[i] /= sum
-	}
-	return probs
+	return w, sum
 }
 
 // topK zeroes every probability below the k-th largest and renormalises;
-// k <= 0 or k >= len(probs) is a no-op. Ids tied with the k-th largest
-// are all kept, so more than k may remain: Hugging Face's
+// k <= 0 or k >= len(probs) is a no-op. probs may be a softmax's weights
+// (softmaxWeights), which it normalises over the ids it keeps. Ids tied
+// with the k-th largest are all kept, so more than k may remain: Hugging Face's
 // TopKLogitsWarper and vLLM's top-k mask only the scores strictly below
 // the k-th (softmax is monotone, so equal logits are equal
 // probabilities). The k-th largest is selected (a heap of k), not
