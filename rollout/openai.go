@@ -230,20 +230,28 @@ func (o *OpenAI) SetModel(name string) {
 func (o *OpenAI) BaseURL() string { return o.cfg.BaseURL }
 
 // completionRequest is the body of POST /completions, with the vLLM and
-// SGLang extensions spiral needs (top_k, stop_token_ids,
-// return_token_ids, skip_special_tokens); servers ignore what they do not
-// know.
+// SGLang extensions spiral needs (top_k, min_p, repetition_penalty,
+// stop_token_ids, return_token_ids, skip_special_tokens); servers ignore
+// what they do not know. Every sampling parameter is sent, those that
+// are off too, as the local sampler applies them: vLLM (from 0.8, with
+// its default --generation-config auto) fills one a request leaves out
+// from the model's generation_config.json (Qwen3's top_k 20,
+// Qwen2.5-Instruct's repetition_penalty 1.05), llama.cpp's server from
+// its own defaults (top_k 40, min_p 0.05).
 type completionRequest struct {
-	Model          string  `json:"model"`
-	Prompt         []int32 `json:"prompt"`
-	MaxTokens      int     `json:"max_tokens"`
-	Temperature    float64 `json:"temperature"`
-	TopP           float64 `json:"top_p"`
-	TopK           int     `json:"top_k,omitempty"`
-	Seed           int64   `json:"seed"`
-	N              int     `json:"n"`
-	StopTokenIDs   []int32 `json:"stop_token_ids,omitempty"`
-	ReturnTokenIDs bool    `json:"return_token_ids"`
+	Model       string  `json:"model"`
+	Prompt      []int32 `json:"prompt"`
+	MaxTokens   int     `json:"max_tokens"`
+	Temperature float64 `json:"temperature"`
+	TopP        float64 `json:"top_p"`
+	// TopK -1 is off (vLLM takes 0 too, older vLLM and SGLang only -1).
+	TopK              int     `json:"top_k"`
+	MinP              float64 `json:"min_p"`
+	RepetitionPenalty float64 `json:"repetition_penalty"`
+	Seed              int64   `json:"seed"`
+	N                 int     `json:"n"`
+	StopTokenIDs      []int32 `json:"stop_token_ids,omitempty"`
+	ReturnTokenIDs    bool    `json:"return_token_ids"`
 	// Logprobs 0 asks for the sampled tokens' log-probabilities only.
 	Logprobs          int  `json:"logprobs"`
 	SkipSpecialTokens bool `json:"skip_special_tokens"`
@@ -807,8 +815,12 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 		}
 		s.MaxNewTokens = min(s.MaxNewTokens, c-len(r.Prompt))
 	}
+	topK := s.TopK
+	if topK == 0 {
+		topK = -1
+	}
 	body := completionRequest{Model: o.Model(), Prompt: r.Prompt, MaxTokens: s.MaxNewTokens, Temperature: s.Temperature,
-		TopP: s.TopP, TopK: s.TopK, Seed: int64(r.Seed & (1<<31 - 1)), N: 1, StopTokenIDs: s.StopIDs, ReturnTokenIDs: true}
+		TopP: s.TopP, TopK: topK, RepetitionPenalty: 1, Seed: int64(r.Seed & (1<<31 - 1)), N: 1, StopTokenIDs: s.StopIDs, ReturnTokenIDs: true}
 	var resp completionResponse
 	if err := o.post(ctx, http.MethodPost, "/completions", body, &resp); err != nil {
 		return Completion{}, err

@@ -174,6 +174,39 @@ func TestOpenAIGenerate(t *testing.T) {
 	require.Equal(t, []any{2.0}, body["stop_token_ids"])
 }
 
+// TestOpenAIPinsEverySamplingParameter: every parameter that vLLM (from
+// 0.8, --generation-config auto by default) fills from the model's
+// generation_config.json when a request leaves it out (top_k, min_p,
+// repetition_penalty, besides temperature, top_p and max_tokens, always
+// sent) is sent, so that the engine samples from the distribution asked
+// for, as the local sampler does: top-k off is top_k -1 (vLLM's and
+// SGLang's "disabled"; left out, it was Qwen3's generation_config's
+// top-k 20, and older vLLM and SGLang refuse 0), no min-p (0) and no
+// repetition penalty (1, which Qwen2.5-Instruct's generation_config sets
+// to 1.05).
+func TestOpenAIPinsEverySamplingParameter(t *testing.T) {
+	for _, c := range []struct {
+		topK int
+		want float64
+	}{{0, -1}, {5, 5}, {1, 1}} {
+		fake := newFake()
+		srv := httptest.NewServer(fake)
+		cfg := engineConfig(srv.URL)
+		cfg.Sampling.TopK, cfg.Concurrency = c.topK, 1
+		eng, err := rollout.NewOpenAI(cfg)
+		require.NoError(t, err)
+		_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{3}}}, nil)
+		srv.Close()
+		require.NoError(t, err)
+		body := fake.requests[0]
+		require.Equal(t, c.want, body["top_k"], "--top-k %d", c.topK)
+		require.Equal(t, 0.0, body["min_p"], "--top-k %d", c.topK)
+		require.Equal(t, 1.0, body["repetition_penalty"], "--top-k %d", c.topK)
+		require.Equal(t, 1.0, body["top_p"], "--top-k %d", c.topK)
+		require.Equal(t, 0.7, body["temperature"], "--top-k %d", c.topK)
+	}
+}
+
 // TestOpenAIContextLength: with the model's context known, a prompt
 // that leaves fewer positions than MaxNewTokens is sent with max_tokens
 // what is left (as the local sampler stops there; vLLM refuses a request
