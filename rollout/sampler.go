@@ -140,10 +140,13 @@ type Completion struct {
 	// (model.ExecutorOptions.VocabLimit).
 	PolicyLogProbs []float32
 	// EngineLogProbs[t], from a serving engine that returned them, is the
-	// engine's log-probability of Tokens[t] (vLLM and SGLang: of the raw
-	// model distribution, as PolicyLogProbs). Training never uses them in
-	// the loss; it reports how far they are from the learner's own (a
-	// weight-sync or numerics check). nil otherwise.
+	// engine's log-probability of Tokens[t]: vLLM's (V1) of the raw model
+	// distribution, as PolicyLogProbs; SGLang's of the distribution at the
+	// sampling temperature, unless it runs with
+	// SGLANG_RETURN_ORIGINAL_LOGPROB=True (the two agree at temperature
+	// 1). Training never uses them in the loss; it reports how far they
+	// are from the learner's own (a weight-sync or numerics check). nil
+	// otherwise.
 	EngineLogProbs []float32
 	// Finish is why generation stopped.
 	Finish FinishReason
