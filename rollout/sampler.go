@@ -121,8 +121,11 @@ func (c SamplerConfig) Validate() error {
 // (Seed, 0), so the random numbers it draws do not depend on the batch
 // it runs in. Its logits may, in their last bits: a model call of one
 // row rounds differently from a call of several (ONNX Runtime's kernels
-// take other paths for a product of one row), which can move a draw
-// that falls on a boundary.
+// take other paths for a product of one row), and a prompt's prefill
+// chunks are cut where the longest prompt admitted with it puts them
+// (the prompts are right-aligned: a prompt of 300 tokens is prefilled
+// as 256 + 44 alone, as 56 + 244 beside one of 500), either of which
+// can move a draw that falls on a boundary.
 type Request struct {
 	Prompt []int32
 	Seed   uint64
