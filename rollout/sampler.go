@@ -20,7 +20,9 @@ import (
 type FinishReason string
 
 const (
-	// FinishStop: a stop id was sampled or a stop string appeared.
+	// FinishStop: a stop id was sampled (SamplerConfig.StopIDs; spiral
+	// has no stop strings), or a serving engine answered finish_reason
+	// "stop".
 	FinishStop FinishReason = "stop"
 	// FinishLength: MaxNewTokens were generated (or the context is full).
 	FinishLength FinishReason = "length"
