@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/spiral-rl/spiral/data/synth"
@@ -582,6 +583,12 @@ func sftSettingsDiff(a, b SFTSettings) []string {
 		case "model", "model_id":
 			return ""
 		case "schedule.total_steps":
+			// --steps, raised to --warmup + 1 where it is not above
+			// --warmup (the cosine ends after the warmup): a side that
+			// shows that floor may not be the --steps given.
+			if atWarmupFloor(fa) || atWarmupFloor(fb) {
+				return k + " (--steps, or --warmup + 1 where --steps is not above --warmup)"
+			}
 			return k + " (--steps)"
 		case "schedule.peak_lr":
 			return k + " (--lr)"
@@ -599,6 +606,18 @@ func sftSettingsDiff(a, b SFTSettings) []string {
 		}
 		return k
 	})
+}
+
+// atWarmupFloor reports whether the flattened settings f (flatDiff's)
+// record a cosine whose total steps are its warmup's + 1, the least
+// spiral sft gives it, whatever --steps was.
+func atWarmupFloor(f map[string]string) bool {
+	total, err := strconv.ParseInt(f["schedule.total_steps"], 10, 64)
+	if err != nil {
+		return false
+	}
+	warmup, err := strconv.ParseInt(f["schedule.warmup_steps"], 10, 64)
+	return err == nil && total == warmup+1
 }
 
 // sftLogged is what an sft log says of the step a run resumes at.

@@ -492,6 +492,30 @@ func TestSFTSettingsDiffLearningRate(t *testing.T) {
 	require.Empty(t, sftSettingsDiff(settings(0.003), settings(0.003)))
 }
 
+// TestSFTSettingsDiffSteps: the cosine's total steps are --steps, or
+// --warmup + 1 where --steps is not above --warmup (spiral sft's
+// schedule), so a difference that shows --warmup + 1 says so: a rerun
+// with --steps 6 under the default --warmup 20 was refused with
+// "schedule.total_steps (--steps): 200 -> 21", a number no flag had.
+func TestSFTSettingsDiffSteps(t *testing.T) {
+	settings := func(warmup, total int64) SFTSettings {
+		return SFTSettings{Model: "m", Schedule: optim.Schedule{PeakLR: 3e-3, MinLR: 3e-4, WarmupSteps: warmup, TotalSteps: total}}
+	}
+	for _, c := range []struct {
+		name string
+		a, b SFTSettings
+		want string
+	}{
+		{"both past the warmup", settings(20, 200), settings(20, 300), "schedule.total_steps (--steps): 200 -> 300"},
+		{"to the warmup's floor", settings(20, 200), settings(20, 21), "schedule.total_steps (--steps, or --warmup + 1 where --steps is not above --warmup): 200 -> 21"},
+		{"from the warmup's floor", settings(20, 21), settings(20, 200), "schedule.total_steps (--steps, or --warmup + 1 where --steps is not above --warmup): 21 -> 200"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, []string{c.want}, sftSettingsDiff(c.a, c.b))
+		})
+	}
+}
+
 // TestCheckSFTRunIdentity: an sft rerun into an --out whose newest
 // checkpoint is of another model, another LoRA setting or spiral train
 // is refused before spiral sft builds the model's artifacts into it, as
