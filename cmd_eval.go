@@ -148,10 +148,10 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	base := filepath.Join(f.out, f.mode)
 	var traces *report.TraceWriter
 	if f.traces {
-		if traces, err = report.NewTraceWriter(base+".traces.jsonl", problems); err != nil {
+		if traces, err = report.NewTraceWriter(base+tracesSuffix, problems); err != nil {
 			return err
 		}
-		defer traces.Abort() // after Commit, a no-op
+		defer traces.Abort() // after Stage, a no-op
 		ev.Traces = traces.Write
 	}
 	cuts := &cutCounter{next: ev.Traces}
@@ -235,13 +235,13 @@ func saveEval(out, mode string, traces *report.TraceWriter, rep any, plot func(p
 	if err := report.WriteJSON(staged+".json", rep); err != nil {
 		return err
 	}
-	tracesFile := filepath.Join(out, mode+".traces.jsonl")
+	tracesFile := filepath.Join(out, mode+tracesSuffix)
 	partial := tracesFile + rl.PartialSuffix
 	// The traces' .partial file goes once the report is in place: this
 	// evaluation's, which the stage holds a link of, or without --traces
 	// one that an interrupted earlier evaluation left, as its finished
 	// traces file goes.
-	names := []string{mode + ".png", mode + ".traces.jsonl", mode + ".json", filepath.Base(partial)}
+	names := []string{mode + ".png", mode + tracesSuffix, mode + ".json", filepath.Base(partial)}
 	var stale []string
 	if traces != nil {
 		if err := traces.Stage(stage.Dir()); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -126,6 +127,10 @@ func distinctNames(names, paths []string) []string {
 	return out
 }
 
+// tracesSuffix ends the name of the traces eval --traces writes beside
+// its report: MODE.traces.jsonl beside MODE.json.
+const tracesSuffix = ".traces.jsonl"
+
 // reportMode reads the meta.mode of a report file given to cmd (plot or
 // compare): passk, rsa or sequential, else an error naming the file.
 func reportMode(cmd, path string) (report.Mode, error) {
@@ -146,6 +151,9 @@ func reportMode(cmd, path string) (report.Mode, error) {
 		} `json:"meta"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
+		if rep, ok := strings.CutSuffix(path, tracesSuffix); ok {
+			return "", fmt.Errorf("%s: not a spiral eval report but an evaluation's traces (eval --traces): give its report, %s", path, rep+".json")
+		}
 		if filepath.Ext(path) == ".jsonl" {
 			return "", fmt.Errorf("%s: not a spiral eval report but JSON lines (a training run's log?): `spiral compare --run LABEL=%s` compares runs", path, filepath.Dir(path))
 		}

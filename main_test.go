@@ -1771,3 +1771,28 @@ func skipWithoutRuntime(t *testing.T) {
 		t.Skip("ONNXRUNTIME_LIB unset: run make test")
 	}
 }
+
+// TestReportArgumentIsTraces: eval --traces' MODE.traces.jsonl, beside
+// its report, given to plot or compare in the report's place is named as
+// the traces with the report to give instead; it was taken for a
+// training run's log ("a training run's log?: `spiral compare --run
+// LABEL=DIR` compares runs"), which sent the user to a directory that
+// holds no run.
+func TestReportArgumentIsTraces(t *testing.T) {
+	dir := t.TempDir()
+	reps := twoPassKReports(t, dir)
+	traces := filepath.Join(dir, "passk.traces.jsonl")
+	require.NoError(t, os.WriteFile(traces, []byte(`{"step":0,"problem":0}`+"\n"+`{"step":0,"problem":1}`+"\n"), 0o644))
+	want := fmt.Sprintf("%s: not a spiral eval report but an evaluation's traces (eval --traces): give its report, %s", traces, filepath.Join(dir, "passk.json"))
+	for _, args := range [][]string{
+		{"plot", "--out", filepath.Join(dir, "p.png"), traces},
+		{"compare", reps[0], traces},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitFailure, code, stderr.String())
+			require.Equal(t, fmt.Sprintf("spiral %s: %s\n", args[0], want), stderr.String())
+		})
+	}
+}
