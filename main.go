@@ -9,7 +9,7 @@
 //
 // Commands: train (the default, also when only flags are given), eval, sft,
 // generate, artifacts, export, init-model, bench, plan, compare, plot, tensorboard, data, version. `spiral COMMAND
-// --help` lists a command's flags with their defaults.
+// --help` gives its usage line and lists its flags with their defaults.
 //
 // This file is wiring only: flags are bound here (one pflag.FlagSet per
 // command) and handed to the packages that do the work.
@@ -45,6 +45,9 @@ const (
 type command struct {
 	name    string
 	summary string
+	// usage is the command line --help shows after "Usage: ": the
+	// arguments besides flags and the flags the command requires.
+	usage string
 	// setup registers the command's flags and returns its run function.
 	setup func(fs *pflag.FlagSet) func(ctx context.Context, env *cliEnv, args []string) error
 	// stops: run watches ctx, which Ctrl-C and SIGTERM cancel, and stops
@@ -70,20 +73,20 @@ func (e usageError) Unwrap() error { return e.err }
 
 func commands() []command {
 	return []command{
-		{"train", "train a model with SPIRAL, GRPO or the ablations that train only the aggregation or only the search traces (default command)", setupTrain, true},
-		{"eval", "evaluate a model: sequential, pass@k, majority@k, RSA", setupEval, true},
-		{"sft", "supervised warm start on search and aggregation traces", setupSFT, true},
-		{"generate", "sample completions for prompts", setupGenerate, true},
-		{"artifacts", "build the rollout and training graphs of an ONNX model", setupArtifacts, false},
-		{"export", "write a checkpoint's weights into the original ONNX graph, as a Hugging Face model directory, or its LoRA adapters as a peft adapter", setupExport, true},
-		{"init-model", "write a randomly initialised Qwen3-architecture model (tiny, or a real config's shape)", setupInitModel, true},
-		{"bench", "measure a training step or generation on random tokens (spiral bench train|generate)", setupBench, true},
-		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens; and training runs (--run, alone too): token entropy, held-out pass@1, search credit", setupCompare, false},
-		{"plan", "predict the memory of a training step and of generation, and the largest shapes that fit", setupPlan, false},
-		{"plot", "overlay eval reports of one mode in one figure, PNG, SVG or PDF (e.g. base vs trained)", setupPlot, false},
-		{"tensorboard", "write training runs' logs (metrics.jsonl and eval.jsonl, or sft.jsonl) as TensorBoard event files in each run's tensorboard/", setupTensorBoard, false},
-		{"data", "inspect a dataset file (spiral data inspect FILE) or write the synthetic task's problems (spiral data synth)", setupData, false},
-		{"version", "print the versions of spiral, ONNX Runtime and tokenizers", setupVersion, false},
+		{"train", "train a model with SPIRAL, GRPO or the ablations that train only the aggregation or only the search traces (default command)", "spiral train [flags]   (also spiral [flags])", setupTrain, true},
+		{"eval", "evaluate a model: sequential, pass@k, majority@k, RSA", "spiral eval [flags]", setupEval, true},
+		{"sft", "supervised warm start on search and aggregation traces", "spiral sft [flags]", setupSFT, true},
+		{"generate", "sample completions for prompts", `spiral generate [flags] "PROMPT" ["PROMPT" ...]`, setupGenerate, true},
+		{"artifacts", "build the rollout and training graphs of an ONNX model", "spiral artifacts [flags]", setupArtifacts, false},
+		{"export", "write a checkpoint's weights into the original ONNX graph, as a Hugging Face model directory, or its LoRA adapters as a peft adapter", "spiral export --checkpoint DIR --out PATH [flags]   (--format hf may omit --checkpoint)", setupExport, true},
+		{"init-model", "write a randomly initialised Qwen3-architecture model (tiny, or a real config's shape)", "spiral init-model --out DIR [flags]", setupInitModel, true},
+		{"bench", "measure a training step or generation on random tokens (spiral bench train|generate)", "spiral bench train|generate [flags]", setupBench, true},
+		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens; and training runs (--run, alone too): token entropy, held-out pass@1, search credit", "spiral compare [flags] [--run LABEL=DIR ...] [REF.json OTHER.json ...]   (two eval reports or more, or one with --run, or --run alone)", setupCompare, false},
+		{"plan", "predict the memory of a training step and of generation, and the largest shapes that fit", "spiral plan --model MODEL [flags]", setupPlan, false},
+		{"plot", "overlay eval reports of one mode in one figure, PNG, SVG or PDF (e.g. base vs trained)", "spiral plot [flags] REPORT.json [REPORT.json ...]   (reports of one eval mode)", setupPlot, false},
+		{"tensorboard", "write training runs' logs (metrics.jsonl and eval.jsonl, or sft.jsonl) as TensorBoard event files in each run's tensorboard/", "spiral tensorboard RUN_DIR [RUN_DIR ...]   (the --out of spiral train or spiral sft)", setupTensorBoard, false},
+		{"data", "inspect a dataset file (spiral data inspect FILE) or write the synthetic task's problems (spiral data synth)", "spiral data inspect FILE [flags] | spiral data synth [flags]", setupData, false},
+		{"version", "print the versions of spiral, ONNX Runtime and tokenizers", "spiral version [flags]", setupVersion, false},
 	}
 }
 
@@ -248,6 +251,11 @@ func printTopUsage(w io.Writer) {
 	fmt.Fprintln(w, "Run 'spiral COMMAND --help' for a command's flags and their defaults.")
 }
 
+// printCommandUsage prints a command's --help: its summary, its usage
+// line and its flags with their defaults (no heading where it has none).
 func printCommandUsage(w io.Writer, c *command, fs *pflag.FlagSet) {
-	fmt.Fprintf(w, "spiral %s — %s\n\nFlags:\n%s", c.name, c.summary, fs.FlagUsages())
+	fmt.Fprintf(w, "spiral %s — %s\n\nUsage: %s\n", c.name, c.summary, c.usage)
+	if flags := fs.FlagUsages(); flags != "" {
+		fmt.Fprintf(w, "\nFlags:\n%s", flags)
+	}
 }

@@ -1796,3 +1796,38 @@ func TestReportArgumentIsTraces(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandHelpUsage: each command's --help gives its usage line, with
+// the arguments it takes besides flags (generate's prompts, plot's and
+// compare's reports, tensorboard's run directories, data's and bench's
+// subcommands) and the flags it requires; they were given only by the
+// error of a command run without them, and tensorboard's --help, which
+// has no flags, printed a "Flags:" heading over nothing.
+func TestCommandHelpUsage(t *testing.T) {
+	want := map[string]string{
+		"train":       "Usage: spiral train [flags]   (also spiral [flags])",
+		"eval":        "Usage: spiral eval [flags]",
+		"sft":         "Usage: spiral sft [flags]",
+		"generate":    `Usage: spiral generate [flags] "PROMPT" ["PROMPT" ...]`,
+		"artifacts":   "Usage: spiral artifacts [flags]",
+		"export":      "Usage: spiral export --checkpoint DIR --out PATH [flags]   (--format hf may omit --checkpoint)",
+		"init-model":  "Usage: spiral init-model --out DIR [flags]",
+		"bench":       "Usage: spiral bench train|generate [flags]",
+		"compare":     "Usage: spiral compare [flags] [--run LABEL=DIR ...] [REF.json OTHER.json ...]   (two eval reports or more, or one with --run, or --run alone)",
+		"plan":        "Usage: spiral plan --model MODEL [flags]",
+		"plot":        "Usage: spiral plot [flags] REPORT.json [REPORT.json ...]   (reports of one eval mode)",
+		"tensorboard": "Usage: spiral tensorboard RUN_DIR [RUN_DIR ...]   (the --out of spiral train or spiral sft)",
+		"data":        "Usage: spiral data inspect FILE [flags] | spiral data synth [flags]",
+		"version":     "Usage: spiral version [flags]",
+	}
+	for _, c := range commands() {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout bytes.Buffer
+			require.Zero(t, run(context.Background(), []string{c.name, "--help"}, &cliEnv{stdout: &stdout, stderr: io.Discard}))
+			lines := strings.Split(stdout.String(), "\n")
+			require.Equal(t, "spiral "+c.name+" — "+c.summary, lines[0])
+			require.Equal(t, want[c.name], lines[2])
+			require.NotRegexp(t, `Flags:\n*$`, stdout.String(), "a Flags: heading over no flag")
+		})
+	}
+}
