@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -1830,4 +1831,16 @@ func TestCommandHelpUsage(t *testing.T) {
 			require.NotRegexp(t, `Flags:\n*$`, stdout.String(), "a Flags: heading over no flag")
 		})
 	}
+}
+
+// TestEvalLabelHelp: eval's --help says what --label does in compare,
+// which averages the reports of one label as seeds, as README says; it
+// said "name of this run in plot legends" alone, so two models given one
+// label were averaged without a word of it in the help.
+func TestEvalLabelHelp(t *testing.T) {
+	var stdout bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"eval", "--help"}, &cliEnv{stdout: &stdout, stderr: io.Discard}))
+	line := regexp.MustCompile(`(?m)^\s+--label string\s+(.*)$`).FindStringSubmatch(stdout.String())
+	require.NotNil(t, line, stdout.String())
+	require.Equal(t, "name of this model in compare's tables and plot's legends (default: the model, with its checkpoint; compare averages the reports of one name as seeds)", line[1])
 }
