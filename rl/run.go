@@ -246,9 +246,11 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		kept = -1
 	}
 	for _, log := range []string{metricsPath, evalPath} {
-		if err := truncateLog(log, kept); err != nil {
+		damaged, err := truncateLog(log, kept)
+		if err != nil {
 			return err
 		}
+		warnDamagedLines(p.Warn, damaged)
 	}
 	tb := openTensorBoardLog(cfg.Dir, cfg.TensorBoard, kept, metricsPath, func() ([]tfevents.Event, error) {
 		events, _, err := trainEvents(cfg.Dir)
@@ -737,39 +739,57 @@ func moveAside(dir string, names []string) (string, error) {
 
 // truncateLog drops the lines of a JSONL log whose step is past step
 // (after a resume from an earlier checkpoint; -1 drops every line), so
-// the log matches the weights; it is rewritten atomically.
-func truncateLog(path string, step int) error {
+// the log matches the weights; it is rewritten atomically. It drops
+// lines that are not log lines too, and returns those before the last
+// (damaged: not JSON, or without a step), each naming the file and line,
+// for the run to warn of; blank lines and a last line cut short (a run
+// killed while writing it) it drops without a word.
+func truncateLog(path string, step int) (damaged []error, err error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("rl: %w", err)
+		return nil, fmt.Errorf("rl: %w", err)
 	}
 	var keep bytes.Buffer
 	dropped := false
 	// The file is in memory already: its lines are cut from it, whatever
 	// their length (a Scanner's limit would end the loop early and drop
 	// the lines after a long one).
-	for rest := b; len(rest) > 0; {
+	for n, rest := 1, b; len(rest) > 0; n++ {
 		var line []byte
 		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
 		var s struct {
 			Step *int `json:"step"`
 		}
-		if json.Unmarshal(line, &s) == nil && s.Step != nil && *s.Step <= step {
+		err := json.Unmarshal(line, &s)
+		if err == nil && s.Step == nil {
+			err = errors.New("no step")
+		}
+		if err == nil && *s.Step <= step {
 			keep.Write(line)
 			keep.WriteByte('\n')
-		} else {
-			dropped = true
+			continue
+		}
+		dropped = true
+		if err != nil && len(bytes.TrimSpace(line)) > 0 && len(bytes.TrimSpace(rest)) > 0 {
+			damaged = append(damaged, fmt.Errorf("%s:%d: %w", path, n, err))
 		}
 	}
 	if !dropped && (len(b) == 0 || b[len(b)-1] == '\n') {
-		return nil
+		return nil, nil
 	}
 	// Rewritten too when its last line, kept, lacks its newline (a write
 	// cut just before it), which the next line appended would run into.
-	return atomicfile.WriteFile(path, keep.Bytes(), 0o666)
+	return damaged, atomicfile.WriteFile(path, keep.Bytes(), 0o666)
+}
+
+// warnDamagedLines warns on w of each line truncateLog dropped as damaged.
+func warnDamagedLines(w io.Writer, damaged []error) {
+	for _, d := range damaged {
+		fmt.Fprintf(w, "spiral: warning: dropped a damaged log line as the log was cut back to the resumed step: %v\n", d)
+	}
 }
 
 // loggedSteps returns the steps that eval.jsonl has a line for.

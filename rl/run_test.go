@@ -1249,7 +1249,8 @@ func TestTruncateLog(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "metrics.jsonl")
 			require.NoError(t, os.WriteFile(path, []byte(tc.log), 0o644))
-			require.NoError(t, truncateLog(path, 2))
+			_, err := truncateLog(path, 2)
+			require.NoError(t, err)
 			got, err := os.ReadFile(path)
 			require.NoError(t, err)
 			require.True(t, tc.want == string(got), "got %.200q, want %.200q", got, tc.want)
@@ -1497,6 +1498,47 @@ func TestRunSummaryCounts(t *testing.T) {
 			for _, s := range tc.want {
 				require.Contains(t, h.out.String(), s)
 			}
+		})
+	}
+}
+
+// TestTruncateLogDamagedLines: a line up to the resumed step that is not
+// a log line (damaged: not JSON, or without a step) is dropped as the
+// log is cut back, and named, file and line, with why, for the run to
+// warn of: it was dropped without a word, and the step's figures were
+// gone from metrics.jsonl, which compare and tensorboard read, unsaid. A
+// torn last line (a run killed while writing it) and blank lines say
+// nothing.
+func TestTruncateLogDamagedLines(t *testing.T) {
+	for _, tc := range []struct {
+		name, log, want string
+		damaged         []string // after the path
+	}{
+		{"a damaged line", "{\"step\":1}\n{\"step\": oops\n{\"step\":2}\n", "{\"step\":1}\n{\"step\":2}\n",
+			[]string{":2: invalid character 'o' looking for beginning of value"}},
+		{"a line without a step", "{\"step\":1}\n{\"loss\":1}\n{\"step\":2}\n{\"step\":3}\n", "{\"step\":1}\n{\"step\":2}\n",
+			[]string{":2: no step"}},
+		{"a torn last line", "{\"step\":1}\n{\"step\":2}\n{\"st", "{\"step\":1}\n{\"step\":2}\n", nil},
+		{"a torn last line ended", "{\"step\":1}\n{\"st\n", "{\"step\":1}\n", nil},
+		{"blank lines", "{\"step\":1}\n\n{\"step\":2}\r\n\r\n", "{\"step\":1}\n{\"step\":2}\r\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "metrics.jsonl")
+			require.NoError(t, os.WriteFile(path, []byte(tc.log), 0o644))
+			damaged, err := truncateLog(path, 2)
+			require.NoError(t, err)
+			var got []string
+			for _, d := range damaged {
+				got = append(got, d.Error())
+			}
+			var want []string
+			for _, d := range tc.damaged {
+				want = append(want, path+d)
+			}
+			require.Equal(t, want, got)
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, string(b))
 		})
 	}
 }

@@ -325,9 +325,11 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 	var last sftLogged
 	if step > 0 {
-		if err := truncateLog(logPath, step); err != nil {
+		damaged, err := truncateLog(logPath, step)
+		if err != nil {
 			return err
 		}
+		warnDamagedLines(p.Warn, damaged)
 		if last, err = readSFTLog(logPath, step); err != nil {
 			return err
 		}
