@@ -272,13 +272,19 @@ func loraWithoutRank(changed func(name string) bool, rank int) error {
 	return errors.Join(errs...)
 }
 
-// loraRankUsage returns err, or the usage error of --lora-rank when err
-// is a rank past a targeted projection's smaller side, which is found
-// when the model is read (plan refuses it so from config.json).
-func loraRankUsage(err error) error {
+// modelFlagUsage returns err, or the usage error of the flags it names
+// when err refuses a flag that does not fit the model, which is found
+// when the model is read: a --lora-rank past a targeted projection's
+// smaller side (plan refuses it so from config.json), a --train or
+// --freeze that leaves nothing to train.
+func modelFlagUsage(err error) error {
 	var re *model.LoRARankError
 	if errors.As(err, &re) {
 		return usageError{fmt.Errorf("--lora-rank %d: %s is [%d, %d]: %s", re.Rank, re.Module, re.In, re.Out, re.Want())}
+	}
+	var se *lmgraph.SelectionError
+	if errors.As(err, &se) {
+		return usageError{errors.New(se.Flags)}
 	}
 	return err
 }

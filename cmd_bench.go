@@ -360,7 +360,7 @@ func benchOpen(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel,
 	}
 	if err != nil {
 		rt.Close()
-		return nil, nil, v, nil, loraRankUsage(err)
+		return nil, nil, v, nil, modelFlagUsage(err)
 	}
 	if v.VocabLimit == 0 {
 		v.VocabLimit = v.VocabSize

@@ -232,7 +232,7 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		art, err := model.PrepareArtifacts(ctx, r.onnx, dir, arts)
 		if err != nil {
 			removeEmptyDirs(created) // a refused --out that did not exist is not left behind
-			return loraRankUsage(err)
+			return modelFlagUsage(err)
 		}
 		m := art.Manifest
 		state := "reused"

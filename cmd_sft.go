@@ -125,7 +125,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	eo.VocabLimit = sess.tok.VocabSize()
 	pol, err := model.OpenPolicy(ctx, sess.rt, sess.onnx, filepath.Join(f.out, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: eo, Artifacts: arts, Seed: f.cfg.Seed})
 	if err != nil {
-		return loraRankUsage(sess.vocabError(err))
+		return modelFlagUsage(sess.vocabError(err))
 	}
 	defer pol.Close()
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), pol.Weights)

@@ -215,7 +215,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	eo.VocabLimit = samplerCfg.VocabLimit
 	pol, err := model.OpenPolicy(ctx, sess.rt, sess.onnx, filepath.Join(f.run.Dir, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: eo, Artifacts: arts, Seed: f.cfg.Seed})
 	if err != nil {
-		return loraRankUsage(sess.vocabError(err))
+		return modelFlagUsage(sess.vocabError(err))
 	}
 	defer pol.Close()
 	cfg := f.cfg

@@ -1844,3 +1844,36 @@ func TestEvalLabelHelp(t *testing.T) {
 	require.NotNil(t, line, stdout.String())
 	require.Equal(t, "name of this model in compare's tables and plot's legends (default: the model, with its checkpoint; compare averages the reports of one name as seeds)", line[1])
 }
+
+// TestSelectionMatchingNothing: a --train or --freeze that leaves the
+// model nothing to train (a misspelt name) is a usage error (exit 2)
+// naming the flag, as a --lora-rank past the projections is, and leaves
+// nothing in dir; train, sft and artifacts failed with exit 1 and
+// "model: M: lmgraph: --train ...".
+func TestSelectionMatchingNothing(t *testing.T) {
+	skipWithoutRuntime(t)
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--train", "nomatch"}, `--train "nomatch" matches no parameter (spiral artifacts lists the parameters' names)`},
+		{[]string{"--freeze", "."}, `no parameter left to train: --freeze "." matches every one (spiral artifacts lists the parameters' names)`},
+	} {
+		for _, args := range [][]string{
+			{"artifacts", "--out", filepath.Join(dir, "artifacts")},
+			{"train", "--steps", "1", "--quiet", "--out", filepath.Join(dir, "train")},
+			{"sft", "--steps", "1", "--quiet", "--out", filepath.Join(dir, "sft")},
+		} {
+			args = append(args, c.flags...)
+			var stderr bytes.Buffer
+			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+			require.Equal(t, "spiral "+args[0]+": "+c.want+"\n", stderr.String(), "%q", args)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries)
+}

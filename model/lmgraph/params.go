@@ -198,16 +198,26 @@ func (s Selection) Select(cls []Initializer) (trained []Initializer, frozen []Fr
 	const list = "spiral artifacts lists the parameters' names"
 	switch {
 	case s.Train != nil && !trainMatched:
-		return nil, nil, fmt.Errorf("lmgraph: --train %q matches no parameter (%s)", s.Train, list)
+		return nil, nil, &SelectionError{fmt.Sprintf("--train %q matches no parameter (%s)", s.Train, list)}
 	case s.Freeze != nil && !freezeMatched:
-		return nil, nil, fmt.Errorf("lmgraph: --freeze %q matches no parameter (%s)", s.Freeze, list)
+		return nil, nil, &SelectionError{fmt.Sprintf("--freeze %q matches no parameter (%s)", s.Freeze, list)}
 	case len(trained) == 0 && s.Train != nil:
-		return nil, nil, fmt.Errorf("lmgraph: no parameter left to train: --freeze %q freezes every one --train %q matches (%s)", s.Freeze, s.Train, list)
+		return nil, nil, &SelectionError{fmt.Sprintf("no parameter left to train: --freeze %q freezes every one --train %q matches (%s)", s.Freeze, s.Train, list)}
 	case len(trained) == 0:
-		return nil, nil, fmt.Errorf("lmgraph: no parameter left to train: --freeze %q matches every one (%s)", s.Freeze, list)
+		return nil, nil, &SelectionError{fmt.Sprintf("no parameter left to train: --freeze %q matches every one (%s)", s.Freeze, list)}
 	}
 	return trained, frozen, nil
 }
+
+// SelectionError is Select's refusal of a --train or --freeze that leaves
+// the graph nothing to train, or matches none of its parameters: Flags
+// says which, naming the flags, for the command line to report as its
+// mistake.
+type SelectionError struct {
+	Flags string
+}
+
+func (e *SelectionError) Error() string { return "lmgraph: " + e.Flags }
 
 // String renders s for manifests and fingerprints.
 func (s Selection) String() string {
