@@ -45,8 +45,14 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		if len(ignored) > 0 {
 			return usageError{errors.Join(ignored...)}
 		}
-		if len(args) > 0 || *out == "" || (*ckpt == "" && *format != "hf") {
-			return usageError{errors.New("usage: spiral export --checkpoint DIR --out PATH [--format onnx|hf|peft] [--model SOURCE] (hf may omit --checkpoint)")}
+		const usage = " (usage: spiral export --checkpoint DIR --out PATH [--format onnx|hf|peft] [--model SOURCE])"
+		switch {
+		case len(args) > 0:
+			return usageError{fmt.Errorf("unexpected arguments %q"+usage, args)}
+		case *out == "":
+			return usageError{errors.New("--out is required: the .onnx file to write (--format onnx), or the directory (hf, peft)" + usage)}
+		case *ckpt == "" && *format != "hf":
+			return usageError{fmt.Errorf("--format %s needs --checkpoint: the checkpoint (or run directory) whose weights it writes; only --format hf converts the model as it is without one"+usage, *format)}
 		}
 		// Refused before any work: the model would be written whole to a
 		// temporary file beside the directory, then fail to take its name.

@@ -35,8 +35,12 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 	config := fs.String("config", "", "start from the shape (layers, widths, heads, vocabulary, tied head) of a real config, "+strings.Join(memplan.Names(), ", ")+", which the shape flags given override; random weights, and --tokenizer's, not the real model's tokenizer (its vocabulary only widens the logits)")
 	overwrite := fs.Bool("overwrite", false, "replace a model already in --out")
 	return func(ctx context.Context, env *cliEnv, args []string) (err error) {
-		if len(args) > 0 || *out == "" {
-			return usageError{errors.New("usage: spiral init-model --out DIR [flags]")}
+		const usage = " (usage: spiral init-model --out DIR [flags])"
+		if len(args) > 0 {
+			return usageError{fmt.Errorf("unexpected arguments %q"+usage, args)}
+		}
+		if *out == "" {
+			return usageError{errors.New("--out is required: the directory to write the model in" + usage)}
 		}
 		if *config != "" {
 			a, ok := memplan.Named(*config)

@@ -1877,3 +1877,36 @@ func TestSelectionMatchingNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, entries)
 }
+
+// TestRequiredFlagsNamed: init-model and export run without a flag they
+// require, or given arguments, say which, as the other commands do; each
+// printed its usage line alone ("usage: spiral init-model --out DIR
+// [flags]" for `spiral init-model --out m extra` too), leaving the user to
+// find what was missing.
+func TestRequiredFlagsNamed(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m", "model.onnx")
+	const (
+		initUsage   = " (usage: spiral init-model --out DIR [flags])"
+		exportUsage = " (usage: spiral export --checkpoint DIR --out PATH [--format onnx|hf|peft] [--model SOURCE])"
+	)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"init-model"}, "--out is required: the directory to write the model in" + initUsage},
+		{[]string{"init-model", "--out", dir, "extra"}, `unexpected arguments ["extra"]` + initUsage},
+		{[]string{"export", "--out", out}, "--format onnx needs --checkpoint: the checkpoint (or run directory) whose weights it writes; only --format hf converts the model as it is without one" + exportUsage},
+		{[]string{"export", "--format", "peft", "--out", dir}, "--format peft needs --checkpoint: the checkpoint (or run directory) whose weights it writes; only --format hf converts the model as it is without one" + exportUsage},
+		{[]string{"export", "--checkpoint", dir}, "--out is required: the .onnx file to write (--format onnx), or the directory (hf, peft)" + exportUsage},
+		{[]string{"export", "--checkpoint", dir, "--out", out, "extra"}, `unexpected arguments ["extra"]` + exportUsage},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), c.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitUsage, code, stderr.String())
+			require.Equal(t, "spiral "+c.args[0]+": "+c.want+"\n", stderr.String())
+		})
+	}
+	require.NoDirExists(t, filepath.Join(dir, "m"))
+}
