@@ -399,6 +399,12 @@ func (c *comparison) report(w io.Writer, dir string) error {
 		}
 	}
 	if len(budget) > 0 {
+		// Each label's accuracy at its largest budget, as pass@k's and
+		// RSA's headline figures.
+		for _, g := range budget {
+			last := len(g.X) - 1
+			sum.set(g.Label, fmt.Sprintf("sequential at budget %d", int(g.X[last])), g.Y[last].String())
+		}
 		if err := plot("sequential", report.Figure{Title: "Sequential scaling", XLabel: "token budget", Axis: report.AxisLog2, Name: "accuracy"}, budget); err != nil {
 			return err
 		}

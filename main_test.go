@@ -1910,3 +1910,24 @@ func TestRequiredFlagsNamed(t *testing.T) {
 	}
 	require.NoDirExists(t, filepath.Join(dir, "m"))
 }
+
+// TestCompareSequentialSummary: compare --out's summary.md gives each
+// label's sequential accuracy at its largest token budget, as it gives
+// pass@k's and RSA's headline figures; a comparison of sequential reports
+// alone wrote a table with no column and no row ("| model |  |\n|---|").
+func TestCompareSequentialSummary(t *testing.T) {
+	dir := t.TempDir()
+	var reps []string
+	for i, acc := range [][2]float64{{0.25, 0.5}, {0.5, 0.75}} {
+		p := filepath.Join(dir, fmt.Sprintf("s%d.json", i))
+		require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(`{"meta": {"mode": "sequential", "model": "m%d", "problems": 2}, "config": {"samples": 2, "budgets": [8, 16], "max_tokens": 16},
+			"points": [{"budget": 8, "accuracy": %v, "mean_tokens": 8, "truncated": 0.5}, {"budget": 16, "accuracy": %v, "mean_tokens": 12, "truncated": 0}], "tokens": {"prompt": 10, "generated": 48}}`, i, acc[0], acc[1])), 0o644))
+		reps = append(reps, p)
+	}
+	out := filepath.Join(dir, "cmp")
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), append([]string{"compare", "--out", out}, reps...), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	b, err := os.ReadFile(filepath.Join(out, "summary.md"))
+	require.NoError(t, err)
+	require.Equal(t, "| model | sequential at budget 16 |\n|---|---|\n| m0 | 0.500 |\n| m1 | 0.750 |\n", string(b))
+}
