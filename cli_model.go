@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/checkpoint"
@@ -513,6 +514,9 @@ func (s *modelSession) openPolicy(ctx context.Context, lora lmgraph.LoRA, artifa
 // model stops the search, as a layout mismatch in checkpoint.Load does.
 // It returns the path loaded.
 func loadCheckpoint(ckpt, src string, warn io.Writer, load func(path string, st rl.RunSettings) error) (string, error) {
+	if st, err := os.Stat(ckpt); err == nil && !st.IsDir() {
+		return "", usageError{fmt.Errorf("--checkpoint %s is a file: want a checkpoint directory%s, or a run directory (or its checkpoints/) for its newest intact one", ckpt, checkpointBeside(ckpt))}
+	}
 	var srcID string // the model's id, read once a checkpoint records one
 	from := ckpt
 	if run := filepath.Join(ckpt, rl.CheckpointsDir); !checkpoint.IsCheckpointDir(ckpt) && isDir(run) {
@@ -543,6 +547,25 @@ func loadCheckpoint(ckpt, src string, warn io.Writer, load func(path string, st 
 		return "", fmt.Errorf("--checkpoint %s: %w", ckpt, err)
 	}
 	return path, nil
+}
+
+// checkpointBeside names the checkpoint directory that the file given as
+// --checkpoint points to, for the error refusing it: the one the
+// checkpoints' latest pointer names, or the one holding the file ("" for
+// neither).
+func checkpointBeside(file string) string {
+	dir := filepath.Dir(file)
+	if filepath.Base(file) == checkpoint.LatestFile {
+		if b, err := os.ReadFile(file); err == nil {
+			if name := strings.TrimSpace(string(b)); name != "" && checkpoint.IsCheckpointDir(filepath.Join(dir, name)) {
+				return fmt.Sprintf(" (such as %s, which it names)", filepath.Join(dir, name))
+			}
+		}
+	}
+	if checkpoint.IsCheckpointDir(dir) {
+		return fmt.Sprintf(" (such as %s, which holds it)", dir)
+	}
+	return ""
 }
 
 // settingsLoRA returns the LoRA configuration of a run's settings

@@ -1931,3 +1931,35 @@ func TestCompareSequentialSummary(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "| model | sequential at budget 16 |\n|---|---|\n| m0 | 0.500 |\n| m1 | 0.750 |\n", string(b))
 }
+
+// TestCheckpointFileNamed: a --checkpoint that is a file, such as the
+// checkpoints' latest pointer or a file of a checkpoint, is a usage error
+// naming the checkpoint directory to give; eval, generate and export
+// failed with "checkpoint: list R/checkpoints/latest: open
+// R/checkpoints/latest: not a directory" (exit 1).
+func TestCheckpointFileNamed(t *testing.T) {
+	run := t.TempDir()
+	ckpts := filepath.Join(run, rl.CheckpointsDir)
+	ckpt := filepath.Join(ckpts, "ckpt-000003")
+	require.NoError(t, os.MkdirAll(ckpt, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ckpts, "latest"), []byte("ckpt-000003\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(ckpt, "model.safetensors"), nil, 0o644))
+	other := filepath.Join(run, "notes.txt")
+	require.NoError(t, os.WriteFile(other, nil, 0o644))
+	const want = " is a file: want a checkpoint directory%s, or a run directory (or its checkpoints/) for its newest intact one"
+	for _, c := range []struct {
+		path, such string
+	}{
+		{filepath.Join(ckpts, "latest"), " (such as " + ckpt + ", which it names)"},
+		{filepath.Join(ckpt, "model.safetensors"), " (such as " + ckpt + ", which holds it)"},
+		{other, ""},
+	} {
+		_, err := loadCheckpoint(c.path, "model.onnx", io.Discard, func(string, rl.RunSettings) error {
+			t.Fatal("nothing to load")
+			return nil
+		})
+		var ue usageError
+		require.ErrorAs(t, err, &ue, "%s", c.path)
+		require.EqualError(t, err, "--checkpoint "+c.path+fmt.Sprintf(want, c.such))
+	}
+}
