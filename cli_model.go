@@ -111,6 +111,16 @@ func noONNXError(dir string) error {
 		_, err := os.Stat(filepath.Join(dir, name))
 		return err == nil
 	}
+	// A checkpoint holds model.safetensors too, in spiral's layout: it is
+	// named first.
+	switch {
+	case checkpoint.IsCheckpointDir(dir):
+		return fmt.Errorf("--model: directory %s is a checkpoint, not a model: give the ONNX model its run trained as --model, and this directory as --checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)", dir)
+	case isDir(filepath.Join(dir, rl.CheckpointsDir)):
+		return fmt.Errorf("--model: directory %s is a training run's (it holds %s/), not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)", dir, rl.CheckpointsDir)
+	case has(checkpoint.LatestFile):
+		return fmt.Errorf("--model: directory %s holds a training run's checkpoints, not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact one (eval, generate, export; spiral export makes a model of it for the other commands)", dir)
+	}
 	for _, name := range []string{model.HFWeightsFile, model.HFWeightsFile + ".index.json"} {
 		if has(name) {
 			return fmt.Errorf("--model: directory %s holds a Hugging Face model (%s) and no model.onnx: spiral runs ONNX models; give the ONNX model it was exported from (with --checkpoint for a run's weights) or an ONNX export (spiral export --format onnx, optimum-cli export onnx)", dir, name)

@@ -33,3 +33,30 @@ func TestResolveDirectoryWithoutONNX(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveCheckpointOrRunAsModel: a checkpoint directory, a run
+// directory or its checkpoints/ given as --model is named as such, with
+// the --model and --checkpoint to give (eval's, generate's and export's);
+// a checkpoint was said to hold "a Hugging Face model
+// (model.safetensors)", which its weights are not, and a run directory
+// "no model.onnx (give ... the directory of an export)".
+func TestResolveCheckpointOrRunAsModel(t *testing.T) {
+	run := t.TempDir()
+	ckpt := filepath.Join(run, "checkpoints", "ckpt-000003")
+	require.NoError(t, os.MkdirAll(ckpt, 0o755))
+	for _, name := range []string{"model.safetensors", "state.json"} {
+		require.NoError(t, os.WriteFile(filepath.Join(ckpt, name), []byte("{}"), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(run, "checkpoints", "latest"), []byte("ckpt-000003\n"), 0o644))
+	for _, tc := range []struct {
+		dir, want string
+	}{
+		{ckpt, "--model: directory " + ckpt + " is a checkpoint, not a model: give the ONNX model its run trained as --model, and this directory as --checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)"},
+		{run, "--model: directory " + run + " is a training run's (it holds checkpoints/), not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)"},
+		{filepath.Join(run, "checkpoints"), "--model: directory " + filepath.Join(run, "checkpoints") + " holds a training run's checkpoints, not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact one (eval, generate, export; spiral export makes a model of it for the other commands)"},
+	} {
+		f := modelFlags{model: tc.dir}
+		_, err := f.resolve(io.Discard)
+		require.EqualError(t, err, tc.want)
+	}
+}
