@@ -131,11 +131,15 @@ type RunSettings struct {
 
 // HeldOut names a run's held-out problems: their data set as
 // RunParts.HeldName gives it, their number and their fingerprint
-// (data.ProblemsDigest, as eval reports record it).
+// (data.ProblemsDigest, as eval reports record it), and the samples its
+// evaluations every RunConfig.EvalEvery steps draw of each (0: none ran,
+// or a checkpoint of an older version), whose majority@k eval.jsonl logs
+// at k = Samples.
 type HeldOut struct {
 	Data     string `json:"data"`
 	Problems int    `json:"problems"`
 	Digest   string `json:"digest"`
+	Samples  int    `json:"samples,omitempty"`
 }
 
 // RunParts are the collaborators of a run.
@@ -203,6 +207,9 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	p.Settings.HeldOut = nil
 	if len(p.Held) > 0 && (cfg.EvalEvery > 0 || cfg.FinalRSA.Steps > 0) {
 		p.Settings.HeldOut = &HeldOut{Data: p.HeldName, Problems: len(p.Held), Digest: data.ProblemsDigest(p.Held)}
+		if cfg.EvalEvery > 0 {
+			p.Settings.HeldOut.Samples = cfg.EvalSamples
+		}
 	}
 
 	// 2. Resume, or start afresh.
@@ -220,10 +227,15 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		if err != nil {
 			return err
 		}
-		if p.Settings.HeldOut == nil {
+		switch {
+		case p.Settings.HeldOut == nil:
 			// A rerun that evaluates nothing keeps the run's held-out
 			// problems, for the rerun after it to be checked against.
 			p.Settings.HeldOut = prevHeld
+		case p.Settings.HeldOut.Samples == 0 && prevHeld != nil:
+			// Likewise one that evaluates only at the end (its RSA) keeps
+			// the samples of the run's evaluations every --eval-every.
+			p.Settings.HeldOut.Samples = prevHeld.Samples
 		}
 	}
 	p.Settings.DrawStreams = nil
@@ -629,6 +641,9 @@ func settingsDiff(a, b RunSettings) []string {
 		if slices.ContainsFunc(ignoredFields(b.RL.Algo), func(f string) bool { return strings.HasPrefix(k, "rl."+f) }) {
 			return "" // a setting the algorithm does not read
 		}
+		if k == heldOutSamplesKey {
+			return k + " (--eval-samples)"
+		}
 		if k == templatesKey {
 			if fa[k] == "" || fb[k] == "" {
 				return "" // saved before the templates were recorded
@@ -649,14 +664,15 @@ func settingsDiff(a, b RunSettings) []string {
 
 // Keys of RunSettings as settingsDiff flattens them: the longest prompt
 // and --max-new-tokens, of which it is the model's context less, the
-// --train and --freeze selection, the prompt templates' fingerprint, and
-// the prefix of the held-out problems' keys.
+// --train and --freeze selection, the prompt templates' fingerprint, the
+// prefix of the held-out problems' keys and their evaluations' samples.
 const (
 	promptLimitKey    = "rl.pipeline.prompt_limit"
 	selectionKey      = "sampling.selection"
 	templatesKey      = "sampling.templates"
 	maxNewTokensKey   = "sampling.max_new_tokens"
 	heldOutPrefix     = "held_out."
+	heldOutSamplesKey = "held_out.samples"
 	drawStreamsPrefix = "draw_streams."
 )
 

@@ -1542,3 +1542,35 @@ func TestTruncateLogDamagedLines(t *testing.T) {
 		})
 	}
 }
+
+// TestRunOtherEvalSamples: a rerun whose held-out evaluations sample
+// another count (--eval-samples) is refused, naming it, unless Override,
+// as one on other held-out problems is: eval.jsonl's majority@k is at k
+// = the samples, so its curve (training.png's "majority@k", labelled with
+// the last line's k) went on as majority@3 after majority@2, unsaid. A
+// rerun that evaluates only at the end (its RSA, which samples no
+// --eval-samples) is not, and keeps the count for the rerun after it.
+func TestRunOtherEvalSamples(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	require.NoError(t, h.run(context.Background()))
+
+	h = newRunHarness(t, dir, 2)
+	h.cfg.EvalSamples = 3
+	err := h.run(context.Background())
+	require.ErrorContains(t, err, "held_out.samples (--eval-samples): 2 -> 3")
+	require.ErrorContains(t, err, "--override")
+
+	h = newRunHarness(t, dir, 2)
+	h.cfg.EvalSamples, h.cfg.Override = 3, true
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.log.String(), "held_out.samples (--eval-samples): 2 -> 3")
+
+	h = newRunHarness(t, dir, 3)
+	h.cfg.EvalSamples, h.cfg.EvalEvery = 5, 0
+	require.NoError(t, h.run(context.Background()))
+
+	h = newRunHarness(t, dir, 4)
+	h.cfg.EvalSamples = 5
+	require.ErrorContains(t, h.run(context.Background()), "held_out.samples (--eval-samples): 3 -> 5")
+}
