@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -91,6 +92,23 @@ type HeldOutPoint struct {
 	K                    int
 }
 
+// majorityLabel names the majority@k curve of held (not empty) by its
+// k, the evaluations' samples, or, where they sampled other counts (a
+// rerun with another --eval-samples under --override), by each k in the
+// order logged.
+func majorityLabel(held []HeldOutPoint) string {
+	ks := []string{fmt.Sprint(held[0].K)}
+	for i := 1; i < len(held); i++ {
+		if held[i].K != held[i-1].K {
+			ks = append(ks, fmt.Sprint(held[i].K))
+		}
+	}
+	if len(ks) == 1 {
+		return "majority@" + ks[0]
+	}
+	return "majority@k (k = " + strings.Join(ks, ", then ") + ")"
+}
+
 // Default size of the training figure (four panels) in pixels.
 const (
 	DefaultTrainingWidth  = 1200
@@ -160,7 +178,7 @@ func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint,
 		if err := addLine(heldOut, "pass@1", p1, 0, false); err != nil {
 			return err
 		}
-		if err := addLine(heldOut, fmt.Sprintf("majority@%d", held[len(held)-1].K), maj, 1, true); err != nil {
+		if err := addLine(heldOut, majorityLabel(held), maj, 1, true); err != nil {
 			return err
 		}
 	} else {

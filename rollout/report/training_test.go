@@ -189,3 +189,26 @@ func TestLegendRoom(t *testing.T) {
 		})
 	}
 }
+
+// TestMajorityLabel: the held-out panel's majority curve is named by its
+// k, the evaluations' samples; where a run's evaluations sampled other
+// counts (a rerun with another --eval-samples under --override), every k
+// in the order logged, where it was named by the last alone
+// ("majority@3" over points at k = 2 and 3).
+func TestMajorityLabel(t *testing.T) {
+	for _, tc := range []struct {
+		ks   []int
+		want string
+	}{
+		{[]int{4}, "majority@4"},
+		{[]int{2, 2, 2}, "majority@2"},
+		{[]int{2, 2, 3, 3}, "majority@k (k = 2, then 3)"},
+		{[]int{2, 3, 2}, "majority@k (k = 2, then 3, then 2)"},
+	} {
+		var held []HeldOutPoint
+		for i, k := range tc.ks {
+			held = append(held, HeldOutPoint{Step: i, K: k})
+		}
+		require.Equal(t, tc.want, majorityLabel(held))
+	}
+}
