@@ -507,7 +507,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	f.cfg = rl.DefaultConfig()
 	c := &f.cfg
 	fs.StringVar(&f.data, "data", "", "training problems: JSONL, JSON or Parquet (default: the embedded equation task)")
-	fs.StringVar(&f.run.Dir, "out", "runs/spiral", "run directory: metrics.jsonl, eval.jsonl, checkpoints/, artifacts/, training.png, tensorboard/ (--tensorboard)")
+	fs.StringVar(&f.run.Dir, "out", "runs/spiral", "run directory: metrics.jsonl, eval.jsonl, checkpoints/, artifacts/, training.png, rsa.json (--final-rsa-steps), tensorboard/ (--tensorboard)")
 	fs.StringVar(&c.Algo, "algo", c.Algo, "algorithm: spiral, grpo, agg-only or search-only (the ablations: gradients on the aggregation or the search traces only)")
 	fs.IntVar(&f.run.Steps, "steps", 50, "training steps")
 	fs.IntVar(&c.Problems, "problems", c.Problems, "informative problems per step")
@@ -756,7 +756,7 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.rsa.SubsetSize, "subset", f.rsa.SubsetSize, "RSA subset size K")
 	fs.IntVar(&f.rsa.Steps, "rsa-steps", f.rsa.Steps, "RSA aggregation steps T")
 	fs.IntVar(&f.rsa.CandidateTokens, "candidate-tokens", f.rsa.CandidateTokens, "cap on each candidate in an aggregation prompt, keeping its end (0 = no cap)")
-	fs.StringVar(&f.out, "out", "runs/eval", "output directory: the JSON report and PNG plot, and artifacts/ (the model's sampling graphs)")
+	fs.StringVar(&f.out, "out", "runs/eval", "output directory: the JSON report MODE.json and its PNG plot, MODE.traces.jsonl (--traces), and artifacts/ (the model's sampling graphs)")
 	fs.StringVar(&f.label, "label", "", "name of this model in compare's tables and plot's legends (default: the model, with its checkpoint; compare averages the reports of one name as seeds)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fs.StringVar(&f.ckpt, "checkpoint", "", "evaluate the weights of this checkpoint directory (of a run on --model), or of the newest intact one of a run directory (or its checkpoints/) (newer damaged ones are skipped with a warning)")

@@ -1963,3 +1963,22 @@ func TestCheckpointFileNamed(t *testing.T) {
 		require.EqualError(t, err, "--checkpoint "+c.path+fmt.Sprintf(want, c.such))
 	}
 }
+
+// TestOutHelpListsItsFiles: train's and eval's --out help lists every
+// file the command writes there: train's left out rsa.json, its final
+// RSA report, and eval's the traces --traces writes and the report's
+// name.
+func TestOutHelpListsItsFiles(t *testing.T) {
+	for _, c := range []struct {
+		command, want string
+	}{
+		{"train", `run directory: metrics.jsonl, eval.jsonl, checkpoints/, artifacts/, training.png, rsa.json (--final-rsa-steps), tensorboard/ (--tensorboard) (default "runs/spiral")`},
+		{"eval", `output directory: the JSON report MODE.json and its PNG plot, MODE.traces.jsonl (--traces), and artifacts/ (the model's sampling graphs) (default "runs/eval")`},
+	} {
+		var stdout bytes.Buffer
+		require.Zero(t, run(context.Background(), []string{c.command, "--help"}, &cliEnv{stdout: &stdout, stderr: io.Discard}))
+		line := regexp.MustCompile(`(?m)^\s+--out string\s+(.*)$`).FindStringSubmatch(stdout.String())
+		require.NotNil(t, line, stdout.String())
+		require.Equal(t, c.want, line[1], c.command)
+	}
+}
