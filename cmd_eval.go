@@ -171,7 +171,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 			return err
 		}
 		noteFittedPrompts(env.stderr, res, len(problems))
-		fmt.Fprintf(env.stdout, "%-5s %-9s %-9s %s\n", "step", "accuracy", "majority", "tokens")
+		fmt.Fprintf(env.stdout, "%-5s %-9s %-9s %s\n", "step", "accuracy", "majority", "tokens so far (prompt + generated)")
 		for _, s := range res.Steps {
 			fmt.Fprintf(env.stdout, "%-5d %-9.4f %-9.4f %d\n", s.Step, s.Accuracy, s.Majority, s.Cumulative.Total())
 		}

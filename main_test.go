@@ -1982,3 +1982,24 @@ func TestOutHelpListsItsFiles(t *testing.T) {
 		require.Equal(t, c.want, line[1], c.command)
 	}
 }
+
+// TestEvalRSATableTokens: eval --mode rsa's table says what its tokens
+// column counts, every token so far, prompts and generated, as rsa.json's
+// cumulative totals; headed "tokens" alone it read as the step's
+// generated tokens, which compare's tokens.png plots.
+func TestEvalRSATableTokens(t *testing.T) {
+	skipWithoutRuntime(t)
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	out := filepath.Join(t.TempDir(), "eval")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"eval", "--mode", "rsa", "--limit", "1", "--population", "2", "--subset", "1", "--rsa-steps", "1",
+		"--max-new-tokens", "8", "--threads", "1", "--quiet", "--out", out}, &cliEnv{stdout: &stdout, stderr: &stderr})
+	require.Zero(t, code, stderr.String())
+	var rep report.RSA
+	require.NoError(t, report.ReadJSON(filepath.Join(out, "rsa.json"), &rep))
+	want := "step  accuracy  majority  tokens so far (prompt + generated)\n"
+	for _, s := range rep.Steps {
+		want += fmt.Sprintf("%-5d %-9.4f %-9.4f %d\n", s.Step, s.Accuracy, s.Majority, s.Cumulative.Prompt+s.Cumulative.Generated)
+	}
+	require.Contains(t, stdout.String(), want)
+}
