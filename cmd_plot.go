@@ -145,15 +145,17 @@ func reportMode(cmd, path string) (report.Mode, error) {
 	if err != nil {
 		return "", err
 	}
+	// Named by its file alone: one trace (eval --limit 1 --samples 1)
+	// is a JSON object as a report is.
+	if rep, ok := strings.CutSuffix(path, tracesSuffix); ok {
+		return "", fmt.Errorf("%s: not a spiral eval report but an evaluation's traces (eval --traces): give its report, %s", path, rep+".json")
+	}
 	var r struct {
 		Meta struct {
 			Mode report.Mode `json:"mode"`
 		} `json:"meta"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
-		if rep, ok := strings.CutSuffix(path, tracesSuffix); ok {
-			return "", fmt.Errorf("%s: not a spiral eval report but an evaluation's traces (eval --traces): give its report, %s", path, rep+".json")
-		}
 		if filepath.Ext(path) == ".jsonl" {
 			return "", fmt.Errorf("%s: not a spiral eval report but JSON lines (a training run's log?): `spiral compare --run LABEL=%s` compares runs", path, filepath.Dir(path))
 		}

@@ -1784,12 +1784,18 @@ func TestReportArgumentIsTraces(t *testing.T) {
 	reps := twoPassKReports(t, dir)
 	traces := filepath.Join(dir, "passk.traces.jsonl")
 	require.NoError(t, os.WriteFile(traces, []byte(`{"step":0,"problem":0}`+"\n"+`{"step":0,"problem":1}`+"\n"), 0o644))
-	want := fmt.Sprintf("%s: not a spiral eval report but an evaluation's traces (eval --traces): give its report, %s", traces, filepath.Join(dir, "passk.json"))
+	// One trace (eval --limit 1 --samples 1) is one JSON object.
+	one := filepath.Join(dir, "one", "rsa.traces.jsonl")
+	require.NoError(t, os.MkdirAll(filepath.Dir(one), 0o755))
+	require.NoError(t, os.WriteFile(one, []byte(`{"step":0,"problem":0}`+"\n"), 0o644))
 	for _, args := range [][]string{
 		{"plot", "--out", filepath.Join(dir, "p.png"), traces},
 		{"compare", reps[0], traces},
+		{"plot", "--out", filepath.Join(dir, "p.png"), one},
 	} {
 		t.Run(args[0], func(t *testing.T) {
+			path := args[len(args)-1]
+			want := fmt.Sprintf("%s: not a spiral eval report but an evaluation's traces (eval --traces): give its report, %s", path, strings.TrimSuffix(path, ".traces.jsonl")+".json")
 			var stderr bytes.Buffer
 			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
 			require.Equal(t, exitFailure, code, stderr.String())
