@@ -758,8 +758,9 @@ func moveAside(dir string, names []string) (string, error) {
 // the log matches the weights; it is rewritten atomically. It drops
 // lines that are not log lines too, and returns those before the last
 // (damaged: not JSON, or without a step), each naming the file and line,
-// for the run to warn of; blank lines and a last line cut short (a run
-// killed while writing it) it drops without a word.
+// for the run to warn of; blank lines, a last line cut short (a run
+// killed while writing it) and every line of a log emptied (step -1) it
+// drops without a word.
 func truncateLog(path string, step int) (damaged []error, err error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -789,7 +790,7 @@ func truncateLog(path string, step int) (damaged []error, err error) {
 			continue
 		}
 		dropped = true
-		if err != nil && len(bytes.TrimSpace(line)) > 0 && len(bytes.TrimSpace(rest)) > 0 {
+		if err != nil && step >= 0 && len(bytes.TrimSpace(line)) > 0 && len(bytes.TrimSpace(rest)) > 0 {
 			damaged = append(damaged, fmt.Errorf("%s:%d: %w", path, n, err))
 		}
 	}

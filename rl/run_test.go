@@ -1543,6 +1543,20 @@ func TestTruncateLogDamagedLines(t *testing.T) {
 	}
 }
 
+// TestTruncateLogStartOver: a run that starts over (no checkpoint:
+// step -1) empties its logs, damaged lines and all, without naming them:
+// nothing it keeps lacks them.
+func TestTruncateLogStartOver(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte("{\"step\":1}\n{\"step\": oops\n{\"step\":2}\n"), 0o644))
+	damaged, err := truncateLog(path, -1)
+	require.NoError(t, err)
+	require.Empty(t, damaged)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Empty(t, b)
+}
+
 // TestRunOtherEvalSamples: a rerun whose held-out evaluations sample
 // another count (--eval-samples) is refused, naming it, unless Override,
 // as one on other held-out problems is: eval.jsonl's majority@k is at k
