@@ -65,12 +65,18 @@ func loadOver(search, agg, searchPath, aggregatePath string) (*Templates, error)
 		if err != nil {
 			return nil, fmt.Errorf("data: search template: %w", err)
 		}
+		if err := templateUTF8(b); err != nil {
+			return nil, fmt.Errorf("data: search template %s: %w", searchPath, err)
+		}
 		search = templateText(b)
 	}
 	if aggregatePath != "" {
 		b, err := os.ReadFile(aggregatePath)
 		if err != nil {
 			return nil, fmt.Errorf("data: aggregation template: %w", err)
+		}
+		if err := templateUTF8(b); err != nil {
+			return nil, fmt.Errorf("data: aggregation template %s: %w", aggregatePath, err)
 		}
 		agg = templateText(b)
 	}
@@ -143,6 +149,16 @@ func (t *Templates) CheckAggregate(n int) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("data: aggregation template: output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}}): with %d candidates it lacks candidate %s", n, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// templateUTF8 refuses a template file that is not UTF-8 (Latin-1, or
+// UTF-16 as Windows Notepad saves "Unicode"), as a data row is refused:
+// its bytes would reach the tokenizer as text it cannot read.
+func templateUTF8(b []byte) error {
+	if off := invalidUTF8(b); off >= 0 {
+		return fmt.Errorf("byte %d (0x%02X) is not valid UTF-8; spiral reads UTF-8 text: save the file as UTF-8", off+1, b[off])
 	}
 	return nil
 }

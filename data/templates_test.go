@@ -162,3 +162,24 @@ func TestCheckAggregate(t *testing.T) {
 		require.NoError(t, ranged.CheckAggregate(n), "%d candidates", n)
 	}
 }
+
+// TestTemplateFileNotUTF8: a template file that is not UTF-8 (Latin-1,
+// or UTF-16 as Windows Notepad saves "Unicode") is refused naming the
+// file and the byte, as a data row is; it was read as is, its bytes
+// reaching the tokenizer as text it could not read.
+func TestTemplateFileNotUTF8(t *testing.T) {
+	dir := t.TempDir()
+	latin1 := filepath.Join(dir, "latin1.txt")
+	require.NoError(t, os.WriteFile(latin1, []byte("R\xe9sous {{.Problem}}"), 0o644))
+	latin1Agg := filepath.Join(dir, "latin1-agg.txt")
+	require.NoError(t, os.WriteFile(latin1Agg, []byte("R\xe9sous {{.Problem}}{{range .Candidates}}|{{.Text}}{{end}}"), 0o644))
+	for _, c := range []struct {
+		search, aggregate, want string
+	}{
+		{latin1, "", "data: search template " + latin1 + ": byte 2 (0xE9) is not valid UTF-8; spiral reads UTF-8 text: save the file as UTF-8"},
+		{"", latin1Agg, "data: aggregation template " + latin1Agg + ": byte 2 (0xE9) is not valid UTF-8; spiral reads UTF-8 text: save the file as UTF-8"},
+	} {
+		_, err := LoadTemplates(c.search, c.aggregate)
+		require.EqualError(t, err, c.want)
+	}
+}
