@@ -9,12 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/rl"
+	"github.com/spiral-rl/spiral/rollout"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
 
@@ -82,6 +84,9 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 				return fmt.Errorf("reports evaluated on different problems (a ratio or gain between them compares different questions; --allow-different-problems compares them anyway):\n%s", diff)
 			}
 			fmt.Fprintf(env.stderr, "spiral compare: warning: reports evaluated on different problems, compared anyway (--allow-different-problems): a ratio or gain between them compares different questions:\n%s\n", diff)
+		}
+		if diff := c.settingDifferences(); diff != "" {
+			fmt.Fprintf(env.stderr, "spiral compare: warning: reports evaluated with different settings, compared anyway: a ratio or gain between them mixes the models' difference with the settings':\n%s\n", diff)
 		}
 		if *out == "" {
 			return c.report(env.stdout, "")
@@ -218,6 +223,58 @@ type reportSource struct {
 	path, label string
 	problems    report.ProblemSet
 	points      []int
+	settings    []evalSetting
+}
+
+// evalSetting is one setting of an evaluation that shapes what it
+// measures, as its report records it ("" where it records none: a report
+// written before it did), with the eval flags that set it.
+type evalSetting struct {
+	name, flags, value string
+}
+
+// evalSettings are the settings m and, for an RSA report, cfg record:
+// the sampling settings, the reward rule and the prompt templates of
+// meta's extra, and RSA's population, subset size and candidate cap.
+func evalSettings(m report.Meta, cfg *rollout.RSAConfig) []evalSetting {
+	out := []evalSetting{
+		{"temperature", "--temperature", m.Extra["temperature"]},
+		{"top-p", "--top-p", m.Extra["top_p"]},
+		{"top-k", "--top-k", m.Extra["top_k"]},
+		{"max new tokens", "--max-new-tokens", m.Extra["max_new_tokens"]},
+		{"reward rule", "--reward-fallback, --reward-truncated", m.Extra["reward_rule"]},
+		{"prompt templates", "--search-template, --aggregate-template", m.Extra["templates"]},
+	}
+	if cfg != nil && cfg.Population > 0 { // a report's config records them all
+		out = append(out,
+			evalSetting{"RSA population", "--population", strconv.Itoa(cfg.Population)},
+			evalSetting{"RSA subset size", "--subset", strconv.Itoa(cfg.SubsetSize)},
+			evalSetting{"RSA candidate cap", "--candidate-tokens", strconv.Itoa(cfg.CandidateTokens)})
+	}
+	return out
+}
+
+// settingDifferences lists the settings a and b both record with other
+// values, "NAME A and B (eval's FLAGS)" with sep for "and", joined by
+// "; ": "" when none differs.
+func settingDifferences(a, b []evalSetting, sep string) string {
+	quote := func(v string) string {
+		if strings.ContainsAny(v, " ;,") {
+			return strconv.Quote(v)
+		}
+		return v
+	}
+	var diffs []string
+	// evalSettings lists them in one order; an RSA report without its
+	// config records fewer.
+	for i, s := range a[:min(len(a), len(b))] {
+		o := b[i]
+		if s.value == "" || o.value == "" || s.value == o.value {
+			continue
+		}
+		diffs = append(diffs, fmt.Sprintf("%s %s %s %s (eval's %s)", s.name, quote(s.value), sep, quote(o.value), s.flags))
+	}
+	return strings.Join(diffs, "; ")
 }
 
 func (c *comparison) read(path string) error {
@@ -233,7 +290,7 @@ func (c *comparison) read(path string) error {
 			return err
 		}
 		c.passk = append(c.passk, r)
-		src.label, src.problems = r.Meta.Name(), r.ProblemSet()
+		src.label, src.problems, src.settings = r.Meta.Name(), r.ProblemSet(), evalSettings(r.Meta, nil)
 		for _, p := range r.Points {
 			src.points = append(src.points, p.K)
 		}
@@ -243,7 +300,7 @@ func (c *comparison) read(path string) error {
 			return err
 		}
 		c.rsa = append(c.rsa, r)
-		src.label, src.problems = r.Meta.Name(), r.ProblemSet()
+		src.label, src.problems, src.settings = r.Meta.Name(), r.ProblemSet(), evalSettings(r.Meta, &r.Config)
 		for _, st := range r.Steps {
 			src.points = append(src.points, st.Step)
 		}
@@ -253,7 +310,7 @@ func (c *comparison) read(path string) error {
 			return err
 		}
 		c.budget = append(c.budget, r)
-		src.label, src.problems = r.Meta.Name(), r.ProblemSet()
+		src.label, src.problems, src.settings = r.Meta.Name(), r.ProblemSet(), evalSettings(r.Meta, nil)
 		for _, p := range r.Points {
 			src.points = append(src.points, p.Budget)
 		}
@@ -267,7 +324,8 @@ func (c *comparison) read(path string) error {
 
 // checkSeeds refuses a label's reports (seeds, averaged point by point)
 // that measured other points than its first: other k, RSA steps or
-// budgets, naming both files; and a --run label's runs that logged other
+// budgets, or that were evaluated with other settings (evalSettings),
+// naming both files; and a --run label's runs that logged other
 // training steps than its first, or held out evaluations at other steps
 // (of those that logged any), naming both directories.
 func (c *comparison) checkSeeds() error {
@@ -303,6 +361,10 @@ func (c *comparison) checkSeeds() error {
 			if !slices.Equal(s.points, f.points) {
 				return fmt.Errorf("%s and %s, seeds of label %s (averaged point by point), measure %s %v and %v (eval's %s): evaluate a label's seeds alike, or give them other --label",
 					f.path, s.path, s.label, m.what, f.points, s.points, m.flag)
+			}
+			if d := settingDifferences(f.settings, s.settings, "and"); d != "" {
+				return fmt.Errorf("%s and %s, seeds of label %s (averaged point by point), were evaluated with other settings: %s: evaluate a label's seeds alike, or give them other --label",
+					f.path, s.path, s.label, d)
 			}
 		}
 	}
@@ -341,6 +403,26 @@ func (c *comparison) problemDifferences() string {
 			// eval.jsonl's fingerprints of their texts and answers differ.
 			lines = append(lines, fmt.Sprintf("  --run %s=%s against --run %s=%s (held-out evaluations during training): problems %s against %s (eval.jsonl's problems_digest)",
 				r.label, r.dir, first.label, first.dir, strings.Join(d, ", then "), strings.Join(d0, ", then ")))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// settingDifferences lists, one indented line each, the reports of
+// another label than their mode's first report (the reference of its
+// comparisons) evaluated with other settings than it (evalSettings): ""
+// when none was. A label's seeds were evaluated alike (checkSeeds).
+func (c *comparison) settingDifferences() string {
+	var lines []string
+	for _, m := range []report.Mode{report.ModePassAtK, report.ModeRSA, report.ModeSequential} {
+		srcs := c.sources[m]
+		for _, s := range srcs[min(1, len(srcs)):] {
+			if s.label == srcs[0].label {
+				continue
+			}
+			if d := settingDifferences(s.settings, srcs[0].settings, "against"); d != "" {
+				lines = append(lines, fmt.Sprintf("  %s against %s (%s reports): %s", s.path, srcs[0].path, m, d))
+			}
 		}
 	}
 	return strings.Join(lines, "\n")

@@ -427,3 +427,72 @@ func TestCompareRunPlotsOfEarlierRuns(t *testing.T) {
 		require.Equal(t, tc.want, got, tc.run)
 	}
 }
+
+// TestCompareSeedsEvaluatedWithOtherSettings: reports of one label are
+// seeds of one measurement, so seeds evaluated with other sampling
+// settings (meta.extra's temperature, top-p, top-k, max new tokens,
+// reward rule, templates; RSA's population, subset and candidate cap)
+// are refused naming both files and the setting, as seeds that measured
+// other k are; they were averaged in silence. Reports of other labels
+// evaluated with other settings are compared, with a warning naming the
+// setting (a ratio between a temperature-1 and a temperature-0.6
+// evaluation mixes the models' difference with the temperatures').
+func TestCompareSeedsEvaluatedWithOtherSettings(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		return p
+	}
+	meta := func(mode, label, extra string) string {
+		return fmt.Sprintf(`"meta": {"mode": %q, "model": "m", "label": %q, "problems": 1, "extra": {%s}}`, mode, label, extra)
+	}
+	passk := func(label, extra string) string {
+		return `{` + meta("passk", label, extra) + `, "config": {"samples": 2}, "points": [{"k": 1, "pass_at_k": 0.5, "majority_at_k": 0.5}, {"k": 2, "pass_at_k": 0.7, "majority_at_k": 0.5}]}`
+	}
+	rsa := func(label, extra, config string) string {
+		return `{` + meta("rsa", label, extra) + `, "config": {` + config + `}, "steps": [{"step": 0, "accuracy": 0.5, "majority": 0.5}, {"step": 1, "accuracy": 0.6, "majority": 0.5}]}`
+	}
+	budget := func(label, extra string) string {
+		return `{` + meta("sequential", label, extra) + `, "config": {"samples": 1}, "points": [{"budget": 1, "accuracy": 0, "mean_tokens": 1}, {"budget": 2, "accuracy": 0.5, "mean_tokens": 1.5}]}`
+	}
+	const (
+		t1     = `"temperature": "1", "top_p": "1", "top_k": "0", "max_new_tokens": "64", "reward_rule": "explicit answers only", "templates": "aa"`
+		config = `"population": 4, "subset_size": 2, "steps": 1`
+	)
+	t06 := strings.Replace(t1, `"temperature": "1"`, `"temperature": "0.6"`, 1)
+	for _, tc := range []struct {
+		name, a, b, want string
+	}{
+		{"passk temperature", passk("m", t1), passk("m", t06), "temperature 1 and 0.6 (eval's --temperature)"},
+		{"passk top-p and max new tokens", passk("m", t1), passk("m", strings.NewReplacer(`"top_p": "1"`, `"top_p": "0.9"`, `"64"`, `"128"`).Replace(t1)),
+			"top-p 1 and 0.9 (eval's --top-p); max new tokens 64 and 128 (eval's --max-new-tokens)"},
+		{"rsa population", rsa("m", t1, config), rsa("m", t1, strings.Replace(config, `"population": 4`, `"population": 8`, 1)), "RSA population 4 and 8 (eval's --population)"},
+		{"rsa subset", rsa("m", t1, config), rsa("m", t1, strings.Replace(config, `"subset_size": 2`, `"subset_size": 3`, 1)), "RSA subset size 2 and 3 (eval's --subset)"},
+		{"sequential reward rule", budget("m", t1), budget("m", strings.Replace(t1, "explicit answers only", "explicit answers, else the last number", 1)),
+			`reward rule "explicit answers only" and "explicit answers, else the last number" (eval's --reward-fallback, --reward-truncated)`},
+		{"sequential templates", budget("m", t1), budget("m", strings.Replace(t1, `"aa"`, `"bb"`, 1)), "prompt templates aa and bb (eval's --search-template, --aggregate-template)"},
+	} {
+		a, b := write("a.json", tc.a), write("b.json", tc.b)
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"compare", a, b}, &cliEnv{stdout: &stdout, stderr: &stderr})
+		require.Equal(t, exitFailure, code, tc.name)
+		require.Equal(t, fmt.Sprintf("spiral compare: %s and %s, seeds of label m (averaged point by point), were evaluated with other settings: %s: evaluate a label's seeds alike, or give them other --label\n", a, b, tc.want), stderr.String(), tc.name)
+		require.Empty(t, stdout.String(), tc.name)
+	}
+
+	// Other labels: compared, with a warning naming the setting.
+	a, b := write("a.json", passk("base", t1)), write("b.json", passk("trained", t06))
+	var stdout, stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"compare", a, b}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	require.Equal(t, fmt.Sprintf("spiral compare: warning: reports evaluated with different settings, compared anyway: a ratio or gain between them mixes the models' difference with the settings':\n  %s against %s (passk reports): temperature 0.6 against 1 (eval's --temperature)\n", b, a), stderr.String())
+	require.Contains(t, stdout.String(), "pass@k: samples trained needs to reach base's pass@k")
+
+	// A report that does not record a setting (written before it was
+	// recorded) is not held against one that does.
+	a, b = write("a.json", passk("m", t1)), write("b.json", passk("m", ""))
+	stdout.Reset()
+	stderr.Reset()
+	require.Zero(t, run(context.Background(), []string{"compare", a, b}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	require.Empty(t, stderr.String())
+}
