@@ -485,6 +485,7 @@ func (c *comparison) report(w io.Writer, dir string) error {
 		// RSA's headline figures.
 		for _, g := range budget {
 			last := len(g.X) - 1
+			sum.seeds(g.Label, "sequential", g.N)
 			sum.set(g.Label, fmt.Sprintf("sequential at budget %d", int(g.X[last])), g.Y[last].String())
 		}
 		if err := plot("sequential", report.Figure{Title: "Sequential scaling", XLabel: "token budget", Axis: report.AxisLog2, Name: "accuracy"}, budget); err != nil {
@@ -594,7 +595,7 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 		for last > 0 && c.maxK > 0 && int(g.X[last]) > c.maxK {
 			last-- // the summary's largest k is the comparison's
 		}
-		sum.set(g.Label, "seeds", fmt.Sprint(g.N))
+		sum.seeds(g.Label, "pass@k", g.N)
 		sum.set(g.Label, fmt.Sprintf("pass@%d", int(g.X[0])), g.Y[0].String())
 		sum.set(g.Label, fmt.Sprintf("pass@%d", int(g.X[last])), g.Y[last].String())
 		sum.set(g.Label, fmt.Sprintf("majority@%d", int(g.X[last])), g.Y2[last].String())
@@ -743,6 +744,7 @@ func compareRSA(w io.Writer, groups []report.Seeds, sum *summary) error {
 			cells = append(cells, c+")")
 		}
 		fmt.Fprintf(w, "  %s (n = %d): %s\n", g.Label, g.N, strings.Join(cells, ", "))
+		sum.seeds(g.Label, "RSA", g.N)
 		sum.set(g.Label, "RSA step 0", g.Y[0].String())
 		for j, x := range g.X {
 			if int(x) == 4 || j == len(g.X)-1 {
@@ -811,6 +813,7 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, searchEntrop
 		// has the steps every seed measured.
 		ent = sharedKeys(ent)
 		fmt.Fprintf(w, "run %s (n = %d): ", label, len(g))
+		sum.seeds(label, "runs", len(g))
 		if steps := len(g[0].curves.Steps); len(ent[0].Keys) == 0 {
 			text, cell := noEntropy(g)
 			fmt.Fprint(w, text)
@@ -937,9 +940,37 @@ func sharedKeys(curves []report.Curve) []report.Curve {
 type summary struct {
 	labels, cols []string
 	cells        map[[2]string]string
+	// counts are each label's seed counts, per mode or of its runs.
+	counts map[string][]seedCount
 }
 
-func newSummary() *summary { return &summary{cells: map[[2]string]string{}} }
+// seedCount is the number of a label's seeds in a mode (or its runs).
+type seedCount struct {
+	what string
+	n    int
+}
+
+func newSummary() *summary {
+	return &summary{cells: map[[2]string]string{}, counts: map[string][]seedCount{}}
+}
+
+// seeds counts label's n seeds of what (a mode, or runs) in the seeds
+// column: their number where every mode and run of the label has as
+// many, else each's ("sequential 1, runs 2").
+func (s *summary) seeds(label, what string, n int) {
+	s.counts[label] = append(s.counts[label], seedCount{what, n})
+	same := true
+	var parts []string
+	for _, c := range s.counts[label] {
+		parts = append(parts, fmt.Sprintf("%s %d", c.what, c.n))
+		same = same && c.n == n
+	}
+	if same {
+		s.set(label, "seeds", strconv.Itoa(n))
+		return
+	}
+	s.set(label, "seeds", strings.Join(parts, ", "))
+}
 
 func (s *summary) set(label, col, v string) {
 	if !slices.Contains(s.labels, label) {

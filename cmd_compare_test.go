@@ -496,3 +496,46 @@ func TestCompareSeedsEvaluatedWithOtherSettings(t *testing.T) {
 	require.Zero(t, run(context.Background(), []string{"compare", a, b}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
 	require.Empty(t, stderr.String())
 }
+
+// TestCompareSummarySeeds: summary.md's seeds column counts each label's
+// seeds in every mode and of its --runs, naming the mode where a label's
+// counts differ; it was filled by pass@k reports only, so an RSA-only
+// summary showed ranges with no seed count ("| m | 0.500 (0.400-0.600) |").
+func TestCompareSummarySeeds(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		return p
+	}
+	rsa := func(name, label string, acc float64) string {
+		return write(name, fmt.Sprintf(`{"meta": {"mode": "rsa", "model": %q, "problems": 1}, "steps": [{"step": 0, "accuracy": %v, "majority": 0.5}]}`, label, acc))
+	}
+	budget := func(name, label string) string {
+		return write(name, fmt.Sprintf(`{"meta": {"mode": "sequential", "model": %q, "problems": 1}, "config": {"samples": 1}, "points": [{"budget": 2, "accuracy": 0.5, "mean_tokens": 1.5}]}`, label))
+	}
+	runDir := func(name string) string {
+		d := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, rl.MetricsFile), []byte(`{"step":1,"entropy":0.1}`+"\n"), 0o644))
+		return d
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"rsa only", []string{rsa("a.json", "a", 0.5), rsa("b1.json", "b", 0.4), rsa("b2.json", "b", 0.6)},
+			"| model | seeds | RSA step 0 |\n|---|---|---|\n| a | 1 | 0.500 |\n| b | 2 | 0.500 (0.400-0.600) |\n"},
+		{"sequential and runs, counts differing", []string{"--run", "a=" + runDir("r1"), "--run", "a=" + runDir("r2"), budget("s1.json", "a"), budget("s2.json", "b")},
+			"| model | seeds | sequential at budget 2 | entropy, first -> last steps | training traces / tokens per seed |\n|---|---|---|---|---|\n" +
+				"| a | sequential 1, runs 2 | 0.500 | 0.1000 (1 step: too short for first -> last) | 0 / 0 |\n| b | 1 | 0.500 | - | - |\n"},
+	} {
+		out := filepath.Join(dir, "cmp")
+		var stderr bytes.Buffer
+		require.Zero(t, run(context.Background(), append([]string{"compare", "--out", out}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr}), tc.name+": "+stderr.String())
+		b, err := os.ReadFile(filepath.Join(out, "summary.md"))
+		require.NoError(t, err)
+		require.Equal(t, tc.want, string(b), tc.name)
+	}
+}

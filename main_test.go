@@ -1935,7 +1935,7 @@ func TestCompareSequentialSummary(t *testing.T) {
 	require.Zero(t, run(context.Background(), append([]string{"compare", "--out", out}, reps...), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
 	b, err := os.ReadFile(filepath.Join(out, "summary.md"))
 	require.NoError(t, err)
-	require.Equal(t, "| model | sequential at budget 16 |\n|---|---|\n| m0 | 0.500 |\n| m1 | 0.750 |\n", string(b))
+	require.Equal(t, "| model | seeds | sequential at budget 16 |\n|---|---|---|\n| m0 | 1 | 0.500 |\n| m1 | 1 | 0.750 |\n", string(b))
 }
 
 // TestCheckpointFileNamed: a --checkpoint that is a file, such as the

@@ -1167,7 +1167,7 @@ func TestCompare(t *testing.T) {
 	require.Contains(t, r.stdout, "grpo (n = 2): 0: 0.500 (+0.000; +0.000), 1: 0.500 (+0.000; -0.100)")
 	md, err := os.ReadFile(filepath.Join(out, "summary.md"))
 	require.NoError(t, err)
-	require.Contains(t, string(md), "| grpo | 0.500 (0.400-0.600) | 0.500 (0.450-0.550) |")
+	require.Contains(t, string(md), "| grpo | 2 | 0.500 (0.400-0.600) | 0.500 (0.450-0.550) |")
 
 	// Training runs: entropy, traces and the search credit, per label
 	// over seeds; agg-only trains no search trace, so it has no credit.
@@ -1375,7 +1375,7 @@ func TestCompareRuns(t *testing.T) {
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "out-none", "summary.md"))
 	require.NoError(t, err)
-	require.Contains(t, string(md), "| n | no update |")
+	require.Contains(t, string(md), "| n | 1 | no update |")
 	require.NoDirExists(t, filepath.Join(dir, "out-empty"))
 }
 
