@@ -500,7 +500,7 @@ func (c *comparison) report(w io.Writer, dir string) error {
 	case len(budget) == 1:
 		fmt.Fprintf(w, "sequential: only %s; nothing to compare\n\n", budget[0].Label)
 	case len(budget) > 1:
-		if err := compareBudget(w, tokens); err != nil {
+		if err := c.compareBudget(w, tokens); err != nil {
 			return err
 		}
 	}
@@ -758,7 +758,7 @@ func compareRSA(w io.Writer, groups []report.Seeds, sum *summary) error {
 
 // compareBudget prints the first label's sequential accuracy over each
 // other's at equal tokens per trace.
-func compareBudget(w io.Writer, tokens []report.Seeds) error {
+func (c *comparison) compareBudget(w io.Writer, tokens []report.Seeds) error {
 	var seq []report.Seeds
 	for _, s := range tokens {
 		if strings.HasSuffix(s.Label, " sequential") {
@@ -770,22 +770,46 @@ func compareBudget(w io.Writer, tokens []report.Seeds) error {
 	}
 	ref := seq[0]
 	for _, o := range seq[1:] {
-		g, err := report.BudgetGains(ref.Budget(), o.Budget())
+		g, err := report.BudgetGains(c.seqBudget(ref), c.seqBudget(o))
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "%s over %s at equal tokens per trace\n", ref.Label, o.Label)
 		fmt.Fprintf(w, "  %10s  %8s  %8s  %s\n", "tokens", "ref", "other", "gain")
+		held := false
 		for _, p := range g {
 			if math.IsNaN(p.Other) {
 				fmt.Fprintf(w, "  %10.1f  %8.4f  %8s  -\n", p.Tokens, p.Accuracy, "-")
 				continue
 			}
+			held = held || p.Held
 			fmt.Fprintf(w, "  %10.1f  %8.4f  %8.4f  %+.4f\n", p.Tokens, p.Accuracy, p.Other, p.Gain)
+		}
+		if held {
+			fmt.Fprintf(w, "  (past %.1f tokens, %s's accuracy is that of its largest budget: none of its traces was cut there)\n", o.X[len(o.X)-1], o.Label)
 		}
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// seqBudget is a label's mean sequential curve against tokens (s, from
+// tokenCurves) as a budget curve for report.BudgetGains, each point's
+// truncated fraction the largest of the label's seeds' at its budget (a
+// curve holds its accuracy past its largest budget only where no seed
+// cut a trace there).
+func (c *comparison) seqBudget(s report.Seeds) report.Budget {
+	b := s.Budget()
+	label := strings.TrimSuffix(s.Label, " sequential")
+	for _, r := range c.budget {
+		if r.Meta.Name() != label {
+			continue
+		}
+		for i, p := range r.Points[:min(len(r.Points), len(b.Points))] {
+			b.Points[i].Truncated = max(b.Points[i].Truncated, p.Truncated)
+		}
+	}
+	return b
 }
 
 // runCurves averages the runs' entropy (of all trained tokens and of

@@ -539,3 +539,39 @@ func TestCompareSummarySeeds(t *testing.T) {
 		require.Equal(t, tc.want, string(b), tc.name)
 	}
 }
+
+// TestCompareBudgetPastAStoppedCurve: the sequential table at equal
+// tokens gives the other model's accuracy past its largest mean tokens
+// where none of its traces (in any seed) was cut at its largest budget:
+// a model that stopped early holds its accuracy at larger budgets. It
+// printed "-" there; it still does where some trace was cut.
+func TestCompareBudgetPastAStoppedCurve(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, label string, points string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(`{"meta": {"mode": "sequential", "model": %q, "problems": 1}, "config": {"samples": 4}, "points": [%s]}`, label, points)), 0o644))
+		return p
+	}
+	ref := write("a.json", "a", `{"budget": 8, "accuracy": 0.25, "mean_tokens": 8, "truncated": 1}, {"budget": 16, "accuracy": 0.5, "mean_tokens": 14, "truncated": 0.25}`)
+	stopped := write("b1.json", "b", `{"budget": 8, "accuracy": 0.5, "mean_tokens": 6, "truncated": 0.25}, {"budget": 16, "accuracy": 0.75, "mean_tokens": 10, "truncated": 0}`)
+	cut := write("b2.json", "b", `{"budget": 8, "accuracy": 0.5, "mean_tokens": 6, "truncated": 0.25}, {"budget": 16, "accuracy": 0.5, "mean_tokens": 10, "truncated": 0.25}`)
+	for _, tc := range []struct {
+		name  string
+		other []string
+		want  string
+	}{
+		{"stopped", []string{stopped}, "a sequential over b sequential at equal tokens per trace\n" +
+			"      tokens       ref     other  gain\n" +
+			"         8.0    0.2500    0.6408  -0.3908\n" +
+			"        14.0    0.5000    0.7500  -0.2500\n" +
+			"  (past 10.0 tokens, b sequential's accuracy is that of its largest budget: none of its traces was cut there)\n\n"},
+		{"a seed cut", []string{stopped, cut}, "a sequential over b sequential at equal tokens per trace\n" +
+			"      tokens       ref     other  gain\n" +
+			"         8.0    0.2500    0.5704  -0.3204\n" +
+			"        14.0    0.5000         -  -\n\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		require.Zero(t, run(context.Background(), append([]string{"compare", ref}, tc.other...), &cliEnv{stdout: &stdout, stderr: &stderr}), tc.name+": "+stderr.String())
+		require.Equal(t, tc.want, stdout.String(), tc.name)
+	}
+}

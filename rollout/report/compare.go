@@ -187,15 +187,23 @@ type TokenGain struct {
 	Tokens   float64 `json:"tokens"`
 	Accuracy float64 `json:"accuracy"`
 	// Other is the other curve's accuracy at Tokens, interpolated in log
-	// tokens; NaN outside its range.
+	// tokens; past its largest mean tokens, its accuracy there where none
+	// of its traces was cut at its largest budget (Held); else NaN outside
+	// its range.
 	Other float64 `json:"other"`
 	// Gain is Accuracy - Other.
 	Gain float64 `json:"gain"`
+	// Held is true where Other is the other curve's accuracy at its
+	// largest budget, held past its largest mean tokens: none of its
+	// traces was cut there (Truncated 0), so every one ended within it
+	// and a larger budget leaves them, and their verdicts, as they are.
+	Held bool `json:"held,omitempty"`
 }
 
 // BudgetGains compares two sequential-budget curves at equal tokens: at
 // each point of ref, ref's accuracy minus other's at the same mean tokens
-// per trace.
+// per trace (TokenGain.Held past other's largest mean tokens where none
+// of its traces was cut at its largest budget, its last point).
 func BudgetGains(ref, other Budget) ([]TokenGain, error) {
 	if len(ref.Points) == 0 || len(other.Points) == 0 {
 		return nil, errors.New("report: budget gains: a report without points")
@@ -209,15 +217,22 @@ func BudgetGains(ref, other Budget) ([]TokenGain, error) {
 	if len(pts) == 0 {
 		return nil, fmt.Errorf("report: budget gains: %s: no point with tokens > 0", other.Meta.Name())
 	}
-	sort.Slice(pts, func(a, b int) bool { return pts[a].MeanTokens < pts[b].MeanTokens })
+	// Stable: of points with equal mean tokens, the largest budget's
+	// stays last.
+	sort.SliceStable(pts, func(a, b int) bool { return pts[a].MeanTokens < pts[b].MeanTokens })
 	xs, ys := make([]float64, len(pts)), make([]float64, len(pts))
 	for i, p := range pts {
 		xs[i], ys[i] = p.MeanTokens, p.Accuracy
 	}
+	last := pts[len(pts)-1]
 	out := make([]TokenGain, len(ref.Points))
 	for i, p := range ref.Points {
-		o := interpLog(xs, ys, p.MeanTokens)
-		out[i] = TokenGain{Tokens: p.MeanTokens, Accuracy: p.Accuracy, Other: o, Gain: p.Accuracy - o}
+		g := TokenGain{Tokens: p.MeanTokens, Accuracy: p.Accuracy, Other: interpLog(xs, ys, p.MeanTokens)}
+		if p.MeanTokens > last.MeanTokens && last.Truncated == 0 {
+			g.Other, g.Held = last.Accuracy, true
+		}
+		g.Gain = p.Accuracy - g.Other
+		out[i] = g
 	}
 	return out, nil
 }

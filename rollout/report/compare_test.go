@@ -167,13 +167,55 @@ func TestRSAGains(t *testing.T) {
 
 func TestBudgetGains(t *testing.T) {
 	ref := report.Budget{Points: []rollout.BudgetPoint{{MeanTokens: 200, Accuracy: 0.5}, {MeanTokens: 800, Accuracy: 0.6}}}
-	other := report.Budget{Points: []rollout.BudgetPoint{{MeanTokens: 400, Accuracy: 0.4}, {MeanTokens: 100, Accuracy: 0.2}}}
+	other := report.Budget{Points: []rollout.BudgetPoint{{MeanTokens: 400, Accuracy: 0.4, Truncated: 0.25}, {MeanTokens: 100, Accuracy: 0.2, Truncated: 0.5}}}
 	g, err := report.BudgetGains(ref, other)
 	require.NoError(t, err)
 	// 200 tokens is halfway from 100 to 400 in log tokens: 0.3.
 	require.InDelta(t, 0.3, g[0].Other, 1e-12)
 	require.InDelta(t, 0.2, g[0].Gain, 1e-12)
-	require.True(t, math.IsNaN(g[1].Other), "800 tokens lies beyond the other curve")
+	require.True(t, math.IsNaN(g[1].Other), "800 tokens lies beyond the other curve, a quarter of whose traces were cut at its largest budget")
+}
+
+// TestBudgetGainsPastAStoppedCurve: past the other curve's largest mean
+// tokens, its accuracy is known where none of its traces was cut at its
+// largest budget (every trace ended within it: at a larger budget they
+// are the same traces), and is that budget's accuracy, held; where some
+// were cut (or its smallest mean tokens lie above the reference's) it is
+// unknown (NaN). Every point past the range was NaN.
+func TestBudgetGainsPastAStoppedCurve(t *testing.T) {
+	ref := report.Budget{Points: []rollout.BudgetPoint{{Budget: 8, MeanTokens: 8, Accuracy: 0.1, Truncated: 1}, {Budget: 32, MeanTokens: 30, Accuracy: 0.5, Truncated: 0.5},
+		{Budget: 64, MeanTokens: 60, Accuracy: 0.7, Truncated: 0.2}}}
+	other := func(cut float64) report.Budget {
+		// Budgets 16 and 32 spend the same tokens: every trace ended
+		// within 16 but those the generator cut at 32 tokens.
+		return report.Budget{Points: []rollout.BudgetPoint{{Budget: 8, MeanTokens: 8, Accuracy: 0.2, Truncated: 0.9}, {Budget: 16, MeanTokens: 20, Accuracy: 0.4, Truncated: 0.3},
+			{Budget: 32, MeanTokens: 20, Accuracy: 0.4, Truncated: cut}}}
+	}
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name  string
+		other report.Budget
+		want  []float64
+		held  []bool
+	}{
+		{"no trace cut at its largest budget", other(0), []float64{0.2, 0.4, 0.4}, []bool{false, true, true}},
+		{"some cut at its largest budget", other(0.05), []float64{0.2, nan, nan}, []bool{false, false, false}},
+		{"smallest tokens above the reference's", report.Budget{Points: []rollout.BudgetPoint{{Budget: 16, MeanTokens: 12, Accuracy: 0.3}}}, []float64{nan, 0.3, 0.3}, []bool{false, true, true}},
+	} {
+		g, err := report.BudgetGains(ref, tc.other)
+		require.NoError(t, err, tc.name)
+		require.Len(t, g, len(tc.want), tc.name)
+		for i, w := range tc.want {
+			if math.IsNaN(w) {
+				require.True(t, math.IsNaN(g[i].Other), "%s: point %d: other %v", tc.name, i, g[i].Other)
+				require.True(t, math.IsNaN(g[i].Gain), "%s: point %d: gain %v", tc.name, i, g[i].Gain)
+			} else {
+				require.InDelta(t, w, g[i].Other, 1e-12, "%s: point %d", tc.name, i)
+				require.InDelta(t, ref.Points[i].Accuracy-w, g[i].Gain, 1e-12, "%s: point %d", tc.name, i)
+			}
+			require.Equal(t, tc.held[i], g[i].Held, "%s: point %d", tc.name, i)
+		}
+	}
 }
 
 // TestPassAtKEfficiencyReferencePlateau: where the reference's pass@k is
