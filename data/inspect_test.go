@@ -25,7 +25,7 @@ func TestInspect(t *testing.T) {
 	for _, want := range []string{
 		"format:   jsonl",
 		"problem:  question",
-		`answer:   solution (last \boxed{}: 5)`,
+		`answer:   solution (last \boxed{}: 4)`,
 		"records:  5 read, 4 kept, 1 skipped",
 		"skipped " + path + ":3: duplicate problem",
 		"example 1", "Q one", "example 3", "Q three",
@@ -42,4 +42,29 @@ func TestInspectBadFile(t *testing.T) {
 	err := Inspect(&out, path, LoadOptions{})
 	require.ErrorContains(t, err, "bad.jsonl:1: malformed JSON")
 	require.Empty(t, out.String())
+}
+
+// TestInspectCountsKeptRows: the answer, chat and instruction-suffix
+// counts are of the rows kept, as the examples are: rows skipped (an
+// empty problem or answer, a duplicate) were counted too, so that
+// "answer: answer (value as is: 5)" stood beside "5 read, 2 kept".
+func TestInspectCountsKeptRows(t *testing.T) {
+	rows := []string{
+		`{"problem": "Q1", "answer": "4"}`,
+		`{"problem": "", "answer": "4"}`,
+		`{"problem": "Q1", "answer": "5"}`,
+		`{"problem": "Q2", "answer": ""}`,
+		`{"problem": [{"role": "user", "content": "Q3 Please put your final answer within \\boxed{}."}], "answer": "\\boxed{7}"}`,
+		`{"problem": [{"role": "user", "content": "Q3 Please put your final answer within \\boxed{}."}], "answer": "\\boxed{7}"}`,
+	}
+	path := writeFile(t, "set.jsonl", strings.Join(rows, "\n")+"\n")
+	var out strings.Builder
+	require.NoError(t, Inspect(&out, path, LoadOptions{}))
+	for _, want := range []string{
+		"problem:  problem (last user message of a chat list) (instruction suffix cut from 1)\n",
+		"answer:   answer (last \\boxed{}: 1, value as is: 1)\n",
+		"records:  6 read, 2 kept, 4 skipped\n",
+	} {
+		require.Contains(t, out.String(), want)
+	}
 }

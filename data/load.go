@@ -97,13 +97,14 @@ type Mapping struct {
 	ProblemField string `json:"problem_field"`
 	AnswerField  string `json:"answer_field"`
 	IDField      string `json:"id_field,omitempty"` // "" when ids are positional or object keys
-	// AnswerFrom counts how gold answers were obtained: "field" (the value
-	// as is), "boxed" (last \boxed{} of the value), "####" (after the
-	// GSM8K marker).
+	// AnswerFrom counts how the gold answers of the problems kept were
+	// obtained: "field" (the value as is), "boxed" (last \boxed{} of the
+	// value), "####" (after the GSM8K marker).
 	AnswerFrom map[string]int `json:"answer_from"`
-	// ChatProblems counts problems taken from a list of chat messages.
+	// ChatProblems counts problems kept that were taken from a list of
+	// chat messages.
 	ChatProblems int `json:"chat_problems,omitempty"`
-	// SuffixesCut counts problems whose instruction suffix was cut.
+	// SuffixesCut counts problems kept whose instruction suffix was cut.
 	SuffixesCut int `json:"suffixes_cut,omitempty"`
 }
 
@@ -198,25 +199,27 @@ func (b *builder) skip(src, reason string) {
 	b.ds.skipped = append(b.ds.skipped, SkippedRow{Source: src, Reason: reason})
 }
 
-func (b *builder) add(id, problem, answer, src, skipReason string, n int) {
+// add keeps the problem, or skips it giving the reason; it reports
+// whether it kept it.
+func (b *builder) add(id, problem, answer, src, skipReason string, n int) bool {
 	problem = strings.TrimSpace(problem)
 	answer = strings.TrimSpace(answer)
 	switch {
 	case problem == "":
 		b.skip(src, "empty problem")
-		return
+		return false
 	case skipReason != "":
 		b.skip(src, skipReason)
-		return
+		return false
 	case len(problem) > MaxProblemBytes:
 		b.skip(src, fmt.Sprintf("problem of %d bytes exceeds the %d-byte cap", len(problem), MaxProblemBytes))
-		return
+		return false
 	case len(answer) > MaxAnswerBytes:
 		b.skip(src, fmt.Sprintf("gold answer of %d bytes exceeds the %d-byte cap", len(answer), MaxAnswerBytes))
-		return
+		return false
 	case answer == "":
 		b.skip(src, "empty answer")
-		return
+		return false
 	}
 	key := problemKey(problem)
 	if first, dup := b.seen[key]; dup {
@@ -227,7 +230,7 @@ func (b *builder) add(id, problem, answer, src, skipReason string, n int) {
 			reason = fmt.Sprintf("duplicate problem (first at %s, kept) with another gold answer: %q, the first's %q", first.src, answer, first.answer)
 		}
 		b.skip(src, reason)
-		return
+		return false
 	}
 	b.seen[key] = firstCopy{src, answer}
 	if id == "" {
@@ -238,6 +241,7 @@ func (b *builder) add(id, problem, answer, src, skipReason string, n int) {
 	}
 	b.ids[id] = true
 	b.ds.Problems = append(b.ds.Problems, Problem{ID: id, Problem: problem, Answer: answer, Source: src})
+	return true
 }
 
 // Load reads a problem set from path. See the package documentation for
@@ -439,14 +443,9 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 	if err != nil {
 		return fmt.Errorf("data: %s: field %q: %w", r.where(), m.problem, err)
 	}
-	if chat {
-		b.ds.Mapping.ChatProblems++
-	}
+	cut := false
 	if !opt.KeepInstructions {
-		var cut bool
-		if problem, cut = cutInstruction(problem); cut {
-			b.ds.Mapping.SuffixesCut++
-		}
+		problem, cut = cutInstruction(problem)
 	}
 	av, ok := lookup(row, m.answer)
 	if !ok {
@@ -459,14 +458,11 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 	if err != nil {
 		return fmt.Errorf("data: %s: field %q: %w", r.where(), m.answer, err)
 	}
-	skipReason := ""
+	skipReason, from := "", "field"
 	if a, method, found := FinalAnswer(answer); found {
-		answer = a
-		b.countFrom(method)
+		answer, from = a, method
 	} else if m.solution && strings.TrimSpace(answer) != "" {
 		skipReason = fmt.Sprintf("field %q: no final answer (\\boxed{} or ####) in the worked solution", m.answer)
-	} else {
-		b.countFrom("field")
 	}
 	id := r.key
 	if m.id != "" {
@@ -485,11 +481,18 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 			return fmt.Errorf("data: %s: id field %q: missing or null", r.where(), m.id)
 		}
 	}
-	b.add(id, problem, answer, r.where(), skipReason, n)
+	// The mapping counts the rows kept, as the examples show them.
+	if b.add(id, problem, answer, r.where(), skipReason, n) {
+		b.ds.Mapping.AnswerFrom[from]++
+		if chat {
+			b.ds.Mapping.ChatProblems++
+		}
+		if cut {
+			b.ds.Mapping.SuffixesCut++
+		}
+	}
 	return nil
 }
-
-func (b *builder) countFrom(method string) { b.ds.Mapping.AnswerFrom[method]++ }
 
 // problemText turns a problem value into text: a string as is, or the
 // content of the last user message of a chat list.
