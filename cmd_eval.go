@@ -122,29 +122,8 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		name += "@" + rl.CheckpointName(ckpt)
 	}
 	meta := report.Meta{Model: name, Label: f.label, Dataset: dsName, Problems: len(problems), Seed: f.seed, Timestamp: time.Now().UTC(),
-		Extra: map[string]string{
-			"temperature":      strconv.FormatFloat(samplerCfg.Temperature, 'g', -1, 64),
-			"top_p":            strconv.FormatFloat(samplerCfg.TopP, 'g', -1, 64),
-			"top_k":            strconv.Itoa(samplerCfg.TopK),
-			"max_new_tokens":   strconv.Itoa(samplerCfg.MaxNewTokens),
-			"reward_rule":      f.reward.rule.String(),
-			"skipped_problems": strconv.Itoa(skipped),
-		},
+		Extra:      reportExtra(samplerCfg, f.reward.rule, tmpl, f.tmpl, skipped),
 		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
-	// The prompt templates shape every sample: the report fingerprints
-	// them as train's settings do (sampling.templates), and names a
-	// template file of the user's with the digest of its text as read
-	// (without a byte order mark or the trailing newline), the text the
-	// prompts were rendered from.
-	meta.Extra["templates"] = tmpl.digest()
-	for _, t := range []struct{ key, path, text string }{
-		{"search_template", f.tmpl.search, tmpl.SearchSource()},
-		{"aggregate_template", f.tmpl.aggregate, tmpl.AggregateSource()},
-	} {
-		if t.path != "" {
-			meta.Extra[t.key] = fmt.Sprintf("%s (sha256 %x)", t.path, sha256.Sum256([]byte(t.text)))
-		}
-	}
 	base := filepath.Join(f.out, f.mode)
 	var traces *report.TraceWriter
 	if f.traces {
@@ -348,4 +327,34 @@ func (c *cutCounter) note(w io.Writer, maxNew int, rule rl.RewardRule) {
 		fmt.Fprintf(w, "spiral: note: %d of the %d traces %s cut before a token id past the tokenizer's that the engine sampled (one of the model's padding logits, not --max-new-tokens %d), and graded %s\n",
 			c.padding, c.traces, were(c.padding), maxNew, as)
 	}
+}
+
+// reportExtra is a report's meta.extra: the sampling settings of
+// samplerCfg and the reward rule, which spiral compare checks a label's
+// seeds against (cmd_compare.go's evalSettings), the prompt templates'
+// fingerprint as train's settings record it (sampling.templates), each
+// template file of the user's (f) with the digest of its text as read
+// (without a byte order mark or the trailing newline), the text the
+// prompts were rendered from, and the number of problems skipped as too
+// long for the model. spiral eval's reports and train's final RSA
+// report (rl.RunParts.ReportExtra) record it alike.
+func reportExtra(samplerCfg rollout.SamplerConfig, rule rl.RewardRule, tmpl templateSet, f templateFlags, skipped int) map[string]string {
+	extra := map[string]string{
+		"temperature":      strconv.FormatFloat(samplerCfg.Temperature, 'g', -1, 64),
+		"top_p":            strconv.FormatFloat(samplerCfg.TopP, 'g', -1, 64),
+		"top_k":            strconv.Itoa(samplerCfg.TopK),
+		"max_new_tokens":   strconv.Itoa(samplerCfg.MaxNewTokens),
+		"reward_rule":      rule.String(),
+		"skipped_problems": strconv.Itoa(skipped),
+		"templates":        tmpl.digest(),
+	}
+	for _, t := range []struct{ key, path, text string }{
+		{"search_template", f.search, tmpl.SearchSource()},
+		{"aggregate_template", f.aggregate, tmpl.AggregateSource()},
+	} {
+		if t.path != "" {
+			extra[t.key] = fmt.Sprintf("%s (sha256 %x)", t.path, sha256.Sum256([]byte(t.text)))
+		}
+	}
+	return extra
 }

@@ -170,6 +170,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	// The held-out problems are fitted as spiral eval --limit fits its
 	// own: the first --eval-problems, less those too long for the model,
 	// so that no evaluation fails on one after hours of training.
+	heldSkipped := 0
 	if n := len(held); n > 0 {
 		if held, err = fitContext(sess, tmpl, held, samplerCfg, env.stderr); err != nil {
 			return err
@@ -177,6 +178,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		if len(held) == 0 {
 			return fmt.Errorf("no held-out problems to evaluate: the first %s of %s %s for the model (listed above)", rollout.Plural(n, "problem"), heldName, tooLong(n))
 		}
+		heldSkipped = n - len(held)
 	}
 	// The run directory is locked before the policy's artifacts are
 	// built into it: a second process is refused before it loads the
@@ -270,7 +272,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	return rl.Run(ctx, run, rl.RunParts{
 		Trainer: tr, Weights: pol.Weights, Optimizer: opt, Problems: stream,
 		Evaluator: rollout.Evaluator{Gen: sampler, Prompter: prompter, Judge: judge}, Held: held, HeldName: heldName,
-		Settings: settings, Out: env.stdout, Warn: env.stderr,
+		ReportExtra: reportExtra(samplerCfg, f.reward.rule, tmpl, f.tmpl, heldSkipped), Settings: settings, Out: env.stdout, Warn: env.stderr,
 		Progress: func(desc string) (func(int), func()) {
 			bar := con.progress(-1, desc, "tok")
 			return bar.add, bar.done

@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rollout/report"
 )
 
 // TestTrainRefusesEvalReport: a run into an --out holding an
@@ -56,6 +59,53 @@ func TestTrainRefusesEvalReport(t *testing.T) {
 			entries, err := os.ReadDir(out)
 			require.NoError(t, err)
 			require.Len(t, entries, 1, "nothing new in --out")
+		})
+	}
+}
+
+// TestCompareTrainFinalRSA: train's final RSA report records the
+// settings it sampled and graded with in meta.extra, as eval's reports
+// do, so that spiral compare holds it against an eval report of the
+// same problems evaluated otherwise: it recorded none, and compare
+// took a training's rsa.json at --temperature 1 and an eval's at 0.6
+// as alike.
+func TestCompareTrainFinalRSA(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir, evalDir := filepath.Join(dir, "run"), filepath.Join(dir, "eval")
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"train", "--steps", "1", "--problems", "1", "--n1", "3", "--k", "2", "--n", "2", "--n2", "2",
+		"--eval-problems", "1", "--eval-every", "0", "--final-rsa-steps", "1", "--max-new-tokens", "8",
+		"--quiet", "--threads", "1", "--out", runDir}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, 0, code, stderr.String())
+	var rep report.RSA
+	require.NoError(t, report.ReadJSON(filepath.Join(runDir, "rsa.json"), &rep))
+	require.Equal(t, map[string]string{"temperature": "1", "top_p": "1", "top_k": "0", "max_new_tokens": "8",
+		"reward_rule": rep.Meta.Extra["reward_rule"], "skipped_problems": "0", "templates": rep.Meta.Extra["templates"]}, rep.Meta.Extra)
+	require.NotEmpty(t, rep.Meta.Extra["reward_rule"])
+	require.Len(t, rep.Meta.Extra["templates"], 32)
+
+	for _, tc := range []struct {
+		label string
+		code  int
+		want  string
+	}{
+		{"spiral", exitFailure, fmt.Sprintf("spiral compare: %s and %s, seeds of label spiral (averaged point by point), were evaluated with other settings: temperature 1 and 0.6 (eval's --temperature): evaluate a label's seeds alike, or give them other --label\n",
+			filepath.Join(runDir, "rsa.json"), filepath.Join(evalDir, "rsa.json"))},
+		{"other", 0, fmt.Sprintf("spiral compare: warning: reports evaluated with different settings, compared anyway: a ratio or gain between them mixes the models' difference with the settings':\n  %s against %s (rsa reports): temperature 0.6 against 1 (eval's --temperature)\n",
+			filepath.Join(evalDir, "rsa.json"), filepath.Join(runDir, "rsa.json"))},
+	} {
+		t.Run(tc.label, func(t *testing.T) {
+			stderr.Reset()
+			code := run(context.Background(), []string{"eval", "--mode", "rsa", "--checkpoint", filepath.Join(runDir, "checkpoints"), "--limit", "1",
+				"--rsa-steps", "1", "--population", "8", "--subset", "4", "--max-new-tokens", "8", "--temperature", "0.6", "--seed", "7",
+				"--label", tc.label, "--quiet", "--threads", "1", "--out", evalDir}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, 0, code, stderr.String())
+			stderr.Reset()
+			code = run(context.Background(), []string{"compare", "--out", filepath.Join(dir, "cmp-"+tc.label), filepath.Join(runDir, "rsa.json"), filepath.Join(evalDir, "rsa.json")},
+				&cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, tc.code, code, stderr.String())
+			require.Equal(t, tc.want, stderr.String())
 		})
 	}
 }

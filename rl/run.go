@@ -155,7 +155,11 @@ type RunParts struct {
 	Evaluator rollout.Evaluator
 	Held      []data.Problem
 	HeldName  string
-	Settings  RunSettings
+	// ReportExtra is the final RSA report's meta.extra: the settings its
+	// samples were drawn and graded with, as spiral eval's reports record
+	// them, so that spiral compare holds the two alike.
+	ReportExtra map[string]string
+	Settings    RunSettings
 	// Out receives the run's lines (steps, evaluations, checkpoints);
 	// Warn its warnings.
 	Out, Warn io.Writer
@@ -462,7 +466,8 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	// from.
 	model := p.Settings.Model + "@" + CheckpointName(filepath.Join(cfg.Dir, CheckpointsDir, checkpoint.DirName(int64(tr.Step()))))
 	meta := report.Meta{Model: model, Label: tr.Config().Algo, Dataset: p.HeldName,
-		Problems: len(p.Held), Seed: seed, Timestamp: time.Now().UTC(), ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: p.Settings.HeldOut.Digest}
+		Problems: len(p.Held), Seed: seed, Timestamp: time.Now().UTC(), Extra: p.ReportExtra,
+		ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: p.Settings.HeldOut.Digest}
 	if err := report.WriteJSON(filepath.Join(cfg.Dir, FinalRSAFile), report.NewRSA(meta, res)); err != nil {
 		return err
 	}
