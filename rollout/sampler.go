@@ -223,14 +223,18 @@ func NewSampler(lm *model.LM, cfg SamplerConfig) (*Sampler, error) {
 	return &Sampler{lm: lm, cfg: cfg, parallelMin: parallelSampleMin}, nil
 }
 
-// Release frees the KV cache the sampler keeps between generations (the
-// next Generate allocates it again), e.g. before a training step.
+// Release frees the KV cache and the buffers the sampler keeps between
+// generations (the next Generate allocates them again), e.g. before a
+// training step; also after a generation that failed on non-finite
+// logits, which dropped the cache but not the logits buffers.
 func (s *Sampler) Release() {
-	if s.cache == nil {
-		return
+	if s.cache == nil && s.logits == nil && s.callLogits == nil && s.tokens == nil && s.real == nil {
+		return // nothing held: no collection to force
 	}
-	s.freeCache()
-	s.logits, s.callLogits = nil, nil
+	if s.cache != nil {
+		s.freeCache()
+	}
+	s.logits, s.callLogits, s.tokens, s.real = nil, nil, nil, nil
 	debug.FreeOSMemory() // hand the heap buffers back now, not at some later collection
 }
 

@@ -380,6 +380,64 @@ func TestSamplerGenerateRefusesNaNModel(t *testing.T) {
 	}
 }
 
+// TestSamplerReleaseAfterNaNModel: Release frees everything the sampler
+// holds after a generation that failed on non-finite logits, whether
+// they came from a prefill or a decode step: the failure had dropped
+// the KV cache, and Release, which took a sampler without a cache for
+// one holding nothing, returned early and kept its logits buffers (up
+// to 64 rows x 151,936 floats, 39 MB, for Qwen3) and a decode step's
+// inputs.
+func TestSamplerReleaseAfterNaNModel(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	dir := t.TempDir()
+	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 11))
+	pol, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dir, "model.onnx"), t.TempDir(), model.PolicyOptions{})
+	require.NoError(t, err)
+	defer pol.Close()
+	w := pol.Weights.Flat()
+	saved := append([]float32(nil), w...)
+	poison := func() {
+		for i := range w {
+			w[i] = float32(math.NaN())
+		}
+		pol.Weights.Touch()
+	}
+	for _, tc := range []struct {
+		name string
+		// decode: the weights go NaN after the first tokens are sampled
+		// from the prompts' logits, so that a decode step fails.
+		decode bool
+		want   string
+	}{
+		{"prefill", false, "generated token 0: the model's logits are not finite"},
+		{"decode", true, "generated token 1: the model's logits are not finite"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			copy(w, saved)
+			pol.Weights.Touch()
+			s, err := NewSampler(pol.LM, SamplerConfig{Temperature: 1, TopP: 1, MaxNewTokens: 4, BatchSize: len(samplerPrompts)})
+			require.NoError(t, err)
+			if tc.decode {
+				s.retireWith = func(s *Sampler, active []*row) ([]*row, error) {
+					poison()
+					return s.retire(active)
+				}
+			} else {
+				poison()
+			}
+			_, _, err = s.Generate(context.Background(), samplerRequests(1), nil)
+			require.ErrorContains(t, err, tc.want)
+			require.Nil(t, s.cache, "the failure drops the poisoned cache")
+			require.NotNil(t, s.logits)
+			s.Release()
+			for name, held := range map[string]int{"logits": cap(s.logits), "callLogits": cap(s.callLogits), "tokens": cap(s.tokens), "real": cap(s.real)} {
+				require.Zero(t, held, "%s still held", name)
+			}
+			require.Zero(t, s.CacheBytes())
+		})
+	}
+}
+
 // TestSamplerRecoversFromNaNModel: a generation that fails on non-finite
 // logits has written non-finite keys and values into the KV cache the
 // sampler keeps; once the weights are finite again, the next generation
