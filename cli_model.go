@@ -197,6 +197,20 @@ func (r resolvedModel) loadTokenizer() (*tokenizer.Tokenizer, error) {
 	return tokenizer.Load(r.tokenizer)
 }
 
+// loadPromptTokenizer is loadTokenizer for a command that renders
+// prompts with it: a chat template whose prompts spiral renders otherwise
+// (tokenizer.Tokenizer.TemplateWarning) is warned of on warn.
+func (r resolvedModel) loadPromptTokenizer(warn io.Writer) (*tokenizer.Tokenizer, error) {
+	tok, err := r.loadTokenizer()
+	if err != nil {
+		return nil, err
+	}
+	if w := tok.TemplateWarning(); w != "" {
+		fmt.Fprintf(warn, "spiral: warning: %s\n", w)
+	}
+	return tok, nil
+}
+
 // modelSession is what a model-running command opens first: the resolved
 // model files, the ONNX Runtime environment (nil for a command whose
 // model runs on a serving engine) and the tokenizer.
@@ -232,7 +246,7 @@ func openSessionOn(env *cliEnv, rf *runtimeFlags, mf *modelFlags, engine string)
 	if err != nil {
 		return nil, err
 	}
-	tok, err := r.loadTokenizer()
+	tok, err := r.loadPromptTokenizer(env.stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +255,7 @@ func openSessionOn(env *cliEnv, rf *runtimeFlags, mf *modelFlags, engine string)
 
 // openResolved is openSession on a model already resolved.
 func openResolved(env *cliEnv, rf *runtimeFlags, r resolvedModel) (*modelSession, error) {
-	tok, err := r.loadTokenizer()
+	tok, err := r.loadPromptTokenizer(env.stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -8,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model/embedded"
 )
 
 // TestResolveDirectoryWithoutONNX: a directory without model.onnx that
@@ -58,5 +63,46 @@ func TestResolveCheckpointOrRunAsModel(t *testing.T) {
 		f := modelFlags{model: tc.dir}
 		_, err := f.resolve(io.Discard)
 		require.EqualError(t, err, tc.want)
+	}
+}
+
+// TestChatTemplateBOSWarning: a model whose chat template writes
+// bos_token where spiral's ChatML prompts do not follow it (in its
+// message loop) is warned of once, naming the file; one that writes it
+// first, which spiral renders, is not.
+func TestChatTemplateBOSWarning(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("SPIRAL_CACHE_DIR", cache)
+	modelDir, err := embedded.Extract(cache)
+	require.NoError(t, err)
+	tokJSON, err := os.ReadFile(filepath.Join(modelDir, "tokenizer.json"))
+	require.NoError(t, err)
+	const body = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+	loop := strings.Replace(body, "{{ '<|im_start|>'", "{{ bos_token + '<|im_start|>'", 1)
+	for _, tc := range []struct {
+		name, template string
+		warn           bool
+	}{
+		{"first", "{{ bos_token }}" + body, false},
+		{"in the loop", loop, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer.json"), tokJSON, 0o644))
+			config, err := json.Marshal(map[string]string{"chat_template": tc.template, "bos_token": "<|endoftext|>"})
+			require.NoError(t, err)
+			configPath := filepath.Join(dir, "tokenizer_config.json")
+			require.NoError(t, os.WriteFile(configPath, config, 0o644))
+			var stderr bytes.Buffer
+			code := run(context.Background(), []string{"generate", "--tokenizer", filepath.Join(dir, "tokenizer.json"), "--max-new-tokens", "2", "--threads", "1", "1+1="},
+				&cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, 0, code, stderr.String())
+			warnings := 0
+			if tc.warn {
+				warnings = 1
+				require.Contains(t, stderr.String(), "spiral: warning: "+configPath+": chat_template writes bos_token elsewhere than once before the messages, which spiral's ChatML prompts do not follow: they differ there from transformers' apply_chat_template (spiral writes the BOS token only where a template writes {{ bos_token }} first)\n")
+			}
+			require.Equal(t, warnings, strings.Count(stderr.String(), "warning"), stderr.String())
+		})
 	}
 }

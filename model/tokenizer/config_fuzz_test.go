@@ -35,7 +35,7 @@ func FuzzReadChatTemplate(f *testing.F) {
 		} else if err := os.Remove(jinjaPath); err != nil {
 			require.ErrorIs(t, err, fs.ErrNotExist)
 		}
-		tmpl, from, err := readChatTemplate(dir)
+		tmpl, _, from, err := readChatTemplate(dir)
 		if err != nil {
 			require.Contains(t, []string{configPath, jinjaPath}, from)
 			return

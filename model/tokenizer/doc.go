@@ -12,7 +12,9 @@
 //   - Encode adds no special tokens (no BOS, no EOS, no post-processor
 //     template), but special tokens written in the text, such as
 //     "<|im_start|>", are recognised as their single ids. That is how
-//     RenderChat's output becomes a prompt.
+//     RenderChat's output becomes a prompt (EncodeChat's, with the
+//     BOS token first where the chat template writes {{ bos_token }}
+//     before its messages).
 //   - Decode keeps special tokens in the text. Text decoded from ids is
 //     always valid UTF-8: bytes that do not form a complete character
 //     become U+FFFD, as in Hugging Face tokenizers. StreamDecoder holds such

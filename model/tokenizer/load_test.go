@@ -49,6 +49,8 @@ func TestLoadErrors(t *testing.T) {
 		{"named templates without a default", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": `{"chat_template": [{"name": "tool_use", "template": "<|im_start|>t"}, {"name": "rag", "template": "<|im_start|>r"}]}`}, "d", "d/tokenizer_config.json",
 			`chat_template lists templates named ["rag", "tool_use"] and none named "default", which transformers' apply_chat_template needs (it raises an error); name one "default" or give a chat_template.jinja`},
 		{"empty list of named templates", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": `{"chat_template": []}`}, "d", "d/tokenizer_config.json", `chat_template lists templates named [] and none named "default"`},
+		{"bos_token of another type", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": `{"bos_token": {"id": 1}, "chat_template": "{{ bos_token }}<|im_start|>"}`}, "d", "d/tokenizer_config.json",
+			`bos_token is neither a string nor an object with a "content" string`},
 		{"non-ChatML template file over a ChatML config", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": `{"chat_template": "<|im_start|>"}`, "d/chat_template.jinja": "[INST]"}, "d", "d/chat_template.jinja", "not ChatML"},
 	}
 	for _, c := range cases {

@@ -33,6 +33,12 @@ type Tokenizer struct {
 	imEnd    int32
 	eot      int32
 	template string // chat template found by Load, if any
+	// bos is the text EncodeChat writes before the messages: the
+	// config's bos_token where the template writes it first, else "".
+	bos string
+	// templateWarning says how the prompts differ from the template's
+	// ("" where they do not, as far as Load can tell).
+	templateWarning string
 }
 
 // Load reads a tokenizer. path is either a tokenizer.json file or a
@@ -62,11 +68,20 @@ func Load(path string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: load %q: %w", file, err)
 	}
-	tmpl, from, err := readChatTemplate(dir)
+	tmpl, bos, from, err := readChatTemplate(dir)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("tokenizer: load %q: %w", from, err), t.Close())
 	}
 	t.template = tmpl
+	if bos != "" {
+		first, elsewhere := bosPlacement(tmpl)
+		if first {
+			t.bos = bos
+		}
+		if elsewhere {
+			t.templateWarning = fmt.Sprintf("%s: chat_template writes bos_token elsewhere than once before the messages, which spiral's ChatML prompts do not follow: they differ there from transformers' apply_chat_template (spiral writes the BOS token only where a template writes {{ bos_token }} first)", from)
+		}
+	}
 	return t, nil
 }
 
@@ -121,74 +136,89 @@ func (v *vocabulary) addedID(content string) (int32, bool) {
 
 // readChatTemplate validates the tokenizer_config.json and
 // chat_template.jinja in dir, and returns the chat template ("" when
-// there is none) and the file it comes from, or the file an error is in.
-// Missing files are not an error.
-func readChatTemplate(dir string) (string, string, error) {
+// there is none), the config's bos_token ("" when it has none) and the
+// file the template comes from, or the file an error is in. Missing
+// files are not an error.
+func readChatTemplate(dir string) (tmpl, bos, from string, err error) {
 	config := filepath.Join(dir, ConfigFile)
-	tmpl, noDefault, err := readConfigTemplate(config)
+	tmpl, bos, noDefault, err := readConfigTemplate(config)
 	if err != nil {
-		return "", config, err
+		return "", "", config, err
 	}
-	from := config
+	from = config
 	file := filepath.Join(dir, TemplateFile)
 	switch data, err := os.ReadFile(file); {
 	case err == nil: // transformers reads it in place of the config's
 		tmpl, from = string(data), file
 	case !errors.Is(err, fs.ErrNotExist):
-		return "", file, err
+		return "", "", file, err
 	case noDefault != nil:
-		return "", config, noDefault
+		return "", "", config, noDefault
 	}
 	if tmpl != "" && !strings.Contains(tmpl, IMStartToken) {
-		return "", from, errors.New("chat_template is not ChatML (it never writes <|im_start|>); only ChatML is supported")
+		return "", "", from, errors.New("chat_template is not ChatML (it never writes <|im_start|>); only ChatML is supported")
 	}
-	return tmpl, from, nil
+	return tmpl, bos, from, nil
 }
 
 // readConfigTemplate validates tokenizer_config.json at path and returns
-// its chat_template ("" when there is none). A list of named templates
+// its chat_template ("" when there is none) and bos_token (a string, or
+// an AddedToken object's content, as transformers reads it; "" when
+// there is none). A list of named templates
 // gives the one named "default" (the last of that name), even empty, as
 // transformers' apply_chat_template takes it; a list without one is
 // noDefault, the error transformers raises, which a chat_template.jinja
 // beside the config overrides. A missing file is not an error.
-func readConfigTemplate(path string) (tmpl string, noDefault, err error) {
+func readConfigTemplate(path string) (tmpl, bos string, noDefault, err error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil, nil
+		return "", "", nil, nil
 	}
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	var cfg struct {
 		ChatTemplate json.RawMessage `json:"chat_template"`
+		BOSToken     json.RawMessage `json:"bos_token"`
 	}
 	if err := json.Unmarshal(data, &cfg); err != nil {
-		return "", nil, fmt.Errorf("malformed JSON: %w", describeJSONError(data, err))
+		return "", "", nil, fmt.Errorf("malformed JSON: %w", describeJSONError(data, err))
+	}
+	if len(cfg.BOSToken) > 0 && string(cfg.BOSToken) != "null" {
+		var added struct {
+			Content *string `json:"content"`
+		}
+		if json.Unmarshal(cfg.BOSToken, &bos) != nil {
+			if json.Unmarshal(cfg.BOSToken, &added) != nil || added.Content == nil {
+				return "", "", nil, errors.New(`bos_token is neither a string nor an object with a "content" string`)
+			}
+			bos = *added.Content
+		}
 	}
 	if len(cfg.ChatTemplate) == 0 || string(cfg.ChatTemplate) == "null" {
-		return "", nil, nil
+		return "", bos, nil, nil
 	}
 	// Either one template string or a list of {name, template}.
 	if err := json.Unmarshal(cfg.ChatTemplate, &tmpl); err == nil {
-		return tmpl, nil, nil
+		return tmpl, bos, nil, nil
 	}
 	var named []struct{ Name, Template string }
 	if err := json.Unmarshal(cfg.ChatTemplate, &named); err != nil {
-		return "", nil, errors.New("chat_template is neither a string nor a list of {name, template}")
+		return "", "", nil, errors.New("chat_template is neither a string nor a list of {name, template}")
 	}
 	byName := make(map[string]string, len(named))
 	for _, n := range named {
 		byName[n.Name] = n.Template
 	}
 	if t, ok := byName["default"]; ok {
-		return t, nil, nil
+		return t, bos, nil, nil
 	}
 	names := make([]string, 0, len(byName))
 	for name := range byName {
 		names = append(names, strconv.Quote(name))
 	}
 	slices.Sort(names)
-	return "", fmt.Errorf("chat_template lists templates named [%s] and none named \"default\", which transformers' apply_chat_template needs (it raises an error); name one \"default\" or give a %s", strings.Join(names, ", "), TemplateFile), nil
+	return "", bos, fmt.Errorf("chat_template lists templates named [%s] and none named \"default\", which transformers' apply_chat_template needs (it raises an error); name one \"default\" or give a %s", strings.Join(names, ", "), TemplateFile), nil
 }
 
 // Close frees the native tokenizer. The Tokenizer must not be used after.
@@ -313,5 +343,13 @@ func (t *Tokenizer) IsStop(id int32) bool { return id == t.imEnd || id == t.eot 
 
 // ChatTemplate returns the Jinja chat template that Load found
 // (chat_template.jinja, else tokenizer_config.json's), else "". It is
-// informational: RenderChat renders ChatML in Go.
+// informational: RenderChat renders ChatML in Go, and EncodeChat writes
+// the BOS token before it where the template writes {{ bos_token }}
+// first.
 func (t *Tokenizer) ChatTemplate() string { return t.template }
+
+// TemplateWarning says, naming the file, how EncodeChat's prompts differ
+// from what the chat template renders where Load can tell: a template
+// that writes bos_token elsewhere than once before the messages (in its
+// message loop, under a condition). "" otherwise.
+func (t *Tokenizer) TemplateWarning() string { return t.templateWarning }
