@@ -12,7 +12,6 @@ import (
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/atomicfile"
-	"github.com/spiral-rl/spiral/model/memplan"
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/qwen3"
 	"github.com/spiral-rl/spiral/model/tokenizer"
@@ -27,12 +26,13 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 	fs.IntVar(&c.KVHeads, "kv-heads", c.KVHeads, "key/value heads (divides --heads)")
 	fs.IntVar(&c.HeadDim, "head-dim", c.HeadDim, "head width, even (need not be hidden/heads)")
 	fs.IntVar(&c.Intermediate, "intermediate", c.Intermediate, "MLP width")
-	fs.Float64Var(&c.RopeTheta, "rope-theta", c.RopeTheta, "rotary base")
+	fs.Float64Var(&c.RopeTheta, "rope-theta", c.RopeTheta, "rotary base (--config: the release's, 1e6)")
+	fs.IntVar(&c.MaxPositions, "max-positions", c.MaxPositions, "the model's context in positions, config.json max_position_embeddings, which plan and bench keep rows within (--config: the release's, 40960)")
 	fs.BoolVar(&c.TiedEmbeddings, "tied-embeddings", c.TiedEmbeddings, "tie the LM head to the token embedding")
 	tok := fs.String("tokenizer", "char", "tokenizer: char (characters of the synthetic task) or byte (any UTF-8 text)")
 	seed := fs.Uint64("seed", 1, "weight initialisation seed")
 	vocab := fs.Int("vocab", 0, "logits per position, at least the tokenizer's (0: the tokenizer's); ids past it are never produced, e.g. a real config's 151,936 for benchmarks")
-	config := fs.String("config", "", "start from the shape (layers, widths, heads, vocabulary, tied head) of a real config, "+strings.Join(memplan.Names(), ", ")+", which the shape flags given override; random weights, and --tokenizer's, not the real model's tokenizer (its vocabulary only widens the logits)")
+	config := fs.String("config", "", "start from the shape (layers, widths, heads, vocabulary, tied head), context and rotary base of a real config, "+strings.Join(qwen3.Releases(), ", ")+" (config.json of Qwen/Qwen3-0.6B, -1.7B, -4B, -8B; Qwen3-4B-Instruct-2507 is qwen3-4b with --max-positions 262144 --rope-theta 5e6), which the flags given override; random weights, and --tokenizer's, not the real model's tokenizer (its vocabulary only widens the logits)")
 	overwrite := fs.Bool("overwrite", false, "replace a model already in --out")
 	return func(ctx context.Context, env *cliEnv, args []string) (err error) {
 		const usage = " (usage: spiral init-model --out DIR [flags])"
@@ -43,12 +43,12 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 			return usageError{errors.New("--out is required: the directory to write the model in" + usage)}
 		}
 		if *config != "" {
-			a, ok := memplan.Named(*config)
+			a, ok := qwen3.Release(*config)
 			if !ok {
-				return usageError{fmt.Errorf("--config %q: want one of %s", *config, strings.Join(memplan.Names(), ", "))}
+				return usageError{fmt.Errorf("--config %q: want one of %s", *config, strings.Join(qwen3.Releases(), ", "))}
 			}
-			// The config's shape, except where a flag says otherwise (e.g.
-			// --layers 8 for a shallow variant).
+			// The config's shape, context and rotary base, except where a
+			// flag says otherwise (e.g. --layers 8 for a shallow variant).
 			take := func(flag string, dst *int, v int) {
 				if !fs.Changed(flag) {
 					*dst = v
@@ -61,9 +61,14 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 			take("kv-heads", &c.KVHeads, a.KVHeads)
 			take("head-dim", &c.HeadDim, a.HeadDim)
 			take("vocab", vocab, a.Vocab)
-			if !fs.Changed("tied-embeddings") {
-				c.TiedEmbeddings = a.Tied
+			take("max-positions", &c.MaxPositions, a.MaxPositions)
+			if !fs.Changed("rope-theta") {
+				c.RopeTheta = a.RopeTheta
 			}
+			if !fs.Changed("tied-embeddings") {
+				c.TiedEmbeddings = a.TiedEmbeddings
+			}
+			c.RMSEps = a.RMSEps
 		}
 		var tj []byte
 		var reads string // what the tokenizer's ids stand for
@@ -96,7 +101,7 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 			return usageError{fmt.Errorf("--vocab %d: want >= 0", *vocab)}
 		}
 		if err := countsAtMost(count{"--layers", c.Layers, 1}, count{"--hidden", c.Hidden, 1}, count{"--heads", c.Heads, 1}, count{"--kv-heads", c.KVHeads, 1},
-			count{"--head-dim", c.HeadDim, 2}, count{"--intermediate", c.Intermediate, 1}, count{"--vocab", *vocab, 0}); err != nil {
+			count{"--head-dim", c.HeadDim, 2}, count{"--intermediate", c.Intermediate, 1}, count{"--vocab", *vocab, 0}, count{"--max-positions", c.MaxPositions, 0}); err != nil {
 			return usageError{err}
 		}
 		if err := c.Validate(); err != nil {
@@ -203,7 +208,7 @@ func withInitModelFlags(msg string) string {
 		"qwen3: config: ", "",
 		"num_hidden_layers", "--layers", "hidden_size", "--hidden", "num_attention_heads", "--heads",
 		"num_key_value_heads", "--kv-heads", "head_dim", "--head-dim", "intermediate_size", "--intermediate",
-		"rope_theta", "--rope-theta", "vocab_size", "--vocab").Replace(msg)
+		"rope_theta", "--rope-theta", "vocab_size", "--vocab", "max_position_embeddings", "--max-positions").Replace(msg)
 }
 
 func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {

@@ -596,7 +596,7 @@ func TestCountFlagBounds(t *testing.T) {
 		{[]string{"bench"}, []string{"rows", "steps", "prompt-tokens", "new-tokens", "threads"}, []string{"generate"}},
 		{[]string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB"}, []string{"rows", "tokens", "lora-rank", "gen-rows", "gen-capacity"}, nil},
 		{[]string{"data"}, []string{"problems", "min-operands", "max-operands", "min-operand", "max-operand"}, []string{"synth"}},
-		{[]string{"init-model", "--out", filepath.Join(out, "m")}, []string{"layers", "hidden", "heads", "kv-heads", "head-dim", "intermediate", "vocab"}, nil},
+		{[]string{"init-model", "--out", filepath.Join(out, "m")}, []string{"layers", "hidden", "heads", "kv-heads", "head-dim", "intermediate", "vocab", "max-positions"}, nil},
 		{[]string{"compare"}, []string{"max-k"}, []string{"a.json", "b.json"}},
 		{[]string{"artifacts"}, []string{"lora-rank"}, nil},
 		{[]string{"version"}, []string{"threads"}, nil},

@@ -21,8 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
-	"strings"
 
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/qwen3"
@@ -40,7 +38,8 @@ type Arch struct {
 	Tied         bool `json:"tie_word_embeddings"`
 	// Context is the longest sequence the model is meant for, in
 	// positions (0: not known, as for the named configs, whose releases
-	// differ in it: Qwen3-4B 40,960, Qwen3-4B-Instruct-2507 262,144).
+	// differ in it: Qwen3-4B 40,960, Qwen3-4B-Instruct-2507 262,144; see
+	// Named).
 	// Memory does not depend on it; a row longer than it is no use.
 	Context int `json:"max_position_embeddings,omitempty"`
 }
@@ -51,31 +50,24 @@ func FromQwen3(c qwen3.Config) Arch {
 		KVHeads: c.KVHeads, HeadDim: c.HeadDim, Vocab: c.Vocab, Tied: c.TiedEmbeddings, Context: c.MaxPositions}
 }
 
-// named are the real configs scripts/bench/make_model.py also knows
-// (Hugging Face's Qwen/Qwen3-*: config.json of each).
-var named = map[string]Arch{
-	"qwen3-0.6b": {Layers: 28, Hidden: 1024, Intermediate: 3072, Heads: 16, KVHeads: 8, HeadDim: 128, Vocab: 151936, Tied: true},
-	"qwen3-1.7b": {Layers: 28, Hidden: 2048, Intermediate: 6144, Heads: 16, KVHeads: 8, HeadDim: 128, Vocab: 151936, Tied: true},
-	"qwen3-4b":   {Layers: 36, Hidden: 2560, Intermediate: 9728, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 151936, Tied: true},
-	"qwen3-8b":   {Layers: 36, Hidden: 4096, Intermediate: 12288, Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 151936},
-}
-
-// Named returns a real config by name (qwen3-0.6b, qwen3-1.7b, qwen3-4b,
-// qwen3-8b).
+// Named returns a real config's shape by name, case-insensitive
+// (qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b: qwen3.Release, the
+// configs scripts/bench/make_model.py also knows). Its Context is 0, not
+// known: the name stands for the shape, which releases of different
+// contexts share (Qwen3-4B 40,960 positions, Qwen3-4B-Instruct-2507
+// 262,144), and memory does not depend on it.
 func Named(name string) (Arch, bool) {
-	a, ok := named[strings.ToLower(name)]
-	return a, ok
+	c, ok := qwen3.Release(name)
+	if !ok {
+		return Arch{}, false
+	}
+	a := FromQwen3(c)
+	a.Context = 0
+	return a, true
 }
 
 // Names lists the names Named knows, sorted.
-func Names() []string {
-	var out []string
-	for n := range named {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+func Names() []string { return qwen3.Releases() }
 
 // Validate reports a field that cannot describe a model.
 func (a Arch) Validate() error {

@@ -25,14 +25,19 @@ import torch
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
 # The architecture hyper-parameters of the released Qwen3 checkpoints
-# (config.json of Qwen/Qwen3-0.6B, Qwen/Qwen3-1.7B, Qwen/Qwen3-4B-Instruct-2507).
+# (config.json of Qwen/Qwen3-0.6B, -1.7B, -4B, -8B), as `spiral init-model
+# --config` writes them (model/qwen3/releases.go); Qwen/Qwen3-4B-Instruct-2507
+# is qwen3-4b with max_position_embeddings=262144, rope_theta=5000000.0.
 CONFIGS = {
     "qwen3-0.6b": dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
                        num_key_value_heads=8, head_dim=128, max_position_embeddings=40960, rope_theta=1000000.0),
     "qwen3-1.7b": dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16,
                        num_key_value_heads=8, head_dim=128, max_position_embeddings=40960, rope_theta=1000000.0),
     "qwen3-4b": dict(hidden_size=2560, intermediate_size=9728, num_hidden_layers=36, num_attention_heads=32,
-                     num_key_value_heads=8, head_dim=128, max_position_embeddings=262144, rope_theta=5000000.0),
+                     num_key_value_heads=8, head_dim=128, max_position_embeddings=40960, rope_theta=1000000.0),
+    "qwen3-8b": dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36, num_attention_heads=32,
+                     num_key_value_heads=8, head_dim=128, max_position_embeddings=40960, rope_theta=1000000.0,
+                     tie_word_embeddings=False),
 }
 COMMON = dict(vocab_size=151936, rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False,
               hidden_act="silu", use_sliding_window=False, torch_dtype="float32")
