@@ -262,8 +262,8 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		return err
 	}
 	settings := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, RL: cfg, Schedule: sched,
-		Sampling: map[string]any{"temperature": samplerCfg.Temperature, "top_p": samplerCfg.TopP, "top_k": samplerCfg.TopK,
-			"max_new_tokens": samplerCfg.MaxNewTokens, "selection": arts.Selection.String(), "templates": tmpl.digest()}, LoRA: lora}
+		Sampling: rl.SamplingSettings(samplerCfg.Temperature, samplerCfg.TopP, samplerCfg.TopK, samplerCfg.MaxNewTokens, arts.Selection.String(), tmpl.digest()),
+		LoRA:     lora}
 	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%s), algo %s, %s, lr %g, %d new tokens a trace, out %s\n",
 		sess.name(), dataName, rollout.Plural(ds.Len(), "problem"), cfg.Algo, rollout.Plural(f.run.Steps, "step"), lr, samplerCfg.MaxNewTokens, f.run.Dir)
 	lock.started = true

@@ -180,6 +180,74 @@ func checkSettings(dir string, diff []string, override bool, warn io.Writer) err
 	return nil
 }
 
+// settingFlags names the flags that set the settings train (RunSettings)
+// and sft (SFTSettings) record in their checkpoints, by their flattened
+// paths (flatDiff's), for the settings differences to name them;
+// settingsDiff and sftSettingsDiff name the derived ones (the longest
+// prompt; the cosine's total steps where --warmup raised them) and leave
+// out those that are no setting (the model, the data set, where the
+// draws stand).
+var settingFlags = map[string]string{
+	"rl.algo":                       "--algo",
+	"rl.pipeline.n1":                "--n1",
+	"rl.pipeline.k":                 "--k",
+	"rl.pipeline.n":                 "--n",
+	"rl.pipeline.n2":                "--n2",
+	"rl.pipeline.candidate_tokens":  "--candidate-tokens",
+	"rl.pipeline.rounds":            "--agg-rounds",
+	"rl.group":                      "--group",
+	"rl.problems":                   "--problems",
+	"rl.draw_rounds":                "--draw-rounds",
+	"rl.clip_low":                   "--clip-low",
+	"rl.clip_high":                  "--clip-high",
+	"rl.max_grad_norm":              "--max-grad-norm",
+	"rl.micro_batch_tokens":         "--micro-batch-tokens",
+	"rl.separate_rows":              "--pack-prompts=false",
+	"rl.advantage.ScaleSearch":      "--scale-search-adv",
+	"rl.advantage.ScaleAggregation": "--scale-agg-adv",
+	"rl.advantage.AggregationOnly":  "--algo",
+	"rl.advantage.SearchOnly":       "--algo",
+	"rl.advantage.SearchOwnReward":  "--search-own-reward",
+	"rl.reward.fallback":            "--reward-fallback",
+	"rl.reward.truncated":           "--reward-truncated",
+	"rl.seed":                       "--seed",
+	"schedule.peak_lr":              "--lr",
+	"schedule.warmup_steps":         "--warmup",
+	"schedule.total_steps":          "--steps",
+	"schedule.min_lr":               "--lr / 10",
+	"sampling.temperature":          "--temperature",
+	"sampling.top_p":                "--top-p",
+	"sampling.top_k":                "--top-k",
+	"sampling.max_new_tokens":       "--max-new-tokens",
+	selectionKey:                    "--train, --freeze",
+	templatesKey:                    "--search-template, --aggregate-template",
+	"lora.rank":                     "--lora-rank",
+	"lora.alpha":                    "--lora-alpha",
+	"lora.targets":                  "--lora-targets",
+	"held_out.data":                 "--eval-data",
+	"held_out.problems":             "--eval-problems",
+	"held_out.digest":               "the problems of --eval-data and --eval-problems",
+	heldOutSamplesKey:               "--eval-samples",
+	"selection":                     "--train, --freeze",
+	"sft.batch":                     "--batch",
+	"sft.mix.candidates":            "--candidates",
+	"sft.mix.aggregate_share":       "--aggregate-share",
+	"sft.mix.aggregate_read_share":  "--aggregate-read-share",
+	"sft.micro_batch_tokens":        "--micro-batch-tokens",
+	"sft.max_grad_norm":             "--max-grad-norm",
+	"sft.eval_problems":             "--eval-problems",
+	"sft.seed":                      "--seed",
+}
+
+// withFlags returns the setting at the flattened path key followed by
+// the flags that set it (settingFlags), "rl.pipeline.n1 (--n1)".
+func withFlags(key string) string {
+	if f, ok := settingFlags[key]; ok {
+		return key + " (" + f + ")"
+	}
+	return key
+}
+
 // flatDiff lists the settings that differ between a and b, values of one
 // type, as "path: old -> new" ("(unset)" for a side that lacks the path),
 // by the paths of their JSON form in order (schedule.peak_lr,

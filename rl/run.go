@@ -129,6 +129,15 @@ type RunSettings struct {
 	DrawStreams *DrawStreams `json:"draw_streams,omitempty"`
 }
 
+// SamplingSettings returns RunSettings.Sampling for a run sampling at
+// temperature, topP and topK, maxNewTokens a trace, training the
+// parameters selection (lmgraph.Selection.String) selects, with prompt
+// templates of the fingerprint templates.
+func SamplingSettings(temperature, topP float64, topK, maxNewTokens int, selection, templates string) map[string]any {
+	return map[string]any{"temperature": temperature, "top_p": topP, "top_k": topK, "max_new_tokens": maxNewTokens,
+		"selection": selection, "templates": templates}
+}
+
 // HeldOut names a run's held-out problems: their data set as
 // RunParts.HeldName gives it, their number and their fingerprint
 // (data.ProblemsDigest, as eval reports record it), and the samples its
@@ -626,8 +635,9 @@ func loraString(l *lmgraph.LoRA) string {
 }
 
 // settingsDiff lists the settings that differ between a and b as
-// "path: old -> new", with paths of their JSON form (rl.pipeline.n1,
-// schedule.peak_lr, sampling.temperature, ...), leaving out those b's
+// "path (flags): old -> new", with paths of their JSON form and the
+// flags that set them ("rl.pipeline.n1 (--n1)", "schedule.peak_lr
+// (--lr)": withFlags), leaving out those b's
 // algorithm does not read (ignoredFields: GRPO's pipeline, the others'
 // group).
 func settingsDiff(a, b RunSettings) []string {
@@ -646,14 +656,8 @@ func settingsDiff(a, b RunSettings) []string {
 		if slices.ContainsFunc(ignoredFields(b.RL.Algo), func(f string) bool { return strings.HasPrefix(k, "rl."+f) }) {
 			return "" // a setting the algorithm does not read
 		}
-		if k == heldOutSamplesKey {
-			return k + " (--eval-samples)"
-		}
-		if k == templatesKey {
-			if fa[k] == "" || fb[k] == "" {
-				return "" // saved before the templates were recorded
-			}
-			return k + " (--search-template, --aggregate-template)"
+		if k == templatesKey && (fa[k] == "" || fb[k] == "") {
+			return "" // saved before the templates were recorded
 		}
 		if k == promptLimitKey {
 			// Derived: the model's context less --max-new-tokens, whose
@@ -663,7 +667,7 @@ func settingsDiff(a, b RunSettings) []string {
 			}
 			return k + " (the model's context less --max-new-tokens)"
 		}
-		return k
+		return withFlags(k)
 	})
 }
 

@@ -552,8 +552,8 @@ func TestRunSettingsMustMatch(t *testing.T) {
 	h.parts.Settings.Schedule.PeakLR = 0.02
 	h.parts.Settings.RL.Pipeline.N1 = 6
 	err := h.run(context.Background())
-	require.ErrorContains(t, err, "schedule.peak_lr: 0.01 -> 0.02")
-	require.ErrorContains(t, err, "rl.pipeline.n1: 4 -> 6")
+	require.ErrorContains(t, err, "schedule.peak_lr (--lr): 0.01 -> 0.02")
+	require.ErrorContains(t, err, "rl.pipeline.n1 (--n1): 4 -> 6")
 	require.ErrorContains(t, err, "--override")
 	h.cfg.Override = true
 	require.NoError(t, h.run(context.Background()))
@@ -587,13 +587,13 @@ func TestRunOtherHeldOut(t *testing.T) {
 	h = newRunHarness(t, dir, 2)
 	h.parts.Held, h.parts.HeldName = other, "math500.jsonl"
 	err := h.run(context.Background())
-	require.ErrorContains(t, err, `held_out.data: "gsm8k.jsonl" -> "math500.jsonl"`)
-	require.ErrorContains(t, err, "held_out.digest: ")
+	require.ErrorContains(t, err, `held_out.data (--eval-data): "gsm8k.jsonl" -> "math500.jsonl"`)
+	require.ErrorContains(t, err, "held_out.digest (the problems of --eval-data and --eval-problems): ")
 	require.ErrorContains(t, err, "--override")
 
 	h = newRunHarness(t, dir, 2)
 	h.parts.Held, h.parts.HeldName = h.parts.Held[:1], "gsm8k.jsonl"
-	require.ErrorContains(t, h.run(context.Background()), "held_out.problems: 2 -> 1")
+	require.ErrorContains(t, h.run(context.Background()), "held_out.problems (--eval-problems): 2 -> 1")
 
 	h = newRunHarness(t, dir, 2)
 	h.cfg.EvalEvery = 0
@@ -603,7 +603,7 @@ func TestRunOtherHeldOut(t *testing.T) {
 	h.parts.Held, h.parts.HeldName = other, "math500.jsonl"
 	h.cfg.Override = true
 	require.NoError(t, h.run(context.Background()))
-	require.Contains(t, h.log.String(), `held_out.data: "gsm8k.jsonl" -> "math500.jsonl"`)
+	require.Contains(t, h.log.String(), `held_out.data (--eval-data): "gsm8k.jsonl" -> "math500.jsonl"`)
 }
 
 // TestRunOtherLoRAPastDamage: a rerun with other LoRA settings is told
@@ -748,7 +748,7 @@ func TestSettingsDiffRounds(t *testing.T) {
 	var old, one, two RunSettings
 	one.RL.Pipeline.Rounds, two.RL.Pipeline.Rounds = 1, 2
 	require.Empty(t, settingsDiff(old, one))
-	require.Equal(t, []string{"rl.pipeline.rounds: 1 -> 2"}, settingsDiff(old, two))
+	require.Equal(t, []string{"rl.pipeline.rounds (--agg-rounds): 1 -> 2"}, settingsDiff(old, two))
 }
 
 // TestSettingsDiffTemplates: other prompt templates are a settings
@@ -803,8 +803,8 @@ func TestSettingsDiffHeldOut(t *testing.T) {
 		{"saved before held_out", older, gsm, nil},
 		{"a rerun that evaluates nothing", gsm, older, nil},
 		{"the same problems", gsm, gsm, nil},
-		{"as many other problems", gsm, other, []string{`held_out.digest: "aaaa" -> "bbbb"`}},
-		{"fewer problems", gsm, fewer, []string{`held_out.digest: "aaaa" -> "cccc"`, "held_out.problems: 64 -> 32"}},
+		{"as many other problems", gsm, other, []string{`held_out.digest (the problems of --eval-data and --eval-problems): "aaaa" -> "bbbb"`}},
+		{"fewer problems", gsm, fewer, []string{`held_out.digest (the problems of --eval-data and --eval-problems): "aaaa" -> "cccc"`, "held_out.problems (--eval-problems): 64 -> 32"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, settingsDiff(tc.old, tc.now))
@@ -830,13 +830,13 @@ func TestSettingsDiffIgnoredFields(t *testing.T) {
 	}{
 		{"GRPO, another --n1", settings(AlgoGRPO, same), settings(AlgoGRPO, func(c *Config) { c.Pipeline.N1 = 16 }), nil},
 		{"GRPO, --scale-agg-adv", settings(AlgoGRPO, same), settings(AlgoGRPO, func(c *Config) { c.Advantage.ScaleAggregation = true }), nil},
-		{"GRPO, another --group", settings(AlgoGRPO, same), settings(AlgoGRPO, func(c *Config) { c.GroupSize = 16 }), []string{"rl.group: 24 -> 16"}},
+		{"GRPO, another --group", settings(AlgoGRPO, same), settings(AlgoGRPO, func(c *Config) { c.GroupSize = 16 }), []string{"rl.group (--group): 24 -> 16"}},
 		{"SPIRAL, another --group", settings(AlgoSpiral, same), settings(AlgoSpiral, func(c *Config) { c.GroupSize = 16 }), nil},
-		{"SPIRAL, another --n1", settings(AlgoSpiral, same), settings(AlgoSpiral, func(c *Config) { c.Pipeline.N1 = 16 }), []string{"rl.pipeline.n1: 8 -> 16"}},
+		{"SPIRAL, another --n1", settings(AlgoSpiral, same), settings(AlgoSpiral, func(c *Config) { c.Pipeline.N1 = 16 }), []string{"rl.pipeline.n1 (--n1): 8 -> 16"}},
 		{"search-only, --scale-agg-adv", settings(AlgoSearchOnly, same), settings(AlgoSearchOnly, func(c *Config) { c.Advantage.ScaleAggregation = true }), nil},
 		{"agg-only, --scale-search-adv", settings(AlgoAggOnly, same), settings(AlgoAggOnly, func(c *Config) { c.Advantage.ScaleSearch = true }), nil},
-		{"search-only, --scale-search-adv", settings(AlgoSearchOnly, same), settings(AlgoSearchOnly, func(c *Config) { c.Advantage.ScaleSearch = true }), []string{"rl.advantage.ScaleSearch: false -> true"}},
-		{"agg-only, --scale-agg-adv", settings(AlgoAggOnly, same), settings(AlgoAggOnly, func(c *Config) { c.Advantage.ScaleAggregation = true }), []string{"rl.advantage.ScaleAggregation: false -> true"}},
+		{"search-only, --scale-search-adv", settings(AlgoSearchOnly, same), settings(AlgoSearchOnly, func(c *Config) { c.Advantage.ScaleSearch = true }), []string{"rl.advantage.ScaleSearch (--scale-search-adv): false -> true"}},
+		{"agg-only, --scale-agg-adv", settings(AlgoAggOnly, same), settings(AlgoAggOnly, func(c *Config) { c.Advantage.ScaleAggregation = true }), []string{"rl.advantage.ScaleAggregation (--scale-agg-adv): false -> true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, settingsDiff(tc.a, tc.b))
@@ -855,7 +855,7 @@ func TestSettingsDiffPromptLimit(t *testing.T) {
 		return s
 	}
 	a, longer, context := settings(4072, 24), settings(4064, 32), settings(8168, 24)
-	require.Equal(t, []string{"sampling.max_new_tokens: 24 -> 32"}, settingsDiff(a, longer))
+	require.Equal(t, []string{"sampling.max_new_tokens (--max-new-tokens): 24 -> 32"}, settingsDiff(a, longer))
 	require.Equal(t, []string{"rl.pipeline.prompt_limit (the model's context less --max-new-tokens): 4072 -> 8168"}, settingsDiff(a, context))
 }
 

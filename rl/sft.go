@@ -577,7 +577,8 @@ func recordedSFT(dir, path string, config json.RawMessage, now SFTSettings) (SFT
 }
 
 // sftSettingsDiff lists the settings that differ between an sft run's
-// checkpoint (a) and its rerun (b) as "path: old -> new" (flatDiff), the
+// checkpoint (a) and its rerun (b) as "path (flags): old -> new"
+// (flatDiff, withFlags), the
 // model left to its own check, and the selection where both record one.
 func sftSettingsDiff(a, b SFTSettings) []string {
 	return flatDiff(a, b, func(k string, fa, fb map[string]string) string {
@@ -591,22 +592,18 @@ func sftSettingsDiff(a, b SFTSettings) []string {
 			if atWarmupFloor(fa) || atWarmupFloor(fb) {
 				return k + " (--steps, or --warmup + 1 where --steps is not above --warmup)"
 			}
-			return k + " (--steps)"
-		case "schedule.peak_lr":
-			return k + " (--lr)"
 		case "schedule.min_lr":
 			// Derived: --lr / 10, whose own difference says it (and
 			// whose quotient prints as 0.00030000000000000003).
 			if fa["schedule.peak_lr"] != fb["schedule.peak_lr"] {
 				return ""
 			}
-			return k + " (--lr / 10)"
 		case "selection":
 			if fa[k] == "" || fb[k] == "" {
 				return "" // recorded by neither, or not by older versions
 			}
 		}
-		return k
+		return withFlags(k)
 	})
 }
 

@@ -302,15 +302,15 @@ func TestSFTResumeSettings(t *testing.T) {
 		{"peak learning rate", func(h *sftHarness) { h.parts.Schedule.PeakLR = 1e-3 }, []string{"schedule.peak_lr (--lr): 0.003 -> 0.001"}, false, false},
 		{"steps", func(h *sftHarness) { h.cfg.Steps, h.parts.Schedule.TotalSteps = 8, 8 }, []string{"schedule.total_steps (--steps): 6 -> 8"}, false, false},
 		{"batch and seed", func(h *sftHarness) { h.cfg.Batch, h.cfg.Seed = 3, 2 },
-			[]string{"sft.batch: 2 -> 3", "sft.seed: 1 -> 2"}, false, false},
-		{"mix", func(h *sftHarness) { h.cfg.Mix.ReadShare = 0.25 }, []string{"sft.mix.aggregate_read_share: 1 -> 0.25"}, false, false},
-		{"evaluation's problems", func(h *sftHarness) { h.cfg.EvalProblems = 3 }, []string{"sft.eval_problems: 2 -> 3"}, false, false},
+			[]string{"sft.batch (--batch): 2 -> 3", "sft.seed (--seed): 1 -> 2"}, false, false},
+		{"mix", func(h *sftHarness) { h.cfg.Mix.ReadShare = 0.25 }, []string{"sft.mix.aggregate_read_share (--aggregate-read-share): 1 -> 0.25"}, false, false},
+		{"evaluation's problems", func(h *sftHarness) { h.cfg.EvalProblems = 3 }, []string{"sft.eval_problems (--eval-problems): 2 -> 3"}, false, false},
 		{"another model", func(h *sftHarness) { h.parts.Settings.ModelID = "id-other" }, []string{"holds an sft run of m (model id id-m); this one is of m (model id id-other): use another --out, or --fresh"}, true, false},
 		{"another LoRA", func(h *sftHarness) {
 			h.parts.Settings.LoRA = &lmgraph.LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj"}}
 		}, []string{"holds a run with full fine-tuning; this one is lora rank=4"}, true, false},
 		{"selection of the same tensors", func(h *sftHarness) { h.parts.Settings.Selection = `train="." freeze=""` },
-			[]string{`selection: "train=\"\" freeze=\"\"" -> "train=\".\" freeze=\"\""`}, false, false},
+			[]string{`selection (--train, --freeze): "train=\"\" freeze=\"\"" -> "train=\".\" freeze=\"\""`}, false, false},
 		{"evaluation's cadence", func(h *sftHarness) { h.cfg.EvalEvery = 2 }, nil, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -390,7 +390,7 @@ func TestSFTResumeOtherSeed(t *testing.T) {
 				require.Equal(t, log, l, "a resume with the same seed draws what the run would have")
 				return
 			}
-			require.Contains(t, h.warn.String(), "sft.seed: 1 -> 2")
+			require.Contains(t, h.warn.String(), "sft.seed (--seed): 1 -> 2")
 			got, want := steps(l), steps(log)
 			require.Equal(t, want[:2], got[:2], "the steps before the resume")
 			for i := 2; i < len(want); i++ {

@@ -272,7 +272,7 @@ func TestInterruptSavesCheckpoint(t *testing.T) {
 	// Other settings are refused, naming them, unless --override.
 	r = spiral(t, nil, "train", "--model", m, "--out", run, "--steps", "1", "--quiet")
 	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "rl.pipeline.n1: 4 -> 8")
+	require.Contains(t, r.stderr, "rl.pipeline.n1 (--n1): 4 -> 8")
 	require.Contains(t, r.stderr, "--override")
 	r = spiral(t, nil, append([]string{"train", "--model", m, "--out", run, "--steps", "1", "--quiet"}, shape...)...)
 	require.Equal(t, 0, r.code, r.stderr)
