@@ -86,7 +86,7 @@ func (f *runtimeFlags) validate() error {
 	var errs []error
 	dev, _, err := model.ParseDevice(f.device)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("--device: %w", err))
+		errs = append(errs, fmt.Errorf("--device %w", err))
 	}
 	if len(f.cudaOptions) > 0 && err == nil && dev.Kind != model.CUDA {
 		errs = append(errs, fmt.Errorf("--cuda-option applies to --device cuda or auto, not %q", f.device))

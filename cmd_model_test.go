@@ -74,3 +74,21 @@ func TestInitModelConfigContext(t *testing.T) {
 		require.Equal(t, 1e4, c["rope_theta"])
 	})
 }
+
+// TestDeviceFlagUsage: an unknown --device is a usage error naming the
+// flag, the value and the accepted ones, without the model package's
+// prefix ("--device: model: device \"gpu\": want ..." before).
+func TestDeviceFlagUsage(t *testing.T) {
+	for _, tc := range []struct{ device, want string }{
+		{"gpu", `spiral generate: --device "gpu": want cpu, cuda, cuda:N or auto` + "\n"},
+		{"GPU", `spiral generate: --device "GPU": want cpu, cuda, cuda:N or auto` + "\n"},
+		{"cuda:x", `spiral generate: --device "cuda:x": want cuda:N with N a non-negative integer` + "\n"},
+	} {
+		t.Run(tc.device, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), []string{"generate", "--device", tc.device, "hi"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitUsage, code, stderr.String())
+			require.Equal(t, tc.want, stderr.String())
+		})
+	}
+}

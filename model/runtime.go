@@ -94,23 +94,25 @@ func (d Device) String() string {
 
 // ParseDevice parses "cpu", "cuda", "cuda:N" or "auto". auto reports
 // auto=true and the CUDA device 0; the caller falls back to CPU when CUDA
-// cannot load.
+// cannot load. An error names the value and what is accepted
+// (`"gpu": want cpu, cuda, cuda:N or auto`), for the caller to prefix
+// with the setting or flag that gave it.
 func ParseDevice(s string) (d Device, auto bool, err error) {
-	switch s := strings.TrimSpace(strings.ToLower(s)); {
-	case s == "" || s == "cpu":
+	switch v := strings.TrimSpace(strings.ToLower(s)); {
+	case v == "" || v == "cpu":
 		return Device{Kind: CPU}, false, nil
-	case s == "auto":
+	case v == "auto":
 		return Device{Kind: CUDA}, true, nil
-	case s == "cuda":
+	case v == "cuda":
 		return Device{Kind: CUDA}, false, nil
-	case strings.HasPrefix(s, "cuda:"):
-		n, err := strconv.Atoi(s[len("cuda:"):])
+	case strings.HasPrefix(v, "cuda:"):
+		n, err := strconv.Atoi(v[len("cuda:"):])
 		if err != nil || n < 0 {
-			return Device{}, false, fmt.Errorf("model: device %q: want cuda:N with N a non-negative integer", s)
+			return Device{}, false, fmt.Errorf("%q: want cuda:N with N a non-negative integer", s)
 		}
 		return Device{Kind: CUDA, ID: n}, false, nil
 	}
-	return Device{}, false, fmt.Errorf("model: device %q: want cpu, cuda, cuda:N or auto", s)
+	return Device{}, false, fmt.Errorf("%q: want cpu, cuda, cuda:N or auto", s)
 }
 
 // RuntimeOptions configures OpenRuntime. The zero value loads the library
@@ -203,7 +205,7 @@ func (e *LibraryNotFoundError) Error() string {
 func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 	dev, auto, err := ParseDevice(opt.Device)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("model: device %w", err)
 	}
 	if opt.Threads < 0 {
 		return nil, fmt.Errorf("model: threads %d: want >= 0", opt.Threads)
