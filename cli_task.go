@@ -59,11 +59,22 @@ func loadTemplates(compact bool, f templateFlags) (templateSet, error) {
 			return templateSet{}, fmt.Errorf("%s %s is a directory: want a template file", t.flag, t.path)
 		}
 	}
+	var t *data.Templates
+	var err error
 	if compact {
-		t, err := synth.Templates().Override(f.search, f.aggregate)
-		return templateSet{t}, err
+		t, err = synth.Templates().Override(f.search, f.aggregate)
+	} else {
+		t, err = data.LoadTemplates(f.search, f.aggregate)
 	}
-	t, err := data.LoadTemplates(f.search, f.aggregate)
+	// A file refused for its content is named by its flag too.
+	var te *data.TemplateError
+	if errors.As(err, &te) && te.Path != "" {
+		flag := "--search-template"
+		if te.Aggregate {
+			flag = "--aggregate-template"
+		}
+		return templateSet{}, fmt.Errorf("%s %s: %w", flag, te.Path, te.Err)
+	}
 	return templateSet{t}, err
 }
 
@@ -86,6 +97,10 @@ func checkAggregateTemplate(tmpl templateSet, f templateFlags, sizes ...subsetSi
 	}
 	for _, s := range sizes {
 		if err := tmpl.CheckAggregate(s.n); err != nil {
+			var te *data.TemplateError
+			if errors.As(err, &te) {
+				err = te.Err // name says which template
+			}
 			return usageError{fmt.Errorf("%s with %s: %w", name, s.what, err)}
 		}
 	}

@@ -1257,9 +1257,10 @@ func TestLoRARankPastProjection(t *testing.T) {
 
 // TestAggregateTemplateOfTheRunsSize: an aggregation template that
 // indexes two candidates is refused (exit 2, naming the file and the
-// candidates it drops) by a train whose subsets hold --n 4 and by an
-// eval --mode rsa with --subset 1, for which it fails; the check is
-// before train's run directory exists.
+// candidates it drops, without the data package's "data: aggregation
+// template:") by a train whose subsets hold --n 4 and by an eval --mode
+// rsa with --subset 1, for which it fails; the check is before train's
+// run directory exists.
 func TestAggregateTemplateOfTheRunsSize(t *testing.T) {
 	skipWithoutRuntime(t)
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
@@ -1271,11 +1272,11 @@ func TestAggregateTemplateOfTheRunsSize(t *testing.T) {
 		want string
 	}{
 		{[]string{"train", "--aggregate-template", agg, "--n1", "8", "--n", "4", "--final-rsa-steps", "0", "--quiet", "--out", filepath.Join(dir, "run")},
-			"spiral train: --aggregate-template " + agg + " with --n 4: data: aggregation template: output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}}): with 4 candidates it lacks candidate 3, 4\n"},
+			"spiral train: --aggregate-template " + agg + " with --n 4: output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}}): with 4 candidates it lacks candidate 3, 4\n"},
 		{[]string{"train", "--aggregate-template", agg, "--n", "2", "--quiet", "--out", filepath.Join(dir, "run")},
-			"spiral train: --aggregate-template " + agg + " with the final RSA's 4 candidates a prompt (--final-rsa-steps 0 runs none): data: aggregation template: output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}}): with 4 candidates it lacks candidate 3, 4\n"},
+			"spiral train: --aggregate-template " + agg + " with the final RSA's 4 candidates a prompt (--final-rsa-steps 0 runs none): output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}}): with 4 candidates it lacks candidate 3, 4\n"},
 		{[]string{"eval", "--mode", "rsa", "--aggregate-template", agg, "--subset", "1", "--quiet", "--out", filepath.Join(dir, "eval")},
-			"spiral eval: --aggregate-template " + agg + " with --subset 1: data: aggregation template: template: aggregate:1:53: executing \"aggregate\" at <index .Candidates 1>: error calling index: reflect: slice index out of range (with 1 candidates)\n"},
+			"spiral eval: --aggregate-template " + agg + " with --subset 1: template: aggregate:1:53: executing \"aggregate\" at <index .Candidates 1>: error calling index: reflect: slice index out of range (with 1 candidates)\n"},
 	} {
 		var stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
@@ -1283,6 +1284,44 @@ func TestAggregateTemplateOfTheRunsSize(t *testing.T) {
 		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
 	}
 	require.NoDirExists(t, filepath.Join(dir, "run"))
+}
+
+// TestTemplateFileErrorsNameTheFlag: a template file that does not parse,
+// fails on probe data, leaves out what it must show or is not UTF-8 is
+// refused naming its flag and file, without the data package's prefix:
+// "data: search template: output does not contain the problem
+// ({{.Problem}}) (files \"s.txt\", \"\")" named no flag, and both files.
+func TestTemplateFileErrorsNameTheFlag(t *testing.T) {
+	skipWithoutRuntime(t)
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	file := func(name, src string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
+		return p
+	}
+	noProblem := file("s.txt", "Solve it.\n")
+	unclosed := file("u.txt", "{{.Problem\n")
+	latin1 := file("l.txt", "R\xe9sous {{.Problem}}\n")
+	oneCandidate := file("a.txt", "{{.Problem}} {{(index .Candidates 0).Text}}\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--search-template", noProblem, "--quiet", "--out", filepath.Join(dir, "run")},
+			"spiral train: --search-template " + noProblem + ": output does not contain the problem ({{.Problem}})\n"},
+		{[]string{"train", "--search-template", unclosed, "--quiet", "--out", filepath.Join(dir, "run")},
+			"spiral train: --search-template " + unclosed + ": template: search:1: unclosed action\n"},
+		{[]string{"train", "--search-template", latin1, "--quiet", "--out", filepath.Join(dir, "run")},
+			"spiral train: --search-template " + latin1 + ": byte 2 (0xE9) is not valid UTF-8; spiral reads UTF-8 text: save the file as UTF-8\n"},
+		{[]string{"eval", "--mode", "rsa", "--aggregate-template", oneCandidate, "--quiet", "--out", filepath.Join(dir, "eval")},
+			"spiral eval: --aggregate-template " + oneCandidate + ": output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}}): with 2 candidates it lacks candidate 2\n"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, 1, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
+	}
 }
 
 // TestTrainStructurallyZeroWarnings: the warnings of a SPIRAL shape whose

@@ -2,6 +2,7 @@ package data
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -45,6 +46,30 @@ type Templates struct {
 	searchSrc, aggSrc string
 }
 
+// TemplateError is a template refused: one that does not parse, whose
+// output on probe data fails or leaves out what it must show, or whose
+// file is not UTF-8. Aggregate says which of the two (else the search
+// template), Path the file it was read from ("" where it was not read
+// from a file, or where the check does not know it: CheckAggregate).
+type TemplateError struct {
+	Aggregate bool
+	Path      string
+	Err       error
+}
+
+func (e *TemplateError) Error() string {
+	name := "search template"
+	if e.Aggregate {
+		name = "aggregation template"
+	}
+	if e.Path != "" {
+		name += " " + e.Path
+	}
+	return "data: " + name + ": " + e.Err.Error()
+}
+
+func (e *TemplateError) Unwrap() error { return e.Err }
+
 // LoadTemplates reads the templates from files; "" selects the embedded
 // default for that template.
 func LoadTemplates(searchPath, aggregatePath string) (*Templates, error) {
@@ -66,7 +91,7 @@ func loadOver(search, agg, searchPath, aggregatePath string) (*Templates, error)
 			return nil, fmt.Errorf("data: search template: %w", err)
 		}
 		if err := templateUTF8(b); err != nil {
-			return nil, fmt.Errorf("data: search template %s: %w", searchPath, err)
+			return nil, &TemplateError{Path: searchPath, Err: err}
 		}
 		search = templateText(b)
 	}
@@ -76,13 +101,21 @@ func loadOver(search, agg, searchPath, aggregatePath string) (*Templates, error)
 			return nil, fmt.Errorf("data: aggregation template: %w", err)
 		}
 		if err := templateUTF8(b); err != nil {
-			return nil, fmt.Errorf("data: aggregation template %s: %w", aggregatePath, err)
+			return nil, &TemplateError{Aggregate: true, Path: aggregatePath, Err: err}
 		}
 		agg = templateText(b)
 	}
 	t, err := parseTrimmed(search, agg)
+	var te *TemplateError
+	if errors.As(err, &te) {
+		// The file of the template at fault (none for a built-in one).
+		te.Path = searchPath
+		if te.Aggregate {
+			te.Path = aggregatePath
+		}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w (files %q, %q)", err, searchPath, aggregatePath)
+		return nil, err
 	}
 	return t, nil
 }
@@ -105,17 +138,17 @@ func parseTrimmed(search, aggregate string) (*Templates, error) {
 	t := &Templates{searchSrc: search, aggSrc: aggregate}
 	var err error
 	if t.search, err = template.New("search").Parse(t.searchSrc); err != nil {
-		return nil, fmt.Errorf("data: search template: %w", err)
+		return nil, &TemplateError{Err: err}
 	}
 	if t.aggregate, err = template.New("aggregate").Parse(t.aggSrc); err != nil {
-		return nil, fmt.Errorf("data: aggregation template: %w", err)
+		return nil, &TemplateError{Aggregate: true, Err: err}
 	}
-	out, err := t.Search(probeProblem)
+	out, err := t.search1(probeProblem)
 	if err != nil {
-		return nil, err
+		return nil, &TemplateError{Err: err}
 	}
 	if !strings.Contains(out, probeProblem) {
-		return nil, fmt.Errorf("data: search template: output does not contain the problem ({{.Problem}})")
+		return nil, &TemplateError{Err: errors.New("output does not contain the problem ({{.Problem}})")}
 	}
 	if err := t.CheckAggregate(2); err != nil {
 		return nil, err
@@ -128,18 +161,18 @@ func parseTrimmed(search, aggregate string) (*Templates, error) {
 // aggregation prompts read n candidates renders it: the output must
 // contain the problem and every candidate's text. A template that picks
 // candidates by index, which shows only some of them or fails for fewer,
-// is refused naming the candidates it leaves out.
+// is refused naming the candidates it leaves out (a *TemplateError).
 func (t *Templates) CheckAggregate(n int) error {
 	cands := make([]string, n)
 	for i := range cands {
 		cands[i] = fmt.Sprintf(probeCandidate, i+1)
 	}
-	out, err := t.Aggregate(probeProblem, cands)
+	out, err := t.aggregate1(probeProblem, cands)
 	if err != nil {
-		return fmt.Errorf("%w (with %d candidates)", err, n)
+		return &TemplateError{Aggregate: true, Err: fmt.Errorf("%w (with %d candidates)", err, n)}
 	}
 	if !strings.Contains(out, probeProblem) {
-		return fmt.Errorf("data: aggregation template: output does not contain the problem ({{.Problem}})")
+		return &TemplateError{Aggregate: true, Err: errors.New("output does not contain the problem ({{.Problem}})")}
 	}
 	var missing []string
 	for i, c := range cands {
@@ -148,7 +181,7 @@ func (t *Templates) CheckAggregate(n int) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("data: aggregation template: output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}}): with %d candidates it lacks candidate %s", n, strings.Join(missing, ", "))
+		return &TemplateError{Aggregate: true, Err: fmt.Errorf("output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}}): with %d candidates it lacks candidate %s", n, strings.Join(missing, ", "))}
 	}
 	return nil
 }
@@ -185,23 +218,37 @@ func (t *Templates) AggregateSource() string { return t.aggSrc }
 
 // Search renders the search prompt for problem.
 func (t *Templates) Search(problem string) (string, error) {
-	var sb strings.Builder
-	if err := t.search.Execute(&sb, SearchData{Problem: problem}); err != nil {
-		return "", fmt.Errorf("data: search template: %w", err)
+	out, err := t.search1(problem)
+	if err != nil {
+		return "", &TemplateError{Err: err}
 	}
-	return sb.String(), nil
+	return out, nil
+}
+
+// search1 is Search, its error text/template's.
+func (t *Templates) search1(problem string) (string, error) {
+	var sb strings.Builder
+	err := t.search.Execute(&sb, SearchData{Problem: problem})
+	return sb.String(), err
 }
 
 // Aggregate renders the aggregation prompt for problem and its candidate
 // solutions, numbered from 1 in the given order.
 func (t *Templates) Aggregate(problem string, candidates []string) (string, error) {
+	out, err := t.aggregate1(problem, candidates)
+	if err != nil {
+		return "", &TemplateError{Aggregate: true, Err: err}
+	}
+	return out, nil
+}
+
+// aggregate1 is Aggregate, its error text/template's.
+func (t *Templates) aggregate1(problem string, candidates []string) (string, error) {
 	d := AggregateData{Problem: problem, Candidates: make([]Candidate, len(candidates))}
 	for i, c := range candidates {
 		d.Candidates[i] = Candidate{Number: i + 1, Text: c}
 	}
 	var sb strings.Builder
-	if err := t.aggregate.Execute(&sb, d); err != nil {
-		return "", fmt.Errorf("data: aggregation template: %w", err)
-	}
-	return sb.String(), nil
+	err := t.aggregate.Execute(&sb, d)
+	return sb.String(), err
 }

@@ -139,6 +139,15 @@ func TestTemplateErrors(t *testing.T) {
 	}
 	_, err := LoadTemplates(filepath.Join(t.TempDir(), "missing.txt"), "")
 	require.ErrorContains(t, err, "search template")
+	// A file refused for its content is the one named, not both ("(files
+	// \"s.txt\", \"\")" trailed the message).
+	bad := filepath.Join(t.TempDir(), "s.txt")
+	require.NoError(t, os.WriteFile(bad, []byte("Solve it.\n"), 0o644))
+	_, err = LoadTemplates(bad, "")
+	require.EqualError(t, err, "data: search template "+bad+": output does not contain the problem ({{.Problem}})")
+	var te *TemplateError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, TemplateError{Path: bad, Err: te.Err}, *te)
 }
 
 // TestCheckAggregate: the aggregation template is checked with the
