@@ -316,12 +316,19 @@ func parseLoRA(rank int, alpha float64, targets string) (lmgraph.LoRA, error) {
 		probe.Rank = 1
 	}
 	if err := probe.Validate(); err != nil {
-		return l, fmt.Errorf("--lora-rank/--lora-alpha/--lora-targets: %w", err)
+		return l, errors.New(withLoRAFlags(err.Error()))
 	}
 	if rank == 0 {
 		return lmgraph.LoRA{Rank: 0, Alpha: alpha}, nil
 	}
 	return l, nil
+}
+
+// withLoRAFlags names the LoRA flags in a message of lmgraph.LoRA's
+// Validate, which names its fields ("lora alpha 0: want > 0").
+func withLoRAFlags(msg string) string {
+	return strings.NewReplacer("lora rank ", "--lora-rank ", "lora alpha ", "--lora-alpha ", "alpha / rank", "--lora-alpha / --lora-rank",
+		"lora targets: ", "--lora-targets: ", "lora target ", "--lora-targets ").Replace(msg)
 }
 
 // artifacts compiles the flags into the choice of trained parameters.

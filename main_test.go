@@ -933,9 +933,9 @@ func TestLoRAAlphaPastFloat32(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"artifacts", "--lora-alpha", "Inf"}, "--lora-rank/--lora-alpha/--lora-targets: lora alpha +Inf: want > 0, with alpha / rank (+Inf) at most float32's largest value 3.4028234663852886e+38"},
-		{[]string{"bench", "train", "--lora-rank", "1", "--lora-alpha", "1e39"}, "lora alpha 1e+39: want > 0, with alpha / rank (1e+39) at most float32's largest value"},
-		{[]string{"train", "--lora-rank", "2", "--lora-alpha", "1e39"}, "lora alpha 1e+39: want > 0, with alpha / rank (5e+38) at most float32's largest value"},
+		{[]string{"artifacts", "--lora-alpha", "Inf"}, "--lora-alpha +Inf: want > 0, with --lora-alpha / --lora-rank (+Inf) at most float32's largest value 3.4028234663852886e+38"},
+		{[]string{"bench", "train", "--lora-rank", "1", "--lora-alpha", "1e39"}, "--lora-alpha 1e+39: want > 0, with --lora-alpha / --lora-rank (1e+39) at most float32's largest value"},
+		{[]string{"train", "--lora-rank", "2", "--lora-alpha", "1e39"}, "--lora-alpha 1e+39: want > 0, with --lora-alpha / --lora-rank (5e+38) at most float32's largest value"},
 		{[]string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB", "--lora-rank", "2", "--lora-alpha", "1e39"}, "unknown flag: --lora-alpha"},
 	} {
 		var stderr bytes.Buffer
@@ -946,6 +946,30 @@ func TestLoRAAlphaPastFloat32(t *testing.T) {
 	// A rank that brings the scale within range is taken.
 	_, err := parseLoRA(4, 1e39, "q")
 	require.NoError(t, err)
+}
+
+// TestLoRAFlagsNamed: a LoRA flag refused is named as the flag, where
+// the message named lmgraph.LoRA's fields after the three flags
+// ("--lora-rank/--lora-alpha/--lora-targets: lora rank -1: want >= 0").
+func TestLoRAFlagsNamed(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	out := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--lora-rank", "-1", "--out", out}, "spiral train: --lora-rank -1: want >= 0\n"},
+		{[]string{"sft", "--lora-rank", "4", "--lora-alpha", "0", "--out", out},
+			"spiral sft: --lora-alpha 0: want > 0, with --lora-alpha / --lora-rank (0) at most float32's largest value 3.4028234663852886e+38\n"},
+		{[]string{"bench", "train", "--lora-rank", "1", "--lora-alpha", "1e-46"},
+			"spiral bench: --lora-alpha 1e-46: --lora-alpha / --lora-rank (1e-46) is below float32's smallest normal value 1.1754943508222875e-38, in which the adapters' product and their gradients vanish\n"},
+		{[]string{"train", "--lora-rank", "4", "--lora-targets", ",", "--out", out}, "spiral train: --lora-targets: none given\n"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
+	}
 }
 
 // TestCompareOutHoldingAReport: compare --out in an eval's output

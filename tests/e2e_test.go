@@ -197,7 +197,7 @@ func TestUsageErrors(t *testing.T) {
 		{"aggregation rounds for GRPO", []string{"train", "--algo", "grpo", "--agg-rounds", "2"}, "--algo grpo with --agg-rounds 2: GRPO samples --group traces a problem and aggregates none"},
 		{"export format", []string{"export", "--format", "bogus", "--out", "x"}, `--format "bogus": want onnx, hf or peft`},
 		{"LoRA targets without a rank", []string{"artifacts", "--lora-targets", "bogus"}, `--lora-targets: "bogus": want q, k, v, o, gate, up or down`},
-		{"LoRA alpha without a rank", []string{"train", "--lora-alpha", "-5"}, "lora alpha -5: want > 0"},
+		{"LoRA alpha without a rank", []string{"train", "--lora-alpha", "-5"}, "--lora-alpha -5: want > 0"},
 		{"detached bool value", []string{"version", "--deterministic", "true"}, "(--deterministic=true)"},
 		{"engine URL of another scheme", []string{"eval", "--engine", "openai", "--served-model", "m", "--base-url", "ftp://x/v1"}, `--base-url "ftp://x/v1": want an http:// or https:// URL, e.g. http://127.0.0.1:8000/v1`},
 		{"engine URL without a scheme", []string{"eval", "--engine", "openai", "--served-model", "m", "--base-url", "127.0.0.1:8000/v1"}, `--base-url "127.0.0.1:8000/v1": want an http:// or https:// URL`},

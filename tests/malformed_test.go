@@ -243,10 +243,10 @@ func TestMalformedInputs(t *testing.T) {
 		fail("peft export of a full fine-tune", []string{"is a full fine-tune, not LoRA adapters"}, "export", "--model", good, "--checkpoint", ckpt, "--out", f.path("x"), "--format", "peft"),
 		// Named by its run, the checkpoint loaded is the one named.
 		fail("peft export of a run's full fine-tune", []string{"checkpoint " + ckpt + " is a full fine-tune, not LoRA adapters"}, "export", "--model", good, "--checkpoint", run, "--out", f.path("x"), "--format", "peft"),
-		usage("negative LoRA rank", "lora rank -1", train("--lora-rank", "-1")...),
+		usage("negative LoRA rank", "--lora-rank -1: want >= 0", train("--lora-rank", "-1")...),
 		usage("LoRA with --train", "do not combine", train("--lora-rank", "4", "--train", "q_proj")...),
 		usage("unknown LoRA target", `--lora-targets: "foo": want q, k, v, o, gate, up or down`, train("--lora-rank", "4", "--lora-targets", "q,foo")...),
-		usage("LoRA alpha of zero", "lora alpha 0", "sft", "--lora-rank", "4", "--lora-alpha", "0"),
+		usage("LoRA alpha of zero", "--lora-alpha 0: want > 0", "sft", "--lora-rank", "4", "--lora-alpha", "0"),
 		usage("unknown engine", `--engine "tgi"`, "eval", "--engine", "tgi"),
 		usage("openai engine without a URL", "needs --base-url", "eval", "--engine", "openai", "--served-model", "m"),
 		usage("base URL for the local engine", "need --engine openai", "eval", "--base-url", "http://127.0.0.1:1/v1"),
