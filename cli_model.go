@@ -538,7 +538,9 @@ func (s *modelSession) openPolicy(ctx context.Context, lora lmgraph.LoRA, artifa
 // model stops the search, as a layout mismatch in checkpoint.Load does.
 // It returns the path loaded.
 func loadCheckpoint(ckpt, src string, warn io.Writer, load func(path string, st rl.RunSettings) error) (string, error) {
-	if st, err := os.Stat(ckpt); err == nil && !st.IsDir() {
+	if st, err := os.Stat(ckpt); err != nil {
+		return "", fmt.Errorf("--checkpoint: %w", err)
+	} else if !st.IsDir() {
 		return "", usageError{fmt.Errorf("--checkpoint %s is a file: want a checkpoint directory%s, or a run directory (or its checkpoints/) for its newest intact one", ckpt, checkpointBeside(ckpt))}
 	}
 	var srcID string // the model's id, read once a checkpoint records one
@@ -567,6 +569,11 @@ func loadCheckpoint(ckpt, src string, warn io.Writer, load func(path string, st 
 		return load(path, st)
 	})
 	rl.WarnSkippedCheckpoints(warn, skipped)
+	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
+		// Pick's "checkpoint: no checkpoint in DIR (want ...)": the flag
+		// in place of the package.
+		return "", fmt.Errorf("--checkpoint %s: %s", ckpt, strings.TrimPrefix(err.Error(), "checkpoint: "))
+	}
 	if err != nil {
 		return "", fmt.Errorf("--checkpoint %s: %w", ckpt, err)
 	}

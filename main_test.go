@@ -2033,6 +2033,26 @@ func TestCheckpointFileNamed(t *testing.T) {
 	}
 }
 
+// TestCheckpointMissingNamed: a --checkpoint that does not exist, or that
+// holds no checkpoint, is named by the flag without the checkpoint
+// package's prefix: "--checkpoint X: checkpoint: stat X: no such file or
+// directory" and "--checkpoint D: checkpoint: no checkpoint in D (want
+// ...)".
+func TestCheckpointMissingNamed(t *testing.T) {
+	empty := t.TempDir()
+	missing := filepath.Join(empty, "absent")
+	for _, c := range []struct{ path, want string }{
+		{missing, "--checkpoint: stat " + missing + ": no such file or directory"},
+		{empty, "--checkpoint " + empty + ": no checkpoint in " + empty + " (want a checkpoint directory or a run's checkpoints/ directory)"},
+	} {
+		_, err := loadCheckpoint(c.path, "model.onnx", io.Discard, func(string, rl.RunSettings) error {
+			t.Fatal("nothing to load")
+			return nil
+		})
+		require.EqualError(t, err, c.want)
+	}
+}
+
 // TestOutHelpListsItsFiles: train's and eval's --out help lists every
 // file the command writes there: train's left out rsa.json, its final
 // RSA report, and eval's the traces --traces writes and the report's
