@@ -179,19 +179,19 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	// the flags past memplan.MaxBytes.
 	train, err := memplan.TrainPeak(arch, tr)
 	if err != nil {
-		return usageError{fmt.Errorf("--rows/--tokens/--lora-rank: %w", err)}
+		return planShapeError("--rows/--tokens/--lora-rank", err)
 	}
 	gen := memplan.Generate{Rows: f.genRows, Capacity: f.genCapacity, CallBytes: int64(f.genCallMiB) << 20, Chunk: rollout.PrefillChunk}
 	generate, err := memplan.GeneratePeak(arch, gen)
 	if err != nil {
-		return usageError{fmt.Errorf("--gen-rows/--gen-capacity: %w", err)}
+		return planShapeError("--gen-rows/--gen-capacity", err)
 	}
 	held := tr // the loop below changes tr's rows
 	inTraining := gen
 	inTraining.Training = &held
 	trainingGen, err := memplan.GeneratePeak(arch, inTraining)
 	if err != nil {
-		return usageError{fmt.Errorf("--gen-rows/--gen-capacity/--lora-rank: %w", err)}
+		return planShapeError("--gen-rows/--gen-capacity/--lora-rank", err)
 	}
 	rep := planReport{Arch: arch, Rows: f.rows, Tokens: f.tokens, GenRows: f.genRows, GenCapacity: f.genCapacity, Params: arch.Params(), DeviceMemory: budget, Train: train, TrainTotal: memplan.Total(train),
 		Generate: generate, GenerateTotal: memplan.Total(generate), MaxTokens: map[int]int{}, MaxGenRows: memplan.MaxRows(arch, gen, budget),
@@ -266,6 +266,13 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 		}
 	}
 	return nil
+}
+
+// planShapeError is the usage error of flags for a shape that memplan
+// refuses (one past memplan.MaxBytes), its message without the
+// package's prefix: the flags say where it comes from.
+func planShapeError(flags string, err error) error {
+	return usageError{fmt.Errorf("%s: %s", flags, strings.TrimPrefix(err.Error(), "memplan: "))}
 }
 
 // withinContext cuts the flag name's value *v, when it was not given, to

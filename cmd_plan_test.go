@@ -169,3 +169,23 @@ func TestPlanDefaultsWithinContext(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanPastAnyMemoryNamed: a shape past any memory is refused naming
+// its flags, without the memplan package's prefix ("--rows/--tokens/
+// --lora-rank: memplan: 1048576 rows x ...").
+func TestPlanPastAnyMemoryNamed(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rows", "1048576", "--tokens", "1048576"},
+			`spiral plan: --rows/--tokens/--lora-rank: 1048576 rows x 1048576 tokens: "one layer's recompute and backward" alone would take over 64 PiB` + "\n"},
+		{[]string{"--gen-rows", "1048576", "--gen-capacity", "1048576"},
+			`spiral plan: --gen-rows/--gen-capacity: 1048576 rows x 1048576 positions: "KV cache" alone would take over 64 PiB` + "\n"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"plan", "--model", "qwen3-8b", "--device-memory", "80GB"}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, stderr.String())
+		require.Equal(t, tc.want, stderr.String())
+	}
+}

@@ -41,12 +41,12 @@ func TestToolInputs(t *testing.T) {
 	cases := []tc{
 		// Sizes past int64 wrapped to negative peaks, and a row of 10^8
 		// positions "fit" 41 rows in a GPU.
-		usage("plan: rows x tokens past any memory", `--rows/--tokens/--lora-rank: memplan: 1000000 rows x 1000000 tokens: "one layer's recompute and backward" alone would take over 64 PiB`,
+		usage("plan: rows x tokens past any memory", `--rows/--tokens/--lora-rank: 1000000 rows x 1000000 tokens: "one layer's recompute and backward" alone would take over 64 PiB`,
 			"plan", "--model", "qwen3-4b", "--rows", "1000000", "--tokens", "1000000"),
 		// Counts past 2^20 (maxCount) are refused as such.
 		usage("plan: LoRA rank past any count", "--lora-rank 4611686018427387904: want 0..1048576",
 			"plan", "--model", "qwen3-4b", "--lora-rank", "4611686018427387904"),
-		usage("plan: generation past any memory", `--gen-rows/--gen-capacity: memplan: 1000000 rows x 1000000 positions: "KV cache" alone`,
+		usage("plan: generation past any memory", `--gen-rows/--gen-capacity: 1000000 rows x 1000000 positions: "KV cache" alone`,
 			"plan", "--model", "qwen3-4b", "--gen-rows", "1000000", "--gen-capacity", "1000000"),
 		{name: "plan: a row no memory fits", args: []string{"plan", "--model", "qwen3-4b", "--gen-capacity", "1000000", "--device-memory", "80GB"},
 			want: []string{"generation, 1000000 positions per row: does not fit"}},
