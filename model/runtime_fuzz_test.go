@@ -1,13 +1,14 @@
 package model
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
 
 // FuzzParseDevice feeds arbitrary --device values to ParseDevice: a device
 // it accepts has no negative id and parses back from its String as
-// itself; an error quotes the value.
+// itself; an error quotes the value and says what is accepted.
 func FuzzParseDevice(f *testing.F) {
 	for _, s := range []string{"cpu", "CPU", "cuda", "cuda:0", " cuda:3 ", "cuda:+1", "cuda:-1", "cuda:", "auto", "", "gpu",
 		"cuda:99999999999999999999", "cuda:1:2"} {
@@ -16,8 +17,11 @@ func FuzzParseDevice(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		d, auto, err := ParseDevice(s)
 		if err != nil {
-			if !strings.Contains(err.Error(), "device") {
-				t.Fatalf("error %q does not say what it is about", err)
+			// The caller prefixes the flag or setting (--device); the
+			// error itself quotes the value as given and says what is
+			// accepted.
+			if msg := err.Error(); !strings.Contains(msg, strconv.Quote(s)) || !strings.Contains(msg, ": want ") {
+				t.Fatalf("error %q does not quote %q or say what is accepted", err, s)
 			}
 			return
 		}
