@@ -231,6 +231,8 @@ var clockCases = []classCase{
 	{"ratio stays a ratio", `\boxed{3:2}`, `3:2`, true, "a ratio with a one-digit second part is not a clock time"},
 }
 
+const convInverse = "f^{-1}(...) names the value of the inverse function, as f(...) does (MATH-500 test/algebra/1960 asks for f^{-1}(1/5), gold 9; test/algebra/1199 for f^{-1}(f^{-1}(6)), gold 1); Math-Verify 0.9.0 also reads f^{-1}(x) = v as v"
+
 const convFunc = "y = ... and f(x) = ... both define the dependent variable; MATH-500 test/precalculus/323 gold y = 2x + 3 is answered f(x) = 2x + 3"
 
 var functionCases = []classCase{
@@ -241,6 +243,12 @@ var functionCases = []classCase{
 	{"the label is an argument", `\boxed{f(x) = 3}`, `x = 3`, false, "x = 3 fixes x; f(x) = 3 is a constant function"},
 	{"other variable on the right", `\boxed{f(x) = 2t}`, `y = 2t`, false, "f(x) = 2t does not define a function of x only"},
 	{"renamed argument stays strict", `\boxed{f(y) = y^2}`, `f(x) = x^2`, false, "Math-Verify strict mode: variable names must match"},
+	{"inverse function value", `\boxed{f^{-1}\left(\frac{1}{5}\right) = 9}`, `9`, true, convInverse},
+	{"inverse of an inverse", `\boxed{f^{-1}(f^{-1}(6)) = 1}`, `1`, true, convInverse},
+	{"inverse function formula", `\boxed{f^{-1}(x) = \frac{x-3}{2}}`, `\frac{x-3}{2}`, true, convInverse},
+	{"inverse function formula as gold", `\boxed{\frac{x-3}{2}}`, `f^{-1}(x) = \frac{x-3}{2}`, true, convInverse},
+	{"inverse function, other value", `\boxed{f^{-1}\left(\frac{1}{5}\right) = 8}`, `9`, false, convInverse},
+	{"inverse of a number is no label", `\boxed{997^{-1} = 333}`, `333`, false, "997^{-1} = 333 is a false statement over the rationals (MATH-500 test/number_theory/634 asks for it modulo 1000)"},
 }
 
 const convHuge = "exact integer arithmetic: a^m = b^n for integers when they are powers of one root with equal exponents (2^{2^{2^{2^2}}} = 2^{65536})"

@@ -1158,7 +1158,30 @@ func (p *parser) symbolTail(s *node) *node {
 	if s.k == nSym && p.is("(") && !p.peek().sp && (callLetters[strings.TrimRight(s.name, "'")] || strings.HasSuffix(s.name, "'")) {
 		return p.callArgs(s.name)
 	}
+	if s.k == nSym && callLetters[s.name] && p.inverseCall() {
+		// f^{-1}(x): the inverse function applied, a name as f(x) is,
+		// not f to the power -1 times (x).
+		for range len(inverseMark) {
+			p.next()
+		}
+		return p.callArgs(s.name + "^{-1}")
+	}
 	return s
+}
+
+// inverseMark is the superscript of an inverse function, f^{-1}(x).
+var inverseMark = []string{"^", "{", "-", "1", "}"}
+
+// inverseCall reports whether the next tokens are inverseMark followed
+// at once by "(".
+func (p *parser) inverseCall() bool {
+	for i, s := range inverseMark {
+		if t := p.peekAt(i); t.k == tWord || t.s != s {
+			return false
+		}
+	}
+	t := p.peekAt(len(inverseMark))
+	return t.k == tPunct && t.s == "(" && !t.sp
 }
 
 func simpleName(s string) bool {
