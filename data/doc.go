@@ -50,9 +50,12 @@
 // of: "path:row N (line L)" for an array, `path:row "KEY" (line L)` for
 // an object of rows and "path:FIELD row N (line L)" for an object holding
 // an array of rows. Error messages and skipped rows use the same
-// locations. Known limit: a
-// corrupt Parquet page header can make parquet-go allocate the size it
-// declares; only the footer is guarded.
+// locations. A Parquet file with an LZ4_RAW-compressed column (pyarrow's
+// compression="lz4") is refused before any row is read, naming the
+// column: parquet-go v0.32.0 decodes a page of it that compresses less
+// than 3:1 wrongly (its issue #608), and runs out of memory on a corrupt
+// one. Known limit: a corrupt Parquet page header can make parquet-go
+// allocate the size it declares; only the footer is guarded.
 //
 // # Shuffling
 //

@@ -472,6 +472,9 @@ func readParquet(path string, src io.ReaderAt, size int64, fn func(record) error
 	if err != nil {
 		return fmt.Errorf("data: %s: not a readable Parquet file: %w", path, err)
 	}
+	if col := lz4RawColumn(pf.Metadata()); col != "" {
+		return fmt.Errorf(`data: %s: column %q is LZ4_RAW-compressed, which the Parquet reader spiral uses (parquet-go v0.32.0) decodes wrongly (its issue #608); write the file with another compression, as pyarrow.parquet.write_table(pyarrow.parquet.read_table(IN), OUT, compression="zstd") does`, path, col)
+	}
 	if pf.NumRows() == 0 {
 		return nil // no rows; the caller reports the empty file
 	}
@@ -493,6 +496,24 @@ func readParquet(path string, src io.ReaderAt, size int64, fn func(record) error
 			return ferr
 		}
 	}
+}
+
+// lz4RawColumn returns the dotted path of the first column chunk of md
+// that is LZ4_RAW-compressed, else "". parquet-go v0.32.0 decodes such
+// pages wrongly: its LZ4 codec allocates a new buffer for a page that
+// compresses less than 3:1, and the reader keeps the old one, unfilled
+// (parquet-go issue #608), so a row reads as an error about the
+// encoding, or as another page's bytes; and on a corrupt page the codec
+// doubles its buffer until memory runs out.
+func lz4RawColumn(md *format.FileMetaData) string {
+	for _, rg := range md.RowGroups {
+		for _, c := range rg.Columns {
+			if c.MetaData.Codec == format.Lz4Raw {
+				return strings.Join(c.MetaData.PathInSchema, ".")
+			}
+		}
+	}
+	return ""
 }
 
 // parquetUnread stands for a value of a Parquet column whose logical

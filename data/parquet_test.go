@@ -1,13 +1,18 @@
 package data
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/require"
 )
 
@@ -132,4 +137,33 @@ func FuzzLoadParquet(f *testing.F) {
 			t.Fatal("Load returned a dataset without problems")
 		}
 	})
+}
+
+// TestParquetLZ4RawRefused: a file whose columns are LZ4_RAW-compressed
+// (pyarrow's compression="lz4") is refused before any page is read,
+// naming the column and what to do: parquet-go v0.32.0 keeps a stale
+// buffer for a page that compresses less than 3:1 (parquet-go issue
+// #608: "decoding level expected N values but got only 0" or worse), and
+// doubles its buffer without end on a corrupt page.
+func TestParquetLZ4RawRefused(t *testing.T) {
+	type row struct {
+		Problem string `parquet:"problem"`
+		Answer  string `parquet:"answer"`
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		name string
+		rows int
+	}{{"pages that compress less than 3:1", 400}, {"small pages", 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := make([]row, tc.rows)
+			for i := range rows {
+				rows[i] = row{Problem: fmt.Sprintf("Find x if x = %d.", r.Uint64()), Answer: strconv.Itoa(r.IntN(1000))}
+			}
+			var b bytes.Buffer
+			require.NoError(t, parquet.Write(&b, rows, parquet.Compression(&parquet.Lz4Raw)))
+			_, err := LoadBytes("lz4.parquet", b.Bytes(), LoadOptions{})
+			require.EqualError(t, err, `data: lz4.parquet: column "problem" is LZ4_RAW-compressed, which the Parquet reader spiral uses (parquet-go v0.32.0) decodes wrongly (its issue #608); write the file with another compression, as pyarrow.parquet.write_table(pyarrow.parquet.read_table(IN), OUT, compression="zstd") does`)
+		})
+	}
 }
