@@ -54,8 +54,12 @@
 // compression="lz4") is refused before any row is read, naming the
 // column: parquet-go v0.32.0 decodes a page of it that compresses less
 // than 3:1 wrongly (its issue #608), and runs out of memory on a corrupt
-// one. Known limit: a corrupt Parquet page header can make parquet-go
-// allocate the size it declares; only the footer is guarded.
+// one. The footer's length and every page header are checked before
+// any row is read: a page that runs past its column chunk, declares more
+// bytes uncompressed than its whole chunk, or holds a ZSTD frame or
+// Snappy block declaring more than its page is corrupt data, an error
+// naming the column, row group and byte, rather than an allocation of
+// what it declares (up to 64 GiB).
 //
 // # Shuffling
 //

@@ -13,8 +13,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -478,6 +481,9 @@ func readParquet(path string, src io.ReaderAt, size int64, fn func(record) error
 	if pf.NumRows() == 0 {
 		return nil // no rows; the caller reports the empty file
 	}
+	if err := checkParquetPages(src, size, pf.Metadata()); err != nil {
+		return fmt.Errorf("data: %s: corrupt Parquet data: %w", path, err)
+	}
 	fixes := parquetFixes(pf.Metadata().Schema)
 	r := parquet.NewReader(pf)
 	defer r.Close()
@@ -514,6 +520,94 @@ func lz4RawColumn(md *format.FileMetaData) string {
 		}
 	}
 	return ""
+}
+
+// checkParquetPages reads the header of every page of every column
+// chunk in md (its pages lie one after another from its first page, the
+// dictionary's where it has one, over TotalCompressedSize bytes) and
+// returns an error for a page whose declared sizes the data cannot back,
+// before parquet-go allocates what they declare: a page running past its
+// chunk, more bytes uncompressed than its whole chunk, or a ZSTD frame
+// or Snappy block that declares more bytes than the page (parquet-go's
+// decoders allocate a ZSTD frame's declared size, up to 64 GiB, and a
+// Snappy block's, up to 4 GiB).
+func checkParquetPages(src io.ReaderAt, size int64, md *format.FileMetaData) error {
+	for g, rg := range md.RowGroups {
+		for _, c := range rg.Columns {
+			m := &c.MetaData
+			col := strings.Join(m.PathInSchema, ".")
+			start := m.DataPageOffset
+			if m.DictionaryPageOffset != 0 {
+				start = m.DictionaryPageOffset
+			}
+			if start < 0 || m.TotalCompressedSize < 0 || m.TotalCompressedSize > size-start {
+				return fmt.Errorf("column %q, row group %d: %d bytes from byte %d run past the file's %d", col, g, m.TotalCompressedSize, start, size)
+			}
+			chunk := make([]byte, m.TotalCompressedSize)
+			if _, err := src.ReadAt(chunk, start); err != nil {
+				return fmt.Errorf("column %q, row group %d: %w", col, g, err)
+			}
+			for off := 0; off < len(chunk); {
+				where := fmt.Sprintf("column %q, row group %d, page at byte %d", col, g, start+int64(off))
+				var compact thrift.CompactProtocol
+				r := compact.NewReaderFromBytes(chunk[off:])
+				var h format.PageHeader
+				if err := thrift.NewDecoder(r).Decode(&h); err != nil {
+					return fmt.Errorf("%s: header: %w", where, err)
+				}
+				off += r.BytesRead()
+				if h.CompressedPageSize < 0 || int(h.CompressedPageSize) > len(chunk)-off {
+					return fmt.Errorf("%s: %d bytes run past the column chunk's end (%d bytes on)", where, h.CompressedPageSize, len(chunk)-off)
+				}
+				if h.UncompressedPageSize < 0 || int64(h.UncompressedPageSize) > m.TotalUncompressedSize {
+					return fmt.Errorf("%s: %d bytes uncompressed, more than the whole column chunk's %d", where, h.UncompressedPageSize, m.TotalUncompressedSize)
+				}
+				page := chunk[off : off+int(h.CompressedPageSize)]
+				off += len(page)
+				if v2 := h.DataPageHeaderV2; v2.Valid {
+					if v2.V.IsCompressed.Valid && !v2.V.IsCompressed.V {
+						continue
+					}
+					// The levels come first, uncompressed.
+					levels := int64(v2.V.RepetitionLevelsByteLength) + int64(v2.V.DefinitionLevelsByteLength)
+					if levels < 0 || levels > int64(len(page)) {
+						return fmt.Errorf("%s: %d bytes of levels in a page of %d", where, levels, len(page))
+					}
+					page = page[levels:]
+				}
+				if err := checkDeclaredSize(m.Codec, page, h.UncompressedPageSize); err != nil {
+					return fmt.Errorf("%s: %w", where, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkDeclaredSize returns an error when page, compressed with codec,
+// declares more bytes uncompressed than want, its page header's size.
+func checkDeclaredSize(codec format.CompressionCodec, page []byte, want int32) error {
+	var declared uint64
+	switch codec {
+	case format.Zstd:
+		var zh zstd.Header
+		if err := zh.Decode(page); err != nil || !zh.HasFCS {
+			return nil // the decoder reports it, or sizes the output as it goes
+		}
+		declared = zh.FrameContentSize
+	case format.Snappy:
+		n, err := snappy.DecodedLen(page)
+		if err != nil {
+			return nil // the decoder reports it
+		}
+		declared = uint64(n)
+	default:
+		return nil
+	}
+	if declared > uint64(want) {
+		return fmt.Errorf("its %s frame declares %d bytes uncompressed, the page header %d", codec, declared, want)
+	}
+	return nil
 }
 
 // parquetUnread stands for a value of a Parquet column whose logical

@@ -2,6 +2,7 @@ package data
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -119,10 +120,8 @@ func TestParquetFromPyarrow(t *testing.T) {
 }
 
 // FuzzLoadParquet checks that corrupt Parquet input is an error, never a
-// panic. Known limit, upstream in parquet-go v0.32.0: a corrupt page header
-// that declares a huge uncompressed size makes its decoder allocate that
-// size, which can exhaust memory under long fuzzing runs; Load guards only
-// the footer length (checkParquetFrame).
+// panic or an allocation of the sizes it declares (checkParquetFrame,
+// checkParquetPages).
 func FuzzLoadParquet(f *testing.F) {
 	for _, name := range []string{"verl", "flat", "wrongtype", "latin1", "empty"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name+".parquet"))
@@ -166,4 +165,21 @@ func TestParquetLZ4RawRefused(t *testing.T) {
 			require.EqualError(t, err, `data: lz4.parquet: column "problem" is LZ4_RAW-compressed, which the Parquet reader spiral uses (parquet-go v0.32.0) decodes wrongly (its issue #608); write the file with another compression, as pyarrow.parquet.write_table(pyarrow.parquet.read_table(IN), OUT, compression="zstd") does`)
 		})
 	}
+}
+
+// TestParquetPageSizesChecked: a page whose ZSTD frame declares more
+// bytes than the page header's uncompressed size is corrupt data, an
+// error naming the column and page, before parquet-go's decoder
+// allocates what the frame declares (up to 64 GiB: FuzzLoadParquet found
+// "fatal error: runtime: out of memory" from one flipped byte).
+func TestParquetPageSizesChecked(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "flat.parquet")) // ZSTD pages
+	require.NoError(t, err)
+	i := bytes.Index(b, []byte("\x28\xb5\x2f\xfd")) // the first page's frame: column "id"'s dictionary
+	require.Positive(t, i)
+	b[i+4] = 0xC0 // frame header: an 8-byte content size after a window descriptor
+	b[i+5] = 0    // a 1 KiB window
+	binary.LittleEndian.PutUint64(b[i+6:], 1<<30)
+	_, err = LoadBytes("zstd.parquet", b, LoadOptions{})
+	require.EqualError(t, err, `data: zstd.parquet: corrupt Parquet data: column "id", row group 0, page at byte 4: its ZSTD frame declares 1073741824 bytes uncompressed, the page header 25`)
 }
