@@ -251,6 +251,19 @@ var functionCases = []classCase{
 	{"inverse of a number is no label", `\boxed{997^{-1} = 333}`, `333`, false, "997^{-1} = 333 is a false statement over the rationals (MATH-500 test/number_theory/634 asks for it modulo 1000)"},
 }
 
+const convInfix = "TeX: {n \\choose k} is \\binom{n}{k} and {a \\over b} is \\frac{a}{b}, infix operators that split their group (The TeXbook, ch. 17); Math-Verify 0.9.0 reads both"
+
+var infixCases = []classCase{
+	{"choose in braces", `\boxed{{10 \choose 3}}`, `120`, true, convInfix},
+	{"choose as the whole box", `\boxed{10 \choose 3}`, `\binom{10}{3}`, true, convInfix},
+	{"choose is not its sides' product", `\boxed{{10 \choose 3}}`, `30`, false, convInfix},
+	{"choose in a fraction", `\boxed{\frac{{5 \choose 2}}{2^{5}}}`, `\frac{5}{16}`, true, convInfix},
+	{"choose with sums", `\boxed{{4+1 \choose 2+1}}`, `10`, true, convInfix},
+	{"over in braces", `\boxed{{1 \over 2}}`, `\frac{1}{2}`, true, convInfix},
+	{"over with sums", `\boxed{{x+1 \over x-1}}`, `\frac{x+1}{x-1}`, true, convInfix},
+	{"over is not a product", `\boxed{{3 \over 4}}`, `12`, false, convInfix},
+}
+
 const convHuge = "exact integer arithmetic: a^m = b^n for integers when they are powers of one root with equal exponents (2^{2^{2^{2^2}}} = 2^{65536})"
 
 var hugeCases = []classCase{
@@ -309,6 +322,9 @@ func TestClassClockTimes(t *testing.T) { runClass(t, Config{}, clockCases) }
 // TestClassFunctionLabels covers f(x) = ... against y = ... (doc.go:
 // relations and chains).
 func TestClassFunctionLabels(t *testing.T) { runClass(t, Config{}, functionCases) }
+
+// TestClassTeXInfix covers TeX's infix \choose and \over.
+func TestClassTeXInfix(t *testing.T) { runClass(t, Config{}, infixCases) }
 
 // TestClassHugeExact covers exact values beyond floating point (doc.go:
 // numbers).

@@ -216,7 +216,7 @@ func parseAnswer(s string, b *budget) (n *node, err error) {
 		}
 	}()
 	p := &parser{toks: lex(s, b), b: b}
-	n = p.parseList(func(t token) bool { return false })
+	n = p.groupBody(func(t token) bool { return false })
 	if p.pos < len(p.toks) {
 		p.fail("unexpected %q", p.toks[p.pos].s)
 	}
@@ -224,6 +224,31 @@ func parseAnswer(s string, b *budget) (n *node, err error) {
 		p.fail("empty")
 	}
 	return n, nil
+}
+
+// groupBody parses the body of a brace group (or of the whole answer) up
+// to stop. TeX's infix \over and \choose split a group in two: {a \over
+// b} is \frac{a}{b} and {n \choose k} is \binom{n}{k}.
+func (p *parser) groupBody(stop func(token) bool) *node {
+	x := p.parseList(func(t token) bool { return stop(t) || isInfixGroupOp(t) })
+	op := p.peek()
+	if !isInfixGroupOp(op) {
+		return x
+	}
+	p.next()
+	y := p.parseList(stop)
+	if x == nil || y == nil {
+		p.fail("%s needs a side before and after it", op.s)
+	}
+	if op.s == `\over` {
+		return mk(nMul, x, inv(y))
+	}
+	return &node{k: nFunc, name: "binom", args: []*node{x, y}}
+}
+
+// isInfixGroupOp reports whether t is \over or \choose.
+func isInfixGroupOp(t token) bool {
+	return t.k == tCmd && (t.s == `\over` || t.s == `\choose`)
 }
 
 func (p *parser) fail(format string, a ...any) {
@@ -720,6 +745,9 @@ func (p *parser) startsAtom() bool {
 		if lvl, _ := p.sepLevel(); lvl > 0 {
 			return false
 		}
+		if isInfixGroupOp(t) {
+			return false
+		}
 		switch t.s {
 		case `\end`, `\right`, `\\`, `\}`, `\cdot`, `\times`, `\div`, `\pm`, `\mp`, `\cup`, `\cap`,
 			`\setminus`, `\rangle`, `\rfloor`, `\rceil`, `\ast`, `\hline`, `\|`:
@@ -868,7 +896,7 @@ func (p *parser) parseArg() *node {
 	switch {
 	case t.k == tPunct && t.s == "{":
 		p.next()
-		x := p.parseList(func(t token) bool { return t.s == "}" && t.k == tPunct })
+		x := p.groupBody(func(t token) bool { return t.s == "}" && t.k == tPunct })
 		p.expect("}")
 		if x == nil {
 			p.fail("empty argument")
@@ -1105,7 +1133,7 @@ func (p *parser) parseAtom() *node {
 			return p.parseGroup("[")
 		case "{":
 			p.next()
-			x := p.parseList(func(t token) bool { return t.s == "}" && t.k == tPunct })
+			x := p.groupBody(func(t token) bool { return t.s == "}" && t.k == tPunct })
 			p.expect("}")
 			if x == nil {
 				return &node{k: nText, name: ""}
@@ -1370,7 +1398,7 @@ func (p *parser) parseCommand() *node {
 			return &node{k: nFunc, name: "root", args: []*node{x, idx}}
 		}
 		return &node{k: nFunc, name: "sqrt", args: []*node{p.sqrtArg()}}
-	case `\binom`, `\choose`:
+	case `\binom`:
 		a := p.parseArg()
 		b := p.parseArg()
 		return &node{k: nFunc, name: "binom", args: []*node{a, b}}
