@@ -50,10 +50,16 @@ var mixedNumberCases = []classCase{
 	{"decimal before fraction is a product", `\boxed{0.5 \frac{1}{2}}`, `0.25`, true, "mixed numbers have an integer part"},
 }
 
+const convBinom = "the binomial coefficient of any x and an integer k >= 0 is x(x-1)...(x-k+1)/k!, a polynomial in x (sympy: expand_func(binomial(n, 2)) = n*(n - 1)/2, binomial(-2, 3) = -4); Math-Verify 0.9.0 also accepts \\binom{n}{2} for n(n-1)/2"
+
 var factorialCases = []classCase{
 	{"boxed factorial", `\boxed{5!}`, `120`, true, convFact},
 	{"boxed factorial is not its argument", `\boxed{5!}`, `5`, false, convFact},
 	{"product with factorial", `\boxed{2\cdot 4!}`, `48`, true, convFact},
+	{"binomial of a variable", `\boxed{\binom{n}{2}}`, `\frac{n(n-1)}{2}`, true, convBinom},
+	{"binomial of a sum as gold", `\boxed{\frac{n(n+1)}{2}}`, `\binom{n+1}{2}`, true, convBinom},
+	{"binomial of a variable, other k", `\boxed{\binom{n}{3}}`, `\frac{n(n-1)}{2}`, false, convBinom},
+	{"binomial of a negative integer", `\boxed{\binom{-2}{3}}`, `-4`, true, convBinom},
 	{"ten factorial", `\boxed{10!}`, `3628800`, true, convFact},
 	{"factorial then sentence period", `$\boxed{10!}$.`, `3628800`, true, convFact},
 	{"double factorial", `\boxed{5!!}`, `15`, true, "n!! = n(n-2)(n-4)... (double factorial)"},

@@ -520,6 +520,47 @@ func (e *evaluator) pow(b, x value) (value, bool) {
 	return approx(cmplx.Pow(b.c, x.c)), true
 }
 
+// maxBinomK bounds the k of a binomial coefficient of a non-natural x,
+// computed as a product of k factors.
+const maxBinomK = 5000
+
+// fallingBinom returns the binomial coefficient of any x and the integer
+// k: x(x-1)...(x-k+1)/k! for k >= 0 (a polynomial in x, so \binom{n}{2}
+// = n(n-1)/2 wherever n is evaluated), 0 for k < 0. Exact for rational x.
+func (e *evaluator) fallingBinom(x value, k *big.Int) (value, bool) {
+	if k.Sign() < 0 {
+		return exact(new(big.Rat)), true
+	}
+	if !k.IsInt64() || k.Int64() > maxBinomK {
+		return value{}, false
+	}
+	kk := k.Int64()
+	if x.r != nil {
+		out := big.NewRat(1, 1)
+		f := new(big.Rat)
+		for i := int64(0); i < kk; i++ {
+			// One multiplication and one division of fractions.
+			e.b.left -= 16 * (max(out.Num().BitLen(), out.Denom().BitLen())/wordBits + 1)
+			if e.b.left < 0 || !fits(out) {
+				return value{}, false
+			}
+			f.Sub(x.r, new(big.Rat).SetInt64(i))
+			out.Mul(out, f)
+			out.Quo(out, new(big.Rat).SetInt64(i+1))
+		}
+		return exact(out), true
+	}
+	out := complex(1, 0)
+	e.b.left -= int(kk)
+	if e.b.left < 0 {
+		return value{}, false
+	}
+	for i := int64(0); i < kk; i++ {
+		out *= (x.c - complex(float64(i), 0)) / complex(float64(i+1), 0)
+	}
+	return approx(out), true
+}
+
 // ratRoot returns the exact q-th root of a positive rational, if any.
 func ratRoot(r *big.Rat, q int64) (*big.Rat, bool) {
 	n, ok1 := intRoot(r.Num(), q)
@@ -673,6 +714,9 @@ func (e *evaluator) apply(n *node, args []value) (value, bool) {
 				}
 				return exact(new(big.Rat).SetInt(new(big.Int).Binomial(a.Int64(), b.Int64()))), true
 			}
+		}
+		if len(args) == 2 && args[1].r != nil && args[1].r.IsInt() {
+			return e.fallingBinom(args[0], args[1].r.Num())
 		}
 		return value{}, false
 	case "gcd", "lcm", "max", "min", "det", "cap", "setminus":
