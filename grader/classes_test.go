@@ -270,6 +270,19 @@ var infixCases = []classCase{
 	{"over is not a product", `\boxed{{3 \over 4}}`, `12`, false, convInfix},
 }
 
+const convArith = "gcd, lcm, max and min of numbers are numbers: \\gcd(12, 18) = 6 (sympy gcd(12, 18) = 6, Max(3, 5) = 5; Math-Verify 0.9.0 accepts \\gcd(12, 18) for 6 and \\max(3, 5) for 5)"
+
+var arithCases = []classCase{
+	{"gcd", `\boxed{\gcd(12, 18)}`, `6`, true, convArith},
+	{"gcd is not a product", `\boxed{\gcd(12, 18)}`, `216`, false, convArith},
+	{"lcm", `\boxed{\operatorname{lcm}(12, 18)}`, `36`, true, convArith},
+	{"lcm of three", `\boxed{\operatorname{lcm}(4, 6, 10)}`, `60`, true, convArith},
+	{"max", `\boxed{\max(3, 5)}`, `5`, true, convArith},
+	{"min", `\boxed{\min(3, \frac{5}{2})}`, `\frac52`, true, convArith},
+	{"max of irrationals", `\boxed{\max(\sqrt{2}, \frac{7}{5})}`, `\sqrt2`, true, convArith},
+	{"false chain with gcd", `\boxed{\gcd(12, 18) = 4}`, `4`, false, "policy (doc.go, relations and chains): a false = between constants makes the answer wrong"},
+}
+
 const convHuge = "exact integer arithmetic: a^m = b^n for integers when they are powers of one root with equal exponents (2^{2^{2^{2^2}}} = 2^{65536})"
 
 var hugeCases = []classCase{
@@ -328,6 +341,9 @@ func TestClassClockTimes(t *testing.T) { runClass(t, Config{}, clockCases) }
 // TestClassFunctionLabels covers f(x) = ... against y = ... (doc.go:
 // relations and chains).
 func TestClassFunctionLabels(t *testing.T) { runClass(t, Config{}, functionCases) }
+
+// TestClassArithmeticFunctions covers gcd, lcm, max and min of numbers.
+func TestClassArithmeticFunctions(t *testing.T) { runClass(t, Config{}, arithCases) }
 
 // TestClassTeXInfix covers TeX's infix \choose and \over.
 func TestClassTeXInfix(t *testing.T) { runClass(t, Config{}, infixCases) }

@@ -103,7 +103,8 @@
 //     answer is 6!" answers 6), unless an operator follows it on its line
 //     ("Answer: 5! = 120" answers 120). A binomial coefficient \binom{x}{k}
 //     (or {x \choose k}) of any x and an integer k >= 0 is x(x-1)...(x-k+1)/k!,
-//     so \binom{n}{2} = n(n-1)/2 and \binom{-2}{3} = -4, as in sympy.
+//     so \binom{n}{2} = n(n-1)/2 and \binom{-2}{3} = -4, as in sympy; \gcd
+//     and lcm of integers and \max and \min of reals are their values.
 //   - Fonts: \mathbf, \mathrm, \mathit, \boldsymbol, \mathsf, \mathtt, \bm and
 //     old-style switches ({\bf 70}, \rm, \it) select a font and are read
 //     through: \mathbf{70} is 70. A font around a word is text

@@ -319,7 +319,7 @@ func isLabel(n *node) bool {
 		case "abs":
 			return isLabel(n.args[0])
 		case "sin", "cos", "tan", "sec", "csc", "cot", "log", "ln", "exp", "sqrt", "root", "fact", "fact2", "binom",
-			"floor", "ceil", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh":
+			"floor", "ceil", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "gcd", "lcm", "max", "min":
 			return false
 		}
 		return true

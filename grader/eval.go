@@ -520,6 +520,75 @@ func (e *evaluator) pow(b, x value) (value, bool) {
 	return approx(cmplx.Pow(b.c, x.c)), true
 }
 
+// gcdLcm returns the greatest common divisor (lcm false) or least common
+// multiple (lcm true) of integer args, which are all exact integers, as
+// non-negative integers.
+func (e *evaluator) gcdLcm(lcm bool, args []value) (value, bool) {
+	if len(args) < 2 {
+		return value{}, false
+	}
+	out := new(big.Int)
+	for i, a := range args {
+		if a.r == nil || !a.r.IsInt() {
+			return value{}, false
+		}
+		x := new(big.Int).Abs(a.r.Num())
+		e.b.left -= 8 * (max(out.BitLen(), x.BitLen())/wordBits + 1)
+		if e.b.left < 0 {
+			return value{}, false
+		}
+		switch {
+		case i == 0:
+			out = x
+		case !lcm:
+			out.GCD(nil, nil, out, x)
+		case out.Sign() == 0 || x.Sign() == 0:
+			out.SetInt64(0)
+		default:
+			g := new(big.Int).GCD(nil, nil, out, x)
+			out.Mul(out, x.Quo(x, g))
+			if out.BitLen() > MaxBits {
+				return value{}, false
+			}
+		}
+	}
+	return exact(new(big.Rat).SetInt(out)), true
+}
+
+// maxMin returns the largest (largest true) or smallest of real args.
+func maxMin(largest bool, args []value) (value, bool) {
+	if len(args) < 2 {
+		return value{}, false
+	}
+	best := args[0]
+	for _, a := range args {
+		if !isReal(a) || !finite(a) {
+			return value{}, false
+		}
+		var c int
+		if a.r != nil && best.r != nil {
+			c = a.r.Cmp(best.r)
+		} else {
+			c = cmpFloat(real(a.c), real(best.c))
+		}
+		if largest && c > 0 || !largest && c < 0 {
+			best = a
+		}
+	}
+	return best, true
+}
+
+// cmpFloat compares x and y as -1, 0 or +1.
+func cmpFloat(x, y float64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
 // maxBinomK bounds the k of a binomial coefficient of a non-natural x,
 // computed as a product of k factors.
 const maxBinomK = 5000
@@ -719,7 +788,11 @@ func (e *evaluator) apply(n *node, args []value) (value, bool) {
 			return e.fallingBinom(args[0], args[1].r.Num())
 		}
 		return value{}, false
-	case "gcd", "lcm", "max", "min", "det", "cap", "setminus":
+	case "gcd", "lcm":
+		return e.gcdLcm(n.name == "lcm", args)
+	case "max", "min":
+		return maxMin(n.name == "max", args)
+	case "det", "cap", "setminus":
 		return value{}, false
 	default:
 		// Uninterpreted function: a fixed smooth function of the name and
