@@ -780,6 +780,22 @@ func TestUndetectedFormatNamesTheFlag(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("spiral data: data: %s: cannot detect the format from the extension \"\" or the content; give --format jsonl, json or parquet\n", path), stderr.String())
 }
 
+// TestFormatDetectedFromContent: a data file whose extension names no
+// format is read by its content, as --format's help says; the help said
+// "default: from the extension" alone.
+func TestFormatDetectedFromContent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "problems.txt")
+	require.NoError(t, os.WriteFile(path, []byte(`{"problem": "1+1", "answer": "2"}`+"\n"), 0o644))
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"data", "inspect", path}, &cliEnv{stdout: &stdout, stderr: &stderr})
+	require.Equal(t, 0, code, stderr.String())
+	require.Contains(t, stdout.String(), "format:   jsonl\n")
+	fs := pflag.NewFlagSet("data", pflag.ContinueOnError)
+	var df dataFlags
+	df.register(fs)
+	require.Equal(t, "jsonl, json or parquet (default: from the extension, else from the content)", fs.Lookup("format").Usage)
+}
+
 // TestExportOutFile: an hf or peft export's --out is the directory to
 // write; an existing file there is refused as a usage error before any
 // work, as onnx's directory is (TestExportOutDirectory), where it failed
