@@ -105,6 +105,10 @@ func evalShapes() []shape {
 		{"rational-powers", join(300, func(i int) string { return fmt.Sprintf("(%d/%d)^{%d}", 3+i, 7+2*i, 9000+i) }, "+")},
 		{"factorials", join(300, func(i int) string { return fmt.Sprintf("%d!", 3000+i) }, "+")},
 		{"binomials", join(300, func(i int) string { return fmt.Sprintf(`\binom{5000}{%d}`, 2000+i) }, `\cdot`)},
+		{"symbolic-binomials", join(300, func(i int) string { return fmt.Sprintf(`\binom{x+\frac{%d}{7}}{4000}`, i) }, "+")},
+		{"gcds", join(300, func(i int) string {
+			return fmt.Sprintf(`\gcd(2^{60000}+%d, 3^{40000}, \operatorname{lcm}(%d, 2^{65000}))`, i, i+1)
+		}, "+")},
 		{"determinants", join(60, func(int) string { return mat6 }, ",")},
 		{"plus-minus", join(8, func(i int) string { return fmt.Sprintf(`\pm %d`, i+1) }, "") + ", " + join(8, func(i int) string { return fmt.Sprintf(`\pm x^%d`, i+1) }, "")},
 		{"long-list", join(256, func(i int) string { return fmt.Sprint(i) }, ",")},
