@@ -257,6 +257,18 @@ var functionCases = []classCase{
 	{"inverse of a number is no label", `\boxed{997^{-1} = 333}`, `333`, false, "997^{-1} = 333 is a false statement over the rationals (MATH-500 test/number_theory/634 asks for it modulo 1000)"},
 }
 
+const convBase = "MATH writes a number in base b as n_b or n_{b} (MATH-500 test/number_theory/847 gold 4210_{5}, test/number_theory/1257 gold 204_5): the subscript is part of the number, never the answer"
+
+var baseCases = []classCase{
+	{"answer sentence, braced base", `Answer: 4210_{5}`, `4210_{5}`, true, convBase},
+	{"answer sentence, bare base", `Answer: 204_5`, `204_5`, true, convBase},
+	{"final answer sentence", `The final answer is 2516_8.`, `2516_8`, true, convBase},
+	{"braced base against bare", `So the answer is 4210_{5}.`, `4210_5`, true, convBase},
+	{"the base is not the answer", `Answer: 4210_{5}`, `5`, false, convBase},
+	{"other digits", `Answer: 4211_{5}`, `4210_{5}`, false, convBase},
+	{"subscript index is not a number", `The answer is a_{12}.`, `12`, false, "a_{12} names a term of a sequence; its index is not a value"},
+}
+
 const convInfix = "TeX: {n \\choose k} is \\binom{n}{k} and {a \\over b} is \\frac{a}{b}, infix operators that split their group (The TeXbook, ch. 17); Math-Verify 0.9.0 reads both"
 
 var infixCases = []classCase{
@@ -341,6 +353,10 @@ func TestClassClockTimes(t *testing.T) { runClass(t, Config{}, clockCases) }
 // TestClassFunctionLabels covers f(x) = ... against y = ... (doc.go:
 // relations and chains).
 func TestClassFunctionLabels(t *testing.T) { runClass(t, Config{}, functionCases) }
+
+// TestClassBaseNumbers covers numbers with a base subscript in answer
+// sentences.
+func TestClassBaseNumbers(t *testing.T) { runClass(t, Config{}, baseCases) }
 
 // TestClassArithmeticFunctions covers gcd, lcm, max and min of numbers.
 func TestClassArithmeticFunctions(t *testing.T) { runClass(t, Config{}, arithCases) }

@@ -146,7 +146,9 @@
 //     "12 - 4 = 9" answers nothing). A unit (5 m, 5m/s, d = 5m, 12 cm), a
 //     grouped number (1,200, x = 1,200), numbers alone (1, 2; -5), words
 //     and a single term glued to a letter
-//     (2k, y = 2x: a variable or a unit) keep the reading by the number.
+//     (2k, y = 2x: a variable or a unit) keep the reading by the number. A
+//     number in base b keeps its subscript ("Answer: 4210_{5}" answers
+//     4210_{5}, not 5).
 //   - Every call is deterministic, never panics on any input and is bounded,
 //     whatever the input: responses are cut to their last MaxResponseBytes;
 //     boxes, math spans, anchors, numbers and normalization are found in single

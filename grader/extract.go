@@ -831,9 +831,11 @@ func (b *numText) addByte(c byte) {
 func (b *numText) String() string { return string(b.buf) }
 
 // findNumbers scans s for numbers outside the given math spans. A number
-// must not follow a letter, digit or root sign, nor be glued to a √ or π
+// must not follow a letter, digit or root sign, nor open a braced
+// subscript or exponent (a_{12}, 2^{10}), nor be glued to a √ or π
 // after it (3√2, 2π); it may carry a sign, thousands
-// separators (",", " "), a decimal point or comma, a "/d" denominator and
+// separators (",", " "), a decimal point or comma, a base subscript
+// (204_5, 4210_{5}: MATH's numbers in base b), a "/d" denominator and
 // a percent sign. Their text (number.text) is canonical: "1,000.99" ->
 // "1000.99", "2,74" -> "2.74". At most the last 4*MaxElements are kept.
 func findNumbers(s string, skip []mathSpan) []number {
@@ -853,7 +855,10 @@ func findNumbers(s string, skip []mathSpan) []number {
 		}
 		if i > 0 {
 			p := s[i-1]
-			if isLetter(p) || isDigit(p) || p == '_' || p == '^' || p == '\\' || (p == '.' && ch != '.') {
+			if isLetter(p) || isDigit(p) || p == '_' || p == '^' || p == '\\' || (p == '.' && ch != '.') ||
+				p == '{' && i >= 2 && (s[i-2] == '_' || s[i-2] == '^') {
+				// A subscript or exponent, a_{12} or 2^{10}, is part of
+				// what it is attached to.
 				// Skip the rest of this token.
 				for i+1 < len(s) && (isDigit(s[i+1]) || s[i+1] == '.') {
 					i++
@@ -959,6 +964,13 @@ func scanNumber(s string, i int, build bool) (string, int) {
 			j = e
 		}
 	}
+	// A base subscript: 204_5, 4210_{5} (MATH's numbers in base b).
+	if intPart != "" && j == i+len(intPart) {
+		if e, ok := baseTail(s, j); ok {
+			b.add(s[j:e])
+			return b.String(), e
+		}
+	}
 	// Mixed number: "1 1/2" (one space, then p/q with 0 < p < q).
 	if intPart != "" && j == i+len(intPart) {
 		if e, ok := mixedTail(s, j); ok {
@@ -1008,6 +1020,33 @@ func scanNumber(s string, i int, build bool) (string, int) {
 		}
 	}
 	return b.String(), j
+}
+
+// baseTail reports whether s[j:] starts with a base subscript, "_d" or
+// "_{d}" with d a run of digits, and returns its end.
+func baseTail(s string, j int) (int, bool) {
+	if j >= len(s) || s[j] != '_' {
+		return 0, false
+	}
+	k := j + 1
+	braced := k < len(s) && s[k] == '{'
+	if braced {
+		k++
+	}
+	e := k
+	for e < len(s) && isDigit(s[e]) {
+		e++
+	}
+	if e == k {
+		return 0, false
+	}
+	if braced {
+		if e >= len(s) || s[e] != '}' {
+			return 0, false
+		}
+		e++
+	}
+	return e, true
 }
 
 // mixedTail reports whether s[j:] starts with the fraction part " p/q"

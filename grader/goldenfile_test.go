@@ -43,7 +43,7 @@ func goldenRecords() []goldenRecord {
 		{"class/text", textCases}, {"class/relation", relationCases}, {"class/degree", degreeCases},
 		{"class/domain", domainCases}, {"class/choice", choiceCases}, {"class/repeating", repeatingCases},
 		{"class/builder", builderCases}, {"class/clock", clockCases}, {"class/function", functionCases},
-		{"class/huge", hugeCases}, {"class/infix", infixCases}, {"class/arith", arithCases},
+		{"class/huge", hugeCases}, {"class/infix", infixCases}, {"class/arith", arithCases}, {"class/base", baseCases},
 	} {
 		for _, c := range s.cases {
 			out = append(out, goldenRecord{s.name, c.name, c.response, c.gold, c.want, c.conv})
