@@ -27,7 +27,7 @@
 //     loses its fraction and exponent (27.0 -> "27", 1e3 -> "1000"; not
 //     0.99999999999999999), any other stays as written; Parquet numbers
 //     take their shortest decimal form (a FLOAT 0.1 -> "0.1", a DECIMAL
-//     1.50 -> "1.5"). A Parquet column (at the top level or in a struct)
+//     1.50 -> "1.5"); a NaN, a missing number, is an error as a null is. A Parquet column (at the top level or in a struct)
 //     of a logical type that the reader does not give as its value (DATE,
 //     TIME, TIMESTAMP, FLOAT16, UUID, ...) is an error where it is used,
 //     never a day count or raw bytes taken for an answer. A worked

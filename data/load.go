@@ -559,8 +559,14 @@ func scalarText(v any) (string, error) {
 		}
 		return x.String(), nil
 	case float64:
+		if math.IsNaN(x) {
+			return "", errNaN
+		}
 		return formatFloat(x, 64), nil
 	case float32:
+		if math.IsNaN(float64(x)) {
+			return "", errNaN
+		}
 		// Shortest as a float32: a FLOAT 0.1 is "0.1", not its float64
 		// widening 0.10000000149011612.
 		return formatFloat(float64(x), 32), nil
@@ -582,6 +588,11 @@ func scalarText(v any) (string, error) {
 	}
 	return "", fmt.Errorf("wrong type: %s, want a string or a number", typeName(v))
 }
+
+// errNaN is scalarText's error for a NaN, which pandas and numpy use for
+// a missing number: a gold answer "NaN" is no answer, and only a response
+// "NaN" would match it.
+var errNaN = errors.New("NaN, a missing value, want a string or a number")
 
 // maxIntegerDigits bounds the integers integerLiteral writes out: 1e400
 // stays as it is written.
@@ -620,10 +631,11 @@ func integerLiteral(s string) (string, bool) {
 	return sign + digits + strings.Repeat("0", point-len(digits)), true
 }
 
-// formatFloat prints f, a float of bitSize bits, in the shortest decimal
-// form that reads back as the same value.
+// formatFloat prints f, a float of bitSize bits (not NaN), in the
+// shortest decimal form that reads back as the same value: an infinity
+// as +Inf or -Inf.
 func formatFloat(f float64, bitSize int) string {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
+	if math.IsInf(f, 0) {
 		return strconv.FormatFloat(f, 'g', -1, bitSize)
 	}
 	return strconv.FormatFloat(f, 'f', -1, bitSize)

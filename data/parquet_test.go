@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -182,4 +183,18 @@ func TestParquetPageSizesChecked(t *testing.T) {
 	binary.LittleEndian.PutUint64(b[i+6:], 1<<30)
 	_, err = LoadBytes("zstd.parquet", b, LoadOptions{})
 	require.EqualError(t, err, `data: zstd.parquet: corrupt Parquet data: column "id", row group 0, page at byte 4: its ZSTD frame declares 1073741824 bytes uncompressed, the page header 25`)
+}
+
+// TestParquetNaNAnswer: a NaN in a float answer column is a missing
+// number (pandas' and numpy's), an error as a null answer is, never the
+// gold answer "NaN", which only a response "NaN" matches.
+func TestParquetNaNAnswer(t *testing.T) {
+	type row struct {
+		Problem string  `parquet:"problem"`
+		Answer  float64 `parquet:"answer"`
+	}
+	var b bytes.Buffer
+	require.NoError(t, parquet.Write(&b, []row{{"p1", 1}, {"p2", math.NaN()}}))
+	_, err := LoadBytes("nan.parquet", b.Bytes(), LoadOptions{})
+	require.EqualError(t, err, `data: nan.parquet:row 1: field "answer": NaN, a missing value, want a string or a number`)
 }
