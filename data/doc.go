@@ -59,7 +59,8 @@
 // bytes uncompressed than its whole chunk, or holds a ZSTD frame or
 // Snappy block declaring more than its page is corrupt data, an error
 // naming the column, row group and byte, rather than an allocation of
-// what it declares (up to 64 GiB).
+// what it declares (up to 64 GiB); so is a DECIMAL column whose precision
+// is not 1 to 1,000 digits or whose scale is not 0 to its precision.
 //
 // # Shuffling
 //

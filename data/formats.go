@@ -475,6 +475,9 @@ func readParquet(path string, src io.ReaderAt, size int64, fn func(record) error
 	if err != nil {
 		return fmt.Errorf("data: %s: not a readable Parquet file: %w", path, err)
 	}
+	if err := checkDecimals(pf.Metadata().Schema); err != nil {
+		return fmt.Errorf("data: %s: corrupt Parquet schema: %w", path, err)
+	}
 	if col := lz4RawColumn(pf.Metadata()); col != "" {
 		return fmt.Errorf(`data: %s: column %q is LZ4_RAW-compressed, which the Parquet reader spiral uses (parquet-go v0.32.0) decodes wrongly (its issue #608); write the file with another compression, as pyarrow.parquet.write_table(pyarrow.parquet.read_table(IN), OUT, compression="zstd") does`, path, col)
 	}
@@ -502,6 +505,38 @@ func readParquet(path string, src io.ReaderAt, size int64, fn func(record) error
 			return ferr
 		}
 	}
+}
+
+// maxDecimalDigits bounds the precision of a DECIMAL column: Arrow's
+// widest decimal has 76 digits, and a gold answer of even 1,000 is far
+// past any competition's.
+const maxDecimalDigits = 1000
+
+// checkDecimals returns an error for a DECIMAL column of schema whose
+// precision is not 1..maxDecimalDigits or whose scale is not
+// 0..precision (the Parquet format's rule): parquet-go scales every value
+// by 10^scale, which for a corrupt scale of 2^30 ran for more than ten
+// minutes a value.
+func checkDecimals(schema []format.SchemaElement) error {
+	for i := range schema {
+		el := &schema[i]
+		var scale, precision int64
+		switch lt := el.LogicalType.Value.(type) {
+		case *format.DecimalType:
+			scale, precision = int64(lt.Scale), int64(lt.Precision)
+		default:
+			if ct, ok := el.ConvertedType.Get(); !ok || ct != deprecated.Decimal {
+				continue
+			}
+			s, _ := el.Scale.Get()
+			p, _ := el.Precision.Get()
+			scale, precision = int64(s), int64(p)
+		}
+		if precision < 1 || precision > maxDecimalDigits || scale < 0 || scale > precision {
+			return fmt.Errorf("column %q is DECIMAL(%d, %d): want a precision of 1 to %d digits and a scale of 0 to the precision", el.Name, precision, scale, maxDecimalDigits)
+		}
+	}
+	return nil
 }
 
 // lz4RawColumn returns the dotted path of the first column chunk of md

@@ -198,3 +198,24 @@ func TestParquetNaNAnswer(t *testing.T) {
 	_, err := LoadBytes("nan.parquet", b.Bytes(), LoadOptions{})
 	require.EqualError(t, err, `data: nan.parquet:row 1: field "answer": NaN, a missing value, want a string or a number`)
 }
+
+// TestParquetDecimalOutOfRange: a DECIMAL column whose precision or scale
+// no answer can have (a corrupt schema: scale 2^30) is an error naming the
+// column, before any value is read: parquet-go scales each value by
+// 10^scale, which ran for more than ten minutes.
+func TestParquetDecimalOutOfRange(t *testing.T) {
+	schema := parquet.NewSchema("row", parquet.Group{
+		"answer":  parquet.Decimal(1<<30, 1<<30, parquet.ByteArrayType),
+		"problem": parquet.String(),
+	})
+	var b bytes.Buffer
+	w := parquet.NewWriter(&b, schema)
+	_, err := w.WriteRows([]parquet.Row{{
+		parquet.ByteArrayValue([]byte{1}).Level(0, 0, 0),
+		parquet.ByteArrayValue([]byte("p")).Level(0, 0, 1),
+	}})
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	_, err = LoadBytes("decimal.parquet", b.Bytes(), LoadOptions{})
+	require.EqualError(t, err, `data: decimal.parquet: corrupt Parquet schema: column "answer" is DECIMAL(1073741824, 1073741824): want a precision of 1 to 1000 digits and a scale of 0 to the precision`)
+}
