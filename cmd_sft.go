@@ -112,10 +112,11 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	// A run of another model or LoRA setting, or of spiral train, or one
 	// whose checkpoints hold other parameters than --train and --freeze
 	// select, is refused before the directory's artifacts are built again
-	// for this one, as train refuses it (rl.CheckRunIdentity).
+	// for this one, as train refuses it (rl.CheckRunIdentity); a --train
+	// or --freeze that selects nothing is the usage error it is there.
 	if !f.cfg.Fresh {
 		if err := rl.CheckSFTRunIdentity(f.out, settings, func() ([]string, error) { return model.TrainedParameters(sess.onnx, arts.Selection) }); err != nil {
-			return err
+			return modelFlagUsage(err)
 		}
 	}
 	// The policy is over the tokenizer's ids, those its greedy evaluation

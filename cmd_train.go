@@ -202,12 +202,14 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	// whose checkpoints hold other parameters than --train and --freeze
 	// select, is refused before its directory's artifacts are built again
 	// for this one (minutes, for a real model), as resuming would refuse
-	// it.
+	// it. A --train or --freeze that selects nothing, found as the
+	// parameters they select are compared with the checkpoint's, is the
+	// usage error it is into a new --out.
 	if !f.run.Fresh {
 		now := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, RL: rl.Config{Algo: f.cfg.Algo}, LoRA: lora,
 			Sampling: map[string]any{"selection": arts.Selection.String()}}
 		if err := rl.CheckRunIdentity(f.run.Dir, now, func() ([]string, error) { return model.TrainedParameters(sess.onnx, arts.Selection) }); err != nil {
-			return err
+			return modelFlagUsage(err)
 		}
 	}
 	// The learner's policy is over the ids the sampler draws from, the

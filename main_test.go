@@ -2108,3 +2108,41 @@ func TestEvalRSATableTokens(t *testing.T) {
 	}
 	require.Contains(t, stdout.String(), want)
 }
+
+// TestSelectionMatchingNothingOnRerun: a rerun into a run directory that
+// holds a checkpoint (train's, or an sft interrupted before its model
+// was written) compares its --train and --freeze with the checkpoint's
+// first (rl.CheckRunIdentity, rl.CheckSFTRunIdentity), asking the model
+// which parameters they select: one that selects nothing failed there
+// with exit 1 and "model: M: lmgraph: --train ...", not with the usage
+// error (exit 2) that the same flags get into a new --out.
+func TestSelectionMatchingNothingOnRerun(t *testing.T) {
+	skipWithoutRuntime(t)
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	train := []string{"train", "--out", filepath.Join(dir, "train"), "--steps", "1", "--problems", "1", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), train, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	sftOut := filepath.Join(dir, "sft")
+	sft := []string{"sft", "--out", sftOut, "--steps", "1", "--batch", "4", "--eval-every", "0", "--eval-problems", "2", "--threads", "1", "--quiet"}
+	ctx := graphWrittenCtx{Context: context.Background(), dir: sftOut, name: "model.onnx", cancelled: new(bool)}
+	stderr.Reset()
+	require.Equal(t, exitInterrupted, run(ctx, sft, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.DirExists(t, filepath.Join(sftOut, "checkpoints"))
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--train", "nomatch"}, `--train "nomatch" matches no parameter (spiral artifacts lists the parameters' names)`},
+		{[]string{"--freeze", "."}, `no parameter left to train: --freeze "." matches every one (spiral artifacts lists the parameters' names)`},
+	} {
+		for _, args := range [][]string{train, sft} {
+			args = append(slices.Clone(args), c.flags...)
+			stderr.Reset()
+			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+			require.Equal(t, "spiral "+args[0]+": "+c.want+"\n", stderr.String(), "%q", args)
+		}
+	}
+}
