@@ -142,19 +142,21 @@ func (s sidecar) String() string {
 // tokenizer.json used), which spiral does not read but an hf export of
 // the export, or transformers given its tokenizer, does. A
 // file of that name already beside out with the same contents is left
-// alone; one with other contents is an error naming both (it may be
+// alone; one with other contents is a usage error naming both (it may be
 // another model's in that directory), so nothing is replaced silently
 // and, asked before the export is written, nothing is written; the
 // source's own files (out beside the model) are left as they are.
 // defaults holds files by name, written where the model has none of its
 // own (the chat template and stop ids of a model spiral made, as the hf
-// export writes them: tokenizer.HFConfigFiles). config.json's dtype
+// export writes them: tokenizer.HFConfigFiles). With overwrite, a file
+// of other contents is replaced instead, and replaced reports one was.
+// config.json's dtype
 // says float32, the type of the weights spiral writes
 // (model.Float32Config), and with trained (the export of a checkpoint's
 // weights) it goes without its _name_or_path, which names r and not the
 // trained weights (model.TrainedConfig), either replacing a copy of r's
 // there.
-func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, trained bool) ([]sidecar, error) {
+func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, trained, overwrite bool) (files []sidecar, replaced bool, err error) {
 	dir := filepath.Dir(out)
 	type side struct {
 		name, from string
@@ -164,7 +166,6 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, tra
 	for _, f := range model.ModelSideFiles(r.onnx, r.tokenizer) {
 		sides = append(sides, side{f.Name, f.From, f.Name == "tokenizer.json" && r.tokenizerGiven})
 	}
-	var files []sidecar
 	for _, s := range sides {
 		b, err := os.ReadFile(s.from)
 		if d, ok := defaults[s.name]; ok && errors.Is(err, fs.ErrNotExist) {
@@ -174,13 +175,13 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, tra
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		f := sidecar{from: s.from, to: filepath.Join(dir, s.name), data: b}
 		if s.name == model.ConfigFile {
 			if trained {
 				if f.data, err = model.TrainedConfig(b); err != nil {
-					return nil, fmt.Errorf("%s: %w", s.from, err)
+					return nil, false, fmt.Errorf("%s: %w", s.from, err)
 				}
 				f.unnamed = !bytes.Equal(f.data, b)
 			}
@@ -188,7 +189,7 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, tra
 			// release was stored in (spiral reads no other).
 			named := f.data
 			if f.data, err = model.Float32Config(named); err != nil {
-				return nil, fmt.Errorf("%s: %w", s.from, err)
+				return nil, false, fmt.Errorf("%s: %w", s.from, err)
 			}
 			f.retyped = !bytes.Equal(f.data, named)
 		}
@@ -199,14 +200,16 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, tra
 		case err == nil && bytes.Equal(have, b):
 			// A copy of the source's config.json, which the trained
 			// weights' replaces.
+		case err == nil && overwrite:
+			replaced = true
 		case err == nil:
-			return nil, fmt.Errorf("--out: %s already exists and differs from %s, which the export of %s needs beside it; remove it or export to another directory", f.to, f, r.onnx)
+			return nil, false, usageError{fmt.Errorf("--out %s: %s already exists and differs from %s, which the export of %s needs beside it (another model's?): give --overwrite to replace it, or another --out", out, f.to, f, r.onnx)}
 		case !errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("--out: %w", err)
+			return nil, false, fmt.Errorf("--out: %w", err)
 		}
 		files = append(files, f)
 	}
-	return files, nil
+	return files, replaced, nil
 }
 
 // report is the export's line on the sidecar written.

@@ -27,6 +27,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph; LoRA merged), hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files; LoRA merged) or peft (a LoRA checkpoint's adapters as a peft adapter directory)")
 	baseModel := fs.String("base-model", "", "peft only: the base model adapter_config.json names (base_model_name_or_path): a Hugging Face id or a transformers model directory such as an --format hf export (default: config.json's _name_or_path beside --model, as optimum writes the id there; else none)")
 	external := fs.Bool("external-data", false, "onnx only: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
+	overwrite := fs.Bool("overwrite", false, "replace a model already in --out: its model files the export does not write (model.onnx, an adapter...) are removed, and files of its that differ from the export's (onnx: config.json, the tokenizer's) replaced")
 	return func(ctx context.Context, env *cliEnv, args []string) (err error) {
 		if *format != "onnx" && *format != "hf" && *format != "peft" {
 			return usageError{fmt.Errorf("--format %q: want onnx, hf or peft", *format)}
@@ -71,10 +72,10 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		// transformers loads a directory holding adapter_config.json as
 		// that adapter on its base: the model there would load adapted
 		// (the hf export removes an adapter's files for that reason).
-		if *format == "peft" {
+		if *format == "peft" && !*overwrite {
 			for _, name := range []string{model.HFWeightsFile, model.HFWeightsFile + ".index.json"} {
 				if _, err := os.Stat(filepath.Join(*out, name)); err == nil {
-					return usageError{fmt.Errorf("--out %s holds a Hugging Face model (%s): transformers would load it with the adapter written beside it applied; give the adapter a directory of its own (such as --out %s)",
+					return usageError{fmt.Errorf("--out %s holds a Hugging Face model (%s): transformers would load it with the adapter written beside it applied; give the adapter a directory of its own (such as --out %s), or --overwrite to replace that model",
 						*out, name, filepath.Join(filepath.Dir(filepath.Clean(*out)), "peft"))}
 				}
 			}
@@ -108,6 +109,18 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		if *format == "onnx" && model.SameFile(*out, r.onnx) {
 			return usageError{fmt.Errorf("--out %s is the file of --model %s: the export would replace the model it reads, which the checkpoint's run was trained from; give another --out", *out, r.onnx)}
 		}
+		foreign, err := exportForeignFiles(*format, outDir, filepath.Base(*out), r.onnx)
+		if err != nil {
+			return err
+		}
+		if len(foreign) > 0 && !*overwrite && *format != "onnx" {
+			beside := "config.json"
+			if *format == "peft" {
+				beside = "adapter"
+			}
+			return usageError{fmt.Errorf("--out %s holds %s, a model file that --format %s does not write (another model's, which would be left beside the export's %s): give --overwrite to replace that model (its %s removed), or another --out",
+				*out, foreign[0], *format, beside, strings.Join(foreign, ", "))}
+		}
 		// The tokenizer's Hugging Face files, which hf writes where the
 		// model has none; peft writes the adapters alone.
 		var tokFiles map[string][]byte
@@ -118,8 +131,14 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		}
 		var sides []sidecar // what the onnx export writes beside it
 		if *format == "onnx" {
-			if sides, err = exportSidecars(r, *out, tokFiles, *ckpt != ""); err != nil {
+			var replaced bool
+			if sides, replaced, err = exportSidecars(r, *out, tokFiles, *ckpt != "", *overwrite); err != nil {
 				return err
+			}
+			// Other graphs in the directory go with the files of theirs
+			// replaced; a graph beside the same files stays.
+			if !replaced {
+				foreign = nil
 			}
 		}
 		w, err := params.NewStore(nil) // no checkpoint: the source's own weights
@@ -222,6 +241,58 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 				fmt.Fprintf(env.stdout, "wrote %s: %s\n", s.to, s.report())
 			}
 		}
+		// The replaced model's files (--overwrite), once the export is in.
+		for _, name := range foreign {
+			path := filepath.Join(outDir, name)
+			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("--out %s: remove the replaced model's %s: %w", *out, name, err)
+			}
+			fmt.Fprintf(env.stdout, "removed %s: the replaced model's (--overwrite)\n", path)
+		}
 		return nil
 	}
+}
+
+// exportForeignFiles returns the names of the model files in dir, the
+// directory an export of the given format writes in (base the onnx
+// export's file), that the export does not write: another model's,
+// which the export would leave beside its own files (an init-model
+// directory's model.onnx beside an hf export's config.json, the
+// adapter's base in transformers' eyes). For onnx those are the other
+// graphs and their data files, another model's where the files beside
+// them differ from the export's (exportSidecars); for hf the graphs and
+// a peft adapter; for peft the graphs and Hugging Face weights. The
+// graphs in src's (--model's) directory are that model's (its graph, its
+// data file, an optimum export's other graphs): an export may go beside
+// it, its config.json kept.
+func exportForeignFiles(format, dir, base, src string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	beside := model.SameFile(dir, filepath.Dir(src))
+	var names []string
+	for _, e := range entries {
+		name, lower := e.Name(), strings.ToLower(e.Name())
+		if e.IsDir() {
+			continue
+		}
+		graph := !beside && (strings.HasSuffix(lower, ".onnx") || strings.HasSuffix(lower, ".onnx"+onnx.DataFileSuffix) || strings.HasSuffix(lower, ".onnx.data"))
+		var foreign bool
+		switch format {
+		case "onnx":
+			foreign = graph && name != base && name != base+onnx.DataFileSuffix
+		case "hf":
+			foreign = graph || name == model.PEFTWeightsFile || name == model.PEFTConfigFile
+		case "peft":
+			foreign = graph || (strings.HasSuffix(lower, ".safetensors") && name != model.PEFTWeightsFile) || name == model.HFWeightsFile+".index.json"
+		}
+		if foreign {
+			names = append(names, name)
+		}
+	}
+	return names, nil
 }

@@ -336,14 +336,14 @@ func TestExportSidecars(t *testing.T) {
 	// spiral's defaults go only where the model has no file of that name.
 	defaults := map[string][]byte{"tokenizer_config.json": []byte("default tc"), "generation_config.json": []byte("default gc")}
 	out := filepath.Join(t.TempDir(), "m.onnx")
-	sides, err := exportSidecars(r, out, defaults, false)
+	sides, _, err := exportSidecars(r, out, defaults, false, false)
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"tokenizer.json": "tok", "config.json": "{}", "tokenizer_config.json": `{"chat_template": "x"}`,
 		"generation_config.json": `{"top_p": 0.8}`}, copied(sides))
 
 	withGiven := r
 	withGiven.tokenizer, withGiven.tokenizerGiven = given, true
-	sides, err = exportSidecars(withGiven, out, defaults, false)
+	sides, _, err = exportSidecars(withGiven, out, defaults, false, false)
 	require.NoError(t, err)
 	// The given tokenizer's own files, the model's generation defaults.
 	require.Equal(t, map[string]string{"tokenizer.json": "given tok", "config.json": "{}", "tokenizer_config.json": `{"chat_template": "given"}`,
@@ -352,11 +352,11 @@ func TestExportSidecars(t *testing.T) {
 	for _, s := range sides {
 		require.NoError(t, s.writeIn(filepath.Dir(s.to)))
 	}
-	sides, err = exportSidecars(withGiven, out, defaults, false)
+	sides, _, err = exportSidecars(withGiven, out, defaults, false, false)
 	require.NoError(t, err)
 	require.Empty(t, sides, "the same files are there already")
 	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(out), "generation_config.json"), []byte("{}"), 0o644))
-	_, err = exportSidecars(withGiven, out, defaults, false)
+	_, _, err = exportSidecars(withGiven, out, defaults, false, false)
 	require.ErrorContains(t, err, "generation_config.json already exists and differs from "+filepath.Join(src, "generation_config.json"))
 
 	// A model spiral made has tokenizer.json alone: the defaults are
@@ -365,7 +365,7 @@ func TestExportSidecars(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(made, "tokenizer.json"), []byte("tok"), 0o644))
 	rm := resolvedModel{onnx: filepath.Join(made, "model.onnx"), dir: made, tokenizer: filepath.Join(made, "tokenizer.json")}
 	out = filepath.Join(t.TempDir(), "m.onnx")
-	sides, err = exportSidecars(rm, out, defaults, false)
+	sides, _, err = exportSidecars(rm, out, defaults, false, false)
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"tokenizer.json": "tok", "tokenizer_config.json": "default tc", "generation_config.json": "default gc"}, copied(sides))
 	for _, s := range sides {
@@ -376,11 +376,11 @@ func TestExportSidecars(t *testing.T) {
 		}
 		require.NoError(t, s.writeIn(filepath.Dir(s.to)))
 	}
-	sides, err = exportSidecars(rm, out, defaults, false)
+	sides, _, err = exportSidecars(rm, out, defaults, false, false)
 	require.NoError(t, err)
 	require.Empty(t, sides, "the defaults are there already")
 	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(out), "tokenizer_config.json"), []byte("{}"), 0o644))
-	_, err = exportSidecars(rm, out, defaults, false)
+	_, _, err = exportSidecars(rm, out, defaults, false, false)
 	require.ErrorContains(t, err, "tokenizer_config.json already exists and differs from spiral's tokenizer_config.json")
 }
 
@@ -1131,7 +1131,8 @@ func TestAPIKeyEnv(t *testing.T) {
 // adapter_config.json as that adapter on its base, so the model there
 // (here the embedded model's hf export) loaded with the adapter applied,
 // its logits moved by up to 2.9, and PeftModel applied it once more. The
-// hf export removes a peft adapter's files for the same reason.
+// hf export refuses a peft adapter's files for the same reason (removes
+// them with --overwrite).
 func TestExportPEFTIntoModelDirectory(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	for _, weights := range []string{"model.safetensors", "model.safetensors.index.json"} {
@@ -1141,7 +1142,7 @@ func TestExportPEFTIntoModelDirectory(t *testing.T) {
 		args := []string{"export", "--format", "peft", "--checkpoint", filepath.Join(t.TempDir(), "absent"), "--out", dir}
 		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
 		require.Equal(t, exitUsage, code, stderr.String())
-		require.Equal(t, fmt.Sprintf("spiral export: --out %s holds a Hugging Face model (%s): transformers would load it with the adapter written beside it applied; give the adapter a directory of its own (such as --out %s)\n",
+		require.Equal(t, fmt.Sprintf("spiral export: --out %s holds a Hugging Face model (%s): transformers would load it with the adapter written beside it applied; give the adapter a directory of its own (such as --out %s), or --overwrite to replace that model\n",
 			dir, weights, filepath.Join(filepath.Dir(dir), "peft")), stderr.String())
 		entries, err := os.ReadDir(dir)
 		require.NoError(t, err)
@@ -1164,7 +1165,7 @@ func TestExportSidecarsOfTrainedWeights(t *testing.T) {
 	r := resolvedModel{onnx: filepath.Join(src, "model.onnx"), dir: src, tokenizer: filepath.Join(src, "tokenizer.json")}
 
 	out := filepath.Join(t.TempDir(), "m.onnx")
-	sides, err := exportSidecars(r, out, nil, true)
+	sides, _, err := exportSidecars(r, out, nil, true, false)
 	require.NoError(t, err)
 	require.Len(t, sides, 2)
 	require.Equal(t, filepath.Join(filepath.Dir(out), "config.json"), sides[0].to)
@@ -1173,21 +1174,21 @@ func TestExportSidecarsOfTrainedWeights(t *testing.T) {
 	for _, s := range sides {
 		require.NoError(t, s.writeIn(filepath.Dir(s.to)))
 	}
-	sides, err = exportSidecars(r, out, nil, true)
+	sides, _, err = exportSidecars(r, out, nil, true, false)
 	require.NoError(t, err)
 	require.Empty(t, sides, "exported again: there already")
 	// A copy of the source's config.json there (an export of the model
 	// itself, or one before this fix) is replaced.
 	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(out), "config.json"), []byte(config), 0o644))
-	sides, err = exportSidecars(r, out, nil, true)
+	sides, _, err = exportSidecars(r, out, nil, true, false)
 	require.NoError(t, err)
 	require.Len(t, sides, 1)
 	require.Equal(t, "{\n  \"vocab_size\": 49\n}\n", string(sides[0].data))
-	sides, err = exportSidecars(r, filepath.Join(t.TempDir(), "m.onnx"), nil, false)
+	sides, _, err = exportSidecars(r, filepath.Join(t.TempDir(), "m.onnx"), nil, false, false)
 	require.NoError(t, err)
 	require.Equal(t, config, string(sides[0].data), "the model itself: a copy")
 
-	sides, err = exportSidecars(r, filepath.Join(src, "trained.onnx"), nil, true)
+	sides, _, err = exportSidecars(r, filepath.Join(src, "trained.onnx"), nil, true, false)
 	require.NoError(t, err)
 	require.Empty(t, sides, "the source's own files")
 	b, err := os.ReadFile(filepath.Join(src, "config.json"))
@@ -1218,7 +1219,7 @@ func TestExportSidecarsConfigDtype(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(src, "config.json"), []byte(tc.config), 0o644))
 			require.NoError(t, os.WriteFile(filepath.Join(src, "tokenizer.json"), []byte("tok"), 0o644))
 			r := resolvedModel{onnx: filepath.Join(src, "model.onnx"), dir: src, tokenizer: filepath.Join(src, "tokenizer.json")}
-			sides, err := exportSidecars(r, filepath.Join(t.TempDir(), "m.onnx"), nil, true)
+			sides, _, err := exportSidecars(r, filepath.Join(t.TempDir(), "m.onnx"), nil, true, false)
 			require.NoError(t, err)
 			require.Equal(t, "config.json", filepath.Base(sides[0].to))
 			require.Equal(t, tc.want, string(sides[0].data))

@@ -616,8 +616,9 @@ func TestDamagedNewestCheckpoint(t *testing.T) {
 // TestExportBesideModel: the onnx export copies the files spiral reads
 // beside a model (tokenizer.json, config.json), so the exported file is a
 // --model for eval, generate and plan without --tokenizer; a file of that
-// name already beside the output is left when it is the same and refused,
-// before anything is written, when it differs.
+// name already beside the output is left when it is the same and refused
+// (exit 2), before anything is written, when it differs, unless
+// --overwrite.
 func TestExportBesideModel(t *testing.T) {
 	requireRuntime(t)
 	dir := t.TempDir()
@@ -650,9 +651,12 @@ func TestExportBesideModel(t *testing.T) {
 		{name: "same files already there", code: 0,
 			before: map[string]string{"tokenizer.json": filepath.Join(src, "tokenizer.json"), "config.json": filepath.Join(src, "config.json")},
 			beside: map[string]string{"tokenizer.json": filepath.Join(src, "tokenizer.json"), "config.json": filepath.Join(src, "config.json")}},
-		{name: "another config.json there", code: 1, errHas: []string{"config.json already exists and differs from " + filepath.Join(src, "config.json")},
+		{name: "another config.json there", code: 2, errHas: []string{"config.json already exists and differs from " + filepath.Join(src, "config.json"), "give --overwrite to replace it, or another --out"},
 			before: map[string]string{"config.json": otherTok},
 			beside: map[string]string{"config.json": otherTok}},
+		{name: "another config.json there, --overwrite", args: []string{"--overwrite"}, code: 0,
+			before: map[string]string{"config.json": otherTok},
+			beside: map[string]string{"tokenizer.json": filepath.Join(src, "tokenizer.json"), "config.json": filepath.Join(src, "config.json")}},
 		{name: "--tokenizer copied", args: []string{"--tokenizer", otherTok}, code: 0, runsOut: true,
 			beside: map[string]string{"tokenizer.json": otherTok, "config.json": filepath.Join(src, "config.json")}},
 		{name: "--tokenizer missing", args: []string{"--tokenizer", filepath.Join(dir, "absent.json")}, code: 1, errHas: []string{filepath.Join(dir, "absent.json")}},

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestExportRefusesAnotherModelsDirectory: an export into a directory
+// that holds another model's files (an init-model directory: model.onnx
+// and config.json of another shape) replaced config.json and
+// tokenizer.json (hf) and exited 0, leaving the directory's model.onnx
+// beside another model's config, which eval and train then read. It is
+// refused, naming --out and the file, unless --overwrite, which replaces
+// that model (its files the export does not write removed); a re-export
+// into the export's own directory, and an hf export into --model's own
+// directory, still work.
+func TestExportRefusesAnotherModelsDirectory(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"train", "--out", runDir, "--lora-rank", "2", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	export := func(args ...string) (int, string) {
+		var stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"export"}, args...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+		return code, stderr.String()
+	}
+	initModel := func(name string) (string, []byte) {
+		out := filepath.Join(dir, name)
+		require.Zero(t, run(context.Background(), []string{"init-model", "--layers", "1", "--hidden", "32", "--out", out}, &cliEnv{stdout: io.Discard, stderr: io.Discard}))
+		cfg, err := os.ReadFile(filepath.Join(out, "config.json"))
+		require.NoError(t, err)
+		return out, cfg
+	}
+	for _, tc := range []struct {
+		format  string
+		args    []string // besides --format and --out
+		onnxOut bool     // --out is DIR/model.onnx
+		want    string   // the refusal, DIR for the directory
+	}{
+		{"hf", nil, false, "--out DIR holds model.onnx, a model file that --format hf does not write (another model's, which would be left beside the export's config.json): give --overwrite to replace that model (its model.onnx removed), or another --out"},
+		{"peft", []string{"--checkpoint", runDir}, false, "--out DIR holds model.onnx, a model file that --format peft does not write (another model's, which would be left beside the export's adapter): give --overwrite to replace that model (its model.onnx removed), or another --out"},
+		{"onnx", []string{"--checkpoint", runDir}, true, "--out DIR/model.onnx: DIR/config.json already exists and differs from"},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			out, cfg := initModel("init-" + tc.format)
+			outArg := out
+			if tc.onnxOut {
+				outArg = filepath.Join(out, "model.onnx")
+			}
+			args := append([]string{"--format", tc.format, "--out", outArg}, tc.args...)
+			code, stderr := export(args...)
+			require.Equal(t, exitUsage, code, stderr)
+			require.Contains(t, stderr, "spiral export: "+replaceDir(tc.want, out), stderr)
+			got, err := os.ReadFile(filepath.Join(out, "config.json"))
+			require.NoError(t, err)
+			require.Equal(t, cfg, got, "the directory's model left as it was")
+
+			code, stderr = export(append(args, "--overwrite")...)
+			require.Zero(t, code, stderr)
+			if !tc.onnxOut {
+				require.NoFileExists(t, filepath.Join(out, "model.onnx"), "the replaced model's file")
+			}
+			// Re-exported into its own files: no --overwrite needed.
+			code, stderr = export(args...)
+			require.Zero(t, code, stderr)
+		})
+	}
+	// The hf export beside --model, in its directory, as before, with
+	// the model's other graphs there (an optimum export's).
+	src, _ := initModel("src")
+	require.NoError(t, os.WriteFile(filepath.Join(src, "decoder_model.onnx"), []byte("x"), 0o644))
+	code, msg := export("--format", "hf", "--model", src, "--out", src)
+	require.Zero(t, code, msg)
+	require.FileExists(t, filepath.Join(src, "model.onnx"))
+}
+
+func replaceDir(s, dir string) string { return strings.ReplaceAll(s, "DIR", dir) }
