@@ -165,7 +165,7 @@ func fitContext(s *modelSession, tmpl templateSet, problems []data.Problem, c ro
 	for _, p := range problems {
 		prompt, err := pr.SearchPrompt(p.Problem)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.Source, err)
+			return nil, fmt.Errorf("search prompt of problem %q (%s): %w", p.ID, p.Source, err)
 		}
 		if need := len(prompt) + c.MaxNewTokens; need > c.ContextLength {
 			skipped = append(skipped, data.SkippedRow{Source: p.Source,

@@ -44,6 +44,9 @@ type AggregateData struct {
 type Templates struct {
 	search, aggregate *template.Template
 	searchSrc, aggSrc string
+	// The files the templates were read from ("" for a built-in one),
+	// which an error rendering them names.
+	searchPath, aggPath string
 }
 
 // TemplateError is a template refused: one that does not parse, whose
@@ -51,6 +54,8 @@ type Templates struct {
 // file is not UTF-8. Aggregate says which of the two (else the search
 // template), Path the file it was read from ("" where it was not read
 // from a file, or where the check does not know it: CheckAggregate).
+// Its message names the template (and file) once: callers add where it
+// failed (the problem), not the template again.
 type TemplateError struct {
 	Aggregate bool
 	Path      string
@@ -79,7 +84,17 @@ func LoadTemplates(searchPath, aggregatePath string) (*Templates, error) {
 // Override returns templates that read the template files named (those
 // not "") in place of t's own, keeping t's others.
 func (t *Templates) Override(searchPath, aggregatePath string) (*Templates, error) {
-	return loadOver(t.searchSrc, t.aggSrc, searchPath, aggregatePath)
+	o, err := loadOver(t.searchSrc, t.aggSrc, searchPath, aggregatePath)
+	if err != nil {
+		return nil, err
+	}
+	if searchPath == "" {
+		o.searchPath = t.searchPath
+	}
+	if aggregatePath == "" {
+		o.aggPath = t.aggPath
+	}
+	return o, nil
 }
 
 // loadOver parses the sources search and agg (trimmed already), each
@@ -117,6 +132,7 @@ func loadOver(search, agg, searchPath, aggregatePath string) (*Templates, error)
 	if err != nil {
 		return nil, err
 	}
+	t.searchPath, t.aggPath = searchPath, aggregatePath
 	return t, nil
 }
 
@@ -220,7 +236,7 @@ func (t *Templates) AggregateSource() string { return t.aggSrc }
 func (t *Templates) Search(problem string) (string, error) {
 	out, err := t.search1(problem)
 	if err != nil {
-		return "", &TemplateError{Err: err}
+		return "", &TemplateError{Path: t.searchPath, Err: err}
 	}
 	return out, nil
 }
@@ -237,7 +253,7 @@ func (t *Templates) search1(problem string) (string, error) {
 func (t *Templates) Aggregate(problem string, candidates []string) (string, error) {
 	out, err := t.aggregate1(problem, candidates)
 	if err != nil {
-		return "", &TemplateError{Aggregate: true, Err: err}
+		return "", &TemplateError{Aggregate: true, Path: t.aggPath, Err: err}
 	}
 	return out, nil
 }

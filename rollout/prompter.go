@@ -1,8 +1,6 @@
 package rollout
 
 import (
-	"fmt"
-
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/model/tokenizer"
 )
@@ -26,21 +24,23 @@ func (p ChatPrompter) AssistantTurn(text string) []int32 {
 	return append(p.Tok.Encode(text), p.Tok.IMEnd())
 }
 
-// SearchPrompt renders the search template for problem.
+// SearchPrompt renders the search template for problem. Its error (a
+// *data.TemplateError) names the template and its file.
 func (p ChatPrompter) SearchPrompt(problem string) ([]int32, error) {
 	text, err := p.Templates.Search(problem)
 	if err != nil {
-		return nil, fmt.Errorf("rollout: search template: %w", err)
+		return nil, err
 	}
 	return p.UserTurn(text), nil
 }
 
 // AggregatePrompt renders the aggregation template for problem and the
-// candidate solutions.
+// candidate solutions. Its error (a *data.TemplateError) names the
+// template and its file.
 func (p ChatPrompter) AggregatePrompt(problem string, candidates []string) ([]int32, error) {
 	text, err := p.Templates.Aggregate(problem, candidates)
 	if err != nil {
-		return nil, fmt.Errorf("rollout: aggregation template: %w", err)
+		return nil, err
 	}
 	return p.UserTurn(text), nil
 }

@@ -1,7 +1,9 @@
 package rollout
 
 import (
+	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -97,4 +99,34 @@ func TestAggregationPromptCutQwen3(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTemplateFailureNamesFileAndProblem: a template that passes the
+// load's probe and fails on a real problem read
+// `rollout: search prompt of problem "p7": rollout: search template:
+// data: search template: template: ...`: the prefix twice, and the file
+// unnamed. It says the file once, after the problem's id.
+func TestTemplateFailureNamesFileAndProblem(t *testing.T) {
+	tj, err := tokenizer.BuildByteTokenizerJSON()
+	require.NoError(t, err)
+	tok, err := tokenizer.FromBytes(tj)
+	require.NoError(t, err)
+	defer tok.Close()
+	dir := t.TempDir()
+	search, agg := filepath.Join(dir, "search.tmpl"), filepath.Join(dir, "agg.tmpl")
+	// The probe problem is 9 bytes long, a real one 3: index 99 fails.
+	require.NoError(t, os.WriteFile(search, []byte("{{.Problem}}{{if eq (len .Problem) 3}}{{index .Problem 99}}{{end}}"), 0o644))
+	require.NoError(t, os.WriteFile(agg, []byte("{{.Problem}}{{range .Candidates}}{{.Text}}{{end}}{{if eq (len .Problem) 3}}{{index .Problem 99}}{{end}}"), 0o644))
+	tm, err := data.LoadTemplates(search, agg)
+	require.NoError(t, err)
+	pr := ChatPrompter{Tok: tok, Templates: tm}
+	p, err := NewPipeline(&pipeFakeGen{}, pr, PipelineConfig{N1: 2, K: 1, N: 2, N2: 1})
+	require.NoError(t, err)
+	_, _, err = p.Run(context.Background(), []data.Problem{{ID: "p7", Problem: "abc", Answer: "1"}}, 1, 0, nil)
+	require.EqualError(t, err, `rollout: search prompt of problem "p7": data: search template `+search+
+		`: template: search:1:40: executing "search" at <index .Problem 99>: error calling index: index out of range: 99`)
+
+	_, err = pr.AggregatePrompt("abc", []string{"x"})
+	require.EqualError(t, err, "data: aggregation template "+agg+
+		`: template: aggregate:1:77: executing "aggregate" at <index .Problem 99>: error calling index: index out of range: 99`)
 }
