@@ -66,14 +66,16 @@ func loadTemplates(compact bool, f templateFlags) (templateSet, error) {
 	} else {
 		t, err = data.LoadTemplates(f.search, f.aggregate)
 	}
-	// A file refused for its content is named by its flag too.
+	// A file refused for its content is named by its flag too: bad input
+	// of a flag, a usage error as the run-size check's
+	// (checkAggregateTemplate).
 	var te *data.TemplateError
 	if errors.As(err, &te) && te.Path != "" {
 		flag := "--search-template"
 		if te.Aggregate {
 			flag = "--aggregate-template"
 		}
-		return templateSet{}, fmt.Errorf("%s %s: %w", flag, te.Path, te.Err)
+		return templateSet{}, usageError{fmt.Errorf("%s %s: %w", flag, te.Path, te.Err)}
 	}
 	return templateSet{t}, err
 }

@@ -1329,7 +1329,9 @@ func TestAggregateTemplateOfTheRunsSize(t *testing.T) {
 
 // TestTemplateFileErrorsNameTheFlag: a template file that does not parse,
 // fails on probe data, leaves out what it must show or is not UTF-8 is
-// refused naming its flag and file, without the data package's prefix:
+// refused (exit 2, as the same defect found by the run-size check,
+// TestAggregateTemplateOfTheRunsSize, is; it exited 1) naming its flag
+// and file, without the data package's prefix:
 // "data: search template: output does not contain the problem
 // ({{.Problem}}) (files \"s.txt\", \"\")" named no flag, and both files.
 func TestTemplateFileErrorsNameTheFlag(t *testing.T) {
@@ -1360,7 +1362,7 @@ func TestTemplateFileErrorsNameTheFlag(t *testing.T) {
 	} {
 		var stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
-		require.Equal(t, 1, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
 		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
 	}
 }
