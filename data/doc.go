@@ -5,8 +5,10 @@
 // # Loading
 //
 // [Load] reads JSONL, JSON (an array of rows, an object of rows keyed by id,
-// or an object holding one array of rows such as {"data": [...]}) and
-// Parquet; a compressed file (gzip, zstd, bzip2, xz, zip) is refused,
+// or an object holding one array of rows such as {"data": [...]}; one
+// holding several, a file of splits such as {"train": [...], "test":
+// [...]}, is refused naming them, with the jq command that takes one out)
+// and Parquet; a compressed file (gzip, zstd, bzip2, xz, zip) is refused,
 // naming its compression, and so is UTF-16 text (read as UTF-8 it would
 // be malformed at line 1). Every row is first turned into plain Go values
 // (maps, slices, strings, numbers), so the same field mapping and

@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/snappy"
@@ -416,6 +419,27 @@ func (c *lineCounter) startsWith(ch byte) bool {
 	return c.off < int64(len(c.b)) && c.b[c.off] == ch
 }
 
+// jqIdent matches the keys jq names bare (.train); others are quoted
+// (.["my split"]).
+var jqIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// splitHint says how to take the array under key out of the JSON file
+// at path into a file of its own, which the loader reads: with jq.
+func splitHint(path, key string) string {
+	sel := "." + key
+	if !jqIdent.MatchString(key) {
+		sel = ".[" + strconv.Quote(key) + "]"
+	}
+	name := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return r
+		}
+		return '_'
+	}, key)
+	out := strings.TrimSuffix(path, filepath.Ext(path)) + "-" + name + ".json"
+	return fmt.Sprintf("extract the split to use into a file of its own, e.g. jq '%s' %s > %s", sel, path, out)
+}
+
 // objectRows interprets a top-level JSON object: either every value is a
 // row (keyed by id) or exactly one value is an array of rows. keyLines
 // are the lines of the keys, elemLines those of the elements of the
@@ -443,11 +467,20 @@ func objectRows(path string, keys []string, vals []any, keyLines []int, elemLine
 		}
 	}
 	if len(arrays) != 1 {
-		hint := ""
+		hint, named := "", ""
 		if len(arrays) == 0 {
 			hint = jsonLinesHint // one row, in a file of one line
+		} else {
+			// A file of splits ({"train": [...], "test": [...]}): which
+			// arrays, and how to take one (no option picks one).
+			q := make([]string, len(arrays))
+			for i, a := range arrays {
+				q[i] = strconv.Quote(keys[a])
+			}
+			named = " (" + strings.Join(q, ", ") + ")"
+			hint = ": " + splitHint(path, keys[arrays[0]])
 		}
-		return fmt.Errorf("data: %s: top-level JSON object holds %d arrays and is not an object of rows; want an array of rows, an object of rows keyed by id, or an object with one array of rows%s", path, len(arrays), hint)
+		return fmt.Errorf("data: %s: top-level JSON object holds %d arrays%s and is not an object of rows; want an array of rows, an object of rows keyed by id, or an object with one array of rows%s", path, len(arrays), named, hint)
 	}
 	k := keys[arrays[0]]
 	for i, v := range vals[arrays[0]].([]any) {

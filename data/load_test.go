@@ -261,6 +261,12 @@ func TestLoadErrors(t *testing.T) {
 		{name: "json truncated", file: "a.json", content: "[{\"problem\": \"p\", \"answer\": \"1\"}", want: []string{"a.json:1:", "malformed JSON"}},
 		{name: "json top level string", file: "a.json", content: `"rows"`, want: []string{"a.json:1:", "top-level JSON value is a string"}},
 		{name: "json object with two arrays", file: "a.json", content: `{"a": [], "b": []}`, want: []string{"holds 2 arrays"}},
+		// A file of splits: the arrays named, and how to take one (no
+		// option picks an array); it said "holds 2 arrays" alone.
+		{name: "json object of splits", file: "splits.json", content: `{"version": 1, "train": [{"problem": "p", "answer": "1"}], "test": [{"problem": "q", "answer": "2"}]}`,
+			want: []string{`splits.json: top-level JSON object holds 2 arrays ("train", "test") and is not an object of rows; want an array of rows, an object of rows keyed by id, or an object with one array of rows: extract the split to use into a file of its own, e.g. jq '.train' `, `splits.json > `, `splits-train.json`}},
+		{name: "json object of splits with a key jq cannot name bare", file: "s.json", content: `{"my split": [], "test-2": []}`,
+			want: []string{`holds 2 arrays ("my split", "test-2")`, `e.g. jq '.["my split"]' `}},
 		{name: "json array element not an object", file: "a.json", content: `[1]`, want: []string{"a.json:row 0 (line 1):", "row is a number"}},
 		{name: "json array row names its line", file: "a.json", content: "[\n {\n  \"problem\": \"p\",\n  \"answer\": \"1\"\n },\n {\n  \"problem\": \"q\",\n  \"answer\": null\n }\n]\n", want: []string{`a.json:row 1 (line 6): field "answer": wrong type: null`}},
 		{name: "json object of rows names the line", file: "a.json", content: "{\n \"a\": {\"problem\": \"p\", \"answer\": \"1\"},\n \"b\": {\"problem\": \"q\"}\n}\n", want: []string{`a.json:row "b" (line 3): field "answer": missing`}},
