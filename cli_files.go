@@ -28,8 +28,17 @@ func copyFile(src, dst string) error {
 }
 
 // modelDirFiles are the files a model directory written by init-model or
-// sft holds, any of which refuseOverwrite keeps.
-var modelDirFiles = []string{"model.onnx", "model.onnx_data", "config.json", "tokenizer.json"}
+// sft holds, and those of another model's that such a directory would
+// hold beside them (replacedModelFiles), any of which refuseOverwrite
+// keeps.
+var modelDirFiles = append([]string{"model.onnx", "model.onnx_data", "config.json", "tokenizer.json"}, replacedModelFiles...)
+
+// replacedModelFiles are the files of a model that init-model and sft do
+// not write, which --overwrite removes with the model it replaces: a
+// Hugging Face export's weights, which transformers and serving engines
+// would load with the new model's config.json, and a peft adapter, which
+// transformers would load on its base instead of the new model.
+var replacedModelFiles = []string{model.HFWeightsFile, model.HFWeightsFile + ".index.json", model.PEFTWeightsFile, model.PEFTConfigFile}
 
 // refuseOverwrite refuses to write a model into dir when one is there
 // already, or a model's files (a directory of the tokenizer and

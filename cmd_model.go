@@ -146,8 +146,10 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		// inline, and so do its tokenizer's other files and generation
 		// defaults (tokenizer_config.json, vocab.json...), which describe
 		// that model's tokenizer and which exports would copy beside this
-		// one's.
+		// one's, and its Hugging Face weights and adapter
+		// (replacedModelFiles).
 		names := append([]string{"model.onnx" + onnx.DataFileSuffix, "model.onnx", model.ConfigFile}, model.SideFileNames()...)
+		names = append(names, replacedModelFiles...)
 		// A Ctrl-C while the model file was written (one write of the
 		// whole graph, past the last weight's check) leaves --out as
 		// it was too.

@@ -92,3 +92,34 @@ func TestDeviceFlagUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestInitModelReplacesAnotherModelWhole: init-model into a peft
+// adapter's directory (adapter_model.safetensors, adapter_config.json)
+// wrote its model beside the adapter without --overwrite (exit 0), and
+// --overwrite into an hf export's directory replaced its config.json and
+// tokenizer but left its model.safetensors, which transformers and
+// serving engines then loaded with the new model's config. The first is
+// refused naming the file; --overwrite removes the replaced model's
+// Hugging Face weights and adapter.
+func TestInitModelReplacesAnotherModelWhole(t *testing.T) {
+	for _, files := range [][]string{{"adapter_model.safetensors", "adapter_config.json"}, {"config.json", "model.safetensors"}, {"model.safetensors.index.json"}} {
+		t.Run(files[0], func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range files {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("{}"), 0o644))
+			}
+			var stderr bytes.Buffer
+			args := []string{"init-model", "--layers", "1", "--out", dir}
+			require.Equal(t, exitFailure, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}))
+			require.Contains(t, stderr.String(), "--out "+dir+" already holds a model's "+files[0]+" ("+filepath.Join(dir, files[0])+"): give --overwrite to replace it, or another --out")
+			stderr.Reset()
+			require.Zero(t, run(context.Background(), append(args, "--overwrite"), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			for _, f := range files {
+				if f != "config.json" {
+					require.NoFileExists(t, filepath.Join(dir, f), "the replaced model's")
+				}
+			}
+			require.FileExists(t, filepath.Join(dir, "model.onnx"))
+		})
+	}
+}

@@ -218,8 +218,9 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	if err := ctx.Err(); err != nil {
 		return interrupted(err)
 	}
-	// The data file before the model that refers to it.
-	if err := stage.Commit(append(names, rl.SFTLogFile)...); err != nil {
+	// The data file before the model that refers to it; the replaced
+	// model's Hugging Face weights and adapter go (replacedModelFiles).
+	if err := stage.Commit(append(append(names, rl.SFTLogFile), replacedModelFiles...)...); err != nil {
 		return fmt.Errorf("--out %s: %w", f.out, err)
 	}
 	fmt.Fprintf(env.stdout, "wrote %s\n", filepath.Join(f.out, "model.onnx"))
