@@ -25,9 +25,7 @@ func TestExportRefusesAnotherModelsDirectory(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "run")
-	var stderr bytes.Buffer
-	require.Zero(t, run(context.Background(), []string{"train", "--out", runDir, "--lora-rank", "2", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
-		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	trainTinyLoRA(t, runDir)
 	export := func(args ...string) (int, string) {
 		var stderr bytes.Buffer
 		code := run(context.Background(), append([]string{"export"}, args...), &cliEnv{stdout: io.Discard, stderr: &stderr})

@@ -1626,6 +1626,15 @@ func TestSFTInterruptedWhileItsModelIsWritten(t *testing.T) {
 	require.FileExists(t, filepath.Join(out, "model.onnx"))
 }
 
+// trainTinyLoRA trains one step of a rank-2 LoRA run of the embedded
+// model into runDir, the checkpoint the export tests export.
+func trainTinyLoRA(t *testing.T, runDir string) {
+	t.Helper()
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"train", "--out", runDir, "--lora-rank", "2", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+}
+
 // TestExportPEFTInterrupted: a Ctrl-C while a peft export wrote its
 // adapters was not looked at: the export moved them in and exited 0. It
 // now leaves --out as it was (not there) and exits 130.
@@ -1633,12 +1642,10 @@ func TestExportPEFTInterrupted(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "run")
-	var stderr bytes.Buffer
-	require.Zero(t, run(context.Background(), []string{"train", "--out", runDir, "--lora-rank", "2", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
-		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	trainTinyLoRA(t, runDir)
 	out := filepath.Join(dir, "peft")
 	ctx := graphWrittenCtx{Context: context.Background(), dir: out, name: model.PEFTWeightsFile, cancelled: new(bool)}
-	stderr.Reset()
+	var stderr bytes.Buffer
 	code := run(ctx, []string{"export", "--format", "peft", "--checkpoint", runDir, "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr})
 	require.Equal(t, exitInterrupted, code, stderr.String())
 	require.Equal(t, "spiral export: interrupted\n", stderr.String())
@@ -1708,9 +1715,7 @@ func TestExportInterruptedLeavesNoNewDirectory(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "run")
-	var stderr bytes.Buffer
-	require.Zero(t, run(context.Background(), []string{"train", "--out", runDir, "--lora-rank", "2", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
-		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	trainTinyLoRA(t, runDir)
 	for _, tc := range []struct {
 		format, file string // the file whose writing interrupts
 		onnx         bool   // --out is a file in the new directory
