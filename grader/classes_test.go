@@ -295,6 +295,18 @@ var arithCases = []classCase{
 	{"false chain with gcd", `\boxed{\gcd(12, 18) = 4}`, `4`, false, "policy (doc.go, relations and chains): a false = between constants makes the answer wrong"},
 }
 
+const convRealRoot = "competition convention: an odd root of a negative real is the real root, \\sqrt[3]{-8} = -2 (sympy real_root(-8, 3) = -2; sympy root(-8, 3) and Math-Verify 0.9.0 take the principal complex root 1 + 1.732i and reject -2)"
+
+var realRootCases = []classCase{
+	{"cube root of a negative", `\boxed{\sqrt[3]{-8}}`, `-2`, true, convRealRoot},
+	{"cube root of a negative is not its absolute value", `\boxed{\sqrt[3]{-8}}`, `2`, false, convRealRoot},
+	{"fifth root of a negative", `\boxed{\sqrt[5]{-32}}`, `-2`, true, convRealRoot},
+	{"irrational cube root of a negative", `\boxed{\sqrt[3]{-2}}`, `-\sqrt[3]{2}`, true, convRealRoot},
+	{"cube root of a negative fraction", `\boxed{\sqrt[3]{-\frac{27}{8}}}`, `-\frac32`, true, convRealRoot},
+	{"cube root of a cube", `\boxed{\sqrt[3]{x^3}}`, `x`, true, convRealRoot + "; so \\sqrt[3]{x^3} = x for every real x"},
+	{"even root of a negative stays complex", `\boxed{\sqrt[4]{-16}}`, `2`, false, "\\sqrt[4]{-16} is not real (sympy real_root(-16, 4) is the principal root sqrt(2) + sqrt(2)i)"},
+}
+
 const convHuge = "exact integer arithmetic: a^m = b^n for integers when they are powers of one root with equal exponents (2^{2^{2^{2^2}}} = 2^{65536})"
 
 var hugeCases = []classCase{
@@ -360,6 +372,9 @@ func TestClassBaseNumbers(t *testing.T) { runClass(t, Config{}, baseCases) }
 
 // TestClassArithmeticFunctions covers gcd, lcm, max and min of numbers.
 func TestClassArithmeticFunctions(t *testing.T) { runClass(t, Config{}, arithCases) }
+
+// TestClassRealRoots covers odd roots of negative reals.
+func TestClassRealRoots(t *testing.T) { runClass(t, Config{}, realRootCases) }
 
 // TestClassTeXInfix covers TeX's infix \choose and \over.
 func TestClassTeXInfix(t *testing.T) { runClass(t, Config{}, infixCases) }

@@ -46,7 +46,10 @@
 //     positive variables included: \sqrt x\sqrt y = \sqrt{xy}, 2\ln x =
 //     \ln(x^2). Points of both signs still reject what differs where both are
 //     real: \sqrt{x^2} is |x|, not x. When no point is real for both, the
-//     complex principal values are compared.
+//     complex principal values are compared. An odd root of a negative
+//     real is the real root, as in competition math (sympy's real_root,
+//     not its principal root): \sqrt[3]{-8} = -2, \sqrt[3]{x^3} = x; a
+//     power keeps the principal value, (-8)^{1/3} = 1 + \sqrt{3}i.
 //   - When either side contains a decimal literal with a fractional part,
 //     numbers are compared after rounding to Config.FloatRounding decimal
 //     places (default 6), as Math-Verify does: 0.333 equals 1/3 at 3 places but

@@ -257,6 +257,19 @@ func inDomain(out value, in ...value) value {
 	return out
 }
 
+// negate returns -v.
+func negate(v value) value {
+	if v.r != nil {
+		return exact(new(big.Rat).Neg(v.r))
+	}
+	if v.hp != nil {
+		h := *v.hp
+		h.neg = !h.neg
+		return value{c: -v.c, hp: &h}
+	}
+	return value{c: -v.c, nonReal: v.nonReal}
+}
+
 func exact(r *big.Rat) value {
 	f, _ := r.Float64()
 	return value{r: r, c: complex(f, 0)}
@@ -343,15 +356,7 @@ func (e *evaluator) eval(n *node) (value, bool) {
 		if !ok {
 			return v, false
 		}
-		if v.r != nil {
-			return exact(new(big.Rat).Neg(v.r)), true
-		}
-		if v.hp != nil {
-			h := *v.hp
-			h.neg = !h.neg
-			return value{c: -v.c, hp: &h}, true
-		}
-		return value{c: -v.c, nonReal: v.nonReal}, true
+		return negate(v), true
 	case nPM:
 		return e.eval(n.args[0]) // the + branch; expansion handles the rest
 	case nPercent:
@@ -513,8 +518,9 @@ func (e *evaluator) pow(b, x value) (value, bool) {
 		return approx(complex(math.Pow(real(b.c), float64(x.r.Num().Int64())), 0)), true
 	}
 	if x.r != nil && imag(b.c) == 0 && real(b.c) < 0 && !x.r.IsInt() && x.r.Denom().Int64()%2 == 1 {
-		// Odd roots of negatives: keep the principal complex branch, as
-		// sympy does.
+		// Odd roots of negatives written as powers, (-8)^{1/3}: keep
+		// the principal complex branch, as sympy does (a radical,
+		// \sqrt[3]{-8}, is the real root: see apply).
 		return approx(cmplx.Pow(b.c, x.c)), true
 	}
 	return approx(cmplx.Pow(b.c, x.c)), true
@@ -696,15 +702,24 @@ func (e *evaluator) apply(n *node, args []value) (value, bool) {
 		if len(args) != 2 {
 			return value{}, false
 		}
-		if args[1].r != nil && args[1].r.IsInt() && args[1].r.Sign() > 0 && args[0].r != nil && args[0].r.Sign() >= 0 && args[1].r.Num().IsInt64() {
-			if rt, ok := ratRoot(args[0].r, args[1].r.Num().Int64()); ok {
+		x, idx := args[0], args[1]
+		// An odd root of a negative real is the real root, as in
+		// competition math (sympy's real_root): \sqrt[3]{-8} = -2.
+		odd := idx.r != nil && idx.r.IsInt() && idx.r.Sign() > 0 && idx.r.Num().IsInt64() && idx.r.Num().Bit(0) == 1
+		neg := x.r != nil && x.r.Sign() < 0 || x.r == nil && !x.nonReal && imag(x.c) == 0 && real(x.c) < 0
+		if odd && neg {
+			rt, ok := e.apply(n, []value{negate(x), idx})
+			return negate(rt), ok
+		}
+		if idx.r != nil && idx.r.IsInt() && idx.r.Sign() > 0 && x.r != nil && x.r.Sign() >= 0 && idx.r.Num().IsInt64() {
+			if rt, ok := ratRoot(x.r, idx.r.Num().Int64()); ok {
 				return exact(rt), true
 			}
 		}
-		if args[1].c == 0 {
+		if idx.c == 0 {
 			return value{}, false
 		}
-		return approx(cmplx.Pow(args[0].c, 1/args[1].c)), true
+		return approx(cmplx.Pow(x.c, 1/idx.c)), true
 	case "sin":
 		f = cmplx.Sin
 	case "cos":
