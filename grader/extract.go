@@ -331,16 +331,19 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //   - or arithmetic on numbers alone, with a binary +, -, *, /, ^, ×, ÷
 //     or ·, or an =, and no comma outside brackets: "2 + 3", "2^10",
 //     "3*(4+1)", as Math-Verify reads them, "2 × 3", and chains, whose =
-//     must hold as in a box: "12 - 4 = 8" answers 8, "12 - 4 = 9" nothing.
+//     must hold as in a box: "12 - 4 = 8" answers 8, "12 - 4 = 9" nothing;
+//   - or a list of numbers, each a signed decimal or quotient, separated
+//     by a comma and a space or a comma before a sign: "3, 5, 7", "-2,
+//     1", "1,-2", as MATH-500 writes list golds (see numberList).
 //
 // Anything else keeps the reading by the last number: a word of two or
 // more letters (units such as cm, prose; the parser's function words are
 // allowed right before "(", as in sin(x)+1), two operands separated only
 // by spaces (5 m, 2 x, 1 1/2, 1 000), a digit right after a letter (5x3 =
 // 15), a comma followed by a digit outside brackets (x = 1,200 keeps its
-// thousands comma), scientific notation (2.5e-3), any other character
-// ($, %, \, braces, <, :, ±), unbalanced brackets, numbers alone (1,200;
-// 1, 2; -5), and a value that is one number glued to a letter (2k, 5m,
+// thousands comma, 2,5 and -2,1 their decimal comma), scientific notation
+// (2.5e-3), any other character ($, %, \, braces, <, :, ±), unbalanced
+// brackets, a number alone (1,200; -5), and a value that is one number glued to a letter (2k, 5m,
 // d = 5m, v = 5m/s, y = 2x: see quantity).
 func plainAnswer(s string) (string, bool) {
 	a := strings.Trim(s, " \t\n*`")
@@ -501,10 +504,45 @@ func plainAnswer(s string) (string, bool) {
 	tuple := lone && comma
 	expr := letter && (built || paren && !lone || leadLetter && other || konst) && !quantity(a[value:])
 	arithmetic := !letter && !topComma && (built || other)
-	if !tuple && !expr && !arithmetic {
+	if !tuple && !expr && !arithmetic && !(topComma && numberList(a)) {
 		return "", false
 	}
 	return a, true
+}
+
+// numberList reports whether s is two or more numbers separated by
+// commas: "3, 5, 7", "-2, 1", "1,-2", "1/2, -3/4", each element a signed
+// decimal or a quotient of two. plainAnswer has refused a comma followed
+// by a digit (1,200; 2,5), so every comma here is followed by a space or
+// a sign.
+func numberList(s string) bool {
+	elems := strings.Split(s, ",")
+	for _, el := range elems {
+		el = strings.TrimSpace(el)
+		el = strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(el, "-"), "−"), "+")
+		num, den, quotient := strings.Cut(el, "/")
+		if !decimal(num) || quotient && !decimal(den) {
+			return false
+		}
+	}
+	return len(elems) > 1
+}
+
+// decimal reports whether s is digits with at most one decimal point
+// among or before them: 3, 2.5, .5.
+func decimal(s string) bool {
+	digits, point := 0, false
+	for i := 0; i < len(s); i++ {
+		switch {
+		case isDigit(s[i]):
+			digits++
+		case s[i] == '.' && !point:
+			point = true
+		default:
+			return false
+		}
+	}
+	return digits > 0
 }
 
 // quantity reports whether s is one number glued to a letter with nothing

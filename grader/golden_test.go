@@ -168,6 +168,20 @@ var goldenMATH = []gradeCase{
 	{"plain arithmetic chain keeps its last side", "The answer is 12 - 4 = 8.", `8`, true},
 	{"plain arithmetic chain that is false", "The answer is 12 - 4 = 9.", `9`, false},
 	{"plain number list keeps its last number", "Answer: 1, 2 + 3", `5`, false},
+	// Numbers alone separated by ", " (or a comma before a sign) are a
+	// list, as MATH-500 writes list golds: test/intermediate_algebra/428
+	// gold 3, 5, 7, /1102 gold -2,1, /1388 gold 1,-2. By its last number
+	// "3, 5, 7" answered 7 and "1,-2" answered -2.
+	{"plain list (MATH-500 intermediate_algebra/428)", "The final answer is 3, 5, 7", `3, 5, 7`, true},
+	{"plain list in another order (MATH-500 intermediate_algebra/428)", "The final answer is 7, 3, 5.", `3, 5, 7`, true},
+	{"plain list is not its last number (MATH-500 intermediate_algebra/428)", "The final answer is 3, 5, 7", `7`, false},
+	{"plain list missing an element (MATH-500 intermediate_algebra/428)", "The final answer is 3, 5", `3, 5, 7`, false},
+	{"plain spaced list of negatives (MATH-500 intermediate_algebra/1102)", "Answer: -2, 1", `-2,1`, true},
+	{"plain list, comma before a sign (MATH-500 intermediate_algebra/1388)", "Answer: 1,-2", `1,-2`, true},
+	{"plain list, comma before a sign is not its last number (MATH-500 intermediate_algebra/1388)", "Answer: 1,-2", `-2`, false},
+	{"plain list of fractions", "Answer: 1/2, -3/4", `\frac12, -\frac34`, true},
+	{"plain list before a clause", "The answer is 3, 5, 7, which are the roots.", `3, 5, 7`, true},
+	{"plain decimal comma stays a number", "Answer: -2,1", `-2.1`, true},
 	// A "!" before an operator is a factorial, not the sentence's end.
 	{"plain factorial chain", "Answer: 5! = 120", `120`, true},
 	{"plain factorial chain, wrong gold", "Answer: 5! = 120", `5`, false},
@@ -383,7 +397,7 @@ func TestExtract(t *testing.T) {
 		// be a list or thousands; words after the answer are prose.
 		{"plain glued term", "The answer is 2k.", "2", true},
 		{"plain value glued to a letter", "Answer: y = 2x", "2", true},
-		{"plain number list", "Answer: 1, 2", "2", true},
+		{"plain number list", "Answer: 1, 2", "1, 2", true},
 		{"plain tuple then prose", "The answer is (2, 4) because x = 2.", "2", true},
 		{"plain bracketed letter may be a choice label", "Answer: (a)", "", false},
 		{"plain tuple", "Answer: (2, 4)", "(2, 4)", true},
