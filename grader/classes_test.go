@@ -307,6 +307,16 @@ var realRootCases = []classCase{
 	{"even root of a negative stays complex", `\boxed{\sqrt[4]{-16}}`, `2`, false, "\\sqrt[4]{-16} is not real (sympy real_root(-16, 4) is the principal root sqrt(2) + sqrt(2)i)"},
 }
 
+const convReals = "\\mathbb{R} is the set of all reals, the interval (-\\infty, \\infty) (sympy S.Reals == Interval(-oo, oo); Math-Verify 0.9.0 accepts each for the other; MATH writes domains and solution sets as intervals, as the MATH-500 golds (2,\\infty) of test/intermediate_algebra/183 and (-\\infty, 0] of test/precalculus/695)"
+
+var realsCases = []classCase{
+	{"reals for the whole line", `\boxed{\mathbb{R}}`, `(-\infty,\infty)`, true, convReals},
+	{"whole line for the reals", `\boxed{(-\infty, \infty)}`, `\mathbb{R}`, true, convReals},
+	{"reals are not a half line", `\boxed{\mathbb{R}}`, `(-\infty, 0)`, false, convReals},
+	{"reals are not the line less a point", `\boxed{\mathbb{R}}`, `(-\infty,1)\cup(1,\infty)`, false, convReals},
+	{"all real x", `\boxed{x \in \mathbb{R}}`, `(-\infty,\infty)`, true, convReals},
+}
+
 const convHuge = "exact integer arithmetic: a^m = b^n for integers when they are powers of one root with equal exponents (2^{2^{2^{2^2}}} = 2^{65536})"
 
 var hugeCases = []classCase{
@@ -375,6 +385,9 @@ func TestClassArithmeticFunctions(t *testing.T) { runClass(t, Config{}, arithCas
 
 // TestClassRealRoots covers odd roots of negative reals.
 func TestClassRealRoots(t *testing.T) { runClass(t, Config{}, realRootCases) }
+
+// TestClassReals covers \mathbb{R} as an interval.
+func TestClassReals(t *testing.T) { runClass(t, Config{}, realsCases) }
 
 // TestClassTeXInfix covers TeX's infix \choose and \over.
 func TestClassTeXInfix(t *testing.T) { runClass(t, Config{}, infixCases) }

@@ -67,7 +67,8 @@
 //   - Bare comma lists and sets compare as sets (order-free, duplicates
 //     ignored); parenthesised tuples, points, ratios and matrices compare in
 //     order. A tuple of two elements also matches the open interval with the
-//     same ends.
+//     same ends. \mathbb{R} is the interval (-\infty, \infty), so x \in
+//     \mathbb{R} is too.
 //   - Relations and chains: in a chain s0 op s1 op ... of = and ≈, a label (a
 //     name such as x, f(x), f^{-1}(x), AB, a_n: the first side, or the second
 //     of two as in 5 = x) names the answer; the value is the last side before the first ≈ (x

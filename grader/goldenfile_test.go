@@ -44,7 +44,7 @@ func goldenRecords() []goldenRecord {
 		{"class/domain", domainCases}, {"class/choice", choiceCases}, {"class/repeating", repeatingCases},
 		{"class/builder", builderCases}, {"class/clock", clockCases}, {"class/function", functionCases},
 		{"class/huge", hugeCases}, {"class/infix", infixCases}, {"class/arith", arithCases}, {"class/base", baseCases},
-		{"class/realroot", realRootCases},
+		{"class/realroot", realRootCases}, {"class/reals", realsCases},
 	} {
 		for _, c := range s.cases {
 			out = append(out, goldenRecord{s.name, c.name, c.response, c.gold, c.want, c.conv})

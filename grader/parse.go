@@ -1496,6 +1496,10 @@ func (p *parser) parseCommand() *node {
 			return &node{k: nConst, name: raw}
 		case t.s == `\mathrm` && (len(raw) > 1 && isWord(raw) || unit):
 			return p.textNode(raw)
+		case t.s == `\mathbb` && raw == "R":
+			// The reals are the whole line, (-\infty, \infty).
+			inf := &node{k: nConst, name: "inf"}
+			return &node{k: nInterval, args: []*node{mk(nNeg, inf), inf}}
 		}
 		if raw == "" {
 			return &node{k: nText}
