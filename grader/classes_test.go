@@ -105,7 +105,13 @@ var textCases = []classCase{
 	{"article before a word is dropped", `\boxed{\text{the circle}}`, `\text{Circle}`, true, "MATH: 'the circle' and 'circle' name the same answer"},
 	{"different words", `\boxed{\text{ellipse}}`, `\text{circle}`, false, "different words"},
 	{"function notation is not a product", `\boxed{\text{f(x)}}`, `\text{f x}`, false, convText},
+	{"number with its unit in text", `\boxed{\text{12 inches}}`, `12`, true, convUnitText},
+	{"number with its unit in text, wrong number", `\boxed{\text{12 inches}}`, `13`, false, convUnitText},
+	{"number with its unit in text, unit outside", `\boxed{\text{12 inches}}`, `12 \text{ inches}`, true, convUnitText},
+	{"number with a number after it in text", `\boxed{\text{999 9's}}`, `999`, false, "after the number comes another number, not a unit: the AIME 2010 #2 solution in DeepScaleR's aime.json writes \\underbrace{99\\cdots9}_{\\text{999 9's}}, 999 nines"},
 }
+
+const convUnitText = "a unit word after a number is dropped, in \\text{} or out: \\text{12 inches} is 12 \\text{ inches}, which is 12 (doc.go, fonts: units; Math-Verify 0.9.0 reads \\text{12 inches} as the symbol 12inches and rejects 12)"
 
 const (
 	convChain  = "policy (doc.go, relations and chains): a chain asserts each = between numbers, so a false one makes the answer wrong"

@@ -115,7 +115,7 @@
 //     (\mathrm{Monday}), around a letter a symbol (\mathbf{v} is v), except
 //     that \mathrm set off by a space after a number holds a unit, dropped
 //     like \text{ m}: 18 \mathrm{~m}, 18\,\mathrm{s} and 18 \mathrm{~m/s}
-//     are 18.
+//     are 18, as is \text{18 m}, a number and its unit in one \text{}.
 //   - Text: answers made only of words compare as text keys: words of two or
 //     more letters without case, an article before such a word dropped ("The
 //     Circle" = "circle"), braces and . ! ? ignored. A single letter keeps its

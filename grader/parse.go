@@ -1550,13 +1550,19 @@ func isWord(s string) bool {
 }
 
 // textNode turns \text{...} content into a node: a number when it is one
-// (alone or in parentheses), otherwise text.
+// (alone, in parentheses, or followed by a unit as in \text{12 inches},
+// which is 12 as 12 \text{ inches} is), otherwise text.
 func (p *parser) textNode(raw string) *node {
 	if raw == "" {
 		return &node{k: nText}
 	}
 	if r, ok := new(big.Rat).SetString(raw); ok && isNumeral(raw) {
 		return &node{k: nNum, val: r, flt: strings.Contains(raw, ".")}
+	}
+	if n, unit, ok := strings.Cut(raw, " "); ok && isUnitText(unit) {
+		if r, ok := new(big.Rat).SetString(n); ok && isNumeral(n) {
+			return &node{k: nNum, val: r, flt: strings.Contains(n, ".")}
+		}
 	}
 	if len(raw) <= 3 && strings.Trim(raw, "()") != raw {
 		raw = strings.Trim(raw, "()")
