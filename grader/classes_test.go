@@ -144,7 +144,15 @@ var relationCases = []classCase{
 	{"approximation 3.5% off", `\boxed{\frac{1}{30} \approx 0.0345}`, `0.0345`, false, convApprox + " (|1/30 - 0.0345| = 0.00117 > the unit 0.001 and 1% = 0.00033)"},
 	{"gold chain", `\boxed{2}`, `z = 1 + 1 = 2`, true, convValue},
 	{"identity chain", `\boxed{(x+1)^2 = x^2 + 2x + 1}`, `x^2+2x+1`, true, convValue},
+	{"congruence answers its residue (AIME 2025 I-3)", `\boxed{2016 \equiv 16 \pmod{1000}}`, `16`, true, convMod},
+	{"congruence answers its residue", `\boxed{1070 \equiv 70 \pmod{1000}}`, `70`, true, convMod},
+	{"congruence is not its left side", `\boxed{1070 \equiv 70 \pmod{1000}}`, `1070`, false, convMod},
+	{"false congruence", `\boxed{1070 \equiv 71 \pmod{1000}}`, `71`, false, convMod},
+	{"labelled congruence chain", `\boxed{N \equiv 2070 \equiv 70 \pmod{1000}}`, `70`, true, convMod},
+	{"congruence with a spaced mod", `\boxed{1070 \equiv 70 \pmod {1000}}`, `70`, true, convMod},
 }
+
+const convMod = "AIME asks for a remainder: a \\equiv b \\pmod{m} states a congruence, which holds modulo m, and answers its right-hand residue (AIME 2025 I-3 asks for N mod 1000, N = 2016, gold 16; sympy Mod(1070 - 70, 1000) = 0; Math-Verify 0.9.0 also reads 1070 \\equiv 70 \\pmod{1000} as 70)"
 
 const (
 	convDeg  = "policy (doc.go, degrees): inside a trigonometric function x° is x·π/180 radians (sin 30° = 1/2)"

@@ -225,10 +225,10 @@ func (c *comparer) reduceChain(n *node) *node {
 		if !isConstant(a) || !isConstant(b) {
 			continue
 		}
-		if c.equal(a, b) {
+		if n.mod != nil && c.congruent(a, b, n.mod) || n.mod == nil && c.equal(a, b) {
 			continue
 		}
-		if (hasFloat(a) || hasFloat(b)) && c.roughlyEqual(a, b) {
+		if n.mod == nil && (hasFloat(a) || hasFloat(b)) && c.roughlyEqual(a, b) {
 			end = i - 1
 			break
 		}
@@ -242,6 +242,19 @@ func (c *comparer) reduceChain(n *node) *node {
 		return val
 	}
 	return &node{k: nRel, args: []*node{label, val}, ops: []string{"="}, lab: true}
+}
+
+// congruent reports whether the constants a and b are integers congruent
+// modulo m.
+func (c *comparer) congruent(a, b *node, m *big.Int) bool {
+	e := &evaluator{b: c.b}
+	va, ok1 := e.eval(a)
+	vb, ok2 := e.eval(b)
+	if !ok1 || !ok2 || va.r == nil || vb.r == nil || !va.r.IsInt() || !vb.r.IsInt() {
+		return false
+	}
+	d := new(big.Int).Sub(va.r.Num(), vb.r.Num())
+	return d.Mod(d, m).Sign() == 0
 }
 
 // isConstant reports whether n has no free symbols and no text.

@@ -49,6 +49,7 @@ type node struct {
 	args   []*node
 	ops    []string
 	rows   [][]*node
+	mod    *big.Int // nRel: a congruence modulo mod (a \equiv b \pmod{m})
 }
 
 // budget counts the steps left for one comparison.
@@ -200,7 +201,8 @@ type parser struct {
 	b       *budget
 	depth   int
 	absOpen int
-	inElem  bool // parsing a set-builder element: ':' ends it
+	inElem  bool     // parsing a set-builder element: ':' ends it
+	mod     *big.Int // the modulus of the last \pmod{m} or \mod m read
 }
 
 // parseAnswer parses a normalized answer into a tree. It never panics;
@@ -439,8 +441,12 @@ func (p *parser) parseRel() *node {
 	}
 	r := &node{k: nRel}
 	r.args = append(r.args, first)
+	equiv := false
+	p.mod = nil
 	for ok {
-		p.next()
+		if p.next().s == `\equiv` {
+			equiv = true
+		}
 		rhs := p.parseUnion()
 		if rhs == nil || first == nil {
 			p.fail("relation without side")
@@ -451,6 +457,9 @@ func (p *parser) parseRel() *node {
 			p.fail("relation chain too long")
 		}
 		op, ok = p.relOp()
+	}
+	if equiv {
+		r.mod = p.mod
 	}
 	return r
 }
@@ -1459,7 +1468,9 @@ func (p *parser) parseCommand() *node {
 	case `\dots`, `\ldots`, `\cdots`:
 		return &node{k: nSym, name: "…"}
 	case `\pmod`, `\mod`:
-		p.rawArg()
+		if m, ok := new(big.Int).SetString(strings.TrimSpace(p.rawArg()), 10); ok && m.Sign() > 0 {
+			p.mod = m
+		}
 		return &node{k: nText, name: ""}
 	case `\angle`, `\triangle`:
 		return p.parseAtomOrText()
