@@ -125,6 +125,8 @@ func evalShapes() []shape {
 		{"intervals", join(120, func(i int) string { return fmt.Sprintf("(%d,%d]", i, i+1) }, `\cup`)},
 		{"repeating", join(100, func(i int) string { return fmt.Sprintf(`0.%d\overline{%d}`, i, i+1) }, "+")},
 		{"set-builder", join(50, func(i int) string { return fmt.Sprintf(`\{x \mid x > %d\}`, i) }, `\cup`)},
+		{"congruences", join(200, func(i int) string { return fmt.Sprintf("7^{%d}", 20000+i) }, `\equiv`) + `\pmod{` + strings.Repeat("9", 40) + "}"},
+		{"odd-roots", join(300, func(i int) string { return fmt.Sprintf(`\sqrt[%d]{-%d^{%d}}`, 2*i+1, 3+i, 9000+i) }, "+")},
 	}
 }
 
