@@ -43,6 +43,8 @@ func FuzzExtract(f *testing.F) {
 		"Answer: (2, 4)",
 		"The answer is 2k+2, where k is odd.",
 		"**Answer:** x = −3, y = (-∞, 2]",
+		"The final answer is 3, 5, 7.",
+		"Answer: 1,-2",
 	} {
 		f.Add(s)
 	}
@@ -101,6 +103,9 @@ func FuzzParse(f *testing.F) {
 		{`\text{Evelyn}`, `the evelyn`},
 		{`1 - \frac{1}{\mathrm{e}}`, `\sin^{-1}(x)`},
 		{`\log_2 8`, `\binom{5}{2}`},
+		{`\sqrt[3]{-8}`, `-2`},
+		{`1070 \equiv 71 \pmod{1000}`, `71`},
+		{`\mathbb{R}`, `x \in (-\infty, \infty)`},
 	} {
 		f.Add(p[0], p[1])
 	}
