@@ -22,8 +22,10 @@
 //     is "m + n = 37" for "37": a left side that sums labels names the
 //     quantity asked for, while "2x + 1 = 7" is an equation to solve; an
 //     inequality gold is accepted as an interval answer, an interval gold
-//     accepts an inequality only with Config.AllowSetRelation). Equivalent is
-//     the symmetric variant used to cluster answers.
+//     accepts an inequality only with Config.AllowSetRelation; inequalities
+//     in one variable joined by "or" are the union of their solution sets,
+//     x < -1 \text{ or } x > 1 is (-\infty,-1)\cup(1,\infty)). Equivalent
+//     is the symmetric variant used to cluster answers.
 //   - Numbers are exact rationals (math/big) while they can be: integers,
 //     decimals, fractions, integer powers and factorials stay exact, so 1/2006!
 //     and 1/2004! differ. Integer powers beyond MaxBits stay exact as
@@ -153,11 +155,10 @@
 //     comma and a space or a comma before a sign ("3, 5, 7", "1,-2", as
 //     MATH-500 writes list golds). A unit (5 m, 5m/s, d = 5m, 12 cm), a
 //     grouped number (1,200, x = 1,200), a decimal comma (2,5 and -2,1 are
-//     2.5 and -2.1), a number alone (-5), words
-//     and a single term glued to a letter
-//     (2k, y = 2x: a variable or a unit) keep the reading by the number. A
-//     number in base b keeps its subscript ("Answer: 4210_{5}" answers
-//     4210_{5}, not 5).
+//     2.5 and -2.1), a number alone (-5), words and a single term glued to
+//     a letter (2k, y = 2x: a variable or a unit) keep the reading by the
+//     number. A number in base b keeps its subscript ("Answer: 4210_{5}"
+//     answers 4210_{5}, not 5).
 //   - Every call is deterministic, never panics on any input and is bounded,
 //     whatever the input: responses are cut to their last MaxResponseBytes;
 //     boxes, math spans, anchors, numbers and normalization are found in single

@@ -1516,13 +1516,49 @@ func (c *comparer) asIntervals(n *node) ([]interval, bool) {
 		return out, true
 	case nRel:
 		return c.toIntervals(n)
+	case nList:
+		if !isDisjunction(n) {
+			return nil, false
+		}
+		var out []interval
+		for _, a := range n.args {
+			iv, ok := c.toIntervals(a)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, iv...)
+		}
+		return out, true
 	}
 	return nil, false
 }
 
+// isDisjunction reports whether n is inequalities in one variable joined
+// by "or" (x < -1 or x > 1), whose solution set is the union of theirs.
+func isDisjunction(n *node) bool {
+	if n.k != nList || n.name != "or" {
+		return false
+	}
+	for _, a := range n.args {
+		if !isRel(a) || isEq(a) {
+			return false
+		}
+		for _, o := range a.ops {
+			if o == "in" || o == "notin" || o == "~" {
+				return false
+			}
+		}
+	}
+	return len(sortedSyms(n)) == 1
+}
+
 // intervalEqual compares intervals and unions (a 2-tuple is an open
-// interval); an inequality on the other side is handled by relEqual.
+// interval), or one and inequalities joined by "or", with the asymmetry of
+// relEqual; a single inequality on the other side is handled by relEqual.
 func (c *comparer) intervalEqual(g, p *node) bool {
+	if isDisjunction(p) && !c.cfg.AllowSetRelation {
+		return false // an interval gold, inequalities answer
+	}
 	ig, ok1 := c.asIntervals(g)
 	ip, ok2 := c.asIntervals(p)
 	if !ok1 || !ok2 {

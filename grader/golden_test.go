@@ -264,6 +264,15 @@ var goldenMATH = []gradeCase{
 	{"interval gold, inequality answer (default off)", `\boxed{x > 3}`, `(3, \infty)`, false},
 	{"inequality gold, interval answer", `\boxed{(3, \infty)}`, `x > 3`, true},
 	{"inequality flipped", `\boxed{3 < x}`, `x > 3`, true},
+	// Inequalities joined by "or" state the union of their solution sets
+	// (sympy: Or(x < -1, x > 1).as_set() is Union(Interval.open(-oo,
+	// -1), Interval.open(1, oo)); Math-Verify 0.9.0 rejects it, reading
+	// the gold as a set of two relations); as for one
+	// inequality, the gold decides whether an interval answers it.
+	{"inequality gold joined by or, union answer", `\boxed{(-\infty,-1)\cup(1,\infty)}`, `x < -1 \text{ or } x > 1`, true},
+	{"inequality gold joined by or, wrong end", `\boxed{(-\infty,-1]\cup(1,\infty)}`, `x < -1 \text{ or } x > 1`, false},
+	{"union gold, inequalities joined by or (default off)", `\boxed{x < -1 \text{ or } x > 1}`, `(-\infty,-1)\cup(1,\infty)`, false},
+	{"inequalities joined by and are not a union", `\boxed{(-\infty,-1)\cup(1,\infty)}`, `x > -1 \text{ and } x < 1`, false},
 	// Tuples and sets.
 	{"point", `\boxed{(1, -2)}`, `(1,-2)`, true},
 	{"point order matters", `\boxed{(-2, 1)}`, `(1,-2)`, false},
@@ -356,6 +365,10 @@ var goldenPOLARIS = []gradeCase{
 func TestConfigOptions(t *testing.T) {
 	runGrade(t, Config{AllowSetRelation: true}, []gradeCase{
 		{"set relation allowed", `\boxed{x > 3}`, `(3, \infty)`, true},
+		{"set relation joined by or", `\boxed{x<-1 or x>1}`, `(-\infty,-1)\cup(1,\infty)`, true},
+		{"set relation joined by or, TeX", `\boxed{x < -1 \text{ or } x > 1}`, `(-\infty,-1)\cup(1,\infty)`, true},
+		{"set relation joined by or, wrong end", `\boxed{x < -1 \text{ or } x \ge 1}`, `(-\infty,-1)\cup(1,\infty)`, false},
+		{"set relation joined by or in two variables", `\boxed{x < -1 \text{ or } y > 1}`, `(-\infty,-1)\cup(1,\infty)`, false},
 	})
 	runGrade(t, Config{NonStrict: true}, []gradeCase{
 		{"renamed variable", `\boxed{f(y) = y^2}`, `f(x) = x^2`, true},
@@ -446,6 +459,7 @@ func TestEquivalentSymmetric(t *testing.T) {
 		{`\frac{1}{2}`, "0.5", true},
 		{"(3, \\infty)", "x > 3", true},
 		{"2, 3", "3, 2", true},
+		{`x < -1 \text{ or } x > 1`, `(-\infty,-1)\cup(1,\infty)`, true},
 		{"2", "3", false},
 		{`\text{yes}`, `\text{no}`, false},
 	}

@@ -349,8 +349,10 @@ func (p *parser) parseList(stop func(token) bool) *node {
 	defer p.leave()
 	var groups [][]*node
 	var cur []*node
+	or := true // every separator is "or"
 	for p.peek().k != tEOF && !stop(p.peek()) {
 		if lvl, n := p.sepLevel(); lvl > 0 {
+			or = or && lvl == 2 && p.orSep(n)
 			for ; n > 0; n-- {
 				p.next()
 			}
@@ -382,13 +384,24 @@ func (p *parser) parseList(stop func(token) bool) *node {
 				p.next()
 				continue
 			}
-			return p.finishList(groups, cur, true)
+			return p.finishList(groups, cur, or)
 		}
 	}
-	return p.finishList(groups, cur, false)
+	return p.finishList(groups, cur, or)
 }
 
-func (p *parser) finishList(groups [][]*node, cur []*node, _ bool) *node {
+// orSep reports whether the separator of n tokens next is the word "or",
+// bare or in \text{}.
+func (p *parser) orSep(n int) bool {
+	if n == 1 {
+		return strings.EqualFold(p.peek().s, "or")
+	}
+	return n == 4 && strings.EqualFold(p.peekAt(2).s, "or")
+}
+
+// finishList returns the items of groups and cur: one alone, else an nList,
+// named "or" when or reports that only the word "or" separated them.
+func (p *parser) finishList(groups [][]*node, cur []*node, or bool) *node {
 	if len(cur) > 0 {
 		groups = append(groups, cur)
 	}
@@ -408,8 +421,8 @@ func (p *parser) finishList(groups [][]*node, cur []*node, _ bool) *node {
 	if len(items) == 1 {
 		return items[0]
 	}
-	if flat || len(groups) == 1 {
-		return &node{k: nList, args: items}
+	if or && flat {
+		return &node{k: nList, name: "or", args: items}
 	}
 	return &node{k: nList, args: items}
 }

@@ -126,6 +126,7 @@ func evalShapes() []shape {
 		{"repeating", join(100, func(i int) string { return fmt.Sprintf(`0.%d\overline{%d}`, i, i+1) }, "+")},
 		{"set-builder", join(50, func(i int) string { return fmt.Sprintf(`\{x \mid x > %d\}`, i) }, `\cup`)},
 		{"congruences", join(200, func(i int) string { return fmt.Sprintf("7^{%d}", 20000+i) }, `\equiv`) + `\pmod{` + strings.Repeat("9", 40) + "}"},
+		{"disjunctions", join(200, func(i int) string { return fmt.Sprintf(`%dx + %d > %d`, i+1, i, 2*i) }, ` \text{ or } `)},
 		{"odd-roots", join(300, func(i int) string { return fmt.Sprintf(`\sqrt[%d]{-%d^{%d}}`, 2*i+1, 3+i, 9000+i) }, "+")},
 	}
 }
