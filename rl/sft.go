@@ -669,13 +669,20 @@ func readSFTLog(path string, step int) (sftLogged, error) {
 // --overwrite) resume the finished run instead of starting one. The
 // event files of the run whose model and log it replaced, set aside
 // (setAsideFinishedEvents), go too, and their directory with them unless
-// it holds other files.
+// it holds other files. The partial log, the file of the committed
+// sft.jsonl, goes last, once the rest is gone: it is how the next sft
+// into dir tells that the run's model is written (and removes the rest,
+// which a process killed here leaves) rather than resuming its
+// checkpoints as an unfinished run's.
 func RemoveSFTCheckpoints(dir string) error {
+	if err := errors.Join(os.RemoveAll(filepath.Join(dir, CheckpointsDir)), removeFinishedEvents(dir)); err != nil {
+		return err
+	}
 	err := os.Remove(filepath.Join(dir, SFTLogFile+PartialSuffix))
 	if errors.Is(err, fs.ErrNotExist) {
 		err = nil
 	}
-	return errors.Join(err, os.RemoveAll(filepath.Join(dir, CheckpointsDir)), removeFinishedEvents(dir))
+	return err
 }
 
 // setAsideFinishedEvents moves the tensorboard directory of the finished

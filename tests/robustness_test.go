@@ -146,6 +146,13 @@ func startSpiral(t *testing.T, dir string, args ...string) (*exec.Cmd, *strings.
 // exited command and its stderr.
 func signalAtLine(t *testing.T, sig os.Signal, prefix string, within time.Duration, args ...string) (*exec.Cmd, string) {
 	t.Helper()
+	return signalAfterLine(t, sig, prefix, 0, within, args...)
+}
+
+// signalAfterLine is signalAtLine sending sig delay after the line: a
+// kill at points past the line, in what the process does next.
+func signalAfterLine(t *testing.T, sig os.Signal, prefix string, delay, within time.Duration, args ...string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -179,7 +186,11 @@ func signalAtLine(t *testing.T, sig os.Signal, prefix string, within time.Durati
 		_ = cmd.Wait()
 		t.Fatalf("no line %q within %v: %s", prefix, within, stderr.String())
 	}
-	require.NoError(t, cmd.Process.Signal(sig))
+	time.Sleep(delay)
+	// A process that ended meanwhile is signalled no more.
+	if err := cmd.Process.Signal(sig); err != nil {
+		require.ErrorIs(t, err, os.ErrProcessDone)
+	}
 	<-read // Wait closes stdout: read it to the end first
 	_ = cmd.Wait()
 	return cmd, stderr.String()

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rollout/report/tfevents"
 )
 
 // TestSFTInputs feeds spiral sft flags that used to be taken or to fail
@@ -369,4 +371,82 @@ func TestPolicyOverTokenizerIDs(t *testing.T) {
 		require.Equal(t, 1, r.code, "%q\n%s%s", args, r.stdout, r.stderr)
 		require.Contains(t, r.stderr, want, "%q", args)
 	}
+}
+
+// TestSFTOverwriteKilledAfterItsCommit: sft --overwrite of a finished
+// run killed (SIGKILL) once its model is moved in, while it removes the
+// checkpoints, the partial log and the events set aside: the rerun of
+// the same command writes a whole run. RemoveSFTCheckpoints removed the
+// partial log first, the very file of the new sft.jsonl, by which a
+// rerun tells that the model is written and finishes the removal; a kill
+// within the checkpoints' removal left them without it, and the rerun
+// resumed them as an unfinished run at its last step, trained nothing
+// and replaced sft.jsonl with a log of no step ("logs 0 of the 3 steps
+// resumed"). Killed at points from the "wrote" line on (the removal
+// takes a few milliseconds); the TensorBoard events then hold each step
+// once.
+func TestSFTOverwriteKilledAfterItsCommit(t *testing.T) {
+	requireRuntime(t)
+	for _, delay := range []time.Duration{0, 500 * time.Microsecond, 2 * time.Millisecond} {
+		t.Run(delay.String(), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "sft")
+			args := []string{"sft", "--out", out, "--steps", "3", "--batch", "2", "--eval-problems", "2", "--threads", "1",
+				"--checkpoint-every", "1", "--keep", "10", "--tensorboard", "--quiet"}
+			r := spiral(t, nil, args...)
+			require.Equal(t, 0, r.code, r.stderr)
+			args = append(args, "--overwrite")
+			cmd, stderr := signalAfterLine(t, syscall.SIGKILL, "wrote ", delay, 5*time.Minute, args...)
+			require.True(t, cmd.ProcessState.Success() || cmd.ProcessState.ExitCode() == -1, stderr)
+			requireWholeSFTRun(t, out, false)
+			r = spiral(t, nil, args...)
+			require.Equal(t, 0, r.code, r.stderr)
+			require.NotContains(t, r.stderr, "warning", "a run of its own")
+			requireWholeSFTRun(t, out, true)
+		})
+	}
+}
+
+// requireWholeSFTRun asserts that the sft run in out (of sft
+// --steps 3 --tensorboard) has its model, config, tokenizer and a log
+// of its 3 steps; finished, that the checkpoints, the partial log and
+// the events set aside are gone, and that tensorboard/ holds each step
+// once.
+func requireWholeSFTRun(t *testing.T, out string, finished bool) {
+	t.Helper()
+	for _, n := range []string{"model.onnx", "config.json", "tokenizer.json"} {
+		require.FileExists(t, filepath.Join(out, n))
+	}
+	log, err := os.ReadFile(filepath.Join(out, "sft.jsonl"))
+	require.NoError(t, err)
+	steps := 0
+	for _, l := range jsonLines[map[string]any](t, string(log)) {
+		if _, ok := l["loss"]; ok {
+			steps++
+		}
+	}
+	require.Equal(t, 3, steps, "step lines of sft.jsonl")
+	if !finished {
+		return
+	}
+	require.NoDirExists(t, filepath.Join(out, "checkpoints"))
+	require.NoFileExists(t, filepath.Join(out, "sft.jsonl.partial"))
+	require.NoDirExists(t, filepath.Join(out, "tensorboard-finished"))
+	files, err := filepath.Glob(filepath.Join(out, "tensorboard", "events.out.tfevents.*"))
+	require.NoError(t, err)
+	logged := map[int64]int{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		_, events, torn, err := tfevents.Decode(b)
+		require.NoError(t, err, f)
+		require.False(t, torn, f)
+		for _, e := range events {
+			for _, s := range e.Scalars {
+				if s.Tag == "loss" {
+					logged[e.Step]++
+				}
+			}
+		}
+	}
+	require.Equal(t, map[int64]int{1: 1, 2: 1, 3: 1}, logged, "loss events of each step in %v", files)
 }
