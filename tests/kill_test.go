@@ -1,0 +1,133 @@
+package tests
+
+import (
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rollout/report"
+)
+
+// killAfter runs the binary with args and kills it (SIGKILL) delay after
+// ready first holds (polled every 100 µs), or lets it end if it ends
+// first; it fails the test when ready never holds within the given time.
+// It returns the process's stderr and whether it was killed.
+func killAfter(t *testing.T, ready func() bool, delay, within time.Duration, args ...string) (string, bool) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	deadline := time.After(within)
+	for !ready() {
+		select {
+		case <-done:
+			t.Fatalf("ended before it was to be killed: %s", stderr.String())
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			<-done
+			t.Fatalf("not ready to be killed within %v: %s", within, stderr.String())
+		case <-time.After(100 * time.Microsecond):
+		}
+	}
+	select {
+	case <-done:
+		return stderr.String(), false
+	case <-time.After(delay):
+	}
+	// A process that ended meanwhile is signalled no more (it is waited).
+	killed := cmd.Process.Signal(syscall.SIGKILL) == nil
+	<-done
+	killed = killed && cmd.ProcessState.ExitCode() == -1
+	return stderr.String(), killed
+}
+
+// TestEvalKilledAtAnyPoint: eval --traces killed (SIGKILL) at points
+// from the making of its outputs' stage on (plot, report, the traces
+// linked from .partial, the commit's renames and the removal of the
+// .partial) leaves --out with the earlier evaluation's report, plot and
+// traces or the killed one's, all three, once the next evaluation in
+// --out has finished a commit the kill cut short. The same command run
+// again writes its own, and leaves no .partial traces (which may be, after
+// a kill within the commit, the very file of the traces moved in).
+func TestEvalKilledAtAnyPoint(t *testing.T) {
+	requireRuntime(t)
+	out := filepath.Join(t.TempDir(), "out")
+	eval := func(limit int, mode string) []string {
+		return []string{"eval", "--mode", mode, "--limit", strconv.Itoa(limit), "--samples", "2",
+			"--max-new-tokens", "4", "--quiet", "--out", out, "--traces"}
+	}
+	problems := func() int {
+		var rep report.PassAtK
+		require.NoError(t, report.ReadJSON(filepath.Join(out, "passk.json"), &rep))
+		require.Equal(t, 2*rep.Meta.Problems, countLines(t, filepath.Join(out, "passk.traces.jsonl")), "2 traces a problem")
+		require.FileExists(t, filepath.Join(out, "passk.png"))
+		return rep.Meta.Problems
+	}
+	// A stage the kill left before its commit began stays until it is a
+	// minute old (atomicfile's abandonedAfter); none holds a commit.
+	noCommit := func() {
+		commits, err := filepath.Glob(filepath.Join(out, ".stage-*", ".commit"))
+		require.NoError(t, err)
+		require.Empty(t, commits)
+	}
+	r := spiral(t, nil, eval(2, "passk")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	before, kills := 2, 0
+	// Killed at points from the stage's making (the plot is written,
+	// some 25 ms) and, closer, from the report's writing in the stage
+	// (the traces linked, the commit: some 2 ms).
+	type point struct {
+		in    string
+		delay time.Duration
+	}
+	var points []point
+	for i := range 4 {
+		points = append(points, point{"", time.Duration(i) * 8 * time.Millisecond})
+	}
+	for i := range 12 {
+		points = append(points, point{"passk.json", time.Duration(i) * 250 * time.Microsecond})
+	}
+	for _, p := range points {
+		want := 5 - before // 3 problems, then 2, then 3...
+		// Stages an earlier kill left stay a minute: this one's is new.
+		pattern := filepath.Join(out, ".stage-*", p.in)
+		left, err := filepath.Glob(pattern)
+		require.NoError(t, err)
+		ready := func() bool {
+			m, _ := filepath.Glob(pattern)
+			return slices.ContainsFunc(m, func(s string) bool { return !slices.Contains(left, s) })
+		}
+		stderr, killed := killAfter(t, ready, p.delay, time.Minute, eval(want, "passk")...)
+		if killed {
+			kills++
+		}
+		// Another mode's evaluation finishes the killed commit first.
+		seq := eval(1, "sequential")
+		r := spiral(t, nil, seq[:len(seq)-1]...) // without --traces
+		require.Equal(t, 0, r.code, r.stderr)
+		noCommit()
+		got := problems()
+		t.Logf("killed %v (%v) after the stage held %q: %d problems, of %d and %d", killed, p.delay, p.in, got, before, want)
+		require.Contains(t, []int{before, want}, got, "killed %v after the stage held %q: %s", p.delay, p.in, stderr)
+		r = spiral(t, nil, eval(want, "passk")...)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Equal(t, want, problems())
+		require.NoFileExists(t, filepath.Join(out, "passk.traces.jsonl.partial"))
+		noCommit()
+		before = want
+	}
+	require.NotZero(t, kills, "no evaluation was killed")
+}
