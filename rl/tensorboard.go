@@ -536,25 +536,23 @@ func (x *TensorBoardExport) emptyFiles() ([]string, error) {
 
 // Write writes the events PrepareTensorBoard read as one new event file
 // in the run's TensorBoardDir (atomically), refusing, as it did, a run
-// that holds spiral's event files with events already, then removes the
-// event files there that hold none; it sets x.Path, x.Events and
-// x.Removed.
+// that holds spiral's event files with events already, and removes the
+// event files there that hold none first (the new file is named after
+// them still: tfevents.WriteFile), so that a process killed in between
+// leaves the run as it was but for files that held nothing, which the
+// same command converts; it removed them after the new file, and one
+// killed between the two left them for good, that command refused as
+// converted already. It sets x.Path, x.Events and x.Removed.
 func (x *TensorBoardExport) Write() error {
 	empty, err := x.emptyFiles()
 	if err != nil {
 		return err
 	}
-	p, err := tfevents.WriteFile(filepath.Join(x.dir, TensorBoardDir), time.Now(), x.events)
+	p, err := tfevents.WriteFile(filepath.Join(x.dir, TensorBoardDir), time.Now(), x.events, empty...)
 	if err != nil {
 		return fmt.Errorf("rl: %w", err)
 	}
-	x.Path, x.Events = p, len(x.events)
-	for _, f := range empty {
-		if err := os.Remove(f); err != nil {
-			return fmt.Errorf("rl: wrote %s, but the event file without events beside it was not removed: %w", p, err)
-		}
-		x.Removed = append(x.Removed, f)
-	}
+	x.Path, x.Events, x.Removed = p, len(x.events), empty
 	return nil
 }
 

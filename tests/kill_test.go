@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/rollout/report"
+	"github.com/spiral-rl/spiral/rollout/report/tfevents"
 )
 
 // killAfter runs the binary with args and kills it (SIGKILL) delay after
@@ -130,4 +132,54 @@ func TestEvalKilledAtAnyPoint(t *testing.T) {
 		before = want
 	}
 	require.NotZero(t, kills, "no evaluation was killed")
+}
+
+// TestTensorBoardKilledAtAnyPoint: spiral tensorboard killed (SIGKILL)
+// at points through its run (the run's lock, the logs read, the new event
+// file written through its staging file and renamed in, the event file
+// without events that a --tensorboard run killed before its first step
+// left removed) leaves the run's events once at most, in files that
+// TensorBoard reads whole; the same command run again converts the logs
+// or is refused as converted already, and the run's steps are then in
+// its events once each, in the only file there, named after the empty
+// one if that was there when it was named (the empty file's name is an
+// hour ahead of the clock, a clock behind the files'). The empty file
+// was removed after the new file was written: a kill between the two
+// left it for good, the rerun refused as converted already.
+func TestTensorBoardKilledAtAnyPoint(t *testing.T) {
+	requireRuntime(t)
+	out := filepath.Join(t.TempDir(), "sft")
+	r := spiral(t, nil, "sft", "--out", out, "--steps", "3", "--batch", "2", "--eval-problems", "2", "--threads", "1", "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	tb := filepath.Join(out, "tensorboard")
+	kills := 0
+	for i := range 60 {
+		require.NoError(t, os.RemoveAll(tb))
+		w, err := tfevents.Create(tb, time.Now().Add(time.Hour))
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		empty := filepath.Base(w.Path())
+		delay := time.Duration(i) * 250 * time.Microsecond
+		stderr, killed := killAfter(t, func() bool { return true }, delay, time.Minute, "tensorboard", out)
+		if killed {
+			kills++
+		}
+		require.LessOrEqual(t, eventSteps(t, tb, "loss")[3], 1, "killed %v in: %s", delay, stderr)
+		_, err = os.Stat(filepath.Join(tb, empty))
+		emptyLeft := err == nil
+		r := spiral(t, nil, "tensorboard", out)
+		if r.code != 0 {
+			require.Equal(t, 1, r.code, r.stderr)
+			require.Contains(t, r.stderr, "holds TensorBoard events already")
+		}
+		require.Equal(t, map[int64]int{1: 1, 2: 1, 3: 1}, eventSteps(t, tb, "loss"), "killed %v in: %s", delay, stderr)
+		names, err := filepath.Glob(filepath.Join(tb, "*tfevents*"))
+		require.NoError(t, err)
+		require.Len(t, names, 1, "the new event file alone")
+		if emptyLeft || r.code != 0 {
+			// Named while the empty file was there.
+			require.Greater(t, filepath.Base(names[0]), empty, "the new event file sorts after the empty one")
+		}
+	}
+	require.NotZero(t, kills, "no conversion was killed")
 }

@@ -431,7 +431,15 @@ func requireWholeSFTRun(t *testing.T, out string, finished bool) {
 	require.NoDirExists(t, filepath.Join(out, "checkpoints"))
 	require.NoFileExists(t, filepath.Join(out, "sft.jsonl.partial"))
 	require.NoDirExists(t, filepath.Join(out, "tensorboard-finished"))
-	files, err := filepath.Glob(filepath.Join(out, "tensorboard", "events.out.tfevents.*"))
+	require.Equal(t, map[int64]int{1: 1, 2: 1, 3: 1}, eventSteps(t, filepath.Join(out, "tensorboard"), "loss"), "loss events of each step")
+}
+
+// eventSteps counts the events of each step that hold a scalar tagged
+// tag in the event files in dir (TensorBoard reads every file whose name
+// holds "tfevents"), asserting that each is whole.
+func eventSteps(t *testing.T, dir, tag string) map[int64]int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*tfevents*"))
 	require.NoError(t, err)
 	logged := map[int64]int{}
 	for _, f := range files {
@@ -442,11 +450,11 @@ func requireWholeSFTRun(t *testing.T, out string, finished bool) {
 		require.False(t, torn, f)
 		for _, e := range events {
 			for _, s := range e.Scalars {
-				if s.Tag == "loss" {
+				if s.Tag == tag {
 					logged[e.Step]++
 				}
 			}
 		}
 	}
-	require.Equal(t, map[int64]int{1: 1, 2: 1, 3: 1}, logged, "loss events of each step in %v", files)
+	return logged
 }

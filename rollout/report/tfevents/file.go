@@ -127,11 +127,19 @@ func (w *Writer) Close() error {
 // WriteFile writes events as a new event file in dir (created if need
 // be), named for now (newPath), whose file_version event is at now; the
 // file is written atomically (writeFile), so that TensorBoard never
-// reads it half-written. It returns the file's path.
-func WriteFile(dir string, now time.Time, events []Event) (string, error) {
+// reads it half-written. The files of dir named in replaced (event files
+// the new one supersedes) are removed before it is written, and it is
+// named after them too, so that a TensorBoard that read them reads it
+// next. It returns the file's path.
+func WriteFile(dir string, now time.Time, events []Event, replaced ...string) (string, error) {
 	p, err := newPath(dir, now)
 	if err != nil {
 		return "", err
+	}
+	for _, f := range replaced {
+		if err := os.Remove(f); err != nil {
+			return "", fmt.Errorf("tfevents: remove %s, which %s replaces: %w", f, filepath.Base(p), err)
+		}
 	}
 	if err := writeFile(p, Encode(WallTime(now), events)); err != nil {
 		return "", err

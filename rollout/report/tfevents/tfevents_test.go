@@ -206,3 +206,23 @@ func TestNewFileSortsLast(t *testing.T) {
 		require.Equal(t, []string{w.Path(), p}, files[len(files)-2:], "%v", tc.existing)
 	}
 }
+
+// TestWriteFileReplaces: the files WriteFile replaces are gone before the
+// new file is written (a process killed in between leaves neither), and
+// it is named after them still, as after any file that is there.
+func TestWriteFileReplaces(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tb")
+	old, err := WriteFile(dir, time.Unix(1700000500, 0), nil)
+	require.NoError(t, err)
+	p, err := WriteFile(dir, time.Unix(1700000000, 0), []Event{{Step: 1, Scalars: []Scalar{{Tag: "loss", Value: 1}}}}, old)
+	require.NoError(t, err)
+	require.Greater(t, filepath.Base(p), filepath.Base(old))
+	files, err := Files(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{p}, files)
+	_, err = WriteFile(dir, time.Unix(1700000000, 0), nil, old)
+	require.ErrorContains(t, err, "tfevents: remove "+old+", which ")
+	files, err = Files(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{p}, files, "nothing written when a replaced file cannot be removed")
+}
