@@ -458,3 +458,39 @@ func eventSteps(t *testing.T, dir, tag string) map[int64]int {
 	}
 	return logged
 }
+
+// TestSFTOverwriteKilledAsItStarts: sft --overwrite of a finished
+// --tensorboard run killed (SIGKILL) at points from the setting aside of
+// that run's events on (the log started, the events cut back, the first
+// steps) leaves the finished run's model, config, tokenizer and
+// sft.jsonl byte for byte, and its events in tensorboard-finished/; the
+// same command run again writes a whole run and removes them.
+func TestSFTOverwriteKilledAsItStarts(t *testing.T) {
+	requireRuntime(t)
+	out := filepath.Join(t.TempDir(), "sft")
+	args := []string{"sft", "--out", out, "--steps", "3", "--batch", "2", "--eval-problems", "2", "--threads", "1",
+		"--checkpoint-every", "1", "--tensorboard", "--quiet"}
+	r := spiral(t, nil, args...)
+	require.Equal(t, 0, r.code, r.stderr)
+	args = append(args, "--overwrite")
+	aside := filepath.Join(out, "tensorboard-finished")
+	for _, delay := range []time.Duration{0, 2 * time.Millisecond, 50 * time.Millisecond} {
+		finished := map[string][]byte{}
+		for _, n := range []string{"model.onnx", "config.json", "tokenizer.json", "sft.jsonl"} {
+			b, err := os.ReadFile(filepath.Join(out, n))
+			require.NoError(t, err)
+			finished[n] = b
+		}
+		stderr, killed := killAfter(t, func() bool { _, err := os.Stat(aside); return err == nil }, delay, 5*time.Minute, args...)
+		require.True(t, killed, "ended before it was killed %v after the events were set aside: %s", delay, stderr)
+		for n, b := range finished {
+			got, err := os.ReadFile(filepath.Join(out, n))
+			require.NoError(t, err)
+			require.Equal(t, b, got, "%s after a kill %v after the events were set aside", n, delay)
+		}
+		require.Equal(t, map[int64]int{1: 1, 2: 1, 3: 1}, eventSteps(t, aside, "loss"), "the finished run's events")
+		r := spiral(t, nil, args...)
+		require.Equal(t, 0, r.code, r.stderr)
+		requireWholeSFTRun(t, out, true)
+	}
+}
