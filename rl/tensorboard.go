@@ -431,11 +431,16 @@ func trainEvents(dir string) (events []tfevents.Event, torn []string, err error)
 	return events, torn, nil
 }
 
-// sftLog is the log of the sft run in dir: SFTLogFile once its model is
-// written, SFTLogFile + PartialSuffix while it runs (or was stopped);
-// "" when it has neither.
+// sftLog is the log of the sft run in dir: SFTLogFile + PartialSuffix
+// while it runs or once it was stopped, SFTLogFile once its model is
+// written; "" when it has neither. A stopped run beside a finished one
+// (an --overwrite's) is the one TensorBoardDir's events are of: it cuts
+// them back to its step as the same command resumes it, and events of
+// the finished run would stay there as the first steps of its own
+// (PrepareTensorBoard converts the finished run's where the stopped one
+// logged no step).
 func sftLog(dir string) string {
-	for _, name := range []string{SFTLogFile, SFTLogFile + PartialSuffix} {
+	for _, name := range []string{SFTLogFile + PartialSuffix, SFTLogFile} {
 		if p := filepath.Join(dir, name); fileExists(p) {
 			return p
 		}
@@ -495,6 +500,13 @@ func PrepareTensorBoard(dir string) (TensorBoardExport, error) {
 	case sft != "":
 		x.Logs = []string{sft}
 		x.events, x.Torn, err = sftEvents(sft)
+		// A stopped run that logged no step starts over when resumed,
+		// cutting every event away: the finished run's log beside it
+		// (an --overwrite's) is the one to convert.
+		if done := filepath.Join(dir, SFTLogFile); err == nil && len(x.events) == 0 && sft != done && fileExists(done) {
+			x.Logs = []string{done}
+			x.events, x.Torn, err = sftEvents(done)
+		}
 	default:
 		return x, fmt.Errorf("%s holds no %s (spiral train) or %s (spiral sft): want the directory of a training run (its --out)", dir, MetricsFile, SFTLogFile)
 	}

@@ -749,3 +749,40 @@ func TestSFTOverwriteKeepsFinishedEvents(t *testing.T) {
 	require.Equal(t, scalarsOf(events), tbScalars(t, dir))
 	require.Len(t, scalarsOf(events)["loss"], 6)
 }
+
+// TestExportTensorBoardSFTLog: spiral tensorboard converts the log of the
+// sft run that the same sft resumes, sft.jsonl.partial where one was
+// stopped (beside the finished run an --overwrite replaces too), unless
+// it logs no step: a stopped run without one starts over, cutting every
+// event away, and the finished run's sft.jsonl is converted.
+func TestExportTensorBoardSFTLog(t *testing.T) {
+	step := `{"step":1,"loss":0.5,"seconds":2}` + "\n"
+	for _, tc := range []struct {
+		name              string
+		finished, partial *string
+		want              string // the log converted; "" an error
+	}{
+		{"finished", &step, nil, SFTLogFile},
+		{"stopped", nil, &step, SFTLogFile + PartialSuffix},
+		{"stopped overwrite", &step, &step, SFTLogFile + PartialSuffix},
+		{"overwrite stopped before its first step", &step, new(string), SFTLogFile},
+		{"stopped before its first step", nil, new(string), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, b := range map[string]*string{SFTLogFile: tc.finished, SFTLogFile + PartialSuffix: tc.partial} {
+				if b != nil {
+					require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(*b), 0o644))
+				}
+			}
+			x, err := PrepareTensorBoard(dir)
+			if tc.want == "" {
+				require.EqualError(t, err, filepath.Join(dir, SFTLogFile+PartialSuffix)+" logs no step: nothing to convert")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, []string{filepath.Join(dir, tc.want)}, x.Logs)
+			require.Len(t, x.events, 1)
+		})
+	}
+}

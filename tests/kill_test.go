@@ -183,3 +183,46 @@ func TestTensorBoardKilledAtAnyPoint(t *testing.T) {
 	}
 	require.NotZero(t, kills, "no conversion was killed")
 }
+
+// TestTensorBoardOfAnOverwriteStopped: spiral tensorboard in the --out of
+// an sft --overwrite that was stopped (killed after its first checkpoint)
+// converts the log of the run going on there, sft.jsonl.partial, which
+// the same sft resumes: it converted the finished run's sft.jsonl, whose
+// events the resumed run then cut back to its step and kept, beside its
+// own after it, so that TensorBoard showed the replaced run's loss at the
+// first steps of the run whose model and sft.jsonl are there.
+func TestTensorBoardOfAnOverwriteStopped(t *testing.T) {
+	requireRuntime(t)
+	out := filepath.Join(t.TempDir(), "sft")
+	args := []string{"sft", "--out", out, "--steps", "3", "--batch", "2", "--eval-problems", "2", "--threads", "1",
+		"--checkpoint-every", "1", "--quiet"}
+	r := spiral(t, nil, append(args, "--seed", "1")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	args = append(args, "--seed", "2", "--overwrite")
+	signalAtLine(t, syscall.SIGKILL, "checkpoint ", 5*time.Minute, args...)
+	r = spiral(t, nil, "tensorboard", out)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "from "+filepath.Join(out, "sft.jsonl.partial"))
+	r = spiral(t, nil, append(args, "--tensorboard")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	want := logScalars(t, out, "sft.jsonl")["loss"]
+	require.Len(t, want, 3)
+	got := map[int64]float32{}
+	files, err := tfevents.Files(filepath.Join(out, "tensorboard"))
+	require.NoError(t, err)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		_, events, _, err := tfevents.Decode(b)
+		require.NoError(t, err)
+		for _, e := range events {
+			for _, s := range e.Scalars {
+				if s.Tag == "loss" {
+					require.NotContains(t, got, e.Step, "step %d twice", e.Step)
+					got[e.Step] = s.Value
+				}
+			}
+		}
+	}
+	require.Equal(t, want, got, "the loss of sft.jsonl's steps in the events")
+}
