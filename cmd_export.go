@@ -199,7 +199,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			fmt.Fprintf(env.stdout, "wrote %s: a peft adapter directory for %s from %s (%d tensors)\n", *out, r.onnx, from, n)
 		case "hf":
-			n, err := model.ExportHF(ctx, r.onnx, r.tokenizer, *out, w, lora, tokFiles)
+			n, err := model.ExportHF(ctx, r.onnx, r.tokenizer, *out, w, lora, tokFiles, *overwrite)
 			if err != nil {
 				return exported(err)
 			}
@@ -260,8 +260,10 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 // directory's model.onnx beside an hf export's config.json, the
 // adapter's base in transformers' eyes). For onnx those are the other
 // graphs and their data files, another model's where the files beside
-// them differ from the export's (exportSidecars); for hf the graphs and
-// a peft adapter; for peft the graphs and Hugging Face weights. The
+// them differ from the export's (exportSidecars); for hf the graphs, a
+// sharded checkpoint's index and shards (which model.ExportHF removes
+// with its files' move under --overwrite, and refuses without it) and a
+// peft adapter; for peft the graphs and Hugging Face weights. The
 // graphs in src's (--model's) directory are that model's (its graph, its
 // data file, an optimum export's other graphs): an export may go beside
 // it, its config.json kept.
@@ -286,7 +288,8 @@ func exportForeignFiles(format, dir, base, src string) ([]string, error) {
 		case "onnx":
 			foreign = graph && name != base && name != base+onnx.DataFileSuffix
 		case "hf":
-			foreign = graph || name == model.PEFTWeightsFile || name == model.PEFTConfigFile
+			shard := (strings.HasSuffix(lower, ".safetensors") && name != model.HFWeightsFile && name != model.PEFTWeightsFile) || name == model.HFWeightsFile+".index.json"
+			foreign = graph || shard || name == model.PEFTWeightsFile || name == model.PEFTConfigFile
 		case "peft":
 			foreign = graph || (strings.HasSuffix(lower, ".safetensors") && name != model.PEFTWeightsFile) || name == model.HFWeightsFile+".index.json"
 		}

@@ -82,3 +82,36 @@ func TestExportRefusesAnotherModelsDirectory(t *testing.T) {
 }
 
 func replaceDir(s, dir string) string { return strings.ReplaceAll(s, "DIR", dir) }
+
+// TestExportHFOverwriteShardedModel: an hf export into a directory
+// holding a sharded model (model.safetensors.index.json and shards) was
+// refused with exit 1 ("export into another directory, or remove them")
+// even with --overwrite, so --overwrite could not replace a sharded
+// model as it replaces any other. Without --overwrite it is refused as
+// another model's files are (exit 2, naming --overwrite); with it the
+// index and shards are removed as the export moves in.
+func TestExportHFOverwriteShardedModel(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	out := t.TempDir()
+	shards := []string{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "model.safetensors.index.json"}
+	for _, f := range shards {
+		require.NoError(t, os.WriteFile(filepath.Join(out, f), []byte("{}"), 0o644))
+	}
+	args := []string{"export", "--format", "hf", "--out", out}
+	var stderr bytes.Buffer
+	code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral export: --out "+out+" holds model-00001-of-00002.safetensors, a model file that --format hf does not write (another model's, which would be left beside the export's config.json): give --overwrite to replace that model (its "+strings.Join(shards, ", ")+" removed), or another --out\n", stderr.String())
+	for _, f := range shards {
+		require.FileExists(t, filepath.Join(out, f), "left as it was")
+	}
+	stderr.Reset()
+	var stdout bytes.Buffer
+	code = run(context.Background(), append(args, "--overwrite"), &cliEnv{stdout: &stdout, stderr: &stderr})
+	require.Zero(t, code, stderr.String())
+	for _, f := range shards {
+		require.NoFileExists(t, filepath.Join(out, f), "the replaced model's")
+		require.Contains(t, stdout.String(), "removed "+filepath.Join(out, f)+": the replaced model's (--overwrite)\n")
+	}
+	require.FileExists(t, filepath.Join(out, "model.safetensors"))
+}

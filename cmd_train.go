@@ -327,7 +327,7 @@ func weightSync(sess *modelSession, f syncFlags, gen rollout.Generator, arts mod
 		return nil, err
 	}
 	export := func(ctx context.Context, dir string) error {
-		_, err := model.ExportHF(ctx, sess.onnx, sess.tokenizer, dir, pol.Weights, arts.LoRA, tokFiles)
+		_, err := model.ExportHF(ctx, sess.onnx, sess.tokenizer, dir, pol.Weights, arts.LoRA, tokFiles, false)
 		return err
 	}
 	return &rollout.SGLangDiskSync{Engine: eng, Dir: f.dir, Export: export}, nil

@@ -76,7 +76,7 @@ func TestExportsMatchManifest(t *testing.T) {
 			dir := t.TempDir()
 			none, err := params.NewStore(nil)
 			require.NoError(t, err)
-			_, err = model.ExportHF(context.Background(), tc.src, "", dir, none, lmgraph.LoRA{}, nil)
+			_, err = model.ExportHF(context.Background(), tc.src, "", dir, none, lmgraph.LoRA{}, nil, false)
 			require.NoError(t, err)
 			requireSafetensorsMatch(t, filepath.Join(dir, model.HFWeightsFile), want.HF)
 			b, err := os.ReadFile(filepath.Join(dir, model.HFWeightsFile))

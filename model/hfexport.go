@@ -446,19 +446,19 @@ func holdsValues(m *onnx.Model, want []float32) (bool, error) {
 	return false, nil
 }
 
-// refuseOtherCheckpoints refuses a directory dir (absent is fine) that
-// holds safetensors files an hf export neither writes nor replaces: a
-// sharded checkpoint's model.safetensors.index.json or shards. vLLM and
-// SGLang load only the files an index names, and without one every
+// otherCheckpoints returns the safetensors files in dir (absent is
+// fine) that an hf export neither writes nor replaces: a sharded
+// checkpoint's model.safetensors.index.json or shards. vLLM and SGLang
+// load only the files an index names, and without one every
 // .safetensors file, so beside them the export's weights would not be
 // the ones served (transformers alone prefers model.safetensors).
-func refuseOtherCheckpoints(dir string) error {
+func otherCheckpoints(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("model: hf export: %w", err)
+		return nil, fmt.Errorf("model: hf export: %w", err)
 	}
 	var other []string
 	for _, e := range entries {
@@ -470,11 +470,7 @@ func refuseOtherCheckpoints(dir string) error {
 			other = append(other, name)
 		}
 	}
-	if len(other) > 0 {
-		return fmt.Errorf("model: hf export: %s holds %s, another checkpoint's weights, which vLLM and SGLang would load beside or instead of the export's %s: export into another directory, or remove them",
-			dir, strings.Join(other, ", "), HFWeightsFile)
-	}
-	return nil
+	return other, nil
 }
 
 // ExportHF writes a Hugging Face model directory at dir from the ONNX
@@ -493,8 +489,11 @@ func refuseOtherCheckpoints(dir string) error {
 // a model that spiral made, whose directory has only tokenizer.json, so
 // that transformers and serving engines prompt and stop as spiral does. It
 // returns the number of tensors written; it stops when ctx ends, dir's
-// files not replaced.
-func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.Store, l lmgraph.LoRA, defaults map[string][]byte) (int, error) {
+// files not replaced. Another checkpoint's safetensors in dir (a sharded
+// model's index and shards, see otherCheckpoints) are refused before
+// anything is written, or with replace removed as the export's files are
+// moved in (export --overwrite, which replaces the model there).
+func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.Store, l lmgraph.LoRA, defaults map[string][]byte, replace bool) (int, error) {
 	cfgPath := filepath.Join(filepath.Dir(src), ConfigFile)
 	cfg, found, err := ReadHFConfig(src)
 	if err != nil {
@@ -503,8 +502,13 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 	if !found {
 		return 0, fmt.Errorf("model: hf export: %s not found: transformers needs the model's config.json beside %s", cfgPath, src)
 	}
-	if err := refuseOtherCheckpoints(dir); err != nil {
+	other, err := otherCheckpoints(dir)
+	if err != nil {
 		return 0, err
+	}
+	if len(other) > 0 && !replace {
+		return 0, fmt.Errorf("model: hf export: %s holds %s, another checkpoint's weights, which vLLM and SGLang would load beside or instead of the export's %s: export into another directory, or remove them",
+			dir, strings.Join(other, ", "), HFWeightsFile)
 	}
 	m, err := onnx.LoadGraph(src)
 	if err != nil {
@@ -617,7 +621,11 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 		return 0, fmt.Errorf("model: hf export: %w", err)
 	}
 	// An earlier peft export's adapter there would make transformers load
-	// it on its base model instead of these weights: removed.
+	// it on its base model instead of these weights: removed, and so are
+	// the replaced model's shards (replace).
+	if replace {
+		names = append(names, other...)
+	}
 	if err := stage.Commit(append(names, PEFTWeightsFile, PEFTConfigFile)...); err != nil {
 		return 0, fmt.Errorf("model: hf export: %w", err)
 	}

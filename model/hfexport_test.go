@@ -81,12 +81,12 @@ func TestHFWeightsMatchTransformers(t *testing.T) {
 	// nor leaves a temporary one.
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = model.ExportHF(ended, filepath.Join(dir, "model.onnx"), "", out, trained, lmgraph.LoRA{}, nil)
+	_, err = model.ExportHF(ended, filepath.Join(dir, "model.onnx"), "", out, trained, lmgraph.LoRA{}, nil, false)
 	require.ErrorIs(t, err, context.Canceled)
 	entries, err := os.ReadDir(out)
 	require.NoError(t, err)
 	require.Empty(t, entries, "nothing written")
-	n, err := model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, trained, lmgraph.LoRA{}, nil)
+	n, err := model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, trained, lmgraph.LoRA{}, nil, false)
 	require.NoError(t, err)
 	require.Equal(t, w.Len(), n)
 	file, err := os.ReadFile(filepath.Join(out, model.HFWeightsFile))
@@ -209,7 +209,7 @@ func TestExportsReplaceTheirFilesTogether(t *testing.T) {
 		model.PEFTConfigFile: `{"r": 64}`, model.PEFTWeightsFile: "old adapters"} {
 		require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte(body), 0o666))
 	}
-	_, err = model.ExportHF(context.Background(), src, "", out, none, lmgraph.LoRA{}, nil)
+	_, err = model.ExportHF(context.Background(), src, "", out, none, lmgraph.LoRA{}, nil, false)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{model.HFWeightsFile, model.ConfigFile, "README.md"}, names(out))
 	cfg, err := os.ReadFile(filepath.Join(out, model.ConfigFile))
@@ -224,7 +224,7 @@ func TestExportsReplaceTheirFilesTogether(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = model.ExportHF(ended, src, "", out, p.Weights, l, nil)
+	_, err = model.ExportHF(ended, src, "", out, p.Weights, l, nil, false)
 	require.ErrorIs(t, err, context.Canceled)
 	require.ElementsMatch(t, []string{model.HFWeightsFile, model.ConfigFile, "README.md"}, names(out), "an interrupted export leaves no stage")
 
@@ -257,7 +257,7 @@ func TestExportHFWritesDefaultsWhereTheSourceHasNone(t *testing.T) {
 	}
 
 	out := t.TempDir()
-	_, err = model.ExportHF(context.Background(), filepath.Join(src, "model.onnx"), "", out, none, lmgraph.LoRA{}, defaults)
+	_, err = model.ExportHF(context.Background(), filepath.Join(src, "model.onnx"), "", out, none, lmgraph.LoRA{}, defaults, false)
 	require.NoError(t, err)
 	for name, want := range defaults {
 		require.Equal(t, string(want), read(out, name))
@@ -265,7 +265,7 @@ func TestExportHFWritesDefaultsWhereTheSourceHasNone(t *testing.T) {
 
 	own := `{"chat_template": "the model's own"}`
 	require.NoError(t, os.WriteFile(filepath.Join(src, "tokenizer_config.json"), []byte(own), 0o666))
-	_, err = model.ExportHF(context.Background(), filepath.Join(src, "model.onnx"), "", out, none, lmgraph.LoRA{}, defaults)
+	_, err = model.ExportHF(context.Background(), filepath.Join(src, "model.onnx"), "", out, none, lmgraph.LoRA{}, defaults, false)
 	require.NoError(t, err)
 	require.Equal(t, own, read(out, "tokenizer_config.json"))
 	require.Equal(t, string(defaults["generation_config.json"]), read(out, "generation_config.json"))
@@ -292,7 +292,7 @@ func TestExportHFRefusesOtherWeights(t *testing.T) {
 			w, err := params.NewStore(tc.specs)
 			require.NoError(t, err)
 			out := t.TempDir()
-			_, err = model.ExportHF(context.Background(), src, "", out, w, lmgraph.LoRA{}, nil)
+			_, err = model.ExportHF(context.Background(), src, "", out, w, lmgraph.LoRA{}, nil, false)
 			require.ErrorContains(t, err, tc.want)
 			entries, err := os.ReadDir(out)
 			require.NoError(t, err)
@@ -337,7 +337,7 @@ func TestSideFiles(t *testing.T) {
 func TestExportHFQwen2(t *testing.T) {
 	dir := filepath.Join("testdata", "hfqwen2")
 	out := t.TempDir()
-	_, err := model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, &params.Store{}, lmgraph.LoRA{}, nil)
+	_, err := model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, &params.Store{}, lmgraph.LoRA{}, nil, false)
 	require.NoError(t, err)
 	decode := func(path string) map[string]params.RawTensor {
 		raw, err := os.ReadFile(path)
@@ -386,7 +386,7 @@ func TestExportHFRefusesOtherCheckpointFiles(t *testing.T) {
 			for _, f := range tc.files {
 				require.NoError(t, os.WriteFile(filepath.Join(out, f), []byte("old"), 0o666))
 			}
-			_, err := model.ExportHF(context.Background(), src, "", out, &params.Store{}, lmgraph.LoRA{}, nil)
+			_, err := model.ExportHF(context.Background(), src, "", out, &params.Store{}, lmgraph.LoRA{}, nil, false)
 			require.ErrorContains(t, err, "model: hf export: "+out+" "+tc.want)
 			entries, err := os.ReadDir(out)
 			require.NoError(t, err)
@@ -399,8 +399,29 @@ func TestExportHFRefusesOtherCheckpointFiles(t *testing.T) {
 	for _, f := range []string{model.HFWeightsFile, model.PEFTWeightsFile} {
 		require.NoError(t, os.WriteFile(filepath.Join(out, f), []byte("old"), 0o666))
 	}
-	_, err := model.ExportHF(context.Background(), src, "", out, &params.Store{}, lmgraph.LoRA{}, nil)
+	_, err := model.ExportHF(context.Background(), src, "", out, &params.Store{}, lmgraph.LoRA{}, nil, false)
 	require.NoError(t, err)
+}
+
+// TestExportHFReplacesShardedModel: with replace (export --overwrite)
+// a sharded model's index and shards were refused all the same, so
+// --overwrite could not replace a sharded model; they are removed with
+// the commit that moves the export in, the export's files left.
+func TestExportHFReplacesShardedModel(t *testing.T) {
+	src := filepath.Join(hfFixtureDir, "model.onnx")
+	out := t.TempDir()
+	shards := []string{"model.safetensors.index.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}
+	for _, f := range append(shards, "README.md") {
+		require.NoError(t, os.WriteFile(filepath.Join(out, f), []byte("old"), 0o666))
+	}
+	_, err := model.ExportHF(context.Background(), src, "", out, &params.Store{}, lmgraph.LoRA{}, nil, true)
+	require.NoError(t, err)
+	for _, f := range shards {
+		require.NoFileExists(t, filepath.Join(out, f), "the replaced model's")
+	}
+	require.FileExists(t, filepath.Join(out, model.HFWeightsFile))
+	require.FileExists(t, filepath.Join(out, model.ConfigFile))
+	require.FileExists(t, filepath.Join(out, "README.md"), "not a model file: left")
 }
 
 // TestExportHFRefusesAnotherShape: a config.json whose shape is not the
@@ -489,7 +510,7 @@ func TestExportHFRefusesRotaryScalingNotInTheGraph(t *testing.T) {
 		require.NoError(t, err)
 		cfg = bytes.Replace(cfg, []byte(`"rope_scaling": null`), []byte(`"rope_scaling": {"rope_type": "linear", "factor": 2}`), 1)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, model.ConfigFile), cfg, 0o666))
-		_, err = model.ExportHF(context.Background(), src, "", t.TempDir(), &params.Store{}, lmgraph.LoRA{}, nil)
+		_, err = model.ExportHF(context.Background(), src, "", t.TempDir(), &params.Store{}, lmgraph.LoRA{}, nil, false)
 		if scaled {
 			require.NoError(t, err)
 		} else {
@@ -535,7 +556,7 @@ func exportRefusedConfig(t *testing.T, from, to string, want func(path string) s
 	require.Contains(t, string(b), from)
 	require.NoError(t, os.WriteFile(path, bytes.Replace(b, []byte(from), []byte(to), 1), 0o666))
 	out := t.TempDir()
-	_, err = model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, &params.Store{}, lmgraph.LoRA{}, nil)
+	_, err = model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, &params.Store{}, lmgraph.LoRA{}, nil, false)
 	require.EqualError(t, err, want(path))
 	entries, err := os.ReadDir(out)
 	require.NoError(t, err)
@@ -571,7 +592,7 @@ func TestExportHFConfigDtype(t *testing.T) {
 			edited := strings.Replace(string(b), tc.from, tc.to, 1)
 			require.NoError(t, os.WriteFile(cfgPath, []byte(edited), 0o666))
 			out := t.TempDir()
-			_, err = model.ExportHF(context.Background(), filepath.Join(src, "model.onnx"), "", out, none, lmgraph.LoRA{}, nil)
+			_, err = model.ExportHF(context.Background(), filepath.Join(src, "model.onnx"), "", out, none, lmgraph.LoRA{}, nil, false)
 			require.NoError(t, err)
 			got, err := os.ReadFile(filepath.Join(out, model.ConfigFile))
 			require.NoError(t, err)
@@ -624,7 +645,7 @@ func TestExportHFInterruptedAfterItsWeights(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte(body), 0o666))
 	}
 	ctx := stagedCtx{Context: context.Background(), dir: out, name: model.HFWeightsFile}
-	_, err = model.ExportHF(ctx, filepath.Join(hfFixtureDir, "model.onnx"), "", out, none, lmgraph.LoRA{}, nil)
+	_, err = model.ExportHF(ctx, filepath.Join(hfFixtureDir, "model.onnx"), "", out, none, lmgraph.LoRA{}, nil, false)
 	require.ErrorIs(t, err, context.Canceled)
 	entries, err := os.ReadDir(out)
 	require.NoError(t, err)

@@ -197,9 +197,9 @@ func requireONNXMergedStream(t *testing.T, src, want string, adapters *params.St
 func requireHFMergedStream(t *testing.T, src string, merged, adapters *params.Store) {
 	t.Helper()
 	want, got := t.TempDir(), t.TempDir()
-	_, err := model.ExportHF(context.Background(), src, "", want, merged, lmgraph.LoRA{}, nil)
+	_, err := model.ExportHF(context.Background(), src, "", want, merged, lmgraph.LoRA{}, nil, false)
 	require.NoError(t, err)
-	_, err = model.ExportHF(context.Background(), src, "", got, adapters, testLoRA, nil)
+	_, err = model.ExportHF(context.Background(), src, "", got, adapters, testLoRA, nil, false)
 	require.NoError(t, err)
 	a, err := os.ReadFile(filepath.Join(want, model.HFWeightsFile))
 	require.NoError(t, err)
