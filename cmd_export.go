@@ -27,7 +27,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph; LoRA merged), hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files; LoRA merged) or peft (a LoRA checkpoint's adapters as a peft adapter directory)")
 	baseModel := fs.String("base-model", "", "peft only: the base model adapter_config.json names (base_model_name_or_path): a Hugging Face id or a transformers model directory such as an --format hf export (default: config.json's _name_or_path beside --model, as optimum writes the id there; else none)")
 	external := fs.Bool("external-data", false, "onnx only: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
-	overwrite := fs.Bool("overwrite", false, "replace a model already in --out: its model files the export does not write (model.onnx, an adapter...) are removed, and files of its that differ from the export's (onnx: config.json, the tokenizer's) replaced")
+	overwrite := fs.Bool("overwrite", false, "replace a model already in --out: its model files the export does not write (model.onnx, an adapter...; peft: its config.json, tokenizer and generation files too) are removed, and files of its that differ from the export's (onnx: config.json, the tokenizer's) replaced")
 	return func(ctx context.Context, env *cliEnv, args []string) (err error) {
 		if *format != "onnx" && *format != "hf" && *format != "peft" {
 			return usageError{fmt.Errorf("--format %q: want onnx, hf or peft", *format)}
@@ -112,6 +112,20 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		foreign, err := exportForeignFiles(*format, outDir, filepath.Base(*out), r.onnx)
 		if err != nil {
 			return err
+		}
+		// A peft adapter's directory holds the adapter: a replaced
+		// model's config.json, tokenizer and generation files would be
+		// read as the adapter's (vLLM tokenizes a LoRA request with the
+		// tokenizer in the adapter's directory, AutoTokenizer and
+		// AutoConfig read them there), though they describe that model,
+		// not the adapter's base. They go with it, but for --model's own
+		// directory, whose graph stays.
+		if *format == "peft" && len(foreign) > 0 && !model.SameFile(outDir, filepath.Dir(r.onnx)) {
+			for _, name := range append([]string{model.ConfigFile}, model.SideFileNames()...) {
+				if _, err := os.Lstat(filepath.Join(outDir, name)); err == nil {
+					foreign = append(foreign, name)
+				}
+			}
 		}
 		if len(foreign) > 0 && !*overwrite && *format != "onnx" {
 			beside := "config.json"

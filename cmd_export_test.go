@@ -45,7 +45,7 @@ func TestExportRefusesAnotherModelsDirectory(t *testing.T) {
 		want    string   // the refusal, DIR for the directory
 	}{
 		{"hf", nil, false, "--out DIR holds model.onnx, a model file that --format hf does not write (another model's, which would be left beside the export's config.json): give --overwrite to replace that model (its model.onnx removed), or another --out"},
-		{"peft", []string{"--checkpoint", runDir}, false, "--out DIR holds model.onnx, a model file that --format peft does not write (another model's, which would be left beside the export's adapter): give --overwrite to replace that model (its model.onnx removed), or another --out"},
+		{"peft", []string{"--checkpoint", runDir}, false, "--out DIR holds model.onnx, a model file that --format peft does not write (another model's, which would be left beside the export's adapter): give --overwrite to replace that model (its model.onnx, config.json, tokenizer.json removed), or another --out"},
 		{"onnx", []string{"--checkpoint", runDir}, true, "--out DIR/model.onnx: DIR/config.json already exists and differs from"},
 	} {
 		t.Run(tc.format, func(t *testing.T) {
@@ -114,4 +114,50 @@ func TestExportHFOverwriteShardedModel(t *testing.T) {
 		require.Contains(t, stdout.String(), "removed "+filepath.Join(out, f)+": the replaced model's (--overwrite)\n")
 	}
 	require.FileExists(t, filepath.Join(out, "model.safetensors"))
+}
+
+// TestExportPEFTOverwriteLeavesAnAdapterDirectory: a peft export with
+// --overwrite into a model's directory (an hf export's, an init-model
+// one's) removed the replaced model's weights but left its config.json,
+// tokenizer and generation files beside the adapter, which
+// AutoTokenizer and AutoConfig read from the adapter's directory, and
+// vLLM tokenizes a LoRA request with (get_lora_tokenizer loads the
+// tokenizer in the adapter's directory where there is one), though they
+// are the replaced model's, not the adapter's base's. A peft adapter
+// directory holds the adapter (adapter_model.safetensors,
+// adapter_config.json; peft's save_pretrained adds a README.md model
+// card, which is left, as any file that is no model's): the replaced
+// model's files are removed with it.
+func TestExportPEFTOverwriteLeavesAnAdapterDirectory(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	trainTinyLoRA(t, runDir)
+	for _, tc := range []struct {
+		name string
+		make []string // the command that writes the replaced model into DIR
+	}{
+		{"hf", []string{"export", "--format", "hf", "--out", "DIR"}},
+		{"init-model", []string{"init-model", "--layers", "1", "--hidden", "32", "--out", "DIR"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, tc.name)
+			args := make([]string, len(tc.make))
+			for i, a := range tc.make {
+				args[i] = replaceDir(a, out)
+			}
+			var stderr bytes.Buffer
+			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			require.NoError(t, os.WriteFile(filepath.Join(out, "README.md"), []byte("card"), 0o644))
+			code := run(context.Background(), []string{"export", "--format", "peft", "--checkpoint", runDir, "--out", out, "--overwrite"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Zero(t, code, stderr.String())
+			entries, err := os.ReadDir(out)
+			require.NoError(t, err)
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			require.Equal(t, []string{"README.md", "adapter_config.json", "adapter_model.safetensors"}, names)
+		})
+	}
 }
