@@ -43,7 +43,8 @@ var replacedModelFiles = []string{model.HFWeightsFile, model.HFWeightsFile + ".i
 // refuseOverwrite refuses to write a model into dir when one is there
 // already, or a model's files (a directory of the tokenizer and
 // config.json that a serving engine's evaluation reads), unless
-// overwrite: nothing is lost to a command given the wrong --out.
+// overwrite: nothing is lost to a command given the wrong --out. The
+// refusal is a usage error (exit 2), as export's of another model is.
 func refuseOverwrite(dir string, overwrite bool) error {
 	if overwrite {
 		return nil
@@ -55,7 +56,7 @@ func refuseOverwrite(dir string, overwrite bool) error {
 			if name == "model.onnx" {
 				what = "a model"
 			}
-			return fmt.Errorf("--out %s already holds %s (%s): give --overwrite to replace it, or another --out", dir, what, path)
+			return usageError{fmt.Errorf("--out %s already holds %s (%s): give --overwrite to replace it, or another --out", dir, what, path)}
 		}
 	}
 	return nil

@@ -110,7 +110,7 @@ func TestInitModelReplacesAnotherModelWhole(t *testing.T) {
 			}
 			var stderr bytes.Buffer
 			args := []string{"init-model", "--layers", "1", "--out", dir}
-			require.Equal(t, exitFailure, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}))
+			require.Equal(t, exitUsage, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}))
 			require.Contains(t, stderr.String(), "--out "+dir+" already holds a model's "+files[0]+" ("+filepath.Join(dir, files[0])+"): give --overwrite to replace it, or another --out")
 			stderr.Reset()
 			require.Zero(t, run(context.Background(), append(args, "--overwrite"), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())

@@ -1687,7 +1687,7 @@ func TestSFTKilledWithinItsCommit(t *testing.T) {
 
 			stderr.Reset()
 			if !overwrite {
-				require.Equal(t, exitFailure, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}))
+				require.Equal(t, exitUsage, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}))
 				require.Contains(t, stderr.String(), "already holds a model")
 			} else {
 				require.Zero(t, run(context.Background(), append(args, "--overwrite"), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())

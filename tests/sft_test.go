@@ -319,7 +319,7 @@ func TestSFTKilledWhileMovingItsModelIn(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(stage, ".commit"),
 		[]byte(`{"move":["model.onnx","config.json","tokenizer.json","sft.jsonl"],"remove":["model.onnx_data"]}`), 0o644))
 	r = spiral(t, nil, args...)
-	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "already holds a model")
 	for n, b := range want {
 		got, err := os.ReadFile(filepath.Join(out, n))

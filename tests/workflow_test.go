@@ -42,10 +42,10 @@ func TestWorkflow(t *testing.T) {
 	require.Equal(t, 4, countLines(t, filepath.Join(sft, "sft.jsonl")), "3 steps + 1 evaluation line")
 	// A model already in --out is kept unless --overwrite.
 	r = spiral(t, nil, "init-model", "--out", m, "--seed", "4")
-	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "already holds a model")
 	r = spiral(t, nil, "sft", "--model", m, "--out", sft, "--steps", "1", "--batch", "8", "--eval-every", "0", "--quiet")
-	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "give --overwrite to replace it")
 	// So is a directory of a model's files without model.onnx (the
 	// tokenizer and config.json a serving engine's evaluation reads).
@@ -54,7 +54,7 @@ func TestWorkflow(t *testing.T) {
 	cfg := []byte(`{"model_type": "qwen3"}`)
 	require.NoError(t, os.WriteFile(filepath.Join(files, "config.json"), cfg, 0o644))
 	r = spiral(t, nil, "init-model", "--out", files)
-	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "already holds a model's config.json")
 	kept, err := os.ReadFile(filepath.Join(files, "config.json"))
 	require.NoError(t, err)
