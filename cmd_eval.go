@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -125,6 +126,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		Extra:      reportExtra(samplerCfg, f.reward.rule, tmpl, f.tmpl, skipped),
 		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
 	base := filepath.Join(f.out, f.mode)
+	noteReplacedReport(env.stderr, base+".json", f.mode, meta)
 	var traces *report.TraceWriter
 	if f.traces {
 		if traces, err = report.NewTraceWriter(base+tracesSuffix, problems); err != nil {
@@ -189,6 +191,44 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	}
 	fmt.Fprintf(env.stdout, "wrote %s.json and %s.png\n", base, base)
 	return nil
+}
+
+// noteReplacedReport notes on w that the report at path, of the given
+// mode, which the evaluation described by meta replaces, is another
+// model's, checkpoint's or label's (its meta's model or name differs),
+// or no report that names its model. The report is replaced all the same
+// (make study and users re-evaluate into the same --out), but not
+// silently; one of the same model and name is a re-evaluation, not
+// noted.
+func noteReplacedReport(w io.Writer, path, mode string, meta report.Meta) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return // none there (one that cannot be read fails the commit)
+	}
+	var old struct {
+		Meta report.Meta `json:"meta"`
+	}
+	if err := json.Unmarshal(b, &old); err != nil || old.Meta.Model == "" {
+		why := ""
+		if err != nil {
+			why = " (" + err.Error() + ")"
+		}
+		fmt.Fprintf(w, "spiral: note: %s, which this evaluation will replace, is no report that names its model%s\n", path, why)
+		return
+	}
+	if old.Meta.Model == meta.Model && old.Meta.Name() == meta.Name() {
+		return
+	}
+	fmt.Fprintf(w, "spiral: note: %s, the %s report of %s, will be replaced by this evaluation's, of %s\n", path, mode, evaluated(old.Meta), evaluated(meta))
+}
+
+// evaluated names the model a report's meta evaluated: its model (with
+// its checkpoint), and its label where it has one of its own.
+func evaluated(m report.Meta) string {
+	if m.Name() == m.Model {
+		return m.Model
+	}
+	return fmt.Sprintf("%s (label %s)", m.Model, m.Label)
 }
 
 // saveEval writes an evaluation's outputs in --out (out), named for its

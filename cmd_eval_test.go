@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -120,5 +122,48 @@ func TestCutCounterNote(t *testing.T) {
 			c.note(&w, 16, rl.RewardRule{})
 			require.Equal(t, tc.want, w.String())
 		})
+	}
+}
+
+// TestEvalNotesAReplacedReport: an evaluation into an --out holding a
+// report of its mode for another model, checkpoint or label replaced it
+// without a word of it (exit 0), so the user learnt only
+// from the report that the earlier model's was gone. It is still replaced
+// (make study and users re-evaluate into the same directories), with a
+// note naming the report's model and label and this evaluation's; a
+// re-evaluation of the same model and label is not noted.
+func TestEvalNotesAReplacedReport(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	trainTinyLoRA(t, runDir)
+	out := filepath.Join(dir, "eval")
+	path := filepath.Join(out, "passk.json")
+	ckpt := "embedded@run/ckpt-000001" // the checkpoint, named with its run directory's name
+	for _, tc := range []struct {
+		name string
+		args []string // besides the evaluation's
+		want string   // the note, "" for none
+	}{
+		{"first", nil, ""},
+		{"the same model", nil, ""},
+		{"another label", []string{"--label", "base"}, "spiral: note: " + path + ", the passk report of embedded, will be replaced by this evaluation's, of embedded (label base)\n"},
+		{"the same label", []string{"--label", "base"}, ""},
+		{"a checkpoint", []string{"--checkpoint", runDir}, "spiral: note: " + path + ", the passk report of embedded (label base), will be replaced by this evaluation's, of " + ckpt + "\n"},
+		{"no report", nil, "spiral: note: " + path + ", which this evaluation will replace, is no report that names its model (invalid character 'x' looking for beginning of value)\n"},
+	} {
+		if tc.name == "no report" {
+			require.NoError(t, os.WriteFile(path, []byte("x"), 0o644))
+		}
+		var stderr bytes.Buffer
+		args := append([]string{"eval", "--mode", "passk", "--limit", "1", "--samples", "1", "--max-new-tokens", "4", "--quiet", "--threads", "1", "--out", out}, tc.args...)
+		require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+		var notes strings.Builder // the others: the traces cut at 4 tokens
+		for _, line := range strings.SplitAfter(stderr.String(), "\n") {
+			if strings.Contains(line, path) {
+				notes.WriteString(line)
+			}
+		}
+		require.Equal(t, tc.want, notes.String(), tc.name)
 	}
 }
