@@ -255,7 +255,7 @@ func TestSFTResumesAfterInterruption(t *testing.T) {
 	// The finished run left nothing to resume: the same command is
 	// refused for the model it wrote, and --overwrite trains afresh.
 	r = spiral(t, nil, args(straight)...)
-	require.Equal(t, 1, r.code)
+	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "give --overwrite to replace it")
 	r = spiral(t, nil, append(args(straight), "--overwrite")...)
 	require.Equal(t, 0, r.code, r.stderr)
