@@ -245,9 +245,45 @@ type paramFlags struct {
 
 func (f *paramFlags) register(fs *pflag.FlagSet) {
 	f.changed = fs.Changed
-	fs.StringVar(&f.train, "train", "", "train only the parameters whose names match this regular expression (default: all)")
-	fs.StringVar(&f.freeze, "freeze", "", "do not train the parameters whose names match this regular expression")
+	registerSelection(fs, &f.train, &f.freeze)
 	registerLoRA(fs, &f.lora.Rank, &f.lora.Alpha, &f.loraTargets)
+}
+
+// registerSelection adds --train and --freeze.
+func registerSelection(fs *pflag.FlagSet, train, freeze *string) {
+	fs.StringVar(train, "train", "", "train only the parameters whose names match this regular expression (default: all)")
+	fs.StringVar(freeze, "freeze", "", "do not train the parameters whose names match this regular expression")
+}
+
+// parseSelection compiles --train and --freeze into the choice of
+// trained parameters.
+func parseSelection(train, freeze string) (lmgraph.Selection, error) {
+	var s lmgraph.Selection
+	var errs []error
+	for _, x := range []struct {
+		flag, expr string
+		dst        **regexp.Regexp
+	}{{"--train", train, &s.Train}, {"--freeze", freeze, &s.Freeze}} {
+		if x.expr == "" {
+			continue
+		}
+		re, err := regexp.Compile(x.expr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", x.flag, x.expr, err))
+			continue
+		}
+		*x.dst = re
+	}
+	return s, errors.Join(errs...)
+}
+
+// loraSelection refuses --train or --freeze with --lora-rank (rank > 0):
+// LoRA trains its adapters only.
+func loraSelection(rank int, train, freeze string) error {
+	if rank > 0 && (train != "" || freeze != "") {
+		return errors.New("--lora-rank trains adapters only: --train and --freeze do not combine with it")
+	}
+	return nil
 }
 
 // registerLoRA adds --lora-rank, --lora-alpha and --lora-targets.
@@ -333,30 +369,14 @@ func withLoRAFlags(msg string) string {
 
 // artifacts compiles the flags into the choice of trained parameters.
 func (f *paramFlags) artifacts() (model.ArtifactOptions, error) {
-	var s lmgraph.Selection
-	var errs []error
-	for _, x := range []struct {
-		flag, expr string
-		dst        **regexp.Regexp
-	}{{"--train", f.train, &s.Train}, {"--freeze", f.freeze, &s.Freeze}} {
-		if x.expr == "" {
-			continue
-		}
-		re, err := regexp.Compile(x.expr)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %q: %w", x.flag, x.expr, err))
-			continue
-		}
-		*x.dst = re
-	}
+	s, err := parseSelection(f.train, f.freeze)
+	errs := []error{err}
 	l, err := parseLoRA(f.lora.Rank, f.lora.Alpha, f.loraTargets)
 	if err == nil { // a bad value is said first, and alone
 		err = loraWithoutRank(f.changed, f.lora.Rank)
 	}
 	errs = append(errs, err)
-	if l.Enabled() && (f.train != "" || f.freeze != "") {
-		errs = append(errs, errors.New("--lora-rank trains adapters only: --train and --freeze do not combine with it"))
-	}
+	errs = append(errs, loraSelection(l.Rank, f.train, f.freeze))
 	return model.ArtifactOptions{Selection: s, LoRA: l}, errors.Join(errs...)
 }
 

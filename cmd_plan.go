@@ -41,6 +41,8 @@ type planFlags struct {
 	device       string
 	json         bool
 	exec         executorFlags
+	train        string // train's --train and --freeze
+	freeze       string
 	// changed reports whether a flag was given (pflag.FlagSet.Changed).
 	changed func(name string) bool
 }
@@ -53,6 +55,7 @@ func (f *planFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.tokens, "tokens", defaultPlanTokens, "training: tokens per row (the paper's aggregation prompt with n = 4 candidates is about 9k); the default is cut to a shorter context of the model's (config.json max_position_embeddings), a value given is planned as given")
 	fs.IntVar(&f.loraRank, "lora-rank", 0, "training: LoRA rank (0: full fine-tune)")
 	fs.StringVar(&f.loraTargets, "lora-targets", strings.Join(lmgraph.LoRATargets, ","), "training: comma-separated projections LoRA adapts")
+	registerSelection(fs, &f.train, &f.freeze)
 	fs.IntVar(&f.genRows, "gen-rows", 64, "generation: rows decoded together (--gen-batch)")
 	fs.IntVar(&f.genCapacity, "gen-capacity", defaultPlanGenCapacity, "generation: positions per row, prompt plus new tokens (the paper: 1,024 + 4,096); the default is cut to a shorter context of the model's, as --tokens'")
 	registerGenCallMiB(fs, &f.genCallMiB)
@@ -92,6 +95,8 @@ func (f *planFlags) validate() (int64, error) {
 	} else if _, err := parseLoRA(f.loraRank, 32, f.loraTargets); err != nil {
 		errs = append(errs, err)
 	}
+	_, err := parseSelection(f.train, f.freeze)
+	errs = append(errs, err, loraSelection(f.loraRank, f.train, f.freeze))
 	var budget int64
 	if f.device != "" {
 		b, err := parseByteSize(f.device)
@@ -138,11 +143,14 @@ type planReport struct {
 	Arch memplan.Arch `json:"arch"`
 	// Rows, Tokens, GenRows and GenCapacity are the shapes planned (the
 	// defaults cut to the model's context: withinContext).
+	// TrainedParams is what the training step trains: LoRA's adapters,
+	// or the parameters --train and --freeze select (all by default).
 	Rows          int            `json:"rows"`
 	Tokens        int            `json:"tokens"`
 	GenRows       int            `json:"gen_rows"`
 	GenCapacity   int            `json:"gen_capacity"`
 	Params        int64          `json:"params"`
+	TrainedParams int64          `json:"trained_params"`
 	DeviceMemory  int64          `json:"device_memory_bytes"`
 	Train         []memplan.Item `json:"train"`
 	TrainTotal    int64          `json:"train_total_bytes"`
@@ -173,7 +181,21 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	if err := arch.CheckLoRARank(lora.Rank, lora.Targets); err != nil {
 		return usageError{fmt.Errorf("--lora-rank %d: %w", lora.Rank, err)}
 	}
-	tr := memplan.Train{Rows: f.rows, Tokens: f.tokens, LoRARank: lora.Rank, LoRATargets: lora.Targets,
+	sel, err := parseSelection(f.train, f.freeze)
+	if err != nil {
+		return usageError{err}
+	}
+	trained := arch.LoRAParams(lora.Rank, lora.Targets)
+	if lora.Rank == 0 {
+		// A selection that matches no parameter, or leaves none to train,
+		// is refused as train refuses it.
+		t, err := arch.Trained(sel)
+		if err != nil {
+			return modelFlagUsage(err)
+		}
+		trained = t.Params
+	}
+	tr := memplan.Train{Rows: f.rows, Tokens: f.tokens, LoRARank: lora.Rank, LoRATargets: lora.Targets, Selection: sel,
 		AttentionBytes: opts.AttentionBytes, LossChunkBytes: opts.LossChunkBytes, MLPBytes: opts.MLPBytes, KeptBytes: opts.KeptBytes}
 	// The shape is valid (planArch): what the peaks refuse is a size of
 	// the flags past memplan.MaxBytes.
@@ -193,10 +215,14 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	if err != nil {
 		return planShapeError("--gen-rows/--gen-capacity/--lora-rank", err)
 	}
-	rep := planReport{Arch: arch, Rows: f.rows, Tokens: f.tokens, GenRows: f.genRows, GenCapacity: f.genCapacity, Params: arch.Params(), DeviceMemory: budget, Train: train, TrainTotal: memplan.Total(train),
+	traffic, err := memplan.DeviceTraffic(arch, gen, tr)
+	if err != nil {
+		return err
+	}
+	rep := planReport{Arch: arch, Rows: f.rows, Tokens: f.tokens, GenRows: f.genRows, GenCapacity: f.genCapacity, Params: arch.Params(), TrainedParams: trained, DeviceMemory: budget, Train: train, TrainTotal: memplan.Total(train),
 		Generate: generate, GenerateTotal: memplan.Total(generate), MaxTokens: map[int]int{}, MaxGenRows: memplan.MaxRows(arch, gen, budget),
 		TrainingGenerateTotal: memplan.Total(trainingGen), MaxTrainingGenRows: memplan.MaxRows(arch, inTraining, budget),
-		Traffic: memplan.DeviceTraffic(arch, gen, tr)}
+		Traffic: traffic}
 	for _, rows := range []int{1, 2, 4, 8, 16} {
 		tr.Rows = rows
 		rep.MaxTokens[rows] = memplan.MaxTokens(arch, tr, budget)
@@ -205,8 +231,11 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 		return json.NewEncoder(env.stdout).Encode(rep)
 	}
 	what := "full fine-tune, AdamW"
-	if f.loraRank > 0 {
+	switch {
+	case f.loraRank > 0:
 		what = fmt.Sprintf("LoRA rank %d on %s, AdamW", f.loraRank, strings.Join(lora.Targets, ","))
+	case f.train != "" || f.freeze != "":
+		what = fmt.Sprintf("%s of the parameters trained (%s), AdamW", paramCount(trained), selectionFlags(f.train, f.freeze))
 	}
 	fmt.Fprintf(env.stdout, "model: %d layers, hidden %d, %s parameters; memory to fit: %s\n", arch.Layers, arch.Hidden, paramCount(rep.Params), gib(budget))
 	w := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
@@ -295,6 +324,17 @@ func pastContext(arch memplan.Arch, n int) string {
 		return ""
 	}
 	return fmt.Sprintf(", past the model's %d positions (config.json max_position_embeddings)", arch.Context)
+}
+
+// selectionFlags writes the --train and --freeze given.
+func selectionFlags(train, freeze string) string {
+	var given []string
+	for _, x := range [][2]string{{"--train", train}, {"--freeze", freeze}} {
+		if x[1] != "" {
+			given = append(given, fmt.Sprintf("%s %q", x[0], x[1]))
+		}
+	}
+	return strings.Join(given, ", ")
 }
 
 // paramCount writes n in billions (4.02B), or below a billion in

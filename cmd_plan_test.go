@@ -189,3 +189,74 @@ func TestPlanPastAnyMemoryNamed(t *testing.T) {
 		require.Equal(t, tc.want, stderr.String())
 	}
 }
+
+// TestPlanSelection: plan takes train's --train and --freeze and plans
+// the gradients and AdamW moments of the parameters they select only:
+// Qwen3-0.6B (tied) holds 596,049,920 parameters, its embedding 151,936
+// x 1,024 = 155,582,464 of them, so --freeze embed_tokens trains
+// 440,467,456 (4 bytes each of gradients, 8 of moments), where plan
+// planned all 596M. A selection train refuses (nothing left to train,
+// no parameter matched, with --lora-rank, a bad expression) plan refuses
+// with exit 2, naming the flag.
+func TestPlanSelection(t *testing.T) {
+	const all, embed = 596_049_920, 155_582_464
+	plan := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"plan", "--model", "qwen3-0.6b", "--device-memory", "80GB"}, args...), &cliEnv{stdout: &stdout, stderr: &stderr})
+		return code, stdout.String(), stderr.String()
+	}
+	for _, c := range []struct {
+		args    []string
+		trained int64
+	}{
+		{nil, all},
+		{[]string{"--freeze", "embed_tokens"}, all - embed},
+		{[]string{"--train", `layers\.`, "--freeze", `mlp`}, all - embed - 1024 - 28*3*1024*3072},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			code, stdout, stderr := plan(append(c.args, "--json")...)
+			require.Zero(t, code, stderr)
+			var rep struct {
+				TrainedParams int64 `json:"trained_params"`
+				Train         []struct {
+					Name  string
+					Bytes int64
+				}
+				Traffic struct {
+					Moments int64 `json:"moments_bytes"`
+					Frozen  int64 `json:"frozen_bytes"`
+				} `json:"device_traffic"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+			require.Equal(t, c.trained, rep.TrainedParams)
+			bytes := map[string]int64{}
+			for _, it := range rep.Train {
+				bytes[it.Name] = it.Bytes
+			}
+			require.Equal(t, 4*c.trained, bytes["gradients"])
+			require.Equal(t, 8*c.trained, bytes["AdamW moments"])
+			require.Equal(t, int64(4*all), bytes["weights"])
+			require.Equal(t, 8*c.trained, rep.Traffic.Moments)
+			require.Equal(t, 4*(all-c.trained), rep.Traffic.Frozen)
+		})
+	}
+	code, stdout, stderr := plan("--freeze", "embed_tokens")
+	require.Zero(t, code, stderr)
+	require.Contains(t, stdout, "training step: 1 x 9216 tokens (440.47M of the parameters trained (--freeze \"embed_tokens\"), AdamW)\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--freeze", "."}, `spiral plan: no parameter left to train: --freeze "." matches every one (spiral artifacts lists the parameters' names)` + "\n"},
+		{[]string{"--train", "mlp", "--freeze", "proj"}, `spiral plan: no parameter left to train: --freeze "proj" freezes every one --train "mlp" matches (spiral artifacts lists the parameters' names)` + "\n"},
+		{[]string{"--train", "z_proj"}, `spiral plan: --train "z_proj" matches no parameter (spiral artifacts lists the parameters' names)` + "\n"},
+		{[]string{"--train", "mlp", "--lora-rank", "8"}, "spiral plan: --lora-rank trains adapters only: --train and --freeze do not combine with it\n"},
+		{[]string{"--freeze", "["}, "spiral plan: --freeze \"[\": error parsing regexp: missing closing ]: `[`\n"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			code, _, stderr := plan(c.args...)
+			require.Equal(t, exitUsage, code)
+			require.Equal(t, c.want, stderr)
+		})
+	}
+}

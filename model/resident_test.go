@@ -161,7 +161,8 @@ func TestResidentCopies(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, callBytes(3, 1, capacity, 3), lm.CopiedBytes()-before, "a decode step")
 	}
-	plan := memplan.DeviceTraffic(memplan.FromQwen3(qwen3.Tiny()), memplan.Generate{Rows: rows, Capacity: capacity}, memplan.Train{})
+	plan, err := memplan.DeviceTraffic(memplan.FromQwen3(qwen3.Tiny()), memplan.Generate{Rows: rows, Capacity: capacity}, memplan.Train{})
+	require.NoError(t, err)
 	require.Equal(t, callBytes(3, 1, capacity, 3), plan.DecodeStep, "spiral plan's prediction")
 	before = lm.CopiedBytes()
 	require.NoError(t, c.Move(0, 2))

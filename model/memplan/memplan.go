@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/qwen3"
@@ -110,6 +111,64 @@ func (a Arch) Params() int64 {
 	return n
 }
 
+// Trained is what a full fine-tune trains of a model's parameters.
+type Trained struct {
+	// Params is the trained parameters; Layer the most of them in one
+	// layer (the gradients one layer's backward holds).
+	Params, Layer int64
+	// Head is whether an untied head (lm_head.weight) is trained.
+	Head bool
+}
+
+// Trained returns what the selection s trains of a's parameters, named
+// as the model's graph names them (qwen3.Params: model.embed_tokens.weight,
+// model.layers.N.self_attn.q_proj.weight..., lm_head.weight untied; a
+// tied head is the embedding), selected as the model selects them
+// (lmgraph.Selection.Select, whose refusal of a selection that matches
+// no parameter or leaves none to train, an *lmgraph.SelectionError, it
+// returns).
+func (a Arch) Trained(s lmgraph.Selection) (Trained, error) {
+	c := qwen3.Config{Layers: a.Layers, Hidden: a.Hidden, Intermediate: a.Intermediate, Heads: a.Heads,
+		KVHeads: a.KVHeads, HeadDim: a.HeadDim, Vocab: a.Vocab, TiedEmbeddings: a.Tied}
+	var cls []lmgraph.Initializer
+	for _, p := range qwen3.Params(c) {
+		cls = append(cls, lmgraph.Initializer{Name: p.Name, Shape: p.Shape, Parameter: true})
+	}
+	trained, _, err := s.Select(cls)
+	if err != nil {
+		return Trained{}, fmt.Errorf("memplan: %w", err)
+	}
+	var t Trained
+	layers := map[string]int64{}
+	for _, p := range trained {
+		n := int64(1)
+		for _, d := range p.Shape {
+			n *= d
+		}
+		t.Params += n
+		t.Head = t.Head || p.Name == qwen3.LMHeadWeight
+		if rest, ok := strings.CutPrefix(p.Name, "model.layers."); ok {
+			layer, _, _ := strings.Cut(rest, ".")
+			layers[layer] += n
+			t.Layer = max(t.Layer, layers[layer])
+		}
+	}
+	return t, nil
+}
+
+// trained returns what t trains of a's parameters: LoRA's adapters (the
+// head frozen), or the parameters t.Selection selects.
+func (a Arch) trained(s *sizer, t Train) (Trained, error) {
+	if t.LoRARank <= 0 {
+		return a.Trained(t.Selection)
+	}
+	if t.Selection.Train != nil || t.Selection.Freeze != nil {
+		return Trained{}, errors.New("memplan: LoRA trains adapters only: a selection of the parameters does not combine with it")
+	}
+	n := s.bytes("LoRA adapters", int64(t.LoRARank), a.LoRAParams(1, t.LoRATargets)).Bytes
+	return Trained{Params: n, Layer: n / int64(a.Layers)}, nil
+}
+
 // LoRAParams returns the adapter parameters of rank r on the projections
 // named by targets (lmgraph.LoRATargets' names; nil: every projection).
 func (a Arch) LoRAParams(r int, targets []string) int64 {
@@ -164,6 +223,10 @@ type Train struct {
 	// (nil: every one) instead of every parameter.
 	LoRARank    int
 	LoRATargets []string
+	// Selection chooses the parameters a full fine-tune (LoRARank 0)
+	// trains, as train's --train and --freeze do (the zero value: all);
+	// the frozen ones have no gradients nor AdamW moments.
+	Selection lmgraph.Selection
 	// AttentionBytes, LossChunkBytes and MLPBytes are
 	// model.ExecutorOptions'; MLPBytes <= 0 runs each MLP on all
 	// positions at once.
@@ -278,15 +341,16 @@ func TrainPeak(a Arch, t Train) ([]Item, error) {
 	if loss <= 0 {
 		loss = rt / 2
 	}
-	params := a.Params()
-	trained := params
-	weights := 4 * params
-	layerGrads := 4 * a.LayerParams()
+	sel, err := a.trained(&s, t)
+	if err != nil {
+		return nil, err
+	}
+	trained := sel.Params
+	weights := 4 * a.Params()
+	layerGrads := 4 * sel.Layer
 	if t.LoRARank > 0 {
 		shape = fmt.Sprintf("%s, LoRA rank %d", shape, t.LoRARank)
-		trained = s.bytes("LoRA adapters", int64(t.LoRARank), a.LoRAParams(1, t.LoRATargets)).Bytes
 		weights += 4 * trained
-		layerGrads = 4 * trained / int64(a.Layers)
 	}
 	h, i, qd := int64(a.Hidden), int64(a.Intermediate), int64(a.Heads*a.HeadDim)
 	// A core call holds at least one query row against the keys.
@@ -309,7 +373,7 @@ func TrainPeak(a Arch, t Train) ([]Item, error) {
 		lossTile,
 		{"runtime (ONNX Runtime, sessions, Go)", Baseline},
 	}
-	if !a.Tied && t.LoRARank == 0 {
+	if sel.Head {
 		// The device layer sums an untied head's gradient transposed too,
 		// a block of the vocabulary a range of its rows.
 		items = append(items, Item{"untied head's gradient, transposed (device)", 4 * int64(a.Vocab) * h})
@@ -363,10 +427,13 @@ func GeneratePeak(a Arch, g Generate) ([]Item, error) {
 	weights := 4 * a.Params()
 	var held []Item
 	if t := g.Training; t != nil {
-		trained := a.Params()
+		sel, err := a.trained(&s, *t)
+		if err != nil {
+			return nil, err
+		}
+		trained := sel.Params
 		if t.LoRARank > 0 {
 			shape = fmt.Sprintf("%s, LoRA rank %d", shape, t.LoRARank)
-			trained = s.bytes("LoRA adapters", int64(t.LoRARank), a.LoRAParams(1, t.LoRATargets)).Bytes
 			weights += 4 * trained
 		}
 		held = []Item{s.bytes("gradients (held by training)", 4, trained), s.bytes("AdamW moments (held by training)", 8, trained)}
@@ -472,8 +539,9 @@ type Traffic struct {
 	// up once (and again after a checkpoint load); the update runs on the
 	// device. Checkpoint is what a checkpoint (an export, a serving
 	// engine's sync) brings down: the trained parameters and their
-	// moments. Frozen is the frozen parameters (a LoRA run's base,
-	// within Weights), which stay. A training step's own traffic is the
+	// moments. Frozen is the frozen parameters (a LoRA run's base, or
+	// those a full fine-tune's Selection leaves out, within Weights),
+	// which stay. A training step's own traffic is the
 	// activations that cross with the executor's calls, which are not
 	// on the device layer yet (not planned; bench train's
 	// call_copy_bytes measures them).
@@ -483,19 +551,25 @@ type Traffic struct {
 }
 
 // DeviceTraffic predicts the host <-> device traffic of generation g and
-// of training t's parameters and optimizer state.
-func DeviceTraffic(a Arch, g Generate, t Train) Traffic {
+// of training t's parameters and optimizer state; it refuses t's
+// Selection as TrainPeak does.
+func DeviceTraffic(a Arch, g Generate, t Train) (Traffic, error) {
 	n, c := int64(g.Rows), int64(g.Capacity)
-	trained := a.Params()
 	tr := Traffic{
 		DecodeStep: 8*n*(c+3) + 48*n*int64(a.KVHeads) + 4*n*int64(a.Vocab),
-		Weights:    4 * trained,
+		Weights:    4 * a.Params(),
 	}
+	sel, err := a.trained(&sizer{}, t)
+	if err != nil {
+		return Traffic{}, err
+	}
+	trained := sel.Params
 	if t.LoRARank > 0 {
-		trained = a.LoRAParams(t.LoRARank, t.LoRATargets)
 		tr.Frozen = 4 * a.Params()
 		tr.Weights += 4 * trained
+	} else {
+		tr.Frozen = 4 * (a.Params() - trained)
 	}
 	tr.Moments, tr.Checkpoint = 8*trained, 12*trained
-	return tr
+	return tr, nil
 }

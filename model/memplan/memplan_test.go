@@ -1,6 +1,8 @@
 package memplan_test
 
 import (
+	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -153,13 +155,15 @@ func TestDeviceTraffic(t *testing.T) {
 	a, ok := memplan.Named("qwen3-0.6b")
 	require.True(t, ok)
 	g := memplan.Generate{Rows: 64, Capacity: 5120}
-	full := memplan.DeviceTraffic(a, g, memplan.Train{})
+	full, err := memplan.DeviceTraffic(a, g, memplan.Train{})
+	require.NoError(t, err)
 	require.Equal(t, int64(2_622_976+24_576+38_895_616), full.DecodeStep)
 	require.Equal(t, 4*a.Params(), full.Weights)
 	require.Equal(t, 8*a.Params(), full.Moments)
 	require.Equal(t, 12*a.Params(), full.Checkpoint)
 	require.Zero(t, full.Frozen)
-	lora := memplan.DeviceTraffic(a, g, memplan.Train{LoRARank: 16})
+	lora, err := memplan.DeviceTraffic(a, g, memplan.Train{LoRARank: 16})
+	require.NoError(t, err)
 	require.Equal(t, full.DecodeStep, lora.DecodeStep)
 	require.Equal(t, 8*a.LoRAParams(16, nil), lora.Moments)
 	require.Equal(t, 12*a.LoRAParams(16, nil), lora.Checkpoint)
@@ -300,6 +304,98 @@ func TestGeneratePeakInTraining(t *testing.T) {
 			}
 			require.Equal(t, want, got)
 			require.Equal(t, c.rows, memplan.MaxRows(a, g, 80e9))
+		})
+	}
+}
+
+// TestTrainPeakSelection: a full fine-tune that --train and --freeze
+// narrow plans the gradients (4 bytes), AdamW's two moments (8) and one
+// layer's backward gradients of the selected tensors only, and the
+// untied head's transposed gradient only where the head is trained. By
+// hand, on 2 layers of hidden 8, MLP 16, 2 heads and 1 KV head of 4, a
+// vocabulary of 10: each layer holds 600 parameters (input and
+// post-attention norms 8 + 8, q_proj 8x8 = 64, k_proj and v_proj 8x4 =
+// 32 each, q_norm and k_norm 4 each, o_proj 64, gate_proj and up_proj
+// 8x16 = 128 each, down_proj 128: its MLP 384, its norms 24), the
+// embedding 80, the final norm 8, the untied head 80: 1,368 in all, tied
+// 1,288. One layer's working set at 1 x 4 tokens is 4 x 4 x (10 x 8 +
+// 8 x 8) = 2,304 bytes, plus its trained parameters' gradients.
+func TestTrainPeakSelection(t *testing.T) {
+	untied := memplan.Arch{Layers: 2, Hidden: 8, Intermediate: 16, Heads: 2, KVHeads: 1, HeadDim: 4, Vocab: 10}
+	tied := untied
+	tied.Tied = true
+	require.Equal(t, int64(1368), untied.Params())
+	require.Equal(t, int64(1288), tied.Params())
+	re := regexp.MustCompile
+	for _, c := range []struct {
+		name           string
+		arch           memplan.Arch
+		sel            lmgraph.Selection
+		trained, layer int64
+		head           bool
+	}{
+		{"all", untied, lmgraph.Selection{}, 1368, 600, true},
+		{"--freeze embed", untied, lmgraph.Selection{Freeze: re(`embed`)}, 1288, 600, true},
+		{"--freeze lm_head", untied, lmgraph.Selection{Freeze: re(`lm_head`)}, 1288, 600, false},
+		{"--train layers.1.mlp", untied, lmgraph.Selection{Train: re(`layers\.1\.mlp`)}, 384, 384, false},
+		{"--train layers --freeze layers.0.", untied, lmgraph.Selection{Train: re(`layers`), Freeze: re(`layers\.0\.`)}, 600, 600, false},
+		{"--train norm", untied, lmgraph.Selection{Train: re(`norm`)}, 2*24 + 8, 24, false},
+		{"tied, all", tied, lmgraph.Selection{}, 1288, 600, false},
+		{"tied, --freeze embed", tied, lmgraph.Selection{Freeze: re(`embed_tokens`)}, 1208, 600, false},
+		{"tied, --train embed|lm_head (no lm_head)", tied, lmgraph.Selection{Train: re(`embed|lm_head`)}, 80, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := c.arch.Trained(c.sel)
+			require.NoError(t, err)
+			require.Equal(t, memplan.Trained{Params: c.trained, Layer: c.layer, Head: c.head}, got)
+			items, err := memplan.TrainPeak(c.arch, memplan.Train{Rows: 1, Tokens: 4, Selection: c.sel})
+			require.NoError(t, err)
+			bytes := map[string]int64{}
+			for _, it := range items {
+				bytes[it.Name] = it.Bytes
+			}
+			require.Equal(t, 4*c.arch.Params(), bytes["weights"])
+			require.Equal(t, 4*c.trained, bytes["gradients"])
+			require.Equal(t, 8*c.trained, bytes["AdamW moments"])
+			require.Equal(t, 2304+4*c.layer, bytes["one layer's recompute and backward"])
+			head, ok := bytes["untied head's gradient, transposed (device)"]
+			require.Equal(t, c.head, ok)
+			if c.head {
+				require.Equal(t, int64(4*10*8), head)
+			}
+			gen, err := memplan.GeneratePeak(c.arch, memplan.Generate{Rows: 1, Capacity: 4, Training: &memplan.Train{Selection: c.sel}})
+			require.NoError(t, err)
+			held := map[string]int64{}
+			for _, it := range gen {
+				held[it.Name] = it.Bytes
+			}
+			require.Equal(t, 4*c.trained, held["gradients (held by training)"])
+			require.Equal(t, 8*c.trained, held["AdamW moments (held by training)"])
+			traffic, err := memplan.DeviceTraffic(c.arch, memplan.Generate{Rows: 1, Capacity: 4}, memplan.Train{Selection: c.sel})
+			require.NoError(t, err)
+			require.Equal(t, 8*c.trained, traffic.Moments)
+			require.Equal(t, 12*c.trained, traffic.Checkpoint)
+			require.Equal(t, 4*(c.arch.Params()-c.trained), traffic.Frozen)
+		})
+	}
+	for _, c := range []struct {
+		name string
+		tr   memplan.Train
+		want string
+	}{
+		{"nothing left", memplan.Train{Selection: lmgraph.Selection{Freeze: re(`.`)}},
+			`memplan: lmgraph: no parameter left to train: --freeze "." matches every one (spiral artifacts lists the parameters' names)`},
+		{"no match", memplan.Train{Selection: lmgraph.Selection{Train: re(`attn\.z_proj`)}},
+			`memplan: lmgraph: --train "attn\\.z_proj" matches no parameter (spiral artifacts lists the parameters' names)`},
+		{"with LoRA", memplan.Train{LoRARank: 2, Selection: lmgraph.Selection{Freeze: re(`embed`)}},
+			"memplan: LoRA trains adapters only: a selection of the parameters does not combine with it"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.tr.Rows, c.tr.Tokens = 1, 4
+			_, err := memplan.TrainPeak(untied, c.tr)
+			require.EqualError(t, err, c.want)
+			var se *lmgraph.SelectionError
+			require.Equal(t, c.tr.LoRARank == 0, errors.As(err, &se), "an *lmgraph.SelectionError for the command line")
 		})
 	}
 }

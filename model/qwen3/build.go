@@ -70,6 +70,30 @@ func LayerWeight(i int, module string) string {
 	return fmt.Sprintf("model.layers.%d.%s.weight", i, module)
 }
 
+// Param is one weight of the graph Build makes: its initializer name and
+// shape ([in, out] for a projection).
+type Param struct {
+	Name  string
+	Shape []int64
+}
+
+// Params lists the weights of the graph Build makes for c, all trainable,
+// in the order Build creates them: the embedding, each layer's, the final
+// norm and, untied, the head (a tied head is the embedding's Transpose).
+func Params(c Config) []Param {
+	ps := []Param{{EmbedWeight, []int64{int64(c.Vocab), int64(c.Hidden)}}}
+	for i := range c.Layers {
+		for _, p := range layerParams(c) {
+			ps = append(ps, Param{LayerWeight(i, p.module), p.dims})
+		}
+	}
+	ps = append(ps, Param{NormWeight, []int64{int64(c.Hidden)}})
+	if !c.TiedEmbeddings {
+		ps = append(ps, Param{LMHeadWeight, []int64{int64(c.Hidden), int64(c.Vocab)}})
+	}
+	return ps
+}
+
 // The modules of one layer, in initialisation order, with their shapes.
 func layerParams(c Config) []struct {
 	module string
