@@ -20,6 +20,20 @@ import (
 // it meanwhile (an eval --out DIR sharing DIR/artifacts/, its lock and
 // report beside them; a whole run that took the directory between the
 // refused run's look and its lock) keeps the artifacts it reads and what
+// entries lists what root holds, relative to it.
+func entries(t *testing.T, root string) []string {
+	t.Helper()
+	var left []string
+	require.NoError(t, filepath.WalkDir(root, func(path string, _ fs.DirEntry, err error) error {
+		if err == nil && path != root {
+			rel, _ := filepath.Rel(root, path)
+			left = append(left, rel)
+		}
+		return err
+	}))
+	return left
+}
+
 // it wrote. Alone, the refused run's directory goes.
 func TestRefusedRunLeavesOthersFiles(t *testing.T) {
 	refused := errors.New("refused")
@@ -118,15 +132,7 @@ func TestRefusedEvalLeavesNothing(t *testing.T) {
 			code := run(context.Background(), []string{"eval", "--mode", "passk", "--data", missing, "--out", out, "--quiet", "--threads", "1"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
 			require.Equal(t, tc.code, code, stderr.String())
 			require.Contains(t, stderr.String(), tc.want)
-			var left []string
-			require.NoError(t, filepath.WalkDir(root, func(path string, _ fs.DirEntry, err error) error {
-				if err == nil && path != root {
-					rel, _ := filepath.Rel(root, path)
-					left = append(left, rel)
-				}
-				return err
-			}))
-			require.Equal(t, after, left)
+			require.Equal(t, after, entries(t, root))
 		})
 	}
 }

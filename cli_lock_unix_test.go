@@ -4,7 +4,6 @@ package main
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,20 +15,6 @@ import (
 	"github.com/spiral-rl/spiral/model/flock"
 	"github.com/spiral-rl/spiral/rl"
 )
-
-// entries lists what root holds, relative to it.
-func entries(t *testing.T, root string) []string {
-	t.Helper()
-	var left []string
-	require.NoError(t, filepath.WalkDir(root, func(path string, _ fs.DirEntry, err error) error {
-		if err == nil && path != root {
-			rel, _ := filepath.Rel(root, path)
-			left = append(left, rel)
-		}
-		return err
-	}))
-	return left
-}
 
 // TestEvalLockWithoutFlock: on a file system that keeps no flock(2) locks
 // (NFS without its lock manager: ENOLCK) an evaluation goes on unlocked,
