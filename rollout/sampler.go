@@ -45,7 +45,8 @@ type SamplerConfig struct {
 	// Temperature divides the logits; 0 means greedy decoding (argmax).
 	Temperature float64
 	// TopP keeps the smallest most-probable set with mass >= TopP, in
-	// (0, 1]; 1 disables it.
+	// (0, 1], decided in exact arithmetic with TopP read as the decimal
+	// it prints as (topP); 1 disables it.
 	TopP float64
 	// TopK keeps the K most probable ids and any tied with the K-th (as
 	// Hugging Face and vLLM do); 0 disables it.

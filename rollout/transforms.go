@@ -2,8 +2,11 @@ package rollout
 
 import (
 	"cmp"
+	"fmt"
 	"math"
+	"math/big"
 	"slices"
+	"strconv"
 )
 
 // The sampling transforms below each do one thing to one row of logits
@@ -125,22 +128,31 @@ func kthLargest(probs []float64, k int, heap []int) (float64, []int) {
 	return probs[heap[0]], heap
 }
 
-// topP keeps the smallest set of most probable tokens whose mass reaches p
-// (nucleus sampling, Holtzman et al. 2020) and renormalises; p >= 1 is a
-// no-op. The most probable token is always kept, and of ids tied at the
-// cutoff the highest are kept, as Hugging Face's TopPLogitsWarper and
-// vLLM keep them (byProb). The set is found among the ids of probability
-// at least (1-p)/len(probs), which the others, holding less than 1-p
-// together, cannot enter, sorted alone; where rounding leaves their mass
-// short of p, the whole row is sorted. Either way the ids are walked in
-// byProb's order, so the kept set and its mass are the same.
+// topP keeps the smallest set of most probable tokens whose mass reaches
+// p of the row's (nucleus sampling, Holtzman et al. 2020) and
+// renormalises; p >= 1 is a no-op. This is Hugging Face's
+// TopPLogitsWarper rule (sort ascending, remove the ids whose cumulative
+// probability is <= 1-p, never the most probable) decided exactly: an id
+// is kept when the mass of the ids before it, in byProb's order, is below
+// p times the row's mass, in exact arithmetic on probs and on p read as
+// the decimal it prints as (nucleusCut), so that the mass of tied ids
+// meets p where it should (24 ids of 1/24 each, rounded, summed to less
+// than 0.625 at the fifteenth, which kept a sixteenth). The most probable
+// token is always kept, and of ids tied at the cutoff the highest are
+// kept, as Hugging Face's TopPLogitsWarper and vLLM keep them (byProb).
+// The set is found among the ids of probability at least
+// (1-p)/len(probs) of the row's mass, which the others, holding less
+// than 1-p together, cannot enter, sorted alone; where rounding leaves
+// their mass short of p, the whole row is sorted. Either way the ids are
+// walked in byProb's order, so the kept set and its mass are the same.
 func topP(probs []float64, p float64, order []int) []int {
 	if p >= 1 {
 		return order
 	}
-	least := (1 - p) / float64(len(probs))
+	cut := newNucleusCut(probs, p)
+	least := (1 - p) * cut.total / float64(len(probs))
 	order = sortedAbove(probs, least, order)
-	keep, mass, reached := nucleus(probs, p, order)
+	keep, mass, reached := cut.walk(order)
 	if reached {
 		for i, q := range probs {
 			if !(q >= least) {
@@ -149,7 +161,7 @@ func topP(probs []float64, p float64, order []int) []int {
 		}
 	} else {
 		order = sortedByProb(probs, order)
-		keep, mass, _ = nucleus(probs, p, order)
+		keep, mass, _ = cut.walk(order)
 	}
 	for _, i := range order[keep:] {
 		probs[i] = 0
@@ -160,17 +172,114 @@ func topP(probs []float64, p float64, order []int) []int {
 	return order
 }
 
-// nucleus walks order, most probable first, until the mass reaches p,
-// and returns how many ids it took, their mass and whether it reached p.
-func nucleus(probs []float64, p float64, order []int) (int, float64, bool) {
+// nucleusCut decides where top-p cuts a row of probabilities: whether the
+// mass before an id reaches p of the row's mass. It decides in float64
+// where rounding cannot change the answer and in exact arithmetic where
+// it can (ties whose mass meets p exactly, which float64 sums miss by an
+// ulp either way). p is taken as the shortest decimal that reads back as
+// it (strconv's 'g', -1: what --top-p spells), so that 5 tied ids at
+// top-p 0.2 keep one, not two: the float64 nearest 0.2 is above 1/5.
+type nucleusCut struct {
+	probs []float64
+	p     float64
+	// total is the row's mass in float64, bound p times it.
+	total, bound float64
+	// rel bounds the relative error of float64 masses and of bound.
+	rel float64
+	// exactBound is p times the row's mass, exact, and prec the
+	// precision that sums the row's probabilities exactly, once a
+	// decision needed them.
+	exactBound *big.Rat
+	prec       uint
+}
+
+func newNucleusCut(probs []float64, p float64) *nucleusCut {
+	total := 0.0
+	for _, q := range probs {
+		total += q
+	}
+	// A sum of n float64 values is within (n-1)u of the exact sum
+	// relatively (u = 2^-53); p's decimal is within u of p; their
+	// product rounds once more: 8(n+4)u is a generous bound.
+	return &nucleusCut{probs: probs, p: p, total: total, bound: p * total, rel: float64(len(probs)+4) * 0x1p-50}
+}
+
+// walk goes down order, most probable first, until the mass before an id
+// reaches p of the row's, and returns how many ids come before it (all of
+// order where none does), their float64 mass and whether p was reached
+// (the mass of all of order reaching p counts).
+func (c *nucleusCut) walk(order []int) (int, float64, bool) {
 	mass := 0.0
-	for keep, i := range order {
-		mass += probs[i]
-		if mass >= p {
-			return keep + 1, mass, true
+	var before *big.Float // the exact mass before order[k], from the first close call on
+	for k := 0; ; k++ {
+		if c.reaches(mass, order[:k], &before) {
+			return k, mass, true
+		}
+		if k == len(order) {
+			return k, mass, false
+		}
+		q := c.probs[order[k]]
+		mass += q
+		if before != nil {
+			before.Add(before, new(big.Float).SetFloat64(q))
 		}
 	}
-	return len(order), mass, false
+}
+
+// reaches reports whether the mass of the ids in prefix, mass in float64
+// and *before exact (nil until a close call computes it), is at least p
+// of the row's.
+func (c *nucleusCut) reaches(mass float64, prefix []int, before **big.Float) bool {
+	if math.IsNaN(c.bound) || math.IsInf(c.total, 0) {
+		return mass >= c.bound // no distribution to cut: the sampler refuses the row
+	}
+	slack := c.rel*max(mass, c.bound) + float64(len(c.probs)+4)*0x1p-1074
+	switch {
+	case mass-c.bound > slack:
+		return true
+	case c.bound-mass > slack:
+		return false
+	}
+	if c.exactBound == nil {
+		c.prec = exactPrec(c.probs)
+		total := new(big.Float).SetPrec(c.prec)
+		var q big.Float
+		for _, v := range c.probs {
+			total.Add(total, q.SetFloat64(v))
+		}
+		pr, ok := new(big.Rat).SetString(strconv.FormatFloat(c.p, 'g', -1, 64))
+		if !ok {
+			panic(fmt.Sprintf("rollout: top-p %v does not read back", c.p)) // strconv's own output
+		}
+		c.exactBound, _ = total.Rat(nil)
+		c.exactBound.Mul(c.exactBound, pr)
+	}
+	if *before == nil {
+		*before = new(big.Float).SetPrec(c.prec)
+		var q big.Float
+		for _, i := range prefix {
+			(*before).Add(*before, q.SetFloat64(c.probs[i]))
+		}
+	}
+	b, _ := (*before).Rat(nil)
+	return b.Cmp(c.exactBound) >= 0
+}
+
+// exactPrec returns a big.Float precision that holds any sum of probs
+// (finite, >= 0) exactly: the span of their bits, from the largest's
+// highest to the smallest non-zero's lowest, and room for the carries.
+func exactPrec(probs []float64) uint {
+	hi, lo := math.MinInt, math.MaxInt
+	for _, q := range probs {
+		if q != 0 {
+			_, e := math.Frexp(q)
+			hi, lo = max(hi, e), min(lo, e)
+		}
+	}
+	if hi < lo {
+		return 64 // all zero
+	}
+	return uint(hi-lo) + 53 + 64
 }
 
 // sortedAbove returns the ids whose probability is at least least in

@@ -13,7 +13,8 @@ import (
 // topKSorted and topPSorted are topK and topP as they were written first,
 // on a sort of the whole row by probability (ties from the highest id
 // down, the reverse of HF's stable ascending sort): the oracle that the
-// selections in transforms.go must match bit for bit.
+// selections in transforms.go must match bit for bit. topPSorted keeps as
+// many ids as HF's rule does in exact arithmetic (exactTopPKept).
 func topKSorted(probs []float64, k int) {
 	if k <= 0 || k >= len(probs) {
 		return
@@ -40,13 +41,10 @@ func topPSorted(probs []float64, p float64) {
 		return
 	}
 	order := sortedByProbAll(probs)
-	mass, keep := 0.0, 0
-	for keep < len(order) {
-		mass += probs[order[keep]]
-		keep++
-		if mass >= p {
-			break
-		}
+	keep := len(exactTopPKept(probs, p)) // the most probable ids, the highest first among ties
+	mass := 0.0
+	for _, i := range order[:keep] {
+		mass += probs[i]
 	}
 	for _, i := range order[keep:] {
 		probs[i] = 0
