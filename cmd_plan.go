@@ -17,7 +17,6 @@ import (
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/memplan"
-	"github.com/spiral-rl/spiral/model/qwen3"
 	"github.com/spiral-rl/spiral/rollout"
 )
 
@@ -115,7 +114,9 @@ func (f *planFlags) validate() (int64, error) {
 }
 
 // planArch reads the model's shape: a name memplan knows, or the
-// config.json beside a model file (or inside a directory).
+// config.json beside a model file (or inside a directory), whose
+// architecture (memplan.ParseConfig: Qwen3, Qwen2, Llama, Mistral) says
+// what parameters it has.
 func planArch(m string) (memplan.Arch, error) {
 	if a, ok := memplan.Named(m); ok {
 		return a, nil
@@ -128,14 +129,14 @@ func planArch(m string) (memplan.Arch, error) {
 	} else {
 		return memplan.Arch{}, fmt.Errorf("--model %q: not one of %s, and %w", m, strings.Join(memplan.Names(), ", "), err)
 	}
-	c, err := qwen3.LoadConfig(path)
+	a, err := memplan.LoadConfig(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return memplan.Arch{}, fmt.Errorf("--model %q needs the Hugging Face config.json beside it: %w", m, err)
 	}
 	if err != nil {
 		return memplan.Arch{}, fmt.Errorf("--model %q: %w", m, err)
 	}
-	return memplan.FromQwen3(c), nil
+	return a, nil
 }
 
 // planReport is spiral plan's output.

@@ -260,3 +260,42 @@ func TestPlanSelection(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanArchitectures: plan reads the parameters from config.json's
+// architecture, where it read every config.json as Qwen3's and refused
+// the others (`--model "DIR": qwen3: config "DIR/config.json": model_type
+// "qwen2", want "qwen3"`): a Qwen2 export's q, k and v biases, Llama's
+// and Mistral's layers without q/k norms, tied or untied heads are
+// planned and selected with --train and --freeze. Counts by hand on 2
+// layers of hidden 8, MLP 16, 2 query heads over 1 KV head of 4, a
+// vocabulary of 10: a layer's projections 64 + 32 + 32 + 64 + 3 x 128 =
+// 576 and norms 16, the embedding 80, the final norm 8, an untied head
+// 80; Qwen2's biases 8 + 4 + 4 a layer.
+func TestPlanArchitectures(t *testing.T) {
+	const shape = `"num_hidden_layers": 2, "hidden_size": 8, "intermediate_size": 16, "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 10`
+	for _, c := range []struct {
+		name, config    string
+		args            []string
+		params, trained int64
+	}{
+		{"qwen2", `{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", ` + shape + `}`, nil, 80 + 2*(576+16+16) + 8 + 80, 80 + 2*(576+16+16) + 8 + 80},
+		{"qwen2 biases", `{"model_type": "qwen2", ` + shape + `}`, []string{"--train", `_proj\.bias$`}, 80 + 2*(576+16+16) + 8 + 80, 2 * 16},
+		{"llama tied, embedding frozen", `{"model_type": "llama", "tie_word_embeddings": true, ` + shape + `}`, []string{"--freeze", "embed_tokens"}, 80 + 2*(576+16) + 8, 2*(576+16) + 8},
+		{"mistral head", `{"architectures": ["MistralForCausalLM"], ` + shape + `}`, []string{"--train", "lm_head"}, 80 + 2*(576+16) + 8 + 80, 80},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(c.config), 0o666))
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"plan", "--model", dir, "--device-memory", "1GB", "--tokens", "64", "--json"}, c.args...)
+			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+			var rep struct {
+				Params        int64 `json:"params"`
+				TrainedParams int64 `json:"trained_params"`
+			}
+			require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+			require.Equal(t, c.params, rep.Params)
+			require.Equal(t, c.trained, rep.TrainedParams)
+		})
+	}
+}

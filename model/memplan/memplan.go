@@ -43,11 +43,21 @@ type Arch struct {
 	// Named).
 	// Memory does not depend on it; a row longer than it is no use.
 	Context int `json:"max_position_embeddings,omitempty"`
+	// Type is the architecture, config.json's model_type, which says
+	// what parameters a layer has besides its projections and norms
+	// (ParseConfig): "qwen3" (or "", as Arch's zero value) the per-head
+	// q_norm and k_norm, "qwen2" the q, k and v projections' biases;
+	// "llama" and "mistral" neither. AttentionBias (Qwen3's and Llama's
+	// attention_bias) adds the q, k, v and o projections' biases,
+	// MLPBias (Llama's mlp_bias) the MLP's.
+	Type          string `json:"model_type,omitempty"`
+	AttentionBias bool   `json:"attention_bias,omitempty"`
+	MLPBias       bool   `json:"mlp_bias,omitempty"`
 }
 
 // FromQwen3 returns a Qwen3 config's shape and context.
 func FromQwen3(c qwen3.Config) Arch {
-	return Arch{Layers: c.Layers, Hidden: c.Hidden, Intermediate: c.Intermediate, Heads: c.Heads,
+	return Arch{Type: "qwen3", Layers: c.Layers, Hidden: c.Hidden, Intermediate: c.Intermediate, Heads: c.Heads,
 		KVHeads: c.KVHeads, HeadDim: c.HeadDim, Vocab: c.Vocab, Tied: c.TiedEmbeddings, Context: c.MaxPositions}
 }
 
@@ -81,6 +91,9 @@ func (a Arch) Validate() error {
 			return fmt.Errorf("memplan: %s %d: want > 0", f.name, f.v)
 		}
 	}
+	if _, err := typeOf(a.Type, nil); a.Type != "" && err != nil {
+		return fmt.Errorf("memplan: %w", err)
+	}
 	return nil
 }
 
@@ -91,17 +104,19 @@ func (a Arch) layerMatrices() [][2]int64 {
 	return [][2]int64{{h, q}, {h, kv}, {h, kv}, {q, h}, {h, i}, {h, i}, {i, h}}
 }
 
-// LayerParams returns one layer's parameters: the projections, two norms
-// of the hidden width and the q/k norms of the head width.
+// LayerParams returns one layer's parameters: the projections, their
+// biases where the architecture has them (Arch.Type), two norms of the
+// hidden width and, Qwen3's, the q/k norms of the head width.
 func (a Arch) LayerParams() int64 {
-	n := int64(2*a.Hidden + 2*a.HeadDim)
-	for _, m := range a.layerMatrices() {
-		n += m[0] * m[1]
+	var n int64
+	for _, p := range a.layerParams(0) {
+		n += p.size()
 	}
 	return n
 }
 
-// Params returns the model's parameters (a tied head counted once).
+// Params returns the model's parameters (a tied head counted once):
+// Parameters' sizes, summed without listing every layer's.
 func (a Arch) Params() int64 {
 	emb := int64(a.Vocab) * int64(a.Hidden)
 	n := emb + int64(a.Layers)*a.LayerParams() + int64(a.Hidden)
@@ -121,17 +136,15 @@ type Trained struct {
 }
 
 // Trained returns what the selection s trains of a's parameters, named
-// as the model's graph names them (qwen3.Params: model.embed_tokens.weight,
-// model.layers.N.self_attn.q_proj.weight..., lm_head.weight untied; a
-// tied head is the embedding), selected as the model selects them
-// (lmgraph.Selection.Select, whose refusal of a selection that matches
-// no parameter or leaves none to train, an *lmgraph.SelectionError, it
-// returns).
+// as transformers and spiral's graphs name them (Parameters:
+// model.embed_tokens.weight, model.layers.N.self_attn.q_proj.weight...,
+// lm_head.weight untied; a tied head is the embedding), selected as the
+// model selects them (lmgraph.Selection.Select, whose refusal of a
+// selection that matches no parameter or leaves none to train, an
+// *lmgraph.SelectionError, it returns).
 func (a Arch) Trained(s lmgraph.Selection) (Trained, error) {
-	c := qwen3.Config{Layers: a.Layers, Hidden: a.Hidden, Intermediate: a.Intermediate, Heads: a.Heads,
-		KVHeads: a.KVHeads, HeadDim: a.HeadDim, Vocab: a.Vocab, TiedEmbeddings: a.Tied}
 	var cls []lmgraph.Initializer
-	for _, p := range qwen3.Params(c) {
+	for _, p := range a.Parameters() {
 		cls = append(cls, lmgraph.Initializer{Name: p.Name, Shape: p.Shape, Parameter: true})
 	}
 	trained, _, err := s.Select(cls)
