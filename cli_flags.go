@@ -320,7 +320,7 @@ func modelFlagUsage(err error) error {
 	}
 	var se *lmgraph.SelectionError
 	if errors.As(err, &se) {
-		return usageError{errors.New(se.Flags)}
+		return usageError{errors.New(se.Message())}
 	}
 	return err
 }

@@ -198,8 +198,15 @@ func TestPlanPastAnyMemoryNamed(t *testing.T) {
 // planned all 596M. A selection train refuses (nothing left to train,
 // no parameter matched, with --lora-rank, a bad expression) plan refuses
 // with exit 2, naming the flag.
+//
+// The refusal lists the names plan selects among (28 layers, tied),
+// where it pointed to spiral artifacts, which needs a model file a plan
+// of a config.json or a named model does not have.
 func TestPlanSelection(t *testing.T) {
 	const all, embed = 596_049_920, 155_582_464
+	const qwen3Names = "the model's parameters: model.embed_tokens.weight, model.layers.N.{input_layernorm, self_attn.q_proj, self_attn.k_proj, " +
+		"self_attn.v_proj, self_attn.q_norm, self_attn.k_norm, self_attn.o_proj, post_attention_layernorm, mlp.gate_proj, mlp.up_proj, mlp.down_proj}.weight " +
+		"for N in 0..27, model.norm.weight"
 	plan := func(args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), append([]string{"plan", "--model", "qwen3-0.6b", "--device-memory", "80GB"}, args...), &cliEnv{stdout: &stdout, stderr: &stderr})
@@ -247,9 +254,9 @@ func TestPlanSelection(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--freeze", "."}, `spiral plan: no parameter left to train: --freeze "." matches every one (spiral artifacts lists the parameters' names)` + "\n"},
-		{[]string{"--train", "mlp", "--freeze", "proj"}, `spiral plan: no parameter left to train: --freeze "proj" freezes every one --train "mlp" matches (spiral artifacts lists the parameters' names)` + "\n"},
-		{[]string{"--train", "z_proj"}, `spiral plan: --train "z_proj" matches no parameter (spiral artifacts lists the parameters' names)` + "\n"},
+		{[]string{"--freeze", "."}, `spiral plan: no parameter left to train: --freeze "." matches every one (` + qwen3Names + `)` + "\n"},
+		{[]string{"--train", "mlp", "--freeze", "proj"}, `spiral plan: no parameter left to train: --freeze "proj" freezes every one --train "mlp" matches (` + qwen3Names + `)` + "\n"},
+		{[]string{"--train", "z_proj"}, `spiral plan: --train "z_proj" matches no parameter (` + qwen3Names + `)` + "\n"},
 		{[]string{"--train", "mlp", "--lora-rank", "8"}, "spiral plan: --lora-rank trains adapters only: --train and --freeze do not combine with it\n"},
 		{[]string{"--freeze", "["}, "spiral plan: --freeze \"[\": error parsing regexp: missing closing ]: `[`\n"},
 	} {
@@ -298,4 +305,19 @@ func TestPlanArchitectures(t *testing.T) {
 			require.Equal(t, c.trained, rep.TrainedParams)
 		})
 	}
+}
+
+// TestPlanSelectionNames: a selection plan refuses lists the names of
+// the architecture's parameters, biases apart, untied head last (a Qwen2
+// config.json of 2 layers).
+func TestPlanSelectionNames(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "qwen2", "num_hidden_layers": 2, "hidden_size": 8,
+		"intermediate_size": 16, "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 10}`), 0o666))
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"plan", "--model", dir, "--device-memory", "1GB", "--train", "q_norm"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code)
+	require.Equal(t, `spiral plan: --train "q_norm" matches no parameter (the model's parameters: model.embed_tokens.weight, `+
+		"model.layers.N.{input_layernorm, self_attn.q_proj, self_attn.k_proj, self_attn.v_proj, self_attn.o_proj, post_attention_layernorm, mlp.gate_proj, mlp.up_proj, mlp.down_proj}.weight "+
+		"and model.layers.N.{self_attn.q_proj, self_attn.k_proj, self_attn.v_proj}.bias for N in 0..1, model.norm.weight, lm_head.weight)\n", stderr.String())
 }

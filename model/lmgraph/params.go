@@ -198,13 +198,13 @@ func (s Selection) Select(cls []Initializer) (trained []Initializer, frozen []Fr
 	const list = "spiral artifacts lists the parameters' names"
 	switch {
 	case s.Train != nil && !trainMatched:
-		return nil, nil, &SelectionError{fmt.Sprintf("--train %q matches no parameter (%s)", s.Train, list)}
+		return nil, nil, &SelectionError{fmt.Sprintf("--train %q matches no parameter", s.Train), list}
 	case s.Freeze != nil && !freezeMatched:
-		return nil, nil, &SelectionError{fmt.Sprintf("--freeze %q matches no parameter (%s)", s.Freeze, list)}
+		return nil, nil, &SelectionError{fmt.Sprintf("--freeze %q matches no parameter", s.Freeze), list}
 	case len(trained) == 0 && s.Train != nil:
-		return nil, nil, &SelectionError{fmt.Sprintf("no parameter left to train: --freeze %q freezes every one --train %q matches (%s)", s.Freeze, s.Train, list)}
+		return nil, nil, &SelectionError{fmt.Sprintf("no parameter left to train: --freeze %q freezes every one --train %q matches", s.Freeze, s.Train), list}
 	case len(trained) == 0:
-		return nil, nil, &SelectionError{fmt.Sprintf("no parameter left to train: --freeze %q matches every one (%s)", s.Freeze, list)}
+		return nil, nil, &SelectionError{fmt.Sprintf("no parameter left to train: --freeze %q matches every one", s.Freeze), list}
 	}
 	return trained, frozen, nil
 }
@@ -212,12 +212,18 @@ func (s Selection) Select(cls []Initializer) (trained []Initializer, frozen []Fr
 // SelectionError is Select's refusal of a --train or --freeze that leaves
 // the graph nothing to train, or matches none of its parameters: Flags
 // says which, naming the flags, for the command line to report as its
-// mistake.
+// mistake (Message); Names where the parameters' names are to be found
+// (Select: spiral artifacts, which reads the model's graph; a caller
+// without one, spiral plan, lists them).
 type SelectionError struct {
-	Flags string
+	Flags, Names string
 }
 
-func (e *SelectionError) Error() string { return "lmgraph: " + e.Flags }
+// Message is the refusal without the package's prefix: Flags, then
+// Names in parentheses.
+func (e *SelectionError) Message() string { return fmt.Sprintf("%s (%s)", e.Flags, e.Names) }
+
+func (e *SelectionError) Error() string { return "lmgraph: " + e.Message() }
 
 // String renders s for manifests and fingerprints.
 func (s Selection) String() string {

@@ -149,6 +149,10 @@ func (a Arch) Trained(s lmgraph.Selection) (Trained, error) {
 	}
 	trained, _, err := s.Select(cls)
 	if err != nil {
+		var se *lmgraph.SelectionError
+		if errors.As(err, &se) {
+			se.Names = a.parameterNames()
+		}
 		return Trained{}, fmt.Errorf("memplan: %w", err)
 	}
 	var t Trained
@@ -167,6 +171,32 @@ func (a Arch) Trained(s lmgraph.Selection) (Trained, error) {
 		}
 	}
 	return t, nil
+}
+
+// parameterNames writes the names of a's parameters (Parameters) for a
+// refusal of a selection, each layer's once with N for its index:
+// "the model's parameters: model.embed_tokens.weight,
+// model.layers.N.{input_layernorm, ...}.weight for N in 0..27,
+// model.norm.weight".
+func (a Arch) parameterNames() string {
+	var weights, biases []string
+	for _, p := range a.layerParams(0) {
+		rest := strings.TrimPrefix(p.Name, "model.layers.0.")
+		if m, ok := strings.CutSuffix(rest, ".bias"); ok {
+			biases = append(biases, m)
+		} else {
+			weights = append(weights, strings.TrimSuffix(rest, ".weight"))
+		}
+	}
+	layers := fmt.Sprintf("model.layers.N.{%s}.weight", strings.Join(weights, ", "))
+	if biases != nil {
+		layers += fmt.Sprintf(" and model.layers.N.{%s}.bias", strings.Join(biases, ", "))
+	}
+	names := []string{qwen3.EmbedWeight, fmt.Sprintf("%s for N in 0..%d", layers, a.Layers-1), qwen3.NormWeight}
+	if !a.Tied {
+		names = append(names, qwen3.LMHeadWeight)
+	}
+	return "the model's parameters: " + strings.Join(names, ", ")
 }
 
 // trained returns what t trains of a's parameters: LoRA's adapters (the
