@@ -18,6 +18,7 @@ import (
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/model/tokenizer"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
@@ -49,6 +50,10 @@ type benchFlags struct {
 	vocabLimit int
 	// maxGradNorm clips train's update as train's --max-grad-norm does.
 	maxGradNorm float64
+	// microBatchTokens and lr are train's --micro-batch-tokens and --lr
+	// (0: train's defaults, benchTrainStep).
+	microBatchTokens int
+	lr               float64
 	// changed reports whether a flag was given (pflag.FlagSet.Changed).
 	changed func(name string) bool
 }
@@ -56,7 +61,8 @@ type benchFlags struct {
 // Flags of one bench command only, which the other would ignore: train's
 // step and generate's generation (also train's with --generate-rows).
 var (
-	benchTrainOnly    = []string{"tokens", "train", "freeze", "lora-rank", "lora-alpha", "lora-targets", "attention-mib", "loss-chunk-mib", "mlp-mib", "kept-mib", "max-grad-norm"}
+	benchTrainOnly = []string{"tokens", "train", "freeze", "lora-rank", "lora-alpha", "lora-targets", "attention-mib", "loss-chunk-mib", "mlp-mib", "kept-mib", "max-grad-norm",
+		"micro-batch-tokens", "lr"}
 	benchGenerateOnly = []string{"prompt-tokens", "new-tokens", "gen-call-mib"}
 )
 
@@ -77,6 +83,8 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.prompt, "prompt-tokens", 512, "generate (and train --generate-rows): prompt tokens per row")
 	fs.IntVar(&f.newTok, "new-tokens", 64, "generate (and train --generate-rows): tokens generated per row")
 	fs.Float64Var(&f.maxGradNorm, "max-grad-norm", rl.DefaultConfig().MaxGradNorm, "train: global gradient-norm clip (0 or less = off)")
+	fs.IntVar(&f.microBatchTokens, "micro-batch-tokens", 0, "train: rows x length per training call, at least one row, as train's (0 = auto: train's, 4 GiB of kept activations by the model's config.json, within 512..16384)")
+	fs.Float64Var(&f.lr, "lr", 0, "train: the update's learning rate (0 = train's peak: 1e-4 for the embedded tiny model, 1e-6 for a given model)")
 	fs.IntVar(&f.genRows, "generate-rows", 0, "train: before each step, a generation of this many rows of --prompt-tokens + --new-tokens whose KV cache is released before the step, as training does (the device memory both take; 0: none)")
 	registerGenCallMiB(fs, &f.callMiB)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random token ids (and of train's LoRA adapters, with --lora-rank)")
@@ -106,6 +114,10 @@ func (f *benchFlags) validate(what string) error {
 		if f.tokens < 2 {
 			errs = append(errs, fmt.Errorf("--tokens %d: want >= 2 (a prompt and a response)", f.tokens))
 		}
+		if f.microBatchTokens < 0 {
+			errs = append(errs, fmt.Errorf("--micro-batch-tokens %d: want >= 0 (0 = auto)", f.microBatchTokens))
+		}
+		errs = append(errs, countsAtMost(count{"--micro-batch-tokens", f.microBatchTokens, 0}), validLR(f.lr, true))
 		if math.IsNaN(f.maxGradNorm) || math.IsInf(f.maxGradNorm, 0) {
 			errs = append(errs, fmt.Errorf("--max-grad-norm %v: want a finite norm (0 or less = no clipping)", f.maxGradNorm))
 		}
@@ -222,9 +234,16 @@ type benchTrainLine struct {
 	Rows  int    `json:"rows"`
 	Toks  int    `json:"tokens"`
 	benchVocab
+	// MicroBatchTokens and LR are the step's bounds on a training call
+	// (rows x length) and its learning rate, train's (benchTrainStep);
+	// MicroBatches is how many calls the step took.
+	MicroBatchTokens int     `json:"micro_batch_tokens"`
+	LR               float64 `json:"lr"`
+	MicroBatches     int     `json:"micro_batches,omitempty"`
 	// Seconds is the step's wall time (forward, loss, backward, AdamW);
 	// TokensPerSecond counts rows x tokens over the step before AdamW
-	// (the gradients zeroed, forward, loss, backward). Step 1 runs the
+	// (the gradients zeroed, forward, loss, backward); the forward, loss
+	// and backward seconds are summed over its calls. Step 1 runs the
 	// graphs for the first time: steady figures are those of step 2 on.
 	// GenerateSeconds is the generation before it (--generate-rows), not
 	// counted in Seconds.
@@ -240,8 +259,12 @@ type benchTrainLine struct {
 	// every device, a check between them.
 	NLL      float64 `json:"nll,omitempty"`
 	GradNorm float64 `json:"grad_norm,omitempty"`
+	// UpdateSkipped says why the update was not applied (a non-finite
+	// gradient norm or update, as train skips it); absent: applied.
+	UpdateSkipped string `json:"update_skipped,omitempty"`
 	// RecomputedLayers are the layers the backward pass recomputed,
-	// KeptBytes the values kept of the others (--kept-mib); absent: none.
+	// KeptBytes the values kept of the others (--kept-mib), the most of
+	// any of the step's calls; absent: none.
 	RecomputedLayers int   `json:"recomputed_layers,omitempty"`
 	KeptBytes        int64 `json:"kept_bytes,omitempty"`
 	// DeviceCopyBytes is what the step copied between host and device
@@ -400,17 +423,19 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 	// that the open line counts them and step 1 shows the steady state.
 	opt.ExpAvg().Zero()
 	opt.ExpAvgSq().Zero()
-	onDevice := useDeviceOptimizer(env, pol, opt) // as training does
+	useDeviceOptimizer(env, pol, opt) // as training does
+	b := model.RandomTrainBatch(f.rows, f.tokens, vocab.VocabLimit, f.seed)
+	st := f.trainStep(env, r, pol, opt, b)
 	weights := int64(4 * (pol.Weights.NumParams() + pol.Frozen.NumParams()))
 	enc := json.NewEncoder(env.stdout)
-	line := benchTrainLine{Phase: "open", Rows: f.rows, Toks: f.tokens, benchVocab: vocab, Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
+	line := benchTrainLine{Phase: "open", Rows: f.rows, Toks: f.tokens, benchVocab: vocab, MicroBatchTokens: st.grad.MicroBatchTokens, LR: st.sched.PeakLR,
+		Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
 	if line.benchMemory, err = meter.measure(); err != nil {
 		return err
 	}
 	if err := enc.Encode(line); err != nil {
 		return err
 	}
-	b := model.RandomTrainBatch(f.rows, f.tokens, vocab.VocabLimit, f.seed)
 	var sampler *rollout.Sampler
 	var reqs []rollout.Request
 	if f.genRows > 0 {
@@ -419,7 +444,6 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 		}
 		reqs = benchRequests(f.genRows, f, vocab.VocabLimit)
 	}
-	var res model.TrainResult
 	for step := 1; step <= f.steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -435,36 +459,24 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 		}
 		t0 := time.Now()
 		copied, called, grads := pol.Train.CopiedBytes(), pol.Train.CallBytes(), pol.Train.GradientBytes()
-		if !onDevice {
-			pol.Grads.Zero()
-		}
-		// As training takes its micro-batches (rl.Gradients).
-		if err := pol.Train.AccumulateBatches(ctx, []model.TrainBatch{b}, []float32{1}, pol.Grads, &res, func(int) error { return nil }); err != nil {
+		gs, err := st.gradients(ctx)
+		if err != nil {
 			return err
 		}
-		times := pol.Train.Times()
 		t1 := time.Now()
-		// Clipped as training's update is (rl.Trainer).
-		var norm float64
-		if onDevice {
-			u, err := pol.Train.Update(1e-6, f.maxGradNorm)
-			if err != nil {
-				return err
-			}
-			norm = u.Norm
-		} else {
-			norm = pol.Grads.ClipByNorm(f.maxGradNorm)
-			if err := opt.Step(pol.Weights, pol.Grads, 1e-6); err != nil {
-				return err
-			}
+		u, err := st.update()
+		if err != nil {
+			return err
 		}
-		line := benchTrainLine{Phase: "step", Step: step, Rows: f.rows, Toks: f.tokens, benchVocab: vocab, Seconds: time.Since(t0).Seconds(),
-			ForwardSeconds: times.Forward.Seconds(), LossSeconds: times.Loss.Seconds(), BackwardSeconds: times.Backward.Seconds(),
-			OptimizerSeconds: time.Since(t1).Seconds(), GenerateSeconds: generated.Seconds(), WeightsBytes: weights, NLL: meanNLL(b, res), GradNorm: norm,
+		c := st.learner
+		line := benchTrainLine{Phase: "step", Step: step, Rows: f.rows, Toks: f.tokens, benchVocab: vocab, MicroBatchTokens: st.grad.MicroBatchTokens, LR: st.sched.PeakLR,
+			MicroBatches: c.calls, Seconds: time.Since(t0).Seconds(),
+			ForwardSeconds: c.times.Forward.Seconds(), LossSeconds: c.times.Loss.Seconds(), BackwardSeconds: c.times.Backward.Seconds(),
+			OptimizerSeconds: time.Since(t1).Seconds(), GenerateSeconds: generated.Seconds(), WeightsBytes: weights, NLL: gs.NLL, GradNorm: u.Norm,
+			UpdateSkipped: u.Skipped, RecomputedLayers: c.recomputed, KeptBytes: c.kept,
 			DeviceCopyBytes: pol.Train.CopiedBytes() - copied, CallCopyBytes: pol.Train.CallBytes() - called,
 			GradientCopyBytes: pol.Train.GradientBytes() - grads}
 		line.TokensPerSecond = float64(f.rows*f.tokens) / t1.Sub(t0).Seconds()
-		line.RecomputedLayers, line.KeptBytes = pol.Train.Recomputation()
 		if line.benchMemory, err = meter.measure(); err != nil {
 			return err
 		}
@@ -473,6 +485,97 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 		}
 	}
 	return nil
+}
+
+// benchTrainStep is bench train's step, the learning half of a train
+// step (rl.Trainer.TrainStep): the random rows as examples through
+// rl.Gradients, in train's micro-batches (--micro-batch-tokens, auto by
+// default as train's; rows of distinct prompts, which train's
+// --pack-prompts would not pack), then rl.Update, clipped to
+// --max-grad-norm, at --lr (0: train's peak rate, as after warmup).
+type benchTrainStep struct {
+	learner     *stepCalls
+	pol         *model.Policy
+	opt         *optim.AdamW
+	sched       optim.Schedule
+	examples    []rl.Example
+	grad        rl.GradientOptions
+	maxGradNorm float64
+}
+
+// trainStep makes bench train's step on pol of the model r, over b's
+// rows (RandomTrainBatch's), with opt its optimizer; an auto
+// --micro-batch-tokens that cannot read r's config.json is noted on
+// env.stderr, as train notes it.
+func (f *benchFlags) trainStep(env *cliEnv, r resolvedModel, pol *model.Policy, opt *optim.AdamW, b model.TrainBatch) *benchTrainStep {
+	cfg := rl.DefaultConfig()
+	mbt := f.microBatchTokens
+	if mbt == 0 {
+		mbt = autoMicroBatchTokens(r.onnx, env.stderr)
+	}
+	lr := f.lr
+	if lr == 0 {
+		lr = modelLR
+		if r.embedded {
+			lr = embeddedLR
+		}
+	}
+	return &benchTrainStep{learner: &stepCalls{Executor: pol.Train}, pol: pol, opt: opt, sched: optim.Schedule{PeakLR: lr}, examples: benchExamples(b),
+		grad:        rl.GradientOptions{MicroBatchTokens: mbt, ClipLow: cfg.ClipLow, ClipHigh: cfg.ClipHigh, Detached: true, PackPrompts: true},
+		maxGradNorm: f.maxGradNorm}
+}
+
+// gradients computes the step's gradients as train does (rl.Gradients).
+func (s *benchTrainStep) gradients(ctx context.Context) (rl.GradientStats, error) {
+	return rl.Gradients(ctx, s.learner, s.pol.Grads, s.examples, s.grad)
+}
+
+// update clips and applies the step's update as train does (rl.Update).
+func (s *benchTrainStep) update() (rl.UpdateResult, error) {
+	return rl.Update(s.learner, s.pol.Weights, s.pol.Grads, s.opt, s.sched, s.maxGradNorm)
+}
+
+// benchExamples are b's rows (RandomTrainBatch's: the loss on each row's
+// second half) as training's examples: the first half of a row the
+// prompt, the rest the completion, advantage 1.
+func benchExamples(b model.TrainBatch) []rl.Example {
+	ex := make([]rl.Example, b.Batch)
+	half := b.Seq / 2
+	for i := range ex {
+		ids := make([]int32, b.Seq)
+		for t := range ids {
+			ids[t] = int32(b.InputIDs[i*b.Seq+t])
+		}
+		ex[i] = rl.Example{Prompt: ids[:half], Completion: ids[half:], Advantage: 1}
+	}
+	return ex
+}
+
+// stepCalls is the executor as a bench step calls it: it counts the
+// step's calls (micro-batches) and sums their split (Executor.Times is
+// the last call's), keeping the most layers any call recomputed and
+// bytes it kept.
+type stepCalls struct {
+	*model.Executor
+	calls      int
+	times      model.StepTimes
+	recomputed int
+	kept       int64
+}
+
+// AccumulateBatches is the executor's, measured call by call.
+func (c *stepCalls) AccumulateBatches(ctx context.Context, bs []model.TrainBatch, scales []float32, grads *params.Store, res *model.TrainResult, done func(int) error) error {
+	c.calls, c.times, c.recomputed, c.kept = 0, model.StepTimes{}, 0, 0
+	return c.Executor.AccumulateBatches(ctx, bs, scales, grads, res, func(k int) error {
+		t := c.Executor.Times()
+		c.calls++
+		c.times.Forward += t.Forward
+		c.times.Loss += t.Loss
+		c.times.Backward += t.Backward
+		layers, kept := c.Executor.Recomputation()
+		c.recomputed, c.kept = max(c.recomputed, layers), max(c.kept, kept)
+		return done(k)
+	})
 }
 
 // memoryUse returns the process's resident set and its peak (VmRSS and
@@ -616,16 +719,4 @@ func benchRequests(rows int, f *benchFlags, vocab int) []rollout.Request {
 		}
 	}
 	return reqs
-}
-
-// meanNLL is the mean -log p over b's loss positions.
-func meanNLL(b model.TrainBatch, res model.TrainResult) float64 {
-	sum, n := 0.0, 0
-	for i, m := range b.LossMask {
-		if m != 0 {
-			sum -= float64(res.LogProbs[i])
-			n++
-		}
-	}
-	return sum / float64(max(n, 1))
 }

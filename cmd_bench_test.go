@@ -1,9 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/rl"
 )
 
 // TestMemoryMeterPeakNeverFalls: the peak a bench line reports is the
@@ -17,5 +28,119 @@ func TestMemoryMeterPeakNeverFalls(t *testing.T) {
 		got, err := m.measure()
 		require.NoError(t, err)
 		require.Equal(t, want, [2]int64{got.RSSBytes, got.PeakRSSBytes})
+	}
+}
+
+// TestBenchTrainMicroBatches: a bench train step takes train's
+// micro-batches (rl.Gradients under --micro-batch-tokens, auto by
+// default as train's), where it ran rows x tokens as one call whatever
+// their size (and refused --micro-batch-tokens): 5 rows of 64 tokens
+// under 128 are train's 3 calls of 2, 2 and 1 rows; by default the
+// embedded model's auto bound (train's, 16,384) takes them in one. Its
+// rate is train's peak for the embedded model, 1e-4 (it was 1e-6).
+func TestBenchTrainMicroBatches(t *testing.T) {
+	examples := benchExamples(model.RandomTrainBatch(5, 64, 10, 1))
+	for i := range examples {
+		examples[i].OldLogProbs = make([]float32, len(examples[i].Completion))
+	}
+	train, _, err := rl.MicroBatches(examples, 128, 0.2, 0.28)
+	require.NoError(t, err)
+	require.Len(t, train, 3)
+	for _, c := range []struct {
+		args  []string
+		bound int
+		calls int
+		lr    float64
+	}{
+		{[]string{"--micro-batch-tokens", "128"}, 128, len(train), embeddedLR},
+		{nil, autoMicroBatchTokens(embeddedModelPath(t), io.Discard), 1, embeddedLR},
+		{[]string{"--lr", "3e-5"}, 16384, 1, 3e-5},
+	} {
+		t.Run(fmt.Sprint(c.args), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"bench", "train", "--rows", "5", "--tokens", "64", "--steps", "1", "--threads", "1"}, c.args...)
+			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+			var lines []benchTrainLine
+			dec := json.NewDecoder(&stdout)
+			for dec.More() {
+				var l benchTrainLine
+				require.NoError(t, dec.Decode(&l))
+				lines = append(lines, l)
+			}
+			require.Len(t, lines, 2)
+			for _, l := range lines {
+				require.Equal(t, c.bound, l.MicroBatchTokens)
+				require.Equal(t, c.lr, l.LR)
+			}
+			require.Equal(t, c.calls, lines[1].MicroBatches)
+		})
+	}
+}
+
+// embeddedModelPath is the embedded model's file, as bench resolves it
+// without --model.
+func embeddedModelPath(t *testing.T) string {
+	var mf modelFlags
+	r, err := mf.resolve(io.Discard)
+	require.NoError(t, err)
+	require.True(t, r.embedded)
+	return r.onnx
+}
+
+// TestBenchTrainStepIsTrains: bench train's step updates the embedded
+// model's weights as a train step does after warmup (rl.Gradients with
+// train's options over the same examples, then the update at train's
+// peak rate for the embedded model, clipped to 1), bit for bit; with
+// 1e-6 for every model, as bench had it, the weights moved 100 times
+// less than train's.
+func TestBenchTrainStepIsTrains(t *testing.T) {
+	ctx := context.Background()
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	var f benchFlags
+	f.register(fs)
+	require.NoError(t, fs.Parse([]string{"--rows", "3", "--tokens", "48", "--threads", "1"}))
+	require.NoError(t, f.validate("train"))
+	env := &cliEnv{stdout: io.Discard, stderr: io.Discard}
+	r, err := f.mf.resolve(io.Discard)
+	require.NoError(t, err)
+	// Both policies on the runtime bench opens (one a process).
+	rt, bench, vocab, closeBench, err := benchOpen(ctx, env, &f, r, nil, model.PolicyOptions{Train: true, Executor: f.exec.options(), Seed: f.seed})
+	require.NoError(t, err)
+	defer closeBench()
+	require.Equal(t, 49, vocab.VocabLimit)
+	dir, err := cachedArtifactsDir(r.onnx, f.arts)
+	require.NoError(t, err)
+	eo := f.exec.options()
+	eo.VocabLimit = vocab.VocabLimit
+	train, err := model.OpenPolicy(ctx, rt, r.onnx, dir, model.PolicyOptions{Train: true, Executor: eo, Seed: f.seed})
+	require.NoError(t, err)
+	defer train.Close()
+	benchOpt, err := optim.NewAdamW(optim.DefaultConfig(), bench.Weights)
+	require.NoError(t, err)
+	trainOpt, err := optim.NewAdamW(optim.DefaultConfig(), train.Weights)
+	require.NoError(t, err)
+	b := model.RandomTrainBatch(f.rows, f.tokens, 49, f.seed)
+
+	before := slices.Clone(bench.Weights.At(1).Data)
+	st := f.trainStep(env, r, bench, benchOpt, b)
+	_, err = st.gradients(ctx)
+	require.NoError(t, err)
+	_, err = st.update()
+	require.NoError(t, err)
+	require.NotEqual(t, before, bench.Weights.At(1).Data, "the step moved %s", bench.Weights.At(1).Name)
+
+	// A train step's learning half (rl.Trainer.TrainStep) on the same
+	// examples, with train's defaults.
+	cfg := rl.DefaultConfig()
+	_, err = rl.Gradients(ctx, train.Train, train.Grads, benchExamples(b), rl.GradientOptions{
+		MicroBatchTokens: autoMicroBatchTokens(r.onnx, io.Discard), ClipLow: cfg.ClipLow, ClipHigh: cfg.ClipHigh, Detached: true, PackPrompts: true})
+	require.NoError(t, err)
+	_, err = rl.Update(train.Train, train.Weights, train.Grads, trainOpt, optim.Schedule{PeakLR: embeddedLR}, cfg.MaxGradNorm)
+	require.NoError(t, err)
+
+	for i := range train.Weights.Len() {
+		want, got := train.Weights.At(i), bench.Weights.At(i)
+		require.Equal(t, want.Name, got.Name)
+		require.Equal(t, want.Data, got.Data, want.Name)
 	}
 }

@@ -302,6 +302,26 @@ func stepUpdate(d deviceUpdater, w, grads *params.Store, opt *optim.AdamW, sched
 	return u, err
 }
 
+// UpdateResult is one step's update as Update applied it.
+type UpdateResult struct {
+	// Norm is the gradient's global norm before clipping; LR the rate
+	// applied (0 for an update skipped for a non-finite norm); Skipped
+	// says why the update was not applied ("" when it was).
+	Norm, LR float64
+	Skipped  string
+}
+
+// Update clips and applies one step's AdamW update as a training step
+// does (TrainStep, SFTStep): on the device when learner keeps AdamW
+// there (model.Executor after UseDeviceOptimizer), else on the host
+// stores w and grads, at sched's rate for opt's step, skipping an update
+// that would make the weights non-finite. Benchmarks call it to take
+// train's step.
+func Update(learner Learner, w, grads *params.Store, opt *optim.AdamW, sched optim.Schedule, maxGradNorm float64) (UpdateResult, error) {
+	u, err := stepUpdate(onDevice(learner), w, grads, opt, sched, maxGradNorm)
+	return UpdateResult{Norm: u.norm, LR: u.lr, Skipped: u.skipped}, err
+}
+
 // SyncHost brings the host weights and optimizer moments up to date
 // when the learner updates them on the device (a checkpoint, an export
 // or a serving engine reads the host ones); otherwise it does nothing.
