@@ -76,9 +76,13 @@ func TestPlanLoRARankPastProjection(t *testing.T) {
 
 // TestAutoMicroBatchTokens: --micro-batch-tokens 0 sizes training calls
 // from config.json's shape; without a config.json it is 4,096, and a
-// config.json it cannot read as Qwen3's (a Qwen2.5 model's, say) gives
-// 4,096 too, now with a note saying why, not silently as if there were
-// none.
+// config.json it cannot read gives 4,096 too, now with a note saying
+// why, not silently as if there were none. A Qwen2, Llama or Mistral
+// config.json is read as plan reads it (memplan.ParseConfig), where it
+// was refused as not Qwen3's: Qwen2.5-7B's shape (28 layers of 3,584,
+// 28 heads of 128) keeps 29 x 3,584 x 4 + 4 x (10 x 3,584 + 8 x 3,584)
+// = 673,792 bytes a token, so 4 GiB / 673,792 = 6,374 tokens a call,
+// not 4,096.
 func TestAutoMicroBatchTokens(t *testing.T) {
 	qwen3Config := `{"model_type": "qwen3", "num_hidden_layers": 28, "hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 8,
 		"head_dim": 128, "intermediate_size": 3072, "vocab_size": 151936, "tie_word_embeddings": true}`
@@ -89,8 +93,13 @@ func TestAutoMicroBatchTokens(t *testing.T) {
 	}{
 		{"Qwen3-0.6B's shape", qwen3Config, 16384, ""},
 		{"no config.json", "", 4096, ""},
-		{"another architecture", `{"model_type": "qwen2", "num_hidden_layers": 24, "hidden_size": 896}`, 4096,
-			`spiral: note: --micro-batch-tokens auto: qwen3: config "DIR/config.json": model_type "qwen2", want "qwen3"; training calls of 4096 tokens (give --micro-batch-tokens to choose)` + "\n"},
+		{"Qwen2.5-7B's shape", `{"model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584, "intermediate_size": 18944, "num_attention_heads": 28,
+			"num_key_value_heads": 4, "vocab_size": 152064}`, 6374, ""},
+		{"a config.json without the widths", `{"model_type": "qwen2", "num_hidden_layers": 24, "hidden_size": 896}`, 4096,
+			`spiral: note: --micro-batch-tokens auto: memplan: config "DIR/config.json": intermediate_size: absent or null, want >= 1; ` +
+				`num_attention_heads: absent or null, want >= 1; vocab_size: absent or null, want >= 1; training calls of 4096 tokens (give --micro-batch-tokens to choose)` + "\n"},
+		{"another architecture", `{"model_type": "gemma", "num_hidden_layers": 24, "hidden_size": 896}`, 4096,
+			`spiral: note: --micro-batch-tokens auto: memplan: config "DIR/config.json": model_type "gemma": want one of qwen3 (Qwen3ForCausalLM), qwen2 (Qwen2ForCausalLM), llama (LlamaForCausalLM), mistral (MistralForCausalLM); training calls of 4096 tokens (give --micro-batch-tokens to choose)` + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -17,7 +17,6 @@ import (
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/memplan"
 	"github.com/spiral-rl/spiral/model/optim"
-	"github.com/spiral-rl/spiral/model/qwen3"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 )
@@ -286,12 +285,13 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 // per token (every layer's input and one layer's working set; the loss
 // and the MLPs run in chunks whatever the micro-batch): 4 GiB of them,
 // within 512..16384, for a model whose config.json is beside it
-// (Qwen3-0.6B: 16,384 tokens, Qwen3-4B: 7,013); without one, 4,096, and
-// with one it cannot read as Qwen3's too, noted on warn. A row longer
-// than the bound is a micro-batch of its own.
+// (Qwen3-0.6B: 16,384 tokens, Qwen3-4B: 7,013; a Qwen2, Llama or
+// Mistral config.json read as plan reads it, memplan.ParseConfig);
+// without one, 4,096, and with one it cannot read too, noted on warn. A
+// row longer than the bound is a micro-batch of its own.
 func autoMicroBatchTokens(modelPath string, warn io.Writer) int {
 	const fallback = 4096
-	c, err := qwen3.LoadConfig(filepath.Join(filepath.Dir(modelPath), model.ConfigFile))
+	a, err := memplan.LoadConfig(filepath.Join(filepath.Dir(modelPath), model.ConfigFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return fallback
 	}
@@ -299,7 +299,7 @@ func autoMicroBatchTokens(modelPath string, warn io.Writer) int {
 		fmt.Fprintf(warn, "spiral: note: --micro-batch-tokens auto: %v; training calls of %d tokens (give --micro-batch-tokens to choose)\n", err, fallback)
 		return fallback
 	}
-	return memplan.MicroBatchTokens(memplan.FromQwen3(c), 4<<30)
+	return memplan.MicroBatchTokens(a, 4<<30)
 }
 
 // weightSync returns how the serving engine gen gets the trained weights

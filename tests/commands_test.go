@@ -122,7 +122,7 @@ func TestToolInputs(t *testing.T) {
 		// then refused as not Qwen3's. A Llama config is planned
 		// (memplan.ParseConfig); this one lacks the widths.
 		{name: "plan: a config.json without the widths", args: []string{"plan", "--model", f.path("llama")}, code: 1,
-			want: []string{"spiral plan: --model \"" + f.path("llama") + "\": memplan: config \"" + f.path("llama/config.json") + "\": num_hidden_layers: absent or null, want >= 1\n"}},
+			want: []string{"spiral plan: --model \"" + f.path("llama") + "\": memplan: config \"" + f.path("llama/config.json") + "\": num_hidden_layers: absent or null, want >= 1; intermediate_size: absent or null, want >= 1"}},
 		// --train's and --freeze's errors say "spiral artifacts lists the
 		// parameters' names", and README that it lists what is trained
 		// and why; it listed the frozen ones only.

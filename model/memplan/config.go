@@ -105,7 +105,7 @@ func ParseConfig(data []byte) (Arch, error) {
 		return Arch{}, err
 	}
 	a := Arch{Type: typ, Tied: c.Tied, Context: c.Context, AttentionBias: typ == "llama" && head.AttentionBias, MLPBias: typ == "llama" && head.MLPBias}
-	var errs []error
+	var errs []string
 	for _, f := range []struct {
 		name string
 		v    *int
@@ -114,9 +114,9 @@ func ParseConfig(data []byte) (Arch, error) {
 		{"num_attention_heads", c.Heads, &a.Heads}, {"vocab_size", c.Vocab, &a.Vocab}} {
 		switch {
 		case f.v == nil:
-			errs = append(errs, fmt.Errorf("%s: absent or null, want >= 1", f.name))
+			errs = append(errs, fmt.Sprintf("%s: absent or null, want >= 1", f.name))
 		case *f.v < 1:
-			errs = append(errs, fmt.Errorf("%s %d: want >= 1", f.name, *f.v))
+			errs = append(errs, fmt.Sprintf("%s %d: want >= 1", f.name, *f.v))
 		default:
 			*f.dst = *f.v
 		}
@@ -133,12 +133,13 @@ func ParseConfig(data []byte) (Arch, error) {
 		a.HeadDim = a.Hidden / a.Heads
 	}
 	if c.Context < 0 {
-		errs = append(errs, fmt.Errorf("max_position_embeddings %d: want >= 0", c.Context))
+		errs = append(errs, fmt.Sprintf("max_position_embeddings %d: want >= 0", c.Context))
 	}
-	if len(errs) == 0 {
-		errs = append(errs, a.check())
+	if len(errs) > 0 {
+		// One line, as qwen3.ParseConfig's: a note quotes it.
+		return Arch{}, errors.New(strings.Join(errs, "; "))
 	}
-	return a, errors.Join(errs...)
+	return a, a.check()
 }
 
 // hasNull reports whether config.json data gives key as null.

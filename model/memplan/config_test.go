@@ -131,7 +131,7 @@ func TestParseConfigDefaults(t *testing.T) {
 			`model_type "gemma": want one of qwen3 (Qwen3ForCausalLM), qwen2 (Qwen2ForCausalLM), llama (LlamaForCausalLM), mistral (MistralForCausalLM)`},
 		{"unknown architecture", `{"architectures": ["GPT2LMHeadModel"], ` + shape + `}`, `architectures "GPT2LMHeadModel": want one of qwen3`},
 		{"missing widths", `{"model_type": "llama", "hidden_size": 64}`,
-			"num_hidden_layers: absent or null, want >= 1\nintermediate_size: absent or null, want >= 1\nnum_attention_heads: absent or null, want >= 1\nvocab_size: absent or null, want >= 1"},
+			"num_hidden_layers: absent or null, want >= 1; intermediate_size: absent or null, want >= 1; num_attention_heads: absent or null, want >= 1; vocab_size: absent or null, want >= 1"},
 		{"qwen3 as qwen3.ParseConfig reads it", `{"model_type": "qwen3", ` + shape + `, "head_dim": 3}`, "head_dim 3: want an even number >= 2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
