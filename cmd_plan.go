@@ -338,13 +338,17 @@ func selectionFlags(train, freeze string) string {
 	return strings.Join(given, ", ")
 }
 
-// paramCount writes n in billions (4.02B), or below a billion in
-// millions (0.11M, where billions read 0.00B).
+// paramCount writes n in billions (4.02B), below a billion in millions
+// (0.11M, where billions read 0.00B), and below 10,000, where millions
+// read 0.00M or 0.01M, whole (384).
 func paramCount(n int64) string {
-	if n >= 1e9 {
+	switch {
+	case n >= 1e9:
 		return fmt.Sprintf("%.2fB", float64(n)/1e9)
+	case n >= 1e4:
+		return fmt.Sprintf("%.2fM", float64(n)/1e6)
 	}
-	return fmt.Sprintf("%.2fM", float64(n)/1e6)
+	return fmt.Sprint(n)
 }
 
 func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }

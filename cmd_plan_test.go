@@ -330,3 +330,23 @@ func TestPlanSelectionNames(t *testing.T) {
 		"model.layers.N.{input_layernorm, self_attn.q_proj, self_attn.k_proj, self_attn.v_proj, self_attn.o_proj, post_attention_layernorm, mlp.gate_proj, mlp.up_proj, mlp.down_proj}.weight "+
 		"and model.layers.N.{self_attn.q_proj, self_attn.k_proj, self_attn.v_proj}.bias for N in 0..1, model.norm.weight, lm_head.weight)\n", stderr.String())
 }
+
+// TestPlanSmallCounts: a count that millions would write as 0.00M (below
+// 5,000) is written whole: --train of a small model's biases read
+// "0.00M of the parameters trained"; larger counts keep their units.
+func TestPlanSmallCounts(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{{0, "0"}, {32, "32"}, {9_999, "9999"}, {10_000, "0.01M"}, {102_784, "0.10M"}, {596_049_920, "596.05M"}, {4_022_468_096, "4.02B"}} {
+		require.Equal(t, c.want, paramCount(c.n), "%d", c.n)
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "qwen2", "num_hidden_layers": 2, "hidden_size": 8,
+		"intermediate_size": 16, "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 10}`), 0o666))
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"plan", "--model", dir, "--device-memory", "1GB", "--tokens", "64", "--train", "bias"}, &cliEnv{stdout: &stdout, stderr: &stderr})
+	require.Zero(t, code, stderr.String())
+	require.Contains(t, stdout.String(), "model: 2 layers, hidden 8, 1384 parameters;")
+	require.Contains(t, stdout.String(), "training step: 1 x 64 tokens (32 of the parameters trained (--train \"bias\"), AdamW)\n")
+}
