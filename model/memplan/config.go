@@ -88,6 +88,9 @@ func ParseConfig(data []byte) (Arch, error) {
 		}
 		a := FromQwen3(c)
 		a.AttentionBias = head.AttentionBias
+		if err := a.valid(); err != nil {
+			return Arch{}, err
+		}
 		return a, nil
 	}
 	var c struct {
@@ -139,7 +142,13 @@ func ParseConfig(data []byte) (Arch, error) {
 		// One line, as qwen3.ParseConfig's: a note quotes it.
 		return Arch{}, errors.New(strings.Join(errs, "; "))
 	}
-	return a, a.check()
+	if err := a.check(); err != nil {
+		return Arch{}, err
+	}
+	if err := a.valid(); err != nil {
+		return Arch{}, err
+	}
+	return a, nil
 }
 
 // hasNull reports whether config.json data gives key as null.

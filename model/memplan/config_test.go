@@ -2,6 +2,8 @@ package memplan_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -190,4 +192,34 @@ func TestParamsSumParameters(t *testing.T) {
 		}
 		require.Equal(t, n, a.Params(), "%+v", a)
 	}
+}
+
+// TestParseConfigPastAnyModel: a config.json whose weights alone would
+// pass memplan.MaxBytes, or of more layers than memplan.MaxLayers, is
+// refused where it is read. Hidden and vocabulary 2^32 overflowed int64:
+// the embedding's 2^64 parameters counted 0, plan printed "708.67B
+// parameters" and an untied head's gradient of 0.00 GiB; 2^30 layers
+// listed 11 x 2^30 parameter names for --train to match, past the
+// machine's memory.
+func TestParseConfigPastAnyModel(t *testing.T) {
+	for _, c := range []struct{ name, config, want string }{
+		{"widths", `{"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 4294967296, "intermediate_size": 16, "num_attention_heads": 1,
+			"num_key_value_heads": 1, "head_dim": 8, "vocab_size": 4294967296}`,
+			`memplan: config "PATH": 2 layers of hidden 4294967296, MLP 16, 1 heads of 8 (1 KV), vocab 4294967296: the weights alone would take over 64 PiB`},
+		{"layers", `{"model_type": "mistral", "num_hidden_layers": 1073741824, "hidden_size": 8, "intermediate_size": 16, "num_attention_heads": 2,
+			"num_key_value_heads": 1, "vocab_size": 10}`, "num_hidden_layers 1073741824: want at most 65536"},
+		{"qwen3 widths", `{"model_type": "qwen3", "num_hidden_layers": 2, "hidden_size": 4294967296, "intermediate_size": 16, "num_attention_heads": 1,
+			"num_key_value_heads": 1, "head_dim": 8, "vocab_size": 4294967296}`, "the weights alone would take over 64 PiB"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.json")
+			require.NoError(t, os.WriteFile(path, []byte(c.config), 0o666))
+			_, err := memplan.LoadConfig(path)
+			require.ErrorContains(t, err, strings.ReplaceAll(c.want, "PATH", path))
+		})
+	}
+	// The largest real shapes pass.
+	a, ok := memplan.Named("qwen3-8b")
+	require.True(t, ok)
+	require.NoError(t, a.Validate())
 }

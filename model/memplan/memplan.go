@@ -80,22 +80,52 @@ func Named(name string) (Arch, bool) {
 // Names lists the names Named knows, sorted.
 func Names() []string { return qwen3.Releases() }
 
-// Validate reports a field that cannot describe a model.
+// Validate reports a field that cannot describe a model, or a shape
+// past any (more than MaxLayers layers, or weights alone past
+// MaxBytes, where the counts of its parameters would overflow int64).
 func (a Arch) Validate() error {
+	if err := a.valid(); err != nil {
+		return fmt.Errorf("memplan: %w", err)
+	}
+	return nil
+}
+
+// valid is Validate without the package's prefix (ParseConfig's
+// refusal names the file instead).
+func (a Arch) valid() error {
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"layers", a.Layers}, {"hidden", a.Hidden}, {"intermediate", a.Intermediate}, {"heads", a.Heads},
 		{"kv heads", a.KVHeads}, {"head dim", a.HeadDim}, {"vocab", a.Vocab}} {
 		if f.v <= 0 {
-			return fmt.Errorf("memplan: %s %d: want > 0", f.name, f.v)
+			return fmt.Errorf("%s %d: want > 0", f.name, f.v)
 		}
 	}
 	if _, err := typeOf(a.Type, nil); a.Type != "" && err != nil {
-		return fmt.Errorf("memplan: %w", err)
+		return err
+	}
+	if a.Layers > MaxLayers {
+		return fmt.Errorf("num_hidden_layers %d: want at most %d", a.Layers, MaxLayers)
+	}
+	// Counted in float64, which does not overflow where int64 would.
+	f := func(n int) float64 { return float64(n) }
+	params := f(a.Vocab)*f(a.Hidden) + f(a.Hidden)
+	if !a.Tied {
+		params += f(a.Vocab) * f(a.Hidden)
+	}
+	h, q, kv := f(a.Hidden), f(a.Heads)*f(a.HeadDim), f(a.KVHeads)*f(a.HeadDim)
+	params += f(a.Layers) * (2*h*q + 2*h*kv + 3*h*f(a.Intermediate)) // the projections (layerMatrices)
+	if 4*params > MaxBytes {
+		return fmt.Errorf("%d layers of hidden %d, MLP %d, %d heads of %d (%d KV), vocab %d: the weights alone would take over %d PiB",
+			a.Layers, a.Hidden, a.Intermediate, a.Heads, a.HeadDim, a.KVHeads, a.Vocab, MaxBytes>>50)
 	}
 	return nil
 }
+
+// MaxLayers bounds the layers of a shape (Validate), far past any
+// model's: Trained lists every layer's parameters by name.
+const MaxLayers = 1 << 16
 
 // layerMatrices are the [in, out] shapes of one layer's projections, in
 // lmgraph.LoRATargets' order (q, k, v, o, gate, up, down).
