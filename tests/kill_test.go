@@ -141,7 +141,7 @@ func TestEvalKilledAtAnyPoint(t *testing.T) {
 
 // TestTensorBoardKilledAtAnyPoint: spiral tensorboard killed (SIGKILL)
 // at points through its run (the run's lock, the logs read, the new event
-// file written through its staging file and renamed in, the event file
+// file written through its temporary file and renamed in, the event file
 // without events that a --tensorboard run killed before its first step
 // left removed) leaves the run's events once at most, in files that
 // TensorBoard reads whole; the same command run again converts the logs

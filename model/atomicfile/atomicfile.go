@@ -23,11 +23,22 @@ import (
 // target is untouched and the temporary file removed. The temporary file
 // is locked while it is written, and the temporary files of path that a
 // killed process left are removed first (see removeAbandoned).
-func Write(path string, perm os.FileMode, write func(io.Writer) error) (err error) {
+func Write(path string, perm os.FileMode, write func(io.Writer) error) error {
+	return WriteAs(path, "."+filepath.Base(path)+".tmp-", perm, write)
+}
+
+// WriteAs is Write with the temporary file named tempPrefix followed by
+// digits, in path's directory, rather than for path (Write's
+// "."+base+".tmp-"): for a file whose readers take every file of the
+// directory whose name holds a word of its own (TensorBoard reads each
+// file with "tfevents" in its name), which would read the temporary
+// file as one while it is written, or for good once a killed process
+// left it. The temporary files of tempPrefix that a killed process left
+// are removed first, whichever file they were to be.
+func WriteAs(path, tempPrefix string, perm os.FileMode, write func(io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
-	prefix := "." + filepath.Base(path) + ".tmp-"
-	removeAbandoned(dir, prefix)
-	f, err := os.CreateTemp(dir, prefix+"*")
+	removeAbandoned(dir, tempPrefix)
+	f, err := os.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
 		return fmt.Errorf("atomicfile: write %s: create its temporary file: %w", path, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -85,4 +86,38 @@ func TestSyncDirWithoutDirectorySync(t *testing.T) {
 	require.NoError(t, SyncDir("/proc"))
 	missing := filepath.Join(t.TempDir(), "missing")
 	require.ErrorContains(t, SyncDir(missing), "atomicfile: sync "+missing+": ")
+}
+
+// TestWriteAs: WriteAs writes through a temporary file named tempPrefix
+// and digits rather than for the target (a name that readers of the
+// directory, such as TensorBoard's of every file whose name holds
+// "tfevents", must not take for the target's), removing first the
+// temporary files of that prefix that a killed process left, whichever
+// target they were for, and only those.
+func TestWriteAs(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "events.out.tfevents.1700000000.host.spiral")
+	old := time.Now().Add(-2 * abandonedAfter)
+	left := leftFile(".events.tmp-123", old)(t, dir)
+	other := leftFile(".events.out.tfevents.1.host.spiral.tmp-45", old)(t, dir)
+	err := WriteAs(target, ".events.tmp-", 0o666, func(w io.Writer) error {
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		require.Len(t, names, 2, "the other leftover and the temporary file: %q", names)
+		require.Equal(t, filepath.Base(other), names[0])
+		require.Regexp(t, `^\.events\.tmp-[0-9]+$`, names[1])
+		require.NotEqual(t, filepath.Base(left), names[1], "a new temporary file")
+		_, err = w.Write([]byte("e"))
+		return err
+	})
+	require.NoError(t, err)
+	b, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.Equal(t, "e", string(b))
+	require.NoFileExists(t, left, "the temporary file a killed write left")
+	require.FileExists(t, other, "not of the prefix")
 }

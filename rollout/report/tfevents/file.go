@@ -3,6 +3,7 @@ package tfevents
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,10 +15,14 @@ import (
 )
 
 // filePrefix begins the name of every event file (TensorBoard reads the
-// files whose names hold "tfevents"), fileSuffix ends spiral's.
+// files whose names hold "tfevents"), fileSuffix ends spiral's, and
+// tempPrefix begins the temporary files they are written through
+// (writeFile), one prefix for them all, so that those a killed process
+// left are removed by the next write whatever file they were to be.
 const (
 	filePrefix = "events.out.tfevents."
 	fileSuffix = ".spiral"
+	tempPrefix = ".events.spiral.tmp-"
 )
 
 // Files lists spiral's event files in dir, in the order of their names
@@ -148,22 +153,14 @@ func WriteFile(dir string, now time.Time, events []Event, replaced ...string) (s
 }
 
 // writeFile replaces path, one of spiral's event files, with data
-// atomically, through a staging file whose name does not hold
-// "tfevents": TensorBoard reads every file of a run whose name does, and
-// atomicfile's temporary file, named for the file it replaces, would be
-// read as one while it was written, or for good once a process killed
-// then left it, showing its steps twice.
+// atomically, through a temporary file whose name does not hold
+// "tfevents" (tempPrefix): TensorBoard reads every file of a run whose
+// name does, and atomicfile's own temporary name, for the file it
+// replaces, would be read as one while it was written, or for good once
+// a process killed then left it, showing its steps twice.
 func writeFile(path string, data []byte) error {
-	dir, base := filepath.Split(path)
-	staging := filepath.Join(dir, "."+strings.TrimPrefix(base, filePrefix)+".partial")
-	if err := atomicfile.WriteFile(staging, data, 0o666); err != nil {
-		return fmt.Errorf("tfevents: write %s: %w", path, err)
-	}
-	if err := os.Rename(staging, path); err != nil {
-		return errors.Join(fmt.Errorf("tfevents: write %s: %w", path, err), os.Remove(staging))
-	}
-	if err := atomicfile.SyncDir(filepath.Clean(dir)); err != nil {
-		return fmt.Errorf("tfevents: write %s: %w", path, err)
+	if err := atomicfile.WriteAs(path, tempPrefix, 0o666, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+		return fmt.Errorf("tfevents: %w", err)
 	}
 	return nil
 }
