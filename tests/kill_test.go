@@ -148,7 +148,9 @@ func TestEvalKilledAtAnyPoint(t *testing.T) {
 // or is refused as converted already, and the run's steps are then in
 // its events once each, in the only file there, named after the empty
 // one if that was there when it was named (the empty file's name is an
-// hour ahead of the clock, a clock behind the files'). The empty file
+// hour ahead of the clock, a clock behind the files'), and no temporary
+// file of the killed write is left there (a kill within the write left
+// one for good, ..<sec>.<host>.spiral.partial.tmp-N). The empty file
 // was removed after the new file was written: a kill between the two
 // left it for good, the rerun refused as converted already.
 func TestTensorBoardKilledAtAnyPoint(t *testing.T) {
@@ -172,6 +174,14 @@ func TestTensorBoardKilledAtAnyPoint(t *testing.T) {
 		require.LessOrEqual(t, eventSteps(t, tb, "loss")[3], 1, "killed %v in: %s", delay, stderr)
 		_, err = os.Stat(filepath.Join(tb, empty))
 		emptyLeft := err == nil
+		// What the kill left is a minute old by the next run, as a
+		// killed write's temporary file must be to count as abandoned.
+		hidden, err := filepath.Glob(filepath.Join(tb, ".*"))
+		require.NoError(t, err)
+		for _, h := range hidden {
+			old := time.Now().Add(-2 * time.Minute)
+			require.NoError(t, os.Chtimes(h, old, old))
+		}
 		r := spiral(t, nil, "tensorboard", out)
 		if r.code != 0 {
 			require.Equal(t, 1, r.code, r.stderr)
@@ -181,6 +191,9 @@ func TestTensorBoardKilledAtAnyPoint(t *testing.T) {
 		names, err := filepath.Glob(filepath.Join(tb, "*tfevents*"))
 		require.NoError(t, err)
 		require.Len(t, names, 1, "the new event file alone")
+		hidden, err = filepath.Glob(filepath.Join(tb, ".*"))
+		require.NoError(t, err)
+		require.Empty(t, hidden, "the temporary files of a write killed %v in", delay)
 		if emptyLeft || r.code != 0 {
 			// Named while the empty file was there.
 			require.Greater(t, filepath.Base(names[0]), empty, "the new event file sorts after the empty one")

@@ -54,11 +54,16 @@ func Files(dir string) ([]string, error) {
 // file before them, and TensorBoard, which reads a run's files in the
 // order of their names, would read the resumed steps before the earlier
 // ones (its default loader then drops the later steps as abandoned), so
-// the names sort in the order the files were started.
+// the names sort in the order the files were started. The temporary
+// files that writes of event files killed within them left in dir
+// (leftover) are removed first, as atomicfile removes a killed write's
+// (RemoveAbandoned): every run that writes events, live or converted,
+// starts a file here.
 func newPath(dir string, now time.Time) (string, error) {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return "", fmt.Errorf("tfevents: %w", err)
 	}
+	atomicfile.RemoveAbandoned(dir, leftover)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return "", fmt.Errorf("tfevents: %w", err)
@@ -79,6 +84,31 @@ func newPath(dir string, now time.Time) (string, error) {
 		host = "localhost"
 	}
 	return filepath.Join(dir, filePrefix+strconv.FormatInt(sec, 10)+"."+host+fileSuffix), nil
+}
+
+// leftover says whether name is a temporary file that a write of an
+// event file leaves when its process is killed within it: writeFile's
+// (tempPrefix and digits) or, as versions before it wrote, a staging
+// file .<unix seconds>.<host>.spiral.partial and that name's atomicfile
+// temporary file (a "." before it, ".tmp-" and digits after), which,
+// named for the second, no later write would remove.
+func leftover(name string) bool {
+	digits := func(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
+	if rest, ok := strings.CutPrefix(name, tempPrefix); ok {
+		return digits(rest)
+	}
+	if i := strings.LastIndex(name, ".tmp-"); i > 0 && name[0] == '.' && digits(name[i+len(".tmp-"):]) {
+		name = name[1:i]
+	}
+	rest, ok := strings.CutPrefix(name, ".")
+	if !ok {
+		return false
+	}
+	if rest, ok = strings.CutSuffix(rest, fileSuffix+".partial"); !ok {
+		return false
+	}
+	sec, host, ok := strings.Cut(rest, ".")
+	return ok && digits(sec) && host != ""
 }
 
 // Writer appends events to an event file as they come: each event is

@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -225,4 +226,51 @@ func TestWriteFileReplaces(t *testing.T) {
 	files, err = Files(dir)
 	require.NoError(t, err)
 	require.Equal(t, []string{p}, files, "nothing written when a replaced file cannot be removed")
+}
+
+// TestNewFileRemovesKilledWritesLeftovers: the temporary files that a
+// write of an event file killed within it leaves (writeFile's, named
+// .events.spiral.tmp-N; before it, a staging file
+// .<sec>.<host>.spiral.partial and its own temporary file
+// ..<sec>.<host>.spiral.partial.tmp-N, named for the second, which no
+// later write matched) are removed by the next event file started in
+// the directory, live (Create) or written whole (WriteFile), once a
+// minute old and unlocked (atomicfile.RemoveAbandoned); they stayed for
+// good. Files of other names stay.
+func TestNewFileRemovesKilledWritesLeftovers(t *testing.T) {
+	leftovers := []string{".events.spiral.tmp-123", ".1700000000.host.spiral.partial", "..1700000000.host.spiral.partial.tmp-456"}
+	others := []string{".events.spiral.tmp-", ".events.spiral.tmp-1x", ".notes.spiral.partial", "..x.host.spiral.partial.tmp-4", "notes.txt"}
+	for _, start := range []struct {
+		name string
+		new  func(dir string) (string, error)
+	}{
+		{"Create", func(dir string) (string, error) {
+			w, err := Create(dir, time.Unix(1700000001, 0))
+			if err != nil {
+				return "", err
+			}
+			return w.Path(), w.Close()
+		}},
+		{"WriteFile", func(dir string) (string, error) { return WriteFile(dir, time.Unix(1700000001, 0), nil) }},
+	} {
+		t.Run(start.name, func(t *testing.T) {
+			dir := t.TempDir()
+			old := time.Now().Add(-2 * time.Minute)
+			for _, n := range append(slices.Clone(leftovers), others...) {
+				p := filepath.Join(dir, n)
+				require.NoError(t, os.WriteFile(p, []byte("partial"), 0o666))
+				require.NoError(t, os.Chtimes(p, old, old))
+			}
+			p, err := start.new(dir)
+			require.NoError(t, err)
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			want := append(slices.Clone(others), filepath.Base(p))
+			require.ElementsMatch(t, want, names)
+		})
+	}
 }
