@@ -267,11 +267,13 @@ type SFTEval struct {
 // As Run does for train, in the run directory p.Dir (locked by the
 // caller):
 //
-//  1. cfg.Fresh: move an earlier run's checkpoints and log aside;
-//     otherwise resume from the newest intact checkpoint, if any (the
-//     weights, AdamW's moments and count, the step and the examples'
-//     generator), refusing another model, and other settings unless
-//     cfg.Override;
+//  1. cfg.Fresh: move an earlier run's checkpoints, log and event
+//     files aside (previous-*/), a finished run's event files too;
+//     otherwise set a finished run's event files aside
+//     (setAsideFinishedEvents) and resume from the newest intact
+//     checkpoint, if any (the weights, AdamW's moments and count, the
+//     step and the examples' generator), refusing another model, and
+//     other settings unless cfg.Override;
 //  2. cut the log back to the resumed step and append to it (a new run
 //     starts it empty), and spiral's TensorBoard event files with it;
 //     cfg.TensorBoard: start a new event file (openTensorBoardLog);
@@ -303,22 +305,26 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 	}
 
 	// 1. Resume, or start afresh; the events of a finished run this one
-	// replaces are kept until its model is.
+	// replaces are kept until its model is, or with --fresh in
+	// previous-*/ with the rest (those an earlier overwrite set aside
+	// too).
 	logPath := filepath.Join(p.Dir, SFTLogFile+PartialSuffix)
-	if err := setAsideFinishedEvents(p.Dir); err != nil {
-		return err
-	}
 	step := 0
 	if cfg.Fresh {
-		moved, err := moveAside(p.Dir, []string{CheckpointsDir, SFTLogFile + PartialSuffix, TensorBoardDir})
+		moved, err := moveAside(p.Dir, []string{CheckpointsDir, SFTLogFile + PartialSuffix, TensorBoardDir, SFTFinishedTensorBoardDir})
 		if err != nil {
 			return err
 		}
 		if moved != "" {
 			fmt.Fprintf(p.Out, "--fresh: the previous run is in %s\n", moved)
 		}
-	} else if step, err = resumeSFT(ctx, cfg, p, src); err != nil {
-		return err
+	} else {
+		if err := setAsideFinishedEvents(p.Dir); err != nil {
+			return err
+		}
+		if step, err = resumeSFT(ctx, cfg, p, src); err != nil {
+			return err
+		}
 	}
 
 	// 2. The log describes the weights: lines past the resumed step go.

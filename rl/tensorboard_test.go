@@ -786,3 +786,46 @@ func TestExportTensorBoardSFTLog(t *testing.T) {
 		})
 	}
 }
+
+// TestSFTOverwriteFreshKeepsFinishedEvents: --fresh in the directory of a
+// finished sft run (spiral sft --overwrite --fresh) moves that run's
+// tensorboard/ aside with the rest, to previous-*/, where TensorBoard
+// shows it as the run before (README: "a --fresh run's predecessor as
+// RUN/previous-*/tensorboard"), and where the commit leaves it: it was
+// set aside as tensorboard-finished/ first, which left --fresh nothing
+// to move, and removed at the commit, so the finished run's events were
+// lost.
+func TestSFTOverwriteFreshKeepsFinishedEvents(t *testing.T) {
+	src := sftModelDir(t)
+	dir := t.TempDir()
+	log, partial := filepath.Join(dir, SFTLogFile), filepath.Join(dir, SFTLogFile+PartialSuffix)
+	h := newSFTHarness(t, src, dir)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(0))
+	b, err := os.ReadFile(partial)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(log, b, 0o644))
+	require.NoError(t, RemoveSFTCheckpoints(dir))
+	before, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, before, 1)
+	finishedFile, err := os.ReadFile(before[0])
+	require.NoError(t, err)
+
+	h = newSFTHarness(t, src, dir)
+	h.cfg.TensorBoard = true
+	h.cfg.Fresh = true
+	var out strings.Builder
+	h.parts.Out = &out
+	require.NoError(t, h.run(0))
+	require.NoError(t, RemoveSFTCheckpoints(dir))
+	moved, err := filepath.Glob(filepath.Join(dir, "previous-*", TensorBoardDir, filepath.Base(before[0])))
+	require.NoError(t, err)
+	require.Len(t, moved, 1, "the finished run's events in previous-*/")
+	got, err := os.ReadFile(moved[0])
+	require.NoError(t, err)
+	require.Equal(t, finishedFile, got)
+	require.Contains(t, out.String(), "--fresh: the previous run is in "+filepath.Dir(filepath.Dir(moved[0]))+"\n")
+	require.NoDirExists(t, filepath.Join(dir, SFTFinishedTensorBoardDir))
+	require.Len(t, tbScalars(t, dir)["loss"], 6, "this run's events in tensorboard/")
+}
