@@ -82,17 +82,11 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	defer func() { err = lock.release(err) }()
 	// A run killed while it moved its model in from the stage left part
 	// of it there: that model is whole again before --out is looked at.
-	if err := atomicfile.FinishKilled(f.out); err != nil {
+	// One killed after its commit began (within it, finished just now,
+	// or after it) has its log moved in but its checkpoints not removed:
+	// its model is written, and they go as they would have.
+	if err := rl.FinishCommittedSFT(f.out); err != nil {
 		return fmt.Errorf("--out %s: %w", f.out, err)
-	}
-	// A run killed after its commit began (within it, finished just now,
-	// or after it) has its log moved in, sft.jsonl the very file of its
-	// sft.jsonl.partial (linked into the stage), but its checkpoints not
-	// removed: its model is written, and they go as they would have.
-	if model.SameFile(filepath.Join(f.out, rl.SFTLogFile), filepath.Join(f.out, rl.SFTLogFile+rl.PartialSuffix)) {
-		if err := rl.RemoveSFTCheckpoints(f.out); err != nil {
-			return fmt.Errorf("--out %s: the checkpoints of the run whose model is written: %w", f.out, err)
-		}
 	}
 	if err := refuseOverwrite(f.out, f.overwrite); err != nil {
 		return err

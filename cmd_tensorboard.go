@@ -63,6 +63,13 @@ func setupTensorBoard(*pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 		}
 		exports := make([]rl.TensorBoardExport, len(args))
 		for i, dir := range args {
+			// An sft --overwrite killed within or after its commit left
+			// its removals to the next sft there: they are done first, so
+			// that its log is read as the committed sft.jsonl and the
+			// replaced run's events (tensorboard-finished/) go.
+			if err := rl.FinishCommittedSFT(dir); err != nil {
+				return fmt.Errorf("%s: %w", dir, err)
+			}
 			x, err := rl.PrepareTensorBoard(dir)
 			if err != nil {
 				return err

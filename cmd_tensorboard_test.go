@@ -157,3 +157,35 @@ func TestTensorBoardCommandEmptyEventFile(t *testing.T) {
 	require.Equal(t, "wrote "+files[0]+" (1 event from "+metrics+")\n", stdout.String())
 	require.Equal(t, "spiral: note: removed "+empty+": it held no event (a run with --tensorboard stopped before its first step)\n", stderr.String())
 }
+
+// TestTensorBoardCommandFinishesAKilledSFTCommit: spiral tensorboard in
+// the --out of an sft --overwrite killed after its commit (sft.jsonl the
+// very file of sft.jsonl.partial, the checkpoints, and the replaced run's
+// events set aside in tensorboard-finished/, not removed yet) finishes
+// the removal the killed run began, as the next sft there does, and
+// converts the committed sft.jsonl: tensorboard-finished/, which
+// TensorBoard shows as a run of its own, the replaced run's, stayed until
+// the next sft into that --out.
+func TestTensorBoardCommandFinishesAKilledSFTCommit(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, rl.SFTLogFile)
+	require.NoError(t, os.WriteFile(log+rl.PartialSuffix, []byte(`{"step":1,"loss":0.5,"seconds":1}`+"\n"), 0o644))
+	require.NoError(t, os.Link(log+rl.PartialSuffix, log))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, rl.CheckpointsDir, "ckpt-000001"), 0o755))
+	finished, err := tfevents.WriteFile(filepath.Join(dir, rl.SFTFinishedTensorBoardDir), time.Now(),
+		[]tfevents.Event{{Step: 1, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 0.75}}}})
+	require.NoError(t, err)
+	require.FileExists(t, finished)
+
+	var stdout, stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"tensorboard", dir}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	files, err := tfevents.Files(filepath.Join(dir, rl.TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	require.Equal(t, "wrote "+files[0]+" (1 event from "+log+")\n", stdout.String())
+	require.Empty(t, stderr.String())
+	require.NoDirExists(t, filepath.Join(dir, rl.SFTFinishedTensorBoardDir))
+	require.NoDirExists(t, filepath.Join(dir, rl.CheckpointsDir))
+	require.NoFileExists(t, log+rl.PartialSuffix)
+	require.FileExists(t, log)
+}

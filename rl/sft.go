@@ -17,6 +17,7 @@ import (
 
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/optim"
@@ -667,6 +668,29 @@ func readSFTLog(path string, step int) (sftLogged, error) {
 		return l, fmt.Errorf("rl: sft: %w", err)
 	}
 	return l, nil
+}
+
+// FinishCommittedSFT finishes what an sft run killed within its model's
+// commit, or after it, left in dir (the caller holds dir's lock,
+// LockRun): the commit's renames (atomicfile.FinishKilled) and, once
+// sft.jsonl is the very file of sft.jsonl.partial (the log is linked into
+// the stage and moved in: the model is written), the removal of the
+// checkpoints, of the events of the run it replaced set aside
+// (SFTFinishedTensorBoardDir) and of the partial log
+// (RemoveSFTCheckpoints), which would make the next sft --overwrite
+// resume the finished run, and which TensorBoard shows as a run of its
+// own. spiral sft does it before it looks at its --out, spiral
+// tensorboard before it reads a run's logs.
+func FinishCommittedSFT(dir string) error {
+	if err := atomicfile.FinishKilled(dir); err != nil {
+		return err
+	}
+	if model.SameFile(filepath.Join(dir, SFTLogFile), filepath.Join(dir, SFTLogFile+PartialSuffix)) {
+		if err := RemoveSFTCheckpoints(dir); err != nil {
+			return fmt.Errorf("the checkpoints of the sft run whose model is written: %w", err)
+		}
+	}
+	return nil
 }
 
 // RemoveSFTCheckpoints removes the checkpoints of the sft run in dir and

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -384,7 +385,9 @@ func TestPolicyOverTokenizerIDs(t *testing.T) {
 // and replaced sft.jsonl with a log of no step ("logs 0 of the 3 steps
 // resumed"). Killed at points from the "wrote" line on (the removal
 // takes a few milliseconds); the TensorBoard events then hold each step
-// once.
+// once. spiral tensorboard there finishes the removal as the rerun does
+// (tensorboard-finished/, the replaced run's events, stayed until the
+// next sft into that --out).
 func TestSFTOverwriteKilledAfterItsCommit(t *testing.T) {
 	requireRuntime(t)
 	for _, delay := range []time.Duration{0, 500 * time.Microsecond, 2 * time.Millisecond} {
@@ -398,6 +401,17 @@ func TestSFTOverwriteKilledAfterItsCommit(t *testing.T) {
 			cmd, stderr := signalAfterLine(t, syscall.SIGKILL, "wrote ", delay, 5*time.Minute, args...)
 			require.True(t, cmd.ProcessState.Success() || cmd.ProcessState.ExitCode() == -1, stderr)
 			requireWholeSFTRun(t, out, false)
+			// spiral tensorboard in a copy of what the kill left (cp -a
+			// keeps sft.jsonl the very file of sft.jsonl.partial)
+			// finishes the removal too, the replaced run's events in
+			// tensorboard-finished/ with it; it converts nothing, the
+			// killed run having logged its events (--tensorboard).
+			copied := filepath.Join(t.TempDir(), "copy")
+			cp, err := exec.Command("cp", "-a", out, copied).CombinedOutput()
+			require.NoError(t, err, "%s", cp)
+			r = spiral(t, nil, "tensorboard", copied)
+			require.Contains(t, []int{0, 1}, r.code, r.stderr)
+			requireWholeSFTRun(t, copied, true)
 			r = spiral(t, nil, args...)
 			require.Equal(t, 0, r.code, r.stderr)
 			require.NotContains(t, r.stderr, "warning", "a run of its own")
