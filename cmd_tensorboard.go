@@ -80,6 +80,15 @@ func setupTensorBoard(*pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 			if err := x.Write(); err != nil {
 				return err
 			}
+			if len(x.Converted) > 0 {
+				names := make([]string, len(x.Converted))
+				for i, c := range x.Converted {
+					names[i] = filepath.Base(c)
+				}
+				fmt.Fprintf(env.stderr, "spiral: note: %s holds the events of %s already (%s): left as it is\n",
+					filepath.Dir(x.Converted[0]), strings.Join(x.Logs, " and "), strings.Join(names, ", "))
+				continue
+			}
 			for _, r := range x.Removed {
 				fmt.Fprintf(env.stderr, "spiral: note: removed %s: it held no event (a run with --tensorboard stopped before its first step)\n", r)
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,8 +20,9 @@ import (
 // TestTensorBoardCommand: spiral tensorboard converts a run directory's
 // logs, and refuses what is not one: no argument, a file or a directory
 // given twice (usage errors, exit 2), a directory without a log, a bad
-// line (naming the file and line) and a run converted already (exit 1),
-// writing nothing then.
+// line (naming the file and line) and a run whose events hold other
+// figures than its logs' (exit 1), writing nothing then; a run converted
+// already is left as it is, with a note.
 func TestTensorBoardCommand(t *testing.T) {
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "run")
@@ -68,9 +70,80 @@ func TestTensorBoardCommand(t *testing.T) {
 	require.Len(t, files, 1)
 	require.Equal(t, "wrote "+files[0]+" (1 event from "+metrics+")\n", stdout.String())
 
+	// Run again: its events are there, each once; the run is left as it
+	// is, with a note.
+	stdout.Reset()
+	stderr.Reset()
+	require.Zero(t, run(context.Background(), []string{"tensorboard", runDir}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	require.Empty(t, stdout.String())
+	require.Equal(t, "spiral: note: "+filepath.Join(runDir, "tensorboard")+" holds the events of "+metrics+" already ("+filepath.Base(files[0])+"): left as it is\n", stderr.String())
+	again, err := filepath.Glob(filepath.Join(runDir, "tensorboard", "events.out.tfevents.*.spiral"))
+	require.NoError(t, err)
+	require.Equal(t, files, again)
+
+	// A log with more than the events is refused: the conversion would
+	// show its steps twice.
+	f, err := os.OpenFile(metrics, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"step":2,"loss":0.25,"step_seconds":2}` + "\n")
+	require.NoError(t, errors.Join(err, f.Close()))
 	stderr.Reset()
 	require.Equal(t, exitFailure, run(context.Background(), []string{"tensorboard", runDir}, &cliEnv{stdout: &stdout, stderr: &stderr}))
-	require.Contains(t, stderr.String(), filepath.Join(runDir, "tensorboard")+" holds TensorBoard events already")
+	require.Equal(t, "spiral tensorboard: "+filepath.Join(runDir, "tensorboard")+" holds TensorBoard events already ("+filepath.Base(files[0])+", written by --tensorboard or an earlier conversion): TensorBoard shows them; remove "+filepath.Join(runDir, "tensorboard")+" to convert the logs again\n", stderr.String())
+}
+
+// TestTensorBoardCommandRerunAfterAKill: spiral tensorboard A B stopped
+// (killed) after it wrote A's events and before B's is run again: A,
+// whose events are there, each once, is left with a note, and B
+// converted; the rerun was refused as converted already for A, and B
+// could not be converted with A given. Event files that hold other
+// figures than the logs' (a step the events lack, a value that differs,
+// a step twice) are refused still.
+func TestTensorBoardCommandRerunAfterAKill(t *testing.T) {
+	dir := t.TempDir()
+	var runs []string
+	for _, name := range []string{"a", "b"} {
+		d := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "metrics.jsonl"), []byte(`{"step":1,"loss":0.5,"step_seconds":2}`+"\n"), 0o644))
+		runs = append(runs, d)
+	}
+	var stdout, stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"tensorboard", runs[0]}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	a, err := tfevents.Files(filepath.Join(runs[0], "tensorboard"))
+	require.NoError(t, err)
+	require.Len(t, a, 1)
+
+	stdout.Reset()
+	require.Zero(t, run(context.Background(), append([]string{"tensorboard"}, runs...), &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	b, err := tfevents.Files(filepath.Join(runs[1], "tensorboard"))
+	require.NoError(t, err)
+	require.Len(t, b, 1)
+	require.Equal(t, "wrote "+b[0]+" (1 event from "+filepath.Join(runs[1], "metrics.jsonl")+")\n", stdout.String())
+	require.Equal(t, "spiral: note: "+filepath.Join(runs[0], "tensorboard")+" holds the events of "+filepath.Join(runs[0], "metrics.jsonl")+" already ("+filepath.Base(a[0])+"): left as it is\n", stderr.String())
+	again, err := tfevents.Files(filepath.Join(runs[0], "tensorboard"))
+	require.NoError(t, err)
+	require.Equal(t, a, again)
+
+	for _, tc := range []struct {
+		name   string
+		events []tfevents.Event
+	}{
+		{"a step the log lacks", []tfevents.Event{{Step: 1, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 0.5}, {Tag: "step_seconds", Value: 2}}}, {Step: 2, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 0.5}}}}},
+		{"another value", []tfevents.Event{{Step: 1, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 0.25}, {Tag: "step_seconds", Value: 2}}}}},
+		{"a figure left out", []tfevents.Event{{Step: 1, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 0.5}}}}},
+		{"twice", []tfevents.Event{{Step: 1, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 0.5}, {Tag: "step_seconds", Value: 2}}}, {Step: 1, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 0.5}}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(d, "metrics.jsonl"), []byte(`{"step":1,"loss":0.5,"step_seconds":2}`+"\n"), 0o644))
+			p, err := tfevents.WriteFile(filepath.Join(d, "tensorboard"), time.Now(), tc.events)
+			require.NoError(t, err)
+			var stdout, stderr bytes.Buffer
+			require.Equal(t, exitFailure, run(context.Background(), []string{"tensorboard", d}, &cliEnv{stdout: &stdout, stderr: &stderr}))
+			require.Contains(t, stderr.String(), "holds TensorBoard events already ("+filepath.Base(p)+",")
+		})
+	}
 }
 
 // TestTensorBoardCommandRefusesBeforeWriting: a run directory refused

@@ -248,10 +248,6 @@ func openTensorBoardLog(dir string, on bool, kept int, log string, logged func()
 		}
 		fmt.Fprintf(warn, "spiral: warning: %v: event files there are not cut back to the step resumed, as the logs were\n", err)
 	}
-	type stepTag struct {
-		step int64
-		tag  string
-	}
 	have := map[stepTag]bool{}
 	for _, f := range files {
 		events, err := tfevents.Truncate(f, int64(kept))
@@ -464,13 +460,18 @@ func sftEvents(path string) (events []tfevents.Event, torn []string, err error) 
 // out (a run killed while writing it; the caller holds the run's lock,
 // LockRun, so that no training writes it meanwhile), and the event files
 // it removed, which held no scalar event (a run with --tensorboard
-// killed before its first step).
+// killed before its first step). Converted names the event files that
+// hold the logs' events already, every figure of them and no other
+// (written by --tensorboard, or by an earlier conversion, such as one of
+// several runs that was stopped before it converted the others): Write
+// writes nothing then.
 type TensorBoardExport struct {
-	Path    string
-	Events  int
-	Logs    []string
-	Torn    []string
-	Removed []string
+	Path      string
+	Events    int
+	Logs      []string
+	Torn      []string
+	Removed   []string
+	Converted []string
 
 	dir    string
 	events []tfevents.Event
@@ -482,10 +483,12 @@ type TensorBoardExport struct {
 // they run, at wall times counted back from the log's modification time
 // by the seconds each step logs (evaluation and checkpoint time not
 // counted), for Write to write; it writes nothing. A directory with
-// neither log, or whose TensorBoardDir holds spiral's event files with
-// events already (written live, or by an earlier export), is an error
-// naming it. The caller holds dir's lock (LockRun) through Write, as a
-// training does.
+// neither log is an error naming it, and so is one whose TensorBoardDir
+// holds spiral's event files with events already (written live, or by an
+// earlier export) other than the logs' events, each figure once
+// (TensorBoard would show the conversion's beside them); those that hold
+// exactly them are named in Converted, for Write to leave. The caller
+// holds dir's lock (LockRun) through Write, as a training does.
 func PrepareTensorBoard(dir string) (TensorBoardExport, error) {
 	x := TensorBoardExport{dir: dir}
 	var err error
@@ -517,15 +520,59 @@ func PrepareTensorBoard(dir string) (TensorBoardExport, error) {
 		return x, fmt.Errorf("%s logs no step: nothing to convert", strings.Join(x.Logs, " and "))
 	}
 	_, err = x.emptyFiles()
+	var converted *convertedError
+	if errors.As(err, &converted) && converted.holds(x.events) {
+		x.Converted, err = converted.files, nil
+	}
 	return x, err
+}
+
+// convertedError is emptyFiles' refusal of a run whose TensorBoardDir
+// holds spiral's event files with scalar events already: the files and,
+// when every one could be read, their scalars.
+type convertedError struct {
+	tb      string
+	files   []string // those with events, in the order of their names
+	scalars map[stepTag]float32
+	twice   bool // a scalar of a step and tag more than once
+}
+
+func (e *convertedError) Error() string {
+	return fmt.Sprintf("%s holds TensorBoard events already (%s, written by --tensorboard or an earlier conversion): TensorBoard shows them; remove %s to convert the logs again", e.tb, filepath.Base(e.files[0]), e.tb)
+}
+
+// stepTag is a scalar's step and tag.
+type stepTag struct {
+	step int64
+	tag  string
+}
+
+// holds says whether the event files hold exactly the scalars of events,
+// each once, with its value: the logs converted already.
+func (e *convertedError) holds(events []tfevents.Event) bool {
+	if e.scalars == nil || e.twice {
+		return false
+	}
+	n := 0
+	for _, ev := range events {
+		for _, sc := range ev.Scalars {
+			v, ok := e.scalars[stepTag{ev.Step, sc.Tag}]
+			if !ok || v != sc.Value {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(e.scalars)
 }
 
 // emptyFiles returns spiral's event files in x's run that hold no scalar
 // event (their file_version only, or cut short before their first
 // scalar event: a run with --tensorboard killed before its first step),
-// which the conversion replaces; a file that holds one, or that cannot
-// be read (its checksums failing), is an error naming it: TensorBoard
-// shows its events, which the conversion would double.
+// which the conversion replaces; files that hold one, or that cannot be
+// read (their checksums failing), are a *convertedError naming the
+// first: TensorBoard shows their events, which the conversion would
+// double.
 func (x *TensorBoardExport) emptyFiles() ([]string, error) {
 	tb := filepath.Join(x.dir, TensorBoardDir)
 	files, err := tfevents.Files(tb)
@@ -533,15 +580,35 @@ func (x *TensorBoardExport) emptyFiles() ([]string, error) {
 		return nil, fmt.Errorf("rl: %w", err)
 	}
 	var empty []string
+	held := &convertedError{tb: tb, scalars: map[stepTag]float32{}}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("rl: %w", err)
 		}
-		if _, events, _, err := tfevents.Decode(b); err != nil || len(events) > 0 {
-			return nil, fmt.Errorf("%s holds TensorBoard events already (%s, written by --tensorboard or an earlier conversion): TensorBoard shows them; remove %s to convert the logs again", tb, filepath.Base(f), tb)
+		_, events, _, err := tfevents.Decode(b)
+		if err == nil && len(events) == 0 {
+			empty = append(empty, f)
+			continue
 		}
-		empty = append(empty, f)
+		held.files = append(held.files, f)
+		if err != nil {
+			held.scalars = nil // unreadable: not known to be the logs'
+		}
+		for _, ev := range events {
+			for _, sc := range ev.Scalars {
+				k := stepTag{ev.Step, sc.Tag}
+				if _, ok := held.scalars[k]; ok {
+					held.twice = true
+				}
+				if held.scalars != nil {
+					held.scalars[k] = sc.Value
+				}
+			}
+		}
+	}
+	if len(held.files) > 0 {
+		return nil, held
 	}
 	return empty, nil
 }
@@ -554,8 +621,12 @@ func (x *TensorBoardExport) emptyFiles() ([]string, error) {
 // leaves the run as it was but for files that held nothing, which the
 // same command converts; it removed them after the new file, and one
 // killed between the two left them for good, that command refused as
-// converted already. It sets x.Path, x.Events and x.Removed.
+// converted already. It sets x.Path, x.Events and x.Removed. A run
+// whose events are there already (x.Converted) it leaves as it is.
 func (x *TensorBoardExport) Write() error {
+	if len(x.Converted) > 0 {
+		return nil
+	}
 	empty, err := x.emptyFiles()
 	if err != nil {
 		return err

@@ -390,15 +390,29 @@ func exportTensorBoard(dir string) (TensorBoardExport, error) {
 // TestExportTensorBoard: spiral tensorboard's conversion of a run's logs
 // holds the events the live log holds, each step's metrics at the wall
 // time the steps' seconds count back from metrics.jsonl's modification
-// time, an evaluation at its step's; a run directory that has events
-// already, or no log, is refused naming it.
+// time, an evaluation at its step's; a run directory whose events are
+// those of its logs already (the live log's) is left as it is, named in
+// Converted, and one that has other events (one figure taken out of the
+// live file), or no log, is refused naming it.
 func TestExportTensorBoard(t *testing.T) {
 	live := t.TempDir()
 	h := newRunHarness(t, live, 2)
 	h.cfg.TensorBoard = true
 	require.NoError(t, h.run(context.Background()))
 
-	_, err := exportTensorBoard(live)
+	liveFiles, err := tfevents.Files(filepath.Join(live, TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, liveFiles, 1)
+	x, err := exportTensorBoard(live)
+	require.NoError(t, err)
+	require.Equal(t, liveFiles, x.Converted)
+	require.Empty(t, x.Path)
+	again, err := tfevents.Files(filepath.Join(live, TensorBoardDir))
+	require.NoError(t, err)
+	require.Equal(t, liveFiles, again, "nothing written")
+	_, err = tfevents.Truncate(liveFiles[0], 1) // the events of step 2 go
+	require.NoError(t, err)
+	_, err = exportTensorBoard(live)
 	require.ErrorContains(t, err, filepath.Join(live, TensorBoardDir)+" holds TensorBoard events already")
 
 	dir := t.TempDir()
@@ -409,7 +423,7 @@ func TestExportTensorBoard(t *testing.T) {
 		`{"step":2,"points":[{"k":1,"pass_at_k":0.5,"majority_at_k":0.5}]}` + "\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, MetricsFile), []byte(metrics), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, EvalFile), []byte(evals), 0o644))
-	x, err := exportTensorBoard(dir)
+	x, err = exportTensorBoard(dir)
 	require.NoError(t, err)
 	require.Equal(t, 4, x.Events)
 	require.Equal(t, []string{filepath.Join(dir, MetricsFile), filepath.Join(dir, EvalFile)}, x.Logs)
