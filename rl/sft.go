@@ -736,17 +736,14 @@ func setAsideFinishedEvents(dir string) error {
 }
 
 // removeFinishedEvents removes spiral's event files in dir's
-// SFTFinishedTensorBoardDir, and the directory if that leaves it empty.
+// SFTFinishedTensorBoardDir, and the temporary files of killed writes of
+// them set aside with them (tfevents.RemoveFiles), and the directory if
+// that leaves it empty: one left would keep the next --overwrite from
+// setting the finished run's events aside (setAsideFinishedEvents).
 func removeFinishedEvents(dir string) error {
 	aside := filepath.Join(dir, SFTFinishedTensorBoardDir)
-	files, err := tfevents.Files(aside)
-	if err != nil {
-		return fmt.Errorf("rl: %w", err)
-	}
-	for _, f := range files {
-		if err := os.Remove(f); err != nil {
-			return fmt.Errorf("rl: the replaced run's TensorBoard events: %w", err)
-		}
+	if err := tfevents.RemoveFiles(aside); err != nil {
+		return fmt.Errorf("rl: the replaced run's TensorBoard events: %w", err)
 	}
 	entries, err := os.ReadDir(aside)
 	if errors.Is(err, fs.ErrNotExist) || err == nil && len(entries) > 0 {

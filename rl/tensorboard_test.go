@@ -843,3 +843,37 @@ func TestSFTOverwriteFreshKeepsFinishedEvents(t *testing.T) {
 	require.NoDirExists(t, filepath.Join(dir, SFTFinishedTensorBoardDir))
 	require.Len(t, tbScalars(t, dir)["loss"], 6, "this run's events in tensorboard/")
 }
+
+// TestFinishedEventsRemovedWithLeftovers: the events of a finished sft
+// run set aside by an --overwrite (SFTFinishedTensorBoardDir) go at its
+// commit with the temporary files that a killed write of an event file
+// left among them, however new (no writer writes there: the run's lock
+// keeps them out), and the directory with them: it stayed, holding the
+// leftover, and the next --overwrite, finding it there, did not set the
+// run's events aside, and cut them away as it started.
+func TestFinishedEventsRemovedWithLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, SFTLogFile), []byte(`{"step":1,"loss":0.5,"seconds":1}`+"\n"), 0o644))
+	tb, aside := filepath.Join(dir, TensorBoardDir), filepath.Join(dir, SFTFinishedTensorBoardDir)
+	events := []tfevents.Event{{Step: 1, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 0.5}}}}
+	for _, leftover := range []string{".events.spiral.tmp-123", "..1700000000.host.spiral.partial.tmp-4", ".1700000000.host.spiral.partial"} {
+		p, err := tfevents.WriteFile(tb, time.Now(), events)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(tb, leftover), []byte("partial"), 0o644))
+		require.NoError(t, setAsideFinishedEvents(dir))
+		require.FileExists(t, filepath.Join(aside, filepath.Base(p)), "set aside before %s", leftover)
+		require.NoDirExists(t, tb)
+		require.NoError(t, RemoveSFTCheckpoints(dir))
+		require.NoDirExists(t, aside, "with %s", leftover)
+	}
+	// Another writer's file keeps the directory, and that file.
+	_, err := tfevents.WriteFile(tb, time.Now(), events)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(tb, "notes.txt"), nil, 0o644))
+	require.NoError(t, setAsideFinishedEvents(dir))
+	require.NoError(t, RemoveSFTCheckpoints(dir))
+	entries, err := os.ReadDir(aside)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.Equal(t, "notes.txt", entries[0].Name())
+}

@@ -45,6 +45,31 @@ func Files(dir string) ([]string, error) {
 	return out, nil
 }
 
+// RemoveFiles removes spiral's event files in dir (Files) and the
+// temporary files that writes of event files killed within them left
+// there (leftover), however new: for a directory that no writer writes
+// in any more (a finished run's events set aside, under the run's lock),
+// where none can be a live write's. Other files, and dir, stay.
+func RemoveFiles(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("tfevents: %w", err)
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if spiral := e.Type().IsRegular() && strings.HasPrefix(n, filePrefix) && strings.HasSuffix(n, fileSuffix); !spiral && !leftover(n) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("tfevents: %w", err)
+		}
+	}
+	return nil
+}
+
 // newPath names a new event file in dir, which it creates:
 // events.out.tfevents.<unix seconds>.<host>.spiral as TensorBoard's
 // writers name theirs, at now's second or, if an event file in dir
