@@ -808,18 +808,24 @@ func TestExportTensorBoardSFTLog(t *testing.T) {
 // RUN/previous-*/tensorboard"), and where the commit leaves it: it was
 // set aside as tensorboard-finished/ first, which left --fresh nothing
 // to move, and removed at the commit, so the finished run's events were
-// lost.
+// lost. Events an interrupted overwrite set aside go to previous-*/ too,
+// beside that run's.
 func TestSFTOverwriteFreshKeepsFinishedEvents(t *testing.T) {
 	src := sftModelDir(t)
 	dir := t.TempDir()
 	log, partial := filepath.Join(dir, SFTLogFile), filepath.Join(dir, SFTLogFile+PartialSuffix)
+	// finish is what spiral sft does once the model is written.
+	finish := func() {
+		t.Helper()
+		b, err := os.ReadFile(partial)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(log, b, 0o644))
+		require.NoError(t, RemoveSFTCheckpoints(dir))
+	}
 	h := newSFTHarness(t, src, dir)
 	h.cfg.TensorBoard = true
 	require.NoError(t, h.run(0))
-	b, err := os.ReadFile(partial)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(log, b, 0o644))
-	require.NoError(t, RemoveSFTCheckpoints(dir))
+	finish()
 	before, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
 	require.NoError(t, err)
 	require.Len(t, before, 1)
@@ -832,7 +838,7 @@ func TestSFTOverwriteFreshKeepsFinishedEvents(t *testing.T) {
 	var out strings.Builder
 	h.parts.Out = &out
 	require.NoError(t, h.run(0))
-	require.NoError(t, RemoveSFTCheckpoints(dir))
+	finish()
 	moved, err := filepath.Glob(filepath.Join(dir, "previous-*", TensorBoardDir, filepath.Base(before[0])))
 	require.NoError(t, err)
 	require.Len(t, moved, 1, "the finished run's events in previous-*/")
@@ -842,6 +848,39 @@ func TestSFTOverwriteFreshKeepsFinishedEvents(t *testing.T) {
 	require.Contains(t, out.String(), "--fresh: the previous run is in "+filepath.Dir(filepath.Dir(moved[0]))+"\n")
 	require.NoDirExists(t, filepath.Join(dir, SFTFinishedTensorBoardDir))
 	require.Len(t, tbScalars(t, dir)["loss"], 6, "this run's events in tensorboard/")
+
+	// An overwrite interrupted after a step sets the (now finished) run's
+	// events aside; --fresh then moves them to previous-*/ with the
+	// interrupted run's, where the commit leaves them.
+	before, err = tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, before, 1)
+	finishedFile, err = os.ReadFile(before[0])
+	require.NoError(t, err)
+	h = newSFTHarness(t, src, dir)
+	h.cfg.TensorBoard = true
+	require.ErrorIs(t, h.run(1), context.Canceled)
+	require.FileExists(t, filepath.Join(dir, SFTFinishedTensorBoardDir, filepath.Base(before[0])))
+	h = newSFTHarness(t, src, dir)
+	h.cfg.TensorBoard = true
+	h.cfg.Fresh = true
+	out.Reset()
+	h.parts.Out = &out
+	require.NoError(t, h.run(0))
+	finish()
+	moved, err = filepath.Glob(filepath.Join(dir, "previous-*", SFTFinishedTensorBoardDir, filepath.Base(before[0])))
+	require.NoError(t, err)
+	require.Len(t, moved, 1, "the finished run's events set aside, in previous-*/")
+	got, err = os.ReadFile(moved[0])
+	require.NoError(t, err)
+	require.Equal(t, finishedFile, got)
+	prev := filepath.Dir(filepath.Dir(moved[0]))
+	require.Contains(t, out.String(), "--fresh: the previous run is in "+prev+"\n")
+	interrupted, err := tfevents.Files(filepath.Join(prev, TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, interrupted, 1, "the interrupted run's events beside them")
+	require.FileExists(t, filepath.Join(prev, SFTLogFile+PartialSuffix))
+	require.NoDirExists(t, filepath.Join(dir, SFTFinishedTensorBoardDir))
 }
 
 // TestFinishedEventsRemovedWithLeftovers: the events of a finished sft
