@@ -42,8 +42,9 @@ type PipelineConfig struct {
 	N int `json:"n"`
 	// N2 is the number of aggregation traces per subset.
 	N2 int `json:"n2"`
-	// CandidateTokens caps each candidate in an aggregation prompt, keeping
-	// its end (where the answer is); 0 = no cap.
+	// CandidateTokens caps each candidate in an aggregation prompt, in
+	// tokens of text (candidateIDs: a stopped trace's stop id is not
+	// counted), keeping its end (where the answer is); 0 = no cap.
 	CandidateTokens int `json:"candidate_tokens"`
 	// Rounds is the number of aggregation rounds (0 is taken as 1, the
 	// paper's shape). Round r > 1 draws K subsets of N from round r-1's
@@ -207,7 +208,7 @@ func (p *Pipeline) aggregate(ctx context.Context, groups []Group, population [][
 		for _, members := range subsets {
 			cands := make([][]int32, len(members))
 			for m, idx := range members {
-				cands[m] = population[i][idx].Tokens
+				cands[m] = candidateIDs(p.pr, population[i][idx])
 			}
 			prompt, fit, err := aggregationPrompt(p.pr, g.Problem.Problem, cands, c.CandidateTokens, c.PromptLimit)
 			if err != nil {
@@ -302,6 +303,18 @@ func candidateText(pr Prompter, ids []int32, n int, full func() string) string {
 		s = s[len("\uFFFD"):]
 	}
 	return s
+}
+
+// candidateIDs returns the ids of trace t that stand for it as a
+// candidate and that a cap counts: its tokens less the stop id a stopped
+// trace ends with (<|im_end|>), which decodes to no text, so that a cap of
+// n leaves a stopped candidate n tokens of text as it does a cut one.
+func candidateIDs(dec TextDecoder, t Trace) []int32 {
+	ids := t.Tokens
+	if t.Finish == FinishStop && len(ids) > 0 && dec.Text(ids[len(ids)-1:]) == "" {
+		return ids[:len(ids)-1]
+	}
+	return ids
 }
 
 // capTokens keeps the last n tokens of ids (all when n <= 0).

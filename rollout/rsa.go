@@ -35,8 +35,9 @@ type RSAConfig struct {
 	// Steps is T, the number of aggregation steps after the initial
 	// search population: results cover steps 0..T.
 	Steps int `json:"steps"`
-	// CandidateTokens caps each candidate in an aggregation prompt,
-	// keeping its end (where the answer is); 0 = no cap.
+	// CandidateTokens caps each candidate in an aggregation prompt, in
+	// tokens of text (as PipelineConfig.CandidateTokens), keeping its end
+	// (where the answer is); 0 = no cap.
 	CandidateTokens int `json:"candidate_tokens,omitempty"`
 	// PromptLimit, when > 0, is the longest aggregation prompt in tokens;
 	// longer ones get their candidates cut further (see
@@ -175,7 +176,7 @@ func (e Evaluator) RSA(ctx context.Context, problems []data.Problem, cfg RSAConf
 				cands := make([][]int32, k)
 				for _, members := range subsets {
 					for m, idx := range members {
-						cands[m] = pop[i][idx].Tokens
+						cands[m] = candidateIDs(e.Prompter, pop[i][idx])
 					}
 					prompt, fit, err := aggregationPrompt(e.Prompter, pb.Problem, cands, cfg.CandidateTokens, cfg.PromptLimit)
 					if err != nil {
