@@ -614,10 +614,12 @@ type benchGenerateLine struct {
 	// Seconds is the generation's wall time, PrefillSeconds its prefill
 	// part; TokensPerSecond counts the tokens of the decode steps over the
 	// rest (each row's first token comes from its prefill's logits, so
-	// --new-tokens 1 has no decode rate), PromptTokensPerSecond prompt
-	// tokens over the prefill. Step 1's prefill also opens the graphs'
-	// sessions (opened on first use, not in the open line) and its rest
-	// allocates the KV cache: steady rates are those of step 2 on.
+	// --new-tokens 1 has no decode rate), PromptTokensPerSecond the
+	// prompt tokens prefilled over the prefill (rows with equal prompts
+	// are prefilled once: Stats.PrefilledTokens). Step 1's prefill also
+	// opens the graphs' sessions (opened on first use, not in the open
+	// line) and its rest allocates the KV cache: steady rates are those
+	// of step 2 on.
 	Seconds               float64 `json:"seconds"`
 	PrefillSeconds        float64 `json:"prefill_seconds,omitempty"`
 	TokensPerSecond       float64 `json:"tokens_per_second,omitempty"`
@@ -675,7 +677,7 @@ func benchGenerate(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedMo
 		}
 		line := benchGenerateLine{Phase: "generate", Step: step, Rows: f.rows, PromptTokens: f.prompt, NewTokens: f.newTok, benchVocab: vocab,
 			Seconds: st.Elapsed.Seconds(), PrefillSeconds: st.Prefill.Seconds(), KVCacheBytes: s.CacheBytes(), WeightsBytes: weights,
-			PromptTokensPerSecond: float64(st.PromptTokens) / st.Prefill.Seconds(), DeviceCopyBytes: s.CopiedBytes() - copied,
+			PromptTokensPerSecond: float64(st.PrefilledTokens) / st.Prefill.Seconds(), DeviceCopyBytes: s.CopiedBytes() - copied,
 			DecodeGraphCalls: pol.LM.DecodeGraphCalls() - decodes}
 		if decoded := st.GeneratedTokens - len(reqs); decoded > 0 {
 			line.TokensPerSecond = float64(decoded) / (st.Elapsed - st.Prefill).Seconds()

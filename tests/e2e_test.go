@@ -675,6 +675,28 @@ func TestArtifactsCommand(t *testing.T) {
 // TestBenchAndPlan runs spiral bench train and generate on a tiny model
 // (one JSON line after opening and one per step, with the fields the
 // README's tables read) and spiral plan on it and on a named config.
+// TestBenchGeneratePromptRate: bench generate's prompt_tokens_per_second
+// is the tokens the prefill ran on over its time. Identical prompts are
+// prefilled once: --vocab-limit 1 makes the 3 rows' 4-token prompts equal,
+// 4 tokens prefilled, where the rate counted all 12.
+func TestBenchGeneratePromptRate(t *testing.T) {
+	requireRuntime(t)
+	m := filepath.Join(t.TempDir(), "m")
+	r := spiral(t, nil, "init-model", "--out", m)
+	require.Equal(t, 0, r.code, r.stderr)
+	env := []string{"SPIRAL_CACHE_DIR=" + t.TempDir()}
+	for _, tc := range []struct {
+		vocab     string
+		prefilled float64
+	}{{"1", 4}, {"0", 12}} {
+		r = spiral(t, env, "bench", "generate", "--model", m, "--vocab-limit", tc.vocab, "--rows", "3", "--prompt-tokens", "4", "--new-tokens", "2", "--steps", "1")
+		require.Equal(t, 0, r.code, r.stderr)
+		ls := jsonLines[map[string]any](t, r.stdout)
+		require.Equal(t, "generate", ls[1]["phase"])
+		require.InEpsilon(t, tc.prefilled, ls[1]["prompt_tokens_per_second"].(float64)*ls[1]["prefill_seconds"].(float64), 1e-6, "--vocab-limit %s", tc.vocab)
+	}
+}
+
 func TestBenchAndPlan(t *testing.T) {
 	requireRuntime(t)
 	dir := t.TempDir()
