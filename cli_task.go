@@ -154,10 +154,15 @@ func tooLong(n int) string {
 
 // fitContext drops the problems whose search prompt cannot be completed
 // within the model's context (c.ContextLength, when known): the prompt
-// plus c.MaxNewTokens must fit. Each dropped problem is reported on warn
-// with its source row. (Aggregation prompts that would not fit get their
-// candidates cut further; see rollout.PipelineConfig.PromptLimit.)
-func fitContext(s *modelSession, tmpl templateSet, problems []data.Problem, c rollout.SamplerConfig, warn io.Writer) ([]data.Problem, error) {
+// plus c.MaxNewTokens must fit. With candidates > 0 (the candidates of
+// the command's aggregation prompts; 0 when it renders none) the
+// shortest aggregation prompt the fitting reaches must fit too: the
+// template over the problem and candidates empty candidates, plus one
+// token for each (longer ones get their candidates cut further, down to
+// one token; see rollout.PipelineConfig.PromptLimit), which would
+// otherwise stop the run at the first step that draws the problem. Each
+// dropped problem is reported on warn with its source row.
+func fitContext(s *modelSession, tmpl templateSet, problems []data.Problem, c rollout.SamplerConfig, candidates int, warn io.Writer) ([]data.Problem, error) {
 	if c.ContextLength == 0 {
 		return problems, nil
 	}
@@ -173,6 +178,17 @@ func fitContext(s *modelSession, tmpl templateSet, problems []data.Problem, c ro
 			skipped = append(skipped, data.SkippedRow{Source: p.Source,
 				Reason: fmt.Sprintf("search prompt of %d tokens + %d new tokens need %d positions; the model has %d (--max-new-tokens)", len(prompt), c.MaxNewTokens, need, c.ContextLength)})
 			continue
+		}
+		if candidates > 0 {
+			agg, err := pr.AggregatePrompt(p.Problem, make([]string, candidates))
+			if err != nil {
+				return nil, fmt.Errorf("aggregation prompt of problem %q (%s): %w", p.ID, p.Source, err)
+			}
+			if need := len(agg) + candidates + c.MaxNewTokens; need > c.ContextLength {
+				skipped = append(skipped, data.SkippedRow{Source: p.Source,
+					Reason: fmt.Sprintf("aggregation prompt of %d tokens with its %d candidates empty + a token of each + %d new tokens need %d positions; the model has %d (--max-new-tokens)", len(agg), candidates, c.MaxNewTokens, need, c.ContextLength)})
+				continue
+			}
 		}
 		kept = append(kept, p)
 	}

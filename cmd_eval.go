@@ -86,7 +86,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	}
 	f.rsa.PromptLimit = promptLimit(samplerCfg)
 	before := len(problems)
-	if problems, err = fitContext(sess, tmpl, problems, samplerCfg, env.stderr); err != nil {
+	if problems, err = fitContext(sess, tmpl, problems, samplerCfg, aggCandidates, env.stderr); err != nil {
 		return err
 	}
 	if err := warnUnreadable(sess, tmpl, problems, aggCandidates, env.stderr); err != nil {

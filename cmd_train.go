@@ -149,7 +149,11 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	problems, err := fitContext(sess, tmpl, ds.Problems, samplerCfg, env.stderr)
+	trainCandidates := 0 // GRPO renders no aggregation prompt
+	if f.cfg.Algo != rl.AlgoGRPO {
+		trainCandidates = f.cfg.Pipeline.N
+	}
+	problems, err := fitContext(sess, tmpl, ds.Problems, samplerCfg, trainCandidates, env.stderr)
 	if err != nil {
 		return err
 	}
@@ -171,7 +175,11 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	// so that no evaluation fails on one after hours of training.
 	heldSkipped := 0
 	if n := len(held); n > 0 {
-		if held, err = fitContext(sess, tmpl, held, samplerCfg, env.stderr); err != nil {
+		heldCandidates := 0 // held-out pass@1 and majority render no aggregation prompt
+		if f.run.FinalRSA.Steps > 0 {
+			heldCandidates = f.run.FinalRSA.SubsetSize
+		}
+		if held, err = fitContext(sess, tmpl, held, samplerCfg, heldCandidates, env.stderr); err != nil {
 			return err
 		}
 		if len(held) == 0 {

@@ -1812,6 +1812,52 @@ func TestTooLongCountsSingular(t *testing.T) {
 	}
 }
 
+// TestAggregationPromptPastContext: a problem whose search prompt fits
+// the model's context with --max-new-tokens but whose aggregation prompt
+// does not even with every candidate cut to one token was kept, and the
+// run stopped at its first aggregation ("rollout: rsa: aggregation
+// prompt of problem ...: ... does not fit the 4088-token limit even with
+// one token per candidate"), losing the evaluation (or the training at
+// the step that drew it). It is skipped up front with the search
+// prompts too long, naming its row, where the command renders
+// aggregation prompts (eval's RSA, train but for GRPO).
+func TestAggregationPromptPastContext(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	// A search prompt of 4,079 tokens: 9 short of 4,096 - 8; its
+	// aggregation prompt with two empty candidates is about 30 longer.
+	long := filepath.Join(dir, "long.jsonl")
+	require.NoError(t, os.WriteFile(long, []byte(fmt.Sprintf(`{"problem":%q,"answer":"3"}`+"\n", "Compute "+strings.Repeat("1+", 2_025)+"1.")), 0o644))
+	skipped := "spiral: warning: skipped " + long + ":1: aggregation prompt of "
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"eval rsa", []string{"eval", "--mode", "rsa", "--population", "2", "--subset", "2", "--rsa-steps", "1", "--out", filepath.Join(dir, "e")},
+			"no problems to evaluate: the 1 problem of " + long + " is too long for the model (listed above)"},
+		{"train", []string{"train", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2", "--steps", "1", "--out", filepath.Join(dir, "t")},
+			"no usable problems in " + long + ": the 1 problem is too long for the model (listed above)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append(tc.args, "--data", long, "--max-new-tokens", "8", "--quiet", "--threads", "1"), &cliEnv{stdout: &stdout, stderr: &stderr})
+			require.Equal(t, exitFailure, code, stderr.String())
+			require.Contains(t, stderr.String(), skipped+"4109 tokens with its 2 candidates empty + a token of each + 8 new tokens need 4119 positions; the model has 4096 (--max-new-tokens)\n")
+			require.Contains(t, stderr.String(), tc.want)
+		})
+	}
+	// GRPO renders no aggregation prompt: the problem is kept (the run
+	// is interrupted before its first step).
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"train", "--data", long, "--max-new-tokens", "8", "--algo", "grpo", "--group", "2", "--steps", "1", "--out", filepath.Join(dir, "g"), "--quiet", "--threads", "1"},
+		&cliEnv{stdout: &stdout, stderr: &stderr})
+	require.Equal(t, exitInterrupted, code, stderr.String())
+	require.NotContains(t, stderr.String(), "skipped")
+}
+
 // TestTrainOneProblemReadsAsOne: of one problem train's warnings said "a
 // step draws some of them more than once" (--problems past the data's
 // one problem) and, of one held-out problem that --data holds too, "(the
