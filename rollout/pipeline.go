@@ -240,7 +240,8 @@ func (p *Pipeline) aggregate(ctx context.Context, groups []Group, population [][
 // and the prompt is longer than limit tokens, every candidate is cut to
 // one shorter cap, the largest that fits (found by bisection, keeping the
 // ends where the answers are), and fitted is true; a prompt that does not
-// fit even with one token per candidate is an error.
+// fit even with one token per candidate is an error that gives both
+// lengths.
 func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, limit int) (prompt []int32, fitted bool, err error) {
 	// A candidate's whole text, decoded only for a cut text that starts
 	// with U+FFFD (see candidateText), once.
@@ -274,7 +275,10 @@ func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, lim
 		hi = min(hi, capTok)
 	}
 	lo, best := 1, []int32(nil)
-	for lo <= hi { // the largest cap in [1, hi] whose prompt fits
+	// The largest cap in [1, hi] whose prompt fits; when none does, the
+	// last cap tried is 1, and shortest its prompt's length.
+	shortest := len(prompt)
+	for lo <= hi {
 		mid := (lo + hi) / 2
 		p, err := render(mid)
 		if err != nil {
@@ -283,11 +287,11 @@ func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, lim
 		if len(p) <= limit {
 			best, lo = p, mid+1
 		} else {
-			hi = mid - 1
+			hi, shortest = mid-1, len(p)
 		}
 	}
 	if best == nil {
-		return nil, false, fmt.Errorf("aggregation prompt of %d tokens does not fit the %d-token limit even with one token per candidate", len(prompt), limit)
+		return nil, false, fmt.Errorf("aggregation prompt of %d tokens is %d even with one token per candidate, over the %d-token limit", len(prompt), shortest, limit)
 	}
 	return best, true, nil
 }

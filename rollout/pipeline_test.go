@@ -271,3 +271,23 @@ func TestAggregationPromptFitsLimit(t *testing.T) {
 	_, _, err = aggregationPrompt(pr, "p", cands, 0, 6)
 	require.ErrorContains(t, err, "even with one token per candidate")
 }
+
+// TestAggregationPromptUnfittableSaysShortest: a prompt that no cap fits
+// is refused with its length at one token per candidate, the shortest
+// the fitting reaches, beside the limit; it gave the uncut length alone
+// ("aggregation prompt of 25 tokens does not fit the 6-token limit even
+// with one token per candidate"), which read as the length at one token.
+func TestAggregationPromptUnfittableSaysShortest(t *testing.T) {
+	pr := pipeFakePrompter{}
+	cands := [][]int32{pipeBytes("abcdefghij"), pipeBytes("0123456789")}
+	for _, tc := range []struct {
+		capTok, limit int
+		want          string
+	}{
+		{0, 6, "aggregation prompt of 25 tokens is 7 even with one token per candidate, over the 6-token limit"},
+		{3, 5, "aggregation prompt of 11 tokens is 7 even with one token per candidate, over the 5-token limit"},
+	} {
+		_, _, err := aggregationPrompt(pr, "p", cands, tc.capTok, tc.limit)
+		require.EqualError(t, err, tc.want, "cap %d, limit %d", tc.capTok, tc.limit)
+	}
+}
