@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/spiral-rl/spiral/data"
@@ -48,15 +49,20 @@ func (t templateSet) digest() string {
 // prompt, and its tokenizer knows only the task's characters), else the
 // default (RSA-style) one.
 func loadTemplates(compact bool, f templateFlags) (templateSet, error) {
-	// A file that cannot be read is named by its flag.
+	// A file that cannot be read is named by its flag and path: a bad
+	// value of the flag, a usage error as a file refused for its content.
 	for _, t := range []struct{ flag, path string }{{"--search-template", f.search}, {"--aggregate-template", f.aggregate}} {
 		if t.path == "" {
 			continue
 		}
 		if st, err := os.Stat(t.path); err != nil {
-			return templateSet{}, fmt.Errorf("%s: %w", t.flag, err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is said once, after the flag
+			}
+			return templateSet{}, usageError{fmt.Errorf("%s %s: %w", t.flag, t.path, err)}
 		} else if st.IsDir() {
-			return templateSet{}, fmt.Errorf("%s %s is a directory: want a template file", t.flag, t.path)
+			return templateSet{}, usageError{fmt.Errorf("%s %s is a directory: want a template file", t.flag, t.path)}
 		}
 	}
 	var t *data.Templates
@@ -66,9 +72,9 @@ func loadTemplates(compact bool, f templateFlags) (templateSet, error) {
 	} else {
 		t, err = data.LoadTemplates(f.search, f.aggregate)
 	}
-	// A file refused for its content is named by its flag too: bad input
-	// of a flag, a usage error as the run-size check's
-	// (checkAggregateTemplate).
+	// A file refused for its content, or that could not be read, is named
+	// by its flag too: bad input of a flag, a usage error as the run-size
+	// check's (checkAggregateTemplate).
 	var te *data.TemplateError
 	if errors.As(err, &te) && te.Path != "" {
 		flag := "--search-template"

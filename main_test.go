@@ -1327,8 +1327,9 @@ func TestAggregateTemplateOfTheRunsSize(t *testing.T) {
 	require.NoDirExists(t, filepath.Join(dir, "run"))
 }
 
-// TestTemplateFileErrorsNameTheFlag: a template file that does not parse,
-// fails on probe data, leaves out what it must show or is not UTF-8 is
+// TestTemplateFileErrorsNameTheFlag: a template file that is missing or a
+// directory, does not parse, fails on probe data, leaves out what it must
+// show or is not UTF-8 is
 // refused (exit 2, as the same defect found by the run-size check,
 // TestAggregateTemplateOfTheRunsSize, is; it exited 1) naming its flag
 // and file, without the data package's prefix:
@@ -1347,6 +1348,7 @@ func TestTemplateFileErrorsNameTheFlag(t *testing.T) {
 	unclosed := file("u.txt", "{{.Problem\n")
 	latin1 := file("l.txt", "R\xe9sous {{.Problem}}\n")
 	oneCandidate := file("a.txt", "{{.Problem}} {{(index .Candidates 0).Text}}\n")
+	missing := filepath.Join(dir, "absent.txt")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -1359,6 +1361,13 @@ func TestTemplateFileErrorsNameTheFlag(t *testing.T) {
 			"spiral train: --search-template " + latin1 + ": byte 2 (0xE9) is not valid UTF-8; spiral reads UTF-8 text: save the file as UTF-8\n"},
 		{[]string{"eval", "--mode", "rsa", "--aggregate-template", oneCandidate, "--quiet", "--out", filepath.Join(dir, "eval")},
 			"spiral eval: --aggregate-template " + oneCandidate + ": output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}}): with 2 candidates it lacks candidate 2\n"},
+		// A file that is not there, or a directory, is as bad a value of
+		// the flag (they exited 1, the missing file as "--search-template:
+		// stat PATH: no such file or directory").
+		{[]string{"train", "--search-template", missing, "--quiet", "--out", filepath.Join(dir, "run")},
+			"spiral train: --search-template " + missing + ": no such file or directory\n"},
+		{[]string{"eval", "--aggregate-template", dir, "--quiet", "--out", filepath.Join(dir, "eval")},
+			"spiral eval: --aggregate-template " + dir + " is a directory: want a template file\n"},
 	} {
 		var stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -49,9 +50,9 @@ type Templates struct {
 	searchPath, aggPath string
 }
 
-// TemplateError is a template refused: one that does not parse, whose
-// output on probe data fails or leaves out what it must show, or whose
-// file is not UTF-8. Aggregate says which of the two (else the search
+// TemplateError is a template refused: one whose file cannot be read or
+// is not UTF-8, that does not parse, or whose output on probe data fails
+// or leaves out what it must show. Aggregate says which of the two (else the search
 // template), Path the file it was read from ("" where it was not read
 // from a file, or where the check does not know it: CheckAggregate).
 // Its message names the template (and file) once: callers add where it
@@ -101,24 +102,18 @@ func (t *Templates) Override(searchPath, aggregatePath string) (*Templates, erro
 // replaced by its file's content where a path is given.
 func loadOver(search, agg, searchPath, aggregatePath string) (*Templates, error) {
 	if searchPath != "" {
-		b, err := os.ReadFile(searchPath)
+		src, err := readTemplate(searchPath)
 		if err != nil {
-			return nil, fmt.Errorf("data: search template: %w", err)
-		}
-		if err := templateUTF8(b); err != nil {
 			return nil, &TemplateError{Path: searchPath, Err: err}
 		}
-		search = templateText(b)
+		search = src
 	}
 	if aggregatePath != "" {
-		b, err := os.ReadFile(aggregatePath)
+		src, err := readTemplate(aggregatePath)
 		if err != nil {
-			return nil, fmt.Errorf("data: aggregation template: %w", err)
-		}
-		if err := templateUTF8(b); err != nil {
 			return nil, &TemplateError{Aggregate: true, Path: aggregatePath, Err: err}
 		}
-		agg = templateText(b)
+		agg = src
 	}
 	t, err := parseTrimmed(search, agg)
 	var te *TemplateError
@@ -200,6 +195,24 @@ func (t *Templates) CheckAggregate(n int) error {
 		return &TemplateError{Aggregate: true, Err: fmt.Errorf("output does not contain every candidate ({{range .Candidates}}{{.Text}}{{end}}): with %d candidates it lacks candidate %s", n, strings.Join(missing, ", "))}
 	}
 	return nil
+}
+
+// readTemplate returns the source in the template file at path. Its
+// error does not name the file (the *TemplateError that carries it
+// does): a read error is the *fs.PathError's cause.
+func readTemplate(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", err
+	}
+	if err := templateUTF8(b); err != nil {
+		return "", err
+	}
+	return templateText(b), nil
 }
 
 // templateUTF8 refuses a template file that is not UTF-8 (Latin-1, or

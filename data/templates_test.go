@@ -192,3 +192,29 @@ func TestTemplateFileNotUTF8(t *testing.T) {
 		require.EqualError(t, err, c.want)
 	}
 }
+
+// TestTemplateFileUnreadable: a template file that cannot be read is a
+// *TemplateError naming it once, as one refused for its content is (it
+// was a plain error, "data: search template: open PATH: ...", which the
+// CLI could not tell for a bad flag value).
+func TestTemplateFileUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.txt")
+	for _, c := range []struct {
+		search, aggregate, want string
+		aggregateErr            bool
+		path                    string
+	}{
+		{missing, "", "data: search template " + missing + ": no such file or directory", false, missing},
+		{"", dir, "data: aggregation template " + dir + ": is a directory", true, dir},
+	} {
+		_, err := LoadTemplates(c.search, c.aggregate)
+		require.EqualError(t, err, c.want)
+		var te *TemplateError
+		require.ErrorAs(t, err, &te)
+		require.Equal(t, c.aggregateErr, te.Aggregate)
+		require.Equal(t, c.path, te.Path)
+	}
+	_, err := LoadTemplates(missing, "")
+	require.ErrorIs(t, err, os.ErrNotExist)
+}

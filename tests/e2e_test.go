@@ -1607,7 +1607,8 @@ func TestTrainPackPrompts(t *testing.T) {
 }
 
 // TestTemplateFlagsNamed: a template file that cannot be read is named by
-// its flag (it said "data: search template: read DIR: is a directory").
+// its flag (it said "data: search template: read DIR: is a directory"),
+// a usage error (exit 2) as a file refused for its content is.
 func TestTemplateFlagsNamed(t *testing.T) {
 	requireRuntime(t)
 	dir := t.TempDir()
@@ -1617,10 +1618,10 @@ func TestTemplateFlagsNamed(t *testing.T) {
 		want string
 	}{
 		{[]string{"--search-template", dir}, "spiral eval: --search-template " + dir + " is a directory: want a template file"},
-		{[]string{"--aggregate-template", missing}, "spiral eval: --aggregate-template: stat " + missing + ": no such file or directory"},
+		{[]string{"--aggregate-template", missing}, "spiral eval: --aggregate-template " + missing + ": no such file or directory"},
 	} {
 		r := spiral(t, nil, append([]string{"eval", "--limit", "1", "--quiet", "--out", t.TempDir()}, tc.args...)...)
-		requireExit(t, r, 1, nil, tc.want)
+		requireExit(t, r, 2, nil, tc.want)
 	}
 }
 

@@ -292,7 +292,7 @@ func TestMalformedInputs(t *testing.T) {
 			"eval", "--model", good, "--data", longs, "--limit", "1", "--max-new-tokens", "8", "--out", f.path("eval-longs"), "--quiet"),
 		fail("missing held-out data", []string{f.path("absent-eval.jsonl")}, train("--data", data, "--eval-data", f.path("absent-eval.jsonl"))...),
 		fail("held-out data read with --data's field flags", []string{"--eval-data", "ok.jsonl:1", `id field "key"`, "read with the --problem-field, --answer-field, --id-field and --format given for --data"}, train("--data", keyed, "--id-field", "key", "--eval-data", data)...),
-		fail("missing template", []string{f.path("absent.txt")}, train("--data", data, "--search-template", f.path("absent.txt"))...),
+		usage("missing template", "--search-template "+f.path("absent.txt")+": no such file or directory", train("--data", data, "--search-template", f.path("absent.txt"))...),
 		fail("eval output that is a file", []string{"--out " + data, "not a directory"}, "eval", "--model", good, "--out", data, "--quiet"),
 		usage("eval output empty", "--out is empty", "eval", "--model", good, "--out", "", "--quiet"),
 		// Checkpoints.
