@@ -221,7 +221,7 @@ func (p probe) gradient(ctx context.Context, problems []data.Problem, G int, see
 	for i, pb := range problems {
 		var err error
 		if prompts[i], err = p.prompter.SearchPrompt(pb.Problem); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("search prompt of problem %q (%s): %w", pb.ID, pb.Source, err)
 		}
 	}
 	traces, _, err := rollout.Complete(ctx, p.sampler, p.prompter, prompts, G, func(i, j int) rollout.Stream {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/rollout"
 )
 
 func TestSteps(t *testing.T) {
@@ -67,4 +69,16 @@ func f64(x []float32) []float64 {
 		out[i] = float64(v)
 	}
 	return out
+}
+
+// TestGradientPromptErrorNamesTheProblem: a search template that fails on
+// a problem's text is refused naming the problem, its id and row, as
+// spiral's own commands name it (it said only "data: search template:
+// template: ...", leaving the problem to guess).
+func TestGradientPromptErrorNamesTheProblem(t *testing.T) {
+	tmpl, err := data.ParseTemplates(`{{if eq .Problem "boom"}}{{template "absent"}}{{end}}{{.Problem}}`, `{{.Problem}}{{range .Candidates}}{{.Text}}{{end}}`)
+	require.NoError(t, err)
+	p := probe{prompter: rollout.ChatPrompter{Templates: tmpl}}
+	_, err = p.gradient(context.Background(), []data.Problem{{ID: "p7", Source: "synth:train:7", Problem: "boom"}}, 2, 1)
+	require.EqualError(t, err, `search prompt of problem "p7" (synth:train:7): data: search template: template: search:1:36: executing "search" at <{{template "absent"}}>: template "absent" not defined`)
 }
