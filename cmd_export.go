@@ -25,7 +25,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 	ckpt := fs.String("checkpoint", "", "checkpoint directory (e.g. runs/spiral/checkpoints/ckpt-000050), or a run directory (or its checkpoints/) for its newest intact one; hf without one converts the model as it is")
 	out := fs.String("out", "", "output: a .onnx path (onnx; the model's tokenizer.json, config.json and other tokenizer and generation files are copied beside it) or a directory (hf, peft); required, its directory is created")
 	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph; LoRA merged), hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files; LoRA merged) or peft (a LoRA checkpoint's adapters as a peft adapter directory)")
-	baseModel := fs.String("base-model", "", "peft only: the base model adapter_config.json names (base_model_name_or_path): a Hugging Face id or a transformers model directory such as an --format hf export (default: config.json's _name_or_path beside --model, as optimum writes the id there; else none)")
+	baseModel := fs.String("base-model", "", "peft only: the base model adapter_config.json names (base_model_name_or_path): a Hugging Face id or a transformers model directory such as an --format hf export, recorded absolute (default: config.json's _name_or_path beside --model, as optimum writes the id there; else none)")
 	external := fs.Bool("external-data", false, "onnx only: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
 	overwrite := fs.Bool("overwrite", false, "replace a model already in --out: its model files the export does not write (model.onnx, an adapter...; peft: its config.json, tokenizer and generation files too) are removed, and files of its that differ from the export's (onnx: config.json, the tokenizer's) replaced")
 	return func(ctx context.Context, env *cliEnv, args []string) (err error) {
@@ -195,7 +195,10 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			if !lora.Enabled() {
 				return fmt.Errorf("--format peft: checkpoint %s is a full fine-tune, not LoRA adapters; export it with --format onnx or hf", loaded)
 			}
-			base := *baseModel
+			base, err := baseModelName(*baseModel)
+			if err != nil {
+				return err
+			}
 			if base == "" {
 				hf, err := r.hfConfig()
 				if err != nil {
@@ -265,6 +268,27 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		}
 		return nil
 	}
+}
+
+// baseModelName is --base-model as adapter_config.json records it: a
+// local path (one that exists, or that starts with "." or is absolute)
+// made absolute, since peft and transformers read base_model_name_or_path
+// against the working directory of whoever loads the adapter, not its
+// directory (a relative "../qwen3-4b-hf" loaded from elsewhere named
+// another directory, or none); anything else, a Hugging Face id, as
+// given.
+func baseModelName(base string) (string, error) {
+	if base == "" {
+		return "", nil
+	}
+	if _, err := os.Stat(base); err != nil && !strings.HasPrefix(base, ".") && !filepath.IsAbs(base) {
+		return base, nil
+	}
+	abs, err := filepath.Abs(base)
+	if err != nil {
+		return "", fmt.Errorf("--base-model %s: %w", base, err)
+	}
+	return abs, nil
 }
 
 // exportForeignFiles returns the names of the model files in dir, the

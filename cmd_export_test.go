@@ -161,3 +161,31 @@ func TestExportPEFTOverwriteLeavesAnAdapterDirectory(t *testing.T) {
 		})
 	}
 }
+
+// TestBaseModelName: a --base-model that is a local path is recorded
+// absolute in adapter_config.json, since peft and transformers resolve
+// base_model_name_or_path against the loader's working directory: a
+// relative "../hf" was recorded as given, so the adapter loaded from any
+// other directory named another base, or none. A Hugging Face id stays
+// as given.
+func TestBaseModelName(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "runs", "hf"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "work"), 0o755))
+	t.Chdir(filepath.Join(dir, "work"))
+	for _, tc := range []struct{ given, want string }{
+		{"", ""},
+		{"Qwen/Qwen3-4B", "Qwen/Qwen3-4B"},
+		{"../runs/hf", filepath.Join(dir, "runs", "hf")},
+		{"./later-hf", filepath.Join(dir, "work", "later-hf")}, // a path, not yet written
+		{filepath.Join(dir, "runs", "hf"), filepath.Join(dir, "runs", "hf")},
+	} {
+		got, err := baseModelName(tc.given)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got, "%q", tc.given)
+	}
+	t.Chdir(dir)
+	got, err := baseModelName("runs/hf") // exists here: a directory, as transformers would load it
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "runs", "hf"), got)
+}

@@ -441,6 +441,12 @@ func TestLoRAWorkflow(t *testing.T) {
 	r = spiral(t, nil, "export", "--format", "peft", "--checkpoint", ckpts, "--out", named, "--base-model", hf)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, hf, baseOf(named))
+	// A relative --base-model is recorded absolute: peft resolves it
+	// against the loader's working directory, not the adapter's.
+	relative := filepath.Join(dir, "peft-relative")
+	r = spiralIn(t, dir, nil, "export", "--format", "peft", "--checkpoint", ckpts, "--out", relative, "--base-model", "hf")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, hf, baseOf(relative))
 	// Without --base-model, the Hugging Face id that config.json beside
 	// --model records (optimum writes it as _name_or_path): here a copy of
 	// the embedded model whose config.json says where it came from.
