@@ -62,6 +62,24 @@ func refuseOverwrite(dir string, overwrite bool) error {
 	return nil
 }
 
+// inputFile refuses, as a usage error naming the flag and path, a file
+// flag's value that is not there or is a directory rather than the file
+// it wants (what, "a template file"): a bad value of the flag.
+func inputFile(flag, path, what string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is said once, after the flag
+		}
+		return usageError{fmt.Errorf("%s %s: %w", flag, path, err)}
+	}
+	if st.IsDir() {
+		return usageError{fmt.Errorf("%s %s is a directory: want %s", flag, path, what)}
+	}
+	return nil
+}
+
 // makeParentDir creates the directory that will hold the file path (and
 // its parents), as the commands that write a directory create it.
 func makeParentDir(flag, path string) error {

@@ -105,17 +105,17 @@ func TestRefusedEvalLeavesNothing(t *testing.T) {
 	}{
 		{"new directories", func(t *testing.T, root string) (string, []string) {
 			return filepath.Join(root, "a", "b"), nil
-		}, exitFailure, "data: open " + missing},
+		}, exitUsage, "--data " + missing + ": no such file or directory"},
 		{"an empty directory", func(t *testing.T, root string) (string, []string) {
 			require.NoError(t, os.Mkdir(filepath.Join(root, "out"), 0o755))
 			return filepath.Join(root, "out"), []string{"out"}
-		}, exitFailure, "data: open " + missing},
+		}, exitUsage, "--data " + missing + ": no such file or directory"},
 		{"an earlier evaluation's lock", func(t *testing.T, root string) (string, []string) {
 			out := filepath.Join(root, "out")
 			require.NoError(t, os.Mkdir(out, 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(out, ".passk.lock"), nil, 0o644))
 			return out, []string{"out", "out/.passk.lock"}
-		}, exitFailure, "data: open " + missing},
+		}, exitUsage, "--data " + missing + ": no such file or directory"},
 		{"a lock another process holds", func(t *testing.T, root string) (string, []string) {
 			out := filepath.Join(root, "out")
 			require.NoError(t, os.Mkdir(out, 0o755))

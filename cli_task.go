@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/data/synth"
@@ -55,14 +53,8 @@ func loadTemplates(compact bool, f templateFlags) (templateSet, error) {
 		if t.path == "" {
 			continue
 		}
-		if st, err := os.Stat(t.path); err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err // the path is said once, after the flag
-			}
-			return templateSet{}, usageError{fmt.Errorf("%s %s: %w", t.flag, t.path, err)}
-		} else if st.IsDir() {
-			return templateSet{}, usageError{fmt.Errorf("%s %s is a directory: want a template file", t.flag, t.path)}
+		if err := inputFile(t.flag, t.path, "a template file"); err != nil {
+			return templateSet{}, err
 		}
 	}
 	var t *data.Templates
@@ -115,9 +107,14 @@ func checkAggregateTemplate(tmpl templateSet, f templateFlags, sizes ...subsetSi
 	return nil
 }
 
-// loadProblems loads a problem file and reports the rows it skipped on
-// warn, one line each (the first maxReported of them, then a count).
-func loadProblems(path string, opt data.LoadOptions, warn io.Writer) (*data.Dataset, error) {
+// loadProblems loads the problem file that flag names and reports the
+// rows it skipped on warn, one line each (the first maxReported of them,
+// then a count). A path that is not there, or is a directory, is a usage
+// error naming the flag.
+func loadProblems(flag, path string, opt data.LoadOptions, warn io.Writer) (*data.Dataset, error) {
+	if err := inputFile(flag, path, "a data file (JSONL, JSON or Parquet)"); err != nil {
+		return nil, err
+	}
 	ds, err := data.Load(path, opt)
 	if err != nil {
 		return nil, err

@@ -51,7 +51,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		dsName = embeddedTestName
 		ds, err = synth.EmbeddedSplit(synth.Test, embeddedEvalProblems)
 	} else {
-		ds, err = loadProblems(f.data, f.df.opt, env.stderr)
+		ds, err = loadProblems("--data", f.data, f.df.opt, env.stderr)
 	}
 	if err != nil {
 		return err

@@ -64,7 +64,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		dataName = "embedded:synth"
 		ds, err = synth.EmbeddedSplit(synth.Train, embeddedTrainProblems)
 	} else {
-		ds, err = loadProblems(f.data, f.df.opt, env.stderr)
+		ds, err = loadProblems("--data", f.data, f.df.opt, env.stderr)
 	}
 	if err != nil {
 		return err
@@ -84,9 +84,10 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	switch {
 	case !wantHeld:
 	case f.evalData != "":
-		eds, err := loadProblems(f.evalData, f.df.opt, env.stderr)
+		eds, err := loadProblems("--eval-data", f.evalData, f.df.opt, env.stderr)
 		if err != nil {
-			if f.df.opt != (data.LoadOptions{}) {
+			var ue usageError // a path that is no file: said with its flag
+			if f.df.opt != (data.LoadOptions{}) && !errors.As(err, &ue) {
 				return fmt.Errorf("--eval-data: %w (it is read with the --problem-field, --answer-field, --id-field and --format given for --data)", err)
 			}
 			return err

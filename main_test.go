@@ -1376,6 +1376,38 @@ func TestTemplateFileErrorsNameTheFlag(t *testing.T) {
 	}
 }
 
+// TestDataFileFlagsNamed: a --data or --eval-data that is not there, or
+// is a directory, is a bad value of the flag (exit 2) named with it: it
+// exited 1 with "data: open PATH: no such file or directory", naming no
+// flag, and "data: DIR: is a directory, want a data file".
+func TestDataFileFlagsNamed(t *testing.T) {
+	skipWithoutRuntime(t)
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "absent.jsonl")
+	good := filepath.Join(dir, "p.jsonl")
+	require.NoError(t, os.WriteFile(good, []byte(`{"problem":"Compute 1+1.","answer":"2"}`+"\n"), 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--data", missing}, "spiral train: --data " + missing + ": no such file or directory\n"},
+		{[]string{"train", "--data", dir}, "spiral train: --data " + dir + " is a directory: want a data file (JSONL, JSON or Parquet)\n"},
+		{[]string{"train", "--data", good, "--problems", "1", "--eval-data", missing}, "spiral train: --eval-data " + missing + ": no such file or directory\n"},
+		// Not passed off as a field-mapping problem of the flags given.
+		{[]string{"train", "--data", good, "--problems", "1", "--eval-data", dir, "--answer-field", "answer"}, "spiral train: --eval-data " + dir + " is a directory: want a data file (JSONL, JSON or Parquet)\n"},
+		{[]string{"eval", "--data", missing}, "spiral eval: --data " + missing + ": no such file or directory\n"},
+		{[]string{"eval", "--data", dir}, "spiral eval: --data " + dir + " is a directory: want a data file (JSONL, JSON or Parquet)\n"},
+	} {
+		var stderr bytes.Buffer
+		args := append(tc.args, "--quiet", "--out", filepath.Join(dir, "out"))
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+		require.Equal(t, tc.want, stderr.String(), "%q", args)
+	}
+	require.NoDirExists(t, filepath.Join(dir, "out"))
+}
+
 // TestTrainStructurallyZeroWarnings: the warnings of a SPIRAL shape whose
 // search traces, or whose last round's aggregation traces, have advantage
 // 0 by construction say what the run does: it still trains them, with

@@ -279,7 +279,7 @@ func TestMalformedInputs(t *testing.T) {
 		fail("hf export with a tokenizer wider than the model", []string{"bigtok/tokenizer.json", "ids but model", "embedding rows"},
 			"export", "--format", "hf", "--model", bigtok, "--out", f.path("exp-bigtok-hf")),
 		// Datasets.
-		fail("missing data", []string{f.path("absent.jsonl")}, train("--data", f.path("absent.jsonl"))...),
+		usage("missing data", "--data "+f.path("absent.jsonl")+": no such file or directory", train("--data", f.path("absent.jsonl"))...),
 		fail("malformed row", []string{"bad.jsonl:2"}, train("--data", bad)...),
 		fail("no usable problems", []string{"noanswers.jsonl:1", "empty answer", "none of the 1 records is usable"}, train("--data", noAnswers)...),
 		fail("problem over the size cap", []string{"huge.jsonl:1", "100000-byte cap"}, train("--data", huge)...),
@@ -290,7 +290,7 @@ func TestMalformedInputs(t *testing.T) {
 		// off as the whole file.
 		fail("eval: every problem within --limit longer than the context", []string{"no problems to evaluate: the first 1 problem (--limit) of " + longs + " is too long for the model"},
 			"eval", "--model", good, "--data", longs, "--limit", "1", "--max-new-tokens", "8", "--out", f.path("eval-longs"), "--quiet"),
-		fail("missing held-out data", []string{f.path("absent-eval.jsonl")}, train("--data", data, "--eval-data", f.path("absent-eval.jsonl"))...),
+		usage("missing held-out data", "--eval-data "+f.path("absent-eval.jsonl")+": no such file or directory", train("--data", data, "--eval-data", f.path("absent-eval.jsonl"))...),
 		fail("held-out data read with --data's field flags", []string{"--eval-data", "ok.jsonl:1", `id field "key"`, "read with the --problem-field, --answer-field, --id-field and --format given for --data"}, train("--data", keyed, "--id-field", "key", "--eval-data", data)...),
 		usage("missing template", "--search-template "+f.path("absent.txt")+": no such file or directory", train("--data", data, "--search-template", f.path("absent.txt"))...),
 		fail("eval output that is a file", []string{"--out " + data, "not a directory"}, "eval", "--model", good, "--out", data, "--quiet"),
