@@ -215,7 +215,8 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 	return tok, nil // a string, json.Number, bool or nil
 }
 
-// readJSONL reads one JSON object per line; blank lines are ignored.
+// readJSONL reads one JSON object per line; blank lines, and a UTF-8
+// byte order mark at the start of a line, are ignored.
 func readJSONL(path string, src io.Reader, fn func(record) error) error {
 	br := bufio.NewReaderSize(src, 1<<16)
 	for lineNo := 1; ; lineNo++ {
@@ -223,9 +224,9 @@ func readJSONL(path string, src io.Reader, fn func(record) error) error {
 		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("data: %s:%d: %w", path, lineNo, err)
 		}
-		if lineNo == 1 {
-			line = bytes.TrimPrefix(line, utf8BOM)
-		}
+		// A byte order mark opens the file, or a line where files that
+		// each start with one were joined (cat a.jsonl b.jsonl).
+		line = bytes.TrimPrefix(line, utf8BOM)
 		if off := invalidUTF8(line); off >= 0 {
 			return fmt.Errorf("data: %s:%d: %w", path, lineNo, notUTF8InLine(off, line[off]))
 		}

@@ -49,6 +49,15 @@ func TestLoadTable(t *testing.T) {
 			want:    want{problems: [][2]string{{"Q1", "A1"}, {"Q2", "A2"}}, mapping: [2]string{"question", "final_answer"}},
 		},
 		{
+			// Files that each start with a byte order mark, joined (cat
+			// a.jsonl b.jsonl): line 3 was "malformed JSON: invalid
+			// character 'ï' looking for beginning of value".
+			name:    "jsonl joined from files with a BOM each",
+			file:    "a.jsonl",
+			content: "\xEF\xBB\xBF" + `{"problem": "1+1?", "answer": "2"}` + "\n\n" + "\xEF\xBB\xBF" + `{"problem": "2+2?", "answer": "4"}` + "\r\n",
+			want:    want{problems: [][2]string{{"1+1?", "2"}, {"2+2?", "4"}}, mapping: [2]string{"problem", "answer"}},
+		},
+		{
 			name:    "case-insensitive names, exact name preferred",
 			file:    "a.jsonl",
 			content: `{"Question": "upper", "question": "lower", "Answer": "7"}` + "\n",
