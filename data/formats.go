@@ -158,6 +158,9 @@ func decodeStrict(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	v, err := decodeValue(dec, 0)
+	if cutShort(err) {
+		return nil, errors.New("the line ends inside its JSON value (cut short?)")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +168,13 @@ func decodeStrict(b []byte) (any, error) {
 		return nil, errors.New("extra data after the JSON value")
 	}
 	return v, nil
+}
+
+// cutShort reports whether err, a JSON decoder's, says its input ended
+// inside a value (io.EOF from a Token call, io.ErrUnexpectedEOF), which
+// it words as "EOF".
+func cutShort(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // maxDepth caps the nesting of a JSON value, as encoding/json does.
@@ -295,6 +305,9 @@ func readJSON(path string, b []byte, fn func(record) error) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	syntax := func(err error) error {
+		if cutShort(err) {
+			return fmt.Errorf("data: %s:%d: malformed JSON: the file ends inside the JSON document (cut short?)", path, lineOf(b, int64(len(bytes.TrimRight(b, " \t\r\n")))))
+		}
 		off := dec.InputOffset()
 		var se *json.SyntaxError
 		if errors.As(err, &se) {

@@ -268,6 +268,12 @@ func TestLoadErrors(t *testing.T) {
 		{name: "every row skipped", file: "a.jsonl", content: `{"problem": "", "answer": "1"}` + "\n", want: []string{"none of the 1 records is usable", "a.jsonl:1: empty problem"}},
 		{name: "json syntax error names the line", file: "a.json", content: "[\n{\"problem\": \"p\", \"answer\": \"1\"},\n{\"problem\": \"q\" \"answer\": \"2\"}\n]", want: []string{"a.json:3:", "malformed JSON"}},
 		{name: "json truncated", file: "a.json", content: "[{\"problem\": \"p\", \"answer\": \"1\"}", want: []string{"a.json:1:", "malformed JSON"}},
+		// A file cut short (a download or a writer stopped): it said
+		// "malformed JSON: EOF" or "unexpected EOF".
+		{name: "json cut inside a row", file: "a.json", content: "[{\"problem\": \"p\", \"answer\": \"1\"},\n{\"problem\": \"q\", \"ans", want: []string{"a.json:2: malformed JSON: the file ends inside the JSON document (cut short?)"}},
+		{name: "json cut after a row, newline last", file: "a.json", content: "[\n{\"problem\": \"p\", \"answer\": \"1\"},\n", want: []string{"a.json:2: malformed JSON: the file ends inside the JSON document (cut short?)"}},
+		{name: "jsonl last line cut after a key", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n" + `{"problem": "q", "answer":`, want: []string{"a.jsonl:2: malformed JSON: the line ends inside its JSON value (cut short?)"}},
+		{name: "jsonl line cut inside a string", file: "a.jsonl", content: `{"problem": "p", "answer": "1}` + "\n", want: []string{"a.jsonl:1: malformed JSON: the line ends inside its JSON value (cut short?)"}},
 		{name: "json top level string", file: "a.json", content: `"rows"`, want: []string{"a.json:1:", "top-level JSON value is a string"}},
 		{name: "json object with two arrays", file: "a.json", content: `{"a": [], "b": []}`, want: []string{"holds 2 arrays"}},
 		// A file of splits: the arrays named, and how to take one (no
