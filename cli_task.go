@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/data/synth"
@@ -124,6 +125,20 @@ func loadProblems(flag, path string, opt data.LoadOptions, warn io.Writer) (*dat
 }
 
 const maxReported = 10
+
+// absData is the absolute path of a data file flag's path, which a run's
+// settings record so that it resumes from another working directory;
+// "" for none (the embedded task).
+func absData(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("data %s: %w", path, err)
+	}
+	return abs, nil
+}
 
 // evalProblemsError is the usage error of an --eval-problems n that the
 // embedded task could not give: where it holds fewer held-out problems,

@@ -60,6 +60,10 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	}
 	var ds *data.Dataset
 	dataName := f.data
+	dataPath, err := absData(f.data)
+	if err != nil {
+		return err
+	}
 	if onTask {
 		dataName = "embedded:synth"
 		ds, err = synth.EmbeddedSplit(synth.Train, embeddedTrainProblems)
@@ -79,7 +83,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	// The held-out problems serve the evaluations during training and the
 	// final RSA, each on when asked for.
 	var held []data.Problem
-	var heldName string
+	var heldName, heldPath string
 	wantHeld := f.run.EvalEvery > 0 || f.run.FinalRSA.Steps > 0
 	switch {
 	case !wantHeld:
@@ -90,6 +94,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 			if f.df.opt != (data.LoadOptions{}) && !errors.As(err, &ue) {
 				return fmt.Errorf("--eval-data: %w (it is read with the --problem-field, --answer-field, --id-field and --format given for --data)", err)
 			}
+			return err
+		}
+		if heldPath, err = absData(f.evalData); err != nil {
 			return err
 		}
 		held, heldName = eds.Problems, f.evalData
@@ -214,7 +221,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	// parameters they select are compared with the checkpoint's, is the
 	// usage error it is into a new --out.
 	if !f.run.Fresh {
-		now := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, RL: rl.Config{Algo: f.cfg.Algo}, LoRA: lora,
+		now := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, RL: rl.Config{Algo: f.cfg.Algo}, LoRA: lora,
 			Sampling: map[string]any{"selection": arts.Selection.String()}}
 		if err := rl.CheckRunIdentity(f.run.Dir, now, func() ([]string, error) { return model.TrainedParameters(sess.onnx, arts.Selection) }); err != nil {
 			return modelFlagUsage(err)
@@ -271,7 +278,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	settings := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, RL: cfg, Schedule: sched,
+	settings := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, RL: cfg, Schedule: sched,
 		Sampling: rl.SamplingSettings(samplerCfg.Temperature, samplerCfg.TopP, samplerCfg.TopK, samplerCfg.MaxNewTokens, arts.Selection.String(), tmpl.digest()),
 		LoRA:     lora}
 	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%s), algo %s, %s, lr %g, %d new tokens a trace, out %s\n",
@@ -281,7 +288,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	run.FinalRSA.CandidateTokens, run.FinalRSA.PromptLimit = cfg.Pipeline.CandidateTokens, cfg.Pipeline.PromptLimit
 	return rl.Run(ctx, run, rl.RunParts{
 		Trainer: tr, Weights: pol.Weights, Optimizer: opt, Problems: stream,
-		Evaluator: rollout.Evaluator{Gen: sampler, Prompter: prompter, Judge: judge}, Held: held, HeldName: heldName,
+		Evaluator: rollout.Evaluator{Gen: sampler, Prompter: prompter, Judge: judge}, Held: held, HeldName: heldName, HeldPath: heldPath,
 		ReportExtra: reportExtra(samplerCfg, f.reward.rule, tmpl, f.tmpl, heldSkipped), Settings: settings, Out: env.stdout, Warn: env.stderr,
 		Progress: func(desc string) (func(int), func()) {
 			bar := con.progress(-1, desc, "tok")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -162,6 +163,29 @@ func sameModel(prevName, prevID, name, id string) bool {
 		return prevName == name
 	}
 	return prevID == id
+}
+
+// sameData reports whether two runs' data sets, each named as given
+// (name) and by its file's absolute path (path; "" for an embedded set
+// or where a checkpoint of an older version records none), are one: the
+// same name, or paths of one file (the same path, or, where both are
+// there, another path to the file: a link).
+func sameData(prevName, prevPath, name, path string) bool {
+	if prevName == name {
+		return true
+	}
+	if prevPath == "" || path == "" {
+		return false
+	}
+	if prevPath == path {
+		return true
+	}
+	a, err := os.Stat(prevPath)
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
 }
 
 // checkSettings refuses to go on with the run in dir when diff (a

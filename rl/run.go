@@ -105,9 +105,15 @@ type RunSettings struct {
 	// Model names the model; ModelID identifies it by content
 	// (model.SourceID), so that a moved model still resumes and another
 	// model with the same name does not.
-	Model    string         `json:"model"`
-	ModelID  string         `json:"model_id"`
+	Model   string `json:"model"`
+	ModelID string `json:"model_id"`
+	// Data names the training problems as given (an --data path, or the
+	// embedded set's name); DataPath is their file's absolute path (""
+	// for the embedded set, and in checkpoints of older versions), so
+	// that the run resumes from another working directory, where the
+	// path given reads otherwise ("../p.jsonl" for "p.jsonl").
 	Data     string         `json:"data"`
+	DataPath string         `json:"data_path,omitempty"`
 	RL       Config         `json:"rl"`
 	Schedule optim.Schedule `json:"schedule"`
 	// Sampling holds the sampling settings (temperature, top-p, top-k,
@@ -145,7 +151,10 @@ func SamplingSettings(temperature, topP float64, topK, maxNewTokens int, selecti
 // or a checkpoint of an older version), whose majority@k eval.jsonl logs
 // at k = Samples.
 type HeldOut struct {
-	Data     string `json:"data"`
+	Data string `json:"data"`
+	// Path is Data's file, absolute (as RunParts.HeldPath gives it; ""
+	// for the embedded split, and in checkpoints of older versions).
+	Path     string `json:"path,omitempty"`
 	Problems int    `json:"problems"`
 	Digest   string `json:"digest"`
 	Samples  int    `json:"samples,omitempty"`
@@ -161,9 +170,12 @@ type RunParts struct {
 	// HeldName names Held's data set in the final RSA report as spiral
 	// eval names it ("embedded:synth-test", an --eval-data path), so that
 	// the two compare.
+	// HeldPath is the absolute path of HeldName's file ("" for the
+	// embedded split), which the run settings record beside it.
 	Evaluator rollout.Evaluator
 	Held      []data.Problem
 	HeldName  string
+	HeldPath  string
 	// ReportExtra is the final RSA report's meta.extra: the settings its
 	// samples were drawn and graded with, as spiral eval's reports record
 	// them, so that spiral compare holds the two alike.
@@ -219,7 +231,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	tr := p.Trainer
 	p.Settings.HeldOut = nil
 	if len(p.Held) > 0 && (cfg.EvalEvery > 0 || cfg.FinalRSA.Steps > 0) {
-		p.Settings.HeldOut = &HeldOut{Data: p.HeldName, Problems: len(p.Held), Digest: data.ProblemsDigest(p.Held)}
+		p.Settings.HeldOut = &HeldOut{Data: p.HeldName, Path: p.HeldPath, Problems: len(p.Held), Digest: data.ProblemsDigest(p.Held)}
 		if cfg.EvalEvery > 0 {
 			p.Settings.HeldOut.Samples = cfg.EvalSamples
 		}
@@ -602,7 +614,7 @@ func recordedRun(dir, path string, config json.RawMessage, now RunSettings) (Run
 		c := prev.LoRA.Canonical()
 		prev.LoRA = &c
 	}
-	if !sameModel(prev.Model, prev.ModelID, now.Model, now.ModelID) || prev.Data != now.Data || prev.RL.Algo != now.RL.Algo {
+	if !sameModel(prev.Model, prev.ModelID, now.Model, now.ModelID) || !sameData(prev.Data, prev.DataPath, now.Data, now.DataPath) || prev.RL.Algo != now.RL.Algo {
 		return RunSettings{}, fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s): use another --out, or --fresh",
 			dir, prev.Model, prev.Data, prev.RL.Algo, now.Model, now.Data, now.RL.Algo)
 	}
@@ -645,8 +657,11 @@ func settingsDiff(a, b RunSettings) []string {
 	// none).
 	a.RL.Pipeline.Rounds, b.RL.Pipeline.Rounds = a.RL.Pipeline.AggregationRounds(), b.RL.Pipeline.AggregationRounds()
 	return flatDiff(a, b, func(k string, fa, fb map[string]string) string {
-		if k == "model" || k == "model_id" || k == "data" || strings.HasPrefix(k, drawStreamsPrefix) {
+		if k == "model" || k == "model_id" || k == "data" || k == "data_path" || k == heldOutPathKey || strings.HasPrefix(k, drawStreamsPrefix) {
 			return "" // draw_streams: placed by resume, not a setting
+		}
+		if k == heldOutDataKey && sameData(flatString(fa[k]), flatString(fa[heldOutPathKey]), flatString(fb[k]), flatString(fb[heldOutPathKey])) {
+			return "" // the same file, given from another directory
 		}
 		if strings.HasPrefix(k, heldOutPrefix) && (fa[k] == "" || fb[k] == "") {
 			// A run that evaluated nothing, or saved before held_out was
@@ -671,6 +686,14 @@ func settingsDiff(a, b RunSettings) []string {
 	})
 }
 
+// flatString is the string a flattened setting (flatDiff's JSON text)
+// holds; "" for one not recorded.
+func flatString(v string) string {
+	var s string
+	_ = json.Unmarshal([]byte(v), &s)
+	return s
+}
+
 // Keys of RunSettings as settingsDiff flattens them: the longest prompt
 // and --max-new-tokens, of which it is the model's context less, the
 // --train and --freeze selection, the prompt templates' fingerprint, the
@@ -681,6 +704,8 @@ const (
 	templatesKey      = "sampling.templates"
 	maxNewTokensKey   = "sampling.max_new_tokens"
 	heldOutPrefix     = "held_out."
+	heldOutDataKey    = "held_out.data"
+	heldOutPathKey    = "held_out.path"
 	heldOutSamplesKey = "held_out.samples"
 	drawStreamsPrefix = "draw_streams."
 )

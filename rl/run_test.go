@@ -805,6 +805,14 @@ func TestSettingsDiffHeldOut(t *testing.T) {
 		{"the same problems", gsm, gsm, nil},
 		{"as many other problems", gsm, other, []string{`held_out.digest (the problems of --eval-data and --eval-problems): "aaaa" -> "bbbb"`}},
 		{"fewer problems", gsm, fewer, []string{`held_out.digest (the problems of --eval-data and --eval-problems): "aaaa" -> "cccc"`, "held_out.problems (--eval-problems): 64 -> 32"}},
+		// The same file given from another directory is no difference
+		// (it was "held_out.data (--eval-data): ..."); another file is.
+		{"the same file from another directory", settings(&HeldOut{Data: "gsm8k.jsonl", Path: "/w/gsm8k.jsonl", Problems: 64, Digest: "aaaa"}),
+			settings(&HeldOut{Data: "../gsm8k.jsonl", Path: "/w/gsm8k.jsonl", Problems: 64, Digest: "aaaa"}), nil},
+		{"another file", settings(&HeldOut{Data: "gsm8k.jsonl", Path: "/w/gsm8k.jsonl", Problems: 64, Digest: "aaaa"}),
+			settings(&HeldOut{Data: "../gsm8k.jsonl", Path: "/gsm8k.jsonl", Problems: 64, Digest: "aaaa"}), []string{`held_out.data (--eval-data): "gsm8k.jsonl" -> "../gsm8k.jsonl"`}},
+		{"a checkpoint of an older version, the path spelled otherwise", gsm, settings(&HeldOut{Data: "../gsm8k.jsonl", Path: "/w/gsm8k.jsonl", Problems: 64, Digest: "aaaa"}),
+			[]string{`held_out.data (--eval-data): "gsm8k.jsonl" -> "../gsm8k.jsonl"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, settingsDiff(tc.old, tc.now))

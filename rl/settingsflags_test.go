@@ -136,9 +136,11 @@ func TestSettingsDiffNamesFlags(t *testing.T) {
 		"held_out.samples":              "held_out.samples (--eval-samples)",
 	}
 	// The model, its data set and where the draws stand are checked
-	// apart (CheckRunIdentity) or placed by the resume: no settings.
+	// apart (CheckRunIdentity) or placed by the resume: no settings; nor
+	// are the absolute paths of the data files, which say whether a data
+	// set named otherwise (from another directory) is the same file.
 	recorded := slices.DeleteFunc(flatKeys(s), func(k string) bool {
-		return k == "model" || k == "model_id" || k == "data" || strings.HasPrefix(k, drawStreamsPrefix)
+		return k == "model" || k == "model_id" || k == "data" || k == "data_path" || k == heldOutPathKey || strings.HasPrefix(k, drawStreamsPrefix)
 	})
 	require.ElementsMatch(t, slices.Collect(maps.Keys(want)), recorded, "a recorded setting without a row here")
 	for key, label := range want {
@@ -147,7 +149,11 @@ func TestSettingsDiffNamesFlags(t *testing.T) {
 			if key == "rl.group" {
 				a.RL.Algo = AlgoGRPO // the others do not read it
 			}
-			d := settingsDiff(a, changedAt(t, a, key))
+			b := changedAt(t, a, key)
+			if key == heldOutDataKey {
+				b.HeldOut.Path += "y" // another file, not the same one named otherwise
+			}
+			d := settingsDiff(a, b)
 			require.Len(t, d, 1)
 			require.Equal(t, label, d[0][:strings.Index(d[0], ": ")])
 		})

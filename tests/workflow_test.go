@@ -509,6 +509,38 @@ func shortTrain(t *testing.T, run string, args ...string) result {
 		"--n", "2", "--n2", "2", "--max-new-tokens", "16", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, args...)...)
 }
 
+// TestResumeFromAnotherDirectory: a run given relative --data and
+// --eval-data resumes from another working directory, where the same
+// files are spelled otherwise: it was refused, "../run holds a run of
+// embedded on p.jsonl (spiral); this one is embedded on ../p.jsonl
+// (spiral): use another --out, or --fresh", the checkpoints recording the
+// paths as given only.
+func TestResumeFromAnotherDirectory(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	rows := `{"id": "a", "problem": "Compute 2+2.", "answer": "4"}` + "\n" + `{"id": "b", "problem": "Compute 1+2.", "answer": "3"}` + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(rows), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "e.jsonl"), []byte(`{"id": "c", "problem": "Compute 3+3.", "answer": "6"}`+"\n"), 0o644))
+	args := func(prefix string, steps string) []string {
+		return []string{"train", "--data", prefix + "p.jsonl", "--eval-data", prefix + "e.jsonl", "--out", prefix + "run", "--steps", steps,
+			"--checkpoint-every", "1", "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2", "--max-new-tokens", "16",
+			"--eval-every", "1", "--eval-samples", "2", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}
+	}
+	r := spiralIn(t, dir, nil, args("", "1")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = spiralIn(t, sub, nil, args("../", "2")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "resumed from ../run/checkpoints/ckpt-000001 (step 1)")
+	// Another file of the same rows is still another data set.
+	other := filepath.Join(dir, "q.jsonl")
+	require.NoError(t, os.WriteFile(other, []byte(rows), 0o644))
+	r = spiralIn(t, dir, nil, append(args("", "3"), "--data", other)...)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "run holds a run of embedded on ../p.jsonl (spiral); this one is embedded on "+other+" (spiral)")
+}
+
 // TestResumeOtherTemplates: a rerun with other prompt templates is a
 // settings difference, named with its flags, like any other: refused
 // unless --override, which goes on with them.
