@@ -138,7 +138,7 @@ type dataFlags struct {
 func (f *dataFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.opt.ProblemField, "problem-field", "", "problem field name (default: detect problem, question, prompt, ...)")
 	fs.StringVar(&f.opt.AnswerField, "answer-field", "", "gold-answer field name (default: detect answer, final_answer, ground_truth, ..., solution)")
-	fs.StringVar(&f.opt.IDField, "id-field", "", `id field name, in every row when named (default: detect, rows without it numbered; "-" = row numbers)`)
+	fs.StringVar(&f.opt.IDField, "id-field", "", `id field name, in every row and not empty when named (default: detect, rows without it numbered; "-" = row numbers)`)
 	fs.StringVar(&f.opt.Format, "format", "", "jsonl, json or parquet (default: from the extension, else from the content)")
 }
 

@@ -37,8 +37,8 @@ type LoadOptions struct {
 	// AnswerField names the gold-answer field; "" detects one of
 	// [AnswerFields], also one level down (reward_model.ground_truth).
 	AnswerField string
-	// IDField names the id field; "" detects one of [IDFields]; "-" uses
-	// positional ids.
+	// IDField names the id field, which every row must hold, not empty;
+	// "" detects one of [IDFields]; "-" uses positional ids.
 	IDField string
 	// Format is "jsonl", "json" or "parquet"; "" detects it from the
 	// extension (.jsonl/.ndjson, .json, .parquet) or, failing that, the
@@ -474,6 +474,11 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 			}
 			if err != nil {
 				return fmt.Errorf("data: %s: field %q: %w", r.where(), m.id, err)
+			}
+			if m.id == opt.IDField && strings.TrimSpace(id) == "" {
+				// Named: an empty id is none, which would pair the row
+				// by position, as a missing one would.
+				return fmt.Errorf("data: %s: id field %q: empty, want the row's id", r.where(), m.id)
 			}
 		case m.id == opt.IDField:
 			// Named, not detected: rows without it would be paired

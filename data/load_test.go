@@ -260,6 +260,9 @@ func TestLoadErrors(t *testing.T) {
 		{name: "nested field under null", file: "a.jsonl", content: `{"prompt": "p", "reward_model": {"ground_truth": "1"}}` + "\n" + `{"prompt": "q", "reward_model": null}` + "\n", want: []string{"a.jsonl:2:", `field "reward_model.ground_truth": missing ("reward_model" is null, want an object)`}},
 		{name: "nested field under a string", file: "a.jsonl", content: `{"problem": "p", "meta": {"gold": {"v": "1"}}}` + "\n" + `{"problem": "q", "meta": {"gold": "2"}}` + "\n", opt: LoadOptions{AnswerField: "meta.gold.v"}, want: []string{"a.jsonl:2:", `field "meta.gold.v": missing ("meta.gold" is a string, want an object)`}},
 		{name: "explicit id field absent", file: "a.jsonl", content: `{"problem": "p", "answer": "1", "id": 3}` + "\n", opt: LoadOptions{IDField: "nope"}, want: []string{"a.jsonl:1:", `id field "nope": missing or null`}},
+		// An empty id of a named field was taken for none: the row got a
+		// positional id in silence, where a missing or null one is refused.
+		{name: "explicit id field empty in a later row", file: "a.jsonl", content: `{"problem": "p", "answer": "1", "key": "k1"}` + "\n" + `{"problem": "q", "answer": "2", "key": " "}` + "\n", opt: LoadOptions{IDField: "key"}, want: []string{"a.jsonl:2:", `id field "key": empty, want the row's id`}},
 		{name: "explicit id field null in a later row", file: "a.jsonl", content: `{"problem": "p", "answer": "1", "key": 3}` + "\n" + `{"problem": "q", "answer": "2", "key": null}` + "\n", opt: LoadOptions{IDField: "key"}, want: []string{"a.jsonl:2:", `id field "key": missing or null`}},
 		{name: "empty jsonl", file: "a.jsonl", content: "", want: []string{"a.jsonl", "no records (empty file)"}},
 		{name: "blank-only jsonl", file: "a.jsonl", content: "\n  \n", want: []string{"no records (empty file)"}},
