@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // inspectExamples is how many problems Inspect prints.
@@ -44,7 +45,7 @@ func Inspect(w io.Writer, path string, opt LoadOptions) error {
 		fmt.Fprintf(&b, "  skipped %s: %s\n", s.Source, s.Reason)
 	}
 	for i, p := range ds.Problems[:min(inspectExamples, len(ds.Problems))] {
-		fmt.Fprintf(&b, "\nexample %d  id=%s  source=%s\n", i+1, p.ID, p.Source)
+		fmt.Fprintf(&b, "\nexample %d  id=%s  source=%s\n", i+1, oneLine(p.ID), p.Source)
 		fmt.Fprintf(&b, "  problem: %s\n", clip(p.Problem))
 		fmt.Fprintf(&b, "  answer:  %s\n", clip(p.Answer))
 	}
@@ -68,12 +69,35 @@ func answerFrom(counts map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// clip shortens s to inspectWidth runes on one line.
+// clip shortens s to inspectWidth runes on one line (oneLine).
 func clip(s string) string {
-	s = strings.ReplaceAll(s, "\n", `\n`)
+	s = oneLine(s)
 	r := []rune(s)
 	if len(r) > inspectWidth {
 		return string(r[:inspectWidth]) + "…"
 	}
 	return s
+}
+
+// oneLine escapes the control characters of s but tabs, so that it
+// prints on one line as it is: a newline as \n, a carriage return (of a
+// CRLF text) as \r, which a terminal would return to the start of the
+// line at, others as \xNN or \uNNNN (an escape sequence's ESC).
+func oneLine(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t' || !unicode.IsControl(r):
+			b.WriteRune(r)
+		case r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
 }

@@ -68,3 +68,14 @@ func TestInspectCountsKeptRows(t *testing.T) {
 		require.Contains(t, out.String(), want)
 	}
 }
+
+// TestInspectControlCharacters: the examples are printed one line each,
+// their control characters escaped: a carriage return (a CRLF problem's
+// "\r\n") was printed as is, so that a terminal showed the text after it
+// over the start of the line, and an id's newline broke its line.
+func TestInspectControlCharacters(t *testing.T) {
+	path := writeFile(t, "cr.jsonl", `{"id": "a\nb", "problem": "line 1\r\nline 2\u001b[2J", "answer": "2\tx"}`+"\n")
+	var out strings.Builder
+	require.NoError(t, Inspect(&out, path, LoadOptions{}))
+	require.Contains(t, out.String(), "\nexample 1  id=a\\nb  source="+path+":1\n  problem: line 1\\r\\nline 2\\x1b[2J\n  answer:  2\tx\n")
+}
