@@ -65,10 +65,33 @@ func main() {
 	flag.IntVar(&o.threads, "threads", 0, "ONNX Runtime threads (0 = one per physical core)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the rollouts and the random direction")
 	flag.Parse()
+	if err := o.validate(flag.NArg()); err != nil {
+		fmt.Fprintln(os.Stderr, "transfer:", err)
+		os.Exit(2) // a usage error, as flag's own
+	}
 	if err := run(context.Background(), o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "transfer:", err)
 		os.Exit(1)
 	}
+}
+
+// validate refuses flags that measure nothing, or nothing but NaN: no
+// problems, samples or traces (one trace a problem has GRPO advantage 0,
+// so the gradient is 0 and has no direction), and positional arguments
+// (args of them), which the tool takes none of.
+func (o options) validate(args int) error {
+	if args > 0 {
+		return fmt.Errorf("%d unexpected arguments: the tool takes flags only (see -help)", args)
+	}
+	for _, c := range []struct {
+		flag       string
+		value, min int
+	}{{"batch", o.batch, 1}, {"group", o.group, 2}, {"held", o.held, 1}, {"screen", o.screen, 1}, {"samples", o.samples, 1}, {"in-batch", o.inBatch, 1}, {"threads", o.threads, 0}} {
+		if c.value < c.min {
+			return fmt.Errorf("-%s %d: want at least %d", c.flag, c.value, c.min)
+		}
+	}
+	return nil
 }
 
 // probe is what run measures with: the policy, its sampler and the task.
@@ -173,7 +196,11 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	fmt.Fprintf(w, "before the step: B %.4f, A %.4f\n\n", mean(baseB), mean(baseA))
 	fmt.Fprintln(w, "| direction | size | weight change (L2) | B accuracy change | A accuracy change |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
-	for _, st := range steps(gA, rand.New(rand.NewPCG(o.seed, 2))) {
+	sts, err := steps(gA, rand.New(rand.NewPCG(o.seed, 2)))
+	if err != nil {
+		return err
+	}
+	for _, st := range sts {
 		weights := pol.Weights.Flat()
 		for i := range weights {
 			weights[i] = w0[i] + st.delta[i]
@@ -275,9 +302,15 @@ type step struct {
 // steps are the weight changes measured for the loss gradient g: along
 // -g/|g| at norms 0.01, 0.03 and 0.1, AdamW's first step -lr*sign(g)
 // at lr 3e-5, 1e-4 and 3e-4 (bias-corrected m/sqrt(v) is sign(g)), and a
-// Gaussian direction drawn from rng at norm 0.1.
-func steps(g []float32, rng *rand.Rand) []step {
+// Gaussian direction drawn from rng at norm 0.1. A gradient of 0 (no
+// problem of the batch had both right and wrong traces: every advantage
+// 0) has no direction, and is refused: -g/|g| would set every weight to
+// NaN.
+func steps(g []float32, rng *rand.Rand) ([]step, error) {
 	gn := norm(g)
+	if gn == 0 {
+		return nil, errors.New("the GRPO gradient of batch A is 0: no problem of it had both right and wrong traces (raise -group or -batch, or use a model that solves some of its problems but not all)")
+	}
 	random := make([]float32, len(g))
 	for i := range random {
 		random[i] = float32(rng.NormFloat64())
@@ -307,7 +340,7 @@ func steps(g []float32, rng *rand.Rand) []step {
 	for i, v := range random {
 		d[i] = float32(0.1 * float64(v) / rn)
 	}
-	return append(out, step{"random", 0.1, d})
+	return append(out, step{"random", 0.1, d}), nil
 }
 
 func norm(x []float32) float64 {

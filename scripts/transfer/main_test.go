@@ -14,7 +14,8 @@ import (
 
 func TestSteps(t *testing.T) {
 	g := []float32{3, -4, 0, 0}
-	got := steps(g, rand.New(rand.NewPCG(1, 2)))
+	got, err := steps(g, rand.New(rand.NewPCG(1, 2)))
+	require.NoError(t, err)
 	require.Len(t, got, 7)
 	// Along -g/|g| (|g| = 5) at the stated norms.
 	for i, size := range []float64{0.01, 0.03, 0.1} {
@@ -81,4 +82,39 @@ func TestGradientPromptErrorNamesTheProblem(t *testing.T) {
 	p := probe{prompter: rollout.ChatPrompter{Templates: tmpl}}
 	_, err = p.gradient(context.Background(), []data.Problem{{ID: "p7", Source: "synth:train:7", Problem: "boom"}}, 2, 1)
 	require.EqualError(t, err, `search prompt of problem "p7" (synth:train:7): data: search template: template: search:1:36: executing "search" at <{{template "absent"}}>: template "absent" not defined`)
+}
+
+// TestZeroGradientRefused: a gradient of 0 (a batch without an
+// informative problem, or -group 1, whose advantages are all 0) is
+// refused: -g/|g| set every weight to NaN, and the first accuracy after
+// the step failed as "the model's logits are not finite".
+func TestZeroGradientRefused(t *testing.T) {
+	_, err := steps([]float32{0, 0, 0}, rand.New(rand.NewPCG(1, 2)))
+	require.EqualError(t, err, "the GRPO gradient of batch A is 0: no problem of it had both right and wrong traces (raise -group or -batch, or use a model that solves some of its problems but not all)")
+}
+
+// TestValidate: flags that measure nothing are refused, naming the flag
+// (-batch 0 ran to a table of NaN cosines and then failed on NaN
+// weights; -samples 0 divided by 0).
+func TestValidate(t *testing.T) {
+	ok := options{batch: 64, group: 24, held: 16, screen: 96, samples: 192, inBatch: 8}
+	require.NoError(t, ok.validate(0))
+	for _, tc := range []struct {
+		edit func(o *options)
+		args int
+		want string
+	}{
+		{func(o *options) { o.batch = 0 }, 0, "-batch 0: want at least 1"},
+		{func(o *options) { o.group = 1 }, 0, "-group 1: want at least 2"},
+		{func(o *options) { o.held = 0 }, 0, "-held 0: want at least 1"},
+		{func(o *options) { o.screen = -1 }, 0, "-screen -1: want at least 1"},
+		{func(o *options) { o.samples = 0 }, 0, "-samples 0: want at least 1"},
+		{func(o *options) { o.inBatch = 0 }, 0, "-in-batch 0: want at least 1"},
+		{func(o *options) { o.threads = -2 }, 0, "-threads -2: want at least 0"},
+		{func(o *options) {}, 2, "2 unexpected arguments: the tool takes flags only (see -help)"},
+	} {
+		o := ok
+		tc.edit(&o)
+		require.EqualError(t, o.validate(tc.args), tc.want)
+	}
 }
