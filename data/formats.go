@@ -86,6 +86,21 @@ func detectFormat(name, opt string, head []byte) (string, error) {
 	return "", fmt.Errorf("data: %s: cannot detect the format from the extension %q or the content; give --format %s, %s or %s", name, filepath.Ext(name), FormatJSONL, FormatJSON, FormatParquet)
 }
 
+// checkContent refuses a file whose content (head, its first bytes) is
+// plainly of another format than the one its extension or --format
+// names: Parquet read as JSON text would be malformed (or not UTF-8) at
+// line 1, JSON text read as Parquet would lack its magic bytes.
+func checkContent(name, format string, head []byte) error {
+	parquet := bytes.HasPrefix(head, []byte("PAR1"))
+	switch t := bytes.TrimLeft(bytes.TrimPrefix(head, utf8BOM), " \t\r\n"); {
+	case parquet && format != FormatParquet:
+		return fmt.Errorf("data: %s: the file is Parquet (it starts with \"PAR1\"), not %s: name it .parquet or pass --format parquet", name, strings.ToUpper(format))
+	case format == FormatParquet && (bytes.HasPrefix(t, []byte("{")) || bytes.HasPrefix(t, []byte("["))):
+		return fmt.Errorf("data: %s: the file is JSON text, not Parquet: name it .jsonl or .json, or pass --format jsonl or json", name)
+	}
+	return nil
+}
+
 // compressions are the magic numbers of compressed files, which Load
 // does not read: decoded as text they would be malformed JSON at line 1.
 var compressions = []struct{ name, magic, tool string }{

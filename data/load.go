@@ -280,6 +280,9 @@ func load(path string, opt LoadOptions, src source, size int64, head []byte) (*D
 	if err != nil {
 		return nil, err
 	}
+	if err := checkContent(path, format, head); err != nil {
+		return nil, err
+	}
 	b := newBuilder(path)
 	b.ds.Format = format
 	var m *fieldMap

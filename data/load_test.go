@@ -291,6 +291,13 @@ func TestLoadErrors(t *testing.T) {
 		{name: "json object with an array names the line", file: "a.json", content: "{\"data\": [\n{\"problem\": \"p\", \"answer\": \"1\"},\n{\"problem\": \"q\", \"answer\": true}\n]}", want: []string{`a.json:data row 1 (line 3): field "answer": wrong type: a boolean`}},
 		{name: "json trailing garbage", file: "a.json", content: `[{"problem": "p", "answer": "1"}] x`, want: []string{"a.json:1:", "malformed JSON"}},
 		{name: "parquet extension, not parquet", file: "a.parquet", content: "problem,answer\np,1\n", want: []string{"a.parquet", "not a readable Parquet file"}},
+		// The content's format against the extension's: it said
+		// "malformed JSON: invalid character 'P'", or (.json) that a byte
+		// was not UTF-8, to convert from Latin-1, or that "PAR1" was
+		// missing.
+		{name: "parquet named .jsonl", file: "a.jsonl", content: "PAR1\x15\x04\x15\x00", want: []string{"a.jsonl: the file is Parquet (it starts with \"PAR1\"), not JSONL: name it .parquet or pass --format parquet"}},
+		{name: "parquet given --format json", file: "a", content: "PAR1\x15\x04\x15\x00", opt: LoadOptions{Format: FormatJSON}, want: []string{"a: the file is Parquet (it starts with \"PAR1\"), not JSON: name it .parquet or pass --format parquet"}},
+		{name: "jsonl named .parquet", file: "a.parquet", content: "\xEF\xBB\xBF\n" + `{"problem": "p", "answer": "1"}` + "\n", want: []string{"a.parquet: the file is JSON text, not Parquet: name it .jsonl or .json, or pass --format jsonl or json"}},
 		{name: "unknown format option", file: "a.jsonl", content: "{}", opt: LoadOptions{Format: "csv"}, want: []string{`unknown format "csv"`}},
 		{name: "undetectable format", file: "a.csv", content: "problem,answer\n", want: []string{"cannot detect the format"}},
 		{name: "gzip named .jsonl.gz", file: "a.jsonl.gz", content: "\x1f\x8b\x08\x00\x00\x00\x00\x00", want: []string{"a.jsonl.gz", "gzip-compressed", "decompress it first (gunzip)"}},
