@@ -69,6 +69,8 @@ func detectFormat(name, opt string, head []byte) (string, error) {
 		return FormatJSON, nil
 	case ".parquet", ".pq":
 		return FormatParquet, nil
+	case ".csv", ".tsv":
+		return "", csvError(name)
 	}
 	switch t := bytes.TrimLeft(bytes.TrimPrefix(head, utf8BOM), " \t\r\n"); {
 	case bytes.HasPrefix(head, []byte("PAR1")):
@@ -99,6 +101,18 @@ func checkContent(name, format string, head []byte) error {
 		return fmt.Errorf("data: %s: the file is JSON text, not Parquet: name it .jsonl or .json, or pass --format jsonl or json", name)
 	}
 	return nil
+}
+
+// csvError refuses a CSV or TSV file by its extension, which --format
+// cannot name either, saying how to convert it to JSONL.
+func csvError(name string) error {
+	ext := filepath.Ext(name)
+	kind, sep := "CSV", ""
+	if strings.EqualFold(ext, ".tsv") {
+		kind, sep = "TSV", `, sep="\t"`
+	}
+	out := strings.TrimSuffix(name, ext) + ".jsonl"
+	return fmt.Errorf(`data: %s: %s is not read: convert it to JSONL (with pandas: pd.read_csv(%q%s).to_json(%q, orient="records", lines=True))`, name, kind, name, sep, out)
 }
 
 // compressions are the magic numbers of compressed files, which Load

@@ -299,7 +299,11 @@ func TestLoadErrors(t *testing.T) {
 		{name: "parquet given --format json", file: "a", content: "PAR1\x15\x04\x15\x00", opt: LoadOptions{Format: FormatJSON}, want: []string{"a: the file is Parquet (it starts with \"PAR1\"), not JSON: name it .parquet or pass --format parquet"}},
 		{name: "jsonl named .parquet", file: "a.parquet", content: "\xEF\xBB\xBF\n" + `{"problem": "p", "answer": "1"}` + "\n", want: []string{"a.parquet: the file is JSON text, not Parquet: name it .jsonl or .json, or pass --format jsonl or json"}},
 		{name: "unknown format option", file: "a.jsonl", content: "{}", opt: LoadOptions{Format: "csv"}, want: []string{`unknown format "csv"`}},
-		{name: "undetectable format", file: "a.csv", content: "problem,answer\n", want: []string{"cannot detect the format"}},
+		{name: "undetectable format", file: "a.txt", content: "problem,answer\n", want: []string{"cannot detect the format"}},
+		// CSV, which --format cannot name: it was told to give --format
+		// jsonl, json or parquet, which would read it as none of them.
+		{name: "csv", file: "a.csv", content: "problem,answer\n", want: []string{`a.csv: CSV is not read: convert it to JSONL (with pandas: pd.read_csv("`, `a.csv").to_json("`, `a.jsonl", orient="records", lines=True))`}},
+		{name: "tsv", file: "rows.TSV", content: "problem\tanswer\n", want: []string{`rows.TSV: TSV is not read: convert it to JSONL (with pandas: pd.read_csv("`, `rows.TSV", sep="\t").to_json("`, `rows.jsonl", orient="records", lines=True))`}},
 		{name: "gzip named .jsonl.gz", file: "a.jsonl.gz", content: "\x1f\x8b\x08\x00\x00\x00\x00\x00", want: []string{"a.jsonl.gz", "gzip-compressed", "decompress it first (gunzip)"}},
 		{name: "gzip named .jsonl", file: "a.jsonl", content: "\x1f\x8b\x08\x00\x00\x00\x00\x00", want: []string{"a.jsonl", "gzip-compressed"}},
 		{name: "gzip given --format json", file: "a.json.gz", content: "\x1f\x8b\x08\x00", opt: LoadOptions{Format: FormatJSON}, want: []string{"gzip-compressed"}},
