@@ -384,12 +384,20 @@ func readJSON(path string, b []byte, fn func(record) error) error {
 		var vals []any
 		var keyLines []int
 		elemLines := map[int][]int{} // the lines of the elements of array values, by value
+		seen := map[string]bool{}
 		for dec.More() {
-			keyLines = append(keyLines, lines.at(dec.InputOffset()))
+			keyLine := lines.at(dec.InputOffset())
+			keyLines = append(keyLines, keyLine)
 			kt, err := dec.Token()
 			if err != nil {
 				return syntax(err)
 			}
+			if k := kt.(string); seen[k] {
+				// As decodeValue refuses it in a row: JSON readers keep
+				// the last value, a row's id or a split given twice.
+				return fmt.Errorf("data: %s:%d: malformed JSON: key %q appears twice in one object; which value is meant is ambiguous", path, keyLine, k)
+			}
+			seen[kt.(string)] = true
 			var v any
 			if lines.at(dec.InputOffset()); lines.startsWith('[') {
 				list := []any{}

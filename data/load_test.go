@@ -317,6 +317,11 @@ func TestLoadErrors(t *testing.T) {
 		{name: "duplicate key in a nested object", file: "a.jsonl", content: `{"problem": "p", "reward_model": {"ground_truth": "1", "ground_truth": "2"}}` + "\n", want: []string{"a.jsonl:1: malformed JSON: key \"ground_truth\" appears twice in one object"}},
 		{name: "duplicate key in a json array's row", file: "a.json", content: "[\n" + `{"problem": "p", "answer": "1"},` + "\n" + `{"problem": "q",` + "\n" + `"problem": "r", "answer": "2"}` + "\n]", want: []string{"a.json:4: malformed JSON: key \"problem\" appears twice in one object"}},
 		{name: "duplicate key in a json object of rows", file: "a.json", content: `{"x": {"problem": "p", "answer": "1", "answer": "2"}}`, want: []string{"a.json:1: malformed JSON: key \"answer\" appears twice in one object"}},
+		// The top-level object's own keys: a row's id given twice was
+		// kept twice (the second as "a~2"), and two arrays of one name
+		// were called two splits, where JSON readers keep the last.
+		{name: "duplicate id key in a json object of rows", file: "a.json", content: "{\"a\": {\"problem\": \"p\", \"answer\": \"1\"},\n \"a\": {\"problem\": \"q\", \"answer\": \"2\"}}", want: []string{"a.json:2: malformed JSON: key \"a\" appears twice in one object; which value is meant is ambiguous"}},
+		{name: "duplicate array key in a json object", file: "a.json", content: `{"data": [{"problem": "p", "answer": "1"}], "data": []}`, want: []string{"a.json:1: malformed JSON: key \"data\" appears twice in one object; which value is meant is ambiguous"}},
 		{name: "utf-16 with a byte order mark", file: "a.jsonl", content: "\xff\xfe{\x00\"\x00p\x00\"\x00:\x00", want: []string{"a.jsonl: the file is UTF-16 text", "iconv -f UTF-16 -t UTF-8"}},
 		{name: "utf-16be without a byte order mark", file: "a.json", content: "\x00[\x00{\x00\"", want: []string{"a.json: the file is UTF-16 text"}},
 		{name: "utf-16le without a byte order mark, no extension", file: "rows", content: "{\x00\"\x00p\x00", want: []string{"rows: the file is UTF-16 text"}},
