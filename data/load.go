@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -310,7 +311,14 @@ func load(path string, opt LoadOptions, src source, size int64, head []byte) (*D
 	}
 	b.ds.Records = n
 	if n == 0 {
-		return nil, fmt.Errorf("data: %s: no records (empty file)", path)
+		why := "empty file" // or blank: a JSONL file with no row is
+		switch {
+		case format == FormatParquet:
+			why = "the file holds 0 rows"
+		case format == FormatJSON && len(bytes.TrimSpace(bytes.TrimPrefix(head, utf8BOM))) > 0:
+			why = "its array of rows is empty"
+		}
+		return nil, fmt.Errorf("data: %s: no records (%s)", path, why)
 	}
 	if len(b.ds.Problems) == 0 {
 		return nil, fmt.Errorf("data: %s: none of the %d records is usable (first skipped: %s: %s)", path, n, b.ds.skipped[0].Source, b.ds.skipped[0].Reason)

@@ -268,6 +268,10 @@ func TestLoadErrors(t *testing.T) {
 		{name: "blank-only jsonl", file: "a.jsonl", content: "\n  \n", want: []string{"no records (empty file)"}},
 		{name: "empty json", file: "a.json", content: "", want: []string{"a.json", "no records"}},
 		{name: "empty json array", file: "a.json", content: "[]", want: []string{"a.json", "no records"}},
+		// A file that holds a document, with no row: not "(empty file)".
+		{name: "empty json array, said", file: "a.json", content: "\xEF\xBB\xBF[ ]\n", want: []string{"a.json: no records (its array of rows is empty)"}},
+		{name: "empty json array in an object", file: "a.json", content: `{"data": []}`, want: []string{"a.json: no records (its array of rows is empty)"}},
+		{name: "blank json", file: "a.json", content: "\xEF\xBB\xBF \n", want: []string{"a.json: no records (empty file)"}},
 		{name: "every row skipped", file: "a.jsonl", content: `{"problem": "", "answer": "1"}` + "\n", want: []string{"none of the 1 records is usable", "a.jsonl:1: empty problem"}},
 		{name: "json syntax error names the line", file: "a.json", content: "[\n{\"problem\": \"p\", \"answer\": \"1\"},\n{\"problem\": \"q\" \"answer\": \"2\"}\n]", want: []string{"a.json:3:", "malformed JSON"}},
 		{name: "json truncated", file: "a.json", content: "[{\"problem\": \"p\", \"answer\": \"1\"}", want: []string{"a.json:1:", "malformed JSON"}},
