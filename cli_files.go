@@ -62,17 +62,28 @@ func refuseOverwrite(dir string, overwrite bool) error {
 	return nil
 }
 
-// inputFile refuses, as a usage error naming the flag and path, a file
-// flag's value that is not there or is a directory rather than the file
-// it wants (what, "a template file"): a bad value of the flag.
-func inputFile(flag, path, what string) error {
+// statFlag returns what os.Stat says of the path a flag gives; a path
+// that is not there (or cannot be looked at) is a bad value of the flag,
+// a usage error naming the flag and path.
+func statFlag(flag, path string) (fs.FileInfo, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err // the path is said once, after the flag
 		}
-		return usageError{fmt.Errorf("%s %s: %w", flag, path, err)}
+		return nil, usageError{fmt.Errorf("%s %s: %w", flag, path, err)}
+	}
+	return st, nil
+}
+
+// inputFile refuses, as a usage error naming the flag and path, a file
+// flag's value that is not there or is a directory rather than the file
+// it wants (what, "a template file"): a bad value of the flag.
+func inputFile(flag, path, what string) error {
+	st, err := statFlag(flag, path)
+	if err != nil {
+		return err
 	}
 	if st.IsDir() {
 		return usageError{fmt.Errorf("%s %s is a directory: want %s", flag, path, what)}

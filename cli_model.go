@@ -80,9 +80,9 @@ func (f *modelFlags) resolve(warn io.Writer) (resolvedModel, error) {
 		}
 		path, r.embedded = dir, true
 	}
-	st, err := os.Stat(path)
+	st, err := statFlag("--model", path)
 	if err != nil {
-		return r, fmt.Errorf("--model: %w", err)
+		return r, err
 	}
 	if st.IsDir() {
 		dir := path
@@ -162,9 +162,9 @@ func warnDataFiles(path string, warn io.Writer) error {
 // model.onnx, which is then not looked at.
 func (f *modelFlags) resolveForEngine(warn io.Writer) (resolvedModel, error) {
 	if f.model != "" {
-		st, err := os.Stat(f.model)
+		st, err := statFlag("--model", f.model)
 		if err != nil {
-			return resolvedModel{}, fmt.Errorf("--model: %w", err)
+			return resolvedModel{}, err
 		}
 		if st.IsDir() {
 			r := resolvedModel{dir: f.model}
@@ -188,10 +188,11 @@ func (r *resolvedModel) setTokenizer(given string) {
 }
 
 func (r resolvedModel) loadTokenizer() (*tokenizer.Tokenizer, error) {
-	if _, err := os.Stat(r.tokenizer); err != nil {
-		if r.tokenizerGiven {
-			return nil, fmt.Errorf("--tokenizer: %w", err)
+	if r.tokenizerGiven {
+		if _, err := statFlag("--tokenizer", r.tokenizer); err != nil {
+			return nil, err
 		}
+	} else if _, err := os.Stat(r.tokenizer); err != nil {
 		return nil, fmt.Errorf("no tokenizer: %s does not exist (pass --tokenizer)", r.tokenizer)
 	}
 	return tokenizer.Load(r.tokenizer)
@@ -538,8 +539,8 @@ func (s *modelSession) openPolicy(ctx context.Context, lora lmgraph.LoRA, artifa
 // model stops the search, as a layout mismatch in checkpoint.Load does.
 // It returns the path loaded.
 func loadCheckpoint(ckpt, src string, warn io.Writer, load func(path string, st rl.RunSettings) error) (string, error) {
-	if st, err := os.Stat(ckpt); err != nil {
-		return "", fmt.Errorf("--checkpoint: %w", err)
+	if st, err := statFlag("--checkpoint", ckpt); err != nil {
+		return "", err
 	} else if !st.IsDir() {
 		return "", usageError{fmt.Errorf("--checkpoint %s is a file: want a checkpoint directory%s, or a run directory (or its checkpoints/) for its newest intact one", ckpt, checkpointBeside(ckpt))}
 	}

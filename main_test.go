@@ -488,9 +488,9 @@ func TestExportOutDirectory(t *testing.T) {
 		{[]string{"export", "--checkpoint", filepath.Join(dir, "absent"), "--out", filepath.Join(dir, "e8")}, exitUsage,
 			fmt.Sprintf("--out %s: --format onnx writes a .onnx file, its tokenizer and config.json beside it: want a path ending in .onnx (such as --out %s)", filepath.Join(dir, "e8"), filepath.Join(dir, "e8", "model.onnx"))},
 		{[]string{"export", "--checkpoint", filepath.Join(dir, "absent"), "--out", "e8"}, exitUsage, "--out e8: --format onnx writes a .onnx file"},
-		{[]string{"export", "--checkpoint", filepath.Join(dir, "absent"), "--out", filepath.Join(dir, "e8.onnx")}, exitFailure, filepath.Join(dir, "absent")},
+		{[]string{"export", "--checkpoint", filepath.Join(dir, "absent"), "--out", filepath.Join(dir, "e8.onnx")}, exitUsage, "--checkpoint " + filepath.Join(dir, "absent") + ": no such file or directory"},
 		// A directory is what hf writes: the absent checkpoint is the error.
-		{[]string{"export", "--format", "hf", "--checkpoint", filepath.Join(dir, "absent"), "--out", dir}, exitFailure, filepath.Join(dir, "absent")},
+		{[]string{"export", "--format", "hf", "--checkpoint", filepath.Join(dir, "absent"), "--out", dir}, exitUsage, "--checkpoint " + filepath.Join(dir, "absent") + ": no such file or directory"},
 	} {
 		var stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
@@ -684,8 +684,8 @@ func TestFlagsOfAnotherChoiceRefused(t *testing.T) {
 		{[]string{"export", "--format", "hf", "--out", filepath.Join(dir, "hf"), "--external-data"}, exitUsage,
 			"--external-data writes an onnx export's weights to a side file; --format hf writes no .onnx file and would ignore it"},
 		{[]string{"export", "--format", "peft", "--checkpoint", absent, "--out", filepath.Join(dir, "peft"), "--external-data=false"}, exitUsage, "--format peft writes no .onnx file"},
-		{[]string{"export", "--format", "peft", "--checkpoint", absent, "--out", filepath.Join(dir, "peft"), "--base-model", "Qwen/Qwen3-4B"}, exitFailure, absent},
-		{[]string{"export", "--checkpoint", absent, "--out", filepath.Join(dir, "m.onnx"), "--external-data"}, exitFailure, absent},
+		{[]string{"export", "--format", "peft", "--checkpoint", absent, "--out", filepath.Join(dir, "peft"), "--base-model", "Qwen/Qwen3-4B"}, exitUsage, "--checkpoint " + absent + ": no such file or directory"},
+		{[]string{"export", "--checkpoint", absent, "--out", filepath.Join(dir, "m.onnx"), "--external-data"}, exitUsage, "--checkpoint " + absent + ": no such file or directory"},
 		{[]string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB", "--lora-targets", "q,v"}, exitUsage,
 			"--lora-targets shapes --lora-rank's adapters; without --lora-rank (a full fine-tune) it would be ignored"},
 		// train, sft and bench took them without a word, as a full
@@ -911,8 +911,8 @@ func TestExportOverItsModel(t *testing.T) {
 	require.Equal(t, before, after)
 	var stderr bytes.Buffer
 	code := run(context.Background(), []string{"export", "--model", dir, "--checkpoint", absent, "--out", filepath.Join(dir, "trained.onnx")}, &cliEnv{stdout: io.Discard, stderr: &stderr})
-	require.Equal(t, exitFailure, code, stderr.String())
-	require.Contains(t, stderr.String(), absent)
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral export: --checkpoint "+absent+": no such file or directory\n", stderr.String(), "past the --out check, to the checkpoint")
 }
 
 // TestEngineWithoutRuntime: eval and generate on a serving engine run no
@@ -2148,12 +2148,13 @@ func TestCheckpointFileNamed(t *testing.T) {
 // holds no checkpoint, is named by the flag without the checkpoint
 // package's prefix: "--checkpoint X: checkpoint: stat X: no such file or
 // directory" and "--checkpoint D: checkpoint: no checkpoint in D (want
-// ...)".
+// ...)". One that does not exist is a usage error, as one that is a file
+// is (it was "--checkpoint: stat X: ...", exit 1).
 func TestCheckpointMissingNamed(t *testing.T) {
 	empty := t.TempDir()
 	missing := filepath.Join(empty, "absent")
 	for _, c := range []struct{ path, want string }{
-		{missing, "--checkpoint: stat " + missing + ": no such file or directory"},
+		{missing, "--checkpoint " + missing + ": no such file or directory"},
 		{empty, "--checkpoint " + empty + ": no checkpoint in " + empty + " (want a checkpoint directory or a run's checkpoints/ directory)"},
 	} {
 		_, err := loadCheckpoint(c.path, "model.onnx", io.Discard, func(string, rl.RunSettings) error {
@@ -2161,6 +2162,36 @@ func TestCheckpointMissingNamed(t *testing.T) {
 			return nil
 		})
 		require.EqualError(t, err, c.want)
+		var ue usageError
+		require.Equal(t, c.path == missing, errors.As(err, &ue), "%s", c.path)
+	}
+}
+
+// TestModelPathFlagsMissing: a --model, --checkpoint or --tokenizer path
+// that is not there is a bad value of the flag, a usage error (exit 2)
+// naming flag and path, as a --data or template file's is, and as a
+// --checkpoint that is a file was already: they exited 1 with "--model:
+// stat PATH: no such file or directory".
+func TestModelPathFlagsMissing(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	missing := filepath.Join(t.TempDir(), "absent")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "--model", missing}, "spiral eval: --model " + missing + ": no such file or directory\n"},
+		{[]string{"eval", "--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m", "--model", missing}, "spiral eval: --model " + missing + ": no such file or directory\n"},
+		{[]string{"generate", "--checkpoint", missing, "hi"}, "spiral generate: --checkpoint " + missing + ": no such file or directory\n"},
+		{[]string{"generate", "--tokenizer", missing, "hi"}, "spiral generate: --tokenizer " + missing + ": no such file or directory\n"},
+	} {
+		var stderr bytes.Buffer
+		args := append(tc.args, "--quiet")
+		if tc.args[0] == "generate" {
+			args = tc.args
+		}
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+		require.Equal(t, tc.want, stderr.String(), "%q", args)
 	}
 }
 

@@ -82,6 +82,7 @@ func TestMalformedInputs(t *testing.T) {
 	f.write(t, "empty/model.onnx", "")
 	f.write(t, "empty/tokenizer.json", "{}")
 	require.NoError(t, os.MkdirAll(f.path("nomodel"), 0o755))
+	require.NoError(t, os.MkdirAll(f.path("nockpt"), 0o755)) // a directory without a checkpoint
 	f.write(t, "nomodel/tokenizer.json", "{}")
 	f.write(t, "garbage/model.onnx", "\xff\xff\xff\xff not onnx")
 	notok := f.modelDir(t, "notok", nil)
@@ -258,13 +259,13 @@ func TestMalformedInputs(t *testing.T) {
 		fail("empty model file", []string{"empty/model.onnx", "the file is empty"}, "train", "--model", f.path("empty"), "--quiet"),
 		fail("directory without model.onnx", []string{f.path("nomodel"), "holds no model.onnx"}, "train", "--model", f.path("nomodel"), "--quiet"),
 		fail("not an ONNX file", []string{"garbage/model.onnx", "not a valid ONNX model"}, "eval", "--model", f.path("garbage"), "--quiet"),
-		fail("missing model", []string{f.path("absent")}, "eval", "--model", f.path("absent"), "--quiet"),
+		usage("missing model", "--model "+f.path("absent")+": no such file or directory", "eval", "--model", f.path("absent"), "--quiet"),
 		fail("serving engine down", []string{"http://127.0.0.1:9/v1/models", "is not reachable"}, "eval", "--engine", "openai", "--base-url", "http://127.0.0.1:9/v1", "--served-model", "m", "--quiet"),
 		fail("NaN weight", []string{"nan/model.onnx", qwen3.LayerWeight(1, "mlp.up_proj"), "NaN"}, "train", "--model", nan, "--quiet", "--steps", "1"),
 		fail("float64 weight in generate", []string{qwen3.NormWeight, "float64", "float32"}, "generate", "--model", f64, "hi"),
 		// Tokenizers.
 		fail("missing tokenizer", []string{"notok/tokenizer.json", "--tokenizer"}, "eval", "--model", notok, "--quiet"),
-		fail("missing --tokenizer file", []string{"--tokenizer: stat " + f.path("absent-tok.json"), "no such file"}, "eval", "--model", good, "--tokenizer", f.path("absent-tok.json"), "--quiet"),
+		usage("missing --tokenizer file", "--tokenizer "+f.path("absent-tok.json")+": no such file or directory", "eval", "--model", good, "--tokenizer", f.path("absent-tok.json"), "--quiet"),
 		fail("corrupt tokenizer", []string{"badtok/tokenizer.json"}, "eval", "--model", badtok, "--quiet"),
 		fail("tokenizer wider than the model", []string{"bigtok/tokenizer.json", "ids but model", "embedding rows"}, "eval", "--model", bigtok, "--quiet"),
 		// An export copies the tokenizer beside it: one that eval and
@@ -297,7 +298,8 @@ func TestMalformedInputs(t *testing.T) {
 		usage("eval output empty", "--out is empty", "eval", "--model", good, "--out", "", "--quiet"),
 		// Checkpoints.
 		fail("checkpoint of another model", []string{"was trained from", "--model " + other}, "eval", "--model", other, "--checkpoint", ckpt, "--quiet"),
-		fail("no checkpoint there", []string{"--checkpoint", f.path("nockpt")}, "eval", "--model", good, "--checkpoint", f.path("nockpt"), "--quiet"),
+		fail("no checkpoint there", []string{"--checkpoint", f.path("nockpt"), "no checkpoint in"}, "eval", "--model", good, "--checkpoint", f.path("nockpt"), "--quiet"),
+		usage("missing checkpoint", "--checkpoint "+f.path("absent-ckpt")+": no such file or directory", "eval", "--model", good, "--checkpoint", f.path("absent-ckpt"), "--quiet"),
 		fail("corrupt checkpoint", []string{"corrupt/ckpt-000001/model.safetensors", "CRC-32C"}, "export", "--model", good, "--checkpoint", corrupt, "--out", f.path("exp/m.onnx")),
 		fail("checkpoint without a model id, of another layout", []string{"export the weights of " + noID + " onto --model " + filepath.Join(shallow, "model.onnx") + ": "},
 			"export", "--model", shallow, "--checkpoint", noID, "--out", f.path("exp-noid/m.onnx")),

@@ -697,7 +697,7 @@ func TestExportBesideModel(t *testing.T) {
 			beside: map[string]string{"tokenizer.json": filepath.Join(src, "tokenizer.json"), "config.json": filepath.Join(src, "config.json")}},
 		{name: "--tokenizer copied", args: []string{"--tokenizer", otherTok}, code: 0, runsOut: true,
 			beside: map[string]string{"tokenizer.json": otherTok, "config.json": filepath.Join(src, "config.json")}},
-		{name: "--tokenizer missing", args: []string{"--tokenizer", filepath.Join(dir, "absent.json")}, code: 1, errHas: []string{filepath.Join(dir, "absent.json")}},
+		{name: "--tokenizer missing", args: []string{"--tokenizer", filepath.Join(dir, "absent.json")}, code: 2, errHas: []string{"--tokenizer " + filepath.Join(dir, "absent.json") + ": no such file or directory"}},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
