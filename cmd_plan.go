@@ -127,7 +127,9 @@ func planArch(m string) (memplan.Arch, error) {
 	} else if err == nil {
 		path = filepath.Join(filepath.Dir(m), model.ConfigFile)
 	} else {
-		return memplan.Arch{}, fmt.Errorf("--model %q: not one of %s, and %w", m, strings.Join(memplan.Names(), ", "), err)
+		// Neither a name nor a path that is there: a bad value of the
+		// flag, as another command's --model that is not there is.
+		return memplan.Arch{}, usageError{fmt.Errorf("--model %q: not one of %s, and %w", m, strings.Join(memplan.Names(), ", "), err)}
 	}
 	a, err := memplan.LoadConfig(path)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -350,3 +350,14 @@ func TestPlanSmallCounts(t *testing.T) {
 	require.Contains(t, stdout.String(), "model: 2 layers, hidden 8, 1384 parameters;")
 	require.Contains(t, stdout.String(), "training step: 1 x 64 tokens (32 of the parameters trained (--train \"bias\"), AdamW)\n")
 }
+
+// TestPlanArchUnknownModel: a --model that is neither a name plan knows
+// nor a path that is there (a typo of a name) is a usage error, as
+// another command's --model that is not there is: it exited 1.
+func TestPlanArchUnknownModel(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "qwen3-5b")
+	_, err := planArch(missing)
+	var ue usageError
+	require.ErrorAs(t, err, &ue)
+	require.EqualError(t, err, `--model "`+missing+`": not one of qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, and stat `+missing+`: no such file or directory`)
+}

@@ -63,7 +63,9 @@ func TestToolInputs(t *testing.T) {
 		usage("plan: kept values past int64", "--kept-mib 17592186044416: want at most 1073741824",
 			"plan", "--model", "qwen3-4b", "--kept-mib", "17592186044416"),
 		// "spiral plan: plan: --model ...", and 0.5 bytes planned for 0.
-		{name: "plan: missing model file", args: []string{"plan", "--model", f.path("absent/model.onnx")}, code: 1,
+		// Neither a name nor a path: a usage error, as eval's --model
+		// that is not there (it exited 1).
+		{name: "plan: missing model file", args: []string{"plan", "--model", f.path("absent/model.onnx")}, code: 2,
 			want: []string{"spiral plan: --model \"" + f.path("absent/model.onnx") + "\": not one of qwen3-0.6b", "no such file or directory"}},
 		{name: "plan: model without config.json", args: []string{"plan", "--model", f.path("nocfg/model.onnx")}, code: 1,
 			want: []string{"spiral plan: --model \"" + f.path("nocfg/model.onnx") + "\" needs the Hugging Face config.json beside it"}},
