@@ -796,7 +796,7 @@ var rsaOnlyFlags = []string{"population", "subset", "rsa-steps", "candidate-toke
 
 // ignoredFlags lists the flags given that --mode does not read, each
 // with why: --samples is pass@k's and the sequential budget's, the RSA
-// flags RSA's; and --reward-truncated without --reward-fallback, which
+// flags and --aggregate-template RSA's; and --reward-truncated without --reward-fallback, which
 // changes almost no reward (rewardFlags.ignored). They are warnings, not
 // usage errors, so that one set of flags can serve evaluations in each
 // mode.
@@ -812,6 +812,9 @@ func (f *evalFlags) ignoredFlags() []string {
 		if f.changed(name) {
 			out = append(out, fmt.Sprintf("--%s is for --mode rsa; --mode %s, which samples --samples traces a problem, ignores it", name, f.mode))
 		}
+	}
+	if f.changed("aggregate-template") {
+		out = append(out, fmt.Sprintf("--aggregate-template is for --mode rsa; --mode %s, which renders search prompts only, ignores it", f.mode))
 	}
 	return append(out, f.reward.ignored()...)
 }

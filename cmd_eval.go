@@ -56,14 +56,26 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	// Every template file is checked, as the counts --mode ignores are
+	// (a bad value is a mistake either way); but only RSA renders
+	// aggregation prompts: another mode ignores an --aggregate-template
+	// (warned of: ignoredFlags), which its report then does not record
+	// as one of its prompts.
 	tmpl, err := loadTemplates(onTask || sess.embedded, f.tmpl)
 	if err != nil {
 		return err
 	}
+	tf := f.tmpl
+	if f.mode != "rsa" && tf.aggregate != "" {
+		tf.aggregate = ""
+		if tmpl, err = loadTemplates(onTask || sess.embedded, tf); err != nil {
+			return err
+		}
+	}
 	aggCandidates := 0 // none: only --mode rsa renders aggregation prompts
 	if f.mode == "rsa" {
 		aggCandidates = f.rsa.SubsetSize
-		if err := checkAggregateTemplate(tmpl, f.tmpl, subsetSize{fmt.Sprintf("--subset %d", aggCandidates), aggCandidates}); err != nil {
+		if err := checkAggregateTemplate(tmpl, tf, subsetSize{fmt.Sprintf("--subset %d", aggCandidates), aggCandidates}); err != nil {
 			return err
 		}
 	}
@@ -123,7 +135,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		name += "@" + rl.CheckpointName(ckpt)
 	}
 	meta := report.Meta{Model: name, Label: f.label, Dataset: dsName, Problems: len(problems), Seed: f.seed, Timestamp: time.Now().UTC(),
-		Extra:      reportExtra(samplerCfg, f.reward.rule, tmpl, f.tmpl, skipped),
+		Extra:      reportExtra(samplerCfg, f.reward.rule, tmpl, tf, skipped),
 		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
 	base := filepath.Join(f.out, f.mode)
 	noteReplacedReport(env.stderr, base+".json", f.mode, meta)

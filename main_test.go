@@ -291,6 +291,11 @@ func TestEvalIgnoredFlags(t *testing.T) {
 			"--subset is for --mode rsa; --mode sequential, which samples --samples traces a problem, ignores it",
 			"--candidate-tokens is for --mode rsa; --mode sequential, which samples --samples traces a problem, ignores it"}},
 		{[]string{"--mode", "rsa", "--population", "4", "--subset", "2", "--rsa-steps", "1", "--candidate-tokens", "64"}, nil},
+		// Only RSA renders aggregation prompts: the template was taken
+		// in silence.
+		{[]string{"--aggregate-template", "a.txt", "--search-template", "s.txt"}, []string{
+			"--aggregate-template is for --mode rsa; --mode passk, which renders search prompts only, ignores it"}},
+		{[]string{"--mode", "rsa", "--aggregate-template", "a.txt"}, nil},
 		{[]string{"--mode", "sequential", "--samples", "4"}, nil},
 		{[]string{"--samples", "4"}, nil},
 		// Without --reward-fallback every trace needs an explicit answer,
@@ -858,6 +863,38 @@ func TestExportPEFTTokenizer(t *testing.T) {
 	require.Equal(t, "spiral export: --tokenizer names the tokenizer an onnx or hf export copies beside the model; --format peft writes the adapters alone and would ignore it\n", stderr.String())
 }
 
+// TestEvalIgnoredAggregateTemplate: --mode passk and sequential render
+// no aggregation prompt, so an --aggregate-template is ignored, and not
+// recorded: its file went into the report's meta.extra (aggregate_template)
+// and prompt-template fingerprint, so that compare took two reports of
+// the same prompts, one evaluated with the flag, for reports of other
+// prompt templates.
+func TestEvalIgnoredAggregateTemplate(t *testing.T) {
+	skipWithoutRuntime(t)
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	agg := filepath.Join(dir, "agg.txt")
+	require.NoError(t, os.WriteFile(agg, []byte("{{.Problem}}{{range .Candidates}}|{{.Text}}{{end}}\n"), 0o644))
+	extra := func(out string, args ...string) map[string]string {
+		var stderr bytes.Buffer
+		args = append([]string{"eval", "--mode", "passk", "--limit", "1", "--samples", "1", "--max-new-tokens", "4", "--threads", "1", "--quiet", "--out", out}, args...)
+		require.Equal(t, 0, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+		b, err := os.ReadFile(filepath.Join(out, "passk.json"))
+		require.NoError(t, err)
+		var r struct {
+			Meta struct {
+				Extra map[string]string `json:"extra"`
+			} `json:"meta"`
+		}
+		require.NoError(t, json.Unmarshal(b, &r))
+		return r.Meta.Extra
+	}
+	plain := extra(filepath.Join(dir, "plain"))
+	with := extra(filepath.Join(dir, "with"), "--aggregate-template", agg)
+	require.NotContains(t, with, "aggregate_template")
+	require.Equal(t, plain["templates"], with["templates"])
+}
+
 // TestTrainIgnoredEvalFlags: the held-out evaluations' flags given where
 // no evaluation reads them are warned of, as the flags --algo does not
 // read are (TestTrainIgnoredFlags): --eval-samples with --eval-every 0,
@@ -1366,7 +1403,7 @@ func TestTemplateFileErrorsNameTheFlag(t *testing.T) {
 		// stat PATH: no such file or directory").
 		{[]string{"train", "--search-template", missing, "--quiet", "--out", filepath.Join(dir, "run")},
 			"spiral train: --search-template " + missing + ": no such file or directory\n"},
-		{[]string{"eval", "--aggregate-template", dir, "--quiet", "--out", filepath.Join(dir, "eval")},
+		{[]string{"eval", "--mode", "rsa", "--aggregate-template", dir, "--quiet", "--out", filepath.Join(dir, "eval")},
 			"spiral eval: --aggregate-template " + dir + " is a directory: want a template file\n"},
 	} {
 		var stderr bytes.Buffer
