@@ -638,6 +638,7 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 			fmt.Fprintln(w, line)
 		}
 		col := fmt.Sprintf("efficiency of %s over it", ref.Label)
+		var cells []string
 		if eff.Max > 0 {
 			cell := fmt.Sprintf("up to %.2fx (k = %d", eff.Max, eff.MaxK)
 			if ivErr == nil {
@@ -647,11 +648,20 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 					}
 				}
 			}
-			cell += ")"
+			cells = append(cells, cell+")")
+		} else {
+			fmt.Fprintf(w, "  %s\n", noExactRatio(ref.Label, o.Label, eff))
+		}
+		if eff.Floor > 0 {
+			// A lower bound above every exact ratio: the maximum is at
+			// least it, which "up to" the exact one alone would deny.
+			cells = append(cells, fmt.Sprintf("at least %.2fx at k = %d (%s never reaches %s's pass@%d within its measured k)", eff.Floor, eff.FloorK, o.Label, ref.Label, eff.FloorK))
+		}
+		if len(cells) > 0 {
+			cell := strings.Join(cells, "; ")
 			fmt.Fprintf(w, "  scaling efficiency of %s over %s: %s\n", ref.Label, o.Label, cell)
 			sum.set(o.Label, col, cell)
 		} else {
-			fmt.Fprintf(w, "  %s\n", noExactRatio(ref.Label, o.Label, eff))
 			sum.set(o.Label, col, "-")
 		}
 		if ivErr != nil {

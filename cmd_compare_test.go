@@ -575,3 +575,44 @@ func TestCompareBudgetPastAStoppedCurve(t *testing.T) {
 		require.Equal(t, tc.want, stdout.String(), tc.name)
 	}
 }
+
+// TestCompareEfficiencyFloor: where the other curve never reaches the
+// reference's pass@k at some k, that ratio is a lower bound, and one
+// above every exact ratio is printed with the maximum and in summary.md
+// (it printed "up to 4.00x (k = 2)" alone, though the ratio at k = 4 is
+// at least 16x; and "-" in summary.md where no ratio was exact, though
+// one was at least 8x).
+func TestCompareEfficiencyFloor(t *testing.T) {
+	pts := func(kp ...float64) []rollout.KPoint {
+		var out []rollout.KPoint
+		for i := 0; i < len(kp); i += 2 {
+			out = append(out, rollout.KPoint{K: int(kp[i]), PassAtK: kp[i+1]})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		other []rollout.KPoint
+		line  string
+		cell  string
+	}{
+		{"bound above the exact maximum", pts(1, 0.1, 2, 0.2, 8, 0.4, 64, 0.5),
+			"  scaling efficiency of a over b: up to 4.00x (k = 2); at least 16.00x at k = 4 (b never reaches a's pass@4 within its measured k)\n",
+			"| up to 4.00x (k = 2); at least 16.00x at k = 4 (b never reaches a's pass@4 within its measured k) |"},
+		{"bounds only", pts(8, 0.1),
+			"  no k where b reaches a's pass@k within its measured k\n  scaling efficiency of a over b: at least 8.00x at k = 1 (b never reaches a's pass@1 within its measured k)\n",
+			"| at least 8.00x at k = 1 (b never reaches a's pass@1 within its measured k) |"},
+	} {
+		c := comparison{passk: []report.PassAtK{
+			{Meta: report.Meta{Label: "a", Problems: 1}, Config: rollout.PassAtKConfig{Samples: 4}, Points: pts(1, 0.2, 2, 0.4, 4, 0.8)},
+			{Meta: report.Meta{Label: "b", Problems: 1}, Config: rollout.PassAtKConfig{Samples: 64}, Points: tc.other},
+		}}
+		groups, err := seeds(c.passk, func(r report.PassAtK) string { return r.Meta.Name() }, report.MeanPassAtK)
+		require.NoError(t, err)
+		var out strings.Builder
+		sum := newSummary()
+		require.NoError(t, c.comparePassAtK(&out, groups, sum), tc.name)
+		require.Contains(t, out.String(), tc.line, tc.name)
+		require.Contains(t, sum.markdown(), tc.cell, tc.name)
+	}
+}

@@ -50,6 +50,12 @@ type Efficiency struct {
 	// when no point is exact.
 	Max  float64 `json:"max"`
 	MaxK int     `json:"max_k"`
+	// Floor is the largest ratio that is a lower bound (AtLeast: the
+	// other curve never reaches the reference's pass@k within its largest
+	// k) where it exceeds Max, and FloorK its k: the greatest ratio over
+	// k is then at least Floor, not Max; 0 when no bound exceeds Max.
+	Floor  float64 `json:"floor,omitempty"`
+	FloorK int     `json:"floor_k,omitempty"`
 }
 
 // PassAtKEfficiency returns, at each k of ref, how many times more samples
@@ -93,6 +99,11 @@ func PassAtKEfficiency(ref, other PassAtK) (Efficiency, error) {
 			eff.Max, eff.MaxK = e.Ratio, rp.K
 		}
 		eff.Points = append(eff.Points, e)
+	}
+	for _, p := range eff.Points {
+		if p.Bound == AtLeast && p.Ratio > max(eff.Max, eff.Floor) {
+			eff.Floor, eff.FloorK = p.Ratio, p.K
+		}
 	}
 	return eff, nil
 }

@@ -31,8 +31,9 @@ func passCurve(b []byte) PassAtK {
 // FuzzPassAtKEfficiency feeds pass@k curves that Validate accepts to
 // PassAtKEfficiency: a curve against itself needs 1x at every k (exactly,
 // but at most at a pass@k of 0 or below its first k's, where it fell by
-// rounding); against another every ratio is finite and positive, and Max
-// is the largest exact one.
+// rounding); against another every ratio is finite and positive, Max is
+// the largest exact one, and Floor the largest lower bound (AtLeast)
+// where it exceeds Max, else 0.
 func FuzzPassAtKEfficiency(f *testing.F) {
 	f.Add([]byte{0, 60, 0, 30, 1, 20, 3, 10, 7, 5}, []byte{0, 40, 0, 40, 1, 30, 3, 20, 7, 10})
 	f.Add([]byte{0, 0, 0, 0, 1, 100}, []byte{0, 100})
@@ -62,17 +63,26 @@ func FuzzPassAtKEfficiency(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%v against %v: %v", ref.Points, other.Points, err)
 		}
-		best := 0.0
+		best, floor := 0.0, 0.0
 		for _, e := range eff.Points {
 			if !(e.Ratio > 0) || math.IsInf(e.Ratio, 0) || !(e.OtherK >= 1) {
 				t.Fatalf("%v against %v: at k = %d, %g samples, %g x", ref.Points, other.Points, e.K, e.OtherK, e.Ratio)
 			}
-			if e.Bound == Exact {
+			switch e.Bound {
+			case Exact:
 				best = max(best, e.Ratio)
+			case AtLeast:
+				floor = max(floor, e.Ratio)
 			}
 		}
 		if eff.Max != best {
 			t.Fatalf("%v against %v: max %g, want %g", ref.Points, other.Points, eff.Max, best)
+		}
+		if floor <= best {
+			floor = 0 // no lower bound above the exact maximum
+		}
+		if eff.Floor != floor {
+			t.Fatalf("%v against %v: floor %g, want %g (max %g)", ref.Points, other.Points, eff.Floor, floor, best)
 		}
 	})
 }

@@ -309,3 +309,36 @@ func TestPassAtKEfficiencyRoundingTies(t *testing.T) {
 		}
 	}
 }
+
+// TestPassAtKEfficiencyFloor: a ratio that is only a lower bound (the
+// other curve never reaches the target within its largest k) above
+// every exact ratio is the maximum's floor. b reaches a's 0.2 at k = 2
+// (2x) and 0.4 at k = 8 (4x, the largest exact ratio), but never a's 0.8
+// within its 64 samples: at k = 4 it needs at least 64 / 4 = 16x, so the
+// greatest ratio is at least 16x, not 4x.
+func TestPassAtKEfficiencyFloor(t *testing.T) {
+	a := report.PassAtK{Points: []rollout.KPoint{{K: 1, PassAtK: 0.2}, {K: 2, PassAtK: 0.4}, {K: 4, PassAtK: 0.8}}}
+	b := report.PassAtK{Points: []rollout.KPoint{{K: 1, PassAtK: 0.1}, {K: 2, PassAtK: 0.2}, {K: 8, PassAtK: 0.4}, {K: 64, PassAtK: 0.5}}}
+	for _, tc := range []struct {
+		name       string
+		ref, other report.PassAtK
+		max, floor float64
+		maxK, flK  int
+	}{
+		{"bound above the exact maximum", a, b, 4, 16, 2, 4},
+		// a against itself: every ratio exact, 1x.
+		{"no bound", a, a, 1, 0, 1, 0},
+		// a ahead of b at every k: exact ratios of 1x and below, no bound.
+		{"other ahead", b, a, 1, 0, 1, 0},
+		// Every point of a out of reach of a curve measured to k = 8 at
+		// 0.1: at least 8, 4 and 2x; no exact ratio.
+		{"bounds only", a, report.PassAtK{Points: []rollout.KPoint{{K: 8, PassAtK: 0.1}}}, 0, 8, 0, 1},
+	} {
+		eff, err := report.PassAtKEfficiency(tc.ref, tc.other)
+		require.NoError(t, err, tc.name)
+		require.InDelta(t, tc.max, eff.Max, 1e-12, tc.name)
+		require.Equal(t, tc.maxK, eff.MaxK, tc.name)
+		require.InDelta(t, tc.floor, eff.Floor, 1e-12, tc.name)
+		require.Equal(t, tc.flK, eff.FloorK, tc.name)
+	}
+}
