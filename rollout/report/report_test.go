@@ -488,3 +488,20 @@ func TestLogTicks(t *testing.T) {
 		})
 	}
 }
+
+// TestSpreadString: a mean over seeds with its range; a range with a
+// negative end (the search credit, a correlation) is written "LO to HI",
+// since "LO-HI" reads as a subtraction there ("-0.200--0.050").
+func TestSpreadString(t *testing.T) {
+	for _, tc := range []struct {
+		s    Spread
+		want string
+	}{
+		{Spread{Mean: 0.5, Min: 0.5, Max: 0.5}, "0.500"},
+		{Spread{Mean: 0.5, Min: 0.4, Max: 0.6}, "0.500 (0.400-0.600)"},
+		{Spread{Mean: -0.125, Min: -0.2, Max: -0.05}, "-0.125 (-0.200 to -0.050)"},
+		{Spread{Mean: 0.05, Min: -0.1, Max: 0.2}, "0.050 (-0.100 to 0.200)"},
+	} {
+		require.Equal(t, tc.want, tc.s.String())
+	}
+}

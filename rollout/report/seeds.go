@@ -306,10 +306,16 @@ func MeanCurves(label string, curves []Curve) (Seeds, error) {
 	})
 }
 
-// String is a spread's text: the mean and, over several seeds, the range.
+// String is a spread's text: the mean and, over several seeds, the range,
+// "LO-HI", or "LO to HI" where an end is negative ("-0.200--0.050" would
+// read as a subtraction).
 func (s Spread) String() string {
 	if s.Min == s.Max {
 		return fmt.Sprintf("%.3f", s.Mean)
 	}
-	return fmt.Sprintf("%.3f (%.3f-%.3f)", s.Mean, s.Min, s.Max)
+	sep := "-"
+	if s.Min < 0 || s.Max < 0 {
+		sep = " to "
+	}
+	return fmt.Sprintf("%.3f (%.3f%s%.3f)", s.Mean, s.Min, sep, s.Max)
 }
