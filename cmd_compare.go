@@ -1017,19 +1017,28 @@ func (s *summary) set(label, col, v string) {
 }
 
 // markdown renders the table (mean and, over several seeds, the range).
+// A "|" in a label, as a column's name or a cell, is escaped as \|,
+// and a line break is a space: either would end the cell or the row.
 func (s *summary) markdown() string {
+	esc := strings.NewReplacer("|", `\|`, "\r\n", " ", "\n", " ", "\r", " ")
+	row := func(cells []string) string {
+		for i, c := range cells {
+			cells[i] = esc.Replace(c)
+		}
+		return "| " + strings.Join(cells, " | ") + " |\n"
+	}
 	var b strings.Builder
-	b.WriteString("| model | " + strings.Join(s.cols, " | ") + " |\n|---|" + strings.Repeat("---|", len(s.cols)) + "\n")
+	b.WriteString(row(append([]string{"model"}, s.cols...)) + "|---|" + strings.Repeat("---|", len(s.cols)) + "\n")
 	for _, l := range s.labels {
-		row := []string{l}
+		cells := []string{l}
 		for _, c := range s.cols {
 			v := s.cells[[2]string{l, c}]
 			if v == "" {
 				v = "-"
 			}
-			row = append(row, v)
+			cells = append(cells, v)
 		}
-		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		b.WriteString(row(cells))
 	}
 	return b.String()
 }

@@ -616,3 +616,16 @@ func TestCompareEfficiencyFloor(t *testing.T) {
 		require.Contains(t, sum.markdown(), tc.cell, tc.name)
 	}
 }
+
+// TestSummaryMarkdownEscapesPipes: a label with a "|" (eval's --label,
+// --run's LABEL) is one cell of summary.md, in its row and in a column
+// named after the reference, not a cell boundary that shifts the row's
+// numbers under the wrong columns.
+func TestSummaryMarkdownEscapesPipes(t *testing.T) {
+	s := newSummary()
+	s.set("base|v2", "pass@1", "0.500")
+	s.set("base|v2", "efficiency of base|v2 over it", "-")
+	s.set("spiral", "efficiency of base|v2 over it", "up to 2.00x (k = 4)")
+	require.Equal(t, "| model | pass@1 | efficiency of base\\|v2 over it |\n|---|---|---|\n"+
+		"| base\\|v2 | 0.500 | - |\n| spiral | - | up to 2.00x (k = 4) |\n", s.markdown())
+}
