@@ -615,8 +615,16 @@ func recordedRun(dir, path string, config json.RawMessage, now RunSettings) (Run
 		prev.LoRA = &c
 	}
 	if !sameModel(prev.Model, prev.ModelID, now.Model, now.ModelID) || !sameData(prev.Data, prev.DataPath, now.Data, now.DataPath) || prev.RL.Algo != now.RL.Algo {
-		return RunSettings{}, fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s): use another --out, or --fresh",
-			dir, prev.Model, prev.Data, prev.RL.Algo, now.Model, now.Data, now.RL.Algo)
+		// A model replaced at its path (an sft --overwrite, an export
+		// again) has the run's name: its content id says what differs.
+		prevModel, nowModel, changed := prev.Model, now.Model, ""
+		if prev.Model == now.Model && !sameModel(prev.Model, prev.ModelID, now.Model, now.ModelID) {
+			prevModel = fmt.Sprintf("%s (model id %.12s)", prev.Model, prev.ModelID)
+			nowModel = fmt.Sprintf("%s (model id %.12s)", now.Model, now.ModelID)
+			changed = ": the model's contents changed"
+		}
+		return RunSettings{}, fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s)%s: use another --out, or --fresh",
+			dir, prevModel, prev.Data, prev.RL.Algo, nowModel, now.Data, now.RL.Algo, changed)
 	}
 	return prev, nil
 }

@@ -1421,6 +1421,10 @@ func TestCheckRunIdentity(t *testing.T) {
 		{"other settings", func(s *RunSettings) { s.Schedule.PeakLR = 1 }, ""},
 		{"model renamed, same id", func(s *RunSettings) { s.Model = "elsewhere" }, ""},
 		{"other model", func(s *RunSettings) { s.Model, s.ModelID = "m2", "id-m2" }, dir + " holds a run of m on d (spiral); this one is m2 on d (spiral)"},
+		// A model replaced at its path (an sft --overwrite, an export
+		// again): the names alike, the ids say what differs.
+		{"other model at the same path", func(s *RunSettings) { s.ModelID = "id-m2" },
+			dir + " holds a run of m (model id id-m) on d (spiral); this one is m (model id id-m2) on d (spiral): the model's contents changed: use another --out, or --fresh"},
 		{"other data", func(s *RunSettings) { s.Data = "d2" }, "this one is m on d2 (spiral)"},
 		{"other algorithm", func(s *RunSettings) { s.RL.Algo = AlgoGRPO }, "this one is m on d (grpo)"},
 		{"LoRA", func(s *RunSettings) { s.LoRA = &lora }, dir + " holds a run with full fine-tuning; this one is "},
@@ -1440,7 +1444,7 @@ func TestCheckRunIdentity(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, CheckpointsDir, checkpoint.DirName(2), checkpoint.ModelFile), []byte("x"), 0o644))
 	other := same
 	other.ModelID = "id-m2"
-	require.ErrorContains(t, CheckRunIdentity(dir, other, nil), "holds a run of m on d")
+	require.ErrorContains(t, CheckRunIdentity(dir, other, nil), "holds a run of m (model id id-m) on d")
 	require.NoError(t, CheckRunIdentity(dir, same, nil))
 }
 
