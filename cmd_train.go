@@ -209,6 +209,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	// The problems the run draws from by content, as its data cursor
+	// records them: the file moved still resumes.
+	dataID := data.ProblemsDigest(ds.Problems)
 	var lora *lmgraph.LoRA // the run's settings record none for a full fine-tune
 	if arts.LoRA.Enabled() {
 		lora = &arts.LoRA
@@ -221,7 +224,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	// parameters they select are compared with the checkpoint's, is the
 	// usage error it is into a new --out.
 	if !f.run.Fresh {
-		now := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, RL: rl.Config{Algo: f.cfg.Algo}, LoRA: lora,
+		now := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, DataID: dataID, RL: rl.Config{Algo: f.cfg.Algo}, LoRA: lora,
 			Sampling: map[string]any{"selection": arts.Selection.String()}}
 		if err := rl.CheckRunIdentity(f.run.Dir, now, func() ([]string, error) { return model.TrainedParameters(sess.onnx, arts.Selection) }); err != nil {
 			return modelFlagUsage(err)
@@ -278,7 +281,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	settings := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, RL: cfg, Schedule: sched,
+	settings := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, DataID: dataID, RL: cfg, Schedule: sched,
 		Sampling: rl.SamplingSettings(samplerCfg.Temperature, samplerCfg.TopP, samplerCfg.TopK, samplerCfg.MaxNewTokens, arts.Selection.String(), tmpl.digest()),
 		LoRA:     lora}
 	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%s), algo %s, %s, lr %g, %d new tokens a trace, out %s\n",

@@ -111,9 +111,13 @@ type RunSettings struct {
 	// embedded set's name); DataPath is their file's absolute path (""
 	// for the embedded set, and in checkpoints of older versions), so
 	// that the run resumes from another working directory, where the
-	// path given reads otherwise ("../p.jsonl" for "p.jsonl").
+	// path given reads otherwise ("../p.jsonl" for "p.jsonl"); DataID
+	// identifies its usable problems by content (data.ProblemsDigest, as
+	// the data cursor records them; "" in checkpoints of older
+	// versions), so that the file moved still resumes.
 	Data     string         `json:"data"`
 	DataPath string         `json:"data_path,omitempty"`
+	DataID   string         `json:"data_id,omitempty"`
 	RL       Config         `json:"rl"`
 	Schedule optim.Schedule `json:"schedule"`
 	// Sampling holds the sampling settings (temperature, top-p, top-k,
@@ -614,7 +618,7 @@ func recordedRun(dir, path string, config json.RawMessage, now RunSettings) (Run
 		c := prev.LoRA.Canonical()
 		prev.LoRA = &c
 	}
-	if !sameModel(prev.Model, prev.ModelID, now.Model, now.ModelID) || !sameData(prev.Data, prev.DataPath, now.Data, now.DataPath) || prev.RL.Algo != now.RL.Algo {
+	if !sameModel(prev.Model, prev.ModelID, now.Model, now.ModelID) || !sameTrainingData(prev, now) || prev.RL.Algo != now.RL.Algo {
 		// A model replaced at its path (an sft --overwrite, an export
 		// again) has the run's name: its content id says what differs.
 		prevModel, nowModel, changed := prev.Model, now.Model, ""
@@ -627,6 +631,16 @@ func recordedRun(dir, path string, config json.RawMessage, now RunSettings) (Run
 			dir, prevModel, prev.Data, prev.RL.Algo, nowModel, now.Data, now.RL.Algo, changed)
 	}
 	return prev, nil
+}
+
+// sameTrainingData reports whether a checkpoint's training problems
+// (prev) are the rerun's: by name or file (sameData), or by content id
+// (DataID) where the checkpoint records one, for the file moved. A file
+// edited in place keeps its name: its other contents are the data
+// cursor's to notice (resume), which --override lets go on from a new
+// epoch of it.
+func sameTrainingData(prev, now RunSettings) bool {
+	return sameData(prev.Data, prev.DataPath, now.Data, now.DataPath) || prev.DataID != "" && prev.DataID == now.DataID
 }
 
 // selection is the --train and --freeze choice s records (Sampling's
@@ -665,7 +679,7 @@ func settingsDiff(a, b RunSettings) []string {
 	// none).
 	a.RL.Pipeline.Rounds, b.RL.Pipeline.Rounds = a.RL.Pipeline.AggregationRounds(), b.RL.Pipeline.AggregationRounds()
 	return flatDiff(a, b, func(k string, fa, fb map[string]string) string {
-		if k == "model" || k == "model_id" || k == "data" || k == "data_path" || k == heldOutPathKey || strings.HasPrefix(k, drawStreamsPrefix) {
+		if k == "model" || k == "model_id" || k == "data" || k == "data_path" || k == "data_id" || k == heldOutPathKey || strings.HasPrefix(k, drawStreamsPrefix) {
 			return "" // draw_streams: placed by resume, not a setting
 		}
 		if k == heldOutDataKey && sameData(flatString(fa[k]), flatString(fa[heldOutPathKey]), flatString(fb[k]), flatString(fb[heldOutPathKey])) {

@@ -742,6 +742,50 @@ func TestRunDataChanged(t *testing.T) {
 	}
 }
 
+// TestRunDataMoved: a rerun on the run's data file moved, or given by
+// another path, whose usable problems are the run's (RunSettings.DataID)
+// resumes, under the new name; another file of other problems, or a
+// checkpoint that records no DataID, is another data set, refused as
+// before.
+func TestRunDataMoved(t *testing.T) {
+	problems := []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}, {ID: "easy", Problem: "easy", Answer: "1"}}
+	others := []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}, {ID: "easy", Problem: "easy", Answer: "2"}}
+	harness := func(dir string, steps int, name string, problems []data.Problem, recordID bool) *runHarness {
+		h := newRunHarnessOn(t, dir, steps, problems)
+		h.cfg.EvalEvery = 0
+		h.parts.Settings.Data = name
+		if recordID {
+			h.parts.Settings.DataID = data.ProblemsDigest(problems)
+		}
+		return h
+	}
+	dir := t.TempDir()
+	require.NoError(t, harness(dir, 1, "d", problems, true).run(context.Background()))
+	h := harness(dir, 2, "../moved/d", problems, true)
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.out.String(), "(step 1)")
+	require.Empty(t, h.log.String())
+
+	for _, tc := range []struct {
+		name     string
+		problems []data.Problem
+		recordID bool
+	}{
+		{"other problems", others, true},
+		{"no id recorded", problems, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, harness(dir, 1, "d", problems, tc.recordID).run(context.Background()))
+			err := harness(dir, 2, "e", tc.problems, true).run(context.Background())
+			require.EqualError(t, err, dir+" holds a run of m on d (spiral); this one is m on e (spiral): use another --out, or --fresh")
+		})
+	}
+	// The id is no setting: a checkpoint that records none passes on the
+	// data's name, with nothing to override.
+	require.Empty(t, settingsDiff(RunSettings{Data: "d"}, RunSettings{Data: "d", DataID: "x"}))
+}
+
 // TestSettingsDiffRounds: a run saved before --agg-rounds (no rounds)
 // is a one-round run; another number of rounds is a difference.
 func TestSettingsDiffRounds(t *testing.T) {

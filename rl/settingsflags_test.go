@@ -140,7 +140,7 @@ func TestSettingsDiffNamesFlags(t *testing.T) {
 	// are the absolute paths of the data files, which say whether a data
 	// set named otherwise (from another directory) is the same file.
 	recorded := slices.DeleteFunc(flatKeys(s), func(k string) bool {
-		return k == "model" || k == "model_id" || k == "data" || k == "data_path" || k == heldOutPathKey || strings.HasPrefix(k, drawStreamsPrefix)
+		return k == "model" || k == "model_id" || k == "data" || k == "data_path" || k == "data_id" || k == heldOutPathKey || strings.HasPrefix(k, drawStreamsPrefix)
 	})
 	require.ElementsMatch(t, slices.Collect(maps.Keys(want)), recorded, "a recorded setting without a row here")
 	for key, label := range want {
