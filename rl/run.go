@@ -456,7 +456,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			}
 		}
 	}
-	if err := warnNoUpdate(p.Warn, metricsPath, tr.Config().Reward); err != nil {
+	if err := warnNoUpdate(p.Warn, metricsPath, tr.Config()); err != nil {
 		return err
 	}
 	// A run resumed at its last step took no step here: its plot may lack
@@ -884,12 +884,13 @@ func loggedSteps(path string) (map[int]bool, error) {
 }
 
 // warnNoUpdate writes a warning to w when no step the metrics file at
-// path logs (this invocation's and those it resumed) updated the weights.
-// It counts the traces of the steps without an informative problem that
-// were cut at the token limit, which under rule (not Truncated) earn
-// nothing without an explicit answer: then the trace length, not the data,
-// is the likely cause.
-func warnNoUpdate(w io.Writer, path string, rule RewardRule) error {
+// path logs (this invocation's and those it resumed) updated the weights,
+// saying what gave cfg's algorithm no signal (noSignal). It counts the
+// traces of the steps without an informative problem that were cut at
+// the token limit, which under cfg.Reward (not Truncated) earn nothing
+// without an explicit answer: then the trace length, not the data, is
+// the likely cause.
+func warnNoUpdate(w io.Writer, path string, cfg Config) error {
 	ms, err := readMetrics(path)
 	if err != nil {
 		return fmt.Errorf("rl: run: %w", err)
@@ -912,20 +913,46 @@ func warnNoUpdate(w io.Writer, path string, rule RewardRule) error {
 			// The data is not to blame: every step had a signal.
 			why = fmt.Sprintf("%d of its %s skipped a non-finite update", skipped, rollout.Plural(steps, "step"))
 		default:
-			why = fmt.Sprintf("%d of its %s drew no informative problem (every trace of each problem got the same reward: check the data's answers and the model's accuracy on them)", none, rollout.Plural(steps, "step"))
+			why = fmt.Sprintf("%d of its %s drew no informative problem (%s: check the data's answers and the model's accuracy on them)", none, rollout.Plural(steps, "step"), noSignal(cfg))
 			if skipped > 0 {
 				why += fmt.Sprintf(", %d skipped a non-finite update", skipped)
 			}
 		}
 		if cut > 0 {
 			why += fmt.Sprintf("; %d of the %d traces of the steps without an informative problem were cut at --max-new-tokens", cut, traces)
-			if h := rule.CutTraces(); h != "" {
+			if h := cfg.Reward.CutTraces(); h != "" {
 				why += ", and " + h
 			}
 		}
 		fmt.Fprintf(w, "spiral: warning: no step of this run updated the weights (%s): %s\n", path, why)
 	}
 	return nil
+}
+
+// noSignal says what leaves a problem without an advantage under cfg's
+// algorithm (Informative): GRPO's traces all got one reward; the SPIRAL
+// pipeline's advantages come from the aggregation traces' rewards, each
+// against its subset's mean, and the subsets' means crediting their
+// candidates (the search traces, and a later round's those of the round
+// before), whatever the search traces' own rewards, which only
+// --search-own-reward reads.
+func noSignal(cfg Config) string {
+	const agg, set = "the aggregation traces of each subset got one reward", "the subsets' mean rewards credited none of their"
+	var why string
+	switch cfg.Algo {
+	case AlgoGRPO:
+		return "every trace of each problem got the same reward"
+	case AlgoAggOnly:
+		return agg + ", whatever the search traces got"
+	case AlgoSearchOnly:
+		why = set + " search traces"
+	default:
+		why = agg + " and " + set + " candidates"
+	}
+	if cfg.Advantage.SearchOwnReward > 0 {
+		return why + ", and the search traces the subsets hold got one reward"
+	}
+	return why + ", whatever the search traces' own rewards"
 }
 
 // PlotTraining draws dir/training.png from dir/metrics.jsonl and

@@ -1153,7 +1153,7 @@ func TestWarnNoUpdate(t *testing.T) {
 			path := filepath.Join(t.TempDir(), MetricsFile)
 			require.NoError(t, os.WriteFile(path, []byte(strings.Join(tc.lines, "\n")), 0o644))
 			var w strings.Builder
-			require.NoError(t, warnNoUpdate(&w, path, tc.rule))
+			require.NoError(t, warnNoUpdate(&w, path, Config{Algo: AlgoGRPO, Reward: tc.rule}))
 			if tc.want == nil {
 				require.Empty(t, w.String())
 				return
@@ -1165,6 +1165,36 @@ func TestWarnNoUpdate(t *testing.T) {
 			for _, s := range tc.not {
 				require.NotContains(t, w.String(), s)
 			}
+		})
+	}
+}
+
+// TestWarnNoUpdateNamesTheSignal: why a problem drew no signal depends
+// on the algorithm: GRPO's traces all got one reward; SPIRAL's
+// aggregation traces decide, whatever the search traces got (an
+// aggregator right on every subset while some search traces are wrong
+// gives nothing), which "every trace got the same reward" denied.
+func TestWarnNoUpdateNamesTheSignal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), MetricsFile)
+	require.NoError(t, os.WriteFile(path, []byte(`{"step":1,"no_update":true,"search":{"traces":8,"reward":0.5},"aggregate":{"traces":16,"reward":1}}`+"\n"), 0o644))
+	const check = ": check the data's answers and the model's accuracy on them)"
+	for _, tc := range []struct {
+		algo string
+		own  float64
+		want string
+	}{
+		{AlgoGRPO, 0, "(every trace of each problem got the same reward" + check},
+		{AlgoSpiral, 0, "(the aggregation traces of each subset got one reward and the subsets' mean rewards credited none of their candidates, whatever the search traces' own rewards" + check},
+		{AlgoSpiral, 0.5, "(the aggregation traces of each subset got one reward and the subsets' mean rewards credited none of their candidates, and the search traces the subsets hold got one reward" + check},
+		{AlgoAggOnly, 0, "(the aggregation traces of each subset got one reward, whatever the search traces got" + check},
+		{AlgoSearchOnly, 0, "(the subsets' mean rewards credited none of their search traces, whatever the search traces' own rewards" + check},
+	} {
+		t.Run(fmt.Sprint(tc.algo, tc.own), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Algo, cfg.Advantage.SearchOwnReward = tc.algo, tc.own
+			var w strings.Builder
+			require.NoError(t, warnNoUpdate(&w, path, cfg))
+			require.Contains(t, w.String(), "1 of its 1 step drew no informative problem "+tc.want)
 		})
 	}
 }
