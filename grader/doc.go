@@ -151,13 +151,14 @@
 //     one with π or √, which are never units ("2π/3", "3√2"), or
 //     arithmetic on numbers alone with +, -, *, /, ^, ×, ÷, · or =
 //     ("2 + 3", "2^10", "2 × 3"; a chain's = must hold, as in a box:
-//     "12 - 4 = 9" answers nothing), or a list of numbers separated by a
-//     comma and a space or a comma before a sign ("3, 5, 7", "1,-2", as
-//     MATH-500 writes list golds). A unit (5 m, 5m/s, d = 5m, 12 cm), a
-//     grouped number (1,200, x = 1,200), a decimal comma (2,5 and -2,1 are
-//     2.5 and -2.1), a number alone (-5), words and a single term glued to
-//     a letter (2k, y = 2x: a variable or a unit) keep the reading by the
-//     number. A number in base b keeps its subscript ("Answer: 4210_{5}"
+//     "12 - 4 = 9" answers nothing), or a list of numbers separated by
+//     commas ("3, 5, 7", "1,-2", "-2,1", as MATH-500 writes list golds; a
+//     comma between digits is never a decimal comma, which no gold
+//     writes: "2,5" is the list 2, 5, as it is in a box). A unit (5 m,
+//     5m/s, d = 5m, 12 cm), a grouped number (a comma before exactly three
+//     digits after a lead of one to three: 1,200, x = 1,200), a number
+//     alone (-5), words and a single term glued to a letter (2k, y = 2x: a
+//     variable or a unit) keep the reading by the number. A number in base b keeps its subscript ("Answer: 4210_{5}"
 //     answers 4210_{5}, not 5).
 //   - Every call is deterministic, never panics on any input and is bounded,
 //     whatever the input: responses are cut to their last MaxResponseBytes;

@@ -333,15 +333,14 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //     "3*(4+1)", as Math-Verify reads them, "2 × 3", and chains, whose =
 //     must hold as in a box: "12 - 4 = 8" answers 8, "12 - 4 = 9" nothing;
 //   - or a list of numbers, each a signed decimal or quotient, separated
-//     by a comma and a space or a comma before a sign: "3, 5, 7", "-2,
-//     1", "1,-2", as MATH-500 writes list golds (see numberList).
+//     by commas: "3, 5, 7", "-2, 1", "1,-2", "-2,1", "2,5", as MATH-500
+//     writes list golds (see numberList and thousandsComma).
 //
 // Anything else keeps the reading by the last number: a word of two or
 // more letters (units such as cm, prose; the parser's function words are
 // allowed right before "(", as in sin(x)+1), two operands separated only
 // by spaces (5 m, 2 x, 1 1/2, 1 000), a digit right after a letter (5x3 =
-// 15), a comma followed by a digit outside brackets (x = 1,200 keeps its
-// thousands comma, 2,5 and -2,1 their decimal comma), scientific notation
+// 15), a thousands comma outside brackets (x = 1,200), scientific notation
 // (2.5e-3), any other character ($, %, \, braces, <, :, ±), unbalanced
 // brackets, a number alone (1,200; -5), and a value that is one number glued to a letter (2k, 5m,
 // d = 5m, v = 5m/s, y = 2x: see quantity).
@@ -456,8 +455,8 @@ func plainAnswer(s string) (string, bool) {
 			operand = true
 			i++
 		case ch == ',':
-			if depth == 0 && i+1 < len(a) && isDigit(a[i+1]) {
-				return "", false // a thousands comma outside brackets
+			if depth == 0 && thousandsComma(a, i) {
+				return "", false // 1,200: a grouped number, read by the number
 			}
 			if depth == 0 {
 				value, topComma = i+1, true
@@ -510,11 +509,33 @@ func plainAnswer(s string) (string, bool) {
 	return a, true
 }
 
+// thousandsComma reports whether the comma a[i] groups the thousands of
+// a number: it follows a lead of one to three digits (not 0) or another
+// group, and three digits and no fourth follow it (1,200; 12,345,678).
+// Any other comma between digits (2,5; -2,1; 1,2,3) separates elements:
+// no gold of the datasets writes a decimal comma, and MATH-500 writes
+// lists without spaces (intermediate_algebra/1102: -2,1).
+func thousandsComma(a string, i int) bool {
+	if i+4 > len(a) || !isDigit(a[i+1]) || !isDigit(a[i+2]) || !isDigit(a[i+3]) || i+4 < len(a) && isDigit(a[i+4]) {
+		return false
+	}
+	j := i
+	for j > 0 && isDigit(a[j-1]) {
+		j--
+	}
+	switch {
+	case i-j == 3 && j > 0 && a[j-1] == ',':
+		return thousandsComma(a, j-1) // a group after a group
+	case i-j < 1 || i-j > 3 || a[j] == '0':
+		return false
+	}
+	return j == 0 || a[j-1] != '.' && a[j-1] != ','
+}
+
 // numberList reports whether s is two or more numbers separated by
-// commas: "3, 5, 7", "-2, 1", "1,-2", "1/2, -3/4", each element a signed
-// decimal or a quotient of two. plainAnswer has refused a comma followed
-// by a digit (1,200; 2,5), so every comma here is followed by a space or
-// a sign.
+// commas: "3, 5, 7", "-2, 1", "1,-2", "-2,1", "1/2, -3/4", each element a
+// signed decimal or a quotient of two. plainAnswer has refused a
+// thousands comma (1,200), so every comma here separates elements.
 func numberList(s string) bool {
 	elems := strings.Split(s, ",")
 	for _, el := range elems {

@@ -181,7 +181,18 @@ var goldenMATH = []gradeCase{
 	{"plain list, comma before a sign is not its last number (MATH-500 intermediate_algebra/1388)", "Answer: 1,-2", `-2`, false},
 	{"plain list of fractions", "Answer: 1/2, -3/4", `\frac12, -\frac34`, true},
 	{"plain list before a clause", "The answer is 3, 5, 7, which are the roots.", `3, 5, 7`, true},
-	{"plain decimal comma stays a number", "Answer: -2,1", `-2.1`, true},
+	// A comma between numbers is a list separator unless it groups
+	// thousands (a comma before exactly three digits after a lead of one
+	// to three digits): no gold writes a decimal comma, and the same text
+	// as a gold or in a box is a list (as in Math-Verify's LaTeX).
+	{"plain list without spaces (MATH-500 intermediate_algebra/1102)", "Answer: -2,1", `-2,1`, true},
+	{"plain list without spaces is not a decimal comma (MATH-500 intermediate_algebra/1102)", "Answer: -2,1", `-2.1`, false},
+	{"plain list without spaces of two numbers", "Answer: 2,5", `2,5`, true},
+	{"plain list without spaces is not 2.5", "Answer: 2,5", `2.5`, false},
+	{"plain list without spaces of three numbers", "The final answer is 1,2,3.", `3,2,1`, true},
+	{"plain grouped number stays a number", "Answer: 1,200", `1200`, true},
+	{"plain grouped number with two groups", "Answer: 12,345,678", `12345678`, true},
+	{"plain grouped value of a label", "Answer: x = 1,200", `1200`, true},
 	// A "!" before an operator is a factorial, not the sentence's end.
 	{"plain factorial chain", "Answer: 5! = 120", `120`, true},
 	{"plain factorial chain, wrong gold", "Answer: 5! = 120", `5`, false},
