@@ -775,7 +775,7 @@ func lastBoxGroupAt(s string) (string, int) {
 
 // joinable reports whether the text between two boxes or math spans only
 // separates answers: spacing, punctuation, or a few words including "and"
-// or "or" or a comma.
+// or "or" or a comma, in one sentence (", so t = 24. " ends one).
 func joinable(gap string) bool {
 	if len(gap) > 120 {
 		return false
@@ -806,7 +806,18 @@ func joinable(gap string) bool {
 	if words == 0 && !hasMath {
 		return true
 	}
-	return conj && words <= 5
+	return conj && words <= 5 && !endsSentence(g)
+}
+
+// endsSentence reports whether gap holds a period, '!' or '?' followed
+// by spacing: the end of a sentence, between two boxes or spans.
+func endsSentence(gap string) bool {
+	for i := 0; i+1 < len(gap); i++ {
+		if strings.IndexByte(".!?", gap[i]) >= 0 && strings.IndexByte(" \t\n", gap[i+1]) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // spanGroup is a run of math spans spans[first..last] with joinable

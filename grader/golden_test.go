@@ -63,6 +63,14 @@ var goldenAIME = []gradeCase{
 	{"fbox", `\fbox{25}`, "25", true},
 	{"nested braces", `\boxed{\frac{1}{\sqrt{4}}}`, "1/2", true},
 	{"nothing to extract", "I could not solve it.", "12", false},
+	// Math spans or boxes joined by a comma and a few words belong to one
+	// sentence; a sentence end between them separates them (AIME 2024 I
+	// problem 1's worked solution in test2024.jsonl ends so; Math-Verify
+	// 0.9.0 takes the last span).
+	{"spans in two sentences are not joined (AIME 2024 I/1)", "The t minutes can be written as $144-48(2.5)$, so t = 24. $180 + 24 = 204$. -sepehr2010", "204", true},
+	{"spans in two sentences, the earlier is not the answer", "We get $3$, so x = 2. $5 + 1 = 6$.", "3, 6", false},
+	{"boxes in two sentences are not joined", `We get \boxed{3}, so x = 2. Then \boxed{6}.`, "6", true},
+	{"spans in one sentence are joined", "The roots are $3$ and $6$.", "3, 6", true},
 }
 
 // TestGoldenMATH covers the answer forms of the MATH benchmark.
