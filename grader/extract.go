@@ -619,7 +619,9 @@ func operatorFollows(s string) bool {
 // clauseEnd returns where a sentence goes on to explain its answer: the
 // first ", " or " (" outside math spans that is followed by a word of two
 // or more letters other than "and" and "or" ("42, which is 6 times 7",
-// "117 (since n > 0)"), or len(s).
+// "117 (since n > 0)"), or len(s). A constant a plain answer may hold
+// (pi, inf) or a function word applied with "(" (sqrt(3)) is math, not
+// a word: "(3, pi/2)" and "(-sqrt(3), sqrt(3))" are read whole.
 func clauseEnd(s string) int {
 	e := firstOutsideMath(s, func(i int) bool {
 		ch := s[i]
@@ -635,6 +637,9 @@ func clauseEnd(s string) int {
 			w++
 		}
 		word := strings.ToLower(s[j:w])
+		if plainConsts[word] || funcWords[word] && w < len(s) && s[w] == '(' {
+			return false
+		}
 		return len(word) >= 2 && word != "and" && word != "or"
 	})
 	if e < len(s) && s[e] == '(' {

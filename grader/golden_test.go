@@ -189,6 +189,14 @@ var goldenMATH = []gradeCase{
 	{"plain list, comma before a sign is not its last number (MATH-500 intermediate_algebra/1388)", "Answer: 1,-2", `-2`, false},
 	{"plain list of fractions", "Answer: 1/2, -3/4", `\frac12, -\frac34`, true},
 	{"plain list before a clause", "The answer is 3, 5, 7, which are the roots.", `3, 5, 7`, true},
+	// A comma before pi, inf or a function applied with "(" continues
+	// the answer; it opens no explaining clause (MATH-500
+	// precalculus/807 gold (3, pi/2), algebra/1078 (-sqrt 3, sqrt 3)).
+	{"plain tuple with pi after a comma (MATH-500 precalculus/807)", "Answer: (3, pi/2)", `\left( 3, \frac{\pi}{2} \right)`, true},
+	{"plain tuple with pi after a comma, wrong angle", "Answer: (3, pi/3)", `\left( 3, \frac{\pi}{2} \right)`, false},
+	{"plain interval with sqrt after a comma (MATH-500 algebra/1078)", "Answer: (-sqrt(3), sqrt(3))", `(-\sqrt{3}, \sqrt{3})`, true},
+	{"plain interval to inf after a comma", "The answer is [2, inf).", `[2,\infty)`, true},
+	{"plain list then a clause with a function word", "The answer is 3, 5, which sin(x) takes.", `3, 5`, true},
 	// A comma between numbers is a list separator unless it groups
 	// thousands (a comma before exactly three digits after a lead of one
 	// to three digits): no gold writes a decimal comma, and the same text
