@@ -501,7 +501,7 @@ func plainAnswer(s string) (string, bool) {
 	}
 	lone := tupleOpen && !closedEarly // one bracket group: "(a)" may be a label
 	tuple := lone && comma
-	expr := letter && (built || paren && !lone || leadLetter && other || konst) && !quantity(a[value:])
+	expr := letter && (konst || (built || paren && !lone || leadLetter && other) && !quantity(a[value:]))
 	arithmetic := !letter && !topComma && (built || other)
 	if !tuple && !expr && !arithmetic && !(topComma && numberList(a)) {
 		return "", false
@@ -569,7 +569,8 @@ func decimal(s string) bool {
 // quantity reports whether s is one number glued to a letter with nothing
 // but *, / and ^ after it: 5m, 5m/s, 3m^2, 2k. As the value of an answer
 // (d = 5m, y = 2x) the letter may be a unit or a variable, and
-// plainAnswer leaves both to be read by the number.
+// plainAnswer leaves both to be read by the number, unless the answer
+// holds π, pi or √, which are never units (7pi, 2pi/3).
 func quantity(s string) bool {
 	s = strings.TrimSpace(s)
 	s = strings.TrimPrefix(strings.TrimPrefix(s, "-"), "−")

@@ -118,6 +118,13 @@ var goldenMATH = []gradeCase{
 	{"plain multiple of pi", "The answer is 2π/3.", `\frac{2\pi}{3}`, true},
 	{"plain multiple of pi is not its denominator", "The answer is 2π/3.", `3`, false},
 	{"plain multiple of pi is not its coefficient", "The answer is 2π.", `2`, false},
+	// pi spelled out is the same constant, never a unit (MATH-500
+	// prealgebra/1512 gold 7\pi).
+	{"plain multiple of pi spelled out (MATH-500 prealgebra/1512)", "Answer: 7pi", `7\pi`, true},
+	{"plain multiple of pi spelled out is not its coefficient", "Answer: 7pi", `7`, false},
+	{"plain fraction of pi spelled out", "The answer is 2pi/3.", `\frac{2\pi}{3}`, true},
+	{"plain fraction of pi spelled out is not its denominator", "The answer is 2pi/3.", `3`, false},
+	{"plain value of a label, pi spelled out", "Answer: A = 12pi", `12\pi`, true},
 	{"fallback root is not its radicand", "So the side length is 3√2", `2`, false},
 	{"fallback multiple of pi is not its coefficient", "So the area is 2π", `2`, false},
 	{"plain expression before a clause", "The answer is 2k+2, where k is the number of steps.", `2k+2`, true},
