@@ -249,6 +249,16 @@ var clockCases = []classCase{
 	{"midnight", `\boxed{12:00 \text{ a.m.}}`, `0:00`, true, convClock},
 	{"different minutes", `\boxed{9:40}`, `9:45`, false, convClock},
 	{"ratio stays a ratio", `\boxed{3:2}`, `3:2`, true, "a ratio with a one-digit second part is not a clock time"},
+	// An answer sentence of plain text holds a clock time or ratio whole,
+	// as a box does; by its last number "Answer: 9:00" answered 00.
+	{"answer sentence clock time", "Answer: 9:00", `9:00`, true, convClock},
+	{"answer sentence clock time is not its minutes", "Answer: 9:00", `0`, false, convClock},
+	{"answer sentence clock time with pm", "The answer is 2:30 PM.", `14:30`, true, convClock},
+	{"answer sentence clock time with p.m.", "The answer is 2:30 p.m.", `2:30 \text{ p.m.}`, true, convClock},
+	{"answer sentence clock time, am is not pm", "The answer is 2:30 a.m.", `14:30`, false, convClock},
+	{"answer sentence 24-hour time", "The final answer is 14:30.", `2:30 \text{ PM}`, true, convClock},
+	{"answer sentence ratio", "Answer: 3:2", `3:2`, true, "a ratio with a one-digit second part is not a clock time"},
+	{"answer sentence ratio is not its last part", "Answer: 3:2", `2`, false, "a ratio with a one-digit second part is not a clock time"},
 }
 
 const convInverse = "f^{-1}(...) names the value of the inverse function, as f(...) does (MATH-500 test/algebra/1960 asks for f^{-1}(1/5), gold 9; test/algebra/1199 for f^{-1}(f^{-1}(6)), gold 1); Math-Verify 0.9.0 also reads f^{-1}(x) = v as v"

@@ -151,7 +151,8 @@
 //     one with π or √, which are never units ("2π/3", "3√2"), or
 //     arithmetic on numbers alone with +, -, *, /, ^, ×, ÷, · or =
 //     ("2 + 3", "2^10", "2 × 3"; a chain's = must hold, as in a box:
-//     "12 - 4 = 9" answers nothing), or a list of numbers separated by
+//     "12 - 4 = 9" answers nothing), or a clock time or ratio ("9:00",
+//     "2:30 p.m.", "3:2"), or a list of numbers separated by
 //     commas ("3, 5, 7", "1,-2", "-2,1", as MATH-500 writes list golds; a
 //     comma between digits is never a decimal comma, which no gold
 //     writes: "2,5" is the list 2, 5, as it is in a box). A unit (5 m,

@@ -332,6 +332,8 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //     or ·, or an =, and no comma outside brackets: "2 + 3", "2^10",
 //     "3*(4+1)", as Math-Verify reads them, "2 × 3", and chains, whose =
 //     must hold as in a box: "12 - 4 = 8" answers 8, "12 - 4 = 9" nothing;
+//   - or a clock time or ratio of whole numbers: "9:00", "2:30 p.m.",
+//     "3:2" (see timeOrRatio);
 //   - or a list of numbers, each a signed decimal or quotient, separated
 //     by commas: "3, 5, 7", "-2, 1", "1,-2", "-2,1", "2,5", as MATH-500
 //     writes list golds (see numberList and thousandsComma).
@@ -341,7 +343,7 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 // allowed right before "(", as in sin(x)+1), two operands separated only
 // by spaces (5 m, 2 x, 1 1/2, 1 000), a digit right after a letter (5x3 =
 // 15), a thousands comma outside brackets (x = 1,200), scientific notation
-// (2.5e-3), any other character ($, %, \, braces, <, :, ±), unbalanced
+// (2.5e-3), any other character ($, %, \, braces, <, ±; a colon outside a time or ratio), unbalanced
 // brackets, a number alone (1,200; -5), and a value that is one number glued to a letter (2k, 5m,
 // d = 5m, v = 5m/s, y = 2x: see quantity).
 func plainAnswer(s string) (string, bool) {
@@ -349,6 +351,9 @@ func plainAnswer(s string) (string, bool) {
 	a = strings.TrimRight(a, ".,; \t\n*`")
 	if a == "" || len(a) > maxPlainAnswer {
 		return "", false
+	}
+	if timeOrRatio(a) {
+		return a, true
 	}
 	var (
 		depth               int
@@ -507,6 +512,46 @@ func plainAnswer(s string) (string, bool) {
 		return "", false
 	}
 	return a, true
+}
+
+// timeOrRatio reports whether s is whole numbers joined by colons,
+// optionally followed by am or pm (9:00, 20:34:00, 2:30 PM, 2:30 p.m,
+// 3:2, 1 : 2): a clock time or a ratio, which the parser tells apart.
+func timeOrRatio(s string) bool {
+	digits := func(i int) int {
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+		return i
+	}
+	i := digits(0)
+	if i == 0 {
+		return false
+	}
+	parts := 1
+	for {
+		j := strings.TrimLeft(s[i:], " ")
+		if j == "" || j[0] != ':' {
+			break
+		}
+		k := len(s) - len(j) + 1
+		for k < len(s) && s[k] == ' ' {
+			k++
+		}
+		e := digits(k)
+		if e == k {
+			return false
+		}
+		i, parts = e, parts+1
+	}
+	if parts < 2 {
+		return false
+	}
+	switch strings.ToLower(strings.TrimLeft(s[i:], " ")) {
+	case "", "am", "pm", "a.m", "p.m", "a.m.", "p.m.":
+		return true
+	}
+	return false
 }
 
 // thousandsComma reports whether the comma a[i] groups the thousands of
