@@ -330,6 +330,7 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //     which are not units: "2π", "2π/3", "√2", "4√3/3";
 //   - or arithmetic on numbers alone, with a binary +, -, *, /, ^, ×, ÷
 //     or ·, or an =, and no comma outside brackets: "2 + 3", "2^10",
+//     "10^{-3}" (an exponent or subscript may be braced, as in LaTeX),
 //     "3*(4+1)", as Math-Verify reads them, "2 × 3", and chains, whose =
 //     must hold as in a box: "12 - 4 = 8" answers 8, "12 - 4 = 9" nothing;
 //   - or a clock time or ratio of whole numbers: "9:00", "2:30 p.m.",
@@ -343,7 +344,8 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 // allowed right before "(", as in sin(x)+1), two operands separated only
 // by spaces (5 m, 2 x, 1 1/2, 1 000), a digit right after a letter (5x3 =
 // 15), a thousands comma outside brackets (x = 1,200), scientific notation
-// (2.5e-3), any other character ($, %, \, braces, <, ±; a colon outside a time or ratio), unbalanced
+// (2.5e-3), any other character ($, %, \, braces not opening an exponent
+// or subscript, <, ±; a colon outside a time or ratio), unbalanced
 // brackets, a number alone (1,200; -5), and a value that is one number glued to a letter (2k, 5m,
 // d = 5m, v = 5m/s, y = 2x: see quantity).
 func plainAnswer(s string) (string, bool) {
@@ -450,7 +452,13 @@ func plainAnswer(s string) (string, bool) {
 			depth++
 			paren, operand = true, false
 			i++
-		case ch == ')' || ch == ']':
+		case ch == '{' && i > 0 && (a[i-1] == '^' || a[i-1] == '_'):
+			// 2^{10}, 10^{-3}, a_{12}: a braced exponent or subscript
+			// is part of its operand.
+			depth++
+			operand = false
+			i++
+		case ch == ')' || ch == ']' || ch == '}':
 			if depth--; depth < 0 {
 				return "", false
 			}

@@ -168,6 +168,15 @@ var goldenMATH = []gradeCase{
 	{"plain power of numbers", "The answer is 2^3.", `8`, true},
 	{"plain power of numbers is not its base", "The answer is 2^3.", `2`, false},
 	{"plain power of numbers is not its exponent", "The answer is 2^10.", `10`, false},
+	// An exponent or subscript in braces, as LaTeX writes it, is part of
+	// its operand: by its last number "2^{10}" answered 2 and "10^{-3}"
+	// answered -3.
+	{"plain power with a braced exponent", "The answer is 2^{10}.", `1024`, true},
+	{"plain power with a braced exponent is not its base", "The answer is 2^{10}.", `2`, false},
+	{"plain power with a braced negative exponent", "Answer: 10^{-3}", `0.001`, true},
+	{"plain power with a braced negative exponent is not its exponent", "Answer: 10^{-3}", `-3`, false},
+	{"plain polynomial with a braced exponent", "The answer is x^{2}+1.", `x^2+1`, true},
+	{"plain braces elsewhere keep the last number", "Answer: {5}", `5`, true},
 	// The times and division signs × and ÷ (and ·) are read as * and /.
 	{"plain product with a times sign", "Answer: 2 × 3", `6`, true},
 	{"plain product with a times sign is not its last factor", "Answer: 2 × 3", `3`, false},
