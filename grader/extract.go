@@ -960,9 +960,9 @@ func (b *numText) addByte(c byte) {
 func (b *numText) String() string { return string(b.buf) }
 
 // findNumbers scans s for numbers outside the given math spans. A number
-// must not follow a letter, digit or root sign, nor open a braced
-// subscript or exponent (a_{12}, 2^{10}), nor be glued to a √ or π
-// after it (3√2, 2π); it may carry a sign, thousands
+// must not follow a letter, digit or root sign, nor open a subscript or
+// exponent, signed or not (a_{12}, 2^{10}, 2^{-3}, 2^-3), nor be glued
+// to a √ or π after it (3√2, 2π); it may carry a sign, thousands
 // separators (",", " "), a decimal point or comma, a base subscript
 // (204_5, 4210_{5}: MATH's numbers in base b), a "/d" denominator and
 // a percent sign. Their text (number.text) is canonical: "1,000.99" ->
@@ -985,7 +985,7 @@ func findNumbers(s string, skip []mathSpan) []number {
 		if i > 0 {
 			p := s[i-1]
 			if isLetter(p) || isDigit(p) || p == '_' || p == '^' || p == '\\' || (p == '.' && ch != '.') ||
-				p == '{' && i >= 2 && (s[i-2] == '_' || s[i-2] == '^') {
+				p == '{' && i >= 2 && (s[i-2] == '_' || s[i-2] == '^') || signedScript(s[:i]) {
 				// A subscript or exponent, a_{12} or 2^{10}, is part of
 				// what it is attached to.
 				// Skip the rest of this token.
@@ -1019,6 +1019,21 @@ func findNumbers(s string, skip []mathSpan) []number {
 		i = end - 1
 	}
 	return out
+}
+
+// signedScript reports whether s ends with the sign of an exponent or
+// subscript: 2^-, 2^{-, x_{+, 10^{−.
+func signedScript(s string) bool {
+	switch {
+	case strings.HasSuffix(s, "-") || strings.HasSuffix(s, "+"):
+		s = s[:len(s)-1]
+	case strings.HasSuffix(s, "−"):
+		s = s[:len(s)-len("−")]
+	default:
+		return false
+	}
+	s = strings.TrimSuffix(s, "{")
+	return strings.HasSuffix(s, "^") || strings.HasSuffix(s, "_")
 }
 
 // rootBefore reports whether s ends with a root sign (√, ∛, ∜).

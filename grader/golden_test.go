@@ -447,6 +447,11 @@ func TestExtract(t *testing.T) {
 		{"thousands in text", "the total is 1,234,567 dollars", "1234567", true},
 		{"decimal comma", "Soit 2,5 litres", "2.5", true},
 		{"word-glued digits skipped", "code AB12C", "", false},
+		// A signed exponent or subscript is no number either, as an
+		// unsigned one is not (it read -3 and -1).
+		{"signed braced exponent skipped", "so we get 2^{-3} here", "2", true},
+		{"signed exponent skipped", "so we get 2^-3 here", "2", true},
+		{"signed braced subscript skipped", "the term x_{-1} here", "", false},
 		// Plain answer sentences left to their last number (doc.go, answer
 		// sentences): a single term glued to a letter may be a unit (5m)
 		// or a variable (2k, y = 2x); bare numbers separated by commas may
