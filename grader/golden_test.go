@@ -351,6 +351,14 @@ var goldenMATH = []gradeCase{
 	{"negative percent vs fraction", `\boxed{-25\%}`, `-\frac14`, true},
 	{"negative percent is not positive", `\boxed{-10\%}`, `10`, false},
 	{"units text", `\boxed{12\text{ cm}^2}`, `12`, true},
+	// A bare unit word follows a root or π as it follows a number (it
+	// read "units" as a factor of 2\sqrt{2}; Math-Verify 0.9.0 drops it).
+	{"bare unit after a root", `\boxed{2\sqrt{2} units}`, `2\sqrt2`, true},
+	{"bare unit after a root, wrong root", `\boxed{2\sqrt{3} units}`, `2\sqrt2`, false},
+	{"bare unit after a lone root", `\boxed{\sqrt{5} cm}`, `\sqrt5`, true},
+	{"bare two-word unit after pi", `\boxed{3\pi square feet}`, `3\pi`, true},
+	{"bare squared unit after a root", `\boxed{4 \sqrt{3} cm^2}`, `4\sqrt3`, true},
+	{"bare unit after a variable stays a factor", `\boxed{2x cm}`, `2x`, false},
 	{"dollars", `\boxed{\$1,250}`, `1250`, true},
 	{"thousands", `\boxed{1,000,000}`, `1000000`, true},
 	// GSM8K-style answers box a grouped number with its unit.

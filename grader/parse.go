@@ -710,11 +710,16 @@ func isIntFrac(n *node) bool {
 }
 
 // isNumberish reports whether n is a number or a number with a sign or
-// percent, the kind of thing a unit word may follow.
+// percent, π or a root of a number, the kind of thing a unit word may
+// follow (5 cm, 2\sqrt{2} units, 3\pi square feet).
 func isNumberish(n *node) bool {
 	switch n.k {
 	case nNum:
 		return true
+	case nConst:
+		return n.name == "pi"
+	case nFunc:
+		return (n.name == "sqrt" || n.name == "root") && isNumberish(n.args[0])
 	case nNeg, nPercent:
 		return isNumberish(n.args[0])
 	case nMul:
