@@ -153,13 +153,14 @@
 //     ("2 + 3", "2^10", "10^{-3}", "2 × 3"; an exponent or subscript
 //     may be braced; a chain's = must hold, as in a box:
 //     "12 - 4 = 9" answers nothing), or a clock time or ratio ("9:00",
-//     "2:30 p.m.", "3:2"), or a list of numbers separated by
-//     commas ("3, 5, 7", "1,-2", "-2,1", as MATH-500 writes list golds; a
+//     "2:30 p.m.", "3:2"), or a list of numbers separated by commas,
+//     "and" or "or" ("3, 5, 7", "1,-2", "-2,1", as MATH-500 writes list
+//     golds, "3, 5, and 7", "x = 1 or x = -2"; a
 //     comma between digits is never a decimal comma, which no gold
 //     writes: "2,5" is the list 2, 5, as it is in a box). A unit (5 m,
 //     5m/s, d = 5m, 12 cm), a grouped number (a comma before exactly three
 //     digits after a lead of one to three: 1,200, x = 1,200), a number
-//     alone (-5), words and a single term glued to a letter (2k, y = 2x: a
+//     alone (-5), other words and a single term glued to a letter (2k, y = 2x: a
 //     variable or a unit) keep the reading by the number. A number in base b keeps its subscript ("Answer: 4210_{5}"
 //     answers 4210_{5}, not 5).
 //   - Every call is deterministic, never panics on any input and is bounded,

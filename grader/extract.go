@@ -337,7 +337,9 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //     "3:2" (see timeOrRatio);
 //   - or a list of numbers, each a signed decimal or quotient, separated
 //     by commas: "3, 5, 7", "-2, 1", "1,-2", "-2,1", "2,5", as MATH-500
-//     writes list golds (see numberList and thousandsComma).
+//     writes list golds (see numberList and thousandsComma); "and" and
+//     "or" between two operands (or after a comma) separate elements as
+//     a comma does: "3, 5, and 7", "3 and 5", "x = 1 or x = -2".
 //
 // Anything else keeps the reading by the last number: a word of two or
 // more letters (units such as cm, prose; the parser's function words are
@@ -416,6 +418,16 @@ func plainAnswer(s string) (string, bool) {
 				j++
 			}
 			w := strings.ToLower(a[i:j])
+			if (a[i:j] == "and" || a[i:j] == "or") && space && j < len(a) && a[j] == ' ' {
+				// "3, 5, and 7", "x = 1 or x = -2": a list separator,
+				// between an operand and the next.
+				if depth != 0 || !operand && !strings.HasSuffix(strings.TrimRight(a[:i], " \t"), ",") {
+					return "", false
+				}
+				value, topComma, operand = j, true, false
+				i = j
+				continue
+			}
 			if j-i > 1 && !plainConsts[w] && !(funcWords[w] && j < len(a) && a[j] == '(') {
 				return "", false
 			}
@@ -586,20 +598,26 @@ func thousandsComma(a string, i int) bool {
 }
 
 // numberList reports whether s is two or more numbers separated by
-// commas: "3, 5, 7", "-2, 1", "1,-2", "-2,1", "1/2, -3/4", each element a
-// signed decimal or a quotient of two. plainAnswer has refused a
-// thousands comma (1,200), so every comma here separates elements.
+// commas, "and" or "or": "3, 5, 7", "-2, 1", "1,-2", "-2,1", "1/2,
+// -3/4", "3, 5, and 7", "3 and 5", each element a signed decimal or a
+// quotient of two. plainAnswer has refused a thousands comma (1,200), so
+// every comma here separates elements.
 func numberList(s string) bool {
-	elems := strings.Split(s, ",")
-	for _, el := range elems {
+	n := 0
+	for _, el := range strings.Split(s, ",") {
 		el = strings.TrimSpace(el)
-		el = strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(el, "-"), "−"), "+")
-		num, den, quotient := strings.Cut(el, "/")
-		if !decimal(num) || quotient && !decimal(den) {
-			return false
+		el = strings.TrimPrefix(strings.TrimPrefix(el, "and "), "or ")
+		for _, part := range strings.Split(strings.ReplaceAll(el, " or ", " and "), " and ") {
+			part = strings.TrimSpace(part)
+			part = strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(part, "-"), "−"), "+")
+			num, den, quotient := strings.Cut(part, "/")
+			if !decimal(num) || quotient && !decimal(den) {
+				return false
+			}
+			n++
 		}
 	}
-	return len(elems) > 1
+	return n > 1
 }
 
 // decimal reports whether s is digits with at most one decimal point

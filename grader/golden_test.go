@@ -205,6 +205,15 @@ var goldenMATH = []gradeCase{
 	{"plain list, comma before a sign is not its last number (MATH-500 intermediate_algebra/1388)", "Answer: 1,-2", `-2`, false},
 	{"plain list of fractions", "Answer: 1/2, -3/4", `\frac12, -\frac34`, true},
 	{"plain list before a clause", "The answer is 3, 5, 7, which are the roots.", `3, 5, 7`, true},
+	// "and" and "or" join a list as in a box (\boxed{3, 5, and 7} was
+	// right; by its last number "Answer: 3, 5, and 7" answered 7).
+	{"plain list with and (MATH-500 intermediate_algebra/428)", "Answer: 3, 5, and 7", `3, 5, 7`, true},
+	{"plain list with and is not its last number", "Answer: 3, 5, and 7", `7`, false},
+	{"plain list with and, no serial comma", "Answer: 3, 5 and 7", `3, 5, 7`, true},
+	{"plain pair with and", "The answer is 3 and 5.", `3, 5`, true},
+	{"plain pair with and missing an element", "The answer is 3 and 5.", `3, 5, 7`, false},
+	{"plain roots with or (MATH-500 intermediate_algebra/1388)", "Answer: x = 1 or x = -2", `1,-2`, true},
+	{"plain and in prose is no list", "The answer is 5 and 7 is wrong.", `5, 7`, false},
 	// A comma before pi, inf or a function applied with "(" continues
 	// the answer; it opens no explaining clause (MATH-500
 	// precalculus/807 gold (3, pi/2), algebra/1078 (-sqrt 3, sqrt 3)).
