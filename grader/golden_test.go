@@ -369,6 +369,11 @@ var goldenMATH = []gradeCase{
 	{"bare squared unit after a root", `\boxed{4 \sqrt{3} cm^2}`, `4\sqrt3`, true},
 	{"bare unit after a variable stays a factor", `\boxed{2x cm}`, `2x`, false},
 	{"dollars", `\boxed{\$1,250}`, `1250`, true},
+	// A sign before the dollar: the grouped number keeps its commas'
+	// meaning (it read - 1,250 as the list -1, 250).
+	{"negative dollars", `\boxed{-\$1,250}`, `-1250`, true},
+	{"negative dollars are not positive", `\boxed{-\$1,250}`, `1250`, false},
+	{"negative dollars, grouped gold", `\boxed{-\$1,250}`, `-1,250`, true},
 	{"thousands", `\boxed{1,000,000}`, `1000000`, true},
 	// GSM8K-style answers box a grouped number with its unit.
 	{"thousands with unit text", `\boxed{1,200 \text{ dollars}}`, `1200`, true},

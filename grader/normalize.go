@@ -82,12 +82,17 @@ func Normalize(s string) string {
 	s = collapseSpaces(s)
 	s = trimPunct(s)
 	if len(s) < 64 {
-		if thousandsRe.MatchString(s) {
-			s = strings.ReplaceAll(s, ",", "")
-		} else if thousandsSRe.MatchString(s) {
-			s = strings.ReplaceAll(s, " ", "")
-		} else if m := thousandsUnitRe.FindStringSubmatch(s); m != nil && unitTail(s[len(m[1]):]) {
-			s = strings.ReplaceAll(m[1], ",", "") + s[len(m[1]):]
+		// -\$1,200: the escaped dollar left a space after the sign.
+		t := s
+		if strings.HasPrefix(t, "- ") {
+			t = "-" + t[2:]
+		}
+		if thousandsRe.MatchString(t) {
+			s = strings.ReplaceAll(t, ",", "")
+		} else if thousandsSRe.MatchString(t) {
+			s = strings.ReplaceAll(t, " ", "")
+		} else if m := thousandsUnitRe.FindStringSubmatch(t); m != nil && unitTail(t[len(m[1]):]) {
+			s = strings.ReplaceAll(m[1], ",", "") + t[len(m[1]):]
 		}
 	}
 	return s
