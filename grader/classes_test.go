@@ -108,6 +108,10 @@ var textCases = []classCase{
 	{"number with its unit in text", `\boxed{\text{12 inches}}`, `12`, true, convUnitText},
 	{"number with its unit in text, wrong number", `\boxed{\text{12 inches}}`, `13`, false, convUnitText},
 	{"number with its unit in text, unit outside", `\boxed{\text{12 inches}}`, `12 \text{ inches}`, true, convUnitText},
+	{"grouped number in text", `\boxed{\text{1,200}}`, `1200`, true, convUnitText},
+	{"grouped number with its unit in text", `\boxed{\text{1,200 dollars}}`, `1200`, true, convUnitText},
+	{"grouped number in text, wrong number", `\boxed{\text{1,300}}`, `1200`, false, convUnitText},
+	{"grouped number in text, grouped gold", `\boxed{\text{114,200 apples}}`, `114,200`, true, convUnitText},
 	{"number with a number after it in text", `\boxed{\text{999 9's}}`, `999`, false, "after the number comes another number, not a unit: the AIME 2010 #2 solution in DeepScaleR's aime.json writes \\underbrace{99\\cdots9}_{\\text{999 9's}}, 999 nines"},
 }
 

@@ -1580,17 +1580,27 @@ func isWord(s string) bool {
 
 // textNode turns \text{...} content into a node: a number when it is one
 // (alone, in parentheses, or followed by a unit as in \text{12 inches},
-// which is 12 as 12 \text{ inches} is), otherwise text.
+// which is 12 as 12 \text{ inches} is; its thousands may be grouped,
+// \text{1,200 dollars}), otherwise text.
 func (p *parser) textNode(raw string) *node {
 	if raw == "" {
 		return &node{k: nText}
 	}
-	if r, ok := new(big.Rat).SetString(raw); ok && isNumeral(raw) {
-		return &node{k: nNum, val: r, flt: strings.Contains(raw, ".")}
+	numeral := func(s string) *node {
+		if thousandsRe.MatchString(s) {
+			s = strings.ReplaceAll(s, ",", "")
+		}
+		if r, ok := new(big.Rat).SetString(s); ok && isNumeral(s) {
+			return &node{k: nNum, val: r, flt: strings.Contains(s, ".")}
+		}
+		return nil
+	}
+	if n := numeral(raw); n != nil {
+		return n
 	}
 	if n, unit, ok := strings.Cut(raw, " "); ok && isUnitText(unit) {
-		if r, ok := new(big.Rat).SetString(n); ok && isNumeral(n) {
-			return &node{k: nNum, val: r, flt: strings.Contains(n, ".")}
+		if x := numeral(n); x != nil {
+			return x
 		}
 	}
 	if len(raw) <= 3 && strings.Trim(raw, "()") != raw {
