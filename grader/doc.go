@@ -146,8 +146,9 @@
 //     ("Answer: \frac{14}{3}") or plain-text math that reading its last
 //     number would cut: a tuple or interval ("Answer: (2, 4)", "[1, 3)",
 //     "(-inf, 2]"; a comma in brackets separates elements, as in
-//     \boxed{(1,200)}) or an expression with a variable built with +, -, =
-//     or brackets ("2k+2", "3x^2 - 1", "n(n+1)/2", "x = 3, y = 4"), or
+//     \boxed{(1,200)}) or an expression with a variable built with +, -,
+//     =, a relation or brackets ("2k+2", "3x^2 - 1", "n(n+1)/2", "x = 3,
+//     y = 4", "x > 3", "-2 < x < 7"), or
 //     one with π or √, which are never units ("2π/3", "3√2"), or
 //     arithmetic on numbers alone with +, -, *, /, ^, ×, ÷, · or =
 //     ("2 + 3", "2^10", "10^{-3}", "2 × 3"; an exponent or subscript

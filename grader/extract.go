@@ -324,9 +324,10 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //     "(1/2, -3)", "(-inf, 2]"; the commas inside separate elements, as
 //     in \boxed{(1,200)};
 //   - or an expression with a variable (a letter, or pi, inf, ∞, π) built
-//     with +, a binary -, = or brackets (not one bracket group alone, as
-//     the label "(a)"), or beginning with the variable: "2k+2", "3x^2 -
-//     1", "n(n+1)/2", "x = 3, y = 4", "x^2"; or one with π, pi or √,
+//     with +, a binary -, =, a relation (<, >, ≤, ≥, ≠) or brackets (not
+//     one bracket group alone, as the label "(a)"), or beginning with the
+//     variable: "2k+2", "3x^2 - 1", "n(n+1)/2", "x = 3, y = 4", "x^2",
+//     "x > 3", "-2 < x < 7"; or one with π, pi or √,
 //     which are not units: "2π", "2π/3", "√2", "4√3/3";
 //   - or arithmetic on numbers alone, with a binary +, -, *, /, ^, ×, ÷
 //     or ·, or an =, and no comma outside brackets: "2 + 3", "2^10",
@@ -347,7 +348,8 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 // by spaces (5 m, 2 x, 1 1/2, 1 000), a digit right after a letter (5x3 =
 // 15), a thousands comma outside brackets (x = 1,200), scientific notation
 // (2.5e-3), any other character ($, %, \, braces not opening an exponent
-// or subscript, <, ±; a colon outside a time or ratio), unbalanced
+// or subscript, ±; a colon outside a time or ratio; a relation without
+// a variable), unbalanced
 // brackets, a number alone (1,200; -5), and a value that is one number glued to a letter (2k, 5m,
 // d = 5m, v = 5m/s, y = 2x: see quantity).
 func plainAnswer(s string) (string, bool) {
@@ -367,6 +369,7 @@ func plainAnswer(s string) (string, bool) {
 		tupleOpen, comma    bool // a starts with a bracket; a comma at its top level
 		closedEarly, first  bool // a bracket group closes before the end; no operand yet
 		konst               bool // π, pi or √: never a unit
+		rel                 bool // <, >, ≤, ≥, ≠
 		topComma            bool // a comma outside brackets
 		value               int  // where the value starts: after the last = or , outside brackets
 	)
@@ -491,6 +494,14 @@ func plainAnswer(s string) (string, bool) {
 			}
 			operand = false
 			i++
+		case ch == '<' || ch == '>' || strings.HasPrefix(a[i:], "≤") || strings.HasPrefix(a[i:], "≥") || strings.HasPrefix(a[i:], "≠"):
+			// x > 3, -2 < x < 7, x ≠ 2: a relation, read whole when
+			// it has a variable.
+			rel, operand = true, false
+			_, n := utf8.DecodeRuneInString(a[i:])
+			if i += n; depth == 0 {
+				value = i
+			}
 		case ch == '+' || ch == '=' || ch == '-' || strings.HasPrefix(a[i:], "−"):
 			if ch == '+' || ch == '=' || operand {
 				built = true
@@ -526,8 +537,8 @@ func plainAnswer(s string) (string, bool) {
 	}
 	lone := tupleOpen && !closedEarly // one bracket group: "(a)" may be a label
 	tuple := lone && comma
-	expr := letter && (konst || (built || paren && !lone || leadLetter && other) && !quantity(a[value:]))
-	arithmetic := !letter && !topComma && (built || other)
+	expr := letter && (konst || (built || rel || paren && !lone || leadLetter && other) && !quantity(a[value:]))
+	arithmetic := !letter && !topComma && !rel && (built || other)
 	if !tuple && !expr && !arithmetic && !(topComma && numberList(a)) {
 		return "", false
 	}

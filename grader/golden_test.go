@@ -205,6 +205,15 @@ var goldenMATH = []gradeCase{
 	{"plain list, comma before a sign is not its last number (MATH-500 intermediate_algebra/1388)", "Answer: 1,-2", `-2`, false},
 	{"plain list of fractions", "Answer: 1/2, -3/4", `\frac12, -\frac34`, true},
 	{"plain list before a clause", "The answer is 3, 5, 7, which are the roots.", `3, 5, 7`, true},
+	// An inequality in a variable is read whole as in a box; by its last
+	// number "Answer: x > 3" answered 3.
+	{"plain inequality", "Answer: x > 3", `x > 3`, true},
+	{"plain inequality is not its bound", "Answer: x > 3", `3`, false},
+	{"plain inequality with >=", "Answer: x >= 2", `x \ge 2`, true},
+	{"plain inequality with ≤", "The answer is x ≤ 5.", `x \le 5`, true},
+	{"plain double inequality", "The answer is -2 < x < 7.", `-2 < x < 7`, true},
+	{"plain double inequality is not its upper bound", "The answer is -2 < x < 7.", `7`, false},
+	{"plain inequality with ≠ is not its value", "Answer: x ≠ 2", `2`, false},
 	// "and" and "or" join a list as in a box (\boxed{3, 5, and 7} was
 	// right; by its last number "Answer: 3, 5, and 7" answered 7).
 	{"plain list with and (MATH-500 intermediate_algebra/428)", "Answer: 3, 5, and 7", `3, 5, 7`, true},
