@@ -330,7 +330,8 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //     "x > 3", "-2 < x < 7"; or one with π, pi or √,
 //     which are not units: "2π", "2π/3", "√2", "4√3/3";
 //   - or arithmetic on numbers alone, with a binary +, -, *, /, ^, ×, ÷
-//     or ·, or an =, and no comma outside brackets: "2 + 3", "2^10",
+//     or ·, a ± or ∓ (5 ± 2, ±2: two answers), or an =, and no comma
+//     outside brackets: "2 + 3", "2^10",
 //     "10^{-3}" (an exponent or subscript may be braced, as in LaTeX),
 //     "3*(4+1)", as Math-Verify reads them, "2 × 3", and chains, whose =
 //     must hold as in a box: "12 - 4 = 8" answers 8, "12 - 4 = 9" nothing;
@@ -348,8 +349,8 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 // by spaces (5 m, 2 x, 1 1/2, 1 000), a digit right after a letter (5x3 =
 // 15), a thousands comma outside brackets (x = 1,200), scientific notation
 // (2.5e-3), any other character ($, %, \, braces not opening an exponent
-// or subscript, ±; a colon outside a time or ratio; a relation without
-// a variable), unbalanced
+// or subscript; a colon outside a time or ratio; a relation without a
+// variable), unbalanced
 // brackets, a number alone (1,200; -5), and a value that is one number glued to a letter (2k, 5m,
 // d = 5m, v = 5m/s, y = 2x: see quantity).
 func plainAnswer(s string) (string, bool) {
@@ -502,19 +503,17 @@ func plainAnswer(s string) (string, bool) {
 			if i += n; depth == 0 {
 				value = i
 			}
-		case ch == '+' || ch == '=' || ch == '-' || strings.HasPrefix(a[i:], "−"):
-			if ch == '+' || ch == '=' || operand {
+		case ch == '+' || ch == '=' || ch == '-' || strings.HasPrefix(a[i:], "−") || strings.HasPrefix(a[i:], "±") || strings.HasPrefix(a[i:], "∓"):
+			// ± and ∓ make two answers, binary (1 ± √5) or not (±2).
+			if minus := ch == '-' || strings.HasPrefix(a[i:], "−"); !minus || operand {
 				built = true
 			}
 			if ch == '=' && depth == 0 {
 				value = i + 1
 			}
 			operand = false
-			if ch == '-' || ch == '+' || ch == '=' {
-				i++
-			} else {
-				i += len("−")
-			}
+			_, n := utf8.DecodeRuneInString(a[i:])
+			i += n
 		case ch == '*' || ch == '/' || ch == '^' || strings.HasPrefix(a[i:], "×") || strings.HasPrefix(a[i:], "÷") || strings.HasPrefix(a[i:], "·"):
 			if operand {
 				other = true

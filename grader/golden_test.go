@@ -205,6 +205,14 @@ var goldenMATH = []gradeCase{
 	{"plain list, comma before a sign is not its last number (MATH-500 intermediate_algebra/1388)", "Answer: 1,-2", `-2`, false},
 	{"plain list of fractions", "Answer: 1/2, -3/4", `\frac12, -\frac34`, true},
 	{"plain list before a clause", "The answer is 3, 5, 7, which are the roots.", `3, 5, 7`, true},
+	// ± makes two answers, as \pm does in a box; by its last number
+	// "Answer: 1 ± √5" answered 1 (MATH-500 intermediate_algebra/2015
+	// gold \{1\pm\sqrt{5},-2\}) and "Answer: x = ±2" answered 2.
+	{"plain plus-minus", "Answer: 1 ± √5", `1\pm\sqrt5`, true},
+	{"plain plus-minus is not its first term", "Answer: 1 ± √5", `1`, false},
+	{"plain plus-minus of numbers", "The answer is 5 ± 2.", `3, 7`, true},
+	{"plain plus-minus value of a label", "Answer: x = ±2", `\pm 2`, true},
+	{"plain plus-minus value is not its positive root", "Answer: x = ±2", `2`, false},
 	// An inequality in a variable is read whole as in a box; by its last
 	// number "Answer: x > 3" answered 3.
 	{"plain inequality", "Answer: x > 3", `x > 3`, true},
