@@ -112,8 +112,15 @@ var textCases = []classCase{
 	{"grouped number with its unit in text", `\boxed{\text{1,200 dollars}}`, `1200`, true, convUnitText},
 	{"grouped number in text, wrong number", `\boxed{\text{1,300}}`, `1200`, false, convUnitText},
 	{"grouped number in text, grouped gold", `\boxed{\text{114,200 apples}}`, `114,200`, true, convUnitText},
+	{"letters listed in text", `\boxed{A, C}`, `\text{A, C}`, true, convLetterList},
+	{"letters listed in text, answer in text", `\boxed{\text{A, C}}`, `A, C`, true, convLetterList},
+	{"letters listed in text, other order", `\boxed{\text{C,A}}`, `\text{A, C}`, true, convLetterList},
+	{"letters listed in text, one missing", `\boxed{A}`, `\text{A, C}`, false, convLetterList},
+	{"letters listed in text, case counts", `\boxed{a, c}`, `\text{A, C}`, false, convLetterList},
 	{"number with a number after it in text", `\boxed{\text{999 9's}}`, `999`, false, "after the number comes another number, not a unit: the AIME 2010 #2 solution in DeepScaleR's aime.json writes \\underbrace{99\\cdots9}_{\\text{999 9's}}, 999 nines"},
 }
+
+const convLetterList = "a list of option letters in \\text{} (\\text{A, C}) is the list of those letters, as a single letter in \\text{} is that letter (MATH-500 golds \\text{(C)}, \\text{(B)}); a single letter keeps its case (doc.go, text)"
 
 const convUnitText = "a unit word after a number is dropped, in \\text{} or out: \\text{12 inches} is 12 \\text{ inches}, which is 12 (doc.go, fonts: units; Math-Verify 0.9.0 reads \\text{12 inches} as the symbol 12inches and rejects 12)"
 

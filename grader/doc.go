@@ -124,7 +124,9 @@
 //     more letters without case, an article before such a word dropped ("The
 //     Circle" = "circle"), braces and . ! ? ignored. A single letter keeps its
 //     case and is never an article, primes and parentheses count: N is not n,
-//     E' is not E, f'(x) is not f(x), "a b" is not b.
+//     E' is not E, f'(x) is not f(x), "a b" is not b. Single letters
+//     listed with commas in \text{} are a list of those letters (the
+//     options chosen): \text{A, C} = A, C = \text{C,A}.
 //   - Repeating decimals: digits under \overline, \bar or \dot right after a
 //     decimal point or decimal repeat forever and are exact: 0.\overline{3} =
 //     1/3, 0.1\overline{6} = 1/6.

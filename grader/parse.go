@@ -1581,7 +1581,8 @@ func isWord(s string) bool {
 // textNode turns \text{...} content into a node: a number when it is one
 // (alone, in parentheses, or followed by a unit as in \text{12 inches},
 // which is 12 as 12 \text{ inches} is; its thousands may be grouped,
-// \text{1,200 dollars}), otherwise text.
+// \text{1,200 dollars}), a list of symbols when it lists single letters
+// (\text{A, C}), otherwise text.
 func (p *parser) textNode(raw string) *node {
 	if raw == "" {
 		return &node{k: nText}
@@ -1601,6 +1602,20 @@ func (p *parser) textNode(raw string) *node {
 	if n, unit, ok := strings.Cut(raw, " "); ok && isUnitText(unit) {
 		if x := numeral(n); x != nil {
 			return x
+		}
+	}
+	if letters := strings.Split(raw, ","); len(letters) > 1 {
+		// \text{A, C}: the letters of options, a list as A, C is.
+		list := &node{k: nList}
+		for _, l := range letters {
+			if l = strings.TrimSpace(l); len(l) != 1 || !isLetter(l[0]) {
+				list = nil
+				break
+			}
+			list.args = append(list.args, &node{k: nSym, name: l})
+		}
+		if list != nil {
+			return list
 		}
 	}
 	if len(raw) <= 3 && strings.Trim(raw, "()") != raw {
