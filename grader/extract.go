@@ -33,7 +33,9 @@ func findAnchors(s string, kind anchorKind) [][2]int {
 			if j < 0 {
 				break
 			}
-			out = append(out, [2]int{i + j, i + j + 4})
+			if !heading(s[i+j+4:]) {
+				out = append(out, [2]int{i + j, i + j + 4})
+			}
 			i += j + 4
 		}
 	}
@@ -79,6 +81,35 @@ func findAnchors(s string, kind anchorKind) [][2]int {
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a][0] < out[b][0] })
 	return out
+}
+
+// heading reports whether rest, the text after "####", makes the line
+// a Markdown heading rather than GSM8K's "#### 72": its first word
+// (after more #, spaces, * and a "1." or "2)" numbering) has two or more
+// letters, as in "#### Step 2: ...", "#### 1. Setting up", "##### Part 2".
+func heading(rest string) bool {
+	if len(rest) > 24 {
+		rest = rest[:24] // the first word's start is enough; keep the scan linear
+	}
+	if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
+		rest = rest[:nl]
+	}
+	t := strings.TrimLeft(rest, "# *")
+	d := 0
+	for d < len(t) && isDigit(t[d]) {
+		d++
+	}
+	if d > 0 {
+		if d+1 >= len(t) || t[d] != '.' && t[d] != ')' || t[d+1] != ' ' {
+			return false // a number: the answer
+		}
+		t = strings.TrimLeft(t[d+2:], " *")
+	}
+	w := 0
+	for w < len(t) && isLetter(t[w]) {
+		w++
+	}
+	return w >= 2
 }
 
 // indexFold is strings.Index for an ASCII lower-case needle, ignoring
@@ -145,7 +176,9 @@ func Extract(response string) (string, bool) { return Config{}.Extract(response)
 //  1. whichever comes later of the last group of \boxed{...} / \fbox{...}
 //     (boxes separated only by "and", "or", commas or spacing are joined
 //     with ", ") and the last "final answer is ..." / "Final Answer: ..."
-//     / "#### ..." sentence (with AnchorFirst the sentence always wins);
+//     / "#### ..." sentence (GSM8K's "#### 72", not a Markdown heading
+//     such as "#### Step 2: ..."; with AnchorFirst the sentence always
+//     wins);
 //  2. the last "the answer is ..." / "Answer: ..." sentence;
 //  3. unless NoFallback, the last LaTeX math span or plain number (see
 //     Targets).

@@ -622,6 +622,13 @@ func TestExtractSource(t *testing.T) {
 		{"final answer sentence", "The final answer is $7$. I hope it is correct.", true, "7", SourceSentence},
 		{"Final Answer colon", "Final Answer: 7", true, "7", SourceSentence},
 		{"GSM8K hashes", "She pays 3*4=12 dollars.\n#### 12", true, "12", SourceSentence},
+		// A Markdown heading is not GSM8K's "#### answer" (it answered the
+		// heading's number, before the answer sentence after it).
+		{"GSM8K hashes with a sign and a grouped number", "So she lost it.\n#### -1,200", true, "-1200", SourceSentence},
+		{"heading is no answer", "#### Step 1: Find x\nWe have x = 3.\n#### Step 2: Compute y in 2 steps\nSo y = 2x = 6. The answer is 6.", true, "6", SourceSentence},
+		{"numbered heading is no answer", "#### 1. Setting up\nWe have 3 cats.\n#### 2. Counting\nThe answer is 7.", true, "7", SourceSentence},
+		{"bold heading is no answer", "#### **Part 2**\nSo the answer is 7.", true, "7", SourceSentence},
+		{"heading, then the fallback", "#### Step 2: Count in 2 ways\nThe total is 7.", false, "7", SourceFallback},
 		{"answer is", "So the answer is 9.", true, "9", SourceSentence},
 		{"answer sentence of bare LaTeX", `Answer: \frac{14}{3}`, true, `\frac{14}{3}`, SourceSentence},
 		{"answer sentence of plain math", "Answer: (2, 4)", true, "(2, 4)", SourceSentence},

@@ -56,6 +56,7 @@ func extractShapes(n int) []shape {
 		{"answer-colon", `answer: `},
 		{"final-answer", `The final answer is `},
 		{"hashes", `#### `},
+		{"headings", "#### Step 1: "},
 		{"think", `</think>`},
 		{"numbers", `1 `},
 		{"thousands", `1,000 `},
