@@ -184,7 +184,8 @@ func Extract(response string) (string, bool) { return Config{}.Extract(response)
 //     Targets).
 //
 // Within a sentence the last math span or number is taken, before a
-// clause that explains it (", which ...", " (since ...)") when there is
+// clause that explains it (", which ...", " (since ...)", " because
+// ...") when there is
 // one; a sentence of bare LaTeX, or of plain-text math that is a tuple,
 // an interval or an expression with a variable (see plainAnswer), is
 // taken whole. Text after a chat-template marker such as <|im_start|> is ignored,
@@ -731,15 +732,32 @@ func operatorFollows(s string) bool {
 	return false
 }
 
+// clauseWords open a clause that explains an answer even without a comma
+// before them: "12 because there are 3 groups of 4", "12 when n = 3".
+var clauseWords = map[string]bool{
+	"because": true, "since": true, "as": true, "which": true, "where": true, "when": true,
+	"while": true, "for": true, "if": true, "given": true, "using": true, "with": true,
+}
+
 // clauseEnd returns where a sentence goes on to explain its answer: the
 // first ", " or " (" outside math spans that is followed by a word of two
 // or more letters other than "and" and "or" ("42, which is 6 times 7",
-// "117 (since n > 0)"), or len(s). A constant a plain answer may hold
+// "117 (since n > 0)"), or the first space before one of clauseWords
+// ("12 because ..."), or len(s). A constant a plain answer may hold
 // (pi, inf) or a function word applied with "(" (sqrt(3)) is math, not
 // a word: "(3, pi/2)" and "(-sqrt(3), sqrt(3))" are read whole.
 func clauseEnd(s string) int {
 	e := firstOutsideMath(s, func(i int) bool {
 		ch := s[i]
+		if ch == ' ' && i > 0 && s[i-1] != ' ' {
+			// "12 because ...", "12 which is ...": a clause word after
+			// the answer, without a comma.
+			w := i + 1
+			for w < len(s) && isLetter(s[w]) {
+				w++
+			}
+			return w < len(s) && s[w] == ' ' && clauseWords[strings.ToLower(s[i+1:w])]
+		}
 		if i == 0 || !(ch == ',' && i+1 < len(s) && s[i+1] == ' ' || ch == '(' && s[i-1] == ' ') {
 			return false
 		}

@@ -52,6 +52,18 @@ var goldenAIME = []gradeCase{
 	{"no box: last number fallback", "so there are 96 ways in total", "96", true},
 	// The answer ends where the sentence goes on to explain it.
 	{"answer sentence with a which clause", "The answer is 42, which is 6 times 7.", "42", true},
+	// A clause opened by because, since, which, when, for, ... explains
+	// the answer with or without a comma (it answered 4, the clause's
+	// last number; Math-Verify 0.9.0 takes 12).
+	{"answer sentence with a because clause", "The answer is 12 because there are 3 groups of 4.", "12", true},
+	{"answer sentence with a because clause, not its last number", "The answer is 12 because there are 3 groups of 4.", "4", false},
+	{"answer sentence with a since clause", "The answer is 12 since there are 3 groups of 4.", "12", true},
+	{"answer sentence with an as clause", "The answer is 12 as there are 3 groups of 4.", "12", true},
+	{"answer sentence with a which clause, no comma", "The answer is 12 which is 3 times 4.", "12", true},
+	{"answer sentence with a when clause", "The answer is 12 when n = 3.", "12", true},
+	{"answer sentence with a for clause", "The answer is 12 for n = 3.", "12", true},
+	{"answer sentence with math spans and a because clause", "The answer is $12$ because there are $3$ groups of $4$.", "12", true},
+	{"answer sentence starting with the clause word", "The answer is as follows: 12.", "12", true},
 	{"answer sentence with a which clause, wrong", "The answer is 41, which is 6 times 7 minus 1.", "42", false},
 	{"answer sentence with a parenthesis", "So the final answer is 117 (since n > 0).", "117", true},
 	{"answer sentence with a math span and a clause", "The answer is $42$, since $x = 6$.", "42", true},
@@ -498,7 +510,8 @@ func TestExtract(t *testing.T) {
 		{"plain glued term", "The answer is 2k.", "2", true},
 		{"plain value glued to a letter", "Answer: y = 2x", "2", true},
 		{"plain number list", "Answer: 1, 2", "1, 2", true},
-		{"plain tuple then prose", "The answer is (2, 4) because x = 2.", "2", true},
+		{"plain tuple then prose", "The answer is (2, 4) so x = 2.", "2", true},
+		{"plain tuple then a because clause", "The answer is (2, 4) because x = 2.", "(2, 4)", true},
 		{"plain bracketed letter may be a choice label", "Answer: (a)", "", false},
 		{"plain tuple", "Answer: (2, 4)", "(2, 4)", true},
 		{"empty", "", "", false},
