@@ -174,14 +174,16 @@ func Extract(response string) (string, bool) { return Config{}.Extract(response)
 // Extract finds the answer in a model response. It takes, in order:
 //
 //  1. whichever comes later of the last group of \boxed{...} / \fbox{...}
-//     (boxes separated only by "and", "or", commas or spacing are joined
-//     with ", ") and the last "final answer is ..." / "Final Answer: ..."
+//     (boxes separated only by spacing, punctuation, or a few words with
+//     "and", "or" or a comma in one sentence are joined with ", ") and the
+//     last "final answer is ..." / "Final Answer: ..."
 //     / "#### ..." sentence (GSM8K's "#### 72", not a Markdown heading
 //     such as "#### Step 2: ..."; with AnchorFirst the sentence always
 //     wins);
 //  2. the last "the answer is ..." / "Answer: ..." sentence;
 //  3. unless NoFallback, the last LaTeX math span or plain number (see
-//     Targets).
+//     Targets); spans separated only by spacing, punctuation, "and" or
+//     "or" are joined, but not across other words, which make them steps.
 //
 // Within a sentence the last math span or number is taken, before a
 // clause that explains it (", which ...", " (since ...)", " because
@@ -899,7 +901,7 @@ func lastBoxGroupAt(s string) (string, int) {
 		return "", -1
 	}
 	k := len(bs) - 1
-	for k > 0 && joinable(s[bs[k-1].end:bs[k].start]) && len(bs)-k < maxJoined {
+	for k > 0 && joinable(s[bs[k-1].end:bs[k].start], true) && len(bs)-k < maxJoined {
 		k--
 	}
 	parts := make([]string, 0, len(bs)-k)
@@ -913,8 +915,12 @@ func lastBoxGroupAt(s string) (string, int) {
 
 // joinable reports whether the text between two boxes or math spans only
 // separates answers: spacing, punctuation, or a few words including "and"
-// or "or" or a comma, in one sentence (", so t = 24. " ends one).
-func joinable(gap string) bool {
+// or "or" or a comma, in one sentence (", so t = 24. " ends one). Between
+// math spans (words only) no other word may stand: spans in prose are
+// mostly steps ("$6$ witches and $10$ sorcerers, so there were $6 \cdot
+// 10 = 60$"), while boxes are answers ("\boxed{1} papers and \boxed{2}
+// bins").
+func joinable(gap string, words bool) bool {
 	if len(gap) > 120 {
 		return false
 	}
@@ -925,7 +931,7 @@ func joinable(gap string) bool {
 	hasMath := strings.ContainsAny(g, "$") || strings.Contains(g, `\(`) || strings.Contains(g, `\)`) ||
 		strings.Contains(g, `\[`) || strings.Contains(g, `\]`)
 	conj := strings.ContainsAny(g, ",;")
-	words := 0
+	n, other := 0, 0
 	for i := 0; i < len(g); {
 		if !isLetter(g[i]) {
 			i++
@@ -935,16 +941,18 @@ func joinable(gap string) bool {
 		for j < len(g) && isLetter(g[j]) {
 			j++
 		}
-		words++
+		n++
 		if w := g[i:j]; strings.EqualFold(w, "and") || strings.EqualFold(w, "or") {
 			conj = true
+		} else {
+			other++
 		}
 		i = j
 	}
-	if words == 0 && !hasMath {
+	if n == 0 && !hasMath {
 		return true
 	}
-	return conj && words <= 5 && !endsSentence(g)
+	return conj && n <= 5 && (words || other == 0) && !endsSentence(g)
 }
 
 // endsSentence reports whether gap holds a period, '!' or '?' followed
@@ -979,7 +987,7 @@ func groupSpans(s string, spans []mathSpan) []spanGroup {
 	var out []spanGroup
 	for k := 0; k < len(spans); {
 		j := k
-		for j+1 < len(spans) && joinable(s[spans[j].end:spans[j+1].start]) && j-k+1 < maxJoined {
+		for j+1 < len(spans) && joinable(s[spans[j].end:spans[j+1].start], false) && j-k+1 < maxJoined {
 			j++
 		}
 		blank := true

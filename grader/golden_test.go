@@ -83,6 +83,12 @@ var goldenAIME = []gradeCase{
 	{"spans in two sentences, the earlier is not the answer", "We get $3$, so x = 2. $5 + 1 = 6$.", "3, 6", false},
 	{"boxes in two sentences are not joined", `We get \boxed{3}, so x = 2. Then \boxed{6}.`, "6", true},
 	{"spans in one sentence are joined", "The roots are $3$ and $6$.", "3, 6", true},
+	// Math spans in prose joined by other words are steps, not a list;
+	// the fallback takes the last (MATH-500 solutions, unboxed).
+	{"spans with words between are steps (MATH-500 prealgebra/1227)", "the arcane mixer were between the $6$ witches and $10$ sorcerers, so there were $6 \\cdot 10 = 60$ handshakes at the mixer.", "60", true},
+	{"spans with a which clause between are steps (MATH-500 algebra/668)", "The term $x$ is simply the average of $3^2 = 9$ and $3^4 = 81$, which is $(9 + 81)/2 = 90/2 = 45$.", "45", true},
+	{"spans with words between, the first is not the answer", "the $6$ witches and $10$ sorcerers, so there were $6 \\cdot 10 = 60$ handshakes.", "6, 10, 60", false},
+	{"boxes with words between are still joined", `The answers are \boxed{1} papers and \boxed{2} bins.`, "1, 2", true},
 }
 
 // TestGoldenMATH covers the answer forms of the MATH benchmark.
