@@ -124,6 +124,8 @@ const convLetterList = "a list of option letters in \\text{} (\\text{A, C}) is t
 
 const convUnitText = "a unit word after a number is dropped, in \\text{} or out: \\text{12 inches} is 12 \\text{ inches}, which is 12 (doc.go, fonts: units; Math-Verify 0.9.0 reads \\text{12 inches} as the symbol 12inches and rejects 12)"
 
+const convUnchecked = "policy (doc.go, relations and chains): an = is checked between sides that are numbers; a side with a function that is not known (f(-3)) or a text has no known value, so its = is not checked"
+
 const (
 	convChain  = "policy (doc.go, relations and chains): a chain asserts each = between numbers, so a false one makes the answer wrong"
 	convValue  = "policy (doc.go, relations and chains): the value is the last side before the first ≈, a label (x, f(x)) names it; Math-Verify 0.9.0 also takes the exact side of A ≈ B"
@@ -142,6 +144,15 @@ var relationCases = []classCase{
 	{"false chain with label", `\boxed{x = 5+5+1 = 7 = 11}`, `11`, false, convChain},
 	{"true chain", `\boxed{2 + 3 = 5}`, `5`, true, convValue},
 	{"true chain with label", `\boxed{x = 2 + 3 = 5}`, `5`, true, convValue},
+	// A side with an unknown function's value (f(-3)) or a text (\text{A})
+	// cannot be checked; it was evaluated as a made-up number and made
+	// the chain false (MATH-500 solutions algebra/246, number_theory/234).
+	{"chain through an unknown function value (MATH-500 algebra/246)", `\boxed{f(3) = f(-3) + 6 = 2 + 6 = 8}`, `8`, true, convUnchecked},
+	{"chain of unknown function values (as in MATH-500 algebra/824)", `\boxed{f(1) + f(2) = 3 + 4 = 7}`, `7`, true, convUnchecked},
+	{"chain of unknown function values, wrong value", `\boxed{f(1) + f(2) = 3 + 4 = 7}`, `8`, false, convUnchecked},
+	{"chain of unknown function values, false step", `\boxed{f(1) + f(2) = 3 + 4 = 8}`, `8`, false, convChain},
+	{"chain of nested function values (MATH-500 algebra/346)", `\boxed{g(f(5)-1) = g(7-1) = g(6) = 6+1 = 7}`, `7`, true, convUnchecked},
+	{"chain of text labels (MATH-500 number_theory/234)", `\boxed{\text{A}+\text{B}=9+7=16}`, `16`, true, convUnchecked},
 	{"decimal written with =", `\boxed{x = \frac{1}{3} = 0.333}`, `\frac13`, true, "policy (doc.go, relations and chains): a decimal joined by = that only approximates the side before it is an approximation"},
 	{"labelled value", `\boxed{y = 2x + 1}`, `2x+1`, true, convValue},
 	{"equation is not its solution", `\boxed{2x + 3 = 7}`, `2`, false, "an equation states a condition, not a value"},

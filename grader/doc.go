@@ -77,7 +77,9 @@
 //     = 2+3 = 5 answers 5; π ≈ 3.14 answers π, as in Math-Verify). Every =
 //     between two constant sides must hold (at FloatRounding places where a
 //     decimal is involved), else the answer is wrong: 5 = 6 answers neither 5
-//     nor 6, and x = 5+5+1 = 7 = 11 is wrong for 11. A congruence a \equiv b
+//     nor 6, and x = 5+5+1 = 7 = 11 is wrong for 11; a side holding the
+//     value of an unknown function or a text has no known value and is not
+//     checked (f(3) = f(-3) + 6 = 2 + 6 = 8 answers 8). A congruence a \equiv b
 //     \pmod{m} (or \mod m) holds modulo m and answers its last side, the
 //     residue: 1070 \equiv 70 \pmod{1000} answers 70, not 1070. Math-Verify takes the last
 //     side whatever the chain asserts; the 4 cases of its suite that differ are

@@ -181,8 +181,9 @@ func (c *comparer) prep(n *node) *node {
 // two sides as in 5 = x) names the answer; the sides after it are values.
 // The value is the last side before the first ≈; a decimal side joined
 // by = that agrees with the side before it only approximately (1/3 =
-// 0.333) is an approximation too. Every = between two constant sides
-// must hold, else the chain is false (nFalse): 5 = 6 answers nothing.
+// 0.333) is an approximation too. Every = between two checkable sides
+// must hold, else the chain is false (nFalse): 5 = 6 answers nothing;
+// f(-3) + 6 = 2 + 6 is not checked.
 // The result is "label = value", or the value; a value with
 // approximations is an nApprox. Two sides that are not both constants
 // and have no label are an identity when they are equal as expressions
@@ -222,7 +223,7 @@ func (c *comparer) reduceChain(n *node) *node {
 			break
 		}
 		a, b := vals[i-1], vals[i]
-		if !isConstant(a) || !isConstant(b) {
+		if !checkable(a) || !checkable(b) {
 			continue
 		}
 		if n.mod != nil && c.congruent(a, b, n.mod) || n.mod == nil && c.equal(a, b) {
@@ -328,14 +329,10 @@ func isLabel(n *node) bool {
 	case nSym, nText:
 		return true
 	case nFunc:
-		switch n.name {
-		case "abs":
+		if n.name == "abs" {
 			return isLabel(n.args[0])
-		case "sin", "cos", "tan", "sec", "csc", "cot", "log", "ln", "exp", "sqrt", "root", "fact", "fact2", "binom",
-			"floor", "ceil", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "gcd", "lcm", "max", "min":
-			return false
 		}
-		return true
+		return !knownFuncs[n.name]
 	case nMul, nRatio, nTuple:
 		if len(n.args) == 0 {
 			return false
@@ -351,6 +348,40 @@ func isLabel(n *node) bool {
 		return n.args[1].k == nNum && n.args[1].val.Cmp(big.NewRat(-1, 1)) == 0 && isLabel(n.args[0])
 	}
 	return false
+}
+
+// knownFuncs are the functions with a value (other than abs): any other
+// name, f(x), P(3), is an unknown function, a label.
+var knownFuncs = map[string]bool{
+	"sin": true, "cos": true, "tan": true, "sec": true, "csc": true, "cot": true, "log": true, "ln": true,
+	"exp": true, "sqrt": true, "root": true, "fact": true, "fact2": true, "binom": true, "floor": true,
+	"ceil": true, "arcsin": true, "arccos": true, "arctan": true, "sinh": true, "cosh": true, "tanh": true,
+	"gcd": true, "lcm": true, "max": true, "min": true,
+}
+
+// checkable reports whether n has a known value: a constant (no free
+// symbols) with no text and no unknown function in it. f(-3) + 6 and
+// \text{A} + \text{B} are not, though they have no free symbols.
+func checkable(n *node) bool {
+	if !isConstant(n) {
+		return false
+	}
+	var known func(*node) bool
+	known = func(n *node) bool {
+		switch {
+		case n.k == nText:
+			return false
+		case n.k == nFunc && n.name != "abs" && !knownFuncs[n.name]:
+			return false
+		}
+		for _, a := range n.args {
+			if !known(a) {
+				return false
+			}
+		}
+		return true
+	}
+	return known(n)
 }
 
 // isLabelSum reports whether n is a sum or difference of labels with no
