@@ -377,7 +377,8 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //     by commas: "3, 5, 7", "-2, 1", "1,-2", "-2,1", "2,5", as MATH-500
 //     writes list golds (see numberList and thousandsComma); "and" and
 //     "or" between two operands (or after a comma) separate elements as
-//     a comma does: "3, 5, and 7", "3 and 5", "x = 1 or x = -2".
+//     a comma does: "3, 5, and 7", "3 and 5", "x = 1 or x = -2"; so do
+//     tuples of such numbers: "(1, 2), (3, 4)" (see tupleList).
 //
 // Anything else keeps the reading by the last number: a word of two or
 // more letters (units such as cm, prose; the parser's function words are
@@ -574,7 +575,7 @@ func plainAnswer(s string) (string, bool) {
 	tuple := lone && comma
 	expr := letter && (konst || (built || rel || paren && !lone || leadLetter && other) && !quantity(a[value:]))
 	arithmetic := !letter && !topComma && !rel && (built || other)
-	if !tuple && !expr && !arithmetic && !(topComma && numberList(a)) {
+	if !tuple && !expr && !arithmetic && !(topComma && (numberList(a) || tupleList(a))) {
 		return "", false
 	}
 	return a, true
@@ -662,6 +663,37 @@ func numberList(s string) bool {
 			}
 			n++
 		}
+	}
+	return n > 1
+}
+
+// tupleList reports whether s is two or more bracketed tuples of numbers
+// separated by commas, "and" or "or": "(1, 2), (3, 4)", "(1, 2) and
+// (-3, 4)" (see numberList for the elements).
+func tupleList(s string) bool {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, " and ", ","), " or ", ",")
+	n, depth, start := 0, 0, 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) {
+			switch s[i] {
+			case '(', '[':
+				depth++
+			case ')', ']':
+				depth--
+			}
+			if s[i] != ',' || depth != 0 {
+				continue
+			}
+		}
+		e := strings.TrimSpace(s[start:i])
+		start = i + 1
+		if e == "" {
+			continue // ", and" left an empty element
+		}
+		if len(e) < 2 || e[0] != '(' && e[0] != '[' || e[len(e)-1] != ')' && e[len(e)-1] != ']' || !numberList(e[1:len(e)-1]) {
+			return false
+		}
+		n++
 	}
 	return n > 1
 }

@@ -231,6 +231,13 @@ var goldenMATH = []gradeCase{
 	{"plain plus-minus of numbers", "The answer is 5 ± 2.", `3, 7`, true},
 	{"plain plus-minus value of a label", "Answer: x = ±2", `\pm 2`, true},
 	{"plain plus-minus value is not its positive root", "Answer: x = ±2", `2`, false},
+	// Tuples listed with commas, "and" or "or" are a list of tuples, as in
+	// a box; by its last number "Answer: (1, 2), (3, 4)" answered 4.
+	{"plain list of tuples", "Answer: (1, 2), (3, 4)", `(1,2),(3,4)`, true},
+	{"plain list of tuples in another order", "Answer: (3, 4), (1, 2)", `(1,2),(3,4)`, true},
+	{"plain list of tuples is not its last number", "Answer: (1, 2), (3, 4)", `4`, false},
+	{"plain list of tuples with and", "The answer is (1, 2) and (-3, 4).", `(1,2),(-3,4)`, true},
+	{"plain list of tuples missing one", "Answer: (1, 2), (3, 4)", `(1,2),(3,4),(5,6)`, false},
 	// An inequality in a variable is read whole as in a box; by its last
 	// number "Answer: x > 3" answered 3.
 	{"plain inequality", "Answer: x > 3", `x > 3`, true},
