@@ -147,7 +147,8 @@
 //   - Answer sentences: an "answer is" / "Answer:" sentence answers with its
 //     last math span or number, before a clause that explains it (", which
 //     ...", " (since ...)", or without a comma " because ...", " since
-//     ...", " when ...", " for ..."), but it is read whole when it is bare LaTeX
+//     ...", " when ...", " for ...", and " and" before a word: "5 and the
+//     remainder is 2" answers 5), but it is read whole when it is bare LaTeX
 //     ("Answer: \frac{14}{3}") or plain-text math that reading its last
 //     number would cut: a tuple or interval ("Answer: (2, 4)", "[1, 3)",
 //     "(-inf, 2]"; a comma in brackets separates elements, as in

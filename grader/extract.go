@@ -777,7 +777,8 @@ var clauseWords = map[string]bool{
 // first ", " or " (" outside math spans that is followed by a word of two
 // or more letters other than "and" and "or" ("42, which is 6 times 7",
 // "117 (since n > 0)"), or the first space before one of clauseWords
-// ("12 because ..."), or len(s). A constant a plain answer may hold
+// ("12 because ...") or before "and"/"or" and a word ("5 and the
+// remainder is 2"), or len(s). A constant a plain answer may hold
 // (pi, inf) or a function word applied with "(" (sqrt(3)) is math, not
 // a word: "(3, pi/2)" and "(-sqrt(3), sqrt(3))" are read whole.
 func clauseEnd(s string) int {
@@ -790,7 +791,23 @@ func clauseEnd(s string) int {
 			for w < len(s) && isLetter(s[w]) {
 				w++
 			}
-			return w < len(s) && s[w] == ' ' && clauseWords[strings.ToLower(s[i+1:w])]
+			word := strings.ToLower(s[i+1 : w])
+			if w >= len(s) || s[w] != ' ' {
+				return false
+			}
+			if word == "and" || word == "or" {
+				// "5 and the remainder is 2": "and" before a word goes
+				// on to something else; before a number, a math span,
+				// a letter or a constant it joins a list.
+				n := w + 1
+				for n < len(s) && isLetter(s[n]) {
+					n++
+				}
+				next := strings.ToLower(s[w+1 : n])
+				return n-(w+1) >= 2 && next != "and" && next != "or" && !plainConsts[next] &&
+					!(funcWords[next] && n < len(s) && s[n] == '(')
+			}
+			return clauseWords[word]
 		}
 		if i == 0 || !(ch == ',' && i+1 < len(s) && s[i+1] == ' ' || ch == '(' && s[i-1] == ' ') {
 			return false

@@ -64,6 +64,13 @@ var goldenAIME = []gradeCase{
 	{"answer sentence with a for clause", "The answer is 12 for n = 3.", "12", true},
 	{"answer sentence with math spans and a because clause", "The answer is $12$ because there are $3$ groups of $4$.", "12", true},
 	{"answer sentence starting with the clause word", "The answer is as follows: 12.", "12", true},
+	// "and" before a word goes on to something else (it answered 2, or
+	// "5, 2" when math spans were joined); before a number or a math
+	// span it joins a list.
+	{"answer sentence with an and clause", "The answer is $5$ and the remainder is $2$.", "5", true},
+	{"answer sentence with an and clause, plain", "The answer is 5 and the remainder is 2.", "5", true},
+	{"answer sentence with an and clause is not its last number", "The answer is 5 and the remainder is 2.", "2", false},
+	{"answer sentence with a list joined by and", "The answer is $3$ and $6$.", "3, 6", true},
 	{"answer sentence with a which clause, wrong", "The answer is 41, which is 6 times 7 minus 1.", "42", false},
 	{"answer sentence with a parenthesis", "So the final answer is 117 (since n > 0).", "117", true},
 	{"answer sentence with a math span and a clause", "The answer is $42$, since $x = 6$.", "42", true},
