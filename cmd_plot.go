@@ -24,6 +24,7 @@ const (
 
 func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	out := fs.String("out", "compare.png", "output file: .png, .svg or .pdf by its extension (its directory is created)")
+	markPath(fs, "out", "the .png, .svg or .pdf file to write")
 	width := fs.Int("width", 800, "width in pixels")
 	height := fs.Int("height", 500, "height in pixels")
 	return func(_ context.Context, env *cliEnv, args []string) error {
@@ -32,9 +33,6 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		}
 		if *width < minPlotSide || *width > maxPlotSide || *height < minPlotSide || *height > maxPlotSide {
 			return usageError{fmt.Errorf("--width %d --height %d: want %d..%d pixels each", *width, *height, minPlotSide, maxPlotSide)}
-		}
-		if *out == "" {
-			return usageError{errors.New("--out is empty: want the .png, .svg or .pdf file to write")}
 		}
 		if st, err := os.Stat(*out); err == nil && st.IsDir() {
 			return usageError{fmt.Errorf("--out %s is a directory: want the file to write, such as %s", *out, filepath.Join(*out, "compare.png"))}

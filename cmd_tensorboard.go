@@ -24,9 +24,6 @@ func setupTensorBoard(*pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 		}
 		given := givenPaths{twice: "its events would be written twice"}
 		for _, dir := range args {
-			if dir == "" {
-				return usageError{errors.New(`an empty RUN_DIR argument (""): want a training run's directory (the --out of spiral train or sft)`)}
-			}
 			st, err := os.Stat(dir)
 			if errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("%s does not exist: want a training run's directory (the --out of spiral train or sft)", dir)

@@ -55,7 +55,16 @@ type command struct {
 	// is left to the signals' default action, which ends it at once (its
 	// ctx is then done: its run takes none).
 	stops bool
+	// pathArgs: the positional arguments that are paths, which run
+	// refuses empty (checkEmptyPaths).
+	pathArgs pathArgs
 }
+
+// pathArgs describes a command's positional arguments that are paths:
+// name, as its usage line names one, and want, what it must be; sub,
+// where not "", is the subcommand they follow (data's inspect), the
+// first argument.
+type pathArgs struct{ name, want, sub string }
 
 // cliEnv carries the process's standard streams to commands, and
 // release, which gives Ctrl-C and SIGTERM their default action back
@@ -73,20 +82,20 @@ func (e usageError) Unwrap() error { return e.err }
 
 func commands() []command {
 	return []command{
-		{"train", "train a model with SPIRAL, GRPO or the ablations that train only the aggregation or only the search traces (default command)", "spiral train [flags]   (also spiral [flags])", setupTrain, true},
-		{"eval", "evaluate a model: sequential, pass@k, majority@k, RSA", "spiral eval [flags]", setupEval, true},
-		{"sft", "supervised warm start on search and aggregation traces", "spiral sft [flags]", setupSFT, true},
-		{"generate", "sample completions for prompts", `spiral generate [flags] "PROMPT" ["PROMPT" ...]`, setupGenerate, true},
-		{"artifacts", "build the rollout and training graphs of an ONNX model", "spiral artifacts [flags]", setupArtifacts, false},
-		{"export", "write a checkpoint's weights into the original ONNX graph, as a Hugging Face model directory, or its LoRA adapters as a peft adapter", "spiral export --checkpoint DIR --out PATH [flags]   (--format hf may omit --checkpoint)", setupExport, true},
-		{"init-model", "write a randomly initialised Qwen3-architecture model (tiny, or a real config's shape)", "spiral init-model --out DIR [flags]", setupInitModel, true},
-		{"bench", "measure a training step or generation on random tokens (spiral bench train|generate)", "spiral bench train|generate [flags]", setupBench, true},
-		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens; and training runs (--run, alone too): token entropy, held-out pass@1, search credit", "spiral compare [flags] [--run LABEL=DIR ...] [REF.json OTHER.json ...]   (two eval reports or more, or one with --run, or --run alone)", setupCompare, false},
-		{"plan", "predict the memory of a training step and of generation, and the largest shapes that fit", "spiral plan --model MODEL [flags]", setupPlan, false},
-		{"plot", "overlay eval reports of one mode in one figure, PNG, SVG or PDF (e.g. base vs trained)", "spiral plot [flags] REPORT.json [REPORT.json ...]   (reports of one eval mode)", setupPlot, false},
-		{"tensorboard", "write training runs' logs (metrics.jsonl and eval.jsonl, or sft.jsonl) as TensorBoard event files in each run's tensorboard/", "spiral tensorboard RUN_DIR [RUN_DIR ...]   (the --out of spiral train or spiral sft)", setupTensorBoard, false},
-		{"data", "inspect a dataset file (spiral data inspect FILE) or write the synthetic task's problems (spiral data synth)", "spiral data inspect FILE [flags] | spiral data synth [flags]", setupData, false},
-		{"version", "print the versions of spiral, ONNX Runtime and tokenizers", "spiral version [flags]", setupVersion, false},
+		{"train", "train a model with SPIRAL, GRPO or the ablations that train only the aggregation or only the search traces (default command)", "spiral train [flags]   (also spiral [flags])", setupTrain, true, pathArgs{}},
+		{"eval", "evaluate a model: sequential, pass@k, majority@k, RSA", "spiral eval [flags]", setupEval, true, pathArgs{}},
+		{"sft", "supervised warm start on search and aggregation traces", "spiral sft [flags]", setupSFT, true, pathArgs{}},
+		{"generate", "sample completions for prompts", `spiral generate [flags] "PROMPT" ["PROMPT" ...]`, setupGenerate, true, pathArgs{}},
+		{"artifacts", "build the rollout and training graphs of an ONNX model", "spiral artifacts [flags]", setupArtifacts, false, pathArgs{}},
+		{"export", "write a checkpoint's weights into the original ONNX graph, as a Hugging Face model directory, or its LoRA adapters as a peft adapter", "spiral export --checkpoint DIR --out PATH [flags]   (--format hf may omit --checkpoint)", setupExport, true, pathArgs{}},
+		{"init-model", "write a randomly initialised Qwen3-architecture model (tiny, or a real config's shape)", "spiral init-model --out DIR [flags]", setupInitModel, true, pathArgs{}},
+		{"bench", "measure a training step or generation on random tokens (spiral bench train|generate)", "spiral bench train|generate [flags]", setupBench, true, pathArgs{}},
+		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens; and training runs (--run, alone too): token entropy, held-out pass@1, search credit", "spiral compare [flags] [--run LABEL=DIR ...] [REF.json OTHER.json ...]   (two eval reports or more, or one with --run, or --run alone)", setupCompare, false, pathArgs{"REPORT.json", "an eval report (spiral eval's MODE.json)", ""}},
+		{"plan", "predict the memory of a training step and of generation, and the largest shapes that fit", "spiral plan --model MODEL [flags]", setupPlan, false, pathArgs{}},
+		{"plot", "overlay eval reports of one mode in one figure, PNG, SVG or PDF (e.g. base vs trained)", "spiral plot [flags] REPORT.json [REPORT.json ...]   (reports of one eval mode)", setupPlot, false, pathArgs{"REPORT.json", "an eval report (spiral eval's MODE.json)", ""}},
+		{"tensorboard", "write training runs' logs (metrics.jsonl and eval.jsonl, or sft.jsonl) as TensorBoard event files in each run's tensorboard/", "spiral tensorboard RUN_DIR [RUN_DIR ...]   (the --out of spiral train or spiral sft)", setupTensorBoard, false, pathArgs{"RUN_DIR", "a training run's directory (the --out of spiral train or sft)", ""}},
+		{"data", "inspect a dataset file (spiral data inspect FILE) or write the synthetic task's problems (spiral data synth)", "spiral data inspect FILE [flags] | spiral data synth [flags]", setupData, false, pathArgs{"FILE", "a JSONL, JSON or Parquet data file", "inspect"}},
+		{"version", "print the versions of spiral, ONNX Runtime and tokenizers", "spiral version [flags]", setupVersion, false, pathArgs{}},
 	}
 }
 
@@ -157,6 +166,10 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 		return exitUsage
 	}
 	if err := checkDetachedValues(fs, args); err != nil {
+		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
+		return exitUsage
+	}
+	if err := checkEmptyPaths(cmd, fs, fs.Args()); err != nil {
 		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
 		return exitUsage
 	}

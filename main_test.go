@@ -718,7 +718,62 @@ func TestEmptyOutRefused(t *testing.T) {
 			var stderr bytes.Buffer
 			code := run(context.Background(), []string{name, "--out", ""}, &cliEnv{stdout: io.Discard, stderr: &stderr})
 			require.Equal(t, exitUsage, code, stderr.String())
-			require.Equal(t, fmt.Sprintf("spiral %s: --out is empty\n", name), stderr.String())
+			require.Equal(t, fmt.Sprintf("spiral %s: --out is empty: want %s\n", name, map[string]string{
+				"train": "the run directory (default runs/spiral)",
+				"eval":  "the directory to write the report in (default runs/eval)",
+				"sft":   "the directory to write the trained model in (default runs/sft)"}[name]), stderr.String())
+		})
+	}
+}
+
+// TestEmptyPathRefused: an empty path, a positional argument or a path
+// flag's value (a script's unset variable), is a usage error naming it
+// and what it must be, in every command, before any work; `spiral plot
+// ""` said "open : no such file or directory" (exit 1), and `eval
+// --model ""` evaluated the embedded model, `data synth --out ""`
+// printed to standard output and `compare --out ""` wrote nothing, as
+// though the flag had been left out.
+func TestEmptyPathRefused(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	const report = "an eval report (spiral eval's MODE.json)"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plot", ""}, `spiral plot: an empty REPORT.json argument (""): want ` + report},
+		{[]string{"plot", "a.json", ""}, `spiral plot: an empty REPORT.json argument (""): want ` + report},
+		{[]string{"compare", "", "b.json"}, `spiral compare: an empty REPORT.json argument (""): want ` + report},
+		{[]string{"tensorboard", ""}, `spiral tensorboard: an empty RUN_DIR argument (""): want a training run's directory (the --out of spiral train or sft)`},
+		{[]string{"data", "inspect", ""}, `spiral data: an empty FILE argument (""): want a JSONL, JSON or Parquet data file`},
+		{[]string{"plot", "--out", "", "a.json"}, "spiral plot: --out is empty: want the .png, .svg or .pdf file to write"},
+		{[]string{"compare", "--out", "", "a.json", "b.json"}, "spiral compare: --out is empty: want the directory for the plots and summary.md (leave --out out to print only)"},
+		{[]string{"data", "synth", "--out="}, "spiral data: --out is empty: want the JSONL file to write (leave --out out for standard output)"},
+		{[]string{"eval", "--model", ""}, "spiral eval: --model is empty: want a .onnx file or a directory with model.onnx (leave --model out for the embedded tiny model)"},
+		{[]string{"generate", "--checkpoint", "", "hi"}, "spiral generate: --checkpoint is empty: want " + checkpointWant},
+		{[]string{"export", "--format", "hf", "--checkpoint", "", "--out", "x"}, "spiral export: --checkpoint is empty: want " + checkpointWant},
+		{[]string{"artifacts", "--out", ""}, "spiral artifacts: --out is empty: want the directory to write the graphs in (leave --out out for artifacts/ beside the model)"},
+		{[]string{"train", "--out", "", "--data", ""}, "spiral train: --data is empty: want a JSONL, JSON or Parquet file of training problems (leave --data out for the embedded equation task)\n--out is empty: want the run directory (default runs/spiral)"},
+		{[]string{"version", "--ort-lib", ""}, "spiral version: --ort-lib is empty: want the ONNX Runtime shared library (leave --ort-lib out for $ONNXRUNTIME_LIB, then scripts/setup.sh's)"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want+"\n", stderr.String(), "%q", tc.args)
+	}
+	// Every path flag of every command, each alone.
+	for _, c := range commands() {
+		fs := pflag.NewFlagSet(c.name, pflag.ContinueOnError)
+		c.setup(fs)
+		fs.VisitAll(func(f *pflag.Flag) {
+			want := f.Annotations[pathAnnotation]
+			if len(want) == 0 {
+				return
+			}
+			args := []string{c.name, "--" + f.Name + "="}
+			var stderr bytes.Buffer
+			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+			require.Equal(t, fmt.Sprintf("spiral %s: --%s is empty: want %s\n", c.name, f.Name, want[0]), stderr.String(), "%q", args)
 		})
 	}
 }
