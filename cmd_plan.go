@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -49,7 +50,7 @@ type planFlags struct {
 func (f *planFlags) register(fs *pflag.FlagSet) {
 	f.changed = fs.Changed
 	f.exec.register(fs)
-	fs.StringVar(&f.model, "model", "", "a model file or directory with config.json beside it, or a name: "+strings.Join(memplan.Names(), ", "))
+	fs.StringVar(&f.model, "model", "", "a model file or directory with config.json beside it, or a name: "+strings.Join(memplan.Names(), ", ")+" (a directory of that name here is read instead, with a note)")
 	markPath(fs, "model", "a model file, a directory or one of "+strings.Join(memplan.Names(), ", "))
 	fs.IntVar(&f.rows, "rows", 1, "training: rows per micro-batch")
 	fs.IntVar(&f.tokens, "tokens", defaultPlanTokens, "training: tokens per row (the paper's aggregation prompt with n = 4 candidates is about 9k); the default is cut to a shorter context of the model's (config.json max_position_embeddings), a value given is planned as given")
@@ -74,7 +75,7 @@ func setupPlan(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		if err != nil {
 			return usageError{err}
 		}
-		arch, err := planArch(f.model)
+		arch, err := planArch(f.model, env.stderr)
 		if err != nil {
 			return err
 		}
@@ -114,23 +115,29 @@ func (f *planFlags) validate() (int64, error) {
 	return budget, errors.Join(errs...)
 }
 
-// planArch reads the model's shape: a name memplan knows, or the
-// config.json beside a model file (or inside a directory), whose
-// architecture (memplan.ParseConfig: Qwen3, Qwen2, Llama, Mistral) says
-// what parameters it has.
-func planArch(m string) (memplan.Arch, error) {
-	if a, ok := memplan.Named(m); ok {
-		return a, nil
-	}
-	path := m
-	if st, err := os.Stat(m); err == nil && st.IsDir() {
-		path = filepath.Join(m, model.ConfigFile)
-	} else if err == nil {
-		path = filepath.Join(filepath.Dir(m), model.ConfigFile)
-	} else {
+// planArch reads the model's shape: the config.json beside a model
+// file (or inside a directory), whose architecture (memplan.ParseConfig:
+// Qwen3, Qwen2, Llama, Mistral) says what parameters it has, or a name
+// memplan knows. A directory is read even where its name is a release's
+// too (a qwen3-4b/ that an export or init-model made: the model the user
+// has, as every other command's --model reads it), with a note to warn.
+func planArch(m string, warn io.Writer) (memplan.Arch, error) {
+	named, isName := memplan.Named(m)
+	st, err := os.Stat(m)
+	switch {
+	case isName && (err != nil || !st.IsDir()):
+		return named, nil
+	case err != nil:
 		// Neither a name nor a path that is there: a bad value of the
 		// flag, as another command's --model that is not there is.
 		return memplan.Arch{}, usageError{fmt.Errorf("--model %q: not one of %s, and %w", m, strings.Join(memplan.Names(), ", "), err)}
+	}
+	path := filepath.Join(filepath.Dir(m), model.ConfigFile)
+	if st.IsDir() {
+		path = filepath.Join(m, model.ConfigFile)
+	}
+	if isName {
+		fmt.Fprintf(warn, "spiral: note: --model %s: planning the model at %s (%s), which exists, not the %s release of that name (run from a directory without %s to plan the release)\n", m, m, path, m, m)
 	}
 	a, err := memplan.LoadConfig(path)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spiral-rl/spiral/model/memplan"
 	"github.com/stretchr/testify/require"
 )
 
@@ -356,8 +357,49 @@ func TestPlanSmallCounts(t *testing.T) {
 // another command's --model that is not there is: it exited 1.
 func TestPlanArchUnknownModel(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "qwen3-5b")
-	_, err := planArch(missing)
+	_, err := planArch(missing, io.Discard)
 	var ue usageError
 	require.ErrorAs(t, err, &ue)
 	require.EqualError(t, err, `--model "`+missing+`": not one of qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, and stat `+missing+`: no such file or directory`)
+}
+
+// TestPlanPathNamedAsRelease: a --model that is both a release's name
+// and a directory here (the qwen3-4b/ an export or init-model made)
+// plans the model in it, with a note saying so (a file of that name,
+// no model directory, leaves the release planned); the directory was
+// ignored and the release planned (params 4,022,468,096 here, not the
+// folder's 2-layer model's 1,384), as though the folder were not there.
+func TestPlanPathNamedAsRelease(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	const config = `{"model_type": "qwen3", "num_hidden_layers": 2, "hidden_size": 8, "intermediate_size": 16, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4, "vocab_size": 10, "tie_word_embeddings": true}`
+	for _, tc := range []struct {
+		name, model, note string
+	}{
+		{"a path", "qwen3-4b", "spiral: note: --model qwen3-4b: planning the model at qwen3-4b (qwen3-4b/config.json), which exists, not the qwen3-4b release of that name (run from a directory without qwen3-4b to plan the release)\n"},
+		{"a name only", "qwen3-1.7b", ""},
+		{"a file of the name", "qwen3-0.6b", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, os.MkdirAll("qwen3-4b", 0o777))
+			require.NoError(t, os.WriteFile(filepath.Join("qwen3-4b", "config.json"), []byte(config), 0o666))
+			require.NoError(t, os.WriteFile("qwen3-0.6b", []byte("a log"), 0o666))
+			var stdout, stderr bytes.Buffer
+			args := []string{"plan", "--model", tc.model, "--device-memory", "80GB", "--tokens", "64", "--json"}
+			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+			require.Equal(t, tc.note, stderr.String())
+			var rep struct {
+				Params int64 `json:"params"`
+			}
+			require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+			want, ok := memplan.Named(tc.model)
+			if tc.note != "" {
+				a, err := memplan.LoadConfig(filepath.Join("qwen3-4b", "config.json"))
+				require.NoError(t, err)
+				want, ok = a, true
+			}
+			require.True(t, ok)
+			require.Equal(t, want.Params(), rep.Params)
+		})
+	}
 }
