@@ -205,6 +205,15 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		return err
 	}
 	defer func() { err = lock.release(err) }()
+	// An sft run killed within or after its model's commit left its
+	// checkpoints and sft.jsonl.partial (the committed sft.jsonl's very
+	// file) to the next sft there: they go first, as sft and tensorboard
+	// remove them, rather than refusing the run for the finished sft's
+	// checkpoints, or, with --fresh, leaving the partial log, which made
+	// the next sft or tensorboard there remove this run's checkpoints.
+	if err := rl.FinishCommittedSFT(f.run.Dir); err != nil {
+		return fmt.Errorf("--out %s: %w", f.run.Dir, err)
+	}
 	modelID, err := model.SourceID(sess.onnx)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/model/checkpoint"
+	"github.com/spiral-rl/spiral/model/params"
+	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
 
@@ -106,6 +110,55 @@ func TestCompareTrainFinalRSA(t *testing.T) {
 				&cliEnv{stdout: io.Discard, stderr: &stderr})
 			require.Equal(t, tc.code, code, stderr.String())
 			require.Equal(t, tc.want, stderr.String())
+		})
+	}
+}
+
+// TestTrainFinishesAKilledSFTCommit: train into the --out of an sft run
+// killed after its commit (sft.jsonl the very file of sft.jsonl.partial,
+// the run's checkpoints and the replaced run's events set aside in
+// tensorboard-finished/ not removed yet) finishes that run's removals
+// first, as sft and tensorboard do there, and trains: it was refused
+// ("holds checkpoints of spiral sft, not of train: use another --out, or
+// --fresh", exit 1), and with --fresh moved the finished run's
+// checkpoints aside and trained beside its sft.jsonl.partial, whose
+// removal the next sft or tensorboard there then finished by removing
+// the checkpoints, the train run's.
+func TestTrainFinishesAKilledSFTCommit(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	for _, fresh := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fresh=%v", fresh), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			log := filepath.Join(dir, rl.SFTLogFile)
+			require.NoError(t, os.MkdirAll(dir, 0o755))
+			require.NoError(t, os.WriteFile(log+rl.PartialSuffix, []byte(`{"step":1,"loss":0.5,"seconds":1}`+"\n"), 0o644))
+			require.NoError(t, os.Link(log+rl.PartialSuffix, log))
+			w, err := params.NewStore([]params.Spec{{Name: "a", Shape: []int64{2}}})
+			require.NoError(t, err)
+			settings, err := json.Marshal(rl.SFTSettings{Model: "m", ModelID: "id-m", SFT: &rl.SFTConfig{Batch: 2}})
+			require.NoError(t, err)
+			_, err = checkpoint.Save(filepath.Join(dir, rl.CheckpointsDir), w, nil, checkpoint.State{Step: 3, Config: settings}, checkpoint.Options{})
+			require.NoError(t, err)
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, rl.SFTFinishedTensorBoardDir), 0o755))
+
+			args := []string{"train", "--steps", "1", "--problems", "1", "--n1", "3", "--k", "2", "--n", "2", "--n2", "2",
+				"--eval-every", "0", "--final-rsa-steps", "0", "--max-new-tokens", "8", "--quiet", "--threads", "1", "--out", dir}
+			if fresh {
+				args = append(args, "--fresh")
+			}
+			var stderr bytes.Buffer
+			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			require.NoFileExists(t, log+rl.PartialSuffix)
+			require.NoDirExists(t, filepath.Join(dir, rl.SFTFinishedTensorBoardDir))
+			require.NoDirExists(t, filepath.Join(dir, rl.CheckpointsDir, "ckpt-000003"))
+			require.DirExists(t, filepath.Join(dir, rl.CheckpointsDir, "ckpt-000001"))
+			require.FileExists(t, log)
+			matches, err := filepath.Glob(filepath.Join(dir, "previous-*"))
+			require.NoError(t, err)
+			require.Empty(t, matches, "nothing of the finished sft run is left to move aside")
+			// The run's checkpoints stay when its logs are converted.
+			require.Zero(t, run(context.Background(), []string{"tensorboard", dir}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			require.DirExists(t, filepath.Join(dir, rl.CheckpointsDir, "ckpt-000001"))
 		})
 	}
 }
