@@ -186,3 +186,33 @@ func TestOutDanglingSymlink(t *testing.T) {
 		})
 	}
 }
+
+// TestDataFileNamed: a --data or --eval-data that cannot be read (here
+// not JSON; one absent or a directory is a usage error of its own,
+// TestMalformedInputs) is named by its flag: train and eval said
+// "data: X: ...", which does not say which of --data and --eval-data
+// named X.
+func TestDataFileNamed(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	good := filepath.Join(dir, "good.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte("not json\n"), 0o644))
+	require.NoError(t, os.WriteFile(good, []byte(`{"problem": "Solve x+1=2.", "answer": "1"}`+"\n"), 0o644))
+	for _, tc := range []struct {
+		args         []string
+		prefix, tail string
+	}{
+		{[]string{"eval", "--data", bad}, "spiral eval: --data: data: " + bad, "\n"},
+		{[]string{"train", "--data", bad}, "spiral train: --data: data: " + bad, "\n"},
+		{[]string{"train", "--data", good, "--problems", "1", "--eval-data", bad}, "spiral train: --eval-data: data: " + bad, "\n"},
+		{[]string{"train", "--data", good, "--problems", "1", "--eval-data", bad, "--id-field", "-"}, "spiral train: --eval-data: data: " + bad,
+			" (it is read with the --problem-field, --answer-field, --id-field and --format given for --data)\n"},
+	} {
+		var stderr bytes.Buffer
+		args := append(tc.args, "--out", filepath.Join(t.TempDir(), "out"), "--quiet", "--threads", "1")
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitFailure, code, "%q: %s", tc.args, stderr.String())
+		require.True(t, strings.HasPrefix(stderr.String(), tc.prefix) && strings.HasSuffix(stderr.String(), tc.tail), "%q: %s", tc.args, stderr.String())
+	}
+}

@@ -111,14 +111,14 @@ func checkAggregateTemplate(tmpl templateSet, f templateFlags, sizes ...subsetSi
 // loadProblems loads the problem file that flag names and reports the
 // rows it skipped on warn, one line each (the first maxReported of them,
 // then a count). A path that is not there, or is a directory, is a usage
-// error naming the flag.
+// error naming the flag; its other errors name flag too.
 func loadProblems(flag, path string, opt data.LoadOptions, warn io.Writer) (*data.Dataset, error) {
 	if err := inputFile(flag, path, "a data file (JSONL, JSON or Parquet)"); err != nil {
 		return nil, err
 	}
 	ds, err := data.Load(path, opt)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	reportSkipped(warn, ds.Skipped())
 	return ds, nil

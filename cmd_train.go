@@ -92,7 +92,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		if err != nil {
 			var ue usageError // a path that is no file: said with its flag
 			if f.df.opt != (data.LoadOptions{}) && !errors.As(err, &ue) {
-				return fmt.Errorf("--eval-data: %w (it is read with the --problem-field, --answer-field, --id-field and --format given for --data)", err)
+				return fmt.Errorf("%w (it is read with the --problem-field, --answer-field, --id-field and --format given for --data)", err)
 			}
 			return err
 		}
