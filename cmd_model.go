@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -238,6 +239,9 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 			dir = filepath.Join(filepath.Dir(r.onnx), "artifacts")
 		}
 		arts.Waiting = env.stderr
+		if st, err := os.Stat(dir); err == nil && !st.IsDir() && *out != "" {
+			return usageError{fmt.Errorf("--out %s is a file: want the directory to write the graphs in, such as %s", dir, filepath.Join(filepath.Dir(dir), "artifacts"))}
+		}
 		if err := refuseBrokenLink("--out", dir, dir); err != nil {
 			return err
 		}

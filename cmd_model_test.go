@@ -123,3 +123,17 @@ func TestInitModelReplacesAnotherModelWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestArtifactsOutIsAFile: an artifacts --out that is a file is a usage
+// error naming the flag; it said "model: artifacts: mkdir F: not a
+// directory" (exit 1), naming no flag.
+func TestArtifactsOutIsAFile(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	file := filepath.Join(dir, "graphs")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"artifacts", "--out", file}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral artifacts: --out "+file+" is a file: want the directory to write the graphs in, such as "+filepath.Join(dir, "artifacts")+"\n", stderr.String())
+}
