@@ -581,6 +581,9 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	f.mf.register(fs)
 	f.df.register(fs)
 	f.sf.register(fs)
+	// Training refuses greedy sampling (validate): sampling's "0 =
+	// greedy" would offer it.
+	fs.Lookup("temperature").Usage = "sampling temperature, > 0 (0, greedy, trains nothing: every trace of a problem alike)"
 	f.reward.register(fs)
 	f.params.register(fs)
 	f.tmpl.register(fs)

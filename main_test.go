@@ -2364,3 +2364,20 @@ func TestSelectionMatchingNothingOnRerun(t *testing.T) {
 		}
 	}
 }
+
+// TestTemperatureHelp: --temperature's help says what each command takes:
+// train's said "(0 = greedy)", the sampling commands' help, though train
+// refuses 0 (every trace of a problem alike, nothing trains).
+func TestTemperatureHelp(t *testing.T) {
+	for _, tc := range []struct{ cmd, want string }{
+		{"train", "sampling temperature, > 0 (0, greedy, trains nothing: every trace of a problem alike) (default 1)"},
+		{"eval", "sampling temperature (0 = greedy) (default 1)"},
+		{"generate", "sampling temperature (0 = greedy) (default 1)"},
+	} {
+		var stdout bytes.Buffer
+		require.Zero(t, run(context.Background(), []string{tc.cmd, "--help"}, &cliEnv{stdout: &stdout, stderr: io.Discard}))
+		line := regexp.MustCompile(`(?m)^\s+--temperature float\s+(.*)$`).FindStringSubmatch(stdout.String())
+		require.NotNil(t, line, stdout.String())
+		require.Equal(t, tc.want, line[1], tc.cmd)
+	}
+}
