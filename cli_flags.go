@@ -108,9 +108,11 @@ type runtimeFlags struct {
 	cudaOptions   map[string]string
 	sharedArena   string
 	arena         model.ArenaSharing // sharedArena parsed by validate
+	changed       func(name string) bool
 }
 
 func (f *runtimeFlags) register(fs *pflag.FlagSet) {
+	f.changed = fs.Changed
 	fs.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime shared library (default: $"+model.LibEnvVar+", then the location "+model.SetupCommand+" installs to)")
 	markPath(fs, "ort-lib", "the ONNX Runtime shared library (leave --ort-lib out for $"+model.LibEnvVar+", then "+model.SetupCommand+"'s)")
 	fs.StringVar(&f.device, "device", "cpu", "execution device: cpu, cuda, cuda:N, or auto (CUDA if it loads, else CPU with a warning)")
@@ -158,6 +160,23 @@ func (f *runtimeFlags) validate() error {
 	errs = append(errs, countsAtMost(count{"--threads", f.threads, 0}))
 	if f.deterministic && f.threads > 1 {
 		errs = append(errs, fmt.Errorf("--deterministic runs one thread; --threads %d contradicts it", f.threads))
+	}
+	return errors.Join(errs...)
+}
+
+// validateEngine refuses, with --engine openai in a command that runs no
+// model here (eval, generate: train still trains it here), the ONNX
+// Runtime flags given, which nothing would read, as the local sampler's
+// are (samplingFlags.validateEngine).
+func (f *runtimeFlags) validateEngine(engine string) error {
+	if engine != "openai" {
+		return nil
+	}
+	var errs []error
+	for _, name := range []string{"ort-lib", "device", "threads", "deterministic", "cuda-option", "shared-arena"} {
+		if f.changed(name) {
+			errs = append(errs, fmt.Errorf("--%s is for the local engine; --engine openai runs no model here and would ignore it", name))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -909,7 +928,7 @@ func checkRequests(n int, things string, draws int, flag string) error {
 }
 
 func (f *evalFlags) validate() error {
-	errs := []error{f.rf.validate(), f.sf.validate(), f.df.opt.Validate(), countedOrNone("--limit", f.limit), f.engine.validate(), f.sf.validateEngine(f.engine.engine),
+	errs := []error{f.rf.validate(), f.sf.validate(), f.df.opt.Validate(), countedOrNone("--limit", f.limit), f.engine.validate(), f.sf.validateEngine(f.engine.engine), f.rf.validateEngine(f.engine.engine),
 		// Every mode's counts, those --mode ignores included (a bad value
 		// is a mistake either way); their lower bounds are the mode's.
 		countsAtMost(count{"--samples", f.samples, 1}, count{"--population", f.rsa.Population, 1}, count{"--subset", f.rsa.SubsetSize, 1},
@@ -1037,7 +1056,7 @@ func (f *generateFlags) register(fs *pflag.FlagSet) {
 }
 
 func (f *generateFlags) validate() error {
-	errs := []error{f.rf.validate(), f.sf.validate(), counted("--n", f.n), f.engine.validate(), f.sf.validateEngine(f.engine.engine)}
+	errs := []error{f.rf.validate(), f.sf.validate(), counted("--n", f.n), f.engine.validate(), f.sf.validateEngine(f.engine.engine), f.rf.validateEngine(f.engine.engine)}
 	if f.engine.engine == "openai" && f.ckpt != "" {
 		errs = append(errs, errEngineCheckpoint)
 	}

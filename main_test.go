@@ -557,6 +557,15 @@ func TestLocalFlagsOfEngine(t *testing.T) {
 		// passed in silence).
 		{[]string{"eval"}, []string{"--gen-batch", "64"}, "--gen-batch is for the local engine"},
 		{[]string{"eval"}, []string{"--gen-call-mib", "512"}, "--gen-call-mib is for the local engine"},
+		// ONNX Runtime's flags, where no model runs here (eval, generate),
+		// were ignored in silence: --deterministic promised bit-identical
+		// results that the engine's sampling does not give.
+		{[]string{"eval"}, []string{"--deterministic"}, "--deterministic is for the local engine; --engine openai runs no model here and would ignore it"},
+		{[]string{"eval"}, []string{"--device", "cuda"}, "--device is for the local engine; --engine openai runs no model here and would ignore it"},
+		{[]string{"eval"}, []string{"--threads", "2"}, "--threads is for the local engine"},
+		{[]string{"eval"}, []string{"--shared-arena=false"}, "--shared-arena is for the local engine"},
+		{[]string{"generate"}, []string{"--ort-lib", "/x.so"}, "--ort-lib is for the local engine"},
+		{[]string{"generate"}, []string{"--device", "cuda", "--cuda-option", "gpu_mem_limit=1"}, "--cuda-option is for the local engine"},
 	} {
 		var stderr bytes.Buffer
 		args := append(append(append([]string{}, tc.cmd...), openai...), tc.args...)

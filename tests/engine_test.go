@@ -451,10 +451,12 @@ func TestEngineFailures(t *testing.T) {
 			defer hs.Close()
 			args := []string{"eval", "--limit", "1", "--samples", "1", "--out", filepath.Join(t.TempDir(), "eval")}
 			if tc.train {
-				args = []string{"train", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "2", "--n", "1", "--n2", "2",
+				// Training runs the model here (--threads); eval on an
+				// engine runs none, and refuses ONNX Runtime's flags.
+				args = []string{"train", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "2", "--n", "1", "--n2", "2", "--threads", "1",
 					"--out", filepath.Join(t.TempDir(), "run"), "--engine-sync", "sglang", "--sync-dir", filepath.Join(t.TempDir(), "sync")}
 			}
-			args = append(append(args, "--quiet", "--threads", "1", "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "m"), tc.args...)
+			args = append(append(args, "--quiet", "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "m"), tc.args...)
 			start := time.Now()
 			r := spiral(t, nil, args...)
 			took := time.Since(start)
