@@ -127,12 +127,16 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 	}
 }
 
-// checkRunDir refuses a --run (given as arg) whose dir is a file, such as
-// an eval report, or a directory without a metrics.jsonl, such as an
-// eval's --out: not a training run's directory. A path that cannot be
-// read is left to rl.ReadRunCurves, which names it.
+// checkRunDir refuses a --run (given as arg) whose dir does not exist,
+// is a file, such as an eval report, or is a directory without a
+// metrics.jsonl, such as an eval's --out: not a training run's
+// directory. A path that cannot be read otherwise is left to
+// rl.ReadRunCurves, which names it.
 func checkRunDir(arg, dir string) error {
 	st, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("--run %s: %s does not exist: want a training run's directory (train's --out)", arg, dir)
+	}
 	if err != nil {
 		return nil
 	}

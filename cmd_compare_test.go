@@ -259,8 +259,11 @@ func TestReportModeOfADirectory(t *testing.T) {
 
 // TestCompareRunNotARunDirectory: a --run that names a file (an eval
 // report, or the run's metrics.jsonl) or a directory without a
-// metrics.jsonl (an eval's --out) says what --run wants; it said "rl: run
-// e/passk.json: open e/passk.json/metrics.jsonl: not a directory".
+// metrics.jsonl (an eval's --out), or that does not exist, says what
+// --run wants; it said "rl: run e/passk.json: open
+// e/passk.json/metrics.jsonl: not a directory", and of a directory that
+// does not exist "rl: run D: open D/metrics.jsonl: no such file or
+// directory", naming no --run.
 func TestCompareRunNotARunDirectory(t *testing.T) {
 	dir := t.TempDir()
 	rep := twoPassKReports(t, dir)[0]
@@ -272,6 +275,7 @@ func TestCompareRunNotARunDirectory(t *testing.T) {
 	}{
 		{"a file", "a=" + rep, exitUsage, fmt.Sprintf("spiral compare: --run a=%s: %s is a file: want a training run's directory (train's --out, holding metrics.jsonl); an eval report is given as an argument\n", rep, rep)},
 		{"no metrics.jsonl", "a=" + evalOut, exitFailure, fmt.Sprintf("spiral compare: --run a=%s: %s holds no metrics.jsonl: want a training run's directory (train's --out)\n", evalOut, evalOut)},
+		{"absent", "a=" + filepath.Join(dir, "absent"), exitFailure, fmt.Sprintf("spiral compare: --run a=%s: %s does not exist: want a training run's directory (train's --out)\n", filepath.Join(dir, "absent"), filepath.Join(dir, "absent"))},
 	} {
 		var stderr bytes.Buffer
 		code := run(context.Background(), []string{"compare", "--run", tc.arg}, &cliEnv{stdout: io.Discard, stderr: &stderr})
