@@ -195,7 +195,11 @@ func (r resolvedModel) loadTokenizer() (*tokenizer.Tokenizer, error) {
 	} else if _, err := os.Stat(r.tokenizer); err != nil {
 		return nil, fmt.Errorf("no tokenizer: %s does not exist (pass --tokenizer)", r.tokenizer)
 	}
-	return tokenizer.Load(r.tokenizer)
+	tok, err := tokenizer.Load(r.tokenizer)
+	if err != nil && r.tokenizerGiven {
+		return nil, fmt.Errorf("--tokenizer: %w", err)
+	}
+	return tok, err
 }
 
 // loadPromptTokenizer is loadTokenizer for a command that renders

@@ -106,3 +106,22 @@ func TestChatTemplateBOSWarning(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenizerFlagNamed: a --tokenizer that cannot be loaded (a
+// directory without tokenizer.json, a file that is not a tokenizer) is
+// named by its flag, as one that does not exist is; it said only
+// "tokenizer: load ...".
+func TestTokenizerFlagNamed(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	empty, bad := t.TempDir(), filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte("{"), 0o644))
+	for _, tc := range []struct{ path, want string }{
+		{empty, "spiral generate: --tokenizer: tokenizer: load \"" + filepath.Join(empty, "tokenizer.json") + "\": open " + filepath.Join(empty, "tokenizer.json") + ": no such file or directory\n"},
+		{bad, "spiral generate: --tokenizer: tokenizer: load \"" + bad + "\": "},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"generate", "--tokenizer", tc.path, "--threads", "1", "1+1="}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitFailure, code, stderr.String())
+		require.True(t, strings.HasPrefix(stderr.String(), tc.want), stderr.String())
+	}
+}
