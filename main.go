@@ -118,14 +118,14 @@ func main() {
 
 // run dispatches args to a command and returns the process exit status.
 func run(ctx context.Context, args []string, env *cliEnv) int {
-	name := "train"
+	name, implicit := "train", true
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
+		name, args, implicit = args[0], args[1:], false
 	} else if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 		printTopUsage(env.stdout)
 		return 0
 	} else if len(args) > 0 && args[0] == "--version" {
-		name, args = "version", args[1:] // as most tools take it
+		name, args, implicit = "version", args[1:], false // as most tools take it
 	}
 	if name == "help" {
 		// spiral help, spiral help help and spiral help --help: the
@@ -163,6 +163,12 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 			return 0
 		}
 		fmt.Fprintf(env.stderr, "spiral %s: %v (run 'spiral %s --help')\n", cmd.name, err, cmd.name)
+		return exitUsage
+	}
+	if rest := fs.Args(); implicit && len(rest) > 0 && slices.ContainsFunc(commands(), func(c command) bool { return c.name == rest[0] }) {
+		// `spiral --quiet eval`: flags before a command are train's, and
+		// the command train's argument ("unexpected arguments").
+		fmt.Fprintf(env.stderr, "spiral: %s is a command, given after flags: give it first (spiral %s [flags]); flags with no command before them are train's\n", rest[0], rest[0])
 		return exitUsage
 	}
 	if err := checkDetachedValues(fs, args); err != nil {

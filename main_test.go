@@ -2390,3 +2390,24 @@ func TestTemperatureHelp(t *testing.T) {
 		require.Equal(t, tc.want, line[1], tc.cmd)
 	}
 }
+
+// TestCommandAfterFlags: a command given after flags (`spiral --quiet
+// eval`) is a usage error saying to give it first; it read as train with
+// the argument "eval": "spiral train: unexpected arguments ["eval"]".
+func TestCommandAfterFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--quiet", "eval"}, "spiral: eval is a command, given after flags: give it first (spiral eval [flags]); flags with no command before them are train's\n"},
+		{[]string{"--steps=2", "plot", "a.json"}, "spiral: plot is a command, given after flags: give it first (spiral plot [flags]); flags with no command before them are train's\n"},
+		{[]string{"--quiet", "nosuch"}, "spiral train: unexpected arguments [\"nosuch\"]\n"},
+		{[]string{"train", "--quiet", "eval"}, "spiral train: unexpected arguments [\"eval\"]\n"},
+		{[]string{"--version", "eval"}, "spiral version: unexpected arguments [\"eval\"]\n"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q", tc.args)
+		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
+	}
+}
