@@ -381,7 +381,10 @@ func parseByteSize(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || !(v > 0) || v*mult > 1<<62 {
+	if err == nil && v*mult > 1<<62 {
+		return 0, fmt.Errorf("%q is past 2^62 bytes (4 EiB): want a size such as 80GB, 24GiB or 512MiB", s)
+	}
+	if err != nil || !(v > 0) {
 		return 0, fmt.Errorf("%q: want a positive size such as 80GB, 24GiB or 512MiB", s)
 	}
 	if v*mult < 1 {

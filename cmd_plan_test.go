@@ -403,3 +403,21 @@ func TestPlanPathNamedAsRelease(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanDeviceMemoryRange: a --device-memory too large is refused
+// saying so; it said "want a positive size" of "1e30GB", which is one.
+func TestPlanDeviceMemoryRange(t *testing.T) {
+	for _, tc := range []struct{ size, want string }{
+		{"1e30GB", `--device-memory: "1e30GB" is past 2^62 bytes (4 EiB): want a size such as 80GB, 24GiB or 512MiB`},
+		{"99999999999999999999GiB", `--device-memory: "99999999999999999999GiB" is past 2^62 bytes (4 EiB): want a size such as 80GB, 24GiB or 512MiB`},
+		{"Inf", `--device-memory: "Inf" is past 2^62 bytes (4 EiB): want a size such as 80GB, 24GiB or 512MiB`},
+		{"-5GB", `--device-memory: "-5GB": want a positive size such as 80GB, 24GiB or 512MiB`},
+		{"NaN", `--device-memory: "NaN": want a positive size such as 80GB, 24GiB or 512MiB`},
+		{"lots", `--device-memory: "lots": want a positive size such as 80GB, 24GiB or 512MiB`},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"plan", "--model", "qwen3-0.6b", "--device-memory", tc.size}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, tc.size)
+		require.Equal(t, "spiral plan: "+tc.want+"\n", stderr.String(), tc.size)
+	}
+}
