@@ -103,7 +103,12 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 			return usageError{fmt.Errorf("--vocab %d: want >= 0", *vocab)}
 		}
 		if err := countsAtMost(count{"--layers", c.Layers, 1}, count{"--hidden", c.Hidden, 1}, count{"--heads", c.Heads, 1}, count{"--kv-heads", c.KVHeads, 1},
-			count{"--head-dim", c.HeadDim, 2}, count{"--intermediate", c.Intermediate, 1}, count{"--vocab", *vocab, 0}, count{"--max-positions", c.MaxPositions, 0}); err != nil {
+			count{"--head-dim", c.HeadDim, 2}, count{"--intermediate", c.Intermediate, 1}, count{"--vocab", *vocab, 0}, count{"--max-positions", c.MaxPositions, 1}); err != nil {
+			return usageError{err}
+		}
+		// config.json's 0 is "not given" (transformers' 32,768 is
+		// written), not a context to ask for.
+		if err := positive("--max-positions", c.MaxPositions); err != nil {
 			return usageError{err}
 		}
 		if err := c.Validate(); err != nil {

@@ -137,3 +137,18 @@ func TestArtifactsOutIsAFile(t *testing.T) {
 	require.Equal(t, exitUsage, code, stderr.String())
 	require.Equal(t, "spiral artifacts: --out "+file+" is a file: want the directory to write the graphs in, such as "+filepath.Join(dir, "artifacts")+"\n", stderr.String())
 }
+
+// TestInitModelMaxPositionsRange: --max-positions 0 is refused naming
+// the flag; it wrote max_position_embeddings 32768 (transformers'
+// default, which config.json's 0 stands for), neither the 0 asked for
+// nor the flag's documented default of 4096.
+func TestInitModelMaxPositionsRange(t *testing.T) {
+	for _, v := range []string{"0", "-1"} {
+		out := filepath.Join(t.TempDir(), "m")
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"init-model", "--out", out, "--max-positions", v}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, stderr.String())
+		require.Equal(t, "spiral init-model: --max-positions "+v+": want >= 1\n", stderr.String())
+		require.NoDirExists(t, out)
+	}
+}
