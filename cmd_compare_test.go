@@ -633,3 +633,18 @@ func TestSummaryMarkdownEscapesPipes(t *testing.T) {
 	require.Equal(t, "| model | pass@1 | efficiency of base\\|v2 over it |\n|---|---|---|\n"+
 		"| base\\|v2 | 0.500 | - |\n| spiral | - | up to 2.00x (k = 4) |\n", s.markdown())
 }
+
+// TestCompareFiguresWithoutOut: --figures without --out, where compare
+// prints its tables and writes no plot, is a usage error; the format
+// asked for was ignored in silence (exit 0, no figure).
+func TestCompareFiguresWithoutOut(t *testing.T) {
+	reps := twoPassKReports(t, t.TempDir())
+	var stderr bytes.Buffer
+	code := run(context.Background(), append([]string{"compare", "--figures", "svg"}, reps...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral compare: --figures svg is the format of the plots --out writes, and no --out is given (compare prints its tables only): give --out DIR\n", stderr.String())
+	// With --out it writes them.
+	out := filepath.Join(t.TempDir(), "cmp")
+	require.Zero(t, run(context.Background(), append([]string{"compare", "--figures", "svg", "--out", out}, reps...), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.FileExists(t, filepath.Join(out, "passk.svg"))
+}
