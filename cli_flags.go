@@ -135,6 +135,11 @@ func (f *runtimeFlags) options(warn io.Writer) model.RuntimeOptions {
 func (f *runtimeFlags) validate() error {
 	var errs []error
 	dev, _, err := model.ParseDevice(f.device)
+	if strings.TrimSpace(f.device) == "" {
+		// The library's "" is the CPU; the flag's default says cpu, so
+		// an empty one is given ("$DEV" unset), and a GPU run meant.
+		err = fmt.Errorf("%q: want cpu, cuda, cuda:N or auto", f.device)
+	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--device %w", err))
 	}

@@ -44,7 +44,9 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if *out == "" {
 			return usageError{errors.New("--out is required: the directory to write the model in" + usage)}
 		}
-		if *config != "" {
+		// An empty --config given ("$CFG" unset) is no release: it
+		// made the tiny model in silence.
+		if *config != "" || fs.Changed("config") {
 			a, ok := qwen3.Release(*config)
 			if !ok {
 				return usageError{fmt.Errorf("--config %q: want one of %s", *config, strings.Join(qwen3.Releases(), ", "))}

@@ -2411,3 +2411,22 @@ func TestCommandAfterFlags(t *testing.T) {
 		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
 	}
 }
+
+// TestEmptyChoiceRefused: an empty --device or init-model --config (a
+// script's unset variable) is refused with the values they take; they
+// ran on the CPU and made the tiny model, as though left out.
+func TestEmptyChoiceRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"version", "--device", ""}, `spiral version: --device "": want cpu, cuda, cuda:N or auto`},
+		{[]string{"eval", "--device", " "}, `spiral eval: --device " ": want cpu, cuda, cuda:N or auto`},
+		{[]string{"init-model", "--out", filepath.Join(t.TempDir(), "m"), "--config", ""}, `spiral init-model: --config "": want one of qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b`},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want+"\n", stderr.String(), "%q", tc.args)
+	}
+}
