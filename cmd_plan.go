@@ -99,7 +99,9 @@ func (f *planFlags) validate() (int64, error) {
 	_, err := parseSelection(f.train, f.freeze)
 	errs = append(errs, err, loraSelection(f.loraRank, f.train, f.freeze))
 	var budget int64
-	if f.device != "" {
+	// An empty one given ("$MEM" unset) is no size: it planned for this
+	// machine in silence.
+	if f.device != "" || f.changed("device-memory") {
 		b, err := parseByteSize(f.device)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--device-memory: %w", err))

@@ -414,6 +414,8 @@ func TestPlanDeviceMemoryRange(t *testing.T) {
 		{"-5GB", `--device-memory: "-5GB": want a positive size such as 80GB, 24GiB or 512MiB`},
 		{"NaN", `--device-memory: "NaN": want a positive size such as 80GB, 24GiB or 512MiB`},
 		{"lots", `--device-memory: "lots": want a positive size such as 80GB, 24GiB or 512MiB`},
+		// It planned for this machine's memory, as though left out.
+		{"", `--device-memory: "": want a positive size such as 80GB, 24GiB or 512MiB`},
 	} {
 		var stderr bytes.Buffer
 		code := run(context.Background(), []string{"plan", "--model", "qwen3-0.6b", "--device-memory", tc.size}, &cliEnv{stdout: io.Discard, stderr: &stderr})
