@@ -58,6 +58,14 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		case *ckpt == "" && *format != "hf":
 			return usageError{fmt.Errorf("--format %s needs --checkpoint: the checkpoint (or run directory) whose weights it writes; only --format hf converts the model as it is without one"+usage, *format)}
 		}
+		// A checkpoint's directory, the one --checkpoint reads say: hf
+		// would write its model.safetensors over the checkpoint's, peft
+		// with --overwrite remove it as another model's, and the run's
+		// --keep removes the directory, export and all.
+		dir := exportDir(*format, *out)
+		if _, err := os.Stat(filepath.Join(dir, checkpoint.StateFile)); err == nil {
+			return usageError{fmt.Errorf("--out %s: %s is a checkpoint directory (it holds %s): the export would replace or remove the checkpoint's files, and its run's --keep removes the directory with the export; give another --out", *out, dir, checkpoint.StateFile)}
+		}
 		// Refused before any work: the model would be written whole to a
 		// temporary file beside the directory, then fail to take its name.
 		if st, err := os.Stat(*out); err == nil && st.IsDir() && *format == "onnx" {
@@ -92,10 +100,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		// The directory the files go to, and its parents, are made for
 		// them: an export that fails or is interrupted removes those it
 		// made again when they hold nothing.
-		outDir := *out
-		if *format == "onnx" {
-			outDir = filepath.Dir(*out)
-		}
+		outDir := exportDir(*format, *out)
 		if err := refuseBrokenLink("--out", *out, outDir); err != nil {
 			return err
 		}
@@ -292,6 +297,15 @@ func baseModelName(base string) (string, error) {
 		return "", fmt.Errorf("--base-model %s: %w", base, err)
 	}
 	return abs, nil
+}
+
+// exportDir is the directory an export of format to out writes in: out's
+// for onnx, whose out is the .onnx file, out itself for hf and peft.
+func exportDir(format, out string) string {
+	if format == "onnx" {
+		return filepath.Dir(out)
+	}
+	return out
 }
 
 // exportForeignFiles returns the names of the model files in dir, the

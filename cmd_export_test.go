@@ -189,3 +189,44 @@ func TestBaseModelName(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(dir, "runs", "hf"), got)
 }
+
+// TestExportRefusesCheckpointDirectory: an export into a checkpoint's
+// directory is refused, --overwrite or not: hf into the --checkpoint it
+// exports ("--out CKPT") was refused only for the checkpoint's
+// optimizer.safetensors, "another model's", and with --overwrite it wrote
+// its model.safetensors over the checkpoint's and removed the optimizer
+// file, so that eval --checkpoint CKPT then failed ("model.safetensors:
+// 608528 bytes, state.json records 608576"); and the run's --keep
+// removes such a directory, export and all.
+func TestExportRefusesCheckpointDirectory(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	runDir := filepath.Join(t.TempDir(), "run")
+	trainTinyLoRA(t, runDir)
+	ckpts, err := filepath.Glob(filepath.Join(runDir, "checkpoints", "ckpt-*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, ckpts)
+	ckpt := ckpts[len(ckpts)-1]
+	before, err := os.ReadDir(ckpt)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		format, out string
+	}{
+		{"hf", ckpt},
+		{"peft", ckpt},
+		{"onnx", filepath.Join(ckpt, "model.onnx")},
+	} {
+		for _, overwrite := range []bool{false, true} {
+			args := []string{"export", "--format", tc.format, "--checkpoint", ckpt, "--out", tc.out}
+			if overwrite {
+				args = append(args, "--overwrite")
+			}
+			var stderr bytes.Buffer
+			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+			require.Equal(t, "spiral export: --out "+tc.out+": "+ckpt+" is a checkpoint directory (it holds state.json): the export would replace or remove the checkpoint's files, and its run's --keep removes the directory with the export; give another --out\n", stderr.String())
+			after, err := os.ReadDir(ckpt)
+			require.NoError(t, err)
+			require.Equal(t, len(before), len(after), "%q", args)
+		}
+	}
+}
