@@ -574,6 +574,13 @@ func loadCheckpoint(ckpt, src string, warn io.Writer, load func(path string, st 
 		return load(path, st)
 	})
 	rl.WarnSkippedCheckpoints(warn, skipped)
+	if errors.Is(err, checkpoint.ErrNoCheckpoint) && !isDir(filepath.Join(ckpt, rl.CheckpointsDir)) {
+		if _, serr := os.Stat(filepath.Join(ckpt, "model.onnx")); serr == nil {
+			// A model's directory (a finished sft's --out, an export's),
+			// as noONNXError names a checkpoint given as --model.
+			return "", usageError{fmt.Errorf("--checkpoint %s holds a model (model.onnx), not checkpoints: give it as --model (a finished sft's --out is a model directory; its checkpoints are removed once the model is written)", ckpt)}
+		}
+	}
 	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
 		// Pick's "checkpoint: no checkpoint in DIR (want ...)": the flag
 		// in place of the package.

@@ -125,3 +125,27 @@ func TestTokenizerFlagNamed(t *testing.T) {
 		require.True(t, strings.HasPrefix(stderr.String(), tc.want), stderr.String())
 	}
 }
+
+// TestCheckpointIsAModelDirectory: a --checkpoint that is a model's
+// directory (a finished sft's --out: model.onnx, no checkpoints) is a
+// usage error saying to give it as --model; it said "no checkpoint in
+// DIR (want a checkpoint directory or a run's checkpoints/ directory)"
+// (exit 1), as of an empty directory.
+func TestCheckpointIsAModelDirectory(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir, empty := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.onnx"), []byte("x"), 0o644))
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"generate", "--checkpoint", dir, "hi"}, exitUsage, "spiral generate: --checkpoint " + dir + " holds a model (model.onnx), not checkpoints: give it as --model (a finished sft's --out is a model directory; its checkpoints are removed once the model is written)\n"},
+		{[]string{"generate", "--checkpoint", empty, "hi"}, exitFailure, "spiral generate: --checkpoint " + empty + ": no checkpoint in " + empty + " (want a checkpoint directory or a run's checkpoints/ directory)\n"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), append(tc.args, "--threads", "1"), &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, tc.code, code, stderr.String())
+		require.Equal(t, tc.want, stderr.String())
+	}
+}
