@@ -88,6 +88,10 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	if err := rl.FinishCommittedSFT(f.out); err != nil {
 		return fmt.Errorf("--out %s: %w", f.out, err)
 	}
+	// The stage of a run killed before its commit began can hold a
+	// whole model: it goes now, not at this run's own stage, after its
+	// training.
+	atomicfile.RemoveAbandonedStages(f.out)
 	if err := refuseOverwrite(f.out, f.overwrite); err != nil {
 		return err
 	}

@@ -509,3 +509,22 @@ func TestSFTOverwriteKilledAsItStarts(t *testing.T) {
 		requireWholeSFTRun(t, out, true)
 	}
 }
+
+// TestSFTRemovesAbandonedStageAtStart: the stage an sft killed while it
+// wrote its model left (unlocked, a minute old) goes as the rerun starts,
+// before its training (killed here at its first checkpoint), not at the
+// rerun's own stage after it: it can hold a whole model.
+func TestSFTRemovesAbandonedStageAtStart(t *testing.T) {
+	requireRuntime(t)
+	out := filepath.Join(t.TempDir(), "sft")
+	stage := filepath.Join(out, ".stage-123456")
+	require.NoError(t, os.MkdirAll(stage, 0o777))
+	require.NoError(t, os.WriteFile(filepath.Join(stage, "model.onnx_data"), make([]byte, 1<<20), 0o666))
+	old := time.Now().Add(-2 * time.Minute)
+	require.NoError(t, os.Chtimes(stage, old, old))
+	ckpts := filepath.Join(out, "checkpoints")
+	stderr, killed := killAfter(t, func() bool { _, err := os.Stat(ckpts); return err == nil }, 0, 5*time.Minute,
+		"sft", "--out", out, "--steps", "100", "--batch", "2", "--eval-problems", "2", "--threads", "1", "--checkpoint-every", "1", "--quiet")
+	require.True(t, killed, "ended before its first checkpoint was seen: %s", stderr)
+	require.NoDirExists(t, stage, "the abandoned stage, once the rerun trains")
+}

@@ -62,7 +62,7 @@ func NewStage(dir string) (*Stage, error) {
 	if err := FinishKilled(dir); err != nil {
 		return nil, err
 	}
-	removeAbandoned(dir, stagePrefix)
+	RemoveAbandonedStages(dir)
 	tmp, err := os.MkdirTemp(dir, stagePrefix+"*")
 	if err != nil {
 		return nil, err
@@ -74,6 +74,17 @@ func NewStage(dir string) (*Stage, error) {
 	}
 	lockExclusive(lock)
 	return &Stage{dir: dir, tmp: tmp, lock: lock}, nil
+}
+
+// RemoveAbandonedStages removes the stages in dir that killed processes
+// left before their commits began (removeAbandoned: unlocked and a
+// minute old), as NewStage does first. A command that makes its stage
+// only after long work (sft trains first) calls it as it starts, so that
+// a model-sized stage a killed run left does not stay through the
+// rerun's training; the commits killed processes began are finished by
+// FinishKilled, which should come first.
+func RemoveAbandonedStages(dir string) {
+	removeAbandoned(dir, stagePrefix)
 }
 
 // unlock releases the stage's lock.
