@@ -38,6 +38,9 @@ const (
 	ArtifactsDir    = "artifacts"
 	LockFile        = ".lock"
 	previousPattern = "previous-"
+	// asidePending gathers the entries --fresh moves aside before it is
+	// renamed to previous-* (moveAside).
+	asidePending = ".previous-pending"
 )
 
 // RunConfig configures a training run (Run). Validate names the flags.
@@ -199,13 +202,24 @@ type RunParts struct {
 // refused, naming the holder's pid. The caller takes it before it writes
 // anything there (the artifacts the policy is opened with, which a
 // process refused only later rebuilt under a running run for its own
-// settings) and holds it through Run. It returns the release; its
-// errors name dir, for the caller to say which flag gave it.
+// settings) and holds it through Run. The entries that a --fresh killed
+// while it moved them aside left are put back first (restoreAside). It
+// returns the release; its errors name dir, for the caller to say which
+// flag gave it.
 func LockRun(dir string) (func() error, error) {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, err
 	}
-	return lockRun(dir)
+	unlock, err := lockRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	// A --fresh killed while it moved the run aside left part of it in
+	// .previous-pending: it is put back before anything reads the run.
+	if err := restoreAside(dir); err != nil {
+		return nil, errors.Join(err, unlock())
+	}
+	return unlock, nil
 }
 
 // Run trains until cfg.Steps steps are done, top to bottom, the run
@@ -786,27 +800,86 @@ type EvalLine struct {
 
 // moveAside moves the named entries of dir that exist into
 // dir/previous-<UTC time>/ (a fresh name each time), never deleting them,
-// and returns that directory ("" when there was nothing to move).
+// and returns that directory ("" when there was nothing to move). They
+// are gathered in dir/.previous-pending and that is renamed at once, so
+// that a process killed within the moves leaves no previous-* holding
+// part of the run: the next lock of dir (LockRun) puts them back
+// (restoreAside), and a rerun with --fresh sets the run aside whole. One
+// that fails puts them back itself.
 func moveAside(dir string, names []string) (string, error) {
-	dst := filepath.Join(dir, previousPattern+time.Now().UTC().Format("20060102T150405"))
-	if _, err := os.Stat(dst); err == nil {
-		dst += fmt.Sprintf("-%04d", rand.IntN(10000))
-	}
-	moved := ""
+	pending := filepath.Join(dir, asidePending)
+	staged := false
 	for _, n := range names {
 		src := filepath.Join(dir, n)
 		if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err := os.MkdirAll(dst, 0o777); err != nil {
-			return "", fmt.Errorf("--fresh: %w", err)
+		if !staged {
+			if err := os.Mkdir(pending, 0o777); err != nil {
+				return "", fmt.Errorf("--fresh: %w", err)
+			}
+			staged = true
 		}
-		if err := os.Rename(src, filepath.Join(dst, n)); err != nil {
-			return "", fmt.Errorf("--fresh: move %s aside: %w", src, err)
+		if err := os.Rename(src, filepath.Join(pending, n)); err != nil {
+			return "", errors.Join(fmt.Errorf("--fresh: move %s aside: %w", src, err), restoreAside(dir))
 		}
-		moved = dst
 	}
-	return moved, nil
+	if !staged {
+		return "", nil
+	}
+	dst := previousDir(dir)
+	if err := os.Rename(pending, dst); err != nil {
+		return "", errors.Join(fmt.Errorf("--fresh: move the previous run to %s: %w", dst, err), restoreAside(dir))
+	}
+	return dst, nil
+}
+
+// previousDir names a new dir/previous-<UTC time>, with a random suffix
+// when one of that second is there.
+func previousDir(dir string) string {
+	dst := filepath.Join(dir, previousPattern+time.Now().UTC().Format("20060102T150405"))
+	if _, err := os.Stat(dst); err == nil {
+		dst += fmt.Sprintf("-%04d", rand.IntN(10000))
+	}
+	return dst
+}
+
+// restoreAside puts back into dir the entries that a moveAside killed
+// before its rename left in dir/.previous-pending: that run was not set
+// aside, and its files are where a rerun resumes or sets it aside from.
+// An entry whose name dir holds again (written since by another hand)
+// is not put over it: the pending directory then becomes a previous-*,
+// never deleted.
+func restoreAside(dir string) error {
+	pending := filepath.Join(dir, asidePending)
+	entries, err := os.ReadDir(pending)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("rl: read the previous run a killed --fresh was moving aside: %w", err)
+	}
+	kept := false
+	for _, e := range entries {
+		dst := filepath.Join(dir, e.Name())
+		if _, err := os.Lstat(dst); err == nil {
+			kept = true
+			continue
+		}
+		if err := os.Rename(filepath.Join(pending, e.Name()), dst); err != nil {
+			return fmt.Errorf("rl: put back %s, which a killed --fresh was moving aside: %w", dst, err)
+		}
+	}
+	if kept {
+		if err := os.Rename(pending, previousDir(dir)); err != nil {
+			return fmt.Errorf("rl: keep %s: %w", pending, err)
+		}
+		return nil
+	}
+	if err := os.Remove(pending); err != nil {
+		return fmt.Errorf("rl: %w", err)
+	}
+	return nil
 }
 
 // truncateLog drops the lines of a JSONL log whose step is past step

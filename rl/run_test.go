@@ -1674,3 +1674,64 @@ func TestRunOtherEvalSamples(t *testing.T) {
 	h.cfg.EvalSamples = 5
 	require.ErrorContains(t, h.run(context.Background()), "held_out.samples (--eval-samples): 3 -> 5")
 }
+
+// TestLockRunPutsBackAPendingAside: the entries a --fresh killed within
+// its moves left in .previous-pending go back where they were as the run
+// directory is locked, so that no previous-* holds part of a run; one
+// whose name the directory holds again is not put over it, and the
+// pending directory becomes a previous-* that keeps it.
+func TestLockRunPutsBackAPendingAside(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		pending  map[string]string // path under .previous-pending: contents
+		there    map[string]string // path under the run directory: contents
+		want     map[string]string // path under the run directory: contents, after
+		previous map[string]string // path under the one previous-*: contents (nil: none)
+	}{
+		{name: "killed within the moves",
+			pending: map[string]string{"checkpoints/ckpt-000002/meta.json": "c", "sft.jsonl.partial": "log"},
+			there:   map[string]string{"tensorboard/events": "e"},
+			want:    map[string]string{"checkpoints/ckpt-000002/meta.json": "c", "sft.jsonl.partial": "log", "tensorboard/events": "e"}},
+		{name: "a name written again since",
+			pending:  map[string]string{"metrics.jsonl": "old", "eval.jsonl": "e"},
+			there:    map[string]string{"metrics.jsonl": "new"},
+			want:     map[string]string{"metrics.jsonl": "new", "eval.jsonl": "e"},
+			previous: map[string]string{"metrics.jsonl": "old"}},
+		{name: "nothing pending",
+			there: map[string]string{"metrics.jsonl": "m"},
+			want:  map[string]string{"metrics.jsonl": "m"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write := func(root string, files map[string]string) {
+				for p, c := range files {
+					require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o777))
+					require.NoError(t, os.WriteFile(filepath.Join(root, p), []byte(c), 0o666))
+				}
+			}
+			write(filepath.Join(dir, ".previous-pending"), tc.pending)
+			write(dir, tc.there)
+			unlock, err := LockRun(dir)
+			require.NoError(t, err)
+			defer unlock()
+			require.NoDirExists(t, filepath.Join(dir, ".previous-pending"))
+			for p, c := range tc.want {
+				b, err := os.ReadFile(filepath.Join(dir, p))
+				require.NoError(t, err, p)
+				require.Equal(t, c, string(b), p)
+			}
+			prev, err := filepath.Glob(filepath.Join(dir, previousPattern+"*"))
+			require.NoError(t, err)
+			if tc.previous == nil {
+				require.Empty(t, prev)
+				return
+			}
+			require.Len(t, prev, 1)
+			for p, c := range tc.previous {
+				b, err := os.ReadFile(filepath.Join(prev[0], p))
+				require.NoError(t, err, p)
+				require.Equal(t, c, string(b), p)
+			}
+		})
+	}
+}

@@ -528,3 +528,48 @@ func TestSFTRemovesAbandonedStageAtStart(t *testing.T) {
 	require.True(t, killed, "ended before its first checkpoint was seen: %s", stderr)
 	require.NoDirExists(t, stage, "the abandoned stage, once the rerun trains")
 }
+
+// TestSFTFreshKilledWhileSettingAside: sft --fresh killed (SIGKILL) at
+// points from the start of its setting aside of an interrupted run, and
+// run again, leaves that run whole in one previous-*/: its checkpoints,
+// its sft.jsonl.partial byte for byte and its events, never split across
+// two previous-* directories or between one and --out.
+func TestSFTFreshKilledWhileSettingAside(t *testing.T) {
+	requireRuntime(t)
+	base := filepath.Join(t.TempDir(), "interrupted")
+	args := func(out, steps string) []string {
+		return []string{"sft", "--out", out, "--steps", steps, "--batch", "2", "--eval-problems", "2", "--threads", "1",
+			"--checkpoint-every", "1", "--tensorboard", "--quiet"}
+	}
+	ckpt := filepath.Join(base, "checkpoints", "ckpt-000002")
+	stderr, killed := killAfter(t, func() bool { _, err := os.Stat(ckpt); return err == nil }, 0, 5*time.Minute, args(base, "100")...)
+	require.True(t, killed, "ended before its second checkpoint: %s", stderr)
+	log, err := os.ReadFile(filepath.Join(base, "sft.jsonl.partial"))
+	require.NoError(t, err)
+	for i, delay := range []time.Duration{0, 0, 0, 20 * time.Microsecond, 50 * time.Microsecond, 100 * time.Microsecond, time.Millisecond} {
+		out := filepath.Join(t.TempDir(), "sft")
+		require.NoError(t, exec.Command("cp", "-a", base, out).Run())
+		fresh := append(args(out, "2"), "--fresh")
+		settingAside := func() bool {
+			prev, _ := filepath.Glob(filepath.Join(out, "*previous-*"))
+			return len(prev) > 0
+		}
+		stderr, _ := killAfter(t, settingAside, delay, 5*time.Minute, fresh...)
+		r := spiral(t, nil, fresh...)
+		require.Equal(t, 0, r.code, "%d: %s\n%s", i, stderr, r.stderr)
+		prev, err := filepath.Glob(filepath.Join(out, "previous-*"))
+		require.NoError(t, err)
+		holding := 0
+		for _, p := range prev {
+			b, err := os.ReadFile(filepath.Join(p, "sft.jsonl.partial"))
+			if err != nil || string(b) != string(log) {
+				continue
+			}
+			holding++
+			require.FileExists(t, filepath.Join(p, "checkpoints", "ckpt-000002", "state.json"), "%d: the run set aside with its log", i)
+			require.DirExists(t, filepath.Join(p, "tensorboard"), "%d: the run set aside with its log", i)
+		}
+		require.Equal(t, 1, holding, "%d: previous-* holding the interrupted run's log: %v", i, prev)
+		require.NoDirExists(t, filepath.Join(out, ".previous-pending"))
+	}
+}
