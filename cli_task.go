@@ -121,7 +121,21 @@ func loadProblems(flag, path string, opt data.LoadOptions, warn io.Writer) (*dat
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	reportSkipped(warn, ds.Skipped())
+	reportRenamed(warn, path, ds)
 	return ds, nil
+}
+
+// reportRenamed warns once of the problems of ds (read from path) whose
+// repeated id was made unique: how many, and the first.
+func reportRenamed(warn io.Writer, path string, ds *data.Dataset) {
+	n, first := ds.RenamedIDs()
+	switch n {
+	case 0:
+	case 1:
+		fmt.Fprintf(warn, "spiral: warning: %s: a row repeats the id of an earlier row and was given another: %s\n", path, first)
+	default:
+		fmt.Fprintf(warn, "spiral: warning: %s: %d rows repeat the id of an earlier row and were given others (the first: %s)\n", path, n, first)
+	}
 }
 
 const maxReported = 10

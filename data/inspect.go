@@ -40,9 +40,16 @@ func Inspect(w io.Writer, path string, opt LoadOptions) error {
 		id = "(positional or object key)"
 	}
 	fmt.Fprintf(&b, "id:       %s\n", id)
-	fmt.Fprintf(&b, "records:  %d read, %d kept, %d skipped\n", ds.Records, len(ds.Problems), len(ds.skipped))
+	fmt.Fprintf(&b, "records:  %d read, %d kept, %d skipped", ds.Records, len(ds.Problems), len(ds.skipped))
+	if ds.renamed > 0 {
+		fmt.Fprintf(&b, ", %d kept with a repeated id renamed", ds.renamed)
+	}
+	b.WriteString("\n")
 	for _, s := range ds.skipped {
 		fmt.Fprintf(&b, "  skipped %s: %s\n", s.Source, s.Reason)
+	}
+	if ds.renamed > 0 {
+		fmt.Fprintf(&b, "  first renamed: %s\n", ds.firstRenamed)
 	}
 	for i, p := range ds.Problems[:min(inspectExamples, len(ds.Problems))] {
 		fmt.Fprintf(&b, "\nexample %d  id=%s  source=%s\n", i+1, oneLine(p.ID), p.Source)

@@ -79,3 +79,12 @@ func TestInspectControlCharacters(t *testing.T) {
 	require.NoError(t, Inspect(&out, path, LoadOptions{}))
 	require.Contains(t, out.String(), "\nexample 1  id=a\\nb  source="+path+":1\n  problem: line 1\\r\\nline 2\\x1b[2J\n  answer:  2\tx\n")
 }
+
+// TestInspectRenamedIDs: the rows kept with a repeated id renamed are
+// counted beside the records, with the first of them.
+func TestInspectRenamedIDs(t *testing.T) {
+	path := writeFile(t, "ids.jsonl", `{"id": "a", "problem": "p1", "answer": "1"}`+"\n"+`{"id": "a", "problem": "p2", "answer": "2"}`+"\n")
+	var out strings.Builder
+	require.NoError(t, Inspect(&out, path, LoadOptions{}))
+	require.Contains(t, out.String(), "records:  2 read, 2 kept, 0 skipped, 1 kept with a repeated id renamed\n  first renamed: "+path+`:2 repeats the id "a" of `+path+`:1, renamed "a~2"`+"\n")
+}

@@ -129,7 +129,29 @@ type Dataset struct {
 	Problems []Problem `json:"problems"`
 
 	skipped []SkippedRow
+	// renamed counts the problems kept whose id repeated an earlier
+	// one's and was made unique; first is the first of them.
+	renamed      int
+	firstRenamed RenamedID
 }
+
+// RenamedID is a kept problem whose id repeated that of an earlier
+// problem and was made unique ("a" becomes "a~2").
+type RenamedID struct {
+	// Source is where the problem was read, FirstSource where the
+	// earlier problem of that id was.
+	Source, FirstSource string
+	// ID is the id repeated, NewID the one the problem was given.
+	ID, NewID string
+}
+
+func (r RenamedID) String() string {
+	return fmt.Sprintf("%s repeats the id %q of %s, renamed %q", r.Source, r.ID, r.FirstSource, r.NewID)
+}
+
+// RenamedIDs returns how many kept problems had their repeated id made
+// unique, and the first of them.
+func (d *Dataset) RenamedIDs() (int, RenamedID) { return d.renamed, d.firstRenamed }
 
 // Len returns the number of kept problems.
 func (d *Dataset) Len() int { return len(d.Problems) }
@@ -184,7 +206,7 @@ type builder struct {
 	ds   *Dataset
 	name string
 	seen map[string]firstCopy // by problemKey
-	ids  map[string]bool
+	ids  map[string]string    // the source of the problem of each id
 }
 
 func newBuilder(path string) *builder {
@@ -192,7 +214,7 @@ func newBuilder(path string) *builder {
 		ds:   &Dataset{Path: path, Mapping: Mapping{AnswerFrom: map[string]int{}}},
 		name: filepath.Base(path),
 		seen: map[string]firstCopy{},
-		ids:  map[string]bool{},
+		ids:  map[string]string{},
 	}
 }
 
@@ -237,10 +259,18 @@ func (b *builder) add(id, problem, answer, src, skipReason string, n int) bool {
 	if id == "" {
 		id = fmt.Sprintf("%s:%d", b.name, n)
 	}
-	for base, k := id, 2; b.ids[id]; k++ {
-		id = fmt.Sprintf("%s~%d", base, k)
+	if first, taken := b.ids[id]; taken {
+		base := id
+		for k := 2; taken; k++ {
+			id = fmt.Sprintf("%s~%d", base, k)
+			_, taken = b.ids[id]
+		}
+		if b.ds.renamed == 0 {
+			b.ds.firstRenamed = RenamedID{Source: src, FirstSource: first, ID: base, NewID: id}
+		}
+		b.ds.renamed++
 	}
-	b.ids[id] = true
+	b.ids[id] = src
 	b.ds.Problems = append(b.ds.Problems, Problem{ID: id, Problem: problem, Answer: answer, Source: src})
 	return true
 }

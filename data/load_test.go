@@ -1,6 +1,7 @@
 package data
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -446,6 +447,35 @@ func TestShared(t *testing.T) {
 				got = append(got, p.ID)
 			}
 			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// TestRenamedIDs: the problems whose id repeated an earlier one's, made
+// unique, are counted, with the first (where, the id, where the earlier
+// one is, the new id): they were renamed without a trace.
+func TestRenamedIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name, content string
+		count         int
+		first         string
+	}{
+		{name: "none", content: `{"id": "a", "problem": "p1", "answer": "1"}` + "\n" + `{"id": "b", "problem": "p2", "answer": "2"}` + "\n"},
+		{name: "two repeats", count: 2,
+			content: `{"id": "b", "problem": "p0", "answer": "0"}` + "\n" + `{"id": "a", "problem": "p1", "answer": "1"}` + "\n" +
+				`{"id": "a", "problem": "p2", "answer": "2"}` + "\n" + `{"id": "a", "problem": "p3", "answer": "3"}` + "\n",
+			first: `%s:3 repeats the id "a" of %s:2, renamed "a~2"`},
+		{name: "a duplicate problem is skipped, not renamed", content: `{"id": "a", "problem": "p1", "answer": "1"}` + "\n" + `{"id": "a", "problem": "p1", "answer": "1"}` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, "ids.jsonl", tc.content)
+			ds, err := Load(path, LoadOptions{})
+			require.NoError(t, err)
+			n, first := ds.RenamedIDs()
+			require.Equal(t, tc.count, n)
+			if tc.count > 0 {
+				require.Equal(t, fmt.Sprintf(tc.first, path, path), first.String())
+			}
 		})
 	}
 }

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/data"
+)
+
+// TestLoadProblemsWarnsOfRenamedIDs: a data file whose rows repeat an
+// id is warned of once, with the count and the first row renamed (its
+// id was made unique without a word).
+func TestLoadProblemsWarnsOfRenamedIDs(t *testing.T) {
+	row := func(id, p string) string { return `{"id": "` + id + `", "problem": "` + p + `", "answer": "1"}` + "\n" }
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{name: "none", content: row("a", "p1") + row("b", "p2")},
+		{name: "one", content: row("a", "p1") + row("a", "p2"),
+			want: `spiral: warning: %[1]s: a row repeats the id of an earlier row and was given another: %[1]s:2 repeats the id "a" of %[1]s:1, renamed "a~2"` + "\n"},
+		{name: "three", content: row("a", "p1") + row("b", "p2") + row("b", "p3") + row("a", "p4") + row("b", "p5"),
+			want: `spiral: warning: %[1]s: 3 rows repeat the id of an earlier row and were given others (the first: %[1]s:3 repeats the id "b" of %[1]s:2, renamed "b~2")` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "p.jsonl")
+			require.NoError(t, os.WriteFile(path, []byte(tc.content), 0o666))
+			var warn strings.Builder
+			_, err := loadProblems("--data", path, data.LoadOptions{}, &warn)
+			require.NoError(t, err)
+			want := ""
+			if tc.want != "" {
+				want = strings.ReplaceAll(tc.want, "%[1]s", path)
+			}
+			require.Equal(t, want, warn.String())
+		})
+	}
+}
