@@ -658,9 +658,12 @@ func (c *crcReader) Read(p []byte) (int, error) {
 // ErrNoCheckpoint when there was none at all). Layout mismatches (a
 // different model) are not skipped over: they stop the search, since
 // older checkpoints of the same run would mismatch too. Nor is a read
-// that ctx stopped (Load).
+// that ctx stopped (Load). Resume is the writer's, as Save is: what a
+// Save killed within it left is removed first (removeStale), a
+// temporary checkpoint as large as a checkpoint among it, rather than
+// at the resumed run's first Save.
 func Resume(ctx context.Context, dir string, w *params.Store, opt *optim.AdamW) (path string, st State, skipped []error, err error) {
-	restoreMovedAside(dir)
+	removeStale(dir)
 	path, skipped, err = Newest(dir, func(p string) error {
 		var err error
 		st, err = Load(ctx, p, w, opt)

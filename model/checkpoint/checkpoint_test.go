@@ -748,3 +748,39 @@ func TestNewestWhileSaving(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeRemovesStale: what a Save killed within it left (its
+// temporary checkpoint, the size of a checkpoint, or the pointer's
+// temporary file) is removed by the Resume of the rerun, not only by its
+// first Save, --checkpoint-every steps of training later.
+func TestResumeRemovesStale(t *testing.T) {
+	for _, tt := range []struct {
+		name, stale string
+		dir         bool
+	}{
+		{name: "temporary checkpoint", stale: ".tmp-ckpt-000002-0123456789abcdef", dir: true},
+		{name: "pointer's temporary file", stale: ".latest.tmp-873075391"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			saveSteps(t, dir, []int64{1}, Options{})
+			if tt.dir {
+				require.NoError(t, os.MkdirAll(filepath.Join(dir, tt.stale), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, tt.stale, ModelFile), []byte("partial"), 0o644))
+			} else {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, tt.stale), []byte("ckpt-0000"), 0o644))
+			}
+			w, o := fresh(t)
+			_, st, _, err := Resume(context.Background(), dir, w, o)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), st.Step)
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			require.ElementsMatch(t, []string{"ckpt-000001", "latest"}, names, "stale temporaries removed")
+		})
+	}
+}

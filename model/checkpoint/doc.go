@@ -22,8 +22,8 @@
 // checkpoint moves the old one aside (DIR/.tmp-old-ckpt-000100-*) before
 // renaming the new one to its name; a crash between the two leaves the
 // old one there, which Resume and the next Save put back. Stale temporary
-// directories (and the pointer's temporary file) are removed by the next
-// Save. One writer per DIR is assumed.
+// directories (and the pointer's temporary file) are removed by Resume
+// and the next Save. One writer per DIR is assumed.
 //
 // Integrity: state.json records the size and CRC-32C (Castagnoli) of both
 // safetensors files; Load checks them, so truncation and bit flips inside
