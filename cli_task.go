@@ -120,7 +120,9 @@ func loadProblems(flag, path string, opt data.LoadOptions, warn io.Writer) (*dat
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	reportSkipped(warn, ds.Skipped())
+	reportSkipped(warn, ds.Skipped(), func(n int) string {
+		return fmt.Sprintf("%s: %d more rows skipped (spiral data inspect lists them all)", path, n)
+	})
 	reportRenamed(warn, path, ds)
 	return ds, nil
 }
@@ -165,10 +167,13 @@ func evalProblemsError(n int, err error) error {
 	return usageError{fmt.Errorf("--eval-problems %d: %w", n, err)}
 }
 
-func reportSkipped(warn io.Writer, rows []data.SkippedRow) {
+// reportSkipped warns of the skipped rows, one line each, the first
+// maxReported of them, then of the rest with more(their count), which
+// names where they are.
+func reportSkipped(warn io.Writer, rows []data.SkippedRow, more func(n int) string) {
 	for i, s := range rows {
 		if i == maxReported {
-			fmt.Fprintf(warn, "spiral: warning: %d more rows skipped\n", len(rows)-maxReported)
+			fmt.Fprintf(warn, "spiral: warning: %s\n", more(len(rows)-maxReported))
 			return
 		}
 		fmt.Fprintf(warn, "spiral: warning: skipped %s: %s\n", s.Source, s.Reason)
@@ -224,7 +229,9 @@ func fitContext(s *modelSession, tmpl templateSet, problems []data.Problem, c ro
 		}
 		kept = append(kept, p)
 	}
-	reportSkipped(warn, skipped)
+	reportSkipped(warn, skipped, func(n int) string {
+		return fmt.Sprintf("%d more problems skipped, too long for the model's %d positions", n, c.ContextLength)
+	})
 	return kept, nil
 }
 

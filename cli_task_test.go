@@ -39,3 +39,24 @@ func TestLoadProblemsWarnsOfRenamedIDs(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadProblemsNamesTheFileOfMoreSkipped: the count of the skipped
+// rows past the first 10 names its file, as each row's warning does:
+// with --data and --eval-data both read, "12 more rows skipped" said of
+// neither which.
+func TestLoadProblemsNamesTheFileOfMoreSkipped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.jsonl")
+	var rows strings.Builder
+	rows.WriteString(`{"problem": "kept", "answer": "1"}` + "\n")
+	for range 13 {
+		rows.WriteString(`{"problem": "", "answer": "1"}` + "\n")
+	}
+	require.NoError(t, os.WriteFile(path, []byte(rows.String()), 0o666))
+	var warn strings.Builder
+	_, err := loadProblems("--data", path, data.LoadOptions{}, &warn)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(warn.String(), "\n"), "\n")
+	require.Len(t, lines, 11)
+	require.Equal(t, "spiral: warning: skipped "+path+":2: empty problem", lines[0])
+	require.Equal(t, "spiral: warning: "+path+": 3 more rows skipped (spiral data inspect lists them all)", lines[10])
+}
