@@ -128,3 +128,24 @@ func TestWriteLocksItsTemporaryFile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "m", string(b))
 }
+
+// TestCommitRemovesAbandonedStages: a stage a killed process left that
+// was too recent for NewStage to take for abandoned (a rerun started
+// within abandonedAfter of the kill) is removed by the Commit once it is
+// old enough, rather than staying beside the committed files (a whole
+// model's, in a model directory) until some later write there.
+func TestCommitRemovesAbandonedStages(t *testing.T) {
+	dir := t.TempDir()
+	left := leftDir(".stage-123", time.Now())(t, dir)
+	s, err := NewStage(dir)
+	require.NoError(t, err)
+	require.DirExists(t, left, "recent at NewStage")
+	old := time.Now().Add(-2 * abandonedAfter)
+	require.NoError(t, os.Chtimes(left, old, old)) // the writing took its time
+	require.NoError(t, os.WriteFile(filepath.Join(s.Dir(), "model.onnx"), []byte("m"), 0o666))
+	require.NoError(t, s.Commit("model.onnx"))
+	require.NoDirExists(t, left)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "model.onnx alone")
+}

@@ -19,8 +19,8 @@ import (
 // writing, and a mix left by a process killed within them is finished
 // by the next NewStage in the directory. The stage (.stage-N in the
 // directory) is locked while its process lives; one a killed process
-// left behind is removed by the next NewStage in the directory (see
-// removeAbandoned), or, when it was killed within Commit's renames,
+// left behind is removed by the next NewStage or Commit in the directory
+// (see removeAbandoned), or, when it was killed within Commit's renames,
 // finished by it (see FinishKilled).
 type Stage struct {
 	dir, tmp string
@@ -171,7 +171,15 @@ func (s *Stage) Commit(names ...string) error {
 	if err := os.Remove(filepath.Join(s.tmp, commitRecord)); err != nil {
 		return err
 	}
-	return os.Remove(s.tmp)
+	if err := os.Remove(s.tmp); err != nil {
+		return err
+	}
+	// A stage a killed process left that was too recent for NewStage to
+	// take for abandoned (a rerun made within abandonedAfter of the kill)
+	// may be old enough by now: it goes, rather than staying beside the
+	// files committed until the next write in dir.
+	RemoveAbandonedStages(s.dir)
+	return nil
 }
 
 // FinishKilled finishes the commits to dir that their processes were
