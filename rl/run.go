@@ -203,7 +203,8 @@ type RunParts struct {
 // anything there (the artifacts the policy is opened with, which a
 // process refused only later rebuilt under a running run for its own
 // settings) and holds it through Run. The entries that a --fresh killed
-// while it moved them aside left are put back first (restoreAside). It
+// while it moved them aside left are put back first (restoreAside), and
+// the temporary checkpoints of a killed Save removed. It
 // returns the release; its errors name dir, for the caller to say which
 // flag gave it.
 func LockRun(dir string) (func() error, error) {
@@ -219,6 +220,10 @@ func LockRun(dir string) (func() error, error) {
 	if err := restoreAside(dir); err != nil {
 		return nil, errors.Join(err, unlock())
 	}
+	// A Save killed within it left a temporary checkpoint, as large as
+	// one: it goes now, not at the run's next Save, nor into previous-*
+	// with the checkpoints (--fresh), to stay there.
+	checkpoint.RemoveStale(filepath.Join(dir, CheckpointsDir))
 	return unlock, nil
 }
 

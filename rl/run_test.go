@@ -1735,3 +1735,22 @@ func TestLockRunPutsBackAPendingAside(t *testing.T) {
 		})
 	}
 }
+
+// TestLockRunRemovesAKilledSavesTemporaries: the temporary checkpoint a
+// Save killed within it left (as large as a checkpoint) goes as the run
+// directory is locked: a rerun with --fresh moved it into previous-*/
+// with the checkpoints, where it stayed for good, and one that resumes
+// kept it through --checkpoint-every steps.
+func TestLockRunRemovesAKilledSavesTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	ckpts := filepath.Join(dir, CheckpointsDir)
+	tmp := filepath.Join(ckpts, ".tmp-ckpt-000002-0123456789abcdef")
+	require.NoError(t, os.MkdirAll(tmp, 0o777))
+	require.NoError(t, os.WriteFile(filepath.Join(tmp, "model.safetensors"), []byte("partial"), 0o666))
+	require.NoError(t, os.MkdirAll(filepath.Join(ckpts, "ckpt-000001"), 0o777))
+	unlock, err := LockRun(dir)
+	require.NoError(t, err)
+	defer unlock()
+	require.NoDirExists(t, tmp)
+	require.DirExists(t, filepath.Join(ckpts, "ckpt-000001"))
+}

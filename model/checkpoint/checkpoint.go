@@ -129,7 +129,7 @@ func Save(dir string, w *params.Store, opt *optim.AdamW, st State, o Options) (s
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
-	removeStale(dir)
+	RemoveStale(dir)
 	name := DirName(st.Step)
 	tmp, err := mkdirTemp(dir, tmpPrefix+name+"-")
 	if err != nil {
@@ -296,12 +296,14 @@ func writeLatest(dir, name string) error {
 	return nil
 }
 
-// removeStale deletes temporary files and directories left in dir by an
+// RemoveStale deletes temporary files and directories left in dir by an
 // interrupted Save: its checkpoint directories (tmpPrefix) and the
 // latest pointer's temporary file (atomicfile.Write's .latest.tmp-*),
 // once a checkpoint moved aside has been put back (restoreMovedAside).
-// Errors are ignored: they only leave litter behind.
-func removeStale(dir string) {
+// It is the writer's (Save and Resume call it; a run directory's lock
+// holder may, before it resumes or sets the run aside). Errors are
+// ignored: they only leave litter behind.
+func RemoveStale(dir string) {
 	restoreMovedAside(dir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -659,11 +661,11 @@ func (c *crcReader) Read(p []byte) (int, error) {
 // different model) are not skipped over: they stop the search, since
 // older checkpoints of the same run would mismatch too. Nor is a read
 // that ctx stopped (Load). Resume is the writer's, as Save is: what a
-// Save killed within it left is removed first (removeStale), a
+// Save killed within it left is removed first (RemoveStale), a
 // temporary checkpoint as large as a checkpoint among it, rather than
 // at the resumed run's first Save.
 func Resume(ctx context.Context, dir string, w *params.Store, opt *optim.AdamW) (path string, st State, skipped []error, err error) {
-	removeStale(dir)
+	RemoveStale(dir)
 	path, skipped, err = Newest(dir, func(p string) error {
 		var err error
 		st, err = Load(ctx, p, w, opt)
