@@ -162,3 +162,35 @@ func TestTrainFinishesAKilledSFTCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestRefuseEvalReportOfARunSetAside: an rsa.json in --out without a
+// metrics.jsonl is an evaluation's report, refused; but one whose run's
+// metrics.jsonl a train --fresh killed while it set the run aside left in
+// .previous-pending (which the run's lock puts back) is the run's own:
+// refused, every rerun stopped there before the lock could put it back.
+func TestRefuseEvalReportOfARunSetAside(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		files   []string
+		refused bool
+	}{
+		{name: "an evaluation's report", files: []string{rl.FinalRSAFile}, refused: true},
+		{name: "a run's", files: []string{rl.FinalRSAFile, rl.MetricsFile}},
+		{name: "a run's, its log set aside by a killed --fresh", files: []string{rl.FinalRSAFile, filepath.Join(".previous-pending", rl.MetricsFile)}},
+		{name: "no report", files: []string{rl.MetricsFile}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range tc.files {
+				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o777))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("{}\n"), 0o666))
+			}
+			err := refuseEvalReport(dir)
+			if !tc.refused {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, "--out "+dir+" holds rsa.json but no metrics.jsonl: an evaluation's report (spiral eval --mode rsa), not a training run's, which the run's final RSA evaluation would replace; give another --out (or --final-rsa-steps 0)")
+		})
+	}
+}

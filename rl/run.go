@@ -38,9 +38,10 @@ const (
 	ArtifactsDir    = "artifacts"
 	LockFile        = ".lock"
 	previousPattern = "previous-"
-	// asidePending gathers the entries --fresh moves aside before it is
-	// renamed to previous-* (moveAside).
-	asidePending = ".previous-pending"
+	// AsidePendingDir gathers the entries --fresh moves aside before it
+	// is renamed to previous-* (moveAside); one a killed process left is
+	// put back by LockRun (restoreAside).
+	AsidePendingDir = ".previous-pending"
 )
 
 // RunConfig configures a training run (Run). Validate names the flags.
@@ -812,7 +813,7 @@ type EvalLine struct {
 // (restoreAside), and a rerun with --fresh sets the run aside whole. One
 // that fails puts them back itself.
 func moveAside(dir string, names []string) (string, error) {
-	pending := filepath.Join(dir, asidePending)
+	pending := filepath.Join(dir, AsidePendingDir)
 	staged := false
 	for _, n := range names {
 		src := filepath.Join(dir, n)
@@ -856,7 +857,7 @@ func previousDir(dir string) string {
 // is not put over it: the pending directory then becomes a previous-*,
 // never deleted.
 func restoreAside(dir string) error {
-	pending := filepath.Join(dir, asidePending)
+	pending := filepath.Join(dir, AsidePendingDir)
 	entries, err := os.ReadDir(pending)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
