@@ -533,12 +533,18 @@ func TestResumeFromAnotherDirectory(t *testing.T) {
 	r = spiralIn(t, sub, nil, args("../", "2")...)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "resumed from ../run/checkpoints/ckpt-000001 (step 1)")
-	// Another file of the same rows is still another data set.
-	other := filepath.Join(dir, "q.jsonl")
-	require.NoError(t, os.WriteFile(other, []byte(rows), 0o644))
-	r = spiralIn(t, dir, nil, append(args("", "3"), "--data", other)...)
+	// Another file of the same rows (the file moved, or copied) is the
+	// run's data set by its problems' digest; one of other rows is not.
+	same := filepath.Join(dir, "q.jsonl")
+	require.NoError(t, os.WriteFile(same, []byte(rows), 0o644))
+	r = spiralIn(t, dir, nil, append(args("", "3"), "--data", same)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "resumed from run/checkpoints/ckpt-000002 (step 2)")
+	other := filepath.Join(dir, "o.jsonl")
+	require.NoError(t, os.WriteFile(other, []byte(strings.ReplaceAll(rows, "2+2", "2+3")), 0o644))
+	r = spiralIn(t, dir, nil, append(args("", "4"), "--data", other)...)
 	require.Equal(t, 1, r.code, r.stderr)
-	require.Contains(t, r.stderr, "run holds a run of embedded on ../p.jsonl (spiral); this one is embedded on "+other+" (spiral)")
+	require.Contains(t, r.stderr, "run holds a run of embedded on "+same+" (spiral); this one is embedded on "+other+" (spiral)")
 }
 
 // TestResumeOtherTemplates: a rerun with other prompt templates is a
