@@ -604,6 +604,17 @@ func resume(ctx context.Context, cfg RunConfig, p RunParts) (*HeldOut, error) {
 		fmt.Fprintf(p.Warn, "spiral: --override: %s: going on from the start of a new epoch of it\n", overridden)
 		cur = data.Cursor{Epoch: cur.Epoch + 1, Seed: cur.Seed, Size: now.Size, Digest: now.Digest}
 	}
+	// Another --seed (only with --override: it is a setting) orders the
+	// problems as it orders the rollouts: from the start of a new epoch
+	// of its order, since the rest of this one in the new order would
+	// repeat some problems and skip others.
+	if cur.Seed != now.Seed {
+		fmt.Fprintf(p.Warn, "spiral: --override: --seed %d, not %d: the problems go on from the start of a new epoch in its order\n", now.Seed, cur.Seed)
+		if cur.Position > 0 {
+			cur.Epoch++
+		}
+		cur.Position, cur.Seed = 0, now.Seed
+	}
 	if err := p.Problems.Restore(cur); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}

@@ -1754,3 +1754,41 @@ func TestLockRunRemovesAKilledSavesTemporaries(t *testing.T) {
 	require.NoDirExists(t, tmp)
 	require.DirExists(t, filepath.Join(ckpts, "ckpt-000001"))
 }
+
+// TestRunSeedOverrideDataOrder: a run resumed with --override and
+// another --seed draws its problems in the new seed's order from the
+// start of a new epoch, as its rollouts use the new seed, and says so;
+// later reruns with that seed resume it as usual.
+func TestRunSeedOverrideDataOrder(t *testing.T) {
+	var problems []data.Problem
+	for _, id := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		problems = append(problems, data.Problem{ID: id, Problem: id, Answer: "1"})
+	}
+	harness := func(dir string, steps int, seed uint64, override bool) *runHarness {
+		h := newRunHarnessOn(t, dir, steps, problems)
+		h.cfg.EvalEvery, h.cfg.Override = 0, override
+		// A fresh stream of seed, as spiral train --seed makes.
+		require.NoError(t, h.parts.Problems.Restore(data.Cursor{Seed: seed}))
+		h.parts.Trainer.cfg.Seed, h.parts.Settings.RL.Seed = seed, seed
+		return h
+	}
+	dir := t.TempDir()
+	h := harness(dir, 1, 3, false)
+	require.NoError(t, h.run(context.Background()))
+	first := h.parts.Problems.Cursor()
+	require.Equal(t, []int{0, 3}, []int{first.Epoch, int(first.Seed)})
+	require.Less(t, first.Position, len(problems), "the first step ends mid-epoch")
+
+	h = harness(dir, 2, 5, true)
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.log.String(), "spiral: --override: --seed 5, not 3: the problems go on from the start of a new epoch in its order\n")
+	cur := h.parts.Problems.Cursor()
+	require.Equal(t, []int{1, 5}, []int{cur.Epoch, int(cur.Seed)}, "epoch 1 of seed 5")
+	require.Positive(t, cur.Position)
+
+	h = harness(dir, 3, 5, false)
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.out.String(), "(step 2)")
+	require.NotContains(t, h.log.String(), "--override")
+	require.Equal(t, uint64(5), h.parts.Problems.Cursor().Seed)
+}
