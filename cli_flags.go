@@ -629,7 +629,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Pipeline.CandidateTokens, "candidate-tokens", c.Pipeline.CandidateTokens, "cap on each candidate in an aggregation prompt, keeping its end (0 = no cap)")
 	fs.IntVar(&c.GroupSize, "group", c.GroupSize, "GRPO traces per problem")
 	fs.Float64Var(&f.lr, "lr", 0, "peak learning rate (0 = 1e-4 for the embedded tiny model, 1e-6 for a given model, the paper's scale)")
-	fs.IntVar(&f.warmup, "warmup", 5, "linear learning-rate warmup, in optimizer updates (a step whose update is skipped, for no informative problem or a non-finite gradient, does not advance it)")
+	fs.IntVar(&f.warmup, "warmup", 5, "linear learning-rate warmup, in optimizer updates (a step whose update is skipped, for no informative problem, no trained token or a non-finite gradient, does not advance it)")
 	fs.Float64Var(&c.ClipLow, "clip-low", c.ClipLow, "PPO clip bound below 1 (eps_low)")
 	fs.Float64Var(&c.ClipHigh, "clip-high", c.ClipHigh, "PPO clip bound above 1 (eps_high)")
 	fs.Float64Var(&c.MaxGradNorm, "max-grad-norm", c.MaxGradNorm, "global gradient-norm clip (0 or less = off)")

@@ -113,7 +113,9 @@ type Metrics struct {
 	GradNorm      float64  `json:"grad_norm"`
 	LR            float64  `json:"lr"`
 	// NoUpdate marks a step that trained nothing: no drawn problem was
-	// informative (each problem's traces all got one reward), so Loss,
+	// informative (each problem's traces all got one reward), or the
+	// informative ones' trained traces held no token (a serving engine's
+	// completions cut before their first token), so Loss,
 	// Entropy, GradNorm and LR were not measured (they are written as 0,
 	// not as figures) and the weights are unchanged. Readers take a line
 	// written before the marker existed with "examples": 0 as one.
@@ -337,8 +339,12 @@ func (m Metrics) Line() string {
 		cut += fmt.Sprintf("  cut before a padding id %d/%d", n, of)
 	}
 	if m.NoUpdate {
-		return fmt.Sprintf("step %3d  search %.3f  agg %s  informative %d/%d%s  no update (no informative problem)  %.1fs",
-			m.Step, m.Search.Reward, agg, m.ProblemsInformative, m.ProblemsDrawn, cut, m.StepSeconds)
+		why := "no informative problem"
+		if m.ProblemsInformative > 0 {
+			why = "no trained token"
+		}
+		return fmt.Sprintf("step %3d  search %.3f  agg %s  informative %d/%d%s  no update (%s)  %.1fs",
+			m.Step, m.Search.Reward, agg, m.ProblemsInformative, m.ProblemsDrawn, cut, why, m.StepSeconds)
 	}
 	s := fmt.Sprintf("step %3d  search %.3f  agg %s  informative %d/%d%s  loss %+.4f  entropy %.3f  |g| %.3f  %.1fs",
 		m.Step, m.Search.Reward, agg, m.ProblemsInformative, m.ProblemsDrawn, cut, m.Loss, m.Entropy, m.GradNorm, m.StepSeconds)

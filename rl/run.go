@@ -975,7 +975,8 @@ func loggedSteps(path string) (map[int]bool, error) {
 
 // warnNoUpdate writes a warning to w when no step the metrics file at
 // path logs (this invocation's and those it resumed) updated the weights,
-// saying what gave cfg's algorithm no signal (noSignal). It counts the
+// saying what gave cfg's algorithm no signal (noSignal), or that the
+// informative problems' trained traces held no token. It counts the
 // traces of the steps without an informative problem that were cut at
 // the token limit, which under cfg.Reward (not Truncated) earn nothing
 // without an explicit answer: then the trace length, not the data, is
@@ -985,9 +986,11 @@ func warnNoUpdate(w io.Writer, path string, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("rl: run: %w", err)
 	}
-	var none, skipped, cut, traces int
+	var none, empty, skipped, cut, traces int
 	for _, m := range ms {
 		switch {
+		case m.NoUpdate && m.ProblemsInformative > 0:
+			empty++
 		case m.NoUpdate:
 			none++
 			c, t := m.cutTraces()
@@ -996,18 +999,27 @@ func warnNoUpdate(w io.Writer, path string, cfg Config) error {
 			skipped++
 		}
 	}
-	if steps := len(ms); steps > 0 && none+skipped == steps {
-		var why string
-		switch {
-		case none == 0:
-			// The data is not to blame: every step had a signal.
-			why = fmt.Sprintf("%d of its %s skipped a non-finite update", skipped, rollout.Plural(steps, "step"))
-		default:
-			why = fmt.Sprintf("%d of its %s drew no informative problem (%s: check the data's answers and the model's accuracy on them)", none, rollout.Plural(steps, "step"), noSignal(cfg))
-			if skipped > 0 {
-				why += fmt.Sprintf(", %d skipped a non-finite update", skipped)
+	if steps := len(ms); steps > 0 && none+empty+skipped == steps {
+		// What kept each step from updating, the first naming the steps
+		// of the run: the data is to blame only for the first.
+		var whys []string
+		for _, c := range []struct {
+			n   int
+			why string
+		}{
+			{none, fmt.Sprintf("drew no informative problem (%s: check the data's answers and the model's accuracy on them)", noSignal(cfg))},
+			{empty, "trained no token (their informative problems' trained traces were empty: completions cut before their first token)"},
+			{skipped, "skipped a non-finite update"},
+		} {
+			switch {
+			case c.n == 0:
+			case len(whys) == 0:
+				whys = append(whys, fmt.Sprintf("%d of its %s %s", c.n, rollout.Plural(steps, "step"), c.why))
+			default:
+				whys = append(whys, fmt.Sprintf("%d %s", c.n, c.why))
 			}
 		}
+		why := strings.Join(whys, ", ")
 		if cut > 0 {
 			why += fmt.Sprintf("; %d of the %d traces of the steps without an informative problem were cut at --max-new-tokens", cut, traces)
 			if h := cfg.Reward.CutTraces(); h != "" {
@@ -1143,7 +1155,7 @@ func scanJSONLines(path string, b []byte, line func([]byte) error) error {
 type RunCurves struct {
 	// Steps are the training steps metrics.jsonl logs, in order, and
 	// NoUpdateSteps how many of them trained nothing (no informative
-	// problem).
+	// problem, or no trained token).
 	Steps         []int
 	NoUpdateSteps int
 	// Entropy is the token entropy at each training step that trained

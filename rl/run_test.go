@@ -1146,6 +1146,12 @@ func TestWarnNoUpdate(t *testing.T) {
 			[]string{": 1 of its 1 step drew no informative problem ("}, nil},
 		{"one step, skipped", []string{`{"step":1,"examples":3,"update_skipped":"gradient norm is NaN"}`}, RewardRule{},
 			[]string{": 1 of its 1 step skipped a non-finite update\n"}, nil},
+		// Informative problems whose trained traces held no token: the
+		// data is not to blame, the engine's empty completions are.
+		{"no trained token", []string{`{"step":1,"no_update":true,"problems_informative":1}`, `{"step":2,"no_update":true,"problems_informative":2}`}, RewardRule{},
+			[]string{": 2 of its 2 steps trained no token (their informative problems' trained traces were empty: completions cut before their first token)\n"}, []string{"drew no informative problem"}},
+		{"none informative and no trained token", []string{`{"step":1,"no_update":true}`, `{"step":2,"no_update":true,"problems_informative":1}`}, RewardRule{},
+			[]string{": 1 of its 2 steps drew no informative problem (", "on them), 1 trained no token ("}, nil},
 		{"one update", []string{`{"step":1,"no_update":true}`, `{"step":2,"examples":3}`}, RewardRule{}, nil, nil},
 		{"no steps", nil, RewardRule{}, nil, nil},
 	} {

@@ -359,8 +359,9 @@ func (t *Trainer) Config() Config { return t.cfg }
 // TrainStep runs one step and returns its metrics. An update that would
 // make the weights non-finite (a non-finite gradient, or an overflowing
 // AdamW step) is skipped and reported in Metrics.UpdateSkipped; the step
-// still counts. A step with no informative problem trains nothing and is
-// marked Metrics.NoUpdate; it counts too.
+// still counts. A step with no informative problem, or whose trained
+// traces hold no token, trains nothing and is marked Metrics.NoUpdate;
+// it counts too.
 func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Metrics, error) {
 	m := Metrics{Step: t.step + 1}
 	start := time.Now()
@@ -385,7 +386,11 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 
 	// 2. Loss and gradients over all examples, token-mean over the batch.
 	trainStart := time.Now()
-	if len(examples) > 0 {
+	// Only completion tokens carry a gradient: examples that all hold
+	// none (a serving engine's completions cut before their first token)
+	// train nothing, on which AdamW's step would still move the weights
+	// (their decay, its momentum) and advance the warm-up.
+	if slices.ContainsFunc(examples, func(e Example) bool { return len(e.Completion) > 0 }) {
 		if r, ok := t.gen.(interface{ Release() }); ok {
 			r.Release() // the rollouts' KV cache is not needed while learning
 		}

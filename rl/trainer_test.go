@@ -882,3 +882,48 @@ func TestRolloutSpiralStructurallyZero(t *testing.T) {
 		require.Zero(t, e.Advantage)
 	}
 }
+
+// emptyGen completes every request with no token: stopped (an empty
+// answer) on an even seed, cut at the token limit on an odd one, as a
+// serving engine that cuts a completion before its first token does.
+type emptyGen struct{}
+
+func (emptyGen) Generate(_ context.Context, reqs []rollout.Request, _ rollout.Progress) ([]rollout.Completion, rollout.Stats, error) {
+	out := make([]rollout.Completion, len(reqs))
+	for i, r := range reqs {
+		out[i] = rollout.Completion{Finish: rollout.FinishStop}
+		if r.Seed%2 == 1 {
+			out[i].Finish = rollout.FinishLength
+		}
+	}
+	return out, rollout.Stats{}, nil
+}
+
+// TestTrainerStepNoTrainedToken: a step whose informative problem's
+// trained traces hold no token (the empty answer right when stopped,
+// wrong when cut) has no gradient: it is a no-update step, as one
+// without an informative problem, and AdamW takes no step on a zero
+// gradient (which would move the weights by their decay and advance the
+// warm-up); its line says why.
+func TestTrainerStepNoTrainedToken(t *testing.T) {
+	cfg, parts := hardTrainer(t, 0.5)
+	cfg.Algo, cfg.GroupSize = AlgoGRPO, 8
+	learner := &trainerFakeLearner{}
+	parts.Generator, parts.Learner = emptyGen{}, learner
+	// The empty answer is right, unless cut.
+	parts.Judge = rollout.Judge{Grade: func(r, _ string) rollout.Verdict { return rollout.Verdict{Answer: r, Explicit: true, Correct: r == ""} }}
+	w, opt := parts.Weights, parts.Optimizer
+	tr, err := NewTrainer(cfg, parts)
+	require.NoError(t, err)
+	m, err := tr.TrainStep(context.Background(), nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, m.ProblemsInformative, "the stopped empty answers are right, the cut ones wrong")
+	require.True(t, m.NoUpdate)
+	require.Zero(t, m.Examples)
+	require.Empty(t, learner.batches)
+	require.Zero(t, opt.Steps())
+	for _, v := range w.At(0).Data {
+		require.Equal(t, float32(0.5), v)
+	}
+	require.Contains(t, m.Line(), "informative 1/1  cut 2/8  no update (no trained token)")
+}
