@@ -145,7 +145,8 @@ type Metrics struct {
 	// and logits per call; training's parameters once per update.
 	// Absent on the host path.
 	DeviceCopyBytes int64 `json:"device_copy_bytes,omitempty"`
-	// Timing: wall seconds of rollout, training and the whole step, and
+	// Timing: wall seconds of rollout (after a serving engine's weight
+	// sync, which SyncSeconds times), training and the whole step, and
 	// training positions (rows x length, padding included; a packed
 	// row's prompt counted once) per second.
 	RolloutSeconds       float64 `json:"rollout_seconds"`

@@ -378,11 +378,12 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 
 	// 1. Rollout with dynamic sampling: keep informative problems only.
 	copied := t.deviceCopies()
+	rolloutStart := time.Now() // after the sync, which SyncSeconds times
 	examples, err := t.collect(ctx, &m, progress)
 	if err != nil {
 		return m, err
 	}
-	m.RolloutSeconds = time.Since(start).Seconds()
+	m.RolloutSeconds = time.Since(rolloutStart).Seconds()
 
 	// 2. Loss and gradients over all examples, token-mean over the batch.
 	trainStart := time.Now()

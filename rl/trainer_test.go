@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -926,4 +927,25 @@ func TestTrainerStepNoTrainedToken(t *testing.T) {
 		require.Equal(t, float32(0.5), v)
 	}
 	require.Contains(t, m.Line(), "informative 1/1  cut 2/8  no update (no trained token)")
+}
+
+// slowSync is a WeightSync that takes d to load the weights.
+type slowSync struct{ d time.Duration }
+
+func (s slowSync) Sync(context.Context, int) error { time.Sleep(s.d); return nil }
+func (slowSync) Version() string                   { return "v" }
+
+// TestTrainerStepTimings: a step's rollout_seconds is its rollouts' wall
+// time, not the serving engine's weight sync before them, which
+// sync_seconds logs apart: the two add up to no more than the step.
+func TestTrainerStepTimings(t *testing.T) {
+	cfg, parts := hardTrainer(t, 0)
+	parts.Sync = slowSync{200 * time.Millisecond}
+	tr, err := NewTrainer(cfg, parts)
+	require.NoError(t, err)
+	m, err := tr.TrainStep(context.Background(), nil)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, m.SyncSeconds, 0.2)
+	require.Less(t, m.RolloutSeconds, 0.1, "the fakes roll out at once")
+	require.LessOrEqual(t, m.SyncSeconds+m.RolloutSeconds+m.TrainSeconds, m.StepSeconds)
 }
