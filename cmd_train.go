@@ -73,13 +73,6 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	if n := len(ds.Problems); f.cfg.Problems > n {
-		them := "some of them"
-		if n == 1 {
-			them = "it"
-		}
-		fmt.Fprintf(env.stderr, "spiral: warning: --problems %d is more than the %s of %s: a step draws %s more than once\n", f.cfg.Problems, rollout.Plural(n, "problem"), dataName, them)
-	}
 	// The held-out problems serve the evaluations during training and the
 	// final RSA, each on when asked for.
 	var held []data.Problem
@@ -175,8 +168,16 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if len(problems) == 0 {
 		return fmt.Errorf("no usable problems in %s: the %s %s for the model (listed above)", dataName, rollout.Plural(len(ds.Problems), "problem"), tooLong(len(ds.Problems)))
 	}
+	usable := "problem" // what a step draws from: the problems that fit
 	if len(problems) < len(ds.Problems) {
-		ds = data.NewDataset(ds.Path, problems)
+		ds, usable = data.NewDataset(ds.Path, problems), "usable problem"
+	}
+	if n := len(ds.Problems); f.cfg.Problems > n {
+		them := "some of them"
+		if n == 1 {
+			them = "it"
+		}
+		fmt.Fprintf(env.stderr, "spiral: warning: --problems %d is more than the %s of %s: a step draws %s more than once\n", f.cfg.Problems, rollout.Plural(n, usable), dataName, them)
 	}
 	// The held-out problems are fitted as spiral eval --limit fits its
 	// own: the first --eval-problems, less those too long for the model,

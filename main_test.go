@@ -2038,6 +2038,27 @@ func TestTrainOneProblemReadsAsOne(t *testing.T) {
 	}
 }
 
+// TestTrainProblemsPastUsable: --problems is checked against the
+// problems a step draws from, those that fit the model: of 3 problems,
+// one too long, --problems 3 draws some of the other 2 more than once,
+// which the warning said nothing of (it counted the 3). (The run is
+// interrupted before its first step: the context is cancelled.)
+func TestTrainProblemsPastUsable(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	three := filepath.Join(dir, "three.jsonl")
+	long := fmt.Sprintf(`{"problem":%q,"answer":"3"}`, "Compute "+strings.Repeat("1+", 2_100)+"1.")
+	require.NoError(t, os.WriteFile(three, []byte(`{"problem":"Solve x+1=2.","answer":"1"}`+"\n"+long+"\n"+`{"problem":"Solve x+3=5.","answer":"2"}`+"\n"), 0o644))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"train", "--data", three, "--algo", "grpo", "--group", "2", "--problems", "3", "--max-new-tokens", "8", "--steps", "1",
+		"--eval-every", "0", "--final-rsa-steps", "0", "--out", filepath.Join(dir, "t"), "--quiet", "--threads", "1"}, &cliEnv{stdout: &stdout, stderr: &stderr})
+	require.Equal(t, exitInterrupted, code, stderr.String())
+	require.Contains(t, stderr.String(), "spiral: warning: skipped "+three+":2: ")
+	require.Contains(t, stderr.String(), "spiral: warning: --problems 3 is more than the 2 usable problems of "+three+": a step draws some of them more than once\n")
+}
+
 // skipWithoutRuntime skips a test that runs a model when the ONNX
 // Runtime library is not set up ($ONNXRUNTIME_LIB, from make test's
 // setup), outside CI, where it must be.
