@@ -131,15 +131,6 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if err := checkAggregateTemplate(tmpl, f.tmpl, sizes...); err != nil {
 		return err
 	}
-	if shared := data.Shared(ds.Problems, held); len(shared) > 0 {
-		are, first, them := "are training problems", "the first: ", "them"
-		if len(shared) == 1 {
-			are, first, them = "is a training problem", "", "it"
-		}
-		fmt.Fprintf(env.stderr, "spiral: warning: %d of the %s of %s %s of %s too (%s%s at %s): the held-out accuracy counts %s as new; give held-out problems that --data lacks\n",
-			len(shared), rollout.Plural(len(held), "held-out problem"), heldName, are, dataName, first, shared[0].ID, shared[0].Source, them)
-	}
-
 	arts, err := f.params.artifacts()
 	if err != nil {
 		return usageError{err}
@@ -195,6 +186,16 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 			return fmt.Errorf("no held-out problems to evaluate: the first %s of %s %s for the model (listed above)", rollout.Plural(n, "problem"), heldName, tooLong(n))
 		}
 		heldSkipped = n - len(held)
+	}
+	// Of the problems each draws from: one too long for training is not
+	// trained, so not counted as new by the held-out accuracy.
+	if shared := data.Shared(ds.Problems, held); len(shared) > 0 {
+		are, first, them := "are training problems", "the first: ", "them"
+		if len(shared) == 1 {
+			are, first, them = "is a training problem", "", "it"
+		}
+		fmt.Fprintf(env.stderr, "spiral: warning: %d of the %s of %s %s of %s too (%s%s at %s): the held-out accuracy counts %s as new; give held-out problems that --data lacks\n",
+			len(shared), rollout.Plural(len(held), "held-out problem"), heldName, are, dataName, first, shared[0].ID, shared[0].Source, them)
 	}
 	// The run directory is locked before the policy's artifacts are
 	// built into it: a second process is refused before it loads the

@@ -2059,6 +2059,32 @@ func TestTrainProblemsPastUsable(t *testing.T) {
 	require.Contains(t, stderr.String(), "spiral: warning: --problems 3 is more than the 2 usable problems of "+three+": a step draws some of them more than once\n")
 }
 
+// TestTrainSharedHeldOutAfterFit: a held-out problem that --data holds
+// too is warned of only where training draws it: one whose aggregation
+// prompt is too long for the model is skipped from training (its
+// pass@1 evaluation renders no aggregation prompt and keeps it), so the
+// held-out accuracy does not count a trained problem as new. (The run
+// is interrupted before its first step: the context is cancelled.)
+func TestTrainSharedHeldOutAfterFit(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	// A search prompt of 4,079 tokens; its aggregation prompt with two
+	// candidates does not fit 4,096 - 8 positions.
+	longRow := fmt.Sprintf(`{"problem":%q,"answer":"3"}`+"\n", "Compute "+strings.Repeat("1+", 2_025)+"1.")
+	long := filepath.Join(dir, "long.jsonl")
+	require.NoError(t, os.WriteFile(long, []byte(longRow), 0o644))
+	train := filepath.Join(dir, "train.jsonl")
+	require.NoError(t, os.WriteFile(train, []byte(`{"problem":"Solve x+1=2.","answer":"1"}`+"\n"+longRow), 0o644))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"train", "--data", train, "--eval-data", long, "--n1", "2", "--k", "1", "--n", "2", "--n2", "2", "--max-new-tokens", "8", "--steps", "1",
+		"--final-rsa-steps", "0", "--out", filepath.Join(dir, "t"), "--quiet", "--threads", "1"}, &cliEnv{stdout: &stdout, stderr: &stderr})
+	require.Equal(t, exitInterrupted, code, stderr.String())
+	require.Contains(t, stderr.String(), "spiral: warning: skipped "+train+":2: aggregation prompt of ")
+	require.NotContains(t, stderr.String(), "held-out accuracy counts")
+}
+
 // skipWithoutRuntime skips a test that runs a model when the ONNX
 // Runtime library is not set up ($ONNXRUNTIME_LIB, from make test's
 // setup), outside CI, where it must be.
