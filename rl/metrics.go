@@ -231,6 +231,13 @@ func (m *Metrics) finishRollout() {
 	}
 }
 
+// trainedNone clears the figures of the step's trained samples (the
+// advantages' statistics and the search credit) when it trained none:
+// those of an informative problem's traces that held no token.
+func (m *Metrics) trainedNone() {
+	m.AdvMean, m.AdvStd, m.AdvMin, m.AdvMax, m.SearchCredit = 0, 0, 0, 0, nil
+}
+
 // Updated says whether the step changed the weights: it trained some
 // example (not NoUpdate) and applied its update (no UpdateSkipped).
 func (m Metrics) Updated() bool { return !m.NoUpdate && m.UpdateSkipped == "" }

@@ -421,6 +421,7 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 		m.GradNorm, m.LR, m.UpdateSkipped = u.norm, u.lr, u.skipped
 	} else {
 		m.NoUpdate = true
+		m.trainedNone()
 	}
 	m.TrainSeconds = time.Since(trainStart).Seconds()
 	if m.TrainSeconds > 0 {

@@ -927,6 +927,10 @@ func TestTrainerStepNoTrainedToken(t *testing.T) {
 		require.Equal(t, float32(0.5), v)
 	}
 	require.Contains(t, m.Line(), "informative 1/1  cut 2/8  no update (no trained token)")
+	// Statistics of the trained samples, of which it has none: written
+	// as a step without an informative problem writes them.
+	require.Equal(t, [4]float64{}, [4]float64{m.AdvMean, m.AdvStd, m.AdvMin, m.AdvMax})
+	require.Nil(t, m.SearchCredit)
 }
 
 // slowSync is a WeightSync that takes d to load the weights.
