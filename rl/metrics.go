@@ -142,7 +142,8 @@ type Metrics struct {
 	// DeviceCopyBytes is what the step copied between host and device
 	// memory through the device layer (--device cuda): generation's
 	// weights once per generation, then token ids, masks, cache indices
-	// and logits per call; training's parameters once per update.
+	// and logits per call; training's parameters once per update; with a
+	// serving engine, the weights brought to the host for its sync.
 	// Absent on the host path.
 	DeviceCopyBytes int64 `json:"device_copy_bytes,omitempty"`
 	// Timing: wall seconds of rollout (after a serving engine's weight

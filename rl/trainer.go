@@ -365,6 +365,7 @@ func (t *Trainer) Config() Config { return t.cfg }
 func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Metrics, error) {
 	m := Metrics{Step: t.step + 1}
 	start := time.Now()
+	copied := t.deviceCopies() // the sync's copies are the step's too
 
 	// 0. A serving engine samples with the weights trained so far.
 	if t.sync != nil {
@@ -377,7 +378,6 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 	}
 
 	// 1. Rollout with dynamic sampling: keep informative problems only.
-	copied := t.deviceCopies()
 	rolloutStart := time.Now() // after the sync, which SyncSeconds times
 	examples, err := t.collect(ctx, &m, progress)
 	if err != nil {

@@ -953,3 +953,31 @@ func TestTrainerStepTimings(t *testing.T) {
 	require.Less(t, m.RolloutSeconds, 0.1, "the fakes roll out at once")
 	require.LessOrEqual(t, m.SyncSeconds+m.RolloutSeconds+m.TrainSeconds, m.StepSeconds)
 }
+
+// syncCopyingLearner is deviceFakeLearner that copies 1000 bytes from
+// the device each time it brings the host weights up to date for a
+// serving engine (SyncWeights).
+type syncCopyingLearner struct {
+	deviceFakeLearner
+	copied int64
+}
+
+func (l *syncCopyingLearner) SyncWeights() error {
+	l.copied += 1000
+	return l.deviceFakeLearner.SyncWeights()
+}
+func (l *syncCopyingLearner) CopiedBytes() int64 { return l.copied }
+
+// TestTrainerCountsSyncCopies: the device copies of a step's weight sync
+// to a serving engine are the step's: device_copy_bytes counts them, as
+// it counts those of the generation and the update.
+func TestTrainerCountsSyncCopies(t *testing.T) {
+	cfg, parts := hardTrainer(t, 0)
+	learner := &syncCopyingLearner{}
+	parts.Grads, parts.Learner, parts.Sync = nil, learner, &recordingSync{l: &learner.deviceFakeLearner}
+	tr, err := NewTrainer(cfg, parts)
+	require.NoError(t, err)
+	m, err := tr.TrainStep(context.Background(), nil)
+	require.NoError(t, err)
+	require.Equal(t, int64(1000), m.DeviceCopyBytes)
+}
