@@ -665,6 +665,13 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 			// least it, which "up to" the exact one alone would deny.
 			cells = append(cells, fmt.Sprintf("at least %.2fx at k = %d (%s never reaches %s's pass@%d within its measured k)", eff.Floor, eff.FloorK, o.Label, ref.Label, eff.FloorK))
 		}
+		if eff.Ceiling > 0 {
+			// An upper bound above every exact ratio: the ratio there is
+			// anything up to it, which "up to" the exact one alone, or a
+			// measured 1.00x, would hide.
+			first := int(o.X[0])
+			cells = append(cells, fmt.Sprintf("at most %.2fx at k = %d (%s is above %s's pass@%d already at its smallest k, %d)", eff.Ceiling, eff.CeilingK, o.Label, ref.Label, eff.CeilingK, first))
+		}
 		if len(cells) > 0 {
 			cell := strings.Join(cells, "; ")
 			fmt.Fprintf(w, "  scaling efficiency of %s over %s: %s\n", ref.Label, o.Label, cell)

@@ -621,6 +621,51 @@ func TestCompareEfficiencyFloor(t *testing.T) {
 	}
 }
 
+// TestCompareEfficiencyCeiling: where the other curve is above the
+// reference's pass@k already at its smallest k, k = 1 included, the
+// ratio is a cap, at most its value, and one above every exact ratio is
+// printed beside the maximum as such. b ahead at k = 1 printed "1.00x"
+// at k = 1 and "up to 1.00x (k = 1)", as if measured, where b needs
+// 0.71x and 0.91x at k = 2 and 4.
+func TestCompareEfficiencyCeiling(t *testing.T) {
+	pts := func(kp ...float64) []rollout.KPoint {
+		var out []rollout.KPoint
+		for i := 0; i < len(kp); i += 2 {
+			out = append(out, rollout.KPoint{K: int(kp[i]), PassAtK: kp[i+1]})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		other []rollout.KPoint
+		lines []string
+		cell  string
+	}{
+		{"ahead at k = 1", pts(1, 0.3, 2, 0.5, 4, 0.85), []string{
+			"       1    0.2000        1.00  1.00x (at most)\n",
+			"  scaling efficiency of a over b: up to 0.91x (k = 4); at most 1.00x at k = 1 (b is above a's pass@1 already at its smallest k, 1)\n"},
+			"| up to 0.91x (k = 4); at most 1.00x at k = 1 (b is above a's pass@1 already at its smallest k, 1) |"},
+		{"ahead everywhere", pts(1, 0.9, 2, 0.95, 4, 0.99), []string{
+			"  no exact ratio: b is at or above a's pass@k already at its smallest k (each ratio an upper bound)\n",
+			"  scaling efficiency of a over b: at most 1.00x at k = 1 (b is above a's pass@1 already at its smallest k, 1)\n"},
+			"| at most 1.00x at k = 1 (b is above a's pass@1 already at its smallest k, 1) |"},
+	} {
+		c := comparison{passk: []report.PassAtK{
+			{Meta: report.Meta{Label: "a", Problems: 1}, Config: rollout.PassAtKConfig{Samples: 4}, Points: pts(1, 0.2, 2, 0.4, 4, 0.8)},
+			{Meta: report.Meta{Label: "b", Problems: 1}, Config: rollout.PassAtKConfig{Samples: 4}, Points: tc.other},
+		}}
+		groups, err := seeds(c.passk, func(r report.PassAtK) string { return r.Meta.Name() }, report.MeanPassAtK)
+		require.NoError(t, err)
+		var out strings.Builder
+		sum := newSummary()
+		require.NoError(t, c.comparePassAtK(&out, groups, sum), tc.name)
+		for _, l := range tc.lines {
+			require.Contains(t, out.String(), l, tc.name)
+		}
+		require.Contains(t, sum.markdown(), tc.cell, tc.name)
+	}
+}
+
 // TestSummaryMarkdownEscapesPipes: a label with a "|" (eval's --label,
 // --run's LABEL) is one cell of summary.md, in its row and in a column
 // named after the reference, not a cell boundary that shifts the row's

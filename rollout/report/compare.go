@@ -11,10 +11,11 @@ import (
 
 // Bound says whether an efficiency ratio is exact or a bound: the other
 // curve never reaches the target within its largest k (its ratio is at
-// least the one given) or is already above it at its smallest k when that
-// k is above 1 (at most). Above the target at k = 1 is exact, one sample:
-// no curve needs fewer, so a curve ahead at every k shows 1x at k = 1 as
-// its best.
+// least the one given) or is already above it at its smallest k (at
+// most), k = 1 included: a curve above the target with one sample would
+// reach it with fewer, were there fewer, so its 1x there is a cap, not a
+// measured ratio. Level with the target at its smallest k (within
+// reachSlack) is exact.
 type Bound string
 
 // The bounds of an EfficiencyPoint.
@@ -56,6 +57,14 @@ type Efficiency struct {
 	// k is then at least Floor, not Max; 0 when no bound exceeds Max.
 	Floor  float64 `json:"floor,omitempty"`
 	FloorK int     `json:"floor_k,omitempty"`
+	// Ceiling is the largest ratio that is an upper bound (AtMost: the
+	// other curve above the reference's pass@k already at its smallest
+	// k; not at a target of 0, where there is nothing to measure) where
+	// it exceeds Max and Floor, and CeilingK its k: the ratio there may
+	// be anything up to Ceiling, so the greatest ratio over k is between
+	// Max and Ceiling; 0 when no bound exceeds them.
+	Ceiling  float64 `json:"ceiling,omitempty"`
+	CeilingK int     `json:"ceiling_k,omitempty"`
 }
 
 // PassAtKEfficiency returns, at each k of ref, how many times more samples
@@ -105,6 +114,11 @@ func PassAtKEfficiency(ref, other PassAtK) (Efficiency, error) {
 			eff.Floor, eff.FloorK = p.Ratio, p.K
 		}
 	}
+	for _, p := range eff.Points {
+		if p.Bound == AtMost && p.Target > 0 && p.Ratio > max(eff.Max, eff.Floor, eff.Ceiling) {
+			eff.Ceiling, eff.CeilingK = p.Ratio, p.K
+		}
+	}
 	return eff, nil
 }
 
@@ -130,16 +144,18 @@ const reachSlack = passkSlack
 
 // samplesToReach returns the smallest k at which the curve reaches target,
 // interpolating in log k; beyond the curve's ends, its largest k (AtLeast)
-// or its smallest (AtMost). A target of 0 (a reference that solved
-// nothing at its k) is reached with no sample at all, so the curve's
-// first k is only a bound (AtMost), never an exact count. A target within
-// reachSlack above a point is reached at that point. The curve may fall
+// or its smallest (AtMost), k = 1 too: a target below the curve's first
+// point by more than reachSlack was passed before it. A target of 0 (a
+// reference that solved nothing at its k) is reached with no sample at
+// all, so the curve's first k is only a bound (AtMost), never an exact
+// count. A target within reachSlack above a point is reached at that
+// point. The curve may fall
 // by rounding (passkSlack) after the point that reaches target, below it.
 func samplesToReach(pts []passPoint, target float64) (float64, Bound) {
 	first, last := pts[0], pts[len(pts)-1]
 	if target <= first.p+reachSlack {
-		if target > 0 && (target >= first.p-reachSlack || first.k == 1) {
-			return float64(first.k), Exact // no curve goes below one sample
+		if target > 0 && target >= first.p-reachSlack {
+			return float64(first.k), Exact // level with its first point
 		}
 		return float64(first.k), AtMost
 	}

@@ -52,7 +52,7 @@ func FuzzPassAtKEfficiency(f *testing.F) {
 			want := Exact
 			// Below the first point by more than reachSlack (after
 			// falls by rounding, each within it): already passed there.
-			if e.Target == 0 || ref.Points[0].K > 1 && e.Target < ref.Points[0].PassAtK-reachSlack {
+			if e.Target == 0 || e.Target < ref.Points[0].PassAtK-reachSlack {
 				want = AtMost
 			}
 			if math.Abs(e.Ratio-1) > 1e-6 || e.Bound != want {

@@ -75,14 +75,60 @@ func TestPassAtKEfficiencyBoundsAndMax(t *testing.T) {
 	require.InDelta(t, 2, eff.Points[0].Ratio, 1e-12)
 
 	// A target below a curve measured from k = 1 (0.1 against a's pass@1
-	// = 0.2) is reached with one sample, exactly, not "at most 1": no
-	// curve takes fewer. So the ratio 1 is exact and counts as the maximum.
+	// = 0.2) is passed with one sample already: a smooth curve would need
+	// fewer, so the ratio is at most 1, not a measured 1x, and it is no
+	// exact maximum but a ceiling above the exact ratios (it counted as an
+	// exact 1x, the maximum, with a degenerate 1.00 to 1.00x interval).
 	low := report.PassAtK{Points: []rollout.KPoint{{K: 1, PassAtK: 0.1}}}
 	eff, err = report.PassAtKEfficiency(low, a)
 	require.NoError(t, err)
-	require.Equal(t, report.Exact, eff.Points[0].Bound)
+	require.Equal(t, report.AtMost, eff.Points[0].Bound)
 	require.Equal(t, 1.0, eff.Points[0].OtherK)
-	require.InDelta(t, 1, eff.Max, 1e-12, "an exact point counts towards the maximum")
+	require.Zero(t, eff.Max, "a bound is no exact maximum")
+	require.InDelta(t, 1, eff.Ceiling, 1e-12)
+	require.Equal(t, 1, eff.CeilingK)
+
+	// Reached at k = 1 within reachSlack: one sample, exactly.
+	level := report.PassAtK{Points: []rollout.KPoint{{K: 1, PassAtK: 0.2}}}
+	eff, err = report.PassAtKEfficiency(level, a)
+	require.NoError(t, err)
+	require.Equal(t, report.Exact, eff.Points[0].Bound)
+	require.InDelta(t, 1, eff.Max, 1e-12)
+	require.Zero(t, eff.Ceiling)
+}
+
+// TestPassAtKEfficiencyCeiling: an upper bound (the other curve above
+// the reference's pass@k at its smallest k) above every exact ratio is
+// the efficiency's ceiling; one at a target of 0 (nothing to measure) or
+// below the exact maximum or a floor is not.
+func TestPassAtKEfficiencyCeiling(t *testing.T) {
+	pts := func(kp ...float64) report.PassAtK {
+		var r report.PassAtK
+		for i := 0; i < len(kp); i += 2 {
+			r.Points = append(r.Points, rollout.KPoint{K: int(kp[i]), PassAtK: kp[i+1]})
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name         string
+		ref, other   report.PassAtK
+		max, ceiling float64
+		maxK, ceilK  int
+	}{
+		// b is above a at k = 1 (1x at most), then needs 1.41 and 3.62
+		// samples for a's pass@2 and pass@4.
+		{"ahead at k = 1", pts(1, 0.2, 2, 0.4, 4, 0.8), pts(1, 0.3, 2, 0.5, 4, 0.85), 0.9057, 1, 4, 1},
+		{"ahead everywhere", pts(1, 0.2, 2, 0.4, 4, 0.8), pts(1, 0.9, 2, 0.95, 4, 0.99), 0, 1, 0, 1},
+		{"bound below the maximum", pts(1, 0.2, 4, 0.8), pts(1, 0.3, 2, 0.5, 32, 0.85), 5.3837, 0, 4, 0},
+		{"target 0", pts(1, 0, 2, 0.4), pts(1, 0.3, 2, 0.5), 1.4142 / 2, 0, 2, 0},
+	} {
+		eff, err := report.PassAtKEfficiency(tc.ref, tc.other)
+		require.NoError(t, err, tc.name)
+		require.InDelta(t, tc.max, eff.Max, 1e-4, tc.name)
+		require.Equal(t, tc.maxK, eff.MaxK, tc.name)
+		require.InDelta(t, tc.ceiling, eff.Ceiling, 1e-12, tc.name)
+		require.Equal(t, tc.ceilK, eff.CeilingK, tc.name)
+	}
 }
 
 // TestUpToKLimitsTheReference: a reference evaluated with as many samples
@@ -328,8 +374,10 @@ func TestPassAtKEfficiencyFloor(t *testing.T) {
 		{"bound above the exact maximum", a, b, 4, 16, 2, 4},
 		// a against itself: every ratio exact, 1x.
 		{"no bound", a, a, 1, 0, 1, 0},
-		// a ahead of b at every k: exact ratios of 1x and below, no bound.
-		{"other ahead", b, a, 1, 0, 1, 0},
+		// a ahead of b at every k: at most 1x at k = 1 (a is above b's
+		// 0.1 with one sample), exact ratios of 0.5x and below after it,
+		// no lower bound.
+		{"other ahead", b, a, 0.5, 0, 2, 0},
 		// Every point of a out of reach of a curve measured to k = 8 at
 		// 0.1: at least 8, 4 and 2x; no exact ratio.
 		{"bounds only", a, report.PassAtK{Points: []rollout.KPoint{{K: 8, PassAtK: 0.1}}}, 0, 8, 0, 1},
