@@ -650,9 +650,12 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 		if eff.Max > 0 {
 			cell := fmt.Sprintf("up to %.2fx (k = %d", eff.Max, eff.MaxK)
 			if ivErr == nil {
+				// The interval of the ratio at the maximum's k, not one of
+				// the maximum over k (which each draw could take at
+				// another k): the wording names the k.
 				for _, iv := range intervals {
 					if iv.K == eff.MaxK {
-						cell += fmt.Sprintf("; %.0f%%: %s", 100*boot.Level, intervalText(iv))
+						cell += fmt.Sprintf("; %.0f%% interval at k = %d: %s", 100*boot.Level, iv.K, intervalText(iv))
 					}
 				}
 			}

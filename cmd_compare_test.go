@@ -666,6 +666,34 @@ func TestCompareEfficiencyCeiling(t *testing.T) {
 	}
 }
 
+// TestCompareEfficiencyHeadlineInterval: the interval beside "up to" is
+// the bootstrap interval of the ratio at the maximum's k, and says so;
+// it read "(k = 1; 95%: ...)", as if an interval of the maximum over k.
+// With every problem alike the interval is the point estimate itself.
+func TestCompareEfficiencyHeadlineInterval(t *testing.T) {
+	counted := func(label string, c int) report.PassAtK {
+		r := report.PassAtK{Meta: report.Meta{Label: label, Problems: 2}, Config: rollout.PassAtKConfig{Samples: 64}}
+		r.PerProblem = []rollout.ProblemCorrect{{ID: "x", Correct: c}, {ID: "y", Correct: c}}
+		for k := 1; k <= 16; k *= 2 {
+			p, err := rollout.PassAtK(64, c, k)
+			require.NoError(t, err)
+			r.Points = append(r.Points, rollout.KPoint{K: k, PassAtK: p})
+		}
+		return r
+	}
+	c := comparison{passk: []report.PassAtK{counted("a", 8), counted("b", 3)}}
+	eff, err := report.PassAtKEfficiency(c.passk[0], c.passk[1])
+	require.NoError(t, err)
+	groups, err := seeds(c.passk, func(r report.PassAtK) string { return r.Meta.Name() }, report.MeanPassAtK)
+	require.NoError(t, err)
+	var out strings.Builder
+	sum := newSummary()
+	require.NoError(t, c.comparePassAtK(&out, groups, sum))
+	want := fmt.Sprintf("up to %.2fx (k = %d; 95%% interval at k = %[2]d: %.2f to %.2fx)", eff.Max, eff.MaxK, eff.Max, eff.Max)
+	require.Contains(t, out.String(), "  scaling efficiency of a over b: "+want+"\n")
+	require.Contains(t, sum.markdown(), "| "+want+" |")
+}
+
 // TestSummaryMarkdownEscapesPipes: a label with a "|" (eval's --label,
 // --run's LABEL) is one cell of summary.md, in its row and in a column
 // named after the reference, not a cell boundary that shifts the row's

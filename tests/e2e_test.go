@@ -1151,7 +1151,7 @@ func TestCompare(t *testing.T) {
 	require.Greater(t, eff.Max, 1.0)
 	r = spiral(t, nil, "compare", write("ca.json", counted("spiral", 8)), write("cb.json", counted("grpo", 3)))
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, fmt.Sprintf("scaling efficiency of spiral over grpo: up to %.2fx (k = %d; 95%%: %.2f to %.2fx)", eff.Max, eff.MaxK, eff.Max, eff.Max))
+	require.Contains(t, r.stdout, fmt.Sprintf("scaling efficiency of spiral over grpo: up to %.2fx (k = %d; 95%% interval at k = %[2]d: %.2f to %.2fx)", eff.Max, eff.MaxK, eff.Max, eff.Max))
 
 	// --max-k compares at the reference's k <= 2 only, reading the other
 	// curve to its end (k = 16 here). The other model solves one problem
@@ -1175,7 +1175,7 @@ func TestCompare(t *testing.T) {
 	r = spiral(t, nil, "compare", "--max-k", "2", "--out", cutOut, filepath.Join(dir, "ca.json"), write("lop.json", lopsided))
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "samples grpo needs to reach spiral's pass@k at k <= 2")
-	require.Contains(t, r.stdout, fmt.Sprintf("scaling efficiency of spiral over grpo: up to %.2fx (k = 2; 95%%: ", eff2.Max))
+	require.Contains(t, r.stdout, fmt.Sprintf("scaling efficiency of spiral over grpo: up to %.2fx (k = 2; 95%% interval at k = 2: ", eff2.Max))
 	require.NotContains(t, r.stdout, "no interval")
 	cutMD, err := os.ReadFile(filepath.Join(cutOut, "summary.md"))
 	require.NoError(t, err)
