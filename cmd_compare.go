@@ -905,13 +905,22 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, searchEntrop
 				return nil, nil, nil, err
 			}
 			held = append(held, h)
+			// A mean over the seeds that logged held-out evaluations, the
+			// label's n = len(g) or fewer: say which where fewer.
 			fmt.Fprintf(w, "; held-out pass@1 %s (step %d) -> %s (step %d)", h.Y[0], int(h.X[0]), h.Y[len(h.Y)-1], int(h.X[len(h.X)-1]))
-			sum.set(label, "held-out pass@1 during training", fmt.Sprintf("%s -> %s", h.Y[0], h.Y[len(h.Y)-1]))
+			if len(ho) < len(g) {
+				fmt.Fprintf(w, " (mean of %d of the %d seeds: the rest logged no held-out evaluation)", len(ho), len(g))
+			}
+			sum.set(label, "held-out pass@1 during training", fmt.Sprintf("%s -> %s%s", h.Y[0], h.Y[len(h.Y)-1], seedsOf(len(ho), len(g))))
 		}
 		if len(credit) > 0 {
 			s := report.SpreadOf(credit)
-			fmt.Fprintf(w, "; search credit %s (correlation of a trained search trace's own reward with its advantage, mean over steps)", s)
-			sum.set(label, "search credit (own reward vs advantage)", s.String())
+			fmt.Fprintf(w, "; search credit %s (correlation of a trained search trace's own reward with its advantage, mean over steps", s)
+			if len(credit) < len(g) {
+				fmt.Fprintf(w, "; %d of the %d seeds: the rest logged none", len(credit), len(g))
+			}
+			fmt.Fprint(w, ")")
+			sum.set(label, "search credit (own reward vs advantage)", s.String()+seedsOf(len(credit), len(g)))
 		}
 		fmt.Fprintln(w)
 	}
@@ -919,6 +928,15 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, searchEntrop
 		fmt.Fprintln(w)
 	}
 	return entropy, searchEntropy, held, nil
+}
+
+// seedsOf is a summary cell's note of a mean over n of a label's all
+// seeds, " (n of all seeds)", where n is fewer; "" where it is all.
+func seedsOf(n, all int) string {
+	if n == all {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of %d seeds)", n, all)
 }
 
 // noEntropy says why a label's seeds (runs) have no step with a token

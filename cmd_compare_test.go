@@ -303,6 +303,35 @@ func TestRunCurvesTokensPerSeed(t *testing.T) {
 	require.Equal(t, "2 / 2", sum.cells[[2]string{"x", "training traces / tokens per seed"}])
 }
 
+// TestRunCurvesSeedsAveraged: a label's held-out pass@1 and search
+// credit are means over the seeds that logged them, and where that is
+// fewer than the label's n the line and summary.md say how many: two of
+// three seeds with eval.jsonl lines and one with a search credit printed
+// "run x (n = 3): ...; held-out pass@1 0.500 (0.400-0.600) (step 0)" and
+// "search credit 0.300", as if over all three.
+func TestRunCurvesSeedsAveraged(t *testing.T) {
+	var c comparison
+	for i := range 3 {
+		curves := rl.RunCurves{Steps: []int{1}, Entropy: report.Curve{Keys: []int{1}, Y: []float64{0.1}}}
+		if i < 2 {
+			curves.HeldOut = report.Curve{Keys: []int{0}, Y: []float64{0.4 + 0.2*float64(i)}}
+		}
+		if i == 0 {
+			curves.SearchCredit, curves.CreditSteps = 0.3, 1
+		}
+		c.runs = append(c.runs, labelledRun{label: "x", dir: fmt.Sprint("s", i), curves: curves})
+	}
+	var out strings.Builder
+	sum := newSummary()
+	_, _, _, err := c.runCurves(&out, sum)
+	require.NoError(t, err)
+	require.Contains(t, out.String(), "run x (n = 3): ")
+	require.Contains(t, out.String(), "; held-out pass@1 0.500 (0.400-0.600) (step 0) -> 0.500 (0.400-0.600) (step 0) (mean of 2 of the 3 seeds: the rest logged no held-out evaluation)")
+	require.Contains(t, out.String(), "; search credit 0.300 (correlation of a trained search trace's own reward with its advantage, mean over steps; 1 of the 3 seeds: the rest logged none)")
+	require.Equal(t, "0.500 (0.400-0.600) -> 0.500 (0.400-0.600) (2 of 3 seeds)", sum.cells[[2]string{"x", "held-out pass@1 during training"}])
+	require.Equal(t, "0.300 (1 of 3 seeds)", sum.cells[[2]string{"x", "search credit (own reward vs advantage)"}])
+}
+
 // TestCompareSequentialOneLabel: sequential reports of one label (its
 // seeds) have nothing to compare, which compare says, as it does of
 // pass@k; it printed nothing at all and exited 0.
