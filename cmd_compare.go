@@ -785,15 +785,35 @@ func compareRSA(w io.Writer, groups []report.Seeds, sum *summary) error {
 }
 
 // compareBudget prints the first label's sequential accuracy over each
-// other's at equal tokens per trace.
+// other's at equal tokens per trace. A label's reports that record no
+// tokens per trace (a mean_tokens of 0: report.TokenCurves leaves them
+// out) are named as left out; where none of the reference's is left,
+// there is no comparison.
 func (c *comparison) compareBudget(w io.Writer, tokens []report.Seeds) error {
-	var seq []report.Seeds
+	curves := map[string]report.Seeds{}
 	for _, s := range tokens {
-		if strings.HasSuffix(s.Label, " sequential") {
+		if l, ok := strings.CutSuffix(s.Label, " sequential"); ok {
+			curves[l] = s
+		}
+	}
+	var seq []report.Seeds
+	groups := report.Group(c.budget, func(r report.Budget) string { return r.Meta.Name() })
+	for _, g := range groups {
+		label := g[0].Meta.Name()
+		s, ok := curves[label]
+		if n := len(g) - s.N; n > 0 {
+			fmt.Fprintf(w, "sequential at equal tokens: %s: %d of its %d reports record no tokens per trace (mean_tokens 0 at some budget): left out\n", label, n, len(g))
+		}
+		if ok {
 			seq = append(seq, s)
 		}
 	}
+	if _, ok := curves[groups[0][0].Meta.Name()]; !ok {
+		fmt.Fprintf(w, "sequential at equal tokens: no comparison: the reference, %s, has no curve against tokens\n\n", groups[0][0].Meta.Name())
+		return nil
+	}
 	if len(seq) < 2 {
+		fmt.Fprintln(w)
 		return nil
 	}
 	ref := seq[0]

@@ -609,6 +609,43 @@ func TestCompareBudgetPastAStoppedCurve(t *testing.T) {
 	}
 }
 
+// TestCompareBudgetReportsWithoutTokens: a label whose sequential
+// reports record no tokens per trace (a mean_tokens of 0) has no curve at
+// equal tokens; compare says so, naming it and how many of its reports,
+// instead of comparing the next label with the others as if it were the
+// reference ("b sequential over c sequential") or printing nothing.
+func TestCompareBudgetReportsWithoutTokens(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, label string, meanTokens float64) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(`{"meta": {"mode": "sequential", "model": %q, "problems": 1}, "config": {"samples": 4}, "points": [{"budget": 8, "accuracy": 0.25, "mean_tokens": %g, "truncated": 1}, {"budget": 16, "accuracy": 0.5, "mean_tokens": 14, "truncated": 0.25}]}`, label, meanTokens)), 0o644))
+		return p
+	}
+	a, b1, b2, c := write("a.json", "a", 0), write("b1.json", "b", 8), write("b2.json", "b", 0), write("c.json", "c", 8)
+	for _, tc := range []struct {
+		name    string
+		reports []string
+		want    []string
+		not     string
+	}{
+		{"reference without tokens", []string{a, b1, c}, []string{
+			"sequential at equal tokens: a: 1 of its 1 reports record no tokens per trace (mean_tokens 0 at some budget): left out\n",
+			"sequential at equal tokens: no comparison: the reference, a, has no curve against tokens\n\n"}, "over"},
+		{"a seed without tokens", []string{c, b1, b2}, []string{
+			"sequential at equal tokens: b: 1 of its 2 reports record no tokens per trace (mean_tokens 0 at some budget): left out\n",
+			"c sequential over b sequential at equal tokens per trace\n"}, ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		require.Zero(t, run(context.Background(), append([]string{"compare"}, tc.reports...), &cliEnv{stdout: &stdout, stderr: &stderr}), tc.name+": "+stderr.String())
+		for _, w := range tc.want {
+			require.Contains(t, stdout.String(), w, tc.name)
+		}
+		if tc.not != "" {
+			require.NotContains(t, stdout.String(), tc.not, tc.name)
+		}
+	}
+}
+
 // TestCompareEfficiencyFloor: where the other curve never reaches the
 // reference's pass@k at some k, that ratio is a lower bound, and one
 // above every exact ratio is printed with the maximum and in summary.md
