@@ -631,7 +631,13 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 		fmt.Fprintf(w, "pass@k: samples %s needs to reach %s's pass@k%s (means over seeds, n = %d and %d)\n", o.Label, ref.Label, within, o.N, ref.N)
 		header := fmt.Sprintf("  %6s  %8s  %10s  %s", "k", "target", "other k", "ratio")
 		if ivErr == nil {
-			header += fmt.Sprintf("  (%.0f%% interval over problems and seeds)", 100*boot.Level)
+			over := "problems and seeds"
+			if o.N == 1 && ref.N == 1 {
+				// Nothing to resample but the problems: the interval
+				// holds no seed's noise.
+				over = "problems alone: one seed of each"
+			}
+			header += fmt.Sprintf("  (%.0f%% interval over %s)", 100*boot.Level, over)
 		}
 		fmt.Fprintln(w, header)
 		for j, p := range eff.Points {

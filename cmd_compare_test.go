@@ -758,6 +758,24 @@ func TestCompareEfficiencyHeadlineInterval(t *testing.T) {
 	want := fmt.Sprintf("up to %.2fx (k = %d; 95%% interval at k = %[2]d: %.2f to %.2fx)", eff.Max, eff.MaxK, eff.Max, eff.Max)
 	require.Contains(t, out.String(), "  scaling efficiency of a over b: "+want+"\n")
 	require.Contains(t, sum.markdown(), "| "+want+" |")
+	// One seed of each label: the draws resample the problems alone, so
+	// the header does not claim the seeds' noise ("over problems and
+	// seeds" it read); with two seeds of one label it does.
+	require.Contains(t, out.String(), "ratio  (95% interval over problems alone: one seed of each)\n")
+	c.passk = append(c.passk, counted("b", 4))
+	c.passk[2].PerProblem[1].Correct = 2
+	for i, p := range c.passk[2].Points {
+		v4, err := rollout.PassAtK(64, 4, p.K)
+		require.NoError(t, err)
+		v2, err := rollout.PassAtK(64, 2, p.K)
+		require.NoError(t, err)
+		c.passk[2].Points[i].PassAtK = (v4 + v2) / 2
+	}
+	groups, err = seeds(c.passk, func(r report.PassAtK) string { return r.Meta.Name() }, report.MeanPassAtK)
+	require.NoError(t, err)
+	out.Reset()
+	require.NoError(t, c.comparePassAtK(&out, groups, newSummary()))
+	require.Contains(t, out.String(), "(means over seeds, n = 2 and 1)\n       k    target     other k  ratio  (95% interval over problems and seeds)\n")
 }
 
 // TestSummaryMarkdownEscapesPipes: a label with a "|" (eval's --label,
