@@ -36,7 +36,8 @@ type EfficiencyPoint struct {
 	OtherK float64 `json:"other_k"`
 	// Ratio is OtherK over the samples the reference needed for Target:
 	// K, or on a plateau of the reference (pass@k equal to an earlier
-	// k's but for reachSlack, as at 1) the plateau's first k. It is how
+	// k's but for reachSlack, as at 1) the plateau's first k, read off the
+	// reference's curve as OtherK is off the other's. It is how
 	// many times more samples the other curve needs (the paper's scaling
 	// efficiency; below 1, the other is ahead), 1 for a curve against
 	// itself.
@@ -93,17 +94,16 @@ func PassAtKEfficiency(ref, other PassAtK) (Efficiency, error) {
 		if rp.K < 1 {
 			return Efficiency{}, fmt.Errorf("report: efficiency: %s: k = %d", ref.Meta.Name(), rp.K)
 		}
-		own := rp.K // the reference's own samples for its pass@k: the first k with it
-		for _, q := range refPts {
-			// Within reachSlack, as samplesToReach reads the other curve:
-			// a curve against itself needs 1x at every k.
-			if q.p >= rp.PassAtK-reachSlack {
-				own = min(own, q.k)
-				break
-			}
-		}
+		// The reference's own samples for its pass@k, read off its curve
+		// as the other's are, so that a curve against itself needs 1x at
+		// every k: K, or the first k with it (within reachSlack) on a
+		// plateau; where the curve fell by rounding after passing it, the
+		// crossing before that k. Reading the first k at or above it
+		// instead gave 0.999999x where the other curve's crossing was
+		// interpolated.
+		own, _ := samplesToReach(refPts, rp.PassAtK)
 		ok, bound := samplesToReach(pts, rp.PassAtK)
-		e := EfficiencyPoint{K: rp.K, Target: rp.PassAtK, OtherK: ok, Ratio: ok / float64(own), Bound: bound}
+		e := EfficiencyPoint{K: rp.K, Target: rp.PassAtK, OtherK: ok, Ratio: ok / own, Bound: bound}
 		if bound == Exact && e.Ratio > eff.Max {
 			eff.Max, eff.MaxK = e.Ratio, rp.K
 		}
