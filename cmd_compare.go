@@ -31,7 +31,7 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		// Runs alone are summarised (entropy, held-out and search credit
 		// curves); reports alone need two to compare.
 		if len(args) < 2 && len(*runs) == 0 {
-			return usageError{errors.New("usage: spiral compare [--out DIR] [--max-k K] [--allow-different-problems] [--run LABEL=DIR ...] [REF.json OTHER.json ...] (two eval reports or more, or one with --run, or --run alone; reports sharing a label are seeds; each mode's first label is the reference)")}
+			return usageError{errors.New("usage: spiral compare [--out DIR] [--figures png|svg|pdf] [--max-k K] [--allow-different-problems] [--run LABEL=DIR ...] [REF.json OTHER.json ...] (two eval reports or more, or one with --run, or --run alone; reports sharing a label are seeds; each mode's first label is the reference)")}
 		}
 		if *maxK < 0 {
 			return usageError{fmt.Errorf("--max-k %d: want a k >= 1, or 0 for every k", *maxK)}

@@ -778,6 +778,14 @@ func TestCompareEfficiencyHeadlineInterval(t *testing.T) {
 	require.Contains(t, out.String(), "(means over seeds, n = 2 and 1)\n       k    target     other k  ratio  (95% interval over problems and seeds)\n")
 }
 
+// TestCompareUsageNamesEveryFlag: compare's usage line lists --figures
+// with its values, as it lists the other flags; it left it out.
+func TestCompareUsageNamesEveryFlag(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 2, run(context.Background(), []string{"compare", "a.json"}, &cliEnv{stdout: &stdout, stderr: &stderr}))
+	require.Contains(t, stderr.String(), "usage: spiral compare [--out DIR] [--figures png|svg|pdf] [--max-k K] [--allow-different-problems] [--run LABEL=DIR ...] [REF.json OTHER.json ...]")
+}
+
 // TestSummaryMarkdownEscapesPipes: a label with a "|" (eval's --label,
 // --run's LABEL) is one cell of summary.md, in its row and in a column
 // named after the reference, not a cell boundary that shifts the row's
