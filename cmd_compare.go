@@ -689,11 +689,28 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 			sum.set(o.Label, col, "-")
 		}
 		if ivErr != nil {
-			fmt.Fprintf(w, "  no interval: %v\n", ivErr)
+			fmt.Fprintf(w, "  no interval: %v", ivErr)
+			if files := c.withoutCounts(ref.Label, o.Label); len(files) > 0 {
+				// A label's seeds share its name: say which files.
+				fmt.Fprintf(w, ": %s", strings.Join(files, ", "))
+			}
+			fmt.Fprintln(w)
 		}
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// withoutCounts lists the pass@k report files of the labels that record
+// no per-problem counts (PassAtK.PerProblem), which the bootstrap needs.
+func (c *comparison) withoutCounts(labels ...string) []string {
+	var out []string
+	for i, src := range c.sources[report.ModePassAtK] { // read with c.passk, in its order
+		if len(c.passk[i].PerProblem) == 0 && slices.Contains(labels, src.label) {
+			out = append(out, src.path)
+		}
+	}
+	return out
 }
 
 // noExactRatio says why an efficiency has no exact ratio to give a

@@ -786,6 +786,34 @@ func TestCompareUsageNamesEveryFlag(t *testing.T) {
 	require.Contains(t, stderr.String(), "usage: spiral compare [--out DIR] [--figures png|svg|pdf] [--max-k K] [--allow-different-problems] [--run LABEL=DIR ...] [REF.json OTHER.json ...]")
 }
 
+// TestCompareNoIntervalNamesTheFiles: where a report of the two labels
+// has no per-problem counts, the note says which files, since a label's
+// seeds share its name: "no interval: report: efficiency intervals: a: no
+// per-problem counts" left the user to guess which of a's reports to
+// evaluate again.
+func TestCompareNoIntervalNamesTheFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, label string, counts bool) string {
+		r := report.PassAtK{Meta: report.Meta{Mode: report.ModePassAtK, Label: label, Problems: 1}, Config: rollout.PassAtKConfig{Samples: 4}}
+		c := map[string]int{"a": 2, "b": 1}[label]
+		if counts {
+			r.PerProblem = []rollout.ProblemCorrect{{ID: "x", Correct: c}}
+		}
+		for k := 1; k <= 4; k *= 2 {
+			v, err := rollout.PassAtK(4, c, k)
+			require.NoError(t, err)
+			r.Points = append(r.Points, rollout.KPoint{K: k, PassAtK: v})
+		}
+		p := filepath.Join(dir, name)
+		require.NoError(t, report.WriteJSON(p, r))
+		return p
+	}
+	a1, a2, b := write("a1.json", "a", true), write("a2.json", "a", false), write("b.json", "b", true)
+	var stdout, stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"compare", a1, a2, b}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	require.Contains(t, stdout.String(), "  no interval: report: efficiency intervals: a: no per-problem counts (a report written before spiral eval recorded them; run the evaluation again): "+a2+"\n")
+}
+
 // TestSummaryMarkdownEscapesPipes: a label with a "|" (eval's --label,
 // --run's LABEL) is one cell of summary.md, in its row and in a column
 // named after the reference, not a cell boundary that shifts the row's
