@@ -339,7 +339,15 @@ var arithCases = []classCase{
 	{"min", `\boxed{\min(3, \frac{5}{2})}`, `\frac52`, true, convArith},
 	{"max of irrationals", `\boxed{\max(\sqrt{2}, \frac{7}{5})}`, `\sqrt2`, true, convArith},
 	{"false chain with gcd", `\boxed{\gcd(12, 18) = 4}`, `4`, false, "policy (doc.go, relations and chains): a false = between constants makes the answer wrong"},
+	{"log without a base", `\boxed{\log 100}`, `2`, true, convLog},
+	{"log without a base is not ln", `\boxed{\log 100}`, `2\ln 10`, false, convLog},
+	{"log of a sum", `\boxed{1 + \log 5}`, `\log 50`, true, convLog},
+	{"plain log", `Answer: log(1000)`, `3`, true, convLog},
+	{"log is not ln of a variable", `\boxed{\log x}`, `\ln x`, false, convLog},
+	{"ratio of logs has any base", `\boxed{\frac{\log 8}{\log 2}}`, `3`, true, convLog},
 }
+
+const convLog = "competition convention: \\log without a base is base 10 (MATH-500 test/intermediate_algebra/1981 and AMC 2023 say \"where log denotes the base 10 logarithm\"; no gold in MATH-500, AIME 2024-2026, AMC 2023 or BeyondAIME writes \\log; Math-Verify 0.9.0 reads \\log 100 as 2)"
 
 const convRealRoot = "competition convention: an odd root of a negative real is the real root, \\sqrt[3]{-8} = -2 (sympy real_root(-8, 3) = -2; sympy root(-8, 3) and Math-Verify 0.9.0 take the principal complex root 1 + 1.732i and reject -2)"
 

@@ -115,6 +115,9 @@
 //     (or {x \choose k}) of any x and an integer k >= 0 is x(x-1)...(x-k+1)/k!,
 //     so \binom{n}{2} = n(n-1)/2 and \binom{-2}{3} = -4, as in sympy; \gcd
 //     and lcm of integers and \max and \min of reals are their values.
+//     \log without a base is the base-10 logarithm, as AMC and MATH
+//     problems define it (\log 100 = 2, as in Math-Verify; \ln is the
+//     natural logarithm).
 //   - Fonts: \mathbf, \mathrm, \mathit, \boldsymbol, \mathsf, \mathtt, \bm and
 //     old-style switches ({\bf 70}, \rm, \it) select a font and are read
 //     through: \mathbf{70} is 70. A font around a word is text

@@ -756,7 +756,9 @@ func (e *evaluator) apply(n *node, args []value) (value, bool) {
 			}
 			return approx(cmplx.Log(args[0].c) / lb), true
 		}
-		f = cmplx.Log
+		// \log without a base is the common logarithm, as competitions
+		// write it (doc.go: factorials).
+		f = cmplx.Log10
 	case "abs":
 		if len(args) == 1 && args[0].r != nil {
 			return exact(new(big.Rat).Abs(args[0].r)), true
