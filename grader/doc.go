@@ -121,7 +121,9 @@
 //   - Fonts: \mathbf, \mathrm, \mathit, \boldsymbol, \mathsf, \mathtt, \bm and
 //     old-style switches ({\bf 70}, \rm, \it) select a font and are read
 //     through: \mathbf{70} is 70. A font around a word is text
-//     (\mathrm{Monday}), around a letter a symbol (\mathbf{v} is v), except
+//     (\mathrm{Monday}) unless the word names a function, as with
+//     \operatorname (\mathrm{lcm}(4, 6) is 12), around a letter a symbol
+//     (\mathbf{v} is v), except
 //     that \mathrm set off by a space after a number holds a unit, dropped
 //     like \text{ m}: 18 \mathrm{~m}, 18\,\mathrm{s} and 18 \mathrm{~m/s}
 //     are 18, as is \text{18 m}, a number and its unit in one \text{}.

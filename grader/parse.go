@@ -1521,6 +1521,10 @@ func (p *parser) parseCommand() *node {
 				return p.callArgs(raw)
 			}
 			return &node{k: nSym, name: raw}
+		case t.s == `\mathrm` && funcWords[raw] && !unit:
+			// An upright function name is the function, as with
+			// \operatorname: \mathrm{lcm}(4, 6) is 12.
+			return p.parseFunc(raw)
 		case (t.s == `\mathrm` || t.s == `\mathit`) && (raw == "e" || raw == "i"):
 			return &node{k: nConst, name: raw}
 		case t.s == `\mathrm` && (len(raw) > 1 && isWord(raw) || unit):
