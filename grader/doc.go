@@ -151,7 +151,8 @@
 //     other gold: "Answer: (B) 17" is right for B and for 17.
 //   - Answer sentences: an "answer is" / "Answer:" sentence answers with its
 //     last math span or number, before a clause that explains it (", which
-//     ...", " (since ...)", or without a comma " because ...", " since
+//     ...", "; the remainder is ...", " (since ...)", a parenthesis holding
+//     words, " (3 groups of 4)", or without a comma " because ...", " since
 //     ...", " when ...", " for ...", and " and" before a word: "5 and the
 //     remainder is 2" answers 5), but it is read whole when it is bare LaTeX
 //     ("Answer: \frac{14}{3}") or plain-text math that reading its last

@@ -774,9 +774,11 @@ var clauseWords = map[string]bool{
 }
 
 // clauseEnd returns where a sentence goes on to explain its answer: the
-// first ", " or " (" outside math spans that is followed by a word of two
-// or more letters other than "and" and "or" ("42, which is 6 times 7",
-// "117 (since n > 0)"), or the first space before one of clauseWords
+// first ", ", "; " or " (" outside math spans that is followed by a word of
+// two or more letters other than "and" and "or" ("42, which is 6 times 7",
+// "5; the remainder is 2", "117 (since n > 0)"), or the first " (" whose
+// parenthesis holds such a word ("12 (3 groups of 4)"), or the first
+// space before one of clauseWords
 // ("12 because ...") or before "and"/"or" and a word ("5 and the
 // remainder is 2"), or len(s). A constant a plain answer may hold
 // (pi, inf) or a function word applied with "(" (sqrt(3)) is math, not
@@ -809,8 +811,11 @@ func clauseEnd(s string) int {
 			}
 			return clauseWords[word]
 		}
-		if i == 0 || !(ch == ',' && i+1 < len(s) && s[i+1] == ' ' || ch == '(' && s[i-1] == ' ') {
+		if i == 0 || !((ch == ',' || ch == ';') && i+1 < len(s) && s[i+1] == ' ' || ch == '(' && s[i-1] == ' ') {
 			return false
+		}
+		if ch == '(' && parenHoldsWords(s[i+1:]) {
+			return true
 		}
 		j := i + 1
 		for j < len(s) && s[j] == ' ' {
@@ -831,6 +836,42 @@ func clauseEnd(s string) int {
 	}
 	return e
 }
+
+// parenHoldsWords reports whether the parenthesis that s follows closes
+// within parenClauseBytes, with no parenthesis or math span nested, and
+// holds a word of two or more letters other than a constant or a
+// function applied with "(": "3 groups of 4)" explains an answer,
+// "x + 1)" and "sqrt(3))" do not.
+func parenHoldsWords(s string) bool {
+	if len(s) > parenClauseBytes {
+		s = s[:parenClauseBytes]
+	}
+	end := strings.IndexAny(s, "()$\\")
+	if end < 0 || s[end] != ')' {
+		return false
+	}
+	s = s[:end]
+	for i := 0; i < len(s); {
+		if !isLetter(s[i]) {
+			i++
+			continue
+		}
+		w := i
+		for w < len(s) && isLetter(s[w]) {
+			w++
+		}
+		word := strings.ToLower(s[i:w])
+		if w-i >= 2 && !plainConsts[word] && !funcWords[word] {
+			return true
+		}
+		i = w
+	}
+	return false
+}
+
+// parenClauseBytes bounds the parenthesis parenHoldsWords reads, so that
+// scanning every " (" of a sentence stays linear.
+const parenClauseBytes = 80
 
 // firstOutsideMath returns the first index i of s outside LaTeX math
 // ($...$, \(...\), \[...\]; a backslash's next character skipped) at

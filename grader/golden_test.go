@@ -71,6 +71,14 @@ var goldenAIME = []gradeCase{
 	{"answer sentence with an and clause, plain", "The answer is 5 and the remainder is 2.", "5", true},
 	{"answer sentence with an and clause is not its last number", "The answer is 5 and the remainder is 2.", "2", false},
 	{"answer sentence with a list joined by and", "The answer is $3$ and $6$.", "3, 6", true},
+	// A semicolon before a word, or a parenthesis holding words, goes on
+	// to something else as a comma or "and" does (they answered 2 and 4).
+	{"answer sentence with a semicolon clause", "The final answer is $5$; the remainder is $2$.", "5", true},
+	{"answer sentence with a semicolon clause, plain", "The final answer is 5; the remainder is 2.", "5", true},
+	{"answer sentence with a semicolon clause is not its last number", "The final answer is $5$; the remainder is $2$.", "2", false},
+	{"answer sentence with a parenthesis opening with a number", "The final answer is 12 (3 groups of 4).", "12", true},
+	{"answer sentence with a parenthesis opening with a number, not its last number", "The final answer is 12 (3 groups of 4).", "4", false},
+	{"answer sentence with a tuple and a parenthesis", "Answer: (1, 2) (2 solutions in all)", "(1, 2)", true},
 	{"answer sentence with a which clause, wrong", "The answer is 41, which is 6 times 7 minus 1.", "42", false},
 	{"answer sentence with a parenthesis", "So the final answer is 117 (since n > 0).", "117", true},
 	{"answer sentence with a math span and a clause", "The answer is $42$, since $x = 6$.", "42", true},
