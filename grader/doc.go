@@ -68,7 +68,8 @@
 //     1.628895).
 //   - Bare comma lists and sets compare as sets (order-free, duplicates
 //     ignored); parenthesised tuples, points, ratios and matrices compare in
-//     order. A tuple of two elements also matches the open interval with the
+//     order. A set of one element is that element: \{3\} = 3, \{(1,2)\} =
+//     (1, 2). A tuple of two elements also matches the open interval with the
 //     same ends. \mathbb{R} is the interval (-\infty, \infty), so x \in
 //     \mathbb{R} is too.
 //   - Relations and chains: in a chain s0 op s1 op ... of = and ≈, a label (a

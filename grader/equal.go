@@ -626,6 +626,14 @@ func (c *comparer) collEqual(g, p *node) bool {
 		return true
 	}
 	if g.k == nTuple || p.k == nTuple {
+		// A set of one tuple is that tuple, as a set of one number is
+		// that number: \{(1,2)\} answers (1, 2).
+		switch {
+		case g.k == nTuple && p.k != nTuple && len(p.args) == 1 && p.args[0].k == nTuple:
+			return c.equal(g, p.args[0])
+		case p.k == nTuple && g.k != nTuple && len(g.args) == 1 && g.args[0].k == nTuple:
+			return c.equal(g.args[0], p)
+		}
 		return c.seqEqual(c.elemsNoPM(g), c.elemsNoPM(p))
 	}
 	if c.setEqual(c.elems(g), c.elems(p)) {

@@ -253,6 +253,14 @@ var goldenMATH = []gradeCase{
 	{"plain list of tuples is not its last number", "Answer: (1, 2), (3, 4)", `4`, false},
 	{"plain list of tuples with and", "The answer is (1, 2) and (-3, 4).", `(1,2),(-3,4)`, true},
 	{"plain list of tuples missing one", "Answer: (1, 2), (3, 4)", `(1,2),(3,4),(5,6)`, false},
+	// A set of one tuple is that tuple, as a set of one number is that
+	// number and a set of tuples their list (it was wrong both ways).
+	{"set of one tuple", `\boxed{\{(1,2)\}}`, `(1,2)`, true},
+	{"tuple against a set of one tuple", `\boxed{(1,2)}`, `\{(1,2)\}`, true},
+	{"set of one tuple in another order", `\boxed{\{(2,1)\}}`, `(1,2)`, false},
+	{"set of one triple", `\boxed{\{(1,2,3)\}}`, `(1,2,3)`, true},
+	{"set of one tuple is not a half-open interval", `\boxed{\{(1,2)\}}`, `(1,2]`, false},
+	{"set of two tuples is not one", `\boxed{\{(1,2),(3,4)\}}`, `(1,2)`, false},
 	// An inequality in a variable is read whole as in a box; by its last
 	// number "Answer: x > 3" answered 3.
 	{"plain inequality", "Answer: x > 3", `x > 3`, true},
