@@ -82,7 +82,11 @@
 //     value of an unknown function or a text has no known value and is not
 //     checked (f(3) = f(-3) + 6 = 2 + 6 = 8 answers 8). A congruence a \equiv b
 //     \pmod{m} (or \mod m) holds modulo m and answers its last side, the
-//     residue: 1070 \equiv 70 \pmod{1000} answers 70, not 1070. Math-Verify takes the last
+//     residue: 1070 \equiv 70 \pmod{1000} answers 70, not 1070. A box
+//     holding one chain aligned over lines, x &= 375 + 523 \\ &= 898 (bare
+//     or in an aligned, align or split environment), is that chain, x =
+//     375 + 523 = 898; a system of one equation a line is not joined, and
+//     outside a box nothing is. Math-Verify takes the last
 //     side whatever the chain asserts; the 4 cases of its suite that differ are
 //     listed in testdata/disagreements.jsonl. A decimal side joined by = that
 //     only roughly agrees with the side before it (within one unit of its last

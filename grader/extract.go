@@ -996,11 +996,80 @@ func lastBoxGroupAt(s string) (string, int) {
 	}
 	parts := make([]string, 0, len(bs)-k)
 	for _, b := range bs[k:] {
-		if t := strings.TrimSpace(b.text); t != "" {
+		if t := alignedChain(strings.TrimSpace(b.text)); t != "" {
 			parts = append(parts, t)
 		}
 	}
 	return strings.Join(parts, ", "), bs[len(bs)-1].end
+}
+
+// alignEnvs are the environments that align a chain over lines.
+var alignEnvs = []string{"aligned", "align", "align*", "split"}
+
+// alignedChain returns a box that holds one chain of relations aligned
+// over lines ("x &= 375 + 523 \\ &= 898", bare or in an aligned, align or
+// split environment) as that chain on one line, "x = 375 + 523 = 898":
+// every & must stand before a relation and every line break before an
+// & (or at the end). Any other box, a system or a matrix, is returned
+// as it is.
+func alignedChain(s string) string {
+	if !strings.Contains(s, "&") {
+		return s
+	}
+	body := s
+	for _, env := range alignEnvs {
+		begin, end := `\begin{`+env+`}`, `\end{`+env+`}`
+		if strings.HasPrefix(body, begin) && strings.HasSuffix(body, end) {
+			body = body[len(begin) : len(body)-len(end)]
+			break
+		}
+	}
+	var out strings.Builder
+	for i := 0; i < len(body); i++ {
+		switch {
+		case body[i] == '&':
+			if !startsRelation(strings.TrimLeft(body[i+1:], " \t\n")) {
+				return s
+			}
+		case strings.HasPrefix(body[i:], `\\`):
+			rest := strings.TrimLeft(body[i+2:], " \t\n")
+			if rest != "" && rest[0] != '&' {
+				return s
+			}
+			out.WriteByte(' ')
+			i++
+		case body[i] == '\\' && i+1 < len(body):
+			// \& is an ampersand, not an alignment mark.
+			out.WriteString(body[i : i+2])
+			i++
+		default:
+			out.WriteByte(body[i])
+		}
+	}
+	return strings.TrimSpace(out.String())
+}
+
+// startsRelation reports whether s starts with a relation: =, <, > or a
+// relation command such as \le or \approx.
+func startsRelation(s string) bool {
+	if s == "" {
+		return false
+	}
+	if s[0] == '=' || s[0] == '<' || s[0] == '>' {
+		return true
+	}
+	if s[0] != '\\' {
+		return false
+	}
+	j := 1
+	for j < len(s) && isLetter(s[j]) {
+		j++
+	}
+	switch s[1:j] {
+	case "le", "leq", "ge", "geq", "lt", "gt", "ne", "neq", "approx", "equiv":
+		return true
+	}
+	return false
 }
 
 // joinable reports whether the text between two boxes or math spans only

@@ -253,6 +253,14 @@ var goldenMATH = []gradeCase{
 	{"plain list of tuples is not its last number", "Answer: (1, 2), (3, 4)", `4`, false},
 	{"plain list of tuples with and", "The answer is (1, 2) and (-3, 4).", `(1,2),(-3,4)`, true},
 	{"plain list of tuples missing one", "Answer: (1, 2), (3, 4)", `(1,2),(3,4),(5,6)`, false},
+	// A box holding one chain aligned over lines is that chain (it did not
+	// parse, and answered nothing).
+	{"aligned chain in a box", `\boxed{x &= 375 + 523 \\ &= 898}`, `898`, true},
+	{"aligned chain in an aligned environment", `\boxed{\begin{aligned} x &= 375 + 523 \\ &= 898 \end{aligned}}`, `898`, true},
+	{"aligned chain with a trailing line break", "\\boxed{\\begin{align*}\n x &= 375 + 523 \\\\\n &= 898 \\\\\n\\end{align*}}", `898`, true},
+	{"aligned chain that is false", `\boxed{x &= 375 + 523 \\ &= 897}`, `897`, false},
+	{"aligned system is not a chain", `\boxed{x &= 1 \\ y &= 2}`, `2`, false},
+	{"matrix rows are not a chain", `\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}}`, `\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}`, true},
 	// A set of one tuple is that tuple, as a set of one number is that
 	// number and a set of tuples their list (it was wrong both ways).
 	{"set of one tuple", `\boxed{\{(1,2)\}}`, `(1,2)`, true},
