@@ -181,7 +181,12 @@
 //     digits after a lead of one to three: 1,200, x = 1,200), a number
 //     alone (-5), other words and a single term glued to a letter (2k, y = 2x: a
 //     variable or a unit) keep the reading by the number. A number in base b keeps its subscript ("Answer: 4210_{5}"
-//     answers 4210_{5}, not 5).
+//     answers 4210_{5}, not 5). The last such sentence, when it ends a
+//     text without a box and holds one word of two or more letters (after an optional
+//     article), answers that word as text, as MATH-500 writes five golds
+//     ("Answer: Evelyn", "The answer is an ellipse."), unless it is a
+//     number word or filler ("five", "below", "as follows"), which leave
+//     the answer to the last number.
 //   - Every call is deterministic, never panics on any input and is bounded,
 //     whatever the input: responses are cut to their last MaxResponseBytes;
 //     boxes, math spans, anchors, numbers and normalization are found in single

@@ -323,6 +323,14 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 				return a, locs[k][0], SourceSentence
 			}
 		}
+		if k == len(locs)-1 && strings.Trim(rest[len(span):], " \t\n*.!?") == "" {
+			// "Answer: Evelyn", "The answer is east.": a word alone
+			// ending a text without a box is a text answer ("The final
+			// answer is boxed." is not).
+			if a, ok := wordAnswer(span[:e]); ok && !strings.Contains(s, `\boxed`) && !strings.Contains(s, `\fbox`) {
+				return a, locs[k][0], SourceSentence
+			}
+		}
 		if e < len(span) {
 			// "The answer is 42, which is 6 times 7": the answer is
 			// before the explanation, not its last number.
@@ -340,6 +348,52 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 		}
 	}
 	return "", -1, SourceNone
+}
+
+// wordAnswer returns s, trimmed of spacing, '*', quotes and punctuation,
+// when it is one word of two or more letters, after an optional article,
+// that can be a text answer: not a number word ("five" leaves the
+// answer to the last number) nor filler ("as follows", "below", "not").
+// MATH-500 writes five golds so: \text{Evelyn}, \text{east},
+// \text{even}, \text{ellipse}, \text{Navin}.
+func wordAnswer(s string) (string, bool) {
+	t := strings.Trim(s, " \t\n*`\"'.,;:!?")
+	f := strings.Fields(t)
+	if len(f) == 2 && articles[strings.ToLower(f[0])] {
+		f = f[1:]
+	}
+	if len(f) != 1 || len(f[0]) < 2 {
+		return "", false
+	}
+	for i := 0; i < len(f[0]); i++ {
+		if !isLetter(f[0][i]) {
+			return "", false
+		}
+	}
+	if w := strings.ToLower(f[0]); notWordAnswers[w] || plainConsts[w] || funcWords[w] {
+		return "", false
+	}
+	return t, true
+}
+
+// articles may stand before a word answer: "an ellipse".
+var articles = map[string]bool{"a": true, "an": true, "the": true}
+
+// notWordAnswers are the words wordAnswer refuses: number words, whose
+// value a text key would lose, and words that announce or qualify an
+// answer rather than state it.
+var notWordAnswers = map[string]bool{
+	"zero": true, "one": true, "two": true, "three": true, "four": true, "five": true, "six": true,
+	"seven": true, "eight": true, "nine": true, "ten": true, "eleven": true, "twelve": true,
+	"thirteen": true, "fourteen": true, "fifteen": true, "sixteen": true, "seventeen": true,
+	"eighteen": true, "nineteen": true, "twenty": true, "thirty": true, "forty": true, "fifty": true,
+	"sixty": true, "seventy": true, "eighty": true, "ninety": true, "hundred": true, "thousand": true,
+	"million": true, "billion": true, "half": true,
+	"as": true, "follows": true, "following": true, "below": true, "above": true, "here": true,
+	"not": true, "therefore": true, "thus": true, "hence": true, "so": true, "then": true,
+	"this": true, "that": true, "it": true, "is": true, "clear": true, "simple": true,
+	"obvious": true, "given": true, "shown": true, "correct": true, "incorrect": true,
+	"wrong": true, "right": true, "indeed": true, "again": true, "same": true, "unclear": true,
 }
 
 // maxPlainAnswer is the longest answer sentence plainAnswer reads whole.

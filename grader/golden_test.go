@@ -253,6 +253,20 @@ var goldenMATH = []gradeCase{
 	{"plain list of tuples is not its last number", "Answer: (1, 2), (3, 4)", `4`, false},
 	{"plain list of tuples with and", "The answer is (1, 2) and (-3, 4).", `(1,2),(-3,4)`, true},
 	{"plain list of tuples missing one", "Answer: (1, 2), (3, 4)", `(1,2),(3,4),(5,6)`, false},
+	// A word alone ending the text after "Answer:" or "The answer is" is a
+	// text answer, as MATH-500 writes five golds (it found nothing); a
+	// number word or filler keeps the last number.
+	{"word answer sentence (MATH-500 gold Evelyn)", "Evelyn runs fastest.\n\nAnswer: Evelyn", `\text{Evelyn}`, true},
+	{"word answer sentence (MATH-500 gold east)", "She faces east at the end. The answer is east.", `\text{east}`, true},
+	{"word answer sentence with an article", "The final answer is an ellipse.", `\text{ellipse}`, true},
+	{"bold word answer sentence", "**Answer:** Navin", `\text{Navin}`, true},
+	{"word answer sentence before a clause", "The answer is even, since $f(-x) = f(x)$.", `\text{even}`, true},
+	{"word answer sentence, another word", "Answer: Evelyn", `\text{Navin}`, false},
+	{"number word keeps the last number", "So $x = 5$. The answer is five.", `5`, true},
+	{"filler word keeps the last number", "We find $x = 12$. The answer is below.", `12`, true},
+	{"word answer sentence not ending the text", "The answer is east. Then we turn around twice.", `\text{east}`, false},
+	{"word after a box is not the answer", "So $x = \\boxed{5}$. The final answer is boxed.", `5`, true},
+	{"word after a box does not replace it", "So $x = \\boxed{5}$.\n\nThe final answer is yes.", `5`, true},
 	// A box holding one chain aligned over lines is that chain (it did not
 	// parse, and answered nothing).
 	{"aligned chain in a box", `\boxed{x &= 375 + 523 \\ &= 898}`, `898`, true},
