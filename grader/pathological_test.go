@@ -72,6 +72,9 @@ func extractShapes(n int) []shape {
 		{"bold", `{\bf 7}`},
 		{"comma-bang", `1,\!`},
 		{"brace-comma", `1{,}`},
+		{"answer-semicolons", `answer: 1; ab `},
+		{"answer-paren-words", `answer: 1 (2 ab `},
+		{"answer-word", `answer: word `},
 	}
 	out := make([]shape, 0, len(units)+3)
 	for _, u := range units {
@@ -79,6 +82,8 @@ func extractShapes(n int) []shape {
 	}
 	out = append(out,
 		shape{"long-command", `\\` + repeatTo("a", n)},
+		shape{"aligned-chain", `\boxed{x ` + repeatTo(`&= 1 \\ `, n) + "}"},
+		shape{"aligned-system", `\boxed{` + repeatTo(`x &= 1 \\ `, n) + "}"},
 		shape{"deep-frac", `\boxed{` + repeatTo(`\frac{1}{`, n/2) + "2" + repeatTo("}", n/18) + "}"},
 		shape{"prose-then-box", realisticResponse(n, `\frac{1}{2}`)},
 	)
