@@ -417,8 +417,9 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //     with +, a binary -, =, a relation (<, >, ≤, ≥, ≠) or brackets (not
 //     one bracket group alone, as the label "(a)"), or beginning with the
 //     variable: "2k+2", "3x^2 - 1", "n(n+1)/2", "x = 3, y = 4", "x^2",
-//     "x > 3", "-2 < x < 7"; or one with π, pi or √,
-//     which are not units: "2π", "2π/3", "√2", "4√3/3";
+//     "x > 3", "-2 < x < 7"; or one with π, pi, √ or infinity (inf,
+//     infinity, ∞), which are not units: "2π", "2π/3", "√2", "4√3/3",
+//     "infinity", "-∞";
 //   - or arithmetic on numbers alone, with a binary +, -, *, /, ^, ×, ÷
 //     or ·, a ± or ∓ (5 ± 2, ±2: two answers), or an =, and no comma
 //     outside brackets: "2 + 3", "2^10",
@@ -460,7 +461,7 @@ func plainAnswer(s string) (string, bool) {
 		built, paren, other bool // +, binary -, =; a bracket; binary *, /, ^
 		tupleOpen, comma    bool // a starts with a bracket; a comma at its top level
 		closedEarly, first  bool // a bracket group closes before the end; no operand yet
-		konst               bool // π, pi or √: never a unit
+		konst               bool // π, pi, √ or infinity: never a unit
 		rel                 bool // <, >, ≤, ≥, ≠
 		topComma            bool // a comma outside brackets
 		value               int  // where the value starts: after the last = or , outside brackets
@@ -530,14 +531,13 @@ func plainAnswer(s string) (string, bool) {
 				return "", false
 			}
 			letter = true
-			konst = konst || w == "pi"
+			konst = konst || plainConsts[w]
 			i, operand = j, !funcWords[w] || plainConsts[w]
 		case strings.HasPrefix(a[i:], "π") || strings.HasPrefix(a[i:], "∞"):
 			if !startOperand(true) {
 				return "", false
 			}
-			letter, operand = true, true
-			konst = konst || strings.HasPrefix(a[i:], "π")
+			letter, operand, konst = true, true, true
 			_, n := utf8.DecodeRuneInString(a[i:])
 			i += n
 		case strings.HasPrefix(a[i:], "√"):
@@ -773,7 +773,7 @@ func decimal(s string) bool {
 // but *, / and ^ after it: 5m, 5m/s, 3m^2, 2k. As the value of an answer
 // (d = 5m, y = 2x) the letter may be a unit or a variable, and
 // plainAnswer leaves both to be read by the number, unless the answer
-// holds π, pi or √, which are never units (7pi, 2pi/3).
+// holds π, pi, √ or infinity, which are never units (7pi, 2pi/3).
 func quantity(s string) bool {
 	s = strings.TrimSpace(s)
 	s = strings.TrimPrefix(strings.TrimPrefix(s, "-"), "−")

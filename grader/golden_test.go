@@ -306,6 +306,13 @@ var goldenMATH = []gradeCase{
 	// precalculus/807 gold (3, pi/2), algebra/1078 (-sqrt 3, sqrt 3)).
 	{"plain tuple with pi after a comma (MATH-500 precalculus/807)", "Answer: (3, pi/2)", `\left( 3, \frac{\pi}{2} \right)`, true},
 	{"plain tuple with pi after a comma, wrong angle", "Answer: (3, pi/3)", `\left( 3, \frac{\pi}{2} \right)`, false},
+	// Infinity alone is a constant, never a unit, as pi is (it found
+	// nothing, and after a number the fallback answered that number).
+	{"plain infinity", "For n = 5 the sum is 3.\n\nAnswer: infinity", `\infty`, true},
+	{"plain infinity sign", "The answer is ∞.", `\infty`, true},
+	{"plain negative infinity", "Answer: -inf", `-\infty`, true},
+	{"plain infinity is not its negative", "Answer: infinity", `-\infty`, false},
+	{"plain infinity is not the last number", "For n = 5 the sum is 3.\n\nAnswer: infinity", `3`, false},
 	{"plain interval with sqrt after a comma (MATH-500 algebra/1078)", "Answer: (-sqrt(3), sqrt(3))", `(-\sqrt{3}, \sqrt{3})`, true},
 	{"plain interval to inf after a comma", "The answer is [2, inf).", `[2,\infty)`, true},
 	{"plain list then a clause with a function word", "The answer is 3, 5, which sin(x) takes.", `3, 5`, true},
