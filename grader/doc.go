@@ -183,7 +183,8 @@
 //     alone (-5), other words and a single term glued to a letter (2k, y = 2x: a
 //     variable or a unit) keep the reading by the number. A number in base b keeps its subscript ("Answer: 4210_{5}"
 //     answers 4210_{5}, not 5). The last such sentence, when it ends a
-//     text without a box and holds one word of two or more letters (after an optional
+//     text without a box (but for Minerva's closing "I hope it is
+//     correct.") and holds one word of two or more letters (after an optional
 //     article), answers that word as text, as MATH-500 writes five golds
 //     ("Answer: Evelyn", "The answer is an ellipse."), unless it is a
 //     number word or filler ("five", "below", "as follows"), which leave

@@ -323,7 +323,7 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 				return a, locs[k][0], SourceSentence
 			}
 		}
-		if k == len(locs)-1 && strings.Trim(rest[len(span):], " \t\n*.!?") == "" {
+		if after := strings.Trim(rest[len(span):], " \t\n*.!?"); k == len(locs)-1 && (after == "" || strings.EqualFold(after, minervaClosing)) {
 			// "Answer: Evelyn", "The answer is east.": a word alone
 			// ending a text without a box is a text answer ("The final
 			// answer is boxed." is not).
@@ -349,6 +349,11 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 	}
 	return "", -1, SourceNone
 }
+
+// minervaClosing is the sentence Minerva-style answers end with ("Final
+// Answer: The final answer is $5$. I hope it is correct."), which may
+// follow a word answer that ends the text.
+const minervaClosing = "I hope it is correct"
 
 // wordAnswer returns s, trimmed of spacing, '*', quotes and punctuation,
 // when it is one word of two or more letters, after an optional article,

@@ -265,6 +265,8 @@ var goldenMATH = []gradeCase{
 	{"number word keeps the last number", "So $x = 5$. The answer is five.", `5`, true},
 	{"filler word keeps the last number", "We find $x = 12$. The answer is below.", `12`, true},
 	{"word answer sentence not ending the text", "The answer is east. Then we turn around twice.", `\text{east}`, false},
+	{"word answer in the Minerva format", "Final Answer: The final answer is Evelyn. I hope it is correct.", `\text{Evelyn}`, true},
+	{"word answer in the Minerva format, another word", "Final Answer: The final answer is Navin. I hope it is correct.", `\text{Evelyn}`, false},
 	{"word after a box is not the answer", "So $x = \\boxed{5}$. The final answer is boxed.", `5`, true},
 	{"word after a box does not replace it", "So $x = \\boxed{5}$.\n\nThe final answer is yes.", `5`, true},
 	// A box holding one chain aligned over lines is that chain (it did not
