@@ -165,7 +165,7 @@
 //     "(-inf, 2]"; a comma in brackets separates elements, as in
 //     \boxed{(1,200)}) or an expression with a variable built with +, -,
 //     =, a relation or brackets ("2k+2", "3x^2 - 1", "n(n+1)/2", "x = 3,
-//     y = 4", "x > 3", "-2 < x < 7"), or
+//     y = 4", "x = 3; y = 4", "x > 3", "-2 < x < 7"), or
 //     one with π, √ or infinity, which are never units ("2π/3", "3√2",
 //     "infinity", "-∞"), or
 //     arithmetic on numbers alone with +, -, ±, *, /, ^, ×, ÷, · or =

@@ -421,7 +421,9 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //   - or an expression with a variable (a letter, or pi, inf, ∞, π) built
 //     with +, a binary -, =, a relation (<, >, ≤, ≥, ≠) or brackets (not
 //     one bracket group alone, as the label "(a)"), or beginning with the
-//     variable: "2k+2", "3x^2 - 1", "n(n+1)/2", "x = 3, y = 4", "x^2",
+//     variable: "2k+2", "3x^2 - 1", "n(n+1)/2", "x = 3, y = 4" (or
+//     "x = 3; y = 4": after a variable a semicolon separates as a comma
+//     does), "x^2",
 //     "x > 3", "-2 < x < 7"; or one with π, pi, √ or infinity (inf,
 //     infinity, ∞), which are not units: "2π", "2π/3", "√2", "4√3/3",
 //     "infinity", "-∞";
@@ -579,8 +581,10 @@ func plainAnswer(s string) (string, bool) {
 			}
 			operand = true
 			i++
-		case ch == ',':
-			if depth == 0 && thousandsComma(a, i) {
+		case ch == ',' || ch == ';' && depth == 0 && letter:
+			// A semicolon separates equations as a comma does: "x = 1;
+			// y = 2".
+			if ch == ',' && depth == 0 && thousandsComma(a, i) {
 				return "", false // 1,200: a grouped number, read by the number
 			}
 			if depth == 0 {
