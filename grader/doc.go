@@ -85,8 +85,9 @@
 //     residue: 1070 \equiv 70 \pmod{1000} answers 70, not 1070. A box
 //     holding one chain aligned over lines, x &= 375 + 523 \\ &= 898 (bare
 //     or in an aligned, align or split environment), is that chain, x =
-//     375 + 523 = 898; a system of one equation a line is not joined, and
-//     outside a box nothing is. Math-Verify takes the last
+//     375 + 523 = 898, and a system aligned so is the list of its
+//     equations (x &= 1 \\ y &= 2 is x = 1, y = 2); outside a box nothing
+//     is joined. Math-Verify takes the last
 //     side whatever the chain asserts; the 4 cases of its suite that differ are
 //     listed in testdata/disagreements.jsonl. A decimal side joined by = that
 //     only roughly agrees with the side before it (within one unit of its last

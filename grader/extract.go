@@ -1069,12 +1069,13 @@ func lastBoxGroupAt(s string) (string, int) {
 // alignEnvs are the environments that align a chain over lines.
 var alignEnvs = []string{"aligned", "align", "align*", "split"}
 
-// alignedChain returns a box that holds one chain of relations aligned
-// over lines ("x &= 375 + 523 \\ &= 898", bare or in an aligned, align or
-// split environment) as that chain on one line, "x = 375 + 523 = 898":
-// every & must stand before a relation and every line break before an
-// & (or at the end). Any other box, a system or a matrix, is returned
-// as it is.
+// alignedChain returns a box that holds chains of relations aligned over
+// lines (bare or in an aligned, align or split environment) on one line:
+// a line that starts with & goes on with the chain before it, "x &= 375 +
+// 523 \\ &= 898" is "x = 375 + 523 = 898", and any other line starts the
+// next element of a list, "x &= 1 \\ y &= 2" is "x = 1, y = 2". Every &
+// must stand before a relation; any other box (a matrix, cases) is
+// returned as it is.
 func alignedChain(s string) string {
 	if !strings.Contains(s, "&") {
 		return s
@@ -1087,6 +1088,9 @@ func alignedChain(s string) string {
 			break
 		}
 	}
+	if strings.Contains(body, `\begin`) {
+		return s
+	}
 	var out strings.Builder
 	for i := 0; i < len(body); i++ {
 		switch {
@@ -1095,11 +1099,13 @@ func alignedChain(s string) string {
 				return s
 			}
 		case strings.HasPrefix(body[i:], `\\`):
-			rest := strings.TrimLeft(body[i+2:], " \t\n")
-			if rest != "" && rest[0] != '&' {
-				return s
+			// A line that starts with & goes on with the chain; any
+			// other starts the next equation of a system.
+			if rest := strings.TrimLeft(body[i+2:], " \t\n"); rest != "" && rest[0] != '&' && out.Len() > 0 {
+				out.WriteString(", ")
+			} else {
+				out.WriteByte(' ')
 			}
-			out.WriteByte(' ')
 			i++
 		case body[i] == '\\' && i+1 < len(body):
 			// \& is an ampersand, not an alignment mark.

@@ -280,6 +280,10 @@ var goldenMATH = []gradeCase{
 	{"aligned chain with a trailing line break", "\\boxed{\\begin{align*}\n x &= 375 + 523 \\\\\n &= 898 \\\\\n\\end{align*}}", `898`, true},
 	{"aligned chain that is false", `\boxed{x &= 375 + 523 \\ &= 897}`, `897`, false},
 	{"aligned system is not a chain", `\boxed{x &= 1 \\ y &= 2}`, `2`, false},
+	{"aligned system is a list", `\boxed{x &= 1 \\ y &= 2}`, `x = 1, y = 2`, true},
+	{"aligned system as a pair", `\boxed{\begin{aligned} x &= 1 \\ y &= 2 \end{aligned}}`, `(1, 2)`, true},
+	{"aligned system with a chain", `\boxed{x &= 1 + 1 \\ &= 2 \\ y &= 3}`, `x = 2, y = 3`, true},
+	{"aligned system, wrong value", `\boxed{x &= 1 \\ y &= 3}`, `x = 1, y = 2`, false},
 	{"matrix rows are not a chain", `\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}}`, `\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}`, true},
 	// A set of one tuple is that tuple, as a set of one number is that
 	// number and a set of tuples their list (it was wrong both ways).
