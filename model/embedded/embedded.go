@@ -5,6 +5,7 @@
 package embedded
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -15,6 +16,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spiral-rl/spiral/model/atomicfile"
 )
 
 //go:embed assets
@@ -46,8 +49,13 @@ const staleAfter = time.Hour
 
 // Extract writes the embedded files into a directory under cacheDir
 // (created if missing) named by their content hash (once; later calls
-// reuse it) and returns that directory. Temporary directories that
-// extractions killed midway left in cacheDir are removed.
+// reuse it) and returns that directory. The files and the directory are
+// fsynced before it is renamed into place, and the rename after, so that
+// a power loss cannot leave its .complete marker beside files never
+// written out; a directory whose files still differ from the embedded
+// ones (damaged, or edited) is replaced by a fresh extraction. Temporary
+// directories that extractions killed midway left in cacheDir are
+// removed.
 func Extract(cacheDir string) (string, error) {
 	if !Available() {
 		return "", ErrNotBuilt
@@ -65,7 +73,12 @@ func Extract(cacheDir string) (string, error) {
 	dir := filepath.Join(cacheDir, "embedded-"+hex.EncodeToString(h.Sum(nil))[:16])
 	removeStale(cacheDir, time.Now())
 	if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
-		return dir, nil
+		if matches(dir, contents) {
+			return dir, nil
+		}
+		if err := setAside(cacheDir, dir); err != nil {
+			return "", fmt.Errorf("embedded: extract: %s does not hold the embedded model's files: %w", dir, err)
+		}
 	}
 	if err := os.MkdirAll(cacheDir, 0o777); err != nil {
 		return "", fmt.Errorf("embedded: extract: %w", err)
@@ -74,24 +87,80 @@ func Extract(cacheDir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("embedded: extract: %w", err)
 	}
-	for i, f := range Files {
-		if err := os.WriteFile(filepath.Join(tmp, f), contents[i], 0o644); err != nil {
-			os.RemoveAll(tmp)
-			return "", fmt.Errorf("embedded: extract: %w", err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
+	if err := writeAll(tmp, contents); err != nil {
 		os.RemoveAll(tmp)
 		return "", fmt.Errorf("embedded: extract: %w", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		os.RemoveAll(tmp)
-		if _, statErr := os.Stat(filepath.Join(dir, ".complete")); statErr == nil {
+		if _, statErr := os.Stat(filepath.Join(dir, ".complete")); statErr == nil && matches(dir, contents) {
 			return dir, nil // another process won the race
 		}
 		return "", fmt.Errorf("embedded: extract: %w", err)
 	}
+	if err := atomicfile.SyncDir(cacheDir); err != nil {
+		return "", fmt.Errorf("embedded: extract: %w", err)
+	}
 	return dir, nil
+}
+
+// writeAll writes Files (with contents) and then the .complete marker
+// into dir, each fsynced, and fsyncs dir.
+func writeAll(dir string, contents [][]byte) error {
+	for i, f := range Files {
+		if err := writeSynced(filepath.Join(dir, f), contents[i]); err != nil {
+			return err
+		}
+	}
+	if err := writeSynced(filepath.Join(dir, ".complete"), nil); err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(dir)
+}
+
+// writeSynced creates path with data and fsyncs it.
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// matches reports whether dir holds Files with exactly contents.
+func matches(dir string, contents [][]byte) bool {
+	for i, f := range Files {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || !bytes.Equal(b, contents[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// setAside moves the damaged extraction dir out of the way under a
+// temporary name in cacheDir and removes it. A dir that another process
+// moved first is not an error.
+func setAside(cacheDir, dir string) error {
+	aside, err := os.MkdirTemp(cacheDir, tmpPrefix+"damaged-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(aside)
+	if err := os.Rename(dir, filepath.Join(aside, "old")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // removeStale removes the temporary directories in cacheDir older than

@@ -77,3 +77,48 @@ func TestExtractRemovesStaleTemporaries(t *testing.T) {
 	require.NoError(t, err)
 	require.NoDirExists(t, fresh)
 }
+
+// TestExtractRebuildsDamagedCache: an extracted directory whose .complete
+// marker stands beside a file of the wrong size or content (what a power
+// loss can leave of writes that were never synced) is rebuilt, not used.
+func TestExtractRebuildsDamagedCache(t *testing.T) {
+	if !Available() {
+		t.Skip("this build carries no embedded model")
+	}
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, path string)
+	}{
+		{"truncated", func(t *testing.T, path string) { require.NoError(t, os.Truncate(path, 10)) }},
+		{"empty", func(t *testing.T, path string) { require.NoError(t, os.Truncate(path, 0)) }},
+		{"same size, other bytes", func(t *testing.T, path string) {
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			b[len(b)/2] ^= 0xff
+			require.NoError(t, os.WriteFile(path, b, 0o644))
+		}},
+		{"missing", func(t *testing.T, path string) { require.NoError(t, os.Remove(path)) }},
+	} {
+		for _, f := range Files {
+			t.Run(tc.name+"/"+f, func(t *testing.T) {
+				cache := t.TempDir()
+				dir, err := Extract(cache)
+				require.NoError(t, err)
+				tc.damage(t, filepath.Join(dir, f))
+				again, err := Extract(cache)
+				require.NoError(t, err)
+				require.Equal(t, dir, again)
+				for _, g := range Files {
+					got, err := os.ReadFile(filepath.Join(again, g))
+					require.NoError(t, err)
+					want, err := assets.ReadFile("assets/" + g)
+					require.NoError(t, err)
+					require.Equal(t, want, got, g)
+				}
+				entries, err := os.ReadDir(cache)
+				require.NoError(t, err)
+				require.Len(t, entries, 1, "the damaged directory is not left behind")
+			})
+		}
+	}
+}
