@@ -1065,6 +1065,28 @@ func TestLoRAAlphaPastFloat32(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestSearchOwnRewardPastFloat32: --search-own-reward is refused as a
+// usage error past float32's largest value (the advantages' type in the
+// training examples): 1e300 is finite as a float64 and was taken, and each
+// search trace's advantage float32(w x centred reward) became +Inf or -Inf.
+func TestSearchOwnRewardPastFloat32(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--search-own-reward", "1e300"}, "--search-own-reward 1e+300: want a finite weight >= 0, at most float32's largest value 3.4028234663852886e+38"},
+		{[]string{"train", "--search-own-reward", "3.5e38"}, "--search-own-reward 3.5e+38: want a finite weight >= 0, at most float32's largest value 3.4028234663852886e+38"},
+		{[]string{"train", "--search-own-reward", "-1"}, "--search-own-reward -1: want a finite weight >= 0, at most float32's largest value"},
+		{[]string{"train", "--search-own-reward", "Inf"}, "--search-own-reward +Inf: want a finite weight >= 0, at most float32's largest value"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Contains(t, stderr.String(), tc.want, "%q", tc.args)
+	}
+}
+
 // TestLoRAFlagsNamed: a LoRA flag refused is named as the flag, where
 // the message named lmgraph.LoRA's fields after the three flags
 // ("--lora-rank/--lora-alpha/--lora-targets: lora rank -1: want >= 0").

@@ -123,8 +123,10 @@ func (c Config) Validate() error {
 	if !(c.ClipHigh >= 0) || math.IsInf(c.ClipHigh, 0) {
 		errs = append(errs, fmt.Errorf("--clip-high %v: want a finite eps_high >= 0", c.ClipHigh))
 	}
-	if !(c.Advantage.SearchOwnReward >= 0) || math.IsInf(c.Advantage.SearchOwnReward, 0) {
-		errs = append(errs, fmt.Errorf("--search-own-reward %v: want a finite weight >= 0", c.Advantage.SearchOwnReward))
+	// The weight multiplies centred rewards into the examples' float32
+	// advantages: past float32's range they would be infinite.
+	if w := c.Advantage.SearchOwnReward; !(w >= 0 && w <= math.MaxFloat32) {
+		errs = append(errs, fmt.Errorf("--search-own-reward %v: want a finite weight >= 0, at most float32's largest value %v", w, float64(math.MaxFloat32)))
 	}
 	if math.IsNaN(c.MaxGradNorm) || math.IsInf(c.MaxGradNorm, 0) {
 		errs = append(errs, fmt.Errorf("--max-grad-norm %v: want a finite norm (0 or less = no clipping)", c.MaxGradNorm))
