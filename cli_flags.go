@@ -27,9 +27,9 @@ import (
 // are stated once. Each command's setup function picks the groups it
 // takes.
 
-// pathAnnotation marks a flag whose value is a path
-// (pflag.Flag.Annotations), with what that path names: checkEmptyPaths
-// refuses it given empty.
+// pathAnnotation marks a flag whose value may not be empty, a path
+// (markPath) or another string (markNonEmpty), in pflag.Flag.Annotations,
+// with what the value names: checkEmptyPaths refuses it given empty.
 const pathAnnotation = "spiral/path"
 
 // checkpointWant is what a --checkpoint names.
@@ -38,6 +38,13 @@ const checkpointWant = "a checkpoint directory, or a run directory (or its check
 // markPath marks fs's flag name, registered already, as a path that
 // names want.
 func markPath(fs *pflag.FlagSet, name, want string) {
+	markNonEmpty(fs, name, want)
+}
+
+// markNonEmpty marks fs's flag name, registered already, as a string
+// that names want, whose empty value is its default (left out) and is
+// refused given explicitly, as a path's is.
+func markNonEmpty(fs *pflag.FlagSet, name, want string) {
 	f := fs.Lookup(name)
 	if f.Annotations == nil {
 		f.Annotations = map[string][]string{}
@@ -47,7 +54,7 @@ func markPath(fs *pflag.FlagSet, name, want string) {
 
 // checkEmptyPaths refuses, as a usage error naming it, an empty path: a
 // path flag given "" (markPath; a script's unset variable in --out
-// "$DIR"), which read as the flag's default or failed naming no file
+// "$DIR"; markNonEmpty's strings likewise), which read as the flag's default or failed naming no file
 // ("open : no such file or directory"), and an empty positional
 // argument of a command whose arguments are paths (its pathArgs).
 func checkEmptyPaths(c *command, fs *pflag.FlagSet, args []string) error {
@@ -327,6 +334,8 @@ func (f *paramFlags) register(fs *pflag.FlagSet) {
 func registerSelection(fs *pflag.FlagSet, train, freeze *string) {
 	fs.StringVar(train, "train", "", "train only the parameters whose names match this regular expression (default: all)")
 	fs.StringVar(freeze, "freeze", "", "do not train the parameters whose names match this regular expression")
+	markNonEmpty(fs, "train", "a regular expression of the parameters to train (leave --train out to train all)")
+	markNonEmpty(fs, "freeze", "a regular expression of the parameters not to train (leave --freeze out to train all)")
 }
 
 // parseSelection compiles --train and --freeze into the choice of
@@ -467,6 +476,7 @@ func (f *engineFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.baseURL, "base-url", "", "openai engine: the API root, e.g. http://127.0.0.1:8000/v1")
 	fs.StringVar(&f.model, "served-model", "", "openai engine: the model name the server serves")
 	fs.StringVar(&f.keyEnv, "api-key-env", "", "openai engine: environment variable holding the API key (sent as a bearer token)")
+	markNonEmpty(fs, "api-key-env", "the environment variable that holds the API key (leave --api-key-env out to send none)")
 	fs.IntVar(&f.concurrency, "engine-concurrency", rollout.DefaultEngineConcurrency, "openai engine: requests in flight")
 	fs.DurationVar(&f.timeout, "engine-timeout", rollout.DefaultEngineTimeout, fmt.Sprintf("openai engine: the longest one request may take, its retries included (a 429, 5xx or connection error is retried up to %d times with backoff, each retry announced on stderr)", rollout.DefaultEngineRetries))
 }
@@ -870,6 +880,7 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.out, "out", "runs/eval", "output directory: the JSON report MODE.json and its PNG plot, MODE.traces.jsonl (--traces), and artifacts/ (the model's sampling graphs)")
 	markPath(fs, "out", "the directory to write the report in (default runs/eval)")
 	fs.StringVar(&f.label, "label", "", "name of this model in compare's tables and plot's legends (default: the model, with its checkpoint; compare averages the reports of one name as seeds)")
+	markNonEmpty(fs, "label", "the model's name in compare and plot (leave --label out for the model's own)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fs.StringVar(&f.ckpt, "checkpoint", "", "evaluate the weights of this checkpoint directory (of a run on --model), or of the newest intact one of a run directory (or its checkpoints/) (newer damaged ones are skipped with a warning)")
 	markPath(fs, "checkpoint", checkpointWant)

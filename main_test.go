@@ -787,6 +787,31 @@ func TestEmptyPathRefused(t *testing.T) {
 	}
 }
 
+// TestEmptyStringFlagRefused: a flag that is not a path but whose empty
+// value meant "left out" (--train "" trained every parameter, --label ""
+// labelled the report with the model's name, --api-key-env "" sent no
+// key) is refused given "" explicitly (a script's unset variable), naming
+// the flag and what it takes.
+func TestEmptyStringFlagRefused(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--train", ""}, "spiral train: --train is empty: want a regular expression of the parameters to train (leave --train out to train all)"},
+		{[]string{"sft", "--freeze="}, "spiral sft: --freeze is empty: want a regular expression of the parameters not to train (leave --freeze out to train all)"},
+		{[]string{"bench", "train", "--train", ""}, "spiral bench: --train is empty: want a regular expression of the parameters to train (leave --train out to train all)"},
+		{[]string{"eval", "--label", ""}, "spiral eval: --label is empty: want the model's name in compare and plot (leave --label out for the model's own)"},
+		{[]string{"eval", "--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m", "--api-key-env", ""},
+			"spiral eval: --api-key-env is empty: want the environment variable that holds the API key (leave --api-key-env out to send none)"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want+"\n", stderr.String(), "%q", tc.args)
+	}
+}
+
 // TestPlotReportGivenTwice: a report given twice to plot, under any
 // spelling, is a usage error naming both, as compare refuses it; plot
 // drew the one curve twice, each labelled with the same file.
