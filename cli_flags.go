@@ -97,7 +97,7 @@ func flagsCommand[F any, PF commandFlags[F]](fs *pflag.FlagSet, run func(context
 	f.register(fs)
 	return func(ctx context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 {
-			return usageError{fmt.Errorf("unexpected arguments %q", args)}
+			return usageError{unexpectedArgs{args, ""}}
 		}
 		if err := f.validate(); err != nil {
 			return usageError{err}

@@ -69,7 +69,7 @@ func setupPlan(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 	f.register(fs)
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		if len(args) != 0 {
-			return usageError{fmt.Errorf("plan takes no arguments, got %q", args)}
+			return usageError{unexpectedArgs{args, ""}}
 		}
 		budget, err := f.validate()
 		if err != nil {

@@ -80,6 +80,19 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
+// unexpectedArgs is the error of positional arguments args that a
+// command does not take; usage, where not "", follows its message. run
+// names the flag that the first of them directly follows where that
+// flag's value may be left out (strayValue).
+type unexpectedArgs struct {
+	args  []string
+	usage string
+}
+
+func (e unexpectedArgs) Error() string {
+	return fmt.Sprintf("unexpected arguments %q%s", e.args, e.usage)
+}
+
 func commands() []command {
 	return []command{
 		{"train", "train a model with SPIRAL, GRPO or the ablations that train only the aggregation or only the search traces (default command)", "spiral train [flags]   (also spiral [flags])", setupTrain, true, pathArgs{}},
@@ -180,6 +193,12 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 		return exitUsage
 	}
 	if err := runFn(ctx, env, fs.Args()); err != nil {
+		var ua unexpectedArgs
+		if errors.As(err, &ua) {
+			if stray := strayValue(fs, args, ua.args[0]); stray != "" {
+				err = usageError{fmt.Errorf("%s, and spiral %s takes none%s", stray, cmd.name, ua.usage)}
+			}
+		}
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			err = withoutCancellation(err)
 			if err == nil {
@@ -246,15 +265,47 @@ func checkDetachedValues(fs *pflag.FlagSet, args []string) error {
 		if f == nil || f.NoOptDefVal == "" {
 			continue
 		}
-		values := f.Annotations[flagValuesAnnotation]
-		if f.Value.Type() == "bool" {
-			values = []string{"true", "false"}
-		}
-		if slices.Contains(values, args[i+1]) {
+		if slices.Contains(flagValues(f), args[i+1]) {
 			return usageError{fmt.Errorf("%s %s: a value of %s goes after \"=\" (%s=%s); without it %q is read as an argument", a, args[i+1], a, a, args[i+1], args[i+1])}
 		}
 	}
 	return nil
+}
+
+// flagValues are the values of f, a flag whose value may be left out.
+func flagValues(f *pflag.Flag) []string {
+	if f.Value.Type() == "bool" {
+		return []string{"true", "false"}
+	}
+	return f.Annotations[flagValuesAnnotation]
+}
+
+// strayValue says, where the positional argument stray directly follows
+// in args a flag whose value may be left out given without "=" (a bool
+// flag, --shared-arena), that its value goes after "=", with the values
+// it takes: `--shared-arena maybe` read as a bare --shared-arena and the
+// argument "maybe". It returns "" where stray follows no such flag.
+func strayValue(fs *pflag.FlagSet, args []string, stray string) string {
+	for i := 0; i+1 < len(args) && args[i] != "--"; i++ {
+		a := args[i]
+		if args[i+1] != stray || !strings.HasPrefix(a, "--") || strings.Contains(a, "=") {
+			continue
+		}
+		f := fs.Lookup(strings.TrimPrefix(a, "--"))
+		if f == nil || f.NoOptDefVal == "" {
+			continue
+		}
+		values := flagValues(f)
+		forms := make([]string, len(values))
+		for j, v := range values {
+			forms[j] = a + "=" + v
+		}
+		if n := len(forms); n > 1 {
+			forms = append(forms[:n-2], forms[n-2]+" or "+forms[n-1])
+		}
+		return fmt.Sprintf("%s %s: a value of %s goes after \"=\" (%s); without it %q is read as an argument", a, stray, a, strings.Join(forms, ", "), stray)
+	}
+	return ""
 }
 
 func printTopUsage(w io.Writer) {

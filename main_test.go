@@ -2495,14 +2495,48 @@ func TestCommandAfterFlags(t *testing.T) {
 	}{
 		{[]string{"--quiet", "eval"}, "spiral: eval is a command, given after flags: give it first (spiral eval [flags]); flags with no command before them are train's\n"},
 		{[]string{"--steps=2", "plot", "a.json"}, "spiral: plot is a command, given after flags: give it first (spiral plot [flags]); flags with no command before them are train's\n"},
-		{[]string{"--quiet", "nosuch"}, "spiral train: unexpected arguments [\"nosuch\"]\n"},
-		{[]string{"train", "--quiet", "eval"}, "spiral train: unexpected arguments [\"eval\"]\n"},
+		// After a bool flag, the argument is named as its detached value
+		// (TestStrayArgumentAfterFlag).
+		{[]string{"--quiet", "nosuch"}, "spiral train: --quiet nosuch: a value of --quiet goes after \"=\" (--quiet=true or --quiet=false); without it \"nosuch\" is read as an argument, and spiral train takes none\n"},
+		{[]string{"train", "--quiet", "eval"}, "spiral train: --quiet eval: a value of --quiet goes after \"=\" (--quiet=true or --quiet=false); without it \"eval\" is read as an argument, and spiral train takes none\n"},
+		{[]string{"--steps", "2", "nosuch"}, "spiral train: unexpected arguments [\"nosuch\"]\n"},
+		{[]string{"train", "--steps=2", "eval"}, "spiral train: unexpected arguments [\"eval\"]\n"},
 		{[]string{"--version", "eval"}, "spiral version: unexpected arguments [\"eval\"]\n"},
 	} {
 		var stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
 		require.Equal(t, exitUsage, code, "%q", tc.args)
 		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
+	}
+}
+
+// TestStrayArgumentAfterFlag: an argument that a command does not take,
+// directly after a flag whose value may be left out (a bool flag,
+// --shared-arena), names the flag and its "=" form; it said only
+// "unexpected arguments [\"maybe\"]". An argument the command takes
+// (generate's prompt) is still one.
+func TestStrayArgumentAfterFlag(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "--shared-arena", "maybe"}, `spiral eval: --shared-arena maybe: a value of --shared-arena goes after "=" (--shared-arena=true, --shared-arena=false or --shared-arena=auto); without it "maybe" is read as an argument, and spiral eval takes none`},
+		{[]string{"--shared-arena", "maybe"}, `spiral train: --shared-arena maybe: a value of --shared-arena goes after "=" (--shared-arena=true, --shared-arena=false or --shared-arena=auto); without it "maybe" is read as an argument, and spiral train takes none`},
+		{[]string{"version", "--deterministic", "yes"}, `spiral version: --deterministic yes: a value of --deterministic goes after "=" (--deterministic=true or --deterministic=false); without it "yes" is read as an argument, and spiral version takes none`},
+		{[]string{"sft", "--shared-arena", "off", "x"}, `spiral sft: --shared-arena off: a value of --shared-arena goes after "=" (--shared-arena=true, --shared-arena=false or --shared-arena=auto); without it "off" is read as an argument, and spiral sft takes none`},
+		{[]string{"init-model", "--out", dir, "--overwrite", "yes"}, `spiral init-model: --overwrite yes: a value of --overwrite goes after "=" (--overwrite=true or --overwrite=false); without it "yes" is read as an argument, and spiral init-model takes none (usage: spiral init-model --out DIR [flags])`},
+		{[]string{"plan", "--model", "qwen3-4b", "--json", "yes"}, `spiral plan: --json yes: a value of --json goes after "=" (--json=true or --json=false); without it "yes" is read as an argument, and spiral plan takes none`},
+		{[]string{"plan", "--model", "qwen3-4b", "yes"}, `spiral plan: unexpected arguments ["yes"]`},
+		// Not after such a flag: as before.
+		{[]string{"eval", "--seed", "2", "maybe"}, `spiral eval: unexpected arguments ["maybe"]`},
+		{[]string{"eval", "--shared-arena=true", "maybe"}, `spiral eval: unexpected arguments ["maybe"]`},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want+"\n", stderr.String(), "%q", tc.args)
 	}
 }
 
