@@ -200,8 +200,8 @@ type modelFlags struct {
 
 func (f *modelFlags) register(fs *pflag.FlagSet) {
 	f.registerModel(fs)
-	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer.json (default: beside the model)")
-	markPath(fs, "tokenizer", "a tokenizer.json (leave --tokenizer out for the one beside the model)")
+	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer.json, or a directory holding it (default: beside the model); the exports copy the tokenizer files beside it")
+	markPath(fs, "tokenizer", "a tokenizer.json or a directory holding one (leave --tokenizer out for the one beside the model)")
 }
 
 // registerModel registers --model alone, for the commands that read no

@@ -178,13 +178,24 @@ func (f *modelFlags) resolveForEngine(warn io.Writer) (resolvedModel, error) {
 	return f.resolve(warn)
 }
 
-// setTokenizer sets the tokenizer to given (--tokenizer), or when it is
-// "" to the tokenizer.json of the model's directory.
+// setTokenizer sets the tokenizer to given (--tokenizer), the
+// tokenizer.json in it where it is a directory holding one (as
+// tokenizer.Load takes it: the exports and sft copy the files beside the
+// tokenizer.json), or when it is "" to the tokenizer.json of the model's
+// directory.
 func (r *resolvedModel) setTokenizer(given string) {
 	r.tokenizer, r.tokenizerGiven = given, given != ""
 	if r.tokenizer == "" {
-		r.tokenizer = filepath.Join(r.dir, "tokenizer.json")
+		r.tokenizer = filepath.Join(r.dir, tokenizer.TokenizerFile)
+	} else if file := filepath.Join(given, tokenizer.TokenizerFile); isRegular(file) {
+		r.tokenizer = file
 	}
+}
+
+// isRegular reports whether path is a regular file (following links).
+func isRegular(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }
 
 func (r resolvedModel) loadTokenizer() (*tokenizer.Tokenizer, error) {

@@ -230,3 +230,38 @@ func TestExportRefusesCheckpointDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestExportTokenizerDirectory: --tokenizer may name a directory holding
+// tokenizer.json, as the tokenizer loader takes it; the export copied its
+// files as though --tokenizer were a file, reading the directory itself
+// ("is a directory") and its parent's side files. The tokenizer.json and
+// tokenizer_config.json of the directory are copied beside the export.
+func TestExportTokenizerDirectory(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	require.Zero(t, run(context.Background(), []string{"init-model", "--layers", "1", "--hidden", "32", "--out", src}, &cliEnv{stdout: io.Discard, stderr: io.Discard}))
+	tok, err := os.ReadFile(filepath.Join(src, "tokenizer.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(src, "tokenizer.json")))
+	tokDir := filepath.Join(dir, "tok")
+	require.NoError(t, os.MkdirAll(tokDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(tokDir, "tokenizer.json"), tok, 0o644))
+	tokConfig := []byte(`{"model_max_length": 77}`)
+	require.NoError(t, os.WriteFile(filepath.Join(tokDir, "tokenizer_config.json"), tokConfig, 0o644))
+	// A decoy in the directory's parent, which must not be copied.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(`{"decoy": true}`), 0o644))
+	for _, tokArg := range []string{tokDir, filepath.Join(tokDir, "tokenizer.json")} {
+		out := filepath.Join(t.TempDir(), "hf")
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"export", "--format", "hf", "--model", src, "--tokenizer", tokArg, "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Zero(t, code, "--tokenizer %s: %s", tokArg, stderr.String())
+		got, err := os.ReadFile(filepath.Join(out, "tokenizer.json"))
+		require.NoError(t, err)
+		require.Equal(t, tok, got, tokArg)
+		got, err = os.ReadFile(filepath.Join(out, "tokenizer_config.json"))
+		require.NoError(t, err)
+		require.Contains(t, string(got), `"model_max_length": 77`, tokArg)
+		require.NotContains(t, string(got), "decoy", tokArg)
+	}
+}
