@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -155,6 +156,14 @@ func (f *runtimeFlags) validate() error {
 	}
 	if _, ok := f.cudaOptions["device_id"]; ok {
 		errs = append(errs, errors.New("--cuda-option device_id: choose the device with --device cuda:N"))
+	}
+	for _, k := range slices.Sorted(maps.Keys(f.cudaOptions)) {
+		switch v := f.cudaOptions[k]; {
+		case k == "":
+			errs = append(errs, fmt.Errorf("--cuda-option %q: want KEY=VALUE, with a key", k+"="+v))
+		case v == "":
+			errs = append(errs, fmt.Errorf("--cuda-option %q: want KEY=VALUE, with a value (leave the option out for ONNX Runtime's default)", k+"="))
+		}
 	}
 	if a, err := model.ParseArenaSharing(f.sharedArena); err != nil {
 		errs = append(errs, fmt.Errorf("--shared-arena %w", err))

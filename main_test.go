@@ -2540,6 +2540,28 @@ func TestStrayArgumentAfterFlag(t *testing.T) {
 	}
 }
 
+// TestCUDAOptionEmptyKeyOrValue: a --cuda-option with an empty key or
+// value is a usage error naming it; "=x" passed as the option "" and
+// "gpu_mem_limit=" as an empty value, handed to ONNX Runtime.
+func TestCUDAOptionEmptyKeyOrValue(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cuda-option", "=x"}, `spiral version: --cuda-option "=x": want KEY=VALUE, with a key`},
+		{[]string{"--cuda-option=gpu_mem_limit="}, `spiral version: --cuda-option "gpu_mem_limit=": want KEY=VALUE, with a value (leave the option out for ONNX Runtime's default)`},
+		{[]string{"--cuda-option", "b=", "--cuda-option", "=", "--cuda-option", "a="}, `spiral version: --cuda-option "=": want KEY=VALUE, with a key` + "\n" +
+			`--cuda-option "a=": want KEY=VALUE, with a value (leave the option out for ONNX Runtime's default)` + "\n" +
+			`--cuda-option "b=": want KEY=VALUE, with a value (leave the option out for ONNX Runtime's default)`},
+	} {
+		args := append([]string{"version", "--device", "cuda"}, tc.args...)
+		var stderr bytes.Buffer
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+		require.Equal(t, tc.want+"\n", stderr.String(), "%q", args)
+	}
+}
+
 // TestEmptyChoiceRefused: an empty --device or init-model --config (a
 // script's unset variable) is refused with the values they take; they
 // ran on the CPU and made the tiny model, as though left out.
