@@ -230,6 +230,10 @@ func (f *dataFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.opt.AnswerField, "answer-field", "", "gold-answer field name (default: detect answer, final_answer, ground_truth, ..., solution)")
 	fs.StringVar(&f.opt.IDField, "id-field", "", `id field name, in every row and not empty when named (default: detect, rows without it numbered; "-" = row numbers)`)
 	fs.StringVar(&f.opt.Format, "format", "", "jsonl, json or parquet (default: from the extension, else from the content)")
+	markNonEmpty(fs, "problem-field", "the field that holds the problem (leave --problem-field out to detect it)")
+	markNonEmpty(fs, "answer-field", "the field that holds the gold answer (leave --answer-field out to detect it)")
+	markNonEmpty(fs, "id-field", `the field that holds the id, or "-" for row numbers (leave --id-field out to detect it)`)
+	markNonEmpty(fs, "format", "jsonl, json or parquet (leave --format out to tell it from the extension, else the content)")
 }
 
 // unreadDataFlags refuses the flags of dataFlags given (changed) to a
@@ -484,6 +488,8 @@ func (f *engineFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.engine, "engine", "local", "where generation runs: local (ONNX Runtime here) or openai (a serving engine's OpenAI-compatible completions API: vLLM, SGLang)")
 	fs.StringVar(&f.baseURL, "base-url", "", "openai engine: the API root, e.g. http://127.0.0.1:8000/v1")
 	fs.StringVar(&f.model, "served-model", "", "openai engine: the model name the server serves")
+	markNonEmpty(fs, "base-url", "the serving engine's API root, e.g. http://127.0.0.1:8000/v1")
+	markNonEmpty(fs, "served-model", "the model name the serving engine serves")
 	fs.StringVar(&f.keyEnv, "api-key-env", "", "openai engine: environment variable holding the API key (sent as a bearer token)")
 	markNonEmpty(fs, "api-key-env", "the environment variable that holds the API key (leave --api-key-env out to send none)")
 	fs.IntVar(&f.concurrency, "engine-concurrency", rollout.DefaultEngineConcurrency, "openai engine: requests in flight")
@@ -548,6 +554,7 @@ type syncFlags struct {
 func (f *syncFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.mode, "engine-sync", "", "openai engine in training: how the engine gets each update: vllm-lora (peft adapters loaded at runtime; needs --lora-rank) or sglang (Hugging Face weights loaded from disk)")
 	fs.StringVar(&f.dir, "sync-dir", "", "openai engine in training: directory for the synced weights, the same path on the server (a shared filesystem)")
+	markNonEmpty(fs, "engine-sync", "vllm-lora or sglang")
 	markPath(fs, "sync-dir", "the directory for the synced weights, the same path on the server")
 }
 

@@ -812,6 +812,36 @@ func TestEmptyStringFlagRefused(t *testing.T) {
 	}
 }
 
+// TestEmptyDataAndEngineFlagRefused: the dataset's field and format
+// flags and the serving engine's string flags read an explicit "" as left
+// out (data inspect --problem-field "" detected the field, exit 0; eval
+// --base-url "" with the local engine passed) and are refused given ""
+// as the other string flags are (TestEmptyStringFlagRefused).
+func TestEmptyDataAndEngineFlagRefused(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	file := filepath.Join(t.TempDir(), "p.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(`{"problem": "1+1", "answer": "2"}`+"\n"), 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"data", "inspect", "--problem-field", "", file}, "spiral data: --problem-field is empty: want the field that holds the problem (leave --problem-field out to detect it)"},
+		{[]string{"data", "inspect", "--answer-field=", file}, "spiral data: --answer-field is empty: want the field that holds the gold answer (leave --answer-field out to detect it)"},
+		{[]string{"eval", "--data", file, "--id-field", "", "--threads", "-1"}, `spiral eval: --id-field is empty: want the field that holds the id, or "-" for row numbers (leave --id-field out to detect it)`},
+		{[]string{"train", "--data", file, "--format=", "--steps", "0"}, "spiral train: --format is empty: want jsonl, json or parquet (leave --format out to tell it from the extension, else the content)"},
+		{[]string{"eval", "--base-url", "", "--threads", "-1"}, "spiral eval: --base-url is empty: want the serving engine's API root, e.g. http://127.0.0.1:8000/v1"},
+		{[]string{"generate", "--served-model=", "--threads", "-1", "hi"}, "spiral generate: --served-model is empty: want the model name the serving engine serves"},
+		{[]string{"train", "--engine-sync", "", "--steps", "0"}, "spiral train: --engine-sync is empty: want vllm-lora or sglang"},
+	} {
+		// The commands that would run (--steps 0, --threads -1) are
+		// refused for their empty flag alone, before validation.
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want+"\n", stderr.String(), "%q", tc.args)
+	}
+}
+
 // TestPlotReportGivenTwice: a report given twice to plot, under any
 // spelling, is a usage error naming both, as compare refuses it; plot
 // drew the one curve twice, each labelled with the same file.
