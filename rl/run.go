@@ -713,8 +713,12 @@ func settingsDiff(a, b RunSettings) []string {
 		if k == "model" || k == "model_id" || k == "data" || k == "data_path" || k == "data_id" || k == heldOutPathKey || strings.HasPrefix(k, drawStreamsPrefix) {
 			return "" // draw_streams: placed by resume, not a setting
 		}
-		if k == heldOutDataKey && sameData(flatString(fa[k]), flatString(fa[heldOutPathKey]), flatString(fb[k]), flatString(fb[heldOutPathKey])) {
-			return "" // the same file, given from another directory
+		if k == heldOutDataKey && (sameData(flatString(fa[k]), flatString(fa[heldOutPathKey]), flatString(fb[k]), flatString(fb[heldOutPathKey])) ||
+			fa[heldOutDigestKey] != "" && fa[heldOutDigestKey] == fb[heldOutDigestKey]) {
+			// The same file, given from another directory, or another
+			// file of the same problems (moved, copied), as the training
+			// data's (sameTrainingData).
+			return ""
 		}
 		if strings.HasPrefix(k, heldOutPrefix) && (fa[k] == "" || fb[k] == "") {
 			// A run that evaluated nothing, or saved before held_out was
@@ -750,7 +754,8 @@ func flatString(v string) string {
 // Keys of RunSettings as settingsDiff flattens them: the longest prompt
 // and --max-new-tokens, of which it is the model's context less, the
 // --train and --freeze selection, the prompt templates' fingerprint, the
-// prefix of the held-out problems' keys and their evaluations' samples.
+// prefix of the held-out problems' keys, their digest and their
+// evaluations' samples.
 const (
 	promptLimitKey    = "rl.pipeline.prompt_limit"
 	selectionKey      = "sampling.selection"
@@ -759,6 +764,7 @@ const (
 	heldOutPrefix     = "held_out."
 	heldOutDataKey    = "held_out.data"
 	heldOutPathKey    = "held_out.path"
+	heldOutDigestKey  = "held_out.digest"
 	heldOutSamplesKey = "held_out.samples"
 	drawStreamsPrefix = "draw_streams."
 )

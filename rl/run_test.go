@@ -850,13 +850,19 @@ func TestSettingsDiffHeldOut(t *testing.T) {
 		{"as many other problems", gsm, other, []string{`held_out.digest (the problems of --eval-data and --eval-problems): "aaaa" -> "bbbb"`}},
 		{"fewer problems", gsm, fewer, []string{`held_out.digest (the problems of --eval-data and --eval-problems): "aaaa" -> "cccc"`, "held_out.problems (--eval-problems): 64 -> 32"}},
 		// The same file given from another directory is no difference
-		// (it was "held_out.data (--eval-data): ..."); another file is.
+		// (it was "held_out.data (--eval-data): ..."); nor is another
+		// file of the same problems (moved or copied: the same digest),
+		// as for the training data (sameTrainingData); a file of other
+		// problems is.
 		{"the same file from another directory", settings(&HeldOut{Data: "gsm8k.jsonl", Path: "/w/gsm8k.jsonl", Problems: 64, Digest: "aaaa"}),
 			settings(&HeldOut{Data: "../gsm8k.jsonl", Path: "/w/gsm8k.jsonl", Problems: 64, Digest: "aaaa"}), nil},
-		{"another file", settings(&HeldOut{Data: "gsm8k.jsonl", Path: "/w/gsm8k.jsonl", Problems: 64, Digest: "aaaa"}),
-			settings(&HeldOut{Data: "../gsm8k.jsonl", Path: "/gsm8k.jsonl", Problems: 64, Digest: "aaaa"}), []string{`held_out.data (--eval-data): "gsm8k.jsonl" -> "../gsm8k.jsonl"`}},
+		{"another file of the same problems", settings(&HeldOut{Data: "gsm8k.jsonl", Path: "/w/gsm8k.jsonl", Problems: 64, Digest: "aaaa"}),
+			settings(&HeldOut{Data: "moved.jsonl", Path: "/elsewhere/moved.jsonl", Problems: 64, Digest: "aaaa"}), nil},
+		{"another file of other problems", settings(&HeldOut{Data: "gsm8k.jsonl", Path: "/w/gsm8k.jsonl", Problems: 64, Digest: "aaaa"}),
+			settings(&HeldOut{Data: "../gsm8k.jsonl", Path: "/gsm8k.jsonl", Problems: 64, Digest: "bbbb"}),
+			[]string{`held_out.data (--eval-data): "gsm8k.jsonl" -> "../gsm8k.jsonl"`, `held_out.digest (the problems of --eval-data and --eval-problems): "aaaa" -> "bbbb"`}},
 		{"a checkpoint of an older version, the path spelled otherwise", gsm, settings(&HeldOut{Data: "../gsm8k.jsonl", Path: "/w/gsm8k.jsonl", Problems: 64, Digest: "aaaa"}),
-			[]string{`held_out.data (--eval-data): "gsm8k.jsonl" -> "../gsm8k.jsonl"`}},
+			nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, settingsDiff(tc.old, tc.now))
