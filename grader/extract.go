@@ -1199,12 +1199,26 @@ func endsSentence(gap string) bool {
 // span is offered alone, so that it ranks just below its group).
 type spanGroup struct{ first, last, end int }
 
-// text joins the trimmed texts of the group's spans with ", ".
+// text joins the trimmed texts of the group's spans with ", ". Joined,
+// they lose the sentence's punctuation written inside their dollars
+// ("$k-1=1,$ and $k=2.$" is "k-1=1, k=2", not "k-1=1,, k=2."); a span
+// alone is as before.
 func (g spanGroup) text(spans []mathSpan) string {
 	var parts []string
 	for _, sp := range spans[g.first : g.last+1] {
 		if t := strings.TrimSpace(sp.text); t != "" {
 			parts = append(parts, t)
+		}
+	}
+	if len(parts) > 1 {
+		for i, t := range parts {
+			u := strings.TrimRight(t, ",;")
+			if strings.HasSuffix(u, ".") && !strings.HasSuffix(u, "..") { // an ellipsis stays
+				u = strings.TrimRight(u[:len(u)-1], ",;")
+			}
+			if u = strings.TrimSpace(u); u != "" {
+				parts[i] = u
+			}
 		}
 	}
 	return strings.Join(parts, ", ")

@@ -570,6 +570,10 @@ func TestExtract(t *testing.T) {
 		{"final answer beats earlier box", `\boxed{3}. Final Answer: The final answer is $4$.`, "4", true},
 		{"inline math", "We get $\\frac{1}{2}$.", `\frac{1}{2}`, true},
 		{"display math", "$$x^2$$", "x^2", true},
+		// Spans joined keep no punctuation of the sentence inside their
+		// dollars: "$k-1=1,$ and $k=2.$" read "k-1=1,, k=2.".
+		{"joined spans ending in punctuation", "Thus, $k-1=1,$ and $k=2.$", "k-1=1, k=2", true},
+		{"joined spans ending in a semicolon", "The roots are $1;$ or $2$.", "1, 2", true},
 		{"thousands in text", "the total is 1,234,567 dollars", "1234567", true},
 		{"decimal comma", "Soit 2,5 litres", "2.5", true},
 		{"word-glued digits skipped", "code AB12C", "", false},
