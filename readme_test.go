@@ -1,0 +1,106 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/require"
+)
+
+// readmeTable returns the rows of the README table that follows the
+// line starting with heading, each row's cells trimmed.
+func readmeTable(t *testing.T, readme, heading string) [][]string {
+	t.Helper()
+	_, rest, ok := strings.Cut(readme, "\n"+heading)
+	require.True(t, ok, "README has no line starting %q", heading)
+	var rows [][]string
+	started := false
+	for _, line := range strings.Split(rest, "\n")[1:] {
+		if !strings.HasPrefix(line, "|") {
+			if started {
+				break
+			}
+			continue
+		}
+		started = true
+		cells := strings.Split(strings.Trim(line, "|"), " | ")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if cells[0] == "flag" || cells[0] == "command" || strings.HasPrefix(cells[0], "---") {
+			continue
+		}
+		rows = append(rows, cells)
+	}
+	require.NotEmpty(t, rows, "README's table after %q", heading)
+	return rows
+}
+
+// readmeFlagSet returns the flag set command name registers.
+func readmeFlagSet(t *testing.T, name string) *pflag.FlagSet {
+	t.Helper()
+	for _, c := range commands() {
+		if c.name == name {
+			fs := pflag.NewFlagSet("spiral "+name, pflag.ContinueOnError)
+			c.setup(fs)
+			return fs
+		}
+	}
+	t.Fatalf("no command %q", name)
+	return nil
+}
+
+// TestREADMEFlagTables: every flag README's flag tables name is one of
+// the command's flags, and a literal default README gives for it (a
+// number, true or false, off for false, or a backquoted value) is the
+// flag's default; every command README's command table lists is one.
+func TestREADMEFlagTables(t *testing.T) {
+	body, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	readme := string(body)
+	flagName := regexp.MustCompile("--[a-z0-9][a-z0-9-]*")
+	literal := regexp.MustCompile(`^(-?[0-9][0-9.e]*|true|false|[a-z][a-z0-9_:-]*)$`)
+	tables := []struct {
+		heading  string
+		commands []string
+	}{
+		{"Flags common to every command that runs a model:", []string{"train", "eval", "sft", "generate"}},
+		{"Training (`spiral train --help` for all):", []string{"train"}},
+	}
+	for _, table := range tables {
+		for _, row := range readmeTable(t, readme, table.heading) {
+			names := flagName.FindAllString(row[0], -1)
+			require.NotEmpty(t, names, "row %q names no flag", row[0])
+			defaults := strings.Split(row[1], ", ")
+			for _, cmd := range table.commands {
+				fs := readmeFlagSet(t, cmd)
+				for i, name := range names {
+					f := fs.Lookup(name[2:])
+					require.NotNil(t, f, "README's %q row: spiral %s has no flag %s", row[0], cmd, name)
+					if len(defaults) != len(names) {
+						continue
+					}
+					want := strings.Trim(defaults[i], "`")
+					if want == "off" {
+						want = "false"
+					}
+					if want == "auto" && f.Value.Type() != "string" || !literal.MatchString(want) {
+						continue // auto: 0 and the flag's help says what it picks
+					}
+					require.Equal(t, f.DefValue, want, "README's default of %s (%q row) against spiral %s's", name, row[0], cmd)
+				}
+			}
+		}
+	}
+	names := map[string]bool{}
+	for _, c := range commands() {
+		names[c.name] = true
+	}
+	for _, row := range readmeTable(t, readme, "`spiral [command] [flags]`") {
+		cmd, _, _ := strings.Cut(strings.Trim(row[0], "`"), " ")
+		require.True(t, names[cmd], "README's command table lists %q, which is no command", row[0])
+	}
+}
