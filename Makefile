@@ -113,7 +113,7 @@ FUZZ_TARGETS := ./data:FuzzLastBoxed ./data:FuzzLoadJSONL ./data:FuzzLoadParquet
 	./rollout:FuzzCheckBaseURL \
 	./rollout:FuzzRetryAfter ./rollout:FuzzErrorAnswer ./rollout:FuzzComplete \
 	./rollout/report:FuzzIntegerTicks \
-	./model/qwen3:FuzzParseConfig ./model:FuzzParseDevice ./model:FuzzArenaConfig \
+	./model/qwen3:FuzzParseConfig ./model/memplan:FuzzParseConfig ./model:FuzzParseDevice ./model:FuzzArenaConfig \
 	./model:FuzzReadHFConfig \
 	./model/checkpoint:FuzzReadState \
 	.:FuzzParseLoRA .:FuzzParseByteSize \

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -103,4 +105,49 @@ func TestREADMEFlagTables(t *testing.T) {
 		cmd, _, _ := strings.Cut(strings.Trim(row[0], "`"), " ")
 		require.True(t, names[cmd], "README's command table lists %q, which is no command", row[0])
 	}
+}
+
+// TestFuzzTargetsListed: the Makefile's FUZZ_TARGETS, which make fuzz
+// runs ("runs them all", says README), names every fuzz target in the
+// module, and README's list of fuzzed packages names each package.
+func TestFuzzTargetsListed(t *testing.T) {
+	makefile, err := os.ReadFile("Makefile")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^FUZZ_TARGETS :=((?:.*\\\n)*.*)`).FindSubmatch(makefile)
+	require.NotNil(t, m, "the Makefile has no FUZZ_TARGETS")
+	listed := map[string]bool{}
+	for _, target := range strings.Fields(strings.ReplaceAll(string(m[1]), "\\", " ")) {
+		listed[target] = true
+	}
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	_, list, ok := strings.Cut(strings.Join(strings.Fields(string(readme)), " "), "-fuzztime 60s ./PKG` (")
+	require.True(t, ok, "README lists no fuzzed packages")
+	list, _, _ = strings.Cut(list, "); `make fuzz")
+	pkgs := map[string]bool{}
+	for _, p := range strings.Split(strings.TrimPrefix(list, ". (the flags), "), ", ") {
+		pkgs[p] = true
+	}
+	fuzz := regexp.MustCompile(`(?m)^func (Fuzz[A-Za-z0-9_]*)\(`)
+	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		body, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Dir(path)
+		for _, f := range fuzz.FindAllSubmatch(body, -1) {
+			target := "./" + dir + ":" + string(f[1])
+			if dir == "." {
+				target = ".:" + string(f[1])
+			} else {
+				require.True(t, pkgs[dir], "README's list of fuzzed packages lacks %s (%s)", dir, f[1])
+			}
+			require.True(t, listed[target], "the Makefile's FUZZ_TARGETS lacks %s (%s)", target, path)
+		}
+		return nil
+	})
+	require.NoError(t, err)
 }
