@@ -69,7 +69,7 @@ func TestREADMEFlagTables(t *testing.T) {
 		heading  string
 		commands []string
 	}{
-		{"Flags common to every command that runs a model:", []string{"train", "eval", "sft", "generate"}},
+		{"Flags common to every command that runs a model:", []string{"train", "eval", "sft", "generate", "bench"}},
 		{"Training (`spiral train --help` for all):", []string{"train"}},
 	}
 	for _, table := range tables {
