@@ -405,6 +405,17 @@ func TrainPeak(a Arch, t Train) ([]Item, error) {
 		return nil, errors.New("memplan: want rows and tokens > 0")
 	}
 	var s sizer
+	sel, err := a.trained(&s, t)
+	if err != nil {
+		return nil, err
+	}
+	return trainPeak(a, t, s, sel)
+}
+
+// trainPeak is TrainPeak of a valid a and t whose fine-tune trains sel,
+// s holding the sizing of that selection: MaxTokens selects once for
+// all the lengths it tries.
+func trainPeak(a Arch, t Train, s sizer, sel Trained) ([]Item, error) {
 	shape := fmt.Sprintf("%d rows x %d tokens", t.Rows, t.Tokens)
 	rows, tokens := int64(t.Rows), int64(t.Tokens)
 	// Saturated at MaxBytes, a count that passes it makes the items it
@@ -413,10 +424,6 @@ func TrainPeak(a Arch, t Train) ([]Item, error) {
 	loss := int64(t.LossTokens)
 	if loss <= 0 {
 		loss = rt / 2
-	}
-	sel, err := a.trained(&s, t)
-	if err != nil {
-		return nil, err
 	}
 	trained := sel.Params
 	weights := 4 * a.Params()
@@ -494,16 +501,34 @@ func GeneratePeak(a Arch, g Generate) ([]Item, error) {
 	if g.Rows <= 0 || g.Capacity <= 0 {
 		return nil, errors.New("memplan: want rows and capacity > 0")
 	}
+	s, sel, err := a.trainedIn(g)
+	if err != nil {
+		return nil, err
+	}
+	return generatePeak(a, g, s, sel)
+}
+
+// trainedIn returns what the training run generation g is part of
+// trains (Generate.Training; the zero Trained without one) and the
+// sizing of that selection.
+func (a Arch) trainedIn(g Generate) (sizer, Trained, error) {
 	var s sizer
+	if g.Training == nil {
+		return s, Trained{}, nil
+	}
+	sel, err := a.trained(&s, *g.Training)
+	return s, sel, err
+}
+
+// generatePeak is GeneratePeak of a valid a and g, g.Training's
+// fine-tune training sel, s holding the sizing of that selection:
+// MaxRows selects once for all the row counts it tries.
+func generatePeak(a Arch, g Generate, s sizer, sel Trained) ([]Item, error) {
 	rows := int64(g.Rows)
 	shape := fmt.Sprintf("%d rows x %d positions", g.Rows, g.Capacity)
 	weights := 4 * a.Params()
 	var held []Item
 	if t := g.Training; t != nil {
-		sel, err := a.trained(&s, *t)
-		if err != nil {
-			return nil, err
-		}
 		trained := sel.Params
 		if t.LoRARank > 0 {
 			shape = fmt.Sprintf("%s, LoRA rank %d", shape, t.LoRARank)
@@ -528,12 +553,22 @@ func GeneratePeak(a Arch, g Generate) ([]Item, error) {
 // MaxTokens returns the longest rows (a multiple of 64 tokens) that a
 // training step of t.Rows rows fits in budget bytes, or 0 when none does.
 func MaxTokens(a Arch, t Train, budget int64) int {
+	if a.Validate() != nil || t.Rows <= 0 {
+		return 0
+	}
+	// The fine-tune trains the same parameters at every length: selected
+	// once (Trained lists every layer's), not at each try.
+	var s sizer
+	sel, err := a.trained(&s, t)
+	if err != nil {
+		return 0
+	}
 	best := 0
 	lo, hi := 1, 1<<22/64
 	for lo <= hi {
 		mid := (lo + hi) / 2
 		t.Tokens = mid * 64
-		items, err := TrainPeak(a, t)
+		items, err := trainPeak(a, t, s, sel)
 		if err == nil && Total(items) <= budget {
 			best, lo = t.Tokens, mid+1
 		} else {
@@ -582,12 +617,20 @@ func callTemporaries(s *sizer, a Arch, g Generate) Item {
 // MaxRows returns the most rows of g.Capacity positions that generation
 // fits in budget bytes, or 0 when none does.
 func MaxRows(a Arch, g Generate, budget int64) int {
+	if a.Validate() != nil || g.Capacity <= 0 {
+		return 0
+	}
+	// As MaxTokens: the training run's selection, once.
+	s, sel, err := a.trainedIn(g)
+	if err != nil {
+		return 0
+	}
 	best := 0
 	lo, hi := 1, 1<<20
 	for lo <= hi {
 		mid := (lo + hi) / 2
 		g.Rows = mid
-		items, err := GeneratePeak(a, g)
+		items, err := generatePeak(a, g, s, sel)
 		if err == nil && Total(items) <= budget {
 			best, lo = mid, mid+1
 		} else {
