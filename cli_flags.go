@@ -28,40 +28,34 @@ import (
 // are stated once. Each command's setup function picks the groups it
 // takes.
 
-// pathAnnotation marks a flag whose value may not be empty, a path
-// (markPath) or another string (markNonEmpty), in pflag.Flag.Annotations,
-// with what the value names: checkEmptyPaths refuses it given empty.
-const pathAnnotation = "spiral/path"
+// nonEmptyAnnotation marks a flag whose value may not be empty, a path
+// or another string (markNonEmpty), in pflag.Flag.Annotations, with what
+// the value names: checkEmptyValues refuses it given empty.
+const nonEmptyAnnotation = "spiral/non-empty"
 
 // checkpointWant is what a --checkpoint names.
 const checkpointWant = "a checkpoint directory, or a run directory (or its checkpoints/) for its newest intact one (leave --checkpoint out for the model's own weights)"
 
-// markPath marks fs's flag name, registered already, as a path that
-// names want.
-func markPath(fs *pflag.FlagSet, name, want string) {
-	markNonEmpty(fs, name, want)
-}
-
-// markNonEmpty marks fs's flag name, registered already, as a string
-// that names want, whose empty value is its default (left out) and is
-// refused given explicitly, as a path's is.
+// markNonEmpty marks fs's flag name, registered already, as a path or
+// another string that names want, whose empty value is its default
+// (left out) and is refused given explicitly.
 func markNonEmpty(fs *pflag.FlagSet, name, want string) {
 	f := fs.Lookup(name)
 	if f.Annotations == nil {
 		f.Annotations = map[string][]string{}
 	}
-	f.Annotations[pathAnnotation] = []string{want}
+	f.Annotations[nonEmptyAnnotation] = []string{want}
 }
 
-// checkEmptyPaths refuses, as a usage error naming it, an empty path: a
-// path flag given "" (markPath; a script's unset variable in --out
-// "$DIR"; markNonEmpty's strings likewise), which read as the flag's default or failed naming no file
+// checkEmptyValues refuses, as a usage error naming it, an empty value: a
+// flag markNonEmpty marked given "" (a script's unset variable in --out
+// "$DIR"), which read as the flag's default or failed naming no file
 // ("open : no such file or directory"), and an empty positional
 // argument of a command whose arguments are paths (its pathArgs).
-func checkEmptyPaths(c *command, fs *pflag.FlagSet, args []string) error {
+func checkEmptyValues(c *command, fs *pflag.FlagSet, args []string) error {
 	var errs []error
 	fs.Visit(func(f *pflag.Flag) {
-		if want := f.Annotations[pathAnnotation]; len(want) > 0 && f.Value.String() == "" {
+		if want := f.Annotations[nonEmptyAnnotation]; len(want) > 0 && f.Value.String() == "" {
 			errs = append(errs, fmt.Errorf("--%s is empty: want %s", f.Name, want[0]))
 		}
 	})
@@ -122,7 +116,7 @@ type runtimeFlags struct {
 func (f *runtimeFlags) register(fs *pflag.FlagSet) {
 	f.changed = fs.Changed
 	fs.StringVar(&f.ortLib, "ort-lib", "", "ONNX Runtime shared library (default: $"+model.LibEnvVar+", then the location "+model.SetupCommand+" installs to)")
-	markPath(fs, "ort-lib", "the ONNX Runtime shared library (leave --ort-lib out for $"+model.LibEnvVar+", then "+model.SetupCommand+"'s)")
+	markNonEmpty(fs, "ort-lib", "the ONNX Runtime shared library (leave --ort-lib out for $"+model.LibEnvVar+", then "+model.SetupCommand+"'s)")
 	fs.StringVar(&f.device, "device", "cpu", "execution device: cpu, cuda, cuda:N, or auto (CUDA if it loads, else CPU with a warning)")
 	fs.IntVar(&f.threads, "threads", 0, "intra-op threads per ONNX Runtime session (0 = one per physical core)")
 	fs.BoolVar(&f.deterministic, "deterministic", false, "bit-reproducible runs: one thread and ONNX Runtime's deterministic kernels (slower)")
@@ -210,14 +204,14 @@ type modelFlags struct {
 func (f *modelFlags) register(fs *pflag.FlagSet) {
 	f.registerModel(fs)
 	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer.json, or a directory holding it (default: beside the model); the exports copy the tokenizer files beside it")
-	markPath(fs, "tokenizer", "a tokenizer.json or a directory holding one (leave --tokenizer out for the one beside the model)")
+	markNonEmpty(fs, "tokenizer", "a tokenizer.json or a directory holding one (leave --tokenizer out for the one beside the model)")
 }
 
 // registerModel registers --model alone, for the commands that read no
 // tokenizer (artifacts): a --tokenizer there would be ignored.
 func (f *modelFlags) registerModel(fs *pflag.FlagSet) {
 	fs.StringVar(&f.model, "model", "", "ONNX causal LM: a .onnx file or a directory with model.onnx (default: the embedded tiny model)")
-	markPath(fs, "model", "a .onnx file or a directory with model.onnx (leave --model out for the embedded tiny model)")
+	markNonEmpty(fs, "model", "a .onnx file or a directory with model.onnx (leave --model out for the embedded tiny model)")
 }
 
 // dataFlags are the dataset flags of every command that reads problems.
@@ -555,7 +549,7 @@ func (f *syncFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.mode, "engine-sync", "", "openai engine in training: how the engine gets each update: vllm-lora (peft adapters loaded at runtime; needs --lora-rank) or sglang (Hugging Face weights loaded from disk)")
 	fs.StringVar(&f.dir, "sync-dir", "", "openai engine in training: directory for the synced weights, the same path on the server (a shared filesystem)")
 	markNonEmpty(fs, "engine-sync", "vllm-lora or sglang")
-	markPath(fs, "sync-dir", "the directory for the synced weights, the same path on the server")
+	markNonEmpty(fs, "sync-dir", "the directory for the synced weights, the same path on the server")
 }
 
 // validate checks the sync flags against the engine and the LoRA choice.
@@ -592,8 +586,8 @@ type templateFlags struct {
 func (f *templateFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.search, "search-template", "", "search prompt template file (default: built in; the embedded task's for the embedded model or task)")
 	fs.StringVar(&f.aggregate, "aggregate-template", "", "aggregation prompt template file (default: built in; the embedded task's for the embedded model or task)")
-	markPath(fs, "search-template", "a search prompt template file (leave --search-template out for the built-in one)")
-	markPath(fs, "aggregate-template", "an aggregation prompt template file (leave --aggregate-template out for the built-in one)")
+	markNonEmpty(fs, "search-template", "a search prompt template file (leave --search-template out for the built-in one)")
+	markNonEmpty(fs, "aggregate-template", "an aggregation prompt template file (leave --aggregate-template out for the built-in one)")
 }
 
 // trainFlags are the flags of `spiral train`.
@@ -640,9 +634,9 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	f.cfg = rl.DefaultConfig()
 	c := &f.cfg
 	fs.StringVar(&f.data, "data", "", "training problems: JSONL, JSON or Parquet (default: the embedded equation task)")
-	markPath(fs, "data", "a JSONL, JSON or Parquet file of training problems (leave --data out for the embedded equation task)")
+	markNonEmpty(fs, "data", "a JSONL, JSON or Parquet file of training problems (leave --data out for the embedded equation task)")
 	fs.StringVar(&f.run.Dir, "out", "runs/spiral", "run directory: metrics.jsonl, eval.jsonl, checkpoints/, artifacts/, training.png, rsa.json (--final-rsa-steps), tensorboard/ (--tensorboard)")
-	markPath(fs, "out", "the run directory (default runs/spiral)")
+	markNonEmpty(fs, "out", "the run directory (default runs/spiral)")
 	fs.StringVar(&c.Algo, "algo", c.Algo, "algorithm: spiral, grpo, agg-only or search-only (the ablations: gradients on the aggregation or the search traces only)")
 	fs.IntVar(&f.run.Steps, "steps", 50, "training steps")
 	fs.IntVar(&c.Problems, "problems", c.Problems, "informative problems per step")
@@ -672,7 +666,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.run.TensorBoard, "tensorboard", false, "log every metrics.jsonl and eval.jsonl line to TensorBoard too, as it is written: an event file in --out/tensorboard/ (tensorboard --logdir OUT)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bars")
 	fs.StringVar(&f.evalData, "eval-data", "", "held-out problems evaluated during training (default: the embedded task's test split when training on it)")
-	markPath(fs, "eval-data", "a JSONL, JSON or Parquet file of held-out problems")
+	markNonEmpty(fs, "eval-data", "a JSONL, JSON or Parquet file of held-out problems")
 	fs.IntVar(&f.run.EvalEvery, "eval-every", 10, "evaluate every N steps, at step 0 and at the end (0 = never)")
 	fs.IntVar(&f.evalN, "eval-problems", 64, "held-out problems per evaluation")
 	fs.IntVar(&f.run.EvalSamples, "eval-samples", 4, "samples per held-out problem (pass@1 and majority@k are reported)")
@@ -886,7 +880,7 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	f.rsa = rollout.DefaultRSAConfig()
 	fs.StringVar(&f.mode, "mode", "passk", "scaffold: sequential (accuracy vs token budget), passk (pass@k and majority@k), rsa (recursive self-aggregation)")
 	fs.StringVar(&f.data, "data", "", "evaluation problems: JSONL, JSON or Parquet (default: the embedded task's test split)")
-	markPath(fs, "data", "a JSONL, JSON or Parquet file of problems (leave --data out for the embedded task's test split)")
+	markNonEmpty(fs, "data", "a JSONL, JSON or Parquet file of problems (leave --data out for the embedded task's test split)")
 	fs.IntVar(&f.limit, "limit", 0, "evaluate only the first N problems (0 = all; more than there are evaluates all, with a note)")
 	fs.IntVar(&f.samples, "samples", rollout.DefaultEvalSamples, "samples per problem (passk, sequential)")
 	fs.IntVar(&f.rsa.Population, "population", f.rsa.Population, "RSA population N")
@@ -894,12 +888,12 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.rsa.Steps, "rsa-steps", f.rsa.Steps, "RSA aggregation steps T")
 	fs.IntVar(&f.rsa.CandidateTokens, "candidate-tokens", f.rsa.CandidateTokens, "cap on each candidate in an aggregation prompt, keeping its end (0 = no cap)")
 	fs.StringVar(&f.out, "out", "runs/eval", "output directory: the JSON report MODE.json and its PNG plot, MODE.traces.jsonl (--traces), and artifacts/ (the model's sampling graphs)")
-	markPath(fs, "out", "the directory to write the report in (default runs/eval)")
+	markNonEmpty(fs, "out", "the directory to write the report in (default runs/eval)")
 	fs.StringVar(&f.label, "label", "", "name of this model in compare's tables and plot's legends (default: the model, with its checkpoint; compare averages the reports of one name as seeds)")
 	markNonEmpty(fs, "label", "the model's name in compare and plot (leave --label out for the model's own)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fs.StringVar(&f.ckpt, "checkpoint", "", "evaluate the weights of this checkpoint directory (of a run on --model), or of the newest intact one of a run directory (or its checkpoints/) (newer damaged ones are skipped with a warning)")
-	markPath(fs, "checkpoint", checkpointWant)
+	markNonEmpty(fs, "checkpoint", checkpointWant)
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.traces, "traces", false, "also write every judged trace to MODE.traces.jsonl in --out (text, answer, grade; RSA: step and the candidates it read)")
 }
@@ -1012,7 +1006,7 @@ func (f *sftFlags) register(fs *pflag.FlagSet) {
 	f.cfg = rl.DefaultSFTConfig()
 	c := &f.cfg
 	fs.StringVar(&f.out, "out", "runs/sft", "output directory: the trained model (model.onnx, tokenizer.json, config.json), sft.jsonl, artifacts/, tensorboard/ (--tensorboard), and checkpoints/ until the model is written")
-	markPath(fs, "out", "the directory to write the trained model in (default runs/sft)")
+	markNonEmpty(fs, "out", "the directory to write the trained model in (default runs/sft)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace a model already in --out")
 	fs.IntVar(&c.Steps, "steps", c.Steps, "optimizer steps")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "examples per step")
@@ -1084,7 +1078,7 @@ func (f *generateFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.jsonl, "jsonl", false, "print one JSON object a completion (prompt and sample index, the text as generated, its token ids, why it stopped and the log-probabilities) instead of the text")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fs.StringVar(&f.ckpt, "checkpoint", "", "sample with the weights of this checkpoint directory (of a run on --model), or of the newest intact one of a run directory (or its checkpoints/) (newer damaged ones are skipped with a warning)")
-	markPath(fs, "checkpoint", checkpointWant)
+	markNonEmpty(fs, "checkpoint", checkpointWant)
 }
 
 func (f *generateFlags) validate() error {

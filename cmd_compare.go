@@ -22,7 +22,7 @@ import (
 
 func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	out := fs.String("out", "", "directory for the overlay plots and summary.md (default: print only)")
-	markPath(fs, "out", "the directory for the plots and summary.md (leave --out out to print only)")
+	markNonEmpty(fs, "out", "the directory for the plots and summary.md (leave --out out to print only)")
 	runs := fs.StringArray("run", nil, "LABEL=DIR: a training run's metrics.jsonl and eval.jsonl (repeatable; runs of one label are seeds)")
 	maxK := fs.Int("max-k", 0, "compare pass@k scaling efficiency at the reference's k <= this only, reading the other curves to their largest k (evaluate them with more --samples to measure ratios above max-k/k); 0: every k")
 	allowDiff := fs.Bool("allow-different-problems", false, "compare reports evaluated on other problems than their mode's first report (another dataset, problem count or problem ids), with a warning, instead of refusing")

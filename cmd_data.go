@@ -81,7 +81,7 @@ func (f *synthFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.cfg.MinOperand, "min-operand", f.cfg.MinOperand, synthFlagPrefix+"smallest operand")
 	fs.IntVar(&f.cfg.MaxOperand, "max-operand", f.cfg.MaxOperand, synthFlagPrefix+"largest operand (the embedded model was trained on 1-5; larger is harder)")
 	fs.StringVar(&f.out, "out", "", synthFlagPrefix+"JSONL file to write, its directory created (default: standard output)")
-	markPath(fs, "out", "the JSONL file to write (leave --out out for standard output)")
+	markNonEmpty(fs, "out", "the JSONL file to write (leave --out out for standard output)")
 }
 
 // synthRow is a line of `spiral data synth`'s JSONL, in the field names

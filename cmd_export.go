@@ -26,9 +26,9 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 	out := fs.String("out", "", "output: a .onnx path (onnx; the model's tokenizer.json, config.json and other tokenizer and generation files are copied beside it) or a directory (hf, peft); required, its directory is created")
 	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph; LoRA merged), hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files; LoRA merged) or peft (a LoRA checkpoint's adapters as a peft adapter directory)")
 	baseModel := fs.String("base-model", "", "peft only: the base model adapter_config.json names (base_model_name_or_path): a Hugging Face id or a transformers model directory such as an --format hf export, recorded absolute (default: config.json's _name_or_path beside --model, as optimum writes the id there; else none)")
-	markPath(fs, "checkpoint", checkpointWant)
-	markPath(fs, "out", "the .onnx file to write (--format onnx), or the directory (hf, peft)")
-	markPath(fs, "base-model", "a Hugging Face id or a transformers model directory (leave --base-model out for config.json's _name_or_path beside --model)")
+	markNonEmpty(fs, "checkpoint", checkpointWant)
+	markNonEmpty(fs, "out", "the .onnx file to write (--format onnx), or the directory (hf, peft)")
+	markNonEmpty(fs, "base-model", "a Hugging Face id or a transformers model directory (leave --base-model out for config.json's _name_or_path beside --model)")
 	external := fs.Bool("external-data", false, "onnx only: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
 	overwrite := fs.Bool("overwrite", false, "replace a model already in --out: its model files the export does not write (model.onnx, an adapter...; peft: its config.json, tokenizer and generation files too) are removed, and files of its that differ from the export's (onnx: config.json, the tokenizer's) replaced")
 	return func(ctx context.Context, env *cliEnv, args []string) (err error) {

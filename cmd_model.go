@@ -21,7 +21,7 @@ import (
 func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	c := qwen3.Tiny()
 	out := fs.String("out", "", "output directory (required)")
-	markPath(fs, "out", "the directory to write the model in")
+	markNonEmpty(fs, "out", "the directory to write the model in")
 	fs.IntVar(&c.Layers, "layers", c.Layers, "decoder layers")
 	fs.IntVar(&c.Hidden, "hidden", c.Hidden, "hidden size")
 	fs.IntVar(&c.Heads, "heads", c.Heads, "query heads")
@@ -228,7 +228,7 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 	mf.registerModel(fs)
 	pf.register(fs)
 	out := fs.String("out", "", "output directory (default: artifacts/ beside the model)")
-	markPath(fs, "out", "the directory to write the graphs in (leave --out out for artifacts/ beside the model)")
+	markNonEmpty(fs, "out", "the directory to write the graphs in (leave --out out for artifacts/ beside the model)")
 	return func(ctx context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 {
 			return usageError{unexpectedArgs{args, ""}}

@@ -51,7 +51,7 @@ func (f *planFlags) register(fs *pflag.FlagSet) {
 	f.changed = fs.Changed
 	f.exec.register(fs)
 	fs.StringVar(&f.model, "model", "", "a model file or directory with config.json beside it, or a name: "+strings.Join(memplan.Names(), ", ")+" (a directory of that name here is read instead, with a note)")
-	markPath(fs, "model", "a model file, a directory or one of "+strings.Join(memplan.Names(), ", "))
+	markNonEmpty(fs, "model", "a model file, a directory or one of "+strings.Join(memplan.Names(), ", "))
 	fs.IntVar(&f.rows, "rows", 1, "training: rows per micro-batch")
 	fs.IntVar(&f.tokens, "tokens", defaultPlanTokens, "training: tokens per row (the paper's aggregation prompt with n = 4 candidates is about 9k); the default is cut to a shorter context of the model's (config.json max_position_embeddings), a value given is planned as given")
 	fs.IntVar(&f.loraRank, "lora-rank", 0, "training: LoRA rank (0: full fine-tune)")

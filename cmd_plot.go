@@ -24,7 +24,7 @@ const (
 
 func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	out := fs.String("out", "compare.png", "output file: .png, .svg or .pdf by its extension (its directory is created)")
-	markPath(fs, "out", "the .png, .svg or .pdf file to write")
+	markNonEmpty(fs, "out", "the .png, .svg or .pdf file to write")
 	width := fs.Int("width", 800, "width in pixels")
 	height := fs.Int("height", 500, "height in pixels")
 	return func(_ context.Context, env *cliEnv, args []string) error {

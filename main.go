@@ -56,7 +56,7 @@ type command struct {
 	// ctx is then done: its run takes none).
 	stops bool
 	// pathArgs: the positional arguments that are paths, which run
-	// refuses empty (checkEmptyPaths).
+	// refuses empty (checkEmptyValues).
 	pathArgs pathArgs
 }
 
@@ -188,7 +188,7 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
 		return exitUsage
 	}
-	if err := checkEmptyPaths(cmd, fs, fs.Args()); err != nil {
+	if err := checkEmptyValues(cmd, fs, fs.Args()); err != nil {
 		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
 		return exitUsage
 	}

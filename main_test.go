@@ -774,7 +774,7 @@ func TestEmptyPathRefused(t *testing.T) {
 		fs := pflag.NewFlagSet(c.name, pflag.ContinueOnError)
 		c.setup(fs)
 		fs.VisitAll(func(f *pflag.Flag) {
-			want := f.Annotations[pathAnnotation]
+			want := f.Annotations[nonEmptyAnnotation]
 			if len(want) == 0 {
 				return
 			}
