@@ -715,10 +715,10 @@ func (c *comparison) withoutCounts(labels ...string) []string {
 
 // noExactRatio says why an efficiency has no exact ratio to give a
 // maximum of: other never reaches ref's pass@k within its measured k
-// (every ratio a lower bound), or is at or above it already at its
-// smallest k (an upper bound: at a target of 0, where ref solved nothing,
-// no sample at all is needed, so there is nothing to measure), or some of
-// each.
+// (every ratio a lower bound), or is above it already at its smallest k
+// (an upper bound: level with it there is an exact ratio; at a target of
+// 0, where ref solved nothing, no sample at all is needed, so there is
+// nothing to measure), or some of each.
 func noExactRatio(ref, other string, eff report.Efficiency) string {
 	var atLeast, atMost, zero int
 	for _, p := range eff.Points {
@@ -737,8 +737,10 @@ func noExactRatio(ref, other string, eff report.Efficiency) string {
 		return fmt.Sprintf("no k where %s reaches %s's pass@k within its measured k", other, ref)
 	case atLeast == 0 && zero == len(eff.Points):
 		return fmt.Sprintf("no ratio to measure: %s's pass@k is 0 at every k (it solved nothing), which %s reaches with no sample at all", ref, other)
+	case atLeast == 0 && zero > 0:
+		return fmt.Sprintf("no exact ratio: %s is above %s's pass@k already at its smallest k at %d k (each ratio an upper bound), and %s's pass@k is 0 at the other %d (nothing to measure)", other, ref, atMost-zero, ref, zero)
 	case atLeast == 0:
-		return fmt.Sprintf("no exact ratio: %s is at or above %s's pass@k already at its smallest k (each ratio an upper bound)", other, ref)
+		return fmt.Sprintf("no exact ratio: %s is above %s's pass@k already at its smallest k (each ratio an upper bound)", other, ref)
 	}
 	return fmt.Sprintf("no exact ratio: %s never reaches %s's pass@k within its measured k at %d k, and is above it already at its smallest k at %d", other, ref, atLeast, atMost)
 }

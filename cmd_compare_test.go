@@ -75,7 +75,7 @@ func TestNoExactRatio(t *testing.T) {
 		{"reference solved nothing", []report.EfficiencyPoint{point(0, report.AtMost), point(0, report.AtMost)},
 			"no ratio to measure: A's pass@k is 0 at every k (it solved nothing), which B reaches with no sample at all"},
 		{"above from its first k", []report.EfficiencyPoint{point(0.1, report.AtMost), point(0, report.AtMost)},
-			"no exact ratio: B is at or above A's pass@k already at its smallest k (each ratio an upper bound)"},
+			"no exact ratio: B is above A's pass@k already at its smallest k at 1 k (each ratio an upper bound), and A's pass@k is 0 at the other 1 (nothing to measure)"},
 		{"both", []report.EfficiencyPoint{point(0.1, report.AtMost), point(0.9, report.AtLeast)},
 			"no exact ratio: B never reaches A's pass@k within its measured k at 1 k, and is above it already at its smallest k at 1"},
 	} {
@@ -712,7 +712,7 @@ func TestCompareEfficiencyCeiling(t *testing.T) {
 			"  scaling efficiency of a over b: up to 0.91x (k = 4); at most 1.00x at k = 1 (b is above a's pass@1 already at its smallest k, 1)\n"},
 			"| up to 0.91x (k = 4); at most 1.00x at k = 1 (b is above a's pass@1 already at its smallest k, 1) |"},
 		{"ahead everywhere", pts(1, 0.9, 2, 0.95, 4, 0.99), []string{
-			"  no exact ratio: b is at or above a's pass@k already at its smallest k (each ratio an upper bound)\n",
+			"  no exact ratio: b is above a's pass@k already at its smallest k (each ratio an upper bound)\n",
 			"  scaling efficiency of a over b: at most 1.00x at k = 1 (b is above a's pass@1 already at its smallest k, 1)\n"},
 			"| at most 1.00x at k = 1 (b is above a's pass@1 already at its smallest k, 1) |"},
 	} {
