@@ -89,6 +89,14 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 			}
 			fmt.Fprintf(env.stderr, "spiral compare: warning: reports evaluated on different problems, compared anyway (--allow-different-problems): a ratio or gain between them compares different questions:\n%s\n", diff)
 		}
+		if diff := c.modeDifferences(); diff != "" && *out != "" {
+			// The printed tables compare within a mode; --out's summary.md
+			// row and tokens.png curves set a label's modes side by side.
+			if !*allowDiff {
+				return fmt.Errorf("a label's reports of different modes evaluated on different problems (--out's summary.md row and tokens.png curves of the label would set them side by side; --allow-different-problems writes them anyway):\n%s", diff)
+			}
+			fmt.Fprintf(env.stderr, "spiral compare: warning: a label's reports of different modes evaluated on different problems, written anyway (--allow-different-problems): --out's summary.md row and tokens.png curves of the label set them side by side:\n%s\n", diff)
+		}
 		if diff := c.settingDifferences(); diff != "" {
 			fmt.Fprintf(env.stderr, "spiral compare: warning: reports evaluated with different settings, compared anyway: a ratio or gain between them mixes the models' difference with the settings':\n%s\n", diff)
 		}
@@ -411,6 +419,34 @@ func (c *comparison) problemDifferences() string {
 			// eval.jsonl's fingerprints of their texts and answers differ.
 			lines = append(lines, fmt.Sprintf("  --run %s=%s against --run %s=%s (held-out evaluations during training): problems %s against %s (eval.jsonl's problems_digest)",
 				r.label, r.dir, first.label, first.dir, strings.Join(d, ", then "), strings.Join(d0, ", then ")))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// modeDifferences lists, one indented line each, a label's reports of
+// another mode than its first (in the order pass@k, RSA, sequential)
+// evaluated on other problems than the label's first report of that
+// first mode, as ProblemSet.Difference tells them: "" when none was.
+// summary.md's row of the label and its curves in tokens.png set its
+// modes side by side; within a mode, problemDifferences checks them.
+func (c *comparison) modeDifferences() string {
+	var lines []string
+	first := map[string]reportSource{}
+	firstMode := map[string]report.Mode{}
+	for _, m := range []report.Mode{report.ModePassAtK, report.ModeRSA, report.ModeSequential} {
+		for _, s := range c.sources[m] {
+			f, ok := first[s.label]
+			if !ok {
+				first[s.label], firstMode[s.label] = s, m
+				continue
+			}
+			if firstMode[s.label] == m {
+				continue // a seed of the label's first mode
+			}
+			if d := s.problems.Difference(f.problems); d != "" {
+				lines = append(lines, fmt.Sprintf("  %s against %s (label %s's %s and %s reports): %s", s.path, f.path, s.label, m, firstMode[s.label], d))
+			}
 		}
 	}
 	return strings.Join(lines, "\n")

@@ -841,3 +841,51 @@ func TestCompareFiguresWithoutOut(t *testing.T) {
 	require.Zero(t, run(context.Background(), append([]string{"compare", "--figures", "svg", "--out", out}, reps...), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
 	require.FileExists(t, filepath.Join(out, "passk.svg"))
 }
+
+// TestCompareModesOnOtherProblems: a label's reports of different modes
+// share summary.md's row and tokens.png's curves of the label, so --out
+// refuses them when they were evaluated on other problems (a pass@k
+// report on 2 problems beside a sequential one on 1, another --limit),
+// naming both files, and --allow-different-problems writes them with the
+// same line as a warning; they were written side by side in silence.
+// Without --out nothing sets them side by side: no refusal.
+func TestCompareModesOnOtherProblems(t *testing.T) {
+	dir := t.TempDir()
+	passk := filepath.Join(dir, "passk.json")
+	require.NoError(t, report.WriteJSON(passk, report.PassAtK{
+		Meta:   report.Meta{Mode: report.ModePassAtK, Label: "a", Dataset: "p.jsonl", Problems: 2, ProblemIDs: []string{"x", "y"}},
+		Config: rollout.PassAtKConfig{Samples: 2},
+		Points: []rollout.KPoint{{K: 1, PassAtK: 0.5}, {K: 2, PassAtK: 0.75}}}))
+	seq := func(name string, ids ...string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, report.WriteJSON(p, report.Budget{
+			Meta:   report.Meta{Mode: report.ModeSequential, Label: "a", Dataset: "p.jsonl", Problems: len(ids), ProblemIDs: ids},
+			Config: rollout.BudgetConfig{Samples: 1, Budgets: []int{4, 8}, MaxTokens: 8},
+			Points: []rollout.BudgetPoint{{Budget: 4, Accuracy: 0.25, MeanTokens: 4, Truncated: 1}, {Budget: 8, Accuracy: 0.5, MeanTokens: 6}}}))
+		return p
+	}
+	fewer, same := seq("fewer.json", "x"), seq("same.json", "x", "y")
+	want := "  " + fewer + " against " + passk + " (label a's sequential and passk reports): problem count 1 against 2\n"
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		code    int
+		stderr  string
+		summary bool
+	}{
+		{"printed only", []string{passk, fewer}, 0, "", false},
+		{"refused", []string{"--out", filepath.Join(dir, "refused"), passk, fewer}, 1,
+			"spiral compare: a label's reports of different modes evaluated on different problems (--out's summary.md row and tokens.png curves of the label would set them side by side; --allow-different-problems writes them anyway):\n" + want, false},
+		{"allowed", []string{"--allow-different-problems", "--out", filepath.Join(dir, "allowed"), passk, fewer}, 0,
+			"spiral compare: warning: a label's reports of different modes evaluated on different problems, written anyway (--allow-different-problems): --out's summary.md row and tokens.png curves of the label set them side by side:\n" + want, true},
+		{"same problems", []string{"--out", filepath.Join(dir, "same"), passk, same}, 0, "", true},
+	} {
+		var stderr bytes.Buffer
+		require.Equal(t, tc.code, run(context.Background(), append([]string{"compare"}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr}), tc.name)
+		require.Equal(t, tc.stderr, stderr.String(), tc.name)
+		if tc.args[0] != passk {
+			_, err := os.Stat(filepath.Join(tc.args[len(tc.args)-3], "summary.md"))
+			require.Equal(t, tc.summary, err == nil, tc.name)
+		}
+	}
+}
