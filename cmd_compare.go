@@ -726,9 +726,9 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 		}
 		if ivErr != nil {
 			fmt.Fprintf(w, "  no interval: %v", ivErr)
-			if files := c.withoutCounts(ref.Label, o.Label); len(files) > 0 {
-				// A label's seeds share its name: say which files.
-				fmt.Fprintf(w, ": %s", strings.Join(files, ", "))
+			// A label's seeds share its name: say which files.
+			if files := c.intervalFiles(ivErr, ref.Label, o.Label); files != "" {
+				fmt.Fprintf(w, ": %s", files)
 			}
 			fmt.Fprintln(w)
 		}
@@ -737,16 +737,45 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 	return nil
 }
 
-// withoutCounts lists the pass@k report files of the labels that record
-// no per-problem counts (PassAtK.PerProblem), which the bootstrap needs.
-func (c *comparison) withoutCounts(labels ...string) []string {
-	var out []string
+// intervalFiles names the pass@k report files of the reference's label
+// ref and the other label that err, report.EfficiencyIntervals' error
+// for them, is about: every file of the two without per-problem counts
+// (PassAtK.PerProblem), which the bootstrap needs; else the report's,
+// with the reference's first where their problems differ; "" where err
+// is about no one report.
+func (c *comparison) intervalFiles(err error, ref, other string) string {
+	var re *report.IntervalReportError
+	if !errors.As(err, &re) {
+		return ""
+	}
+	var files, refFiles, otherFiles []string
 	for i, src := range c.sources[report.ModePassAtK] { // read with c.passk, in its order
-		if len(c.passk[i].PerProblem) == 0 && slices.Contains(labels, src.label) {
-			out = append(out, src.path)
+		switch src.label {
+		case ref:
+			refFiles = append(refFiles, src.path)
+		case other:
+			otherFiles = append(otherFiles, src.path)
+		default:
+			continue
+		}
+		if len(c.passk[i].PerProblem) == 0 {
+			files = append(files, src.path)
 		}
 	}
-	return out
+	if errors.Is(err, report.ErrNoPerProblem) {
+		return strings.Join(files, ", ")
+	}
+	label := refFiles
+	if re.Other {
+		label = otherFiles
+	}
+	if re.Index >= len(label) {
+		return "" // not expected: the reports are the labels' files'
+	}
+	if re.AgainstReference {
+		return fmt.Sprintf("%s (the reference's first report: %s)", label[re.Index], refFiles[0])
+	}
+	return label[re.Index]
 }
 
 // noExactRatio says why an efficiency has no exact ratio to give a

@@ -889,3 +889,48 @@ func TestCompareModesOnOtherProblems(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareNoIntervalMismatchNamesTheFiles: where a report's
+// per-problem counts are over other problems than the reference's first
+// report (other count or ids, compared with --allow-different-problems),
+// the note names that file and the reference's, not the label alone,
+// which a label's seeds share; and a no-counts file of the other label
+// is not named for a reference seed's mismatch, as it was.
+func TestCompareNoIntervalMismatchNamesTheFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, label string, counts bool, ids ...string) string {
+		r := report.PassAtK{Meta: report.Meta{Mode: report.ModePassAtK, Label: label, Problems: len(ids)}, Config: rollout.PassAtKConfig{Samples: 4}}
+		for k := 1; k <= 4; k *= 2 {
+			v, err := rollout.PassAtK(4, 2, k)
+			require.NoError(t, err)
+			r.Points = append(r.Points, rollout.KPoint{K: k, PassAtK: v})
+		}
+		for _, id := range ids {
+			if counts {
+				r.PerProblem = append(r.PerProblem, rollout.ProblemCorrect{ID: id, Correct: 2})
+			}
+		}
+		p := filepath.Join(dir, name)
+		require.NoError(t, report.WriteJSON(p, r))
+		return p
+	}
+	a1 := write("a1.json", "a", true, "x", "y")
+	fewer, otherIDs := write("fewer.json", "b", true, "x"), write("other-ids.json", "b", true, "x", "z")
+	a2, bare := write("a2.json", "a", true, "x"), write("bare.json", "b", false, "x", "y")
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  string
+	}{
+		{"fewer problems", []string{a1, fewer},
+			"  no interval: report: efficiency intervals: b: 1 problems, the reference's first report 2: " + fewer + " (the reference's first report: " + a1 + ")\n"},
+		{"other ids", []string{a1, otherIDs},
+			`  no interval: report: efficiency intervals: b: problem 1 is "z", the reference's first report has "y" there: ` + otherIDs + " (the reference's first report: " + a1 + ")\n"},
+		{"a reference seed's, beside a file without counts", []string{a1, a2, bare},
+			"  no interval: report: efficiency intervals: a: 1 problems, the reference's first report 2: " + a2 + " (the reference's first report: " + a1 + ")\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		require.Zero(t, run(context.Background(), append([]string{"compare", "--allow-different-problems"}, tc.files...), &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+		require.Contains(t, stdout.String(), tc.want, tc.name)
+	}
+}

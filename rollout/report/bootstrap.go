@@ -62,11 +62,11 @@ func EfficiencyIntervals(ref, other []PassAtK, b Bootstrap) ([]RatioInterval, er
 		return nil, fmt.Errorf("report: efficiency intervals: %d draws at level %v: want >= 1 and a level in (0, 1)", b.Draws, b.Level)
 	}
 	ids := ref[0].PerProblem
-	refTables, err := perProblemTables(ref, ids)
+	refTables, err := perProblemTables(ref, ids, false)
 	if err != nil {
 		return nil, err
 	}
-	otherTables, err := perProblemTables(other, ids)
+	otherTables, err := perProblemTables(other, ids, true)
 	if err != nil {
 		return nil, err
 	}
@@ -128,34 +128,61 @@ func rank(q float64, n int) int {
 	return min(n-1, max(0, int(math.Ceil(q*float64(n)-1e-9))-1))
 }
 
+// ErrNoPerProblem is the cause of EfficiencyIntervals' error for a
+// report without per-problem counts (PassAtK.PerProblem).
+var ErrNoPerProblem = errors.New("no per-problem counts (a report written before spiral eval recorded them; run the evaluation again)")
+
+// IntervalReportError is EfficiencyIntervals' error for one report of
+// its arguments, which a caller that read them from files can name: a
+// label's seeds share its name, which the error gives.
+type IntervalReportError struct {
+	// Other is true for a report of other, false for one of ref, and
+	// Index is its index there.
+	Other bool
+	Index int
+	// AgainstReference is true where its problems differ from those of
+	// ref's first report (their count or an id).
+	AgainstReference bool
+	Err              error
+}
+
+func (e *IntervalReportError) Error() string { return e.Err.Error() }
+
+func (e *IntervalReportError) Unwrap() error { return e.Err }
+
 // perProblemTables returns, for each report, pass@k of each problem at each
 // of the report's k ([problem][k]), checking that the report has the
-// problems of ids and that their mean is the report's own pass@k.
-func perProblemTables(reps []PassAtK, ids []rollout.ProblemCorrect) ([][][]float64, error) {
+// problems of ids and that their mean is the report's own pass@k. Its
+// errors are IntervalReportErrors, with other as their Other.
+func perProblemTables(reps []PassAtK, ids []rollout.ProblemCorrect, other bool) ([][][]float64, error) {
 	tables := make([][][]float64, len(reps))
 	for r, rep := range reps {
 		name := rep.Meta.Name()
+		fail := func(againstRef bool, format string, args ...any) error {
+			return &IntervalReportError{Other: other, Index: r, AgainstReference: againstRef,
+				Err: fmt.Errorf("report: efficiency intervals: %s: "+format, append([]any{name}, args...)...)}
+		}
 		switch {
 		case len(rep.PerProblem) == 0:
-			return nil, fmt.Errorf("report: efficiency intervals: %s: no per-problem counts (a report written before spiral eval recorded them; run the evaluation again)", name)
+			return nil, fail(false, "%w", ErrNoPerProblem)
 		case len(rep.PerProblem) != len(ids):
-			return nil, fmt.Errorf("report: efficiency intervals: %s: %d problems, the reference's first report %d", name, len(rep.PerProblem), len(ids))
+			return nil, fail(true, "%d problems, the reference's first report %d", len(rep.PerProblem), len(ids))
 		case len(rep.Points) == 0:
-			return nil, fmt.Errorf("report: efficiency intervals: %s: no pass@k points", name)
+			return nil, fail(false, "no pass@k points")
 		case !slices.EqualFunc(rep.Points, reps[0].Points, func(a, b rollout.KPoint) bool { return a.K == b.K }):
-			return nil, fmt.Errorf("report: efficiency intervals: %s: its seeds' reports measure different k", name)
+			return nil, fail(false, "its seeds' reports measure different k")
 		}
 		n := rep.Config.Samples
 		table := make([][]float64, len(ids))
 		for i, pc := range rep.PerProblem {
 			if pc.ID != ids[i].ID {
-				return nil, fmt.Errorf("report: efficiency intervals: %s: problem %d is %q, the reference's first report has %q there", name, i, pc.ID, ids[i].ID)
+				return nil, fail(true, "problem %d is %q, the reference's first report has %q there", i, pc.ID, ids[i].ID)
 			}
 			table[i] = make([]float64, len(rep.Points))
 			for j, p := range rep.Points {
 				v, err := rollout.PassAtK(n, pc.Correct, p.K)
 				if err != nil {
-					return nil, fmt.Errorf("report: efficiency intervals: %s: problem %q: %w", name, pc.ID, err)
+					return nil, fail(false, "problem %q: %w", pc.ID, err)
 				}
 				table[i][j] = v
 			}
@@ -166,7 +193,7 @@ func perProblemTables(reps []PassAtK, ids []rollout.ProblemCorrect) ([][][]float
 				sum += table[i][j]
 			}
 			if mean := sum / float64(len(table)); math.Abs(mean-p.PassAtK) > 1e-9 {
-				return nil, fmt.Errorf("report: efficiency intervals: %s: its per-problem counts give pass@%d = %.6f, its points %.6f", name, p.K, mean, p.PassAtK)
+				return nil, fail(false, "its per-problem counts give pass@%d = %.6f, its points %.6f", p.K, mean, p.PassAtK)
 			}
 		}
 		tables[r] = table
