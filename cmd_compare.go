@@ -536,7 +536,7 @@ func (c *comparison) report(w io.Writer, dir string) error {
 			return err
 		}
 	}
-	tokens, err := c.tokenCurves()
+	tokens, leftOut, err := c.tokenCurves()
 	if err != nil {
 		return err
 	}
@@ -546,6 +546,11 @@ func (c *comparison) report(w io.Writer, dir string) error {
 	case len(budget) > 1:
 		if err := c.compareBudget(w, tokens); err != nil {
 			return err
+		}
+	}
+	if dir != "" {
+		for _, l := range leftOut {
+			fmt.Fprintf(w, "tokens.png: %s\n", l)
 		}
 	}
 	if err := plot("tokens", report.Figure{Title: "Accuracy against generated tokens per problem", XLabel: "generated tokens per problem", Axis: report.AxisLog}, tokens); err != nil {
@@ -574,8 +579,11 @@ func (c *comparison) report(w io.Writer, dir string) error {
 }
 
 // tokenCurves is every label's accuracy against generated tokens per
-// problem: sequential, majority@k and RSA on one axis.
-func (c *comparison) tokenCurves() ([]report.Seeds, error) {
+// problem: sequential, majority@k and RSA on one axis; and leftOut, a
+// line for each label's pass@k or RSA reports that record no generated
+// tokens, which report.TokenCurves leaves out of its majority@k or RSA
+// curve (compareBudget names the sequential ones).
+func (c *comparison) tokenCurves() (curves []report.Seeds, leftOut []string, err error) {
 	var labels []string
 	seen := map[string]bool{}
 	add := func(n string) {
@@ -593,7 +601,6 @@ func (c *comparison) tokenCurves() ([]report.Seeds, error) {
 	for _, r := range c.rsa {
 		add(r.Meta.Name())
 	}
-	var out []report.Seeds
 	for li, l := range labels {
 		var p []report.PassAtK
 		var r []report.RSA
@@ -613,9 +620,25 @@ func (c *comparison) tokenCurves() ([]report.Seeds, error) {
 				b = append(b, x)
 			}
 		}
+		for _, m := range []struct {
+			what, curve string
+			n, all      int
+		}{
+			{"pass@k", "majority@k", len(slices.DeleteFunc(slices.Clone(p), report.PassAtK.RecordsTokens)), len(p)},
+			{"RSA", "RSA", len(slices.DeleteFunc(slices.Clone(r), report.RSA.RecordsTokens)), len(r)},
+		} {
+			if m.n == 0 {
+				continue
+			}
+			line := fmt.Sprintf("%s: %d of its %d %s reports record no generated tokens: left out of its %s curve", l, m.n, m.all, m.what, m.curve)
+			if m.n == m.all {
+				line += " (none drawn)"
+			}
+			leftOut = append(leftOut, line)
+		}
 		cs, err := report.TokenCurves(l, p, r, b)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// One colour per model; majority@k dashed, sequential and RSA
 		// solid (they lie in different token ranges), RSA's points
@@ -623,9 +646,9 @@ func (c *comparison) tokenCurves() ([]report.Seeds, error) {
 		for i := range cs {
 			cs[i].Style = &report.Style{Colour: li, Dashed: strings.HasSuffix(cs[i].Label, " majority@k"), Triangles: strings.HasSuffix(cs[i].Label, " RSA")}
 		}
-		out = append(out, cs...)
+		curves = append(curves, cs...)
 	}
-	return out, nil
+	return curves, leftOut, nil
 }
 
 // comparePassAtK prints, for each other label, how many times more

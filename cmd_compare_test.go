@@ -33,7 +33,7 @@ func TestTokenCurvesStyles(t *testing.T) {
 		c.budget = append(c.budget, report.Budget{Meta: m, Points: []rollout.BudgetPoint{
 			{Budget: 8, MeanTokens: 8, Accuracy: 0}, {Budget: 96, MeanTokens: 80, Accuracy: 0.5}}})
 	}
-	curves, err := c.tokenCurves()
+	curves, _, err := c.tokenCurves()
 	require.NoError(t, err)
 	want := []struct {
 		label string
@@ -933,4 +933,33 @@ func TestCompareNoIntervalMismatchNamesTheFiles(t *testing.T) {
 		require.Zero(t, run(context.Background(), append([]string{"compare", "--allow-different-problems"}, tc.files...), &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
 		require.Contains(t, stdout.String(), tc.want, tc.name)
 	}
+}
+
+// TestCompareTokensLeftOut: reports of pass@k or RSA that record no
+// generated tokens (written before eval recorded them) are left out of
+// tokens.png's majority@k and RSA curves; --out's output says so, per
+// label, as compare says it of sequential reports, where the curve was
+// a mean of fewer seeds than the label's, or missing, in silence.
+func TestCompareTokensLeftOut(t *testing.T) {
+	tokens := rollout.Tokens{Generated: 640}
+	passk := func(label string, tok rollout.Tokens) report.PassAtK {
+		return report.PassAtK{Meta: report.Meta{Mode: report.ModePassAtK, Label: label, Problems: 2}, Config: rollout.PassAtKConfig{Samples: 4},
+			Points: []rollout.KPoint{{K: 1, PassAtK: 0.5, MajorityAtK: 0.5}, {K: 4, PassAtK: 0.8, MajorityAtK: 0.6}}, Tokens: tok}
+	}
+	rsa := func(label string, tok rollout.Tokens) report.RSA {
+		return report.RSA{Meta: report.Meta{Mode: report.ModeRSA, Label: label, Problems: 2}, Steps: []rollout.RSAStep{
+			{Step: 0, Accuracy: 0.5, Cumulative: tok}, {Step: 1, Accuracy: 0.6, Cumulative: rollout.Tokens{Generated: 2 * tok.Generated}}}}
+	}
+	c := comparison{figures: "png",
+		passk: []report.PassAtK{passk("spiral", tokens), passk("spiral", rollout.Tokens{}), passk("grpo", tokens)},
+		rsa:   []report.RSA{rsa("spiral", tokens), rsa("grpo", rollout.Tokens{})}}
+	var out bytes.Buffer
+	require.NoError(t, c.report(&out, t.TempDir()))
+	require.Contains(t, out.String(), "tokens.png: spiral: 1 of its 2 pass@k reports record no generated tokens: left out of its majority@k curve\n")
+	require.Contains(t, out.String(), "tokens.png: grpo: 1 of its 1 RSA reports record no generated tokens: left out of its RSA curve (none drawn)\n")
+	require.Equal(t, 2, strings.Count(out.String(), "tokens.png:"), out.String())
+	// Printed only, no figure: no note.
+	out.Reset()
+	require.NoError(t, c.report(&out, ""))
+	require.NotContains(t, out.String(), "tokens.png")
 }

@@ -147,6 +147,14 @@ func MeanBudget(reps []Budget) (Seeds, error) {
 	})
 }
 
+// RecordsTokens says whether r recorded its generated tokens, which
+// TokenCurves' majority@k curve needs.
+func (r PassAtK) RecordsTokens() bool { return r.Tokens.Generated > 0 }
+
+// RecordsTokens says whether r recorded its generated tokens, which
+// TokenCurves' RSA curve needs.
+func (r RSA) RecordsTokens() bool { return len(r.Steps) > 0 && r.Steps[0].Cumulative.Generated > 0 }
+
 // TokenCurves returns one label's accuracy against generated tokens per
 // problem for the three ways of spending them (the SPIRAL paper's
 // Figure 8): sequential (one trace cut at each budget: its mean tokens),
@@ -155,8 +163,8 @@ func MeanBudget(reps []Budget) (Seeds, error) {
 // has one Seeds per non-empty one, labelled "LABEL sequential" and so on.
 // Reports that recorded no generated tokens are left out.
 func TokenCurves(label string, passk []PassAtK, rsa []RSA, budget []Budget) ([]Seeds, error) {
-	passk = slices.DeleteFunc(slices.Clone(passk), func(r PassAtK) bool { return r.Tokens.Generated == 0 })
-	rsa = slices.DeleteFunc(slices.Clone(rsa), func(r RSA) bool { return len(r.Steps) == 0 || r.Steps[0].Cumulative.Generated == 0 })
+	passk = slices.DeleteFunc(slices.Clone(passk), func(r PassAtK) bool { return !r.RecordsTokens() })
+	rsa = slices.DeleteFunc(slices.Clone(rsa), func(r RSA) bool { return !r.RecordsTokens() })
 	budget = slices.DeleteFunc(slices.Clone(budget), func(r Budget) bool {
 		return slices.ContainsFunc(r.Points, func(p rollout.BudgetPoint) bool { return p.MeanTokens <= 0 })
 	})
