@@ -189,7 +189,10 @@
 //     article), answers that word as text, as MATH-500 writes five golds
 //     ("Answer: Evelyn", "The answer is an ellipse."), unless it is a
 //     number word or filler ("five", "below", "as follows"), which leave
-//     the answer to the last number.
+//     the answer to the last number, or the clause after the word holds
+//     math or a number and does not open with "because", "since" or "as"
+//     ("The answer is Evelyn with $5$ points." answers 5; "The answer is
+//     even, since $f(-x) = f(x)$." answers even).
 //   - Every call is deterministic, never panics on any input and is bounded,
 //     whatever the input: responses are cut to their last MaxResponseBytes;
 //     boxes, math spans, anchors, numbers and normalization are found in single

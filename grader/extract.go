@@ -326,8 +326,9 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 		if after := strings.Trim(rest[len(span):], " \t\n*.!?"); k == len(locs)-1 && (after == "" || strings.EqualFold(after, minervaClosing)) {
 			// "Answer: Evelyn", "The answer is east.": a word alone
 			// ending a text without a box is a text answer ("The final
-			// answer is boxed." is not).
-			if a, ok := wordAnswer(span[:e]); ok && !strings.Contains(s, `\boxed`) && !strings.Contains(s, `\fbox`) {
+			// answer is boxed." is not), unless the clause after it
+			// gives the answer's math ("Evelyn with $5$ points").
+			if a, ok := wordAnswer(span[:e]); ok && keepsWord(span[e:]) && !strings.Contains(s, `\boxed`) && !strings.Contains(s, `\fbox`) {
 				return a, locs[k][0], SourceSentence
 			}
 		}
@@ -380,6 +381,27 @@ func wordAnswer(s string) (string, bool) {
 	}
 	return t, true
 }
+
+// keepsWord reports whether the clause that follows a word answer in its
+// sentence leaves the word the answer: it holds no math span or digit, or
+// it opens with "because", "since" or "as", which give the word's reason
+// ("even, since $f(-x) = f(x)$"). A clause holding math that describes the
+// word ("Evelyn with $5$ points", "John, who has $12$ apples", "Matrix with
+// fractions: $\frac{1}{2}$") leaves the answer to that math.
+func keepsWord(clause string) bool {
+	if !strings.ContainsAny(clause, "$0123456789") && !strings.Contains(clause, `\(`) && !strings.Contains(clause, `\[`) {
+		return true
+	}
+	c := strings.TrimLeft(clause, " \t\n,;(")
+	w := 0
+	for w < len(c) && isLetter(c[w]) {
+		w++
+	}
+	return reasonWords[strings.ToLower(c[:w])]
+}
+
+// reasonWords open a clause that justifies a word answer.
+var reasonWords = map[string]bool{"because": true, "since": true, "as": true}
 
 // articles may stand before a word answer: "an ellipse".
 var articles = map[string]bool{"a": true, "an": true, "the": true}

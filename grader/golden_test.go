@@ -593,6 +593,16 @@ func TestExtract(t *testing.T) {
 		{"plain tuple then a because clause", "The answer is (2, 4) because x = 2.", "(2, 4)", true},
 		{"plain bracketed letter may be a choice label", "Answer: (a)", "", false},
 		{"plain tuple", "Answer: (2, 4)", "(2, 4)", true},
+		// A word answer yields to the math or number of its sentence when
+		// the clause after the word describes rather than justifies it
+		// (they answered the word).
+		{"word before a colon and math", "Answer: Matrix with fractions: $\\frac{1}{2}$", `\frac{1}{2}`, true},
+		{"word before a who clause with math", "The answer is John, who has $12$ apples.", "12", true},
+		{"word before with and math", "The answer is Evelyn with $5$ points.", "5", true},
+		{"word before with and a number", "The answer is Evelyn with 5 points.", "5", true},
+		{"word before a since clause with math", "The answer is even, since $f(-x)=f(x)$.", "even", true},
+		{"word before a because clause with math", "The answer is odd because $f(-x)=-f(x)$.", "odd", true},
+		{"word before a clause without math", "The answer is east, which is where the sun rises.", "east", true},
 		{"empty", "", "", false},
 	}
 	for _, tc := range cases {
