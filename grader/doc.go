@@ -174,7 +174,7 @@
 //     may be braced; a chain's = must hold, as in a box:
 //     "12 - 4 = 9" answers nothing), or a clock time or ratio ("9:00",
 //     "2:30 p.m.", "3:2"), or a list of numbers separated by commas,
-//     "and" or "or" ("3, 5, 7", "1,-2", "-2,1", as MATH-500 writes list
+//     semicolons, "and" or "or" ("3, 5, 7", "3; 4", "1,-2", "-2,1", as MATH-500 writes list
 //     golds, "3, 5, and 7", "x = 1 or x = -2", or of tuples of numbers,
 //     "(1, 2), (3, 4)"; a
 //     comma between digits is never a decimal comma, which no gold

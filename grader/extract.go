@@ -444,7 +444,7 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //     with +, a binary -, =, a relation (<, >, ≤, ≥, ≠) or brackets (not
 //     one bracket group alone, as the label "(a)"), or beginning with the
 //     variable: "2k+2", "3x^2 - 1", "n(n+1)/2", "x = 3, y = 4" (or
-//     "x = 3; y = 4": after a variable a semicolon separates as a comma
+//     "x = 3; y = 4": a semicolon outside brackets separates as a comma
 //     does), "x^2",
 //     "x > 3", "-2 < x < 7"; or one with π, pi, √ or infinity (inf,
 //     infinity, ∞), which are not units: "2π", "2π/3", "√2", "4√3/3",
@@ -458,7 +458,7 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //   - or a clock time or ratio of whole numbers: "9:00", "2:30 p.m.",
 //     "3:2" (see timeOrRatio);
 //   - or a list of numbers, each a signed decimal or quotient, separated
-//     by commas: "3, 5, 7", "-2, 1", "1,-2", "-2,1", "2,5", as MATH-500
+//     by commas or semicolons: "3, 5, 7", "3; 4", "-2, 1", "1,-2", "-2,1", "2,5", as MATH-500
 //     writes list golds (see numberList and thousandsComma); "and" and
 //     "or" between two operands (or after a comma) separate elements as
 //     a comma does: "3, 5, and 7", "3 and 5", "x = 1 or x = -2"; so do
@@ -603,9 +603,9 @@ func plainAnswer(s string) (string, bool) {
 			}
 			operand = true
 			i++
-		case ch == ',' || ch == ';' && depth == 0 && letter:
-			// A semicolon separates equations as a comma does: "x = 1;
-			// y = 2".
+		case ch == ',' || ch == ';' && depth == 0:
+			// A semicolon separates equations or numbers as a comma
+			// does: "x = 1; y = 2", "3; 4".
 			if ch == ',' && depth == 0 && thousandsComma(a, i) {
 				return "", false // 1,200: a grouped number, read by the number
 			}
@@ -730,13 +730,13 @@ func thousandsComma(a string, i int) bool {
 }
 
 // numberList reports whether s is two or more numbers separated by
-// commas, "and" or "or": "3, 5, 7", "-2, 1", "1,-2", "-2,1", "1/2,
-// -3/4", "3, 5, and 7", "3 and 5", each element a signed decimal or a
+// commas, semicolons, "and" or "or": "3, 5, 7", "3; 4", "-2, 1", "1,-2",
+// "-2,1", "1/2, -3/4", "3, 5, and 7", "3 and 5", each element a signed decimal or a
 // quotient of two. plainAnswer has refused a thousands comma (1,200), so
 // every comma here separates elements.
 func numberList(s string) bool {
 	n := 0
-	for _, el := range strings.Split(s, ",") {
+	for _, el := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' }) {
 		el = strings.TrimSpace(el)
 		el = strings.TrimPrefix(strings.TrimPrefix(el, "and "), "or ")
 		for _, part := range strings.Split(strings.ReplaceAll(el, " or ", " and "), " and ") {
@@ -753,10 +753,10 @@ func numberList(s string) bool {
 }
 
 // tupleList reports whether s is two or more bracketed tuples of numbers
-// separated by commas, "and" or "or": "(1, 2), (3, 4)", "(1, 2) and
+// separated by commas, semicolons, "and" or "or": "(1, 2), (3, 4)", "(1, 2) and
 // (-3, 4)" (see numberList for the elements).
 func tupleList(s string) bool {
-	s = strings.ReplaceAll(strings.ReplaceAll(s, " and ", ","), " or ", ",")
+	s = strings.NewReplacer(" and ", ",", " or ", ",", ";", ",").Replace(s)
 	n, depth, start := 0, 0, 0
 	for i := 0; i <= len(s); i++ {
 		if i < len(s) {

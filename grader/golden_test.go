@@ -603,6 +603,14 @@ func TestExtract(t *testing.T) {
 		{"word before a since clause with math", "The answer is even, since $f(-x)=f(x)$.", "even", true},
 		{"word before a because clause with math", "The answer is odd because $f(-x)=-f(x)$.", "odd", true},
 		{"word before a clause without math", "The answer is east, which is where the sun rises.", "east", true},
+		// Numbers separated by semicolons in a plain answer sentence are a
+		// list, as in a box or in math spans ("$3$; $4$"); they answered
+		// the last number.
+		{"plain semicolon list", "Answer: 3; 4", "3; 4", true},
+		{"plain semicolon list of three", "Answer: 1; 2; 3", "1; 2; 3", true},
+		{"plain semicolon list without spaces", "The answer is 3;4.", "3;4", true},
+		{"plain semicolon list before a clause", "Answer: 3; 4; the rest is 2", "3; 4", true},
+		{"plain grouped number then a semicolon", "Answer: 1,200; 5", "5", true},
 		{"empty", "", "", false},
 	}
 	for _, tc := range cases {
