@@ -177,10 +177,14 @@
 //     semicolons, "and" or "or" ("3, 5, 7", "3; 4", "1,-2", "-2,1", as MATH-500 writes list
 //     golds, "3, 5, and 7", "x = 1 or x = -2", or of tuples of numbers,
 //     "(1, 2), (3, 4)"; a
-//     comma between digits is never a decimal comma, which no gold
-//     writes: "2,5" is the list 2, 5, as it is in a box). A unit (5 m,
+//     comma between digits is a decimal comma only after an ungrouped
+//     lead of four or more digits and before two final digits, "1000,99"
+//     = 1000.99 as Math-Verify reads it: no gold writes a decimal comma,
+//     so "2,5" is the list 2, 5, as it is in a box, and so are "2015,2"
+//     and "1000,999"). A unit (5 m,
 //     5m/s, d = 5m, 12 cm), a grouped number (a comma before exactly three
-//     digits after a lead of one to three: 1,200, x = 1,200), a number
+//     digits after a lead of one to three: 1,200, x = 1,200; or the
+//     decimal comma of 1000,99), a number
 //     alone (-5), other words and a single term glued to a letter (2k, y = 2x: a
 //     variable or a unit) keep the reading by the number. A number in base b keeps its subscript ("Answer: 4210_{5}"
 //     answers 4210_{5}, not 5). The last such sentence, when it ends a

@@ -468,7 +468,7 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 // more letters (units such as cm, prose; the parser's function words are
 // allowed right before "(", as in sin(x)+1), two operands separated only
 // by spaces (5 m, 2 x, 1 1/2, 1 000), a digit right after a letter (5x3 =
-// 15), a thousands comma outside brackets (x = 1,200), scientific notation
+// 15), a thousands or decimal comma outside brackets (x = 1,200; 1000,99: see decimalComma), scientific notation
 // (2.5e-3), any other character ($, %, \, braces not opening an exponent
 // or subscript; a colon outside a time or ratio; a relation without a
 // variable), unbalanced
@@ -606,8 +606,8 @@ func plainAnswer(s string) (string, bool) {
 		case ch == ',' || ch == ';' && depth == 0:
 			// A semicolon separates equations or numbers as a comma
 			// does: "x = 1; y = 2", "3; 4".
-			if ch == ',' && depth == 0 && thousandsComma(a, i) {
-				return "", false // 1,200: a grouped number, read by the number
+			if ch == ',' && depth == 0 && (thousandsComma(a, i) || decimalComma(a, i)) {
+				return "", false // 1,200; 1000,99: one number, read by the number
 			}
 			if depth == 0 {
 				value, topComma = i+1, true
@@ -709,7 +709,8 @@ func timeOrRatio(s string) bool {
 // thousandsComma reports whether the comma a[i] groups the thousands of
 // a number: it follows a lead of one to three digits (not 0) or another
 // group, and three digits and no fourth follow it (1,200; 12,345,678).
-// Any other comma between digits (2,5; -2,1; 1,2,3) separates elements:
+// Any other comma between digits (2,5; -2,1; 1,2,3) separates elements,
+// but for a decimal comma (see decimalComma):
 // no gold of the datasets writes a decimal comma, and MATH-500 writes
 // lists without spaces (intermediate_algebra/1102: -2,1).
 func thousandsComma(a string, i int) bool {
@@ -727,6 +728,29 @@ func thousandsComma(a string, i int) bool {
 		return false
 	}
 	return j == 0 || a[j-1] != '.' && a[j-1] != ','
+}
+
+// decimalComma reports whether the comma a[i] is a decimal comma: it
+// follows a lead of four or more digits that no thousands comma groups
+// (a writer grouping thousands writes 1,000) and two digits follow it
+// that end the number, with no other comma after them: "1000,99" is
+// 1000.99, as the number scan and Math-Verify read it. No gold of the
+// datasets writes such a list at the top level; their lists of a long
+// number and a short one are in brackets ((1002,2), f(2015,2)), where a
+// comma always separates, and "2015,2", "1000,999" and "10,99" stay lists.
+func decimalComma(a string, i int) bool {
+	j := i
+	for j > 0 && isDigit(a[j-1]) {
+		j--
+	}
+	if i-j < 4 || j > 0 && (a[j-1] == ',' || a[j-1] == '.') {
+		return false
+	}
+	k := i + 1
+	for k < len(a) && isDigit(a[k]) {
+		k++
+	}
+	return k-(i+1) == 2 && !strings.ContainsRune(a[k:], ',') && (k == len(a) || a[k] != '.')
 }
 
 // numberList reports whether s is two or more numbers separated by

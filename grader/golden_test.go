@@ -611,6 +611,19 @@ func TestExtract(t *testing.T) {
 		{"plain semicolon list without spaces", "The answer is 3;4.", "3;4", true},
 		{"plain semicolon list before a clause", "Answer: 3; 4; the rest is 2", "3; 4", true},
 		{"plain grouped number then a semicolon", "Answer: 1,200; 5", "5", true},
+		// An ungrouped lead of four or more digits before a comma and two
+		// digits is a decimal comma, as the number scan and Math-Verify
+		// read "1000,99" (it was the list 1000, 99); a shorter lead or
+		// another count of digits keeps the list.
+		{"plain decimal comma after four digits", "Answer: 1000,99", "1000.99", true},
+		{"plain decimal comma in a bold answer", "**Answer:** 1000,99", "1000.99", true},
+		{"plain decimal comma after ####", "#### 1000,99", "1000.99", true},
+		{"plain decimal comma in an answer sentence", "The answer is 1000,99.", "1000.99", true},
+		{"plain negative decimal comma", "Answer: -12345,50", "-12345.50", true},
+		{"plain list after four digits and one", "Answer: 2015,2", "2015,2", true},
+		{"plain list after four digits and three", "Answer: 1000,999", "1000,999", true},
+		{"plain list after two digits and two", "Answer: 10,99", "10,99", true},
+		{"plain list of three after four digits", "Answer: 1000,99,5", "1000,99,5", true},
 		{"empty", "", "", false},
 	}
 	for _, tc := range cases {
