@@ -158,7 +158,8 @@
 //   - Answer sentences: an "answer is" / "Answer:" sentence answers with its
 //     last math span or number, before a clause that explains it (", which
 //     ...", "; the remainder is ...", " (since ...)", a parenthesis holding
-//     words, " (3 groups of 4)", or without a comma " because ...", " since
+//     words, " (3 groups of 4)", or without a comma, right after the
+//     answer (at most two words into the sentence), " because ...", " since
 //     ...", " when ...", " for ...", and " and" before a word: "5 and the
 //     remainder is 2" answers 5), but it is read whole when it is bare LaTeX
 //     ("Answer: \frac{14}{3}") or plain-text math that reading its last

@@ -887,14 +887,19 @@ var clauseWords = map[string]bool{
 // two or more letters other than "and" and "or" ("42, which is 6 times 7",
 // "5; the remainder is 2", "117 (since n > 0)"), or the first " (" whose
 // parenthesis holds such a word ("12 (3 groups of 4)"), or the first
-// space before one of clauseWords
-// ("12 because ...") or before "and"/"or" and a word ("5 and the
+// space before one of clauseWords after at most two words of two or
+// more letters outside math ("12 because ...", "12 cm because ...", not "thus $1860$ leaving us
+// with ...") or before "and"/"or" and a word ("5 and the
 // remainder is 2"), or len(s). A constant a plain answer may hold
 // (pi, inf) or a function word applied with "(" (sqrt(3)) is math, not
 // a word: "(3, pi/2)" and "(-sqrt(3), sqrt(3))" are read whole.
 func clauseEnd(s string) int {
+	words := 0 // words of two or more letters outside math spans before i
 	e := firstOutsideMath(s, func(i int) bool {
 		ch := s[i]
+		if isLetter(ch) && (i == 0 || !isLetter(s[i-1])) && i+1 < len(s) && isLetter(s[i+1]) {
+			words++
+		}
 		if ch == ' ' && i > 0 && s[i-1] != ' ' {
 			// "12 because ...", "12 which is ...": a clause word after
 			// the answer, without a comma.
@@ -918,7 +923,10 @@ func clauseEnd(s string) int {
 				return n-(w+1) >= 2 && next != "and" && next != "or" && !plainConsts[next] &&
 					!(funcWords[next] && n < len(s) && s[n] == '(')
 			}
-			return clauseWords[word]
+			// "12 because ...", "odd because ...", "12 cm because ...";
+			// after more words the sentence has gone on from its answer
+			// ("thus $1860$ leaving us with a final answer of $860$").
+			return clauseWords[word] && words <= 2
 		}
 		if i == 0 || !((ch == ',' || ch == ';') && i+1 < len(s) && s[i+1] == ' ' || ch == '(' && s[i-1] == ' ') {
 			return false

@@ -624,6 +624,12 @@ func TestExtract(t *testing.T) {
 		{"plain list after four digits and three", "Answer: 1000,999", "1000,999", true},
 		{"plain list after two digits and two", "Answer: 10,99", "10,99", true},
 		{"plain list of three after four digits", "Answer: 1000,99,5", "1000,99,5", true},
+		// A clause word without a comma ends the answer only right after
+		// it, not after prose that goes on from it (it answered 1860,
+		// the unboxed solution of AIME 2007 I/10 in DeepScaleR).
+		{"clause word after prose", "Our answer is thus $720+1080+60=1860,$ leaving us with a final answer of $860.$", "860.", true},
+		{"clause word after a unit", "The answer is 12 cm because there are 3 groups of 4.", "12", true},
+		{"clause word after the answer word", "The answer is odd because $f(-x)=-f(x)$.", "odd", true},
 		{"empty", "", "", false},
 	}
 	for _, tc := range cases {
