@@ -1248,6 +1248,18 @@ func endsSentence(gap string) bool {
 	return false
 }
 
+// endsInside reports whether the sentence ends inside the span sp, at a
+// full stop, '!' or '?' closing its text (not an ellipsis) before spacing
+// after it: "So $x=38.$\n$780-38 = 742$." is two sentences, as
+// endsSentence finds for "$x=38$.\n$780-38 = 742$.".
+func endsInside(s string, sp mathSpan) bool {
+	t := strings.TrimSpace(sp.text)
+	if t == "" || strings.IndexByte(".!?", t[len(t)-1]) < 0 || strings.HasSuffix(t, "..") {
+		return false
+	}
+	return sp.end < len(s) && strings.IndexByte(" \t\n", s[sp.end]) >= 0
+}
+
 // spanGroup is a run of math spans spans[first..last] with joinable
 // gaps, ending at end (one before the last span's end when the last
 // span is offered alone, so that it ranks just below its group).
@@ -1283,7 +1295,7 @@ func groupSpans(s string, spans []mathSpan) []spanGroup {
 	var out []spanGroup
 	for k := 0; k < len(spans); {
 		j := k
-		for j+1 < len(spans) && joinable(s[spans[j].end:spans[j+1].start], false) && j-k+1 < maxJoined {
+		for j+1 < len(spans) && joinable(s[spans[j].end:spans[j+1].start], false) && !endsInside(s, spans[j]) && j-k+1 < maxJoined {
 			j++
 		}
 		blank := true

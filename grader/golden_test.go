@@ -574,6 +574,11 @@ func TestExtract(t *testing.T) {
 		// dollars: "$k-1=1,$ and $k=2.$" read "k-1=1,, k=2.".
 		{"joined spans ending in punctuation", "Thus, $k-1=1,$ and $k=2.$", "k-1=1, k=2", true},
 		{"joined spans ending in a semicolon", "The roots are $1;$ or $2$.", "1, 2", true},
+		// A full stop inside the dollars ends the sentence as one outside
+		// does: the spans are steps, not one answer (they were joined).
+		{"spans in two sentences, full stop inside the dollars", "So $x=38.$\n$780-38 = 742$.", "780-38 = 742", true},
+		{"spans in two sentences, full stop inside and a space", "We get $a = 2.$ $b = 5$.", "b = 5", true},
+		{"span ending in an ellipsis is joined", "The terms are $1, 2, \\ldots$ and $n$.", `1, 2, \ldots, n`, true},
 		{"thousands in text", "the total is 1,234,567 dollars", "1234567", true},
 		{"decimal comma", "Soit 2,5 litres", "2.5", true},
 		{"word-glued digits skipped", "code AB12C", "", false},
