@@ -86,7 +86,9 @@ func findAnchors(s string, kind anchorKind) [][2]int {
 // heading reports whether rest, the text after "####", makes the line
 // a Markdown heading rather than GSM8K's "#### 72": its first word
 // (after more #, spaces, * and a "1." or "2)" numbering) has two or more
-// letters, as in "#### Step 2: ...", "#### 1. Setting up", "##### Part 2".
+// letters, as in "#### Step 2: ...", "#### 1. Setting up", "##### Part 2",
+// and is no constant or function applied with "(" ("#### pi", "####
+// sqrt(51)" are answers).
 func heading(rest string) bool {
 	if len(rest) > 24 {
 		rest = rest[:24] // the first word's start is enough; keep the scan linear
@@ -108,6 +110,9 @@ func heading(rest string) bool {
 	w := 0
 	for w < len(t) && isLetter(t[w]) {
 		w++
+	}
+	if word := strings.ToLower(t[:w]); plainConsts[word] || funcWords[word] && w < len(t) && t[w] == '(' {
+		return false // "#### pi", "#### sqrt(51)": math, the answer
 	}
 	return w >= 2
 }

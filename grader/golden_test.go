@@ -763,6 +763,12 @@ func TestExtractSource(t *testing.T) {
 		{"numbered heading is no answer", "#### 1. Setting up\nWe have 3 cats.\n#### 2. Counting\nThe answer is 7.", true, "7", SourceSentence},
 		{"bold heading is no answer", "#### **Part 2**\nSo the answer is 7.", true, "7", SourceSentence},
 		{"heading, then the fallback", "#### Step 2: Count in 2 ways\nThe total is 7.", false, "7", SourceFallback},
+		// A constant or an applied function after "####" is math, not a
+		// heading's word ("#### pi" found nothing, "#### sqrt(51)" 51).
+		{"GSM8K hashes with pi", "So the area is pi.\n#### pi", true, "pi", SourceSentence},
+		{"GSM8K hashes with a root", "#### sqrt(51)", true, "sqrt(51)", SourceSentence},
+		{"GSM8K hashes with infinity", "#### infinity", true, "infinity", SourceSentence},
+		{"heading of a function word is no answer", "#### Sine rule\nThe answer is 7.", true, "7", SourceSentence},
 		{"answer is", "So the answer is 9.", true, "9", SourceSentence},
 		{"answer sentence of bare LaTeX", `Answer: \frac{14}{3}`, true, `\frac{14}{3}`, SourceSentence},
 		{"answer sentence of plain math", "Answer: (2, 4)", true, "(2, 4)", SourceSentence},
