@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -75,11 +76,11 @@ func setupPlan(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		if err != nil {
 			return usageError{err}
 		}
-		arch, err := planArch(f.model, env.stderr)
+		arch, graph, err := planArch(f.model, env.stderr)
 		if err != nil {
 			return err
 		}
-		return runPlan(env, arch, &f, budget)
+		return runPlan(env, arch, graph, &f, budget)
 	}
 }
 
@@ -123,32 +124,42 @@ func (f *planFlags) validate() (int64, error) {
 // memplan knows. A directory is read even where its name is a release's
 // too (a qwen3-4b/ that an export or init-model made: the model the user
 // has, as every other command's --model reads it), with a note to warn.
-func planArch(m string, warn io.Writer) (memplan.Arch, error) {
+// It returns too the model's graph, whose parameter names --train and
+// --freeze select by as train's do: the model file, or a directory's
+// model.onnx ("" for a name, config.json itself or a directory without a
+// graph).
+func planArch(m string, warn io.Writer) (memplan.Arch, string, error) {
 	named, isName := memplan.Named(m)
 	st, err := os.Stat(m)
 	switch {
 	case isName && (err != nil || !st.IsDir()):
-		return named, nil
+		return named, "", nil
 	case err != nil:
 		// Neither a name nor a path that is there: a bad value of the
 		// flag, as another command's --model that is not there is.
-		return memplan.Arch{}, usageError{fmt.Errorf("--model %q: not one of %s, and %w", m, strings.Join(memplan.Names(), ", "), err)}
+		return memplan.Arch{}, "", usageError{fmt.Errorf("--model %q: not one of %s, and %w", m, strings.Join(memplan.Names(), ", "), err)}
 	}
-	path := filepath.Join(filepath.Dir(m), model.ConfigFile)
+	path, graph := filepath.Join(filepath.Dir(m), model.ConfigFile), m
+	if filepath.Base(m) == model.ConfigFile {
+		graph = ""
+	}
 	if st.IsDir() {
-		path = filepath.Join(m, model.ConfigFile)
+		path, graph = filepath.Join(m, model.ConfigFile), filepath.Join(m, "model.onnx")
+		if !isRegular(graph) {
+			graph = ""
+		}
 	}
 	if isName {
 		fmt.Fprintf(warn, "spiral: note: --model %s: planning the model at %s (%s), which exists, not the %s release of that name (run from a directory without %s to plan the release)\n", m, m, path, m, m)
 	}
 	a, err := memplan.LoadConfig(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return memplan.Arch{}, fmt.Errorf("--model %q needs the Hugging Face config.json beside it: %w", m, err)
+		return memplan.Arch{}, "", fmt.Errorf("--model %q needs the Hugging Face config.json beside it: %w", m, err)
 	}
 	if err != nil {
-		return memplan.Arch{}, fmt.Errorf("--model %q: %w", m, err)
+		return memplan.Arch{}, "", fmt.Errorf("--model %q: %w", m, err)
 	}
-	return a, nil
+	return a, graph, nil
 }
 
 // planReport is spiral plan's output.
@@ -183,7 +194,7 @@ type planReport struct {
 	Traffic memplan.Traffic `json:"device_traffic"`
 }
 
-func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
+func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget int64) error {
 	opts := f.exec.options()
 	tokensCut := f.withinContext(arch, "tokens", &f.tokens)
 	genCut := f.withinContext(arch, "gen-capacity", &f.genCapacity)
@@ -197,6 +208,11 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 	sel, err := parseSelection(f.train, f.freeze)
 	if err != nil {
 		return usageError{err}
+	}
+	if graph != "" && lora.Rank == 0 && (sel.Train != nil || sel.Freeze != nil) {
+		if sel, err = graphSelection(graph, arch, sel, selectionFlags(f.train, f.freeze)); err != nil {
+			return modelFlagUsage(err)
+		}
 	}
 	trained := arch.LoRAParams(lora.Rank, lora.Targets)
 	if lora.Rank == 0 {
@@ -308,6 +324,33 @@ func runPlan(env *cliEnv, arch memplan.Arch, f *planFlags, budget int64) error {
 		}
 	}
 	return nil
+}
+
+// graphSelection returns sel as train makes it on the model's graph at
+// path, which it selects from by the graph's own parameter names (an
+// optimum export's projections are onnx::MatMul_N, not
+// model.layers.N.self_attn.q_proj.weight), refusing what train refuses:
+// the parameters it trains, by their transformers names, which
+// memplan's are. A config.json that does not describe the graph (another
+// count of the trained parameters) is refused.
+// flags writes the --train and --freeze given (selectionFlags).
+func graphSelection(path string, arch memplan.Arch, sel lmgraph.Selection, flags string) (lmgraph.Selection, error) {
+	names, n, err := model.TrainedHFParameters(path, sel)
+	if err != nil {
+		return lmgraph.Selection{}, err
+	}
+	for i, name := range names {
+		names[i] = regexp.QuoteMeta(name)
+	}
+	hf := lmgraph.Selection{Train: regexp.MustCompile("^(?:" + strings.Join(names, "|") + ")$")}
+	t, err := arch.Trained(hf)
+	if err != nil {
+		return lmgraph.Selection{}, fmt.Errorf("--model %s: the parameters %s trains of its graph: %w", path, flags, err)
+	}
+	if t.Params != n {
+		return lmgraph.Selection{}, fmt.Errorf("--model %s: %s trains %d parameters of its graph, %d by config.json's shapes: config.json does not describe the graph", path, flags, n, t.Params)
+	}
+	return hf, nil
 }
 
 // planShapeError is the usage error of flags for a shape that memplan

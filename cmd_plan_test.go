@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/memplan"
 	"github.com/stretchr/testify/require"
 )
@@ -357,7 +358,7 @@ func TestPlanSmallCounts(t *testing.T) {
 // another command's --model that is not there is: it exited 1.
 func TestPlanArchUnknownModel(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "qwen3-5b")
-	_, err := planArch(missing, io.Discard)
+	_, _, err := planArch(missing, io.Discard)
 	var ue usageError
 	require.ErrorAs(t, err, &ue)
 	require.EqualError(t, err, `--model "`+missing+`": not one of qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, and stat `+missing+`: no such file or directory`)
@@ -422,4 +423,67 @@ func TestPlanDeviceMemoryRange(t *testing.T) {
 		require.Equal(t, exitUsage, code, tc.size)
 		require.Equal(t, "spiral plan: "+tc.want+"\n", stderr.String(), tc.size)
 	}
+}
+
+// TestPlanSelectionGraphNames: with a model file (or a directory holding
+// model.onnx), plan selects --train and --freeze by the graph's own
+// parameter names, as train does (model.TrainedParameters), so the two
+// accept and refuse the same selections. An optimum export names its
+// projections onnx::MatMul_N (testdata/optimumqwen3): plan matched
+// transformers' names, so it planned `--train q_proj`, which train
+// refuses, and refused `--train MatMul`, which train trains (73,728
+// parameters: 2 layers of q 6,144, k 3,072, v 3,072, o 6,144 and gate,
+// up, down 6,144 each); `--freeze MatMul` leaves the embedding 8,192,
+// 2 layers' norms 176 and the final norm 64.
+func TestPlanSelectionGraphNames(t *testing.T) {
+	src := filepath.Join("model", "testdata", "optimumqwen3", "model.onnx")
+	const names = "spiral artifacts lists the parameters' names"
+	for _, c := range []struct {
+		args    []string
+		trained int64
+		refusal string
+	}{
+		{[]string{"--train", "MatMul"}, 73_728, ""},
+		{[]string{"--freeze", "MatMul"}, 8_192 + 2*176 + 64, ""},
+		{[]string{"--train", "norm"}, 2*176 + 64, ""},
+		{[]string{"--train", "embed"}, 8_192, ""}, // the tied head (onnx::MatMul_858) is the embedding's copy
+		{[]string{"--train", "q_proj"}, 0, `--train "q_proj" matches no parameter (` + names + `)`},
+		{[]string{"--train", "mlp"}, 0, `--train "mlp" matches no parameter (` + names + `)`},
+		{[]string{"--train", "norm", "--freeze", "norm"}, 0, `no parameter left to train: --freeze "norm" freezes every one --train "norm" matches (` + names + `)`},
+	} {
+		for _, m := range []string{src, filepath.Dir(src)} {
+			t.Run(strings.Join(c.args, " ")+" "+m, func(t *testing.T) {
+				sel, err := parseSelection(selectionArg(c.args, "--train"), selectionArg(c.args, "--freeze"))
+				require.NoError(t, err)
+				_, trainErr := model.TrainedParameters(src, sel)
+				var stdout, stderr bytes.Buffer
+				args := append([]string{"plan", "--model", m, "--device-memory", "1GB", "--tokens", "64", "--json"}, c.args...)
+				code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
+				if c.refusal != "" {
+					require.Error(t, trainErr)
+					require.Equal(t, c.refusal, modelFlagUsage(trainErr).Error())
+					require.Equal(t, exitUsage, code)
+					require.Equal(t, "spiral plan: "+c.refusal+"\n", stderr.String())
+					return
+				}
+				require.NoError(t, trainErr)
+				require.Zero(t, code, stderr.String())
+				var rep struct {
+					TrainedParams int64 `json:"trained_params"`
+				}
+				require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+				require.Equal(t, c.trained, rep.TrainedParams)
+			})
+		}
+	}
+}
+
+// selectionArg returns the value after flag in args, or "".
+func selectionArg(args []string, flag string) string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == flag {
+			return args[i+1]
+		}
+	}
+	return ""
 }

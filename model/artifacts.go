@@ -571,6 +571,48 @@ func TrainedParameters(src string, sel lmgraph.Selection) ([]string, error) {
 	return names, nil
 }
 
+// TrainedHFParameters returns the transformers names (HFParams) of the
+// parameters of the model at src that sel trains, selected as
+// PrepareArtifacts selects them, by the graph's own names (an optimum
+// export's projections are onnx::MatMul_N), tied copies left out, and
+// their number of values: for spiral plan, which sizes the parameters by
+// config.json under transformers' names. A selection train refuses is
+// refused with the *lmgraph.SelectionError train's is.
+func TrainedHFParameters(src string, sel lmgraph.Selection) ([]string, int64, error) {
+	m, err := onnx.LoadGraph(src)
+	if err != nil {
+		return nil, 0, fmt.Errorf("model: %w", err)
+	}
+	// Mapped before parameters ties the copies, on the graph as exported.
+	hf, err := HFParams(m, false)
+	if err != nil {
+		return nil, 0, fmt.Errorf("model: %s: naming the parameters as transformers does: %w", src, err)
+	}
+	hfName := map[string]string{}
+	for _, p := range hf {
+		hfName[p.Initializer] = p.Name
+	}
+	cls, _, err := parameters(m, src)
+	if err != nil {
+		return nil, 0, err
+	}
+	trained, _, err := sel.Select(cls)
+	if err != nil {
+		return nil, 0, fmt.Errorf("model: %s: %w", src, err)
+	}
+	names := make([]string, len(trained))
+	var n int64
+	for i, c := range trained {
+		name, ok := hfName[c.Name]
+		if !ok {
+			return nil, 0, fmt.Errorf("model: %s: parameter %q has no transformers name", src, c.Name)
+		}
+		names[i] = name
+		n += onnx.NumElements(c.Shape)
+	}
+	return names, n, nil
+}
+
 // Ties returns the tied copies among the parameters of the model at src,
 // as PrepareArtifacts finds them (for Export from a checkpoint).
 func Ties(src string) ([]lmgraph.Tie, error) {
