@@ -219,6 +219,10 @@ func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget 
 		// A selection that matches no parameter, or leaves none to train,
 		// is refused as train refuses it.
 		t, err := arch.Trained(sel)
+		var se *lmgraph.SelectionError
+		if graph == "" && errors.As(err, &se) {
+			se.Names += "; transformers' names, from config.json: train matches its graph's own names, which spiral artifacts lists; give --model the model file to plan by them"
+		}
 		if err != nil {
 			return modelFlagUsage(err)
 		}
@@ -264,7 +268,11 @@ func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget 
 	case f.loraRank > 0:
 		what = fmt.Sprintf("LoRA rank %d on %s, AdamW", f.loraRank, strings.Join(lora.Targets, ","))
 	case f.train != "" || f.freeze != "":
-		what = fmt.Sprintf("%s of the parameters trained (%s), AdamW", paramCount(trained), selectionFlags(f.train, f.freeze))
+		names := "transformers'"
+		if graph != "" {
+			names = "the graph's"
+		}
+		what = fmt.Sprintf("%s of the parameters trained (%s, by %s names), AdamW", paramCount(trained), selectionFlags(f.train, f.freeze), names)
 	}
 	fmt.Fprintf(env.stdout, "model: %d layers, hidden %d, %s parameters; memory to fit: %s\n", arch.Layers, arch.Hidden, paramCount(rep.Params), gib(budget))
 	w := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)

@@ -217,7 +217,7 @@ func TestPlanSelection(t *testing.T) {
 	const all, embed = 596_049_920, 155_582_464
 	const qwen3Names = "the model's parameters: model.embed_tokens.weight, model.layers.N.{input_layernorm, self_attn.q_proj, self_attn.k_proj, " +
 		"self_attn.v_proj, self_attn.q_norm, self_attn.k_norm, self_attn.o_proj, post_attention_layernorm, mlp.gate_proj, mlp.up_proj, mlp.down_proj}.weight " +
-		"for N in 0..27, model.norm.weight"
+		"for N in 0..27, model.norm.weight" + planNoGraph
 	plan := func(args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), append([]string{"plan", "--model", "qwen3-0.6b", "--device-memory", "80GB"}, args...), &cliEnv{stdout: &stdout, stderr: &stderr})
@@ -260,7 +260,7 @@ func TestPlanSelection(t *testing.T) {
 	}
 	code, stdout, stderr := plan("--freeze", "embed_tokens")
 	require.Zero(t, code, stderr)
-	require.Contains(t, stdout, "training step: 1 x 9216 tokens (440.47M of the parameters trained (--freeze \"embed_tokens\"), AdamW)\n")
+	require.Contains(t, stdout, "training step: 1 x 9216 tokens (440.47M of the parameters trained (--freeze \"embed_tokens\", by transformers' names), AdamW)\n")
 	for _, c := range []struct {
 		args []string
 		want string
@@ -318,9 +318,15 @@ func TestPlanArchitectures(t *testing.T) {
 	}
 }
 
+// planNoGraph ends the names a refusal without a graph lists: they are
+// transformers' names, which train, matching its graph's, may not share.
+const planNoGraph = "; transformers' names, from config.json: train matches its graph's own names, which spiral artifacts lists; give --model the model file to plan by them"
+
 // TestPlanSelectionNames: a selection plan refuses lists the names of
 // the architecture's parameters, biases apart, untied head last (a Qwen2
-// config.json of 2 layers).
+// config.json of 2 layers), and says they are transformers', from
+// config.json, not the graph's, which train matches (an optimum export's
+// onnx::MatMul_N): the refusal listed the names without saying so.
 func TestPlanSelectionNames(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "qwen2", "num_hidden_layers": 2, "hidden_size": 8,
@@ -330,7 +336,7 @@ func TestPlanSelectionNames(t *testing.T) {
 	require.Equal(t, exitUsage, code)
 	require.Equal(t, `spiral plan: --train "q_norm" matches no parameter (the model's parameters: model.embed_tokens.weight, `+
 		"model.layers.N.{input_layernorm, self_attn.q_proj, self_attn.k_proj, self_attn.v_proj, self_attn.o_proj, post_attention_layernorm, mlp.gate_proj, mlp.up_proj, mlp.down_proj}.weight "+
-		"and model.layers.N.{self_attn.q_proj, self_attn.k_proj, self_attn.v_proj}.bias for N in 0..1, model.norm.weight, lm_head.weight)\n", stderr.String())
+		"and model.layers.N.{self_attn.q_proj, self_attn.k_proj, self_attn.v_proj}.bias for N in 0..1, model.norm.weight, lm_head.weight"+planNoGraph+")\n", stderr.String())
 }
 
 // TestPlanSmallCounts: a count that millions would write as 0.00M (below
@@ -350,7 +356,7 @@ func TestPlanSmallCounts(t *testing.T) {
 	code := run(context.Background(), []string{"plan", "--model", dir, "--device-memory", "1GB", "--tokens", "64", "--train", "bias"}, &cliEnv{stdout: &stdout, stderr: &stderr})
 	require.Zero(t, code, stderr.String())
 	require.Contains(t, stdout.String(), "model: 2 layers, hidden 8, 1384 parameters;")
-	require.Contains(t, stdout.String(), "training step: 1 x 64 tokens (32 of the parameters trained (--train \"bias\"), AdamW)\n")
+	require.Contains(t, stdout.String(), "training step: 1 x 64 tokens (32 of the parameters trained (--train \"bias\", by transformers' names), AdamW)\n")
 }
 
 // TestPlanArchUnknownModel: a --model that is neither a name plan knows
@@ -476,6 +482,16 @@ func TestPlanSelectionGraphNames(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestPlanSelectionGraphNamesSaid: plan's training line says which names
+// the selection matched: the graph's, given a model file, else
+// transformers' (TestPlanSmallCounts).
+func TestPlanSelectionGraphNamesSaid(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"plan", "--model", filepath.Join("model", "testdata", "optimumqwen3", "model.onnx"), "--device-memory", "1GB", "--tokens", "64", "--train", "MatMul"}
+	require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	require.Contains(t, stdout.String(), "training step: 1 x 64 tokens (0.07M of the parameters trained (--train \"MatMul\", by the graph's names), AdamW)\n")
 }
 
 // selectionArg returns the value after flag in args, or "".
