@@ -351,11 +351,10 @@ func graphSelection(path string, arch memplan.Arch, sel lmgraph.Selection, flags
 		names[i] = regexp.QuoteMeta(name)
 	}
 	hf := lmgraph.Selection{Train: regexp.MustCompile("^(?:" + strings.Join(names, "|") + ")$")}
+	// A selection memplan refuses matches none of config.json's names:
+	// nothing of the graph's is planned either.
 	t, err := arch.Trained(hf)
-	if err != nil {
-		return lmgraph.Selection{}, fmt.Errorf("--model %s: the parameters %s trains of its graph: %w", path, flags, err)
-	}
-	if t.Params != n {
+	if err != nil || t.Params != n {
 		return lmgraph.Selection{}, fmt.Errorf("--model %s: %s trains %d parameters of its graph, %d by config.json's shapes: config.json does not describe the graph", path, flags, n, t.Params)
 	}
 	return hf, nil

@@ -494,6 +494,25 @@ func TestPlanSelectionGraphNamesSaid(t *testing.T) {
 	require.Contains(t, stdout.String(), "training step: 1 x 64 tokens (0.07M of the parameters trained (--train \"MatMul\", by the graph's names), AdamW)\n")
 }
 
+// TestPlanGraphNotConfig: a config.json that does not describe the
+// graph beside it (a Qwen2 one, without q/k norms, beside the optimum
+// Qwen3 export) is refused, naming both counts: --train q_norm, 2 x 24
+// of the graph's parameters, was refused as `--train
+// "^(?:model\.layers\.0\.self_attn\.q_norm\.weight|...)$" matches no
+// parameter`, a regular expression the user never gave.
+func TestPlanGraphNotConfig(t *testing.T) {
+	dir := t.TempDir()
+	graph, err := os.ReadFile(filepath.Join("model", "testdata", "optimumqwen3", "model.onnx"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.onnx"), graph, 0o666))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "qwen2", "num_hidden_layers": 2, "hidden_size": 64,
+		"intermediate_size": 96, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 24, "vocab_size": 128, "tie_word_embeddings": true}`), 0o666))
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"plan", "--model", dir, "--device-memory", "1GB", "--train", "q_norm"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitFailure, code)
+	require.Equal(t, "spiral plan: --model "+filepath.Join(dir, "model.onnx")+": --train \"q_norm\" trains 48 parameters of its graph, 0 by config.json's shapes: config.json does not describe the graph\n", stderr.String())
+}
+
 // selectionArg returns the value after flag in args, or "".
 func selectionArg(args []string, flag string) string {
 	for i := 0; i+1 < len(args); i++ {
