@@ -443,7 +443,7 @@ func TestPlanDeviceMemoryRange(t *testing.T) {
 // 2 layers' norms 176 and the final norm 64.
 func TestPlanSelectionGraphNames(t *testing.T) {
 	src := filepath.Join("model", "testdata", "optimumqwen3", "model.onnx")
-	const names = "spiral artifacts lists the parameters' names"
+	const names = "spiral artifacts, without --train and --freeze, lists the parameters' names"
 	for _, c := range []struct {
 		args    []string
 		trained int64

@@ -2263,8 +2263,8 @@ func TestSelectionMatchingNothing(t *testing.T) {
 		flags []string
 		want  string
 	}{
-		{[]string{"--train", "nomatch"}, `--train "nomatch" matches no parameter (spiral artifacts lists the parameters' names)`},
-		{[]string{"--freeze", "."}, `no parameter left to train: --freeze "." matches every one (spiral artifacts lists the parameters' names)`},
+		{[]string{"--train", "nomatch"}, `--train "nomatch" matches no parameter (spiral artifacts, without --train and --freeze, lists the parameters' names)`},
+		{[]string{"--freeze", "."}, `no parameter left to train: --freeze "." matches every one (spiral artifacts, without --train and --freeze, lists the parameters' names)`},
 	} {
 		for _, args := range [][]string{
 			{"artifacts", "--out", filepath.Join(dir, "artifacts")},
@@ -2485,8 +2485,8 @@ func TestSelectionMatchingNothingOnRerun(t *testing.T) {
 		flags []string
 		want  string
 	}{
-		{[]string{"--train", "nomatch"}, `--train "nomatch" matches no parameter (spiral artifacts lists the parameters' names)`},
-		{[]string{"--freeze", "."}, `no parameter left to train: --freeze "." matches every one (spiral artifacts lists the parameters' names)`},
+		{[]string{"--train", "nomatch"}, `--train "nomatch" matches no parameter (spiral artifacts, without --train and --freeze, lists the parameters' names)`},
+		{[]string{"--freeze", "."}, `no parameter left to train: --freeze "." matches every one (spiral artifacts, without --train and --freeze, lists the parameters' names)`},
 	} {
 		for _, args := range [][]string{train, sft} {
 			args = append(slices.Clone(args), c.flags...)

@@ -125,9 +125,10 @@ func TestToolInputs(t *testing.T) {
 		// (memplan.ParseConfig); this one lacks the widths.
 		{name: "plan: a config.json without the widths", args: []string{"plan", "--model", f.path("llama")}, code: 1,
 			want: []string{"spiral plan: --model \"" + f.path("llama") + "\": memplan: config \"" + f.path("llama/config.json") + "\": num_hidden_layers: absent or null, want >= 1; intermediate_size: absent or null, want >= 1"}},
-		// --train's and --freeze's errors say "spiral artifacts lists the
-		// parameters' names", and README that it lists what is trained
-		// and why; it listed the frozen ones only.
+		// --train's and --freeze's errors say "spiral artifacts, without
+		// --train and --freeze, lists the parameters' names", and README
+		// that it lists what is trained and why; it listed the frozen
+		// ones only.
 		{name: "artifacts: the trained parameters' names", args: []string{"artifacts", "--model", f.good, "--out", f.path("arts")},
 			want: []string{"trained: 24 tensors", "\n  model.layers.1.mlp.up_proj.weight [64 128]: parameter: combined with the token activations by MatMul node",
 				"rollout.onnx, sample.onnx, decode.onnx, program.json"}},

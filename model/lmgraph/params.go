@@ -195,7 +195,9 @@ func (s Selection) Select(cls []Initializer) (trained []Initializer, frozen []Fr
 			trained = append(trained, c)
 		}
 	}
-	const list = "spiral artifacts lists the parameters' names"
+	// spiral artifacts takes --train and --freeze too, and refuses these
+	// as train does: it lists the names given the model alone.
+	const list = "spiral artifacts, without --train and --freeze, lists the parameters' names"
 	switch {
 	case s.Train != nil && !trainMatched:
 		return nil, nil, &SelectionError{fmt.Sprintf("--train %q matches no parameter", s.Train), list}

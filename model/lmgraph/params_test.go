@@ -193,7 +193,9 @@ func TestSelect(t *testing.T) {
 	}{
 		{"freeze everything", "", ".", `no parameter left to train: --freeze "." matches every one`},
 		{"freeze all --train keeps", "norm", "weight", `no parameter left to train: --freeze "weight" freezes every one --train "norm" matches`},
-		{"--train matching nothing", "zzz", "", `--train "zzz" matches no parameter (spiral artifacts lists`},
+		// spiral artifacts --train zzz pointed to spiral artifacts itself:
+		// "(spiral artifacts lists the parameters' names)".
+		{"--train matching nothing", "zzz", "", `--train "zzz" matches no parameter (spiral artifacts, without --train and --freeze, lists the parameters' names)`},
 		{"--freeze matching nothing", "", "zzz", `--freeze "zzz" matches no parameter`},
 		{"--freeze matching only a buffer", "", "inv_freq", `--freeze "inv_freq" matches no parameter`},
 	} {
