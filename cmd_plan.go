@@ -340,10 +340,17 @@ func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget 
 // model.layers.N.self_attn.q_proj.weight), refusing what train refuses:
 // the parameters it trains, by their transformers names, which
 // memplan's are. A config.json that does not describe the graph (another
-// count of the trained parameters) is refused.
+// count of the trained parameters), or a trained parameter without a
+// transformers name (model.HFParams), is refused, the latter pointing to
+// config.json as --model.
 // flags writes the --train and --freeze given (selectionFlags).
 func graphSelection(path string, arch memplan.Arch, sel lmgraph.Selection, flags string) (lmgraph.Selection, error) {
 	names, n, err := model.TrainedHFParameters(path, sel)
+	var se *lmgraph.SelectionError
+	if err != nil && !errors.As(err, &se) {
+		return lmgraph.Selection{}, fmt.Errorf("--model %s: plan sizes what %s selects by transformers' names: %w; give --model %s to plan by them instead",
+			path, flags, err, filepath.Join(filepath.Dir(path), model.ConfigFile))
+	}
 	if err != nil {
 		return lmgraph.Selection{}, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/memplan"
+	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/stretchr/testify/require"
 )
 
@@ -511,6 +512,32 @@ func TestPlanGraphNotConfig(t *testing.T) {
 	code := run(context.Background(), []string{"plan", "--model", dir, "--device-memory", "1GB", "--train", "q_norm"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
 	require.Equal(t, exitFailure, code)
 	require.Equal(t, "spiral plan: --model "+filepath.Join(dir, "model.onnx")+": --train \"q_norm\" trains 48 parameters of its graph, 0 by config.json's shapes: config.json does not describe the graph\n", stderr.String())
+}
+
+// TestPlanGraphWithoutTransformersNames: a graph whose selected
+// parameters have no transformers name (a MatMul weight "w" of a node
+// "mm", neither of which names its module) cannot be planned by
+// config.json's shapes: the refusal says so, naming the initializer,
+// and that config.json as --model plans by transformers' names; it read
+// "model: M: naming the parameters as transformers does: ..." without
+// either.
+func TestPlanGraphWithoutTransformersNames(t *testing.T) {
+	dir := t.TempDir()
+	b := onnx.NewGraphBuilder("g")
+	ids := b.Input("input_ids", onnx.Int64, onnx.P("batch"), onnx.P("seq"))
+	emb := b.Initializer("model.embed_tokens.weight", onnx.NewTensor("model.embed_tokens.weight", []int64{10, 8}, make([]float32, 80)))
+	w := b.Initializer("w", onnx.NewTensor("w", []int64{8, 8}, make([]float32, 64)))
+	b.NodeTo("MatMul", []string{b.Node("Gather", []string{emb, ids}), w}, []string{"mm"})
+	b.Output("mm", onnx.Float32)
+	require.NoError(t, onnx.Save(filepath.Join(dir, "model.onnx"), b.Model(17), onnx.SaveOptions{}))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "qwen3", "num_hidden_layers": 1, "hidden_size": 8,
+		"intermediate_size": 16, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4, "vocab_size": 10, "tie_word_embeddings": true}`), 0o666))
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"plan", "--model", dir, "--device-memory", "1GB", "--train", "^w$"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitFailure, code)
+	require.Equal(t, "spiral plan: --model "+filepath.Join(dir, "model.onnx")+": plan sizes what --train \"^w$\" selects by transformers' names: "+
+		"model: hf export: initializer \"w\" (read by MatMul \"mm\") has no transformers name; the graph must keep the module names in its initializer names, "+
+		"MatMul node names (optimum/TorchScript exports, spiral's own graphs) or name scopes (dynamo exports); give --model "+filepath.Join(dir, "config.json")+" to plan by them instead\n", stderr.String())
 }
 
 // selectionArg returns the value after flag in args, or "".

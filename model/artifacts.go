@@ -586,7 +586,7 @@ func TrainedHFParameters(src string, sel lmgraph.Selection) ([]string, int64, er
 	// Mapped before parameters ties the copies, on the graph as exported.
 	hf, err := HFParams(m, false)
 	if err != nil {
-		return nil, 0, fmt.Errorf("model: %s: naming the parameters as transformers does: %w", src, err)
+		return nil, 0, err
 	}
 	hfName := map[string]string{}
 	for _, p := range hf {
