@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,11 @@ type benchFlags struct {
 	// (0: train's defaults, benchTrainStep).
 	microBatchTokens int
 	lr               float64
+	// group: train's rows come in groups of that many sharing their
+	// prompt, as a subset's aggregation traces do (benchExamples).
+	group int
+	// packPrompts is train's --pack-prompts (false: every row apart).
+	packPrompts bool
 	// changed reports whether a flag was given (pflag.FlagSet.Changed).
 	changed func(name string) bool
 }
@@ -62,7 +68,7 @@ type benchFlags struct {
 // step and generate's generation (also train's with --generate-rows).
 var (
 	benchTrainOnly = []string{"tokens", "train", "freeze", "lora-rank", "lora-alpha", "lora-targets", "attention-mib", "loss-chunk-mib", "mlp-mib", "kept-mib", "max-grad-norm",
-		"micro-batch-tokens", "lr"}
+		"micro-batch-tokens", "lr", "group", "pack-prompts"}
 	benchGenerateOnly = []string{"prompt-tokens", "new-tokens", "gen-call-mib"}
 )
 
@@ -85,6 +91,8 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.maxGradNorm, "max-grad-norm", rl.DefaultConfig().MaxGradNorm, "train: global gradient-norm clip (0 or less = off)")
 	fs.IntVar(&f.microBatchTokens, "micro-batch-tokens", 0, "train: rows x length per training call, at least one row, as train's (0 = auto: train's, 4 GiB of kept activations by the model's config.json, within 512..16384)")
 	fs.Float64Var(&f.lr, "lr", 0, "train: the update's learning rate (0 = train's peak: 1e-4 for the embedded tiny model, 1e-6 for a given model)")
+	fs.IntVar(&f.group, "group", 1, "train: rows come in groups of `G` sharing their prompt, as a subset's aggregation traces do, which the step packs in one row as train's --pack-prompts does, where that costs less than separate rows and fits --micro-batch-tokens; with G > 1 a row's response is its last quarter (an aggregation trace's share of its row), not its second half; --rows a multiple of G")
+	fs.BoolVar(&f.packPrompts, "pack-prompts", true, "train: pack --group's rows as train's --pack-prompts does; false trains every row apart, as train's --pack-prompts=false (the unpacked twin of a --group step)")
 	fs.IntVar(&f.genRows, "generate-rows", 0, "train: before each step, a generation of this many rows of --prompt-tokens + --new-tokens whose KV cache is released before the step, as training does (the device memory both take; 0: none)")
 	registerGenCallMiB(fs, &f.callMiB)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random token ids (and of train's LoRA adapters, with --lora-rank)")
@@ -102,7 +110,10 @@ func (f *benchFlags) validate(what string) error {
 	}
 	switch what {
 	case "train":
-		errs = append(errs, positive("--tokens", f.tokens), tokensOfRows("--rows", f.rows, "--tokens", f.tokens))
+		errs = append(errs, positive("--tokens", f.tokens), tokensOfRows("--rows", f.rows, "--tokens", f.tokens), counted("--group", f.group))
+		if f.group >= 1 && f.group <= maxCount && f.rows >= 1 && f.rows%f.group != 0 {
+			errs = append(errs, fmt.Errorf("--rows %d: want a multiple of --group %d (groups of rows sharing their prompt)", f.rows, f.group))
+		}
 		if f.genRows < 0 {
 			errs = append(errs, fmt.Errorf("--generate-rows %d: want >= 0 (0: no generation)", f.genRows))
 		}
@@ -233,6 +244,8 @@ type benchTrainLine struct {
 	Step  int    `json:"step,omitempty"`
 	Rows  int    `json:"rows"`
 	Toks  int    `json:"tokens"`
+	// Group is --group: rows in groups of that many sharing their prompt.
+	Group int `json:"group"`
 	benchVocab
 	// MicroBatchTokens and LR are the step's bounds on a training call
 	// (rows x length) and its learning rate, train's (benchTrainStep);
@@ -240,6 +253,14 @@ type benchTrainLine struct {
 	MicroBatchTokens int     `json:"micro_batch_tokens"`
 	LR               float64 `json:"lr"`
 	MicroBatches     int     `json:"micro_batches,omitempty"`
+	// PackedRows are the step's packed rows (--group's rows sharing a
+	// prompt, in one row that computes it once), PackedRowTokens the
+	// longest one's positions; absent: none packed. Positions is rows x
+	// length over the step's calls (their padding included): packing
+	// takes fewer than rows x tokens.
+	PackedRows      int `json:"packed_rows,omitempty"`
+	PackedRowTokens int `json:"packed_row_tokens,omitempty"`
+	Positions       int `json:"positions,omitempty"`
 	// Seconds is the step's wall time (forward, loss, backward, AdamW);
 	// TokensPerSecond counts rows x tokens over the step before AdamW
 	// (the gradients zeroed, forward, loss, backward); the forward, loss
@@ -428,7 +449,7 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 	st := f.trainStep(env, r, pol, opt, b)
 	weights := int64(4 * (pol.Weights.NumParams() + pol.Frozen.NumParams()))
 	enc := json.NewEncoder(env.stdout)
-	line := benchTrainLine{Phase: "open", Rows: f.rows, Toks: f.tokens, benchVocab: vocab, MicroBatchTokens: st.grad.MicroBatchTokens, LR: st.sched.PeakLR,
+	line := benchTrainLine{Phase: "open", Rows: f.rows, Toks: f.tokens, Group: f.group, benchVocab: vocab, MicroBatchTokens: st.grad.MicroBatchTokens, LR: st.sched.PeakLR,
 		Seconds: time.Since(start).Seconds(), WeightsBytes: weights}
 	if line.benchMemory, err = meter.measure(); err != nil {
 		return err
@@ -469,8 +490,8 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 			return err
 		}
 		c := st.learner
-		line := benchTrainLine{Phase: "step", Step: step, Rows: f.rows, Toks: f.tokens, benchVocab: vocab, MicroBatchTokens: st.grad.MicroBatchTokens, LR: st.sched.PeakLR,
-			MicroBatches: c.calls, Seconds: time.Since(t0).Seconds(),
+		line := benchTrainLine{Phase: "step", Step: step, Rows: f.rows, Toks: f.tokens, Group: f.group, benchVocab: vocab, MicroBatchTokens: st.grad.MicroBatchTokens, LR: st.sched.PeakLR,
+			MicroBatches: c.calls, PackedRows: c.packedRows, PackedRowTokens: c.packedRowTokens, Positions: gs.Positions, Seconds: time.Since(t0).Seconds(),
 			ForwardSeconds: c.times.Forward.Seconds(), LossSeconds: c.times.Loss.Seconds(), BackwardSeconds: c.times.Backward.Seconds(),
 			OptimizerSeconds: time.Since(t1).Seconds(), GenerateSeconds: generated.Seconds(), WeightsBytes: weights, NLL: gs.NLL, GradNorm: u.Norm,
 			UpdateSkipped: u.Skipped, RecomputedLayers: c.recomputed, KeptBytes: c.kept,
@@ -490,8 +511,9 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 // benchTrainStep is bench train's step, the learning half of a train
 // step (rl.Trainer.TrainStep): the random rows as examples through
 // rl.Gradients, in train's micro-batches (--micro-batch-tokens, auto by
-// default as train's; rows of distinct prompts, which train's
-// --pack-prompts would not pack), then rl.Update, clipped to
+// default as train's; --group's rows of one prompt packed as train's
+// --pack-prompts packs a subset's aggregation traces, unless
+// --pack-prompts=false), then rl.Update, clipped to
 // --max-grad-norm, at --lr (0: train's peak rate, as after warmup).
 type benchTrainStep struct {
 	learner     *stepCalls
@@ -504,9 +526,9 @@ type benchTrainStep struct {
 }
 
 // trainStep makes bench train's step on pol of the model r, over b's
-// rows (RandomTrainBatch's), with opt its optimizer; an auto
-// --micro-batch-tokens that cannot read r's config.json is noted on
-// env.stderr, as train notes it.
+// rows (RandomTrainBatch's, in groups of --group sharing a prompt), with
+// opt its optimizer; an auto --micro-batch-tokens that cannot read r's
+// config.json is noted on env.stderr, as train notes it.
 func (f *benchFlags) trainStep(env *cliEnv, r resolvedModel, pol *model.Policy, opt *optim.AdamW, b model.TrainBatch) *benchTrainStep {
 	cfg := rl.DefaultConfig()
 	mbt := f.microBatchTokens
@@ -520,8 +542,8 @@ func (f *benchFlags) trainStep(env *cliEnv, r resolvedModel, pol *model.Policy, 
 			lr = embeddedLR
 		}
 	}
-	return &benchTrainStep{learner: &stepCalls{Executor: pol.Train}, pol: pol, opt: opt, sched: optim.Schedule{PeakLR: lr}, examples: benchExamples(b),
-		grad:        rl.GradientOptions{MicroBatchTokens: mbt, ClipLow: cfg.ClipLow, ClipHigh: cfg.ClipHigh, Detached: true, PackPrompts: true},
+	return &benchTrainStep{learner: &stepCalls{Executor: pol.Train}, pol: pol, opt: opt, sched: optim.Schedule{PeakLR: lr}, examples: benchExamples(b, f.group),
+		grad:        rl.GradientOptions{MicroBatchTokens: mbt, ClipLow: cfg.ClipLow, ClipHigh: cfg.ClipHigh, Detached: true, PackPrompts: f.packPrompts},
 		maxGradNorm: f.maxGradNorm}
 }
 
@@ -535,18 +557,31 @@ func (s *benchTrainStep) update() (rl.UpdateResult, error) {
 	return rl.Update(s.learner, s.pol.Weights, s.pol.Grads, s.opt, s.sched, s.maxGradNorm)
 }
 
-// benchExamples are b's rows (RandomTrainBatch's: the loss on each row's
-// second half) as training's examples: the first half of a row the
-// prompt, the rest the completion, advantage 1.
-func benchExamples(b model.TrainBatch) []rl.Example {
+// benchExamples are b's rows (RandomTrainBatch's) as training's
+// examples, advantage 1, in groups of group rows (b.Batch a multiple of
+// it) that share the first row's prompt, as a subset's aggregation
+// traces do. A row's prompt is its first half and its completion the
+// rest; with group > 1, as an aggregation trace's (the paper's 3,000
+// tokens after a 9,216-token prompt), the completion is its last
+// quarter, at least one token, so that the group is worth packing
+// (rl's worthPacking: up to 8 rows a group; with halves never).
+func benchExamples(b model.TrainBatch, group int) []rl.Example {
 	ex := make([]rl.Example, b.Batch)
-	half := b.Seq / 2
+	prompt := b.Seq / 2
+	if group > 1 {
+		prompt = b.Seq - max(1, b.Seq/4)
+	}
 	for i := range ex {
+		src := i - i%group // the prompt's row
 		ids := make([]int32, b.Seq)
 		for t := range ids {
-			ids[t] = int32(b.InputIDs[i*b.Seq+t])
+			row := i
+			if t < prompt {
+				row = src
+			}
+			ids[t] = int32(b.InputIDs[row*b.Seq+t])
 		}
-		ex[i] = rl.Example{Prompt: ids[:half], Completion: ids[half:], Advantage: 1}
+		ex[i] = rl.Example{Prompt: ids[:prompt], Completion: ids[prompt:], Advantage: 1}
 	}
 	return ex
 }
@@ -554,18 +589,38 @@ func benchExamples(b model.TrainBatch) []rl.Example {
 // stepCalls is the executor as a bench step calls it: it counts the
 // step's calls (micro-batches) and sums their split (Executor.Times is
 // the last call's), keeping the most layers any call recomputed and
-// bytes it kept.
+// bytes it kept, and its packed rows and the longest one's positions.
 type stepCalls struct {
 	*model.Executor
-	calls      int
-	times      model.StepTimes
-	recomputed int
-	kept       int64
+	calls           int
+	times           model.StepTimes
+	recomputed      int
+	kept            int64
+	packedRows      int
+	packedRowTokens int
 }
 
 // AccumulateBatches is the executor's, measured call by call.
 func (c *stepCalls) AccumulateBatches(ctx context.Context, bs []model.TrainBatch, scales []float32, grads *params.Store, res *model.TrainResult, done func(int) error) error {
 	c.calls, c.times, c.recomputed, c.kept = 0, model.StepTimes{}, 0, 0
+	c.packedRows, c.packedRowTokens = 0, 0
+	for _, b := range bs {
+		if b.Segments == nil {
+			continue
+		}
+		for r := range b.Batch {
+			row := b.Segments[r*b.Seq : (r+1)*b.Seq]
+			if !slices.ContainsFunc(row, func(s int64) bool { return s != 0 }) {
+				continue // a row of one example beside packed ones
+			}
+			c.packedRows++
+			n := 0
+			for _, m := range b.AttentionMask[r*b.Seq : (r+1)*b.Seq] {
+				n += int(m)
+			}
+			c.packedRowTokens = max(c.packedRowTokens, n)
+		}
+	}
 	return c.Executor.AccumulateBatches(ctx, bs, scales, grads, res, func(k int) error {
 		t := c.Executor.Times()
 		c.calls++

@@ -39,7 +39,7 @@ func TestMemoryMeterPeakNeverFalls(t *testing.T) {
 // embedded model's auto bound (train's, 16,384) takes them in one. Its
 // rate is train's peak for the embedded model, 1e-4 (it was 1e-6).
 func TestBenchTrainMicroBatches(t *testing.T) {
-	examples := benchExamples(model.RandomTrainBatch(5, 64, 10, 1))
+	examples := benchExamples(model.RandomTrainBatch(5, 64, 10, 1), 1)
 	for i := range examples {
 		examples[i].OldLogProbs = make([]float32, len(examples[i].Completion))
 	}
@@ -92,13 +92,30 @@ func embeddedModelPath(t *testing.T) string {
 // train's options over the same examples, then the update at train's
 // peak rate for the embedded model, clipped to 1), bit for bit; with
 // 1e-6 for every model, as bench had it, the weights moved 100 times
-// less than train's.
+// less than train's. With --group, the step packs each group's rows in
+// one row, as train packs a subset's aggregation traces (bench's rows
+// never shared a prompt, so its step never took the packed layout);
+// with --pack-prompts=false, as train's --pack-prompts=false.
 func TestBenchTrainStepIsTrains(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		packed int // rows packed by the step
+	}{
+		{[]string{"--rows", "3", "--tokens", "48"}, 0},
+		{[]string{"--rows", "4", "--tokens", "48", "--group", "2"}, 2},
+		{[]string{"--rows", "8", "--tokens", "48", "--group", "4"}, 2},
+		{[]string{"--rows", "8", "--tokens", "48", "--group", "4", "--pack-prompts=false"}, 0},
+	} {
+		t.Run(fmt.Sprint(c.args), func(t *testing.T) { checkBenchTrainStepIsTrains(t, c.args, c.packed) })
+	}
+}
+
+func checkBenchTrainStepIsTrains(t *testing.T, args []string, packed int) {
 	ctx := context.Background()
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 	var f benchFlags
 	f.register(fs)
-	require.NoError(t, fs.Parse([]string{"--rows", "3", "--tokens", "48", "--threads", "1"}))
+	require.NoError(t, fs.Parse(append(args, "--threads", "1")))
 	require.NoError(t, f.validate("train"))
 	env := &cliEnv{stdout: io.Discard, stderr: io.Discard}
 	r, err := f.mf.resolve(io.Discard)
@@ -125,6 +142,7 @@ func TestBenchTrainStepIsTrains(t *testing.T) {
 	st := f.trainStep(env, r, bench, benchOpt, b)
 	_, err = st.gradients(ctx)
 	require.NoError(t, err)
+	require.Equal(t, packed, st.learner.packedRows)
 	_, err = st.update()
 	require.NoError(t, err)
 	require.NotEqual(t, before, bench.Weights.At(1).Data, "the step moved %s", bench.Weights.At(1).Name)
@@ -132,8 +150,8 @@ func TestBenchTrainStepIsTrains(t *testing.T) {
 	// A train step's learning half (rl.Trainer.TrainStep) on the same
 	// examples, with train's defaults.
 	cfg := rl.DefaultConfig()
-	_, err = rl.Gradients(ctx, train.Train, train.Grads, benchExamples(b), rl.GradientOptions{
-		MicroBatchTokens: autoMicroBatchTokens(r.onnx, io.Discard), ClipLow: cfg.ClipLow, ClipHigh: cfg.ClipHigh, Detached: true, PackPrompts: true})
+	_, err = rl.Gradients(ctx, train.Train, train.Grads, benchExamples(b, f.group), rl.GradientOptions{
+		MicroBatchTokens: autoMicroBatchTokens(r.onnx, io.Discard), ClipLow: cfg.ClipLow, ClipHigh: cfg.ClipHigh, Detached: true, PackPrompts: f.packPrompts})
 	require.NoError(t, err)
 	_, err = rl.Update(train.Train, train.Weights, train.Grads, trainOpt, optim.Schedule{PeakLR: embeddedLR}, cfg.MaxGradNorm)
 	require.NoError(t, err)
@@ -142,5 +160,103 @@ func TestBenchTrainStepIsTrains(t *testing.T) {
 		want, got := train.Weights.At(i), bench.Weights.At(i)
 		require.Equal(t, want.Name, got.Name)
 		require.Equal(t, want.Data, got.Data, want.Name)
+	}
+}
+
+// TestBenchExamplesGroup: --group's rows share their group's first
+// prompt, of three quarters of the row (an aggregation trace's shape),
+// each keeping its own completion; without it each row is its own, half
+// prompt.
+func TestBenchExamplesGroup(t *testing.T) {
+	b := model.RandomTrainBatch(4, 8, 1000, 1)
+	ids := func(row, from, to int) []int32 {
+		out := make([]int32, 0, to-from)
+		for _, id := range b.InputIDs[row*8+from : row*8+to] {
+			out = append(out, int32(id))
+		}
+		return out
+	}
+	for i, e := range benchExamples(b, 1) {
+		require.Equal(t, rl.Example{Prompt: ids(i, 0, 4), Completion: ids(i, 4, 8), Advantage: 1}, e)
+	}
+	for i, e := range benchExamples(b, 2) {
+		require.Equal(t, rl.Example{Prompt: ids(i-i%2, 0, 6), Completion: ids(i, 6, 8), Advantage: 1}, e)
+	}
+	require.NotEqual(t, ids(0, 0, 6), ids(2, 0, 6))
+}
+
+// TestBenchTrainGroupMicroBatches: bench train --group's calls are
+// rl's micro-batches of packed rows (rl.PackedMicroBatches, as
+// rl.Gradients lays a subset's aggregation traces out with
+// PackPrompts), and its lines report the packed rows: 8 rows of 64
+// tokens in 2 groups of 4 (48-token prompts, 16-token completions) are
+// 2 packed rows of 47 + 4 x 17 = 115 positions; under 100 tokens a call,
+// a packed row holds 3 of a group's rows (98 positions), the fourth a
+// row of its own. With --pack-prompts=false they are rl.MicroBatches'
+// rows, none packed, as train's --pack-prompts=false.
+func TestBenchTrainGroupMicroBatches(t *testing.T) {
+	for _, c := range []struct {
+		bound                  int // --micro-batch-tokens
+		pack                   bool
+		calls, packed, longest int
+	}{
+		{0, true, 1, 2, 115},
+		{128, true, 2, 2, 115},
+		{100, true, 4, 2, 98},
+		{128, false, 4, 0, 0},
+	} {
+		t.Run(fmt.Sprint(c.bound, c.pack), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := []string{"bench", "train", "--rows", "8", "--tokens", "64", "--group", "4", "--steps", "1", "--threads", "1", "--micro-batch-tokens", fmt.Sprint(c.bound),
+				"--pack-prompts=" + fmt.Sprint(c.pack)}
+			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+			var lines []benchTrainLine
+			dec := json.NewDecoder(&stdout)
+			for dec.More() {
+				var l benchTrainLine
+				require.NoError(t, dec.Decode(&l))
+				lines = append(lines, l)
+			}
+			require.Len(t, lines, 2)
+			step := lines[1]
+			require.Equal(t, 4, step.Group)
+
+			examples := benchExamples(model.RandomTrainBatch(8, 64, step.VocabLimit, 1), 4)
+			for i := range examples {
+				examples[i].OldLogProbs = make([]float32, len(examples[i].Completion))
+			}
+			layout := rl.MicroBatches
+			if c.pack {
+				layout = rl.PackedMicroBatches
+			}
+			train, _, err := layout(examples, step.MicroBatchTokens, 0.2, 0.28)
+			require.NoError(t, err)
+			positions := 0
+			for _, b := range train {
+				positions += b.Batch * b.Seq
+			}
+			require.Equal(t, len(train), step.MicroBatches)
+			require.Equal(t, positions, step.Positions)
+			require.Equal(t, [3]int{c.calls, c.packed, c.longest}, [3]int{step.MicroBatches, step.PackedRows, step.PackedRowTokens})
+		})
+	}
+}
+
+// TestBenchGroupRefused: --group is a usage error where its groups
+// cannot be formed, and on bench generate, which has no training step.
+func TestBenchGroupRefused(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--rows", "6", "--group", "4"}, "spiral bench: --rows 6: want a multiple of --group 4 (groups of rows sharing their prompt)\n"},
+		{[]string{"train", "--group", "0"}, "spiral bench: --group 0: want >= 1\n"},
+		{[]string{"generate", "--group", "2"}, "spiral bench: --group is bench train's; bench generate would ignore it\n"},
+		{[]string{"generate", "--pack-prompts=false"}, "spiral bench: --pack-prompts is bench train's; bench generate would ignore it\n"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"bench"}, c.args...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q", c.args)
+		require.Equal(t, c.want, stderr.String(), "%q", c.args)
 	}
 }

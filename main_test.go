@@ -606,7 +606,7 @@ func TestCountFlagBounds(t *testing.T) {
 		{append([]string{"generate"}, openai...), []string{"engine-concurrency"}, []string{"hi"}},
 		{[]string{"sft"}, []string{"steps", "batch", "warmup", "candidates", "eval-every", "eval-problems", "micro-batch-tokens", "checkpoint-every", "keep",
 			"lora-rank", "threads"}, nil},
-		{[]string{"bench"}, []string{"rows", "tokens", "steps", "lora-rank", "threads", "generate-rows", "vocab-limit", "micro-batch-tokens"}, []string{"train"}},
+		{[]string{"bench"}, []string{"rows", "tokens", "steps", "lora-rank", "threads", "generate-rows", "vocab-limit", "micro-batch-tokens", "group"}, []string{"train"}},
 		{[]string{"bench"}, []string{"rows", "steps", "prompt-tokens", "new-tokens", "threads"}, []string{"generate"}},
 		{[]string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB"}, []string{"rows", "tokens", "lora-rank", "gen-rows", "gen-capacity"}, nil},
 		{[]string{"data"}, []string{"problems", "min-operands", "max-operands", "min-operand", "max-operand"}, []string{"synth"}},

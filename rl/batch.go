@@ -49,6 +49,15 @@ func MicroBatches(examples []Example, maxTokens int, clipLow, clipHigh float32) 
 	return bs, tokens, err
 }
 
+// PackedMicroBatches is MicroBatches with the completions of one prompt
+// packed in one row where that costs less and fits maxTokens, as
+// Gradients lays them out with PackPrompts for a learner that takes
+// packed rows (rowsOf).
+func PackedMicroBatches(examples []Example, maxTokens int, clipLow, clipHigh float32) ([]model.TrainBatch, []int, error) {
+	bs, tokens, _, _, err := microBatches(examples, maxTokens, clipLow, clipHigh, false, true)
+	return bs, tokens, err
+}
+
 // row is one row of a micro-batch: one example, or several completions
 // of one prompt packed (model.TrainBatch.Segments): the prompt but its
 // last token, then for each completion that token and the completion.

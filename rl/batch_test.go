@@ -43,6 +43,35 @@ func TestMicroBatchesLayout(t *testing.T) {
 	require.Equal(t, 3, bs[1].Seq)
 }
 
+// TestPackedMicroBatchesLayout: PackedMicroBatches packs two
+// completions of one 4-token prompt in one row of 3 + 2 + 2 positions
+// (the prompt but its last token, then for each completion that token
+// and the completion), as Gradients does with PackPrompts; MicroBatches
+// keeps them in two rows of 5.
+func TestPackedMicroBatchesLayout(t *testing.T) {
+	prompt := []int32{1, 2, 3, 4}
+	examples := []Example{
+		{Prompt: prompt, Completion: []int32{5}, OldLogProbs: []float32{-0.5}, Advantage: 1},
+		{Prompt: slices.Clone(prompt), Completion: []int32{6}, OldLogProbs: []float32{-1}, Advantage: -1},
+	}
+	bs, toks, err := PackedMicroBatches(examples, 0, 0.2, 0.28)
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	require.Equal(t, []int{2}, toks)
+	b := bs[0]
+	require.Equal(t, [2]int{1, 7}, [2]int{b.Batch, b.Seq})
+	require.Equal(t, []int64{1, 2, 3, 4, 5, 4, 6}, b.InputIDs)
+	require.Equal(t, []int64{0, 1, 2, 3, 4, 3, 4}, b.PositionIDs)
+	require.Equal(t, []int64{0, 0, 0, 1, 1, 2, 2}, b.Segments)
+	require.Equal(t, []float32{0, 0, 0, 1, 0, 1, 0}, b.LossMask)
+	require.Equal(t, []float32{0, 0, 0, -0.5, 0, -1, 0}, b.OldLogProbs)
+
+	bs, _, err = MicroBatches(examples, 0, 0.2, 0.28)
+	require.NoError(t, err)
+	require.Equal(t, [2]int{2, 5}, [2]int{bs[0].Batch, bs[0].Seq})
+	require.Nil(t, bs[0].Segments)
+}
+
 func TestMicroBatchesErrors(t *testing.T) {
 	_, _, err := MicroBatches([]Example{{Completion: []int32{1}, OldLogProbs: []float32{0}}}, 10, 0, 0)
 	require.ErrorContains(t, err, "empty prompt")
