@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/qwen3"
 	"github.com/spiral-rl/spiral/rl"
 )
 
@@ -259,4 +261,22 @@ func TestBenchGroupRefused(t *testing.T) {
 		require.Equal(t, exitUsage, code, "%q", c.args)
 		require.Equal(t, c.want, stderr.String(), "%q", c.args)
 	}
+}
+
+// TestBenchTrainGroupWithoutPacking: on a model that cannot train packed
+// rows (an export without position_ids: model.Executor.PackedRows), a
+// --group step trains its rows apart, as train's does, and says so on
+// stderr; it did so without a word, its lines only lacking packed_rows.
+func TestBenchTrainGroupWithoutPacking(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	c := qwen3.Tiny()
+	c.PositionsFromMask = true
+	require.NoError(t, qwen3.WriteDir(dir, c, 17))
+	m := filepath.Join(dir, "model.onnx")
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "train", "--model", m, "--vocab-limit", "16", "--rows", "4", "--tokens", "32", "--group", "2", "--steps", "1", "--threads", "1"}
+	require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	require.Equal(t, "spiral: note: --group 2: "+m+" cannot train packed rows (the model reads no position_ids, so the positions of a packed row's completions cannot restart after its prompt): each row trains apart, as train's would\n", stderr.String())
+	require.NotContains(t, stdout.String(), "packed_rows")
 }
