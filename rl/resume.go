@@ -174,9 +174,12 @@ func sameData(prevName, prevPath, name, path string) bool {
 	if prevName == name {
 		return true
 	}
-	if prevPath == "" || path == "" {
-		return false
-	}
+	return prevPath != "" && path != "" && sameFile(prevPath, path)
+}
+
+// sameFile reports whether two absolute paths are of one file: the same
+// path, or another path to the file (a link).
+func sameFile(prevPath, path string) bool {
 	if prevPath == path {
 		return true
 	}

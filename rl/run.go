@@ -652,14 +652,20 @@ func recordedRun(dir, path string, config json.RawMessage, now RunSettings) (Run
 	if !sameModel(prev.Model, prev.ModelID, now.Model, now.ModelID) || !sameTrainingData(prev, now) || prev.RL.Algo != now.RL.Algo {
 		// A model replaced at its path (an sft --overwrite, an export
 		// again) has the run's name: its content id says what differs.
-		prevModel, nowModel, changed := prev.Model, now.Model, ""
+		prevModel, nowModel, prevData, nowData, changed := prev.Model, now.Model, prev.Data, now.Data, ""
 		if prev.Model == now.Model && !sameModel(prev.Model, prev.ModelID, now.Model, now.ModelID) {
 			prevModel = fmt.Sprintf("%s (model id %.12s)", prev.Model, prev.ModelID)
 			nowModel = fmt.Sprintf("%s (model id %.12s)", now.Model, now.ModelID)
 			changed = ": the model's contents changed"
 		}
+		if prev.Data == now.Data && !sameTrainingData(prev, now) {
+			// A relative --data given from another directory: its files.
+			prevData = fmt.Sprintf("%s (%s)", prev.Data, prev.DataPath)
+			nowData = fmt.Sprintf("%s (%s)", now.Data, now.DataPath)
+			changed += ": another file of that name"
+		}
 		return RunSettings{}, fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s)%s: use another --out, or --fresh",
-			dir, prevModel, prev.Data, prev.RL.Algo, nowModel, now.Data, now.RL.Algo, changed)
+			dir, prevModel, prevData, prev.RL.Algo, nowModel, nowData, now.RL.Algo, changed)
 	}
 	return prev, nil
 }
@@ -669,9 +675,17 @@ func recordedRun(dir, path string, config json.RawMessage, now RunSettings) (Run
 // (DataID) where the checkpoint records one, for the file moved. A file
 // edited in place keeps its name: its other contents are the data
 // cursor's to notice (resume), which --override lets go on from a new
-// epoch of it.
+// epoch of it. The name alone is not the file where both record their
+// files and contents: a relative --data given from another directory
+// that names another file of other problems is another data set.
 func sameTrainingData(prev, now RunSettings) bool {
-	return sameData(prev.Data, prev.DataPath, now.Data, now.DataPath) || prev.DataID != "" && prev.DataID == now.DataID
+	if prev.DataID != "" && prev.DataID == now.DataID {
+		return true
+	}
+	if prev.Data == now.Data && prev.DataPath != "" && now.DataPath != "" && prev.DataID != "" && now.DataID != "" {
+		return sameFile(prev.DataPath, now.DataPath)
+	}
+	return sameData(prev.Data, prev.DataPath, now.Data, now.DataPath)
 }
 
 // selection is the --train and --freeze choice s records (Sampling's

@@ -786,6 +786,55 @@ func TestRunDataMoved(t *testing.T) {
 	require.Empty(t, settingsDiff(RunSettings{Data: "d"}, RunSettings{Data: "d", DataID: "x"}))
 }
 
+// TestRunDataSameNameOtherFile: a rerun whose --data has the run's name
+// but is another file (a relative path given from another directory) of
+// other problems is refused as the other data set it is, naming both
+// files, not as the run's file changed (which --override would go on
+// with); the same problems, or the run's file through a link, resume.
+func TestRunDataSameNameOtherFile(t *testing.T) {
+	problems := []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}, {ID: "easy", Problem: "easy", Answer: "1"}}
+	others := []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}, {ID: "easy", Problem: "easy", Answer: "2"}}
+	files := t.TempDir()
+	a, b, link := filepath.Join(files, "a", "p.jsonl"), filepath.Join(files, "b", "p.jsonl"), filepath.Join(files, "link")
+	for _, f := range []string{a, b} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(f), 0o755))
+		require.NoError(t, os.WriteFile(f, nil, 0o644))
+	}
+	require.NoError(t, os.Symlink(filepath.Join(files, "a"), link))
+	harness := func(dir string, steps int, path string, problems []data.Problem) *runHarness {
+		h := newRunHarnessOn(t, dir, steps, problems)
+		h.cfg.EvalEvery = 0
+		h.parts.Settings.Data, h.parts.Settings.DataPath, h.parts.Settings.DataID = "p.jsonl", path, data.ProblemsDigest(problems)
+		return h
+	}
+	for _, tc := range []struct {
+		name     string
+		path     string
+		problems []data.Problem
+		override bool
+		wantErr  string
+	}{
+		{"other file, other problems", b, others, false, " holds a run of m on p.jsonl (" + a + ") (spiral); this one is m on p.jsonl (" + b + ") (spiral): another file of that name: use another --out, or --fresh"},
+		{"other file, other problems, --override", b, others, true, " holds a run of m on p.jsonl (" + a + ") (spiral); this one is m on p.jsonl (" + b + ") (spiral): another file of that name: use another --out, or --fresh"},
+		{"other file, same problems", b, problems, false, ""},
+		{"the file through a link, edited", filepath.Join(link, "p.jsonl"), others, false, "the run drew from other problems than the 2 usable ones p.jsonl now holds (the file changed)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, harness(dir, 1, a, problems).run(context.Background()))
+			h := harness(dir, 2, tc.path, tc.problems)
+			h.cfg.Override = tc.override
+			err := h.run(context.Background())
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				require.Contains(t, h.out.String(), "(step 1)")
+				return
+			}
+			require.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+}
+
 // TestSettingsDiffRounds: a run saved before --agg-rounds (no rounds)
 // is a one-round run; another number of rounds is a difference.
 func TestSettingsDiffRounds(t *testing.T) {
