@@ -555,6 +555,11 @@ func (s *modelSession) openPolicy(ctx context.Context, lora lmgraph.LoRA, artifa
 // It returns the path loaded.
 func loadCheckpoint(ckpt, src string, warn io.Writer, load func(path string, st rl.RunSettings) error) (string, error) {
 	if st, err := statFlag("--checkpoint", ckpt); err != nil {
+		// A run's checkpoints/ that a killed --fresh left aside.
+		clean := filepath.Clean(ckpt) // RUN/checkpoints/ is RUN's checkpoints too
+		if why := rl.AsidePending(filepath.Dir(clean), filepath.Base(clean)); why != "" {
+			return "", fmt.Errorf("%w: %s", errors.Unwrap(err), why)
+		}
 		return "", err
 	} else if !st.IsDir() {
 		return "", usageError{fmt.Errorf("--checkpoint %s is a file: want a checkpoint directory%s, or a run directory (or its checkpoints/) for its newest intact one", ckpt, checkpointBeside(ckpt))}
@@ -563,6 +568,8 @@ func loadCheckpoint(ckpt, src string, warn io.Writer, load func(path string, st 
 	from := ckpt
 	if run := filepath.Join(ckpt, rl.CheckpointsDir); !checkpoint.IsCheckpointDir(ckpt) && isDir(run) {
 		from = run // a run directory: its checkpoints
+	} else if why := rl.AsidePending(ckpt, rl.CheckpointsDir); why != "" && !checkpoint.IsCheckpointDir(ckpt) {
+		return "", fmt.Errorf("--checkpoint %s: %s holds no %s/: %s", ckpt, ckpt, rl.CheckpointsDir, why)
 	}
 	path, skipped, err := checkpoint.Pick(from, func(path string) error {
 		st, err := rl.CheckpointSettings(path)

@@ -141,7 +141,8 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 // checkRunDir refuses a --run (given as arg) whose dir does not exist,
 // is a file, such as an eval report, or is a directory without a
 // metrics.jsonl, such as an eval's --out: not a training run's
-// directory. A path that cannot be read otherwise is left to
+// directory (one whose metrics.jsonl a killed --fresh left in
+// .previous-pending says so: rl.AsidePending). A path that cannot be read otherwise is left to
 // rl.ReadRunCurves, which names it.
 func checkRunDir(arg, dir string) error {
 	st, err := os.Stat(dir)
@@ -155,6 +156,9 @@ func checkRunDir(arg, dir string) error {
 		return usageError{fmt.Errorf("--run %s: %s is a file: want a training run's directory (train's --out, holding %s); an eval report is given as an argument", arg, dir, rl.MetricsFile)}
 	}
 	if _, err := os.Stat(filepath.Join(dir, rl.MetricsFile)); errors.Is(err, os.ErrNotExist) {
+		if why := rl.AsidePending(dir, rl.MetricsFile); why != "" {
+			return fmt.Errorf("--run %s: %s holds no %s: %s", arg, dir, rl.MetricsFile, why)
+		}
 		return fmt.Errorf("--run %s: %s holds no %s: want a training run's directory (train's --out)", arg, dir, rl.MetricsFile)
 	}
 	return nil

@@ -2392,6 +2392,33 @@ func TestCheckpointMissingNamed(t *testing.T) {
 	}
 }
 
+// TestCheckpointSetAsidePending: a run directory (or its checkpoints/)
+// whose checkpoints a --fresh killed while setting the run aside left in
+// .previous-pending says so, and that the next train, sft or tensorboard
+// there puts them back (exit 1); it said "no checkpoint in RUN (want a
+// checkpoint directory or a run's checkpoints/ directory)", or of
+// RUN/checkpoints "no such file or directory" (exit 2).
+func TestCheckpointSetAsidePending(t *testing.T) {
+	run := t.TempDir()
+	pending := filepath.Join(run, rl.AsidePendingDir)
+	require.NoError(t, os.MkdirAll(filepath.Join(pending, rl.CheckpointsDir, "ckpt-000001"), 0o755))
+	const why = ": a --fresh killed while it set the run aside left it in %s, which the next train, sft or tensorboard there puts back"
+	ckpts := filepath.Join(run, rl.CheckpointsDir)
+	for _, c := range []struct{ path, want string }{
+		{run, "--checkpoint " + run + ": " + run + " holds no checkpoints/" + fmt.Sprintf(why, pending)},
+		{ckpts, "--checkpoint " + ckpts + ": no such file or directory" + fmt.Sprintf(why, pending)},
+		{ckpts + "/", "--checkpoint " + ckpts + "/: no such file or directory" + fmt.Sprintf(why, pending)},
+	} {
+		_, err := loadCheckpoint(c.path, "model.onnx", io.Discard, func(string, rl.RunSettings) error {
+			t.Fatal("nothing to load")
+			return nil
+		})
+		require.EqualError(t, err, c.want)
+		var ue usageError
+		require.False(t, errors.As(err, &ue), "%s", c.path)
+	}
+}
+
 // TestModelPathFlagsMissing: a --model, --checkpoint or --tokenizer path
 // that is not there is a bad value of the flag, a usage error (exit 2)
 // naming flag and path, as a --data or template file's is, and as a

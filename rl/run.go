@@ -871,6 +871,20 @@ func moveAside(dir string, names []string) (string, error) {
 	return dst, nil
 }
 
+// AsidePending says, for an entry name missing from the run directory
+// dir, where it is: in dir/.previous-pending, where a --fresh killed
+// while it set the run aside (moveAside) left it, and which the next
+// lock of dir (LockRun: train, sft, tensorboard) puts back; "" when that
+// holds no such entry. Readers that take no lock (compare --run, eval
+// --checkpoint) say it beside the entry they miss.
+func AsidePending(dir, name string) string {
+	pending := filepath.Join(dir, AsidePendingDir)
+	if _, err := os.Lstat(filepath.Join(pending, name)); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("a --fresh killed while it set the run aside left it in %s, which the next train, sft or tensorboard there puts back", pending)
+}
+
 // previousDir names a new dir/previous-<UTC time>, with a random suffix
 // when one of that second is there.
 func previousDir(dir string) string {
