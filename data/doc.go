@@ -40,8 +40,11 @@
 //     or the text after a final "####" marker (GSM8K); fields that are
 //     worked solutions by name ([SolutionFields]) must contain one of the
 //     two.
-//   - Malformed rows (an object that repeats a key among them: which value
-//     is meant is ambiguous), missing fields, wrong types and bytes that
+//   - Malformed rows (one that repeats a key among its own, or a field
+//     read whose objects repeat one, a chat message's "content" or a
+//     nested answer's key: which value is meant is ambiguous; a repeat in
+//     a field spiral does not read, such as a row's metadata, is left
+//     alone), missing fields, wrong types and bytes that
 //     are not UTF-8 (a Latin-1 file; never read as U+FFFD) are errors that
 //     name the file, the line (JSONL, and a JSON document's malformed
 //     text) or row (JSON, Parquet), and the field. Empty problems, empty

@@ -183,10 +183,12 @@ func readRecords(path, format string, src source, size int64, fn func(record) er
 	return fmt.Errorf("data: %s: unknown format %q", path, format)
 }
 
-func decodeStrict(b []byte) (any, error) {
+// decodeStrict decodes the one JSON value b holds (decodeValue), adding
+// the keys its objects repeat to reps.
+func decodeStrict(b []byte, reps *[]*repeatedKey) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	v, err := decodeValue(dec, 0)
+	v, err := decodeValue(dec, 0, reps)
 	if cutShort(err) {
 		return nil, errors.New("the line ends inside its JSON value (cut short?)")
 	}
@@ -209,11 +211,67 @@ func cutShort(err error) bool {
 // maxDepth caps the nesting of a JSON value, as encoding/json does.
 const maxDepth = 10000
 
+// repeatedKey stands, in a decoded object, for the value of a key the
+// object gives twice: encoding/json keeps the last value in silence, so a
+// row {"answer": "1", "answer": "2"} would read as the gold answer "2".
+// It is an error where spiral reads it: in a row's own keys (rowRepeat)
+// or in a field read (repeatIn), not in a field no one reads (a row's
+// metadata).
+type repeatedKey struct {
+	key string
+	off int64  // the decoder's input offset just after the repeated key
+	loc string // "path:LINE" of the repeat, set by the file's reader
+}
+
+func (r *repeatedKey) Error() string {
+	return fmt.Sprintf("key %q appears twice in one object; which value is meant is ambiguous", r.key)
+}
+
+// where is the error of a repeated key read: malformed JSON, at its line.
+func (r *repeatedKey) where() error {
+	return fmt.Errorf("data: %s: malformed JSON: %w", r.loc, r)
+}
+
+// rowRepeat returns the first key that row repeats among its own keys,
+// nil for none.
+func rowRepeat(row map[string]any) *repeatedKey {
+	var first *repeatedKey
+	for _, v := range row {
+		if r, ok := v.(*repeatedKey); ok && (first == nil || r.off < first.off) {
+			first = r
+		}
+	}
+	return first
+}
+
+// repeatIn returns the first key repeated anywhere in v, a value read,
+// nil for none.
+func repeatIn(v any) *repeatedKey {
+	var first *repeatedKey
+	keep := func(r *repeatedKey) {
+		if r != nil && (first == nil || r.off < first.off) {
+			first = r
+		}
+	}
+	switch x := v.(type) {
+	case *repeatedKey:
+		return x
+	case map[string]any:
+		for _, e := range x {
+			keep(repeatIn(e))
+		}
+	case []any:
+		for _, e := range x {
+			keep(repeatIn(e))
+		}
+	}
+	return first
+}
+
 // decodeValue reads the next JSON value from dec (which uses numbers)
-// into plain Go values, as dec.Decode would, but refuses an object that
-// repeats a key: encoding/json keeps the last value in silence, so a row
-// {"answer": "1", "answer": "2"} would read as the gold answer "2".
-func decodeValue(dec *json.Decoder, depth int) (any, error) {
+// into plain Go values, as dec.Decode would, but gives a key that an
+// object repeats a *repeatedKey as its value, added to reps.
+func decodeValue(dec *json.Decoder, depth int, reps *[]*repeatedKey) (any, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("nested more than %d deep", maxDepth)
 	}
@@ -230,11 +288,18 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 				return nil, err
 			}
 			k := kt.(string) // the decoder returns an object's keys as strings
-			if _, dup := obj[k]; dup {
-				return nil, fmt.Errorf("key %q appears twice in one object; which value is meant is ambiguous", k)
-			}
-			if obj[k], err = decodeValue(dec, depth+1); err != nil {
+			off := dec.InputOffset()
+			v, err := decodeValue(dec, depth+1, reps)
+			if err != nil {
 				return nil, err
+			}
+			prev, dup := obj[k]
+			if _, again := prev.(*repeatedKey); !dup {
+				obj[k] = v
+			} else if !again {
+				r := &repeatedKey{key: k, off: off}
+				obj[k] = r
+				*reps = append(*reps, r)
 			}
 		}
 		_, err := dec.Token() // '}'
@@ -242,7 +307,7 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 	case json.Delim('['):
 		list := []any{}
 		for dec.More() {
-			v, err := decodeValue(dec, depth+1)
+			v, err := decodeValue(dec, depth+1, reps)
 			if err != nil {
 				return nil, err
 			}
@@ -270,7 +335,11 @@ func readJSONL(path string, src io.Reader, fn func(record) error) error {
 			return fmt.Errorf("data: %s:%d: %w", path, lineNo, notUTF8InLine(off, line[off]))
 		}
 		if t := bytes.TrimSpace(line); len(t) > 0 {
-			v, derr := decodeStrict(t)
+			var reps []*repeatedKey
+			v, derr := decodeStrict(t, &reps)
+			for _, r := range reps {
+				r.loc = fmt.Sprintf("%s:%d", path, lineNo)
+			}
 			if derr != nil {
 				hint := ""
 				if lineNo == 1 && (t[0] == '[' || string(t) == "{") {
@@ -345,6 +414,19 @@ func readJSON(path string, b []byte, fn func(record) error) error {
 		return fmt.Errorf("data: %s:%d: malformed JSON: %w", path, lineOf(b, off), err)
 	}
 	lines := &lineCounter{b: b, line: 1}
+	// decode reads the next value (decodeValue), placing the keys its
+	// objects repeat at their lines: they come in the order of the file.
+	repOff, repLine := int64(0), 1
+	decode := func(depth int) (any, error) {
+		var reps []*repeatedKey
+		v, err := decodeValue(dec, depth, &reps)
+		for _, r := range reps {
+			repLine += bytes.Count(b[repOff:r.off], []byte("\n"))
+			repOff = r.off
+			r.loc = fmt.Sprintf("%s:%d", path, repLine)
+		}
+		return v, err
+	}
 	// rows reads an array's elements, each with the line it starts on.
 	rows := func(depth int, each func(v any, line int) error) error {
 		if _, err := dec.Token(); err != nil { // '['
@@ -352,7 +434,7 @@ func readJSON(path string, b []byte, fn func(record) error) error {
 		}
 		for dec.More() {
 			line := lines.at(dec.InputOffset())
-			v, err := decodeValue(dec, depth)
+			v, err := decode(depth)
 			if err != nil {
 				return syntax(err)
 			}
@@ -409,7 +491,7 @@ func readJSON(path string, b []byte, fn func(record) error) error {
 					return err
 				}
 				v = list
-			} else if v, err = decodeValue(dec, 1); err != nil {
+			} else if v, err = decode(1); err != nil {
 				return syntax(err)
 			}
 			keys = append(keys, kt.(string))

@@ -323,6 +323,9 @@ func load(path string, opt LoadOptions, src source, size int64, head []byte) (*D
 		if !ok {
 			return fmt.Errorf("data: %s: row is %s, want an object", r.where(), typeName(r.value))
 		}
+		if rep := rowRepeat(row); rep != nil {
+			return rep.where()
+		}
 		if m == nil {
 			fm, err := detectFields(row, opt, r.key != "")
 			if err != nil {
@@ -432,6 +435,8 @@ func fieldNames(row map[string]any) []string {
 }
 
 // lookup follows a dotted path; a key containing dots is tried whole first.
+// An object on the path whose key is repeated (a *repeatedKey) is
+// returned as the value, for the reader to refuse.
 func lookup(row map[string]any, path string) (any, bool) {
 	if v, ok := row[path]; ok {
 		return v, true
@@ -439,6 +444,9 @@ func lookup(row map[string]any, path string) (any, bool) {
 	head, rest, found := strings.Cut(path, ".")
 	if !found {
 		return nil, false
+	}
+	if r, ok := row[head].(*repeatedKey); ok {
+		return r, true
 	}
 	inner, ok := row[head].(map[string]any)
 	if !ok {
@@ -477,6 +485,9 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 	if !ok {
 		return fmt.Errorf("data: %s: field %q: missing (%s)", r.where(), m.problem, whyMissing(row, m.problem))
 	}
+	if rep := repeatIn(pv); rep != nil {
+		return rep.where()
+	}
 	problem, chat, err := problemText(pv)
 	if err == nil {
 		err = checkUTF8(problem)
@@ -491,6 +502,9 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 	av, ok := lookup(row, m.answer)
 	if !ok {
 		return fmt.Errorf("data: %s: field %q: missing (%s)", r.where(), m.answer, whyMissing(row, m.answer))
+	}
+	if rep := repeatIn(av); rep != nil {
+		return rep.where()
 	}
 	answer, err := scalarText(av)
 	if err == nil {
@@ -508,6 +522,9 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 	id := r.key
 	if m.id != "" {
 		iv, ok := lookup(row, m.id)
+		if rep := repeatIn(iv); rep != nil {
+			return rep.where()
+		}
 		switch {
 		case ok && iv != nil:
 			if id, err = scalarText(iv); err == nil {

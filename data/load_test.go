@@ -349,6 +349,45 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
+// TestLoadRepeatedKeyUnread: a key repeated in an object spiral does not
+// read (a row's metadata) is no error, since no value it reads is
+// ambiguous; it failed the whole file as "malformed JSON: key \"tag\"
+// appears twice in one object". One repeated in a row's own keys, or
+// anywhere in a field read (the problem's chat messages, a nested answer
+// or id), is still refused, at the line of the repeat.
+func TestLoadRepeatedKeyUnread(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, content string
+		opt                 LoadOptions
+		wantErr             string
+	}{
+		{name: "jsonl metadata", file: "a.jsonl", content: `{"problem": "p", "answer": "1", "meta": {"tag": "a", "tag": "b"}}` + "\n"},
+		{name: "json array metadata", file: "a.json", content: "[\n{\"problem\": \"p\", \"answer\": \"1\",\n \"meta\": [{\"tag\": \"a\",\n \"tag\": \"b\"}]}\n]"},
+		{name: "json object of rows metadata", file: "a.json", content: `{"x": {"problem": "p", "answer": "1", "meta": {"tag": "a", "tag": "b"}}}`},
+		{name: "json object beside its array of rows", file: "a.json", content: `{"info": {"v": 1, "v": 2}, "data": [{"problem": "p", "answer": "1"}]}`},
+		{name: "chat message", file: "a.json", content: "[\n{\"problem\": [{\"role\": \"user\",\n \"content\": \"p\", \"content\": \"q\"}], \"answer\": \"1\"}\n]",
+			wantErr: "data: a.json:3: malformed JSON: key \"content\" appears twice in one object; which value is meant is ambiguous"},
+		{name: "nested answer", file: "a.json", content: "[\n{\"problem\": \"p\",\n \"reward_model\": {\"ground_truth\": \"1\",\n \"ground_truth\": \"2\"}}\n]",
+			wantErr: "data: a.json:4: malformed JSON: key \"ground_truth\" appears twice in one object; which value is meant is ambiguous"},
+		{name: "object on the answer's path", file: "a.jsonl", content: `{"problem": "p", "x": {"rm": {"gt": "1"}, "rm": {"gt": "2"}}}` + "\n", opt: LoadOptions{AnswerField: "x.rm.gt"},
+			wantErr: "data: a.jsonl:1: malformed JSON: key \"rm\" appears twice in one object; which value is meant is ambiguous"},
+		{name: "named nested id", file: "a.jsonl", content: `{"problem": "p", "answer": "1", "meta": {"id": "a", "id": "b"}}` + "\n", opt: LoadOptions{IDField: "meta.id"},
+			wantErr: "data: a.jsonl:1: malformed JSON: key \"id\" appears twice in one object; which value is meant is ambiguous"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, tc.file, tc.content)
+			ds, err := Load(path, tc.opt)
+			if tc.wantErr != "" {
+				require.EqualError(t, err, strings.Replace(tc.wantErr, tc.file, path, 1))
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, ds.Problems, 1)
+			require.Equal(t, [2]string{"p", "1"}, [2]string{ds.Problems[0].Problem, ds.Problems[0].Answer})
+		})
+	}
+}
+
 func TestNewDataset(t *testing.T) {
 	ds := NewDataset("gen", []Problem{
 		{Problem: "a", Answer: "1"},
