@@ -59,16 +59,27 @@ func checkEmptyValues(c *command, fs *pflag.FlagSet, args []string) error {
 			errs = append(errs, fmt.Errorf("--%s is empty: want %s", f.Name, want[0]))
 		}
 	})
-	p := c.pathArgs
-	if p.sub != "" {
-		if len(args) == 0 || args[0] != p.sub {
-			args = nil
-		} else {
-			args = args[1:]
-		}
-	}
-	if p.name != "" && slices.Contains(args, "") {
+	if p := c.pathArgs; slices.Contains(p.paths(args), "") {
 		errs = append(errs, fmt.Errorf(`an empty %s argument (""): want %s`, p.name, p.want))
+	}
+	if len(errs) > 0 {
+		return usageError{errors.Join(errs...)}
+	}
+	return nil
+}
+
+// checkPathArgs refuses, as a usage error naming it and what it must be,
+// a positional path argument of c (its pathArgs) that does not exist, as
+// a path flag's missing value is refused (statFlag): `spiral plot
+// nope.json` exited 1 where `--model nope` exits 2. A path that is there
+// but cannot be read or used is left to the command (exit status 1).
+func checkPathArgs(c *command, args []string) error {
+	p := c.pathArgs
+	var errs []error
+	for _, path := range p.paths(args) {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("%s %s does not exist: want %s", p.name, path, p.want))
+		}
 	}
 	if len(errs) > 0 {
 		return usageError{errors.Join(errs...)}

@@ -789,7 +789,7 @@ func TestCompareEfficiencyHeadlineInterval(t *testing.T) {
 // with its values, as it lists the other flags; it left it out.
 func TestCompareUsageNamesEveryFlag(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	require.Equal(t, 2, run(context.Background(), []string{"compare", "a.json"}, &cliEnv{stdout: &stdout, stderr: &stderr}))
+	require.Equal(t, 2, run(context.Background(), append([]string{"compare"}, emptyFiles(t, "a.json")...), &cliEnv{stdout: &stdout, stderr: &stderr}))
 	require.Contains(t, stderr.String(), "usage: spiral compare [--out DIR] [--figures png|svg|pdf] [--max-k K] [--allow-different-problems] [--run LABEL=DIR ...] [REF.json OTHER.json ...]")
 }
 

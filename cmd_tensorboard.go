@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,10 +23,7 @@ func setupTensorBoard(*pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 		}
 		given := givenPaths{twice: "its events would be written twice"}
 		for _, dir := range args {
-			st, err := os.Stat(dir)
-			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("%s does not exist: want a training run's directory (the --out of spiral train or sft)", dir)
-			}
+			st, err := os.Stat(dir) // one missing is refused before (checkPathArgs)
 			if err != nil {
 				return err
 			}

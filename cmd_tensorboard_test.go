@@ -45,7 +45,7 @@ func TestTensorBoardCommand(t *testing.T) {
 		{"a file", []string{metrics}, exitUsage, "spiral tensorboard: " + metrics + " is a file: want a training run's directory (the --out of spiral train or sft), such as " + runDir + "\n"},
 		{"twice", []string{runDir, runDir + "/."}, exitUsage, "spiral tensorboard: " + runDir + " and " + runDir + "/. are one run directory, given twice: its events would be written twice\n"},
 		{"empty", []string{runDir, ""}, exitUsage, "spiral tensorboard: an empty RUN_DIR argument (\"\"): want a training run's directory (the --out of spiral train or sft)\n"},
-		{"absent", []string{filepath.Join(dir, "absent")}, exitFailure, "spiral tensorboard: " + filepath.Join(dir, "absent") + " does not exist: want a training run's directory (the --out of spiral train or sft)\n"},
+		{"absent", []string{filepath.Join(dir, "absent")}, exitUsage, "spiral tensorboard: RUN_DIR " + filepath.Join(dir, "absent") + " does not exist: want a training run's directory (the --out of spiral train or sft)\n"},
 		{"no log", []string{empty}, exitFailure, "spiral tensorboard: " + empty + " holds no metrics.jsonl (spiral train) or sft.jsonl (spiral sft): want the directory of a training run (its --out)\n"},
 		{"bad line", []string{bad}, exitFailure, "spiral tensorboard: rl: " + filepath.Join(bad, "sft.jsonl") + `:2: no "step" >= 1: want an sft step's or evaluation's line, as sft writes them` + "\n"},
 	} {

@@ -56,7 +56,7 @@ type command struct {
 	// ctx is then done: its run takes none).
 	stops bool
 	// pathArgs: the positional arguments that are paths, which run
-	// refuses empty (checkEmptyValues).
+	// refuses empty (checkEmptyValues) or missing (checkPathArgs).
 	pathArgs pathArgs
 }
 
@@ -65,6 +65,18 @@ type command struct {
 // where not "", is the subcommand they follow (data's inspect), the
 // first argument.
 type pathArgs struct{ name, want, sub string }
+
+// paths returns the arguments of args that are paths: none where p names
+// none, or where p.sub is not args' first; else all after p.sub.
+func (p pathArgs) paths(args []string) []string {
+	if p.name == "" || p.sub != "" && (len(args) == 0 || args[0] != p.sub) {
+		return nil
+	}
+	if p.sub != "" {
+		return args[1:]
+	}
+	return args
+}
 
 // cliEnv carries the process's standard streams to commands, and
 // release, which gives Ctrl-C and SIGTERM their default action back
@@ -189,6 +201,10 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 		return exitUsage
 	}
 	if err := checkEmptyValues(cmd, fs, fs.Args()); err != nil {
+		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
+		return exitUsage
+	}
+	if err := checkPathArgs(cmd, fs.Args()); err != nil {
 		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
 		return exitUsage
 	}

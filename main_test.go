@@ -53,15 +53,30 @@ func TestWithoutCancellation(t *testing.T) {
 	}
 }
 
+// emptyFiles makes empty files of the names in a temporary directory, the
+// arguments of a command refused for its flags before it reads them (a
+// missing one is refused first), and returns their paths.
+func emptyFiles(t *testing.T, names ...string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	paths := make([]string, len(names))
+	for i, name := range names {
+		paths[i] = filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(paths[i], nil, 0o644))
+	}
+	return paths
+}
+
 // TestCompareFigures: compare's --figures is the plots' extension, one of
 // png, svg and pdf; a value that merely ends in one ("a.svg", ".png")
 // would name files such as passk.a.svg or passk..png, and is refused
 // before any report is read.
 func TestCompareFigures(t *testing.T) {
+	reports := emptyFiles(t, "a.json", "b.json")
 	for _, figures := range []string{"jpg", "", "a.svg", ".png", "x.pdf"} {
 		t.Run(figures, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), []string{"compare", "--figures", figures, "a.json", "b.json"}, &cliEnv{stdout: &stdout, stderr: &stderr})
+			code := run(context.Background(), append([]string{"compare", "--figures", figures}, reports...), &cliEnv{stdout: &stdout, stderr: &stderr})
 			require.Equal(t, exitUsage, code, stderr.String())
 			require.Contains(t, stderr.String(), fmt.Sprintf("--figures %q: want png, svg or pdf", figures))
 		})
@@ -611,7 +626,7 @@ func TestCountFlagBounds(t *testing.T) {
 		{[]string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB"}, []string{"rows", "tokens", "lora-rank", "gen-rows", "gen-capacity"}, nil},
 		{[]string{"data"}, []string{"problems", "min-operands", "max-operands", "min-operand", "max-operand"}, []string{"synth"}},
 		{[]string{"init-model", "--out", filepath.Join(out, "m")}, []string{"layers", "hidden", "heads", "kv-heads", "head-dim", "intermediate", "vocab", "max-positions"}, nil},
-		{[]string{"compare"}, []string{"max-k"}, []string{"a.json", "b.json"}},
+		{[]string{"compare"}, []string{"max-k"}, emptyFiles(t, "a.json", "b.json")},
 		{[]string{"artifacts"}, []string{"lora-rank"}, nil},
 		{[]string{"version"}, []string{"threads"}, nil},
 	}
@@ -785,6 +800,41 @@ func TestEmptyPathRefused(t *testing.T) {
 			require.Equal(t, fmt.Sprintf("spiral %s: --%s is empty: want %s\n", c.name, f.Name, want[0]), stderr.String(), "%q", args)
 		})
 	}
+}
+
+// TestMissingPathArgRefused: a positional path argument that does not
+// exist is a usage error (exit 2) naming it and what it must be, in every
+// command taking one, before any work, as a missing --model or --data
+// is; `spiral plot nope.json` said "open nope.json: no such file or
+// directory" with exit 1.
+func TestMissingPathArgRefused(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	report := filepath.Join(dir, "report.json")
+	require.NoError(t, os.WriteFile(report, []byte("{}"), 0o644))
+	nope := filepath.Join(dir, "nope")
+	const wantReport = "an eval report (spiral eval's MODE.json)"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plot", nope}, "spiral plot: REPORT.json " + nope + " does not exist: want " + wantReport},
+		{[]string{"plot", "--out", filepath.Join(dir, "p.png"), report, nope}, "spiral plot: REPORT.json " + nope + " does not exist: want " + wantReport},
+		{[]string{"compare", report, nope, nope + "2"}, "spiral compare: REPORT.json " + nope + " does not exist: want " + wantReport + "\nREPORT.json " + nope + "2 does not exist: want " + wantReport},
+		{[]string{"tensorboard", dir, nope}, "spiral tensorboard: RUN_DIR " + nope + " does not exist: want a training run's directory (the --out of spiral train or sft)"},
+		{[]string{"data", "inspect", nope}, "spiral data: FILE " + nope + " does not exist: want a JSONL, JSON or Parquet data file"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want+"\n", stderr.String(), "%q", tc.args)
+	}
+	// A file that is there but is bad stays a failure (exit 1).
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"plot", "--out", filepath.Join(dir, "p.png"), report}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitFailure, code, stderr.String())
+	require.Contains(t, stderr.String(), report)
+	require.NoFileExists(t, filepath.Join(dir, "p.png"))
 }
 
 // TestEmptyStringFlagRefused: a flag that is not a path but whose empty

@@ -1295,8 +1295,8 @@ func TestCompare(t *testing.T) {
 	r = spiral(t, nil, "compare", filepath.Join(dir, "a.json"))
 	require.Equal(t, 2, r.code)
 	r = spiral(t, nil, "compare", filepath.Join(dir, "a.json"), filepath.Join(dir, "missing.json"))
-	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "missing.json")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "spiral compare: REPORT.json "+filepath.Join(dir, "missing.json")+" does not exist: want an eval report")
 }
 
 // TestCompareRuns: compare --run summarises runs alone; a step that

@@ -307,7 +307,8 @@ func TestMalformedInputs(t *testing.T) {
 			"export", "--format", "hf", "--model", shallow, "--checkpoint", noID, "--out", f.path("exp-noid-hf")),
 		// Reports.
 		fail("not a report", []string{"notreport.json", "not a spiral eval report"}, "plot", notReport),
-		fail("missing report", []string{f.path("absent.json")}, "plot", f.path("absent.json")),
+		usage("missing report", "REPORT.json "+f.path("absent.json")+" does not exist: want an eval report", "plot", f.path("absent.json")),
+		usage("missing data file", "FILE "+f.path("absent.jsonl")+" does not exist: want a JSONL, JSON or Parquet data file", "data", "inspect", f.path("absent.jsonl")),
 		fail("compare: pass@k report without points", []string{"nopoints.json", `"points" is empty`}, "compare", passk, noPoints),
 		fail("compare: RSA reference without steps", []string{"nosteps.json", `"steps" is empty`}, "compare", noSteps, rsa),
 		fail("compare: sequential report without points", []string{"nobudgets.json", `"points" is empty`}, "compare", noBudgets, noBudgets2),
