@@ -138,16 +138,17 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 	}
 }
 
-// checkRunDir refuses a --run (given as arg) whose dir does not exist,
-// is a file, such as an eval report, or is a directory without a
-// metrics.jsonl, such as an eval's --out: not a training run's
-// directory (one whose metrics.jsonl a killed --fresh left in
-// .previous-pending says so: rl.AsidePending). A path that cannot be read otherwise is left to
+// checkRunDir refuses a --run (given as arg) whose dir does not exist or
+// is a file, such as an eval report (usage errors, as a missing path
+// flag is), or is a directory without a metrics.jsonl, such as an eval's
+// --out: not a training run's directory (one whose metrics.jsonl a
+// killed --fresh left in .previous-pending says so: rl.AsidePending). A
+// path that cannot be read otherwise is left to
 // rl.ReadRunCurves, which names it.
 func checkRunDir(arg, dir string) error {
 	st, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("--run %s: %s does not exist: want a training run's directory (train's --out)", arg, dir)
+		return usageError{fmt.Errorf("--run %s: %s does not exist: want a training run's directory (train's --out)", arg, dir)}
 	}
 	if err != nil {
 		return nil
