@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/atomicfile"
@@ -100,9 +101,12 @@ func makeParentDir(flag, path string) error {
 	return nil
 }
 
-// outError wraps err, from making the directory of a flag's path or a
-// stage in it (os.MkdirAll), with the flag and path; where it failed on
-// a symbolic link that leads nowhere, it says so (linkLeadsNowhere).
+// outError wraps err, from making or reading the directory of a flag's
+// path or a stage in it (os.MkdirAll), with the flag and path; where it
+// failed on a symbolic link that leads nowhere, it says so
+// (linkLeadsNowhere). A file where the path wants a directory (ENOTDIR:
+// --out naming a file, or a path under one) is a bad value of the flag,
+// a usage error, as a missing input path is.
 func outError(flag, path string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) && pe.Op == "mkdir" && errors.Is(pe.Err, fs.ErrExist) {
@@ -110,7 +114,11 @@ func outError(flag, path string, err error) error {
 			return lerr
 		}
 	}
-	return fmt.Errorf("%s %s: %w", flag, path, err)
+	err = fmt.Errorf("%s %s: %w", flag, path, err)
+	if errors.Is(err, syscall.ENOTDIR) {
+		return usageError{err}
+	}
+	return err
 }
 
 // refuseBrokenLink refuses, before any work, a directory dir to be made
@@ -244,7 +252,7 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, tra
 		case err == nil:
 			return nil, false, usageError{fmt.Errorf("--out %s: %s already exists and differs from %s, which the export of %s needs beside it (another model's?): give --overwrite to replace it, or another --out", out, f.to, f, r.onnx)}
 		case !errors.Is(err, fs.ErrNotExist):
-			return nil, false, fmt.Errorf("--out: %w", err)
+			return nil, false, outError("--out", out, err)
 		}
 		files = append(files, f)
 	}

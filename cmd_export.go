@@ -328,7 +328,7 @@ func exportForeignFiles(format, dir, base, src string) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--out: %w", err)
+		return nil, outError("--out", dir, err)
 	}
 	beside := model.SameFile(dir, filepath.Dir(src))
 	var names []string

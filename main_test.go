@@ -927,8 +927,9 @@ func twoPassKReports(t *testing.T, dir string) []string {
 	return reps
 }
 
-// TestCompareOutNotADirectory: compare's --out that is a file fails
-// (exit 1) naming the flag and its value once, as train's and eval's do;
+// TestCompareOutNotADirectory: compare's --out that is a file is a usage
+// error (exit 2) naming the flag and its value once, as train's and
+// eval's are;
 // it said "spiral compare: compare: --out: mkdir F: not a directory".
 func TestCompareOutNotADirectory(t *testing.T) {
 	dir := t.TempDir()
@@ -937,8 +938,40 @@ func TestCompareOutNotADirectory(t *testing.T) {
 	reps := twoPassKReports(t, dir)
 	var stderr bytes.Buffer
 	code := run(context.Background(), append([]string{"compare", "--out", file}, reps...), &cliEnv{stdout: io.Discard, stderr: &stderr})
-	require.Equal(t, exitFailure, code, stderr.String())
+	require.Equal(t, exitUsage, code, stderr.String())
 	require.True(t, strings.HasPrefix(stderr.String(), fmt.Sprintf("spiral compare: --out %s: ", file)), stderr.String())
+}
+
+// TestOutUnderAFile: an --out (or --sync-dir) that is a file, or lies
+// under one, where a directory is wanted, is a usage error naming the
+// flag and path, in every command that writes one; it failed with exit 1
+// ("--out F: mkdir F: not a directory"), and export's said "--out: open
+// F/x: not a directory", naming no --out.
+func TestOutUnderAFile(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	under := filepath.Join(file, "x")
+	reps := twoPassKReports(t, dir)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"init-model", "--out", file}, "spiral init-model: --out " + file + ": mkdir " + file + ": not a directory"},
+		{[]string{"train", "--out", file, "--steps", "1", "--quiet"}, "spiral train: --out " + file + ": mkdir " + file + ": not a directory"},
+		{[]string{"sft", "--out", file, "--steps", "1", "--quiet"}, "spiral sft: --out " + file + ": mkdir " + file + ": not a directory"},
+		{[]string{"eval", "--out", file, "--limit", "1", "--quiet"}, "spiral eval: --out " + file + ": mkdir " + file + ": not a directory"},
+		{[]string{"data", "synth", "--problems", "1", "--out", filepath.Join(under, "p.jsonl")}, "spiral data: --out " + filepath.Join(under, "p.jsonl") + ": mkdir " + file + ": not a directory"},
+		{append([]string{"plot", "--out", filepath.Join(under, "p.png")}, reps...), "spiral plot: --out " + filepath.Join(under, "p.png") + ": mkdir " + file + ": not a directory"},
+		{append([]string{"compare", "--out", file}, reps...), "spiral compare: --out " + file + ": mkdir " + file + ": not a directory"},
+		{[]string{"export", "--format", "hf", "--out", under}, "spiral export: --out " + under + ": open " + under + ": not a directory"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want+"\n", stderr.String(), "%q", tc.args)
+	}
 }
 
 // TestUndetectedFormatNamesTheFlag: a data file whose format neither its

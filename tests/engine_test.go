@@ -411,7 +411,7 @@ func TestEngineFailures(t *testing.T) {
 			want: []string{"answered token id -5 (completion token 0 of 2), outside the model's vocabulary of 49 ids"}, calls: 1, longest: 10 * time.Second},
 		// Training refuses them before the learner sees them.
 		// A --sync-dir that cannot be made is named as the flag.
-		{name: "sync dir not a directory", train: true, answer: ids("[3, 4]"), args: []string{"--sync-dir", "/dev/null/sync"}, code: 1,
+		{name: "sync dir not a directory", train: true, answer: ids("[3, 4]"), args: []string{"--sync-dir", "/dev/null/sync"}, code: 2,
 			want: []string{"spiral train: --sync-dir /dev/null/sync: mkdir /dev/null: not a directory\n"}, longest: time.Minute},
 		{name: "token id beyond the vocabulary in training", train: true, answer: ids("[99999]"), code: 1,
 			want: []string{"answered token id 99999 (completion token 0 of 1), outside the model's vocabulary of 49 ids [0, 49)"}, longest: time.Minute},

@@ -294,7 +294,7 @@ func TestMalformedInputs(t *testing.T) {
 		usage("missing held-out data", "--eval-data "+f.path("absent-eval.jsonl")+": no such file or directory", train("--data", data, "--eval-data", f.path("absent-eval.jsonl"))...),
 		fail("held-out data read with --data's field flags", []string{"--eval-data", "ok.jsonl:1", `id field "key"`, "read with the --problem-field, --answer-field, --id-field and --format given for --data"}, train("--data", keyed, "--id-field", "key", "--eval-data", data)...),
 		usage("missing template", "--search-template "+f.path("absent.txt")+": no such file or directory", train("--data", data, "--search-template", f.path("absent.txt"))...),
-		fail("eval output that is a file", []string{"--out " + data, "not a directory"}, "eval", "--model", good, "--out", data, "--quiet"),
+		usage("eval output that is a file", "--out "+data+": mkdir "+data+": not a directory", "eval", "--model", good, "--out", data, "--quiet"),
 		usage("eval output empty", "--out is empty", "eval", "--model", good, "--out", "", "--quiet"),
 		// Checkpoints.
 		fail("checkpoint of another model", []string{"was trained from", "--model " + other}, "eval", "--model", other, "--checkpoint", ckpt, "--quiet"),

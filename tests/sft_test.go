@@ -155,8 +155,9 @@ func TestSFTSkippedUpdateSteps(t *testing.T) {
 	require.Equal(t, []int{1, 2, 3, 4}, steps, "%s", b)
 }
 
-// TestSFTOutIsAFile: an --out that is a file is an error naming the flag,
-// as init-model's is (it said only "mkdir PATH: not a directory").
+// TestSFTOutIsAFile: an --out that is a file is a usage error (exit 2)
+// naming the flag, as init-model's is (it said only "mkdir PATH: not a
+// directory").
 func TestSFTOutIsAFile(t *testing.T) {
 	requireRuntime(t)
 	f := fixtures{dir: t.TempDir()}
@@ -164,7 +165,7 @@ func TestSFTOutIsAFile(t *testing.T) {
 	out := f.path("file")
 	require.NoError(t, os.WriteFile(out, []byte("not a directory"), 0o644))
 	r := spiral(t, nil, "sft", "--model", good, "--out", out, "--steps", "1", "--batch", "2", "--eval-problems", "2", "--quiet")
-	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "spiral sft: --out "+out+": mkdir "+out+": not a directory")
 }
 
