@@ -103,7 +103,7 @@ func flagsCommand[F any, PF commandFlags[F]](fs *pflag.FlagSet, run func(context
 	f.register(fs)
 	return func(ctx context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 {
-			return usageError{unexpectedArgs{args, ""}}
+			return usageError{unexpectedArgs{args: args}}
 		}
 		if err := f.validate(); err != nil {
 			return usageError{err}

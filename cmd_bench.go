@@ -197,8 +197,13 @@ func setupBench(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 		switch {
 		case len(args) == 0:
 			return usageError{errors.New(want)}
-		case len(args) > 1 || (args[0] != "train" && args[0] != "generate"):
-			return usageError{fmt.Errorf("%s, not %q", want, strings.Join(args, " "))}
+		case args[0] != "train" && args[0] != "generate":
+			// run names a flag that args[0] directly follows whose value
+			// may be left out (`bench --shared-arena maybe train`).
+			return usageError{unexpectedArgs{args: args, takes: "train or generate", msg: fmt.Sprintf("%s, not %q", want, strings.Join(args, " "))}}
+		case len(args) > 1:
+			// `bench train --shared-arena maybe`, likewise.
+			return usageError{unexpectedArgs{args: args[1:], takes: "none after " + args[0], msg: fmt.Sprintf("%s, not %q", want, strings.Join(args, " "))}}
 		}
 		if err := f.validate(args[0]); err != nil {
 			return usageError{err}

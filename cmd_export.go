@@ -52,7 +52,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		const usage = " (usage: spiral export --checkpoint DIR --out PATH [--format onnx|hf|peft] [--model SOURCE])"
 		switch {
 		case len(args) > 0:
-			return usageError{unexpectedArgs{args, usage}}
+			return usageError{unexpectedArgs{args: args, usage: usage}}
 		case *out == "":
 			return usageError{errors.New("--out is required: the .onnx file to write (--format onnx), or the directory (hf, peft)" + usage)}
 		case *ckpt == "" && *format != "hf":

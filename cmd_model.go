@@ -39,7 +39,7 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 	return func(ctx context.Context, env *cliEnv, args []string) (err error) {
 		const usage = " (usage: spiral init-model --out DIR [flags])"
 		if len(args) > 0 {
-			return usageError{unexpectedArgs{args, usage}}
+			return usageError{unexpectedArgs{args: args, usage: usage}}
 		}
 		if *out == "" {
 			return usageError{errors.New("--out is required: the directory to write the model in" + usage)}
@@ -231,7 +231,7 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 	markNonEmpty(fs, "out", "the directory to write the graphs in (leave --out out for artifacts/ beside the model)")
 	return func(ctx context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 {
-			return usageError{unexpectedArgs{args, ""}}
+			return usageError{unexpectedArgs{args: args}}
 		}
 		arts, err := pf.artifacts()
 		if err != nil {

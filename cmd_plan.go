@@ -70,7 +70,7 @@ func setupPlan(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 	f.register(fs)
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		if len(args) != 0 {
-			return usageError{unexpectedArgs{args, ""}}
+			return usageError{unexpectedArgs{args: args}}
 		}
 		budget, err := f.validate()
 		if err != nil {

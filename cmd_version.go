@@ -19,7 +19,7 @@ func setupVersion(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 	rf.register(fs)
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 {
-			return usageError{unexpectedArgs{args, ""}}
+			return usageError{unexpectedArgs{args: args}}
 		}
 		if err := rf.validate(); err != nil {
 			return usageError{err}

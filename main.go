@@ -95,13 +95,20 @@ func (e usageError) Unwrap() error { return e.err }
 // unexpectedArgs is the error of positional arguments args that a
 // command does not take; usage, where not "", follows its message. run
 // names the flag that the first of them directly follows where that
-// flag's value may be left out (strayValue).
+// flag's value may be left out (strayValue), saying what the command
+// takes there: takes, where not "" (bench's "train or generate"), else
+// none. msg, where not "", is the message where no flag is at fault, in
+// place of "unexpected arguments".
 type unexpectedArgs struct {
-	args  []string
-	usage string
+	args       []string
+	usage      string
+	takes, msg string
 }
 
 func (e unexpectedArgs) Error() string {
+	if e.msg != "" {
+		return e.msg + e.usage
+	}
 	return fmt.Sprintf("unexpected arguments %q%s", e.args, e.usage)
 }
 
@@ -212,7 +219,11 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 		var ua unexpectedArgs
 		if errors.As(err, &ua) {
 			if stray := strayValue(fs, args, ua.args[0]); stray != "" {
-				err = usageError{fmt.Errorf("%s, and spiral %s takes none%s", stray, cmd.name, ua.usage)}
+				takes := ua.takes
+				if takes == "" {
+					takes = "none"
+				}
+				err = usageError{fmt.Errorf("%s, and spiral %s takes %s%s", stray, cmd.name, takes, ua.usage)}
 			}
 		}
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {

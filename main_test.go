@@ -2669,6 +2669,13 @@ func TestStrayArgumentAfterFlag(t *testing.T) {
 		{[]string{"init-model", "--out", dir, "--overwrite", "yes"}, `spiral init-model: --overwrite yes: a value of --overwrite goes after "=" (--overwrite=true or --overwrite=false); without it "yes" is read as an argument, and spiral init-model takes none (usage: spiral init-model --out DIR [flags])`},
 		{[]string{"plan", "--model", "qwen3-4b", "--json", "yes"}, `spiral plan: --json yes: a value of --json goes after "=" (--json=true or --json=false); without it "yes" is read as an argument, and spiral plan takes none`},
 		{[]string{"plan", "--model", "qwen3-4b", "yes"}, `spiral plan: unexpected arguments ["yes"]`},
+		// bench takes its subcommand alone; it said "want `spiral bench
+		// train` or `spiral bench generate`, not \"train maybe\"".
+		{[]string{"bench", "train", "--shared-arena", "maybe"}, `spiral bench: --shared-arena maybe: a value of --shared-arena goes after "=" (--shared-arena=true, --shared-arena=false or --shared-arena=auto); without it "maybe" is read as an argument, and spiral bench takes none after train`},
+		{[]string{"bench", "--shared-arena", "maybe", "generate"}, `spiral bench: --shared-arena maybe: a value of --shared-arena goes after "=" (--shared-arena=true, --shared-arena=false or --shared-arena=auto); without it "maybe" is read as an argument, and spiral bench takes train or generate`},
+		{[]string{"bench", "generate", "--deterministic", "yes"}, `spiral bench: --deterministic yes: a value of --deterministic goes after "=" (--deterministic=true or --deterministic=false); without it "yes" is read as an argument, and spiral bench takes none after generate`},
+		{[]string{"bench", "train", "--seed", "2", "maybe"}, "spiral bench: want `spiral bench train` or `spiral bench generate`, not \"train maybe\""},
+		{[]string{"bench", "--seed", "2", "maybe"}, "spiral bench: want `spiral bench train` or `spiral bench generate`, not \"maybe\""},
 		// Not after such a flag: as before.
 		{[]string{"eval", "--seed", "2", "maybe"}, `spiral eval: unexpected arguments ["maybe"]`},
 		{[]string{"eval", "--shared-arena=true", "maybe"}, `spiral eval: unexpected arguments ["maybe"]`},
