@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -69,15 +70,16 @@ func checkEmptyValues(c *command, fs *pflag.FlagSet, args []string) error {
 }
 
 // checkPathArgs refuses, as a usage error naming it and what it must be,
-// a positional path argument of c (its pathArgs) that does not exist, as
-// a path flag's missing value is refused (statFlag): `spiral plot
-// nope.json` exited 1 where `--model nope` exits 2. A path that is there
-// but cannot be read or used is left to the command (exit status 1).
+// a positional path argument of c (its pathArgs) that does not exist
+// (under a file too: ENOTDIR), as a path flag's missing value is refused
+// (statFlag): `spiral plot nope.json` exited 1 where `--model nope`
+// exits 2. A path that is there but cannot be read or used is left to
+// the command (exit status 1).
 func checkPathArgs(c *command, args []string) error {
 	p := c.pathArgs
 	var errs []error
 	for _, path := range p.paths(args) {
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			errs = append(errs, fmt.Errorf("%s %s does not exist: want %s", p.name, path, p.want))
 		}
 	}
