@@ -17,6 +17,9 @@ import (
 	"github.com/spiral-rl/spiral/model/atomicfile"
 )
 
+// dataFileWant is what data inspect's FILE must be.
+const dataFileWant = "a JSONL, JSON or Parquet data file"
+
 const dataUsage = "usage: spiral data inspect FILE | spiral data synth [--split test] [--problems 128] [--max-operand 5] ... [--out FILE]"
 
 func setupData(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
@@ -32,6 +35,9 @@ func setupData(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 			}
 			if err := df.opt.Validate(); err != nil {
 				return usageError{err}
+			}
+			if err := inputFile("FILE", args[1], dataFileWant); err != nil {
+				return err
 			}
 			return data.Inspect(env.stdout, args[1], df.opt)
 		case len(args) == 1 && args[0] == "synth":

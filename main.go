@@ -126,7 +126,7 @@ func commands() []command {
 		{"plan", "predict the memory of a training step and of generation, and the largest shapes that fit", "spiral plan --model MODEL [flags]", setupPlan, false, pathArgs{}},
 		{"plot", "overlay eval reports of one mode in one figure, PNG, SVG or PDF (e.g. base vs trained)", "spiral plot [flags] REPORT.json [REPORT.json ...]   (reports of one eval mode)", setupPlot, false, pathArgs{"REPORT.json", "an eval report (spiral eval's MODE.json)", ""}},
 		{"tensorboard", "write training runs' logs (metrics.jsonl and eval.jsonl, or sft.jsonl) as TensorBoard event files in each run's tensorboard/", "spiral tensorboard RUN_DIR [RUN_DIR ...]   (the --out of spiral train or spiral sft)", setupTensorBoard, false, pathArgs{"RUN_DIR", "a training run's directory (the --out of spiral train or sft)", ""}},
-		{"data", "inspect a dataset file (spiral data inspect FILE) or write the synthetic task's problems (spiral data synth)", "spiral data inspect FILE [flags] | spiral data synth [flags]", setupData, false, pathArgs{"FILE", "a JSONL, JSON or Parquet data file", "inspect"}},
+		{"data", "inspect a dataset file (spiral data inspect FILE) or write the synthetic task's problems (spiral data synth)", "spiral data inspect FILE [flags] | spiral data synth [flags]", setupData, false, pathArgs{"FILE", dataFileWant, "inspect"}},
 		{"version", "print the versions of spiral, ONNX Runtime and tokenizers", "spiral version [flags]", setupVersion, false, pathArgs{}},
 	}
 }

@@ -978,6 +978,17 @@ func TestOutUnderAFile(t *testing.T) {
 	}
 }
 
+// TestDataInspectDirectory: spiral data inspect DIR is a usage error
+// naming the argument and what it must be, as --data DIR is; it said
+// "data: DIR: is a directory, want a data file" (exit 1).
+func TestDataInspectDirectory(t *testing.T) {
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"data", "inspect", dir}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral data: FILE "+dir+" is a directory: want a JSONL, JSON or Parquet data file\n", stderr.String())
+}
+
 // TestUndetectedFormatNamesTheFlag: a data file whose format neither its
 // extension nor its content tells is refused with the flag that sets it,
 // as the other hints of the loader name theirs; it said "set the format
