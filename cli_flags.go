@@ -146,9 +146,16 @@ func (f *runtimeFlags) options(warn io.Writer) model.RuntimeOptions {
 		Deterministic: f.deterministic, CUDAOptions: f.cudaOptions, Arena: f.arena, Warn: warn}
 }
 
-// validate checks the runtime flags without loading anything.
+// validate checks the runtime flags without loading anything: an
+// --ort-lib that is missing or a directory is a bad value of the flag,
+// as every input path flag's is.
 func (f *runtimeFlags) validate() error {
 	var errs []error
+	if f.ortLib != "" {
+		if err := inputFile("--ort-lib", f.ortLib, "the ONNX Runtime shared library"); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	dev, _, err := model.ParseDevice(f.device)
 	if strings.TrimSpace(f.device) == "" {
 		// The library's "" is the CPU; the flag's default says cpu, so

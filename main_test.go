@@ -978,6 +978,31 @@ func TestOutUnderAFile(t *testing.T) {
 	}
 }
 
+// TestOrtLibMissing: an --ort-lib that does not exist, or is a
+// directory, is a usage error naming the flag, as every other input path
+// flag's is, in every command that runs a model; it failed with exit 1
+// ("model: ONNX Runtime library F (from --ort-lib): no such file").
+func TestOrtLibMissing(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	nope := filepath.Join(dir, "libnope.so")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"version", "--ort-lib", nope}, "spiral version: --ort-lib " + nope + ": no such file or directory"},
+		{[]string{"version", "--ort-lib", dir}, "spiral version: --ort-lib " + dir + " is a directory: want the ONNX Runtime shared library"},
+		{[]string{"eval", "--ort-lib", nope}, "spiral eval: --ort-lib " + nope + ": no such file or directory"},
+		{[]string{"generate", "--ort-lib", nope, "hi"}, "spiral generate: --ort-lib " + nope + ": no such file or directory"},
+		{[]string{"bench", "train", "--ort-lib", nope}, "spiral bench: --ort-lib " + nope + ": no such file or directory"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want+"\n", stderr.String(), "%q", tc.args)
+	}
+}
+
 // TestDataInspectDirectory: spiral data inspect DIR is a usage error
 // naming the argument and what it must be, as --data DIR is; it said
 // "data: DIR: is a directory, want a data file" (exit 1).

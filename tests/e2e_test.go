@@ -237,8 +237,8 @@ func TestMissingRuntime(t *testing.T) {
 		require.Contains(t, r.stderr, want)
 	}
 	r = spiral(t, nil, "version", "--ort-lib", "/nonexistent/flag.so")
-	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "/nonexistent/flag.so (from --ort-lib): no such file")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "spiral version: --ort-lib /nonexistent/flag.so: no such file or directory")
 	// A library named without a directory is the file in the working
 	// directory, as every other path argument is (the system loader would
 	// search its library path for a bare name instead).
