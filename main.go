@@ -62,18 +62,19 @@ type command struct {
 
 // pathArgs describes a command's positional arguments that are paths:
 // name, as its usage line names one, and want, what it must be; sub,
-// where not "", is the subcommand they follow (data's inspect), the
-// first argument.
+// where not "", is the subcommand that the one path follows (data's
+// inspect), the first argument.
 type pathArgs struct{ name, want, sub string }
 
 // paths returns the arguments of args that are paths: none where p names
-// none, or where p.sub is not args' first; else all after p.sub.
+// none, or where p.sub is not args' first; else the one after p.sub
+// (more are the subcommand's usage error), or all where p has no sub.
 func (p pathArgs) paths(args []string) []string {
 	if p.name == "" || p.sub != "" && (len(args) == 0 || args[0] != p.sub) {
 		return nil
 	}
 	if p.sub != "" {
-		return args[1:]
+		return args[1:min(2, len(args))]
 	}
 	return args
 }
