@@ -1201,8 +1201,9 @@ func startsRelation(s string) bool {
 }
 
 // joinable reports whether the text between two boxes or math spans only
-// separates answers: spacing, punctuation, or a few words including "and"
-// or "or" or a comma, in one sentence (", so t = 24. " ends one). Between
+// separates answers: spacing (on one line between math spans),
+// punctuation, or a few words including "and" or "or" or a comma, in one
+// sentence (", so t = 24. " ends one). Between
 // math spans (words only) no other word may stand: spans in prose are
 // mostly steps ("$6$ witches and $10$ sorcerers, so there were $6 \cdot
 // 10 = 60$"), while boxes are answers ("\boxed{1} papers and \boxed{2}
@@ -1237,7 +1238,11 @@ func joinable(gap string, words bool) bool {
 		i = j
 	}
 	if n == 0 && !hasMath {
-		return true
+		// Math spans on separate lines with nothing but spacing between
+		// are steps ("...\pmod{7}$\n$6^{83}+8^{83} \equiv 35
+		// \pmod{49}$"); a comma or semicolon still lists them, and boxes
+		// are answers on any line.
+		return words || conj || !strings.Contains(g, "\n")
 	}
 	return conj && n <= 5 && (words || other == 0) && !endsSentence(g)
 }

@@ -578,6 +578,10 @@ func TestExtract(t *testing.T) {
 		// does: the spans are steps, not one answer (they were joined).
 		{"spans in two sentences, full stop inside the dollars", "So $x=38.$\n$780-38 = 742$.", "780-38 = 742", true},
 		{"spans in two sentences, full stop inside and a space", "We get $a = 2.$ $b = 5$.", "b = 5", true},
+		// Spans on separate lines with nothing between them are steps, not
+		// one answer (they were joined into a list of the two lines).
+		{"spans on separate lines", "Hence $6^{82} \\equiv 6 \\pmod{7}$\n$6^{83}+8^{83} \\equiv 35 \\pmod{49}$", `6^{83}+8^{83} \equiv 35 \pmod{49}`, true},
+		{"spans on separate lines joined by a comma", "The roots are $1$,\n$2$", "1, 2", true},
 		{"span ending in an ellipsis is joined", "The terms are $1, 2, \\ldots$ and $n$.", `1, 2, \ldots, n`, true},
 		{"thousands in text", "the total is 1,234,567 dollars", "1234567", true},
 		{"decimal comma", "Soit 2,5 litres", "2.5", true},
