@@ -187,8 +187,10 @@ func Extract(response string) (string, bool) { return Config{}.Extract(response)
 //     wins);
 //  2. the last "the answer is ..." / "Answer: ..." sentence;
 //  3. unless NoFallback, the last LaTeX math span or plain number (see
-//     Targets); spans separated only by spacing, punctuation, "and" or
-//     "or" are joined, but not across other words, which make them steps.
+//     Targets); spans separated only by spacing on one line, punctuation,
+//     "and" or "or" are joined, but not across other words, which make
+//     them steps, nor equations of different left-hand sides ("$k-1=1$
+//     and $k=2$" answers k=2).
 //
 // Within a sentence the last math span or number is taken, before a
 // clause that explains it (", which ...", " (since ...)", " because
@@ -1300,12 +1302,34 @@ func (g spanGroup) text(spans []mathSpan) string {
 	return strings.Join(parts, ", ")
 }
 
+// otherEquations reports whether math spans a and b are equations of
+// different left-hand sides: the first is a step that gives an
+// intermediate quantity, not part of one answer with the second ("$k-1=1,$
+// and $k=2.$", "$-2C = 1176$ and $|C| = 588$"), while equations of one
+// left-hand side ("$x = 1$ or $x = -2$") list its values.
+func otherEquations(a, b string) bool {
+	la, oka := leftSide(a)
+	lb, okb := leftSide(b)
+	return oka && okb && la != lb
+}
+
+// leftSide returns the text before an equation's first "=", without
+// spacing, and whether t is an equation (not "<=", ">=" or "!=").
+func leftSide(t string) (string, bool) {
+	i := strings.IndexByte(t, '=')
+	if i <= 0 || strings.IndexByte("<>!", t[i-1]) >= 0 {
+		return "", false
+	}
+	l := strings.Join(strings.Fields(t[:i]), "")
+	return l, l != ""
+}
+
 // groupSpans joins runs of math spans with joinable gaps.
 func groupSpans(s string, spans []mathSpan) []spanGroup {
 	var out []spanGroup
 	for k := 0; k < len(spans); {
 		j := k
-		for j+1 < len(spans) && joinable(s[spans[j].end:spans[j+1].start], false) && !endsInside(s, spans[j]) && j-k+1 < maxJoined {
+		for j+1 < len(spans) && joinable(s[spans[j].end:spans[j+1].start], false) && !endsInside(s, spans[j]) && !otherEquations(spans[j].text, spans[j+1].text) && j-k+1 < maxJoined {
 			j++
 		}
 		blank := true

@@ -571,8 +571,14 @@ func TestExtract(t *testing.T) {
 		{"inline math", "We get $\\frac{1}{2}$.", `\frac{1}{2}`, true},
 		{"display math", "$$x^2$$", "x^2", true},
 		// Spans joined keep no punctuation of the sentence inside their
-		// dollars: "$k-1=1,$ and $k=2.$" read "k-1=1,, k=2.".
-		{"joined spans ending in punctuation", "Thus, $k-1=1,$ and $k=2.$", "k-1=1, k=2", true},
+		// dollars: "$x=1,$ or $x=2.$" read "x=1,, x=2.".
+		{"joined spans ending in punctuation", "Thus, $x=1,$ or $x=2.$", "x=1, x=2", true},
+		// An equation of an intermediate quantity is a step before the
+		// equation of another left-hand side, not part of one answer
+		// (MATH-500 intermediate_algebra/894, gold 2: "k-1=1, k=2").
+		{"equations of different left-hand sides", "Thus, $k-1=1,$ and $k=2.$", "k=2.", true},
+		{"equations of different left-hand sides, no punctuation", "so $-2C = 1176$ and $|C| = 588$", "|C| = 588", true},
+		{"equations of one variable are joined", "so $x = 1$ and $x = -2$", "x = 1, x = -2", true},
 		{"joined spans ending in a semicolon", "The roots are $1;$ or $2$.", "1, 2", true},
 		// A full stop inside the dollars ends the sentence as one outside
 		// does: the spans are steps, not one answer (they were joined).
