@@ -932,8 +932,10 @@ func clauseEnd(s string) int {
 			}
 			// "12 because ...", "odd because ...", "12 cm because ...";
 			// after more words the sentence has gone on from its answer
-			// ("thus $1860$ leaving us with a final answer of $860$").
-			return clauseWords[word] && words <= 2
+			// ("thus $1860$ leaving us with a final answer of $860$"),
+			// and "which is" a value alone restates the answer in its
+			// final form ("$\frac{225}{676}$ which is $901$").
+			return clauseWords[word] && words <= 2 && !(word == "which" && restatesValue(s[w+1:]))
 		}
 		if i == 0 || !((ch == ',' || ch == ';') && i+1 < len(s) && s[i+1] == ' ' || ch == '(' && s[i-1] == ' ') {
 			return false
@@ -959,6 +961,23 @@ func clauseEnd(s string) int {
 		return e - 1 // before the space that opens the clause
 	}
 	return e
+}
+
+// restatesValue reports whether s, the rest of a sentence after "which",
+// is "is" or "equals" and one value alone: a math span or a decimal
+// ("is $901$.", "is 901").
+func restatesValue(s string) bool {
+	v, ok := strings.CutPrefix(s, "is ")
+	if !ok {
+		if v, ok = strings.CutPrefix(s, "equals "); !ok {
+			return false
+		}
+	}
+	v = strings.TrimSpace(strings.TrimRight(strings.TrimSpace(v), ".!"))
+	if len(v) > 2 && v[0] == '$' && v[len(v)-1] == '$' {
+		return !strings.Contains(v[1:len(v)-1], "$")
+	}
+	return decimal(v)
 }
 
 // parenHoldsWords reports whether the parenthesis that s follows closes

@@ -618,6 +618,10 @@ func TestExtract(t *testing.T) {
 		{"word before a since clause with math", "The answer is even, since $f(-x)=f(x)$.", "even", true},
 		{"word before a because clause with math", "The answer is odd because $f(-x)=-f(x)$.", "odd", true},
 		{"word before a clause without math", "The answer is east, which is where the sun rises.", "east", true},
+		// "which is" and a value alone restates the answer in its final
+		// form (AIME: a fraction, then m+n): that value is the answer.
+		{"which clause restating the answer", "so our final answer is $\\left(\\frac{15}{26}\\right)^2=\\frac{225}{676}$ which is $901$.", "901", true},
+		{"which clause restating the answer in a plain number", "The final answer is 225/676 which is 901.", "901", true},
 		// Numbers separated by semicolons in a plain answer sentence are a
 		// list, as in a box or in math spans ("$3$; $4$"); they answered
 		// the last number.
