@@ -927,6 +927,11 @@ func clauseEnd(s string) int {
 					n++
 				}
 				next := strings.ToLower(s[w+1 : n])
+				if s[i-1] == ',' && subjectRestates(s[w+1:]) {
+					// ", and the three leftmost digits are $376$.":
+					// the answer in the form asked for.
+					return false
+				}
 				return n-(w+1) >= 2 && next != "and" && next != "or" && !plainConsts[next] &&
 					!(funcWords[next] && n < len(s) && s[n] == '(')
 			}
@@ -964,20 +969,36 @@ func clauseEnd(s string) int {
 }
 
 // restatesValue reports whether s, the rest of a sentence after "which",
-// is "is" or "equals" and one value alone: a math span or a decimal
+// is "is", "are" or "equals" and one value alone: a math span or a decimal
 // ("is $901$.", "is 901").
 func restatesValue(s string) bool {
-	v, ok := strings.CutPrefix(s, "is ")
-	if !ok {
-		if v, ok = strings.CutPrefix(s, "equals "); !ok {
-			return false
+	for _, verb := range []string{"is ", "are ", "equals "} {
+		if v, ok := strings.CutPrefix(s, verb); ok {
+			v = strings.TrimSpace(strings.TrimRight(strings.TrimSpace(v), ".!"))
+			if len(v) > 2 && v[0] == '$' && v[len(v)-1] == '$' {
+				return !strings.Contains(v[1:len(v)-1], "$")
+			}
+			return decimal(v)
 		}
 	}
-	v = strings.TrimSpace(strings.TrimRight(strings.TrimSpace(v), ".!"))
-	if len(v) > 2 && v[0] == '$' && v[len(v)-1] == '$' {
-		return !strings.Contains(v[1:len(v)-1], "$")
+	return false
+}
+
+// subjectRestates reports whether s, the rest of a sentence after ",
+// and", is words without math or digits, then "is", "are" or "equals"
+// and one value alone (see restatesValue): "the three leftmost digits
+// are $376$.".
+func subjectRestates(s string) bool {
+	for _, verb := range []string{" is ", " are ", " equals "} {
+		i := strings.Index(s, verb)
+		if i <= 0 || strings.ContainsAny(s[:i], "$\\0123456789") {
+			continue
+		}
+		if restatesValue(strings.TrimPrefix(verb, " ") + s[i+len(verb):]) {
+			return true
+		}
 	}
-	return decimal(v)
+	return false
 }
 
 // parenHoldsWords reports whether the parenthesis that s follows closes

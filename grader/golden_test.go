@@ -618,6 +618,10 @@ func TestExtract(t *testing.T) {
 		{"word before a since clause with math", "The answer is even, since $f(-x)=f(x)$.", "even", true},
 		{"word before a because clause with math", "The answer is odd because $f(-x)=-f(x)$.", "odd", true},
 		{"word before a clause without math", "The answer is east, which is where the sun rises.", "east", true},
+		// ", and" a subject that "is" a value alone restates the answer in
+		// the form asked for: that value is the answer (AIME, gold 376).
+		{"and clause restating the answer", "Multiplying gives the answer: $\\binom{8}{5}\\binom{8}{3}5! = 376320$, and the three leftmost digits are $376$.", "376", true},
+		{"and clause going on without a value", "The answer is $5$, and we are done.", "5", true},
 		// "which is" and a value alone restates the answer in its final
 		// form (AIME: a fraction, then m+n): that value is the answer.
 		{"which clause restating the answer", "so our final answer is $\\left(\\frac{15}{26}\\right)^2=\\frac{225}{676}$ which is $901$.", "901", true},
