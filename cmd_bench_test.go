@@ -193,9 +193,10 @@ func TestBenchExamplesGroup(t *testing.T) {
 // PackPrompts), and its lines report the packed rows: 8 rows of 64
 // tokens in 2 groups of 4 (48-token prompts, 16-token completions) are
 // 2 packed rows of 47 + 4 x 17 = 115 positions; under 100 tokens a call,
-// a packed row holds 3 of a group's rows (98 positions), the fourth a
-// row of its own. With --pack-prompts=false they are rl.MicroBatches'
-// rows, none packed, as train's --pack-prompts=false.
+// each group is split evenly across 2 packed rows of 2 (81 positions),
+// not 3 in a row of 98 and the fourth alone. With --pack-prompts=false
+// they are rl.MicroBatches' rows, none packed, as train's
+// --pack-prompts=false.
 func TestBenchTrainGroupMicroBatches(t *testing.T) {
 	for _, c := range []struct {
 		bound                  int // --micro-batch-tokens
@@ -204,7 +205,7 @@ func TestBenchTrainGroupMicroBatches(t *testing.T) {
 	}{
 		{0, true, 1, 2, 115},
 		{128, true, 2, 2, 115},
-		{100, true, 4, 2, 98},
+		{100, true, 4, 4, 81},
 		{128, false, 4, 0, 0},
 	} {
 		t.Run(fmt.Sprint(c.bound, c.pack), func(t *testing.T) {

@@ -81,10 +81,11 @@ func (r row) starts(examples []Example) []int {
 
 // rowsOf lays examples out as rows: each alone, or with pack, the
 // completions of one prompt (equal token sequences) in one row where
-// worthPacking says so, as many in a row as maxTokens (a micro-batch's
-// positions; <= 0 unbounded) holds: a packed row is longer than any of
-// its completions' own rows, and one that passes the micro-batch's
-// positions would take more memory than the run was sized for.
+// worthPacking says so. A packed row is longer than any of its
+// completions' own rows, and one that passes maxTokens (a micro-batch's
+// positions; <= 0 unbounded) would take more memory than the run was
+// sized for: a group that does not fit is split across the fewest rows
+// that do, as evenly as they can be (splitGroup).
 func rowsOf(examples []Example, pack bool, maxTokens int) []row {
 	var rows []row
 	if !pack {
@@ -105,32 +106,100 @@ func rowsOf(examples []Example, pack bool, maxTokens int) []row {
 	for _, k := range order {
 		g := groups[k]
 		p := len(examples[g[0]].Prompt)
-		for len(g) > 0 {
-			// The longest run of g's first completions whose packed row
-			// fits maxTokens.
-			n, end := p-1, 0
-			for end < len(g) {
-				m := n + 1 + len(examples[g[end]].Completion)
-				if maxTokens > 0 && m > maxTokens && end > 0 {
-					break
-				}
-				n, end = m, end+1
-			}
-			comps := make([]int, end)
-			for j, i := range g[:end] {
+		widths := make([]int, len(g))
+		for j, i := range g {
+			widths[j] = 1 + len(examples[i].Completion)
+		}
+		start := 0
+		for _, end := range splitGroup(p-1, widths, maxTokens) {
+			run := g[start:end]
+			n := p - 1
+			comps := make([]int, len(run))
+			for j, i := range run {
 				comps[j] = len(examples[i].Completion)
+				n += 1 + comps[j]
 			}
-			if end > 1 && p > 0 && (maxTokens <= 0 || n <= maxTokens) && worthPacking(p, comps) {
-				rows = append(rows, row{members: g[:end], positions: n})
+			if len(run) > 1 && p > 0 && worthPacking(p, comps) {
+				rows = append(rows, row{members: run, positions: n})
 			} else {
-				for _, i := range g[:end] {
+				for _, i := range run {
 					rows = append(rows, row{members: []int{i}, positions: examples[i].Len()})
 				}
 			}
-			g = g[end:]
+			start = end
 		}
 	}
 	return rows
+}
+
+// splitGroup cuts a group's completions, in order, into runs that each
+// make one row: base positions (the prompt but its last token) then
+// each completion's widths[j] (that token again and the completion). It
+// takes the fewest runs whose rows fit maxTokens (a completion alone is
+// a run whatever its length; <= 0 unbounded), and of those the cut
+// whose longest row, which sets the memory, is shortest, then whose
+// attention (the rows' squared lengths summed) is least: four equal
+// completions that do not fit one row are 2 + 2, not 3 + 1. It returns
+// the end of each run.
+func splitGroup(base int, widths []int, maxTokens int) []int {
+	n := len(widths)
+	if maxTokens <= 0 || n == 0 {
+		return []int{n}
+	}
+	sum := make([]int, n+1)
+	for j, w := range widths {
+		sum[j+1] = sum[j] + w
+	}
+	length := func(i, j int) int { return base + sum[j] - sum[i] }
+	// runs counts the runs of a greedy cut under bound, the fewest there
+	// are.
+	runs := func(bound int) int {
+		k := 0
+		for i := 0; i < n; k++ {
+			j := i + 1
+			for j < n && length(i, j+1) <= bound {
+				j++
+			}
+			i = j
+		}
+		return k
+	}
+	k := runs(maxTokens)
+	bound := sort.Search(maxTokens, func(b int) bool { return runs(b) <= k })
+	// cost[j] after round m: the least attention of the first j
+	// completions in m runs under bound, from[m][j] the start of the last
+	// of them; ties go to the shortest last run, so that the longer runs
+	// come first.
+	const inf = math.MaxInt
+	cost, next := make([]int, n+1), make([]int, n+1)
+	for j := range cost {
+		cost[j] = inf
+	}
+	cost[0] = 0
+	from := make([][]int32, k+1)
+	for m := 1; m <= k; m++ {
+		from[m] = make([]int32, n+1)
+		for j := range next {
+			next[j] = inf
+		}
+		for j := m; j <= n; j++ {
+			for i := j - 1; i >= m-1 && (i == j-1 || length(i, j) <= bound); i-- {
+				if cost[i] == inf {
+					continue
+				}
+				if c := cost[i] + length(i, j)*length(i, j); c < next[j] {
+					next[j], from[m][j] = c, int32(i)
+				}
+			}
+		}
+		cost, next = next, cost
+	}
+	ends := make([]int, k)
+	for m, j := k, n; m > 0; m-- {
+		ends[m-1] = j
+		j = int(from[m][j])
+	}
+	return ends
 }
 
 // promptKey is a map key of a prompt's tokens.

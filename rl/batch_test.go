@@ -2,6 +2,7 @@ package rl
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -231,7 +232,7 @@ func TestPackedRowsFitMicroBatch(t *testing.T) {
 	}{
 		{0, [][]int{{0, 1, 2, 3}}},        // 39 + 4 x 6 = 63
 		{63, [][]int{{0, 1, 2, 3}}},       // fits exactly
-		{62, [][]int{{0, 1, 2}, {3}}},     // 57 + a row of its own (45)
+		{62, [][]int{{0, 1}, {2, 3}}},     // 2 rows: 51 each, not 57 + 45
 		{51, [][]int{{0, 1}, {2, 3}}},     // 51 each
 		{50, [][]int{{0}, {1}, {2}, {3}}}, // no two fit: 45 each
 		{1, [][]int{{0}, {1}, {2}, {3}}},  // a row per micro-batch
@@ -245,6 +246,107 @@ func TestPackedRowsFitMicroBatch(t *testing.T) {
 			}
 		}
 		require.Equal(t, tc.want, got, "max tokens %d", tc.maxTokens)
+	}
+}
+
+// TestPackedRowsSplitEvenly: a group that overflows the micro-batch
+// is split across the fewest rows that fit, its completions shared out
+// as evenly as their lengths allow, so that the longest row, which sets
+// the memory, is as short as it can be: under 100 positions, four
+// 16-token completions of a 48-token prompt are 2 + 2 (81 positions
+// each), not 3 + 1 (98 and 64).
+func TestPackedRowsSplitEvenly(t *testing.T) {
+	prompt := make([]int32, 48)
+	for i := range prompt {
+		prompt[i] = int32(i + 1)
+	}
+	for _, tc := range []struct {
+		name      string
+		comps     []int // completion lengths, in order
+		maxTokens int
+		want      [][]int // members of each row, longest row first
+		positions []int
+	}{
+		{"four of 16 under 100", []int{16, 16, 16, 16}, 100, [][]int{{0, 1}, {2, 3}}, []int{81, 81}},
+		{"seven of 16 under 100", slices.Repeat([]int{16}, 7), 100, [][]int{{0, 1, 2}, {3, 4}, {5, 6}}, []int{98, 81, 81}},
+		{"five of 16 under 115", slices.Repeat([]int{16}, 5), 115, [][]int{{0, 1, 2}, {3, 4}}, []int{98, 81}},
+		{"four of 16 fitting one row", []int{16, 16, 16, 16}, 115, [][]int{{0, 1, 2, 3}}, []int{115}},
+		// The long completions cannot share a row: 87 | 97, the only
+		// split in two.
+		{"two long, two short", []int{39, 39, 4, 4}, 100, [][]int{{1, 2, 3}, {0}}, []int{97, 87}},
+		// 3 + 1 would be 94 and 56; 1 + 3 is 76 and 74.
+		{"a long one first", []int{28, 8, 8, 8}, 100, [][]int{{0}, {1, 2, 3}}, []int{76, 74}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var examples []Example
+			for _, c := range tc.comps {
+				examples = append(examples, Example{Prompt: prompt, Completion: make([]int32, c), OldLogProbs: make([]float32, c)})
+			}
+			rows := rowsOf(examples, true, tc.maxTokens)
+			slices.SortStableFunc(rows, func(a, b row) int { return b.positions - a.positions })
+			var got [][]int
+			var positions []int
+			for _, r := range rows {
+				got = append(got, r.members)
+				positions = append(positions, r.positions)
+			}
+			require.Equal(t, tc.want, got)
+			require.Equal(t, tc.positions, positions)
+		})
+	}
+}
+
+// TestSplitGroupAgainstEveryCut: on random groups, splitGroup's runs are
+// the fewest whose rows fit (a completion alone always does) and its
+// longest row is the shortest of any such cut, checked against every
+// cut of the group.
+func TestSplitGroupAgainstEveryCut(t *testing.T) {
+	r := rand.New(rand.NewPCG(24, 1))
+	for range 2000 {
+		base := r.IntN(60)
+		widths := make([]int, 1+r.IntN(8))
+		for j := range widths {
+			widths[j] = 1 + r.IntN(40)
+		}
+		maxTokens := 1 + r.IntN(200)
+		length := func(i, j int) int {
+			n := base
+			for _, w := range widths[i:j] {
+				n += w
+			}
+			return n
+		}
+		// cut returns the rows' count and the longest row of the runs
+		// ending at ends, ok when every run of several fits.
+		cut := func(ends []int) (runs, longest int, ok bool) {
+			start := 0
+			for _, end := range ends {
+				if end-start > 1 && length(start, end) > maxTokens {
+					return 0, 0, false
+				}
+				longest = max(longest, length(start, end))
+				start = end
+			}
+			return len(ends), longest, true
+		}
+		bestRuns, bestLongest := len(widths)+1, 0
+		for mask := range 1 << (len(widths) - 1) {
+			var ends []int
+			for j := 1; j < len(widths); j++ {
+				if mask&(1<<(j-1)) != 0 {
+					ends = append(ends, j)
+				}
+			}
+			runs, longest, ok := cut(append(ends, len(widths)))
+			if ok && (runs < bestRuns || runs == bestRuns && longest < bestLongest) {
+				bestRuns, bestLongest = runs, longest
+			}
+		}
+		ends := splitGroup(base, widths, maxTokens)
+		runs, longest, ok := cut(ends)
+		require.True(t, ok, "base %d, widths %v, max %d: %v", base, widths, maxTokens, ends)
+		require.Equal(t, len(widths), ends[len(ends)-1])
+		require.Equal(t, [2]int{bestRuns, bestLongest}, [2]int{runs, longest}, "base %d, widths %v, max %d: %v", base, widths, maxTokens, ends)
 	}
 }
 
