@@ -452,8 +452,8 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 	useDeviceOptimizer(env, pol, opt) // as training does
 	b := model.RandomTrainBatch(f.rows, f.tokens, vocab.VocabLimit, f.seed)
 	st := f.trainStep(env, r, pol, opt, b)
-	if err := pol.Train.PackedRows(); err != nil && f.group > 1 && f.packPrompts {
-		fmt.Fprintf(env.stderr, "spiral: note: --group %d: %s cannot train packed rows (%v): each row trains apart, as train's would\n", f.group, r.name(), err)
+	if f.group > 1 && f.packPrompts {
+		noteUnpackedRows(env.stderr, fmt.Sprintf("--group %d", f.group), r.name(), pol.Train, "each row trains apart, as train's would")
 	}
 	weights := int64(4 * (pol.Weights.NumParams() + pol.Frozen.NumParams()))
 	enc := json.NewEncoder(env.stdout)

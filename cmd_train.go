@@ -256,6 +256,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		cfg.MicroBatchTokens = autoMicroBatchTokens(sess.onnx, env.stderr)
 	}
 	cfg.SeparateRows = !f.packPrompts
+	if f.packPrompts {
+		noteUnpackedRows(env.stderr, "--pack-prompts", sess.name(), pol.Train, "each trace trains in a row of its own, as with --pack-prompts=false")
+	}
 	cfg.Pipeline.PromptLimit = promptLimit(samplerCfg)
 	lr := f.lr
 	if lr == 0 {
@@ -309,6 +312,15 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 			return bar.add, bar.done
 		},
 	})
+}
+
+// noteUnpackedRows notes on w, where learner (model name's) cannot train
+// packed rows (model.Executor.PackedRows), which flag asks for, why, and
+// how its rows train instead (apart); nothing where it can.
+func noteUnpackedRows(w io.Writer, flag, name string, learner interface{ PackedRows() error }, apart string) {
+	if err := learner.PackedRows(); err != nil {
+		fmt.Fprintf(w, "spiral: note: %s: %s cannot train packed rows (%v): %s\n", flag, name, err, apart)
+	}
 }
 
 // autoMicroBatchTokens sizes training calls by what the executor keeps

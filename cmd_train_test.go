@@ -8,12 +8,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model/checkpoint"
+	"github.com/spiral-rl/spiral/model/embedded"
 	"github.com/spiral-rl/spiral/model/params"
+	"github.com/spiral-rl/spiral/model/qwen3"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
@@ -191,6 +194,43 @@ func TestRefuseEvalReportOfARunSetAside(t *testing.T) {
 				return
 			}
 			require.EqualError(t, err, "--out "+dir+" holds rsa.json but no metrics.jsonl: an evaluation's report (spiral eval --mode rsa), not a training run's, which the run's final RSA evaluation would replace; give another --out (or --final-rsa-steps 0)")
+		})
+	}
+}
+
+// TestTrainNotesUnpackedRows: train with --pack-prompts (the default)
+// on a model that cannot train packed rows (an export without
+// position_ids: model.Executor.PackedRows) trains every trace in a row
+// of its own, and says so once at the start, in bench train --group's
+// words; it did so without a word. --pack-prompts=false asks for no
+// packing and gets no note.
+func TestTrainNotesUnpackedRows(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("SPIRAL_CACHE_DIR", cache)
+	dir := t.TempDir()
+	c := qwen3.Tiny()
+	c.PositionsFromMask = true
+	require.NoError(t, qwen3.WriteDir(dir, c, 17))
+	embeddedDir, err := embedded.Extract(cache)
+	require.NoError(t, err)
+	tok, err := os.ReadFile(filepath.Join(embeddedDir, "tokenizer.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer.json"), tok, 0o644))
+	m := filepath.Join(dir, "model.onnx")
+	note := "spiral: note: --pack-prompts: " + m + " cannot train packed rows (the model reads no position_ids, so the positions of a packed row's completions cannot restart after its prompt): each trace trains in a row of its own, as with --pack-prompts=false\n"
+	for _, pack := range []bool{true, false} {
+		t.Run(fmt.Sprint(pack), func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), []string{"train", "--model", m, "--steps", "1", "--problems", "1", "--n1", "3", "--k", "2", "--n", "2", "--n2", "2",
+				"--eval-every", "0", "--final-rsa-steps", "0", "--max-new-tokens", "8", "--quiet", "--threads", "1", "--out", filepath.Join(t.TempDir(), "run"),
+				"--pack-prompts=" + fmt.Sprint(pack)}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, 0, code, stderr.String())
+			want := 0
+			if pack {
+				want = 1
+				require.Contains(t, stderr.String(), note)
+			}
+			require.Equal(t, want, strings.Count(stderr.String(), "cannot train packed rows"), stderr.String())
 		})
 	}
 }
