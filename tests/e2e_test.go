@@ -426,7 +426,7 @@ func TestDataSynth(t *testing.T) {
 	require.Contains(t, r.stderr, "--max-operand is not a flag of spiral data inspect")
 	under := filepath.Join(file, "x.jsonl") // a file where --out's directory would be
 	r = spiral(t, nil, "data", "synth", "--out", under)
-	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "--out "+under)
 	// A directory failed in atomicfile's rename ("rename ... file exists"),
 	// then was refused with exit 1 where plot refuses one with 2.
