@@ -195,9 +195,11 @@
 //     ("Answer: Evelyn", "The answer is an ellipse."), unless it is a
 //     number word or filler ("five", "below", "as follows"), which leave
 //     the answer to the last number, or the clause after the word holds
-//     math or a number and does not open with "because", "since" or "as"
-//     ("The answer is Evelyn with $5$ points." answers 5; "The answer is
-//     even, since $f(-x) = f(x)$." answers even).
+//     math or a number and does not open with "because", "since" or "as",
+//     nor with "where" or "when" without naming the word again ("The
+//     answer is Evelyn with $5$ points." answers 5; "The answer is even,
+//     since $f(-x) = f(x)$." and "The answer is east, where the sun rises
+//     at 6 am." answer the word).
 //   - Every call is deterministic, never panics on any input and is bounded,
 //     whatever the input: responses are cut to their last MaxResponseBytes;
 //     boxes, math spans, anchors, numbers and normalization are found in single

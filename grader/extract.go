@@ -335,7 +335,7 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 			// ending a text without a box is a text answer ("The final
 			// answer is boxed." is not), unless the clause after it
 			// gives the answer's math ("Evelyn with $5$ points").
-			if a, ok := wordAnswer(span[:e]); ok && keepsWord(span[e:]) && !strings.Contains(s, `\boxed`) && !strings.Contains(s, `\fbox`) {
+			if a, ok := wordAnswer(span[:e]); ok && keepsWord(a, span[e:]) && !strings.Contains(s, `\boxed`) && !strings.Contains(s, `\fbox`) {
 				return a, locs[k][0], SourceSentence
 			}
 		}
@@ -389,13 +389,16 @@ func wordAnswer(s string) (string, bool) {
 	return t, true
 }
 
-// keepsWord reports whether the clause that follows a word answer in its
-// sentence leaves the word the answer: it holds no math span or digit, or
-// it opens with "because", "since" or "as", which give the word's reason
-// ("even, since $f(-x) = f(x)$"). A clause holding math that describes the
-// word ("Evelyn with $5$ points", "John, who has $12$ apples", "Matrix with
-// fractions: $\frac{1}{2}$") leaves the answer to that math.
-func keepsWord(clause string) bool {
+// keepsWord reports whether the clause that follows the word answer word
+// in its sentence leaves the word the answer: it holds no math span or
+// digit, or it opens with "because", "since" or "as", which give the
+// word's reason ("even, since $f(-x) = f(x)$"), or with "where" or "when"
+// and does not name the word again, which sets the word in place or time
+// ("east, where the sun rises at 6 am"; "theta, where $\theta = \pi/4$"
+// restates it). A clause holding math that describes the word ("Evelyn
+// with $5$ points", "John, who has $12$ apples", "Matrix with fractions:
+// $\frac{1}{2}$") leaves the answer to that math.
+func keepsWord(word, clause string) bool {
 	if !strings.ContainsAny(clause, "$0123456789") && !strings.Contains(clause, `\(`) && !strings.Contains(clause, `\[`) {
 		return true
 	}
@@ -404,11 +407,15 @@ func keepsWord(clause string) bool {
 	for w < len(c) && isLetter(c[w]) {
 		w++
 	}
-	return reasonWords[strings.ToLower(c[:w])]
+	switch strings.ToLower(c[:w]) {
+	case "because", "since", "as":
+		return true
+	case "where", "when":
+		f := strings.Fields(word) // "an ellipse": the word after its article
+		return !strings.Contains(strings.ToLower(c[w:]), strings.ToLower(f[len(f)-1]))
+	}
+	return false
 }
-
-// reasonWords open a clause that justifies a word answer.
-var reasonWords = map[string]bool{"because": true, "since": true, "as": true}
 
 // articles may stand before a word answer: "an ellipse".
 var articles = map[string]bool{"a": true, "an": true, "the": true}

@@ -618,6 +618,14 @@ func TestExtract(t *testing.T) {
 		{"word before a since clause with math", "The answer is even, since $f(-x)=f(x)$.", "even", true},
 		{"word before a because clause with math", "The answer is odd because $f(-x)=-f(x)$.", "odd", true},
 		{"word before a clause without math", "The answer is east, which is where the sun rises.", "east", true},
+		// A "where" or "when" clause sets the word in place or time and
+		// leaves it the answer (they answered the clause's number), unless
+		// it names the word again to give its value.
+		{"word before a where clause with a number", "The answer is east, where the sun rises at 6 am.", "east", true},
+		{"word before a where clause without a comma", "The answer is east where the sun rises at 6 am.", "east", true},
+		{"word before a when clause with math", "The answer is even, when $n = 2k$.", "even", true},
+		{"word after an article before a where clause", "The answer is an ellipse, where $a = 3$ and $b = 2$.", "an ellipse", true},
+		{"word before a where clause that restates it", "The answer is theta, where $\\theta = \\frac{\\pi}{4}$.", `\theta = \frac{\pi}{4}`, true},
 		// ", and" a subject that "is" a value alone restates the answer in
 		// the form asked for: that value is the answer (AIME, gold 376).
 		{"and clause restating the answer", "Multiplying gives the answer: $\\binom{8}{5}\\binom{8}{3}5! = 376320$, and the three leftmost digits are $376$.", "376", true},
