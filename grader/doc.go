@@ -161,9 +161,12 @@
 //     words, " (3 groups of 4)", or without a comma, right after the
 //     answer (at most two words into the sentence), " because ...", " since
 //     ...", " when ...", " for ...", and " and" before a word: "5 and the
-//     remainder is 2" answers 5), but it is read whole when it is bare LaTeX
-//     ("Answer: \frac{14}{3}") or plain-text math that reading its last
-//     number would cut: a tuple or interval ("Answer: (2, 4)", "[1, 3)",
+//     remainder is 2" answers 5; " which is" and a value alone, or ",
+//     which is" and a number alone, ending the sentence restates the
+//     answer in its final form: "$\frac{225}{676}$, which is $901$."
+//     answers 901, "42, which is $6 \cdot 7$." 42), but it is read whole
+//     when it is bare LaTeX ("Answer: \frac{14}{3}") or plain-text math
+//     that reading its last number would cut: a tuple or interval ("Answer: (2, 4)", "[1, 3)",
 //     "(-inf, 2]"; a comma in brackets separates elements, as in
 //     \boxed{(1,200)}) or an expression with a variable built with +, -,
 //     =, a relation or brackets ("2k+2", "3x^2 - 1", "n(n+1)/2", "x = 3,

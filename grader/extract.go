@@ -967,6 +967,10 @@ func clauseEnd(s string) int {
 		if plainConsts[word] || funcWords[word] && w < len(s) && s[w] == '(' {
 			return false
 		}
+		if ch == ',' && word == "which" && w < len(s) && s[w] == ' ' && restatesNumber(s[w+1:]) {
+			// ", which is $901$.": the answer in its final form.
+			return false
+		}
 		return len(word) >= 2 && word != "and" && word != "or"
 	})
 	if e < len(s) && s[e] == '(' {
@@ -979,16 +983,32 @@ func clauseEnd(s string) int {
 // is "is", "are" or "equals" and one value alone: a math span or a decimal
 // ("is $901$.", "is 901").
 func restatesValue(s string) bool {
+	_, ok := restatedValue(s)
+	return ok
+}
+
+// restatesNumber reports whether s, the rest of a sentence after ",
+// which", restates a number alone (see restatesValue): "is $901$.", "is
+// 901.", not "is $3 + 9$.", which explains the answer before the comma.
+func restatesNumber(s string) bool {
+	v, ok := restatedValue(s)
+	return ok && decimal(strings.TrimSpace(strings.Trim(v, "$")))
+}
+
+// restatedValue returns the value alone that s, the rest of a sentence
+// after "which", gives after "is", "are" or "equals": a math span with its
+// dollars or a decimal, and whether it does (see restatesValue).
+func restatedValue(s string) (string, bool) {
 	for _, verb := range []string{"is ", "are ", "equals "} {
 		if v, ok := strings.CutPrefix(s, verb); ok {
 			v = strings.TrimSpace(strings.TrimRight(strings.TrimSpace(v), ".!"))
 			if len(v) > 2 && v[0] == '$' && v[len(v)-1] == '$' {
-				return !strings.Contains(v[1:len(v)-1], "$")
+				return v, !strings.Contains(v[1:len(v)-1], "$")
 			}
-			return decimal(v)
+			return v, decimal(v)
 		}
 	}
-	return false
+	return "", false
 }
 
 // subjectRestates reports whether s, the rest of a sentence after ",

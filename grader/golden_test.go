@@ -634,6 +634,9 @@ func TestExtract(t *testing.T) {
 		// form (AIME: a fraction, then m+n): that value is the answer.
 		{"which clause restating the answer", "so our final answer is $\\left(\\frac{15}{26}\\right)^2=\\frac{225}{676}$ which is $901$.", "901", true},
 		{"which clause restating the answer in a plain number", "The final answer is 225/676 which is 901.", "901", true},
+		{"comma which clause restating the answer", "so our final answer is $\\left(\\frac{15}{26}\\right)^2=\\frac{225}{676}$, which is $901$.", "901", true},
+		{"comma which clause restating the answer in a plain number", "The final answer is 225/676, which is 901.", "901", true},
+		{"comma which clause with a sum after the answer", "The answer is $12$, which is $3 + 9$.", "12", true},
 		// Numbers separated by semicolons in a plain answer sentence are a
 		// list, as in a box or in math spans ("$3$; $4$"); they answered
 		// the last number.
