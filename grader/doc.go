@@ -161,10 +161,11 @@
 //     words, " (3 groups of 4)", or without a comma, right after the
 //     answer (at most two words into the sentence), " because ...", " since
 //     ...", " when ...", " for ...", and " and" before a word: "5 and the
-//     remainder is 2" answers 5; " which is" and a value alone, or ",
-//     which is" and a number alone, ending the sentence restates the
-//     answer in its final form: "$\frac{225}{676}$, which is $901$."
-//     answers 901, "42, which is $6 \cdot 7$." 42), but it is read whole
+//     remainder is 2" answers 5; " which is" and a value alone (math
+//     without a variable), or ", which is" and a number alone, ending the
+//     sentence restates the answer in its final form: "$\frac{225}{676}$,
+//     which is $901$." answers 901, "42, which is $6 \cdot 7$." 42, "$12$
+//     which is $x + 5$." 12), but it is read whole
 //     when it is bare LaTeX ("Answer: \frac{14}{3}") or plain-text math
 //     that reading its last number would cut: a tuple or interval ("Answer: (2, 4)", "[1, 3)",
 //     "(-inf, 2]"; a comma in brackets separates elements, as in

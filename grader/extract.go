@@ -980,8 +980,8 @@ func clauseEnd(s string) int {
 }
 
 // restatesValue reports whether s, the rest of a sentence after "which",
-// is "is", "are" or "equals" and one value alone: a math span or a decimal
-// ("is $901$.", "is 901").
+// is "is", "are" or "equals" and one value alone: a math span without a
+// variable or a decimal ("is $901$.", "is 901", not "is $x + 5$.").
 func restatesValue(s string) bool {
 	_, ok := restatedValue(s)
 	return ok
@@ -997,18 +997,37 @@ func restatesNumber(s string) bool {
 
 // restatedValue returns the value alone that s, the rest of a sentence
 // after "which", gives after "is", "are" or "equals": a math span with its
-// dollars or a decimal, and whether it does (see restatesValue).
+// dollars and without a variable ("$3\sqrt{2}$", not "$x + 5$") or a
+// decimal, and whether it does (see restatesValue).
 func restatedValue(s string) (string, bool) {
 	for _, verb := range []string{"is ", "are ", "equals "} {
 		if v, ok := strings.CutPrefix(s, verb); ok {
 			v = strings.TrimSpace(strings.TrimRight(strings.TrimSpace(v), ".!"))
 			if len(v) > 2 && v[0] == '$' && v[len(v)-1] == '$' {
-				return v, !strings.Contains(v[1:len(v)-1], "$")
+				m := v[1 : len(v)-1]
+				return v, !strings.Contains(m, "$") && !holdsVariable(m)
 			}
 			return v, decimal(v)
 		}
 	}
 	return "", false
+}
+
+// holdsVariable reports whether the math m holds a letter outside the
+// names of LaTeX commands: "x + 5" does, "3\sqrt{2}" does not.
+func holdsVariable(m string) bool {
+	for i := 0; i < len(m); i++ {
+		if m[i] == '\\' {
+			for i+1 < len(m) && isLetter(m[i+1]) {
+				i++
+			}
+			continue
+		}
+		if isLetter(m[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // subjectRestates reports whether s, the rest of a sentence after ",

@@ -630,6 +630,12 @@ func TestExtract(t *testing.T) {
 		// the form asked for: that value is the answer (AIME, gold 376).
 		{"and clause restating the answer", "Multiplying gives the answer: $\\binom{8}{5}\\binom{8}{3}5! = 376320$, and the three leftmost digits are $376$.", "376", true},
 		{"and clause going on without a value", "The answer is $5$, and we are done.", "5", true},
+		// A restating clause gives a value without variables; math with a
+		// variable after it goes on to something else (it answered that
+		// math).
+		{"and clause going on to a polynomial", "So the answer is $a = 3$, and the polynomial is $x^2+3x+2$.", "a = 3", true},
+		{"which clause going on to an expression", "The answer is $12$ which is $x + 5$.", "12", true},
+		{"which clause restating the answer with a root", "The final answer is $\\frac{6}{\\sqrt{2}}$ which is $3\\sqrt{2}$.", `3\sqrt{2}`, true},
 		// "which is" and a value alone restates the answer in its final
 		// form (AIME: a fraction, then m+n): that value is the answer.
 		{"which clause restating the answer", "so our final answer is $\\left(\\frac{15}{26}\\right)^2=\\frac{225}{676}$ which is $901$.", "901", true},
