@@ -930,11 +930,11 @@ func TestCompareNoIntervalMismatchNamesTheFiles(t *testing.T) {
 		want  string
 	}{
 		{"fewer problems", []string{a1, fewer},
-			"  no interval: report: efficiency intervals: b: 1 problems, the reference's first report 2: " + fewer + " (the reference's first report: " + a1 + ")\n"},
+			"  no interval: report: efficiency intervals: b: 1 problem, the reference's first report 2: " + fewer + " (the reference's first report: " + a1 + ")\n"},
 		{"other ids", []string{a1, otherIDs},
 			`  no interval: report: efficiency intervals: b: problem 1 is "z", the reference's first report has "y" there: ` + otherIDs + " (the reference's first report: " + a1 + ")\n"},
 		{"a reference seed's, beside a file without counts", []string{a1, a2, bare},
-			"  no interval: report: efficiency intervals: a: 1 problems, the reference's first report 2: " + a2 + " (the reference's first report: " + a1 + ")\n"},
+			"  no interval: report: efficiency intervals: a: 1 problem, the reference's first report 2: " + a2 + " (the reference's first report: " + a1 + ")\n"},
 	} {
 		var stdout, stderr bytes.Buffer
 		require.Zero(t, run(context.Background(), append([]string{"compare", "--allow-different-problems"}, tc.files...), &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())

@@ -166,7 +166,7 @@ func perProblemTables(reps []PassAtK, ids []rollout.ProblemCorrect, other bool) 
 		case len(rep.PerProblem) == 0:
 			return nil, fail(false, "%w", ErrNoPerProblem)
 		case len(rep.PerProblem) != len(ids):
-			return nil, fail(true, "%d problems, the reference's first report %d", len(rep.PerProblem), len(ids))
+			return nil, fail(true, "%s, the reference's first report %d", rollout.Plural(len(rep.PerProblem), "problem"), len(ids))
 		case len(rep.Points) == 0:
 			return nil, fail(false, "no pass@k points")
 		case !slices.EqualFunc(rep.Points, reps[0].Points, func(a, b rollout.KPoint) bool { return a.K == b.K }):
