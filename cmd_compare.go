@@ -119,14 +119,15 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		}
 		// What this comparison made; plots of modes it was not given stay,
 		// as comparisons of one mode at a time into one --out expect. A
-		// comparison of runs removes the run plots it drew none of (the
-		// commit removes a name its stage lacks): an earlier comparison's
-		// would show other runs beside this one's.
+		// comparison removes the plots of its kind it drew none of (the
+		// commit removes a name its stage lacks): of runs, the run plots;
+		// of reports, tokens, which every mode feeds. An earlier
+		// comparison's would show other runs or labels beside this one's.
 		names := []string{"summary.md"}
 		for _, p := range comparePlots {
 			name := p + "." + c.figures
 			_, err := os.Stat(filepath.Join(stage.Dir(), name))
-			if err == nil || len(c.runs) > 0 && slices.Contains(runPlots, p) {
+			if err == nil || c.claims(p) {
 				names = append(names, name)
 			}
 		}
@@ -171,6 +172,16 @@ var comparePlots = []string{"passk", "rsa", "sequential", "tokens", "entropy", "
 
 // runPlots are the comparePlots drawn from --run's training runs.
 var runPlots = []string{"entropy", "search-entropy", "heldout"}
+
+// claims says whether the comparison replaces plot p of an earlier
+// comparison in --out even where it draws no curve of p: a run plot
+// where it compares runs, tokens where it compares reports.
+func (c *comparison) claims(p string) bool {
+	if slices.Contains(runPlots, p) {
+		return len(c.runs) > 0
+	}
+	return p == "tokens" && len(c.passk)+len(c.rsa)+len(c.budget) > 0
+}
 
 // givenPaths are the run directories and report files a compare or a
 // plot was given, to refuse one given twice.

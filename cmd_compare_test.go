@@ -970,3 +970,45 @@ func TestCompareTokensLeftOut(t *testing.T) {
 	require.NoError(t, c.report(&out, ""))
 	require.NotContains(t, out.String(), "tokens.png")
 }
+
+// TestCompareTokensPlotOfAnEarlierComparison: a comparison of reports
+// that draws no tokens.png curve (its reports record no generated
+// tokens) removes an earlier comparison's tokens.png from --out, as a
+// comparison of runs removes the run plots it draws none of: left, it
+// would show the earlier labels beside this comparison's summary.md. A
+// comparison of runs alone leaves it, as it leaves passk.png.
+func TestCompareTokensPlotOfAnEarlierComparison(t *testing.T) {
+	dir := t.TempDir()
+	var reps []string
+	for _, label := range []string{"a", "b"} {
+		p := filepath.Join(dir, label+".json")
+		require.NoError(t, report.WriteJSON(p, report.PassAtK{Meta: report.Meta{Mode: report.ModePassAtK, Label: label, Problems: 2}, Config: rollout.PassAtKConfig{Samples: 4},
+			Points: []rollout.KPoint{{K: 1, PassAtK: 0.5, MajorityAtK: 0.5}, {K: 4, PassAtK: 0.8, MajorityAtK: 0.6}}}))
+		reps = append(reps, p)
+	}
+	runDir := filepath.Join(dir, "run")
+	require.NoError(t, os.MkdirAll(runDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(runDir, "metrics.jsonl"), []byte(`{"step": 1, "search": {"traces": 2, "reward": 0.5, "mean_length": 3}, "entropy": 0.5}`+"\n"), 0o644))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"reports without tokens", reps, []string{"passk.png", "summary.md"}},
+		{"runs alone", []string{"--run", "s=" + runDir}, []string{"entropy.png", "summary.md", "tokens.png"}},
+	} {
+		out := filepath.Join(dir, "out-"+strings.ReplaceAll(tc.name, " ", "-"))
+		require.NoError(t, os.MkdirAll(out, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(out, "tokens.png"), []byte("an earlier comparison's tokens"), 0o644))
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"compare", "--out", out}, tc.args...), &cliEnv{stdout: &stdout, stderr: &stderr})
+		require.Zero(t, code, stderr.String())
+		entries, err := os.ReadDir(out)
+		require.NoError(t, err)
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Name())
+		}
+		require.Equal(t, tc.want, got, tc.name)
+	}
+}
