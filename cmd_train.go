@@ -388,7 +388,7 @@ func refuseEvalReport(dir string) error {
 	// A train --fresh killed while it set the run aside may have left
 	// its metrics.jsonl in the pending directory, and rsa.json in dir:
 	// the run's lock puts it back.
-	if _, err := os.Stat(filepath.Join(dir, rl.AsidePendingDir, rl.MetricsFile)); err == nil {
+	if rl.AsidePending(dir, rl.MetricsFile) != "" {
 		return nil
 	}
 	return usageError{fmt.Errorf("--out %s holds %s but no %s: an evaluation's report (spiral eval --mode rsa), not a training run's, which the run's final RSA evaluation would replace; give another --out (or --final-rsa-steps 0)",
