@@ -1090,9 +1090,10 @@ func seedsOf(n, all int) string {
 
 // noEntropy says why a label's seeds (runs) have no step with a token
 // entropy in every one of them, and its summary cell: no step of any
-// seed trained something (no informative problem); or the steps that did
-// logged none (null: an update skipped for a non-finite loss); or the
-// seeds measured it at different steps.
+// seed trained something (rl.Metrics.NoUpdate: no informative problem,
+// or no trained token); or the steps that did logged none (null: an
+// update skipped for a non-finite loss); or the seeds measured it at
+// different steps.
 func noEntropy(g []labelledRun) (text, cell string) {
 	steps := len(g[0].curves.Steps)
 	measured, noUpdate := 0, 0
@@ -1103,9 +1104,9 @@ func noEntropy(g []labelledRun) (text, cell string) {
 	all := steps * len(g)
 	switch {
 	case noUpdate == all:
-		return fmt.Sprintf("no step updated the weights (%d of %d, none with an informative problem): no token entropy", steps, steps), "no update"
+		return fmt.Sprintf("no step updated the weights (%d of %d trained nothing: no informative problem or no trained token): no token entropy", steps, steps), "no update"
 	case measured == 0:
-		return fmt.Sprintf("no step logged a token entropy (%d of %d step logs without an informative problem, the other %d with a null entropy: a non-finite loss)", noUpdate, all, all-noUpdate), "none logged"
+		return fmt.Sprintf("no step logged a token entropy (%d of %d step logs trained nothing: no informative problem or no trained token; the other %d with a null entropy: a non-finite loss)", noUpdate, all, all-noUpdate), "none logged"
 	}
 	return fmt.Sprintf("no step with a token entropy in every seed (the seeds measured it at different steps; %d of %d step logs without one): no mean token entropy", all-measured, all), "no step shared by the seeds"
 }

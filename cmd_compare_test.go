@@ -108,7 +108,7 @@ func TestNoExactRatio(t *testing.T) {
 // says why, and only says that no step updated the weights when none of
 // any seed's did: a run whose updates logged a null entropy (a
 // non-finite loss), or seeds that measured it at different steps, are
-// not runs without an informative problem.
+// not runs that trained nothing.
 func TestNoEntropy(t *testing.T) {
 	run := func(steps, noUpdate int, measured ...int) labelledRun {
 		c := rl.RunCurves{NoUpdateSteps: noUpdate}
@@ -126,9 +126,9 @@ func TestNoEntropy(t *testing.T) {
 		text, cell string
 	}{
 		{"no informative problem", []labelledRun{run(2, 2), run(2, 2)},
-			"no step updated the weights (2 of 2, none with an informative problem): no token entropy", "no update"},
+			"no step updated the weights (2 of 2 trained nothing: no informative problem or no trained token): no token entropy", "no update"},
 		{"null entropy", []labelledRun{run(3, 1)},
-			"no step logged a token entropy (1 of 3 step logs without an informative problem, the other 2 with a null entropy: a non-finite loss)", "none logged"},
+			"no step logged a token entropy (1 of 3 step logs trained nothing: no informative problem or no trained token; the other 2 with a null entropy: a non-finite loss)", "none logged"},
 		{"seeds measured different steps", []labelledRun{run(2, 1, 1), run(2, 1, 2)},
 			"no step with a token entropy in every seed (the seeds measured it at different steps; 2 of 4 step logs without one): no mean token entropy", "no step shared by the seeds"},
 	} {
@@ -143,7 +143,7 @@ func TestNoEntropy(t *testing.T) {
 	var out strings.Builder
 	_, _, _, err := c.runCurves(&out, newSummary())
 	require.NoError(t, err)
-	require.NotContains(t, out.String(), "none with an informative problem")
+	require.NotContains(t, out.String(), "no step updated the weights")
 	require.Contains(t, out.String(), "the seeds measured it at different steps")
 }
 
@@ -1011,4 +1011,18 @@ func TestCompareTokensPlotOfAnEarlierComparison(t *testing.T) {
 		}
 		require.Equal(t, tc.want, got, tc.name)
 	}
+}
+
+// TestCompareRunNoUpdateOfEachKind: compare --run's note on a run none
+// of whose steps updated the weights is true of both kinds of no-update
+// step: one that drew no informative problem and one whose informative
+// problems' trained traces held no token.
+func TestCompareRunNoUpdateOfEachKind(t *testing.T) {
+	dir := t.TempDir()
+	metrics := `{"step": 1, "search": {"traces": 2, "reward": 0.5, "mean_length": 3}, "problems_informative": 0, "no_update": true}` + "\n" +
+		`{"step": 2, "search": {"traces": 2, "reward": 0.5, "mean_length": 0}, "problems_informative": 1, "no_update": true}` + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(metrics), 0o644))
+	var stdout, stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"compare", "--run", "n=" + dir}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	require.Contains(t, stdout.String(), "run n (n = 1): no step updated the weights (2 of 2 trained nothing: no informative problem or no trained token): no token entropy")
 }

@@ -1376,7 +1376,7 @@ func TestCompareRuns(t *testing.T) {
 		{"untrained steps left out", []string{"--run", "m=" + run("mixed", trained(1, 0.1), untrained(2), trained(3, 0.2), untrained(4), trained(5, 0.3), untrained(6))}, 0,
 			[]string{"token entropy 0.1000 -> 0.3000 (+200%; means of the first and last 1 of 3 steps) (3 of 6 steps left out: they trained nothing"}, nil},
 		{"never updated", []string{"--out", filepath.Join(dir, "out-none"), "--run", "n=" + run("none", untrained(1), untrained(2)), "--run", "s=" + filepath.Join(dir, "short")}, 0,
-			[]string{"run n (n = 1): no step updated the weights (2 of 2, none with an informative problem): no token entropy", "wrote "}, nil},
+			[]string{"run n (n = 1): no step updated the weights (2 of 2 trained nothing: no informative problem or no trained token): no token entropy", "wrote "}, nil},
 		{"seeds of other lengths", []string{"--run", "s=" + filepath.Join(dir, "short"), "--run", "s=" + filepath.Join(dir, "one")}, 1,
 			[]string{"seeds " + filepath.Join(dir, "short") + " and " + filepath.Join(dir, "one") + " log different training steps"}, nil},
 		// One run given twice was two seeds of its label (n = 2).
