@@ -107,10 +107,7 @@ func heading(rest string) bool {
 		}
 		t = strings.TrimLeft(t[d+2:], " *")
 	}
-	w := 0
-	for w < len(t) && isLetter(t[w]) {
-		w++
-	}
+	w := letterEnd(t, 0)
 	if word := strings.ToLower(t[:w]); plainConsts[word] || funcWords[word] && w < len(t) && t[w] == '(' {
 		return false // "#### pi", "#### sqrt(51)": math, the answer
 	}
@@ -403,10 +400,7 @@ func keepsWord(word, clause string) bool {
 		return true
 	}
 	c := strings.TrimLeft(clause, " \t\n,;(")
-	w := 0
-	for w < len(c) && isLetter(c[w]) {
-		w++
-	}
+	w := letterEnd(c, 0)
 	switch strings.ToLower(c[:w]) {
 	case "because", "since", "as":
 		return true
@@ -552,10 +546,7 @@ func plainAnswer(s string) (string, bool) {
 			}
 			i, operand = j, true
 		case isLetter(ch):
-			j := i
-			for j < len(a) && isLetter(a[j]) {
-				j++
-			}
+			j := letterEnd(a, i)
 			w := strings.ToLower(a[i:j])
 			if (a[i:j] == "and" || a[i:j] == "or") && space && j < len(a) && a[j] == ' ' {
 				// "3, 5, and 7", "x = 1 or x = -2": a list separator,
@@ -917,10 +908,7 @@ func clauseEnd(s string) int {
 		if ch == ' ' && i > 0 && s[i-1] != ' ' {
 			// "12 because ...", "12 which is ...": a clause word after
 			// the answer, without a comma.
-			w := i + 1
-			for w < len(s) && isLetter(s[w]) {
-				w++
-			}
+			w := letterEnd(s, i+1)
 			word := strings.ToLower(s[i+1 : w])
 			if w >= len(s) || s[w] != ' ' {
 				return false
@@ -929,10 +917,7 @@ func clauseEnd(s string) int {
 				// "5 and the remainder is 2": "and" before a word goes
 				// on to something else; before a number, a math span,
 				// a letter or a constant it joins a list.
-				n := w + 1
-				for n < len(s) && isLetter(s[n]) {
-					n++
-				}
+				n := letterEnd(s, w+1)
 				next := strings.ToLower(s[w+1 : n])
 				if s[i-1] == ',' && subjectRestates(s[w+1:]) {
 					// ", and the three leftmost digits are $376$.":
@@ -959,10 +944,7 @@ func clauseEnd(s string) int {
 		for j < len(s) && s[j] == ' ' {
 			j++
 		}
-		w := j
-		for w < len(s) && isLetter(s[w]) {
-			w++
-		}
+		w := letterEnd(s, j)
 		word := strings.ToLower(s[j:w])
 		if plainConsts[word] || funcWords[word] && w < len(s) && s[w] == '(' {
 			return false
@@ -1066,10 +1048,7 @@ func parenHoldsWords(s string) bool {
 			i++
 			continue
 		}
-		w := i
-		for w < len(s) && isLetter(s[w]) {
-			w++
-		}
+		w := letterEnd(s, i)
 		word := strings.ToLower(s[i:w])
 		if w-i >= 2 && !plainConsts[word] && !funcWords[word] {
 			return true
@@ -1277,10 +1256,7 @@ func startsRelation(s string) bool {
 	if s[0] != '\\' {
 		return false
 	}
-	j := 1
-	for j < len(s) && isLetter(s[j]) {
-		j++
-	}
+	j := letterEnd(s, 1)
 	switch s[1:j] {
 	case "le", "leq", "ge", "geq", "lt", "gt", "ne", "neq", "approx", "equiv":
 		return true
@@ -1313,10 +1289,7 @@ func joinable(gap string, words bool) bool {
 			i++
 			continue
 		}
-		j := i
-		for j < len(g) && isLetter(g[j]) {
-			j++
-		}
+		j := letterEnd(g, i)
 		n++
 		if w := g[i:j]; strings.EqualFold(w, "and") || strings.EqualFold(w, "or") {
 			conj = true
@@ -1858,10 +1831,7 @@ func collapseEscapes(s string) string {
 			j++
 		}
 		run := j - i
-		k := j
-		for k < len(s) && isLetter(s[k]) {
-			k++
-		}
+		k := letterEnd(s, j)
 		if run == 2 && k > j && knownPrefix(s[j:k]) {
 			b.WriteByte('\\')
 		} else {

@@ -148,6 +148,15 @@ func unitTail(t string) bool {
 // isRegexpSpace reports whether c is a space as regexp's \s means it.
 func isRegexpSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
 
+// letterEnd returns the end of the run of ASCII letters in s that
+// starts at i (i itself where s[i] is no letter, or i is len(s)).
+func letterEnd(s string, i int) int {
+	for i < len(s) && isLetter(s[i]) {
+		i++
+	}
+	return i
+}
+
 // skipSpaces returns the first index at or after i that is not a space.
 func skipSpaces(s string, i int) int {
 	for i < len(s) && isRegexpSpace(s[i]) {
@@ -379,10 +388,7 @@ func dropFontSwitches(s string) string {
 		if s[i] != '\\' {
 			continue
 		}
-		j := i + 1
-		for j < len(s) && isLetter(s[j]) {
-			j++
-		}
+		j := letterEnd(s, i+1)
 		if j == i+1 {
 			i++ // \\, \{ and the like: skip the escaped character
 			continue

@@ -128,10 +128,7 @@ func lex(s string, b *budget) []token {
 			out = append(out, token{tNum, s[i:j], sp})
 			i = j
 		case isLetter(c):
-			j := i
-			for j < len(s) && isLetter(s[j]) {
-				j++
-			}
+			j := letterEnd(s, i)
 			out = append(out, token{tWord, s[i:j], sp})
 			i = j
 		case c == '\\':
@@ -144,10 +141,7 @@ func lex(s string, b *budget) []token {
 				i += 2
 				break
 			}
-			j := i + 1
-			for j < len(s) && isLetter(s[j]) {
-				j++
-			}
+			j := letterEnd(s, i+1)
 			name := s[i+1 : j]
 			if !knownCommands[name] && name != "inf" && name != "zzz" {
 				// A known command glued to letters: \quadx -> \quad x.
