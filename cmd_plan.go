@@ -202,6 +202,21 @@ func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget 
 	if err != nil {
 		return usageError{err}
 	}
+	// adapted says where LoRA's targets were found, for the training
+	// line: the graph's projections, as train finds them, else
+	// config.json's.
+	var adapted string
+	if lora.Rank > 0 {
+		n := arch.Layers * len(lora.Targets)
+		adapted = "of config.json's shape"
+		if graph != "" {
+			if n, err = graphLoRA(graph, arch, lora); err != nil {
+				return modelFlagUsage(err)
+			}
+			adapted = "of the graph, found by their module names"
+		}
+		adapted = rollout.Plural(n, "projection") + " " + adapted
+	}
 	if err := arch.CheckLoRARank(lora.Rank, lora.Targets); err != nil {
 		return usageError{fmt.Errorf("--lora-rank %d: %w", lora.Rank, err)}
 	}
@@ -266,7 +281,7 @@ func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget 
 	what := "full fine-tune, AdamW"
 	switch {
 	case f.loraRank > 0:
-		what = fmt.Sprintf("LoRA rank %d on %s, AdamW", f.loraRank, strings.Join(lora.Targets, ","))
+		what = fmt.Sprintf("LoRA rank %d on %s: %s, AdamW", f.loraRank, strings.Join(lora.Targets, ","), adapted)
 	case f.train != "" || f.freeze != "":
 		names := "transformers'"
 		if graph != "" {
@@ -365,6 +380,29 @@ func graphSelection(path string, arch memplan.Arch, sel lmgraph.Selection, flags
 		return lmgraph.Selection{}, fmt.Errorf("--model %s: %s trains %d parameters of its graph, %d by config.json's shapes: config.json does not describe the graph", path, flags, n, t.Params)
 	}
 	return hf, nil
+}
+
+// graphLoRA finds the adapters of l on the model's graph at path as
+// train finds them (model.GraphAdapters: by the transformers module
+// names the graph gives its projections, an optimum export's
+// onnx::MatMul_N by their MatMul nodes), refusing what train refuses,
+// and returns how many projections they adapt. A config.json that does
+// not describe the graph (another count of the adapters' parameters
+// than its shapes give, by which plan sizes them) is refused.
+func graphLoRA(path string, arch memplan.Arch, l lmgraph.LoRA) (int, error) {
+	as, err := model.GraphAdapters(path, l)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, a := range as {
+		n += int64(l.Rank) * (a.In + a.Out)
+	}
+	if want := arch.LoRAParams(l.Rank, l.Targets); n != want {
+		return 0, fmt.Errorf("--model %s: LoRA rank %d on %s adapts %d parameters of its graph (%s), %d by config.json's shapes: config.json does not describe the graph",
+			path, l.Rank, strings.Join(l.Targets, ","), n, rollout.Plural(len(as), "projection"), want)
+	}
+	return len(as), nil
 }
 
 // planShapeError is the usage error of flags for a shape that memplan

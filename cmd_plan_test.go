@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/memplan"
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/stretchr/testify/require"
@@ -548,4 +550,89 @@ func selectionArg(args []string, flag string) string {
 		}
 	}
 	return ""
+}
+
+// graphWithoutModuleNames writes, in a new directory, the dynamo Qwen3
+// export (model/testdata/dynamoqwen3) without the name scopes that
+// place its anonymous weights (val_N): a graph no parameter of which
+// names its transformers module but the norms and the embedding, with
+// its config.json. It returns the directory.
+func graphWithoutModuleNames(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join("model", "testdata", "dynamoqwen3")
+	m, err := onnx.Load(filepath.Join(src, "model.onnx"))
+	require.NoError(t, err)
+	for _, n := range m.Graph().GetNode() {
+		n.MetadataProps = nil
+	}
+	dir := t.TempDir()
+	require.NoError(t, onnx.Save(filepath.Join(dir, "model.onnx"), m, onnx.SaveOptions{}))
+	config, err := os.ReadFile(filepath.Join(src, "config.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), config, 0o666))
+	return dir
+}
+
+// TestPlanLoRAGraphTargets: given a model file (or a directory with
+// model.onnx), plan finds LoRA's targets in the graph as train does
+// (model.LoRAAdapters, by the module names the graph gives its
+// projections) and refuses what train refuses, where it checked them
+// against config.json's shapes only: a graph without module names (the
+// dynamo export without its name scopes), which train refuses at once
+// (`model: lora: ... has no transformers name`), was planned (exit 0),
+// and a rank past the graph's projection was refused naming config.json's
+// projection, not the graph's module as train names it. The training
+// line says where the targets were found: the optimum export's 2 layers
+// x 7 projections, its q_proj alone 2, and config.json's without a graph.
+func TestPlanLoRAGraphTargets(t *testing.T) {
+	optimum := filepath.Join("model", "testdata", "optimumqwen3", "model.onnx")
+	nonames := graphWithoutModuleNames(t)
+	for _, c := range []struct {
+		name, model string
+		args        []string
+		line        string // the training line's parenthesis, on success
+		code        int    // else the exit code of train's refusal
+	}{
+		{"optimum", optimum, []string{"--lora-rank", "4"}, "LoRA rank 4 on q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj: 14 projections of the graph, found by their module names, AdamW", 0},
+		{"optimum dir, q", filepath.Dir(optimum), []string{"--lora-rank", "4", "--lora-targets", "q"}, "LoRA rank 4 on q_proj: 2 projections of the graph, found by their module names, AdamW", 0},
+		{"config.json", filepath.Join(filepath.Dir(optimum), "config.json"), []string{"--lora-rank", "4", "--lora-targets", "q"}, "LoRA rank 4 on q_proj: 2 projections of config.json's shape, AdamW", 0},
+		{"optimum, rank past k_proj", optimum, []string{"--lora-rank", "49"}, "", exitUsage},
+		{"no module names", nonames, []string{"--lora-rank", "4"}, "", exitFailure},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"plan", "--model", c.model, "--device-memory", "1GB", "--tokens", "64"}, c.args...)
+			code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
+			if c.line != "" {
+				require.Zero(t, code, stderr.String())
+				require.Contains(t, stdout.String(), "training step: 1 x 64 tokens ("+c.line+")\n")
+				return
+			}
+			src := c.model
+			if st, err := os.Stat(src); err == nil && st.IsDir() {
+				src = filepath.Join(src, "model.onnx")
+			}
+			rank, err := strconv.Atoi(c.args[1])
+			require.NoError(t, err)
+			l, err := parseLoRA(rank, 32, strings.Join(lmgraph.LoRATargets, ","))
+			require.NoError(t, err)
+			_, trainErr := model.PrepareArtifacts(context.Background(), src, t.TempDir(), model.ArtifactOptions{LoRA: l})
+			require.Error(t, trainErr)
+			require.Equal(t, c.code, code, stderr.String())
+			require.Equal(t, "spiral plan: "+modelFlagUsage(trainErr).Error()+"\n", stderr.String())
+		})
+	}
+	// A config.json whose MLP (128) is not the graph's (96): the adapters
+	// of gate_proj it sizes are not those train makes.
+	dir := t.TempDir()
+	graph, err := os.ReadFile(optimum)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.onnx"), graph, 0o666))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "qwen3", "num_hidden_layers": 2, "hidden_size": 64,
+		"intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 24, "vocab_size": 128, "tie_word_embeddings": true}`), 0o666))
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"plan", "--model", dir, "--device-memory", "1GB", "--lora-rank", "4", "--lora-targets", "gate"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitFailure, code)
+	require.Equal(t, "spiral plan: --model "+filepath.Join(dir, "model.onnx")+": LoRA rank 4 on gate_proj adapts 1280 parameters of its graph (2 projections), "+
+		"1536 by config.json's shapes: config.json does not describe the graph\n", stderr.String())
 }

@@ -127,7 +127,7 @@ func InitAdapters(s *params.Store, adapters []lmgraph.Adapter, seed uint64) erro
 
 // sourceAdapters loads the graph of the model at src, with its ties
 // applied as PrepareArtifacts applies them, and finds the adapters of l
-// on it.
+// on it, refusing what PrepareArtifacts refuses, in its words.
 func sourceAdapters(src string, l lmgraph.LoRA) (*onnx.Model, []lmgraph.Adapter, error) {
 	m, err := onnx.LoadGraph(src)
 	if err != nil {
@@ -137,7 +137,19 @@ func sourceAdapters(src string, l lmgraph.LoRA) (*onnx.Model, []lmgraph.Adapter,
 		return nil, nil, err
 	}
 	as, err := LoRAAdapters(m, l)
-	return m, as, err
+	if err != nil {
+		return nil, nil, fmt.Errorf("model: %s: %w", src, err)
+	}
+	return m, as, nil
+}
+
+// GraphAdapters returns the adapters of l on the model at src as train
+// finds them (PrepareArtifacts: by the transformers module names the
+// graph gives its projections) and refuses them: for spiral plan, which
+// sizes them by config.json's shapes.
+func GraphAdapters(src string, l lmgraph.LoRA) ([]lmgraph.Adapter, error) {
+	_, as, err := sourceAdapters(src, l)
+	return as, err
 }
 
 // loraMerges returns the factors of each adapter of l on the model at
