@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -224,13 +225,18 @@ func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget 
 	if err != nil {
 		return usageError{err}
 	}
+	// known is what the selection trains of a graph whose parameters
+	// have no transformers names, sized by its shapes.
+	var known *memplan.Trained
 	if graph != "" && lora.Rank == 0 && (sel.Train != nil || sel.Freeze != nil) {
-		if sel, err = graphSelection(graph, arch, sel, selectionFlags(f.train, f.freeze)); err != nil {
+		if sel, known, err = graphSelection(graph, arch, sel, selectionFlags(f.train, f.freeze)); err != nil {
 			return modelFlagUsage(err)
 		}
 	}
 	trained := arch.LoRAParams(lora.Rank, lora.Targets)
-	if lora.Rank == 0 {
+	if known != nil {
+		trained = known.Params
+	} else if lora.Rank == 0 {
 		// A selection that matches no parameter, or leaves none to train,
 		// is refused as train refuses it.
 		t, err := arch.Trained(sel)
@@ -243,7 +249,7 @@ func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget 
 		}
 		trained = t.Params
 	}
-	tr := memplan.Train{Rows: f.rows, Tokens: f.tokens, LoRARank: lora.Rank, LoRATargets: lora.Targets, Selection: sel,
+	tr := memplan.Train{Rows: f.rows, Tokens: f.tokens, LoRARank: lora.Rank, LoRATargets: lora.Targets, Selection: sel, Known: known,
 		AttentionBytes: opts.AttentionBytes, LossChunkBytes: opts.LossChunkBytes, MLPBytes: opts.MLPBytes, KeptBytes: opts.KeptBytes}
 	// The shape is valid (planArch): what the peaks refuse is a size of
 	// the flags past memplan.MaxBytes.
@@ -287,7 +293,12 @@ func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget 
 		if graph != "" {
 			names = "the graph's"
 		}
-		what = fmt.Sprintf("%s of the parameters trained (%s, by %s names), AdamW", paramCount(trained), selectionFlags(f.train, f.freeze), names)
+		if known != nil {
+			names += " names, which have no transformers names: a layer's gradients planned as a whole layer's"
+		} else {
+			names += " names"
+		}
+		what = fmt.Sprintf("%s of the parameters trained (%s, by %s), AdamW", paramCount(trained), selectionFlags(f.train, f.freeze), names)
 	}
 	fmt.Fprintf(env.stdout, "model: %d layers, hidden %d, %s parameters; memory to fit: %s\n", arch.Layers, arch.Hidden, paramCount(rep.Params), gib(budget))
 	w := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
@@ -354,32 +365,43 @@ func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget 
 // optimum export's projections are onnx::MatMul_N, not
 // model.layers.N.self_attn.q_proj.weight), refusing what train refuses:
 // the parameters it trains, by their transformers names, which
-// memplan's are. A config.json that does not describe the graph (another
-// count of the trained parameters), or a trained parameter without a
-// transformers name (model.HFParams), is refused, the latter pointing to
-// config.json as --model.
-// flags writes the --train and --freeze given (selectionFlags).
-func graphSelection(path string, arch memplan.Arch, sel lmgraph.Selection, flags string) (lmgraph.Selection, error) {
-	names, n, err := model.TrainedHFParameters(path, sel)
-	var se *lmgraph.SelectionError
-	if err != nil && !errors.As(err, &se) {
-		return lmgraph.Selection{}, fmt.Errorf("--model %s: plan sizes what %s selects by transformers' names: %w; give --model %s to plan by them instead",
-			path, flags, err, filepath.Join(filepath.Dir(path), model.ConfigFile))
-	}
+// memplan's are; or, where the graph's parameters have no transformers
+// names (a dynamo export without its name scopes), which train does not
+// need, what they are by the graph's shapes, a layer's gradients
+// counted as a whole layer's (the graph does not say which layer holds
+// a parameter) and an untied head's transposed gradient wherever a
+// parameter of its size is trained. A config.json that does not
+// describe the graph (another count of the trained parameters, or more
+// than it has) is refused. flags writes the --train and --freeze given
+// (selectionFlags).
+func graphSelection(path string, arch memplan.Arch, sel lmgraph.Selection, flags string) (lmgraph.Selection, *memplan.Trained, error) {
+	t, err := model.TrainedHFParameters(path, sel)
 	if err != nil {
-		return lmgraph.Selection{}, err
+		return lmgraph.Selection{}, nil, err
 	}
-	for i, name := range names {
+	var n int64
+	for _, size := range t.Sizes {
+		n += size
+	}
+	if t.Unnamed != nil {
+		if all := arch.Params(); n > all {
+			return lmgraph.Selection{}, nil, fmt.Errorf("--model %s: %s trains %d parameters of its graph, more than config.json's shapes hold (%d): config.json does not describe the graph", path, flags, n, all)
+		}
+		head := int64(arch.Vocab) * int64(arch.Hidden)
+		return lmgraph.Selection{}, &memplan.Trained{Params: n, Layer: min(n, arch.LayerParams()), Head: !arch.Tied && slices.Contains(t.Sizes, head)}, nil
+	}
+	names := make([]string, len(t.Names))
+	for i, name := range t.Names {
 		names[i] = regexp.QuoteMeta(name)
 	}
 	hf := lmgraph.Selection{Train: regexp.MustCompile("^(?:" + strings.Join(names, "|") + ")$")}
 	// A selection memplan refuses matches none of config.json's names:
 	// nothing of the graph's is planned either.
-	t, err := arch.Trained(hf)
-	if err != nil || t.Params != n {
-		return lmgraph.Selection{}, fmt.Errorf("--model %s: %s trains %d parameters of its graph, %d by config.json's shapes: config.json does not describe the graph", path, flags, n, t.Params)
+	byConfig, err := arch.Trained(hf)
+	if err != nil || byConfig.Params != n {
+		return lmgraph.Selection{}, nil, fmt.Errorf("--model %s: %s trains %d parameters of its graph, %d by config.json's shapes: config.json does not describe the graph", path, flags, n, byConfig.Params)
 	}
-	return hf, nil
+	return hf, nil, nil
 }
 
 // graphLoRA finds the adapters of l on the model's graph at path as

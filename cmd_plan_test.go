@@ -516,14 +516,89 @@ func TestPlanGraphNotConfig(t *testing.T) {
 	require.Equal(t, "spiral plan: --model "+filepath.Join(dir, "model.onnx")+": --train \"q_norm\" trains 48 parameters of its graph, 0 by config.json's shapes: config.json does not describe the graph\n", stderr.String())
 }
 
-// TestPlanGraphWithoutTransformersNames: a graph whose selected
-// parameters have no transformers name (a MatMul weight "w" of a node
-// "mm", neither of which names its module) cannot be planned by
-// config.json's shapes: the refusal says so, naming the initializer,
-// and that config.json as --model plans by transformers' names; it read
-// "model: M: naming the parameters as transformers does: ..." without
-// either.
+// TestPlanGraphWithoutTransformersNames: a graph whose parameters have
+// no transformers name (the dynamo export without its name scopes, whose
+// projections are val_N; a MatMul weight "w" of a node "mm") is planned
+// with --train and --freeze as train trains it, selected by the graph's
+// own names and sized by their shapes, where plan refused every selection
+// on it (`plan sizes what --train "^val_" selects by transformers' names:
+// ... has no transformers name; give --model DIR/config.json`, whose
+// names train does not match) while train trained it: --train "^val_"
+// 14 projections, 2 x (1,536 x 2 + 768 x 2 + 3 x 6,144) = 73,728
+// parameters; --train norm the norms, named, 2 x (64 x 2 + 24 x 2) + 64 =
+// 416, refused too for the projections' names it never selects. A
+// selection train refuses is refused with train's words, naming the
+// graph's names. The gradients of one layer's backward are planned as
+// the most a layer holds (its names do not say which layer a parameter
+// is in), 2 x 4 x 36,864 + 4 x 176 = 295,616 bytes for the dynamo
+// export's layer, and the training line says so.
 func TestPlanGraphWithoutTransformersNames(t *testing.T) {
+	nonames := graphWithoutModuleNames(t)
+	const layer = 4 * (36_864 + 176)
+	const names = "spiral artifacts, without --train and --freeze, lists the parameters' names"
+	for _, c := range []struct {
+		args          []string
+		trained       int64
+		layerGradient int64
+		refusal       string
+	}{
+		{[]string{"--train", "^val_"}, 73_728, layer, ""},
+		{[]string{"--train", "norm"}, 416, 4 * 416, ""},
+		{[]string{"--freeze", "."}, 0, 0, `no parameter left to train: --freeze "." matches every one (` + names + `)`},
+		{[]string{"--train", "q_proj"}, 0, 0, `--train "q_proj" matches no parameter (` + names + `)`},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			sel, err := parseSelection(selectionArg(c.args, "--train"), selectionArg(c.args, "--freeze"))
+			require.NoError(t, err)
+			_, trainErr := model.TrainedParameters(filepath.Join(nonames, "model.onnx"), sel)
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"plan", "--model", nonames, "--device-memory", "1GB", "--tokens", "64", "--kept-mib", "0", "--json"}, c.args...)
+			code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
+			if c.refusal != "" {
+				require.Error(t, trainErr)
+				require.Equal(t, c.refusal, modelFlagUsage(trainErr).Error())
+				require.Equal(t, exitUsage, code)
+				require.Equal(t, "spiral plan: "+c.refusal+"\n", stderr.String())
+				return
+			}
+			require.NoError(t, trainErr)
+			require.Zero(t, code, stderr.String())
+			var rep struct {
+				TrainedParams int64 `json:"trained_params"`
+				Train         []memplan.Item
+				Arch          memplan.Arch
+			}
+			require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+			require.Equal(t, c.trained, rep.TrainedParams)
+			items := map[string]int64{}
+			for _, it := range rep.Train {
+				items[it.Name] = it.Bytes
+			}
+			require.Equal(t, 4*c.trained, items["gradients"])
+			require.Equal(t, 8*c.trained, items["AdamW moments"])
+			const rt = 64
+			h, qd := int64(rep.Arch.Hidden), int64(rep.Arch.Heads*rep.Arch.HeadDim)
+			require.Equal(t, rt*4*(10*h+8*qd)+c.layerGradient, items["one layer's recompute and backward"])
+		})
+	}
+	var stdout, stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"plan", "--model", nonames, "--device-memory", "1GB", "--tokens", "64", "--train", "^val_"},
+		&cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	require.Contains(t, stdout.String(), "training step: 1 x 64 tokens (0.07M of the parameters trained (--train \"^val_\", by the graph's names, "+
+		"which have no transformers names: a layer's gradients planned as a whole layer's), AdamW)\n")
+	// A config.json of one layer (8,192 + 37,040 + 64 parameters) does
+	// not describe the graph's two.
+	config, err := os.ReadFile(filepath.Join(nonames, "config.json"))
+	require.NoError(t, err)
+	oneLayer := strings.Replace(string(config), `"num_hidden_layers": 2`, `"num_hidden_layers": 1`, 1)
+	require.NotEqual(t, string(config), oneLayer)
+	require.NoError(t, os.WriteFile(filepath.Join(nonames, "config.json"), []byte(oneLayer), 0o666))
+	stderr.Reset()
+	code := run(context.Background(), []string{"plan", "--model", nonames, "--device-memory", "1GB", "--train", "^val_"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitFailure, code)
+	require.Equal(t, "spiral plan: --model "+filepath.Join(nonames, "model.onnx")+": --train \"^val_\" trains 73728 parameters of its graph, "+
+		"more than config.json's shapes hold (45296): config.json does not describe the graph\n", stderr.String())
+
 	dir := t.TempDir()
 	b := onnx.NewGraphBuilder("g")
 	ids := b.Input("input_ids", onnx.Int64, onnx.P("batch"), onnx.P("seq"))
@@ -534,12 +609,14 @@ func TestPlanGraphWithoutTransformersNames(t *testing.T) {
 	require.NoError(t, onnx.Save(filepath.Join(dir, "model.onnx"), b.Model(17), onnx.SaveOptions{}))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "qwen3", "num_hidden_layers": 1, "hidden_size": 8,
 		"intermediate_size": 16, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4, "vocab_size": 10, "tie_word_embeddings": true}`), 0o666))
-	var stderr bytes.Buffer
-	code := run(context.Background(), []string{"plan", "--model", dir, "--device-memory", "1GB", "--train", "^w$"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
-	require.Equal(t, exitFailure, code)
-	require.Equal(t, "spiral plan: --model "+filepath.Join(dir, "model.onnx")+": plan sizes what --train \"^w$\" selects by transformers' names: "+
-		"model: hf export: initializer \"w\" (read by MatMul \"mm\") has no transformers name; the graph must keep the module names in its initializer names, "+
-		"MatMul node names (optimum/TorchScript exports, spiral's own graphs) or name scopes (dynamo exports); give --model "+filepath.Join(dir, "config.json")+" to plan by them instead\n", stderr.String())
+	stdout.Reset()
+	code = run(context.Background(), []string{"plan", "--model", dir, "--device-memory", "1GB", "--train", "^w$", "--json"}, &cliEnv{stdout: &stdout, stderr: &stderr})
+	require.Zero(t, code, stderr.String())
+	var rep struct {
+		TrainedParams int64 `json:"trained_params"`
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+	require.Equal(t, int64(64), rep.TrainedParams)
 }
 
 // selectionArg returns the value after flag in args, or "".

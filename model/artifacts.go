@@ -571,46 +571,60 @@ func TrainedParameters(src string, sel lmgraph.Selection) ([]string, error) {
 	return names, nil
 }
 
-// TrainedHFParameters returns the transformers names (HFParams) of the
-// parameters of the model at src that sel trains, selected as
-// PrepareArtifacts selects them, by the graph's own names (an optimum
-// export's projections are onnx::MatMul_N), tied copies left out, and
-// their number of values: for spiral plan, which sizes the parameters by
-// config.json under transformers' names. A selection train refuses is
-// refused with the *lmgraph.SelectionError train's is.
-func TrainedHFParameters(src string, sel lmgraph.Selection) ([]string, int64, error) {
+// TrainedHF is what a selection trains of a model's graph
+// (TrainedHFParameters).
+type TrainedHF struct {
+	// Sizes are the trained parameters' numbers of values, in the
+	// graph's order.
+	Sizes []int64
+	// Names are their transformers names (HFParams), nil when the
+	// graph's parameters have none (Unnamed).
+	Names []string
+	// Unnamed is why Names is nil: HFParams' refusal of a graph whose
+	// parameters it cannot all name, which train does not need.
+	Unnamed error
+}
+
+// TrainedHFParameters returns the parameters of the model at src that
+// sel trains, selected as PrepareArtifacts selects them, by the graph's
+// own names (an optimum export's projections are onnx::MatMul_N), tied
+// copies left out: their numbers of values and, where the graph gives
+// them, their transformers names (HFParams): for spiral plan, which
+// sizes the parameters by config.json under transformers' names. A
+// selection train refuses is refused with the *lmgraph.SelectionError
+// train's is.
+func TrainedHFParameters(src string, sel lmgraph.Selection) (TrainedHF, error) {
 	m, err := onnx.LoadGraph(src)
 	if err != nil {
-		return nil, 0, fmt.Errorf("model: %w", err)
+		return TrainedHF{}, fmt.Errorf("model: %w", err)
 	}
 	// Mapped before parameters ties the copies, on the graph as exported.
-	hf, err := HFParams(m, false)
+	hf, unnamed := HFParams(m, false)
+	cls, _, err := parameters(m, src)
 	if err != nil {
-		return nil, 0, err
+		return TrainedHF{}, err
+	}
+	trained, _, err := sel.Select(cls)
+	if err != nil {
+		return TrainedHF{}, fmt.Errorf("model: %s: %w", src, err)
 	}
 	hfName := map[string]string{}
 	for _, p := range hf {
 		hfName[p.Initializer] = p.Name
 	}
-	cls, _, err := parameters(m, src)
-	if err != nil {
-		return nil, 0, err
-	}
-	trained, _, err := sel.Select(cls)
-	if err != nil {
-		return nil, 0, fmt.Errorf("model: %s: %w", src, err)
-	}
-	names := make([]string, len(trained))
-	var n int64
-	for i, c := range trained {
+	var t TrainedHF
+	for _, c := range trained {
+		t.Sizes = append(t.Sizes, onnx.NumElements(c.Shape))
 		name, ok := hfName[c.Name]
-		if !ok {
-			return nil, 0, fmt.Errorf("model: %s: parameter %q has no transformers name", src, c.Name)
+		if !ok && unnamed == nil {
+			unnamed = fmt.Errorf("model: %s: parameter %q has no transformers name", src, c.Name)
 		}
-		names[i] = name
-		n += onnx.NumElements(c.Shape)
+		t.Names = append(t.Names, name)
 	}
-	return names, n, nil
+	if unnamed != nil {
+		t.Names, t.Unnamed = nil, unnamed
+	}
+	return t, nil
 }
 
 // Ties returns the tied copies among the parameters of the model at src,

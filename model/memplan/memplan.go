@@ -230,12 +230,15 @@ func (a Arch) parameterNames() string {
 }
 
 // trained returns what t trains of a's parameters: LoRA's adapters (the
-// head frozen), or the parameters t.Selection selects.
+// head frozen), or t.Known, or the parameters t.Selection selects.
 func (a Arch) trained(s *sizer, t Train) (Trained, error) {
+	if t.LoRARank <= 0 && t.Known != nil {
+		return *t.Known, nil
+	}
 	if t.LoRARank <= 0 {
 		return a.Trained(t.Selection)
 	}
-	if t.Selection.Train != nil || t.Selection.Freeze != nil {
+	if t.Selection.Train != nil || t.Selection.Freeze != nil || t.Known != nil {
 		return Trained{}, errors.New("memplan: LoRA trains adapters only: a selection of the parameters does not combine with it")
 	}
 	n := s.bytes("LoRA adapters", int64(t.LoRARank), a.LoRAParams(1, t.LoRATargets)).Bytes
@@ -300,6 +303,11 @@ type Train struct {
 	// trains, as train's --train and --freeze do (the zero value: all);
 	// the frozen ones have no gradients nor AdamW moments.
 	Selection lmgraph.Selection
+	// Known, when not nil, is what a full fine-tune trains, found
+	// otherwise than by the names Parameters gives (spiral plan's
+	// selection on a graph whose parameters have no transformers
+	// names, sized by its shapes); Selection is then not read.
+	Known *Trained
 	// AttentionBytes, LossChunkBytes and MLPBytes are
 	// model.ExecutorOptions'; MLPBytes <= 0 runs each MLP on all
 	// positions at once.

@@ -444,3 +444,26 @@ func BenchmarkPlanSearches(b *testing.B) {
 		})
 	}
 }
+
+// TestTrainPeakKnown: a Train's Known, what a fine-tune trains found
+// otherwise than by name, is planned as given, its selection not read
+// (a --train matching no name of Parameters would refuse it), its head
+// counted; LoRA, which trains adapters, refuses it as a selection.
+func TestTrainPeakKnown(t *testing.T) {
+	a, _ := memplan.Named("qwen3-0.6b")
+	a.Tied = false
+	known := &memplan.Trained{Params: 1000, Layer: 600, Head: true}
+	items, err := memplan.TrainPeak(a, memplan.Train{Rows: 1, Tokens: 64, Known: known, Selection: lmgraph.Selection{Train: regexp.MustCompile("^val_")}})
+	require.NoError(t, err)
+	got := map[string]int64{}
+	for _, it := range items {
+		got[it.Name] = it.Bytes
+	}
+	require.Equal(t, int64(4000), got["gradients"])
+	require.Equal(t, int64(8000), got["AdamW moments"])
+	require.Equal(t, 4*int64(a.Vocab)*int64(a.Hidden), got["untied head's gradient, transposed (device)"])
+	h, qd := int64(a.Hidden), int64(a.Heads*a.HeadDim)
+	require.Equal(t, 64*4*(10*h+8*qd)+4*600, got["one layer's recompute and backward"])
+	_, err = memplan.TrainPeak(a, memplan.Train{Rows: 1, Tokens: 64, LoRARank: 8, Known: known})
+	require.EqualError(t, err, "memplan: LoRA trains adapters only: a selection of the parameters does not combine with it")
+}
