@@ -441,9 +441,17 @@ func trainPeak(a Arch, t Train, s sizer, sel Trained) ([]Item, error) {
 		weights += 4 * trained
 	}
 	h, i, qd := int64(a.Hidden), int64(a.Intermediate), int64(a.Heads*a.HeadDim)
-	// A core call holds at least one query row against the keys.
+	// A core call holds at least one query row against the keys, and at
+	// most all of them (the executor's block is at most the row): the
+	// budget binds only where the row's scores pass it.
 	attn := max(t.AttentionBytes, s.bytes("attention block (one head, a block of queries)", tokens, 4*6).Bytes)
+	attn = min(attn, (&sizer{}).bytes("", tokens, tokens, 4*6).Bytes)
+	// A loss chunk holds at least one position's vocabulary-wide
+	// tensors (6 of them), and at most every loss position's at once:
+	// the generic head's 6, or the table head's gradient tile, 4 a
+	// position and the table's gradient block.
 	chunk := max(t.LossChunkBytes, int64(a.Vocab)*4*6)
+	chunk = min(chunk, (&sizer{}).bytes("", int64(a.Vocab)*4, max(6*loss, 4*loss+h)).Bytes)
 	layer := s.bytes("one layer's recompute and backward", rt, 4*(layerHidden*h+layerHeads*qd))
 	layer.Bytes += layerGrads
 	lossTile := s.bytes("loss tile and its gradients", h*4, 2*loss+rt)

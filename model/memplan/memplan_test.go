@@ -467,3 +467,44 @@ func TestTrainPeakKnown(t *testing.T) {
 	_, err = memplan.TrainPeak(a, memplan.Train{Rows: 1, Tokens: 64, LoRARank: 8, Known: known})
 	require.EqualError(t, err, "memplan: LoRA trains adapters only: a selection of the parameters does not combine with it")
 }
+
+// TestTrainPeakWorkingSetsWithinShape: the attention block and the loss
+// chunk are the executor's bounds where the shape needs more, and what
+// the shape needs where it needs less, as the MLP chunk always was: on
+// the embedded model's shape (3 layers of 64, 4 heads of 32, a
+// vocabulary of 49), one row of 64 tokens, plan counted the attention
+// block at its 64 MiB bound and the loss tile at 256 MiB, 0.31 GiB of a
+// step whose ONNX Runtime tensors peak at 0.77 MB (spiral bench train's
+// arena peak_in_use_bytes, 765,695). The executor's core call holds
+// 64 x 64 queries x keys x 6 tensors x 4 bytes = 98,304 bytes; its loss,
+// 32 positions, 32 x 49 x 6 x 4 = 37,632 (the table head's: 32 x 49 x 4
+// x 4 + the table's gradient block 49 x 64 x 4, the same), beside the
+// hidden states 64 x 4 x (2 x 32 + 64) = 32,768. Qwen3-4B's 9,216
+// tokens keep both bounds.
+func TestTrainPeakWorkingSetsWithinShape(t *testing.T) {
+	bounds := memplan.Train{AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20, MLPBytes: 256 << 20}
+	embedded := memplan.Arch{Type: "qwen3", Layers: 3, Hidden: 64, Intermediate: 128, Heads: 4, KVHeads: 2, HeadDim: 32, Vocab: 49, Tied: true}
+	qwen3_4b, _ := memplan.Named("qwen3-4b")
+	for _, c := range []struct {
+		name         string
+		a            memplan.Arch
+		tokens       int
+		attn, lossTl int64
+	}{
+		{"embedded, 64 tokens", embedded, 64, 98_304, 32_768 + 37_632},
+		{"qwen3-4b, 9216 tokens", qwen3_4b, 9216, 64 << 20, 2560*4*(2*4608+9216) + 256<<20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := bounds
+			tr.Rows, tr.Tokens = 1, c.tokens
+			items, err := memplan.TrainPeak(c.a, tr)
+			require.NoError(t, err)
+			got := map[string]int64{}
+			for _, it := range items {
+				got[it.Name] = it.Bytes
+			}
+			require.Equal(t, c.attn, got["attention block (one head, a block of queries)"])
+			require.Equal(t, c.lossTl, got["loss tile and its gradients"])
+		})
+	}
+}
