@@ -509,7 +509,8 @@ type Generate struct {
 
 // GeneratePeak itemises generation's peak: the weights, the KV cache,
 // one call's temporaries and the logits, and within a training run
-// (g.Training) its gradients and moments.
+// (g.Training) its gradients and moments, and a trained untied head's
+// transposed gradient sum on the device.
 func GeneratePeak(a Arch, g Generate) ([]Item, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
@@ -551,6 +552,11 @@ func generatePeak(a Arch, g Generate, s sizer, sel Trained) ([]Item, error) {
 			weights += 4 * trained
 		}
 		held = []Item{s.bytes("gradients (held by training)", 4, trained), s.bytes("AdamW moments (held by training)", 8, trained)}
+		if sel.Head {
+			// The device layer's transposed sum of the head's gradient
+			// (trainPeak's item) lives as long as the executor.
+			held = append(held, Item{"untied head's gradient, transposed (device, held by training)", 4 * int64(a.Vocab) * int64(a.Hidden)})
+		}
 	}
 	items := []Item{
 		{"weights", weights},

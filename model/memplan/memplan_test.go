@@ -508,3 +508,38 @@ func TestTrainPeakWorkingSetsWithinShape(t *testing.T) {
 		})
 	}
 }
+
+// TestGeneratePeakInTrainingUntiedHead: the device layer allocates the
+// transposed sum of a trained untied head's gradient (model's
+// deviceGrads.columnSum, vocab x hidden floats) when the executor opens
+// and holds it until it closes, through every rollout of the run, as
+// the gradients and moments: generation within training holds it too.
+// Qwen3-8B, untied (151,936 x 4,096): its 2.32 GiB were in the training
+// step's peak but not in generation's within train, whose rows were
+// planned without them. LoRA (the head frozen) and a selection freezing
+// the head hold none.
+func TestGeneratePeakInTrainingUntiedHead(t *testing.T) {
+	a, _ := memplan.Named("qwen3-8b")
+	const name = "untied head's gradient, transposed (device, held by training)"
+	for _, c := range []struct {
+		name     string
+		training memplan.Train
+		want     int64
+	}{
+		{"full fine-tune", memplan.Train{}, 4 * 151936 * 4096},
+		{"head frozen", memplan.Train{Selection: lmgraph.Selection{Freeze: regexp.MustCompile("lm_head")}}, 0},
+		{"LoRA", memplan.Train{LoRARank: 16}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			items, err := memplan.GeneratePeak(a, memplan.Generate{Rows: 2, Capacity: 5120, CallBytes: 512 << 20, Training: &c.training})
+			require.NoError(t, err)
+			got := int64(0)
+			for _, it := range items {
+				if it.Name == name {
+					got = it.Bytes
+				}
+			}
+			require.Equal(t, c.want, got)
+		})
+	}
+}
