@@ -674,7 +674,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&c.ClipHigh, "clip-high", c.ClipHigh, "PPO clip bound above 1 (eps_high)")
 	fs.Float64Var(&c.MaxGradNorm, "max-grad-norm", c.MaxGradNorm, "global gradient-norm clip (0 or less = off)")
 	fs.IntVar(&c.MicroBatchTokens, "micro-batch-tokens", 0, "rows x length per training call, at least one row (0 = auto: 4 GiB of kept activations by the model's config.json, within 512..16384)")
-	fs.BoolVar(&f.packPrompts, "pack-prompts", true, "train the completions of one prompt (a subset's aggregation traces) in one row that computes the prompt once, where that costs less and fits --micro-batch-tokens; false trains every trace in a row of its own (the same gradient but for float rounding)")
+	fs.BoolVar(&f.packPrompts, "pack-prompts", true, "train the completions of one prompt (a subset's aggregation traces) in one row that computes the prompt once, where that costs less and fits --micro-batch-tokens, else in the fewest such rows; false trains every trace in a row of its own (the same gradient but for float rounding)")
 	fs.BoolVar(&c.Advantage.ScaleSearch, "scale-search-adv", false, "divide set advantages by their std")
 	fs.BoolVar(&c.Advantage.ScaleAggregation, "scale-agg-adv", false, "divide aggregation advantages by their subset's std")
 	fs.Float64Var(&c.Advantage.SearchOwnReward, "search-own-reward", 0, "add this weight times a search trace's own reward, minus the mean over its problem's search traces that some subset holds, to its set advantage (not in the paper; 0 = SPIRAL as published)")

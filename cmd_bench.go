@@ -91,7 +91,7 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.maxGradNorm, "max-grad-norm", rl.DefaultConfig().MaxGradNorm, "train: global gradient-norm clip (0 or less = off)")
 	fs.IntVar(&f.microBatchTokens, "micro-batch-tokens", 0, "train: rows x length per training call, at least one row, as train's (0 = auto: train's, 4 GiB of kept activations by the model's config.json, within 512..16384)")
 	fs.Float64Var(&f.lr, "lr", 0, "train: the update's learning rate (0 = train's peak: 1e-4 for the embedded tiny model, 1e-6 for a given model)")
-	fs.IntVar(&f.group, "group", 1, "train: rows come in groups of `G` sharing their prompt, as a subset's aggregation traces do, which the step packs in one row as train's --pack-prompts does, where that costs less than separate rows and fits --micro-batch-tokens; with G > 1 a row's response is its last quarter (an aggregation trace's share of its row), not its second half; --rows a multiple of G")
+	fs.IntVar(&f.group, "group", 1, "train: rows come in groups of `G` sharing their prompt, as a subset's aggregation traces do, which the step packs as train's --pack-prompts does: in one row where that costs less than separate rows and fits --micro-batch-tokens, else in the fewest rows that do; with G > 1 a row's response is its last quarter (an aggregation trace's share of its row), not its second half; --rows a multiple of G")
 	fs.BoolVar(&f.packPrompts, "pack-prompts", true, "train: pack --group's rows as train's --pack-prompts does; false trains every row apart, as train's --pack-prompts=false (the unpacked twin of a --group step)")
 	fs.IntVar(&f.genRows, "generate-rows", 0, "train: before each step, a generation of this many rows of --prompt-tokens + --new-tokens whose KV cache is released before the step, as training does (the device memory both take; 0: none)")
 	registerGenCallMiB(fs, &f.callMiB)
@@ -572,7 +572,8 @@ func (s *benchTrainStep) update() (rl.UpdateResult, error) {
 // rest; with group > 1, as an aggregation trace's (the paper's 3,000
 // tokens after a 9,216-token prompt), the completion is its last
 // quarter, at least one token, so that the group is worth packing
-// (rl's worthPacking: up to 8 rows a group; with halves never).
+// (rl's worthPacking: up to 7 rows in one row at 64 tokens, 8 at 256,
+// more across several rows; with halves never).
 func benchExamples(b model.TrainBatch, group int) []rl.Example {
 	ex := make([]rl.Example, b.Batch)
 	prompt := b.Seq / 2

@@ -245,6 +245,28 @@ func TestBenchTrainGroupMicroBatches(t *testing.T) {
 	}
 }
 
+// TestBenchTrainGroupSplit: a group too many to be worth packing in one
+// row is packed in the rows that cost fewest positions: 16 rows of 64
+// tokens in one group of 16 (48-token prompt, 16-token completions; 8
+// or more in a row cost more attention than apart) are packed 6 + 5 + 5
+// in 3 rows of 149, 132 and 132 positions, one call padded to 3 x 149 =
+// 447 positions, not 16 rows apart (1,024).
+func TestBenchTrainGroupSplit(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "train", "--rows", "16", "--tokens", "64", "--group", "16", "--steps", "1", "--threads", "1"}
+	require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	var lines []benchTrainLine
+	dec := json.NewDecoder(&stdout)
+	for dec.More() {
+		var l benchTrainLine
+		require.NoError(t, dec.Decode(&l))
+		lines = append(lines, l)
+	}
+	require.Len(t, lines, 2)
+	step := lines[1]
+	require.Equal(t, [4]int{1, 447, 3, 149}, [4]int{step.MicroBatches, step.Positions, step.PackedRows, step.PackedRowTokens})
+}
+
 // TestBenchGroupRefused: --group is a usage error where its groups
 // cannot be formed, and on bench generate, which has no training step.
 func TestBenchGroupRefused(t *testing.T) {

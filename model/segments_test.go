@@ -220,6 +220,55 @@ func TestGradientsPackPrompts(t *testing.T) {
 	onTrainTwins(t, func(t *testing.T, _ string, p *model.Policy) { checkGradientsPackPrompts(t, p) })
 }
 
+// TestGradientsPackSplitGroup: a group of completions too many to be
+// worth packing in one row (sixteen 16-token completions of a 48-token
+// prompt: 64 positions each apart, 1,024 in all) is packed in the rows
+// that cost fewest positions, 6 + 5 + 5 members (149, 132 and 132
+// positions, one call padded to 3 x 149 = 447), or under 140 tokens a
+// call 4 + 4 + 4 + 4 (115 each, a call each: 460), with the gradient
+// and statistics of the rows apart, on every export the executor is
+// tested on (one that cannot pack trains them apart), on the host and
+// on the device layer's twin. It trained the sixteen apart.
+func TestGradientsPackSplitGroup(t *testing.T) {
+	onTrainTwins(t, func(t *testing.T, _ string, p *model.Policy) {
+		vocab := p.LM.Signature().Vocab
+		r := rand.New(rand.NewPCG(43, 1))
+		prompt := randomIDs(r, 48, vocab)
+		var examples []rl.Example
+		for range 16 {
+			e := rl.Example{Prompt: prompt, Completion: randomIDs(r, 16, vocab), Advantage: float32(r.NormFloat64())}
+			for range e.Completion {
+				e.OldLogProbs = append(e.OldLogProbs, float32(-math.Log(float64(vocab))+0.5*r.NormFloat64()))
+			}
+			examples = append(examples, e)
+		}
+		grads := func(pack bool, microTokens int) ([]float32, rl.GradientStats) {
+			g := p.Weights.NewGrads()
+			gs, err := rl.Gradients(context.Background(), p.Train, g, examples,
+				rl.GradientOptions{MicroBatchTokens: microTokens, ClipLow: 0.2, ClipHigh: 0.28, PackPrompts: pack})
+			require.NoError(t, err)
+			return g.Flat(), gs
+		}
+		want, wantStats := grads(false, 0)
+		require.Equal(t, 1024, wantStats.Positions)
+		for _, c := range []struct{ micro, positions int }{{0, 447}, {16384, 447}, {140, 460}} {
+			got, gs := grads(true, c.micro)
+			rel := maxRelDiff(got, want)
+			t.Logf("micro-batch tokens %d: %d positions packed against %d; gradient relative difference %.3g", c.micro, gs.Positions, wantStats.Positions, rel)
+			require.Less(t, rel, 1e-5)
+			require.Equal(t, wantStats.LossTokens, gs.LossTokens)
+			require.InDelta(t, wantStats.Loss, gs.Loss, 1e-6*math.Max(1, math.Abs(wantStats.Loss)))
+			require.InDelta(t, wantStats.Entropy, gs.Entropy, 1e-5*wantStats.Entropy)
+			require.InDelta(t, wantStats.NLL, gs.NLL, 1e-5*wantStats.NLL)
+			if p.Train.PackedRows() == nil {
+				require.Equal(t, c.positions, gs.Positions, "micro-batch tokens %d", c.micro)
+			} else {
+				require.Equal(t, 1024, gs.Positions, "micro-batch tokens %d", c.micro)
+			}
+		}
+	})
+}
+
 func checkGradientsPackPrompts(t *testing.T, p *model.Policy) {
 	vocab := p.LM.Signature().Vocab
 	r := rand.New(rand.NewPCG(41, 1))

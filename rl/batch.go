@@ -50,7 +50,7 @@ func MicroBatches(examples []Example, maxTokens int, clipLow, clipHigh float32) 
 }
 
 // PackedMicroBatches is MicroBatches with the completions of one prompt
-// packed in one row where that costs less and fits maxTokens, as
+// packed in the fewest rows that cost less and fit maxTokens, as
 // Gradients lays them out with PackPrompts for a learner that takes
 // packed rows (rowsOf).
 func PackedMicroBatches(examples []Example, maxTokens int, clipLow, clipHigh float32) ([]model.TrainBatch, []int, error) {
@@ -80,12 +80,11 @@ func (r row) starts(examples []Example) []int {
 }
 
 // rowsOf lays examples out as rows: each alone, or with pack, the
-// completions of one prompt (equal token sequences) in one row where
-// worthPacking says so. A packed row is longer than any of its
-// completions' own rows, and one that passes maxTokens (a micro-batch's
-// positions; <= 0 unbounded) would take more memory than the run was
-// sized for: a group that does not fit is split across the fewest rows
-// that do, as evenly as they can be (splitGroup).
+// completions of one prompt (equal token sequences) cut into rows by
+// splitGroup: packed where worthPacking says so, within maxTokens (a
+// micro-batch's positions; <= 0 unbounded), since a packed row is longer
+// than any of its completions' own rows and one that passed maxTokens
+// would take more memory than the run was sized for.
 func rowsOf(examples []Example, pack bool, maxTokens int) []row {
 	var rows []row
 	if !pack {
@@ -106,66 +105,80 @@ func rowsOf(examples []Example, pack bool, maxTokens int) []row {
 	for _, k := range order {
 		g := groups[k]
 		p := len(examples[g[0]].Prompt)
-		widths := make([]int, len(g))
+		comps := make([]int, len(g))
 		for j, i := range g {
-			widths[j] = 1 + len(examples[i].Completion)
+			comps[j] = len(examples[i].Completion)
 		}
 		start := 0
-		for _, end := range splitGroup(p-1, widths, maxTokens) {
-			run := g[start:end]
+		for _, end := range splitGroup(p, comps, maxTokens) {
+			// p + c positions alone; packed, the prompt but its last
+			// token, then each completion with that token again.
 			n := p - 1
-			comps := make([]int, len(run))
-			for j, i := range run {
-				comps[j] = len(examples[i].Completion)
-				n += 1 + comps[j]
+			for _, c := range comps[start:end] {
+				n += 1 + c
 			}
-			if len(run) > 1 && p > 0 && worthPacking(p, comps) {
-				rows = append(rows, row{members: run, positions: n})
-			} else {
-				for _, i := range run {
-					rows = append(rows, row{members: []int{i}, positions: examples[i].Len()})
-				}
-			}
+			rows = append(rows, row{members: g[start:end], positions: n})
 			start = end
 		}
 	}
 	return rows
 }
 
-// splitGroup cuts a group's completions, in order, into runs that each
-// make one row: base positions (the prompt but its last token) then
-// each completion's widths[j] (that token again and the completion). It
-// takes the fewest runs whose rows fit maxTokens (a completion alone is
-// a run whatever its length; <= 0 unbounded), and of those the cut
-// whose longest row, which sets the memory, is shortest, then whose
-// attention (the rows' squared lengths summed) is least: four equal
-// completions that do not fit one row are 2 + 2, not 3 + 1. It returns
-// the end of each run.
-func splitGroup(base int, widths []int, maxTokens int) []int {
-	n := len(widths)
-	if maxTokens <= 0 || n == 0 {
-		return []int{n}
-	}
+// splitGroup cuts the completions of lengths comps of one prompt of p
+// tokens, in order, into runs that each make one row: a completion
+// alone (p + c positions, whatever its length), or several packed (the
+// prompt but its last token, then each completion with that token
+// again: p - 1 + sum(1 + c)) where that is worth packing (worthPacking)
+// and fits maxTokens (<= 0 unbounded). Each row costs the prompt's
+// positions once and the completions theirs, so the fewest rows cost
+// the fewest positions: it takes the fewest (exact over the cuts that
+// keep the group's order, so over every split of equal completions),
+// and of those the cut whose longest packed row, which sets the memory,
+// is shortest, then whose attention (the rows' squared lengths summed)
+// is least. Sixteen 16-token completions of a 48-token prompt, too many
+// for one row worth packing, are 6 + 5 + 5; four that do not fit one
+// row are 2 + 2, not 3 + 1; a completion too long to share a row stays
+// apart. It returns the end of each run.
+func splitGroup(p int, comps []int, maxTokens int) []int {
+	n := len(comps)
 	sum := make([]int, n+1)
-	for j, w := range widths {
-		sum[j+1] = sum[j] + w
+	for j, c := range comps {
+		sum[j+1] = sum[j] + 1 + c
 	}
-	length := func(i, j int) int { return base + sum[j] - sum[i] }
-	// runs counts the runs of a greedy cut under bound, the fewest there
-	// are.
-	runs := func(bound int) int {
-		k := 0
-		for i := 0; i < n; k++ {
-			j := i + 1
-			for j < n && length(i, j+1) <= bound {
-				j++
-			}
-			i = j
+	length := func(i, j int) int { return p - 1 + sum[j] - sum[i] }
+	// packs[i][j-i-2]: the completions i..j-1 (two or more), whose row
+	// fits, are worth packing (worthPacking(p, comps[i:j]), its sums
+	// kept from j to j+1); none with an empty prompt (no token to branch
+	// from). A run from i passes maxTokens from the first j that does.
+	packs := make([][]bool, n)
+	for i := range packs {
+		separate := (p + comps[i]) * (p + comps[i])
+		for j := i + 2; j <= n && p > 0 && (maxTokens <= 0 || length(i, j) <= maxTokens); j++ {
+			separate += (p + comps[j-1]) * (p + comps[j-1])
+			packs[i] = append(packs[i], length(i, j)*length(i, j) <= separate)
 		}
-		return k
 	}
-	k := runs(maxTokens)
-	bound := sort.Search(maxTokens, func(b int) bool { return runs(b) <= k })
+	// within reports whether the run i..j-1 fits one row of at most
+	// bound positions (a completion alone always does); false for it
+	// goes on for every earlier i.
+	within := func(i, j, bound int) bool {
+		return j == i+1 || j-i-2 < len(packs[i]) && length(i, j) <= bound
+	}
+	// rows is the fewest runs whose packed rows are at most bound long.
+	rows := func(bound int) int {
+		fewest := make([]int, n+1)
+		for j := 1; j <= n; j++ {
+			fewest[j] = fewest[j-1] + 1
+			for i := j - 2; i >= 0 && within(i, j, bound); i-- {
+				if packs[i][j-i-2] {
+					fewest[j] = min(fewest[j], fewest[i]+1)
+				}
+			}
+		}
+		return fewest[n]
+	}
+	k := rows(math.MaxInt)
+	bound := sort.Search(length(0, n), func(b int) bool { return rows(b) <= k })
 	// cost[j] after round m: the least attention of the first j
 	// completions in m runs under bound, from[m][j] the start of the last
 	// of them; ties go to the shortest last run, so that the longer runs
@@ -183,8 +196,8 @@ func splitGroup(base int, widths []int, maxTokens int) []int {
 			next[j] = inf
 		}
 		for j := m; j <= n; j++ {
-			for i := j - 1; i >= m-1 && (i == j-1 || length(i, j) <= bound); i-- {
-				if cost[i] == inf {
+			for i := j - 1; i >= m-1 && within(i, j, bound); i-- {
+				if cost[i] == inf || i < j-1 && !packs[i][j-i-2] {
 					continue
 				}
 				if c := cost[i] + length(i, j)*length(i, j); c < next[j] {
@@ -221,10 +234,10 @@ func promptKey(p []int32) string {
 // completions (aggregation prompts holding the candidates), not a short
 // one with long completions (search traces of one question).
 func worthPacking(p int, comps []int) bool {
-	n, separate := float64(p-1), 0.0
+	n, separate := p-1, 0
 	for _, c := range comps {
-		n += float64(1 + c)
-		separate += float64(p+c) * float64(p+c)
+		n += 1 + c
+		separate += (p + c) * (p + c)
 	}
 	return n*n <= separate
 }
@@ -368,9 +381,10 @@ type GradientOptions struct {
 	// (the examples' OldLogProbs are ignored): the ratio is 1, so the
 	// gradient is REINFORCE's, or cross-entropy's with advantage 1.
 	Detached bool
-	// PackPrompts puts the completions of one prompt in one row, the
-	// prompt computed once (model.TrainBatch.Segments), where that costs
-	// less than separate rows (worthPacking) and the learner takes packed
+	// PackPrompts puts the completions of one prompt in rows that
+	// compute the prompt once (model.TrainBatch.Segments), the fewest
+	// that each cost less than separate rows (worthPacking) and fit
+	// MicroBatchTokens (rowsOf), where the learner takes packed
 	// rows (model.Executor.PackedRows): the same gradient but for float
 	// rounding, as with other micro-batch cuts.
 	PackPrompts bool

@@ -296,10 +296,66 @@ func TestPackedRowsSplitEvenly(t *testing.T) {
 	}
 }
 
+// TestPackedRowsSplitByCost: a group not worth packing in one row is
+// packed in the fewest rows that are each worth packing (each row's
+// attention no more than its members' apart) and fit, a row costing the
+// prompt's positions once, the longest row as short as it can be; a
+// completion that is cheaper apart stays apart. Sixteen 16-token
+// completions of a 48-token prompt (64 positions each apart, 1,024 in
+// all) are no row of more than 7 (47 + 7 x 17 = 166 positions, 166^2 <=
+// 7 x 64^2; 8 are 183^2 > 8 x 64^2): 3 rows, 6 + 5 + 5 (149, 132 and 132
+// positions, 413 in all), not 16 rows apart.
+func TestPackedRowsSplitByCost(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		prompt    int
+		comps     []int // completion lengths, in order
+		maxTokens int
+		want      [][]int // members of each row, longest row first
+		positions []int
+	}{
+		{"sixteen of 16, unbounded", 48, slices.Repeat([]int{16}, 16), 0,
+			[][]int{{0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}, {11, 12, 13, 14, 15}}, []int{149, 132, 132}},
+		{"sixteen of 16 under 16384", 48, slices.Repeat([]int{16}, 16), 16384,
+			[][]int{{0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}, {11, 12, 13, 14, 15}}, []int{149, 132, 132}},
+		// Rows of 6 (149) pass 140: 4 rows, 4 + 4 + 4 + 4 (115 each),
+		// not 5 + 5 + 5 + 1 (132, ..., 64).
+		{"sixteen of 16 under 140", 48, slices.Repeat([]int{16}, 16), 140,
+			[][]int{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}}, []int{115, 115, 115, 115}},
+		// 200 tokens shares no row (17 x 201 > 47^2 / 2): it stays apart,
+		// its neighbours packed in pairs (81 positions each).
+		{"a long completion amid short ones", 48, []int{16, 16, 200, 16, 16}, 0,
+			[][]int{{2}, {0, 1}, {3, 4}}, []int{248, 81, 81}},
+		{"two completions as long as the prompt", 100, []int{100, 100}, 0,
+			[][]int{{0}, {1}}, []int{200, 200}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prompt := make([]int32, tc.prompt)
+			for i := range prompt {
+				prompt[i] = int32(i + 1)
+			}
+			var examples []Example
+			for _, c := range tc.comps {
+				examples = append(examples, Example{Prompt: prompt, Completion: make([]int32, c), OldLogProbs: make([]float32, c)})
+			}
+			rows := rowsOf(examples, true, tc.maxTokens)
+			slices.SortStableFunc(rows, func(a, b row) int { return b.positions - a.positions })
+			var got [][]int
+			var positions []int
+			for _, r := range rows {
+				got = append(got, r.members)
+				positions = append(positions, r.positions)
+			}
+			require.Equal(t, tc.want, got)
+			require.Equal(t, tc.positions, positions)
+		})
+	}
+}
+
 // TestSplitGroupAgainstEveryCut: on random groups, splitGroup's runs are
-// the fewest whose rows fit (a completion alone always does) and its
-// longest row is the shortest of any such cut, checked against every
-// cut of the group.
+// the fewest whose rows fit and are worth packing (a completion alone
+// always is a row), the fewest positions, and its longest row is the
+// shortest of any such cut, checked against every cut of the group.
 func TestSplitGroupAgainstEveryCut(t *testing.T) {
 	r := rand.New(rand.NewPCG(24, 1))
 	for range 2000 {
@@ -309,6 +365,13 @@ func TestSplitGroupAgainstEveryCut(t *testing.T) {
 			widths[j] = 1 + r.IntN(40)
 		}
 		maxTokens := 1 + r.IntN(200)
+		if r.IntN(4) == 0 {
+			maxTokens = 0 // unbounded
+		}
+		p, comps := base+1, make([]int, len(widths))
+		for j, w := range widths {
+			comps[j] = w - 1
+		}
 		length := func(i, j int) int {
 			n := base
 			for _, w := range widths[i:j] {
@@ -317,11 +380,12 @@ func TestSplitGroupAgainstEveryCut(t *testing.T) {
 			return n
 		}
 		// cut returns the rows' count and the longest row of the runs
-		// ending at ends, ok when every run of several fits.
+		// ending at ends, ok when every run of several fits and is worth
+		// packing.
 		cut := func(ends []int) (runs, longest int, ok bool) {
 			start := 0
 			for _, end := range ends {
-				if end-start > 1 && length(start, end) > maxTokens {
+				if end-start > 1 && (maxTokens > 0 && length(start, end) > maxTokens || !worthPacking(p, comps[start:end])) {
 					return 0, 0, false
 				}
 				longest = max(longest, length(start, end))
@@ -342,7 +406,7 @@ func TestSplitGroupAgainstEveryCut(t *testing.T) {
 				bestRuns, bestLongest = runs, longest
 			}
 		}
-		ends := splitGroup(base, widths, maxTokens)
+		ends := splitGroup(p, comps, maxTokens)
 		runs, longest, ok := cut(ends)
 		require.True(t, ok, "base %d, widths %v, max %d: %v", base, widths, maxTokens, ends)
 		require.Equal(t, len(widths), ends[len(ends)-1])
