@@ -256,7 +256,10 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		cfg.MicroBatchTokens = autoMicroBatchTokens(sess.onnx, env.stderr)
 	}
 	cfg.SeparateRows = !f.packPrompts
-	if f.packPrompts {
+	// Packing is for a subset's aggregation traces: grpo and search-only
+	// train a question's traces, long completions of a short prompt,
+	// which cost more packed than apart (rl.worthPacking).
+	if f.packPrompts && (cfg.Algo == rl.AlgoSpiral || cfg.Algo == rl.AlgoAggOnly) {
 		noteUnpackedRows(env.stderr, "--pack-prompts", sess.name(), pol.Train, "each trace trains in a row of its own, as with --pack-prompts=false")
 	}
 	cfg.Pipeline.PromptLimit = promptLimit(samplerCfg)

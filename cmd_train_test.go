@@ -203,7 +203,9 @@ func TestRefuseEvalReportOfARunSetAside(t *testing.T) {
 // position_ids: model.Executor.PackedRows) trains every trace in a row
 // of its own, and says so once at the start, in bench train --group's
 // words; it did so without a word. --pack-prompts=false asks for no
-// packing and gets no note.
+// packing and gets no note, nor does an --algo that trains no
+// aggregation traces (grpo, search-only: a question's traces, whose
+// completions are long against its prompt), which it got too.
 func TestTrainNotesUnpackedRows(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("SPIRAL_CACHE_DIR", cache)
@@ -218,19 +220,29 @@ func TestTrainNotesUnpackedRows(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer.json"), tok, 0o644))
 	m := filepath.Join(dir, "model.onnx")
 	note := "spiral: note: --pack-prompts: " + m + " cannot train packed rows (the model reads no position_ids, so the positions of a packed row's completions cannot restart after its prompt): each trace trains in a row of its own, as with --pack-prompts=false\n"
-	for _, pack := range []bool{true, false} {
-		t.Run(fmt.Sprint(pack), func(t *testing.T) {
+	pipeline := []string{"--n1", "3", "--k", "2", "--n", "2", "--n2", "2"}
+	for _, c := range []struct {
+		algo  string
+		pack  bool
+		shape []string
+		notes int
+	}{
+		{rl.AlgoSpiral, true, pipeline, 1},
+		{rl.AlgoSpiral, false, pipeline, 0},
+		{rl.AlgoAggOnly, true, pipeline, 1},
+		{rl.AlgoSearchOnly, true, pipeline, 0},
+		{rl.AlgoGRPO, true, []string{"--group", "2"}, 0},
+	} {
+		t.Run(fmt.Sprint(c.algo, c.pack), func(t *testing.T) {
 			var stderr bytes.Buffer
-			code := run(context.Background(), []string{"train", "--model", m, "--steps", "1", "--problems", "1", "--n1", "3", "--k", "2", "--n", "2", "--n2", "2",
-				"--eval-every", "0", "--final-rsa-steps", "0", "--max-new-tokens", "8", "--quiet", "--threads", "1", "--out", filepath.Join(t.TempDir(), "run"),
-				"--pack-prompts=" + fmt.Sprint(pack)}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			args := append([]string{"train", "--model", m, "--algo", c.algo, "--steps", "1", "--problems", "1"}, c.shape...)
+			code := run(context.Background(), append(args, "--eval-every", "0", "--final-rsa-steps", "0", "--max-new-tokens", "8", "--quiet", "--threads", "1", "--out", filepath.Join(t.TempDir(), "run"),
+				"--pack-prompts="+fmt.Sprint(c.pack)), &cliEnv{stdout: io.Discard, stderr: &stderr})
 			require.Equal(t, 0, code, stderr.String())
-			want := 0
-			if pack {
-				want = 1
+			if c.notes > 0 {
 				require.Contains(t, stderr.String(), note)
 			}
-			require.Equal(t, want, strings.Count(stderr.String(), "cannot train packed rows"), stderr.String())
+			require.Equal(t, c.notes, strings.Count(stderr.String(), "cannot train packed rows"), stderr.String())
 		})
 	}
 }
