@@ -92,7 +92,7 @@ func (f *benchFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.microBatchTokens, "micro-batch-tokens", 0, "train: rows x length per training call, at least one row, as train's (0 = auto: train's, 4 GiB of kept activations by the model's config.json, within 512..16384)")
 	fs.Float64Var(&f.lr, "lr", 0, "train: the update's learning rate (0 = train's peak: 1e-4 for the embedded tiny model, 1e-6 for a given model)")
 	fs.IntVar(&f.group, "group", 1, "train: rows come in groups of `G` sharing their prompt, as a subset's aggregation traces do, which the step packs as train's --pack-prompts does: in one row where that costs less than separate rows and fits --micro-batch-tokens, else in the fewest rows that do; with G > 1 a row's response is its last quarter (an aggregation trace's share of its row), not its second half; --rows a multiple of G")
-	fs.BoolVar(&f.packPrompts, "pack-prompts", true, "train: pack --group's rows as train's --pack-prompts does; false trains every row apart, as train's --pack-prompts=false (the unpacked twin of a --group step)")
+	fs.BoolVar(&f.packPrompts, "pack-prompts", true, "train: pack --group's rows as train's --pack-prompts does; false trains every row apart, as train's --pack-prompts=false (the unpacked twin of a --group step); only with --group G > 1")
 	fs.IntVar(&f.genRows, "generate-rows", 0, "train: before each step, a generation of this many rows of --prompt-tokens + --new-tokens whose KV cache is released before the step, as training does (the device memory both take; 0: none)")
 	registerGenCallMiB(fs, &f.callMiB)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random token ids (and of train's LoRA adapters, with --lora-rank)")
@@ -113,6 +113,11 @@ func (f *benchFlags) validate(what string) error {
 		errs = append(errs, positive("--tokens", f.tokens), tokensOfRows("--rows", f.rows, "--tokens", f.tokens), counted("--group", f.group))
 		if f.group >= 1 && f.group <= maxCount && f.rows >= 1 && f.rows%f.group != 0 {
 			errs = append(errs, fmt.Errorf("--rows %d: want a multiple of --group %d (groups of rows sharing their prompt)", f.rows, f.group))
+		}
+		// Without groups every row has a prompt of its own (a half of
+		// random ids, which a completion as long never packs beside).
+		if f.group == 1 && f.changed("pack-prompts") {
+			errs = append(errs, errors.New("--pack-prompts without --group G > 1: no rows share a prompt to pack, so bench train would ignore it"))
 		}
 		if f.genRows < 0 {
 			errs = append(errs, fmt.Errorf("--generate-rows %d: want >= 0 (0: no generation)", f.genRows))

@@ -268,7 +268,10 @@ func TestBenchTrainGroupSplit(t *testing.T) {
 }
 
 // TestBenchGroupRefused: --group is a usage error where its groups
-// cannot be formed, and on bench generate, which has no training step.
+// cannot be formed, and on bench generate, which has no training step;
+// --pack-prompts is one without --group G > 1, whose rows share no
+// prompt (halves of random ids: a completion as long as its prompt is
+// never worth packing), where it was ignored.
 func TestBenchGroupRefused(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -276,6 +279,8 @@ func TestBenchGroupRefused(t *testing.T) {
 	}{
 		{[]string{"train", "--rows", "6", "--group", "4"}, "spiral bench: --rows 6: want a multiple of --group 4 (groups of rows sharing their prompt)\n"},
 		{[]string{"train", "--group", "0"}, "spiral bench: --group 0: want >= 1\n"},
+		{[]string{"train", "--pack-prompts=false"}, "spiral bench: --pack-prompts without --group G > 1: no rows share a prompt to pack, so bench train would ignore it\n"},
+		{[]string{"train", "--group", "1", "--pack-prompts"}, "spiral bench: --pack-prompts without --group G > 1: no rows share a prompt to pack, so bench train would ignore it\n"},
 		{[]string{"generate", "--group", "2"}, "spiral bench: --group is bench train's; bench generate would ignore it\n"},
 		{[]string{"generate", "--pack-prompts=false"}, "spiral bench: --pack-prompts is bench train's; bench generate would ignore it\n"},
 	} {
