@@ -722,15 +722,39 @@ func RemoveSFTCheckpoints(dir string) error {
 // TensorBoardDir back as it empties its log: that run replaces the
 // finished run's model and log only once its own model is written
 // (RemoveSFTCheckpoints then removes the events set aside), so that one
-// that fails, or is interrupted, leaves them too.
+// that fails, or is interrupted, leaves them too. Where
+// SFTFinishedTensorBoardDir is there already (holding files of another
+// writer, which removeFinishedEvents leaves, or the event files of a
+// set-aside killed within these moves), spiral's event files in
+// TensorBoardDir are moved into it one by one, one of a name it holds
+// already refused: the run would otherwise cut them away as it starts.
 func setAsideFinishedEvents(dir string) error {
 	tb, aside := filepath.Join(dir, TensorBoardDir), filepath.Join(dir, SFTFinishedTensorBoardDir)
 	if !fileExists(filepath.Join(dir, SFTLogFile)) || fileExists(filepath.Join(dir, SFTLogFile+PartialSuffix)) ||
-		fileExists(filepath.Join(dir, CheckpointsDir)) || !fileExists(tb) || fileExists(aside) {
+		fileExists(filepath.Join(dir, CheckpointsDir)) || !fileExists(tb) {
 		return nil
 	}
-	if err := os.Rename(tb, aside); err != nil {
+	fail := func(err error) error {
 		return fmt.Errorf("rl: sft: set the finished run's TensorBoard events aside: %w", err)
+	}
+	if !fileExists(aside) {
+		if err := os.Rename(tb, aside); err != nil {
+			return fail(err)
+		}
+		return nil
+	}
+	files, err := tfevents.Files(tb)
+	if err != nil {
+		return fail(err)
+	}
+	for _, f := range files {
+		to := filepath.Join(aside, filepath.Base(f))
+		if fileExists(to) {
+			return fail(fmt.Errorf("%s exists already: move it away to start the run over", to))
+		}
+		if err := os.Rename(f, to); err != nil {
+			return fail(err)
+		}
 	}
 	return nil
 }
@@ -738,8 +762,9 @@ func setAsideFinishedEvents(dir string) error {
 // removeFinishedEvents removes spiral's event files in dir's
 // SFTFinishedTensorBoardDir, and the temporary files of killed writes of
 // them set aside with them (tfevents.RemoveFiles), and the directory if
-// that leaves it empty: one left would keep the next --overwrite from
-// setting the finished run's events aside (setAsideFinishedEvents).
+// that leaves it empty (one holding another writer's files stays, and
+// the next --overwrite moves the finished run's event files into it:
+// setAsideFinishedEvents).
 func removeFinishedEvents(dir string) error {
 	aside := filepath.Join(dir, SFTFinishedTensorBoardDir)
 	if err := tfevents.RemoveFiles(aside); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -915,4 +916,47 @@ func TestFinishedEventsRemovedWithLeftovers(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	require.Equal(t, "notes.txt", entries[0].Name())
+}
+
+// TestSetAsideBesideAnotherWritersFile: the events of a finished sft run
+// are set aside by the next --overwrite when tensorboard-finished/ is
+// there already, holding only a file of another writer that the commit
+// of the overwrite before left (it removes spiral's files alone): they
+// join it, and the overwrite's start, which cuts tensorboard/'s event
+// files away, leaves them. The directory kept them from being set aside,
+// and the overwrite deleted the finished run's events as it started.
+func TestSetAsideBesideAnotherWritersFile(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, SFTLogFile), []byte(`{"step":1,"loss":0.5,"seconds":1}`+"\n"), 0o644))
+	tb, aside := filepath.Join(dir, TensorBoardDir), filepath.Join(dir, SFTFinishedTensorBoardDir)
+	events := []tfevents.Event{{Step: 1, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 0.5}}}}
+	_, err := tfevents.WriteFile(tb, time.Now(), events)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(tb, "notes.txt"), []byte("mine"), 0o644))
+	require.NoError(t, setAsideFinishedEvents(dir))
+	require.NoError(t, RemoveSFTCheckpoints(dir)) // the overwrite's commit
+	require.FileExists(t, filepath.Join(aside, "notes.txt"))
+
+	// The run the overwrite committed, finished, with its events.
+	finished, err := tfevents.WriteFile(tb, time.Now().Add(time.Hour), events)
+	require.NoError(t, err)
+	want, err := os.ReadFile(finished)
+	require.NoError(t, err)
+	// The next --overwrite sets them aside, then starts over.
+	require.NoError(t, setAsideFinishedEvents(dir))
+	openTensorBoardLog(dir, false, -1, filepath.Join(dir, SFTLogFile+PartialSuffix), nil, io.Discard)
+	got, err := os.ReadFile(filepath.Join(aside, filepath.Base(finished)))
+	require.NoError(t, err, "the finished run's events, set aside")
+	require.Equal(t, want, got)
+	mine, err := os.ReadFile(filepath.Join(aside, "notes.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "mine", string(mine))
+
+	// An event file of that name there already is not replaced.
+	again, err := tfevents.WriteFile(tb, time.Now().Add(2*time.Hour), events)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(aside, filepath.Base(again)), []byte("other"), 0o644))
+	require.EqualError(t, setAsideFinishedEvents(dir), "rl: sft: set the finished run's TensorBoard events aside: "+
+		filepath.Join(aside, filepath.Base(again))+" exists already: move it away to start the run over")
+	require.FileExists(t, again)
 }
