@@ -433,8 +433,8 @@ func trainEvents(dir string) (events []tfevents.Event, torn []string, err error)
 // (an --overwrite's) is the one TensorBoardDir's events are of: it cuts
 // them back to its step as the same command resumes it, and events of
 // the finished run would stay there as the first steps of its own
-// (PrepareTensorBoard converts the finished run's where the stopped one
-// logged no step).
+// (PrepareTensorBoard converts the finished run's, into
+// SFTFinishedTensorBoardDir, where the stopped one logged no step).
 func sftLog(dir string) string {
 	for _, name := range []string{SFTLogFile + PartialSuffix, SFTLogFile} {
 		if p := filepath.Join(dir, name); fileExists(p) {
@@ -473,8 +473,11 @@ type TensorBoardExport struct {
 	Removed   []string
 	Converted []string
 
-	dir    string
 	events []tfevents.Event
+	// tb is the directory the events go to: the run's TensorBoardDir,
+	// or SFTFinishedTensorBoardDir for a finished sft run's log beside an
+	// --overwrite that logged no step.
+	tb string
 }
 
 // PrepareTensorBoard reads the logs of the run directory dir, spiral
@@ -487,10 +490,13 @@ type TensorBoardExport struct {
 // holds spiral's event files with events already (written live, or by an
 // earlier export) other than the logs' events, each figure once
 // (TensorBoard would show the conversion's beside them); those that hold
-// exactly them are named in Converted, for Write to leave. The caller
-// holds dir's lock (LockRun) through Write, as a training does.
+// exactly them are named in Converted, for Write to leave. The finished
+// sft run's sft.jsonl beside an --overwrite stopped before it logged a
+// step goes to SFTFinishedTensorBoardDir, where that run's events are
+// until the overwrite's commit (set aside by it), and is checked against
+// the event files there. The caller holds dir's lock (LockRun) through Write, as a training does.
 func PrepareTensorBoard(dir string) (TensorBoardExport, error) {
-	x := TensorBoardExport{dir: dir}
+	x := TensorBoardExport{tb: filepath.Join(dir, TensorBoardDir)}
 	var err error
 	metrics := filepath.Join(dir, MetricsFile)
 	switch sft := sftLog(dir); {
@@ -504,11 +510,14 @@ func PrepareTensorBoard(dir string) (TensorBoardExport, error) {
 		x.Logs = []string{sft}
 		x.events, x.Torn, err = sftEvents(sft)
 		// A stopped run that logged no step starts over when resumed,
-		// cutting every event away: the finished run's log beside it
-		// (an --overwrite's) is the one to convert.
+		// cutting every event in TensorBoardDir away: the finished run's
+		// log beside it (an --overwrite's) is the one to convert, into
+		// where that run's events are until the overwrite's commit (and
+		// may be already, set aside by it).
 		if done := filepath.Join(dir, SFTLogFile); err == nil && len(x.events) == 0 && sft != done && fileExists(done) {
 			x.Logs = []string{done}
 			x.events, x.Torn, err = sftEvents(done)
+			x.tb = filepath.Join(dir, SFTFinishedTensorBoardDir)
 		}
 	default:
 		return x, fmt.Errorf("%s holds no %s (spiral train) or %s (spiral sft): want the directory of a training run (its --out)", dir, MetricsFile, SFTLogFile)
@@ -566,21 +575,20 @@ func (e *convertedError) holds(events []tfevents.Event) bool {
 	return n == len(e.scalars)
 }
 
-// emptyFiles returns spiral's event files in x's run that hold no scalar
-// event (their file_version only, or cut short before their first
-// scalar event: a run with --tensorboard killed before its first step),
-// which the conversion replaces; files that hold one, or that cannot be
+// emptyFiles returns spiral's event files in x's directory (x.tb) that
+// hold no scalar event (their file_version only, or cut short before
+// their first scalar event: a run with --tensorboard killed before its
+// first step), which the conversion replaces; files that hold one, or that cannot be
 // read (their checksums failing), are a *convertedError naming the
 // first: TensorBoard shows their events, which the conversion would
 // double.
 func (x *TensorBoardExport) emptyFiles() ([]string, error) {
-	tb := filepath.Join(x.dir, TensorBoardDir)
-	files, err := tfevents.Files(tb)
+	files, err := tfevents.Files(x.tb)
 	if err != nil {
 		return nil, fmt.Errorf("rl: %w", err)
 	}
 	var empty []string
-	held := &convertedError{tb: tb, scalars: map[stepTag]float32{}}
+	held := &convertedError{tb: x.tb, scalars: map[stepTag]float32{}}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -614,8 +622,9 @@ func (x *TensorBoardExport) emptyFiles() ([]string, error) {
 }
 
 // Write writes the events PrepareTensorBoard read as one new event file
-// in the run's TensorBoardDir (atomically), refusing, as it did, a run
-// that holds spiral's event files with events already, and removes the
+// in x.tb (the run's TensorBoardDir, or SFTFinishedTensorBoardDir),
+// atomically, refusing, as it did, a run that holds spiral's event
+// files with events already, and removes the
 // event files there that hold none first (the new file is named after
 // them still: tfevents.WriteFile), so that a process killed in between
 // leaves the run as it was but for files that held nothing, which the
@@ -631,7 +640,7 @@ func (x *TensorBoardExport) Write() error {
 	if err != nil {
 		return err
 	}
-	p, err := tfevents.WriteFile(filepath.Join(x.dir, TensorBoardDir), time.Now(), x.events, empty...)
+	p, err := tfevents.WriteFile(x.tb, time.Now(), x.events, empty...)
 	if err != nil {
 		return fmt.Errorf("rl: %w", err)
 	}

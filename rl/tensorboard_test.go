@@ -960,3 +960,44 @@ func TestSetAsideBesideAnotherWritersFile(t *testing.T) {
 		filepath.Join(aside, filepath.Base(again))+" exists already: move it away to start the run over")
 	require.FileExists(t, again)
 }
+
+// TestExportTensorBoardFinishedBesideStoppedOverwrite: spiral tensorboard
+// in the --out of an sft --overwrite stopped before its first step
+// converts the finished run's sft.jsonl into tensorboard-finished/, where
+// that run's events are while the overwrite is pending: events the
+// overwrite set aside there are its conversion already (left as they
+// are, not written again into tensorboard/, where TensorBoard showed
+// them twice), and a conversion written there outlives the resumed
+// overwrite's start, which cuts tensorboard/'s event files away.
+func TestExportTensorBoardFinishedBesideStoppedOverwrite(t *testing.T) {
+	for _, setAside := range []bool{true, false} {
+		t.Run(fmt.Sprint("set aside ", setAside), func(t *testing.T) {
+			dir := t.TempDir()
+			done := filepath.Join(dir, SFTLogFile)
+			require.NoError(t, os.WriteFile(done, []byte(`{"step":1,"loss":0.5,"seconds":2}`+"\n"), 0o644))
+			require.NoError(t, os.WriteFile(done+PartialSuffix, nil, 0o644))
+			aside := filepath.Join(dir, SFTFinishedTensorBoardDir)
+			var held string
+			if setAside {
+				events, _, err := sftEvents(done)
+				require.NoError(t, err)
+				held, err = tfevents.WriteFile(aside, time.Now(), events)
+				require.NoError(t, err)
+			}
+			x, err := PrepareTensorBoard(dir)
+			require.NoError(t, err)
+			require.Equal(t, []string{done}, x.Logs)
+			require.NoError(t, x.Write())
+			if setAside {
+				require.Equal(t, []string{held}, x.Converted)
+			} else {
+				require.Equal(t, aside, filepath.Dir(x.Path))
+			}
+			require.NoDirExists(t, filepath.Join(dir, TensorBoardDir))
+			openTensorBoardLog(dir, false, -1, done+PartialSuffix, nil, io.Discard)
+			files, err := tfevents.Files(aside)
+			require.NoError(t, err)
+			require.Len(t, files, 1)
+		})
+	}
+}
