@@ -83,8 +83,9 @@ func TestEvalKilledAtAnyPoint(t *testing.T) {
 		require.FileExists(t, filepath.Join(out, "passk.png"))
 		return rep.Meta.Problems
 	}
-	// A stage the kill left before its commit began stays until it is a
-	// minute old (atomicfile's abandonedAfter); none holds a commit.
+	// A stage the kill left before its commit began goes at the next
+	// evaluation's stage (an empty one, killed as it was made, once it
+	// is a minute old: atomicfile's abandonedAfter); none holds a commit.
 	noCommit := func() {
 		commits, err := filepath.Glob(filepath.Join(out, ".stage-*", ".commit"))
 		require.NoError(t, err)
@@ -109,7 +110,7 @@ func TestEvalKilledAtAnyPoint(t *testing.T) {
 	}
 	for _, p := range points {
 		want := 5 - before // 3 problems, then 2, then 3...
-		// Stages an earlier kill left stay a minute: this one's is new.
+		// Stages an earlier kill left may be there still: this one's is new.
 		pattern := filepath.Join(out, ".stage-*", p.in)
 		left, err := filepath.Glob(pattern)
 		require.NoError(t, err)

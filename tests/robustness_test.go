@@ -379,6 +379,31 @@ func TestInitModelCtrlCWhileWriting(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(out, "model.onnx"))
 }
 
+// TestInitModelKilledWhileWritingRerunAtOnce: init-model killed
+// (SIGKILL) while it writes its model in its stage, and run again at
+// once, leaves --out with the model and no stage: the killed one's,
+// holding part of a model, is unlocked, and goes at the rerun's stage.
+// It was kept while under a minute old (for a stage made and not yet
+// locked), and the rerun, done within the minute, left it for good.
+func TestInitModelKilledWhileWritingRerunAtOnce(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m")
+	args := []string{"init-model", "--out", out, "--layers", "8", "--hidden", "512", "--intermediate", "1536"}
+	stderr, killed := killAfter(t, func() bool {
+		tmp, _ := filepath.Glob(filepath.Join(out, ".stage-*", ".model.onnx.tmp-*"))
+		return len(tmp) > 0
+	}, 0, time.Minute, args...)
+	require.True(t, killed, "ended before it was killed: %s", stderr)
+	left, err := filepath.Glob(filepath.Join(out, ".stage-*"))
+	require.NoError(t, err)
+	require.Len(t, left, 1, "the killed run's stage")
+	r := spiral(t, nil, args...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.FileExists(t, filepath.Join(out, "model.onnx"))
+	stages, err := filepath.Glob(filepath.Join(out, ".stage-*"))
+	require.NoError(t, err)
+	require.Empty(t, stages)
+}
+
 // TestEvalKilledWithinItsCommit: an evaluation killed (SIGKILL, a second
 // Ctrl-C) between the renames that move its plot, traces and report in
 // left its traces beside the earlier report (passk.json of 2 problems

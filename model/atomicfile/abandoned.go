@@ -16,10 +16,15 @@ const abandonedAfter = time.Minute
 // digits (os.CreateTemp's and os.MkdirTemp's random part) that a process
 // left when it died before it could remove them (RemoveAbandoned).
 func removeAbandoned(dir, prefix string) {
-	RemoveAbandoned(dir, func(name string) bool {
+	removeUnlocked(dir, digitsAfter(prefix), false)
+}
+
+// digitsAfter says whether a name is prefix followed by digits.
+func digitsAfter(prefix string) func(string) bool {
+	return func(name string) bool {
 		rest, ok := strings.CutPrefix(name, prefix)
 		return ok && rest != "" && strings.Trim(rest, "0123456789") == ""
-	})
+	}
 }
 
 // RemoveAbandoned removes the entries of dir whose names temporary
@@ -30,6 +35,17 @@ func removeAbandoned(dir, prefix string) {
 // keeps no locks nothing is removed. It is a clean-up beside the
 // caller's own write, so failures only leave the entry.
 func RemoveAbandoned(dir string, temporary func(name string) bool) {
+	removeUnlocked(dir, temporary, false)
+}
+
+// removeUnlocked is RemoveAbandoned; with stages, a directory holding an
+// entry is abandoned once no process holds its lock, however recent: a
+// stage is locked (NewStage) before anything is written in it, and stays
+// locked until it is committed or discarded, so that abandonedAfter only
+// covers an empty one, made and not locked yet. A stage a process killed
+// in the middle of its writing, rerun at once, was otherwise left until
+// some later write in its directory a minute on.
+func removeUnlocked(dir string, temporary func(name string) bool, stages bool) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -40,8 +56,14 @@ func RemoveAbandoned(dir string, temporary func(name string) bool) {
 		}
 		path := filepath.Join(dir, e.Name())
 		fi, err := os.Lstat(path)
-		if err != nil || time.Since(fi.ModTime()) < abandonedAfter || fi.Mode()&os.ModeSymlink != 0 {
+		if err != nil || fi.Mode()&os.ModeSymlink != 0 {
 			continue
+		}
+		if time.Since(fi.ModTime()) < abandonedAfter && !(stages && fi.IsDir() && holdsEntry(path)) {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(path, commitRecord)); stages && err == nil {
+			continue // a killed commit, for FinishKilled to finish
 		}
 		f, err := os.Open(path)
 		if err != nil {
@@ -52,4 +74,15 @@ func RemoveAbandoned(dir string, temporary func(name string) bool) {
 		}
 		f.Close()
 	}
+}
+
+// holdsEntry says whether the directory at path holds anything.
+func holdsEntry(path string) bool {
+	d, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(1)
+	return len(names) > 0
 }

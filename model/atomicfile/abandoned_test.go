@@ -13,9 +13,14 @@ import (
 // TestRemoveAbandoned: a stage or temporary file that no process holds
 // the lock of and that has not changed for abandonedAfter was left by a
 // killed process, and the next stage or write of the same file in the
-// directory removes it; one whose process lives (its lock held: another
-// open file description in this process stands for another process), a
-// recent one, a stage a failed commit kept and other names stay.
+// directory removes it; so was a stage holding a file that no process
+// holds the lock of, however recent (NewStage locks it before anything
+// is written in it: a killed export rerun at once left it for good, when
+// its Commit came within abandonedAfter too); one whose process lives
+// (its lock held: another open file description in this process stands
+// for another process), a recent empty stage or recent temporary file
+// (made, not yet locked), a stage a failed commit kept and other names
+// stay.
 func TestRemoveAbandoned(t *testing.T) {
 	old := time.Now().Add(-2 * abandonedAfter)
 	for _, tc := range []struct {
@@ -25,8 +30,13 @@ func TestRemoveAbandoned(t *testing.T) {
 		stays  bool
 	}{
 		{name: "an abandoned stage", create: leftDir(".stage-123", old), run: newStage},
-		{name: "a recent stage", create: leftDir(".stage-123", time.Now()), run: newStage, stays: true},
+		{name: "a recent stage", create: emptyDir(".stage-123", time.Now()), run: newStage, stays: true},
+		{name: "a recent stage holding a file", create: leftDir(".stage-123", time.Now()), run: newStage},
 		{name: "a live stage", create: liveStage(old), run: newStage, stays: true},
+		{name: "a recent live stage holding a file", create: liveStageHolding(time.Now()), run: newStage, stays: true},
+		{name: "a killed commit", create: killedCommit(old), run: removeStages, stays: true},
+		{name: "a recent killed commit", create: killedCommit(time.Now()), run: removeStages, stays: true},
+		{name: "a recent temporary file", create: leftFile(".model.onnx.tmp-42", time.Now()), run: writeModel, stays: true},
 		{name: "a stage a failed commit kept", create: leftDir(".stage-kept-123", old), run: newStage, stays: true},
 		{name: "another name", create: leftDir(".stage-abc", old), run: newStage, stays: true},
 		{name: "an abandoned temporary file", create: leftFile(".model.onnx.tmp-42", old), run: writeModel},
@@ -55,6 +65,25 @@ func newStage(dir string) error {
 	return s.Discard()
 }
 
+// removeStages is the clean-up Commit does after its renames, and sft
+// as it starts: it finishes no killed commit (FinishKilled does).
+func removeStages(dir string) error {
+	RemoveAbandonedStages(dir)
+	return nil
+}
+
+// killedCommit makes a stage whose process was killed within its commit
+// (its record written, a file not moved in yet), last changed at mtime:
+// FinishKilled's to finish, not to be removed with the file.
+func killedCommit(mtime time.Time) func(*testing.T, string) string {
+	return func(t *testing.T, dir string) string {
+		p := leftDir(".stage-123", mtime)(t, dir)
+		require.NoError(t, os.WriteFile(filepath.Join(p, commitRecord), []byte(`{"move":["model.onnx"]}`), 0o666))
+		require.NoError(t, os.Chtimes(p, mtime, mtime))
+		return p
+	}
+}
+
 func writeModel(dir string) error {
 	return WriteFile(filepath.Join(dir, "model.onnx"), []byte("m"), 0o666)
 }
@@ -66,6 +95,17 @@ func leftDir(name string, mtime time.Time) func(*testing.T, string) string {
 		p := filepath.Join(dir, name)
 		require.NoError(t, os.MkdirAll(p, 0o777))
 		require.NoError(t, os.WriteFile(filepath.Join(p, "model.onnx"), []byte("partial"), 0o666))
+		require.NoError(t, os.Chtimes(p, mtime, mtime))
+		return p
+	}
+}
+
+// emptyDir makes an empty stage-like directory (one made by a process
+// that has not locked it yet), last changed at mtime.
+func emptyDir(name string, mtime time.Time) func(*testing.T, string) string {
+	return func(t *testing.T, dir string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(p, 0o777))
 		require.NoError(t, os.Chtimes(p, mtime, mtime))
 		return p
 	}
@@ -90,6 +130,17 @@ func liveStage(mtime time.Time) func(*testing.T, string) string {
 		t.Cleanup(func() { s.Discard() })
 		require.NoError(t, os.Chtimes(s.Dir(), mtime, mtime))
 		return s.Dir()
+	}
+}
+
+// liveStageHolding makes a stage as NewStage does, kept open and locked,
+// holding a file, last changed at mtime.
+func liveStageHolding(mtime time.Time) func(*testing.T, string) string {
+	return func(t *testing.T, dir string) string {
+		p := liveStage(mtime)(t, dir)
+		require.NoError(t, os.WriteFile(filepath.Join(p, "model.onnx"), []byte("partial"), 0o666))
+		require.NoError(t, os.Chtimes(p, mtime, mtime))
+		return p
 	}
 }
 
@@ -131,12 +182,12 @@ func TestWriteLocksItsTemporaryFile(t *testing.T) {
 
 // TestCommitRemovesAbandonedStages: a stage a killed process left that
 // was too recent for NewStage to take for abandoned (a rerun started
-// within abandonedAfter of the kill) is removed by the Commit once it is
-// old enough, rather than staying beside the committed files (a whole
-// model's, in a model directory) until some later write there.
+// within abandonedAfter of a process killed as it made its stage, before
+// it locked it) is removed by the Commit once it is old enough, rather
+// than staying beside the committed files until some later write there.
 func TestCommitRemovesAbandonedStages(t *testing.T) {
 	dir := t.TempDir()
-	left := leftDir(".stage-123", time.Now())(t, dir)
+	left := emptyDir(".stage-123", time.Now())(t, dir)
 	s, err := NewStage(dir)
 	require.NoError(t, err)
 	require.DirExists(t, left, "recent at NewStage")

@@ -20,7 +20,7 @@ import (
 // by the next NewStage in the directory. The stage (.stage-N in the
 // directory) is locked while its process lives; one a killed process
 // left behind is removed by the next NewStage or Commit in the directory
-// (see removeAbandoned), or, when it was killed within Commit's renames,
+// (see RemoveAbandonedStages), or, when it was killed within Commit's renames,
 // finished by it (see FinishKilled).
 type Stage struct {
 	dir, tmp string
@@ -77,14 +77,14 @@ func NewStage(dir string) (*Stage, error) {
 }
 
 // RemoveAbandonedStages removes the stages in dir that killed processes
-// left before their commits began (removeAbandoned: unlocked and a
-// minute old), as NewStage does first. A command that makes its stage
+// left before their commits began (removeUnlocked: unlocked, and holding
+// a file or a minute old), as NewStage does first. A command that makes its stage
 // only after long work (sft trains first) calls it as it starts, so that
 // a model-sized stage a killed run left does not stay through the
 // rerun's training; the commits killed processes began are finished by
 // FinishKilled, which should come first.
 func RemoveAbandonedStages(dir string) {
-	removeAbandoned(dir, stagePrefix)
+	removeUnlocked(dir, digitsAfter(stagePrefix), true)
 }
 
 // unlock releases the stage's lock.
@@ -143,7 +143,7 @@ func (s *Stage) Commit(names ...string) error {
 		return fmt.Errorf("atomicfile: commit to %s: %w", s.dir, err)
 	}
 	kept := func(err error) error {
-		// Renamed out of removeAbandoned's way where it can be: the
+		// Renamed out of RemoveAbandonedStages' way where it can be: the
 		// files not moved stay until someone moves or removes them.
 		keep := filepath.Join(s.dir, keptPrefix+strings.TrimPrefix(filepath.Base(s.tmp), stagePrefix))
 		if os.Rename(s.tmp, keep) == nil {
@@ -175,8 +175,8 @@ func (s *Stage) Commit(names ...string) error {
 		return err
 	}
 	// A stage a killed process left that was too recent for NewStage to
-	// take for abandoned (a rerun made within abandonedAfter of the kill)
-	// may be old enough by now: it goes, rather than staying beside the
+	// take for abandoned (empty: a rerun made within abandonedAfter of a
+	// kill as it was made) may be old enough by now: it goes, rather than staying beside the
 	// files committed until the next write in dir.
 	RemoveAbandonedStages(s.dir)
 	return nil
@@ -189,7 +189,7 @@ func (s *Stage) Commit(names ...string) error {
 // files moved in and the record's other names removed, as Commit would
 // have, and is then removed. The record was
 // written under the stage's lock, so no wait for a lock to be taken is
-// needed (as removeAbandoned's is).
+// needed (as RemoveAbandonedStages' is for an empty stage).
 func FinishKilled(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -216,7 +216,7 @@ func finishStage(dir, stage string) error {
 	record := filepath.Join(stage, commitRecord)
 	b, err := os.ReadFile(record)
 	if err != nil {
-		return nil // no commit began (or it is gone): removeAbandoned's
+		return nil // no commit began (or it is gone): RemoveAbandonedStages'
 	}
 	rec, err := os.Stat(record)
 	if err != nil {
@@ -232,7 +232,7 @@ func finishStage(dir, stage string) error {
 	}
 	var plan commitPlan
 	if err := json.Unmarshal(b, &plan); err != nil {
-		return nil // not a record Commit wrote: left to removeAbandoned
+		return nil // not a record Commit wrote: left as it is (RemoveAbandonedStages leaves a stage holding a record too)
 	}
 	for _, n := range append(plan.Move, plan.Remove...) {
 		if n != filepath.Base(n) || n == "." || n == ".." {
