@@ -1,6 +1,7 @@
 package rl
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -674,7 +675,8 @@ func readSFTLog(path string, step int) (sftLogged, error) {
 // commit, or after it, left in dir (the caller holds dir's lock,
 // LockRun): the commit's renames (atomicfile.FinishKilled) and, once
 // sft.jsonl is the very file of sft.jsonl.partial (the log is linked into
-// the stage and moved in: the model is written), the removal of the
+// the stage and moved in: the model is written), or its copy
+// (committedLog), the removal of the
 // checkpoints, of the events of the run it replaced set aside
 // (SFTFinishedTensorBoardDir) and of the partial log
 // (RemoveSFTCheckpoints), which would make the next sft --overwrite
@@ -685,12 +687,48 @@ func FinishCommittedSFT(dir string) error {
 	if err := atomicfile.FinishKilled(dir); err != nil {
 		return err
 	}
-	if model.SameFile(filepath.Join(dir, SFTLogFile), filepath.Join(dir, SFTLogFile+PartialSuffix)) {
+	committed, err := committedLog(dir)
+	if err != nil {
+		return fmt.Errorf("rl: sft: %w", err)
+	}
+	if committed {
 		if err := RemoveSFTCheckpoints(dir); err != nil {
 			return fmt.Errorf("the checkpoints of the sft run whose model is written: %w", err)
 		}
 	}
 	return nil
+}
+
+// committedLog says whether dir's sft.jsonl is the log beside it,
+// sft.jsonl.partial, moved in by its run's commit: the very file (linked
+// into the stage), or, on a file system without hard links, where spiral
+// sft copies the log into the stage, a file of the same bytes, not none
+// (each step line logs its seconds, so another run's log differs).
+func committedLog(dir string) (bool, error) {
+	log, partial := filepath.Join(dir, SFTLogFile), filepath.Join(dir, SFTLogFile+PartialSuffix)
+	if model.SameFile(log, partial) {
+		return true, nil
+	}
+	a, aerr := os.Stat(log)
+	b, berr := os.Stat(partial)
+	if errors.Is(aerr, fs.ErrNotExist) || errors.Is(berr, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err := errors.Join(aerr, berr); err != nil {
+		return false, err
+	}
+	if a.Size() == 0 || a.Size() != b.Size() {
+		return false, nil
+	}
+	la, err := os.ReadFile(log)
+	if err != nil {
+		return false, err
+	}
+	lb, err := os.ReadFile(partial)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(la, lb), nil
 }
 
 // RemoveSFTCheckpoints removes the checkpoints of the sft run in dir and

@@ -577,3 +577,58 @@ func TestCheckSFTRunIdentity(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualError(t, CheckSFTRunIdentity(train, same, nil), train+" holds checkpoints of spiral train, not of sft: use another --out, or --fresh")
 }
+
+// TestFinishCommittedSFT: an sft run killed after its commit (the model
+// and sft.jsonl moved in, the checkpoints and sft.jsonl.partial not yet
+// removed) is told by sft.jsonl being the very file of the partial log,
+// linked into the stage, or, on a file system without hard links, where
+// the log is copied in, a file of the same bytes (its lines' seconds make
+// another run's log differ): the checkpoints and the partial log go. A
+// copy was not recognised, and the next sft --overwrite resumed the
+// finished run from its checkpoints rather than start one. A log that
+// differs (an --overwrite's, not committed) or is empty keeps them.
+func TestFinishCommittedSFT(t *testing.T) {
+	line := `{"step":1,"loss":0.5,"seconds":1.234}` + "\n"
+	for _, tc := range []struct {
+		name     string
+		log      func(t *testing.T, partial, log string)
+		finished bool
+	}{
+		{"linked", func(t *testing.T, partial, log string) { require.NoError(t, os.Link(partial, log)) }, true},
+		{"copied", func(t *testing.T, partial, log string) { require.NoError(t, os.WriteFile(log, []byte(line), 0o644)) }, true},
+		{"another run's", func(t *testing.T, partial, log string) {
+			require.NoError(t, os.WriteFile(log, []byte(`{"step":1,"loss":0.5,"seconds":1.5}`+"\n"), 0o644))
+		}, false},
+		{"longer", func(t *testing.T, partial, log string) {
+			require.NoError(t, os.WriteFile(log, []byte(line+line), 0o644))
+		}, false},
+		{"none", func(t *testing.T, partial, log string) {}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			partial, log := filepath.Join(dir, SFTLogFile+PartialSuffix), filepath.Join(dir, SFTLogFile)
+			require.NoError(t, os.WriteFile(partial, []byte(line), 0o644))
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, CheckpointsDir, "step-1"), 0o777))
+			tc.log(t, partial, log)
+			require.NoError(t, FinishCommittedSFT(dir))
+			if tc.finished {
+				require.NoFileExists(t, partial)
+				require.NoDirExists(t, filepath.Join(dir, CheckpointsDir))
+				b, err := os.ReadFile(log)
+				require.NoError(t, err)
+				require.Equal(t, line, string(b))
+			} else {
+				require.FileExists(t, partial)
+				require.DirExists(t, filepath.Join(dir, CheckpointsDir))
+			}
+		})
+	}
+	t.Run("empty", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, n := range []string{SFTLogFile, SFTLogFile + PartialSuffix} {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, n), nil, 0o644))
+		}
+		require.NoError(t, FinishCommittedSFT(dir))
+		require.FileExists(t, filepath.Join(dir, SFTLogFile+PartialSuffix))
+	})
+}
