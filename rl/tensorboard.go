@@ -476,7 +476,8 @@ type TensorBoardExport struct {
 	events []tfevents.Event
 	// tb is the directory the events go to: the run's TensorBoardDir,
 	// or SFTFinishedTensorBoardDir for a finished sft run's log beside an
-	// --overwrite that logged no step.
+	// --overwrite that logged no step or whose events such an overwrite
+	// set aside there.
 	tb string
 }
 
@@ -492,9 +493,11 @@ type TensorBoardExport struct {
 // (TensorBoard would show the conversion's beside them); those that hold
 // exactly them are named in Converted, for Write to leave. The finished
 // sft run's sft.jsonl beside an --overwrite stopped before it logged a
-// step goes to SFTFinishedTensorBoardDir, where that run's events are
-// until the overwrite's commit (set aside by it), and is checked against
-// the event files there. The caller holds dir's lock (LockRun) through Write, as a training does.
+// step, or killed before it began its log, goes to
+// SFTFinishedTensorBoardDir, where that run's events are until the
+// overwrite's commit (set aside by it), and is checked against the event
+// files there. The caller holds dir's lock (LockRun) through Write, as a
+// training does.
 func PrepareTensorBoard(dir string) (TensorBoardExport, error) {
 	x := TensorBoardExport{tb: filepath.Join(dir, TensorBoardDir)}
 	var err error
@@ -514,10 +517,23 @@ func PrepareTensorBoard(dir string) (TensorBoardExport, error) {
 		// log beside it (an --overwrite's) is the one to convert, into
 		// where that run's events are until the overwrite's commit (and
 		// may be already, set aside by it).
-		if done := filepath.Join(dir, SFTLogFile); err == nil && len(x.events) == 0 && sft != done && fileExists(done) {
+		done, aside := filepath.Join(dir, SFTLogFile), filepath.Join(dir, SFTFinishedTensorBoardDir)
+		if err == nil && len(x.events) == 0 && sft != done && fileExists(done) {
 			x.Logs = []string{done}
 			x.events, x.Torn, err = sftEvents(done)
-			x.tb = filepath.Join(dir, SFTFinishedTensorBoardDir)
+			x.tb = aside
+		}
+		// An --overwrite killed as it started, after it set the finished
+		// run's events aside and before it began its log, left them
+		// there: they are the finished log's.
+		if err == nil && sft == done {
+			files, ferr := tfevents.Files(aside)
+			if ferr != nil {
+				return x, fmt.Errorf("rl: %w", ferr)
+			}
+			if len(files) > 0 {
+				x.tb = aside
+			}
 		}
 	default:
 		return x, fmt.Errorf("%s holds no %s (spiral train) or %s (spiral sft): want the directory of a training run (its --out)", dir, MetricsFile, SFTLogFile)

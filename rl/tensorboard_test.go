@@ -1001,3 +1001,50 @@ func TestExportTensorBoardFinishedBesideStoppedOverwrite(t *testing.T) {
 		})
 	}
 }
+
+// TestExportTensorBoardFinishedSetAside: spiral tensorboard in the --out
+// of an sft --overwrite killed as it started, after it set the finished
+// run's events aside (tensorboard-finished/) and before it made its
+// sft.jsonl.partial, takes those events for the finished sft.jsonl's
+// conversion and leaves them: it wrote them again into tensorboard/,
+// where TensorBoard showed them beside the set-aside ones. Where nothing
+// is set aside, or only another writer's file is, it converts into
+// tensorboard/.
+func TestExportTensorBoardFinishedSetAside(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		aside  func(t *testing.T, aside, done string) string // what tensorboard-finished/ holds; its event file
+		wantTB string
+	}{
+		{"set aside", func(t *testing.T, aside, done string) string {
+			events, _, err := sftEvents(done)
+			require.NoError(t, err)
+			p, err := tfevents.WriteFile(aside, time.Now(), events)
+			require.NoError(t, err)
+			return p
+		}, SFTFinishedTensorBoardDir},
+		{"another writer's file", func(t *testing.T, aside, done string) string {
+			require.NoError(t, os.MkdirAll(aside, 0o777))
+			require.NoError(t, os.WriteFile(filepath.Join(aside, "notes.txt"), nil, 0o644))
+			return ""
+		}, TensorBoardDir},
+		{"nothing", func(t *testing.T, aside, done string) string { return "" }, TensorBoardDir},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			done := filepath.Join(dir, SFTLogFile)
+			require.NoError(t, os.WriteFile(done, []byte(`{"step":1,"loss":0.5,"seconds":2}`+"\n"), 0o644))
+			held := tc.aside(t, filepath.Join(dir, SFTFinishedTensorBoardDir), done)
+			x, err := PrepareTensorBoard(dir)
+			require.NoError(t, err)
+			require.NoError(t, x.Write())
+			if held != "" {
+				require.Equal(t, []string{held}, x.Converted)
+				require.NoDirExists(t, filepath.Join(dir, TensorBoardDir))
+				return
+			}
+			require.Empty(t, x.Converted)
+			require.Equal(t, filepath.Join(dir, tc.wantTB), filepath.Dir(x.Path))
+		})
+	}
+}
