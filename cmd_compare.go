@@ -91,11 +91,12 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		}
 		if diff := c.modeDifferences(); diff != "" && *out != "" {
 			// The printed tables compare within a mode; --out's summary.md
-			// row and tokens.png curves set a label's modes side by side.
+			// rows and tokens.png curves set every label's modes side by
+			// side.
 			if !*allowDiff {
-				return fmt.Errorf("a label's reports of different modes evaluated on different problems (--out's summary.md row and tokens.png curves of the label would set them side by side; --allow-different-problems writes them anyway):\n%s", diff)
+				return fmt.Errorf("reports of different modes evaluated on different problems (--out's summary.md rows and tokens.png curves would set them side by side; --allow-different-problems writes them anyway):\n%s", diff)
 			}
-			fmt.Fprintf(env.stderr, "spiral compare: warning: a label's reports of different modes evaluated on different problems, written anyway (--allow-different-problems): --out's summary.md row and tokens.png curves of the label set them side by side:\n%s\n", diff)
+			fmt.Fprintf(env.stderr, "spiral compare: warning: reports of different modes evaluated on different problems, written anyway (--allow-different-problems): --out's summary.md rows and tokens.png curves set them side by side:\n%s\n", diff)
 		}
 		if diff := c.settingDifferences(); diff != "" {
 			fmt.Fprintf(env.stderr, "spiral compare: warning: reports evaluated with different settings, compared anyway: a ratio or gain between them mixes the models' difference with the settings':\n%s\n", diff)
@@ -440,28 +441,27 @@ func (c *comparison) problemDifferences() string {
 	return strings.Join(lines, "\n")
 }
 
-// modeDifferences lists, one indented line each, a label's reports of
-// another mode than its first (in the order pass@k, RSA, sequential)
-// evaluated on other problems than the label's first report of that
-// first mode, as ProblemSet.Difference tells them: "" when none was.
-// summary.md's row of the label and its curves in tokens.png set its
+// modeDifferences lists, one indented line each, the reports of another
+// mode than the comparison's first (in the order pass@k, RSA,
+// sequential) evaluated on other problems than its first report, of
+// their label or another, as ProblemSet.Difference tells them: "" when
+// none was. summary.md's rows and tokens.png's curves set every label's
 // modes side by side; within a mode, problemDifferences checks them.
 func (c *comparison) modeDifferences() string {
 	var lines []string
-	first := map[string]reportSource{}
-	firstMode := map[string]report.Mode{}
+	var ref *reportSource
+	var refMode report.Mode
 	for _, m := range []report.Mode{report.ModePassAtK, report.ModeRSA, report.ModeSequential} {
-		for _, s := range c.sources[m] {
-			f, ok := first[s.label]
-			if !ok {
-				first[s.label], firstMode[s.label] = s, m
+		for i, s := range c.sources[m] {
+			if ref == nil {
+				ref, refMode = &c.sources[m][i], m
 				continue
 			}
-			if firstMode[s.label] == m {
-				continue // a seed of the label's first mode
+			if m == refMode {
+				continue // within the first mode: problemDifferences
 			}
-			if d := s.problems.Difference(f.problems); d != "" {
-				lines = append(lines, fmt.Sprintf("  %s against %s (label %s's %s and %s reports): %s", s.path, f.path, s.label, m, firstMode[s.label], d))
+			if d := s.problems.Difference(ref.problems); d != "" {
+				lines = append(lines, fmt.Sprintf("  %s against %s (label %s's %s report against label %s's %s report): %s", s.path, ref.path, s.label, m, ref.label, refMode, d))
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -849,13 +850,15 @@ func TestCompareFiguresWithoutOut(t *testing.T) {
 	require.FileExists(t, filepath.Join(out, "passk.svg"))
 }
 
-// TestCompareModesOnOtherProblems: a label's reports of different modes
-// share summary.md's row and tokens.png's curves of the label, so --out
-// refuses them when they were evaluated on other problems (a pass@k
-// report on 2 problems beside a sequential one on 1, another --limit),
-// naming both files, and --allow-different-problems writes them with the
-// same line as a warning; they were written side by side in silence.
-// Without --out nothing sets them side by side: no refusal.
+// TestCompareModesOnOtherProblems: summary.md's rows and tokens.png's
+// curves set every label's modes side by side, so --out refuses a report
+// of another mode than the comparison's first evaluated on other problems
+// than its first report (a pass@k report on 2 problems beside a
+// sequential one on 1, another --limit), of the same label or another
+// (label b's sequential report beside label a's pass@k one was written
+// in silence), naming both files, and --allow-different-problems writes
+// them with the same line as a warning. Without --out nothing sets them
+// side by side: no refusal.
 func TestCompareModesOnOtherProblems(t *testing.T) {
 	dir := t.TempDir()
 	passk := filepath.Join(dir, "passk.json")
@@ -863,16 +866,21 @@ func TestCompareModesOnOtherProblems(t *testing.T) {
 		Meta:   report.Meta{Mode: report.ModePassAtK, Label: "a", Dataset: "p.jsonl", Problems: 2, ProblemIDs: []string{"x", "y"}},
 		Config: rollout.PassAtKConfig{Samples: 2},
 		Points: []rollout.KPoint{{K: 1, PassAtK: 0.5}, {K: 2, PassAtK: 0.75}}}))
-	seq := func(name string, ids ...string) string {
+	seq := func(name, label string, ids ...string) string {
 		p := filepath.Join(dir, name)
 		require.NoError(t, report.WriteJSON(p, report.Budget{
-			Meta:   report.Meta{Mode: report.ModeSequential, Label: "a", Dataset: "p.jsonl", Problems: len(ids), ProblemIDs: ids},
+			Meta:   report.Meta{Mode: report.ModeSequential, Label: label, Dataset: "p.jsonl", Problems: len(ids), ProblemIDs: ids},
 			Config: rollout.BudgetConfig{Samples: 1, Budgets: []int{4, 8}, MaxTokens: 8},
 			Points: []rollout.BudgetPoint{{Budget: 4, Accuracy: 0.25, MeanTokens: 4, Truncated: 1}, {Budget: 8, Accuracy: 0.5, MeanTokens: 6}}}))
 		return p
 	}
-	fewer, same := seq("fewer.json", "x"), seq("same.json", "x", "y")
-	want := "  " + fewer + " against " + passk + " (label a's sequential and passk reports): problem count 1 against 2\n"
+	fewer, same := seq("fewer.json", "a", "x"), seq("same.json", "a", "x", "y")
+	otherLabel, otherIDs := seq("b-fewer.json", "b", "x"), seq("b-other.json", "b", "x", "z")
+	want := "  " + fewer + " against " + passk + " (label a's sequential report against label a's passk report): problem count 1 against 2\n"
+	wantB := "  " + otherLabel + " against " + passk + " (label b's sequential report against label a's passk report): problem count 1 against 2\n"
+	wantIDs := "  " + otherIDs + " against " + passk + " (label b's sequential report against label a's passk report): problem 1 is \"z\" against \"y\"\n"
+	const refused = "spiral compare: reports of different modes evaluated on different problems (--out's summary.md rows and tokens.png curves would set them side by side; --allow-different-problems writes them anyway):\n"
+	const warned = "spiral compare: warning: reports of different modes evaluated on different problems, written anyway (--allow-different-problems): --out's summary.md rows and tokens.png curves set them side by side:\n"
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -881,17 +889,21 @@ func TestCompareModesOnOtherProblems(t *testing.T) {
 		summary bool
 	}{
 		{"printed only", []string{passk, fewer}, 0, "", false},
-		{"refused", []string{"--out", filepath.Join(dir, "refused"), passk, fewer}, 1,
-			"spiral compare: a label's reports of different modes evaluated on different problems (--out's summary.md row and tokens.png curves of the label would set them side by side; --allow-different-problems writes them anyway):\n" + want, false},
-		{"allowed", []string{"--allow-different-problems", "--out", filepath.Join(dir, "allowed"), passk, fewer}, 0,
-			"spiral compare: warning: a label's reports of different modes evaluated on different problems, written anyway (--allow-different-problems): --out's summary.md row and tokens.png curves of the label set them side by side:\n" + want, true},
+		{"refused", []string{"--out", filepath.Join(dir, "refused"), passk, fewer}, 1, refused + want, false},
+		{"allowed", []string{"--allow-different-problems", "--out", filepath.Join(dir, "allowed"), passk, fewer}, 0, warned + want, true},
 		{"same problems", []string{"--out", filepath.Join(dir, "same"), passk, same}, 0, "", true},
+		{"another label printed only", []string{passk, otherLabel}, 0, "", false},
+		{"another label refused", []string{"--out", filepath.Join(dir, "b-refused"), passk, otherLabel}, 1, refused + wantB, false},
+		{"another label's ids refused", []string{"--out", filepath.Join(dir, "b-ids"), passk, otherIDs}, 1, refused + wantIDs, false},
+		{"another label allowed", []string{"--allow-different-problems", "--out", filepath.Join(dir, "b-allowed"), passk, otherLabel}, 0, warned + wantB, true},
+		{"both labels", []string{"--out", filepath.Join(dir, "both"), passk, fewer, otherLabel}, 1, refused + want + wantB, false},
+		{"another label on the same problems", []string{"--out", filepath.Join(dir, "b-same"), passk, seq("b-same.json", "b", "x", "y")}, 0, "", true},
 	} {
 		var stderr bytes.Buffer
 		require.Equal(t, tc.code, run(context.Background(), append([]string{"compare"}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr}), tc.name)
 		require.Equal(t, tc.stderr, stderr.String(), tc.name)
-		if tc.args[0] != passk {
-			_, err := os.Stat(filepath.Join(tc.args[len(tc.args)-3], "summary.md"))
+		if i := slices.Index(tc.args, "--out"); i >= 0 {
+			_, err := os.Stat(filepath.Join(tc.args[i+1], "summary.md"))
 			require.Equal(t, tc.summary, err == nil, tc.name)
 		}
 	}
