@@ -170,3 +170,58 @@ func TestTopPMatchesExactRuleOnRandomRows(t *testing.T) {
 		require.InDelta(t, 1, sum, 1e-12, "trial %d", trial)
 	}
 }
+
+// TestTopPWideFlatRowExact: on a flat row as wide as a tokenizer's
+// (151,668 equal logits), at a top-p whose mass the ids meet exactly
+// (0.5: 75,834 of them; 0.25: 37,917) and one ulp either side, the
+// sampler keeps the set that HF's rule keeps in exact arithmetic; the
+// decision sums the whole row exactly (BenchmarkTopPExactDecision).
+func TestTopPWideFlatRowExact(t *testing.T) {
+	const n = 151668
+	ones := slices.Repeat([]float64{1}, n)
+	logits := make([]float32, n)
+	var probs []float64
+	var order []int
+	for _, p := range []float64{0.5, 0.25, math.Nextafter(0.5, 0), math.Nextafter(0.5, 1)} {
+		want := exactTopPKept(ones, p)
+		probs = softmax(logits, 1, probs)
+		order = topP(probs, p, order)
+		require.Equal(t, want, keptSet(probs), "top-p %v", p)
+	}
+	require.Len(t, exactTopPKept(ones, 0.5), n/2)
+}
+
+// TestFixedSumExact: fixedSum sums float64 values >= 0 exactly, however
+// wide their exponents' span (subnormals to 1e300) and however many
+// carries the words take (16,384 mantissas of all ones), as big.Rat
+// sums them.
+func TestFixedSumExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	for _, tc := range []struct {
+		name string
+		vals []float64
+	}{
+		{"flat", slices.Repeat([]float64{1.0 / 151668}, 151668)},
+		{"carries", slices.Repeat([]float64{math.Nextafter(1, 0)}, 1<<14)},
+		{"wide", []float64{math.SmallestNonzeroFloat64, 3 * math.SmallestNonzeroFloat64, 0x1p-1022, 1e-300, 0.1, 1, 1e300, math.MaxFloat64, 0}},
+		{"random", func() []float64 {
+			v := make([]float64, 5000)
+			for i := range v {
+				v[i] = r.Float64() * math.Pow(2, float64(r.IntN(200)-150))
+			}
+			return v
+		}()},
+	} {
+		lo, hi := exponentSpan(tc.vals)
+		s := newFixedSum(lo, hi)
+		want := new(big.Rat)
+		for _, v := range tc.vals {
+			s.add(v)
+			want.Add(want, new(big.Rat).SetFloat64(v))
+		}
+		got := new(big.Rat).SetInt(s.int())
+		unit := new(big.Rat).SetFloat64(math.Ldexp(1, lo-1075)) // 2^(lo-1075) >= 2^-1074
+		got.Mul(got, unit)
+		require.Equal(t, want.RatString(), got.RatString(), tc.name)
+	}
+}

@@ -147,3 +147,34 @@ func BenchmarkSampleTopKTopP(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTopPExactDecision: one token sampled at top-p 0.5 from a row
+// of 151,668 ids (about Qwen3's tokenizer's), peaked as a language
+// model's are ("ordinary"), and flat, every logit equal ("uniform"): there
+// the mass of the 75,834 most probable ids meets p within float64's
+// error, so the cut is decided in exact arithmetic, which sums the row's
+// probabilities exactly. Compare the two sub-benchmarks' times.
+func BenchmarkTopPExactDecision(b *testing.B) {
+	r := rand.New(rand.NewPCG(8, 8))
+	ordinary := make([]float32, 151936)
+	for i := range ordinary {
+		ordinary[i] = float32(r.NormFloat64())
+		if r.IntN(3000) == 0 {
+			ordinary[i] += 10 + 5*float32(r.Float64())
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		logits []float32
+	}{{"ordinary", ordinary}, {"uniform", make([]float32, 151936)}} {
+		b.Run(c.name, func(b *testing.B) {
+			s := &Sampler{cfg: SamplerConfig{Temperature: 1, TopP: 0.5}}
+			row := &row{rng: rand.New(rand.NewPCG(1, 0)), out: &Completion{}, limit: 1 << 30}
+			var probs []float64
+			var order []int
+			for b.Loop() {
+				probs, order = s.sampleInto(row, c.logits, 151668, probs, order)
+			}
+		})
+	}
+}
