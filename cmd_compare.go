@@ -94,9 +94,9 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 			// rows and tokens.png curves set every label's modes side by
 			// side.
 			if !*allowDiff {
-				return fmt.Errorf("reports of different modes evaluated on different problems (--out's summary.md rows and tokens.png curves would set them side by side; --allow-different-problems writes them anyway):\n%s", diff)
+				return fmt.Errorf("reports of different modes evaluated on different problems (--out's summary.md rows and tokens.%s curves would set them side by side; --allow-different-problems writes them anyway):\n%s", *figures, diff)
 			}
-			fmt.Fprintf(env.stderr, "spiral compare: warning: reports of different modes evaluated on different problems, written anyway (--allow-different-problems): --out's summary.md rows and tokens.png curves set them side by side:\n%s\n", diff)
+			fmt.Fprintf(env.stderr, "spiral compare: warning: reports of different modes evaluated on different problems, written anyway (--allow-different-problems): --out's summary.md rows and tokens.%s curves set them side by side:\n%s\n", *figures, diff)
 		}
 		if diff := c.settingDifferences(); diff != "" {
 			fmt.Fprintf(env.stderr, "spiral compare: warning: reports evaluated with different settings, compared anyway: a ratio or gain between them mixes the models' difference with the settings':\n%s\n", diff)
@@ -566,7 +566,7 @@ func (c *comparison) report(w io.Writer, dir string) error {
 	}
 	if dir != "" {
 		for _, l := range leftOut {
-			fmt.Fprintf(w, "tokens.png: %s\n", l)
+			fmt.Fprintf(w, "tokens.%s: %s\n", c.figures, l)
 		}
 	}
 	if err := plot("tokens", report.Figure{Title: "Accuracy against generated tokens per problem", XLabel: "generated tokens per problem", Axis: report.AxisLog}, tokens); err != nil {

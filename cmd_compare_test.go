@@ -897,6 +897,7 @@ func TestCompareModesOnOtherProblems(t *testing.T) {
 		{"another label's ids refused", []string{"--out", filepath.Join(dir, "b-ids"), passk, otherIDs}, 1, refused + wantIDs, false},
 		{"another label allowed", []string{"--allow-different-problems", "--out", filepath.Join(dir, "b-allowed"), passk, otherLabel}, 0, warned + wantB, true},
 		{"both labels", []string{"--out", filepath.Join(dir, "both"), passk, fewer, otherLabel}, 1, refused + want + wantB, false},
+		{"another label refused, --figures svg", []string{"--figures", "svg", "--out", filepath.Join(dir, "b-svg"), passk, otherLabel}, 1, strings.Replace(refused, "tokens.png", "tokens.svg", 1) + wantB, false},
 		{"another label on the same problems", []string{"--out", filepath.Join(dir, "b-same"), passk, seq("b-same.json", "b", "x", "y")}, 0, "", true},
 	} {
 		var stderr bytes.Buffer
@@ -980,6 +981,13 @@ func TestCompareTokensLeftOut(t *testing.T) {
 	// Printed only, no figure: no note.
 	out.Reset()
 	require.NoError(t, c.report(&out, ""))
+	require.NotContains(t, out.String(), "tokens.png")
+	// --figures svg: the note names the plot written, tokens.svg, not
+	// tokens.png, which is not there.
+	c.figures = "svg"
+	out.Reset()
+	require.NoError(t, c.report(&out, t.TempDir()))
+	require.Contains(t, out.String(), "tokens.svg: spiral: 1 of its 2 pass@k reports record no generated tokens: left out of its majority@k curve\n")
 	require.NotContains(t, out.String(), "tokens.png")
 }
 
