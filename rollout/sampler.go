@@ -606,25 +606,35 @@ func (s *Sampler) sampleRows(rows []*row, logits []float32, vocab, limit int, sc
 // sampleInto draws r's next token from one row of logits and records it
 // with its log-probability under the policy (temperature 1, the ids
 // below limit: the ids at and above it are never drawn, so the policy
-// gives them probability 0), computed again only when the sampling
-// distribution differs.
+// gives them probability 0): the sampling distribution's own where it
+// is the policy, else from the row's log-sum-exp at temperature 1, which
+// the softmax gives at temperature 1 and LogProbOf computes again at
+// another.
 func (s *Sampler) sampleInto(r *row, full []float32, limit int, probs []float64, order []int) ([]float64, []int) {
 	logits := full[:limit]
 	var id int
 	var logp float64
 	plain := s.cfg.Temperature == 1 && s.cfg.TopK == 0 && s.cfg.TopP >= 1
+	// lse is logSumExp(logits) where the softmax's weights gave it
+	// (haveLSE): at temperature 1.
+	var lse float64
+	haveLSE := false
 	if s.cfg.Temperature == 0 {
 		id = greedy(logits)
 	} else {
+		var maxv, sum float64
 		if k := s.cfg.TopK; k > 0 && k < len(logits) {
 			// The kept ids' probabilities are the softmax of their
 			// logits alone, as HF computes them: the weights normalised
 			// once, not probabilities divided again (eight tied maxima
 			// kept got 1/8 less an ulp each, and top-p 0.75 then kept
 			// seven of them, not six).
-			probs, _ = softmaxWeights(logits, s.cfg.Temperature, probs)
+			probs, maxv, sum = softmaxWeights(logits, s.cfg.Temperature, probs)
 		} else {
-			probs = softmax(logits, s.cfg.Temperature, probs)
+			probs, maxv, sum = softmax(logits, s.cfg.Temperature, probs)
+		}
+		if s.cfg.Temperature == 1 {
+			lse, haveLSE = maxv+math.Log(sum), true // logSumExp's own sum: the same bits
 		}
 		order = topK(probs, s.cfg.TopK, order)
 		if s.cfg.TopP < 1 {
@@ -633,7 +643,13 @@ func (s *Sampler) sampleInto(r *row, full []float32, limit int, probs []float64,
 		id = draw(probs, r.rng.Float64())
 		logp = math.Log(probs[id])
 	}
-	if !plain {
+	switch {
+	case plain:
+	case haveLSE:
+		// Temperature 1 under top-k or top-p: LogProbOf's value without
+		// its second pass over the row.
+		logp = float64(logits[id]) - lse
+	default:
 		logp = LogProbOf(logits, id)
 	}
 	if math.IsNaN(logp) || math.IsInf(logp, 0) {

@@ -31,34 +31,36 @@ func greedy(logits []float32) int {
 }
 
 // softmax writes exp(logits/temperature) normalised into probs (resized)
-// with the max subtracted for stability, and returns probs.
-func softmax(logits []float32, temperature float64, probs []float64) []float64 {
-	probs, sum := softmaxWeights(logits, temperature, probs)
+// with the max subtracted for stability, and returns probs with
+// softmaxWeights' largest logit and sum of weights.
+func softmax(logits []float32, temperature float64, probs []float64) (_ []float64, maxv, sum float64) {
+	probs, maxv, sum = softmaxWeights(logits, temperature, probs)
 	for i := range probs {
 		probs[i] /= sum
 	}
-	return probs
+	return probs, maxv, sum
 }
 
 // softmaxWeights writes the softmax's weights before normalisation,
 // exp((logits-max)/temperature), into w (resized): the largest logits
-// weigh exactly 1. It returns w and the weights' sum.
-func softmaxWeights(logits []float32, temperature float64, w []float64) ([]float64, float64) {
+// weigh exactly 1. It returns w, the largest logit and the weights' sum,
+// which at temperature 1 are logSumExp's own: logSumExp(logits) is
+// maxv + math.Log(sum), bit for bit.
+func softmaxWeights(logits []float32, temperature float64, w []float64) (_ []float64, maxv, sum float64) {
 	if cap(w) < len(logits) {
 		w = make([]float64, len(logits))
 	}
 	w = w[:len(logits)]
-	maxv := math.Inf(-1)
+	maxv = math.Inf(-1)
 	for _, v := range logits {
 		maxv = math.Max(maxv, float64(v))
 	}
-	sum := 0.0
 	for i, v := range logits {
 		p := math.Exp((float64(v) - maxv) / temperature)
 		w[i] = p
 		sum += p
 	}
-	return w, sum
+	return w, maxv, sum
 }
 
 // topK zeroes every probability below the k-th largest and renormalises;

@@ -94,7 +94,7 @@ func TestTopKTopPMatchFullSort(t *testing.T) {
 		temp := []float64{1, 0.6, 2, 1e-3}[r.IntN(4)]
 		k := r.IntN(n + 2)
 		p := []float64{r.Float64(), 0.95, 0.5, 1e-9, math.Nextafter(1, 0), 1}[r.IntN(6)]
-		base := softmax(logits, temp, nil)
+		base, _, _ := softmax(logits, temp, nil)
 		for _, chain := range []struct {
 			k int
 			p float64

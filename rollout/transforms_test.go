@@ -12,14 +12,14 @@ func TestSoftmaxTemperature(t *testing.T) {
 	logits := []float32{1, 2, 3}
 	// Expected values: exp(x/T) / sum exp(x/T), computed by hand:
 	// T=1: e^1,e^2,e^3 / (e+e^2+e^3) = 0.09003, 0.24473, 0.66524.
-	p := softmax(logits, 1, nil)
+	p, _, _ := softmax(logits, 1, nil)
 	require.InDeltaSlice(t, []float64{0.0900306, 0.2447285, 0.6652410}, p, 1e-6)
 	// T=0.5 doubles the logits: e^2,e^4,e^6 normalised.
 	z := math.Exp(2) + math.Exp(4) + math.Exp(6)
-	p = softmax(logits, 0.5, p)
+	p, _, _ = softmax(logits, 0.5, p)
 	require.InDeltaSlice(t, []float64{math.Exp(2) / z, math.Exp(4) / z, math.Exp(6) / z}, p, 1e-12)
 	// Large logits must not overflow.
-	p = softmax([]float32{1e30, 1e30}, 1, p)
+	p, _, _ = softmax([]float32{1e30, 1e30}, 1, p)
 	require.InDeltaSlice(t, []float64{0.5, 0.5}, p, 1e-12)
 }
 
@@ -124,4 +124,43 @@ func TestStreamsDistinct(t *testing.T) {
 // same SplitMix64 mixing in the order Round, Problem, Sample, Phase.
 func TestStreamDeriveGolden(t *testing.T) {
 	require.Equal(t, uint64(0x6b8556335241c22a), Stream{Seed: 42, Round: 3, Problem: 5, Sample: 7, Phase: PhaseAggregate}.Derive())
+}
+
+// TestSoftmaxGivesLogSumExp: at temperature 1 the softmax's largest
+// logit and sum of weights give logSumExp bit for bit (maxv +
+// math.Log(sum)), so that the sampler under top-k or top-p records the
+// policy's log-probability, LogProbOf's, without a second pass over the
+// row; rows peaked, flat, with -Inf logits, and wide.
+func TestSoftmaxGivesLogSumExp(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for trial := range 400 {
+		logits := make([]float32, 1+r.IntN([]int{8, 300, 151936}[trial%3]))
+		for i := range logits {
+			switch trial % 4 {
+			case 0:
+				logits[i] = float32(r.NormFloat64() * 4)
+			case 1:
+				logits[i] = float32(r.IntN(3))
+			case 2:
+				if r.IntN(3) == 0 {
+					logits[i] = float32(math.Inf(-1))
+				} else {
+					logits[i] = float32(r.NormFloat64() * 30)
+				}
+			}
+		}
+		logits[r.IntN(len(logits))] = 1 // one finite logit at least
+		_, maxv, sum := softmax(logits, 1, nil)
+		require.Equal(t, math.Float64bits(logSumExp(logits)), math.Float64bits(maxv+math.Log(sum)), "trial %d", trial)
+		_, maxv, sum = softmaxWeights(logits, 1, nil)
+		require.Equal(t, math.Float64bits(logSumExp(logits)), math.Float64bits(maxv+math.Log(sum)), "trial %d", trial)
+		// The sampler records LogProbOf's value under top-k and top-p.
+		for _, cfg := range []SamplerConfig{{Temperature: 1, TopP: 0.9}, {Temperature: 1, TopK: 3, TopP: 1}, {Temperature: 1, TopK: 3, TopP: 0.5}} {
+			s := &Sampler{cfg: cfg}
+			row := &row{rng: rand.New(rand.NewPCG(uint64(trial), 0)), out: &Completion{}, limit: 1 << 30}
+			s.sampleInto(row, logits, len(logits), nil, nil)
+			id := row.out.Tokens[0]
+			require.Equal(t, float32(LogProbOf(logits, int(id))), row.out.PolicyLogProbs[0], "trial %d, %+v", trial, cfg)
+		}
+	}
 }
