@@ -580,6 +580,7 @@ func resume(ctx context.Context, cfg RunConfig, p RunParts) (*HeldOut, error) {
 	if err := checkSettings(cfg.Dir, settingsDiff(prev, p.Settings), cfg.Override, p.Warn); err != nil {
 		return nil, err
 	}
+	warnOtherHeldOut(p.Warn, prev.HeldOut, p.Settings.HeldOut, int(st.Step))
 	var cur data.Cursor
 	if err := json.Unmarshal(st.DataCursor, &cur); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: data cursor: %w", path, err)
@@ -688,6 +689,44 @@ func sameTrainingData(prev, now RunSettings) bool {
 	return sameData(prev.Data, prev.DataPath, now.Data, now.DataPath)
 }
 
+// otherHeldOutFile reports whether the held-out problems now, of the
+// run's --eval-data name, are another file of other problems than prev
+// (a relative path given from another directory), which only both
+// files tell apart, as recordedRun tells the training data's apart.
+func otherHeldOutFile(prev, now *HeldOut) bool {
+	return prev != nil && now != nil && prev.Data == now.Data && prev.Path != "" && now.Path != "" &&
+		otherHeldOut(prev, now) && !sameFile(prev.Path, now.Path)
+}
+
+// otherHeldOut reports whether the held-out problems now are others than
+// prev's, by digest, where both record them.
+func otherHeldOut(prev, now *HeldOut) bool {
+	return prev != nil && now != nil && prev.Digest != "" && now.Digest != "" && prev.Digest != now.Digest
+}
+
+// heldOutName names the held-out problems h as --eval-data gave them,
+// with their file where file (the name alone would not tell two files
+// apart: otherHeldOutFile).
+func heldOutName(h *HeldOut, file bool) string {
+	if file {
+		return fmt.Sprintf("%s (%s)", h.Data, h.Path)
+	}
+	return h.Data
+}
+
+// warnOtherHeldOut warns to w, a resume at step past --override, that
+// the held-out problems now are others than the run's (prev), naming
+// both: eval.jsonl's figures up to step and after it measure different
+// problems.
+func warnOtherHeldOut(w io.Writer, prev, now *HeldOut, step int) {
+	if !otherHeldOut(prev, now) {
+		return
+	}
+	file := otherHeldOutFile(prev, now)
+	fmt.Fprintf(w, "spiral: --override: the held-out problems are others than the run's (%s, %s, not %s, %s): eval.jsonl's held-out figures up to step %d and those after it are on different problems, not one curve\n",
+		heldOutName(now, file), rollout.Plural(now.Problems, "problem"), heldOutName(prev, file), rollout.Plural(prev.Problems, "problem"), step)
+}
+
 // selection is the --train and --freeze choice s records (Sampling's
 // selectionKey), "" when it records none.
 func (s RunSettings) selection() string {
@@ -723,7 +762,7 @@ func settingsDiff(a, b RunSettings) []string {
 	// 0 aggregation rounds are 1 (runs from before --agg-rounds recorded
 	// none).
 	a.RL.Pipeline.Rounds, b.RL.Pipeline.Rounds = a.RL.Pipeline.AggregationRounds(), b.RL.Pipeline.AggregationRounds()
-	return flatDiff(a, b, func(k string, fa, fb map[string]string) string {
+	diff := flatDiff(a, b, func(k string, fa, fb map[string]string) string {
 		if k == "model" || k == "model_id" || k == "data" || k == "data_path" || k == "data_id" || k == heldOutPathKey || strings.HasPrefix(k, drawStreamsPrefix) {
 			return "" // draw_streams: placed by resume, not a setting
 		}
@@ -755,6 +794,18 @@ func settingsDiff(a, b RunSettings) []string {
 		}
 		return withFlags(k)
 	})
+	if otherHeldOutFile(a.HeldOut, b.HeldOut) {
+		// The run's --eval-data name, which flatDiff sees as the same,
+		// naming another file of other problems: both files, in the
+		// held-out data's place among the keys.
+		i := slices.IndexFunc(diff, func(d string) bool { return d > heldOutDataKey })
+		if i < 0 {
+			i = len(diff)
+		}
+		diff = slices.Insert(diff, i, fmt.Sprintf("%s: %q (%s) -> %q (%s): another file of that name",
+			withFlags(heldOutDataKey), a.HeldOut.Data, a.HeldOut.Path, b.HeldOut.Data, b.HeldOut.Path))
+	}
+	return diff
 }
 
 // flatString is the string a flattened setting (flatDiff's JSON text)

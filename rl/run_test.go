@@ -604,6 +604,32 @@ func TestRunOtherHeldOut(t *testing.T) {
 	h.cfg.Override = true
 	require.NoError(t, h.run(context.Background()))
 	require.Contains(t, h.log.String(), `held_out.data (--eval-data): "gsm8k.jsonl" -> "math500.jsonl"`)
+	require.Contains(t, h.log.String(), "spiral: --override: the held-out problems are others than the run's (math500.jsonl, 2 problems, not gsm8k.jsonl, 2 problems): "+
+		"eval.jsonl's held-out figures up to step 2 and those after it are on different problems, not one curve\n")
+}
+
+// TestRunHeldOutSameNameOtherFile: an --eval-data of the run's name that
+// is another file (given from another directory) of other problems is
+// refused naming both files, and with Override goes on warning that the
+// held-out figures before and after are on different problems.
+func TestRunHeldOutSameNameOtherFile(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	h.parts.HeldName, h.parts.HeldPath = "held.jsonl", "/w/held.jsonl"
+	require.NoError(t, h.run(context.Background()))
+
+	other := []data.Problem{{ID: "x", Problem: "x", Answer: "2"}, {ID: "y", Problem: "y", Answer: "3"}}
+	h = newRunHarness(t, dir, 2)
+	h.parts.Held, h.parts.HeldName, h.parts.HeldPath = other, "held.jsonl", "/v/held.jsonl"
+	err := h.run(context.Background())
+	require.ErrorContains(t, err, `held_out.data (--eval-data): "held.jsonl" (/w/held.jsonl) -> "held.jsonl" (/v/held.jsonl): another file of that name`)
+
+	h = newRunHarness(t, dir, 2)
+	h.parts.Held, h.parts.HeldName, h.parts.HeldPath = other, "held.jsonl", "/v/held.jsonl"
+	h.cfg.Override = true
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.log.String(), "spiral: --override: the held-out problems are others than the run's (held.jsonl (/v/held.jsonl), 2 problems, not held.jsonl (/w/held.jsonl), 2 problems): "+
+		"eval.jsonl's held-out figures up to step 1 and those after it are on different problems, not one curve\n")
 }
 
 // TestRunOtherLoRAPastDamage: a rerun with other LoRA settings is told
@@ -912,6 +938,13 @@ func TestSettingsDiffHeldOut(t *testing.T) {
 			[]string{`held_out.data (--eval-data): "gsm8k.jsonl" -> "../gsm8k.jsonl"`, `held_out.digest (the problems of --eval-data and --eval-problems): "aaaa" -> "bbbb"`}},
 		{"a checkpoint of an older version, the path spelled otherwise", gsm, settings(&HeldOut{Data: "../gsm8k.jsonl", Path: "/w/gsm8k.jsonl", Problems: 64, Digest: "aaaa"}),
 			nil},
+		// The run's --eval-data name given from another directory, naming
+		// another file of other problems, is another held-out set, named
+		// by both files as the training data's is (recordedRun), not by
+		// its digest alone.
+		{"the same name, another file of other problems", settings(&HeldOut{Data: "gsm8k.jsonl", Path: "/w/gsm8k.jsonl", Problems: 64, Digest: "aaaa"}),
+			settings(&HeldOut{Data: "gsm8k.jsonl", Path: "/v/gsm8k.jsonl", Problems: 64, Digest: "bbbb"}),
+			[]string{`held_out.data (--eval-data): "gsm8k.jsonl" (/w/gsm8k.jsonl) -> "gsm8k.jsonl" (/v/gsm8k.jsonl): another file of that name`, `held_out.digest (the problems of --eval-data and --eval-problems): "aaaa" -> "bbbb"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, settingsDiff(tc.old, tc.now))
