@@ -516,13 +516,21 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	if err := report.WriteJSON(filepath.Join(cfg.Dir, FinalRSAFile), report.NewRSA(meta, res)); err != nil {
 		return err
 	}
+	// pass@1 first -> last compares evaluations of these problems alone:
+	// an --override onto other held-out problems left others before
+	// them (lines of older versions record no digest: counted).
 	var first, last *EvalLine
+	others := 0
 	err = readJSONLines(filepath.Join(cfg.Dir, EvalFile), func(b []byte) error {
 		var e EvalLine
 		if err := json.Unmarshal(b, &e); err != nil {
 			return err
 		}
 		if len(e.Points) == 0 {
+			return nil
+		}
+		if e.Digest != "" && e.Digest != p.Settings.HeldOut.Digest {
+			others++
 			return nil
 		}
 		if first == nil || e.Step < first.Step {
@@ -538,7 +546,11 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	}
 	line := "held-out summary:"
 	if first != nil {
-		line += fmt.Sprintf(" pass@1 %.3f -> %.3f (step %d -> %d),", first.Points[0].PassAtK, last.Points[0].PassAtK, first.Step, last.Step)
+		left := ""
+		if others > 0 {
+			left = fmt.Sprintf("; %d of %s's evaluations, on other held-out problems, left out", others, EvalFile)
+		}
+		line += fmt.Sprintf(" pass@1 %.3f -> %.3f (step %d -> %d%s),", first.Points[0].PassAtK, last.Points[0].PassAtK, first.Step, last.Step, left)
 	}
 	s0, sT := res.Steps[0], res.Steps[len(res.Steps)-1]
 	line += fmt.Sprintf(" RSA (N=%d, K=%d) accuracy %.3f -> %.3f over %s, majority %.3f -> %.3f (%s; %s)",

@@ -1325,6 +1325,33 @@ func TestRunFinalRSAStaleAfterInterruptedLastEval(t *testing.T) {
 	require.FileExists(t, rsaPath)
 }
 
+// TestRunFinalSummaryOtherHeldOut: the held-out summary's pass@1 "first
+// -> last" spans only eval.jsonl's evaluations on the problems the final
+// RSA evaluates, not those an --override onto other held-out problems
+// left before it, and says how many it left out.
+func TestRunFinalSummaryOtherHeldOut(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	require.NoError(t, h.run(context.Background()))
+	require.Equal(t, []int{0, 1}, loggedEvalSteps(t, dir))
+
+	h = newRunHarness(t, dir, 3)
+	h.parts.Held = []data.Problem{{ID: "x", Problem: "x", Answer: "2"}, {ID: "y", Problem: "y", Answer: "3"}}
+	h.cfg.Override, h.cfg.FinalRSA = true, rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 1}
+	require.NoError(t, h.run(context.Background()))
+	require.Equal(t, []int{0, 1, 2, 3}, loggedEvalSteps(t, dir))
+	b, err := os.ReadFile(filepath.Join(dir, EvalFile))
+	require.NoError(t, err)
+	var lines []EvalLine
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e EvalLine
+		require.NoError(t, json.Unmarshal([]byte(l), &e))
+		lines = append(lines, e)
+	}
+	require.Contains(t, h.out.String(), fmt.Sprintf("held-out summary: pass@1 %.3f -> %.3f (step 2 -> 3; 2 of eval.jsonl's evaluations, on other held-out problems, left out), RSA",
+		lines[2].Points[0].PassAtK, lines[3].Points[0].PassAtK))
+}
+
 // TestRunFreshMovesFinalRSAAside: --fresh keeps the previous run's
 // rsa.json with its other files, rather than delete it (or, with the
 // fresh run interrupted before its own final evaluation, leave it as
