@@ -33,10 +33,28 @@ type templateSet struct {
 // read (32 hex digits), which a training run records among its settings,
 // so that a rerun with other prompts is noticed, and an evaluation in its
 // report's meta.extra. Checkpoints record it: its definition stays, or
-// unchanged templates would no longer resume their runs.
+// unchanged templates would no longer resume their runs (the sources
+// read CRLF line ends as LF since crlfDigest's versions: a run those
+// recorded resumes by crlfDigest).
 func (t templateSet) digest() string {
+	return templatesDigest(t.SearchSource(), t.AggregateSource())
+}
+
+// crlfDigest is digest as versions that kept a template file's CRLF line
+// ends in its prompts took it, which their runs' checkpoints record:
+// "" where it is digest's (no file with CRLF line ends).
+func (t templateSet) crlfDigest() string {
+	d := templatesDigest(t.CRLFSources())
+	if d == t.digest() {
+		return ""
+	}
+	return d
+}
+
+// templatesDigest is digest of the sources search and aggregate.
+func templatesDigest(search, aggregate string) string {
 	h := sha256.New()
-	for _, src := range []string{t.SearchSource(), t.AggregateSource()} {
+	for _, src := range []string{search, aggregate} {
 		fmt.Fprintf(h, "%d:%s", len(src), src) // lengths first: no two pairs hash alike
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])

@@ -60,3 +60,42 @@ func TestLoadProblemsNamesTheFileOfMoreSkipped(t *testing.T) {
 	require.Equal(t, "spiral: warning: skipped "+path+":2: empty problem", lines[0])
 	require.Equal(t, "spiral: warning: "+path+": 3 more rows skipped (spiral data inspect lists them all)", lines[10])
 }
+
+// TestTemplatesCRLFDigest: template files with CRLF line ends render
+// and fingerprint as the same files with LF ones; crlfDigest is the
+// fingerprint versions that kept CRLF in the prompts recorded for them
+// (the values those versions computed), which the run resumes from, and
+// "" for files without CRLF.
+func TestTemplatesCRLFDigest(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+		return path
+	}
+	search, agg := "Solve:\n{{.Problem}}\n", "{{.Problem}}\n{{range .Candidates}}- {{.Text}}\n{{end}}\n"
+	crlf := func(s string) string { return strings.ReplaceAll(s, "\n", "\r\n") }
+	sCRLF, aCRLF := write("s-crlf.txt", crlf(search)), write("a-crlf.txt", crlf(agg))
+	sLF, aLF := write("s.txt", search), write("a.txt", agg)
+	for _, tc := range []struct {
+		name      string
+		crlf, lf  templateFlags
+		oldDigest string
+	}{
+		{"search", templateFlags{search: sCRLF}, templateFlags{search: sLF}, "8b18e806c0c1f73923a1094d3be2104c"},
+		{"both", templateFlags{search: sCRLF, aggregate: aCRLF}, templateFlags{search: sLF, aggregate: aLF}, "7d2df7c0b53273c55b2657377055badf"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := loadTemplates(false, tc.crlf)
+			require.NoError(t, err)
+			l, err := loadTemplates(false, tc.lf)
+			require.NoError(t, err)
+			require.Equal(t, l.digest(), c.digest())
+			require.Equal(t, tc.oldDigest, c.crlfDigest())
+			require.Empty(t, l.crlfDigest())
+			prompt, err := c.Search("p")
+			require.NoError(t, err)
+			require.Equal(t, "Solve:\np", prompt)
+		})
+	}
+}

@@ -386,9 +386,9 @@ func (c *cutCounter) note(w io.Writer, maxNew int, rule rl.RewardRule) {
 // seeds against (cmd_compare.go's evalSettings), the prompt templates'
 // fingerprint as train's settings record it (sampling.templates), each
 // template file of the user's (f) with the digest of its text as read
-// (without a byte order mark or the trailing newline), the text the
-// prompts were rendered from, and the number of problems skipped as too
-// long for the model. spiral eval's reports and train's final RSA
+// (without a byte order mark or the trailing newline, CRLF line ends
+// read as LF), the text the prompts were rendered from, and the number
+// of problems skipped as too long for the model. spiral eval's reports and train's final RSA
 // report (rl.RunParts.ReportExtra) record it alike.
 func reportExtra(samplerCfg rollout.SamplerConfig, rule rl.RewardRule, tmpl templateSet, f templateFlags, skipped int) map[string]string {
 	extra := map[string]string{

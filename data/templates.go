@@ -39,12 +39,16 @@ type AggregateData struct {
 
 // Templates renders the search and aggregation prompts. Sources are Go
 // text/template text: the search template sees [SearchData], the
-// aggregation template [AggregateData]. One trailing newline of a source
-// (as editors add) is dropped; rendered prompts are the user turn only,
-// without any chat markup.
+// aggregation template [AggregateData]. A file's CRLF line ends (as
+// Windows editors write them) read as LF, and one trailing newline of a
+// source (as editors add) is dropped; rendered prompts are the user turn
+// only, without any chat markup.
 type Templates struct {
 	search, aggregate *template.Template
 	searchSrc, aggSrc string
+	// The sources with the CRLF line ends their files had, as versions
+	// that kept them read them (CRLFSources).
+	searchCRLF, aggCRLF string
 	// The files the templates were read from ("" for a built-in one),
 	// which an error rendering them names.
 	searchPath, aggPath string
@@ -79,13 +83,14 @@ func (e *TemplateError) Unwrap() error { return e.Err }
 // LoadTemplates reads the templates from files; "" selects the embedded
 // default for that template.
 func LoadTemplates(searchPath, aggregatePath string) (*Templates, error) {
-	return loadOver(trimOneNewline(defaultSearch), trimOneNewline(defaultAggregate), searchPath, aggregatePath)
+	search, agg := trimOneNewline(defaultSearch), trimOneNewline(defaultAggregate)
+	return loadOver(&Templates{searchSrc: search, aggSrc: agg, searchCRLF: search, aggCRLF: agg}, searchPath, aggregatePath)
 }
 
 // Override returns templates that read the template files named (those
 // not "") in place of t's own, keeping t's others.
 func (t *Templates) Override(searchPath, aggregatePath string) (*Templates, error) {
-	o, err := loadOver(t.searchSrc, t.aggSrc, searchPath, aggregatePath)
+	o, err := loadOver(t, searchPath, aggregatePath)
 	if err != nil {
 		return nil, err
 	}
@@ -98,22 +103,23 @@ func (t *Templates) Override(searchPath, aggregatePath string) (*Templates, erro
 	return o, nil
 }
 
-// loadOver parses the sources search and agg (trimmed already), each
-// replaced by its file's content where a path is given.
-func loadOver(search, agg, searchPath, aggregatePath string) (*Templates, error) {
+// loadOver parses base's sources, each replaced by its file's content
+// where a path is given.
+func loadOver(base *Templates, searchPath, aggregatePath string) (*Templates, error) {
+	search, agg, searchCRLF, aggCRLF := base.searchSrc, base.aggSrc, base.searchCRLF, base.aggCRLF
 	if searchPath != "" {
-		src, err := readTemplate(searchPath)
+		src, crlf, err := readTemplate(searchPath)
 		if err != nil {
 			return nil, &TemplateError{Path: searchPath, Err: err}
 		}
-		search = src
+		search, searchCRLF = src, crlf
 	}
 	if aggregatePath != "" {
-		src, err := readTemplate(aggregatePath)
+		src, crlf, err := readTemplate(aggregatePath)
 		if err != nil {
 			return nil, &TemplateError{Aggregate: true, Path: aggregatePath, Err: err}
 		}
-		agg = src
+		agg, aggCRLF = src, crlf
 	}
 	t, err := parseTrimmed(search, agg)
 	var te *TemplateError
@@ -128,6 +134,7 @@ func loadOver(search, agg, searchPath, aggregatePath string) (*Templates, error)
 		return nil, err
 	}
 	t.searchPath, t.aggPath = searchPath, aggregatePath
+	t.searchCRLF, t.aggCRLF = searchCRLF, aggCRLF
 	return t, nil
 }
 
@@ -146,7 +153,7 @@ func ParseTemplates(search, aggregate string) (*Templates, error) {
 }
 
 func parseTrimmed(search, aggregate string) (*Templates, error) {
-	t := &Templates{searchSrc: search, aggSrc: aggregate}
+	t := &Templates{searchSrc: search, aggSrc: aggregate, searchCRLF: search, aggCRLF: aggregate}
 	var err error
 	if t.search, err = template.New("search").Parse(t.searchSrc); err != nil {
 		return nil, &TemplateError{Err: err}
@@ -197,22 +204,24 @@ func (t *Templates) CheckAggregate(n int) error {
 	return nil
 }
 
-// readTemplate returns the source in the template file at path. Its
+// readTemplate returns the source in the template file at path, and
+// that source with the CRLF line ends the file has (CRLFSources). Its
 // error does not name the file (the *TemplateError that carries it
 // does): a read error is the *fs.PathError's cause.
-func readTemplate(path string) (string, error) {
+func readTemplate(path string) (src, crlf string, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return "", err
+		return "", "", err
 	}
 	if err := templateUTF8(b); err != nil {
-		return "", err
+		return "", "", err
 	}
-	return templateText(b), nil
+	crlf = templateText(b)
+	return strings.ReplaceAll(crlf, "\r\n", "\n"), crlf, nil
 }
 
 // templateUTF8 refuses a template file that is not UTF-8 (Latin-1, or
@@ -238,6 +247,12 @@ func trimOneNewline(s string) string {
 	}
 	return strings.TrimSuffix(s, "\n")
 }
+
+// CRLFSources returns the search and aggregation templates' sources with
+// the CRLF line ends their files have, as versions that did not read
+// them as LF took them (the sources themselves where they have none), so
+// that the fingerprints those versions recorded of them are known.
+func (t *Templates) CRLFSources() (search, aggregate string) { return t.searchCRLF, t.aggCRLF }
 
 // SearchSource returns the search template's source.
 func (t *Templates) SearchSource() string { return t.searchSrc }

@@ -76,6 +76,58 @@ func TestLoadTemplatesOverride(t *testing.T) {
 	require.Equal(t, "x\n"+wantInstruction, s)
 }
 
+// TestLoadTemplatesCRLF: a template file with CRLF line ends (Windows
+// editors write them) renders prompts with LF ones, as its lines read;
+// CRLFSources keeps the text as versions before this read it, CRLF line
+// ends and all, for the fingerprint their runs recorded. A template not
+// read from a file, and one without CRLF, is its source there.
+func TestLoadTemplatesCRLF(t *testing.T) {
+	dir := t.TempDir()
+	sp := filepath.Join(dir, "s.txt")
+	ap := filepath.Join(dir, "a.txt")
+	require.NoError(t, os.WriteFile(sp, []byte("\xEF\xBB\xBFQ:\r\n{{.Problem}}\r\nA:\r\n"), 0o644))
+	require.NoError(t, os.WriteFile(ap, []byte("{{.Problem}}\r\n{{range .Candidates}}|{{.Text}}\n{{end}}"), 0o644))
+	for _, tc := range []struct {
+		name                   string
+		search, aggregate      string
+		wantSearch, wantAgg    string
+		wantSource, crlfSearch string
+		crlfAgg                string
+	}{
+		{"both", sp, ap, "Q:\nx\nA:", "x\n|u\n|v\n", "Q:\n{{.Problem}}\nA:", "Q:\r\n{{.Problem}}\r\nA:", "{{.Problem}}\r\n{{range .Candidates}}|{{.Text}}\n{{end}}"},
+		{"search", sp, "", "Q:\nx\nA:", "", "Q:\n{{.Problem}}\nA:", "Q:\r\n{{.Problem}}\r\nA:", trimOneNewline(defaultAggregate)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tm, err := LoadTemplates(tc.search, tc.aggregate)
+			require.NoError(t, err)
+			s, err := tm.Search("x")
+			require.NoError(t, err)
+			require.Equal(t, tc.wantSearch, s)
+			require.Equal(t, tc.wantSource, tm.SearchSource())
+			if tc.wantAgg != "" {
+				a, err := tm.Aggregate("x", []string{"u", "v"})
+				require.NoError(t, err)
+				require.Equal(t, tc.wantAgg, a)
+			}
+			cs, ca := tm.CRLFSources()
+			require.Equal(t, tc.crlfSearch, cs)
+			require.Equal(t, tc.crlfAgg, ca)
+		})
+	}
+	// Overriding one template keeps the other's CRLF source.
+	tm, err := LoadTemplates(sp, "")
+	require.NoError(t, err)
+	o, err := tm.Override("", ap)
+	require.NoError(t, err)
+	cs, ca := o.CRLFSources()
+	require.Equal(t, "Q:\r\n{{.Problem}}\r\nA:", cs)
+	require.Equal(t, "{{.Problem}}\r\n{{range .Candidates}}|{{.Text}}\n{{end}}", ca)
+	p, err := ParseTemplates("{{.Problem}}\n", "{{.Problem}}{{range .Candidates}}{{.Text}}{{end}}")
+	require.NoError(t, err)
+	cs, ca = p.CRLFSources()
+	require.Equal(t, []string{p.SearchSource(), p.AggregateSource()}, []string{cs, ca})
+}
+
 // TestTemplatesOverride replaces the templates of a non-default set one
 // at a time: the template not named keeps that set's source (a source
 // ending in a blank line keeps it: no second newline is trimmed), the

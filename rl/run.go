@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -189,6 +190,11 @@ type RunParts struct {
 	// them, so that spiral compare holds the two alike.
 	ReportExtra map[string]string
 	Settings    RunSettings
+	// CRLFTemplates is the prompt templates' fingerprint as versions that
+	// kept a template file's CRLF line ends in its prompts took it, where
+	// it is another than Settings' ("" where no file has them): a
+	// checkpoint recording it is of these templates, and resumes.
+	CRLFTemplates string
 	// Out receives the run's lines (steps, evaluations, checkpoints);
 	// Warn its warnings.
 	Out, Warn io.Writer
@@ -589,8 +595,18 @@ func resume(ctx context.Context, cfg RunConfig, p RunParts) (*HeldOut, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The same template files, which this version reads with LF line
+	// ends: the run goes on, recording their new fingerprint.
+	crlf := p.CRLFTemplates != "" && prev.Sampling[templatesField] == p.CRLFTemplates
+	if crlf {
+		prev.Sampling = maps.Clone(prev.Sampling)
+		prev.Sampling[templatesField] = p.Settings.Sampling[templatesField]
+	}
 	if err := checkSettings(cfg.Dir, settingsDiff(prev, p.Settings), cfg.Override, p.Warn); err != nil {
 		return nil, err
+	}
+	if crlf {
+		fmt.Fprintf(p.Warn, "spiral: note: the prompt templates' files have CRLF line ends, which the run's steps up to %d kept in their prompts; they read as LF now\n", st.Step)
 	}
 	warnOtherHeldOut(p.Warn, prev.HeldOut, p.Settings.HeldOut, int(st.Step))
 	var cur data.Cursor
@@ -837,6 +853,7 @@ const (
 	promptLimitKey    = "rl.pipeline.prompt_limit"
 	selectionKey      = "sampling.selection"
 	templatesKey      = "sampling.templates"
+	templatesField    = "templates" // templatesKey in RunSettings.Sampling
 	maxNewTokensKey   = "sampling.max_new_tokens"
 	heldOutPrefix     = "held_out."
 	heldOutDataKey    = "held_out.data"

@@ -632,6 +632,46 @@ func TestRunHeldOutSameNameOtherFile(t *testing.T) {
 		"eval.jsonl's held-out figures up to step 1 and those after it are on different problems, not one curve\n")
 }
 
+// TestRunResumeCRLFTemplates: a checkpoint recording the fingerprint
+// that versions keeping a template file's CRLF line ends took of it
+// (RunParts.CRLFTemplates) resumes under the fingerprint of the same
+// file read with LF line ends, saying that the prompts now have LF ones,
+// and records the new fingerprint; other templates are still refused.
+func TestRunResumeCRLFTemplates(t *testing.T) {
+	dir := t.TempDir()
+	withTemplates := func(steps int, templates, crlf string) *runHarness {
+		h := newRunHarness(t, dir, steps)
+		h.cfg.EvalEvery = 0
+		h.parts.Settings.Sampling = SamplingSettings(1, 1, 0, 8, "", templates)
+		h.parts.CRLFTemplates = crlf
+		return h
+	}
+	require.NoError(t, withTemplates(1, "crlf", "").run(context.Background()))
+
+	h := withTemplates(2, "other", "")
+	require.ErrorContains(t, h.run(context.Background()), `sampling.templates (--search-template, --aggregate-template): "crlf" -> "other"`)
+	h = withTemplates(2, "other", "another")
+	require.ErrorContains(t, h.run(context.Background()), `sampling.templates (--search-template, --aggregate-template): "crlf" -> "other"`)
+	// Refused for another setting: no note of a resume that did not
+	// happen.
+	h = withTemplates(2, "lf", "crlf")
+	h.parts.Settings.Schedule.PeakLR = 0.02
+	require.ErrorContains(t, h.run(context.Background()), "schedule.peak_lr (--lr): 0.01 -> 0.02")
+	require.Empty(t, h.log.String())
+
+	h = withTemplates(2, "lf", "crlf")
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.out.String(), "(step 1)")
+	require.Equal(t, "spiral: note: the prompt templates' files have CRLF line ends, which the run's steps up to 1 kept in their prompts; they read as LF now\n", h.log.String())
+	s, err := CheckpointSettings(filepath.Join(dir, CheckpointsDir, checkpoint.DirName(2)))
+	require.NoError(t, err)
+	require.Equal(t, "lf", s.Sampling["templates"])
+
+	h = withTemplates(3, "lf", "crlf")
+	require.NoError(t, h.run(context.Background()))
+	require.Empty(t, h.log.String(), "the run records the new fingerprint")
+}
+
 // TestRunOtherLoRAPastDamage: a rerun with other LoRA settings is told
 // so even when the newest checkpoint's state is damaged (the older
 // checkpoint's settings say it).
