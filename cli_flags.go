@@ -756,10 +756,10 @@ var spiralOnlyFlags = []string{"n1", "k", "n", "n2", "scale-search-adv", "scale-
 // other algorithms the pipeline and no group; search-only does not
 // scale the aggregation advantages it does not train, nor agg-only the
 // set advantages; --reward-truncated without --reward-fallback changes
-// almost no reward (rewardFlags.ignored). --candidate-tokens also
-// caps the final RSA's aggregation prompts, so GRPO ignores it only when
-// no final RSA runs (--final-rsa-steps 0, or --data without
-// --eval-data). The held-out evaluations' flags are listed too where no
+// almost no reward (rewardFlags.ignored). --candidate-tokens and
+// --aggregate-template also shape the final RSA's aggregation prompts,
+// so GRPO ignores them only when no final RSA runs (--final-rsa-steps 0,
+// or --data without --eval-data). The held-out evaluations' flags are listed too where no
 // evaluation reads them. They are warnings, not usage errors, so that one
 // set of flags can serve runs of each algorithm, with evaluations or
 // without.
@@ -774,6 +774,9 @@ func (f *trainFlags) ignoredFlags() []string {
 		finalRSA := f.run.FinalRSA.Steps > 0 && (f.data == "" || f.evalData != "")
 		if f.changed("candidate-tokens") && !finalRSA {
 			out = append(out, "--candidate-tokens caps the candidates of the SPIRAL pipeline's aggregation prompts and of the final RSA; --algo grpo, which samples --group traces a problem, with no final RSA (--final-rsa-steps 0, or --data without --eval-data) ignores it")
+		}
+		if f.changed("aggregate-template") && !finalRSA {
+			out = append(out, "--aggregate-template renders the SPIRAL pipeline's aggregation prompts and the final RSA's; --algo grpo, which samples --group traces a problem, with no final RSA (--final-rsa-steps 0, or --data without --eval-data) ignores it")
 		}
 	} else if f.changed("group") {
 		out = append(out, fmt.Sprintf("--group is --algo grpo's; --algo %s, which samples --n1 search traces a problem, ignores it", f.cfg.Algo))

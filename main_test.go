@@ -190,6 +190,12 @@ func TestTrainIgnoredFlags(t *testing.T) {
 			"--candidate-tokens caps the candidates of the SPIRAL pipeline's aggregation prompts and of the final RSA; --algo grpo, which samples --group traces a problem, with no final RSA (--final-rsa-steps 0, or --data without --eval-data) ignores it"}},
 		{[]string{"--algo", "grpo", "--candidate-tokens", "64", "--data", "d.jsonl"}, []string{
 			"--candidate-tokens caps the candidates of the SPIRAL pipeline's aggregation prompts and of the final RSA; --algo grpo, which samples --group traces a problem, with no final RSA (--final-rsa-steps 0, or --data without --eval-data) ignores it"}},
+		// The aggregation template likewise: GRPO renders no aggregation
+		// prompt but the final RSA's.
+		{[]string{"--algo", "grpo", "--aggregate-template", "a.txt"}, nil},
+		{[]string{"--aggregate-template", "a.txt", "--final-rsa-steps", "0"}, nil},
+		{[]string{"--algo", "grpo", "--aggregate-template", "a.txt", "--final-rsa-steps", "0"}, []string{
+			"--aggregate-template renders the SPIRAL pipeline's aggregation prompts and the final RSA's; --algo grpo, which samples --group traces a problem, with no final RSA (--final-rsa-steps 0, or --data without --eval-data) ignores it"}},
 	} {
 		f := parsedTrainFlags(t, tc.args)
 		require.Equal(t, tc.want, f.ignoredFlags(), "%q", tc.args)
@@ -1751,7 +1757,9 @@ func TestUnreadableTemplateOfTheRunsSize(t *testing.T) {
 		want string
 	}{
 		{[]string{"--n1", "4", "--k", "2", "--n", "2", "--n2", "2"}, unreadable + loraRankRefused},
-		{[]string{"--algo", "grpo"}, loraRankRefused},
+		// GRPO without a final RSA renders no aggregation prompt: the
+		// template is warned of as ignored, not as unreadable.
+		{[]string{"--algo", "grpo"}, "spiral: warning: --aggregate-template renders the SPIRAL pipeline's aggregation prompts and the final RSA's; --algo grpo, which samples --group traces a problem, with no final RSA (--final-rsa-steps 0, or --data without --eval-data) ignores it\n" + loraRankRefused},
 	} {
 		requireStderrOfUsage(t, append([]string{"train", "--aggregate-template", agg, "--final-rsa-steps", "0", "--lora-rank", "65", "--quiet", "--out", filepath.Join(dir, "run")}, tc.args...), tc.want)
 	}
