@@ -1198,7 +1198,7 @@ func PlotTraining(dir, label string) error {
 		}
 		if len(e.Points) > 0 {
 			last := e.Points[len(e.Points)-1]
-			held = append(held, report.HeldOutPoint{Step: e.Step, PassAt1: e.Points[0].PassAtK, MajorityAtK: last.MajorityAtK, K: last.K})
+			held = append(held, report.HeldOutPoint{Step: e.Step, PassAt1: e.Points[0].PassAtK, MajorityAtK: last.MajorityAtK, K: last.K, Digest: e.Digest})
 		}
 		return nil
 	})

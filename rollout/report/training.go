@@ -90,6 +90,33 @@ type HeldOutPoint struct {
 	// PassAt1 and MajorityAtK at the evaluation's K samples per problem.
 	PassAt1, MajorityAtK float64
 	K                    int
+	// Digest fingerprints the problems evaluated (eval.jsonl's
+	// problems_digest; "" where the line records none).
+	Digest string
+}
+
+// heldOutTitle titles the held-out panel of held: "(none)" when empty,
+// and where the evaluations' problems changed (a rerun on other held-out
+// problems under --override), at which steps, since its curves join
+// points of different problems there.
+func heldOutTitle(held []HeldOutPoint) string {
+	title := "held-out evaluation"
+	if len(held) == 0 {
+		return title + " (none)"
+	}
+	var at []string
+	for i := 1; i < len(held); i++ {
+		if held[i].Digest != "" && held[i-1].Digest != "" && held[i].Digest != held[i-1].Digest {
+			at = append(at, fmt.Sprint(held[i].Step))
+		}
+	}
+	switch len(at) {
+	case 0:
+		return title
+	case 1:
+		return title + " (problems changed at step " + at[0] + ")"
+	}
+	return title + " (problems changed at steps " + strings.Join(at, ", ") + ")"
 }
 
 // majorityLabel names the majority@k curve of held (not empty) by its
@@ -168,7 +195,7 @@ func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint,
 			informative.Y.Min = min(informative.Y.Min, xy.Y) // a correlation can be negative
 		}
 	}
-	heldOut := panel("held-out evaluation", "accuracy", true)
+	heldOut := panel(heldOutTitle(held), "accuracy", true)
 	if len(held) > 0 {
 		var p1, maj plotter.XYs
 		for _, h := range held {
@@ -181,8 +208,6 @@ func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint,
 		if err := addLine(heldOut, majorityLabel(held), maj, 1, true); err != nil {
 			return err
 		}
-	} else {
-		heldOut.Title.Text += " (none)"
 	}
 	tiles := draw.Tiles{Rows: 2, Cols: 2, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
 		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}

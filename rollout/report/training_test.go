@@ -212,3 +212,26 @@ func TestMajorityLabel(t *testing.T) {
 		require.Equal(t, tc.want, majorityLabel(held))
 	}
 }
+
+// TestHeldOutTitle: the held-out panel says at which steps the problems
+// evaluated changed (a rerun on other held-out problems under
+// --override), since its curves join points of different problems
+// there; lines that record no digest (older versions) change nothing.
+func TestHeldOutTitle(t *testing.T) {
+	for _, tc := range []struct {
+		digests []string
+		want    string
+	}{
+		{nil, "held-out evaluation (none)"},
+		{[]string{"a", "a", "a"}, "held-out evaluation"},
+		{[]string{"", "a", "a"}, "held-out evaluation"},
+		{[]string{"a", "a", "b", "b"}, "held-out evaluation (problems changed at step 20)"},
+		{[]string{"a", "b", "a"}, "held-out evaluation (problems changed at steps 10, 20)"},
+	} {
+		var held []HeldOutPoint
+		for i, d := range tc.digests {
+			held = append(held, HeldOutPoint{Step: 10 * i, K: 4, Digest: d})
+		}
+		require.Equal(t, tc.want, heldOutTitle(held), "%q", tc.digests)
+	}
+}
