@@ -556,7 +556,11 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 		if others > 0 {
 			left = fmt.Sprintf("; %d of %s's evaluations, on other held-out problems, left out", others, EvalFile)
 		}
-		line += fmt.Sprintf(" pass@1 %.3f -> %.3f (step %d -> %d%s),", first.Points[0].PassAtK, last.Points[0].PassAtK, first.Step, last.Step, left)
+		if first.Step == last.Step {
+			line += fmt.Sprintf(" pass@1 %.3f (step %d%s),", last.Points[0].PassAtK, last.Step, left)
+		} else {
+			line += fmt.Sprintf(" pass@1 %.3f -> %.3f (step %d -> %d%s),", first.Points[0].PassAtK, last.Points[0].PassAtK, first.Step, last.Step, left)
+		}
 	}
 	s0, sT := res.Steps[0], res.Steps[len(res.Steps)-1]
 	line += fmt.Sprintf(" RSA (N=%d, K=%d) accuracy %.3f -> %.3f over %s, majority %.3f -> %.3f (%s; %s)",

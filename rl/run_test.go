@@ -1390,6 +1390,19 @@ func TestRunFinalSummaryOtherHeldOut(t *testing.T) {
 	}
 	require.Contains(t, h.out.String(), fmt.Sprintf("held-out summary: pass@1 %.3f -> %.3f (step 2 -> 3; 2 of eval.jsonl's evaluations, on other held-out problems, left out), RSA",
 		lines[2].Points[0].PassAtK, lines[3].Points[0].PassAtK))
+
+	// One evaluation on these problems is no "first -> last": its pass@1
+	// alone, not "0.500 -> 0.500 (step 4 -> 4)".
+	h = newRunHarness(t, dir, 4)
+	h.parts.Held = []data.Problem{{ID: "z", Problem: "z", Answer: "4"}}
+	h.cfg.Override, h.cfg.FinalRSA = true, rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 1}
+	require.NoError(t, h.run(context.Background()))
+	b, err = os.ReadFile(filepath.Join(dir, EvalFile))
+	require.NoError(t, err)
+	var last EvalLine
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(string(b))[strings.LastIndex(strings.TrimSpace(string(b)), "\n")+1:]), &last))
+	require.Equal(t, 4, last.Step)
+	require.Contains(t, h.out.String(), fmt.Sprintf("held-out summary: pass@1 %.3f (step 4; 4 of eval.jsonl's evaluations, on other held-out problems, left out), RSA", last.Points[0].PassAtK))
 }
 
 // TestRunFreshMovesFinalRSAAside: --fresh keeps the previous run's
