@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spiral-rl/spiral/data/synth"
@@ -527,6 +528,7 @@ func resumeSFT(ctx context.Context, cfg SFTConfig, p SFTParts, src *rand.PCG) (i
 	if err := checkSettings(p.Dir, sftSettingsDiff(prev, p.Settings), cfg.Override, p.Warn); err != nil {
 		return 0, err
 	}
+	warnOtherSFTEvals(p.Warn, *prev.SFT, cfg, int(st.Step))
 	// The examples go on from the generator's state, unless --override
 	// gave another seed: then from that seed's stream (src as given),
 	// which the new seed's evaluations follow too.
@@ -541,6 +543,30 @@ func resumeSFT(ctx context.Context, cfg SFTConfig, p SFTParts, src *rand.PCG) (i
 	}
 	fmt.Fprintf(p.Out, "resumed from %s (step %d)\n", path, st.Step)
 	return int(st.Step), nil
+}
+
+// warnOtherSFTEvals warns to w, a resume at step past --override, when
+// the evaluations from here on are of other problems than the run's
+// (prev): another --seed draws others (SynthEvalProblems), another
+// --eval-problems another number of them, other --candidates other
+// aggregation prompts; the log's accuracies up to step and after it are
+// then not one curve.
+func warnOtherSFTEvals(w io.Writer, prev, now SFTConfig, step int) {
+	var what []string
+	if prev.Seed != now.Seed {
+		what = append(what, fmt.Sprintf("--seed %d, not %d", now.Seed, prev.Seed))
+	}
+	if prev.EvalProblems != now.EvalProblems {
+		what = append(what, fmt.Sprintf("--eval-problems %d, not %d", now.EvalProblems, prev.EvalProblems))
+	}
+	if prev.Mix.Candidates != now.Mix.Candidates {
+		what = append(what, fmt.Sprintf("--candidates %d, not %d", now.Mix.Candidates, prev.Mix.Candidates))
+	}
+	if len(what) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "spiral: --override: %s: the evaluations from here on are of other problems than the run's: %s's accuracies up to step %d and those after it are not one curve\n",
+		strings.Join(what, ", "), SFTLogFile, step)
 }
 
 // CheckSFTRunIdentity refuses an sft rerun into the directory dir whose

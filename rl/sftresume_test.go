@@ -400,6 +400,42 @@ func TestSFTResumeOtherSeed(t *testing.T) {
 	}
 }
 
+// TestSFTResumeOtherEvaluations: a resume under Override whose
+// evaluations are of other problems than the run's (another seed draws
+// others, another --eval-problems another number of them, other
+// --candidates other aggregation prompts) warns that the log's
+// accuracies before and after are not one curve; one that changes
+// another setting does not.
+func TestSFTResumeOtherEvaluations(t *testing.T) {
+	src := sftModelDir(t)
+	const curve = "the evaluations from here on are of other problems than the run's: sft.jsonl's accuracies up to step 2 and those after it are not one curve\n"
+	for _, c := range []struct {
+		name string
+		edit func(h *sftHarness)
+		want string // "": no such warning
+	}{
+		{"seed", func(h *sftHarness) { h.cfg.Seed = 2 }, "spiral: --override: --seed 2, not 1: " + curve},
+		{"evaluation's problems", func(h *sftHarness) { h.cfg.EvalProblems = 3 }, "spiral: --override: --eval-problems 3, not 2: " + curve},
+		{"both", func(h *sftHarness) { h.cfg.Seed, h.cfg.EvalProblems = 2, 3 }, "spiral: --override: --seed 2, not 1, --eval-problems 3, not 2: " + curve},
+		{"batch", func(h *sftHarness) { h.cfg.Batch = 3 }, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := newSFTHarness(t, src, dir)
+			require.ErrorIs(t, h.run(2), context.Canceled)
+			h = newSFTHarness(t, src, dir)
+			c.edit(h)
+			h.cfg.Override = true
+			require.NoError(t, h.run(0))
+			if c.want == "" {
+				require.NotContains(t, h.warn.String(), "other problems")
+				return
+			}
+			require.Contains(t, h.warn.String(), c.want)
+		})
+	}
+}
+
 // TestSFTResumeOtherTensors: a rerun whose weights are other tensors
 // than the checkpoint's is refused, with Override too, naming what made
 // them differ (another model, another --train and --freeze selection),
