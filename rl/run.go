@@ -474,12 +474,11 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		}
 	}
 	// A run resumed at its last step whose final RSA evaluation was
-	// interrupted (or never written) has it done now.
-	if finalDue && !finalDone && tr.Step() == cfg.Steps {
-		if _, err := os.Stat(rsaPath); errors.Is(err, fs.ErrNotExist) {
-			if err := final(); err != nil {
-				return err
-			}
+	// interrupted (or never written, or is of another step or of other
+	// held-out problems) has it done now.
+	if finalDue && !finalDone && tr.Step() == cfg.Steps && !finalWritten(rsaPath, tr.Step(), p.Settings.HeldOut.Digest) {
+		if err := final(); err != nil {
+			return err
 		}
 	}
 	if err := warnNoUpdate(p.Warn, metricsPath, tr.Config()); err != nil {
@@ -493,6 +492,25 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		}
 	}
 	return tr.SyncHost() // the caller may export the weights
+}
+
+// finalWritten reports whether the rsa.json at path is the final RSA
+// evaluation of the run's step on the held-out problems of digest: not
+// one that is missing or does not read, nor one of an earlier step (a
+// run continued past it with --final-rsa-steps 0, which removes none) or
+// of other problems (a finished run resumed under --override onto
+// others). One of an older version, which names no checkpoint or records
+// no digest, is taken as the step's.
+func finalWritten(path string, step int, digest string) bool {
+	var rep report.RSA
+	if report.ReadJSON(path, &rep) != nil {
+		return false
+	}
+	m := rep.Meta
+	if strings.Contains(m.Model, "@") && !strings.HasSuffix(m.Model, "/"+checkpoint.DirName(int64(step))) {
+		return false
+	}
+	return m.ProblemsDigest == "" || m.ProblemsDigest == digest
 }
 
 // finalRSASeedOffset sets the final RSA evaluation's random streams

@@ -1405,6 +1405,51 @@ func TestRunFinalSummaryOtherHeldOut(t *testing.T) {
 	require.Contains(t, h.out.String(), fmt.Sprintf("held-out summary: pass@1 %.3f (step 4; 4 of eval.jsonl's evaluations, on other held-out problems, left out), RSA", last.Points[0].PassAtK))
 }
 
+// TestRunFinalRSAOfAnEarlierStep: an rsa.json of an earlier step (a run
+// continued with --final-rsa-steps 0, which removes none) or of other
+// held-out problems (a finished run resumed under Override onto others)
+// is not the run's final evaluation: a rerun at the last step does it,
+// where it left such an rsa.json as it was.
+func TestRunFinalRSAOfAnEarlierStep(t *testing.T) {
+	rsa := rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 1}
+	dir := t.TempDir()
+	rsaPath := filepath.Join(dir, FinalRSAFile)
+	rsaModel := func() string {
+		var rep report.RSA
+		require.NoError(t, report.ReadJSON(rsaPath, &rep))
+		return rep.Meta.Model
+	}
+	h := newRunHarness(t, dir, 1)
+	h.cfg.EvalEvery, h.cfg.FinalRSA = 0, rsa
+	require.NoError(t, h.run(context.Background()))
+	require.Equal(t, "m@"+filepath.Base(dir)+"/ckpt-000001", rsaModel())
+
+	h = newRunHarness(t, dir, 2)
+	h.cfg.EvalEvery = 0
+	require.NoError(t, h.run(context.Background()))
+	require.Equal(t, "m@"+filepath.Base(dir)+"/ckpt-000001", rsaModel(), "no final RSA asked for: the earlier one stays")
+
+	h = newRunHarness(t, dir, 2)
+	h.cfg.EvalEvery, h.cfg.FinalRSA = 0, rsa
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.out.String(), "held-out summary:")
+	require.Equal(t, "m@"+filepath.Base(dir)+"/ckpt-000002", rsaModel())
+
+	h = newRunHarness(t, dir, 2)
+	h.cfg.EvalEvery, h.cfg.FinalRSA = 0, rsa
+	require.NoError(t, h.run(context.Background()))
+	require.Zero(t, h.gen.calls, "the run's own final evaluation is not redone")
+
+	h = newRunHarness(t, dir, 2)
+	h.parts.Held = []data.Problem{{ID: "x", Problem: "x", Answer: "2"}}
+	h.cfg.EvalEvery, h.cfg.FinalRSA, h.cfg.Override = 0, rsa, true
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.out.String(), "held-out summary:")
+	var rep report.RSA
+	require.NoError(t, report.ReadJSON(rsaPath, &rep))
+	require.Equal(t, data.ProblemsDigest(h.parts.Held), rep.Meta.ProblemsDigest)
+}
+
 // TestRunFreshMovesFinalRSAAside: --fresh keeps the previous run's
 // rsa.json with its other files, rather than delete it (or, with the
 // fresh run interrupted before its own final evaluation, leave it as
