@@ -569,6 +569,9 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 		return err
 	}
 	line := "held-out summary:"
+	if first == nil && others > 0 {
+		line += fmt.Sprintf(" no pass@1 (%s's %s, of other held-out problems, left out),", EvalFile, rollout.Plural(others, "evaluation"))
+	}
 	if first != nil {
 		left := ""
 		if others > 0 {

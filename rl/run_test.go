@@ -1403,6 +1403,14 @@ func TestRunFinalSummaryOtherHeldOut(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(string(b))[strings.LastIndex(strings.TrimSpace(string(b)), "\n")+1:]), &last))
 	require.Equal(t, 4, last.Step)
 	require.Contains(t, h.out.String(), fmt.Sprintf("held-out summary: pass@1 %.3f (step 4; 4 of eval.jsonl's evaluations, on other held-out problems, left out), RSA", last.Points[0].PassAtK))
+
+	// None on these problems (no evaluation every --eval-every steps):
+	// said, not left out without a word.
+	h = newRunHarness(t, dir, 5)
+	h.parts.Held = []data.Problem{{ID: "w", Problem: "w", Answer: "5"}}
+	h.cfg.EvalEvery, h.cfg.Override, h.cfg.FinalRSA = 0, true, rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 1}
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.out.String(), "held-out summary: no pass@1 (eval.jsonl's 5 evaluations, of other held-out problems, left out), RSA")
 }
 
 // TestRunFinalRSAOfAnEarlierStep: an rsa.json of an earlier step (a run
