@@ -64,16 +64,44 @@ func refuseOverwrite(dir string, overwrite bool) error {
 }
 
 // statFlag returns what os.Stat says of the path a flag gives; a path
-// that is not there (or cannot be looked at) is a bad value of the flag,
-// a usage error naming the flag and path.
+// that is not there, cannot be looked at, or cannot be opened
+// (statOpenable) is a bad value of the flag, a usage error naming the
+// flag and path.
 func statFlag(flag, path string) (fs.FileInfo, error) {
+	st, err := statOpenable(path)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("%s %s: %w", flag, path, err)}
+	}
+	return st, nil
+}
+
+// statOpenable returns what os.Stat says of path, and the error of
+// opening it where it is a regular file (for reading) or a directory
+// (entering it, which reading the files in it takes: permission denied):
+// a path the user names that cannot be opened is the user's mistake, as
+// one that is not there is. Other files (a FIFO, which an open would
+// block on or consume) are left to their reader. The error is the
+// system's alone (a *fs.PathError's Err): the caller names the path.
+func statOpenable(path string) (fs.FileInfo, error) {
 	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+	case st.Mode().IsRegular():
+		var f *os.File
+		if f, err = os.Open(path); err == nil {
+			err = f.Close()
+		}
+	case st.IsDir():
+		// Its "." resolves only through it, as its files' names do (a
+		// directory one may enter but not list, 0711, serves a model).
+		_, err = os.Stat(path + string(filepath.Separator) + ".")
+	}
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
-			err = pe.Err // the path is said once, after the flag
+			err = pe.Err // the path is said once, by the caller
 		}
-		return nil, usageError{fmt.Errorf("%s %s: %w", flag, path, err)}
+		return nil, err
 	}
 	return st, nil
 }

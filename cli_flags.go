@@ -71,16 +71,21 @@ func checkEmptyValues(c *command, fs *pflag.FlagSet, args []string) error {
 
 // checkPathArgs refuses, as a usage error naming it and what it must be,
 // a positional path argument of c (its pathArgs) that does not exist
-// (under a file too: ENOTDIR), as a path flag's missing value is refused
-// (statFlag): `spiral plot nope.json` exited 1 where `--model nope`
-// exits 2. A path that is there but cannot be read or used is left to
-// the command (exit status 1).
+// (under a file too: ENOTDIR) or cannot be opened (statOpenable:
+// permission denied, a symbolic link loop), as a path flag's value is
+// refused (statFlag): `spiral plot nope.json` exited 1 where `--model
+// nope` exits 2. A path that opens but whose contents are bad is left
+// to the command (exit status 1).
 func checkPathArgs(c *command, args []string) error {
 	p := c.pathArgs
 	var errs []error
 	for _, path := range p.paths(args) {
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		_, err := statOpenable(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 			errs = append(errs, fmt.Errorf("%s %s does not exist: want %s", p.name, path, p.want))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s %s: %w: want %s", p.name, path, err, p.want))
 		}
 	}
 	if len(errs) > 0 {

@@ -2777,3 +2777,55 @@ func TestEmptyChoiceRefused(t *testing.T) {
 		require.Equal(t, tc.want+"\n", stderr.String(), "%q", tc.args)
 	}
 }
+
+// TestUnopenablePathRefused: a path the user names that is there but
+// cannot be opened (a symbolic link loop; permission denied, which only
+// a user other than root meets) is a usage error (exit 2) naming it,
+// whether a flag or a positional argument gives it; `spiral plot LOOP`
+// and `spiral tensorboard LOOP` failed with exit 1 where `--model LOOP`
+// exits 2, and an unreadable --data file failed with exit 1 where one
+// under an unreadable directory exits 2.
+func TestUnopenablePathRefused(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	loop := filepath.Join(dir, "loop")
+	require.NoError(t, os.Symlink(loop, loop))
+	const wantReport = "an eval report (spiral eval's MODE.json)"
+	const eloop = "too many levels of symbolic links"
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plot", loop}, "spiral plot: REPORT.json " + loop + ": " + eloop + ": want " + wantReport},
+		{[]string{"compare", loop, loop + "2"}, "spiral compare: REPORT.json " + loop + ": " + eloop + ": want " + wantReport + "\nREPORT.json " + loop + "2 does not exist: want " + wantReport},
+		{[]string{"tensorboard", loop}, "spiral tensorboard: RUN_DIR " + loop + ": " + eloop + ": want a training run's directory (the --out of spiral train or sft)"},
+		{[]string{"data", "inspect", loop}, "spiral data: FILE " + loop + ": " + eloop + ": want a JSONL, JSON or Parquet data file"},
+		{[]string{"eval", "--model", loop}, "spiral eval: --model " + loop + ": " + eloop},
+	}
+	if os.Geteuid() != 0 {
+		// Permission denied: a file that cannot be read, and a directory
+		// that cannot be entered.
+		locked := filepath.Join(dir, "locked.json")
+		require.NoError(t, os.WriteFile(locked, []byte("{}"), 0o000))
+		lockedDir := filepath.Join(dir, "run")
+		require.NoError(t, os.Mkdir(lockedDir, 0o000))
+		t.Cleanup(func() { os.Chmod(lockedDir, 0o755) })
+		const denied = "permission denied"
+		cases = append(cases, []struct {
+			args []string
+			want string
+		}{
+			{[]string{"plot", locked}, "spiral plot: REPORT.json " + locked + ": " + denied + ": want " + wantReport},
+			{[]string{"tensorboard", lockedDir}, "spiral tensorboard: RUN_DIR " + lockedDir + ": " + denied + ": want a training run's directory (the --out of spiral train or sft)"},
+			{[]string{"data", "inspect", locked}, "spiral data: FILE " + locked + ": " + denied + ": want a JSONL, JSON or Parquet data file"},
+			{[]string{"version", "--ort-lib", locked}, "spiral version: --ort-lib " + locked + ": " + denied},
+			{[]string{"generate", "--tokenizer", locked, "hi"}, "spiral generate: --tokenizer " + locked + ": " + denied},
+		}...)
+	}
+	for _, tc := range cases {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want+"\n", stderr.String(), "%q", tc.args)
+	}
+}
