@@ -70,14 +70,15 @@ func checkEmptyValues(c *command, fs *pflag.FlagSet, args []string) error {
 }
 
 // checkPathArgs refuses, as a usage error naming it and what it must be,
-// a positional path argument of c (its pathArgs) that does not exist
+// a positional path argument of args (p's paths) that does not exist
 // (under a file too: ENOTDIR) or cannot be opened (statOpenable:
 // permission denied, a symbolic link loop), as a path flag's value is
 // refused (statFlag): `spiral plot nope.json` exited 1 where `--model
 // nope` exits 2. A path that opens but whose contents are bad is left
-// to the command (exit status 1).
-func checkPathArgs(c *command, args []string) error {
-	p := c.pathArgs
+// to the command (exit status 1). A command calls it once its flags are
+// checked: a bad flag value is named first, as a command's path flags
+// are checked after its other flags.
+func checkPathArgs(p pathArgs, args []string) error {
 	var errs []error
 	for _, path := range p.paths(args) {
 		_, err := statOpenable(path)

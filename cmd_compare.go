@@ -45,6 +45,9 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		if fs.Changed("figures") && *out == "" {
 			return usageError{fmt.Errorf("--figures %s is the format of the plots --out writes, and no --out is given (compare prints its tables only): give --out DIR", *figures)}
 		}
+		if err := checkPathArgs(reportArgs, args); err != nil {
+			return err
+		}
 		c := comparison{maxK: *maxK, figures: *figures}
 		given := givenPaths{twice: "it would count twice (as two seeds of one label, or as a label compared with itself)"}
 		for _, r := range *runs {

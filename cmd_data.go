@@ -36,6 +36,9 @@ func setupData(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 			if err := df.opt.Validate(); err != nil {
 				return usageError{err}
 			}
+			if err := checkPathArgs(dataFileArgs, args); err != nil {
+				return err
+			}
 			if err := inputFile("FILE", args[1], dataFileWant); err != nil {
 				return err
 			}

@@ -40,6 +40,9 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		if err := report.CheckPlotPath(*out); err != nil {
 			return usageError{fmt.Errorf("--out %w", err)}
 		}
+		if err := checkPathArgs(reportArgs, args); err != nil {
+			return err
+		}
 		given := givenPaths{twice: "its curve would be drawn twice"}
 		for _, p := range args {
 			if err := given.add(p, p, "report"); err != nil {

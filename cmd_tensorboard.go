@@ -21,9 +21,12 @@ func setupTensorBoard(*pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 		if len(args) == 0 {
 			return usageError{errors.New("usage: spiral tensorboard RUN_DIR [RUN_DIR ...] (the --out of spiral train or spiral sft; train and sft --tensorboard log as they run)")}
 		}
+		if err := checkPathArgs(runDirArgs, args); err != nil {
+			return err
+		}
 		given := givenPaths{twice: "its events would be written twice"}
 		for _, dir := range args {
-			st, err := os.Stat(dir) // one missing is refused before (checkPathArgs)
+			st, err := os.Stat(dir) // one missing is refused above (checkPathArgs)
 			if err != nil {
 				return err
 			}

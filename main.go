@@ -56,7 +56,8 @@ type command struct {
 	// ctx is then done: its run takes none).
 	stops bool
 	// pathArgs: the positional arguments that are paths, which run
-	// refuses empty (checkEmptyValues) or missing (checkPathArgs).
+	// refuses empty (checkEmptyValues), and the command, once its flags
+	// are checked, missing (checkPathArgs).
 	pathArgs pathArgs
 }
 
@@ -65,6 +66,14 @@ type command struct {
 // where not "", is the subcommand that the one path follows (data's
 // inspect), the first argument.
 type pathArgs struct{ name, want, sub string }
+
+// The path arguments of plot and compare (reports), tensorboard (run
+// directories) and data inspect (its file).
+var (
+	reportArgs   = pathArgs{"REPORT.json", "an eval report (spiral eval's MODE.json)", ""}
+	runDirArgs   = pathArgs{"RUN_DIR", "a training run's directory (the --out of spiral train or sft)", ""}
+	dataFileArgs = pathArgs{"FILE", dataFileWant, "inspect"}
+)
 
 // paths returns the arguments of args that are paths: none where p names
 // none, or where p.sub is not args' first; else the one after p.sub
@@ -123,11 +132,11 @@ func commands() []command {
 		{"export", "write a checkpoint's weights into the original ONNX graph, as a Hugging Face model directory, or its LoRA adapters as a peft adapter", "spiral export --checkpoint DIR --out PATH [flags]   (--format hf may omit --checkpoint)", setupExport, true, pathArgs{}},
 		{"init-model", "write a randomly initialised Qwen3-architecture model (tiny, or a real config's shape)", "spiral init-model --out DIR [flags]", setupInitModel, true, pathArgs{}},
 		{"bench", "measure a training step or generation on random tokens (spiral bench train|generate)", "spiral bench train|generate [flags]", setupBench, true, pathArgs{}},
-		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens; and training runs (--run, alone too): token entropy, held-out pass@1, search credit", "spiral compare [flags] [--run LABEL=DIR ...] [REF.json OTHER.json ...]   (two eval reports or more, or one with --run, or --run alone)", setupCompare, false, pathArgs{"REPORT.json", "an eval report (spiral eval's MODE.json)", ""}},
+		{"compare", "compare eval reports: pass@k scaling efficiency, RSA gains per step, accuracy at equal tokens; and training runs (--run, alone too): token entropy, held-out pass@1, search credit", "spiral compare [flags] [--run LABEL=DIR ...] [REF.json OTHER.json ...]   (two eval reports or more, or one with --run, or --run alone)", setupCompare, false, reportArgs},
 		{"plan", "predict the memory of a training step and of generation, and the largest shapes that fit", "spiral plan --model MODEL [flags]", setupPlan, false, pathArgs{}},
-		{"plot", "overlay eval reports of one mode in one figure, PNG, SVG or PDF (e.g. base vs trained)", "spiral plot [flags] REPORT.json [REPORT.json ...]   (reports of one eval mode)", setupPlot, false, pathArgs{"REPORT.json", "an eval report (spiral eval's MODE.json)", ""}},
-		{"tensorboard", "write training runs' logs (metrics.jsonl and eval.jsonl, or sft.jsonl) as TensorBoard event files in each run's tensorboard/", "spiral tensorboard RUN_DIR [RUN_DIR ...]   (the --out of spiral train or spiral sft)", setupTensorBoard, false, pathArgs{"RUN_DIR", "a training run's directory (the --out of spiral train or sft)", ""}},
-		{"data", "inspect a dataset file (spiral data inspect FILE) or write the synthetic task's problems (spiral data synth)", "spiral data inspect FILE [flags] | spiral data synth [flags]", setupData, false, pathArgs{"FILE", dataFileWant, "inspect"}},
+		{"plot", "overlay eval reports of one mode in one figure, PNG, SVG or PDF (e.g. base vs trained)", "spiral plot [flags] REPORT.json [REPORT.json ...]   (reports of one eval mode)", setupPlot, false, reportArgs},
+		{"tensorboard", "write training runs' logs (metrics.jsonl and eval.jsonl, or sft.jsonl) as TensorBoard event files in each run's tensorboard/", "spiral tensorboard RUN_DIR [RUN_DIR ...]   (the --out of spiral train or spiral sft)", setupTensorBoard, false, runDirArgs},
+		{"data", "inspect a dataset file (spiral data inspect FILE) or write the synthetic task's problems (spiral data synth)", "spiral data inspect FILE [flags] | spiral data synth [flags]", setupData, false, dataFileArgs},
 		{"version", "print the versions of spiral, ONNX Runtime and tokenizers", "spiral version [flags]", setupVersion, false, pathArgs{}},
 	}
 }
@@ -209,10 +218,6 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 		return exitUsage
 	}
 	if err := checkEmptyValues(cmd, fs, fs.Args()); err != nil {
-		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
-		return exitUsage
-	}
-	if err := checkPathArgs(cmd, fs.Args()); err != nil {
 		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
 		return exitUsage
 	}

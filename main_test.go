@@ -2829,3 +2829,31 @@ func TestUnopenablePathRefused(t *testing.T) {
 		require.Equal(t, tc.want+"\n", stderr.String(), "%q", tc.args)
 	}
 }
+
+// TestFlagErrorsBeforeMissingArgs: a bad flag value is reported before a
+// positional path that does not exist, as commands taking path flags
+// report theirs (eval --samples 0 --model nope names --samples); `spiral
+// compare --max-k -1 nope.json r.json` named the missing report, and
+// fixing that reported --max-k next.
+func TestFlagErrorsBeforeMissingArgs(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	nope := filepath.Join(dir, "nope.json")
+	reps := twoPassKReports(t, dir)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"compare", "--max-k", "-1", nope, reps[0]}, "spiral compare: --max-k -1: want a k >= 1, or 0 for every k"},
+		{[]string{"compare", "--figures", "gif", reps[0], nope}, `spiral compare: --figures "gif": want png, svg or pdf`},
+		{[]string{"plot", "--width", "1", nope}, "spiral plot: --width 1 --height 500: want 100..8000 pixels each"},
+		{[]string{"plot", "--out", "p.gif", nope}, "spiral plot: --out p.gif: want a .png, .svg or .pdf file (the extension chooses the format)"},
+		{[]string{"data", "inspect", "--format", "xml", nope}, `spiral data: --format "xml": want jsonl, json or parquet (or nothing, to detect it)`},
+		{[]string{"data", "inspect", "--problems", "3", nope}, "spiral data: --problems is not a flag of spiral data inspect"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want+"\n", stderr.String(), "%q", tc.args)
+	}
+}
