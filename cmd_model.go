@@ -116,8 +116,10 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if err := c.Validate(); err != nil {
 			return usageError{errors.New(withInitModelFlags(err.Error()))}
 		}
-		if err := checkWeightsFit(c); err != nil {
-			return err
+		if have, err := availableMemory(); err == nil { // the shape is not refused on a guess
+			if err := checkWeightsFit(c, have); err != nil {
+				return err
+			}
 		}
 		// The directories made for --out are removed again when the
 		// run fails or is interrupted and they hold nothing.
@@ -190,12 +192,18 @@ func describeInitTokenizer(kind, reads string, ids, vocab int, config string) st
 	return s
 }
 
-// checkWeightsFit refuses a shape whose fp32 weights alone pass this
-// machine's memory, which holds the whole model while init-model builds
-// and writes it (a Go out-of-memory crash, or past int's range a panic
-// of the builder's sizes). The parameters are memplan.Arch.Params' count
-// in float64, which no shape overflows.
-func checkWeightsFit(c qwen3.Config) error {
+// checkWeightsFit refuses, as a usage error naming the shape's flags, a
+// shape that would not fit in have, the memory available: init-model
+// holds the whole model while it draws and writes it (past have, the
+// kernel kills it or Go's allocator fails, after minutes of drawing;
+// past int's range the builder's sizes would panic). The parameters are
+// memplan.Arch.Params' count in float64, which no shape overflows. The
+// process peaks at about 1.25 times the fp32 weights (the weights and
+// the garbage collector's headroom; measured: 2.88 GB resident for
+// qwen3-0.6b's 2.39 GB), and where the graph keeps its weights inline
+// (under protobuf's 2 GiB) at 2 more times, the marshalled graph
+// beside them (2.66 GB for qwen3-0.6b --layers 4's 0.87 GB).
+func checkWeightsFit(c qwen3.Config, have int64) error {
 	h, hd := float64(c.Hidden), float64(c.HeadDim)
 	q, kv := float64(c.Heads)*hd, float64(c.KVHeads)*hd
 	layer := 2*h + 2*hd + 2*h*q + 2*h*kv + 3*h*float64(c.Intermediate)
@@ -204,12 +212,15 @@ func checkWeightsFit(c qwen3.Config) error {
 		embedding *= 2
 	}
 	weights := 4 * (embedding + float64(c.Layers)*layer + h)
-	have, err := machineMemory()
-	if err != nil || weights <= float64(have) {
-		return nil // the shape is not refused on a guess
+	need := 1.25 * weights
+	if weights < onnx.MaxProtoSize {
+		need += 2 * weights
 	}
-	return fmt.Errorf("a model of --layers %d --hidden %d --intermediate %d --heads %d --kv-heads %d --head-dim %d --vocab %d has %.4g GiB of fp32 weights, more than this machine's %s of memory, which holds them all while they are written",
-		c.Layers, c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.Vocab, weights/(1<<30), gib(have))
+	if need <= float64(have) {
+		return nil
+	}
+	return usageError{fmt.Errorf("a model of --layers %d --hidden %d --intermediate %d --heads %d --kv-heads %d --head-dim %d --vocab %d has %.2f GiB of fp32 weights and needs about %.2f GiB of memory while they are drawn and written, more than the %s this machine has available: give a smaller shape",
+		c.Layers, c.Hidden, c.Intermediate, c.Heads, c.KVHeads, c.HeadDim, c.Vocab, weights/(1<<30), need/(1<<30), gib(have))}
 }
 
 // withInitModelFlags names the flags of init-model in a message of

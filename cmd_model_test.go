@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model/memplan"
+	"github.com/spiral-rl/spiral/model/qwen3"
 )
 
 // TestInitModelConfigContext: init-model --config writes the release's
@@ -151,4 +152,48 @@ func TestInitModelMaxPositionsRange(t *testing.T) {
 		require.Equal(t, "spiral init-model: --max-positions "+v+": want >= 1\n", stderr.String())
 		require.NoDirExists(t, out)
 	}
+}
+
+// TestInitModelShapePastMemory: a shape that would not fit in the memory
+// available is refused before any weight is drawn, as a usage error
+// naming the shape's flags, its weights and the memory it needs, from
+// init-model's measured peak (1.25 times the fp32 weights, 3.25 times
+// where the graph keeps them inline). It compared the weights alone with
+// MemTotal and returned exit 1: qwen3-0.6b (2.22 GiB of weights, 2.68
+// GiB resident at its peak) passed on a machine with 2.5 GiB and was
+// killed or failed after drawing them, and so did qwen3-0.6b --layers 4
+// (0.81 GiB, 2.48 GiB resident) with 1.5 GiB.
+func TestInitModelShapePastMemory(t *testing.T) {
+	small, _ := qwen3.Release("qwen3-0.6b")
+	small.Layers = 4
+	full, _ := qwen3.Release("qwen3-0.6b")
+	for _, tc := range []struct {
+		name string
+		c    qwen3.Config
+		have int64
+		want string
+	}{
+		{"tiny", qwen3.Tiny(), 1 << 30, ""},
+		{"external data fits", full, 3 << 30, ""},
+		{"external data past", full, 5 << 29, "a model of --layers 28 --hidden 1024 --intermediate 3072 --heads 16 --kv-heads 8 --head-dim 128 --vocab 151936 has 2.22 GiB of fp32 weights and needs about 2.78 GiB of memory while they are drawn and written, more than the 2.50 GiB this machine has available: give a smaller shape"},
+		{"inline fits", small, 3 << 30, ""},
+		{"inline past", small, 3 << 29, "a model of --layers 4 --hidden 1024 --intermediate 3072 --heads 16 --kv-heads 8 --head-dim 128 --vocab 151936 has 0.81 GiB of fp32 weights and needs about 2.65 GiB of memory while they are drawn and written, more than the 1.50 GiB this machine has available: give a smaller shape"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkWeightsFit(tc.c, tc.have)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, tc.want)
+			require.ErrorAs(t, err, new(usageError))
+		})
+	}
+	// A shape past any machine: exit 2, before --out is made.
+	out := filepath.Join(t.TempDir(), "m")
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"init-model", "--out", out, "--layers", "1048576", "--hidden", "1048576", "--intermediate", "1048576"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Contains(t, stderr.String(), "spiral init-model: a model of --layers 1048576 --hidden 1048576 --intermediate 1048576 ")
+	require.NoDirExists(t, out)
 }

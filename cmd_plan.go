@@ -513,18 +513,31 @@ func parseByteSize(s string) (int64, error) {
 }
 
 // machineMemory returns MemTotal of /proc/meminfo.
-func machineMemory() (int64, error) {
+func machineMemory() (int64, error) { return meminfo("MemTotal") }
+
+// availableMemory returns MemAvailable of /proc/meminfo, the memory a
+// process can take now without swapping (free, and the caches the kernel
+// gives back), or MemTotal where the kernel reports no MemAvailable.
+func availableMemory() (int64, error) {
+	if b, err := meminfo("MemAvailable"); err == nil {
+		return b, nil
+	}
+	return machineMemory()
+}
+
+// meminfo returns the field key of /proc/meminfo in bytes.
+func meminfo(key string) (int64, error) {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		return 0, fmt.Errorf("this machine's memory is unknown: %w", err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+		if rest, ok := strings.CutPrefix(line, key+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			if err == nil {
 				return kb << 10, nil
 			}
 		}
 	}
-	return 0, errors.New("this machine's memory is unknown: no MemTotal in /proc/meminfo")
+	return 0, fmt.Errorf("this machine's memory is unknown: no %s in /proc/meminfo", key)
 }

@@ -72,9 +72,10 @@ func TestToolInputs(t *testing.T) {
 		usage("plan: memory below a byte", `--device-memory: "0.5" is 0.5 bytes: want at least one byte`, "plan", "--model", "qwen3-4b", "--device-memory", "0.5"),
 		// A shape past memory crashed Go's allocator ("fatal error: out of
 		// memory"), past int a panic of the builder; +Inf failed to
-		// encode config.json ("json: unsupported value", exit 1).
-		{name: "init-model: weights past memory", args: []string{"init-model", "--out", f.path("huge"), "--hidden", "1000000", "--intermediate", "1000000"}, code: 1,
-			want: []string{"a model of --layers 2 --hidden 1000000 --intermediate 1000000", "GiB of fp32 weights, more than this machine's"}, absent: []string{f.path("huge")}},
+		// encode config.json ("json: unsupported value", exit 1). Past
+		// the memory available it is the shape flags' usage error.
+		{name: "init-model: weights past memory", args: []string{"init-model", "--out", f.path("huge"), "--hidden", "1000000", "--intermediate", "1000000"}, code: 2,
+			want: []string{"a model of --layers 2 --hidden 1000000 --intermediate 1000000", "GiB of fp32 weights and needs about", "this machine has available: give a smaller shape"}, absent: []string{f.path("huge")}},
 		{name: "init-model: sizes past int", args: []string{"init-model", "--out", f.path("huge"), "--hidden", "4611686018427387904", "--heads", "4611686018427387904", "--kv-heads", "1"}, code: 2,
 			want: []string{"--hidden 4611686018427387904: want 1..1048576", "--heads 4611686018427387904: want 1..1048576"}, absent: []string{f.path("huge")}},
 		{name: "init-model: infinite rotary base", args: []string{"init-model", "--out", f.path("inf"), "--rope-theta", "Inf"}, code: 2,
