@@ -681,9 +681,9 @@ type benchGenerateLine struct {
 	NewTokens    int    `json:"new_tokens"`
 	benchVocab
 	// Seconds is the generation's wall time, PrefillSeconds its prefill
-	// part; TokensPerSecond counts the tokens of the decode steps over the
-	// rest (each row's first token comes from its prefill's logits, so
-	// --new-tokens 1 has no decode rate), PromptTokensPerSecond the
+	// part, up to each row's first token, sampled from the prefill's
+	// logits (Stats.Prefill); TokensPerSecond counts the tokens of the
+	// decode steps over the rest (--new-tokens 1 has no decode rate), PromptTokensPerSecond the
 	// prompt tokens prefilled over the prefill (rows with equal prompts
 	// are prefilled once: Stats.PrefilledTokens). Step 1's prefill also
 	// opens the graphs' sessions (opened on first use, not in the open

@@ -173,8 +173,9 @@ type Stats struct {
 	ForwardCalls int
 	// PeakCacheLen is the longest a row of the KV cache grew (positions).
 	PeakCacheLen int
-	// Prefill is the wall time of the prefill calls (the rest of Elapsed
-	// is decoding and sampling).
+	// Prefill is the wall time of the prefill calls and of the sampling
+	// of each row's first token from their logits (the rest of Elapsed
+	// is the decode steps and their sampling).
 	Prefill time.Duration
 	// Elapsed is the wall time of the call.
 	Elapsed time.Duration
@@ -355,8 +356,8 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 			queue = queue[n:]
 			t0 := time.Now()
 			last, calls, fed, err := s.prefill(ctx, fresh, len(active))
-			st.Prefill += time.Since(t0)
 			if err != nil {
+				st.Prefill += time.Since(t0)
 				return nil, st, err
 			}
 			st.ForwardCalls += calls
@@ -364,8 +365,10 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request, progress Progres
 			for i := range fresh {
 				st.PeakCacheLen = max(st.PeakCacheLen, s.cache.Len(len(active)+i))
 			}
-			// Sample each fresh row's first token from its prompt's last logits.
+			// Sample each fresh row's first token from its prompt's last
+			// logits: the prefill's token, in its time.
 			s.sampleRows(fresh, last, vocab, limit, &scratch)
+			st.Prefill += time.Since(t0)
 			if err := rowsErr(fresh); err != nil {
 				s.dropPoisonedCache()
 				return nil, st, err

@@ -573,3 +573,35 @@ func TestSamplerRetireOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestSamplerPrefillHoldsFirstTokens: Stats.Prefill ends once each row's
+// first token is sampled from its prompt's last logits, so that Elapsed
+// less Prefill is the decode steps' time alone (bench generate's
+// tokens_per_second divides the tokens after the first by it). It ended
+// before that sampling, whose time fell in the decode steps' share: with
+// --new-tokens 1 (no decode step) the "decode" time was the first
+// tokens' sampling, half the call here, rather than next to nothing.
+func TestSamplerPrefillHoldsFirstTokens(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	dir := t.TempDir()
+	cfg := qwen3.Tiny()
+	cfg.Vocab = 1 << 17 // sampling a row's token costs as a real vocabulary's
+	require.NoError(t, qwen3.WriteDir(dir, cfg, 3))
+	lm, err := model.OpenLM(rt, filepath.Join(dir, "model.onnx"), model.LMOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { lm.Close() })
+	const rows = 32
+	s, err := NewSampler(lm, SamplerConfig{TopP: 1, Temperature: 1, MaxNewTokens: 1, BatchSize: rows})
+	require.NoError(t, err)
+	reqs := make([]Request, rows)
+	for i := range reqs {
+		reqs[i] = Request{Prompt: []int32{40, 41, 42}, Seed: uint64(i)}
+	}
+	_, _, err = s.Generate(context.Background(), reqs, nil) // warm the sessions
+	require.NoError(t, err)
+	_, st, err := s.Generate(context.Background(), reqs, nil)
+	require.NoError(t, err)
+	require.Equal(t, rows, st.GeneratedTokens)
+	t.Logf("elapsed %v, prefill %v", st.Elapsed, st.Prefill)
+	require.Less(t, st.Elapsed-st.Prefill, st.Elapsed/10, "no decode step ran: the time after the prefill is bookkeeping")
+}
