@@ -83,6 +83,9 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 				return err
 			}
 		}
+		if *maxK > 0 && len(c.passk) == 0 {
+			return usageError{fmt.Errorf("--max-k %d bounds the k of the pass@k comparison, and no pass@k report is given: it would be ignored", *maxK)}
+		}
 		if err := c.checkSeeds(); err != nil {
 			return err
 		}

@@ -1046,3 +1046,24 @@ func TestCompareRunNoUpdateOfEachKind(t *testing.T) {
 	require.Zero(t, run(context.Background(), []string{"compare", "--run", "n=" + dir}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
 	require.Contains(t, stdout.String(), "run n (n = 1): no step updated the weights (2 of 2 trained nothing: no informative problem or no trained token): no token entropy")
 }
+
+// TestCompareMaxKWithoutPassK: --max-k bounds the pass@k comparison's
+// k, and with no pass@k report given (RSA reports, runs alone) it is
+// refused as a flag nothing would read, as --figures without --out is;
+// it was taken in silence, the tables printed as without it.
+func TestCompareMaxKWithoutPassK(t *testing.T) {
+	dir := t.TempDir()
+	var reps []string
+	for _, label := range []string{"a", "b"} {
+		p := filepath.Join(dir, label+".json")
+		require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(`{"meta": {"mode": "rsa", "model": %q, "problems": 1}, "steps": [{"step": 0, "accuracy": 0.5, "majority": 0.5}]}`, label)), 0o644))
+		reps = append(reps, p)
+	}
+	var stderr bytes.Buffer
+	code := run(context.Background(), append([]string{"compare", "--max-k", "8"}, reps...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral compare: --max-k 8 bounds the k of the pass@k comparison, and no pass@k report is given: it would be ignored\n", stderr.String())
+	// --max-k 0, every k, is the default; and with pass@k reports it is read.
+	require.Zero(t, run(context.Background(), append([]string{"compare", "--max-k", "0"}, reps...), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.Zero(t, run(context.Background(), append([]string{"compare", "--max-k", "2"}, twoPassKReports(t, t.TempDir())...), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+}
