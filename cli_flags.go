@@ -752,6 +752,14 @@ func (f *trainFlags) validate() error {
 	return errors.Join(errs...)
 }
 
+// checkInputs refuses the input files given that are not there, cannot
+// be opened or are directories (usage errors naming their flags), before
+// ONNX Runtime is looked for or the model read, as a missing --model is:
+// a machine without the runtime said only that.
+func (f *trainFlags) checkInputs() error {
+	return errors.Join(checkDataFile("--data", f.data), checkDataFile("--eval-data", f.evalData), f.tmpl.check())
+}
+
 // spiralOnlyFlags are train's flags that only the SPIRAL pipeline's
 // algorithms read (--agg-rounds with GRPO is rl.Config's to refuse;
 // --candidate-tokens, which the final RSA reads too, is ignoredFlags').
@@ -925,6 +933,16 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	markNonEmpty(fs, "checkpoint", checkpointWant)
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.traces, "traces", false, "also write every judged trace to MODE.traces.jsonl in --out (text, answer, grade; RSA: step and the candidates it read)")
+}
+
+// checkInputs is trainFlags.checkInputs for eval's input files and
+// --checkpoint (a serving engine's is refused by validate).
+func (f *evalFlags) checkInputs() error {
+	errs := []error{checkDataFile("--data", f.data), f.tmpl.check()}
+	if f.ckpt != "" && f.engine.engine != "openai" {
+		errs = append(errs, checkCheckpointFlag(f.ckpt))
+	}
+	return errors.Join(errs...)
 }
 
 // rsaOnlyFlags are eval's flags that only --mode rsa reads.

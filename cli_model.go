@@ -543,6 +543,27 @@ func (s *modelSession) openPolicy(ctx context.Context, lora lmgraph.LoRA, artifa
 	return pol, nil
 }
 
+// checkCheckpointFlag refuses a --checkpoint ckpt that is not there (or
+// cannot be opened: statFlag), naming a run's checkpoints that a killed
+// --fresh left aside (rl.AsidePending), or that is a file. The commands
+// that take one call it before they look for ONNX Runtime, as a missing
+// --model is refused before, and loadCheckpoint again as it loads.
+func checkCheckpointFlag(ckpt string) error {
+	st, err := statFlag("--checkpoint", ckpt)
+	if err != nil {
+		// A run's checkpoints/ that a killed --fresh left aside.
+		clean := filepath.Clean(ckpt) // RUN/checkpoints/ is RUN's checkpoints too
+		if why := rl.AsidePending(filepath.Dir(clean), filepath.Base(clean)); why != "" {
+			return fmt.Errorf("%w: %s", errors.Unwrap(err), why)
+		}
+		return err
+	}
+	if !st.IsDir() {
+		return usageError{fmt.Errorf("--checkpoint %s is a file: want a checkpoint directory%s, or a run directory (or its checkpoints/) for its newest intact one", ckpt, checkpointBeside(ckpt))}
+	}
+	return nil
+}
+
 // loadCheckpoint loads the checkpoint that --checkpoint ckpt names with
 // load: ckpt itself when it is a checkpoint directory (whose damage is an
 // error naming it), else the newest checkpoint under it (a run's
@@ -554,15 +575,8 @@ func (s *modelSession) openPolicy(ctx context.Context, lora lmgraph.LoRA, artifa
 // model stops the search, as a layout mismatch in checkpoint.Load does.
 // It returns the path loaded.
 func loadCheckpoint(ckpt, src string, warn io.Writer, load func(path string, st rl.RunSettings) error) (string, error) {
-	if st, err := statFlag("--checkpoint", ckpt); err != nil {
-		// A run's checkpoints/ that a killed --fresh left aside.
-		clean := filepath.Clean(ckpt) // RUN/checkpoints/ is RUN's checkpoints too
-		if why := rl.AsidePending(filepath.Dir(clean), filepath.Base(clean)); why != "" {
-			return "", fmt.Errorf("%w: %s", errors.Unwrap(err), why)
-		}
+	if err := checkCheckpointFlag(ckpt); err != nil {
 		return "", err
-	} else if !st.IsDir() {
-		return "", usageError{fmt.Errorf("--checkpoint %s is a file: want a checkpoint directory%s, or a run directory (or its checkpoints/) for its newest intact one", ckpt, checkpointBeside(ckpt))}
 	}
 	var srcID string // the model's id, read once a checkpoint records one
 	from := ckpt

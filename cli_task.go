@@ -60,21 +60,39 @@ func templatesDigest(search, aggregate string) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
+// check refuses a template file given that is not there, cannot be
+// opened or is a directory, named by its flag and path: a bad value of
+// the flag, a usage error as a file refused for its content. Commands
+// call it before they look for ONNX Runtime (checkInputs), and
+// loadTemplates again.
+func (f templateFlags) check() error {
+	var errs []error
+	for _, t := range []struct{ flag, path string }{{"--search-template", f.search}, {"--aggregate-template", f.aggregate}} {
+		if t.path != "" {
+			errs = append(errs, inputFile(t.flag, t.path, "a template file"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkDataFile refuses a data file flag's path that is not there,
+// cannot be opened or is a directory (a usage error naming the flag),
+// "" being none given.
+func checkDataFile(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	return inputFile(flag, path, "a data file (JSONL, JSON or Parquet)")
+}
+
 // loadTemplates returns the templates the flags name; a template not
 // named is the embedded task's compact one when compact (the model or the
 // problems are the embedded task's: the embedded model has read no other
 // prompt, and its tokenizer knows only the task's characters), else the
 // default (RSA-style) one.
 func loadTemplates(compact bool, f templateFlags) (templateSet, error) {
-	// A file that cannot be read is named by its flag and path: a bad
-	// value of the flag, a usage error as a file refused for its content.
-	for _, t := range []struct{ flag, path string }{{"--search-template", f.search}, {"--aggregate-template", f.aggregate}} {
-		if t.path == "" {
-			continue
-		}
-		if err := inputFile(t.flag, t.path, "a template file"); err != nil {
-			return templateSet{}, err
-		}
+	if err := f.check(); err != nil {
+		return templateSet{}, err
 	}
 	var t *data.Templates
 	var err error
@@ -131,7 +149,7 @@ func checkAggregateTemplate(tmpl templateSet, f templateFlags, sizes ...subsetSi
 // then a count). A path that is not there, or is a directory, is a usage
 // error naming the flag; its other errors name flag too.
 func loadProblems(flag, path string, opt data.LoadOptions, warn io.Writer) (*data.Dataset, error) {
-	if err := inputFile(flag, path, "a data file (JSONL, JSON or Parquet)"); err != nil {
+	if err := checkDataFile(flag, path); err != nil {
 		return nil, err
 	}
 	ds, err := data.Load(path, opt)

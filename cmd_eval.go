@@ -39,6 +39,9 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		return err
 	}
 	defer func() { err = lock.release(err) }()
+	if err := f.checkInputs(); err != nil {
+		return err
+	}
 	sess, err := openSessionOn(env, &f.rf, &f.mf, f.engine.engine)
 	if err != nil {
 		return err

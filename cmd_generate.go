@@ -50,6 +50,13 @@ type generatedLine struct {
 // a serving engine (--engine openai), which gets the prompts rendered and
 // tokenized here, as eval and train send them.
 func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []string) error {
+	// Before ONNX Runtime is looked for, as a missing --model is (a
+	// serving engine's --checkpoint is refused by validate).
+	if f.ckpt != "" && f.engine.engine == "local" {
+		if err := checkCheckpointFlag(f.ckpt); err != nil {
+			return err
+		}
+	}
 	sess, err := openSessionOn(env, &f.rf, &f.mf, f.engine.engine)
 	if err != nil {
 		return err

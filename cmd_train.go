@@ -37,6 +37,9 @@ func setupTrain(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) erro
 // problems, the sampler, the judge and the trainer, then hands over to
 // rl.Run.
 func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
+	if err := f.checkInputs(); err != nil {
+		return err
+	}
 	con := newConsole(env.stderr, f.quiet)
 	env = con.on(env)
 	warnings := f.ignoredFlags()

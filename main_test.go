@@ -2857,3 +2857,34 @@ func TestFlagErrorsBeforeMissingArgs(t *testing.T) {
 		require.Equal(t, tc.want+"\n", stderr.String(), "%q", tc.args)
 	}
 }
+
+// TestInputPathsBeforeRuntime: an input path flag that does not exist is
+// refused before ONNX Runtime is looked for, as --model and --tokenizer
+// are: on a machine without it, `eval --data nope.jsonl`, `train
+// --eval-data`, `--search-template`, `--checkpoint` said "no ONNX
+// Runtime library could be loaded" (exit 1), and named the flag (exit 2)
+// only once the runtime was installed.
+func TestInputPathsBeforeRuntime(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir()) // no runtime installed there
+	t.Setenv(model.LibEnvVar, "")
+	dir := t.TempDir()
+	nope := filepath.Join(dir, "nope")
+	out := filepath.Join(dir, "out")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "--out", out, "--data", nope}, "spiral eval: --data " + nope + ": no such file or directory"},
+		{[]string{"eval", "--out", out, "--search-template", nope}, "spiral eval: --search-template " + nope + ": no such file or directory"},
+		{[]string{"eval", "--out", out, "--checkpoint", nope}, "spiral eval: --checkpoint " + nope + ": no such file or directory"},
+		{[]string{"train", "--out", out, "--data", nope, "--eval-data", nope + "2"}, "spiral train: --data " + nope + ": no such file or directory\n--eval-data " + nope + "2: no such file or directory"},
+		{[]string{"train", "--out", out, "--aggregate-template", dir}, "spiral train: --aggregate-template " + dir + " is a directory: want a template file"},
+		{[]string{"generate", "--checkpoint", nope, "hi"}, "spiral generate: --checkpoint " + nope + ": no such file or directory"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want+"\n", stderr.String(), "%q", tc.args)
+		require.NoDirExists(t, out)
+	}
+}
