@@ -502,9 +502,12 @@ type engineFlags struct {
 	engine, baseURL, model, keyEnv string
 	concurrency                    int
 	timeout                        time.Duration
+	// changed reports whether a flag was given (pflag.FlagSet.Changed).
+	changed func(name string) bool
 }
 
 func (f *engineFlags) register(fs *pflag.FlagSet) {
+	f.changed = fs.Changed
 	fs.StringVar(&f.engine, "engine", "local", "where generation runs: local (ONNX Runtime here) or openai (a serving engine's OpenAI-compatible completions API: vLLM, SGLang)")
 	fs.StringVar(&f.baseURL, "base-url", "", "openai engine: the API root, e.g. http://127.0.0.1:8000/v1")
 	fs.StringVar(&f.model, "served-model", "", "openai engine: the model name the server serves")
@@ -524,13 +527,10 @@ func (f *engineFlags) validate() error {
 			errs = append(errs, errors.New("--base-url and --served-model need --engine openai"))
 		}
 		// The serving engine's other flags, which the local engine
-		// would ignore, a bad value included.
-		for _, x := range []struct {
-			flag  string
-			given bool
-		}{{"--api-key-env", f.keyEnv != ""}, {"--engine-concurrency", f.concurrency != rollout.DefaultEngineConcurrency}, {"--engine-timeout", f.timeout != rollout.DefaultEngineTimeout}} {
-			if x.given {
-				errs = append(errs, fmt.Errorf("%s is for --engine openai; the local engine would ignore it", x.flag))
+		// would ignore, a bad value or the default included.
+		for _, name := range []string{"api-key-env", "engine-concurrency", "engine-timeout"} {
+			if f.changed(name) {
+				errs = append(errs, fmt.Errorf("--%s is for --engine openai; the local engine would ignore it", name))
 			}
 		}
 		return errors.Join(errs...)

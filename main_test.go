@@ -539,6 +539,11 @@ func TestEngineFlagsOfLocal(t *testing.T) {
 		{[]string{"--engine-concurrency", "0"}, "--engine-concurrency is for --engine openai"},
 		{[]string{"--api-key-env", "HOME"}, "--api-key-env is for --engine openai"},
 		{[]string{"--base-url", "http://127.0.0.1:1/v1"}, "--base-url and --served-model need --engine openai"},
+		// Given at their defaults, they are given all the same, as the
+		// local sampler's flags with --engine openai are
+		// (TestLocalFlagsOfEngine); they passed in silence.
+		{[]string{"--engine-concurrency", "16"}, "--engine-concurrency is for --engine openai; the local engine would ignore it"},
+		{[]string{"--engine-timeout", "10m"}, "--engine-timeout is for --engine openai; the local engine would ignore it"},
 		{[]string{"--engine", "local"}, ""},
 		{[]string{"--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m", "--engine-timeout", "5s", "--engine-concurrency", "2"}, ""},
 	} {
