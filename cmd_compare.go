@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -150,16 +151,17 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 // is a file, such as an eval report (usage errors, as a missing path
 // flag is), or is a directory without a metrics.jsonl, such as an eval's
 // --out: not a training run's directory (one whose metrics.jsonl a
-// killed --fresh left in .previous-pending says so: rl.AsidePending). A
-// path that cannot be read otherwise is left to
-// rl.ReadRunCurves, which names it.
+// killed --fresh left in .previous-pending says so: rl.AsidePending).
+// One that cannot be opened (permission denied, a link loop) is a usage
+// error too, as a path flag's is (statOpenable); a run's file that
+// cannot be read is left to rl.ReadRunCurves, which names it.
 func checkRunDir(arg, dir string) error {
-	st, err := os.Stat(dir)
-	if errors.Is(err, os.ErrNotExist) {
+	st, err := statOpenable(dir)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return usageError{fmt.Errorf("--run %s: %s does not exist: want a training run's directory (train's --out)", arg, dir)}
 	}
 	if err != nil {
-		return nil
+		return usageError{fmt.Errorf("--run %s: %s: %w: want a training run's directory (train's --out)", arg, dir, err)}
 	}
 	if !st.IsDir() {
 		return usageError{fmt.Errorf("--run %s: %s is a file: want a training run's directory (train's --out, holding %s); an eval report is given as an argument", arg, dir, rl.MetricsFile)}

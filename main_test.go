@@ -2795,6 +2795,9 @@ func TestUnopenablePathRefused(t *testing.T) {
 	dir := t.TempDir()
 	loop := filepath.Join(dir, "loop")
 	require.NoError(t, os.Symlink(loop, loop))
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	underFile := filepath.Join(file, "run")
 	const wantReport = "an eval report (spiral eval's MODE.json)"
 	const eloop = "too many levels of symbolic links"
 	cases := []struct {
@@ -2806,6 +2809,9 @@ func TestUnopenablePathRefused(t *testing.T) {
 		{[]string{"tensorboard", loop}, "spiral tensorboard: RUN_DIR " + loop + ": " + eloop + ": want a training run's directory (the --out of spiral train or sft)"},
 		{[]string{"data", "inspect", loop}, "spiral data: FILE " + loop + ": " + eloop + ": want a JSONL, JSON or Parquet data file"},
 		{[]string{"eval", "--model", loop}, "spiral eval: --model " + loop + ": " + eloop},
+		{[]string{"compare", "--run", "a=" + loop}, "spiral compare: --run a=" + loop + ": " + loop + ": " + eloop + ": want a training run's directory (train's --out)"},
+		// Under a file: no such path (ENOTDIR), as an argument's.
+		{[]string{"compare", "--run", "a=" + underFile}, "spiral compare: --run a=" + underFile + ": " + underFile + " does not exist: want a training run's directory (train's --out)"},
 	}
 	if os.Geteuid() != 0 {
 		// Permission denied: a file that cannot be read, and a directory
@@ -2825,6 +2831,7 @@ func TestUnopenablePathRefused(t *testing.T) {
 			{[]string{"data", "inspect", locked}, "spiral data: FILE " + locked + ": " + denied + ": want a JSONL, JSON or Parquet data file"},
 			{[]string{"version", "--ort-lib", locked}, "spiral version: --ort-lib " + locked + ": " + denied},
 			{[]string{"generate", "--tokenizer", locked, "hi"}, "spiral generate: --tokenizer " + locked + ": " + denied},
+			{[]string{"compare", "--run", "a=" + lockedDir}, "spiral compare: --run a=" + lockedDir + ": " + lockedDir + ": " + denied + ": want a training run's directory (train's --out)"},
 		}...)
 	}
 	for _, tc := range cases {
