@@ -149,6 +149,25 @@ func outError(flag, path string, err error) error {
 	return err
 }
 
+// refuseUnderFile refuses, before any work, a directory flag's path dir
+// that is a file or lies under one, which making it would find (the
+// usage error outError gives for mkdir's ENOTDIR, naming that file): the
+// commands that check it this early (train, sft) make the directory only
+// after ONNX Runtime is loaded and the model read.
+func refuseUnderFile(flag, dir string) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err == nil {
+			if st.IsDir() {
+				return nil
+			}
+			return outError(flag, dir, &fs.PathError{Op: "mkdir", Path: d, Err: syscall.ENOTDIR})
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
 // refuseBrokenLink refuses, before any work, a directory dir to be made
 // for the flag's value path where the nearest of dir and its parents
 // that exists is a symbolic link that leads nowhere (linkLeadsNowhere).

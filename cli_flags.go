@@ -753,11 +753,16 @@ func (f *trainFlags) validate() error {
 }
 
 // checkInputs refuses the input files given that are not there, cannot
-// be opened or are directories (usage errors naming their flags), before
-// ONNX Runtime is looked for or the model read, as a missing --model is:
-// a machine without the runtime said only that.
+// be opened or are directories, and an --out or --sync-dir that is a
+// file or lies under one (usage errors naming their flags), before ONNX
+// Runtime is looked for or the model read, as a missing --model is: a
+// machine without the runtime said only that.
 func (f *trainFlags) checkInputs() error {
-	return errors.Join(checkDataFile("--data", f.data), checkDataFile("--eval-data", f.evalData), f.tmpl.check())
+	errs := []error{checkDataFile("--data", f.data), checkDataFile("--eval-data", f.evalData), f.tmpl.check(), refuseUnderFile("--out", f.run.Dir)}
+	if f.engine.engine == "openai" {
+		errs = append(errs, refuseUnderFile("--sync-dir", f.sync.dir))
+	}
+	return errors.Join(errs...)
 }
 
 // spiralOnlyFlags are train's flags that only the SPIRAL pipeline's

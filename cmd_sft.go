@@ -29,6 +29,10 @@ func setupSFT(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error 
 // weights are exported to --out as a model directory, and the
 // checkpoints removed.
 func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
+	// Before ONNX Runtime is looked for, as train's (checkInputs).
+	if err := refuseUnderFile("--out", f.out); err != nil {
+		return err
+	}
 	con := newConsole(env.stderr, f.quiet)
 	env = con.on(env)
 	for _, w := range f.ignoredFlags() {

@@ -2900,3 +2900,33 @@ func TestInputPathsBeforeRuntime(t *testing.T) {
 		require.NoDirExists(t, out)
 	}
 }
+
+// TestOutUnderAFileBeforeRuntime: train's and sft's --out (and train's
+// --sync-dir) that is a file, or lies under one, is refused before ONNX
+// Runtime is looked for, as eval's --out is: on a machine without the
+// runtime they said "no ONNX Runtime library could be loaded" (exit 1),
+// naming the flag (exit 2, TestOutUnderAFile) only once it was there.
+func TestOutUnderAFileBeforeRuntime(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir()) // no runtime installed there
+	t.Setenv(model.LibEnvVar, "")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	under := filepath.Join(file, "x", "y")
+	openai := []string{"--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m", "--engine-sync", "sglang"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--out", file}, "spiral train: --out " + file + ": mkdir " + file + ": not a directory"},
+		{[]string{"train", "--out", under}, "spiral train: --out " + under + ": mkdir " + file + ": not a directory"},
+		{[]string{"sft", "--out", file}, "spiral sft: --out " + file + ": mkdir " + file + ": not a directory"},
+		{append([]string{"train", "--out", filepath.Join(dir, "run"), "--sync-dir", under}, openai...), "spiral train: --sync-dir " + under + ": mkdir " + file + ": not a directory"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want+"\n", stderr.String(), "%q", tc.args)
+	}
+	require.NoDirExists(t, filepath.Join(dir, "run"))
+}
