@@ -66,6 +66,9 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 	if err != nil {
 		return err
 	}
+	if cfg.Temperature == 0 && f.n > 1 { // as eval notes of its samples
+		fmt.Fprintf(env.stderr, "spiral: note: --temperature 0 samples greedily: the %d completions of a prompt are all the same\n", f.n)
+	}
 	var pol *model.Policy
 	if f.engine.engine == "local" {
 		if pol, _, err = openSamplingPolicy(ctx, sess, f.ckpt, "", env.stderr); err != nil {

@@ -2930,3 +2930,29 @@ func TestOutUnderAFileBeforeRuntime(t *testing.T) {
 	}
 	require.NoDirExists(t, filepath.Join(dir, "run"))
 }
+
+// TestGenerateGreedyNote: generate --temperature 0 with --n above 1 notes
+// that the completions of a prompt are all the same, as eval does of its
+// samples; it printed --n copies without a word.
+func TestGenerateGreedyNote(t *testing.T) {
+	skipWithoutRuntime(t)
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	const note = "spiral: note: --temperature 0 samples greedily: the 3 completions of a prompt are all the same\n"
+	for _, tc := range []struct {
+		args []string
+		note bool
+	}{
+		{[]string{"--temperature", "0", "--n", "3"}, true},
+		{[]string{"--temperature", "0"}, false},
+		{[]string{"--n", "3"}, false},
+	} {
+		var stderr bytes.Buffer
+		args := append(append([]string{"generate", "--max-new-tokens", "2", "--threads", "1"}, tc.args...), "1+1")
+		require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+		if tc.note {
+			require.Contains(t, stderr.String(), note, "%q", args)
+		} else {
+			require.NotContains(t, stderr.String(), "greedily", "%q", args)
+		}
+	}
+}
