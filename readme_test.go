@@ -151,3 +151,90 @@ func TestFuzzTargetsListed(t *testing.T) {
 	})
 	require.NoError(t, err)
 }
+
+// TestDocLinksResolve: every relative link or image of README.md,
+// ARCHITECTURE.md and the Markdown under docs/ names a file or directory
+// of the repository, every path README's Layout block names exists, and
+// ARCHITECTURE.md's package map names every package directory.
+func TestDocLinksResolve(t *testing.T) {
+	docs := []string{"README.md", "ARCHITECTURE.md"}
+	require.NoError(t, filepath.WalkDir("docs", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			docs = append(docs, path)
+		}
+		return err
+	}))
+	link := regexp.MustCompile(`\]\(\s*([^)\s]+)\s*\)`)
+	for _, doc := range docs {
+		body, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for _, m := range link.FindAllStringSubmatch(string(body), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			target, _, _ = strings.Cut(target, "#")
+			_, err := os.Stat(filepath.Join(filepath.Dir(doc), target))
+			require.NoError(t, err, "%s links to %s, which does not exist", doc, m[1])
+		}
+	}
+
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	_, layout, ok := strings.Cut(string(readme), "\n## Layout\n\n```\n")
+	require.True(t, ok, "README has no Layout block")
+	layout, _, _ = strings.Cut(layout, "\n```")
+	type entry struct {
+		indent int
+		dir    string
+	}
+	var parents []entry // the enclosing directories, by indentation
+	for _, line := range strings.Split(layout, "\n") {
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		if indent >= 16 || indent == len(line) {
+			continue // a description's continuation
+		}
+		field, _, _ := strings.Cut(strings.TrimSpace(line), "  ")
+		for len(parents) > 0 && parents[len(parents)-1].indent >= indent {
+			parents = parents[:len(parents)-1]
+		}
+		base := "."
+		if len(parents) > 0 {
+			base = parents[len(parents)-1].dir
+		}
+		for _, name := range strings.Split(field, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" {
+				continue
+			}
+			path := filepath.Join(base, name)
+			matches, err := filepath.Glob(path)
+			require.NoError(t, err)
+			require.NotEmpty(t, matches, "README's Layout names %s (line %q), which does not exist", path, line)
+			if strings.HasSuffix(name, "/") {
+				parents = append(parents, entry{indent, path})
+			}
+		}
+	}
+
+	arch, err := os.ReadFile("ARCHITECTURE.md")
+	require.NoError(t, err)
+	words := map[string]bool{}
+	for _, w := range regexp.MustCompile(`[A-Za-z0-9_]+`).FindAllString(string(arch), -1) {
+		words[w] = true
+	}
+	require.NoError(t, filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		gofiles, err := filepath.Glob(filepath.Join(path, "*.go"))
+		if err != nil || len(gofiles) == 0 || path == "." {
+			return err
+		}
+		require.True(t, words[d.Name()], "ARCHITECTURE.md's package map does not name %s", path)
+		return nil
+	}))
+}
