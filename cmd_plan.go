@@ -71,6 +71,10 @@ func setupPlan(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 	f.register(fs)
 	return func(_ context.Context, env *cliEnv, args []string) error {
 		if len(args) != 0 {
+			if f.model == "" {
+				// `spiral plan qwen3-4b`, as other tools take a model.
+				return usageError{unexpectedArgs{args: args, msg: fmt.Sprintf("unexpected arguments %q: plan takes its model as --model", args), usage: planUsage}}
+			}
 			return usageError{unexpectedArgs{args: args}}
 		}
 		budget, err := f.validate()
@@ -85,12 +89,15 @@ func setupPlan(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 	}
 }
 
+// planUsage ends the usage errors of a missing model.
+const planUsage = " (usage: spiral plan --model MODEL [flags])"
+
 // validate checks the flags and returns the memory budget in bytes.
 func (f *planFlags) validate() (int64, error) {
 	errs := []error{f.exec.validate(), counted("--rows", f.rows), counted("--tokens", f.tokens),
 		counted("--gen-rows", f.genRows), counted("--gen-capacity", f.genCapacity), mebibytes("--gen-call-mib", f.genCallMiB)}
 	if f.model == "" {
-		errs = append(errs, errors.New("--model: want a model file, a directory or one of "+strings.Join(memplan.Names(), ", ")))
+		errs = append(errs, errors.New("--model is required: a model file, a directory with config.json, or one of "+strings.Join(memplan.Names(), ", ")+planUsage))
 	}
 	errs = append(errs, loraWithoutRank(f.changed, f.loraRank))
 	if f.loraRank < 0 {

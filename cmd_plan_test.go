@@ -713,3 +713,28 @@ func TestPlanLoRAGraphTargets(t *testing.T) {
 	require.Equal(t, "spiral plan: --model "+filepath.Join(dir, "model.onnx")+": LoRA rank 4 on gate_proj adapts 1280 parameters of its graph (2 projections), "+
 		"1536 by config.json's shapes: config.json does not describe the graph\n", stderr.String())
 }
+
+// TestPlanModelMissing: plan has no default model, so a command without
+// --model, or with the model given as an argument as other tools take
+// it (`spiral plan qwen3-4b`), says that --model is required and shows
+// the usage line (with --model given, an argument is as before:
+// TestStrayArgumentAfterFlag). It said "--model: want a model file, ..." (no word that
+// the flag was missing) and "unexpected arguments ["qwen3-4b"]" (no word
+// of --model at all).
+func TestPlanModelMissing(t *testing.T) {
+	const usage = " (usage: spiral plan --model MODEL [flags])"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--model is required: a model file, a directory with config.json, or one of qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b" + usage},
+		{[]string{"--rows", "2"}, "--model is required: a model file, a directory with config.json, or one of qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b" + usage},
+		{[]string{"qwen3-4b"}, `unexpected arguments ["qwen3-4b"]: plan takes its model as --model` + usage},
+		{[]string{"--json", "qwen3-4b"}, `--json qwen3-4b: a value of --json goes after "=" (--json=true or --json=false); without it "qwen3-4b" is read as an argument, and spiral plan takes none` + usage},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"plan", "--device-memory", "80GB"}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q", tc.args)
+		require.Equal(t, "spiral plan: "+tc.want+"\n", stderr.String(), "%q", tc.args)
+	}
+}
