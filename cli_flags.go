@@ -229,7 +229,7 @@ type modelFlags struct {
 
 func (f *modelFlags) register(fs *pflag.FlagSet) {
 	f.registerModel(fs)
-	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer.json, or a directory holding it (default: beside the model); the exports copy the tokenizer files beside it")
+	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer.json, or a directory holding it (default: beside the model)")
 	markNonEmpty(fs, "tokenizer", "a tokenizer.json or a directory holding one (leave --tokenizer out for the one beside the model)")
 }
 
@@ -1054,6 +1054,7 @@ func (f *sftFlags) register(fs *pflag.FlagSet) {
 	f.rf.register(fs)
 	f.exec.register(fs)
 	f.mf.register(fs)
+	fs.Lookup("tokenizer").Usage += "; the trained model in --out gets it, with the tokenizer files beside it (tokenizer_config.json, ...)"
 	f.params.register(fs)
 	f.cfg = rl.DefaultSFTConfig()
 	c := &f.cfg

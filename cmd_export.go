@@ -22,6 +22,7 @@ import (
 func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	var mf modelFlags
 	mf.register(fs)
+	fs.Lookup("tokenizer").Usage += "; onnx and hf copy it, with the tokenizer files beside it (tokenizer_config.json, ...), into the export"
 	ckpt := fs.String("checkpoint", "", "checkpoint directory (e.g. runs/spiral/checkpoints/ckpt-000050), or a run directory (or its checkpoints/) for its newest intact one; hf without one converts the model as it is")
 	out := fs.String("out", "", "output: a .onnx path (onnx; the model's tokenizer.json, config.json and other tokenizer and generation files are copied beside it) or a directory (hf, peft); required, its directory is created")
 	format := fs.String("format", "onnx", "onnx (the trained weights in the source graph; LoRA merged), hf (a Hugging Face model directory: model.safetensors with transformers' names, config.json, tokenizer files; LoRA merged) or peft (a LoRA checkpoint's adapters as a peft adapter directory)")

@@ -2956,3 +2956,24 @@ func TestGenerateGreedyNote(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenizerFlagHelp: --tokenizer's help says that its files are
+// copied beside a model only where a model is written (export's onnx and
+// hf formats, sft's trained model). Every command's help said "the
+// exports copy the tokenizer files beside it", train's, eval's,
+// generate's and bench's too, which write no model.
+func TestTokenizerFlagHelp(t *testing.T) {
+	const base = "tokenizer.json, or a directory holding it (default: beside the model)"
+	for cmd, want := range map[string]string{
+		"train":    base,
+		"eval":     base,
+		"generate": base,
+		"bench":    base + "; its ids are the policy's vocabulary, as train's (a model without one: the logits' whole width)",
+		"sft":      base + "; the trained model in --out gets it, with the tokenizer files beside it (tokenizer_config.json, ...)",
+		"export":   base + "; onnx and hf copy it, with the tokenizer files beside it (tokenizer_config.json, ...), into the export",
+	} {
+		f := readmeFlagSet(t, cmd).Lookup("tokenizer")
+		require.NotNil(t, f, cmd)
+		require.Equal(t, want, f.Usage, cmd)
+	}
+}
