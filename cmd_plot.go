@@ -56,7 +56,7 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 				return err
 			}
 			if mode != "" && m != mode {
-				return fmt.Errorf("%s is a %s report, the others %s; plot reports of one mode together", p, m, mode)
+				return fmt.Errorf("%s is %s report and %s %s one: plot reports of one mode together", p, withArticle(m), args[0], withArticle(mode))
 			}
 			mode = m
 		}
@@ -170,4 +170,13 @@ func reportMode(cmd, path string) (report.Mode, error) {
 	default:
 		return "", fmt.Errorf("%s: unknown report mode %q (want %s, %s or %s)", path, m, report.ModePassAtK, report.ModeRSA, report.ModeSequential)
 	}
+}
+
+// withArticle is an eval mode with its indefinite article: "an rsa",
+// "a passk".
+func withArticle(m report.Mode) string {
+	if m == report.ModeRSA {
+		return "an " + string(m)
+	}
+	return "a " + string(m)
 }
