@@ -199,18 +199,30 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 	fs.SetOutput(io.Discard)
 	runFn := cmd.setup(fs)
 	fs.Usage = func() {}
+	// `spiral --quiet eval`: flags before a command are train's, and
+	// the command train's argument ("unexpected arguments"), or, with
+	// flags of its own after it, train's unknown flags. On a failed
+	// parse, fs.Args() holds the arguments read before the flag that
+	// failed.
+	commandAfterFlags := func() bool {
+		rest := fs.Args()
+		if !implicit || len(rest) == 0 || !slices.ContainsFunc(commands(), func(c command) bool { return c.name == rest[0] }) {
+			return false
+		}
+		fmt.Fprintf(env.stderr, "spiral: %s is a command, given after flags: give it first (spiral %s [flags]); flags with no command before them are train's\n", rest[0], rest[0])
+		return true
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			printCommandUsage(env.stdout, cmd, fs)
 			return 0
 		}
-		fmt.Fprintf(env.stderr, "spiral %s: %v (run 'spiral %s --help')\n", cmd.name, err, cmd.name)
+		if !commandAfterFlags() {
+			fmt.Fprintf(env.stderr, "spiral %s: %v (run 'spiral %s --help')\n", cmd.name, err, cmd.name)
+		}
 		return exitUsage
 	}
-	if rest := fs.Args(); implicit && len(rest) > 0 && slices.ContainsFunc(commands(), func(c command) bool { return c.name == rest[0] }) {
-		// `spiral --quiet eval`: flags before a command are train's, and
-		// the command train's argument ("unexpected arguments").
-		fmt.Fprintf(env.stderr, "spiral: %s is a command, given after flags: give it first (spiral %s [flags]); flags with no command before them are train's\n", rest[0], rest[0])
+	if commandAfterFlags() {
 		return exitUsage
 	}
 	if err := checkDetachedValues(fs, args); err != nil {

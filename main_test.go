@@ -2977,3 +2977,27 @@ func TestTokenizerFlagHelp(t *testing.T) {
 		require.Equal(t, want, f.Usage, cmd)
 	}
 }
+
+// TestCommandAfterFlagsWithItsFlags: a command given after flags, with
+// flags of its own after it that train lacks (`spiral --threads 1 eval
+// --limit 4`), is refused as a command given after flags, as it is
+// without them; it said "spiral train: unknown flag: --limit (run
+// 'spiral train --help')", naming train, which was not asked for. A flag
+// unknown before any command stays train's unknown flag.
+func TestCommandAfterFlagsWithItsFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--threads", "1", "eval", "--limit", "4"}, "spiral: eval is a command, given after flags: give it first (spiral eval [flags]); flags with no command before them are train's\n"},
+		{[]string{"--quiet", "compare", "--max-k", "4", "a.json", "b.json"}, "spiral: compare is a command, given after flags: give it first (spiral compare [flags]); flags with no command before them are train's\n"},
+		{[]string{"--out=runs/x", "data", "synth", "--split", "train"}, "spiral: data is a command, given after flags: give it first (spiral data [flags]); flags with no command before them are train's\n"},
+		{[]string{"--limit", "4", "eval"}, "spiral train: unknown flag: --limit (run 'spiral train --help')\n"},
+		{[]string{"--steps", "2", "nosuch", "--limit", "4"}, "spiral train: unknown flag: --limit (run 'spiral train --help')\n"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q", tc.args)
+		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
+	}
+}
