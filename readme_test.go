@@ -154,8 +154,9 @@ func TestFuzzTargetsListed(t *testing.T) {
 
 // TestDocLinksResolve: every relative link or image of README.md,
 // ARCHITECTURE.md and the Markdown under docs/ names a file or directory
-// of the repository, every path README's Layout block names exists, and
-// ARCHITECTURE.md's package map names every package directory.
+// of the repository, so does every repository path their text names,
+// every path README's Layout block names exists, and ARCHITECTURE.md's
+// package map names every package directory.
 func TestDocLinksResolve(t *testing.T) {
 	docs := []string{"README.md", "ARCHITECTURE.md"}
 	require.NoError(t, filepath.WalkDir("docs", func(path string, d fs.DirEntry, err error) error {
@@ -176,6 +177,19 @@ func TestDocLinksResolve(t *testing.T) {
 			target, _, _ = strings.Cut(target, "#")
 			_, err := os.Stat(filepath.Join(filepath.Dir(doc), target))
 			require.NoError(t, err, "%s links to %s, which does not exist", doc, m[1])
+		}
+	}
+
+	// A repository path written in README's or ARCHITECTURE's text
+	// (docs/study16/compare.txt, model/memplan/testdata/measured.json,
+	// scripts/bench/make_model.py) names a file or directory there.
+	repoPath := regexp.MustCompile(`(?:^|[^\w./~-])((?:docs|scripts|model|rl|rollout|grader|data|tests)/[\w./-]*[\w/])`)
+	for _, doc := range []string{"README.md", "ARCHITECTURE.md"} {
+		body, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for _, m := range repoPath.FindAllStringSubmatch(string(body), -1) {
+			_, err := os.Stat(m[1])
+			require.NoError(t, err, "%s names %s, which does not exist", doc, m[1])
 		}
 	}
 
