@@ -162,56 +162,12 @@ func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint,
 	if size.Width < 0 || size.Height < 0 {
 		return fmt.Errorf("report: plot %s: size %dx%d", path, size.Width, size.Height)
 	}
-	var ent plotter.XYs
-	for _, p := range pts {
-		if !p.NoUpdate && !math.IsNaN(p.Entropy) && !math.IsInf(p.Entropy, 0) {
-			ent = append(ent, plotter.XY{X: float64(p.Step), Y: p.Entropy})
-		}
-	}
-	rewards := panel(label+": rewards", "reward", true)
-	for i, s := range rewardSeries(pts) {
-		if err := addSmoothed(rewards, s.label, s.xy, i); err != nil {
-			return err
-		}
-	}
-	entropy := panel("token entropy", "nats", false)
-	entropy.Y.Min = 0
-	if len(ent) == 0 {
-		entropy.Title.Text += " (no step updated the weights)"
-	} else if err := addSmoothed(entropy, "entropy", ent, 2); err != nil {
+	grid, err := trainingPanels(label, pts, held)
+	if err != nil {
 		return err
-	}
-	signal := signalSeries(pts)
-	title := "informative fraction (problems with a gradient)"
-	if len(signal) > 1 {
-		title = "gradient signal: informative fraction, search credit"
-	}
-	informative := panel(title, "fraction / correlation", true)
-	for i, s := range signal {
-		if err := addSmoothed(informative, s.label, s.xy, 3+i); err != nil {
-			return err
-		}
-		for _, xy := range s.xy {
-			informative.Y.Min = min(informative.Y.Min, xy.Y) // a correlation can be negative
-		}
-	}
-	heldOut := panel(heldOutTitle(held), "accuracy", true)
-	if len(held) > 0 {
-		var p1, maj plotter.XYs
-		for _, h := range held {
-			p1 = append(p1, plotter.XY{X: float64(h.Step), Y: h.PassAt1})
-			maj = append(maj, plotter.XY{X: float64(h.Step), Y: h.MajorityAtK})
-		}
-		if err := addLine(heldOut, "pass@1", p1, 0, false); err != nil {
-			return err
-		}
-		if err := addLine(heldOut, majorityLabel(held), maj, 1, true); err != nil {
-			return err
-		}
 	}
 	tiles := draw.Tiles{Rows: 2, Cols: 2, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
 		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	grid := [][]*plot.Plot{{rewards, entropy}, {informative, heldOut}}
 	return writeFigure(path, size, func(dc draw.Canvas) {
 		canvases := plot.Align(grid, tiles, dc)
 		for i := range grid {
@@ -226,6 +182,67 @@ func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint,
 			}
 		}
 	})
+}
+
+// trainingPanels returns PlotTraining's four panels, rewards and entropy
+// above, the informative fraction and the held-out evaluations below. A
+// panel with nothing to draw (no evaluation, no step that updated the
+// weights) takes the rewards panel's steps, where gonum would give it
+// -1..1.
+func trainingPanels(label string, pts []TrainingPoint, held []HeldOutPoint) ([][]*plot.Plot, error) {
+	var ent plotter.XYs
+	for _, p := range pts {
+		if !p.NoUpdate && !math.IsNaN(p.Entropy) && !math.IsInf(p.Entropy, 0) {
+			ent = append(ent, plotter.XY{X: float64(p.Step), Y: p.Entropy})
+		}
+	}
+	rewards := panel(label+": rewards", "reward", true)
+	for i, s := range rewardSeries(pts) {
+		if err := addSmoothed(rewards, s.label, s.xy, i); err != nil {
+			return nil, err
+		}
+	}
+	entropy := panel("token entropy", "nats", false)
+	entropy.Y.Min = 0
+	if len(ent) == 0 {
+		entropy.Title.Text += " (no step updated the weights)"
+	} else if err := addSmoothed(entropy, "entropy", ent, 2); err != nil {
+		return nil, err
+	}
+	signal := signalSeries(pts)
+	title := "informative fraction (problems with a gradient)"
+	if len(signal) > 1 {
+		title = "gradient signal: informative fraction, search credit"
+	}
+	informative := panel(title, "fraction / correlation", true)
+	for i, s := range signal {
+		if err := addSmoothed(informative, s.label, s.xy, 3+i); err != nil {
+			return nil, err
+		}
+		for _, xy := range s.xy {
+			informative.Y.Min = min(informative.Y.Min, xy.Y) // a correlation can be negative
+		}
+	}
+	heldOut := panel(heldOutTitle(held), "accuracy", true)
+	if len(held) > 0 {
+		var p1, maj plotter.XYs
+		for _, h := range held {
+			p1 = append(p1, plotter.XY{X: float64(h.Step), Y: h.PassAt1})
+			maj = append(maj, plotter.XY{X: float64(h.Step), Y: h.MajorityAtK})
+		}
+		if err := addLine(heldOut, "pass@1", p1, 0, false); err != nil {
+			return nil, err
+		}
+		if err := addLine(heldOut, majorityLabel(held), maj, 1, true); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range []*plot.Plot{entropy, heldOut} {
+		if p.X.Min > p.X.Max { // no data: plot.New's +Inf..-Inf
+			p.X.Min, p.X.Max = rewards.X.Min, rewards.X.Max
+		}
+	}
+	return [][]*plot.Plot{{rewards, entropy}, {informative, heldOut}}, nil
 }
 
 func panel(title, yLabel string, unit bool) *plot.Plot {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
@@ -234,4 +235,24 @@ func TestHeldOutTitle(t *testing.T) {
 		}
 		require.Equal(t, tc.want, heldOutTitle(held), "%q", tc.digests)
 	}
+}
+
+// TestTrainingEmptyPanelsSteps: a panel with nothing to draw, the
+// held-out evaluations of a run with --eval-every 0 and
+// --final-rsa-steps 0, or the entropy of a run none of whose steps
+// updated the weights, spans the rewards panel's steps; gonum gave it
+// -1..1, a step axis from -1 beside the others' 1..3.
+func TestTrainingEmptyPanelsSteps(t *testing.T) {
+	pts := []TrainingPoint{{Step: 1, SearchReward: 0.5, NoUpdate: true}, {Step: 2, SearchReward: 0.4, NoUpdate: true}, {Step: 3, SearchReward: 0.6, NoUpdate: true}}
+	grid, err := trainingPanels("run", pts, nil)
+	require.NoError(t, err)
+	rewards, entropy, heldOut := grid[0][0], grid[0][1], grid[1][1]
+	require.Equal(t, [2]float64{1, 3}, [2]float64{rewards.X.Min, rewards.X.Max})
+	for _, p := range []*plot.Plot{entropy, heldOut} {
+		require.Equal(t, [2]float64{1, 3}, [2]float64{p.X.Min, p.X.Max}, p.Title.Text)
+	}
+	// With evaluations, the held-out panel spans its own steps (step 0's).
+	grid, err = trainingPanels("run", pts, []HeldOutPoint{{Step: 0, K: 1}, {Step: 3, K: 1}})
+	require.NoError(t, err)
+	require.Equal(t, [2]float64{0, 3}, [2]float64{grid[1][1].X.Min, grid[1][1].X.Max})
 }
