@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -279,18 +280,24 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 	}
 }
 
+// hfRepoID is the shape of a Hugging Face id, "name" or "owner/name"
+// (huggingface_hub's validate_repo_id): no trailing slash, one slash at
+// most.
+var hfRepoID = regexp.MustCompile(`^([\w.-]+/)?[\w.-]+$`)
+
 // baseModelName is --base-model as adapter_config.json records it: a
-// local path (one that exists, or that starts with "." or is absolute)
-// made absolute, since peft and transformers read base_model_name_or_path
-// against the working directory of whoever loads the adapter, not its
-// directory (a relative "../qwen3-4b-hf" loaded from elsewhere named
-// another directory, or none); anything else, a Hugging Face id, as
-// given.
+// local path (one that exists, that starts with "." or is absolute, or
+// that no Hugging Face id is shaped like, such as "qwen3-4b-hf/" not yet
+// written) made absolute, since peft and transformers read
+// base_model_name_or_path against the working directory of whoever
+// loads the adapter, not its directory (a relative "../qwen3-4b-hf"
+// loaded from elsewhere named another directory, or none); anything
+// else, a Hugging Face id, as given.
 func baseModelName(base string) (string, error) {
 	if base == "" {
 		return "", nil
 	}
-	if _, err := os.Stat(base); err != nil && !strings.HasPrefix(base, ".") && !filepath.IsAbs(base) {
+	if _, err := os.Stat(base); err != nil && !strings.HasPrefix(base, ".") && !filepath.IsAbs(base) && hfRepoID.MatchString(base) {
 		return base, nil
 	}
 	abs, err := filepath.Abs(base)

@@ -265,3 +265,26 @@ func TestExportTokenizerDirectory(t *testing.T) {
 		require.NotContains(t, string(got), "decoy", tokArg)
 	}
 }
+
+// TestBaseModelNameNotYetWritten: a --base-model that cannot be a Hugging
+// Face id (a trailing slash, as the README writes qwen3-4b-hf/, or more
+// than one slash) is a directory, recorded absolute whether or not it
+// is written yet: the README's LoRA commands export the adapter before
+// the base, and "qwen3-4b-hf/" was recorded as given, an id no hub
+// has, which peft then resolved against its own working directory.
+func TestBaseModelNameNotYetWritten(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, tc := range []struct{ given, want string }{
+		{"qwen3-4b-hf/", filepath.Join(dir, "qwen3-4b-hf")},
+		{"runs/lora/hf", filepath.Join(dir, "runs", "lora", "hf")},
+		{"runs/hf/", filepath.Join(dir, "runs", "hf")},
+		// An id's shape, written nowhere here: an id.
+		{"Qwen/Qwen3-4B-Instruct-2507", "Qwen/Qwen3-4B-Instruct-2507"},
+		{"gpt2", "gpt2"},
+	} {
+		got, err := baseModelName(tc.given)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got, "%q", tc.given)
+	}
+}
