@@ -1399,8 +1399,13 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 // evaluations of two runs' checkpoints of one step, left unlabelled, are
 // told apart by compare and plot rather than averaged as seeds of one
 // model; a checkpoint outside a run's checkpoints directory by its own
-// name.
+// name. A relative ckpt is named from its absolute path, so that one
+// given from inside its run (checkpoints/ckpt-N, or .) is named as it is
+// from anywhere else, not ./ckpt-N.
 func CheckpointName(ckpt string) string {
+	if abs, err := filepath.Abs(ckpt); err == nil {
+		ckpt = abs
+	}
 	parent := filepath.Dir(ckpt)
 	if filepath.Base(parent) != CheckpointsDir {
 		return filepath.Base(ckpt)
