@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -131,6 +132,9 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	bar := con.progress(-1, "eval "+f.mode, "tok")
 	ev := rollout.Evaluator{Gen: gen, Prompter: sess.prompter(tmpl), Judge: rl.NewJudge(f.reward.rule), Progress: bar.add}
 	name := sess.name()
+	if !sess.embedded {
+		name = reportModelName(name)
+	}
 	if f.engine.engine == "openai" {
 		name = f.engine.model + "@" + f.engine.baseURL
 	}
@@ -206,6 +210,25 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	}
 	fmt.Fprintf(env.stdout, "wrote %s.json and %s.png\n", base, base)
 	return nil
+}
+
+// reportModelName names the model file at path in a report: path as
+// given, or where that names no directory of the model's (model.onnx,
+// given as --model . or from beside it, ../model.onnx) with its
+// directory's name ahead (sft-a/model.onnx), so that two models each
+// evaluated from its own directory are not named alike, which compare
+// would average as one model's seeds.
+func reportModelName(path string) string {
+	for _, e := range strings.Split(filepath.ToSlash(filepath.Dir(filepath.Clean(path))), "/") {
+		if e != "." && e != ".." && e != "" {
+			return path
+		}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	return filepath.Join(filepath.Base(filepath.Dir(abs)), filepath.Base(abs))
 }
 
 // noteReplacedReport notes on w that the report at path, of the given

@@ -167,3 +167,48 @@ func TestEvalNotesAReplacedReport(t *testing.T) {
 		require.Equal(t, tc.want, notes.String(), tc.name)
 	}
 }
+
+// TestEvalNamesAModelGivenFromItsDirectory: a model given from its own
+// directory (--model . or model.onnx) is named in the report with that
+// directory's name. Both were named "model.onnx", so two models each
+// evaluated from its directory were one model to compare (averaged as
+// its seeds, their default labels alike) and to eval's note on the
+// report it replaces (none: "the same model").
+func TestEvalNamesAModelGivenFromItsDirectory(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	src := filepath.Dir(embeddedModelPath(t))
+	dir := t.TempDir()
+	for _, m := range []string{"sft-a", "sft-b"} {
+		for _, f := range []string{"model.onnx", "config.json", "tokenizer.json"} {
+			b, err := os.ReadFile(filepath.Join(src, f))
+			require.NoError(t, err)
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, m), 0o777))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, m, f), b, 0o644))
+		}
+	}
+	out := filepath.Join(dir, "eval")
+	path := filepath.Join(out, "passk.json")
+	for _, tc := range []struct {
+		cwd, model, want, note string
+	}{
+		{"sft-a", ".", "sft-a/model.onnx", ""},
+		{"sft-b", "model.onnx", "sft-b/model.onnx", "spiral: note: " + path + ", the passk report of sft-a/model.onnx, will be replaced by this evaluation's, of sft-b/model.onnx\n"},
+		{"sft-b", "./", "sft-b/model.onnx", ""},
+		{".", "sft-a", "sft-a/model.onnx", "spiral: note: " + path + ", the passk report of sft-b/model.onnx, will be replaced by this evaluation's, of sft-a/model.onnx\n"},
+	} {
+		t.Chdir(filepath.Join(dir, tc.cwd))
+		var stderr bytes.Buffer
+		args := []string{"eval", "--model", tc.model, "--mode", "passk", "--limit", "1", "--samples", "1", "--max-new-tokens", "4", "--quiet", "--threads", "1", "--out", out}
+		require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+		var rep report.PassAtK
+		require.NoError(t, report.ReadJSON(path, &rep))
+		require.Equal(t, tc.want, rep.Meta.Model, "--model %s from %s", tc.model, tc.cwd)
+		var notes strings.Builder
+		for _, line := range strings.SplitAfter(stderr.String(), "\n") {
+			if strings.Contains(line, path) {
+				notes.WriteString(line)
+			}
+		}
+		require.Equal(t, tc.note, notes.String(), "--model %s from %s", tc.model, tc.cwd)
+	}
+}
