@@ -898,6 +898,13 @@ func (o *OpenAI) complete(ctx context.Context, r Request) (Completion, error) {
 		}
 		c.Tokens = ids
 	}
+	// vLLM answers "length" for a completion whose last token, the last
+	// max_tokens allows, is a stop id (it tests the length first): the
+	// model stopped there, as the local sampler, which tests the stop id
+	// first, counts it, rather than being cut.
+	if c.Finish == FinishLength && len(c.Tokens) >= s.MaxNewTokens && slices.Contains(s.StopIDs, c.Tokens[len(c.Tokens)-1]) {
+		c.Finish = FinishStop
+	}
 	if v := o.cfg.Vocab; v > 0 {
 		for i, id := range c.Tokens {
 			if id < 0 || int(id) >= v {

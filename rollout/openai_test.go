@@ -1028,3 +1028,52 @@ func TestOpenAIPolicyVocabLogProbs(t *testing.T) {
 	require.NotContains(t, warn.String(), "keep no engine log-probabilities")
 	require.Contains(t, warn.String(), "sampled token id 44, past the tokenizer's 40 ids")
 }
+
+// TestOpenAILengthEndingInStop: vLLM answers finish_reason "length" for
+// a completion whose last token, the last max_tokens allows, is a stop
+// id (its check_stop tests the length first), where the local sampler,
+// which tests the stop id first, stopped: such a completion ended at
+// the model's end of turn and counts as stopped, as it would locally
+// (not as a trace cut at --max-new-tokens, graded and counted as cut).
+// The limit is max_tokens, within what the model's context leaves.
+func TestOpenAILengthEndingInStop(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tokens  []int32
+		context int // the model's context: 0 unknown
+		noIDs   bool
+		want    rollout.FinishReason
+	}{
+		{name: "stop id at the limit", tokens: []int32{5, 5, 5, 5, 5, 5, 5, 2}, want: rollout.FinishStop},
+		{name: "no stop id at the limit", tokens: []int32{5, 5, 5, 5, 5, 5, 5, 5}, want: rollout.FinishLength},
+		{name: "stop id at the context's end", tokens: []int32{5, 2}, context: 3, want: rollout.FinishStop},
+		// Short of the limit, the engine's context is not the model's:
+		// its reason is taken as it is.
+		{name: "stop id short of the limit", tokens: []int32{5, 2}, want: rollout.FinishLength},
+		{name: "text ending in the stop token", tokens: []int32{5, 5, 5, 5, 5, 5, 5, 2}, noIDs: true, want: rollout.FinishStop},
+		{name: "text cut", tokens: []int32{5, 5, 5, 5, 5, 5, 5, 5}, noIDs: true, want: rollout.FinishLength},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFake()
+			fake.finish, fake.noIDs = "length", tc.noIDs
+			fake.tokensOf = func([]int32, int64) []int32 { return tc.tokens }
+			srv := httptest.NewServer(fake)
+			defer srv.Close()
+			cfg := engineConfig(srv.URL)
+			cfg.Sampling.ContextLength = tc.context
+			cfg.Tokenize = func(s string) ([]int32, error) {
+				ids := make([]int32, len(s))
+				for i := range s {
+					ids[i] = int32(s[i] - 'a')
+				}
+				return ids, nil
+			}
+			eng, err := rollout.NewOpenAI(cfg)
+			require.NoError(t, err)
+			out, _, err := eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{3}, Seed: 1}}, nil)
+			require.NoError(t, err)
+			require.Equal(t, tc.tokens, out[0].Tokens)
+			require.Equal(t, tc.want, out[0].Finish)
+		})
+	}
+}

@@ -22,7 +22,8 @@ type FinishReason string
 const (
 	// FinishStop: a stop id was sampled (SamplerConfig.StopIDs; spiral
 	// has no stop strings), or a serving engine answered finish_reason
-	// "stop".
+	// "stop" (or "length" for a completion whose last token, at the
+	// limit, is a stop id).
 	FinishStop FinishReason = "stop"
 	// FinishLength: MaxNewTokens were generated (or the context is full).
 	FinishLength FinishReason = "length"
