@@ -272,13 +272,31 @@ type completionResponse struct {
 	} `json:"choices"`
 }
 
-// apiError is the error body of OpenAI-compatible servers: {"error":
-// {"message": ...}} (OpenAI, SGLang) or {"message": ...} (vLLM).
-type apiError struct {
-	Message string `json:"message"`
-	Error   *struct {
+// errorMessage is the message of an error answer's JSON body, in the
+// shapes OpenAI-compatible servers give it: {"error": {"message": ...}}
+// (OpenAI, SGLang), {"error": "..."} (vLLM's and SGLang's API-key
+// check) or {"message": ...} (vLLM); "" for any other body.
+func errorMessage(raw []byte) string {
+	var a struct {
+		Error   json.RawMessage `json:"error"`
+		Message json.RawMessage `json:"message"`
+	}
+	if json.Unmarshal(raw, &a) != nil {
+		return ""
+	}
+	var e struct {
 		Message string `json:"message"`
-	} `json:"error"`
+	}
+	if json.Unmarshal(a.Error, &e) == nil && e.Message != "" {
+		return e.Message
+	}
+	for _, m := range []json.RawMessage{a.Error, a.Message} {
+		var s string
+		if json.Unmarshal(m, &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // statusError is a non-2xx answer; retryAfter is how long its
@@ -516,13 +534,13 @@ func (o *OpenAI) call(ctx context.Context, method, url string, body []byte, out 
 		return &connError{fmt.Errorf("rollout: engine: %s: read the answer: %w", url, err)}
 	}
 	if resp.StatusCode/100 != 2 {
-		msg := bodySummary(raw, resp.Header.Get("Content-Type"))
-		var ae apiError
-		if json.Unmarshal(raw, &ae) == nil {
-			if ae.Error != nil && ae.Error.Message != "" {
-				msg = ae.Error.Message
-			} else if ae.Message != "" {
-				msg = ae.Message
+		msg := cmp.Or(errorMessage(raw), bodySummary(raw, resp.Header.Get("Content-Type")))
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			// A server started with an API key (vLLM's --api-key).
+			if o.cfg.APIKey == "" {
+				msg += " (no API key was sent: give the environment variable that holds it with --api-key-env)"
+			} else {
+				msg += " (the server refused the API key of --api-key-env)"
 			}
 		}
 		return &statusError{url: url, status: resp.StatusCode, message: msg, retryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}

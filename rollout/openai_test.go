@@ -1077,3 +1077,37 @@ func TestOpenAILengthEndingInStop(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenAIUnauthorized: a server started with an API key (vLLM's
+// --api-key) refuses a request without it, or with another, with a 401
+// whose body is {"error": "Unauthorized"}: the message is the server's,
+// not its JSON, and says what to do with --api-key-env.
+func TestOpenAIUnauthorized(t *testing.T) {
+	for _, tc := range []struct {
+		name, key, body string
+		status          int
+		want            string
+	}{
+		{name: "no key", body: `{"error":"Unauthorized"}`, status: 401,
+			want: "/v1/models: HTTP 401: Unauthorized (no API key was sent: give the environment variable that holds it with --api-key-env)"},
+		{name: "another key", key: "k", body: `{"error":"Unauthorized"}`, status: 401,
+			want: "/v1/models: HTTP 401: Unauthorized (the server refused the API key of --api-key-env)"},
+		{name: "forbidden", key: "k", body: `{"error":{"message":"key not allowed here"}}`, status: 403,
+			want: "/v1/models: HTTP 403: key not allowed here (the server refused the API key of --api-key-env)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			cfg := engineConfig(srv.URL)
+			cfg.APIKey = tc.key
+			eng, err := rollout.NewOpenAI(cfg)
+			require.NoError(t, err)
+			err = eng.CheckModel(context.Background())
+			require.EqualError(t, err, "rollout: engine: "+srv.URL+tc.want)
+		})
+	}
+}
