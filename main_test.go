@@ -3001,3 +3001,16 @@ func TestCommandAfterFlagsWithItsFlags(t *testing.T) {
 		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
 	}
 }
+
+// TestEngineTimeoutHelp: --engine-timeout's help says how retries are
+// announced as they are (README): at most a line in 10 s, the next one
+// counting those not shown, and no sooner than a Retry-After; it said
+// "each retry announced on stderr", which an engine restarting under 16
+// requests does not do.
+func TestEngineTimeoutHelp(t *testing.T) {
+	fs := pflag.NewFlagSet("eval", pflag.ContinueOnError)
+	var ef engineFlags
+	ef.register(fs)
+	require.Equal(t, "openai engine: the longest one request may take, its retries included (a 429, 5xx or connection error is retried up to 4 times with backoff, no sooner than the server's Retry-After asks; the retries are announced on stderr, at most a line in 10s, which counts those not shown)",
+		fs.Lookup("engine-timeout").Usage)
+}
