@@ -199,6 +199,11 @@ func (s *SGLangDiskSync) Sync(ctx context.Context, step int) error {
 		// SGLang answers a load it could not do {"success": false} with
 		// a 400: named as one refused with a 200 is.
 		var se *statusError
+		if errors.As(err, &se) && se.status == http.StatusNotFound {
+			// No such endpoint (FastAPI's 404, a vLLM's): nothing was
+			// refused.
+			return fmt.Errorf("rollout: weight sync: %s: HTTP %d: %s (the server has no such endpoint: --engine-sync sglang needs SGLang's server; a vLLM takes --engine-sync vllm-lora)", url, se.status, se.message)
+		}
 		if errors.As(err, &se) && se.status/100 == 4 {
 			return fmt.Errorf("rollout: weight sync: %s refused %s: HTTP %d: %s", url, dir, se.status, se.message)
 		}

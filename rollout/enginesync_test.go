@@ -373,3 +373,22 @@ func dropAnswer(t *testing.T, w http.ResponseWriter) {
 	require.NoError(t, err)
 	_ = conn.Close()
 }
+
+// TestSGLangDiskSyncNoEndpoint: a server without SGLang's
+// /update_weights_from_disk (a vLLM given --engine-sync sglang answers
+// FastAPI's 404) did not refuse the weights: the error says the endpoint
+// is missing and which sync a vLLM takes, not that the weights were
+// refused.
+func TestSGLangDiskSyncNoEndpoint(t *testing.T) {
+	dir := t.TempDir()
+	eng := &recordedEngine{t: t, want: []exchange{
+		{"POST", "/update_weights_from_disk", map[string]string{"model_path": filepath.Join(dir, "spiral-step-000001")}, 404, `{"detail":"Not Found"}`},
+	}}
+	srv := httptest.NewServer(eng)
+	defer srv.Close()
+	s := &rollout.SGLangDiskSync{Engine: syncEngine(t, srv.URL), Dir: dir, Export: mkdirExport}
+	err := s.Sync(context.Background(), 1)
+	require.EqualError(t, err, "rollout: weight sync: "+srv.URL+`/update_weights_from_disk: HTTP 404: {"detail":"Not Found"} `+
+		"(the server has no such endpoint: --engine-sync sglang needs SGLang's server; a vLLM takes --engine-sync vllm-lora)")
+	require.Equal(t, "", s.Version())
+}
