@@ -534,7 +534,7 @@ func (o *OpenAI) call(ctx context.Context, method, url string, body []byte, out 
 		return &connError{fmt.Errorf("rollout: engine: %s: read the answer: %w", url, err)}
 	}
 	if resp.StatusCode/100 != 2 {
-		msg := cmp.Or(errorMessage(raw), bodySummary(raw, resp.Header.Get("Content-Type")))
+		msg := cmp.Or(messageSummary(errorMessage(raw)), bodySummary(raw, resp.Header.Get("Content-Type")))
 		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 			// A server started with an API key (vLLM's --api-key).
 			if o.cfg.APIKey == "" {
@@ -627,6 +627,17 @@ func bodySummary(raw []byte, contentType string) string {
 	return s
 }
 
+// messageSummary is a server's error message as an error quotes it,
+// as bodySummary quotes a body: on one line, and at most maxErrorBody
+// bytes of it, with its size when cut.
+func messageSummary(msg string) string {
+	s := strings.Join(strings.Fields(msg), " ")
+	if len(s) > maxErrorBody {
+		s = fmt.Sprintf("%s (%d bytes)", shorten(s, maxErrorBody), len(msg))
+	}
+	return s
+}
+
 // asciiLower is s with its ASCII capitals lowered, every other byte kept.
 func asciiLower(s string) string {
 	b := []byte(s)
@@ -654,18 +665,9 @@ func errorAnswer(raw []byte, success bool) (string, bool) {
 	if json.Unmarshal(raw, &a) != nil {
 		return "", false
 	}
-	msg := cmp.Or(a.Message, bodySummary(raw, ""))
+	msg := cmp.Or(messageSummary(errorMessage(raw)), bodySummary(raw, ""))
 	switch {
 	case len(a.Error) > 0 && string(a.Error) != "null":
-		var e struct {
-			Message string `json:"message"`
-		}
-		var text string
-		if json.Unmarshal(a.Error, &e) == nil && e.Message != "" {
-			msg = e.Message
-		} else if json.Unmarshal(a.Error, &text) == nil && text != "" {
-			msg = text
-		}
 		return msg, true
 	case a.Object == "error":
 		return msg, true

@@ -1111,3 +1111,36 @@ func TestOpenAIUnauthorized(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenAILongErrorMessage: a server's error message in JSON (vLLM's
+// {"object": "error", "message": ...} holding an exception's traceback)
+// is summed up as a long body is, on one line and cut at 300 bytes, in
+// the error and in every retry line, whether answered with a 5xx or a
+// 200.
+func TestOpenAILongErrorMessage(t *testing.T) {
+	long := strings.Repeat("Traceback line\n", 1000)
+	body, err := json.Marshal(map[string]string{"object": "error", "message": long})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		status int
+		want   string
+	}{
+		{500, "/v1/completions: HTTP 500: " + strings.Repeat("Traceback line ", 20)[:300] + "... (15000 bytes) (after 2 attempts)"},
+		{200, "/v1/completions: HTTP 200, but the answer is an error: " + strings.Repeat("Traceback line ", 20)[:300] + "... (15000 bytes)"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(tc.status)
+			_, _ = w.Write(body)
+		}))
+		cfg := engineConfig(srv.URL)
+		var warn bytes.Buffer
+		cfg.Retries, cfg.Warn, cfg.RetryNotice = 1, &warn, -1
+		eng, err := rollout.NewOpenAI(cfg)
+		require.NoError(t, err)
+		_, _, err = eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
+		srv.Close()
+		require.EqualError(t, err, "request 0: rollout: engine: "+srv.URL+tc.want)
+		require.Less(t, warn.Len(), 500, warn.String())
+	}
+}
