@@ -41,7 +41,8 @@ func (e Example) Len() int { return len(e.Prompt) + len(e.Completion) }
 // MicroBatches packs examples into training micro-batches of right-padded
 // rows, longest first, each holding at most maxTokens = rows x longest
 // positions (an example longer than maxTokens gets a micro-batch of its
-// own; maxTokens <= 0 puts all in one). Position t of a row scores token
+// own; maxTokens <= 0 puts all in one): the fewest micro-batches, cut
+// where they pad the fewest positions (callsOf). Position t of a row scores token
 // t+1, so the loss mask covers the positions len(prompt)-1 .. len-2. It
 // returns the batches and their loss token counts.
 func MicroBatches(examples []Example, maxTokens int, clipLow, clipHigh float32) ([]model.TrainBatch, []int, error) {
@@ -255,13 +256,9 @@ func microBatches(examples []Example, maxTokens int, clipLow, clipHigh float32, 
 	var tokens []int
 	var engine [][]float32
 	var owners [][]int32
-	for start := 0; start < len(rows); {
+	start := 0
+	for _, end := range callsOf(rows, maxTokens) {
 		T := rows[start].positions
-		n := len(rows)
-		if maxTokens > 0 {
-			n = max(1, maxTokens/T)
-		}
-		end := min(len(rows), start+n)
 		b, owner, n, err := packRows(examples, rows[start:end], T, clipLow, clipHigh, detached)
 		if err != nil {
 			return nil, nil, nil, nil, err
@@ -273,6 +270,47 @@ func microBatches(examples []Example, maxTokens int, clipLow, clipHigh float32, 
 		start = end
 	}
 	return batches, tokens, engine, owners, nil
+}
+
+// callsOf cuts rows, longest first, into micro-batches of consecutive
+// rows, each padding its rows to its first's positions and holding at
+// most maxTokens of them (rows x that length; a row longer than
+// maxTokens alone; <= 0: one call of all): the fewest calls, and of
+// those the cut that pads the fewest positions (rows x length summed),
+// then the one whose first calls hold the most rows. Taking rows while
+// they fit gives as few calls, but pads short rows to long ones: rows of
+// 16, 12, 12, 4, 4 and 4 under 36 were 16 + 12 | 12 + 4 + 4 | 4, 72
+// positions, against 16 | 12 + 12 | 4 + 4 + 4, 52 (the embedded
+// default's steps: 23-30% fewer positions, in as many calls). It
+// returns the end of each call, by dynamic programming over where the
+// calls after a row begin (exact: both counts add up over the calls).
+func callsOf(rows []row, maxTokens int) []int {
+	n := len(rows)
+	if n == 0 {
+		return nil
+	}
+	if maxTokens <= 0 {
+		return []int{n}
+	}
+	// best[i]: the fewest calls of rows i.., the fewest positions they
+	// pad to, and where the first of them ends.
+	type plan struct{ calls, positions, end int }
+	best := make([]plan, n+1)
+	for i := n - 1; i >= 0; i-- {
+		T := rows[i].positions
+		best[i] = plan{calls: math.MaxInt}
+		for j := i + 1; j <= n && (j == i+1 || (j-i)*T <= maxTokens); j++ {
+			c := plan{best[j].calls + 1, best[j].positions + (j-i)*T, j}
+			if c.calls < best[i].calls || c.calls == best[i].calls && c.positions <= best[i].positions {
+				best[i] = c
+			}
+		}
+	}
+	var ends []int
+	for i := 0; i < n; i = best[i].end {
+		ends = append(ends, best[i].end)
+	}
+	return ends
 }
 
 // engineLogProbs lays the engine log-probabilities of rows' examples

@@ -44,6 +44,88 @@ func TestMicroBatchesLayout(t *testing.T) {
 	require.Equal(t, 3, bs[1].Seq)
 }
 
+// TestMicroBatchesLeastPadding: rows, longest first, are cut into the
+// fewest calls that fit maxTokens, and of those into the calls that pad
+// the fewest positions (each row padded to its call's longest): rows of
+// 16, 12, 12, 4, 4 and 4 positions under 36 a call were taken greedily,
+// 16 + 12 | 12 + 4 + 4 | 4, 32 + 36 + 4 = 72 positions, not 16 | 12 +
+// 12 | 4 + 4 + 4, 16 + 24 + 12 = 52, also three calls. Rows of one length
+// keep the greedy cut (its first calls the fullest).
+func TestMicroBatchesLeastPadding(t *testing.T) {
+	for _, c := range []struct {
+		lengths   []int
+		maxTokens int
+		want      [][2]int // each call's rows and length
+	}{
+		{[]int{4, 16, 12, 4, 12, 4}, 36, [][2]int{{1, 16}, {2, 12}, {3, 4}}},
+		{[]int{4, 3, 3, 2, 2, 2}, 9, [][2]int{{1, 4}, {2, 3}, {3, 2}}},
+		{[]int{4, 4, 4, 4, 4}, 8, [][2]int{{2, 4}, {2, 4}, {1, 4}}},
+		{[]int{3, 12, 3}, 10, [][2]int{{1, 12}, {2, 3}}},
+		{[]int{3, 12, 3}, 0, [][2]int{{3, 12}}},
+		{[]int{5, 2, 2, 2}, 8, [][2]int{{1, 5}, {3, 2}}},
+	} {
+		var examples []Example
+		for i, n := range c.lengths {
+			examples = append(examples, Example{Prompt: []int32{int32(i + 1)}, Completion: make([]int32, n-1), OldLogProbs: make([]float32, n-1)})
+		}
+		bs, _, err := MicroBatches(examples, c.maxTokens, 0.2, 0.28)
+		require.NoError(t, err)
+		var got [][2]int
+		for _, b := range bs {
+			got = append(got, [2]int{b.Batch, b.Seq})
+		}
+		require.Equal(t, c.want, got, "lengths %v, max %d", c.lengths, c.maxTokens)
+	}
+}
+
+// TestCallsOfAgainstEveryCut: callsOf's cut of random rows, longest
+// first, has the fewest calls and of those the fewest padded positions
+// of every cut into consecutive calls that fit maxTokens (a row longer
+// than it alone).
+func TestCallsOfAgainstEveryCut(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 1))
+	for range 2000 {
+		rows := make([]row, 1+r.IntN(10))
+		for i := range rows {
+			rows[i].positions = 1 + r.IntN(20)
+		}
+		slices.SortStableFunc(rows, func(a, b row) int { return b.positions - a.positions })
+		maxTokens := 1 + r.IntN(60)
+		// padded returns the calls' count and positions for the calls
+		// ending at ends, ok when each fits.
+		padded := func(ends []int) (calls, positions int, ok bool) {
+			start := 0
+			for _, end := range ends {
+				T := rows[start].positions
+				if end-start > 1 && (end-start)*T > maxTokens {
+					return 0, 0, false
+				}
+				positions += (end - start) * T
+				start = end
+			}
+			return len(ends), positions, true
+		}
+		best := [2]int{len(rows) + 1, 0}
+		for mask := range 1 << (len(rows) - 1) {
+			var ends []int
+			for j := 1; j < len(rows); j++ {
+				if mask&(1<<(j-1)) != 0 {
+					ends = append(ends, j)
+				}
+			}
+			calls, positions, ok := padded(append(ends, len(rows)))
+			if ok && (calls < best[0] || calls == best[0] && positions < best[1]) {
+				best = [2]int{calls, positions}
+			}
+		}
+		ends := callsOf(rows, maxTokens)
+		calls, positions, ok := padded(ends)
+		require.True(t, ok, "rows %v, max %d: %v", rows, maxTokens, ends)
+		require.Equal(t, len(rows), ends[len(ends)-1])
+		require.Equal(t, best, [2]int{calls, positions}, "rows %v, max %d: %v", rows, maxTokens, ends)
+	}
+}
+
 // TestPackedMicroBatchesLayout: PackedMicroBatches packs two
 // completions of one 4-token prompt in one row of 3 + 2 + 2 positions
 // (the prompt but its last token, then for each completion that token
