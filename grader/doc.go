@@ -172,6 +172,9 @@
 //     \boxed{(1,200)}) or an expression with a variable built with +, -,
 //     =, a relation or brackets ("2k+2", "3x^2 - 1", "n(n+1)/2", "x = 3,
 //     y = 4", "x = 3; y = 4", "x > 3", "-2 < x < 7"), or
+//     a product with a spaced bracket holding an operator, read as in a
+//     box ("2 (x + 1)"; "12 (3 + 4 + 5)" is 144, while "12 (B)" keeps
+//     12), or
 //     one with π, √ or infinity, which are never units ("2π/3", "3√2",
 //     "infinity", "-∞"), or
 //     arithmetic on numbers alone with +, -, ±, *, /, ^, ×, ÷, · or =

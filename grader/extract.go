@@ -475,7 +475,8 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 // Anything else keeps the reading by the last number: a word of two or
 // more letters (units such as cm, prose; the parser's function words are
 // allowed right before "(", as in sin(x)+1), two operands separated only
-// by spaces (5 m, 2 x, 1 1/2, 1 000), a digit right after a letter (5x3 =
+// by spaces (5 m, 2 x, 1 1/2, 1 000; but a bracket holding an operator
+// after a space is a factor, 2 (x + 1), see spacedFactor), a digit right after a letter (5x3 =
 // 15), a thousands or decimal comma outside brackets (x = 1,200; 1000,99: see decimalComma), scientific notation
 // (2.5e-3), any other character ($, %, \, braces not opening an exponent
 // or subscript; a colon outside a time or ratio; a relation without a
@@ -584,7 +585,7 @@ func plainAnswer(s string) (string, bool) {
 			_, n := utf8.DecodeRuneInString(a[i:])
 			i += n
 		case ch == '(' || ch == '[':
-			if operand && space {
+			if operand && space && (ch != '(' || !spacedFactor(a[i:])) {
 				return "", false
 			}
 			if i == 0 {
@@ -669,6 +670,28 @@ func plainAnswer(s string) (string, bool) {
 		return "", false
 	}
 	return a, true
+}
+
+// spacedFactor reports whether s, which opens with "(" after an operand
+// and a space, is a parenthesised factor of a product: it closes and
+// holds an operator, as in "2 (x + 1)" and "12 (3 + 4 + 5)", which read
+// as in a box (the datasets write "30 (a + 7)^2", "4 (Y - 7)"), while
+// "12 (B)" or "5 (m)" holds a label or a unit.
+func spacedFactor(s string) bool {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				in := s[1:i]
+				return strings.ContainsAny(in, "+-*/^") || strings.Contains(in, "−") ||
+					strings.Contains(in, "×") || strings.Contains(in, "÷") || strings.Contains(in, "·")
+			}
+		}
+	}
+	return false
 }
 
 // timeOrRatio reports whether s is whole numbers joined by colons,

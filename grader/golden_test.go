@@ -146,6 +146,15 @@ var goldenMATH = []gradeCase{
 	{"plain quotient", "Final Answer: n(n+1)/2", `\frac{n(n+1)}{2}`, true},
 	{"plain quotient is not its denominator", "Final Answer: n(n+1)/2", `2`, false},
 	{"plain power", "Answer: x^2", `x^2`, true},
+	// A number, a space and a bracket group is a product, as in a box
+	// (\boxed{2 (x + 1)}) and as the datasets write one in running text
+	// (MATH-500 "30 (a + 7)^2", GSM8K "4 (Y - 7)", "1/2 (68) + 10 = 44"):
+	// its last number (1, 5) is never the answer.
+	{"plain product with a spaced bracket", "Answer: 2 (x + 1)", `2x+2`, true},
+	{"plain product with a spaced bracket is not its last number", "Answer: 2 (x + 1)", `1`, false},
+	{"plain product of numbers with a spaced bracket", "Answer: 12 (3 + 4 + 5)", `144`, true},
+	{"plain product of numbers with a spaced bracket is not its last number", "Answer: 12 (3 + 4 + 5)", `5`, false},
+	{"plain product with a spaced bracket before a clause", "The answer is 4 (y - 7), where y is the length.", `4y-28`, true},
 	// π and √ are never units: a term with them is read whole, not as the
 	// number glued to them (the radicand of √2, the coefficient of 2π).
 	{"plain root", "The answer is √2.", `\sqrt{2}`, true},
