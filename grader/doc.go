@@ -160,8 +160,10 @@
 //     ...", "; the remainder is ...", " (since ...)", a parenthesis holding
 //     words, " (3 groups of 4)", or without a comma, right after the
 //     answer (at most two words into the sentence), " because ...", " since
-//     ...", " when ...", " for ...", and " and" before a word: "5 and the
-//     remainder is 2" answers 5; " which is" and a value alone (math
+//     ...", " when ...", " for ...", a condition or qualifier (" unless
+//     ...", " assuming ...", " depending on ...", " rounded to ..."),
+//     and " and" before a word: "5 and the remainder is 2" answers 5,
+//     "3.14 rounded to 2 places" 3.14; " which is" and a value alone (math
 //     without a variable), or ", which is" and a number alone, ending the
 //     sentence restates the answer in its final form: "$\frac{225}{676}$,
 //     which is $901$." answers 901, "42, which is $6 \cdot 7$." 42, "$12$

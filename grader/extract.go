@@ -903,11 +903,15 @@ func operatorFollows(s string) bool {
 	return false
 }
 
-// clauseWords open a clause that explains an answer even without a comma
-// before them: "12 because there are 3 groups of 4", "12 when n = 3".
+// clauseWords open a clause that explains, conditions or qualifies an
+// answer even without a comma before them: "12 because there are 3
+// groups of 4", "12 when n = 3", "12 unless n = 1", "3.14 rounded to 2
+// decimal places".
 var clauseWords = map[string]bool{
 	"because": true, "since": true, "as": true, "which": true, "where": true, "when": true,
 	"while": true, "for": true, "if": true, "given": true, "using": true, "with": true,
+	"unless": true, "assuming": true, "provided": true, "depending": true, "rounded": true,
+	"according": true, "based": true,
 }
 
 // clauseEnd returns where a sentence goes on to explain its answer: the

@@ -63,6 +63,18 @@ var goldenAIME = []gradeCase{
 	{"answer sentence with a when clause", "The answer is 12 when n = 3.", "12", true},
 	{"answer sentence with a for clause", "The answer is 12 for n = 3.", "12", true},
 	{"answer sentence with math spans and a because clause", "The answer is $12$ because there are $3$ groups of $4$.", "12", true},
+	// Conditions and qualifiers open such a clause too (they answered the
+	// clause's last number: 3, 2, 1, 2, 3).
+	{"answer sentence with a depending clause", "The answer is 12 depending on whether x = 3.", "12", true},
+	{"answer sentence with a depending clause, a list", "The answer is 5 or 6 depending on n = 3.", "5, 6", true},
+	{"answer sentence with a depending clause is not its last number", "The answer is 5 or 6 depending on n = 3.", "3", false},
+	{"answer sentence with an assuming clause", "The answer is 12 assuming x = 3.", "12", true},
+	{"answer sentence with a provided clause", "The answer is 12 provided that x > 2.", "12", true},
+	{"answer sentence with an unless clause", "The answer is 12 unless n = 1.", "12", true},
+	{"answer sentence with a rounded clause", "The answer is 3.14 rounded to 2 decimal places.", "3.14", true},
+	{"answer sentence with a rounded clause is not its last number", "The answer is 3.14 rounded to 2 decimal places.", "2", false},
+	{"answer sentence with an according clause", "The answer is $12$ according to step $3$.", "12", true},
+	{"answer sentence with a based clause", "The answer is 12 based on step 3.", "12", true},
 	{"answer sentence starting with the clause word", "The answer is as follows: 12.", "12", true},
 	// "and" before a word goes on to something else (it answered 2, or
 	// "5, 2" when math spans were joined); before a number or a math
