@@ -179,8 +179,9 @@
 //     12), or
 //     one with π, √ or infinity, which are never units ("2π/3", "3√2",
 //     "infinity", "-∞"), or
-//     arithmetic on numbers alone with +, -, ±, *, /, ^, ×, ÷, · or =
-//     ("2 + 3", "2^10", "10^{-3}", "2 × 3"; an exponent or subscript
+//     arithmetic on numbers alone with +, -, ±, *, /, ^, ², ³, ×, ÷, · or =
+//     ("2 + 3", "2^10", "10^{-3}", "2 × 3", "2³", "5×10³"; x² + 1 is an
+//     expression, 25m² a unit; an exponent or subscript
 //     may be braced; a chain's = must hold, as in a box:
 //     "12 - 4 = 9" answers nothing), or a clock time or ratio ("9:00",
 //     "2:30 p.m.", "3:2"), or a list of numbers separated by commas,

@@ -458,8 +458,9 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //     infinity, ∞), which are not units: "2π", "2π/3", "√2", "4√3/3",
 //     "infinity", "-∞";
 //   - or arithmetic on numbers alone, with a binary +, -, *, /, ^, ×, ÷
-//     or ·, a ± or ∓ (5 ± 2, ±2: two answers), or an =, and no comma
-//     outside brackets: "2 + 3", "2^10",
+//     or ·, a Unicode square or cube glued to an operand (², ³, as in
+//     "2³", "5×10³" and the expression "x² + 1"), a ± or ∓ (5 ± 2, ±2:
+//     two answers), or an =, and no comma outside brackets: "2 + 3", "2^10",
 //     "10^{-3}" (an exponent or subscript may be braced, as in LaTeX),
 //     "3*(4+1)", as Math-Verify reads them, "2 × 3", and chains, whose =
 //     must hold as in a box: "12 - 4 = 8" answers 8, "12 - 4 = 9" nothing;
@@ -649,6 +650,10 @@ func plainAnswer(s string) (string, bool) {
 			operand = false
 			_, n := utf8.DecodeRuneInString(a[i:])
 			i += n
+		case (strings.HasPrefix(a[i:], "²") || strings.HasPrefix(a[i:], "³")) && operand && !space:
+			// x², 2³: a power, as ^2 and ^3 are (Normalize maps them).
+			other = true
+			i += len("²")
 		case ch == '_':
 			operand = false
 			i++
@@ -1479,7 +1484,8 @@ func (b *numText) String() string { return string(b.buf) }
 // exponent, signed or not (a_{12}, 2^{10}, 2^{-3}, 2^-3), nor be glued
 // to a √ or π after it (3√2, 2π); it may carry a sign, thousands
 // separators (",", " "), a decimal point or comma, a base subscript
-// (204_5, 4210_{5}: MATH's numbers in base b), a "/d" denominator and
+// (204_5, 4210_{5}: MATH's numbers in base b), a Unicode square or cube
+// (2³ is 8), a "/d" denominator and
 // a percent sign. Their text (number.text) is canonical: "1,000.99" ->
 // "1000.99", "2,74" -> "2.74". At most the last 4*MaxElements are kept.
 func findNumbers(s string, skip []mathSpan) []number {
@@ -1607,6 +1613,11 @@ func scanNumber(s string, i int, build bool) (string, int) {
 				j = k
 			}
 		}
+	}
+	// A Unicode square or cube: 2³ is the power 2^3, not 2.
+	if j > i && (strings.HasPrefix(s[j:], "²") || strings.HasPrefix(s[j:], "³")) {
+		b.add(s[j : j+len("²")])
+		j += len("²")
 	}
 	// Scientific notation: 2.5e-3.
 	if j+1 < len(s) && (s[j] == 'e' || s[j] == 'E') {

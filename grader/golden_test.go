@@ -158,6 +158,17 @@ var goldenMATH = []gradeCase{
 	{"plain quotient", "Final Answer: n(n+1)/2", `\frac{n(n+1)}{2}`, true},
 	{"plain quotient is not its denominator", "Final Answer: n(n+1)/2", `2`, false},
 	{"plain power", "Answer: x^2", `x^2`, true},
+	// Unicode squares and cubes are powers in plain text as in a box
+	// (\boxed{x²+1} = x^2+1); they read 1, 2, 10 and 2, the last number
+	// before or under the exponent.
+	{"plain power with a Unicode square", "Answer: x² + 1", `x^2+1`, true},
+	{"plain power with a Unicode square is not its constant", "Answer: x² + 1", `1`, false},
+	{"plain power of a number with a Unicode cube", "The answer is 2³.", `8`, true},
+	{"plain power of a number with a Unicode cube is not its base", "The answer is 2³.", `2`, false},
+	{"plain scientific notation with a Unicode cube", "The answer is 5×10³.", `5000`, true},
+	{"fallback power of a number with a Unicode cube", "so we get 2³", `8`, true},
+	{"plain number before a unit with a Unicode square", "The answer is 25 cm².", `25`, true},
+	{"plain number glued to a unit with a Unicode square", "The answer is 25m².", `25`, true},
 	// A number, a space and a bracket group is a product, as in a box
 	// (\boxed{2 (x + 1)}) and as the datasets write one in running text
 	// (MATH-500 "30 (a + 7)^2", GSM8K "4 (Y - 7)", "1/2 (68) + 10 = 44"):
