@@ -209,7 +209,11 @@
 //     nor with "where" or "when" without naming the word again ("The
 //     answer is Evelyn with $5$ points." answers 5; "The answer is even,
 //     since $f(-x) = f(x)$." and "The answer is east, where the sun rises
-//     at 6 am." answer the word).
+//     at 6 am." answer the word). A sentence that rules a value out does
+//     not answer it: "The answer is not 12, but 13." (or "; it is 13",
+//     "rather 13", "instead 13") answers 13, "The answer is not 12." and
+//     "... not 12 or 13." nothing, leaving the answer to an earlier
+//     sentence, a box or the fallback.
 //   - Every call is deterministic, never panics on any input and is bounded,
 //     whatever the input: responses are cut to their last MaxResponseBytes;
 //     boxes, math spans, anchors, numbers and normalization are found in single

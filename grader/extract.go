@@ -309,7 +309,7 @@ const fallbackWindow = 8 << 10
 func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Source) {
 	locs := findAnchors(s, kind)
 	for k := len(locs) - 1; k >= 0 && k >= len(locs)-3; k-- {
-		rest := s[locs[k][1]:]
+		rest := ruledOut(s[locs[k][1]:])
 		if t := strings.TrimLeft(rest, " *"); t != "" {
 			if l, n := choiceLabel(t); l != "" {
 				// "Answer: (B) 17": keep the choice label with the
@@ -353,6 +353,46 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 		}
 	}
 	return "", -1, SourceNone
+}
+
+// ruledOut returns rest, the text after an answer phrase, without the
+// value it rules out when it opens with "not" and a number or math span:
+// that value is no answer. What follows the value answers only when it
+// turns to the answer with "but", "it is", "rather" or "instead" (after
+// an optional comma or semicolon): "The answer is not 12, but 13.", "...
+// not $12$; it is $13$."; otherwise the sentence answers nothing ("not
+// 12.", "not 12 or 13.", "not 12, since 12 > 10."). Other text is returned
+// as is ("not an integer, so it is 3.5").
+func ruledOut(rest string) string {
+	t := strings.TrimLeft(rest, " *")
+	if len(t) < 4 || !strings.EqualFold(t[:4], "not ") {
+		return rest
+	}
+	u := strings.TrimLeft(t[4:], " ")
+	end := -1
+	if sp := mathSpans(u[:min(len(u), maxPlainAnswer)]); len(sp) > 0 && sp[0].start == 0 {
+		end = sp[0].end
+	} else {
+		j := 0
+		if strings.HasPrefix(u, "-") {
+			j = 1
+		} else if strings.HasPrefix(u, "−") {
+			j = len("−")
+		}
+		if j < len(u) && isDigit(u[j]) {
+			_, end = scanNumber(u, j, false)
+		}
+	}
+	if end < 0 {
+		return rest
+	}
+	w := strings.TrimLeft(strings.TrimLeft(strings.TrimLeft(u[end:], " "), ",;"), " ")
+	for _, turn := range []string{"but ", "it is ", "it's ", "rather ", "instead "} {
+		if len(w) >= len(turn) && strings.EqualFold(w[:len(turn)], turn) {
+			return w[len(turn):]
+		}
+	}
+	return ""
 }
 
 // minervaClosing is the sentence Minerva-style answers end with ("Final

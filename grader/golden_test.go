@@ -837,6 +837,21 @@ func TestExtractSource(t *testing.T) {
 		{"GSM8K hashes with infinity", "#### infinity", true, "infinity", SourceSentence},
 		{"heading of a function word is no answer", "#### Sine rule\nThe answer is 7.", true, "7", SourceSentence},
 		{"answer is", "So the answer is 9.", true, "9", SourceSentence},
+		// A sentence that says what the answer is not states no answer by
+		// the value it rules out (it answered 12 in each), but by the value
+		// after it, or else leaves the answer to an earlier sentence.
+		{"negated answer sentence", "So the answer is not 12.", true, "", SourceNone},
+		{"negated final answer sentence", "The final answer is not $12$.", true, "", SourceNone},
+		{"negated answer sentence, then the answer", "The answer is not 12, but 13.", true, "13", SourceSentence},
+		{"negated answer sentence, then the answer in a clause", "The answer is not $12$; it is $13$.", true, "13", SourceSentence},
+		{"negated final answer sentence, then the answer", "The final answer is not 12, it is 13.", true, "13", SourceSentence},
+		{"negated answer sentence without a comma", "The answer is not 12 but 13.", true, "13", SourceSentence},
+		{"negated answer sentence after the answer", "So the answer is 7. Check: the answer is not 12.", true, "7", SourceSentence},
+		{"negated word before the answer", "The answer is not an integer, so it is 3.5.", true, "3.5", SourceSentence},
+		{"negated answer sentence with two values", "The answer is not 12 or 13.", true, "", SourceNone},
+		{"negated answer sentence, then bare LaTeX", `The answer is not 5, but \sqrt{51}.`, true, `\sqrt{51}`, SourceSentence},
+		{"negated answer sentence with a reason", "The answer is not 12, since 12 > 10.", true, "", SourceNone},
+		{"negated answer sentence, fallback", "So the answer is not 12.", false, "12", SourceFallback},
 		{"answer sentence of bare LaTeX", `Answer: \frac{14}{3}`, true, `\frac{14}{3}`, SourceSentence},
 		{"answer sentence of plain math", "Answer: (2, 4)", true, "(2, 4)", SourceSentence},
 		{"box inside the sentence", `The final answer is $\boxed{7}$.`, true, "7", SourceBoxed},
