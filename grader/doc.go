@@ -161,9 +161,12 @@
 //     words, " (3 groups of 4)", or without a comma, right after the
 //     answer (at most two words into the sentence), " because ...", " since
 //     ...", " when ...", " for ...", a condition or qualifier (" unless
-//     ...", " assuming ...", " depending on ...", " rounded to ..."),
-//     and " and" before a word: "5 and the remainder is 2" answers 5,
-//     "3.14 rounded to 2 places" 3.14; " which is" and a value alone (math
+//     ...", " assuming ...", " depending on ...", " rounded to ..."), a
+//     contrast or consequence (" not ...", " but ...", " rather than
+//     ...", " vs ...", " therefore ..."), how it was found (" obtained
+//     from ...", " derived from ..."), and " and" before a word: "5 and
+//     the remainder is 2" answers 5, "3.14 rounded to 2 places" 3.14,
+//     "12 not 13" 12; " which is" and a value alone (math
 //     without a variable), or ", which is" and a number alone, ending the
 //     sentence restates the answer in its final form: "$\frac{225}{676}$,
 //     which is $901$." answers 901, "42, which is $6 \cdot 7$." 42, "$12$

@@ -469,6 +469,7 @@ var notWordAnswers = map[string]bool{
 	"this": true, "that": true, "it": true, "is": true, "clear": true, "simple": true,
 	"obvious": true, "given": true, "shown": true, "correct": true, "incorrect": true,
 	"wrong": true, "right": true, "indeed": true, "again": true, "same": true, "unclear": true,
+	"nothing": true, // "nothing but 12"
 }
 
 // maxPlainAnswer is the longest answer sentence plainAnswer reads whole.
@@ -948,15 +949,20 @@ func operatorFollows(s string) bool {
 	return false
 }
 
-// clauseWords open a clause that explains, conditions or qualifies an
-// answer even without a comma before them: "12 because there are 3
-// groups of 4", "12 when n = 3", "12 unless n = 1", "3.14 rounded to 2
-// decimal places".
+// clauseWords open a clause that explains, conditions, qualifies or
+// contrasts an answer even without a comma before them: "12 because
+// there are 3 groups of 4", "12 when n = 3", "12 unless n = 1", "3.14
+// rounded to 2 decimal places", "12 not 13", "12 therefore x = 3", "12
+// obtained from 3 × 4".
 var clauseWords = map[string]bool{
 	"because": true, "since": true, "as": true, "which": true, "where": true, "when": true,
 	"while": true, "for": true, "if": true, "given": true, "using": true, "with": true,
 	"unless": true, "assuming": true, "provided": true, "depending": true, "rounded": true,
 	"according": true, "based": true,
+	"not": true, "but": true, "rather": true, "instead": true, "whereas": true, "though": true,
+	"although": true, "meaning": true, "vs": true, "versus": true, "compared": true,
+	"thus": true, "hence": true, "therefore": true,
+	"obtained": true, "found": true, "computed": true, "derived": true, "resulting": true,
 }
 
 // clauseEnd returns where a sentence goes on to explain its answer: the

@@ -75,6 +75,20 @@ var goldenAIME = []gradeCase{
 	{"answer sentence with a rounded clause is not its last number", "The answer is 3.14 rounded to 2 decimal places.", "2", false},
 	{"answer sentence with an according clause", "The answer is $12$ according to step $3$.", "12", true},
 	{"answer sentence with a based clause", "The answer is 12 based on step 3.", "12", true},
+	// So do contrasts, consequences and words that say how the answer
+	// was found (they answered 13, 13, 13, 4, 10, 13, 3, 4, 4).
+	{"answer sentence with a not clause", "The answer is 12 not 13.", "12", true},
+	{"answer sentence with a not clause is not its last number", "The answer is 12 not 13.", "13", false},
+	{"answer sentence with a rather clause", "The answer is 12 rather than 13.", "12", true},
+	{"answer sentence with an instead clause", "The answer is 12 instead of 13.", "12", true},
+	{"answer sentence with a meaning clause", "The answer is 12 meaning 3 groups of 4.", "12", true},
+	{"answer sentence with a vs clause", "The answer is 12 vs 10.", "12", true},
+	{"answer sentence with a but clause", "The answer is 12 but 13 is close.", "12", true},
+	{"answer sentence with a therefore clause", "The answer is 12 therefore x = 3.", "12", true},
+	{"answer sentence with an obtained clause", "The answer is 12 obtained from 3 × 4.", "12", true},
+	{"answer sentence with a derived clause", "The answer is $12$ derived from $3 \\times 4$.", "12", true},
+	{"answer sentence opening with a clause word", "The answer is therefore 12.", "12", true},
+	{"answer sentence with nothing but the answer", "The answer is nothing but 12.", "12", true},
 	{"answer sentence starting with the clause word", "The answer is as follows: 12.", "12", true},
 	// "and" before a word goes on to something else (it answered 2, or
 	// "5, 2" when math spans were joined); before a number or a math
