@@ -200,7 +200,10 @@
 //     digits after a lead of one to three: 1,200, x = 1,200; or the
 //     decimal comma of 1000,99), a number
 //     alone (-5), other words and a single term glued to a letter (2k, y = 2x: a
-//     variable or a unit) keep the reading by the number. A number in base b keeps its subscript ("Answer: 4210_{5}"
+//     variable or a unit) keep the reading by the number; a sign set off
+//     by a space is the number's ("- 5", "x = - 5" and "(- 5, 3)" hold
+//     -5; a dash starting a line or after a word, "- 5 apples", is no
+//     sign). A number in base b keeps its subscript ("Answer: 4210_{5}"
 //     answers 4210_{5}, not 5). The last such sentence, when it ends a
 //     text without a box (but for Minerva's closing "I hope it is
 //     correct.") and holds one word of two or more letters (after an optional

@@ -523,7 +523,8 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 // (2.5e-3), any other character ($, %, \, braces not opening an exponent
 // or subscript; a colon outside a time or ratio; a relation without a
 // variable), unbalanced
-// brackets, a number alone (1,200; -5), and a value that is one number glued to a letter (2k, 5m,
+// brackets, a number alone (1,200; -5; but "- 5" is returned whole,
+// keeping its spaced sign), and a value that is one number glued to a letter (2k, 5m,
 // d = 5m, v = 5m/s, y = 2x: see quantity).
 func plainAnswer(s string) (string, bool) {
 	a := strings.Trim(s, " \t\n*`")
@@ -533,6 +534,9 @@ func plainAnswer(s string) (string, bool) {
 	}
 	if timeOrRatio(a) {
 		return a, true
+	}
+	if r := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "−"); r != a && strings.HasPrefix(r, " ") && decimal(strings.TrimLeft(r, " ")) {
+		return a, true // "- 5": a number whose sign is set off by a space
 	}
 	var (
 		depth               int
@@ -840,6 +844,7 @@ func numberList(s string) bool {
 		for _, part := range strings.Split(strings.ReplaceAll(el, " or ", " and "), " and ") {
 			part = strings.TrimSpace(part)
 			part = strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(part, "-"), "−"), "+")
+			part = strings.TrimLeft(part, " ") // "- 5, 3": a spaced sign
 			num, den, quotient := strings.Cut(part, "/")
 			if !decimal(num) || quotient && !decimal(den) {
 				return false
@@ -1578,6 +1583,8 @@ func findNumbers(s string, skip []mathSpan) []number {
 			if k == 0 || !(isLetter(s[k-1]) || isDigit(s[k-1]) || s[k-1] == ')') {
 				neg = true
 			}
+		} else if i > 0 && s[i-1] == ' ' {
+			neg = spacedSign(s[:i])
 		}
 		out = append(out, number{i, end, neg})
 		if len(out) > 4*MaxElements {
@@ -1586,6 +1593,29 @@ func findNumbers(s string, skip []mathSpan) []number {
 		i = end - 1
 	}
 	return out
+}
+
+// spacedSign reports whether s, the text before a number, ends with a
+// minus sign set off by spaces that is the number's sign: after = or an
+// opening bracket ("x = - 5", "(- 5, 3)"). After an operand it is a
+// binary minus (10 - 5), and at the start of a line or after a word a
+// dash ("- 5 apples", "Monday - 5 hours"); an answer sentence's "- 5"
+// is read by plainAnswer.
+func spacedSign(s string) bool {
+	t := strings.TrimRight(s, " ")
+	switch {
+	case strings.HasSuffix(t, "-"):
+		t = t[:len(t)-1]
+	case strings.HasSuffix(t, "−"):
+		t = t[:len(t)-len("−")]
+	default:
+		return false
+	}
+	if t == "" || t[len(t)-1] != ' ' {
+		return false // 2 -5 is read by the adjacent sign; x- 5 is binary
+	}
+	t = strings.TrimRight(t, " ")
+	return t != "" && strings.ContainsRune("=([", rune(t[len(t)-1]))
 }
 
 // signedScript reports whether s ends with the sign of an exponent or

@@ -172,6 +172,15 @@ var goldenMATH = []gradeCase{
 	{"plain quotient", "Final Answer: n(n+1)/2", `\frac{n(n+1)}{2}`, true},
 	{"plain quotient is not its denominator", "Final Answer: n(n+1)/2", `2`, false},
 	{"plain power", "Answer: x^2", `x^2`, true},
+	// A sign set off by a space at the start of the answer, or after =
+	// or an opening bracket, is the number's sign (it was lost: 5).
+	{"plain negative with a spaced sign", "The answer is - 5.", `-5`, true},
+	{"plain negative with a spaced sign is not positive", "The answer is - 5.", `5`, false},
+	{"plain negative with a spaced Unicode minus", "Answer: − 5", `-5`, true},
+	{"plain list with a spaced sign", "Answer: - 5, 3", `-5, 3`, true},
+	{"fallback negative with a spaced sign after =", "so x = - 5.", `-5`, true},
+	{"fallback difference keeps its binary minus", "so we get 10 - 5", `5`, true},
+	{"fallback bullet dash is no sign", "We have:\n- 5 apples", `5`, true},
 	// Unicode squares and cubes are powers in plain text as in a box
 	// (\boxed{x²+1} = x^2+1); they read 1, 2, 10 and 2, the last number
 	// before or under the exponent.
