@@ -539,6 +539,15 @@ var goldenMATH = []gradeCase{
 	{"thousands with unit, grouped gold", `\boxed{114,200 \text{ apples}}`, `114,200`, true},
 	{"thousands with unit, wrong", `\boxed{1,300 \text{ dollars}}`, `1200`, false},
 	{"thousands with squared unit", `\boxed{2,500\,\text{cm}^2}`, `2500`, true},
+	// A grouped number as a label's value is grouped as it is alone and in
+	// a plain answer sentence ("Answer: x = 1,200"); it read the list 1, 200.
+	{"thousands after a label", `\boxed{x = 1,200}`, `1200`, true},
+	{"thousands after a label, grouped gold", `\boxed{N = 58,500}`, `58,500`, true},
+	{"thousands after a label, negative", `\boxed{x = -1,200}`, `-1200`, true},
+	{"thousands after a label, in a sentence span", `The answer is $n = 10,080$.`, `10,\!080`, true},
+	{"thousands after a label, wrong", `\boxed{x = 1,300}`, `1200`, false},
+	{"thousands after a label are not a list", `\boxed{x = 1,200}`, `1, 200`, false},
+	{"list of two labels keeps its commas", `\boxed{x = 1, y = 200}`, `(1, 200)`, true},
 	{"scientific latex", `\boxed{1.5 \times 10^{3}}`, `1500`, true},
 	{"scientific e", `the final answer is 2.5e-3`, `0.0025`, true},
 	// Equations and expressions.
@@ -749,6 +758,8 @@ func TestNormalize(t *testing.T) {
 		{"latex thousands", `12{,}345`, `12345`},
 		{"thousands before a unit", `12,345 \text{ dollars}`, `12345 \text{ dollars}`},
 		{"list before a unit stays", `1,2 \text{ cm}`, `1,2 \text{ cm}`},
+		{"thousands after a label", `x = 12,345`, `x = 12345`},
+		{"tuple after a label stays", `(x, y) = (1,200)`, `(x, y) = (1,200)`},
 		{"unicode", `2π ≤ x`, `2\pi \le x`},
 		{"double escaped", `\\frac{1}{2}`, `\frac{1}{2}`},
 	}

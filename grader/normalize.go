@@ -45,7 +45,8 @@ var (
 // marks (^\circ, "degrees"; where the text applies a trigonometric
 // function they become ^\circ instead), escaped dollars, the {,} and ,\!
 // thousands separators and, when the whole answer is a grouped number
-// (alone or before a unit), plain thousands commas; it maps \dfrac and
+// (alone, before a unit or as a label's value: x = 1,200), plain
+// thousands commas; it maps \dfrac and
 // \tfrac to \frac, \mbox and \textbf to \text, Unicode math to LaTeX,
 // collapses whitespace and trims trailing punctuation (not a factorial's
 // '!'). Unit words and "x =" prefixes are handled by Equal, which knows
@@ -82,20 +83,37 @@ func Normalize(s string) string {
 	s = collapseSpaces(s)
 	s = trimPunct(s)
 	if len(s) < 64 {
-		// -\$1,200: the escaped dollar left a space after the sign.
-		t := s
-		if strings.HasPrefix(t, "- ") {
-			t = "-" + t[2:]
-		}
-		if thousandsRe.MatchString(t) {
-			s = strings.ReplaceAll(t, ",", "")
-		} else if thousandsSRe.MatchString(t) {
-			s = strings.ReplaceAll(t, " ", "")
-		} else if m := thousandsUnitRe.FindStringSubmatch(t); m != nil && unitTail(t[len(m[1]):]) {
-			s = strings.ReplaceAll(m[1], ",", "") + t[len(m[1]):]
+		if t, ok := ungroup(s); ok {
+			s = t
+		} else if i := strings.LastIndexByte(s, '='); i > 0 && !strings.ContainsRune(s[:i], ',') {
+			// x = 1,200: a label's value is grouped as it is alone
+			// (not (x, y) = (1,200), nor x = 1, y = 2,000).
+			if t, ok := ungroup(strings.TrimLeft(s[i+1:], " ")); ok {
+				s = s[:len(s)-len(strings.TrimLeft(s[i+1:], " "))] + t
+			}
 		}
 	}
 	return s
+}
+
+// ungroup returns t without the separators of its thousands groups when
+// it is a grouped number, alone or before a unit (1,200; 1 200; -\$1,200,
+// whose escaped dollar left "- 1,200"; 1,200 \text{ dollars}), and
+// whether it is.
+func ungroup(t string) (string, bool) {
+	if strings.HasPrefix(t, "- ") {
+		t = "-" + t[2:]
+	}
+	if thousandsRe.MatchString(t) {
+		return strings.ReplaceAll(t, ",", ""), true
+	}
+	if thousandsSRe.MatchString(t) {
+		return strings.ReplaceAll(t, " ", ""), true
+	}
+	if m := thousandsUnitRe.FindStringSubmatch(t); m != nil && unitTail(t[len(m[1]):]) {
+		return strings.ReplaceAll(m[1], ",", "") + t[len(m[1]):], true
+	}
+	return "", false
 }
 
 // unicodeRoots braces the digits after a Unicode root sign: in plain text
