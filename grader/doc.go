@@ -219,7 +219,10 @@
 //     not answer it: "The answer is not 12, but 13." (or "; it is 13",
 //     "rather 13", "instead 13") answers 13, "The answer is not 12." and
 //     "... not 12 or 13." nothing, leaving the answer to an earlier
-//     sentence, a box or the fallback.
+//     sentence, a box or the fallback. A dollar sign whose next dollar
+//     sign has a digit right after it is a currency sign, not the start
+//     of a math span that would hide where the sentence ends: "The answer
+//     is $1,200. She spent $300." answers 1200.
 //   - Every call is deterministic, never panics on any input and is bounded,
 //     whatever the input: responses are cut to their last MaxResponseBytes;
 //     boxes, math spans, anchors, numbers and normalization are found in single

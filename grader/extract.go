@@ -1159,7 +1159,7 @@ func firstOutsideMath(s string, at func(i int) bool) int {
 				inMath = false
 			}
 			i++
-		case ch == '$':
+		case ch == '$' && (inMath || !currencyDollar(s, i)):
 			inMath = !inMath
 		case !inMath && at(i):
 			return i

@@ -871,6 +871,13 @@ func TestExtractSource(t *testing.T) {
 		{"GSM8K hashes with infinity", "#### infinity", true, "infinity", SourceSentence},
 		{"heading of a function word is no answer", "#### Sine rule\nThe answer is 7.", true, "7", SourceSentence},
 		{"answer is", "So the answer is 9.", true, "9", SourceSentence},
+		// A dollar sign before a number is a currency sign, not the start of
+		// a math span, when the next dollar sign is one too: "$1,200. She
+		// spent $" was a span, so the sentence ran on to 300.
+		{"currency dollars", "The answer is $1,200. She spent $300 on food.", true, "1200", SourceSentence},
+		{"currency dollars, later sentence", "The answer is $18. After lunch she had $5 left.", true, "18", SourceSentence},
+		{"currency dollars in a sum", "The total cost is $5 + $3 = $8.", false, "8", SourceFallback},
+		{"math span before a currency dollar", "The answer is $x = 3$. It costs $5.", true, "x = 3", SourceSentence},
 		// A sentence that says what the answer is not states no answer by
 		// the value it rules out (it answered 12 in each), but by the value
 		// after it, or else leaves the answer to an earlier sentence.

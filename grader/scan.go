@@ -269,3 +269,26 @@ func mathSpans(s string) []mathSpan {
 	}
 	return out
 }
+
+// currencyDollar reports whether the single $ at s[i] (not part of $$)
+// is a currency sign rather than the opening of a math span: the next $
+// after it, which would close the span, has a digit right after it, as
+// in "$1,200. She spent $300" (a closing $ is followed by a space,
+// punctuation or a word: "$12$ apples"). It reads up to that next $.
+// firstOutsideMath asks it, so that such a pair of dollars does not hide
+// the sentences and clauses between them (mathSpans still pairs them,
+// within the sentence or clause cut out).
+func currencyDollar(s string, i int) bool {
+	if i+1 < len(s) && s[i+1] == '$' || i > 0 && s[i-1] == '$' {
+		return false
+	}
+	for j := i + 1; j < len(s); j++ {
+		switch s[j] {
+		case '\\':
+			j++
+		case '$':
+			return j+1 < len(s) && isDigit(s[j+1])
+		}
+	}
+	return false
+}
