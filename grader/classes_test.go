@@ -229,6 +229,16 @@ var choiceCases = []classCase{
 	{"bold label with inner space, value gold", `$\boxed{\textbf{(C) }12}$`, `12`, true, convChoice},
 	{"bold label with inner space, wrong letter", `\boxed{\textbf{(D) }12}`, `C`, false, convChoice},
 	{"text label with inner space", `\boxed{\text{(C) } 12}`, `C`, true, convChoice},
+	// A letter alone ends the sentence's text or line, or closes its bold
+	// marks (doc.go: **B**); these found no answer.
+	{"bare letter answer", "Answer: C", `\text{(C)}`, true, convChoice},
+	{"bare letter answer, wrong letter", "Answer: C", `\text{(D)}`, false, convChoice},
+	{"bare letter answer sentence", "The answer is C", `C`, true, convChoice},
+	{"bare letter answer ending a line", "The answer is C\nbecause it doubles.", `C`, true, convChoice},
+	{"bold bare letter", "Answer: **C**", `\text{(C)}`, true, convChoice},
+	{"bold bare letter, wrong letter", "Answer: **C**", `D`, false, convChoice},
+	{"letter dot ending a line", "Answer: C.\nIt is the largest.", `C`, true, convChoice},
+	{"a capital word after a label is not a bare letter", "The answer is A\tbit more, 7.", `7`, true, "a capital word is not a choice label"},
 }
 
 const convRepeat = "AoPS/MATH: an overline (or dot) marks repeating decimal digits: 0.\\overline{3} = 1/3"

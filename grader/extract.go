@@ -313,8 +313,12 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 		if t := strings.TrimLeft(rest, " *"); t != "" {
 			if l, n := choiceLabel(t); l != "" {
 				// "Answer: (B) 17": keep the choice label with the
-				// sentence after it, for Equal to read either.
+				// sentence after it, for Equal to read either; a label
+				// that ends its line is the answer alone.
 				tail := t[n:]
+				if strings.HasPrefix(strings.TrimLeft(tail, " \t"), "\n") {
+					tail = ""
+				}
 				return strings.TrimSpace(t[:n] + tail[:sentenceEnd(tail)]), locs[k][0], SourceSentence
 			}
 		}

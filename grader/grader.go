@@ -252,10 +252,11 @@ func (c Config) compare(gold, answer string, b *budget) (bool, string) {
 
 // choiceLabel returns X and the label's length when s (left-trimmed
 // first) starts with a choice label for letter X in A..J: "(X)", "X.",
-// "X)" or "X:" (these three followed by a space or the end), possibly
-// inside \text{} or \textbf{} (spaces allowed before the closing brace)
-// or between ** marks, as in "(C) 12", "C. x = 42", "\textbf{(B)} 17",
-// "\textbf{(B) }17".
+// "X)" or "X:" (these three followed by a space, a line break or the
+// end), or X alone at the end of s or of its line, possibly inside
+// \text{} or \textbf{} (spaces allowed before the closing brace) or
+// between ** marks, as in "(C) 12", "C. x = 42", "\textbf{(B)} 17",
+// "\textbf{(B) }17", "C", "**C**".
 func choiceLabel(s string) (string, int) {
 	i := len(s) - len(strings.TrimLeft(s, " "))
 	open := ""
@@ -273,6 +274,13 @@ func choiceLabel(s string) (string, int) {
 		letter, i, paren = s[i+1:i+2], i+3, true
 	case i+2 <= len(s) && s[i] >= 'A' && s[i] <= 'J' && strings.IndexByte(".):", s[i+1]) >= 0:
 		letter, i = s[i:i+1], i+2
+	case i < len(s) && s[i] >= 'A' && s[i] <= 'J' && bareLetterEnd(s[i+1:], open):
+		// "C" ending the text or its line, "**C**": a letter alone.
+		letter = s[i : i+1]
+		i++
+		if open == "" {
+			i = len(s) - len(strings.TrimLeft(s[i:], "*")) // "C**" after a trimmed "**"
+		}
 	default:
 		return "", 0
 	}
@@ -293,8 +301,24 @@ func choiceLabel(s string) (string, int) {
 		}
 		i++
 	}
-	if !paren && i < len(s) && s[i] != ' ' && s[i] != '\\' && s[i] != '$' {
+	if !paren && i < len(s) && s[i] != ' ' && s[i] != '\n' && s[i] != '\\' && s[i] != '$' {
 		return "", 0
 	}
 	return letter, i
+}
+
+// bareLetterEnd reports whether rest, the text after a capital letter,
+// makes the letter a choice label without a mark after it: the wrapper
+// open closes it ("**" or a brace, after optional spaces), or without a
+// wrapper rest is empty or starts a new line, after the closing ** of
+// bold marks whose opening ones the answer sentence trimmed ("C**").
+func bareLetterEnd(rest, open string) bool {
+	switch open {
+	case "":
+		r := strings.TrimLeft(rest, "*")
+		return r == "" || r[0] == '\n'
+	case "**":
+		return strings.HasPrefix(rest, "**")
+	}
+	return strings.HasPrefix(strings.TrimLeft(rest, " "), "}")
 }
