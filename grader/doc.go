@@ -178,6 +178,8 @@
 //     \boxed{(1,200)}) or an expression with a variable built with +, -,
 //     =, a relation or brackets ("2k+2", "3x^2 - 1", "n(n+1)/2", "x = 3,
 //     y = 4", "x = 3; y = 4", "x > 3", "-2 < x < 7"), or
+//     a union of intervals or membership in one ("(-∞, 3) ∪ (5, ∞)",
+//     "x ∈ [3, 5]"), or
 //     a product with a spaced bracket holding an operator, read as in a
 //     box ("2 (x + 1)"; "12 (3 + 4 + 5)" is 144, while "12 (B)" keeps
 //     12), or

@@ -509,6 +509,9 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //     "10^{-3}" (an exponent or subscript may be braced, as in LaTeX),
 //     "3*(4+1)", as Math-Verify reads them, "2 × 3", and chains, whose =
 //     must hold as in a box: "12 - 4 = 8" answers 8, "12 - 4 = 9" nothing;
+//   - or a union or intersection of bracket groups, "(-∞, 3) ∪ (5, ∞)",
+//     "[1, 3) ∪ (5, 7]", or membership in one, "x ∈ [3, 5]" (∈ counts as a
+//     relation);
 //   - or a clock time or ratio of whole numbers: "9:00", "2:30 p.m.",
 //     "3:2" (see timeOrRatio);
 //   - or a list of numbers, each a signed decimal or quotient, separated
@@ -673,9 +676,13 @@ func plainAnswer(s string) (string, bool) {
 			}
 			operand = false
 			i++
-		case ch == '<' || ch == '>' || strings.HasPrefix(a[i:], "≤") || strings.HasPrefix(a[i:], "≥") || strings.HasPrefix(a[i:], "≠"):
-			// x > 3, -2 < x < 7, x ≠ 2: a relation, read whole when
-			// it has a variable.
+		case strings.HasPrefix(a[i:], "∪") || strings.HasPrefix(a[i:], "∩"):
+			// (-∞, 3) ∪ (5, ∞): a union of intervals, built as a sum is.
+			built, operand = true, false
+			i += len("∪")
+		case ch == '<' || ch == '>' || strings.HasPrefix(a[i:], "≤") || strings.HasPrefix(a[i:], "≥") || strings.HasPrefix(a[i:], "≠") || strings.HasPrefix(a[i:], "∈"):
+			// x > 3, -2 < x < 7, x ≠ 2, x ∈ [3, 5]: a relation, read
+			// whole when it has a variable.
 			rel, operand = true, false
 			_, n := utf8.DecodeRuneInString(a[i:])
 			if i += n; depth == 0 {

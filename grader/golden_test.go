@@ -164,6 +164,13 @@ var goldenMATH = []gradeCase{
 	{"plain interval is not its end", "Answer: [1, 3)", `3`, false},
 	{"plain interval ends differ", "Answer: [1, 3)", `[1,3]`, false},
 	{"plain interval to infinity", "Answer: (-inf, 2]", `(-\infty, 2]`, true},
+	// A union of intervals and membership in one are read whole, as
+	// their LaTeX is in a box (they read 5, the last end).
+	{"plain union of intervals", "Answer: (-∞, 3) ∪ (5, ∞)", `(-\infty,3)\cup(5,\infty)`, true},
+	{"plain union of intervals is not its last end", "Answer: (-∞, 3) ∪ (5, ∞)", `5`, false},
+	{"plain union of bounded intervals", "The answer is [1, 3) ∪ (5, 7].", `[1,3)\cup(5,7]`, true},
+	{"plain membership in an interval", "Answer: x ∈ [3, 5]", `[3,5]`, true},
+	{"plain membership in an interval is not its end", "Answer: x ∈ [3, 5]", `5`, false},
 	{"plain expression", "The answer is 2k+2.", `2k+2`, true},
 	{"plain expression, factored gold", "The answer is 2k+2.", `2(k+1)`, true},
 	{"plain expression is not its last number", "The answer is 2k+2.", `2`, false},
