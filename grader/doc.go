@@ -184,7 +184,7 @@
 //     box ("2 (x + 1)"; "12 (3 + 4 + 5)" is 144, while "12 (B)" keeps
 //     12), or
 //     one with π, √ or infinity, which are never units ("2π/3", "3√2",
-//     "infinity", "-∞"), or
+//     "2 √5", "4/3 π", "infinity", "-∞"), or
 //     arithmetic on numbers alone with +, -, ±, *, /, ^, ², ³, ×, ÷, · or =
 //     ("2 + 3", "2^10", "10^{-3}", "2 × 3", "2³", "5×10³"; x² + 1 is an
 //     expression, 25m² a unit; an exponent or subscript

@@ -525,7 +525,8 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 // more letters (units such as cm, prose; the parser's function words are
 // allowed right before "(", as in sin(x)+1), two operands separated only
 // by spaces (5 m, 2 x, 1 1/2, 1 000; but a bracket holding an operator
-// after a space is a factor, 2 (x + 1), see spacedFactor), a digit right after a letter (5x3 =
+// after a space is a factor, 2 (x + 1), see spacedFactor, and so are a
+// root and π, 2 √5, 4/3 π), a digit right after a letter (5x3 =
 // 15), a thousands or decimal comma outside brackets (x = 1,200; 1000,99: see decimalComma), scientific notation
 // (2.5e-3), any other character ($, %, \, braces not opening an exponent
 // or subscript; a colon outside a time or ratio; a relation without a
@@ -615,25 +616,23 @@ func plainAnswer(s string) (string, bool) {
 			if j-i > 1 && !plainConsts[w] && !(funcWords[w] && j < len(a) && a[j] == '(') {
 				return "", false
 			}
-			if !startOperand(true) {
-				return "", false
+			if !(w == "pi" && operand) && !startOperand(true) {
+				return "", false // but 4/3 pi, a spaced factor
 			}
 			letter = true
 			konst = konst || plainConsts[w]
 			i, operand = j, !funcWords[w] || plainConsts[w]
 		case strings.HasPrefix(a[i:], "π") || strings.HasPrefix(a[i:], "∞"):
-			if !startOperand(true) {
-				return "", false
+			if !(operand && strings.HasPrefix(a[i:], "π")) && !startOperand(true) {
+				return "", false // but 4/3 π, a spaced factor
 			}
 			letter, operand, konst = true, true, true
 			_, n := utf8.DecodeRuneInString(a[i:])
 			i += n
 		case strings.HasPrefix(a[i:], "√"):
 			// A root sign starts an operand, glued to a coefficient
-			// (3√2) or not.
-			if operand && space {
-				return "", false
-			}
+			// (3√2), spaced from it (2 √5: a factor, as 4/3 π is) or
+			// alone.
 			letter, konst, operand = true, true, false
 			_, n := utf8.DecodeRuneInString(a[i:])
 			i += n

@@ -213,6 +213,13 @@ var goldenMATH = []gradeCase{
 	{"plain root", "The answer is √2.", `\sqrt{2}`, true},
 	{"plain root is not its radicand", "The answer is √2.", `2`, false},
 	{"plain root with coefficient", "The answer is 4√3/3.", `\frac{4\sqrt{3}}{3}`, true},
+	// A root or π after a space is a factor too (they read the
+	// coefficient: 2, 4/3).
+	{"plain root with a spaced coefficient", "Answer: 2 √5", `2\sqrt5`, true},
+	{"plain root with a spaced coefficient is not its coefficient", "Answer: 2 √5", `2`, false},
+	{"plain multiple of pi with a spaced coefficient", "Answer: 4/3 π", `\frac43\pi`, true},
+	{"plain multiple of pi spelled out with a spaced coefficient", "The answer is 4/3 pi.", `\frac{4\pi}{3}`, true},
+	{"plain multiple of pi with a spaced coefficient is not its coefficient", "Answer: 4/3 π", `\frac43`, false},
 	{"plain root with coefficient is not its denominator", "The answer is 4√3/3.", `3`, false},
 	{"plain multiple of pi", "The answer is 2π/3.", `\frac{2\pi}{3}`, true},
 	{"plain multiple of pi is not its denominator", "The answer is 2π/3.", `3`, false},
