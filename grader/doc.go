@@ -203,7 +203,9 @@
 //     digits after a lead of one to three: 1,200, x = 1,200; or the
 //     decimal comma of 1000,99), a number
 //     alone (-5), other words and a single term glued to a letter (2k, y = 2x: a
-//     variable or a unit) keep the reading by the number; a sign set off
+//     variable or a unit) keep the reading by the number, and unit words
+//     after other plain math are dropped ("5√2 cm", "12π square units",
+//     "2^10 ways" answer 5√2, 12π, 1024); a sign set off
 //     by a space is the number's ("- 5", "x = - 5" and "(- 5, 3)" hold
 //     -5; a dash starting a line or after a word, "- 5 apples", is no
 //     sign). A number in base b keeps its subscript ("Answer: 4210_{5}"

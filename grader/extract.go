@@ -521,6 +521,9 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //     a comma does: "3, 5, and 7", "3 and 5", "x = 1 or x = -2"; so do
 //     tuples of such numbers: "(1, 2), (3, 4)" (see tupleList).
 //
+// Unit words ending s (see unitStart) are dropped first when what they
+// follow is one of these: "5√2 cm", "12π square units", "2^10 ways".
+//
 // Anything else keeps the reading by the last number: a word of two or
 // more letters (units such as cm, prose; the parser's function words are
 // allowed right before "(", as in sin(x)+1), two operands separated only
@@ -545,6 +548,14 @@ func plainAnswer(s string) (string, bool) {
 	}
 	if r := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "−"); r != a && strings.HasPrefix(r, " ") && decimal(strings.TrimLeft(r, " ")) {
 		return a, true // "- 5": a number whose sign is set off by a space
+	}
+	if u := unitStart(a); u > 0 {
+		// "5√2 cm", "12π square units", "2^10 ways": math before a unit
+		// is read as the math alone (a number alone keeps the reading by
+		// the number, which drops the unit too).
+		if r, ok := plainAnswer(a[:u]); ok {
+			return r, true
+		}
 	}
 	var (
 		depth               int
@@ -752,6 +763,31 @@ func spacedFactor(s string) bool {
 		}
 	}
 	return false
+}
+
+// unitStart returns where a run of unit words (the parser's unitWords,
+// each optionally squared or cubed: cm², cm^2, square units) ends s after
+// a space, or 0 when s does not end so.
+func unitStart(s string) int {
+	start := 0
+	for e := len(s); ; {
+		b := strings.LastIndexByte(s[:e], ' ')
+		if b < 0 {
+			return start
+		}
+		w := s[b+1 : e]
+		for _, sq := range []string{"²", "³", "^2", "^3"} {
+			w = strings.TrimSuffix(w, sq)
+		}
+		if !unitWords[strings.ToLower(w)] {
+			return start
+		}
+		start = b
+		e = len(strings.TrimRight(s[:b], " "))
+		if e == 0 {
+			return 0
+		}
+	}
 }
 
 // timeOrRatio reports whether s is whole numbers joined by colons,

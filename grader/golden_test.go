@@ -215,6 +215,15 @@ var goldenMATH = []gradeCase{
 	{"plain root with coefficient", "The answer is 4√3/3.", `\frac{4\sqrt{3}}{3}`, true},
 	// A root or π after a space is a factor too (they read the
 	// coefficient: 2, 4/3).
+	// A unit after plain math is dropped as after a number (these found
+	// no answer: the number scan skips a coefficient of √ or π; 2^10
+	// ways read 2).
+	{"plain root before a unit", "Answer: 5√2 cm", `5\sqrt2`, true},
+	{"plain multiple of pi before a squared unit", "The answer is 12π cm².", `12\pi`, true},
+	{"plain multiple of pi before unit words", "The answer is 12π square units.", `12\pi`, true},
+	{"plain multiple of pi before a unit is not its coefficient", "The answer is 12π cm².", `12`, false},
+	{"plain power before a unit", "Answer: 2^10 ways", `1024`, true},
+	{"plain number before a unit", "Answer: 5 cm", `5`, true},
 	{"plain root with a spaced coefficient", "Answer: 2 √5", `2\sqrt5`, true},
 	{"plain root with a spaced coefficient is not its coefficient", "Answer: 2 √5", `2`, false},
 	{"plain multiple of pi with a spaced coefficient", "Answer: 4/3 π", `\frac43\pi`, true},
