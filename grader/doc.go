@@ -156,7 +156,9 @@
 //     end of the answer's line: "Answer: B") answers that letter against
 //     a single-letter gold and the text after the label against any
 //     other gold: "Answer: (B) 17" is right for B and for 17.
-//   - Answer sentences: an "answer is" / "Answer:" sentence answers with its
+//   - Answer sentences: an "answer is" / "Answer:" sentence (or "answer
+//     to the problem is", "answer for part (b) is": only words between
+//     "to" or "for" and "is") answers with its
 //     last math span or number, before a clause that explains it (", which
 //     ...", "; the remainder is ...", " (since ...)", a parenthesis holding
 //     words, " (3 groups of 4)", or without a comma, right after the

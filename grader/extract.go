@@ -66,7 +66,11 @@ func findAnchors(s string, kind anchorKind) [][2]int {
 				end = m + 1
 			}
 		default:
-			continue
+			e, ok := answerToIs(s, k)
+			if !ok {
+				continue
+			}
+			end = e
 		}
 		start := p
 		pre := strings.TrimRight(s[max(0, p-10):p], " *")
@@ -82,6 +86,49 @@ func findAnchors(s string, kind anchorKind) [][2]int {
 	sort.Slice(out, func(a, b int) bool { return out[a][0] < out[b][0] })
 	return out
 }
+
+// answerToIs reports whether s[k:], the text after "answer", names in
+// words what the answer answers and then says "is": "to" or "for", at
+// most maxAnswerTo bytes of words (letters, spaces, parentheses,
+// apostrophes, hyphens) and "is": "answer to the problem is", "answer
+// for part (b) is", but not "answer to 2 + 2 is", a step's answer. It
+// returns where the answer starts (after an optional colon).
+func answerToIs(s string, k int) (int, bool) {
+	t := s[k:min(len(s), k+maxAnswerTo)]
+	var n int
+	switch {
+	case len(t) > 3 && strings.EqualFold(t[:3], "to "):
+		n = 3
+	case len(t) > 4 && strings.EqualFold(t[:4], "for "):
+		n = 4
+	default:
+		return 0, false
+	}
+	for i := n; i+3 <= len(t); i++ {
+		switch c := t[i]; {
+		case c == ' ':
+			if strings.EqualFold(t[i+1:i+3], "is") && (i+3 == len(s)-k || !isLetter(s[k+i+3])) {
+				end := k + i + 3
+				m := end
+				for m < len(s) && s[m] == ' ' {
+					m++
+				}
+				if m < len(s) && s[m] == ':' {
+					end = m + 1
+				}
+				return end, true
+			}
+		case isLetter(c) || c == '(' || c == ')' || c == '\'' || c == '-':
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// maxAnswerTo bounds the words answerToIs reads between "answer to" and
+// "is", so that the scan of a text's anchors stays linear.
+const maxAnswerTo = 64
 
 // heading reports whether rest, the text after "####", makes the line
 // a Markdown heading rather than GSM8K's "#### 72": its first word
@@ -182,7 +229,8 @@ func Extract(response string) (string, bool) { return Config{}.Extract(response)
 //     / "#### ..." sentence (GSM8K's "#### 72", not a Markdown heading
 //     such as "#### Step 2: ..."; with AnchorFirst the sentence always
 //     wins);
-//  2. the last "the answer is ..." / "Answer: ..." sentence;
+//  2. the last "the answer is ..." / "Answer: ..." sentence ("the answer
+//     to the problem is ..." too, see answerToIs);
 //  3. unless NoFallback, the last LaTeX math span or plain number (see
 //     Targets); spans separated only by spacing on one line, punctuation,
 //     "and" or "or" are joined, but not across other words, which make

@@ -894,6 +894,15 @@ func TestExtractSource(t *testing.T) {
 		{"GSM8K hashes with infinity", "#### infinity", true, "infinity", SourceSentence},
 		{"heading of a function word is no answer", "#### Sine rule\nThe answer is 7.", true, "7", SourceSentence},
 		{"answer is", "So the answer is 9.", true, "9", SourceSentence},
+		// "The answer to/for ... is" names what the answer answers before
+		// "is" (these found no answer, or only the fallback's).
+		{"answer to the problem is", "Therefore, the answer to the problem is 42.", true, "42", SourceSentence},
+		{"answer for a part is", "The answer for part (b) is $12$.", true, "12", SourceSentence},
+		{"answer to a step is no anchor", "The answer to 2 + 2 is 4, so the total is 9.", false, "9", SourceFallback},
+		{"final answer to the question is", "So the final answer to this question is 7. Check: 3 + 4 = 7.", true, "7", SourceSentence},
+		{"last of two answers to parts", "The answer to part (a) is 5, and the answer to part (b) is 7.", true, "7", SourceSentence},
+		{"answer to a question in an earlier sentence", "This is the answer to it. It is 5.", true, "", SourceNone},
+		{"answer would be is no anchor", "The answer would exceed 999 which is invalid.", true, "", SourceNone},
 		// A dollar sign before a number is a currency sign, not the start of
 		// a math span, when the next dollar sign is one too: "$1,200. She
 		// spent $" was a span, so the sentence ran on to 300.
