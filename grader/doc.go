@@ -158,8 +158,9 @@
 //     other gold: "Answer: (B) 17" is right for B and for 17.
 //   - Answer sentences: an "answer is" / "Answer:" sentence (or "answer
 //     to the problem is", "answer for part (b) is": only words between
-//     "to" or "for" and "is") answers with its
-//     last math span or number, before a clause that explains it (", which
+//     "to" or "for" and "is"; the answer may follow blank lines when its
+//     line holds no word of three letters: "**Answer:**\n\n12") answers
+//     with its last math span or number, before a clause that explains it (", which
 //     ...", "; the remainder is ...", " (since ...)", a parenthesis holding
 //     words, " (3 groups of 4)", or without a comma, right after the
 //     answer (at most two words into the sentence), " because ...", " since

@@ -358,6 +358,14 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 	locs := findAnchors(s, kind)
 	for k := len(locs) - 1; k >= 0 && k >= len(locs)-3; k-- {
 		rest := ruledOut(s[locs[k][1]:])
+		if t := strings.TrimLeft(rest, " \t\r*"); strings.HasPrefix(t, "\n") {
+			// "**Answer:**\n\n12": the answer starts after the blank
+			// lines that set it off, when its line holds no words
+			// ("To find the answer:\n\nFirst, ..." starts a text).
+			if u := strings.TrimLeft(t, " \t\r\n*"); bareLine(u) {
+				rest = u
+			}
+		}
 		if t := strings.TrimLeft(rest, " *"); t != "" {
 			if l, n := choiceLabel(t); l != "" {
 				// "Answer: (B) 17": keep the choice label with the
@@ -445,6 +453,18 @@ func ruledOut(rest string) string {
 		}
 	}
 	return ""
+}
+
+// bareLine reports whether the first line of s holds no word of three or
+// more letters outside math spans and LaTeX command names: "12", "$12$",
+// "x = 3", "(2, 4)", "12 cm", "\[" do; "First, 3 + 4 = 7." does not.
+func bareLine(s string) bool {
+	if nl := strings.IndexByte(s, '\n'); nl >= 0 {
+		s = s[:nl]
+	}
+	return firstOutsideMath(s, func(i int) bool {
+		return isLetter(s[i]) && (i == 0 || !isLetter(s[i-1]) && s[i-1] != '\\') && letterEnd(s, i)-i >= 3
+	}) == len(s)
 }
 
 // minervaClosing is the sentence Minerva-style answers end with ("Final

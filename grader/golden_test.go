@@ -894,6 +894,13 @@ func TestExtractSource(t *testing.T) {
 		{"GSM8K hashes with infinity", "#### infinity", true, "infinity", SourceSentence},
 		{"heading of a function word is no answer", "#### Sine rule\nThe answer is 7.", true, "7", SourceSentence},
 		{"answer is", "So the answer is 9.", true, "9", SourceSentence},
+		// A blank line between the answer phrase and the answer, as
+		// Markdown writes it, ends no sentence (it found no answer).
+		{"answer after a blank line", "The final answer is:\n\n12", true, "12", SourceSentence},
+		{"bold answer after a blank line", "**Answer:**\n\n$12$", true, "12", SourceSentence},
+		{"answer after blank lines and spaces", "Answer:  \n \n\n  -3/4", true, "-3/4", SourceSentence},
+		{"answer after a blank line in display math", "Answer:\n\n\\[\n\\frac{3}{4}\n\\]", true, `\frac{3}{4}`, SourceSentence},
+		{"answer phrase before a paragraph of steps", "To find the answer:\n\nFirst, 3 + 4 = 7.\n\nSo we get 9.", false, "9", SourceFallback},
 		// "The answer to/for ... is" names what the answer answers before
 		// "is" (these found no answer, or only the fallback's).
 		{"answer to the problem is", "Therefore, the answer to the problem is 42.", true, "42", SourceSentence},
