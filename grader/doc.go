@@ -159,7 +159,9 @@
 //   - Answer sentences: an "answer is" / "Answer:" sentence (or "answer
 //     to the problem is", "answer for part (b) is": only words between
 //     "to" or "for" and "is"; the answer may follow blank lines when its
-//     line holds no word of three letters: "**Answer:**\n\n12") answers
+//     line holds no word of three letters: "**Answer:**\n\n12", and so
+//     may a heading "Final Answer" or "Answer" alone on its line, as in
+//     "## Final Answer\n\n$12$") answers
 //     with its last math span or number, before a clause that explains it (", which
 //     ...", "; the remainder is ...", " (since ...)", a parenthesis holding
 //     words, " (3 groups of 4)", or without a comma, right after the

@@ -65,6 +65,10 @@ func findAnchors(s string, kind anchorKind) [][2]int {
 			if m < len(s) && s[m] == ':' {
 				end = m + 1
 			}
+		case k < len(s) && (s[k] == '\n' || s[k] == '\r') && answerHeading(s[:p]) && bareLine(strings.TrimLeft(s[k:], " \t\r\n*")):
+			// "**Final Answer**\n12": a heading for the bare line after
+			// it (not for a paragraph: "## Answer\nWe compute ...").
+			end = k
 		default:
 			e, ok := answerToIs(s, k)
 			if !ok {
@@ -85,6 +89,18 @@ func findAnchors(s string, kind anchorKind) [][2]int {
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a][0] < out[b][0] })
 	return out
+}
+
+// answerHeading reports whether before, the text before "answer" up to
+// it, makes its line a heading: Markdown marks (#, *) and spaces, and
+// "final", alone ("## Final Answer", "**Answer**").
+func answerHeading(before string) bool {
+	line := before[strings.LastIndexByte(before, '\n')+1:]
+	line = strings.TrimRight(line, " *")
+	if len(line) >= 5 && strings.EqualFold(line[len(line)-5:], "final") {
+		line = line[:len(line)-5]
+	}
+	return strings.Trim(line, " *#") == ""
 }
 
 // answerToIs reports whether s[k:], the text after "answer", names in
@@ -225,7 +241,8 @@ func Extract(response string) (string, bool) { return Config{}.Extract(response)
 //  1. whichever comes later of the last group of \boxed{...} / \fbox{...}
 //     (boxes separated only by spacing, punctuation, or a few words with
 //     "and", "or" or a comma in one sentence are joined with ", ") and the
-//     last "final answer is ..." / "Final Answer: ..."
+//     last "final answer is ..." / "Final Answer: ..." (or a "Final
+//     Answer" heading over a bare line, see answerHeading)
 //     / "#### ..." sentence (GSM8K's "#### 72", not a Markdown heading
 //     such as "#### Step 2: ..."; with AnchorFirst the sentence always
 //     wins);

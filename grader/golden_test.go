@@ -901,6 +901,15 @@ func TestExtractSource(t *testing.T) {
 		{"answer after blank lines and spaces", "Answer:  \n \n\n  -3/4", true, "-3/4", SourceSentence},
 		{"answer after a blank line in display math", "Answer:\n\n\\[\n\\frac{3}{4}\n\\]", true, `\frac{3}{4}`, SourceSentence},
 		{"answer phrase before a paragraph of steps", "To find the answer:\n\nFirst, 3 + 4 = 7.\n\nSo we get 9.", false, "9", SourceFallback},
+		// A heading "Final Answer" or "Answer" alone on its line is an
+		// answer phrase for the bare line after it (they found no answer
+		// without the fallback).
+		{"final answer heading", "**Final Answer**\n12", true, "12", SourceSentence},
+		{"final answer markdown heading", "## Final Answer\n\n$\\frac{1}{2}$", true, `\frac{1}{2}`, SourceSentence},
+		{"answer heading", "### Answer\n\n(2, 4)", true, "(2, 4)", SourceSentence},
+		{"final answer heading before prose", "## Final Answer\n\nWe found that there are 12 ways.", true, "", SourceNone},
+		{"answer ending a line of prose is no heading", "We need the answer\n12", true, "", SourceNone},
+		{"answer heading before a paragraph", "## Answer\nWe add 5 + 3 = 8 and then double it to get 16.", false, "16", SourceFallback},
 		// "The answer to/for ... is" names what the answer answers before
 		// "is" (these found no answer, or only the fallback's).
 		{"answer to the problem is", "Therefore, the answer to the problem is 42.", true, "42", SourceSentence},
