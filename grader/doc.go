@@ -205,8 +205,11 @@
 //     so "2,5" is the list 2, 5, as it is in a box, and so are "2015,2"
 //     and "1000,999"). A unit (5 m,
 //     5m/s, d = 5m, 12 cm), a grouped number (a comma before exactly three
-//     digits after a lead of one to three: 1,200, x = 1,200; or the
-//     decimal comma of 1000,99), a number
+//     digits after a lead of one to three: 1,200, x = 1,200, and beside
+//     separating commas or semicolons, "1,200; 5"; or the decimal comma
+//     of 1000,99; but grouped numbers joined by "and", "or" or
+//     arithmetic are read whole: "1,000 and 2,000" is the list 1000,
+//     2000, "1,000 + 2,000" is 3000), a number
 //     alone (-5), other words and a single term glued to a letter (2k, y = 2x: a
 //     variable or a unit) keep the reading by the number, and unit words
 //     after other plain math are dropped ("5√2 cm", "12π square units",

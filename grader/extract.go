@@ -615,7 +615,11 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 // by spaces (5 m, 2 x, 1 1/2, 1 000; but a bracket holding an operator
 // after a space is a factor, 2 (x + 1), see spacedFactor, and so are a
 // root and π, 2 √5, 4/3 π), a digit right after a letter (5x3 =
-// 15), a thousands or decimal comma outside brackets (x = 1,200; 1000,99: see decimalComma), scientific notation
+// 15), a decimal comma outside brackets (1000,99: see decimalComma), a
+// thousands comma outside brackets beside a separating comma or semicolon
+// ("1,200; 5"; elsewhere the groups are dropped and the rest is read as
+// above: "1,000 and 2,000", "1,000 + 2,000"; a grouped number alone or as
+// a label's value, x = 1,200, is still left to the number), scientific notation
 // (2.5e-3), any other character ($, %, \, braces not opening an exponent
 // or subscript; a colon outside a time or ratio; a relation without a
 // variable), unbalanced
@@ -652,6 +656,8 @@ func plainAnswer(s string) (string, bool) {
 		konst               bool // π, pi, √ or infinity: never a unit
 		rel                 bool // <, >, ≤, ≥, ≠
 		topComma            bool // a comma outside brackets
+		grouped             bool // a thousands comma outside brackets
+		separated           bool // a separating comma or semicolon outside brackets
 		value               int  // where the value starts: after the last = or , outside brackets
 	)
 	first = true
@@ -760,11 +766,17 @@ func plainAnswer(s string) (string, bool) {
 		case ch == ',' || ch == ';' && depth == 0:
 			// A semicolon separates equations or numbers as a comma
 			// does: "x = 1; y = 2", "3; 4".
-			if ch == ',' && depth == 0 && (thousandsComma(a, i) || decimalComma(a, i)) {
-				return "", false // 1,200; 1000,99: one number, read by the number
+			if ch == ',' && depth == 0 && decimalComma(a, i) {
+				return "", false // 1000,99: one number, read by the number
+			}
+			if ch == ',' && depth == 0 && thousandsComma(a, i) {
+				// 1,200: a group of the number, which goes on.
+				grouped = true
+				i++
+				continue
 			}
 			if depth == 0 {
-				value, topComma = i+1, true
+				value, topComma, separated = i+1, true, true
 			}
 			if depth == 1 {
 				comma = true
@@ -818,14 +830,44 @@ func plainAnswer(s string) (string, bool) {
 	if depth != 0 {
 		return "", false
 	}
+	out := a
+	if grouped {
+		if separated {
+			// "1,200; 5", "1,000, 2,000": grouping beside separating
+			// commas is left to the number scan.
+			return "", false
+		}
+		out = ungroupAll(a)
+	}
 	lone := tupleOpen && !closedEarly // one bracket group: "(a)" may be a label
 	tuple := lone && comma
 	expr := letter && (konst || (built || rel || paren && !lone || leadLetter && other) && !quantity(a[value:]))
 	arithmetic := !letter && !topComma && !rel && (built || other)
-	if !tuple && !expr && !arithmetic && !(topComma && (numberList(a) || tupleList(a))) {
+	if !tuple && !expr && !arithmetic && !(topComma && (numberList(out) || tupleList(out))) {
 		return "", false
 	}
-	return a, true
+	return out, true
+}
+
+// ungroupAll drops the thousands commas outside brackets of s: "1,000
+// and 2,000" is "1000 and 2000".
+func ungroupAll(s string) string {
+	var b strings.Builder
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		case ',':
+			if depth == 0 && thousandsComma(s, i) {
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // spacedFactor reports whether s, which opens with "(" after an operand

@@ -273,6 +273,13 @@ var goldenMATH = []gradeCase{
 	{"plain thousands", "Answer: 1,200", `1200`, true},
 	{"plain thousands is not a tuple", "Answer: 1,200", `(1,200)`, false},
 	{"plain thousands after a label", "Answer: x = 1,200", `1200`, true},
+	// Grouped numbers in a list or in arithmetic keep their grouping (it
+	// read the last one: 2000).
+	{"plain list of grouped numbers", "Answer: 1,000 and 2,000", `1000, 2000`, true},
+	{"plain list of grouped numbers is not its last", "Answer: 1,000 and 2,000", `2000`, false},
+	{"plain sum of grouped numbers", "The answer is 1,000 + 2,000.", `3000`, true},
+	{"plain grouped number after a label in a list", "Answer: x = 1,200 or x = 3,400", `1200, 3400`, true},
+	{"plain grouped number in a list with an expression", "Answer: 1,000,000,000,000,000 and x+1", `1000000000000000, x+1`, true},
 	{"plain currency", "The answer is $1,250.", `1250`, true},
 	{"plain answer then prose", "The answer is 42, which is 6 times 7.", `42`, true},
 	{"plain x as a times sign", "Answer: 5x3=15", `15`, true},
