@@ -190,8 +190,10 @@
 //     12), or
 //     one with π, √ or infinity, which are never units ("2π/3", "3√2",
 //     "2 √5", "4/3 π", "infinity", "-∞"), or
-//     arithmetic on numbers alone with +, -, ±, *, /, ^, ², ³, ×, ÷, · or =
-//     ("2 + 3", "2^10", "10^{-3}", "2 × 3", "2³", "5×10³"; x² + 1 is an
+//     arithmetic on numbers alone with +, -, ±, *, /, ^, ², ³, ×, ÷, ·, =
+//     or ≈ ("2 + 3", "2^10", "10^{-3}", "2 × 3", "2³", "5×10³"; ≈ makes
+//     a chain as \approx does in a box: "π ≈ 3.14" and "1/3 ≈ 0.333"
+//     answer π and 1/3, and their decimals; x² + 1 is an
 //     expression, 25m² a unit; an exponent or subscript
 //     may be braced; a chain's = must hold, as in a box:
 //     "12 - 4 = 9" answers nothing), or a clock time or ratio ("9:00",

@@ -590,7 +590,8 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 //   - or arithmetic on numbers alone, with a binary +, -, *, /, ^, ×, ÷
 //     or ·, a Unicode square or cube glued to an operand (², ³, as in
 //     "2³", "5×10³" and the expression "x² + 1"), a ± or ∓ (5 ± 2, ±2:
-//     two answers), or an =, and no comma outside brackets: "2 + 3", "2^10",
+//     two answers), or an = or ≈ (a chain: "π ≈ 3.14", "1/3 ≈ 0.333"),
+//     and no comma outside brackets: "2 + 3", "2^10",
 //     "10^{-3}" (an exponent or subscript may be braced, as in LaTeX),
 //     "3*(4+1)", as Math-Verify reads them, "2 × 3", and chains, whose =
 //     must hold as in a box: "12 - 4 = 8" answers 8, "12 - 4 = 9" nothing;
@@ -806,6 +807,16 @@ func plainAnswer(s string) (string, bool) {
 			operand = false
 			_, n := utf8.DecodeRuneInString(a[i:])
 			i += n
+		case strings.HasPrefix(a[i:], "≈"):
+			// π ≈ 3.14: a chain, as \approx is in a box; "≈ 3.14" alone
+			// is read by its number.
+			if !operand {
+				return "", false
+			}
+			built, operand = true, false
+			if i += len("≈"); depth == 0 {
+				value = i
+			}
 		case ch == '*' || ch == '/' || ch == '^' || strings.HasPrefix(a[i:], "×") || strings.HasPrefix(a[i:], "÷") || strings.HasPrefix(a[i:], "·"):
 			if operand {
 				other = true

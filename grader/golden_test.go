@@ -179,6 +179,16 @@ var goldenMATH = []gradeCase{
 	{"plain quotient", "Final Answer: n(n+1)/2", `\frac{n(n+1)}{2}`, true},
 	{"plain quotient is not its denominator", "Final Answer: n(n+1)/2", `2`, false},
 	{"plain power", "Answer: x^2", `x^2`, true},
+	// ≈ in plain text makes a chain as \approx does in a box (doc.go,
+	// relations and chains): the value is the side before it, and the
+	// approximation answers a decimal gold only when it is roughly that
+	// side (they read the decimal: 3.14, 0.333, 1.414, 0.33).
+	{"plain approximation answers its exact side", "Answer: π ≈ 3.14", `\pi`, true},
+	{"plain approximation answers its decimal", "Answer: π ≈ 3.14", `3.14`, true},
+	{"plain approximation of a fraction", "The answer is 1/3 ≈ 0.333.", `\frac13`, true},
+	{"plain approximation of a root", "Answer: √2 ≈ 1.414", `\sqrt2`, true},
+	{"plain wrong approximation answers no decimal", "Answer: 1/2 ≈ 0.33", `0.33`, false},
+	{"plain approximation sign alone", "The answer is ≈ 3.14.", `3.14`, true},
 	// A sign set off by a space at the start of the answer, or after =
 	// or an opening bracket, is the number's sign (it was lost: 5).
 	{"plain negative with a spaced sign", "The answer is - 5.", `-5`, true},
