@@ -214,7 +214,8 @@ const (
 	SourceSentence
 	// SourceFallback means the last LaTeX math span or plain number of the
 	// response (used only when Config.NoFallback is false), or in
-	// multiple-choice mode a choice letter standing alone.
+	// multiple-choice mode the last choice letter marked as one ("(B)",
+	// "B.") or ending the response, else the first standing alone.
 	SourceFallback
 )
 
@@ -2039,12 +2040,30 @@ func extractChoice(s string, choices []string) (string, Source) {
 			}
 		}
 	}
+	// The last letter marked as a choice ("(B)", "B.", "B)", "B:") or
+	// ending the text, else the first letter standing alone: a bare
+	// capital inside the text is often the article ("A train leaves
+	// ... so we pick B" answers B; "A. Because B is not valid" A).
+	first, marked := "", ""
 	for rest := s; rest != ""; {
 		var w string
 		w, rest = nextField(rest)
-		if c, ok := isChoice(w); ok {
-			return c, SourceFallback
+		c, ok := isChoice(w)
+		if !ok {
+			continue
 		}
+		if first == "" {
+			first = c
+		}
+		if strings.ContainsAny(w, "(.):") || strings.TrimSpace(rest) == "" {
+			marked = c
+		}
+	}
+	switch {
+	case marked != "":
+		return marked, SourceFallback
+	case first != "":
+		return first, SourceFallback
 	}
 	return "", SourceNone
 }

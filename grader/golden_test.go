@@ -659,6 +659,13 @@ func TestConfigOptions(t *testing.T) {
 	runGrade(t, Config{Choices: []string{"A", "B", "C", "D"}}, []gradeCase{
 		{"choice", "The answer is C.", "C", true},
 		{"choice wrong", "The answer is C.", "D", false},
+		// Without a box or an answer sentence the last letter marked as a
+		// choice or ending the text answers, as the last number does (the
+		// first was taken: the article "A").
+		{"choice fallback takes the last letter", "A train leaves at 3 pm, so we pick B", "B", true},
+		{"choice fallback is not the article", "A train leaves at 3 pm, so we pick B", "A", false},
+		{"choice fallback takes the last marked letter", "A car is faster. So we pick (C) over D here", "C", true},
+		{"choice fallback keeps a marked letter over a bare one", "A. Because B is not valid", "A", true},
 	})
 }
 
