@@ -274,7 +274,7 @@ func (c Config) Extract(response string) (string, bool) {
 func (c Config) ExtractSource(response string) (string, Source) {
 	s := cleanResponse(response)
 	if len(c.Choices) > 0 {
-		return extractChoice(s, c.Choices)
+		return extractChoice(s, c.Choices, c.NoFallback)
 	}
 	b := &budget{left: MaxSteps}
 	if i := strings.LastIndex(s, "</think>"); i >= 0 {
@@ -2012,9 +2012,10 @@ func mixedTail(s string, j int) (int, bool) {
 }
 
 // extractChoice finds a multiple-choice answer among choices: in the last
-// box, after an "answer is" phrase, at the very start, or the first
-// standalone choice.
-func extractChoice(s string, choices []string) (string, Source) {
+// box, after an "answer is" phrase, or, unless noFallback, the last
+// letter marked as a choice or ending the text, else the first standing
+// alone.
+func extractChoice(s string, choices []string, noFallback bool) (string, Source) {
 	isChoice := func(w string) (string, bool) {
 		w = strings.Trim(w, "()[]{}*$.:,;!? \t\n")
 		w = strings.TrimPrefix(w, `\text{`)
@@ -2039,6 +2040,9 @@ func extractChoice(s string, choices []string) (string, Source) {
 				return c, SourceSentence
 			}
 		}
+	}
+	if noFallback {
+		return "", SourceNone
 	}
 	// The last letter marked as a choice ("(B)", "B.", "B)", "B:") or
 	// ending the text, else the first letter standing alone: a bare

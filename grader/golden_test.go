@@ -667,6 +667,13 @@ func TestConfigOptions(t *testing.T) {
 		{"choice fallback takes the last marked letter", "A car is faster. So we pick (C) over D here", "C", true},
 		{"choice fallback keeps a marked letter over a bare one", "A. Because B is not valid", "A", true},
 	})
+	// NoFallback holds in multiple-choice mode too (a letter standing
+	// alone was accepted).
+	runGrade(t, Config{Choices: []string{"A", "B", "C", "D"}, NoFallback: true}, []gradeCase{
+		{"choice without fallback needs a box or a sentence", "I think B", "B", false},
+		{"choice without fallback keeps a sentence", "The answer is B.", "B", true},
+		{"choice without fallback keeps a box", `\boxed{B}`, "B", true},
+	})
 }
 
 func TestExtract(t *testing.T) {
