@@ -66,10 +66,13 @@ func (r request) config() (grader.Config, error) {
 		case "expr":
 			c.Targets |= grader.TargetExpr
 		default:
-			return c, fmt.Errorf("gradejsonl: %s: unknown target %q (allowed: latex, expr)", r.ID, t)
+			return c, fmt.Errorf("%s: unknown target %q (allowed: latex, expr)", r.ID, t)
 		}
 	}
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("%s: %w", r.ID, err)
+	}
+	return c, nil
 }
 
 func grade(r request) (result, error) {
@@ -102,7 +105,7 @@ func grade(r request) (result, error) {
 	case "equal":
 		out.Correct = c.Equal(r.Gold, r.Response)
 	default:
-		return result{}, fmt.Errorf("gradejsonl: %s: unknown mode %q (allowed: grade, extract, extract_pred, equal)", r.ID, r.Mode)
+		return result{}, fmt.Errorf("%s: unknown mode %q (allowed: grade, extract, extract_pred, equal)", r.ID, r.Mode)
 	}
 	return out, nil
 }
@@ -119,7 +122,7 @@ func run(in io.Reader, out io.Writer) error {
 		}
 		res, err := grade(r)
 		if err != nil {
-			return err
+			return fmt.Errorf("gradejsonl: line %d: %w", line, err)
 		}
 		if err := enc.Encode(res); err != nil {
 			return err
