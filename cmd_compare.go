@@ -597,7 +597,7 @@ func (c *comparison) report(w io.Writer, dir string) error {
 		return nil
 	}
 	if err := atomicfile.WriteFile(filepath.Join(dir, "summary.md"), []byte(sum.markdown()), 0o666); err != nil {
-		return fmt.Errorf("compare: %w", err)
+		return fmt.Errorf("--out %s: %w", dir, err)
 	}
 	return nil
 }
@@ -865,12 +865,12 @@ func (c *comparison) upToMaxK(curve report.PassAtK, reps []report.PassAtK) (repo
 	}
 	curve, err := curve.UpToK(c.maxK)
 	if err != nil {
-		return report.PassAtK{}, nil, fmt.Errorf("compare: --max-k: %w", err)
+		return report.PassAtK{}, nil, fmt.Errorf("--max-k: %w", err)
 	}
 	out := make([]report.PassAtK, len(reps))
 	for i, r := range reps {
 		if out[i], err = r.UpToK(c.maxK); err != nil {
-			return report.PassAtK{}, nil, fmt.Errorf("compare: --max-k: %w", err)
+			return report.PassAtK{}, nil, fmt.Errorf("--max-k: %w", err)
 		}
 	}
 	return curve, out, nil
@@ -898,7 +898,7 @@ func compareRSA(w io.Writer, groups []report.Seeds, sum *summary) error {
 	for i, g := range groups {
 		gains, err := report.RSAGains(ref, g.RSA())
 		if err != nil {
-			return fmt.Errorf("compare: %s: %w", g.Label, err)
+			return fmt.Errorf("%s: %w", g.Label, err)
 		}
 		var cells []string
 		for _, s := range gains {

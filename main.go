@@ -251,7 +251,9 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 				return exitInterrupted
 			}
 		}
-		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
+		// A package's error names its package ("data: F:1: ..."): where
+		// that is the command's own name (spiral data), it is said once.
+		fmt.Fprintf(env.stderr, "spiral %s: %s\n", cmd.name, strings.TrimPrefix(err.Error(), cmd.name+": "))
 		var ue usageError
 		if errors.As(err, &ue) {
 			return exitUsage

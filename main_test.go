@@ -1037,7 +1037,7 @@ func TestUndetectedFormatNamesTheFlag(t *testing.T) {
 	var stderr bytes.Buffer
 	code := run(context.Background(), []string{"data", "inspect", path}, &cliEnv{stdout: io.Discard, stderr: &stderr})
 	require.Equal(t, exitFailure, code, stderr.String())
-	require.Equal(t, fmt.Sprintf("spiral data: data: %s: cannot detect the format from the extension \"\" or the content; give --format jsonl, json or parquet\n", path), stderr.String())
+	require.Equal(t, fmt.Sprintf("spiral data: %s: cannot detect the format from the extension \"\" or the content; give --format jsonl, json or parquet\n", path), stderr.String())
 }
 
 // TestFormatDetectedFromContent: a data file whose extension names no
@@ -3013,4 +3013,48 @@ func TestEngineTimeoutHelp(t *testing.T) {
 	ef.register(fs)
 	require.Equal(t, "openai engine: the longest one request may take, its retries included (a 429, 5xx or connection error is retried up to 4 times with backoff, no sooner than the server's Retry-After asks; the retries are announced on stderr, at most a line in 10s, which counts those not shown)",
 		fs.Lookup("engine-timeout").Usage)
+}
+
+// TestNoDoubledCommandPrefix: an error of a package or of code named as
+// the command it runs in is printed with the command's name once; spiral
+// data's said "spiral data: data: F: ..." and compare's "spiral compare:
+// compare: --max-k: ...".
+func TestNoDoubledCommandPrefix(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+		return p
+	}
+	undetected := write("problems", "problem,answer\n1+1,2\n")
+	malformed := write("bad.jsonl", "garbage\n")
+	noProblem := write("x.jsonl", `{"x": 1}`+"\n")
+	var passK []string
+	for _, m := range []string{"c", "d"} {
+		passK = append(passK, write(m+".json", `{"meta": {"mode": "passk", "model": "`+m+`", "problems": 1}, "config": {"samples": 4, "ks": [2, 4]},
+			"points": [{"k": 2, "pass_at_k": 0.5, "majority_at_k": 0.5}, {"k": 4, "pass_at_k": 1, "majority_at_k": 0.5}]}`))
+	}
+	runDir := filepath.Join(dir, "run")
+	require.NoError(t, os.Mkdir(runDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(runDir, "metrics.jsonl"), []byte("x\n"), 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string // "" where only the prefix is checked
+	}{
+		{[]string{"data", "inspect", undetected}, "spiral data: " + undetected + `: cannot detect the format from the extension "" or the content; give --format jsonl, json or parquet` + "\n"},
+		{[]string{"data", "inspect", malformed}, "spiral data: " + malformed + ":1: malformed JSON: invalid character 'g' looking for beginning of value\n"},
+		{[]string{"data", "inspect", noProblem}, "spiral data: " + noProblem + ":1: no problem field: none of [problem question prompt input query] among the fields [x]; name it with --problem-field\n"},
+		{append([]string{"compare", "--max-k", "1"}, passK...), "spiral compare: --max-k: report: c: no pass@k point at k <= 1\n"},
+		{[]string{"plot", malformed}, ""},
+		{[]string{"tensorboard", runDir}, ""},
+		{[]string{"plan", "--model", malformed}, ""},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitFailure, code, "%q: %s", tc.args, stderr.String())
+		if tc.want != "" {
+			require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
+		}
+		require.False(t, strings.HasPrefix(stderr.String(), "spiral "+tc.args[0]+": "+tc.args[0]+": "), "%q: %s", tc.args, stderr.String())
+	}
 }
