@@ -75,7 +75,7 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 				return err
 			}
 			for _, f := range curves.Torn {
-				fmt.Fprintf(env.stderr, "spiral compare: warning: --run %s: %s: its last line is cut short (the run was killed while writing it, or is writing it now): left out\n", r, f)
+				fmt.Fprintf(env.stderr, "spiral: warning: --run %s: %s: its last line is cut short (the run was killed while writing it, or is writing it now): left out\n", r, f)
 			}
 			c.runs = append(c.runs, labelledRun{label, dir, curves})
 		}
@@ -94,7 +94,7 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 			if !*allowDiff {
 				return fmt.Errorf("reports evaluated on different problems (a ratio or gain between them compares different questions; --allow-different-problems compares them anyway):\n%s", diff)
 			}
-			fmt.Fprintf(env.stderr, "spiral compare: warning: reports evaluated on different problems, compared anyway (--allow-different-problems): a ratio or gain between them compares different questions:\n%s\n", diff)
+			fmt.Fprintf(env.stderr, "spiral: warning: reports evaluated on different problems, compared anyway (--allow-different-problems): a ratio or gain between them compares different questions:\n%s\n", diff)
 		}
 		if diff := c.modeDifferences(); diff != "" && *out != "" {
 			// The printed tables compare within a mode; --out's summary.md
@@ -103,10 +103,10 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 			if !*allowDiff {
 				return fmt.Errorf("reports of different modes evaluated on different problems (--out's summary.md rows and tokens.%s curves would set them side by side; --allow-different-problems writes them anyway):\n%s", *figures, diff)
 			}
-			fmt.Fprintf(env.stderr, "spiral compare: warning: reports of different modes evaluated on different problems, written anyway (--allow-different-problems): --out's summary.md rows and tokens.%s curves set them side by side:\n%s\n", *figures, diff)
+			fmt.Fprintf(env.stderr, "spiral: warning: reports of different modes evaluated on different problems, written anyway (--allow-different-problems): --out's summary.md rows and tokens.%s curves set them side by side:\n%s\n", *figures, diff)
 		}
 		if diff := c.settingDifferences(); diff != "" {
-			fmt.Fprintf(env.stderr, "spiral compare: warning: reports evaluated with different settings, compared anyway: a ratio or gain between them mixes the models' difference with the settings':\n%s\n", diff)
+			fmt.Fprintf(env.stderr, "spiral: warning: reports evaluated with different settings, compared anyway: a ratio or gain between them mixes the models' difference with the settings':\n%s\n", diff)
 		}
 		if *out == "" {
 			return c.report(env.stdout, "")

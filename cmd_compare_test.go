@@ -526,7 +526,7 @@ func TestCompareSeedsEvaluatedWithOtherSettings(t *testing.T) {
 	a, b := write("a.json", passk("base", t1)), write("b.json", passk("trained", t06))
 	var stdout, stderr bytes.Buffer
 	require.Zero(t, run(context.Background(), []string{"compare", a, b}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
-	require.Equal(t, fmt.Sprintf("spiral compare: warning: reports evaluated with different settings, compared anyway: a ratio or gain between them mixes the models' difference with the settings':\n  %s against %s (passk reports): temperature 0.6 against 1 (eval's --temperature)\n", b, a), stderr.String())
+	require.Equal(t, fmt.Sprintf("spiral: warning: reports evaluated with different settings, compared anyway: a ratio or gain between them mixes the models' difference with the settings':\n  %s against %s (passk reports): temperature 0.6 against 1 (eval's --temperature)\n", b, a), stderr.String())
 	require.Contains(t, stdout.String(), "pass@k: samples trained needs to reach base's pass@k")
 
 	// A report that does not record a setting (written before it was
@@ -880,7 +880,7 @@ func TestCompareModesOnOtherProblems(t *testing.T) {
 	wantB := "  " + otherLabel + " against " + passk + " (label b's sequential report against label a's passk report): problem count 1 against 2\n"
 	wantIDs := "  " + otherIDs + " against " + passk + " (label b's sequential report against label a's passk report): problem 1 is \"z\" against \"y\"\n"
 	const refused = "spiral compare: reports of different modes evaluated on different problems (--out's summary.md rows and tokens.png curves would set them side by side; --allow-different-problems writes them anyway):\n"
-	const warned = "spiral compare: warning: reports of different modes evaluated on different problems, written anyway (--allow-different-problems): --out's summary.md rows and tokens.png curves set them side by side:\n"
+	const warned = "spiral: warning: reports of different modes evaluated on different problems, written anyway (--allow-different-problems): --out's summary.md rows and tokens.png curves set them side by side:\n"
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -1066,4 +1066,17 @@ func TestCompareMaxKWithoutPassK(t *testing.T) {
 	// --max-k 0, every k, is the default; and with pass@k reports it is read.
 	require.Zero(t, run(context.Background(), append([]string{"compare", "--max-k", "0"}, reps...), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
 	require.Zero(t, run(context.Background(), append([]string{"compare", "--max-k", "2"}, twoPassKReports(t, t.TempDir())...), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+}
+
+// TestCompareTornRunWarning: a --run whose metrics.jsonl's last line is
+// cut short is compared without it, with a warning in the form of every
+// other command's, "spiral: warning:"; compare's said "spiral compare:
+// warning:".
+func TestCompareTornRunWarning(t *testing.T) {
+	dir := t.TempDir()
+	metrics := `{"step": 1, "search": {"traces": 2, "reward": 0.5, "mean_length": 3}, "problems_informative": 1, "entropy": 0.5}` + "\n" + `{"step": 2, "sea`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(metrics), 0o644))
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"compare", "--run", "a=" + dir}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.Equal(t, fmt.Sprintf("spiral: warning: --run a=%s: %s: its last line is cut short (the run was killed while writing it, or is writing it now): left out\n", dir, filepath.Join(dir, "metrics.jsonl")), stderr.String())
 }

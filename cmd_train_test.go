@@ -99,7 +99,7 @@ func TestCompareTrainFinalRSA(t *testing.T) {
 	}{
 		{"spiral", exitFailure, fmt.Sprintf("spiral compare: %s and %s, seeds of label spiral (averaged point by point), were evaluated with other settings: temperature 1 and 0.6 (eval's --temperature): evaluate a label's seeds alike, or give them other --label\n",
 			filepath.Join(runDir, "rsa.json"), filepath.Join(evalDir, "rsa.json"))},
-		{"other", 0, fmt.Sprintf("spiral compare: warning: reports evaluated with different settings, compared anyway: a ratio or gain between them mixes the models' difference with the settings':\n  %s against %s (rsa reports): temperature 0.6 against 1 (eval's --temperature)\n",
+		{"other", 0, fmt.Sprintf("spiral: warning: reports evaluated with different settings, compared anyway: a ratio or gain between them mixes the models' difference with the settings':\n  %s against %s (rsa reports): temperature 0.6 against 1 (eval's --temperature)\n",
 			filepath.Join(evalDir, "rsa.json"), filepath.Join(runDir, "rsa.json"))},
 	} {
 		t.Run(tc.label, func(t *testing.T) {
