@@ -62,7 +62,7 @@ func (f *planFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.genRows, "gen-rows", 64, "generation: rows decoded together (--gen-batch)")
 	fs.IntVar(&f.genCapacity, "gen-capacity", defaultPlanGenCapacity, "generation: positions per row, prompt plus new tokens (the paper: 1,024 + 4,096); the default is cut to a shorter context of the model's, as --tokens'")
 	registerGenCallMiB(fs, &f.genCallMiB)
-	fs.StringVar(&f.device, "device-memory", "", "memory to fit, e.g. 80GB (10^9 bytes) or 24GiB (2^30); default: this machine's")
+	fs.StringVar(&f.device, "device-memory", "", "memory to fit: a number with a unit, k, M, G or T (powers of 1000) or KiB, MiB, GiB or TiB (of 1024), B optional, any case, e.g. 80GB, 1.5T or 24GiB; a number without one is bytes, at least 1 MiB; default: this machine's")
 	fs.BoolVar(&f.json, "json", false, "print the prediction as JSON")
 }
 
@@ -491,18 +491,21 @@ func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
 
 func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
 
-// parseByteSize reads 80GB (10^9 bytes each), 24GiB (2^30), 512MiB, 512MB
-// or a plain number of bytes.
+// parseByteSize reads a size with a unit, k, M, G or T (powers of 1000)
+// or KiB, MiB, GiB or TiB (of 1024), with or without B, in any case
+// (80GB, 1.5T, 24GiB, 512k), or a number without a unit, bytes: at least
+// 1 MiB, since less fits no model and is a unit left out ("80").
 func parseByteSize(s string) (int64, error) {
 	units := []struct {
 		suffix string
 		mult   float64
-	}{{"GIB", 1 << 30}, {"MIB", 1 << 20}, {"TIB", 1 << 40}, {"GB", 1e9}, {"MB", 1e6}, {"TB", 1e12}, {"G", 1e9}, {"M", 1e6}, {"B", 1}}
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+		{"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"B", 1}}
 	t := strings.ToUpper(strings.TrimSpace(s))
-	mult := 1.0
+	mult, unit := 1.0, false
 	for _, u := range units {
 		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			t, mult, unit = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult, true
 			break
 		}
 	}
@@ -515,6 +518,10 @@ func parseByteSize(s string) (int64, error) {
 	}
 	if v*mult < 1 {
 		return 0, fmt.Errorf("%q is %g bytes: want at least one byte", s, v*mult)
+	}
+	if !unit && v < 1<<20 {
+		n := strings.TrimSpace(s)
+		return 0, fmt.Errorf("%q is %s bytes (a number without a unit is bytes, at least 1 MiB): give a unit, such as %sGB or %sGiB", s, strconv.FormatFloat(v, 'f', -1, 64), n, n)
 	}
 	return int64(v * mult), nil
 }

@@ -738,3 +738,41 @@ func TestPlanModelMissing(t *testing.T) {
 		require.Equal(t, "spiral plan: "+tc.want+"\n", stderr.String(), "%q", tc.args)
 	}
 }
+
+// TestParseByteSizeUnits: --device-memory takes k, M, G and T (powers of
+// 1000) and KiB, MiB, GiB and TiB (of 1024), with or without B, in any
+// case; 1.5T and 512k were refused ("want a positive size"). A number
+// without a unit is bytes, for a script's exact count, but under 1 MiB,
+// which fits no model, it is refused suggesting a unit: 80 planned for
+// 80 bytes ("memory to fit: 0.00 GiB", nothing fits).
+func TestParseByteSizeUnits(t *testing.T) {
+	for _, tc := range []struct {
+		size string
+		want int64
+	}{
+		{"1.5T", 1.5e12}, {"1.5TB", 1.5e12}, {"2tib", 2 << 40}, {"80G", 80e9}, {"80gb", 80e9}, {"24GiB", 24 << 30},
+		{"512M", 512e6}, {"512MiB", 512 << 20}, {"512k", 512e3}, {"512K", 512e3}, {"512kB", 512e3}, {"512KiB", 512 << 10},
+		{"1048576", 1 << 20}, {"85899345920", 80 << 30}, {"512B", 512},
+	} {
+		got, err := parseByteSize(tc.size)
+		require.NoError(t, err, tc.size)
+		require.Equal(t, tc.want, got, tc.size)
+	}
+	for _, tc := range []struct{ size, want string }{
+		{"80", `"80" is 80 bytes (a number without a unit is bytes, at least 1 MiB): give a unit, such as 80GB or 80GiB`},
+		{"1048575", `"1048575" is 1048575 bytes (a number without a unit is bytes, at least 1 MiB): give a unit, such as 1048575GB or 1048575GiB`},
+		{"0.5", `"0.5" is 0.5 bytes: want at least one byte`},
+	} {
+		_, err := parseByteSize(tc.size)
+		require.EqualError(t, err, tc.want, tc.size)
+	}
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"plan", "--model", "qwen3-0.6b", "--device-memory", "80"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral plan: --device-memory: \"80\" is 80 bytes (a number without a unit is bytes, at least 1 MiB): give a unit, such as 80GB or 80GiB\n", stderr.String())
+	var stdout bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"plan", "--model", "qwen3-0.6b", "--device-memory", "1.5T", "--json"}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	var rep planReport
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+	require.Equal(t, int64(1.5e12), rep.DeviceMemory)
+}
