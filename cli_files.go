@@ -186,7 +186,9 @@ func refuseBrokenLink(flag, path, dir string) error {
 // the flag's value path, where link is a symbolic link to a directory
 // that does not exist (or one that cannot be followed, a loop): mkdir(2)
 // answers "file exists" there (the link is), which names neither the
-// link nor what is missing. Nil where link is no such link.
+// link nor what is missing. It is a usage error, a bad value of the
+// flag, as a file where a directory is wanted is (outError). Nil where
+// link is no such link.
 func linkLeadsNowhere(flag, path, link string) error {
 	target, err := os.Readlink(link)
 	if err != nil {
@@ -204,7 +206,7 @@ func linkLeadsNowhere(flag, path, link string) error {
 	if errors.As(err, &pe) && !errors.Is(err, fs.ErrNotExist) {
 		why = "which cannot be followed (" + pe.Err.Error() + "): correct the link"
 	}
-	return fmt.Errorf("%s %s: %s is a symbolic link to %s, %s, or give another %s", flag, path, link, target, why, flag)
+	return usageError{fmt.Errorf("%s %s: %s is a symbolic link to %s, %s, or give another %s", flag, path, link, target, why, flag)}
 }
 
 // sidecar is a file that spiral reads beside a model file, to be written

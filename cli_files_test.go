@@ -142,7 +142,9 @@ func TestRefusedEvalLeavesNothing(t *testing.T) {
 // the link and where it leads, and nothing is made. mkdir(2) answers
 // "file exists" there (the link is), so each command said only "--out
 // L: mkdir L: file exists", which names neither the link nor what is
-// missing. A link in a loop is named likewise.
+// missing. A link in a loop is named likewise. Both are a bad value of
+// the flag, exit 2, as an --out that is a file is and as an input path
+// that is a link in a loop is; they exited 1.
 func TestOutDanglingSymlink(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	for _, tc := range []struct {
@@ -161,6 +163,12 @@ func TestOutDanglingSymlink(t *testing.T) {
 			func(l string) string { return filepath.Join(l, "p.jsonl") }},
 		{"export", func(l string) []string { return []string{"export", "--format", "hf", "--out", l} }, nil},
 		{"artifacts", func(l string) []string { return []string{"artifacts", "--out", l} }, nil},
+		{"compare", func(l string) []string {
+			return append([]string{"compare", "--out", l}, twoPassKReports(t, t.TempDir())...)
+		}, nil},
+		{"plot", func(l string) []string {
+			return append([]string{"plot", "--out", filepath.Join(l, "x.png")}, twoPassKReports(t, t.TempDir())...)
+		}, func(l string) string { return filepath.Join(l, "x.png") }},
 		{"eval, a link to itself", func(l string) []string { return []string{"eval", "--mode", "passk", "--out", l, "--quiet"} }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -177,7 +185,7 @@ func TestOutDanglingSymlink(t *testing.T) {
 			}
 			var stderr bytes.Buffer
 			code := run(context.Background(), tc.args(link), &cliEnv{stdout: io.Discard, stderr: &stderr})
-			require.Equal(t, exitFailure, code, stderr.String())
+			require.Equal(t, exitUsage, code, stderr.String())
 			require.Contains(t, stderr.String(), "--out "+out+": "+link+" is a symbolic link to "+filepath.Join(root, target)+
 				", "+why+", or give another --out\n")
 			entries, err := os.ReadDir(root)
