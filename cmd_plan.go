@@ -36,6 +36,7 @@ type planFlags struct {
 	model        string
 	rows, tokens int
 	loraRank     int
+	loraAlpha    float64
 	loraTargets  string
 	genRows      int
 	genCapacity  int
@@ -57,6 +58,7 @@ func (f *planFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.rows, "rows", 1, "training: rows per micro-batch")
 	fs.IntVar(&f.tokens, "tokens", defaultPlanTokens, "training: tokens per row (the paper's aggregation prompt with n = 4 candidates is about 9k); the default is cut to a shorter context of the model's (config.json max_position_embeddings), a value given is planned as given")
 	fs.IntVar(&f.loraRank, "lora-rank", 0, "training: LoRA rank (0: full fine-tune)")
+	fs.Float64Var(&f.loraAlpha, "lora-alpha", 32, "training: LoRA alpha, as train's (the adapters' product is scaled by alpha / rank); it changes no memory, and is taken so that train's LoRA flags can be planned as given")
 	fs.StringVar(&f.loraTargets, "lora-targets", strings.Join(lmgraph.LoRATargets, ","), "training: comma-separated projections LoRA adapts")
 	registerSelection(fs, &f.train, &f.freeze)
 	fs.IntVar(&f.genRows, "gen-rows", 64, "generation: rows decoded together (--gen-batch)")
@@ -102,7 +104,7 @@ func (f *planFlags) validate() (int64, error) {
 	errs = append(errs, loraWithoutRank(f.changed, f.loraRank))
 	if f.loraRank < 0 {
 		errs = append(errs, fmt.Errorf("--lora-rank %d: want >= 0", f.loraRank))
-	} else if _, err := parseLoRA(f.loraRank, 32, f.loraTargets); err != nil {
+	} else if _, err := parseLoRA(f.loraRank, f.loraAlpha, f.loraTargets); err != nil {
 		errs = append(errs, err)
 	}
 	_, err := parseSelection(f.train, f.freeze)
@@ -206,7 +208,7 @@ func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget 
 	opts := f.exec.options()
 	tokensCut := f.withinContext(arch, "tokens", &f.tokens)
 	genCut := f.withinContext(arch, "gen-capacity", &f.genCapacity)
-	lora, err := parseLoRA(f.loraRank, 32, f.loraTargets)
+	lora, err := parseLoRA(f.loraRank, f.loraAlpha, f.loraTargets)
 	if err != nil {
 		return usageError{err}
 	}

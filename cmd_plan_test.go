@@ -776,3 +776,23 @@ func TestParseByteSizeUnits(t *testing.T) {
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
 	require.Equal(t, int64(1.5e12), rep.DeviceMemory)
 }
+
+// TestPlanLoRAAlpha: plan takes train's --lora-alpha, so that a training
+// command's LoRA flags can be planned as they are ("unknown flag:
+// --lora-alpha", exit 2); it changes no memory planned, and is refused
+// without --lora-rank, as --lora-targets is and as train refuses it.
+func TestPlanLoRAAlpha(t *testing.T) {
+	plan := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB", "--json"}, args...), &cliEnv{stdout: &stdout, stderr: &stderr})
+		return code, stdout.String(), stderr.String()
+	}
+	code, without, stderr := plan("--lora-rank", "8")
+	require.Zero(t, code, stderr)
+	code, with, stderr := plan("--lora-rank", "8", "--lora-alpha", "16")
+	require.Zero(t, code, stderr)
+	require.Equal(t, without, with)
+	code, _, stderr = plan("--lora-alpha", "16")
+	require.Equal(t, exitUsage, code)
+	require.Equal(t, "spiral plan: --lora-alpha shapes --lora-rank's adapters; without --lora-rank (a full fine-tune) it would be ignored\n", stderr)
+}
