@@ -15,6 +15,7 @@ import (
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/rollout"
 )
 
 // dataFileWant is what data inspect's FILE must be.
@@ -142,6 +143,10 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 			"max operand ", "--max-operand ").Replace(err.Error()))}
 	}
 	ds, err := task.Dataset(split, f.problems, synth.EmbeddedSeed)
+	var few *synth.TooFewError
+	if errors.As(err, &few) {
+		return usageError{fmt.Errorf("--problems %d: only %s found with these settings: ask for fewer, or widen --min-operand..--max-operand or --min-operands..--max-operands", f.problems, rollout.Plural(few.Found, fmt.Sprintf("distinct %s problem", few.Split)))}
+	}
 	if err != nil {
 		return usageError{err}
 	}

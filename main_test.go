@@ -3072,3 +3072,18 @@ func TestDataSynthOutDirectoryToBe(t *testing.T) {
 	require.Equal(t, "spiral data: --out "+dir+"/ is a directory: want the JSONL file to write, such as "+filepath.Join(dir, "problems.jsonl")+"\n", stderr.String())
 	require.NoDirExists(t, dir)
 }
+
+// TestDataSynthTooFewNamesTheFlags: a --problems past the distinct
+// problems the settings give is refused naming --problems and the flags
+// that widen the set; it said "synth: only 1134 distinct test problems
+// found, want 100000; widen the operand range or count", naming no flag.
+func TestDataSynthTooFewNamesTheFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"data", "synth", "--problems", "100000"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral data: --problems 100000: only 1134 distinct test problems found with these settings: ask for fewer, or widen --min-operand..--max-operand or --min-operands..--max-operands\n", stderr.String())
+	stderr.Reset()
+	code = run(context.Background(), []string{"data", "synth", "--form", "compute", "--max-operand", "1", "--problems", "5"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral data: --problems 5: only 1 distinct test problem found with these settings: ask for fewer, or widen --min-operand..--max-operand or --min-operands..--max-operands\n", stderr.String())
+}
