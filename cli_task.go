@@ -229,12 +229,12 @@ func tooLong(n int) string {
 // within the model's context (c.ContextLength, when known): the prompt
 // plus c.MaxNewTokens must fit. With candidates > 0 (the candidates of
 // the command's aggregation prompts; 0 when it renders none) the
-// shortest aggregation prompt the fitting reaches must fit too: the
-// template over the problem and candidates empty candidates, plus one
-// token for each (longer ones get their candidates cut further, down to
-// one token; see rollout.PipelineConfig.PromptLimit), which would
-// otherwise stop the run at the first step that draws the problem. Each
-// dropped problem is reported on warn with its source row.
+// aggregation prompt must fit too with candidates empty candidates plus
+// one token for each: longer ones get their candidates cut further, down
+// to one token, or to no text where a BPE tokenizer's token costs the
+// rendered prompt more than one (see rollout.PipelineConfig.PromptLimit),
+// so a problem kept never stops the run at the first step that draws
+// it. Each dropped problem is reported on warn with its source row.
 func fitContext(s *modelSession, tmpl templateSet, problems []data.Problem, c rollout.SamplerConfig, candidates int, warn io.Writer) ([]data.Problem, error) {
 	if c.ContextLength == 0 {
 		return problems, nil

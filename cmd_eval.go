@@ -348,7 +348,7 @@ func noteFittedPrompts(w io.Writer, res rollout.RSAResult, problems int) {
 		return
 	}
 	prompts := problems * res.Config.Population * res.Config.Steps
-	fmt.Fprintf(w, "spiral: note: %d of the %d aggregation prompts passed %d tokens (the model's context less --max-new-tokens), so their candidates were cut to fit, keeping each one's end (rsa.json's fitted_prompts counts them at each step where any were, left out at 0; --candidate-tokens caps candidates up front)\n",
+	fmt.Fprintf(w, "spiral: note: %d of the %d aggregation prompts passed %d tokens (the model's context less --max-new-tokens), so their candidates were cut to fit, keeping as much of each one's end as fits (rsa.json's fitted_prompts counts them at each step where any were, left out at 0; --candidate-tokens caps candidates up front)\n",
 		fitted, prompts, res.Config.PromptLimit)
 }
 

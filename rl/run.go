@@ -453,7 +453,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		fmt.Fprintln(p.Out, m.Line())
 		if n := m.Aggregate.FittedPrompts; n > 0 && !warnedFitted {
 			warnedFitted = true
-			fmt.Fprintf(p.Warn, "spiral: warning: step %d: %d aggregation prompts passed %d tokens (the model's context less --max-new-tokens), so their candidates were cut to fit, keeping each one's end; metrics.jsonl's aggregate.fitted_prompts counts them at every step where any were, left out at 0 (--candidate-tokens caps candidates up front, a shorter --max-new-tokens leaves more room)\n",
+			fmt.Fprintf(p.Warn, "spiral: warning: step %d: %d aggregation prompts passed %d tokens (the model's context less --max-new-tokens), so their candidates were cut to fit, keeping as much of each one's end as fits; metrics.jsonl's aggregate.fitted_prompts counts them at every step where any were, left out at 0 (--candidate-tokens caps candidates up front, a shorter --max-new-tokens leaves more room)\n",
 				m.Step, n, tr.Config().Pipeline.PromptLimit)
 		}
 		if evalDue(tr.Step()) {

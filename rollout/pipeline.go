@@ -239,9 +239,14 @@ func (p *Pipeline) aggregate(ctx context.Context, groups []Group, population [][
 // (all when capTok <= 0) and decoded (see candidateText). When limit > 0
 // and the prompt is longer than limit tokens, every candidate is cut to
 // one shorter cap, the largest that fits (found by bisection, keeping the
-// ends where the answers are), and fitted is true; a prompt that does not
-// fit even with one token per candidate is an error that gives both
-// lengths.
+// ends where the answers are), and fitted is true. Where not even a cap of
+// one token fits, the candidates are cut to no text: with a BPE tokenizer
+// a candidate's one token can cost the rendered prompt more than one (the
+// template's newlines around an empty candidate merge into one token, and
+// its text splits them), so a prompt that fits with its candidates empty
+// plus one token of each (what the commands check up front) may not fit
+// with one token of each. A prompt that does not fit even with its
+// candidates empty is an error that gives both lengths.
 func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, limit int) (prompt []int32, fitted bool, err error) {
 	// A candidate's whole text, decoded only for a cut text that starts
 	// with U+FFFD (see candidateText), once.
@@ -275,9 +280,7 @@ func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, lim
 		hi = min(hi, capTok)
 	}
 	lo, best := 1, []int32(nil)
-	// The largest cap in [1, hi] whose prompt fits; when none does, the
-	// last cap tried is 1, and shortest its prompt's length.
-	shortest := len(prompt)
+	// The largest cap in [1, hi] whose prompt fits.
 	for lo <= hi {
 		mid := (lo + hi) / 2
 		p, err := render(mid)
@@ -287,13 +290,20 @@ func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, lim
 		if len(p) <= limit {
 			best, lo = p, mid+1
 		} else {
-			hi, shortest = mid-1, len(p)
+			hi = mid - 1
 		}
 	}
-	if best == nil {
-		return nil, false, fmt.Errorf("aggregation prompt of %d tokens is %d even with one token per candidate, over the %d-token limit", len(prompt), shortest, limit)
+	if best != nil {
+		return best, true, nil
 	}
-	return best, true, nil
+	empty, err := pr.AggregatePrompt(problem, make([]string, len(cands)))
+	if err != nil {
+		return nil, false, err
+	}
+	if len(empty) > limit {
+		return nil, false, fmt.Errorf("aggregation prompt of %d tokens is %d even with every candidate cut to no text, over the %d-token limit", len(prompt), len(empty), limit)
+	}
+	return empty, true, nil
 }
 
 // candidateText decodes the last n tokens of ids (all when n <= 0), whose

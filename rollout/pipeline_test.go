@@ -246,7 +246,8 @@ func TestPipelineConfigErrors(t *testing.T) {
 
 // TestAggregationPromptFitsLimit: a prompt over the limit has every
 // candidate cut to the largest common cap that fits (keeping the ends);
-// under the limit it is unchanged; a limit no cap can meet is an error.
+// under the limit it is unchanged; a limit no cap can meet has them cut to
+// no text, and one that not even that meets is an error.
 func TestAggregationPromptFitsLimit(t *testing.T) {
 	pr := pipeFakePrompter{}
 	cands := [][]int32{pipeBytes("abcdefghij"), pipeBytes("0123456789")}
@@ -268,15 +269,21 @@ func TestAggregationPromptFitsLimit(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "A:p|hij|789", pr.Text(capped))
 	require.False(t, fitted, "--candidate-tokens' cap is not a cut to fit")
-	_, _, err = aggregationPrompt(pr, "p", cands, 0, 6)
-	require.ErrorContains(t, err, "even with one token per candidate")
+	// "A:p|" + 2 candidates of 1 byte + "|" = 7 > 6: no text, "A:p||".
+	none, fitted, err := aggregationPrompt(pr, "p", cands, 0, 6)
+	require.NoError(t, err)
+	require.Equal(t, "A:p||", pr.Text(none))
+	require.True(t, fitted)
+	_, _, err = aggregationPrompt(pr, "p", cands, 0, 4)
+	require.ErrorContains(t, err, "even with every candidate cut to no text")
 }
 
-// TestAggregationPromptUnfittableSaysShortest: a prompt that no cap fits
-// is refused with its length at one token per candidate, the shortest
-// the fitting reaches, beside the limit; it gave the uncut length alone
-// ("aggregation prompt of 25 tokens does not fit the 6-token limit even
-// with one token per candidate"), which read as the length at one token.
+// TestAggregationPromptUnfittableSaysShortest: a prompt that does not fit
+// even with its candidates cut to no text is refused with that length,
+// the shortest the fitting reaches, beside the limit; it gave the uncut
+// length alone ("aggregation prompt of 25 tokens does not fit the 6-token
+// limit even with one token per candidate"), which read as the length at
+// one token.
 func TestAggregationPromptUnfittableSaysShortest(t *testing.T) {
 	pr := pipeFakePrompter{}
 	cands := [][]int32{pipeBytes("abcdefghij"), pipeBytes("0123456789")}
@@ -284,8 +291,8 @@ func TestAggregationPromptUnfittableSaysShortest(t *testing.T) {
 		capTok, limit int
 		want          string
 	}{
-		{0, 6, "aggregation prompt of 25 tokens is 7 even with one token per candidate, over the 6-token limit"},
-		{3, 5, "aggregation prompt of 11 tokens is 7 even with one token per candidate, over the 5-token limit"},
+		{0, 4, "aggregation prompt of 25 tokens is 5 even with every candidate cut to no text, over the 4-token limit"},
+		{3, 3, "aggregation prompt of 11 tokens is 5 even with every candidate cut to no text, over the 3-token limit"},
 	} {
 		_, _, err := aggregationPrompt(pr, "p", cands, tc.capTok, tc.limit)
 		require.EqualError(t, err, tc.want, "cap %d, limit %d", tc.capTok, tc.limit)

@@ -101,6 +101,51 @@ func TestAggregationPromptCutQwen3(t *testing.T) {
 	}
 }
 
+// TestAggregationPromptFitsWhereATokenCostsMoreQwen3: the up-front check
+// (fitContext) keeps a problem whose aggregation prompt with its K
+// candidates empty, plus one token of each, fits the limit. With a BPE
+// tokenizer a candidate cut to one token can cost the rendered prompt
+// more: with the default template and Qwen3's tokenizer, the empty
+// candidates' newlines merge ("\n\n\n" is one token) and a candidate's
+// last token " x" splits them, 2 tokens a candidate. RSA stopped at step 1
+// with "aggregation prompt of 135 tokens is 131 even with one token per
+// candidate, over the 127-token limit" though the check had passed; the
+// candidates are cut further, to no text, which fits wherever the check
+// passed.
+func TestAggregationPromptFitsWhereATokenCostsMoreQwen3(t *testing.T) {
+	dir := os.Getenv("SPIRAL_QWEN3_TOKENIZER_DIR")
+	if dir == "" {
+		t.Skip("SPIRAL_QWEN3_TOKENIZER_DIR is unset: run scripts/setup.sh and source ~/.cache/spiral/env.sh")
+	}
+	tok, err := tokenizer.Load(dir)
+	require.NoError(t, err)
+	defer tok.Close()
+	tm, err := data.LoadTemplates("", "")
+	require.NoError(t, err)
+	pr := ChatPrompter{Tok: tok, Templates: tm}
+	const problem, k = "2+2?", 4
+	empty, err := pr.AggregatePrompt(problem, make([]string, k))
+	require.NoError(t, err)
+	limit := len(empty) + k // the most the up-front check lets through
+	one, err := pr.AggregatePrompt(problem, []string{" x", " x", " x", " x"})
+	require.NoError(t, err)
+	require.Equal(t, []int{123, 131}, []int{len(empty), len(one)}, "one token of each costs 2")
+
+	gen := &fixedGen{outs: []Completion{{Tokens: append(tok.Encode("so x"), tok.IMEnd()), Finish: FinishStop}}}
+	e := Evaluator{Gen: gen, Prompter: pr, Judge: evalJudge}
+	res, err := e.RSA(context.Background(), []data.Problem{{ID: "a", Problem: problem, Answer: "4"}},
+		RSAConfig{Population: k, SubsetSize: k, Steps: 1, PromptLimit: limit}, 1)
+	require.NoError(t, err)
+	require.Equal(t, k, res.Steps[1].FittedPrompts)
+	for _, req := range gen.calls[1] {
+		require.Equal(t, empty, req.Prompt, "candidates cut to no text")
+	}
+
+	// Where even that does not fit, the error says so.
+	_, _, err = aggregationPrompt(pr, problem, [][]int32{tok.Encode("so x")}, 0, 10)
+	require.EqualError(t, err, "aggregation prompt of 105 tokens is 102 even with every candidate cut to no text, over the 10-token limit")
+}
+
 // TestTemplateFailureNamesFileAndProblem: a template that passes the
 // load's probe and fails on a real problem read
 // `rollout: search prompt of problem "p7": rollout: search template:
