@@ -87,7 +87,13 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	if f.limit > 0 && f.limit < len(problems) {
 		problems = problems[:f.limit]
 	}
-	if f.limit > len(problems) {
+	switch {
+	case f.limit > len(problems) && onTask:
+		// The embedded task's test split holds more problems than the
+		// embeddedEvalProblems eval uses; data synth writes more of them.
+		fmt.Fprintf(env.stderr, "spiral: note: --limit %d: eval on the embedded task uses the first %d problems of %s; evaluating those (spiral data synth --problems %d --out FILE writes its first %d, for --data FILE)\n",
+			f.limit, len(problems), dsName, f.limit, f.limit)
+	case f.limit > len(problems):
 		fmt.Fprintf(env.stderr, "spiral: note: --limit %d: %s has %s\n", f.limit, dsName, evaluatingThose(len(problems)))
 	}
 	if err := checkRequests(len(problems), "problems", f.draws(), f.drawsFlag()); err != nil {

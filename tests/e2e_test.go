@@ -1431,13 +1431,14 @@ func TestTrainNoInformativeProblem(t *testing.T) {
 // were cut at --max-new-tokens, and that by default they earned nothing
 // (an accuracy of 0 from a limit too short was given without a word).
 // TestEvalLimitPastProblems: --limit above the problems there are
-// evaluates them all and says so (the embedded task's held-out set is
-// 128 problems).
+// evaluates them all and says so. On the embedded task eval uses the
+// first 128 problems of the test split, which holds 1,134: the note said
+// "embedded:synth-test has 128 problems".
 func TestEvalLimitPastProblems(t *testing.T) {
 	requireRuntime(t)
 	r := spiral(t, nil, "eval", "--mode", "passk", "--samples", "1", "--limit", "200", "--max-new-tokens", "1", "--quiet", "--out", t.TempDir())
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stderr, "spiral: note: --limit 200: embedded:synth-test has 128 problems; evaluating those\n")
+	require.Contains(t, r.stderr, "spiral: note: --limit 200: eval on the embedded task uses the first 128 problems of embedded:synth-test; evaluating those (spiral data synth --problems 200 --out FILE writes its first 200, for --data FILE)\n")
 }
 
 func TestEvalCutTraces(t *testing.T) {
