@@ -176,7 +176,9 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		if err := save(rep, func(path string) error { return report.PlotRSA(path, report.PlotSize{}, rep) }); err != nil {
 			return err
 		}
-		noteFittedPrompts(env.stderr, res, len(problems))
+		if note := res.FittedNote(len(problems), f.mode+".json"); note != "" {
+			fmt.Fprintf(env.stderr, "spiral: note: %s\n", note)
+		}
 		fmt.Fprintf(env.stdout, "%-5s %-9s %-9s %s\n", "step", "accuracy", "majority", "tokens so far (prompt + generated)")
 		for _, s := range res.Steps {
 			fmt.Fprintf(env.stdout, "%-5d %-9.4f %-9.4f %d\n", s.Step, s.Accuracy, s.Majority, s.Cumulative.Total())
@@ -340,22 +342,6 @@ func evaluatingThose(n int) string {
 		return "1 problem; evaluating it"
 	}
 	return rollout.Plural(n, "problem") + "; evaluating those"
-}
-
-// noteFittedPrompts says on w how many of an RSA run's aggregation
-// prompts (problems x N a step) were longer than the model's context
-// less --max-new-tokens and had their candidates cut to fit, if any.
-func noteFittedPrompts(w io.Writer, res rollout.RSAResult, problems int) {
-	fitted := 0
-	for _, st := range res.Steps {
-		fitted += st.FittedPrompts
-	}
-	if fitted == 0 {
-		return
-	}
-	prompts := problems * res.Config.Population * res.Config.Steps
-	fmt.Fprintf(w, "spiral: note: %d of the %d aggregation prompts passed %d tokens (the model's context less --max-new-tokens), so their candidates were cut to fit, keeping as much of each one's end as fits (rsa.json's fitted_prompts counts them at each step where any were, left out at 0; --candidate-tokens caps candidates up front)\n",
-		fitted, prompts, res.Config.PromptLimit)
 }
 
 // cutCounter counts an evaluation's judged traces, those the sampler

@@ -537,8 +537,12 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	meta := report.Meta{Model: model, Label: tr.Config().Algo, Dataset: p.HeldName,
 		Problems: len(p.Held), Seed: seed, Timestamp: time.Now().UTC(), Extra: p.ReportExtra,
 		ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: p.Settings.HeldOut.Digest}
-	if err := report.WriteJSON(filepath.Join(cfg.Dir, FinalRSAFile), report.NewRSA(meta, res)); err != nil {
+	rsaPath := filepath.Join(cfg.Dir, FinalRSAFile)
+	if err := report.WriteJSON(rsaPath, report.NewRSA(meta, res)); err != nil {
 		return err
+	}
+	if note := res.FittedNote(len(p.Held), rsaPath); note != "" {
+		fmt.Fprintf(p.Warn, "spiral: note: final RSA: %s\n", note)
 	}
 	// pass@1 first -> last compares evaluations of these problems alone:
 	// an --override onto other held-out problems left others before
@@ -586,7 +590,7 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	s0, sT := res.Steps[0], res.Steps[len(res.Steps)-1]
 	line += fmt.Sprintf(" RSA (N=%d, K=%d) accuracy %.3f -> %.3f over %s, majority %.3f -> %.3f (%s; %s)",
 		cfg.FinalRSA.Population, cfg.FinalRSA.SubsetSize, s0.Accuracy, sT.Accuracy, rollout.Plural(sT.Step, "step"), s0.Majority, sT.Majority,
-		rollout.Plural(len(p.Held), "problem"), filepath.Join(cfg.Dir, FinalRSAFile))
+		rollout.Plural(len(p.Held), "problem"), rsaPath)
 	fmt.Fprintln(p.Out, line)
 	return nil
 }

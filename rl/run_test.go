@@ -1365,6 +1365,21 @@ func TestRunFinalRSAStaleAfterInterruptedLastEval(t *testing.T) {
 	require.FileExists(t, rsaPath)
 }
 
+// TestRunFinalRSANotesFittedPrompts: the final RSA's aggregation prompts
+// longer than the model's context less --max-new-tokens have their
+// candidates cut to fit, as the pipeline's are (warned of) and eval's
+// RSA's (a note); the final RSA's were cut without a word, counted only
+// in rsa.json. Each problem's prompt ("Ahard|1|0", 9 tokens) passes a
+// limit of 8, so all 2 problems x 2 members x 1 step are cut.
+func TestRunFinalRSANotesFittedPrompts(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	h.cfg.FinalRSA = rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 1, PromptLimit: 8}
+	require.NoError(t, h.run(context.Background()))
+	require.Contains(t, h.log.String(), "spiral: note: final RSA: 4 of the 4 aggregation prompts passed 8 tokens (the model's context less --max-new-tokens), so their candidates were cut to fit, keeping as much of each one's end as fits ("+
+		filepath.Join(dir, FinalRSAFile)+"'s fitted_prompts counts them at each step where any were, left out at 0; --candidate-tokens caps candidates up front)\n")
+}
+
 // TestRunFinalSummaryOtherHeldOut: the held-out summary's pass@1 "first
 // -> last" spans only eval.jsonl's evaluations on the problems the final
 // RSA evaluates, not those an --override onto other held-out problems

@@ -115,6 +115,22 @@ type RSAResult struct {
 	Final [][]Trace `json:"-"`
 }
 
+// FittedNote says how many of r's aggregation prompts (problems x N a
+// step) were longer than Config.PromptLimit and had their candidates cut
+// to fit, naming report, the file whose steps' fitted_prompts count them;
+// "" when none was.
+func (r RSAResult) FittedNote(problems int, report string) string {
+	fitted := 0
+	for _, st := range r.Steps {
+		fitted += st.FittedPrompts
+	}
+	if fitted == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of the %d aggregation prompts passed %d tokens (the model's context less --max-new-tokens), so their candidates were cut to fit, keeping as much of each one's end as fits (%s's fitted_prompts counts them at each step where any were, left out at 0; --candidate-tokens caps candidates up front)",
+		fitted, problems*r.Config.Population*r.Config.Steps, r.Config.PromptLimit, report)
+}
+
 // RSA runs recursive self-aggregation on problems:
 //
 //   - step 0: N search traces per problem (Prompter.SearchPrompt);
