@@ -293,7 +293,10 @@ func (e Evaluator) PassAtK(ctx context.Context, problems []data.Problem, cfg Pas
 
 // BudgetPoint is the accuracy of traces truncated at one token budget.
 type BudgetPoint struct {
-	// Budget is the number of generated tokens a trace may use.
+	// Budget is the number of generated tokens a trace may use, its
+	// stop token included, as --max-new-tokens counts them: a trace of
+	// Budget tokens of text and a stop token is cut at Budget, as
+	// generation at --max-new-tokens Budget would have cut it.
 	Budget int `json:"budget"`
 	// Accuracy is the mean over problems of the fraction of samples whose
 	// first Budget tokens grade correct.

@@ -324,6 +324,45 @@ func TestSequentialBudgetTruncation(t *testing.T) {
 	}
 }
 
+// TestBudgetCountsTheStopToken: a sequential budget of b is b generated
+// tokens, the stop token included, as --max-new-tokens counts them (the
+// sampler ends a row at its limit whatever it drew; the paper's
+// sequential budget is the chain's maximum token count), so budget b
+// grades a trace as generation at --max-new-tokens b would have. A trace
+// of 3 text tokens and its stop token, "x=7" with its answer taken from
+// its last number (unboxed: a cut trace states none):
+//
+//	b=3: cut to "x=7" (generation at 3 would have stopped there, cut):
+//	     truncated, no answer, 3 tokens;
+//	b=4: whole, stopped: correct, 4 tokens.
+func TestBudgetCountsTheStopToken(t *testing.T) {
+	const stop = 0
+	text := func(ids []int32) string {
+		b := make([]byte, 0, len(ids))
+		for _, id := range ids {
+			if id != stop {
+				b = append(b, byte(id))
+			}
+		}
+		return string(b)
+	}
+	judge := Judge{Grade: func(response, gold string) Verdict {
+		a := response[len(response)-1:]
+		return Verdict{Answer: a, Correct: a == gold}
+	}, Equal: evalEqual}
+	tr := Trace{Completion: Completion{Tokens: append(evalTokens("x=7"), stop), Finish: FinishStop}, Text: "x=7"}
+	tr.Verdict = judge.Judge(tr, "7")
+	set := &SampleSet{Problems: []data.Problem{{ID: "a", Problem: "a", Answer: "7"}}, Traces: [][]Trace{{tr}}}
+	pts, err := BudgetCurve(set, []int{3, 4}, text, judge)
+	require.NoError(t, err)
+	require.Equal(t, []BudgetPoint{
+		{Budget: 3, Accuracy: 0, MeanTokens: 3, Truncated: 1},
+		{Budget: 4, Accuracy: 1, MeanTokens: 4, Truncated: 0},
+	}, pts)
+	atLimit := Trace{Completion: Completion{Tokens: evalTokens("x=7"), Finish: FinishLength}, Text: "x=7"}
+	require.False(t, judge.Judge(atLimit, "7").Correct, "generation at --max-new-tokens 3 grades it so")
+}
+
 func TestEvalErrors(t *testing.T) {
 	problems, _ := evalPassProblems()
 	failing := errors.New("boom")
