@@ -117,8 +117,11 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	skipped := before - len(problems)
 	if len(problems) == 0 {
 		which := "the " + rollout.Plural(before, "problem")
-		if before < len(ds.Problems) {
+		switch {
+		case before < len(ds.Problems):
 			which = "the first " + rollout.Plural(before, "problem") + " (--limit)" // as train says of its held-out problems
+		case onTask: // eval's, of the test split's many more
+			which = "the first " + rollout.Plural(before, "problem")
 		}
 		return fmt.Errorf("no problems to evaluate: %s of %s %s for the model (listed above)", which, dsName, tooLong(before))
 	}

@@ -2159,6 +2159,12 @@ func TestTooLongCountsSingular(t *testing.T) {
 			"no problems to evaluate: the 3 problems of " + longs + " are all too long for the model (listed above)"},
 		{"eval --limit", []string{"eval", "--data", longs, "--limit", "1", "--max-new-tokens", "8", "--out", filepath.Join(dir, "el")},
 			"no problems to evaluate: the first 1 problem (--limit) of " + longs + " is too long for the model (listed above)"},
+		// The embedded task's test split holds 1,134 problems, eval's
+		// the first 128: "the 128 problems of embedded:synth-test".
+		{"eval, embedded", []string{"eval", "--max-new-tokens", "4090", "--out", filepath.Join(dir, "ee")},
+			"no problems to evaluate: the first 128 problems of embedded:synth-test are all too long for the model (listed above)"},
+		{"eval --limit, embedded", []string{"eval", "--limit", "5", "--max-new-tokens", "4090", "--out", filepath.Join(dir, "eel")},
+			"no problems to evaluate: the first 5 problems (--limit) of embedded:synth-test are all too long for the model (listed above)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
