@@ -482,19 +482,22 @@ func traceLength(shortTask bool, context int) int {
 // directory or its checkpoints/ for its newest intact one, with a warning to warn
 // for each newer one skipped), whose source must be this model; a LoRA
 // checkpoint opens the graphs with its adapters. Artifacts go to
-// artifactsDir, or under the cache when it is "". It returns the policy
-// and the checkpoint loaded ("" without ckpt). It stops when ctx is done.
-func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir string, warn io.Writer) (*model.Policy, string, error) {
+// artifactsDir, or under the cache when it is "". It returns the policy,
+// the checkpoint loaded ("" without ckpt) and its run settings. It stops
+// when ctx is done.
+func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir string, warn io.Writer) (*model.Policy, string, rl.RunSettings, error) {
 	if ckpt == "" {
 		pol, err := s.openPolicy(ctx, lmgraph.LoRA{}, artifactsDir)
-		return pol, "", err
+		return pol, "", rl.RunSettings{}, err
 	}
 	// A checkpoint skipped as damaged leaves the weights partly loaded;
 	// the next one overwrites them all (Load checks that it holds every
 	// tensor), so the graphs are reopened only for other LoRA settings.
 	var pol *model.Policy
 	var opened lmgraph.LoRA
+	var settings rl.RunSettings // the loaded checkpoint's
 	path, err := loadCheckpoint(ckpt, s.onnx, warn, func(path string, st rl.RunSettings) error {
+		settings = st
 		lora := settingsLoRA(st)
 		if pol != nil && lora.String() != opened.String() {
 			err := pol.Close()
@@ -517,9 +520,9 @@ func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir
 		if pol != nil {
 			err = errors.Join(err, pol.Close())
 		}
-		return nil, "", err
+		return nil, "", rl.RunSettings{}, err
 	}
-	return pol, path, nil
+	return pol, path, settings, nil
 }
 
 // openPolicy opens the model with the graphs of lora (none when

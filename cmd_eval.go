@@ -69,6 +69,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	given := tmpl // the pair the flags name, as train records it
 	tf := f.tmpl
 	if f.mode != "rsa" && tf.aggregate != "" {
 		tf.aggregate = ""
@@ -128,10 +129,14 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	var pol *model.Policy
 	var ckpt string // the checkpoint loaded
 	if f.engine.engine == "local" {
-		if pol, ckpt, err = openSamplingPolicy(ctx, sess, f.ckpt, filepath.Join(f.out, rl.ArtifactsDir), env.stderr); err != nil {
+		var trained rl.RunSettings
+		if pol, ckpt, trained, err = openSamplingPolicy(ctx, sess, f.ckpt, filepath.Join(f.out, rl.ArtifactsDir), env.stderr); err != nil {
 			return err
 		}
 		defer pol.Close()
+		if ckpt != "" {
+			warnOtherTemplates(env.stderr, ckpt, trained, given, f.tmpl, f.mode)
+		}
 	}
 	gen, err := sess.generator(ctx, f.engine, pol, samplerCfg, env.stderr)
 	if err != nil {
@@ -221,6 +226,42 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	}
 	fmt.Fprintf(env.stdout, "wrote %s.json and %s.png\n", base, base)
 	return nil
+}
+
+// warnOtherTemplates warns on w where the checkpoint at path was trained
+// on other prompt templates than the evaluation's, given (those the
+// flags f name, the aggregation template included in every mode, as
+// train's settings record the pair): its run settings (trained) record
+// another fingerprint (sampling.templates), neither given's nor, for
+// template files with CRLF line ends, the one versions that kept them
+// recorded. The run records no template's text or path, so eval cannot
+// take its templates: the warning names both fingerprints and the files
+// to give. A checkpoint that records none (older versions, sft's) is
+// not checked.
+func warnOtherTemplates(w io.Writer, path string, trained rl.RunSettings, given templateSet, f templateFlags, mode string) {
+	run := trained.Templates()
+	if run == "" || run == given.digest() || run == given.crlfDigest() {
+		return
+	}
+	ours := "the built-in templates"
+	switch {
+	case f.search != "" && f.aggregate != "":
+		ours = "--search-template " + f.search + " and --aggregate-template " + f.aggregate
+	case f.search != "":
+		ours = "--search-template " + f.search + " with the built-in aggregation template"
+	case f.aggregate != "":
+		ours = "the built-in search template with --aggregate-template " + f.aggregate
+	}
+	fix := "give the run's --search-template and --aggregate-template"
+	if f != (templateFlags{}) {
+		fix = "the templates given are used"
+	}
+	fmt.Fprintf(w, "spiral: warning: checkpoint %s was trained on other prompt templates (its run's sampling.templates %s) than this evaluation's, %s (%s), so the model is evaluated on prompts it was not trained on: %s",
+		path, run, ours, given.digest(), fix)
+	if mode != "rsa" && f.aggregate == "" {
+		fmt.Fprintf(w, " (the fingerprint covers the aggregation template too, which --mode %s does not render: one trained with another --aggregate-template alone differs too; give it to compare the pair)", mode)
+	}
+	fmt.Fprintln(w)
 }
 
 // reportModelName names the model file at path in a report: path as

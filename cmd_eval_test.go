@@ -212,3 +212,74 @@ func TestEvalNamesAModelGivenFromItsDirectory(t *testing.T) {
 		require.Equal(t, tc.note, notes.String(), "--model %s from %s", tc.model, tc.cwd)
 	}
 }
+
+// TestWarnOtherTemplates: eval --checkpoint of a run trained with a
+// --search-template evaluated the model on the built-in prompts without
+// a word. A checkpoint whose run's settings record another templates'
+// fingerprint (sampling.templates) is now warned of, naming both.
+func TestWarnOtherTemplates(t *testing.T) {
+	dir := t.TempDir()
+	search := filepath.Join(dir, "search.txt")
+	require.NoError(t, os.WriteFile(search, []byte("Solve {{.Problem}}\n"), 0o644))
+	crlf := filepath.Join(dir, "crlf.txt")
+	require.NoError(t, os.WriteFile(crlf, []byte("Solve\r\n{{.Problem}}\r\n"), 0o644))
+	load := func(f templateFlags) templateSet {
+		tmpl, err := loadTemplates(true, f)
+		require.NoError(t, err)
+		return tmpl
+	}
+	builtIn, custom, crlfSet := load(templateFlags{}), load(templateFlags{search: search}), load(templateFlags{search: crlf})
+	trained := func(templates string) rl.RunSettings {
+		return rl.RunSettings{Sampling: rl.SamplingSettings(1, 1, 0, 4, "", templates)}
+	}
+	const ckpt = "run/checkpoints/ckpt-000001"
+	for _, tc := range []struct {
+		name    string
+		trained rl.RunSettings
+		given   templateSet
+		flags   templateFlags
+		mode    string
+		want    string
+	}{
+		{"none recorded", rl.RunSettings{}, builtIn, templateFlags{}, "passk", ""},
+		{"the same", trained(builtIn.digest()), builtIn, templateFlags{}, "passk", ""},
+		{"the same file", trained(custom.digest()), custom, templateFlags{search: search}, "rsa", ""},
+		{"CRLF kept by an older version", trained(crlfSet.crlfDigest()), crlfSet, templateFlags{search: crlf}, "rsa", ""},
+		{"built in, trained on a file", trained(custom.digest()), builtIn, templateFlags{}, "rsa",
+			"spiral: warning: checkpoint " + ckpt + " was trained on other prompt templates (its run's sampling.templates " + custom.digest() + ") than this evaluation's, the built-in templates (" + builtIn.digest() + "), so the model is evaluated on prompts it was not trained on: give the run's --search-template and --aggregate-template\n"},
+		{"passk", trained(custom.digest()), builtIn, templateFlags{}, "passk",
+			"spiral: warning: checkpoint " + ckpt + " was trained on other prompt templates (its run's sampling.templates " + custom.digest() + ") than this evaluation's, the built-in templates (" + builtIn.digest() + "), so the model is evaluated on prompts it was not trained on: give the run's --search-template and --aggregate-template (the fingerprint covers the aggregation template too, which --mode passk does not render: one trained with another --aggregate-template alone differs too; give it to compare the pair)\n"},
+		{"a file given", trained(builtIn.digest()), custom, templateFlags{search: search}, "rsa",
+			"spiral: warning: checkpoint " + ckpt + " was trained on other prompt templates (its run's sampling.templates " + builtIn.digest() + ") than this evaluation's, --search-template " + search + " with the built-in aggregation template (" + custom.digest() + "), so the model is evaluated on prompts it was not trained on: the templates given are used\n"},
+	} {
+		var w strings.Builder
+		warnOtherTemplates(&w, ckpt, tc.trained, tc.given, tc.flags, tc.mode)
+		require.Equal(t, tc.want, w.String(), tc.name)
+	}
+}
+
+// TestEvalWarnsOfTheRunsTemplates: a run trained with --search-template,
+// evaluated from its run directory without it, is warned of; with it,
+// not.
+func TestEvalWarnsOfTheRunsTemplates(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	search := filepath.Join(dir, "search.txt")
+	require.NoError(t, os.WriteFile(search, []byte("Solve {{.Problem}}\n"), 0o644))
+	runDir := filepath.Join(dir, "run")
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"train", "--out", runDir, "--lora-rank", "2", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet", "--search-template", search}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	for _, tc := range []struct {
+		args []string
+		warn bool
+	}{
+		{nil, true},
+		{[]string{"--search-template", search}, false},
+	} {
+		stderr.Reset()
+		args := append([]string{"eval", "--checkpoint", runDir, "--mode", "passk", "--limit", "1", "--samples", "1", "--max-new-tokens", "4", "--quiet", "--threads", "1", "--out", filepath.Join(dir, "eval")}, tc.args...)
+		require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+		require.Equal(t, tc.warn, strings.Contains(stderr.String(), "was trained on other prompt templates"), "%v: %s", tc.args, stderr.String())
+	}
+}

@@ -153,6 +153,14 @@ func SamplingSettings(temperature, topP float64, topK, maxNewTokens int, selecti
 		"selection": selection, "templates": templates}
 }
 
+// Templates returns the prompt templates' fingerprint that the run's
+// settings record (Sampling's "templates"), "" where they record none
+// (checkpoints of older versions, sft's).
+func (s RunSettings) Templates() string {
+	t, _ := s.Sampling[templatesField].(string)
+	return t
+}
+
 // HeldOut names a run's held-out problems: their data set as
 // RunParts.HeldName gives it, their number and their fingerprint
 // (data.ProblemsDigest, as eval reports record it), and the samples its
