@@ -108,6 +108,9 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		if diff := c.settingDifferences(); diff != "" {
 			fmt.Fprintf(env.stderr, "spiral: warning: reports evaluated with different settings, compared anyway: a ratio or gain between them mixes the models' difference with the settings':\n%s\n", diff)
 		}
+		if diff := c.candidateCapDifferences(); diff != "" {
+			fmt.Fprintf(env.stderr, "spiral compare: warning: RSA reports whose --candidate-tokens caps count other tokens, compared anyway (one recording no %s was written before it was recorded, when the cap counted a stopped candidate's closing <|im_end|>, keeping one token less of its text): their seeds are not of one setting, nor their difference the models' alone:\n%s\n", report.CandidateCapKey, diff)
+		}
 		if *out == "" {
 			return c.report(env.stdout, "")
 		}
@@ -491,6 +494,37 @@ func (c *comparison) settingDifferences() string {
 			if d := settingDifferences(s.settings, srcs[0].settings, "against"); d != "" {
 				lines = append(lines, fmt.Sprintf("  %s against %s (%s reports): %s", s.path, srcs[0].path, m, d))
 			}
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// candidateCapDifferences lists, one indented line each, the RSA reports
+// that cap their candidates (--candidate-tokens above 0) and record what
+// the cap counts (meta.extra's report.CandidateCapKey) otherwise than the
+// first such report, or not at all where it does (an older report, whose
+// cap counted a stopped candidate's closing <|im_end|> too), or the other
+// way round: "" when none differs. Their candidate_tokens alike, they are
+// not of one setting, which settingDifferences cannot tell.
+func (c *comparison) candidateCapDifferences() string {
+	counts := func(r report.RSA) string {
+		if v := r.Meta.Extra[report.CandidateCapKey]; v != "" {
+			return fmt.Sprintf("%s %q", report.CandidateCapKey, v)
+		}
+		return "no " + report.CandidateCapKey
+	}
+	var lines []string
+	first := -1
+	for i, r := range c.rsa {
+		if r.Config.CandidateTokens <= 0 {
+			continue
+		}
+		if first < 0 {
+			first = i
+			continue
+		}
+		if ref := c.rsa[first]; counts(r) != counts(ref) {
+			lines = append(lines, fmt.Sprintf("  %s (%s) and %s (%s)", c.sources[report.ModeRSA][first].path, counts(ref), c.sources[report.ModeRSA][i].path, counts(r)))
 		}
 	}
 	return strings.Join(lines, "\n")

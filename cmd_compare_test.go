@@ -1080,3 +1080,38 @@ func TestCompareTornRunWarning(t *testing.T) {
 	require.Zero(t, run(context.Background(), []string{"compare", "--run", "a=" + dir}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
 	require.Equal(t, fmt.Sprintf("spiral: warning: --run a=%s: %s: its last line is cut short (the run was killed while writing it, or is writing it now): left out\n", dir, filepath.Join(dir, "metrics.jsonl")), stderr.String())
 }
+
+// TestCompareCandidateCapCounts: RSA reports capping candidates at one
+// --candidate-tokens, one written before e4d994d (whose cap counted a
+// stopped candidate's <|im_end|>, no candidate_cap recorded) and one
+// after, were averaged as seeds of one setting without a word. They are
+// now compared with a warning naming both files.
+func TestCompareCandidateCapCounts(t *testing.T) {
+	dir := t.TempDir()
+	rsa := func(name, extra string, capTokens int) string {
+		p := filepath.Join(dir, name)
+		body := fmt.Sprintf(`{"meta": {"mode": "rsa", "model": "m", "problems": 1, "extra": {%s}}, "config": {"population": 4, "subset_size": 2, "steps": 1, "candidate_tokens": %d}, "steps": [{"step": 0, "accuracy": 0.5, "majority": 0.5}, {"step": 1, "accuracy": 0.6, "majority": 0.5}]}`, extra, capTokens)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		return p
+	}
+	const text = `"candidate_cap": "text tokens"`
+	older, newer := rsa("older.json", "", 64), rsa("newer.json", text, 64)
+	warning := func(a, b, ca, cb string) string {
+		return fmt.Sprintf("spiral compare: warning: RSA reports whose --candidate-tokens caps count other tokens, compared anyway (one recording no candidate_cap was written before it was recorded, when the cap counted a stopped candidate's closing <|im_end|>, keeping one token less of its text): their seeds are not of one setting, nor their difference the models' alone:\n  %s (%s) and %s (%s)\n", a, ca, b, cb)
+	}
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  string
+	}{
+		{"older then newer", []string{older, newer}, warning(older, newer, "no candidate_cap", `candidate_cap "text tokens"`)},
+		{"newer then older", []string{newer, older}, warning(newer, older, `candidate_cap "text tokens"`, "no candidate_cap")},
+		{"both newer", []string{newer, rsa("newer2.json", text, 64)}, ""},
+		{"both older", []string{older, rsa("older2.json", "", 64)}, ""},
+		{"uncapped", []string{rsa("u1.json", "", 0), rsa("u2.json", "", 0)}, ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		require.Zero(t, run(context.Background(), append([]string{"compare"}, tc.files...), &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+		require.Equal(t, tc.want, stderr.String(), tc.name)
+	}
+}

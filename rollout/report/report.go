@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"time"
 
@@ -71,9 +72,30 @@ type RSA struct {
 	Steps []rollout.RSAStep `json:"steps"`
 }
 
-// NewRSA builds the report of r with Mode set to ModeRSA.
+// CandidateCapKey is the meta.extra key under which an RSA report whose
+// config caps candidates (candidate_tokens above 0) records what the cap
+// counts: CandidateCapText, tokens of text, a stopped candidate's closing
+// <|im_end|> not counted. Reports written before it record none: their
+// cap counted that id, leaving a stopped candidate one token less of
+// text, so compare warns of reports of both kinds.
+const (
+	CandidateCapKey  = "candidate_cap"
+	CandidateCapText = "text tokens"
+)
+
+// NewRSA builds the report of r with Mode set to ModeRSA and, where its
+// candidates are capped, meta.extra's CandidateCapKey (m's own Extra is
+// left as it is).
 func NewRSA(m Meta, r rollout.RSAResult) RSA {
 	m.Mode = ModeRSA
+	if r.Config.CandidateTokens > 0 {
+		extra := maps.Clone(m.Extra)
+		if extra == nil {
+			extra = map[string]string{}
+		}
+		extra[CandidateCapKey] = CandidateCapText
+		m.Extra = extra
+	}
 	return RSA{Meta: m, Config: r.Config, Steps: r.Steps}
 }
 

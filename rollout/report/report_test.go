@@ -4,6 +4,7 @@ import (
 	"errors"
 	"image"
 	"image/png"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -503,5 +504,31 @@ func TestSpreadString(t *testing.T) {
 		{Spread{Mean: 0.05, Min: -0.1, Max: 0.2}, "0.050 (-0.100 to 0.200)"},
 	} {
 		require.Equal(t, tc.want, tc.s.String())
+	}
+}
+
+// TestNewRSARecordsCandidateCap: an RSA report recorded nothing telling
+// its candidate cap's tokens (text tokens since e4d994d; before, a
+// stopped candidate's <|im_end|> counted too) from an older report's, so
+// compare averaged both as seeds of one setting. A capped report now
+// records meta.extra's candidate_cap, without touching the meta given.
+func TestNewRSARecordsCandidateCap(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		extra map[string]string
+		cap   int
+		want  map[string]string
+	}{
+		{"capped", map[string]string{"temperature": "1"}, 512, map[string]string{"temperature": "1", "candidate_cap": "text tokens"}},
+		{"capped, no extra", nil, 1, map[string]string{"candidate_cap": "text tokens"}},
+		{"uncapped", map[string]string{"temperature": "1"}, 0, map[string]string{"temperature": "1"}},
+		{"uncapped, no extra", nil, 0, nil},
+	} {
+		m := reportMeta()
+		m.Extra = tc.extra
+		given := maps.Clone(tc.extra)
+		rep := NewRSA(m, rollout.RSAResult{Config: rollout.RSAConfig{Population: 2, SubsetSize: 1, Steps: 1, CandidateTokens: tc.cap}})
+		require.Equal(t, tc.want, rep.Meta.Extra, tc.name)
+		require.Equal(t, given, tc.extra, "%s: the meta given", tc.name)
 	}
 }
