@@ -1039,13 +1039,14 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, searchEntrop
 		label := g[0].label
 		var ent, searchEnt, ho []report.Curve
 		var credit []float64
-		generated, traces := 0, 0
+		generated, traces, heldLeftOut := 0, 0, 0
 		for _, r := range g {
 			ent = append(ent, r.curves.Entropy)
 			searchEnt = append(searchEnt, r.curves.SearchEntropy)
 			if len(r.curves.HeldOut.Keys) > 0 {
 				ho = append(ho, r.curves.HeldOut)
 			}
+			heldLeftOut += r.curves.HeldOutLeftOut
 			if r.curves.CreditSteps > 0 {
 				credit = append(credit, r.curves.SearchCredit)
 			}
@@ -1098,7 +1099,17 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, searchEntrop
 			held = append(held, h)
 			// A mean over the seeds that logged held-out evaluations, the
 			// label's n = len(g) or fewer: say which where fewer.
-			fmt.Fprintf(w, "; held-out pass@1 %s (step %d) -> %s (step %d)", h.Y[0], int(h.X[0]), h.Y[len(h.Y)-1], int(h.X[len(h.X)-1]))
+			// Evaluations of other held-out problems than a run's last
+			// (an --override onto others) are left out, as the run's own
+			// held-out summary leaves them: said, as it says it.
+			left := ""
+			switch {
+			case heldLeftOut > 0 && len(g) == 1:
+				left = fmt.Sprintf("; %d of %s's evaluations, on other held-out problems than its last, left out", heldLeftOut, rl.EvalFile)
+			case heldLeftOut > 0:
+				left = fmt.Sprintf("; %d of the seeds' %s evaluations, on other held-out problems than their last, left out", heldLeftOut, rl.EvalFile)
+			}
+			fmt.Fprintf(w, "; held-out pass@1 %s (step %d) -> %s (step %d%s)", h.Y[0], int(h.X[0]), h.Y[len(h.Y)-1], int(h.X[len(h.X)-1]), left)
 			if len(ho) < len(g) {
 				fmt.Fprintf(w, " (mean of %d of the %d seeds: the rest logged no held-out evaluation)", len(ho), len(g))
 			}

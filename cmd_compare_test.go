@@ -1115,3 +1115,43 @@ func TestCompareCandidateCapCounts(t *testing.T) {
 		require.Equal(t, tc.want, stderr.String(), tc.name)
 	}
 }
+
+// TestCompareRunHeldOutSwitched: a run resumed under --override onto
+// other held-out problems (eval.jsonl's problems_digest changes) was
+// summarised "held-out pass@1 0.750 (step 0) -> 0.250 (step 3)", across
+// both problem sets, without a word. Its curve now keeps the last set's
+// evaluations, as train's held-out summary does, and says how many it
+// left out.
+func TestCompareRunHeldOutSwitched(t *testing.T) {
+	dir := t.TempDir()
+	runDir := func(name string, digests ...string) string {
+		d := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		var metrics, evals string
+		for s, digest := range digests {
+			metrics += fmt.Sprintf(`{"step": %d, "search": {"traces": 2, "reward": 0.5, "mean_length": 3}, "entropy": 0.5}`+"\n", s+1)
+			evals += fmt.Sprintf(`{"step": %d, "problems": 4, "samples": 1, "points": [{"k": 1, "pass_at_k": %g}], "problems_digest": %q}`+"\n", s, 0.75-0.25*float64(s), digest)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(d, "metrics.jsonl"), []byte(metrics), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "eval.jsonl"), []byte(evals), 0o644))
+		return d
+	}
+	switched, other := runDir("switched", "aa", "aa", "bb", "bb"), runDir("other", "cc", "cc", "bb", "bb")
+	for _, tc := range []struct {
+		name string
+		runs []string
+		want string
+	}{
+		{"one run", []string{"s=" + switched}, "; held-out pass@1 0.250 (step 2) -> 0.000 (step 3; 2 of eval.jsonl's evaluations, on other held-out problems than its last, left out)"},
+		{"seeds", []string{"s=" + switched, "s=" + other}, "; held-out pass@1 0.250 (step 2) -> 0.000 (step 3; 4 of the seeds' eval.jsonl evaluations, on other held-out problems than their last, left out)"},
+		{"unswitched", []string{"s=" + runDir("one", "bb", "bb", "bb", "bb")}, "; held-out pass@1 0.750 (step 0) -> 0.000 (step 3)\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := []string{"compare"}
+		for _, r := range tc.runs {
+			args = append(args, "--run", r)
+		}
+		require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+		require.Contains(t, stdout.String(), tc.want, tc.name)
+	}
+}

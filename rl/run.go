@@ -1314,13 +1314,20 @@ type RunCurves struct {
 	// SearchEntropy that over the search traces' tokens alone
 	// (Metrics.EntropySearch), at the steps that logged it.
 	Entropy, SearchEntropy report.Curve
-	// HeldOut is the held-out pass@1 at each evaluation (eval.jsonl),
-	// HeldOutSets the distinct sets it was measured on ("64 problems x 4
-	// samples"), in the order logged, and HeldOutDigests the distinct
-	// fingerprints of their problems (EvalLine.Digest, where logged).
+	// HeldOut is the held-out pass@1 at each evaluation (eval.jsonl) on
+	// the run's last held-out problems, HeldOutSets the distinct sets it
+	// was measured on ("64 problems x 4 samples"), in the order logged,
+	// and HeldOutDigests the distinct fingerprints of their problems
+	// (EvalLine.Digest, where logged). HeldOutLeftOut counts the
+	// evaluations left out, those of other held-out problems than the
+	// last line's fingerprint (an --override onto other held-out
+	// problems left them before it), as the run's held-out summary
+	// leaves them out (lines without a fingerprint, of older versions,
+	// count).
 	HeldOut        report.Curve
 	HeldOutSets    []string
 	HeldOutDigests []string
+	HeldOutLeftOut int
 	// Generated is the tokens sampled over all steps (search and
 	// aggregation), Traces the traces.
 	Generated, Traces int
@@ -1381,24 +1388,36 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 		c.SearchCredit /= float64(c.CreditSteps)
 	}
 	evals := filepath.Join(dir, EvalFile)
+	var lines []EvalLine
+	last := "" // the last held-out problems' fingerprint
 	torn, err = readJSONLinesTorn(evals, func(b []byte) error {
 		var e EvalLine
 		if err := json.Unmarshal(b, &e); err != nil {
 			return err
 		}
 		if len(e.Points) > 0 {
-			c.HeldOut.Keys, c.HeldOut.Y = append(c.HeldOut.Keys, e.Step), append(c.HeldOut.Y, e.Points[0].PassAtK)
-			if set := fmt.Sprintf("%d problems x %d samples", e.Problems, e.Samples); !slices.Contains(c.HeldOutSets, set) {
-				c.HeldOutSets = append(c.HeldOutSets, set)
-			}
-			if e.Digest != "" && !slices.Contains(c.HeldOutDigests, e.Digest) {
-				c.HeldOutDigests = append(c.HeldOutDigests, e.Digest)
+			lines = append(lines, e)
+			if e.Digest != "" {
+				last = e.Digest
 			}
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return RunCurves{}, fmt.Errorf("rl: run %s: %w", dir, err)
+	}
+	for _, e := range lines {
+		if e.Digest != "" && e.Digest != last {
+			c.HeldOutLeftOut++
+			continue
+		}
+		c.HeldOut.Keys, c.HeldOut.Y = append(c.HeldOut.Keys, e.Step), append(c.HeldOut.Y, e.Points[0].PassAtK)
+		if set := fmt.Sprintf("%d problems x %d samples", e.Problems, e.Samples); !slices.Contains(c.HeldOutSets, set) {
+			c.HeldOutSets = append(c.HeldOutSets, set)
+		}
+		if e.Digest != "" && !slices.Contains(c.HeldOutDigests, e.Digest) {
+			c.HeldOutDigests = append(c.HeldOutDigests, e.Digest)
+		}
 	}
 	if torn {
 		c.Torn = append(c.Torn, evals)

@@ -2034,3 +2034,41 @@ func TestRunSeedOverrideDataOrder(t *testing.T) {
 	require.NotContains(t, h.log.String(), "--override")
 	require.Equal(t, uint64(5), h.parts.Problems.Cursor().Seed)
 }
+
+// TestReadRunCurvesOtherHeldOut: a run resumed under --override onto
+// other held-out problems logs eval.jsonl lines of two problem sets
+// (their problems_digest), and its held-out curve ran across both, so
+// compare --run printed pass@1 first -> last from one set to the other.
+// The curve now keeps the lines of the last set (and those that record
+// no digest, of older versions), counting those left out.
+func TestReadRunCurvesOtherHeldOut(t *testing.T) {
+	line := func(step int, pass float64, digest string) string {
+		d := ""
+		if digest != "" {
+			d = fmt.Sprintf(`,"problems_digest":%q`, digest)
+		}
+		return fmt.Sprintf(`{"step":%d,"problems":2,"samples":1,"points":[{"k":1,"pass_at_k":%g}]%s}`, step, pass, d)
+	}
+	for _, tc := range []struct {
+		name    string
+		evals   []string
+		keys    []int
+		y       []float64
+		digests []string
+		left    int
+	}{
+		{"one set", []string{line(0, 0.5, "aa"), line(2, 0.75, "aa")}, []int{0, 2}, []float64{0.5, 0.75}, []string{"aa"}, 0},
+		{"switched", []string{line(0, 0.75, "aa"), line(1, 1, "aa"), line(2, 0, "bb"), line(3, 0.25, "bb")}, []int{2, 3}, []float64{0, 0.25}, []string{"bb"}, 2},
+		{"older lines count", []string{line(0, 0.5, ""), line(1, 0.75, "aa"), line(2, 0, "bb")}, []int{0, 2}, []float64{0.5, 0}, []string{"bb"}, 1},
+		{"no digests", []string{line(0, 0.5, ""), line(1, 0.75, "")}, []int{0, 1}, []float64{0.5, 0.75}, nil, 0},
+	} {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, MetricsFile), []byte(`{"step":1,"entropy":0.1}`+"\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, EvalFile), []byte(strings.Join(tc.evals, "\n")+"\n"), 0o644))
+		c, err := ReadRunCurves(dir)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, report.Curve{Keys: tc.keys, Y: tc.y}, c.HeldOut, tc.name)
+		require.Equal(t, tc.digests, c.HeldOutDigests, tc.name)
+		require.Equal(t, tc.left, c.HeldOutLeftOut, tc.name)
+	}
+}
