@@ -248,6 +248,7 @@ var settingFlags = map[string]string{
 	"sampling.max_new_tokens":       "--max-new-tokens",
 	selectionKey:                    "--train, --freeze",
 	templatesKey:                    "--search-template, --aggregate-template",
+	candidateCapKey:                 "what --candidate-tokens counts",
 	"lora.rank":                     "--lora-rank",
 	"lora.alpha":                    "--lora-alpha",
 	"lora.targets":                  "--lora-targets",

@@ -142,6 +142,12 @@ type RunSettings struct {
 	// DrawStreams is where the rollouts' random streams lie from its Step
 	// on (nil: the zero value, a run whose --draw-rounds never changed).
 	DrawStreams *DrawStreams `json:"draw_streams,omitempty"`
+	// CandidateCap is what RL.Pipeline.CandidateTokens counts where the
+	// run caps its aggregation prompts' candidates
+	// (report.CandidateCapText: tokens of text; Run sets it): "" in
+	// checkpoints of older versions, whose cap counted a stopped
+	// candidate's closing <|im_end|> too, and where nothing is capped.
+	CandidateCap string `json:"candidate_cap,omitempty"`
 }
 
 // SamplingSettings returns RunSettings.Sampling for a run sampling at
@@ -267,6 +273,10 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		return fmt.Errorf("rl: run: %w", err)
 	}
 	tr := p.Trainer
+	p.Settings.CandidateCap = ""
+	if p.Settings.RL.Pipeline.CandidateTokens > 0 && !slices.Contains(ignoredFields(p.Settings.RL.Algo), "pipeline.") {
+		p.Settings.CandidateCap = report.CandidateCapText
+	}
 	p.Settings.HeldOut = nil
 	if len(p.Held) > 0 && (cfg.EvalEvery > 0 || cfg.FinalRSA.Steps > 0) {
 		p.Settings.HeldOut = &HeldOut{Data: p.HeldName, Path: p.HeldPath, Problems: len(p.Held), Digest: data.ProblemsDigest(p.Held)}
@@ -646,6 +656,10 @@ func resume(ctx context.Context, cfg RunConfig, p RunParts) (*HeldOut, error) {
 		fmt.Fprintf(p.Warn, "spiral: note: the prompt templates' files have CRLF line ends, which the run's steps up to %d kept in their prompts; they read as LF now\n", st.Step)
 	}
 	warnOtherHeldOut(p.Warn, prev.HeldOut, p.Settings.HeldOut, int(st.Step))
+	if prev.CandidateCap == "" && p.Settings.CandidateCap != "" && prev.RL.Pipeline.CandidateTokens > 0 {
+		fmt.Fprintf(p.Warn, "spiral: note: the run's steps up to %d capped aggregation candidates at --candidate-tokens %d counting a stopped candidate's closing <|im_end|> too (a version from before the cap counted tokens of text alone); from here on such a candidate keeps one more token of its text\n",
+			st.Step, prev.RL.Pipeline.CandidateTokens)
+	}
 	var cur data.Cursor
 	if err := json.Unmarshal(st.DataCursor, &cur); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: data cursor: %w", path, err)
@@ -849,6 +863,11 @@ func settingsDiff(a, b RunSettings) []string {
 		if k == templatesKey && (fa[k] == "" || fb[k] == "") {
 			return "" // saved before the templates were recorded
 		}
+		if k == candidateCapKey && (fa[k] == "" || fb[k] == "") {
+			// Saved before it was recorded (resume notes the change), or
+			// nothing capped: rl.pipeline.candidate_tokens says it.
+			return ""
+		}
 		if k == promptLimitKey {
 			// Derived: the model's context less --max-new-tokens, whose
 			// own difference says it.
@@ -891,6 +910,7 @@ const (
 	selectionKey      = "sampling.selection"
 	templatesKey      = "sampling.templates"
 	templatesField    = "templates" // templatesKey in RunSettings.Sampling
+	candidateCapKey   = "candidate_cap"
 	maxNewTokensKey   = "sampling.max_new_tokens"
 	heldOutPrefix     = "held_out."
 	heldOutDataKey    = "held_out.data"

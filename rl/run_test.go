@@ -2072,3 +2072,56 @@ func TestReadRunCurvesOtherHeldOut(t *testing.T) {
 		require.Equal(t, tc.left, c.HeldOutLeftOut, tc.name)
 	}
 }
+
+// TestRunResumeCandidateCap: a run's settings recorded nothing telling
+// a --candidate-tokens cap that counted a stopped candidate's closing
+// <|im_end|> (before e4d994d) from one of text tokens, so a run resumed
+// across that change went on with candidates one token longer without a
+// word. A capped run now records candidate_cap, and resuming a
+// checkpoint without it notes the change.
+func TestRunResumeCandidateCap(t *testing.T) {
+	capped := func(dir string, steps int) *runHarness {
+		h := newRunHarness(t, dir, steps)
+		h.cfg.EvalEvery = 0
+		h.parts.Settings.RL.Pipeline.CandidateTokens = 4
+		return h
+	}
+	dir := t.TempDir()
+	h := capped(dir, 1)
+	require.NoError(t, h.run(context.Background()))
+	path := filepath.Join(dir, CheckpointsDir, checkpoint.DirName(1))
+	s, err := CheckpointSettings(path)
+	require.NoError(t, err)
+	require.Equal(t, report.CandidateCapText, s.CandidateCap)
+
+	// The same checkpoint as an older version saved it.
+	st, err := checkpoint.ReadState(path)
+	require.NoError(t, err)
+	var config map[string]any
+	require.NoError(t, json.Unmarshal(st.Config, &config))
+	delete(config, "candidate_cap")
+	old, err := json.Marshal(config)
+	require.NoError(t, err)
+	older := t.TempDir()
+	_, err = checkpoint.Save(filepath.Join(older, CheckpointsDir), h.parts.Weights, h.parts.Optimizer, checkpoint.State{Step: 1, DataCursor: st.DataCursor, Config: old}, checkpoint.Options{})
+	require.NoError(t, err)
+
+	h = capped(older, 2)
+	require.NoError(t, h.run(context.Background()))
+	require.Equal(t, "spiral: note: the run's steps up to 1 capped aggregation candidates at --candidate-tokens 4 counting a stopped candidate's closing <|im_end|> too (a version from before the cap counted tokens of text alone); from here on such a candidate keeps one more token of its text\n", h.log.String())
+	s, err = CheckpointSettings(filepath.Join(older, CheckpointsDir, checkpoint.DirName(2)))
+	require.NoError(t, err)
+	require.Equal(t, report.CandidateCapText, s.CandidateCap)
+
+	h = capped(older, 3)
+	require.NoError(t, h.run(context.Background()))
+	require.Empty(t, h.log.String(), "the run records the cap now")
+
+	// Uncapped, nothing is recorded.
+	h = newRunHarness(t, t.TempDir(), 1)
+	h.cfg.EvalEvery = 0
+	require.NoError(t, h.run(context.Background()))
+	s, err = CheckpointSettings(filepath.Join(h.cfg.Dir, CheckpointsDir, checkpoint.DirName(1)))
+	require.NoError(t, err)
+	require.Empty(t, s.CandidateCap)
+}

@@ -134,6 +134,7 @@ func TestSettingsDiffNamesFlags(t *testing.T) {
 		"held_out.problems":             "held_out.problems (--eval-problems)",
 		"held_out.digest":               "held_out.digest (the problems of --eval-data and --eval-problems)",
 		"held_out.samples":              "held_out.samples (--eval-samples)",
+		"candidate_cap":                 "candidate_cap (what --candidate-tokens counts)",
 	}
 	// The model, its data set and where the draws stand are checked
 	// apart (CheckRunIdentity) or placed by the resume: no settings; nor
