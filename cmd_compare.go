@@ -1113,7 +1113,11 @@ func (c *comparison) runCurves(w io.Writer, sum *summary) (entropy, searchEntrop
 			if len(ho) < len(g) {
 				fmt.Fprintf(w, " (mean of %d of the %d seeds: the rest logged no held-out evaluation)", len(ho), len(g))
 			}
-			sum.set(label, "held-out pass@1 during training", fmt.Sprintf("%s -> %s%s", h.Y[0], h.Y[len(h.Y)-1], seedsOf(len(ho), len(g))))
+			cell := fmt.Sprintf("%s -> %s%s", h.Y[0], h.Y[len(h.Y)-1], seedsOf(len(ho), len(g)))
+			if heldLeftOut > 0 {
+				cell += fmt.Sprintf(" (%s on other held-out problems left out)", rollout.Plural(heldLeftOut, "evaluation"))
+			}
+			sum.set(label, "held-out pass@1 during training", cell)
 		}
 		if len(credit) > 0 {
 			s := report.SpreadOf(credit)

@@ -1155,3 +1155,26 @@ func TestCompareRunHeldOutSwitched(t *testing.T) {
 		require.Contains(t, stdout.String(), tc.want, tc.name)
 	}
 }
+
+// TestCompareSummaryHeldOutLeftOut: summary.md's held-out cell of a run
+// whose eval.jsonl switched held-out problems gave the last set's pass@1
+// first -> last without saying that evaluations were left out, as the
+// printed line says.
+func TestCompareSummaryHeldOutLeftOut(t *testing.T) {
+	dir := t.TempDir()
+	d := filepath.Join(dir, "run")
+	require.NoError(t, os.MkdirAll(d, 0o755))
+	var metrics, evals string
+	for s, digest := range []string{"aa", "bb", "bb"} {
+		metrics += fmt.Sprintf(`{"step": %d, "search": {"traces": 2, "reward": 0.5, "mean_length": 3}, "entropy": 0.5}`+"\n", s+1)
+		evals += fmt.Sprintf(`{"step": %d, "problems": 4, "samples": 1, "points": [{"k": 1, "pass_at_k": 0.5}], "problems_digest": %q}`+"\n", s, digest)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(d, "metrics.jsonl"), []byte(metrics), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(d, "eval.jsonl"), []byte(evals), 0o644))
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"compare", "--out", out, "--run", "s=" + d}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	summary, err := os.ReadFile(filepath.Join(out, "summary.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(summary), "| 0.500 -> 0.500 (1 evaluation on other held-out problems left out) |")
+}
