@@ -109,7 +109,7 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 			fmt.Fprintf(env.stderr, "spiral: warning: reports evaluated with different settings, compared anyway: a ratio or gain between them mixes the models' difference with the settings':\n%s\n", diff)
 		}
 		if diff := c.candidateCapDifferences(); diff != "" {
-			fmt.Fprintf(env.stderr, "spiral compare: warning: RSA reports whose --candidate-tokens caps count other tokens, compared anyway (one recording no %s was written before it was recorded, when the cap counted a stopped candidate's closing <|im_end|>, keeping one token less of its text): their seeds are not of one setting, nor their difference the models' alone:\n%s\n", report.CandidateCapKey, diff)
+			fmt.Fprintf(env.stderr, "spiral compare: warning: RSA reports that cut candidates (--candidate-tokens, or prompts fitted to the model's context) counting other tokens, compared anyway (one recording no %s was written before it was recorded, when the cut counted a stopped candidate's closing <|im_end|>, keeping one token less of its text): their seeds are not of one setting, nor their difference the models' alone:\n%s\n", report.CandidateCapKey, diff)
 		}
 		if *out == "" {
 			return c.report(env.stdout, "")
@@ -500,10 +500,11 @@ func (c *comparison) settingDifferences() string {
 }
 
 // candidateCapDifferences lists, one indented line each, the RSA reports
-// that cap their candidates (--candidate-tokens above 0) and record what
-// the cap counts (meta.extra's report.CandidateCapKey) otherwise than the
+// that cut candidates (--candidate-tokens above 0, or prompts fitted to
+// the model's context: report.RSA.CutsCandidates) and record what the
+// cut counts (meta.extra's report.CandidateCapKey) otherwise than the
 // first such report, or not at all where it does (an older report, whose
-// cap counted a stopped candidate's closing <|im_end|> too), or the other
+// cut counted a stopped candidate's closing <|im_end|> too), or the other
 // way round: "" when none differs. Their candidate_tokens alike, they are
 // not of one setting, which settingDifferences cannot tell.
 func (c *comparison) candidateCapDifferences() string {
@@ -516,7 +517,7 @@ func (c *comparison) candidateCapDifferences() string {
 	var lines []string
 	first := -1
 	for i, r := range c.rsa {
-		if r.Config.CandidateTokens <= 0 {
+		if !r.CutsCandidates() {
 			continue
 		}
 		if first < 0 {

@@ -1090,14 +1090,18 @@ func TestCompareCandidateCapCounts(t *testing.T) {
 	dir := t.TempDir()
 	rsa := func(name, extra string, capTokens int) string {
 		p := filepath.Join(dir, name)
-		body := fmt.Sprintf(`{"meta": {"mode": "rsa", "model": "m", "problems": 1, "extra": {%s}}, "config": {"population": 4, "subset_size": 2, "steps": 1, "candidate_tokens": %d}, "steps": [{"step": 0, "accuracy": 0.5, "majority": 0.5}, {"step": 1, "accuracy": 0.6, "majority": 0.5}]}`, extra, capTokens)
+		fitted := 0 // -1: no cap, but a step's prompts fitted to the context
+		if capTokens < 0 {
+			capTokens, fitted = 0, 1
+		}
+		body := fmt.Sprintf(`{"meta": {"mode": "rsa", "model": "m", "problems": 1, "extra": {%s}}, "config": {"population": 4, "subset_size": 2, "steps": 1, "candidate_tokens": %d}, "steps": [{"step": 0, "accuracy": 0.5, "majority": 0.5}, {"step": 1, "accuracy": 0.6, "majority": 0.5, "fitted_prompts": %d}]}`, extra, capTokens, fitted)
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 		return p
 	}
 	const text = `"candidate_cap": "text tokens"`
 	older, newer := rsa("older.json", "", 64), rsa("newer.json", text, 64)
 	warning := func(a, b, ca, cb string) string {
-		return fmt.Sprintf("spiral compare: warning: RSA reports whose --candidate-tokens caps count other tokens, compared anyway (one recording no candidate_cap was written before it was recorded, when the cap counted a stopped candidate's closing <|im_end|>, keeping one token less of its text): their seeds are not of one setting, nor their difference the models' alone:\n  %s (%s) and %s (%s)\n", a, ca, b, cb)
+		return fmt.Sprintf("spiral compare: warning: RSA reports that cut candidates (--candidate-tokens, or prompts fitted to the model's context) counting other tokens, compared anyway (one recording no candidate_cap was written before it was recorded, when the cut counted a stopped candidate's closing <|im_end|>, keeping one token less of its text): their seeds are not of one setting, nor their difference the models' alone:\n  %s (%s) and %s (%s)\n", a, ca, b, cb)
 	}
 	for _, tc := range []struct {
 		name  string
@@ -1109,6 +1113,8 @@ func TestCompareCandidateCapCounts(t *testing.T) {
 		{"both newer", []string{newer, rsa("newer2.json", text, 64)}, ""},
 		{"both older", []string{older, rsa("older2.json", "", 64)}, ""},
 		{"uncapped", []string{rsa("u1.json", "", 0), rsa("u2.json", "", 0)}, ""},
+		{"uncapped, older fitted", []string{rsa("f1.json", "", -1), rsa("f2.json", text, -1)}, warning(filepath.Join(dir, "f1.json"), filepath.Join(dir, "f2.json"), "no candidate_cap", `candidate_cap "text tokens"`)},
+		{"uncapped, one fitted", []string{rsa("f3.json", "", 0), rsa("f4.json", text, -1)}, ""},
 	} {
 		var stdout, stderr bytes.Buffer
 		require.Zero(t, run(context.Background(), append([]string{"compare"}, tc.files...), &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())

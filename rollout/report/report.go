@@ -72,9 +72,9 @@ type RSA struct {
 	Steps []rollout.RSAStep `json:"steps"`
 }
 
-// CandidateCapKey is the meta.extra key under which an RSA report whose
-// config caps candidates (candidate_tokens above 0) records what the cap
-// counts: CandidateCapText, tokens of text, a stopped candidate's closing
+// CandidateCapKey is the meta.extra key under which an RSA report that
+// cut candidates (RSA.CutsCandidates) records what the cut counts:
+// CandidateCapText, tokens of text, a stopped candidate's closing
 // <|im_end|> not counted. Reports written before it record none: their
 // cap counted that id, leaving a stopped candidate one token less of
 // text, so compare warns of reports of both kinds.
@@ -83,12 +83,12 @@ const (
 	CandidateCapText = "text tokens"
 )
 
-// NewRSA builds the report of r with Mode set to ModeRSA and, where its
-// candidates are capped, meta.extra's CandidateCapKey (m's own Extra is
-// left as it is).
+// NewRSA builds the report of r with Mode set to ModeRSA and, where it
+// cuts candidates, meta.extra's CandidateCapKey (m's own Extra is left as
+// it is).
 func NewRSA(m Meta, r rollout.RSAResult) RSA {
 	m.Mode = ModeRSA
-	if r.Config.CandidateTokens > 0 {
+	if (RSA{Config: r.Config, Steps: r.Steps}).CutsCandidates() {
 		extra := maps.Clone(m.Extra)
 		if extra == nil {
 			extra = map[string]string{}
@@ -97,6 +97,21 @@ func NewRSA(m Meta, r rollout.RSAResult) RSA {
 		m.Extra = extra
 	}
 	return RSA{Meta: m, Config: r.Config, Steps: r.Steps}
+}
+
+// CutsCandidates reports whether r's aggregation prompts cut candidates:
+// its config caps them (candidate_tokens above 0), or a step fitted
+// prompts to the model's context by cutting them (fitted_prompts).
+func (r RSA) CutsCandidates() bool {
+	if r.Config.CandidateTokens > 0 {
+		return true
+	}
+	for _, st := range r.Steps {
+		if st.FittedPrompts > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // PassAtK is the report of pass@k and majority@k.

@@ -516,18 +516,25 @@ func TestNewRSARecordsCandidateCap(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		extra map[string]string
-		cap   int
+		cap   int // -1: none, but a step's prompts fitted
 		want  map[string]string
 	}{
 		{"capped", map[string]string{"temperature": "1"}, 512, map[string]string{"temperature": "1", "candidate_cap": "text tokens"}},
 		{"capped, no extra", nil, 1, map[string]string{"candidate_cap": "text tokens"}},
 		{"uncapped", map[string]string{"temperature": "1"}, 0, map[string]string{"temperature": "1"}},
 		{"uncapped, no extra", nil, 0, nil},
+		// Prompts fitted to the context cut candidates too.
+		{"fitted", nil, -1, map[string]string{"candidate_cap": "text tokens"}},
 	} {
 		m := reportMeta()
 		m.Extra = tc.extra
 		given := maps.Clone(tc.extra)
-		rep := NewRSA(m, rollout.RSAResult{Config: rollout.RSAConfig{Population: 2, SubsetSize: 1, Steps: 1, CandidateTokens: tc.cap}})
+		res := rollout.RSAResult{Config: rollout.RSAConfig{Population: 2, SubsetSize: 1, Steps: 1, CandidateTokens: max(tc.cap, 0)},
+			Steps: []rollout.RSAStep{{Step: 0}, {Step: 1}}}
+		if tc.cap < 0 {
+			res.Steps[1].FittedPrompts = 1
+		}
+		rep := NewRSA(m, res)
 		require.Equal(t, tc.want, rep.Meta.Extra, tc.name)
 		require.Equal(t, given, tc.extra, "%s: the meta given", tc.name)
 	}
