@@ -136,6 +136,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		defer pol.Close()
 		if ckpt != "" {
 			warnOtherTemplates(env.stderr, ckpt, trained, given, f.tmpl, f.mode)
+			warnTrainingData(env.stderr, ckpt, trained, f.data)
 		}
 	}
 	gen, err := sess.generator(ctx, f.engine, pol, samplerCfg, env.stderr)
@@ -262,6 +263,28 @@ func warnOtherTemplates(w io.Writer, path string, trained rl.RunSettings, given 
 		fmt.Fprintf(w, " (the fingerprint covers the aggregation template too, which --mode %s does not render: one trained with another --aggregate-template alone differs too; give it to compare the pair)", mode)
 	}
 	fmt.Fprintln(w)
+}
+
+// warnTrainingData warns on w where the checkpoint at path was trained on
+// the file that --data (data, "" for the embedded test split) names: its
+// run's settings record the training file's absolute path (DataPath;
+// none for the embedded task's training split, nor in checkpoints of
+// older versions), and an evaluation there measures the model on
+// problems it was trained on, not held-out ones, as train warns of
+// held-out problems that are training problems.
+func warnTrainingData(w io.Writer, path string, trained rl.RunSettings, data string) {
+	if data == "" || trained.DataPath == "" {
+		return
+	}
+	ours, err := os.Stat(data)
+	if err != nil {
+		return // loaded already: gone since, which the report does not need
+	}
+	if theirs, err := os.Stat(trained.DataPath); err != nil || !os.SameFile(ours, theirs) {
+		return
+	}
+	fmt.Fprintf(w, "spiral: warning: checkpoint %s was trained on %s, the --data %s evaluated: its accuracy there is on problems it was trained on, not held-out ones\n",
+		path, trained.DataPath, data)
 }
 
 // reportModelName names the model file at path in a report: path as

@@ -283,3 +283,56 @@ func TestEvalWarnsOfTheRunsTemplates(t *testing.T) {
 		require.Equal(t, tc.warn, strings.Contains(stderr.String(), "was trained on other prompt templates"), "%v: %s", tc.args, stderr.String())
 	}
 }
+
+// TestWarnTrainingData: eval --checkpoint of a run on its own training
+// file (--data, however spelled) reported the training problems'
+// accuracy as any other without a word; it is now warned of.
+func TestWarnTrainingData(t *testing.T) {
+	dir := t.TempDir()
+	train := filepath.Join(dir, "train.jsonl")
+	require.NoError(t, os.WriteFile(train, []byte(`{"problem": "1+1", "answer": "2"}`+"\n"), 0o644))
+	other := filepath.Join(dir, "test.jsonl")
+	require.NoError(t, os.WriteFile(other, []byte(`{"problem": "1+2", "answer": "3"}`+"\n"), 0o644))
+	linked := filepath.Join(dir, "linked.jsonl")
+	require.NoError(t, os.Link(train, linked))
+	t.Chdir(dir)
+	const ckpt = "run/checkpoints/ckpt-000001"
+	for _, tc := range []struct {
+		name, dataPath, data, want string
+	}{
+		{"the training file", train, train, "spiral: warning: checkpoint " + ckpt + " was trained on " + train + ", the --data " + train + " evaluated: its accuracy there is on problems it was trained on, not held-out ones\n"},
+		{"relative", train, "train.jsonl", "spiral: warning: checkpoint " + ckpt + " was trained on " + train + ", the --data train.jsonl evaluated: its accuracy there is on problems it was trained on, not held-out ones\n"},
+		{"a link to it", train, linked, "spiral: warning: checkpoint " + ckpt + " was trained on " + train + ", the --data " + linked + " evaluated: its accuracy there is on problems it was trained on, not held-out ones\n"},
+		{"another file", train, other, ""},
+		{"the embedded test split", train, "", ""},
+		{"no path recorded", "", train, ""},
+		{"the training file gone", filepath.Join(dir, "gone.jsonl"), train, ""},
+	} {
+		var w strings.Builder
+		warnTrainingData(&w, ckpt, rl.RunSettings{DataPath: tc.dataPath}, tc.data)
+		require.Equal(t, tc.want, w.String(), tc.name)
+	}
+}
+
+// TestEvalWarnsOfTheTrainingData: eval --checkpoint of a run on --data,
+// evaluating that file, is warned of; on another file, not.
+func TestEvalWarnsOfTheTrainingData(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	train, other := filepath.Join(dir, "train.jsonl"), filepath.Join(dir, "other.jsonl")
+	require.NoError(t, os.WriteFile(train, []byte(`{"problem": "Compute 1+1", "answer": "2"}`+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(other, []byte(`{"problem": "Compute 1+2", "answer": "3"}`+"\n"), 0o644))
+	runDir := filepath.Join(dir, "run")
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"train", "--data", train, "--out", runDir, "--lora-rank", "2", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	for _, tc := range []struct {
+		data string
+		warn bool
+	}{{train, true}, {other, false}} {
+		stderr.Reset()
+		args := []string{"eval", "--checkpoint", runDir, "--data", tc.data, "--mode", "passk", "--samples", "1", "--max-new-tokens", "4", "--quiet", "--threads", "1", "--out", filepath.Join(dir, "eval")}
+		require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+		require.Equal(t, tc.warn, strings.Contains(stderr.String(), "its accuracy there is on problems it was trained on"), "--data %s: %s", tc.data, stderr.String())
+	}
+}
