@@ -109,7 +109,7 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 			fmt.Fprintf(env.stderr, "spiral: warning: reports evaluated with different settings, compared anyway: a ratio or gain between them mixes the models' difference with the settings':\n%s\n", diff)
 		}
 		if diff := c.candidateCapDifferences(); diff != "" {
-			fmt.Fprintf(env.stderr, "spiral compare: warning: RSA reports that cut candidates (--candidate-tokens, or prompts fitted to the model's context) counting other tokens, compared anyway (one recording no %s was written before it was recorded, when the cut counted a stopped candidate's closing <|im_end|>, keeping one token less of its text): their seeds are not of one setting, nor their difference the models' alone:\n%s\n", report.CandidateCapKey, diff)
+			fmt.Fprintf(env.stderr, "spiral: warning: RSA reports that cut candidates (--candidate-tokens, or prompts fitted to the model's context) counting other tokens, compared anyway (one recording no %s was written before it was recorded, when the cut counted a stopped candidate's closing <|im_end|>, keeping one token less of its text): their seeds are not of one setting, nor their difference the models' alone:\n%s\n", report.CandidateCapKey, diff)
 		}
 		if *out == "" {
 			return c.report(env.stdout, "")

@@ -1101,7 +1101,7 @@ func TestCompareCandidateCapCounts(t *testing.T) {
 	const text = `"candidate_cap": "text tokens"`
 	older, newer := rsa("older.json", "", 64), rsa("newer.json", text, 64)
 	warning := func(a, b, ca, cb string) string {
-		return fmt.Sprintf("spiral compare: warning: RSA reports that cut candidates (--candidate-tokens, or prompts fitted to the model's context) counting other tokens, compared anyway (one recording no candidate_cap was written before it was recorded, when the cut counted a stopped candidate's closing <|im_end|>, keeping one token less of its text): their seeds are not of one setting, nor their difference the models' alone:\n  %s (%s) and %s (%s)\n", a, ca, b, cb)
+		return fmt.Sprintf("spiral: warning: RSA reports that cut candidates (--candidate-tokens, or prompts fitted to the model's context) counting other tokens, compared anyway (one recording no candidate_cap was written before it was recorded, when the cut counted a stopped candidate's closing <|im_end|>, keeping one token less of its text): their seeds are not of one setting, nor their difference the models' alone:\n  %s (%s) and %s (%s)\n", a, ca, b, cb)
 	}
 	for _, tc := range []struct {
 		name  string
