@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -137,13 +138,24 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 				}
 			}
 		}
-		if len(foreign) > 0 && !*overwrite && *format != "onnx" {
+		// onnx's other graphs are another model's only where the files
+		// beside them differ from the export's (exportSidecars); a
+		// Hugging Face model's weights are, as transformers would load
+		// them with the export's config.json.
+		refused := foreign
+		if *format == "onnx" {
+			refused = slices.DeleteFunc(slices.Clone(foreign), isGraphFile)
+		}
+		if len(refused) > 0 && !*overwrite {
 			beside := "config.json"
-			if *format == "peft" {
+			switch *format {
+			case "peft":
 				beside = "adapter"
+			case "onnx":
+				beside = filepath.Base(*out)
 			}
 			return usageError{fmt.Errorf("--out %s holds %s, a model file that --format %s does not write (another model's, which would be left beside the export's %s): give --overwrite to replace that model (its %s removed), or another --out",
-				*out, foreign[0], *format, beside, strings.Join(foreign, ", "))}
+				*out, refused[0], *format, beside, strings.Join(refused, ", "))}
 		}
 		// The tokenizer's Hugging Face files, which hf writes where the
 		// model has none; peft writes the adapters alone.
@@ -162,7 +174,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			// Other graphs in the directory go with the files of theirs
 			// replaced; a graph beside the same files stays.
 			if !replaced {
-				foreign = nil
+				foreign = refused
 			}
 		}
 		w, err := params.NewStore(nil) // no checkpoint: the source's own weights
@@ -323,13 +335,15 @@ func exportDir(format, out string) string {
 // directory's model.onnx beside an hf export's config.json, the
 // adapter's base in transformers' eyes). For onnx those are the other
 // graphs and their data files, another model's where the files beside
-// them differ from the export's (exportSidecars); for hf the graphs, a
+// them differ from the export's (exportSidecars), and a Hugging Face
+// model's safetensors, index or peft adapter (which transformers would
+// load with the export's config.json); for hf the graphs, a
 // sharded checkpoint's index and shards (which model.ExportHF removes
 // with its files' move under --overwrite, and refuses without it) and a
 // peft adapter; for peft the graphs and Hugging Face weights. The
 // graphs in src's (--model's) directory are that model's (its graph, its
-// data file, an optimum export's other graphs): an export may go beside
-// it, its config.json kept.
+// data file, an optimum export's other graphs, an hf export of it): an
+// export may go beside it, its config.json kept.
 func exportForeignFiles(format, dir, base, src string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -345,11 +359,12 @@ func exportForeignFiles(format, dir, base, src string) ([]string, error) {
 		if e.IsDir() {
 			continue
 		}
-		graph := !beside && (strings.HasSuffix(lower, ".onnx") || strings.HasSuffix(lower, ".onnx"+onnx.DataFileSuffix) || strings.HasSuffix(lower, ".onnx.data"))
+		graph := !beside && isGraphFile(name)
 		var foreign bool
 		switch format {
 		case "onnx":
-			foreign = graph && name != base && name != base+onnx.DataFileSuffix
+			hf := strings.HasSuffix(lower, ".safetensors") || name == model.HFWeightsFile+".index.json" || name == model.PEFTConfigFile
+			foreign = graph && name != base && name != base+onnx.DataFileSuffix || !beside && hf
 		case "hf":
 			shard := (strings.HasSuffix(lower, ".safetensors") && name != model.HFWeightsFile && name != model.PEFTWeightsFile) || name == model.HFWeightsFile+".index.json"
 			foreign = graph || shard || name == model.PEFTWeightsFile || name == model.PEFTConfigFile
@@ -361,4 +376,10 @@ func exportForeignFiles(format, dir, base, src string) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// isGraphFile says whether name is an ONNX graph's or its data file's.
+func isGraphFile(name string) bool {
+	lower := strings.ToLower(name)
+	return strings.HasSuffix(lower, ".onnx") || strings.HasSuffix(lower, ".onnx"+onnx.DataFileSuffix) || strings.HasSuffix(lower, ".onnx.data")
 }

@@ -288,3 +288,56 @@ func TestBaseModelNameNotYetWritten(t *testing.T) {
 		require.Equal(t, tc.want, got, "%q", tc.given)
 	}
 }
+
+// TestExportONNXRefusesAHuggingFaceModel: an onnx export into a
+// directory holding an hf export of another checkpoint (model.safetensors
+// and a config.json alike) wrote model.onnx beside that model.safetensors
+// and exited 0, so transformers loading the directory read the other
+// checkpoint's weights; an hf export into a directory holding model.onnx
+// is refused. It is refused the same way (exit 2, naming the file) unless
+// --overwrite, which removes the replaced model's weights once the export
+// is in.
+func TestExportONNXRefusesAHuggingFaceModel(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	trainTinyLoRA(t, runDir)
+	export := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"export"}, args...), &cliEnv{stdout: &stdout, stderr: &stderr})
+		return code, stdout.String(), stderr.String()
+	}
+	for _, tc := range []struct {
+		name  string
+		files []string // the Hugging Face model's files the onnx export does not write
+	}{
+		{"hf export", []string{"model.safetensors"}},
+		{"sharded", []string{"model-00001-of-00002.safetensors", "model.safetensors.index.json"}},
+		{"peft adapter", []string{"adapter_config.json", "adapter_model.safetensors"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			code, _, stderr := export("--format", "hf", "--out", out) // the model's own weights: another checkpoint's
+			require.Zero(t, code, stderr)
+			require.NoError(t, os.Remove(filepath.Join(out, "model.safetensors")))
+			for _, f := range tc.files {
+				require.NoError(t, os.WriteFile(filepath.Join(out, f), []byte("{}"), 0o644))
+			}
+			args := []string{"--format", "onnx", "--checkpoint", runDir, "--out", filepath.Join(out, "model.onnx")}
+			code, _, stderr = export(args...)
+			require.Equal(t, exitUsage, code, stderr)
+			require.Equal(t, "spiral export: --out "+filepath.Join(out, "model.onnx")+" holds "+tc.files[0]+", a model file that --format onnx does not write (another model's, which would be left beside the export's model.onnx): give --overwrite to replace that model (its "+strings.Join(tc.files, ", ")+" removed), or another --out\n", stderr)
+			require.NoFileExists(t, filepath.Join(out, "model.onnx"))
+
+			code, stdout, stderr := export(append(args, "--overwrite")...)
+			require.Zero(t, code, stderr)
+			require.FileExists(t, filepath.Join(out, "model.onnx"))
+			for _, f := range tc.files {
+				require.NoFileExists(t, filepath.Join(out, f), "the replaced model's")
+				require.Contains(t, stdout, "removed "+filepath.Join(out, f)+": the replaced model's (--overwrite)\n")
+			}
+			code, _, stderr = export(args...) // re-exported into its own files
+			require.Zero(t, code, stderr)
+		})
+	}
+}
