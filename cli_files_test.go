@@ -89,9 +89,9 @@ func TestRefusedRunPathThroughParent(t *testing.T) {
 // TestRefusedEvalLeavesNothing: an eval refused after it made and locked
 // its --out (here: --data names no file, found only then) left the
 // directory it made with its .passk.lock, and in an --out that was there
-// a new .passk.lock. Now the directories it made go, and so does a lock
-// file it made; a lock file that was there stays, and so does one another
-// process holds (this eval refused by it).
+// a new .passk.lock. Now the directories it made go, and so does the lock
+// file it held, made for it or left by an earlier evaluation (killed by
+// SIGKILL); one another process holds stays (this eval refused by it).
 func TestRefusedEvalLeavesNothing(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	missing := filepath.Join(t.TempDir(), "missing.jsonl")
@@ -114,7 +114,7 @@ func TestRefusedEvalLeavesNothing(t *testing.T) {
 			out := filepath.Join(root, "out")
 			require.NoError(t, os.Mkdir(out, 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(out, ".passk.lock"), nil, 0o644))
-			return out, []string{"out", "out/.passk.lock"}
+			return out, []string{"out"}
 		}, exitUsage, "--data " + missing + ": no such file or directory"},
 		{"a lock another process holds", func(t *testing.T, root string) (string, []string) {
 			out := filepath.Join(root, "out")

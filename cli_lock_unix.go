@@ -27,7 +27,7 @@ type evalLock struct {
 	created  []string
 	madeFile bool
 	// started is set once the evaluation runs; release removes nothing
-	// after that.
+	// but the lock file after that.
 	started bool
 }
 
@@ -119,15 +119,16 @@ func lockEvalOutputWith(dir, mode string, ops evalLockOps) (*evalLock, error) {
 }
 
 // release unlocks the evaluation's outputs and returns err with
-// release's own errors. An evaluation that failed (err not nil) before it
-// started removes the lock file it made (while it holds the lock, where
-// the file system keeps locks: a process that opened the file meanwhile
-// finds it gone and opens it again) and, in a directory made for it that
-// holds nothing else, the artifacts built for it and the directories
-// made. A lock file that was
-// there stays, and so does a directory another process has written into
-// meanwhile (another mode's evaluation, with its own lock, sharing the
-// artifacts).
+// release's own errors. The lock file goes, however the evaluation
+// ended, as a training run's .lock does: where the file system keeps
+// locks, removed while it holds the lock (a process that opened the file
+// meanwhile finds it gone and opens it again), whoever made it (an
+// evaluation killed by SIGKILL, which left it); where it keeps none, only
+// if made for this evaluation. An evaluation that failed (err not nil)
+// before it started removes too, in a directory made for it that holds
+// nothing else, the artifacts built for it and the directories made. A
+// directory another process has written into meanwhile (another mode's
+// evaluation, with its own lock, sharing the artifacts) stays.
 func (l *evalLock) release(err error) error {
 	undo := err != nil && !l.started
 	if undo && len(l.created) > 0 && holdsOnly(l.dir, filepath.Base(l.path), rl.ArtifactsDir) {
@@ -135,9 +136,9 @@ func (l *evalLock) release(err error) error {
 			err = errors.Join(err, fmt.Errorf("--out %s: remove the artifacts of the refused evaluation: %w", l.dir, rerr))
 		}
 	}
-	if undo && l.madeFile {
+	if l.f != nil || l.madeFile {
 		if rerr := os.Remove(l.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			err = errors.Join(err, fmt.Errorf("--out %s: remove the lock of the refused evaluation: %w", l.dir, rerr))
+			err = errors.Join(err, fmt.Errorf("--out %s: remove the evaluation's lock: %w", l.dir, rerr))
 		}
 	}
 	if l.f != nil {

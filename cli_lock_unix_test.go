@@ -21,7 +21,8 @@ import (
 // and one refused before it starts leaves nothing it made, as where locks
 // are kept: neither the lock file, nor the directories, nor the
 // artifacts built for it; a lock file or directory that was there stays,
-// and a started evaluation's stay.
+// and a started evaluation's directories and artifacts stay (its lock
+// file goes, as where locks are kept).
 func TestEvalLockWithoutFlock(t *testing.T) {
 	noFlock := evalLockOps{tryLock: func(*os.File) (bool, error) { return false, syscall.ENOLCK }}
 	refused := errors.New("refused")
@@ -50,7 +51,7 @@ func TestEvalLockWithoutFlock(t *testing.T) {
 			return out, []string{"out", "out/.passk.lock"}
 		}, false, false},
 		{"started", func(t *testing.T, root string) (string, []string) {
-			return filepath.Join(root, "a"), []string{"a", "a/.passk.lock", "a/artifacts", "a/artifacts/x"}
+			return filepath.Join(root, "a"), []string{"a", "a/artifacts", "a/artifacts/x"}
 		}, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,4 +131,55 @@ func TestRunLockOutRemovedMeanwhile(t *testing.T) {
 		require.EqualError(t, evalErr, "refused", "try %d", i)
 		require.EqualError(t, runErr, "refused", "try %d", i)
 	}
+}
+
+// TestEvalLockRemovedAfterTheEvaluation: an evaluation left its lock
+// file (.passk.lock, .rsa.lock, .sequential.lock) in --out after it
+// finished, while train removes its .lock. The lock file goes at the
+// release, whoever made it, the evaluation's outputs staying; one that
+// another process opened meanwhile is found gone there, which opens and
+// locks a new one.
+func TestEvalLockRemovedAfterTheEvaluation(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stale bool // a lock file left by an evaluation killed by SIGKILL
+		err   error
+	}{
+		{"finished", false, nil},
+		{"failed", false, errors.New("failed")},
+		{"a stale lock file", true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			out := filepath.Join(root, "out")
+			if tc.stale {
+				require.NoError(t, os.Mkdir(out, 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(out, ".rsa.lock"), nil, 0o644))
+			}
+			l, err := lockEvalOutput(out, "rsa")
+			require.NoError(t, err)
+			l.started = true
+			require.NoError(t, os.WriteFile(filepath.Join(out, "rsa.json"), nil, 0o644))
+			require.Equal(t, tc.err, l.release(tc.err))
+			require.Equal(t, []string{"out", "out/rsa.json"}, entries(t, root))
+		})
+	}
+	// Another evaluation opened the lock file before the release: it
+	// locks the file it opened once released, finds it removed and takes
+	// a new one, which is then the lock.
+	out := t.TempDir()
+	first, err := lockEvalOutput(out, "passk")
+	require.NoError(t, err)
+	second, err := lockEvalOutputWith(out, "passk", evalLockOps{tryLock: func(f *os.File) (bool, error) {
+		if first != nil {
+			require.NoError(t, first.release(nil))
+			first = nil
+		}
+		return flock.TryLock(f)
+	}})
+	require.NoError(t, err)
+	_, err = lockEvalOutput(out, "passk")
+	require.ErrorContains(t, err, "another spiral eval --mode passk is writing there")
+	require.NoError(t, second.release(nil))
+	require.NoFileExists(t, filepath.Join(out, ".passk.lock"))
 }

@@ -200,6 +200,7 @@ func TestEvalNamesAModelGivenFromItsDirectory(t *testing.T) {
 		var stderr bytes.Buffer
 		args := []string{"eval", "--model", tc.model, "--mode", "passk", "--limit", "1", "--samples", "1", "--max-new-tokens", "4", "--quiet", "--threads", "1", "--out", out}
 		require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+		require.NoFileExists(t, filepath.Join(out, ".passk.lock"), "the evaluation's lock, removed as it ends")
 		var rep report.PassAtK
 		require.NoError(t, report.ReadJSON(path, &rep))
 		require.Equal(t, tc.want, rep.Meta.Model, "--model %s from %s", tc.model, tc.cwd)
