@@ -21,7 +21,7 @@ import (
 // dataFileWant is what data inspect's FILE must be.
 const dataFileWant = "a JSONL, JSON or Parquet data file"
 
-const dataUsage = "usage: spiral data inspect FILE | spiral data synth [--split test] [--problems 128] [--max-operand 5] ... [--out FILE]"
+const dataUsage = "usage: spiral data inspect FILE | spiral data synth [--split test] [--problems 128] [--max-operand 5] ... [--out FILE|-]"
 
 func setupData(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	var df dataFlags
@@ -90,7 +90,7 @@ func (f *synthFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.cfg.MaxOperands, "max-operands", f.cfg.MaxOperands, synthFlagPrefix+"most operands per expression")
 	fs.IntVar(&f.cfg.MinOperand, "min-operand", f.cfg.MinOperand, synthFlagPrefix+"smallest operand")
 	fs.IntVar(&f.cfg.MaxOperand, "max-operand", f.cfg.MaxOperand, synthFlagPrefix+"largest operand (the embedded model was trained on 1-5; larger is harder)")
-	fs.StringVar(&f.out, "out", "", synthFlagPrefix+"JSONL file to write, its directory created (default: standard output)")
+	fs.StringVar(&f.out, "out", "", synthFlagPrefix+"JSONL file to write, its directory created (default, or -: standard output)")
 	markNonEmpty(fs, "out", "the JSONL file to write (leave --out out for standard output)")
 }
 
@@ -159,7 +159,7 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 		}
 		return nil
 	}
-	if f.out == "" {
+	if f.out == "" || f.out == "-" {
 		return write(env.stdout)
 	}
 	// A path ending in a separator names a directory, there or to be
