@@ -105,7 +105,10 @@ func (f *modelFlags) resolve(warn io.Writer) (resolvedModel, error) {
 // noONNXError is the error for a --model directory without model.onnx:
 // one holding what an hf or peft export writes (spiral's or another
 // tool's) is named as such, with what to give instead, since "the
-// directory of an export" would read as that directory.
+// directory of an export" would read as that directory. A run's
+// directory, its checkpoints/ or a checkpoint is the path of another
+// flag, --checkpoint: a usage error (exit 2), as --checkpoint given a
+// model directory is.
 func noONNXError(dir string) error {
 	has := func(name string) bool {
 		_, err := os.Stat(filepath.Join(dir, name))
@@ -115,11 +118,11 @@ func noONNXError(dir string) error {
 	// named first.
 	switch {
 	case checkpoint.IsCheckpointDir(dir):
-		return fmt.Errorf("--model: directory %s is a checkpoint, not a model: give the ONNX model its run trained as --model, and this directory as --checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)", dir)
+		return usageError{fmt.Errorf("--model: directory %s is a checkpoint, not a model: give the ONNX model its run trained as --model, and this directory as --checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)", dir)}
 	case isDir(filepath.Join(dir, rl.CheckpointsDir)):
-		return fmt.Errorf("--model: directory %s is a training run's (it holds %s/), not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)", dir, rl.CheckpointsDir)
+		return usageError{fmt.Errorf("--model: directory %s is a training run's (it holds %s/), not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)", dir, rl.CheckpointsDir)}
 	case has(checkpoint.LatestFile):
-		return fmt.Errorf("--model: directory %s holds a training run's checkpoints, not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact one (eval, generate, export; spiral export makes a model of it for the other commands)", dir)
+		return usageError{fmt.Errorf("--model: directory %s holds a training run's checkpoints, not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact one (eval, generate, export; spiral export makes a model of it for the other commands)", dir)}
 	}
 	for _, name := range []string{model.HFWeightsFile, model.HFWeightsFile + ".index.json"} {
 		if has(name) {

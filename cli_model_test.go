@@ -149,3 +149,40 @@ func TestCheckpointIsAModelDirectory(t *testing.T) {
 		require.Equal(t, tc.want, stderr.String())
 	}
 }
+
+// TestModelFlagGivenARunExitsUsage: a run directory, its checkpoints/ or
+// a checkpoint given as --model, a path mistake as --checkpoint given a
+// model directory is (exit 2, "give it as --model"), exited 1. Every
+// command that takes --model now exits 2, pointing to --checkpoint.
+func TestModelFlagGivenARunExitsUsage(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	root := t.TempDir()
+	runDir := filepath.Join(root, "run")
+	ckpt := filepath.Join(runDir, "checkpoints", "ckpt-000003")
+	require.NoError(t, os.MkdirAll(ckpt, 0o755))
+	for _, name := range []string{"model.safetensors", "state.json"} {
+		require.NoError(t, os.WriteFile(filepath.Join(ckpt, name), []byte("{}"), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(runDir, "checkpoints", "latest"), []byte("ckpt-000003\n"), 0o644))
+	for _, cmd := range [][]string{
+		{"eval", "--out", filepath.Join(root, "eval")},
+		{"generate", "hi"},
+		{"export", "--checkpoint", runDir, "--out", filepath.Join(root, "x", "model.onnx")},
+		{"train", "--out", filepath.Join(root, "train")},
+		{"sft", "--out", filepath.Join(root, "sft")},
+		{"artifacts"},
+		{"bench", "train"},
+	} {
+		for _, tc := range []struct{ dir, want string }{
+			{ckpt, "is a checkpoint, not a model: give the ONNX model its run trained as --model, and this directory as --checkpoint"},
+			{runDir, "is a training run's (it holds checkpoints/), not a model: give the ONNX model it trained as --model, and this directory as --checkpoint"},
+			{filepath.Join(runDir, "checkpoints"), "holds a training run's checkpoints, not a model: give the ONNX model it trained as --model, and this directory as --checkpoint"},
+		} {
+			var stderr bytes.Buffer
+			args := append(append([]string{}, cmd...), "--model", tc.dir)
+			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+			require.Contains(t, stderr.String(), "--model: directory "+tc.dir+" "+tc.want, "%q", args)
+		}
+	}
+}
