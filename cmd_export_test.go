@@ -341,3 +341,42 @@ func TestExportONNXRefusesAHuggingFaceModel(t *testing.T) {
 		})
 	}
 }
+
+// TestExportAddedTokensFile: a tokenizer's added_tokens.json (which
+// transformers' save_pretrained writes for Qwen's tokenizers, and
+// AutoTokenizer reads beside tokenizer.json, adding its tokens at its
+// ids) was neither copied by the exports nor removed with a replaced
+// model's tokenizer files: an hf export over an earlier export of
+// another model left that model's added_tokens.json beside the new
+// tokenizer.json, so AutoTokenizer loaded the directory with another
+// tokenizer's tokens. It is one of the tokenizer's files now: copied
+// where the source has one, removed where it has none.
+func TestExportAddedTokensFile(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	export := func(args ...string) {
+		t.Helper()
+		var stderr bytes.Buffer
+		require.Zero(t, run(context.Background(), append([]string{"export"}, args...), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	}
+	added := []byte(`{"<tool_call>": 151657}` + "\n")
+	// A source with one: copied.
+	src := filepath.Join(dir, "src")
+	require.NoError(t, os.Mkdir(src, 0o755))
+	emb := filepath.Dir(embeddedModelPath(t))
+	for _, f := range []string{"model.onnx", "config.json", "tokenizer.json"} {
+		b, err := os.ReadFile(filepath.Join(emb, f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(src, f), b, 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(src, "added_tokens.json"), added, 0o644))
+	hf := filepath.Join(dir, "hf")
+	export("--format", "hf", "--model", src, "--out", hf)
+	got, err := os.ReadFile(filepath.Join(hf, "added_tokens.json"))
+	require.NoError(t, err)
+	require.Equal(t, added, got)
+	// The embedded model has none: its export over that one removes it.
+	export("--format", "hf", "--out", hf)
+	require.NoFileExists(t, filepath.Join(hf, "added_tokens.json"), "the replaced model's tokenizer file")
+	require.FileExists(t, filepath.Join(hf, "tokenizer.json"))
+}

@@ -305,7 +305,8 @@ type SideFile struct{ Name, From string }
 // SideFiles returns the files the exports of the model at src copy when
 // present, tokenizer.json first: the tokenizer in transformers' layouts
 // (tokenizer.json, its config with the chat template, the special tokens,
-// a BPE's vocab and merges) read beside tokenizer, the tokenizer.json
+// the added tokens, which AutoTokenizer adds at their ids, a BPE's vocab
+// and merges) read beside tokenizer, the tokenizer.json
 // given in place of src's when not "", so that a tokenizer given from
 // elsewhere keeps its own files; and the generation defaults, read beside
 // src.
@@ -318,7 +319,7 @@ func SideFiles(src, tokenizer string) []SideFile {
 	if tokenizer != "" {
 		files[0].From = tokenizer
 	}
-	for _, name := range []string{"tokenizer_config.json", "special_tokens_map.json", "vocab.json", "merges.txt", "chat_template.jinja"} {
+	for _, name := range []string{"tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt", "chat_template.jinja"} {
 		files = append(files, SideFile{name, filepath.Join(tokDir, name)})
 	}
 	return append(files, SideFile{"generation_config.json", filepath.Join(filepath.Dir(src), "generation_config.json")})

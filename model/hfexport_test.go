@@ -317,7 +317,8 @@ func TestSideFiles(t *testing.T) {
 	require.Equal(t, "tokenizer.json", own[0].Name, "tokenizer.json first")
 	require.Equal(t, map[string]string{
 		"tokenizer.json": filepath.Join("m", "tokenizer.json"), "tokenizer_config.json": filepath.Join("m", "tokenizer_config.json"),
-		"special_tokens_map.json": filepath.Join("m", "special_tokens_map.json"), "vocab.json": filepath.Join("m", "vocab.json"),
+		"special_tokens_map.json": filepath.Join("m", "special_tokens_map.json"), "added_tokens.json": filepath.Join("m", "added_tokens.json"),
+		"vocab.json": filepath.Join("m", "vocab.json"),
 		"merges.txt": filepath.Join("m", "merges.txt"), "chat_template.jinja": filepath.Join("m", "chat_template.jinja"),
 		"generation_config.json": filepath.Join("m", "generation_config.json"),
 	}, from(own))

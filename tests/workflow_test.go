@@ -937,7 +937,7 @@ func TestInitModelOverwriteTokenizerFiles(t *testing.T) {
 	m := filepath.Join(t.TempDir(), "m")
 	r := spiral(t, nil, "init-model", "--out", m, "--tokenizer", "byte")
 	require.Equal(t, 0, r.code, r.stderr)
-	stale := []string{"tokenizer_config.json", "special_tokens_map.json", "vocab.json", "merges.txt", "chat_template.jinja", "generation_config.json"}
+	stale := []string{"tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt", "chat_template.jinja", "generation_config.json"}
 	for _, name := range append(stale, "notes.txt") {
 		require.NoError(t, os.WriteFile(filepath.Join(m, name), []byte(`{"tokenizer_class": "Qwen2Tokenizer"}`), 0o644))
 	}
