@@ -167,6 +167,9 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 	if st, err := os.Stat(f.out); err == nil && st.IsDir() || os.IsPathSeparator(f.out[len(f.out)-1]) {
 		return usageError{fmt.Errorf("--out %s is a directory: want the JSONL file to write, such as %s", f.out, filepath.Join(f.out, "problems.jsonl"))}
 	}
+	if err := checkSynthOut(f.out); err != nil {
+		return err
+	}
 	if err := makeParentDir("--out", f.out); err != nil {
 		return err
 	}
@@ -175,4 +178,25 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 	}
 	fmt.Fprintf(env.stderr, "spiral: wrote %d %s problems to %s\n", len(ds.Problems), f.split, f.out)
 	return nil
+}
+
+// checkSynthOut refuses a synth --out whose extension names a format
+// other than JSON Lines, which spiral's data loader would read the file
+// as (and refuse): a .json file as one JSON document, .parquet and .pq
+// as Parquet, .csv and .tsv not at all.
+func checkSynthOut(out string) error {
+	ext := filepath.Ext(out)
+	var as string
+	switch strings.ToLower(ext) {
+	case ".json":
+		as = "they read it as one JSON document"
+	case ".parquet", ".pq":
+		as = "they read it as Parquet"
+	case ".csv", ".tsv":
+		as = "they refuse CSV and TSV"
+	default:
+		return nil
+	}
+	return usageError{fmt.Errorf("--out %s: data synth writes JSON Lines, which --data and data inspect do not read from a %s file (%s): want a .jsonl path, such as %s",
+		out, ext, as, strings.TrimSuffix(out, ext)+".jsonl")}
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -33,4 +35,35 @@ func TestDataSynthOutDash(t *testing.T) {
 	entries, err := os.ReadDir(".")
 	require.NoError(t, err)
 	require.Empty(t, entries)
+}
+
+// TestDataSynthOutExtension: data synth --out p.json (or .parquet, .pq,
+// .csv, .tsv) wrote JSON Lines under a name that --data and data inspect
+// read as another format, and refuse ("malformed JSON: extra data after
+// the top-level value"), exiting 0. It is refused before writing (exit
+// 2), naming the .jsonl path to give; any case of the extension.
+func TestDataSynthOutExtension(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, tc := range []struct{ out, want string }{
+		{"p.json", "spiral data: --out p.json: data synth writes JSON Lines, which --data and data inspect do not read from a .json file (they read it as one JSON document): want a .jsonl path, such as p.jsonl\n"},
+		{filepath.Join("d", "p.JSON"), "spiral data: --out " + filepath.Join("d", "p.JSON") + ": data synth writes JSON Lines, which --data and data inspect do not read from a .JSON file (they read it as one JSON document): want a .jsonl path, such as " + filepath.Join("d", "p.jsonl") + "\n"},
+		{"p.parquet", "spiral data: --out p.parquet: data synth writes JSON Lines, which --data and data inspect do not read from a .parquet file (they read it as Parquet): want a .jsonl path, such as p.jsonl\n"},
+		{"p.pq", "spiral data: --out p.pq: data synth writes JSON Lines, which --data and data inspect do not read from a .pq file (they read it as Parquet): want a .jsonl path, such as p.jsonl\n"},
+		{"p.csv", "spiral data: --out p.csv: data synth writes JSON Lines, which --data and data inspect do not read from a .csv file (they refuse CSV and TSV): want a .jsonl path, such as p.jsonl\n"},
+		{"p.tsv", "spiral data: --out p.tsv: data synth writes JSON Lines, which --data and data inspect do not read from a .tsv file (they refuse CSV and TSV): want a .jsonl path, such as p.jsonl\n"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"data", "synth", "--problems", "2", "--out", tc.out}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, tc.out)
+		require.Equal(t, tc.want, stderr.String())
+		require.NoFileExists(t, tc.out)
+	}
+	require.NoDirExists(t, "d", "made for nothing")
+	// The names the loader reads as JSON Lines, or sniffs, are written.
+	for _, out := range []string{"p.jsonl", "p.ndjson", "p.txt", "p"} {
+		var stderr bytes.Buffer
+		require.Zero(t, run(context.Background(), []string{"data", "synth", "--problems", "2", "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+		stderr.Reset()
+		require.Zero(t, run(context.Background(), []string{"data", "inspect", out}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	}
 }
