@@ -308,6 +308,37 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, tra
 	return files, replaced, nil
 }
 
+// staleSideFiles returns the names of the tokenizer and generation files
+// (model.SideFileNames) beside out, the onnx export's file, that the
+// export does not write, r having none of them (beside its tokenizer or
+// itself) and defaults none either: another model's, such as a
+// chat_template.jinja, which transformers and spiral read in
+// tokenizer_config.json's place, or a merges.txt, which would be read
+// as the export's. r's own directory has none that are not r's.
+func staleSideFiles(r resolvedModel, out string, defaults map[string][]byte) ([]string, error) {
+	dir := filepath.Dir(out)
+	if model.SameFile(dir, filepath.Dir(r.onnx)) {
+		return nil, nil
+	}
+	var stale []string
+	for _, f := range model.SideFiles(r.onnx, r.tokenizer) {
+		if _, ok := defaults[f.Name]; ok {
+			continue
+		}
+		if _, err := os.Stat(f.From); err == nil {
+			continue
+		}
+		_, err := os.Lstat(filepath.Join(dir, f.Name))
+		switch {
+		case err == nil:
+			stale = append(stale, f.Name)
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, outError("--out", out, err)
+		}
+	}
+	return stale, nil
+}
+
 // report is the export's line on the sidecar written.
 func (s sidecar) report() string {
 	if s.from == "" {

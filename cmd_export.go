@@ -176,6 +176,15 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			if !replaced {
 				foreign = refused
 			}
+			stale, err := staleSideFiles(r, *out, tokFiles)
+			if err != nil {
+				return err
+			}
+			if len(stale) > 0 && !*overwrite {
+				return usageError{fmt.Errorf("--out %s: %s is a tokenizer or generation file that the export of %s does not write (the model has none): another model's, which transformers and spiral would read as the export's; give --overwrite to remove it (%s), or another --out",
+					*out, filepath.Join(outDir, stale[0]), r.onnx, strings.Join(stale, ", "))}
+			}
+			foreign = append(foreign, stale...)
 		}
 		w, err := params.NewStore(nil) // no checkpoint: the source's own weights
 		if err != nil {

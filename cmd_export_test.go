@@ -380,3 +380,44 @@ func TestExportAddedTokensFile(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(hf, "added_tokens.json"), "the replaced model's tokenizer file")
 	require.FileExists(t, filepath.Join(hf, "tokenizer.json"))
 }
+
+// TestExportONNXStaleSideFiles: an onnx export into a directory holding
+// a tokenizer or generation file that its model has none of (another
+// model's chat_template.jinja, which transformers and spiral read in
+// tokenizer_config.json's place, its merges.txt) left it there, without
+// a word and with --overwrite too, so the export was prompted with the
+// other model's chat template. It is refused (exit 2, naming the file)
+// unless --overwrite, which removes it once the export is in, as the hf
+// export removes a replaced model's.
+func TestExportONNXStaleSideFiles(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	trainTinyLoRA(t, runDir)
+	export := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"export"}, args...), &cliEnv{stdout: &stdout, stderr: &stderr})
+		return code, stdout.String(), stderr.String()
+	}
+	out := filepath.Join(dir, "onnx", "model.onnx")
+	args := []string{"--checkpoint", runDir, "--out", out}
+	code, _, stderr := export(args...)
+	require.Zero(t, code, stderr)
+	stale := []string{"merges.txt", "chat_template.jinja"}
+	for _, name := range stale {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "onnx", name), []byte("another model's"), 0o644))
+	}
+	code, _, stderr = export(args...)
+	require.Equal(t, exitUsage, code, stderr)
+	require.Equal(t, "spiral export: --out "+out+": "+filepath.Join(dir, "onnx", "merges.txt")+" is a tokenizer or generation file that the export of "+embeddedModelPath(t)+" does not write (the model has none): another model's, which transformers and spiral would read as the export's; give --overwrite to remove it (merges.txt, chat_template.jinja), or another --out\n", stderr)
+
+	code, stdout, stderr := export(append(args, "--overwrite")...)
+	require.Zero(t, code, stderr)
+	for _, name := range stale {
+		path := filepath.Join(dir, "onnx", name)
+		require.NoFileExists(t, path)
+		require.Contains(t, stdout, "removed "+path+": the replaced model's (--overwrite)\n")
+	}
+	code, _, stderr = export(args...)
+	require.Zero(t, code, stderr)
+}
