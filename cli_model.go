@@ -105,10 +105,8 @@ func (f *modelFlags) resolve(warn io.Writer) (resolvedModel, error) {
 // noONNXError is the error for a --model directory without model.onnx:
 // one holding what an hf or peft export writes (spiral's or another
 // tool's) is named as such, with what to give instead, since "the
-// directory of an export" would read as that directory. A run's
-// directory, its checkpoints/ or a checkpoint is the path of another
-// flag, --checkpoint: a usage error (exit 2), as --checkpoint given a
-// model directory is.
+// directory of an export" would read as that directory, and so is a
+// run's (runPathError).
 func noONNXError(dir string) error {
 	has := func(name string) bool {
 		_, err := os.Stat(filepath.Join(dir, name))
@@ -116,13 +114,8 @@ func noONNXError(dir string) error {
 	}
 	// A checkpoint holds model.safetensors too, in spiral's layout: it is
 	// named first.
-	switch {
-	case checkpoint.IsCheckpointDir(dir):
-		return usageError{fmt.Errorf("--model: directory %s is a checkpoint, not a model: give the ONNX model its run trained as --model, and this directory as --checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)", dir)}
-	case isDir(filepath.Join(dir, rl.CheckpointsDir)):
-		return usageError{fmt.Errorf("--model: directory %s is a training run's (it holds %s/), not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)", dir, rl.CheckpointsDir)}
-	case has(checkpoint.LatestFile):
-		return usageError{fmt.Errorf("--model: directory %s holds a training run's checkpoints, not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact one (eval, generate, export; spiral export makes a model of it for the other commands)", dir)}
+	if err := runPathError(dir); err != nil {
+		return err
 	}
 	for _, name := range []string{model.HFWeightsFile, model.HFWeightsFile + ".index.json"} {
 		if has(name) {
@@ -133,6 +126,23 @@ func noONNXError(dir string) error {
 		return fmt.Errorf("--model: directory %s holds a peft adapter (%s) and no model.onnx: give the ONNX base model as --model and the LoRA run as --checkpoint, or a merged export (spiral export --format onnx)", dir, model.PEFTConfigFile)
 	}
 	return fmt.Errorf("--model: directory %s holds no model.onnx (give the .onnx file, or the directory of an export)", dir)
+}
+
+// runPathError is the error for a --model directory that is a training
+// run's, its checkpoints/ or a checkpoint: the path of another flag,
+// --checkpoint, a usage error (exit 2) as --checkpoint given a model
+// directory is; nil for another directory.
+func runPathError(dir string) error {
+	_, latestErr := os.Stat(filepath.Join(dir, checkpoint.LatestFile))
+	switch {
+	case checkpoint.IsCheckpointDir(dir):
+		return usageError{fmt.Errorf("--model: directory %s is a checkpoint, not a model: give the ONNX model its run trained as --model, and this directory as --checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)", dir)}
+	case isDir(filepath.Join(dir, rl.CheckpointsDir)):
+		return usageError{fmt.Errorf("--model: directory %s is a training run's (it holds %s/), not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)", dir, rl.CheckpointsDir)}
+	case latestErr == nil:
+		return usageError{fmt.Errorf("--model: directory %s holds a training run's checkpoints, not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact one (eval, generate, export; spiral export makes a model of it for the other commands)", dir)}
+	}
+	return nil
 }
 
 // warnDataFiles writes a warning to warn for each external data file of

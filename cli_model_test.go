@@ -152,8 +152,9 @@ func TestCheckpointIsAModelDirectory(t *testing.T) {
 
 // TestModelFlagGivenARunExitsUsage: a run directory, its checkpoints/ or
 // a checkpoint given as --model, a path mistake as --checkpoint given a
-// model directory is (exit 2, "give it as --model"), exited 1. Every
-// command that takes --model now exits 2, pointing to --checkpoint.
+// model directory is (exit 2, "give it as --model"), exited 1 (plan's:
+// "needs the Hugging Face config.json beside it"). Every command that
+// takes --model now exits 2, pointing to --checkpoint.
 func TestModelFlagGivenARunExitsUsage(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	root := t.TempDir()
@@ -172,6 +173,7 @@ func TestModelFlagGivenARunExitsUsage(t *testing.T) {
 		{"sft", "--out", filepath.Join(root, "sft")},
 		{"artifacts"},
 		{"bench", "train"},
+		{"plan"},
 	} {
 		for _, tc := range []struct{ dir, want string }{
 			{ckpt, "is a checkpoint, not a model: give the ONNX model its run trained as --model, and this directory as --checkpoint"},

@@ -163,6 +163,11 @@ func planArch(m string, warn io.Writer) (memplan.Arch, string, error) {
 		fmt.Fprintf(warn, "spiral: note: --model %s: planning the model at %s (%s), which exists, not the %s release of that name (run from a directory without %s to plan the release)\n", m, m, path, m, m)
 	}
 	a, err := memplan.LoadConfig(path)
+	if errors.Is(err, fs.ErrNotExist) && st.IsDir() {
+		if err := runPathError(m); err != nil {
+			return memplan.Arch{}, "", err
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return memplan.Arch{}, "", fmt.Errorf("--model %q needs the Hugging Face config.json beside it: %w", m, err)
 	}
