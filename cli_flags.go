@@ -18,6 +18,7 @@ import (
 
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
@@ -1014,6 +1015,12 @@ func (f *evalFlags) validate() error {
 	if _, err := os.Stat(filepath.Join(f.out, rl.MetricsFile)); err == nil && f.mode == "rsa" {
 		errs = append(errs, fmt.Errorf("--out %s is a training run's directory (it holds %s): --mode rsa would write %s over the run's final RSA report, which a resumed run reads as done; give another --out",
 			f.out, rl.MetricsFile, rl.FinalRSAFile))
+	}
+	// A checkpoint's directory, the one --checkpoint reads say: the run's
+	// --keep removes it, the report, plot and artifacts written there
+	// with it (export refuses such an --out too).
+	if _, err := os.Stat(filepath.Join(f.out, checkpoint.StateFile)); err == nil {
+		errs = append(errs, fmt.Errorf("--out %s is a checkpoint directory (it holds %s): its run's --keep removes the directory, the evaluation's report with it; give another --out", f.out, checkpoint.StateFile))
 	}
 	if f.data == "" {
 		errs = append(errs, unreadDataFlags(f.changed, "--data", "the embedded task's test split"))

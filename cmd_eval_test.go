@@ -337,3 +337,26 @@ func TestEvalWarnsOfTheTrainingData(t *testing.T) {
 		require.Equal(t, tc.warn, strings.Contains(stderr.String(), "its accuracy there is on problems it was trained on"), "--data %s: %s", tc.data, stderr.String())
 	}
 }
+
+// TestEvalRefusesCheckpointDirectory: an eval --out in a checkpoint's
+// directory (one holding state.json: eval --checkpoint C --out C, to keep
+// the report with its checkpoint) wrote its report, plot and artifacts
+// there and exited 0, and the run's --keep then removed the directory,
+// report and all, without a word. It is refused before anything is
+// written (exit 2), as export refuses such an --out.
+func TestEvalRefusesCheckpointDirectory(t *testing.T) {
+	ckpt := filepath.Join(t.TempDir(), "checkpoints", "ckpt-000003")
+	require.NoError(t, os.MkdirAll(ckpt, 0o755))
+	for _, name := range []string{"model.safetensors", "state.json"} {
+		require.NoError(t, os.WriteFile(filepath.Join(ckpt, name), []byte("{}"), 0o644))
+	}
+	for _, mode := range []string{"passk", "rsa", "sequential"} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"eval", "--mode", mode, "--out", ckpt}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, stderr.String())
+		require.Equal(t, "spiral eval: --out "+ckpt+" is a checkpoint directory (it holds state.json): its run's --keep removes the directory, the evaluation's report with it; give another --out\n", stderr.String())
+		entries, err := os.ReadDir(ckpt)
+		require.NoError(t, err)
+		require.Len(t, entries, 2, "nothing written there")
+	}
+}
