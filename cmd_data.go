@@ -167,6 +167,11 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 	if st, err := os.Stat(f.out); err == nil && st.IsDir() || os.IsPathSeparator(f.out[len(f.out)-1]) {
 		return usageError{fmt.Errorf("--out %s is a directory: want the JSONL file to write, such as %s", f.out, filepath.Join(f.out, "problems.jsonl"))}
 	}
+	// A directory's name not there yet ("sub/"): its parent would be made,
+	// and the file then fail to take the directory's name.
+	if os.IsPathSeparator(f.out[len(f.out)-1]) {
+		return usageError{fmt.Errorf("--out %s names a directory: want the JSONL file to write, such as %s", f.out, filepath.Join(f.out, "problems.jsonl"))}
+	}
 	if err := checkSynthOut(f.out); err != nil {
 		return err
 	}

@@ -67,3 +67,26 @@ func TestDataSynthOutExtension(t *testing.T) {
 		require.Zero(t, run(context.Background(), []string{"data", "inspect", out}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
 	}
 }
+
+// TestDataSynthOutDirectoryName: data synth --out sub/ (a directory's
+// name, not there yet) made sub and then failed to rename its temporary
+// file onto "sub/" (exit 1, "atomicfile: write sub/: rename ... file
+// exists"), leaving sub behind. It is refused as an existing directory
+// is (exit 2), naming the file to give, and makes nothing.
+func TestDataSynthOutDirectoryName(t *testing.T) {
+	t.Chdir(t.TempDir())
+	require.NoError(t, os.Mkdir("there", 0o755))
+	for _, tc := range []struct{ out, want string }{
+		{"sub/", "spiral data: --out sub/ names a directory: want the JSONL file to write, such as " + filepath.Join("sub", "problems.jsonl") + "\n"},
+		{filepath.Join("a", "b") + "/", "spiral data: --out a/b/ names a directory: want the JSONL file to write, such as " + filepath.Join("a", "b", "problems.jsonl") + "\n"},
+		{"there", "spiral data: --out there is a directory: want the JSONL file to write, such as " + filepath.Join("there", "problems.jsonl") + "\n"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"data", "synth", "--problems", "2", "--out", tc.out}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, tc.out)
+		require.Equal(t, tc.want, stderr.String())
+	}
+	entries, err := os.ReadDir(".")
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "nothing made")
+}
