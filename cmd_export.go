@@ -69,6 +69,19 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		if _, err := os.Stat(filepath.Join(dir, checkpoint.StateFile)); err == nil {
 			return usageError{fmt.Errorf("--out %s: %s is a checkpoint directory (it holds %s): the export would replace or remove the checkpoint's files, and its run's --keep removes the directory with the export; give another --out", *out, dir, checkpoint.StateFile)}
 		}
+		// The adapter's base in its own directory: adapter_config.json
+		// would name the adapter as its base, and --overwrite remove the
+		// base model there as another model's.
+		if *format == "peft" && *baseModel != "" {
+			base, err := baseModelName(*baseModel)
+			if err != nil {
+				return err
+			}
+			if abs, err := filepath.Abs(*out); err == nil && (base == abs || model.SameFile(base, *out)) {
+				return usageError{fmt.Errorf("--base-model %s is --out %s: the adapter would name its own directory as its base model, which peft and transformers load from base_model_name_or_path (and --overwrite would remove the model there); give the adapter a directory of its own, such as --out %s",
+					*baseModel, *out, filepath.Join(filepath.Dir(filepath.Clean(*out)), "peft"))}
+			}
+		}
 		// Refused before any work: the model would be written whole to a
 		// temporary file beside the directory, then fail to take its name.
 		if st, err := os.Stat(*out); err == nil && st.IsDir() && *format == "onnx" {

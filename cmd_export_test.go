@@ -421,3 +421,43 @@ func TestExportONNXStaleSideFiles(t *testing.T) {
 	code, _, stderr = export(args...)
 	require.Zero(t, code, stderr)
 }
+
+// TestExportPEFTBaseModelIsOut: a peft export whose --base-model is its
+// own --out (the hf export of the base, which the adapter should name)
+// wrote the adapter there naming its own directory as its base, and
+// with --overwrite removed the base model's weights, config.json and
+// tokenizer for it, exiting 0: the adapter named a base that was gone,
+// and transformers loading it read the adapter's directory as its base.
+// It is refused (exit 2), --overwrite or not, nothing removed.
+func TestExportPEFTBaseModelIsOut(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	trainTinyLoRA(t, runDir)
+	hf := filepath.Join(dir, "hf")
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"export", "--format", "hf", "--out", hf}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	before, err := os.ReadDir(hf)
+	require.NoError(t, err)
+	t.Chdir(dir)
+	for _, tc := range []struct{ base, out string }{
+		{hf, hf},
+		{"hf", "./hf/"},
+		{filepath.Join(dir, "new"), "new"},
+	} {
+		for _, overwrite := range []bool{false, true} {
+			args := []string{"export", "--format", "peft", "--checkpoint", runDir, "--base-model", tc.base, "--out", tc.out}
+			if overwrite {
+				args = append(args, "--overwrite")
+			}
+			stderr.Reset()
+			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+			require.Equal(t, "spiral export: --base-model "+tc.base+" is --out "+tc.out+": the adapter would name its own directory as its base model, which peft and transformers load from base_model_name_or_path (and --overwrite would remove the model there); give the adapter a directory of its own, such as --out "+filepath.Join(filepath.Dir(filepath.Clean(tc.out)), "peft")+"\n", stderr.String(), "%q", args)
+		}
+	}
+	after, err := os.ReadDir(hf)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+	require.NoDirExists(t, filepath.Join(dir, "new"))
+}
