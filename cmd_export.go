@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -169,6 +170,11 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			return usageError{fmt.Errorf("--out %s holds %s, a model file that --format %s does not write (another model's, which would be left beside the export's %s): give --overwrite to replace that model (its %s removed), or another --out",
 				*out, refused[0], *format, beside, strings.Join(refused, ", "))}
+		}
+		if *format == "hf" && !*overwrite {
+			if err := refuseOtherHFConfig(r, *out); err != nil {
+				return err
+			}
 		}
 		// The tokenizer's Hugging Face files, which hf writes where the
 		// model has none; peft writes the adapters alone.
@@ -404,4 +410,40 @@ func exportForeignFiles(format, dir, base, src string) ([]string, error) {
 func isGraphFile(name string) bool {
 	lower := strings.ToLower(name)
 	return strings.HasSuffix(lower, ".onnx") || strings.HasSuffix(lower, ".onnx"+onnx.DataFileSuffix) || strings.HasSuffix(lower, ".onnx.data")
+}
+
+// refuseOtherHFConfig refuses, as a usage error, an hf export into dir
+// when the config.json there is none that an hf export of r writes (of
+// its own weights, or of a checkpoint's, without _name_or_path:
+// model.TrainedConfig; either with model.Float32Config's dtype, as
+// model.ExportHF writes them) nor a copy of r's: another model's, which
+// the export would replace without a word, as the onnx export refuses
+// one beside it (exportSidecars). r's own directory's is r's.
+func refuseOtherHFConfig(r resolvedModel, dir string) error {
+	path, src := filepath.Join(dir, model.ConfigFile), filepath.Join(filepath.Dir(r.onnx), model.ConfigFile)
+	have, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) || model.SameFile(path, src) {
+		return nil
+	}
+	if err != nil {
+		return outError("--out", dir, err)
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return nil // model.ExportHF names it
+	}
+	trained, err := model.TrainedConfig(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	for _, c := range [][]byte{b, trained} {
+		exported, err := model.Float32Config(c)
+		if err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		if bytes.Equal(have, c) || bytes.Equal(have, exported) {
+			return nil
+		}
+	}
+	return usageError{fmt.Errorf("--out %s holds %s, which differs from the one the export of %s writes (another model's?): give --overwrite to replace that model, or another --out", dir, path, r.onnx)}
 }

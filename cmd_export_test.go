@@ -461,3 +461,50 @@ func TestExportPEFTBaseModelIsOut(t *testing.T) {
 	require.Equal(t, before, after)
 	require.NoDirExists(t, filepath.Join(dir, "new"))
 }
+
+// TestExportHFRefusesAnotherModelsConfig: an hf export into the
+// directory of another model's hf export (its model.safetensors and a
+// config.json of another shape) replaced that model without a word,
+// though an onnx export refuses a config.json beside it that differs
+// from its own, as another model's. It is refused the same way (exit 2,
+// naming config.json) unless --overwrite; an export of the same model
+// (after more training, or untrained) into its own directory still
+// needs none.
+func TestExportHFRefusesAnotherModelsConfig(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	trainTinyLoRA(t, runDir)
+	cli := func(args ...string) (int, string) {
+		var stderr bytes.Buffer
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		return code, stderr.String()
+	}
+	other := filepath.Join(dir, "other")
+	code, stderr := cli("init-model", "--layers", "1", "--hidden", "32", "--out", other)
+	require.Zero(t, code, stderr)
+	hf := filepath.Join(dir, "hf")
+	code, stderr = cli("export", "--format", "hf", "--model", other, "--out", hf)
+	require.Zero(t, code, stderr)
+	cfg, err := os.ReadFile(filepath.Join(hf, "config.json"))
+	require.NoError(t, err)
+
+	for _, args := range [][]string{
+		{"export", "--format", "hf", "--out", hf},
+		{"export", "--format", "hf", "--checkpoint", runDir, "--out", hf},
+	} {
+		code, stderr = cli(args...)
+		require.Equal(t, exitUsage, code, stderr)
+		require.Equal(t, "spiral export: --out "+hf+" holds "+filepath.Join(hf, "config.json")+", which differs from the one the export of "+embeddedModelPath(t)+" writes (another model's?): give --overwrite to replace that model, or another --out\n", stderr)
+		got, err := os.ReadFile(filepath.Join(hf, "config.json"))
+		require.NoError(t, err)
+		require.Equal(t, cfg, got, "the model there left as it was")
+	}
+	code, stderr = cli("export", "--format", "hf", "--checkpoint", runDir, "--out", hf, "--overwrite")
+	require.Zero(t, code, stderr)
+	// Its own directory, after more training: replaced without --overwrite.
+	code, stderr = cli("export", "--format", "hf", "--checkpoint", runDir, "--out", hf)
+	require.Zero(t, code, stderr)
+	code, stderr = cli("export", "--format", "hf", "--out", hf) // the model before training
+	require.Zero(t, code, stderr)
+}
