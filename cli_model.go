@@ -622,11 +622,21 @@ func loadCheckpoint(ckpt, src string, warn io.Writer, load func(path string, st 
 		return load(path, st)
 	})
 	rl.WarnSkippedCheckpoints(warn, skipped)
-	if errors.Is(err, checkpoint.ErrNoCheckpoint) && !isDir(filepath.Join(ckpt, rl.CheckpointsDir)) {
+	if errors.Is(err, checkpoint.ErrNoCheckpoint) && !isDir(filepath.Join(ckpt, rl.CheckpointsDir)) && !checkpoint.IsCheckpointDir(ckpt) {
 		if _, serr := os.Stat(filepath.Join(ckpt, "model.onnx")); serr == nil {
 			// A model's directory (a finished sft's --out, an export's),
 			// as noONNXError names a checkpoint given as --model.
 			return "", usageError{fmt.Errorf("--checkpoint %s holds a model (model.onnx), not checkpoints: give it as --model (a finished sft's --out is a model directory; its checkpoints are removed once the model is written)", ckpt)}
+		}
+		// An hf or peft export's directory, which spiral writes from
+		// checkpoints and does not read back.
+		for _, name := range []string{model.HFWeightsFile, model.HFWeightsFile + ".index.json"} {
+			if isRegular(filepath.Join(ckpt, name)) {
+				return "", usageError{fmt.Errorf("--checkpoint %s holds a Hugging Face model (%s), not checkpoints: spiral reads a run's checkpoints (give the run, or its checkpoint, that the model was exported from) and runs ONNX models (give the ONNX model as --model)", ckpt, name)}
+			}
+		}
+		if isRegular(filepath.Join(ckpt, model.PEFTConfigFile)) {
+			return "", usageError{fmt.Errorf("--checkpoint %s holds a peft adapter (%s), not checkpoints: give the LoRA run it was exported from (or its checkpoint), with its ONNX base model as --model", ckpt, model.PEFTConfigFile)}
 		}
 	}
 	if errors.Is(err, checkpoint.ErrNoCheckpoint) {

@@ -188,3 +188,34 @@ func TestModelFlagGivenARunExitsUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointIsAnExport: an hf export's directory (model.safetensors,
+// config.json) or a peft adapter's given as --checkpoint was "no
+// checkpoint in DIR" with exit 1, though a model directory given so is a
+// path mistake named as such (exit 2, "give it as --model"). They are
+// named too, with what to give, with exit 2.
+func TestCheckpointIsAnExport(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	hf, peft, sharded := t.TempDir(), t.TempDir(), t.TempDir()
+	for dir, files := range map[string][]string{hf: {"model.safetensors", "config.json"}, peft: {"adapter_model.safetensors", "adapter_config.json"}, sharded: {"model.safetensors.index.json"}} {
+		for _, f := range files {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("{}"), 0o644))
+		}
+	}
+	for _, tc := range []struct{ dir, want string }{
+		{hf, " holds a Hugging Face model (model.safetensors), not checkpoints: spiral reads a run's checkpoints (give the run, or its checkpoint, that the model was exported from) and runs ONNX models (give the ONNX model as --model)\n"},
+		{sharded, " holds a Hugging Face model (model.safetensors.index.json), not checkpoints: spiral reads a run's checkpoints (give the run, or its checkpoint, that the model was exported from) and runs ONNX models (give the ONNX model as --model)\n"},
+		{peft, " holds a peft adapter (adapter_config.json), not checkpoints: give the LoRA run it was exported from (or its checkpoint), with its ONNX base model as --model\n"},
+	} {
+		for _, cmd := range [][]string{{"generate", "hi"}, {"eval", "--out", filepath.Join(t.TempDir(), "e")}, {"export", "--out", filepath.Join(t.TempDir(), "m.onnx")}} {
+			var stderr bytes.Buffer
+			args := append(append([]string{}, cmd...), "--checkpoint", tc.dir, "--threads", "1")
+			if cmd[0] == "export" {
+				args = args[:len(args)-2]
+			}
+			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+			require.Equal(t, "spiral "+cmd[0]+": --checkpoint "+tc.dir+tc.want, stderr.String(), "%q", args)
+		}
+	}
+}
