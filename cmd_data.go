@@ -162,9 +162,7 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 	if f.out == "" || f.out == "-" {
 		return write(env.stdout)
 	}
-	// A path ending in a separator names a directory, there or to be
-	// made: the file would be its own directory.
-	if st, err := os.Stat(f.out); err == nil && st.IsDir() || os.IsPathSeparator(f.out[len(f.out)-1]) {
+	if st, err := os.Stat(f.out); err == nil && st.IsDir() {
 		return usageError{fmt.Errorf("--out %s is a directory: want the JSONL file to write, such as %s", f.out, filepath.Join(f.out, "problems.jsonl"))}
 	}
 	// A directory's name not there yet ("sub/"): its parent would be made,

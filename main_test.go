@@ -3065,20 +3065,6 @@ func TestNoDoubledCommandPrefix(t *testing.T) {
 	}
 }
 
-// TestDataSynthOutDirectoryToBe: data synth's --out ending in a
-// separator names a directory, not the JSONL file to write: it is refused
-// as an existing directory is, before anything is made; it made the
-// directory, then failed in atomicfile's rename ("rename
-// D/.D.tmp-N D/: file exists", exit 1), leaving it.
-func TestDataSynthOutDirectoryToBe(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "new")
-	var stderr bytes.Buffer
-	code := run(context.Background(), []string{"data", "synth", "--problems", "1", "--out", dir + "/"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
-	require.Equal(t, exitUsage, code, stderr.String())
-	require.Equal(t, "spiral data: --out "+dir+"/ is a directory: want the JSONL file to write, such as "+filepath.Join(dir, "problems.jsonl")+"\n", stderr.String())
-	require.NoDirExists(t, dir)
-}
-
 // TestDataSynthTooFewNamesTheFlags: a --problems past the distinct
 // problems the settings give is refused naming --problems and the flags
 // that widen the set; it said "synth: only 1134 distinct test problems
