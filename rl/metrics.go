@@ -126,7 +126,9 @@ type Metrics struct {
 	// PolicyVersion names the weights a serving engine sampled this
 	// step's rollouts with and PolicyLag how many updates they were behind
 	// the trained weights (0: synced before every rollout); SyncSeconds
-	// is the sync's wall time. Empty and zero with the local engine.
+	// is the step's sync's wall time, 0 where a held-out evaluation after
+	// the previous step synced the weights (EvalLine.SyncSeconds has it).
+	// Empty and zero with the local engine.
 	PolicyVersion string  `json:"policy_version,omitempty"`
 	PolicyLag     int     `json:"policy_lag"`
 	SyncSeconds   float64 `json:"sync_seconds,omitempty"`

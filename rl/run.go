@@ -400,9 +400,9 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	evaluate := func() error {
 		// Ctrl-C in the engine's sync (an export, a load) saves the
 		// step as Ctrl-C in the evaluation does.
-		err := tr.SyncEngine(ctx)
+		sync, err := tr.SyncEngine(ctx)
 		if err == nil {
-			err = heldOutEval(ctx, p, cfg.EvalSamples, tr.Step(), tr.Config().Seed, ef, tb)
+			err = heldOutEval(ctx, p, cfg.EvalSamples, tr.Step(), tr.Config().Seed, sync, ef, tb)
 		}
 		if err != nil {
 			return stopped(err)
@@ -540,7 +540,7 @@ const finalRSASeedOffset = 0x75a
 // FinalRSAFile and prints the held-out summary line. p.Settings.HeldOut
 // names those problems (Run sets it before any evaluation).
 func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) error {
-	if err := tr.SyncEngine(ctx); err != nil {
+	if _, err := tr.SyncEngine(ctx); err != nil {
 		return err
 	}
 	seed := tr.Config().Seed + finalRSASeedOffset
@@ -938,8 +938,9 @@ func CheckpointSettings(path string) (RunSettings, error) {
 // heldOutEval reports pass@1 and majority@k on the held-out problems (k
 // samples each at the training sampler's settings) to Out, eval.jsonl
 // (w) and the TensorBoard log tb (when there is one); the line records
-// p.Settings.HeldOut's digest (Run sets it before any evaluation).
-func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, w io.Writer, tb *tensorBoardLog) error {
+// p.Settings.HeldOut's digest (Run sets it before any evaluation) and
+// sync, the serving engine's weight sync done for it.
+func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, sync EngineSync, w io.Writer, tb *tensorBoardLog) error {
 	ks := []int{1}
 	if k > 1 {
 		ks = append(ks, k)
@@ -953,7 +954,8 @@ func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, w io
 		line += fmt.Sprintf("  pass@%d %.3f  majority@%d %.3f", last.K, last.PassAtK, last.K, last.MajorityAtK)
 	}
 	fmt.Fprintf(p.Out, "%s  (%s)\n", line, rollout.Plural(len(p.Held), "problem"))
-	e := EvalLine{Step: step, Problems: len(p.Held), Samples: k, Points: res.Points, Digest: p.Settings.HeldOut.Digest}
+	e := EvalLine{Step: step, Problems: len(p.Held), Samples: k, Points: res.Points, Digest: p.Settings.HeldOut.Digest,
+		SyncSeconds: sync.Seconds, SyncDeviceCopyBytes: sync.DeviceCopyBytes}
 	if err := writeJSONLine(w, e); err != nil {
 		return err
 	}
@@ -963,13 +965,19 @@ func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, w io
 
 // EvalLine is one line of eval.jsonl. Digest fingerprints the held-out
 // problems (data.ProblemsDigest, as eval reports record it); lines
-// written by older versions have none.
+// written by older versions have none. SyncSeconds and
+// SyncDeviceCopyBytes are the serving engine's weight sync done before
+// the evaluation sampled (EngineSync; absent when there was none: the
+// local engine, or an engine that had the weights), which the next
+// step's sync_seconds does not count again.
 type EvalLine struct {
-	Step     int              `json:"step"`
-	Problems int              `json:"problems"`
-	Samples  int              `json:"samples"`
-	Points   []rollout.KPoint `json:"points"`
-	Digest   string           `json:"problems_digest,omitempty"`
+	Step                int              `json:"step"`
+	Problems            int              `json:"problems"`
+	Samples             int              `json:"samples"`
+	Points              []rollout.KPoint `json:"points"`
+	Digest              string           `json:"problems_digest,omitempty"`
+	SyncSeconds         float64          `json:"sync_seconds,omitempty"`
+	SyncDeviceCopyBytes int64            `json:"sync_device_copy_bytes,omitempty"`
 }
 
 // moveAside moves the named entries of dir that exist into

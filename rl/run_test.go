@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -2124,4 +2125,70 @@ func TestRunResumeCandidateCap(t *testing.T) {
 	s, err = CheckpointSettings(filepath.Join(h.cfg.Dir, CheckpointsDir, checkpoint.DirName(1)))
 	require.NoError(t, err)
 	require.Empty(t, s.CandidateCap)
+}
+
+// sleepSync is a serving engine's weight sync that takes d.
+type sleepSync struct {
+	d       time.Duration
+	version string
+}
+
+func (s *sleepSync) Sync(_ context.Context, step int) error {
+	time.Sleep(s.d)
+	s.version = fmt.Sprintf("v%d", step)
+	return nil
+}
+func (s *sleepSync) Version() string { return s.version }
+
+// TestRunEngineSyncTimeLogged: the weight sync a held-out evaluation
+// does before sampling is logged on its eval.jsonl line, and the step
+// after it, whose engine has the weights already, logs no sync of its
+// own (not a sync of about 0 s), so that every sync is counted once.
+// Steps 1-3, evaluations at 0, 2 and 3: syncs at the evaluations of 0,
+// 2 and 3 and before step 2's rollouts (step 1's weights).
+func TestRunEngineSyncTimeLogged(t *testing.T) {
+	const d = 30 * time.Millisecond
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 3)
+	h.cfg.EvalEvery = 2
+	h.parts.Trainer.sync = &sleepSync{d: d}
+	require.NoError(t, h.run(context.Background()))
+
+	b, err := os.ReadFile(filepath.Join(dir, MetricsFile))
+	require.NoError(t, err)
+	var stepSync []bool
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m struct {
+			Sync    *float64 `json:"sync_seconds"`
+			Rollout float64  `json:"rollout_seconds"`
+			Train   float64  `json:"train_seconds"`
+			Step    float64  `json:"step_seconds"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &m))
+		synced := m.Sync != nil
+		if synced {
+			require.GreaterOrEqual(t, *m.Sync, d.Seconds(), line)
+		}
+		sync := 0.0
+		if synced {
+			sync = *m.Sync
+		}
+		require.GreaterOrEqual(t, m.Step, sync+m.Rollout+m.Train, "step_seconds holds its parts: %s", line)
+		stepSync = append(stepSync, synced)
+	}
+	require.Equal(t, []bool{false, true, false}, stepSync, "steps 1 and 3 follow an evaluation's sync")
+
+	b, err = os.ReadFile(filepath.Join(dir, EvalFile))
+	require.NoError(t, err)
+	var evalSteps []int
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e struct {
+			Step int     `json:"step"`
+			Sync float64 `json:"sync_seconds"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &e))
+		require.GreaterOrEqual(t, e.Sync, d.Seconds(), "the evaluation's sync: %s", line)
+		evalSteps = append(evalSteps, e.Step)
+	}
+	require.Equal(t, []int{0, 2, 3}, evalSteps)
 }

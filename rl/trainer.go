@@ -336,23 +336,33 @@ func (t *Trainer) SyncHost() error {
 	return nil
 }
 
+// EngineSync is what one weight sync of a serving engine took: its wall
+// time and what it copied between host and device (the weights brought
+// to the host under --device cuda). Zero when there was nothing to sync.
+type EngineSync struct {
+	Seconds         float64
+	DeviceCopyBytes int64
+}
+
 // SyncEngine brings a serving engine (TrainerParts.Sync) to the weights
 // of the steps completed so far, unless it has them already; without
-// one it does nothing. Rollouts and evaluations call it first.
-func (t *Trainer) SyncEngine(ctx context.Context) error {
+// one it does nothing. Rollouts and evaluations call it first; it
+// returns what the sync took, so that whichever of them did it logs it.
+func (t *Trainer) SyncEngine(ctx context.Context) (EngineSync, error) {
 	if t.sync == nil || t.synced == t.step {
-		return nil
+		return EngineSync{}, nil
 	}
+	start, copied := time.Now(), t.deviceCopies()
 	if d := t.device(); d != nil {
 		if err := d.SyncWeights(); err != nil { // what the engine reads
-			return fmt.Errorf("rl: %w", err)
+			return EngineSync{}, fmt.Errorf("rl: %w", err)
 		}
 	}
 	if err := t.sync.Sync(ctx, t.step); err != nil {
-		return fmt.Errorf("rl: after step %d: %w", t.step, err)
+		return EngineSync{}, fmt.Errorf("rl: after step %d: %w", t.step, err)
 	}
 	t.synced = t.step
-	return nil
+	return EngineSync{Seconds: time.Since(start).Seconds(), DeviceCopyBytes: t.deviceCopies() - copied}, nil
 }
 
 // Config returns the configuration.
@@ -370,12 +380,14 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 	copied := t.deviceCopies() // the sync's copies are the step's too
 
 	// 0. A serving engine samples with the weights trained so far.
+	// A held-out evaluation after the previous step synced it already,
+	// and logged the sync on its eval.jsonl line: this step logs none.
 	if t.sync != nil {
-		syncStart := time.Now()
-		if err := t.SyncEngine(ctx); err != nil {
+		s, err := t.SyncEngine(ctx)
+		if err != nil {
 			return m, err
 		}
-		m.SyncSeconds = time.Since(syncStart).Seconds()
+		m.SyncSeconds = s.Seconds
 		m.PolicyVersion, m.PolicyLag = t.sync.Version(), t.step-t.synced
 	}
 

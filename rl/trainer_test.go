@@ -500,7 +500,8 @@ func TestTrainerUpdatesOnDevice(t *testing.T) {
 	require.Equal(t, 0.1, m.LR)
 	require.Zero(t, w.Norm(), "the host weights are not stepped")
 	require.Zero(t, opt.Steps())
-	require.NoError(t, tr.SyncEngine(context.Background()))
+	_, err = tr.SyncEngine(context.Background())
+	require.NoError(t, err)
 	require.Equal(t, []int{1, 2}, sync.calls, "every engine sync after a host sync")
 }
 
