@@ -281,16 +281,10 @@ func legendRoom(p *plot.Plot, c draw.Canvas) {
 	p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)/(1-f)
 }
 
-// addSmoothed adds xy's raw points (small, pale) and its smoothed line.
+// addSmoothed adds xy's smoothed line and, over it, its raw points
+// (small, pale): drawn under it, a line through them (Smooth leaves ten
+// points or fewer as they are) would hide them.
 func addSmoothed(p *plot.Plot, name string, xy plotter.XYs, colour int) error {
-	sc, err := plotter.NewScatter(xy)
-	if err != nil {
-		return fmt.Errorf("report: plot %s: %w", name, err)
-	}
-	sc.Shape = draw.CircleGlyph{}
-	sc.Radius = vg.Points(1.5)
-	sc.Color = pale(plotutil.Color(colour))
-	p.Add(sc)
 	sm := make(plotter.XYs, len(xy))
 	ys := make([]float64, len(xy))
 	for i := range xy {
@@ -307,11 +301,19 @@ func addSmoothed(p *plot.Plot, name string, xy plotter.XYs, colour int) error {
 	l.Width = vg.Points(1.5)
 	p.Add(l)
 	if len(sm) > 1 {
+		sc, err := plotter.NewScatter(xy)
+		if err != nil {
+			return fmt.Errorf("report: plot %s: %w", name, err)
+		}
+		sc.Shape = draw.CircleGlyph{}
+		sc.Radius = vg.Points(2)
+		sc.Color = pale(plotutil.Color(colour))
+		p.Add(sc)
 		p.Legend.Add(name+" (smoothed)", l)
 		return nil
 	}
 	// One point draws no line: mark it in full colour, as large as the
-	// held-out panel's points, or it shows only as the small pale dot.
+	// held-out panel's points, or it would show only as a small pale dot.
 	pt, err := plotter.NewScatter(sm)
 	if err != nil {
 		return fmt.Errorf("report: plot %s: %w", name, err)

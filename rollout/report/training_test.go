@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"image/color"
 	"image/png"
 	"math"
 	"os"
@@ -255,4 +256,33 @@ func TestTrainingEmptyPanelsSteps(t *testing.T) {
 	grid, err = trainingPanels("run", pts, []HeldOutPoint{{Step: 0, K: 1}, {Step: 3, K: 1}})
 	require.NoError(t, err)
 	require.Equal(t, [2]float64{0, 3}, [2]float64{grid[1][1].X.Min, grid[1][1].X.Max})
+}
+
+// TestPlotTrainingRawPointsOnTop: each per-step series' raw points are
+// drawn over its smoothed line, not under it: with ten points or fewer
+// the line passes through every one of them (Smooth leaves them as they
+// are), and 1.5-point-wide, it hid the raw points it was drawn over.
+func TestPlotTrainingRawPointsOnTop(t *testing.T) {
+	hex := func(c color.Color) string {
+		r, g, b, _ := c.RGBA()
+		return fmt.Sprintf("#%02X%02X%02X", r>>8, g>>8, b>>8)
+	}
+	credit := 0.3
+	pts := []TrainingPoint{
+		{Step: 1, SearchReward: 0.5, AggregateReward: 0.6, HasAggregate: true, Entropy: 0.07, Informative: 1, SearchCredit: &credit},
+		{Step: 2, SearchReward: 0.4, AggregateReward: 0.5, HasAggregate: true, Entropy: 0.06, Informative: 0.5, SearchCredit: &credit},
+		{Step: 3, SearchReward: 0.2, AggregateReward: 0.7, HasAggregate: true, Entropy: 0.05, Informative: 0.75, SearchCredit: &credit},
+	}
+	path := filepath.Join(t.TempDir(), "training.svg")
+	require.NoError(t, PlotTraining(path, PlotSize{}, "run", pts, nil))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	svg := string(b)
+	// search 0, aggregation 1, entropy 2, informative fraction 3, search credit 4
+	for colour := range 5 {
+		line := strings.Index(svg, "stroke:"+hex(plotutil.Color(colour)))
+		raw := strings.LastIndex(svg, "fill:"+hex(pale(plotutil.Color(colour))))
+		require.NotEqual(t, -1, line, "series %d's line", colour)
+		require.Greater(t, raw, line, "series %d's raw points drawn after its line", colour)
+	}
 }
