@@ -283,7 +283,8 @@ func legendRoom(p *plot.Plot, c draw.Canvas) {
 
 // addSmoothed adds xy's smoothed line and, over it, its raw points
 // (small, pale): drawn under it, a line through them (Smooth leaves ten
-// points or fewer as they are) would hide them.
+// points or fewer as they are, and the legend then says no
+// "(smoothed)") would hide them.
 func addSmoothed(p *plot.Plot, name string, xy plotter.XYs, colour int) error {
 	sm := make(plotter.XYs, len(xy))
 	ys := make([]float64, len(xy))
@@ -309,7 +310,10 @@ func addSmoothed(p *plot.Plot, name string, xy plotter.XYs, colour int) error {
 		sc.Radius = vg.Points(2)
 		sc.Color = pale(plotutil.Color(colour))
 		p.Add(sc)
-		p.Legend.Add(name+" (smoothed)", l)
+		if smoothing(len(xy)) > 0 {
+			name += " (smoothed)" // else the line joins the raw points
+		}
+		p.Legend.Add(name, l)
 		return nil
 	}
 	// One point draws no line: mark it in full colour, as large as the
@@ -354,7 +358,7 @@ func pale(c color.Color) color.Color {
 // with b = 1 - 10/n within [0, 0.9], so a series of n points is averaged
 // over about n/10 of them (short series are barely smoothed).
 func Smooth(ys []float64) []float64 {
-	b := min(0.9, max(0, 1-10/float64(max(len(ys), 1))))
+	b := smoothing(len(ys))
 	out := make([]float64, len(ys))
 	var num, den float64
 	for i, y := range ys {
@@ -364,3 +368,7 @@ func Smooth(ys []float64) []float64 {
 	}
 	return out
 }
+
+// smoothing is Smooth's b for a series of n points: 0 (no smoothing) for
+// ten points or fewer.
+func smoothing(n int) float64 { return min(0.9, max(0, 1-10/float64(max(n, 1)))) }

@@ -286,3 +286,28 @@ func TestPlotTrainingRawPointsOnTop(t *testing.T) {
 		require.Greater(t, raw, line, "series %d's raw points drawn after its line", colour)
 	}
 }
+
+// TestPlotTrainingSmoothedLegend: a series' legend says "(smoothed)"
+// only where Smooth changed it: ten points or fewer are drawn as they
+// are (b = 0), and so named, eleven or more smoothed.
+func TestPlotTrainingSmoothedLegend(t *testing.T) {
+	for _, tc := range []struct {
+		steps    int
+		smoothed bool
+	}{{3, false}, {10, false}, {11, true}} {
+		t.Run(fmt.Sprint(tc.steps), func(t *testing.T) {
+			var pts []TrainingPoint
+			for s := 1; s <= tc.steps; s++ {
+				pts = append(pts, TrainingPoint{Step: s, SearchReward: float64(s%3) / 3, AggregateReward: 0.5, HasAggregate: true, Entropy: 0.1, Informative: 1})
+			}
+			path := filepath.Join(t.TempDir(), "training.svg")
+			require.NoError(t, PlotTraining(path, PlotSize{}, "run", pts, nil))
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			for _, name := range []string{"search", "aggregation", "entropy", "informative fraction"} {
+				require.Equal(t, tc.smoothed, strings.Contains(string(b), ">"+name+" (smoothed)<"), "%s's legend", name)
+				require.Equal(t, !tc.smoothed, strings.Contains(string(b), ">"+name+"<"), "%s's legend", name)
+			}
+		})
+	}
+}
