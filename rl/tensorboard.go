@@ -149,7 +149,9 @@ func objectFields(b []byte) ([]field, error) {
 // rate and advantage statistics of a step that trained nothing
 // (decodeMetrics: no_update, or "examples": 0 in a line of an older
 // version; unmeasured), and the rate of an update skipped for a
-// non-finite gradient norm (unappliedRate).
+// non-finite gradient norm (unappliedRate), and the aggregate phase of a
+// step without aggregation traces (GRPO's: its reward, lengths and rate
+// written as 0 of no trace).
 func metricsEvent(line []byte, wall float64) (tfevents.Event, error) {
 	m, err := decodeMetrics(line)
 	if err != nil {
@@ -158,6 +160,9 @@ func metricsEvent(line []byte, wall float64) (tfevents.Event, error) {
 	skip := unappliedRate(m.UpdateSkipped, m.LR)
 	if m.NoUpdate {
 		skip = unmeasured
+	}
+	if m.Aggregate.Traces == 0 {
+		skip = append(slices.Clone(skip), "aggregate")
 	}
 	s, err := jsonScalars(line, skip)
 	return tfevents.Event{Wall: wall, Step: int64(m.Step), Scalars: s}, err

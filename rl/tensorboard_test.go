@@ -125,6 +125,29 @@ func TestMetricsEvent(t *testing.T) {
 	require.ErrorContains(t, err, `no training step ("step" = 0)`)
 }
 
+// TestMetricsEventNoAggregatePhase: a step without aggregation traces
+// (GRPO's, whose line writes its aggregate phase as zeros) logs no
+// aggregate/ scalars, which TensorBoard would draw as an aggregation
+// reward, length and rate of 0 beside SPIRAL's; its search phase stays.
+func TestMetricsEventNoAggregatePhase(t *testing.T) {
+	m := Metrics{Step: 1, Search: PhaseMetrics{Traces: 48, Reward: 0.5, MeanLength: 70, Seconds: 0.2, TokensPerSecond: 16800},
+		ProblemsDrawn: 2, ProblemsInformative: 2, InformativeFraction: 1, Examples: 48, Loss: 0.1, Entropy: 0.2, GradNorm: 0.6, LR: 2e-5, StepSeconds: 1}
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"aggregate":{"traces":0,"reward":0,`)
+	e, err := metricsEvent(b, 0)
+	require.NoError(t, err)
+	var tags []string
+	for _, s := range e.Scalars {
+		tags = append(tags, s.Tag)
+	}
+	require.Equal(t, []string{
+		"search/traces", "search/reward", "search/mean_length", "search/truncated", "search/unboxed", "search/tokens_per_second", "search/seconds",
+		"problems_drawn", "problems_informative", "informative_fraction", "examples", "loss_tokens", "adv_mean", "adv_std", "adv_min", "adv_max",
+		"lr", "policy_lag", "rollout_seconds", "train_seconds", "step_seconds", "train_tokens", "train_tokens_per_second", "loss", "entropy", "grad_norm",
+	}, tags)
+}
+
 // filter is m restricted to the keys.
 func filter(m map[string]float32, keys ...string) map[string]float32 {
 	out := map[string]float32{}
