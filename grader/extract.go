@@ -274,7 +274,7 @@ func (c Config) Extract(response string) (string, bool) {
 func (c Config) ExtractSource(response string) (string, Source) {
 	s := cleanResponse(response)
 	if len(c.Choices) > 0 {
-		return extractChoice(s, c.Choices, c.NoFallback)
+		return c.extractChoice(s)
 	}
 	b := &budget{left: MaxSteps}
 	if i := strings.LastIndex(s, "</think>"); i >= 0 {
@@ -2011,11 +2011,14 @@ func mixedTail(s string, j int) (int, bool) {
 	return e, true
 }
 
-// extractChoice finds a multiple-choice answer among choices: in the last
-// box, after an "answer is" phrase, or, unless noFallback, the last
-// letter marked as a choice or ending the text, else the first standing
-// alone.
-func extractChoice(s string, choices []string, noFallback bool) (string, Source) {
+// extractChoice finds a multiple-choice answer among c.Choices, in the
+// order of Extract: the later of the last box and the last "final answer
+// is" sentence that name a choice (the sentence with AnchorFirst), else
+// the box, else the last "answer is" sentence; or, unless NoFallback, the
+// last letter marked as a choice or ending the text, else the first
+// standing alone.
+func (c Config) extractChoice(s string) (string, Source) {
+	choices := c.Choices
 	isChoice := func(w string) (string, bool) {
 		w = strings.Trim(w, "()[]{}*$.:,;!? \t\n")
 		w = strings.TrimPrefix(w, `\text{`)
@@ -2028,20 +2031,31 @@ func extractChoice(s string, choices []string, noFallback bool) (string, Source)
 		}
 		return "", false
 	}
-	if b := lastBoxGroup(s); b != "" {
-		if c, ok := isChoice(b); ok {
-			return c, SourceBoxed
-		}
-	}
-	locs := append(findAnchors(s, weakAnchor), findAnchors(s, strongAnchor)...)
-	for k := len(locs) - 1; k >= 0; k-- {
-		if w, _ := nextField(s[locs[k][1]:]); w != "" {
-			if c, ok := isChoice(w); ok {
-				return c, SourceSentence
+	// anchored returns the choice after the last anchor of the given
+	// kind that names one, and where that anchor starts.
+	anchored := func(kind anchorKind) (string, int) {
+		locs := findAnchors(s, kind)
+		for k := len(locs) - 1; k >= 0; k-- {
+			if w, _ := nextField(s[locs[k][1]:]); w != "" {
+				if ch, ok := isChoice(w); ok {
+					return ch, locs[k][0]
+				}
 			}
 		}
+		return "", -1
 	}
-	if noFallback {
+	box, boxEnd := lastBoxGroupAt(s)
+	boxed, boxOK := isChoice(box)
+	if ch, at := anchored(strongAnchor); ch != "" && (!boxOK || c.AnchorFirst || at >= boxEnd) {
+		return ch, SourceSentence
+	}
+	if boxOK {
+		return boxed, SourceBoxed
+	}
+	if ch, _ := anchored(weakAnchor); ch != "" {
+		return ch, SourceSentence
+	}
+	if c.NoFallback {
 		return "", SourceNone
 	}
 	// The last letter marked as a choice ("(B)", "B.", "B)", "B:") or

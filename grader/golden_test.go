@@ -674,6 +674,19 @@ func TestConfigOptions(t *testing.T) {
 		{"choice without fallback keeps a sentence", "The answer is B.", "B", true},
 		{"choice without fallback keeps a box", `\boxed{B}`, "B", true},
 	})
+	// A box and a "final answer" sentence: the later wins, as outside
+	// multiple-choice mode (the box won wherever it stood); a plain
+	// "answer is" sentence still yields to a box.
+	runGrade(t, Config{Choices: []string{"A", "B", "C", "D"}}, []gradeCase{
+		{"choice final answer after a box", "So $\\boxed{B}$. Wait, B fails. Final answer: C", "C", true},
+		{"choice final answer after a box, not the box", "So $\\boxed{B}$. Wait, B fails. Final answer: C", "B", false},
+		{"choice box after a final answer", "Final answer: C. Wait, C fails, so $\\boxed{B}$.", "B", true},
+		{"choice box beats a later answer sentence", "So $\\boxed{B}$. The answer is C.", "B", true},
+		{"choice later final answer beats an earlier answer sentence", "The answer is B. The final answer is C.", "C", true},
+	})
+	runGrade(t, Config{Choices: []string{"A", "B", "C", "D"}, AnchorFirst: true}, []gradeCase{
+		{"choice anchor first", "Final answer: C. Wait, C fails, so $\\boxed{B}$.", "C", true},
+	})
 }
 
 func TestExtract(t *testing.T) {

@@ -88,7 +88,9 @@ type Config struct {
 	// accepts the interval answer. Default false.
 	AllowSetRelation bool
 	// Choices, when non-empty, switches Extract to multiple-choice mode:
-	// the answer is one of these strings (usually letters "A".."E").
+	// the answer is one of these strings (usually letters "A".."E"),
+	// found in a box or an answer sentence in the order Extract takes
+	// them, then (unless NoFallback) as a letter in the text.
 	Choices []string
 }
 
