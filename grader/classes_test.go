@@ -117,8 +117,19 @@ var textCases = []classCase{
 	{"letters listed in text, other order", `\boxed{\text{C,A}}`, `\text{A, C}`, true, convLetterList},
 	{"letters listed in text, one missing", `\boxed{A}`, `\text{A, C}`, false, convLetterList},
 	{"letters listed in text, case counts", `\boxed{a, c}`, `\text{A, C}`, false, convLetterList},
+	{"negation before a number in text", `\boxed{\text{not } 5}`, `5`, false, convProseText},
+	{"negation after a number in text", `\boxed{5 \text{ is wrong}}`, `5`, false, convProseText},
+	{"negation inside the text of a number", `\boxed{\text{5 is not the answer}}`, `5`, false, convProseText},
+	{"never before a number in text", `\boxed{\text{never } 5}`, `5`, false, convProseText},
+	{"negation in text, same text", `\boxed{\text{not } 5}`, `\text{not } 5`, true, convProseText},
+	{"words without a negation after a number in text", `\boxed{5 \text{ is the answer}}`, `5`, true, convProseText},
+	{"unit after a number in text", `\boxed{5 \text{ apples}}`, `5`, true, convProseText},
+	{"two unit words after a number in text", `\boxed{5 \text{ red apples}}`, `5`, true, convProseText},
+	{"remark in parentheses after a number in text", `\boxed{5 \text{ (not 6)}}`, `5`, true, convProseText},
 	{"number with a number after it in text", `\boxed{\text{999 9's}}`, `999`, false, "after the number comes another number, not a unit: the AIME 2010 #2 solution in DeepScaleR's aime.json writes \\underbrace{99\\cdots9}_{\\text{999 9's}}, 999 nines"},
 }
+
+const convProseText = "a \\text{} beside a number is dropped as a unit (5 \\text{ apples} is 5) unless it holds a word that negates or rejects (not, never, wrong: doc.go, fonts), which rules the number out: \\text{not } 5 is not 5; a remark in parentheses is dropped"
 
 const convLetterList = "a list of option letters in \\text{} (\\text{A, C}) is the list of those letters, as a single letter in \\text{} is that letter (MATH-500 golds \\text{(C)}, \\text{(B)}); a single letter keeps its case (doc.go, text)"
 

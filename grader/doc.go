@@ -133,6 +133,10 @@
 //     that \mathrm set off by a space after a number holds a unit, dropped
 //     like \text{ m}: 18 \mathrm{~m}, 18\,\mathrm{s} and 18 \mathrm{~m/s}
 //     are 18, as is \text{18 m}, a number and its unit in one \text{}.
+//     A \text{} beside a number is dropped so (5 \text{ apples} is 5)
+//     unless, outside parentheses, it holds a word that negates or
+//     rejects (not, never, none, wrong, incorrect, false): \text{not } 5
+//     and 5 \text{ is wrong} are not 5, while 5 \text{ (not 6)} is.
 //   - Text: answers made only of words compare as text keys: words of two or
 //     more letters without case, an article before such a word dropped ("The
 //     Circle" = "circle"), braces and . ! ? ignored. A single letter keeps its

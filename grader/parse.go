@@ -724,12 +724,13 @@ func isNumberish(n *node) bool {
 	return false
 }
 
-// mulOf builds a product, dropping text factors (units) next to others.
+// mulOf builds a product, dropping text factors (units) next to others,
+// but not prose (see isProse): \text{not } 5 is no unit of 5.
 func (p *parser) mulOf(fs []*node) *node {
 	if len(fs) > 1 {
 		var keep []*node
 		for _, f := range fs {
-			if !isTextual(f) {
+			if !isTextual(f) || isProse(textOf(f)) {
 				keep = append(keep, f)
 			}
 		}
@@ -749,6 +750,49 @@ func isTextual(n *node) bool {
 		return true
 	case nPow:
 		return isTextual(n.args[0])
+	}
+	return false
+}
+
+// textOf returns the words of a textual node (see isTextual).
+func textOf(n *node) string {
+	for n.k == nPow {
+		n = n.args[0]
+	}
+	return n.name
+}
+
+// proseWords negate or reject: a text holding one rules out the number
+// beside it ("not", "is wrong", "is not the answer") rather than naming
+// its unit ("apples", "is the answer" may be dropped).
+var proseWords = map[string]bool{
+	"not": true, "never": true, "none": true, "nor": true, "neither": true, "cannot": true,
+	"isn't": true, "aren't": true, "wasn't": true, "weren't": true, "wrong": true,
+	"incorrect": true, "false": true,
+}
+
+// isProse reports whether the text s, outside parentheses (a remark:
+// "(not 6)"), holds one of the proseWords.
+func isProse(s string) bool {
+	depth := 0
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case c == '(':
+			depth++
+		case c == ')':
+			depth = max(0, depth-1)
+		case isLetter(c) && depth == 0:
+			j := i
+			for j < len(s) && (isLetter(s[j]) || s[j] == '\'') {
+				j++
+			}
+			if proseWords[strings.ToLower(s[i:j])] {
+				return true
+			}
+			i = j
+			continue
+		}
+		i++
 	}
 	return false
 }
@@ -1597,7 +1641,7 @@ func (p *parser) textNode(raw string) *node {
 	if n := numeral(raw); n != nil {
 		return n
 	}
-	if n, unit, ok := strings.Cut(raw, " "); ok && isUnitText(unit) {
+	if n, unit, ok := strings.Cut(raw, " "); ok && isUnitText(unit) && !isProse(unit) {
 		if x := numeral(n); x != nil {
 			return x
 		}
