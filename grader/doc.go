@@ -222,7 +222,12 @@
 //     "2^10 ways" answer 5√2, 12π, 1024); a sign set off
 //     by a space is the number's ("- 5", "x = - 5" and "(- 5, 3)" hold
 //     -5; a dash starting a line or after a word, "- 5 apples", is no
-//     sign). A number in base b keeps its subscript ("Answer: 4210_{5}"
+//     sign). A number in scientific notation, a mantissa, a times sign
+//     (×, x, *, ·, \times, \cdot) and a power of ten with an integer
+//     exponent, is one number, in a sentence or the fallback: "5 x
+//     10^3", "3 × 10^8 m/s" and "1.5·10⁻⁷" answer 5 \times 10^{3}, 3
+//     \times 10^{8} and 1.5 \times 10^{-7}, not 10 (the number scan
+//     skips an exponent: "2^{-3}" alone is read as 2, never -3). A number in base b keeps its subscript ("Answer: 4210_{5}"
 //     answers 4210_{5}, not 5). The last such sentence, when it ends a
 //     text without a box (but for Minerva's closing "I hope it is
 //     correct.") and holds one word of two or more letters (after an optional

@@ -1721,7 +1721,8 @@ func (b *numText) String() string { return string(b.buf) }
 // to a √ or π after it (3√2, 2π); it may carry a sign, thousands
 // separators (",", " "), a decimal point or comma, a base subscript
 // (204_5, 4210_{5}: MATH's numbers in base b), a Unicode square or cube
-// (2³ is 8), a "/d" denominator and
+// (2³ is 8), a power of ten after a times sign (5 x 10^3, 1.5 × 10⁻⁷:
+// scientific notation, see sciTail), a "/d" denominator and
 // a percent sign. Their text (number.text) is canonical: "1,000.99" ->
 // "1000.99", "2,74" -> "2.74". At most the last 4*MaxElements are kept.
 func findNumbers(s string, skip []mathSpan) []number {
@@ -1875,6 +1876,12 @@ func scanNumber(s string, i int, build bool) (string, int) {
 			}
 		}
 	}
+	// Scientific notation: 5 x 10^3, 3 × 10^{8}, 1.5·10⁻⁷ is one number,
+	// not the base of its power of ten.
+	if exp, e, ok := sciTail(s, j); ok && j > i {
+		b.add(` \times 10^{` + exp + "}")
+		return b.String(), e
+	}
 	// A Unicode square or cube: 2³ is the power 2^3, not 2.
 	if j > i && (strings.HasPrefix(s[j:], "²") || strings.HasPrefix(s[j:], "³")) {
 		b.add(s[j : j+len("²")])
@@ -1952,6 +1959,84 @@ func scanNumber(s string, i int, build bool) (string, int) {
 	}
 	return b.String(), j
 }
+
+// sciTail reports whether s[j:], after a mantissa, is a times sign (×,
+// x, X, *, ·, \times, \cdot; spaces around it on its line) and a power
+// of ten with an integer exponent (10^3, 10^{-7}, 10^-3, 10⁻⁷), and
+// returns the exponent (sign and digits) and the end.
+func sciTail(s string, j int) (string, int, bool) {
+	spaces := func(k int) int {
+		for k < len(s) && s[k] == ' ' {
+			k++
+		}
+		return k
+	}
+	k := spaces(j)
+	times := false
+	for _, t := range []string{"×", "·", "*", `\times`, `\cdot`, "x", "X"} {
+		if strings.HasPrefix(s[k:], t) {
+			k, times = k+len(t), true
+			break
+		}
+	}
+	if k = spaces(k); !times || !strings.HasPrefix(s[k:], "10") {
+		return "", 0, false
+	}
+	k += 2
+	if k < len(s) && s[k] == '^' {
+		k++
+		braced := k < len(s) && s[k] == '{'
+		if braced {
+			k++
+		}
+		sign := ""
+		switch {
+		case strings.HasPrefix(s[k:], "-"), strings.HasPrefix(s[k:], "+"):
+			sign, k = s[k:k+1], k+1
+		case strings.HasPrefix(s[k:], "−"):
+			sign, k = "-", k+len("−")
+		}
+		d := k
+		for k < len(s) && isDigit(s[k]) {
+			k++
+		}
+		if k == d {
+			return "", 0, false
+		}
+		exp := sign + s[d:k]
+		if braced {
+			if k >= len(s) || s[k] != '}' {
+				return "", 0, false
+			}
+			k++
+		}
+		return strings.TrimPrefix(exp, "+"), k, true
+	}
+	// Unicode superscripts: 10⁸, 10⁻⁷.
+	exp := ""
+	if strings.HasPrefix(s[k:], "⁻") {
+		exp, k = "-", k+len("⁻")
+	} else if strings.HasPrefix(s[k:], "⁺") {
+		k += len("⁺")
+	}
+	digits := len(exp)
+	for k < len(s) {
+		r, n := utf8.DecodeRuneInString(s[k:])
+		d := strings.IndexRune(superDigits, r)
+		if d < 0 {
+			break
+		}
+		exp += string(rune('0' + utf8.RuneCountInString(superDigits[:d])))
+		k += n
+	}
+	if len(exp) == digits {
+		return "", 0, false
+	}
+	return exp, k, true
+}
+
+// superDigits are the Unicode superscript digits 0-9, in order.
+const superDigits = "⁰¹²³⁴⁵⁶⁷⁸⁹"
 
 // baseTail reports whether s[j:] starts with a base subscript, "_d" or
 // "_{d}" with d a run of digits, and returns its end.

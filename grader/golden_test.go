@@ -728,6 +728,18 @@ func TestExtract(t *testing.T) {
 		{"signed braced exponent skipped", "so we get 2^{-3} here", "2", true},
 		{"signed exponent skipped", "so we get 2^-3 here", "2", true},
 		{"signed braced subscript skipped", "the term x_{-1} here", "", false},
+		// Scientific notation is one number, not the power's base 10
+		// (it read 10); a power alone is still its base, as above.
+		{"scientific notation with x", "Answer: 5 x 10^3", `5 \times 10^{3}`, true},
+		{"scientific notation with a unit", "The answer is 3 × 10^8 m/s.", `3 \times 10^{8}`, true},
+		{"scientific notation with a decimal mantissa", "The answer is 6.02 x 10^23.", `6.02 \times 10^{23}`, true},
+		{"scientific notation in the fallback", "So the speed is 3·10^8 m/s.", `3 \times 10^{8}`, true},
+		{"scientific notation glued", "so we get 2x10^-3 here", `2 \times 10^{-3}`, true},
+		{"scientific notation with a braced exponent", "so we get 1.5 * 10^{-7} here", `1.5 \times 10^{-7}`, true},
+		{"scientific notation with superscripts", "so we get 1.5 × 10⁻⁷ here", `1.5 \times 10^{-7}`, true},
+		{"scientific notation with a negative mantissa", "so we get -2.5 × 10^4 here", `-2.5 \times 10^{4}`, true},
+		{"a product with ten is no scientific notation", "so we get 5 x 10 = 50 here", "50", true},
+		{"a power of a hundred is no scientific notation", "so we get 5 x 100^2 here", "100", true},
 		// Plain answer sentences left to their last number (doc.go, answer
 		// sentences): a single term glued to a letter may be a unit (5m)
 		// or a variable (2k, y = 2x); bare numbers separated by commas may
