@@ -112,7 +112,10 @@
 //     integer literals (0 < p < q) is a mixed number, with or without a space:
 //     137 \frac{1}{2}, 137\frac12 and 1 1/2 are 137 + 1/2 and 1 + 1/2 (AoPS /
 //     MATH convention; MATH-500 golds are written this way). An improper
-//     fraction after an integer (2\frac{5}{2}) is a product.
+//     fraction after an integer (2\frac{5}{2}) is a product. Unicode
+//     vulgar fractions (½, ⅓, ¾, ..., ⅒) are those fractions, so 3½ and
+//     "3 ½" are 3 + 1/2 too, and ∛ and ∜ are the cube and fourth roots
+//     of the digits after them, as √ is of its (∛27 = 3).
 //   - Factorials: a '!' right after an operand is a factorial (5! = 120, 5!! =
 //     15) and is never trimmed as punctuation inside an answer; in running text
 //     a '!' followed by a space or the end of the text ends the sentence ("the

@@ -733,7 +733,15 @@ func plainAnswer(s string) (string, bool) {
 			letter, operand, konst = true, true, true
 			_, n := utf8.DecodeRuneInString(a[i:])
 			i += n
-		case strings.HasPrefix(a[i:], "√"):
+		case vulgarLen(a[i:]) > 0:
+			// ½, 3½: a vulgar fraction is a number, or the fraction
+			// of the mixed number it is glued to.
+			if !(operand && !space && isDigit(a[i-1])) && !startOperand(false) {
+				return "", false
+			}
+			operand = true
+			i += vulgarLen(a[i:])
+		case startsRoot(a[i:]):
 			// A root sign starts an operand, glued to a coefficient
 			// (3√2), spaced from it (2 √5: a factor, as 4/3 π is) or
 			// alone.
@@ -1718,7 +1726,8 @@ func (b *numText) String() string { return string(b.buf) }
 // findNumbers scans s for numbers outside the given math spans. A number
 // must not follow a letter, digit or root sign, nor open a subscript or
 // exponent, signed or not (a_{12}, 2^{10}, 2^{-3}, 2^-3), nor be glued
-// to a √ or π after it (3√2, 2π); it may carry a sign, thousands
+// to a root sign or π after it (3√2, 2∛3, 2π); it may be or end in a
+// Unicode vulgar fraction (½, 3½, 3 ½: a mixed number), and carry a sign, thousands
 // separators (",", " "), a decimal point or comma, a base subscript
 // (204_5, 4210_{5}: MATH's numbers in base b), a Unicode square or cube
 // (2³ is 8), a power of ten after a times sign (5 x 10^3, 1.5 × 10⁻⁷:
@@ -1737,7 +1746,7 @@ func findNumbers(s string, skip []mathSpan) []number {
 			continue
 		}
 		ch := s[i]
-		if !isDigit(ch) && !(ch == '.' && i+1 < len(s) && isDigit(s[i+1])) {
+		if !isDigit(ch) && !(ch == '.' && i+1 < len(s) && isDigit(s[i+1])) && vulgarLen(s[i:]) == 0 {
 			continue
 		}
 		if i > 0 {
@@ -1754,8 +1763,8 @@ func findNumbers(s string, skip []mathSpan) []number {
 			}
 		}
 		_, end := scanNumber(s, i, false)
-		if rootBefore(s[:i]) || strings.HasPrefix(s[end:], "√") || strings.HasPrefix(s[end:], "π") {
-			// √2, ∛2, 3√2, 2π: the number is a radicand or a
+		if rootBefore(s[:i]) || strings.HasPrefix(s[end:], "π") || startsRoot(s[end:]) {
+			// √2, ∛2, 3√2, 2∛3, 2π: the number is a radicand or a
 			// coefficient, not the value.
 			i = end - 1
 			continue
@@ -1824,15 +1833,24 @@ func rootBefore(s string) bool {
 	return strings.HasSuffix(s, "√") || strings.HasSuffix(s, "∛") || strings.HasSuffix(s, "∜")
 }
 
+// startsRoot reports whether s starts with a root sign (√, ∛, ∜).
+func startsRoot(s string) bool {
+	return strings.HasPrefix(s, "√") || strings.HasPrefix(s, "∛") || strings.HasPrefix(s, "∜")
+}
+
 // scanNumber reads the number starting at s[i] and returns its canonical
 // text (only when build is set) and end index.
 func scanNumber(s string, i int, build bool) (string, int) {
+	b := numText{on: build}
+	if n := vulgarLen(s[i:]); n > 0 {
+		b.add(s[i : i+n]) // ½
+		return b.String(), i + n
+	}
 	j := i
 	for j < len(s) && isDigit(s[j]) {
 		j++
 	}
 	intPart := s[i:j]
-	b := numText{on: build}
 	b.add(intPart)
 	// Thousands groups: ",ddd" or " ddd" repeated, not followed by a digit.
 	group := func(sep byte, k int) int {
@@ -1874,6 +1892,18 @@ func scanNumber(s string, i int, build bool) (string, int) {
 				b.add(s[j+1 : k])
 				j = k
 			}
+		}
+	}
+	// A mixed number with a vulgar fraction: 3½, 3 ½ (Normalize reads
+	// 3\frac{1}{2} as 3 + 1/2).
+	if intPart != "" && j == i+len(intPart) {
+		k := j
+		if k < len(s) && s[k] == ' ' {
+			k++
+		}
+		if n := vulgarLen(s[k:]); n > 0 {
+			b.add(s[j : k+n])
+			return b.String(), k + n
 		}
 	}
 	// Scientific notation: 5 x 10^3, 3 × 10^{8}, 1.5·10⁻⁷ is one number,
@@ -2033,6 +2063,16 @@ func sciTail(s string, j int) (string, int, bool) {
 		return "", 0, false
 	}
 	return exp, k, true
+}
+
+// vulgarLen returns the length of the Unicode vulgar fraction (½, ⅓, ¾,
+// ..., ⅒, which Normalize maps to \frac) that s starts with, or 0.
+func vulgarLen(s string) int {
+	r, n := utf8.DecodeRuneInString(s)
+	if r == '¼' || r == '½' || r == '¾' || r >= '⅐' && r <= '⅞' {
+		return n
+	}
+	return 0
 }
 
 // superDigits are the Unicode superscript digits 0-9, in order.

@@ -28,6 +28,11 @@ var normReplacer = strings.NewReplacer(
 	"−", "-", "–", "-", "×", `\times `, "÷", `\div `, "≤", `\le `, "≥", `\ge `, "≠", `\ne `,
 	"π", `\pi `, "∞", `\infty `, "√", `\sqrt `, "·", `\cdot `, "±", `\pm `, "∓", `\mp `,
 	"∪", `\cup `, "∩", `\cap `, "∈", `\in `, "²", "^2", "³", "^3", "≈", `\approx `,
+	"∛", `\sqrt[3] `, "∜", `\sqrt[4] `,
+	"½", `\frac{1}{2}`, "⅓", `\frac{1}{3}`, "⅔", `\frac{2}{3}`, "¼", `\frac{1}{4}`, "¾", `\frac{3}{4}`,
+	"⅕", `\frac{1}{5}`, "⅖", `\frac{2}{5}`, "⅗", `\frac{3}{5}`, "⅘", `\frac{4}{5}`, "⅙", `\frac{1}{6}`,
+	"⅚", `\frac{5}{6}`, "⅐", `\frac{1}{7}`, "⅛", `\frac{1}{8}`, "⅜", `\frac{3}{8}`, "⅝", `\frac{5}{8}`,
+	"⅞", `\frac{7}{8}`, "⅑", `\frac{1}{9}`, "⅒", `\frac{1}{10}`,
 	"\u00a0", " ", "\t", " ", "\r", " ", "\n", " ", "~", " ",
 )
 
@@ -63,7 +68,7 @@ func Normalize(s string) string {
 	if strings.Contains(s, "{") && strings.Contains(s, ",") {
 		s = joinDigits(s, braceComma) // 1{,}000 -> 1000
 	}
-	if strings.Contains(s, "√") {
+	if strings.Contains(s, "√") || strings.Contains(s, "∛") || strings.Contains(s, "∜") {
 		s = unicodeRoots(s)
 	}
 	s = normReplacer.Replace(s)
@@ -118,26 +123,34 @@ func ungroup(t string) (string, bool) {
 
 // unicodeRoots braces the digits after a Unicode root sign: in plain text
 // √23 is the root of 23, while the \sqrt that normReplacer makes of √
-// would take only the digit 2 (\sqrt 23 is 3\sqrt{2} in LaTeX).
+// would take only the digit 2 (\sqrt 23 is 3\sqrt{2} in LaTeX); ∛27 is
+// \sqrt[3]{27} and ∜16 \sqrt[4]{16}.
 func unicodeRoots(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 16)
 	for {
-		i := strings.Index(s, "√")
+		i := strings.IndexAny(s, "√∛∜")
 		if i < 0 {
 			b.WriteString(s)
 			return b.String()
 		}
-		j := i + len("√")
+		sign, index := "√", ""
+		switch {
+		case strings.HasPrefix(s[i:], "∛"):
+			sign, index = "∛", "[3]"
+		case strings.HasPrefix(s[i:], "∜"):
+			sign, index = "∜", "[4]"
+		}
+		j := i + len(sign)
 		k := j
 		for k < len(s) && (isDigit(s[k]) || s[k] == '.' && k > j && k+1 < len(s) && isDigit(s[k+1])) {
 			k++
 		}
 		b.WriteString(s[:i])
 		if k > j {
-			b.WriteString(`\sqrt{` + s[j:k] + "}")
+			b.WriteString(`\sqrt` + index + "{" + s[j:k] + "}")
 		} else {
-			b.WriteString("√")
+			b.WriteString(sign)
 		}
 		s = s[k:]
 	}
