@@ -184,7 +184,11 @@
 //     sentence restates the answer in its final form: "$\frac{225}{676}$,
 //     which is $901$." answers 901, "42, which is $6 \cdot 7$." 42, "$12$
 //     which is $x + 5$." 12), but it is read whole
-//     when it is bare LaTeX ("Answer: \frac{14}{3}") or plain-text math
+//     when it is bare LaTeX ("Answer: \frac{14}{3}"; after words of
+//     prose only the LaTeX after them, "The answer is therefore
+//     \frac{14}{3}." and, in the fallback, "so the probability is
+//     \frac{1}{2}" answer the fraction, unless the last word negates:
+//     see latexTail) or plain-text math
 //     that reading its last number would cut: a tuple or interval ("Answer: (2, 4)", "[1, 3)",
 //     "(-inf, 2]"; a comma in brackets separates elements, as in
 //     \boxed{(1,200)}) or an expression with a variable built with +, -,

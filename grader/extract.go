@@ -1363,7 +1363,8 @@ func firstOutsideMath(s string, at func(i int) bool) int {
 
 // lastCandidate returns the last LaTeX span (joined with neighbouring
 // spans) or number in s, by end position, that parses. whole allows the
-// whole string as a LaTeX candidate when it has commands but no spans.
+// LaTeX after the last word of prose as a candidate when s has commands
+// but no spans (see latexTail; the whole string when none follows it).
 // Parsing draws on b; candidate texts are built only for the (at most
 // maxTries) candidates tried.
 func (c Config) lastCandidate(s string, whole bool, b *budget) (string, bool) {
@@ -1380,7 +1381,12 @@ func (c Config) lastCandidate(s string, whole bool, b *budget) (string, bool) {
 			cands = append(cands, cand{g.end, 0, i})
 		}
 		if len(spans) == 0 && whole && strings.Contains(s, `\`) && len(s) <= 400 {
-			if a := strings.TrimSpace(s); a != "" && parses(a, b) {
+			a := latexTail(s)
+			if !strings.Contains(a, `\`) {
+				// No bare LaTeX after the prose: the whole text is tried.
+				a = strings.TrimSpace(s)
+			}
+			if a != "" && parses(a, b) {
 				return a, true
 			}
 		}
@@ -1416,6 +1422,47 @@ func (c Config) lastCandidate(s string, whole bool, b *budget) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// latexTail returns the LaTeX written without math delimiters at the end
+// of s: the text after its last word of prose (two or more letters
+// outside braces that name no command, unit, function or constant, nor
+// "and" or "or", which join a list), trimmed of spaces and a final '.',
+// ',' or ';'; or "" after a negation (see proseWords) or when it holds
+// \( or \[. "so the probability is \frac{1}{2}." gives \frac{1}{2},
+// "Thus the area is 12\sqrt{3} square units" 12\sqrt{3} square units,
+// "x = \frac{3}{4}" all of it, and "so we get 4 \times 10^5 here"
+// nothing.
+func latexTail(s string) string {
+	start, depth, negated := 0, 0, false
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case c == '{':
+			depth++
+		case c == '}':
+			depth = max(0, depth-1)
+		case c == '\\':
+			i = letterEnd(s, i+1) // a command name
+			continue
+		case isLetter(c):
+			j := letterEnd(s, i)
+			w := strings.ToLower(s[i:j])
+			if depth == 0 && j-i > 1 && !unitWords[w] && !funcWords[w] && !plainConsts[w] && w != "and" && w != "or" {
+				start, negated = j, proseWords[w]
+			}
+			i = j
+			continue
+		}
+		i++
+	}
+	t := s[start:]
+	if negated || strings.Contains(t, `\(`) || strings.Contains(t, `\[`) {
+		// "not \frac{14}{3}" rules the value out; math delimiters that
+		// pair into no span ("\( \n 9 \n \)": inline math may not
+		// cross a line) do not make bare LaTeX.
+		return ""
+	}
+	return strings.TrimRight(strings.TrimSpace(t), ".,;")
 }
 
 // maxCandidateBytes is the longest candidate text parses considers;

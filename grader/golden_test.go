@@ -495,6 +495,13 @@ var goldenMATH = []gradeCase{
 	{"plain sqrt call, wrong radicand", `\boxed{sqrt(3)}`, `\sqrt{2}`, false},
 	{"plain sqrt call in an answer sentence", `The answer is sqrt(2).`, `\sqrt{2}`, true},
 	{"plain sqrt call is not its radicand", `The answer is sqrt(2).`, `2`, false},
+	// LaTeX without delimiters after prose is read without the prose
+	// (the whole sentence was a product of letters), but not after a
+	// negation.
+	{"bare latex after prose", `The answer is therefore \frac{14}{3}.`, `\frac{14}{3}`, true},
+	{"bare latex after a negation", `The answer is not \frac{14}{3}.`, `\frac{14}{3}`, false},
+	{"bare latex after prose in the fallback", `so the probability is \frac{1}{2}`, `\frac12`, true},
+	{"bare latex after prose in the fallback is not its denominator", `so the probability is \frac{1}{2}`, `2`, false},
 	// Unicode √ takes the whole digit run after it, as plain text means:
 	// √23 is the root of 23, not 3√2 (which \sqrt 23 would be).
 	{"unicode root of a two-digit number", `\boxed{√23}`, `\sqrt{23}`, true},
@@ -759,6 +766,17 @@ func TestExtract(t *testing.T) {
 		{"scientific notation with a negative mantissa", "so we get -2.5 × 10^4 here", `-2.5 \times 10^{4}`, true},
 		{"a product with ten is no scientific notation", "so we get 5 x 10 = 50 here", "50", true},
 		{"a power of a hundred is no scientific notation", "so we get 5 x 100^2 here", "100", true},
+		// LaTeX without math delimiters is read from after the last word
+		// of prose, not with the prose (the whole text was the answer,
+		// "so the probability is \frac{1}{2}" a product of letters).
+		{"bare latex after prose", `so the probability is \frac{1}{2}`, `\frac{1}{2}`, true},
+		{"bare latex after prose, full stop", `so the probability is \frac{1}{2}.`, `\frac{1}{2}`, true},
+		{"bare latex label after prose", `We get x = \frac{3}{4}`, `x = \frac{3}{4}`, true},
+		{"bare latex before a unit after prose", `Thus the area is 12\sqrt{3} square units`, `12\sqrt{3} square units`, true},
+		{"bare latex in an answer sentence after a word", `The answer is therefore \frac{1}{2}.`, `\frac{1}{2}`, true},
+		{"bare latex with text inside", `The total is 12 \text{ dollars}`, `12 \text{ dollars}`, true},
+		{"bare latex alone", `x = \frac{3}{4}`, `x = \frac{3}{4}`, true},
+		{"bare latex list after prose", `so the roots are \frac{1}{2} and \frac{1}{3}`, `\frac{1}{2} and \frac{1}{3}`, true},
 		// Plain answer sentences left to their last number (doc.go, answer
 		// sentences): a single term glued to a letter may be a unit (5m)
 		// or a variable (2k, y = 2x); bare numbers separated by commas may
