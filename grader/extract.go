@@ -2203,13 +2203,25 @@ func (c Config) extractChoice(s string) (string, Source) {
 		}
 		return "", false
 	}
+	// labelled returns the choice that t starts with as a choice label
+	// (see choiceLabel): "\textbf{(C) } 17", "(B) 17", "\mathbf{B}".
+	labelled := func(t string) (string, bool) {
+		if l, _ := choiceLabel(strings.TrimLeft(t, " \t\n*$")); l != "" {
+			return isChoice(l)
+		}
+		return "", false
+	}
 	// anchored returns the choice after the last anchor of the given
 	// kind that names one, and where that anchor starts.
 	anchored := func(kind anchorKind) (string, int) {
 		locs := findAnchors(s, kind)
 		for k := len(locs) - 1; k >= 0; k-- {
-			if w, _ := nextField(s[locs[k][1]:]); w != "" {
+			rest := s[locs[k][1]:]
+			if w, _ := nextField(rest); w != "" {
 				if ch, ok := isChoice(w); ok {
+					return ch, locs[k][0]
+				}
+				if ch, ok := labelled(rest); ok {
 					return ch, locs[k][0]
 				}
 			}
@@ -2218,6 +2230,9 @@ func (c Config) extractChoice(s string) (string, Source) {
 	}
 	box, boxEnd := lastBoxGroupAt(s)
 	boxed, boxOK := isChoice(box)
+	if !boxOK {
+		boxed, boxOK = labelled(box)
+	}
 	if ch, at := anchored(strongAnchor); ch != "" && (!boxOK || c.AnchorFirst || at >= boxEnd) {
 		return ch, SourceSentence
 	}

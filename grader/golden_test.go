@@ -710,6 +710,18 @@ func TestConfigOptions(t *testing.T) {
 		{"choice box beats a later answer sentence", "So $\\boxed{B}$. The answer is C.", "B", true},
 		{"choice later final answer beats an earlier answer sentence", "The answer is B. The final answer is C.", "C", true},
 	})
+	// A choice label as the non-choice mode reads it (choiceLabel), in a
+	// box or after an answer phrase: AoPS writes \textbf{(C) }17 (they
+	// found no answer).
+	runGrade(t, Config{Choices: []string{"A", "B", "C", "D"}}, []gradeCase{
+		{"choice box with an AoPS label", `\boxed{\textbf{(B)}}`, "B", true},
+		{"choice box with an AoPS label and its value", `$\boxed{\textbf{(C) } 17}$`, "C", true},
+		{"choice box with a label and its value", `\boxed{(B) 17}`, "B", true},
+		{"choice box in bold", `\boxed{\mathbf{B}}`, "B", true},
+		{"choice sentence with an AoPS label", `Answer: \textbf{(B)}`, "B", true},
+		{"choice sentence with an AoPS label in math", `The answer is $\textbf{(D) }12$.`, "D", true},
+		{"choice label of a letter not offered", `\boxed{(E) 17}`, "E", false},
+	})
 	runGrade(t, Config{Choices: []string{"A", "B", "C", "D"}, AnchorFirst: true}, []gradeCase{
 		{"choice anchor first", "Final answer: C. Wait, C fails, so $\\boxed{B}$.", "C", true},
 	})
