@@ -641,6 +641,11 @@ func (p *parser) parseMul() *node {
 				factors[0] = mixedNumber(factors[0], f)
 				continue
 			}
+			if mixed && f.k == nPercent && isProperFrac(f.args[0]) {
+				// 12\frac{1}{2}\% is (12 + 1/2)%, not 12 (1/2)%.
+				factors[0] = mk(nPercent, mixedNumber(factors[0], f.args[0]))
+				continue
+			}
 			factors = append(factors, f)
 		default:
 			return p.mulOf(factors)
