@@ -2185,8 +2185,9 @@ func mixedTail(s string, j int) (int, bool) {
 
 // extractChoice finds a multiple-choice answer among c.Choices, in the
 // order of Extract: the later of the last box and the last "final answer
-// is" sentence that name a choice (the sentence with AnchorFirst), else
-// the box, else the last "answer is" sentence; or, unless NoFallback, the
+// is" sentence that name a choice (the sentence with AnchorFirst; the
+// word "option" or "choice" may come before it), else the box, else the
+// last "answer is" sentence; or, unless NoFallback, the
 // last letter marked as a choice or ending the text, else the first
 // standing alone.
 func (c Config) extractChoice(s string) (string, Source) {
@@ -2217,6 +2218,9 @@ func (c Config) extractChoice(s string) (string, Source) {
 		locs := findAnchors(s, kind)
 		for k := len(locs) - 1; k >= 0; k-- {
 			rest := s[locs[k][1]:]
+			if w, after := nextField(rest); strings.EqualFold(w, "option") || strings.EqualFold(w, "choice") {
+				rest = after // "the answer is option (C)"
+			}
 			if w, _ := nextField(rest); w != "" {
 				if ch, ok := isChoice(w); ok {
 					return ch, locs[k][0]

@@ -722,6 +722,14 @@ func TestConfigOptions(t *testing.T) {
 		{"choice sentence with an AoPS label in math", `The answer is $\textbf{(D) }12$.`, "D", true},
 		{"choice label of a letter not offered", `\boxed{(E) 17}`, "E", false},
 	})
+	// "option" or "choice" before the letter names it (without the
+	// fallback they found no answer).
+	runGrade(t, Config{Choices: []string{"A", "B", "C", "D"}, NoFallback: true}, []gradeCase{
+		{"choice after option", "The correct answer is option (C).", "C", true},
+		{"choice after choice", "The answer is choice B.", "B", true},
+		{"choice after a capital Option", "Answer: Option D", "D", true},
+		{"choice after option, another letter", "Answer: Option D", "C", false},
+	})
 	runGrade(t, Config{Choices: []string{"A", "B", "C", "D"}, AnchorFirst: true}, []gradeCase{
 		{"choice anchor first", "Final answer: C. Wait, C fails, so $\\boxed{B}$.", "C", true},
 	})
