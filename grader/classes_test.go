@@ -237,6 +237,8 @@ var choiceCases = []classCase{
 	{"bold letter", `The answer is **(D)**`, `D`, true, convChoice},
 	{"label alone", `\boxed{(E)}`, `\text{(E)}`, true, "MATH-500 test/precalculus/452 gold \\text{(E)}"},
 	{"label then a word", `\boxed{\textbf{(B)}\ \text{Monday}}`, `\text{Monday}`, true, convChoice},
+	{"upright label then a value", `\boxed{\mathrm{(B)}\ 17}`, `17`, true, convChoice},
+	{"upright label then a value, wrong value", `\boxed{\mathrm{(B)}\ 17}`, `18`, false, convChoice},
 	{"a word is not a label", `The answer is A big number, 7.`, `7`, true, "a capital word is not a choice label"},
 	// AoPS writes AMC answers as \textbf{(C) }12, a space inside the braces.
 	{"bold label with inner space", `\boxed{\textbf{(C) }12}`, `\text{(C)}`, true, convChoice},

@@ -159,7 +159,7 @@
 //     60, hours at most 24), optionally with am/pm, are times of day: 20:34 =
 //     20:34:00 = 8:34 pm. Other a:b are ratios.
 //   - Choices: an answer that starts with a choice label for a letter A-J
-//     ("(B)", "B.", "B)", "B:", \textbf{(B)}, **B**, or B alone at the
+//     ("(B)", "B.", "B)", "B:", \textbf{(B)}, \mathrm{(B)}, **B**, or B alone at the
 //     end of the answer's line: "Answer: B") answers that letter against
 //     a single-letter gold and the text after the label against any
 //     other gold: "Answer: (B) 17" is right for B and for 17.

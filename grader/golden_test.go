@@ -729,6 +729,8 @@ func TestConfigOptions(t *testing.T) {
 		{"choice after choice", "The answer is choice B.", "B", true},
 		{"choice after a capital Option", "Answer: Option D", "D", true},
 		{"choice after option, another letter", "Answer: Option D", "C", false},
+		{"choice in an upright label", `Final answer: $\mathrm{(B)}$`, "B", true},
+		{"choice in an upright box", `\boxed{\mathrm{B}}`, "B", true},
 	})
 	runGrade(t, Config{Choices: []string{"A", "B", "C", "D"}, AnchorFirst: true}, []gradeCase{
 		{"choice anchor first", "Final answer: C. Wait, C fails, so $\\boxed{B}$.", "C", true},

@@ -256,13 +256,13 @@ func (c Config) compare(gold, answer string, b *budget) (bool, string) {
 // first) starts with a choice label for letter X in A..J: "(X)", "X.",
 // "X)" or "X:" (these three followed by a space, a line break or the
 // end), or X alone at the end of s or of its line, possibly inside
-// \text{} or \textbf{} (spaces allowed before the closing brace) or
+// \text{}, \textbf{}, \mathbf{} or \mathrm{} (spaces allowed before the closing brace) or
 // between ** marks, as in "(C) 12", "C. x = 42", "\textbf{(B)} 17",
 // "\textbf{(B) }17", "C", "**C**".
 func choiceLabel(s string) (string, int) {
 	i := len(s) - len(strings.TrimLeft(s, " "))
 	open := ""
-	for _, p := range []string{`\text{`, `\textbf{`, `\mathbf{`, "**", "{"} {
+	for _, p := range []string{`\text{`, `\textbf{`, `\mathbf{`, `\mathrm{`, "**", "{"} {
 		if strings.HasPrefix(s[i:], p) {
 			open = p
 			i += len(p)
