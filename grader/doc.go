@@ -163,7 +163,8 @@
 //     end of the answer's line: "Answer: B") answers that letter against
 //     a single-letter gold and the text after the label against any
 //     other gold: "Answer: (B) 17" is right for B and for 17.
-//   - Answer sentences: an "answer is" / "Answer:" sentence (or "answer
+//   - Answer sentences: an "answer is" / "Answer:" sentence ("answers
+//     are" / "Answers:" too; or "answer
 //     to the problem is", "answer for part (b) is": only words between
 //     "to" or "for" and "is"; the answer may follow blank lines when its
 //     line holds no word of three letters: "**Answer:**\n\n12", and so

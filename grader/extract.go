@@ -23,7 +23,9 @@ const (
 )
 
 // findAnchors returns [start, end) of every anchor phrase of the given
-// kind in s, matched case-insensitively; end is where the answer starts.
+// kind in s ("answer is", "answer:", their plurals "answers are" and
+// "answers:", a heading, "answer to ... is"), matched case-insensitively;
+// end is where the answer starts.
 func findAnchors(s string, kind anchorKind) [][2]int {
 	var out [][2]int
 	if kind == strongAnchor {
@@ -47,17 +49,26 @@ func findAnchors(s string, kind anchorKind) [][2]int {
 		}
 		p := i + j
 		e := p + len(word)
+		// "answers are", "Answers:": the plural anchors as the singular.
+		plural := e < len(s) && (s[e] == 's' || s[e] == 'S') && (e+1 == len(s) || !isLetter(s[e+1]))
+		if plural {
+			e++
+		}
 		i = e
 		k := e
 		for k < len(s) && (s[k] == ' ' || s[k] == '*') {
 			k++
 		}
+		verb := "is"
+		if plural {
+			verb = "are"
+		}
 		var end int
 		switch {
 		case k < len(s) && s[k] == ':':
 			end = k + 1
-		case k+2 <= len(s) && strings.EqualFold(s[k:k+2], "is") && (k+2 == len(s) || !isLetter(s[k+2])):
-			end = k + 2
+		case k+len(verb) <= len(s) && strings.EqualFold(s[k:k+len(verb)], verb) && (k+len(verb) == len(s) || !isLetter(s[k+len(verb)])):
+			end = k + len(verb)
 			m := end
 			for m < len(s) && s[m] == ' ' {
 				m++
@@ -248,7 +259,8 @@ func Extract(response string) (string, bool) { return Config{}.Extract(response)
 //     such as "#### Step 2: ..."; with AnchorFirst the sentence always
 //     wins);
 //  2. the last "the answer is ..." / "Answer: ..." sentence ("the answer
-//     to the problem is ..." too, see answerToIs);
+//     to the problem is ...", "the answers are ...", "Answers: ..." too,
+//     see findAnchors);
 //  3. unless NoFallback, the last LaTeX math span or plain number (see
 //     Targets); spans separated only by spacing on one line, punctuation,
 //     "and" or "or" are joined, but not across other words, which make

@@ -678,6 +678,14 @@ func TestConfigOptions(t *testing.T) {
 	runGrade(t, Config{NoFallback: true}, []gradeCase{
 		{"no fallback without box", "so there are 96 ways in total", "96", false},
 		{"no fallback keeps box", `\boxed{96}`, "96", true},
+		// A plural answer phrase anchors as the singular does (they fell
+		// to the fallback, or nothing without it: "... Check: 3+5=8."
+		// answered 8).
+		{"plural answer phrase", "The answers are 3 and 5.", "3, 5", true},
+		{"plural answer colon", "Answers: 3, 5", "3, 5", true},
+		{"plural answer phrase with math", "Thus the answers are $x=3$ and $x=5$. Check: 3+5=8.", "3, 5", true},
+		{"plural final answer phrase", "The final answers are $-2$ and $1$.", "-2, 1", true},
+		{"plural answer phrase, wrong list", "The answers are 3 and 5.", "3, 6", false},
 	})
 	runGrade(t, Config{FloatRounding: 2}, []gradeCase{
 		{"two places", `\boxed{0.33}`, `\frac13`, true},
