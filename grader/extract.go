@@ -1784,7 +1784,7 @@ func (b *numText) String() string { return string(b.buf) }
 
 // findNumbers scans s for numbers outside the given math spans. A number
 // must not follow a letter, digit or root sign, nor open a subscript or
-// exponent, signed or not (a_{12}, 2^{10}, 2^{-3}, 2^-3), nor be glued
+// exponent, signed or not (a_{12}, 2^{10}, 2^{-3}, 2^-3, 2^(-3)), nor be glued
 // to a root sign or π after it (3√2, 2∛3, 2π); it may be or end in a
 // Unicode vulgar fraction (½, 3½, 3 ½: a mixed number), and carry a sign, thousands
 // separators (",", " "), a decimal point or comma, a base subscript
@@ -1811,7 +1811,7 @@ func findNumbers(s string, skip []mathSpan) []number {
 		if i > 0 {
 			p := s[i-1]
 			if isLetter(p) || isDigit(p) || p == '_' || p == '^' || p == '\\' || (p == '.' && ch != '.') ||
-				p == '{' && i >= 2 && (s[i-2] == '_' || s[i-2] == '^') || signedScript(s[:i]) {
+				p == '{' && i >= 2 && (s[i-2] == '_' || s[i-2] == '^') || p == '(' && i >= 2 && s[i-2] == '^' || signedScript(s[:i]) {
 				// A subscript or exponent, a_{12} or 2^{10}, is part of
 				// what it is attached to.
 				// Skip the rest of this token.
@@ -1873,7 +1873,7 @@ func spacedSign(s string) bool {
 }
 
 // signedScript reports whether s ends with the sign of an exponent or
-// subscript: 2^-, 2^{-, x_{+, 10^{−.
+// subscript: 2^-, 2^{-, 2^(-, x_{+, 10^{−.
 func signedScript(s string) bool {
 	switch {
 	case strings.HasSuffix(s, "-") || strings.HasSuffix(s, "+"):
@@ -1882,6 +1882,9 @@ func signedScript(s string) bool {
 		s = s[:len(s)-len("−")]
 	default:
 		return false
+	}
+	if strings.HasSuffix(s, "^(") {
+		return true
 	}
 	s = strings.TrimSuffix(s, "{")
 	return strings.HasSuffix(s, "^") || strings.HasSuffix(s, "_")
@@ -2051,7 +2054,7 @@ func scanNumber(s string, i int, build bool) (string, int) {
 
 // sciTail reports whether s[j:], after a mantissa, is a times sign (×,
 // x, X, *, ·, \times, \cdot; spaces around it on its line) and a power
-// of ten with an integer exponent (10^3, 10^{-7}, 10^-3, 10⁻⁷), and
+// of ten with an integer exponent (10^3, 10^{-7}, 10^(-7), 10^-3, 10⁻⁷), and
 // returns the exponent (sign and digits) and the end.
 func sciTail(s string, j int) (string, int, bool) {
 	spaces := func(k int) int {
@@ -2074,8 +2077,12 @@ func sciTail(s string, j int) (string, int, bool) {
 	k += 2
 	if k < len(s) && s[k] == '^' {
 		k++
-		braced := k < len(s) && s[k] == '{'
-		if braced {
+		closer := byte(0) // 10^{-7}, 10^(-7)
+		if k < len(s) && (s[k] == '{' || s[k] == '(') {
+			closer = '}'
+			if s[k] == '(' {
+				closer = ')'
+			}
 			k++
 		}
 		sign := ""
@@ -2093,8 +2100,8 @@ func sciTail(s string, j int) (string, int, bool) {
 			return "", 0, false
 		}
 		exp := sign + s[d:k]
-		if braced {
-			if k >= len(s) || s[k] != '}' {
+		if closer != 0 {
+			if k >= len(s) || s[k] != closer {
 				return "", 0, false
 			}
 			k++

@@ -784,6 +784,11 @@ func TestExtract(t *testing.T) {
 		{"signed braced exponent skipped", "so we get 2^{-3} here", "2", true},
 		{"signed exponent skipped", "so we get 2^-3 here", "2", true},
 		{"signed braced subscript skipped", "the term x_{-1} here", "", false},
+		// A parenthesised exponent is no number either (it read -3).
+		{"signed parenthesised exponent skipped", "so we get 2^(-3) here", "2", true},
+		{"parenthesised exponent skipped", "so we get 2^(10) here", "2", true},
+		{"scientific notation with a parenthesised exponent", "so we get 5 x 10^(-3) here", `5 \times 10^{-3}`, true},
+		{"scientific notation with a parenthesised exponent in an answer sentence", "Answer: 5 x 10^(-3)", `5 \times 10^{-3}`, true},
 		// Scientific notation is one number, not the power's base 10
 		// (it read 10); a power alone is still its base, as above.
 		{"scientific notation with x", "Answer: 5 x 10^3", `5 \times 10^{3}`, true},
