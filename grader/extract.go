@@ -1906,7 +1906,7 @@ func scanNumber(s string, i int, build bool) (string, int) {
 	b := numText{on: build}
 	if n := vulgarLen(s[i:]); n > 0 {
 		b.add(s[i : i+n]) // ½
-		return b.String(), i + n
+		return b.percent(s, i+n)
 	}
 	j := i
 	for j < len(s) && isDigit(s[j]) {
@@ -1965,7 +1965,7 @@ func scanNumber(s string, i int, build bool) (string, int) {
 		}
 		if n := vulgarLen(s[k:]); n > 0 {
 			b.add(s[j : k+n])
-			return b.String(), k + n
+			return b.percent(s, k+n)
 		}
 	}
 	// Scientific notation: 5 x 10^3, 3 × 10^{8}, 1.5·10⁻⁷ is one number,
@@ -2005,7 +2005,7 @@ func scanNumber(s string, i int, build bool) (string, int) {
 	if intPart != "" && j == i+len(intPart) {
 		if e, ok := mixedTail(s, j); ok {
 			b.add(s[j:e])
-			return b.String(), e
+			return b.percent(s, e)
 		}
 	}
 	// Fraction a/b.
@@ -2028,8 +2028,14 @@ func scanNumber(s string, i int, build bool) (string, int) {
 			j = e
 		}
 	}
-	// Percent.
-	k = j
+	return b.percent(s, j)
+}
+
+// percent adds a percent sign to the number's text when s[j:] starts
+// with one (after spaces: %, \%, "percent", "pct") and returns the text
+// and the number's end.
+func (b *numText) percent(s string, j int) (string, int) {
+	k := j
 	for k < len(s) && s[k] == ' ' {
 		k++
 	}

@@ -804,6 +804,9 @@ func TestExtract(t *testing.T) {
 		// LaTeX without math delimiters is read from after the last word
 		// of prose, not with the prose (the whole text was the answer,
 		// "so the probability is \frac{1}{2}" a product of letters).
+		{"mixed number with a percent", "Answer: 12 1/2%", "12 1/2%", true},
+		{"mixed number with a vulgar fraction and a percent", "The answer is 12½%.", "12½%", true},
+		{"vulgar fraction with a percent", "so it rose by ½ %", "½%", true},
 		{"bare latex after prose", `so the probability is \frac{1}{2}`, `\frac{1}{2}`, true},
 		{"bare latex after prose, full stop", `so the probability is \frac{1}{2}.`, `\frac{1}{2}`, true},
 		{"bare latex label after prose", `We get x = \frac{3}{4}`, `x = \frac{3}{4}`, true},

@@ -629,6 +629,11 @@ func (p *parser) parseMul() *node {
 			p.next()
 			p.next()
 			factors[0] = mixedNumber(factors[0], f)
+			if p.is("%") {
+				// 12 1/2% is (12 + 1/2)%.
+				p.next()
+				factors[0] = mk(nPercent, factors[0])
+			}
 		case p.startsAtom():
 			mixed := len(factors) == 1 && t.k == tCmd && t.s == `\frac` && isIntLit(factors[0])
 			f := p.parsePostfix()
