@@ -117,16 +117,22 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 		return usageError{fmt.Errorf("--split %q: want train or test", f.split)}
 	}
 	// synth.Config reads 0 and "" as "the default": refuse them here so
-	// that a flag is never silently replaced.
+	// that a flag is never silently replaced. The operand flags have
+	// bounds of their own, synth's, below maxCount.
+	if err := counted("--problems", f.problems); err != nil {
+		return usageError{err}
+	}
 	for _, c := range []struct {
-		flag  string
-		value int
-	}{{"problems", f.problems}, {"min-operands", f.cfg.MinOperands}, {"max-operands", f.cfg.MaxOperands}, {"min-operand", f.cfg.MinOperand}, {"max-operand", f.cfg.MaxOperand}} {
-		if c.value < 1 {
-			return usageError{fmt.Errorf("--%s %d: want at least 1", c.flag, c.value)}
-		}
-		if err := counted("--"+c.flag, c.value); err != nil {
-			return usageError{err}
+		flag             string
+		value, low, high int
+	}{
+		{"min-operands", f.cfg.MinOperands, 2, synth.MaxOperandsBound},
+		{"max-operands", f.cfg.MaxOperands, 2, synth.MaxOperandsBound},
+		{"min-operand", f.cfg.MinOperand, 1, synth.MaxOperandBound},
+		{"max-operand", f.cfg.MaxOperand, 1, synth.MaxOperandBound},
+	} {
+		if c.value < c.low || c.value > c.high {
+			return usageError{fmt.Errorf("--%s %d: want %d..%d", c.flag, c.value, c.low, c.high)}
 		}
 	}
 	if f.cfg.Form == "" {

@@ -90,3 +90,29 @@ func TestDataSynthOutDirectoryName(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "nothing made")
 }
+
+// TestDataSynthOwnBounds: data synth's operand flags have bounds of their
+// own below the count flags' 2^20, which the usage error states: it said
+// "--max-operand 2000000: want 1..1048576", then refused 1048576 as "want
+// at most 1000000".
+func TestDataSynthOwnBounds(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-operand", "2000000"}, "spiral data: --max-operand 2000000: want 1..1000000\n"},
+		{[]string{"--max-operand", "1048576"}, "spiral data: --max-operand 1048576: want 1..1000000\n"},
+		{[]string{"--max-operand", "1000001"}, "spiral data: --max-operand 1000001: want 1..1000000\n"},
+		{[]string{"--min-operand", "2000000"}, "spiral data: --min-operand 2000000: want 1..1000000\n"},
+		{[]string{"--max-operands", "2000000"}, "spiral data: --max-operands 2000000: want 2..1024\n"},
+		{[]string{"--max-operands", "1025"}, "spiral data: --max-operands 1025: want 2..1024\n"},
+		{[]string{"--min-operands", "2000000"}, "spiral data: --min-operands 2000000: want 2..1024\n"},
+		{[]string{"--min-operands", "1"}, "spiral data: --min-operands 1: want 2..1024\n"},
+		{[]string{"--problems", "2000000"}, "spiral data: --problems 2000000: want 1..1048576 (a count past any run)\n"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"data", "synth"}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
+	}
+}

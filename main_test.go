@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout/report"
@@ -612,7 +613,8 @@ func TestLocalFlagsOfEngine(t *testing.T) {
 // len out of range, in rollout.Complete and bench) or ran the machine out
 // of memory. Every int flag of every command is in the table, but the
 // MiB flags (maxMiB) and plot's sides (minPlotSide..maxPlotSide), which
-// have bounds of their own.
+// have bounds of their own. A flag with a bound of its own below maxCount
+// (ownBound) is refused above it, and its message names that bound.
 func TestCountFlagBounds(t *testing.T) {
 	openai := []string{"--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m"}
 	out := t.TempDir()
@@ -641,6 +643,11 @@ func TestCountFlagBounds(t *testing.T) {
 		{[]string{"artifacts"}, []string{"lora-rank"}, nil},
 		{[]string{"version"}, []string{"threads"}, nil},
 	}
+	// The flags with a bound of their own, below maxCount.
+	ownBound := map[string]int{
+		"data --min-operands": synth.MaxOperandsBound, "data --max-operands": synth.MaxOperandsBound,
+		"data --min-operand": synth.MaxOperandBound, "data --max-operand": synth.MaxOperandBound,
+	}
 	covered := map[string]bool{}
 	for _, c := range cases {
 		for _, flag := range c.flags {
@@ -651,7 +658,11 @@ func TestCountFlagBounds(t *testing.T) {
 				code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
 				require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
 				require.Contains(t, stderr.String(), fmt.Sprintf("--%s %d: want ", flag, v), "%q", args)
-				require.Contains(t, stderr.String(), fmt.Sprintf("..%d", maxCount), "%q", args)
+				bound := maxCount
+				if b, ok := ownBound[c.args[0]+" --"+flag]; ok {
+					bound = b
+				}
+				require.Contains(t, stderr.String(), fmt.Sprintf("..%d", bound), "%q", args)
 				require.NotContains(t, stderr.String(), "panic", "%q", args)
 				require.NotContains(t, stderr.String(), "goroutine", "%q", args)
 			}

@@ -72,6 +72,10 @@ const (
 // 128-problem set out of 4 GB).
 const MaxOperandsBound = 1024
 
+// MaxOperandBound is the largest operand allowed: 10^6, whose products of
+// a few factors stay well inside int64's arithmetic.
+const MaxOperandBound = 1_000_000
+
 // Defaults of Config, applied to zero fields.
 const (
 	DefaultForm              = FormCompute
@@ -130,8 +134,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("synth: operands %d..%d: want 2 <= min <= max <= %d", c.MinOperands, c.MaxOperands, MaxOperandsBound)
 	case c.MinOperand < 1 || c.MaxOperand < c.MinOperand:
 		return fmt.Errorf("synth: operand range %d..%d: want 1 <= min <= max", c.MinOperand, c.MaxOperand)
-	case c.MaxOperand > 1_000_000:
-		return fmt.Errorf("synth: max operand %d: want at most 1000000", c.MaxOperand)
+	case c.MaxOperand > MaxOperandBound:
+		return fmt.Errorf("synth: max operand %d: want at most %d", c.MaxOperand, MaxOperandBound)
 	case c.TestPercent < 1 || c.TestPercent > 99:
 		return fmt.Errorf("synth: test percent %d: want 1 to 99", c.TestPercent)
 	case c.MistakeRate < 0 || c.MistakeRate > 1:
