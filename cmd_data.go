@@ -29,8 +29,10 @@ func setupData(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 	var sf synthFlags
 	sf.register(fs)
 	return func(_ context.Context, env *cliEnv, args []string) error {
-		switch {
-		case len(args) == 2 && args[0] == "inspect":
+		if err := checkDataArgs(args); err != nil {
+			return err
+		}
+		if args[0] == "inspect" {
 			if err := refuseFlags(fs, "inspect", true); err != nil {
 				return err
 			}
@@ -44,14 +46,35 @@ func setupData(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 				return err
 			}
 			return data.Inspect(env.stdout, args[1], df.opt)
-		case len(args) == 1 && args[0] == "synth":
-			if err := refuseFlags(fs, "synth", false); err != nil {
-				return err
-			}
-			return writeSynth(env, &sf)
 		}
+		if err := refuseFlags(fs, "synth", false); err != nil {
+			return err
+		}
+		return writeSynth(env, &sf)
+	}
+}
+
+// checkDataArgs refuses arguments other than `inspect FILE` or `synth`,
+// naming those it did not understand, then data's usage.
+func checkDataArgs(args []string) error {
+	if len(args) == 0 {
 		return usageError{errors.New(dataUsage)}
 	}
+	const usage = " (" + dataUsage + ")"
+	got := strings.Join(args, " ")
+	switch {
+	case args[0] != "inspect" && args[0] != "synth":
+		// run names a flag that args[0] directly follows whose value
+		// may be left out, as bench's.
+		return usageError{unexpectedArgs{args: args, usage: usage, takes: "inspect or synth", msg: fmt.Sprintf("want `spiral data inspect FILE` or `spiral data synth`, not %q", got)}}
+	case args[0] == "inspect" && len(args) == 1:
+		return usageError{fmt.Errorf("want `spiral data inspect FILE`, not %q: no FILE given%s", got, usage)}
+	case args[0] == "inspect" && len(args) > 2:
+		return usageError{unexpectedArgs{args: args[2:], usage: usage, takes: "none after inspect FILE", msg: fmt.Sprintf("want `spiral data inspect FILE`, one FILE, not %q", got)}}
+	case args[0] == "synth" && len(args) > 1:
+		return usageError{unexpectedArgs{args: args[1:], usage: usage, takes: "none after synth", msg: fmt.Sprintf("want `spiral data synth`, no argument after it, not %q", got)}}
+	}
+	return nil
 }
 
 // synthFlagPrefix starts the help of every flag of `spiral data synth`;

@@ -116,3 +116,26 @@ func TestDataSynthOwnBounds(t *testing.T) {
 		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
 	}
 }
+
+// TestDataUnknownSubcommand: `spiral data inspct f` printed only the
+// usage line, where `spiral bench trian` says `not "trian"`: data names
+// the words it did not understand too (exit 2), and its usage after.
+func TestDataUnknownSubcommand(t *testing.T) {
+	usage := " (" + dataUsage + ")\n"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inspct", "f"}, "spiral data: want `spiral data inspect FILE` or `spiral data synth`, not \"inspct f\"" + usage},
+		{[]string{"synthh"}, "spiral data: want `spiral data inspect FILE` or `spiral data synth`, not \"synthh\"" + usage},
+		{[]string{"inspect"}, "spiral data: want `spiral data inspect FILE`, not \"inspect\": no FILE given" + usage},
+		{[]string{"inspect", "a", "b"}, "spiral data: want `spiral data inspect FILE`, one FILE, not \"inspect a b\"" + usage},
+		{[]string{"synth", "extra"}, "spiral data: want `spiral data synth`, no argument after it, not \"synth extra\"" + usage},
+		{nil, "spiral data: " + dataUsage + "\n"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"data"}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
+	}
+}

@@ -845,8 +845,9 @@ func TestMissingPathArgRefused(t *testing.T) {
 		{[]string{"compare", report, nope, nope + "2"}, "spiral compare: REPORT.json " + nope + " does not exist: want " + wantReport + "\nREPORT.json " + nope + "2 does not exist: want " + wantReport},
 		{[]string{"tensorboard", dir, nope}, "spiral tensorboard: RUN_DIR " + nope + " does not exist: want a training run's directory (the --out of spiral train or sft)"},
 		{[]string{"data", "inspect", nope}, "spiral data: FILE " + nope + " does not exist: want a JSONL, JSON or Parquet data file"},
-		// inspect takes one FILE: a second is its usage error.
-		{[]string{"data", "inspect", report, nope}, "spiral data: " + dataUsage},
+		// inspect takes one FILE: a second is its usage error, naming
+		// the arguments.
+		{[]string{"data", "inspect", report, nope}, "spiral data: want `spiral data inspect FILE`, one FILE, not \"inspect " + report + " " + nope + "\" (" + dataUsage + ")"},
 		// Under a file: no such path either (it said "stat F/x: not a
 		// directory", exit 1).
 		{[]string{"plot", filepath.Join(report, "x.json")}, "spiral plot: REPORT.json " + filepath.Join(report, "x.json") + " does not exist: want " + wantReport},
