@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -110,6 +111,9 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		}
 		if diff := c.candidateCapDifferences(); diff != "" {
 			fmt.Fprintf(env.stderr, "spiral: warning: RSA reports that cut candidates (--candidate-tokens, or prompts fitted to the model's context) counting other tokens, compared anyway (one recording no %s was written before it was recorded, when the cut counted a stopped candidate's closing <|im_end|>, keeping one token less of its text): their seeds are not of one setting, nor their difference the models' alone:\n%s\n", report.CandidateCapKey, diff)
+		}
+		if pairs := c.repeatedSeeds(); pairs != "" {
+			fmt.Fprintf(env.stderr, "spiral: warning: reports of one label that record one model, seed and settings, averaged as two seeds (most likely one evaluation run twice, which counts twice in the label's mean, range and bootstrap): evaluate a label's seeds with other --seed, or leave the copy out:\n%s\n", pairs)
 		}
 		if *out == "" {
 			return c.report(env.stdout, "")
@@ -264,10 +268,12 @@ type comparison struct {
 // reportSource is a report file, its label, the problems it was
 // evaluated on and the points it measured (k, RSA steps or budgets).
 type reportSource struct {
-	path, label string
-	problems    report.ProblemSet
-	points      []int
-	settings    []evalSetting
+	path, label, model string
+	seed               uint64
+	problems           report.ProblemSet
+	points             []int
+	settings           []evalSetting
+	extra              map[string]string // meta's, all it records
 }
 
 // evalSetting is one setting of an evaluation that shapes what it
@@ -334,7 +340,7 @@ func (c *comparison) read(path string) error {
 			return err
 		}
 		c.passk = append(c.passk, r)
-		src.label, src.problems, src.settings = r.Meta.Name(), r.ProblemSet(), evalSettings(r.Meta, nil)
+		src.label, src.model, src.seed, src.problems, src.settings, src.extra = r.Meta.Name(), r.Meta.Model, r.Meta.Seed, r.ProblemSet(), evalSettings(r.Meta, nil), r.Meta.Extra
 		for _, p := range r.Points {
 			src.points = append(src.points, p.K)
 		}
@@ -344,7 +350,7 @@ func (c *comparison) read(path string) error {
 			return err
 		}
 		c.rsa = append(c.rsa, r)
-		src.label, src.problems, src.settings = r.Meta.Name(), r.ProblemSet(), evalSettings(r.Meta, &r.Config)
+		src.label, src.model, src.seed, src.problems, src.settings, src.extra = r.Meta.Name(), r.Meta.Model, r.Meta.Seed, r.ProblemSet(), evalSettings(r.Meta, &r.Config), r.Meta.Extra
 		for _, st := range r.Steps {
 			src.points = append(src.points, st.Step)
 		}
@@ -354,7 +360,7 @@ func (c *comparison) read(path string) error {
 			return err
 		}
 		c.budget = append(c.budget, r)
-		src.label, src.problems, src.settings = r.Meta.Name(), r.ProblemSet(), evalSettings(r.Meta, nil)
+		src.label, src.model, src.seed, src.problems, src.settings, src.extra = r.Meta.Name(), r.Meta.Model, r.Meta.Seed, r.ProblemSet(), evalSettings(r.Meta, nil), r.Meta.Extra
 		for _, p := range r.Points {
 			src.points = append(src.points, p.Budget)
 		}
@@ -526,6 +532,41 @@ func (c *comparison) candidateCapDifferences() string {
 		}
 		if ref := c.rsa[first]; counts(r) != counts(ref) {
 			lines = append(lines, fmt.Sprintf("  %s (%s) and %s (%s)", c.sources[report.ModeRSA][first].path, counts(ref), c.sources[report.ModeRSA][i].path, counts(r)))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// repeatedSeeds lists, one indented line each, the pairs of reports of
+// one label and mode that record one model, one seed, the same problems
+// and the same settings (evalSettings and all of meta's extra, each
+// alike, some recorded): one evaluation run twice (into two --out
+// folders, say), which averaged as two seeds counts twice in the label's
+// mean, range and bootstrap. "" when none.
+func (c *comparison) repeatedSeeds() string {
+	same := func(a, b reportSource) bool {
+		if a.label != b.label || a.model != b.model || a.seed != b.seed || len(a.settings) != len(b.settings) ||
+			!maps.Equal(a.extra, b.extra) || a.problems.Difference(b.problems) != "" || b.problems.Difference(a.problems) != "" {
+			return false
+		}
+		recorded := len(a.extra) > 0
+		for i, s := range a.settings {
+			if s.value != b.settings[i].value {
+				return false
+			}
+			recorded = recorded || s.value != ""
+		}
+		return recorded
+	}
+	var lines []string
+	for _, m := range []report.Mode{report.ModePassAtK, report.ModeRSA, report.ModeSequential} {
+		srcs := c.sources[m]
+		for i, a := range srcs {
+			for _, b := range srcs[i+1:] {
+				if same(a, b) {
+					lines = append(lines, fmt.Sprintf("  %s and %s (label %s, %s reports): model %s, seed %d", a.path, b.path, a.label, m, a.model, a.seed))
+				}
+			}
 		}
 	}
 	return strings.Join(lines, "\n")

@@ -1088,13 +1088,15 @@ func TestCompareTornRunWarning(t *testing.T) {
 // now compared with a warning naming both files.
 func TestCompareCandidateCapCounts(t *testing.T) {
 	dir := t.TempDir()
+	seed := 0 // each report a seed of its own, as seeds are
 	rsa := func(name, extra string, capTokens int) string {
 		p := filepath.Join(dir, name)
 		fitted := 0 // -1: no cap, but a step's prompts fitted to the context
 		if capTokens < 0 {
 			capTokens, fitted = 0, 1
 		}
-		body := fmt.Sprintf(`{"meta": {"mode": "rsa", "model": "m", "problems": 1, "extra": {%s}}, "config": {"population": 4, "subset_size": 2, "steps": 1, "candidate_tokens": %d}, "steps": [{"step": 0, "accuracy": 0.5, "majority": 0.5}, {"step": 1, "accuracy": 0.6, "majority": 0.5, "fitted_prompts": %d}]}`, extra, capTokens, fitted)
+		seed++
+		body := fmt.Sprintf(`{"meta": {"mode": "rsa", "model": "m", "seed": %d, "problems": 1, "extra": {%s}}, "config": {"population": 4, "subset_size": 2, "steps": 1, "candidate_tokens": %d}, "steps": [{"step": 0, "accuracy": 0.5, "majority": 0.5}, {"step": 1, "accuracy": 0.6, "majority": 0.5, "fitted_prompts": %d}]}`, seed, extra, capTokens, fitted)
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 		return p
 	}
@@ -1183,4 +1185,46 @@ func TestCompareSummaryHeldOutLeftOut(t *testing.T) {
 	summary, err := os.ReadFile(filepath.Join(out, "summary.md"))
 	require.NoError(t, err)
 	require.Contains(t, string(summary), "| 0.500 -> 0.500 (1 evaluation on other held-out problems left out) |")
+}
+
+// TestCompareSeedsOfOneEvaluation: two reports of one label that record
+// one model, seed and settings (one evaluation run twice, into two
+// --out folders) were averaged as two seeds in silence, n = 2 with a
+// range of 0 and a bootstrap that drew the same counts twice. compare
+// warns of them, naming both files; reports of other seeds, models or
+// settings, or of one that records none of the settings, are not warned
+// of.
+func TestCompareSeedsOfOneEvaluation(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		return p
+	}
+	const extra = `"extra": {"temperature": "1", "top_p": "1", "top_k": "0", "max_new_tokens": "64"}`
+	passk := func(name, label, model string, seed int, extra string) string {
+		return write(name, fmt.Sprintf(`{"meta": {"mode": "passk", "model": %q, "label": %q, "seed": %d, "problems": 1, %s}, "config": {"samples": 2}, "points": [{"k": 1, "pass_at_k": 0.5}, {"k": 2, "pass_at_k": 0.75}]}`, model, label, seed, extra))
+	}
+	rsa := func(name string, seed int) string {
+		return write(name, fmt.Sprintf(`{"meta": {"mode": "rsa", "model": "m", "seed": %d, "problems": 1, %s}, "config": {"population": 4, "subset_size": 2, "steps": 1}, "steps": [{"step": 0, "accuracy": 0.5, "majority": 0.5}, {"step": 1, "accuracy": 0.6, "majority": 0.5}]}`, seed, extra))
+	}
+	const warning = "spiral: warning: reports of one label that record one model, seed and settings, averaged as two seeds (most likely one evaluation run twice, which counts twice in the label's mean, range and bootstrap): evaluate a label's seeds with other --seed, or leave the copy out:\n"
+	base := passk("base.json", "base", "b", 0, extra)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"one evaluation twice", []string{base, passk("a1.json", "t", "m", 3, extra), passk("a2.json", "t", "m", 3, extra)},
+			warning + "  " + filepath.Join(dir, "a1.json") + " and " + filepath.Join(dir, "a2.json") + " (label t, passk reports): model m, seed 3\n"},
+		{"rsa, a third seed of its own", []string{rsa("r1.json", 0), rsa("r2.json", 1), rsa("r3.json", 0)},
+			warning + "  " + filepath.Join(dir, "r1.json") + " and " + filepath.Join(dir, "r3.json") + " (label m, rsa reports): model m, seed 0\n"},
+		{"other seeds", []string{base, passk("b1.json", "t", "m", 1, extra), passk("b2.json", "t", "m", 2, extra)}, ""},
+		{"other models", []string{base, passk("c1.json", "t", "run1/final", 0, extra), passk("c2.json", "t", "run2/final", 0, extra)}, ""},
+		{"one records no settings", []string{base, passk("d1.json", "t", "m", 0, extra), passk("d2.json", "t", "m", 0, `"extra": {}`)}, ""},
+	} {
+		var stderr bytes.Buffer
+		require.Zero(t, run(context.Background(), append([]string{"compare"}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr}), tc.name+": "+stderr.String())
+		require.Equal(t, tc.want, stderr.String(), tc.name)
+	}
 }
