@@ -428,9 +428,22 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		return nil
 	}
 
-	if tr.Step() > cfg.Steps {
+	switch {
+	case tr.Step() > cfg.Steps:
 		fmt.Fprintf(p.Warn, "spiral: note: the run in %s is at step %d, past --steps %d: nothing to train (give --steps above %d to go on, or --fresh to start over)\n",
 			cfg.Dir, tr.Step(), cfg.Steps, tr.Step())
+	case tr.Step() == cfg.Steps:
+		// A finished run rerun: "resumed from" alone would read as if
+		// it had trained.
+		rsa := ""
+		if finalDue {
+			rsa = fmt.Sprintf("; its final RSA evaluation (%s) is kept", FinalRSAFile)
+			if !finalWritten(rsaPath, tr.Step(), p.Settings.HeldOut.Digest) {
+				rsa = fmt.Sprintf("; its final RSA evaluation (%s) is missing, or of another step or other held-out problems: it is done again", FinalRSAFile)
+			}
+		}
+		fmt.Fprintf(p.Warn, "spiral: note: the run in %s is at --steps %d already: nothing to train%s (give --steps above %d to go on, or --fresh to start over)\n",
+			cfg.Dir, cfg.Steps, rsa, cfg.Steps)
 	}
 	// 4. The resumed step's evaluation, unless it was logged already.
 	if evalDue(tr.Step()) {

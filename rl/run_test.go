@@ -168,10 +168,10 @@ func TestRunWithoutCheckpointStartsOver(t *testing.T) {
 	require.NotContains(t, string(b), `"problems_digest":"other"`)
 }
 
-// TestRunResumedPastSteps: a run resumed with --steps at or above the
-// step it has reached trains on or ends quietly; with fewer it trains
-// nothing, keeps its logs, and says so rather than end as if it had
-// done what was asked.
+// TestRunResumedPastSteps: a run resumed with --steps above the step it
+// has reached trains on; with fewer it trains nothing, keeps its logs,
+// and says so rather than end as if it had done what was asked; with as
+// many, it says that too (it printed only "resumed from ... (step 2)").
 func TestRunResumedPastSteps(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, newRunHarness(t, dir, 2).run(context.Background()))
@@ -180,7 +180,7 @@ func TestRunResumedPastSteps(t *testing.T) {
 		note  string // "" = none
 	}{
 		{1, "spiral: note: the run in " + dir + " is at step 2, past --steps 1: nothing to train (give --steps above 2 to go on, or --fresh to start over)"},
-		{2, ""},
+		{2, "spiral: note: the run in " + dir + " is at --steps 2 already: nothing to train (give --steps above 2 to go on, or --fresh to start over)\n"},
 	} {
 		t.Run(strconv.Itoa(tc.steps), func(t *testing.T) {
 			h := newRunHarness(t, dir, tc.steps)
@@ -194,6 +194,31 @@ func TestRunResumedPastSteps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunRerunFinished: a finished run rerun with its --steps says it
+// trained nothing, and whether its final RSA evaluation was kept or
+// redone (missing, or of another step).
+func TestRunRerunFinished(t *testing.T) {
+	rsa := rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 1}
+	dir := t.TempDir()
+	rerun := func() *runHarness {
+		h := newRunHarness(t, dir, 2)
+		h.cfg.EvalEvery, h.cfg.FinalRSA = 0, rsa
+		require.NoError(t, h.run(context.Background()))
+		return h
+	}
+	h := rerun()
+	require.NotContains(t, h.log.String(), "nothing to train", "a run that trained")
+	const head = "spiral: note: the run in %s is at --steps 2 already: nothing to train; its final RSA evaluation (rsa.json) "
+	h = rerun()
+	require.Equal(t, fmt.Sprintf(head+"is kept (give --steps above 2 to go on, or --fresh to start over)\n", dir), h.log.String())
+	require.Zero(t, h.gen.calls)
+	require.NoError(t, os.Remove(filepath.Join(dir, FinalRSAFile)))
+	h = rerun()
+	require.Equal(t, fmt.Sprintf(head+"is missing, or of another step or other held-out problems: it is done again (give --steps above 2 to go on, or --fresh to start over)\n", dir), h.log.String())
+	require.NotZero(t, h.gen.calls)
+	require.FileExists(t, filepath.Join(dir, FinalRSAFile))
 }
 
 // TestRunEvalSamples: each eval.jsonl line holds pass@1 and, with more
