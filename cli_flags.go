@@ -924,7 +924,7 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.mode, "mode", "passk", "scaffold: sequential (accuracy vs token budget), passk (pass@k and majority@k), rsa (recursive self-aggregation)")
 	fs.StringVar(&f.data, "data", "", "evaluation problems: JSONL, JSON or Parquet (default: the embedded task's test split)")
 	markNonEmpty(fs, "data", "a JSONL, JSON or Parquet file of problems (leave --data out for the embedded task's test split)")
-	fs.IntVar(&f.limit, "limit", 0, fmt.Sprintf("evaluate only the first N problems (0 = all: on the embedded task, the first %d of its test split; more than there are evaluates all, with a note)", embeddedEvalProblems))
+	fs.IntVar(&f.limit, "limit", 0, fmt.Sprintf("evaluate only the first N problems (0 = all; on the embedded task, 0 is the first %d of its test split and N its first N, as data synth --problems N writes them; more than there are evaluates all, with a note)", embeddedEvalProblems))
 	fs.IntVar(&f.samples, "samples", rollout.DefaultEvalSamples, "samples per problem (passk, sequential)")
 	fs.IntVar(&f.rsa.Population, "population", f.rsa.Population, "RSA population N")
 	fs.IntVar(&f.rsa.SubsetSize, "subset", f.rsa.SubsetSize, "RSA subset size K")

@@ -20,6 +20,20 @@ const (
 	embeddedEvalProblems  = 128
 )
 
+// embeddedEvalSet is the embedded task's problems eval takes, from the
+// head of its test split: the first embeddedEvalProblems, or the first
+// limit where that is more (the first N of the split are the same
+// problems whatever N, as data synth --problems N writes them), or all
+// of them where the split has fewer than limit.
+func embeddedEvalSet(limit int) (*data.Dataset, error) {
+	ds, err := synth.EmbeddedSplit(synth.Test, max(limit, embeddedEvalProblems))
+	var few *synth.TooFewError
+	if errors.As(err, &few) {
+		return synth.EmbeddedSplit(synth.Test, few.Found)
+	}
+	return ds, err
+}
+
 // embeddedTestName names the embedded task's test split in reports, as
 // eval's --data names a file.
 const embeddedTestName = "embedded:synth-test"

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spiral-rl/spiral/data"
-	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/rl"
@@ -53,7 +52,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	dsName := f.data
 	if onTask {
 		dsName = embeddedTestName
-		ds, err = synth.EmbeddedSplit(synth.Test, embeddedEvalProblems)
+		ds, err = embeddedEvalSet(f.limit)
 	} else {
 		ds, err = loadProblems("--data", f.data, f.df.opt, env.stderr)
 	}
@@ -88,13 +87,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	if f.limit > 0 && f.limit < len(problems) {
 		problems = problems[:f.limit]
 	}
-	switch {
-	case f.limit > len(problems) && onTask:
-		// The embedded task's test split holds more problems than the
-		// embeddedEvalProblems eval uses; data synth writes more of them.
-		fmt.Fprintf(env.stderr, "spiral: note: --limit %d: eval on the embedded task uses the first %d problems of %s; evaluating those (spiral data synth --problems %d --out FILE writes its first %d, for --data FILE)\n",
-			f.limit, len(problems), dsName, f.limit, f.limit)
-	case f.limit > len(problems):
+	if f.limit > len(problems) {
 		fmt.Fprintf(env.stderr, "spiral: note: --limit %d: %s has %s\n", f.limit, dsName, evaluatingThose(len(problems)))
 	}
 	if err := checkRequests(len(problems), "problems", f.draws(), f.drawsFlag()); err != nil {
@@ -119,7 +112,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	if len(problems) == 0 {
 		which := "the " + rollout.Plural(before, "problem")
 		switch {
-		case before < len(ds.Problems):
+		case before < len(ds.Problems) || onTask && f.limit > 0:
 			which = "the first " + rollout.Plural(before, "problem") + " (--limit)" // as train says of its held-out problems
 		case onTask: // eval's, of the test split's many more
 			which = "the first " + rollout.Plural(before, "problem")

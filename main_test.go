@@ -2177,6 +2177,15 @@ func TestTooLongCountsSingular(t *testing.T) {
 			"no problems to evaluate: the first 128 problems of embedded:synth-test are all too long for the model (listed above)"},
 		{"eval --limit, embedded", []string{"eval", "--limit", "5", "--max-new-tokens", "4090", "--out", filepath.Join(dir, "eel")},
 			"no problems to evaluate: the first 5 problems (--limit) of embedded:synth-test are all too long for the model (listed above)"},
+		// A --limit above 128 takes the test split's first N, as data
+		// synth --problems N writes them; it took the first 128 alone.
+		{"eval --limit 200, embedded", []string{"eval", "--limit", "200", "--max-new-tokens", "4090", "--out", filepath.Join(dir, "eem")},
+			"no problems to evaluate: the first 200 problems (--limit) of embedded:synth-test are all too long for the model (listed above)"},
+		// Past the test split's 1,134: those, with a note.
+		{"eval --limit past the split, embedded", []string{"eval", "--limit", "5000", "--max-new-tokens", "4090", "--out", filepath.Join(dir, "eep")},
+			"spiral: note: --limit 5000: embedded:synth-test has 1134 problems; evaluating those\n"},
+		{"eval --limit past the split, embedded, its error", []string{"eval", "--limit", "5000", "--max-new-tokens", "4090", "--out", filepath.Join(dir, "eep")},
+			"no problems to evaluate: the first 1134 problems (--limit) of embedded:synth-test are all too long for the model (listed above)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

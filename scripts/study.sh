@@ -40,9 +40,10 @@
 #            study's default before: 40 minutes on 2 idle cores; 32
 #            takes longer than the 60-minute budget: see the README)
 #   EVALN    held-out problems of each spiral eval after training (its
-#            --limit; default: 128, all of the held-out problems eval
-#            takes from the embedded task's test split (the first 128 of
-#            its 1,134), as is any larger number; fewer are noisier: at 64 the seed
+#            --limit; default: 128, the held-out problems eval takes from
+#            the embedded task's test split by default (the first 128 of
+#            its 1,134; a larger number takes that many of them, up to
+#            1,134); fewer are noisier: at 64 the seed
 #            ranges of SPIRAL's and GRPO's RSA touched). The evaluations
 #            during training (heldout.png) keep train's 64 problems
 #            (--eval-problems) whatever EVALN is

@@ -1432,13 +1432,20 @@ func TestTrainNoInformativeProblem(t *testing.T) {
 // (an accuracy of 0 from a limit too short was given without a word).
 // TestEvalLimitPastProblems: --limit above the problems there are
 // evaluates them all and says so. On the embedded task eval uses the
-// first 128 problems of the test split, which holds 1,134: the note said
-// "embedded:synth-test has 128 problems".
+// first 128 problems of the test split by default, and the first N of
+// its 1,134 with --limit N (it took the first 128 alone, with a note).
 func TestEvalLimitPastProblems(t *testing.T) {
 	requireRuntime(t)
-	r := spiral(t, nil, "eval", "--mode", "passk", "--samples", "1", "--limit", "200", "--max-new-tokens", "1", "--quiet", "--out", t.TempDir())
+	out := t.TempDir()
+	r := spiral(t, nil, "eval", "--mode", "passk", "--samples", "1", "--limit", "200", "--max-new-tokens", "1", "--quiet", "--out", out)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stderr, "spiral: note: --limit 200: eval on the embedded task uses the first 128 problems of embedded:synth-test; evaluating those (spiral data synth --problems 200 --out FILE writes its first 200, for --data FILE)\n")
+	require.NotContains(t, r.stderr, "--limit 200")
+	var rep report.PassAtK
+	require.NoError(t, report.ReadJSON(filepath.Join(out, "passk.json"), &rep))
+	require.Equal(t, 200, rep.Meta.Problems)
+	r = spiral(t, nil, "eval", "--mode", "passk", "--samples", "1", "--limit", "2000", "--max-new-tokens", "1", "--quiet", "--out", out)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "spiral: note: --limit 2000: embedded:synth-test has 1134 problems; evaluating those\n")
 }
 
 func TestEvalCutTraces(t *testing.T) {
