@@ -13,6 +13,7 @@ import (
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/rl"
 )
 
@@ -166,6 +167,77 @@ func refuseUnderFile(flag, dir string) error {
 			return nil
 		}
 	}
+}
+
+// housekeptBy finds what of a training run's own housekeeping would take
+// away an output directory dir with what is written there: ckpt, the
+// spiral checkpoint directory that dir is or lies in
+// (checkpoint.IsSaved), which the run's --keep removes whole; else
+// ckpts, the run's checkpoints/ directory that dir is or lies in
+// (checkpoint.HoldsCheckpoints), which the run's --fresh moves aside
+// into previous-* (and whose ckpt-NNNNNN entries --keep removes). Both
+// are "" where neither is; the path of dir through symbolic links is
+// looked at as well as dir's own.
+func housekeptBy(dir string) (ckpt, ckpts string) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", ""
+	}
+	walk := func(path string) (string, string) {
+		for d := path; ; d = filepath.Dir(d) {
+			if checkpoint.IsSaved(d) {
+				return d, ""
+			}
+			if checkpoint.HoldsCheckpoints(d) {
+				return "", d
+			}
+			if d == filepath.Dir(d) {
+				return "", ""
+			}
+		}
+	}
+	if ckpt, ckpts = walk(abs); ckpt != "" || ckpts != "" {
+		return ckpt, ckpts
+	}
+	// The nearest of dir and its parents that is there, through links.
+	for d := abs; ; d = filepath.Dir(d) {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			if rest, _ := filepath.Rel(d, abs); real != d {
+				return walk(filepath.Join(real, rest))
+			}
+			return "", ""
+		}
+		if d == filepath.Dir(d) {
+			return "", ""
+		}
+	}
+}
+
+// refuseHousekept refuses, as a usage error, an --out (out, as given;
+// dir the directory the command writes in) that a training run's own
+// housekeeping would take away (housekeptBy): a checkpoint directory or
+// one within it, which the run's --keep removes, or its checkpoints/ or
+// within it, which --fresh moves aside. what names what would go with it
+// ("the export"), itself is the error where dir is a checkpoint's own
+// directory (the command says what else writing there would do), and
+// instead the --out suggested in the run's directory ("eval").
+func refuseHousekept(out, dir, what, itself, instead string) error {
+	ckpt, ckpts := housekeptBy(dir)
+	abs, _ := filepath.Abs(dir)
+	switch {
+	case ckpt != "" && ckpt == abs:
+		return usageError{errors.New(itself)}
+	case ckpt != "":
+		return usageError{fmt.Errorf("--out %s lies in checkpoint directory %s: its run's --keep removes that directory, %s with it; give an --out outside the run's checkpoints", out, ckpt, what)}
+	case ckpts != "":
+		where := "is in " + ckpts
+		if ckpts == abs {
+			where = "is " + ckpts
+		}
+		return usageError{fmt.Errorf("--out %s %s, the directory of a training run's checkpoints: the run's --fresh moves it aside into previous-*, %s with it, and its --keep removes what there is named as a checkpoint (ckpt-NNNNNN); give an --out outside it, such as --out %s",
+			out, where, what, filepath.Join(filepath.Dir(ckpts), instead))}
+	}
+	return nil
 }
 
 // refuseBrokenLink refuses, before any work, a directory dir to be made

@@ -224,3 +224,60 @@ func TestDataFileNamed(t *testing.T) {
 		require.True(t, strings.HasPrefix(stderr.String(), tc.prefix) && strings.HasSuffix(stderr.String(), tc.tail), "%q: %s", tc.args, stderr.String())
 	}
 }
+
+// writeFakeRun makes, under root, what housekeptBy recognises: a run's
+// checkpoints/ with checkpoint ckpt-000050 (its latest) and
+// ckpt-000040, a spiral checkpoint copied elsewhere under another name
+// (copy/best, its state.json spiral's), and a directory of another tool
+// holding a state.json of its own (other).
+func writeFakeRun(t *testing.T, root string) {
+	t.Helper()
+	ckpts := filepath.Join(root, "run", "checkpoints")
+	for _, name := range []string{"ckpt-000040", "ckpt-000050"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(ckpts, name), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(ckpts, name, "state.json"), []byte("{}"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(ckpts, name, "model.safetensors"), []byte("{}"), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(ckpts, "latest"), []byte("ckpt-000050\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "copy", "best"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "copy", "best", "state.json"),
+		[]byte(`{"format_version":1,"step":50,"optimizer_steps":0,"files":{"model.safetensors":{"size":2,"crc32c":1}}}`+"\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "other"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "other", "state.json"), []byte(`{"epoch": 3}`), 0o644))
+}
+
+// TestHousekeptBy: an output directory within a checkpoint directory
+// (export --out RUN/checkpoints/ckpt-000050/hf) or a run's checkpoints/
+// was not looked at (only a checkpoint's own directory, by a file named
+// state.json), and the run's --keep then removed it with the
+// checkpoint, its --fresh moved it aside. housekeptBy finds the
+// checkpoint or checkpoints/ above, by spiral's files, through links; a
+// state.json of another tool's is none.
+func TestHousekeptBy(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	writeFakeRun(t, root)
+	ckpts := filepath.Join(root, "run", "checkpoints")
+	ckpt := filepath.Join(ckpts, "ckpt-000050")
+	require.NoError(t, os.Symlink(ckpt, filepath.Join(root, "link")))
+	for _, tc := range []struct {
+		dir, ckpt, ckpts string
+	}{
+		{filepath.Join(ckpt, "hf"), ckpt, ""},
+		{filepath.Join(ckpt, "a", "b"), ckpt, ""},
+		{ckpt, ckpt, ""},
+		{ckpts, "", ckpts},
+		{filepath.Join(ckpts, "eval"), "", ckpts},
+		{filepath.Join(ckpts, "ckpt-000060"), "", ckpts},
+		{filepath.Join(root, "run"), "", ""},
+		{filepath.Join(root, "run", "eval"), "", ""},
+		{filepath.Join(root, "copy", "best", "hf"), filepath.Join(root, "copy", "best"), ""},
+		{filepath.Join(root, "other"), "", ""},
+		{filepath.Join(root, "other", "hf"), "", ""},
+		{filepath.Join(root, "link", "hf"), ckpt, ""},
+	} {
+		gotCkpt, gotCkpts := housekeptBy(tc.dir)
+		require.Equal(t, tc.ckpt, gotCkpt, tc.dir)
+		require.Equal(t, tc.ckpts, gotCkpts, tc.dir)
+	}
+}

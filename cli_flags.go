@@ -1016,12 +1016,13 @@ func (f *evalFlags) validate() error {
 		errs = append(errs, fmt.Errorf("--out %s is a training run's directory (it holds %s): --mode rsa would write %s over the run's final RSA report, which a resumed run reads as done; give another --out",
 			f.out, rl.MetricsFile, rl.FinalRSAFile))
 	}
-	// A checkpoint's directory, the one --checkpoint reads say: the run's
-	// --keep removes it, the report, plot and artifacts written there
-	// with it (export refuses such an --out too).
-	if _, err := os.Stat(filepath.Join(f.out, checkpoint.StateFile)); err == nil {
-		errs = append(errs, fmt.Errorf("--out %s is a checkpoint directory (it holds %s): its run's --keep removes the directory, the evaluation's report with it; give another --out", f.out, checkpoint.StateFile))
-	}
+	// A checkpoint's directory, the one --checkpoint reads say, or one
+	// within it: the run's --keep removes it, the report, plot and
+	// artifacts written there with it; its --fresh moves one within its
+	// checkpoints/ aside (export refuses such an --out too).
+	errs = append(errs, refuseHousekept(f.out, f.out, "the evaluation's report",
+		fmt.Sprintf("--out %s is a checkpoint directory (it holds %s): its run's --keep removes the directory, the evaluation's report with it; give another --out", f.out, checkpoint.StateFile),
+		"eval"))
 	if f.data == "" {
 		errs = append(errs, unreadDataFlags(f.changed, "--data", "the embedded task's test split"))
 	}

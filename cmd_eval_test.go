@@ -360,3 +360,36 @@ func TestEvalRefusesCheckpointDirectory(t *testing.T) {
 		require.Len(t, entries, 2, "nothing written there")
 	}
 }
+
+// TestEvalRefusesOutInCheckpoints: an eval --out within a checkpoint
+// directory (RUN/checkpoints/ckpt-000050/x) or a run's checkpoints/ was
+// taken: the report, plot and artifacts written there, which the run's
+// --keep then removed with the checkpoint, its --fresh moved into
+// previous-*. Refused before anything is written (exit 2), naming the
+// directory and why; another tool's state.json is no checkpoint.
+func TestEvalRefusesOutInCheckpoints(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	writeFakeRun(t, root)
+	ckpts := filepath.Join(root, "run", "checkpoints")
+	ckpt := filepath.Join(ckpts, "ckpt-000050")
+	inCkpts := func(out, where string) string {
+		return "spiral eval: --out " + out + " " + where + ", the directory of a training run's checkpoints: the run's --fresh moves it aside into previous-*, the evaluation's report with it, and its --keep removes what there is named as a checkpoint (ckpt-NNNNNN); give an --out outside it, such as --out " + filepath.Join(root, "run", "eval") + "\n"
+	}
+	for _, tc := range []struct{ out, want string }{
+		{filepath.Join(ckpt, "x"), "spiral eval: --out " + filepath.Join(ckpt, "x") + " lies in checkpoint directory " + ckpt + ": its run's --keep removes that directory, the evaluation's report with it; give an --out outside the run's checkpoints\n"},
+		{ckpts, inCkpts(ckpts, "is "+ckpts)},
+		{filepath.Join(ckpts, "eval"), inCkpts(filepath.Join(ckpts, "eval"), "is in "+ckpts)},
+	} {
+		before := entries(t, root)
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"eval", "--mode", "passk", "--out", tc.out}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, stderr.String())
+		require.Equal(t, tc.want, stderr.String())
+		require.Equal(t, before, entries(t, root), "nothing written")
+	}
+	// Another tool's state.json: no checkpoint, not refused as one.
+	var stderr bytes.Buffer
+	run(context.Background(), []string{"eval", "--mode", "passk", "--samples", "0", "--out", filepath.Join(root, "other")}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.NotContains(t, stderr.String(), "checkpoint", stderr.String())
+}

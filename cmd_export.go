@@ -65,10 +65,17 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		// A checkpoint's directory, the one --checkpoint reads say: hf
 		// would write its model.safetensors over the checkpoint's, peft
 		// with --overwrite remove it as another model's, and the run's
-		// --keep removes the directory, export and all.
+		// --keep removes the directory, export and all; as it does one
+		// within it, and its --fresh moves one in its checkpoints/ aside.
 		dir := exportDir(*format, *out)
-		if _, err := os.Stat(filepath.Join(dir, checkpoint.StateFile)); err == nil {
-			return usageError{fmt.Errorf("--out %s: %s is a checkpoint directory (it holds %s): the export would replace or remove the checkpoint's files, and its run's --keep removes the directory with the export; give another --out", *out, dir, checkpoint.StateFile)}
+		instead := *format
+		if *format == "onnx" {
+			instead = filepath.Join("export", "model.onnx")
+		}
+		if err := refuseHousekept(*out, dir, "the export",
+			fmt.Sprintf("--out %s: %s is a checkpoint directory (it holds %s): the export would replace or remove the checkpoint's files, and its run's --keep removes the directory with the export; give another --out", *out, dir, checkpoint.StateFile),
+			instead); err != nil {
+			return err
 		}
 		// The adapter's base in its own directory: adapter_config.json
 		// would name the adapter as its base, and --overwrite remove the

@@ -508,3 +508,38 @@ func TestExportHFRefusesAnotherModelsConfig(t *testing.T) {
 	code, stderr = cli("export", "--format", "hf", "--out", hf) // the model before training
 	require.Zero(t, code, stderr)
 }
+
+// TestExportRefusesOutInCheckpoints: an export --out within a
+// checkpoint directory (--out RUN/checkpoints/ckpt-000050/hf) or a run's
+// checkpoints/ was taken, and the run's --keep then removed the export
+// with the checkpoint, its --fresh moved it into previous-*. Refused
+// before anything is written (exit 2), naming the directory and why.
+func TestExportRefusesOutInCheckpoints(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	writeFakeRun(t, root)
+	ckpts := filepath.Join(root, "run", "checkpoints")
+	ckpt := filepath.Join(ckpts, "ckpt-000050")
+	inCkpt := func(out string) string {
+		return "spiral export: --out " + out + " lies in checkpoint directory " + ckpt + ": its run's --keep removes that directory, the export with it; give an --out outside the run's checkpoints\n"
+	}
+	inCkpts := func(out, where, instead string) string {
+		return "spiral export: --out " + out + " " + where + ", the directory of a training run's checkpoints: the run's --fresh moves it aside into previous-*, the export with it, and its --keep removes what there is named as a checkpoint (ckpt-NNNNNN); give an --out outside it, such as --out " + filepath.Join(root, "run", instead) + "\n"
+	}
+	for _, tc := range []struct{ format, out, want string }{
+		{"hf", filepath.Join(ckpt, "hf"), inCkpt(filepath.Join(ckpt, "hf"))},
+		{"peft", filepath.Join(ckpt, "peft"), inCkpt(filepath.Join(ckpt, "peft"))},
+		{"onnx", filepath.Join(ckpt, "onnx", "model.onnx"), inCkpt(filepath.Join(ckpt, "onnx", "model.onnx"))},
+		{"hf", filepath.Join(ckpts, "hf"), inCkpts(filepath.Join(ckpts, "hf"), "is in "+ckpts, "hf")},
+		{"peft", ckpts, inCkpts(ckpts, "is "+ckpts, "peft")},
+		{"onnx", filepath.Join(ckpts, "model.onnx"), inCkpts(filepath.Join(ckpts, "model.onnx"), "is "+ckpts, filepath.Join("export", "model.onnx"))},
+	} {
+		before := entries(t, root)
+		args := []string{"export", "--format", tc.format, "--checkpoint", ckpt, "--out", tc.out, "--overwrite"}
+		var stderr bytes.Buffer
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+		require.Equal(t, tc.want, stderr.String(), "%q", args)
+		require.Equal(t, before, entries(t, root), "%q: nothing written", args)
+	}
+}

@@ -798,6 +798,46 @@ func IsCheckpointDir(path string) bool {
 	return ok
 }
 
+// IsSaved reports whether path is a checkpoint directory of spiral's
+// (one Save wrote, or one of its name that a run's pruning removes): it
+// holds state.json, and its name is a checkpoint directory's
+// (ckpt-NNNNNN) or its state.json reads as a checkpoint's (ReadState).
+// A state.json of another tool's, in a directory of another name, is
+// not one.
+func IsSaved(path string) bool {
+	if st, err := os.Stat(filepath.Join(path, StateFile)); err != nil || st.IsDir() {
+		return false
+	}
+	if _, ok := parseDirName(filepath.Base(path)); ok {
+		return true
+	}
+	_, err := ReadState(path)
+	return err == nil
+}
+
+// HoldsCheckpoints reports whether dir is a directory that Save writes
+// checkpoints in (a run's checkpoints/): its latest pointer names a
+// checkpoint directory's name, or a checkpoint directory in it is one
+// (IsSaved). A run's --keep removes the checkpoints there, and its
+// --fresh moves the directory aside whole.
+func HoldsCheckpoints(dir string) bool {
+	if b, err := os.ReadFile(filepath.Join(dir, LatestFile)); err == nil {
+		if _, ok := parseDirName(strings.TrimSpace(string(b))); ok {
+			return true
+		}
+	}
+	list, err := List(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range list {
+		if IsSaved(e.Path) {
+			return true
+		}
+	}
+	return false
+}
+
 // NewStoreFor allocates a store shaped like the weights of the checkpoint
 // at path (names, shapes and order from its model.safetensors header), for
 // loading a checkpoint without the model it was trained from.
