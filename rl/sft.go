@@ -795,8 +795,8 @@ func RemoveSFTCheckpoints(dir string) error {
 func setAsideFinishedEvents(dir string) error {
 	tb, aside := filepath.Join(dir, TensorBoardDir), filepath.Join(dir, SFTFinishedTensorBoardDir)
 	if !fileExists(filepath.Join(dir, SFTLogFile)) || fileExists(filepath.Join(dir, SFTLogFile+PartialSuffix)) ||
-		fileExists(filepath.Join(dir, CheckpointsDir)) || !fileExists(tb) {
-		return nil
+		fileExists(filepath.Join(dir, CheckpointsDir)) || !isDir(tb) {
+		return nil // a file named tensorboard is no run's events: left alone
 	}
 	fail := func(err error) error {
 		return fmt.Errorf("rl: sft: set the finished run's TensorBoard events aside: %w", err)
@@ -810,6 +810,9 @@ func setAsideFinishedEvents(dir string) error {
 	files, err := tfevents.Files(tb)
 	if err != nil {
 		return fail(err)
+	}
+	if len(files) > 0 && !isDir(aside) {
+		return fail(fmt.Errorf("%s is a file, not a directory of event files: move it away to start the run over", aside))
 	}
 	for _, f := range files {
 		to := filepath.Join(aside, filepath.Base(f))
@@ -831,6 +834,9 @@ func setAsideFinishedEvents(dir string) error {
 // setAsideFinishedEvents).
 func removeFinishedEvents(dir string) error {
 	aside := filepath.Join(dir, SFTFinishedTensorBoardDir)
+	if fileExists(aside) && !isDir(aside) {
+		return nil // another writer's file, never the events set aside
+	}
 	if err := tfevents.RemoveFiles(aside); err != nil {
 		return fmt.Errorf("rl: the replaced run's TensorBoard events: %w", err)
 	}
