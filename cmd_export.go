@@ -267,7 +267,15 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 				fmt.Fprintf(env.stderr, "spiral: warning: the peft adapter names no base model (base_model_name_or_path null): %s records no _name_or_path; give --base-model (the Hugging Face id or directory of the model it adapts) for tools that load the base from it\n",
 					filepath.Join(r.dir, model.ConfigFile))
 			}
-			n, err := model.ExportPEFT(ctx, r.onnx, lora, w, base, *out)
+			// Another run's adapter is replaced only with --overwrite, as
+			// another model is; a re-export of the same run's is not.
+			run := checkpointRun(loaded)
+			if !*overwrite {
+				if err := refuseOtherAdapter(*out, run); err != nil {
+					return err
+				}
+			}
+			n, err := model.ExportPEFT(ctx, r.onnx, lora, w, base, run, *out)
 			if err != nil {
 				return exported(err)
 			}
@@ -411,6 +419,44 @@ func exportForeignFiles(format, dir, base, src string) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// checkpointRun names the run of the checkpoint at path, as a peft
+// export records it (model.PEFTRunKey): the absolute run directory whose
+// checkpoints/ holds it, or the checkpoint's own where none does,
+// through symbolic links (the same run, however it is named).
+func checkpointRun(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	if ckpts := filepath.Dir(abs); filepath.Base(ckpts) == rl.CheckpointsDir && checkpoint.HoldsCheckpoints(ckpts) {
+		return filepath.Dir(ckpts)
+	}
+	return abs
+}
+
+// refuseOtherAdapter refuses, as a usage error, a peft export of run's
+// checkpoint into dir where dir holds the adapter of another run (or
+// one that records none: another tool's, an older spiral's), which the
+// export would replace without a word, as the other formats refuse
+// another model without --overwrite.
+func refuseOtherAdapter(dir, run string) error {
+	recorded, found, err := model.PEFTRun(dir)
+	if err != nil {
+		return usageError{fmt.Errorf("--out %s holds a peft adapter that cannot be read (%w): give --overwrite to replace it, or another --out", dir, err)}
+	}
+	if !found || recorded == run {
+		return nil
+	}
+	which := "records no spiral run (another tool's adapter, or an older spiral's export)"
+	if recorded != "" {
+		which = "is of the run in " + recorded
+	}
+	return usageError{fmt.Errorf("--out %s holds a peft adapter that %s, not of this export's run, %s: give --overwrite to replace it, or another --out", dir, which, run)}
 }
 
 // isGraphFile says whether name is an ONNX graph's or its data file's.

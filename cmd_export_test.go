@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/model"
 )
 
 // TestExportRefusesAnotherModelsDirectory: an export into a directory
@@ -542,4 +544,54 @@ func TestExportRefusesOutInCheckpoints(t *testing.T) {
 		require.Equal(t, tc.want, stderr.String(), "%q", args)
 		require.Equal(t, before, entries(t, root), "%q: nothing written", args)
 	}
+}
+
+// TestExportPEFTRefusesAnotherRunsAdapter: a peft export into the
+// directory of another run's adapter replaced it and exited 0, where
+// every other format refuses another model without --overwrite. The
+// adapter records its run (adapter_model.safetensors' spiral_run): a
+// re-export of the same run's (after more training) replaces it, another
+// run's, or one that records none (another tool's), is refused (exit 2,
+// the adapter left as it was) unless --overwrite.
+func TestExportPEFTRefusesAnotherRunsAdapter(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	run1, run2 := filepath.Join(dir, "run1"), filepath.Join(dir, "run2")
+	trainTinyLoRA(t, run1)
+	trainTinyLoRA(t, run2)
+	out := filepath.Join(dir, "peft")
+	export := func(runDir string, extra ...string) (int, string) {
+		var stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"export", "--format", "peft", "--checkpoint", runDir, "--out", out}, extra...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+		return code, stderr.String()
+	}
+	code, stderr := export(run1)
+	require.Zero(t, code, stderr)
+	code, stderr = export(run1) // a re-export: its own adapter
+	require.Zero(t, code, stderr)
+	link := filepath.Join(dir, "link")
+	require.NoError(t, os.Symlink(run1, link))
+	code, stderr = export(link) // the same run, through a link
+	require.Zero(t, code, stderr)
+	before, err := os.ReadFile(filepath.Join(out, "adapter_model.safetensors"))
+	require.NoError(t, err)
+	code, stderr = export(run2)
+	require.Equal(t, exitUsage, code, stderr)
+	require.Equal(t, "spiral export: --out "+out+" holds a peft adapter that is of the run in "+run1+", not of this export's run, "+run2+": give --overwrite to replace it, or another --out\n", stderr)
+	after, err := os.ReadFile(filepath.Join(out, "adapter_model.safetensors"))
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the adapter left as it was")
+	code, stderr = export(run2, "--overwrite")
+	require.Zero(t, code, stderr)
+	recorded, found, err := model.PEFTRun(out)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, run2, recorded)
+
+	// An adapter that records no run: another tool's.
+	require.NoError(t, os.WriteFile(filepath.Join(out, "adapter_model.safetensors"), []byte("\x02\x00\x00\x00\x00\x00\x00\x00{}"), 0o644))
+	code, stderr = export(run2)
+	require.Equal(t, exitUsage, code, stderr)
+	require.Equal(t, "spiral export: --out "+out+" holds a peft adapter that records no spiral run (another tool's adapter, or an older spiral's export), not of this export's run, "+run2+": give --overwrite to replace it, or another --out\n", stderr)
 }

@@ -365,7 +365,7 @@ func weightSync(sess *modelSession, f syncFlags, gen rollout.Generator, arts mod
 	if f.mode == "vllm-lora" {
 		base := eng.Model()
 		export := func(ctx context.Context, dir string) error { // adapters: small, written at once
-			_, err := model.ExportPEFT(ctx, sess.onnx, arts.LoRA, pol.Weights, base, dir)
+			_, err := model.ExportPEFT(ctx, sess.onnx, arts.LoRA, pol.Weights, base, "", dir)
 			return err
 		}
 		return &rollout.VLLMLoRASync{Engine: eng, Dir: f.dir, Export: export}, nil

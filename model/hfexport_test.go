@@ -230,7 +230,7 @@ func TestExportsReplaceTheirFilesTogether(t *testing.T) {
 
 	peft := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(peft, model.PEFTConfigFile), []byte(`{"r": 64}`), 0o666))
-	_, err = model.ExportPEFT(context.Background(), src, l, p.Weights, "base", peft)
+	_, err = model.ExportPEFT(context.Background(), src, l, p.Weights, "base", "", peft)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{model.PEFTWeightsFile, model.PEFTConfigFile}, names(peft))
 	b, err := os.ReadFile(filepath.Join(peft, model.PEFTConfigFile))

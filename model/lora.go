@@ -3,10 +3,13 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -243,10 +246,13 @@ type peftConfig struct {
 // [out, rank], nn.Linear layouts, so A and B transposed) and
 // adapter_config.json. base names the base model in the config (its
 // base_model_name_or_path: a Hugging Face id or a transformers model
-// directory; "" writes null). It returns the number of tensors written;
-// when ctx ends before the files are moved in, dir's are left as they
-// were.
-func ExportPEFT(ctx context.Context, src string, l lmgraph.LoRA, adapters *params.Store, base, dir string) (int, error) {
+// directory; "" writes null). run, where not "", names the spiral run
+// the adapters are of (its directory), recorded in the weights'
+// metadata (PEFTRunKey; PEFTRun reads it), so that an export into
+// another run's adapter can be told from a re-export. It returns the
+// number of tensors written; when ctx ends before the files are moved
+// in, dir's are left as they were.
+func ExportPEFT(ctx context.Context, src string, l lmgraph.LoRA, adapters *params.Store, base, run, dir string) (int, error) {
 	_, as, err := sourceAdapters(src, l)
 	if err != nil {
 		return 0, err
@@ -292,7 +298,11 @@ func ExportPEFT(ctx context.Context, src string, l lmgraph.LoRA, adapters *param
 	}
 	defer stage.Discard()
 	err = atomicfile.Write(filepath.Join(stage.Dir(), PEFTWeightsFile), 0o666, func(f io.Writer) error {
-		return out.WriteSafetensors(f, map[string]string{"format": "pt"}, nil)
+		meta := map[string]string{"format": "pt"}
+		if run != "" {
+			meta[PEFTRunKey] = run
+		}
+		return out.WriteSafetensors(f, meta, nil)
 	})
 	if err == nil {
 		err = atomicfile.WriteFile(filepath.Join(stage.Dir(), PEFTConfigFile), append(cj, '\n'), 0o666)
@@ -307,6 +317,36 @@ func ExportPEFT(ctx context.Context, src string, l lmgraph.LoRA, adapters *param
 		return 0, fmt.Errorf("model: peft export: %w", err)
 	}
 	return out.Len(), nil
+}
+
+// PEFTRunKey is the key of adapter_model.safetensors' metadata under
+// which ExportPEFT records the run the adapters are of.
+const PEFTRunKey = "spiral_run"
+
+// PEFTRun returns the run that the peft adapter in dir records
+// (ExportPEFT's run; "" where it records none: another tool's adapter,
+// an older spiral's, or one written without a run), and whether dir holds
+// an adapter at all (adapter_config.json or adapter_model.safetensors).
+func PEFTRun(dir string) (run string, found bool, err error) {
+	_, cerr := os.Stat(filepath.Join(dir, PEFTConfigFile))
+	path := filepath.Join(dir, PEFTWeightsFile)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", cerr == nil, nil
+	}
+	if err != nil {
+		return "", true, fmt.Errorf("model: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", true, fmt.Errorf("model: %w", err)
+	}
+	h, err := params.ReadHeader(f, st.Size())
+	if err != nil {
+		return "", true, fmt.Errorf("model: %s: %w", path, err)
+	}
+	return h.Metadata[PEFTRunKey], true, nil
 }
 
 // transposeInto writes the transpose of the row-major [rows, cols] x into

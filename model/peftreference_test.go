@@ -124,7 +124,7 @@ func TestLoRAMatchesPEFT(t *testing.T) {
 	require.LessOrEqual(t, maxErr, hfFixtureTol, at)
 
 	out := filepath.Join(t.TempDir(), "peft")
-	n, err := model.ExportPEFT(context.Background(), src, l, p.Weights, "", out)
+	n, err := model.ExportPEFT(context.Background(), src, l, p.Weights, "", "", out)
 	require.NoError(t, err)
 	require.Equal(t, peftWeights.Len(), n)
 	exported := readSafetensorsFile(t, filepath.Join(out, model.PEFTWeightsFile))
