@@ -152,12 +152,18 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		// AutoConfig read them there), though they describe that model,
 		// not the adapter's base. They go with it, but for --model's own
 		// directory, whose graph stays.
-		if *format == "peft" && len(foreign) > 0 && !model.SameFile(outDir, filepath.Dir(r.onnx)) {
+		// Such files beside no replaced model are another's too, left
+		// beside an earlier adapter (peft writes none): refused below.
+		var asides []string
+		if *format == "peft" && !model.SameFile(outDir, filepath.Dir(r.onnx)) {
 			for _, name := range append([]string{model.ConfigFile}, model.SideFileNames()...) {
 				if _, err := os.Lstat(filepath.Join(outDir, name)); err == nil {
-					foreign = append(foreign, name)
+					asides = append(asides, name)
 				}
 			}
+		}
+		if len(foreign) > 0 {
+			foreign = append(foreign, asides...)
 		}
 		// onnx's other graphs are another model's only where the files
 		// beside them differ from the export's (exportSidecars); a
@@ -177,6 +183,13 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			return usageError{fmt.Errorf("--out %s holds %s, a model file that --format %s does not write (another model's, which would be left beside the export's %s): give --overwrite to replace that model (its %s removed), or another --out",
 				*out, refused[0], *format, beside, strings.Join(refused, ", "))}
+		}
+		if len(foreign) == 0 && len(asides) > 0 {
+			if !*overwrite {
+				return usageError{fmt.Errorf("--out %s: %s is a config, tokenizer or generation file, which a peft export does not write: another model's, which vLLM (tokenizing the adapter's requests with a tokenizer in its directory), AutoTokenizer and AutoConfig would read as the adapter's; give --overwrite to remove it (%s), or another --out",
+					*out, filepath.Join(outDir, asides[0]), strings.Join(asides, ", "))}
+			}
+			foreign = asides
 		}
 		if *format == "hf" && !*overwrite {
 			if err := refuseOtherHFConfig(r, *out); err != nil {

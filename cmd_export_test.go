@@ -595,3 +595,32 @@ func TestExportPEFTRefusesAnotherRunsAdapter(t *testing.T) {
 	require.Equal(t, exitUsage, code, stderr)
 	require.Equal(t, "spiral export: --out "+out+" holds a peft adapter that records no spiral run (another tool's adapter, or an older spiral's export), not of this export's run, "+run2+": give --overwrite to replace it, or another --out\n", stderr)
 }
+
+// TestExportPEFTRefusesStaleTokenizer: a peft export into an adapter's
+// directory holding a tokenizer.json (left there by hand, or by another
+// tool) kept it beside the new adapter, and vLLM tokenizes a LoRA
+// request with the tokenizer in the adapter's directory, AutoTokenizer
+// reads it there, though no peft export wrote it (those of a replaced
+// model go with --overwrite). It is refused, naming the file, unless
+// --overwrite, which removes it.
+func TestExportPEFTRefusesStaleTokenizer(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	runDir := filepath.Join(dir, "run")
+	trainTinyLoRA(t, runDir)
+	out := filepath.Join(dir, "peft")
+	args := []string{"export", "--format", "peft", "--checkpoint", runDir, "--out", out}
+	var stdout, stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	tok := filepath.Join(out, "tokenizer.json")
+	require.NoError(t, os.WriteFile(tok, []byte("{}"), 0o644))
+	stderr.Reset()
+	require.Equal(t, exitUsage, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.Equal(t, "spiral export: --out "+out+": "+tok+" is a config, tokenizer or generation file, which a peft export does not write: another model's, which vLLM (tokenizing the adapter's requests with a tokenizer in its directory), AutoTokenizer and AutoConfig would read as the adapter's; give --overwrite to remove it (tokenizer.json), or another --out\n", stderr.String())
+	require.FileExists(t, tok)
+	stderr.Reset()
+	require.Zero(t, run(context.Background(), append(args, "--overwrite"), &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	require.NoFileExists(t, tok)
+	require.Contains(t, stdout.String(), "removed "+tok+": the replaced model's (--overwrite)\n")
+}
