@@ -281,3 +281,30 @@ func TestHousekeptBy(t *testing.T) {
 		require.Equal(t, tc.ckpts, gotCkpts, tc.dir)
 	}
 }
+
+// TestTrainSFTRefuseOutInCheckpoints: a train or sft --out within
+// another run's checkpoint directory (RUN/checkpoints/ckpt-000050/sft)
+// or its checkpoints/ was taken, and that run's --keep later removed
+// the checkpoint with the run or trained model in it, its --fresh moved
+// it into previous-*. Refused before anything is written (exit 2), as
+// eval's and export's --out are.
+func TestTrainSFTRefuseOutInCheckpoints(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	writeFakeRun(t, root)
+	ckpts := filepath.Join(root, "run", "checkpoints")
+	ckpt := filepath.Join(ckpts, "ckpt-000050")
+	for _, tc := range []struct{ cmd, out, want string }{
+		{"sft", filepath.Join(ckpt, "sft"), "spiral sft: --out " + filepath.Join(ckpt, "sft") + " lies in checkpoint directory " + ckpt + ": its run's --keep removes that directory, the trained model with it; give an --out outside the run's checkpoints\n"},
+		{"sft", ckpt, "spiral sft: --out " + ckpt + " is a checkpoint directory (it holds state.json): its run's --keep removes the directory, the trained model with it; give another --out\n"},
+		{"train", filepath.Join(ckpts, "run2"), "spiral train: --out " + filepath.Join(ckpts, "run2") + " is in " + ckpts + ", the directory of a training run's checkpoints: the run's --fresh moves it aside into previous-*, this run with it, and its --keep removes what there is named as a checkpoint (ckpt-NNNNNN); give an --out outside it, such as --out " + filepath.Join(root, "run", "train") + "\n"},
+		{"train", filepath.Join(ckpt, "run2"), "spiral train: --out " + filepath.Join(ckpt, "run2") + " lies in checkpoint directory " + ckpt + ": its run's --keep removes that directory, this run with it; give an --out outside the run's checkpoints\n"},
+	} {
+		before := entries(t, root)
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{tc.cmd, "--out", tc.out}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, stderr.String())
+		require.Equal(t, tc.want, stderr.String())
+		require.Equal(t, before, entries(t, root), "nothing written")
+	}
+}

@@ -724,6 +724,12 @@ func (f *trainFlags) validate() error {
 		errs = append(errs, fmt.Errorf("--micro-batch-tokens %d: want >= 0 (0 = auto)", f.cfg.MicroBatchTokens))
 	}
 	errs = append(errs, freshOrOverride(f.run.Fresh, f.run.Override))
+	// A run within another's checkpoint, or its checkpoints/: that run's
+	// --keep or --fresh would take this one away (eval's and export's
+	// --out are refused alike).
+	errs = append(errs, refuseHousekept(f.run.Dir, f.run.Dir, "this run",
+		fmt.Sprintf("--out %s is a checkpoint directory (it holds %s): its run's --keep removes the directory, this run with it; give another --out", f.run.Dir, checkpoint.StateFile),
+		"train"))
 	if f.cfg.Pipeline.Rounds == 0 { // the config's 0 (runs saved before the flag) is not a value to give
 		errs = append(errs, errors.New("--agg-rounds is 0; want >= 1"))
 	}
@@ -1096,6 +1102,9 @@ func (f *sftFlags) validate() error {
 			count{"--eval-problems", c.EvalProblems, 1}, count{"--micro-batch-tokens", c.MicroBatchTokens, 1}, count{"--checkpoint-every", c.CheckpointEvery, 1},
 			count{"--keep", c.Keep, 0})}
 	errs = append(errs, freshOrOverride(c.Fresh, c.Override))
+	errs = append(errs, refuseHousekept(f.out, f.out, "the trained model",
+		fmt.Sprintf("--out %s is a checkpoint directory (it holds %s): its run's --keep removes the directory, the trained model with it; give another --out", f.out, checkpoint.StateFile),
+		"sft"))
 	if _, err := f.params.artifacts(); err != nil {
 		errs = append(errs, err)
 	}
