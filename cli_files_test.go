@@ -308,3 +308,35 @@ func TestTrainSFTRefuseOutInCheckpoints(t *testing.T) {
 		require.Equal(t, before, entries(t, root), "nothing written")
 	}
 }
+
+// TestSFTRefusesForeignCheckpoints: an sft --out whose checkpoints/
+// held another tool's files (a project directory's checkpoints/) was
+// taken: sft saved its checkpoints beside them and, once its model was
+// written, removed checkpoints/ whole (rl.RemoveSFTCheckpoints), the
+// other tool's checkpoints with it. A checkpoints/ that is a file failed
+// only at the first checkpoint, after --checkpoint-every steps. Both are
+// refused before anything is written (exit 2), naming the file; --fresh
+// moves such a checkpoints/ aside into previous-* and goes on.
+func TestSFTRefusesForeignCheckpoints(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	out := filepath.Join(dir, "project")
+	ckpts := filepath.Join(out, "checkpoints")
+	require.NoError(t, os.MkdirAll(filepath.Join(ckpts, "epoch-3"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ckpts, "epoch-3", "pytorch_model.bin"), []byte("weights"), 0o644))
+	args := []string{"sft", "--out", out, "--steps", "1", "--batch", "1", "--eval-every", "0", "--threads", "1", "--quiet"}
+	var stderr bytes.Buffer
+	code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral sft: --out "+out+": "+ckpts+" holds "+filepath.Join(ckpts, "epoch-3")+", which is no spiral checkpoint: sft removes "+ckpts+" once its model is written, so it would go too; move it away, or give another --out (or --fresh, which moves "+ckpts+" aside into previous-*)\n", stderr.String())
+	require.Equal(t, []string{"checkpoints", filepath.Join("checkpoints", "epoch-3"), filepath.Join("checkpoints", "epoch-3", "pytorch_model.bin")}, entries(t, out), "nothing written")
+
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.MkdirAll(file, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(file, "checkpoints"), []byte("notes"), 0o644))
+	stderr.Reset()
+	code = run(context.Background(), []string{"sft", "--out", file, "--steps", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral sft: --out "+file+": "+filepath.Join(file, "checkpoints")+" is a file, where sft saves its checkpoints: move it away, or give another --out\n", stderr.String())
+}

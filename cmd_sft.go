@@ -13,6 +13,7 @@ import (
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/rl"
@@ -98,6 +99,11 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	atomicfile.RemoveAbandonedStages(f.out)
 	if err := refuseOverwrite(f.out, f.overwrite); err != nil {
 		return err
+	}
+	if !f.cfg.Fresh {
+		if err := refuseForeignCheckpoints(f.out); err != nil {
+			return err
+		}
 	}
 	arts, err := f.params.artifacts()
 	if err != nil {
@@ -281,4 +287,25 @@ func checkCandidatesFit(task *synth.Task, pr rollout.ChatPrompter, cfg rl.SFTCon
 	}
 	return usageError{fmt.Errorf("--candidates %d: the task's longest aggregation example of %d candidates takes %d tokens, past the model's %d positions (config.json max_position_embeddings), so any step or evaluation could draw one and fail: %s",
 		c, c, l, positions, limit)}
+}
+
+// refuseForeignCheckpoints refuses, as a usage error, an sft --out (dir)
+// whose checkpoints/ is not a directory, or holds what spiral's
+// checkpoints do not (another tool's checkpoints): sft removes its
+// checkpoints/ whole once its model is written (rl.RemoveSFTCheckpoints),
+// and could save none into a file. --fresh moves it aside instead.
+func refuseForeignCheckpoints(dir string) error {
+	ckpts := filepath.Join(dir, rl.CheckpointsDir)
+	if st, err := os.Stat(ckpts); err == nil && !st.IsDir() {
+		return usageError{fmt.Errorf("--out %s: %s is a file, where sft saves its checkpoints: move it away, or give another --out", dir, ckpts)}
+	}
+	others, err := checkpoint.Foreign(ckpts)
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	if len(others) > 0 {
+		return usageError{fmt.Errorf("--out %s: %s holds %s, which is no spiral checkpoint: sft removes %s once its model is written, so it would go too; move it away, or give another --out (or --fresh, which moves %s aside into previous-*)",
+			dir, ckpts, filepath.Join(ckpts, others[0]), ckpts, ckpts)}
+	}
+	return nil
 }

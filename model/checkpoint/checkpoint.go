@@ -838,6 +838,31 @@ func HoldsCheckpoints(dir string) bool {
 	return false
 }
 
+// Foreign returns the names of the entries of dir that Save does not
+// write there (a checkpoint directory's name, the latest pointer, their
+// temporaries): another writer's files, which a removal of the run's
+// checkpoints directory would take with it. A dir that is not there
+// holds none.
+func Foreign(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		name := e.Name()
+		if _, ok := parseDirName(name); ok && e.IsDir() || name == LatestFile ||
+			strings.HasPrefix(name, tmpPrefix) || strings.HasPrefix(name, "."+LatestFile+".tmp-") {
+			continue
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
 // NewStoreFor allocates a store shaped like the weights of the checkpoint
 // at path (names, shapes and order from its model.safetensors header), for
 // loading a checkpoint without the model it was trained from.
