@@ -517,7 +517,7 @@ func (f *engineFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.keyEnv, "api-key-env", "", "openai engine: environment variable holding the API key (sent as a bearer token)")
 	markNonEmpty(fs, "api-key-env", "the environment variable that holds the API key (leave --api-key-env out to send none)")
 	fs.IntVar(&f.concurrency, "engine-concurrency", rollout.DefaultEngineConcurrency, "openai engine: requests in flight")
-	fs.DurationVar(&f.timeout, "engine-timeout", rollout.DefaultEngineTimeout, fmt.Sprintf("openai engine: the longest one request may take, its retries included (a 429, 5xx or connection error is retried up to %d times with backoff, no sooner than the server's Retry-After asks; the retries are announced on stderr, at most a line in %v, which counts those not shown)", rollout.DefaultEngineRetries, rollout.DefaultEngineRetryNotice))
+	fs.DurationVar(&f.timeout, "engine-timeout", rollout.DefaultEngineTimeout, fmt.Sprintf("openai engine: the longest one request may take, its retries included (a 429, 5xx or connection error is retried up to %d times with backoff, no sooner than the server's Retry-After asks; the first request, the check of --served-model, until this timeout, for a server still starting; the retries are announced on stderr, at most a line in %v, which counts those not shown)", rollout.DefaultEngineRetries, rollout.DefaultEngineRetryNotice))
 }
 
 func (f *engineFlags) validate() error {

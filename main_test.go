@@ -3038,7 +3038,7 @@ func TestEngineTimeoutHelp(t *testing.T) {
 	fs := pflag.NewFlagSet("eval", pflag.ContinueOnError)
 	var ef engineFlags
 	ef.register(fs)
-	require.Equal(t, "openai engine: the longest one request may take, its retries included (a 429, 5xx or connection error is retried up to 4 times with backoff, no sooner than the server's Retry-After asks; the retries are announced on stderr, at most a line in 10s, which counts those not shown)",
+	require.Equal(t, "openai engine: the longest one request may take, its retries included (a 429, 5xx or connection error is retried up to 4 times with backoff, no sooner than the server's Retry-After asks; the first request, the check of --served-model, until this timeout, for a server still starting; the retries are announced on stderr, at most a line in 10s, which counts those not shown)",
 		fs.Lookup("engine-timeout").Usage)
 }
 

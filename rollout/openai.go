@@ -377,6 +377,21 @@ func (o *OpenAI) post(ctx context.Context, method, path string, body, out any) e
 // announced on Warn; Timeout bounds the whole, retries and waits
 // included.
 func (o *OpenAI) request(ctx context.Context, method, url string, body, out any) error {
+	return o.send(ctx, method, url, body, out, o.cfg.Retries)
+}
+
+// untilTimeout, as send's retries, retries until Timeout runs out: a
+// server still starting (loading its model) refuses connections or
+// answers 503 for minutes.
+const untilTimeout = -1
+
+// maxStartWait is the longest wait between two attempts of a request
+// retried untilTimeout, so that a server that comes up is found soon.
+const maxStartWait = 5 * time.Second
+
+// send is request with retries attempts after the first (untilTimeout:
+// as many as Timeout leaves time for).
+func (o *OpenAI) send(ctx context.Context, method, url string, body, out any, retries int) error {
 	deadline := time.Now().Add(o.cfg.Timeout)
 	ctx, cancel := context.WithDeadlineCause(ctx, deadline, errTimeout)
 	defer cancel()
@@ -397,18 +412,22 @@ func (o *OpenAI) request(ctx context.Context, method, url string, body, out any)
 		if context.Cause(ctx) == errTimeout {
 			return o.timeoutError(url, attempt, last)
 		}
-		if ctx.Err() != nil || !retryable(err) || attempt > o.cfg.Retries {
+		if ctx.Err() != nil || !retryable(err) || retries != untilTimeout && attempt > retries {
 			return attempts(err, attempt)
 		}
 		d, note := pause(err, wait)
-		if time.Until(deadline) <= d {
+		of := fmt.Sprintf(" of %d", retries)
+		if retries == untilTimeout {
+			// Waited out to the timeout, which then names the last failure.
+			of, note = "", fmt.Sprintf("%s (waiting for the server to start, up to the %v --engine-timeout)", note, o.cfg.Timeout)
+		} else if time.Until(deadline) <= d {
 			why := "another would start after"
 			if note != "" {
 				why = fmt.Sprintf("the server's Retry-After asks to wait %v, past", d)
 			}
 			return fmt.Errorf("%w (%s; %s the %v timeout, --engine-timeout)", err, Plural(attempt, "attempt"), why, o.cfg.Timeout)
 		}
-		o.warnRetry(err, attempt, d, note)
+		o.warnRetry(err, attempt, of, d, note)
 		last = err
 		t := time.NewTimer(d)
 		select {
@@ -421,6 +440,9 @@ func (o *OpenAI) request(ctx context.Context, method, url string, body, out any)
 		case <-t.C:
 		}
 		wait *= 2
+		if retries == untilTimeout {
+			wait = min(wait, maxStartWait)
+		}
 	}
 }
 
@@ -479,10 +501,10 @@ func (o *OpenAI) warnf(format string, args ...any) {
 	fmt.Fprintf(o.cfg.Warn, format, args...)
 }
 
-// warnRetry announces a retry on Warn unless another was announced
-// within RetryNotice; the line counts the retries left unannounced since
-// the last.
-func (o *OpenAI) warnRetry(err error, attempt int, wait time.Duration, note string) {
+// warnRetry announces a retry on Warn (the attempt-th, of says of how
+// many) unless another was announced within RetryNotice; the line counts
+// the retries left unannounced since the last.
+func (o *OpenAI) warnRetry(err error, attempt int, of string, wait time.Duration, note string) {
 	if o.cfg.Warn == nil {
 		return
 	}
@@ -501,7 +523,7 @@ func (o *OpenAI) warnRetry(err error, attempt int, wait time.Duration, note stri
 	default:
 		quiet = fmt.Sprintf(" (%d other retries since the last line)", o.quietRetries)
 	}
-	fmt.Fprintf(o.cfg.Warn, "spiral: warning: %v; retry %d of %d in %v%s%s\n", err, attempt, o.cfg.Retries, wait, note, quiet)
+	fmt.Fprintf(o.cfg.Warn, "spiral: warning: %v; retry %d%s in %v%s%s\n", err, attempt, of, wait, note, quiet)
 	o.lastRetry, o.quietRetries = now, 0
 }
 
@@ -678,16 +700,19 @@ func errorAnswer(raw []byte, success bool) (string, bool) {
 }
 
 // CheckModel asks the server which models it serves (GET /models) and
-// fails, naming them, when Model is not one.
+// fails, naming them, when Model is not one. It is the first request,
+// made as the engine and spiral are often started together: a server
+// that cannot be reached (or answers a 429 or 5xx) is retried until
+// Timeout, while it loads its model.
 func (o *OpenAI) CheckModel(ctx context.Context) error {
-	// The first request: a server that does not answer it is announced,
-	// instead of waiting silently up to Timeout.
+	// A server that does not answer is announced, instead of waiting
+	// silently up to Timeout.
 	noticed := make(chan struct{})
 	notice := time.AfterFunc(o.cfg.WaitNotice, func() {
 		defer close(noticed)
 		o.warnf("spiral: waiting for %s/models to answer (nothing after %v; giving up after %v, --engine-timeout)\n", o.cfg.BaseURL, o.cfg.WaitNotice, o.cfg.Timeout)
 	})
-	ids, err := o.servedModels(ctx)
+	ids, err := o.servedModels(ctx, untilTimeout)
 	if !notice.Stop() {
 		<-noticed
 	}
@@ -709,14 +734,15 @@ func (o *OpenAI) CheckModel(ctx context.Context) error {
 }
 
 // servedModels returns the ids of the models the server serves (GET
-// /models): its base model's and, on vLLM, the LoRA adapters loaded.
-func (o *OpenAI) servedModels(ctx context.Context) ([]string, error) {
+// /models): its base model's and, on vLLM, the LoRA adapters loaded;
+// retries as send's.
+func (o *OpenAI) servedModels(ctx context.Context, retries int) ([]string, error) {
 	var list struct {
 		Data []struct {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := o.post(ctx, http.MethodGet, "/models", nil, &list); err != nil {
+	if err := o.send(ctx, http.MethodGet, o.cfg.BaseURL+"/models", nil, &list, retries); err != nil {
 		return nil, err
 	}
 	ids := make([]string, len(list.Data))

@@ -1144,3 +1144,60 @@ func TestOpenAILongErrorMessage(t *testing.T) {
 		require.Less(t, warn.Len(), 500, warn.String())
 	}
 }
+
+// TestOpenAICheckModelWaitsForServer: a server still loading refuses
+// connections; the model check, the first request, waits for it up to
+// Timeout (users start the engine and spiral at once), announcing the
+// wait, instead of giving up after Retries quick retries. One that never
+// comes up fails at Timeout, naming the last failure.
+func TestOpenAICheckModelWaitsForServer(t *testing.T) {
+	// An address nothing listens on yet.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	url := "http://" + addr
+
+	t.Run("comes up", func(t *testing.T) {
+		cfg := engineConfig(url)
+		var warn bytes.Buffer
+		cfg.Warn, cfg.Backoff, cfg.RetryNotice, cfg.Timeout = &warn, 10*time.Millisecond, -1, 10*time.Second
+		eng, err := rollout.NewOpenAI(cfg)
+		require.NoError(t, err)
+		up := make(chan *httptest.Server, 1)
+		go func() { // up after 600 ms: past 4 retries of 10..80 ms
+			time.Sleep(600 * time.Millisecond)
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				up <- nil
+				return
+			}
+			srv := httptest.NewUnstartedServer(newFake())
+			_ = srv.Listener.Close()
+			srv.Listener = l
+			srv.Start()
+			up <- srv
+		}()
+		err = eng.CheckModel(context.Background())
+		srv := <-up
+		require.NotNil(t, srv, "listen again on %s", addr)
+		defer srv.Close()
+		require.NoError(t, err)
+		lines := warn.String()
+		require.Contains(t, lines, "spiral: warning: rollout: engine: "+url+"/v1/models is not reachable: ")
+		require.Contains(t, lines, "retry 5 in ")
+		require.Contains(t, lines, " (waiting for the server to start, up to the 10s --engine-timeout)\n")
+	})
+
+	t.Run("never comes up", func(t *testing.T) {
+		cfg := engineConfig(url)
+		cfg.Backoff, cfg.Timeout = 10*time.Millisecond, 500*time.Millisecond
+		eng, err := rollout.NewOpenAI(cfg)
+		require.NoError(t, err)
+		start := time.Now()
+		err = eng.CheckModel(context.Background())
+		require.Less(t, time.Since(start), time.Second)
+		require.ErrorContains(t, err, "rollout: engine: "+url+"/v1/models: no answer within 500ms (--engine-timeout), ")
+		require.ErrorContains(t, err, "attempts; the last failure before it: rollout: engine: "+url+"/v1/models is not reachable: ")
+	})
+}

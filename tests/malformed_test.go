@@ -260,7 +260,10 @@ func TestMalformedInputs(t *testing.T) {
 		fail("directory without model.onnx", []string{f.path("nomodel"), "holds no model.onnx"}, "train", "--model", f.path("nomodel"), "--quiet"),
 		fail("not an ONNX file", []string{"garbage/model.onnx", "not a valid ONNX model"}, "eval", "--model", f.path("garbage"), "--quiet"),
 		usage("missing model", "--model "+f.path("absent")+": no such file or directory", "eval", "--model", f.path("absent"), "--quiet"),
-		fail("serving engine down", []string{"http://127.0.0.1:9/v1/models", "is not reachable"}, "eval", "--engine", "openai", "--base-url", "http://127.0.0.1:9/v1", "--served-model", "m", "--quiet"),
+		// Retried until --engine-timeout (a server still starting), then
+		// said with the last failure.
+		fail("serving engine down", []string{"http://127.0.0.1:9/v1/models: no answer within 2s (--engine-timeout)", "http://127.0.0.1:9/v1/models is not reachable"},
+			"eval", "--engine", "openai", "--base-url", "http://127.0.0.1:9/v1", "--served-model", "m", "--engine-timeout", "2s", "--quiet"),
 		fail("NaN weight", []string{"nan/model.onnx", qwen3.LayerWeight(1, "mlp.up_proj"), "NaN"}, "train", "--model", nan, "--quiet", "--steps", "1"),
 		fail("float64 weight in generate", []string{qwen3.NormWeight, "float64", "float32"}, "generate", "--model", f64, "hi"),
 		// Tokenizers.
