@@ -423,8 +423,25 @@ func (s *modelSession) stopIDs() ([]int32, error) {
 	return ids, nil
 }
 
+// checkEngine checks that the serving engine of f (none with --engine
+// local) answers and serves its model (rollout.OpenAI.CheckModel), as
+// soon as the sampling settings c are known: before anything slow is
+// built (train's policy artifacts take minutes on a real model), so
+// that a wrong --served-model or an engine not reachable is said at
+// once.
+func checkEngine(ctx context.Context, f engineFlags, c rollout.SamplerConfig, warn io.Writer) error {
+	if f.engine == "local" {
+		return nil
+	}
+	eng, err := rollout.NewOpenAI(f.config(c, warn))
+	if err != nil {
+		return err
+	}
+	return eng.CheckModel(ctx)
+}
+
 // generator returns where generation runs: the local sampler on pol, or
-// the serving engine of f (checked to serve its model), which gets
+// the serving engine of f (checkEngine checked it first), which gets
 // prompts as token ids and tokenizes with the session's tokenizer only
 // when it sends no ids back. The engine's token ids must lie in the
 // model's vocabulary, pol's logits or, without pol, the larger of the
@@ -433,7 +450,7 @@ func (s *modelSession) stopIDs() ([]int32, error) {
 // sampler draws from and the learner's softmax is over:
 // model.ExecutorOptions.VocabLimit), so that train and eval count it
 // alike.
-func (s *modelSession) generator(ctx context.Context, f engineFlags, pol *model.Policy, c rollout.SamplerConfig, warn io.Writer) (rollout.Generator, error) {
+func (s *modelSession) generator(f engineFlags, pol *model.Policy, c rollout.SamplerConfig, warn io.Writer) (rollout.Generator, error) {
 	if f.engine == "local" {
 		return rollout.NewSampler(pol.LM, c)
 	}
@@ -450,16 +467,20 @@ func (s *modelSession) generator(ctx context.Context, f engineFlags, pol *model.
 	if c.VocabLimit > 0 && c.VocabLimit < vocab {
 		policy = c.VocabLimit
 	}
-	eng, err := rollout.NewOpenAI(rollout.OpenAIConfig{BaseURL: f.baseURL, Model: f.model, APIKey: os.Getenv(f.keyEnv), Sampling: c,
-		Concurrency: f.concurrency, Timeout: f.timeout, Vocab: vocab, PolicyVocab: policy, Warn: warn,
-		Tokenize: func(text string) ([]int32, error) { return s.tok.Encode(text), nil }})
+	cfg := f.config(c, warn)
+	cfg.Vocab, cfg.PolicyVocab = vocab, policy
+	cfg.Tokenize = func(text string) ([]int32, error) { return s.tok.Encode(text), nil }
+	eng, err := rollout.NewOpenAI(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := eng.CheckModel(ctx); err != nil {
-		return nil, err
-	}
 	return eng, nil
+}
+
+// config is the engine's configuration of f, sampling with c.
+func (f engineFlags) config(c rollout.SamplerConfig, warn io.Writer) rollout.OpenAIConfig {
+	return rollout.OpenAIConfig{BaseURL: f.baseURL, Model: f.model, APIKey: os.Getenv(f.keyEnv), Sampling: c,
+		Concurrency: f.concurrency, Timeout: f.timeout, Warn: warn}
 }
 
 // promptLimit is the longest prompt that leaves room for a whole trace

@@ -97,6 +97,9 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := checkEngine(ctx, f.engine, samplerCfg, env.stderr); err != nil {
+		return err
+	}
 	if n := f.draws(); samplerCfg.Temperature == 0 && n > 1 {
 		fmt.Fprintf(env.stderr, "spiral: note: --temperature 0 samples greedily: the %d samples of a problem are all the same\n", n)
 	}
@@ -132,7 +135,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 			warnTrainingData(env.stderr, ckpt, trained, f.data)
 		}
 	}
-	gen, err := sess.generator(ctx, f.engine, pol, samplerCfg, env.stderr)
+	gen, err := sess.generator(f.engine, pol, samplerCfg, env.stderr)
 	if err != nil {
 		return err
 	}

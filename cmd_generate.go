@@ -66,6 +66,9 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 	if err != nil {
 		return err
 	}
+	if err := checkEngine(ctx, f.engine, cfg, env.stderr); err != nil {
+		return err
+	}
 	if cfg.Temperature == 0 && f.n > 1 { // as eval notes of its samples
 		fmt.Fprintf(env.stderr, "spiral: note: --temperature 0 samples greedily: the %d completions of a prompt are all the same\n", f.n)
 	}
@@ -101,7 +104,7 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 				i, len(ids[i]), cfg.MaxNewTokens, n, n-len(ids[i]))
 		}
 	}
-	gen, err := sess.generator(ctx, f.engine, pol, cfg, env.stderr)
+	gen, err := sess.generator(f.engine, pol, cfg, env.stderr)
 	if err != nil {
 		return err
 	}

@@ -144,6 +144,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := checkEngine(ctx, f.engine, samplerCfg, env.stderr); err != nil {
+		return err
+	}
 	trainCandidates := 0 // GRPO renders no aggregation prompt
 	if f.cfg.Algo != rl.AlgoGRPO {
 		trainCandidates = f.cfg.Pipeline.N
@@ -282,7 +285,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		return err
 	}
 	useDeviceOptimizer(env, pol, opt)
-	sampler, err := sess.generator(ctx, f.engine, pol, samplerCfg, env.stderr)
+	sampler, err := sess.generator(f.engine, pol, samplerCfg, env.stderr)
 	if err != nil {
 		return err
 	}

@@ -475,3 +475,27 @@ func TestEngineFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestTrainChecksEngineFirst: train checks the engine (reachable,
+// serving --served-model) before it builds the policy's artifacts, which
+// take minutes on a real model: a wrong --served-model is said at once.
+// The run directory's artifacts path is a file here, so that building
+// them fails: the engine's error must come first.
+func TestTrainChecksEngineFirst(t *testing.T) {
+	requireRuntime(t)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			_, _ = w.Write([]byte(`{"data":[{"id":"served"}]}`))
+			return
+		}
+		http.Error(w, `{"message":"not here"}`, http.StatusNotFound)
+	}))
+	defer hs.Close()
+	run := filepath.Join(t.TempDir(), "run")
+	require.NoError(t, os.MkdirAll(run, 0o777))
+	require.NoError(t, os.WriteFile(filepath.Join(run, "artifacts"), []byte("not a directory"), 0o666))
+	r := spiral(t, nil, "train", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "2", "--n", "1", "--n2", "2", "--threads", "1", "--quiet",
+		"--out", run, "--engine-sync", "sglang", "--sync-dir", filepath.Join(t.TempDir(), "sync"), "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "other")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, `spiral train: rollout: engine: `+hs.URL+`/v1 does not serve "other" (it serves served); set --served-model`+"\n", r.stderr)
+}
