@@ -285,7 +285,7 @@ func (f *samplingFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.cfg.Temperature, "temperature", f.cfg.Temperature, "sampling temperature (0 = greedy)")
 	fs.Float64Var(&f.cfg.TopP, "top-p", f.cfg.TopP, "nucleus sampling mass in (0, 1] (1 = off)")
 	fs.IntVar(&f.cfg.TopK, "top-k", f.cfg.TopK, "keep the k most probable tokens and any tied with the k-th (0 = off)")
-	fs.IntVar(&f.cfg.MaxNewTokens, "max-new-tokens", 0, fmt.Sprintf("tokens per trace (0 = %d for the embedded model or task, %d for a given model on given problems, at most half its context)", embeddedMaxNewTokens, modelMaxNewTokens))
+	fs.IntVar(&f.cfg.MaxNewTokens, "max-new-tokens", 0, fmt.Sprintf("tokens per trace (0 = %d for the embedded model or task, %d for a given model on given problems, at most half its context, or of a serving engine's where smaller)", embeddedMaxNewTokens, modelMaxNewTokens))
 	fs.IntVar(&f.cfg.BatchSize, "gen-batch", f.cfg.BatchSize, "rows decoded together")
 	registerGenCallMiB(fs, &f.callMiB)
 }

@@ -381,11 +381,12 @@ func (s *modelSession) prompter(tmpl templateSet) rollout.ChatPrompter {
 // the embedded one or, onEmbeddedTask, the problems are that task's: a
 // model warm-started on it by spiral sft writes traces as short), the
 // context length (config.json's
-// max_position_embeddings, when stated), the stop ids (stopIDs) and the vocabulary
+// max_position_embeddings, when stated, or served, when > 0: the
+// context a serving engine serves the model with, checkEngine), the stop ids (stopIDs) and the vocabulary
 // limit (the tokenizer's ids: a model with fewer embedding rows is refused
 // by checkVocab). It needs no open model, so that a --max-new-tokens that
 // leaves no room is refused before the model's graphs are built.
-func (s *modelSession) samplerConfig(f samplingFlags, onEmbeddedTask bool) (rollout.SamplerConfig, error) {
+func (s *modelSession) samplerConfig(f samplingFlags, onEmbeddedTask bool, served int) (rollout.SamplerConfig, error) {
 	c := f.cfg
 	c.CallBytes = int64(f.callMiB) << 20
 	hf, err := s.hfConfig()
@@ -393,11 +394,15 @@ func (s *modelSession) samplerConfig(f samplingFlags, onEmbeddedTask bool) (roll
 		return c, err
 	}
 	c.ContextLength = hf.MaxPositionEmbeddings
+	positions := fmt.Sprintf("of %s (config.json max_position_embeddings)", s.path())
+	if served > 0 {
+		c.ContextLength, positions = served, "the serving engine serves the model with (max_model_len)"
+	}
 	if c.MaxNewTokens == 0 {
 		c.MaxNewTokens = traceLength(s.embedded || onEmbeddedTask, c.ContextLength)
 	}
 	if c.ContextLength > 0 && c.MaxNewTokens >= c.ContextLength {
-		return c, usageError{fmt.Errorf("--max-new-tokens %d leaves no room for a prompt in the %d positions of %s (config.json max_position_embeddings)", c.MaxNewTokens, c.ContextLength, s.path())}
+		return c, usageError{fmt.Errorf("--max-new-tokens %d leaves no room for a prompt in the %d positions %s", c.MaxNewTokens, c.ContextLength, positions)}
 	}
 	if c.StopIDs, err = s.stopIDs(); err != nil {
 		return c, err
@@ -424,20 +429,41 @@ func (s *modelSession) stopIDs() ([]int32, error) {
 }
 
 // checkEngine checks that the serving engine of f (none with --engine
-// local) answers and serves its model (rollout.OpenAI.CheckModel), as
-// soon as the sampling settings c are known: before anything slow is
-// built (train's policy artifacts take minutes on a real model), so
-// that a wrong --served-model or an engine not reachable is said at
-// once.
-func checkEngine(ctx context.Context, f engineFlags, c rollout.SamplerConfig, warn io.Writer) error {
+// local) answers and serves its model (rollout.OpenAI.CheckModel)
+// before anything slow is built (train's policy artifacts take minutes
+// on a real model), so that a wrong --served-model or an engine not
+// reachable is said at once. It returns the context the engine serves
+// the model with where that is below config.json's (vLLM's or
+// SGLang's --max-model-len, --context-length), noted on warn, for
+// samplerConfig; 0 otherwise: the engine refuses a request whose prompt
+// and max_tokens pass it.
+func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, warn io.Writer) (int, error) {
 	if f.engine == "local" {
-		return nil
+		return 0, nil
 	}
-	eng, err := rollout.NewOpenAI(f.config(c, warn))
+	// The check asks for no completion: no sampling setting is sent.
+	eng, err := rollout.NewOpenAI(f.config(rollout.SamplerConfig{MaxNewTokens: 1}, warn))
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return eng.CheckModel(ctx)
+	served, err := eng.CheckModel(ctx)
+	if err != nil {
+		return 0, err
+	}
+	hf, err := s.hfConfig()
+	if err != nil {
+		return 0, err
+	}
+	model := hf.MaxPositionEmbeddings
+	if served <= 0 || model > 0 && served >= model {
+		return 0, nil
+	}
+	below := fmt.Sprintf("below the %d of %s (config.json max_position_embeddings)", model, s.path())
+	if model == 0 {
+		below = fmt.Sprintf("and %s states none (config.json max_position_embeddings)", s.path())
+	}
+	fmt.Fprintf(warn, "spiral: note: %s serves %s with a context of %d positions (max_model_len), %s: prompts and traces are fitted to it\n", f.baseURL, f.model, served, below)
+	return served, nil
 }
 
 // generator returns where generation runs: the local sampler on pol, or

@@ -93,11 +93,12 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	if err := checkRequests(len(problems), "problems", f.draws(), f.drawsFlag()); err != nil {
 		return err
 	}
-	samplerCfg, err := sess.samplerConfig(f.sf, onTask)
+	served, err := sess.checkEngine(ctx, f.engine, env.stderr)
 	if err != nil {
 		return err
 	}
-	if err := checkEngine(ctx, f.engine, samplerCfg, env.stderr); err != nil {
+	samplerCfg, err := sess.samplerConfig(f.sf, onTask, served)
+	if err != nil {
 		return err
 	}
 	if n := f.draws(); samplerCfg.Temperature == 0 && n > 1 {

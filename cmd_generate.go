@@ -62,12 +62,17 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 		return err
 	}
 	defer sess.close()
-	cfg, err := sess.samplerConfig(f.sf, false)
+	served, err := sess.checkEngine(ctx, f.engine, env.stderr)
 	if err != nil {
 		return err
 	}
-	if err := checkEngine(ctx, f.engine, cfg, env.stderr); err != nil {
+	cfg, err := sess.samplerConfig(f.sf, false, served)
+	if err != nil {
 		return err
+	}
+	positions := "config.json max_position_embeddings"
+	if served > 0 {
+		positions = "as the serving engine serves it, max_model_len"
 	}
 	if cfg.Temperature == 0 && f.n > 1 { // as eval notes of its samples
 		fmt.Fprintf(env.stderr, "spiral: note: --temperature 0 samples greedily: the %d completions of a prompt are all the same\n", f.n)
@@ -97,7 +102,7 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 			return usageError{fmt.Errorf("prompt %d is empty: with --raw the text is fed as it is, and an empty one has no token to continue", i)}
 		}
 		if n := cfg.ContextLength; n > 0 && len(ids[i]) >= n {
-			return usageError{fmt.Errorf("prompt %d is %d tokens: the model's %d positions (config.json max_position_embeddings) leave none to generate", i, len(ids[i]), n)}
+			return usageError{fmt.Errorf("prompt %d is %d tokens: the model's %d positions (%s) leave none to generate", i, len(ids[i]), n, positions)}
 		}
 		if n := cfg.ContextLength; n > 0 && len(ids[i])+cfg.MaxNewTokens > n {
 			fmt.Fprintf(env.stderr, "spiral: warning: prompt %d is %d tokens: with --max-new-tokens %d it passes the model's %d positions, so its completions stop at %d new tokens\n",

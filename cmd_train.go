@@ -140,11 +140,12 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	}
 	// The sampling settings and the problems that fit the context are
 	// checked before the graphs are built into the run directory.
-	samplerCfg, err := sess.samplerConfig(f.sf, onTask)
+	served, err := sess.checkEngine(ctx, f.engine, env.stderr)
 	if err != nil {
 		return err
 	}
-	if err := checkEngine(ctx, f.engine, samplerCfg, env.stderr); err != nil {
+	samplerCfg, err := sess.samplerConfig(f.sf, onTask, served)
+	if err != nil {
 		return err
 	}
 	trainCandidates := 0 // GRPO renders no aggregation prompt

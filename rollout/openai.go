@@ -700,11 +700,15 @@ func errorAnswer(raw []byte, success bool) (string, bool) {
 }
 
 // CheckModel asks the server which models it serves (GET /models) and
-// fails, naming them, when Model is not one. It is the first request,
+// fails, naming them, when Model is not one; it returns the context
+// length the server serves Model with, which may be below the model's
+// (vLLM's and SGLang's max_model_len, set by their --max-model-len and
+// --context-length; 0 where the list does not say, as llama.cpp's,
+// whose meta.n_ctx_train is the model's). It is the first request,
 // made as the engine and spiral are often started together: a server
 // that cannot be reached (or answers a 429 or 5xx) is retried until
 // Timeout, while it loads its model.
-func (o *OpenAI) CheckModel(ctx context.Context) error {
+func (o *OpenAI) CheckModel(ctx context.Context) (int, error) {
 	// A server that does not answer is announced, instead of waiting
 	// silently up to Timeout.
 	noticed := make(chan struct{})
@@ -712,41 +716,60 @@ func (o *OpenAI) CheckModel(ctx context.Context) error {
 		defer close(noticed)
 		o.warnf("spiral: waiting for %s/models to answer (nothing after %v; giving up after %v, --engine-timeout)\n", o.cfg.BaseURL, o.cfg.WaitNotice, o.cfg.Timeout)
 	})
-	ids, err := o.servedModels(ctx, untilTimeout)
+	models, err := o.listModels(ctx, untilTimeout)
 	if !notice.Stop() {
 		<-noticed
 	}
 	var se *statusError
 	if errors.As(err, &se) && se.status == http.StatusNotFound {
 		// The usual cause: a base URL without the API's /v1.
-		return fmt.Errorf("%w (--base-url must be the API root, under which /models and /completions lie: with vLLM and SGLang, ending in /v1)", err)
+		return 0, fmt.Errorf("%w (--base-url must be the API root, under which /models and /completions lie: with vLLM and SGLang, ending in /v1)", err)
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if slices.Contains(ids, o.cfg.Model) {
-		return nil
+	ids := make([]string, len(models))
+	for i, m := range models {
+		if m.ID == o.cfg.Model {
+			return m.MaxModelLen, nil
+		}
+		ids[i] = m.ID
 	}
 	if len(ids) == 0 {
-		return fmt.Errorf("rollout: engine: %s does not serve %q (%s/models lists no model)", o.cfg.BaseURL, o.cfg.Model, o.cfg.BaseURL)
+		return 0, fmt.Errorf("rollout: engine: %s does not serve %q (%s/models lists no model)", o.cfg.BaseURL, o.cfg.Model, o.cfg.BaseURL)
 	}
-	return fmt.Errorf("rollout: engine: %s does not serve %q (it serves %s); set --served-model", o.cfg.BaseURL, o.cfg.Model, strings.Join(ids, ", "))
+	return 0, fmt.Errorf("rollout: engine: %s does not serve %q (it serves %s); set --served-model", o.cfg.BaseURL, o.cfg.Model, strings.Join(ids, ", "))
 }
 
-// servedModels returns the ids of the models the server serves (GET
-// /models): its base model's and, on vLLM, the LoRA adapters loaded;
-// retries as send's.
-func (o *OpenAI) servedModels(ctx context.Context, retries int) ([]string, error) {
+// servedModel is a model of the server's list (GET /models).
+type servedModel struct {
+	ID string `json:"id"`
+	// MaxModelLen is the context it is served with (vLLM, SGLang); 0
+	// when not said.
+	MaxModelLen int `json:"max_model_len"`
+}
+
+// listModels returns the models the server serves (GET /models): its
+// base model and, on vLLM, the LoRA adapters loaded; retries as send's.
+func (o *OpenAI) listModels(ctx context.Context, retries int) ([]servedModel, error) {
 	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
+		Data []servedModel `json:"data"`
 	}
 	if err := o.send(ctx, http.MethodGet, o.cfg.BaseURL+"/models", nil, &list, retries); err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(list.Data))
-	for i, m := range list.Data {
+	return list.Data, nil
+}
+
+// servedModels returns the ids of the models the server serves (see
+// listModels).
+func (o *OpenAI) servedModels(ctx context.Context, retries int) ([]string, error) {
+	models, err := o.listModels(ctx, retries)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(models))
+	for i, m := range models {
 		ids[i] = m.ID
 	}
 	return ids, nil

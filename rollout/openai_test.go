@@ -29,13 +29,16 @@ type fakeEngine struct {
 	inFlight atomic.Int32
 	peak     atomic.Int32
 	// fail answers the n-th call (0-based) with a status when set.
-	fail     func(n int) int
-	calls    atomic.Int32
-	noIDs    bool
-	delay    time.Duration
-	models   []string
-	finish   string
-	tokensOf func(prompt []int32, seed int64) []int32
+	fail   func(n int) int
+	calls  atomic.Int32
+	noIDs  bool
+	delay  time.Duration
+	models []string
+	// maxModelLen, when > 0, is the models' max_model_len (vLLM's and
+	// SGLang's /v1/models).
+	maxModelLen int
+	finish      string
+	tokensOf    func(prompt []int32, seed int64) []int32
 	// answer, when set, is the body of every 200 answer to a completion.
 	answer string
 }
@@ -65,9 +68,13 @@ func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if r.URL.Path == "/v1/models" {
-		var data []map[string]string
+		var data []map[string]any
 		for _, m := range f.models {
-			data = append(data, map[string]string{"id": m})
+			card := map[string]any{"id": m}
+			if f.maxModelLen > 0 {
+				card["max_model_len"] = f.maxModelLen
+			}
+			data = append(data, card)
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"data": data})
 		return
@@ -667,11 +674,11 @@ func TestOpenAIErrors(t *testing.T) {
 		defer srv.Close()
 		eng, err := rollout.NewOpenAI(engineConfig(srv.URL))
 		require.NoError(t, err)
-		require.ErrorContains(t, eng.CheckModel(context.Background()), `does not serve "served" (it serves a, b)`)
+		require.ErrorContains(t, checkModel(eng), `does not serve "served" (it serves a, b)`)
 		fake.models = []string{"served"}
-		require.NoError(t, eng.CheckModel(context.Background()))
+		require.NoError(t, checkModel(eng))
 		fake.models = nil
-		require.ErrorContains(t, eng.CheckModel(context.Background()), `does not serve "served" (`+srv.URL+`/v1/models lists no model)`)
+		require.ErrorContains(t, checkModel(eng), `does not serve "served" (`+srv.URL+`/v1/models lists no model)`)
 	})
 
 	// A 404 for the models list: most often a base URL without /v1.
@@ -682,7 +689,7 @@ func TestOpenAIErrors(t *testing.T) {
 		cfg.BaseURL = srv.URL
 		eng, err := rollout.NewOpenAI(cfg)
 		require.NoError(t, err)
-		require.EqualError(t, eng.CheckModel(context.Background()), "rollout: engine: "+srv.URL+"/models: HTTP 404: (an empty body) (--base-url must be the API root, under which /models and /completions lie: with vLLM and SGLang, ending in /v1)")
+		require.EqualError(t, checkModel(eng), "rollout: engine: "+srv.URL+"/models: HTTP 404: (an empty body) (--base-url must be the API root, under which /models and /completions lie: with vLLM and SGLang, ending in /v1)")
 	})
 
 	// A models list answered as an error in a 200 (a proxy refusing the
@@ -694,7 +701,7 @@ func TestOpenAIErrors(t *testing.T) {
 		defer srv.Close()
 		eng, err := rollout.NewOpenAI(engineConfig(srv.URL))
 		require.NoError(t, err)
-		require.EqualError(t, eng.CheckModel(context.Background()), "rollout: engine: "+srv.URL+"/v1/models: HTTP 200, but the answer is an error: invalid API key")
+		require.EqualError(t, checkModel(eng), "rollout: engine: "+srv.URL+"/v1/models: HTTP 200, but the answer is an error: invalid API key")
 	})
 
 	// The model check is the first request: a server slow to answer it
@@ -720,7 +727,7 @@ func TestOpenAIErrors(t *testing.T) {
 				cfg.Warn, cfg.WaitNotice = &warn, tc.notice
 				eng, err := rollout.NewOpenAI(cfg)
 				require.NoError(t, err)
-				require.NoError(t, eng.CheckModel(context.Background()))
+				require.NoError(t, checkModel(eng))
 				require.Equal(t, strings.ReplaceAll(tc.want, "URL", srv.URL), warn.String())
 			})
 		}
@@ -1106,7 +1113,7 @@ func TestOpenAIUnauthorized(t *testing.T) {
 			cfg.APIKey = tc.key
 			eng, err := rollout.NewOpenAI(cfg)
 			require.NoError(t, err)
-			err = eng.CheckModel(context.Background())
+			err = checkModel(eng)
 			require.EqualError(t, err, "rollout: engine: "+srv.URL+tc.want)
 		})
 	}
@@ -1178,7 +1185,7 @@ func TestOpenAICheckModelWaitsForServer(t *testing.T) {
 			srv.Start()
 			up <- srv
 		}()
-		err = eng.CheckModel(context.Background())
+		err = checkModel(eng)
 		srv := <-up
 		require.NotNil(t, srv, "listen again on %s", addr)
 		defer srv.Close()
@@ -1195,9 +1202,38 @@ func TestOpenAICheckModelWaitsForServer(t *testing.T) {
 		eng, err := rollout.NewOpenAI(cfg)
 		require.NoError(t, err)
 		start := time.Now()
-		err = eng.CheckModel(context.Background())
+		err = checkModel(eng)
 		require.Less(t, time.Since(start), time.Second)
 		require.ErrorContains(t, err, "rollout: engine: "+url+"/v1/models: no answer within 500ms (--engine-timeout), ")
 		require.ErrorContains(t, err, "attempts; the last failure before it: rollout: engine: "+url+"/v1/models is not reachable: ")
 	})
+}
+
+// checkModel is eng's model check, its context length left out.
+func checkModel(eng *rollout.OpenAI) error {
+	_, err := eng.CheckModel(context.Background())
+	return err
+}
+
+// TestOpenAIServedContext: the model check returns the context the
+// server serves the model with (vLLM's and SGLang's max_model_len in
+// /v1/models, which --max-model-len sets below config.json's), 0 when
+// the list does not say (llama.cpp's).
+func TestOpenAIServedContext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		len  int
+	}{{"vLLM --max-model-len 4096", 4096}, {"not said", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFake()
+			fake.models, fake.maxModelLen = []string{"other", "served"}, tc.len
+			srv := httptest.NewServer(fake)
+			defer srv.Close()
+			eng, err := rollout.NewOpenAI(engineConfig(srv.URL))
+			require.NoError(t, err)
+			n, err := eng.CheckModel(context.Background())
+			require.NoError(t, err)
+			require.Equal(t, tc.len, n)
+		})
+	}
 }

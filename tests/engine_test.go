@@ -499,3 +499,55 @@ func TestTrainChecksEngineFirst(t *testing.T) {
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Equal(t, `spiral train: rollout: engine: `+hs.URL+`/v1 does not serve "other" (it serves served); set --served-model`+"\n", r.stderr)
 }
+
+// TestServedContext: a vLLM started with a --max-model-len below
+// config.json's context lists it as max_model_len, and refuses with a
+// 400 a request whose prompt and max_tokens pass it (not retried: the
+// evaluation failed on its first request, sized from config.json's
+// 4096: the default trace length of 2048). eval fits the trace length
+// (the default: half the served context), the prompts and the requests
+// to the served context, and says so.
+func TestServedContext(t *testing.T) {
+	requireRuntime(t)
+	const served = 600
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m")
+	if r := spiral(t, nil, "init-model", "--out", m, "--layers", "1", "--max-positions", "4096"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	data := filepath.Join(dir, "p.jsonl")
+	require.NoError(t, os.WriteFile(data, []byte(`{"problem":"1+1","answer":"2"}`+"\n"+`{"problem":"2+2","answer":"4"}`+"\n"), 0o666))
+	var longest, maxTokens atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			_, _ = fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","max_model_len":%d}]}`, served)
+			return
+		}
+		var body struct {
+			Prompt    []int32 `json:"prompt"`
+			MaxTokens int     `json:"max_tokens"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, `{"message":"bad request"}`, http.StatusBadRequest)
+			return
+		}
+		need := len(body.Prompt) + body.MaxTokens
+		for cur := longest.Load(); int32(need) > cur && !longest.CompareAndSwap(cur, int32(need)); cur = longest.Load() {
+		}
+		maxTokens.Store(int32(body.MaxTokens))
+		if need > served {
+			http.Error(w, fmt.Sprintf(`{"object":"error","message":"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion).","type":"BadRequestError","code":400}`,
+				served, need, len(body.Prompt), body.MaxTokens), http.StatusBadRequest)
+			return
+		}
+		_, _ = w.Write([]byte(`{"choices":[{"text":"","token_ids":[3,4],"finish_reason":"stop"}]}`))
+	}))
+	defer hs.Close()
+	r := spiral(t, nil, "eval", "--model", m, "--data", data, "--samples", "1", "--quiet", "--out", filepath.Join(dir, "eval"),
+		"--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "m")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, fmt.Sprintf("spiral: note: %s/v1 serves m with a context of %d positions (max_model_len), below the %d of %s (config.json max_position_embeddings): prompts and traces are fitted to it\n", hs.URL, served, 4096, m))
+	require.Positive(t, longest.Load())
+	require.LessOrEqual(t, longest.Load(), int32(served))
+	require.Equal(t, int32(served/2), maxTokens.Load(), "the default trace length: half the served context")
+}
