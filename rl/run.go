@@ -402,7 +402,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		// step as Ctrl-C in the evaluation does.
 		sync, err := tr.SyncEngine(ctx)
 		if err == nil {
-			err = heldOutEval(ctx, p, cfg.EvalSamples, tr.Step(), tr.Config().Seed, sync, ef, tb)
+			err = heldOutEval(ctx, p, cfg.EvalSamples, tr.Step(), tr.Config().Seed, sync, ef, tb, tr.CheckEngine)
 		}
 		if err != nil {
 			return stopped(err)
@@ -558,6 +558,9 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	}
 	seed := tr.Config().Seed + finalRSASeedOffset
 	res, err := p.Evaluator.RSA(ctx, p.Held, cfg.FinalRSA, seed)
+	if err == nil {
+		err = tr.CheckEngine(ctx) // an engine restarted meanwhile answered from other weights
+	}
 	if err != nil {
 		return fmt.Errorf("final RSA evaluation: %w", err)
 	}
@@ -952,13 +955,17 @@ func CheckpointSettings(path string) (RunSettings, error) {
 // samples each at the training sampler's settings) to Out, eval.jsonl
 // (w) and the TensorBoard log tb (when there is one); the line records
 // p.Settings.HeldOut's digest (Run sets it before any evaluation) and
-// sync, the serving engine's weight sync done for it.
-func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, sync EngineSync, w io.Writer, tb *tensorBoardLog) error {
+// sync, the serving engine's weight sync done for it; checkEngine
+// (Trainer.CheckEngine) runs before anything is reported.
+func heldOutEval(ctx context.Context, p RunParts, k, step int, seed uint64, sync EngineSync, w io.Writer, tb *tensorBoardLog, checkEngine func(context.Context) error) error {
 	ks := []int{1}
 	if k > 1 {
 		ks = append(ks, k)
 	}
 	res, err := p.Evaluator.PassAtK(ctx, p.Held, rollout.PassAtKConfig{Samples: k, Ks: ks}, seed+0x5eed)
+	if err == nil {
+		err = checkEngine(ctx) // an engine restarted meanwhile answered from other weights
+	}
 	if err != nil {
 		return fmt.Errorf("held-out evaluation at step %d: %w", step, err)
 	}

@@ -364,6 +364,8 @@ func (s *runCancelSync) Sync(ctx context.Context, step int) error {
 
 func (s *runCancelSync) Version() string { return s.version }
 
+func (*runCancelSync) Check(context.Context) error { return nil }
+
 // TestRunInterruptedEngineSync: Ctrl-C during a serving engine's weight
 // sync saves the last completed step, whether the sync comes before a
 // step's rollouts or before a held-out evaluation, as an interruption in
@@ -429,6 +431,7 @@ type failSync struct{ failAt }
 
 func (s *failSync) Sync(context.Context, int) error { return s.fail() }
 func (*failSync) Version() string                   { return "" }
+func (*failSync) Check(context.Context) error       { return nil }
 
 // failGen is the held-out evaluation's generator failing at its at-th call.
 type failGen struct {
@@ -2164,6 +2167,9 @@ func (s *sleepSync) Sync(_ context.Context, step int) error {
 	return nil
 }
 func (s *sleepSync) Version() string { return s.version }
+
+// Check finds the weights served: the engine never restarts.
+func (s *sleepSync) Check(context.Context) error { return nil }
 
 // TestRunEngineSyncTimeLogged: the weight sync a held-out evaluation
 // does before sampling is logged on its eval.jsonl line, and the step

@@ -348,9 +348,14 @@ type EngineSync struct {
 // of the steps completed so far, unless it has them already; without
 // one it does nothing. Rollouts and evaluations call it first; it
 // returns what the sync took, so that whichever of them did it logs it.
+// Where the engine has this step's weights already (synced for an
+// evaluation), it checks that the engine still serves them.
 func (t *Trainer) SyncEngine(ctx context.Context) (EngineSync, error) {
-	if t.sync == nil || t.synced == t.step {
+	if t.sync == nil {
 		return EngineSync{}, nil
+	}
+	if t.synced == t.step { // synced for an evaluation: still served?
+		return EngineSync{}, t.CheckEngine(ctx)
 	}
 	start, copied := time.Now(), t.deviceCopies()
 	if d := t.device(); d != nil {
@@ -363,6 +368,19 @@ func (t *Trainer) SyncEngine(ctx context.Context) (EngineSync, error) {
 	}
 	t.synced = t.step
 	return EngineSync{Seconds: time.Since(start).Seconds(), DeviceCopyBytes: t.deviceCopies() - copied}, nil
+}
+
+// CheckEngine fails when a serving engine no longer serves the weights
+// SyncEngine loaded last (rollout.WeightSync.Check: it was restarted);
+// without one, or before the first sync, it does nothing.
+func (t *Trainer) CheckEngine(ctx context.Context) error {
+	if t.sync == nil || t.synced < 0 {
+		return nil
+	}
+	if err := t.sync.Check(ctx); err != nil {
+		return fmt.Errorf("rl: the weights of step %d: %w", t.synced, err)
+	}
+	return nil
 }
 
 // Config returns the configuration.
@@ -396,6 +414,10 @@ func (t *Trainer) TrainStep(ctx context.Context, progress rollout.Progress) (Met
 	examples, err := t.collect(ctx, &m, progress)
 	if err != nil {
 		return m, err
+	}
+	// An engine restarted while they ran answered from other weights.
+	if err := t.CheckEngine(ctx); err != nil {
+		return m, fmt.Errorf("step %d's rollouts: %w", m.Step, err)
 	}
 	m.RolloutSeconds = time.Since(rolloutStart).Seconds()
 

@@ -475,6 +475,8 @@ func (s *recordingSync) Sync(_ context.Context, _ int) error {
 }
 func (*recordingSync) Version() string { return "" }
 
+func (*recordingSync) Check(context.Context) error { return nil }
+
 // TestTrainerUpdatesOnDevice: with a learner that keeps its gradients
 // and AdamW on the device, the trainer needs no gradient store (without
 // such a learner it refuses none); a step calls its Update (the
@@ -939,6 +941,7 @@ type slowSync struct{ d time.Duration }
 
 func (s slowSync) Sync(context.Context, int) error { time.Sleep(s.d); return nil }
 func (slowSync) Version() string                   { return "v" }
+func (slowSync) Check(context.Context) error       { return nil }
 
 // TestTrainerStepTimings: a step's rollout_seconds is its rollouts' wall
 // time, not the serving engine's weight sync before them, which

@@ -21,7 +21,16 @@ type WeightSync interface {
 	Sync(ctx context.Context, step int) error
 	// Version names the weights the engine serves now.
 	Version() string
+	// Check fails when the engine no longer serves the version Sync
+	// loaded last (nil before the first sync): an engine restarted
+	// comes back with the weights it was started with, under the same
+	// name, and would answer every later request from them.
+	Check(ctx context.Context) error
 }
+
+// restartedHint ends the error of a Check that found the engine serving
+// other weights than those synced.
+const restartedHint = "was it restarted? The rollouts since are not the policy's; run spiral train again, which resumes from its last checkpoint and loads its weights into the engine first"
 
 // Export writes the current weights into a directory (a peft adapter or
 // a Hugging Face model directory), creating it; it stops when ctx ends.
@@ -131,6 +140,22 @@ func (s *VLLMLoRASync) Sync(ctx context.Context, step int) error {
 	return nil
 }
 
+// Check fails when the engine does not list the adapter synced last
+// (vLLM forgets its adapters when restarted).
+func (s *VLLMLoRASync) Check(ctx context.Context) error {
+	if s.prev == "" {
+		return nil
+	}
+	ids, err := s.Engine.servedModels(ctx, s.Engine.cfg.Retries)
+	if err != nil {
+		return fmt.Errorf("rollout: weight sync: check that adapter %s is served: %w", s.prev, err)
+	}
+	if !slices.Contains(ids, s.prev) {
+		return fmt.Errorf("rollout: weight sync: %s/models does not list adapter %s, which spiral loaded: %s", s.Engine.BaseURL(), s.prev, restartedHint)
+	}
+	return nil
+}
+
 // unloadLeftVersions unloads the versions the engine serves that this
 // process did not load (an earlier run's).
 func (s *VLLMLoRASync) unloadLeftVersions(ctx context.Context) error {
@@ -170,12 +195,40 @@ func (s *VLLMLoRASync) unload(ctx context.Context, name string) error {
 // /update_weights_from_disk {"model_path"} at the server's root (the
 // base URL without /v1; Dir must be the same path on the server), which
 // answers once the new weights serve; the previous directory is removed,
-// and those an earlier run or a failed sync left.
+// and those an earlier run or a failed sync left. Check reads the
+// directory served back from GET /get_model_info's model_path, which
+// SGLang sets to the one loaded last.
 type SGLangDiskSync struct {
 	Engine  *OpenAI
 	Dir     string
 	Export  Export
 	version string
+	path    string // the version's directory, as sent
+}
+
+// root is the server's root URL (the base URL without /v1), under which
+// SGLang's own endpoints lie.
+func (s *SGLangDiskSync) root() string {
+	return strings.TrimSuffix(s.Engine.BaseURL(), "/v1")
+}
+
+// Check fails when the engine serves other weights than the directory
+// synced last (/get_model_info's model_path).
+func (s *SGLangDiskSync) Check(ctx context.Context) error {
+	if s.path == "" {
+		return nil
+	}
+	url := s.root() + "/get_model_info"
+	var info struct {
+		ModelPath string `json:"model_path"`
+	}
+	if err := s.Engine.request(ctx, http.MethodGet, url, nil, &info); err != nil {
+		return fmt.Errorf("rollout: weight sync: check that %s is served: %w", s.path, err)
+	}
+	if info.ModelPath != s.path {
+		return fmt.Errorf("rollout: weight sync: %s: the engine serves %s, not %s, the weights spiral loaded: %s", url, info.ModelPath, s.path, restartedHint)
+	}
+	return nil
 }
 
 // Version returns the directory the engine loaded last ("" before the
@@ -189,7 +242,7 @@ func (s *SGLangDiskSync) Sync(ctx context.Context, step int) error {
 		return err
 	}
 	e := s.Engine
-	url := strings.TrimSuffix(e.BaseURL(), "/v1") + "/update_weights_from_disk"
+	url := s.root() + "/update_weights_from_disk"
 	var resp struct {
 		Success bool   `json:"success"`
 		Message string `json:"message"`
@@ -215,6 +268,6 @@ func (s *SGLangDiskSync) Sync(ctx context.Context, step int) error {
 	if err := removeOtherVersions(s.Dir, name); err != nil {
 		return err
 	}
-	s.version = name
+	s.version, s.path = name, dir
 	return nil
 }

@@ -392,3 +392,63 @@ func TestSGLangDiskSyncNoEndpoint(t *testing.T) {
 		"(the server has no such endpoint: --engine-sync sglang needs SGLang's server; a vLLM takes --engine-sync vllm-lora)")
 	require.Equal(t, "", s.Version())
 }
+
+// TestSyncCheck: Check finds an engine restarted since the last sync,
+// which serves the weights it was started with under the same name:
+// SGLang's /get_model_info names another model_path than the directory
+// loaded, vLLM's /v1/models no longer lists the adapter. Before the
+// first sync nothing is asked.
+func TestSyncCheck(t *testing.T) {
+	dir := t.TempDir()
+	version := filepath.Join(dir, "spiral-step-000001")
+	const hint = ": was it restarted? The rollouts since are not the policy's; run spiral train again, which resumes from its last checkpoint and loads its weights into the engine first"
+	for _, tc := range []struct {
+		name  string
+		sync  func(o *rollout.OpenAI) rollout.WeightSync
+		want  []exchange
+		check string // Check's error after the sync; "" for none
+	}{
+		{"SGLang serving the weights loaded", func(o *rollout.OpenAI) rollout.WeightSync {
+			return &rollout.SGLangDiskSync{Engine: o, Dir: dir, Export: mkdirExport}
+		}, []exchange{
+			{"POST", "/update_weights_from_disk", map[string]string{"model_path": version}, 200, `{"success": true, "message": "Succeeded to update model weights."}`},
+			{"GET", "/get_model_info", nil, 200, `{"model_path": "` + version + `", "tokenizer_path": "/m", "is_generation": true}`},
+		}, ""},
+		{"SGLang restarted", func(o *rollout.OpenAI) rollout.WeightSync {
+			return &rollout.SGLangDiskSync{Engine: o, Dir: dir, Export: mkdirExport}
+		}, []exchange{
+			{"POST", "/update_weights_from_disk", map[string]string{"model_path": version}, 200, `{"success": true, "message": "Succeeded to update model weights."}`},
+			{"GET", "/get_model_info", nil, 200, `{"model_path": "/m", "tokenizer_path": "/m", "is_generation": true}`},
+		}, "rollout: weight sync: URL/get_model_info: the engine serves /m, not " + version + ", the weights spiral loaded" + hint},
+		{"vLLM serving the adapter loaded", func(o *rollout.OpenAI) rollout.WeightSync {
+			return &rollout.VLLMLoRASync{Engine: o, Dir: dir, Export: mkdirExport}
+		}, []exchange{
+			{"GET", "/v1/models", nil, 200, `{"object":"list","data":[{"id":"served","object":"model"}]}`},
+			{"POST", "/v1/load_lora_adapter", map[string]string{"lora_name": "spiral-step-000001"}, 200, "Success"},
+			{"GET", "/v1/models", nil, 200, `{"object":"list","data":[{"id":"served"},{"id":"spiral-step-000001"}]}`},
+		}, ""},
+		{"vLLM restarted", func(o *rollout.OpenAI) rollout.WeightSync {
+			return &rollout.VLLMLoRASync{Engine: o, Dir: dir, Export: mkdirExport}
+		}, []exchange{
+			{"GET", "/v1/models", nil, 200, `{"object":"list","data":[{"id":"served","object":"model"}]}`},
+			{"POST", "/v1/load_lora_adapter", map[string]string{"lora_name": "spiral-step-000001"}, 200, "Success"},
+			{"GET", "/v1/models", nil, 200, `{"object":"list","data":[{"id":"served","object":"model"}]}`},
+		}, "rollout: weight sync: URL/v1/models does not list adapter spiral-step-000001, which spiral loaded" + hint},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := &recordedEngine{t: t, want: tc.want}
+			srv := httptest.NewServer(eng)
+			defer srv.Close()
+			s := tc.sync(syncEngine(t, srv.URL))
+			require.NoError(t, s.Check(context.Background()), "before the first sync")
+			require.NoError(t, s.Sync(context.Background(), 1))
+			err := s.Check(context.Background())
+			if tc.check == "" {
+				require.NoError(t, err)
+			} else {
+				require.EqualError(t, err, strings.ReplaceAll(tc.check, "URL", srv.URL))
+			}
+			require.Equal(t, len(tc.want), eng.n, "requests made")
+		})
+	}
+}

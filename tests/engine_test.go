@@ -433,13 +433,23 @@ func TestEngineFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls atomic.Int32
+			var loaded atomic.Value // the weights' directory SGLang serves
+			loaded.Store("/models/m")
 			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				switch r.URL.Path {
 				case "/v1/models":
 					_, _ = w.Write([]byte(`{"data":[{"id":"m"}]}`))
 					return
 				case "/update_weights_from_disk": // SGLang's sync, before training's rollouts
+					var body struct {
+						Path string `json:"model_path"`
+					}
+					_ = json.NewDecoder(r.Body).Decode(&body)
+					loaded.Store(body.Path)
 					_, _ = w.Write([]byte(`{"success":true,"message":"loaded"}`))
+					return
+				case "/get_model_info": // the weights served, checked after the rollouts
+					_ = json.NewEncoder(w).Encode(map[string]any{"model_path": loaded.Load()})
 					return
 				}
 				if r.URL.Path != "/v1/completions" {
@@ -550,4 +560,49 @@ func TestServedContext(t *testing.T) {
 	require.Positive(t, longest.Load())
 	require.LessOrEqual(t, longest.Load(), int32(served))
 	require.Equal(t, int32(served/2), maxTokens.Load(), "the default trace length: half the served context")
+}
+
+// TestTrainEngineRestarted: an SGLang restarted in the middle of a run
+// comes back serving the weights it was started with, under the same
+// name: the rollouts its requests (retried, or the next step's) get are
+// not the policy's, and were trained on without a word (policy_lag 0).
+// /get_model_info names the weights it serves (model_path, the
+// directory update_weights_from_disk loaded last): the run checks it
+// after each step's rollouts and refuses them.
+func TestTrainEngineRestarted(t *testing.T) {
+	requireRuntime(t)
+	var mu sync.Mutex
+	const base = "/models/base"
+	loaded := base
+	var completions atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/models":
+			_, _ = w.Write([]byte(`{"data":[{"id":"m"}]}`))
+		case "/get_model_info":
+			_ = json.NewEncoder(w).Encode(map[string]any{"model_path": loaded, "tokenizer_path": base, "is_generation": true})
+		case "/update_weights_from_disk":
+			var body struct {
+				Path string `json:"model_path"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&body)
+			loaded = body.Path
+			_, _ = w.Write([]byte(`{"success":true,"message":"Succeeded to update model weights."}`))
+		case "/v1/completions":
+			if completions.Add(1) == 1 {
+				loaded = base // restarted: the weights it was started with
+			}
+			_, _ = w.Write([]byte(`{"choices":[{"text":"","token_ids":[3,4],"finish_reason":"stop"}]}`))
+		default:
+			http.Error(w, `{"message":"not here"}`, http.StatusNotFound)
+		}
+	}))
+	defer hs.Close()
+	sync := filepath.Join(t.TempDir(), "sync")
+	r := spiral(t, nil, "train", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "2", "--n", "1", "--n2", "2", "--threads", "1", "--quiet",
+		"--out", filepath.Join(t.TempDir(), "run"), "--engine-sync", "sglang", "--sync-dir", sync, "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "m")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "rollout: weight sync: "+hs.URL+"/get_model_info: the engine serves "+base+", not "+filepath.Join(sync, "spiral-step-000000")+", the weights spiral loaded: was it restarted?")
 }
