@@ -776,7 +776,10 @@ func (o *OpenAI) servedModels(ctx context.Context, retries int) ([]string, error
 }
 
 // Generate sends each request as one completion, at most Concurrency at
-// a time, and returns the completions in request order. PolicyLogProbs
+// a time, and returns the completions in request order. A request that
+// fails (after its retries) fails the call, the others in flight
+// cancelled; its error counts the requests answered before it, which
+// are not returned. PolicyLogProbs
 // stay nil: the engine's numbers are not the policy's (training
 // recomputes them with its own forward pass); the engine's, when it
 // returns them for the tokens it sampled, are EngineLogProbs.
@@ -820,6 +823,10 @@ func (o *OpenAI) Generate(ctx context.Context, reqs []Request, progress Progress
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = fmt.Errorf("request %d: %w", i, err)
+					if done := len(reqs) - left; done > 0 {
+						// Lost with it: say so, a long evaluation's hours.
+						firstErr = fmt.Errorf("%w (%d of the call's %d requests had been answered; a failed request fails the whole call, and their completions are not kept)", firstErr, done, len(reqs))
+					}
 					cancel()
 				}
 				if err == nil {

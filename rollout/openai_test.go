@@ -1237,3 +1237,41 @@ func TestOpenAIServedContext(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenAIGenerateFailureCounts: a request that fails (after its
+// retries) fails the whole call, whose other completions are not
+// returned: the error says how many had been answered, which a long
+// evaluation loses with it, rather than only which request failed.
+func TestOpenAIGenerateFailureCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail int // the call (0-based) answered with a 400
+		want string
+	}{
+		{"after four answers", 4, "request 4: rollout: engine: URL/v1/completions: HTTP 400: engine says no (4 of the call's 8 requests had been answered; a failed request fails the whole call, and their completions are not kept)"},
+		{"the first", 0, "request 0: rollout: engine: URL/v1/completions: HTTP 400: engine says no"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFake()
+			fake.fail = func(n int) int {
+				if n == tc.fail {
+					return http.StatusBadRequest
+				}
+				return 0
+			}
+			srv := httptest.NewServer(fake)
+			defer srv.Close()
+			cfg := engineConfig(srv.URL)
+			cfg.Concurrency = 1
+			eng, err := rollout.NewOpenAI(cfg)
+			require.NoError(t, err)
+			reqs := make([]rollout.Request, 8)
+			for i := range reqs {
+				reqs[i] = rollout.Request{Prompt: []int32{1, int32(i)}, Seed: uint64(i)}
+			}
+			out, _, err := eng.Generate(context.Background(), reqs, nil)
+			require.Nil(t, out)
+			require.EqualError(t, err, strings.ReplaceAll(tc.want, "URL", srv.URL))
+		})
+	}
+}
