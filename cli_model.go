@@ -436,13 +436,16 @@ func (s *modelSession) stopIDs() ([]int32, error) {
 // the model with where that is below config.json's (vLLM's or
 // SGLang's --max-model-len, --context-length), noted on warn, for
 // samplerConfig; 0 otherwise: the engine refuses a request whose prompt
-// and max_tokens pass it.
-func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, warn io.Writer) (int, error) {
+// and max_tokens pass it. syncDir is train's --sync-dir with
+// --engine-sync sglang ("" otherwise: rollout.OpenAIConfig.SyncDir).
+func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir string, warn io.Writer) (int, error) {
 	if f.engine == "local" {
 		return 0, nil
 	}
 	// The check asks for no completion: no sampling setting is sent.
-	eng, err := rollout.NewOpenAI(f.config(rollout.SamplerConfig{MaxNewTokens: 1}, warn))
+	cfg := f.config(rollout.SamplerConfig{MaxNewTokens: 1}, warn)
+	cfg.SyncDir = syncDir
+	eng, err := rollout.NewOpenAI(cfg)
 	if err != nil {
 		return 0, err
 	}

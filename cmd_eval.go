@@ -93,7 +93,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	if err := checkRequests(len(problems), "problems", f.draws(), f.drawsFlag()); err != nil {
 		return err
 	}
-	served, err := sess.checkEngine(ctx, f.engine, env.stderr)
+	served, err := sess.checkEngine(ctx, f.engine, "", env.stderr)
 	if err != nil {
 		return err
 	}

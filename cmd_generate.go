@@ -62,7 +62,7 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 		return err
 	}
 	defer sess.close()
-	served, err := sess.checkEngine(ctx, f.engine, env.stderr)
+	served, err := sess.checkEngine(ctx, f.engine, "", env.stderr)
 	if err != nil {
 		return err
 	}

@@ -140,7 +140,11 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	}
 	// The sampling settings and the problems that fit the context are
 	// checked before the graphs are built into the run directory.
-	served, err := sess.checkEngine(ctx, f.engine, env.stderr)
+	syncDir := "" // where an engine that loads from disk names its model
+	if f.sync.mode == "sglang" {
+		syncDir = f.sync.dir
+	}
+	served, err := sess.checkEngine(ctx, f.engine, syncDir, env.stderr)
 	if err != nil {
 		return err
 	}

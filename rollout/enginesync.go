@@ -40,6 +40,13 @@ type Export func(ctx context.Context, dir string) error
 // the sync directory and, on vLLM, its adapter's name.
 const versionPrefix = "spiral-step-"
 
+// isVersionName reports whether name is a version's (exportVersion's
+// name: versionPrefix and the step's digits).
+func isVersionName(name string) bool {
+	step, ok := strings.CutPrefix(name, versionPrefix)
+	return ok && step != "" && strings.Trim(step, "0123456789") == ""
+}
+
 // exportVersion writes the weights of step with export into a directory
 // of its own under dir and returns the version's name and directory, an
 // absolute path (the engine resolves a relative one against its own

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -63,6 +64,13 @@ type OpenAIConfig struct {
 	// token limit), with a warning the first time, rather than failing a
 	// run for a sample of probability near 0.
 	PolicyVocab int
+	// SyncDir, when set, is the directory a weight sync that loads full
+	// weights from disk (SGLangDiskSync.Dir) exports its versions into:
+	// SGLang names its model after the directory it loaded last, so a
+	// server listing one of them (a version an earlier run synced) is
+	// taken by CheckModel as serving Model, with a note on Warn, for a
+	// run that loads its own weights before its first request.
+	SyncDir string
 	// Tokenize turns a completion's text into ids when the server sends
 	// none; nil makes such a server an error.
 	Tokenize func(text string) ([]int32, error)
@@ -734,6 +742,18 @@ func (o *OpenAI) CheckModel(ctx context.Context) (int, error) {
 			return m.MaxModelLen, nil
 		}
 		ids[i] = m.ID
+	}
+	if o.cfg.SyncDir != "" {
+		dir, err := filepath.Abs(o.cfg.SyncDir) // as the sync sends it
+		if err != nil {
+			return 0, fmt.Errorf("rollout: engine: %w", err)
+		}
+		for _, m := range models {
+			if filepath.Dir(m.ID) == dir && isVersionName(filepath.Base(m.ID)) {
+				o.warnf("spiral: note: %s serves %s, a version synced into --sync-dir (SGLang names its model after the weights it loaded last), not %q: this run loads its own first\n", o.cfg.BaseURL, m.ID, o.cfg.Model)
+				return m.MaxModelLen, nil
+			}
+		}
 	}
 	if len(ids) == 0 {
 		return 0, fmt.Errorf("rollout: engine: %s does not serve %q (%s/models lists no model)", o.cfg.BaseURL, o.cfg.Model, o.cfg.BaseURL)

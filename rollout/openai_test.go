@@ -1275,3 +1275,35 @@ func TestOpenAIGenerateFailureCounts(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenAICheckModelSyncedVersion: with SyncDir, a server listing a
+// version synced into it (SGLang names its model after the directory it
+// loaded last) serves Model, noted; another path does not.
+func TestOpenAICheckModelSyncedVersion(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		id, want, note string
+	}{
+		{id: dir + "/spiral-step-000003", note: "spiral: note: URL/v1 serves " + dir + "/spiral-step-000003, a version synced into --sync-dir (SGLang names its model after the weights it loaded last), not \"served\": this run loads its own first\n"},
+		{id: dir + "/spiral-step-", want: `does not serve "served" (it serves ` + dir + `/spiral-step-)`},
+		{id: dir + "/model", want: `does not serve "served" (it serves ` + dir + `/model)`},
+		{id: "/elsewhere/spiral-step-000003", want: `does not serve "served" (it serves /elsewhere/spiral-step-000003)`},
+	} {
+		fake := newFake()
+		fake.models = []string{tc.id}
+		srv := httptest.NewServer(fake)
+		cfg := engineConfig(srv.URL)
+		var warn bytes.Buffer
+		cfg.SyncDir, cfg.Warn = dir, &warn
+		eng, err := rollout.NewOpenAI(cfg)
+		require.NoError(t, err)
+		err = checkModel(eng)
+		srv.Close()
+		if tc.want != "" {
+			require.ErrorContains(t, err, tc.want, tc.id)
+		} else {
+			require.NoError(t, err, tc.id)
+		}
+		require.Equal(t, strings.ReplaceAll(tc.note, "URL", srv.URL), warn.String(), tc.id)
+	}
+}

@@ -606,3 +606,43 @@ func TestTrainEngineRestarted(t *testing.T) {
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Contains(t, r.stderr, "rollout: weight sync: "+hs.URL+"/get_model_info: the engine serves "+base+", not "+filepath.Join(sync, "spiral-step-000000")+", the weights spiral loaded: was it restarted?")
 }
+
+// TestTrainResumesOnSyncedSGLang: SGLang names its model after the
+// directory update_weights_from_disk loaded last (served_model_name =
+// model_path), so that an engine a run synced lists that version, not
+// --served-model: a run resumed (or another started) against it was
+// refused "does not serve". A train run with --engine-sync sglang loads
+// its own weights before its first rollout, and takes a version of its
+// --sync-dir as its model, with a note.
+func TestTrainResumesOnSyncedSGLang(t *testing.T) {
+	requireRuntime(t)
+	syncDir := filepath.Join(t.TempDir(), "sync")
+	var mu sync.Mutex
+	loaded := filepath.Join(syncDir, "spiral-step-000003") // an earlier run's last version
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/models":
+			_ = json.NewEncoder(w).Encode(map[string]any{"data": []any{map[string]any{"id": loaded, "root": loaded}}})
+		case "/get_model_info":
+			_ = json.NewEncoder(w).Encode(map[string]any{"model_path": loaded})
+		case "/update_weights_from_disk":
+			var body struct {
+				Path string `json:"model_path"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&body)
+			loaded = body.Path
+			_, _ = w.Write([]byte(`{"success":true,"message":"Succeeded to update model weights."}`))
+		case "/v1/completions":
+			_, _ = w.Write([]byte(`{"choices":[{"text":"","token_ids":[3,4],"finish_reason":"stop"}]}`))
+		default:
+			http.Error(w, `{"message":"not here"}`, http.StatusNotFound)
+		}
+	}))
+	defer hs.Close()
+	r := spiral(t, nil, "train", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "2", "--n", "1", "--n2", "2", "--threads", "1", "--quiet",
+		"--out", filepath.Join(t.TempDir(), "run"), "--engine-sync", "sglang", "--sync-dir", syncDir, "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "m")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "spiral: note: "+hs.URL+"/v1 serves "+filepath.Join(syncDir, "spiral-step-000003")+", a version synced into --sync-dir (SGLang names its model after the weights it loaded last), not \"m\": this run loads its own first\n")
+}
