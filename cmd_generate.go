@@ -62,28 +62,8 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 		return err
 	}
 	defer sess.close()
-	served, err := sess.checkEngine(ctx, f.engine, "", env.stderr)
-	if err != nil {
-		return err
-	}
-	cfg, err := sess.samplerConfig(f.sf, false, served)
-	if err != nil {
-		return err
-	}
-	positions := "config.json max_position_embeddings"
-	if served > 0 {
-		positions = "as the serving engine serves it, max_model_len"
-	}
-	if cfg.Temperature == 0 && f.n > 1 { // as eval notes of its samples
-		fmt.Fprintf(env.stderr, "spiral: note: --temperature 0 samples greedily: the %d completions of a prompt are all the same\n", f.n)
-	}
-	var pol *model.Policy
-	if f.engine.engine == "local" {
-		if pol, _, _, err = openSamplingPolicy(ctx, sess, f.ckpt, "", env.stderr); err != nil {
-			return err
-		}
-		defer pol.Close()
-	}
+	// The prompts are read first: an empty one is a usage error, said
+	// before the engine is waited for or the model opened.
 	pr := sess.prompter(templateSet{})
 	unk, hasUnk := sess.tok.TokenID(tokenizer.UnknownToken)
 	ids := make([][]int32, len(prompts))
@@ -101,13 +81,37 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 		if len(ids[i]) == 0 {
 			return usageError{fmt.Errorf("prompt %d is empty: with --raw the text is fed as it is, and an empty one has no token to continue", i)}
 		}
-		if n := cfg.ContextLength; n > 0 && len(ids[i]) >= n {
-			return usageError{fmt.Errorf("prompt %d is %d tokens: the model's %d positions (%s) leave none to generate", i, len(ids[i]), n, positions)}
+	}
+	served, err := sess.checkEngine(ctx, f.engine, "", env.stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := sess.samplerConfig(f.sf, false, served)
+	if err != nil {
+		return err
+	}
+	positions := "config.json max_position_embeddings"
+	if served > 0 {
+		positions = "as the serving engine serves it, max_model_len"
+	}
+	if cfg.Temperature == 0 && f.n > 1 { // as eval notes of its samples
+		fmt.Fprintf(env.stderr, "spiral: note: --temperature 0 samples greedily: the %d completions of a prompt are all the same\n", f.n)
+	}
+	for i, p := range ids {
+		if n := cfg.ContextLength; n > 0 && len(p) >= n {
+			return usageError{fmt.Errorf("prompt %d is %d tokens: the model's %d positions (%s) leave none to generate", i, len(p), n, positions)}
 		}
-		if n := cfg.ContextLength; n > 0 && len(ids[i])+cfg.MaxNewTokens > n {
+		if n := cfg.ContextLength; n > 0 && len(p)+cfg.MaxNewTokens > n {
 			fmt.Fprintf(env.stderr, "spiral: warning: prompt %d is %d tokens: with --max-new-tokens %d it passes the model's %d positions, so its completions stop at %d new tokens\n",
-				i, len(ids[i]), cfg.MaxNewTokens, n, n-len(ids[i]))
+				i, len(p), cfg.MaxNewTokens, n, n-len(p))
 		}
+	}
+	var pol *model.Policy
+	if f.engine.engine == "local" {
+		if pol, _, _, err = openSamplingPolicy(ctx, sess, f.ckpt, "", env.stderr); err != nil {
+			return err
+		}
+		defer pol.Close()
 	}
 	gen, err := sess.generator(f.engine, pol, cfg, env.stderr)
 	if err != nil {

@@ -1241,6 +1241,21 @@ func TestEngineWithoutRuntime(t *testing.T) {
 	}
 }
 
+// TestGeneratePromptBeforeEngine: generate refuses an empty prompt, a
+// usage error, before it waits for the serving engine (the model check
+// retries a server that cannot be reached until --engine-timeout, for
+// one still starting): it waited the timeout, then failed on the engine.
+func TestGeneratePromptBeforeEngine(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	var stderr bytes.Buffer
+	start := time.Now()
+	code := run(context.Background(), []string{"generate", "--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m", "--engine-timeout", "20s", "--raw", ""},
+		&cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral generate: prompt 0 is empty: with --raw the text is fed as it is, and an empty one has no token to continue\n", stderr.String())
+	require.Less(t, time.Since(start), 10*time.Second)
+}
+
 // TestLoRAAlphaPastFloat32: --lora-alpha is refused as a usage error
 // where the adapters' scale alpha / rank passes float32's range (the
 // graphs' type): +Inf was taken, and bench train --lora-rank 1
