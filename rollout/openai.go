@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -329,11 +330,16 @@ func (e *connError) Unwrap() error { return e.err }
 
 // retryable reports whether another attempt may succeed where err
 // failed: a 429, a 5xx or a connection error. Anything else (a 4xx, an
-// answer that is not the expected JSON) would fail again.
+// answer that is not the expected JSON, a host name that does not
+// resolve, as a mistyped --base-url's) would fail again.
 func retryable(err error) bool {
 	var se *statusError
 	if errors.As(err, &se) {
 		return se.status == http.StatusTooManyRequests || se.status >= 500
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) && dns.IsNotFound {
+		return false
 	}
 	var ce *connError
 	return errors.As(err, &ce) && !errors.Is(err, context.Canceled)
