@@ -638,7 +638,8 @@ var plainConsts = map[string]bool{"pi": true, "inf": true, "infty": true, "infin
 // or subscript; a colon outside a time or ratio; a relation without a
 // variable), unbalanced
 // brackets, a number alone (1,200; -5; but "- 5" is returned whole,
-// keeping its spaced sign), and a value that is one number glued to a letter (2k, 5m,
+// keeping its spaced sign, and "- 5 x 10^3" as the number scan writes
+// it signed, -5 \times 10^{3}), and a value that is one number glued to a letter (2k, 5m,
 // d = 5m, v = 5m/s, y = 2x: see quantity).
 func plainAnswer(s string) (string, bool) {
 	a := strings.Trim(s, " \t\n*`")
@@ -649,8 +650,19 @@ func plainAnswer(s string) (string, bool) {
 	if timeOrRatio(a) {
 		return a, true
 	}
-	if r := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "−"); r != a && strings.HasPrefix(r, " ") && decimal(strings.TrimLeft(r, " ")) {
-		return a, true // "- 5": a number whose sign is set off by a space
+	if r := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "−"); r != a && strings.HasPrefix(r, " ") {
+		n := strings.TrimLeft(r, " ")
+		if decimal(n) {
+			return a, true // "- 5": a number whose sign is set off by a space
+		}
+		// "- 5 x 10^3", "- 12 1/2", "- 3½": one number of a form the
+		// number scan reads, which takes a sentence's opening dash for
+		// no sign: its text as the scan gives a signed one.
+		if n != "" && (isDigit(n[0]) || vulgarLen(n) > 0) {
+			if t, end := scanNumber(n, 0, true); end == len(n) {
+				return "-" + t, true
+			}
+		}
 	}
 	if u := unitStart(a); u > 0 {
 		// "5√2 cm", "12π square units", "2^10 ways": math before a unit

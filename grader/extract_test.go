@@ -1,0 +1,34 @@
+package grader
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestExtractSpacedSignOfAnyNumber: an answer sentence's minus sign set
+// off by a space is the sign of the number after it whatever the
+// number's form, as it is of a plain one ("The answer is - 5." is -5)
+// and as a sign glued to it is ("-5 x 10^3"): scientific notation, a
+// mixed number and a vulgar fraction lost it, the number scan reading
+// the sentence's opening dash as no sign ("The answer is - 5 x 10^3."
+// answered 5 \times 10^{3}, 5000 for gold -5000).
+func TestExtractSpacedSignOfAnyNumber(t *testing.T) {
+	for _, tc := range []struct{ response, want, gold string }{
+		{"The answer is - 5 x 10^3.", `-5 \times 10^{3}`, "-5000"},
+		{"Answer: − 5 x 10^(-3)", `-5 \times 10^{-3}`, "-0.005"},
+		{"The answer is - 12 1/2.", "-12 1/2", "-12.5"},
+		{"The answer is - 12 1/2%.", "-12 1/2%", "-12.5%"},
+		{"The answer is - 3½.", "-3½", "-3.5"},
+		{"The answer is - 12 1/2 hours.", "-12 1/2", "-12.5"},
+		// Unchanged: a plain number, and a sign glued to the number.
+		{"The answer is - 5.", "- 5", "-5"},
+		{"The answer is -5 x 10^3.", `-5 \times 10^{3}`, "-5000"},
+	} {
+		got, ok := Extract(tc.response)
+		require.True(t, ok, tc.response)
+		require.Equal(t, tc.want, got, tc.response)
+		require.True(t, Grade(tc.response, tc.gold).Correct, "%s, gold %s", tc.response, tc.gold)
+		require.False(t, Grade(tc.response, tc.gold[1:]).Correct, "%s is not %s", tc.response, tc.gold[1:])
+	}
+}
