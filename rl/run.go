@@ -381,7 +381,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			return err
 		}
 		path, err := checkpoint.Save(ckptDir, p.Weights, p.Optimizer,
-			checkpoint.State{Step: int64(tr.Step()), DataCursor: cur, Config: settings}, checkpoint.Options{Keep: cfg.Keep})
+			checkpoint.State{Step: int64(tr.Step()), DataCursor: cur, Config: settings}, checkpoint.Options{Keep: cfg.Keep, Warn: p.Warn})
 		if err != nil {
 			return err
 		}

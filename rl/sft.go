@@ -395,7 +395,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 			return err
 		}
 		path, err := checkpoint.Save(filepath.Join(p.Dir, CheckpointsDir), p.Policy.Weights, p.Optimizer,
-			checkpoint.State{Step: int64(step), DataCursor: cur, Config: settings}, checkpoint.Options{Keep: cfg.Keep})
+			checkpoint.State{Step: int64(step), DataCursor: cur, Config: settings}, checkpoint.Options{Keep: cfg.Keep, Warn: p.Warn})
 		if err != nil {
 			return err
 		}

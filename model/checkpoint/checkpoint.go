@@ -83,6 +83,14 @@ type Options struct {
 	// ones are deleted after a successful Save. 0 keeps all. The one the
 	// latest pointer names is never deleted.
 	Keep int
+	// Warn receives the warnings of checkpoints that could not be
+	// deleted (nil: discarded): a failed deletion does not fail the
+	// Save, whose checkpoint is saved.
+	Warn io.Writer
+
+	// remove deletes a checkpoint directory (nil: os.RemoveAll); tests
+	// make it fail.
+	remove func(path string) error
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -210,9 +218,7 @@ func Save(dir string, w *params.Store, opt *optim.AdamW, st State, o Options) (s
 		return "", err
 	}
 	if o.Keep > 0 {
-		if err := prune(dir, o.Keep, name); err != nil {
-			return final, err
-		}
+		prune(dir, st.Step, o)
 	}
 	return final, nil
 }
@@ -385,23 +391,30 @@ func List(dir string) ([]Entry, error) {
 	return out, nil
 }
 
-// prune deletes all but the newest keep checkpoints, never the one named
-// protect.
-func prune(dir string, keep int, protect string) error {
+// prune deletes all but the newest o.Keep checkpoints, never the one of
+// step saved (DirName(saved)), writing a warning of each deletion that
+// fails to o.Warn.
+func prune(dir string, saved int64, o Options) {
+	warn, remove := o.Warn, o.remove
+	if warn == nil {
+		warn = io.Discard
+	}
+	if remove == nil {
+		remove = os.RemoveAll
+	}
 	list, err := List(dir)
 	if err != nil {
-		return err
+		fmt.Fprintf(warn, "spiral: warning: --keep %d: old checkpoints not removed: %v\n", o.Keep, err)
+		return
 	}
-	var errs []error
-	for i := 0; i < len(list)-keep; i++ {
-		if filepath.Base(list[i].Path) == protect {
+	for i := 0; i < len(list)-o.Keep; i++ {
+		if filepath.Base(list[i].Path) == DirName(saved) {
 			continue
 		}
-		if err := os.RemoveAll(list[i].Path); err != nil {
-			errs = append(errs, fmt.Errorf("checkpoint: prune %s: %w", list[i].Path, err))
+		if err := remove(list[i].Path); err != nil {
+			fmt.Fprintf(warn, "spiral: warning: --keep %d: could not remove the old checkpoint %s: %v\n", o.Keep, list[i].Path, err)
 		}
 	}
-	return errors.Join(errs...)
 }
 
 // ReadState reads and validates path/state.json without touching any store.

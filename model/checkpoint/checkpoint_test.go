@@ -784,3 +784,27 @@ func TestResumeRemovesStale(t *testing.T) {
 		})
 	}
 }
+
+// TestPruneFailureWarns: an old checkpoint that pruning cannot remove
+// does not fail the Save that saved the new one (the run would stop with
+// its step saved): it is a warning naming the checkpoint and the error,
+// and the other old ones are still removed.
+func TestPruneFailureWarns(t *testing.T) {
+	dir := t.TempDir()
+	saveSteps(t, dir, []int64{1, 2}, Options{})
+	var warn bytes.Buffer
+	o := Options{Keep: 1, Warn: &warn, remove: func(p string) error {
+		if filepath.Base(p) == "ckpt-000001" {
+			return errors.New("device busy")
+		}
+		return os.RemoveAll(p)
+	}}
+	w, opt := trained(t, rand.New(rand.NewPCG(3, 3)), 1)
+	path, err := Save(dir, w, opt, State{Step: 3}, o)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "ckpt-000003"), path)
+	list, err := List(dir)
+	require.NoError(t, err)
+	require.Equal(t, []Entry{{1, filepath.Join(dir, "ckpt-000001")}, {3, path}}, list)
+	require.Equal(t, "spiral: warning: --keep 1: could not remove the old checkpoint "+filepath.Join(dir, "ckpt-000001")+": device busy\n", warn.String())
+}
