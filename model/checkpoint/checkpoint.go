@@ -81,11 +81,14 @@ type FileInfo struct {
 type Options struct {
 	// Keep is how many checkpoints to retain, newest by step first; older
 	// ones are deleted after a successful Save. 0 keeps all. The one the
-	// latest pointer names is never deleted.
+	// latest pointer names is never deleted. Checkpoints of a step above
+	// the one saved, which a resume skipped as damaged (a run resumes
+	// from its newest intact checkpoint), do not count, and are deleted
+	// too, with a note.
 	Keep int
-	// Warn receives the warnings of checkpoints that could not be
-	// deleted (nil: discarded): a failed deletion does not fail the
-	// Save, whose checkpoint is saved.
+	// Warn receives the notes of checkpoints deleted as damaged and the
+	// warnings of those that could not be deleted (nil: discarded): a
+	// failed deletion does not fail the Save, whose checkpoint is saved.
 	Warn io.Writer
 
 	// remove deletes a checkpoint directory (nil: os.RemoveAll); tests
@@ -391,9 +394,10 @@ func List(dir string) ([]Entry, error) {
 	return out, nil
 }
 
-// prune deletes all but the newest o.Keep checkpoints, never the one of
-// step saved (DirName(saved)), writing a warning of each deletion that
-// fails to o.Warn.
+// prune deletes all but the newest o.Keep checkpoints of steps up to
+// saved, never the one of step saved (DirName(saved)), and those of
+// later steps (ones a resume skipped as damaged), writing a note of each
+// of those and a warning of each deletion that fails to o.Warn.
 func prune(dir string, saved int64, o Options) {
 	warn, remove := o.Warn, o.remove
 	if warn == nil {
@@ -407,12 +411,21 @@ func prune(dir string, saved int64, o Options) {
 		fmt.Fprintf(warn, "spiral: warning: --keep %d: old checkpoints not removed: %v\n", o.Keep, err)
 		return
 	}
-	for i := 0; i < len(list)-o.Keep; i++ {
-		if filepath.Base(list[i].Path) == DirName(saved) {
-			continue
+	var older []Entry
+	for _, e := range list {
+		if e.Step > saved {
+			if err := remove(e.Path); err != nil {
+				fmt.Fprintf(warn, "spiral: warning: --keep %d: could not remove the damaged checkpoint %s: %v\n", o.Keep, e.Path, err)
+				continue
+			}
+			fmt.Fprintf(warn, "spiral: note: --keep %d: removed %s, newer than step %d just saved: a checkpoint the run resumed past (damaged)\n", o.Keep, e.Path, saved)
+		} else if filepath.Base(e.Path) != DirName(saved) {
+			older = append(older, e)
 		}
-		if err := remove(list[i].Path); err != nil {
-			fmt.Fprintf(warn, "spiral: warning: --keep %d: could not remove the old checkpoint %s: %v\n", o.Keep, list[i].Path, err)
+	}
+	for i := 0; i < len(older)-(o.Keep-1); i++ {
+		if err := remove(older[i].Path); err != nil {
+			fmt.Fprintf(warn, "spiral: warning: --keep %d: could not remove the old checkpoint %s: %v\n", o.Keep, older[i].Path, err)
 		}
 	}
 }

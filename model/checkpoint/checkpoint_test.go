@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -807,4 +808,53 @@ func TestPruneFailureWarns(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []Entry{{1, filepath.Join(dir, "ckpt-000001")}, {3, path}}, list)
 	require.Equal(t, "spiral: warning: --keep 1: could not remove the old checkpoint "+filepath.Join(dir, "ckpt-000001")+": device busy\n", warn.String())
+}
+
+// TestPruneNewerThanSaved: checkpoints newer than the one saved are
+// those a resume skipped as damaged (a run resumes from its newest
+// intact one). They do not count toward Keep, which would otherwise keep
+// Keep-1 intact ones, or remove the one resumed from (keep 1) while the
+// damaged one stayed; they are removed with a note once a checkpoint
+// newer than the one resumed from is saved.
+func TestPruneNewerThanSaved(t *testing.T) {
+	cases := []struct {
+		name  string
+		keep  int
+		want  []int64
+		notes string
+	}{
+		{"keep all", 0, []int64{10, 20, 25, 30}, ""},
+		{"keep two", 2, []int64{20, 25}, "ckpt-000030"},
+		{"keep one", 1, []int64{25}, "ckpt-000030"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			saveSteps(t, dir, []int64{10, 20, 30}, Options{})
+			damaged := filepath.Join(dir, "ckpt-000030", ModelFile)
+			fi, err := os.Stat(damaged)
+			require.NoError(t, err)
+			flipByte(t, damaged, fi.Size()-1)
+			w, opt := fresh(t)
+			_, st, skipped, err := Resume(context.Background(), dir, w, opt)
+			require.NoError(t, err)
+			require.Equal(t, int64(20), st.Step)
+			require.Len(t, skipped, 1)
+			var warn bytes.Buffer
+			_, err = Save(dir, w, opt, State{Step: 25}, Options{Keep: tc.keep, Warn: &warn})
+			require.NoError(t, err)
+			list, err := List(dir)
+			require.NoError(t, err)
+			var got []int64
+			for _, e := range list {
+				got = append(got, e.Step)
+			}
+			require.Equal(t, tc.want, got)
+			if tc.notes == "" {
+				require.Empty(t, warn.String())
+			} else {
+				require.Equal(t, "spiral: note: --keep "+strconv.Itoa(tc.keep)+": removed "+filepath.Join(dir, tc.notes)+", newer than step 25 just saved: a checkpoint the run resumed past (damaged)\n", warn.String())
+			}
+		})
+	}
 }

@@ -25,6 +25,13 @@
 // directories (and the pointer's temporary file) are removed by Resume
 // and the next Save. One writer per DIR is assumed.
 //
+// Retention (Options.Keep) runs after the pointer's update: it keeps the
+// newest Keep checkpoints of steps up to the one saved and removes those
+// of later steps, which only a resume that skipped them as damaged
+// leaves (the writer resumes from its newest intact checkpoint). A
+// checkpoint it cannot remove is a warning (Options.Warn), not a failed
+// Save: the new checkpoint is saved.
+//
 // Integrity: state.json records the size and CRC-32C (Castagnoli) of both
 // safetensors files; Load checks them, so truncation and bit flips inside
 // tensor data are reported with the file's path, not loaded silently.
