@@ -230,8 +230,9 @@
 //     "2^10 ways" answer 5√2, 12π, 1024); a sign set off
 //     by a space is the number's ("- 5", "x = - 5" and "(- 5, 3)" hold
 //     -5, an answer sentence's "- 5 x 10^3", "- 12 1/2" and "- 3½"
-//     are negative too; a dash starting a line or after a word, "- 5
-//     apples", is no sign). A number in scientific notation, a mantissa, a times sign
+//     are negative too, and so is "- 5" after a connective word,
+//     "is therefore - 5", "x equals - 5"; a dash starting a line or
+//     after another word, "- 5 apples", "Monday - 5", is no sign). A number in scientific notation, a mantissa, a times sign
 //     (×, x, *, ·, \times, \cdot) and a power of ten with an integer
 //     exponent, is one number, in a sentence or the fallback: "5 x
 //     10^3", "3 × 10^8 m/s" and "1.5·10⁻⁷" answer 5 \times 10^{3}, 3

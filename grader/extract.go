@@ -1863,10 +1863,12 @@ func findNumbers(s string, skip []mathSpan) []number {
 
 // spacedSign reports whether s, the text before a number, ends with a
 // minus sign set off by spaces that is the number's sign: after = or an
-// opening bracket ("x = - 5", "(- 5, 3)"). After an operand it is a
-// binary minus (10 - 5), and at the start of a line or after a word a
-// dash ("- 5 apples", "Monday - 5 hours"); an answer sentence's "- 5"
-// is read by plainAnswer.
+// opening bracket ("x = - 5", "(- 5, 3)"), or after a connective word
+// that says a value follows (signWords: "the answer is therefore - 5",
+// "x equals - 5"). After an operand it is a binary minus (10 - 5), and
+// at the start of a line or after another word a dash ("- 5 apples",
+// "Monday - 5 hours"); an answer sentence's "- 5" is read by
+// plainAnswer.
 func spacedSign(s string) bool {
 	t := strings.TrimRight(s, " ")
 	switch {
@@ -1881,7 +1883,22 @@ func spacedSign(s string) bool {
 		return false // 2 -5 is read by the adjacent sign; x- 5 is binary
 	}
 	t = strings.TrimRight(t, " ")
-	return t != "" && strings.ContainsRune("=([", rune(t[len(t)-1]))
+	if t != "" && strings.ContainsRune("=([", rune(t[len(t)-1])) {
+		return true
+	}
+	w := len(t)
+	for w > 0 && isLetter(t[w-1]) {
+		w--
+	}
+	return signWords[strings.ToLower(t[w:])]
+}
+
+// signWords are the connective words after which a minus set off by
+// spaces is the sign of the number that follows, as after =: "is
+// therefore - 5", "x equals - 5", "it must be - 5".
+var signWords = map[string]bool{
+	"therefore": true, "thus": true, "so": true, "then": true, "hence": true,
+	"equals": true, "is": true, "be": true,
 }
 
 // signedScript reports whether s ends with the sign of an exponent or

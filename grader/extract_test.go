@@ -32,3 +32,29 @@ func TestExtractSpacedSignOfAnyNumber(t *testing.T) {
 		require.False(t, Grade(tc.response, tc.gold[1:]).Correct, "%s is not %s", tc.response, tc.gold[1:])
 	}
 }
+
+// TestExtractSpacedSignAfterConnective: a minus set off by spaces after
+// a connective word that says a value follows is the number's sign, as
+// after =; after another word it stays a dash ("The answer is therefore
+// - 5." answered 5).
+func TestExtractSpacedSignAfterConnective(t *testing.T) {
+	for _, tc := range []struct{ response, want string }{
+		{"The answer is therefore - 5.", "-5"},
+		{"The answer is thus - 5.", "-5"},
+		{"The answer is hence - 2.5.", "-2.5"},
+		{"So the value of x is - 7.", "-7"},
+		{"Adding them, the sum equals - 12.", "-12"},
+		{"The difference must be - 3.", "-3"},
+		{"We get x = 4 and then - 6.", "-6"},
+		{"so - 8", "-8"},
+		// Unchanged: a dash after another word, a binary minus, a bullet.
+		{"The meeting is on Monday - 5 hours later.", "5"},
+		{"also - 5", "5"},
+		{"We have 10 - 5", "5"},
+		{"We have:\n- 5 apples", "5"},
+	} {
+		got, ok := Extract(tc.response)
+		require.True(t, ok, tc.response)
+		require.Equal(t, tc.want, got, tc.response)
+	}
+}
