@@ -230,7 +230,8 @@
 //     "2^10 ways" answer 5√2, 12π, 1024); a sign set off
 //     by a space is the number's ("- 5", "x = - 5" and "(- 5, 3)" hold
 //     -5, an answer sentence's "- 5 x 10^3", "- 12 1/2" and "- 3½"
-//     are negative too, and so is "- 5" after a connective word,
+//     are negative too, also before units ("- 3 × 10^8 m/s",
+//     "- 5 apples": see unitText), and so is "- 5" after a connective word,
 //     "is therefore - 5", "x equals - 5"; a dash starting a line or
 //     after another word, "- 5 apples", "Monday - 5", is no sign). A number in scientific notation, a mantissa, a times sign
 //     (×, x, *, ·, \times, \cdot) and a power of ten with an integer

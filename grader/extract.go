@@ -657,9 +657,10 @@ func plainAnswer(s string) (string, bool) {
 		}
 		// "- 5 x 10^3", "- 12 1/2", "- 3½": one number of a form the
 		// number scan reads, which takes a sentence's opening dash for
-		// no sign: its text as the scan gives a signed one.
+		// no sign: its text as the scan gives a signed one, also before
+		// a unit the scan drops ("- 3 × 10^8 m/s", "- 5 apples").
 		if n != "" && (isDigit(n[0]) || vulgarLen(n) > 0) {
-			if t, end := scanNumber(n, 0, true); end == len(n) {
+			if t, end := scanNumber(n, 0, true); end == len(n) || n[end] == ' ' && unitText(n[end:]) {
 				return "-" + t, true
 			}
 		}
@@ -959,6 +960,41 @@ func unitStart(s string) int {
 			return 0
 		}
 	}
+}
+
+// unitText reports whether s, the text after a number, is words of
+// letters only, as units are, each optionally joined to the next by /
+// or · and raised by ^ and an integer, ² or ³: " m/s", " m/s^2",
+// " kg·m/s²", " square units", " apples" (not " + 3", " 5", " π").
+func unitText(s string) bool {
+	letters := false
+	for i := 0; i < len(s); {
+		switch {
+		case isLetter(s[i]):
+			letters = true
+			i++
+		case s[i] == ' ', s[i] == '/':
+			i++
+		case s[i] == '^' && i > 0 && isLetter(s[i-1]):
+			i++
+			if i < len(s) && s[i] == '-' {
+				i++
+			}
+			if i == len(s) || !isDigit(s[i]) {
+				return false
+			}
+			for i < len(s) && isDigit(s[i]) {
+				i++
+			}
+		case strings.HasPrefix(s[i:], "·"):
+			i += len("·")
+		case (strings.HasPrefix(s[i:], "²") || strings.HasPrefix(s[i:], "³")) && i > 0 && isLetter(s[i-1]):
+			i += len("²")
+		default:
+			return false
+		}
+	}
+	return letters
 }
 
 // timeOrRatio reports whether s is whole numbers joined by colons,

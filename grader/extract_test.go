@@ -58,3 +58,24 @@ func TestExtractSpacedSignAfterConnective(t *testing.T) {
 		require.Equal(t, tc.want, got, tc.response)
 	}
 }
+
+// TestExtractSpacedSignBeforeUnit: an answer sentence's minus set off by
+// a space stays the number's sign when a unit the number scan drops
+// follows it ("The answer is - 3 × 10^8 m/s." answered 3 \times 10^{8}).
+func TestExtractSpacedSignBeforeUnit(t *testing.T) {
+	for _, tc := range []struct{ response, want string }{
+		{"The answer is - 3 × 10^8 m/s.", `-3 \times 10^{8}`},
+		{"The answer is - 3 × 10^8 m.", `-3 \times 10^{8}`},
+		{"Answer: - 9.8 m/s^2", "-9.8"},
+		{"Answer: - 9.8 m/s²", "-9.8"},
+		{"The answer is - 5 kg·m/s.", "-5"},
+		{"The answer is - 5 apples.", "-5"},
+		{"The answer is - 1.5 x 10^-3 mol/L.", `-1.5 \times 10^{-3}`},
+		// Unchanged: a bullet's dash in the fallback is no sign.
+		{"We have:\n- 5 apples", "5"},
+	} {
+		got, ok := Extract(tc.response)
+		require.True(t, ok, tc.response)
+		require.Equal(t, tc.want, got, tc.response)
+	}
+}
