@@ -2311,9 +2311,9 @@ func (c Config) extractChoice(s string) (string, Source) {
 			if w, after := nextField(rest); strings.EqualFold(w, "option") || strings.EqualFold(w, "choice") {
 				rest = after // "the answer is option (C)"
 			}
-			if w, _ := nextField(rest); w != "" {
+			if w, after := nextField(rest); w != "" {
 				if ch, ok := isChoice(w); ok {
-					return ch, locs[k][0]
+					return choiceList(ch, w, after, isChoice), locs[k][0]
 				}
 				if ch, ok := labelled(rest); ok {
 					return ch, locs[k][0]
@@ -2365,6 +2365,51 @@ func (c Config) extractChoice(s string) (string, Source) {
 		return first, SourceFallback
 	}
 	return "", SourceNone
+}
+
+// choiceList returns first, the choice an answer sentence names in its
+// field w, with the further choices the sentence joins to it by "and",
+// "or", "&" or a comma, as "A, C": "The answers are (A) and (C)" names
+// two, so that it does not answer A alone (gold letters are single:
+// naming more is no single answer). Choices joined by commas alone
+// count only when the list ends the sentence or the text ("The answer
+// is B, C is wrong" answers B); after, the text after w.
+func choiceList(first, w, after string, isChoice func(string) (string, bool)) string {
+	list := []string{first}
+	seen := map[string]bool{first: true}
+	joined := false // an "and", "or" or "&" before the last choice
+	last := w       // the field of the last choice
+	rest := after   // the text after it
+	for !strings.ContainsAny(last[len(last)-1:], ".!?;:") {
+		f, r := nextField(rest)
+		switch strings.ToLower(f) {
+		case "and", "or", "&", "and/or":
+			joined = true
+			f, r = nextField(r)
+		default:
+			if !strings.HasSuffix(last, ",") {
+				f = ""
+			}
+		}
+		ch, ok := isChoice(f)
+		if f == "" || !ok {
+			break
+		}
+		if !seen[ch] {
+			seen[ch] = true
+			list = append(list, ch)
+		}
+		last, rest = f, r
+	}
+	if len(list) == 1 {
+		return first
+	}
+	if !joined {
+		if t := strings.TrimLeft(rest, " \t*$"); t != "" && t[0] != '\n' && !strings.ContainsAny(last[len(last)-1:], ".!?;") {
+			return first
+		}
+	}
+	return strings.Join(list, ", ")
 }
 
 // nextField returns the first run of non-space characters of s (as

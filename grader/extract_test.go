@@ -79,3 +79,33 @@ func TestExtractSpacedSignBeforeUnit(t *testing.T) {
 		require.Equal(t, tc.want, got, tc.response)
 	}
 }
+
+// TestExtractChoiceList: in multiple-choice mode an answer sentence that
+// names two choices answers both, not the first alone ("The answers are
+// (A) and (C)." answered A, correct for gold A: hedging paid).
+func TestExtractChoiceList(t *testing.T) {
+	cfg := Config{Choices: []string{"A", "B", "C", "D"}}
+	for _, tc := range []struct{ response, want string }{
+		{"The answers are (A) and (C).", "A, C"},
+		{"The answer is A or B.", "A, B"},
+		{"The answer is A or B, depending on x.", "A, B"},
+		{"The answers are A, C and D.", "A, C, D"},
+		{"The answers are (A), (C).", "A, C"},
+		{"Answer: B, D", "B, D"},
+		{"The answer is (B) and (B).", "B"},
+		// Unchanged: one choice, whatever follows it.
+		{"The answer is C.", "C"},
+		{"The answer is B, C is wrong.", "B"},
+		{"The answer is A and the reason is simple.", "A"},
+		{"The answer is A. B is wrong.", "A"},
+		{"The answer is (C) 17.", "C"},
+	} {
+		got, ok := cfg.Extract(tc.response)
+		require.True(t, ok, tc.response)
+		require.Equal(t, tc.want, got, tc.response)
+	}
+	require.False(t, cfg.Grade("The answers are (A) and (C).", "A").Correct)
+	require.False(t, cfg.Grade("The answers are (A) and (C).", "C").Correct)
+	require.True(t, cfg.Grade("The answers are (A) and (C).", "A, C").Correct)
+	require.True(t, cfg.Grade("The answers are (A) and (C).", "(A), (C)").Correct)
+}

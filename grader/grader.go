@@ -90,7 +90,10 @@ type Config struct {
 	// Choices, when non-empty, switches Extract to multiple-choice mode:
 	// the answer is one of these strings (usually letters "A".."E"),
 	// found in a box or an answer sentence in the order Extract takes
-	// them, then (unless NoFallback) as a letter in the text.
+	// them, then (unless NoFallback) as a letter in the text. An answer
+	// sentence that joins several choices by "and", "or" or commas
+	// answers them all, "A, C" ("The answers are (A) and (C)."), which
+	// a gold of one letter does not equal.
 	Choices []string
 }
 
