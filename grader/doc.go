@@ -140,6 +140,10 @@
 //     unless, outside parentheses, it holds a word that negates or
 //     rejects (not, never, none, wrong, incorrect, false): \text{not } 5
 //     and 5 \text{ is wrong} are not 5, while 5 \text{ (not 6)} is.
+//     A rate unit of bare letters, a length or angle per a time, set off
+//     by a space after a number and ending the answer is dropped too
+//     (5 m/s, 9.8 m/s^2, 60 km/h, 2 rad/s are numbers); other bare
+//     letters are variables (5 m is 5m; 2 m/n and 5m/s stay quotients).
 //   - Text: answers made only of words compare as text keys: words of two or
 //     more letters without case, an article before such a word dropped ("The
 //     Circle" = "circle"), braces and . ! ? ignored. A single letter keeps its

@@ -584,6 +584,37 @@ var (
 	percentWords = map[string]bool{"percent": true, "pct": true, "percentage": true, "percents": true}
 )
 
+// rateNumerators and rateDenominators are the units of a rate unit
+// (see rateUnitEnd): a length or angle per a time.
+var (
+	rateNumerators = map[string]bool{
+		"m": true, "cm": true, "mm": true, "km": true, "ft": true, "mi": true, "miles": true,
+		"meters": true, "metres": true, "feet": true, "rad": true, "radians": true,
+	}
+	rateDenominators = map[string]bool{
+		"s": true, "sec": true, "h": true, "hr": true, "min": true, "hour": true, "second": true, "minute": true,
+	}
+)
+
+// rateUnitEnd returns how many tokens from the next one make a rate
+// unit that ends the input, a length or angle per a time, optionally
+// squared or cubed (m/s, m/s^2, km/h, ft/s, rad/s), or 0: "5 m/s" is 5
+// meters per second, while "2 m/n" and "5 m/s + 1" keep m and s as
+// variables.
+func (p *parser) rateUnitEnd() int {
+	if !rateNumerators[p.peek().s] || p.peekAt(1).s != "/" || p.peekAt(2).k != tWord || !rateDenominators[p.peekAt(2).s] {
+		return 0
+	}
+	n := 3
+	if p.peekAt(3).s == "^" && (p.peekAt(4).s == "2" || p.peekAt(4).s == "3") {
+		n = 5
+	}
+	if p.peekAt(n).k != tEOF {
+		return 0
+	}
+	return n
+}
+
 // parseMul parses explicit and implicit products and quotients.
 func (p *parser) parseMul() *node {
 	p.enter()
@@ -613,6 +644,12 @@ func (p *parser) parseMul() *node {
 		case t.k == tWord && percentWords[strings.ToLower(t.s)]:
 			p.next()
 			factors[len(factors)-1] = mk(nPercent, factors[len(factors)-1])
+		case t.k == tWord && t.sp && isNumberish(factors[len(factors)-1]) && p.rateUnitEnd() > 0:
+			// "5 m/s", "9.8 m/s^2", "60 km/h" ending the answer: a rate
+			// unit, dropped; bare letters elsewhere stay variables.
+			for n := p.rateUnitEnd(); n > 0; n-- {
+				p.next()
+			}
 		case t.k == tWord && unitWords[strings.ToLower(t.s)] && isNumberish(factors[len(factors)-1]):
 			p.next()
 			// "sq cm", "cubic meters": drop a following unit too.
