@@ -45,6 +45,16 @@ func (r resolvedModel) name() string {
 	return r.path()
 }
 
+// reportName names the model in a report, as eval's reports and train's
+// final RSA report both do: "embedded", or its path as reportModelName
+// gives it.
+func (r resolvedModel) reportName() string {
+	if r.embedded {
+		return r.name()
+	}
+	return reportModelName(r.path())
+}
+
 // path is the model's file, or its directory when it has none here.
 func (r resolvedModel) path() string {
 	if r.onnx == "" {

@@ -143,10 +143,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	lock.started = true
 	bar := con.progress(-1, "eval "+f.mode, "tok")
 	ev := rollout.Evaluator{Gen: gen, Prompter: sess.prompter(tmpl), Judge: rl.NewJudge(f.reward.rule), Progress: bar.add}
-	name := sess.name()
-	if !sess.embedded {
-		name = reportModelName(name)
-	}
+	name := sess.reportName()
 	if f.engine.engine == "openai" {
 		name = f.engine.model + "@" + f.engine.baseURL
 	}

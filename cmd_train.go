@@ -320,7 +320,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	return rl.Run(ctx, run, rl.RunParts{
 		Trainer: tr, Weights: pol.Weights, Optimizer: opt, Problems: stream,
 		Evaluator: rollout.Evaluator{Gen: sampler, Prompter: prompter, Judge: judge}, Held: held, HeldName: heldName, HeldPath: heldPath,
-		ReportExtra: reportExtra(samplerCfg, f.reward.rule, tmpl, f.tmpl, heldSkipped), Settings: settings, CRLFTemplates: tmpl.crlfDigest(), Out: env.stdout, Warn: env.stderr,
+		ReportExtra: reportExtra(samplerCfg, f.reward.rule, tmpl, f.tmpl, heldSkipped), Model: sess.reportName(), Settings: settings, CRLFTemplates: tmpl.crlfDigest(), Out: env.stdout, Warn: env.stderr,
 		Progress: func(desc string) (func(int), func()) {
 			bar := con.progress(-1, desc, "tok")
 			return bar.add, bar.done

@@ -246,3 +246,33 @@ func TestTrainNotesUnpackedRows(t *testing.T) {
 		})
 	}
 }
+
+// TestTrainFinalRSANamesAModelGivenFromItsDirectory: train's final RSA
+// report names a model given from its own directory (--model . or
+// model.onnx) as eval's reports do, with that directory's name ahead: it
+// named it "model.onnx@run/ckpt-000001" where eval of the same
+// checkpoint says "sft-a/model.onnx@run/ckpt-000001", so compare took
+// the two for other models.
+func TestTrainFinalRSANamesAModelGivenFromItsDirectory(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	src := filepath.Dir(embeddedModelPath(t))
+	dir := t.TempDir()
+	for _, f := range []string{"model.onnx", "config.json", "tokenizer.json"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "sft-a"), 0o777))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "sft-a", f), b, 0o644))
+	}
+	t.Chdir(filepath.Join(dir, "sft-a"))
+	for _, tc := range []struct{ model, run string }{{".", "run-dot"}, {"model.onnx", "run-file"}} {
+		runDir := filepath.Join(dir, tc.run)
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"train", "--model", tc.model, "--steps", "1", "--problems", "1", "--n1", "3", "--k", "2", "--n", "2", "--n2", "2",
+			"--eval-problems", "1", "--eval-every", "0", "--final-rsa-steps", "1", "--max-new-tokens", "8",
+			"--quiet", "--threads", "1", "--out", runDir}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, 0, code, stderr.String())
+		var rep report.RSA
+		require.NoError(t, report.ReadJSON(filepath.Join(runDir, "rsa.json"), &rep))
+		require.Equal(t, "sft-a/model.onnx@"+tc.run+"/ckpt-000001", rep.Meta.Model, "--model %s", tc.model)
+	}
+}

@@ -203,7 +203,12 @@ type RunParts struct {
 	// samples were drawn and graded with, as spiral eval's reports record
 	// them, so that spiral compare holds the two alike.
 	ReportExtra map[string]string
-	Settings    RunSettings
+	// Model names the model trained in the final RSA report as spiral
+	// eval's reports name it (Settings.Model is the --model path as
+	// given, which may name no directory of the model's: "model.onnx"),
+	// so that compare holds the two reports as of one model.
+	Model    string
+	Settings RunSettings
 	// CRLFTemplates is the prompt templates' fingerprint as versions that
 	// kept a template file's CRLF line ends in its prompts took it, where
 	// it is another than Settings' ("" where no file has them): a
@@ -567,7 +572,7 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	// The weights evaluated are the last step's, named as eval names a
 	// checkpoint it reads (RUN/ckpt-N), not the model the run started
 	// from.
-	model := p.Settings.Model + "@" + CheckpointName(filepath.Join(cfg.Dir, CheckpointsDir, checkpoint.DirName(int64(tr.Step()))))
+	model := p.Model + "@" + CheckpointName(filepath.Join(cfg.Dir, CheckpointsDir, checkpoint.DirName(int64(tr.Step()))))
 	meta := report.Meta{Model: model, Label: tr.Config().Algo, Dataset: p.HeldName,
 		Problems: len(p.Held), Seed: seed, Timestamp: time.Now().UTC(), Extra: p.ReportExtra,
 		ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: p.Settings.HeldOut.Digest}

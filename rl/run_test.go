@@ -81,7 +81,7 @@ func newRunHarnessOn(t *testing.T, dir string, steps int, problems []data.Proble
 	h.cfg = RunConfig{Dir: dir, Steps: steps, CheckpointEvery: 1, Keep: 0, EvalEvery: 1, EvalSamples: 2}
 	h.parts = RunParts{Trainer: tr, Weights: w, Optimizer: opt, Problems: stream,
 		Evaluator: rollout.Evaluator{Gen: h.gen, Prompter: trainerFakePrompter{}, Judge: trainerJudge},
-		Held:      ds.Problems, Settings: RunSettings{Model: "m", ModelID: "id-m", Data: "d", RL: cfg, Schedule: sched},
+		Held:      ds.Problems, Model: "m", Settings: RunSettings{Model: "m", ModelID: "id-m", Data: "d", RL: cfg, Schedule: sched},
 		Out: &h.out, Warn: &h.log}
 	return h
 }
@@ -319,7 +319,7 @@ func TestRunInterruptedFinalRSA(t *testing.T) {
 			// checkpoint, as eval names a checkpoint it reads.
 			var rep report.RSA
 			require.NoError(t, report.ReadJSON(rsaPath, &rep))
-			require.Equal(t, h.parts.Settings.Model+"@"+filepath.Base(dir)+"/"+checkpoint.DirName(2), rep.Meta.Model)
+			require.Equal(t, h.parts.Model+"@"+filepath.Base(dir)+"/"+checkpoint.DirName(2), rep.Meta.Model)
 
 			h = newHarness(2)
 			require.NoError(t, h.run(context.Background()))
