@@ -240,6 +240,16 @@ func refuseHousekept(out, dir, what, itself, instead string) error {
 	return nil
 }
 
+// refuseHousekeptOut is refuseHousekept for the path an --out names,
+// a directory or a file, which every command that writes an --out
+// checks: what names what would go with it ("the plot"), instead the
+// --out suggested in the run's directory.
+func refuseHousekeptOut(out, what, instead string) error {
+	return refuseHousekept(out, out, what,
+		fmt.Sprintf("--out %s is a checkpoint directory (it holds %s): its run's --keep removes the directory, %s with it; give another --out", out, checkpoint.StateFile, what),
+		instead)
+}
+
 // refuseBrokenLink refuses, before any work, a directory dir to be made
 // for the flag's value path where the nearest of dir and its parents
 // that exists is a symbolic link that leads nowhere (linkLeadsNowhere).

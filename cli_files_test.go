@@ -309,6 +309,53 @@ func TestTrainSFTRefuseOutInCheckpoints(t *testing.T) {
 	}
 }
 
+// TestOutInCheckpointsRefused: compare's, plot's, init-model's,
+// artifacts' and data synth's --out within a run's checkpoint directory
+// or its checkpoints/ was taken (exit 0), and the run's --keep later
+// removed it with the checkpoint, its --fresh moved it into previous-*;
+// train, sft, eval and export refused such an --out. Every command that
+// writes an --out now refuses it alike, before anything is written
+// (exit 2).
+func TestOutInCheckpointsRefused(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	writeFakeRun(t, root)
+	ckpts := filepath.Join(root, "run", "checkpoints")
+	ckpt := filepath.Join(ckpts, "ckpt-000050")
+	rep := filepath.Join(root, "passk.json")
+	require.NoError(t, os.WriteFile(rep, []byte(`{"meta":{"model":"m"},"mode":"passk"}`), 0o644))
+	rep2 := filepath.Join(root, "passk2.json")
+	require.NoError(t, os.WriteFile(rep2, []byte(`{"meta":{"model":"n"},"mode":"passk"}`), 0o644))
+	lies := func(cmd, out, what string) string {
+		return "spiral " + cmd + ": --out " + out + " lies in checkpoint directory " + ckpt + ": its run's --keep removes that directory, " + what + " with it; give an --out outside the run's checkpoints\n"
+	}
+	in := func(cmd, out, what, instead string) string {
+		return "spiral " + cmd + ": --out " + out + " is in " + ckpts + ", the directory of a training run's checkpoints: the run's --fresh moves it aside into previous-*, " + what + " with it, and its --keep removes what there is named as a checkpoint (ckpt-NNNNNN); give an --out outside it, such as --out " + filepath.Join(root, "run", instead) + "\n"
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"compare", "--out", filepath.Join(ckpt, "cmp"), rep, rep2}, lies("compare", filepath.Join(ckpt, "cmp"), "the plots and summary.md")},
+		{[]string{"compare", "--out", filepath.Join(ckpts, "cmp"), rep, rep2}, in("compare", filepath.Join(ckpts, "cmp"), "the plots and summary.md", "compare")},
+		{[]string{"compare", "--out", ckpt, rep, rep2}, "spiral compare: --out " + ckpt + " is a checkpoint directory (it holds state.json): its run's --keep removes the directory, the plots and summary.md with it; give another --out\n"},
+		{[]string{"plot", "--out", filepath.Join(ckpt, "p.svg"), rep}, lies("plot", filepath.Join(ckpt, "p.svg"), "the plot")},
+		{[]string{"plot", "--out", filepath.Join(ckpts, "p.svg"), rep}, in("plot", filepath.Join(ckpts, "p.svg"), "the plot", "p.svg")},
+		{[]string{"init-model", "--layers", "1", "--out", filepath.Join(ckpt, "tiny")}, lies("init-model", filepath.Join(ckpt, "tiny"), "the model")},
+		{[]string{"init-model", "--layers", "1", "--out", filepath.Join(ckpts, "tiny")}, in("init-model", filepath.Join(ckpts, "tiny"), "the model", "model")},
+		{[]string{"artifacts", "--out", filepath.Join(ckpt, "artifacts")}, lies("artifacts", filepath.Join(ckpt, "artifacts"), "the graphs")},
+		{[]string{"data", "synth", "--out", filepath.Join(ckpts, "p.jsonl")}, in("data", filepath.Join(ckpts, "p.jsonl"), "the problems", "problems.jsonl")},
+	} {
+		before := entries(t, root)
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%v: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want, stderr.String(), "%v", tc.args)
+		require.Equal(t, before, entries(t, root), "nothing written: %v", tc.args)
+	}
+}
+
 // TestSFTRefusesForeignCheckpoints: an sft --out whose checkpoints/
 // held another tool's files (a project directory's checkpoints/) was
 // taken: sft saved its checkpoints beside them and, once its model was

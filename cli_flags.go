@@ -18,7 +18,6 @@ import (
 
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/model"
-	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
@@ -727,9 +726,7 @@ func (f *trainFlags) validate() error {
 	// A run within another's checkpoint, or its checkpoints/: that run's
 	// --keep or --fresh would take this one away (eval's and export's
 	// --out are refused alike).
-	errs = append(errs, refuseHousekept(f.run.Dir, f.run.Dir, "this run",
-		fmt.Sprintf("--out %s is a checkpoint directory (it holds %s): its run's --keep removes the directory, this run with it; give another --out", f.run.Dir, checkpoint.StateFile),
-		"train"))
+	errs = append(errs, refuseHousekeptOut(f.run.Dir, "this run", "train"))
 	if f.cfg.Pipeline.Rounds == 0 { // the config's 0 (runs saved before the flag) is not a value to give
 		errs = append(errs, errors.New("--agg-rounds is 0; want >= 1"))
 	}
@@ -1026,9 +1023,7 @@ func (f *evalFlags) validate() error {
 	// within it: the run's --keep removes it, the report, plot and
 	// artifacts written there with it; its --fresh moves one within its
 	// checkpoints/ aside (export refuses such an --out too).
-	errs = append(errs, refuseHousekept(f.out, f.out, "the evaluation's report",
-		fmt.Sprintf("--out %s is a checkpoint directory (it holds %s): its run's --keep removes the directory, the evaluation's report with it; give another --out", f.out, checkpoint.StateFile),
-		"eval"))
+	errs = append(errs, refuseHousekeptOut(f.out, "the evaluation's report", "eval"))
 	if f.data == "" {
 		errs = append(errs, unreadDataFlags(f.changed, "--data", "the embedded task's test split"))
 	}
@@ -1102,9 +1097,7 @@ func (f *sftFlags) validate() error {
 			count{"--eval-problems", c.EvalProblems, 1}, count{"--micro-batch-tokens", c.MicroBatchTokens, 1}, count{"--checkpoint-every", c.CheckpointEvery, 1},
 			count{"--keep", c.Keep, 0})}
 	errs = append(errs, freshOrOverride(c.Fresh, c.Override))
-	errs = append(errs, refuseHousekept(f.out, f.out, "the trained model",
-		fmt.Sprintf("--out %s is a checkpoint directory (it holds %s): its run's --keep removes the directory, the trained model with it; give another --out", f.out, checkpoint.StateFile),
-		"sft"))
+	errs = append(errs, refuseHousekeptOut(f.out, "the trained model", "sft"))
 	if _, err := f.params.artifacts(); err != nil {
 		errs = append(errs, err)
 	}

@@ -47,6 +47,11 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		if fs.Changed("figures") && *out == "" {
 			return usageError{fmt.Errorf("--figures %s is the format of the plots --out writes, and no --out is given (compare prints its tables only): give --out DIR", *figures)}
 		}
+		if *out != "" {
+			if err := refuseHousekeptOut(*out, "the plots and summary.md", "compare"); err != nil {
+				return err
+			}
+		}
 		if err := checkPathArgs(reportArgs, args); err != nil {
 			return err
 		}

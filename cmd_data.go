@@ -202,6 +202,9 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 	if err := checkSynthOut(f.out); err != nil {
 		return err
 	}
+	if err := refuseHousekeptOut(f.out, "the problems", "problems.jsonl"); err != nil {
+		return err
+	}
 	if err := makeParentDir("--out", f.out); err != nil {
 		return err
 	}

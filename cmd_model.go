@@ -44,6 +44,9 @@ func setupInitModel(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		if *out == "" {
 			return usageError{errors.New("--out is required: the directory to write the model in" + usage)}
 		}
+		if err := refuseHousekeptOut(*out, "the model", "model"); err != nil {
+			return err
+		}
 		// An empty --config given ("$CFG" unset) is no release: it
 		// made the tiny model in silence.
 		if *config != "" || fs.Changed("config") {
@@ -262,6 +265,11 @@ func setupArtifacts(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) 
 		}
 		if err := refuseBrokenLink("--out", dir, dir); err != nil {
 			return err
+		}
+		if *out != "" {
+			if err := refuseHousekeptOut(*out, "the graphs", "artifacts"); err != nil {
+				return err
+			}
 		}
 		created := missingDirs(dir)
 		art, err := model.PrepareArtifacts(ctx, r.onnx, dir, arts)

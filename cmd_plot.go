@@ -40,6 +40,9 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		if err := report.CheckPlotPath(*out); err != nil {
 			return usageError{fmt.Errorf("--out %w", err)}
 		}
+		if err := refuseHousekeptOut(*out, "the plot", filepath.Base(*out)); err != nil {
+			return err
+		}
 		if err := checkPathArgs(reportArgs, args); err != nil {
 			return err
 		}
