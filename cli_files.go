@@ -217,7 +217,8 @@ func housekeptBy(dir string) (ckpt, ckpts string) {
 // dir the directory the command writes in) that a training run's own
 // housekeeping would take away (housekeptBy): a checkpoint directory or
 // one within it, which the run's --keep removes, or its checkpoints/ or
-// within it, which --fresh moves aside. what names what would go with it
+// within it, which --fresh moves aside, as it does a run's tensorboard/
+// (runTensorBoardOf) and what is in it. what names what would go with it
 // ("the export"), itself is the error where dir is a checkpoint's own
 // directory (the command says what else writing there would do), and
 // instead the --out suggested in the run's directory ("eval").
@@ -237,7 +238,42 @@ func refuseHousekept(out, dir, what, itself, instead string) error {
 		return usageError{fmt.Errorf("--out %s %s, the directory of a training run's checkpoints: the run's --fresh moves it aside into previous-*, %s with it, and its --keep removes what there is named as a checkpoint (ckpt-NNNNNN); give an --out outside it, such as --out %s",
 			out, where, what, filepath.Join(filepath.Dir(ckpts), instead))}
 	}
+	if tb := runTensorBoardOf(dir); tb != "" {
+		where := "is in " + tb
+		if tb == abs {
+			where = "is " + tb
+		}
+		return usageError{fmt.Errorf("--out %s %s, a training run's TensorBoard events (--tensorboard): the run's --fresh moves it aside into previous-*, %s with it; give an --out outside it, such as --out %s",
+			out, where, what, filepath.Join(filepath.Dir(tb), instead))}
+	}
 	return nil
+}
+
+// runTensorBoardOf returns the training run's tensorboard/ (or sft's
+// tensorboard-finished/) that dir is or lies in, which the run's
+// --fresh moves aside into previous-*: a directory of that name beside
+// a run's log (metrics.jsonl, sft.jsonl or sft.jsonl.partial) or its
+// checkpoints; "" where there is none.
+func runTensorBoardOf(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for d := abs; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if base := filepath.Base(d); base != rl.TensorBoardDir && base != rl.SFTFinishedTensorBoardDir {
+			continue
+		}
+		run := filepath.Dir(d)
+		for _, log := range []string{rl.MetricsFile, rl.SFTLogFile, rl.SFTLogFile + rl.PartialSuffix} {
+			if _, err := os.Stat(filepath.Join(run, log)); err == nil {
+				return d
+			}
+		}
+		if checkpoint.HoldsCheckpoints(filepath.Join(run, rl.CheckpointsDir)) {
+			return d
+		}
+	}
+	return ""
 }
 
 // refuseHousekeptOut is refuseHousekept for the path an --out names,

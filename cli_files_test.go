@@ -356,6 +356,47 @@ func TestOutInCheckpointsRefused(t *testing.T) {
 	}
 }
 
+// TestOutInTensorBoardRefused: an eval or export --out that is or lies
+// in a run's tensorboard/ (train's or sft's --tensorboard events) was
+// taken (exit 0), and the run's --fresh then moved it aside into
+// previous-* with the events, as it does a checkpoints/ that --out is
+// refused in. Refused alike before anything is written (exit 2); a
+// directory named tensorboard of no run's is not.
+func TestOutInTensorBoardRefused(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	writeFakeRun(t, root)
+	ckpt := filepath.Join(root, "run", "checkpoints", "ckpt-000050")
+	tb := filepath.Join(root, "run", "tensorboard")
+	sftTB := filepath.Join(root, "sft", "tensorboard")
+	for _, d := range []string{tb, sftTB, filepath.Join(root, "other", "tensorboard")} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(root, "sft", "sft.jsonl"), []byte("{}\n"), 0o644))
+	want := func(cmd, out, where, what, instead string) string {
+		return "spiral " + cmd + ": --out " + out + " " + where + ", a training run's TensorBoard events (--tensorboard): the run's --fresh moves it aside into previous-*, " + what + " with it; give an --out outside it, such as --out " + instead + "\n"
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "--mode", "passk", "--out", tb}, want("eval", tb, "is "+tb, "the evaluation's report", filepath.Join(root, "run", "eval"))},
+		{[]string{"eval", "--mode", "passk", "--out", filepath.Join(sftTB, "e")}, want("eval", filepath.Join(sftTB, "e"), "is in "+sftTB, "the evaluation's report", filepath.Join(root, "sft", "eval"))},
+		{[]string{"export", "--format", "hf", "--checkpoint", ckpt, "--out", filepath.Join(tb, "hf")}, want("export", filepath.Join(tb, "hf"), "is in "+tb, "the export", filepath.Join(root, "run", "hf"))},
+		{[]string{"export", "--format", "onnx", "--checkpoint", ckpt, "--out", filepath.Join(tb, "model.onnx")}, want("export", filepath.Join(tb, "model.onnx"), "is "+tb, "the export", filepath.Join(root, "run", "export", "model.onnx"))},
+		{[]string{"plot", "--out", filepath.Join(tb, "p.png"), filepath.Join(root, "r.json")}, want("plot", filepath.Join(tb, "p.png"), "is in "+tb, "the plot", filepath.Join(root, "run", "p.png"))},
+	} {
+		before := entries(t, root)
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%v: %s", tc.args, stderr.String())
+		require.Equal(t, tc.want, stderr.String(), "%v", tc.args)
+		require.Equal(t, before, entries(t, root), "nothing written: %v", tc.args)
+	}
+	require.Empty(t, runTensorBoardOf(filepath.Join(root, "other", "tensorboard", "x")), "no run's")
+}
+
 // TestSFTRefusesForeignCheckpoints: an sft --out whose checkpoints/
 // held another tool's files (a project directory's checkpoints/) was
 // taken: sft saved its checkpoints beside them and, once its model was
