@@ -36,6 +36,9 @@ func setupTensorBoard(*pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 			if err := given.add(dir, dir, "run directory"); err != nil {
 				return err
 			}
+			if err := refuseEventsFile(dir); err != nil {
+				return err
+			}
 		}
 		// Each run is locked as train and sft lock it while they run (a
 		// training appends to the logs read here, and cuts them and the
@@ -102,4 +105,22 @@ func setupTensorBoard(*pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 		}
 		return nil
 	}
+}
+
+// refuseEventsFile refuses, as a usage error naming it, a run directory
+// dir whose tensorboard (or, for an sft run, tensorboard-finished, where
+// a finished run's events may be) is a file: the events are read and
+// written there, which failed with a bare "not a directory".
+func refuseEventsFile(dir string) error {
+	names := []string{rl.TensorBoardDir}
+	if _, err := os.Stat(filepath.Join(dir, rl.MetricsFile)); err != nil {
+		names = append(names, rl.SFTFinishedTensorBoardDir)
+	}
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return usageError{fmt.Errorf("%s is a file: want the directory of the run's TensorBoard event files, which spiral tensorboard writes in; move the file away", p)}
+		}
+	}
+	return nil
 }

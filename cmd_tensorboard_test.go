@@ -17,6 +17,33 @@ import (
 	"github.com/spiral-rl/spiral/rollout/report/tfevents"
 )
 
+// TestTensorBoardRefusesAFileForItsDirectory: a run whose tensorboard
+// (or sft's tensorboard-finished) is a plain file failed with Go's bare
+// "tfevents: open RUN/tensorboard: not a directory" (exit 1), naming
+// neither the file nor what was wanted. It is a usage error naming the
+// file, before anything is written.
+func TestTensorBoardRefusesAFileForItsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ log, line, file string }{
+		{"sft.jsonl", `{"step":1,"loss":0.5,"seconds":2}`, "tensorboard"},
+		{"metrics.jsonl", `{"step":1,"loss":0.5,"step_seconds":2}`, "tensorboard"},
+		{"sft.jsonl", `{"step":1,"loss":0.5,"seconds":2}`, "tensorboard-finished"},
+	} {
+		runDir := filepath.Join(dir, tc.log+"-"+tc.file)
+		require.NoError(t, os.MkdirAll(runDir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(runDir, tc.log), []byte(tc.line+"\n"), 0o644))
+		file := filepath.Join(runDir, tc.file)
+		require.NoError(t, os.WriteFile(file, []byte("notes"), 0o644))
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"tensorboard", runDir}, &cliEnv{stdout: &bytes.Buffer{}, stderr: &stderr})
+		require.Equal(t, exitUsage, code, stderr.String())
+		require.Equal(t, "spiral tensorboard: "+file+" is a file: want the directory of the run's TensorBoard event files, which spiral tensorboard writes in; move the file away\n", stderr.String())
+		b, err := os.ReadFile(file)
+		require.NoError(t, err)
+		require.Equal(t, "notes", string(b), "left as it was")
+	}
+}
+
 // TestTensorBoardCommand: spiral tensorboard converts a run directory's
 // logs, and refuses what is not one: no argument, a file or a directory
 // given twice (usage errors, exit 2), a directory without a log, a bad
