@@ -80,20 +80,31 @@ type FileInfo struct {
 // Options configures Save. The zero value keeps every checkpoint.
 type Options struct {
 	// Keep is how many checkpoints to retain, newest by step first; older
-	// ones are deleted after a successful Save. 0 keeps all. The one the
-	// latest pointer names is never deleted. Checkpoints of a step above
-	// the one saved, which a resume skipped as damaged (a run resumes
-	// from its newest intact checkpoint), do not count, and are deleted
-	// too, with a note.
+	// ones are deleted after a successful Save. 0 keeps all. The one just
+	// saved is never deleted. Checkpoints of a step above the one saved,
+	// which a resume skipped as damaged (a run resumes from its newest
+	// intact checkpoint), do not count, and are deleted too, with a note.
 	Keep int
-	// Warn receives the notes of checkpoints deleted as damaged and the
-	// warnings of those that could not be deleted (nil: discarded): a
-	// failed deletion does not fail the Save, whose checkpoint is saved.
+	// Warn receives the notes of checkpoints deleted as damaged, the
+	// warnings of those that could not be deleted and the warning of a
+	// latest pointer that could not be updated (nil: discarded): neither
+	// failure fails the Save, whose checkpoint is saved.
 	Warn io.Writer
 
 	// remove deletes a checkpoint directory (nil: os.RemoveAll); tests
 	// make it fail.
 	remove func(path string) error
+	// pointLatest points DIR/latest at a checkpoint directory's name
+	// (nil: writeLatest); tests make it fail.
+	pointLatest func(dir, name string) error
+}
+
+// warn returns o.Warn, or io.Discard when it is nil.
+func (o Options) warn() io.Writer {
+	if o.Warn == nil {
+		return io.Discard
+	}
+	return o.Warn
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -125,8 +136,9 @@ func momentParts(opt *optim.AdamW) []params.Part {
 
 // Save writes the weights w, the moments of opt (nil: weights only) and st
 // as checkpoint DirName(st.Step) under dir, atomically (see the package
-// doc), points DIR/latest at it, and applies o.Keep. An existing checkpoint
-// of the same step is replaced. It returns the checkpoint's path.
+// doc), points DIR/latest at it (a failure is a warning to o.Warn), and
+// applies o.Keep. An existing checkpoint of the same step is replaced. It
+// returns the checkpoint's path.
 func Save(dir string, w *params.Store, opt *optim.AdamW, st State, o Options) (string, error) {
 	if st.Step < 0 {
 		return "", fmt.Errorf("checkpoint: negative step %d", st.Step)
@@ -217,8 +229,15 @@ func Save(dir string, w *params.Store, opt *optim.AdamW, st State, o Options) (s
 	if old != "" {
 		os.RemoveAll(old)
 	}
-	if err := writeLatest(dir, name); err != nil {
-		return "", err
+	// The checkpoint is in place: a pointer that cannot be updated is a
+	// warning, since readers go by the checkpoint directories (Newest).
+	point := o.pointLatest
+	if point == nil {
+		point = writeLatest
+	}
+	if err := point(dir, name); err != nil {
+		fmt.Fprintf(o.warn(), "spiral: warning: saved checkpoint %s, but could not point %s at it (readers go by the checkpoint directories, not the pointer): %v\n",
+			final, filepath.Join(dir, LatestFile), err)
 	}
 	if o.Keep > 0 {
 		prune(dir, st.Step, o)
@@ -297,12 +316,10 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// writeLatest atomically replaces DIR/latest with name.
+// writeLatest atomically replaces DIR/latest with name; its error names
+// the file.
 func writeLatest(dir, name string) error {
-	if err := atomicfile.WriteFile(filepath.Join(dir, LatestFile), []byte(name+"\n"), 0o666); err != nil {
-		return fmt.Errorf("checkpoint: update latest: %w", err)
-	}
-	return nil
+	return atomicfile.WriteFile(filepath.Join(dir, LatestFile), []byte(name+"\n"), 0o666)
 }
 
 // RemoveStale deletes temporary files and directories left in dir by an
@@ -399,10 +416,7 @@ func List(dir string) ([]Entry, error) {
 // later steps (ones a resume skipped as damaged), writing a note of each
 // of those and a warning of each deletion that fails to o.Warn.
 func prune(dir string, saved int64, o Options) {
-	warn, remove := o.Warn, o.remove
-	if warn == nil {
-		warn = io.Discard
-	}
+	warn, remove := o.warn(), o.remove
 	if remove == nil {
 		remove = os.RemoveAll
 	}

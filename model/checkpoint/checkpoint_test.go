@@ -858,3 +858,37 @@ func TestPruneNewerThanSaved(t *testing.T) {
 		})
 	}
 }
+
+// TestLatestFailureWarns: a `latest` pointer that cannot be written after
+// the checkpoint's directory is in place does not fail the Save (the run
+// would stop with its step saved): readers go by the checkpoint
+// directories, so it is a warning naming the pointer and the error, Save
+// returns the checkpoint's path, retention still runs and Resume loads the
+// new checkpoint.
+func TestLatestFailureWarns(t *testing.T) {
+	dir := t.TempDir()
+	saveSteps(t, dir, []int64{1}, Options{})
+	var warn bytes.Buffer
+	o := Options{Keep: 1, Warn: &warn, pointLatest: func(string, string) error {
+		return errors.New("no space left on device")
+	}}
+	w, opt := trained(t, rand.New(rand.NewPCG(3, 3)), 1)
+	path, err := Save(dir, w, opt, State{Step: 2}, o)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "ckpt-000002"), path)
+	require.Equal(t, "spiral: warning: saved checkpoint "+path+", but could not point "+filepath.Join(dir, "latest")+
+		" at it (readers go by the checkpoint directories, not the pointer): no space left on device\n", warn.String())
+	b, err := os.ReadFile(filepath.Join(dir, "latest"))
+	require.NoError(t, err)
+	require.Equal(t, "ckpt-000001\n", string(b))
+	list, err := List(dir)
+	require.NoError(t, err)
+	require.Equal(t, []Entry{{2, path}}, list)
+	w2, o2 := fresh(t)
+	got, st, skipped, err := Resume(context.Background(), dir, w2, o2)
+	require.NoError(t, err)
+	require.Empty(t, skipped)
+	require.Equal(t, path, got)
+	require.Equal(t, int64(2), st.Step)
+	requireBits(t, w, w2, "weights")
+}

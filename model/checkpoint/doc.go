@@ -23,7 +23,10 @@
 // renaming the new one to its name; a crash between the two leaves the
 // old one there, which Resume and the next Save put back. Stale temporary
 // directories (and the pointer's temporary file) are removed by Resume
-// and the next Save. One writer per DIR is assumed.
+// and the next Save. One writer per DIR is assumed. A pointer that
+// cannot be updated once the checkpoint is in place is a warning
+// (Options.Warn) naming it and the error, not a failed Save: readers go
+// by the checkpoint directories (below), and Save returns the new path.
 //
 // Retention (Options.Keep) runs after the pointer's update: it keeps the
 // newest Keep checkpoints of steps up to the one saved and removes those
