@@ -143,13 +143,12 @@ func noONNXError(dir string) error {
 // --checkpoint, a usage error (exit 2) as --checkpoint given a model
 // directory is; nil for another directory.
 func runPathError(dir string) error {
-	_, latestErr := os.Stat(filepath.Join(dir, checkpoint.LatestFile))
 	switch {
 	case checkpoint.IsCheckpointDir(dir):
 		return usageError{fmt.Errorf("--model: directory %s is a checkpoint, not a model: give the ONNX model its run trained as --model, and this directory as --checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)", dir)}
 	case isDir(filepath.Join(dir, rl.CheckpointsDir)):
 		return usageError{fmt.Errorf("--model: directory %s is a training run's (it holds %s/), not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)", dir, rl.CheckpointsDir)}
-	case latestErr == nil:
+	case checkpoint.HoldsCheckpoints(dir):
 		return usageError{fmt.Errorf("--model: directory %s holds a training run's checkpoints, not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact one (eval, generate, export; spiral export makes a model of it for the other commands)", dir)}
 	}
 	return nil

@@ -66,6 +66,25 @@ func TestResolveCheckpointOrRunAsModel(t *testing.T) {
 	}
 }
 
+// TestResolveCheckpointsWithoutLatestAsModel: a run's checkpoints/ whose
+// latest pointer is missing (a Save whose pointer could not be written
+// warns and goes on) given as --model was "holds no model.onnx (give the
+// .onnx file, or the directory of an export)", exit 1; it is named as a
+// run's checkpoints, as one with the pointer is, a usage error.
+func TestResolveCheckpointsWithoutLatestAsModel(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "checkpoints")
+	ckpt := filepath.Join(dir, "ckpt-000003")
+	require.NoError(t, os.MkdirAll(ckpt, 0o755))
+	for _, name := range []string{"model.safetensors", "state.json"} {
+		require.NoError(t, os.WriteFile(filepath.Join(ckpt, name), []byte("{}"), 0o644))
+	}
+	f := modelFlags{model: dir}
+	_, err := f.resolve(io.Discard)
+	require.EqualError(t, err, "--model: directory "+dir+" holds a training run's checkpoints, not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact one (eval, generate, export; spiral export makes a model of it for the other commands)")
+	var usage usageError
+	require.ErrorAs(t, err, &usage)
+}
+
 // TestChatTemplateBOSWarning: a model whose chat template writes
 // bos_token where spiral's ChatML prompts do not follow it (in its
 // message loop) is warned of once, naming the file; one that writes it
