@@ -138,6 +138,27 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if err != nil {
 		return usageError{err}
 	}
+	// The run directory is locked before the engine is checked, which
+	// waits up to --engine-timeout for a server still loading its model,
+	// and before the policy's artifacts are built into it: a second
+	// process is refused at once, before it loads the model or rewrites
+	// the running run's artifacts. A first run refused before it starts
+	// (a --lora-rank past the model's projections, say) leaves nothing
+	// new (runLock.release).
+	lock, err := lockRunDir(f.run.Dir)
+	if err != nil {
+		return err
+	}
+	defer func() { err = lock.release(err) }()
+	// An sft run killed within or after its model's commit left its
+	// checkpoints and sft.jsonl.partial (the committed sft.jsonl's very
+	// file) to the next sft there: they go first, as sft and tensorboard
+	// remove them, rather than refusing the run for the finished sft's
+	// checkpoints, or, with --fresh, leaving the partial log, which made
+	// the next sft or tensorboard there remove this run's checkpoints.
+	if err := rl.FinishCommittedSFT(f.run.Dir); err != nil {
+		return fmt.Errorf("--out %s: %w", f.run.Dir, err)
+	}
 	// The sampling settings and the problems that fit the context are
 	// checked before the graphs are built into the run directory.
 	syncDir := "" // where an engine that loads from disk names its model
@@ -207,25 +228,6 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		}
 		fmt.Fprintf(env.stderr, "spiral: warning: %d of the %s of %s %s of %s too (%s%s at %s): the held-out accuracy counts %s as new; give held-out problems that --data lacks\n",
 			len(shared), rollout.Plural(len(held), "held-out problem"), heldName, are, dataName, first, shared[0].ID, shared[0].Source, them)
-	}
-	// The run directory is locked before the policy's artifacts are
-	// built into it: a second process is refused before it loads the
-	// model or rewrites the running run's artifacts. A first run refused
-	// before it starts (a --lora-rank past the model's projections, say)
-	// leaves nothing new (runLock.release).
-	lock, err := lockRunDir(f.run.Dir)
-	if err != nil {
-		return err
-	}
-	defer func() { err = lock.release(err) }()
-	// An sft run killed within or after its model's commit left its
-	// checkpoints and sft.jsonl.partial (the committed sft.jsonl's very
-	// file) to the next sft there: they go first, as sft and tensorboard
-	// remove them, rather than refusing the run for the finished sft's
-	// checkpoints, or, with --fresh, leaving the partial log, which made
-	// the next sft or tensorboard there remove this run's checkpoints.
-	if err := rl.FinishCommittedSFT(f.run.Dir); err != nil {
-		return fmt.Errorf("--out %s: %w", f.run.Dir, err)
 	}
 	modelID, err := model.SourceID(sess.onnx)
 	if err != nil {

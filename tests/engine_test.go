@@ -25,6 +25,7 @@ import (
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/modeltest"
 	"github.com/spiral-rl/spiral/model/params"
+	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 )
 
@@ -645,4 +646,33 @@ func TestTrainResumesOnSyncedSGLang(t *testing.T) {
 		"--out", filepath.Join(t.TempDir(), "run"), "--engine-sync", "sglang", "--sync-dir", syncDir, "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "m")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "spiral: note: "+hs.URL+"/v1 serves "+filepath.Join(syncDir, "spiral-step-000003")+", a version synced into --sync-dir (SGLang names its model after the weights it loaded last), not \"m\": this run loads its own first\n")
+}
+
+// TestTrainRefusesLockedRunBeforeEngine: a run directory another train
+// holds is refused at once, before the engine check, which waits up to
+// --engine-timeout for a server still loading its model: here one that
+// never answers.
+func TestTrainRefusesLockedRunBeforeEngine(t *testing.T) {
+	requireRuntime(t)
+	answer := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-answer:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hs.Close()
+	defer close(answer)
+	run := filepath.Join(t.TempDir(), "run")
+	unlock, err := rl.LockRun(run)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, unlock()) }()
+	start := time.Now()
+	r := spiral(t, nil, "train", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "2", "--n", "1", "--n2", "2", "--threads", "1", "--quiet",
+		"--out", run, "--engine-sync", "sglang", "--sync-dir", filepath.Join(t.TempDir(), "sync"), "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "served", "--engine-timeout", "30s")
+	require.Equal(t, 1, r.code, r.stderr)
+	want := fmt.Sprintf("spiral train: --out %s: %s is in use by another spiral process (pid %d, lock file %s); wait for it or use another --out\n",
+		run, run, os.Getpid(), filepath.Join(run, rl.LockFile))
+	require.Equal(t, want, r.stderr)
+	require.Less(t, time.Since(start), 15*time.Second, "the lock refusal waited for the engine")
 }
