@@ -159,6 +159,14 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if err := rl.FinishCommittedSFT(f.run.Dir); err != nil {
 		return fmt.Errorf("--out %s: %w", f.run.Dir, err)
 	}
+	// A checkpoints that is a file, which the resume cannot list, is
+	// refused now rather than after the engine check and the artifacts'
+	// build; --fresh moves it aside.
+	if !f.run.Fresh {
+		if err := refuseCheckpointsFile(f.run.Dir); err != nil {
+			return err
+		}
+	}
 	// The sampling settings and the problems that fit the context are
 	// checked before the graphs are built into the run directory.
 	syncDir := "" // where an engine that loads from disk names its model
@@ -389,6 +397,18 @@ func weightSync(sess *modelSession, f syncFlags, gen rollout.Generator, arts mod
 		return err
 	}
 	return &rollout.SGLangDiskSync{Engine: eng, Dir: f.dir, Export: export}, nil
+}
+
+// refuseCheckpointsFile refuses the run directory dir whose checkpoints
+// (rl.CheckpointsDir) is a file, or a link to one: a usage error that
+// names it.
+func refuseCheckpointsFile(dir string) error {
+	path := filepath.Join(dir, rl.CheckpointsDir)
+	fi, err := os.Stat(path)
+	if err != nil || fi.IsDir() {
+		return nil // none yet, or the resume's to report
+	}
+	return usageError{fmt.Errorf("--out %s: %s is a file, not a directory of checkpoints: move it away, or use --fresh (which moves it aside into previous-*)", dir, path)}
 }
 
 // refuseEvalReport refuses (a usage error) a run directory dir holding

@@ -676,3 +676,32 @@ func TestTrainRefusesLockedRunBeforeEngine(t *testing.T) {
 	require.Equal(t, want, r.stderr)
 	require.Less(t, time.Since(start), 15*time.Second, "the lock refusal waited for the engine")
 }
+
+// TestTrainRefusesCheckpointsFileBeforeEngine: an --out whose
+// checkpoints is a file, which the resume cannot list, is refused at
+// once, before the engine check (which waits up to --engine-timeout for
+// a server still loading its model: here one that never answers) and
+// before the policy's artifacts are built.
+func TestTrainRefusesCheckpointsFileBeforeEngine(t *testing.T) {
+	requireRuntime(t)
+	answer := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-answer:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hs.Close()
+	defer close(answer)
+	run := filepath.Join(t.TempDir(), "run")
+	require.NoError(t, os.MkdirAll(run, 0o777))
+	ckpts := filepath.Join(run, rl.CheckpointsDir)
+	require.NoError(t, os.WriteFile(ckpts, []byte("not a directory"), 0o666))
+	start := time.Now()
+	r := spiral(t, nil, "train", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "2", "--n", "1", "--n2", "2", "--threads", "1", "--quiet",
+		"--out", run, "--engine-sync", "sglang", "--sync-dir", filepath.Join(t.TempDir(), "sync"), "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "served", "--engine-timeout", "30s")
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Equal(t, "spiral train: --out "+run+": "+ckpts+" is a file, not a directory of checkpoints: move it away, or use --fresh (which moves it aside into previous-*)\n", r.stderr)
+	require.Less(t, time.Since(start), 15*time.Second, "the refusal waited for the engine")
+	require.NoDirExists(t, filepath.Join(run, rl.ArtifactsDir))
+}
