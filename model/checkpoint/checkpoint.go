@@ -336,10 +336,17 @@ func RemoveStale(dir string) {
 		return
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), tmpPrefix) || strings.HasPrefix(e.Name(), "."+LatestFile+".tmp-") {
+		if isTemporary(e.Name()) {
 			os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
+}
+
+// isTemporary says whether name is one of Save's temporaries: a
+// checkpoint directory's (tmpPrefix) or the latest pointer's
+// (atomicfile.Write's .latest.tmp-*).
+func isTemporary(name string) bool {
+	return strings.HasPrefix(name, tmpPrefix) || strings.HasPrefix(name, "."+LatestFile+".tmp-")
 }
 
 // movedAsidePrefix begins the name Save gives a checkpoint it replaces
@@ -894,8 +901,7 @@ func Foreign(dir string) ([]string, error) {
 	var names []string
 	for _, e := range entries {
 		name := e.Name()
-		if _, ok := parseDirName(name); ok && e.IsDir() || name == LatestFile ||
-			strings.HasPrefix(name, tmpPrefix) || strings.HasPrefix(name, "."+LatestFile+".tmp-") {
+		if _, ok := parseDirName(name); ok && e.IsDir() || name == LatestFile || isTemporary(name) {
 			continue
 		}
 		names = append(names, name)
