@@ -433,6 +433,10 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		return nil
 	}
 
+	// A finished run rerun keeps its final RSA evaluation where that is
+	// of its step and held-out problems (read once: nothing before the
+	// end of Run writes it where no step is trained).
+	finalKept := finalDue && tr.Step() == cfg.Steps && finalWritten(rsaPath, tr.Step(), p.Settings.HeldOut.Digest)
 	switch {
 	case tr.Step() > cfg.Steps:
 		fmt.Fprintf(p.Warn, "spiral: note: the run in %s is at step %d, past --steps %d: nothing to train (give --steps above %d to go on, or --fresh to start over)\n",
@@ -443,7 +447,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		rsa := ""
 		if finalDue {
 			rsa = fmt.Sprintf("; its final RSA evaluation (%s) is kept", FinalRSAFile)
-			if !finalWritten(rsaPath, tr.Step(), p.Settings.HeldOut.Digest) {
+			if !finalKept {
 				rsa = fmt.Sprintf("; its final RSA evaluation (%s) is missing, or of another step or other held-out problems: it is done again", FinalRSAFile)
 			}
 		}
@@ -512,7 +516,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	// A run resumed at its last step whose final RSA evaluation was
 	// interrupted (or never written, or is of another step or of other
 	// held-out problems) has it done now.
-	if finalDue && !finalDone && tr.Step() == cfg.Steps && !finalWritten(rsaPath, tr.Step(), p.Settings.HeldOut.Digest) {
+	if finalDue && !finalDone && tr.Step() == cfg.Steps && !finalKept {
 		if err := final(); err != nil {
 			return err
 		}
