@@ -669,7 +669,7 @@ func resume(ctx context.Context, cfg RunConfig, p RunParts) (*HeldOut, error) {
 	}
 	// The same template files, which this version reads with LF line
 	// ends: the run goes on, recording their new fingerprint.
-	crlf := p.CRLFTemplates != "" && prev.Sampling[templatesField] == p.CRLFTemplates
+	crlf := p.CRLFTemplates != "" && prev.Templates() == p.CRLFTemplates
 	if crlf {
 		prev.Sampling = maps.Clone(prev.Sampling)
 		prev.Sampling[templatesField] = p.Settings.Sampling[templatesField]
