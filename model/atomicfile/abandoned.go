@@ -62,8 +62,10 @@ func removeUnlocked(dir string, temporary func(name string) bool, stages bool) {
 		if time.Since(fi.ModTime()) < abandonedAfter && !(stages && fi.IsDir() && holdsEntry(path)) {
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(path, commitRecord)); stages && err == nil {
-			continue // a killed commit, for FinishKilled to finish
+		if stages {
+			if _, err := os.Lstat(filepath.Join(path, commitRecord)); err == nil {
+				continue // a killed commit, for FinishKilled to finish
+			}
 		}
 		f, err := os.Open(path)
 		if err != nil {
