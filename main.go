@@ -305,18 +305,26 @@ func checkDetachedValues(fs *pflag.FlagSet, args []string) error {
 		if a == "--" {
 			return nil
 		}
-		if !strings.HasPrefix(a, "--") || strings.Contains(a, "=") {
-			continue
-		}
-		f := fs.Lookup(strings.TrimPrefix(a, "--"))
-		if f == nil || f.NoOptDefVal == "" {
-			continue
-		}
-		if slices.Contains(flagValues(f), args[i+1]) {
+		if f := detachedFlag(fs, a); f != nil && slices.Contains(flagValues(f), args[i+1]) {
 			return usageError{fmt.Errorf("%s %s: a value of %s goes after \"=\" (%s=%s); without it %q is read as an argument", a, args[i+1], a, a, args[i+1], args[i+1])}
 		}
 	}
 	return nil
+}
+
+// detachedFlag returns the flag that the argument a gives without "="
+// (--shared-arena, not --shared-arena=...) where its value may be left
+// out (a NoOptDefVal), so that the argument after a is not its value;
+// nil where a is no such flag.
+func detachedFlag(fs *pflag.FlagSet, a string) *pflag.Flag {
+	if !strings.HasPrefix(a, "--") || strings.Contains(a, "=") {
+		return nil
+	}
+	f := fs.Lookup(strings.TrimPrefix(a, "--"))
+	if f == nil || f.NoOptDefVal == "" {
+		return nil
+	}
+	return f
 }
 
 // flagValues are the values of f, a flag whose value may be left out.
@@ -335,11 +343,8 @@ func flagValues(f *pflag.Flag) []string {
 func strayValue(fs *pflag.FlagSet, args []string, stray string) string {
 	for i := 0; i+1 < len(args) && args[i] != "--"; i++ {
 		a := args[i]
-		if args[i+1] != stray || !strings.HasPrefix(a, "--") || strings.Contains(a, "=") {
-			continue
-		}
-		f := fs.Lookup(strings.TrimPrefix(a, "--"))
-		if f == nil || f.NoOptDefVal == "" {
+		f := detachedFlag(fs, a)
+		if args[i+1] != stray || f == nil {
 			continue
 		}
 		values := flagValues(f)
