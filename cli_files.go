@@ -231,22 +231,23 @@ func refuseHousekept(out, dir, what, itself, instead string) error {
 	case ckpt != "":
 		return usageError{fmt.Errorf("--out %s lies in checkpoint directory %s: its run's --keep removes that directory, %s with it; give an --out outside the run's checkpoints", out, ckpt, what)}
 	case ckpts != "":
-		where := "is in " + ckpts
-		if ckpts == abs {
-			where = "is " + ckpts
-		}
 		return usageError{fmt.Errorf("--out %s %s, the directory of a training run's checkpoints: the run's --fresh moves it aside into previous-*, %s with it, and its --keep removes what there is named as a checkpoint (ckpt-NNNNNN); give an --out outside it, such as --out %s",
-			out, where, what, filepath.Join(filepath.Dir(ckpts), instead))}
+			out, isOrIn(abs, ckpts), what, filepath.Join(filepath.Dir(ckpts), instead))}
 	}
 	if tb := runTensorBoardOf(dir); tb != "" {
-		where := "is in " + tb
-		if tb == abs {
-			where = "is " + tb
-		}
 		return usageError{fmt.Errorf("--out %s %s, a training run's TensorBoard events (--tensorboard): the run's --fresh moves it aside into previous-*, %s with it; give an --out outside it, such as --out %s",
-			out, where, what, filepath.Join(filepath.Dir(tb), instead))}
+			out, isOrIn(abs, tb), what, filepath.Join(filepath.Dir(tb), instead))}
 	}
 	return nil
+}
+
+// isOrIn says where abs lies of dir, which is abs or one of its parents:
+// "is DIR" or "is in DIR".
+func isOrIn(abs, dir string) string {
+	if dir == abs {
+		return "is " + dir
+	}
+	return "is in " + dir
 }
 
 // runTensorBoardOf returns the training run's tensorboard/ (or sft's
