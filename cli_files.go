@@ -42,6 +42,10 @@ var modelDirFiles = append([]string{"model.onnx", "model.onnx_data", "config.jso
 // transformers would load on its base instead of the new model.
 var replacedModelFiles = []string{model.HFWeightsFile, model.HFWeightsFile + ".index.json", model.PEFTWeightsFile, model.PEFTConfigFile}
 
+// hfWeightsFiles are the files that hold a Hugging Face model's weights,
+// whole or sharded (its index): either marks a directory as one.
+var hfWeightsFiles = []string{model.HFWeightsFile, model.HFWeightsFile + ".index.json"}
+
 // refuseOverwrite refuses to write a model into dir when one is there
 // already, or a model's files (a directory of the tokenizer and
 // config.json that a serving engine's evaluation reads), unless

@@ -127,7 +127,7 @@ func noONNXError(dir string) error {
 	if err := runPathError(dir); err != nil {
 		return err
 	}
-	for _, name := range []string{model.HFWeightsFile, model.HFWeightsFile + ".index.json"} {
+	for _, name := range hfWeightsFiles {
 		if has(name) {
 			return fmt.Errorf("--model: directory %s holds a Hugging Face model (%s) and no model.onnx: spiral runs ONNX models; give the ONNX model it was exported from (with --checkpoint for a run's weights) or an ONNX export (spiral export --format onnx, optimum-cli export onnx)", dir, name)
 		}
@@ -689,7 +689,7 @@ func loadCheckpoint(ckpt, src string, warn io.Writer, load func(path string, st 
 		}
 		// An hf or peft export's directory, which spiral writes from
 		// checkpoints and does not read back.
-		for _, name := range []string{model.HFWeightsFile, model.HFWeightsFile + ".index.json"} {
+		for _, name := range hfWeightsFiles {
 			if isRegular(filepath.Join(ckpt, name)) {
 				return "", usageError{fmt.Errorf("--checkpoint %s holds a Hugging Face model (%s), not checkpoints: spiral reads a run's checkpoints (give the run, or its checkpoint, that the model was exported from) and runs ONNX models (give the ONNX model as --model)", ckpt, name)}
 			}

@@ -108,7 +108,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		// that adapter on its base: the model there would load adapted
 		// (the hf export removes an adapter's files for that reason).
 		if *format == "peft" && !*overwrite {
-			for _, name := range []string{model.HFWeightsFile, model.HFWeightsFile + ".index.json"} {
+			for _, name := range hfWeightsFiles {
 				if _, err := os.Stat(filepath.Join(*out, name)); err == nil {
 					return usageError{fmt.Errorf("--out %s holds a Hugging Face model (%s): transformers would load it with the adapter written beside it applied; give the adapter a directory of its own (such as --out %s), or --overwrite to replace that model",
 						*out, name, filepath.Join(filepath.Dir(filepath.Clean(*out)), "peft"))}
