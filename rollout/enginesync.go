@@ -126,7 +126,7 @@ func (s *VLLMLoRASync) Sync(ctx context.Context, step int) error {
 		// the engine serves this version all the same when it lists it
 		// (its name is this step's, and the first sync unloaded every
 		// version an earlier run left).
-		if ids, lerr := e.servedModels(ctx, e.cfg.Retries); lerr != nil || !slices.Contains(ids, name) {
+		if ids, lerr := e.servedModels(ctx); lerr != nil || !slices.Contains(ids, name) {
 			var se *statusError
 			if errors.As(err, &se) && se.status == http.StatusNotFound {
 				err = fmt.Errorf("%w (vLLM serves it when started with --enable-lora and the environment variable VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)", err)
@@ -153,7 +153,7 @@ func (s *VLLMLoRASync) Check(ctx context.Context) error {
 	if s.prev == "" {
 		return nil
 	}
-	ids, err := s.Engine.servedModels(ctx, s.Engine.cfg.Retries)
+	ids, err := s.Engine.servedModels(ctx)
 	if err != nil {
 		return fmt.Errorf("rollout: weight sync: check that adapter %s is served: %w", s.prev, err)
 	}
@@ -166,7 +166,7 @@ func (s *VLLMLoRASync) Check(ctx context.Context) error {
 // unloadLeftVersions unloads the versions the engine serves that this
 // process did not load (an earlier run's).
 func (s *VLLMLoRASync) unloadLeftVersions(ctx context.Context) error {
-	ids, err := s.Engine.servedModels(ctx, s.Engine.cfg.Retries)
+	ids, err := s.Engine.servedModels(ctx)
 	if err != nil {
 		return fmt.Errorf("rollout: weight sync: list the adapters loaded: %w", err)
 	}
@@ -191,7 +191,7 @@ func (s *VLLMLoRASync) unload(ctx context.Context, name string) error {
 	if err == nil {
 		return nil
 	}
-	if ids, lerr := e.servedModels(ctx, e.cfg.Retries); lerr == nil && !slices.Contains(ids, name) {
+	if ids, lerr := e.servedModels(ctx); lerr == nil && !slices.Contains(ids, name) {
 		return nil
 	}
 	return err

@@ -788,9 +788,9 @@ func (o *OpenAI) listModels(ctx context.Context, retries int) ([]servedModel, er
 }
 
 // servedModels returns the ids of the models the server serves (see
-// listModels).
-func (o *OpenAI) servedModels(ctx context.Context, retries int) ([]string, error) {
-	models, err := o.listModels(ctx, retries)
+// listModels), retried as request's.
+func (o *OpenAI) servedModels(ctx context.Context) ([]string, error) {
+	models, err := o.listModels(ctx, o.cfg.Retries)
 	if err != nil {
 		return nil, err
 	}
