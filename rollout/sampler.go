@@ -619,10 +619,9 @@ func (s *Sampler) sampleInto(r *row, full []float32, limit int, probs []float64,
 	var id int
 	var logp float64
 	plain := s.cfg.Temperature == 1 && s.cfg.TopK == 0 && s.cfg.TopP >= 1
-	// lse is logSumExp(logits) where the softmax's weights gave it
-	// (haveLSE): at temperature 1.
+	// lse is logSumExp(logits) where the softmax's weights gave it: at
+	// temperature 1.
 	var lse float64
-	haveLSE := false
 	if s.cfg.Temperature == 0 {
 		id = greedy(logits)
 	} else {
@@ -638,7 +637,7 @@ func (s *Sampler) sampleInto(r *row, full []float32, limit int, probs []float64,
 			probs, maxv, sum = softmax(logits, s.cfg.Temperature, probs)
 		}
 		if s.cfg.Temperature == 1 {
-			lse, haveLSE = maxv+math.Log(sum), true // logSumExp's own sum: the same bits
+			lse = maxv + math.Log(sum) // logSumExp's own sum: the same bits
 		}
 		order = topK(probs, s.cfg.TopK, order)
 		if s.cfg.TopP < 1 {
@@ -649,7 +648,7 @@ func (s *Sampler) sampleInto(r *row, full []float32, limit int, probs []float64,
 	}
 	switch {
 	case plain:
-	case haveLSE:
+	case s.cfg.Temperature == 1:
 		// Temperature 1 under top-k or top-p: LogProbOf's value without
 		// its second pass over the row.
 		logp = float64(logits[id]) - lse
