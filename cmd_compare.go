@@ -273,12 +273,11 @@ type comparison struct {
 // reportSource is a report file, its label, the problems it was
 // evaluated on and the points it measured (k, RSA steps or budgets).
 type reportSource struct {
-	path, label, model string
-	seed               uint64
-	problems           report.ProblemSet
-	points             []int
-	settings           []evalSetting
-	extra              map[string]string // meta's, all it records
+	path, label string
+	meta        report.Meta // the report's, all it records
+	problems    report.ProblemSet
+	points      []int
+	settings    []evalSetting
 }
 
 // evalSetting is one setting of an evaluation that shapes what it
@@ -345,7 +344,7 @@ func (c *comparison) read(path string) error {
 			return err
 		}
 		c.passk = append(c.passk, r)
-		src.label, src.model, src.seed, src.problems, src.settings, src.extra = r.Meta.Name(), r.Meta.Model, r.Meta.Seed, r.ProblemSet(), evalSettings(r.Meta, nil), r.Meta.Extra
+		src.label, src.meta, src.problems, src.settings = r.Meta.Name(), r.Meta, r.ProblemSet(), evalSettings(r.Meta, nil)
 		for _, p := range r.Points {
 			src.points = append(src.points, p.K)
 		}
@@ -355,7 +354,7 @@ func (c *comparison) read(path string) error {
 			return err
 		}
 		c.rsa = append(c.rsa, r)
-		src.label, src.model, src.seed, src.problems, src.settings, src.extra = r.Meta.Name(), r.Meta.Model, r.Meta.Seed, r.ProblemSet(), evalSettings(r.Meta, &r.Config), r.Meta.Extra
+		src.label, src.meta, src.problems, src.settings = r.Meta.Name(), r.Meta, r.ProblemSet(), evalSettings(r.Meta, &r.Config)
 		for _, st := range r.Steps {
 			src.points = append(src.points, st.Step)
 		}
@@ -365,7 +364,7 @@ func (c *comparison) read(path string) error {
 			return err
 		}
 		c.budget = append(c.budget, r)
-		src.label, src.model, src.seed, src.problems, src.settings, src.extra = r.Meta.Name(), r.Meta.Model, r.Meta.Seed, r.ProblemSet(), evalSettings(r.Meta, nil), r.Meta.Extra
+		src.label, src.meta, src.problems, src.settings = r.Meta.Name(), r.Meta, r.ProblemSet(), evalSettings(r.Meta, nil)
 		for _, p := range r.Points {
 			src.points = append(src.points, p.Budget)
 		}
@@ -550,11 +549,11 @@ func (c *comparison) candidateCapDifferences() string {
 // mean, range and bootstrap. "" when none.
 func (c *comparison) repeatedSeeds() string {
 	same := func(a, b reportSource) bool {
-		if a.label != b.label || a.model != b.model || a.seed != b.seed || len(a.settings) != len(b.settings) ||
-			!maps.Equal(a.extra, b.extra) || a.problems.Difference(b.problems) != "" || b.problems.Difference(a.problems) != "" {
+		if a.label != b.label || a.meta.Model != b.meta.Model || a.meta.Seed != b.meta.Seed || len(a.settings) != len(b.settings) ||
+			!maps.Equal(a.meta.Extra, b.meta.Extra) || a.problems.Difference(b.problems) != "" || b.problems.Difference(a.problems) != "" {
 			return false
 		}
-		recorded := len(a.extra) > 0
+		recorded := len(a.meta.Extra) > 0
 		for i, s := range a.settings {
 			if s.value != b.settings[i].value {
 				return false
@@ -569,7 +568,7 @@ func (c *comparison) repeatedSeeds() string {
 		for i, a := range srcs {
 			for _, b := range srcs[i+1:] {
 				if same(a, b) {
-					lines = append(lines, fmt.Sprintf("  %s and %s (label %s, %s reports): model %s, seed %d", a.path, b.path, a.label, m, a.model, a.seed))
+					lines = append(lines, fmt.Sprintf("  %s and %s (label %s, %s reports): model %s, seed %d", a.path, b.path, a.label, m, a.meta.Model, a.meta.Seed))
 				}
 			}
 		}
