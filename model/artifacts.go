@@ -556,6 +556,21 @@ func TrainedParameters(src string, sel lmgraph.Selection) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
+	trained, err := selectParameters(m, src, sel)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(trained))
+	for i, c := range trained {
+		names[i] = c.Name
+	}
+	return names, nil
+}
+
+// selectParameters returns the parameters of m, the graph of the model
+// at src, that sel trains, as PrepareArtifacts picks them (its ties
+// applied to m, tied copies left out).
+func selectParameters(m *onnx.Model, src string, sel lmgraph.Selection) ([]lmgraph.Initializer, error) {
 	cls, _, err := parameters(m, src)
 	if err != nil {
 		return nil, err
@@ -564,11 +579,7 @@ func TrainedParameters(src string, sel lmgraph.Selection) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: %s: %w", src, err)
 	}
-	names := make([]string, len(trained))
-	for i, c := range trained {
-		names[i] = c.Name
-	}
-	return names, nil
+	return trained, nil
 }
 
 // TrainedHF is what a selection trains of a model's graph
@@ -600,13 +611,9 @@ func TrainedHFParameters(src string, sel lmgraph.Selection) (TrainedHF, error) {
 	}
 	// Mapped before parameters ties the copies, on the graph as exported.
 	hf, unnamed := HFParams(m, false)
-	cls, _, err := parameters(m, src)
+	trained, err := selectParameters(m, src, sel)
 	if err != nil {
 		return TrainedHF{}, err
-	}
-	trained, _, err := sel.Select(cls)
-	if err != nil {
-		return TrainedHF{}, fmt.Errorf("model: %s: %w", src, err)
 	}
 	hfName := map[string]string{}
 	for _, p := range hf {
