@@ -1336,9 +1336,7 @@ func restatedValue(s string) (string, bool) {
 func holdsVariable(m string) bool {
 	for i := 0; i < len(m); i++ {
 		if m[i] == '\\' {
-			for i+1 < len(m) && isLetter(m[i+1]) {
-				i++
-			}
+			i = letterEnd(m, i+1) - 1 // skip a command's name
 			continue
 		}
 		if isLetter(m[i]) {
