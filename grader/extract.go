@@ -929,8 +929,7 @@ func spacedFactor(s string) bool {
 		case ')':
 			if depth--; depth == 0 {
 				in := s[1:i]
-				return strings.ContainsAny(in, "+-*/^") || strings.Contains(in, "−") ||
-					strings.Contains(in, "×") || strings.Contains(in, "÷") || strings.Contains(in, "·")
+				return strings.ContainsAny(in, "+-*/^−×÷·")
 			}
 		}
 	}
