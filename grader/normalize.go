@@ -93,8 +93,9 @@ func Normalize(s string) string {
 		} else if i := strings.LastIndexByte(s, '='); i > 0 && !strings.ContainsRune(s[:i], ',') {
 			// x = 1,200: a label's value is grouped as it is alone
 			// (not (x, y) = (1,200), nor x = 1, y = 2,000).
-			if t, ok := ungroup(strings.TrimLeft(s[i+1:], " ")); ok {
-				s = s[:len(s)-len(strings.TrimLeft(s[i+1:], " "))] + t
+			v := strings.TrimLeft(s[i+1:], " ")
+			if t, ok := ungroup(v); ok {
+				s = s[:len(s)-len(v)] + t
 			}
 		}
 	}
