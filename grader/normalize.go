@@ -68,7 +68,7 @@ func Normalize(s string) string {
 	if strings.Contains(s, "{") && strings.Contains(s, ",") {
 		s = joinDigits(s, braceComma) // 1{,}000 -> 1000
 	}
-	if strings.Contains(s, "√") || strings.Contains(s, "∛") || strings.Contains(s, "∜") {
+	if strings.ContainsAny(s, "√∛∜") {
 		s = unicodeRoots(s)
 	}
 	s = normReplacer.Replace(s)
