@@ -2305,10 +2305,12 @@ func (c Config) extractChoice(s string) (string, Source) {
 		locs := findAnchors(s, kind)
 		for k := len(locs) - 1; k >= 0; k-- {
 			rest := s[locs[k][1]:]
-			if w, after := nextField(rest); strings.EqualFold(w, "option") || strings.EqualFold(w, "choice") {
+			w, after := nextField(rest)
+			if strings.EqualFold(w, "option") || strings.EqualFold(w, "choice") {
 				rest = after // "the answer is option (C)"
+				w, after = nextField(rest)
 			}
-			if w, after := nextField(rest); w != "" {
+			if w != "" {
 				if ch, ok := isChoice(w); ok {
 					return choiceList(ch, w, after, isChoice), locs[k][0]
 				}
