@@ -238,15 +238,21 @@ func (p *Pipeline) aggregate(ctx context.Context, groups []Group, population [][
 // candidate traces cands (token ids), each cut to its last capTok tokens
 // (all when capTok <= 0) and decoded (see candidateText). When limit > 0
 // and the prompt is longer than limit tokens, every candidate is cut to
-// one shorter cap, the largest that fits (found by bisection, keeping the
-// ends where the answers are), and fitted is true. Where not even a cap of
-// one token fits, the candidates are cut to no text: with a BPE tokenizer
-// a candidate's one token can cost the rendered prompt more than one (the
-// template's newlines around an empty candidate merge into one token, and
-// its text splits them), so a prompt that fits with its candidates empty
-// plus one token of each (what the commands check up front) may not fit
-// with one token of each. A prompt that does not fit even with its
-// candidates empty is an error that gives both lengths.
+// one shorter cap (keeping the ends where the answers are), and fitted is
+// true: a cap that fits where one token more does not, found by
+// bisection. It need not be the largest that fits: with a BPE tokenizer a
+// prompt's length does not always grow with the cap (a longer cut can
+// merge into fewer tokens, TestAggregationPromptFitWhereLengthDips), and
+// only a render of every cap above the one found would rule out a larger
+// one, where bisection renders about log2 of the longest candidate's
+// length. Where not even a cap of one token fits, the candidates are cut
+// to no text: with a BPE tokenizer a candidate's one token can cost the
+// rendered prompt more than one (the template's newlines around an empty
+// candidate merge into one token, and its text splits them), so a prompt
+// that fits with its candidates empty plus one token of each (what the
+// commands check up front) may not fit with one token of each. A prompt
+// that does not fit even with its candidates empty is an error that gives
+// both lengths.
 func aggregationPrompt(pr Prompter, problem string, cands [][]int32, capTok, limit int) (prompt []int32, fitted bool, err error) {
 	// A candidate's whole text, decoded only for a cut text that starts
 	// with U+FFFD (see candidateText), once.

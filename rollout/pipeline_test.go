@@ -298,3 +298,57 @@ func TestAggregationPromptUnfittableSaysShortest(t *testing.T) {
 		require.EqualError(t, err, tc.want, "cap %d, limit %d", tc.capTok, tc.limit)
 	}
 }
+
+// mergePrompter is pipeFakePrompter whose aggregation prompts encode
+// "cdefg" as one token (id 1000), as a BPE tokenizer merges a longer
+// text into fewer tokens than a shorter cut of it.
+type mergePrompter struct{ pipeFakePrompter }
+
+func (mergePrompter) AggregatePrompt(problem string, cands []string) ([]int32, error) {
+	var ids []int32
+	for i, part := range strings.Split("A:"+problem+"|"+strings.Join(cands, "|"), "cdefg") {
+		if i > 0 {
+			ids = append(ids, 1000)
+		}
+		ids = append(ids, pipeBytes(part)...)
+	}
+	return ids, nil
+}
+
+// TestAggregationPromptFitWhereLengthDips: a prompt's length need not grow
+// with the cap ("A:p|" + the last c bytes of "abcdefg" with "cdefg" one
+// token: 5 6 7 8 5 6 7 tokens at caps 1..7), so a prompt fitted to a
+// limit keeps a cap that fits where one token more does not, found by
+// bisection: not always the largest that fits (at 5 tokens, "g" where
+// "cdefg" fits too; at 6, "fg" where "bcdefg" does), which only a render
+// of every larger cap could rule out.
+func TestAggregationPromptFitWhereLengthDips(t *testing.T) {
+	pr := mergePrompter{}
+	cands := [][]int32{pipeBytes("abcdefg")}
+	length := func(c int) int {
+		p, fitted, err := aggregationPrompt(pr, "p", cands, c, 0)
+		require.NoError(t, err)
+		require.False(t, fitted)
+		return len(p)
+	}
+	lengths := make([]int, 7)
+	for c := range lengths {
+		lengths[c] = length(c + 1)
+	}
+	require.Equal(t, []int{5, 6, 7, 8, 5, 6, 7}, lengths)
+	for _, tc := range []struct {
+		limit int
+		want  string
+	}{
+		{5, "A:p|g"},
+		{6, "A:p|fg"},
+	} {
+		prompt, fitted, err := aggregationPrompt(pr, "p", cands, 0, tc.limit)
+		require.NoError(t, err)
+		require.True(t, fitted)
+		require.LessOrEqual(t, len(prompt), tc.limit)
+		require.Equal(t, tc.want, pr.Text(prompt), "limit %d", tc.limit)
+		c := len(tc.want) - len("A:p|")
+		require.Greater(t, length(c+1), tc.limit, "limit %d: cap %d fits, and so does %d", tc.limit, c, c+1)
+	}
+}
