@@ -224,35 +224,49 @@ func SpiralAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, erro
 		Aggregation:  make([][]float64, k),
 	}
 	res.TrainAggregation = !opt.SearchOnly
+	// v[g] is c x f(x,G): with the same N2 = c in every subset, the sum
+	// of G's rewards; else (c = 1) f(x,G) itself.
+	v, c := make([]float64, k), float64(len(p.Rewards[0]))
 	for g, rewards := range p.Rewards {
-		res.SetValue[g] = mean(rewards)
+		v[g] = sum(rewards)
+		res.SetValue[g] = v[g] / float64(len(rewards))
 		res.Aggregation[g] = make([]float64, len(rewards))
 		centre(res.Aggregation[g], rewards, opt.ScaleAggregation)
+		if len(rewards) != len(p.Rewards[0]) {
+			c = 1
+		}
+	}
+	if c == 1 {
+		v = res.SetValue
 	}
 	centre(res.SetAdvantage, res.SetValue, opt.ScaleSearch)
 	// A_marg(y), the mean of A#(G) over the subsets G that hold y, is
-	// computed as (mean of f over those subsets - mean of f over all) x
-	// the scale of A#. Summed in the order mean sums, the two means of a
-	// trace in every subset are the same float64, so its A_marg is exactly
-	// 0, as it should be; summing the centred A# would leave a rounding
-	// residue that Informative would take for a signal (in a problem with
-	// one aggregation trace per subset, or under search-only, which has
-	// none).
+	// computed as (mean of v over those subsets - mean of v over all) / c
+	// x the scale of A#. Its zeros are exact where they should be:
+	// integer rewards (the grader's 0 and 1) sum exactly, and equal
+	// fractions of exact sums divide into the same float64, so a trace
+	// whose subsets' mean value is the mean of all gets exactly 0 (one in
+	// every subset, too, whose two sums are summed in the same order).
+	// Means of the f (2/5 and 4/5 against 3/5 with N2 = 5), or summing the
+	// centred A#, would leave a rounding residue that Informative would
+	// take for a signal (under search-only, or in a problem with one
+	// aggregation trace per subset, which have no other).
 	valueSum := make([]float64, p.NumSearch)
 	for g, members := range p.Subsets {
 		for _, i := range members {
-			valueSum[i] += res.SetValue[g]
+			valueSum[i] += v[g]
 			res.Membership[i]++
 		}
 	}
-	fbar, scale, constant := spread(res.SetValue, opt.ScaleSearch)
+	vbar := mean(v)
+	_, scale, constant := spread(res.SetValue, opt.ScaleSearch)
 	for i, m := range res.Membership {
 		if m == 0 {
 			continue
 		}
 		res.SearchMask[i] = !opt.AggregationOnly
 		if !constant {
-			res.Search[i] = (valueSum[i]/float64(m) - fbar) * scale
+			res.Search[i] = (valueSum[i]/float64(m) - vbar) / c * scale
 		}
 	}
 	if opt.SearchOwnReward != 0 {
@@ -316,12 +330,15 @@ func GRPOAdvantages(rewards []float64, opt GRPOOptions) ([]float64, error) {
 }
 
 // mean returns the arithmetic mean of x, which must be non-empty.
-func mean(x []float64) float64 {
+func mean(x []float64) float64 { return sum(x) / float64(len(x)) }
+
+// sum returns the sum of x, added in order.
+func sum(x []float64) float64 {
 	s := 0.0
 	for _, v := range x {
 		s += v
 	}
-	return s / float64(len(x))
+	return s
 }
 
 // centre writes x_i - mean(x) into dst (len(dst) == len(x)), divided by

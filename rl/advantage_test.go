@@ -3,6 +3,7 @@ package rl
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -108,6 +109,8 @@ func TestSpiralInformative(t *testing.T) {
 			"f = [0.4 0.3 0.5] differ, but each A_marg is the mean of all A#, exactly 0 (summing the centred A# leaves a rounding residue); one aggregation trace per subset has none"},
 		{"every trace in every subset, search-only", SpiralProblem{NumSearch: 3, Subsets: [][]int{{0, 1, 2}, {2, 0, 1}, {1, 2, 0}}, Rewards: [][]float64{{0.1, 0.7}, {0.3}, {0.9, 0.2, 0.4}}}, AdvantageOptions{SearchOnly: true}, false,
 			"the same A_marg, and the aggregation traces' advantages are not trained"},
+		{"subset means balance, search-only", SpiralProblem{NumSearch: 2, Subsets: [][]int{{0}, {1}, {0}}, Rewards: [][]float64{{0, 1, 0, 1, 0}, {1, 1, 0, 1, 0}, {1, 1, 1, 1, 0}}}, AdvantageOptions{SearchOnly: true}, false,
+			"f = [0.4 0.6 0.8]: trace 0's subsets average (0.4+0.8)/2 = 0.6 and trace 1's 0.6, the mean of all, so A_marg = 0 (means of fifths in float64 leave a rounding residue)"},
 		{"uncovered trace ignored", SpiralProblem{NumSearch: 3, Subsets: [][]int{{0}, {1}}, Rewards: [][]float64{{1}, {1}}}, AdvantageOptions{}, false,
 			"trace 2 has no subset; the rest is constant"},
 	}
@@ -124,6 +127,68 @@ func TestSpiralInformative(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSpiralInformativeExact: with binary rewards and N2 aggregation
+// traces in every subset, Informative says whether some trained
+// advantage is nonzero in exact (rational) arithmetic, whatever N2: a
+// subset value f = 2/5 or 1/3 is not a float64, and a rounding residue
+// in A_marg must not pass for signal (dynamic sampling would keep a
+// problem that trains nothing).
+func TestSpiralInformativeExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 3))
+	for it := range 4000 {
+		n1, k, n2 := 1+rng.IntN(6), 1+rng.IntN(6), 1+rng.IntN(7)
+		n := 1 + rng.IntN(n1)
+		p := SpiralProblem{NumSearch: n1, Subsets: make([][]int, k), Rewards: make([][]float64, k)}
+		for g := range k {
+			p.Subsets[g] = rng.Perm(n1)[:n]
+			p.Rewards[g] = make([]float64, n2)
+			for j := range p.Rewards[g] {
+				p.Rewards[g][j] = float64(rng.IntN(2))
+			}
+		}
+		// f and its mean as rationals.
+		f := make([]*big.Rat, k)
+		fbar := new(big.Rat)
+		for g, rs := range p.Rewards {
+			f[g] = new(big.Rat)
+			for _, r := range rs {
+				f[g].Add(f[g], new(big.Rat).SetFloat64(r))
+			}
+			f[g].Quo(f[g], big.NewRat(int64(n2), 1))
+			fbar.Add(fbar, f[g])
+		}
+		fbar.Quo(fbar, big.NewRat(int64(k), 1))
+		setSignal := false // some trace's subsets average to other than fbar
+		for i := range n1 {
+			sum, m := new(big.Rat), int64(0)
+			for g, members := range p.Subsets {
+				if slices.Contains(members, i) {
+					sum.Add(sum, f[g])
+					m++
+				}
+			}
+			setSignal = setSignal || m > 0 && sum.Quo(sum, big.NewRat(m, 1)).Cmp(fbar) != 0
+		}
+		aggSignal := false // some subset's rewards differ
+		for _, rs := range p.Rewards {
+			aggSignal = aggSignal || slices.ContainsFunc(rs, func(r float64) bool { return r != rs[0] })
+		}
+		for _, tc := range []struct {
+			opt  AdvantageOptions
+			want bool
+		}{
+			{AdvantageOptions{}, setSignal || aggSignal},
+			{AdvantageOptions{ScaleSearch: true}, setSignal || aggSignal},
+			{AdvantageOptions{SearchOnly: true}, setSignal},
+			{AdvantageOptions{AggregationOnly: true}, aggSignal},
+		} {
+			got, err := SpiralAdvantages(p, tc.opt)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got.Informative(), "problem %d %+v, opt %+v: A_marg %v", it, p, tc.opt, got.Search)
+		}
 	}
 }
 
