@@ -401,7 +401,9 @@ func draw(probs []float64, u float64) int {
 
 // LogProbOf returns log softmax(logits)[id], the log-probability of id
 // under the model's own distribution (temperature 1), computed stably in
-// float64. The sampler records it as pi_old; rl scores sequences with it.
+// float64. The sampler records its value as pi_old whatever distribution
+// it draws from (sampleInto); rl does not call it: the learner's
+// log-probabilities come from its training graph.
 func LogProbOf(logits []float32, id int) float64 {
 	return float64(logits[id]) - logSumExp(logits)
 }
