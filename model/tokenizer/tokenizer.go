@@ -338,9 +338,6 @@ func (t *Tokenizer) EndOfText() int32 { return t.eot }
 // <|endoftext|>, in that order.
 func (t *Tokenizer) StopIDs() []int32 { return []int32{t.imEnd, t.eot} }
 
-// IsStop reports whether id ends generation (see StopIDs).
-func (t *Tokenizer) IsStop(id int32) bool { return id == t.imEnd || id == t.eot }
-
 // ChatTemplate returns the Jinja chat template that Load found
 // (chat_template.jinja, else tokenizer_config.json's), else "". It is
 // informational: RenderChat renders ChatML in Go, and EncodeChat writes
