@@ -539,3 +539,44 @@ func TestNewRSARecordsCandidateCap(t *testing.T) {
 		require.Equal(t, given, tc.extra, "%s: the meta given", tc.name)
 	}
 }
+
+// TestPlotSeedsLabelsTheSpread: a curve averaged over seeds is drawn with
+// error bars, its range over them; the figure said neither that the
+// curve is a mean nor what the bars are (a range, an interval, a
+// standard deviation?). A curve of several seeds now says how many in
+// its legend entries, and the title what the bars are; a figure whose
+// curves are one seed each draws no bars and says nothing of them.
+func TestPlotSeedsLabelsTheSpread(t *testing.T) {
+	f := Figure{Title: "pass@k and majority@k", XLabel: "k (samples)", Axis: AxisLog2, Name: "pass@k", Name2: "majority@k"}
+	curve := func(label string, n int) Seeds {
+		s := Seeds{Label: label, N: n, X: []float64{1, 2}}
+		for _, y := range []float64{0.2, 0.4} {
+			s.Y = append(s.Y, Spread{Mean: y, Min: y - 0.05, Max: y + 0.05})
+			s.Y2 = append(s.Y2, Spread{Mean: y / 2, Min: y/2 - 0.05, Max: y/2 + 0.05})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name      string
+		curves    []Seeds
+		want, not []string
+	}{
+		{"seeds", []Seeds{curve("A", 3), curve("B", 1)},
+			[]string{">pass@k and majority@k (bars: range over seeds)<", ">A pass@k (mean of 3 seeds)<", ">A majority@k (mean of 3 seeds)<", ">B pass@k<", ">B majority@k<"},
+			[]string{"1 seed"}},
+		{"one seed each", []Seeds{curve("A", 1), curve("B", 1)},
+			[]string{">pass@k and majority@k<", ">A pass@k<", ">B pass@k<"},
+			[]string{"bars", "seed"}},
+	} {
+		path := filepath.Join(t.TempDir(), "p.svg")
+		require.NoError(t, PlotSeeds(path, PlotSize{}, f, tc.curves...), tc.name)
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		for _, w := range tc.want {
+			require.Contains(t, string(b), w, tc.name)
+		}
+		for _, n := range tc.not {
+			require.NotContains(t, string(b), n, tc.name)
+		}
+	}
+}

@@ -221,26 +221,36 @@ func TokenCurves(label string, passk []PassAtK, rsa []RSA, budget []Budget) ([]S
 
 // PlotSeeds writes a plot of curves averaged over seeds, one colour per
 // curve: Y solid, Y2 (when present and f.Name2 is set) dashed, each with
-// its range over seeds as error bars when a curve has several seeds.
+// its range over seeds as error bars when a curve has several seeds. The
+// legend names such a curve's seeds ("A pass@k (mean of 3 seeds)") and
+// the title, when some curve has bars, what they are.
 func PlotSeeds(path string, size PlotSize, f Figure, curves ...Seeds) error {
 	if len(curves) == 0 {
 		return fmt.Errorf("report: plot %s: no curves", path)
 	}
 	var ss []series
+	bars := false
 	for i, c := range curves {
 		colour, dashed, triangles := i, false, false
 		if c.Style != nil {
 			colour, dashed, triangles = c.Style.Colour, c.Style.Dashed, c.Style.Triangles
 		}
+		mean := ""
+		if c.N > 1 {
+			mean, bars = fmt.Sprintf(" (mean of %d seeds)", c.N), true
+		}
 		main := seedSeries(c, c.Y, colour, dashed)
 		main.triangles = triangles
-		main.label = strings.TrimSpace(c.Label + " " + f.Name)
+		main.label = strings.TrimSpace(c.Label+" "+f.Name) + mean
 		ss = append(ss, main)
 		if c.Y2 != nil && f.Name2 != "" {
 			s2 := seedSeries(c, c.Y2, colour, true)
-			s2.label = c.Label + " " + f.Name2
+			s2.label = c.Label + " " + f.Name2 + mean
 			ss = append(ss, s2)
 		}
+	}
+	if bars {
+		f.Title += " (bars: range over seeds)"
 	}
 	return renderFigure(path, size, f, ss)
 }
