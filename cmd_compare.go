@@ -1002,10 +1002,11 @@ func compareRSA(w io.Writer, groups []report.Seeds, sum *summary) error {
 }
 
 // compareBudget prints the first label's sequential accuracy over each
-// other's at equal tokens per trace. A label's reports that record no
-// tokens per trace (a mean_tokens of 0: report.TokenCurves leaves them
-// out) are named as left out; where none of the reference's is left,
-// there is no comparison.
+// other's at equal tokens per trace, each a mean over the label's seeds
+// that record tokens per trace (their count named). A label's reports
+// that record no tokens per trace (a mean_tokens of 0:
+// report.TokenCurves leaves them out) are named as left out; where none
+// of the reference's is left, there is no comparison.
 func (c *comparison) compareBudget(w io.Writer, tokens []report.Seeds) error {
 	curves := map[string]report.Seeds{}
 	for _, s := range tokens {
@@ -1039,7 +1040,7 @@ func (c *comparison) compareBudget(w io.Writer, tokens []report.Seeds) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "%s over %s at equal tokens per trace\n", ref.Label, o.Label)
+		fmt.Fprintf(w, "%s over %s at equal tokens per trace (means over seeds, n = %d and %d)\n", ref.Label, o.Label, ref.N, o.N)
 		fmt.Fprintf(w, "  %10s  %8s  %8s  %s\n", "tokens", "ref", "other", "gain")
 		held := false
 		for _, p := range g {

@@ -585,7 +585,9 @@ func TestCompareSummarySeeds(t *testing.T) {
 // tokens gives the other model's accuracy past its largest mean tokens
 // where none of its traces (in any seed) was cut at its largest budget:
 // a model that stopped early holds its accuracy at larger budgets. It
-// printed "-" there; it still does where some trace was cut.
+// printed "-" there; it still does where some trace was cut. Its heading
+// names each label's seeds, as the pass@k and RSA tables do: a mean over
+// b's two seeds read as one evaluation.
 func TestCompareBudgetPastAStoppedCurve(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, label string, points string) string {
@@ -601,12 +603,12 @@ func TestCompareBudgetPastAStoppedCurve(t *testing.T) {
 		other []string
 		want  string
 	}{
-		{"stopped", []string{stopped}, "a sequential over b sequential at equal tokens per trace\n" +
+		{"stopped", []string{stopped}, "a sequential over b sequential at equal tokens per trace (means over seeds, n = 1 and 1)\n" +
 			"      tokens       ref     other  gain\n" +
 			"         8.0    0.2500    0.6408  -0.3908\n" +
 			"        14.0    0.5000    0.7500  -0.2500\n" +
 			"  (past 10.0 tokens, b sequential's accuracy is that of its largest budget: none of its traces was cut there)\n\n"},
-		{"a seed cut", []string{stopped, cut}, "a sequential over b sequential at equal tokens per trace\n" +
+		{"a seed cut", []string{stopped, cut}, "a sequential over b sequential at equal tokens per trace (means over seeds, n = 1 and 2)\n" +
 			"      tokens       ref     other  gain\n" +
 			"         8.0    0.2500    0.5704  -0.3204\n" +
 			"        14.0    0.5000         -  -\n\n"},
@@ -641,7 +643,7 @@ func TestCompareBudgetReportsWithoutTokens(t *testing.T) {
 			"sequential at equal tokens: no comparison: the reference, a, has no curve against tokens\n\n"}, "over"},
 		{"a seed without tokens", []string{c, b1, b2}, []string{
 			"sequential at equal tokens: b: 1 of its 2 reports record no tokens per trace (mean_tokens 0 at some budget): left out\n",
-			"c sequential over b sequential at equal tokens per trace\n"}, ""},
+			"c sequential over b sequential at equal tokens per trace (means over seeds, n = 1 and 1)\n"}, ""},
 	} {
 		var stdout, stderr bytes.Buffer
 		require.Zero(t, run(context.Background(), append([]string{"compare"}, tc.reports...), &cliEnv{stdout: &stdout, stderr: &stderr}), tc.name+": "+stderr.String())
