@@ -1306,9 +1306,11 @@ func (s *summary) set(label, col, v string) {
 	s.cells[[2]string{label, col}] = v
 }
 
-// markdown renders the table (mean and, over several seeds, the range).
-// A "|" in a label, as a column's name or a cell, is escaped as \|,
-// and a line break is a space: either would end the cell or the row.
+// markdown renders the table (mean and, over several seeds, the range)
+// and, where a label has several seeds in a mode or of its runs, a line
+// under it saying what a value's parentheses hold. A "|" in a label, as
+// a column's name or a cell, is escaped as \|, and a line break is a
+// space: either would end the cell or the row.
 func (s *summary) markdown() string {
 	esc := strings.NewReplacer("|", `\|`, "\r\n", " ", "\n", " ", "\r", " ")
 	row := func(cells []string) string {
@@ -1329,6 +1331,12 @@ func (s *summary) markdown() string {
 			cells = append(cells, v)
 		}
 		b.WriteString(row(cells))
+	}
+	for _, counts := range s.counts {
+		if slices.ContainsFunc(counts, func(c seedCount) bool { return c.n > 1 }) {
+			b.WriteString("\nA value with a range, 0.500 (0.400-0.600), is the mean over the label's seeds, with the least and greatest of them.\n")
+			break
+		}
 	}
 	return b.String()
 }

@@ -543,6 +543,10 @@ func TestCompareSeedsEvaluatedWithOtherSettings(t *testing.T) {
 // counts differ; it was filled by pass@k reports only, so an RSA-only
 // summary showed ranges with no seed count ("| m | 0.500 (0.400-0.600) |").
 func TestCompareSummarySeeds(t *testing.T) {
+	// The line under a table with a label of several seeds: a cell read
+	// "0.500 (0.400-0.600)" with nothing saying what the parentheses
+	// hold (an interval? a standard deviation?).
+	const seedsNote = "\nA value with a range, 0.500 (0.400-0.600), is the mean over the label's seeds, with the least and greatest of them.\n"
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -567,10 +571,12 @@ func TestCompareSummarySeeds(t *testing.T) {
 		want string
 	}{
 		{"rsa only", []string{rsa("a.json", "a", 0.5), rsa("b1.json", "b", 0.4), rsa("b2.json", "b", 0.6)},
-			"| model | seeds | RSA step 0 |\n|---|---|---|\n| a | 1 | 0.500 |\n| b | 2 | 0.500 (0.400-0.600) |\n"},
+			"| model | seeds | RSA step 0 |\n|---|---|---|\n| a | 1 | 0.500 |\n| b | 2 | 0.500 (0.400-0.600) |\n" + seedsNote},
 		{"sequential and runs, counts differing", []string{"--run", "a=" + runDir("r1"), "--run", "a=" + runDir("r2"), budget("s1.json", "a"), budget("s2.json", "b")},
 			"| model | seeds | sequential at budget 2 | entropy, first -> last steps | training traces / tokens per seed |\n|---|---|---|---|---|\n" +
-				"| a | sequential 1, runs 2 | 0.500 | 0.1000 (1 step: too short for first -> last) | 0 / 0 |\n| b | 1 | 0.500 | - | - |\n"},
+				"| a | sequential 1, runs 2 | 0.500 | 0.1000 (1 step: too short for first -> last) | 0 / 0 |\n| b | 1 | 0.500 | - | - |\n" + seedsNote},
+		{"one seed each: no range to explain", []string{rsa("c.json", "a", 0.5), rsa("d.json", "b", 0.4)},
+			"| model | seeds | RSA step 0 |\n|---|---|---|\n| a | 1 | 0.500 |\n| b | 1 | 0.400 |\n"},
 	} {
 		out := filepath.Join(dir, "cmp")
 		var stderr bytes.Buffer
