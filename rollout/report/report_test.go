@@ -502,6 +502,12 @@ func TestSpreadString(t *testing.T) {
 		{Spread{Mean: 0.5, Min: 0.4, Max: 0.6}, "0.500 (0.400-0.600)"},
 		{Spread{Mean: -0.125, Min: -0.2, Max: -0.05}, "-0.125 (-0.200 to -0.050)"},
 		{Spread{Mean: 0.05, Min: -0.1, Max: 0.2}, "0.050 (-0.100 to 0.200)"},
+		// Seeds alike but for the rounding of their means (pass@1 of two
+		// seeds with as many correct samples, summed in another order):
+		// no range, which read "0.219 (0.219-0.219)".
+		{Spread{Mean: 0.21875, Min: 0.21874999999999997, Max: 0.21875000000000003}, "0.219"},
+		// Ends apart at the precision shown keep their range.
+		{Spread{Mean: 0.2186, Min: 0.2181, Max: 0.2189}, "0.219 (0.218-0.219)"},
 	} {
 		require.Equal(t, tc.want, tc.s.String())
 	}

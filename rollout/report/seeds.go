@@ -324,16 +324,19 @@ func MeanCurves(label string, curves []Curve) (Seeds, error) {
 	})
 }
 
-// String is a spread's text: the mean and, over several seeds, the range,
-// "LO-HI", or "LO to HI" where an end is negative ("-0.200--0.050" would
-// read as a subtraction).
+// String is a spread's text, to three decimals: the mean and, where the
+// seeds differ at that precision, the range, "LO-HI", or "LO to HI"
+// where an end is negative ("-0.200--0.050" would read as a
+// subtraction). Seeds alike but for the rounding of their means show no
+// range ("0.219 (0.219-0.219)" said nothing).
 func (s Spread) String() string {
-	if s.Min == s.Max {
+	lo, hi := fmt.Sprintf("%.3f", s.Min), fmt.Sprintf("%.3f", s.Max)
+	if lo == hi {
 		return fmt.Sprintf("%.3f", s.Mean)
 	}
 	sep := "-"
 	if s.Min < 0 || s.Max < 0 {
 		sep = " to "
 	}
-	return fmt.Sprintf("%.3f (%.3f%s%.3f)", s.Mean, s.Min, sep, s.Max)
+	return fmt.Sprintf("%.3f (%s%s%s)", s.Mean, lo, sep, hi)
 }
