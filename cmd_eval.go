@@ -196,10 +196,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		if err := save(rep, func(path string) error { return report.PlotPassAtK(path, report.PlotSize{}, rep) }); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.stdout, "%-5s %-9s %s\n", "k", "pass@k", "majority@k")
-		for _, p := range res.Points {
-			fmt.Fprintf(env.stdout, "%-5d %-9.4f %.4f\n", p.K, p.PassAtK, p.MajorityAtK)
-		}
+		passAtKTable(env.stdout, res.Points, rep.Config.Majority)
 	case "sequential":
 		res, err := ev.Sequential(ctx, problems, rollout.BudgetConfig{Samples: f.samples, MaxTokens: samplerCfg.MaxNewTokens}, f.seed)
 		bar.done()
@@ -221,6 +218,25 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	}
 	fmt.Fprintf(env.stdout, "wrote %s.json and %s.png\n", base, base)
 	return nil
+}
+
+// passAtKTable prints eval's pass@k table: pass@k and majority@k at each
+// k, a majority@k that is a Monte Carlo estimate (some problem's C(n, k)
+// above mcfg.MaxExact: KPoint.MajorityExact false) marked with "*" and
+// a note under the table naming mcfg's subsets a problem.
+func passAtKTable(w io.Writer, pts []rollout.KPoint, mcfg rollout.MajorityConfig) {
+	fmt.Fprintf(w, "%-5s %-9s %s\n", "k", "pass@k", "majority@k")
+	estimated := false
+	for _, p := range pts {
+		mark := ""
+		if !p.MajorityExact {
+			mark, estimated = " *", true
+		}
+		fmt.Fprintf(w, "%-5d %-9.4f %.4f%s\n", p.K, p.PassAtK, p.MajorityAtK, mark)
+	}
+	if estimated {
+		fmt.Fprintf(w, "* a Monte Carlo estimate: majority@k over %d random subsets of k samples a problem, where C(n, k) exceeds %d (the report's config.majority)\n", mcfg.Samples, mcfg.MaxExact)
+	}
 }
 
 // warnOtherTemplates warns on w where the checkpoint at path was trained

@@ -393,3 +393,28 @@ func TestEvalRefusesOutInCheckpoints(t *testing.T) {
 	run(context.Background(), []string{"eval", "--mode", "passk", "--samples", "0", "--out", filepath.Join(root, "other")}, &cliEnv{stdout: io.Discard, stderr: &stderr})
 	require.NotContains(t, stderr.String(), "checkpoint", stderr.String())
 }
+
+// TestPassAtKTable: eval's pass@k table marks a majority@k that is a
+// Monte Carlo estimate (C(n, k) subsets past majority.max_exact: k = 8
+// of the default 16 samples), which it printed to four decimals as if
+// every subset had been counted, and says under the table over how many
+// subsets a problem it was drawn; a table of exact values has no mark
+// and no note.
+func TestPassAtKTable(t *testing.T) {
+	mc := rollout.MajorityConfig{}.WithDefaults()
+	for _, tc := range []struct {
+		name string
+		pts  []rollout.KPoint
+		want string
+	}{
+		{"exact", []rollout.KPoint{{K: 1, PassAtK: 0.5, MajorityAtK: 0.5, MajorityExact: true}, {K: 4, PassAtK: 0.75, MajorityAtK: 0.625, MajorityExact: true}},
+			"k     pass@k    majority@k\n1     0.5000    0.5000\n4     0.7500    0.6250\n"},
+		{"monte carlo", []rollout.KPoint{{K: 4, PassAtK: 0.75, MajorityAtK: 0.625, MajorityExact: true}, {K: 8, PassAtK: 0.875, MajorityAtK: 0.6875}},
+			"k     pass@k    majority@k\n4     0.7500    0.6250\n8     0.8750    0.6875 *\n" +
+				"* a Monte Carlo estimate: majority@k over 2000 random subsets of k samples a problem, where C(n, k) exceeds 10000 (the report's config.majority)\n"},
+	} {
+		var b strings.Builder
+		passAtKTable(&b, tc.pts, mc)
+		require.Equal(t, tc.want, b.String(), tc.name)
+	}
+}
