@@ -295,8 +295,9 @@ func (s *Store) Scale(a float32) {
 }
 
 // AddScaled adds alpha*src to s element-wise (s += alpha*src); the layouts
-// must match. Gradient accumulation over micro-batches is
-// grads.AddScaled(micro, scale) with scale from optim.MicroBatchScale.
+// must match. (Training does not accumulate through it: the executor adds
+// each micro-batch's gradients, scaled by its share of the loss tokens,
+// straight into the gradient store; see rl.Gradients.)
 func (s *Store) AddScaled(src *Store, alpha float32) error {
 	if err := s.SameLayout(src); err != nil {
 		return err
