@@ -171,7 +171,8 @@ var ErrNonFiniteUpdate = errors.New("optim: the update would make weights or mom
 
 // Step applies one AdamW update with learning rate lr to w in place, from
 // the gradients g, and increments Steps. w and g must have the layout o was
-// built for. lr must be >= 0 and finite, and g finite (check its norm).
+// built for. lr must be >= 0 and finite. (A non-finite g is refused as
+// below; callers check its norm first, to say why the step is skipped.)
 // Before writing anything Step makes sure that every new weight and
 // moment is finite (float32): by a bound when it suffices (see
 // updateIsSafe), else by computing the update once without storing it;

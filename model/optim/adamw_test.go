@@ -349,3 +349,44 @@ func TestStepRefusesNaNWeight(t *testing.T) {
 		})
 	}
 }
+
+// TestStepRefusesNonFiniteGradient: a gradient holding NaN or an
+// infinity, in a decayed tensor or not, is refused with
+// ErrNonFiniteUpdate and changes nothing (weights, moments, step count),
+// as the package doc says; the doc said such gradients were not checked.
+func TestStepRefusesNonFiniteGradient(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		at   int // index into the flat gradient: 0..3 the matrix, 4..5 the vector
+		bad  float32
+	}{
+		{"NaN in a decayed matrix", 2, float32(math.NaN())},
+		{"+Inf in a decayed matrix", 0, float32(math.Inf(1))},
+		{"-Inf in an undecayed vector", 5, float32(math.Inf(-1))},
+		{"NaN in an undecayed vector", 4, float32(math.NaN())},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := store(t,
+				params.Tensor{Name: "w", Shape: []int64{2, 2}, Data: []float32{1, -2, 3, -4}},
+				params.Tensor{Name: "b", Shape: []int64{2}, Data: []float32{0.5, -0.5}})
+			o, err := NewAdamW(DefaultConfig(), w)
+			require.NoError(t, err)
+			g := w.NewGrads()
+			for i := range g.Flat() {
+				g.Flat()[i] = 0.25
+			}
+			// A first, finite update, so that the moments hold values
+			// the refused one must leave as they are.
+			require.NoError(t, o.Step(w, g, 1e-2))
+			weights := append([]float32(nil), w.Flat()...)
+			m := append([]float32(nil), o.ExpAvg().Flat()...)
+			v := append([]float32(nil), o.ExpAvgSq().Flat()...)
+			g.Flat()[tc.at] = tc.bad
+			require.ErrorIs(t, o.Step(w, g, 1e-2), ErrNonFiniteUpdate)
+			require.Equal(t, weights, w.Flat())
+			require.Equal(t, m, o.ExpAvg().Flat())
+			require.Equal(t, v, o.ExpAvgSq().Flat())
+			require.EqualValues(t, 1, o.Steps())
+		})
+	}
+}

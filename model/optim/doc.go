@@ -17,9 +17,10 @@
 //   - The gradient handed to Step is the batch's: rl.Gradients sums the
 //     micro-batches' token-mean gradients scaled by their share of tokens,
 //     d/dw (1/T) sum_t l_t = sum_k (T_k/T) * d/dw (1/T_k) sum_{t in k} l_t.
-//   - Non-finite gradients are not checked by Step; use the norm returned
-//     by params.Store.ClipByNorm and skip the step when it is not finite.
-//     An update that would overflow float32 (from a huge learning rate or
-//     huge weights) is refused whole with ErrNonFiniteUpdate before
-//     anything is written.
+//   - An update that would leave a weight or moment non-finite (from a
+//     non-finite gradient, a huge learning rate or huge weights) is
+//     refused whole with ErrNonFiniteUpdate before anything is written.
+//     Callers check the gradient's norm first (params.Store.ClipByNorm
+//     returns it) and skip a step whose norm is not finite, so that the
+//     skip names the gradient as its cause.
 package optim
