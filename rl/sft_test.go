@@ -50,7 +50,7 @@ func fixedExamples(r *rand.Rand, n, vocab int) []rl.Example {
 // completionNLL computes the token-mean negative log-likelihood of the
 // examples' completions with the rollout LM, one row at a time through
 // Forward and a float64 log-softmax written here, independently of the
-// training graph and of rl.Scorer.
+// training graph and of model.Policy.Scorer.
 func completionNLL(t *testing.T, lm *model.LM, examples []rl.Example) float64 {
 	t.Helper()
 	V := lm.Signature().Vocab
