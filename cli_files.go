@@ -462,6 +462,46 @@ func staleSideFiles(r resolvedModel, out string, defaults map[string][]byte) ([]
 	return stale, nil
 }
 
+// refuseOwnSideFiles refuses, as a usage error, an hf export into dir,
+// --model's own directory, that would replace a tokenizer or generation
+// file of the model's there with other contents or remove it: with a
+// --tokenizer from another directory the export copies that
+// tokenizer's files (spiral's defaults where it has none) and removes
+// those it lacks, as model.ExportHF replaces a directory's side files
+// whole, though spiral reads the model's tokenizer there. The onnx
+// export refuses the same (exportSidecars); config.json, which the
+// export reads from there, is the model's either way.
+func refuseOwnSideFiles(r resolvedModel, dir string, defaults map[string][]byte) error {
+	for _, f := range model.SideFiles(r.onnx, r.tokenizer) {
+		path := filepath.Join(dir, f.Name)
+		have, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) || err == nil && model.SameFile(path, f.From) {
+			continue
+		}
+		if err != nil {
+			return outError("--out", dir, err)
+		}
+		b, err := os.ReadFile(f.From)
+		from := f.From
+		if errors.Is(err, fs.ErrNotExist) {
+			d, ok := defaults[f.Name]
+			if !ok {
+				return usageError{fmt.Errorf("--out %s: %s is a file of --model's own that the export would remove, the --tokenizer's directory %s having none: give --overwrite to remove it, or another --out",
+					dir, path, filepath.Dir(f.From))}
+			}
+			b, err, from = d, nil, "spiral's "+f.Name
+		}
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(have, b) {
+			return usageError{fmt.Errorf("--out %s: %s is a file of --model's own that the export would replace with %s: give --overwrite to replace it, or another --out",
+				dir, path, from)}
+		}
+	}
+	return nil
+}
+
 // report is the export's line on the sidecar written.
 func (s sidecar) report() string {
 	if s.from == "" {

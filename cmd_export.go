@@ -34,7 +34,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 	markNonEmpty(fs, "out", "the .onnx file to write (--format onnx), or the directory (hf, peft)")
 	markNonEmpty(fs, "base-model", "a Hugging Face id or a transformers model directory (leave --base-model out for config.json's _name_or_path beside --model)")
 	external := fs.Bool("external-data", false, "onnx only: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
-	overwrite := fs.Bool("overwrite", false, "replace a model already in --out: its model files the export does not write (model.onnx, an adapter...; peft: its config.json, tokenizer and generation files too) are removed, and files of its that differ from the export's (onnx: config.json, the tokenizer's) replaced")
+	overwrite := fs.Bool("overwrite", false, "replace a model already in --out: its model files the export does not write (model.onnx, an adapter...; peft: its config.json, tokenizer and generation files too) are removed, and files of its that differ from the export's (onnx: config.json, the tokenizer's; hf into --model's own directory: the tokenizer's) replaced")
 	return func(ctx context.Context, env *cliEnv, args []string) (err error) {
 		if *format != "onnx" && *format != "hf" && *format != "peft" {
 			return usageError{fmt.Errorf("--format %q: want onnx, hf or peft", *format)}
@@ -201,6 +201,14 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		var tokFiles map[string][]byte
 		if *format != "peft" {
 			if tokFiles, err = r.checkExportTokenizer(); err != nil {
+				return err
+			}
+		}
+		// --model's own tokenizer and generation files, which an hf
+		// export into its directory would replace with another
+		// --tokenizer's.
+		if *format == "hf" && !*overwrite && model.SameFile(outDir, filepath.Dir(r.onnx)) {
+			if err := refuseOwnSideFiles(r, outDir, tokFiles); err != nil {
 				return err
 			}
 		}

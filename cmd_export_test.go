@@ -624,3 +624,84 @@ func TestExportPEFTRefusesStaleTokenizer(t *testing.T) {
 	require.NoFileExists(t, tok)
 	require.Contains(t, stdout.String(), "removed "+tok+": the replaced model's (--overwrite)\n")
 }
+
+// TestExportHFKeepsTheModelsOwnSideFiles: an hf export into --model's
+// own directory with a --tokenizer from elsewhere wrote that tokenizer
+// over the model's tokenizer.json, spiral's defaults over its
+// tokenizer_config.json and removed its added_tokens.json, exiting 0
+// without a word (model.ExportHF replaces a directory's side files
+// whole), though spiral reads the model's tokenizer there and the onnx
+// export refuses the same. It is refused (exit 2, naming the first file
+// it would replace or remove, nothing written) unless --overwrite;
+// without --tokenizer the model's files are the export's, as before.
+func TestExportHFKeepsTheModelsOwnSideFiles(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	emb := filepath.Dir(embeddedModelPath(t))
+	tok, err := os.ReadFile(filepath.Join(emb, "tokenizer.json"))
+	require.NoError(t, err)
+	tokConfig := `{"model_max_length": 77}`
+	own := map[string]string{
+		"tokenizer.json":        string(tok),
+		"tokenizer_config.json": tokConfig,
+		"added_tokens.json":     `{"<x>": 3}`,
+	}
+	const differs = " is a file of --model's own that the export would replace with "
+	const removes = " is a file of --model's own that the export would remove, "
+	for _, tc := range []struct {
+		name    string
+		tokDir  map[string]string // the --tokenizer directory's files; nil: no --tokenizer
+		refused string            // the file named, "" for none
+		why     string
+	}{
+		{"its own tokenizer", nil, "", ""},
+		{"another tokenizer.json", map[string]string{"tokenizer.json": string(tok) + "\n"}, "tokenizer.json", differs},
+		{"no tokenizer_config.json", map[string]string{"tokenizer.json": string(tok)}, "tokenizer_config.json", differs},
+		{"no added_tokens.json", map[string]string{"tokenizer.json": string(tok), "tokenizer_config.json": tokConfig}, "added_tokens.json", removes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			src := filepath.Join(root, "src")
+			require.NoError(t, os.Mkdir(src, 0o755))
+			for _, f := range []string{"model.onnx", "config.json"} {
+				b, err := os.ReadFile(filepath.Join(emb, f))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join(src, f), b, 0o644))
+			}
+			for name, s := range own {
+				require.NoError(t, os.WriteFile(filepath.Join(src, name), []byte(s), 0o644))
+			}
+			args := []string{"export", "--format", "hf", "--model", src, "--out", src}
+			if tc.tokDir != nil {
+				tokDir := filepath.Join(root, "tok")
+				require.NoError(t, os.Mkdir(tokDir, 0o755))
+				for name, s := range tc.tokDir {
+					require.NoError(t, os.WriteFile(filepath.Join(tokDir, name), []byte(s), 0o644))
+				}
+				args = append(args, "--tokenizer", filepath.Join(tokDir, "tokenizer.json"))
+			}
+			var stderr bytes.Buffer
+			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			if tc.refused == "" {
+				require.Zero(t, code, stderr.String())
+			} else {
+				require.Equal(t, exitUsage, code, stderr.String())
+				require.Contains(t, stderr.String(), "spiral export: --out "+src+": "+filepath.Join(src, tc.refused)+tc.why, stderr.String())
+				require.NoFileExists(t, filepath.Join(src, "model.safetensors"), "nothing written")
+			}
+			for name, s := range own {
+				got, err := os.ReadFile(filepath.Join(src, name))
+				require.NoError(t, err, name)
+				require.Equal(t, s, string(got), "the model's own %s", name)
+			}
+			if tc.refused == "" {
+				return
+			}
+			stderr.Reset()
+			require.Zero(t, run(context.Background(), append(args, "--overwrite"), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			got, err := os.ReadFile(filepath.Join(src, "tokenizer.json"))
+			require.NoError(t, err)
+			require.Equal(t, tc.tokDir["tokenizer.json"], string(got), "--overwrite: the given tokenizer")
+			require.NoFileExists(t, filepath.Join(src, "added_tokens.json"), "--overwrite: the model's own, which the given tokenizer's directory lacks")
+		})
+	}
+}
