@@ -451,7 +451,9 @@ func prune(dir string, saved int64, o Options) {
 	}
 }
 
-// ReadState reads and validates path/state.json without touching any store.
+// ReadState reads and validates path/state.json without touching any
+// store. A format version above FormatVersion (a newer spiral's
+// checkpoint) is an error marked by Final, so that Newest stops at it.
 func ReadState(path string) (State, error) {
 	file := filepath.Join(path, StateFile)
 	b, err := os.ReadFile(file)
@@ -467,7 +469,12 @@ func ReadState(path string) (State, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return State{}, fmt.Errorf("checkpoint: %s: corrupted: extra data after the JSON object", file)
 	}
-	if st.FormatVersion < 1 || st.FormatVersion > FormatVersion {
+	// A newer spiral's checkpoint is no damage: passed over, it would
+	// be resumed past (its steps dropped) and then pruned as damaged.
+	if st.FormatVersion > FormatVersion {
+		return State{}, Final(fmt.Errorf("checkpoint: %s: format version %d, this build reads 1..%d: a newer spiral's checkpoint, which this one neither reads nor passes over for an older one: read it with that version", file, st.FormatVersion, FormatVersion))
+	}
+	if st.FormatVersion < 1 {
 		return State{}, fmt.Errorf("checkpoint: %s: format version %d, this build reads 1..%d", file, st.FormatVersion, FormatVersion)
 	}
 	if st.Step < 0 || st.OptimizerSteps < 0 {
@@ -734,7 +741,8 @@ func Resume(ctx context.Context, dir string, w *params.Store, opt *optim.AdamW) 
 // with Load. An error that says the checkpoint is intact but does not fit
 // stops the search, since older checkpoints of the same run would not fit
 // either: a *params.MismatchError (Load's layout check) or an error marked
-// by Final, or a cancellation (an error wrapping context.Canceled or
+// by Final (ReadState's of a newer spiral's checkpoint too), or a
+// cancellation (an error wrapping context.Canceled or
 // context.DeadlineExceeded: Ctrl-C during a read, which would fail the
 // older ones too, and is no damage); Newest then returns that error with
 // the checkpoints skipped before it. A run training into dir meanwhile
@@ -795,8 +803,10 @@ func savedDuring(dir, path string, before os.FileInfo, berr error, newest int64)
 // Final marks err, returned by a load function given to Newest or Pick,
 // as one that older checkpoints would share, so that the search stops at
 // it: the checkpoint belongs to another model, or what it is loaded into
-// fails whatever the checkpoint (the model does not open). The error
-// reads as err and wraps it. Final(nil) is nil.
+// fails whatever the checkpoint (the model does not open); or as one of
+// a checkpoint that is no damage and must not be passed over (ReadState's
+// newer format version). The error reads as err and wraps it. Final(nil)
+// is nil.
 func Final(err error) error {
 	if err == nil {
 		return nil

@@ -237,6 +237,55 @@ func TestCorruptionDetectedAndOlderSurvives(t *testing.T) {
 	}
 }
 
+// TestNewerFormatStopsTheSearch: a checkpoint whose state.json records
+// a format version above this build's (one a newer spiral wrote, when
+// the run was resumed with an older binary) was skipped as damaged: the
+// run resumed from an older checkpoint, dropping the newer one's steps,
+// and its next Save under --keep removed the newer checkpoint as one
+// "the run resumed past (damaged)". Resume, Newest and Pick stop at it
+// instead, naming the file and the versions, and nothing is loaded.
+func TestNewerFormatStopsTheSearch(t *testing.T) {
+	dir := t.TempDir()
+	saveSteps(t, dir, []int64{100, 200}, Options{})
+	newest := filepath.Join(dir, DirName(200))
+	replaceIn(t, filepath.Join(newest, StateFile), `"format_version":1`, fmt.Sprintf(`"format_version":%d`, FormatVersion+1))
+	want := fmt.Sprintf("%s: format version %d, this build reads 1..%d", filepath.Join(newest, StateFile), FormatVersion+1, FormatVersion)
+	for _, tc := range []struct {
+		name string
+		read func() (string, []error, error)
+	}{
+		{"Resume", func() (string, []error, error) {
+			w, o := fresh(t)
+			path, _, skipped, err := Resume(context.Background(), dir, w, o)
+			return path, skipped, err
+		}},
+		{"Pick", func() (string, []error, error) {
+			return Pick(dir, func(p string) error {
+				w, o := fresh(t)
+				_, err := Load(context.Background(), p, w, o)
+				return err
+			})
+		}},
+		{"Newest of the states", func() (string, []error, error) {
+			return Newest(dir, func(p string) error { _, err := ReadCheckedState(p); return err })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, skipped, err := tc.read()
+			require.ErrorContains(t, err, want)
+			require.Empty(t, path, "no older checkpoint taken in its place")
+			require.Empty(t, skipped)
+		})
+	}
+	// A version below 1 is no spiral's: damage, skipped as before.
+	replaceIn(t, filepath.Join(newest, StateFile), fmt.Sprintf(`"format_version":%d`, FormatVersion+1), `"format_version":0`)
+	w, o := fresh(t)
+	path, _, skipped, err := Resume(context.Background(), dir, w, o)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, DirName(100)), path)
+	require.Len(t, skipped, 1)
+}
+
 // TestStateWithoutChecksum: a checkpoint of an older version, whose
 // model.safetensors records no checksum of state.json's data cursor and
 // configuration, loads.
