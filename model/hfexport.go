@@ -416,6 +416,41 @@ func checkRotary(path string, cfg HFConfig, m *onnx.Model) error {
 	return nil
 }
 
+// checkTying refuses the config.json at path (cfg) when its
+// tie_word_embeddings is not how the graph's LM head reads its weights
+// (ps the export's parameters; head and embed, under a tied cfg, the
+// initializers of the head and the embedding; ties the graph's tied
+// copies): untied (false, or left out, Qwen's default) over a graph
+// whose head reads the embedding table, which leaves the export no
+// lm_head.weight, so transformers would draw one at random; tied over a
+// graph whose head has a table of its own, neither the embedding's nor a
+// copy of it, which the export leaves out, so transformers would compute
+// the logits with the embedding in its place.
+func checkTying(path string, cfg HFConfig, ps []HFParam, head, embed string, ties []lmgraph.Tie) error {
+	if cfg.TieWordEmbeddings == nil || !*cfg.TieWordEmbeddings {
+		if slices.ContainsFunc(ps, func(p HFParam) bool { return p.Name == "lm_head.weight" }) {
+			return nil
+		}
+		says := "says tie_word_embeddings false"
+		if cfg.TieWordEmbeddings == nil {
+			says = "leaves tie_word_embeddings out (false for Qwen)"
+		}
+		return fmt.Errorf("model: hf export: %s %s, but the graph's LM head reads the embedding table: the export would have no lm_head.weight, which transformers would draw at random; set tie_word_embeddings true in it", path, says)
+	}
+	root := func(name string) string {
+		for _, t := range ties {
+			if t.Copy == name {
+				return t.Of
+			}
+		}
+		return name
+	}
+	if head == "" || root(head) == root(embed) {
+		return nil
+	}
+	return fmt.Errorf("model: hf export: %s says tie_word_embeddings true, but the graph's LM head has weights of its own (%q), not the embedding's: the export would leave them out, and transformers compute the logits with the embedding in their place; set tie_word_embeddings false in it", path, head)
+}
+
 // holdsValues reports whether a float32 or float64 tensor of m's main
 // graph, an initializer or a Constant node's value, holds want, each
 // value within 1e-5 of it relatively (float32 rounding of another
@@ -518,7 +553,25 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 	if err := checkRotary(cfgPath, cfg, m); err != nil {
 		return 0, err
 	}
-	ps, err := HFParams(m, cfg.TieWordEmbeddings != nil && *cfg.TieWordEmbeddings)
+	tied := cfg.TieWordEmbeddings != nil && *cfg.TieWordEmbeddings
+	// The initializers of the LM head and the embedding, which a tied
+	// config.json's export leaves the head's out of.
+	var head, embed string
+	if tied {
+		// Where HFParams fails untied and not tied (two initializers
+		// that map to lm_head.weight, which the tied export leaves
+		// out), there is no one head to check.
+		all, _ := HFParams(m, false)
+		for _, p := range all {
+			switch p.Name {
+			case "lm_head.weight":
+				head = p.Initializer
+			case "model.embed_tokens.weight":
+				embed = p.Initializer
+			}
+		}
+	}
+	ps, err := HFParams(m, tied)
 	if err != nil {
 		return 0, err
 	}
@@ -526,6 +579,9 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 	// and drops the copies (hfSources reads a copy from its table).
 	_, ties, err := parameters(m, src)
 	if err != nil {
+		return 0, err
+	}
+	if err := checkTying(cfgPath, cfg, ps, head, embed, ties); err != nil {
 		return 0, err
 	}
 	srcs, err := hfSources(m, ps, ties, trained)

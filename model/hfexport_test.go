@@ -657,3 +657,74 @@ func TestExportHFInterruptedAfterItsWeights(t *testing.T) {
 		require.Equal(t, body, string(b), name)
 	}
 }
+
+// TestExportHFRefusesAnotherTying: config.json's tie_word_embeddings was
+// trusted as it was: over a graph whose LM head reads the embedding
+// table, an untied config.json (false, or the key left out, Qwen's
+// default) gave an export without lm_head.weight, which transformers
+// draws at random; over a graph whose head has weights of its own, a
+// tied one gave an export without them, transformers computing the
+// logits with the embedding instead. Both exited without an error. They
+// are refused, naming config.json and the setting to give, nothing
+// written; the configs that match their graphs export as before.
+func TestExportHFRefusesAnotherTying(t *testing.T) {
+	none, err := params.NewStore(nil)
+	require.NoError(t, err)
+	tiny := func(tied bool) string {
+		c := qwen3.Tiny()
+		c.Layers, c.TiedEmbeddings = 1, tied
+		dir := t.TempDir()
+		require.NoError(t, qwen3.WriteDir(dir, c, 3))
+		return dir
+	}
+	qwen2 := func(bool) string {
+		dir := t.TempDir()
+		for _, name := range []string{"model.onnx", model.ConfigFile} {
+			b, err := os.ReadFile(filepath.Join("testdata", "hfqwen2", name))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o666))
+		}
+		return dir
+	}
+	for _, tc := range []struct {
+		name   string
+		src    func(tied bool) string
+		graph  bool // the graph's head reads the embedding
+		config any  // config.json's tie_word_embeddings; nil: left out
+		want   string
+	}{
+		{"tied graph, tied config", tiny, true, true, ""},
+		{"untied graph, untied config", tiny, false, false, ""},
+		{"untied graph, config without the key", tiny, false, nil, ""},
+		{"tied graph, untied config", tiny, true, false, "says tie_word_embeddings false, but the graph's LM head reads the embedding table: the export would have no lm_head.weight, which transformers would draw at random; set tie_word_embeddings true in it"},
+		{"tied graph, config without the key", tiny, true, nil, "leaves tie_word_embeddings out (false for Qwen), but the graph's LM head reads the embedding table"},
+		{"untied graph, tied config", tiny, false, true, "says tie_word_embeddings true, but the graph's LM head has weights of its own (\"lm_head.weight\"), not the embedding's"},
+		{"qwen2 export, tied config", qwen2, false, true, "says tie_word_embeddings true, but the graph's LM head has weights of its own (\"onnx::MatMul_736\"), not the embedding's"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := tc.src(tc.graph)
+			path := filepath.Join(dir, model.ConfigFile)
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			var cfg map[string]any
+			require.NoError(t, json.Unmarshal(b, &cfg))
+			delete(cfg, "tie_word_embeddings")
+			if tc.config != nil {
+				cfg["tie_word_embeddings"] = tc.config
+			}
+			b, err = json.Marshal(cfg)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(path, b, 0o666))
+			out := t.TempDir()
+			_, err = model.ExportHF(context.Background(), filepath.Join(dir, "model.onnx"), "", out, none, lmgraph.LoRA{}, nil, false)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, "model: hf export: "+path+" "+tc.want)
+			entries, err := os.ReadDir(out)
+			require.NoError(t, err)
+			require.Empty(t, entries, "nothing written")
+		})
+	}
+}
