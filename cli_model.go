@@ -143,15 +143,45 @@ func noONNXError(dir string) error {
 // --checkpoint, a usage error (exit 2) as --checkpoint given a model
 // directory is; nil for another directory.
 func runPathError(dir string) error {
+	p, ok := runPathOf(dir)
+	if !ok {
+		return nil
+	}
+	return usageError{fmt.Errorf("--model: directory %s %s, not a model: give %s as --model, and this directory as --checkpoint%s (eval, generate, export; spiral export makes a model of it for the other commands)", dir, p.what, p.model, p.which)}
+}
+
+// planRunPathError is runPathError for spiral plan, which has no
+// --checkpoint: a run's checkpoints have the shapes of the model it
+// trained, whose config.json plan reads.
+func planRunPathError(dir string) error {
+	p, ok := runPathOf(dir)
+	if !ok {
+		return nil
+	}
+	return usageError{fmt.Errorf("--model: directory %s %s, not a model: give %s as --model (plan reads the config.json beside it)", dir, p.what, p.model)}
+}
+
+// runPath is what runPathOf finds a directory to be.
+type runPath struct {
+	// what the directory is ("is a checkpoint") and the model to give
+	// instead ("the ONNX model its run trained"); which, of a run or its
+	// checkpoints/, says that --checkpoint reads its newest intact
+	// checkpoint (" for its newest intact one"), not the directory.
+	what, model, which string
+}
+
+// runPathOf says what dir is when it is a training run's, its
+// checkpoints/ or a checkpoint; false for another directory.
+func runPathOf(dir string) (runPath, bool) {
 	switch {
 	case checkpoint.IsCheckpointDir(dir):
-		return usageError{fmt.Errorf("--model: directory %s is a checkpoint, not a model: give the ONNX model its run trained as --model, and this directory as --checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)", dir)}
+		return runPath{"is a checkpoint", "the ONNX model its run trained", ""}, true
 	case isDir(filepath.Join(dir, rl.CheckpointsDir)):
-		return usageError{fmt.Errorf("--model: directory %s is a training run's (it holds %s/), not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact checkpoint (eval, generate, export; spiral export makes a model of it for the other commands)", dir, rl.CheckpointsDir)}
+		return runPath{"is a training run's (it holds " + rl.CheckpointsDir + "/)", "the ONNX model it trained", " for its newest intact checkpoint"}, true
 	case checkpoint.HoldsCheckpoints(dir):
-		return usageError{fmt.Errorf("--model: directory %s holds a training run's checkpoints, not a model: give the ONNX model it trained as --model, and this directory as --checkpoint for its newest intact one (eval, generate, export; spiral export makes a model of it for the other commands)", dir)}
+		return runPath{"holds a training run's checkpoints", "the ONNX model it trained", " for its newest intact one"}, true
 	}
-	return nil
+	return runPath{}, false
 }
 
 // warnDataFiles writes a warning to warn for each external data file of

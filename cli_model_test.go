@@ -173,7 +173,9 @@ func TestCheckpointIsAModelDirectory(t *testing.T) {
 // a checkpoint given as --model, a path mistake as --checkpoint given a
 // model directory is (exit 2, "give it as --model"), exited 1 (plan's:
 // "needs the Hugging Face config.json beside it"). Every command that
-// takes --model now exits 2, pointing to --checkpoint.
+// takes --model now exits 2, pointing to --checkpoint; plan, which has
+// no --checkpoint and plans the run's model from its config.json,
+// points to the model alone.
 func TestModelFlagGivenARunExitsUsage(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	root := t.TempDir()
@@ -203,7 +205,13 @@ func TestModelFlagGivenARunExitsUsage(t *testing.T) {
 			args := append(append([]string{}, cmd...), "--model", tc.dir)
 			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
 			require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
-			require.Contains(t, stderr.String(), "--model: directory "+tc.dir+" "+tc.want, "%q", args)
+			want := tc.want
+			if cmd[0] == "plan" {
+				want, _, _ = strings.Cut(want, ", and this directory as --checkpoint")
+				want += " (plan reads the config.json beside it)\n"
+				require.NotContains(t, stderr.String(), "--checkpoint", "%q", args)
+			}
+			require.Contains(t, stderr.String(), "--model: directory "+tc.dir+" "+want, "%q", args)
 		}
 	}
 }

@@ -164,7 +164,7 @@ func planArch(m string, warn io.Writer) (memplan.Arch, string, error) {
 	}
 	a, err := memplan.LoadConfig(path)
 	if errors.Is(err, fs.ErrNotExist) && st.IsDir() {
-		if err := runPathError(m); err != nil {
+		if err := planRunPathError(m); err != nil {
 			return memplan.Arch{}, "", err
 		}
 	}
