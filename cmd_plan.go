@@ -41,7 +41,8 @@ type planFlags struct {
 	genRows      int
 	genCapacity  int
 	genCallMiB   int
-	device       string
+	device       string // --device-memory
+	onDevice     string // --device, train's
 	json         bool
 	exec         executorFlags
 	train        string // train's --train and --freeze
@@ -64,6 +65,7 @@ func (f *planFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.genRows, "gen-rows", 64, "generation: rows decoded together (--gen-batch)")
 	fs.IntVar(&f.genCapacity, "gen-capacity", defaultPlanGenCapacity, "generation: positions per row, prompt plus new tokens (the paper: 1,024 + 4,096); the default is cut to a shorter context of the model's, as --tokens'")
 	registerGenCallMiB(fs, &f.genCallMiB)
+	fs.StringVar(&f.onDevice, "device", "cpu", "training: the device train runs on, as train's --device: cpu, cuda, cuda:N or auto (planned as cuda); on cuda the device layer holds a trained untied head's gradient transposed too")
 	fs.StringVar(&f.device, "device-memory", "", "memory to fit: a number with a unit, k, M, G or T (powers of 1000) or KiB, MiB, GiB or TiB (of 1024), B optional, any case, e.g. 80GB, 1.5T or 24GiB; a number without one is bytes, at least 1 MiB; default: this machine's")
 	fs.BoolVar(&f.json, "json", false, "print the prediction as JSON")
 }
@@ -102,6 +104,9 @@ func (f *planFlags) validate() (int64, error) {
 		errs = append(errs, errors.New("--model is required: a model file, a directory with config.json, or one of "+strings.Join(memplan.Names(), ", ")+planUsage))
 	}
 	errs = append(errs, loraWithoutRank(f.changed, f.loraRank))
+	if _, _, err := model.ParseDevice(f.onDevice); err != nil {
+		errs = append(errs, fmt.Errorf("--device: %w", err))
+	}
 	if f.loraRank < 0 {
 		errs = append(errs, fmt.Errorf("--lora-rank %d: want >= 0", f.loraRank))
 	} else if _, err := parseLoRA(f.loraRank, f.loraAlpha, f.loraTargets); err != nil {
@@ -180,6 +185,9 @@ func planArch(m string, warn io.Writer) (memplan.Arch, string, error) {
 // planReport is spiral plan's output.
 type planReport struct {
 	Arch memplan.Arch `json:"arch"`
+	// Device is the device planned, "cpu" or "cuda" (--device; auto
+	// planned as cuda).
+	Device string `json:"device"`
 	// Rows, Tokens, GenRows and GenCapacity are the shapes planned (the
 	// defaults cut to the model's context: withinContext).
 	// TrainedParams is what the training step trains: LoRA's adapters,
@@ -263,8 +271,13 @@ func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget 
 		}
 		trained = t.Params
 	}
+	dev, _, err := model.ParseDevice(f.onDevice)
+	if err != nil {
+		return usageError{fmt.Errorf("--device: %w", err)}
+	}
 	tr := memplan.Train{Rows: f.rows, Tokens: f.tokens, LoRARank: lora.Rank, LoRATargets: lora.Targets, Selection: sel, Known: known,
-		AttentionBytes: opts.AttentionBytes, LossChunkBytes: opts.LossChunkBytes, MLPBytes: opts.MLPBytes, KeptBytes: opts.KeptBytes}
+		AttentionBytes: opts.AttentionBytes, LossChunkBytes: opts.LossChunkBytes, MLPBytes: opts.MLPBytes, KeptBytes: opts.KeptBytes,
+		Device: dev.Kind == model.CUDA}
 	// The shape is valid (planArch): what the peaks refuse is a size of
 	// the flags past memplan.MaxBytes.
 	train, err := memplan.TrainPeak(arch, tr)
@@ -287,10 +300,25 @@ func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget 
 	if err != nil {
 		return err
 	}
-	rep := planReport{Arch: arch, Rows: f.rows, Tokens: f.tokens, GenRows: f.genRows, GenCapacity: f.genCapacity, Params: arch.Params(), TrainedParams: trained, DeviceMemory: budget, Train: train, TrainTotal: memplan.Total(train),
+	// onDevice is what the device layer adds to both peaks in train,
+	// which a CPU plan says.
+	var onDevice int64
+	if !tr.Device {
+		cuda := tr
+		cuda.Device = true
+		items, err := memplan.TrainPeak(arch, cuda)
+		if err != nil {
+			return planShapeError("--rows/--tokens/--lora-rank", err)
+		}
+		onDevice = memplan.Total(items) - memplan.Total(train)
+	}
+	rep := planReport{Arch: arch, Device: "cpu", Rows: f.rows, Tokens: f.tokens, GenRows: f.genRows, GenCapacity: f.genCapacity, Params: arch.Params(), TrainedParams: trained, DeviceMemory: budget, Train: train, TrainTotal: memplan.Total(train),
 		Generate: generate, GenerateTotal: memplan.Total(generate), MaxTokens: map[int]int{}, MaxGenRows: memplan.MaxRows(arch, gen, budget),
 		TrainingGenerateTotal: memplan.Total(trainingGen), MaxTrainingGenRows: memplan.MaxRows(arch, inTraining, budget),
 		Traffic: traffic}
+	if tr.Device {
+		rep.Device = "cuda"
+	}
 	for _, rows := range []int{1, 2, 4, 8, 16} {
 		tr.Rows = rows
 		rep.MaxTokens[rows] = memplan.MaxTokens(arch, tr, budget)
@@ -326,6 +354,9 @@ func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget 
 		fmt.Fprintf(w, "  %s\t%10s\n", it.Name, gib(it.Bytes))
 	}
 	fmt.Fprintf(w, "  peak\t%10s\n", gib(rep.TrainTotal))
+	if onDevice > 0 {
+		fmt.Fprintf(w, "  (--device cuda adds %s to both peaks in train: the device layer's transposed sum of the untied head's gradient)\n", gib(onDevice))
+	}
 	genCutNote := ""
 	if genCut {
 		genCutNote = fmt.Sprintf(" (the default --gen-capacity %d cut to the model's %d positions)", defaultPlanGenCapacity, arch.Context)

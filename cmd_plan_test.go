@@ -48,6 +48,72 @@ func TestPlanGenerationInTraining(t *testing.T) {
 	}
 }
 
+// TestPlanDeviceUntiedHead: the device layer's transposed sum of a
+// trained untied head's gradient (model's deviceGrads.columnSum, 4 x
+// 151,936 x 4,096 = 2,489,319,424 bytes for Qwen3-8B) is allocated on
+// --device cuda only (openDeviceGrads): plan counted it in a CPU run's
+// peaks too. --device takes train's values (auto planned as cuda); the
+// CPU plan says what cuda adds; a bad value is a usage error.
+func TestPlanDeviceUntiedHead(t *testing.T) {
+	const head = 4 * 151936 * 4096
+	plan := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"plan", "--model", "qwen3-8b", "--device-memory", "141GB"}, args...), &cliEnv{stdout: &stdout, stderr: &stderr})
+		return code, stdout.String(), stderr.String()
+	}
+	type report struct {
+		Device                string         `json:"device"`
+		Train                 []memplan.Item `json:"train"`
+		TrainTotal            int64          `json:"train_total_bytes"`
+		TrainingGenerateTotal int64          `json:"training_generate_total_bytes"`
+	}
+	reports := map[string]report{}
+	for _, c := range []struct {
+		device, want string
+		head         bool
+	}{
+		{"", "cpu", false},
+		{"cpu", "cpu", false},
+		{"cuda", "cuda", true},
+		{"cuda:1", "cuda", true},
+		{"auto", "cuda", true},
+	} {
+		t.Run(c.device, func(t *testing.T) {
+			args := []string{"--json"}
+			if c.device != "" {
+				args = append(args, "--device", c.device)
+			}
+			code, stdout, stderr := plan(args...)
+			require.Zero(t, code, stderr)
+			var rep report
+			require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+			require.Equal(t, c.want, rep.Device)
+			got := int64(0)
+			for _, it := range rep.Train {
+				if strings.HasPrefix(it.Name, "untied head's gradient") {
+					got += it.Bytes
+				}
+			}
+			require.Equal(t, c.head, got == head, "%v", rep.Train)
+			require.Equal(t, !c.head, got == 0, "%v", rep.Train)
+			reports[c.want] = rep
+		})
+	}
+	cpu, cuda := reports["cpu"], reports["cuda"]
+	require.Equal(t, int64(head), cuda.TrainTotal-cpu.TrainTotal)
+	require.Equal(t, int64(head), cuda.TrainingGenerateTotal-cpu.TrainingGenerateTotal)
+
+	code, stdout, stderr := plan()
+	require.Zero(t, code, stderr)
+	require.Contains(t, stdout, "  (--device cuda adds 2.32 GiB to both peaks in train: the device layer's transposed sum of the untied head's gradient)\n")
+	code, stdout, stderr = plan("--device", "cuda")
+	require.Zero(t, code, stderr)
+	require.NotContains(t, stdout, "--device cuda adds")
+	code, _, stderr = plan("--device", "tpu")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, `--device: "tpu": want cpu, cuda, cuda:N or auto`)
+}
+
 // TestPlanLoRARankPastProjection: a LoRA rank past a targeted
 // projection's smaller side is refused, as train refuses it when it reads
 // the model (model/lora.go), where plan predicted it (Qwen3-4B, rank

@@ -315,6 +315,10 @@ type Train struct {
 	// KeptBytes is model.ExecutorOptions': the layers' values the
 	// forward pass keeps for the backward pass (<= 0: none).
 	KeptBytes int64
+	// Device is whether the step runs on the device layer (train's
+	// --device cuda), whose executor allocates a buffer the CPU's does
+	// not: a trained untied head's transposed gradient sum.
+	Device bool
 }
 
 // Baseline is the process's memory besides what the items count: the
@@ -469,7 +473,7 @@ func trainPeak(a Arch, t Train, s sizer, sel Trained) ([]Item, error) {
 		lossTile,
 		{"runtime (ONNX Runtime, sessions, Go)", Baseline},
 	}
-	if sel.Head {
+	if sel.Head && t.Device {
 		// The device layer sums an untied head's gradient transposed too,
 		// a block of the vocabulary a range of its rows.
 		items = append(items, Item{"untied head's gradient, transposed (device)", 4 * int64(a.Vocab) * h})
@@ -509,8 +513,8 @@ type Generate struct {
 
 // GeneratePeak itemises generation's peak: the weights, the KV cache,
 // one call's temporaries and the logits, and within a training run
-// (g.Training) its gradients and moments, and a trained untied head's
-// transposed gradient sum on the device.
+// (g.Training) its gradients and moments, and on the device layer
+// (Train.Device) a trained untied head's transposed gradient sum.
 func GeneratePeak(a Arch, g Generate) ([]Item, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
@@ -552,7 +556,7 @@ func generatePeak(a Arch, g Generate, s sizer, sel Trained) ([]Item, error) {
 			weights += 4 * trained
 		}
 		held = []Item{s.bytes("gradients (held by training)", 4, trained), s.bytes("AdamW moments (held by training)", 8, trained)}
-		if sel.Head {
+		if sel.Head && t.Device {
 			// The device layer's transposed sum of the head's gradient
 			// (trainPeak's item) lives as long as the executor.
 			held = append(held, Item{"untied head's gradient, transposed (device, held by training)", 4 * int64(a.Vocab) * int64(a.Hidden)})

@@ -60,28 +60,39 @@ func TestLoRAParams(t *testing.T) {
 	require.Equal(t, 2*3*perRank, a.LoRAParams(3, lmgraph.LoRATargets))
 }
 
-// TestTrainPeakUntiedHead: a full fine-tune of an untied head plans the
-// device layer's transposed sum of its gradient, vocab x hidden floats;
-// a tied head or LoRA (the head frozen) plans none.
+// TestTrainPeakUntiedHead: a full fine-tune of an untied head on the
+// device layer (Train.Device) plans its transposed gradient sum, vocab x
+// hidden floats; on the CPU, where the executor allocates none (model's
+// openDeviceGrads runs on the device layer only), a tied head or LoRA
+// (the head frozen) plans none.
 func TestTrainPeakUntiedHead(t *testing.T) {
-	tr := memplan.Train{Rows: 1, Tokens: 512, AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20, MLPBytes: 256 << 20}
-	transposed := func(a memplan.Arch, tr memplan.Train) int64 {
-		items, err := memplan.TrainPeak(a, tr)
-		require.NoError(t, err)
-		for _, it := range items {
-			if strings.HasPrefix(it.Name, "untied head's gradient") {
-				return it.Bytes
-			}
-		}
-		return 0
-	}
 	untied, _ := memplan.Named("qwen3-8b")
 	tied, _ := memplan.Named("qwen3-4b")
-	require.Equal(t, int64(4*151936*4096), transposed(untied, tr))
-	require.Zero(t, transposed(tied, tr))
-	lora := tr
-	lora.LoRARank = 16
-	require.Zero(t, transposed(untied, lora))
+	for _, c := range []struct {
+		name   string
+		arch   memplan.Arch
+		device bool
+		lora   int
+		want   int64
+	}{
+		{"untied, device", untied, true, 0, 4 * 151936 * 4096},
+		{"untied, CPU", untied, false, 0, 0},
+		{"tied, device", tied, true, 0, 0},
+		{"untied, device, LoRA", untied, true, 16, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			items, err := memplan.TrainPeak(c.arch, memplan.Train{Rows: 1, Tokens: 512, LoRARank: c.lora, Device: c.device,
+				AttentionBytes: 64 << 20, LossChunkBytes: 256 << 20, MLPBytes: 256 << 20})
+			require.NoError(t, err)
+			got := int64(0)
+			for _, it := range items {
+				if strings.HasPrefix(it.Name, "untied head's gradient") {
+					got += it.Bytes
+				}
+			}
+			require.Equal(t, c.want, got)
+		})
+	}
 }
 
 func TestTrainPeakGrows(t *testing.T) {
@@ -348,7 +359,7 @@ func TestTrainPeakSelection(t *testing.T) {
 			got, err := c.arch.Trained(c.sel)
 			require.NoError(t, err)
 			require.Equal(t, memplan.Trained{Params: c.trained, Layer: c.layer, Head: c.head}, got)
-			items, err := memplan.TrainPeak(c.arch, memplan.Train{Rows: 1, Tokens: 4, Selection: c.sel})
+			items, err := memplan.TrainPeak(c.arch, memplan.Train{Rows: 1, Tokens: 4, Selection: c.sel, Device: true})
 			require.NoError(t, err)
 			bytes := map[string]int64{}
 			for _, it := range items {
@@ -448,12 +459,13 @@ func BenchmarkPlanSearches(b *testing.B) {
 // TestTrainPeakKnown: a Train's Known, what a fine-tune trains found
 // otherwise than by name, is planned as given, its selection not read
 // (a --train matching no name of Parameters would refuse it), its head
-// counted; LoRA, which trains adapters, refuses it as a selection.
+// counted (on the device layer); LoRA, which trains adapters, refuses
+// it as a selection.
 func TestTrainPeakKnown(t *testing.T) {
 	a, _ := memplan.Named("qwen3-0.6b")
 	a.Tied = false
 	known := &memplan.Trained{Params: 1000, Layer: 600, Head: true}
-	items, err := memplan.TrainPeak(a, memplan.Train{Rows: 1, Tokens: 64, Known: known, Selection: lmgraph.Selection{Train: regexp.MustCompile("^val_")}})
+	items, err := memplan.TrainPeak(a, memplan.Train{Rows: 1, Tokens: 64, Known: known, Selection: lmgraph.Selection{Train: regexp.MustCompile("^val_")}, Device: true})
 	require.NoError(t, err)
 	got := map[string]int64{}
 	for _, it := range items {
@@ -516,8 +528,8 @@ func TestTrainPeakWorkingSetsWithinShape(t *testing.T) {
 // the gradients and moments: generation within training holds it too.
 // Qwen3-8B, untied (151,936 x 4,096): its 2.32 GiB were in the training
 // step's peak but not in generation's within train, whose rows were
-// planned without them. LoRA (the head frozen) and a selection freezing
-// the head hold none.
+// planned without them. LoRA (the head frozen), a selection freezing
+// the head and a run on the CPU (no device layer) hold none.
 func TestGeneratePeakInTrainingUntiedHead(t *testing.T) {
 	a, _ := memplan.Named("qwen3-8b")
 	const name = "untied head's gradient, transposed (device, held by training)"
@@ -526,9 +538,10 @@ func TestGeneratePeakInTrainingUntiedHead(t *testing.T) {
 		training memplan.Train
 		want     int64
 	}{
-		{"full fine-tune", memplan.Train{}, 4 * 151936 * 4096},
-		{"head frozen", memplan.Train{Selection: lmgraph.Selection{Freeze: regexp.MustCompile("lm_head")}}, 0},
-		{"LoRA", memplan.Train{LoRARank: 16}, 0},
+		{"full fine-tune", memplan.Train{Device: true}, 4 * 151936 * 4096},
+		{"full fine-tune, CPU", memplan.Train{}, 0},
+		{"head frozen", memplan.Train{Device: true, Selection: lmgraph.Selection{Freeze: regexp.MustCompile("lm_head")}}, 0},
+		{"LoRA", memplan.Train{Device: true, LoRARank: 16}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			items, err := memplan.GeneratePeak(a, memplan.Generate{Rows: 2, Capacity: 5120, CallBytes: 512 << 20, Training: &c.training})
