@@ -11,7 +11,9 @@
 // and Parquet; a compressed file (gzip, zstd, bzip2, xz, zip) is refused,
 // naming its compression, and so is UTF-16 text (read as UTF-8 it would
 // be malformed at line 1), and a Parquet file named or given as JSON
-// text, or JSON text as Parquet, naming the format it holds. A JSONL line may start with a UTF-8 byte order
+// text, or JSON text as Parquet, naming the format it holds. A pipe or
+// a device (a shell's process substitution, <(zcat rows.jsonl.gz)) is
+// read whole into memory first, as none can be read at an offset. A JSONL line may start with a UTF-8 byte order
 // mark, as every line that starts a file joined from files that each
 // have one does (cat a.jsonl b.jsonl); it is dropped. Every row is first turned into plain Go values
 // (maps, slices, strings, numbers), so the same field mapping and

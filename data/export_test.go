@@ -1,14 +1,12 @@
 package data
 
-import "bytes"
-
 // Test-only entry points.
 
 // LoadBytes is Load for content already in memory; name stands for the
 // file (its extension selects the format unless opt.Format is set) in
 // sources and errors.
 func LoadBytes(name string, content []byte, opt LoadOptions) (*Dataset, error) {
-	return load(name, opt, bytes.NewReader(content), int64(len(content)), content[:min(len(content), sniffLen)])
+	return loadBytes(name, opt, content)
 }
 
 // DefaultTemplates returns the embedded templates.

@@ -292,12 +292,28 @@ func Load(path string, opt LoadOptions) (*Dataset, error) {
 	if st.IsDir() {
 		return nil, fmt.Errorf("data: %s: is a directory, want a data file", path)
 	}
+	if !st.Mode().IsRegular() {
+		// A pipe (a shell's process substitution, --data <(zcat
+		// rows.jsonl.gz)) or a device cannot be read at an offset, as
+		// the format's sniffing and Parquet's footer are: read it
+		// whole, once, and load it from memory.
+		b, err := io.ReadAll(f)
+		if err != nil {
+			return nil, fmt.Errorf("data: %s: %w", path, err)
+		}
+		return loadBytes(path, opt, b)
+	}
 	head := make([]byte, sniffLen)
 	n, err := f.ReadAt(head, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("data: %s: %w", path, err)
 	}
 	return load(path, opt, f, st.Size(), head[:n])
+}
+
+// loadBytes is load of content held in memory, read from path.
+func loadBytes(path string, opt LoadOptions, content []byte) (*Dataset, error) {
+	return load(path, opt, bytes.NewReader(content), int64(len(content)), content[:min(len(content), sniffLen)])
 }
 
 func load(path string, opt LoadOptions, src source, size int64, head []byte) (*Dataset, error) {
