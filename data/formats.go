@@ -344,9 +344,15 @@ func readJSONL(path string, src io.Reader, fn func(record) error) error {
 				hint := ""
 				if lineNo == 1 && (t[0] == '[' || string(t) == "{") {
 					// A JSON document that spans lines, read as JSONL.
-					hint = " (the file looks like one JSON document, not an object per line: name it .json or pass --format json)"
+					hint = jsonDocumentHint
 				}
 				return fmt.Errorf("data: %s:%d: malformed JSON: %w%s", path, lineNo, derr, hint)
+			}
+			if n, ok := objectList(v); ok && lineNo == 1 {
+				// The rows as one JSON array on one line, as pandas'
+				// to_json(orient="records") writes them without
+				// lines=True.
+				return fmt.Errorf("data: %s:%d: row is a list of %d objects, want an object%s", path, lineNo, n, jsonDocumentHint)
 			}
 			if ferr := fn(record{loc: fmt.Sprintf("%s:%d", path, lineNo), value: v}); ferr != nil {
 				return ferr
@@ -356,6 +362,25 @@ func readJSONL(path string, src io.Reader, fn func(record) error) error {
 			return nil
 		}
 	}
+}
+
+// jsonDocumentHint ends the errors of a JSON document read as JSON
+// Lines.
+const jsonDocumentHint = " (the file looks like one JSON document, not an object per line: name it .json or pass --format json)"
+
+// objectList returns the length of v when it is a list of objects, not
+// empty.
+func objectList(v any) (int, bool) {
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		return 0, false
+	}
+	for _, e := range list {
+		if _, ok := e.(map[string]any); !ok {
+			return 0, false
+		}
+	}
+	return len(list), true
 }
 
 // invalidUTF8 returns the offset of the first byte of b that is not

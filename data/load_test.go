@@ -246,6 +246,9 @@ func TestLoadErrors(t *testing.T) {
 		{name: "one row named .json", file: "a.json", content: `{"problem": "p", "answer": "1"}` + "\n", want: []string{"holds 0 arrays", "looks like JSON Lines", "--format jsonl"}},
 		{name: "two values on a line", file: "a.jsonl", content: `{"problem": "p", "answer": "1"} {"problem": "q"}` + "\n", want: []string{"a.jsonl:1:", "extra data"}},
 		{name: "row is not an object", file: "a.jsonl", content: `["p", "1"]` + "\n", want: []string{"a.jsonl:1:", "row is a list, want an object"}},
+		// pandas' df.to_json("a.jsonl", orient="records") without
+		// lines=True: the rows as one JSON array on one line.
+		{name: "json array of rows on one line named .jsonl", file: "a.jsonl", content: `[{"problem": "p", "answer": "1"}, {"problem": "q", "answer": "2"}]`, want: []string{"a.jsonl:1: row is a list of 2 objects, want an object (the file looks like one JSON document, not an object per line: name it .json or pass --format json)"}},
 		{name: "missing answer field in a later row", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n\n" + `{"problem": "q"}` + "\n", want: []string{"a.jsonl:3:", `field "answer": missing (the row's fields: [problem])`}},
 		{name: "missing problem field", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n" + `{"answer": "2"}` + "\n", want: []string{"a.jsonl:2:", `field "problem": missing (the row's fields: [answer])`}},
 		{name: "answer of wrong type: boolean", file: "a.jsonl", content: `{"problem": "p", "answer": true}` + "\n", want: []string{"a.jsonl:1:", `field "answer": wrong type: a boolean`}},
