@@ -50,9 +50,9 @@ func (r record) where() string {
 	return r.loc
 }
 
-// detectFormat returns the format named by opt, else by the extension of
-// name, else found by sniffing head (the first bytes of the content).
-func detectFormat(name, opt string, head []byte) (string, error) {
+// namedFormat returns the format named by opt, else by the extension
+// of name, else "": then sniffFormat finds it from the content.
+func namedFormat(name, opt string) (string, error) {
 	switch f := strings.ToLower(opt); f {
 	case FormatJSONL, FormatJSON, FormatParquet:
 		return f, nil
@@ -72,6 +72,13 @@ func detectFormat(name, opt string, head []byte) (string, error) {
 	case ".csv", ".tsv":
 		return "", csvError(name)
 	}
+	return "", nil
+}
+
+// sniffFormat returns the format found by sniffing head, the first bytes
+// of the content of name: with a first line that is not blank and opens
+// an object, the whole of that line where the content has it (readHead).
+func sniffFormat(name string, head []byte) (string, error) {
 	switch t := bytes.TrimLeft(bytes.TrimPrefix(head, utf8BOM), " \t\r\n"); {
 	case bytes.HasPrefix(head, []byte("PAR1")):
 		return FormatParquet, nil
@@ -154,8 +161,40 @@ func checkUTF16(name string, head []byte) error {
 	return nil
 }
 
-// sniffLen is how many bytes detectFormat looks at.
+// sniffLen is how many bytes of the content load looks at (its
+// compression, its text encoding, its format), at least (readHead).
 const sniffLen = 4096
+
+// maxSniffLen bounds the bytes readHead reads to take in a long first
+// line.
+const maxSniffLen = 64 << 20
+
+// readHead returns the first sniffLen bytes of src, and with wholeLine,
+// where the first line that is not blank opens an object and runs past
+// them (a JSONL row holding a long solution), more, up to that line's
+// end or maxSniffLen: sniffFormat tells a JSONL row from the start of a
+// JSON document by its whole line, and a row cut at 4 KiB, no valid
+// JSON, read as one.
+func readHead(src io.ReaderAt, wholeLine bool) ([]byte, error) {
+	for n := sniffLen; ; n = min(4*n, maxSniffLen) {
+		head := make([]byte, n)
+		k, err := src.ReadAt(head, 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		head = head[:k]
+		if !wholeLine || k < n || n == maxSniffLen || firstLineRead(head) {
+			return head, nil
+		}
+	}
+}
+
+// firstLineRead reports whether head holds what sniffFormat needs of
+// its first line that is not blank: all of it, where it opens an object.
+func firstLineRead(head []byte) bool {
+	t := bytes.TrimLeft(bytes.TrimPrefix(head, utf8BOM), " \t\r\n")
+	return len(t) > 0 && (t[0] != '{' || bytes.IndexByte(t, '\n') >= 0)
+}
 
 // source is what the readers read from: an *os.File or a *bytes.Reader.
 type source interface {

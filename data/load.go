@@ -303,29 +303,37 @@ func Load(path string, opt LoadOptions) (*Dataset, error) {
 		}
 		return loadBytes(path, opt, b)
 	}
-	head := make([]byte, sniffLen)
-	n, err := f.ReadAt(head, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("data: %s: %w", path, err)
-	}
-	return load(path, opt, f, st.Size(), head[:n])
+	return load(path, opt, f, st.Size())
 }
 
 // loadBytes is load of content held in memory, read from path.
 func loadBytes(path string, opt LoadOptions, content []byte) (*Dataset, error) {
-	return load(path, opt, bytes.NewReader(content), int64(len(content)), content[:min(len(content), sniffLen)])
+	r := bytes.NewReader(content)
+	return load(path, opt, r, r.Size())
 }
 
-func load(path string, opt LoadOptions, src source, size int64, head []byte) (*Dataset, error) {
+// load reads src, the size bytes of path.
+func load(path string, opt LoadOptions, src source, size int64) (*Dataset, error) {
+	format, nameErr := namedFormat(path, opt.Format)
+	head, err := readHead(src, format == "" && nameErr == nil)
+	if err != nil {
+		return nil, fmt.Errorf("data: %s: %w", path, err)
+	}
+	// What the content is comes first: a compressed file named .csv is
+	// said to be compressed.
 	if err := checkCompressed(path, head); err != nil {
 		return nil, err
 	}
 	if err := checkUTF16(path, head); err != nil {
 		return nil, err
 	}
-	format, err := detectFormat(path, opt.Format, head)
-	if err != nil {
-		return nil, err
+	if nameErr != nil {
+		return nil, nameErr
+	}
+	if format == "" {
+		if format, err = sniffFormat(path, head); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkContent(path, format, head); err != nil {
 		return nil, err

@@ -198,6 +198,20 @@ func TestLoadTable(t *testing.T) {
 			content: "{\n \"k\": {\"problem\": \"p\", \"answer\": \"1\"}\n}",
 			want:    want{problems: [][2]string{{"p", "1"}}, mapping: [2]string{"problem", "answer"}},
 		},
+		{
+			// Its first line, cut at the 4 KiB sniffed, was no valid
+			// JSON: read as one JSON document, "extra data" at line 2.
+			name:    "format sniffed: JSONL whose first row is longer than 4 KiB",
+			file:    "data",
+			content: "\n" + `{"problem": "` + strings.Repeat("x", 5000) + `", "answer": "1"}` + "\n" + `{"problem": "q", "answer": "2"}` + "\n",
+			want:    want{problems: [][2]string{{strings.Repeat("x", 5000), "1"}, {"q", "2"}}, mapping: [2]string{"problem", "answer"}},
+		},
+		{
+			name:    "format sniffed: JSON object whose first line is longer than 4 KiB",
+			file:    "data",
+			content: `{"data": [{"problem": "` + strings.Repeat("x", 5000) + `", "answer": "1"},` + "\n" + `{"problem": "q", "answer": "2"}]}`,
+			want:    want{problems: [][2]string{{strings.Repeat("x", 5000), "1"}, {"q", "2"}}, mapping: [2]string{"problem", "answer"}},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

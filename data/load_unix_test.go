@@ -5,6 +5,7 @@ package data
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 // as from the file, where it was "read ...: illegal seek".
 func TestLoadPipe(t *testing.T) {
 	jsonl := writeFile(t, "rows.jsonl", "\xEF\xBB\xBF"+`{"problem": "1+1?", "answer": 2}`+"\r\n"+`{"problem": "2+2?", "answer": "4"}`+"\n")
+	long := writeFile(t, "long.jsonl", `{"problem": "`+strings.Repeat("x", 5000)+`", "answer": 2}`+"\n"+`{"problem": "2+2?", "answer": "4"}`+"\n")
 	jsonArray := writeFile(t, "rows.json", "[\n"+`{"problem": "1+1?", "answer": 2},`+"\n"+`{"problem": "2+2?", "answer": "4"}`+"\n]\n")
 	for _, tc := range []struct {
 		name, file, pipe string
@@ -23,6 +25,7 @@ func TestLoadPipe(t *testing.T) {
 	}{
 		{"jsonl by extension", jsonl, "rows.jsonl", LoadOptions{}},
 		{"jsonl sniffed", jsonl, "63", LoadOptions{}},
+		{"jsonl with a first row of more than 4 KiB sniffed", long, "63", LoadOptions{}},
 		{"json sniffed", jsonArray, "63", LoadOptions{}},
 		{"json by --format", jsonArray, "63", LoadOptions{Format: FormatJSON}},
 		{"parquet sniffed", "testdata/verl.parquet", "63", LoadOptions{}},
