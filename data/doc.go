@@ -13,7 +13,8 @@
 // be malformed at line 1), and a Parquet file named or given as JSON
 // text, or JSON text as Parquet, naming the format it holds. A pipe or
 // a device (a shell's process substitution, <(zcat rows.jsonl.gz)) is
-// read whole into memory first, as none can be read at an offset. A JSONL line may start with a UTF-8 byte order
+// read whole into memory, as none can be read at an offset, once its
+// first bytes pass the checks a file's do. A JSONL line may start with a UTF-8 byte order
 // mark, as every line that starts a file joined from files that each
 // have one does (cat a.jsonl b.jsonl); it is dropped. Every row is first turned into plain Go values
 // (maps, slices, strings, numbers), so the same field mapping and

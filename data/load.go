@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -296,8 +297,17 @@ func Load(path string, opt LoadOptions) (*Dataset, error) {
 		// A pipe (a shell's process substitution, --data <(zcat
 		// rows.jsonl.gz)) or a device cannot be read at an offset, as
 		// the format's sniffing and Parquet's footer are: read it
-		// whole, once, and load it from memory.
-		b, err := io.ReadAll(f)
+		// whole, once, and load it from memory; refused by its opening
+		// bytes first, as a file is, for an endless one (/dev/zero).
+		br := bufio.NewReaderSize(f, sniffLen)
+		head, err := br.Peek(sniffLen)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("data: %s: %w", path, err)
+		}
+		if _, err := contentFormat(path, opt, head); err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(br)
 		if err != nil {
 			return nil, fmt.Errorf("data: %s: %w", path, err)
 		}
@@ -314,28 +324,13 @@ func loadBytes(path string, opt LoadOptions, content []byte) (*Dataset, error) {
 
 // load reads src, the size bytes of path.
 func load(path string, opt LoadOptions, src source, size int64) (*Dataset, error) {
-	format, nameErr := namedFormat(path, opt.Format)
-	head, err := readHead(src, format == "" && nameErr == nil)
+	named, nameErr := namedFormat(path, opt.Format)
+	head, err := readHead(src, named == "" && nameErr == nil)
 	if err != nil {
 		return nil, fmt.Errorf("data: %s: %w", path, err)
 	}
-	// What the content is comes first: a compressed file named .csv is
-	// said to be compressed.
-	if err := checkCompressed(path, head); err != nil {
-		return nil, err
-	}
-	if err := checkUTF16(path, head); err != nil {
-		return nil, err
-	}
-	if nameErr != nil {
-		return nil, nameErr
-	}
-	if format == "" {
-		if format, err = sniffFormat(path, head); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkContent(path, format, head); err != nil {
+	format, err := contentFormat(path, opt, head)
+	if err != nil {
 		return nil, err
 	}
 	b := newBuilder(path)
@@ -381,6 +376,34 @@ func load(path string, opt LoadOptions, src source, size int64) (*Dataset, error
 		return nil, fmt.Errorf("data: %s: none of the %d records is usable (first skipped: %s: %s)", path, n, b.ds.skipped[0].Source, b.ds.skipped[0].Reason)
 	}
 	return b.ds, nil
+}
+
+// contentFormat returns the format of the content of path that head
+// opens (readHead), or the error that refuses it: compressed, UTF-16,
+// named another format than the one it holds, or of none spiral reads.
+func contentFormat(path string, opt LoadOptions, head []byte) (string, error) {
+	format, nameErr := namedFormat(path, opt.Format)
+	// What the content is comes first: a compressed file named .csv is
+	// said to be compressed.
+	if err := checkCompressed(path, head); err != nil {
+		return "", err
+	}
+	if err := checkUTF16(path, head); err != nil {
+		return "", err
+	}
+	if nameErr != nil {
+		return "", nameErr
+	}
+	if format == "" {
+		var err error
+		if format, err = sniffFormat(path, head); err != nil {
+			return "", err
+		}
+	}
+	if err := checkContent(path, format, head); err != nil {
+		return "", err
+	}
+	return format, nil
 }
 
 // fieldMap is the resolved mapping of one file.

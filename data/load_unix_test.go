@@ -57,3 +57,47 @@ func TestLoadPipe(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadPipeRefusedByItsHead: a pipe or device whose opening bytes
+// are no data file (/dev/zero, /dev/urandom, a binary stream) is refused
+// by them, as a file is, before the rest is read: read whole first, an
+// endless one took memory until none was left.
+func TestLoadPipeRefusedByItsHead(t *testing.T) {
+	for _, tc := range []struct {
+		name, pipe string
+		opt        LoadOptions
+		chunk      []byte // the pipe's content, repeated
+		want       string
+	}{
+		{"zeros", "zero", LoadOptions{}, make([]byte, 1<<16), "cannot detect the format"},
+		{"gzip named", "rows.jsonl", LoadOptions{}, append([]byte("\x1f\x8b\x08\x00"), make([]byte, 1<<16)...), "gzip-compressed"},
+		{"parquet given --format jsonl", "63", LoadOptions{Format: FormatJSONL}, append([]byte("PAR1"), make([]byte, 1<<16)...), "the file is Parquet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fifo := filepath.Join(t.TempDir(), tc.pipe)
+			require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+			// 256 MiB, far more than the head: written whole only where
+			// Load reads it all.
+			const total = 256 << 20
+			done := make(chan error, 1)
+			go func() {
+				w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+				if err != nil {
+					done <- err
+					return
+				}
+				defer w.Close()
+				for n := 0; n < total; n += len(tc.chunk) {
+					if _, err := w.Write(tc.chunk); err != nil {
+						done <- err
+						return
+					}
+				}
+				done <- nil
+			}()
+			_, err := Load(fifo, tc.opt)
+			require.ErrorContains(t, err, tc.want)
+			require.ErrorIs(t, <-done, syscall.EPIPE, "the pipe was read past its head")
+		})
+	}
+}
