@@ -3114,4 +3114,10 @@ func TestDataSynthTooFewNamesTheFlags(t *testing.T) {
 	code = run(context.Background(), []string{"data", "synth", "--form", "compute", "--max-operand", "1", "--problems", "5"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
 	require.Equal(t, exitUsage, code, stderr.String())
 	require.Equal(t, "spiral data: --problems 5: only 1 distinct test problem found with these settings: ask for fewer, or widen --min-operand..--max-operand or --min-operands..--max-operands\n", stderr.String())
+	// 1+1, 1-1 and 1*1, all in the train split: it said "synth: no test
+	// problem in 10000 tries", naming no flag.
+	stderr.Reset()
+	code = run(context.Background(), []string{"data", "synth", "--form", "compute", "--max-operand", "1", "--min-operands", "2", "--max-operands", "2", "--problems", "5"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral data: --problems 5: only 0 distinct test problems found with these settings: ask for fewer, or widen --min-operand..--max-operand or --min-operands..--max-operands\n", stderr.String())
 }

@@ -298,7 +298,16 @@ func (t *Task) sample(r *rand.Rand, s Split) (Item, string, error) {
 	if large > 0 {
 		return Item{}, "", fmt.Errorf("synth: no %s problem in %d tries (%d of them could reach values past 2^53 with operands up to max operand %d: lower it or the operands' count)", s, maxSampleTries, large, t.cfg.MaxOperand)
 	}
-	return Item{}, "", fmt.Errorf("synth: no %s problem in %d tries", s, maxSampleTries)
+	return Item{}, "", &noneDrawnError{s}
+}
+
+// noneDrawnError is sample's error where none of maxSampleTries draws,
+// none of them too large, was a problem of the split: it has few, or
+// none.
+type noneDrawnError struct{ split Split }
+
+func (e *noneDrawnError) Error() string {
+	return fmt.Sprintf("synth: no %s problem in %d tries", e.split, maxSampleTries)
 }
 
 // maxValueBound bounds the magnitude of every value that an expression
@@ -344,8 +353,11 @@ func maxValueBound(ops []byte, maxOperand int) int {
 // rarer than 1/D (and so is one with fewer ways of writing it: "x+1+1=3"
 // has 3, "x+2+3=6" 6), and asking for nearly all of a split whose
 // operand counts differ can fail though the problems exist (the embedded
-// test split's 1,134 are all found). Problems are distinct by their canonical
-// form (CanonicalExpr): one drawn in another order is the same problem.
+// test split's 1,134 are all found). It fails that way too where one
+// problem of the split takes more than maxSampleTries draws (sample),
+// as one of a split of none, or of very few, does. Problems are distinct
+// by their canonical form (CanonicalExpr): one drawn in another order is
+// the same problem.
 func (t *Task) Problems(s Split, n int, seed uint64) ([]Item, error) {
 	r := rand.New(rand.NewPCG(seed, uint64(s)+0x5851F42D4C957F2D))
 	items := make([]Item, 0, min(n, 1<<16))
@@ -355,6 +367,10 @@ func (t *Task) Problems(s Split, n int, seed uint64) ([]Item, error) {
 			return nil, &TooFewError{Split: s, Found: len(items), Want: n}
 		}
 		it, key, err := t.sample(r, s)
+		var none *noneDrawnError
+		if errors.As(err, &none) {
+			return nil, &TooFewError{Split: s, Found: len(items), Want: n}
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -198,6 +198,15 @@ func TestProblemsTooFew(t *testing.T) {
 	require.NoError(t, err)
 	_, err = task.Problems(Train, 10, 1)
 	require.Error(t, err)
+	// A split with no problem at all (1+1, 1-1 and 1*1 are all train
+	// problems): too few, none found, as a split with some is, not the
+	// error of one draw ("no test problem in 10000 tries").
+	task, err = New(Config{MinOperands: 2, MaxOperands: 2, MaxOperand: 1}, 1)
+	require.NoError(t, err)
+	_, err = task.Problems(Test, 5, 1)
+	var few *TooFewError
+	require.ErrorAs(t, err, &few)
+	require.Equal(t, TooFewError{Split: Test, Found: 0, Want: 5}, *few)
 }
 
 // TestProblemsAll asks for every problem of a small split, one more, and
