@@ -22,7 +22,8 @@
 //
 //   - The problem comes from the field named by [LoadOptions.ProblemField], or
 //     the first of [ProblemFields] present in the first row (exact name
-//     first, then case-insensitive). A list of chat messages
+//     first, then case-insensitive and past a byte order mark that a
+//     CSV converter kept in the first column's name). A list of chat messages
 //     ([{role, content}, ...], as in verl parquet files) yields the content of
 //     its last user message. A known instruction suffix such as "Please
 //     reason step by step, and put your final answer within \boxed{}." is cut

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Problem is one math problem with its gold answer.
@@ -70,7 +71,7 @@ func (o LoadOptions) Validate() error {
 }
 
 // Field names tried, in order, when a field is not given. Matching is exact
-// first, then case-insensitive.
+// first, then case-insensitive (and past a leading byte order mark).
 var (
 	// ProblemFields are the detected names of the problem field.
 	ProblemFields = []string{"problem", "question", "prompt", "input", "query"}
@@ -417,12 +418,12 @@ func detectFields(row map[string]any, opt LoadOptions, keyed bool) (*fieldMap, e
 	var ok bool
 	if m.problem == "" {
 		if m.problem, ok = findField(row, ProblemFields, false); !ok {
-			return nil, fmt.Errorf("no problem field: none of %v among the fields %v; name it with --problem-field", ProblemFields, fieldNames(row))
+			return nil, fmt.Errorf("no problem field: none of %v among the fields %s; name it with --problem-field", ProblemFields, showFields(fieldNames(row)))
 		}
 	}
 	if m.answer == "" {
 		if m.answer, ok = findField(row, AnswerFields, true); !ok {
-			return nil, fmt.Errorf("no answer field: none of %v among the fields %v; name it with --answer-field", AnswerFields, fieldNames(row))
+			return nil, fmt.Errorf("no answer field: none of %v among the fields %s; name it with --answer-field", AnswerFields, showFields(fieldNames(row)))
 		}
 	}
 	switch {
@@ -441,7 +442,9 @@ func detectFields(row map[string]any, opt LoadOptions, keyed bool) (*fieldMap, e
 }
 
 // findField returns the first of names present in row (exact, then
-// case-insensitive), and with nested set also one level down as
+// case-insensitive and past a leading byte order mark, which Python's
+// csv.DictReader keeps in a UTF-8 file's first column name:
+// "\ufeffid"), and with nested set also one level down as
 // "outer.inner".
 func findField(row map[string]any, names []string, nested bool) (string, bool) {
 	keys := fieldNames(row)
@@ -450,7 +453,7 @@ func findField(row map[string]any, names []string, nested bool) (string, bool) {
 			return n, true
 		}
 		for _, k := range keys {
-			if strings.EqualFold(k, n) {
+			if strings.EqualFold(strings.TrimPrefix(k, "\uFEFF"), n) {
 				return k, true
 			}
 		}
@@ -470,6 +473,20 @@ func findField(row map[string]any, names []string, nested bool) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// showFields writes names for a message as %v does, but a name that
+// does not print as it is (a byte order mark in it, "\ufeffproblem") is
+// quoted, which shows it: [answer "\ufeffproblem"].
+func showFields(names []string) string {
+	shown := make([]string, len(names))
+	for i, n := range names {
+		shown[i] = n
+		if strings.IndexFunc(n, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+			shown[i] = strconv.Quote(n)
+		}
+	}
+	return "[" + strings.Join(shown, " ") + "]"
 }
 
 func fieldNames(row map[string]any) []string {
@@ -524,7 +541,7 @@ func whyMissing(row map[string]any, path string) string {
 		}
 		at, i = inner, i+j+1
 	}
-	return fmt.Sprintf("the row's fields: %v", fieldNames(row))
+	return fmt.Sprintf("the row's fields: %s", showFields(fieldNames(row)))
 }
 
 func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOptions, n int) error {

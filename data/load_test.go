@@ -180,6 +180,21 @@ func TestLoadTable(t *testing.T) {
 			want:    want{problems: [][2]string{{"p", "3"}}, mapping: [2]string{"problem", "ground_truth"}},
 		},
 		{
+			// Python's csv.DictReader keeps a UTF-8 file's byte order
+			// mark in its first column's name: "\ufeffid" is the id
+			// field, "\ufeffproblem" the problem's.
+			name:    "a CSV's byte order mark kept in the first column's name",
+			file:    "a.jsonl",
+			content: `{"\ufeffid": "a1", "question": "p", "answer": "1"}` + "\n" + `{"\ufeffid": "a2", "question": "q", "answer": "2"}` + "\n",
+			want:    want{problems: [][2]string{{"p", "1"}, {"q", "2"}}, mapping: [2]string{"question", "answer"}, ids: []string{"a1", "a2"}},
+		},
+		{
+			name:    "a byte order mark in the problem field's name",
+			file:    "a.jsonl",
+			content: `{"\ufeffproblem": "p", "answer": "1"}` + "\n",
+			want:    want{problems: [][2]string{{"p", "1"}}, mapping: [2]string{"\ufeffproblem", "answer"}},
+		},
+		{
 			name:    "format forced for an unknown extension",
 			file:    "a.txt",
 			content: `{"problem": "p", "answer": "1"}` + "\n",
@@ -273,6 +288,10 @@ func TestLoadErrors(t *testing.T) {
 		{name: "chat list of strings", file: "a.jsonl", content: `{"prompt": ["x"], "answer": "1"}` + "\n", want: []string{"a.jsonl:1:", `field "prompt": list element 0 is a string`}},
 		{name: "no detectable problem field", file: "a.jsonl", content: `{"text": "p", "answer": "1"}` + "\n", want: []string{"a.jsonl:1:", "no problem field", "[answer text]", "--problem-field"}},
 		{name: "no detectable answer field", file: "a.jsonl", content: `{"problem": "p", "label": "1"}` + "\n", want: []string{"a.jsonl:1:", "no answer field", "[label problem]", "--answer-field"}},
+		// A name that does not print as it is, a byte order mark's, is
+		// quoted: "[answer problem]" named no field "problem" to look
+		// for.
+		{name: "field names that do not print quoted", file: "a.jsonl", content: `{"\ufeffproblem": "p", "answer": "1"}` + "\n", opt: LoadOptions{ProblemField: "problem"}, want: []string{"a.jsonl:1:", `field "problem": missing (the row's fields: [answer "\ufeffproblem"])`}},
 		{name: "explicit field absent", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n", opt: LoadOptions{AnswerField: "gold"}, want: []string{"a.jsonl:1:", `field "gold": missing (the row's fields: [answer problem])`}},
 		{name: "explicit nested field absent", file: "a.jsonl", content: `{"q": {"text": "p"}, "answer": "1"}` + "\n", opt: LoadOptions{ProblemField: "q.body"}, want: []string{"a.jsonl:1:", `field "q.body": missing (the row's fields: [answer q])`}},
 		{name: "nested field under null", file: "a.jsonl", content: `{"prompt": "p", "reward_model": {"ground_truth": "1"}}` + "\n" + `{"prompt": "q", "reward_model": null}` + "\n", want: []string{"a.jsonl:2:", `field "reward_model.ground_truth": missing ("reward_model" is null, want an object)`}},
