@@ -369,6 +369,15 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	// plotted: training.png shows the logs as they are now (save draws
 	// it; an evaluation adds a point to it).
 	plotted := false
+	// A plot that cannot be drawn is warned of, as a checkpoint's pruning
+	// and its latest pointer are: the plot is the logs' picture, which
+	// the next checkpoint, or a rerun of the finished run, draws again.
+	plot := func() {
+		if err := PlotTraining(cfg.Dir, tr.Config().Algo); err != nil {
+			fmt.Fprintf(p.Warn, "spiral: warning: could not draw %s: %v (the next checkpoint tries again; a rerun of the finished run draws it again)\n",
+				filepath.Join(cfg.Dir, TrainingPlot), err)
+		}
+	}
 	save := func() error {
 		if err := tr.SyncHost(); err != nil {
 			return err
@@ -393,7 +402,8 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		lastSaved = tr.Step()
 		fmt.Fprintf(p.Out, "checkpoint %s\n", path)
 		plotted = true
-		return PlotTraining(cfg.Dir, tr.Config().Algo)
+		plot()
+		return nil
 	}
 	interrupted := func(cause error) error { return saveInterrupted(p.Warn, tr.Step(), lastSaved, cause, save) }
 	// stopped saves the completed steps before a step's or an
@@ -527,9 +537,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	// A run resumed at its last step took no step here: its plot may lack
 	// the evaluation just redone, or be gone.
 	if !plotted && tr.Step() > 0 {
-		if err := PlotTraining(cfg.Dir, tr.Config().Algo); err != nil {
-			return err
-		}
+		plot()
 	}
 	return tr.SyncHost() // the caller may export the weights
 }

@@ -2223,3 +2223,35 @@ func TestRunEngineSyncTimeLogged(t *testing.T) {
 	}
 	require.Equal(t, []int{0, 2, 3}, evalSteps)
 }
+
+// TestRunPlotFailureWarns: a training.png that cannot be written (here a
+// directory in its place) is warned of at each checkpoint and at the end,
+// and the run goes on and finishes, its checkpoints and logs saved, as a
+// failed pruning or `latest` pointer does: the plot is bookkeeping, drawn
+// again by a rerun of the finished run.
+func TestRunPlotFailureWarns(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		runs  []int // --steps of each run in turn
+		warns int   // plot warnings of the last run
+	}{
+		{"each checkpoint", []int{2}, 2},
+		{"a finished run rerun", []int{1, 1}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			plot := filepath.Join(dir, TrainingPlot)
+			require.NoError(t, os.MkdirAll(filepath.Join(plot, "x"), 0o777))
+			var h *runHarness
+			for _, steps := range tc.runs {
+				h = newRunHarness(t, dir, steps)
+				require.NoError(t, h.run(context.Background()))
+			}
+			last := tc.runs[len(tc.runs)-1]
+			require.Equal(t, tc.warns, strings.Count(h.log.String(), "spiral: warning: could not draw "+plot), h.log.String())
+			require.Contains(t, h.log.String(), "a rerun of the finished run draws it again")
+			require.DirExists(t, filepath.Join(dir, CheckpointsDir, checkpoint.DirName(int64(last))))
+			require.Equal(t, []int{0, 1, 2}[:last+1], loggedEvalSteps(t, dir))
+		})
+	}
+}
