@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/data/synth"
@@ -257,25 +258,19 @@ func fitContext(s *modelSession, tmpl templateSet, problems []data.Problem, c ro
 	var kept []data.Problem
 	var skipped []data.SkippedRow
 	for _, p := range problems {
-		prompt, err := pr.SearchPrompt(p.Problem)
+		search, agg, err := promptPositions(pr, p, candidates)
 		if err != nil {
-			return nil, fmt.Errorf("search prompt of problem %q (%s): %w", p.ID, p.Source, err)
+			return nil, err
 		}
-		if need := len(prompt) + c.MaxNewTokens; need > c.ContextLength {
+		if need := search + c.MaxNewTokens; need > c.ContextLength {
 			skipped = append(skipped, data.SkippedRow{Source: p.Source,
-				Reason: fmt.Sprintf("search prompt of %d tokens + %d new tokens need %d positions; the model has %d (--max-new-tokens)", len(prompt), c.MaxNewTokens, need, c.ContextLength)})
+				Reason: fmt.Sprintf("search prompt of %d tokens + %d new tokens need %d positions; the model has %d (--max-new-tokens)", search, c.MaxNewTokens, need, c.ContextLength)})
 			continue
 		}
-		if candidates > 0 {
-			agg, err := pr.AggregatePrompt(p.Problem, make([]string, candidates))
-			if err != nil {
-				return nil, fmt.Errorf("aggregation prompt of problem %q (%s): %w", p.ID, p.Source, err)
-			}
-			if need := len(agg) + candidates + c.MaxNewTokens; need > c.ContextLength {
-				skipped = append(skipped, data.SkippedRow{Source: p.Source,
-					Reason: fmt.Sprintf("aggregation prompt of %d tokens with its %d candidates empty + a token of each + %d new tokens need %d positions; the model has %d (--max-new-tokens)", len(agg), candidates, c.MaxNewTokens, need, c.ContextLength)})
-				continue
-			}
+		if need := agg + c.MaxNewTokens; candidates > 0 && need > c.ContextLength {
+			skipped = append(skipped, data.SkippedRow{Source: p.Source,
+				Reason: fmt.Sprintf("aggregation prompt of %d tokens with its %d candidates empty + a token of each + %d new tokens need %d positions; the model has %d (--max-new-tokens)", agg-candidates, candidates, c.MaxNewTokens, need, c.ContextLength)})
+			continue
 		}
 		kept = append(kept, p)
 	}
@@ -283,6 +278,59 @@ func fitContext(s *modelSession, tmpl templateSet, problems []data.Problem, c ro
 		return fmt.Sprintf("%d more problems skipped, too long for the model's %d positions", n, c.ContextLength)
 	})
 	return kept, nil
+}
+
+// promptPositions returns the positions that problem p's prompts take
+// before their new tokens, as fitContext counts them: its search
+// prompt's tokens, and with candidates > 0 its aggregation prompt's with
+// candidates empty candidates plus a token of each (0 with none).
+func promptPositions(pr rollout.ChatPrompter, p data.Problem, candidates int) (search, agg int, err error) {
+	prompt, err := pr.SearchPrompt(p.Problem)
+	if err != nil {
+		return 0, 0, fmt.Errorf("search prompt of problem %q (%s): %w", p.ID, p.Source, err)
+	}
+	if candidates == 0 {
+		return len(prompt), 0, nil
+	}
+	aggPrompt, err := pr.AggregatePrompt(p.Problem, make([]string, candidates))
+	if err != nil {
+		return 0, 0, fmt.Errorf("aggregation prompt of problem %q (%s): %w", p.ID, p.Source, err)
+	}
+	return len(prompt), len(aggPrompt) + candidates, nil
+}
+
+// usableDigest returns the content id (data.ProblemsDigest) that the
+// problems fitContext keeps of problems (with candidates) would have
+// were n of them kept, whatever the context and --max-new-tokens: a
+// context keeps the problems whose prompts take at most so many
+// positions (promptPositions), so n of them are those whose prompts take
+// the fewest, in their order; "" where no context keeps n (the n-th
+// fewest positions are those of a problem beyond it too).
+func usableDigest(s *modelSession, tmpl templateSet, problems []data.Problem, candidates, n int) (string, error) {
+	if n <= 0 || n > len(problems) {
+		return "", nil
+	}
+	pr := s.prompter(tmpl)
+	needs := make([]int, len(problems))
+	for i, p := range problems {
+		search, agg, err := promptPositions(pr, p, candidates)
+		if err != nil {
+			return "", err
+		}
+		needs[i] = max(search, agg)
+	}
+	sorted := slices.Sorted(slices.Values(needs))
+	limit := sorted[n-1]
+	if n < len(sorted) && sorted[n] == limit {
+		return "", nil
+	}
+	var kept []data.Problem
+	for i, p := range problems {
+		if needs[i] <= limit {
+			kept = append(kept, p)
+		}
+	}
+	return data.ProblemsDigest(kept), nil
 }
 
 // countID counts the occurrences of id in ids.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/rollout"
 )
 
 // TestLoadProblemsWarnsOfRenamedIDs: a data file whose rows repeat an
@@ -97,5 +99,45 @@ func TestTemplatesCRLFDigest(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "Solve:\np", prompt)
 		})
+	}
+}
+
+// TestUsableDigest: the content id usableDigest gives for n usable
+// problems is that of the problems fitContext keeps wherever it keeps n,
+// whatever the context (so train can compare a run's data before a
+// serving engine says its context); "" for a count no context keeps (two
+// problems as long straddling it), none, or more than there are.
+func TestUsableDigest(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	sess, err := openSessionOn(&cliEnv{stdout: io.Discard, stderr: io.Discard}, &runtimeFlags{}, &modelFlags{}, "openai")
+	require.NoError(t, err)
+	defer sess.close()
+	tmpl, err := loadTemplates(true, templateFlags{})
+	require.NoError(t, err)
+	problems := []data.Problem{
+		{ID: "a", Problem: "Compute 12+30+41+7+9", Answer: "99"},
+		{ID: "b", Problem: "Compute 1+1", Answer: "2"},
+		{ID: "c", Problem: "Compute 2+3+4", Answer: "9"},
+		{ID: "d", Problem: "Compute 1+2", Answer: "3"},
+	}
+	for _, candidates := range []int{0, 2} {
+		counts := map[int]bool{}
+		for length := 1; length < 400; length++ {
+			kept, err := fitContext(sess, tmpl, problems, rollout.SamplerConfig{ContextLength: length, MaxNewTokens: 4}, candidates, io.Discard)
+			require.NoError(t, err)
+			if len(kept) == 0 {
+				continue
+			}
+			counts[len(kept)] = true
+			got, err := usableDigest(sess, tmpl, problems, candidates, len(kept))
+			require.NoError(t, err)
+			require.Equal(t, data.ProblemsDigest(kept), got, "candidates %d, context %d", candidates, length)
+		}
+		require.Equal(t, map[int]bool{2: true, 3: true, 4: true}, counts, "candidates %d: contexts keep 2 (b and d, as long), 3 and 4 of them", candidates)
+		for _, n := range []int{0, 1, 5} {
+			got, err := usableDigest(sess, tmpl, problems, candidates, n)
+			require.NoError(t, err)
+			require.Empty(t, got, "candidates %d, %d usable", candidates, n)
+		}
 	}
 }

@@ -167,6 +167,38 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 			return err
 		}
 	}
+	trainCandidates := 0 // GRPO renders no aggregation prompt
+	if f.cfg.Algo != rl.AlgoGRPO {
+		trainCandidates = f.cfg.Pipeline.N
+	}
+	modelID, err := model.SourceID(sess.onnx)
+	if err != nil {
+		return err
+	}
+	var lora *lmgraph.LoRA // the run's settings record none for a full fine-tune
+	if arts.LoRA.Enabled() {
+		lora = &arts.LoRA
+	}
+	// A run of another model, data set, algorithm or LoRA setting, or
+	// whose checkpoints hold other parameters than --train and --freeze
+	// select, is refused before the serving engine is waited for (up to
+	// --engine-timeout) and before its directory's artifacts are built
+	// again for this one (minutes, for a real model), as resuming would
+	// refuse it. The problems the run draws from are known by content
+	// (dataID, below) only once the engine's context says which fit:
+	// where the data's name and file do not tell, those of them that fit
+	// as many as the run's do are compared (usableDigest). A --train or
+	// --freeze that selects nothing, found as the parameters they select
+	// are compared with the checkpoint's, is the usage error it is into a
+	// new --out.
+	if !f.run.Fresh {
+		now := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, RL: rl.Config{Algo: f.cfg.Algo}, LoRA: lora,
+			Sampling: map[string]any{"selection": arts.Selection.String()}}
+		usable := func(n int) (string, error) { return usableDigest(sess, tmpl, ds.Problems, trainCandidates, n) }
+		if err := rl.CheckRunIdentity(f.run.Dir, now, usable, func() ([]string, error) { return model.TrainedParameters(sess.onnx, arts.Selection) }); err != nil {
+			return modelFlagUsage(err)
+		}
+	}
 	// The sampling settings and the problems that fit the context are
 	// checked before the graphs are built into the run directory.
 	syncDir := "" // where an engine that loads from disk names its model
@@ -180,10 +212,6 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	samplerCfg, err := sess.samplerConfig(f.sf, onTask, served)
 	if err != nil {
 		return err
-	}
-	trainCandidates := 0 // GRPO renders no aggregation prompt
-	if f.cfg.Algo != rl.AlgoGRPO {
-		trainCandidates = f.cfg.Pipeline.N
 	}
 	problems, err := fitContext(sess, tmpl, ds.Problems, samplerCfg, trainCandidates, env.stderr)
 	if err != nil {
@@ -227,6 +255,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		}
 		heldSkipped = n - len(held)
 	}
+	// The problems the run draws from by content, as its data cursor
+	// records them: the file moved still resumes.
+	dataID := data.ProblemsDigest(ds.Problems)
 	// Of the problems each draws from: one too long for training is not
 	// trained, so not counted as new by the held-out accuracy.
 	if shared := data.Shared(ds.Problems, held); len(shared) > 0 {
@@ -236,31 +267,6 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		}
 		fmt.Fprintf(env.stderr, "spiral: warning: %d of the %s of %s %s of %s too (%s%s at %s): the held-out accuracy counts %s as new; give held-out problems that --data lacks\n",
 			len(shared), rollout.Plural(len(held), "held-out problem"), heldName, are, dataName, first, shared[0].ID, shared[0].Source, them)
-	}
-	modelID, err := model.SourceID(sess.onnx)
-	if err != nil {
-		return err
-	}
-	// The problems the run draws from by content, as its data cursor
-	// records them: the file moved still resumes.
-	dataID := data.ProblemsDigest(ds.Problems)
-	var lora *lmgraph.LoRA // the run's settings record none for a full fine-tune
-	if arts.LoRA.Enabled() {
-		lora = &arts.LoRA
-	}
-	// A run of another model, data set, algorithm or LoRA setting, or
-	// whose checkpoints hold other parameters than --train and --freeze
-	// select, is refused before its directory's artifacts are built again
-	// for this one (minutes, for a real model), as resuming would refuse
-	// it. A --train or --freeze that selects nothing, found as the
-	// parameters they select are compared with the checkpoint's, is the
-	// usage error it is into a new --out.
-	if !f.run.Fresh {
-		now := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, DataID: dataID, RL: rl.Config{Algo: f.cfg.Algo}, LoRA: lora,
-			Sampling: map[string]any{"selection": arts.Selection.String()}}
-		if err := rl.CheckRunIdentity(f.run.Dir, now, func() ([]string, error) { return model.TrainedParameters(sess.onnx, arts.Selection) }); err != nil {
-			return modelFlagUsage(err)
-		}
 	}
 	// The learner's policy is over the ids the sampler draws from, the
 	// tokenizer's; a tokenizer with more ids than the model's logits is

@@ -6,10 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -274,5 +278,63 @@ func TestTrainFinalRSANamesAModelGivenFromItsDirectory(t *testing.T) {
 		var rep report.RSA
 		require.NoError(t, report.ReadJSON(filepath.Join(runDir, "rsa.json"), &rep))
 		require.Equal(t, "sft-a/model.onnx@"+tc.run+"/ckpt-000001", rep.Meta.Model, "--model %s", tc.model)
+	}
+}
+
+// TestTrainRefusesAnotherRunBeforeTheEngine: a rerun with --engine
+// openai into the --out of a run of another data set or LoRA setting is
+// refused before the serving engine is waited for: it waited up to
+// --engine-timeout for a server still loading its model (answering 503,
+// here), minutes with a real one, before the refusal. The run's data
+// file moved is the run's, by the problems that fit as many as the
+// run's did, and goes on to the engine.
+func TestTrainRefusesAnotherRunBeforeTheEngine(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	var asked atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		asked.Add(1)
+		http.Error(w, "loading the model", http.StatusServiceUnavailable)
+	}))
+	defer hs.Close()
+	dir := t.TempDir()
+	train, other, moved := filepath.Join(dir, "train.jsonl"), filepath.Join(dir, "other.jsonl"), filepath.Join(dir, "moved.jsonl")
+	problems := []byte(`{"problem": "Compute 1+1", "answer": "2"}` + "\n" + `{"problem": "Compute 2+2", "answer": "4"}` + "\n")
+	require.NoError(t, os.WriteFile(train, problems, 0o644))
+	require.NoError(t, os.WriteFile(moved, problems, 0o644))
+	require.NoError(t, os.WriteFile(other, []byte(`{"problem": "Compute 1+2", "answer": "3"}`+"\n"+`{"problem": "Compute 2+3", "answer": "5"}`+"\n"), 0o644))
+	runDir := filepath.Join(dir, "run")
+	small := []string{"train", "--out", runDir, "--steps", "2", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), append(append([]string{}, small...), "--data", train, "--steps", "1"), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	engine := []string{"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "m", "--engine-sync", "sglang", "--sync-dir", filepath.Join(dir, "sync")}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		timeout string
+		want    []string
+		engine  bool // waited for the engine
+	}{
+		{"another data set", []string{"--data", other}, "60s", []string{" on " + train + " (spiral); this one is ", " on " + other + " (spiral): use another --out, or --fresh\n"}, false},
+		{"another LoRA setting", []string{"--data", train, "--lora-rank", "2", "--engine-sync", "vllm-lora"}, "60s", []string{runDir + " holds a run with full fine-tuning; this one is "}, false},
+		{"the data file moved", []string{"--data", moved}, "1s", []string{"rollout: engine: " + hs.URL + "/v1/models"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked.Store(0)
+			stderr.Reset()
+			args := append(append(append(append([]string{}, small...), engine...), "--engine-timeout", tc.timeout), tc.args...)
+			start := time.Now()
+			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitFailure, code, stderr.String())
+			for _, want := range tc.want {
+				require.Contains(t, stderr.String(), want)
+			}
+			if !tc.engine {
+				require.Less(t, time.Since(start), 30*time.Second, "refused without waiting for the engine")
+				require.Zero(t, asked.Load(), "the engine was not asked")
+			} else {
+				require.NotZero(t, asked.Load())
+			}
+		})
 	}
 }

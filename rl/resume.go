@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/optim"
@@ -67,17 +68,31 @@ func resumeNewest(ctx context.Context, dir string, lora *lmgraph.LoRA, w *params
 // CheckRunIdentity refuses a rerun into the run directory dir whose
 // newest checkpoint (whose state reads intact) is spiral sft's, or a run
 // of another model, data set, algorithm or LoRA configuration than now's
-// (its Model, ModelID, Data, RL.Algo, LoRA and Sampling's selection are
-// read), or whose --train and --freeze select other parameters than the
-// checkpoint holds (trains gives the names of those now's selection
-// trains; asked for only when the recorded selection is another):
-// what Run refuses on resuming, said before the caller builds the
-// model's artifacts into dir, which for a real model takes minutes and
-// replaces the run's own. A directory without a checkpoint passes;
+// (its Model, ModelID, Data, DataPath, DataID, RL.Algo, LoRA and
+// Sampling's selection are read), or whose --train and --freeze select
+// other parameters than the checkpoint holds (trains gives the names of
+// those now's selection trains; asked for only when the recorded
+// selection is another): what Run refuses on resuming, said before the
+// caller builds the model's artifacts into dir, which for a real model
+// takes minutes and replaces the run's own, and before it waits for a
+// serving engine, whose context decides which problems are usable. So
+// now.DataID may be "": usable then gives the content id of the usable
+// problems were n of them usable (n the run's count, its data cursor's),
+// "" where no context leaves n usable; it is asked only where the data's
+// names and files do not say whether the data is the run's (a file
+// moved, or another data set). A directory without a checkpoint passes;
 // settings that --override lets differ are Run's to compare.
-func CheckRunIdentity(dir string, now RunSettings, trains func() ([]string, error)) error {
-	return checkNewest(dir, func(path string, config json.RawMessage) error {
-		prev, err := recordedRun(dir, path, config, now)
+func CheckRunIdentity(dir string, now RunSettings, usable func(n int) (string, error), trains func() ([]string, error)) error {
+	return checkNewest(dir, func(path string, st checkpoint.State) error {
+		run := now
+		if run.DataID == "" && usable != nil {
+			id, err := usableDataID(st, now, usable)
+			if err != nil {
+				return err
+			}
+			run.DataID = id
+		}
+		prev, err := recordedRun(dir, path, st.Config, run)
 		if err != nil {
 			return err
 		}
@@ -88,17 +103,34 @@ func CheckRunIdentity(dir string, now RunSettings, trains func() ([]string, erro
 	})
 }
 
-// checkNewest returns what refuse says of the settings recorded in the
-// newest checkpoint of the run directory dir whose state reads intact
-// (damaged ones are the resume's to skip and warn of); nil without one.
-func checkNewest(dir string, refuse func(path string, config json.RawMessage) error) error {
+// usableDataID is the content id of now's usable problems that
+// recordedRun compares with the run's of the checkpoint state st, where
+// it decides (sameTrainingData): usable's for the run's count of usable
+// problems (its data cursor's). Where it does not decide it is the
+// run's, as it is where the cursor records no count (which Run's resume
+// then reads the problems for); "" where the run records none.
+func usableDataID(st checkpoint.State, now RunSettings, usable func(n int) (string, error)) (string, error) {
+	var prev RunSettings
+	var cur data.Cursor
+	if json.Unmarshal(st.Config, &prev) != nil || prev.DataID == "" || sameDataFile(prev, now, true) ||
+		json.Unmarshal(st.DataCursor, &cur) != nil || cur.Size <= 0 {
+		return prev.DataID, nil
+	}
+	return usable(cur.Size)
+}
+
+// checkNewest returns what refuse says of the newest checkpoint of the
+// run directory dir whose state reads intact (damaged ones are the
+// resume's to skip and warn of), at path with the state st; nil without
+// one.
+func checkNewest(dir string, refuse func(path string, st checkpoint.State) error) error {
 	var refused error
 	_, _, _ = checkpoint.Newest(filepath.Join(dir, CheckpointsDir), func(path string) error {
 		st, err := checkpoint.ReadCheckedState(path)
 		if err != nil {
 			return err
 		}
-		refused = refuse(path, st.Config)
+		refused = refuse(path, st)
 		return nil
 	})
 	return refused

@@ -795,7 +795,14 @@ func sameTrainingData(prev, now RunSettings) bool {
 	if prev.DataID != "" && prev.DataID == now.DataID {
 		return true
 	}
-	if prev.Data == now.Data && prev.DataPath != "" && now.DataPath != "" && prev.DataID != "" && now.DataID != "" {
+	return sameDataFile(prev, now, now.DataID != "")
+}
+
+// sameDataFile is sameTrainingData less the content ids' match: whether
+// the names and files of the data sets say they are one, where nowID
+// says whether now records a content id.
+func sameDataFile(prev, now RunSettings, nowID bool) bool {
+	if prev.Data == now.Data && prev.DataPath != "" && now.DataPath != "" && prev.DataID != "" && nowID {
 		return sameFile(prev.DataPath, now.DataPath)
 	}
 	return sameData(prev.Data, prev.DataPath, now.Data, now.DataPath)

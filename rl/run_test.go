@@ -1733,7 +1733,7 @@ func TestCheckRunIdentitySelection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			now := h.parts.Settings
 			now.Sampling = map[string]any{"selection": tc.selection}
-			err := CheckRunIdentity(dir, now, tc.trains)
+			err := CheckRunIdentity(dir, now, nil, tc.trains)
 			if tc.want == "" {
 				require.NoError(t, err)
 				return
@@ -1751,7 +1751,7 @@ func TestCheckRunIdentitySelection(t *testing.T) {
 // passed over for the one before, as resuming does.
 func TestCheckRunIdentity(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, CheckRunIdentity(dir, RunSettings{Model: "m", ModelID: "id-m"}, nil), "no checkpoint")
+	require.NoError(t, CheckRunIdentity(dir, RunSettings{Model: "m", ModelID: "id-m"}, nil, nil), "no checkpoint")
 	h := newRunHarness(t, dir, 2)
 	h.cfg.EvalEvery = 0
 	require.NoError(t, h.run(context.Background()))
@@ -1777,7 +1777,7 @@ func TestCheckRunIdentity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			now := same
 			tc.change(&now)
-			err := CheckRunIdentity(dir, now, nil)
+			err := CheckRunIdentity(dir, now, nil, nil)
 			if tc.want == "" {
 				require.NoError(t, err)
 				return
@@ -1789,8 +1789,64 @@ func TestCheckRunIdentity(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, CheckpointsDir, checkpoint.DirName(2), checkpoint.ModelFile), []byte("x"), 0o644))
 	other := same
 	other.ModelID = "id-m2"
-	require.ErrorContains(t, CheckRunIdentity(dir, other, nil), "holds a run of m (model id id-m) on d")
-	require.NoError(t, CheckRunIdentity(dir, same, nil))
+	require.ErrorContains(t, CheckRunIdentity(dir, other, nil, nil), "holds a run of m (model id id-m) on d")
+	require.NoError(t, CheckRunIdentity(dir, same, nil, nil))
+}
+
+// TestCheckRunIdentityUsableProblems: before the serving engine's
+// context says which problems are usable, a rerun's data is told from
+// the run's by name and file, and where those do not tell (a file moved,
+// another data set) by the content id usable gives for the run's count
+// of usable problems: a data set that leaves no such problems usable is
+// refused then, as resuming would refuse it, and the file moved passes.
+func TestCheckRunIdentityUsableProblems(t *testing.T) {
+	problems := []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}, {ID: "easy", Problem: "easy", Answer: "1"}}
+	files := t.TempDir()
+	a, b := filepath.Join(files, "a.jsonl"), filepath.Join(files, "b.jsonl")
+	dir := t.TempDir()
+	h := newRunHarnessOn(t, dir, 1, problems)
+	h.cfg.EvalEvery = 0
+	h.parts.Settings.Data, h.parts.Settings.DataPath, h.parts.Settings.DataID = "a.jsonl", a, data.ProblemsDigest(problems)
+	require.NoError(t, h.run(context.Background()))
+	digest := data.ProblemsDigest(problems)
+	for _, tc := range []struct {
+		name       string
+		data, path string
+		id         string // now's DataID
+		usable     string // what usable gives for 2 problems
+		usableErr  error
+		asked      bool
+		want       string
+	}{
+		{name: "the run's file", data: "a.jsonl", path: a, usableErr: errors.New("asked"), want: ""},
+		{name: "the file moved", data: "b.jsonl", path: b, usable: digest, asked: true},
+		{name: "another data set", data: "b.jsonl", path: b, usable: "other", asked: true,
+			want: dir + " holds a run of m on a.jsonl (spiral); this one is m on b.jsonl (spiral): use another --out, or --fresh"},
+		{name: "no 2 usable problems", data: "b.jsonl", path: b, asked: true, want: "this one is m on b.jsonl (spiral)"},
+		{name: "not read", data: "b.jsonl", path: b, usableErr: errors.New("search prompt of problem"), asked: true, want: "search prompt of problem"},
+		{name: "the id known", data: "b.jsonl", path: b, id: "other", usableErr: errors.New("asked"), want: "this one is m on b.jsonl (spiral)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := h.parts.Settings
+			now.Data, now.DataPath, now.DataID = tc.data, tc.path, tc.id
+			var asked []int
+			usable := func(n int) (string, error) {
+				asked = append(asked, n)
+				return tc.usable, tc.usableErr
+			}
+			err := CheckRunIdentity(dir, now, usable, nil)
+			if tc.asked {
+				require.Equal(t, []int{2}, asked, "asked for the run's 2 usable problems")
+			} else {
+				require.Empty(t, asked)
+			}
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
 }
 
 // TestRunLockByPID: where flock(2) is not kept, the lock file alone is

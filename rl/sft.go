@@ -580,8 +580,8 @@ func warnOtherSFTEvals(w io.Writer, prev, now SFTConfig, step int) {
 // CheckRunIdentity says it for train. A directory without a checkpoint
 // passes; settings that --override lets differ are RunSFT's to compare.
 func CheckSFTRunIdentity(dir string, now SFTSettings, trains func() ([]string, error)) error {
-	return checkNewest(dir, func(path string, config json.RawMessage) error {
-		prev, err := recordedSFT(dir, path, config, now)
+	return checkNewest(dir, func(path string, st checkpoint.State) error {
+		prev, err := recordedSFT(dir, path, st.Config, now)
 		if err != nil {
 			return err
 		}
