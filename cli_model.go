@@ -508,6 +508,23 @@ func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir s
 	return served, nil
 }
 
+// engineSamplerConfig is samplerConfig on the context the serving
+// engine of e serves the model with (checkEngine, which it returns as
+// served), the sampling flags f checked first against config.json's:
+// an engine serves at most that context, so flags that do not fit it are
+// refused at once, not after a wait of up to --engine-timeout for a
+// server still loading its model.
+func (s *modelSession) engineSamplerConfig(ctx context.Context, e engineFlags, syncDir string, f samplingFlags, onEmbeddedTask bool, warn io.Writer) (c rollout.SamplerConfig, served int, err error) {
+	if c, err = s.samplerConfig(f, onEmbeddedTask, 0); err != nil {
+		return c, 0, err
+	}
+	if served, err = s.checkEngine(ctx, e, syncDir, warn); err != nil || served == 0 {
+		return c, 0, err
+	}
+	c, err = s.samplerConfig(f, onEmbeddedTask, served)
+	return c, served, err
+}
+
 // generator returns where generation runs: the local sampler on pol, or
 // the serving engine of f (checkEngine checked it first), which gets
 // prompts as token ids and tokenizes with the session's tokenizer only

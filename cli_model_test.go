@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -244,5 +248,39 @@ func TestCheckpointIsAnExport(t *testing.T) {
 			require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
 			require.Equal(t, "spiral "+cmd[0]+": --checkpoint "+tc.dir+tc.want, stderr.String(), "%q", args)
 		}
+	}
+}
+
+// TestSamplingFlagsBeforeEngine: a --max-new-tokens that leaves no room
+// for a prompt in the model's context (config.json's; an engine serves
+// at most that) is refused (exit 2) before the serving engine is waited
+// for, by train, eval and generate: each waited up to --engine-timeout
+// for a server still loading its model (answering 503, here), minutes
+// with a real one, before the usage error.
+func TestSamplingFlagsBeforeEngine(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	var asked atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		asked.Add(1)
+		http.Error(w, "loading the model", http.StatusServiceUnavailable)
+	}))
+	defer hs.Close()
+	dir := t.TempDir()
+	engine := []string{"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "m", "--engine-timeout", "60s", "--max-new-tokens", "5000"}
+	for _, args := range [][]string{
+		{"train", "--out", filepath.Join(dir, "run"), "--engine-sync", "sglang", "--sync-dir", filepath.Join(dir, "sync"), "--threads", "1", "--quiet"},
+		{"eval", "--out", filepath.Join(dir, "eval"), "--quiet"},
+		{"generate", "hi"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			asked.Store(0)
+			var stderr bytes.Buffer
+			start := time.Now()
+			code := run(context.Background(), append(append([]string{}, args...), engine...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitUsage, code, stderr.String())
+			require.Contains(t, stderr.String(), "--max-new-tokens 5000 leaves no room for a prompt in the 4096 positions of ")
+			require.Less(t, time.Since(start), 30*time.Second, "refused without waiting for the engine")
+			require.Zero(t, asked.Load(), "the engine was not asked")
+		})
 	}
 }

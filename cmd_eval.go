@@ -93,11 +93,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	if err := checkRequests(len(problems), "problems", f.draws(), f.drawsFlag()); err != nil {
 		return err
 	}
-	served, err := sess.checkEngine(ctx, f.engine, "", env.stderr)
-	if err != nil {
-		return err
-	}
-	samplerCfg, err := sess.samplerConfig(f.sf, onTask, served)
+	samplerCfg, _, err := sess.engineSamplerConfig(ctx, f.engine, "", f.sf, onTask, env.stderr)
 	if err != nil {
 		return err
 	}

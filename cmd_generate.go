@@ -82,11 +82,7 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 			return usageError{fmt.Errorf("prompt %d is empty: with --raw the text is fed as it is, and an empty one has no token to continue", i)}
 		}
 	}
-	served, err := sess.checkEngine(ctx, f.engine, "", env.stderr)
-	if err != nil {
-		return err
-	}
-	cfg, err := sess.samplerConfig(f.sf, false, served)
+	cfg, served, err := sess.engineSamplerConfig(ctx, f.engine, "", f.sf, false, env.stderr)
 	if err != nil {
 		return err
 	}

@@ -205,11 +205,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if f.sync.mode == "sglang" {
 		syncDir = f.sync.dir
 	}
-	served, err := sess.checkEngine(ctx, f.engine, syncDir, env.stderr)
-	if err != nil {
-		return err
-	}
-	samplerCfg, err := sess.samplerConfig(f.sf, onTask, served)
+	samplerCfg, _, err := sess.engineSamplerConfig(ctx, f.engine, syncDir, f.sf, onTask, env.stderr)
 	if err != nil {
 		return err
 	}
