@@ -264,28 +264,13 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		fmt.Fprintf(env.stderr, "spiral: warning: %d of the %s of %s %s of %s too (%s%s at %s): the held-out accuracy counts %s as new; give held-out problems that --data lacks\n",
 			len(shared), rollout.Plural(len(held), "held-out problem"), heldName, are, dataName, first, shared[0].ID, shared[0].Source, them)
 	}
-	// The learner's policy is over the ids the sampler draws from, the
-	// tokenizer's; a tokenizer with more ids than the model's logits is
-	// refused there (sess.vocabError).
-	eo := f.exec.options()
-	eo.VocabLimit = samplerCfg.VocabLimit
-	pol, err := model.OpenPolicy(ctx, sess.rt, sess.onnx, filepath.Join(f.run.Dir, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: eo, Artifacts: arts, Seed: f.cfg.Seed})
-	if err != nil {
-		return modelFlagUsage(sess.vocabError(err))
-	}
-	defer pol.Close()
 	cfg := f.cfg
 	if cfg.MicroBatchTokens == 0 {
 		cfg.MicroBatchTokens = autoMicroBatchTokens(sess.onnx, env.stderr)
 	}
 	cfg.SeparateRows = !f.packPrompts
-	// Packing is for a subset's aggregation traces: grpo and search-only
-	// train a question's traces, long completions of a short prompt,
-	// which cost more packed than apart (rl.worthPacking).
-	if f.packPrompts && (cfg.Algo == rl.AlgoSpiral || cfg.Algo == rl.AlgoAggOnly) {
-		noteUnpackedRows(env.stderr, "--pack-prompts", sess.name(), pol.Train, "each trace trains in a row of its own, as with --pack-prompts=false")
-	}
 	cfg.Pipeline.PromptLimit = promptLimit(samplerCfg)
+	cfg.Reward = f.reward.rule
 	lr := f.lr
 	if lr == 0 {
 		lr = modelLR
@@ -296,6 +281,36 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	sched := optim.Schedule{PeakLR: lr, WarmupSteps: int64(f.warmup)}
 	if err := sched.Validate(); err != nil {
 		return usageError{err}
+	}
+	stream := data.NewStream(ds, cfg.Seed)
+	settings := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, DataID: dataID, RL: cfg, Schedule: sched,
+		Sampling: rl.SamplingSettings(samplerCfg.Temperature, samplerCfg.TopP, samplerCfg.TopK, samplerCfg.MaxNewTokens, arts.Selection.String(), tmpl.digest()),
+		LoRA:     lora}
+	run := f.run
+	run.FinalRSA.CandidateTokens, run.FinalRSA.PromptLimit = cfg.Pipeline.CandidateTokens, cfg.Pipeline.PromptLimit
+	parts := rl.RunParts{Problems: stream, Held: held, HeldName: heldName, HeldPath: heldPath, Settings: settings, CRLFTemplates: tmpl.crlfDigest()}
+	// A rerun with other settings (without --override) or on other
+	// usable problems is refused before the policy is loaded, which
+	// reads the model's weights (minutes, for a real model), as resuming
+	// would refuse it.
+	if err := rl.CheckRunSettings(run, parts); err != nil {
+		return err
+	}
+	// The learner's policy is over the ids the sampler draws from, the
+	// tokenizer's; a tokenizer with more ids than the model's logits is
+	// refused there (sess.vocabError).
+	eo := f.exec.options()
+	eo.VocabLimit = samplerCfg.VocabLimit
+	pol, err := model.OpenPolicy(ctx, sess.rt, sess.onnx, filepath.Join(f.run.Dir, rl.ArtifactsDir), model.PolicyOptions{Train: true, Executor: eo, Artifacts: arts, Seed: f.cfg.Seed})
+	if err != nil {
+		return modelFlagUsage(sess.vocabError(err))
+	}
+	defer pol.Close()
+	// Packing is for a subset's aggregation traces: grpo and search-only
+	// train a question's traces, long completions of a short prompt,
+	// which cost more packed than apart (rl.worthPacking).
+	if f.packPrompts && (cfg.Algo == rl.AlgoSpiral || cfg.Algo == rl.AlgoAggOnly) {
+		noteUnpackedRows(env.stderr, "--pack-prompts", sess.name(), pol.Train, "each trace trains in a row of its own, as with --pack-prompts=false")
 	}
 	opt, err := optim.NewAdamW(optim.DefaultConfig(), pol.Weights)
 	if err != nil {
@@ -311,9 +326,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		return err
 	}
 	judge := rl.NewJudge(f.reward.rule)
-	cfg.Reward = f.reward.rule
 	prompter := sess.prompter(tmpl)
-	stream := data.NewStream(ds, cfg.Seed)
 	tr, err := rl.NewTrainer(cfg, rl.TrainerParts{
 		Generator: sampler, Prompter: prompter, Judge: judge, Learner: pol.Train, Problems: stream,
 		Weights: pol.Weights, Grads: pol.Grads, Optimizer: opt, Schedule: sched, Sync: engineSync,
@@ -321,23 +334,18 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	settings := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, DataID: dataID, RL: cfg, Schedule: sched,
-		Sampling: rl.SamplingSettings(samplerCfg.Temperature, samplerCfg.TopP, samplerCfg.TopK, samplerCfg.MaxNewTokens, arts.Selection.String(), tmpl.digest()),
-		LoRA:     lora}
 	fmt.Fprintf(env.stdout, "spiral train: %s on %s (%s), algo %s, %s, lr %g, %d new tokens a trace, out %s\n",
 		sess.name(), dataName, rollout.Plural(ds.Len(), "problem"), cfg.Algo, rollout.Plural(f.run.Steps, "step"), lr, samplerCfg.MaxNewTokens, f.run.Dir)
 	lock.started = true
-	run := f.run
-	run.FinalRSA.CandidateTokens, run.FinalRSA.PromptLimit = cfg.Pipeline.CandidateTokens, cfg.Pipeline.PromptLimit
-	return rl.Run(ctx, run, rl.RunParts{
-		Trainer: tr, Weights: pol.Weights, Optimizer: opt, Problems: stream,
-		Evaluator: rollout.Evaluator{Gen: sampler, Prompter: prompter, Judge: judge}, Held: held, HeldName: heldName, HeldPath: heldPath,
-		ReportExtra: reportExtra(samplerCfg, f.reward.rule, tmpl, f.tmpl, heldSkipped), Model: sess.reportName(), Settings: settings, CRLFTemplates: tmpl.crlfDigest(), Out: env.stdout, Warn: env.stderr,
-		Progress: func(desc string) (func(int), func()) {
-			bar := con.progress(-1, desc, "tok")
-			return bar.add, bar.done
-		},
-	})
+	parts.Trainer, parts.Weights, parts.Optimizer = tr, pol.Weights, opt
+	parts.Evaluator = rollout.Evaluator{Gen: sampler, Prompter: prompter, Judge: judge}
+	parts.ReportExtra, parts.Model = reportExtra(samplerCfg, f.reward.rule, tmpl, f.tmpl, heldSkipped), sess.reportName()
+	parts.Out, parts.Warn = env.stdout, env.stderr
+	parts.Progress = func(desc string) (func(int), func()) {
+		bar := con.progress(-1, desc, "tok")
+		return bar.add, bar.done
+	}
+	return rl.Run(ctx, run, parts)
 }
 
 // noteUnpackedRows notes on w, where learner (model name's) cannot train

@@ -338,3 +338,46 @@ func TestTrainRefusesAnotherRunBeforeTheEngine(t *testing.T) {
 		})
 	}
 }
+
+// TestTrainRefusesOtherSettingsBeforeThePolicy: a rerun with other
+// settings (without --override) or on its data file edited in place is
+// refused before the policy is loaded, which reads the model's weights
+// and builds its artifacts (minutes, for a real model): it was refused
+// only by the resume, after. The run's artifacts path is a file here, so
+// that loading the policy fails: the refusal must come first; with
+// --override the rerun goes on to the policy.
+func TestTrainRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	train := filepath.Join(dir, "train.jsonl")
+	problems := `{"problem": "Compute 1+1", "answer": "2"}` + "\n" + `{"problem": "Compute 2+2", "answer": "4"}` + "\n"
+	runDir := filepath.Join(dir, "run")
+	args := []string{"train", "--out", runDir, "--data", train, "--steps", "1", "--problems", "1", "--n1", "2", "--k", "2", "--n", "1", "--n2", "2",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		problems string
+		want     string
+	}{
+		{"other --lr", []string{"--lr", "1e-3"}, problems, "spiral train: " + runDir + " holds a run with other settings: schedule.peak_lr (--lr): 0.0001 -> 0.001; rerun with --override to continue with the new ones, or use another --out or --fresh\n"},
+		{"the data edited", nil, problems + `{"problem": "Compute 3+3", "answer": "6"}` + "\n",
+			"the run drew from 2 usable problems and " + train + " now has 3: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh\n"},
+		{"--override", []string{"--lr", "1e-3", "--override"}, problems, "spiral train: model: artifacts: mkdir " + filepath.Join(runDir, rl.ArtifactsDir) + ": not a directory\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, os.RemoveAll(runDir))
+			require.NoError(t, os.WriteFile(train, []byte(problems), 0o644))
+			var stderr bytes.Buffer
+			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			artifacts := filepath.Join(runDir, rl.ArtifactsDir)
+			require.NoError(t, os.RemoveAll(artifacts))
+			require.NoError(t, os.WriteFile(artifacts, []byte("not a directory"), 0o644))
+			require.NoError(t, os.WriteFile(train, []byte(tc.problems), 0o644))
+			stderr.Reset()
+			rerun := append(append(append([]string{}, args...), "--steps", "2"), tc.args...)
+			require.Equal(t, exitFailure, run(context.Background(), rerun, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			require.Contains(t, stderr.String(), tc.want)
+		})
+	}
+}

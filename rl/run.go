@@ -278,17 +278,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		return fmt.Errorf("rl: run: %w", err)
 	}
 	tr := p.Trainer
-	p.Settings.CandidateCap = ""
-	if p.Settings.RL.Pipeline.CandidateTokens > 0 && !slices.Contains(ignoredFields(p.Settings.RL.Algo), "pipeline.") {
-		p.Settings.CandidateCap = report.CandidateCapText
-	}
-	p.Settings.HeldOut = nil
-	if len(p.Held) > 0 && (cfg.EvalEvery > 0 || cfg.FinalRSA.Steps > 0) {
-		p.Settings.HeldOut = &HeldOut{Data: p.HeldName, Path: p.HeldPath, Problems: len(p.Held), Digest: data.ProblemsDigest(p.Held)}
-		if cfg.EvalEvery > 0 {
-			p.Settings.HeldOut.Samples = cfg.EvalSamples
-		}
-	}
+	p.Settings = recordedSettings(cfg, p)
 
 	// 2. Resume, or start afresh.
 	ckptDir := filepath.Join(cfg.Dir, CheckpointsDir)
@@ -542,6 +532,99 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	return tr.SyncHost() // the caller may export the weights
 }
 
+// recordedSettings are p.Settings as the run of cfg records them: with
+// what its candidate cap counts (CandidateCap) and the held-out problems
+// it evaluates (HeldOut, nil for none).
+func recordedSettings(cfg RunConfig, p RunParts) RunSettings {
+	s := p.Settings
+	s.CandidateCap = ""
+	if s.RL.Pipeline.CandidateTokens > 0 && !slices.Contains(ignoredFields(s.RL.Algo), "pipeline.") {
+		s.CandidateCap = report.CandidateCapText
+	}
+	s.HeldOut = nil
+	if len(p.Held) > 0 && (cfg.EvalEvery > 0 || cfg.FinalRSA.Steps > 0) {
+		s.HeldOut = &HeldOut{Data: p.HeldName, Path: p.HeldPath, Problems: len(p.Held), Digest: data.ProblemsDigest(p.Held)}
+		if cfg.EvalEvery > 0 {
+			s.HeldOut.Samples = cfg.EvalSamples
+		}
+	}
+	return s
+}
+
+// CheckRunSettings refuses a rerun into cfg.Dir that Run's resume would
+// refuse for its settings, p.Settings completed as Run records them, or
+// for its problems, p.Problems: the newest checkpoint (whose state reads
+// intact) records other settings (settingsDiff), or a data cursor of
+// other usable problems (dataChange), and cfg.Override is not given; or
+// it is of another model, data set or algorithm (recordedRun). This is
+// said before the caller loads the policy, reading the model's weights
+// (minutes, for a real model), which the refusal made wasted. p's
+// Settings, Held, HeldName, HeldPath, CRLFTemplates and Problems are
+// read. A directory without a checkpoint passes, as does any with
+// cfg.Fresh or cfg.Override.
+func CheckRunSettings(cfg RunConfig, p RunParts) error {
+	if cfg.Fresh || cfg.Override {
+		return nil
+	}
+	now := recordedSettings(cfg, p)
+	return checkNewest(cfg.Dir, func(path string, st checkpoint.State) error {
+		prev, err := recordedRun(cfg.Dir, path, st.Config, now)
+		if err != nil {
+			return err
+		}
+		diff, _ := resumedDiff(prev, now, p.CRLFTemplates)
+		if err := checkSettings(cfg.Dir, diff, false, io.Discard); err != nil {
+			return err
+		}
+		var cur data.Cursor
+		if json.Unmarshal(st.DataCursor, &cur) != nil {
+			return nil // resume's to report
+		}
+		if changed, _ := dataChange(cur, p.Problems.Cursor(), now.Data); changed != "" {
+			return otherProblems(path, changed)
+		}
+		return nil
+	})
+}
+
+// resumedDiff is the settings difference (settingsDiff) between the
+// run's settings prev and now's, whose templates fingerprint taken as
+// versions that kept CRLF line ends took it is crlfTemplates (""
+// where no template file has them): a run that recorded that one is of
+// these templates (crlf), not of others.
+func resumedDiff(prev, now RunSettings, crlfTemplates string) (diff []string, crlf bool) {
+	crlf = crlfTemplates != "" && prev.Templates() == crlfTemplates
+	if crlf {
+		prev.Sampling = maps.Clone(prev.Sampling)
+		prev.Sampling[templatesField] = now.Sampling[templatesField]
+	}
+	return settingsDiff(prev, now), crlf
+}
+
+// dataChange says how the usable problems of the data set name, whose
+// cursor is now now, differ from those the run's data cursor cur drew
+// from: in number, or as many with other contents (the file edited in
+// place; cursors of older versions record no digest); changed says it
+// for a refusal (otherProblems), overridden for --override's warning;
+// both "" where they do not differ.
+func dataChange(cur, now data.Cursor, name string) (changed, overridden string) {
+	switch {
+	case cur.Size != 0 && cur.Size != now.Size:
+		return fmt.Sprintf("the run drew from %d usable problems and %s now has %d", cur.Size, name, now.Size),
+			fmt.Sprintf("%s now has %d usable problems, not %d", name, now.Size, cur.Size)
+	case cur.Digest != "" && cur.Digest != now.Digest:
+		return fmt.Sprintf("the run drew from other problems than the %d usable ones %s now holds (the file changed)", now.Size, name),
+			fmt.Sprintf("%s now holds other problems", name)
+	}
+	return "", ""
+}
+
+// otherProblems refuses to resume from the checkpoint at path, whose run
+// drew from other problems (changed: dataChange's), without --override.
+func otherProblems(path, changed string) error {
+	return fmt.Errorf("checkpoint %s: %s: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh", path, changed)
+}
+
 // finalWritten reports whether the rsa.json at path is the final RSA
 // evaluation of the run's step on the held-out problems of digest: not
 // one that is missing or does not read, nor one of an earlier step (a
@@ -677,12 +760,8 @@ func resume(ctx context.Context, cfg RunConfig, p RunParts) (*HeldOut, error) {
 	}
 	// The same template files, which this version reads with LF line
 	// ends: the run goes on, recording their new fingerprint.
-	crlf := p.CRLFTemplates != "" && prev.Templates() == p.CRLFTemplates
-	if crlf {
-		prev.Sampling = maps.Clone(prev.Sampling)
-		prev.Sampling[templatesField] = p.Settings.Sampling[templatesField]
-	}
-	if err := checkSettings(cfg.Dir, settingsDiff(prev, p.Settings), cfg.Override, p.Warn); err != nil {
+	diff, crlf := resumedDiff(prev, p.Settings, p.CRLFTemplates)
+	if err := checkSettings(cfg.Dir, diff, cfg.Override, p.Warn); err != nil {
 		return nil, err
 	}
 	if crlf {
@@ -697,22 +776,11 @@ func resume(ctx context.Context, cfg RunConfig, p RunParts) (*HeldOut, error) {
 	if err := json.Unmarshal(st.DataCursor, &cur); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: data cursor: %w", path, err)
 	}
-	// A position in other problems means nothing: another number of them,
-	// or as many with other contents (the file edited in place; cursors
-	// of older versions record no digest).
+	// A position in other problems means nothing.
 	now := p.Problems.Cursor()
-	var changed, overridden string
-	switch {
-	case cur.Size != 0 && cur.Size != now.Size:
-		changed = fmt.Sprintf("the run drew from %d usable problems and %s now has %d", cur.Size, p.Settings.Data, now.Size)
-		overridden = fmt.Sprintf("%s now has %d usable problems, not %d", p.Settings.Data, now.Size, cur.Size)
-	case cur.Digest != "" && cur.Digest != now.Digest:
-		changed = fmt.Sprintf("the run drew from other problems than the %d usable ones %s now holds (the file changed)", now.Size, p.Settings.Data)
-		overridden = fmt.Sprintf("%s now holds other problems", p.Settings.Data)
-	}
-	if changed != "" {
+	if changed, overridden := dataChange(cur, now, p.Settings.Data); changed != "" {
 		if !cfg.Override {
-			return nil, fmt.Errorf("checkpoint %s: %s: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh", path, changed)
+			return nil, otherProblems(path, changed)
 		}
 		fmt.Fprintf(p.Warn, "spiral: --override: %s: going on from the start of a new epoch of it\n", overridden)
 		cur = data.Cursor{Epoch: cur.Epoch + 1, Seed: cur.Seed, Size: now.Size, Digest: now.Digest}

@@ -2311,3 +2311,50 @@ func TestRunPlotFailureWarns(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckRunSettings: CheckRunSettings, which train asks before it
+// loads the policy, refuses what Run's resume refuses, with its error,
+// and passes what it passes: other settings and other usable problems
+// without --override, other held-out problems; the same run, --override
+// and --fresh pass.
+func TestCheckRunSettings(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	h.parts.Settings.DataID = data.ProblemsDigest(h.parts.Held)
+	require.NoError(t, h.run(context.Background()))
+	more := []data.Problem{{ID: "hard", Problem: "hard", Answer: "1"}, {ID: "easy", Problem: "easy", Answer: "1"}, {ID: "new", Problem: "new", Answer: "2"}}
+	for _, tc := range []struct {
+		name   string
+		change func(*runHarness)
+		want   string
+	}{
+		{"the same run", func(*runHarness) {}, ""},
+		{"other --lr", func(h *runHarness) { h.parts.Settings.Schedule.PeakLR = 0.5 }, dir + " holds a run with other settings: schedule.peak_lr (--lr): 0.01 -> 0.5"},
+		{"other --lr, --override", func(h *runHarness) { h.parts.Settings.Schedule.PeakLR, h.cfg.Override = 0.5, true }, ""},
+		{"other --lr, --fresh", func(h *runHarness) { h.parts.Settings.Schedule.PeakLR, h.cfg.Fresh = 0.5, true }, ""},
+		{"other held-out problems", func(h *runHarness) { h.parts.Held = h.parts.Held[:1] }, "held_out.problems (--eval-problems): 2 -> 1"},
+		{"other usable problems", func(h *runHarness) { h.parts.Problems = data.NewStream(data.NewDataset("t", more), 3) },
+			"the run drew from 2 usable problems and d now has 3: restore the file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newRunHarness(t, dir, 1)
+			h.parts.Settings.DataID = data.ProblemsDigest(h.parts.Held)
+			tc.change(h)
+			checked := CheckRunSettings(h.cfg, h.parts)
+			if tc.want == "" {
+				require.NoError(t, checked)
+			} else {
+				require.ErrorContains(t, checked, tc.want)
+			}
+			if h.cfg.Fresh {
+				return // Run starts over, moving the run aside
+			}
+			resumed := h.run(context.Background())
+			if checked == nil {
+				require.NoError(t, resumed)
+				return
+			}
+			require.EqualError(t, resumed, checked.Error(), "Run's resume refuses it alike")
+		})
+	}
+}
