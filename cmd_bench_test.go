@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -307,4 +310,41 @@ func TestBenchTrainGroupWithoutPacking(t *testing.T) {
 	require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
 	require.Equal(t, "spiral: note: --group 2: "+m+" cannot train packed rows (the model reads no position_ids, so the positions of a packed row's completions cannot restart after its prompt): each row trains apart, as train's would\n", stderr.String())
 	require.NotContains(t, stdout.String(), "packed_rows")
+}
+
+// TestREADMEBenchCommands: every `spiral bench` command README's
+// Benchmarks section gives for its figures still parses and validates,
+// and one on a placeholder model (`<init-model ...>/model.onnx`, `<it>`:
+// a random-weight export of a real config's shape) names the vocabulary
+// it measured (--vocab-limit). Those figures ran the logits' whole width,
+// as bench did before it took the tokenizer's ids (26f6ec9); init-model
+// writes its 49-id tokenizer beside the model, so the same command
+// without --vocab-limit now runs a 49-id loss and samples below 49 ids.
+func TestREADMEBenchCommands(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(b), "\n## Benchmarks\n")
+	require.True(t, ok, "README has no Benchmarks section")
+	section, _, _ = strings.Cut(section, "\n## ")
+	placeholder := regexp.MustCompile(`<[^>]*>`)
+	n := 0
+	for _, m := range regexp.MustCompile("`(spiral bench [^`]*)`").FindAllStringSubmatch(section, -1) {
+		cmd := m[1]
+		t.Run(cmd, func(t *testing.T) {
+			// [--flag v] is an option the row measured both ways.
+			args := strings.Fields(strings.NewReplacer("[", "", "]", "").Replace(placeholder.ReplaceAllString(cmd, "MODEL")))
+			require.GreaterOrEqual(t, len(args), 3)
+			fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			var f benchFlags
+			f.register(fs)
+			require.NoError(t, fs.Parse(args[3:]))
+			require.NoError(t, f.validate(args[2]))
+			if strings.Contains(f.mf.model, "MODEL") {
+				require.Positive(t, f.vocabLimit, "a placeholder model's command names its vocabulary (--vocab-limit)")
+			}
+		})
+		n++
+	}
+	require.GreaterOrEqual(t, n, 10, "README's Benchmarks section's bench commands")
 }
