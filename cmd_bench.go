@@ -110,7 +110,7 @@ func (f *benchFlags) validate(what string) error {
 	}
 	switch what {
 	case "train":
-		errs = append(errs, positive("--tokens", f.tokens), tokensOfRows("--rows", f.rows, "--tokens", f.tokens), counted("--group", f.group))
+		errs = append(errs, tokensOfRows("--rows", f.rows, "--tokens", f.tokens), counted("--group", f.group))
 		if f.group >= 1 && f.group <= maxCount && f.rows >= 1 && f.rows%f.group != 0 {
 			errs = append(errs, fmt.Errorf("--rows %d: want a multiple of --group %d (groups of rows sharing their prompt)", f.rows, f.group))
 		}

@@ -348,3 +348,15 @@ func TestREADMEBenchCommands(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, n, 10, "README's Benchmarks section's bench commands")
 }
+
+// TestBenchTokensRange: bench train's --tokens below its range is
+// refused once, with its own bound (a prompt and a response: >= 2), not
+// also with a count's ">= 1", which contradicted it.
+func TestBenchTokensRange(t *testing.T) {
+	for _, tokens := range []string{"1", "0", "-3"} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"bench", "train", "--tokens", tokens}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, stderr.String())
+		require.Equal(t, "spiral bench: --tokens "+tokens+": want >= 2 (a prompt and a response)\n", stderr.String())
+	}
+}
