@@ -300,15 +300,20 @@ type benchTrainLine struct {
 	KeptBytes        int64 `json:"kept_bytes,omitempty"`
 	// DeviceCopyBytes is what the step copied between host and device
 	// memory through the device layer (--device cuda, or --resident):
-	// the parameters and AdamW's moments on the first step (AdamW runs
-	// there too), and CallCopyBytes, the activations that cross with the
-	// graphs' calls (on the CPU twin: what would cross on CUDA);
-	// GradientCopyBytes is the parameter gradients returned to the host
-	// (none with AdamW on the device; model.Executor.CallBytes,
-	// GradientBytes).
+	// the parameters (unless the generation before it copied them) and
+	// AdamW's moments on the first step (AdamW runs there too), and
+	// CallCopyBytes, the activations that cross with the graphs' calls
+	// (on the CPU twin: what would cross on CUDA); GradientCopyBytes is
+	// the parameter gradients returned to the host (none with AdamW on
+	// the device; model.Executor.CallBytes, GradientBytes).
+	// GenerateCopyBytes is what the generation before the step copied
+	// (--generate-rows): the weights on the first, then each call's
+	// inputs and logits (Sampler.CopiedBytes), not counted in
+	// DeviceCopyBytes.
 	DeviceCopyBytes   int64 `json:"device_copy_bytes,omitempty"`
 	CallCopyBytes     int64 `json:"call_copy_bytes,omitempty"`
 	GradientCopyBytes int64 `json:"gradient_copy_bytes,omitempty"`
+	GenerateCopyBytes int64 `json:"generate_copy_bytes,omitempty"`
 	// WeightsBytes is the trained and frozen parameters.
 	WeightsBytes int64 `json:"weights_bytes"`
 	// The memory after the step.
@@ -483,13 +488,14 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 			return err
 		}
 		var generated time.Duration
+		var genCopied int64
 		if sampler != nil {
-			g0 := time.Now()
+			g0, c0 := time.Now(), sampler.CopiedBytes()
 			if _, _, err := sampler.Generate(ctx, reqs, nil); err != nil {
 				return err
 			}
 			sampler.Release()
-			generated = time.Since(g0)
+			generated, genCopied = time.Since(g0), sampler.CopiedBytes()-c0
 		}
 		t0 := time.Now()
 		copied, called, grads := pol.Train.CopiedBytes(), pol.Train.CallBytes(), pol.Train.GradientBytes()
@@ -509,7 +515,7 @@ func benchTrain(ctx context.Context, env *cliEnv, f *benchFlags, r resolvedModel
 			OptimizerSeconds: time.Since(t1).Seconds(), GenerateSeconds: generated.Seconds(), WeightsBytes: weights, NLL: gs.NLL, GradNorm: u.Norm,
 			UpdateSkipped: u.Skipped, RecomputedLayers: c.recomputed, KeptBytes: c.kept,
 			DeviceCopyBytes: pol.Train.CopiedBytes() - copied, CallCopyBytes: pol.Train.CallBytes() - called,
-			GradientCopyBytes: pol.Train.GradientBytes() - grads}
+			GradientCopyBytes: pol.Train.GradientBytes() - grads, GenerateCopyBytes: genCopied}
 		line.TokensPerSecond = float64(f.rows*f.tokens) / t1.Sub(t0).Seconds()
 		if line.benchMemory, err = meter.measure(); err != nil {
 			return err

@@ -360,3 +360,48 @@ func TestBenchTokensRange(t *testing.T) {
 		require.Equal(t, "spiral bench: --tokens "+tokens+": want >= 2 (a prompt and a response)\n", stderr.String())
 	}
 }
+
+// TestBenchTrainGenerateCopies: on the device layer (--resident, the
+// CUDA path's twin) bench train --generate-rows reports what each
+// generation copied (generate_copy_bytes), as train's device_copy_bytes
+// counts the rollouts' copies with the step's: the first copies the
+// weights, which the step then finds there (its own first copy is
+// AdamW's two moments), later ones only each call's inputs and logits.
+// The weights' copy was in no line, and the first step's
+// device_copy_bytes, said to hold the parameters, held the moments
+// alone. On the host path nothing is copied, and no field is written.
+func TestBenchTrainGenerateCopies(t *testing.T) {
+	for _, resident := range []bool{true, false} {
+		var stdout, stderr bytes.Buffer
+		args := []string{"bench", "train", "--rows", "2", "--tokens", "32", "--steps", "2", "--threads", "1",
+			"--generate-rows", "3", "--prompt-tokens", "8", "--new-tokens", "2", "--resident=" + fmt.Sprint(resident)}
+		require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+		var lines []map[string]any
+		dec := json.NewDecoder(&stdout)
+		for dec.More() {
+			var l map[string]any
+			require.NoError(t, dec.Decode(&l))
+			lines = append(lines, l)
+		}
+		require.Len(t, lines, 3)
+		if !resident {
+			for _, l := range lines {
+				require.NotContains(t, l, "generate_copy_bytes")
+			}
+			continue
+		}
+		for i, l := range lines[1:] {
+			require.Contains(t, l, "generate_copy_bytes", "step %d", i+1)
+			weights, gen := l["weights_bytes"].(float64), l["generate_copy_bytes"].(float64)
+			step, calls := l["device_copy_bytes"].(float64), l["call_copy_bytes"].(float64)
+			if i == 0 {
+				require.Greater(t, gen, weights, "the first generation copies the weights")
+				require.Equal(t, 2*weights+calls, step, "the first step copies the moments; the weights are there")
+			} else {
+				require.Positive(t, gen)
+				require.Less(t, gen, weights, "the weights stay on the device")
+				require.Equal(t, calls, step)
+			}
+		}
+	}
+}
