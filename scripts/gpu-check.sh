@@ -129,7 +129,9 @@ bench() { # seconds args...
 		nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 >"$OUT/gpu-mem.csv" &
 		smi=$!
 	fi
-	timeout "$limit" "$S" bench "$@" --vocab-limit "$QWEN3_IDS" | tail -1 || echo "stopped after $limit s: $*"
+	# The last line of a generation's figures: bench generate ends with
+	# the KV cache's release, a line without its rates.
+	timeout "$limit" "$S" bench "$@" --vocab-limit "$QWEN3_IDS" | grep -v '"phase":"release"' | tail -1 || echo "stopped after $limit s: $*"
 	if [[ -n $smi ]]; then
 		kill "$smi" 2>/dev/null || true
 		echo "peak device memory in use: $(sort -n "$OUT/gpu-mem.csv" | tail -1) MiB"
