@@ -116,8 +116,9 @@ type SFTConfig struct {
 	// and on an interruption; Keep retains the newest N (0 = all).
 	CheckpointEvery int `json:"-"`
 	Keep            int `json:"-"`
-	// Fresh moves an earlier run's checkpoints and log aside and starts
-	// over; Override resumes a run whose settings differ from the ones
+	// Fresh moves an earlier run's checkpoints and log aside (a spiral
+	// train run's logs, plot and final report too) and starts over;
+	// Override resumes a run whose settings differ from the ones
 	// given (the new ones apply).
 	Fresh    bool `json:"-"`
 	Override bool `json:"-"`
@@ -271,7 +272,10 @@ type SFTEval struct {
 // caller):
 //
 //  1. cfg.Fresh: move an earlier run's checkpoints, log and event
-//     files aside (previous-*/), a finished run's event files too;
+//     files aside (previous-*/), a finished run's event files too, and
+//     a spiral train run's logs, plot and final report with its
+//     checkpoints, so that previous-*/ holds that run whole and none
+//     of its files stays beside this one's;
 //     otherwise set a finished run's event files aside
 //     (setAsideFinishedEvents) and resume from the newest intact
 //     checkpoint, if any (the weights, AdamW's moments and count, the
@@ -310,11 +314,15 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 	// 1. Resume, or start afresh; the events of a finished run this one
 	// replaces are kept until its model is, or with --fresh in
 	// previous-*/ with the rest (those an earlier overwrite set aside
-	// too).
+	// too). A train run in p.Dir, whose checkpoints sft refuses
+	// offering --fresh, goes aside whole: its metrics.jsonl and
+	// eval.jsonl left here would be what spiral tensorboard reads of
+	// the directory, rather than this run's log.
 	logPath := filepath.Join(p.Dir, SFTLogFile+PartialSuffix)
 	step := 0
 	if cfg.Fresh {
-		moved, err := moveAside(p.Dir, []string{CheckpointsDir, SFTLogFile + PartialSuffix, TensorBoardDir, SFTFinishedTensorBoardDir})
+		moved, err := moveAside(p.Dir, []string{CheckpointsDir, SFTLogFile + PartialSuffix, TensorBoardDir, SFTFinishedTensorBoardDir,
+			MetricsFile, EvalFile, TrainingPlot, FinalRSAFile})
 		if err != nil {
 			return err
 		}

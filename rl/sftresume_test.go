@@ -514,6 +514,43 @@ func TestSFTFresh(t *testing.T) {
 	require.FileExists(t, filepath.Join(prev[0], SFTLogFile+PartialSuffix))
 }
 
+// TestSFTFreshSetsTrainRunAside: Fresh in the run directory of spiral
+// train (the --fresh that sft's refusal of train's checkpoints offers)
+// moves the whole train run aside, its logs, plot and final report with
+// its checkpoints and events, into one previous-*: it moved the
+// checkpoints alone, leaving a previous-* of part of the run and, beside
+// sft's model and log, train's metrics.jsonl and eval.jsonl, which
+// spiral tensorboard then read as the directory's run instead of
+// sft.jsonl.
+func TestSFTFreshSetsTrainRunAside(t *testing.T) {
+	src, dir := sftModelDir(t), t.TempDir()
+	h := newSFTHarness(t, src, dir)
+	settings, err := json.Marshal(RunSettings{Model: "m", ModelID: "id-m", Data: "d", RL: DefaultConfig()})
+	require.NoError(t, err)
+	_, err = checkpoint.Save(filepath.Join(dir, CheckpointsDir), h.parts.Policy.Weights, h.parts.Optimizer, checkpoint.State{Step: 2, Config: settings}, checkpoint.Options{})
+	require.NoError(t, err)
+	trainFiles := []string{MetricsFile, EvalFile, TrainingPlot, FinalRSAFile, filepath.Join(TensorBoardDir, "events.out.tfevents.1.host.spiral")}
+	for _, name := range trainFiles {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o777))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("train's "+name), 0o666))
+	}
+	h.cfg.Fresh = true
+	require.NoError(t, h.run(0))
+	prev, err := filepath.Glob(filepath.Join(dir, previousPattern+"*"))
+	require.NoError(t, err)
+	require.Len(t, prev, 1)
+	require.DirExists(t, filepath.Join(prev[0], CheckpointsDir, checkpoint.DirName(2)))
+	for _, name := range trainFiles {
+		b, err := os.ReadFile(filepath.Join(prev[0], name))
+		require.NoError(t, err, "the train run's %s set aside with its checkpoints", name)
+		require.Equal(t, "train's "+name, string(b))
+	}
+	for _, name := range []string{MetricsFile, EvalFile, TrainingPlot, FinalRSAFile} {
+		require.NoFileExists(t, filepath.Join(dir, name), "left beside the sft run")
+	}
+	require.FileExists(t, filepath.Join(dir, SFTLogFile+PartialSuffix))
+}
+
 // TestSFTSettingsDiffLearningRate: another --lr is one difference named
 // by its flag, not two (the cosine floor is --lr / 10, whose quotient
 // printed as 0.00030000000000000003).
