@@ -297,6 +297,7 @@ var settingFlags = map[string]string{
 	"sft.max_grad_norm":             "--max-grad-norm",
 	"sft.eval_problems":             "--eval-problems",
 	"sft.seed":                      "--seed",
+	"tokenizer":                     "--tokenizer",
 }
 
 // withFlags returns the setting at the flattened path key followed by

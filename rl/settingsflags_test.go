@@ -197,6 +197,7 @@ func TestSFTSettingsDiffNamesFlags(t *testing.T) {
 		"sft.max_grad_norm":            "sft.max_grad_norm (--max-grad-norm)",
 		"sft.eval_problems":            "sft.eval_problems (--eval-problems)",
 		"sft.seed":                     "sft.seed (--seed)",
+		"tokenizer":                    "tokenizer (--tokenizer)",
 	}
 	recorded := slices.DeleteFunc(flatKeys(s), func(k string) bool { return k == "model" || k == "model_id" })
 	require.ElementsMatch(t, slices.Collect(maps.Keys(want)), recorded, "a recorded setting without a row here")

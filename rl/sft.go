@@ -231,6 +231,11 @@ type SFTSettings struct {
 	// parameters (lmgraph.Selection.String; "" in checkpoints of older
 	// versions, which record none).
 	Selection string `json:"selection,omitempty"`
+	// Tokenizer fingerprints the tokenizer.json the examples are
+	// tokenized with ("" in checkpoints of older versions, which record
+	// none): a rerun with another would train the run's weights on ids
+	// that mean other text, and write its model with that tokenizer.
+	Tokenizer string `json:"tokenizer,omitempty"`
 	// Schedule and SFT are the run's (RunSFT sets them); SFT is nil in a
 	// checkpoint of spiral train.
 	Schedule optim.Schedule `json:"schedule"`
@@ -621,7 +626,8 @@ func recordedSFT(dir, path string, config json.RawMessage, now SFTSettings) (SFT
 // sftSettingsDiff lists the settings that differ between an sft run's
 // checkpoint (a) and its rerun (b) as "path (flags): old -> new"
 // (flatDiff, withFlags), the
-// model left to its own check, and the selection where both record one.
+// model left to its own check, and the selection and the tokenizer where
+// both record one.
 func sftSettingsDiff(a, b SFTSettings) []string {
 	return flatDiff(a, b, func(k string, fa, fb map[string]string) string {
 		switch k {
@@ -640,7 +646,7 @@ func sftSettingsDiff(a, b SFTSettings) []string {
 			if fa["schedule.peak_lr"] != fb["schedule.peak_lr"] {
 				return ""
 			}
-		case "selection":
+		case "selection", "tokenizer":
 			if fa[k] == "" || fb[k] == "" {
 				return "" // recorded by neither, or not by older versions
 			}

@@ -565,6 +565,24 @@ func TestSFTSettingsDiffLearningRate(t *testing.T) {
 	require.Empty(t, sftSettingsDiff(settings(0.003), settings(0.003)))
 }
 
+// TestSFTSettingsDiffTokenizer: another tokenizer is a difference named
+// by --tokenizer; a checkpoint of an older version, which records none,
+// is compared without it.
+func TestSFTSettingsDiffTokenizer(t *testing.T) {
+	for _, c := range []struct {
+		name, recorded, now string
+		want                []string
+	}{
+		{"another", "tok-a", "tok-b", []string{`tokenizer (--tokenizer): "tok-a" -> "tok-b"`}},
+		{"the same", "tok-a", "tok-a", nil},
+		{"none recorded", "", "tok-b", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, sftSettingsDiff(SFTSettings{Model: "m", Tokenizer: c.recorded}, SFTSettings{Model: "m", Tokenizer: c.now}))
+		})
+	}
+}
+
 // TestSFTSettingsDiffSteps: the cosine's total steps are --steps, or
 // --warmup + 1 where --steps is not above --warmup (spiral sft's
 // schedule), so a difference that shows --warmup + 1 says so: a rerun

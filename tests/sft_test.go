@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/data/synth"
+	"github.com/spiral-rl/spiral/model/tokenizer"
 	"github.com/spiral-rl/spiral/rollout/report/tfevents"
 )
 
@@ -288,6 +291,44 @@ func TestSFTOtherModelRefusedBeforeArtifacts(t *testing.T) {
 	r := spiral(t, nil, append([]string{"sft", "--model", filepath.Join(m, "model.onnx")}, small...)...)
 	requireExit(t, r, 1, nil, out+" holds an sft run of embedded", "use another --out, or --fresh")
 	require.Equal(t, before, artifacts(), "the run's artifacts are untouched")
+}
+
+// TestSFTResumeOtherTokenizer: an sft run interrupted and run again with
+// another --tokenizer is refused, naming it and --override, as other
+// settings are: it resumed without a word, training the weights of ids
+// that meant other text on the new tokenizer's ids, and wrote the model
+// with that tokenizer. Here the other tokenizer has the task's
+// characters at other ids (the alphabet reversed).
+func TestSFTResumeOtherTokenizer(t *testing.T) {
+	requireRuntime(t)
+	f := fixtures{dir: t.TempDir()}
+	src := f.modelDir(t, "src", nil)
+	other := f.path("other")
+	require.NoError(t, os.MkdirAll(other, 0o755))
+	alphabet := []rune(synth.Alphabet())
+	slices.Reverse(alphabet)
+	tj, err := tokenizer.BuildCharTokenizerJSON(alphabet)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(other, "tokenizer.json"), tj, 0o644))
+	out := f.path("out")
+	args := []string{"sft", "--model", src, "--out", out, "--steps", "60", "--batch", "2", "--eval-every", "0", "--eval-problems", "2",
+		"--checkpoint-every", "1", "--threads", "1", "--quiet"}
+	cmd, stderr := signalAtLine(t, syscall.SIGINT, "checkpoint ", 10*time.Minute, args...)
+	require.Equal(t, 130, cmd.ProcessState.ExitCode(), stderr)
+	log, err := os.ReadFile(filepath.Join(out, "sft.jsonl.partial"))
+	require.NoError(t, err)
+
+	r := spiral(t, nil, append(args, "--tokenizer", other)...)
+	requireExit(t, r, 1, nil, "holds a run with other settings: tokenizer (--tokenizer): ", "rerun with --override")
+	require.NotContains(t, r.stdout, "resumed from")
+	after, err := os.ReadFile(filepath.Join(out, "sft.jsonl.partial"))
+	require.NoError(t, err)
+	require.Equal(t, log, after, "the refused rerun left the run's log as it was")
+
+	// The same tokenizer, given by --tokenizer, is the run's.
+	r = spiral(t, nil, append(args, "--steps", "3", "--override", "--tokenizer", src)...)
+	requireExit(t, r, 0, nil, "resumed from")
+	require.NotContains(t, r.stderr, "tokenizer (--tokenizer)")
 }
 
 // TestSFTKilledWhileMovingItsModelIn: sft killed (SIGKILL, a second
