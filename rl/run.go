@@ -283,7 +283,10 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	// 2. Resume, or start afresh.
 	ckptDir := filepath.Join(cfg.Dir, CheckpointsDir)
 	if cfg.Fresh {
-		moved, err := moveAside(cfg.Dir, []string{CheckpointsDir, MetricsFile, EvalFile, TrainingPlot, FinalRSAFile, TensorBoardDir})
+		// An interrupted sft run's log goes with its checkpoints, whose
+		// refusal offers --fresh: the next sft here would empty it.
+		moved, err := moveAside(cfg.Dir, []string{CheckpointsDir, MetricsFile, EvalFile, TrainingPlot, FinalRSAFile, TensorBoardDir,
+			SFTLogFile + PartialSuffix})
 		if err != nil {
 			return err
 		}

@@ -1184,6 +1184,33 @@ func TestRunFreshMovesAside(t *testing.T) {
 	require.Contains(t, h.out.String(), "--fresh: the previous run is in "+filepath.Dir(filepath.Dir(prev[0])))
 }
 
+// TestRunFreshSetsSFTRunAside: Fresh in the directory of an interrupted
+// sft run (the --fresh that train's refusal of sft's checkpoints offers)
+// moves its log, sft.jsonl.partial, aside with its checkpoints: left
+// here, previous-* held the checkpoints without their log, and the next
+// sft in the directory, finding no checkpoint, started over and emptied
+// it.
+func TestRunFreshSetsSFTRunAside(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	settings, err := json.Marshal(SFTSettings{Model: "m", ModelID: "id-m", SFT: &SFTConfig{Batch: 2}})
+	require.NoError(t, err)
+	_, err = checkpoint.Save(filepath.Join(dir, CheckpointsDir), h.parts.Weights, h.parts.Optimizer, checkpoint.State{Step: 1, Config: settings}, checkpoint.Options{})
+	require.NoError(t, err)
+	log := []byte(`{"step":1,"loss":3}` + "\n")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, SFTLogFile+PartialSuffix), log, 0o666))
+	h.cfg.Fresh = true
+	require.NoError(t, h.run(context.Background()))
+	prev, err := filepath.Glob(filepath.Join(dir, previousPattern+"*"))
+	require.NoError(t, err)
+	require.Len(t, prev, 1)
+	require.DirExists(t, filepath.Join(prev[0], CheckpointsDir, checkpoint.DirName(1)))
+	b, err := os.ReadFile(filepath.Join(prev[0], SFTLogFile+PartialSuffix))
+	require.NoError(t, err, "the sft run's log set aside with its checkpoints")
+	require.Equal(t, log, b)
+	require.NoFileExists(t, filepath.Join(dir, SFTLogFile+PartialSuffix))
+}
+
 // TestRunConfigValidate names the flags of invalid run settings.
 func TestRunConfigValidate(t *testing.T) {
 	err := RunConfig{Dir: "x", Steps: 0, CheckpointEvery: 0, Keep: -1, EvalEvery: -2, EvalSamples: 0}.Validate()
