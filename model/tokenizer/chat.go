@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -56,11 +57,18 @@ func RenderChat(msgs []Message, addGenerationPrompt bool) string {
 // EncodeChat is Encode(RenderChat(msgs, addGenerationPrompt)), preceded
 // by the BOS token where the chat template writes {{ bos_token }} before
 // its messages (Hermes-style ChatML on Mistral and Llama bases) and
-// tokenizer_config.json has a bos_token: the ids of transformers'
-// apply_chat_template, which renders the template with the bos_token's
-// text and tokenizes it without adding special tokens.
+// tokenizer_config.json has a bos_token, and with the generation prompt
+// followed by what the template's generation prompt writes after
+// "<|im_start|>assistant\n" (the "<think>\n" of Qwen3-*-Thinking-2507's
+// and QwQ's, which open the model's reasoning there): the ids of
+// transformers' apply_chat_template, which renders the template with the
+// bos_token's text and tokenizes it without adding special tokens.
 func (t *Tokenizer) EncodeChat(msgs []Message, addGenerationPrompt bool) []int32 {
-	return t.Encode(t.bos + RenderChat(msgs, addGenerationPrompt))
+	text := t.bos + RenderChat(msgs, addGenerationPrompt)
+	if addGenerationPrompt {
+		text += t.genSuffix
+	}
+	return t.Encode(text)
 }
 
 // jinjaTag matches a Jinja expression ({{ }}: group 1), statement ({% %}:
@@ -110,4 +118,121 @@ func bosPlacement(tmpl string) (first, elsewhere bool) {
 		}
 	}
 	return first, elsewhere
+}
+
+// generationPrompt reads the text the chat template tmpl writes for the
+// generation prompt, as transformers renders a template (trim_blocks and
+// lstrip_blocks, the tags' whitespace control): the literal text and
+// string literals (joined with + or ~) that its
+// {% if add_generation_prompt %} block writes before its first statement
+// (a nested condition, such as Qwen3's enable_thinking, or its endif).
+// found is false when tmpl has no such block; readable is false when the
+// block writes anything else there first (an expression of a variable,
+// a filter).
+func generationPrompt(tmpl string) (text string, found, readable bool) {
+	tags := jinjaTag.FindAllStringSubmatchIndex(tmpl, -1)
+	start := slices.IndexFunc(tags, func(m []int) bool {
+		return m[4] >= 0 && strings.Trim(tmpl[m[4]:m[5]], "-+ \t\r\n") == "if add_generation_prompt"
+	})
+	if start < 0 {
+		return "", false, false
+	}
+	var b strings.Builder
+	prev, at := tmpl[tags[start][0]:tags[start][1]], tags[start][1]
+	for _, m := range tags[start+1:] {
+		tag := tmpl[m[0]:m[1]]
+		b.WriteString(templateText(tmpl[at:m[0]], prev, tag))
+		switch {
+		case m[2] >= 0:
+			s, ok := stringLiterals(strings.Trim(tmpl[m[2]:m[3]], "-+ \t\r\n"))
+			if !ok {
+				return "", true, false
+			}
+			b.WriteString(s)
+		case m[4] >= 0:
+			return b.String(), true, true
+		}
+		prev, at = tag, m[1]
+	}
+	return b.String(), true, true // an unclosed block: Jinja refuses it
+}
+
+// templateText is the output of the literal text raw between the tags
+// prev and next, as Jinja writes it with trim_blocks and lstrip_blocks:
+// all whitespace after a tag ending in "-" or before one starting with
+// "-", a newline after a statement or comment, and the blanks before a
+// statement or comment at the start of a line.
+func templateText(raw, prev, next string) string {
+	const space = " \t\r\n"
+	block := func(tag string) bool { return tag[1] == '%' || tag[1] == '#' }
+	lineStart := false
+	switch {
+	case strings.HasSuffix(prev[:len(prev)-2], "-"):
+		raw = strings.TrimLeft(raw, space)
+	case block(prev):
+		for _, nl := range []string{"\r\n", "\n"} {
+			if r, ok := strings.CutPrefix(raw, nl); ok {
+				raw, lineStart = r, true
+				break
+			}
+		}
+	}
+	switch {
+	case strings.HasPrefix(next[2:], "-"):
+		raw = strings.TrimRight(raw, space)
+	case block(next) && !strings.HasPrefix(next[2:], "+"):
+		i := strings.LastIndexByte(raw, '\n')
+		if (i >= 0 || lineStart) && strings.Trim(raw[i+1:], " \t") == "" {
+			raw = raw[:i+1]
+		}
+	}
+	return raw
+}
+
+// stringLiterals returns the value of expr when it is Jinja string
+// literals joined with + or ~, with the escapes \n, \t, \r, \\, \' and
+// \"; ok is false for any other expression.
+func stringLiterals(expr string) (s string, ok bool) {
+	var b strings.Builder
+	rest := strings.TrimSpace(expr)
+	for {
+		if rest == "" || rest[0] != '\'' && rest[0] != '"' {
+			return "", false
+		}
+		quote, i, closed := rest[0], 1, false
+		for i < len(rest) && !closed {
+			switch c := rest[i]; {
+			case c == quote:
+				closed = true
+			case c == '\\' && i+1 < len(rest):
+				i++
+				switch e := rest[i]; e {
+				case 'n':
+					b.WriteByte('\n')
+				case 't':
+					b.WriteByte('\t')
+				case 'r':
+					b.WriteByte('\r')
+				case '\\', '\'', '"':
+					b.WriteByte(e)
+				default:
+					return "", false
+				}
+			default:
+				b.WriteByte(c)
+			}
+			i++
+		}
+		if !closed {
+			return "", false
+		}
+		rest = strings.TrimSpace(rest[i:])
+		if rest == "" {
+			return b.String(), true
+		}
+		if rest[0] != '+' && rest[0] != '~' {
+			return "", false
+		}
+		rest = strings.TrimSpace(rest[1:])
+	}
 }

@@ -14,7 +14,8 @@
 //     "<|im_start|>", are recognised as their single ids. That is how
 //     RenderChat's output becomes a prompt (EncodeChat's, with the
 //     BOS token first where the chat template writes {{ bos_token }}
-//     before its messages).
+//     before its messages, and after the generation prompt what the
+//     template's writes after "<|im_start|>assistant\n").
 //   - Decode keeps special tokens in the text. Text decoded from ids is
 //     always valid UTF-8: bytes that do not form a complete character
 //     become U+FFFD, as in Hugging Face tokenizers. StreamDecoder holds such

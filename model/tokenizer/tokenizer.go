@@ -36,6 +36,11 @@ type Tokenizer struct {
 	// bos is the text EncodeChat writes before the messages: the
 	// config's bos_token where the template writes it first, else "".
 	bos string
+	// genSuffix is the text EncodeChat writes after the generation
+	// prompt: what the template's generation prompt writes after
+	// "<|im_start|>assistant\n" (Qwen3-*-Thinking-2507's "<think>\n"),
+	// else "".
+	genSuffix string
 	// templateWarning says how the prompts differ from the template's
 	// ("" where they do not, as far as Load can tell).
 	templateWarning string
@@ -49,7 +54,9 @@ type Tokenizer struct {
 // The chat template (chat_template.jinja, else the config's
 // chat_template, as transformers takes them) must be ChatML (it must
 // mention <|im_start|>), since RenderChat is the only template this
-// package renders. Errors name the file and the problem.
+// package renders; what its generation prompt writes after
+// "<|im_start|>assistant\n" is read (generationPrompt) for EncodeChat.
+// Errors name the file and the problem.
 func Load(path string) (*Tokenizer, error) {
 	info, err := os.Stat(path)
 	if err != nil {
@@ -73,15 +80,25 @@ func Load(path string) (*Tokenizer, error) {
 		return nil, errors.Join(fmt.Errorf("tokenizer: load %q: %w", from, err), t.Close())
 	}
 	t.template = tmpl
+	var warnings []string
 	if bos != "" {
 		first, elsewhere := bosPlacement(tmpl)
 		if first {
 			t.bos = bos
 		}
 		if elsewhere {
-			t.templateWarning = fmt.Sprintf("%s: chat_template writes bos_token elsewhere than once before the messages, which spiral's ChatML prompts do not follow: they differ there from transformers' apply_chat_template (spiral writes the BOS token only where a template writes {{ bos_token }} first)", from)
+			warnings = append(warnings, fmt.Sprintf("%s: chat_template writes bos_token elsewhere than once before the messages, which spiral's ChatML prompts do not follow: they differ there from transformers' apply_chat_template (spiral writes the BOS token only where a template writes {{ bos_token }} first)", from))
 		}
 	}
+	if gen, found, readable := generationPrompt(tmpl); found {
+		suffix, ok := strings.CutPrefix(gen, IMStartToken+RoleAssistant+"\n")
+		if readable && ok {
+			t.genSuffix = suffix
+		} else {
+			warnings = append(warnings, fmt.Sprintf(`%s: chat_template's generation prompt (its add_generation_prompt block) is not literal text beginning <|im_start|>assistant\n, the only kind spiral follows: spiral's prompts end in <|im_start|>assistant\n and may differ there from transformers' apply_chat_template`, from))
+		}
+	}
+	t.templateWarning = strings.Join(warnings, "; ")
 	return t, nil
 }
 
@@ -342,11 +359,14 @@ func (t *Tokenizer) StopIDs() []int32 { return []int32{t.imEnd, t.eot} }
 // (chat_template.jinja, else tokenizer_config.json's), else "". It is
 // informational: RenderChat renders ChatML in Go, and EncodeChat writes
 // the BOS token before it where the template writes {{ bos_token }}
-// first.
+// first, and after its generation prompt what the template's writes
+// after "<|im_start|>assistant\n".
 func (t *Tokenizer) ChatTemplate() string { return t.template }
 
 // TemplateWarning says, naming the file, how EncodeChat's prompts differ
 // from what the chat template renders where Load can tell: a template
 // that writes bos_token elsewhere than once before the messages (in its
-// message loop, under a condition). "" otherwise.
+// message loop, under a condition), or whose generation prompt is not
+// literal text beginning "<|im_start|>assistant\n" (a variable, another
+// role), each in turn, joined by "; ". "" otherwise.
 func (t *Tokenizer) TemplateWarning() string { return t.templateWarning }

@@ -1,0 +1,74 @@
+package tokenizer
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestChatGenerationPromptGolden: a ChatML template whose generation
+// prompt opens a <think> block (Qwen3-*-Thinking-2507's, QwQ's) prompts
+// with it, as transformers' apply_chat_template renders it
+// (testdata/prompt_golden.json, gen_prompt_golden.py); EncodeChat ended
+// the prompt at "<|im_start|>assistant\n", so a thinking-only model was
+// prompted otherwise than it was trained, without a word. Qwen3's hybrid
+// template, whose <think> block is written only with
+// enable_thinking=False, prompts as before.
+func TestChatGenerationPromptGolden(t *testing.T) {
+	var g struct {
+		Source string `json:"source"`
+		Cases  []struct {
+			Name     string    `json:"name"`
+			Template string    `json:"template"`
+			Messages []Message `json:"messages"`
+			Gen      bool      `json:"add_generation_prompt"`
+			Text     string    `json:"text"`
+		} `json:"cases"`
+	}
+	readGolden(t, "prompt_golden.json", &g)
+	require.NotEmpty(t, g.Cases)
+	data := byteTokenizerWithBOS(t)
+	for _, c := range g.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			tok, _ := loadWithConfig(t, data, map[string]any{"chat_template": c.Template})
+			require.Empty(t, tok.TemplateWarning())
+			got := tok.EncodeChat(c.Messages, c.Gen)
+			require.Equal(t, c.Text, tok.Decode(got), "source: %s", g.Source)
+			require.Equal(t, tok.Encode(c.Text), got)
+		})
+	}
+}
+
+// TestChatGenerationPromptUnread: a generation prompt that is not
+// "<|im_start|>assistant\n" and literal text after it (another role, an
+// expression of a variable, a template without one) is warned of,
+// naming the file, and spiral's prompt is kept; a template with no
+// add_generation_prompt block is not.
+func TestChatGenerationPromptUnread(t *testing.T) {
+	const loop = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{% endfor %}"
+	data := byteTokenizerWithBOS(t)
+	for _, tc := range []struct {
+		name, template string
+		warn           bool
+	}{
+		{"other role", loop + "{% if add_generation_prompt %}{{ '<|im_start|>model\\n' }}{% endif %}", true},
+		{"no newline", loop + "{% if add_generation_prompt %}{{ '<|im_start|>assistant' }}{% endif %}", true},
+		{"a variable", loop + "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' + prefix }}{% endif %}", true},
+		{"a filter", loop + "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' | trim }}{% endif %}", true},
+		{"an unknown escape", loop + "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n\\x41' }}{% endif %}", true},
+		{"nothing before a nested block", loop + "{% if add_generation_prompt %}{% if x %}{{ '<|im_start|>assistant\\n' }}{% endif %}{% endif %}", true},
+		{"no block", loop, false},
+		{"plain", loop + "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok, config := loadWithConfig(t, data, map[string]any{"chat_template": tc.template})
+			want := ""
+			if tc.warn {
+				want = config + ": chat_template's generation prompt (its add_generation_prompt block) is not literal text beginning <|im_start|>assistant\\n, the only kind spiral follows: spiral's prompts end in <|im_start|>assistant\\n and may differ there from transformers' apply_chat_template"
+			}
+			require.Equal(t, want, tok.TemplateWarning())
+			require.Equal(t, RenderChat([]Message{{Role: RoleUser, Content: "hi"}}, true),
+				tok.Decode(tok.EncodeChat([]Message{{Role: RoleUser, Content: "hi"}}, true)))
+		})
+	}
+}
