@@ -190,43 +190,18 @@ func templateText(raw, prev, next string) string {
 }
 
 // stringLiterals returns the value of expr when it is Jinja string
-// literals joined with + or ~, with the escapes \n, \t, \r, \\, \' and
-// \"; ok is false for any other expression.
+// literals joined with + or ~ (see readLiteral); ok is false for any
+// other expression.
 func stringLiterals(expr string) (s string, ok bool) {
 	var b strings.Builder
 	rest := strings.TrimSpace(expr)
 	for {
-		if rest == "" || rest[0] != '\'' && rest[0] != '"' {
+		v, n, ok := readLiteral(rest)
+		if !ok {
 			return "", false
 		}
-		quote, i, closed := rest[0], 1, false
-		for i < len(rest) && !closed {
-			switch c := rest[i]; {
-			case c == quote:
-				closed = true
-			case c == '\\' && i+1 < len(rest):
-				i++
-				switch e := rest[i]; e {
-				case 'n':
-					b.WriteByte('\n')
-				case 't':
-					b.WriteByte('\t')
-				case 'r':
-					b.WriteByte('\r')
-				case '\\', '\'', '"':
-					b.WriteByte(e)
-				default:
-					return "", false
-				}
-			default:
-				b.WriteByte(c)
-			}
-			i++
-		}
-		if !closed {
-			return "", false
-		}
-		rest = strings.TrimSpace(rest[i:])
+		b.WriteString(v)
+		rest = strings.TrimSpace(rest[n:])
 		if rest == "" {
 			return b.String(), true
 		}
@@ -235,4 +210,66 @@ func stringLiterals(expr string) (s string, ok bool) {
 		}
 		rest = strings.TrimSpace(rest[1:])
 	}
+}
+
+// readLiteral reads the Jinja string literal that s starts with: its
+// value, with the escapes \n, \t, \r, \\, \' and \", and its length in
+// s; ok is false when s starts with none or it holds another escape.
+func readLiteral(s string) (value string, n int, ok bool) {
+	if s == "" || s[0] != '\'' && s[0] != '"' {
+		return "", 0, false
+	}
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == s[0]:
+			return b.String(), i + 1, true
+		case c == '\\' && i+1 < len(s):
+			i++
+			switch e := s[i]; e {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			case 'r':
+				b.WriteByte('\r')
+			case '\\', '\'', '"':
+				b.WriteByte(e)
+			default:
+				return "", 0, false
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", 0, false
+}
+
+// defaultSystem returns the text of a system turn that the chat template
+// tmpl writes whole as one string literal,
+// "<|im_start|>system\n...<|im_end|>", as Qwen2's and Qwen2.5's write
+// theirs where the messages have no system turn (a turn of the messages
+// is written from a variable, not a literal); "" when it writes none, or
+// an empty one.
+func defaultSystem(tmpl string) string {
+	open := IMStartToken + RoleSystem + "\n"
+	for _, m := range jinjaTag.FindAllStringSubmatchIndex(tmpl, -1) {
+		if m[2] < 0 {
+			continue
+		}
+		expr := tmpl[m[2]:m[3]]
+		for i := 0; i < len(expr); i++ {
+			v, n, ok := readLiteral(expr[i:])
+			if !ok {
+				continue
+			}
+			i += n - 1
+			if text, ok := strings.CutPrefix(v, open); ok {
+				if text, _, ok := strings.Cut(text, IMEndToken); ok && text != "" {
+					return text
+				}
+			}
+		}
+	}
+	return ""
 }

@@ -72,3 +72,36 @@ func TestChatGenerationPromptUnread(t *testing.T) {
 		})
 	}
 }
+
+// TestChatTemplateDefaultSystem: a template that writes a system turn of
+// its own where the messages have none (Qwen2.5-Instruct's, Qwen2's,
+// Qwen2.5-Math's) is warned of, naming the file and the turn, since
+// spiral's prompts leave it out (README says so; nothing said so at run
+// time); one that writes only the messages' system turn (Qwen3's) is
+// not.
+func TestChatTemplateDefaultSystem(t *testing.T) {
+	const rest = "{%- for message in messages %}{%- if message.role != 'system' %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+	const given = "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
+	data := byteTokenizerWithBOS(t)
+	for _, tc := range []struct {
+		name, template, system string // system: the default turn's text, "" for none
+	}{
+		{"qwen2.5", given + "{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}{%- endif %}" + rest,
+			"You are Qwen, created by Alibaba Cloud. You are a helpful assistant."},
+		{"qwen2", "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ \"<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n\" }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+			"You are a helpful assistant."},
+		{"given only", given + "{%- endif %}" + rest, ""},
+		{"empty default", given + "{%- else %}{{- '<|im_start|>system\\n<|im_end|>\\n' }}{%- endif %}" + rest, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok, config := loadWithConfig(t, data, map[string]any{"chat_template": tc.template})
+			want := ""
+			if tc.system != "" {
+				want = config + `: chat_template writes a system turn of its own ("` + tc.system + `"), which spiral's prompts, one user turn, leave out: they differ there from transformers' apply_chat_template`
+			}
+			require.Equal(t, want, tok.TemplateWarning())
+			msgs := []Message{{Role: RoleUser, Content: "hi"}}
+			require.Equal(t, RenderChat(msgs, true), tok.Decode(tok.EncodeChat(msgs, true)))
+		})
+	}
+}

@@ -98,6 +98,9 @@ func Load(path string) (*Tokenizer, error) {
 			warnings = append(warnings, fmt.Sprintf(`%s: chat_template's generation prompt (its add_generation_prompt block) is not literal text beginning <|im_start|>assistant\n, the only kind spiral follows: spiral's prompts end in <|im_start|>assistant\n and may differ there from transformers' apply_chat_template`, from))
 		}
 	}
+	if system := defaultSystem(tmpl); system != "" {
+		warnings = append(warnings, fmt.Sprintf("%s: chat_template writes a system turn of its own (%q), which spiral's prompts, one user turn, leave out: they differ there from transformers' apply_chat_template", from, system))
+	}
 	t.templateWarning = strings.Join(warnings, "; ")
 	return t, nil
 }
@@ -368,5 +371,6 @@ func (t *Tokenizer) ChatTemplate() string { return t.template }
 // that writes bos_token elsewhere than once before the messages (in its
 // message loop, under a condition), or whose generation prompt is not
 // literal text beginning "<|im_start|>assistant\n" (a variable, another
-// role), each in turn, joined by "; ". "" otherwise.
+// role), or that writes a system turn of its own where the messages have
+// none (Qwen2.5-Instruct's), each in turn, joined by "; ". "" otherwise.
 func (t *Tokenizer) TemplateWarning() string { return t.templateWarning }
