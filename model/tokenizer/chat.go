@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -120,22 +121,50 @@ func bosPlacement(tmpl string) (first, elsewhere bool) {
 	return first, elsewhere
 }
 
+// chatMLGeneration is the generation prompt of ChatML, which RenderChat
+// writes.
+const chatMLGeneration = IMStartToken + RoleAssistant + "\n"
+
+// generationSuffix reads the chat template tmpl's generation prompt
+// (generationPrompt) and returns what it writes after ChatML's
+// "<|im_start|>assistant\n" (Qwen3-*-Thinking-2507's "<think>\n"), for
+// EncodeChat to write after RenderChat's; a warning, "" for none, when
+// it cannot tell what the prompt writes there (an expression of a
+// variable, a nested block before it is written), where the suffix is
+// ""; and an error when the prompt is literal text other than ChatML's
+// (Phi-4's "<|im_start|>assistant<|im_sep|>"), a template RenderChat
+// does not render. A template with no add_generation_prompt block has
+// none of the three.
+func generationSuffix(tmpl string) (suffix, warning string, err error) {
+	text, found, whole, readable := generationPrompt(tmpl)
+	switch rest, ok := strings.CutPrefix(text, chatMLGeneration); {
+	case !found:
+		return "", "", nil
+	case readable && ok:
+		return rest, "", nil
+	case readable && (whole || !strings.HasPrefix(chatMLGeneration, text)):
+		return "", "", fmt.Errorf("chat_template's generation prompt (its add_generation_prompt block) writes %q, not ChatML's %q: only ChatML is supported", text, chatMLGeneration)
+	}
+	return "", "chat_template's generation prompt (its add_generation_prompt block) is not literal text beginning <|im_start|>assistant\\n, the only kind spiral follows: spiral's prompts end in <|im_start|>assistant\\n and may differ there from transformers' apply_chat_template", nil
+}
+
 // generationPrompt reads the text the chat template tmpl writes for the
 // generation prompt, as transformers renders a template (trim_blocks and
 // lstrip_blocks, the tags' whitespace control): the literal text and
 // string literals (joined with + or ~) that its
 // {% if add_generation_prompt %} block writes before its first statement
 // (a nested condition, such as Qwen3's enable_thinking, or its endif).
-// found is false when tmpl has no such block; readable is false when the
-// block writes anything else there first (an expression of a variable,
-// a filter).
-func generationPrompt(tmpl string) (text string, found, readable bool) {
+// found is false when tmpl has no such block; whole is true when that
+// statement ends the block's branch (endif, else, elif), so that text is
+// all it writes; readable is false when the block writes anything else
+// there first (an expression of a variable, a filter).
+func generationPrompt(tmpl string) (text string, found, whole, readable bool) {
 	tags := jinjaTag.FindAllStringSubmatchIndex(tmpl, -1)
 	start := slices.IndexFunc(tags, func(m []int) bool {
 		return m[4] >= 0 && strings.Trim(tmpl[m[4]:m[5]], "-+ \t\r\n") == "if add_generation_prompt"
 	})
 	if start < 0 {
-		return "", false, false
+		return "", false, false, false
 	}
 	var b strings.Builder
 	prev, at := tmpl[tags[start][0]:tags[start][1]], tags[start][1]
@@ -146,15 +175,16 @@ func generationPrompt(tmpl string) (text string, found, readable bool) {
 		case m[2] >= 0:
 			s, ok := stringLiterals(strings.Trim(tmpl[m[2]:m[3]], "-+ \t\r\n"))
 			if !ok {
-				return "", true, false
+				return "", true, false, false
 			}
 			b.WriteString(s)
 		case m[4] >= 0:
-			return b.String(), true, true
+			word, _, _ := strings.Cut(strings.Trim(tmpl[m[4]:m[5]], "-+ \t\r\n"), " ")
+			return b.String(), true, word == "endif" || word == "else" || word == "elif", true
 		}
 		prev, at = tag, m[1]
 	}
-	return b.String(), true, true // an unclosed block: Jinja refuses it
+	return b.String(), true, false, true // an unclosed block: Jinja refuses it
 }
 
 // templateText is the output of the literal text raw between the tags

@@ -1,6 +1,10 @@
 package tokenizer
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,11 +43,11 @@ func TestChatGenerationPromptGolden(t *testing.T) {
 	}
 }
 
-// TestChatGenerationPromptUnread: a generation prompt that is not
-// "<|im_start|>assistant\n" and literal text after it (another role, an
-// expression of a variable, a template without one) is warned of,
-// naming the file, and spiral's prompt is kept; a template with no
-// add_generation_prompt block is not.
+// TestChatGenerationPromptUnread: a generation prompt that spiral cannot
+// read as "<|im_start|>assistant\n" and literal text after it (an
+// expression of a variable, a filter, a nested block it may write
+// from) is warned of, naming the file, and spiral's prompt is kept; a
+// template with no add_generation_prompt block is not.
 func TestChatGenerationPromptUnread(t *testing.T) {
 	const loop = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{% endfor %}"
 	data := byteTokenizerWithBOS(t)
@@ -51,8 +55,7 @@ func TestChatGenerationPromptUnread(t *testing.T) {
 		name, template string
 		warn           bool
 	}{
-		{"other role", loop + "{% if add_generation_prompt %}{{ '<|im_start|>model\\n' }}{% endif %}", true},
-		{"no newline", loop + "{% if add_generation_prompt %}{{ '<|im_start|>assistant' }}{% endif %}", true},
+		{"a prefix before a nested block", loop + "{% if add_generation_prompt %}{{ '<|im_start|>assistant' }}{% if x %}{{ '\\n' }}{% endif %}{% endif %}", true},
 		{"a variable", loop + "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' + prefix }}{% endif %}", true},
 		{"a filter", loop + "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' | trim }}{% endif %}", true},
 		{"an unknown escape", loop + "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n\\x41' }}{% endif %}", true},
@@ -102,6 +105,35 @@ func TestChatTemplateDefaultSystem(t *testing.T) {
 			require.Equal(t, want, tok.TemplateWarning())
 			msgs := []Message{{Role: RoleUser, Content: "hi"}}
 			require.Equal(t, RenderChat(msgs, true), tok.Decode(tok.EncodeChat(msgs, true)))
+		})
+	}
+}
+
+// TestChatGenerationPromptNotChatML: a template whose generation prompt
+// is literal text other than ChatML's "<|im_start|>assistant\n" (Phi-4's
+// "<|im_start|>assistant<|im_sep|>", whose tokenizer has ChatML's three
+// tokens and so passed every check) is refused, naming the file and the
+// prompt; spiral prompted such a model with ChatML's newlines in every
+// turn, without a word.
+func TestChatGenerationPromptNotChatML(t *testing.T) {
+	const loop = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{% endfor %}"
+	const phi4 = "{% for message in messages %}{% if (message['role'] == 'system') %}{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}}{% elif (message['role'] == 'user') %}{{'<|im_start|>user<|im_sep|>' + message['content'] + '<|im_end|>'}}{% elif (message['role'] == 'assistant') %}{{'<|im_start|>assistant<|im_sep|>' + message['content'] + '<|im_end|>'}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant<|im_sep|>' }}{% endif %}"
+	data := byteTokenizerWithBOS(t)
+	for _, tc := range []struct{ name, template, prompt string }{
+		{"phi-4", phi4, "<|im_start|>assistant<|im_sep|>"},
+		{"other role", loop + "{% if add_generation_prompt %}{{ '<|im_start|>model\\n' }}{% endif %}", "<|im_start|>model\n"},
+		{"no newline", loop + "{% if add_generation_prompt %}{{ '<|im_start|>assistant' }}{% else %}{% endif %}", "<|im_start|>assistant"},
+		{"before a nested block", loop + "{% if add_generation_prompt %}{{ '<|im_start|>assistant ' }}{% if x %}{{ '\\n' }}{% endif %}{% endif %}", "<|im_start|>assistant "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, TokenizerFile), data, 0o644))
+			config, err := json.Marshal(map[string]any{"chat_template": tc.template})
+			require.NoError(t, err)
+			path := filepath.Join(dir, ConfigFile)
+			require.NoError(t, os.WriteFile(path, config, 0o644))
+			_, err = Load(dir)
+			require.EqualError(t, err, fmt.Sprintf(`tokenizer: load %q: chat_template's generation prompt (its add_generation_prompt block) writes %q, not ChatML's "<|im_start|>assistant\n": only ChatML is supported`, path, tc.prompt))
 		})
 	}
 }

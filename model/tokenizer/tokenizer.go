@@ -53,9 +53,10 @@ type Tokenizer struct {
 // (model.SideFiles). When the config is present it must be valid JSON.
 // The chat template (chat_template.jinja, else the config's
 // chat_template, as transformers takes them) must be ChatML (it must
-// mention <|im_start|>), since RenderChat is the only template this
-// package renders; what its generation prompt writes after
-// "<|im_start|>assistant\n" is read (generationPrompt) for EncodeChat.
+// mention <|im_start|>, and a generation prompt it writes as literal
+// text must begin "<|im_start|>assistant\n"), since RenderChat is the
+// only template this package renders; what its generation prompt writes
+// after that is read (generationSuffix) for EncodeChat.
 // Errors name the file and the problem.
 func Load(path string) (*Tokenizer, error) {
 	info, err := os.Stat(path)
@@ -90,13 +91,13 @@ func Load(path string) (*Tokenizer, error) {
 			warnings = append(warnings, fmt.Sprintf("%s: chat_template writes bos_token elsewhere than once before the messages, which spiral's ChatML prompts do not follow: they differ there from transformers' apply_chat_template (spiral writes the BOS token only where a template writes {{ bos_token }} first)", from))
 		}
 	}
-	if gen, found, readable := generationPrompt(tmpl); found {
-		suffix, ok := strings.CutPrefix(gen, IMStartToken+RoleAssistant+"\n")
-		if readable && ok {
-			t.genSuffix = suffix
-		} else {
-			warnings = append(warnings, fmt.Sprintf(`%s: chat_template's generation prompt (its add_generation_prompt block) is not literal text beginning <|im_start|>assistant\n, the only kind spiral follows: spiral's prompts end in <|im_start|>assistant\n and may differ there from transformers' apply_chat_template`, from))
-		}
+	suffix, warning, err := generationSuffix(tmpl)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("tokenizer: load %q: %w", from, err), t.Close())
+	}
+	t.genSuffix = suffix
+	if warning != "" {
+		warnings = append(warnings, from+": "+warning)
 	}
 	if system := defaultSystem(tmpl); system != "" {
 		warnings = append(warnings, fmt.Sprintf("%s: chat_template writes a system turn of its own (%q), which spiral's prompts, one user turn, leave out: they differ there from transformers' apply_chat_template", from, system))
@@ -370,7 +371,8 @@ func (t *Tokenizer) ChatTemplate() string { return t.template }
 // from what the chat template renders where Load can tell: a template
 // that writes bos_token elsewhere than once before the messages (in its
 // message loop, under a condition), or whose generation prompt is not
-// literal text beginning "<|im_start|>assistant\n" (a variable, another
-// role), or that writes a system turn of its own where the messages have
-// none (Qwen2.5-Instruct's), each in turn, joined by "; ". "" otherwise.
+// literal text beginning "<|im_start|>assistant\n" (a variable, a
+// filter: literal text of another form is refused), or that writes a
+// system turn of its own where the messages have none
+// (Qwen2.5-Instruct's), each in turn, joined by "; ". "" otherwise.
 func (t *Tokenizer) TemplateWarning() string { return t.templateWarning }
