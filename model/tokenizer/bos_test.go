@@ -111,3 +111,39 @@ func TestChatTemplateBOSElsewhere(t *testing.T) {
 		})
 	}
 }
+
+// TestChatMLWithoutEndOfText: a ChatML tokenizer whose vocabulary has
+// no <|endoftext|> (Hermes-style ChatML on a Mistral or Llama base, which
+// adds only <|im_start|> and <|im_end|> to the base's "</s>") loads,
+// prompts with the BOS its template writes first and stops at
+// <|im_end|>; the generation files spiral writes for it stop there too
+// and name no padding token. Load refused it ("added_tokens lacks
+// <|endoftext|>"), so the BOS of such templates, which TestChatBOSGolden
+// renders, never reached a model that has one.
+func TestChatMLWithoutEndOfText(t *testing.T) {
+	var f map[string]any
+	require.NoError(t, json.Unmarshal(byteTokenizerWithBOS(t), &f))
+	for _, a := range f["added_tokens"].([]any) {
+		if a := a.(map[string]any); a["content"] == EndOfTextToken {
+			a["content"] = "</s>"
+		}
+	}
+	data, err := json.Marshal(f)
+	require.NoError(t, err)
+	const hermes = "{{bos_token}}{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+	tok, _ := loadWithConfig(t, data, map[string]any{"chat_template": hermes, "bos_token": "<s>", "eos_token": IMEndToken})
+	_, ok := tok.EndOfText()
+	require.False(t, ok)
+	require.Equal(t, []int32{tok.IMEnd()}, tok.StopIDs())
+	ids := tok.EncodeChat([]Message{{Role: RoleUser, Content: "hi"}}, true)
+	require.Equal(t, "<s><|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", tok.Decode(ids))
+	files, err := tok.HFConfigFiles()
+	require.NoError(t, err)
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal(files[ConfigFile], &cfg))
+	require.NotContains(t, cfg, "pad_token")
+	require.Equal(t, IMEndToken, cfg["eos_token"])
+	var gen map[string]any
+	require.NoError(t, json.Unmarshal(files[GenerationConfigFile], &gen))
+	require.Equal(t, map[string]any{"eos_token_id": []any{float64(tok.IMEnd())}}, gen)
+}

@@ -27,25 +27,32 @@ const GenerationConfigFile = "generation_config.json"
 // BPE from the file's vocabulary and so drops the spaces and unknown
 // characters of the char tokenizer and garbles the byte tokenizer), the
 // ChatML chat_template (ChatMLTemplate), <|im_end|> as the end-of-sequence
-// token and <|endoftext|> as padding, and generation stopping at t's
-// StopIDs. They are for a model directory that has no
-// such files of its own (a model spiral made), keyed by file name.
+// token and <|endoftext|> as padding (none where t has no <|endoftext|>),
+// and generation stopping at t's StopIDs. They are for a model directory
+// that has no such files of its own (a model spiral made), keyed by file
+// name.
 func (t *Tokenizer) HFConfigFiles() (map[string][]byte, error) {
+	var pad *string
+	var padID *int32
+	if eot, ok := t.EndOfText(); ok {
+		content := EndOfTextToken
+		pad, padID = &content, &eot
+	}
 	tc, err := indentedJSON(struct {
 		Class        string  `json:"tokenizer_class"`
 		ChatTemplate string  `json:"chat_template"`
 		EOSToken     string  `json:"eos_token"`
-		PadToken     string  `json:"pad_token"`
+		PadToken     *string `json:"pad_token,omitempty"`
 		BOSToken     *string `json:"bos_token"`
 		CleanUp      bool    `json:"clean_up_tokenization_spaces"`
-	}{"PreTrainedTokenizerFast", ChatMLTemplate, IMEndToken, EndOfTextToken, nil, false})
+	}{"PreTrainedTokenizerFast", ChatMLTemplate, IMEndToken, pad, nil, false})
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %w", ConfigFile, err)
 	}
 	gc, err := indentedJSON(struct {
 		EOSTokenID []int32 `json:"eos_token_id"`
-		PadTokenID int32   `json:"pad_token_id"`
-	}{t.StopIDs(), t.eot})
+		PadTokenID *int32  `json:"pad_token_id,omitempty"`
+	}{t.StopIDs(), padID})
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %w", GenerationConfigFile, err)
 	}

@@ -54,10 +54,12 @@ func TestHFConfigFiles(t *testing.T) {
 				Pad *int32  `json:"pad_token_id"`
 			}
 			require.NoError(t, json.Unmarshal(files[GenerationConfigFile], &gen))
-			require.Equal(t, []int32{tok.IMEnd(), tok.EndOfText()}, gen.EOS, "generation stops where the sampler stops")
+			eot, ok := tok.EndOfText()
+			require.True(t, ok)
+			require.Equal(t, []int32{tok.IMEnd(), eot}, gen.EOS, "generation stops where the sampler stops")
 			require.Equal(t, tok.StopIDs(), gen.EOS)
 			require.NotNil(t, gen.Pad)
-			require.Equal(t, tok.EndOfText(), *gen.Pad)
+			require.Equal(t, eot, *gen.Pad)
 		})
 	}
 }

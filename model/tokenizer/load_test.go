@@ -116,7 +116,7 @@ func TestFromBytesErrors(t *testing.T) {
 	_, err := FromBytes(nil)
 	require.ErrorContains(t, err, "tokenizer: empty file")
 	_, err = FromBytes([]byte(`{"model": {"vocab": {"a": 0}}}`))
-	require.ErrorContains(t, err, "lacks <|im_start|>, <|im_end|>, <|endoftext|>")
+	require.ErrorContains(t, err, "lacks <|im_start|>, <|im_end|> (ChatML needs <|im_start|> and <|im_end|> as added tokens)")
 }
 
 func TestCloseTwice(t *testing.T) {

@@ -50,7 +50,9 @@ func testQwen3Vocabulary(t *testing.T, tok *Tokenizer) {
 	}
 	require.Equal(t, g.SpecialIDs[IMStartToken], tok.IMStart())
 	require.Equal(t, g.SpecialIDs[IMEndToken], tok.IMEnd())
-	require.Equal(t, g.SpecialIDs[EndOfTextToken], tok.EndOfText())
+	eot, ok := tok.EndOfText()
+	require.True(t, ok)
+	require.Equal(t, g.SpecialIDs[EndOfTextToken], eot)
 	require.Equal(t, []int32{g.SpecialIDs[IMEndToken], g.SpecialIDs[EndOfTextToken]}, tok.StopIDs())
 	require.Contains(t, tok.ChatTemplate(), IMStartToken, "chat_template read from tokenizer_config.json")
 }

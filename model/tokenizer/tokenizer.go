@@ -31,7 +31,8 @@ type Tokenizer struct {
 	vocab    *vocabulary
 	imStart  int32
 	imEnd    int32
-	eot      int32
+	eot      int32 // <|endoftext|>'s id, where hasEOT
+	hasEOT   bool
 	template string // chat template found by Load, if any
 	// bos is the text EncodeChat writes before the messages: the
 	// config's bos_token where the template writes it first, else "".
@@ -125,7 +126,7 @@ func fromBytes(data []byte) (*Tokenizer, error) {
 	for _, s := range []struct {
 		name string
 		dst  *int32
-	}{{IMStartToken, &t.imStart}, {IMEndToken, &t.imEnd}, {EndOfTextToken, &t.eot}} {
+	}{{IMStartToken, &t.imStart}, {IMEndToken, &t.imEnd}} {
 		id, ok := v.addedID(s.name)
 		if !ok {
 			missing = append(missing, s.name)
@@ -133,8 +134,11 @@ func fromBytes(data []byte) (*Tokenizer, error) {
 		*s.dst = id
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("added_tokens lacks %s (ChatML needs <|im_start|>, <|im_end|> and <|endoftext|> as added tokens)", strings.Join(missing, ", "))
+		return nil, fmt.Errorf("added_tokens lacks %s (ChatML needs <|im_start|> and <|im_end|> as added tokens)", strings.Join(missing, ", "))
 	}
+	// Qwen's and spiral's tokenizers have <|endoftext|> too; Hermes-style
+	// ChatML on a Mistral or Llama base adds only the two above.
+	t.eot, t.hasEOT = v.addedID(EndOfTextToken)
 	// The default options leave special-token matching on: "<|im_start|>"
 	// written in the text encodes to its single id.
 	h, err := hf.FromBytes(data)
@@ -352,12 +356,17 @@ func (t *Tokenizer) IMStart() int32 { return t.imStart }
 func (t *Tokenizer) IMEnd() int32 { return t.imEnd }
 
 // EndOfText is the id of <|endoftext|>, the end-of-document token (Qwen's
-// pad token).
-func (t *Tokenizer) EndOfText() int32 { return t.eot }
+// pad token), and whether the tokenizer has one (an added token).
+func (t *Tokenizer) EndOfText() (int32, bool) { return t.eot, t.hasEOT }
 
-// StopIDs returns the ids that end generation: <|im_end|> and
-// <|endoftext|>, in that order.
-func (t *Tokenizer) StopIDs() []int32 { return []int32{t.imEnd, t.eot} }
+// StopIDs returns the ids that end generation: <|im_end|> and, where the
+// tokenizer has one, <|endoftext|>, in that order.
+func (t *Tokenizer) StopIDs() []int32 {
+	if !t.hasEOT {
+		return []int32{t.imEnd}
+	}
+	return []int32{t.imEnd, t.eot}
+}
 
 // ChatTemplate returns the Jinja chat template that Load found
 // (chat_template.jinja, else tokenizer_config.json's), else "". It is

@@ -8,8 +8,9 @@ import (
 	"math"
 )
 
-// Names of the ChatML special tokens that every tokenizer loaded by this
-// package must define as added tokens.
+// Names of the ChatML special tokens: every tokenizer loaded by this
+// package must define <|im_start|> and <|im_end|> as added tokens, and
+// <|endoftext|> is read where it has one (Qwen's and spiral's do).
 const (
 	IMStartToken   = "<|im_start|>"
 	IMEndToken     = "<|im_end|>"
