@@ -1069,7 +1069,7 @@ func TestSettingsDiffPromptLimit(t *testing.T) {
 }
 
 // TestRunLock: a lock a live process holds refuses a second run, naming
-// its pid; a lock file no process holds (its run was killed, whatever
+// its pid, and its host where it is another; a lock file no process holds (its run was killed, whatever
 // process has its pid since, this one included) is taken over, and the
 // lock file is removed at the end.
 func TestRunLock(t *testing.T) {
@@ -1085,7 +1085,10 @@ func TestRunLock(t *testing.T) {
 	}{
 		{name: "no lock file"},
 		{name: "held by a live run", file: true, content: self + "\n", held: true,
-			wantErr: "in use by another spiral process (pid " + self},
+			wantErr: "in use by another spiral process (pid " + self + ", lock file "},
+		{name: "held by a live run of another host (NFS)", file: true, content: self + "\nother-host.invalid\n", held: true,
+			wantErr: "in use by another spiral process (pid " + self + " on host other-host.invalid, lock file "},
+		{name: "left by a killed run of another host", file: true, content: "2147483646\nother-host.invalid\n"},
 		{name: "left by a killed run, its pid gone", file: true, content: "2147483646\n"},
 		{name: "left by a killed run, its pid a live process's since", file: true, content: self + "\n"},
 		{name: "left empty by a run killed as it started", file: true},
@@ -1880,18 +1883,28 @@ func TestCheckRunIdentityUsableProblems(t *testing.T) {
 // the lock (lockRunByPID): a pid that names a live process other than
 // this one refuses the run, naming it; a lock whose pid is gone, or is
 // this process's own (a killed run's, in a restarted container where
-// this process has its pid again), or holds no pid is taken over; the
-// release removes the file.
+// this process has its pid again), or holds no pid is taken over; but
+// not one of another host (a run directory on NFS that another machine
+// trains in), whose pid names no process here, whatever it is; the
+// release removes the file. The file holds the pid and the host.
 func TestRunLockByPID(t *testing.T) {
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	const dead, other = "2147483646", "other-host.invalid"
 	for _, tc := range []struct {
 		name, content string
-		refused       bool
+		holder        string // the refusal's, "" where the lock is taken
 	}{
 		{name: "no lock", content: ""},
-		{name: "a live process's", content: strconv.Itoa(os.Getppid()) + "\n", refused: true},
+		{name: "a live process's", content: strconv.Itoa(os.Getppid()) + "\n", holder: "pid " + strconv.Itoa(os.Getppid())},
+		{name: "a live process's of this host", content: strconv.Itoa(os.Getppid()) + "\n" + host + "\n", holder: "pid " + strconv.Itoa(os.Getppid())},
 		{name: "this process's pid, left by a killed run", content: strconv.Itoa(os.Getpid()) + "\n"},
-		{name: "a dead process's", content: "2147483646\n"},
+		{name: "a dead process's", content: dead + "\n"},
+		{name: "a dead process's of this host", content: dead + "\n" + host + "\n"},
 		{name: "no pid", content: "\n"},
+		{name: "another host's", content: dead + "\n" + other + "\n", holder: "pid " + dead + " on host " + other},
+		{name: "another host's, with this process's pid", content: strconv.Itoa(os.Getpid()) + "\n" + other + "\n", holder: "pid " + strconv.Itoa(os.Getpid()) + " on host " + other},
+		{name: "another host's, no pid", content: "\n" + other + "\n", holder: "host " + other},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -1900,8 +1913,8 @@ func TestRunLockByPID(t *testing.T) {
 				require.NoError(t, os.WriteFile(path, []byte(tc.content), 0o666))
 			}
 			unlock, err := lockRunByPID(path)
-			if tc.refused {
-				require.EqualError(t, err, dir+" is in use by another spiral process (pid "+strconv.Itoa(os.Getppid())+", lock file "+path+"); wait for it or use another --out (or, if no spiral runs there, remove the lock file)")
+			if tc.holder != "" {
+				require.EqualError(t, err, dir+" is in use by another spiral process ("+tc.holder+", lock file "+path+"); wait for it or use another --out (or, if no spiral runs there, remove the lock file)")
 				b, rerr := os.ReadFile(path)
 				require.NoError(t, rerr)
 				require.Equal(t, tc.content, string(b), "the holder's lock is left alone")
@@ -1910,7 +1923,7 @@ func TestRunLockByPID(t *testing.T) {
 			require.NoError(t, err)
 			b, err := os.ReadFile(path)
 			require.NoError(t, err)
-			require.Equal(t, strconv.Itoa(os.Getpid())+"\n", string(b))
+			require.Equal(t, strconv.Itoa(os.Getpid())+"\n"+host+"\n", string(b))
 			require.NoError(t, unlock())
 			require.NoFileExists(t, path)
 		})
