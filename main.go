@@ -149,7 +149,17 @@ func main() {
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		lineStart = "\n"
 	}
-	go watchInterrupts(sigs, cancel, os.Stderr, lineStart, time.Now, os.Exit)
+	stop := func() {
+		// Ctrl-C reaches every process of a pipeline: the reader of
+		// spiral's stdout or stderr (spiral train | tee log) is gone,
+		// and a line written while the command stops (a training run's
+		// last step, its checkpoint) would end spiral by SIGPIPE before
+		// it saved. Ignored, the write fails and the command stops as
+		// it would.
+		signal.Ignore(syscall.SIGPIPE)
+		cancel()
+	}
+	go watchInterrupts(sigs, stop, os.Stderr, lineStart, time.Now, os.Exit)
 	release := func() { signal.Stop(sigs) }
 	code := run(ctx, os.Args[1:], &cliEnv{stdout: os.Stdout, stderr: os.Stderr, release: release})
 	signal.Stop(sigs)

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -280,6 +281,41 @@ func TestInterruptSavesCheckpoint(t *testing.T) {
 	r = spiral(t, nil, "train", "--model", m, "--out", run, "--steps", "1", "--quiet", "--override", "--max-new-tokens", "24")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "--override: continuing")
+}
+
+// TestInterruptInAPipeline: Ctrl-C in a terminal reaches every process
+// of a pipeline, `spiral train | tee train.log` as well: the reader of
+// spiral's stdout is gone (here its read end closed) while the run
+// stops. The run still saves its last completed step and exits 130; a
+// line written to the broken pipe while it stopped ended it by SIGPIPE
+// (exit 141) before its checkpoint was written, the steps since the
+// last one lost.
+func TestInterruptInAPipeline(t *testing.T) {
+	requireRuntime(t)
+	run := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(binary, "train", "--out", run, "--steps", "1000", "--checkpoint-every", "1000", "--quiet", "--threads", "1",
+		"--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2", "--max-new-tokens", "24", "--eval-every", "0", "--final-rsa-steps", "0")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "step ") { // up to the first step's line
+	}
+	// The signal first: a line written to the closed pipe before it is
+	// spiral train | head, which ends spiral as any program.
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	require.NoError(t, stdout.Close(), "the pipe's reader ends (tee, killed by the same Ctrl-C)")
+	_ = cmd.Wait()
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	require.False(t, ws.Signaled(), "ended by %v: %s", ws.Signal(), stderr.String())
+	require.Equal(t, 130, cmd.ProcessState.ExitCode(), stderr.String())
+	require.Contains(t, stderr.String(), "spiral train: interrupted\n")
+	ckpts, err := filepath.Glob(filepath.Join(run, "checkpoints", "ckpt-*", checkpoint.StateFile))
+	require.NoError(t, err)
+	require.NotEmpty(t, ckpts, "the last completed step is saved: %s", stderr.String())
 }
 
 func countLines(t *testing.T, path string) int {
