@@ -23,8 +23,9 @@ const forceQuitGap = time.Second
 // written is then left unfinished, and the newest complete one is what a
 // rerun resumes from: checkpoints are written to a temporary name and
 // renamed). A SIGTERM never forces: the program that sends it sends
-// SIGKILL when it will not wait. now is the clock; it returns when sigs
-// is closed.
+// SIGKILL when it will not wait. Each message begins with lineStart
+// ("\n" on a terminal, after the ^C it echoes or a progress bar's text).
+// now is the clock; it returns when sigs is closed.
 func watchInterrupts(sigs <-chan os.Signal, cancel context.CancelFunc, warn io.Writer, lineStart string, now func() time.Time, quit func(code int)) {
 	sig, ok := <-sigs
 	if !ok {
@@ -35,7 +36,7 @@ func watchInterrupts(sigs <-chan os.Signal, cancel context.CancelFunc, warn io.W
 	fmt.Fprintf(warn, "%sspiral: %s: stopping (a training run saves its last completed step first); Ctrl-C again quits at once\n", lineStart, signalName(sig))
 	for sig := range sigs {
 		if at := now(); sig == os.Interrupt && at.Sub(first) >= forceQuitGap {
-			fmt.Fprintln(warn, "spiral: quitting at once: a checkpoint being written is left unfinished, and a rerun resumes from the newest complete one")
+			fmt.Fprintf(warn, "%sspiral: quitting at once: a checkpoint being written is left unfinished, and a rerun resumes from the newest complete one\n", lineStart)
 			quit(exitInterrupted)
 			return
 		}

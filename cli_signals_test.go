@@ -36,6 +36,9 @@ func TestWatchInterrupts(t *testing.T) {
 		{"none", nil, "", false, -1, ""},
 		{"one Ctrl-C", []arrival{{os.Interrupt, 0}}, "\n", true, -1, "\n" + first},
 		{"a second Ctrl-C later", []arrival{{os.Interrupt, 0}, {os.Interrupt, 3 * time.Second}}, "", true, exitInterrupted, first + quits},
+		// On a terminal the second, as the first, begins a line of its
+		// own, after the ^C echoed or the progress bar drawn again.
+		{"a second Ctrl-C later, on a terminal", []arrival{{os.Interrupt, 0}, {os.Interrupt, 3 * time.Second}}, "\n", true, exitInterrupted, "\n" + first + "\n" + quits},
 		{"a second Ctrl-C on the heels of the first", []arrival{{os.Interrupt, 0}, {os.Interrupt, 10 * time.Millisecond}}, "", true, -1, first},
 		{"a script's SIGTERM after the terminal's SIGINT", []arrival{{os.Interrupt, 0}, {syscall.SIGTERM, 5 * time.Millisecond}, {syscall.SIGTERM, 2 * time.Second}}, "", true, -1, first},
 		{"SIGTERM, then a user's Ctrl-C", []arrival{{syscall.SIGTERM, 0}, {os.Interrupt, 2 * time.Second}}, "", true, exitInterrupted,
