@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,9 @@ const progressThrottle = 100 * time.Millisecond
 type console struct {
 	stderr io.Writer
 	draw   bool // bars are drawn
+	// width is the terminal's width in columns (0: unknown), which a
+	// spinner's draws are cut to (fitWriter); nil: not cut.
+	width func() int
 
 	mu  sync.Mutex
 	bar *progress // the bar drawn now, nil when none
@@ -35,8 +39,18 @@ type console struct {
 // newConsole returns the console of a command writing its bars to
 // stderr, or drawing none when quiet or stderr is not a terminal.
 func newConsole(stderr io.Writer, quiet bool) *console {
-	f, ok := stderr.(*os.File)
-	return &console{stderr: stderr, draw: !quiet && ok && term.IsTerminal(int(f.Fd()))}
+	c := &console{stderr: stderr}
+	if f, ok := stderr.(*os.File); ok && !quiet && term.IsTerminal(int(f.Fd())) {
+		c.draw = true
+		c.width = func() int {
+			w, _, err := term.GetSize(int(f.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		}
+	}
+	return c
 }
 
 // progress is a progress bar of a console, or nothing when the console
@@ -56,8 +70,15 @@ func (c *console) progress(total int, desc, unit string) *progress {
 	if !c.draw {
 		return &progress{}
 	}
+	// A spinner (no total) is cut to the terminal's width; a bar with a
+	// total is fitted by the library, which narrows its bar, given the
+	// terminal itself.
+	w := c.stderr
+	if total < 0 {
+		w = fitWriter{w: c.stderr, width: c.width}
+	}
 	p := &progress{c: c, bar: progressbar.NewOptions(total,
-		progressbar.OptionSetWriter(c.stderr),
+		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription(desc),
 		progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(),
@@ -153,4 +174,35 @@ func (cw consoleWriter) Write(b []byte) (int, error) {
 		c.bar.draw(time.Now())
 	}
 	return n, err
+}
+
+// fitWriter writes a spinner's draws and clears, each "\r" and the text
+// after it, cut to the terminal's width (width; 0: unknown, not cut) less
+// one column: a longer one ("- step 123/1000 rollout (123456/-, 12345
+// tok/s) [1m23s]" in a 40-column pane) wraps onto a second row, which
+// the next draw's "\r" goes back to the start of, leaving the first row
+// on the screen at every draw.
+type fitWriter struct {
+	w     io.Writer
+	width func() int
+}
+
+func (fw fitWriter) Write(b []byte) (int, error) {
+	cols := 0
+	if fw.width != nil {
+		cols = fw.width()
+	}
+	if cols < 2 {
+		return fw.w.Write(b)
+	}
+	segs := strings.Split(string(b), "\r")
+	for i, seg := range segs {
+		if r := []rune(seg); len(r) > cols-1 {
+			segs[i] = string(r[:cols-1])
+		}
+	}
+	if _, err := io.WriteString(fw.w, strings.Join(segs, "\r")); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
