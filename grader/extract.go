@@ -331,7 +331,7 @@ func cleanResponse(s string) string {
 			s = s[:i]
 		}
 	}
-	return collapseEscapes(s)
+	return dropRowSpacing(collapseEscapes(s))
 }
 
 // extractFrom runs the three steps of Extract on s, parsing candidates

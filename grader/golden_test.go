@@ -379,6 +379,8 @@ var goldenMATH = []gradeCase{
 	{"aligned system as a pair", `\boxed{\begin{aligned} x &= 1 \\ y &= 2 \end{aligned}}`, `(1, 2)`, true},
 	{"aligned system with a chain", `\boxed{x &= 1 + 1 \\ &= 2 \\ y &= 3}`, `x = 2, y = 3`, true},
 	{"aligned system, wrong value", `\boxed{x &= 1 \\ y &= 3}`, `x = 1, y = 2`, false},
+	{"aligned chain with row spacing", `\boxed{\begin{aligned} x &= 375 + 523 \\[2pt] &= 898 \end{aligned}}`, `898`, true},
+	{"aligned system with row spacing", `\boxed{\begin{aligned} x &= 1 \\[2pt] y &= 2 \end{aligned}}`, `x = 1, y = 2`, true},
 	{"matrix rows are not a chain", `\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}}`, `\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}`, true},
 	// A set of one tuple is that tuple, as a set of one number is that
 	// number and a set of tuples their list (it was wrong both ways).
@@ -574,6 +576,14 @@ var goldenMATH = []gradeCase{
 	{"pmatrix vs bmatrix", `\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}}`, `\begin{bmatrix}1&2\\3&4\end{bmatrix}`, true},
 	{"matrix entry differs", `\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 5 \end{pmatrix}}`, `\begin{pmatrix}1&2\\3&4\end{pmatrix}`, false},
 	{"column vector", `\boxed{\begin{pmatrix} -1 \\ 2 \end{pmatrix}}`, `\begin{pmatrix}-1\\2\end{pmatrix}`, true},
+	// A row break may carry extra space, \\[4pt], as models write between
+	// rows of fractions; its \[ was read as display math, so no such
+	// matrix parsed (MATH-500 test/precalculus/1300 gold).
+	{"column vector with row spacing", `\boxed{\begin{pmatrix} \frac{1}{5} \\[4pt] -\frac{18}{5} \end{pmatrix}}`, `\begin{pmatrix} 1/5 \\ -18/5 \end{pmatrix}`, true},
+	{"column vector with spaced row spacing", `\boxed{\begin{pmatrix} \dfrac{1}{5} \\ [0.5em] -\dfrac{18}{5} \end{pmatrix}}`, `\begin{pmatrix} 1/5 \\ -18/5 \end{pmatrix}`, true},
+	{"column vector with row spacing, entry differs", `\boxed{\begin{pmatrix} \frac{1}{5} \\[4pt] -\frac{17}{5} \end{pmatrix}}`, `\begin{pmatrix} 1/5 \\ -18/5 \end{pmatrix}`, false},
+	{"matrix with row spacing", `\boxed{\begin{pmatrix} -1 & 0 \\[3pt] 0 & -1 \end{pmatrix}}`, `\begin{pmatrix} -1 & 0 \\ 0 & -1 \end{pmatrix}`, true},
+	{"matrix with row spacing, entry differs", `\boxed{\begin{pmatrix} -1 & 0 \\[3pt] 0 & -1 \end{pmatrix}}`, `\begin{pmatrix} -1 & 0 \\ 3 & -1 \end{pmatrix}`, false},
 	// Degrees, percent, units, thousands, scientific notation.
 	{"degrees mark", `\boxed{30^\circ}`, `30`, true},
 	{"degrees word", `The angle is \boxed{30 \text{ degrees}}`, `30^\circ`, true},
@@ -916,6 +926,8 @@ func TestNormalize(t *testing.T) {
 		{"tuple after a label stays", `(x, y) = (1,200)`, `(x, y) = (1,200)`},
 		{"unicode", `2π ≤ x`, `2\pi \le x`},
 		{"double escaped", `\\frac{1}{2}`, `\frac{1}{2}`},
+		{"row spacing", `\begin{pmatrix} 1 \\[2pt] 2 \end{pmatrix}`, `\begin{pmatrix} 1 \\ 2 \end{pmatrix}`},
+		{"bracket after a row break stays", `a \\ [1, 2]`, `a \\ [1, 2]`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -46,7 +46,8 @@ var (
 
 // Normalize cleans an answer text: it unwraps \boxed{} and math delimiters
 // ($, \(, \[), drops LaTeX spacing and sizing commands (\left, \right, \!,
-// \, \quad, \displaystyle), old-style font switches ({\bf 7}), degree
+// \, \quad, \displaystyle) and a row break's extra space (\\[4pt]),
+// old-style font switches ({\bf 7}), degree
 // marks (^\circ, "degrees"; where the text applies a trigonometric
 // function they become ^\circ instead), escaped dollars, the {,} and ,\!
 // thousands separators and, when the whole answer is a grouped number
@@ -60,7 +61,7 @@ func Normalize(s string) string {
 	if len(s) > MaxResponseBytes {
 		s = s[:MaxResponseBytes]
 	}
-	s = collapseEscapes(s)
+	s = dropRowSpacing(collapseEscapes(s))
 	s = unwrapBoxes(s)
 	if strings.Contains(s, `\!`) {
 		s = joinDigits(s, commaBang) // 1,\!000 -> 1000
@@ -120,6 +121,92 @@ func ungroup(t string) (string, bool) {
 		return strings.ReplaceAll(m[1], ",", "") + t[len(m[1]):], true
 	}
 	return "", false
+}
+
+// dropRowSpacing removes the extra space given to a row break, as in
+// \\[4pt] (also \\*[4pt] and \\ [0.5em]), where the \[ would read as
+// display math. A bracket after a row break that holds no length (a \\
+// [1, 2] row) stays. It runs in one pass.
+func dropRowSpacing(s string) string {
+	if !strings.Contains(s, `\\`) {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		if s[i+1] != '\\' {
+			i++ // a command or escape: its next byte is no row break
+			continue
+		}
+		j := i + 2
+		if j < len(s) && s[j] == '*' {
+			j++
+		}
+		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+			j++
+		}
+		if n := lengthArg(s[j:]); n > 0 {
+			b.WriteString(s[last : i+2])
+			last = j + n
+		}
+		i++
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// texUnits are the units of a TeX length.
+var texUnits = []string{"pt", "em", "ex", "mm", "cm", "in", "bp", "pc", "dd", "cc", "mu", "sp", "px"}
+
+// lengthArg returns the length of a bracketed TeX length, such as [4pt]
+// or [ -0.5em ], at the start of t, or 0.
+func lengthArg(t string) int {
+	if t == "" || t[0] != '[' {
+		return 0
+	}
+	j := 1
+	skip := func() {
+		for j < len(t) && t[j] == ' ' {
+			j++
+		}
+	}
+	skip()
+	if j < len(t) && (t[j] == '-' || t[j] == '+') {
+		j++
+	}
+	digits := 0
+	for j < len(t) && (isDigit(t[j]) || t[j] == '.') {
+		if isDigit(t[j]) {
+			digits++
+		}
+		j++
+	}
+	if digits == 0 {
+		return 0
+	}
+	skip()
+	unit := false
+	for _, u := range texUnits {
+		if strings.HasPrefix(t[j:], u) {
+			j += len(u)
+			unit = true
+			break
+		}
+	}
+	if !unit {
+		return 0
+	}
+	skip()
+	if j >= len(t) || t[j] != ']' {
+		return 0
+	}
+	return j + 1
 }
 
 // unicodeRoots braces the digits after a Unicode root sign: in plain text
