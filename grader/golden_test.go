@@ -379,6 +379,13 @@ var goldenMATH = []gradeCase{
 	{"aligned system as a pair", `\boxed{\begin{aligned} x &= 1 \\ y &= 2 \end{aligned}}`, `(1, 2)`, true},
 	{"aligned system with a chain", `\boxed{x &= 1 + 1 \\ &= 2 \\ y &= 3}`, `x = 2, y = 3`, true},
 	{"aligned system, wrong value", `\boxed{x &= 1 \\ y &= 3}`, `x = 1, y = 2`, false},
+	// A subscript of one command is a name, braced or not: V_{\max} did
+	// not parse ("missing argument of max") and x_{\alpha} was not
+	// x_\alpha.
+	{"label subscripted by a command", `\boxed{V_{\max} = 12}`, `12`, true},
+	{"label subscripted by a command, wrong value", `\boxed{V_{\max} = 13}`, `12`, false},
+	{"braced and bare command subscripts", `\boxed{x_{\alpha} + 1}`, `x_\alpha + 1`, true},
+	{"command subscripts differ", `\boxed{x_{\alpha} + 1}`, `x_\beta + 1`, false},
 	{"aligned chain with row spacing", `\boxed{\begin{aligned} x &= 375 + 523 \\[2pt] &= 898 \end{aligned}}`, `898`, true},
 	{"aligned system with row spacing", `\boxed{\begin{aligned} x &= 1 \\[2pt] y &= 2 \end{aligned}}`, `x = 1, y = 2`, true},
 	{"matrix rows are not a chain", `\boxed{\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}}`, `\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}`, true},

@@ -1274,7 +1274,7 @@ func (p *parser) symbolTail(s *node) *node {
 		if t.k == tPunct && t.s == "{" {
 			save := p.pos
 			raw := p.rawArg()
-			if simpleName(raw) {
+			if simpleName(raw) || commandName(raw) {
 				s = &node{k: nSym, name: s.name + "_" + strings.ReplaceAll(raw, " ", "")}
 			} else {
 				p.pos = save
@@ -1322,6 +1322,12 @@ func (p *parser) inverseCall() bool {
 	}
 	t := p.peekAt(len(inverseMark))
 	return t.k == tPunct && t.s == "(" && !t.sp
+}
+
+// commandName reports whether s is one command, such as \max or \alpha:
+// a subscript x_{\alpha} names a symbol as x_\alpha does.
+func commandName(s string) bool {
+	return len(s) > 1 && s[0] == '\\' && letterEnd(s, 1) == len(s)
 }
 
 func simpleName(s string) bool {
