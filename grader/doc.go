@@ -75,7 +75,9 @@
 //   - Relations and chains: in a chain s0 op s1 op ... of = and ≈, a label (a
 //     name such as x, f(x), f^{-1}(x), AB, a_n: the first side, or the second
 //     of two as in 5 = x) names the answer; the value is the last side before the first ≈ (x
-//     = 2+3 = 5 answers 5; π ≈ 3.14 answers π, as in Math-Verify). Every =
+//     = 2+3 = 5 answers 5; π ≈ 3.14 answers π, as in Math-Verify). Math
+//     that opens with = goes on from the prose before it ("the total time
+//     $= 204$ minutes" answers 204). Every =
 //     between two constant sides must hold (at FloatRounding places where a
 //     decimal is involved), else the answer is wrong: 5 = 6 answers neither 5
 //     nor 6, and x = 5+5+1 = 7 = 11 is wrong for 11; a side holding the

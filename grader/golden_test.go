@@ -368,6 +368,15 @@ var goldenMATH = []gradeCase{
 	{"word answer in the Minerva format, another word", "Final Answer: The final answer is Navin. I hope it is correct.", `\text{Evelyn}`, false},
 	{"word after a box is not the answer", "So $x = \\boxed{5}$. The final answer is boxed.", `5`, true},
 	{"word after a box does not replace it", "So $x = \\boxed{5}$.\n\nThe final answer is yes.", `5`, true},
+	// Math that opens with = goes on from the prose before it and holds
+	// the value after it; it did not parse, and when it was the last
+	// math the response answered nothing.
+	{"math opening with =", "The walk takes 3.4 hours, so the total time $= 204$ minutes.", `204`, true},
+	{"math opening with =, wrong value", "The walk takes 3.4 hours, so the total time $= 205$ minutes.", `204`, false},
+	{"math opening with = after a chain", "so time $= 3 + 0.4 = 3.4$ hours $= 204$ minutes.", `204`, true},
+	{"answer sentence opening with =", "The answer is $= 204$.", `204`, true},
+	{"box opening with =", `Total time \boxed{= 204}`, `204`, true},
+	{"math opening with a false chain", "so time $= 3 + 0.4 = 3.5$", `3.5`, false},
 	// A box holding one chain aligned over lines is that chain (it did not
 	// parse, and answered nothing).
 	{"aligned chain in a box", `\boxed{x &= 375 + 523 \\ &= 898}`, `898`, true},

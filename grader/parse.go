@@ -212,6 +212,11 @@ func parseAnswer(s string, b *budget) (n *node, err error) {
 		}
 	}()
 	p := &parser{toks: lex(s, b), b: b}
+	if len(p.toks) > 1 && p.toks[0].k == tPunct && p.toks[0].s == "=" {
+		// "the total time $= 204$ minutes": math that opens with = goes
+		// on from the prose before it and holds the value after it.
+		p.pos = 1
+	}
 	n = p.groupBody(func(t token) bool { return false })
 	if p.pos < len(p.toks) {
 		p.fail("unexpected %q", p.toks[p.pos].s)
