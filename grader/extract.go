@@ -387,6 +387,9 @@ const fallbackWindow = 8 << 10
 func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Source) {
 	locs := findAnchors(s, kind)
 	for k := len(locs) - 1; k >= 0 && k >= len(locs)-3; k-- {
+		if a, ok := answerInMath(s, locs[k][1], b); ok {
+			return a, locs[k][0], SourceSentence
+		}
 		rest := ruledOut(s[locs[k][1]:])
 		if t := strings.TrimLeft(rest, " \t\r*"); strings.HasPrefix(t, "\n") {
 			// "**Answer:**\n\n12": the answer starts after the blank
@@ -443,6 +446,27 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 		}
 	}
 	return "", -1, SourceNone
+}
+
+// answerInMath returns the answer after an answer phrase that is text in
+// math, "$\text{Answer: }\frac{14}{3}$" or "\[\textbf{Final answer:}\
+// x + 1\]", where at marks the phrase's end: the rest of that math after
+// the text group, read whole as a box is (not as its last number, 3), when
+// it parses.
+func answerInMath(s string, at int, b *budget) (string, bool) {
+	t := strings.TrimLeft(s[at:], " ")
+	if !strings.HasPrefix(t, "}") {
+		return "", false
+	}
+	for _, sp := range mathSpans(s) {
+		if sp.start < at && at < sp.end {
+			// An opening and its closing delimiter are as long.
+			inner := sp.end - (sp.end-sp.start-len(sp.text))/2
+			a := strings.TrimSpace(s[len(s)-len(t)+1 : inner])
+			return a, a != "" && parses(a, b)
+		}
+	}
+	return "", false
 }
 
 // ruledOut returns rest, the text after an answer phrase, without the

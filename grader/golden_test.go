@@ -368,6 +368,14 @@ var goldenMATH = []gradeCase{
 	{"word answer in the Minerva format, another word", "Final Answer: The final answer is Navin. I hope it is correct.", `\text{Evelyn}`, false},
 	{"word after a box is not the answer", "So $x = \\boxed{5}$. The final answer is boxed.", `5`, true},
 	{"word after a box does not replace it", "So $x = \\boxed{5}$.\n\nThe final answer is yes.", `5`, true},
+	// An answer phrase written as text in math answers with the rest of
+	// that math, read whole: it answered its last number, 3 (right for
+	// gold 3), and "(1,2)" read as 1.2.
+	{"answer phrase in math text", `$\text{Answer: }\frac{14}{3}$`, `\frac{14}{3}`, true},
+	{"answer phrase in math text is not its last number", `$\text{Answer: }\frac{14}{3}$`, `3`, false},
+	{"final answer phrase in display math", `\[\textbf{Final Answer:}\ x + 1\]`, `x+1`, true},
+	{"answer phrase in math text before a pair", `$\text{Answer: }(1,2)$ and we are done.`, `(1,2)`, true},
+	{"answer phrase in math text, wrong value", `$\text{Answer: }\frac{13}{3}$`, `\frac{14}{3}`, false},
 	// Math that opens with = goes on from the prose before it and holds
 	// the value after it; it did not parse, and when it was the last
 	// math the response answered nothing.
