@@ -138,7 +138,8 @@
 //     that \mathrm set off by a space after a number holds a unit, dropped
 //     like \text{ m}: 18 \mathrm{~m}, 18\,\mathrm{s} and 18 \mathrm{~m/s}
 //     are 18, as is \text{18 m}, a number and its unit in one \text{}.
-//     A \text{} beside a number is dropped so (5 \text{ apples} is 5)
+//     A \text{} beside a number is dropped so (5 \text{ apples} is 5, and
+//     a quotient of texts, 60 \frac{\text{km}}{\text{h}}, is 60)
 //     unless, outside parentheses, it holds a word that negates or
 //     rejects (not, never, none, wrong, incorrect, false): \text{not } 5
 //     and 5 \text{ is wrong} are not 5, while 5 \text{ (not 6)} is.

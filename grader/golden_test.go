@@ -619,6 +619,12 @@ var goldenMATH = []gradeCase{
 	{"negative percent vs fraction", `\boxed{-25\%}`, `-\frac14`, true},
 	{"negative percent is not positive", `\boxed{-10\%}`, `10`, false},
 	{"units text", `\boxed{12\text{ cm}^2}`, `12`, true},
+	// A unit written as a fraction of unit texts is dropped as the unit
+	// text is (it stayed a factor, so a correct speed was graded wrong).
+	{"fraction of unit texts", `\boxed{12\,\frac{\text{km}}{\text{h}}}`, `12`, true},
+	{"fraction of unit texts with a power", `\boxed{9.8 \frac{\text{m}}{\text{s}^2}}`, `9.8`, true},
+	{"fraction of unit words in a font", `\boxed{60 \frac{\mathrm{km}}{\mathrm{hr}}}`, `60`, true},
+	{"fraction of unit texts, wrong value", `\boxed{12\,\frac{\text{km}}{\text{h}}}`, `13`, false},
 	// A bare unit word follows a root or π as it follows a number (it
 	// read "units" as a factor of 2\sqrt{2}; Math-Verify 0.9.0 drops it).
 	{"bare unit after a root", `\boxed{2\sqrt{2} units}`, `2\sqrt2`, true},

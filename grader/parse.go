@@ -796,12 +796,21 @@ func (p *parser) mulOf(fs []*node) *node {
 	return &node{k: nMul, args: fs}
 }
 
+// isTextual reports whether n is a text, a power of one (\text{cm}^2) or
+// a product or quotient of such (\frac{\text{km}}{\text{h}}).
 func isTextual(n *node) bool {
 	switch n.k {
 	case nText:
 		return true
 	case nPow:
 		return isTextual(n.args[0])
+	case nMul:
+		for _, a := range n.args {
+			if !isTextual(a) {
+				return false
+			}
+		}
+		return len(n.args) > 0
 	}
 	return false
 }
@@ -810,6 +819,13 @@ func isTextual(n *node) bool {
 func textOf(n *node) string {
 	for n.k == nPow {
 		n = n.args[0]
+	}
+	if n.k == nMul {
+		words := make([]string, len(n.args))
+		for i, a := range n.args {
+			words[i] = textOf(a)
+		}
+		return strings.Join(words, " ")
 	}
 	return n.name
 }
