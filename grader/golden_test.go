@@ -618,6 +618,14 @@ var goldenMATH = []gradeCase{
 	{"negative percent vs number", `\boxed{-10\%}`, `-10`, true},
 	{"negative percent vs fraction", `\boxed{-25\%}`, `-\frac14`, true},
 	{"negative percent is not positive", `\boxed{-10\%}`, `10`, false},
+	// Colour and horizontal space change how an answer looks, not what it
+	// says (AoPS writers colour boxes: \boxed{\color{blue}...}); they
+	// were read as factors, so correct answers were graded wrong.
+	{"coloured answer", `\boxed{\color{blue}\frac{14}{3}}`, `\frac{14}{3}`, true},
+	{"coloured answer, wrong value", `\boxed{\color{blue}\frac{13}{3}}`, `\frac{14}{3}`, false},
+	{"textcolor answer", `\boxed{\textcolor{red}{\frac{14}{3}}}`, `\frac{14}{3}`, true},
+	{"colour given by a model", `\boxed{\color[rgb]{0,0,1} 5}`, `5`, true},
+	{"hspace before a unit", `\boxed{12\hspace{1mm}\text{cm}}`, `12`, true},
 	{"units text", `\boxed{12\text{ cm}^2}`, `12`, true},
 	// A unit written as a fraction of unit texts is dropped as the unit
 	// text is (it stayed a factor, so a correct speed was graded wrong).

@@ -46,7 +46,8 @@ var (
 
 // Normalize cleans an answer text: it unwraps \boxed{} and math delimiters
 // ($, \(, \[), drops LaTeX spacing and sizing commands (\left, \right, \!,
-// \, \quad, \displaystyle) and a row break's extra space (\\[4pt]),
+// \, \quad, \displaystyle, \hspace{1mm}), colour (\color{blue}, the
+// colour of \textcolor) and a row break's extra space (\\[4pt]),
 // old-style font switches ({\bf 7}), degree
 // marks (^\circ, "degrees"; where the text applies a trigonometric
 // function they become ^\circ instead), escaped dollars, the {,} and ,\!
@@ -63,6 +64,9 @@ func Normalize(s string) string {
 	}
 	s = dropRowSpacing(collapseEscapes(s))
 	s = unwrapBoxes(s)
+	if strings.Contains(s, `\color`) || strings.Contains(s, `\textcolor`) || strings.Contains(s, `\hspace`) {
+		s = dropLayout(s)
+	}
 	if strings.Contains(s, `\!`) {
 		s = joinDigits(s, commaBang) // 1,\!000 -> 1000
 	}
@@ -153,6 +157,58 @@ func dropRowSpacing(s string) string {
 			last = j + n
 		}
 		i++
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// layoutCommands are the commands dropLayout removes with their
+// optional bracketed argument and their braced one; \hspace* comes
+// before \hspace, which it starts with.
+var layoutCommands = []string{`\textcolor`, `\color`, `\hspace*`, `\hspace`}
+
+// maxLayoutArg is the longest colour or length argument dropLayout reads.
+const maxLayoutArg = 64
+
+// dropLayout removes colour and horizontal space, which change how an
+// answer looks, not what it says: \color{blue}, \color[rgb]{0,0,1},
+// \hspace{1mm} (each leaves a space) and the colour of
+// \textcolor{red}{5} (which leaves {5}). It runs in one pass.
+func dropLayout(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		for _, name := range layoutCommands {
+			if !strings.HasPrefix(s[i:], name) || i+len(name) < len(s) && isLetter(s[i+len(name)]) {
+				continue
+			}
+			j := skipSpaces(s, i+len(name))
+			if j < len(s) && s[j] == '[' {
+				k := strings.IndexByte(s[j:min(len(s), j+maxLayoutArg)], ']')
+				if k < 0 {
+					break
+				}
+				j = skipSpaces(s, j+k+1)
+			}
+			if j >= len(s) || s[j] != '{' {
+				break
+			}
+			k := strings.IndexAny(s[j+1:min(len(s), j+1+maxLayoutArg)], "{}")
+			if k < 0 || s[j+1+k] != '}' {
+				break // a colour or length holds no braces
+			}
+			b.WriteString(s[last:i])
+			b.WriteByte(' ')
+			last = j + 1 + k + 1
+			i = last - 1
+			break
+		}
 	}
 	if last == 0 {
 		return s
