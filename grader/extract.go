@@ -252,7 +252,8 @@ func Extract(response string) (string, bool) { return Config{}.Extract(response)
 //
 //  1. whichever comes later of the last group of \boxed{...} / \fbox{...}
 //     (boxes separated only by spacing, punctuation, or a few words with
-//     "and", "or" or a comma in one sentence are joined with ", ") and the
+//     "and", "or" or a comma in one sentence are joined with ", "; empty
+//     boxes after the last one that holds something are skipped) and the
 //     last "final answer is ..." / "Final Answer: ..." (or a "Final
 //     Answer" heading over a bare line, see answerHeading)
 //     / "#### ..." sentence (GSM8K's "#### 72", not a Markdown heading
@@ -1580,6 +1581,11 @@ func lastBoxGroup(s string) string {
 // lastBoxGroupAt is lastBoxGroup that also returns where the group ends.
 func lastBoxGroupAt(s string) (string, int) {
 	bs := findBoxes(s)
+	// An empty box answers nothing ("put your final answer within
+	// \boxed{}" echoed after the answer) and hides no box before it.
+	for len(bs) > 0 && strings.TrimSpace(bs[len(bs)-1].text) == "" {
+		bs = bs[:len(bs)-1]
+	}
 	if len(bs) == 0 {
 		return "", -1
 	}

@@ -1058,6 +1058,12 @@ func TestExtractSource(t *testing.T) {
 	}{
 		{"box", `so $x = \boxed{12}$.`, false, "12", SourceBoxed},
 		{"fbox", `\fbox{25}`, true, "25", SourceBoxed},
+		// An empty box answers nothing and hides no box before it: a
+		// response that echoes the prompt's "within \boxed{}" after its
+		// answer answered nothing without the fallback.
+		{"empty box after the answer box", "So $x = \\boxed{49}$.\n\nHuman: Please put your final answer within \\boxed{}.", true, "49", SourceBoxed},
+		{"blank box after the answer box", `\boxed{49} and \boxed{ }`, true, "49", SourceBoxed},
+		{"empty box alone", `Put the answer in \boxed{}.`, true, "", SourceNone},
 		{"final answer sentence", "The final answer is $7$. I hope it is correct.", true, "7", SourceSentence},
 		{"Final Answer colon", "Final Answer: 7", true, "7", SourceSentence},
 		{"GSM8K hashes", "She pays 3*4=12 dollars.\n#### 12", true, "12", SourceSentence},
