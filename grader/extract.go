@@ -251,8 +251,8 @@ func Extract(response string) (string, bool) { return Config{}.Extract(response)
 // Extract finds the answer in a model response. It takes, in order:
 //
 //  1. whichever comes later of the last group of \boxed{...} / \fbox{...}
-//     (boxes separated only by spacing, punctuation, or a few words with
-//     "and", "or" or a comma in one sentence are joined with ", "; empty
+//     (\framebox{...} too; boxes separated only by spacing, punctuation,
+//     or a few words with "and", "or" or a comma in one sentence are joined with ", "; empty
 //     boxes after the last one that holds something are skipped) and the
 //     last "final answer is ..." / "Final Answer: ..." (or a "Final
 //     Answer" heading over a bare line, see answerHeading)
@@ -332,7 +332,7 @@ func cleanResponse(s string) string {
 			s = s[:i]
 		}
 	}
-	return dropRowSpacing(collapseEscapes(s))
+	return frameboxes(dropRowSpacing(collapseEscapes(s)))
 }
 
 // extractFrom runs the three steps of Extract on s, parsing candidates
@@ -2469,7 +2469,7 @@ func choiceKey(s string) string {
 // commands such as \quadx.
 var knownCommands = map[string]bool{
 	"frac": true, "dfrac": true, "tfrac": true, "cfrac": true, "sqrt": true, "left": true, "right": true,
-	"boxed": true, "fbox": true, "text": true, "textbf": true, "textit": true, "textnormal": true, "textrm": true,
+	"boxed": true, "fbox": true, "framebox": true, "text": true, "textbf": true, "textit": true, "textnormal": true, "textrm": true,
 	"mathrm": true, "mathbf": true, "mbox": true, "pi": true, "cdot": true, "times": true, "div": true,
 	"le": true, "leq": true, "ge": true, "geq": true, "ne": true, "neq": true, "lt": true, "gt": true,
 	"infty": true, "in": true, "cup": true, "cap": true, "pm": true, "mp": true, "approx": true,

@@ -626,6 +626,8 @@ var goldenMATH = []gradeCase{
 	{"textcolor answer", `\boxed{\textcolor{red}{\frac{14}{3}}}`, `\frac{14}{3}`, true},
 	{"colour given by a model", `\boxed{\color[rgb]{0,0,1} 5}`, `5`, true},
 	{"hspace before a unit", `\boxed{12\hspace{1mm}\text{cm}}`, `12`, true},
+	{"framebox", `so the walk takes $\framebox{204}$ minutes`, `204`, true},
+	{"framebox, wrong value", `so the walk takes $\framebox{204}$ minutes`, `240`, false},
 	{"units text", `\boxed{12\text{ cm}^2}`, `12`, true},
 	// A unit written as a fraction of unit texts is dropped as the unit
 	// text is (it stayed a factor, so a correct speed was graded wrong).
@@ -1058,6 +1060,12 @@ func TestExtractSource(t *testing.T) {
 	}{
 		{"box", `so $x = \boxed{12}$.`, false, "12", SourceBoxed},
 		{"fbox", `\fbox{25}`, true, "25", SourceBoxed},
+		// \framebox is \fbox with optional width and position (the
+		// AIME 2024 reference solution of problem 60 writes
+		// "$\framebox{204}$ minutes"); it was no box and did not parse.
+		{"framebox", `so the walk takes $\framebox{204}$ minutes`, true, "204", SourceBoxed},
+		{"framebox with a width", `\framebox[1.5\width]{25}`, true, "25", SourceBoxed},
+		{"framebox with a width and a position", `\framebox[2cm][c]{25}`, true, "25", SourceBoxed},
 		// An empty box answers nothing and hides no box before it: a
 		// response that echoes the prompt's "within \boxed{}" after its
 		// answer answered nothing without the fallback.

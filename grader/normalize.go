@@ -62,7 +62,7 @@ func Normalize(s string) string {
 	if len(s) > MaxResponseBytes {
 		s = s[:MaxResponseBytes]
 	}
-	s = dropRowSpacing(collapseEscapes(s))
+	s = frameboxes(dropRowSpacing(collapseEscapes(s)))
 	s = unwrapBoxes(s)
 	if strings.Contains(s, `\color`) || strings.Contains(s, `\textcolor`) || strings.Contains(s, `\hspace`) {
 		s = dropLayout(s)

@@ -49,6 +49,46 @@ func boxAt(s string, i int) int {
 	return i + n
 }
 
+// frameboxes rewrites \framebox, with its optional width and position
+// ([1.5\width], [c], of at most maxLayoutArg bytes each), as \fbox, the
+// box it draws: "$\framebox{204}$" boxes 204. It runs in one pass.
+func frameboxes(s string) string {
+	const name = `\framebox`
+	if !strings.Contains(s, name) {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; ; {
+		k := strings.Index(s[i:], name)
+		if k < 0 {
+			break
+		}
+		p := i + k
+		j := p + len(name)
+		if j < len(s) && isLetter(s[j]) {
+			i = j
+			continue
+		}
+		for range 2 {
+			t := skipSpaces(s, j)
+			if t >= len(s) || s[t] != '[' {
+				break
+			}
+			e := strings.IndexByte(s[t:min(len(s), t+maxLayoutArg)], ']')
+			if e < 0 {
+				break
+			}
+			j = t + e + 1
+		}
+		b.WriteString(s[last:p])
+		b.WriteString(`\fbox`)
+		last, i = j, j
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
 // scanBoxes calls visit for every matched \boxed{...}, \fbox{...} and
 // "\boxed x" of s, nested ones included, in the order their ends appear
 // (an inner box before the box holding it). Braces escaped with a
