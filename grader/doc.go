@@ -248,7 +248,8 @@
 //     skips an exponent: "2^{-3}" alone is read as 2, never -3). A number in base b keeps its subscript ("Answer: 4210_{5}"
 //     answers 4210_{5}, not 5). An answer phrase written as text in math
 //     ("$\text{Answer: }\frac{14}{3}$") answers with the rest of that
-//     math, read whole. The last such sentence, when it ends a
+//     math, read whole, and one in a group with what follows the group
+//     ("\textbf{Answer:} \frac{14}{3}"). The last such sentence, when it ends a
 //     text without a box (but for Minerva's closing "I hope it is
 //     correct.") and holds one word of two or more letters (after an optional
 //     article), answers that word as text, as MATH-500 writes five golds

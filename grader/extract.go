@@ -391,7 +391,13 @@ func (c Config) anchored(s string, kind anchorKind, b *budget) (string, int, Sou
 		if a, ok := answerInMath(s, locs[k][1], b); ok {
 			return a, locs[k][0], SourceSentence
 		}
-		rest := ruledOut(s[locs[k][1]:])
+		rest := s[locs[k][1]:]
+		if t := strings.TrimLeft(rest, " "); strings.HasPrefix(t, "}") {
+			// "\textbf{Answer:} \frac{14}{3}": the answer follows the
+			// group that holds the phrase.
+			rest = t[1:]
+		}
+		rest = ruledOut(rest)
 		if t := strings.TrimLeft(rest, " \t\r*"); strings.HasPrefix(t, "\n") {
 			// "**Answer:**\n\n12": the answer starts after the blank
 			// lines that set it off, when its line holds no words

@@ -376,6 +376,11 @@ var goldenMATH = []gradeCase{
 	{"final answer phrase in display math", `\[\textbf{Final Answer:}\ x + 1\]`, `x+1`, true},
 	{"answer phrase in math text before a pair", `$\text{Answer: }(1,2)$ and we are done.`, `(1,2)`, true},
 	{"answer phrase in math text, wrong value", `$\text{Answer: }\frac{13}{3}$`, `\frac{14}{3}`, false},
+	// So is an answer phrase in a bold group before bare LaTeX: the
+	// group's closing brace hid the LaTeX, read by its last number.
+	{"bold answer phrase before bare LaTeX", `\textbf{Answer:} \frac{14}{3}`, `\frac{14}{3}`, true},
+	{"bold answer phrase before bare LaTeX is not its last number", `\textbf{Final Answer:} \frac{14}{3}`, `3`, false},
+	{"old-style bold answer phrase before an expression", `{\bf Answer:} x + 1`, `x+1`, true},
 	// Math that opens with = goes on from the prose before it and holds
 	// the value after it; it did not parse, and when it was the last
 	// math the response answered nothing.
