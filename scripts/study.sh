@@ -23,7 +23,9 @@
 # per step and per evaluation, the embedded model; not spiral's own
 # code); when it differs, the study starts over (removing OUT's runs/,
 # eval/, report/ and logs/). An OUT that holds any of those but no stamp
-# is not a study's and is refused.
+# is not a study's and is refused. One study at a time in an OUT: while
+# one runs there (its script or its jobs hold OUT/.study.lock), another
+# waits up to 15 s for it to stop and is refused (exit 1) if it has not.
 #
 #   OUT      the study directory (default: runs/study)
 #   STEPS    training steps per run (default: 50)
@@ -117,6 +119,25 @@ for algo in "${words[@]}"; do
 done
 [[ $(printf '%s\n' "${words[@]}" | sort | uniq -d) == "" ]] || refuse ALGOS "each algorithm once"
 ALGOS=${words[*]}
+# One study at a time in OUT: a second one would start over under the
+# first (other settings), or truncate its job logs, remove its failure
+# markers and fail both on each other's run and evaluation locks. The
+# lock is held until the script and every job it started (they inherit
+# it) are gone: a stopped study's jobs save their work first, which the
+# wait of up to 15 s lets a study rerun at once after Ctrl-C outlast.
+# flock exits 1 when the lock is taken; another status is a file system
+# without locks (flock says which error), where the study goes on
+# unlocked, as spiral's own locks do.
+if command -v flock >/dev/null 2>&1; then
+	mkdir -p "$OUT"
+	exec 8>>"$OUT/.study.lock"
+	locked=0
+	flock -w 15 8 || locked=$?
+	if ((locked == 1)); then
+		echo "study: $OUT: another study is running there (it holds $OUT/.study.lock, as a stopped study's jobs do until they have saved their work): wait for it, or give another OUT" >&2
+		exit 1
+	fi
+fi
 start=$(date +%s)
 source "$(scripts/setup.sh)" >/dev/null
 # PROBLEMS enters the stamp only when not 8 (the default before it was

@@ -183,3 +183,65 @@ func TestStudyStopTakesItsJobs(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestStudyRefusesASecondStudy: a study started in an OUT where another
+// study is running (it holds OUT/.study.lock) is refused with exit 1
+// before it changes anything there. Unlocked, the second study removed
+// the first's results when its settings differed, and otherwise
+// truncated the first's job logs, removed its failure markers and made
+// both fail on each other's training and evaluation locks.
+func TestStudyRefusesASecondStudy(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	if _, err := exec.LookPath("flock"); err != nil {
+		t.Skip("no flock")
+	}
+	script, err := filepath.Abs(filepath.Join("..", "scripts", "study.sh"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "study")
+	// The running study's: other settings than the second's, which would
+	// start over, and a training run's file.
+	stamp := filepath.Join(out, "study.stamp")
+	kept := filepath.Join(out, "runs", "grpo-s1", "metrics.jsonl")
+	require.NoError(t, os.MkdirAll(filepath.Dir(kept), 0o755))
+	require.NoError(t, os.WriteFile(stamp, []byte("steps=50 seeds=1 algos=grpo\n"), 0o644))
+	require.NoError(t, os.WriteFile(kept, []byte("{}\n"), 0o644))
+	lock, err := os.OpenFile(filepath.Join(out, ".study.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	require.NoError(t, err)
+	defer lock.Close()
+	ok, err := flock.TryLock(lock)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	env := []string{"OUT=" + out, "STEPS=1", "SEEDS=1", "ALGOS=grpo", "PROBLEMS=1", "EVALN=1", "PASSK_SAMPLES=1", "JOBS=1"}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(studyKnobs, k) {
+			env = append(env, kv)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bash, script)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	require.NoError(t, ctx.Err(), "not refused: the second study ran (stderr %q)", stderr.String())
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "want exit 1, got %v (stderr %q)", err, stderr.String())
+	require.Equal(t, 1, ee.ExitCode(), stderr.String())
+	require.Equal(t, "study: "+out+": another study is running there (it holds "+filepath.Join(out, ".study.lock")+
+		", as a stopped study's jobs do until they have saved their work): wait for it, or give another OUT\n", stderr.String())
+	require.Empty(t, stdout.String())
+	require.FileExists(t, kept, "the running study's runs/ is left alone")
+	b, err := os.ReadFile(stamp)
+	require.NoError(t, err)
+	require.Equal(t, "steps=50 seeds=1 algos=grpo\n", string(b), "the running study's stamp is left alone")
+	require.NoDirExists(t, filepath.Join(out, "logs"))
+}
