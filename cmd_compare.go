@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 	"github.com/spiral-rl/spiral/rollout/report"
@@ -381,14 +382,24 @@ func (c *comparison) read(path string) error {
 // budgets, or that were evaluated with other settings (evalSettings),
 // naming both files; and a --run label's runs that logged other
 // training steps than its first, or held out evaluations at other steps
-// (of those that logged any), naming both directories.
+// (of those that logged any), or whose newest checkpoints record other
+// training settings than the seed (rl.SeedSettingsDiff; of those that
+// kept one), naming both directories.
 func (c *comparison) checkSeeds() error {
 	for _, g := range report.Group(c.runs, func(r labelledRun) string { return r.label }) {
-		var held *labelledRun
+		var held, set *labelledRun
 		for i, r := range g {
 			if !slices.Equal(r.curves.Steps, g[0].curves.Steps) {
 				return fmt.Errorf("run %s: seeds %s and %s log different training steps (%d and %d steps)",
 					r.label, g[0].dir, r.dir, len(g[0].curves.Steps), len(r.curves.Steps))
+			}
+			if r.curves.Settings != nil {
+				if set == nil {
+					set = &g[i]
+				} else if d := rl.SeedSettingsDiff(*set.curves.Settings, *r.curves.Settings); len(d) > 0 {
+					return fmt.Errorf("run %s: seeds %s and %s were trained with other settings (%s against %s): %s: train a label's seeds alike, or give them other labels",
+						r.label, set.dir, r.dir, filepath.Join(set.curves.SettingsFrom, checkpoint.StateFile), filepath.Join(r.curves.SettingsFrom, checkpoint.StateFile), strings.Join(d, "; "))
+				}
 			}
 			if len(r.curves.HeldOut.Keys) == 0 {
 				continue

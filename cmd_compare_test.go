@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/model/checkpoint"
+	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 	"github.com/spiral-rl/spiral/rollout/report"
@@ -1234,5 +1238,75 @@ func TestCompareSeedsOfOneEvaluation(t *testing.T) {
 		var stderr bytes.Buffer
 		require.Zero(t, run(context.Background(), append([]string{"compare"}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr}), tc.name+": "+stderr.String())
 		require.Equal(t, tc.want, stderr.String(), tc.name)
+	}
+}
+
+// TestCompareRunSeedsTrainedOtherwise: runs of one --run label are
+// averaged as seeds of one training, so runs whose newest checkpoints
+// record other training settings than the seed (another --algo, --lr or
+// model) are refused naming both directories and the settings, as seed
+// reports evaluated with other settings are; they were averaged in
+// silence (a SPIRAL and a GRPO run as one label's two seeds). Seeds of
+// one training differ by the seed alone and are compared; a run without
+// a checkpoint records no settings and is not checked.
+func TestCompareRunSeedsTrainedOtherwise(t *testing.T) {
+	dir := t.TempDir()
+	base := rl.RunSettings{Model: "embedded", ModelID: "m1", Data: "embedded:synth", DataID: "d1",
+		RL: rl.DefaultConfig(), Schedule: optim.Schedule{PeakLR: 1e-4, WarmupSteps: 5},
+		Sampling: rl.SamplingSettings(1, 1, 0, 96, "", "t1")}
+	runDir := func(name string, settings *rl.RunSettings) string {
+		d := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		var metrics string
+		for s := 1; s <= 2; s++ {
+			metrics += fmt.Sprintf(`{"step": %d, "search": {"traces": 2, "reward": 0.5, "mean_length": 3}, "entropy": 0.1}`+"\n", s)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(d, rl.MetricsFile), []byte(metrics), 0o644))
+		if settings != nil {
+			w, err := params.NewStore([]params.Spec{{Name: "a", Shape: []int64{2}}})
+			require.NoError(t, err)
+			b, err := json.Marshal(settings)
+			require.NoError(t, err)
+			_, err = checkpoint.Save(filepath.Join(d, rl.CheckpointsDir), w, nil, checkpoint.State{Step: 2, Config: b}, checkpoint.Options{})
+			require.NoError(t, err)
+		}
+		return d
+	}
+	seeded := func(seed uint64, change func(*rl.RunSettings)) *rl.RunSettings {
+		s := base
+		s.RL.Seed = seed
+		if change != nil {
+			change(&s)
+		}
+		return &s
+	}
+	first := runDir("spiral-s1", seeded(1, nil))
+	for _, tc := range []struct {
+		name     string
+		settings *rl.RunSettings
+		want     string // "" for compared
+	}{
+		{"another seed", seeded(2, nil), ""},
+		{"no checkpoint", nil, ""},
+		{"another algorithm", seeded(2, func(s *rl.RunSettings) { s.RL.Algo = rl.AlgoGRPO }), `rl.algo (--algo): "spiral" -> "grpo"`},
+		{"another learning rate", seeded(2, func(s *rl.RunSettings) { s.Schedule.PeakLR = 2e-4 }), "schedule.peak_lr (--lr): 0.0001 -> 0.0002"},
+		{"another model", seeded(2, func(s *rl.RunSettings) { s.ModelID = "m2" }), "model (--model): embedded (m1) -> embedded (m2)"},
+		{"other training data", seeded(2, func(s *rl.RunSettings) { s.Data, s.DataID = "p.jsonl", "d2" }), "data (--data): embedded:synth (d1) -> p.jsonl (d2)"},
+	} {
+		other := runDir(strings.ReplaceAll(tc.name, " ", "-"), tc.settings)
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"compare", "--run", "x=" + first, "--run", "x=" + other}, &cliEnv{stdout: &stdout, stderr: &stderr})
+		if tc.want == "" {
+			require.Equal(t, 0, code, "%s: %s", tc.name, stderr.String())
+			require.Contains(t, stdout.String(), "run x (n = 2)", tc.name)
+			continue
+		}
+		require.Equal(t, exitFailure, code, tc.name)
+		state := func(run string) string {
+			return filepath.Join(run, rl.CheckpointsDir, "ckpt-000002", checkpoint.StateFile)
+		}
+		require.Equal(t, fmt.Sprintf("spiral compare: run x: seeds %s and %s were trained with other settings (%s against %s): %s: train a label's seeds alike, or give them other labels\n",
+			first, other, state(first), state(other), tc.want), stderr.String(), tc.name)
+		require.Empty(t, stdout.String(), tc.name)
 	}
 }

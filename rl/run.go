@@ -1484,11 +1484,17 @@ type RunCurves struct {
 	// cut short and left out: the run was killed while writing it, or was
 	// writing it as they were read.
 	Torn []string
+	// Settings are the run settings that its newest readable checkpoint
+	// records (state.json alone), and SettingsFrom that checkpoint; nil
+	// and "" for a run without one.
+	Settings     *RunSettings
+	SettingsFrom string
 }
 
-// ReadRunCurves reads dir's metrics.jsonl and eval.jsonl. A metrics.jsonl
-// that logs no step (a run interrupted before its first step finished)
-// is an error naming it.
+// ReadRunCurves reads dir's metrics.jsonl and eval.jsonl, and the
+// settings its newest checkpoint records (RunCurves.Settings). A
+// metrics.jsonl that logs no step (a run interrupted before its first
+// step finished) is an error naming it.
 func ReadRunCurves(dir string) (RunCurves, error) {
 	var c RunCurves
 	metrics := filepath.Join(dir, MetricsFile)
@@ -1565,7 +1571,58 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 	if torn {
 		c.Torn = append(c.Torn, evals)
 	}
+	c.Settings, c.SettingsFrom = newestSettings(dir)
 	return c, nil
+}
+
+// newestSettings returns the run settings that the newest checkpoint in
+// dir's checkpoints whose state.json reads records, and that checkpoint
+// (its weights are not read); nil and "" where there is none.
+func newestSettings(dir string) (*RunSettings, string) {
+	list, err := checkpoint.List(filepath.Join(dir, CheckpointsDir))
+	if err != nil {
+		return nil, ""
+	}
+	for i := len(list) - 1; i >= 0; i-- {
+		st, err := checkpoint.ReadState(list[i].Path)
+		if err != nil || len(st.Config) == 0 {
+			continue
+		}
+		var s RunSettings
+		if err := json.Unmarshal(st.Config, &s); err != nil {
+			continue
+		}
+		return &s, list[i].Path
+	}
+	return nil, ""
+}
+
+// SeedSettingsDiff lists what b records otherwise than a besides the
+// seed, what makes two runs more than two seeds of one training (spiral
+// compare --run averages a label's runs as seeds): the model by its
+// content (ModelID, where both record one), the training problems (by
+// content, DataID, where both record one, else by name or file), then
+// the settings a resume lists (settingsDiff).
+func SeedSettingsDiff(a, b RunSettings) []string {
+	var diff []string
+	named := func(name, id string) string {
+		if id == "" {
+			return name
+		}
+		return fmt.Sprintf("%s (%s)", name, id)
+	}
+	if a.ModelID != "" && b.ModelID != "" && a.ModelID != b.ModelID {
+		diff = append(diff, fmt.Sprintf("model (--model): %s -> %s", named(a.Model, a.ModelID), named(b.Model, b.ModelID)))
+	}
+	otherData := !sameData(a.Data, a.DataPath, b.Data, b.DataPath)
+	if a.DataID != "" && b.DataID != "" {
+		otherData = a.DataID != b.DataID
+	}
+	if otherData {
+		diff = append(diff, fmt.Sprintf("data (--data): %s -> %s", named(a.Data, a.DataID), named(b.Data, b.DataID)))
+	}
+	a.RL.Seed = b.RL.Seed
+	return append(diff, settingsDiff(a, b)...)
 }
 
 // CheckpointName names the checkpoint directory ckpt in a report: with
