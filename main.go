@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -305,17 +306,17 @@ const flagValuesAnnotation = "spiral/values"
 
 // checkDetachedValues refuses a flag whose value may be left out, given
 // without "=" and followed by an argument that is one of its values
-// (`--shared-arena false`, `--deterministic false`): pflag reads that as
-// the flag's default for a bare flag and a positional argument, the
-// opposite of what was meant, and a command taking positional arguments
-// (generate's prompts) would run on.
+// (isFlagValue: `--shared-arena false`, `--deterministic false`, `--raw
+// 0`): pflag reads that as the flag's default for a bare flag and a
+// positional argument, the opposite of what was meant, and a command
+// taking positional arguments (generate's prompts) would run on.
 func checkDetachedValues(fs *pflag.FlagSet, args []string) error {
 	for i := 0; i+1 < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			return nil
 		}
-		if f := detachedFlag(fs, a); f != nil && slices.Contains(flagValues(f), args[i+1]) {
+		if f := detachedFlag(fs, a); f != nil && isFlagValue(f, args[i+1]) {
 			return usageError{fmt.Errorf("%s %s: a value of %s goes after \"=\" (%s=%s); without it %q is read as an argument", a, args[i+1], a, a, args[i+1], args[i+1])}
 		}
 	}
@@ -337,12 +338,25 @@ func detachedFlag(fs *pflag.FlagSet, a string) *pflag.Flag {
 	return f
 }
 
-// flagValues are the values of f, a flag whose value may be left out.
+// flagValues are the values of f, a flag whose value may be left out,
+// as usage names them (a bool's true and false).
 func flagValues(f *pflag.Flag) []string {
 	if f.Value.Type() == "bool" {
 		return []string{"true", "false"}
 	}
 	return f.Annotations[flagValuesAnnotation]
+}
+
+// isFlagValue reports whether v is a value that f, a flag whose value
+// may be left out, takes after "=": for a bool flag every spelling
+// strconv.ParseBool reads, as pflag does (--raw=0, --raw=TRUE, --raw=f),
+// not only flagValues' true and false; else one of flagValues.
+func isFlagValue(f *pflag.Flag, v string) bool {
+	if f.Value.Type() == "bool" {
+		_, err := strconv.ParseBool(v)
+		return err == nil
+	}
+	return slices.Contains(flagValues(f), v)
 }
 
 // strayValue says, where the positional argument stray directly follows

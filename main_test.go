@@ -2784,6 +2784,61 @@ func TestStrayArgumentAfterFlag(t *testing.T) {
 	}
 }
 
+// TestDetachedBoolSpellings: a bool flag given without "=" and followed
+// by any spelling pflag reads as a bool after "=" (1, 0, t, F, TRUE,
+// False...) is refused as "true" and "false" are: `generate --raw 0 P`
+// generated the prompts "0" and P, raw, the opposite of what was meant,
+// and `compare --allow-different-problems 0 A B` read "0" as a report.
+// An argument that is no bool (a prompt "yes") is still an argument.
+func TestDetachedBoolSpellings(t *testing.T) {
+	flagSet := func(name string) *pflag.FlagSet {
+		for _, c := range commands() {
+			if c.name == name {
+				fs := pflag.NewFlagSet("spiral "+name, pflag.ContinueOnError)
+				c.setup(fs)
+				return fs
+			}
+		}
+		t.Fatalf("no command %q", name)
+		return nil
+	}
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+		want string // "" where the arguments are not refused
+	}{
+		{"generate", []string{"--raw", "0", "Solve x+1=2."}, `--raw 0: a value of --raw goes after "=" (--raw=0); without it "0" is read as an argument`},
+		{"generate", []string{"--jsonl", "1", "Solve x+1=2."}, `--jsonl 1: a value of --jsonl goes after "=" (--jsonl=1); without it "1" is read as an argument`},
+		{"generate", []string{"Solve x+1=2.", "--deterministic", "F"}, `--deterministic F: a value of --deterministic goes after "=" (--deterministic=F); without it "F" is read as an argument`},
+		{"generate", []string{"--raw", "TRUE", "Solve x+1=2."}, `--raw TRUE: a value of --raw goes after "=" (--raw=TRUE); without it "TRUE" is read as an argument`},
+		{"generate", []string{"--raw", "False", "Solve x+1=2."}, `--raw False: a value of --raw goes after "=" (--raw=False); without it "False" is read as an argument`},
+		{"generate", []string{"--raw", "t", "Solve x+1=2."}, `--raw t: a value of --raw goes after "=" (--raw=t); without it "t" is read as an argument`},
+		{"generate", []string{"--raw", "false", "Solve x+1=2."}, `--raw false: a value of --raw goes after "=" (--raw=false); without it "false" is read as an argument`},
+		{"compare", []string{"--allow-different-problems", "0", "a.json", "b.json"}, `--allow-different-problems 0: a value of --allow-different-problems goes after "=" (--allow-different-problems=0); without it "0" is read as an argument`},
+		// --shared-arena takes its three values only, as ParseArenaSharing.
+		{"generate", []string{"--shared-arena", "1", "Solve x+1=2."}, ""},
+		{"generate", []string{"--raw", "yes", "Solve x+1=2."}, ""},
+		{"generate", []string{"--raw=0", "1"}, ""},
+		{"generate", []string{"--raw", "--", "0"}, ""},
+	} {
+		fs := flagSet(tc.cmd)
+		require.NoError(t, fs.Parse(tc.args), "%s %q", tc.cmd, tc.args)
+		err := checkDetachedValues(fs, tc.args)
+		if tc.want == "" {
+			require.NoError(t, err, "%s %q", tc.cmd, tc.args)
+			continue
+		}
+		require.EqualError(t, err, tc.want, "%s %q", tc.cmd, tc.args)
+		var ue usageError
+		require.ErrorAs(t, err, &ue, "%s %q", tc.cmd, tc.args)
+	}
+	// Through run: a usage error before any report is read.
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"compare", "--allow-different-problems", "0", "a.json", "b.json"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, `spiral compare: --allow-different-problems 0: a value of --allow-different-problems goes after "=" (--allow-different-problems=0); without it "0" is read as an argument`+"\n", stderr.String())
+}
+
 // TestCUDAOptionEmptyKeyOrValue: a --cuda-option with an empty key or
 // value is a usage error naming it; "=x" passed as the option "" and
 // "gpu_mem_limit=" as an empty value, handed to ONNX Runtime.
