@@ -82,17 +82,24 @@ func checkDataArgs(args []string) error {
 // the others are `spiral data inspect`'s.
 const synthFlagPrefix = "synth: "
 
-// refuseFlags returns a usage error for the first flag set that belongs
-// to the other subcommand than sub: a synth flag when synthFlag, else an
-// inspect flag.
+// refuseFlags returns a usage error naming every flag given that
+// belongs to the other subcommand than sub, which would ignore it: the
+// synth flags when synthFlag, else the inspect flags.
 func refuseFlags(fs *pflag.FlagSet, sub string, synthFlag bool) error {
-	var err error
+	other := "inspect"
+	if synthFlag {
+		other = "synth"
+	}
+	var errs []error
 	fs.Visit(func(f *pflag.Flag) {
-		if err == nil && strings.HasPrefix(f.Usage, synthFlagPrefix) == synthFlag {
-			err = usageError{fmt.Errorf("--%s is not a flag of spiral data %s", f.Name, sub)}
+		if strings.HasPrefix(f.Usage, synthFlagPrefix) == synthFlag {
+			errs = append(errs, fmt.Errorf("--%s is spiral data %s's; spiral data %s would ignore it", f.Name, other, sub))
 		}
 	})
-	return err
+	if len(errs) > 0 {
+		return usageError{errors.Join(errs...)}
+	}
+	return nil
 }
 
 // synthFlags are the flags of `spiral data synth`: a problem set of the

@@ -444,6 +444,32 @@ func TestBenchContext(t *testing.T) {
 	}
 }
 
+// TestDataSubcommandFlagsRefused: a flag of one data subcommand given
+// to the other is refused naming it and the subcommand that reads it,
+// every such flag given, as bench's are; it said only "--problems is
+// not a flag of spiral data inspect", of the first alone, though
+// `spiral data --help` lists it.
+func TestDataSubcommandFlagsRefused(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "p.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(`{"problem": "1+1", "answer": "2"}`+"\n"), 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"data", "inspect", file, "--problems", "3"}, "--problems is spiral data synth's; spiral data inspect would ignore it"},
+		{[]string{"data", "inspect", "--split", "train", file, "--max-operand", "7"},
+			"--max-operand is spiral data synth's; spiral data inspect would ignore it\n--split is spiral data synth's; spiral data inspect would ignore it"},
+		{[]string{"data", "synth", "--problem-field", "q", "--format", "jsonl"},
+			"--format is spiral data inspect's; spiral data synth would ignore it\n--problem-field is spiral data inspect's; spiral data synth would ignore it"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: &stdout, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, "spiral data: "+tc.want+"\n", stderr.String(), "%q", tc.args)
+		require.Empty(t, stdout.String(), "%q", tc.args)
+	}
+}
+
 // TestDataFlagsWithoutData: the flags that say how a data file is read
 // (--problem-field, --answer-field, --id-field, --format) are refused
 // by eval without --data and by train without --data or --eval-data,
@@ -2958,7 +2984,7 @@ func TestFlagErrorsBeforeMissingArgs(t *testing.T) {
 		{[]string{"plot", "--width", "1", nope}, "spiral plot: --width 1 --height 500: want 100..8000 pixels each"},
 		{[]string{"plot", "--out", "p.gif", nope}, "spiral plot: --out p.gif: want a .png, .svg or .pdf file (the extension chooses the format)"},
 		{[]string{"data", "inspect", "--format", "xml", nope}, `spiral data: --format "xml": want jsonl, json or parquet (or nothing, to detect it)`},
-		{[]string{"data", "inspect", "--problems", "3", nope}, "spiral data: --problems is not a flag of spiral data inspect"},
+		{[]string{"data", "inspect", "--problems", "3", nope}, "spiral data: --problems is spiral data synth's; spiral data inspect would ignore it"},
 	} {
 		var stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})

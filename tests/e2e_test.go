@@ -423,7 +423,7 @@ func TestDataSynth(t *testing.T) {
 	require.Contains(t, r.stdout, "128 kept")
 	r = spiral(t, nil, "data", "inspect", "--max-operand", "7", file)
 	require.Equal(t, 2, r.code, r.stderr)
-	require.Contains(t, r.stderr, "--max-operand is not a flag of spiral data inspect")
+	require.Contains(t, r.stderr, "--max-operand is spiral data synth's; spiral data inspect would ignore it")
 	under := filepath.Join(file, "x.jsonl") // a file where --out's directory would be
 	r = spiral(t, nil, "data", "synth", "--out", under)
 	require.Equal(t, 2, r.code, r.stderr)
@@ -450,7 +450,7 @@ func TestDataSynth(t *testing.T) {
 		{[]string{"--problems", "1048577"}, "--problems 1048577: want 1..1048576"},
 		{[]string{"--min-operands", "2", "--max-operands", "2", "--max-operand", "2", "--problems", "500"}, "distinct"},
 		{[]string{"extra"}, "usage"},
-		{[]string{"--problem-field", "q"}, "--problem-field is not a flag of spiral data synth"},
+		{[]string{"--problem-field", "q"}, "--problem-field is spiral data inspect's; spiral data synth would ignore it"},
 	} {
 		r := spiral(t, nil, append([]string{"data", "synth"}, tc.args...)...)
 		require.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
