@@ -150,7 +150,7 @@ func (f *benchFlags) validate(what string) error {
 	case "generate":
 		errs = append(errs, positive("--prompt-tokens", f.prompt), positive("--new-tokens", f.newTok), mebibytes("--gen-call-mib", f.callMiB),
 			tokensOfRows("--rows", f.rows, "--prompt-tokens + --new-tokens", f.prompt+f.newTok))
-		if f.genRows != 0 {
+		if f.changed("generate-rows") {
 			errs = append(errs, errors.New("--generate-rows is bench train's (a generation before each step); bench generate takes --rows"))
 		}
 		for _, name := range benchTrainOnly {

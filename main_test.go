@@ -771,6 +771,10 @@ func TestFlagsOfAnotherChoiceRefused(t *testing.T) {
 		{[]string{"sft", "--lora-alpha", "16"}, exitUsage, "--lora-alpha shapes --lora-rank's adapters"},
 		{[]string{"bench", "train", "--lora-alpha", "16", "--lora-targets", "q"}, exitUsage, "--lora-alpha shapes --lora-rank's adapters; without --lora-rank (a full fine-tune) it would be ignored\n--lora-targets shapes"},
 		{[]string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB", "--lora-targets", "q,v", "--lora-rank", "8"}, 0, ""},
+		// bench generate refused a --generate-rows above 0 only, and
+		// benchmarked in silence with --generate-rows 0 given.
+		{[]string{"bench", "generate", "--generate-rows", "0", "--rows", "1", "--prompt-tokens", "4", "--new-tokens", "2", "--steps", "1", "--threads", "1"}, exitUsage,
+			"--generate-rows is bench train's (a generation before each step); bench generate takes --rows"},
 	} {
 		var stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr})
