@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -709,7 +710,14 @@ func (f *trainFlags) validate() error {
 		// ">= 1" would contradict.
 		cfg.MicroBatchTokens = 1
 	}
-	errs := []error{f.rf.validate(), f.exec.validate(), f.sf.validate(), cfg.Validate(), f.run.Validate(), validLR(f.lr, true), countedOrNone("--warmup", f.warmup),
+	// Sampling's range takes the greedy 0 ("want a finite value >= 0 (0
+	// = greedy)"), which training refuses: a temperature not above 0 is
+	// refused below with train's own range.
+	sf := f.sf
+	if t := sf.cfg.Temperature; !(t > 0) || math.IsInf(t, 0) {
+		sf.cfg.Temperature = 1
+	}
+	errs := []error{f.rf.validate(), f.exec.validate(), sf.validate(), cfg.Validate(), f.run.Validate(), validLR(f.lr, true), countedOrNone("--warmup", f.warmup),
 		counted("--eval-problems", f.evalN)}
 	// Every count, those the algorithm ignores included (a bad value is a
 	// mistake either way); their lower bounds are the configs'.
@@ -730,8 +738,11 @@ func (f *trainFlags) validate() error {
 	if f.cfg.Pipeline.Rounds == 0 { // the config's 0 (runs saved before the flag) is not a value to give
 		errs = append(errs, errors.New("--agg-rounds is 0; want >= 1"))
 	}
-	if f.sf.cfg.Temperature == 0 {
+	switch t := f.sf.cfg.Temperature; {
+	case t == 0:
 		errs = append(errs, errors.New("--temperature 0 samples greedily: every trace of a problem would be the same, so no advantage is ever non-zero and no step trains; want a temperature > 0 (1 samples the policy being trained)"))
+	case !(t > 0) || math.IsInf(t, 0):
+		errs = append(errs, fmt.Errorf("--temperature %v: want a finite temperature > 0 (1 samples the policy being trained)", t))
 	}
 	if f.data == "" && f.evalData == "" {
 		errs = append(errs, unreadDataFlags(f.changed, "--data and --eval-data", "the embedded task"))

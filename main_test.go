@@ -2764,6 +2764,29 @@ func TestTemperatureHelp(t *testing.T) {
 	}
 }
 
+// TestTrainTemperatureMessage: train refuses a temperature that is not
+// above 0 with its own range, as its --help states it (> 0); a negative,
+// NaN or infinite one was refused with sampling's "want a finite value
+// >= 0 (0 = greedy)", which offers the greedy 0 that train refuses next.
+func TestTrainTemperatureMessage(t *testing.T) {
+	for _, tc := range []struct{ value, want string }{
+		{"-1", "--temperature -1: want a finite temperature > 0 (1 samples the policy being trained)"},
+		{"NaN", "--temperature NaN: want a finite temperature > 0 (1 samples the policy being trained)"},
+		{"Inf", "--temperature +Inf: want a finite temperature > 0 (1 samples the policy being trained)"},
+		{"0", "--temperature 0 samples greedily: every trace of a problem would be the same, so no advantage is ever non-zero and no step trains; want a temperature > 0 (1 samples the policy being trained)"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"train", "--temperature", tc.value}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, stderr.String())
+		require.Equal(t, "spiral train: "+tc.want+"\n", stderr.String(), tc.value)
+	}
+	// eval and generate take the greedy 0: their range says so.
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"eval", "--temperature", "-1"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral eval: --temperature -1: want a finite value >= 0 (0 = greedy)\n", stderr.String())
+}
+
 // TestCommandAfterFlags: a command given after flags (`spiral --quiet
 // eval`) is a usage error saying to give it first; it read as train with
 // the argument "eval": "spiral train: unexpected arguments ["eval"]".
