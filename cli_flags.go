@@ -299,14 +299,18 @@ func registerGenCallMiB(fs *pflag.FlagSet, mib *int) {
 // validate checks the flags as given (a zero --max-new-tokens is "auto").
 func (f *samplingFlags) validate() error {
 	c := f.cfg
-	if c.MaxNewTokens == 0 {
+	var errs []error
+	if c.MaxNewTokens < 0 {
+		errs = append(errs, fmt.Errorf("--max-new-tokens %d: want >= 0 (0 = the model's default)", c.MaxNewTokens))
+	}
+	if c.MaxNewTokens <= 0 {
+		// 0 is auto, sized to the model later, and a negative value is
+		// refused above with the flag's range: not also with the
+		// sampler's "want > 0", which would contradict it.
 		c.MaxNewTokens = 1
 	}
-	if c.MaxNewTokens < 0 {
-		return fmt.Errorf("--max-new-tokens %d: want > 0 (0 = the model's default)", f.cfg.MaxNewTokens)
-	}
-	return errors.Join(mebibytes("--gen-call-mib", f.callMiB), c.Validate(),
-		countsAtMost(count{"--max-new-tokens", f.cfg.MaxNewTokens, 0}, count{"--top-k", c.TopK, 0}, count{"--gen-batch", c.BatchSize, 1}))
+	return errors.Join(append(errs, mebibytes("--gen-call-mib", f.callMiB), c.Validate(),
+		countsAtMost(count{"--max-new-tokens", f.cfg.MaxNewTokens, 0}, count{"--top-k", c.TopK, 0}, count{"--gen-batch", c.BatchSize, 1}))...)
 }
 
 // validateEngine refuses, with --engine openai, the flags only the local

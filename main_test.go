@@ -2787,6 +2787,23 @@ func TestTrainTemperatureMessage(t *testing.T) {
 	require.Equal(t, "spiral eval: --temperature -1: want a finite value >= 0 (0 = greedy)\n", stderr.String())
 }
 
+// TestNegativeMaxNewTokens: a negative --max-new-tokens is refused with
+// the range the flag takes, 0 (the model's default) included, and beside
+// the other sampling flags' errors; it said "want > 0 (0 = the model's
+// default)" and hid them (--top-p 5 and --gen-batch 0 were reported only
+// once it was mended).
+func TestNegativeMaxNewTokens(t *testing.T) {
+	for _, cmd := range [][]string{{"eval"}, {"train"}, {"generate", "hi"}} {
+		var stderr bytes.Buffer
+		args := append(slices.Clone(cmd), "--max-new-tokens", "-1", "--top-p", "5", "--gen-batch", "0")
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, stderr.String())
+		require.Equal(t, "spiral "+cmd[0]+": --max-new-tokens -1: want >= 0 (0 = the model's default)\n"+
+			"--top-p 5: want a probability mass in (0, 1] (1 = off)\n"+
+			"--gen-batch 0: want > 0\n", stderr.String(), "%q", args)
+	}
+}
+
 // TestCommandAfterFlags: a command given after flags (`spiral --quiet
 // eval`) is a usage error saying to give it first; it read as train with
 // the argument "eval": "spiral train: unexpected arguments ["eval"]".
