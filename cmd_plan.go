@@ -103,7 +103,6 @@ func (f *planFlags) validate() (int64, error) {
 	if f.model == "" {
 		errs = append(errs, errors.New("--model is required: a model file, a directory with config.json, or one of "+strings.Join(memplan.Names(), ", ")+planUsage))
 	}
-	errs = append(errs, loraWithoutRank(f.changed, f.loraRank))
 	if _, _, err := model.ParseDevice(f.onDevice); err != nil {
 		errs = append(errs, fmt.Errorf("--device: %w", err))
 	}
@@ -111,6 +110,8 @@ func (f *planFlags) validate() (int64, error) {
 		errs = append(errs, fmt.Errorf("--lora-rank %d: want >= 0", f.loraRank))
 	} else if _, err := parseLoRA(f.loraRank, f.loraAlpha, f.loraTargets); err != nil {
 		errs = append(errs, err)
+	} else { // a bad value is said first, and alone, as paramFlags.artifacts says it
+		errs = append(errs, loraWithoutRank(f.changed, f.loraRank))
 	}
 	_, err := parseSelection(f.train, f.freeze)
 	errs = append(errs, err, loraSelection(f.loraRank, f.train, f.freeze))

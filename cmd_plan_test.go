@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -861,4 +862,26 @@ func TestPlanLoRAAlpha(t *testing.T) {
 	code, _, stderr = plan("--lora-alpha", "16")
 	require.Equal(t, exitUsage, code)
 	require.Equal(t, "spiral plan: --lora-alpha shapes --lora-rank's adapters; without --lora-rank (a full fine-tune) it would be ignored\n", stderr)
+}
+
+// TestPlanBadLoRAValueAlone: a bad --lora-alpha or --lora-targets given
+// without --lora-rank is refused for its value alone, as train, sft and
+// bench refuse it (paramFlags.artifacts: a bad value is said first, and
+// alone); plan said too that the flag shapes --lora-rank's adapters.
+func TestPlanBadLoRAValueAlone(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--lora-alpha", "-1"}, "--lora-alpha -1: want > 0, with --lora-alpha / --lora-rank (-1) at most float32's largest value 3.4028234663852886e+38"},
+		{[]string{"--lora-targets", "nope"}, `--lora-targets: "nope": want q, k, v, o, gate, up or down (or their _proj names)`},
+	} {
+		for _, cmd := range [][]string{{"plan", "--model", "qwen3-4b", "--device-memory", "80GB"}, {"train"}} {
+			var stderr bytes.Buffer
+			args := append(slices.Clone(cmd), tc.args...)
+			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitUsage, code, stderr.String())
+			require.Equal(t, "spiral "+cmd[0]+": "+tc.want+"\n", stderr.String(), "%q", args)
+		}
+	}
 }
