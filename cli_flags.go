@@ -742,6 +742,12 @@ func (f *trainFlags) validate() error {
 	if f.cfg.Pipeline.Rounds == 0 { // the config's 0 (runs saved before the flag) is not a value to give
 		errs = append(errs, errors.New("--agg-rounds is 0; want >= 1"))
 	}
+	// GRPO validates no pipeline, whose --candidate-tokens its final RSA
+	// reads: a negative cap there was refused by rl.Run, once the model
+	// was opened and its graphs built.
+	if f.cfg.Algo == rl.AlgoGRPO && f.finalRSA() && p.CandidateTokens < 0 {
+		errs = append(errs, fmt.Errorf("--candidate-tokens %d: want >= 0 (0 = no cap)", p.CandidateTokens))
+	}
 	switch t := f.sf.cfg.Temperature; {
 	case t == 0:
 		errs = append(errs, errors.New("--temperature 0 samples greedily: every trace of a problem would be the same, so no advantage is ever non-zero and no step trains; want a temperature > 0 (1 samples the policy being trained)"))
@@ -809,7 +815,7 @@ func (f *trainFlags) ignoredFlags() []string {
 				out = append(out, fmt.Sprintf("--%s shapes the SPIRAL pipeline (--algo spiral, agg-only or search-only); --algo grpo, which samples --group traces a problem, ignores it", name))
 			}
 		}
-		finalRSA := f.run.FinalRSA.Steps > 0 && (f.data == "" || f.evalData != "")
+		finalRSA := f.finalRSA()
 		if f.changed("candidate-tokens") && !finalRSA {
 			out = append(out, "--candidate-tokens caps the candidates of the SPIRAL pipeline's aggregation prompts and of the final RSA; --algo grpo, which samples --group traces a problem, with no final RSA (--final-rsa-steps 0, or --data without --eval-data) ignores it")
 		}
@@ -843,6 +849,13 @@ func (f *trainFlags) ignoredFlags() []string {
 		}
 	}
 	return out
+}
+
+// finalRSA reports whether the run ends with an RSA evaluation of its
+// held-out problems: asked for (--final-rsa-steps), and with held-out
+// problems to evaluate (the embedded task's, or --eval-data's).
+func (f *trainFlags) finalRSA() bool {
+	return f.run.FinalRSA.Steps > 0 && (f.data == "" || f.evalData != "")
 }
 
 // untrainedSearch says why a SPIRAL run's search traces cannot learn,

@@ -250,6 +250,34 @@ func parsedTrainFlags(t *testing.T, args []string) *trainFlags {
 	return &f
 }
 
+// TestGRPOCandidateTokensRange: a negative --candidate-tokens with --algo
+// grpo, whose final RSA reads it, is a usage error before anything runs:
+// GRPO validates no pipeline, so it passed, and the run refused it in
+// rl.Run ("rl: run: --candidate-tokens -1", exit 1) once the model was
+// opened and its graphs built. Where no final RSA reads it, it is
+// ignored with a warning, as GRPO's pipeline flags are.
+func TestGRPOCandidateTokensRange(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		refused bool
+	}{
+		{[]string{"--algo", "grpo", "--candidate-tokens", "-1"}, true},
+		{[]string{"--algo", "grpo", "--candidate-tokens", "-1", "--data", "p.jsonl", "--eval-data", "q.jsonl"}, true},
+		{[]string{"--algo", "grpo", "--candidate-tokens", "-1", "--final-rsa-steps", "0"}, false},
+		{[]string{"--algo", "grpo", "--candidate-tokens", "-1", "--data", "p.jsonl"}, false},
+		{[]string{"--algo", "grpo", "--candidate-tokens", "64"}, false},
+	} {
+		err := parsedTrainFlags(t, tc.args).validate()
+		if !tc.refused {
+			require.NoError(t, err, "%q", tc.args)
+			continue
+		}
+		require.EqualError(t, err, "--candidate-tokens -1: want >= 0 (0 = no cap)", "%q", tc.args)
+	}
+	// The other algorithms' pipeline refuses it, as before.
+	require.ErrorContains(t, parsedTrainFlags(t, []string{"--candidate-tokens", "-1"}).validate(), "--candidate-tokens is -1; want >= 0 (0 = no cap)")
+}
+
 // TestTrainOffPolicySampling: sampling settings under which the traces
 // are not drawn from the distribution the update's log-probabilities are
 // of (the model's at temperature 1 over the tokenizer's ids) are warned of,
