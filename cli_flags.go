@@ -766,6 +766,7 @@ func (f *trainFlags) validate() error {
 			}
 		}
 	}
+	errs = append(errs, f.requests())
 	arts, err := f.params.artifacts()
 	if err != nil {
 		errs = append(errs, err)
@@ -773,6 +774,43 @@ func (f *trainFlags) validate() error {
 	errs = append(errs, f.engine.validate(), f.sf.validateEngine(f.engine.engine), f.sync.validate(f.engine.engine, arts.LoRA.Enabled()))
 	if err := f.df.opt.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// requests refuses, as checkRequests does eval's and generate's, counts
+// whose product is more completions than one generation call takes
+// (rollout.MaxRequests): a step's search traces (--problems x --n1),
+// aggregation traces (--problems x --k x --n2, each round's) or GRPO's
+// (--problems x --group); the held-out evaluations', of the problems
+// --eval-problems leaves, runTrain's. A count out of its range is refused
+// on its own, and its products not checked.
+func (f *trainFlags) requests() error {
+	c, p := f.cfg, f.cfg.Pipeline
+	type call struct {
+		counts []count
+		what   string
+	}
+	calls := []call{{[]count{{"--problems", c.Problems, 1}, {"--group", c.GroupSize, 1}}, "a step's traces"}}
+	if c.Algo != rl.AlgoGRPO {
+		calls = []call{{[]count{{"--problems", c.Problems, 1}, {"--n1", p.N1, 1}}, "a step's search traces"},
+			{[]count{{"--problems", c.Problems, 1}, {"--k", p.K, 1}, {"--n2", p.N2, 1}}, "a step's aggregation traces"}}
+	}
+	var errs []error
+	for _, cl := range calls {
+		n := 1
+		var names []string
+		for _, x := range cl.counts {
+			if x.v < x.low || x.v > maxCount {
+				n = 0 // refused on its own
+				break
+			}
+			n *= x.v
+			names = append(names, fmt.Sprintf("%s %d", x.flag, x.v))
+		}
+		if n > rollout.MaxRequests {
+			errs = append(errs, fmt.Errorf("%s: %d completions in one call (%s); want at most %d", strings.Join(names, " x "), n, cl.what, rollout.MaxRequests))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -111,6 +111,13 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		fmt.Fprintf(env.stderr, "spiral: note: --eval-problems %d: %s has %s\n", f.evalN, heldName, evaluatingThose(n))
 	}
 	held = held[:min(len(held), f.evalN)]
+	// Each evaluation every --eval-every steps samples them in one call;
+	// rollout.Complete refused more at step 0, once the policy was built.
+	if f.run.EvalEvery > 0 {
+		if err := checkRequests(len(held), "held-out problems", f.run.EvalSamples, "--eval-samples"); err != nil {
+			return err
+		}
+	}
 	if wantHeld && len(held) == 0 {
 		fmt.Fprintf(env.stderr, "spiral: note: no held-out evaluation (eval.jsonl, rsa.json): training on --data %s, give --eval-data for one\n", f.data)
 	}

@@ -278,6 +278,58 @@ func TestGRPOCandidateTokensRange(t *testing.T) {
 	require.ErrorContains(t, parsedTrainFlags(t, []string{"--candidate-tokens", "-1"}).validate(), "--candidate-tokens is -1; want >= 0 (0 = no cap)")
 }
 
+// TestTrainRequestsPerCall: train refuses, as eval and generate do
+// (checkRequests), counts whose product is more completions than one
+// generation call takes (rollout.MaxRequests): a step's search traces
+// (--problems x --n1), its aggregation traces (--problems x --k x --n2),
+// GRPO's (--problems x --group) and an evaluation's (--eval-samples x
+// the held-out problems --eval-problems leaves). rollout.Complete refused
+// them at the first step, exit 1, once the model was opened and every
+// prompt rendered (two minutes for --problems 1048576 on the embedded
+// model).
+func TestTrainRequestsPerCall(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" where the counts are taken
+	}{
+		{[]string{"--problems", "1048576", "--n1", "32"}, "--problems 1048576 x --n1 32: 33554432 completions in one call (a step's search traces); want at most 16777216"},
+		{[]string{"--problems", "524288", "--n1", "32"}, ""},
+		{[]string{"--problems", "65536", "--n1", "64", "--k", "64", "--n2", "8"}, "--problems 65536 x --k 64 x --n2 8: 33554432 completions in one call (a step's aggregation traces); want at most 16777216"},
+		{[]string{"--algo", "grpo", "--problems", "1048576", "--group", "32"}, "--problems 1048576 x --group 32: 33554432 completions in one call (a step's traces); want at most 16777216"},
+		// GRPO samples no pipeline.
+		{[]string{"--algo", "grpo", "--problems", "1048576", "--n1", "32", "--group", "2"}, ""},
+		// The held-out problems are counted once read: an --eval-problems
+		// past them evaluates those there are.
+		{[]string{"--eval-problems", "1048576", "--eval-samples", "1024"}, ""},
+	} {
+		err := parsedTrainFlags(t, tc.args).validate()
+		if tc.want == "" {
+			require.NoError(t, err, "%q", tc.args)
+			continue
+		}
+		require.EqualError(t, err, tc.want, "%q", tc.args)
+	}
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	held := filepath.Join(dir, "held.jsonl")
+	var rows strings.Builder
+	for i := range 17 {
+		fmt.Fprintf(&rows, "{\"problem\": \"Solve x+%d=%d.\", \"answer\": \"1\"}\n", i, i+1)
+	}
+	require.NoError(t, os.WriteFile(held, []byte(rows.String()), 0o644))
+	for _, args := range [][]string{
+		{"--eval-data", held, "--eval-samples", "1048576"},
+		{"--eval-samples", "1048576", "--eval-problems", "17"},
+	} {
+		var stderr bytes.Buffer
+		args = append([]string{"train", "--steps", "1", "--final-rsa-steps", "0", "--threads", "1", "--quiet", "--out", filepath.Join(dir, "run")}, args...)
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, stderr.String())
+		require.Equal(t, "spiral train: --eval-samples 1048576 x 17 held-out problems: 17825792 completions in one call; want at most 16777216\n", stderr.String())
+		require.NoDirExists(t, filepath.Join(dir, "run"))
+	}
+}
+
 // TestTrainOffPolicySampling: sampling settings under which the traces
 // are not drawn from the distribution the update's log-probabilities are
 // of (the model's at temperature 1 over the tokenizer's ids) are warned of,
