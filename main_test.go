@@ -155,18 +155,6 @@ func TestMicroBatchTokensMessage(t *testing.T) {
 	}
 }
 
-// TestBenchTokensMessage: bench train's --tokens is a prompt and a
-// response, so a value below 2 is refused with that range alone; 0 and
-// below were refused as "want >= 1" too, a range that 1 is not in.
-func TestBenchTokensMessage(t *testing.T) {
-	for _, v := range []string{"1", "0", "-3"} {
-		var stderr bytes.Buffer
-		code := run(context.Background(), []string{"bench", "train", "--tokens", v}, &cliEnv{stdout: io.Discard, stderr: &stderr})
-		require.Equal(t, exitUsage, code, stderr.String())
-		require.Equal(t, "spiral bench: --tokens "+v+": want >= 2 (a prompt and a response)\n", stderr.String())
-	}
-}
-
 // TestTrainIgnoredFlags: train warns of the flags its --algo does not
 // read (the SPIRAL pipeline's with GRPO, --group with the others), and
 // of none given where they apply or left at their defaults: GRPO's final
