@@ -122,10 +122,11 @@ func usableDataID(st checkpoint.State, now RunSettings, usable func(n int) (stri
 // checkNewest returns what refuse says of the newest checkpoint of the
 // run directory dir whose state reads intact (damaged ones are the
 // resume's to skip and warn of), at path with the state st; nil without
-// one.
+// one. A newer checkpoint that stops the resume (a newer spiral's:
+// checkpoint.IsFinal) is refused as the resume refuses it.
 func checkNewest(dir string, refuse func(path string, st checkpoint.State) error) error {
 	var refused error
-	_, _, _ = checkpoint.Newest(filepath.Join(dir, CheckpointsDir), func(path string) error {
+	_, _, err := checkpoint.Newest(filepath.Join(dir, CheckpointsDir), func(path string) error {
 		st, err := checkpoint.ReadCheckedState(path)
 		if err != nil {
 			return err
@@ -133,6 +134,9 @@ func checkNewest(dir string, refuse func(path string, st checkpoint.State) error
 		refused = refuse(path, st)
 		return nil
 	})
+	if checkpoint.IsFinal(err) {
+		return fmt.Errorf("resume: %w (use --fresh to start over)", err)
+	}
 	return refused
 }
 

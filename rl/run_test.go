@@ -1823,6 +1823,44 @@ func TestCheckRunIdentity(t *testing.T) {
 	require.NoError(t, CheckRunIdentity(dir, same, nil, nil))
 }
 
+// TestCheckNewerFormat: a newest checkpoint that a newer spiral wrote
+// (its state.json's format version above this build's) stops the
+// resume (checkpoint.ReadState marks it Final); the checks that the
+// commands make before they build the model's artifacts into the run
+// directory, minutes for a real model, passed it as if there were no
+// checkpoint, so the refusal came only once those were built. They
+// refuse it now, naming the file and the versions.
+func TestCheckNewerFormat(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 2)
+	h.cfg.EvalEvery = 0
+	require.NoError(t, h.run(context.Background()))
+	state := filepath.Join(dir, CheckpointsDir, checkpoint.DirName(2), checkpoint.StateFile)
+	b, err := os.ReadFile(state)
+	require.NoError(t, err)
+	newer := strings.Replace(string(b), `"format_version":1`, fmt.Sprintf(`"format_version":%d`, checkpoint.FormatVersion+1), 1)
+	require.NotEqual(t, string(b), newer)
+	require.NoError(t, os.WriteFile(state, []byte(newer), 0o644))
+	want := fmt.Sprintf("%s: format version %d, this build reads 1..%d", state, checkpoint.FormatVersion+1, checkpoint.FormatVersion)
+	for _, tc := range []struct {
+		name  string
+		check func() error
+	}{
+		{"CheckRunIdentity", func() error { return CheckRunIdentity(dir, h.parts.Settings, nil, nil) }},
+		{"CheckRunSettings", func() error { return CheckRunSettings(h.cfg, h.parts) }},
+		{"CheckSFTRunIdentity", func() error { return CheckSFTRunIdentity(dir, SFTSettings{Model: "m", ModelID: "id-m"}, nil) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.check()
+			require.ErrorContains(t, err, want)
+			require.ErrorContains(t, err, "use --fresh to start over")
+		})
+	}
+	// Run's own resume refuses it with the same words.
+	err = h.run(context.Background())
+	require.ErrorContains(t, err, want)
+}
+
 // TestCheckRunIdentityUsableProblems: before the serving engine's
 // context says which problems are usable, a rerun's data is told from
 // the run's by name and file, and where those do not tell (a file moved,

@@ -814,6 +814,13 @@ func Final(err error) error {
 	return finalError{err}
 }
 
+// IsFinal reports whether err is, or wraps, an error marked by Final: one
+// that stopped Newest or Pick at an intact checkpoint.
+func IsFinal(err error) bool {
+	var fe finalError
+	return errors.As(err, &fe)
+}
+
 // finalError is an error marked by Final.
 type finalError struct{ err error }
 

@@ -273,6 +273,7 @@ func TestNewerFormatStopsTheSearch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path, skipped, err := tc.read()
 			require.ErrorContains(t, err, want)
+			require.True(t, IsFinal(err), "the stop is told from damage")
 			require.Empty(t, path, "no older checkpoint taken in its place")
 			require.Empty(t, skipped)
 		})
