@@ -261,7 +261,8 @@ func LockRun(dir string) (func() error, error) {
 //     newest intact checkpoint, refusing another model or data, and other
 //     settings unless cfg.Override;
 //  3. cut the logs back to the resumed step (empty them when there was
-//     none to resume), and spiral's TensorBoard event files with them;
+//     none to resume, those that log completed steps set aside first:
+//     setAsideUnresumed), and spiral's TensorBoard event files with them;
 //     cfg.TensorBoard: start a new event file (openTensorBoardLog);
 //  4. evaluate the held-out problems at the resumed step if that
 //     evaluation is due and not logged yet (a killed run is not evaluated
@@ -288,7 +289,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		moved, err := moveAside(cfg.Dir, []string{CheckpointsDir, MetricsFile, EvalFile, TrainingPlot, FinalRSAFile, TensorBoardDir,
 			SFTLogFile + PartialSuffix})
 		if err != nil {
-			return err
+			return fmt.Errorf("--fresh: %w", err)
 		}
 		if moved != "" {
 			fmt.Fprintf(p.Out, "--fresh: the previous run is in %s\n", moved)
@@ -297,6 +298,11 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		prevHeld, err := resume(ctx, cfg, p)
 		if err != nil {
 			return err
+		}
+		if tr.Step() == 0 {
+			if err := setAsideUnresumed(cfg.Dir, p.Warn); err != nil {
+				return err
+			}
 		}
 		switch {
 		case p.Settings.HeldOut == nil:
@@ -322,7 +328,8 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	// or every line when no step was resumed: a run that saved no
 	// checkpoint starts over, and its step-0 evaluation may be of other
 	// settings (another model, other held-out problems or sampling) that
-	// no checkpoint recorded.
+	// no checkpoint recorded. (Logs of completed steps were set aside
+	// above: setAsideUnresumed.)
 	metricsPath, evalPath := filepath.Join(cfg.Dir, MetricsFile), filepath.Join(cfg.Dir, EvalFile)
 	kept := tr.Step()
 	if kept == 0 {
@@ -1095,6 +1102,37 @@ type EvalLine struct {
 	SyncDeviceCopyBytes int64            `json:"sync_device_copy_bytes,omitempty"`
 }
 
+// setAsideUnresumed moves aside (moveAside) the logs of the run in dir
+// when they log completed steps (metrics.jsonl or eval.jsonl lines past
+// step 0) that no checkpoint was left to resume (its checkpoints/
+// removed, or the run stopped before its first checkpoint), with its
+// plot, final RSA evaluation and TensorBoard events, as --fresh moves
+// them, and says where to warn: the rerun starts over, and emptying the
+// logs lost a finished run's without a word. The checkpoints/ directory
+// stays.
+func setAsideUnresumed(dir string, warn io.Writer) error {
+	last := 0
+	for _, log := range []string{MetricsFile, EvalFile} {
+		logged, err := loggedSteps(filepath.Join(dir, log))
+		if err != nil {
+			return err
+		}
+		for s := range logged {
+			last = max(last, s)
+		}
+	}
+	if last == 0 {
+		return nil
+	}
+	moved, err := moveAside(dir, []string{MetricsFile, EvalFile, TrainingPlot, FinalRSAFile, TensorBoardDir})
+	if err != nil {
+		return fmt.Errorf("rl: run: %s logs steps that no checkpoint holds: setting them aside to start over: %w", dir, err)
+	}
+	fmt.Fprintf(warn, "spiral: note: %s logs training up to step %d but holds no checkpoint to resume it from (%s/ removed, or the run stopped before its first): this run starts over; those logs are in %s\n",
+		dir, last, CheckpointsDir, moved)
+	return nil
+}
+
 // moveAside moves the named entries of dir that exist into
 // dir/previous-<UTC time>/ (a fresh name each time), never deleting them,
 // and returns that directory ("" when there was nothing to move). They
@@ -1113,12 +1151,12 @@ func moveAside(dir string, names []string) (string, error) {
 		}
 		if !staged {
 			if err := os.Mkdir(pending, 0o777); err != nil {
-				return "", fmt.Errorf("--fresh: %w", err)
+				return "", err
 			}
 			staged = true
 		}
 		if err := os.Rename(src, filepath.Join(pending, n)); err != nil {
-			return "", errors.Join(fmt.Errorf("--fresh: move %s aside: %w", src, err), restoreAside(dir))
+			return "", errors.Join(fmt.Errorf("move %s aside: %w", src, err), restoreAside(dir))
 		}
 	}
 	if !staged {
@@ -1126,7 +1164,7 @@ func moveAside(dir string, names []string) (string, error) {
 	}
 	dst := previousDir(dir)
 	if err := os.Rename(pending, dst); err != nil {
-		return "", errors.Join(fmt.Errorf("--fresh: move the previous run to %s: %w", dst, err), restoreAside(dir))
+		return "", errors.Join(fmt.Errorf("move the previous run to %s: %w", dst, err), restoreAside(dir))
 	}
 	return dst, nil
 }
@@ -1249,7 +1287,8 @@ func warnDamagedLines(w io.Writer, damaged []error) {
 	}
 }
 
-// loggedSteps returns the steps that eval.jsonl has a line for.
+// loggedSteps returns the steps that the log at path (eval.jsonl,
+// metrics.jsonl) has a line for; none where it is missing.
 func loggedSteps(path string) (map[int]bool, error) {
 	out := map[int]bool{}
 	err := readJSONLines(path, func(b []byte) error {

@@ -168,6 +168,72 @@ func TestRunWithoutCheckpointStartsOver(t *testing.T) {
 	require.NotContains(t, string(b), `"problems_digest":"other"`)
 }
 
+// TestRunWithoutCheckpointKeepsLoggedSteps: a run directory whose logs
+// hold completed steps but no checkpoint to resume them from (its
+// checkpoints/ removed after the run finished, or the run killed before
+// its first checkpoint) starts over as before, but its logs, plot and
+// final evaluation are set aside under previous-*/, as --fresh sets them,
+// and the rerun says where: they were emptied, so a finished run's
+// metrics.jsonl and eval.jsonl were lost without a word.
+func TestRunWithoutCheckpointKeepsLoggedSteps(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lose func(t *testing.T, dir string)
+		last int // the last step logged
+	}{
+		{"checkpoints removed", func(t *testing.T, dir string) {
+			require.NoError(t, os.RemoveAll(filepath.Join(dir, CheckpointsDir)))
+		}, 2},
+		// eval.jsonl's evaluations past step 0 are of completed steps.
+		{"checkpoints and metrics removed", func(t *testing.T, dir string) {
+			for _, name := range []string{CheckpointsDir, MetricsFile} {
+				require.NoError(t, os.RemoveAll(filepath.Join(dir, name)))
+			}
+		}, 2},
+		// Killed after step 1, its first checkpoint due at step 2: no
+		// checkpoint, plot or final evaluation, its logs cut at step 1.
+		{"killed before the first checkpoint", func(t *testing.T, dir string) {
+			for _, name := range []string{CheckpointsDir, TrainingPlot, FinalRSAFile} {
+				require.NoError(t, os.RemoveAll(filepath.Join(dir, name)))
+			}
+			for _, name := range []string{MetricsFile, EvalFile} {
+				_, err := truncateLog(filepath.Join(dir, name), 1)
+				require.NoError(t, err)
+			}
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := newRunHarness(t, dir, 2)
+			h.cfg.FinalRSA = rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 1}
+			require.NoError(t, h.run(context.Background()))
+			tc.lose(t, dir)
+			left := map[string][]byte{}
+			for _, name := range []string{MetricsFile, EvalFile, FinalRSAFile} {
+				if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+					left[name] = b
+				}
+			}
+			require.Contains(t, left, EvalFile)
+
+			h = newRunHarness(t, dir, 1)
+			require.NoError(t, h.run(context.Background()))
+			require.NotContains(t, h.out.String(), "resumed")
+			require.Equal(t, []int{0, 1}, loggedEvalSteps(t, dir), "started over")
+			prev, err := filepath.Glob(filepath.Join(dir, previousPattern+"*"))
+			require.NoError(t, err)
+			require.Len(t, prev, 1)
+			for name, want := range left {
+				got, err := os.ReadFile(filepath.Join(prev[0], name))
+				require.NoError(t, err, "%s set aside", name)
+				require.Equal(t, string(want), string(got), name)
+			}
+			require.Equal(t, fmt.Sprintf("spiral: note: %s logs training up to step %d but holds no checkpoint to resume it from (%s removed, or the run stopped before its first): this run starts over; those logs are in %s\n",
+				dir, tc.last, CheckpointsDir+"/", prev[0]), h.log.String())
+		})
+	}
+}
+
 // TestRunResumedPastSteps: a run resumed with --steps above the step it
 // has reached trains on; with fewer it trains nothing, keeps its logs,
 // and says so rather than end as if it had done what was asked; with as

@@ -329,7 +329,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 		moved, err := moveAside(p.Dir, []string{CheckpointsDir, SFTLogFile + PartialSuffix, TensorBoardDir, SFTFinishedTensorBoardDir,
 			MetricsFile, EvalFile, TrainingPlot, FinalRSAFile})
 		if err != nil {
-			return err
+			return fmt.Errorf("--fresh: %w", err)
 		}
 		if moved != "" {
 			fmt.Fprintf(p.Out, "--fresh: the previous run is in %s\n", moved)

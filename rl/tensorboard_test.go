@@ -301,11 +301,17 @@ func TestRunTensorBoardDamagedFile(t *testing.T) {
 
 // TestRunTensorBoardDamagedFileStartOver: a damaged file left by a run
 // that starts over (no checkpoint to resume) is warned of as holding the
-// earlier run's steps, not "steps past -1".
+// earlier run's steps, not "steps past -1". Its logs are cut to step 0,
+// no completed step: a run that logs steps is set aside whole, events
+// and all (setAsideUnresumed), leaving no file to warn of.
 func TestRunTensorBoardDamagedFileStartOver(t *testing.T) {
 	dir := t.TempDir()
 	files, _ := damagedTensorBoardRun(t, dir)
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, CheckpointsDir)))
+	for _, log := range []string{MetricsFile, EvalFile} {
+		_, err := truncateLog(filepath.Join(dir, log), 0)
+		require.NoError(t, err)
+	}
 	h := newRunHarness(t, dir, 1)
 	require.NoError(t, h.run(context.Background()))
 	require.Contains(t, h.log.String(), "spiral: warning: tfevents: "+files[0]+": record at byte ")
