@@ -249,7 +249,15 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			return fmt.Errorf("export %s onto --model %s: %w", from, r.onnx, err)
 		}
 		if *ckpt != "" {
+			fullFineTune := "" // the checkpoint of a full fine-tune, which peft has no adapters of
 			path, err := loadCheckpoint(*ckpt, r.onnx, env.stderr, func(path string, st rl.RunSettings) error {
+				// Told from its settings before its weights are read
+				// (gigabytes, for a real model); the run's older
+				// checkpoints are of a full fine-tune too.
+				if *format == "peft" && !settingsLoRA(st).Enabled() {
+					fullFineTune = path
+					return checkpoint.Final(errors.New("a full fine-tune"))
+				}
 				ws, err := checkpoint.NewStoreFor(path)
 				if err != nil {
 					return err
@@ -260,6 +268,9 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 				w, lora = ws, settingsLoRA(st)
 				return nil
 			})
+			if fullFineTune != "" {
+				return fmt.Errorf("--format peft: checkpoint %s is a full fine-tune, not LoRA adapters; export it with --format onnx or hf", fullFineTune)
+			}
 			if err != nil {
 				return err
 			}
@@ -270,9 +281,6 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		}
 		switch *format {
 		case "peft":
-			if !lora.Enabled() {
-				return fmt.Errorf("--format peft: checkpoint %s is a full fine-tune, not LoRA adapters; export it with --format onnx or hf", loaded)
-			}
 			base, err := baseModelName(*baseModel)
 			if err != nil {
 				return err

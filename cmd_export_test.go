@@ -596,6 +596,41 @@ func TestExportPEFTRefusesAnotherRunsAdapter(t *testing.T) {
 	require.Equal(t, "spiral export: --out "+out+" holds a peft adapter that records no spiral run (another tool's adapter, or an older spiral's export), not of this export's run, "+run2+": give --overwrite to replace it, or another --out\n", stderr)
 }
 
+// TestExportPEFTRefusesFullFineTuneUnread: a peft export of a full
+// fine-tune's checkpoint loaded its weights whole (gigabytes, for a real
+// model) before it found that the run has no LoRA adapters to export. It
+// is refused from the checkpoint's settings now, before its weights are
+// read: a checkpoint whose weights are damaged is refused as the full
+// fine-tune it is, not reported as damaged (named) or skipped (through
+// its run).
+func TestExportPEFTRefusesFullFineTuneUnread(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"train", "--out", runDir, "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	ckpts, err := filepath.Glob(filepath.Join(runDir, "checkpoints", "ckpt-*"))
+	require.NoError(t, err)
+	require.Len(t, ckpts, 1)
+	ckpt := ckpts[0]
+	weights := filepath.Join(ckpt, "model.safetensors")
+	b, err := os.ReadFile(weights)
+	require.NoError(t, err)
+	b[len(b)-1] ^= 1 // the last tensor's data: read only by a load
+	require.NoError(t, os.WriteFile(weights, b, 0o644))
+	out := filepath.Join(dir, "peft")
+	for _, from := range []string{ckpt, runDir} {
+		t.Run(filepath.Base(from), func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), []string{"export", "--format", "peft", "--checkpoint", from, "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, 1, code, stderr.String())
+			require.Equal(t, "spiral export: --format peft: checkpoint "+ckpt+" is a full fine-tune, not LoRA adapters; export it with --format onnx or hf\n", stderr.String())
+			require.NoDirExists(t, out)
+		})
+	}
+}
+
 // TestExportPEFTRefusesStaleTokenizer: a peft export into an adapter's
 // directory holding a tokenizer.json (left there by hand, or by another
 // tool) kept it beside the new adapter, and vLLM tokenizes a LoRA
