@@ -323,7 +323,12 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			// graph, written whole after the last tensor's check) leaves
 			// the files they were to replace as they were. A replaced
 			// model's data file goes when this one keeps its weights
-			// inline.
+			// inline, and its other files (--overwrite: foreign) go in
+			// the commit too, after the export's are in: a process
+			// killed within it leaves them to the next stage in the
+			// directory to remove (atomicfile.FinishKilled), where after
+			// it they stayed beside the export's config.json, which a
+			// rerun took for graphs of the export's model.
 			dir, base := filepath.Dir(*out), filepath.Base(*out)
 			stage, err := atomicfile.NewStage(dir)
 			if err != nil {
@@ -344,15 +349,20 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := stage.Commit(names...); err != nil {
+			if err := stage.Commit(append(names, foreign...)...); err != nil {
 				return fmt.Errorf("--out %s: %w", *out, err)
 			}
 			fmt.Fprintf(env.stdout, "wrote %s: %s with %s (%d tensors, %d parameters)\n", *out, r.onnx, from, n, nParams)
 			for _, s := range sides {
 				fmt.Fprintf(env.stdout, "wrote %s: %s\n", s.to, s.report())
 			}
+			for _, name := range foreign {
+				fmt.Fprintf(env.stdout, "removed %s: the replaced model's (--overwrite)\n", filepath.Join(outDir, name))
+			}
+			return nil
 		}
-		// The replaced model's files (--overwrite), once the export is in.
+		// hf and peft: the replaced model's files (--overwrite), once the
+		// export is in.
 		for _, name := range foreign {
 			path := filepath.Join(outDir, name)
 			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/atomicfile"
 )
 
 // TestExportRefusesAnotherModelsDirectory: an export into a directory
@@ -629,6 +630,48 @@ func TestExportPEFTRefusesFullFineTuneUnread(t *testing.T) {
 			require.NoDirExists(t, out)
 		})
 	}
+}
+
+// TestExportONNXOverwriteRemovesInItsCommit: an onnx export with
+// --overwrite that replaces another model removed that model's other
+// graphs only after its commit: a process killed between the two left
+// them beside the export's config.json, and a rerun, finding the files
+// beside them the export's own, kept them as graphs of the export's
+// model. Their removal is now part of the commit, whose record a
+// killed process leaves for the next stage in the directory to finish
+// (atomicfile.FinishKilled). The commit is made to stop at its first
+// rename here (the data file's name taken by a directory), which leaves
+// its record as a kill within it does.
+func TestExportONNXOverwriteRemovesInItsCommit(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	trainTinyLoRA(t, runDir)
+	outDir := filepath.Join(dir, "other")
+	require.Zero(t, run(context.Background(), []string{"init-model", "--layers", "1", "--hidden", "32", "--out", outDir}, &cliEnv{stdout: io.Discard, stderr: io.Discard}))
+	decoder := filepath.Join(outDir, "decoder_model.onnx") // the replaced model's other graph
+	require.NoError(t, os.WriteFile(decoder, []byte("graph"), 0o644))
+	blocker := filepath.Join(outDir, "model.onnx_data")
+	require.NoError(t, os.MkdirAll(filepath.Join(blocker, "x"), 0o755))
+
+	args := []string{"export", "--checkpoint", runDir, "--out", filepath.Join(outDir, "model.onnx"), "--external-data", "--overwrite"}
+	var stderr bytes.Buffer
+	require.Equal(t, 1, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.Contains(t, stderr.String(), "the files not moved are in ")
+	kept, err := filepath.Glob(filepath.Join(outDir, ".stage-kept-*"))
+	require.NoError(t, err)
+	require.Len(t, kept, 1)
+	require.FileExists(t, decoder, "nothing removed before the export's files are in")
+
+	// Killed there: the stage and its record left, unlocked.
+	require.NoError(t, os.RemoveAll(blocker))
+	require.NoError(t, os.Rename(kept[0], filepath.Join(outDir, ".stage-1")))
+	require.NoError(t, atomicfile.FinishKilled(outDir))
+	require.NoFileExists(t, decoder, "the replaced model's graph, removed as the commit is finished")
+	require.FileExists(t, blocker, "the export's weights moved in")
+	stderr.Reset()
+	require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.NoFileExists(t, decoder)
 }
 
 // TestExportPEFTRefusesStaleTokenizer: a peft export into an adapter's
