@@ -286,7 +286,7 @@ func TestCompareRunNotARunDirectory(t *testing.T) {
 	}{
 		{"a file", "a=" + rep, exitUsage, fmt.Sprintf("spiral compare: --run a=%s: %s is a file: want a training run's directory (train's --out, holding metrics.jsonl); an eval report is given as an argument\n", rep, rep)},
 		{"no metrics.jsonl", "a=" + evalOut, exitFailure, fmt.Sprintf("spiral compare: --run a=%s: %s holds no metrics.jsonl: want a training run's directory (train's --out)\n", evalOut, evalOut)},
-		{"set aside pending", "a=" + pendingRun, exitFailure, fmt.Sprintf("spiral compare: --run a=%s: %s holds no metrics.jsonl: a --fresh killed while it set the run aside left it in %s, which the next train, sft or tensorboard there puts back\n", pendingRun, pendingRun, filepath.Join(pendingRun, ".previous-pending"))},
+		{"set aside pending", "a=" + pendingRun, exitFailure, fmt.Sprintf("spiral compare: --run a=%s: %s holds no metrics.jsonl: a --fresh (or a rerun that started over) killed while it set the run aside left it in %s, which the next train, sft or tensorboard there puts back\n", pendingRun, pendingRun, filepath.Join(pendingRun, ".previous-pending"))},
 		{"absent", "a=" + filepath.Join(dir, "absent"), exitUsage, fmt.Sprintf("spiral compare: --run a=%s: %s does not exist: want a training run's directory (train's --out)\n", filepath.Join(dir, "absent"), filepath.Join(dir, "absent"))},
 	} {
 		var stderr bytes.Buffer

@@ -2692,7 +2692,7 @@ func TestCheckpointSetAsidePending(t *testing.T) {
 	run := t.TempDir()
 	pending := filepath.Join(run, rl.AsidePendingDir)
 	require.NoError(t, os.MkdirAll(filepath.Join(pending, rl.CheckpointsDir, "ckpt-000001"), 0o755))
-	const why = ": a --fresh killed while it set the run aside left it in %s, which the next train, sft or tensorboard there puts back"
+	const why = ": a --fresh (or a rerun that started over) killed while it set the run aside left it in %s, which the next train, sft or tensorboard there puts back"
 	ckpts := filepath.Join(run, rl.CheckpointsDir)
 	for _, c := range []struct{ path, want string }{
 		{run, "--checkpoint " + run + ": " + run + " holds no checkpoints/" + fmt.Sprintf(why, pending)},

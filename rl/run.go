@@ -39,9 +39,10 @@ const (
 	ArtifactsDir    = "artifacts"
 	LockFile        = ".lock"
 	previousPattern = "previous-"
-	// AsidePendingDir gathers the entries --fresh moves aside before it
-	// is renamed to previous-* (moveAside); one a killed process left is
-	// put back by LockRun (restoreAside).
+	// AsidePendingDir gathers the entries --fresh (or a rerun that
+	// starts over past logged steps: setAsideUnresumed) moves aside
+	// before it is renamed to previous-* (moveAside); one a killed
+	// process left is put back by LockRun (restoreAside).
 	AsidePendingDir = ".previous-pending"
 )
 
@@ -1170,8 +1171,9 @@ func moveAside(dir string, names []string) (string, error) {
 }
 
 // AsidePending says, for an entry name missing from the run directory
-// dir, where it is: in dir/.previous-pending, where a --fresh killed
-// while it set the run aside (moveAside) left it, and which the next
+// dir, where it is: in dir/.previous-pending, where a --fresh (or a
+// rerun that started over) killed while it set the run aside
+// (moveAside) left it, and which the next
 // lock of dir (LockRun: train, sft, tensorboard) puts back; "" when that
 // holds no such entry. Readers that take no lock (compare --run, eval
 // --checkpoint) say it beside the entry they miss.
@@ -1180,7 +1182,7 @@ func AsidePending(dir, name string) string {
 	if _, err := os.Lstat(filepath.Join(pending, name)); err != nil {
 		return ""
 	}
-	return fmt.Sprintf("a --fresh killed while it set the run aside left it in %s, which the next train, sft or tensorboard there puts back", pending)
+	return fmt.Sprintf("a --fresh (or a rerun that started over) killed while it set the run aside left it in %s, which the next train, sft or tensorboard there puts back", pending)
 }
 
 // previousDir names a new dir/previous-<UTC time>, with a random suffix
