@@ -183,8 +183,7 @@ func renderFigure(path string, size PlotSize, f Figure, ss []series) error {
 		p.Y.Min = 0
 		p.Y.Tick.Marker = plot.TickerFunc(valueTicks)
 	}
-	p.Legend.Top = false
-	p.Legend.Left = false
+	legend := plot.NewLegend()
 	p.Add(plotter.NewGrid())
 	var xs []float64
 	for _, s := range ss {
@@ -208,7 +207,7 @@ func renderFigure(path string, size PlotSize, f Figure, ss []series) error {
 			l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 		}
 		p.Add(l, sc)
-		p.Legend.Add(s.label, l, sc)
+		legend.Add(s.label, l, sc)
 		if s.lo != nil {
 			bars, err := errorBars(s)
 			if err != nil {
@@ -232,7 +231,50 @@ func renderFigure(path string, size PlotSize, f Figure, ss []series) error {
 		p.X.Min -= 0.25
 		p.X.Max += 0.25
 	}
-	return writeFigure(path, size, p.Draw)
+	return writeFigure(path, size, func(c draw.Canvas) { drawOutsideLegend(p, legend, c) })
+}
+
+// legendShare is the most of a figure's width (or height) that a legend
+// outside its axes takes; a wider and taller one is drawn inside them.
+const legendShare = 0.5
+
+// drawOutsideLegend draws p on c with legend outside its axes, where it
+// covers no curve: to their right, top-aligned with them (p's title then
+// centred over the whole figure, where over the axes alone a long one
+// would be cut at both ends), or, where that would take more than
+// legendShare of c's width (long labels, a narrow figure), under the x
+// axis's label. A legend too large for either (a figure of a few hundred
+// pixels, many curves) is drawn inside the axes, at their bottom right.
+func drawOutsideLegend(p *plot.Plot, legend plot.Legend, c draw.Canvas) {
+	r := legend.Rectangle(c)
+	w, h := r.Max.X-r.Min.X, r.Max.Y-r.Min.Y
+	gap := legend.TextStyle.Font.Size // between the axes and the legend
+	legend.Top, legend.Left = true, true
+	switch size := c.Size(); {
+	case w+gap*3/2 <= size.X*legendShare:
+		if t := p.Title; t.Text != "" { // as p.Draw draws it, over all of c
+			c.FillText(t.TextStyle, vg.Point{X: c.Center().X, Y: c.Max.Y + t.TextStyle.FontExtents().Descent}, t.Text)
+			c.Max.Y -= t.TextStyle.Rectangle(t.Text).Size().Y + t.Padding
+			p.Title.Text = ""
+		}
+		pc := draw.Crop(c, 0, -(w + gap*3/2), 0, 0)
+		p.Draw(pc)
+		lc := c
+		lc.Min.X, lc.Max.X = pc.Max.X+gap, c.Max.X-gap/2
+		lc.Max.Y = p.DataCanvas(pc).Max.Y
+		legend.Draw(lc)
+	case h+gap <= size.Y*legendShare:
+		pc := draw.Crop(c, 0, 0, h+gap, 0)
+		p.Draw(pc)
+		lc := c
+		lc.Min.X = p.DataCanvas(pc).Min.X
+		lc.Max.Y = pc.Min.Y - gap/2
+		legend.Draw(lc)
+	default:
+		legend.Top, legend.Left = false, false
+		p.Legend = legend
+		p.Draw(c)
+	}
 }
 
 // glyph is the shape s's points are marked with.

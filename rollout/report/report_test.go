@@ -5,14 +5,20 @@ import (
 	"image"
 	"image/png"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/spiral-rl/spiral/rollout"
 )
@@ -584,5 +590,111 @@ func TestPlotSeedsLabelsTheSpread(t *testing.T) {
 		for _, n := range tc.not {
 			require.NotContains(t, string(b), n, tc.name)
 		}
+	}
+}
+
+// svgText is a text an SVG figure draws: its string, where it starts
+// (its baseline's left end, in points from the figure's bottom left) and
+// its extent in the figure's font.
+type svgText struct {
+	s                         string
+	x, baseline, w, up, under float64
+}
+
+// svgTexts reads the texts of an SVG figure written by writeFigure.
+func svgTexts(t *testing.T, svg string) []svgText {
+	t.Helper()
+	re := regexp.MustCompile(`<text x="([^"]+)" y="([^"]+)"[^>]*font-size:([0-9.]+)px">([^<]*)</text>`)
+	var out []svgText
+	for _, m := range re.FindAllStringSubmatch(svg, -1) {
+		var v [3]float64
+		for i := range v {
+			f, err := strconv.ParseFloat(m[i+1], 64)
+			require.NoError(t, err, m[0])
+			v[i] = f
+		}
+		sty := text.Style{Font: font.From(plot.DefaultFont, vg.Length(v[2])), Handler: plot.DefaultTextHandler}
+		ext := sty.FontExtents()
+		out = append(out, svgText{s: m[4], x: v[0], baseline: -v[1], // drawn under scale(1, -1)
+			w: float64(sty.Width(m[4])), up: float64(ext.Ascent), under: float64(ext.Descent)})
+	}
+	return out
+}
+
+// TestPlotLegendCoversNoData: the legend of a pass@k figure sat inside
+// the axes, at their bottom right, over the majority@k curves of weak
+// models at large k (four entries of two labels of two seeds covered
+// the k = 8..64 points under 0.15). It is drawn outside the axes: to
+// their right, or, where that would take more than half the figure's
+// width (long labels, a narrow figure), under the x axis's label; inside
+// only in a figure too small for either. Every text of a figure with the
+// legend outside is in the figure: the title, centred over the axes
+// beside the legend, was cut at both ends where it was wider than them.
+func TestPlotLegendCoversNoData(t *testing.T) {
+	f := Figure{Title: "pass@k and majority@k", XLabel: "k (samples)", Axis: AxisLog2, Name: "pass@k", Name2: "majority@k"}
+	curve := func(label string, p1, m float64) Seeds {
+		s := Seeds{Label: label, N: 2}
+		for k := 1; k <= 64; k *= 2 {
+			pk := 1 - math.Pow(1-p1, float64(k))
+			s.X = append(s.X, float64(k))
+			s.Y = append(s.Y, Spread{Mean: pk, Min: pk * 0.95, Max: pk})
+			s.Y2 = append(s.Y2, Spread{Mean: m, Min: m - 0.01, Max: m + 0.01})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name   string
+		size   PlotSize
+		title  string
+		labels []string
+		where  string // "right", "below" or "inside"
+	}{
+		{"default size", PlotSize{}, f.Title, []string{"base-0.6b", "spiral-0.6b"}, "right"},
+		{"long title", PlotSize{}, "Accuracy against generated tokens per problem", []string{"qwen3-0.6b-base-ab", "qwen3-0.6b-spiral-ab"}, "right"},
+		{"long labels", PlotSize{}, f.Title, []string{"qwen3-0.6b-base-temperature-0.6", "qwen3-0.6b-spiral-step-200-temperature-0.6"}, "below"},
+		{"narrow", PlotSize{Width: 400, Height: 500}, f.Title, []string{"base-0.6b", "spiral-0.6b"}, "below"},
+		{"too small for either", PlotSize{Width: 150, Height: 120}, f.Title, []string{"base-0.6b", "spiral-0.6b"}, "inside"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "p.svg")
+			f := f
+			f.Title = tc.title
+			require.NoError(t, PlotSeeds(path, tc.size, f, curve(tc.labels[0], 0.05, 0.08), curve(tc.labels[1], 0.1, 0.14)))
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			size := tc.size.withDefaults()
+			width := float64(size.Width) * 72 / DPI // points
+			texts := svgTexts(t, string(b))
+			find := func(s string) svgText {
+				for _, x := range texts {
+					if x.s == s {
+						return x
+					}
+				}
+				t.Fatalf("no text %q in the figure", s)
+				return svgText{}
+			}
+			last, xLabel := find("64"), find("k (samples)") // the right end of the data; the axes' bottom
+			entries := 0
+			for _, x := range texts {
+				if tc.where != "inside" { // where the legend does not fit, it is cut
+					require.GreaterOrEqual(t, x.x, 0.0, "%q starts in the figure", x.s)
+					require.LessOrEqual(t, x.x+x.w, width+0.01, "%q ends in the figure", x.s)
+				}
+				if !strings.HasSuffix(x.s, "(mean of 2 seeds)") {
+					continue
+				}
+				entries++
+				switch tc.where {
+				case "right":
+					require.Greater(t, x.x, last.x+last.w, "%q starts right of the last tick, k = 64", x.s)
+				case "below":
+					require.Less(t, x.baseline+x.up, xLabel.baseline-xLabel.under, "%q is under the x axis's label", x.s)
+				case "inside":
+					require.Greater(t, x.baseline, xLabel.baseline+xLabel.up, "%q is over the x axis's label", x.s)
+				}
+			}
+			require.Equal(t, 4, entries, "pass@k and majority@k of two labels")
+		})
 	}
 }
