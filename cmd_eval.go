@@ -203,10 +203,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		if err := save(rep, func(path string) error { return report.PlotBudget(path, report.PlotSize{}, rep) }); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.stdout, "%-7s %-9s %s\n", "budget", "accuracy", "truncated")
-		for _, p := range res.Points {
-			fmt.Fprintf(env.stdout, "%-7d %-9.4f %.3f\n", p.Budget, p.Accuracy, p.Truncated)
-		}
+		sequentialTable(env.stdout, res.Points)
 	}
 	cuts.note(env.stderr, samplerCfg.MaxNewTokens, f.reward.rule)
 	if skipped > 0 {
@@ -232,6 +229,17 @@ func passAtKTable(w io.Writer, pts []rollout.KPoint, mcfg rollout.MajorityConfig
 	}
 	if estimated {
 		fmt.Fprintf(w, "* a Monte Carlo estimate: majority@k over %d random subsets of k samples a problem, where C(n, k) exceeds %d (the report's config.majority)\n", mcfg.Samples, mcfg.MaxExact)
+	}
+}
+
+// sequentialTable prints eval's sequential table: at each budget (the
+// tokens a trace may generate), the accuracy, the mean tokens a trace
+// spent within it (what compare sets the models side by side at) and
+// the fraction of traces it cut.
+func sequentialTable(w io.Writer, pts []rollout.BudgetPoint) {
+	fmt.Fprintf(w, "%-16s %-9s %-18s %s\n", "budget (tokens)", "accuracy", "mean tokens/trace", "truncated (of traces)")
+	for _, p := range pts {
+		fmt.Fprintf(w, "%-16d %-9.4f %-18.1f %.3f\n", p.Budget, p.Accuracy, p.MeanTokens, p.Truncated)
 	}
 }
 

@@ -418,3 +418,26 @@ func TestPassAtKTable(t *testing.T) {
 		require.Equal(t, tc.want, b.String(), tc.name)
 	}
 }
+
+// TestSequentialTable: eval's sequential table was headed "budget
+// accuracy truncated": no unit for the budget, and not the mean tokens a
+// trace spent within it, the x of compare's table at equal tokens and of
+// tokens.png (a budget most traces stop before costs far less than
+// itself). It names the budget's unit, prints the mean tokens a trace,
+// and says what the truncated column is a fraction of.
+func TestSequentialTable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pts  []rollout.BudgetPoint
+		want string
+	}{
+		{"budgets", []rollout.BudgetPoint{{Budget: 64, Accuracy: 0.125, MeanTokens: 63.375, Truncated: 0.875}, {Budget: 32768, Accuracy: 0.5, MeanTokens: 801.5}},
+			"budget (tokens)  accuracy  mean tokens/trace  truncated (of traces)\n" +
+				"64               0.1250    63.4               0.875\n" +
+				"32768            0.5000    801.5              0.000\n"},
+	} {
+		var b strings.Builder
+		sequentialTable(&b, tc.pts)
+		require.Equal(t, tc.want, b.String(), tc.name)
+	}
+}
