@@ -169,7 +169,8 @@ func metricsEvent(line []byte, wall float64) (tfevents.Event, error) {
 }
 
 // evalEvent is an eval.jsonl line as an event: its pass@k and majority@k
-// at each k, as heldout/pass@K and heldout/majority@K.
+// at each k, as heldout/pass@K and heldout/majority@K, but majority@1,
+// the vote of one sample, which is pass@1.
 func evalEvent(line []byte, wall float64) (tfevents.Event, error) {
 	var e struct {
 		Step *int `json:"step"`
@@ -184,8 +185,10 @@ func evalEvent(line []byte, wall float64) (tfevents.Event, error) {
 	ev := tfevents.Event{Wall: wall, Step: int64(*e.Step)}
 	for _, p := range e.Points {
 		k := strconv.Itoa(p.K)
-		ev.Scalars = append(ev.Scalars, tfevents.Scalar{Tag: "heldout/pass@" + k, Value: float32(p.PassAtK)},
-			tfevents.Scalar{Tag: "heldout/majority@" + k, Value: float32(p.MajorityAtK)})
+		ev.Scalars = append(ev.Scalars, tfevents.Scalar{Tag: "heldout/pass@" + k, Value: float32(p.PassAtK)})
+		if p.K > 1 {
+			ev.Scalars = append(ev.Scalars, tfevents.Scalar{Tag: "heldout/majority@" + k, Value: float32(p.MajorityAtK)})
+		}
 	}
 	return ev, nil
 }

@@ -159,15 +159,17 @@ func filter(m map[string]float32, keys ...string) map[string]float32 {
 	return out
 }
 
-// TestEvalEvent: a held-out evaluation gives heldout/pass@K and
-// heldout/majority@K at each k, at its step (0 too).
+// TestEvalEvent: a held-out evaluation gives heldout/pass@K at each k
+// and heldout/majority@K at each k but 1, at its step (0 too): the
+// majority of one sample is that sample, so majority@1 is pass@1 (0.25
+// both here), a second curve identical to it.
 func TestEvalEvent(t *testing.T) {
 	b, err := json.Marshal(EvalLine{Step: 0, Problems: 2, Samples: 4, Points: []rollout.KPoint{{K: 1, PassAtK: 0.25, MajorityAtK: 0.25, MajorityExact: true}, {K: 4, PassAtK: 0.75, MajorityAtK: 0.5}}})
 	require.NoError(t, err)
 	e, err := evalEvent(b, 3)
 	require.NoError(t, err)
 	require.Equal(t, tfevents.Event{Wall: 3, Step: 0, Scalars: []tfevents.Scalar{
-		{Tag: "heldout/pass@1", Value: 0.25}, {Tag: "heldout/majority@1", Value: 0.25}, {Tag: "heldout/pass@4", Value: 0.75}, {Tag: "heldout/majority@4", Value: 0.5}}}, e)
+		{Tag: "heldout/pass@1", Value: 0.25}, {Tag: "heldout/pass@4", Value: 0.75}, {Tag: "heldout/majority@4", Value: 0.5}}}, e)
 	_, err = evalEvent([]byte(`{"points":[]}`), 0)
 	require.ErrorContains(t, err, `no "step" >= 0`)
 }
@@ -466,10 +468,10 @@ func TestExportTensorBoard(t *testing.T) {
 	_, events, _, err := tfevents.Decode(b)
 	require.NoError(t, err)
 	require.Equal(t, []tfevents.Event{
-		{Wall: end - 30, Step: 0, Scalars: []tfevents.Scalar{{Tag: "heldout/pass@1", Value: 0.125}, {Tag: "heldout/majority@1", Value: 0.125}}},
+		{Wall: end - 30, Step: 0, Scalars: []tfevents.Scalar{{Tag: "heldout/pass@1", Value: 0.125}}},
 		{Wall: end - 20, Step: 1, Scalars: []tfevents.Scalar{{Tag: "search/reward", Value: 0.5}, {Tag: "loss", Value: 0.25}, {Tag: "step_seconds", Value: 10}}},
 		{Wall: end, Step: 2, Scalars: []tfevents.Scalar{{Tag: "search/reward", Value: 0.75}, {Tag: "step_seconds", Value: 20}}},
-		{Wall: end, Step: 2, Scalars: []tfevents.Scalar{{Tag: "heldout/pass@1", Value: 0.5}, {Tag: "heldout/majority@1", Value: 0.5}}},
+		{Wall: end, Step: 2, Scalars: []tfevents.Scalar{{Tag: "heldout/pass@1", Value: 0.5}}},
 	}, events)
 
 	_, err = exportTensorBoard(t.TempDir())

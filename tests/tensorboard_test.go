@@ -75,7 +75,7 @@ func tensorBoardScalars(t *testing.T, py, dir string) map[string]map[int64]float
 // a no_update step's unmeasured loss, entropy, entropy_search, grad_norm,
 // lr, adv_mean, adv_std, adv_min and adv_max, and the lr of 0 of an update
 // skipped for a non-finite gradient norm; eval.jsonl's heldout/pass@K and
-// heldout/majority@K.
+// heldout/majority@K but majority@1 (pass@1).
 func logScalars(t *testing.T, dir string, logs ...string) map[string]map[int64]float32 {
 	t.Helper()
 	out := map[string]map[int64]float32{}
@@ -112,7 +112,9 @@ func logScalars(t *testing.T, dir string, logs ...string) map[string]map[int64]f
 					p := p.(map[string]any)
 					k := strconv.Itoa(int(p["k"].(float64)))
 					put("heldout/pass@"+k, step, p["pass_at_k"].(float64))
-					put("heldout/majority@"+k, step, p["majority_at_k"].(float64))
+					if k != "1" {
+						put("heldout/majority@"+k, step, p["majority_at_k"].(float64))
+					}
 				}
 				continue
 			}
