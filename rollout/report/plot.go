@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -258,23 +259,65 @@ func drawOutsideLegend(p *plot.Plot, legend plot.Legend, c draw.Canvas) {
 			p.Title.Text = ""
 		}
 		pc := draw.Crop(c, 0, -(w + gap*3/2), 0, 0)
-		p.Draw(pc)
+		dc := drawSpaced(p, pc)
 		lc := c
 		lc.Min.X, lc.Max.X = pc.Max.X+gap, c.Max.X-gap/2
-		lc.Max.Y = p.DataCanvas(pc).Max.Y
+		lc.Max.Y = dc.Max.Y
 		legend.Draw(lc)
 	case h+gap <= size.Y*legendShare:
 		pc := draw.Crop(c, 0, 0, h+gap, 0)
-		p.Draw(pc)
+		dc := drawSpaced(p, pc)
 		lc := c
-		lc.Min.X = p.DataCanvas(pc).Min.X
+		lc.Min.X = dc.Min.X
 		lc.Max.Y = pc.Min.Y - gap/2
 		legend.Draw(lc)
 	default:
 		legend.Top, legend.Left = false, false
 		p.Legend = legend
-		p.Draw(c)
+		drawSpaced(p, c)
 	}
+}
+
+// drawSpaced draws p on c, its x axis's tick labels that would overlap
+// an earlier one left out (spacedTicks), and returns its data area.
+func drawSpaced(p *plot.Plot, c draw.Canvas) draw.Canvas {
+	dc := p.DataCanvas(c)
+	p.X.Tick.Marker = spacedTicks{Ticker: p.X.Tick.Marker, scale: p.X.Scale, width: dc.Max.X - dc.Min.X, style: p.X.Tick.Label}
+	p.Draw(c)
+	return dc
+}
+
+// spacedTicks are Ticker's ticks on an axis of width drawn at scale,
+// with the label of each tick that would come within a space of the
+// label before it (in style) left out, its mark kept: a log axis labels
+// every measured k or budget, and a largest one that is no power of two
+// (--samples 17, --max-new-tokens 1100) lies a fraction of an octave
+// past the power before it.
+type spacedTicks struct {
+	plot.Ticker
+	scale plot.Normalizer
+	width vg.Length
+	style text.Style
+}
+
+// Ticks implements plot.Ticker.
+func (t spacedTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := slices.Clone(t.Ticker.Ticks(min, max)) // ConstantTicks returns itself
+	space := t.style.Width(" ")
+	end := vg.Length(math.Inf(-1)) // of the last label kept
+	for i, tk := range ticks {
+		if tk.Label == "" || tk.Value < min || tk.Value > max { // the axis draws no tick outside it
+			continue
+		}
+		x := t.width * vg.Length(t.scale.Normalize(min, max, tk.Value))
+		half := t.style.Width(tk.Label) / 2
+		if x-half < end+space {
+			ticks[i].Label = ""
+			continue
+		}
+		end = x + half
+	}
+	return ticks
 }
 
 // glyph is the shape s's points are marked with.

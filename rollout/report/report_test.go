@@ -698,3 +698,59 @@ func TestPlotLegendCoversNoData(t *testing.T) {
 		})
 	}
 }
+
+// TestPlotTickLabelsDoNotOverlap: a log axis labels every measured k or
+// budget (up to 12 of them), and where the largest is no power of two
+// (--samples 17, --max-new-tokens 1100) it lies a fraction of an octave
+// past the last power, where their labels were drawn over each other
+// ("1024" and "1100" read as one smudge). A label that would overlap the
+// one before it is left out, its tick kept; labels with room stay.
+func TestPlotTickLabelsDoNotOverlap(t *testing.T) {
+	f := Figure{Title: "Sequential scaling", XLabel: "token budget", Axis: AxisLog2, Name: "accuracy"}
+	for _, tc := range []struct {
+		name string
+		size PlotSize
+		xs   []float64
+		kept []string // labels that have room
+	}{
+		{"budgets to 1100", PlotSize{}, []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1100}, []string{"1", "2", "512", "1024"}},
+		{"k to 17", PlotSize{}, []float64{1, 2, 4, 8, 16, 17}, []string{"1", "2", "4", "8", "16"}},
+		{"k to 17, wide", PlotSize{Width: 3000}, []float64{1, 2, 4, 8, 16, 17}, []string{"1", "2", "4", "8", "16", "17"}},
+		{"k to 24", PlotSize{}, []float64{1, 2, 4, 8, 16, 24}, []string{"1", "2", "4", "8", "16", "24"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Seeds{Label: "m", N: 1, X: tc.xs}
+			for i := range tc.xs {
+				y := float64(i) / float64(len(tc.xs))
+				s.Y = append(s.Y, Spread{Mean: y, Min: y, Max: y})
+			}
+			path := filepath.Join(t.TempDir(), "p.svg")
+			require.NoError(t, PlotSeeds(path, tc.size, f, s))
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			texts := svgTexts(t, string(b))
+			row := math.NaN()
+			for _, x := range texts {
+				if x.s == "1" {
+					row = x.baseline
+				}
+			}
+			var ticks []svgText // the x axis's labels, left to right
+			for _, x := range texts {
+				if math.Abs(x.baseline-row) < 0.01 {
+					ticks = append(ticks, x)
+				}
+			}
+			for i := 1; i < len(ticks); i++ {
+				require.Greater(t, ticks[i].x, ticks[i-1].x+ticks[i-1].w, "%q starts after %q ends", ticks[i].s, ticks[i-1].s)
+			}
+			var labels []string
+			for _, x := range ticks {
+				labels = append(labels, x.s)
+			}
+			for _, k := range tc.kept {
+				require.Contains(t, labels, k)
+			}
+		})
+	}
+}
