@@ -447,12 +447,13 @@ func valueTicks(min, max float64) []plot.Tick {
 	return ticks
 }
 
-// accuracyTicks marks [0, 1] every 0.1 and labels every 0.2.
-func accuracyTicks(float64, float64) []plot.Tick {
-	ticks := make([]plot.Tick, 0, 11)
-	for i := range 11 {
-		t := plot.Tick{Value: float64(i) / 10}
-		if i%2 == 0 {
+// accuracyTicks marks [0, 1] every 0.1 and labels every 0.2, from min
+// where an axis reaches below 0 (a correlation).
+func accuracyTicks(min, _ float64) []plot.Tick {
+	var ticks []plot.Tick
+	for i := math.Min(0, math.Ceil(min*10-1e-9)); i <= 10; i++ {
+		t := plot.Tick{Value: i/10 + 0} // +0 turns -0 into 0
+		if math.Mod(i, 2) == 0 {
 			t.Label = strconv.FormatFloat(t.Value, 'f', 1, 64)
 		}
 		ticks = append(ticks, t)

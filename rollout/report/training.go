@@ -223,6 +223,8 @@ func trainingPanels(label string, pts []TrainingPoint, held []HeldOutPoint) ([][
 			informative.Y.Min = min(informative.Y.Min, xy.Y) // a correlation can be negative
 		}
 	}
+	// Down to the labelled tick (accuracyTicks) at or below the lowest.
+	informative.Y.Min = math.Floor(informative.Y.Min*5+1e-9) / 5
 	heldOut := panel(heldOutTitle(held), "accuracy", true)
 	if len(held) > 0 {
 		var p1, maj plotter.XYs

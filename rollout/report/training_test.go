@@ -311,3 +311,42 @@ func TestPlotTrainingSmoothedLegend(t *testing.T) {
 		})
 	}
 }
+
+// TestPlotTrainingNegativeCredit: the gradient-signal panel's y axis
+// reaches down to a search credit below 0 (a correlation), but its ticks
+// were those of [0, 1] alone, so the part below 0 had neither mark nor
+// label: a credit of -0.17 or -0.6 read the same. The axis now ends at
+// the labelled tick (a multiple of 0.2) at or below the lowest credit,
+// and is marked every 0.1 down to it.
+func TestPlotTrainingNegativeCredit(t *testing.T) {
+	credit := func(c float64) *float64 { return &c }
+	for _, tc := range []struct {
+		name   string
+		lowest float64
+		want   []string // the labels below 0
+	}{
+		{"a little below 0", -0.17, []string{"-0.2"}},
+		{"well below 0", -0.55, []string{"-0.2", "-0.4", "-0.6"}},
+		{"on a label", -0.4, []string{"-0.2", "-0.4"}},
+		{"none below 0", 0.1, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var pts []TrainingPoint
+			for i, c := range []float64{0.3, tc.lowest, 0.5} {
+				pts = append(pts, TrainingPoint{Step: i + 1, SearchReward: 0.5, Entropy: 0.2, Informative: 0.6, SearchCredit: credit(c)})
+			}
+			path := filepath.Join(t.TempDir(), "training.svg")
+			require.NoError(t, PlotTraining(path, PlotSize{}, "run", pts, nil))
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			var below []string
+			for _, x := range svgTexts(t, string(b)) {
+				if strings.HasPrefix(x.s, "-") {
+					below = append(below, x.s)
+				}
+			}
+			slices.Sort(below)
+			require.Equal(t, tc.want, below)
+		})
+	}
+}
