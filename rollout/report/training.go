@@ -185,10 +185,12 @@ func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint,
 }
 
 // trainingPanels returns PlotTraining's four panels, rewards and entropy
-// above, the informative fraction and the held-out evaluations below. A
-// panel with nothing to draw (no evaluation, no step that updated the
-// weights) takes the rewards panel's steps, where gonum would give it
-// -1..1.
+// above, the informative fraction and the held-out evaluations below,
+// all over the same steps, so that a step lies at one place in each
+// (the held-out evaluations from step 0, the entropy from the first step
+// that updated the weights, the others from step 1). A panel with
+// nothing to draw (no evaluation, no step that updated the weights)
+// takes them too, where gonum would give it -1..1.
 func trainingPanels(label string, pts []TrainingPoint, held []HeldOutPoint) ([][]*plot.Plot, error) {
 	var ent plotter.XYs
 	for _, p := range pts {
@@ -239,12 +241,19 @@ func trainingPanels(label string, pts []TrainingPoint, held []HeldOutPoint) ([][
 			return nil, err
 		}
 	}
+	grid := [][]*plot.Plot{{rewards, entropy}, {informative, heldOut}}
+	lo, hi := rewards.X.Min, rewards.X.Max // every step logged
 	for _, p := range []*plot.Plot{entropy, heldOut} {
-		if p.X.Min > p.X.Max { // no data: plot.New's +Inf..-Inf
-			p.X.Min, p.X.Max = rewards.X.Min, rewards.X.Max
+		if p.X.Min <= p.X.Max { // else no data: plot.New's +Inf..-Inf
+			lo, hi = min(lo, p.X.Min), max(hi, p.X.Max)
 		}
 	}
-	return [][]*plot.Plot{{rewards, entropy}, {informative, heldOut}}, nil
+	for _, row := range grid {
+		for _, p := range row {
+			p.X.Min, p.X.Max = lo, hi
+		}
+	}
+	return grid, nil
 }
 
 func panel(title, yLabel string, unit bool) *plot.Plot {

@@ -350,3 +350,34 @@ func TestPlotTrainingNegativeCredit(t *testing.T) {
 		})
 	}
 }
+
+// TestTrainingPanelsShareSteps: training.png's four panels are read one
+// above another (the entropy over the held-out accuracy), but each took
+// its own steps: the held-out panel from step 0, the entropy from the
+// first step that updated the weights, the others from step 1, so one
+// step lay at other places in each. Every panel now spans every panel's
+// steps.
+func TestTrainingPanelsShareSteps(t *testing.T) {
+	var pts []TrainingPoint
+	for s := 1; s <= 200; s++ {
+		pts = append(pts, TrainingPoint{Step: s, SearchReward: 0.5, Entropy: 0.3, Informative: 0.5, NoUpdate: s <= 40})
+	}
+	for _, tc := range []struct {
+		name   string
+		held   []HeldOutPoint
+		lo, hi float64
+	}{
+		{"evaluations from step 0", []HeldOutPoint{{Step: 0, K: 4}, {Step: 100, K: 4}, {Step: 200, K: 4}}, 0, 200},
+		{"no evaluation", nil, 1, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			grid, err := trainingPanels("run", pts, tc.held)
+			require.NoError(t, err)
+			for _, row := range grid {
+				for _, p := range row {
+					require.Equal(t, [2]float64{tc.lo, tc.hi}, [2]float64{p.X.Min, p.X.Max}, p.Title.Text)
+				}
+			}
+		})
+	}
+}
