@@ -244,8 +244,10 @@ const legendShare = 0.5
 // centred over the whole figure, where over the axes alone a long one
 // would be cut at both ends), or, where that would take more than
 // legendShare of c's width (long labels, a narrow figure), under the x
-// axis's label. A legend too large for either (a figure of a few hundred
-// pixels, many curves) is drawn inside the axes, at their bottom right.
+// axis's label, from the axes' left end (further left where it is wider
+// than they are). A legend too large for either (a figure of a few
+// hundred pixels, many curves) is drawn inside the axes, at their bottom
+// right.
 func drawOutsideLegend(p *plot.Plot, legend plot.Legend, c draw.Canvas) {
 	r := legend.Rectangle(c)
 	w, h := r.Max.X-r.Min.X, r.Max.Y-r.Min.Y
@@ -268,7 +270,7 @@ func drawOutsideLegend(p *plot.Plot, legend plot.Legend, c draw.Canvas) {
 		pc := draw.Crop(c, 0, 0, h+gap, 0)
 		dc := drawSpaced(p, pc)
 		lc := c
-		lc.Min.X = dc.Min.X
+		lc.Min.X = max(c.Min.X, min(dc.Min.X, c.Max.X-w-gap/2)) // in the figure where wider than the axes
 		lc.Max.Y = pc.Min.Y - gap/2
 		legend.Draw(lc)
 	default:

@@ -653,6 +653,7 @@ func TestPlotLegendCoversNoData(t *testing.T) {
 		{"long title", PlotSize{}, "Accuracy against generated tokens per problem", []string{"qwen3-0.6b-base-ab", "qwen3-0.6b-spiral-ab"}, "right"},
 		{"long labels", PlotSize{}, f.Title, []string{"qwen3-0.6b-base-temperature-0.6", "qwen3-0.6b-spiral-step-200-temperature-0.6"}, "below"},
 		{"narrow", PlotSize{Width: 400, Height: 500}, f.Title, []string{"base-0.6b", "spiral-0.6b"}, "below"},
+		{"labels as wide as the figure", PlotSize{Width: 600, Height: 500}, f.Title, []string{"base", "runs/qwen3-0.6b-spiral-step-200-temperature-0.6"}, "below"},
 		{"too small for either", PlotSize{Width: 150, Height: 120}, f.Title, []string{"base-0.6b", "spiral-0.6b"}, "inside"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
