@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -146,7 +147,8 @@ const (
 // four panels against the training step: the search and aggregation
 // rewards, the token entropy (of the steps that trained something), the
 // informative fraction with the search credit, and the held-out pass@1
-// and majority@k (held may be empty).
+// and majority@k (held may be empty; no majority@k where every
+// evaluation sampled one, k = 1, whose majority is its pass@1).
 // Each per-step series is drawn as its raw points and a smoothed line
 // (Smooth).
 func PlotTraining(path string, size PlotSize, label string, pts []TrainingPoint, held []HeldOutPoint) error {
@@ -237,8 +239,10 @@ func trainingPanels(label string, pts []TrainingPoint, held []HeldOutPoint) ([][
 		if err := addLine(heldOut, "pass@1", p1, 0, false); err != nil {
 			return nil, err
 		}
-		if err := addLine(heldOut, majorityLabel(held), maj, 1, true); err != nil {
-			return nil, err
+		if slices.ContainsFunc(held, func(h HeldOutPoint) bool { return h.K > 1 }) { // majority@1 is pass@1
+			if err := addLine(heldOut, majorityLabel(held), maj, 1, true); err != nil {
+				return nil, err
+			}
 		}
 	}
 	grid := [][]*plot.Plot{{rewards, entropy}, {informative, heldOut}}

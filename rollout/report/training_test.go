@@ -381,3 +381,37 @@ func TestTrainingPanelsShareSteps(t *testing.T) {
 		})
 	}
 }
+
+// TestPlotTrainingMajorityOfOneSample: a run evaluated with
+// --eval-samples 1 drew a dashed "majority@1" over its pass@1: the vote
+// of one sample is that sample, the same curve twice. The held-out panel
+// draws majority@k where some evaluation sampled more than one.
+func TestPlotTrainingMajorityOfOneSample(t *testing.T) {
+	pts := []TrainingPoint{{Step: 1, SearchReward: 0.5, Entropy: 0.2, Informative: 0.5}, {Step: 2, SearchReward: 0.6, Entropy: 0.2, Informative: 0.5}}
+	for _, tc := range []struct {
+		name      string
+		ks        []int
+		want, not []string
+	}{
+		{"one sample", []int{1, 1}, []string{">pass@1<"}, []string{"majority"}},
+		{"four samples", []int{4, 4}, []string{">pass@1<", ">majority@4<"}, nil},
+		{"one, then four", []int{1, 4}, []string{">pass@1<", ">majority@k (k = 1, then 4)<"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var held []HeldOutPoint
+			for i, k := range tc.ks {
+				held = append(held, HeldOutPoint{Step: i * 2, PassAt1: 0.4, MajorityAtK: 0.4, K: k})
+			}
+			path := filepath.Join(t.TempDir(), "training.svg")
+			require.NoError(t, PlotTraining(path, PlotSize{}, "run", pts, held))
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			for _, w := range tc.want {
+				require.True(t, strings.Contains(string(b), w), "the figure says %s", w)
+			}
+			for _, n := range tc.not {
+				require.False(t, strings.Contains(string(b), n), "the figure says no %s", n)
+			}
+		})
+	}
+}
