@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -213,44 +212,17 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 	if err := refuseHousekeptOut(f.out, "the problems", "problems.jsonl"); err != nil {
 		return err
 	}
-	if lst, err := os.Lstat(f.out); err == nil && !lst.Mode().IsRegular() {
-		// A pipe, a device or a symbolic link (/dev/stdout, /dev/null, a
-		// FIFO, a link to the file to write) is written into, as a
-		// shell's > writes it: the atomic write would rename a regular
-		// file over it (as root, over the system's /dev/null), or fail to
-		// make its temporary file beside it (in /dev/fd).
-		if err := writeInto(f.out, write); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-	} else {
-		if err := makeParentDir("--out", f.out); err != nil {
-			return err
-		}
-		if err := atomicfile.Write(f.out, 0o644, write); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
+	if err := makeParentDir("--out", f.out); err != nil {
+		return err
+	}
+	// A pipe, a device or a symbolic link (/dev/stdout, /dev/null, a
+	// FIFO, a link to the file to write) is written into, as a shell's >
+	// writes it; a regular file is replaced atomically.
+	if err := atomicfile.WriteNamed(f.out, 0o644, write); err != nil {
+		return fmt.Errorf("--out: %w", err)
 	}
 	fmt.Fprintf(env.stderr, "spiral: wrote %d %s problems to %s\n", len(ds.Problems), f.split, f.out)
 	return nil
-}
-
-// writeInto writes what write produces into the file at path (a pipe,
-// a device, or what a symbolic link leads to), in place, truncated and
-// made as a shell's > does.
-func writeInto(path string, write func(io.Writer) error) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // checkSynthOut refuses a synth --out whose extension names a format

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,7 +24,7 @@ const (
 )
 
 func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
-	out := fs.String("out", "compare.png", "output file: .png, .svg or .pdf by its extension (its directory is created)")
+	out := fs.String("out", "compare.png", "output file: .png, .svg or .pdf by its extension (its directory is created); a pipe, device or symbolic link is written into, a PNG where its name has none of them (/dev/stdout)")
 	markNonEmpty(fs, "out", "the .png, .svg or .pdf file to write")
 	width := fs.Int("width", 800, "width in pixels")
 	height := fs.Int("height", 500, "height in pixels")
@@ -63,7 +64,7 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 			}
 			mode = m
 		}
-		size := report.PlotSize{Width: *width, Height: *height}
+		size := report.PlotSize{Width: *width, Height: *height, Named: true}
 		var err error
 		switch mode {
 		case report.ModePassAtK:
@@ -80,9 +81,32 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 		if len(args) == 1 {
 			reports = "report"
 		}
-		fmt.Fprintf(env.stdout, "wrote %s (%d %s %s)\n", *out, len(args), mode, reports)
+		// Not into the plot where --out is standard output's file
+		// (/dev/stdout).
+		said := env.stdout
+		if isStdout(env.stdout, *out) {
+			said = env.stderr
+		}
+		fmt.Fprintf(said, "wrote %s (%d %s %s)\n", *out, len(args), mode, reports)
 		return nil
 	}
+}
+
+// isStdout reports whether path is the file stdout writes to (os.Stat
+// through links: /dev/stdout, /dev/fd/1, or the file or pipe they lead
+// to), where a line printed there would go into what was written at
+// path.
+func isStdout(stdout io.Writer, path string) bool {
+	f, ok := stdout.(*os.File)
+	if !ok {
+		return false
+	}
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
 }
 
 // plotReports reads every path as a report of type R and plots them

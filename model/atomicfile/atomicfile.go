@@ -86,6 +86,46 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	return Write(path, perm, func(w io.Writer) error { _, err := w.Write(data); return err })
 }
 
+// WriteNamed writes what write produces to path, a file a user named
+// (a command's --out), as a shell's > writes it where path is there and
+// is not a regular file: a pipe, a device or a symbolic link (/dev/null,
+// /dev/stdout, a FIFO, a link to the file to write) is opened and written
+// in place (writeInto), where Write would rename a regular file over it
+// (as root, over the system's /dev/null; a FIFO's reader would never see
+// a byte) or fail to make its temporary file beside it (in /dev/fd).
+// Anything else is replaced atomically (Write). A file made gets mode
+// perm less the umask. The files a program keeps for itself (a run's
+// checkpoints and logs) are written with Write, whatever is in their
+// place.
+func WriteNamed(path string, perm os.FileMode, write func(io.Writer) error) error {
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+		return writeInto(path, perm, write)
+	}
+	return Write(path, perm, write)
+}
+
+// writeInto writes what write produces into the file at path (a pipe,
+// a device, or what a symbolic link leads to), in place, truncated and
+// made as a shell's > does.
+func writeInto(path string, perm os.FileMode, write func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("atomicfile: write into %s: %w", path, err)
+	}
+	return nil
+}
+
 // SyncDir fsyncs the directory dir, making renames and creations in it
 // durable. File systems that cannot sync a directory (fsync answers
 // EINVAL) are not an error.

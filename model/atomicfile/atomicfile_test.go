@@ -121,3 +121,70 @@ func TestWriteAs(t *testing.T) {
 	require.NoFileExists(t, left, "the temporary file a killed write left")
 	require.FileExists(t, other, "not of the prefix")
 }
+
+// TestWriteNamed: a file a user names is written into where it is a
+// FIFO or a symbolic link (to a file there, or to none: made, as a
+// shell's > makes it), the path keeping its type; a regular file is
+// replaced whole (a hard link to it keeps the old content), as Write
+// replaces it.
+func TestWriteNamed(t *testing.T) {
+	const data = "new\n"
+	write := func(w io.Writer) error { _, err := io.WriteString(w, data); return err }
+	for _, tc := range []struct {
+		name string
+		// make makes path and returns what reads the file written and
+		// what reads the old content's file after.
+		make func(t *testing.T, path string) (written, old func() string)
+		mode os.FileMode // the type path keeps
+	}{
+		{name: "a FIFO", mode: os.ModeNamedPipe, make: func(t *testing.T, path string) (func() string, func() string) {
+			require.NoError(t, syscall.Mkfifo(path, 0o600))
+			r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+			require.NoError(t, err)
+			t.Cleanup(func() { r.Close() })
+			return func() string { b, err := io.ReadAll(r); require.NoError(t, err); return string(b) }, nil
+		}},
+		{name: "a symbolic link", mode: os.ModeSymlink, make: func(t *testing.T, path string) (func() string, func() string) {
+			target := filepath.Join(filepath.Dir(path), "target")
+			require.NoError(t, os.WriteFile(target, []byte("stale stale stale\n"), 0o644))
+			require.NoError(t, os.Symlink("target", path))
+			return readFile(t, target), nil
+		}},
+		{name: "a symbolic link to no file", mode: os.ModeSymlink, make: func(t *testing.T, path string) (func() string, func() string) {
+			target := filepath.Join(filepath.Dir(path), "target")
+			require.NoError(t, os.Symlink("target", path))
+			return readFile(t, target), nil
+		}},
+		{name: "a regular file", mode: 0, make: func(t *testing.T, path string) (func() string, func() string) {
+			require.NoError(t, os.WriteFile(path, []byte("old\n"), 0o644))
+			old := filepath.Join(filepath.Dir(path), "old")
+			require.NoError(t, os.Link(path, old))
+			return readFile(t, path), func() string { return readFile(t, old)() }
+		}},
+		{name: "no file", mode: 0, make: func(t *testing.T, path string) (func() string, func() string) {
+			return readFile(t, path), nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "out")
+			written, old := tc.make(t, path)
+			require.NoError(t, WriteNamed(path, 0o666, write))
+			require.Equal(t, data, written())
+			if old != nil {
+				require.Equal(t, "old\n", old(), "replaced, not written into")
+			}
+			st, err := os.Lstat(path)
+			require.NoError(t, err)
+			require.Equal(t, tc.mode, st.Mode().Type(), "its type kept")
+		})
+	}
+}
+
+// readFile returns what reads the file at path.
+func readFile(t *testing.T, path string) func() string {
+	return func() string {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		return string(b)
+	}
+}

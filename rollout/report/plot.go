@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -37,16 +38,30 @@ func PlotFormat(format string) bool {
 }
 
 // CheckPlotPath reports whether path names a file a plot can be written
-// as: its extension, in any case, chooses the format (PlotFormat).
+// as: its extension, in any case, chooses the format (PlotFormat). A
+// path without a plot's extension that is there and is neither a
+// regular file nor a directory, through symbolic links (/dev/stdout,
+// /dev/null, a FIFO), takes a PNG, the format of spiral's plots by
+// default: its name chooses none.
 func CheckPlotPath(path string) error {
-	if PlotFormat(strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")) {
+	if PlotFormat(plotExt(path)) {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
 		return nil
 	}
 	return fmt.Errorf("%s: want a .png, .svg or .pdf file (the extension chooses the format)", path)
 }
 
+// plotExt is path's extension in lower case without its dot: "png".
+func plotExt(path string) string {
+	return strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
+}
+
 // writeFigure draws a figure of size (in pixels at DPI) with drawFigure on
-// a canvas of path's format (CheckPlotPath) and writes it atomically.
+// a canvas of path's format (CheckPlotPath; a PNG where its extension
+// names none) and writes it atomically, or where size.Named into a pipe,
+// a device or a symbolic link there (atomicfile.WriteNamed).
 func writeFigure(path string, size PlotSize, drawFigure func(draw.Canvas)) error {
 	if err := CheckPlotPath(path); err != nil {
 		return fmt.Errorf("report: %w", err)
@@ -54,16 +69,20 @@ func writeFigure(path string, size PlotSize, drawFigure func(draw.Canvas)) error
 	w := vg.Length(size.Width) * vg.Inch / DPI
 	h := vg.Length(size.Height) * vg.Inch / DPI
 	var c vg.CanvasWriterTo
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".svg":
+	switch plotExt(path) {
+	case "svg":
 		c = vgsvg.New(w, h)
-	case ".pdf":
+	case "pdf":
 		c = vgpdf.New(w, h)
 	default:
 		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(DPI))}
 	}
 	drawFigure(draw.New(c))
-	if err := atomicfile.Write(path, 0o666, func(wr io.Writer) error {
+	write := atomicfile.Write
+	if size.Named {
+		write = atomicfile.WriteNamed
+	}
+	if err := write(path, 0o666, func(wr io.Writer) error {
 		_, err := c.WriteTo(wr)
 		return err
 	}); err != nil {
@@ -82,6 +101,11 @@ const (
 // fields take the defaults.
 type PlotSize struct {
 	Width, Height int
+	// Named marks the plot's path as a file the user named (spiral plot
+	// --out), written into where it is a pipe, a device or a symbolic
+	// link (atomicfile.WriteNamed); a plot of spiral's own (a run's
+	// training.png) replaces whatever is there.
+	Named bool
 }
 
 func (s PlotSize) withDefaults() PlotSize {
