@@ -601,22 +601,22 @@ func traceLength(shortTask bool, context int) int {
 // directory or its checkpoints/ for its newest intact one, with a warning to warn
 // for each newer one skipped), whose source must be this model; a LoRA
 // checkpoint opens the graphs with its adapters. Artifacts go to
-// artifactsDir, or under the cache when it is "". It returns the policy,
-// the checkpoint loaded ("" without ckpt) and its run settings. It stops
-// when ctx is done.
-func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir string, warn io.Writer) (*model.Policy, string, rl.RunSettings, error) {
+// artifactsDir, or under the cache when it is "". It returns the policy
+// and the checkpoint loaded (its zero value without ckpt). It stops when
+// ctx is done.
+func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir string, warn io.Writer) (*model.Policy, loadedCheckpoint, error) {
 	if ckpt == "" {
 		pol, err := s.openPolicy(ctx, lmgraph.LoRA{}, artifactsDir)
-		return pol, "", rl.RunSettings{}, err
+		return pol, loadedCheckpoint{}, err
 	}
 	// A checkpoint skipped as damaged leaves the weights partly loaded;
 	// the next one overwrites them all (Load checks that it holds every
 	// tensor), so the graphs are reopened only for other LoRA settings.
 	var pol *model.Policy
 	var opened lmgraph.LoRA
-	var settings rl.RunSettings // the loaded checkpoint's
+	var loaded loadedCheckpoint
 	path, err := loadCheckpoint(ckpt, s.onnx, warn, func(path string, st rl.RunSettings) error {
-		settings = st
+		loaded.settings = st
 		lora := settingsLoRA(st)
 		if pol != nil && lora.String() != opened.String() {
 			err := pol.Close()
@@ -632,16 +632,25 @@ func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir
 			}
 			pol, opened = p, lora
 		}
-		_, err := checkpoint.Load(ctx, path, pol.Weights, nil)
+		state, err := checkpoint.Load(ctx, path, pol.Weights, nil)
+		loaded.weights = state.WeightsDigest()
 		return err
 	})
 	if err != nil {
 		if pol != nil {
 			err = errors.Join(err, pol.Close())
 		}
-		return nil, "", rl.RunSettings{}, err
+		return nil, loadedCheckpoint{}, err
 	}
-	return pol, path, settings, nil
+	loaded.path = path
+	return pol, loaded, nil
+}
+
+// loadedCheckpoint is the checkpoint openSamplingPolicy loaded.
+type loadedCheckpoint struct {
+	path     string         // "" for none
+	settings rl.RunSettings // its run's
+	weights  string         // checkpoint.State.WeightsDigest
 }
 
 // openPolicy opens the model with the graphs of lora (none when

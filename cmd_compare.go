@@ -380,12 +380,17 @@ func (c *comparison) read(path string) error {
 // checkSeeds refuses a label's reports (seeds, averaged point by point)
 // that measured other points than its first: other k, RSA steps or
 // budgets, or that were evaluated with other settings (evalSettings),
-// naming both files; and a --run label's runs that logged other
-// training steps than its first, or held out evaluations at other steps
-// (of those that logged any), or whose newest checkpoints record other
-// training settings than the seed (rl.SeedSettingsDiff; of those that
-// kept one), naming both directories.
+// naming both files; reports of a label eval gave by default that
+// evaluated other checkpoints (otherCheckpoints); and a --run label's
+// runs that logged other training steps than its first, or held out
+// evaluations at other steps (of those that logged any), or whose newest
+// checkpoints record other training settings than the seed
+// (rl.SeedSettingsDiff; of those that kept one), naming both
+// directories.
 func (c *comparison) checkSeeds() error {
+	if err := c.otherCheckpoints(); err != nil {
+		return err
+	}
 	for _, g := range report.Group(c.runs, func(r labelledRun) string { return r.label }) {
 		var held, set *labelledRun
 		for i, r := range g {
@@ -430,6 +435,35 @@ func (c *comparison) checkSeeds() error {
 			if d := settingDifferences(f.settings, s.settings, "and"); d != "" {
 				return fmt.Errorf("%s and %s, seeds of label %s (averaged point by point), were evaluated with other settings: %s: evaluate a label's seeds alike, or give them other --label",
 					f.path, s.path, s.label, d)
+			}
+		}
+	}
+	return nil
+}
+
+// otherCheckpoints refuses reports of one label that eval gave them by
+// default (meta.label unset: the model, with its checkpoint's run
+// directory and name) and that record other checkpoint weights
+// (meta.checkpoint_digest), in any mode, naming both files: checkpoints
+// of two runs in directories of one name (the default --out runs/spiral
+// in two working directories), which compare would take for one model,
+// its reports of a mode averaged as seeds. A label given on purpose groups what it names; reports
+// written before the weights were recorded are not checked.
+func (c *comparison) otherCheckpoints() error {
+	first := map[string]reportSource{}
+	for _, m := range []report.Mode{report.ModePassAtK, report.ModeRSA, report.ModeSequential} {
+		for _, s := range c.sources[m] {
+			if s.meta.Label != "" || s.meta.CheckpointDigest == "" {
+				continue
+			}
+			f, ok := first[s.label]
+			if !ok {
+				first[s.label] = s
+				continue
+			}
+			if f.meta.CheckpointDigest != s.meta.CheckpointDigest {
+				return fmt.Errorf("%s and %s share the label %s, eval's default (the model with its checkpoint's run directory and name), but evaluated different checkpoints (weights %s and %s; of runs in directories of one name?), which compare would take for one model, its reports of a mode averaged as seeds: give their evaluations --label, one each to compare them, or one for both to average them as seeds (or set meta.label in the reports)",
+					f.path, s.path, s.label, f.meta.CheckpointDigest, s.meta.CheckpointDigest)
 			}
 		}
 	}
@@ -553,14 +587,17 @@ func (c *comparison) candidateCapDifferences() string {
 }
 
 // repeatedSeeds lists, one indented line each, the pairs of reports of
-// one label and mode that record one model, one seed, the same problems
-// and the same settings (evalSettings and all of meta's extra, each
-// alike, some recorded): one evaluation run twice (into two --out
+// one label and mode that record one model (and the same checkpoint
+// weights, where both record them: checkpoints of two runs in
+// directories of one name share a model's name), one seed, the same
+// problems and the same settings (evalSettings and all of meta's extra,
+// each alike, some recorded): one evaluation run twice (into two --out
 // folders, say), which averaged as two seeds counts twice in the label's
 // mean, range and bootstrap. "" when none.
 func (c *comparison) repeatedSeeds() string {
 	same := func(a, b reportSource) bool {
-		if a.label != b.label || a.meta.Model != b.meta.Model || a.meta.Seed != b.meta.Seed || len(a.settings) != len(b.settings) ||
+		otherWeights := a.meta.CheckpointDigest != "" && b.meta.CheckpointDigest != "" && a.meta.CheckpointDigest != b.meta.CheckpointDigest
+		if a.label != b.label || a.meta.Model != b.meta.Model || otherWeights || a.meta.Seed != b.meta.Seed || len(a.settings) != len(b.settings) ||
 			!maps.Equal(a.meta.Extra, b.meta.Extra) || a.problems.Difference(b.problems) != "" || b.problems.Difference(a.problems) != "" {
 			return false
 		}

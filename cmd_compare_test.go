@@ -1310,3 +1310,79 @@ func TestCompareRunSeedsTrainedOtherwise(t *testing.T) {
 		require.Empty(t, stdout.String(), tc.name)
 	}
 }
+
+// TestCompareDefaultLabelsOfOtherCheckpoints: the checkpoints of two runs
+// in directories of one name (the default --out runs/spiral in two
+// working directories) get one default label, the model with the
+// checkpoint's run directory and name, and compare averaged their
+// reports as seeds of one model without a word (with one eval seed it
+// even warned that one evaluation was run twice). Reports record the
+// checkpoint's weights (state.json's CRC-32C and size of them) now, and
+// compare refuses reports of a label eval gave by default that record
+// other weights, naming both files and suggesting --label; copies of
+// one checkpoint are one model still (and one seed evaluated twice is
+// warned of as before), and labels given on purpose group whatever they
+// group, without the warning of one evaluation run twice.
+func TestCompareDefaultLabelsOfOtherCheckpoints(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runA, runB, runC := filepath.Join(dir, "a", "run"), filepath.Join(dir, "b", "run"), filepath.Join(dir, "c", "run")
+	trainTinyLoRA(t, runA)
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"train", "--out", runB, "--seed", "2", "--lora-rank", "2", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.NoError(t, os.CopyFS(runC, os.DirFS(runA))) // a copy of run a's checkpoints
+	eval := func(from, name string) (string, report.PassAtK) {
+		out := filepath.Join(dir, "eval-"+name)
+		var stderr bytes.Buffer
+		require.Zero(t, run(context.Background(), []string{"eval", "--checkpoint", from, "--mode", "passk", "--limit", "1", "--samples", "2", "--max-new-tokens", "4", "--quiet", "--threads", "1", "--out", out},
+			&cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+		path := filepath.Join(out, "passk.json")
+		var rep report.PassAtK
+		require.NoError(t, report.ReadJSON(path, &rep))
+		return path, rep
+	}
+	a, repA := eval(runA, "a")
+	b, repB := eval(runB, "b")
+	c, repC := eval(runC, "c")
+	const label = "embedded@run/ckpt-000001"
+	for _, r := range []report.PassAtK{repA, repB, repC} {
+		require.Equal(t, label, r.Meta.Name(), "one default label")
+		require.NotEmpty(t, r.Meta.CheckpointDigest, "the checkpoint's weights recorded")
+	}
+	require.NotEqual(t, repA.Meta.CheckpointDigest, repB.Meta.CheckpointDigest, "two runs' weights")
+	require.Equal(t, repA.Meta.CheckpointDigest, repC.Meta.CheckpointDigest, "a copy's weights")
+	// labelled writes a copy of the report at path with the label given.
+	labelled := func(path, name string) string {
+		var rep report.PassAtK
+		require.NoError(t, report.ReadJSON(path, &rep))
+		rep.Meta.Label = "t"
+		p := filepath.Join(dir, name+".json")
+		require.NoError(t, report.WriteJSON(p, rep))
+		return p
+	}
+	const twice = "spiral: warning: reports of one label that record one model, seed and settings, averaged as two seeds"
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		code       int
+		want, warn string // want: stderr's error line; warn: a line stderr starts with
+	}{
+		{name: "two runs' checkpoints", args: []string{a, b}, code: exitFailure,
+			want: "spiral compare: " + a + " and " + b + " share the label " + label + ", eval's default (the model with its checkpoint's run directory and name), but evaluated different checkpoints (weights " + repA.Meta.CheckpointDigest + " and " + repB.Meta.CheckpointDigest + "; of runs in directories of one name?), which compare would take for one model, its reports of a mode averaged as seeds: give their evaluations --label, one each to compare them, or one for both to average them as seeds (or set meta.label in the reports)\n"},
+		{name: "a copy of one checkpoint", args: []string{a, c}, warn: twice},
+		{name: "labels given", args: []string{labelled(a, "la"), labelled(b, "lb")}},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"compare"}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, tc.code, code, tc.name+": "+stderr.String())
+		switch {
+		case tc.want != "":
+			require.Equal(t, tc.want, stderr.String(), tc.name)
+		case tc.warn != "":
+			require.True(t, strings.HasPrefix(stderr.String(), tc.warn), "%s: %s", tc.name, stderr.String())
+		default:
+			require.Empty(t, stderr.String(), tc.name)
+		}
+	}
+}

@@ -120,16 +120,15 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		return fmt.Errorf("no problems to evaluate: %s of %s %s for the model (listed above)", which, dsName, tooLong(before))
 	}
 	var pol *model.Policy
-	var ckpt string // the checkpoint loaded
+	var ckpt loadedCheckpoint
 	if f.engine.engine == "local" {
-		var trained rl.RunSettings
-		if pol, ckpt, trained, err = openSamplingPolicy(ctx, sess, f.ckpt, filepath.Join(f.out, rl.ArtifactsDir), env.stderr); err != nil {
+		if pol, ckpt, err = openSamplingPolicy(ctx, sess, f.ckpt, filepath.Join(f.out, rl.ArtifactsDir), env.stderr); err != nil {
 			return err
 		}
 		defer pol.Close()
-		if ckpt != "" {
-			warnOtherTemplates(env.stderr, ckpt, trained, given, f.tmpl, f.mode)
-			warnTrainingData(env.stderr, ckpt, trained, f.data)
+		if ckpt.path != "" {
+			warnOtherTemplates(env.stderr, ckpt.path, ckpt.settings, given, f.tmpl, f.mode)
+			warnTrainingData(env.stderr, ckpt.path, ckpt.settings, f.data)
 		}
 	}
 	gen, err := sess.generator(f.engine, pol, samplerCfg, env.stderr)
@@ -143,10 +142,10 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	if f.engine.engine == "openai" {
 		name = f.engine.model + "@" + f.engine.baseURL
 	}
-	if ckpt != "" {
-		name += "@" + rl.CheckpointName(ckpt)
+	if ckpt.path != "" {
+		name += "@" + rl.CheckpointName(ckpt.path)
 	}
-	meta := report.Meta{Model: name, Label: f.label, Dataset: dsName, Problems: len(problems), Seed: f.seed, Timestamp: time.Now().UTC(),
+	meta := report.Meta{Model: name, Label: f.label, CheckpointDigest: ckpt.weights, Dataset: dsName, Problems: len(problems), Seed: f.seed, Timestamp: time.Now().UTC(),
 		Extra:      reportExtra(samplerCfg, f.reward.rule, tmpl, tf, skipped),
 		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
 	base := filepath.Join(f.out, f.mode)

@@ -104,7 +104,7 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 	}
 	var pol *model.Policy
 	if f.engine.engine == "local" {
-		if pol, _, _, err = openSamplingPolicy(ctx, sess, f.ckpt, "", env.stderr); err != nil {
+		if pol, _, err = openSamplingPolicy(ctx, sess, f.ckpt, "", env.stderr); err != nil {
 			return err
 		}
 		defer pol.Close()

@@ -678,8 +678,13 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	// The weights evaluated are the last step's, named as eval names a
 	// checkpoint it reads (RUN/ckpt-N), not the model the run started
 	// from.
-	model := p.Model + "@" + CheckpointName(filepath.Join(cfg.Dir, CheckpointsDir, checkpoint.DirName(int64(tr.Step()))))
-	meta := report.Meta{Model: model, Label: tr.Config().Algo, Dataset: p.HeldName,
+	ckpt := filepath.Join(cfg.Dir, CheckpointsDir, checkpoint.DirName(int64(tr.Step())))
+	model := p.Model + "@" + CheckpointName(ckpt)
+	// Its weights' fingerprint, as eval records it of a checkpoint
+	// (none where the checkpoint cannot be read: the report does not
+	// need it).
+	st, _ := checkpoint.ReadState(ckpt)
+	meta := report.Meta{Model: model, Label: tr.Config().Algo, CheckpointDigest: st.WeightsDigest(), Dataset: p.HeldName,
 		Problems: len(p.Held), Seed: seed, Timestamp: time.Now().UTC(), Extra: p.ReportExtra,
 		ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: p.Settings.HeldOut.Digest}
 	rsaPath := filepath.Join(cfg.Dir, FinalRSAFile)

@@ -2502,3 +2502,21 @@ func TestCheckRunSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestFinalRSARecordsTheCheckpoint: rsa.json records the weights of the
+// checkpoint it evaluated (state.json's fingerprint of them), as eval's
+// report of a checkpoint does, so that compare tells the final
+// evaluations of two runs in directories of one name apart: their
+// models, named by that name and the step's checkpoint, are alike.
+func TestFinalRSARecordsTheCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 2)
+	h.cfg.EvalEvery, h.cfg.FinalRSA = 0, rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 1}
+	require.NoError(t, h.run(context.Background()))
+	var rep report.RSA
+	require.NoError(t, report.ReadJSON(filepath.Join(dir, FinalRSAFile), &rep))
+	st, err := checkpoint.ReadState(filepath.Join(dir, CheckpointsDir, checkpoint.DirName(2)))
+	require.NoError(t, err)
+	require.NotEmpty(t, st.WeightsDigest())
+	require.Equal(t, st.WeightsDigest(), rep.Meta.CheckpointDigest)
+}

@@ -71,6 +71,18 @@ type State struct {
 	Files map[string]FileInfo `json:"files"`
 }
 
+// WeightsDigest fingerprints the checkpoint's weights by what st records
+// of ModelFile, "crc32c:CRC:SIZE" (hexadecimal CRC-32C, size in bytes):
+// alike for copies of one checkpoint, other for another run's (but for a
+// CRC-32C collision); "" where st records no ModelFile.
+func (st State) WeightsDigest() string {
+	f, ok := st.Files[ModelFile]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("crc32c:%08x:%d", f.CRC32C, f.Size)
+}
+
 // FileInfo is the size in bytes and CRC-32C (Castagnoli) of one file.
 type FileInfo struct {
 	Size   int64  `json:"size"`

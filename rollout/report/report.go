@@ -54,6 +54,14 @@ type Meta struct {
 	// file without an id field) are the same for another file at the same
 	// path, the texts are not. Absent from reports written before it.
 	ProblemsDigest string `json:"problems_digest,omitempty"`
+	// CheckpointDigest fingerprints the weights of the checkpoint
+	// evaluated (checkpoint.State.WeightsDigest): Model names it by its
+	// run directory's name and its own, which another run's checkpoint
+	// in a directory of the same name shares, a copy of it too. What
+	// compare checks to refuse reports of one default label (Label "")
+	// that evaluated other checkpoints. Absent for a model evaluated
+	// without a checkpoint, and from reports written before it.
+	CheckpointDigest string `json:"checkpoint_digest,omitempty"`
 }
 
 // Name is the report's name in legends and tables: Label, else Model.
