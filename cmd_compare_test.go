@@ -1385,4 +1385,11 @@ func TestCompareDefaultLabelsOfOtherCheckpoints(t *testing.T) {
 			require.Empty(t, stderr.String(), tc.name)
 		}
 	}
+	// Run b's checkpoint evaluated into the --out of run a's: the note
+	// on the report replaced tells their weights apart, the names alike.
+	out := filepath.Join(dir, "eval-a")
+	stderr.Reset()
+	require.Zero(t, run(context.Background(), []string{"eval", "--checkpoint", runB, "--mode", "passk", "--limit", "1", "--samples", "2", "--max-new-tokens", "4", "--quiet", "--threads", "1", "--out", out},
+		&cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.Contains(t, stderr.String(), "spiral: note: "+a+", the passk report of "+label+" (weights "+repA.Meta.CheckpointDigest+"), will be replaced by this evaluation's, of "+label+" (weights "+repB.Meta.CheckpointDigest+")\n")
 }

@@ -321,11 +321,12 @@ func reportModelName(path string) string {
 
 // noteReplacedReport notes on w that the report at path, of the given
 // mode, which the evaluation described by meta replaces, is another
-// model's, checkpoint's or label's (its meta's model or name differs),
-// or no report that names its model. The report is replaced all the same
-// (make study and users re-evaluate into the same --out), but not
-// silently; one of the same model and name is a re-evaluation, not
-// noted.
+// model's, checkpoint's or label's (its meta's model or name differs, or
+// the checkpoint weights both record: another run's checkpoint of the
+// same name), or no report that names its model. The report is replaced
+// all the same (make study and users re-evaluate into the same --out),
+// but not silently; one of the same model, weights and name is a
+// re-evaluation, not noted.
 func noteReplacedReport(w io.Writer, path, mode string, meta report.Meta) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -342,10 +343,18 @@ func noteReplacedReport(w io.Writer, path, mode string, meta report.Meta) {
 		fmt.Fprintf(w, "spiral: note: %s, which this evaluation will replace, is no report that names its model%s\n", path, why)
 		return
 	}
-	if old.Meta.Model == meta.Model && old.Meta.Name() == meta.Name() {
+	// A checkpoint of another run in a directory of the same name has
+	// the same name: its weights tell it apart, where both record them.
+	otherWeights := old.Meta.CheckpointDigest != "" && meta.CheckpointDigest != "" && old.Meta.CheckpointDigest != meta.CheckpointDigest
+	if old.Meta.Model == meta.Model && old.Meta.Name() == meta.Name() && !otherWeights {
 		return
 	}
-	fmt.Fprintf(w, "spiral: note: %s, the %s report of %s, will be replaced by this evaluation's, of %s\n", path, mode, evaluated(old.Meta), evaluated(meta))
+	was, is := evaluated(old.Meta), evaluated(meta)
+	if was == is {
+		was += " (weights " + old.Meta.CheckpointDigest + ")"
+		is += " (weights " + meta.CheckpointDigest + ")"
+	}
+	fmt.Fprintf(w, "spiral: note: %s, the %s report of %s, will be replaced by this evaluation's, of %s\n", path, mode, was, is)
 }
 
 // evaluated names the model a report's meta evaluated: its model (with
