@@ -381,14 +381,14 @@ func (c *comparison) read(path string) error {
 // that measured other points than its first: other k, RSA steps or
 // budgets, or that were evaluated with other settings (evalSettings),
 // naming both files; reports of a label eval gave by default that
-// evaluated other checkpoints (otherCheckpoints); and a --run label's
+// evaluated other checkpoints or models (otherModels); and a --run label's
 // runs that logged other training steps than its first, or held out
 // evaluations at other steps (of those that logged any), or whose newest
 // checkpoints record other training settings than the seed
 // (rl.SeedSettingsDiff; of those that kept one), naming both
 // directories.
 func (c *comparison) checkSeeds() error {
-	if err := c.otherCheckpoints(); err != nil {
+	if err := c.otherModels(); err != nil {
 		return err
 	}
 	for _, g := range report.Group(c.runs, func(r labelledRun) string { return r.label }) {
@@ -441,30 +441,35 @@ func (c *comparison) checkSeeds() error {
 	return nil
 }
 
-// otherCheckpoints refuses reports of one label that eval gave them by
-// default (meta.label unset: the model, with its checkpoint's run
-// directory and name) and that record other checkpoint weights
-// (meta.checkpoint_digest), in any mode, naming both files: checkpoints
-// of two runs in directories of one name (the default --out runs/spiral
-// in two working directories), which compare would take for one model,
-// its reports of a mode averaged as seeds. A label given on purpose groups what it names; reports
-// written before the weights were recorded are not checked.
-func (c *comparison) otherCheckpoints() error {
-	first := map[string]reportSource{}
+// otherModels refuses reports of one label that eval gave them by
+// default (meta.label unset: the model as given, with its checkpoint's
+// run directory and name) and that record other checkpoint weights
+// (meta.checkpoint_digest) or other models (meta.model_digest), in any
+// mode, naming both files: checkpoints of two runs in directories of one
+// name (the default --out runs/spiral in two working directories), or
+// two models so (sft's runs/sft), which compare would take for one
+// model, its reports of a mode averaged as seeds. A label given on
+// purpose groups what it names; reports written before these were
+// recorded are not checked.
+func (c *comparison) otherModels() error {
+	const fix = "which compare would take for one model, its reports of a mode averaged as seeds: give their evaluations --label, one each to compare them, or one for both to average them as seeds (or set meta.label in the reports)"
+	seen := map[string][]reportSource{}
 	for _, m := range []report.Mode{report.ModePassAtK, report.ModeRSA, report.ModeSequential} {
 		for _, s := range c.sources[m] {
-			if s.meta.Label != "" || s.meta.CheckpointDigest == "" {
+			if s.meta.Label != "" {
 				continue
 			}
-			f, ok := first[s.label]
-			if !ok {
-				first[s.label] = s
-				continue
+			for _, f := range seen[s.label] {
+				if d, e := f.meta.CheckpointDigest, s.meta.CheckpointDigest; d != "" && e != "" && d != e {
+					return fmt.Errorf("%s and %s share the label %s, eval's default (the model with its checkpoint's run directory and name), but evaluated different checkpoints (weights %s and %s; of runs in directories of one name?), %s",
+						f.path, s.path, s.label, d, e, fix)
+				}
+				if d, e := f.meta.ModelDigest, s.meta.ModelDigest; d != "" && e != "" && d != e {
+					return fmt.Errorf("%s and %s share the label %s, eval's default (the model as given), but evaluated different models (ids %.12s and %.12s; models in directories of one name?), %s",
+						f.path, s.path, s.label, d, e, fix)
+				}
 			}
-			if f.meta.CheckpointDigest != s.meta.CheckpointDigest {
-				return fmt.Errorf("%s and %s share the label %s, eval's default (the model with its checkpoint's run directory and name), but evaluated different checkpoints (weights %s and %s; of runs in directories of one name?), which compare would take for one model, its reports of a mode averaged as seeds: give their evaluations --label, one each to compare them, or one for both to average them as seeds (or set meta.label in the reports)",
-					f.path, s.path, s.label, f.meta.CheckpointDigest, s.meta.CheckpointDigest)
-			}
+			seen[s.label] = append(seen[s.label], s)
 		}
 	}
 	return nil
@@ -588,15 +593,16 @@ func (c *comparison) candidateCapDifferences() string {
 
 // repeatedSeeds lists, one indented line each, the pairs of reports of
 // one label and mode that record one model (and the same checkpoint
-// weights, where both record them: checkpoints of two runs in
-// directories of one name share a model's name), one seed, the same
-// problems and the same settings (evalSettings and all of meta's extra,
-// each alike, some recorded): one evaluation run twice (into two --out
-// folders, say), which averaged as two seeds counts twice in the label's
-// mean, range and bootstrap. "" when none.
+// weights and model id, where both record them: checkpoints of two runs
+// in directories of one name share a model's name, as models do), one
+// seed, the same problems and the same settings (evalSettings and all of
+// meta's extra, each alike, some recorded): one evaluation run twice
+// (into two --out folders, say), which averaged as two seeds counts
+// twice in the label's mean, range and bootstrap. "" when none.
 func (c *comparison) repeatedSeeds() string {
 	same := func(a, b reportSource) bool {
-		otherWeights := a.meta.CheckpointDigest != "" && b.meta.CheckpointDigest != "" && a.meta.CheckpointDigest != b.meta.CheckpointDigest
+		otherWeights := a.meta.CheckpointDigest != "" && b.meta.CheckpointDigest != "" && a.meta.CheckpointDigest != b.meta.CheckpointDigest ||
+			a.meta.ModelDigest != "" && b.meta.ModelDigest != "" && a.meta.ModelDigest != b.meta.ModelDigest
 		if a.label != b.label || a.meta.Model != b.meta.Model || otherWeights || a.meta.Seed != b.meta.Seed || len(a.settings) != len(b.settings) ||
 			!maps.Equal(a.meta.Extra, b.meta.Extra) || a.problems.Difference(b.problems) != "" || b.problems.Difference(a.problems) != "" {
 			return false

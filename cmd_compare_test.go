@@ -1393,3 +1393,57 @@ func TestCompareDefaultLabelsOfOtherCheckpoints(t *testing.T) {
 		&cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
 	require.Contains(t, stderr.String(), "spiral: note: "+a+", the passk report of "+label+" (weights "+repA.Meta.CheckpointDigest+"), will be replaced by this evaluation's, of "+label+" (weights "+repB.Meta.CheckpointDigest+")\n")
 }
+
+// TestCompareDefaultLabelsOfOtherModels: two models in directories of
+// one name (sft's default --out runs/sft in two working directories),
+// each evaluated as --model runs/sft from its own, get one default label,
+// the path as given, and compare averaged their reports as seeds of one
+// model, warning that one evaluation had been run twice. Reports record
+// the model's content id now (the id checkpoints record of the model
+// they were trained from), and compare refuses reports of a label eval
+// gave by default that record other ids; a copy of one model is one
+// model still.
+func TestCompareDefaultLabelsOfOtherModels(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	eval := func(name, seed string) (string, report.PassAtK) {
+		wd := filepath.Join(dir, name)
+		if seed != "" {
+			var stderr bytes.Buffer
+			require.Zero(t, run(context.Background(), []string{"init-model", "--out", filepath.Join(wd, "runs", "m"), "--seed", seed}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+		} else {
+			require.NoError(t, os.CopyFS(filepath.Join(wd, "runs", "m"), os.DirFS(filepath.Join(dir, "a", "runs", "m"))))
+		}
+		t.Chdir(wd)
+		out := filepath.Join(wd, "eval")
+		var stderr bytes.Buffer
+		require.Zero(t, run(context.Background(), []string{"eval", "--model", "runs/m", "--mode", "passk", "--limit", "1", "--samples", "2", "--max-new-tokens", "4", "--quiet", "--threads", "1", "--out", out},
+			&cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+		path := filepath.Join(out, "passk.json")
+		var rep report.PassAtK
+		require.NoError(t, report.ReadJSON(path, &rep))
+		return path, rep
+	}
+	a, repA := eval("a", "1")
+	b, repB := eval("b", "2")
+	c, repC := eval("c", "") // a copy of a's model
+	const label = "runs/m/model.onnx"
+	for _, r := range []report.PassAtK{repA, repB, repC} {
+		require.Equal(t, label, r.Meta.Name(), "one default label")
+		require.NotEmpty(t, r.Meta.ModelDigest, "the model's id recorded")
+	}
+	require.NotEqual(t, repA.Meta.ModelDigest, repB.Meta.ModelDigest, "two models' ids")
+	require.Equal(t, repA.Meta.ModelDigest, repC.Meta.ModelDigest, "a copy's id")
+	var stderr bytes.Buffer
+	require.Equal(t, exitFailure, run(context.Background(), []string{"compare", a, b}, &cliEnv{stdout: io.Discard, stderr: &stderr}))
+	require.Equal(t, "spiral compare: "+a+" and "+b+" share the label "+label+", eval's default (the model as given), but evaluated different models (ids "+repA.Meta.ModelDigest[:12]+" and "+repB.Meta.ModelDigest[:12]+"; models in directories of one name?), which compare would take for one model, its reports of a mode averaged as seeds: give their evaluations --label, one each to compare them, or one for both to average them as seeds (or set meta.label in the reports)\n", stderr.String())
+	stderr.Reset()
+	require.Zero(t, run(context.Background(), []string{"compare", a, c}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	// Model b evaluated into model a's --out: the note on the report
+	// replaced tells their ids apart, the names alike.
+	t.Chdir(filepath.Join(dir, "b"))
+	stderr.Reset()
+	require.Zero(t, run(context.Background(), []string{"eval", "--model", "runs/m", "--mode", "passk", "--limit", "1", "--samples", "2", "--max-new-tokens", "4", "--quiet", "--threads", "1", "--out", filepath.Dir(a)},
+		&cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.Contains(t, stderr.String(), "spiral: note: "+a+", the passk report of "+label+" (id "+repA.Meta.ModelDigest[:12]+"), will be replaced by this evaluation's, of "+label+" (id "+repB.Meta.ModelDigest[:12]+")\n")
+}

@@ -131,6 +131,15 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 			warnTrainingData(env.stderr, ckpt.path, ckpt.settings, f.data)
 		}
 	}
+	// The model's content id, which tells it from a model in a directory
+	// of the same name elsewhere (the name reports give it); a
+	// checkpoint's weights tell its evaluation apart.
+	var modelID string
+	if f.engine.engine == "local" && ckpt.path == "" && !sess.embedded {
+		if modelID, err = model.SourceID(sess.onnx); err != nil {
+			return err
+		}
+	}
 	gen, err := sess.generator(f.engine, pol, samplerCfg, env.stderr)
 	if err != nil {
 		return err
@@ -145,7 +154,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	if ckpt.path != "" {
 		name += "@" + rl.CheckpointName(ckpt.path)
 	}
-	meta := report.Meta{Model: name, Label: f.label, CheckpointDigest: ckpt.weights, Dataset: dsName, Problems: len(problems), Seed: f.seed, Timestamp: time.Now().UTC(),
+	meta := report.Meta{Model: name, Label: f.label, CheckpointDigest: ckpt.weights, ModelDigest: modelID, Dataset: dsName, Problems: len(problems), Seed: f.seed, Timestamp: time.Now().UTC(),
 		Extra:      reportExtra(samplerCfg, f.reward.rule, tmpl, tf, skipped),
 		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
 	base := filepath.Join(f.out, f.mode)
@@ -322,11 +331,12 @@ func reportModelName(path string) string {
 // noteReplacedReport notes on w that the report at path, of the given
 // mode, which the evaluation described by meta replaces, is another
 // model's, checkpoint's or label's (its meta's model or name differs, or
-// the checkpoint weights both record: another run's checkpoint of the
-// same name), or no report that names its model. The report is replaced
-// all the same (make study and users re-evaluate into the same --out),
-// but not silently; one of the same model, weights and name is a
-// re-evaluation, not noted.
+// the checkpoint weights or model ids both record: another run's
+// checkpoint of the same name, another model of that name), or no
+// report that names its model. The report is replaced all the same
+// (make study and users re-evaluate into the same --out), but not
+// silently; one of the same model, weights and name is a re-evaluation,
+// not noted.
 func noteReplacedReport(w io.Writer, path, mode string, meta report.Meta) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -344,15 +354,22 @@ func noteReplacedReport(w io.Writer, path, mode string, meta report.Meta) {
 		return
 	}
 	// A checkpoint of another run in a directory of the same name has
-	// the same name: its weights tell it apart, where both record them.
+	// the same name, as another model there has: its weights or id tell
+	// it apart, where both record them.
 	otherWeights := old.Meta.CheckpointDigest != "" && meta.CheckpointDigest != "" && old.Meta.CheckpointDigest != meta.CheckpointDigest
-	if old.Meta.Model == meta.Model && old.Meta.Name() == meta.Name() && !otherWeights {
+	otherModel := old.Meta.ModelDigest != "" && meta.ModelDigest != "" && old.Meta.ModelDigest != meta.ModelDigest
+	if old.Meta.Model == meta.Model && old.Meta.Name() == meta.Name() && !otherWeights && !otherModel {
 		return
 	}
 	was, is := evaluated(old.Meta), evaluated(meta)
-	if was == is {
+	switch {
+	case was != is:
+	case otherWeights:
 		was += " (weights " + old.Meta.CheckpointDigest + ")"
 		is += " (weights " + meta.CheckpointDigest + ")"
+	default:
+		was += fmt.Sprintf(" (id %.12s)", old.Meta.ModelDigest)
+		is += fmt.Sprintf(" (id %.12s)", meta.ModelDigest)
 	}
 	fmt.Fprintf(w, "spiral: note: %s, the %s report of %s, will be replaced by this evaluation's, of %s\n", path, mode, was, is)
 }

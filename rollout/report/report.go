@@ -62,6 +62,15 @@ type Meta struct {
 	// that evaluated other checkpoints. Absent for a model evaluated
 	// without a checkpoint, and from reports written before it.
 	CheckpointDigest string `json:"checkpoint_digest,omitempty"`
+	// ModelDigest is the content id of the model file evaluated
+	// (model.SourceID, which checkpoints record of the model they were
+	// trained from): Model names it by its path as given, which a model
+	// in a directory of the same name elsewhere shares. What compare
+	// checks to refuse reports of one default label that evaluated other
+	// models. Absent for a checkpoint's evaluation (CheckpointDigest
+	// tells those apart), the embedded model and a serving engine's, and
+	// from reports written before it.
+	ModelDigest string `json:"model_digest,omitempty"`
 }
 
 // Name is the report's name in legends and tables: Label, else Model.
