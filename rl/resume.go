@@ -59,7 +59,11 @@ func resumeNewest(ctx context.Context, dir string, lora *lmgraph.LoRA, w *params
 			return "", checkpoint.State{}, why
 		}
 	}
-	if err != nil && !errors.Is(err, checkpoint.ErrNoCheckpoint) {
+	switch {
+	case checkpoint.Unreadable(err):
+		// Not damage: starting over is no remedy.
+		err = fmt.Errorf("resume: %w", err)
+	case err != nil && !errors.Is(err, checkpoint.ErrNoCheckpoint):
 		err = fmt.Errorf("resume: %w (use --fresh to start over)", err)
 	}
 	return path, st, err
@@ -123,7 +127,9 @@ func usableDataID(st checkpoint.State, now RunSettings, usable func(n int) (stri
 // run directory dir whose state reads intact (damaged ones are the
 // resume's to skip and warn of), at path with the state st; nil without
 // one. A newer checkpoint that stops the resume (a newer spiral's:
-// checkpoint.IsFinal) is refused as the resume refuses it.
+// checkpoint.IsFinal) is refused as the resume refuses it; one that the
+// system fails to read (checkpoint.Unreadable) is refused with that
+// error, which the resume would stop at too.
 func checkNewest(dir string, refuse func(path string, st checkpoint.State) error) error {
 	var refused error
 	_, _, err := checkpoint.Newest(filepath.Join(dir, CheckpointsDir), func(path string) error {
@@ -134,6 +140,9 @@ func checkNewest(dir string, refuse func(path string, st checkpoint.State) error
 		refused = refuse(path, st)
 		return nil
 	})
+	if checkpoint.Unreadable(err) {
+		return err
+	}
 	if checkpoint.IsFinal(err) {
 		return fmt.Errorf("resume: %w (use --fresh to start over)", err)
 	}

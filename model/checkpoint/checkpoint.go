@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/model/optim"
@@ -750,7 +751,10 @@ func Resume(ctx context.Context, dir string, w *params.Store, opt *optim.AdamW) 
 // and one error per newer checkpoint that it skipped (for the caller to
 // report; each names the file at fault when load's errors do, as Load's
 // and ReadState's do). load reads one checkpoint directory, typically
-// with Load. An error that says the checkpoint is intact but does not fit
+// with Load. Only an error that may be the checkpoint's damage is
+// skipped: one that the system gave reading it (Unreadable: EIO, EMFILE,
+// EACCES, ...) stops the search, with the checkpoint's path added. An
+// error that says the checkpoint is intact but does not fit
 // stops the search, since older checkpoints of the same run would not fit
 // either: a *params.MismatchError (Load's layout check) or an error marked
 // by Final (ReadState's of a newer spiral's checkpoint too), or a
@@ -790,10 +794,25 @@ search:
 			if savedDuring(dir, list[i].Path, before, berr, list[len(list)-1].Step) {
 				continue search
 			}
+			if Unreadable(err) {
+				return "", skipped, fmt.Errorf("%w (a failure to read %s, not damage: it is not passed over for an older checkpoint; rerun once it reads)", err, list[i].Path)
+			}
 			skipped = append(skipped, err)
 		}
 		return "", nil, fmt.Errorf("checkpoint: no checkpoint in %s loads: %w", dir, errors.Join(skipped...))
 	}
+}
+
+// Unreadable reports whether err, a load's, is the system's failure to
+// read a checkpoint rather than evidence against the checkpoint: an
+// error number (an I/O error, a permission refused, no file descriptor
+// or memory left) other than a missing file's or a directory's in a
+// file's place or a file's in a directory's. Newest stops at it: passed
+// over, the checkpoint's steps would be trained again from an older one,
+// and a Save with Options.Keep would remove it as damaged.
+func Unreadable(err error) bool {
+	var errno syscall.Errno
+	return errors.As(err, &errno) && !errors.Is(err, fs.ErrNotExist) && errno != syscall.EISDIR && errno != syscall.ENOTDIR
 }
 
 // savedDuring reports whether a Save into dir may have changed the

@@ -58,7 +58,8 @@
 // between a checkpoint's rename and the pointer's update leaves the
 // pointer one checkpoint behind. Resume loads the newest checkpoint (by
 // step) that passes Load, falling back to older ones, and reports why
-// each newer one was skipped; Newest does the same with any load function
+// each newer one was skipped (damage only: a checkpoint the system fails
+// to read, EIO or EACCES, stops the search; Unreadable); Newest does the same with any load function
 // (a store shaped by the checkpoint, graphs opened for its LoRA
 // settings), and Pick with a path a user gave (one checkpoint, or a run's
 // checkpoints/ directory). They may read while a run saves into DIR: a
