@@ -144,7 +144,8 @@ type RunSettings struct {
 	// on (nil: the zero value, a run whose --draw-rounds never changed).
 	DrawStreams *DrawStreams `json:"draw_streams,omitempty"`
 	// CandidateCap is what RL.Pipeline.CandidateTokens counts where the
-	// run caps its aggregation prompts' candidates
+	// run caps its aggregation prompts' candidates (its steps', or a GRPO
+	// run's final RSA's)
 	// (report.CandidateCapText: tokens of text; Run sets it): "" in
 	// checkpoints of older versions, whose cap counted a stopped
 	// candidate's closing <|im_end|> too, and where nothing is capped.
@@ -544,12 +545,14 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 }
 
 // recordedSettings are p.Settings as the run of cfg records them: with
-// what its candidate cap counts (CandidateCap) and the held-out problems
+// what its candidate cap counts (CandidateCap: where its steps' pipeline
+// or, GRPO's, its final RSA caps candidates) and the held-out problems
 // it evaluates (HeldOut, nil for none).
 func recordedSettings(cfg RunConfig, p RunParts) RunSettings {
 	s := p.Settings
 	s.CandidateCap = ""
-	if s.RL.Pipeline.CandidateTokens > 0 && !slices.Contains(ignoredFields(s.RL.Algo), "pipeline.") {
+	finalRSA := cfg.FinalRSA.Steps > 0 && len(p.Held) > 0
+	if s.RL.Pipeline.CandidateTokens > 0 && (readsPipeline(s.RL.Algo) || finalRSA) {
 		s.CandidateCap = report.CandidateCapText
 	}
 	s.HeldOut = nil
@@ -784,7 +787,7 @@ func resume(ctx context.Context, cfg RunConfig, p RunParts) (*HeldOut, error) {
 		fmt.Fprintf(p.Warn, "spiral: note: the prompt templates' files have CRLF line ends, which the run's steps up to %d kept in their prompts; they read as LF now\n", st.Step)
 	}
 	warnOtherHeldOut(p.Warn, prev.HeldOut, p.Settings.HeldOut, int(st.Step))
-	if prev.CandidateCap == "" && p.Settings.CandidateCap != "" && prev.RL.Pipeline.CandidateTokens > 0 {
+	if prev.CandidateCap == "" && p.Settings.CandidateCap != "" && prev.RL.Pipeline.CandidateTokens > 0 && readsPipeline(prev.RL.Algo) {
 		fmt.Fprintf(p.Warn, "spiral: note: the run's steps up to %d capped aggregation candidates at --candidate-tokens %d counting a stopped candidate's closing <|im_end|> too (a version from before the cap counted tokens of text alone); from here on such a candidate keeps one more token of its text\n",
 			st.Step, prev.RL.Pipeline.CandidateTokens)
 	}
@@ -960,7 +963,8 @@ func loraString(l *lmgraph.LoRA) string {
 // flags that set them ("rl.pipeline.n1 (--n1)", "schedule.peak_lr
 // (--lr)": withFlags), leaving out those b's
 // algorithm does not read (ignoredFields: GRPO's pipeline, the others'
-// group).
+// group), but GRPO's --candidate-tokens where a final RSA caps
+// candidates: b's (it records a CandidateCap), or a's where b caps none.
 func settingsDiff(a, b RunSettings) []string {
 	// 0 aggregation rounds are 1 (runs from before --agg-rounds recorded
 	// none).
@@ -980,6 +984,11 @@ func settingsDiff(a, b RunSettings) []string {
 			// A run that evaluated nothing, or saved before held_out was
 			// recorded, mixes no held-out problem sets.
 			return ""
+		}
+		if k == "rl.pipeline.candidate_tokens" && !readsPipeline(b.RL.Algo) && (b.CandidateCap != "" || fa[candidateCapKey] != "" && b.RL.Pipeline.CandidateTokens == 0) {
+			// GRPO's final RSA caps candidates: now's (b records what
+			// its cap counts), or the run's, now uncapped.
+			return withFlags(k)
 		}
 		if slices.ContainsFunc(ignoredFields(b.RL.Algo), func(f string) bool { return strings.HasPrefix(k, "rl."+f) }) {
 			return "" // a setting the algorithm does not read

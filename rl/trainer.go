@@ -151,6 +151,12 @@ func ignoredFields(algo string) []string {
 	return []string{"group"}
 }
 
+// readsPipeline reports whether algo's steps run the SPIRAL pipeline
+// (all but GRPO's, whose final RSA alone reads its --candidate-tokens).
+func readsPipeline(algo string) bool {
+	return !slices.Contains(ignoredFields(algo), "pipeline.")
+}
+
 // Learner computes gradients of the token-mean policy-gradient loss: the
 // trainer's view of the model's training session.
 type Learner interface {
