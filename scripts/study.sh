@@ -14,7 +14,9 @@
 # (scripts/selfcheck over the RSA traces: how far each model's own checks
 # can be trusted, what its first aggregation makes of its candidates, and
 # how its RSA populations keep a right answer step by step). Prints the
-# comparison and the wall time.
+# comparison and the wall time. A run evaluated at an earlier checkpoint
+# than its last (a damaged one that eval skips) is named in the report
+# (compare.txt, summary.md) and on stderr.
 #
 # An interrupted study continues where it stopped when run again with the
 # same OUT: finished trainings and evaluations are kept, an unfinished
@@ -272,6 +274,27 @@ for algo in $first base ${ALGOS#"$first"}; do
 	done
 done
 "$spiral" compare --out "$OUT/report" --max-k 64 "${runs[@]}" "${reports[@]}" | tee "$OUT/report/compare.txt"
+# eval --checkpoint takes a run's newest checkpoint that loads: a damaged
+# last one is skipped with a warning in the job's log (truncated by a
+# rerun, whose evaluations are kept), and the report names the one read
+# (meta.model, MODEL@RUN/ckpt-N). One of an earlier step than STEPS is
+# said in the report (compare.txt, summary.md) and on stderr.
+stale=()
+for algo in $ALGOS; do
+	for seed in $SEEDS; do
+		want=$algo-s$seed/$(printf 'ckpt-%06d' "$STEPS")
+		for mode in "${modes[@]}"; do
+			got=$(sed -n '/^ *"model": "/{s/^ *"model": "[^"]*@\([^"]*\)",$/\1/p;q;}' "$OUT/eval/$algo-$mode-$seed/$mode.json")
+			[[ $got == "$want" ]] && continue
+			stale+=("study: warning: $algo seed $seed was evaluated at ${got:-an unnamed checkpoint}, not $want, its last step: its newer checkpoints did not load (damaged: its evaluations' warnings say why; rm -r $OUT/eval/$algo-*-$seed $OUT/runs/$algo-s$seed and rerun to train it again)")
+			break
+		done
+	done
+done
+if ((${#stale[@]})); then
+	printf '\n%s\n' "${stale[@]}" >>"$OUT/report/summary.md"
+	printf '%s\n' "${stale[@]}" | tee -a "$OUT/report/compare.txt" >&2
+fi
 # The self-checks of every model's RSA population (scripts/selfcheck).
 go build -o "$OUT/selfcheck" ./scripts/selfcheck
 traces=()

@@ -245,3 +245,66 @@ func TestStudyRefusesASecondStudy(t *testing.T) {
 	require.Equal(t, "steps=50 seeds=1 algos=grpo\n", string(b), "the running study's stamp is left alone")
 	require.NoDirExists(t, filepath.Join(out, "logs"))
 }
+
+// TestStudyFlagsAnEarlierCheckpoint: a study evaluates each run through
+// eval --checkpoint RUN/checkpoints, which skips a damaged last
+// checkpoint for the newest that loads with a warning in the job's log
+// alone (and a rerun, whose evaluations are kept, truncates that log):
+// the study's figures were of an earlier step without a word in its
+// report. The report (compare.txt, summary.md) and stderr now name the
+// checkpoint evaluated and the run's last step.
+func TestStudyFlagsAnEarlierCheckpoint(t *testing.T) {
+	requireRuntime(t)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	script, err := filepath.Abs(filepath.Join("..", "scripts", "study.sh"))
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "study")
+	env := []string{"OUT=" + out, "STEPS=2", "SEEDS=1", "ALGOS=grpo", "PROBLEMS=1", "EVALN=1", "PASSK_SAMPLES=1", "JOBS=1"}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(studyKnobs, k) {
+			env = append(env, kv)
+		}
+	}
+	const warning = "study: warning: grpo seed 1 was evaluated at grpo-s1/ckpt-000001, not grpo-s1/ckpt-000002, its last step"
+	study := func() string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bash, script)
+		cmd.Dir = ".." // the checkout, which the study builds
+		cmd.Env = env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+		require.NoError(t, cmd.Run(), stderr.String())
+		return stderr.String()
+	}
+	require.NotContains(t, study(), "study: warning:", "the run's last checkpoint evaluated")
+
+	// The last checkpoint damaged, an earlier one beside it (a copy, of
+	// another name), the run's evaluations to do again.
+	ckpts := filepath.Join(out, "runs", "grpo-s1", "checkpoints")
+	last := filepath.Join(ckpts, "ckpt-000002")
+	require.NoError(t, os.CopyFS(filepath.Join(ckpts, "ckpt-000001"), os.DirFS(last)))
+	require.NoError(t, os.Truncate(filepath.Join(last, "model.safetensors"), 100))
+	evals, err := filepath.Glob(filepath.Join(out, "eval", "grpo-*-1"))
+	require.NoError(t, err)
+	require.Len(t, evals, 3)
+	for _, dir := range evals {
+		require.NoError(t, os.RemoveAll(dir))
+	}
+	require.Contains(t, study(), warning)
+	// Kept evaluations: the rerun's job log no longer holds eval's own
+	// warning, the report still says it.
+	stderr := study()
+	require.Equal(t, 1, strings.Count(stderr, warning), stderr)
+	for _, file := range []string{"compare.txt", "summary.md"} {
+		b, err := os.ReadFile(filepath.Join(out, "report", file))
+		require.NoError(t, err)
+		require.Equal(t, 1, strings.Count(string(b), warning), "%s: %s", file, b)
+	}
+}
