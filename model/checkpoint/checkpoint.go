@@ -727,7 +727,7 @@ func (c *crcReader) Read(p []byte) (int, error) {
 // ErrNoCheckpoint when there was none at all). Layout mismatches (a
 // different model) are not skipped over: they stop the search, since
 // older checkpoints of the same run would mismatch too. Nor is a read
-// that ctx stopped (Load). Resume is the writer's, as Save is: what a
+// that ctx stopped (Load), or that the system failed (Unreadable). Resume is the writer's, as Save is: what a
 // Save killed within it left is removed first (RemoveStale), a
 // temporary checkpoint as large as a checkpoint among it, rather than
 // at the resumed run's first Save.
