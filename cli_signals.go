@@ -43,6 +43,19 @@ func watchInterrupts(sigs <-chan os.Signal, cancel context.CancelFunc, warn io.W
 	}
 }
 
+// stopSignals are the signals that stop a command as Ctrl-C does:
+// SIGINT, SIGTERM, and SIGHUP (the terminal or ssh session of the run
+// gone) unless ignored, which reports the signals ignored at start, says
+// it is: nohup starts a command with SIGHUP ignored so that it carries on
+// untouched, and it must.
+func stopSignals(ignored func(os.Signal) bool) []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
+}
+
 // signalName is how a user sends sig: Ctrl-C for SIGINT.
 func signalName(sig os.Signal) string {
 	if sig == os.Interrupt {
@@ -50,6 +63,9 @@ func signalName(sig os.Signal) string {
 	}
 	if sig == syscall.SIGTERM {
 		return "SIGTERM"
+	}
+	if sig == syscall.SIGHUP {
+		return "SIGHUP"
 	}
 	return sig.String()
 }

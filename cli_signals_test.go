@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -68,4 +69,25 @@ func TestWatchInterrupts(t *testing.T) {
 			require.Equal(t, c.wantWarn, warn.String())
 		})
 	}
+}
+
+// TestStopSignals: SIGHUP stops a command as SIGTERM does (a dropped ssh
+// session ended a training run at once, its last steps unsaved), unless
+// it is ignored at start, as under nohup, where the command must carry
+// on untouched.
+func TestStopSignals(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		ignored []os.Signal
+		want    []os.Signal
+	}{
+		{"none ignored", nil, []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}},
+		{"under nohup", []os.Signal{syscall.SIGHUP}, []os.Signal{os.Interrupt, syscall.SIGTERM}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := stopSignals(func(sig os.Signal) bool { return slices.Contains(c.ignored, sig) })
+			require.Equal(t, c.want, got)
+		})
+	}
+	require.Equal(t, "SIGHUP", signalName(syscall.SIGHUP))
 }

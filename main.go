@@ -34,7 +34,7 @@ import (
 
 // exitUsage is the exit status for command-line mistakes (unknown flag or
 // command, bad flag value); exitInterrupted for a command stopped by
-// SIGINT or SIGTERM; exitFailure for everything else that fails.
+// SIGINT, SIGTERM or SIGHUP; exitFailure for everything else that fails.
 const (
 	exitUsage       = 2
 	exitFailure     = 1
@@ -51,10 +51,11 @@ type command struct {
 	usage string
 	// setup registers the command's flags and returns its run function.
 	setup func(fs *pflag.FlagSet) func(ctx context.Context, env *cliEnv, args []string) error
-	// stops: run watches ctx, which Ctrl-C and SIGTERM cancel, and stops
-	// where it can (train saves its last step). A command that does not
-	// is left to the signals' default action, which ends it at once (its
-	// ctx is then done: its run takes none).
+	// stops: run watches ctx, which Ctrl-C, SIGTERM and SIGHUP cancel
+	// (stopSignals), and stops where it can (train saves its last
+	// step). A command that does not is left to the signals' default
+	// action, which ends it at once (its ctx is then done: its run takes
+	// none).
 	stops bool
 	// pathArgs: the positional arguments that are paths, which run
 	// refuses empty (checkEmptyValues), and the command, once its flags
@@ -90,8 +91,8 @@ func (p pathArgs) paths(args []string) []string {
 }
 
 // cliEnv carries the process's standard streams to commands, and
-// release, which gives Ctrl-C and SIGTERM their default action back
-// (main's; nil where nothing catches them).
+// release, which gives Ctrl-C, SIGTERM and SIGHUP their default action
+// back (main's; nil where nothing catches them).
 type cliEnv struct {
 	stdout, stderr io.Writer
 	release        func()
@@ -144,7 +145,8 @@ func commands() []command {
 
 func main() {
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// signal.Ignored is read before Notify, which would un-ignore SIGHUP.
+	signal.Notify(sigs, stopSignals(signal.Ignored)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	lineStart := "" // after a progress bar's line, or the terminal's ^C
 	if term.IsTerminal(int(os.Stderr.Fd())) {

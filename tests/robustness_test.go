@@ -153,7 +153,13 @@ func signalAtLine(t *testing.T, sig os.Signal, prefix string, within time.Durati
 // kill at points past the line, in what the process does next.
 func signalAfterLine(t *testing.T, sig os.Signal, prefix string, delay, within time.Duration, args ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	return signalCmdAfterLine(t, exec.Command(binary, args...), sig, prefix, delay, within)
+}
+
+// signalCmdAfterLine is signalAfterLine running cmd, not yet started: the
+// binary started by a wrapper (sh, to start it with a signal ignored).
+func signalCmdAfterLine(t *testing.T, cmd *exec.Cmd, sig os.Signal, prefix string, delay, within time.Duration) (*exec.Cmd, string) {
+	t.Helper()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

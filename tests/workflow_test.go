@@ -318,6 +318,48 @@ func TestInterruptInAPipeline(t *testing.T) {
 	require.NotEmpty(t, ckpts, "the last completed step is saved: %s", stderr.String())
 }
 
+// TestHangupSavesCheckpoint: a SIGHUP (the ssh session or terminal of
+// a training run gone) stops the run as SIGTERM does, saving its last
+// completed step, exit 130: it ended the run at once, the steps since
+// its last checkpoint lost. Under nohup, which starts spiral with SIGHUP
+// ignored, the run carries on to its end untouched.
+func TestHangupSavesCheckpoint(t *testing.T) {
+	requireRuntime(t)
+	for _, c := range []struct {
+		name     string
+		nohup    bool
+		steps    string
+		wantCode int
+	}{
+		{"hangup", false, "1000", 130},
+		{"under nohup", true, "3", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			run := filepath.Join(t.TempDir(), "run")
+			args := []string{"train", "--out", run, "--steps", c.steps, "--checkpoint-every", "1000", "--quiet", "--threads", "1",
+				"--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2", "--max-new-tokens", "24", "--eval-every", "0", "--final-rsa-steps", "0"}
+			cmd := exec.Command(binary, args...)
+			if c.nohup {
+				// As nohup starts it: SIGHUP ignored, which exec keeps.
+				cmd = exec.Command("sh", append([]string{"-c", `trap "" HUP; exec "$0" "$@"`, binary}, args...)...)
+			}
+			cmd, stderr := signalCmdAfterLine(t, cmd, syscall.SIGHUP, "step ", 0, 2*time.Minute)
+			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			require.False(t, ws.Signaled(), "ended by %v: %s", ws.Signal(), stderr)
+			require.Equal(t, c.wantCode, cmd.ProcessState.ExitCode(), stderr)
+			if c.nohup {
+				require.NotContains(t, stderr, "stopping")
+				return
+			}
+			require.Contains(t, stderr, "spiral: SIGHUP: stopping")
+			require.Contains(t, stderr, "spiral train: interrupted\n")
+			ckpts, err := filepath.Glob(filepath.Join(run, "checkpoints", "ckpt-*", checkpoint.StateFile))
+			require.NoError(t, err)
+			require.NotEmpty(t, ckpts, "the last completed step is saved: %s", stderr)
+		})
+	}
+}
+
 func countLines(t *testing.T, path string) int {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -930,13 +972,13 @@ func TestInitModelInterrupted(t *testing.T) {
 	require.Equal(t, before, files(), "--out's files as they were, and no stage")
 }
 
-// TestSignalEndsCommandsThatDoNotStop: Ctrl-C or SIGTERM ends a command
+// TestSignalEndsCommandsThatDoNotStop: Ctrl-C, SIGTERM or SIGHUP ends a command
 // whose work does not watch for them (data synth drawing long
 // expressions; artifacts building a real model's graphs) at once: they
 // were caught and lost, so that it ran on to the end and exited 0, and
 // nothing but SIGKILL stopped it.
 func TestSignalEndsCommandsThatDoNotStop(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			// Minutes of drawing (2,000 such problems take seconds).
 			cmd := exec.Command(binary, "data", "synth", "--problems", "100000", "--min-operands", "1000", "--max-operands", "1024",
