@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spiral-rl/spiral/model/flock"
 )
@@ -104,51 +105,123 @@ func lockRun(dir string) (func() error, error) {
 }
 
 // lockRunByPID takes the lock file at path where flock(2) is not kept
-// (O_EXCL, holding the pid and host); a lock of this host whose pid
-// names no live process, or this one (a killed run's pid that this
-// process has again, as in a restarted container), is taken over. A pid
-// that a killed run left and another process has since refuses the run,
-// and so does a lock of another host, whose process cannot be looked
-// for here (a run directory on NFS that another machine trains in):
-// remove the file then.
+// (the file holding the pid and host, put in place whole: createLockFile);
+// a lock of this host whose pid names no live process, or this one (a
+// killed run's pid that this process has again, as in a restarted
+// container), is taken over (takeOverLock). A pid that a killed run left
+// and another process has since refuses the run, and so does a lock of
+// another host, whose process cannot be looked for here (a run directory
+// on NFS that another machine trains in): remove the file then.
 func lockRunByPID(path string) (func() error, error) {
-	dir := filepath.Dir(path)
-	for range 2 {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+	release := func() error {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("rl: unlock %s: %w", path, err)
+		}
+		return nil
+	}
+	for range 3 {
+		err := createLockFile(path)
 		if err == nil {
-			_, err = f.Write(lockFileContent())
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				os.Remove(path)
-				return nil, fmt.Errorf("rl: lock %s: %w", path, err)
-			}
-			return func() error {
-				if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return fmt.Errorf("rl: unlock %s: %w", path, err)
-				}
-				return nil
-			}, nil
+			return release, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("rl: lock %s: %w", path, err)
 		}
-		b, _ := os.ReadFile(path)
-		l := parseLockFile(b)
-		// Another host's pid names no process here: its run may live
-		// (a directory shared over NFS), and is not taken over. This
-		// process's own pid is not another process's: a killed run's,
-		// which this process has again (a restarted container).
-		if l.otherHost() || l.pid > 0 && l.pid != os.Getpid() && processAlive(l.pid) {
-			return nil, &RunInUseError{Dir: dir, Holder: l.holder(path), PIDFile: true}
+		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // released meanwhile
 		}
-		// A stale lock (its process is gone): take it over.
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("rl: remove stale lock %s: %w", path, err)
+		if err != nil {
+			return nil, fmt.Errorf("rl: lock %s: %w", path, err)
 		}
+		if l := parseLockFile(b); l.held() {
+			return nil, &RunInUseError{Dir: filepath.Dir(path), Holder: l.holder(path), PIDFile: true}
+		}
+		took, err := takeOverLock(path)
+		if err != nil {
+			return nil, err
+		}
+		if took {
+			return release, nil
+		}
+		// Released or taken over by another meanwhile: look again.
 	}
 	return nil, fmt.Errorf("rl: lock %s: taken by another process while starting", path)
+}
+
+// takeOverWait is how long lockRunByPID waits for another process taking
+// over a stale lock (takeOverLock) before it gives up, naming the guard.
+const takeOverWait = 5 * time.Second
+
+// takeOverLock takes over the lock file at path, found stale: its
+// holder is gone (held says it is not). Two processes that judged one
+// stale lock must not remove each other's fresh one, so the lock is
+// judged again, removed and made anew only by the holder of a guard,
+// path+".takeover" (made whole, as the lock is): one that finds the
+// guard there waits for it to go, then looks again. It returns true
+// where this process now holds the lock, false where the lock went or
+// another made it meanwhile (the caller looks again), and a
+// RunInUseError where its holder lives.
+func takeOverLock(path string) (bool, error) {
+	guard := path + ".takeover"
+	for deadline := time.Now().Add(takeOverWait); ; {
+		err := createLockFile(guard)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return false, fmt.Errorf("rl: lock %s: take over a stale lock: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("rl: lock %s: another process has been taking over the stale lock for %v (guard %s); if no spiral runs in %s, remove both files", path, takeOverWait, guard, filepath.Dir(path))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	defer os.Remove(guard)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("rl: lock %s: %w", path, err)
+	}
+	if l := parseLockFile(b); l.held() {
+		return false, &RunInUseError{Dir: filepath.Dir(path), Holder: l.holder(path), PIDFile: true}
+	}
+	// Stale, and no other process removes it while the guard is held;
+	// one may make the lock between the removal and the making here,
+	// which then fails: that one holds it.
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("rl: remove stale lock %s: %w", path, err)
+	}
+	if err := createLockFile(path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("rl: lock %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// createLockFile makes the file at path holding lockFileContent, whole
+// from the moment it is there: written in a temporary file beside it,
+// then linked into place with link(2), which fails (fs.ErrExist) where
+// path exists. A file created, then written, was read empty in between
+// by another process, which took it for a stale lock and took it over.
+func createLockFile(path string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(lockFileContent())
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Link(tmp.Name(), path)
 }
 
 // lockFile is what a run directory's lock file says of its holder: its
@@ -180,6 +253,15 @@ func parseLockFile(b []byte) lockFile {
 	l.host, _, _ = strings.Cut(rest, "\n")
 	l.host = strings.TrimSpace(l.host)
 	return l
+}
+
+// held reports whether the lock's holder may live: a process of another
+// host (which cannot be looked for here), or one of this host whose pid
+// is alive and not this process's own (a killed run's pid that this
+// process has again, as in a restarted container). A lock without a pid
+// (damaged) is held by none.
+func (l lockFile) held() bool {
+	return l.otherHost() || l.pid > 0 && l.pid != os.Getpid() && processAlive(l.pid)
 }
 
 // otherHost reports whether the lock's holder runs on another host than
