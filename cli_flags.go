@@ -1081,10 +1081,7 @@ func (f *evalFlags) validate() error {
 		// is a mistake either way); their lower bounds are the mode's.
 		countsAtMost(count{"--samples", f.samples, 1}, count{"--population", f.rsa.Population, 1}, count{"--subset", f.rsa.SubsetSize, 1},
 			count{"--rsa-steps", f.rsa.Steps, 1}, count{"--candidate-tokens", f.rsa.CandidateTokens, 0})}
-	if _, err := os.Stat(filepath.Join(f.out, rl.MetricsFile)); err == nil && f.mode == "rsa" {
-		errs = append(errs, fmt.Errorf("--out %s is a training run's directory (it holds %s): --mode rsa would write %s over the run's final RSA report, which a resumed run reads as done; give another --out",
-			f.out, rl.MetricsFile, rl.FinalRSAFile))
-	}
+	errs = append(errs, refuseRunDir(f.out, f.mode))
 	// A checkpoint's directory, the one --checkpoint reads say, or one
 	// within it: the run's --keep removes it, the report, plot and
 	// artifacts written there with it; its --fresh moves one within its
@@ -1105,6 +1102,19 @@ func (f *evalFlags) validate() error {
 		errs = append(errs, fmt.Errorf("--mode %q: want sequential, passk or rsa", f.mode))
 	}
 	return errors.Join(errs...)
+}
+
+// refuseRunDir refuses eval --mode rsa (mode) into a training run's
+// directory out (one holding its metrics.jsonl): the report would be
+// written over the run's final RSA report, rsa.json. validate checks it
+// up front, and lockEvalOutput again once it holds out's run lock (a run
+// may have begun meanwhile).
+func refuseRunDir(out, mode string) error {
+	if _, err := os.Stat(filepath.Join(out, rl.MetricsFile)); err != nil || mode != "rsa" {
+		return nil
+	}
+	return fmt.Errorf("--out %s is a training run's directory (it holds %s): --mode rsa would write %s over the run's final RSA report, which a resumed run reads as done; give another --out",
+		out, rl.MetricsFile, rl.FinalRSAFile)
 }
 
 // sftFlags are the flags of `spiral sft`.

@@ -29,6 +29,9 @@ type evalLock struct {
 	// started is set once the evaluation runs; release removes nothing
 	// but the lock file after that.
 	started bool
+	// runUnlock releases dir's run lock, which --mode rsa holds too
+	// (lockEvalOutput); nil for other modes.
+	runUnlock func() error
 }
 
 // lockEvalOutput makes dir (and its parents) and takes the lock of an
@@ -43,8 +46,26 @@ type evalLock struct {
 // holder removed it before releasing it (release) is opened again, and
 // a directory that another evaluation removed (release) before the lock
 // file was opened in it is made again.
+//
+// For --mode rsa it takes dir's run lock too (rl.LockRun), for the whole
+// evaluation: its rsa.json is the name of a training run's final RSA
+// report, and a run and the evaluation in one directory at once replaced
+// each other's report silently (a run removes an rsa.json before its last
+// step and writes its own at its end; the evaluation wrote over a
+// starting run's, which had no metrics.jsonl yet to refuse it by). Once
+// both are held, a run's metrics.jsonl there refuses it (refuseRunDir).
 func lockEvalOutput(dir, mode string) (*evalLock, error) {
-	return lockEvalOutputWith(dir, mode, evalLockOps{tryLock: flock.TryLock})
+	l, err := lockEvalOutputWith(dir, mode, evalLockOps{tryLock: flock.TryLock})
+	if err != nil || mode != "rsa" {
+		return l, err
+	}
+	if l.runUnlock, err = rl.LockRun(dir); err != nil {
+		return nil, l.release(fmt.Errorf("--out %s: --mode rsa writes %s, a training run's final RSA report's name: %w", dir, rl.FinalRSAFile, err))
+	}
+	if err := refuseRunDir(dir, mode); err != nil {
+		return nil, l.release(usageError{err})
+	}
+	return l, nil
 }
 
 // evalLockOps is how lockEvalOutputWith locks: lockEvalOutput's is
@@ -130,6 +151,11 @@ func lockEvalOutputWith(dir, mode string, ops evalLockOps) (*evalLock, error) {
 // directory another process has written into meanwhile (another mode's
 // evaluation, with its own lock, sharing the artifacts) stays.
 func (l *evalLock) release(err error) error {
+	if l.runUnlock != nil {
+		if uerr := l.runUnlock(); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+	}
 	undo := err != nil && !l.started
 	if undo && len(l.created) > 0 && holdsOnly(l.dir, filepath.Base(l.path), rl.ArtifactsDir) {
 		if rerr := os.RemoveAll(filepath.Join(l.dir, rl.ArtifactsDir)); rerr != nil {

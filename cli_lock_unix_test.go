@@ -3,7 +3,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -182,4 +186,103 @@ func TestEvalLockRemovedAfterTheEvaluation(t *testing.T) {
 	require.ErrorContains(t, err, "another spiral eval --mode passk is writing there")
 	require.NoError(t, second.release(nil))
 	require.NoFileExists(t, filepath.Join(out, ".passk.lock"))
+}
+
+// TestEvalRSAAndTrainExcludeEachOther: eval --mode rsa writes rsa.json,
+// the name of a training run's final RSA report, so it and a training
+// run never share an --out at once: an evaluation into a run's directory
+// whose run has locked it but written no metrics.jsonl yet (building its
+// graphs) is refused, naming the lock, and so is a run into the --out of
+// an evaluation that holds its lock; the one would have replaced the
+// other's report silently (the run removes an rsa.json before its last
+// step, and writes its own at its end). An evaluation of another mode
+// writes no rsa.json, and goes on.
+func TestEvalRSAAndTrainExcludeEachOther(t *testing.T) {
+	skipWithoutRuntime(t)
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	evalArgs := func(mode, out string) []string {
+		args := []string{"eval", "--mode", mode, "--out", out, "--limit", "1", "--max-new-tokens", "8", "--quiet", "--threads", "1"}
+		if mode == "rsa" {
+			return append(args, "--population", "2", "--subset", "2", "--rsa-steps", "1")
+		}
+		return append(args, "--samples", "1")
+	}
+	trainArgs := func(out string) []string {
+		return []string{"train", "--out", out, "--steps", "1", "--problems", "1", "--n1", "3", "--k", "2", "--n", "2", "--n2", "2",
+			"--eval-problems", "1", "--eval-every", "0", "--max-new-tokens", "8", "--quiet", "--threads", "1"}
+	}
+	for _, tc := range []struct {
+		name string
+		hold func(t *testing.T, dir string) func() error // what the other process holds
+		args func(dir string) []string
+		want string // "" where it goes on
+	}{
+		{"eval --mode rsa while a run starts", holdRunLock, func(dir string) []string { return evalArgs("rsa", dir) },
+			"--out %[1]s: --mode rsa writes rsa.json, a training run's final RSA report's name: %[1]s is in use by another spiral process"},
+		{"a run while an eval --mode rsa runs", holdEvalLock("rsa"), trainArgs, "%[1]s is in use by another spiral process"},
+		{"eval --mode sequential while a run starts", holdRunLock, func(dir string) []string { return evalArgs("sequential", dir) }, ""},
+		{"a run while an eval --mode sequential runs", holdEvalLock("sequential"), trainArgs, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			release := tc.hold(t, dir)
+			var stderr bytes.Buffer
+			code := run(context.Background(), tc.args(dir), &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.NoError(t, release())
+			if tc.want == "" {
+				require.Equal(t, 0, code, stderr.String())
+				return
+			}
+			require.Equal(t, exitFailure, code, stderr.String())
+			require.Contains(t, stderr.String(), fmt.Sprintf(tc.want, dir))
+			for _, name := range []string{rl.FinalRSAFile, rl.MetricsFile} {
+				require.NoFileExists(t, filepath.Join(dir, name), "the refused command wrote nothing")
+			}
+		})
+	}
+}
+
+// holdRunLock takes dir's run lock, as a training run starting there
+// holds it before it writes metrics.jsonl.
+func holdRunLock(t *testing.T, dir string) func() error {
+	t.Helper()
+	unlock, err := rl.LockRun(dir)
+	require.NoError(t, err)
+	return unlock
+}
+
+// holdEvalLock takes dir's locks as an evaluation of mode running there
+// holds them.
+func holdEvalLock(mode string) func(t *testing.T, dir string) func() error {
+	return func(t *testing.T, dir string) func() error {
+		t.Helper()
+		l, err := lockEvalOutput(dir, mode)
+		require.NoError(t, err)
+		l.started = true
+		return func() error { return l.release(nil) }
+	}
+}
+
+// TestEvalRSALockRefusesRunDir: eval --mode rsa's locks, once taken,
+// refuse a training run's directory (its metrics.jsonl there: a run that
+// began, or ended, after the evaluation's flags were checked), a usage
+// error, leaving nothing new there; other modes write no rsa.json.
+func TestEvalRSALockRefusesRunDir(t *testing.T) {
+	for _, mode := range []string{"rsa", "passk"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, rl.MetricsFile), nil, 0o644))
+			l, err := lockEvalOutput(dir, mode)
+			if mode != "rsa" {
+				require.NoError(t, err)
+				require.NoError(t, l.release(nil))
+			} else {
+				require.ErrorAs(t, err, new(usageError))
+				require.EqualError(t, err, "--out "+dir+" is a training run's directory (it holds metrics.jsonl): --mode rsa would write rsa.json over the run's final RSA report, which a resumed run reads as done; give another --out")
+			}
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			require.Len(t, entries, 1, "nothing new in the run's directory")
+		})
+	}
 }

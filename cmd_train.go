@@ -121,16 +121,6 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if wantHeld && len(held) == 0 {
 		fmt.Fprintf(env.stderr, "spiral: note: no held-out evaluation (eval.jsonl, rsa.json): training on --data %s, give --eval-data for one\n", f.data)
 	}
-	// An rsa.json in --out without the metrics.jsonl a run writes at its
-	// first step is an evaluation's report (eval --mode rsa into the
-	// directory): the final RSA evaluation removed it before the last step
-	// and wrote the run's in its place, beside the evaluation's plot and
-	// traces (--fresh moved it aside alone, leaving those).
-	if f.run.FinalRSA.Steps > 0 && len(held) > 0 {
-		if err := refuseEvalReport(f.run.Dir); err != nil {
-			return err
-		}
-	}
 	var sizes []subsetSize
 	if f.cfg.Algo != rl.AlgoGRPO {
 		sizes = append(sizes, subsetSize{fmt.Sprintf("--n %d", f.cfg.Pipeline.N), f.cfg.Pipeline.N})
@@ -157,6 +147,18 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		return err
 	}
 	defer func() { err = lock.release(err) }()
+	// An rsa.json in --out without the metrics.jsonl a run writes at its
+	// first step is an evaluation's report (eval --mode rsa into the
+	// directory): the final RSA evaluation removed it before the last step
+	// and wrote the run's in its place, beside the evaluation's plot and
+	// traces (--fresh moved it aside alone, leaving those). Checked under
+	// the lock, which such an evaluation holds while it runs
+	// (lockEvalOutput): one that ended just before is seen.
+	if f.run.FinalRSA.Steps > 0 && len(held) > 0 {
+		if err := refuseEvalReport(f.run.Dir); err != nil {
+			return err
+		}
+	}
 	// An sft run killed within or after its model's commit left its
 	// checkpoints and sft.jsonl.partial (the committed sft.jsonl's very
 	// file) to the next sft there: they go first, as sft and tensorboard
