@@ -244,6 +244,20 @@ func (r *resolvedModel) setTokenizer(given string) {
 	}
 }
 
+// tokenizerID fingerprints r's tokenizer.json (32 hex digits of the
+// SHA-256 of its contents), which train and sft record among their run
+// settings (rl.RunSettings.Tokenizer, rl.SFTSettings.Tokenizer), so that
+// a rerun with another --tokenizer is noticed rather than resumed on ids
+// that mean other text.
+func (r resolvedModel) tokenizerID() (string, error) {
+	b, err := os.ReadFile(r.tokenizer)
+	if err != nil {
+		return "", fmt.Errorf("tokenizer: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16]), nil
+}
+
 // isRegular reports whether path is a regular file (following links).
 func isRegular(path string) bool {
 	st, err := os.Stat(path)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -115,7 +113,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	tokID, err := tokenizerID(sess.tokenizer)
+	tokID, err := sess.tokenizerID()
 	if err != nil {
 		return err
 	}
@@ -243,19 +241,6 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 		return fmt.Errorf("--out %s: the model is written, but its checkpoints were not removed: %w", f.out, err)
 	}
 	return nil
-}
-
-// tokenizerID fingerprints the tokenizer.json at path (32 hex digits of
-// its SHA-256), which an sft run records among its settings
-// (rl.SFTSettings.Tokenizer), so that a rerun with another --tokenizer
-// is noticed rather than resumed on ids that mean other text.
-func tokenizerID(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("tokenizer: %w", err)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16]), nil
 }
 
 // checkCandidatesFit refuses a --candidates whose aggregation examples

@@ -184,6 +184,10 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	tokID, err := sess.tokenizerID()
+	if err != nil {
+		return err
+	}
 	var lora *lmgraph.LoRA // the run's settings record none for a full fine-tune
 	if arts.LoRA.Enabled() {
 		lora = &arts.LoRA
@@ -196,13 +200,18 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	// refuse it. The problems the run draws from are known by content
 	// (dataID, below) only once the engine's context says which fit:
 	// where the data's name and file do not tell, those of them that fit
-	// as many as the run's do are compared (usableDigest). A --train or
-	// --freeze that selects nothing, found as the parameters they select
-	// are compared with the checkpoint's, is the usage error it is into a
-	// new --out.
+	// as many as the run's do are compared (usableDigest). So is a run of
+	// another tokenizer, a setting (--override lets it differ) known
+	// before the engine: the prompts it is sent are spiral's token ids. A
+	// --train or --freeze that selects nothing, found as the parameters
+	// they select are compared with the checkpoint's, is the usage error
+	// it is into a new --out.
 	if !f.run.Fresh {
 		now := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, RL: rl.Config{Algo: f.cfg.Algo}, LoRA: lora,
 			Sampling: map[string]any{"selection": arts.Selection.String()}}
+		if !f.run.Override {
+			now.Tokenizer = tokID
+		}
 		usable := func(n int) (string, error) { return usableDigest(sess, tmpl, ds.Problems, trainCandidates, n) }
 		if err := rl.CheckRunIdentity(f.run.Dir, now, usable, func() ([]string, error) { return model.TrainedParameters(sess.onnx, arts.Selection) }); err != nil {
 			return modelFlagUsage(err)
@@ -294,7 +303,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	stream := data.NewStream(ds, cfg.Seed)
 	settings := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, DataID: dataID, RL: cfg, Schedule: sched,
 		Sampling: rl.SamplingSettings(samplerCfg.Temperature, samplerCfg.TopP, samplerCfg.TopK, samplerCfg.MaxNewTokens, arts.Selection.String(), tmpl.digest()),
-		LoRA:     lora}
+		LoRA:     lora, Tokenizer: tokID}
 	run := f.run
 	run.FinalRSA.CandidateTokens, run.FinalRSA.PromptLimit = cfg.Pipeline.CandidateTokens, cfg.Pipeline.PromptLimit
 	parts := rl.RunParts{Problems: stream, Held: held, HeldName: heldName, HeldPath: heldPath, Settings: settings, CRLFTemplates: tmpl.crlfDigest()}

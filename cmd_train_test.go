@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,10 +18,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/embedded"
 	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/model/qwen3"
+	"github.com/spiral-rl/spiral/model/tokenizer"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
@@ -285,9 +288,12 @@ func TestTrainFinalRSANamesAModelGivenFromItsDirectory(t *testing.T) {
 // openai into the --out of a run of another data set or LoRA setting is
 // refused before the serving engine is waited for: it waited up to
 // --engine-timeout for a server still loading its model (answering 503,
-// here), minutes with a real one, before the refusal. The run's data
-// file moved is the run's, by the problems that fit as many as the
-// run's did, and goes on to the engine.
+// here), minutes with a real one, before the refusal. So is one with
+// another --tokenizer (a setting, but known before the engine: the
+// prompts sent to it as token ids are tokenized by spiral), which goes on
+// to the engine with --override. The run's data file moved is the run's,
+// by the problems that fit as many as the run's did, and goes on to the
+// engine.
 func TestTrainRefusesAnotherRunBeforeTheEngine(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	var asked atomic.Int32
@@ -302,6 +308,7 @@ func TestTrainRefusesAnotherRunBeforeTheEngine(t *testing.T) {
 	require.NoError(t, os.WriteFile(train, problems, 0o644))
 	require.NoError(t, os.WriteFile(moved, problems, 0o644))
 	require.NoError(t, os.WriteFile(other, []byte(`{"problem": "Compute 1+2", "answer": "3"}`+"\n"+`{"problem": "Compute 2+3", "answer": "5"}`+"\n"), 0o644))
+	otherTok := reversedTokenizer(t, filepath.Join(dir, "other-tokenizer"))
 	runDir := filepath.Join(dir, "run")
 	small := []string{"train", "--out", runDir, "--steps", "2", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
 		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}
@@ -318,6 +325,9 @@ func TestTrainRefusesAnotherRunBeforeTheEngine(t *testing.T) {
 		{"another data set", []string{"--data", other}, "60s", []string{" on " + train + " (spiral); this one is ", " on " + other + " (spiral): use another --out, or --fresh\n"}, false},
 		{"another LoRA setting", []string{"--data", train, "--lora-rank", "2", "--engine-sync", "vllm-lora"}, "60s", []string{runDir + " holds a run with full fine-tuning; this one is "}, false},
 		{"the data file moved", []string{"--data", moved}, "1s", []string{"rollout: engine: " + hs.URL + "/v1/models"}, true},
+		{"another tokenizer", []string{"--data", train, "--tokenizer", otherTok}, "60s",
+			[]string{runDir + " holds a run with other settings: tokenizer (--tokenizer): ", "rerun with --override"}, false},
+		{"another tokenizer, --override", []string{"--data", train, "--tokenizer", otherTok, "--override"}, "1s", []string{"rollout: engine: " + hs.URL + "/v1/models"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			asked.Store(0)
@@ -339,18 +349,38 @@ func TestTrainRefusesAnotherRunBeforeTheEngine(t *testing.T) {
 	}
 }
 
+// reversedTokenizer writes into dir a tokenizer.json of the synthetic
+// task's characters at other ids than the embedded model's (the alphabet
+// reversed) and returns dir: the same text, other token ids.
+func reversedTokenizer(t *testing.T, dir string) string {
+	t.Helper()
+	alphabet := []rune(synth.Alphabet())
+	slices.Reverse(alphabet)
+	tj, err := tokenizer.BuildCharTokenizerJSON(alphabet)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, tokenizer.TokenizerFile), tj, 0o644))
+	return dir
+}
+
 // TestTrainRefusesOtherSettingsBeforeThePolicy: a rerun with other
 // settings (without --override) or on its data file edited in place is
 // refused before the policy is loaded, which reads the model's weights
 // and builds its artifacts (minutes, for a real model): it was refused
 // only by the resume, after. The run's artifacts path is a file here, so
 // that loading the policy fails: the refusal must come first; with
-// --override the rerun goes on to the policy.
+// --override the rerun goes on to the policy. Another --tokenizer (the
+// task's characters at other ids) is such a setting: it resumed without
+// a word, training the run's weights on ids that meant other text; the
+// model's own tokenizer given by --tokenizer is the run's.
 func TestTrainRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
 	train := filepath.Join(dir, "train.jsonl")
 	problems := `{"problem": "Compute 1+1", "answer": "2"}` + "\n" + `{"problem": "Compute 2+2", "answer": "4"}` + "\n"
+	otherTok := reversedTokenizer(t, filepath.Join(dir, "other-tokenizer"))
+	embeddedDir, err := embedded.Extract(os.Getenv("SPIRAL_CACHE_DIR"))
+	require.NoError(t, err)
 	runDir := filepath.Join(dir, "run")
 	args := []string{"train", "--out", runDir, "--data", train, "--steps", "1", "--problems", "1", "--n1", "2", "--k", "2", "--n", "1", "--n2", "2",
 		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}
@@ -364,6 +394,8 @@ func TestTrainRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
 		{"the data edited", nil, problems + `{"problem": "Compute 3+3", "answer": "6"}` + "\n",
 			"the run drew from 2 usable problems and " + train + " now has 3: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh\n"},
 		{"--override", []string{"--lr", "1e-3", "--override"}, problems, "spiral train: model: artifacts: mkdir " + filepath.Join(runDir, rl.ArtifactsDir) + ": not a directory\n"},
+		{"another --tokenizer", []string{"--tokenizer", otherTok}, problems, "spiral train: " + runDir + " holds a run with other settings: tokenizer (--tokenizer): "},
+		{"the model's tokenizer given", []string{"--tokenizer", embeddedDir}, problems, "spiral train: model: artifacts: mkdir "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NoError(t, os.RemoveAll(runDir))

@@ -72,8 +72,8 @@ func resumeNewest(ctx context.Context, dir string, lora *lmgraph.LoRA, w *params
 // CheckRunIdentity refuses a rerun into the run directory dir whose
 // newest checkpoint (whose state reads intact) is spiral sft's, or a run
 // of another model, data set, algorithm or LoRA configuration than now's
-// (its Model, ModelID, Data, DataPath, DataID, RL.Algo, LoRA and
-// Sampling's selection are read), or whose --train and --freeze select
+// (its Model, ModelID, Data, DataPath, DataID, RL.Algo, LoRA,
+// Tokenizer and Sampling's selection are read), or whose --train and --freeze select
 // other parameters than the checkpoint holds (trains gives the names of
 // those now's selection trains; asked for only when the recorded
 // selection is another): what Run refuses on resuming, said before the
@@ -85,7 +85,10 @@ func resumeNewest(ctx context.Context, dir string, lora *lmgraph.LoRA, w *params
 // "" where no context leaves n usable; it is asked only where the data's
 // names and files do not say whether the data is the run's (a file
 // moved, or another data set). A directory without a checkpoint passes;
-// settings that --override lets differ are Run's to compare.
+// settings that --override lets differ are Run's to compare, but for
+// now.Tokenizer, known before the engine is waited for: a run of another
+// tokenizer is refused as Run refuses it, where both record one (the
+// caller leaves it "" with --override, which lets it differ).
 func CheckRunIdentity(dir string, now RunSettings, usable func(n int) (string, error), trains func() ([]string, error)) error {
 	return checkNewest(dir, func(path string, st checkpoint.State) error {
 		run := now
@@ -101,6 +104,9 @@ func CheckRunIdentity(dir string, now RunSettings, usable func(n int) (string, e
 			return err
 		}
 		if err := otherLoRARun(dir, prev.LoRA, now.LoRA); err != nil {
+			return err
+		}
+		if err := checkSettings(dir, settingsDiff(RunSettings{Tokenizer: prev.Tokenizer}, RunSettings{Tokenizer: now.Tokenizer}), false, io.Discard); err != nil {
 			return err
 		}
 		return otherTrained(dir, path, selectionKey, prev.selection(), now.selection(), trains)

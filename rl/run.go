@@ -135,6 +135,11 @@ type RunSettings struct {
 	// LoRA is the adapters' configuration when the run trains LoRA
 	// adapters (the checkpoints then hold the adapters only).
 	LoRA *lmgraph.LoRA `json:"lora,omitempty"`
+	// Tokenizer fingerprints the tokenizer.json the prompts are
+	// tokenized with (as SFTSettings.Tokenizer; "" in checkpoints of
+	// older versions, which record none): a rerun with another would
+	// train the run's weights on ids that mean other text.
+	Tokenizer string `json:"tokenizer,omitempty"`
 	// HeldOut identifies the held-out problems that eval.jsonl and the
 	// final RSA evaluate (Run sets it; nil when the run evaluates none),
 	// so that a rerun on other held-out problems is noticed rather than
@@ -993,8 +998,8 @@ func settingsDiff(a, b RunSettings) []string {
 		if slices.ContainsFunc(ignoredFields(b.RL.Algo), func(f string) bool { return strings.HasPrefix(k, "rl."+f) }) {
 			return "" // a setting the algorithm does not read
 		}
-		if k == templatesKey && (fa[k] == "" || fb[k] == "") {
-			return "" // saved before the templates were recorded
+		if (k == templatesKey || k == tokenizerKey) && (fa[k] == "" || fb[k] == "") {
+			return "" // saved before they were recorded
 		}
 		if k == candidateCapKey && (fa[k] == "" || fb[k] == "") {
 			// Saved before it was recorded (resume notes the change), or
@@ -1036,13 +1041,14 @@ func flatString(v string) string {
 // Keys of RunSettings as settingsDiff flattens them: the longest prompt
 // and --max-new-tokens, of which it is the model's context less, the
 // --train and --freeze selection, the prompt templates' fingerprint, the
-// prefix of the held-out problems' keys, their digest and their
-// evaluations' samples.
+// tokenizer's, the prefix of the held-out problems' keys, their digest
+// and their evaluations' samples.
 const (
 	promptLimitKey    = "rl.pipeline.prompt_limit"
 	selectionKey      = "sampling.selection"
 	templatesKey      = "sampling.templates"
 	templatesField    = "templates" // templatesKey in RunSettings.Sampling
+	tokenizerKey      = "tokenizer"
 	candidateCapKey   = "candidate_cap"
 	maxNewTokensKey   = "sampling.max_new_tokens"
 	heldOutPrefix     = "held_out."

@@ -1797,6 +1797,26 @@ func TestRunFinalRSARecordsItsSeed(t *testing.T) {
 	require.Equal(t, run.seeds, again.seeds, "meta.seed %d repeats the final evaluation's streams", rep.Meta.Seed)
 }
 
+// TestSettingsDiffTokenizer: another tokenizer is a difference named by
+// --tokenizer, which resuming refuses without --override (it resumed
+// without a word, training the run's weights on ids that meant other
+// text); a checkpoint of an older version, which records none, is
+// compared without it.
+func TestSettingsDiffTokenizer(t *testing.T) {
+	for _, c := range []struct {
+		name, recorded, now string
+		want                []string
+	}{
+		{"another", "tok-a", "tok-b", []string{`tokenizer (--tokenizer): "tok-a" -> "tok-b"`}},
+		{"the same", "tok-a", "tok-a", nil},
+		{"none recorded", "", "tok-b", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, settingsDiff(RunSettings{Model: "m", Tokenizer: c.recorded}, RunSettings{Model: "m", Tokenizer: c.now}))
+		})
+	}
+}
+
 // TestCheckRunIdentitySelection: a rerun whose --train and --freeze
 // select other parameters than the newest checkpoint holds is refused
 // before any graph is built, with the message resuming gives (it was
@@ -1842,14 +1862,16 @@ func TestCheckRunIdentitySelection(t *testing.T) {
 // TestCheckRunIdentity: before any graph is built, a rerun into a run
 // directory is refused when the newest checkpoint is of another model
 // (by content id), data set, algorithm or LoRA setting, as resuming
-// refuses it; the same run, other settings (Run's to compare) and a
-// directory with no checkpoint pass; a damaged newest checkpoint is
-// passed over for the one before, as resuming does.
+// refuses it, or of another tokenizer where the caller gives one (it
+// gives none with --override); the same run, other settings (Run's to
+// compare) and a directory with no checkpoint pass; a damaged newest
+// checkpoint is passed over for the one before, as resuming does.
 func TestCheckRunIdentity(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, CheckRunIdentity(dir, RunSettings{Model: "m", ModelID: "id-m"}, nil, nil), "no checkpoint")
 	h := newRunHarness(t, dir, 2)
 	h.cfg.EvalEvery = 0
+	h.parts.Settings.Tokenizer = "tok-a"
 	require.NoError(t, h.run(context.Background()))
 	same := h.parts.Settings
 	lora := lmgraph.LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj"}}
@@ -1869,6 +1891,9 @@ func TestCheckRunIdentity(t *testing.T) {
 		{"other data", func(s *RunSettings) { s.Data = "d2" }, "this one is m on d2 (spiral)"},
 		{"other algorithm", func(s *RunSettings) { s.RL.Algo = AlgoGRPO }, "this one is m on d (grpo)"},
 		{"LoRA", func(s *RunSettings) { s.LoRA = &lora }, dir + " holds a run with full fine-tuning; this one is "},
+		{"other tokenizer", func(s *RunSettings) { s.Tokenizer = "tok-b" },
+			dir + ` holds a run with other settings: tokenizer (--tokenizer): "tok-a" -> "tok-b"; rerun with --override`},
+		{"tokenizer not compared (--override)", func(s *RunSettings) { s.Tokenizer = "" }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := same

@@ -135,6 +135,7 @@ func TestSettingsDiffNamesFlags(t *testing.T) {
 		"held_out.digest":               "held_out.digest (the problems of --eval-data and --eval-problems)",
 		"held_out.samples":              "held_out.samples (--eval-samples)",
 		"candidate_cap":                 "candidate_cap (what --candidate-tokens counts)",
+		"tokenizer":                     "tokenizer (--tokenizer)",
 	}
 	// The model, its data set and where the draws stand are checked
 	// apart (CheckRunIdentity) or placed by the resume: no settings; nor
