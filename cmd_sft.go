@@ -130,6 +130,9 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 		if err := rl.CheckSFTRunIdentity(f.out, settings, func() ([]string, error) { return model.TrainedParameters(sess.onnx, arts.Selection) }); err != nil {
 			return modelFlagUsage(err)
 		}
+		if err := refuseTrainLogs(f.out); err != nil {
+			return err
+		}
 	}
 	// The policy is over the tokenizer's ids, those its greedy evaluation
 	// draws from (VocabLimit below); a tokenizer with more ids than the
@@ -310,6 +313,21 @@ func refuseForeignCheckpoints(dir string) error {
 	if len(others) > 0 {
 		return usageError{fmt.Errorf("--out %s: %s holds %s, which is no spiral checkpoint: sft removes %s once its model is written, so it would go too; move it away, or give another --out (or --fresh, which moves %s aside into previous-*)",
 			dir, ckpts, filepath.Join(ckpts, others[0]), ckpts, ckpts)}
+	}
+	return nil
+}
+
+// refuseTrainLogs refuses (a usage error) an --out holding the logs of a
+// spiral train run (metrics.jsonl, eval.jsonl), as one holding its
+// checkpoints is refused (rl.CheckSFTRunIdentity): a train run killed
+// before its first checkpoint left its logs alone, and sft trained beside
+// them, which spiral tensorboard then converted rather than sft.jsonl.
+// --fresh moves them aside with the rest of that run.
+func refuseTrainLogs(dir string) error {
+	for _, name := range []string{rl.MetricsFile, rl.EvalFile} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return usageError{fmt.Errorf("--out %s holds the logs of a spiral train run (%s), not of sft: use another --out, or --fresh (which moves them aside into previous-*)", dir, name)}
+		}
 	}
 	return nil
 }

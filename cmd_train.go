@@ -216,6 +216,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		if err := rl.CheckRunIdentity(f.run.Dir, now, usable, func() ([]string, error) { return model.TrainedParameters(sess.onnx, arts.Selection) }); err != nil {
 			return modelFlagUsage(err)
 		}
+		if err := refuseSFTLog(f.run.Dir); err != nil {
+			return err
+		}
 	}
 	// The sampling settings and the problems that fit the context are
 	// checked before the graphs are built into the run directory.
@@ -457,4 +460,18 @@ func refuseEvalReport(dir string) error {
 	}
 	return usageError{fmt.Errorf("--out %s holds %s but no %s: an evaluation's report (spiral eval --mode rsa), not a training run's, which the run's final RSA evaluation would replace; give another --out (or --final-rsa-steps 0)",
 		dir, rl.FinalRSAFile, rl.MetricsFile)}
+}
+
+// refuseSFTLog refuses (a usage error) an --out holding the log of an
+// interrupted spiral sft run (sft.jsonl.partial; that of one killed
+// within or after its commit is gone by now, rl.FinishCommittedSFT), as
+// one holding its checkpoints is refused (rl.CheckRunIdentity): an sft
+// run interrupted before its first checkpoint left its log alone, and
+// train trained beside it. --fresh moves it aside.
+func refuseSFTLog(dir string) error {
+	name := rl.SFTLogFile + rl.PartialSuffix
+	if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
+		return nil
+	}
+	return usageError{fmt.Errorf("--out %s holds the log of an interrupted spiral sft run (%s), not of train: use another --out, or --fresh (which moves it aside into previous-*)", dir, name)}
 }
