@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/rl"
+	"github.com/spiral-rl/spiral/rollout/report/tfevents"
 )
 
 // TestRunDirOfTheOtherCommand: sft into the --out of a train run that
@@ -65,6 +67,68 @@ func TestRunDirOfTheOtherCommand(t *testing.T) {
 			for _, f := range tc.files {
 				require.FileExists(t, filepath.Join(moved[0], f))
 			}
+		})
+	}
+}
+
+// TestTrainKeepsAFinishedSFTRunsEvents: train into the --out of a
+// finished sft run (its model, sft.jsonl) whose tensorboard/ holds that
+// run's TensorBoard events (sft --tensorboard, or spiral tensorboard) is
+// refused, naming them, --fresh and another --out: the train run,
+// starting over without a checkpoint, cut every event there away, with
+// or without --tensorboard, so that the sft run's curves were lost. With
+// --fresh the events go aside into previous-* and train runs; without
+// events there train runs beside the finished sft, as it did.
+func TestTrainKeepsAFinishedSFTRunsEvents(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	args := []string{"train", "--steps", "1", "--problems", "1", "--n1", "3", "--k", "2", "--n", "2", "--n2", "2",
+		"--eval-every", "0", "--final-rsa-steps", "0", "--max-new-tokens", "4", "--threads", "1", "--quiet"}
+	for _, tc := range []struct {
+		name   string
+		events bool
+		fresh  bool
+		code   int
+	}{
+		{"events", true, false, exitUsage},
+		{"events, --fresh", true, true, 0},
+		{"no events", false, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			tb := filepath.Join(dir, rl.TensorBoardDir)
+			require.NoError(t, os.MkdirAll(tb, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, rl.SFTLogFile), []byte(`{"step":1,"loss":0.5,"seconds":1}`+"\n"), 0o644))
+			var events []byte
+			if tc.events {
+				path, err := tfevents.WriteFile(tb, time.Now(), []tfevents.Event{{Step: 1, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 0.5}}}})
+				require.NoError(t, err)
+				events, err = os.ReadFile(path)
+				require.NoError(t, err)
+			}
+			rerun := append(append([]string{}, args...), "--out", dir)
+			if tc.fresh {
+				rerun = append(rerun, "--fresh")
+			}
+			var stderr bytes.Buffer
+			require.Equal(t, tc.code, run(context.Background(), rerun, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			require.FileExists(t, filepath.Join(dir, rl.SFTLogFile), "the finished sft run's log stays")
+			if !tc.events {
+				return
+			}
+			if tc.code != 0 {
+				require.Equal(t, "spiral train: --out "+dir+" holds the TensorBoard events of the spiral sft run whose log is sft.jsonl ("+tb+"), which train would remove as it starts: use another --out, or --fresh (which moves them aside into previous-*)\n", stderr.String())
+			} else {
+				moved, err := filepath.Glob(filepath.Join(dir, "previous-*", rl.TensorBoardDir))
+				require.NoError(t, err)
+				require.Len(t, moved, 1)
+				tb = moved[0]
+			}
+			files, err := tfevents.Files(tb)
+			require.NoError(t, err)
+			require.Len(t, files, 1)
+			kept, err := os.ReadFile(files[0])
+			require.NoError(t, err)
+			require.Equal(t, events, kept, "the sft run's events are kept")
 		})
 	}
 }

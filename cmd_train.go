@@ -19,6 +19,7 @@ import (
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
+	"github.com/spiral-rl/spiral/rollout/report/tfevents"
 )
 
 // Default peak learning rates when --lr is 0: 1e-4 suits the embedded
@@ -217,6 +218,9 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 			return modelFlagUsage(err)
 		}
 		if err := refuseSFTLog(f.run.Dir); err != nil {
+			return err
+		}
+		if err := refuseSFTEvents(f.run.Dir); err != nil {
 			return err
 		}
 	}
@@ -474,4 +478,25 @@ func refuseSFTLog(dir string) error {
 		return nil
 	}
 	return usageError{fmt.Errorf("--out %s holds the log of an interrupted spiral sft run (%s), not of train: use another --out, or --fresh (which moves it aside into previous-*)", dir, name)}
+}
+
+// refuseSFTEvents refuses (a usage error) an --out holding a finished
+// spiral sft run (sft.jsonl, without a train run's metrics.jsonl) whose
+// tensorboard/ holds event files: that run's (sft --tensorboard, or
+// spiral tensorboard), which the train run, starting over without a
+// checkpoint, would remove (rl.Run cuts every event there away, as it
+// cuts its logs). --fresh moves them aside. Without events there, train
+// runs beside the finished sft.
+func refuseSFTEvents(dir string) error {
+	if _, err := os.Lstat(filepath.Join(dir, rl.SFTLogFile)); err != nil {
+		return nil
+	}
+	if _, err := os.Lstat(filepath.Join(dir, rl.MetricsFile)); err == nil {
+		return nil // the train run's own events, or none of sft's left
+	}
+	tb := filepath.Join(dir, rl.TensorBoardDir)
+	if files, err := tfevents.Files(tb); err != nil || len(files) == 0 {
+		return nil // one that cannot be listed is the run's to warn of
+	}
+	return usageError{fmt.Errorf("--out %s holds the TensorBoard events of the spiral sft run whose log is %s (%s), which train would remove as it starts: use another --out, or --fresh (which moves them aside into previous-*)", dir, rl.SFTLogFile, tb)}
 }
