@@ -657,6 +657,7 @@ func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir
 		return nil, loadedCheckpoint{}, err
 	}
 	loaded.path = path
+	warnOtherTokenizer(warn, path, loaded.settings, s.resolvedModel)
 	return pol, loaded, nil
 }
 
@@ -665,6 +666,25 @@ type loadedCheckpoint struct {
 	path     string         // "" for none
 	settings rl.RunSettings // its run's
 	weights  string         // checkpoint.State.WeightsDigest
+}
+
+// warnOtherTokenizer warns on w where the checkpoint at path, of the run
+// settings trained, was trained with another tokenizer than r's: the
+// run records its tokenizer.json's fingerprint (Tokenizer, as
+// tokenizerID takes it; none in checkpoints of older versions, which
+// are not checked), and with another the model's token ids are read as
+// other text. The run records no path of it, so the warning names the
+// fingerprints and the file used.
+func warnOtherTokenizer(w io.Writer, path string, trained rl.RunSettings, r resolvedModel) {
+	if trained.Tokenizer == "" {
+		return
+	}
+	id, err := r.tokenizerID()
+	if err != nil || id == trained.Tokenizer {
+		return // none to read: the command's own error where it needs one
+	}
+	fmt.Fprintf(w, "spiral: warning: checkpoint %s was trained with another tokenizer (its run's tokenizer %s) than %s (%s): the model's token ids mean other text with it; give the run's --tokenizer\n",
+		path, trained.Tokenizer, r.tokenizer, id)
 }
 
 // openPolicy opens the model with the graphs of lora (none when

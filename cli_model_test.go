@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model/embedded"
+	"github.com/spiral-rl/spiral/rl"
 )
 
 // TestResolveDirectoryWithoutONNX: a directory without model.onnx that
@@ -281,6 +282,48 @@ func TestSamplingFlagsBeforeEngine(t *testing.T) {
 			require.Contains(t, stderr.String(), "--max-new-tokens 5000 leaves no room for a prompt in the 4096 positions of ")
 			require.Less(t, time.Since(start), 30*time.Second, "refused without waiting for the engine")
 			require.Zero(t, asked.Load(), "the engine was not asked")
+		})
+	}
+}
+
+// TestCheckpointOfAnotherTokenizer: a checkpoint whose run recorded
+// another tokenizer than the one given is warned of, naming both, by
+// the commands that read it (generate and eval sample with it, an onnx
+// or hf export copies that tokenizer beside its weights): they used it
+// without a word, reading the model's ids as other text. The run's own
+// tokenizer, given by --tokenizer, is not warned of.
+func TestCheckpointOfAnotherTokenizer(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"train", "--out", runDir, "--steps", "1", "--problems", "1", "--n1", "3", "--k", "2", "--n", "2", "--n2", "2",
+		"--eval-every", "0", "--final-rsa-steps", "0", "--max-new-tokens", "4", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	other := reversedTokenizer(t, filepath.Join(dir, "other"))
+	own, err := embedded.Extract(os.Getenv("SPIRAL_CACHE_DIR"))
+	require.NoError(t, err)
+	ckpt := filepath.Join(runDir, rl.CheckpointsDir, "ckpt-000001")
+	warned := "spiral: warning: checkpoint " + ckpt + " was trained with another tokenizer (its run's tokenizer "
+	for _, tc := range []struct {
+		name string
+		args []string
+		warn bool
+	}{
+		{"generate", []string{"generate", "--checkpoint", runDir, "--tokenizer", other, "--max-new-tokens", "2", "--threads", "1", "1+1="}, true},
+		{"eval", []string{"eval", "--checkpoint", runDir, "--tokenizer", other, "--mode", "passk", "--samples", "1", "--limit", "1", "--max-new-tokens", "2",
+			"--out", filepath.Join(dir, "eval"), "--threads", "1", "--quiet"}, true},
+		{"export", []string{"export", "--format", "onnx", "--checkpoint", runDir, "--tokenizer", other, "--out", filepath.Join(dir, "export", "model.onnx")}, true},
+		{"the run's tokenizer", []string{"generate", "--checkpoint", runDir, "--tokenizer", own, "--max-new-tokens", "2", "--threads", "1", "1+1="}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stderr.Reset()
+			require.Zero(t, run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			if !tc.warn {
+				require.NotContains(t, stderr.String(), "another tokenizer")
+				return
+			}
+			require.Contains(t, stderr.String(), warned)
+			require.Contains(t, stderr.String(), filepath.Join(other, "tokenizer.json"))
 		})
 	}
 }

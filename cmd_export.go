@@ -250,6 +250,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		}
 		if *ckpt != "" {
 			fullFineTune := "" // the checkpoint of a full fine-tune, which peft has no adapters of
+			var trained rl.RunSettings // the loaded checkpoint's
 			path, err := loadCheckpoint(*ckpt, r.onnx, env.stderr, func(path string, st rl.RunSettings) error {
 				// Told from its settings before its weights are read
 				// (gigabytes, for a real model); the run's older
@@ -265,7 +266,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 				if _, err := checkpoint.Load(ctx, path, ws, nil); err != nil {
 					return err
 				}
-				w, lora = ws, settingsLoRA(st)
+				w, lora, trained = ws, settingsLoRA(st), st
 				return nil
 			})
 			if fullFineTune != "" {
@@ -273,6 +274,9 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			if err != nil {
 				return err
+			}
+			if *format != "peft" { // which writes no tokenizer
+				warnOtherTokenizer(env.stderr, path, trained, r)
 			}
 			loaded, from = path, "the weights of "+path
 			if lora.Enabled() {
