@@ -134,6 +134,17 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 			return err
 		}
 	}
+	sched := optim.Schedule{PeakLR: f.lr, WarmupSteps: int64(f.warmup), Decay: optim.Cosine,
+		TotalSteps: int64(max(f.cfg.Steps, f.warmup+1)), MinLR: f.lr / 10}
+	if err := sched.Validate(); err != nil {
+		return usageError{err}
+	}
+	// A rerun with other settings (without --override) is refused before
+	// the policy is loaded, which reads the model's weights (minutes, for
+	// a real model), as resuming would refuse it.
+	if err := rl.CheckSFTRunSettings(f.cfg, rl.SFTParts{Dir: f.out, Settings: settings, Schedule: sched}); err != nil {
+		return err
+	}
 	// The policy is over the tokenizer's ids, those its greedy evaluation
 	// draws from (VocabLimit below); a tokenizer with more ids than the
 	// model's logits is refused there (sess.vocabError).
@@ -153,11 +164,6 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	// moments up to date before each checkpoint and at the end, for the
 	// export below.
 	useDeviceOptimizer(env, pol, opt)
-	sched := optim.Schedule{PeakLR: f.lr, WarmupSteps: int64(f.warmup), Decay: optim.Cosine,
-		TotalSteps: int64(max(f.cfg.Steps, f.warmup+1)), MinLR: f.lr / 10}
-	if err := sched.Validate(); err != nil {
-		return usageError{err}
-	}
 	// The log goes to sft.jsonl.partial until the model is written (a run
 	// that fails or is interrupted leaves the model and sft.jsonl of the
 	// one before it, --overwrite, as they were), the checkpoints to

@@ -132,3 +132,59 @@ func TestTrainKeepsAFinishedSFTRunsEvents(t *testing.T) {
 		})
 	}
 }
+
+// cancelAt is a writer that cancels a run's context once what it is
+// written holds line: Ctrl-C at that line, in process.
+type cancelAt struct {
+	line   string
+	cancel context.CancelFunc
+	buf    bytes.Buffer
+}
+
+func (c *cancelAt) Write(p []byte) (int, error) {
+	c.buf.Write(p)
+	if bytes.Contains(c.buf.Bytes(), []byte(c.line)) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// TestSFTRefusesOtherSettingsBeforeThePolicy: an interrupted sft run
+// rerun with other settings (without --override: another --lr, another
+// --tokenizer) is refused before the policy is loaded, which reads the
+// model's weights and builds its artifacts (minutes, for a real model),
+// as train refuses it (TestTrainRefusesOtherSettingsBeforeThePolicy): it
+// was refused only by the resume, after. The run's artifacts path is a
+// file here, so that loading the policy fails: the refusal must come
+// first; with --override the rerun goes on to the policy.
+func TestSFTRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	out := filepath.Join(dir, "sft")
+	other := reversedTokenizer(t, filepath.Join(dir, "other"))
+	args := []string{"sft", "--out", out, "--steps", "50", "--batch", "2", "--eval-every", "0", "--eval-problems", "2", "--checkpoint-every", "1", "--threads", "1", "--quiet"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdout := &cancelAt{line: "checkpoint ", cancel: cancel}
+	var stderr bytes.Buffer
+	require.Equal(t, exitInterrupted, run(ctx, args, &cliEnv{stdout: stdout, stderr: &stderr}), stderr.String())
+	artifacts := filepath.Join(out, rl.ArtifactsDir)
+	require.NoError(t, os.RemoveAll(artifacts))
+	require.NoError(t, os.WriteFile(artifacts, []byte("not a directory"), 0o644))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"other --lr", []string{"--lr", "1e-3"}, "spiral sft: " + out + " holds a run with other settings: schedule.peak_lr (--lr): 0.003 -> 0.001; rerun with --override to continue with the new ones, or use another --out or --fresh\n"},
+		{"another --tokenizer", []string{"--tokenizer", other}, "spiral sft: " + out + " holds a run with other settings: tokenizer (--tokenizer): "},
+		{"--override", []string{"--lr", "1e-3", "--override"}, "spiral sft: model: artifacts: mkdir " + artifacts + ": not a directory\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stderr.Reset()
+			rerun := append(append([]string{}, args...), tc.args...)
+			require.Equal(t, exitFailure, run(context.Background(), rerun, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			require.Contains(t, stderr.String(), tc.want)
+		})
+	}
+}

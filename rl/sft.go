@@ -308,9 +308,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 	}
 	src := rand.NewPCG(cfg.Seed, 0x5f7)
 	rng := rand.New(src)
-	p.Settings.Schedule = p.Schedule
-	recorded := cfg
-	p.Settings.SFT = &recorded
+	p.Settings = recordedSFTSettings(cfg, p)
 	settings, err := json.Marshal(p.Settings)
 	if err != nil {
 		return fmt.Errorf("rl: sft settings: %w", err)
@@ -580,6 +578,40 @@ func warnOtherSFTEvals(w io.Writer, prev, now SFTConfig, step int) {
 	}
 	fmt.Fprintf(w, "spiral: --override: %s: the evaluations from here on are of other problems than the run's: %s's accuracies up to step %d and those after it are not one curve\n",
 		strings.Join(what, ", "), SFTLogFile, step)
+}
+
+// recordedSFTSettings are p.Settings as the sft run of cfg records them:
+// with its schedule (p.Schedule) and its configuration.
+func recordedSFTSettings(cfg SFTConfig, p SFTParts) SFTSettings {
+	s := p.Settings
+	s.Schedule = p.Schedule
+	recorded := cfg
+	s.SFT = &recorded
+	return s
+}
+
+// CheckSFTRunSettings refuses an sft rerun into p.Dir that RunSFT's
+// resume would refuse for its settings, p.Settings completed as RunSFT
+// records them (recordedSFTSettings; p's Settings, Schedule and Dir are
+// read): the newest checkpoint (whose state reads intact) records other
+// settings (sftSettingsDiff), and cfg.Override is not given; or it is of
+// spiral train or another model (recordedSFT). This is said before the
+// caller loads the policy, reading the model's weights (minutes, for a
+// real model), which the refusal made wasted, as CheckRunSettings says
+// it for train. A directory without a checkpoint passes, as does any
+// with cfg.Fresh or cfg.Override.
+func CheckSFTRunSettings(cfg SFTConfig, p SFTParts) error {
+	if cfg.Fresh || cfg.Override {
+		return nil
+	}
+	now := recordedSFTSettings(cfg, p)
+	return checkNewest(p.Dir, func(path string, st checkpoint.State) error {
+		prev, err := recordedSFT(p.Dir, path, st.Config, now)
+		if err != nil {
+			return err
+		}
+		return checkSettings(p.Dir, sftSettingsDiff(prev, now), false, io.Discard)
+	})
 }
 
 // CheckSFTRunIdentity refuses an sft rerun into the directory dir whose
