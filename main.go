@@ -177,8 +177,11 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args, implicit = args[0], args[1:], false
 	} else if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-		printTopUsage(env.stdout)
-		return 0
+		if len(args) == 1 || strings.HasPrefix(args[1], "-") {
+			printTopUsage(env.stdout)
+			return 0
+		}
+		name, args, implicit = "help", args[1:], false // spiral --help CMD: spiral help CMD
 	} else if len(args) > 0 && args[0] == "--version" {
 		name, args, implicit = "version", args[1:], false // as most tools take it
 	}

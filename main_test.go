@@ -99,6 +99,33 @@ func TestHelpOfHelp(t *testing.T) {
 	}
 }
 
+// TestHelpBeforeCommand: spiral --help CMD and spiral -h CMD print
+// CMD's usage, as spiral help CMD and spiral CMD --help do (they printed
+// the command list); an unknown CMD is refused as spiral help's is.
+func TestHelpBeforeCommand(t *testing.T) {
+	var want bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"eval", "--help"}, &cliEnv{stdout: &want, stderr: io.Discard}))
+	require.Contains(t, want.String(), "spiral eval")
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string // stdout, or "" for none
+		err  string // stderr contains
+	}{
+		{args: []string{"--help", "eval"}, out: want.String()},
+		{args: []string{"-h", "eval"}, out: want.String()},
+		{args: []string{"help", "eval"}, out: want.String()},
+		{args: []string{"--help", "nosuch"}, code: exitUsage, err: `unknown command "nosuch"`},
+		{args: []string{"-h", "nosuch"}, code: exitUsage, err: `unknown command "nosuch"`},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &cliEnv{stdout: &stdout, stderr: &stderr})
+		require.Equal(t, tc.code, code, "%q: %s", tc.args, stderr.String())
+		require.Equal(t, tc.out, stdout.String(), "%q", tc.args)
+		require.Contains(t, stderr.String(), tc.err, "%q", tc.args)
+	}
+}
+
 // TestIntervalText: each end of an efficiency interval is marked with
 // the bound its draw was, either way.
 func TestIntervalText(t *testing.T) {
