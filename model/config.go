@@ -208,7 +208,12 @@ func editConfig(b []byte, edit func(key string, v json.RawMessage) (json.RawMess
 
 // ReadHFConfig reads config.json from the directory of the model file at
 // modelPath. A missing file gives the zero HFConfig and found=false; a file
-// that does not parse is an error naming it.
+// that does not parse is an error naming it. A multimodal model's
+// config.json (Qwen3-VL's, Gemma 3's, Llava's) holds its text model's
+// fields in text_config, which transformers' get_text_config reads in the
+// top level's place: the fields text_config states are read from it,
+// those it leaves out from the top level, and _name_or_path from the top
+// level (text_config's names the text model it was made from).
 func ReadHFConfig(modelPath string) (cfg HFConfig, found bool, err error) {
 	path := filepath.Join(filepath.Dir(modelPath), ConfigFile)
 	b, err := os.ReadFile(path)
@@ -218,8 +223,19 @@ func ReadHFConfig(modelPath string) (cfg HFConfig, found bool, err error) {
 	if err != nil {
 		return HFConfig{}, false, fmt.Errorf("model: %w", err)
 	}
-	if err := json.Unmarshal(b, &cfg); err != nil {
+	var file struct {
+		HFConfig
+		TextConfig json.RawMessage `json:"text_config"`
+	}
+	if err := json.Unmarshal(b, &file); err != nil {
 		return HFConfig{}, false, fmt.Errorf("model: %s: %w", path, err)
+	}
+	cfg = file.HFConfig
+	if len(file.TextConfig) > 0 && string(file.TextConfig) != "null" {
+		if err := json.Unmarshal(file.TextConfig, &cfg); err != nil {
+			return HFConfig{}, false, fmt.Errorf("model: %s: text_config: %w", path, err)
+		}
+		cfg.NameOrPath = file.NameOrPath
 	}
 	if cfg.MaxPositionEmbeddings < 0 || cfg.VocabSize < 0 || cfg.NumAttentionHeads < 0 {
 		return HFConfig{}, false, fmt.Errorf("model: %s: negative max_position_embeddings, vocab_size or num_attention_heads", path)

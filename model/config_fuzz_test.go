@@ -22,6 +22,7 @@ func FuzzReadHFConfig(f *testing.F) {
 	f.Add([]byte(`{"sliding_window": [4096, null], "use_sliding_window": true}`))
 	f.Add([]byte(`{"max_position_embeddings": -1}`))
 	f.Add([]byte(`{"tie_word_embeddings": null}`))
+	f.Add([]byte(`{"max_position_embeddings": 8, "text_config": {"max_position_embeddings": -1}}`))
 	dir := f.TempDir()
 	path := filepath.Join(dir, ConfigFile)
 	f.Fuzz(func(t *testing.T, data []byte) {

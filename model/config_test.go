@@ -68,3 +68,50 @@ func TestReadGenerationEOS(t *testing.T) {
 		})
 	}
 }
+
+// TestReadHFConfigTextConfig: a multimodal model's config.json (Qwen3-VL's,
+// Gemma 3's, Llava's) holds its text model's fields under text_config,
+// which transformers' get_text_config reads in the top level's place: the
+// fields it states are read from it, those it leaves out from the top
+// level; _name_or_path stays the top level's (text_config's names the
+// text model it was made from). A text_config that is not an object is
+// an error naming the file and the field.
+func TestReadHFConfigTextConfig(t *testing.T) {
+	yes := true
+	for _, tc := range []struct {
+		name, body string
+		want       model.HFConfig
+		err        string
+	}{
+		{name: "Qwen3-VL", body: `{"_name_or_path": "Qwen/Qwen3-VL-2B-Instruct", "model_type": "qwen3_vl", "tie_word_embeddings": true,
+			"text_config": {"_name_or_path": "", "max_position_embeddings": 262144, "vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 6144,
+				"num_hidden_layers": 28, "num_attention_heads": 16, "head_dim": 128, "rope_theta": 5000000, "tie_word_embeddings": true},
+			"vision_config": {"hidden_size": 1024, "depth": 24}}`,
+			want: model.HFConfig{NameOrPath: "Qwen/Qwen3-VL-2B-Instruct", MaxPositionEmbeddings: 262144, VocabSize: 151936, HiddenSize: 2048,
+				IntermediateSize: 6144, NumHiddenLayers: 28, NumAttentionHeads: 16, HeadDim: 128, RopeTheta: 5e6, TieWordEmbeddings: &yes}},
+		{name: "Llava, vocab_size at the top", body: `{"vocab_size": 32064, "text_config": {"_name_or_path": "lmsys/vicuna-7b-v1.5", "max_position_embeddings": 4096}}`,
+			want: model.HFConfig{VocabSize: 32064, MaxPositionEmbeddings: 4096}},
+		{name: "text_config wins", body: `{"max_position_embeddings": 2048, "text_config": {"max_position_embeddings": 4096}}`,
+			want: model.HFConfig{MaxPositionEmbeddings: 4096}},
+		{name: "Gemma 3's window", body: `{"text_config": {"sliding_window": 1024, "hidden_size": 2560}}`,
+			want: model.HFConfig{SlidingWindow: 1024.0, HiddenSize: 2560}},
+		{name: "null", body: `{"max_position_embeddings": 2048, "text_config": null}`, want: model.HFConfig{MaxPositionEmbeddings: 2048}},
+		{name: "a string", body: `{"text_config": "qwen3"}`, err: "text_config"},
+		{name: "negative", body: `{"text_config": {"max_position_embeddings": -1}}`, err: "negative max_position_embeddings"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, model.ConfigFile)
+			require.NoError(t, os.WriteFile(path, []byte(tc.body), 0o644))
+			cfg, found, err := model.ReadHFConfig(filepath.Join(dir, "model.onnx"))
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				require.ErrorContains(t, err, path)
+				return
+			}
+			require.NoError(t, err)
+			require.True(t, found)
+			require.Equal(t, tc.want, cfg)
+		})
+	}
+}
