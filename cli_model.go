@@ -435,11 +435,11 @@ func (s *modelSession) prompter(tmpl templateSet) rollout.ChatPrompter {
 // model warm-started on it by spiral sft writes traces as short), the
 // context length (config.json's
 // max_position_embeddings, when stated, or served, when > 0: the
-// context a serving engine serves the model with, checkEngine), the stop ids (stopIDs) and the vocabulary
+// context a serving engine serves the model with, checkEngine), the stop ids (stopIDs, warning on warn) and the vocabulary
 // limit (the tokenizer's ids: a model with fewer embedding rows is refused
 // by checkVocab). It needs no open model, so that a --max-new-tokens that
 // leaves no room is refused before the model's graphs are built.
-func (s *modelSession) samplerConfig(f samplingFlags, onEmbeddedTask bool, served int) (rollout.SamplerConfig, error) {
+func (s *modelSession) samplerConfig(f samplingFlags, onEmbeddedTask bool, served int, warn io.Writer) (rollout.SamplerConfig, error) {
 	c := f.cfg
 	c.CallBytes = int64(f.callMiB) << 20
 	hf, err := s.hfConfig()
@@ -457,7 +457,7 @@ func (s *modelSession) samplerConfig(f samplingFlags, onEmbeddedTask bool, serve
 	if c.ContextLength > 0 && c.MaxNewTokens >= c.ContextLength {
 		return c, usageError{fmt.Errorf("--max-new-tokens %d leaves no room for a prompt in the %d positions %s", c.MaxNewTokens, c.ContextLength, positions)}
 	}
-	if c.StopIDs, err = s.stopIDs(); err != nil {
+	if c.StopIDs, err = s.stopIDs(warn); err != nil {
 		return c, err
 	}
 	c.VocabLimit = s.tok.VocabSize()
@@ -466,11 +466,16 @@ func (s *modelSession) samplerConfig(f samplingFlags, onEmbeddedTask bool, serve
 
 // stopIDs are the ids that end generation: the tokenizer's (<|im_end|>,
 // <|endoftext|>) and, each once, those of the eos_token_id of the
-// generation_config.json beside the model (model.ReadGenerationEOS).
-func (s *modelSession) stopIDs() ([]int32, error) {
-	eos, err := model.ReadGenerationEOS(filepath.Join(s.dir, model.ConfigFile))
+// generation_config.json beside the model (model.ReadGenerationEOS:
+// one past the tokenizer's ids is refused, one that is not a special
+// token of it is warned of on warn).
+func (s *modelSession) stopIDs(warn io.Writer) ([]int32, error) {
+	eos, warning, err := model.ReadGenerationEOS(filepath.Join(s.dir, model.ConfigFile), s.tok)
 	if err != nil {
 		return nil, err
+	}
+	if warning != "" {
+		fmt.Fprintf(warn, "spiral: warning: %s\n", warning)
 	}
 	ids := s.tok.StopIDs()
 	for _, id := range eos {
@@ -529,13 +534,13 @@ func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir s
 // refused at once, not after a wait of up to --engine-timeout for a
 // server still loading its model.
 func (s *modelSession) engineSamplerConfig(ctx context.Context, e engineFlags, syncDir string, f samplingFlags, onEmbeddedTask bool, warn io.Writer) (c rollout.SamplerConfig, served int, err error) {
-	if c, err = s.samplerConfig(f, onEmbeddedTask, 0); err != nil {
+	if c, err = s.samplerConfig(f, onEmbeddedTask, 0, warn); err != nil {
 		return c, 0, err
 	}
 	if served, err = s.checkEngine(ctx, e, syncDir, warn); err != nil || served == 0 {
 		return c, 0, err
 	}
-	c, err = s.samplerConfig(f, onEmbeddedTask, served)
+	c, err = s.samplerConfig(f, onEmbeddedTask, served, io.Discard) // its warnings said by the first
 	return c, served, err
 }
 

@@ -59,7 +59,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 		return err
 	}
 	f.cfg.ContextLength = hf.MaxPositionEmbeddings
-	stops, err := sess.stopIDs()
+	stops, err := sess.stopIDs(env.stderr)
 	if err != nil {
 		return err
 	}

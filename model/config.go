@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spiral-rl/spiral/model/tokenizer"
 )
@@ -246,39 +247,58 @@ func ReadHFConfig(modelPath string) (cfg HFConfig, found bool, err error) {
 // ReadGenerationEOS returns the ids that end generation by the
 // eos_token_id of the generation_config.json beside modelPath: one id or
 // a list of them (Qwen3's [151645, 151643]); nil when there is no such
-// file, or it states none (absent or null).
-func ReadGenerationEOS(modelPath string) ([]int32, error) {
+// file, or it states none (absent or null). An id past tok's ids is an
+// error naming the file, the id and tok's ids: the file is another
+// model's, with a larger vocabulary. warning names, in turn, the ids
+// that are not special tokens of tok (another model's eos that is an
+// ordinary text token here, Qwen3's <think>) and their text, which would
+// end each completion that writes it; "" where every id is one.
+func ReadGenerationEOS(modelPath string, tok *tokenizer.Tokenizer) (ids []int32, warning string, err error) {
 	path := filepath.Join(filepath.Dir(modelPath), tokenizer.GenerationConfigFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
+		return nil, "", fmt.Errorf("model: %w", err)
 	}
 	var gc struct {
 		EOS json.RawMessage `json:"eos_token_id"`
 	}
 	if err := json.Unmarshal(b, &gc); err != nil {
-		return nil, fmt.Errorf("model: %s: %w", path, err)
+		return nil, "", fmt.Errorf("model: %s: %w", path, err)
 	}
 	if len(gc.EOS) == 0 || string(gc.EOS) == "null" {
-		return nil, nil
+		return nil, "", nil
 	}
-	var ids []int64
-	if err := json.Unmarshal(gc.EOS, &ids); err != nil {
+	var read []int64
+	if err := json.Unmarshal(gc.EOS, &read); err != nil {
 		var id int64
 		if json.Unmarshal(gc.EOS, &id) != nil {
-			return nil, fmt.Errorf("model: %s: eos_token_id: want a token id or a list of token ids, got %s", path, gc.EOS)
+			return nil, "", fmt.Errorf("model: %s: eos_token_id: want a token id or a list of token ids, got %s", path, gc.EOS)
 		}
-		ids = []int64{id}
+		read = []int64{id}
 	}
-	out := make([]int32, len(ids))
-	for i, id := range ids {
+	special := map[int32]bool{}
+	for _, a := range tok.AddedTokens() {
+		special[a.ID] = special[a.ID] || a.Special
+	}
+	ids = make([]int32, len(read))
+	var warnings []string
+	for i, id := range read {
 		if id < 0 || id > math.MaxInt32 {
-			return nil, fmt.Errorf("model: %s: eos_token_id: %d is not a token id", path, id)
+			return nil, "", fmt.Errorf("model: %s: eos_token_id: %d is not a token id", path, id)
 		}
-		out[i] = int32(id)
+		if id >= int64(tok.VocabSize()) {
+			return nil, "", fmt.Errorf("model: %s: eos_token_id: %d is past the tokenizer's %d ids (another model's file?)", path, id, tok.VocabSize())
+		}
+		ids[i] = int32(id)
+		if !special[ids[i]] {
+			warnings = append(warnings, fmt.Sprintf("eos_token_id %d is not a special token of the tokenizer (it decodes to %q)", id, tok.Decode([]int32{ids[i]})))
+		}
 	}
-	return out, nil
+	if len(warnings) > 0 {
+		warning = fmt.Sprintf("%s: %s: generation ends wherever a completion writes it (another model's file?)", path, strings.Join(warnings, "; "))
+	}
+	return ids, warning, nil
 }

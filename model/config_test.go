@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/tokenizer"
 )
 
 // TestTrainedConfig: the config.json of trained weights is the source's
@@ -29,27 +31,63 @@ func TestTrainedConfig(t *testing.T) {
 	require.ErrorContains(t, err, "model: config.json: json: cannot unmarshal array")
 }
 
+// thinkTokenizer is spiral's byte-level tokenizer (bytes 0 to 255,
+// <|endoftext|> 256, <|im_start|> 257, <|im_end|> 258, special) with
+// <think> as an added token that is not special (259), as Qwen3's
+// tokenizer.json has it: 260 ids.
+func thinkTokenizer(t *testing.T) *tokenizer.Tokenizer {
+	t.Helper()
+	b, err := tokenizer.BuildByteTokenizerJSON()
+	require.NoError(t, err)
+	var f map[string]any
+	require.NoError(t, json.Unmarshal(b, &f))
+	f["added_tokens"] = append(f["added_tokens"].([]any), map[string]any{"id": 259, "content": "<think>",
+		"single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": false})
+	b, err = json.Marshal(f)
+	require.NoError(t, err)
+	tok, err := tokenizer.FromBytes(b)
+	require.NoError(t, err)
+	t.Cleanup(func() { tok.Close() })
+	require.Equal(t, 260, tok.VocabSize())
+	return tok
+}
+
 // TestReadGenerationEOS: generation_config.json's eos_token_id beside a
-// model is read as one id or a list of them (Qwen3's [151645, 151643]);
-// a model without the file, the field or with null has none; anything
-// else is an error naming the file.
+// model is read as one id or a list of them (Qwen3's [151645, 151643]:
+// <|im_end|> and <|endoftext|>); a model without the file, the field or
+// with null has none; anything else is an error naming the file, an id
+// past the tokenizer's ids (the file of a model with a larger
+// vocabulary) too, naming the id and the tokenizer's ids. An id that is
+// not a special token of the tokenizer (another model's eos, which is an
+// ordinary text token here, or Qwen3's <think>) is warned of, naming the
+// file, the id and its text.
 func TestReadGenerationEOS(t *testing.T) {
+	tok := thinkTokenizer(t)
 	for _, tc := range []struct {
 		name, body string // body "" writes no file
 		want       []int32
+		warn       []string // the warning contains each; none where empty
 		err        string
 	}{
 		{name: "no file"},
 		{name: "no field", body: `{"top_p": 0.8}`},
 		{name: "null", body: `{"eos_token_id": null}`},
-		{name: "one id", body: `{"eos_token_id": 151645}`, want: []int32{151645}},
-		{name: "a list", body: `{"bos_token_id": 151643, "eos_token_id": [151645, 151643], "top_k": 20}`, want: []int32{151645, 151643}},
+		{name: "one id", body: `{"eos_token_id": 258}`, want: []int32{258}},
+		{name: "a list", body: `{"bos_token_id": 256, "eos_token_id": [258, 256], "top_k": 20}`, want: []int32{258, 256}},
 		{name: "an empty list", body: `{"eos_token_id": []}`, want: []int32{}},
 		{name: "a string", body: `{"eos_token_id": "<|im_end|>"}`, err: "eos_token_id: want a token id or a list of token ids"},
 		{name: "a negative id", body: `{"eos_token_id": [2, -1]}`, err: "eos_token_id: -1 is not a token id"},
 		{name: "past int32", body: `{"eos_token_id": 4294967296}`, err: "eos_token_id: 4294967296 is not a token id"},
 		{name: "a fraction", body: `{"eos_token_id": 2.5}`, err: "eos_token_id: want a token id or a list of token ids"},
 		{name: "malformed", body: `{"eos_token_id": [1,`, err: "generation_config.json"},
+		{name: "Qwen3's", body: `{"eos_token_id": [151645, 151643]}`, err: "eos_token_id: 151645 is past the tokenizer's 260 ids"},
+		{name: "just past the tokenizer", body: `{"eos_token_id": [258, 260]}`, err: "eos_token_id: 260 is past the tokenizer's 260 ids"},
+		{name: "a text token", body: `{"eos_token_id": [258, 97]}`, want: []int32{258, 97},
+			warn: []string{`eos_token_id 97 is not a special token of the tokenizer (it decodes to "a")`}},
+		{name: "a plain added token", body: `{"eos_token_id": 259}`, want: []int32{259},
+			warn: []string{`eos_token_id 259 is not a special token of the tokenizer (it decodes to "<think>")`}},
+		{name: "two", body: `{"eos_token_id": [97, 258, 98]}`, want: []int32{97, 258, 98},
+			warn: []string{`eos_token_id 97 is not`, `"a"`, `eos_token_id 98 is not`, `"b"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -57,7 +95,7 @@ func TestReadGenerationEOS(t *testing.T) {
 			if tc.body != "" {
 				require.NoError(t, os.WriteFile(gc, []byte(tc.body), 0o644))
 			}
-			ids, err := model.ReadGenerationEOS(filepath.Join(dir, "model.onnx"))
+			ids, warning, err := model.ReadGenerationEOS(filepath.Join(dir, "model.onnx"), tok)
 			if tc.err != "" {
 				require.ErrorContains(t, err, tc.err)
 				require.ErrorContains(t, err, gc)
@@ -65,6 +103,14 @@ func TestReadGenerationEOS(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, tc.want, ids)
+			if len(tc.warn) == 0 {
+				require.Empty(t, warning)
+				return
+			}
+			require.Contains(t, warning, gc)
+			for _, w := range tc.warn {
+				require.Contains(t, warning, w)
+			}
 		})
 	}
 }

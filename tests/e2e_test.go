@@ -1641,7 +1641,10 @@ func TestTemplateFlagsNamed(t *testing.T) {
 // generation defaults stop at another id ran on past it. The embedded
 // model answers "Solve x+1=2." greedily with "2+1=3. 3-1=2. ..." (53
 // tokens); with "." (id 6 of its tokenizer) among the eos ids, given as
-// a list as Qwen3's are, it stops after "2+1=3.".
+// a list as Qwen3's are, it stops after "2+1=3.", with a warning, once,
+// that "." is no special token of the tokenizer. An id past the
+// tokenizer's 49 (Qwen3's <|im_end|> 151645: another model's file) is
+// refused, naming the file, the id and the tokenizer's ids.
 func TestGenerationConfigEOS(t *testing.T) {
 	requireRuntime(t)
 	dir, err := embedded.Extract(t.TempDir())
@@ -1655,6 +1658,13 @@ func TestGenerationConfigEOS(t *testing.T) {
 	r = spiral(t, nil, args...)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "(6 tokens, stop)\n2+1=3.\n")
+	gc := filepath.Join(dir, "generation_config.json")
+	require.Equal(t, 1, strings.Count(r.stderr, "spiral: warning: "+gc+`: eos_token_id 6 is not a special token of the tokenizer (it decodes to ".")`), r.stderr)
+	require.NotContains(t, r.stderr, "eos_token_id 48")
+	require.NoError(t, os.WriteFile(gc, []byte(`{"eos_token_id": [48, 151645]}`), 0o644))
+	r = spiral(t, nil, args...)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, gc+": eos_token_id: 151645 is past the tokenizer's 49 ids")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(`{"eos_token_id": "."}`), 0o644))
 	r = spiral(t, nil, args...)
 	require.Equal(t, 1, r.code, r.stderr)
