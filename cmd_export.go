@@ -249,7 +249,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			return fmt.Errorf("export %s onto --model %s: %w", from, r.onnx, err)
 		}
 		if *ckpt != "" {
-			fullFineTune := "" // the checkpoint of a full fine-tune, which peft has no adapters of
+			fullFineTune := ""         // the checkpoint of a full fine-tune, which peft has no adapters of
 			var trained rl.RunSettings // the loaded checkpoint's
 			path, err := loadCheckpoint(*ckpt, r.onnx, env.stderr, func(path string, st rl.RunSettings) error {
 				// Told from its settings before its weights are read
