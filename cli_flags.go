@@ -974,6 +974,7 @@ type evalFlags struct {
 	ckpt    string
 	quiet   bool
 	traces  bool
+	fresh   bool
 	engine  engineFlags
 	// changed reports whether a flag was given (pflag.FlagSet.Changed).
 	changed func(name string) bool
@@ -1008,6 +1009,7 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	markNonEmpty(fs, "checkpoint", checkpointWant)
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.traces, "traces", false, "also write every judged trace to MODE.traces.jsonl in --out (text, answer, grade; RSA: step and the candidates it read)")
+	fs.BoolVar(&f.fresh, "fresh", false, "passk: discard the problems an interrupted evaluation saved in --out (passk.problems.jsonl.partial), which a rerun of its settings resumes, and start over")
 }
 
 // checkInputs is trainFlags.checkInputs for eval's input files and
@@ -1031,6 +1033,9 @@ var rsaOnlyFlags = []string{"population", "subset", "rsa-steps", "candidate-toke
 // mode.
 func (f *evalFlags) ignoredFlags() []string {
 	var out []string
+	if f.mode != "passk" && f.changed("fresh") {
+		out = append(out, fmt.Sprintf("--fresh is for --mode passk, which saves its problems as they finish; --mode %s, which starts over anyway, ignores it", f.mode))
+	}
 	if f.mode == "rsa" {
 		if f.changed("samples") {
 			out = append(out, "--samples is for --mode passk and sequential; --mode rsa, which samples --population members a problem, ignores it")

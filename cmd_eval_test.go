@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -440,4 +445,203 @@ func TestSequentialTable(t *testing.T) {
 		sequentialTable(&b, tc.pts)
 		require.Equal(t, tc.want, b.String(), tc.name)
 	}
+}
+
+// TestEvalChunk: a resumable evaluation's Generate calls hold 32 times
+// the requests the engine runs at once, in whole problems, at least one.
+func TestEvalChunk(t *testing.T) {
+	for _, tc := range []struct{ parallel, samples, want int }{
+		{64, 64, 32},   // --gen-batch 64, pass@64: 2,048 requests
+		{16, 64, 8},    // --engine-concurrency 16
+		{1, 4, 8},      // 32 requests
+		{64, 3, 683},   // 2,048 requests rounded up to whole problems
+		{1, 1024, 1},   // more samples than a call's requests: one problem
+		{256, 1, 8192}, // one sample a problem
+	} {
+		require.Equal(t, tc.want, evalChunk(tc.parallel, tc.samples), "%d at once, %d samples", tc.parallel, tc.samples)
+	}
+}
+
+// resumeEngine is an OpenAI-compatible server whose completion of a
+// request depends on its seed alone (a boxed answer, seed % 4; cut at
+// the token limit where seed % 5 is 0), as a seeded engine's does, and
+// that answers 400 from its failAt-th completion on (0: never).
+type resumeEngine struct {
+	served, failAt atomic.Int32
+	// interrupt, when set, is called at the interruptAt-th completion
+	// (Ctrl-C, as the evaluation's context is cancelled).
+	interrupt   func()
+	interruptAt int32
+}
+
+func (e *resumeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/models" {
+		_, _ = w.Write([]byte(`{"data":[{"id":"served"}]}`))
+		return
+	}
+	var body struct {
+		Seed int64 `json:"seed"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, `{"message":"bad request"}`, http.StatusBadRequest)
+		return
+	}
+	n := e.served.Add(1)
+	if e.failAt.Load() > 0 && n >= e.failAt.Load() {
+		http.Error(w, `{"object":"error","message":"engine says no"}`, http.StatusBadRequest)
+		return
+	}
+	if e.interrupt != nil && n == e.interruptAt {
+		e.interrupt()
+	}
+	finish := "stop"
+	if body.Seed%5 == 0 {
+		finish = "length"
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{
+		"text": fmt.Sprintf("so the answer is \\boxed{%d}", body.Seed%4), "finish_reason": finish}}})
+}
+
+// TestEvalResumesPassAtK: a pass@k evaluation through a serving engine
+// that fails partway (at its 41st request: the first Generate call's 8
+// problems of 4 samples, 32 times --engine-concurrency 1's requests, are
+// done) kept
+// nothing, and a rerun started over. It now saves its problems as their
+// calls finish (passk.problems.jsonl.partial); the rerun of the same
+// command evaluates only the others, says so, and writes the report an
+// uninterrupted evaluation writes (its start time aside: the
+// interrupted one's), its table and notes too, and removes the file.
+// A rerun of other settings is refused, naming them, unless --fresh;
+// one with --traces is refused; a last line cut short is left out.
+func TestEvalResumesPassAtK(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	eng := &resumeEngine{}
+	hs := httptest.NewServer(eng)
+	defer hs.Close()
+	dir := t.TempDir()
+	problems := filepath.Join(dir, "problems.jsonl")
+	var lines strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&lines, `{"id": "p%d", "problem": "Problem %d", "answer": "%d"}`+"\n", i, i, i%4)
+	}
+	require.NoError(t, os.WriteFile(problems, []byte(lines.String()), 0o644))
+	ctx := context.Background()
+	evalIn := func(out string, extra ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"eval", "--mode", "passk", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out,
+			"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "served", "--engine-concurrency", "1"}, extra...)
+		code := run(ctx, args, &cliEnv{stdout: &stdout, stderr: &stderr})
+		return code, stdout.String(), stderr.String()
+	}
+	readReport := func(out string) report.PassAtK {
+		var rep report.PassAtK
+		require.NoError(t, report.ReadJSON(filepath.Join(out, "passk.json"), &rep))
+		return rep
+	}
+
+	whole := filepath.Join(dir, "whole")
+	code, wantOut, wantErr := evalIn(whole)
+	require.Zero(t, code, wantErr)
+	require.Equal(t, int32(80), eng.served.Load())
+	want := readReport(whole)
+	require.NoFileExists(t, filepath.Join(whole, "passk"+report.ProblemsSuffix))
+
+	// One that fails within its first call has nothing to save, and
+	// leaves no file.
+	first := filepath.Join(dir, "first")
+	eng.served.Store(0)
+	eng.failAt.Store(5)
+	firstCode, _, firstErr := evalIn(first)
+	require.Equal(t, exitFailure, firstCode, firstErr)
+	require.NotContains(t, firstErr, "saved in")
+	require.NoFileExists(t, filepath.Join(first, "passk"+report.ProblemsSuffix))
+
+	out := filepath.Join(dir, "cut")
+	partial := filepath.Join(out, "passk"+report.ProblemsSuffix)
+	eng.served.Store(0)
+	eng.failAt.Store(41)
+	code, _, stderr := evalIn(out)
+	require.Equal(t, exitFailure, code, stderr)
+	require.Contains(t, stderr, "engine says no")
+	require.Contains(t, stderr, "spiral: note: 8 of the 20 problems were evaluated and saved in "+partial+": rerun the command to resume from there\n")
+	require.NoFileExists(t, filepath.Join(out, "passk.json"))
+	saved, err := report.ReadProblems(partial)
+	require.NoError(t, err)
+	require.Len(t, saved.Problems, 8, "the first call's problems")
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"another seed", []string{"--seed", "2"}, partial + " holds 8 of the 20 problems of an interrupted passk evaluation of other settings (seed 1, not 2): rerun with those to resume it, or give --fresh to discard them and start over, or another --out"},
+		{"other samples", []string{"--samples", "2"}, "(samples 4, not 2)"},
+		{"another temperature", []string{"--temperature", "0.5"}, "(temperature 1, not 0.5)"},
+		{"traces", []string{"--traces"}, "--traces: " + partial + " holds 8 of the 20 problems of an interrupted passk evaluation, whose traces were not kept: rerun without --traces to resume it"},
+	} {
+		eng.served.Store(0)
+		code, _, stderr := evalIn(out, tc.args...)
+		require.Equal(t, exitFailure, code, tc.name)
+		require.Contains(t, stderr, tc.want, tc.name)
+		require.Zero(t, eng.served.Load(), "%s: nothing generated", tc.name)
+		again, err := report.ReadProblems(partial)
+		require.NoError(t, err)
+		require.Equal(t, saved.Problems, again.Problems, "%s: the saved problems kept", tc.name)
+	}
+
+	// A last line cut short by a kill: that problem is evaluated again.
+	b, err := os.ReadFile(partial)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(partial, b[:len(b)-10], 0o644))
+	eng.served.Store(0)
+	eng.failAt.Store(0)
+	code, gotOut, gotErr := evalIn(out)
+	require.Zero(t, code, gotErr)
+	require.Contains(t, gotErr, "spiral: resuming: 7 of 20 problems already evaluated (saved in "+partial+", less its last line, cut short)\n")
+	require.Equal(t, int32(13*4), eng.served.Load(), "only the problems not saved")
+	require.Equal(t, wantOut, strings.Replace(gotOut, out, whole, -1), "the table and the files written")
+	require.Equal(t, wantErr, strings.Replace(gotErr, "spiral: resuming: 7 of 20 problems already evaluated (saved in "+partial+", less its last line, cut short)\n", "", 1), "the notes: the traces cut alike")
+	got := readReport(out)
+	require.True(t, saved.Started.Equal(got.Meta.Timestamp), "the interrupted evaluation's start")
+	got.Meta.Timestamp = want.Meta.Timestamp
+	require.Equal(t, want, got)
+	wantJSON, err := os.ReadFile(filepath.Join(whole, "passk.json"))
+	require.NoError(t, err)
+	require.NoError(t, report.WriteJSON(filepath.Join(dir, "got.json"), got))
+	gotJSON, err := os.ReadFile(filepath.Join(dir, "got.json"))
+	require.NoError(t, err)
+	require.Equal(t, string(wantJSON), string(gotJSON), "bit for bit, the start time aside")
+	require.NoFileExists(t, partial, "removed with the report's commit")
+
+	// Interrupted (Ctrl-C) within the third call: the two before it kept.
+	var cancel context.CancelFunc
+	ctx, cancel = context.WithCancel(context.Background())
+	eng.served.Store(0)
+	eng.interrupt, eng.interruptAt = cancel, 70
+	code, _, stderr = evalIn(out)
+	require.NotZero(t, code, stderr)
+	require.Contains(t, stderr, "spiral: note: 16 of the 20 problems were evaluated and saved in "+partial)
+	ctx, eng.interrupt = context.Background(), nil
+	eng.served.Store(0)
+	code, gotOut, gotErr = evalIn(out)
+	require.Zero(t, code, gotErr)
+	require.Contains(t, gotErr, "spiral: resuming: 16 of 20 problems already evaluated (saved in "+partial+")\n")
+	require.Equal(t, int32(4*4), eng.served.Load())
+	require.Equal(t, wantOut, strings.Replace(gotOut, out, whole, -1))
+	got = readReport(out)
+	got.Meta.Timestamp = want.Meta.Timestamp
+	require.Equal(t, want, got)
+
+	// --fresh discards what another evaluation saved and starts over.
+	eng.served.Store(0)
+	eng.failAt.Store(41)
+	code, _, stderr = evalIn(out)
+	require.Equal(t, exitFailure, code, stderr)
+	eng.served.Store(0)
+	eng.failAt.Store(0)
+	code, _, stderr = evalIn(out, "--seed", "2", "--fresh")
+	require.Zero(t, code, stderr)
+	require.Contains(t, stderr, "spiral: note: --fresh: removed "+partial+", 8 of the 20 problems of an interrupted passk evaluation\n")
+	require.Equal(t, int32(80), eng.served.Load())
+	require.NoFileExists(t, partial)
 }

@@ -19,6 +19,34 @@ type Evaluator struct {
 	Progress Progress
 	// Traces, when non-nil, receives every judged trace (see TraceSink).
 	Traces TraceSink
+	// Chunk, when > 0, is the most problems one Generate call of Sample
+	// holds: the problems are generated in calls of Chunk of them, in
+	// order, each call's judged and handed to Traces and Done as it
+	// ends. 0 generates every problem in one call.
+	Chunk int
+	// Done, when non-nil, receives the problems of each of Sample's
+	// Generate calls once judged and handed to Traces, in order; an
+	// error stops the evaluation. What it saves, Resumed gives back.
+	Done func([]SampledProblem) error
+	// Resumed holds problems that an earlier evaluation of the same
+	// settings (problems, seed, samples, sampler, judge) finished, by
+	// index: Sample generates none of theirs and takes these in their
+	// place, as it would have sampled them (each trace seeded by its
+	// problem and sample alone), but for what they do not keep: PassAtK
+	// takes them, Sequential, which needs every trace's tokens, refuses
+	// them.
+	Resumed map[int]SampledProblem
+}
+
+// SampledProblem is one problem's judged samples, as Sample hands them
+// to Evaluator.Done and takes them from Evaluator.Resumed: Index is the
+// problem's index, Tokens what its samples spent. Resumed traces need
+// only their verdicts and finish reasons (pass@k's and the cut counts'
+// inputs), not their prompts, tokens or text.
+type SampledProblem struct {
+	Index  int
+	Traces []Trace
+	Tokens Tokens
 }
 
 // TracedTrace is one judged trace of an evaluation, as a TraceSink gets
@@ -38,15 +66,19 @@ type TracedTrace struct {
 type TraceSink func([]TracedTrace) error
 
 // sink hands traces[i][j] (with their candidates, when given) to
-// e.Traces, if set.
-func (e Evaluator) sink(step int, traces [][]Trace, candidates [][][]int) error {
+// e.Traces, if set, as those of problem index[i] (i where index is nil).
+func (e Evaluator) sink(step int, traces [][]Trace, candidates [][][]int, index []int) error {
 	if e.Traces == nil {
 		return nil
 	}
 	var batch []TracedTrace
 	for i, row := range traces {
+		p := i
+		if index != nil {
+			p = index[i]
+		}
 		for j, tr := range row {
-			tt := TracedTrace{Step: step, Problem: i, Sample: j, Trace: tr}
+			tt := TracedTrace{Step: step, Problem: p, Sample: j, Trace: tr}
 			if candidates != nil {
 				tt.Candidates = candidates[i][j]
 			}
@@ -93,34 +125,79 @@ func (s *SampleSet) N() int {
 	return len(s.Traces[0])
 }
 
-// Sample generates n search traces per problem in one Generate call and
-// judges them. Trace (i, j) is seeded by Stream{seed, 0, i, j, PhaseEval},
-// so the set is reproducible and a trace does not depend on n or on the
-// other problems.
+// Sample generates n search traces per problem and judges them: in one
+// Generate call, or in calls of e.Chunk problems each handed to e.Done
+// as it ends; problems in e.Resumed are taken from there, not
+// generated. Trace (i, j) is seeded by Stream{seed, 0, i, j, PhaseEval},
+// so the set is reproducible and a trace does not depend on n, on the
+// other problems or on the calls it was generated in (but for what an
+// engine's batching rounds differently: Sampler.retire).
 func (e Evaluator) Sample(ctx context.Context, problems []data.Problem, n int, seed uint64) (*SampleSet, error) {
 	if err := e.validate(); err != nil {
 		return nil, err
 	}
+	set := &SampleSet{Problems: problems, Traces: make([][]Trace, len(problems))}
 	prompts := make([][]int32, len(problems))
-	golds := make([]string, len(problems))
+	var pending []int // the problems to generate, in order
 	for i, pb := range problems {
+		if r, ok := e.Resumed[i]; ok {
+			if len(r.Traces) != n {
+				return nil, fmt.Errorf("rollout: sample: problem %q resumed with %d samples, want %d", pb.ID, len(r.Traces), n)
+			}
+			set.Traces[i] = r.Traces
+			set.Tokens.Prompt += r.Tokens.Prompt
+			set.Tokens.Generated += r.Tokens.Generated
+			continue
+		}
 		prompt, err := e.Prompter.SearchPrompt(pb.Problem)
 		if err != nil {
 			return nil, fmt.Errorf("rollout: sample: prompt of problem %q: %w", pb.ID, err)
 		}
-		prompts[i], golds[i] = prompt, pb.Answer
+		prompts[i] = prompt
+		pending = append(pending, i)
 	}
-	traces, st, err := Complete(ctx, e.Gen, e.Prompter, prompts, n, func(i, j int) Stream {
-		return Stream{Seed: seed, Problem: uint64(i), Sample: uint64(j), Phase: PhaseEval}
-	}, e.Progress)
-	if err != nil {
-		return nil, fmt.Errorf("rollout: sample: %w", err)
+	chunk := e.Chunk
+	if chunk <= 0 {
+		chunk = len(pending)
 	}
-	e.Judge.JudgeAll(traces, golds)
-	if err := e.sink(0, traces, nil); err != nil {
-		return nil, fmt.Errorf("rollout: sample: traces: %w", err)
+	for len(pending) > 0 {
+		index := pending[:min(chunk, len(pending))]
+		pending = pending[len(index):]
+		ps := make([][]int32, len(index))
+		golds := make([]string, len(index))
+		for k, i := range index {
+			ps[k], golds[k] = prompts[i], problems[i].Answer
+		}
+		traces, _, err := Complete(ctx, e.Gen, e.Prompter, ps, n, func(k, j int) Stream {
+			return Stream{Seed: seed, Problem: uint64(index[k]), Sample: uint64(j), Phase: PhaseEval}
+		}, e.Progress)
+		if err != nil {
+			return nil, fmt.Errorf("rollout: sample: %w", err)
+		}
+		e.Judge.JudgeAll(traces, golds)
+		if err := e.sink(0, traces, nil, index); err != nil {
+			return nil, fmt.Errorf("rollout: sample: traces: %w", err)
+		}
+		done := make([]SampledProblem, len(index))
+		for k, i := range index {
+			done[k] = SampledProblem{Index: i, Traces: traces[k]}
+			for _, tr := range traces[k] {
+				// Complete's exact counts: the prompt per request, the
+				// tokens of each completion.
+				done[k].Tokens.Prompt += len(tr.Prompt)
+				done[k].Tokens.Generated += len(tr.Tokens)
+			}
+			set.Traces[i] = traces[k]
+			set.Tokens.Prompt += done[k].Tokens.Prompt
+			set.Tokens.Generated += done[k].Tokens.Generated
+		}
+		if e.Done != nil {
+			if err := e.Done(done); err != nil {
+				return nil, fmt.Errorf("rollout: sample: %w", err)
+			}
+		}
 	}
-	return &SampleSet{Problems: problems, Traces: traces, Tokens: tokensOf(st)}, nil
+	return set, nil
 }
 
 // PowersOfTwo lists 1, 2, 4, ... up to max, with max itself appended when
@@ -390,6 +467,11 @@ func (e Evaluator) Sequential(ctx context.Context, problems []data.Problem, cfg 
 	}
 	if cfg.MaxTokens < 0 {
 		return BudgetResult{}, fmt.Errorf("rollout: sequential: max tokens %d < 0", cfg.MaxTokens)
+	}
+	if len(e.Resumed) > 0 {
+		// The budget curve cuts every trace's tokens, which resumed
+		// traces do not keep.
+		return BudgetResult{}, errors.New("rollout: sequential: resumed problems keep no tokens to cut at the budgets")
 	}
 	for i, b := range cfg.Budgets { // before sampling, as BudgetCurve and report.Budget.Validate check them
 		if b < 1 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -565,4 +566,92 @@ func TestMajorityCutTracesDoNotVote(t *testing.T) {
 			require.Equal(t, 1, res.PerProblem[0].Correct, "only the explicit 7 earns a reward")
 		})
 	}
+}
+
+// evalSeeded answers each request from its seed alone ("ans=<seed % 4>",
+// a request's answer whatever call it is in), as a seeded engine does,
+// and fails its call failAt (1-based; 0: none).
+type evalSeeded struct {
+	calls  int
+	failAt int
+	seeds  []uint64
+}
+
+func (g *evalSeeded) Generate(_ context.Context, reqs []Request, _ Progress) ([]Completion, Stats, error) {
+	g.calls++
+	if g.calls == g.failAt {
+		return nil, Stats{}, errors.New("engine gone")
+	}
+	outs := make([]Completion, len(reqs))
+	for r, req := range reqs {
+		g.seeds = append(g.seeds, req.Seed)
+		outs[r] = Completion{Tokens: evalTokens(fmt.Sprintf("ans=%d", req.Seed%4)), Finish: FinishStop, PromptTokens: len(req.Prompt)}
+		if req.Seed%5 == 0 {
+			outs[r].Finish = FinishLength
+		}
+	}
+	return outs, Stats{}, nil
+}
+
+// TestPassAtKResumed: a pass@k evaluation generated in chunks, which
+// fails after two of them, saves those chunks' problems as they finish
+// (Done); resumed from them (only their verdicts and finish reasons, as
+// a file keeps them), it generates only the other problems, and its
+// result is an uninterrupted evaluation's, bit for bit.
+func TestPassAtKResumed(t *testing.T) {
+	var problems []data.Problem
+	for i := range 7 {
+		problems = append(problems, data.Problem{ID: fmt.Sprint("p", i), Problem: fmt.Sprint("q", i), Answer: fmt.Sprint(i % 4)})
+	}
+	cfg := PassAtKConfig{Samples: 3}
+	ctx := context.Background()
+	whole := &evalSeeded{}
+	want, err := Evaluator{Gen: whole, Prompter: evalPrompter{}, Judge: evalJudge}.PassAtK(ctx, problems, cfg, 5)
+	require.NoError(t, err)
+	require.Equal(t, 1, whole.calls, "without Chunk, one Generate call")
+
+	saved := map[int]SampledProblem{}
+	cut := &evalSeeded{failAt: 3}
+	e := Evaluator{Gen: cut, Prompter: evalPrompter{}, Judge: evalJudge, Chunk: 2, Done: func(ps []SampledProblem) error {
+		for _, p := range ps {
+			kept := SampledProblem{Index: p.Index, Tokens: p.Tokens}
+			for _, tr := range p.Traces {
+				kept.Traces = append(kept.Traces, Trace{Completion: Completion{Finish: tr.Finish}, Verdict: tr.Verdict})
+			}
+			saved[p.Index] = kept
+		}
+		return nil
+	}}
+	_, err = e.PassAtK(ctx, problems, cfg, 5)
+	require.ErrorContains(t, err, "engine gone")
+	require.Len(t, saved, 4, "the two chunks that finished")
+	require.Equal(t, whole.seeds[:4*3], cut.seeds, "chunks of the problems in order, seeded as in one call")
+
+	rest := &evalSeeded{}
+	var traced []int
+	resumed := maps.Clone(saved)
+	e.Gen, e.Resumed, e.Traces = rest, resumed, func(b []TracedTrace) error {
+		for _, tt := range b {
+			traced = append(traced, tt.Problem)
+		}
+		return nil
+	}
+	got, err := e.PassAtK(ctx, problems, cfg, 5)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.Equal(t, 2, rest.calls, "problems 4, 5 and 6 in chunks of 2")
+	require.Equal(t, whole.seeds[4*3:], rest.seeds, "only the problems not resumed")
+	require.Equal(t, []int{4, 4, 4, 5, 5, 5, 6, 6, 6}, traced, "the generated traces, under their problems' indices")
+
+	// Every problem saved (a rerun of one whose report failed to be
+	// written): nothing is generated.
+	require.Len(t, saved, 7, "the rerun saved the rest")
+	got, err = Evaluator{Gen: evalFailing{errors.New("generated")}, Prompter: evalPrompter{}, Judge: evalJudge, Resumed: saved}.PassAtK(ctx, problems, cfg, 5)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+
+	_, err = Evaluator{Gen: &evalSeeded{}, Prompter: evalPrompter{}, Judge: evalJudge, Resumed: saved}.PassAtK(ctx, problems, PassAtKConfig{Samples: 2}, 5)
+	require.ErrorContains(t, err, `problem "p0" resumed with 3 samples, want 2`)
+	_, err = Evaluator{Gen: &evalSeeded{}, Prompter: evalPrompter{}, Judge: evalJudge, Resumed: saved}.Sequential(ctx, problems, BudgetConfig{Samples: 3}, 5)
+	require.ErrorContains(t, err, "resumed problems keep no tokens")
 }

@@ -222,7 +222,7 @@ func (e Evaluator) RSA(ctx context.Context, problems []data.Problem, cfg RSAConf
 			return RSAResult{}, fmt.Errorf("rollout: rsa step %d: %w", t, err)
 		}
 		e.Judge.JudgeAll(traces, golds)
-		if err := e.sink(t, traces, drawn); err != nil {
+		if err := e.sink(t, traces, drawn, nil); err != nil {
 			return RSAResult{}, fmt.Errorf("rollout: rsa step %d: traces: %w", t, err)
 		}
 		step := RSAStep{Step: t, Population: n, Tokens: tokensOf(st), FittedPrompts: fitted}

@@ -1,0 +1,145 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rollout"
+)
+
+func resumeKey() EvalKey {
+	return EvalKey{Mode: ModePassAtK, Samples: 2, Model: "m", Dataset: "d", Seed: 1, Extra: map[string]string{"temperature": "1"},
+		ProblemIDs: []string{"a", "b", "c"}, ProblemsDigest: "x"}
+}
+
+func resumeRecord(i int, id string) ProblemRecord {
+	return ProblemRecord{Problem: i, ID: id, Tokens: rollout.Tokens{Prompt: 6, Generated: 9 + i},
+		Samples: []SampleRecord{{Answer: "7", Explicit: true, Correct: true, Finish: rollout.FinishStop}, {Finish: rollout.FinishLength}}}
+}
+
+// TestSavedProblemsRoundTrip: problems appended (in two writes, as
+// chunks finish) read back as written, and with the key and start time;
+// a resumed file (AppendProblems) keeps them and takes more.
+func TestSavedProblemsRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "passk"+ProblemsSuffix)
+	started := time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)
+	w, err := CreateProblems(path, resumeKey(), started)
+	require.NoError(t, err)
+	require.NoError(t, w.Write([]ProblemRecord{resumeRecord(0, "a")}))
+	require.NoError(t, w.Write([]ProblemRecord{resumeRecord(2, "c")}))
+	require.NoError(t, w.Close())
+	s, err := ReadProblems(path)
+	require.NoError(t, err)
+	require.Equal(t, resumeKey(), s.Key)
+	require.True(t, started.Equal(s.Started))
+	require.Equal(t, []ProblemRecord{resumeRecord(0, "a"), resumeRecord(2, "c")}, s.Problems)
+	require.False(t, s.Cut)
+	require.Equal(t, "2 of the 3 problems of an interrupted passk evaluation", s.Describe())
+
+	w, err = AppendProblems(path, s)
+	require.NoError(t, err)
+	require.NoError(t, w.Write([]ProblemRecord{resumeRecord(1, "b")}))
+	require.NoError(t, w.Close())
+	s, err = ReadProblems(path)
+	require.NoError(t, err)
+	require.Equal(t, []ProblemRecord{resumeRecord(0, "a"), resumeRecord(2, "c"), resumeRecord(1, "b")}, s.Problems)
+
+	p := resumeRecord(1, "b").Sampled()
+	require.Equal(t, rollout.SampledProblem{Index: 1, Tokens: rollout.Tokens{Prompt: 6, Generated: 10}, Traces: []rollout.Trace{
+		{Completion: rollout.Completion{Finish: rollout.FinishStop}, Verdict: rollout.Verdict{Answer: "7", Explicit: true, Correct: true}},
+		{Completion: rollout.Completion{Finish: rollout.FinishLength}},
+	}}, p)
+	require.Equal(t, resumeRecord(1, "b"), RecordOf(p, "b"))
+}
+
+// TestSavedProblemsCutShort: a last line cut short by a kill (or
+// garbled by a crash) is left out and said, and a resumed file appends
+// after the intact lines, not after the cut one; a damaged line before
+// the last, or records the key does not have, are refused.
+func TestSavedProblemsCutShort(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "passk"+ProblemsSuffix)
+	w, err := CreateProblems(path, resumeKey(), time.Time{})
+	require.NoError(t, err)
+	require.NoError(t, w.Write([]ProblemRecord{resumeRecord(0, "a"), resumeRecord(1, "b")}))
+	require.NoError(t, w.Close())
+	whole, err := os.ReadFile(path)
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name string
+		tail string // after the header and problem 0's line
+		want []string
+		cut  bool
+		err  string
+	}{
+		{"cut mid-line", `{"problem":1,"id":"b","tok`, []string{"a"}, true, ""},
+		{"whole line without its newline", `{"problem":1,"id":"b","tokens":{"prompt":6,"generated":10},"samples":[{"answer":"","finish":"stop"},{"answer":"","finish":"stop"}]}`, []string{"a"}, true, ""},
+		{"garbled last line", "\x00\x00\x00\n", []string{"a"}, true, ""},
+		{"whole", `{"problem":1,"id":"b","tokens":{"prompt":6,"generated":10},"samples":[{"answer":"","finish":"stop"},{"answer":"","finish":"stop"}]}` + "\n", []string{"a", "b"}, false, ""},
+		{"damaged line before the last", "xx\n" + `{"problem":1,"id":"b","tokens":{},"samples":[{"finish":"stop"},{"finish":"stop"}]}` + "\n", nil, false, "line 3: invalid character"},
+		{"another id", `{"problem":1,"id":"z","tokens":{},"samples":[{"finish":"stop"},{"finish":"stop"}]}` + "\n{}\n", nil, false, `line 3: problem 1 has id "z", want "b"`},
+		{"other samples", `{"problem":1,"id":"b","tokens":{},"samples":[{"finish":"stop"}]}` + "\n{}\n", nil, false, `line 3: problem "b" has 1 samples, want 2`},
+		{"twice", `{"problem":0,"id":"a","tokens":{},"samples":[{"finish":"stop"},{"finish":"stop"}]}` + "\n{}\n", nil, false, `line 3: problem "a" recorded twice`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lines := string(whole)
+			// The header and problem 0's line, then the tail.
+			first := len(lines)
+			for n, i := 0, 0; i < len(lines); i++ {
+				if lines[i] == '\n' {
+					if n++; n == 2 {
+						first = i + 1
+						break
+					}
+				}
+			}
+			p := filepath.Join(t.TempDir(), "passk"+ProblemsSuffix)
+			require.NoError(t, os.WriteFile(p, []byte(lines[:first]+tc.tail), 0o644))
+			s, err := ReadProblems(p)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			var ids []string
+			for _, r := range s.Problems {
+				ids = append(ids, r.ID)
+			}
+			require.Equal(t, tc.want, ids)
+			require.Equal(t, tc.cut, s.Cut)
+			w, err := AppendProblems(p, s)
+			require.NoError(t, err)
+			require.NoError(t, w.Write([]ProblemRecord{resumeRecord(2, "c")}))
+			require.NoError(t, w.Close())
+			again, err := ReadProblems(p)
+			require.NoError(t, err)
+			require.False(t, again.Cut, "the cut line is gone, the new one whole")
+			require.Equal(t, append(s.Problems, resumeRecord(2, "c")), again.Problems)
+		})
+	}
+	require.NoError(t, os.WriteFile(path, nil, 0o644))
+	_, err = ReadProblems(path)
+	require.ErrorContains(t, err, "empty")
+	require.NoError(t, os.WriteFile(path, []byte(`{"key":{"mode":"passk","samples":2}`), 0o644))
+	_, err = ReadProblems(path)
+	require.ErrorContains(t, err, "line 1: unexpected EOF")
+}
+
+func TestEvalKeyDiff(t *testing.T) {
+	now := resumeKey()
+	require.Empty(t, resumeKey().Diff(now))
+	was := resumeKey()
+	was.Seed, was.Samples = 2, 4
+	was.Extra = map[string]string{"temperature": "0.6", "search_template": "t.txt"}
+	was.ProblemIDs = []string{"a", "b"}
+	require.Equal(t, []string{"samples 4, not 2", "seed 2, not 1", "search_template t.txt, not none", "temperature 0.6, not 1",
+		"2 problems of other ids or order, not these 3"}, was.Diff(now))
+	was = resumeKey()
+	was.ProblemsDigest = "y"
+	require.Equal(t, []string{"problems of other texts or answers (problems_digest)"}, was.Diff(now))
+}
