@@ -29,20 +29,26 @@ const ProblemsSuffix = ".problems.jsonl.partial"
 // problems are resumed only by one of the same key. Label and Timestamp,
 // which determine none, are not in it.
 type EvalKey struct {
-	Mode           Mode              `json:"mode"`
-	Samples        int               `json:"samples"`
-	Model          string            `json:"model"`
-	Dataset        string            `json:"dataset"`
-	Seed           uint64            `json:"seed"`
-	Extra          map[string]string `json:"extra"`
-	ProblemIDs     []string          `json:"problem_ids"`
-	ProblemsDigest string            `json:"problems_digest"`
+	Mode    Mode   `json:"mode"`
+	Samples int    `json:"samples"`
+	Model   string `json:"model"`
+	// CheckpointDigest and ModelDigest are the meta's fingerprints of
+	// the weights evaluated (a checkpoint's, a model's): a model of
+	// the same name in another directory, or retrained in place, is
+	// another evaluation.
+	CheckpointDigest string            `json:"checkpoint_digest,omitempty"`
+	ModelDigest      string            `json:"model_digest,omitempty"`
+	Dataset          string            `json:"dataset"`
+	Seed             uint64            `json:"seed"`
+	Extra            map[string]string `json:"extra"`
+	ProblemIDs       []string          `json:"problem_ids"`
+	ProblemsDigest   string            `json:"problems_digest"`
 }
 
 // KeyOf is the key of an evaluation of mode with the report meta m and
 // samples samples a problem.
 func KeyOf(mode Mode, m Meta, samples int) EvalKey {
-	return EvalKey{Mode: mode, Samples: samples, Model: m.Model, Dataset: m.Dataset, Seed: m.Seed, Extra: m.Extra,
+	return EvalKey{Mode: mode, Samples: samples, Model: m.Model, CheckpointDigest: m.CheckpointDigest, ModelDigest: m.ModelDigest, Dataset: m.Dataset, Seed: m.Seed, Extra: m.Extra,
 		ProblemIDs: m.ProblemIDs, ProblemsDigest: m.ProblemsDigest}
 }
 
@@ -58,6 +64,8 @@ func (k EvalKey) Diff(now EvalKey) []string {
 	field("mode", k.Mode, now.Mode)
 	field("samples", k.Samples, now.Samples)
 	field("model", k.Model, now.Model)
+	field("checkpoint weights", k.CheckpointDigest, now.CheckpointDigest)
+	field("model id", k.ModelDigest, now.ModelDigest)
 	field("data", k.Dataset, now.Dataset)
 	field("seed", k.Seed, now.Seed)
 	keys := slices.Sorted(maps.Keys(k.Extra))

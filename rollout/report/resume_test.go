@@ -142,4 +142,11 @@ func TestEvalKeyDiff(t *testing.T) {
 	was = resumeKey()
 	was.ProblemsDigest = "y"
 	require.Equal(t, []string{"problems of other texts or answers (problems_digest)"}, was.Diff(now))
+	// A checkpoint of the same name retrained, or a model of the same
+	// name elsewhere: the report's name alone would resume it.
+	was, now = resumeKey(), resumeKey()
+	was.CheckpointDigest, now.CheckpointDigest = "crc32c:1/8", "crc32c:2/8"
+	was.ModelDigest, now.ModelDigest = "m1", "m2"
+	require.Equal(t, []string{"checkpoint weights crc32c:1/8, not crc32c:2/8", "model id m1, not m2"}, was.Diff(now))
+	require.Equal(t, "crc32c:2/8", KeyOf(ModePassAtK, Meta{CheckpointDigest: "crc32c:2/8", ModelDigest: "m2"}, 4).CheckpointDigest)
 }
