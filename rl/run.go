@@ -307,7 +307,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			return err
 		}
 		if tr.Step() == 0 {
-			if err := setAsideUnresumed(cfg.Dir, p.Warn); err != nil {
+			if err := setAsideUnresumed(cfg.Dir, []string{MetricsFile, EvalFile}, []string{TrainingPlot, FinalRSAFile, TensorBoardDir}, p.Warn); err != nil {
 				return err
 			}
 		}
@@ -1124,16 +1124,17 @@ type EvalLine struct {
 }
 
 // setAsideUnresumed moves aside (moveAside) the logs of the run in dir
-// when they log completed steps (metrics.jsonl or eval.jsonl lines past
-// step 0) that no checkpoint was left to resume (its checkpoints/
-// removed, or the run stopped before its first checkpoint), with its
-// plot, final RSA evaluation and TensorBoard events, as --fresh moves
-// them, and says where to warn: the rerun starts over, and emptying the
-// logs lost a finished run's without a word. The checkpoints/ directory
-// stays.
-func setAsideUnresumed(dir string, warn io.Writer) error {
+// when they log completed steps (lines past step 0) that no checkpoint
+// was left to resume (its checkpoints/ removed, or the run stopped
+// before its first checkpoint), with the files that go with them
+// (others: a train run's plot, final RSA evaluation and TensorBoard
+// events, an sft run's events), as --fresh moves them, and says where
+// to warn: the rerun starts over, and emptying the logs lost a
+// finished run's without a word. The checkpoints/ directory stays.
+// logs are train's metrics.jsonl and eval.jsonl, or sft's partial log.
+func setAsideUnresumed(dir string, logs, others []string, warn io.Writer) error {
 	last := 0
-	for _, log := range []string{MetricsFile, EvalFile} {
+	for _, log := range logs {
 		logged, err := loggedSteps(filepath.Join(dir, log))
 		if err != nil {
 			return err
@@ -1145,9 +1146,9 @@ func setAsideUnresumed(dir string, warn io.Writer) error {
 	if last == 0 {
 		return nil
 	}
-	moved, err := moveAside(dir, []string{MetricsFile, EvalFile, TrainingPlot, FinalRSAFile, TensorBoardDir})
+	moved, err := moveAside(dir, append(slices.Clip(logs), others...))
 	if err != nil {
-		return fmt.Errorf("rl: run: %s logs steps that no checkpoint holds: setting them aside to start over: %w", dir, err)
+		return fmt.Errorf("rl: %s logs steps that no checkpoint holds: setting them aside to start over: %w", dir, err)
 	}
 	fmt.Fprintf(warn, "spiral: note: %s logs training up to step %d but holds no checkpoint to resume it from (%s/ removed, or the run stopped before its first): this run starts over; those logs are in %s\n",
 		dir, last, CheckpointsDir, moved)

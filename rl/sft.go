@@ -287,7 +287,8 @@ type SFTEval struct {
 //     step and the examples' generator), refusing another model, and
 //     other settings unless cfg.Override;
 //  2. cut the log back to the resumed step and append to it (a new run
-//     starts it empty), and spiral's TensorBoard event files with it;
+//     starts it empty, one that logs completed steps set aside first:
+//     setAsideUnresumed), and spiral's TensorBoard event files with it;
 //     cfg.TensorBoard: start a new event file (openTensorBoardLog);
 //  3. evaluate the resumed step if that evaluation is due and not logged;
 //  4. each step: draw, train, log; evaluate when due; save a checkpoint
@@ -338,6 +339,11 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 		}
 		if step, err = resumeSFT(ctx, cfg, p, src); err != nil {
 			return err
+		}
+		if step == 0 {
+			if err := setAsideUnresumed(p.Dir, []string{SFTLogFile + PartialSuffix}, []string{TensorBoardDir}, p.Warn); err != nil {
+				return err
+			}
 		}
 	}
 

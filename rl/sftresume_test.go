@@ -723,3 +723,65 @@ func TestFinishCommittedSFT(t *testing.T) {
 		require.FileExists(t, filepath.Join(dir, SFTLogFile+PartialSuffix))
 	})
 }
+
+// TestSFTWithoutCheckpointKeepsLoggedSteps: an sft run directory whose
+// sft.jsonl.partial logs completed steps but holds no checkpoint to
+// resume them from (its checkpoints/ removed, or the run killed before
+// its first checkpoint) starts over, as train's run does
+// (setAsideUnresumed): its log and TensorBoard events are set aside
+// under previous-*/ and the rerun says where; they were emptied without
+// a word. A log of no completed step is just emptied, as before.
+func TestSFTWithoutCheckpointKeepsLoggedSteps(t *testing.T) {
+	src := sftModelDir(t)
+	for _, tc := range []struct {
+		name string
+		// stopAfter: the steps the first run finishes before it is
+		// stopped (0: an empty log and no run).
+		stopAfter int
+	}{
+		{"logged steps", 4},
+		{"no logged step", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			partial := filepath.Join(dir, SFTLogFile+PartialSuffix)
+			if tc.stopAfter > 0 {
+				h := newSFTHarness(t, src, dir)
+				h.cfg.TensorBoard = true
+				require.ErrorIs(t, h.run(tc.stopAfter), context.Canceled)
+				require.NoError(t, os.RemoveAll(filepath.Join(dir, CheckpointsDir)))
+			} else {
+				require.NoError(t, os.WriteFile(partial, nil, 0o644))
+			}
+			left, err := os.ReadFile(partial)
+			require.NoError(t, err)
+			events, err := filepath.Glob(filepath.Join(dir, TensorBoardDir, "*"))
+			require.NoError(t, err)
+
+			h := newSFTHarness(t, src, dir)
+			h.cfg.Steps = 1
+			require.NoError(t, h.run(0))
+			require.NotContains(t, h.out.String(), "resumed")
+			logged, err := loggedSteps(partial)
+			require.NoError(t, err)
+			require.Equal(t, map[int]bool{1: true}, logged, "started over: step 1's lines and no other")
+			prev, err := filepath.Glob(filepath.Join(dir, previousPattern+"*"))
+			require.NoError(t, err)
+			if tc.stopAfter == 0 {
+				require.Empty(t, prev, "a log of no step is emptied, not set aside")
+				require.Empty(t, h.warn.String())
+				return
+			}
+			require.Len(t, prev, 1)
+			got, err := os.ReadFile(filepath.Join(prev[0], SFTLogFile+PartialSuffix))
+			require.NoError(t, err, "the log set aside")
+			require.Equal(t, string(left), string(got))
+			require.NotEmpty(t, events)
+			for _, e := range events {
+				require.FileExists(t, filepath.Join(prev[0], TensorBoardDir, filepath.Base(e)), "the run's events set aside")
+			}
+			require.Equal(t, fmt.Sprintf("spiral: note: %s logs training up to step %d but holds no checkpoint to resume it from (%s/ removed, or the run stopped before its first): this run starts over; those logs are in %s\n",
+				dir, tc.stopAfter, CheckpointsDir, prev[0]), h.warn.String())
+		})
+	}
+}
