@@ -308,13 +308,13 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 					return err
 				}
 			}
-			n, err := model.ExportPEFT(ctx, r.onnx, lora, w, base, run, *out)
+			n, err := model.ExportPEFT(ctx, r.onnx, lora, w, base, run, *out, foreign...)
 			if err != nil {
 				return exported(err)
 			}
 			fmt.Fprintf(env.stdout, "wrote %s: a peft adapter directory for %s from %s (%d tensors)\n", *out, r.onnx, from, n)
 		case "hf":
-			n, err := model.ExportHF(ctx, r.onnx, r.tokenizer, *out, w, lora, tokFiles, *overwrite)
+			n, err := model.ExportHF(ctx, r.onnx, r.tokenizer, *out, w, lora, tokFiles, *overwrite, foreign...)
 			if err != nil {
 				return exported(err)
 			}
@@ -365,14 +365,13 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			return nil
 		}
-		// hf and peft: the replaced model's files (--overwrite), once the
-		// export is in.
+		// hf and peft: the replaced model's files (--overwrite) were
+		// removed within the export's commit, after its files were in:
+		// a process killed within it leaves them to the next stage in
+		// the directory to remove (atomicfile.FinishKilled), where after
+		// it they stayed beside the export's files.
 		for _, name := range foreign {
-			path := filepath.Join(outDir, name)
-			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("--out %s: remove the replaced model's %s: %w", *out, name, err)
-			}
-			fmt.Fprintf(env.stdout, "removed %s: the replaced model's (--overwrite)\n", path)
+			fmt.Fprintf(env.stdout, "removed %s: the replaced model's (--overwrite)\n", filepath.Join(outDir, name))
 		}
 		return nil
 	}

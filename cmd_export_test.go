@@ -674,6 +674,65 @@ func TestExportONNXOverwriteRemovesInItsCommit(t *testing.T) {
 	require.NoFileExists(t, decoder)
 }
 
+// TestExportHFPEFTOverwriteRemovesInItsCommit: an hf or peft export
+// with --overwrite that replaces another model removed that model's
+// files (its graph; for peft its config.json and tokenizer too) only
+// after its commit, as the onnx export did
+// (TestExportONNXOverwriteRemovesInItsCommit): a process killed between
+// the two left them beside the export's files, where transformers and
+// vLLM read them as the export's. Their removal is now part of the
+// commit, which a killed process leaves for the next stage in the
+// directory to finish (atomicfile.FinishKilled). The commit is made to
+// stop at its first rename here (the weights' name taken by a
+// directory), which leaves its record as a kill within it does.
+func TestExportHFPEFTOverwriteRemovesInItsCommit(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	trainTinyLoRA(t, runDir)
+	for _, tc := range []struct {
+		format  string
+		weights string   // the export's first file moved in
+		removed []string // the replaced model's files the commit removes
+	}{
+		{"hf", model.HFWeightsFile, []string{"model.onnx"}},
+		{"peft", model.PEFTWeightsFile, []string{"model.onnx", model.ConfigFile, "tokenizer.json"}},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			outDir := filepath.Join(dir, tc.format)
+			require.Zero(t, run(context.Background(), []string{"init-model", "--layers", "1", "--hidden", "32", "--out", outDir}, &cliEnv{stdout: io.Discard, stderr: io.Discard}))
+			for _, name := range tc.removed {
+				require.FileExists(t, filepath.Join(outDir, name))
+			}
+			blocker := filepath.Join(outDir, tc.weights)
+			require.NoError(t, os.MkdirAll(filepath.Join(blocker, "x"), 0o755))
+
+			args := []string{"export", "--format", tc.format, "--checkpoint", runDir, "--out", outDir, "--overwrite"}
+			var stderr bytes.Buffer
+			require.Equal(t, 1, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			require.Contains(t, stderr.String(), "the files not moved are in ")
+			kept, err := filepath.Glob(filepath.Join(outDir, ".stage-kept-*"))
+			require.NoError(t, err)
+			require.Len(t, kept, 1)
+			for _, name := range tc.removed {
+				require.FileExists(t, filepath.Join(outDir, name), "nothing removed before the export's files are in")
+			}
+
+			// Killed there: the stage and its record left, unlocked.
+			require.NoError(t, os.RemoveAll(blocker))
+			require.NoError(t, os.Rename(kept[0], filepath.Join(outDir, ".stage-1")))
+			require.NoError(t, atomicfile.FinishKilled(outDir))
+			for _, name := range tc.removed {
+				require.NoFileExists(t, filepath.Join(outDir, name), "the replaced model's, removed as the commit is finished")
+			}
+			require.FileExists(t, blocker, "the export's weights moved in")
+			stderr.Reset()
+			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			require.NoFileExists(t, filepath.Join(outDir, "model.onnx"))
+		})
+	}
+}
+
 // TestExportPEFTRefusesStaleTokenizer: a peft export into an adapter's
 // directory holding a tokenizer.json (left there by hand, or by another
 // tool) kept it beside the new adapter, and vLLM tokenizes a LoRA

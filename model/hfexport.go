@@ -528,8 +528,12 @@ func otherCheckpoints(dir string) ([]string, error) {
 // files not replaced. Another checkpoint's safetensors in dir (a sharded
 // model's index and shards, see otherCheckpoints) are refused before
 // anything is written, or with replace removed as the export's files are
-// moved in (export --overwrite, which replaces the model there).
-func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.Store, l lmgraph.LoRA, defaults map[string][]byte, replace bool) (int, error) {
+// moved in (export --overwrite, which replaces the model there). The
+// files of dir named in remove (a replaced model's other files) are
+// removed within that commit too, after the export's are in, so that a
+// process killed within it leaves their removal to
+// atomicfile.FinishKilled rather than them beside the export's.
+func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.Store, l lmgraph.LoRA, defaults map[string][]byte, replace bool, remove ...string) (int, error) {
 	cfgPath := filepath.Join(filepath.Dir(src), ConfigFile)
 	cfg, found, err := ReadHFConfig(src)
 	if err != nil {
@@ -683,7 +687,13 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 	if replace {
 		names = append(names, other...)
 	}
-	if err := stage.Commit(append(names, PEFTWeightsFile, PEFTConfigFile)...); err != nil {
+	names = append(names, PEFTWeightsFile, PEFTConfigFile)
+	for _, n := range remove {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if err := stage.Commit(names...); err != nil {
 		return 0, fmt.Errorf("model: hf export: %w", err)
 	}
 	return len(srcs), nil

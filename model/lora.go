@@ -251,8 +251,11 @@ type peftConfig struct {
 // metadata (PEFTRunKey; PEFTRun reads it), so that an export into
 // another run's adapter can be told from a re-export. It returns the
 // number of tensors written; when ctx ends before the files are moved
-// in, dir's are left as they were.
-func ExportPEFT(ctx context.Context, src string, l lmgraph.LoRA, adapters *params.Store, base, run, dir string) (int, error) {
+// in, dir's are left as they were. The files of dir named in remove (a
+// replaced model's) are removed within the commit that moves them in,
+// after them, so that a process killed within it leaves their removal
+// to atomicfile.FinishKilled rather than them beside the adapter.
+func ExportPEFT(ctx context.Context, src string, l lmgraph.LoRA, adapters *params.Store, base, run, dir string, remove ...string) (int, error) {
 	_, as, err := sourceAdapters(src, l)
 	if err != nil {
 		return 0, err
@@ -311,7 +314,7 @@ func ExportPEFT(ctx context.Context, src string, l lmgraph.LoRA, adapters *param
 		err = ctx.Err() // a Ctrl-C while they were written
 	}
 	if err == nil {
-		err = stage.Commit(PEFTWeightsFile, PEFTConfigFile)
+		err = stage.Commit(append([]string{PEFTWeightsFile, PEFTConfigFile}, remove...)...)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("model: peft export: %w", err)
