@@ -823,7 +823,11 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 		sum.seeds(g.Label, "pass@k", g.N)
 		sum.set(g.Label, fmt.Sprintf("pass@%d", int(g.X[0])), g.Y[0].String())
 		sum.set(g.Label, fmt.Sprintf("pass@%d", int(g.X[last])), g.Y[last].String())
-		sum.set(g.Label, fmt.Sprintf("majority@%d", int(g.X[last])), g.Y2[last].String())
+		// No majority@1 (--samples 1, or --max-k 1): the vote of one
+		// sample is that sample, its pass@1 in a column of its own.
+		if int(g.X[last]) > 1 {
+			sum.set(g.Label, fmt.Sprintf("majority@%d", int(g.X[last])), g.Y2[last].String())
+		}
 	}
 	if len(groups) == 1 {
 		fmt.Fprintf(w, "pass@k: only %s; nothing to compare\n\n", ref.Label)

@@ -591,6 +591,48 @@ func TestCompareSummarySeeds(t *testing.T) {
 	}
 }
 
+// TestCompareSummaryMajorityOfOneSample: a label evaluated with
+// --samples 1 has pass@k at k = 1 only, and summary.md gave it a
+// majority@1 column, the vote of one sample, which is its pass@1: the
+// same figure twice, read as two measurements that agree (training.png
+// and TensorBoard draw no majority@1 for that reason). Such a label has
+// no majority cell; one of more samples keeps its majority@k, whose
+// column the other's row leaves empty.
+func TestCompareSummaryMajorityOfOneSample(t *testing.T) {
+	dir := t.TempDir()
+	passk := func(name, label string, ks ...int) string {
+		var pts []string
+		for _, k := range ks {
+			pts = append(pts, fmt.Sprintf(`{"k": %d, "pass_at_k": 0.%d, "majority_at_k": 0.%d}`, k, 4+k, 4+k))
+		}
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(`{"meta": {"mode": "passk", "model": %q, "problems": 1}, "config": {"samples": %d}, "points": [%s]}`,
+			label, ks[len(ks)-1], strings.Join(pts, ", "))), 0o644))
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"one sample", []string{passk("a.json", "a", 1), passk("c.json", "c", 1)},
+			"| model | seeds | pass@1 | efficiency of a over it |\n|---|---|---|---|\n| a | 1 | 0.500 | - |\n| c | 1 | 0.500 | up to 1.00x (k = 1) |\n"},
+		{"one sample, then four", []string{passk("a.json", "a", 1), passk("b.json", "b", 1, 2, 4)},
+			"| model | seeds | pass@1 | pass@4 | majority@4 | efficiency of a over it |\n|---|---|---|---|---|---|\n| a | 1 | 0.500 | - | - | - |\n| b | 1 | 0.500 | 0.800 | 0.800 | up to 1.00x (k = 1) |\n"},
+		{"four samples, then one", []string{passk("b.json", "b", 1, 2, 4), passk("a.json", "a", 1)},
+			"| model | seeds | pass@1 | pass@4 | majority@4 | efficiency of b over it |\n|---|---|---|---|---|---|\n| b | 1 | 0.500 | 0.800 | 0.800 | - |\n| a | 1 | 0.500 | - | - | up to 1.00x (k = 1) |\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "cmp")
+			var stderr bytes.Buffer
+			require.Zero(t, run(context.Background(), append([]string{"compare", "--out", out}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			b, err := os.ReadFile(filepath.Join(out, "summary.md"))
+			require.NoError(t, err)
+			require.Equal(t, tc.want, string(b))
+		})
+	}
+}
+
 // TestCompareBudgetPastAStoppedCurve: the sequential table at equal
 // tokens gives the other model's accuracy past its largest mean tokens
 // where none of its traces (in any seed) was cut at its largest budget:
