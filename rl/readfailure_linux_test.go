@@ -50,3 +50,27 @@ func TestResumeStopsAtReadFailure(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 2, "no checkpoint is removed")
 }
+
+// TestReadRunCurvesStopsAtReadFailure: compare --run reads a run's
+// settings from its newest checkpoint; one whose state.json fails to
+// read with an I/O error (a link to /proc/self/mem) stops ReadRunCurves
+// with the error and the file, rather than giving the older
+// checkpoint's settings as the run's.
+func TestReadRunCurvesStopsAtReadFailure(t *testing.T) {
+	if _, err := os.ReadFile("/proc/self/mem"); !errors.Is(err, syscall.EIO) {
+		t.Skipf("reading /proc/self/mem gives %v here, not EIO", err)
+	}
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 2)
+	h.cfg.EvalEvery = 0
+	require.NoError(t, h.run(context.Background()))
+	state := filepath.Join(dir, CheckpointsDir, checkpoint.DirName(2), checkpoint.StateFile)
+	require.NoError(t, os.Remove(state))
+	require.NoError(t, os.Symlink("/proc/self/mem", state))
+
+	c, err := ReadRunCurves(dir)
+	require.ErrorIs(t, err, syscall.EIO)
+	require.ErrorContains(t, err, state)
+	require.ErrorContains(t, err, dir)
+	require.Nil(t, c.Settings)
+}

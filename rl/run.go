@@ -1556,7 +1556,8 @@ type RunCurves struct {
 // ReadRunCurves reads dir's metrics.jsonl and eval.jsonl, and the
 // settings its newest checkpoint records (RunCurves.Settings). A
 // metrics.jsonl that logs no step (a run interrupted before its first
-// step finished) is an error naming it.
+// step finished) is an error naming it, as is a checkpoint's state.json
+// that the system fails to read (newestSettings).
 func ReadRunCurves(dir string) (RunCurves, error) {
 	var c RunCurves
 	metrics := filepath.Join(dir, MetricsFile)
@@ -1633,20 +1634,28 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 	if torn {
 		c.Torn = append(c.Torn, evals)
 	}
-	c.Settings, c.SettingsFrom = newestSettings(dir)
+	if c.Settings, c.SettingsFrom, err = newestSettings(dir); err != nil {
+		return RunCurves{}, fmt.Errorf("rl: run %s: %w", dir, err)
+	}
 	return c, nil
 }
 
 // newestSettings returns the run settings that the newest checkpoint in
 // dir's checkpoints whose state.json reads records, and that checkpoint
-// (its weights are not read); nil and "" where there is none.
-func newestSettings(dir string) (*RunSettings, string) {
+// (its weights are not read); nil and "" where there is none. A
+// state.json that the system fails to read (checkpoint.Unreadable: EIO,
+// EACCES, ...) is no damage to pass over for an older checkpoint's
+// settings, which may be others: it is the error, naming the file.
+func newestSettings(dir string) (*RunSettings, string, error) {
 	list, err := checkpoint.List(filepath.Join(dir, CheckpointsDir))
 	if err != nil {
-		return nil, ""
+		return nil, "", nil
 	}
 	for i := len(list) - 1; i >= 0; i-- {
 		st, err := checkpoint.ReadState(list[i].Path)
+		if checkpoint.Unreadable(err) {
+			return nil, "", fmt.Errorf("%w (a failure to read %s, not damage: its run's settings are not taken from an older checkpoint; rerun once it reads)", err, list[i].Path)
+		}
 		if err != nil || len(st.Config) == 0 {
 			continue
 		}
@@ -1654,9 +1663,9 @@ func newestSettings(dir string) (*RunSettings, string) {
 		if err := json.Unmarshal(st.Config, &s); err != nil {
 			continue
 		}
-		return &s, list[i].Path
+		return &s, list[i].Path, nil
 	}
-	return nil, ""
+	return nil, "", nil
 }
 
 // SeedSettingsDiff lists what b records otherwise than a besides the
