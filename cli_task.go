@@ -12,6 +12,7 @@ import (
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model/tokenizer"
+	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 )
 
@@ -53,6 +54,20 @@ type templateSet struct {
 // recorded resumes by crlfDigest).
 func (t templateSet) digest() string {
 	return templatesDigest(t.SearchSource(), t.AggregateSource())
+}
+
+// prints returns the templates' fingerprints that a training run
+// records: digest, and each template's source's own (sourceDigest), so
+// that a rerun compares the templates its algorithm reads.
+func (t templateSet) prints() rl.TemplatePrints {
+	return rl.TemplatePrints{Both: t.digest(), Search: sourceDigest(t.SearchSource()), Aggregate: sourceDigest(t.AggregateSource())}
+}
+
+// sourceDigest fingerprints one template's source as read (32 hex
+// digits).
+func sourceDigest(src string) string {
+	h := sha256.Sum256([]byte(src))
+	return hex.EncodeToString(h[:16])
 }
 
 // crlfDigest is digest as versions that kept a template file's CRLF line

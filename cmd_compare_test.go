@@ -1295,7 +1295,7 @@ func TestCompareRunSeedsTrainedOtherwise(t *testing.T) {
 	dir := t.TempDir()
 	base := rl.RunSettings{Model: "embedded", ModelID: "m1", Data: "embedded:synth", DataID: "d1",
 		RL: rl.DefaultConfig(), Schedule: optim.Schedule{PeakLR: 1e-4, WarmupSteps: 5},
-		Sampling: rl.SamplingSettings(1, 1, 0, 96, "", "t1")}
+		Sampling: rl.SamplingSettings(1, 1, 0, 96, "", rl.TemplatePrints{Both: "t1", Search: "s1", Aggregate: "a1"})}
 	runDir := func(name string, settings *rl.RunSettings) string {
 		d := filepath.Join(dir, name)
 		require.NoError(t, os.MkdirAll(d, 0o755))

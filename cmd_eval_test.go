@@ -236,7 +236,7 @@ func TestWarnOtherTemplates(t *testing.T) {
 	}
 	builtIn, custom, crlfSet := load(templateFlags{}), load(templateFlags{search: search}), load(templateFlags{search: crlf})
 	trained := func(templates string) rl.RunSettings {
-		return rl.RunSettings{Sampling: rl.SamplingSettings(1, 1, 0, 4, "", templates)}
+		return rl.RunSettings{Sampling: rl.SamplingSettings(1, 1, 0, 4, "", rl.TemplatePrints{Both: templates})}
 	}
 	const ckpt = "run/checkpoints/ckpt-000001"
 	for _, tc := range []struct {

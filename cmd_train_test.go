@@ -413,3 +413,53 @@ func TestTrainRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestRerunComparesTheTemplatesRead: a rerun compares the prompt
+// templates its algorithm reads. GRPO without a final RSA renders no
+// aggregation prompt (train warns that it ignores --aggregate-template):
+// a rerun with another is no settings difference, where the fingerprint
+// of both templates refused it; another search template is, and so is
+// another aggregation template under SPIRAL, each named by its flag.
+func TestRerunComparesTheTemplatesRead(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	train := filepath.Join(dir, "train.jsonl")
+	require.NoError(t, os.WriteFile(train, []byte(`{"problem": "Compute 1+1", "answer": "2"}`+"\n"+`{"problem": "Compute 2+2", "answer": "4"}`+"\n"), 0o644))
+	search, aggregate := filepath.Join(dir, "search.txt"), filepath.Join(dir, "aggregate.txt")
+	require.NoError(t, os.WriteFile(search, []byte("{{.Problem}} =\n"), 0o644))
+	require.NoError(t, os.WriteFile(aggregate, []byte("{{.Problem}}\n{{range .Candidates}}{{.Number}}: {{.Text}}\n{{end}}=\n"), 0o644))
+	runDir := filepath.Join(dir, "run")
+	for _, tc := range []struct {
+		name, algo string
+		rerun      []string
+		want       string // "": the rerun resumes
+	}{
+		{"grpo, another aggregation template", "grpo", []string{"--aggregate-template", aggregate}, ""},
+		{"grpo, another search template", "grpo", []string{"--search-template", search},
+			"holds a run with other settings: sampling.search_template (--search-template): "},
+		{"spiral, another aggregation template", "spiral", []string{"--aggregate-template", aggregate},
+			"holds a run with other settings: sampling.aggregate_template (--aggregate-template): "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, os.RemoveAll(runDir))
+			args := []string{"train", "--algo", tc.algo, "--out", runDir, "--data", train, "--steps", "1", "--problems", "1", "--max-new-tokens", "4",
+				"--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}
+			if tc.algo == "grpo" {
+				args = append(args, "--group", "2")
+			} else {
+				args = append(args, "--n1", "2", "--k", "2", "--n", "1", "--n2", "2")
+			}
+			var stderr bytes.Buffer
+			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			stderr.Reset()
+			rerun := append(append(slices.Clone(args), "--steps", "2"), tc.rerun...)
+			code := run(context.Background(), rerun, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			if tc.want == "" {
+				require.Zero(t, code, stderr.String())
+				return
+			}
+			require.Equal(t, exitFailure, code, stderr.String())
+			require.Contains(t, stderr.String(), tc.want)
+		})
+	}
+}

@@ -299,6 +299,8 @@ var settingFlags = map[string]string{
 	"sampling.max_new_tokens":       "--max-new-tokens",
 	selectionKey:                    "--train, --freeze",
 	templatesKey:                    "--search-template, --aggregate-template",
+	searchTemplateKey:               "--search-template",
+	aggregateTemplateKey:            "--aggregate-template",
 	candidateCapKey:                 "what --candidate-tokens counts",
 	"lora.rank":                     "--lora-rank",
 	"lora.alpha":                    "--lora-alpha",

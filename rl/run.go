@@ -128,9 +128,12 @@ type RunSettings struct {
 	Schedule optim.Schedule `json:"schedule"`
 	// Sampling holds the sampling settings (temperature, top-p, top-k,
 	// trace length) as the CLI names them, the --train and --freeze
-	// selection ("selection") and a fingerprint of the search and
-	// aggregation prompt templates ("templates"; none in checkpoints of
-	// older versions).
+	// selection ("selection") and fingerprints of the prompt templates
+	// (TemplatePrints): the search and aggregation templates' together
+	// ("templates"; none in checkpoints of older versions), and each
+	// one's ("search_template", "aggregate_template"; none in
+	// checkpoints of older versions, and no aggregation template's for
+	// a run that reads none: recordedSettings).
 	Sampling map[string]any `json:"sampling"`
 	// LoRA is the adapters' configuration when the run trains LoRA
 	// adapters (the checkpoints then hold the adapters only).
@@ -160,10 +163,18 @@ type RunSettings struct {
 // SamplingSettings returns RunSettings.Sampling for a run sampling at
 // temperature, topP and topK, maxNewTokens a trace, training the
 // parameters selection (lmgraph.Selection.String) selects, with prompt
-// templates of the fingerprint templates.
-func SamplingSettings(temperature, topP float64, topK, maxNewTokens int, selection, templates string) map[string]any {
+// templates of the fingerprints templates.
+func SamplingSettings(temperature, topP float64, topK, maxNewTokens int, selection string, templates TemplatePrints) map[string]any {
 	return map[string]any{"temperature": temperature, "top_p": topP, "top_k": topK, "max_new_tokens": maxNewTokens,
-		"selection": selection, "templates": templates}
+		"selection": selection, templatesField: templates.Both, searchTemplateField: templates.Search, aggregateTemplateField: templates.Aggregate}
+}
+
+// TemplatePrints are the fingerprints of a run's prompt templates that
+// its settings record: the search and aggregation templates' together
+// (Both, which eval's reports record too), and each one's, so that a
+// rerun compares only the templates its algorithm reads (settingsDiff).
+type TemplatePrints struct {
+	Both, Search, Aggregate string
 }
 
 // Templates returns the prompt templates' fingerprint that the run's
@@ -551,12 +562,18 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 
 // recordedSettings are p.Settings as the run of cfg records them: with
 // what its candidate cap counts (CandidateCap: where its steps' pipeline
-// or, GRPO's, its final RSA caps candidates) and the held-out problems
-// it evaluates (HeldOut, nil for none).
+// or, GRPO's, its final RSA caps candidates), without the aggregation
+// template's fingerprint where nothing reads that template (GRPO's steps
+// without a final RSA), and with the held-out problems it evaluates
+// (HeldOut, nil for none).
 func recordedSettings(cfg RunConfig, p RunParts) RunSettings {
 	s := p.Settings
 	s.CandidateCap = ""
 	finalRSA := cfg.FinalRSA.Steps > 0 && len(p.Held) > 0
+	if _, ok := s.Sampling[aggregateTemplateField]; ok && !readsPipeline(s.RL.Algo) && !finalRSA {
+		s.Sampling = maps.Clone(s.Sampling)
+		delete(s.Sampling, aggregateTemplateField)
+	}
 	if s.RL.Pipeline.CandidateTokens > 0 && (readsPipeline(s.RL.Algo) || finalRSA) {
 		s.CandidateCap = report.CandidateCapText
 	}
@@ -998,8 +1015,19 @@ func settingsDiff(a, b RunSettings) []string {
 		if slices.ContainsFunc(ignoredFields(b.RL.Algo), func(f string) bool { return strings.HasPrefix(k, "rl."+f) }) {
 			return "" // a setting the algorithm does not read
 		}
-		if (k == templatesKey || k == tokenizerKey) && (fa[k] == "" || fb[k] == "") {
-			return "" // saved before they were recorded
+		if k == tokenizerKey && (fa[k] == "" || fb[k] == "") {
+			return "" // saved before it was recorded
+		}
+		if k == templatesKey && (fa[k] == "" || fb[k] == "" || fa[searchTemplateKey] != "" && fb[searchTemplateKey] != "") {
+			// Saved before the templates were recorded; or both record
+			// each template's own fingerprint, which say it.
+			return ""
+		}
+		if (k == searchTemplateKey || k == aggregateTemplateKey) && (fa[k] == "" || fb[k] == "") {
+			// Saved before each template's was recorded ("templates"
+			// says it), or a run that reads no aggregation template
+			// (recordedSettings).
+			return ""
 		}
 		if k == candidateCapKey && (fa[k] == "" || fb[k] == "") {
 			// Saved before it was recorded (resume notes the change), or
@@ -1057,6 +1085,15 @@ const (
 	heldOutDigestKey  = "held_out.digest"
 	heldOutSamplesKey = "held_out.samples"
 	drawStreamsPrefix = "draw_streams."
+)
+
+// Keys of each prompt template's own fingerprint (TemplatePrints), as
+// settingsDiff flattens them and in RunSettings.Sampling.
+const (
+	searchTemplateKey      = "sampling.search_template"
+	searchTemplateField    = "search_template"
+	aggregateTemplateKey   = "sampling.aggregate_template"
+	aggregateTemplateField = "aggregate_template"
 )
 
 // CheckpointSettings returns the run settings recorded in the checkpoint

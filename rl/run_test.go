@@ -737,11 +737,16 @@ func TestRunResumeCRLFTemplates(t *testing.T) {
 	withTemplates := func(steps int, templates, crlf string) *runHarness {
 		h := newRunHarness(t, dir, steps)
 		h.cfg.EvalEvery = 0
-		h.parts.Settings.Sampling = SamplingSettings(1, 1, 0, 8, "", templates)
+		h.parts.Settings.Sampling = SamplingSettings(1, 1, 0, 8, "", TemplatePrints{Both: templates, Search: "s", Aggregate: "a"})
 		h.parts.CRLFTemplates = crlf
 		return h
 	}
-	require.NoError(t, withTemplates(1, "crlf", "").run(context.Background()))
+	// The versions that kept CRLF line ends recorded both templates'
+	// fingerprint alone.
+	first := withTemplates(1, "crlf", "")
+	delete(first.parts.Settings.Sampling, searchTemplateField)
+	delete(first.parts.Settings.Sampling, aggregateTemplateField)
+	require.NoError(t, first.run(context.Background()))
 
 	h := withTemplates(2, "other", "")
 	require.ErrorContains(t, h.run(context.Background()), `sampling.templates (--search-template, --aggregate-template): "crlf" -> "other"`)
@@ -1028,6 +1033,62 @@ func TestSettingsDiffTemplates(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, settingsDiff(tc.old, tc.now))
+		})
+	}
+}
+
+// TestSettingsDiffTemplatesRead: a run records each template's
+// fingerprint beside both's, and a rerun compares those its algorithm
+// reads: GRPO without a final RSA reads no aggregation template, which
+// train warns it ignores (its rerun with another was refused for the
+// fingerprint of both); with a final RSA, or under SPIRAL, it is read.
+// A checkpoint of an older version, recording both templates'
+// fingerprint alone, is compared by it, as before.
+func TestSettingsDiffTemplatesRead(t *testing.T) {
+	prints := func(search, aggregate string) TemplatePrints {
+		return TemplatePrints{Both: search + "+" + aggregate, Search: search, Aggregate: aggregate}
+	}
+	recorded := func(algo string, finalRSA bool, t TemplatePrints, older bool) RunSettings {
+		cfg := RunConfig{}
+		if finalRSA {
+			cfg.FinalRSA.Steps = 1
+		}
+		s := recordedSettings(cfg, RunParts{Held: []data.Problem{{ID: "h"}},
+			Settings: RunSettings{RL: Config{Algo: algo}, Sampling: SamplingSettings(1, 1, 0, 8, "", t)}})
+		if older {
+			delete(s.Sampling, searchTemplateField)
+			delete(s.Sampling, aggregateTemplateField)
+		}
+		return s
+	}
+	const (
+		both      = `sampling.templates (--search-template, --aggregate-template): "s+a" -> `
+		search    = `sampling.search_template (--search-template): "s" -> "t"`
+		aggregate = `sampling.aggregate_template (--aggregate-template): "a" -> "b"`
+	)
+	for _, tc := range []struct {
+		name     string
+		algo     string
+		finalRSA bool
+		older    bool
+		now      TemplatePrints
+		want     []string
+	}{
+		{"grpo without a final RSA, another aggregation template", AlgoGRPO, false, false, prints("s", "b"), nil},
+		{"grpo without a final RSA, another search template", AlgoGRPO, false, false, prints("t", "a"), []string{search}},
+		{"grpo with a final RSA, another aggregation template", AlgoGRPO, true, false, prints("s", "b"), []string{aggregate}},
+		{"spiral, another aggregation template", AlgoSpiral, false, false, prints("s", "b"), []string{aggregate}},
+		{"spiral, both other", AlgoSpiral, true, false, prints("t", "b"), []string{aggregate, search}},
+		{"spiral, the same", AlgoSpiral, true, false, prints("s", "a"), nil},
+		{"older checkpoint, grpo, another aggregation template", AlgoGRPO, false, true, prints("s", "b"), []string{both + `"s+b"`}},
+		{"older checkpoint, the same", AlgoGRPO, false, true, prints("s", "a"), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prev := recorded(tc.algo, tc.finalRSA, prints("s", "a"), tc.older)
+			now := recorded(tc.algo, tc.finalRSA, tc.now, false)
+			require.Equal(t, tc.want, settingsDiff(prev, now))
+			_, recordsAggregate := now.Sampling[aggregateTemplateField]
+			require.Equal(t, tc.algo != AlgoGRPO || tc.finalRSA, recordsAggregate)
 		})
 	}
 }

@@ -638,11 +638,11 @@ func TestResumeOtherTemplates(t *testing.T) {
 	require.NoError(t, os.WriteFile(tmpl, []byte("{{.Problem}} =\n"), 0o644))
 	r = shortTrain(t, run, "--steps", "3", "--search-template", tmpl)
 	require.Equal(t, 1, r.code, r.stderr)
-	require.Regexp(t, `holds a run with other settings: sampling\.templates \(--search-template, --aggregate-template\): "[0-9a-f]{32}" -> "[0-9a-f]{32}"; rerun with --override`, r.stderr)
+	require.Regexp(t, `holds a run with other settings: sampling\.search_template \(--search-template\): "[0-9a-f]{32}" -> "[0-9a-f]{32}"; rerun with --override`, r.stderr)
 	r = shortTrain(t, run, "--steps", "3", "--search-template", tmpl, "--override")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "(step 2)")
-	require.Contains(t, r.stderr, "--override: continuing "+run+" with new settings: sampling.templates")
+	require.Contains(t, r.stderr, "--override: continuing "+run+" with new settings: sampling.search_template")
 }
 
 // TestDamagedNewestCheckpoint: given a run's checkpoints/ directory whose
