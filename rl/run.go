@@ -462,9 +462,9 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	}
 
 	// A finished run rerun keeps its final RSA evaluation where that is
-	// of its step and held-out problems (read once: nothing before the
-	// end of Run writes it where no step is trained).
-	finalKept := finalDue && tr.Step() == cfg.Steps && finalWritten(rsaPath, tr.Step(), p.Settings.HeldOut.Digest)
+	// of its step, held-out problems and settings (read once: nothing
+	// before the end of Run writes it where no step is trained).
+	finalKept := finalDue && tr.Step() == cfg.Steps && finalWritten(rsaPath, tr.Step(), p.Settings.HeldOut.Digest, cfg.FinalRSA, p.ReportExtra)
 	switch {
 	case tr.Step() > cfg.Steps:
 		fmt.Fprintf(p.Warn, "spiral: note: the run in %s is at step %d, past --steps %d: nothing to train (give --steps above %d to go on, or --fresh to start over)\n",
@@ -476,7 +476,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		if finalDue {
 			rsa = fmt.Sprintf("; its final RSA evaluation (%s) is kept", FinalRSAFile)
 			if !finalKept {
-				rsa = fmt.Sprintf("; its final RSA evaluation (%s) is missing, or of another step or other held-out problems: it is done again", FinalRSAFile)
+				rsa = fmt.Sprintf("; its final RSA evaluation (%s) is missing, or of another step, other held-out problems or other settings: it is done again", FinalRSAFile)
 			}
 		}
 		fmt.Fprintf(p.Warn, "spiral: note: the run in %s is at --steps %d already: nothing to train%s (give --steps above %d to go on, or --fresh to start over)\n",
@@ -662,13 +662,16 @@ func otherProblems(path, changed string) error {
 }
 
 // finalWritten reports whether the rsa.json at path is the final RSA
-// evaluation of the run's step on the held-out problems of digest: not
-// one that is missing or does not read, nor one of an earlier step (a
-// run continued past it with --final-rsa-steps 0, which removes none) or
-// of other problems (a finished run resumed under --override onto
-// others). One of an older version, which names no checkpoint or records
-// no digest, is taken as the step's.
-func finalWritten(path string, step int, digest string) bool {
+// evaluation of the run's step on the held-out problems of digest with
+// the RSA settings rsa and the meta.extra extra (RunParts.ReportExtra):
+// not one that is missing or does not read, nor one of an earlier step
+// (a run continued past it with --final-rsa-steps 0, which removes
+// none), of other problems (a finished run resumed under --override
+// onto others) or of other settings (one rerun under --override with
+// another --temperature or --candidate-tokens, or with another
+// --final-rsa-steps: sameFinalSettings). One of an older version, which
+// names no checkpoint or records no digest, is taken as the step's.
+func finalWritten(path string, step int, digest string, rsa rollout.RSAConfig, extra map[string]string) bool {
 	var rep report.RSA
 	if report.ReadJSON(path, &rep) != nil {
 		return false
@@ -677,7 +680,38 @@ func finalWritten(path string, step int, digest string) bool {
 	if strings.Contains(m.Model, "@") && !strings.HasSuffix(m.Model, "/"+checkpoint.DirName(int64(step))) {
 		return false
 	}
-	return m.ProblemsDigest == "" || m.ProblemsDigest == digest
+	if m.ProblemsDigest != "" && m.ProblemsDigest != digest {
+		return false
+	}
+	return sameFinalSettings(rep, rsa, extra)
+}
+
+// sameFinalSettings reports whether the final RSA report rep records the
+// RSA settings rsa and the meta.extra extra that the run's final RSA
+// records now. Left out of extra are the template files' entries, which
+// name each file as given (relative to the directory the run was
+// started in), whose contents its "templates" fingerprints, and
+// report.CandidateCapKey, which report.NewRSA adds where candidates were
+// cut (rsa's CandidateTokens is the cap). What a report of an older
+// version does not record (an extra key, its config's prompt limit) is
+// taken as now's.
+func sameFinalSettings(rep report.RSA, rsa rollout.RSAConfig, extra map[string]string) bool {
+	got := rep.Config
+	if got.PromptLimit == 0 {
+		got.PromptLimit = rsa.PromptLimit
+	}
+	if got != rsa {
+		return false
+	}
+	for k, v := range rep.Meta.Extra {
+		if k == "search_template" || k == "aggregate_template" || k == report.CandidateCapKey {
+			continue
+		}
+		if now, ok := extra[k]; ok && now != v {
+			return false
+		}
+	}
+	return true
 }
 
 // finalRSASeedOffset sets the final RSA evaluation's random streams

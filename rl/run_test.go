@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -282,9 +283,65 @@ func TestRunRerunFinished(t *testing.T) {
 	require.Zero(t, h.gen.calls)
 	require.NoError(t, os.Remove(filepath.Join(dir, FinalRSAFile)))
 	h = rerun()
-	require.Equal(t, fmt.Sprintf(head+"is missing, or of another step or other held-out problems: it is done again (give --steps above 2 to go on, or --fresh to start over)\n", dir), h.log.String())
+	require.Equal(t, fmt.Sprintf(head+"is missing, or of another step, other held-out problems or other settings: it is done again (give --steps above 2 to go on, or --fresh to start over)\n", dir), h.log.String())
 	require.NotZero(t, h.gen.calls)
 	require.FileExists(t, filepath.Join(dir, FinalRSAFile))
+}
+
+// TestRunRerunFinishedOtherFinalRSA: a finished run rerun (under
+// --override where a training setting changed too) with other settings
+// of its final RSA, which rsa.json records (its config, its meta.extra's
+// sampling settings, reward rule and templates), has it done again with
+// them; it was kept, of the settings it no longer had. Where they are
+// the same it is kept, a template file named otherwise (from another
+// directory) with the same contents too.
+func TestRunRerunFinishedOtherFinalRSA(t *testing.T) {
+	rsa := rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 1}
+	extra := map[string]string{"temperature": "1", "templates": "aaaa", "search_template": "s.txt (sha256 00)", "skipped_problems": "0"}
+	with := func(k, v string) map[string]string {
+		e := maps.Clone(extra)
+		e[k] = v
+		return e
+	}
+	more, capped := rsa, rsa
+	more.Steps, capped.CandidateTokens = 2, 16
+	for _, tc := range []struct {
+		name  string
+		rsa   rollout.RSAConfig
+		extra map[string]string
+		redo  bool
+	}{
+		{"the same settings", rsa, extra, false},
+		{"a template file named otherwise", rsa, with("search_template", "../s.txt (sha256 00)"), false},
+		{"more --final-rsa-steps", more, extra, true},
+		{"a candidate cap", capped, extra, true},
+		{"another --temperature", rsa, with("temperature", "0.6"), true},
+		{"other templates", rsa, with("templates", "bbbb"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := newRunHarness(t, dir, 2)
+			h.cfg.EvalEvery, h.cfg.FinalRSA, h.parts.ReportExtra = 0, rsa, extra
+			require.NoError(t, h.run(context.Background()))
+			h = newRunHarness(t, dir, 2)
+			h.cfg.EvalEvery, h.cfg.FinalRSA, h.parts.ReportExtra = 0, tc.rsa, tc.extra
+			require.NoError(t, h.run(context.Background()))
+			var rep report.RSA
+			require.NoError(t, report.ReadJSON(filepath.Join(dir, FinalRSAFile), &rep))
+			if !tc.redo {
+				require.Contains(t, h.log.String(), "its final RSA evaluation (rsa.json) is kept")
+				require.Zero(t, h.gen.calls)
+				require.Equal(t, rsa, rep.Config)
+				require.Equal(t, extra, rep.Meta.Extra)
+				return
+			}
+			require.Contains(t, h.log.String(), "its final RSA evaluation (rsa.json) is missing, or of another step, other held-out problems or other settings: it is done again")
+			require.NotZero(t, h.gen.calls)
+			require.Equal(t, tc.rsa, rep.Config)
+			delete(rep.Meta.Extra, report.CandidateCapKey) // added where the cap cut candidates
+			require.Equal(t, tc.extra, rep.Meta.Extra)
+		})
+	}
 }
 
 // TestRunEvalSamples: each eval.jsonl line holds pass@1 and, with more
