@@ -45,9 +45,9 @@ func watchInterrupts(sigs <-chan os.Signal, cancel context.CancelFunc, warn io.W
 
 // stopSignals are the signals that stop a command as Ctrl-C does:
 // SIGINT, SIGTERM, and SIGHUP (the terminal or ssh session of the run
-// gone) unless ignored, which reports the signals ignored at start, says
-// it is: nohup starts a command with SIGHUP ignored so that it carries on
-// untouched, and it must.
+// gone) unless ignored, which reports whether a signal was ignored at
+// start, says SIGHUP was: nohup starts a command with SIGHUP ignored so
+// that it carries on untouched, and it must.
 func stopSignals(ignored func(os.Signal) bool) []os.Signal {
 	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
 	if !ignored(syscall.SIGHUP) {
