@@ -244,18 +244,14 @@ func (r *resolvedModel) setTokenizer(given string) {
 	}
 }
 
-// tokenizerID fingerprints r's tokenizer.json (32 hex digits of the
-// SHA-256 of its contents), which train and sft record among their run
-// settings (rl.RunSettings.Tokenizer, rl.SFTSettings.Tokenizer), so that
-// a rerun with another --tokenizer is noticed rather than resumed on ids
-// that mean other text.
+// tokenizerID fingerprints r's tokenizer (tokenizer.Fingerprint: its
+// tokenizer.json and what the chat template beside it adds to the
+// prompts), which train and sft record among their run settings
+// (rl.RunSettings.Tokenizer, rl.SFTSettings.Tokenizer), so that a rerun
+// with another --tokenizer, or one whose chat template prompts
+// otherwise, is noticed rather than resumed on ids that mean other text.
 func (r resolvedModel) tokenizerID() (string, error) {
-	b, err := os.ReadFile(r.tokenizer)
-	if err != nil {
-		return "", fmt.Errorf("tokenizer: %w", err)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16]), nil
+	return tokenizer.Fingerprint(r.tokenizer)
 }
 
 // isRegular reports whether path is a regular file (following links).
@@ -675,8 +671,8 @@ type loadedCheckpoint struct {
 
 // warnOtherTokenizer warns on w where the checkpoint at path, of the run
 // settings trained, was trained with another tokenizer than r's: the
-// run records its tokenizer.json's fingerprint (Tokenizer, as
-// tokenizerID takes it; none in checkpoints of older versions, which
+// run records its tokenizer's fingerprint (Tokenizer, as tokenizerID
+// takes it; none in checkpoints of older versions, which
 // are not checked), and with another the model's token ids are read as
 // other text. The run records no path of it, so the warning names the
 // fingerprints and the file used.

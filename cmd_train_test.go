@@ -363,6 +363,22 @@ func reversedTokenizer(t *testing.T, dir string) string {
 	return dir
 }
 
+// thinkingTemplate writes into dir a copy of the tokenizer.json in from
+// with a chat_template.jinja whose generation prompt opens a <think>
+// block (Qwen3-*-Thinking-2507's), which spiral's prompts then end with,
+// and returns dir.
+func thinkingTemplate(t *testing.T, from, dir string) string {
+	t.Helper()
+	tj, err := os.ReadFile(filepath.Join(from, tokenizer.TokenizerFile))
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, tokenizer.TokenizerFile), tj, 0o644))
+	const tmpl = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{% endfor %}" +
+		"{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n<think>\\n' }}{% endif %}"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, tokenizer.TemplateFile), []byte(tmpl), 0o644))
+	return dir
+}
+
 // TestTrainRefusesOtherSettingsBeforeThePolicy: a rerun with other
 // settings (without --override) or on its data file edited in place is
 // refused before the policy is loaded, which reads the model's weights
@@ -371,8 +387,10 @@ func reversedTokenizer(t *testing.T, dir string) string {
 // that loading the policy fails: the refusal must come first; with
 // --override the rerun goes on to the policy. Another --tokenizer (the
 // task's characters at other ids) is such a setting: it resumed without
-// a word, training the run's weights on ids that meant other text; the
-// model's own tokenizer given by --tokenizer is the run's.
+// a word, training the run's weights on ids that meant other text; so
+// is its tokenizer.json beside a chat template whose generation prompt
+// opens <think> (the prompts' ids differ); the model's own tokenizer
+// given by --tokenizer is the run's.
 func TestTrainRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
@@ -381,6 +399,7 @@ func TestTrainRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
 	otherTok := reversedTokenizer(t, filepath.Join(dir, "other-tokenizer"))
 	embeddedDir, err := embedded.Extract(os.Getenv("SPIRAL_CACHE_DIR"))
 	require.NoError(t, err)
+	otherTemplate := thinkingTemplate(t, embeddedDir, filepath.Join(dir, "other-template"))
 	runDir := filepath.Join(dir, "run")
 	args := []string{"train", "--out", runDir, "--data", train, "--steps", "1", "--problems", "1", "--n1", "2", "--k", "2", "--n", "1", "--n2", "2",
 		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}
@@ -396,6 +415,7 @@ func TestTrainRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
 		{"--override", []string{"--lr", "1e-3", "--override"}, problems, "spiral train: model: artifacts: mkdir " + filepath.Join(runDir, rl.ArtifactsDir) + ": not a directory\n"},
 		{"another --tokenizer", []string{"--tokenizer", otherTok}, problems, "spiral train: " + runDir + " holds a run with other settings: tokenizer (--tokenizer): "},
 		{"the model's tokenizer given", []string{"--tokenizer", embeddedDir}, problems, "spiral train: model: artifacts: mkdir "},
+		{"its tokenizer.json with another chat template", []string{"--tokenizer", otherTemplate}, problems, "spiral train: " + runDir + " holds a run with other settings: tokenizer (--tokenizer): "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NoError(t, os.RemoveAll(runDir))

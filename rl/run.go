@@ -138,8 +138,9 @@ type RunSettings struct {
 	// LoRA is the adapters' configuration when the run trains LoRA
 	// adapters (the checkpoints then hold the adapters only).
 	LoRA *lmgraph.LoRA `json:"lora,omitempty"`
-	// Tokenizer fingerprints the tokenizer.json the prompts are
-	// tokenized with (as SFTSettings.Tokenizer; "" in checkpoints of
+	// Tokenizer fingerprints the tokenizer the prompts are tokenized
+	// with, its tokenizer.json and chat template (tokenizer.Fingerprint,
+	// as SFTSettings.Tokenizer; "" in checkpoints of
 	// older versions, which record none): a rerun with another would
 	// train the run's weights on ids that mean other text.
 	Tokenizer string `json:"tokenizer,omitempty"`

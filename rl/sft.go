@@ -231,8 +231,9 @@ type SFTSettings struct {
 	// parameters (lmgraph.Selection.String; "" in checkpoints of older
 	// versions, which record none).
 	Selection string `json:"selection,omitempty"`
-	// Tokenizer fingerprints the tokenizer.json the examples are
-	// tokenized with ("" in checkpoints of older versions, which record
+	// Tokenizer fingerprints the tokenizer the examples are tokenized
+	// with, its tokenizer.json and chat template (tokenizer.Fingerprint;
+	// "" in checkpoints of older versions, which record
 	// none): a rerun with another would train the run's weights on ids
 	// that mean other text, and write its model with that tokenizer.
 	Tokenizer string `json:"tokenizer,omitempty"`

@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,16 +79,66 @@ func Load(path string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: load %q: %w", file, err)
 	}
+	p, err := readPrompting(dir)
+	if err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	t.template, t.bos, t.genSuffix, t.templateWarning = p.template, p.bos, p.genSuffix, p.warning
+	return t, nil
+}
+
+// Fingerprint identifies the ids that a Tokenizer Load(path) returns
+// gives texts and prompts: 32 hex digits of the SHA-256 of the
+// tokenizer.json's contents and of what EncodeChat writes around
+// RenderChat's text as the chat template beside it has it (the BOS
+// token, the generation prompt's suffix). A chat template that differs
+// only where spiral's prompts do not follow it (tool calls, a default
+// system turn) leaves it as it is. The errors are Load's, for the files
+// it reads.
+func Fingerprint(path string) (string, error) {
+	file := path
+	if info, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("tokenizer: load %q: %w", path, err)
+	} else if info.IsDir() {
+		file = filepath.Join(path, TokenizerFile)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("tokenizer: load %q: %w", file, err)
+	}
+	p, err := readPrompting(filepath.Dir(file))
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, b := range [][]byte{data, []byte(p.bos), []byte(p.genSuffix)} {
+		fmt.Fprintf(h, "%d\x00", len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+// prompting is what Load reads of the chat template beside a
+// tokenizer.json: the template, the text EncodeChat writes before the
+// messages (bos) and after the generation prompt (genSuffix), and how
+// spiral's prompts differ from the template's (warning).
+type prompting struct {
+	template, bos, genSuffix, warning string
+}
+
+// readPrompting reads the chat template in dir (readChatTemplate) as
+// Load takes it; its errors name the file.
+func readPrompting(dir string) (prompting, error) {
 	tmpl, bos, from, err := readChatTemplate(dir)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("tokenizer: load %q: %w", from, err), t.Close())
+		return prompting{}, fmt.Errorf("tokenizer: load %q: %w", from, err)
 	}
-	t.template = tmpl
+	p := prompting{template: tmpl}
 	var warnings []string
 	if bos != "" {
 		first, elsewhere := bosPlacement(tmpl)
 		if first {
-			t.bos = bos
+			p.bos = bos
 		}
 		if elsewhere {
 			warnings = append(warnings, fmt.Sprintf("%s: chat_template writes bos_token elsewhere than once before the messages, which spiral's ChatML prompts do not follow: they differ there from transformers' apply_chat_template (spiral writes the BOS token only where a template writes {{ bos_token }} first)", from))
@@ -94,17 +146,17 @@ func Load(path string) (*Tokenizer, error) {
 	}
 	suffix, warning, err := generationSuffix(tmpl)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("tokenizer: load %q: %w", from, err), t.Close())
+		return prompting{}, fmt.Errorf("tokenizer: load %q: %w", from, err)
 	}
-	t.genSuffix = suffix
+	p.genSuffix = suffix
 	if warning != "" {
 		warnings = append(warnings, from+": "+warning)
 	}
 	if system := defaultSystem(tmpl); system != "" {
 		warnings = append(warnings, fmt.Sprintf("%s: chat_template writes a system turn of its own (%q), which spiral's prompts, one user turn, leave out: they differ there from transformers' apply_chat_template", from, system))
 	}
-	t.templateWarning = strings.Join(warnings, "; ")
-	return t, nil
+	p.warning = strings.Join(warnings, "; ")
+	return p, nil
 }
 
 // FromBytes builds a Tokenizer from the contents of a tokenizer.json.
