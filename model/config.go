@@ -209,7 +209,8 @@ func editConfig(b []byte, edit func(key string, v json.RawMessage) (json.RawMess
 
 // ReadHFConfig reads config.json from the directory of the model file at
 // modelPath. A missing file gives the zero HFConfig and found=false; a file
-// that does not parse is an error naming it. A multimodal model's
+// that does not parse, or states a negative size or a
+// partial_rotary_factor outside (0, 1], is an error naming it. A multimodal model's
 // config.json (Qwen3-VL's, Gemma 3's, Llava's) holds its text model's
 // fields in text_config, which transformers' get_text_config reads in the
 // top level's place: the fields text_config states are read from it,
@@ -238,10 +239,38 @@ func ReadHFConfig(modelPath string) (cfg HFConfig, found bool, err error) {
 		}
 		cfg.NameOrPath = file.NameOrPath
 	}
-	if cfg.MaxPositionEmbeddings < 0 || cfg.VocabSize < 0 || cfg.NumAttentionHeads < 0 {
-		return HFConfig{}, false, fmt.Errorf("model: %s: negative max_position_embeddings, vocab_size or num_attention_heads", path)
+	if err := cfg.checkSizes(); err != nil {
+		return HFConfig{}, false, fmt.Errorf("model: %s: %w", path, err)
 	}
 	return cfg, true, nil
+}
+
+// checkSizes refuses sizes of c that no model has: a negative one, or a
+// partial_rotary_factor that is not a fraction. The error names the
+// field. A head_dim wider than hidden_size is a model's (init-model
+// writes one for --hidden 16); how wide one may be, nothing here says.
+func (c HFConfig) checkSizes() error {
+	for _, f := range []struct {
+		field string
+		n     int
+	}{
+		{"max_position_embeddings", c.MaxPositionEmbeddings}, {"vocab_size", c.VocabSize}, {"num_attention_heads", c.NumAttentionHeads},
+		{"num_hidden_layers", c.NumHiddenLayers}, {"hidden_size", c.HiddenSize}, {"intermediate_size", c.IntermediateSize}, {"head_dim", c.HeadDim},
+	} {
+		if f.n < 0 {
+			return fmt.Errorf("negative %s %d", f.field, f.n)
+		}
+	}
+	params, _ := c.RopeParameters.(map[string]any)
+	for _, f := range []struct {
+		field string
+		v     any
+	}{{"partial_rotary_factor", c.PartialRotaryFactor}, {"rope_parameters.partial_rotary_factor", params["partial_rotary_factor"]}} {
+		if v, ok := f.v.(float64); ok && v != 0 && (v < 0 || v > 1) {
+			return fmt.Errorf("%s %g is not a fraction in (0, 1]", f.field, v)
+		}
+	}
+	return nil
 }
 
 // ReadGenerationEOS returns the ids that end generation by the

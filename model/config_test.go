@@ -161,3 +161,44 @@ func TestReadHFConfigTextConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestReadHFConfigRefusesSizes: a config.json whose sizes cannot be a
+// model's (negative: a corrupt file) or whose partial_rotary_factor is
+// no fraction is refused, naming the file and the field; only three
+// negative fields were. Real models' sizes pass: Gemma 3's head_dim 256
+// over hidden_size 640, a head_dim wider than hidden_size (init-model
+// --hidden 16 with its head_dim 32 writes one), Phi's partial factor.
+func TestReadHFConfigRefusesSizes(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		err        string
+	}{
+		{"negative head_dim", `{"head_dim": -8}`, "negative head_dim -8"},
+		{"text_config's negative head_dim", `{"text_config": {"head_dim": -8}}`, "negative head_dim -8"},
+		{"negative hidden_size", `{"hidden_size": -1}`, "negative hidden_size -1"},
+		{"negative intermediate_size", `{"intermediate_size": -1}`, "negative intermediate_size -1"},
+		{"negative num_hidden_layers", `{"num_hidden_layers": -2}`, "negative num_hidden_layers -2"},
+		{"negative vocab_size", `{"vocab_size": -3}`, "negative vocab_size -3"},
+		{"partial_rotary_factor past 1", `{"head_dim": 64, "partial_rotary_factor": 1e9}`, "partial_rotary_factor 1e+09 is not a fraction in (0, 1]"},
+		{"negative partial_rotary_factor", `{"head_dim": 64, "partial_rotary_factor": -0.5}`, "partial_rotary_factor -0.5 is not a fraction in (0, 1]"},
+		{"rope_parameters' partial_rotary_factor", `{"head_dim": 64, "rope_parameters": {"rope_type": "yarn", "partial_rotary_factor": 3}}`,
+			"rope_parameters.partial_rotary_factor 3 is not a fraction in (0, 1]"},
+		{"Gemma 3", `{"text_config": {"hidden_size": 640, "head_dim": 256, "num_attention_heads": 4}}`, ""},
+		{"head_dim alone", `{"head_dim": 128}`, ""},
+		{"head_dim wider than hidden_size", `{"hidden_size": 16, "num_attention_heads": 4, "head_dim": 32}`, ""},
+		{"Phi's partial factor", `{"hidden_size": 2560, "num_attention_heads": 32, "partial_rotary_factor": 0.4}`, ""},
+		{"transformers 5's partial factor", `{"head_dim": 64, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.25}}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, model.ConfigFile)
+			require.NoError(t, os.WriteFile(path, []byte(tc.body), 0o644))
+			_, _, err := model.ReadHFConfig(filepath.Join(dir, "model.onnx"))
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, "model: "+path+": "+tc.err)
+		})
+	}
+}

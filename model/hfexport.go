@@ -401,11 +401,18 @@ func checkRotary(path string, cfg HFConfig, m *onnx.Model) error {
 	if kind == "" || width < 2 {
 		return nil
 	}
+	// A graph holds the frequencies in a tensor of width/2 values: those
+	// of a width none of its tensors has (a corrupt head_dim, 2^61) are
+	// not computed.
+	tensors := floatTensors(m, width/2)
+	if len(tensors) == 0 {
+		return nil
+	}
 	plain := make([]float32, width/2)
 	for i := range plain {
 		plain[i] = float32(1 / math.Pow(theta, float64(2*i)/float64(width)))
 	}
-	held, err := holdsValues(m, plain)
+	held, err := holdsValues(m, tensors, plain)
 	if err != nil {
 		return fmt.Errorf("model: hf export: %w", err)
 	}
@@ -451,27 +458,32 @@ func checkTying(path string, cfg HFConfig, ps []HFParam, head, embed string, tie
 	return fmt.Errorf("model: hf export: %s says tie_word_embeddings true, but the graph's LM head has weights of its own (%q), not the embedding's: the export would leave them out, and transformers compute the logits with the embedding in their place; set tie_word_embeddings false in it", path, head)
 }
 
-// holdsValues reports whether a float32 or float64 tensor of m's main
-// graph, an initializer or a Constant node's value, holds want, each
-// value within 1e-5 of it relatively (float32 rounding of another
-// computation).
-func holdsValues(m *onnx.Model, want []float32) (bool, error) {
+// floatTensors returns the float32 and float64 tensors of n values in
+// m's main graph, its initializers and Constant nodes' values.
+func floatTensors(m *onnx.Model, n int) []*onnxpb.TensorProto {
 	g := m.Graph()
 	tensors := slices.Clone(g.GetInitializer())
-	for _, n := range g.GetNode() {
-		if n.GetOpType() == "Constant" {
-			for _, a := range n.GetAttribute() {
+	for _, node := range g.GetNode() {
+		if node.GetOpType() == "Constant" {
+			for _, a := range node.GetAttribute() {
 				if t := a.GetT(); a.GetName() == "value" && t != nil {
 					tensors = append(tensors, t)
 				}
 			}
 		}
 	}
+	return slices.DeleteFunc(tensors, func(t *onnxpb.TensorProto) bool {
+		dt := onnx.TensorDType(t)
+		return onnx.NumElements(t.GetDims()) != int64(n) || (dt != onnx.Float32 && dt != onnx.Float64)
+	})
+}
+
+// holdsValues reports whether one of tensors, m's tensors of
+// len(want) values (floatTensors), holds want, each value within 1e-5 of
+// it relatively (float32 rounding of another computation).
+func holdsValues(m *onnx.Model, tensors []*onnxpb.TensorProto, want []float32) (bool, error) {
 	got := make([]float32, len(want))
 	for _, t := range tensors {
-		if dt := onnx.TensorDType(t); onnx.NumElements(t.GetDims()) != int64(len(want)) || (dt != onnx.Float32 && dt != onnx.Float64) {
-			continue
-		}
 		if err := m.ReadFloat32s(t, got); err != nil {
 			return false, err
 		}

@@ -520,6 +520,34 @@ func TestExportHFRefusesRotaryScalingNotInTheGraph(t *testing.T) {
 	}
 }
 
+// TestExportHFRotaryWidthNoGraphHas: a config.json with yarn and a
+// corrupt head_dim (2^61) made an hf export compute half that many
+// rotary frequencies to look for in the graph, which panicked in
+// makeslice (4,000,000,000: 8 GB allocated); no tensor of the graph has
+// that many values, so none is computed, and the export goes on as with
+// any head_dim whose frequencies the graph does not hold.
+func TestExportHFRotaryWidthNoGraphHas(t *testing.T) {
+	c := qwen3.Tiny()
+	m, err := qwen3.Build(c, 1)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "model.onnx")
+	require.NoError(t, onnx.Save(src, m, onnx.SaveOptions{}))
+	b, err := c.HFConfigJSON()
+	require.NoError(t, err)
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal(b, &cfg))
+	cfg["head_dim"] = json.Number("2305843009213693952")
+	cfg["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": 4}
+	b, err = json.Marshal(cfg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, model.ConfigFile), b, 0o666))
+	require.NotPanics(t, func() {
+		_, err = model.ExportHF(context.Background(), src, "", t.TempDir(), &params.Store{}, lmgraph.LoRA{}, nil, false)
+	})
+	require.NoError(t, err)
+}
+
 // halveInvFreq halves the values of the tensor of m that holds want, the
 // rotary frequencies (an initializer or a Constant node's value).
 func halveInvFreq(t *testing.T, m *onnx.Model, want []float32) {
