@@ -304,9 +304,11 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	ckptDir := filepath.Join(cfg.Dir, CheckpointsDir)
 	if cfg.Fresh {
 		// An interrupted sft run's log goes with its checkpoints, whose
-		// refusal offers --fresh: the next sft here would empty it.
+		// refusal offers --fresh: the next sft here would empty it; so
+		// do the events of the finished run an interrupted sft
+		// --overwrite set aside, as sft's own --fresh moves them.
 		moved, err := moveAside(cfg.Dir, []string{CheckpointsDir, MetricsFile, EvalFile, TrainingPlot, FinalRSAFile, TensorBoardDir,
-			SFTLogFile + PartialSuffix})
+			SFTLogFile + PartialSuffix, SFTFinishedTensorBoardDir})
 		if err != nil {
 			return fmt.Errorf("--fresh: %w", err)
 		}

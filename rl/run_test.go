@@ -1398,6 +1398,39 @@ func TestRunFreshSetsSFTRunAside(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(dir, SFTLogFile+PartialSuffix))
 }
 
+// TestRunFreshSetsSFTFinishedEventsAside: Fresh in the directory of an
+// sft --overwrite interrupted before its first checkpoint (its log,
+// sft.jsonl.partial, which train refuses offering --fresh, and the
+// replaced run's events it set aside in tensorboard-finished/) moves
+// those events aside with the log, as sft's own --fresh does: left here,
+// they stayed beside the train run, which neither reads nor removes
+// them, and TensorBoard showed them with its own. The finished run's
+// sft.jsonl stays, as train beside a finished sft leaves it.
+func TestRunFreshSetsSFTFinishedEventsAside(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	finished := []byte(`{"step":1,"loss":3}` + "\n")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, SFTLogFile), finished, 0o666))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, SFTLogFile+PartialSuffix), nil, 0o666))
+	aside := filepath.Join(dir, SFTFinishedTensorBoardDir)
+	require.NoError(t, os.Mkdir(aside, 0o777))
+	const events = "events.out.tfevents.1700000000.host.1.0"
+	require.NoError(t, os.WriteFile(filepath.Join(aside, events), []byte("the finished run's events"), 0o666))
+	h.cfg.Fresh = true
+	require.NoError(t, h.run(context.Background()))
+	prev, err := filepath.Glob(filepath.Join(dir, previousPattern+"*"))
+	require.NoError(t, err)
+	require.Len(t, prev, 1)
+	b, err := os.ReadFile(filepath.Join(prev[0], SFTFinishedTensorBoardDir, events))
+	require.NoError(t, err, "the replaced sft run's events set aside with the overwrite's log")
+	require.Equal(t, "the finished run's events", string(b))
+	require.FileExists(t, filepath.Join(prev[0], SFTLogFile+PartialSuffix))
+	require.NoDirExists(t, aside)
+	b, err = os.ReadFile(filepath.Join(dir, SFTLogFile))
+	require.NoError(t, err)
+	require.Equal(t, finished, b)
+}
+
 // TestRunConfigValidate names the flags of invalid run settings.
 func TestRunConfigValidate(t *testing.T) {
 	err := RunConfig{Dir: "x", Steps: 0, CheckpointEvery: 0, Keep: -1, EvalEvery: -2, EvalSamples: 0}.Validate()
