@@ -353,7 +353,7 @@ var hfLayerRE = regexp.MustCompile(`^model\.layers\.(\d+)\.`)
 // dropped, with a warning only.
 func checkConfigShape(path string, cfg HFConfig, srcs []hfSource) error {
 	layers := map[string]bool{}
-	var vocab, hidden, inter int64
+	var vocab, hidden, inter, headDim int64
 	for _, s := range srcs {
 		name, shape := s.spec.Name, s.spec.Shape
 		if m := hfLayerRE.FindStringSubmatch(name); m != nil {
@@ -364,6 +364,8 @@ func checkConfigShape(path string, cfg HFConfig, srcs []hfSource) error {
 			vocab, hidden = shape[0], shape[1]
 		case strings.HasSuffix(name, ".mlp.up_proj.weight") && len(shape) == 2:
 			inter = shape[0]
+		case strings.HasSuffix(name, ".self_attn.q_norm.weight") && len(shape) == 1: // Qwen3's, one head wide
+			headDim = shape[0]
 		}
 	}
 	var diffs []string
@@ -376,6 +378,7 @@ func checkConfigShape(path string, cfg HFConfig, srcs []hfSource) error {
 		{"hidden_size", cfg.HiddenSize, hidden},
 		{"intermediate_size", cfg.IntermediateSize, inter},
 		{"vocab_size", cfg.VocabSize, vocab},
+		{"head_dim", cfg.HeadDim, headDim},
 	} {
 		if f.stated != 0 && f.has != 0 && int64(f.stated) != f.has {
 			diffs = append(diffs, fmt.Sprintf("%s %d, but the weights have %d", f.field, f.stated, f.has))

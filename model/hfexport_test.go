@@ -441,6 +441,7 @@ func TestExportHFRefusesAnotherShape(t *testing.T) {
 		{"width", `"hidden_size": 64`, `"hidden_size": 32`, "hidden_size 32, but the weights have 64"},
 		{"mlp", `"intermediate_size": 96`, `"intermediate_size": 97`, "intermediate_size 97, but the weights have 96"},
 		{"vocabulary", `"vocab_size": 128`, `"vocab_size": 151936`, "vocab_size 151936, but the weights have 128"},
+		{"head width", `"head_dim": 24`, `"head_dim": 4000000000`, "head_dim 4000000000, but the weights have 24"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			exportRefusedConfig(t, tc.from, tc.to, func(path string) string {
@@ -524,8 +525,8 @@ func TestExportHFRefusesRotaryScalingNotInTheGraph(t *testing.T) {
 // corrupt head_dim (2^61) made an hf export compute half that many
 // rotary frequencies to look for in the graph, which panicked in
 // makeslice (4,000,000,000: 8 GB allocated); no tensor of the graph has
-// that many values, so none is computed, and the export goes on as with
-// any head_dim whose frequencies the graph does not hold.
+// that many values, so none is computed, and the head_dim is refused as
+// not the weights' (TestExportHFRefusesAnotherShape).
 func TestExportHFRotaryWidthNoGraphHas(t *testing.T) {
 	c := qwen3.Tiny()
 	m, err := qwen3.Build(c, 1)
@@ -545,7 +546,8 @@ func TestExportHFRotaryWidthNoGraphHas(t *testing.T) {
 	require.NotPanics(t, func() {
 		_, err = model.ExportHF(context.Background(), src, "", t.TempDir(), &params.Store{}, lmgraph.LoRA{}, nil, false)
 	})
-	require.NoError(t, err)
+	require.EqualError(t, err, fmt.Sprintf("model: hf export: %s says head_dim 2305843009213693952, but the weights have %d: transformers would build another model than the weights (another model's config.json?)",
+		filepath.Join(dir, model.ConfigFile), c.HeadDim))
 }
 
 // halveInvFreq halves the values of the tensor of m that holds want, the
