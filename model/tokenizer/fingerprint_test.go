@@ -14,8 +14,10 @@ import (
 // prompts: the tokenizer.json and the chat template's BOS token and
 // generation prompt, read from chat_template.jinja or
 // tokenizer_config.json as Load reads them. A template that prompts as
-// spiral's does, or differs where spiral does not follow it (a default
-// system turn), keeps the fingerprint of none; one that adds
+// spiral's does (spiral's own ChatML too, which the exports add beside a
+// model that has none, so that an export's tokenizer is its run's), or
+// differs where spiral does not follow it (a default system turn), keeps
+// the fingerprint of none; one that adds
 // "<think>\n" or the BOS token changes it (it covered tokenizer.json
 // only, so a rerun with such a template resumed on other prompts).
 // Equal fingerprints go with equal prompt ids, checked on a probe.
@@ -50,6 +52,7 @@ func TestFingerprint(t *testing.T) {
 		{"the same files elsewhere", write(data, nil), true},
 		{"its tokenizer.json named as a file", filepath.Join(base, TokenizerFile), true},
 		{"a template that prompts as spiral's", write(data, map[string]string{TemplateFile: loop + gen}), true},
+		{"spiral's ChatML template, which the exports add", write(data, map[string]string{TemplateFile: ChatMLTemplate}), true},
 		{"a template with a default system turn", write(data, map[string]string{TemplateFile: system + loop + gen}), true},
 		{"another tokenizer.json", write(other, nil), false},
 		{"a generation prompt opening <think>", write(data, map[string]string{TemplateFile: loop + think}), false},
