@@ -176,7 +176,13 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		if f.engine.engine == "openai" {
 			parallel = f.engine.concurrency
 		}
-		ev.Chunk, ev.Done, ev.Resumed = evalChunk(parallel, f.samples), saved.save(problems), saved.resumed
+		ev.Chunk = evalChunk(parallel, f.samples)
+		// One with --traces saves none: its traces, written as the
+		// report is, would not resume with them, so its rerun (with
+		// --traces again) would be refused by what it saved.
+		if !f.traces {
+			ev.Done, ev.Resumed = saved.save(problems), saved.resumed
+		}
 	}
 	var traces *report.TraceWriter
 	if f.traces {
