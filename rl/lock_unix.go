@@ -157,11 +157,14 @@ const takeOverWait = 5 * time.Second
 // holder is gone (held says it is not). Two processes that judged one
 // stale lock must not remove each other's fresh one, so the lock is
 // judged again, removed and made anew only by the holder of a guard,
-// path+".takeover" (made whole, as the lock is): one that finds the
-// guard there waits for it to go, then looks again. It returns true
-// where this process now holds the lock, false where the lock went or
-// another made it meanwhile (the caller looks again), and a
-// RunInUseError where its holder lives.
+// path+".takeover" (made whole, holding its holder's pid and host, as
+// the lock is): one that finds the guard there waits for it to go, then
+// looks again. A guard whose holder is gone (a process killed while
+// taking over) is stale as a lock is (held) and is taken over the same
+// way, under its own guard. It returns true where this process now
+// holds the lock, false where the lock went or another made it
+// meanwhile (the caller looks again), and a RunInUseError where its
+// holder lives.
 func takeOverLock(path string) (bool, error) {
 	guard := path + ".takeover"
 	for deadline := time.Now().Add(takeOverWait); ; {
@@ -171,6 +174,20 @@ func takeOverLock(path string) (bool, error) {
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return false, fmt.Errorf("rl: lock %s: take over a stale lock: %w", path, err)
+		}
+		if b, err := os.ReadFile(guard); err == nil && !parseLockFile(b).held() {
+			took, err := takeOverLock(guard)
+			if took {
+				break
+			}
+			var inUse *RunInUseError
+			if err != nil && !errors.As(err, &inUse) {
+				return false, err
+			}
+			if err == nil {
+				continue // the guard went or another made it: look again
+			}
+			// The guard's holder lives after all: wait for it.
 		}
 		if time.Now().After(deadline) {
 			return false, fmt.Errorf("rl: lock %s: another process has been taking over the stale lock for %v (guard %s); if no spiral runs in %s, remove both files", path, takeOverWait, guard, filepath.Dir(path))

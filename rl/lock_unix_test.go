@@ -23,7 +23,8 @@ const lockTakerEnv = "SPIRAL_LOCK_TAKER_DIR"
 // TestRunLockByPIDConcurrentTakers: where flock(2) is not kept, of many
 // processes taking one run directory's lock file at once (lockRunByPID),
 // exactly one gets it and the others are refused, naming the holder,
-// whether there is no lock or a stale one: a process that read the file
+// whether there is no lock, a stale one, or a stale one with the guard
+// of its takeover that a killed taker left: a process that read the file
 // between its creation and its pid being written took it for stale and
 // took it over, and two that judged one stale lock removed each other's
 // fresh one, both training into the directory.
@@ -33,15 +34,19 @@ func TestRunLockByPIDConcurrentTakers(t *testing.T) {
 		return
 	}
 	const takers, rounds = 10, 3
-	for _, tc := range []struct{ name, content string }{
-		{"no lock", ""},
-		{"a stale lock", "2147483646\n"},
+	for _, tc := range []struct{ name, content, guard string }{
+		{"no lock", "", ""},
+		{"a stale lock", "2147483646\n", ""},
+		{"a stale lock and a killed takeover's guard", "2147483646\n", "2147483646\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for round := range rounds {
 				dir := t.TempDir()
 				if tc.content != "" {
 					require.NoError(t, os.WriteFile(filepath.Join(dir, LockFile), []byte(tc.content), 0o666))
+				}
+				if tc.guard != "" {
+					require.NoError(t, os.WriteFile(filepath.Join(dir, LockFile+".takeover"), []byte(tc.guard), 0o666))
 				}
 				won, refused := runLockTakers(t, dir, takers)
 				require.Len(t, won, 1, "round %d: exactly one taker gets the lock; refused: %q", round, refused)
@@ -134,5 +139,56 @@ func takeLockInSubprocess(dir string) {
 		fmt.Println("in use: " + err.Error())
 	default:
 		fmt.Println("error: " + err.Error())
+	}
+}
+
+// TestRunLockByPIDStaleTakeOverGuard: where flock(2) is not kept, the
+// guard of a stale lock's takeover (lock file + ".takeover") that a
+// process killed while taking over left names its pid; a guard whose
+// pid is dead on this host is taken over as a stale lock is, where it
+// refused every later takeover until both files were removed by hand,
+// and one whose holder lives is waited for, then refused.
+func TestRunLockByPIDStaleTakeOverGuard(t *testing.T) {
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	const dead = 2147483646
+	for _, tc := range []struct {
+		name, guard string
+		wantErr     string // "": the lock is taken
+	}{
+		{"dead pid", fmt.Sprintf("%d\n", dead), ""},
+		{"dead pid of this host", fmt.Sprintf("%d\n%s\n", dead, host), ""},
+		{"damaged", "", ""},
+		{"live pid", fmt.Sprintf("%d\n", os.Getppid()), "another process has been taking over the stale lock"},
+		{"another host's", fmt.Sprintf("%d\nnot-%s\n", dead, host), "another process has been taking over the stale lock"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, LockFile)
+			guard := path + ".takeover"
+			require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf("%d\n", dead)), 0o666))
+			require.NoError(t, os.WriteFile(guard, []byte(tc.guard), 0o666))
+			start := time.Now()
+			release, err := lockRunByPID(path)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				require.ErrorContains(t, err, guard)
+				require.GreaterOrEqual(t, time.Since(start), takeOverWait, "refused after the wait")
+				b, err := os.ReadFile(guard)
+				require.NoError(t, err)
+				require.Equal(t, tc.guard, string(b), "a live guard is left alone")
+				return
+			}
+			require.NoError(t, err)
+			require.Less(t, time.Since(start), takeOverWait, "a dead guard is taken over at once")
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Equal(t, os.Getpid(), parseLockFile(b).pid, "the lock names this process")
+			for _, p := range []string{guard, guard + ".takeover"} {
+				_, err := os.Stat(p)
+				require.ErrorIs(t, err, os.ErrNotExist, "%s is removed", p)
+			}
+			require.NoError(t, release())
+		})
 	}
 }
