@@ -61,8 +61,7 @@ func resumeNewest(ctx context.Context, dir string, lora *lmgraph.LoRA, w *params
 	}
 	switch {
 	case checkpoint.Unreadable(err):
-		// Not damage: starting over is no remedy.
-		err = fmt.Errorf("resume: %w", err)
+		err = unreadableCheckpoint(err, ckptDir)
 	case err != nil && !errors.Is(err, checkpoint.ErrNoCheckpoint):
 		err = fmt.Errorf("resume: %w (use --fresh to start over)", err)
 	}
@@ -135,10 +134,11 @@ func usableDataID(st checkpoint.State, now RunSettings, usable func(n int) (stri
 // one. A newer checkpoint that stops the resume (a newer spiral's:
 // checkpoint.IsFinal) is refused as the resume refuses it; one that the
 // system fails to read (checkpoint.Unreadable) is refused with that
-// error, which the resume would stop at too.
+// error, which the resume would stop at too (unreadableCheckpoint).
 func checkNewest(dir string, refuse func(path string, st checkpoint.State) error) error {
 	var refused error
-	_, _, err := checkpoint.Newest(filepath.Join(dir, CheckpointsDir), func(path string) error {
+	ckptDir := filepath.Join(dir, CheckpointsDir)
+	_, _, err := checkpoint.Newest(ckptDir, func(path string) error {
 		st, err := checkpoint.ReadCheckedState(path)
 		if err != nil {
 			return err
@@ -147,12 +147,22 @@ func checkNewest(dir string, refuse func(path string, st checkpoint.State) error
 		return nil
 	})
 	if checkpoint.Unreadable(err) {
-		return err
+		return unreadableCheckpoint(err, ckptDir)
 	}
 	if checkpoint.IsFinal(err) {
 		return fmt.Errorf("resume: %w (use --fresh to start over)", err)
 	}
 	return refused
+}
+
+// unreadableCheckpoint is the resume's refusal of a checkpoint in
+// ckptDir that the system fails to read (checkpoint.Unreadable: EIO,
+// EACCES, ...), err naming it. It is no damage to pass over for an older
+// checkpoint, but one that never reads again (a bad sector) would refuse
+// every rerun: the error says the ways out, moving it out of ckptDir
+// (the resume then takes the one before) or --fresh.
+func unreadableCheckpoint(err error, ckptDir string) error {
+	return fmt.Errorf("resume: %w; if it never reads again (a bad sector), move that checkpoint out of %s to resume from the one before it, or use --fresh to start over", err, ckptDir)
 }
 
 // otherLoRARun refuses the run in dir trained with the LoRA setting prev
