@@ -477,7 +477,9 @@ func valueTicks(min, max float64) []plot.Tick {
 // where an axis reaches below 0 (a correlation).
 func accuracyTicks(min, _ float64) []plot.Tick {
 	var ticks []plot.Tick
-	for i := math.Min(0, math.Ceil(min*10-1e-9)); i <= 10; i++ {
+	// From -1 at most: an axis's minimum past it (a value a log holds
+	// wrongly, -1e308) would make ticks without end.
+	for i := math.Max(-10, math.Min(0, math.Ceil(min*10-1e-9))); i <= 10; i++ {
 		t := plot.Tick{Value: i/10 + 0} // +0 turns -0 into 0
 		if math.Mod(i, 2) == 0 {
 			t.Label = strconv.FormatFloat(t.Value, 'f', 1, 64)

@@ -224,7 +224,14 @@ func trainingPanels(label string, pts []TrainingPoint, held []HeldOutPoint) ([][
 			return nil, err
 		}
 		for _, xy := range s.xy {
-			informative.Y.Min = min(informative.Y.Min, xy.Y) // a correlation can be negative
+			// A correlation can be negative, down to -1 (a log's
+			// value past it, or not a number, moves the axis no
+			// further: its ticks count from its minimum).
+			if xy.Y >= -1 {
+				informative.Y.Min = min(informative.Y.Min, xy.Y)
+			} else {
+				informative.Y.Min = -1
+			}
 		}
 	}
 	// Down to the labelled tick (accuracyTicks) at or below the lowest.
