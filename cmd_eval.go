@@ -284,17 +284,26 @@ func sequentialTable(w io.Writer, pts []rollout.BudgetPoint) {
 
 // warnOtherTemplates warns on w where the checkpoint at path was trained
 // on other prompt templates than the evaluation's, given (those the
-// flags f name, the aggregation template included in every mode, as
-// train's settings record the pair): its run settings (trained) record
-// another fingerprint (sampling.templates), neither given's nor, for
-// template files with CRLF line ends, the one versions that kept them
-// recorded. The run records no template's text or path, so eval cannot
-// take its templates: the warning names both fingerprints and the files
-// to give. A checkpoint that records none (older versions, sft's) is
-// not checked.
+// flags f name): its run's settings (trained) record each template's
+// fingerprint (sampling.search_template, sampling.aggregate_template),
+// and those the mode reads differ from given's (the search template in
+// every mode, the aggregation template in rsa alone, where the run read
+// one: a GRPO run without a final RSA records none). A checkpoint of a
+// version that recorded only both's fingerprint (sampling.templates) is
+// compared by it, the aggregation template included in every mode, as
+// train recorded the pair: it warns where that is neither given's nor,
+// for template files with CRLF line ends, the one versions that kept
+// them recorded. The run records no template's text or path, so eval
+// cannot take its templates: the warning names the fingerprints and the
+// files to give. A checkpoint that records none (older versions, sft's)
+// is not checked.
 func warnOtherTemplates(w io.Writer, path string, trained rl.RunSettings, given templateSet, f templateFlags, mode string) {
-	run := trained.Templates()
-	if run == "" || run == given.digest() || run == given.crlfDigest() {
+	run := trained.TemplatePrints()
+	if run.Search != "" {
+		warnOtherTemplate(w, path, run, given.prints(), f, mode)
+		return
+	}
+	if run.Both == "" || run.Both == given.digest() || run.Both == given.crlfDigest() {
 		return
 	}
 	ours := "the built-in templates"
@@ -311,11 +320,55 @@ func warnOtherTemplates(w io.Writer, path string, trained rl.RunSettings, given 
 		fix = "the templates given are used"
 	}
 	fmt.Fprintf(w, "spiral: warning: checkpoint %s was trained on other prompt templates (its run's sampling.templates %s) than this evaluation's, %s (%s), so the model is evaluated on prompts it was not trained on: %s",
-		path, run, ours, given.digest(), fix)
+		path, run.Both, ours, given.digest(), fix)
 	if mode != "rsa" && f.aggregate == "" {
 		fmt.Fprintf(w, " (the fingerprint covers the aggregation template too, which --mode %s does not render: one trained with another --aggregate-template alone differs too; give it to compare the pair)", mode)
 	}
 	fmt.Fprintln(w)
+}
+
+// warnOtherTemplate is warnOtherTemplates of a checkpoint whose run's
+// settings record each template's fingerprint (run), given's being ours:
+// it names the templates the mode reads that differ, each by its setting
+// and fingerprint, and says which flags to give.
+func warnOtherTemplate(w io.Writer, path string, run, ours rl.TemplatePrints, f templateFlags, mode string) {
+	type template struct{ name, setting, flag, file, run, ours string }
+	var differ []template
+	if run.Search != ours.Search {
+		differ = append(differ, template{"search", "sampling.search_template", "--search-template", f.search, run.Search, ours.Search})
+	}
+	if mode == "rsa" && run.Aggregate != "" && run.Aggregate != ours.Aggregate {
+		differ = append(differ, template{"aggregation", "sampling.aggregate_template", "--aggregate-template", f.aggregate, run.Aggregate, ours.Aggregate})
+	}
+	if len(differ) == 0 {
+		return
+	}
+	var names, runs, given, prints, missing []string
+	for _, d := range differ {
+		names = append(names, d.name)
+		runs = append(runs, d.setting+" "+d.run)
+		prints = append(prints, d.ours)
+		if d.file == "" {
+			given = append(given, "the built-in one")
+			missing = append(missing, d.flag)
+		} else {
+			given = append(given, d.flag+" "+d.file)
+		}
+	}
+	which := "another " + names[0] + " template"
+	if len(differ) > 1 {
+		which = "other " + strings.Join(names, " and ") + " templates"
+	}
+	fix := "give the run's " + strings.Join(missing, " and ")
+	switch {
+	case len(missing) > 0:
+	case len(differ) > 1:
+		fix = "the templates given are used"
+	default:
+		fix = "the template given is used"
+	}
+	fmt.Fprintf(w, "spiral: warning: checkpoint %s was trained on %s (its run's %s) than this evaluation's, %s (%s), so the model is evaluated on prompts it was not trained on: %s\n",
+		path, which, strings.Join(runs, " and "), strings.Join(given, " and "), strings.Join(prints, " and "), fix)
 }
 
 // warnTrainingData warns on w where the checkpoint at path was trained on

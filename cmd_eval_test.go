@@ -222,7 +222,11 @@ func TestEvalNamesAModelGivenFromItsDirectory(t *testing.T) {
 // TestWarnOtherTemplates: eval --checkpoint of a run trained with a
 // --search-template evaluated the model on the built-in prompts without
 // a word. A checkpoint whose run's settings record another templates'
-// fingerprint (sampling.templates) is now warned of, naming both.
+// fingerprint (sampling.templates) is now warned of, naming both. One
+// that records each template's own fingerprint is compared on those the
+// mode reads (the aggregation template in rsa alone, where the run read
+// it): a GRPO run without a final RSA trained with another
+// --aggregate-template, which it ignored, was warned of in every mode.
 func TestWarnOtherTemplates(t *testing.T) {
 	dir := t.TempDir()
 	search := filepath.Join(dir, "search.txt")
@@ -234,10 +238,25 @@ func TestWarnOtherTemplates(t *testing.T) {
 		require.NoError(t, err)
 		return tmpl
 	}
+	aggregate := filepath.Join(dir, "aggregate.txt")
+	require.NoError(t, os.WriteFile(aggregate, []byte("Combine {{range .Candidates}}{{.Text}}{{end}} for {{.Problem}}\n"), 0o644))
 	builtIn, custom, crlfSet := load(templateFlags{}), load(templateFlags{search: search}), load(templateFlags{search: crlf})
+	otherAggregate, bothFiles := load(templateFlags{aggregate: aggregate}), load(templateFlags{search: search, aggregate: aggregate})
+	// trained records the fingerprint of both templates alone, as
+	// versions before each template's was recorded did.
 	trained := func(templates string) rl.RunSettings {
 		return rl.RunSettings{Sampling: rl.SamplingSettings(1, 1, 0, 4, "", rl.TemplatePrints{Both: templates})}
 	}
+	// recorded records each template's fingerprint too, as train does:
+	// the aggregation template's where the run reads it.
+	recorded := func(tmpl templateSet, readsAggregate bool) rl.RunSettings {
+		p := tmpl.prints()
+		if !readsAggregate {
+			p.Aggregate = ""
+		}
+		return rl.RunSettings{Sampling: rl.SamplingSettings(1, 1, 0, 4, "", p)}
+	}
+	const trainedOn = ", so the model is evaluated on prompts it was not trained on: "
 	const ckpt = "run/checkpoints/ckpt-000001"
 	for _, tc := range []struct {
 		name    string
@@ -257,6 +276,22 @@ func TestWarnOtherTemplates(t *testing.T) {
 			"spiral: warning: checkpoint " + ckpt + " was trained on other prompt templates (its run's sampling.templates " + custom.digest() + ") than this evaluation's, the built-in templates (" + builtIn.digest() + "), so the model is evaluated on prompts it was not trained on: give the run's --search-template and --aggregate-template (the fingerprint covers the aggregation template too, which --mode passk does not render: one trained with another --aggregate-template alone differs too; give it to compare the pair)\n"},
 		{"a file given", trained(builtIn.digest()), custom, templateFlags{search: search}, "rsa",
 			"spiral: warning: checkpoint " + ckpt + " was trained on other prompt templates (its run's sampling.templates " + builtIn.digest() + ") than this evaluation's, --search-template " + search + " with the built-in aggregation template (" + custom.digest() + "), so the model is evaluated on prompts it was not trained on: the templates given are used\n"},
+		// Each template's fingerprint recorded: only those the mode reads
+		// are compared.
+		{"grpo without a final RSA, trained with another aggregation template", recorded(otherAggregate, false), builtIn, templateFlags{}, "passk", ""},
+		{"grpo without a final RSA, evaluated by rsa", recorded(otherAggregate, false), builtIn, templateFlags{}, "rsa", ""},
+		{"another aggregation template, sequential", recorded(otherAggregate, true), builtIn, templateFlags{}, "sequential", ""},
+		{"the same files", recorded(bothFiles, true), bothFiles, templateFlags{search: search, aggregate: aggregate}, "rsa", ""},
+		{"another aggregation template, rsa", recorded(otherAggregate, true), builtIn, templateFlags{}, "rsa",
+			"spiral: warning: checkpoint " + ckpt + " was trained on another aggregation template (its run's sampling.aggregate_template " + otherAggregate.prints().Aggregate + ") than this evaluation's, the built-in one (" + builtIn.prints().Aggregate + ")" + trainedOn + "give the run's --aggregate-template\n"},
+		{"another search template, passk", recorded(custom, false), builtIn, templateFlags{}, "passk",
+			"spiral: warning: checkpoint " + ckpt + " was trained on another search template (its run's sampling.search_template " + custom.prints().Search + ") than this evaluation's, the built-in one (" + builtIn.prints().Search + ")" + trainedOn + "give the run's --search-template\n"},
+		{"a search file given, the built-in one trained", recorded(builtIn, false), custom, templateFlags{search: search}, "sequential",
+			"spiral: warning: checkpoint " + ckpt + " was trained on another search template (its run's sampling.search_template " + builtIn.prints().Search + ") than this evaluation's, --search-template " + search + " (" + custom.prints().Search + ")" + trainedOn + "the template given is used\n"},
+		{"a search file given, another aggregation template trained", recorded(bothFiles, true), custom, templateFlags{search: search}, "rsa",
+			"spiral: warning: checkpoint " + ckpt + " was trained on another aggregation template (its run's sampling.aggregate_template " + bothFiles.prints().Aggregate + ") than this evaluation's, the built-in one (" + builtIn.prints().Aggregate + ")" + trainedOn + "give the run's --aggregate-template\n"},
+		{"both files given, the built-in ones trained", recorded(builtIn, true), bothFiles, templateFlags{search: search, aggregate: aggregate}, "rsa",
+			"spiral: warning: checkpoint " + ckpt + " was trained on other search and aggregation templates (its run's sampling.search_template " + builtIn.prints().Search + " and sampling.aggregate_template " + builtIn.prints().Aggregate + ") than this evaluation's, --search-template " + search + " and --aggregate-template " + aggregate + " (" + bothFiles.prints().Search + " and " + bothFiles.prints().Aggregate + ")" + trainedOn + "the templates given are used\n"},
 	} {
 		var w strings.Builder
 		warnOtherTemplates(&w, ckpt, tc.trained, tc.given, tc.flags, tc.mode)
@@ -286,7 +321,29 @@ func TestEvalWarnsOfTheRunsTemplates(t *testing.T) {
 		stderr.Reset()
 		args := append([]string{"eval", "--checkpoint", runDir, "--mode", "passk", "--limit", "1", "--samples", "1", "--max-new-tokens", "4", "--quiet", "--threads", "1", "--out", filepath.Join(dir, "eval")}, tc.args...)
 		require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
-		require.Equal(t, tc.warn, strings.Contains(stderr.String(), "was trained on other prompt templates"), "%v: %s", tc.args, stderr.String())
+		require.Equal(t, tc.warn, strings.Contains(stderr.String(), "trained on another search template (its run's sampling.search_template "), "%v: %s", tc.args, stderr.String())
+	}
+}
+
+// TestEvalIgnoresAnUnreadAggregateTemplate: a GRPO run without a final
+// RSA, trained with an --aggregate-template it does not read, evaluated
+// without it was warned of as trained on other prompt templates, in
+// every mode; it reads the search template alone, which is the
+// evaluation's.
+func TestEvalIgnoresAnUnreadAggregateTemplate(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	aggregate := filepath.Join(dir, "aggregate.txt")
+	require.NoError(t, os.WriteFile(aggregate, []byte("Combine {{range .Candidates}}{{.Text}}{{end}} for {{.Problem}}\n"), 0o644))
+	runDir := filepath.Join(dir, "run")
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"train", "--out", runDir, "--algo", "grpo", "--group", "2", "--lora-rank", "2", "--steps", "1", "--problems", "1",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet", "--aggregate-template", aggregate}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	for _, mode := range [][]string{{"--mode", "passk", "--samples", "2"}, {"--mode", "rsa", "--population", "2", "--subset", "2", "--rsa-steps", "1"}} {
+		stderr.Reset()
+		args := append([]string{"eval", "--checkpoint", runDir, "--limit", "1", "--max-new-tokens", "4", "--quiet", "--threads", "1", "--out", filepath.Join(dir, "eval")}, mode...)
+		require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+		require.NotContains(t, stderr.String(), "was trained on", mode)
 	}
 }
 

@@ -178,12 +178,18 @@ type TemplatePrints struct {
 	Both, Search, Aggregate string
 }
 
-// Templates returns the prompt templates' fingerprint that the run's
-// settings record (Sampling's "templates"), "" where they record none
-// (checkpoints of older versions, sft's).
-func (s RunSettings) Templates() string {
-	t, _ := s.Sampling[templatesField].(string)
-	return t
+// TemplatePrints returns the prompt templates' fingerprints that the
+// run's settings record (Sampling's "templates", "search_template" and
+// "aggregate_template"), each "" where they record none: none in
+// checkpoints of older versions and sft's, Both alone in those of
+// versions before each template's was recorded, and no Aggregate for a
+// run that reads no aggregation template (GRPO without a final RSA).
+func (s RunSettings) TemplatePrints() TemplatePrints {
+	field := func(name string) string {
+		v, _ := s.Sampling[name].(string)
+		return v
+	}
+	return TemplatePrints{Both: field(templatesField), Search: field(searchTemplateField), Aggregate: field(aggregateTemplateField)}
 }
 
 // HeldOut names a run's held-out problems: their data set as
@@ -632,7 +638,7 @@ func CheckRunSettings(cfg RunConfig, p RunParts) error {
 // where no template file has them): a run that recorded that one is of
 // these templates (crlf), not of others.
 func resumedDiff(prev, now RunSettings, crlfTemplates string) (diff []string, crlf bool) {
-	crlf = crlfTemplates != "" && prev.Templates() == crlfTemplates
+	crlf = crlfTemplates != "" && prev.TemplatePrints().Both == crlfTemplates
 	if crlf {
 		prev.Sampling = maps.Clone(prev.Sampling)
 		prev.Sampling[templatesField] = now.Sampling[templatesField]
