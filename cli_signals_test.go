@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +22,7 @@ import (
 // ends the watch.
 func TestWatchInterrupts(t *testing.T) {
 	const (
-		first = "spiral: Ctrl-C: stopping (a training run saves its last completed step first); Ctrl-C again quits at once\n"
+		first = "spiral: Ctrl-C: stopping (it saves its last completed step first); Ctrl-C again quits at once\n"
 		quits = "spiral: quitting at once: a checkpoint being written is left unfinished, and a rerun resumes from the newest complete one\n"
 	)
 	type arrival struct {
@@ -43,7 +46,7 @@ func TestWatchInterrupts(t *testing.T) {
 		{"a second Ctrl-C on the heels of the first", []arrival{{os.Interrupt, 0}, {os.Interrupt, 10 * time.Millisecond}}, "", true, -1, first},
 		{"a script's SIGTERM after the terminal's SIGINT", []arrival{{os.Interrupt, 0}, {syscall.SIGTERM, 5 * time.Millisecond}, {syscall.SIGTERM, 2 * time.Second}}, "", true, -1, first},
 		{"SIGTERM, then a user's Ctrl-C", []arrival{{syscall.SIGTERM, 0}, {os.Interrupt, 2 * time.Second}}, "", true, exitInterrupted,
-			"spiral: SIGTERM: stopping (a training run saves its last completed step first); Ctrl-C again quits at once\n" + quits},
+			"spiral: SIGTERM: stopping (it saves its last completed step first); Ctrl-C again quits at once\n" + quits},
 		{"a quick Ctrl-C, then a later one", []arrival{{os.Interrupt, 0}, {os.Interrupt, 100 * time.Millisecond}, {os.Interrupt, 1500 * time.Millisecond}}, "", true, exitInterrupted, first + quits},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -63,10 +66,55 @@ func TestWatchInterrupts(t *testing.T) {
 			defer cancel()
 			var warn bytes.Buffer
 			quit := -1
-			watchInterrupts(sigs, cancel, &warn, c.lineStart, now, func(code int) { quit = code })
+			keeps := func() string { return stopKeeps("train", nil) }
+			watchInterrupts(sigs, cancel, &warn, c.lineStart, keeps, now, func(code int) { quit = code })
 			require.Equal(t, c.wantCancel, ctx.Err() != nil, "cancelled")
 			require.Equal(t, c.wantQuit, quit, "quit's exit status (-1: not called)")
 			require.Equal(t, c.wantWarn, warn.String())
+		})
+	}
+}
+
+// TestStopMessages: the first signal's message said "a training run
+// saves its last completed step first" whatever the command; it says
+// what the running command keeps: train's and sft's last completed
+// step, eval --mode passk's finished problems, and nothing for the
+// commands that keep nothing. run tells main's watch (cliEnv.stopping)
+// once the command's flags are read, before it runs.
+func TestStopMessages(t *testing.T) {
+	const (
+		step     = "spiral: Ctrl-C: stopping (it saves its last completed step first); Ctrl-C again quits at once\n"
+		problems = "spiral: Ctrl-C: stopping (it keeps the problems it finished for a rerun to resume from); Ctrl-C again quits at once\n"
+		nothing  = "spiral: Ctrl-C: stopping; Ctrl-C again quits at once\n"
+	)
+	missing := filepath.Join(t.TempDir(), "missing.jsonl")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--steps", "1", "--data", missing}, step}, // train, the default command
+		{[]string{"train", "--data", missing}, step},
+		{[]string{"sft", "--model", missing}, step},
+		{[]string{"eval", "--data", missing}, problems},
+		{[]string{"eval", "--mode", "passk", "--data", missing}, problems},
+		{[]string{"eval", "--mode", "rsa", "--data", missing}, nothing},
+		{[]string{"eval", "--mode", "sequential", "--data", missing}, nothing},
+		{[]string{"generate", "--model", missing, "2+2?"}, nothing},
+		{[]string{"export", "--checkpoint", missing, "--out", missing}, nothing},
+		{[]string{"init-model", "--out", filepath.Join(missing, "model")}, nothing},
+		{[]string{"bench", "generate", "--model", missing}, nothing},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			var keeps []string
+			env := &cliEnv{stdout: io.Discard, stderr: io.Discard, stopping: func(what string) { keeps = append(keeps, what) }}
+			run(context.Background(), c.args, env)
+			require.Len(t, keeps, 1, "run tells the watch once what the command keeps")
+			sigs := make(chan os.Signal, 1)
+			sigs <- os.Interrupt
+			close(sigs)
+			var warn bytes.Buffer
+			watchInterrupts(sigs, func() {}, &warn, "", func() string { return keeps[0] }, time.Now, func(int) {})
+			require.Equal(t, c.want, warn.String())
 		})
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -92,10 +93,13 @@ func (p pathArgs) paths(args []string) []string {
 
 // cliEnv carries the process's standard streams to commands, and
 // release, which gives Ctrl-C, SIGTERM and SIGHUP their default action
-// back (main's; nil where nothing catches them).
+// back, and stopping, which tells main's watch of them what the command
+// keeps when they stop it (stopKeeps, for the first one's message); both
+// main's, nil where nothing catches them.
 type cliEnv struct {
 	stdout, stderr io.Writer
 	release        func()
+	stopping       func(keeps string)
 }
 
 // usageError marks an error as a command-line mistake (exit status 2).
@@ -162,9 +166,17 @@ func main() {
 		signal.Ignore(syscall.SIGPIPE)
 		cancel()
 	}
-	go watchInterrupts(sigs, stop, os.Stderr, lineStart, time.Now, os.Exit)
+	var keeps atomic.Pointer[string] // what the command keeps when stopped: run says, once its flags are read
+	kept := func() string {
+		if k := keeps.Load(); k != nil {
+			return *k
+		}
+		return ""
+	}
+	go watchInterrupts(sigs, stop, os.Stderr, lineStart, kept, time.Now, os.Exit)
 	release := func() { signal.Stop(sigs) }
-	code := run(ctx, os.Args[1:], &cliEnv{stdout: os.Stdout, stderr: os.Stderr, release: release})
+	stopping := func(k string) { keeps.Store(&k) }
+	code := run(ctx, os.Args[1:], &cliEnv{stdout: os.Stdout, stderr: os.Stderr, release: release, stopping: stopping})
 	signal.Stop(sigs)
 	close(sigs)
 	cancel()
@@ -248,6 +260,9 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 	if err := checkEmptyValues(cmd, fs, fs.Args()); err != nil {
 		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
 		return exitUsage
+	}
+	if cmd.stops && env.stopping != nil {
+		env.stopping(stopKeeps(cmd.name, fs))
 	}
 	if err := runFn(ctx, env, fs.Args()); err != nil {
 		var ua unexpectedArgs
