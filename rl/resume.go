@@ -59,11 +59,8 @@ func resumeNewest(ctx context.Context, dir string, lora *lmgraph.LoRA, w *params
 			return "", checkpoint.State{}, why
 		}
 	}
-	switch {
-	case checkpoint.Unreadable(err):
-		err = unreadableCheckpoint(err, ckptDir)
-	case err != nil && !errors.Is(err, checkpoint.ErrNoCheckpoint):
-		err = fmt.Errorf("resume: %w (use --fresh to start over)", err)
+	if err != nil && !errors.Is(err, checkpoint.ErrNoCheckpoint) {
+		err = resumeRefusal(err, ckptDir)
 	}
 	return path, st, err
 }
@@ -71,9 +68,9 @@ func resumeNewest(ctx context.Context, dir string, lora *lmgraph.LoRA, w *params
 // CheckRunIdentity refuses a rerun into the run directory dir whose
 // newest checkpoint (whose state reads intact) is spiral sft's, or a run
 // of another model, data set, algorithm or LoRA configuration than now's
-// (its Model, ModelID, Data, DataPath, DataID, RL.Algo, LoRA,
-// Tokenizer and Sampling's selection are read), or whose --train and --freeze select
-// other parameters than the checkpoint holds (trains gives the names of
+// (its Model, ModelID, Data, DataPath, DataID, RL.Algo, LoRA, Tokenizer
+// and Sampling's selection are read), or whose --train and --freeze
+// select other parameters than the checkpoint holds (trains gives the names of
 // those now's selection trains; asked for only when the recorded
 // selection is another): what Run refuses on resuming, said before the
 // caller builds the model's artifacts into dir, which for a real model
@@ -134,7 +131,7 @@ func usableDataID(st checkpoint.State, now RunSettings, usable func(n int) (stri
 // one. A newer checkpoint that stops the resume (a newer spiral's:
 // checkpoint.IsFinal) is refused as the resume refuses it; one that the
 // system fails to read (checkpoint.Unreadable) is refused with that
-// error, which the resume would stop at too (unreadableCheckpoint).
+// error, which the resume would stop at too (resumeRefusal).
 func checkNewest(dir string, refuse func(path string, st checkpoint.State) error) error {
 	var refused error
 	ckptDir := filepath.Join(dir, CheckpointsDir)
@@ -146,23 +143,24 @@ func checkNewest(dir string, refuse func(path string, st checkpoint.State) error
 		refused = refuse(path, st)
 		return nil
 	})
-	if checkpoint.Unreadable(err) {
-		return unreadableCheckpoint(err, ckptDir)
-	}
-	if checkpoint.IsFinal(err) {
-		return fmt.Errorf("resume: %w (use --fresh to start over)", err)
+	if checkpoint.Unreadable(err) || checkpoint.IsFinal(err) {
+		return resumeRefusal(err, ckptDir)
 	}
 	return refused
 }
 
-// unreadableCheckpoint is the resume's refusal of a checkpoint in
-// ckptDir that the system fails to read (checkpoint.Unreadable: EIO,
-// EACCES, ...), err naming it. It is no damage to pass over for an older
-// checkpoint, but one that never reads again (a bad sector) would refuse
-// every rerun: the error says the ways out, moving it out of ckptDir
-// (the resume then takes the one before) or --fresh.
-func unreadableCheckpoint(err error, ckptDir string) error {
-	return fmt.Errorf("resume: %w; if it never reads again (a bad sector), move that checkpoint out of %s to resume from the one before it, or use --fresh to start over", err, ckptDir)
+// resumeRefusal is the resume's refusal of the checkpoints in ckptDir
+// for err, which stopped the search, naming the way out: for a
+// checkpoint that the system fails to read (checkpoint.Unreadable: EIO,
+// EACCES, ...), no damage to pass over for an older checkpoint but one
+// that never reads again (a bad sector) would refuse every rerun, moving
+// it out of ckptDir (the resume then takes the one before) or --fresh;
+// for any other, --fresh.
+func resumeRefusal(err error, ckptDir string) error {
+	if checkpoint.Unreadable(err) {
+		return fmt.Errorf("resume: %w; if it never reads again (a bad sector), move that checkpoint out of %s to resume from the one before it, or use --fresh to start over", err, ckptDir)
+	}
+	return fmt.Errorf("resume: %w (use --fresh to start over)", err)
 }
 
 // otherLoRARun refuses the run in dir trained with the LoRA setting prev
