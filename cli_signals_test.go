@@ -66,8 +66,8 @@ func TestWatchInterrupts(t *testing.T) {
 			defer cancel()
 			var warn bytes.Buffer
 			quit := -1
-			keeps := func() string { return stopKeeps("train", nil) }
-			watchInterrupts(sigs, cancel, &warn, c.lineStart, keeps, now, func(code int) { quit = code })
+			note := func() stopNote { return stopNotes("train", nil) }
+			watchInterrupts(sigs, cancel, &warn, c.lineStart, note, now, func(code int) { quit = code })
 			require.Equal(t, c.wantCancel, ctx.Err() != nil, "cancelled")
 			require.Equal(t, c.wantQuit, quit, "quit's exit status (-1: not called)")
 			require.Equal(t, c.wantWarn, warn.String())
@@ -78,43 +78,57 @@ func TestWatchInterrupts(t *testing.T) {
 // TestStopMessages: the first signal's message said "a training run
 // saves its last completed step first" whatever the command; it says
 // what the running command keeps: train's and sft's last completed
-// step, eval --mode passk's finished problems, and nothing for the
-// commands that keep nothing. run tells main's watch (cliEnv.stopping)
-// once the command's flags are read, before it runs.
+// step, eval --mode passk's finished problems (not with --traces, which
+// saves none), and nothing for the commands that keep nothing. The
+// message of a second Ctrl-C that quits at once spoke of a checkpoint
+// left unfinished for every command; it says what a rerun resumes from
+// where the command keeps anything, and nothing more where it keeps
+// nothing. run tells main's watch (cliEnv.stopping) once the command's
+// flags are read, before it runs.
 func TestStopMessages(t *testing.T) {
 	const (
 		step     = "spiral: Ctrl-C: stopping (it saves its last completed step first); Ctrl-C again quits at once\n"
 		problems = "spiral: Ctrl-C: stopping (it keeps the problems it finished for a rerun to resume from); Ctrl-C again quits at once\n"
 		nothing  = "spiral: Ctrl-C: stopping; Ctrl-C again quits at once\n"
+
+		checkpoint = "spiral: quitting at once: a checkpoint being written is left unfinished, and a rerun resumes from the newest complete one\n"
+		saved      = "spiral: quitting at once: a rerun resumes from the problems it saved\n"
+		quits      = "spiral: quitting at once\n"
 	)
 	missing := filepath.Join(t.TempDir(), "missing.jsonl")
 	for _, c := range []struct {
-		args []string
-		want string
+		args                []string
+		wantFirst, wantQuit string
 	}{
-		{[]string{"--steps", "1", "--data", missing}, step}, // train, the default command
-		{[]string{"train", "--data", missing}, step},
-		{[]string{"sft", "--model", missing}, step},
-		{[]string{"eval", "--data", missing}, problems},
-		{[]string{"eval", "--mode", "passk", "--data", missing}, problems},
-		{[]string{"eval", "--mode", "rsa", "--data", missing}, nothing},
-		{[]string{"eval", "--mode", "sequential", "--data", missing}, nothing},
-		{[]string{"generate", "--model", missing, "2+2?"}, nothing},
-		{[]string{"export", "--checkpoint", missing, "--out", missing}, nothing},
-		{[]string{"init-model", "--out", filepath.Join(missing, "model")}, nothing},
-		{[]string{"bench", "generate", "--model", missing}, nothing},
+		{[]string{"--steps", "1", "--data", missing}, step, checkpoint}, // train, the default command
+		{[]string{"train", "--data", missing}, step, checkpoint},
+		{[]string{"sft", "--model", missing}, step, checkpoint},
+		{[]string{"eval", "--data", missing}, problems, saved},
+		{[]string{"eval", "--mode", "passk", "--data", missing}, problems, saved},
+		{[]string{"eval", "--mode", "passk", "--traces", "--data", missing}, nothing, quits},
+		{[]string{"eval", "--mode", "rsa", "--data", missing}, nothing, quits},
+		{[]string{"eval", "--mode", "sequential", "--data", missing}, nothing, quits},
+		{[]string{"generate", "--model", missing, "2+2?"}, nothing, quits},
+		{[]string{"export", "--checkpoint", missing, "--out", missing}, nothing, quits},
+		{[]string{"init-model", "--out", filepath.Join(missing, "model")}, nothing, quits},
+		{[]string{"bench", "generate", "--model", missing}, nothing, quits},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			var keeps []string
-			env := &cliEnv{stdout: io.Discard, stderr: io.Discard, stopping: func(what string) { keeps = append(keeps, what) }}
+			var notes []stopNote
+			env := &cliEnv{stdout: io.Discard, stderr: io.Discard, stopping: func(n stopNote) { notes = append(notes, n) }}
 			run(context.Background(), c.args, env)
-			require.Len(t, keeps, 1, "run tells the watch once what the command keeps")
-			sigs := make(chan os.Signal, 1)
+			require.Len(t, notes, 1, "run tells the watch once what the command keeps")
+			sigs := make(chan os.Signal, 2)
+			sigs <- os.Interrupt
 			sigs <- os.Interrupt
 			close(sigs)
+			at := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+			now := func() time.Time { at = at.Add(2 * forceQuitGap); return at }
 			var warn bytes.Buffer
-			watchInterrupts(sigs, func() {}, &warn, "", func() string { return keeps[0] }, time.Now, func(int) {})
-			require.Equal(t, c.want, warn.String())
+			quit := -1
+			watchInterrupts(sigs, func() {}, &warn, "", func() stopNote { return notes[0] }, now, func(code int) { quit = code })
+			require.Equal(t, exitInterrupted, quit, "the second Ctrl-C quits")
+			require.Equal(t, c.wantFirst+c.wantQuit, warn.String())
 		})
 	}
 }

@@ -94,12 +94,12 @@ func (p pathArgs) paths(args []string) []string {
 // cliEnv carries the process's standard streams to commands, and
 // release, which gives Ctrl-C, SIGTERM and SIGHUP their default action
 // back, and stopping, which tells main's watch of them what the command
-// keeps when they stop it (stopKeeps, for the first one's message); both
-// main's, nil where nothing catches them.
+// keeps when they stop it (stopNotes, for its messages); both main's,
+// nil where nothing catches them.
 type cliEnv struct {
 	stdout, stderr io.Writer
 	release        func()
-	stopping       func(keeps string)
+	stopping       func(stopNote)
 }
 
 // usageError marks an error as a command-line mistake (exit status 2).
@@ -166,16 +166,16 @@ func main() {
 		signal.Ignore(syscall.SIGPIPE)
 		cancel()
 	}
-	var keeps atomic.Pointer[string] // what the command keeps when stopped: run says, once its flags are read
-	kept := func() string {
-		if k := keeps.Load(); k != nil {
-			return *k
+	var keeps atomic.Pointer[stopNote] // what the command keeps when stopped: run says, once its flags are read
+	kept := func() stopNote {
+		if n := keeps.Load(); n != nil {
+			return *n
 		}
-		return ""
+		return stopNote{}
 	}
 	go watchInterrupts(sigs, stop, os.Stderr, lineStart, kept, time.Now, os.Exit)
 	release := func() { signal.Stop(sigs) }
-	stopping := func(k string) { keeps.Store(&k) }
+	stopping := func(n stopNote) { keeps.Store(&n) }
 	code := run(ctx, os.Args[1:], &cliEnv{stdout: os.Stdout, stderr: os.Stderr, release: release, stopping: stopping})
 	signal.Stop(sigs)
 	close(sigs)
@@ -262,7 +262,7 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 		return exitUsage
 	}
 	if cmd.stops && env.stopping != nil {
-		env.stopping(stopKeeps(cmd.name, fs))
+		env.stopping(stopNotes(cmd.name, fs))
 	}
 	if err := runFn(ctx, env, fs.Args()); err != nil {
 		var ua unexpectedArgs
