@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 )
 
 // forceQuitGap is how long after the first signal a Ctrl-C must come to
@@ -17,26 +20,71 @@ import (
 // sends SIGTERM to its jobs), and that must not cut a checkpoint short.
 const forceQuitGap = time.Second
 
+// brokenPipeGrace is how long after a SIGPIPE, a line written to a pipe
+// whose reader is gone, the watch waits for a signal that stops the
+// command (watchInterrupts): the Ctrl-C that ended the reader as well
+// (spiral train | tee log) may be read after the SIGPIPE it caused.
+const brokenPipeGrace = time.Second
+
+// watchProcess is what watchInterrupts does to the process, and its
+// clock: main's are time.Now, time.After, signal.Stop of SIGPIPE's
+// channel where brokenWriteEnds finds stdout or stderr broken, and
+// os.Exit (catchSignals); tests' fake them.
+type watchProcess struct {
+	now   func() time.Time
+	after func(time.Duration) <-chan time.Time
+	// brokenPipe gives SIGPIPE its default action back where spiral's
+	// stdout or stderr is a pipe whose reader is gone, the next line
+	// written there ending the process, and reports whether it did: a
+	// SIGPIPE of another pipe or socket (a serving engine's connection),
+	// whose writes fail whether it is caught or not, leaves it caught.
+	brokenPipe func() bool
+	quit       func(code int)
+}
+
 // watchInterrupts turns the signals on sigs into a two-step stop: the
 // first cancels the command (cancel), which then stops at its next safe
 // point, its message saying what the command keeps (note: stopNotes of
 // the running command, the zero stopNote where it keeps nothing or none
 // runs yet); a later Ctrl-C, forceQuitGap or more after the first
-// signal, quits at once through quit, for a user who will not wait for
+// signal, quits at once through p.quit, for a user who will not wait for
 // that, its message saying what a rerun resumes from where the command
 // keeps anything (a checkpoint being written is then left unfinished,
 // and the newest complete one is what a rerun resumes from: checkpoints
 // are written to a temporary name and renamed). A SIGTERM never forces:
 // the program that sends it sends SIGKILL when it will not wait. Each
 // message begins with lineStart ("\n" on a terminal, after the ^C it
-// echoes or a progress bar's text). now is the clock; it returns when
-// sigs is closed.
-func watchInterrupts(sigs <-chan os.Signal, cancel context.CancelFunc, warn io.Writer, lineStart string, note func() stopNote, now func() time.Time, quit func(code int)) {
-	sig, ok := <-sigs
-	if !ok {
-		return
+// echoes or a progress bar's text).
+//
+// pipes carries SIGPIPE, caught from the start, so that a line written
+// while the command stops, to a pipe whose reader the same Ctrl-C ended,
+// fails rather than end spiral unsaved, whether the signal was read
+// before it or not: a SIGPIPE before any signal waits brokenPipeGrace
+// for one, and where none comes (spiral train | head: the reader ended
+// on its own) gives SIGPIPE its default action back (p.brokenPipe), the
+// next line ending spiral as it ends any program. p.now is the clock;
+// it returns when sigs is closed.
+func watchInterrupts(sigs, pipes <-chan os.Signal, cancel context.CancelFunc, warn io.Writer, lineStart string, note func() stopNote, p watchProcess) {
+	var sig os.Signal
+	for sig == nil {
+		var ok bool
+		select {
+		case sig, ok = <-sigs:
+		case <-pipes:
+			select {
+			case sig, ok = <-sigs:
+			case <-p.after(brokenPipeGrace):
+				if p.brokenPipe() {
+					pipes = nil
+				}
+				continue
+			}
+		}
+		if !ok {
+			return
+		}
 	}
-	first := now()
+	first := p.now()
 	cancel()
 	n := note()
 	kept := n.keeps
@@ -45,15 +93,74 @@ func watchInterrupts(sigs <-chan os.Signal, cancel context.CancelFunc, warn io.W
 	}
 	fmt.Fprintf(warn, "%sspiral: %s: stopping%s; Ctrl-C again quits at once\n", lineStart, signalName(sig), kept)
 	for sig := range sigs {
-		if at := now(); sig == os.Interrupt && at.Sub(first) >= forceQuitGap {
+		if at := p.now(); sig == os.Interrupt && at.Sub(first) >= forceQuitGap {
 			left := n.quits
 			if left != "" {
 				left = ": " + left
 			}
 			fmt.Fprintf(warn, "%sspiral: quitting at once%s\n", lineStart, left)
-			quit(exitInterrupted)
+			p.quit(exitInterrupted)
 			return
 		}
+	}
+}
+
+// signalCatch is main's catch of the signals that stop a command
+// (catchSignals): ctx, which the first cancels; release and stopping,
+// as cliEnv has them; end, once the command has returned, gives every
+// signal caught its default action back and ends the watch.
+type signalCatch struct {
+	ctx      context.Context
+	release  func()
+	stopping func(stopNote)
+	end      func()
+}
+
+// catchSignals starts main's watch of the signals that stop a command
+// (stopSignals) and of SIGPIPE (watchInterrupts), warning on stderr; it
+// comes first in main, before anything is written.
+func catchSignals(stderr *os.File) signalCatch {
+	sigs := make(chan os.Signal, 2)
+	// signal.Ignored is read before Notify, which would un-ignore SIGHUP.
+	signal.Notify(sigs, stopSignals(signal.Ignored)...)
+	// A channel of its own: SIGPIPEs, one a failed write, must not fill
+	// sigs, whose signals the channel's sender drops when it is full.
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	ctx, cancel := context.WithCancel(context.Background())
+	lineStart := "" // after a progress bar's line, or the terminal's ^C
+	if term.IsTerminal(int(stderr.Fd())) {
+		lineStart = "\n"
+	}
+	var keeps atomic.Pointer[stopNote] // what the command keeps when stopped: run says, once its flags are read
+	kept := func() stopNote {
+		if n := keeps.Load(); n != nil {
+			return *n
+		}
+		return stopNote{}
+	}
+	brokenPipe := func() bool {
+		if !brokenWriteEnds(int(os.Stdout.Fd()), int(stderr.Fd())) {
+			return false
+		}
+		signal.Stop(pipes)
+		return true
+	}
+	p := watchProcess{now: time.Now, after: time.After, brokenPipe: brokenPipe, quit: os.Exit}
+	go watchInterrupts(sigs, pipes, cancel, stderr, lineStart, kept, p)
+	release := func() {
+		signal.Stop(sigs)
+		signal.Stop(pipes)
+	}
+	return signalCatch{
+		ctx:      ctx,
+		release:  release,
+		stopping: func(n stopNote) { keeps.Store(&n) },
+		end: func() {
+			release()
+			close(sigs)
+			cancel()
+		},
 	}
 }
 

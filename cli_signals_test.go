@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -67,11 +70,144 @@ func TestWatchInterrupts(t *testing.T) {
 			var warn bytes.Buffer
 			quit := -1
 			note := func() stopNote { return stopNotes("train", nil) }
-			watchInterrupts(sigs, cancel, &warn, c.lineStart, note, now, func(code int) { quit = code })
+			watchInterrupts(sigs, nil, cancel, &warn, c.lineStart, note, watchProcess{now: now, quit: func(code int) { quit = code }})
 			require.Equal(t, c.wantCancel, ctx.Err() != nil, "cancelled")
 			require.Equal(t, c.wantQuit, quit, "quit's exit status (-1: not called)")
 			require.Equal(t, c.wantWarn, warn.String())
 		})
+	}
+}
+
+// TestWatchBrokenPipe: SIGPIPE was ignored only once the watch had read
+// the first signal, so that a line written to a pipe whose reader the
+// same Ctrl-C had ended (spiral train | tee log) between the signal's
+// arrival and its reading ended spiral by SIGPIPE, unsaved. It is caught
+// from the start (pipes): a SIGPIPE followed, within
+// brokenPipeGrace, by the signal stops the command as the signal alone
+// does; one with no signal after it (spiral train | head) gives SIGPIPE
+// its default action back (brokenPipe), which ends spiral at its next
+// line as it ends any program, and a Ctrl-C after that still stops it;
+// one of another pipe or socket, where stdout and stderr are whole,
+// leaves SIGPIPE caught, the next one waited on too.
+func TestWatchBrokenPipe(t *testing.T) {
+	const stopping = "spiral: Ctrl-C: stopping; Ctrl-C again quits at once\n"
+	for _, c := range []struct {
+		name string
+		// grace: the grace after a SIGPIPE runs out with no signal;
+		// thenCtrlC: a Ctrl-C comes once it has; socket: stdout and
+		// stderr are whole, and a second SIGPIPE comes.
+		ctrlC, grace, thenCtrlC, socket bool
+		wantCancel                      bool
+		wantBroken                      int // brokenPipe's calls
+		wantWarn                        string
+	}{
+		{"the Ctrl-C that ended the reader, after the SIGPIPE it caused", true, false, false, false, true, 0, stopping},
+		{"a reader gone with no signal (spiral train | head)", false, true, false, false, false, 1, ""},
+		{"a Ctrl-C once the reader is gone", false, true, true, false, true, 1, stopping},
+		{"another pipe's or socket's", false, true, false, true, false, 2, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sigs := make(chan os.Signal, 2)
+			pipes := make(chan os.Signal, 1)
+			pipes <- syscall.SIGPIPE
+			if c.ctrlC {
+				sigs <- os.Interrupt
+				close(sigs)
+			}
+			var graces []time.Duration
+			after := func(d time.Duration) <-chan time.Time {
+				graces = append(graces, d)
+				ch := make(chan time.Time, 1)
+				if c.grace {
+					ch <- time.Time{}
+				}
+				return ch
+			}
+			broken := 0
+			brokenPipe := func() bool {
+				broken++
+				if c.socket && broken == 1 {
+					pipes <- syscall.SIGPIPE
+					return false
+				}
+				if c.thenCtrlC {
+					sigs <- os.Interrupt
+				}
+				close(sigs)
+				return !c.socket
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var warn bytes.Buffer
+			quit := -1
+			p := watchProcess{now: time.Now, after: after, brokenPipe: brokenPipe, quit: func(code int) { quit = code }}
+			watchInterrupts(sigs, pipes, cancel, &warn, "", func() stopNote { return stopNote{} }, p)
+			require.Equal(t, c.wantCancel, ctx.Err() != nil, "cancelled")
+			require.Equal(t, c.wantBroken, broken, "SIGPIPE's default action asked back")
+			require.Equal(t, -1, quit, "not quit at once")
+			require.Equal(t, c.wantWarn, warn.String())
+			if c.grace {
+				require.Equal(t, slices.Repeat([]time.Duration{brokenPipeGrace}, c.wantBroken), graces, "the signal waited for")
+			}
+		})
+	}
+}
+
+// brokenPipeChildEnv, set, makes TestBrokenPipeBeforeTheSignal the
+// process it starts.
+const brokenPipeChildEnv = "SPIRAL_TEST_BROKEN_PIPE_CHILD"
+
+// TestBrokenPipeBeforeTheSignal: main's catch of the signals
+// (catchSignals) in a process of its own, whose stdout's reader is gone
+// when it writes a line, and which then gets the Ctrl-C that ended that
+// reader: it stops as the Ctrl-C says (exit 130) rather than being
+// ended by SIGPIPE at the line, as it was where the watch had not read
+// the signal yet when the line was written.
+func TestBrokenPipeBeforeTheSignal(t *testing.T) {
+	if os.Getenv(brokenPipeChildEnv) != "" {
+		brokenPipeChild()
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenPipeBeforeTheSignal$")
+	cmd.Env = append(os.Environ(), brokenPipeChildEnv+"=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err, stderr.String())
+	require.Equal(t, "ready\n", line)
+	require.NoError(t, stdout.Close(), "the reader of its stdout is gone")
+	require.NoError(t, stdin.Close(), "go on")
+	_ = cmd.Wait()
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	require.False(t, ws.Signaled(), "ended by %v: %s", ws.Signal(), stderr.String())
+	require.Equal(t, exitInterrupted, cmd.ProcessState.ExitCode(), stderr.String())
+	require.Contains(t, stderr.String(), "stopped\n")
+}
+
+// brokenPipeChild is TestBrokenPipeBeforeTheSignal's process: it says
+// ready, waits for its stdin to close, writes a line to its stdout (a
+// pipe read by none by then) and sends itself SIGINT, then exits 130
+// once the command's context is cancelled.
+func brokenPipeChild() {
+	c := catchSignals(os.Stderr)
+	fmt.Fprintln(os.Stdout, "ready")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	fmt.Fprintln(os.Stdout, "step 1")
+	_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
+	select {
+	case <-c.ctx.Done():
+		fmt.Fprintln(os.Stderr, "stopped")
+		c.end()
+		os.Exit(exitInterrupted)
+	case <-time.After(time.Minute):
+		fmt.Fprintln(os.Stderr, "not stopped")
+		os.Exit(exitFailure)
 	}
 }
 
@@ -126,7 +262,7 @@ func TestStopMessages(t *testing.T) {
 			now := func() time.Time { at = at.Add(2 * forceQuitGap); return at }
 			var warn bytes.Buffer
 			quit := -1
-			watchInterrupts(sigs, func() {}, &warn, "", func() stopNote { return notes[0] }, now, func(code int) { quit = code })
+			watchInterrupts(sigs, nil, func() {}, &warn, "", func() stopNote { return notes[0] }, watchProcess{now: now, quit: func(code int) { quit = code }})
 			require.Equal(t, exitInterrupted, quit, "the second Ctrl-C quits")
 			require.Equal(t, c.wantFirst+c.wantQuit, warn.String())
 		})

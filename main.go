@@ -21,16 +21,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 )
 
 // exitUsage is the exit status for command-line mistakes (unknown flag or
@@ -92,10 +87,10 @@ func (p pathArgs) paths(args []string) []string {
 }
 
 // cliEnv carries the process's standard streams to commands, and
-// release, which gives Ctrl-C, SIGTERM and SIGHUP their default action
-// back, and stopping, which tells main's watch of them what the command
-// keeps when they stop it (stopNotes, for its messages); both main's,
-// nil where nothing catches them.
+// release, which gives Ctrl-C, SIGTERM, SIGHUP and SIGPIPE their default
+// action back, and stopping, which tells main's watch of them what the
+// command keeps when they stop it (stopNotes, for its messages); both
+// main's (catchSignals), nil where nothing catches them.
 type cliEnv struct {
 	stdout, stderr io.Writer
 	release        func()
@@ -148,38 +143,9 @@ func commands() []command {
 }
 
 func main() {
-	sigs := make(chan os.Signal, 2)
-	// signal.Ignored is read before Notify, which would un-ignore SIGHUP.
-	signal.Notify(sigs, stopSignals(signal.Ignored)...)
-	ctx, cancel := context.WithCancel(context.Background())
-	lineStart := "" // after a progress bar's line, or the terminal's ^C
-	if term.IsTerminal(int(os.Stderr.Fd())) {
-		lineStart = "\n"
-	}
-	stop := func() {
-		// Ctrl-C reaches every process of a pipeline: the reader of
-		// spiral's stdout or stderr (spiral train | tee log) is gone,
-		// and a line written while the command stops (a training run's
-		// last step, its checkpoint) would end spiral by SIGPIPE before
-		// it saved. Ignored, the write fails and the command stops as
-		// it would.
-		signal.Ignore(syscall.SIGPIPE)
-		cancel()
-	}
-	var keeps atomic.Pointer[stopNote] // what the command keeps when stopped: run says, once its flags are read
-	kept := func() stopNote {
-		if n := keeps.Load(); n != nil {
-			return *n
-		}
-		return stopNote{}
-	}
-	go watchInterrupts(sigs, stop, os.Stderr, lineStart, kept, time.Now, os.Exit)
-	release := func() { signal.Stop(sigs) }
-	stopping := func(n stopNote) { keeps.Store(&n) }
-	code := run(ctx, os.Args[1:], &cliEnv{stdout: os.Stdout, stderr: os.Stderr, release: release, stopping: stopping})
-	signal.Stop(sigs)
-	close(sigs)
-	cancel()
+	c := catchSignals(os.Stderr)
+	code := run(c.ctx, os.Args[1:], &cliEnv{stdout: os.Stdout, stderr: os.Stderr, release: c.release, stopping: c.stopping})
+	c.end()
 	os.Exit(code)
 }
 
