@@ -240,17 +240,20 @@ func SpiralAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, erro
 		v = res.SetValue
 	}
 	centre(res.SetAdvantage, res.SetValue, opt.ScaleSearch)
-	// A_marg(y), the mean of A#(G) over the subsets G that hold y, is
-	// computed as (mean of v over those subsets - mean of v over all) / c
-	// x the scale of A#. Its zeros are exact where they should be:
-	// integer rewards (the grader's 0 and 1) sum exactly, and equal
-	// fractions of exact sums divide into the same float64, so a trace
-	// whose subsets' mean value is the mean of all gets exactly 0 (one in
-	// every subset, too, whose two sums are summed in the same order).
-	// Means of the f (2/5 and 4/5 against 3/5 with N2 = 5), or summing the
-	// centred A#, would leave a rounding residue that Informative would
-	// take for a signal (under search-only, or in a problem with one
-	// aggregation trace per subset, which have no other).
+	// A_marg(y), the mean of A#(G) over the m subsets G that hold y, is
+	// (mean of v over those subsets - mean of v over all k) / c x the
+	// scale of A#, computed as one fraction num / den with
+	// num = k x (sum of v over y's subsets) - m x (sum of v over all)
+	// and den = m k c. Its zeros are exact where they should be: integer
+	// rewards (the grader's 0 and 1) sum exactly, so num is an exact
+	// integer, 0 when y's subsets average the mean of all (and for a
+	// trace in every subset whatever the rewards: its two sums are summed
+	// in the same order). Means of the f (2/5 and 4/5 against 3/5 with
+	// N2 = 5), or summing the centred A#, would leave a rounding residue
+	// that Informative would take for a signal (under search-only, or in
+	// a problem with one aggregation trace per subset, which have no
+	// other). The float64 conversions round each product on its own: Go
+	// may fuse a multiply and a subtraction, which would not round alike.
 	valueSum := make([]float64, p.NumSearch)
 	for g, members := range p.Subsets {
 		for _, i := range members {
@@ -258,43 +261,72 @@ func SpiralAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, erro
 			res.Membership[i]++
 		}
 	}
-	vbar := mean(v)
+	total := sum(v)
 	_, scale, constant := spread(res.SetValue, opt.ScaleSearch)
+	w := opt.SearchOwnReward
+	var dev []float64 // the own-reward term is w x dev[i] / n
+	var n float64
+	if w != 0 {
+		dev, n = ownDeviations(res.Membership, p.SearchRewards)
+	}
 	for i, m := range res.Membership {
 		if m == 0 {
 			continue
 		}
 		res.SearchMask[i] = !opt.AggregationOnly
+		num, den := 0.0, float64(m*k)*c
 		if !constant {
-			res.Search[i] = (valueSum[i]/float64(m) - vbar) / c * scale
+			num = (float64(valueSum[i]*float64(k)) - float64(total*float64(m))) * scale
 		}
-	}
-	if opt.SearchOwnReward != 0 {
-		addOwnReward(res, p.SearchRewards, opt.SearchOwnReward)
+		res.Search[i] = num / den
+		if dev == nil || dev[i] == 0 {
+			continue
+		}
+		// The own-reward term w dev[i] / n cancels A_marg where w is
+		// -num n / (den dev[i]). For integer rewards, unscaled, that is a
+		// quotient of exact integers, which one division rounds to the
+		// nearest float64; the weight's decimal (0.1) parses to its
+		// nearest float64 too, so where the terms cancel in exact
+		// arithmetic (A_marg = 1/16, own term 0.1 x -5/8) the two are
+		// equal and the advantage is exactly 0. Adding the two rounded
+		// terms would leave a residue that Informative would take for a
+		// signal.
+		if -num*n/(den*dev[i]) == w {
+			res.Search[i] = 0
+		} else {
+			res.Search[i] += w * dev[i] / n
+		}
 	}
 	return res, nil
 }
 
-// addOwnReward adds w x (r_i - mean r) to the advantage of each search
-// trace i that some subset holds, the mean taken over those traces (by
-// the constant-group rule, nothing when their rewards are all equal).
-func addOwnReward(res SpiralResult, rewards []float64, w float64) {
-	var held []int
+// ownDeviations returns, for each search trace i that some subset holds
+// (membership[i] > 0), dev[i] = n r_i - sum r, and n, the number of
+// those traces and the sums over them, so that the own-reward term
+// w x (r_i - mean r) is w x dev[i] / n, with an exact dev[i] for integer
+// rewards. By the constant-group rule it returns nil, no term, when the
+// held traces' rewards are all equal (or no trace is held).
+func ownDeviations(membership []int, rewards []float64) (dev []float64, n float64) {
 	var r []float64
-	for i, m := range res.Membership {
+	for i, m := range membership {
 		if m > 0 {
-			held = append(held, i)
 			r = append(r, rewards[i])
 		}
 	}
-	if len(held) == 0 {
-		return
+	if len(r) == 0 {
+		return nil, 0
 	}
-	centred := make([]float64, len(r))
-	centre(centred, r, false)
-	for k, i := range held {
-		res.Search[i] += w * centred[k]
+	if _, _, constant := spread(r, false); constant {
+		return nil, 0
 	}
+	n, total := float64(len(r)), sum(r)
+	dev = make([]float64, len(rewards))
+	for i, m := range membership {
+		if m > 0 {
+			dev[i] = float64(n*rewards[i]) - total
+		}
+	}
+	return dev, n
 }
 
 // GRPOOptions selects the GRPO variant. The zero value is GRPO as in

@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -614,5 +615,108 @@ func TestSpiralAdvantagesOwnRewardErrors(t *testing.T) {
 			_, err := SpiralAdvantages(p, AdvantageOptions{SearchOwnReward: tc.weight})
 			require.ErrorContains(t, err, tc.want)
 		})
+	}
+}
+
+// exactSearch is each search trace's advantage (A_marg plus the
+// own-reward term of weight w, unscaled) in rational arithmetic, 0 for a
+// trace in no subset. The weight is the decimal a user types
+// (--search-own-reward 0.1), the shortest that parses to w, not w's
+// binary value 0.1000000000000000055...
+func exactSearch(t *testing.T, p SpiralProblem, w float64) []*big.Rat {
+	weight, ok := new(big.Rat).SetString(strconv.FormatFloat(w, 'g', -1, 64))
+	require.True(t, ok, "weight %v", w)
+	k := len(p.Subsets)
+	f := make([]*big.Rat, k)
+	fbar := new(big.Rat)
+	for g, rs := range p.Rewards {
+		f[g] = new(big.Rat)
+		for _, r := range rs {
+			f[g].Add(f[g], new(big.Rat).SetFloat64(r))
+		}
+		f[g].Quo(f[g], big.NewRat(int64(len(rs)), 1))
+		fbar.Add(fbar, f[g])
+	}
+	fbar.Quo(fbar, big.NewRat(int64(k), 1))
+	adv := make([]*big.Rat, p.NumSearch)
+	var held []int
+	rbar := new(big.Rat)
+	for i := range p.NumSearch {
+		adv[i] = new(big.Rat)
+		m := int64(0)
+		for g, members := range p.Subsets {
+			if slices.Contains(members, i) {
+				adv[i].Add(adv[i], f[g])
+				m++
+			}
+		}
+		if m > 0 {
+			adv[i].Sub(adv[i].Quo(adv[i], big.NewRat(m, 1)), fbar)
+			held = append(held, i)
+			rbar.Add(rbar, new(big.Rat).SetFloat64(p.SearchRewards[i]))
+		}
+	}
+	if len(held) == 0 {
+		return adv
+	}
+	rbar.Quo(rbar, big.NewRat(int64(len(held)), 1))
+	for _, i := range held {
+		own := new(big.Rat).Sub(new(big.Rat).SetFloat64(p.SearchRewards[i]), rbar)
+		adv[i].Add(adv[i], own.Mul(own, weight))
+	}
+	return adv
+}
+
+// TestSpiralOwnRewardExact: with --search-own-reward, a search trace's
+// advantage is its A_marg plus w x its centred own reward, and where the
+// two cancel in exact arithmetic (A_marg = 1/6, own term -1/6) it must be
+// exactly 0, not a rounding residue that Informative, hence dynamic
+// sampling, would take for a signal. Binary rewards as the grader gives
+// them, the default 8 + 4x4 shape and random ones, dyadic and other
+// weights; each advantage is checked against rational arithmetic.
+func TestSpiralOwnRewardExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 5))
+	weights := []float64{0.25, 0.5, 1, 2, 3, 0.1, 0.3, 0.7, 1.1, 1.5}
+	for it := range 20000 {
+		n1, k, n, n2 := 8, 4, 4, 4
+		if it%2 == 1 {
+			n1, k, n2 = 1+rng.IntN(8), 1+rng.IntN(6), 1+rng.IntN(7)
+			n = 1 + rng.IntN(n1)
+		}
+		w := weights[rng.IntN(len(weights))]
+		p := SpiralProblem{NumSearch: n1, Subsets: make([][]int, k), Rewards: make([][]float64, k), SearchRewards: make([]float64, n1)}
+		for g := range k {
+			p.Subsets[g] = rng.Perm(n1)[:n]
+			p.Rewards[g] = make([]float64, n2)
+			for j := range p.Rewards[g] {
+				p.Rewards[g][j] = float64(rng.IntN(2))
+			}
+		}
+		for i := range p.SearchRewards {
+			p.SearchRewards[i] = float64(rng.IntN(2))
+		}
+		want := exactSearch(t, p, w)
+		searchSignal := slices.ContainsFunc(want, func(a *big.Rat) bool { return a.Sign() != 0 }) // 0 where no subset holds the trace
+		aggSignal := false
+		for _, rs := range p.Rewards {
+			aggSignal = aggSignal || slices.ContainsFunc(rs, func(r float64) bool { return r != rs[0] })
+		}
+		for _, tc := range []struct {
+			opt  AdvantageOptions
+			want bool
+		}{
+			{AdvantageOptions{SearchOwnReward: w}, searchSignal || aggSignal},
+			{AdvantageOptions{SearchOwnReward: w, SearchOnly: true}, searchSignal},
+		} {
+			got, err := SpiralAdvantages(p, tc.opt)
+			require.NoError(t, err)
+			msg := fmt.Sprintf("problem %d %+v, opt %+v: search advantages %v", it, p, tc.opt, got.Search)
+			for i, a := range want {
+				exact, _ := a.Float64()
+				require.Equal(t, a.Sign() == 0, got.Search[i] == 0, "trace %d, exact %v: %s", i, a, msg)
+				require.InDelta(t, exact, got.Search[i], 1e-12, "trace %d: %s", i, msg)
+			}
+			require.Equal(t, tc.want, got.Informative(), msg)
+		}
 	}
 }
