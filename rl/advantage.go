@@ -165,25 +165,10 @@ type SpiralResult struct {
 // (TrainAggregation), some aggregation trace has a nonzero advantage.
 // Dynamic sampling drops problems that are not informative. A problem
 // whose rewards are all equal is never informative (the constant-group
-// rule makes its advantages exactly zero).
-func (r SpiralResult) Informative() bool {
-	for i, a := range r.Search {
-		if r.SearchMask[i] && a != 0 {
-			return true
-		}
-	}
-	if !r.TrainAggregation {
-		return false
-	}
-	for _, row := range r.Aggregation {
-		for _, a := range row {
-			if a != 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
+// rule makes its advantages exactly zero). It is informativeRounds for a
+// problem of one aggregation round (with more, an aggregation trace's
+// advantage is summed with its A_marg in the next round).
+func (r SpiralResult) Informative() bool { return informativeRounds([]SpiralResult{r}) }
 
 // SpiralAdvantages computes SPIRAL's advantages for one problem x
 // ("Learning to Search and Aggregate", arXiv:2606.23595; ARCHITECTURE.md,
@@ -262,7 +247,7 @@ func SpiralAdvantages(p SpiralProblem, opt AdvantageOptions) (SpiralResult, erro
 		}
 	}
 	total := sum(v)
-	_, scale, constant := spread(res.SetValue, opt.ScaleSearch)
+	scale, constant := spread(res.SetValue, opt.ScaleSearch)
 	w := opt.SearchOwnReward
 	var dev []float64 // the own-reward term is w x dev[i] / n
 	var n float64
@@ -316,7 +301,7 @@ func ownDeviations(membership []int, rewards []float64) (dev []float64, n float6
 	if len(r) == 0 {
 		return nil, 0
 	}
-	if _, _, constant := spread(r, false); constant {
+	if _, constant := spread(r, false); constant {
 		return nil, 0
 	}
 	n, total := float64(len(r)), sum(r)
@@ -377,33 +362,39 @@ func sum(x []float64) float64 {
 // (sample std of x + StdEpsilon) when scale is set. By the constant-group
 // rule, dst is exactly zero when all x are equal (so also for len(x) == 1),
 // which rounding in the mean would otherwise break (mean of three 0.1s is
-// not 0.1 in float64).
+// not 0.1 in float64). Unscaled, x_i - mean(x) is computed as
+// (n x_i - sum x) / n, which for integer x (the grader's 0 and 1) rounds
+// once from exact integers: 1 - 1/3 is then the float64 nearest 2/3, as
+// an A_marg of 2/3 is (SpiralAdvantages), so that the two cancel exactly
+// where an aggregation trace's advantage in one round and its A_marg in
+// the next sum to 0 (x_i - the rounded mean would leave a residue).
 func centre(dst, x []float64, scale bool) {
-	m, factor, constant := spread(x, scale)
+	factor, constant := spread(x, scale)
 	if constant {
 		clear(dst)
 		return
 	}
+	n, s := float64(len(x)), sum(x)
 	for i, v := range x {
-		dst[i] = (v - m) * factor
+		dst[i] = (float64(n*v) - s) / n * factor
 	}
 }
 
-// spread returns what centre needs of x (non-empty): its mean, the factor
-// deviations from it are multiplied by (1, or 1 / (sample std +
+// spread returns what centre needs of x (non-empty): the factor
+// deviations from its mean are multiplied by (1, or 1 / (sample std +
 // StdEpsilon) when scale is set), and whether all x are equal, when the
-// constant-group rule applies instead (and the mean and factor are 0).
-func spread(x []float64, scale bool) (m, factor float64, constant bool) {
+// constant-group rule applies instead (and the factor is 0).
+func spread(x []float64, scale bool) (factor float64, constant bool) {
 	if !slices.ContainsFunc(x, func(v float64) bool { return v != x[0] }) {
-		return 0, 0, true
+		return 0, true
 	}
-	m = mean(x)
 	if !scale {
-		return m, 1, false
+		return 1, false
 	}
+	m := mean(x)
 	ss := 0.0
 	for _, v := range x {
 		ss += (v - m) * (v - m)
 	}
-	return m, 1 / (math.Sqrt(ss/float64(len(x)-StdDDOF)) + StdEpsilon), false
+	return 1 / (math.Sqrt(ss/float64(len(x)-StdDDOF)) + StdEpsilon), false
 }

@@ -620,7 +620,8 @@ func TestSpiralAdvantagesOwnRewardErrors(t *testing.T) {
 
 // exactSearch is each search trace's advantage (A_marg plus the
 // own-reward term of weight w, unscaled) in rational arithmetic, 0 for a
-// trace in no subset. The weight is the decimal a user types
+// trace in no subset (p.SearchRewards is read only for w != 0). The
+// weight is the decimal a user types
 // (--search-own-reward 0.1), the shortest that parses to w, not w's
 // binary value 0.1000000000000000055...
 func exactSearch(t *testing.T, p SpiralProblem, w float64) []*big.Rat {
@@ -653,10 +654,12 @@ func exactSearch(t *testing.T, p SpiralProblem, w float64) []*big.Rat {
 		if m > 0 {
 			adv[i].Sub(adv[i].Quo(adv[i], big.NewRat(m, 1)), fbar)
 			held = append(held, i)
-			rbar.Add(rbar, new(big.Rat).SetFloat64(p.SearchRewards[i]))
+			if w != 0 {
+				rbar.Add(rbar, new(big.Rat).SetFloat64(p.SearchRewards[i]))
+			}
 		}
 	}
-	if len(held) == 0 {
+	if len(held) == 0 || w == 0 {
 		return adv
 	}
 	rbar.Quo(rbar, big.NewRat(int64(len(held)), 1))
@@ -677,7 +680,7 @@ func exactSearch(t *testing.T, p SpiralProblem, w float64) []*big.Rat {
 func TestSpiralOwnRewardExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 5))
 	weights := []float64{0.25, 0.5, 1, 2, 3, 0.1, 0.3, 0.7, 1.1, 1.5}
-	for it := range 20000 {
+	for it := range 10000 {
 		n1, k, n, n2 := 8, 4, 4, 4
 		if it%2 == 1 {
 			n1, k, n2 = 1+rng.IntN(8), 1+rng.IntN(6), 1+rng.IntN(7)
@@ -710,13 +713,129 @@ func TestSpiralOwnRewardExact(t *testing.T) {
 		} {
 			got, err := SpiralAdvantages(p, tc.opt)
 			require.NoError(t, err)
-			msg := fmt.Sprintf("problem %d %+v, opt %+v: search advantages %v", it, p, tc.opt, got.Search)
 			for i, a := range want {
-				exact, _ := a.Float64()
-				require.Equal(t, a.Sign() == 0, got.Search[i] == 0, "trace %d, exact %v: %s", i, a, msg)
-				require.InDelta(t, exact, got.Search[i], 1e-12, "trace %d: %s", i, msg)
+				if exact, _ := a.Float64(); (a.Sign() == 0) != (got.Search[i] == 0) || math.Abs(got.Search[i]-exact) > 1e-12 {
+					t.Fatalf("problem %d %+v, opt %+v: trace %d's advantage is %v, want %v exactly", it, p, tc.opt, i, got.Search[i], a)
+				}
 			}
-			require.Equal(t, tc.want, got.Informative(), msg)
+			if got.Informative() != tc.want {
+				t.Fatalf("problem %d %+v, opt %+v: search advantages %v: Informative() = %v, want %v", it, p, tc.opt, got.Search, !tc.want, tc.want)
+			}
+		}
+	}
+}
+
+// TestInformativeRounds: with --agg-rounds 2, an aggregation trace of
+// the first round is trained with its own advantage plus its A_marg in
+// the second, and a problem is informative when some trained advantage
+// is nonzero, not when some round's advantages are: the second round's
+// A_marg can cancel the first round's aggregation advantages exactly,
+// and dynamic sampling must then drop the problem. Hand-built cases, then
+// random binary two-round problems against rational arithmetic.
+func TestInformativeRounds(t *testing.T) {
+	tests := []struct {
+		name    string
+		rounds  []SpiralProblem
+		opt     AdvantageOptions
+		want    bool
+		because string
+	}{
+		{"halves cancel", []SpiralProblem{
+			{NumSearch: 2, Subsets: [][]int{{1, 0}, {0, 1}}, Rewards: [][]float64{{0, 0}, {1, 0}}},
+			{NumSearch: 4, Subsets: [][]int{{2, 1}, {3, 1}}, Rewards: [][]float64{{0, 0}, {1, 1}}},
+		}, AdvantageOptions{}, false,
+			"round 1: A_marg 0, aggregation [0 0] [0.5 -0.5]; round 2: A_marg of traces 2 and 3 -0.5 and 0.5, of trace 1 0, aggregation 0: every sum is 0"},
+		{"halves cancel, agg-only", []SpiralProblem{
+			{NumSearch: 2, Subsets: [][]int{{1, 0}, {0, 1}}, Rewards: [][]float64{{0, 0}, {1, 0}}},
+			{NumSearch: 4, Subsets: [][]int{{2, 1}, {3, 1}}, Rewards: [][]float64{{0, 0}, {1, 1}}},
+		}, AdvantageOptions{AggregationOnly: true}, true,
+			"agg-only masks the second round's A_marg out: the first round's 0.5 and -0.5 are trained as they are"},
+		{"thirds cancel", []SpiralProblem{
+			{NumSearch: 2, Subsets: [][]int{{0, 1}, {1, 0}, {0, 1}}, Rewards: [][]float64{{1, 0, 0}, {0, 0, 0}, {0, 0, 0}}},
+			{NumSearch: 9, Subsets: [][]int{{0}, {1}, {2}}, Rewards: [][]float64{{0, 0, 0}, {1, 1, 1}, {1, 1, 1}}},
+		}, AdvantageOptions{}, false,
+			"round 1: aggregation [2/3 -1/3 -1/3]; round 2: A_marg [-2/3 1/3 1/3], which must cancel in float64 too"},
+		{"thirds do not cancel", []SpiralProblem{
+			{NumSearch: 2, Subsets: [][]int{{0, 1}, {1, 0}, {0, 1}}, Rewards: [][]float64{{1, 0, 0}, {0, 0, 0}, {0, 0, 0}}},
+			{NumSearch: 9, Subsets: [][]int{{1}, {0}, {2}}, Rewards: [][]float64{{0, 0, 0}, {1, 1, 1}, {1, 1, 1}}},
+		}, AdvantageOptions{}, true,
+			"round 2 holds traces 0 and 1 the other way round: 2/3 + 1/3 and -1/3 - 2/3"},
+		{"one round", []SpiralProblem{
+			{NumSearch: 2, Subsets: [][]int{{0, 1}, {1, 0}}, Rewards: [][]float64{{1, 0}, {0, 1}}},
+		}, AdvantageOptions{}, true,
+			"one round is SpiralResult.Informative: aggregation 0.5 -0.5"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			results := make([]SpiralResult, len(tc.rounds))
+			for a, p := range tc.rounds {
+				var err error
+				results[a], err = SpiralAdvantages(p, tc.opt)
+				require.NoError(t, err)
+			}
+			require.Equal(t, tc.want, informativeRounds(results), tc.because)
+		})
+	}
+
+	rng := rand.New(rand.NewPCG(13, 1))
+	for it := range 5000 {
+		n1, k, n, n2 := 8, 4, 4, 4
+		if it%2 == 1 {
+			n1, k, n2 = 2+rng.IntN(6), 1+rng.IntN(4), 1+rng.IntN(4)
+			n = 1 + rng.IntN(n1)
+		}
+		rounds := make([]SpiralProblem, 2)
+		for a, pop := range []int{n1, k * n2} {
+			p := SpiralProblem{NumSearch: pop, Subsets: make([][]int, k), Rewards: make([][]float64, k)}
+			for g := range k {
+				p.Subsets[g] = rng.Perm(pop)[:min(n, pop)]
+				p.Rewards[g] = make([]float64, n2)
+				for j := range p.Rewards[g] {
+					p.Rewards[g][j] = float64(rng.IntN(2))
+				}
+			}
+			rounds[a] = p
+		}
+		// The exact trained advantages: A_marg of the first round's held
+		// search traces, r - f of every aggregation trace plus, in the
+		// first round, its A_marg in the second where a subset holds it.
+		search := [2][]*big.Rat{exactSearch(t, rounds[0], 0), exactSearch(t, rounds[1], 0)}
+		for _, opt := range []AdvantageOptions{{}, {AggregationOnly: true}} {
+			results := make([]SpiralResult, 2)
+			for a, p := range rounds {
+				var err error
+				results[a], err = SpiralAdvantages(p, opt)
+				require.NoError(t, err)
+			}
+			signal := false
+			if !opt.AggregationOnly {
+				for i, a := range search[0] {
+					signal = signal || results[0].SearchMask[i] && a.Sign() != 0
+				}
+			}
+			for a, p := range rounds {
+				for s, rs := range p.Rewards {
+					f := new(big.Rat)
+					for _, r := range rs {
+						f.Add(f, new(big.Rat).SetFloat64(r))
+					}
+					f.Quo(f, big.NewRat(int64(len(rs)), 1))
+					for j, r := range rs {
+						want := new(big.Rat).Sub(new(big.Rat).SetFloat64(r), f)
+						if a == 0 && !opt.AggregationOnly && results[1].SearchMask[s*n2+j] {
+							want.Add(want, search[1][s*n2+j])
+						}
+						got := roundAdvantage(results, a, s, j, n2)
+						if exact, _ := want.Float64(); (want.Sign() == 0) != (got == 0) || math.Abs(got-exact) > 1e-12 {
+							t.Fatalf("problem %d %+v, opt %+v: round %d subset %d trace %d's advantage is %v, want %v exactly", it, rounds, opt, a+1, s, j, got, want)
+						}
+						signal = signal || want.Sign() != 0
+					}
+				}
+			}
+			if informativeRounds(results) != signal {
+				t.Fatalf("problem %d %+v, opt %+v: informativeRounds = %v, want %v", it, rounds, opt, !signal, signal)
+			}
 		}
 	}
 }

@@ -598,7 +598,7 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 			}
 			population = len(rd.Traces())
 		}
-		if !slices.ContainsFunc(results, SpiralResult.Informative) {
+		if !informativeRounds(results) {
 			continue
 		}
 		informative++
@@ -623,6 +623,36 @@ func (t *Trainer) rolloutSpiral(ctx context.Context, probs []data.Problem, round
 		}
 	}
 	return examples, informative, nil
+}
+
+// informativeRounds reports whether one problem's aggregation rounds
+// carry any gradient signal: some trained trace has a nonzero advantage,
+// a search trace of the first round (SearchMask) or an aggregation trace
+// of a round that trains them (TrainAggregation), with its advantage as
+// roundAdvantage sums it. Dynamic sampling drops problems that are not
+// informative. Each round's advantages tested on their own would keep a
+// problem whose second round's A_marg cancels the first round's
+// aggregation advantages (0.5 and -0.5), every trained advantage 0.
+func informativeRounds(results []SpiralResult) bool {
+	first := results[0]
+	for i, a := range first.Search {
+		if first.SearchMask[i] && a != 0 {
+			return true
+		}
+	}
+	for a, r := range results {
+		if !r.TrainAggregation {
+			continue
+		}
+		for s, row := range r.Aggregation {
+			for j := range row {
+				if roundAdvantage(results, a, s, j, len(row)) != 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // roundAdvantage is the advantage of aggregation trace j of subset s in
