@@ -70,6 +70,20 @@ func (r resolvedModel) hfConfig() (model.HFConfig, error) {
 	return hf, err
 }
 
+// noContextWarning is the warning for a model whose config.json states
+// no max_position_embeddings (neither at its top level nor in
+// text_config: model.ReadHFConfig), naming the file, where its context
+// is then taken as unknown and what unchecked says goes unchecked
+// against it; "" where the file states one or there is none.
+func (r resolvedModel) noContextWarning(unchecked string) (string, error) {
+	path := filepath.Join(r.dir, model.ConfigFile)
+	hf, found, err := model.ReadHFConfig(path)
+	if err != nil || !found || hf.MaxPositionEmbeddings > 0 {
+		return "", err
+	}
+	return fmt.Sprintf("%s states no max_position_embeddings (neither at its top level nor in text_config): the model's context is not known, so %s", path, unchecked), nil
+}
+
 // resolve finds the model file (extracting the embedded default into the
 // cache when no model is given) and where its tokenizer should be; the
 // tokenizer is checked only by loadTokenizer, so commands that do not
@@ -528,12 +542,21 @@ func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir s
 // served), the sampling flags f checked first against config.json's:
 // an engine serves at most that context, so flags that do not fit it are
 // refused at once, not after a wait of up to --engine-timeout for a
-// server still loading its model.
+// server still loading its model. Where neither states a context, a
+// config.json without max_position_embeddings is warned of on warn
+// (noContextWarning): prompts and traces are then of any length.
 func (s *modelSession) engineSamplerConfig(ctx context.Context, e engineFlags, syncDir string, f samplingFlags, onEmbeddedTask bool, warn io.Writer) (c rollout.SamplerConfig, served int, err error) {
 	if c, err = s.samplerConfig(f, onEmbeddedTask, 0, warn); err != nil {
 		return c, 0, err
 	}
-	if served, err = s.checkEngine(ctx, e, syncDir, warn); err != nil || served == 0 {
+	if served, err = s.checkEngine(ctx, e, syncDir, warn); err != nil {
+		return c, 0, err
+	}
+	if served == 0 {
+		w, err := s.noContextWarning(fmt.Sprintf("prompts and traces are not fitted to it (--max-new-tokens %d a trace): a longer one runs past the positions the model was trained on", c.MaxNewTokens))
+		if w != "" {
+			fmt.Fprintf(warn, "spiral: warning: %s\n", w)
+		}
 		return c, 0, err
 	}
 	c, err = s.samplerConfig(f, onEmbeddedTask, served, io.Discard) // its warnings said by the first

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/model/embedded"
+	"github.com/spiral-rl/spiral/model/tokenizer"
 	"github.com/spiral-rl/spiral/rl"
+	"github.com/spiral-rl/spiral/rollout"
 )
 
 // TestResolveDirectoryWithoutONNX: a directory without model.onnx that
@@ -324,6 +327,48 @@ func TestCheckpointOfAnotherTokenizer(t *testing.T) {
 			}
 			require.Contains(t, stderr.String(), warned)
 			require.Contains(t, stderr.String(), filepath.Join(other, "tokenizer.json"))
+		})
+	}
+}
+
+// TestNoContextWarning: a config.json that states no
+// max_position_embeddings, neither at its top level nor in text_config,
+// leaves the model's context unknown (0, no limit), and sampling says so
+// once, naming the file, rather than leaving every prompt and trace
+// length unchecked without a word. One stated at either level, or no
+// config.json, is not warned of.
+func TestNoContextWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name, config string // config "" writes none
+		context      int
+		warned       bool
+	}{
+		{name: "top level", config: `{"max_position_embeddings": 512}`, context: 512},
+		{name: "text_config", config: `{"text_config": {"max_position_embeddings": 256}}`, context: 256},
+		{name: "neither", config: `{"vocab_size": 8, "text_config": {"hidden_size": 16}}`, warned: true},
+		{name: "no text_config", config: `{"vocab_size": 8}`, warned: true},
+		{name: "no config.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.config != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(tc.config), 0o644))
+			}
+			tok, err := tokenizer.Load(filepath.Join("model", "tokenizer", "testdata", "char_tokenizer.json"))
+			require.NoError(t, err)
+			defer tok.Close()
+			s := &modelSession{resolvedModel: resolvedModel{onnx: filepath.Join(dir, "model.onnx"), dir: dir}, tok: tok}
+			var warn bytes.Buffer
+			c, served, err := s.engineSamplerConfig(context.Background(), engineFlags{engine: "local"}, "", samplingFlags{cfg: rollout.DefaultSamplerConfig()}, false, &warn)
+			require.NoError(t, err)
+			require.Zero(t, served)
+			require.Equal(t, tc.context, c.ContextLength)
+			if !tc.warned {
+				require.Empty(t, warn.String())
+				return
+			}
+			require.Equal(t, fmt.Sprintf("spiral: warning: %s states no max_position_embeddings (neither at its top level nor in text_config): the model's context is not known, so prompts and traces are not fitted to it (--max-new-tokens 4096 a trace): a longer one runs past the positions the model was trained on\n",
+				filepath.Join(dir, "config.json")), warn.String())
 		})
 	}
 }

@@ -59,6 +59,13 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 		return err
 	}
 	f.cfg.ContextLength = hf.MaxPositionEmbeddings
+	w, err := sess.noContextWarning("its examples and --candidates are not checked against it")
+	if err != nil {
+		return err
+	}
+	if w != "" {
+		fmt.Fprintf(env.stderr, "spiral: warning: %s\n", w)
+	}
 	stops, err := sess.stopIDs(env.stderr)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -187,4 +188,33 @@ func TestSFTRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
 			require.Contains(t, stderr.String(), tc.want)
 		})
 	}
+}
+
+// TestSFTNoContextWarning: sft on a model whose config.json states no
+// max_position_embeddings warns, naming the file, that its examples and
+// --candidates go unchecked against the context (0 there read as no
+// limit, without a word), before anything else refuses the run.
+func TestSFTNoContextWarning(t *testing.T) {
+	skipWithoutRuntime(t)
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	src := t.TempDir()
+	for _, name := range []string{"model.onnx", "tokenizer.json", "config.json"} {
+		b, err := os.ReadFile(filepath.Join("model", "embedded", "assets", name))
+		require.NoError(t, err)
+		if name == "config.json" {
+			var cfg map[string]any
+			require.NoError(t, json.Unmarshal(b, &cfg))
+			require.Contains(t, cfg, "max_position_embeddings")
+			delete(cfg, "max_position_embeddings")
+			b, err = json.Marshal(cfg)
+			require.NoError(t, err)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(src, name), b, 0o644))
+	}
+	var stderr bytes.Buffer
+	// --out is the model's directory: refused after the model is read.
+	code := run(context.Background(), []string{"sft", "--model", filepath.Join(src, "model.onnx"), "--threads", "1", "--quiet", "--out", src}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Contains(t, stderr.String(), "spiral: warning: "+filepath.Join(src, "config.json")+" states no max_position_embeddings (neither at its top level nor in text_config): the model's context is not known, so its examples and --candidates are not checked against it\n")
+	require.Contains(t, stderr.String(), "is the directory of --model")
 }
