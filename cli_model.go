@@ -259,13 +259,20 @@ func (r *resolvedModel) setTokenizer(given string) {
 }
 
 // tokenizerID fingerprints r's tokenizer (tokenizer.Fingerprint: its
-// tokenizer.json and what the chat template beside it adds to the
-// prompts), which train and sft record among their run settings
+// tokenizer.json's content and what the chat template beside it adds to
+// the prompts), which train and sft record among their run settings
 // (rl.RunSettings.Tokenizer, rl.SFTSettings.Tokenizer), so that a rerun
 // with another --tokenizer, or one whose chat template prompts
 // otherwise, is noticed rather than resumed on ids that mean other text.
-func (r resolvedModel) tokenizerID() (string, error) {
-	return tokenizer.Fingerprint(r.tokenizer)
+// bytesID is the fingerprint that versions before it read the file's
+// content recorded (tokenizer.ByteFingerprint), with which a run of
+// theirs still resumes.
+func (r resolvedModel) tokenizerID() (id, bytesID string, err error) {
+	if id, err = tokenizer.Fingerprint(r.tokenizer); err != nil {
+		return "", "", err
+	}
+	bytesID, err = tokenizer.ByteFingerprint(r.tokenizer)
+	return id, bytesID, err
 }
 
 // isRegular reports whether path is a regular file (following links).
@@ -695,7 +702,8 @@ type loadedCheckpoint struct {
 // warnOtherTokenizer warns on w where the checkpoint at path, of the run
 // settings trained, was trained with another tokenizer than r's: the
 // run records its tokenizer's fingerprint (Tokenizer, as tokenizerID
-// takes it; none in checkpoints of older versions, which
+// takes it, or as older versions took it, of the file's bytes; none in
+// checkpoints of older versions still, which
 // are not checked), and with another the model's token ids are read as
 // other text. The run records no path of it, so the warning names the
 // fingerprints and the file used.
@@ -703,8 +711,8 @@ func warnOtherTokenizer(w io.Writer, path string, trained rl.RunSettings, r reso
 	if trained.Tokenizer == "" {
 		return
 	}
-	id, err := r.tokenizerID()
-	if err != nil || id == trained.Tokenizer {
+	id, bytesID, err := r.tokenizerID()
+	if err != nil || id == trained.Tokenizer || bytesID == trained.Tokenizer {
 		return // none to read: the command's own error where it needs one
 	}
 	fmt.Fprintf(w, "spiral: warning: checkpoint %s was trained with another tokenizer (its run's tokenizer %s) than %s (%s): the model's token ids mean other text with it; give the run's --tokenizer\n",

@@ -372,3 +372,31 @@ func TestNoContextWarning(t *testing.T) {
 		})
 	}
 }
+
+// TestWarnOtherTokenizerBytesRecorded: a checkpoint whose run recorded
+// the fingerprint that older versions took of its tokenizer.json's bytes
+// (tokenizer.ByteFingerprint) is of the tokenizer given when that is the
+// same file, and is not warned of; another recorded fingerprint is.
+func TestWarnOtherTokenizerBytesRecorded(t *testing.T) {
+	path := filepath.Join("model", "tokenizer", "testdata", "char_tokenizer.json")
+	bytesID, err := tokenizer.ByteFingerprint(path)
+	require.NoError(t, err)
+	r := resolvedModel{tokenizer: path}
+	for _, tc := range []struct {
+		name, recorded string
+		warned         bool
+	}{
+		{"its bytes' fingerprint", bytesID, false},
+		{"another", "0123456789abcdef0123456789abcdef", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var w bytes.Buffer
+			warnOtherTokenizer(&w, "ckpt", rl.RunSettings{Tokenizer: tc.recorded}, r)
+			if tc.warned {
+				require.Contains(t, w.String(), "spiral: warning: checkpoint ckpt was trained with another tokenizer (its run's tokenizer "+tc.recorded+")")
+				return
+			}
+			require.Empty(t, w.String())
+		})
+	}
+}

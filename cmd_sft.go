@@ -120,11 +120,11 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	tokID, err := sess.tokenizerID()
+	tokID, tokBytes, err := sess.tokenizerID()
 	if err != nil {
 		return err
 	}
-	settings := rl.SFTSettings{Model: sess.name(), ModelID: modelID, Selection: arts.Selection.String(), Tokenizer: tokID}
+	settings := rl.SFTSettings{Model: sess.name(), ModelID: modelID, Selection: arts.Selection.String(), Tokenizer: tokID, TokenizerBytes: tokBytes}
 	if arts.LoRA.Enabled() {
 		settings.LoRA = &arts.LoRA
 	}

@@ -185,7 +185,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	tokID, err := sess.tokenizerID()
+	tokID, tokBytes, err := sess.tokenizerID()
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		now := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, RL: rl.Config{Algo: f.cfg.Algo}, LoRA: lora,
 			Sampling: map[string]any{"selection": arts.Selection.String()}}
 		if !f.run.Override {
-			now.Tokenizer = tokID
+			now.Tokenizer, now.TokenizerBytes = tokID, tokBytes
 		}
 		usable := func(n int) (string, error) { return usableDigest(sess, tmpl, ds.Problems, trainCandidates, n) }
 		if err := rl.CheckRunIdentity(f.run.Dir, now, usable, func() ([]string, error) { return model.TrainedParameters(sess.onnx, arts.Selection) }); err != nil {
@@ -310,7 +310,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	stream := data.NewStream(ds, cfg.Seed)
 	settings := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, DataID: dataID, RL: cfg, Schedule: sched,
 		Sampling: rl.SamplingSettings(samplerCfg.Temperature, samplerCfg.TopP, samplerCfg.TopK, samplerCfg.MaxNewTokens, arts.Selection.String(), tmpl.prints()),
-		LoRA:     lora, Tokenizer: tokID}
+		LoRA:     lora, Tokenizer: tokID, TokenizerBytes: tokBytes}
 	run := f.run
 	run.FinalRSA.CandidateTokens, run.FinalRSA.PromptLimit = cfg.Pipeline.CandidateTokens, cfg.Pipeline.PromptLimit
 	parts := rl.RunParts{Problems: stream, Held: held, HeldName: heldName, HeldPath: heldPath, Settings: settings, CRLFTemplates: tmpl.crlfDigest()}

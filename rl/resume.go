@@ -102,7 +102,7 @@ func CheckRunIdentity(dir string, now RunSettings, usable func(n int) (string, e
 		if err := otherLoRARun(dir, prev.LoRA, now.LoRA); err != nil {
 			return err
 		}
-		if err := checkSettings(dir, settingsDiff(RunSettings{Tokenizer: prev.Tokenizer}, RunSettings{Tokenizer: now.Tokenizer}), false, io.Discard); err != nil {
+		if err := checkSettings(dir, settingsDiff(RunSettings{Tokenizer: prev.Tokenizer}, RunSettings{Tokenizer: now.Tokenizer, TokenizerBytes: now.TokenizerBytes}), false, io.Discard); err != nil {
 			return err
 		}
 		return otherTrained(dir, path, selectionKey, prev.selection(), now.selection(), trains)

@@ -144,6 +144,12 @@ type RunSettings struct {
 	// older versions, which record none): a rerun with another would
 	// train the run's weights on ids that mean other text.
 	Tokenizer string `json:"tokenizer,omitempty"`
+	// TokenizerBytes is the fingerprint that versions before
+	// tokenizer.Fingerprint read tokenizer.json's content took of the
+	// same tokenizer (tokenizer.ByteFingerprint): a checkpoint recording
+	// it is of this tokenizer (settingsDiff), and its run resumes,
+	// recording Tokenizer from then on. Not recorded.
+	TokenizerBytes string `json:"-"`
 	// HeldOut identifies the held-out problems that eval.jsonl and the
 	// final RSA evaluate (Run sets it; nil when the run evaluates none),
 	// so that a rerun on other held-out problems is noticed rather than
@@ -1030,7 +1036,11 @@ func loraString(l *lmgraph.LoRA) string {
 // algorithm does not read (ignoredFields: GRPO's pipeline, the others'
 // group), but GRPO's --candidate-tokens where a final RSA caps
 // candidates: b's (it records a CandidateCap), or a's where b caps none.
+// a's tokenizer is taken as b's where it is b's TokenizerBytes.
 func settingsDiff(a, b RunSettings) []string {
+	if a.Tokenizer != "" && a.Tokenizer == b.TokenizerBytes {
+		a.Tokenizer = b.Tokenizer // an older version's fingerprint of this tokenizer
+	}
 	// 0 aggregation rounds are 1 (runs from before --agg-rounds recorded
 	// none).
 	a.RL.Pipeline.Rounds, b.RL.Pipeline.Rounds = a.RL.Pipeline.AggregationRounds(), b.RL.Pipeline.AggregationRounds()

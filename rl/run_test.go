@@ -1952,18 +1952,23 @@ func TestRunFinalRSARecordsItsSeed(t *testing.T) {
 // --tokenizer, which resuming refuses without --override (it resumed
 // without a word, training the run's weights on ids that meant other
 // text); a checkpoint of an older version, which records none, is
-// compared without it.
+// compared without it. One recording the fingerprint that older
+// versions took of the tokenizer's bytes (TokenizerBytes, before
+// tokenizer.Fingerprint read its content) is of the same tokenizer;
+// another such is not.
 func TestSettingsDiffTokenizer(t *testing.T) {
 	for _, c := range []struct {
-		name, recorded, now string
-		want                []string
+		name, recorded, now, nowBytes string
+		want                          []string
 	}{
-		{"another", "tok-a", "tok-b", []string{`tokenizer (--tokenizer): "tok-a" -> "tok-b"`}},
-		{"the same", "tok-a", "tok-a", nil},
-		{"none recorded", "", "tok-b", nil},
+		{"another", "tok-a", "tok-b", "", []string{`tokenizer (--tokenizer): "tok-a" -> "tok-b"`}},
+		{"the same", "tok-a", "tok-a", "", nil},
+		{"none recorded", "", "tok-b", "", nil},
+		{"its bytes' fingerprint recorded", "bytes-b", "tok-b", "bytes-b", nil},
+		{"another's bytes' fingerprint recorded", "bytes-a", "tok-b", "bytes-b", []string{`tokenizer (--tokenizer): "bytes-a" -> "tok-b"`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			require.Equal(t, c.want, settingsDiff(RunSettings{Model: "m", Tokenizer: c.recorded}, RunSettings{Model: "m", Tokenizer: c.now}))
+			require.Equal(t, c.want, settingsDiff(RunSettings{Model: "m", Tokenizer: c.recorded}, RunSettings{Model: "m", Tokenizer: c.now, TokenizerBytes: c.nowBytes}))
 		})
 	}
 }

@@ -237,6 +237,11 @@ type SFTSettings struct {
 	// none): a rerun with another would train the run's weights on ids
 	// that mean other text, and write its model with that tokenizer.
 	Tokenizer string `json:"tokenizer,omitempty"`
+	// TokenizerBytes is the fingerprint that older versions took of the
+	// same tokenizer (tokenizer.ByteFingerprint), which a checkpoint of
+	// this tokenizer may record (RunSettings.TokenizerBytes). Not
+	// recorded.
+	TokenizerBytes string `json:"-"`
 	// Schedule and SFT are the run's (RunSFT sets them); SFT is nil in a
 	// checkpoint of spiral train.
 	Schedule optim.Schedule `json:"schedule"`
@@ -666,8 +671,12 @@ func recordedSFT(dir, path string, config json.RawMessage, now SFTSettings) (SFT
 // checkpoint (a) and its rerun (b) as "path (flags): old -> new"
 // (flatDiff, withFlags), the
 // model left to its own check, and the selection and the tokenizer where
-// both record one.
+// both record one (a's tokenizer taken as b's where it is b's
+// TokenizerBytes).
 func sftSettingsDiff(a, b SFTSettings) []string {
+	if a.Tokenizer != "" && a.Tokenizer == b.TokenizerBytes {
+		a.Tokenizer = b.Tokenizer // an older version's fingerprint of this tokenizer
+	}
 	return flatDiff(a, b, func(k string, fa, fb map[string]string) string {
 		switch k {
 		case "model", "model_id":

@@ -567,18 +567,21 @@ func TestSFTSettingsDiffLearningRate(t *testing.T) {
 
 // TestSFTSettingsDiffTokenizer: another tokenizer is a difference named
 // by --tokenizer; a checkpoint of an older version, which records none,
-// is compared without it.
+// is compared without it; one recording the fingerprint older versions
+// took of the tokenizer's bytes (TokenizerBytes) is of the same one.
 func TestSFTSettingsDiffTokenizer(t *testing.T) {
 	for _, c := range []struct {
-		name, recorded, now string
-		want                []string
+		name, recorded, now, nowBytes string
+		want                          []string
 	}{
-		{"another", "tok-a", "tok-b", []string{`tokenizer (--tokenizer): "tok-a" -> "tok-b"`}},
-		{"the same", "tok-a", "tok-a", nil},
-		{"none recorded", "", "tok-b", nil},
+		{"another", "tok-a", "tok-b", "", []string{`tokenizer (--tokenizer): "tok-a" -> "tok-b"`}},
+		{"the same", "tok-a", "tok-a", "", nil},
+		{"none recorded", "", "tok-b", "", nil},
+		{"its bytes' fingerprint recorded", "bytes-b", "tok-b", "bytes-b", nil},
+		{"another's bytes' fingerprint recorded", "bytes-a", "tok-b", "bytes-b", []string{`tokenizer (--tokenizer): "bytes-a" -> "tok-b"`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			require.Equal(t, c.want, sftSettingsDiff(SFTSettings{Model: "m", Tokenizer: c.recorded}, SFTSettings{Model: "m", Tokenizer: c.now}))
+			require.Equal(t, c.want, sftSettingsDiff(SFTSettings{Model: "m", Tokenizer: c.recorded}, SFTSettings{Model: "m", Tokenizer: c.now, TokenizerBytes: c.nowBytes}))
 		})
 	}
 }

@@ -1,9 +1,12 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -76,10 +79,177 @@ func TestFingerprint(t *testing.T) {
 	}
 }
 
+// TestFingerprintResaved: the fingerprint is of what tokenizer.json
+// says, not of its bytes: the same file saved again by another tool
+// (its objects' keys in another order, other indentation, as
+// tokenizers' and transformers' save_pretrained write it) keeps it,
+// which the bytes' hash did not (a run was refused as "another
+// tokenizer" on resuming with it); a changed vocabulary entry changes
+// it.
+func TestFingerprintResaved(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "char_tokenizer.json"))
+	require.NoError(t, err)
+	var vocabSwapped []byte
+	{
+		var v map[string]any
+		require.NoError(t, json.Unmarshal(data, &v))
+		vocab := v["model"].(map[string]any)["vocab"].(map[string]any)
+		vocab["a"], vocab["b"] = vocab["b"], vocab["a"]
+		vocabSwapped, err = json.Marshal(v)
+		require.NoError(t, err)
+	}
+	var compact bytes.Buffer
+	require.NoError(t, json.Compact(&compact, data))
+	write := func(b []byte) string {
+		path := filepath.Join(t.TempDir(), TokenizerFile)
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		return path
+	}
+	orig := write(data)
+	want, err := Fingerprint(orig)
+	require.NoError(t, err)
+	wantBytes, err := ByteFingerprint(orig)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name  string
+		data  []byte
+		equal bool
+	}{
+		{"its keys in reverse order, indented by 4", resaved(t, data), true},
+		{"compact", compact.Bytes(), true},
+		{"with a trailing newline and CRLF line ends", append(bytes.ReplaceAll(data, []byte("\n"), []byte("\r\n")), '\r', '\n'), true},
+		{"two vocabulary entries' ids swapped", vocabSwapped, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NotEqual(t, string(data), string(tc.data))
+			path := write(tc.data)
+			id, err := Fingerprint(path)
+			require.NoError(t, err)
+			byBytes, err := ByteFingerprint(path)
+			require.NoError(t, err)
+			require.NotEqual(t, wantBytes, byBytes, "other bytes: the bytes' fingerprint differs")
+			if tc.equal {
+				require.Equal(t, want, id)
+				return
+			}
+			require.NotEqual(t, want, id)
+		})
+	}
+}
+
+// TestFingerprintMerges: a BPE's merges as tokenizers 0.20 and later
+// save them (pairs, ["a", "b"]) and as earlier versions did ("a b") are
+// the same tokenizer, which a re-save converts, and keep one
+// fingerprint; another merge changes it.
+func TestFingerprintMerges(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "byte_tokenizer.json"))
+	require.NoError(t, err)
+	withMerges := func(merges ...any) string {
+		var v map[string]any
+		require.NoError(t, json.Unmarshal(data, &v))
+		model := v["model"].(map[string]any)
+		vocab := model["vocab"].(map[string]any)
+		vocab["ab"], vocab["ba"] = 259, 260
+		model["merges"] = merges
+		b, err := json.MarshalIndent(v, "", "  ")
+		require.NoError(t, err)
+		path := filepath.Join(t.TempDir(), TokenizerFile)
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		return path
+	}
+	pairs, legacy, other := withMerges([]string{"a", "b"}), withMerges("a b"), withMerges([]string{"b", "a"})
+	ids := map[string]string{}
+	for name, path := range map[string]string{"pairs": pairs, "legacy": legacy, "other": other} {
+		id, err := Fingerprint(path)
+		require.NoError(t, err)
+		ids[name] = id
+		tok, err := Load(path)
+		require.NoError(t, err)
+		want := map[string][]int32{"pairs": {259}, "legacy": {259}, "other": {97, 98}}[name]
+		require.Equal(t, want, tok.Encode("ab"), name)
+		require.NoError(t, tok.Close())
+	}
+	require.Equal(t, ids["pairs"], ids["legacy"])
+	require.NotEqual(t, ids["pairs"], ids["other"])
+}
+
+// TestByteFingerprint: ByteFingerprint is the fingerprint that versions
+// before Fingerprint read tokenizer.json's content recorded in a run's
+// settings (the hash of its bytes), for a run of theirs to resume with
+// the same file: these are what they recorded for the testdata
+// tokenizers (the value for each, printed by Fingerprint at 6656716).
+func TestByteFingerprint(t *testing.T) {
+	for file, recorded := range map[string]string{
+		"char_tokenizer.json": "823eb6f17bec105d5aa4ca9820b821fb",
+		"byte_tokenizer.json": "03670dc79d577f15d1694c9b0d12e4cd",
+	} {
+		t.Run(file, func(t *testing.T) {
+			path := filepath.Join("testdata", file)
+			id, err := ByteFingerprint(path)
+			require.NoError(t, err)
+			require.Equal(t, recorded, id)
+			now, err := Fingerprint(path)
+			require.NoError(t, err)
+			require.NotEqual(t, recorded, now, "the content's fingerprint is another")
+		})
+	}
+}
+
+// resaved is the JSON data written again as another tool would: each
+// object's keys in reverse sorted order, indented by four spaces, with
+// ": " after a key.
+func resaved(t *testing.T, data []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	require.NoError(t, dec.Decode(&v))
+	var b bytes.Buffer
+	var write func(v any, indent string)
+	write = func(v any, indent string) {
+		switch x := v.(type) {
+		case map[string]any:
+			keys := slices.Sorted(maps.Keys(x))
+			slices.Reverse(keys)
+			b.WriteByte('{')
+			for i, k := range keys {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				kb, err := json.Marshal(k)
+				require.NoError(t, err)
+				b.WriteString("\n" + indent + "    ")
+				b.Write(kb)
+				b.WriteString(": ")
+				write(x[k], indent+"    ")
+			}
+			b.WriteString("\n" + indent + "}")
+		case []any:
+			b.WriteByte('[')
+			for i, e := range x {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString("\n" + indent + "    ")
+				write(e, indent+"    ")
+			}
+			b.WriteString("\n" + indent + "]")
+		default:
+			e, err := json.Marshal(x)
+			require.NoError(t, err)
+			b.Write(e)
+		}
+	}
+	write(v, "")
+	return b.Bytes()
+}
+
 // TestFingerprintErrors: a file Load refuses is refused, naming it.
 func TestFingerprintErrors(t *testing.T) {
 	dir := t.TempDir()
 	_, err := Fingerprint(dir)
+	require.ErrorContains(t, err, filepath.Join(dir, TokenizerFile))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, TokenizerFile), []byte(`{"model": `), 0o644))
+	_, err = Fingerprint(dir)
 	require.ErrorContains(t, err, filepath.Join(dir, TokenizerFile))
 	data, err := BuildByteTokenizerJSON()
 	require.NoError(t, err)

@@ -89,13 +89,31 @@ func Load(path string) (*Tokenizer, error) {
 
 // Fingerprint identifies the ids that a Tokenizer Load(path) returns
 // gives texts and prompts: 32 hex digits of the SHA-256 of the
-// tokenizer.json's contents and of what EncodeChat writes around
-// RenderChat's text as the chat template beside it has it (the BOS
-// token, the generation prompt's suffix). A chat template that differs
-// only where spiral's prompts do not follow it (tool calls, a default
-// system turn) leaves it as it is. The errors are Load's, for the files
-// it reads.
+// tokenizer.json's content (canonicalJSON: its JSON written again
+// compactly with each object's keys sorted and a BPE's merges in one
+// form, so that the same tokenizer saved again by another tool or
+// version, with other whitespace, key order or merges' form, keeps it)
+// and of what EncodeChat writes around RenderChat's text as the chat
+// template beside it has it (the BOS token, the generation prompt's
+// suffix). A chat template that differs only where spiral's prompts do
+// not follow it (tool calls, a default system turn) leaves it as it is.
+// The errors are Load's, for the files it reads, and a tokenizer.json
+// that is not JSON, naming it.
 func Fingerprint(path string) (string, error) {
+	return fingerprint(path, true)
+}
+
+// ByteFingerprint is Fingerprint of tokenizer.json's bytes as they are,
+// as versions before Fingerprint read its content took it: a run those
+// versions recorded it in resumes with the same file (rl.RunSettings'
+// and rl.SFTSettings' TokenizerBytes).
+func ByteFingerprint(path string) (string, error) {
+	return fingerprint(path, false)
+}
+
+// fingerprint is Fingerprint, of tokenizer.json's content where
+// canonical, else of its bytes (ByteFingerprint).
+func fingerprint(path string, canonical bool) (string, error) {
 	file := path
 	if info, err := os.Stat(path); err != nil {
 		return "", fmt.Errorf("tokenizer: load %q: %w", path, err)
@@ -105,6 +123,11 @@ func Fingerprint(path string) (string, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return "", fmt.Errorf("tokenizer: load %q: %w", file, err)
+	}
+	if canonical {
+		if data, err = canonicalJSON(data); err != nil {
+			return "", fmt.Errorf("tokenizer: load %q: %w", file, err)
+		}
 	}
 	p, err := readPrompting(filepath.Dir(file))
 	if err != nil {
@@ -116,6 +139,29 @@ func Fingerprint(path string) (string, error) {
 		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+// canonicalJSON is the tokenizer.json data written again compactly,
+// each object's keys sorted, its numbers as float64 (as json.Number,
+// "1.0" and "1e-5" would stay apart from "1" and "1e-05"; tokenizers
+// reads them as one value), and a BPE model's merges in tokenizers 0.20's
+// form, pairs (["a", "b"], where earlier versions saved "a b", which a
+// re-save converts).
+func canonicalJSON(data []byte) ([]byte, error) {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, err
+	}
+	root, _ := v.(map[string]any)
+	m, _ := root["model"].(map[string]any)
+	merges, _ := m["merges"].([]any)
+	for i, x := range merges {
+		s, _ := x.(string)
+		if a, b, ok := strings.Cut(s, " "); ok && !strings.Contains(b, " ") {
+			merges[i] = []any{a, b}
+		}
+	}
+	return json.Marshal(v) // maps' keys sorted
 }
 
 // prompting is what Load reads of the chat template beside a
