@@ -278,11 +278,12 @@ func checkCandidatesFit(task *synth.Task, pr rollout.ChatPrompter, cfg rl.SFTCon
 		if err != nil {
 			return 0, err
 		}
+		e := rl.SFTExample(pr, ex)
 		completion := 1
 		if cfg.Mix.AggregateShare > 0 {
-			completion = len(pr.AssistantTurn(ex.Completion))
+			completion = len(e.Completion)
 		}
-		return len(pr.UserTurn(ex.Prompt)) + completion, nil
+		return len(e.Prompt) + completion, nil
 	}
 	l, err := size(c)
 	if err != nil || l <= positions {

@@ -175,6 +175,11 @@ type TurnPrompter interface {
 	// AssistantTurn is text as the assistant's reply, ending with the
 	// end-of-turn id.
 	AssistantTurn(text string) []int32
+	// Reply is the text of the assistant's reply, reasoning then answer,
+	// as the chat template writes it after the generation prompt
+	// (tokenizer.Tokenizer.AssistantReply: a <think> block that prompt
+	// opens is closed before the answer).
+	Reply(reasoning, answer string) string
 	// Text decodes generated ids without special tokens.
 	Text(ids []int32) string
 }
@@ -915,21 +920,47 @@ func removeFinishedEvents(dir string) error {
 	return nil
 }
 
-// sftBatch tokenizes supervised examples as chat turns: the prompt is the
-// user turn followed by the example's Prefix (the given start of the
-// reply, context without loss), the completion the rest of the reply with
-// the end-of-turn id. The prefix is tokenized apart from the completion,
-// which is exact for a character tokenizer (the synthetic task's).
+// sftBatch tokenizes supervised examples as chat turns (SFTExample).
 func sftBatch(pr TurnPrompter, exs []synth.Example) []Example {
 	batch := make([]Example, len(exs))
 	for i, e := range exs {
-		batch[i] = Example{Prompt: pr.UserTurn(e.Prompt), Completion: pr.AssistantTurn(e.Completion)}
-		if e.Prefix != "" {
-			pre := pr.AssistantTurn(e.Prefix)
-			batch[i].Prompt = slices.Concat(batch[i].Prompt, pre[:len(pre)-1])
-		}
+		batch[i] = SFTExample(pr, e)
 	}
 	return batch
+}
+
+// SFTExample tokenizes the supervised example e as chat turns: the
+// prompt is the user turn followed by e's Prefix (the given start of the
+// reply, context without loss), the completion the rest of the reply
+// with the end-of-turn id. The reply is the chat template's (pr.Reply)
+// of e's reasoning, its Prefix and Completion up to the final \boxed{}
+// the completion ends with, and its answer, that \boxed{}: on a
+// template whose generation prompt opens a <think> block
+// (Qwen3-*-Thinking-2507's) the block is closed before the answer, as
+// the template writes an assistant turn and the model's own traces do;
+// elsewhere the reply is Prefix + Completion. The prompt takes as much
+// of the reply's start as the prefix is (all of it, but where the
+// template trims the reasoning's trailing blanks and the completion's
+// reasoning is blank). The prefix is tokenized apart from the
+// completion, which is exact for a character tokenizer (the synthetic
+// task's).
+func SFTExample(pr TurnPrompter, e synth.Example) Example {
+	text := e.Prefix + e.Completion
+	at := strings.LastIndex(text, `\boxed{`)
+	if at < len(e.Prefix) {
+		at = len(text) // no answer in the completion: all reasoning
+	}
+	reply := pr.Reply(text[:at], text[at:])
+	n := 0 // the prefix's share of the reply
+	for n < len(e.Prefix) && n < len(reply) && reply[n] == e.Prefix[n] {
+		n++
+	}
+	prompt := pr.UserTurn(e.Prompt)
+	if n > 0 {
+		pre := pr.AssistantTurn(reply[:n])
+		prompt = slices.Concat(prompt, pre[:len(pre)-1])
+	}
+	return Example{Prompt: prompt, Completion: pr.AssistantTurn(reply[n:])}
 }
 
 // SynthEvalProblems returns the n held-out problems of task that

@@ -2,6 +2,7 @@ package rl
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -10,6 +11,8 @@ import (
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/modeltest"
+	"github.com/spiral-rl/spiral/model/tokenizer"
+	"github.com/spiral-rl/spiral/rollout"
 )
 
 // sftFakePrompter renders turns as bytes: "U" text for a user turn, the
@@ -20,7 +23,8 @@ func (sftFakePrompter) UserTurn(text string) []int32 { return trainerBytes("U" +
 func (sftFakePrompter) AssistantTurn(text string) []int32 {
 	return append(trainerBytes(text), 0)
 }
-func (sftFakePrompter) Text(ids []int32) string { return trainerFakePrompter{}.Text(ids) }
+func (sftFakePrompter) Reply(reasoning, answer string) string { return reasoning + answer }
+func (sftFakePrompter) Text(ids []int32) string               { return trainerFakePrompter{}.Text(ids) }
 
 // TestSFTBatchPrefix checks that a check example's given prefix joins the
 // prompt (no loss) and the completion holds only the rest of the reply.
@@ -58,4 +62,52 @@ func TestSynthAccuracyReleasesCache(t *testing.T) {
 		live = append(live, rt.LiveValues())
 	}
 	require.Equal(t, live[1], live[2], "tensors left live by an evaluation (the first opens the sessions)")
+}
+
+// TestSFTExampleThinkingTemplate: on a chat template whose generation
+// prompt opens a <think> block (Qwen3-*-Thinking-2507's), which the
+// prompts end with, an example's reply closes the block before its
+// final \boxed{} answer, as the template writes an assistant turn
+// (tokenizer's TestAssistantReplyGolden): sft trained completions that
+// never closed it, a format the template's parsers read as reasoning
+// with no answer. A check example's given prefix stays in the prompt.
+// On ChatML the example is the prompt, then the completion as it is.
+func TestSFTExampleThinkingTemplate(t *testing.T) {
+	const loop = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{% endfor %}"
+	exs := []synth.Example{
+		{Kind: synth.KindSearch, Prompt: "p1", Completion: `2+2=4. \boxed{4}`},
+		{Kind: synth.KindCheck, Prompt: "p2", Prefix: "x=4. ", Completion: `4+1=5. \boxed{4}`},
+		{Kind: synth.KindSearch, Prompt: "p3", Completion: "no answer"},
+	}
+	for _, tc := range []struct {
+		name, gen   string
+		prompts     []string
+		completions []string
+	}{
+		{"thinking", "<|im_start|>assistant\\n<think>\\n",
+			[]string{"<|im_start|>user\np1<|im_end|>\n<|im_start|>assistant\n<think>\n", "<|im_start|>user\np2<|im_end|>\n<|im_start|>assistant\n<think>\nx=4. ",
+				"<|im_start|>user\np3<|im_end|>\n<|im_start|>assistant\n<think>\n"},
+			[]string{"2+2=4.\n</think>\n\n\\boxed{4}<|im_end|>", "4+1=5.\n</think>\n\n\\boxed{4}<|im_end|>", "no answer\n</think>\n\n<|im_end|>"}},
+		{"chatml", "<|im_start|>assistant\\n",
+			[]string{"<|im_start|>user\np1<|im_end|>\n<|im_start|>assistant\n", "<|im_start|>user\np2<|im_end|>\n<|im_start|>assistant\nx=4. ",
+				"<|im_start|>user\np3<|im_end|>\n<|im_start|>assistant\n"},
+			[]string{"2+2=4. \\boxed{4}<|im_end|>", "4+1=5. \\boxed{4}<|im_end|>", "no answer<|im_end|>"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			data, err := tokenizer.BuildByteTokenizerJSON()
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, tokenizer.TokenizerFile), data, 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, tokenizer.TemplateFile), []byte(loop+"{% if add_generation_prompt %}{{ '"+tc.gen+"' }}{% endif %}"), 0o644))
+			tok, err := tokenizer.Load(dir)
+			require.NoError(t, err)
+			defer tok.Close()
+			require.Empty(t, tok.TemplateWarning())
+			for i, e := range sftBatch(rollout.ChatPrompter{Tok: tok}, exs) {
+				require.Equal(t, tc.prompts[i], tok.Decode(e.Prompt), "example %d", i)
+				require.Equal(t, tc.completions[i], tok.Decode(e.Completion), "example %d", i)
+				require.Equal(t, tok.IMEnd(), e.Completion[len(e.Completion)-1])
+			}
+		})
+	}
 }

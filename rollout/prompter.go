@@ -24,6 +24,13 @@ func (p ChatPrompter) AssistantTurn(text string) []int32 {
 	return append(p.Tok.Encode(text), p.Tok.IMEnd())
 }
 
+// Reply is the text of the assistant's reply, reasoning then answer,
+// as the chat template writes it after UserTurn's generation prompt
+// (tokenizer.Tokenizer.AssistantReply).
+func (p ChatPrompter) Reply(reasoning, answer string) string {
+	return p.Tok.AssistantReply(reasoning, answer)
+}
+
 // SearchPrompt renders the search template for problem. Its error (a
 // *data.TemplateError) names the template and its file.
 func (p ChatPrompter) SearchPrompt(problem string) ([]int32, error) {

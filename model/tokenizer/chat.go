@@ -72,6 +72,30 @@ func (t *Tokenizer) EncodeChat(msgs []Message, addGenerationPrompt bool) []int32
 	return t.Encode(text)
 }
 
+// Think-block tags, as Qwen3's and QwQ's tokenizers have them.
+const (
+	thinkOpen  = "<think>"
+	thinkClose = "</think>"
+)
+
+// AssistantReply is the text of the assistant's reply, reasoning then
+// answer, as the chat template writes it after the generation prompt
+// (EncodeChat's) and before the end-of-turn token. Where that prompt
+// opens a <think> block (Qwen3-*-Thinking-2507's and QwQ's "<think>\n")
+// the reasoning, without its trailing whitespace, is closed by
+// "\n</think>\n\n" before the answer, as Qwen3's templates write an
+// assistant turn's reasoning_content and content (neither beginning nor
+// ending with a newline, which they strip): a reply left in the block
+// is one the template's own parsers (vLLM's reasoning parser, the
+// template splitting its content at </think>) read as reasoning with no
+// answer. Otherwise it is reasoning + answer as they are.
+func (t *Tokenizer) AssistantReply(reasoning, answer string) string {
+	if i := strings.LastIndex(t.genSuffix, thinkOpen); i < 0 || strings.Contains(t.genSuffix[i:], thinkClose) {
+		return reasoning + answer
+	}
+	return strings.TrimRight(reasoning, " \t\r\n") + "\n" + thinkClose + "\n\n" + answer
+}
+
 // jinjaTag matches a Jinja expression ({{ }}: group 1), statement ({% %}:
 // group 2) or comment.
 var jinjaTag = regexp.MustCompile(`(?s)\{\{(.*?)\}\}|\{%(.*?)%\}|\{#.*?#\}`)

@@ -137,3 +137,38 @@ func TestChatGenerationPromptNotChatML(t *testing.T) {
 		})
 	}
 }
+
+// TestAssistantReplyGolden: the prompt of a user turn (EncodeChat, with
+// the generation prompt) followed by AssistantReply and the end of the
+// turn is the text the chat template writes for that user turn and the
+// assistant's reply (testdata/reply_golden.json, gen_reply_golden.py):
+// on a template whose generation prompt opens <think>
+// (Qwen3-*-Thinking-2507's) the reasoning is closed before the answer,
+// as the template writes an assistant turn, whether the message gives
+// the reasoning apart or in its content; on ChatML the reply is the
+// reasoning and answer as they are. spiral sft trained a thinking
+// model's replies with the block left open.
+func TestAssistantReplyGolden(t *testing.T) {
+	var g struct {
+		Source string `json:"source"`
+		Cases  []struct {
+			Name      string `json:"name"`
+			Template  string `json:"template"`
+			User      string `json:"user"`
+			Reasoning string `json:"reasoning"`
+			Answer    string `json:"answer"`
+			Text      string `json:"text"`
+		} `json:"cases"`
+	}
+	readGolden(t, "reply_golden.json", &g)
+	require.NotEmpty(t, g.Cases)
+	data := byteTokenizerWithBOS(t)
+	for _, c := range g.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			tok, _ := loadWithConfig(t, data, map[string]any{"chat_template": c.Template})
+			require.Empty(t, tok.TemplateWarning())
+			prompt := tok.Decode(tok.EncodeChat([]Message{{Role: RoleUser, Content: c.User}}, true))
+			require.Equal(t, c.Text, prompt+tok.AssistantReply(c.Reasoning, c.Answer)+IMEndToken+"\n", "source: %s", g.Source)
+		})
+	}
+}
