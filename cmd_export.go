@@ -104,17 +104,6 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			return usageError{fmt.Errorf("--out %s is a file: --format %s writes a directory (%s; such as --out %s)", *out, *format, files, filepath.Join(filepath.Dir(*out), *format))}
 		}
-		// transformers loads a directory holding adapter_config.json as
-		// that adapter on its base: the model there would load adapted
-		// (the hf export removes an adapter's files for that reason).
-		if *format == "peft" && !*overwrite {
-			for _, name := range hfWeightsFiles {
-				if _, err := os.Stat(filepath.Join(*out, name)); err == nil {
-					return usageError{fmt.Errorf("--out %s holds a Hugging Face model (%s): transformers would load it with the adapter written beside it applied; give the adapter a directory of its own (such as --out %s), or --overwrite to replace that model",
-						*out, name, filepath.Join(filepath.Dir(filepath.Clean(*out)), "peft"))}
-				}
-			}
-		}
 		// Another name would be the model file, its side files (config.json,
 		// tokenizer.json...) written in its directory, the current one for
 		// a bare name.
@@ -127,6 +116,24 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		outDir := exportDir(*format, *out)
 		if err := refuseBrokenLink("--out", *out, outDir); err != nil {
 			return err
+		}
+		// An earlier export killed within its commit (--overwrite's
+		// removals not made yet) is finished before the directory is
+		// looked at: its files are in, and the replaced model's it was
+		// to remove are not taken for another model's beside them.
+		if err := atomicfile.FinishKilled(outDir); err != nil {
+			return fmt.Errorf("--out %s: %w", *out, err)
+		}
+		// transformers loads a directory holding adapter_config.json as
+		// that adapter on its base: the model there would load adapted
+		// (the hf export removes an adapter's files for that reason).
+		if *format == "peft" && !*overwrite {
+			for _, name := range hfWeightsFiles {
+				if _, err := os.Stat(filepath.Join(*out, name)); err == nil {
+					return usageError{fmt.Errorf("--out %s holds a Hugging Face model (%s): transformers would load it with the adapter written beside it applied; give the adapter a directory of its own (such as --out %s), or --overwrite to replace that model",
+						*out, name, filepath.Join(filepath.Dir(filepath.Clean(*out)), "peft"))}
+				}
+			}
 		}
 		created := missingDirs(outDir)
 		defer func() {

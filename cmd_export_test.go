@@ -842,3 +842,64 @@ func TestExportHFKeepsTheModelsOwnSideFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestExportRerunAfterAKilledOverwrite: an export with --overwrite
+// killed within its commit (its record written, the replaced model's
+// graph not removed yet) leaves the commit for the next stage in the
+// directory to finish (atomicfile.FinishKilled), but a rerun checked the
+// directory before it made its stage: a re-export without --overwrite,
+// into what were the killed export's own files once finished, was
+// refused naming the replaced model's graph (hf, peft) or its
+// config.json (onnx), which the killed commit was to remove or replace.
+// The killed commit is finished before the directory is looked at. The
+// commit is made to stop at its first rename (its first file's name
+// taken by a directory), which leaves its record as a kill within it
+// does.
+func TestExportRerunAfterAKilledOverwrite(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	trainTinyLoRA(t, runDir)
+	for _, tc := range []struct {
+		format  string
+		first   string // the export's first file moved in
+		onnxOut bool   // --out is DIR/model.onnx
+	}{
+		{"hf", model.HFWeightsFile, false},
+		{"peft", model.PEFTWeightsFile, false},
+		{"onnx", "model.onnx_data", true},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			outDir := filepath.Join(dir, tc.format)
+			require.Zero(t, run(context.Background(), []string{"init-model", "--layers", "1", "--hidden", "32", "--out", outDir}, &cliEnv{stdout: io.Discard, stderr: io.Discard}))
+			decoder := filepath.Join(outDir, "decoder_model.onnx") // the replaced model's other graph
+			require.NoError(t, os.WriteFile(decoder, []byte("graph"), 0o644))
+			blocker := filepath.Join(outDir, tc.first)
+			require.NoError(t, os.MkdirAll(filepath.Join(blocker, "x"), 0o755))
+			out := outDir
+			if tc.onnxOut {
+				out = filepath.Join(outDir, "model.onnx")
+			}
+			args := []string{"export", "--format", tc.format, "--checkpoint", runDir, "--out", out}
+			if tc.onnxOut {
+				args = append(args, "--external-data")
+			}
+			var stderr bytes.Buffer
+			require.Equal(t, 1, run(context.Background(), append(args, "--overwrite"), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			kept, err := filepath.Glob(filepath.Join(outDir, ".stage-kept-*"))
+			require.NoError(t, err)
+			require.Len(t, kept, 1)
+			// Killed there: the stage and its record left, unlocked.
+			require.NoError(t, os.RemoveAll(blocker))
+			require.NoError(t, os.Rename(kept[0], filepath.Join(outDir, ".stage-1")))
+			require.FileExists(t, decoder)
+
+			stderr.Reset()
+			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			require.NoFileExists(t, decoder, "the replaced model's graph, removed as the killed commit is finished")
+			stages, err := filepath.Glob(filepath.Join(outDir, ".stage-*"))
+			require.NoError(t, err)
+			require.Empty(t, stages)
+		})
+	}
+}
