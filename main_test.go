@@ -1684,7 +1684,10 @@ func TestExportSidecarsOfTrainedWeights(t *testing.T) {
 // float32 ONNX export; transformers 5's "dtype") was copied as it was,
 // so an hf export or transformers reading it took the weights for
 // bfloat16 ones. The report says what changed; a config.json without a
-// dtype other than float32 is left byte for byte.
+// dtype other than float32 is left byte for byte. A multimodal model's
+// text_config, the config of the text model whose weights are exported,
+// says float32 too; another sub-model's config (vision_config), whose
+// weights no export writes, is left as it is.
 func TestExportSidecarsConfigDtype(t *testing.T) {
 	for _, tc := range []struct {
 		name, config, want, report string
@@ -1694,6 +1697,15 @@ func TestExportSidecarsConfigDtype(t *testing.T) {
 		{"dtype and a name", `{"_name_or_path": "Qwen/Qwen3-0.6B", "dtype": "float16", "vocab_size": 49}`, "{\n  \"dtype\": \"float32\",\n  \"vocab_size\": 49\n}\n",
 			" without its _name_or_path (it names that model, not these weights) and with its dtype float32, the weights' type"},
 		{"float32 already", `{"vocab_size": 49, "torch_dtype": "float32"}`, `{"vocab_size": 49, "torch_dtype": "float32"}`, ""},
+		// A multimodal model's (Qwen3-VL's, Gemma 3's) text model, whose
+		// weights these are, states its dtype in text_config too: it was
+		// left bfloat16.
+		{"text_config", `{"dtype": "bfloat16", "text_config": {"dtype": "bfloat16", "vocab_size": 49}, "vision_config": {"dtype": "bfloat16"}}`,
+			"{\n  \"dtype\": \"float32\",\n  \"text_config\": {\n    \"dtype\": \"float32\",\n    \"vocab_size\": 49\n  },\n  \"vision_config\": {\n    \"dtype\": \"bfloat16\"\n  }\n}\n",
+			" with its dtype float32, the weights' type"},
+		{"text_config alone", `{"text_config": {"torch_dtype": "bfloat16", "vocab_size": 49}}`, "{\n  \"text_config\": {\n    \"torch_dtype\": \"float32\",\n    \"vocab_size\": 49\n  }\n}\n",
+			" with its dtype float32, the weights' type"},
+		{"text_config float32 already", `{"text_config": {"dtype": "float32"}, "text_config_note": {"dtype": "bfloat16"}}`, `{"text_config": {"dtype": "float32"}, "text_config_note": {"dtype": "bfloat16"}}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := t.TempDir()

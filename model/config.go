@@ -131,23 +131,38 @@ func TrainedConfig(b []byte) ([]byte, error) {
 // in: transformers 4's torch_dtype and transformers 5's dtype.
 var dtypeKeys = []string{"torch_dtype", "dtype"}
 
+// textConfigKey is config.json's key of a multimodal model's text model
+// config (Qwen3-VL's, Gemma 3's, Llava's), which ReadHFConfig reads.
+const textConfigKey = "text_config"
+
 // Float32Config returns the config.json b for weights written in
 // float32, as spiral writes every model's (the hf and onnx exports, sft's
-// model): its torch_dtype and dtype, where
+// model): its torch_dtype and dtype, and those of its text_config (a
+// multimodal model's text model, whose weights these are), where
 // they name another type (a bfloat16 release's "bfloat16"), say
 // "float32", so that transformers and serving engines do not take the
-// float32 tensors for that type; b itself when neither does (absent,
-// null or float32 already). The other fields keep their order,
-// reindented.
+// float32 tensors for that type; b itself when none does (absent,
+// null or float32 already). Another sub-model's config (vision_config),
+// whose weights spiral writes none of, is left as it is. The other
+// fields keep their order, reindented.
 func Float32Config(b []byte) ([]byte, error) {
-	const f32 = `"float32"`
-	return editConfig(b, func(key string, v json.RawMessage) (json.RawMessage, bool) {
-		var name string
-		if slices.Contains(dtypeKeys, key) && json.Unmarshal(v, &name) == nil && name != "" && name != "float32" {
-			return json.RawMessage(f32), true
+	return editConfig(b, float32Field)
+}
+
+// float32Field is Float32Config's edit of one field of a config: a
+// dtype said float32, a text_config object edited likewise.
+func float32Field(key string, v json.RawMessage) (json.RawMessage, bool) {
+	var name string
+	if slices.Contains(dtypeKeys, key) && json.Unmarshal(v, &name) == nil && name != "" && name != "float32" {
+		return json.RawMessage(`"float32"`), true
+	}
+	if key == textConfigKey && bytes.HasPrefix(bytes.TrimSpace(v), []byte("{")) {
+		// An object that parsed with the whole file: it parses again.
+		if w, err := editConfig(v, float32Field); err == nil {
+			return w, true
 		}
-		return v, true
-	})
+	}
+	return v, true
 }
 
 // editConfig returns the config.json b with each top-level field's value
