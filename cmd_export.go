@@ -203,6 +203,14 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 				return err
 			}
 		}
+		// A multimodal model's config.json would have transformers load
+		// the causal LM's weights into that model: refused before a
+		// checkpoint is read.
+		if *format == "hf" {
+			if err := model.CheckCausalLMConfig(r.onnx); err != nil {
+				return err
+			}
+		}
 		// The tokenizer's Hugging Face files, which hf writes where the
 		// model has none; peft writes the adapters alone.
 		var tokFiles map[string][]byte

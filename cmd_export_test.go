@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -902,4 +903,27 @@ func TestExportRerunAfterAKilledOverwrite(t *testing.T) {
 			require.Empty(t, stages)
 		})
 	}
+}
+
+// TestExportHFRefusesAMultimodalConfig: an hf export of a model whose
+// config.json is a multimodal model's (its text model in text_config, as
+// Qwen3-VL's) copied that config beside the causal LM's weights, which
+// transformers would load into the multimodal model, its vision tower
+// drawn at random; it exited 0. It is refused (exit 1, naming the file),
+// nothing written and --out not made.
+func TestExportHFRefusesAMultimodalConfig(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	require.Zero(t, run(context.Background(), []string{"init-model", "--layers", "1", "--hidden", "32", "--out", src}, &cliEnv{stdout: io.Discard, stderr: io.Discard}))
+	cfgPath := filepath.Join(src, model.ConfigFile)
+	b, err := os.ReadFile(cfgPath)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cfgPath, fmt.Appendf(nil, `{"architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl", "text_config": %s}`, b), 0o644))
+	out := filepath.Join(dir, "hf")
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"export", "--format", "hf", "--model", src, "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, 1, code, stderr.String())
+	require.Contains(t, stderr.String(), "spiral export: model: hf export: "+cfgPath+" is the config of a multimodal model (architectures Qwen3VLForConditionalGeneration), its text model's in text_config")
+	require.NoDirExists(t, out)
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -388,6 +389,48 @@ func checkConfigShape(path string, cfg HFConfig, srcs []hfSource) error {
 		return fmt.Errorf("model: hf export: %s says %s: transformers would build another model than the weights (another model's config.json?)", path, strings.Join(diffs, "; "))
 	}
 	return nil
+}
+
+// CheckCausalLMConfig refuses the config.json beside the model at src,
+// which ExportHF copies into a Hugging Face directory, when it is a
+// multimodal model's (Qwen3-VL's, Gemma 3's, Llava's: its text model's in
+// text_config, which ReadHFConfig reads): ExportHF writes a causal LM's
+// checkpoint (HFParams' names), and transformers would build the model
+// the config names and load it into that, whose vision tower (and
+// language model, where its weights go by other names) it does not
+// fill, drawing them at random with a warning only. A missing
+// config.json is ExportHF's to refuse. (A serving engine that already
+// runs the multimodal model and reloads its weights from an ExportHF
+// directory, as SGLang's, does not build it from the config.)
+func CheckCausalLMConfig(src string) error {
+	path := filepath.Join(filepath.Dir(src), ConfigFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("model: hf export: %w", err)
+	}
+	var cfg struct {
+		Architectures []string        `json:"architectures"`
+		ModelType     string          `json:"model_type"`
+		TextConfig    json.RawMessage `json:"text_config"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return fmt.Errorf("model: hf export: %s: %w", path, err)
+	}
+	if len(cfg.TextConfig) == 0 || string(cfg.TextConfig) == "null" {
+		return nil
+	}
+	which, into := "no architectures stated", "that model"
+	switch {
+	case len(cfg.Architectures) > 0:
+		which, into = "architectures "+strings.Join(cfg.Architectures, ", "), strings.Join(cfg.Architectures, ", ")
+	case cfg.ModelType != "":
+		which = "model_type " + cfg.ModelType
+	}
+	return fmt.Errorf("model: hf export: %s is the config of a multimodal model (%s), its text model's in %s: the export writes the language model alone, a causal LM's checkpoint under transformers' Qwen3 names (model.layers.N...), which transformers would load into %s, leaving its other modules (a vision tower; a language model under other names) drawn at random; put the text model's own config.json beside the model (%s's fields at its top level, and its causal LM class, such as Qwen3ForCausalLM, in architectures), or export with --format onnx",
+		path, which, textConfigKey, into, textConfigKey)
 }
 
 // checkRotary refuses the config.json at path (cfg) when it asks for

@@ -758,3 +758,45 @@ func TestExportHFRefusesAnotherTying(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckCausalLMConfig: the hf export writes a causal
+// LM's checkpoint (transformers' Qwen3 names, model.layers.N...), but
+// beside a multimodal model's config.json (Qwen3-VL's, Gemma 3's,
+// Llava's, whose text model ReadHFConfig reads from text_config) it
+// copied that config, architectures and all: transformers would build
+// the multimodal model from it and load these weights into it, its
+// vision tower (and, for Gemma 3 and Llava, whose language model's
+// weights go by other names, the language model too) drawn at random,
+// with a warning only. It is refused (CheckCausalLMConfig, which spiral
+// export calls before it loads a checkpoint), naming the file and its
+// architectures; a text_config of null is no multimodal model's.
+func TestCheckCausalLMConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, wrap, err string // wrap: the config around the fixture's (%s), as text_config; "": text_config null
+	}{
+		{"Qwen3-VL", `{"architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl", "tie_word_embeddings": true, "text_config": %s, "vision_config": {"depth": 2}}`,
+			"model: hf export: %s is the config of a multimodal model (architectures Qwen3VLForConditionalGeneration), its text model's in text_config: the export writes the language model alone, a causal LM's checkpoint under transformers' Qwen3 names (model.layers.N...), which transformers would load into Qwen3VLForConditionalGeneration, leaving its other modules (a vision tower; a language model under other names) drawn at random; put the text model's own config.json beside the model (text_config's fields at its top level, and its causal LM class, such as Qwen3ForCausalLM, in architectures), or export with --format onnx"},
+		{"no architectures", `{"model_type": "llava", "text_config": %s}`,
+			"model: hf export: %s is the config of a multimodal model (model_type llava), its text model's in text_config: the export writes the language model alone, a causal LM's checkpoint under transformers' Qwen3 names (model.layers.N...), which transformers would load into that model, leaving its other modules (a vision tower; a language model under other names) drawn at random; put the text model's own config.json beside the model (text_config's fields at its top level, and its causal LM class, such as Qwen3ForCausalLM, in architectures), or export with --format onnx"},
+		{"null", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyHFFixture(t)
+			path := filepath.Join(dir, model.ConfigFile)
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			if tc.wrap == "" { // the fixture's own fields at the top
+				b = bytes.Replace(b, []byte("{"), []byte(`{"text_config": null,`), 1)
+			} else {
+				b = fmt.Appendf(nil, tc.wrap, b)
+			}
+			require.NoError(t, os.WriteFile(path, b, 0o666))
+			err = model.CheckCausalLMConfig(filepath.Join(dir, "model.onnx"))
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, fmt.Sprintf(tc.err, path))
+		})
+	}
+}
