@@ -432,14 +432,13 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, tra
 }
 
 // staleSideFiles returns the names of the tokenizer and generation files
-// (model.SideFileNames) beside out, the onnx export's file, that the
-// export does not write, r having none of them (beside its tokenizer or
-// itself) and defaults none either: another model's, such as a
-// chat_template.jinja, which transformers and spiral read in
-// tokenizer_config.json's place, or a merges.txt, which would be read
-// as the export's. r's own directory has none that are not r's.
-func staleSideFiles(r resolvedModel, out string, defaults map[string][]byte) ([]string, error) {
-	dir := filepath.Dir(out)
+// (model.SideFileNames) in dir, the directory an onnx or hf export
+// writes in, that the export does not write, r having none of them
+// (beside its tokenizer or itself) and defaults none either: another
+// model's, such as a chat_template.jinja, which transformers and spiral
+// read in tokenizer_config.json's place, or a merges.txt, which would be
+// read as the export's. r's own directory has none that are not r's.
+func staleSideFiles(r resolvedModel, dir string, defaults map[string][]byte) ([]string, error) {
 	if model.SameFile(dir, filepath.Dir(r.onnx)) {
 		return nil, nil
 	}
@@ -456,7 +455,7 @@ func staleSideFiles(r resolvedModel, out string, defaults map[string][]byte) ([]
 		case err == nil:
 			stale = append(stale, f.Name)
 		case !errors.Is(err, fs.ErrNotExist):
-			return nil, outError("--out", out, err)
+			return nil, outError("--out", dir, err)
 		}
 	}
 	return stale, nil

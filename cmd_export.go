@@ -34,7 +34,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 	markNonEmpty(fs, "out", "the .onnx file to write (--format onnx), or the directory (hf, peft)")
 	markNonEmpty(fs, "base-model", "a Hugging Face id or a transformers model directory (leave --base-model out for config.json's _name_or_path beside --model)")
 	external := fs.Bool("external-data", false, "onnx only: always write weights to a side file (out + _data); automatic above 2 GiB or when the source has one")
-	overwrite := fs.Bool("overwrite", false, "replace a model already in --out: its model files the export does not write (model.onnx, an adapter...; peft: its config.json, tokenizer and generation files too) are removed, and files of its that differ from the export's (onnx: config.json, the tokenizer's; hf into --model's own directory: the tokenizer's) replaced")
+	overwrite := fs.Bool("overwrite", false, "replace a model already in --out: its model files the export does not write (model.onnx, an adapter...; peft: its config.json, tokenizer and generation files too; onnx and hf: its tokenizer and generation files that the model has none of) are removed, and files of its that differ from the export's (onnx: config.json, the tokenizer's; hf into --model's own directory: the tokenizer's) replaced")
 	return func(ctx context.Context, env *cliEnv, args []string) (err error) {
 		if *format != "onnx" && *format != "hf" && *format != "peft" {
 			return usageError{fmt.Errorf("--format %q: want onnx, hf or peft", *format)}
@@ -227,6 +227,25 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 				return err
 			}
 		}
+		// A tokenizer or generation file in an hf export's directory
+		// that the export does not write goes in its commit: an earlier
+		// export's (recorded in its model.safetensors), as the export
+		// replaces its own files, and any other (the user's
+		// chat_template.jinja, another model's merges.txt) only with
+		// --overwrite, as the onnx export's.
+		if *format == "hf" {
+			stale, err := staleSideFiles(r, outDir, tokFiles)
+			if err != nil {
+				return err
+			}
+			earlier := model.HFSideFiles(outDir)
+			stale = slices.DeleteFunc(stale, func(name string) bool { return slices.Contains(earlier, name) })
+			if len(stale) > 0 && !*overwrite {
+				return usageError{fmt.Errorf("--out %s: %s is a tokenizer or generation file that the export of %s does not write (the model has none) and no earlier export wrote there: yours or another model's, which transformers would read as the export's; give --overwrite to remove it (%s), or another --out",
+					*out, filepath.Join(outDir, stale[0]), r.onnx, strings.Join(stale, ", "))}
+			}
+			foreign = append(foreign, stale...)
+		}
 		var sides []sidecar // what the onnx export writes beside it
 		if *format == "onnx" {
 			var replaced bool
@@ -238,7 +257,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			if !replaced {
 				foreign = refused
 			}
-			stale, err := staleSideFiles(r, *out, tokFiles)
+			stale, err := staleSideFiles(r, outDir, tokFiles)
 			if err != nil {
 				return err
 			}

@@ -927,3 +927,63 @@ func TestExportHFRefusesAMultimodalConfig(t *testing.T) {
 	require.Contains(t, stderr.String(), "spiral export: model: hf export: "+cfgPath+" is the config of a multimodal model (architectures Qwen3VLForConditionalGeneration), its text model's in text_config")
 	require.NoDirExists(t, out)
 }
+
+// TestExportHFKeepsFilesNoExportWrote: a re-export into an hf export's
+// directory removed, without a word and without --overwrite, every
+// tokenizer or generation file there that it does not write (the model
+// has none, nor spiral a default): a chat_template.jinja or
+// special_tokens_map.json the user put beside the export went, though
+// no export had written it, where the onnx and peft exports refuse such
+// a file. Those an earlier export wrote (recorded in its
+// model.safetensors) still go with it, as the export replaces its own
+// files; any other is refused (exit 2, naming it, nothing changed)
+// unless --overwrite, which removes it. Files that are no tokenizer's
+// nor model's (a README.md) stay either way.
+func TestExportHFKeepsFilesNoExportWrote(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	emb := embeddedModelPath(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "hf")
+	export := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"export", "--format", "hf", "--out", out}, args...), &cliEnv{stdout: &stdout, stderr: &stderr})
+		return code, stdout.String(), stderr.String()
+	}
+	// An export whose tokenizer's directory has a special_tokens_map.json,
+	// then one of the embedded model's, which has none: the earlier
+	// export's own file goes without --overwrite.
+	tokDir := filepath.Join(dir, "tok")
+	require.NoError(t, os.Mkdir(tokDir, 0o755))
+	tok, err := os.ReadFile(filepath.Join(filepath.Dir(emb), "tokenizer.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(tokDir, "tokenizer.json"), tok, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(tokDir, "special_tokens_map.json"), []byte(`{"eos_token": "<|im_end|>"}`), 0o644))
+	code, _, stderr := export("--tokenizer", filepath.Join(tokDir, "tokenizer.json"))
+	require.Zero(t, code, stderr)
+	require.FileExists(t, filepath.Join(out, "special_tokens_map.json"))
+	code, _, stderr = export()
+	require.Zero(t, code, stderr)
+	require.NoFileExists(t, filepath.Join(out, "special_tokens_map.json"), "the earlier export's own")
+
+	// The user's files beside the export.
+	mine := map[string]string{"special_tokens_map.json": `{"eos_token": "mine"}`, "chat_template.jinja": "{{ mine }}", "README.md": "card"}
+	for name, s := range mine {
+		require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte(s), 0o644))
+	}
+	code, _, stderr = export()
+	require.Equal(t, exitUsage, code, stderr)
+	require.Equal(t, "spiral export: --out "+out+": "+filepath.Join(out, "special_tokens_map.json")+" is a tokenizer or generation file that the export of "+emb+
+		" does not write (the model has none) and no earlier export wrote there: yours or another model's, which transformers would read as the export's; give --overwrite to remove it (special_tokens_map.json, chat_template.jinja), or another --out\n", stderr)
+	for name, s := range mine {
+		got, err := os.ReadFile(filepath.Join(out, name))
+		require.NoError(t, err)
+		require.Equal(t, s, string(got), "left as it was")
+	}
+	code, stdout, stderr := export("--overwrite")
+	require.Zero(t, code, stderr)
+	for _, name := range []string{"special_tokens_map.json", "chat_template.jinja"} {
+		require.NoFileExists(t, filepath.Join(out, name))
+		require.Contains(t, stdout, "removed "+filepath.Join(out, name)+": the replaced model's (--overwrite)\n")
+	}
+	require.FileExists(t, filepath.Join(out, "README.md"))
+}

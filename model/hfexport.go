@@ -567,12 +567,42 @@ func otherCheckpoints(dir string) ([]string, error) {
 	return other, nil
 }
 
+// HFSideFilesKey is the key of model.safetensors' metadata under which
+// ExportHF records the files it wrote beside the weights (their names,
+// comma-separated), so that a later export into the directory can tell
+// them from files no export of spiral's wrote there (HFSideFiles reads
+// it).
+const HFSideFilesKey = "spiral_files"
+
+// HFSideFiles returns the names of the files beside dir's
+// model.safetensors that the ExportHF which wrote it recorded writing
+// (HFSideFilesKey); none where dir has no model.safetensors, or one that
+// records none (another tool's, an older spiral's) or cannot be read as
+// safetensors, since such a file vouches for none.
+func HFSideFiles(dir string) []string {
+	f, err := os.Open(filepath.Join(dir, HFWeightsFile))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	h, err := params.ReadHeader(f, st.Size())
+	if err != nil || h.Metadata[HFSideFilesKey] == "" {
+		return nil
+	}
+	return strings.Split(h.Metadata[HFSideFilesKey], ",")
+}
+
 // ExportHF writes a Hugging Face model directory at dir from the ONNX
 // model at src with the tensors of trained in place of its parameters
 // (under LoRA, l enabled, trained holds the adapters, merged into their
 // base weights as each is written: W + alpha/rank A B):
 // model.safetensors (float32, transformers' Qwen3 names and layouts, see
-// HFParams), config.json (required beside src; without its
+// HFParams; its metadata names the files written beside it,
+// HFSideFilesKey), config.json (required beside src; without its
 // _name_or_path when trained holds weights or adapters, see
 // TrainedConfig; its torch_dtype or dtype float32, see Float32Config)
 // and the tokenizer and
@@ -671,38 +701,16 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 			return 0, err
 		}
 	}
-	// The files are written in a stage in dir and moved in together, so
-	// that an interruption leaves dir's files as they were (not new
-	// weights beside an older export's config), and a side file the
-	// source lacks does not stay from an older export.
-	stage, err := atomicfile.NewStage(dir)
-	if err != nil {
-		return 0, fmt.Errorf("model: hf export: %w", err)
+	// The files beside the weights, read (and config.json edited)
+	// before the weights are written, whose metadata names them.
+	type sideData struct {
+		name string
+		data []byte
 	}
-	defer stage.Discard()
-	specs := make([]params.Spec, len(srcs))
-	for i, s := range srcs {
-		specs[i] = s.spec
-	}
-	// Streamed: one tensor's values at a time besides the trained store.
-	var scratch []float32
-	err = atomicfile.Write(filepath.Join(stage.Dir(), HFWeightsFile), 0o666, func(f io.Writer) error {
-		return params.WriteFunc(f, map[string]string{"format": "pt"}, specs, func(i int, buf []float32) ([]float32, error) {
-			if err := ctx.Err(); err != nil {
-				return nil, err // interrupted: the file is not replaced
-			}
-			var data []float32
-			var err error
-			data, scratch, err = srcs[i].values(m, buf, scratch)
-			return data, err
-		})
-	})
-	if err != nil {
-		return 0, fmt.Errorf("model: hf export: %w", err)
-	}
-	files := ModelSideFiles(src, tokenizer)
-	names := []string{HFWeightsFile}
-	for _, f := range files {
+	var sides []sideData
+	names := []string{HFWeightsFile} // the commit's: those of sides, and those the source lacks, removed
+	var written []string
+	for _, f := range ModelSideFiles(src, tokenizer) {
 		name := f.Name
 		names = append(names, name)
 		b, err := os.ReadFile(f.From)
@@ -730,7 +738,41 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 				return 0, fmt.Errorf("model: hf export: %s: %w", f.From, err)
 			}
 		}
-		if err := atomicfile.WriteFile(filepath.Join(stage.Dir(), name), b, 0o666); err != nil {
+		sides = append(sides, sideData{name, b})
+		written = append(written, name)
+	}
+	// The files are written in a stage in dir and moved in together, so
+	// that an interruption leaves dir's files as they were (not new
+	// weights beside an older export's config), and a side file the
+	// source lacks does not stay from an older export.
+	stage, err := atomicfile.NewStage(dir)
+	if err != nil {
+		return 0, fmt.Errorf("model: hf export: %w", err)
+	}
+	defer stage.Discard()
+	specs := make([]params.Spec, len(srcs))
+	for i, s := range srcs {
+		specs[i] = s.spec
+	}
+	// Streamed: one tensor's values at a time besides the trained store.
+	var scratch []float32
+	err = atomicfile.Write(filepath.Join(stage.Dir(), HFWeightsFile), 0o666, func(f io.Writer) error {
+		meta := map[string]string{"format": "pt", HFSideFilesKey: strings.Join(written, ",")}
+		return params.WriteFunc(f, meta, specs, func(i int, buf []float32) ([]float32, error) {
+			if err := ctx.Err(); err != nil {
+				return nil, err // interrupted: the file is not replaced
+			}
+			var data []float32
+			var err error
+			data, scratch, err = srcs[i].values(m, buf, scratch)
+			return data, err
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("model: hf export: %w", err)
+	}
+	for _, f := range sides {
+		if err := atomicfile.WriteFile(filepath.Join(stage.Dir(), f.name), f.data, 0o666); err != nil {
 			return 0, fmt.Errorf("model: hf export: %w", err)
 		}
 	}

@@ -92,7 +92,8 @@ func TestHFWeightsMatchTransformers(t *testing.T) {
 	file, err := os.ReadFile(filepath.Join(out, model.HFWeightsFile))
 	require.NoError(t, err)
 	var stored bytes.Buffer
-	require.NoError(t, w.WriteSafetensors(&stored, map[string]string{"format": "pt"}, nil))
+	// The metadata names the files written beside the weights.
+	require.NoError(t, w.WriteSafetensors(&stored, map[string]string{"format": "pt", model.HFSideFilesKey: model.ConfigFile}, nil))
 	require.Equal(t, stored.Bytes(), file, "the streamed file holds HFWeights' tensors")
 }
 
