@@ -206,6 +206,19 @@ func (f *runtimeFlags) validate() error {
 	return errors.Join(errs...)
 }
 
+// validateOn is validate for a command that runs its model on engine
+// and no model here with --engine openai (eval, generate): there the
+// flags given are refused as unread (validateEngine), their values not
+// checked, so that the refusal is not preceded by a complaint about a
+// value (an --ort-lib missing, a --cuda-option without --device cuda)
+// whose fix would be refused all the same.
+func (f *runtimeFlags) validateOn(engine string) error {
+	if engine == "openai" {
+		return f.validateEngine(engine)
+	}
+	return f.validate()
+}
+
 // validateEngine refuses, with --engine openai in a command that runs no
 // model here (eval, generate: train still trains it here), the ONNX
 // Runtime flags given, which nothing would read, as the local sampler's
@@ -1081,7 +1094,7 @@ func checkRequests(n int, things string, draws int, flag string) error {
 }
 
 func (f *evalFlags) validate() error {
-	errs := []error{f.rf.validate(), f.sf.validate(), f.df.opt.Validate(), countedOrNone("--limit", f.limit), f.engine.validate(), f.sf.validateEngine(f.engine.engine), f.rf.validateEngine(f.engine.engine),
+	errs := []error{f.rf.validateOn(f.engine.engine), f.sf.validate(), f.df.opt.Validate(), countedOrNone("--limit", f.limit), f.engine.validate(), f.sf.validateEngine(f.engine.engine),
 		// Every mode's counts, those --mode ignores included (a bad value
 		// is a mistake either way); their lower bounds are the mode's.
 		countsAtMost(count{"--samples", f.samples, 1}, count{"--population", f.rsa.Population, 1}, count{"--subset", f.rsa.SubsetSize, 1},
@@ -1226,7 +1239,7 @@ func (f *generateFlags) register(fs *pflag.FlagSet) {
 }
 
 func (f *generateFlags) validate() error {
-	errs := []error{f.rf.validate(), f.sf.validate(), counted("--n", f.n), f.engine.validate(), f.sf.validateEngine(f.engine.engine), f.rf.validateEngine(f.engine.engine)}
+	errs := []error{f.rf.validateOn(f.engine.engine), f.sf.validate(), counted("--n", f.n), f.engine.validate(), f.sf.validateEngine(f.engine.engine)}
 	if f.engine.engine == "openai" && f.ckpt != "" {
 		errs = append(errs, errEngineCheckpoint)
 	}

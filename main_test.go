@@ -742,6 +742,40 @@ func TestLocalFlagsOfEngine(t *testing.T) {
 	}
 }
 
+// TestEngineRuntimeFlagsRefusedAlone: an ONNX Runtime flag given to eval
+// or generate with --engine openai is refused as unread, and its value
+// is not checked first: the refusal printed a complaint about the value
+// above it ("--cuda-option applies to --device cuda or auto", "--ort-lib
+// /x.so: no such file or directory"), asking for a fix that the next run
+// refused all the same.
+func TestEngineRuntimeFlagsRefusedAlone(t *testing.T) {
+	openai := []string{"--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m"}
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+		flag string // the flag refused
+	}{
+		{"generate", []string{"--cuda-option", "gpu_mem_limit=1"}, "cuda-option"},
+		{"eval", []string{"--cuda-option", "gpu_mem_limit=1"}, "cuda-option"},
+		{"generate", []string{"--ort-lib", "/nonexistent/libonnxruntime.so"}, "ort-lib"},
+		{"eval", []string{"--ort-lib", "/nonexistent/libonnxruntime.so"}, "ort-lib"},
+		{"eval", []string{"--device", "tpu"}, "device"},
+		{"generate", []string{"--shared-arena", "maybe"}, "shared-arena"},
+		{"eval", []string{"--threads", "-1"}, "threads"},
+	} {
+		var stderr bytes.Buffer
+		args := append(append([]string{tc.cmd}, openai...), tc.args...)
+		if tc.cmd == "generate" {
+			args = append(args, "hi")
+		} else {
+			args = append(args, "--out", t.TempDir())
+		}
+		require.Equal(t, exitUsage, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), "%q: %s", args, stderr.String())
+		want := fmt.Sprintf("spiral %s: --%s is for the local engine; --engine openai runs no model here and would ignore it\n", tc.cmd, tc.flag)
+		require.Equal(t, want, stderr.String(), "%q", args)
+	}
+}
+
 // TestCountFlagBounds: every integer flag of every command that counts
 // something (samples, traces, problems, rows, steps, tokens, subsets,
 // rounds, ranks, threads...) is refused above maxCount as a usage error
