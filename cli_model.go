@@ -230,6 +230,12 @@ func (f *modelFlags) resolveForEngine(warn io.Writer) (resolvedModel, error) {
 	if f.model != "" {
 		st, err := statFlag("--model", f.model)
 		if err != nil {
+			// A graph not copied where the model's tokenizer was
+			// (README's --model qwen3-4b/model.onnx): its directory is
+			// what an engine reads.
+			if dir := filepath.Dir(f.model); errors.Is(err, fs.ErrNotExist) && isRegular(filepath.Join(dir, tokenizer.TokenizerFile)) {
+				return resolvedModel{}, usageError{fmt.Errorf("%w (on a serving engine --model is read for its tokenizer and config.json alone: give their directory, --model %s)", err, dir)}
+			}
 			return resolvedModel{}, err
 		}
 		if st.IsDir() {

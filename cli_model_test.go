@@ -289,6 +289,44 @@ func TestSamplingFlagsBeforeEngine(t *testing.T) {
 	}
 }
 
+// TestEngineModelFileAbsent: on a serving engine, a --model FILE.onnx
+// that is not there, in a directory holding a tokenizer.json (README's
+// `--model qwen3-4b/model.onnx` run where only the tokenizer and
+// config.json were copied, which is enough there), is refused naming
+// that directory, which --model can be; it said "no such file or
+// directory" alone. Where the directory holds no tokenizer, or the
+// engine is the local one, which needs the graph, it says that alone.
+func TestEngineModelFileAbsent(t *testing.T) {
+	served := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(served, "tokenizer.json"), []byte("{}"), 0o644))
+	empty := t.TempDir()
+	engine := []string{"--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m"}
+	hint := "on a serving engine --model is read for its tokenizer and config.json alone: give their directory, --model " + served
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		model  string
+		hinted bool
+	}{
+		{"eval on an engine", append([]string{"eval", "--out", t.TempDir()}, engine...), filepath.Join(served, "model.onnx"), true},
+		{"generate on an engine", append([]string{"generate", "hi"}, engine...), filepath.Join(served, "model.onnx"), true},
+		{"no tokenizer beside it", append([]string{"generate", "hi"}, engine...), filepath.Join(empty, "model.onnx"), false},
+		{"local engine", []string{"generate", "hi"}, filepath.Join(served, "model.onnx"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), append(append([]string{}, tc.args...), "--model", tc.model), &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitUsage, code, stderr.String())
+			require.Contains(t, stderr.String(), "--model "+tc.model+": no such file or directory")
+			if tc.hinted {
+				require.Contains(t, stderr.String(), hint)
+			} else {
+				require.NotContains(t, stderr.String(), "on a serving engine")
+			}
+		})
+	}
+}
+
 // TestCheckpointOfAnotherTokenizer: a checkpoint whose run recorded
 // another tokenizer than the one given is warned of, naming both, by
 // the commands that read it (generate and eval sample with it, an onnx
