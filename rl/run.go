@@ -1426,13 +1426,14 @@ func loggedSteps(path string) (map[int]bool, error) {
 // traces of the steps without an informative problem that were cut at
 // the token limit, which under cfg.Reward (not Truncated) earn nothing
 // without an explicit answer: then the trace length, not the data, is
-// the likely cause.
+// the likely cause; and apart from them those a serving engine's padding
+// id cut (graded as cut traces), where the engine's sampling is.
 func warnNoUpdate(w io.Writer, path string, cfg Config) error {
 	ms, err := readMetrics(path)
 	if err != nil {
 		return fmt.Errorf("rl: run: %w", err)
 	}
-	var none, empty, skipped, cut, traces int
+	var none, empty, skipped, cut, padded, traces int
 	for _, m := range ms {
 		switch {
 		case m.NoUpdate && m.ProblemsInformative > 0:
@@ -1440,7 +1441,8 @@ func warnNoUpdate(w io.Writer, path string, cfg Config) error {
 		case m.NoUpdate:
 			none++
 			c, t := m.cutTraces()
-			cut, traces = cut+c, traces+t
+			p, _ := m.paddingCutTraces()
+			cut, padded, traces = cut+c, padded+p, traces+t
 		case m.UpdateSkipped != "":
 			skipped++
 		}
@@ -1471,6 +1473,9 @@ func warnNoUpdate(w io.Writer, path string, cfg Config) error {
 			if h := cfg.Reward.CutTraces(); h != "" {
 				why += ", and " + h
 			}
+		}
+		if padded > 0 {
+			why += fmt.Sprintf("; %d of the %d traces of the steps without an informative problem were cut before a padding id that the serving engine sampled (a logit past the tokenizer's ids, which the policy never draws), and graded as cut traces", padded, traces)
 		}
 		fmt.Fprintf(w, "spiral: warning: no step of this run updated the weights (%s): %s\n", path, why)
 	}

@@ -1540,6 +1540,14 @@ func TestWarnNoUpdate(t *testing.T) {
 			[]string{"10 of the 12 traces of the steps without an informative problem were cut at --max-new-tokens", "with --reward-fallback"}, nil},
 		{"traces cut, graded", []string{fmt.Sprintf(cutLine, 1)}, RewardRule{Fallback: true, Truncated: true},
 			[]string{"10 of the 12 traces of the steps without an informative problem were cut at --max-new-tokens"}, []string{"--reward-truncated", "earns nothing"}},
+		// Traces a serving engine's padding id cut are graded as cut
+		// traces but did not reach --max-new-tokens: the warning counts
+		// them apart (6 + 2 of 2 x 12), and does not blame the limit for
+		// them; the step lines said so, the run's summary did not.
+		{"traces cut before a padding id", []string{`{"step":1,"no_update":true,"search":{"traces":8,"padding_cut":0.75},"aggregate":{"traces":4}}`,
+			`{"step":2,"no_update":true,"search":{"traces":8},"aggregate":{"traces":4,"padding_cut":0.5}}`}, RewardRule{},
+			[]string{"2 of its 2 steps drew no informative problem", "; 8 of the 24 traces of the steps without an informative problem were cut before a padding id that the serving engine sampled"},
+			[]string{"cut at --max-new-tokens", "raise --max-new-tokens"}},
 		{"skipped and none", []string{`{"step":1,"no_update":true}`, `{"step":2,"examples":3,"update_skipped":"non-finite gradient"}`}, RewardRule{},
 			[]string{"1 of its 2 steps drew no informative problem", "1 skipped a non-finite update"}, nil},
 		// Every step skipped: the data is not to blame.
