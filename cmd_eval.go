@@ -121,6 +121,34 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		}
 		return fmt.Errorf("no problems to evaluate: %s of %s %s for the model (listed above)", which, dsName, tooLong(before))
 	}
+	// The model's content id, which tells it from a model in a directory
+	// of the same name elsewhere (the name reports give it); a
+	// checkpoint's weights tell its evaluation apart.
+	var modelID string
+	if f.engine.engine == "local" && f.ckpt == "" && !sess.embedded {
+		if modelID, err = model.SourceID(sess.onnx); err != nil {
+			return err
+		}
+	}
+	name := sess.reportName()
+	if f.engine.engine == "openai" {
+		name = f.engine.model + "@" + f.engine.baseURL
+	}
+	// The checkpoint's name and weights, and the start, are the load's.
+	meta := report.Meta{Model: name, Label: f.label, ModelDigest: modelID, Dataset: dsName, Problems: len(problems), Seed: f.seed,
+		Extra:      reportExtra(samplerCfg, f.reward.rule, tmpl, tf, skipped),
+		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
+	base := filepath.Join(f.out, f.mode)
+	if f.mode == "passk" && !f.fresh {
+		// What an interrupted evaluation of other settings saved is
+		// refused before the model loads (minutes, for a real model),
+		// by all but the checkpoint, which only its load picks:
+		// openEvalProblems checks that too, once it is loaded.
+		key := report.KeyOf(report.ModePassAtK, meta, f.samples)
+		if _, err := resumable(base+report.ProblemsSuffix, key, f.ckpt != "", f.traces); err != nil {
+			return err
+		}
+	}
 	var pol *model.Policy
 	var ckpt loadedCheckpoint
 	if f.engine.engine == "local" {
@@ -133,15 +161,6 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 			warnTrainingData(env.stderr, ckpt.path, ckpt.settings, f.data)
 		}
 	}
-	// The model's content id, which tells it from a model in a directory
-	// of the same name elsewhere (the name reports give it); a
-	// checkpoint's weights tell its evaluation apart.
-	var modelID string
-	if f.engine.engine == "local" && ckpt.path == "" && !sess.embedded {
-		if modelID, err = model.SourceID(sess.onnx); err != nil {
-			return err
-		}
-	}
 	gen, err := sess.generator(f.engine, pol, samplerCfg, env.stderr)
 	if err != nil {
 		return err
@@ -149,17 +168,11 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	lock.started = true
 	bar := con.progress(-1, "eval "+f.mode, "tok")
 	ev := rollout.Evaluator{Gen: gen, Prompter: sess.prompter(tmpl), Judge: rl.NewJudge(f.reward.rule), Progress: bar.add}
-	name := sess.reportName()
-	if f.engine.engine == "openai" {
-		name = f.engine.model + "@" + f.engine.baseURL
-	}
 	if ckpt.path != "" {
-		name += "@" + rl.CheckpointName(ckpt.path)
+		meta.Model += "@" + rl.CheckpointName(ckpt.path)
+		meta.CheckpointDigest = ckpt.weights
 	}
-	meta := report.Meta{Model: name, Label: f.label, CheckpointDigest: ckpt.weights, ModelDigest: modelID, Dataset: dsName, Problems: len(problems), Seed: f.seed, Timestamp: time.Now().UTC(),
-		Extra:      reportExtra(samplerCfg, f.reward.rule, tmpl, tf, skipped),
-		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
-	base := filepath.Join(f.out, f.mode)
+	meta.Timestamp = time.Now().UTC()
 	noteReplacedReport(env.stderr, base+".json", f.mode, meta)
 	var saved *evalProblems
 	if f.mode == "passk" {
@@ -665,19 +678,16 @@ type evalProblems struct {
 // openEvalProblems opens the file at path for an evaluation of key that
 // starts now: one there that holds problems of the same key is resumed
 // (its problems kept, a last line cut short left out), as stderr is
-// told; one that holds problems of another key is refused, as is one
-// that does not read, or any with problems where traces (--traces, whose
-// traces of the saved problems were not kept), unless fresh (--fresh),
+// told; one that resumable refuses is refused, unless fresh (--fresh),
 // which removes it. One that holds no problem, which is nothing to
 // resume, is replaced by this evaluation's as its first problems finish.
 func openEvalProblems(path string, key report.EvalKey, now time.Time, fresh, traces bool, stderr io.Writer) (*evalProblems, error) {
-	const restart = "give --fresh to discard them and start over, or another --out"
 	p := &evalProblems{path: path, key: key, started: now}
-	s, err := report.ReadProblems(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist) || err == nil && len(s.Problems) == 0:
-		return p, nil
-	case fresh:
+	if fresh {
+		s, err := report.ReadProblems(path)
+		if errors.Is(err, fs.ErrNotExist) || err == nil && len(s.Problems) == 0 {
+			return p, nil
+		}
 		if rerr := os.Remove(path); rerr != nil {
 			return nil, fmt.Errorf("--fresh: %w", rerr)
 		}
@@ -687,13 +697,10 @@ func openEvalProblems(path string, key report.EvalKey, now time.Time, fresh, tra
 		}
 		fmt.Fprintf(stderr, "spiral: note: --fresh: removed %s, %s\n", path, what)
 		return p, nil
-	case err != nil:
-		return nil, fmt.Errorf("%w: the file holds what an interrupted evaluation finished: %s", err, restart)
-	case len(s.Key.Diff(key)) > 0:
-		return nil, fmt.Errorf("%s holds %s of other settings (%s): rerun with those to resume it, or %s",
-			path, s.Describe(), strings.Join(s.Key.Diff(key), "; "), restart)
-	case traces:
-		return nil, fmt.Errorf("--traces: %s holds %s, whose traces were not kept: rerun without --traces to resume it, or %s", path, s.Describe(), restart)
+	}
+	s, err := resumable(path, key, false, traces)
+	if err != nil || s == nil {
+		return p, err
 	}
 	if p.w, err = report.AppendProblems(path, s); err != nil {
 		return nil, outError("--out", filepath.Dir(path), err)
@@ -709,6 +716,37 @@ func openEvalProblems(path string, key report.EvalKey, now time.Time, fresh, tra
 	}
 	fmt.Fprintf(stderr, "spiral: resuming: %d of %s already evaluated (saved in %s%s)\n", len(s.Problems), rollout.Plural(len(key.ProblemIDs), "problem"), path, cut)
 	return p, nil
+}
+
+// resumable reads the file at path in which an interrupted evaluation
+// saved its problems, for an evaluation of key: it returns them where
+// the evaluation resumes them, nil where there are none (no file, or
+// one that holds no problem). It refuses them where they are of another
+// key (naming how), or where traces (--traces, whose traces of the
+// saved problems were not kept), and a file that does not read; with
+// unloaded (a checkpoint not yet loaded: key has neither its name nor
+// its weights), the key's checkpoint is not compared.
+func resumable(path string, key report.EvalKey, unloaded, traces bool) (*report.SavedProblems, error) {
+	const restart = "give --fresh to discard them and start over, or another --out"
+	s, err := report.ReadProblems(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || err == nil && len(s.Problems) == 0:
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("%w: the file holds what an interrupted evaluation finished: %s", err, restart)
+	}
+	was := s.Key
+	if unloaded {
+		was.Model, was.CheckpointDigest = key.Model, key.CheckpointDigest
+	}
+	if diff := was.Diff(key); len(diff) > 0 {
+		return nil, fmt.Errorf("%s holds %s of other settings (%s): rerun with those to resume it, or %s",
+			path, s.Describe(), strings.Join(diff, "; "), restart)
+	}
+	if traces {
+		return nil, fmt.Errorf("--traces: %s holds %s, whose traces were not kept: rerun without --traces to resume it, or %s", path, s.Describe(), restart)
+	}
+	return s, nil
 }
 
 // save is rollout.Evaluator.Done for the evaluation of problems: it

@@ -702,3 +702,56 @@ func TestEvalResumesPassAtK(t *testing.T) {
 	require.Equal(t, int32(80), eng.served.Load())
 	require.NoFileExists(t, partial)
 }
+
+// TestEvalRefusesOtherSettingsBeforeTheLoad: a rerun of an interrupted
+// pass@k evaluation with other settings was refused only once the model
+// had loaded (its artifacts built into --out, minutes on a real model).
+// Settings that need no model loaded to be known are now checked before
+// the load: the refusal comes without it, and the saved problems are
+// kept; the same settings resume after it.
+func TestEvalRefusesOtherSettingsBeforeTheLoad(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	out := filepath.Join(t.TempDir(), "eval")
+	evalIn := func(extra ...string) (int, string) {
+		var stderr bytes.Buffer
+		args := append([]string{"eval", "--mode", "passk", "--limit", "2", "--samples", "1", "--max-new-tokens", "4", "--quiet", "--threads", "1", "--out", out}, extra...)
+		return run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String()
+	}
+	code, stderr := evalIn()
+	require.Zero(t, code, stderr)
+	var rep report.PassAtK
+	require.NoError(t, report.ReadJSON(filepath.Join(out, "passk.json"), &rep))
+	// What an evaluation of these settings interrupted after its first
+	// problem saved.
+	partial := filepath.Join(out, "passk"+report.ProblemsSuffix)
+	w, err := report.CreateProblems(partial, report.KeyOf(report.ModePassAtK, rep.Meta, 1), rep.Meta.Timestamp)
+	require.NoError(t, err)
+	saved := report.ProblemRecord{Problem: 0, ID: rep.Meta.ProblemIDs[0], Samples: []report.SampleRecord{{Answer: "7", Finish: rollout.FinishLength}}}
+	require.NoError(t, w.Write([]report.ProblemRecord{saved}))
+	require.NoError(t, w.Close())
+	artifacts := filepath.Join(out, rl.ArtifactsDir)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"another seed", []string{"--seed", "2"}, "(seed 1, not 2)"},
+		{"other problems", []string{"--limit", "1"}, "(2 problems of other ids or order, not these 1)"},
+		{"another temperature", []string{"--temperature", "0.5"}, "(temperature 1, not 0.5)"},
+		{"traces", []string{"--traces"}, "--traces: " + partial + " holds 1 of the 2 problems of an interrupted passk evaluation, whose traces were not kept"},
+	} {
+		require.NoError(t, os.RemoveAll(artifacts))
+		code, stderr := evalIn(tc.args...)
+		require.Equal(t, exitFailure, code, tc.name)
+		require.Contains(t, stderr, tc.want, tc.name)
+		require.NoDirExists(t, artifacts, "%s: refused before the model loaded", tc.name)
+		again, err := report.ReadProblems(partial)
+		require.NoError(t, err)
+		require.Equal(t, []report.ProblemRecord{saved}, again.Problems, "%s: the saved problem kept", tc.name)
+	}
+	code, stderr = evalIn()
+	require.Zero(t, code, stderr)
+	require.Contains(t, stderr, "spiral: resuming: 1 of 2 problems already evaluated (saved in "+partial+")\n")
+	require.DirExists(t, artifacts)
+	require.NoFileExists(t, partial)
+}
