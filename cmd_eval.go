@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -145,7 +147,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		// by all but the checkpoint, which only its load picks:
 		// openEvalProblems checks that too, once it is loaded.
 		key := report.KeyOf(report.ModePassAtK, meta, f.samples)
-		if _, err := resumable(base+report.ProblemsSuffix, key, f.ckpt != "", f.traces); err != nil {
+		if _, err := resumable(base+report.ProblemsSuffix, key, problems, f.ckpt != "", f.traces); err != nil {
 			return err
 		}
 	}
@@ -180,7 +182,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		// settings: a long evaluation on a serving engine, failed or
 		// interrupted at 90%, does not start over.
 		key := report.KeyOf(report.ModePassAtK, meta, f.samples)
-		if saved, err = openEvalProblems(base+report.ProblemsSuffix, key, meta.Timestamp, f.fresh, f.traces, env.stderr); err != nil {
+		if saved, err = openEvalProblems(base+report.ProblemsSuffix, key, problems, meta.Timestamp, f.fresh, f.traces, env.stderr); err != nil {
 			return err
 		}
 		defer saved.close()
@@ -675,13 +677,14 @@ type evalProblems struct {
 	saved int
 }
 
-// openEvalProblems opens the file at path for an evaluation of key that
-// starts now: one there that holds problems of the same key is resumed
-// (its problems kept, a last line cut short left out), as stderr is
+// openEvalProblems opens the file at path for an evaluation of key, of
+// problems, that starts now: one there that holds problems it resumes
+// (resumable) is resumed (its problems kept, a last line cut short left
+// out; one of the first of problems rewritten under key), as stderr is
 // told; one that resumable refuses is refused, unless fresh (--fresh),
 // which removes it. One that holds no problem, which is nothing to
 // resume, is replaced by this evaluation's as its first problems finish.
-func openEvalProblems(path string, key report.EvalKey, now time.Time, fresh, traces bool, stderr io.Writer) (*evalProblems, error) {
+func openEvalProblems(path string, key report.EvalKey, problems []data.Problem, now time.Time, fresh, traces bool, stderr io.Writer) (*evalProblems, error) {
 	p := &evalProblems{path: path, key: key, started: now}
 	if fresh {
 		s, err := report.ReadProblems(path)
@@ -698,11 +701,18 @@ func openEvalProblems(path string, key report.EvalKey, now time.Time, fresh, tra
 		fmt.Fprintf(stderr, "spiral: note: --fresh: removed %s, %s\n", path, what)
 		return p, nil
 	}
-	s, err := resumable(path, key, false, traces)
+	s, err := resumable(path, key, problems, false, traces)
 	if err != nil || s == nil {
 		return p, err
 	}
-	if p.w, err = report.AppendProblems(path, s); err != nil {
+	first := ""
+	if n := len(s.Key.ProblemIDs); n < len(key.ProblemIDs) {
+		first = fmt.Sprintf(" by an evaluation of the first %d", n)
+		p.w, err = report.RekeyProblems(path, s, key)
+	} else {
+		p.w, err = report.AppendProblems(path, s)
+	}
+	if err != nil {
 		return nil, outError("--out", filepath.Dir(path), err)
 	}
 	p.started, p.saved = s.Started, len(s.Problems)
@@ -714,19 +724,25 @@ func openEvalProblems(path string, key report.EvalKey, now time.Time, fresh, tra
 	if s.Cut {
 		cut = ", less its last line, cut short"
 	}
-	fmt.Fprintf(stderr, "spiral: resuming: %d of %s already evaluated (saved in %s%s)\n", len(s.Problems), rollout.Plural(len(key.ProblemIDs), "problem"), path, cut)
+	fmt.Fprintf(stderr, "spiral: resuming: %d of %s already evaluated (saved in %s%s%s)\n", len(s.Problems), rollout.Plural(len(key.ProblemIDs), "problem"), path, first, cut)
 	return p, nil
 }
 
 // resumable reads the file at path in which an interrupted evaluation
-// saved its problems, for an evaluation of key: it returns them where
-// the evaluation resumes them, nil where there are none (no file, or
-// one that holds no problem). It refuses them where they are of another
-// key (naming how), or where traces (--traces, whose traces of the
-// saved problems were not kept), and a file that does not read; with
-// unloaded (a checkpoint not yet loaded: key has neither its name nor
-// its weights), the key's checkpoint is not compared.
-func resumable(path string, key report.EvalKey, unloaded, traces bool) (*report.SavedProblems, error) {
+// saved its problems, for an evaluation of key, of problems: it returns
+// them where the evaluation resumes them, nil where there are none (no
+// file, or one that holds no problem). It resumes those of the same key,
+// and those of an evaluation of the first of problems (a smaller
+// --limit: the saved problem ids the first of key's, and their texts and
+// answers as the saved problems_digest has them), each trace being
+// seeded by its problem's index and sample alone; how many problems each
+// skipped as too long for the model (extra's skipped_problems, which
+// determines no result) is not compared. It refuses them where they are
+// of another key (naming how), or where traces (--traces, whose traces
+// of the saved problems were not kept), and a file that does not read;
+// with unloaded (a checkpoint not yet loaded: key has neither its name
+// nor its weights), the key's checkpoint is not compared.
+func resumable(path string, key report.EvalKey, problems []data.Problem, unloaded, traces bool) (*report.SavedProblems, error) {
 	const restart = "give --fresh to discard them and start over, or another --out"
 	s, err := report.ReadProblems(path)
 	switch {
@@ -738,6 +754,14 @@ func resumable(path string, key report.EvalKey, unloaded, traces bool) (*report.
 	was := s.Key
 	if unloaded {
 		was.Model, was.CheckpointDigest = key.Model, key.CheckpointDigest
+	}
+	if n := len(was.ProblemIDs); n < len(problems) && slices.Equal(was.ProblemIDs, key.ProblemIDs[:n]) && was.ProblemsDigest == data.ProblemsDigest(problems[:n]) {
+		was.ProblemIDs, was.ProblemsDigest = key.ProblemIDs, key.ProblemsDigest
+	}
+	const skipped = "skipped_problems"
+	if v, ok := key.Extra[skipped]; ok && was.Extra[skipped] != "" {
+		was.Extra = maps.Clone(was.Extra)
+		was.Extra[skipped] = v
 	}
 	if diff := was.Diff(key); len(diff) > 0 {
 		return nil, fmt.Errorf("%s holds %s of other settings (%s): rerun with those to resume it, or %s",

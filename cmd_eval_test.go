@@ -755,3 +755,92 @@ func TestEvalRefusesOtherSettingsBeforeTheLoad(t *testing.T) {
 	require.DirExists(t, artifacts)
 	require.NoFileExists(t, partial)
 }
+
+// TestEvalResumesAGrownLimit: an interrupted pass@k evaluation of the
+// first 12 problems, rerun with a larger --limit (all 20), was refused
+// for its other problem ids, though its problems are the first 12 of
+// the 20 and each trace is seeded by its problem's index and sample
+// alone. It now resumes them: the report is the one an uninterrupted
+// evaluation of the 20 writes (its start time aside), and the file,
+// rewritten under the 20's key, resumes again after a second
+// interruption. A smaller --limit is still refused.
+func TestEvalResumesAGrownLimit(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	eng := &resumeEngine{}
+	hs := httptest.NewServer(eng)
+	defer hs.Close()
+	dir := t.TempDir()
+	problems := filepath.Join(dir, "problems.jsonl")
+	var lines strings.Builder
+	for i := range 20 {
+		text := fmt.Sprintf("Problem %d", i)
+		if i == 13 { // too long for the model: skipped by the 20, not by the 12
+			text += strings.Repeat(" and more", 5000)
+		}
+		fmt.Fprintf(&lines, `{"id": "p%d", "problem": %q, "answer": "%d"}`+"\n", i, text, i%4)
+	}
+	require.NoError(t, os.WriteFile(problems, []byte(lines.String()), 0o644))
+	evalIn := func(out string, extra ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"eval", "--mode", "passk", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out,
+			"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "served", "--engine-concurrency", "1"}, extra...)
+		code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
+		return code, stdout.String(), stderr.String()
+	}
+	whole := filepath.Join(dir, "whole")
+	code, wantOut, wantErr := evalIn(whole)
+	require.Zero(t, code, wantErr)
+	require.Contains(t, wantErr, "spiral: warning: skipped "+problems+":14: search prompt of", "problem 13 skipped")
+	wantJSON, err := os.ReadFile(filepath.Join(whole, "passk.json"))
+	require.NoError(t, err)
+
+	out := filepath.Join(dir, "grown")
+	partial := filepath.Join(out, "passk"+report.ProblemsSuffix)
+	eng.served.Store(0)
+	eng.failAt.Store(41) // the first call's 8 problems done
+	code, _, stderr := evalIn(out, "--limit", "12")
+	require.Equal(t, exitFailure, code, stderr)
+	require.Contains(t, stderr, "spiral: note: 8 of the 12 problems were evaluated and saved in "+partial)
+
+	eng.served.Store(0)
+	eng.failAt.Store(0)
+	code, _, stderr = evalIn(out, "--limit", "4")
+	require.Equal(t, exitFailure, code, stderr)
+	require.Contains(t, stderr, "(12 problems of other ids or order, not these 4)", "fewer problems: not the saved ones' key")
+
+	// Grown to 20 (19 once problem 13 is skipped), and interrupted again
+	// after its first call (8 more).
+	eng.served.Store(0)
+	eng.failAt.Store(33)
+	code, _, stderr = evalIn(out)
+	require.Equal(t, exitFailure, code, stderr)
+	resumed := "spiral: resuming: 8 of 19 problems already evaluated (saved in " + partial + " by an evaluation of the first 12)\n"
+	require.Contains(t, stderr, resumed)
+	require.Contains(t, stderr, "spiral: note: 16 of the 19 problems were evaluated and saved in "+partial)
+	saved, err := report.ReadProblems(partial)
+	require.NoError(t, err)
+	require.Len(t, saved.Key.ProblemIDs, 19, "rewritten under the 20's key")
+	require.Equal(t, "1", saved.Key.Extra["skipped_problems"])
+	require.Len(t, saved.Problems, 16)
+
+	eng.served.Store(0)
+	eng.failAt.Store(0)
+	code, gotOut, gotErr := evalIn(out)
+	require.Zero(t, code, gotErr)
+	resumed = "spiral: resuming: 16 of 19 problems already evaluated (saved in " + partial + ")\n"
+	require.Contains(t, gotErr, resumed)
+	require.Equal(t, int32(3*4), eng.served.Load(), "only the problems not saved")
+	require.Equal(t, wantOut, strings.Replace(gotOut, out, whole, -1), "the table and the files written")
+	require.Equal(t, wantErr, strings.Replace(gotErr, resumed, "", 1), "the notes")
+	var got report.PassAtK
+	require.NoError(t, report.ReadJSON(filepath.Join(out, "passk.json"), &got))
+	require.True(t, saved.Started.Equal(got.Meta.Timestamp), "the first run's start")
+	var want report.PassAtK
+	require.NoError(t, report.ReadJSON(filepath.Join(whole, "passk.json"), &want))
+	got.Meta.Timestamp = want.Meta.Timestamp
+	require.NoError(t, report.WriteJSON(filepath.Join(dir, "got.json"), got))
+	gotJSON, err := os.ReadFile(filepath.Join(dir, "got.json"))
+	require.NoError(t, err)
+	require.Equal(t, string(wantJSON), string(gotJSON), "the uninterrupted evaluation's report, bit for bit, the start time aside")
+	require.NoFileExists(t, partial)
+}

@@ -274,6 +274,29 @@ func appendTo(path string, size int64) (*ProblemsWriter, error) {
 	return &ProblemsWriter{f: f, w: bufio.NewWriterSize(f, 1<<16)}, nil
 }
 
+// RekeyProblems goes on with the saved evaluation s read from path as
+// one of key, whose first problems are s's (an evaluation of a larger
+// --limit that resumes it): the file is rewritten whole (atomicfile),
+// its first line key with s's start, then s's intact problems, and
+// problems are appended after them.
+func RekeyProblems(path string, s *SavedProblems, key EvalKey) (*ProblemsWriter, error) {
+	h, err := json.Marshal(problemsHeader{Key: key, Started: s.Started})
+	if err != nil {
+		return nil, fmt.Errorf("report: %s: %w", path, err)
+	}
+	b := bytes.NewBuffer(append(h, '\n'))
+	enc := json.NewEncoder(b)
+	for _, rec := range s.Problems {
+		if err := enc.Encode(rec); err != nil {
+			return nil, fmt.Errorf("report: %s: %w", path, err)
+		}
+	}
+	if err := atomicfile.WriteFile(path, b.Bytes(), 0o666); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	return appendTo(path, int64(b.Len()))
+}
+
 // Write appends recs, one line each, and syncs the file: once it
 // returns, a crash keeps them.
 func (p *ProblemsWriter) Write(recs []ProblemRecord) error {

@@ -150,3 +150,35 @@ func TestEvalKeyDiff(t *testing.T) {
 	require.Equal(t, []string{"checkpoint weights crc32c:1/8, not crc32c:2/8", "model id m1, not m2"}, was.Diff(now))
 	require.Equal(t, "crc32c:2/8", KeyOf(ModePassAtK, Meta{CheckpointDigest: "crc32c:2/8", ModelDigest: "m2"}, 4).CheckpointDigest)
 }
+
+// TestRekeyProblems: a saved evaluation resumed by one of more problems
+// (a larger --limit) is rewritten under the larger key with its intact
+// problems, a last line cut short left out, and takes the new ones,
+// which the old key would refuse (a problem index past its ids).
+func TestRekeyProblems(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "passk"+ProblemsSuffix)
+	small := resumeKey()
+	small.ProblemIDs = small.ProblemIDs[:2]
+	started := time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)
+	w, err := CreateProblems(path, small, started)
+	require.NoError(t, err)
+	require.NoError(t, w.Write([]ProblemRecord{resumeRecord(1, "b"), resumeRecord(0, "a")}))
+	require.NoError(t, w.Close())
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, b[:len(b)-5], 0o644))
+	s, err := ReadProblems(path)
+	require.NoError(t, err)
+	require.True(t, s.Cut)
+
+	w, err = RekeyProblems(path, s, resumeKey())
+	require.NoError(t, err)
+	require.NoError(t, w.Write([]ProblemRecord{resumeRecord(2, "c")}))
+	require.NoError(t, w.Close())
+	s, err = ReadProblems(path)
+	require.NoError(t, err)
+	require.Equal(t, resumeKey(), s.Key)
+	require.True(t, started.Equal(s.Started))
+	require.False(t, s.Cut)
+	require.Equal(t, []ProblemRecord{resumeRecord(1, "b"), resumeRecord(2, "c")}, s.Problems)
+}
