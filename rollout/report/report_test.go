@@ -755,3 +755,33 @@ func TestPlotTickLabelsDoNotOverlap(t *testing.T) {
 		})
 	}
 }
+
+// TestPlotPassAtKMajorityOfOneSample: passk.png of an evaluation of one
+// sample a problem (--samples 1) drew a one-point dashed majority@k
+// curve, the vote of one sample, which is its pass@1, over the pass@k
+// point (summary.md and training.png leave majority@1 out for that
+// reason). It draws pass@k alone there; more samples keep majority@k.
+func TestPlotPassAtKMajorityOfOneSample(t *testing.T) {
+	one := NewPassAtK(reportMeta(), rollout.PassAtKResult{
+		Config: rollout.PassAtKConfig{Samples: 1, Ks: []int{1}},
+		Points: []rollout.KPoint{{K: 1, PassAtK: 0.25, MajorityAtK: 0.25, MajorityExact: true}},
+	})
+	name := reportMeta().Name()
+	for _, tc := range []struct {
+		name     string
+		rep      PassAtK
+		majority bool
+	}{
+		{"one sample", one, false},
+		{"eight samples", reportPassAtK(), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "passk.svg")
+			require.NoError(t, PlotPassAtK(path, PlotSize{}, tc.rep))
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Contains(t, string(b), ">"+name+" pass@k<")
+			require.Equal(t, tc.majority, strings.Contains(string(b), ">"+name+" majority@k<"), "a majority@k curve")
+		})
+	}
+}

@@ -102,12 +102,14 @@ func meanCurves(label string, n int, points func(seed int) (keys []int, x, y, y2
 }
 
 // MeanPassAtK averages pass@k and majority@k over reports (seeds) at each
-// k.
+// k. Reports of k = 1 alone (one sample a problem) have no majority@k
+// (Y2 nil): the vote of one sample is that sample, its majority@1 its
+// pass@1, which a plot would draw twice.
 func MeanPassAtK(reps []PassAtK) (Seeds, error) {
 	if len(reps) == 0 {
 		return Seeds{}, errors.New("report: no pass@k reports")
 	}
-	return meanCurves(reps[0].Meta.Name(), len(reps), func(s int) ([]int, []float64, []float64, []float64) {
+	s, err := meanCurves(reps[0].Meta.Name(), len(reps), func(s int) ([]int, []float64, []float64, []float64) {
 		var keys []int
 		var x, y, y2 []float64
 		for _, p := range reps[s].Points {
@@ -115,6 +117,10 @@ func MeanPassAtK(reps []PassAtK) (Seeds, error) {
 		}
 		return keys, x, y, y2
 	})
+	if len(s.X) == 1 && s.X[0] == 1 {
+		s.Y2 = nil
+	}
+	return s, err
 }
 
 // MeanRSA averages RSA's accuracy and majority over reports at each step.
