@@ -174,18 +174,22 @@ type stopNote struct{ keeps, quits string }
 // stopNotes says what the command name, of the flags fs as parsed, keeps
 // when a signal stops it: train and sft save their last completed step,
 // and quitting at once leaves a checkpoint being written unfinished, the
-// newest complete one resumed; eval --mode passk keeps the problems it
-// finished in its problems file (report.ProblemsSuffix), which a rerun
-// resumes from, but not with --traces, which saves none; the others
-// keep nothing (the zero stopNote).
+// newest complete one resumed; eval --mode passk and sequential keep the
+// problems they finished in their problems file (report.ProblemsSuffix),
+// which a rerun resumes from, but not with --traces, which saves none;
+// the others keep nothing (the zero stopNote).
 func stopNotes(name string, fs *pflag.FlagSet) stopNote {
 	switch name {
 	case "train", "sft":
 		return stopNote{"it saves its last completed step first", "a checkpoint being written is left unfinished, and a rerun resumes from the newest complete one"}
 	case "eval":
-		if flagValue(fs, "mode") == "passk" && flagValue(fs, "traces") != "true" {
-			return stopNote{"it keeps the problems it finished for a rerun to resume from", "a rerun resumes from the problems it saved"}
+		if flagValue(fs, "traces") == "true" {
+			break
 		}
+		if flagValue(fs, "mode") == "rsa" {
+			break
+		}
+		return stopNote{"it keeps the problems it finished for a rerun to resume from", "a rerun resumes from the problems it saved"}
 	}
 	return stopNote{}
 }

@@ -141,12 +141,16 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		Extra:      reportExtra(samplerCfg, f.reward.rule, tmpl, tf, skipped),
 		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
 	base := filepath.Join(f.out, f.mode)
-	if f.mode == "passk" && !f.fresh {
+	// pass@k and the sequential budget sweep save their problems as
+	// they finish, which a rerun of the same settings resumes; RSA,
+	// whose steps each take every problem, starts over.
+	resumes := f.mode != "rsa"
+	if resumes && !f.fresh {
 		// What an interrupted evaluation of other settings saved is
 		// refused before the model loads (minutes, for a real model),
 		// by all but the checkpoint, which only its load picks:
 		// openEvalProblems checks that too, once it is loaded.
-		key := report.KeyOf(report.ModePassAtK, meta, f.samples)
+		key := report.KeyOf(report.Mode(f.mode), meta, f.samples)
 		if _, err := resumable(base+report.ProblemsSuffix, key, problems, f.ckpt != "", f.traces); err != nil {
 			return err
 		}
@@ -177,11 +181,11 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	meta.Timestamp = time.Now().UTC()
 	noteReplacedReport(env.stderr, base+".json", f.mode, meta)
 	var saved *evalProblems
-	if f.mode == "passk" {
+	if resumes {
 		// Saved as its problems finish, resumed by a rerun of the same
 		// settings: a long evaluation on a serving engine, failed or
 		// interrupted at 90%, does not start over.
-		key := report.KeyOf(report.ModePassAtK, meta, f.samples)
+		key := report.KeyOf(report.Mode(f.mode), meta, f.samples)
 		if saved, err = openEvalProblems(base+report.ProblemsSuffix, key, problems, meta.Timestamp, f.fresh, f.traces, env.stderr); err != nil {
 			return err
 		}
@@ -251,6 +255,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		res, err := ev.Sequential(ctx, problems, rollout.BudgetConfig{Samples: f.samples, MaxTokens: samplerCfg.MaxNewTokens}, f.seed)
 		bar.done()
 		if err != nil {
+			saved.noteKept(env.stderr)
 			return err
 		}
 		rep := report.NewBudget(meta, res)
@@ -662,8 +667,9 @@ func evalChunk(parallel, n int) int {
 	return max(1, (evalChunkWaves*parallel+n-1)/n)
 }
 
-// evalProblems is the file in --out in which a pass@k evaluation saves
-// its problems as they finish (report.ProblemsSuffix), made as the first
+// evalProblems is the file in --out in which a pass@k or sequential
+// evaluation saves its problems as they finish (report.ProblemsSuffix;
+// a sequential one's with every sample's generated ids), made as the first
 // are: resumed, what an interrupted evaluation of the same settings
 // saved there, which this one takes rather than generates, and started
 // when it began (the report's timestamp).
@@ -787,7 +793,7 @@ func (p *evalProblems) save(problems []data.Problem) func([]rollout.SampledProbl
 		}
 		recs := make([]report.ProblemRecord, len(done))
 		for k, d := range done {
-			recs[k] = report.RecordOf(d, problems[d.Index].ID)
+			recs[k] = report.RecordOf(d, problems[d.Index].ID, p.key.Mode == report.ModeSequential)
 		}
 		if err := p.w.Write(recs); err != nil {
 			return err

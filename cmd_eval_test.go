@@ -844,3 +844,69 @@ func TestEvalResumesAGrownLimit(t *testing.T) {
 	require.Equal(t, string(wantJSON), string(gotJSON), "the uninterrupted evaluation's report, bit for bit, the start time aside")
 	require.NoFileExists(t, partial)
 }
+
+// TestEvalResumesSequential: a sequential evaluation (the token budget
+// sweep) that failed partway kept nothing, and its rerun started over.
+// It now saves its problems as pass@k does, with every sample's
+// generated ids, which its budget curve cuts; the rerun evaluates only
+// the others and writes the report an uninterrupted evaluation writes
+// (its start time aside), with its table and notes.
+func TestEvalResumesSequential(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	eng := &resumeEngine{}
+	hs := httptest.NewServer(eng)
+	defer hs.Close()
+	dir := t.TempDir()
+	problems := filepath.Join(dir, "problems.jsonl")
+	var lines strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&lines, `{"id": "p%d", "problem": "Problem %d", "answer": "%d"}`+"\n", i, i, i%4)
+	}
+	require.NoError(t, os.WriteFile(problems, []byte(lines.String()), 0o644))
+	evalIn := func(out string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		args := []string{"eval", "--mode", "sequential", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out,
+			"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "served", "--engine-concurrency", "1"}
+		code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
+		return code, stdout.String(), stderr.String()
+	}
+	whole := filepath.Join(dir, "whole")
+	code, wantOut, wantErr := evalIn(whole)
+	require.Zero(t, code, wantErr)
+	require.Contains(t, wantErr, "traces were cut at --max-new-tokens 64", "the note on cut traces, which the resumed ones count")
+
+	out := filepath.Join(dir, "cut")
+	partial := filepath.Join(out, "sequential"+report.ProblemsSuffix)
+	eng.served.Store(0)
+	eng.failAt.Store(41) // the first call's 8 problems done
+	code, _, stderr := evalIn(out)
+	require.Equal(t, exitFailure, code, stderr)
+	require.Contains(t, stderr, "spiral: note: 8 of the 20 problems were evaluated and saved in "+partial+": rerun the command to resume from there\n")
+	saved, err := report.ReadProblems(partial)
+	require.NoError(t, err)
+	require.Len(t, saved.Problems, 8)
+	require.Equal(t, report.ModeSequential, saved.Key.Mode)
+	require.NotEmpty(t, saved.Problems[0].Samples[0].Tokens, "the ids the budgets cut")
+
+	eng.served.Store(0)
+	eng.failAt.Store(0)
+	code, gotOut, gotErr := evalIn(out)
+	require.Zero(t, code, gotErr)
+	resumed := "spiral: resuming: 8 of 20 problems already evaluated (saved in " + partial + ")\n"
+	require.Contains(t, gotErr, resumed)
+	require.Equal(t, int32(12*4), eng.served.Load(), "only the problems not saved")
+	require.Equal(t, wantOut, strings.Replace(gotOut, out, whole, -1), "the table and the files written")
+	require.Equal(t, wantErr, strings.Replace(gotErr, resumed, "", 1), "the notes")
+	var got, want report.Budget
+	require.NoError(t, report.ReadJSON(filepath.Join(out, "sequential.json"), &got))
+	require.NoError(t, report.ReadJSON(filepath.Join(whole, "sequential.json"), &want))
+	require.True(t, saved.Started.Equal(got.Meta.Timestamp), "the interrupted evaluation's start")
+	got.Meta.Timestamp = want.Meta.Timestamp
+	require.NoError(t, report.WriteJSON(filepath.Join(dir, "got.json"), got))
+	gotJSON, err := os.ReadFile(filepath.Join(dir, "got.json"))
+	require.NoError(t, err)
+	wantJSON, err := os.ReadFile(filepath.Join(whole, "sequential.json"))
+	require.NoError(t, err)
+	require.Equal(t, string(wantJSON), string(gotJSON), "bit for bit, the start time aside")
+	require.NoFileExists(t, partial)
+}

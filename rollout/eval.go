@@ -33,8 +33,9 @@ type Evaluator struct {
 	// index: Sample generates none of theirs and takes these in their
 	// place, as it would have sampled them (each trace seeded by its
 	// problem and sample alone), but for what they do not keep: PassAtK
-	// takes them, Sequential, which needs every trace's tokens, refuses
-	// them.
+	// takes them; Sequential, which cuts every trace's tokens at its
+	// budgets, takes those whose traces keep them (as many as their
+	// Tokens.Generated counts) and refuses others.
 	Resumed map[int]SampledProblem
 }
 
@@ -42,7 +43,8 @@ type Evaluator struct {
 // to Evaluator.Done and takes them from Evaluator.Resumed: Index is the
 // problem's index, Tokens what its samples spent. Resumed traces need
 // only their verdicts and finish reasons (pass@k's and the cut counts'
-// inputs), not their prompts, tokens or text.
+// inputs), not their prompts, tokens or text; the sequential budget
+// sweep's need their generated tokens too.
 type SampledProblem struct {
 	Index  int
 	Traces []Trace
@@ -468,10 +470,17 @@ func (e Evaluator) Sequential(ctx context.Context, problems []data.Problem, cfg 
 	if cfg.MaxTokens < 0 {
 		return BudgetResult{}, fmt.Errorf("rollout: sequential: max tokens %d < 0", cfg.MaxTokens)
 	}
-	if len(e.Resumed) > 0 {
+	for i, pb := range problems {
 		// The budget curve cuts every trace's tokens, which resumed
-		// traces do not keep.
-		return BudgetResult{}, errors.New("rollout: sequential: resumed problems keep no tokens to cut at the budgets")
+		// traces must keep.
+		r, ok := e.Resumed[i]
+		kept := 0
+		for _, tr := range r.Traces {
+			kept += len(tr.Tokens)
+		}
+		if ok && kept != r.Tokens.Generated {
+			return BudgetResult{}, fmt.Errorf("rollout: sequential: resumed problem %q keeps %d of its traces' %d generated tokens, which the budgets cut", pb.ID, kept, r.Tokens.Generated)
+		}
 	}
 	for i, b := range cfg.Budgets { // before sampling, as BudgetCurve and report.Budget.Validate check them
 		if b < 1 {

@@ -653,5 +653,41 @@ func TestPassAtKResumed(t *testing.T) {
 	_, err = Evaluator{Gen: &evalSeeded{}, Prompter: evalPrompter{}, Judge: evalJudge, Resumed: saved}.PassAtK(ctx, problems, PassAtKConfig{Samples: 2}, 5)
 	require.ErrorContains(t, err, `problem "p0" resumed with 3 samples, want 2`)
 	_, err = Evaluator{Gen: &evalSeeded{}, Prompter: evalPrompter{}, Judge: evalJudge, Resumed: saved}.Sequential(ctx, problems, BudgetConfig{Samples: 3}, 5)
-	require.ErrorContains(t, err, "resumed problems keep no tokens")
+	require.ErrorContains(t, err, `resumed problem "p0" keeps 0 of its traces' 15 generated tokens`)
+}
+
+// TestSequentialResumed: a sequential evaluation resumed from the
+// problems an interrupted one saved, with every trace's generated
+// tokens (which its budget curve cuts), generates only the others, and
+// its result is an uninterrupted evaluation's.
+func TestSequentialResumed(t *testing.T) {
+	var problems []data.Problem
+	for i := range 7 {
+		problems = append(problems, data.Problem{ID: fmt.Sprint("p", i), Problem: fmt.Sprint("q", i), Answer: fmt.Sprint(i % 4)})
+	}
+	cfg := BudgetConfig{Samples: 3}
+	ctx := context.Background()
+	want, err := Evaluator{Gen: &evalSeeded{}, Prompter: evalPrompter{}, Judge: evalJudge}.Sequential(ctx, problems, cfg, 5)
+	require.NoError(t, err)
+
+	saved := map[int]SampledProblem{}
+	e := Evaluator{Gen: &evalSeeded{failAt: 3}, Prompter: evalPrompter{}, Judge: evalJudge, Chunk: 2, Done: func(ps []SampledProblem) error {
+		for _, p := range ps {
+			kept := SampledProblem{Index: p.Index, Tokens: p.Tokens}
+			for _, tr := range p.Traces {
+				kept.Traces = append(kept.Traces, Trace{Completion: Completion{Tokens: tr.Tokens, Finish: tr.Finish}, Verdict: tr.Verdict})
+			}
+			saved[p.Index] = kept
+		}
+		return nil
+	}}
+	_, err = e.Sequential(ctx, problems, cfg, 5)
+	require.ErrorContains(t, err, "engine gone")
+	require.Len(t, saved, 4)
+	rest := &evalSeeded{}
+	e.Gen, e.Resumed = rest, saved
+	got, err := e.Sequential(ctx, problems, cfg, 5)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.Equal(t, 2, rest.calls, "problems 4, 5 and 6 in chunks of 2")
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/spiral-rl/spiral/rollout"
 )
 
-// ProblemsSuffix names, after the mode, the file in which a pass@k
-// evaluation saves its finished problems as it goes
+// ProblemsSuffix names, after the mode, the file in which a pass@k or
+// sequential evaluation saves its finished problems as it goes
 // (passk.problems.jsonl.partial beside passk.json): a JSON line of its
 // EvalKey, then a ProblemRecord a line, appended. The report's commit
 // removes it.
@@ -105,30 +105,38 @@ type ProblemRecord struct {
 }
 
 // SampleRecord is a sample's grade, what pass@k and majority@k read, and
-// why it ended, which eval's note on cut traces counts.
+// why it ended, which eval's note on cut traces counts; a sequential
+// evaluation's keeps the ids it generated too, which its budget curve
+// cuts.
 type SampleRecord struct {
 	Answer   string               `json:"answer"`
 	Explicit bool                 `json:"explicit,omitempty"`
 	Correct  bool                 `json:"correct,omitempty"`
 	Finish   rollout.FinishReason `json:"finish"`
+	Tokens   []int32              `json:"tokens,omitempty"`
 }
 
-// RecordOf is the record of p, a sampled problem whose id is id.
-func RecordOf(p rollout.SampledProblem, id string) ProblemRecord {
+// RecordOf is the record of p, a sampled problem whose id is id, with
+// each sample's generated ids where tokens (a sequential evaluation's).
+func RecordOf(p rollout.SampledProblem, id string, tokens bool) ProblemRecord {
 	rec := ProblemRecord{Problem: p.Index, ID: id, Tokens: p.Tokens, Samples: make([]SampleRecord, len(p.Traces))}
 	for j, tr := range p.Traces {
 		v := tr.Verdict
 		rec.Samples[j] = SampleRecord{Answer: v.Answer, Explicit: v.Explicit, Correct: v.Correct, Finish: tr.Finish}
+		if tokens {
+			rec.Samples[j].Tokens = tr.Tokens
+		}
 	}
 	return rec
 }
 
 // Sampled is the problem rec records, as rollout.Evaluator.Resumed takes
-// it: traces of its grades and finish reasons alone.
+// it: traces of its grades and finish reasons alone, and of the ids
+// generated where it keeps them.
 func (rec ProblemRecord) Sampled() rollout.SampledProblem {
 	p := rollout.SampledProblem{Index: rec.Problem, Tokens: rec.Tokens, Traces: make([]rollout.Trace, len(rec.Samples))}
 	for j, s := range rec.Samples {
-		p.Traces[j] = rollout.Trace{Completion: rollout.Completion{Finish: s.Finish},
+		p.Traces[j] = rollout.Trace{Completion: rollout.Completion{Tokens: s.Tokens, Finish: s.Finish},
 			Verdict: rollout.Verdict{Answer: s.Answer, Explicit: s.Explicit, Correct: s.Correct}}
 	}
 	return p

@@ -53,7 +53,14 @@ func TestSavedProblemsRoundTrip(t *testing.T) {
 		{Completion: rollout.Completion{Finish: rollout.FinishStop}, Verdict: rollout.Verdict{Answer: "7", Explicit: true, Correct: true}},
 		{Completion: rollout.Completion{Finish: rollout.FinishLength}},
 	}}, p)
-	require.Equal(t, resumeRecord(1, "b"), RecordOf(p, "b"))
+	require.Equal(t, resumeRecord(1, "b"), RecordOf(p, "b", false))
+
+	// A sequential evaluation's keeps each sample's generated ids.
+	p.Traces[0].Tokens, p.Traces[1].Tokens = []int32{5, 6}, []int32{7}
+	rec := RecordOf(p, "b", true)
+	require.Equal(t, []int32{5, 6}, rec.Samples[0].Tokens)
+	require.Equal(t, p, rec.Sampled())
+	require.Nil(t, RecordOf(p, "b", false).Samples[0].Tokens, "pass@k's keeps none")
 }
 
 // TestSavedProblemsCutShort: a last line cut short by a kill (or
