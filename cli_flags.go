@@ -1022,7 +1022,7 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	markNonEmpty(fs, "checkpoint", checkpointWant)
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.traces, "traces", false, "also write every judged trace to MODE.traces.jsonl in --out (text, answer, grade; RSA: step and the candidates it read)")
-	fs.BoolVar(&f.fresh, "fresh", false, "passk, sequential: discard the problems an interrupted evaluation saved in --out (MODE.problems.jsonl.partial), which a rerun of its settings resumes, and start over")
+	fs.BoolVar(&f.fresh, "fresh", false, "discard what an interrupted evaluation saved in --out (passk and sequential: the problems it finished, MODE.problems.jsonl.partial; rsa: the steps, rsa.steps.json.partial), which a rerun of its settings resumes, and start over")
 }
 
 // checkInputs is trainFlags.checkInputs for eval's input files and
@@ -1046,9 +1046,6 @@ var rsaOnlyFlags = []string{"population", "subset", "rsa-steps", "candidate-toke
 // mode.
 func (f *evalFlags) ignoredFlags() []string {
 	var out []string
-	if f.mode == "rsa" && f.changed("fresh") {
-		out = append(out, "--fresh is for --mode passk and sequential, which save their problems as they finish; --mode rsa, which starts over anyway, ignores it")
-	}
 	if f.mode == "rsa" {
 		if f.changed("samples") {
 			out = append(out, "--samples is for --mode passk and sequential; --mode rsa, which samples --population members a problem, ignores it")

@@ -176,8 +176,9 @@ type stopNote struct{ keeps, quits string }
 // and quitting at once leaves a checkpoint being written unfinished, the
 // newest complete one resumed; eval --mode passk and sequential keep the
 // problems they finished in their problems file (report.ProblemsSuffix),
-// which a rerun resumes from, but not with --traces, which saves none;
-// the others keep nothing (the zero stopNote).
+// and --mode rsa its steps (report.StepsSuffix), which a rerun resumes
+// from, but not with --traces, which saves none; the others keep
+// nothing (the zero stopNote).
 func stopNotes(name string, fs *pflag.FlagSet) stopNote {
 	switch name {
 	case "train", "sft":
@@ -187,7 +188,7 @@ func stopNotes(name string, fs *pflag.FlagSet) stopNote {
 			break
 		}
 		if flagValue(fs, "mode") == "rsa" {
-			break
+			return stopNote{"it keeps the steps it finished for a rerun to resume from", "a rerun resumes from the steps it saved"}
 		}
 		return stopNote{"it keeps the problems it finished for a rerun to resume from", "a rerun resumes from the problems it saved"}
 	}

@@ -225,10 +225,12 @@ func TestStopMessages(t *testing.T) {
 	const (
 		step     = "spiral: Ctrl-C: stopping (it saves its last completed step first); Ctrl-C again quits at once\n"
 		problems = "spiral: Ctrl-C: stopping (it keeps the problems it finished for a rerun to resume from); Ctrl-C again quits at once\n"
+		steps    = "spiral: Ctrl-C: stopping (it keeps the steps it finished for a rerun to resume from); Ctrl-C again quits at once\n"
 		nothing  = "spiral: Ctrl-C: stopping; Ctrl-C again quits at once\n"
 
 		checkpoint = "spiral: quitting at once: a checkpoint being written is left unfinished, and a rerun resumes from the newest complete one\n"
 		saved      = "spiral: quitting at once: a rerun resumes from the problems it saved\n"
+		savedSteps = "spiral: quitting at once: a rerun resumes from the steps it saved\n"
 		quits      = "spiral: quitting at once\n"
 	)
 	missing := filepath.Join(t.TempDir(), "missing.jsonl")
@@ -242,7 +244,8 @@ func TestStopMessages(t *testing.T) {
 		{[]string{"eval", "--data", missing}, problems, saved},
 		{[]string{"eval", "--mode", "passk", "--data", missing}, problems, saved},
 		{[]string{"eval", "--mode", "passk", "--traces", "--data", missing}, nothing, quits},
-		{[]string{"eval", "--mode", "rsa", "--data", missing}, nothing, quits},
+		{[]string{"eval", "--mode", "rsa", "--data", missing}, steps, savedSteps},
+		{[]string{"eval", "--mode", "rsa", "--traces", "--data", missing}, nothing, quits},
 		{[]string{"eval", "--mode", "sequential", "--data", missing}, problems, saved},
 		{[]string{"eval", "--mode", "sequential", "--traces", "--data", missing}, nothing, quits},
 		{[]string{"generate", "--model", missing, "2+2?"}, nothing, quits},

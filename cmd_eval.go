@@ -142,16 +142,28 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
 	base := filepath.Join(f.out, f.mode)
 	// pass@k and the sequential budget sweep save their problems as
-	// they finish, which a rerun of the same settings resumes; RSA,
-	// whose steps each take every problem, starts over.
-	resumes := f.mode != "rsa"
-	if resumes && !f.fresh {
+	// they finish, RSA its state after each step, which a rerun of the
+	// same settings resumes.
+	keyOf := func() report.EvalKey {
+		if f.mode != "rsa" {
+			return report.KeyOf(report.Mode(f.mode), meta, f.samples)
+		}
+		key, cfg := report.KeyOf(report.ModeRSA, meta, f.rsa.Population), f.rsa
+		key.RSA = &cfg
+		return key
+	}
+	if !f.fresh {
 		// What an interrupted evaluation of other settings saved is
 		// refused before the model loads (minutes, for a real model),
 		// by all but the checkpoint, which only its load picks:
-		// openEvalProblems checks that too, once it is loaded.
-		key := report.KeyOf(report.Mode(f.mode), meta, f.samples)
-		if _, err := resumable(base+report.ProblemsSuffix, key, problems, f.ckpt != "", f.traces); err != nil {
+		// openEvalProblems and openEvalSteps check that too, once it
+		// is loaded.
+		if f.mode == "rsa" {
+			_, err = resumableRSA(base+report.StepsSuffix, keyOf(), f.ckpt != "", f.traces)
+		} else {
+			_, err = resumable(base+report.ProblemsSuffix, keyOf(), problems, f.ckpt != "", f.traces)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -181,11 +193,19 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	meta.Timestamp = time.Now().UTC()
 	noteReplacedReport(env.stderr, base+".json", f.mode, meta)
 	var saved *evalProblems
-	if resumes {
+	var steps *evalSteps
+	if f.mode == "rsa" {
+		// Saved after each step, resumed from the step after the last
+		// by a rerun of the same settings.
+		if steps, err = openEvalSteps(base+report.StepsSuffix, keyOf(), meta.Timestamp, f.fresh, f.traces, env.stderr); err != nil {
+			return err
+		}
+		meta.Timestamp = steps.started
+	} else {
 		// Saved as its problems finish, resumed by a rerun of the same
 		// settings: a long evaluation on a serving engine, failed or
 		// interrupted at 90%, does not start over.
-		key := report.KeyOf(report.Mode(f.mode), meta, f.samples)
+		key := keyOf()
 		if saved, err = openEvalProblems(base+report.ProblemsSuffix, key, problems, meta.Timestamp, f.fresh, f.traces, env.stderr); err != nil {
 			return err
 		}
@@ -218,6 +238,13 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 			cuts.count(p.Traces...)
 		}
 	}
+	// One with --traces saves no steps, as pass@k saves no problems.
+	if steps != nil && !f.traces {
+		if steps.resumed != nil {
+			cuts.cut, cuts.padding, cuts.traces = steps.counts.Cut, steps.counts.Padding, steps.counts.Traces
+		}
+		ev.StepDone, ev.ResumedRSA = steps.save(cuts), steps.resumed
+	}
 	save := func(rep any, plot func(path string) error) error {
 		return saveEval(f.out, f.mode, traces, rep, plot, env.stdout)
 	}
@@ -226,6 +253,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		res, err := ev.RSA(ctx, problems, f.rsa, f.seed)
 		bar.done()
 		if err != nil {
+			steps.noteKept(env.stderr)
 			return err
 		}
 		rep := report.NewRSA(meta, res)
@@ -516,9 +544,11 @@ func saveEval(out, mode string, traces *report.TraceWriter, rep any, plot func(p
 	// evaluation's, which the stage holds a link of, or without --traces
 	// one that an interrupted earlier evaluation left, as its finished
 	// traces file goes.
-	// So does the file in which a pass@k evaluation saved its problems as
-	// they finished (report.ProblemsSuffix), this one's or an earlier's.
-	names := []string{mode + ".png", mode + tracesSuffix, mode + ".json", filepath.Base(partial), mode + report.ProblemsSuffix}
+	// So does the file in which a pass@k or sequential evaluation saved
+	// its problems as they finished (report.ProblemsSuffix), or an RSA
+	// evaluation its steps (report.StepsSuffix), this one's or an
+	// earlier's.
+	names := []string{mode + ".png", mode + tracesSuffix, mode + ".json", filepath.Base(partial), mode + report.ProblemsSuffix, mode + report.StepsSuffix}
 	var stale []string
 	if traces != nil {
 		if err := traces.Stage(stage.Dir()); err != nil {
@@ -749,7 +779,6 @@ func openEvalProblems(path string, key report.EvalKey, problems []data.Problem, 
 // with unloaded (a checkpoint not yet loaded: key has neither its name
 // nor its weights), the key's checkpoint is not compared.
 func resumable(path string, key report.EvalKey, problems []data.Problem, unloaded, traces bool) (*report.SavedProblems, error) {
-	const restart = "give --fresh to discard them and start over, or another --out"
 	s, err := report.ReadProblems(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || err == nil && len(s.Problems) == 0:
@@ -758,9 +787,6 @@ func resumable(path string, key report.EvalKey, problems []data.Problem, unloade
 		return nil, fmt.Errorf("%w: the file holds what an interrupted evaluation finished: %s", err, restart)
 	}
 	was := s.Key
-	if unloaded {
-		was.Model, was.CheckpointDigest = key.Model, key.CheckpointDigest
-	}
 	if n := len(was.ProblemIDs); n < len(problems) && slices.Equal(was.ProblemIDs, key.ProblemIDs[:n]) && was.ProblemsDigest == data.ProblemsDigest(problems[:n]) {
 		was.ProblemIDs, was.ProblemsDigest = key.ProblemIDs, key.ProblemsDigest
 	}
@@ -769,14 +795,133 @@ func resumable(path string, key report.EvalKey, problems []data.Problem, unloade
 		was.Extra = maps.Clone(was.Extra)
 		was.Extra[skipped] = v
 	}
-	if diff := was.Diff(key); len(diff) > 0 {
-		return nil, fmt.Errorf("%s holds %s of other settings (%s): rerun with those to resume it, or %s",
-			path, s.Describe(), strings.Join(diff, "; "), restart)
-	}
-	if traces {
-		return nil, fmt.Errorf("--traces: %s holds %s, whose traces were not kept: rerun without --traces to resume it, or %s", path, s.Describe(), restart)
+	if err := refuseSaved(path, s.Describe(), was, key, unloaded, traces); err != nil {
+		return nil, err
 	}
 	return s, nil
+}
+
+// restart is how a refusal of what an interrupted evaluation saved ends.
+const restart = "give --fresh to discard them and start over, or another --out"
+
+// refuseSaved refuses what an interrupted evaluation saved in the file
+// at path (described by what) for an evaluation of key where it is of
+// another key, was (naming how), or where traces (--traces, whose
+// traces of what was saved were not kept); with unloaded (a checkpoint
+// not yet loaded: key has neither its name nor its weights), the key's
+// checkpoint is not compared.
+func refuseSaved(path, what string, was, key report.EvalKey, unloaded, traces bool) error {
+	if unloaded {
+		was.Model, was.CheckpointDigest = key.Model, key.CheckpointDigest
+	}
+	if diff := was.Diff(key); len(diff) > 0 {
+		return fmt.Errorf("%s holds %s of other settings (%s): rerun with those to resume it, or %s",
+			path, what, strings.Join(diff, "; "), restart)
+	}
+	if traces {
+		return fmt.Errorf("--traces: %s holds %s, whose traces were not kept: rerun without --traces to resume it, or %s", path, what, restart)
+	}
+	return nil
+}
+
+// resumableRSA reads the file at path in which an interrupted RSA
+// evaluation saved its steps, for an evaluation of key: it returns them
+// where the evaluation resumes them (they are of key), nil where there
+// is none; it refuses them as refuseSaved does, and a file that does
+// not read.
+func resumableRSA(path string, key report.EvalKey, unloaded, traces bool) (*report.SavedRSA, error) {
+	s, err := report.ReadRSA(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("%w: the file holds the steps an interrupted evaluation finished: %s", err, restart)
+	}
+	if err := refuseSaved(path, s.Describe(), s.Key, key, unloaded, traces); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// evalSteps is the file in --out in which an RSA evaluation saves its
+// state after each step (report.StepsSuffix): resumed, the state an
+// interrupted evaluation of the same settings saved there, which this
+// one goes on from, with the cut traces it counted, and started when it
+// began (the report's timestamp).
+type evalSteps struct {
+	path    string
+	key     report.EvalKey
+	resumed *rollout.RSAState
+	counts  savedCounts
+	started time.Time
+	// saved counts the steps the file holds.
+	saved int
+}
+
+// savedCounts is what an RSA evaluation's file keeps of its cutCounter.
+type savedCounts struct {
+	Traces  int `json:"traces"`
+	Cut     int `json:"cut"`
+	Padding int `json:"padding"`
+}
+
+// openEvalSteps opens the file at path for an RSA evaluation of key that
+// starts now: one there that resumableRSA resumes is resumed, as stderr
+// is told, and one it refuses is refused, unless fresh (--fresh), which
+// removes it.
+func openEvalSteps(path string, key report.EvalKey, now time.Time, fresh, traces bool, stderr io.Writer) (*evalSteps, error) {
+	p := &evalSteps{path: path, key: key, started: now}
+	if fresh {
+		s, err := report.ReadRSA(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return p, nil
+		}
+		if rerr := os.Remove(path); rerr != nil {
+			return nil, fmt.Errorf("--fresh: %w", rerr)
+		}
+		what := "the steps an interrupted evaluation saved (which did not read)"
+		if err == nil {
+			what = s.Describe()
+		}
+		fmt.Fprintf(stderr, "spiral: note: --fresh: removed %s, %s\n", path, what)
+		return p, nil
+	}
+	s, err := resumableRSA(path, key, false, traces)
+	if err != nil || s == nil {
+		return p, err
+	}
+	if len(s.Counts) > 0 {
+		if err := json.Unmarshal(s.Counts, &p.counts); err != nil {
+			return nil, fmt.Errorf("%s: counts: %w: %s", path, err, restart)
+		}
+	}
+	p.resumed, p.started, p.saved = s.State(), s.Started, len(s.Steps)
+	fmt.Fprintf(stderr, "spiral: resuming: %d of %d RSA steps already evaluated (saved in %s)\n", len(s.Steps), key.RSA.Steps+1, path)
+	return p, nil
+}
+
+// save is rollout.Evaluator.StepDone: it writes the state after a step,
+// with what cuts counted, to the file, whole.
+func (p *evalSteps) save(cuts *cutCounter) func(rollout.RSAState) error {
+	return func(st rollout.RSAState) error {
+		counts, err := json.Marshal(savedCounts{Traces: cuts.traces, Cut: cuts.cut, Padding: cuts.padding})
+		if err != nil {
+			return err
+		}
+		if err := report.SaveRSA(p.path, report.RSAOf(p.key, p.started, st, counts)); err != nil {
+			return outError("--out", filepath.Dir(p.path), err)
+		}
+		p.saved = len(st.Steps)
+		return nil
+	}
+}
+
+// noteKept tells w, where the evaluation failed or was interrupted, how
+// many steps the file keeps for a rerun to resume from, if any.
+func (p *evalSteps) noteKept(w io.Writer) {
+	if p.saved > 0 {
+		fmt.Fprintf(w, "spiral: note: %d of the %d RSA steps were evaluated and saved in %s: rerun the command to resume from there\n", p.saved, p.key.RSA.Steps+1, p.path)
+	}
 }
 
 // save is rollout.Evaluator.Done for the evaluation of problems: it

@@ -910,3 +910,100 @@ func TestEvalResumesSequential(t *testing.T) {
 	require.Equal(t, string(wantJSON), string(gotJSON), "bit for bit, the start time aside")
 	require.NoFileExists(t, partial)
 }
+
+// TestEvalResumesRSA: an RSA evaluation that failed or was interrupted
+// at a step started over when rerun, every step of every problem
+// generated again. It now saves its state after each step (the steps'
+// figures, the last population's generated ids, finish reasons and
+// grades, the cut traces counted) in rsa.steps.json.partial, written
+// whole; the rerun of the same command goes on from the step after the
+// last saved, and writes the report, table and notes an uninterrupted
+// evaluation writes (its start time aside). Other settings are refused
+// before the load, as pass@k's are.
+func TestEvalResumesRSA(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	eng := &resumeEngine{}
+	hs := httptest.NewServer(eng)
+	defer hs.Close()
+	dir := t.TempDir()
+	problems := filepath.Join(dir, "problems.jsonl")
+	var lines strings.Builder
+	for i := range 6 {
+		fmt.Fprintf(&lines, `{"id": "p%d", "problem": "Problem %d", "answer": "%d"}`+"\n", i, i, i%4)
+	}
+	require.NoError(t, os.WriteFile(problems, []byte(lines.String()), 0o644))
+	ctx := context.Background()
+	evalIn := func(out string, extra ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"eval", "--mode", "rsa", "--data", problems, "--population", "2", "--subset", "2", "--rsa-steps", "3", "--max-new-tokens", "64", "--quiet", "--out", out,
+			"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "served", "--engine-concurrency", "1"}, extra...)
+		code := run(ctx, args, &cliEnv{stdout: &stdout, stderr: &stderr})
+		return code, stdout.String(), stderr.String()
+	}
+	whole := filepath.Join(dir, "whole")
+	code, wantOut, wantErr := evalIn(whole)
+	require.Zero(t, code, wantErr)
+	require.Equal(t, int32(4*12), eng.served.Load(), "4 steps of 6 problems x 2 members")
+	require.Contains(t, wantErr, "traces were cut at --max-new-tokens 64", "the note on cut traces, which the resumed steps count")
+
+	out := filepath.Join(dir, "cut")
+	partial := filepath.Join(out, "rsa"+report.StepsSuffix)
+	eng.served.Store(0)
+	eng.failAt.Store(2*12 + 5) // within step 2
+	code, _, stderr := evalIn(out)
+	require.Equal(t, exitFailure, code, stderr)
+	require.Contains(t, stderr, "spiral: note: 2 of the 4 RSA steps were evaluated and saved in "+partial+": rerun the command to resume from there\n")
+	saved, err := report.ReadRSA(partial)
+	require.NoError(t, err)
+	require.Len(t, saved.Steps, 2)
+	require.NotEmpty(t, saved.Population[0][0].Tokens, "the ids the next step aggregates")
+
+	eng.served.Store(0)
+	eng.failAt.Store(0)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"another seed", []string{"--seed", "2"}, partial + " holds 2 of the 4 steps of an interrupted rsa evaluation of other settings (seed 1, not 2): rerun with those to resume it, or give --fresh"},
+		{"more steps", []string{"--rsa-steps", "4"}, "(rsa --population 2 --subset 2 --rsa-steps 3 --candidate-tokens 0, prompts of up to 4032 tokens, not --population 2 --subset 2 --rsa-steps 4 --candidate-tokens 0, prompts of up to 4032 tokens)"},
+		{"traces", []string{"--traces"}, "--traces: " + partial + " holds 2 of the 4 steps of an interrupted rsa evaluation, whose traces were not kept"},
+	} {
+		code, _, stderr := evalIn(out, tc.args...)
+		require.Equal(t, exitFailure, code, tc.name)
+		require.Contains(t, stderr, tc.want, tc.name)
+		require.Zero(t, eng.served.Load(), "%s: nothing generated", tc.name)
+	}
+
+	code, gotOut, gotErr := evalIn(out)
+	require.Zero(t, code, gotErr)
+	resumed := "spiral: resuming: 2 of 4 RSA steps already evaluated (saved in " + partial + ")\n"
+	require.Contains(t, gotErr, resumed)
+	require.Equal(t, int32(2*12), eng.served.Load(), "steps 2 and 3 alone")
+	require.Equal(t, wantOut, strings.Replace(gotOut, out, whole, -1), "the table and the files written")
+	require.Equal(t, wantErr, strings.Replace(gotErr, resumed, "", 1), "the notes: the traces cut alike")
+	var got, want report.RSA
+	require.NoError(t, report.ReadJSON(filepath.Join(out, "rsa.json"), &got))
+	require.NoError(t, report.ReadJSON(filepath.Join(whole, "rsa.json"), &want))
+	require.True(t, saved.Started.Equal(got.Meta.Timestamp), "the interrupted evaluation's start")
+	got.Meta.Timestamp = want.Meta.Timestamp
+	require.NoError(t, report.WriteJSON(filepath.Join(dir, "got.json"), got))
+	gotJSON, err := os.ReadFile(filepath.Join(dir, "got.json"))
+	require.NoError(t, err)
+	wantJSON, err := os.ReadFile(filepath.Join(whole, "rsa.json"))
+	require.NoError(t, err)
+	require.Equal(t, string(wantJSON), string(gotJSON), "bit for bit, the start time aside")
+	require.NoFileExists(t, partial, "removed with the report's commit")
+
+	// --fresh discards them and starts over.
+	eng.served.Store(0)
+	eng.failAt.Store(2*12 + 5)
+	code, _, stderr = evalIn(out)
+	require.Equal(t, exitFailure, code, stderr)
+	eng.served.Store(0)
+	eng.failAt.Store(0)
+	code, _, stderr = evalIn(out, "--fresh")
+	require.Zero(t, code, stderr)
+	require.Contains(t, stderr, "spiral: note: --fresh: removed "+partial+", 2 of the 4 steps of an interrupted rsa evaluation\n")
+	require.Equal(t, int32(4*12), eng.served.Load())
+}

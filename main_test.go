@@ -433,8 +433,9 @@ func TestEvalIgnoredFlags(t *testing.T) {
 		{[]string{"--mode", "rsa", "--reward-truncated"}, []string{"--reward-truncated grades traces cut at --max-new-tokens like the others, which without --reward-fallback need an explicit answer, as a cut trace does by default: alone it changes only the reward of a cut trace whose explicit answer runs up to the cut (\"The final answer is 1\", which may have been going on to 18), which it credits (add --reward-fallback to grade every trace by its last number)"}},
 		{[]string{"--reward-truncated"}, []string{"--reward-truncated grades traces cut at --max-new-tokens like the others, which without --reward-fallback need an explicit answer, as a cut trace does by default: alone it changes only the reward of a cut trace whose explicit answer runs up to the cut (\"The final answer is 1\", which may have been going on to 18), which it credits (add --reward-fallback to grade every trace by its last number)"}},
 		{[]string{"--reward-truncated", "--reward-fallback"}, nil},
-		// pass@k and sequential save their problems as they finish.
-		{[]string{"--mode", "rsa", "--fresh"}, []string{"--fresh is for --mode passk and sequential, which save their problems as they finish; --mode rsa, which starts over anyway, ignores it"}},
+		// Every mode saves what it finishes: pass@k and sequential
+		// their problems, RSA its steps.
+		{[]string{"--mode", "rsa", "--fresh"}, nil},
 		{[]string{"--mode", "sequential", "--fresh"}, nil},
 		{[]string{"--fresh"}, nil},
 	} {

@@ -37,6 +37,18 @@ type Evaluator struct {
 	// budgets, takes those whose traces keep them (as many as their
 	// Tokens.Generated counts) and refuses others.
 	Resumed map[int]SampledProblem
+	// StepDone, when non-nil, receives RSA's state after each step, once
+	// judged and handed to Traces; an error stops the evaluation. What
+	// it saves, ResumedRSA gives back.
+	StepDone func(RSAState) error
+	// ResumedRSA, when non-nil, is the state after the first steps of an
+	// earlier RSA evaluation of the same settings (problems, seed,
+	// configuration, sampler, judge): RSA goes on from the step after
+	// it, as it would have (each member and subset seeded by its step,
+	// problem and index alone). Its population's members need only
+	// their generated ids and finish reasons (what the next step's
+	// candidates are made of) and verdicts.
+	ResumedRSA *RSAState
 }
 
 // SampledProblem is one problem's judged samples, as Sample hands them

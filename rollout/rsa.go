@@ -106,6 +106,15 @@ type RSAStep struct {
 	Problems []RSAProblemStep `json:"problems,omitempty"`
 }
 
+// RSAState is RSA's progress after a step, as Evaluator.StepDone gets it
+// and Evaluator.ResumedRSA gives it back: the steps reported so far
+// (Steps[t] is step t) and the last one's population ([problems][N]),
+// which the next step aggregates.
+type RSAState struct {
+	Steps      []RSAStep
+	Population [][]Trace
+}
+
 // RSAResult is the outcome of Evaluator.RSA.
 type RSAResult struct {
 	Config RSAConfig `json:"config"`
@@ -143,8 +152,10 @@ func (r RSAResult) FittedNote(problems int, report string) string {
 // Every step is one Generate call over all problems (problem-major).
 // Member j of problem i at step t is seeded by Stream{seed, t, i, j,
 // PhaseRSA} and the subsets of (t, i) by sample index MaxUint64 of the
-// same phase, so a run is reproducible. Every member is judged; each step
-// reports accuracy, majority and tokens spent.
+// same phase, so a run is reproducible, and one resumed from
+// e.ResumedRSA goes on as it would have. Every member is judged; each
+// step reports accuracy, majority and tokens spent, and is handed to
+// e.StepDone with its population.
 func (e Evaluator) RSA(ctx context.Context, problems []data.Problem, cfg RSAConfig, seed uint64) (RSAResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return RSAResult{}, fmt.Errorf("rollout: rsa: %w", err)
@@ -162,7 +173,19 @@ func (e Evaluator) RSA(ctx context.Context, problems []data.Problem, cfg RSAConf
 		pop [][]Trace // [problems][N], the previous population
 		cum Tokens
 	)
-	for t := 0; t <= cfg.Steps; t++ {
+	if r := e.ResumedRSA; r != nil {
+		if len(r.Steps) == 0 || len(r.Steps) > cfg.Steps+1 || len(r.Population) != len(problems) {
+			return RSAResult{}, fmt.Errorf("rollout: rsa: resumed after %d steps with %d problems' populations, want 1 to %d steps of %d problems", len(r.Steps), len(r.Population), cfg.Steps+1, len(problems))
+		}
+		for i, members := range r.Population {
+			if len(members) != n {
+				return RSAResult{}, fmt.Errorf("rollout: rsa: problem %q resumed with %d members, want %d", problems[i].ID, len(members), n)
+			}
+		}
+		res.Steps = append(res.Steps, r.Steps...)
+		pop, cum = r.Population, r.Steps[len(r.Steps)-1].Cumulative
+	}
+	for t := len(res.Steps); t <= cfg.Steps; t++ {
 		var traces [][]Trace
 		var drawn [][][]int // [problems][N] the candidates of each new member (t >= 1)
 		var st Stats
@@ -261,6 +284,11 @@ func (e Evaluator) RSA(ctx context.Context, problems []data.Problem, cfg RSAConf
 			step.Majority /= float64(len(problems))
 		}
 		res.Steps = append(res.Steps, step)
+		if e.StepDone != nil {
+			if err := e.StepDone(RSAState{Steps: res.Steps, Population: pop}); err != nil {
+				return RSAResult{}, fmt.Errorf("rollout: rsa step %d: %w", t, err)
+			}
+		}
 	}
 	res.Final = pop
 	return res, nil

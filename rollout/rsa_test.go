@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -422,4 +423,40 @@ func TestRSAStreamsDistinct(t *testing.T) {
 			require.NotEqual(t, drawn[ka], drawn[kb], "(step, problem) %v and %v drew the same subsets", ka, kb)
 		}
 	}
+}
+
+// TestRSAResumed: RSA resumed from the state an earlier evaluation's
+// StepDone saved after step 1 (its population's members kept as a file
+// keeps them: generated ids, finish reasons and verdicts) generates only
+// the steps after it, with the prompts and seeds of an uninterrupted
+// run, and gives its result.
+func TestRSAResumed(t *testing.T) {
+	problems := rsaProblems(4)
+	cfg := RSAConfig{Population: 6, SubsetSize: 3, Steps: 3}
+	ctx := context.Background()
+	whole := &rsaFakeGen{}
+	var states []RSAState
+	want, err := Evaluator{Gen: whole, Prompter: evalPrompter{}, Judge: evalJudge, StepDone: func(st RSAState) error {
+		kept := RSAState{Steps: slices.Clone(st.Steps)}
+		for _, members := range st.Population {
+			var row []Trace
+			for _, m := range members {
+				row = append(row, Trace{Completion: Completion{Tokens: m.Tokens, Finish: m.Finish}, Verdict: m.Verdict})
+			}
+			kept.Population = append(kept.Population, row)
+		}
+		states = append(states, kept)
+		return nil
+	}}.RSA(ctx, problems, cfg, 21)
+	require.NoError(t, err)
+	require.Len(t, states, 4, "one a step")
+
+	rest := &rsaFakeGen{}
+	got, err := Evaluator{Gen: rest, Prompter: evalPrompter{}, Judge: evalJudge, ResumedRSA: &states[1]}.RSA(ctx, problems, cfg, 21)
+	require.NoError(t, err)
+	require.Equal(t, want.Steps, got.Steps)
+	require.Equal(t, whole.calls[2:], rest.calls, "steps 2 and 3 alone, their prompts and seeds alike")
+
+	_, err = Evaluator{Gen: rest, Prompter: evalPrompter{}, Judge: evalJudge, ResumedRSA: &states[1]}.RSA(ctx, problems[:3], cfg, 21)
+	require.ErrorContains(t, err, "resumed after 2 steps with 4 problems' populations, want 1 to 4 steps of 3 problems")
 }

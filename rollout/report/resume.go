@@ -43,6 +43,9 @@ type EvalKey struct {
 	Extra            map[string]string `json:"extra"`
 	ProblemIDs       []string          `json:"problem_ids"`
 	ProblemsDigest   string            `json:"problems_digest"`
+	// RSA is an RSA evaluation's configuration (Samples its
+	// population); nil for the other modes.
+	RSA *rollout.RSAConfig `json:"rsa,omitempty"`
 }
 
 // KeyOf is the key of an evaluation of mode with the report meta m and
@@ -68,6 +71,15 @@ func (k EvalKey) Diff(now EvalKey) []string {
 	field("model id", k.ModelDigest, now.ModelDigest)
 	field("data", k.Dataset, now.Dataset)
 	field("seed", k.Seed, now.Seed)
+	if k.RSA != nil || now.RSA != nil {
+		rsa := func(c *rollout.RSAConfig) string {
+			if c == nil {
+				return "none"
+			}
+			return fmt.Sprintf("--population %d --subset %d --rsa-steps %d --candidate-tokens %d, prompts of up to %d tokens", c.Population, c.SubsetSize, c.Steps, c.CandidateTokens, c.PromptLimit)
+		}
+		field("rsa", rsa(k.RSA), rsa(now.RSA))
+	}
 	keys := slices.Sorted(maps.Keys(k.Extra))
 	for key := range now.Extra {
 		if _, ok := k.Extra[key]; !ok {

@@ -189,3 +189,40 @@ func TestRekeyProblems(t *testing.T) {
 	require.False(t, s.Cut)
 	require.Equal(t, []ProblemRecord{resumeRecord(1, "b"), resumeRecord(2, "c")}, s.Problems)
 }
+
+// TestSavedRSA: an RSA evaluation's state after a step reads back as
+// written, its members as rollout.Evaluator.ResumedRSA takes them; one
+// of steps out of order, or of another population than its key's, is
+// refused, naming the file.
+func TestSavedRSA(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rsa"+StepsSuffix)
+	key := resumeKey()
+	key.Mode, key.RSA = ModeRSA, &rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 3}
+	member := func(id int32, ok bool) rollout.Trace {
+		return rollout.Trace{Completion: rollout.Completion{Tokens: []int32{id, id + 1}, Finish: rollout.FinishStop}, Verdict: rollout.Verdict{Answer: "7", Correct: ok}}
+	}
+	st := rollout.RSAState{
+		Steps:      []rollout.RSAStep{{Step: 0, Population: 2, Accuracy: 0.5}, {Step: 1, Population: 2, Accuracy: 0.75}},
+		Population: [][]rollout.Trace{{member(1, true), member(3, false)}, {member(5, true), member(7, true)}, {member(9, false), member(11, true)}},
+	}
+	started := time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)
+	require.NoError(t, SaveRSA(path, RSAOf(key, started, st, []byte(`{"cut":1}`))))
+	s, err := ReadRSA(path)
+	require.NoError(t, err)
+	require.Equal(t, key, s.Key)
+	require.True(t, started.Equal(s.Started))
+	require.JSONEq(t, `{"cut":1}`, string(s.Counts))
+	require.Equal(t, &st, s.State())
+	require.Equal(t, "2 of the 4 steps of an interrupted rsa evaluation", s.Describe())
+
+	bad := *RSAOf(key, started, st, nil)
+	bad.Steps = []rollout.RSAStep{{Step: 1}}
+	require.NoError(t, SaveRSA(path, &bad))
+	_, err = ReadRSA(path)
+	require.ErrorContains(t, err, path+": step 1 in step 0's place")
+	bad = *RSAOf(key, started, st, nil)
+	bad.Population[1] = bad.Population[1][:1]
+	require.NoError(t, SaveRSA(path, &bad))
+	_, err = ReadRSA(path)
+	require.ErrorContains(t, err, path+`: problem "b" has 1 members, want 2`)
+}
