@@ -1013,7 +1013,7 @@ func (f *evalFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.rsa.SubsetSize, "subset", f.rsa.SubsetSize, "RSA subset size K")
 	fs.IntVar(&f.rsa.Steps, "rsa-steps", f.rsa.Steps, "RSA aggregation steps T")
 	fs.IntVar(&f.rsa.CandidateTokens, "candidate-tokens", f.rsa.CandidateTokens, "cap on each candidate in an aggregation prompt, keeping its end (0 = no cap)")
-	fs.StringVar(&f.out, "out", "runs/eval", "output directory: the JSON report MODE.json and its PNG plot, MODE.traces.jsonl (--traces), and artifacts/ (the model's sampling graphs)")
+	fs.StringVar(&f.out, "out", "runs/eval", "output directory: the JSON report MODE.json and its PNG plot, MODE.traces.jsonl (--traces), artifacts/ (the model's sampling graphs), and until the report is written what the evaluation finished (MODE.problems.jsonl.partial, rsa.steps.json.partial), which a rerun resumes")
 	markNonEmpty(fs, "out", "the directory to write the report in (default runs/eval)")
 	fs.StringVar(&f.label, "label", "", "name of this model in compare's tables and plot's legends (default: the model, with its checkpoint; compare averages the reports of one name as seeds)")
 	markNonEmpty(fs, "label", "the model's name in compare and plot (leave --label out for the model's own)")

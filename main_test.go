@@ -2824,7 +2824,7 @@ func TestOutHelpListsItsFiles(t *testing.T) {
 		command, want string
 	}{
 		{"train", `run directory: metrics.jsonl, eval.jsonl, checkpoints/, artifacts/, training.png, rsa.json (--final-rsa-steps), tensorboard/ (--tensorboard) (default "runs/spiral")`},
-		{"eval", `output directory: the JSON report MODE.json and its PNG plot, MODE.traces.jsonl (--traces), and artifacts/ (the model's sampling graphs) (default "runs/eval")`},
+		{"eval", `output directory: the JSON report MODE.json and its PNG plot, MODE.traces.jsonl (--traces), artifacts/ (the model's sampling graphs), and until the report is written what the evaluation finished (MODE.problems.jsonl.partial, rsa.steps.json.partial), which a rerun resumes (default "runs/eval")`},
 	} {
 		var stdout bytes.Buffer
 		require.Zero(t, run(context.Background(), []string{c.command, "--help"}, &cliEnv{stdout: &stdout, stderr: io.Discard}))
