@@ -27,7 +27,8 @@
 # eval/, report/ and logs/). An OUT that holds any of those but no stamp
 # is not a study's and is refused. One study at a time in an OUT: while
 # one runs there (its script or its jobs hold OUT/.study.lock), another
-# waits up to 15 s for it to stop and is refused (exit 1) if it has not.
+# waits up to LOCK_WAIT seconds for it to stop and is refused (exit 1) if
+# it has not.
 #
 #   OUT      the study directory (default: runs/study)
 #   STEPS    training steps per run (default: 50)
@@ -61,6 +62,9 @@
 #            cores), each ONNX Runtime session on one thread when JOBS > 1:
 #            the embedded model is too small for two threads to beat two
 #            processes
+#   LOCK_WAIT seconds to wait for another study running in OUT to stop
+#            (default: 15, long enough for a study stopped by Ctrl-C to
+#            save its work)
 #
 # The numbers are whole numbers >= 1 (of at most 9 digits). A knob set to
 # the empty string, or to a value outside these, is refused (exit 2)
@@ -79,6 +83,7 @@ PROBLEMS=${PROBLEMS-16}
 EVALN=${EVALN-128}
 PASSK_SAMPLES=${PASSK_SAMPLES-256}
 JOBS=${JOBS-$(nproc)}
+LOCK_WAIT=${LOCK_WAIT-15}
 # The knobs are checked before anything is built or run: a bad one found
 # later would fail the study after the jobs before it had run.
 refuse() { # knob want: exit 2 naming the knob, its value and what it wants
@@ -101,7 +106,7 @@ for sub in runs eval report logs; do
 	[[ -f $OUT/study.stamp || ! -e $OUT/$sub ]] ||
 		refuse OUT "a study's directory or a new one (it holds $sub/ but no study.stamp)"
 done
-for knob in STEPS PROBLEMS EVALN PASSK_SAMPLES JOBS; do
+for knob in STEPS PROBLEMS EVALN PASSK_SAMPLES JOBS LOCK_WAIT; do
 	want=$(whole "${!knob}")
 	[[ -z $want ]] || refuse "$knob" "$want"
 done
@@ -126,7 +131,7 @@ ALGOS=${words[*]}
 # markers and fail both on each other's run and evaluation locks. The
 # lock is held until the script and every job it started (they inherit
 # it) are gone: a stopped study's jobs save their work first, which the
-# wait of up to 15 s lets a study rerun at once after Ctrl-C outlast.
+# wait of up to LOCK_WAIT s lets a study rerun at once after Ctrl-C outlast.
 # flock exits 1 when the lock is taken; another status is a file system
 # without locks (flock says which error), where the study goes on
 # unlocked, as spiral's own locks do.
@@ -134,7 +139,7 @@ if command -v flock >/dev/null 2>&1; then
 	mkdir -p "$OUT"
 	exec 8>>"$OUT/.study.lock"
 	locked=0
-	flock -w 15 8 || locked=$?
+	flock -w "$LOCK_WAIT" 8 || locked=$?
 	if ((locked == 1)); then
 		echo "study: $OUT: another study is running there (it holds $OUT/.study.lock, as a stopped study's jobs do until they have saved their work): wait for it, or give another OUT" >&2
 		exit 1

@@ -20,7 +20,7 @@ import (
 )
 
 // studyKnobs are scripts/study.sh's settings, taken from the environment.
-var studyKnobs = []string{"OUT", "STEPS", "SEEDS", "ALGOS", "PROBLEMS", "EVALN", "PASSK_SAMPLES", "JOBS"}
+var studyKnobs = []string{"OUT", "STEPS", "SEEDS", "ALGOS", "PROBLEMS", "EVALN", "PASSK_SAMPLES", "JOBS", "LOCK_WAIT"}
 
 // TestStudyRefusals runs scripts/study.sh (make study) with bad knobs: each
 // is refused, named with its value and what it wants, with exit 2, before
@@ -61,6 +61,8 @@ func TestStudyRefusals(t *testing.T) {
 		{[]string{"STEPS=1.5"}, "study: STEPS=1.5: want a whole number >= 1"},
 		{[]string{"PROBLEMS= 8"}, "study: PROBLEMS= 8: want a whole number >= 1"},
 		{[]string{"PASSK_SAMPLES=many"}, "study: PASSK_SAMPLES=many: want a whole number >= 1"},
+		{[]string{"LOCK_WAIT=0"}, "study: LOCK_WAIT=0: want a whole number >= 1"},
+		{[]string{"LOCK_WAIT=1s"}, "study: LOCK_WAIT=1s: want a whole number >= 1"},
 		{[]string{"SEEDS="}, "study: SEEDS=: want one or more seeds"},
 		{[]string{"SEEDS= "}, "study: SEEDS= : want one or more seeds"},
 		{[]string{"SEEDS=1 x"}, "study: SEEDS=1 x: want whole numbers >= 1 (x is not)"},
@@ -189,7 +191,8 @@ func TestStudyStopTakesItsJobs(t *testing.T) {
 // before it changes anything there. Unlocked, the second study removed
 // the first's results when its settings differed, and otherwise
 // truncated the first's job logs, removed its failure markers and made
-// both fail on each other's training and evaluation locks.
+// both fail on each other's training and evaluation locks. It waits
+// LOCK_WAIT seconds (1 here; 15 by default) for the first to stop.
 func TestStudyRefusesASecondStudy(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
@@ -216,7 +219,7 @@ func TestStudyRefusesASecondStudy(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	env := []string{"OUT=" + out, "STEPS=1", "SEEDS=1", "ALGOS=grpo", "PROBLEMS=1", "EVALN=1", "PASSK_SAMPLES=1", "JOBS=1"}
+	env := []string{"OUT=" + out, "STEPS=1", "SEEDS=1", "ALGOS=grpo", "PROBLEMS=1", "EVALN=1", "PASSK_SAMPLES=1", "JOBS=1", "LOCK_WAIT=1"}
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(studyKnobs, k) {
 			env = append(env, kv)
@@ -231,7 +234,9 @@ func TestStudyRefusesASecondStudy(t *testing.T) {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
 	err = cmd.Run()
+	waited := time.Since(start)
 	require.NoError(t, ctx.Err(), "not refused: the second study ran (stderr %q)", stderr.String())
 	var ee *exec.ExitError
 	require.True(t, errors.As(err, &ee), "want exit 1, got %v (stderr %q)", err, stderr.String())
@@ -244,6 +249,8 @@ func TestStudyRefusesASecondStudy(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "steps=50 seeds=1 algos=grpo\n", string(b), "the running study's stamp is left alone")
 	require.NoDirExists(t, filepath.Join(out, "logs"))
+	require.GreaterOrEqual(t, waited, time.Second, "refused after waiting LOCK_WAIT=1 s for the running study")
+	require.Less(t, waited, 15*time.Second, "the wait is LOCK_WAIT's, not the default 15 s")
 }
 
 // TestStudyFlagsAnEarlierCheckpoint: a study evaluates each run through
