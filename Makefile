@@ -33,10 +33,12 @@ vet:
 # tests (they run python3): python3's own where it has one, else the
 # engine venv's (pinned in scripts/engine/requirements.txt), first on
 # PATH; pip cannot install into a system Python that is externally
-# managed (PEP 668: Debian 12, Ubuntu 23.04 and later).
+# managed (PEP 668: Debian 12, Ubuntu 23.04 and later). -timeout 30m: a
+# package's tests (./tests, about 7 minutes on 2 idle cores, three times
+# that on loaded ones) fail all at once past go test's default of 10.
 test: vet engine-venv
 	@$(ENV) && { python3 -c 'import onnx' 2>/dev/null || PATH="$(ENGINE_VENV)/bin:$$PATH"; } && \
-		SPIRAL_ENGINE_PYTHON="$(ENGINE_VENV)/bin/python" go test -count=1 ./...
+		SPIRAL_ENGINE_PYTHON="$(ENGINE_VENV)/bin/python" go test -count=1 -timeout 30m ./...
 
 # The race detector over the code that runs goroutines: the serving-engine
 # client's workers and stall watcher, the sampler's rows and the embedded
