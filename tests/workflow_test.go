@@ -257,7 +257,9 @@ func TestInterruptSavesCheckpoint(t *testing.T) {
 	r := spiral(t, nil, "init-model", "--out", m)
 	require.Equal(t, 0, r.code, r.stderr)
 	run := filepath.Join(dir, "run")
-	shape := []string{"--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2", "--max-new-tokens", "24"}
+	// The resumed runs' final RSA on 2 held-out problems, not 64: it took
+	// 49 s of the test's 60.
+	shape := []string{"--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2", "--max-new-tokens", "24", "--eval-problems", "2"}
 	cmd, stderr := signalAtLine(t, syscall.SIGINT, "step ", 2*time.Minute, append([]string{"train", "--model", m, "--out", run, "--steps", "1000", "--checkpoint-every", "1000", "--quiet"}, shape...)...)
 	require.Equal(t, 130, cmd.ProcessState.ExitCode(), stderr)
 	require.Contains(t, stderr, "rerun the command to resume")
@@ -278,7 +280,7 @@ func TestInterruptSavesCheckpoint(t *testing.T) {
 	r = spiral(t, nil, append([]string{"train", "--model", m, "--out", run, "--steps", "1", "--quiet"}, shape...)...)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "resumed from")
-	r = spiral(t, nil, "train", "--model", m, "--out", run, "--steps", "1", "--quiet", "--override", "--max-new-tokens", "24")
+	r = spiral(t, nil, "train", "--model", m, "--out", run, "--steps", "1", "--quiet", "--override", "--max-new-tokens", "24", "--eval-problems", "2")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "--override: continuing")
 }
