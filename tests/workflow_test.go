@@ -463,8 +463,10 @@ func TestLoRAWorkflow(t *testing.T) {
 	dir := t.TempDir()
 	run := filepath.Join(dir, "run")
 	ckpts := filepath.Join(run, "checkpoints")
+	// The final RSA through the adapters on 2 held-out problems, not 64
+	// (55 s of each run's 60).
 	args := []string{"train", "--out", run, "--lora-rank", "4", "--lora-alpha", "8", "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2",
-		"--max-new-tokens", "24", "--checkpoint-every", "1", "--eval-every", "0", "--quiet"}
+		"--max-new-tokens", "24", "--checkpoint-every", "1", "--eval-every", "0", "--eval-problems", "2", "--quiet"}
 	r := spiral(t, nil, append(args, "--steps", "2")...)
 	require.Equal(t, 0, r.code, r.stderr)
 	ckpt := filepath.Join(ckpts, "ckpt-000002")
