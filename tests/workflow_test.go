@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -388,14 +389,20 @@ func TestDeterministicResume(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	shape := []string{"--model", m, "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2", "--max-new-tokens", "16",
 		"--checkpoint-every", "1", "--eval-every", "0", "--deterministic", "--quiet", "--seed", "9"}
+	// The straight run beside the interrupted one (--deterministic runs
+	// one thread: two at once on two cores).
 	straight := filepath.Join(dir, "straight")
-	r = spiral(t, nil, append([]string{"train", "--out", straight, "--steps", "4"}, shape...)...)
-	require.Equal(t, 0, r.code, r.stderr)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // before dir's removal, should the test stop early
+	var rs result
+	wg.Go(func() { rs = spiral(t, nil, append([]string{"train", "--out", straight, "--steps", "4"}, shape...)...) })
 
 	// The same run, interrupted after its first step, then resumed.
 	resumed := filepath.Join(dir, "resumed")
 	signalAtLine(t, syscall.SIGINT, "step ", 2*time.Minute, append([]string{"train", "--out", resumed, "--steps", "4"}, shape...)...)
 	r = spiral(t, nil, append([]string{"train", "--out", resumed, "--steps", "4"}, shape...)...)
+	wg.Wait()
+	require.Equal(t, 0, rs.code, rs.stderr)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "resumed from")
 
