@@ -85,7 +85,8 @@ func startLlamaCpp(t *testing.T) string {
 // the figures must equal the local engine's (the same tokens, so the
 // conversion and the engine client are exact); sampled, pass@1 must
 // agree within sampling noise (llama.cpp's sampler is its own, seeded
-// per request).
+// per request). Each local evaluation runs beside its remote twin, which
+// mostly waits on the server's one thread.
 func TestEvalThroughLlamaCpp(t *testing.T) {
 	requireRuntime(t)
 	url := startLlamaCpp(t)
@@ -95,11 +96,12 @@ func TestEvalThroughLlamaCpp(t *testing.T) {
 	for _, mode := range []string{"passk", "sequential", "rsa"} {
 		t.Run("greedy-"+mode, func(t *testing.T) {
 			local, remote := filepath.Join(t.TempDir(), "local"), filepath.Join(t.TempDir(), "remote")
-			r := spiral(t, nil, append([]string{"eval", "--mode", mode, "--out", local}, greedy...)...)
-			require.Equal(t, 0, r.code, r.stderr)
-			r = spiral(t, nil, append(append([]string{"eval", "--mode", mode, "--out", remote}, engine...), greedy...)...)
-			require.Equal(t, 0, r.code, r.stderr)
-			require.Contains(t, r.stderr, "without token ids", "llama.cpp returns text; spiral must say it tokenizes locally")
+			rs := runAtOnce(t, t.TempDir(), append([]string{"eval", "--mode", mode, "--out", local}, greedy...),
+				append(append([]string{"eval", "--mode", mode, "--out", remote}, engine...), greedy...))
+			for _, r := range rs {
+				require.Equal(t, 0, r.code, r.stderr)
+			}
+			require.Contains(t, rs[1].stderr, "without token ids", "llama.cpp returns text; spiral must say it tokenizes locally")
 			want, got := figures(t, filepath.Join(local, mode+".json")), figures(t, filepath.Join(remote, mode+".json"))
 			t.Logf("%s: %v", mode, want)
 			if mode == "rsa" {
@@ -132,10 +134,10 @@ func TestEvalThroughLlamaCpp(t *testing.T) {
 		const problems, samples = 128, 8
 		sampled := []string{"--mode", "passk", "--limit", fmt.Sprint(problems), "--samples", fmt.Sprint(samples), "--temperature", "1", "--seed", "3", "--quiet"}
 		local, remote := filepath.Join(t.TempDir(), "local"), filepath.Join(t.TempDir(), "remote")
-		r := spiral(t, nil, append([]string{"eval", "--out", local}, sampled...)...)
-		require.Equal(t, 0, r.code, r.stderr)
-		r = spiral(t, nil, append(append([]string{"eval", "--out", remote}, engine...), sampled...)...)
-		require.Equal(t, 0, r.code, r.stderr)
+		for _, r := range runAtOnce(t, t.TempDir(), append([]string{"eval", "--out", local}, sampled...),
+			append(append([]string{"eval", "--out", remote}, engine...), sampled...)) {
+			require.Equal(t, 0, r.code, r.stderr)
+		}
 		a, b := passAt1(t, filepath.Join(local, "passk.json")), passAt1(t, filepath.Join(remote, "passk.json"))
 		// Two estimates of one model's pass@1 from problems x samples
 		// draws each. The embedded task's samples of one problem are
