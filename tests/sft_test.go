@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -222,12 +223,26 @@ func TestSFTResumesAfterInterruption(t *testing.T) {
 		return []string{"sft", "--model", src, "--out", out, "--steps", "60", "--batch", "2", "--eval-every", "7", "--eval-problems", "2",
 			"--checkpoint-every", "5", "--seed", "3", "--deterministic", "--quiet"}
 	}
+	// The uninterrupted run beside the first interrupted one
+	// (--deterministic runs one thread: two at once on two cores).
 	straight := f.path("straight")
-	r := spiral(t, nil, args(straight)...)
-	require.Equal(t, 0, r.code, r.stderr)
-	require.NotContains(t, r.stdout, "resumed")
-	want, err := os.ReadFile(filepath.Join(straight, "model.onnx"))
-	require.NoError(t, err)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // before the directories' removal, should the test stop early
+	var r result
+	wg.Go(func() { r = spiral(t, nil, args(straight)...) })
+	var want []byte
+	straightDone := func(t *testing.T) {
+		t.Helper()
+		if want != nil {
+			return
+		}
+		wg.Wait()
+		require.Equal(t, 0, r.code, r.stderr)
+		require.NotContains(t, r.stdout, "resumed")
+		var err error
+		want, err = os.ReadFile(filepath.Join(straight, "model.onnx"))
+		require.NoError(t, err)
+	}
 
 	for _, c := range []struct {
 		name string
@@ -247,6 +262,7 @@ func TestSFTResumesAfterInterruption(t *testing.T) {
 			r := spiral(t, nil, args(out)...)
 			require.Equal(t, 0, r.code, r.stderr)
 			require.Regexp(t, `(?m)^resumed from `+regexp.QuoteMeta(filepath.Join(out, "checkpoints", "ckpt-"))+`\d+ \(step \d+\)$`, r.stdout)
+			straightDone(t)
 			got, err := os.ReadFile(filepath.Join(out, "model.onnx"))
 			require.NoError(t, err)
 			require.True(t, bytes.Equal(want, got), "the resumed run's model.onnx differs from the uninterrupted run's")
@@ -259,6 +275,7 @@ func TestSFTResumesAfterInterruption(t *testing.T) {
 
 	// The finished run left nothing to resume: the same command is
 	// refused for the model it wrote, and --overwrite trains afresh.
+	straightDone(t)
 	r = spiral(t, nil, args(straight)...)
 	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "give --overwrite to replace it")
