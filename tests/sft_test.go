@@ -449,14 +449,21 @@ func TestPolicyOverTokenizerIDs(t *testing.T) {
 // next sft into that --out).
 func TestSFTOverwriteKilledAfterItsCommit(t *testing.T) {
 	requireRuntime(t)
+	sft := func(out string) []string {
+		return []string{"sft", "--out", out, "--steps", "3", "--batch", "2", "--eval-problems", "2", "--threads", "1",
+			"--checkpoint-every", "1", "--keep", "10", "--tensorboard", "--quiet"}
+	}
+	// The finished run that each kill point overwrites: trained once,
+	// copied into each subtest's --out.
+	finished := filepath.Join(t.TempDir(), "sft")
+	r := spiral(t, nil, sft(finished)...)
+	require.Equal(t, 0, r.code, r.stderr)
 	for _, delay := range []time.Duration{0, 500 * time.Microsecond, 2 * time.Millisecond} {
 		t.Run(delay.String(), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "sft")
-			args := []string{"sft", "--out", out, "--steps", "3", "--batch", "2", "--eval-problems", "2", "--threads", "1",
-				"--checkpoint-every", "1", "--keep", "10", "--tensorboard", "--quiet"}
-			r := spiral(t, nil, args...)
-			require.Equal(t, 0, r.code, r.stderr)
-			args = append(args, "--overwrite")
+			cp, err := exec.Command("cp", "-a", finished, out).CombinedOutput()
+			require.NoError(t, err, "%s", cp)
+			args := append(sft(out), "--overwrite")
 			cmd, stderr := signalAfterLine(t, syscall.SIGKILL, "wrote ", delay, 5*time.Minute, args...)
 			require.True(t, cmd.ProcessState.Success() || cmd.ProcessState.ExitCode() == -1, stderr)
 			requireWholeSFTRun(t, out, false)
@@ -466,9 +473,9 @@ func TestSFTOverwriteKilledAfterItsCommit(t *testing.T) {
 			// tensorboard-finished/ with it; it converts nothing, the
 			// killed run having logged its events (--tensorboard).
 			copied := filepath.Join(t.TempDir(), "copy")
-			cp, err := exec.Command("cp", "-a", out, copied).CombinedOutput()
+			cp, err = exec.Command("cp", "-a", out, copied).CombinedOutput()
 			require.NoError(t, err, "%s", cp)
-			r = spiral(t, nil, "tensorboard", copied)
+			r := spiral(t, nil, "tensorboard", copied)
 			require.Equal(t, 0, r.code, r.stderr)
 			require.Contains(t, r.stderr, "holds the events of "+filepath.Join(copied, "sft.jsonl")+" already")
 			requireWholeSFTRun(t, copied, true)
