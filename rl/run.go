@@ -147,9 +147,14 @@ type RunSettings struct {
 	// TokenizerBytes is the fingerprint that versions before
 	// tokenizer.Fingerprint read tokenizer.json's content took of the
 	// same tokenizer (tokenizer.ByteFingerprint): a checkpoint recording
-	// it is of this tokenizer (settingsDiff), and its run resumes,
-	// recording Tokenizer from then on. Not recorded.
-	TokenizerBytes string `json:"-"`
+	// it as its Tokenizer is of this tokenizer (settingsDiff), and its
+	// run resumes, recording Tokenizer from then on. Recorded beside
+	// Tokenizer so that spiral compare, which reads runs' settings with
+	// no tokenizer file to fingerprint, takes a run those versions
+	// recorded and one of the same file recorded since as of one
+	// tokenizer (SeedSettingsDiff); no setting of its own, since the
+	// same tokenizer saved again has other bytes.
+	TokenizerBytes string `json:"tokenizer_bytes,omitempty"`
 	// HeldOut identifies the held-out problems that eval.jsonl and the
 	// final RSA evaluate (Run sets it; nil when the run evaluates none),
 	// so that a rerun on other held-out problems is noticed rather than
@@ -1036,11 +1041,11 @@ func loraString(l *lmgraph.LoRA) string {
 // algorithm does not read (ignoredFields: GRPO's pipeline, the others'
 // group), but GRPO's --candidate-tokens where a final RSA caps
 // candidates: b's (it records a CandidateCap), or a's where b caps none.
-// a's tokenizer is taken as b's where it is b's TokenizerBytes.
+// One's tokenizer is taken as the other's where it is the other's
+// TokenizerBytes (sameTokenizer).
 func settingsDiff(a, b RunSettings) []string {
-	if a.Tokenizer != "" && a.Tokenizer == b.TokenizerBytes {
-		a.Tokenizer = b.Tokenizer // an older version's fingerprint of this tokenizer
-	}
+	a.Tokenizer, b.Tokenizer = sameTokenizer(a.Tokenizer, a.TokenizerBytes, b.Tokenizer, b.TokenizerBytes)
+	a.TokenizerBytes, b.TokenizerBytes = "", ""
 	// 0 aggregation rounds are 1 (runs from before --agg-rounds recorded
 	// none).
 	a.RL.Pipeline.Rounds, b.RL.Pipeline.Rounds = a.RL.Pipeline.AggregationRounds(), b.RL.Pipeline.AggregationRounds()
@@ -1109,6 +1114,22 @@ func settingsDiff(a, b RunSettings) []string {
 			withFlags(heldOutDataKey), a.HeldOut.Data, a.HeldOut.Path, b.HeldOut.Data, b.HeldOut.Path))
 	}
 	return diff
+}
+
+// sameTokenizer returns the tokenizer fingerprints a and b that two
+// runs record (RunSettings.Tokenizer, SFTSettings.Tokenizer), with
+// aBytes and bBytes, their TokenizerBytes, one taken as the other where
+// it is the other's TokenizerBytes: the fingerprint that versions before
+// tokenizer.Fingerprint read tokenizer.json's content took of the same
+// file.
+func sameTokenizer(a, aBytes, b, bBytes string) (string, string) {
+	if a != "" && a == bBytes {
+		return b, b
+	}
+	if b != "" && b == aBytes {
+		return a, a
+	}
+	return a, b
 }
 
 // flatString is the string a flattened setting (flatDiff's JSON text)

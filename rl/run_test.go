@@ -1981,6 +1981,45 @@ func TestSettingsDiffTokenizer(t *testing.T) {
 	}
 }
 
+// TestSeedSettingsDiffTokenizerBytes: spiral compare --run reads each
+// seed's settings as its newest checkpoint recorded them, with no
+// tokenizer file to fingerprint: a seed trained before
+// tokenizer.Fingerprint read tokenizer.json's content records the
+// fingerprint of its bytes, and one trained since, on the same file,
+// the content's. Both are of one tokenizer, in either order (it was
+// refused as "tokenizer (--tokenizer): ... -> ..."), as a resume takes
+// them; the same tokenizer saved again (other bytes, one content) is
+// one too, and another tokenizer's bytes stay another.
+func TestSeedSettingsDiffTokenizerBytes(t *testing.T) {
+	recorded := func(t *testing.T, s RunSettings) RunSettings {
+		t.Helper()
+		b, err := json.Marshal(s) // as a checkpoint records it, and compare reads it back
+		require.NoError(t, err)
+		var r RunSettings
+		require.NoError(t, json.Unmarshal(b, &r))
+		return r
+	}
+	older := RunSettings{Model: "m", Tokenizer: "bytes-1"} // an older version's: the file's bytes
+	newer := RunSettings{Model: "m", Tokenizer: "content-1", TokenizerBytes: "bytes-1"}
+	resaved := RunSettings{Model: "m", Tokenizer: "content-1", TokenizerBytes: "bytes-2"}
+	other := RunSettings{Model: "m", Tokenizer: "content-3", TokenizerBytes: "bytes-3"}
+	for _, c := range []struct {
+		name string
+		a, b RunSettings
+		want []string
+	}{
+		{"older, then newer", older, newer, nil},
+		{"newer, then older", newer, older, nil},
+		{"saved again", newer, resaved, nil},
+		{"older, then another", older, other, []string{`tokenizer (--tokenizer): "bytes-1" -> "content-3"`}},
+		{"another, then older", other, older, []string{`tokenizer (--tokenizer): "content-3" -> "bytes-1"`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, SeedSettingsDiff(recorded(t, c.a), recorded(t, c.b)))
+		})
+	}
+}
+
 // TestCheckRunIdentitySelection: a rerun whose --train and --freeze
 // select other parameters than the newest checkpoint holds is refused
 // before any graph is built, with the message resuming gives (it was

@@ -94,6 +94,7 @@ func TestSettingsDiffNamesFlags(t *testing.T) {
 	// train's schedule is constant: it records the peak and the warmup.
 	s.Schedule.Decay, s.Schedule.TotalSteps, s.Schedule.MinLR = "", 0, 0
 	s.Sampling = SamplingSettings(0.5, 0.5, 7, 7, "x", TemplatePrints{Both: "x", Search: "x", Aggregate: "x"})
+	s.TokenizerBytes = "bytes" // another hash than the content's (fillAll's "x")
 	want := map[string]string{
 		"rl.algo":                       "rl.algo (--algo)",
 		"rl.pipeline.n1":                "rl.pipeline.n1 (--n1)",
@@ -143,8 +144,12 @@ func TestSettingsDiffNamesFlags(t *testing.T) {
 	// apart (CheckRunIdentity) or placed by the resume: no settings; nor
 	// are the absolute paths of the data files, which say whether a data
 	// set named otherwise (from another directory) is the same file.
+	// Nor is the fingerprint of tokenizer.json's bytes, recorded beside
+	// its content's for runs older versions recorded (sameTokenizer):
+	// the same tokenizer saved again has other bytes, no difference.
+	require.Empty(t, settingsDiff(s, changedAt(t, s, "tokenizer_bytes")))
 	recorded := slices.DeleteFunc(flatKeys(s), func(k string) bool {
-		return k == "model" || k == "model_id" || k == "data" || k == "data_path" || k == "data_id" || k == heldOutPathKey || strings.HasPrefix(k, drawStreamsPrefix)
+		return k == "model" || k == "model_id" || k == "data" || k == "data_path" || k == "data_id" || k == heldOutPathKey || strings.HasPrefix(k, drawStreamsPrefix) || k == "tokenizer_bytes"
 	})
 	require.ElementsMatch(t, slices.Collect(maps.Keys(want)), recorded, "a recorded setting without a row here")
 	for key, label := range want {
@@ -190,6 +195,7 @@ func TestSFTSettingsDiffNamesFlags(t *testing.T) {
 	// sft's schedule is always a cosine: no flag, and never a difference.
 	s.Schedule.Decay = ""
 	s.Schedule.TotalSteps = 100 // not --warmup + 1
+	s.TokenizerBytes = "bytes"  // another hash than the content's
 	want := map[string]string{
 		"lora.rank":                    "lora.rank (--lora-rank)",
 		"lora.alpha":                   "lora.alpha (--lora-alpha)",
@@ -209,7 +215,9 @@ func TestSFTSettingsDiffNamesFlags(t *testing.T) {
 		"sft.seed":                     "sft.seed (--seed)",
 		"tokenizer":                    "tokenizer (--tokenizer)",
 	}
-	recorded := slices.DeleteFunc(flatKeys(s), func(k string) bool { return k == "model" || k == "model_id" })
+	// The bytes' fingerprint of the tokenizer is none either (as train's).
+	require.Empty(t, sftSettingsDiff(s, changedAt(t, s, "tokenizer_bytes")))
+	recorded := slices.DeleteFunc(flatKeys(s), func(k string) bool { return k == "model" || k == "model_id" || k == "tokenizer_bytes" })
 	require.ElementsMatch(t, slices.Collect(maps.Keys(want)), recorded, "a recorded setting without a row here")
 	for key, label := range want {
 		t.Run(key, func(t *testing.T) {

@@ -244,9 +244,9 @@ type SFTSettings struct {
 	Tokenizer string `json:"tokenizer,omitempty"`
 	// TokenizerBytes is the fingerprint that older versions took of the
 	// same tokenizer (tokenizer.ByteFingerprint), which a checkpoint of
-	// this tokenizer may record (RunSettings.TokenizerBytes). Not
-	// recorded.
-	TokenizerBytes string `json:"-"`
+	// this tokenizer may record as its Tokenizer; recorded beside it, no
+	// setting of its own (RunSettings.TokenizerBytes).
+	TokenizerBytes string `json:"tokenizer_bytes,omitempty"`
 	// Schedule and SFT are the run's (RunSFT sets them); SFT is nil in a
 	// checkpoint of spiral train.
 	Schedule optim.Schedule `json:"schedule"`
@@ -676,12 +676,11 @@ func recordedSFT(dir, path string, config json.RawMessage, now SFTSettings) (SFT
 // checkpoint (a) and its rerun (b) as "path (flags): old -> new"
 // (flatDiff, withFlags), the
 // model left to its own check, and the selection and the tokenizer where
-// both record one (a's tokenizer taken as b's where it is b's
-// TokenizerBytes).
+// both record one (one's tokenizer taken as the other's where it is the
+// other's TokenizerBytes: sameTokenizer).
 func sftSettingsDiff(a, b SFTSettings) []string {
-	if a.Tokenizer != "" && a.Tokenizer == b.TokenizerBytes {
-		a.Tokenizer = b.Tokenizer // an older version's fingerprint of this tokenizer
-	}
+	a.Tokenizer, b.Tokenizer = sameTokenizer(a.Tokenizer, a.TokenizerBytes, b.Tokenizer, b.TokenizerBytes)
+	a.TokenizerBytes, b.TokenizerBytes = "", ""
 	return flatDiff(a, b, func(k string, fa, fb map[string]string) string {
 		switch k {
 		case "model", "model_id":

@@ -584,6 +584,12 @@ func TestSFTSettingsDiffTokenizer(t *testing.T) {
 			require.Equal(t, c.want, sftSettingsDiff(SFTSettings{Model: "m", Tokenizer: c.recorded}, SFTSettings{Model: "m", Tokenizer: c.now, TokenizerBytes: c.nowBytes}))
 		})
 	}
+	// Checkpoints since record the bytes' fingerprint beside the
+	// content's (for spiral compare): the same tokenizer saved again,
+	// other bytes, is no difference.
+	t.Run("saved again", func(t *testing.T) {
+		require.Empty(t, sftSettingsDiff(SFTSettings{Model: "m", Tokenizer: "tok-b", TokenizerBytes: "bytes-b"}, SFTSettings{Model: "m", Tokenizer: "tok-b", TokenizerBytes: "bytes-b2"}))
+	})
 }
 
 // TestSFTSettingsDiffSteps: the cosine's total steps are --steps, or
