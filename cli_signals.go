@@ -108,7 +108,10 @@ func watchInterrupts(sigs, pipes <-chan os.Signal, cancel context.CancelFunc, wa
 // signalCatch is main's catch of the signals that stop a command
 // (catchSignals): ctx, which the first cancels; release and stopping,
 // as cliEnv has them; end, once the command has returned, gives every
-// signal caught its default action back and ends the watch.
+// signal caught its default action back and ends the watch, and ends
+// the process by SIGPIPE where a SIGPIPE came, no signal stopped the
+// command, and its stdout or stderr is a pipe whose reader is gone
+// (endByBrokenPipe).
 type signalCatch struct {
 	ctx      context.Context
 	release  func()
@@ -127,6 +130,9 @@ func catchSignals(stderr *os.File) signalCatch {
 	// sigs, whose signals the channel's sender drops when it is full.
 	pipes := make(chan os.Signal, 1)
 	signal.Notify(pipes, syscall.SIGPIPE)
+	// Read by none: it holds a SIGPIPE once one came, for end.
+	piped := make(chan os.Signal, 1)
+	signal.Notify(piped, syscall.SIGPIPE)
 	ctx, cancel := context.WithCancel(context.Background())
 	lineStart := "" // after a progress bar's line, or the terminal's ^C
 	if term.IsTerminal(int(stderr.Fd())) {
@@ -144,6 +150,7 @@ func catchSignals(stderr *os.File) signalCatch {
 			return false
 		}
 		signal.Stop(pipes)
+		signal.Stop(piped)
 		return true
 	}
 	p := watchProcess{now: time.Now, after: time.After, brokenPipe: brokenPipe, quit: os.Exit}
@@ -151,16 +158,37 @@ func catchSignals(stderr *os.File) signalCatch {
 	release := func() {
 		signal.Stop(sigs)
 		signal.Stop(pipes)
+		signal.Stop(piped) // a SIGPIPE not yet delivered is, first
 	}
 	return signalCatch{
 		ctx:      ctx,
 		release:  release,
 		stopping: func(n stopNote) { keeps.Store(&n) },
 		end: func() {
+			stopped := ctx.Err() != nil // by a signal: the command exits as it says
 			release()
 			close(sigs)
 			cancel()
+			if !stopped && len(piped) > 0 {
+				endByBrokenPipe(os.Stdout, stderr)
+			}
 		},
+	}
+}
+
+// endByBrokenPipe ends the process by SIGPIPE, as a write there would,
+// where one of files is a pipe whose reader is gone (brokenWriteEnds):
+// catchSignals' end, when the command has returned after a SIGPIPE that
+// no stop signal followed. A command whose last line went to a stdout
+// whose reader was gone (spiral generate | a consumer that ended), with
+// SIGPIPE still caught, would exit 0, its output lost. SIGPIPE's default
+// action must be back (the watch's channels stopped); the line written
+// is read by none.
+func endByBrokenPipe(files ...*os.File) {
+	for _, f := range files {
+		if brokenWriteEnds(int(f.Fd())) {
+			_, _ = f.Write([]byte("\n"))
+		}
 	}
 }
 
