@@ -34,8 +34,10 @@ type watchProcess struct {
 	now   func() time.Time
 	after func(time.Duration) <-chan time.Time
 	// brokenPipe gives SIGPIPE its default action back where spiral's
-	// stdout or stderr is a pipe whose reader is gone, the next line
-	// written there ending the process, and reports whether it did: a
+	// stdout or stderr is a pipe whose reader is gone and ends the
+	// process by it at once (endByBrokenPipe: spiral train | head stops
+	// as the reader goes, not at the next step's line), and reports
+	// whether it found them so (in tests, which fake it): a
 	// SIGPIPE of another pipe or socket (a serving engine's connection),
 	// whose writes fail whether it is caught or not, leaves it caught.
 	brokenPipe func() bool
@@ -61,8 +63,8 @@ type watchProcess struct {
 // fails rather than end spiral unsaved, whether the signal was read
 // before it or not: a SIGPIPE before any signal waits brokenPipeGrace
 // for one, and where none comes (spiral train | head: the reader ended
-// on its own) gives SIGPIPE its default action back (p.brokenPipe), the
-// next line ending spiral as it ends any program. p.now is the clock;
+// on its own) gives SIGPIPE its default action back and ends spiral by
+// it (p.brokenPipe), as a write there ends any program. p.now is the clock;
 // it returns when sigs is closed.
 func watchInterrupts(sigs, pipes <-chan os.Signal, cancel context.CancelFunc, warn io.Writer, lineStart string, note func() stopNote, p watchProcess) {
 	var sig os.Signal
@@ -151,6 +153,7 @@ func catchSignals(stderr *os.File) signalCatch {
 		}
 		signal.Stop(pipes)
 		signal.Stop(piped)
+		endByBrokenPipe(os.Stdout, stderr)
 		return true
 	}
 	p := watchProcess{now: time.Now, after: time.After, brokenPipe: brokenPipe, quit: os.Exit}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -61,7 +62,10 @@ const pipeEndChildEnv = "SPIRAL_TEST_PIPE_END_CHILD"
 // (catchSignals) had not given SIGPIPE its default back yet: no line came
 // after to end it by SIGPIPE, as the write itself did before SIGPIPE was
 // caught. It ends by SIGPIPE, as any program does; a SIGPIPE of a socket
-// (a serving engine's connection), its stdout read, leaves exit 0.
+// (a serving engine's connection), its stdout read, leaves exit 0. One
+// that writes no more for a while (spiral train | head, the next step's
+// line minutes away) is ended by SIGPIPE once the watch's grace for a
+// stopping signal is over, not at that line.
 func TestBrokenPipeAtTheEnd(t *testing.T) {
 	if mode := os.Getenv(pipeEndChildEnv); mode != "" {
 		pipeEndChild(mode)
@@ -73,6 +77,7 @@ func TestBrokenPipeAtTheEnd(t *testing.T) {
 	}{
 		{"its stdout's reader gone", "stdout", true},
 		{"a socket's peer gone, its stdout read", "socket", false},
+		{"its stdout's reader gone, the command writing no more", "wait", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenPipeAtTheEnd$")
@@ -116,8 +121,9 @@ func TestBrokenPipeAtTheEnd(t *testing.T) {
 // pipeEndChild is TestBrokenPipeAtTheEnd's process: it says ready, waits
 // for its stdin to close, writes to a socket whose peer is gone where
 // mode is "socket", then writes its last line to its stdout (a pipe read
-// by none by then where mode is "stdout"), ends the watch as main does
-// once the command returns, and exits 0.
+// by none by then where mode is "stdout" or "wait"), ends the watch as
+// main does once the command returns, and exits 0; where mode is "wait"
+// it writes nothing more for 30 s instead, then exits 3.
 func pipeEndChild(mode string) {
 	c := catchSignals(os.Stderr)
 	fmt.Fprintln(os.Stdout, "ready")
@@ -133,6 +139,12 @@ func pipeEndChild(mode string) {
 		fmt.Fprintln(os.Stderr, "socket write:", err)
 	}
 	fmt.Fprintln(os.Stdout, "result")
+	if mode == "wait" {
+		// A training step that writes its line minutes later: the watch
+		// ends the process before then, or it exits 3.
+		time.Sleep(30 * time.Second)
+		os.Exit(3)
+	}
 	c.end()
 	os.Exit(0)
 }
