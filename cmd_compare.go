@@ -670,7 +670,7 @@ func (c *comparison) report(w io.Writer, dir string) error {
 		if err := c.comparePassAtK(w, passk, sum); err != nil {
 			return err
 		}
-		if err := plot("passk", report.Figure{Title: "pass@k and majority@k", XLabel: "k (samples)", Axis: report.AxisLog2, Name: "pass@k", Name2: "majority@k"}, passk); err != nil {
+		if err := plot("passk", report.PassAtKFigure(), passk); err != nil {
 			return err
 		}
 	}

@@ -633,6 +633,44 @@ func TestCompareSummaryMajorityOfOneSample(t *testing.T) {
 	}
 }
 
+// TestComparePassAtKPlotTitle: compare's passk plot of labels each
+// evaluated with one sample a problem draws no majority@k curve (the vote
+// of one sample is its pass@1), and its title still read "pass@k and
+// majority@k". The title names what is drawn: pass@k alone there, both
+// where some label has a majority@k curve.
+func TestComparePassAtKPlotTitle(t *testing.T) {
+	dir := t.TempDir()
+	passk := func(name, label string, ks ...int) string {
+		var pts []string
+		for _, k := range ks {
+			pts = append(pts, fmt.Sprintf(`{"k": %d, "pass_at_k": 0.%d, "majority_at_k": 0.%d}`, k, 4+k, 4+k))
+		}
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(`{"meta": {"mode": "passk", "model": %q, "problems": 1}, "config": {"samples": %d}, "points": [%s]}`,
+			label, ks[len(ks)-1], strings.Join(pts, ", "))), 0o644))
+		return p
+	}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		title    string
+		majority bool
+	}{
+		{"one sample each", []string{passk("a.json", "a", 1), passk("c.json", "c", 1)}, "pass@k", false},
+		{"one sample, then four", []string{passk("a.json", "a", 1), passk("b.json", "b", 1, 2, 4)}, "pass@k and majority@k", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "cmp")
+			var stderr bytes.Buffer
+			require.Zero(t, run(context.Background(), append([]string{"compare", "--figures", "svg", "--out", out}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			b, err := os.ReadFile(filepath.Join(out, "passk.svg"))
+			require.NoError(t, err)
+			require.Contains(t, string(b), ">"+tc.title+"<", "the title")
+			require.Equal(t, tc.majority, strings.Contains(string(b), "majority@k"), "majority@k named anywhere")
+		})
+	}
+}
+
 // TestCompareBudgetPastAStoppedCurve: the sequential table at equal
 // tokens gives the other model's accuracy past its largest mean tokens
 // where none of its traces (in any seed) was cut at its largest budget:

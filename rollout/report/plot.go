@@ -146,7 +146,14 @@ const (
 // against k on a log2 axis, one colour per report (the RSA paper's
 // parallel-scaling figure).
 func PlotPassAtK(path string, size PlotSize, reps ...PassAtK) error {
-	return plotEach(path, size, Figure{Title: "pass@k and majority@k", XLabel: "k (samples)", Axis: AxisLog2, Name: "pass@k", Name2: "majority@k"}, reps, MeanPassAtK)
+	return plotEach(path, size, PassAtKFigure(), reps, MeanPassAtK)
+}
+
+// PassAtKFigure is the frame of a pass@k plot: titled "pass@k and
+// majority@k", or "pass@k" where no curve has a majority@k (one sample
+// a problem: MeanPassAtK).
+func PassAtKFigure() Figure {
+	return Figure{Title: "pass@k and majority@k", TitleY: "pass@k", XLabel: "k (samples)", Axis: AxisLog2, Name: "pass@k", Name2: "majority@k"}
 }
 
 // PlotRSA writes a plot of the population's accuracy (solid) and majority
@@ -181,7 +188,10 @@ func plotEach[R any](path string, size PlotSize, f Figure, reps []R, curve func(
 // "" is "accuracy" on [0, 1]; any other y axis fits its data from 0.
 type Figure struct {
 	Title, XLabel, YLabel string
-	Axis                  Axis
+	// TitleY, when set, is the title of a figure where no curve draws a
+	// Y2 (Title names both).
+	TitleY string
+	Axis   Axis
 	// Name and Name2 follow each curve's label in the legend, for its Y
 	// and (dashed, when set) its Y2; Name2 "" leaves Y2 out.
 	Name, Name2 string

@@ -761,6 +761,8 @@ func TestPlotTickLabelsDoNotOverlap(t *testing.T) {
 // curve, the vote of one sample, which is its pass@1, over the pass@k
 // point (summary.md and training.png leave majority@1 out for that
 // reason). It draws pass@k alone there; more samples keep majority@k.
+// Its title, "pass@k and majority@k", named the curve it no longer
+// draws: it names what is drawn.
 func TestPlotPassAtKMajorityOfOneSample(t *testing.T) {
 	one := NewPassAtK(reportMeta(), rollout.PassAtKResult{
 		Config: rollout.PassAtKConfig{Samples: 1, Ks: []int{1}},
@@ -771,9 +773,10 @@ func TestPlotPassAtKMajorityOfOneSample(t *testing.T) {
 		name     string
 		rep      PassAtK
 		majority bool
+		title    string
 	}{
-		{"one sample", one, false},
-		{"eight samples", reportPassAtK(), true},
+		{"one sample", one, false, "pass@k"},
+		{"eight samples", reportPassAtK(), true, "pass@k and majority@k"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "passk.svg")
@@ -782,6 +785,8 @@ func TestPlotPassAtKMajorityOfOneSample(t *testing.T) {
 			require.NoError(t, err)
 			require.Contains(t, string(b), ">"+name+" pass@k<")
 			require.Equal(t, tc.majority, strings.Contains(string(b), ">"+name+" majority@k<"), "a majority@k curve")
+			require.Contains(t, string(b), ">"+tc.title+"<", "the title")
+			require.Equal(t, tc.majority, strings.Contains(string(b), "majority@k"), "majority@k named anywhere")
 		})
 	}
 }

@@ -229,13 +229,14 @@ func TokenCurves(label string, passk []PassAtK, rsa []RSA, budget []Budget) ([]S
 // curve: Y solid, Y2 (when present and f.Name2 is set) dashed, each with
 // its range over seeds as error bars when a curve has several seeds. The
 // legend names such a curve's seeds ("A pass@k (mean of 3 seeds)") and
-// the title, when some curve has bars, what they are.
+// the title, when some curve has bars, what they are; the title is
+// f.TitleY, where set, when no curve draws a Y2.
 func PlotSeeds(path string, size PlotSize, f Figure, curves ...Seeds) error {
 	if len(curves) == 0 {
 		return fmt.Errorf("report: plot %s: no curves", path)
 	}
 	var ss []series
-	bars := false
+	bars, y2 := false, false
 	for i, c := range curves {
 		colour, dashed, triangles := i, false, false
 		if c.Style != nil {
@@ -252,8 +253,11 @@ func PlotSeeds(path string, size PlotSize, f Figure, curves ...Seeds) error {
 		if c.Y2 != nil && f.Name2 != "" {
 			s2 := seedSeries(c, c.Y2, colour, true)
 			s2.label = c.Label + " " + f.Name2 + mean
-			ss = append(ss, s2)
+			ss, y2 = append(ss, s2), true
 		}
+	}
+	if !y2 && f.TitleY != "" {
+		f.Title = f.TitleY
 	}
 	if bars {
 		f.Title += " (bars: range over seeds)"
