@@ -72,14 +72,18 @@ func (r resolvedModel) hfConfig() (model.HFConfig, error) {
 
 // noContextWarning is the warning for a model whose config.json states
 // no max_position_embeddings (neither at its top level nor in
-// text_config: model.ReadHFConfig), naming the file, where its context
-// is then taken as unknown and what unchecked says goes unchecked
-// against it; "" where the file states one or there is none.
+// text_config: model.ReadHFConfig), or that has no config.json (a bare
+// model.onnx export), naming the file, where its context is then taken
+// as unknown and what unchecked says goes unchecked against it; "" where
+// the file states one (the embedded model's does).
 func (r resolvedModel) noContextWarning(unchecked string) (string, error) {
 	path := filepath.Join(r.dir, model.ConfigFile)
 	hf, found, err := model.ReadHFConfig(path)
-	if err != nil || !found || hf.MaxPositionEmbeddings > 0 {
+	if err != nil || hf.MaxPositionEmbeddings > 0 {
 		return "", err
+	}
+	if !found {
+		return fmt.Sprintf("there is no %s (the model's config.json, which would state its max_position_embeddings): the model's context is not known, so %s", path, unchecked), nil
 	}
 	return fmt.Sprintf("%s states no max_position_embeddings (neither at its top level nor in text_config): the model's context is not known, so %s", path, unchecked), nil
 }
@@ -556,8 +560,8 @@ func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir s
 // an engine serves at most that context, so flags that do not fit it are
 // refused at once, not after a wait of up to --engine-timeout for a
 // server still loading its model. Where neither states a context, a
-// config.json without max_position_embeddings is warned of on warn
-// (noContextWarning): prompts and traces are then of any length.
+// config.json without max_position_embeddings, or none, is warned of on
+// warn (noContextWarning): prompts and traces are then of any length.
 func (s *modelSession) engineSamplerConfig(ctx context.Context, e engineFlags, syncDir string, f samplingFlags, onEmbeddedTask bool, warn io.Writer) (c rollout.SamplerConfig, served int, err error) {
 	if c, err = s.samplerConfig(f, onEmbeddedTask, 0, warn); err != nil {
 		return c, 0, err

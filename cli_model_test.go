@@ -373,40 +373,57 @@ func TestCheckpointOfAnotherTokenizer(t *testing.T) {
 // max_position_embeddings, neither at its top level nor in text_config,
 // leaves the model's context unknown (0, no limit), and sampling says so
 // once, naming the file, rather than leaving every prompt and trace
-// length unchecked without a word. One stated at either level, or no
-// config.json, is not warned of.
+// length unchecked without a word. One stated at either level is not
+// warned of. No config.json beside the model at all (a bare model.onnx
+// export) leaves the context as unknown, and was not warned of: it is,
+// naming the file that is not there. The embedded model has its
+// config.json, and is not.
 func TestNoContextWarning(t *testing.T) {
+	unchecked := "the model's context is not known, so prompts and traces are not fitted to it (--max-new-tokens 4096 a trace): a longer one runs past the positions the model was trained on\n"
 	for _, tc := range []struct {
 		name, config string // config "" writes none
+		embedded     bool
 		context      int
-		warned       bool
+		warning      string // "%s" the config.json's path
 	}{
 		{name: "top level", config: `{"max_position_embeddings": 512}`, context: 512},
 		{name: "text_config", config: `{"text_config": {"max_position_embeddings": 256}}`, context: 256},
-		{name: "neither", config: `{"vocab_size": 8, "text_config": {"hidden_size": 16}}`, warned: true},
-		{name: "no text_config", config: `{"vocab_size": 8}`, warned: true},
-		{name: "no config.json"},
+		{name: "neither", config: `{"vocab_size": 8, "text_config": {"hidden_size": 16}}`,
+			warning: "spiral: warning: %s states no max_position_embeddings (neither at its top level nor in text_config): " + unchecked},
+		{name: "no text_config", config: `{"vocab_size": 8}`,
+			warning: "spiral: warning: %s states no max_position_embeddings (neither at its top level nor in text_config): " + unchecked},
+		{name: "no config.json",
+			warning: "spiral: warning: there is no %s (the model's config.json, which would state its max_position_embeddings): " + unchecked},
+		{name: "embedded", embedded: true, context: 4096},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
+			if tc.embedded {
+				var err error
+				dir, err = embedded.Extract(dir)
+				require.NoError(t, err)
+			}
 			if tc.config != "" {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(tc.config), 0o644))
 			}
 			tok, err := tokenizer.Load(filepath.Join("model", "tokenizer", "testdata", "char_tokenizer.json"))
 			require.NoError(t, err)
 			defer tok.Close()
-			s := &modelSession{resolvedModel: resolvedModel{onnx: filepath.Join(dir, "model.onnx"), dir: dir}, tok: tok}
+			s := &modelSession{resolvedModel: resolvedModel{onnx: filepath.Join(dir, "model.onnx"), dir: dir, embedded: tc.embedded}, tok: tok}
+			sf := samplingFlags{cfg: rollout.DefaultSamplerConfig()}
+			if tc.embedded {
+				sf.cfg.MaxNewTokens = 96
+			}
 			var warn bytes.Buffer
-			c, served, err := s.engineSamplerConfig(context.Background(), engineFlags{engine: "local"}, "", samplingFlags{cfg: rollout.DefaultSamplerConfig()}, false, &warn)
+			c, served, err := s.engineSamplerConfig(context.Background(), engineFlags{engine: "local"}, "", sf, false, &warn)
 			require.NoError(t, err)
 			require.Zero(t, served)
 			require.Equal(t, tc.context, c.ContextLength)
-			if !tc.warned {
+			if tc.warning == "" {
 				require.Empty(t, warn.String())
 				return
 			}
-			require.Equal(t, fmt.Sprintf("spiral: warning: %s states no max_position_embeddings (neither at its top level nor in text_config): the model's context is not known, so prompts and traces are not fitted to it (--max-new-tokens 4096 a trace): a longer one runs past the positions the model was trained on\n",
-				filepath.Join(dir, "config.json")), warn.String())
+			require.Equal(t, fmt.Sprintf(tc.warning, filepath.Join(dir, "config.json")), warn.String())
 		})
 	}
 }
