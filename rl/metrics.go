@@ -158,8 +158,10 @@ type Metrics struct {
 	TrainTokens          int     `json:"train_tokens"`
 	TrainTokensPerSecond float64 `json:"train_tokens_per_second"`
 
-	advN                        int
-	advSum, advSq, advLo, advHi float64
+	// advN advantages observed, their running mean and sum of squared
+	// deviations from it (Welford's), and their least and greatest.
+	advN                         int
+	advMean, advM2, advLo, advHi float64
 	// credit holds (own reward, advantage) of each trained search trace.
 	credit [][2]float64
 }
@@ -178,8 +180,9 @@ func (m *Metrics) observeAdvantage(a float64) {
 		m.advHi = a
 	}
 	m.advN++
-	m.advSum += a
-	m.advSq += a * a
+	d := a - m.advMean
+	m.advMean += d / float64(m.advN)
+	m.advM2 += d * (a - m.advMean)
 }
 
 // observeSearchCredit records a trained search trace's own reward and
@@ -225,8 +228,8 @@ func (m *Metrics) finishRollout() {
 		m.InformativeFraction = float64(m.ProblemsInformative) / float64(m.ProblemsDrawn)
 	}
 	if m.advN > 0 {
-		m.AdvMean = m.advSum / float64(m.advN)
-		m.AdvStd = math.Sqrt(math.Max(0, m.advSq/float64(m.advN)-m.AdvMean*m.AdvMean))
+		m.AdvMean = m.advMean
+		m.AdvStd = math.Sqrt(m.advM2 / float64(m.advN))
 		m.AdvMin, m.AdvMax = m.advLo, m.advHi
 	}
 	if r, ok := pearson(m.credit); ok {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"math/big"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -194,4 +196,79 @@ func TestPhaseMetricsCuts(t *testing.T) {
 	b, err := json.Marshal(PhaseMetrics{Traces: 4, Truncated: 0.5})
 	require.NoError(t, err)
 	require.NotContains(t, string(b), "padding")
+}
+
+// TestAdvStd: the advantages' standard deviation (over the step's
+// trained samples, dividing by their count) was E[a^2] - mean^2, which
+// cancels: equal advantages that are not dyadic (0.1, -1/3) gave about
+// 1e-9 where they vary not at all, and advantages of a large common
+// offset a spread lost to rounding. It is accumulated as Welford's sum
+// of squared deviations: 0 for equal advantages, and for every draw
+// within 1e-9 of the exact figure (a big.Float reference of 256 bits)
+// plus a few roundings of the largest advantage, which any float64 mean
+// is off by.
+func TestAdvStd(t *testing.T) {
+	// reference is the population standard deviation of as, exactly up
+	// to big.Float's 256 bits.
+	reference := func(as []float64) float64 {
+		const prec = 256
+		sum := new(big.Float).SetPrec(prec)
+		for _, a := range as {
+			sum.Add(sum, new(big.Float).SetPrec(prec).SetFloat64(a))
+		}
+		n := new(big.Float).SetPrec(prec).SetInt64(int64(len(as)))
+		mean := new(big.Float).SetPrec(prec).Quo(sum, n)
+		ss := new(big.Float).SetPrec(prec)
+		for _, a := range as {
+			d := new(big.Float).SetPrec(prec).SetFloat64(a)
+			d.Sub(d, mean)
+			ss.Add(ss, d.Mul(d, d))
+		}
+		v, _ := ss.Quo(ss, n).Sqrt(ss).Float64()
+		return v
+	}
+	std := func(as []float64) float64 {
+		var m Metrics
+		for _, a := range as {
+			m.observeAdvantage(a)
+		}
+		m.finishRollout()
+		return m.AdvStd
+	}
+	repeat := func(a float64, n int) []float64 {
+		as := make([]float64, n)
+		for i := range as {
+			as[i] = a
+		}
+		return as
+	}
+	for _, tc := range []struct {
+		name string
+		as   []float64
+	}{
+		{"0.1 seven times", repeat(0.1, 7)},
+		{"-1/3 five times", repeat(-1.0/3, 5)},
+		{"0.7 a thousand times", repeat(0.7, 1000)},
+		{"one advantage", []float64{0.3}},
+	} {
+		require.Zero(t, std(tc.as), tc.name)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 500 {
+		n := 2 + rng.IntN(300)
+		offset := []float64{0, 0.1, -1.0 / 3, 1e3, -1e6}[i%5]
+		scale := []float64{1, 1e-3, 1e-6, 0.5}[i%4]
+		as := make([]float64, n)
+		largest := 0.0
+		for j := range as {
+			as[j] = offset + scale*rng.NormFloat64()
+			largest = max(largest, math.Abs(as[j]))
+		}
+		// A mean in float64 is off by some rounding of the largest
+		// advantage, whatever the algorithm; past that, 1e-9 of the
+		// figure.
+		want := reference(as)
+		tol := 1e-9*want + 64*0x1p-52*largest
+		require.InDelta(t, want, std(as), tol, "draw %d: %d advantages, offset %v, scale %v", i, n, offset, scale)
+	}
 }
