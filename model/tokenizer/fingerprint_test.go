@@ -267,3 +267,34 @@ func jsonEscape(s string) string {
 	}
 	return string(b[1 : len(b)-1])
 }
+
+// TestFingerprintPinned pins the fingerprints runs record of the testdata
+// tokenizers and of setup.sh's Qwen3 tokenizer: a change of Fingerprint's
+// value for the same files would refuse every recorded run's resume as
+// another tokenizer's, so it must be deliberate (and accept the old
+// value, as ByteFingerprint's is accepted).
+func TestFingerprintPinned(t *testing.T) {
+	for _, tc := range []struct {
+		name, path, want string
+	}{
+		{"char", filepath.Join("testdata", "char_tokenizer.json"), "c250d79ba44cde30d897b7d4dabd5a10"},
+		{"byte", filepath.Join("testdata", "byte_tokenizer.json"), "1a20c3949329e48e2774bba8e796cd5d"},
+		{"qwen3", "", "f0564099c8acad7a945b2e3bc28ee511"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.path
+			if path == "" {
+				path = os.Getenv(qwen3EnvVar)
+				if path == "" {
+					t.Skipf("%s is unset: run scripts/setup.sh and source ~/.cache/spiral/env.sh to test against the real Qwen3 tokenizer", qwen3EnvVar)
+				}
+				if filepath.Base(path) != "qwen3-tokenizer-3.7.2" {
+					t.Skipf("%s is not setup.sh's qwen3-tokenizer-3.7.2", path)
+				}
+			}
+			id, err := Fingerprint(path)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, id)
+		})
+	}
+}
