@@ -193,6 +193,32 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if arts.LoRA.Enabled() {
 		lora = &arts.LoRA
 	}
+	cfg := f.cfg
+	if cfg.MicroBatchTokens == 0 {
+		cfg.MicroBatchTokens = autoMicroBatchTokens(sess.onnx, env.stderr)
+	}
+	cfg.SeparateRows = !f.packPrompts
+	cfg.Reward = f.reward.rule
+	lr := f.lr
+	if lr == 0 {
+		lr = modelLR
+		if sess.embedded {
+			lr = embeddedLR
+		}
+	}
+	sched := optim.Schedule{PeakLR: lr, WarmupSteps: int64(f.warmup)}
+	if err := sched.Validate(); err != nil {
+		return usageError{err}
+	}
+	// settings are the run's, sampling with c, its usable problems of
+	// the content id dataID ("" before they are fitted to the context).
+	settings := func(c rollout.SamplerConfig, dataID string) rl.RunSettings {
+		cfg := cfg
+		cfg.Pipeline.PromptLimit = promptLimit(c)
+		return rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, DataID: dataID, RL: cfg, Schedule: sched,
+			Sampling: rl.SamplingSettings(c.Temperature, c.TopP, c.TopK, c.MaxNewTokens, arts.Selection.String(), tmpl.prints()),
+			LoRA:     lora, Tokenizer: tokID, TokenizerBytes: tokBytes}
+	}
 	// A run of another model, data set, algorithm or LoRA setting, or
 	// whose checkpoints hold other parameters than --train and --freeze
 	// select, is refused before the serving engine is waited for (up to
@@ -216,6 +242,21 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		usable := func(n int) (string, error) { return usableDigest(sess, tmpl, ds.Problems, trainCandidates, n) }
 		if err := rl.CheckRunIdentity(f.run.Dir, now, usable, func() ([]string, error) { return model.TrainedParameters(sess.onnx, arts.Selection) }); err != nil {
 			return modelFlagUsage(err)
+		}
+		// The other settings, but those that depend on the model's
+		// context, which the engine may serve below config.json's: a
+		// rerun with another --seed or --lr is refused at once, not after
+		// a wait of up to --engine-timeout (or the engine's error). The
+		// sampling flags' warnings are engineSamplerConfig's to say;
+		// the trace length is the context's where not given (traceLength).
+		c, err := sess.samplerConfig(f.sf, onTask, 0, io.Discard)
+		if err != nil {
+			return err
+		}
+		traceByContext := f.sf.cfg.MaxNewTokens == 0 && !(sess.embedded || onTask)
+		parts := rl.RunParts{Held: held, HeldName: heldName, HeldPath: heldPath, Settings: settings(c, ""), CRLFTemplates: tmpl.crlfDigest()}
+		if err := rl.CheckSettingsBeforeEngine(f.run, parts, traceByContext); err != nil {
+			return err
 		}
 		if err := refuseSFTLog(f.run.Dir); err != nil {
 			return err
@@ -289,31 +330,11 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		fmt.Fprintf(env.stderr, "spiral: warning: %d of the %s of %s %s of %s too (%s%s at %s): the held-out accuracy counts %s as new; give held-out problems that --data lacks\n",
 			len(shared), rollout.Plural(len(held), "held-out problem"), heldName, are, dataName, first, shared[0].ID, shared[0].Source, them)
 	}
-	cfg := f.cfg
-	if cfg.MicroBatchTokens == 0 {
-		cfg.MicroBatchTokens = autoMicroBatchTokens(sess.onnx, env.stderr)
-	}
-	cfg.SeparateRows = !f.packPrompts
 	cfg.Pipeline.PromptLimit = promptLimit(samplerCfg)
-	cfg.Reward = f.reward.rule
-	lr := f.lr
-	if lr == 0 {
-		lr = modelLR
-		if sess.embedded {
-			lr = embeddedLR
-		}
-	}
-	sched := optim.Schedule{PeakLR: lr, WarmupSteps: int64(f.warmup)}
-	if err := sched.Validate(); err != nil {
-		return usageError{err}
-	}
 	stream := data.NewStream(ds, cfg.Seed)
-	settings := rl.RunSettings{Model: sess.name(), ModelID: modelID, Data: dataName, DataPath: dataPath, DataID: dataID, RL: cfg, Schedule: sched,
-		Sampling: rl.SamplingSettings(samplerCfg.Temperature, samplerCfg.TopP, samplerCfg.TopK, samplerCfg.MaxNewTokens, arts.Selection.String(), tmpl.prints()),
-		LoRA:     lora, Tokenizer: tokID, TokenizerBytes: tokBytes}
 	run := f.run
 	run.FinalRSA.CandidateTokens, run.FinalRSA.PromptLimit = cfg.Pipeline.CandidateTokens, cfg.Pipeline.PromptLimit
-	parts := rl.RunParts{Problems: stream, Held: held, HeldName: heldName, HeldPath: heldPath, Settings: settings, CRLFTemplates: tmpl.crlfDigest()}
+	parts := rl.RunParts{Problems: stream, Held: held, HeldName: heldName, HeldPath: heldPath, Settings: settings(samplerCfg, dataID), CRLFTemplates: tmpl.crlfDigest()}
 	// A rerun with other settings (without --override) or on other
 	// usable problems is refused before the policy is loaded, which
 	// reads the model's weights (minutes, for a real model), as resuming

@@ -291,9 +291,12 @@ func TestTrainFinalRSANamesAModelGivenFromItsDirectory(t *testing.T) {
 // here), minutes with a real one, before the refusal. So is one with
 // another --tokenizer (a setting, but known before the engine: the
 // prompts sent to it as token ids are tokenized by spiral), which goes on
-// to the engine with --override. The run's data file moved is the run's,
-// by the problems that fit as many as the run's did, and goes on to the
-// engine.
+// to the engine with --override, and one with another --seed or --lr,
+// settings that do not depend on the context the engine serves: they
+// were compared only after the wait, so an engine that never answered
+// ended the rerun with its error, the settings unsaid. The run's data
+// file moved is the run's, by the problems that fit as many as the run's
+// did, and goes on to the engine.
 func TestTrainRefusesAnotherRunBeforeTheEngine(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	var asked atomic.Int32
@@ -328,6 +331,11 @@ func TestTrainRefusesAnotherRunBeforeTheEngine(t *testing.T) {
 		{"another tokenizer", []string{"--data", train, "--tokenizer", otherTok}, "60s",
 			[]string{runDir + " holds a run with other settings: tokenizer (--tokenizer): ", "rerun with --override"}, false},
 		{"another tokenizer, --override", []string{"--data", train, "--tokenizer", otherTok, "--override"}, "1s", []string{"rollout: engine: " + hs.URL + "/v1/models"}, true},
+		{"another --seed", []string{"--data", train, "--seed", "7"}, "60s",
+			[]string{runDir + " holds a run with other settings: rl.seed (--seed): 1 -> 7; rerun with --override"}, false},
+		{"another --lr", []string{"--data", train, "--lr", "1e-3"}, "60s",
+			[]string{runDir + " holds a run with other settings: schedule.peak_lr (--lr): 0.0001 -> 0.001; rerun with --override"}, false},
+		{"another --seed, --override", []string{"--data", train, "--seed", "7", "--override"}, "1s", []string{"rollout: engine: " + hs.URL + "/v1/models"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			asked.Store(0)

@@ -643,6 +643,51 @@ func CheckRunSettings(cfg RunConfig, p RunParts) error {
 	})
 }
 
+// CheckSettingsBeforeEngine refuses, as CheckRunSettings does, a rerun
+// into cfg.Dir whose settings, p.Settings completed as Run records them,
+// differ from the run's, in those known before the model's context is:
+// train asks it before it waits for a serving engine (up to
+// --engine-timeout), whose context may be below config.json's, so that
+// another --seed or --lr is said at once. The settings that depend on
+// that context are taken as the run's, for CheckRunSettings to compare
+// once it is known: the longest prompt, the held-out problems that fit
+// it (their data set, number and contents; their evaluations' samples
+// are compared) and, where traceByContext (no --max-new-tokens given:
+// its default is half the context), the trace length. p.Held are the
+// held-out problems before they are fitted; p.Problems is not read. The
+// run's model, data set, algorithm and LoRA setting are
+// CheckRunIdentity's to compare, asked first. A directory without a
+// checkpoint passes, as does any with cfg.Fresh or cfg.Override.
+func CheckSettingsBeforeEngine(cfg RunConfig, p RunParts, traceByContext bool) error {
+	if cfg.Fresh || cfg.Override {
+		return nil
+	}
+	now := recordedSettings(cfg, p)
+	return checkNewest(cfg.Dir, func(path string, st checkpoint.State) error {
+		prev, err := recordedSettingsOf(cfg.Dir, path, st.Config)
+		if err != nil {
+			return err
+		}
+		known := now
+		known.RL.Pipeline.PromptLimit = prev.RL.Pipeline.PromptLimit
+		if traceByContext {
+			field := strings.TrimPrefix(maxNewTokensKey, "sampling.")
+			known.Sampling = maps.Clone(known.Sampling)
+			delete(known.Sampling, field)
+			if v, ok := prev.Sampling[field]; ok {
+				known.Sampling[field] = v
+			}
+		}
+		if prev.HeldOut != nil && known.HeldOut != nil {
+			held := *prev.HeldOut
+			held.Samples = known.HeldOut.Samples
+			known.HeldOut = &held
+		}
+		diff, _ := resumedDiff(prev, known, p.CRLFTemplates)
+		return checkSettings(cfg.Dir, diff, false, io.Discard)
+	})
+}
+
 // resumedDiff is the settings difference (settingsDiff) between the
 // run's settings prev and now's, whose templates fingerprint taken as
 // versions that kept CRLF line ends took it is crlfTemplates (""
@@ -908,22 +953,13 @@ func resume(ctx context.Context, cfg RunConfig, p RunParts) (*HeldOut, error) {
 }
 
 // recordedRun returns the run settings that config, recorded in the
-// checkpoint at path of the run in dir, holds, refusing a run of spiral
-// sft, or of another model, data set or algorithm than now.
+// checkpoint at path of the run in dir, holds (recordedSettingsOf),
+// refusing a run of spiral sft, or of another model, data set or
+// algorithm than now.
 func recordedRun(dir, path string, config json.RawMessage, now RunSettings) (RunSettings, error) {
-	var prev RunSettings
-	if err := json.Unmarshal(config, &prev); err != nil {
-		return RunSettings{}, fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
-	}
-	var sft struct {
-		SFT *SFTConfig `json:"sft"`
-	}
-	if json.Unmarshal(config, &sft) == nil && sft.SFT != nil {
-		return RunSettings{}, fmt.Errorf("%s holds checkpoints of spiral sft, not of train: use another --out, or --fresh", dir)
-	}
-	if prev.LoRA != nil { // targets saved in the order given, by older versions
-		c := prev.LoRA.Canonical()
-		prev.LoRA = &c
+	prev, err := recordedSettingsOf(dir, path, config)
+	if err != nil {
+		return RunSettings{}, err
 	}
 	if !sameModel(prev.Model, prev.ModelID, now.Model, now.ModelID) || !sameTrainingData(prev, now) || prev.RL.Algo != now.RL.Algo {
 		// A model replaced at its path (an sft --overwrite, an export
@@ -942,6 +978,27 @@ func recordedRun(dir, path string, config json.RawMessage, now RunSettings) (Run
 		}
 		return RunSettings{}, fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s)%s: use another --out, or --fresh",
 			dir, prevModel, prevData, prev.RL.Algo, nowModel, nowData, now.RL.Algo, changed)
+	}
+	return prev, nil
+}
+
+// recordedSettingsOf returns the run settings that config, recorded in
+// the checkpoint at path of the run in dir, holds, refusing a run of
+// spiral sft; LoRA targets in their canonical order.
+func recordedSettingsOf(dir, path string, config json.RawMessage) (RunSettings, error) {
+	var prev RunSettings
+	if err := json.Unmarshal(config, &prev); err != nil {
+		return RunSettings{}, fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
+	}
+	var sft struct {
+		SFT *SFTConfig `json:"sft"`
+	}
+	if json.Unmarshal(config, &sft) == nil && sft.SFT != nil {
+		return RunSettings{}, fmt.Errorf("%s holds checkpoints of spiral sft, not of train: use another --out, or --fresh", dir)
+	}
+	if prev.LoRA != nil { // targets saved in the order given, by older versions
+		c := prev.LoRA.Canonical()
+		prev.LoRA = &c
 	}
 	return prev, nil
 }

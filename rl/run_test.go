@@ -2731,6 +2731,62 @@ func TestCheckRunSettings(t *testing.T) {
 	}
 }
 
+// TestCheckSettingsBeforeEngine: CheckSettingsBeforeEngine, which train
+// asks before it waits for a serving engine, refuses other settings
+// without --override as CheckRunSettings does, and passes the settings
+// that depend on the context the engine serves, which CheckRunSettings
+// compares after the wait: the longest prompt, the held-out problems
+// fitted to it, and the trace length where its default is the
+// context's (traceByContext); other --eval-samples are refused.
+func TestCheckSettingsBeforeEngine(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 1)
+	h.parts.Settings.RL.Pipeline.PromptLimit = 100
+	h.parts.Settings.Sampling = map[string]any{"max_new_tokens": 50, "temperature": 1}
+	require.NoError(t, h.run(context.Background()))
+	for _, tc := range []struct {
+		name           string
+		change         func(*runHarness)
+		traceByContext bool
+		want           string // "": passes before the engine
+		after          string // CheckRunSettings' refusal after it, "" for none
+	}{
+		{"the same run", func(*runHarness) {}, false, "", ""},
+		{"other --seed", func(h *runHarness) { h.parts.Settings.RL.Seed = 7 }, false, dir + " holds a run with other settings: rl.seed (--seed): 1 -> 7; rerun with --override", ""},
+		{"other --lr", func(h *runHarness) { h.parts.Settings.Schedule.PeakLR = 0.5 }, false, "schedule.peak_lr (--lr): 0.01 -> 0.5", ""},
+		{"other --temperature", func(h *runHarness) { h.parts.Settings.Sampling["temperature"] = 0.5 }, false, "sampling.temperature (--temperature): 1 -> 0.5", ""},
+		{"other --eval-samples", func(h *runHarness) { h.cfg.EvalSamples = 4 }, false, "held_out.samples (--eval-samples): 2 -> 4", ""},
+		{"other --seed, --override", func(h *runHarness) { h.parts.Settings.RL.Seed, h.cfg.Override = 7, true }, false, "", ""},
+		{"other --seed, --fresh", func(h *runHarness) { h.parts.Settings.RL.Seed, h.cfg.Fresh = 7, true }, false, "", ""},
+		{"a shorter context", func(h *runHarness) { h.parts.Settings.RL.Pipeline.PromptLimit = 80 }, false, "",
+			"rl.pipeline.prompt_limit (the model's context less --max-new-tokens): 100 -> 80"},
+		{"a held-out problem too long for it", func(h *runHarness) { h.parts.Held = h.parts.Held[:1] }, false, "", "held_out.problems (--eval-problems): 2 -> 1"},
+		{"the default trace length of a shorter context", func(h *runHarness) { h.parts.Settings.Sampling["max_new_tokens"] = 40 }, true, "",
+			"sampling.max_new_tokens (--max-new-tokens): 50 -> 40"},
+		{"another --max-new-tokens", func(h *runHarness) { h.parts.Settings.Sampling["max_new_tokens"] = 40 }, false,
+			"sampling.max_new_tokens (--max-new-tokens): 50 -> 40", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newRunHarness(t, dir, 1)
+			h.parts.Settings.RL.Pipeline.PromptLimit = 100
+			h.parts.Settings.Sampling = map[string]any{"max_new_tokens": 50, "temperature": 1}
+			tc.change(h)
+			err := CheckSettingsBeforeEngine(h.cfg, h.parts, tc.traceByContext)
+			if tc.want != "" {
+				require.ErrorContains(t, err, tc.want)
+				require.EqualError(t, CheckRunSettings(h.cfg, h.parts), err.Error(), "as the check after the engine refuses it")
+				return
+			}
+			require.NoError(t, err)
+			if tc.after == "" {
+				require.NoError(t, CheckRunSettings(h.cfg, h.parts))
+			} else {
+				require.ErrorContains(t, CheckRunSettings(h.cfg, h.parts), tc.after)
+			}
+		})
+	}
+}
+
 // TestFinalRSARecordsTheCheckpoint: rsa.json records the weights of the
 // checkpoint it evaluated (state.json's fingerprint of them), as eval's
 // report of a checkpoint does, so that compare tells the final
