@@ -679,7 +679,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	c := &f.cfg
 	fs.StringVar(&f.data, "data", "", "training problems: JSONL, JSON or Parquet (default: the embedded equation task)")
 	markNonEmpty(fs, "data", "a JSONL, JSON or Parquet file of training problems (leave --data out for the embedded equation task)")
-	fs.StringVar(&f.run.Dir, "out", "runs/spiral", "run directory: metrics.jsonl, eval.jsonl, checkpoints/, artifacts/, training.png, rsa.json (--final-rsa-steps), tensorboard/ (--tensorboard)")
+	fs.StringVar(&f.run.Dir, "out", "runs/spiral", "run directory: metrics.jsonl, eval.jsonl (--eval-every), checkpoints/, artifacts/, training.png, rsa.json (--final-rsa-steps), tensorboard/ (--tensorboard)")
 	markNonEmpty(fs, "out", "the run directory (default runs/spiral)")
 	fs.StringVar(&c.Algo, "algo", c.Algo, "algorithm: spiral, grpo, agg-only or search-only (the ablations: gradients on the aggregation or the search traces only)")
 	fs.IntVar(&f.run.Steps, "steps", 50, "training steps")

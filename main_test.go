@@ -2823,7 +2823,7 @@ func TestOutHelpListsItsFiles(t *testing.T) {
 	for _, c := range []struct {
 		command, want string
 	}{
-		{"train", `run directory: metrics.jsonl, eval.jsonl, checkpoints/, artifacts/, training.png, rsa.json (--final-rsa-steps), tensorboard/ (--tensorboard) (default "runs/spiral")`},
+		{"train", `run directory: metrics.jsonl, eval.jsonl (--eval-every), checkpoints/, artifacts/, training.png, rsa.json (--final-rsa-steps), tensorboard/ (--tensorboard) (default "runs/spiral")`},
 		{"eval", `output directory: the JSON report MODE.json and its PNG plot, MODE.traces.jsonl (--traces), artifacts/ (the model's sampling graphs), and until the report is written what the evaluation finished (MODE.problems.jsonl.partial, rsa.steps.json.partial), which a rerun resumes (default "runs/eval")`},
 	} {
 		var stdout bytes.Buffer

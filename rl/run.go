@@ -390,11 +390,17 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		return fmt.Errorf("rl: run: %w", err)
 	}
 	defer mf.Close()
-	ef, err := os.OpenFile(evalPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
-	if err != nil {
-		return fmt.Errorf("rl: run: %w", err)
+	// eval.jsonl is written by a run that evaluates every --eval-every
+	// steps alone: one of none holds no such file (one a resumed run
+	// logged is kept, cut back above).
+	evaluates := len(p.Held) > 0 && cfg.EvalEvery > 0
+	var ef *os.File
+	if evaluates {
+		if ef, err = os.OpenFile(evalPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666); err != nil {
+			return fmt.Errorf("rl: run: %w", err)
+		}
+		defer ef.Close()
 	}
-	defer ef.Close()
 	evaluated, err := loggedSteps(evalPath)
 	if err != nil {
 		return err
@@ -424,6 +430,9 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		// checkpoint that a resume cuts them back to: after a power
 		// loss, a resumed run's logs lack none of its steps.
 		for _, f := range []*os.File{mf, ef} {
+			if f == nil {
+				continue // no eval.jsonl
+			}
 			if err := f.Sync(); err != nil {
 				return fmt.Errorf("rl: run: %w", err)
 			}
@@ -448,7 +457,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 	// evaluation's error ends the run, Ctrl-C's or another.
 	stopped := func(cause error) error { return saveStopped(ctx, p.Warn, tr.Step(), lastSaved, cause, save) }
 	evalDue := func(step int) bool {
-		return len(p.Held) > 0 && cfg.EvalEvery > 0 && (step%cfg.EvalEvery == 0 || step == cfg.Steps) && !evaluated[step]
+		return evaluates && (step%cfg.EvalEvery == 0 || step == cfg.Steps) && !evaluated[step]
 	}
 	evaluate := func() error {
 		// Ctrl-C in the engine's sync (an export, a load) saves the

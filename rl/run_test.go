@@ -110,6 +110,43 @@ func loggedEvalSteps(t *testing.T, dir string) []int {
 	return steps
 }
 
+// TestRunWithoutEvaluationsWritesNoEvalLog: a run that evaluates
+// nothing every --eval-every steps (no held-out problems, as train
+// --data without --eval-data, or --eval-every 0) writes no eval.jsonl:
+// it wrote an empty one, which tensorboard named among the logs it
+// converted. A resumed run that logged evaluations keeps its eval.jsonl
+// when its rerun evaluates nothing.
+func TestRunWithoutEvaluationsWritesNoEvalLog(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*runHarness)
+	}{
+		{"no held-out problems", func(h *runHarness) { h.parts.Held = nil }},
+		{"--eval-every 0", func(h *runHarness) { h.cfg.EvalEvery = 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := newRunHarness(t, dir, 2)
+			tc.change(h)
+			require.NoError(t, h.run(context.Background()))
+			require.FileExists(t, filepath.Join(dir, MetricsFile))
+			require.NoFileExists(t, filepath.Join(dir, EvalFile))
+			curves, err := ReadRunCurves(dir)
+			require.NoError(t, err)
+			require.Empty(t, curves.HeldOut.Keys)
+
+			dir = t.TempDir()
+			require.NoError(t, newRunHarness(t, dir, 1).run(context.Background()))
+			require.Equal(t, []int{0, 1}, loggedEvalSteps(t, dir))
+			h = newRunHarness(t, dir, 2)
+			tc.change(h)
+			require.NoError(t, h.run(context.Background()))
+			require.Contains(t, h.out.String(), "(step 1)")
+			require.Equal(t, []int{0, 1}, loggedEvalSteps(t, dir), "the resumed run's evaluations kept")
+		})
+	}
+}
+
 // TestRunResumeAndEvalLog: a run of 2 steps logs evaluations at steps 0,
 // 1, 2; continuing to 3 resumes at step 2 without evaluating it again; a
 // checkpoint whose evaluation line was lost (a kill between the two) is
