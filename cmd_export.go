@@ -346,13 +346,13 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			if err != nil {
 				return exported(err)
 			}
-			fmt.Fprintf(env.stdout, "wrote %s: a peft adapter directory for %s from %s (%d tensors)\n", *out, r.onnx, from, n)
+			fmt.Fprintf(env.stdout, "wrote %s: a peft adapter directory for %s from %s (%d tensors)\n", *out, r.name(), from, n)
 		case "hf":
 			n, err := model.ExportHF(ctx, r.onnx, r.tokenizer, *out, w, lora, tokFiles, *overwrite, foreign...)
 			if err != nil {
 				return exported(err)
 			}
-			fmt.Fprintf(env.stdout, "wrote %s: a Hugging Face model directory from %s with %s (%d tensors)\n", *out, r.onnx, from, n)
+			fmt.Fprintf(env.stdout, "wrote %s: a Hugging Face model directory from %s with %s (%d tensors)\n", *out, r.name(), from, n)
 		default:
 			// The graph, its data file and the files beside it are written
 			// in a stage in --out's directory and moved in together, the
@@ -390,7 +390,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			if err := stage.Commit(append(names, foreign...)...); err != nil {
 				return fmt.Errorf("--out %s: %w", *out, err)
 			}
-			fmt.Fprintf(env.stdout, "wrote %s: %s with %s (%d tensors, %d parameters)\n", *out, r.onnx, from, n, nParams)
+			fmt.Fprintf(env.stdout, "wrote %s: %s with %s (%d tensors, %d parameters)\n", *out, r.name(), from, n, nParams)
 			for _, s := range sides {
 				fmt.Fprintf(env.stdout, "wrote %s: %s\n", s.to, s.report())
 			}

@@ -987,3 +987,35 @@ func TestExportHFKeepsFilesNoExportWrote(t *testing.T) {
 	}
 	require.FileExists(t, filepath.Join(out, "README.md"))
 }
+
+// TestExportNamesTheEmbeddedModel: an export of a run on the embedded
+// model names it "embedded" in its line, as train and eval's reports
+// name it: each format named its file in the cache
+// (~/.cache/spiral/embedded-*/model.onnx), a path the user never gave.
+// (The lines of the files copied beside an onnx export name the files
+// they copy, the cache's.)
+func TestExportNamesTheEmbeddedModel(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("SPIRAL_CACHE_DIR", cache)
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	trainTinyLoRA(t, runDir)
+	from := "the LoRA adapters of " + filepath.Join(runDir, "checkpoints") + "/"
+	for _, tc := range []struct {
+		format, out, want string
+	}{
+		{"peft", "peft", "a peft adapter directory for embedded from " + from},
+		{"hf", "hf", "a Hugging Face model directory from embedded with " + from},
+		{"onnx", "model.onnx", "embedded with " + from},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			out := filepath.Join(dir, tc.out)
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"export", "--format", tc.format, "--checkpoint", runDir, "--out", out}, &cliEnv{stdout: &stdout, stderr: &stderr})
+			require.Zero(t, code, stderr.String())
+			line, _, _ := strings.Cut(stdout.String(), "\n")
+			require.True(t, strings.HasPrefix(line, "wrote "+out+": "+tc.want), "%q", line)
+			require.NotContains(t, line, cache)
+		})
+	}
+}
