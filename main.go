@@ -220,11 +220,11 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 		return exitUsage
 	}
 	if err := checkDetachedValues(fs, args); err != nil {
-		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
+		printError(env.stderr, cmd.name, err)
 		return exitUsage
 	}
 	if err := checkEmptyValues(cmd, fs, fs.Args()); err != nil {
-		fmt.Fprintf(env.stderr, "spiral %s: %v\n", cmd.name, err)
+		printError(env.stderr, cmd.name, err)
 		return exitUsage
 	}
 	if cmd.stops && env.stopping != nil {
@@ -248,9 +248,7 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 				return exitInterrupted
 			}
 		}
-		// A package's error names its package ("data: F:1: ..."): where
-		// that is the command's own name (spiral data), it is said once.
-		fmt.Fprintf(env.stderr, "spiral %s: %s\n", cmd.name, strings.TrimPrefix(err.Error(), cmd.name+": "))
+		printError(env.stderr, cmd.name, err)
 		var ue usageError
 		if errors.As(err, &ue) {
 			return exitUsage
@@ -390,4 +388,41 @@ func printCommandUsage(w io.Writer, c *command, fs *pflag.FlagSet) {
 	if flags := fs.FlagUsages(); flags != "" {
 		fmt.Fprintf(w, "\nFlags:\n%s", flags)
 	}
+}
+
+// printError writes err to w as the error of spiral command cmd: each
+// error joined in it (errors.Join, within a usageError too: several
+// checks' refusals) on a line of its own, prefixed "spiral CMD: " as a
+// single error is. A package's error naming its package ("data: F:1:
+// ...") where that is the command's own name (spiral data) says it once.
+func printError(w io.Writer, cmd string, err error) {
+	for _, e := range joinedErrors(err) {
+		fmt.Fprintf(w, "spiral %s: %s\n", cmd, strings.TrimPrefix(e.Error(), cmd+": "))
+	}
+}
+
+// joinedErrors lists the errors joined in err, in order, through
+// usageError and nested joins; err alone where it joins none. An error
+// that wraps several in a message of its own (fmt.Errorf with two %w),
+// whose text is not theirs line by line, is one.
+func joinedErrors(err error) []error {
+	switch u := err.(type) {
+	case usageError:
+		return joinedErrors(u.err)
+	case interface{ Unwrap() []error }:
+		errs := u.Unwrap()
+		lines := make([]string, len(errs))
+		for i, e := range errs {
+			lines[i] = e.Error()
+		}
+		if strings.Join(lines, "\n") != err.Error() {
+			return []error{err}
+		}
+		var out []error
+		for _, e := range errs {
+			out = append(out, joinedErrors(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }

@@ -570,9 +570,9 @@ func TestDataSubcommandFlagsRefused(t *testing.T) {
 	}{
 		{[]string{"data", "inspect", file, "--problems", "3"}, "--problems is spiral data synth's; spiral data inspect would ignore it"},
 		{[]string{"data", "inspect", "--split", "train", file, "--max-operand", "7"},
-			"--max-operand is spiral data synth's; spiral data inspect would ignore it\n--split is spiral data synth's; spiral data inspect would ignore it"},
+			"--max-operand is spiral data synth's; spiral data inspect would ignore it\nspiral data: --split is spiral data synth's; spiral data inspect would ignore it"},
 		{[]string{"data", "synth", "--problem-field", "q", "--format", "jsonl"},
-			"--format is spiral data inspect's; spiral data synth would ignore it\n--problem-field is spiral data inspect's; spiral data synth would ignore it"},
+			"--format is spiral data inspect's; spiral data synth would ignore it\nspiral data: --problem-field is spiral data inspect's; spiral data synth would ignore it"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &cliEnv{stdout: &stdout, stderr: &stderr})
@@ -915,7 +915,7 @@ func TestFlagsOfAnotherChoiceRefused(t *testing.T) {
 		// fine-tune.
 		{[]string{"train", "--lora-targets", "q,v"}, exitUsage, "--lora-targets shapes --lora-rank's adapters"},
 		{[]string{"sft", "--lora-alpha", "16"}, exitUsage, "--lora-alpha shapes --lora-rank's adapters"},
-		{[]string{"bench", "train", "--lora-alpha", "16", "--lora-targets", "q"}, exitUsage, "--lora-alpha shapes --lora-rank's adapters; without --lora-rank (a full fine-tune) it would be ignored\n--lora-targets shapes"},
+		{[]string{"bench", "train", "--lora-alpha", "16", "--lora-targets", "q"}, exitUsage, "--lora-alpha shapes --lora-rank's adapters; without --lora-rank (a full fine-tune) it would be ignored\nspiral bench: --lora-targets shapes"},
 		{[]string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB", "--lora-targets", "q,v", "--lora-rank", "8"}, 0, ""},
 		// bench generate refused a --generate-rows above 0 only, and
 		// benchmarked in silence with --generate-rows 0 given.
@@ -974,7 +974,7 @@ func TestEmptyPathRefused(t *testing.T) {
 		{[]string{"generate", "--checkpoint", "", "hi"}, "spiral generate: --checkpoint is empty: want " + checkpointWant},
 		{[]string{"export", "--format", "hf", "--checkpoint", "", "--out", "x"}, "spiral export: --checkpoint is empty: want " + checkpointWant},
 		{[]string{"artifacts", "--out", ""}, "spiral artifacts: --out is empty: want the directory to write the graphs in (leave --out out for artifacts/ beside the model)"},
-		{[]string{"train", "--out", "", "--data", ""}, "spiral train: --data is empty: want a JSONL, JSON or Parquet file of training problems (leave --data out for the embedded equation task)\n--out is empty: want the run directory (default runs/spiral)"},
+		{[]string{"train", "--out", "", "--data", ""}, "spiral train: --data is empty: want a JSONL, JSON or Parquet file of training problems (leave --data out for the embedded equation task)\nspiral train: --out is empty: want the run directory (default runs/spiral)"},
 		{[]string{"version", "--ort-lib", ""}, "spiral version: --ort-lib is empty: want the ONNX Runtime shared library (leave --ort-lib out for $ONNXRUNTIME_LIB, then scripts/setup.sh's)"},
 	} {
 		var stderr bytes.Buffer
@@ -3195,6 +3195,32 @@ func TestFlagErrorsBeforeMissingArgs(t *testing.T) {
 	}
 }
 
+// TestJoinedErrorsPrefixEachLine: an error joined from several checks
+// prints each on a line of its own with the "spiral CMD: " prefix a
+// single error has: its later lines lacked it, reading as another
+// program's output. A message that wraps several errors in one sentence
+// (fmt.Errorf with two %w) stays one line.
+func TestJoinedErrorsPrefixEachLine(t *testing.T) {
+	engine := []string{"--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"train: --engine-sync without --sync-dir, and --steps 0", append([]string{"train", "--engine-sync", "vllm-lora", "--lora-rank", "2", "--steps", "0"}, engine...),
+			"spiral train: --steps 0: want >= 1\nspiral train: --engine openai in training needs --sync-dir\n"},
+		{"train: --engine-sync vllm-lora without --lora-rank or --sync-dir", append([]string{"train", "--engine-sync", "vllm-lora"}, engine...),
+			"spiral train: --engine-sync vllm-lora syncs LoRA adapters: give --lora-rank\nspiral train: --engine openai in training needs --sync-dir\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			requireStderrOfUsage(t, tc.args, tc.want)
+		})
+	}
+	var stderr bytes.Buffer
+	printError(&stderr, "eval", fmt.Errorf("%w, and %w", errors.New("eval: a"), errors.New("b")))
+	require.Equal(t, "spiral eval: a, and b\n", stderr.String())
+}
+
 // TestInputPathsBeforeRuntime: an input path flag that does not exist is
 // refused before ONNX Runtime is looked for, as --model and --tokenizer
 // are: on a machine without it, `eval --data nope.jsonl`, `train
@@ -3214,7 +3240,7 @@ func TestInputPathsBeforeRuntime(t *testing.T) {
 		{[]string{"eval", "--out", out, "--data", nope}, "spiral eval: --data " + nope + ": no such file or directory"},
 		{[]string{"eval", "--out", out, "--search-template", nope}, "spiral eval: --search-template " + nope + ": no such file or directory"},
 		{[]string{"eval", "--out", out, "--checkpoint", nope}, "spiral eval: --checkpoint " + nope + ": no such file or directory"},
-		{[]string{"train", "--out", out, "--data", nope, "--eval-data", nope + "2"}, "spiral train: --data " + nope + ": no such file or directory\n--eval-data " + nope + "2: no such file or directory"},
+		{[]string{"train", "--out", out, "--data", nope, "--eval-data", nope + "2"}, "spiral train: --data " + nope + ": no such file or directory\nspiral train: --eval-data " + nope + "2: no such file or directory"},
 		{[]string{"train", "--out", out, "--aggregate-template", dir}, "spiral train: --aggregate-template " + dir + " is a directory: want a template file"},
 		{[]string{"generate", "--checkpoint", nope, "hi"}, "spiral generate: --checkpoint " + nope + ": no such file or directory"},
 	} {
