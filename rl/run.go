@@ -298,7 +298,9 @@ func LockRun(dir string) (func() error, error) {
 //     settings unless cfg.Override;
 //  3. cut the logs back to the resumed step (empty them when there was
 //     none to resume, those that log completed steps set aside first:
-//     setAsideUnresumed), and spiral's TensorBoard event files with them;
+//     setAsideUnresumed; eval.jsonl then goes where the run evaluates
+//     nothing every cfg.EvalEvery steps, which opens none), and
+//     spiral's TensorBoard event files with them;
 //     cfg.TensorBoard: start a new event file (openTensorBoardLog);
 //  4. evaluate the held-out problems at the resumed step if that
 //     evaluation is due and not logged yet (a killed run is not evaluated
@@ -380,6 +382,16 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		}
 		warnDamagedLines(p.Warn, damaged)
 	}
+	// eval.jsonl is written by a run that evaluates every --eval-every
+	// steps alone: one of none holds no such file, but the one a resumed
+	// step's run logged, cut back above (one of no step resumed is
+	// empty now, and goes).
+	evaluates := len(p.Held) > 0 && cfg.EvalEvery > 0
+	if !evaluates && kept < 0 {
+		if err := os.Remove(evalPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("rl: run: %w", err)
+		}
+	}
 	tb := openTensorBoardLog(cfg.Dir, cfg.TensorBoard, kept, metricsPath, func() ([]tfevents.Event, error) {
 		events, _, err := trainEvents(cfg.Dir)
 		return events, err
@@ -390,10 +402,6 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		return fmt.Errorf("rl: run: %w", err)
 	}
 	defer mf.Close()
-	// eval.jsonl is written by a run that evaluates every --eval-every
-	// steps alone: one of none holds no such file (one a resumed run
-	// logged is kept, cut back above).
-	evaluates := len(p.Held) > 0 && cfg.EvalEvery > 0
 	var ef *os.File
 	if evaluates {
 		if ef, err = os.OpenFile(evalPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666); err != nil {

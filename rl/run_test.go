@@ -143,6 +143,21 @@ func TestRunWithoutEvaluationsWritesNoEvalLog(t *testing.T) {
 			require.NoError(t, h.run(context.Background()))
 			require.Contains(t, h.out.String(), "(step 1)")
 			require.Equal(t, []int{0, 1}, loggedEvalSteps(t, dir), "the resumed run's evaluations kept")
+
+			// A run that evaluated step 0 and was killed before its
+			// first checkpoint, rerun evaluating nothing: it starts
+			// over, and that line, of no step it resumes, goes with
+			// its file.
+			require.NoError(t, os.RemoveAll(filepath.Join(dir, CheckpointsDir)))
+			require.NoError(t, os.Remove(filepath.Join(dir, MetricsFile)))
+			b, err := os.ReadFile(filepath.Join(dir, EvalFile))
+			require.NoError(t, err)
+			first, _, _ := strings.Cut(string(b), "\n")
+			require.NoError(t, os.WriteFile(filepath.Join(dir, EvalFile), []byte(first+"\n"), 0o644))
+			h = newRunHarness(t, dir, 1)
+			tc.change(h)
+			require.NoError(t, h.run(context.Background()))
+			require.NoFileExists(t, filepath.Join(dir, EvalFile))
 		})
 	}
 }
