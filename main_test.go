@@ -1018,7 +1018,7 @@ func TestMissingPathArgRefused(t *testing.T) {
 	}{
 		{[]string{"plot", nope}, "spiral plot: REPORT.json " + nope + " does not exist: want " + wantReport},
 		{[]string{"plot", "--out", filepath.Join(dir, "p.png"), report, nope}, "spiral plot: REPORT.json " + nope + " does not exist: want " + wantReport},
-		{[]string{"compare", report, nope, nope + "2"}, "spiral compare: REPORT.json " + nope + " does not exist: want " + wantReport + "\nREPORT.json " + nope + "2 does not exist: want " + wantReport},
+		{[]string{"compare", report, nope, nope + "2"}, "spiral compare: REPORT.json " + nope + " does not exist: want " + wantReport + "\nspiral compare: REPORT.json " + nope + "2 does not exist: want " + wantReport},
 		{[]string{"tensorboard", dir, nope}, "spiral tensorboard: RUN_DIR " + nope + " does not exist: want a training run's directory (the --out of spiral train or sft)"},
 		{[]string{"data", "inspect", nope}, "spiral data: FILE " + nope + " does not exist: want a JSONL, JSON or Parquet data file"},
 		// inspect takes one FILE: a second is its usage error, naming
@@ -2945,8 +2945,8 @@ func TestNegativeMaxNewTokens(t *testing.T) {
 		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
 		require.Equal(t, exitUsage, code, stderr.String())
 		require.Equal(t, "spiral "+cmd[0]+": --max-new-tokens -1: want >= 0 (0 = the model's default)\n"+
-			"--top-p 5: want a probability mass in (0, 1] (1 = off)\n"+
-			"--gen-batch 0: want > 0\n", stderr.String(), "%q", args)
+			"spiral "+cmd[0]+": --top-p 5: want a probability mass in (0, 1] (1 = off)\n"+
+			"spiral "+cmd[0]+": --gen-batch 0: want > 0\n", stderr.String(), "%q", args)
 	}
 }
 
@@ -3078,8 +3078,8 @@ func TestCUDAOptionEmptyKeyOrValue(t *testing.T) {
 		{[]string{"--cuda-option", "=x"}, `spiral version: --cuda-option "=x": want KEY=VALUE, with a key`},
 		{[]string{"--cuda-option=gpu_mem_limit="}, `spiral version: --cuda-option "gpu_mem_limit=": want KEY=VALUE, with a value (leave the option out for ONNX Runtime's default)`},
 		{[]string{"--cuda-option", "b=", "--cuda-option", "=", "--cuda-option", "a="}, `spiral version: --cuda-option "=": want KEY=VALUE, with a key` + "\n" +
-			`--cuda-option "a=": want KEY=VALUE, with a value (leave the option out for ONNX Runtime's default)` + "\n" +
-			`--cuda-option "b=": want KEY=VALUE, with a value (leave the option out for ONNX Runtime's default)`},
+			`spiral version: --cuda-option "a=": want KEY=VALUE, with a value (leave the option out for ONNX Runtime's default)` + "\n" +
+			`spiral version: --cuda-option "b=": want KEY=VALUE, with a value (leave the option out for ONNX Runtime's default)`},
 	} {
 		args := append([]string{"version", "--device", "cuda"}, tc.args...)
 		var stderr bytes.Buffer
@@ -3130,7 +3130,7 @@ func TestUnopenablePathRefused(t *testing.T) {
 		want string
 	}{
 		{[]string{"plot", loop}, "spiral plot: REPORT.json " + loop + ": " + eloop + ": want " + wantReport},
-		{[]string{"compare", loop, loop + "2"}, "spiral compare: REPORT.json " + loop + ": " + eloop + ": want " + wantReport + "\nREPORT.json " + loop + "2 does not exist: want " + wantReport},
+		{[]string{"compare", loop, loop + "2"}, "spiral compare: REPORT.json " + loop + ": " + eloop + ": want " + wantReport + "\nspiral compare: REPORT.json " + loop + "2 does not exist: want " + wantReport},
 		{[]string{"tensorboard", loop}, "spiral tensorboard: RUN_DIR " + loop + ": " + eloop + ": want a training run's directory (the --out of spiral train or sft)"},
 		{[]string{"data", "inspect", loop}, "spiral data: FILE " + loop + ": " + eloop + ": want a JSONL, JSON or Parquet data file"},
 		{[]string{"eval", "--model", loop}, "spiral eval: --model " + loop + ": " + eloop},
