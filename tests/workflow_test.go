@@ -471,9 +471,10 @@ func TestLoRAWorkflow(t *testing.T) {
 	run := filepath.Join(dir, "run")
 	ckpts := filepath.Join(run, "checkpoints")
 	// The final RSA through the adapters on 2 held-out problems, not 64
-	// (55 s of each run's 60).
+	// (55 s of each run's 60). The embedded model's traces run to about
+	// 70 tokens: at 24 every one was cut and no step trained.
 	args := []string{"train", "--out", run, "--lora-rank", "4", "--lora-alpha", "8", "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2",
-		"--max-new-tokens", "24", "--checkpoint-every", "1", "--eval-every", "0", "--eval-problems", "2", "--quiet"}
+		"--max-new-tokens", "128", "--checkpoint-every", "1", "--eval-every", "0", "--eval-problems", "2", "--quiet"}
 	r := spiral(t, nil, append(args, "--steps", "2")...)
 	require.Equal(t, 0, r.code, r.stderr)
 	ckpt := filepath.Join(ckpts, "ckpt-000002")
@@ -485,6 +486,18 @@ func TestLoRAWorkflow(t *testing.T) {
 	}
 	q, _ := adapters.Get("model.layers.0.self_attn.q_proj.lora_A")
 	require.Equal(t, int64(4), q.Shape[1], "A is [in, rank]")
+	// The steps trained the adapters: B starts at zero, and exports of
+	// untrained adapters would hide a defect in exporting trained ones.
+	metrics, err := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(jsonLines[map[string]any](t, string(metrics)), func(m map[string]any) bool {
+		return m["no_update"] != true && m["update_skipped"] == nil
+	}), "no step updated the adapters")
+	for _, name := range adapters.Names() {
+		if b, _ := adapters.Get(name); strings.HasSuffix(name, ".lora_B") {
+			require.True(t, slices.ContainsFunc(b.Data, func(v float32) bool { return v != 0 }), "%s is all zero: untrained", name)
+		}
+	}
 	require.Len(t, safetensorsHeader(t, filepath.Join(ckpt, checkpoint.OptimizerFile)).Tensors, 2*adapters.Len(), "two AdamW moments per adapter tensor")
 
 	r = spiral(t, nil, append(args, "--steps", "3")...)
@@ -574,6 +587,15 @@ func TestLoRAWorkflow(t *testing.T) {
 	a := h.Find("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight")
 	require.NotNil(t, a)
 	require.Equal(t, []int64{q.Shape[1], q.Shape[0]}, a.Shape, "peft's lora_A is [rank, in]")
+	// The trained B, not zeros.
+	b, err = os.ReadFile(filepath.Join(peft, "adapter_model.safetensors"))
+	require.NoError(t, err)
+	for _, ti := range h.Tensors {
+		if strings.HasSuffix(ti.Name, ".lora_B.weight") {
+			data := b[h.DataStart+ti.Begin : h.DataStart+ti.End]
+			require.True(t, slices.ContainsFunc(data, func(c byte) bool { return c != 0 }), "%s is all zero in the peft export", ti.Name)
+		}
+	}
 }
 
 // safetensorsHeader reads and validates the header of the safetensors
