@@ -19,6 +19,14 @@ var EmbeddedConfig = Config{Form: FormSolve, MinOperands: 3, MaxOperands: 4, Min
 // EmbeddedSeed is the embedded task's seed: its split and problem order.
 const EmbeddedSeed = 1
 
+// The embedded task's problems (distinct by CanonicalExpr) in each split,
+// as TestEmbeddedSplitHasNoTwins counts them: Problems refuses more at
+// once, where drawing until no new one came took seconds.
+const (
+	embeddedTrainSize = 9991
+	embeddedTestSize  = 1134
+)
+
 // Embedded returns the embedded task.
 func Embedded() (*Task, error) { return New(EmbeddedConfig, EmbeddedSeed) }
 

@@ -220,6 +220,7 @@ func TestEmbeddedSplitHasNoTwins(t *testing.T) {
 		}
 	}
 	t.Logf("%d equations, %d problems, %d in the test split", len(items), len(first), test)
+	require.Equal(t, []int{len(first) - test, test}, []int{embeddedTrainSize, embeddedTestSize}, "the split sizes Problems knows")
 	// Binomial(len(first), 0.10): +-5 sd.
 	n := float64(len(first))
 	require.InDelta(t, 0.1*n, test, 5*math.Sqrt(n*0.1*0.9))
@@ -383,5 +384,48 @@ func TestWarmStartHoldsNoTestProblem(t *testing.T) {
 		require.True(t, ok, ex.Prompt)
 		eq = strings.TrimSuffix(eq, ".")
 		require.False(t, held[CanonicalExpr(eq)], "the warm start has %q, a held-out problem", eq)
+	}
+}
+
+// TestProblemsPastTheSplitDrawNothing: more problems of a split than the
+// embedded task holds are refused at once, with how many it holds, and
+// none drawn. Problems drew until 20 times as many draws as it had found
+// problems found no new one: spiral train --eval-problems 5000 took 7 s
+// to refuse. A task whose split sizes are not known still draws.
+func TestProblemsPastTheSplitDrawNothing(t *testing.T) {
+	embedded, err := Embedded()
+	require.NoError(t, err)
+	small, err := New(Config{MinOperands: 2, MaxOperands: 2, MinOperand: 1, MaxOperand: 3, Ops: "+", TestPercent: 50}, EmbeddedSeed)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name       string
+		task       *Task
+		split      Split
+		n          int
+		found      int
+		drawsThese bool
+	}{
+		{"embedded test, one past", embedded, Test, 1135, 1134, false},
+		{"embedded test, far past", embedded, Test, 5000, 1134, false},
+		{"embedded train, one past", embedded, Train, 9992, 9991, false},
+		{"another task", small, Test, 100, -1, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			draws := 0
+			_, err := c.task.problems(c.split, c.n, 7, func(r *rand.Rand, s Split) (Item, string, error) {
+				draws++
+				return c.task.sample(r, s)
+			})
+			var few *TooFewError
+			require.ErrorAs(t, err, &few)
+			require.Equal(t, c.split, few.Split)
+			require.Equal(t, c.n, few.Want)
+			if c.drawsThese {
+				require.Positive(t, draws)
+				return
+			}
+			require.Equal(t, c.found, few.Found)
+			require.Zero(t, draws, "drew problems to refuse %d", c.n)
+		})
 	}
 }

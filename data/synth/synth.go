@@ -178,6 +178,9 @@ type Task struct {
 	// (longest).
 	longestOnce  sync.Once
 	longestParts []longestParts
+	// sizes are the problems of each split, by Split, where known (the
+	// embedded task's), else zeros.
+	sizes [2]int
 }
 
 // New returns the task for cfg (zero fields take defaults) whose train/test
@@ -186,7 +189,11 @@ func New(cfg Config, seed uint64) (*Task, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Task{cfg: cfg.WithDefaults(), seed: seed, tmpl: Templates()}, nil
+	t := &Task{cfg: cfg.WithDefaults(), seed: seed, tmpl: Templates()}
+	if t.cfg == EmbeddedConfig.WithDefaults() && seed == EmbeddedSeed {
+		t.sizes = [2]int{Train: embeddedTrainSize, Test: embeddedTestSize}
+	}
+	return t, nil
 }
 
 // SplitOf returns the split an expression (Item.Expr) belongs to:
@@ -355,10 +362,20 @@ func maxValueBound(ops []byte, maxOperand int) int {
 // operand counts differ can fail though the problems exist (the embedded
 // test split's 1,134 are all found). It fails that way too where one
 // problem of the split takes more than maxSampleTries draws (sample),
-// as one of a split of none, or of very few, does. Problems are distinct
+// as one of a split of none, or of very few, does. Where the task knows
+// how many problems the split holds (the embedded task's), n above that
+// fails at once, drawing none. Problems are distinct
 // by their canonical form (CanonicalExpr): one drawn in another order is
 // the same problem.
 func (t *Task) Problems(s Split, n int, seed uint64) ([]Item, error) {
+	return t.problems(s, n, seed, t.sample)
+}
+
+// problems is Problems, drawing each problem with draw (t.sample).
+func (t *Task) problems(s Split, n int, seed uint64, draw func(*rand.Rand, Split) (Item, string, error)) ([]Item, error) {
+	if s >= 0 && int(s) < len(t.sizes) && t.sizes[s] > 0 && n > t.sizes[s] {
+		return nil, &TooFewError{Split: s, Found: t.sizes[s], Want: n}
+	}
 	r := rand.New(rand.NewPCG(seed, uint64(s)+0x5851F42D4C957F2D))
 	items := make([]Item, 0, min(n, 1<<16))
 	seen := make(map[string]bool, min(n, 1<<16))
@@ -366,7 +383,7 @@ func (t *Task) Problems(s Split, n int, seed uint64) ([]Item, error) {
 		if tries > 100*n+1000 || sinceNew > max(20*len(items), 1000) {
 			return nil, &TooFewError{Split: s, Found: len(items), Want: n}
 		}
-		it, key, err := t.sample(r, s)
+		it, key, err := draw(r, s)
 		var none *noneDrawnError
 		if errors.As(err, &none) {
 			return nil, &TooFewError{Split: s, Found: len(items), Want: n}
