@@ -522,7 +522,34 @@ func TestLoRAWorkflow(t *testing.T) {
 	hf := filepath.Join(dir, "hf")
 	r = spiral(t, nil, "export", "--format", "hf", "--checkpoint", ckpts, "--out", hf)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, 2+11*layers, readWeights(t, hf).Len())
+	mergedW := readWeights(t, hf)
+	require.Equal(t, 2+11*layers, mergedW.Len())
+	// The merge: W + (alpha / rank) A B, in the newest checkpoint's
+	// adapters, over the embedded model's own export.
+	base := filepath.Join(dir, "base")
+	r = spiral(t, nil, "export", "--format", "hf", "--out", base)
+	require.Equal(t, 0, r.code, r.stderr)
+	baseW, newest := readWeights(t, base), readWeights(t, filepath.Join(ckpts, "ckpt-000003"))
+	const scale = 8.0 / 4 // --lora-alpha / --lora-rank
+	for _, module := range []string{"model.layers.0.self_attn.q_proj", "model.layers.2.mlp.down_proj"} {
+		w, _ := baseW.Get(module + ".weight")
+		m, _ := mergedW.Get(module + ".weight")
+		la, _ := newest.Get(module + ".lora_A")
+		lb, _ := newest.Get(module + ".lora_B")
+		rows, cols, rank := int(m.Shape[0]), int(m.Shape[1]), int(la.Shape[1]) // [out, in], A [in, rank], B [rank, out]
+		moved := false
+		for o := range rows {
+			for i := range cols {
+				var ab float64
+				for k := range rank {
+					ab += float64(la.Data[i*rank+k]) * float64(lb.Data[k*rows+o])
+				}
+				require.InDelta(t, float64(w.Data[o*cols+i])+scale*ab, float64(m.Data[o*cols+i]), 1e-6, "%s [%d, %d]", module, o, i)
+				moved = moved || m.Data[o*cols+i] != w.Data[o*cols+i]
+			}
+		}
+		require.True(t, moved, "%s merged as the base", module)
+	}
 	merged := filepath.Join(dir, "merged", "model.onnx")
 	r = spiral(t, nil, "export", "--checkpoint", ckpts, "--out", merged)
 	require.Equal(t, 0, r.code, r.stderr)
