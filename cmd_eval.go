@@ -141,15 +141,24 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		Extra:      reportExtra(samplerCfg, f.reward.rule, tmpl, tf, skipped),
 		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
 	base := filepath.Join(f.out, f.mode)
+	// The prompts' tokenizer, whose ids sequential and rsa save: a
+	// rerun with another reads them, and tokenizes its prompts, as
+	// other text.
+	tokID, _, err := sess.tokenizerID()
+	if err != nil {
+		return err
+	}
 	// pass@k and the sequential budget sweep save their problems as
 	// they finish, RSA its state after each step, which a rerun of the
 	// same settings resumes.
 	keyOf := func() report.EvalKey {
 		if f.mode != "rsa" {
-			return report.KeyOf(report.Mode(f.mode), meta, f.samples)
+			key := report.KeyOf(report.Mode(f.mode), meta, f.samples)
+			key.Tokenizer = tokID
+			return key
 		}
 		key, cfg := report.KeyOf(report.ModeRSA, meta, f.rsa.Population), f.rsa
-		key.RSA = &cfg
+		key.RSA, key.Tokenizer = &cfg, tokID
 		return key
 	}
 	if !f.fresh {

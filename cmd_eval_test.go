@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/model/embedded"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 	"github.com/spiral-rl/spiral/rollout/report"
@@ -1006,4 +1007,74 @@ func TestEvalResumesRSA(t *testing.T) {
 	require.Zero(t, code, stderr)
 	require.Contains(t, stderr, "spiral: note: --fresh: removed "+partial+", 2 of the 4 steps of an interrupted rsa evaluation\n")
 	require.Equal(t, int32(4*12), eng.served.Load())
+}
+
+// TestEvalRefusesAnotherTokenizer: an evaluation interrupted in each
+// mode, rerun with another tokenizer (here the same tokenizer.json with
+// a chat template that opens <think>, so that every prompt's ids
+// differ), resumed what it saved, though its prompts were other ids:
+// pass@k's report mixed two prompt sets' grades, and sequential's and
+// rsa's saved generated ids were read (cut, aggregated as candidates)
+// as the other tokenizer's text. The key records the tokenizer's
+// fingerprint, as train's settings do, and such a rerun is refused
+// before anything is generated; the saved work is kept, and the same
+// command then resumes it.
+func TestEvalRefusesAnotherTokenizer(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	eng := &resumeEngine{}
+	hs := httptest.NewServer(eng)
+	defer hs.Close()
+	dir := t.TempDir()
+	problems := filepath.Join(dir, "problems.jsonl")
+	var lines strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&lines, `{"id": "p%d", "problem": "Problem %d", "answer": "%d"}`+"\n", i, i, i%4)
+	}
+	require.NoError(t, os.WriteFile(problems, []byte(lines.String()), 0o644))
+	embeddedDir, err := embedded.Extract(os.Getenv("SPIRAL_CACHE_DIR"))
+	require.NoError(t, err)
+	otherTok := thinkingTemplate(t, embeddedDir, filepath.Join(dir, "other-template"))
+	for _, tc := range []struct {
+		mode, partial string
+		args          []string
+		failAt        int32
+		kept          string
+	}{
+		{"passk", "passk" + report.ProblemsSuffix, []string{"--samples", "4"}, 41, "8 of the 20 problems of an interrupted passk evaluation"},
+		{"sequential", "sequential" + report.ProblemsSuffix, []string{"--samples", "4"}, 41, "8 of the 20 problems of an interrupted sequential evaluation"},
+		{"rsa", "rsa" + report.StepsSuffix, []string{"--population", "2", "--subset", "2", "--rsa-steps", "2"}, 2*40 + 5, "2 of the 3 steps of an interrupted rsa evaluation"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			out := filepath.Join(dir, tc.mode)
+			evalIn := func(extra ...string) (int, string) {
+				var stderr bytes.Buffer
+				args := append([]string{"eval", "--mode", tc.mode, "--data", problems, "--max-new-tokens", "64", "--quiet", "--out", out,
+					"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "served", "--engine-concurrency", "1"}, tc.args...)
+				code := run(context.Background(), append(args, extra...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+				return code, stderr.String()
+			}
+			eng.served.Store(0)
+			eng.failAt.Store(tc.failAt)
+			code, stderr := evalIn()
+			require.Equal(t, exitFailure, code, stderr)
+			partial := filepath.Join(out, tc.partial)
+			before, err := os.ReadFile(partial)
+			require.NoError(t, err, stderr)
+
+			eng.served.Store(0)
+			eng.failAt.Store(0)
+			code, stderr = evalIn("--tokenizer", otherTok)
+			require.Equal(t, exitFailure, code, stderr)
+			require.Contains(t, stderr, partial+" holds "+tc.kept+" of other settings (tokenizer (--tokenizer) ")
+			require.Zero(t, eng.served.Load(), "nothing generated")
+			after, err := os.ReadFile(partial)
+			require.NoError(t, err)
+			require.Equal(t, string(before), string(after), "the saved work kept")
+
+			code, stderr = evalIn()
+			require.Zero(t, code, stderr)
+			require.Contains(t, stderr, "spiral: resuming: ")
+			require.NoFileExists(t, partial)
+		})
+	}
 }

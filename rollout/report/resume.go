@@ -46,17 +46,25 @@ type EvalKey struct {
 	// RSA is an RSA evaluation's configuration (Samples its
 	// population); nil for the other modes.
 	RSA *rollout.RSAConfig `json:"rsa,omitempty"`
+	// Tokenizer fingerprints the tokenizer the prompts were tokenized
+	// with (its tokenizer.json and chat template, as train records
+	// it), whose ids a sequential or RSA evaluation saves: with
+	// another, the prompts and the saved ids are other text. "" in
+	// files of versions before it, which it does not refuse.
+	Tokenizer string `json:"tokenizer,omitempty"`
 }
 
 // KeyOf is the key of an evaluation of mode with the report meta m and
-// samples samples a problem.
+// samples samples a problem, less its tokenizer, which the meta does
+// not record.
 func KeyOf(mode Mode, m Meta, samples int) EvalKey {
 	return EvalKey{Mode: mode, Samples: samples, Model: m.Model, CheckpointDigest: m.CheckpointDigest, ModelDigest: m.ModelDigest, Dataset: m.Dataset, Seed: m.Seed, Extra: m.Extra,
 		ProblemIDs: m.ProblemIDs, ProblemsDigest: m.ProblemsDigest}
 }
 
 // Diff says how k, a saved evaluation's key, differs from now's: one
-// phrase a field ("seed 1, not 2"), none where they are equal.
+// phrase a field ("seed 1, not 2"), none where they are equal (k's
+// tokenizer compared where k records one).
 func (k EvalKey) Diff(now EvalKey) []string {
 	var out []string
 	field := func(name string, was, is any) {
@@ -69,6 +77,9 @@ func (k EvalKey) Diff(now EvalKey) []string {
 	field("model", k.Model, now.Model)
 	field("checkpoint weights", k.CheckpointDigest, now.CheckpointDigest)
 	field("model id", k.ModelDigest, now.ModelDigest)
+	if k.Tokenizer != "" {
+		field("tokenizer (--tokenizer)", k.Tokenizer, now.Tokenizer)
+	}
 	field("data", k.Dataset, now.Dataset)
 	field("seed", k.Seed, now.Seed)
 	if k.RSA != nil || now.RSA != nil {

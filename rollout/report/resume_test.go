@@ -156,6 +156,14 @@ func TestEvalKeyDiff(t *testing.T) {
 	was.ModelDigest, now.ModelDigest = "m1", "m2"
 	require.Equal(t, []string{"checkpoint weights crc32c:1/8, not crc32c:2/8", "model id m1, not m2"}, was.Diff(now))
 	require.Equal(t, "crc32c:2/8", KeyOf(ModePassAtK, Meta{CheckpointDigest: "crc32c:2/8", ModelDigest: "m2"}, 4).CheckpointDigest)
+	// Another tokenizer: the prompts' ids, and the ids saved, are
+	// other text. A file of a version before the key recorded one is
+	// not refused by it.
+	was, now = resumeKey(), resumeKey()
+	was.Tokenizer, now.Tokenizer = "t1", "t2"
+	require.Equal(t, []string{"tokenizer (--tokenizer) t1, not t2"}, was.Diff(now))
+	was.Tokenizer = ""
+	require.Empty(t, was.Diff(now))
 }
 
 // TestRekeyProblems: a saved evaluation resumed by one of more problems
