@@ -967,7 +967,7 @@ func TestEvalResumesRSA(t *testing.T) {
 		want string
 	}{
 		{"another seed", []string{"--seed", "2"}, partial + " holds 2 of the 4 steps of an interrupted rsa evaluation of other settings (seed 1, not 2): rerun with those to resume it, or give --fresh"},
-		{"more steps", []string{"--rsa-steps", "4"}, "(rsa --population 2 --subset 2 --rsa-steps 3 --candidate-tokens 0, prompts of up to 4032 tokens, not --population 2 --subset 2 --rsa-steps 4 --candidate-tokens 0, prompts of up to 4032 tokens)"},
+		{"more steps", []string{"--rsa-steps", "4"}, partial + " holds 2 of the 4 steps of an interrupted rsa evaluation of other settings (--rsa-steps 3, not 4): rerun with those to resume it"},
 		{"traces", []string{"--traces"}, "--traces: " + partial + " holds 2 of the 4 steps of an interrupted rsa evaluation, whose traces were not kept"},
 	} {
 		code, _, stderr := evalIn(out, tc.args...)

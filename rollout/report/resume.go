@@ -73,7 +73,9 @@ func (k EvalKey) Diff(now EvalKey) []string {
 		}
 	}
 	field("mode", k.Mode, now.Mode)
-	field("samples", k.Samples, now.Samples)
+	if k.RSA == nil || now.RSA == nil { // an RSA key's is its --population
+		field("samples", k.Samples, now.Samples)
+	}
 	field("model", k.Model, now.Model)
 	field("checkpoint weights", k.CheckpointDigest, now.CheckpointDigest)
 	field("model id", k.ModelDigest, now.ModelDigest)
@@ -82,14 +84,24 @@ func (k EvalKey) Diff(now EvalKey) []string {
 	}
 	field("data", k.Dataset, now.Dataset)
 	field("seed", k.Seed, now.Seed)
-	if k.RSA != nil || now.RSA != nil {
+	switch was, is := k.RSA, now.RSA; {
+	case was != nil && is != nil:
+		// Each flag alone, so that the one to give is plain.
+		field("--population", was.Population, is.Population)
+		field("--subset", was.SubsetSize, is.SubsetSize)
+		field("--rsa-steps", was.Steps, is.Steps)
+		field("--candidate-tokens", was.CandidateTokens, is.CandidateTokens)
+		if was.PromptLimit != is.PromptLimit {
+			out = append(out, fmt.Sprintf("aggregation prompts of up to %d tokens (the model's context less --max-new-tokens), not %d", was.PromptLimit, is.PromptLimit))
+		}
+	case was != nil || is != nil:
 		rsa := func(c *rollout.RSAConfig) string {
 			if c == nil {
 				return "none"
 			}
-			return fmt.Sprintf("--population %d --subset %d --rsa-steps %d --candidate-tokens %d, prompts of up to %d tokens", c.Population, c.SubsetSize, c.Steps, c.CandidateTokens, c.PromptLimit)
+			return fmt.Sprintf("--population %d --subset %d --rsa-steps %d", c.Population, c.SubsetSize, c.Steps)
 		}
-		field("rsa", rsa(k.RSA), rsa(now.RSA))
+		field("rsa", rsa(was), rsa(is))
 	}
 	keys := slices.Sorted(maps.Keys(k.Extra))
 	for key := range now.Extra {

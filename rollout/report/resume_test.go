@@ -164,6 +164,22 @@ func TestEvalKeyDiff(t *testing.T) {
 	require.Equal(t, []string{"tokenizer (--tokenizer) t1, not t2"}, was.Diff(now))
 	was.Tokenizer = ""
 	require.Empty(t, was.Diff(now))
+	// An RSA configuration's flags, each named alone: the one that
+	// differs is not to be found in both configurations written out.
+	rsa := func(c rollout.RSAConfig) EvalKey {
+		k := resumeKey()
+		k.Mode, k.Samples, k.RSA = ModeRSA, c.Population, &c
+		return k
+	}
+	cfg := rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 3, PromptLimit: 4032}
+	more := cfg
+	more.Steps = 4
+	require.Equal(t, []string{"--rsa-steps 3, not 4"}, rsa(cfg).Diff(rsa(more)))
+	other := cfg
+	other.Population, other.CandidateTokens, other.PromptLimit = 4, 100, 3072
+	require.Equal(t, []string{"--population 2, not 4", "--candidate-tokens 0, not 100",
+		"aggregation prompts of up to 4032 tokens (the model's context less --max-new-tokens), not 3072"}, rsa(cfg).Diff(rsa(other)))
+	require.Equal(t, []string{"mode rsa, not passk", "rsa --population 2 --subset 2 --rsa-steps 3, not none"}, rsa(cfg).Diff(resumeKey()))
 }
 
 // TestRekeyProblems: a saved evaluation resumed by one of more problems
