@@ -161,6 +161,13 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		key.RSA, key.Tokenizer = &cfg, tokID
 		return key
 	}
+	// A commit killed within its renames is finished first, as the
+	// report's stage would: it removes the file of the problems or
+	// steps that its evaluation saved, which would otherwise be read
+	// here as an interrupted evaluation's.
+	if err := atomicfile.FinishKilled(f.out); err != nil {
+		return outError("--out", f.out, err)
+	}
 	if !f.fresh {
 		// What an interrupted evaluation of other settings saved is
 		// refused before the model loads (minutes, for a real model),

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -1077,4 +1078,56 @@ func TestEvalRefusesAnotherTokenizer(t *testing.T) {
 			require.NoFileExists(t, partial)
 		})
 	}
+}
+
+// TestEvalFinishesAKilledCommitFirst: an evaluation killed within its
+// report's commit (after the commit's record, before the removal of
+// the problems it saved) left passk.problems.jsonl.partial for the
+// next writer in --out to remove (atomicfile.FinishKilled, which
+// saveEval's stage runs); a rerun of other settings read the file
+// first and was refused for problems of an evaluation that had
+// finished. The killed commit is finished before the file is read:
+// the rerun evaluates its own settings.
+func TestEvalFinishesAKilledCommitFirst(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	eng := &resumeEngine{}
+	hs := httptest.NewServer(eng)
+	defer hs.Close()
+	dir := t.TempDir()
+	problems := filepath.Join(dir, "problems.jsonl")
+	var lines strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&lines, `{"id": "p%d", "problem": "Problem %d", "answer": "%d"}`+"\n", i, i, i%4)
+	}
+	require.NoError(t, os.WriteFile(problems, []byte(lines.String()), 0o644))
+	out := filepath.Join(dir, "eval")
+	evalIn := func(extra ...string) (int, string) {
+		var stderr bytes.Buffer
+		args := append([]string{"eval", "--mode", "passk", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out,
+			"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "served", "--engine-concurrency", "1"}, extra...)
+		return run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String()
+	}
+	eng.failAt.Store(41)
+	code, stderr := evalIn()
+	require.Equal(t, exitFailure, code, stderr)
+	partial := filepath.Join(out, "passk"+report.ProblemsSuffix)
+	require.FileExists(t, partial)
+	// A commit killed within its renames: its record (written after
+	// the file's last change) names the file for removal.
+	old := time.Now().Add(-time.Minute)
+	require.NoError(t, os.Chtimes(partial, old, old))
+	stage := filepath.Join(out, ".stage-1234")
+	require.NoError(t, os.Mkdir(stage, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(stage, ".commit"), []byte(`{"move":[],"remove":["passk.json","passk`+report.ProblemsSuffix+`"]}`), 0o644))
+
+	eng.served.Store(0)
+	eng.failAt.Store(0)
+	code, stderr = evalIn("--seed", "2")
+	require.Zero(t, code, stderr)
+	require.NotContains(t, stderr, "resuming")
+	require.Equal(t, int32(80), eng.served.Load(), "its own problems, all of them")
+	require.NoDirExists(t, stage, "the killed commit finished")
+	var rep report.PassAtK
+	require.NoError(t, report.ReadJSON(filepath.Join(out, "passk.json"), &rep))
+	require.Equal(t, uint64(2), rep.Meta.Seed)
 }
