@@ -578,12 +578,7 @@ func TestEvalResumesPassAtK(t *testing.T) {
 	hs := httptest.NewServer(eng)
 	defer hs.Close()
 	dir := t.TempDir()
-	problems := filepath.Join(dir, "problems.jsonl")
-	var lines strings.Builder
-	for i := range 20 {
-		fmt.Fprintf(&lines, `{"id": "p%d", "problem": "Problem %d", "answer": "%d"}`+"\n", i, i, i%4)
-	}
-	require.NoError(t, os.WriteFile(problems, []byte(lines.String()), 0o644))
+	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 20)
 	ctx := context.Background()
 	evalIn := func(out string, extra ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
@@ -664,12 +659,7 @@ func TestEvalResumesPassAtK(t *testing.T) {
 	require.True(t, saved.Started.Equal(got.Meta.Timestamp), "the interrupted evaluation's start")
 	got.Meta.Timestamp = want.Meta.Timestamp
 	require.Equal(t, want, got)
-	wantJSON, err := os.ReadFile(filepath.Join(whole, "passk.json"))
-	require.NoError(t, err)
-	require.NoError(t, report.WriteJSON(filepath.Join(dir, "got.json"), got))
-	gotJSON, err := os.ReadFile(filepath.Join(dir, "got.json"))
-	require.NoError(t, err)
-	require.Equal(t, string(wantJSON), string(gotJSON), "bit for bit, the start time aside")
+	requireSameReportJSON(t, got, filepath.Join(whole, "passk.json"))
 	require.NoFileExists(t, partial, "removed with the report's commit")
 
 	// Interrupted (Ctrl-C) within the third call: the two before it kept.
@@ -793,8 +783,6 @@ func TestEvalResumesAGrownLimit(t *testing.T) {
 	code, wantOut, wantErr := evalIn(whole)
 	require.Zero(t, code, wantErr)
 	require.Contains(t, wantErr, "spiral: warning: skipped "+problems+":14: search prompt of", "problem 13 skipped")
-	wantJSON, err := os.ReadFile(filepath.Join(whole, "passk.json"))
-	require.NoError(t, err)
 
 	out := filepath.Join(dir, "grown")
 	partial := filepath.Join(out, "passk"+report.ProblemsSuffix)
@@ -840,10 +828,7 @@ func TestEvalResumesAGrownLimit(t *testing.T) {
 	var want report.PassAtK
 	require.NoError(t, report.ReadJSON(filepath.Join(whole, "passk.json"), &want))
 	got.Meta.Timestamp = want.Meta.Timestamp
-	require.NoError(t, report.WriteJSON(filepath.Join(dir, "got.json"), got))
-	gotJSON, err := os.ReadFile(filepath.Join(dir, "got.json"))
-	require.NoError(t, err)
-	require.Equal(t, string(wantJSON), string(gotJSON), "the uninterrupted evaluation's report, bit for bit, the start time aside")
+	requireSameReportJSON(t, got, filepath.Join(whole, "passk.json"))
 	require.NoFileExists(t, partial)
 }
 
@@ -859,12 +844,7 @@ func TestEvalResumesSequential(t *testing.T) {
 	hs := httptest.NewServer(eng)
 	defer hs.Close()
 	dir := t.TempDir()
-	problems := filepath.Join(dir, "problems.jsonl")
-	var lines strings.Builder
-	for i := range 20 {
-		fmt.Fprintf(&lines, `{"id": "p%d", "problem": "Problem %d", "answer": "%d"}`+"\n", i, i, i%4)
-	}
-	require.NoError(t, os.WriteFile(problems, []byte(lines.String()), 0o644))
+	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 20)
 	evalIn := func(out string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		args := []string{"eval", "--mode", "sequential", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out,
@@ -904,12 +884,7 @@ func TestEvalResumesSequential(t *testing.T) {
 	require.NoError(t, report.ReadJSON(filepath.Join(whole, "sequential.json"), &want))
 	require.True(t, saved.Started.Equal(got.Meta.Timestamp), "the interrupted evaluation's start")
 	got.Meta.Timestamp = want.Meta.Timestamp
-	require.NoError(t, report.WriteJSON(filepath.Join(dir, "got.json"), got))
-	gotJSON, err := os.ReadFile(filepath.Join(dir, "got.json"))
-	require.NoError(t, err)
-	wantJSON, err := os.ReadFile(filepath.Join(whole, "sequential.json"))
-	require.NoError(t, err)
-	require.Equal(t, string(wantJSON), string(gotJSON), "bit for bit, the start time aside")
+	requireSameReportJSON(t, got, filepath.Join(whole, "sequential.json"))
 	require.NoFileExists(t, partial)
 }
 
@@ -928,12 +903,7 @@ func TestEvalResumesRSA(t *testing.T) {
 	hs := httptest.NewServer(eng)
 	defer hs.Close()
 	dir := t.TempDir()
-	problems := filepath.Join(dir, "problems.jsonl")
-	var lines strings.Builder
-	for i := range 6 {
-		fmt.Fprintf(&lines, `{"id": "p%d", "problem": "Problem %d", "answer": "%d"}`+"\n", i, i, i%4)
-	}
-	require.NoError(t, os.WriteFile(problems, []byte(lines.String()), 0o644))
+	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 6)
 	ctx := context.Background()
 	evalIn := func(out string, extra ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
@@ -989,12 +959,7 @@ func TestEvalResumesRSA(t *testing.T) {
 	require.NoError(t, report.ReadJSON(filepath.Join(whole, "rsa.json"), &want))
 	require.True(t, saved.Started.Equal(got.Meta.Timestamp), "the interrupted evaluation's start")
 	got.Meta.Timestamp = want.Meta.Timestamp
-	require.NoError(t, report.WriteJSON(filepath.Join(dir, "got.json"), got))
-	gotJSON, err := os.ReadFile(filepath.Join(dir, "got.json"))
-	require.NoError(t, err)
-	wantJSON, err := os.ReadFile(filepath.Join(whole, "rsa.json"))
-	require.NoError(t, err)
-	require.Equal(t, string(wantJSON), string(gotJSON), "bit for bit, the start time aside")
+	requireSameReportJSON(t, got, filepath.Join(whole, "rsa.json"))
 	require.NoFileExists(t, partial, "removed with the report's commit")
 
 	// --fresh discards them and starts over.
@@ -1026,12 +991,7 @@ func TestEvalRefusesAnotherTokenizer(t *testing.T) {
 	hs := httptest.NewServer(eng)
 	defer hs.Close()
 	dir := t.TempDir()
-	problems := filepath.Join(dir, "problems.jsonl")
-	var lines strings.Builder
-	for i := range 20 {
-		fmt.Fprintf(&lines, `{"id": "p%d", "problem": "Problem %d", "answer": "%d"}`+"\n", i, i, i%4)
-	}
-	require.NoError(t, os.WriteFile(problems, []byte(lines.String()), 0o644))
+	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 20)
 	embeddedDir, err := embedded.Extract(os.Getenv("SPIRAL_CACHE_DIR"))
 	require.NoError(t, err)
 	otherTok := thinkingTemplate(t, embeddedDir, filepath.Join(dir, "other-template"))
@@ -1094,12 +1054,7 @@ func TestEvalFinishesAKilledCommitFirst(t *testing.T) {
 	hs := httptest.NewServer(eng)
 	defer hs.Close()
 	dir := t.TempDir()
-	problems := filepath.Join(dir, "problems.jsonl")
-	var lines strings.Builder
-	for i := range 20 {
-		fmt.Fprintf(&lines, `{"id": "p%d", "problem": "Problem %d", "answer": "%d"}`+"\n", i, i, i%4)
-	}
-	require.NoError(t, os.WriteFile(problems, []byte(lines.String()), 0o644))
+	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 20)
 	out := filepath.Join(dir, "eval")
 	evalIn := func(extra ...string) (int, string) {
 		var stderr bytes.Buffer
@@ -1130,4 +1085,32 @@ func TestEvalFinishesAKilledCommitFirst(t *testing.T) {
 	var rep report.PassAtK
 	require.NoError(t, report.ReadJSON(filepath.Join(out, "passk.json"), &rep))
 	require.Equal(t, uint64(2), rep.Meta.Seed)
+}
+
+// writeNumberedProblems writes n problems as JSONL at path, "Problem i"
+// of id "pi" and answer i mod 4 (what resumeEngine's completions are
+// graded against), and returns path.
+func writeNumberedProblems(t *testing.T, path string, n int) string {
+	t.Helper()
+	var lines strings.Builder
+	for i := range n {
+		fmt.Fprintf(&lines, `{"id": "p%d", "problem": "Problem %d", "answer": "%d"}`+"\n", i, i, i%4)
+	}
+	require.NoError(t, os.WriteFile(path, []byte(lines.String()), 0o644))
+	return path
+}
+
+// requireSameReportJSON requires the report got, written as eval writes
+// reports (report.WriteJSON), to be the report file want byte for byte:
+// a resumed evaluation's is the uninterrupted one's (the caller sets the
+// start time aside).
+func requireSameReportJSON(t *testing.T, got any, want string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "got.json")
+	require.NoError(t, report.WriteJSON(path, got))
+	gotJSON, err := os.ReadFile(path)
+	require.NoError(t, err)
+	wantJSON, err := os.ReadFile(want)
+	require.NoError(t, err)
+	require.Equal(t, string(wantJSON), string(gotJSON), "the uninterrupted evaluation's report, bit for bit, the start time aside")
 }
