@@ -219,32 +219,67 @@ func TestWorkflow(t *testing.T) {
 	require.Contains(t, r.stderr, "prompt 0 is empty")
 
 	// The Hugging Face export: transformers' names and [out, in] layouts,
-	// the trained values, config and tokenizer beside them.
-	hf := filepath.Join(dir, "hf")
-	r = spiral(t, nil, "export", "--format", "hf", "--model", sft, "--checkpoint", filepath.Join(run, "checkpoints"), "--out", hf)
+	// the checkpoint's values, config and tokenizer beside them. Of the
+	// run above, whose model, 3 sft steps from its initialisation,
+	// answers nothing right: each of its steps said "no update" and its
+	// checkpoint holds the sft weights, which an export ignoring
+	// --checkpoint would write too. So of a step of the embedded model
+	// as well, whose traces finish within 128 tokens (at --seed 9 its
+	// first step updates): its export must hold the trained values, not
+	// the embedded ones.
+	trainedRun := filepath.Join(dir, "trained")
+	r = spiral(t, nil, "train", "--out", trainedRun, "--steps", "1", "--checkpoint-every", "1", "--problems", "2", "--n1", "4", "--k", "2", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "128", "--eval-every", "0", "--final-rsa-steps", "0", "--seed", "9", "--quiet")
 	require.Equal(t, 0, r.code, r.stderr)
-	for _, name := range []string{"config.json", "tokenizer.json"} {
-		require.FileExists(t, filepath.Join(hf, name))
-	}
-	exported := readWeights(t, hf)
-	ckpts, err := filepath.Glob(filepath.Join(run, "checkpoints", "ckpt-*"))
-	require.NoError(t, err)
-	require.NotEmpty(t, ckpts)
-	trained := readWeights(t, ckpts[len(ckpts)-1])
-	require.Equal(t, 2+2*11, exported.Len(), "embedding, final norm and 11 tensors a layer; the tied head left out")
-	_, head := exported.Get("lm_head.weight")
-	require.False(t, head)
-	norm, _ := exported.Get("model.norm.weight")
-	normT, _ := trained.Get("model.norm.weight")
-	require.Equal(t, normT.Data, norm.Data)
-	q, _ := exported.Get("model.layers.1.self_attn.q_proj.weight")
-	qt, _ := trained.Get("model.layers.1.self_attn.q_proj.weight")
-	require.Equal(t, []int64{qt.Shape[1], qt.Shape[0]}, q.Shape, "nn.Linear layout [out, in]")
-	rows, cols := int(q.Shape[0]), int(q.Shape[1])
-	for i := range rows {
-		for j := range cols {
-			require.Equal(t, qt.Data[j*rows+i], q.Data[i*cols+j])
+	var step map[string]any
+	require.NoError(t, json.Unmarshal([]byte(firstLine(t, filepath.Join(trainedRun, "metrics.jsonl"))), &step))
+	require.True(t, step["no_update"] != true && step["update_skipped"] == nil, "the embedded model's step updated nothing: %v", step)
+	for _, c := range []struct {
+		name   string
+		model  []string // --model, or none: the embedded model
+		run    string
+		layers int
+	}{
+		{"fresh", []string{"--model", sft}, run, 2},
+		{"embedded", nil, trainedRun, 3},
+	} {
+		hf := filepath.Join(dir, "hf-"+c.name)
+		r = spiral(t, nil, append([]string{"export", "--format", "hf", "--checkpoint", filepath.Join(c.run, "checkpoints"), "--out", hf}, c.model...)...)
+		require.Equal(t, 0, r.code, "%s: %s", c.name, r.stderr)
+		for _, name := range []string{"config.json", "tokenizer.json"} {
+			require.FileExists(t, filepath.Join(hf, name))
 		}
+		exported := readWeights(t, hf)
+		ckpts, err := filepath.Glob(filepath.Join(c.run, "checkpoints", "ckpt-*"))
+		require.NoError(t, err)
+		require.NotEmpty(t, ckpts)
+		trained := readWeights(t, ckpts[len(ckpts)-1])
+		require.Equal(t, 2+c.layers*11, exported.Len(), "%s: embedding, final norm and 11 tensors a layer; the tied head left out", c.name)
+		_, head := exported.Get("lm_head.weight")
+		require.False(t, head, c.name)
+		norm, _ := exported.Get("model.norm.weight")
+		normT, _ := trained.Get("model.norm.weight")
+		require.Equal(t, normT.Data, norm.Data, c.name)
+		q, _ := exported.Get("model.layers.1.self_attn.q_proj.weight")
+		qt, _ := trained.Get("model.layers.1.self_attn.q_proj.weight")
+		require.Equal(t, []int64{qt.Shape[1], qt.Shape[0]}, q.Shape, "%s: nn.Linear layout [out, in]", c.name)
+		rows, cols := int(q.Shape[0]), int(q.Shape[1])
+		for i := range rows {
+			for j := range cols {
+				require.Equal(t, qt.Data[j*rows+i], q.Data[i*cols+j], c.name)
+			}
+		}
+	}
+	// The embedded model's own weights, exported without --checkpoint:
+	// the trained step moved the values compared above.
+	own := filepath.Join(dir, "hf-own")
+	r = spiral(t, nil, "export", "--format", "hf", "--out", own)
+	require.Equal(t, 0, r.code, r.stderr)
+	initial, trained := readWeights(t, own), readWeights(t, filepath.Join(dir, "hf-embedded"))
+	for _, name := range []string{"model.norm.weight", "model.layers.1.self_attn.q_proj.weight"} {
+		a, _ := initial.Get(name)
+		b, _ := trained.Get(name)
+		require.NotEqual(t, a.Data, b.Data, "%s: the trained step left it as the embedded model's", name)
 	}
 }
 
