@@ -665,6 +665,10 @@ func (c *cutCounter) note(w io.Writer, maxNew int, rule rl.RewardRule) {
 	}
 }
 
+// skippedProblemsKey is reportExtra's count of the problems skipped as
+// too long for the model.
+const skippedProblemsKey = "skipped_problems"
+
 // reportExtra is a report's meta.extra: the sampling settings of
 // samplerCfg and the reward rule, which spiral compare checks a label's
 // seeds against (cmd_compare.go's evalSettings), the prompt templates'
@@ -681,7 +685,7 @@ func reportExtra(samplerCfg rollout.SamplerConfig, rule rl.RewardRule, tmpl temp
 		"top_k":            strconv.Itoa(samplerCfg.TopK),
 		"max_new_tokens":   strconv.Itoa(samplerCfg.MaxNewTokens),
 		"reward_rule":      rule.String(),
-		"skipped_problems": strconv.Itoa(skipped),
+		skippedProblemsKey: strconv.Itoa(skipped),
 		"templates":        tmpl.digest(),
 	}
 	for _, t := range []struct{ key, path, text string }{
@@ -806,10 +810,9 @@ func resumable(path string, key report.EvalKey, problems []data.Problem, unloade
 	if n := len(was.ProblemIDs); n < len(problems) && slices.Equal(was.ProblemIDs, key.ProblemIDs[:n]) && was.ProblemsDigest == data.ProblemsDigest(problems[:n]) {
 		was.ProblemIDs, was.ProblemsDigest = key.ProblemIDs, key.ProblemsDigest
 	}
-	const skipped = "skipped_problems"
-	if v, ok := key.Extra[skipped]; ok && was.Extra[skipped] != "" {
+	if v, ok := key.Extra[skippedProblemsKey]; ok && was.Extra[skippedProblemsKey] != "" {
 		was.Extra = maps.Clone(was.Extra)
-		was.Extra[skipped] = v
+		was.Extra[skippedProblemsKey] = v
 	}
 	if err := refuseSaved(path, s.Describe(), was, key, unloaded, traces); err != nil {
 		return nil, err
@@ -822,15 +825,38 @@ const restart = "give --fresh to discard them and start over, or another --out"
 
 // refuseSaved refuses what an interrupted evaluation saved in the file
 // at path (described by what) for an evaluation of key where it is of
-// another key, was (naming how), or where traces (--traces, whose
-// traces of what was saved were not kept); with unloaded (a checkpoint
+// another key, was (naming how; problems of which one's are the first
+// of the other's as another --limit, the saved one's to finish it), or
+// where traces (--traces, whose traces of what was saved were not
+// kept); with unloaded (a checkpoint
 // not yet loaded: key has neither its name nor its weights), the key's
 // checkpoint is not compared.
 func refuseSaved(path, what string, was, key report.EvalKey, unloaded, traces bool) error {
 	if unloaded {
 		was.Model, was.CheckpointDigest = key.Model, key.CheckpointDigest
 	}
-	if diff := was.Diff(key); len(diff) > 0 {
+	// Problems of which one's are the first of the other's: another
+	// --limit, named as the flag (and the problems it skipped with it).
+	var limit string
+	n := len(was.ProblemIDs)
+	if m := len(key.ProblemIDs); n != m && slices.Equal(was.ProblemIDs[:min(n, m)], key.ProblemIDs[:min(n, m)]) {
+		skipped, _ := strconv.Atoi(was.Extra[skippedProblemsKey])
+		limit = fmt.Sprintf("--limit %d", n+skipped)
+		was.ProblemIDs, was.ProblemsDigest = key.ProblemIDs, key.ProblemsDigest
+		if v, ok := key.Extra[skippedProblemsKey]; ok && was.Extra[skippedProblemsKey] != "" {
+			was.Extra = maps.Clone(was.Extra)
+			was.Extra[skippedProblemsKey] = v
+		}
+	}
+	diff := was.Diff(key)
+	switch {
+	case limit != "" && len(diff) == 0:
+		return fmt.Errorf("%s holds %s of %s, not of these %s: rerun with %s to finish it, or %s",
+			path, what, limit, rollout.Plural(len(key.ProblemIDs), "problem"), limit, restart)
+	case limit != "":
+		diff = append(diff, fmt.Sprintf("the first %d problems (%s), not these %d", n, limit, len(key.ProblemIDs)))
+		fallthrough
+	case len(diff) > 0:
 		return fmt.Errorf("%s holds %s of other settings (%s): rerun with those to resume it, or %s",
 			path, what, strings.Join(diff, "; "), restart)
 	}

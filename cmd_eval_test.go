@@ -728,7 +728,7 @@ func TestEvalRefusesOtherSettingsBeforeTheLoad(t *testing.T) {
 		want string
 	}{
 		{"another seed", []string{"--seed", "2"}, "(seed 1, not 2)"},
-		{"other problems", []string{"--limit", "1"}, "(2 problems of other ids or order, not these 1)"},
+		{"other problems", []string{"--limit", "1"}, "of --limit 2, not of these 1 problem: rerun with --limit 2 to finish it"},
 		{"another temperature", []string{"--temperature", "0.5"}, "(temperature 1, not 0.5)"},
 		{"traces", []string{"--traces"}, "--traces: " + partial + " holds 1 of the 2 problems of an interrupted passk evaluation, whose traces were not kept"},
 	} {
@@ -755,7 +755,8 @@ func TestEvalRefusesOtherSettingsBeforeTheLoad(t *testing.T) {
 // alone. It now resumes them: the report is the one an uninterrupted
 // evaluation of the 20 writes (its start time aside), and the file,
 // rewritten under the 20's key, resumes again after a second
-// interruption. A smaller --limit is still refused.
+// interruption. A smaller --limit is still refused, naming the saved
+// one's --limit to finish it.
 func TestEvalResumesAGrownLimit(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	eng := &resumeEngine{}
@@ -796,7 +797,8 @@ func TestEvalResumesAGrownLimit(t *testing.T) {
 	eng.failAt.Store(0)
 	code, _, stderr = evalIn(out, "--limit", "4")
 	require.Equal(t, exitFailure, code, stderr)
-	require.Contains(t, stderr, "(12 problems of other ids or order, not these 4)", "fewer problems: not the saved ones' key")
+	require.Contains(t, stderr, "spiral eval: "+partial+" holds 8 of the 12 problems of an interrupted passk evaluation of --limit 12, not of these 4 problems: "+
+		"rerun with --limit 12 to finish it, or give --fresh to discard them and start over, or another --out\n", "fewer problems: the saved ones' --limit named")
 
 	// Grown to 20 (19 once problem 13 is skipped), and interrupted again
 	// after its first call (8 more).
