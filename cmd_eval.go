@@ -665,9 +665,15 @@ func (c *cutCounter) note(w io.Writer, maxNew int, rule rl.RewardRule) {
 	}
 }
 
-// skippedProblemsKey is reportExtra's count of the problems skipped as
-// too long for the model.
-const skippedProblemsKey = "skipped_problems"
+// reportExtra's keys that refuseSaved names: the count of the problems
+// skipped as too long for the model, and the template files', which
+// only their flags record (reportExtra records the others of every
+// evaluation).
+const (
+	skippedProblemsKey   = "skipped_problems"
+	searchTemplateKey    = "search_template"
+	aggregateTemplateKey = "aggregate_template"
+)
 
 // reportExtra is a report's meta.extra: the sampling settings of
 // samplerCfg and the reward rule, which spiral compare checks a label's
@@ -689,8 +695,8 @@ func reportExtra(samplerCfg rollout.SamplerConfig, rule rl.RewardRule, tmpl temp
 		"templates":        tmpl.digest(),
 	}
 	for _, t := range []struct{ key, path, text string }{
-		{"search_template", f.search, tmpl.SearchSource()},
-		{"aggregate_template", f.aggregate, tmpl.AggregateSource()},
+		{searchTemplateKey, f.search, tmpl.SearchSource()},
+		{aggregateTemplateKey, f.aggregate, tmpl.AggregateSource()},
 	} {
 		if t.path != "" {
 			extra[t.key] = fmt.Sprintf("%s (sha256 %x)", t.path, sha256.Sum256([]byte(t.text)))
@@ -828,12 +834,24 @@ const restart = "give --fresh to discard them and start over, or another --out"
 // another key, was (naming how; problems of which one's are the first
 // of the other's as another --limit, the saved one's to finish it), or
 // where traces (--traces, whose traces of what was saved were not
-// kept); with unloaded (a checkpoint
-// not yet loaded: key has neither its name nor its weights), the key's
-// checkpoint is not compared.
+// kept); with unloaded (a checkpoint not yet loaded: key has neither
+// its name nor its weights), the key's checkpoint is not compared.
+// What lacks a setting that key's extra records of every evaluation
+// (all but a template file's) was saved by an older spiral, which no
+// flags make resumable: it is refused as such.
 func refuseSaved(path, what string, was, key report.EvalKey, unloaded, traces bool) error {
 	if unloaded {
 		was.Model, was.CheckpointDigest = key.Model, key.CheckpointDigest
+	}
+	var unrecorded []string
+	for k := range key.Extra {
+		if _, ok := was.Extra[k]; !ok && k != searchTemplateKey && k != aggregateTemplateKey {
+			unrecorded = append(unrecorded, k)
+		}
+	}
+	if len(unrecorded) > 0 {
+		slices.Sort(unrecorded)
+		return fmt.Errorf("%s holds %s, saved by an older spiral, which did not record its %s: %s", path, what, strings.Join(unrecorded, ", "), restart)
 	}
 	// Problems of which one's are the first of the other's: another
 	// --limit, named as the flag (and the problems it skipped with it).

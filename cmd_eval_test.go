@@ -748,6 +748,40 @@ func TestEvalRefusesOtherSettingsBeforeTheLoad(t *testing.T) {
 	require.NoFileExists(t, partial)
 }
 
+// TestRefuseSavedOfAnOlderSpiral: a saved evaluation's key that lacks a
+// setting this spiral records of every evaluation (extra's min_p, say,
+// were a newer spiral to add it) was refused as "min_p none, not 0.05:
+// rerun with those to resume it", which no flags can do. It is refused
+// as a file of an older spiral, naming the settings it lacks and
+// --fresh; one that lacks a template file's setting, which only its
+// flag records, is still of other settings, rerun without the flag.
+func TestRefuseSavedOfAnOlderSpiral(t *testing.T) {
+	const path, what = "out/passk.problems.jsonl.partial", "3 of the 4 problems of an interrupted passk evaluation"
+	key := func(extra map[string]string) report.EvalKey {
+		return report.EvalKey{Mode: report.ModePassAtK, Samples: 2, Model: "m", Dataset: "d", Seed: 1, Extra: extra,
+			ProblemIDs: []string{"a", "b", "c", "d"}, ProblemsDigest: "x"}
+	}
+	now := key(map[string]string{"temperature": "1", "min_p": "0.05", "search_template": "s.txt (sha256 00)"})
+	for _, tc := range []struct {
+		name  string
+		extra map[string]string
+		want  string
+	}{
+		{"a setting an older spiral did not record", map[string]string{"temperature": "0.6", "search_template": "s.txt (sha256 00)"},
+			path + " holds " + what + ", saved by an older spiral, which did not record its min_p: give --fresh to discard them and start over, or another --out"},
+		{"two", map[string]string{},
+			path + " holds " + what + ", saved by an older spiral, which did not record its min_p, temperature: give --fresh to discard them and start over, or another --out"},
+		{"a template file not given then", map[string]string{"temperature": "1", "min_p": "0.05"},
+			path + " holds " + what + " of other settings (search_template none, not s.txt (sha256 00)): rerun with those to resume it, or give --fresh to discard them and start over, or another --out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := refuseSaved(path, what, key(tc.extra), now, false, false)
+			require.EqualError(t, err, tc.want)
+		})
+	}
+	require.NoError(t, refuseSaved(path, what, now, now, false, false), "the same settings")
+}
+
 // TestEvalResumesAGrownLimit: an interrupted pass@k evaluation of the
 // first 12 problems, rerun with a larger --limit (all 20), was refused
 // for its other problem ids, though its problems are the first 12 of
