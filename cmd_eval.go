@@ -886,9 +886,11 @@ func refuseSaved(path, what string, was, key report.EvalKey, unloaded, traces bo
 
 // resumableRSA reads the file at path in which an interrupted RSA
 // evaluation saved its steps, for an evaluation of key: it returns them
-// where the evaluation resumes them (they are of key), nil where there
-// is none; it refuses them as refuseSaved does, and a file that does
-// not read.
+// where the evaluation resumes them (they are of key, or of another
+// --rsa-steps that saved no more steps than key's has: no step depends
+// on how many follow it, each seeded by its step, problem and member
+// alone), nil where there is none; it refuses them as refuseSaved does,
+// and a file that does not read.
 func resumableRSA(path string, key report.EvalKey, unloaded, traces bool) (*report.SavedRSA, error) {
 	s, err := report.ReadRSA(path)
 	switch {
@@ -897,7 +899,13 @@ func resumableRSA(path string, key report.EvalKey, unloaded, traces bool) (*repo
 	case err != nil:
 		return nil, fmt.Errorf("%w: the file holds the steps an interrupted evaluation finished: %s", err, restart)
 	}
-	if err := refuseSaved(path, s.Describe(), s.Key, key, unloaded, traces); err != nil {
+	was := s.Key
+	if key.RSA != nil && was.RSA.Steps != key.RSA.Steps && len(s.Steps) <= key.RSA.Steps+1 {
+		cfg := *was.RSA
+		cfg.Steps = key.RSA.Steps
+		was.RSA = &cfg
+	}
+	if err := refuseSaved(path, s.Describe(), was, key, unloaded, traces); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -927,7 +935,8 @@ type savedCounts struct {
 
 // openEvalSteps opens the file at path for an RSA evaluation of key that
 // starts now: one there that resumableRSA resumes is resumed, as stderr
-// is told, and one it refuses is refused, unless fresh (--fresh), which
+// is told (one of another --rsa-steps saved under key from its next
+// step on), and one it refuses is refused, unless fresh (--fresh), which
 // removes it.
 func openEvalSteps(path string, key report.EvalKey, now time.Time, fresh, traces bool, stderr io.Writer) (*evalSteps, error) {
 	p := &evalSteps{path: path, key: key, started: now}
@@ -956,7 +965,11 @@ func openEvalSteps(path string, key report.EvalKey, now time.Time, fresh, traces
 		}
 	}
 	p.resumed, p.started, p.saved = s.State(), s.Started, len(s.Steps)
-	fmt.Fprintf(stderr, "spiral: resuming: %d of %d RSA steps already evaluated (saved in %s)\n", len(s.Steps), key.RSA.Steps+1, path)
+	other := ""
+	if s.Key.RSA.Steps != key.RSA.Steps {
+		other = fmt.Sprintf(" by an evaluation of --rsa-steps %d", s.Key.RSA.Steps)
+	}
+	fmt.Fprintf(stderr, "spiral: resuming: %d of %d RSA steps already evaluated (saved in %s%s)\n", len(s.Steps), key.RSA.Steps+1, path, other)
 	return p, nil
 }
 

@@ -974,7 +974,7 @@ func TestEvalResumesRSA(t *testing.T) {
 		want string
 	}{
 		{"another seed", []string{"--seed", "2"}, partial + " holds 2 of the 4 steps of an interrupted rsa evaluation of other settings (seed 1, not 2): rerun with those to resume it, or give --fresh"},
-		{"more steps", []string{"--rsa-steps", "4"}, partial + " holds 2 of the 4 steps of an interrupted rsa evaluation of other settings (--rsa-steps 3, not 4): rerun with those to resume it"},
+		{"another subset", []string{"--subset", "1"}, partial + " holds 2 of the 4 steps of an interrupted rsa evaluation of other settings (--subset 2, not 1): rerun with those to resume it"},
 		{"traces", []string{"--traces"}, "--traces: " + partial + " holds 2 of the 4 steps of an interrupted rsa evaluation, whose traces were not kept"},
 	} {
 		code, _, stderr := evalIn(out, tc.args...)
@@ -1009,6 +1009,73 @@ func TestEvalResumesRSA(t *testing.T) {
 	require.Zero(t, code, stderr)
 	require.Contains(t, stderr, "spiral: note: --fresh: removed "+partial+", 2 of the 4 steps of an interrupted rsa evaluation\n")
 	require.Equal(t, int32(4*12), eng.served.Load())
+}
+
+// TestEvalResumesRSAWithMoreSteps: an RSA evaluation of --rsa-steps 3
+// interrupted within step 2, rerun with --rsa-steps 5, was refused for
+// "--rsa-steps 3, not 5", though no step depends on how many follow it
+// (each is seeded by its step, problem and member alone). It resumes:
+// the report is the one an uninterrupted evaluation of --rsa-steps 5
+// writes (its start time aside), the saved file rewritten under the new
+// steps as it goes. One that saved more steps than a rerun's --rsa-steps
+// has is still refused: its population is the last saved step's.
+func TestEvalResumesRSAWithMoreSteps(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	eng := &resumeEngine{}
+	hs := httptest.NewServer(eng)
+	defer hs.Close()
+	dir := t.TempDir()
+	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 6)
+	evalIn := func(out, steps string, extra ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"eval", "--mode", "rsa", "--data", problems, "--population", "2", "--subset", "2", "--rsa-steps", steps, "--max-new-tokens", "64", "--quiet", "--out", out,
+			"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "served", "--engine-concurrency", "1"}, extra...)
+		code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
+		return code, stdout.String(), stderr.String()
+	}
+	whole := filepath.Join(dir, "whole")
+	code, wantOut, wantErr := evalIn(whole, "5")
+	require.Zero(t, code, wantErr)
+	require.Equal(t, int32(6*12), eng.served.Load(), "6 steps of 6 problems x 2 members")
+
+	out := filepath.Join(dir, "grown")
+	partial := filepath.Join(out, "rsa"+report.StepsSuffix)
+	eng.served.Store(0)
+	eng.failAt.Store(2*12 + 5) // within step 2
+	code, _, stderr := evalIn(out, "3")
+	require.Equal(t, exitFailure, code, stderr)
+	require.Contains(t, stderr, "spiral: note: 2 of the 4 RSA steps were evaluated and saved in "+partial)
+	saved, err := report.ReadRSA(partial)
+	require.NoError(t, err)
+
+	eng.served.Store(0)
+	eng.failAt.Store(0)
+	code, gotOut, gotErr := evalIn(out, "5")
+	require.Zero(t, code, gotErr)
+	resumed := "spiral: resuming: 2 of 6 RSA steps already evaluated (saved in " + partial + " by an evaluation of --rsa-steps 3)\n"
+	require.Contains(t, gotErr, resumed)
+	require.Equal(t, int32(4*12), eng.served.Load(), "steps 2 to 5 alone")
+	require.Equal(t, wantOut, strings.Replace(gotOut, out, whole, -1), "the table and the files written")
+	require.Equal(t, wantErr, strings.Replace(gotErr, resumed, "", 1), "the notes")
+	var got, want report.RSA
+	require.NoError(t, report.ReadJSON(filepath.Join(out, "rsa.json"), &got))
+	require.NoError(t, report.ReadJSON(filepath.Join(whole, "rsa.json"), &want))
+	require.True(t, saved.Started.Equal(got.Meta.Timestamp), "the interrupted evaluation's start")
+	got.Meta.Timestamp = want.Meta.Timestamp
+	requireSameReportJSON(t, got, filepath.Join(whole, "rsa.json"))
+	require.NoFileExists(t, partial)
+
+	// 3 steps saved, and a rerun of 2 (--rsa-steps 1): refused.
+	eng.served.Store(0)
+	eng.failAt.Store(3*12 + 5) // within step 3
+	code, _, stderr = evalIn(out, "5")
+	require.Equal(t, exitFailure, code, stderr)
+	eng.served.Store(0)
+	eng.failAt.Store(0)
+	code, _, stderr = evalIn(out, "1")
+	require.Equal(t, exitFailure, code, stderr)
+	require.Contains(t, stderr, partial+" holds 3 of the 6 steps of an interrupted rsa evaluation of other settings (--rsa-steps 5, not 1): rerun with those to resume it")
+	require.Zero(t, eng.served.Load(), "nothing generated")
 }
 
 // TestEvalRefusesAnotherTokenizer: an evaluation interrupted in each
