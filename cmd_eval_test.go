@@ -573,17 +573,14 @@ func (e *resumeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // A rerun of other settings is refused, naming them, unless --fresh;
 // one with --traces is refused; a last line cut short is left out.
 func TestEvalResumesPassAtK(t *testing.T) {
-	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
-	eng := &resumeEngine{}
-	hs := httptest.NewServer(eng)
-	defer hs.Close()
+	eng, engineURL := startResumeEngine(t)
 	dir := t.TempDir()
 	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 20)
 	ctx := context.Background()
 	evalIn := func(out string, extra ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		args := append([]string{"eval", "--mode", "passk", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out,
-			"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "served", "--engine-concurrency", "1"}, extra...)
+			"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, extra...)
 		code := run(ctx, args, &cliEnv{stdout: &stdout, stderr: &stderr})
 		return code, stdout.String(), stderr.String()
 	}
@@ -792,10 +789,7 @@ func TestRefuseSavedOfAnOlderSpiral(t *testing.T) {
 // interruption. A smaller --limit is still refused, naming the saved
 // one's --limit to finish it.
 func TestEvalResumesAGrownLimit(t *testing.T) {
-	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
-	eng := &resumeEngine{}
-	hs := httptest.NewServer(eng)
-	defer hs.Close()
+	eng, engineURL := startResumeEngine(t)
 	dir := t.TempDir()
 	problems := filepath.Join(dir, "problems.jsonl")
 	var lines strings.Builder
@@ -810,7 +804,7 @@ func TestEvalResumesAGrownLimit(t *testing.T) {
 	evalIn := func(out string, extra ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		args := append([]string{"eval", "--mode", "passk", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out,
-			"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "served", "--engine-concurrency", "1"}, extra...)
+			"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, extra...)
 		code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
 		return code, stdout.String(), stderr.String()
 	}
@@ -875,16 +869,13 @@ func TestEvalResumesAGrownLimit(t *testing.T) {
 // the others and writes the report an uninterrupted evaluation writes
 // (its start time aside), with its table and notes.
 func TestEvalResumesSequential(t *testing.T) {
-	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
-	eng := &resumeEngine{}
-	hs := httptest.NewServer(eng)
-	defer hs.Close()
+	eng, engineURL := startResumeEngine(t)
 	dir := t.TempDir()
 	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 20)
 	evalIn := func(out string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		args := []string{"eval", "--mode", "sequential", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out,
-			"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "served", "--engine-concurrency", "1"}
+			"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}
 		code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
 		return code, stdout.String(), stderr.String()
 	}
@@ -934,17 +925,14 @@ func TestEvalResumesSequential(t *testing.T) {
 // evaluation writes (its start time aside). Other settings are refused
 // before the load, as pass@k's are.
 func TestEvalResumesRSA(t *testing.T) {
-	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
-	eng := &resumeEngine{}
-	hs := httptest.NewServer(eng)
-	defer hs.Close()
+	eng, engineURL := startResumeEngine(t)
 	dir := t.TempDir()
 	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 6)
 	ctx := context.Background()
 	evalIn := func(out string, extra ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		args := append([]string{"eval", "--mode", "rsa", "--data", problems, "--population", "2", "--subset", "2", "--rsa-steps", "3", "--max-new-tokens", "64", "--quiet", "--out", out,
-			"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "served", "--engine-concurrency", "1"}, extra...)
+			"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, extra...)
 		code := run(ctx, args, &cliEnv{stdout: &stdout, stderr: &stderr})
 		return code, stdout.String(), stderr.String()
 	}
@@ -1020,16 +1008,13 @@ func TestEvalResumesRSA(t *testing.T) {
 // steps as it goes. One that saved more steps than a rerun's --rsa-steps
 // has is still refused: its population is the last saved step's.
 func TestEvalResumesRSAWithMoreSteps(t *testing.T) {
-	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
-	eng := &resumeEngine{}
-	hs := httptest.NewServer(eng)
-	defer hs.Close()
+	eng, engineURL := startResumeEngine(t)
 	dir := t.TempDir()
 	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 6)
 	evalIn := func(out, steps string, extra ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		args := append([]string{"eval", "--mode", "rsa", "--data", problems, "--population", "2", "--subset", "2", "--rsa-steps", steps, "--max-new-tokens", "64", "--quiet", "--out", out,
-			"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "served", "--engine-concurrency", "1"}, extra...)
+			"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, extra...)
 		code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
 		return code, stdout.String(), stderr.String()
 	}
@@ -1089,10 +1074,7 @@ func TestEvalResumesRSAWithMoreSteps(t *testing.T) {
 // before anything is generated; the saved work is kept, and the same
 // command then resumes it.
 func TestEvalRefusesAnotherTokenizer(t *testing.T) {
-	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
-	eng := &resumeEngine{}
-	hs := httptest.NewServer(eng)
-	defer hs.Close()
+	eng, engineURL := startResumeEngine(t)
 	dir := t.TempDir()
 	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 20)
 	embeddedDir, err := embedded.Extract(os.Getenv("SPIRAL_CACHE_DIR"))
@@ -1113,7 +1095,7 @@ func TestEvalRefusesAnotherTokenizer(t *testing.T) {
 			evalIn := func(extra ...string) (int, string) {
 				var stderr bytes.Buffer
 				args := append([]string{"eval", "--mode", tc.mode, "--data", problems, "--max-new-tokens", "64", "--quiet", "--out", out,
-					"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "served", "--engine-concurrency", "1"}, tc.args...)
+					"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, tc.args...)
 				code := run(context.Background(), append(args, extra...), &cliEnv{stdout: io.Discard, stderr: &stderr})
 				return code, stderr.String()
 			}
@@ -1152,17 +1134,14 @@ func TestEvalRefusesAnotherTokenizer(t *testing.T) {
 // finished. The killed commit is finished before the file is read:
 // the rerun evaluates its own settings.
 func TestEvalFinishesAKilledCommitFirst(t *testing.T) {
-	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
-	eng := &resumeEngine{}
-	hs := httptest.NewServer(eng)
-	defer hs.Close()
+	eng, engineURL := startResumeEngine(t)
 	dir := t.TempDir()
 	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 20)
 	out := filepath.Join(dir, "eval")
 	evalIn := func(extra ...string) (int, string) {
 		var stderr bytes.Buffer
 		args := append([]string{"eval", "--mode", "passk", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out,
-			"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "served", "--engine-concurrency", "1"}, extra...)
+			"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, extra...)
 		return run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String()
 	}
 	eng.failAt.Store(41)
@@ -1216,4 +1195,15 @@ func requireSameReportJSON(t *testing.T, got any, want string) {
 	wantJSON, err := os.ReadFile(want)
 	require.NoError(t, err)
 	require.Equal(t, string(wantJSON), string(gotJSON), "the uninterrupted evaluation's report, bit for bit, the start time aside")
+}
+
+// startResumeEngine gives the test a fresh artifacts cache
+// (SPIRAL_CACHE_DIR) and a resumeEngine served over HTTP until the test
+// ends, with the --base-url to give it.
+func startResumeEngine(t *testing.T) (*resumeEngine, string) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	eng := &resumeEngine{}
+	hs := httptest.NewServer(eng)
+	t.Cleanup(hs.Close)
+	return eng, hs.URL + "/v1"
 }
