@@ -753,14 +753,13 @@ func openEvalProblems(path string, key report.EvalKey, problems []data.Problem, 
 		if errors.Is(err, fs.ErrNotExist) || err == nil && len(s.Problems) == 0 {
 			return p, nil
 		}
-		if rerr := os.Remove(path); rerr != nil {
-			return nil, fmt.Errorf("--fresh: %w", rerr)
-		}
 		what := "the problems an interrupted evaluation saved (which did not read)"
 		if err == nil {
 			what = s.Describe()
 		}
-		fmt.Fprintf(stderr, "spiral: note: --fresh: removed %s, %s\n", path, what)
+		if err := discardSaved(path, what, stderr); err != nil {
+			return nil, err
+		}
 		return p, nil
 	}
 	s, err := resumable(path, key, problems, false, traces)
@@ -933,6 +932,16 @@ type savedCounts struct {
 	Padding int `json:"padding"`
 }
 
+// discardSaved removes, for --fresh, the file at path in which an
+// interrupted evaluation saved what, and says so on stderr.
+func discardSaved(path, what string, stderr io.Writer) error {
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("--fresh: %w", err)
+	}
+	fmt.Fprintf(stderr, "spiral: note: --fresh: removed %s, %s\n", path, what)
+	return nil
+}
+
 // openEvalSteps opens the file at path for an RSA evaluation of key that
 // starts now: one there that resumableRSA resumes is resumed, as stderr
 // is told (one of another --rsa-steps saved under key from its next
@@ -945,14 +954,13 @@ func openEvalSteps(path string, key report.EvalKey, now time.Time, fresh, traces
 		if errors.Is(err, fs.ErrNotExist) {
 			return p, nil
 		}
-		if rerr := os.Remove(path); rerr != nil {
-			return nil, fmt.Errorf("--fresh: %w", rerr)
-		}
 		what := "the steps an interrupted evaluation saved (which did not read)"
 		if err == nil {
 			what = s.Describe()
 		}
-		fmt.Fprintf(stderr, "spiral: note: --fresh: removed %s, %s\n", path, what)
+		if err := discardSaved(path, what, stderr); err != nil {
+			return nil, err
+		}
 		return p, nil
 	}
 	s, err := resumableRSA(path, key, false, traces)
