@@ -77,7 +77,10 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	if n, c := f.cfg.ContextLength, f.cfg.Mix.Candidates; n > 0 && c >= n {
 		return usageError{fmt.Errorf("--candidates %d: an aggregation prompt of %d candidates passes the model's %d positions (config.json max_position_embeddings), each candidate taking a token at least: give fewer", c, c, n)}
 	}
-	if err := checkCandidatesFit(task, sess.prompter(templateSet{}), f.cfg); err != nil {
+	// The task's templates, by which the examples' aggregation prompts
+	// are rendered again (rl.SFTExample).
+	pr := sess.prompter(templateSet{synth.Templates()})
+	if err := checkCandidatesFit(task, pr, f.cfg); err != nil {
 		return err
 	}
 	if model.SameFile(f.out, filepath.Dir(sess.onnx)) {
@@ -178,7 +181,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	bar := con.progress(f.cfg.Steps, "sft", "steps")
 	lock.started = true
 	err = rl.RunSFT(ctx, f.cfg, rl.SFTParts{
-		Policy: pol, Optimizer: opt, Schedule: sched, Task: task, Prompter: sess.prompter(templateSet{}),
+		Policy: pol, Optimizer: opt, Schedule: sched, Task: task, Prompter: pr,
 		StopIDs: stops, VocabLimit: eo.VocabLimit,
 		Judge: rl.NewJudge(rl.RewardRule{}), Dir: f.out, Settings: settings, Out: env.stdout, Warn: env.stderr, Progress: bar.add,
 	})
@@ -278,7 +281,10 @@ func checkCandidatesFit(task *synth.Task, pr rollout.ChatPrompter, cfg rl.SFTCon
 		if err != nil {
 			return 0, err
 		}
-		e := rl.SFTExample(pr, ex)
+		e, err := rl.SFTExample(pr, ex)
+		if err != nil {
+			return 0, err
+		}
 		completion := 1
 		if cfg.Mix.AggregateShare > 0 {
 			completion = len(e.Completion)

@@ -172,6 +172,10 @@ func (c SFTConfig) Validate() error {
 type TurnPrompter interface {
 	// UserTurn is the prompt of one user turn with the generation prompt.
 	UserTurn(text string) []int32
+	// AggregatePrompt is the prompt of an aggregation trace that reads
+	// the candidates' texts, as rollouts render it
+	// (rollout.Prompter.AggregatePrompt).
+	AggregatePrompt(problem string, candidates []string) ([]int32, error)
 	// AssistantTurn is text as the assistant's reply, ending with the
 	// end-of-turn id.
 	AssistantTurn(text string) []int32
@@ -473,7 +477,10 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 		if err != nil {
 			return stopped(err)
 		}
-		batch := sftBatch(p.Prompter, exs)
+		batch, err := sftBatch(p.Prompter, exs)
+		if err != nil {
+			return stopped(err)
+		}
 		if n := cfg.ContextLength; n > 0 {
 			for i, e := range batch {
 				if l := len(e.Prompt) + len(e.Completion); l > n {
@@ -920,12 +927,15 @@ func removeFinishedEvents(dir string) error {
 }
 
 // sftBatch tokenizes supervised examples as chat turns (SFTExample).
-func sftBatch(pr TurnPrompter, exs []synth.Example) []Example {
+func sftBatch(pr TurnPrompter, exs []synth.Example) ([]Example, error) {
 	batch := make([]Example, len(exs))
 	for i, e := range exs {
-		batch[i] = SFTExample(pr, e)
+		var err error
+		if batch[i], err = SFTExample(pr, e); err != nil {
+			return nil, err
+		}
 	}
-	return batch
+	return batch, nil
 }
 
 // SFTExample tokenizes the supervised example e as chat turns: the
@@ -943,23 +953,50 @@ func sftBatch(pr TurnPrompter, exs []synth.Example) []Example {
 // reasoning is blank). The prefix is tokenized apart from the
 // completion, which is exact for a character tokenizer (the synthetic
 // task's).
-func SFTExample(pr TurnPrompter, e synth.Example) Example {
-	text := e.Prefix + e.Completion
-	at := strings.LastIndex(text, `\boxed{`)
-	if at < len(e.Prefix) {
-		at = len(text) // no answer in the completion: all reasoning
+//
+// The user turn of an aggregation example is rendered again from its
+// Problem and Candidates (pr.AggregatePrompt), each candidate as the
+// text of the completion SFTExample gives it as a search example (its
+// reply, decoded: pr.Text): what a rollout's aggregation prompt carries
+// of the model's own traces, a thinking template's <think> block closed
+// before each candidate's answer.
+func SFTExample(pr TurnPrompter, e synth.Example) (Example, error) {
+	reply, n := sftReply(pr, e.Prefix, e.Completion)
+	var prompt []int32
+	if e.Kind == synth.KindAggregate {
+		texts := make([]string, len(e.Candidates))
+		for i, c := range e.Candidates {
+			r, _ := sftReply(pr, "", c)
+			texts[i] = pr.Text(pr.AssistantTurn(r))
+		}
+		var err error
+		if prompt, err = pr.AggregatePrompt(e.Problem, texts); err != nil {
+			return Example{}, fmt.Errorf("rl: sft: the aggregation example of %q: %w", e.Problem, err)
+		}
+	} else {
+		prompt = pr.UserTurn(e.Prompt)
 	}
-	reply := pr.Reply(text[:at], text[at:])
-	n := 0 // the prefix's share of the reply
-	for n < len(e.Prefix) && n < len(reply) && reply[n] == e.Prefix[n] {
-		n++
-	}
-	prompt := pr.UserTurn(e.Prompt)
 	if n > 0 {
 		pre := pr.AssistantTurn(reply[:n])
 		prompt = slices.Concat(prompt, pre[:len(pre)-1])
 	}
-	return Example{Prompt: prompt, Completion: pr.AssistantTurn(reply[n:])}
+	return Example{Prompt: prompt, Completion: pr.AssistantTurn(reply[n:])}, nil
+}
+
+// sftReply is the reply of a supervised example whose reply starts with
+// prefix and goes on with completion (SFTExample), and the length of
+// the prefix's share of it, the start the prompt takes.
+func sftReply(pr TurnPrompter, prefix, completion string) (reply string, n int) {
+	text := prefix + completion
+	at := strings.LastIndex(text, `\boxed{`)
+	if at < len(prefix) {
+		at = len(text) // no answer in the completion: all reasoning
+	}
+	reply = pr.Reply(text[:at], text[at:])
+	for n < len(prefix) && n < len(reply) && reply[n] == prefix[n] {
+		n++
+	}
+	return reply, n
 }
 
 // SynthEvalProblems returns the n held-out problems of task that
@@ -973,9 +1010,10 @@ func SynthEvalProblems(task *synth.Task, n int, seed uint64) ([]synth.Item, erro
 // SynthAccuracy measures greedy accuracy on cfg.EvalProblems held-out
 // problems of the synthetic task (SynthEvalProblems for cfg.Seed): search
 // prompts, and aggregation prompts whose cfg.Mix.Candidates candidates
-// carry planted mistakes. Completions stop at 128 tokens or at the end of
-// the model's cfg.ContextLength positions, and a prompt that leaves no
-// room is an error.
+// carry planted mistakes (rendered as SFTExample renders them).
+// Completions stop at 128 tokens or at the end of the model's
+// cfg.ContextLength positions, and a prompt that leaves no room is an
+// error.
 func SynthAccuracy(ctx context.Context, p SFTParts, cfg SFTConfig) (SFTEval, error) {
 	n, cands, seed := cfg.EvalProblems, cfg.Mix.Candidates, cfg.Seed
 	var acc SFTEval
@@ -995,7 +1033,11 @@ func SynthAccuracy(ctx context.Context, p SFTParts, cfg SFTConfig) (SFTEval, err
 		if err != nil {
 			return acc, err
 		}
-		prompts = append(prompts, p.Prompter.UserTurn(s.Prompt), p.Prompter.UserTurn(a.Prompt))
+		agg, err := SFTExample(p.Prompter, a)
+		if err != nil {
+			return acc, err
+		}
+		prompts = append(prompts, p.Prompter.UserTurn(s.Prompt), agg.Prompt)
 		golds = append(golds, s.Answer, a.Answer)
 	}
 	lm := p.Policy.LM

@@ -2,12 +2,15 @@ package rl
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/modeltest"
@@ -15,24 +18,32 @@ import (
 	"github.com/spiral-rl/spiral/rollout"
 )
 
-// sftFakePrompter renders turns as bytes: "U" text for a user turn, the
-// text and 0 (end of turn) for an assistant turn.
+// sftFakePrompter renders turns as bytes: "U" text for a user turn (an
+// aggregation prompt's text the synthetic task's template), the text and
+// 0 (end of turn) for an assistant turn, which Text drops.
 type sftFakePrompter struct{}
 
 func (sftFakePrompter) UserTurn(text string) []int32 { return trainerBytes("U" + text) }
+func (p sftFakePrompter) AggregatePrompt(problem string, cands []string) ([]int32, error) {
+	text, err := synth.Templates().Aggregate(problem, cands)
+	return p.UserTurn(text), err
+}
 func (sftFakePrompter) AssistantTurn(text string) []int32 {
 	return append(trainerBytes(text), 0)
 }
 func (sftFakePrompter) Reply(reasoning, answer string) string { return reasoning + answer }
-func (sftFakePrompter) Text(ids []int32) string               { return trainerFakePrompter{}.Text(ids) }
+func (sftFakePrompter) Text(ids []int32) string {
+	return strings.ReplaceAll(trainerFakePrompter{}.Text(ids), "\x00", "")
+}
 
 // TestSFTBatchPrefix checks that a check example's given prefix joins the
 // prompt (no loss) and the completion holds only the rest of the reply.
 func TestSFTBatchPrefix(t *testing.T) {
-	got := sftBatch(sftFakePrompter{}, []synth.Example{
+	got, err := sftBatch(sftFakePrompter{}, []synth.Example{
 		{Kind: synth.KindSearch, Prompt: "p1", Completion: "c1"},
 		{Kind: synth.KindCheck, Prompt: "p2", Prefix: "x=4. ", Completion: "4+1=5. "},
 	})
+	require.NoError(t, err)
 	require.Equal(t, []Example{
 		{Prompt: trainerBytes("Up1"), Completion: append(trainerBytes("c1"), 0)},
 		{Prompt: trainerBytes("Up2x=4. "), Completion: append(trainerBytes("4+1=5. "), 0)},
@@ -103,11 +114,107 @@ func TestSFTExampleThinkingTemplate(t *testing.T) {
 			require.NoError(t, err)
 			defer tok.Close()
 			require.Empty(t, tok.TemplateWarning())
-			for i, e := range sftBatch(rollout.ChatPrompter{Tok: tok}, exs) {
+			batch, err := sftBatch(rollout.ChatPrompter{Tok: tok}, exs)
+			require.NoError(t, err)
+			for i, e := range batch {
 				require.Equal(t, tc.prompts[i], tok.Decode(e.Prompt), "example %d", i)
 				require.Equal(t, tc.completions[i], tok.Decode(e.Completion), "example %d", i)
 				require.Equal(t, tok.IMEnd(), e.Completion[len(e.Completion)-1])
 			}
 		})
 	}
+}
+
+// replayGen answers its first Generate call (the search traces) with
+// search, request i with search[i], and records the prompts of the calls
+// after it (the aggregation prompts), answering them with "x".
+type replayGen struct {
+	search    [][]int32
+	calls     int
+	aggregate [][]int32
+}
+
+func (g *replayGen) Generate(_ context.Context, reqs []rollout.Request, _ rollout.Progress) ([]rollout.Completion, rollout.Stats, error) {
+	g.calls++
+	out := make([]rollout.Completion, len(reqs))
+	for i, r := range reqs {
+		out[i] = rollout.Completion{Tokens: trainerBytes("x"), Finish: rollout.FinishStop}
+		if g.calls == 1 {
+			out[i].Tokens = g.search[i]
+		} else {
+			g.aggregate = append(g.aggregate, r.Prompt)
+		}
+	}
+	return out, rollout.Stats{}, nil
+}
+
+// TestSFTAggregateCandidatesAsRollouts: an aggregation example's prompt
+// carries its candidates as a rollout's aggregation prompt carries the
+// model's own traces: a pipeline whose search traces are the completions
+// sft trains for those candidates (SFTExample of each as a search
+// example) renders the very prompt SFTExample gives the example. On a
+// template whose generation prompt opens <think> those traces close the
+// block before their \boxed{} answer, and the prompt carries them so;
+// sft's prompts carried the raw solutions instead, which the model never
+// reads in training or evaluation.
+func TestSFTAggregateCandidatesAsRollouts(t *testing.T) {
+	task, err := synth.Embedded()
+	require.NoError(t, err)
+	it, err := task.Sample(rand.New(rand.NewPCG(3, 3)), synth.Train)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, gen string
+		think     bool // the rollout's candidates hold </think>
+	}{
+		{"thinking", "<|im_start|>assistant\\n<think>\\n", true},
+		{"chatml", "<|im_start|>assistant\\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := chatTokenizer(t, tc.gen)
+			pr := rollout.ChatPrompter{Tok: tok, Templates: synth.Templates()}
+			ex, err := task.AggregateExample(rand.New(rand.NewPCG(4, 4)), nil, it, 3)
+			require.NoError(t, err)
+			gen := &replayGen{}
+			for _, c := range ex.Candidates {
+				s, err := SFTExample(pr, synth.Example{Kind: synth.KindSearch, Prompt: "p", Completion: c})
+				require.NoError(t, err)
+				gen.search = append(gen.search, s.Completion)
+			}
+			pipe, err := rollout.NewPipeline(gen, pr, rollout.PipelineConfig{N1: 3, K: 1, N: 3, N2: 1})
+			require.NoError(t, err)
+			groups, _, err := pipe.Run(context.Background(), []data.Problem{{ID: "p", Problem: it.Problem(), Answer: ex.Answer}}, 1, 0, nil)
+			require.NoError(t, err)
+			require.Len(t, gen.aggregate, 1)
+			// The example of the candidates in the subset's order.
+			ordered := ex
+			ordered.Candidates = nil
+			for _, m := range groups[0].Rounds[0].Subsets[0] {
+				ordered.Candidates = append(ordered.Candidates, ex.Candidates[m])
+			}
+			ordered.Prompt, err = synth.Templates().Aggregate(it.Problem(), ordered.Candidates)
+			require.NoError(t, err)
+			sft, err := SFTExample(pr, ordered)
+			require.NoError(t, err)
+			got := tok.Decode(sft.Prompt)
+			require.Equal(t, tok.Decode(gen.aggregate[0]), got)
+			require.Equal(t, tc.think, strings.Contains(got, "\n</think>\n\n\\boxed{"), got)
+		})
+	}
+}
+
+// chatTokenizer loads the byte tokenizer with a ChatML template whose
+// generation prompt block writes gen (a Jinja string literal's text).
+func chatTokenizer(t *testing.T, gen string) *tokenizer.Tokenizer {
+	t.Helper()
+	const loop = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{% endfor %}"
+	dir := t.TempDir()
+	b, err := tokenizer.BuildByteTokenizerJSON()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, tokenizer.TokenizerFile), b, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, tokenizer.TemplateFile), []byte(loop+"{% if add_generation_prompt %}{{ '"+gen+"' }}{% endif %}"), 0o644))
+	tok, err := tokenizer.Load(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { tok.Close() })
+	require.Empty(t, tok.TemplateWarning())
+	return tok
 }

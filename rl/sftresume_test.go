@@ -186,7 +186,9 @@ func TestSFTSavesOnFailure(t *testing.T) {
 	for i := range longest {
 		exs, err := h.parts.Task.SFTExamples(rng, nil, h.cfg.Batch, h.cfg.Mix)
 		require.NoError(t, err)
-		for _, e := range sftBatch(h.parts.Prompter, exs) {
+		batch, err := sftBatch(h.parts.Prompter, exs)
+		require.NoError(t, err)
+		for _, e := range batch {
 			longest[i] = max(longest[i], e.Len())
 		}
 	}

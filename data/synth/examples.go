@@ -79,6 +79,9 @@ type Example struct {
 	Kind string `json:"kind"`
 	// Prompt is the rendered template (the user turn, without chat markup).
 	Prompt string `json:"prompt"`
+	// Problem is the problem's text, which Prompt renders (an
+	// aggregation example's with its Candidates).
+	Problem string `json:"problem"`
 	// Prefix, when set, is the start of the reply given to the model as
 	// context (no loss on it): the forced derivation and value of a check
 	// example.
@@ -112,7 +115,7 @@ func (t *Task) SearchExample(tm *data.Templates, it Item) (Example, error) {
 	if err != nil {
 		return Example{}, fmt.Errorf("synth: %w", err)
 	}
-	return Example{Kind: KindSearch, Prompt: p, Completion: it.Solution(), Answer: strconv.Itoa(it.Answer)}, nil
+	return Example{Kind: KindSearch, Prompt: p, Problem: it.Problem(), Completion: it.Solution(), Answer: strconv.Itoa(it.Answer)}, nil
 }
 
 // AggregateExample returns an aggregation example of it with n candidates.
@@ -130,7 +133,7 @@ func (t *Task) AggregateExample(r *rand.Rand, tm *data.Templates, it Item, n int
 	if t.cfg.Form == FormSolve {
 		return t.aggregateSolve(r, tm, it, n)
 	}
-	ex := Example{Kind: KindAggregate, Completion: it.Solution(), Answer: strconv.Itoa(it.Answer)}
+	ex := Example{Kind: KindAggregate, Problem: it.Problem(), Completion: it.Solution(), Answer: strconv.Itoa(it.Answer)}
 	shared := r.Float64() < t.cfg.SharedMistakeRate
 	common := it.PlantMistake(r)
 	for range n {

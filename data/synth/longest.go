@@ -53,7 +53,7 @@ func (t *Task) LongestAggregate(n int) (Example, error) {
 	if err != nil {
 		return Example{}, fmt.Errorf("synth: %w", err)
 	}
-	return Example{Kind: KindAggregate, Prompt: prompt, Completion: best.completion, Candidates: cands}, nil
+	return Example{Kind: KindAggregate, Prompt: prompt, Problem: best.problem, Completion: best.completion, Candidates: cands}, nil
 }
 
 // longest returns, for each length of the longest candidate a problem's

@@ -161,7 +161,7 @@ func (it Item) wrongGuess(r *rand.Rand, lo, hi int) int {
 // them. The completion is the Confirmation when a candidate is right (so
 // its check passed), else the worked solution.
 func (t *Task) aggregateSolve(r *rand.Rand, tm *data.Templates, it Item, n int) (Example, error) {
-	ex := Example{Kind: KindAggregate, Answer: strconv.Itoa(it.Answer)}
+	ex := Example{Kind: KindAggregate, Problem: it.Problem(), Answer: strconv.Itoa(it.Answer)}
 	shared := r.Float64() < t.cfg.SharedMistakeRate
 	common := it.wrongGuess(r, t.cfg.MinOperand, t.cfg.MaxOperand)
 	for range n {
@@ -221,7 +221,7 @@ func (t *Task) checkExample(r *rand.Rand, tm *data.Templates, it Item) (Example,
 	guess := "x=" + strconv.Itoa(g) + ". "
 	prefix := it.slippedDerivation(r, g) + guess
 	check := strings.TrimPrefix(it.Trial(g), guess)
-	return Example{Kind: KindCheck, Prompt: p, Prefix: prefix, Completion: check + boxed(g), Answer: strconv.Itoa(it.Answer)}, nil
+	return Example{Kind: KindCheck, Prompt: p, Problem: it.Problem(), Prefix: prefix, Completion: check + boxed(g), Answer: strconv.Itoa(it.Answer)}, nil
 }
 
 // derivation returns the steps that solve a solve problem for x, in the

@@ -395,7 +395,7 @@ func TestSearchExample(t *testing.T) {
 	require.NoError(t, err)
 	// The solution in the order the package documentation states:
 	// products first, then left to right.
-	require.Equal(t, Example{Kind: KindSearch, Prompt: "Compute 7+5*3-4.", Completion: `5*3=15. 7+15=22. 22-4=18. \boxed{18}`, Answer: "18"}, ex)
+	require.Equal(t, Example{Kind: KindSearch, Prompt: "Compute 7+5*3-4.", Problem: "Compute 7+5*3-4.", Completion: `5*3=15. 7+15=22. 22-4=18. \boxed{18}`, Answer: "18"}, ex)
 	defaults, err := data.LoadTemplates("", "")
 	require.NoError(t, err)
 	long, err := task.SearchExample(defaults, it)
