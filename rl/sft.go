@@ -184,6 +184,10 @@ type TurnPrompter interface {
 	// (tokenizer.Tokenizer.AssistantReply: a <think> block that prompt
 	// opens is closed before the answer).
 	Reply(reasoning, answer string) string
+	// ReplyHead is what Reply writes before the reasoning ("<think>\n"
+	// where the template opens the block in the assistant's turn, not in
+	// its generation prompt).
+	ReplyHead() string
 	// Text decodes generated ids without special tokens.
 	Text(ids []int32) string
 }
@@ -947,12 +951,14 @@ func sftBatch(pr TurnPrompter, exs []synth.Example) ([]Example, error) {
 // template whose generation prompt opens a <think> block
 // (Qwen3-*-Thinking-2507's) the block is closed before the answer, as
 // the template writes an assistant turn and the model's own traces do;
-// elsewhere the reply is Prefix + Completion. The prompt takes as much
-// of the reply's start as the prefix is (all of it, but where the
-// template trims the reasoning's trailing blanks and the completion's
-// reasoning is blank). The prefix is tokenized apart from the
-// completion, which is exact for a character tokenizer (the synthetic
-// task's).
+// on one that opens the block in the assistant's turn itself (Qwen3's
+// hybrid template) the reply opens it too; elsewhere the reply is
+// Prefix + Completion. The prompt takes as much of the reply's start as
+// the prefix is, after what the reply writes before the reasoning (all
+// of it, but where the template trims the reasoning's trailing blanks
+// and the completion's reasoning is blank). The prefix is tokenized
+// apart from the completion, which is exact for a character tokenizer
+// (the synthetic task's).
 //
 // The user turn of an aggregation example is rendered again from its
 // Problem and Candidates (pr.AggregatePrompt), each candidate as the
@@ -983,9 +989,11 @@ func SFTExample(pr TurnPrompter, e synth.Example) (Example, error) {
 	return Example{Prompt: prompt, Completion: pr.AssistantTurn(reply[n:])}, nil
 }
 
-// sftReply is the reply of a supervised example whose reply starts with
-// prefix and goes on with completion (SFTExample), and the length of
-// the prefix's share of it, the start the prompt takes.
+// sftReply is the reply of a supervised example whose reasoning starts
+// with prefix and goes on with completion (SFTExample), and the length of
+// its start that the prompt takes: where there is a prefix, what the
+// reply writes before the reasoning (pr.ReplyHead) and the prefix's
+// share of the rest.
 func sftReply(pr TurnPrompter, prefix, completion string) (reply string, n int) {
 	text := prefix + completion
 	at := strings.LastIndex(text, `\boxed{`)
@@ -993,7 +1001,11 @@ func sftReply(pr TurnPrompter, prefix, completion string) (reply string, n int) 
 		at = len(text) // no answer in the completion: all reasoning
 	}
 	reply = pr.Reply(text[:at], text[at:])
-	for n < len(prefix) && n < len(reply) && reply[n] == prefix[n] {
+	if prefix == "" {
+		return reply, 0
+	}
+	n = len(pr.ReplyHead())
+	for i := 0; i < len(prefix) && n < len(reply) && reply[n] == prefix[i]; i++ {
 		n++
 	}
 	return reply, n

@@ -32,6 +32,7 @@ func (sftFakePrompter) AssistantTurn(text string) []int32 {
 	return append(trainerBytes(text), 0)
 }
 func (sftFakePrompter) Reply(reasoning, answer string) string { return reasoning + answer }
+func (sftFakePrompter) ReplyHead() string                     { return "" }
 func (sftFakePrompter) Text(ids []int32) string {
 	return strings.ReplaceAll(trainerFakePrompter{}.Text(ids), "\x00", "")
 }
@@ -81,39 +82,38 @@ func TestSynthAccuracyReleasesCache(t *testing.T) {
 // final \boxed{} answer, as the template writes an assistant turn
 // (tokenizer's TestAssistantReplyGolden): sft trained completions that
 // never closed it, a format the template's parsers read as reasoning
-// with no answer. A check example's given prefix stays in the prompt.
-// On ChatML the example is the prompt, then the completion as it is.
+// with no answer. On one that opens the block in the assistant's turn
+// itself (Qwen3's hybrid template), the reply opens it too: sft's
+// completions were the reasoning and answer with no block. A check
+// example's given prefix stays in the prompt, after the block's
+// opening. On ChatML the example is the prompt, then the completion as
+// it is.
 func TestSFTExampleThinkingTemplate(t *testing.T) {
-	const loop = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{% endfor %}"
 	exs := []synth.Example{
 		{Kind: synth.KindSearch, Prompt: "p1", Completion: `2+2=4. \boxed{4}`},
 		{Kind: synth.KindCheck, Prompt: "p2", Prefix: "x=4. ", Completion: `4+1=5. \boxed{4}`},
 		{Kind: synth.KindSearch, Prompt: "p3", Completion: "no answer"},
 	}
 	for _, tc := range []struct {
-		name, gen   string
-		prompts     []string
-		completions []string
+		name, template string
+		prompts        []string
+		completions    []string
 	}{
-		{"thinking", "<|im_start|>assistant\\n<think>\\n",
+		{"thinking", chatLoop + genBlock("<|im_start|>assistant\\n<think>\\n"),
 			[]string{"<|im_start|>user\np1<|im_end|>\n<|im_start|>assistant\n<think>\n", "<|im_start|>user\np2<|im_end|>\n<|im_start|>assistant\n<think>\nx=4. ",
 				"<|im_start|>user\np3<|im_end|>\n<|im_start|>assistant\n<think>\n"},
 			[]string{"2+2=4.\n</think>\n\n\\boxed{4}<|im_end|>", "4+1=5.\n</think>\n\n\\boxed{4}<|im_end|>", "no answer\n</think>\n\n<|im_end|>"}},
-		{"chatml", "<|im_start|>assistant\\n",
+		{"hybrid", hybridLoop + genBlock("<|im_start|>assistant\\n"),
+			[]string{"<|im_start|>user\np1<|im_end|>\n<|im_start|>assistant\n", "<|im_start|>user\np2<|im_end|>\n<|im_start|>assistant\n<think>\nx=4. ",
+				"<|im_start|>user\np3<|im_end|>\n<|im_start|>assistant\n"},
+			[]string{"<think>\n2+2=4.\n</think>\n\n\\boxed{4}<|im_end|>", "4+1=5.\n</think>\n\n\\boxed{4}<|im_end|>", "<think>\nno answer\n</think>\n\n<|im_end|>"}},
+		{"chatml", chatLoop + genBlock("<|im_start|>assistant\\n"),
 			[]string{"<|im_start|>user\np1<|im_end|>\n<|im_start|>assistant\n", "<|im_start|>user\np2<|im_end|>\n<|im_start|>assistant\nx=4. ",
 				"<|im_start|>user\np3<|im_end|>\n<|im_start|>assistant\n"},
 			[]string{"2+2=4. \\boxed{4}<|im_end|>", "4+1=5. \\boxed{4}<|im_end|>", "no answer<|im_end|>"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			data, err := tokenizer.BuildByteTokenizerJSON()
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(dir, tokenizer.TokenizerFile), data, 0o644))
-			require.NoError(t, os.WriteFile(filepath.Join(dir, tokenizer.TemplateFile), []byte(loop+"{% if add_generation_prompt %}{{ '"+tc.gen+"' }}{% endif %}"), 0o644))
-			tok, err := tokenizer.Load(dir)
-			require.NoError(t, err)
-			defer tok.Close()
-			require.Empty(t, tok.TemplateWarning())
+			tok := chatTokenizer(t, tc.template)
 			batch, err := sftBatch(rollout.ChatPrompter{Tok: tok}, exs)
 			require.NoError(t, err)
 			for i, e := range batch {
@@ -163,14 +163,15 @@ func TestSFTAggregateCandidatesAsRollouts(t *testing.T) {
 	it, err := task.Sample(rand.New(rand.NewPCG(3, 3)), synth.Train)
 	require.NoError(t, err)
 	for _, tc := range []struct {
-		name, gen string
-		think     bool // the rollout's candidates hold </think>
+		name, template string
+		think          bool // the rollout's candidates hold </think>
 	}{
-		{"thinking", "<|im_start|>assistant\\n<think>\\n", true},
-		{"chatml", "<|im_start|>assistant\\n", false},
+		{"thinking", chatLoop + genBlock("<|im_start|>assistant\\n<think>\\n"), true},
+		{"hybrid", hybridLoop + genBlock("<|im_start|>assistant\\n"), true},
+		{"chatml", chatLoop + genBlock("<|im_start|>assistant\\n"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tok := chatTokenizer(t, tc.gen)
+			tok := chatTokenizer(t, tc.template)
 			pr := rollout.ChatPrompter{Tok: tok, Templates: synth.Templates()}
 			ex, err := task.AggregateExample(rand.New(rand.NewPCG(4, 4)), nil, it, 3)
 			require.NoError(t, err)
@@ -202,16 +203,30 @@ func TestSFTAggregateCandidatesAsRollouts(t *testing.T) {
 	}
 }
 
-// chatTokenizer loads the byte tokenizer with a ChatML template whose
-// generation prompt block writes gen (a Jinja string literal's text).
-func chatTokenizer(t *testing.T, gen string) *tokenizer.Tokenizer {
+// Chat templates of the byte tokenizer's tests: ChatML's message loop,
+// and one that writes an assistant turn as Qwen3's hybrid template writes
+// the last, its reasoning in a <think> block it opens.
+const (
+	chatLoop   = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{% endfor %}"
+	hybridLoop = "{% for message in messages %}{% if message.role == 'assistant' %}" +
+		"{{ '<|im_start|>' + message.role + '\\n<think>\\n' + message.reasoning_content + '\\n</think>\\n\\n' + message.content + '<|im_end|>\\n' }}" +
+		"{% else %}{{ '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{% endif %}{% endfor %}"
+)
+
+// genBlock is a chat template's generation prompt block writing gen (a
+// Jinja string literal's text).
+func genBlock(gen string) string {
+	return "{% if add_generation_prompt %}{{ '" + gen + "' }}{% endif %}"
+}
+
+// chatTokenizer loads the byte tokenizer with the chat template tmpl.
+func chatTokenizer(t *testing.T, tmpl string) *tokenizer.Tokenizer {
 	t.Helper()
-	const loop = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{% endfor %}"
 	dir := t.TempDir()
 	b, err := tokenizer.BuildByteTokenizerJSON()
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, tokenizer.TokenizerFile), b, 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, tokenizer.TemplateFile), []byte(loop+"{% if add_generation_prompt %}{{ '"+gen+"' }}{% endif %}"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, tokenizer.TemplateFile), []byte(tmpl), 0o644))
 	tok, err := tokenizer.Load(dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { tok.Close() })

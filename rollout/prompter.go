@@ -31,6 +31,10 @@ func (p ChatPrompter) Reply(reasoning, answer string) string {
 	return p.Tok.AssistantReply(reasoning, answer)
 }
 
+// ReplyHead is what Reply writes before the reasoning
+// (tokenizer.Tokenizer.ReplyHead: Qwen3's hybrid template's "<think>\n").
+func (p ChatPrompter) ReplyHead() string { return p.Tok.ReplyHead() }
+
 // SearchPrompt renders the search template for problem. Its error (a
 // *data.TemplateError) names the template and its file.
 func (p ChatPrompter) SearchPrompt(problem string) ([]int32, error) {

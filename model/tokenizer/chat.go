@@ -33,9 +33,9 @@ type Message struct {
 //
 // This equals Qwen3's Jinja chat_template for system, user and assistant
 // turns without tool calls. Qwen3's hybrid-thinking template additionally
-// writes an empty "<think>\n\n</think>\n\n" into the final assistant turn
-// that follows the last user turn; RenderChat does not (Qwen3-*-2507's
-// template does not either). Qwen2.5-Instruct's template differs: it
+// writes a <think> block, empty where the message has no reasoning, into
+// the final assistant turn that follows the last user turn; RenderChat
+// does not (AssistantReply writes it into a reply's text). Qwen2.5-Instruct's template differs: it
 // inserts a default system prompt when the messages have none.
 func RenderChat(msgs []Message, addGenerationPrompt bool) string {
 	var b strings.Builder
@@ -88,12 +88,67 @@ const (
 // ending with a newline, which they strip): a reply left in the block
 // is one the template's own parsers (vLLM's reasoning parser, the
 // template splitting its content at </think>) read as reasoning with no
-// answer. Otherwise it is reasoning + answer as they are.
+// answer. Where the template opens the block in the assistant's turn
+// itself rather than in its generation prompt (ReplyHead: Qwen3's
+// hybrid template, whatever enable_thinking is), the reply opens it
+// too, so that a reply without reasoning is "<think>\n\n</think>\n\n"
+// and its answer. Otherwise it is reasoning + answer as they are.
 func (t *Tokenizer) AssistantReply(reasoning, answer string) string {
-	if i := strings.LastIndex(t.genSuffix, thinkOpen); i < 0 || strings.Contains(t.genSuffix[i:], thinkClose) {
+	if i := strings.LastIndex(t.genSuffix, thinkOpen); t.replyHead == "" && (i < 0 || strings.Contains(t.genSuffix[i:], thinkClose)) {
 		return reasoning + answer
 	}
-	return strings.TrimRight(reasoning, " \t\r\n") + "\n" + thinkClose + "\n\n" + answer
+	return t.replyHead + strings.TrimRight(reasoning, " \t\r\n") + "\n" + thinkClose + "\n\n" + answer
+}
+
+// ReplyHead is what AssistantReply writes before the reasoning: "<think>\n"
+// where the chat template opens the block in the assistant's turn
+// rather than in its generation prompt (replyHead), else "".
+func (t *Tokenizer) ReplyHead() string { return t.replyHead }
+
+// replyHead reads whether the chat template tmpl writes a <think> block
+// into the assistant's turn that its generation prompt does not open
+// (suffix, generationSuffix's, opens none): it returns "<think>\n"
+// where an expression outside the template's add_generation_prompt
+// block holds a string literal ending in "<think>\n", the start of a
+// block the expression writes the reasoning into (Qwen3's hybrid
+// template: '<|im_start|>' + message.role + '\n<think>\n' +
+// reasoning_content...), else "". One that writes a <think> block only
+// in its generation prompt (Qwen3's with enable_thinking=False, an
+// empty one) or mentions it otherwise (an instruction in a system turn)
+// has none.
+func replyHead(tmpl, suffix string) string {
+	if strings.Contains(suffix, thinkOpen) {
+		return "" // the generation prompt opens it (or closes an empty one)
+	}
+	gen := 0 // open blocks of the add_generation_prompt block, once in it
+	for _, m := range jinjaTag.FindAllStringSubmatchIndex(tmpl, -1) {
+		switch {
+		case m[4] >= 0:
+			stmt := strings.Trim(tmpl[m[4]:m[5]], "-+ \t\r\n")
+			word, _, _ := strings.Cut(stmt, " ")
+			switch {
+			case stmt == "if add_generation_prompt" && gen == 0:
+				gen = 1
+			case gen > 0 && word == "if":
+				gen++
+			case gen > 0 && word == "endif":
+				gen--
+			}
+		case m[2] >= 0 && gen == 0:
+			expr := tmpl[m[2]:m[3]]
+			for i := 0; i < len(expr); i++ {
+				v, n, ok := readLiteral(expr[i:])
+				if !ok {
+					continue
+				}
+				if strings.HasSuffix(v, thinkOpen+"\n") {
+					return thinkOpen + "\n"
+				}
+				i += n - 1
+			}
+		}
+	}
+	return ""
 }
 
 // jinjaTag matches a Jinja expression ({{ }}: group 1), statement ({% %}:

@@ -145,9 +145,12 @@ func TestChatGenerationPromptNotChatML(t *testing.T) {
 // on a template whose generation prompt opens <think>
 // (Qwen3-*-Thinking-2507's) the reasoning is closed before the answer,
 // as the template writes an assistant turn, whether the message gives
-// the reasoning apart or in its content; on ChatML the reply is the
-// reasoning and answer as they are. spiral sft trained a thinking
-// model's replies with the block left open.
+// the reasoning apart or in its content; on Qwen3's hybrid template,
+// whose last assistant turn opens the block itself (empty without
+// reasoning) whatever enable_thinking is, the reply opens it too; on
+// ChatML the reply is the reasoning and answer as they are. spiral sft
+// trained a thinking model's replies with the block left open, and a
+// hybrid one's with no block.
 func TestAssistantReplyGolden(t *testing.T) {
 	var g struct {
 		Source string `json:"source"`
@@ -169,6 +172,41 @@ func TestAssistantReplyGolden(t *testing.T) {
 			require.Empty(t, tok.TemplateWarning())
 			prompt := tok.Decode(tok.EncodeChat([]Message{{Role: RoleUser, Content: c.User}}, true))
 			require.Equal(t, c.Text, prompt+tok.AssistantReply(c.Reasoning, c.Answer)+IMEndToken+"\n", "source: %s", g.Source)
+		})
+	}
+}
+
+// TestReplyHead: a template that opens a <think> block in the
+// assistant's turn, outside its generation prompt (Qwen3's hybrid
+// template's '\n<think>\n' + reasoning_content), has AssistantReply open
+// it; one whose generation prompt opens it, or that writes a block only
+// in its generation prompt (an empty one, for enable_thinking=False), or
+// that names the tags in an instruction, does not.
+func TestReplyHead(t *testing.T) {
+	const (
+		loop = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{% endfor %}"
+		turn = "{% for message in messages %}{% if message.role == 'assistant' %}{{ '<|im_start|>' + message.role + '\\n<think>\\n' + message.reasoning_content + '\\n</think>\\n\\n' + message.content + '<|im_end|>\\n' }}" +
+			"{% else %}{{ '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{% endif %}{% endfor %}"
+		chatml   = "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+		thinking = "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n<think>\\n' }}{% endif %}"
+		noThink  = "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% if enable_thinking is defined and enable_thinking is false %}{{ '<think>\\n\\n</think>\\n\\n' }}{% endif %}{% endif %}"
+		system   = "{{ '<|im_start|>system\\nReason in <think> </think> tags.<|im_end|>\\n' }}"
+	)
+	data := byteTokenizerWithBOS(t)
+	for _, tc := range []struct {
+		name, template, head, reply string
+	}{
+		{"assistant turn opens the block", turn + chatml, "<think>\n", "<think>\n2+2=4.\n</think>\n\n\\boxed{4}"},
+		{"and the generation prompt may close an empty one", turn + noThink, "<think>\n", "<think>\n2+2=4.\n</think>\n\n\\boxed{4}"},
+		{"the generation prompt opens it", turn + thinking, "", "2+2=4.\n</think>\n\n\\boxed{4}"},
+		{"a block only in the generation prompt", loop + noThink, "", "2+2=4. \\boxed{4}"},
+		{"ChatML", loop + chatml, "", "2+2=4. \\boxed{4}"},
+		{"an instruction naming the tags", "{% if messages[0].role != 'system' %}" + system + "{% endif %}" + loop + chatml, "", "2+2=4. \\boxed{4}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok, _ := loadWithConfig(t, data, map[string]any{"chat_template": tc.template})
+			require.Equal(t, tc.head, tok.ReplyHead())
+			require.Equal(t, tc.reply, tok.AssistantReply("2+2=4. ", `\boxed{4}`))
 		})
 	}
 }

@@ -44,6 +44,9 @@ type Tokenizer struct {
 	// "<|im_start|>assistant\n" (Qwen3-*-Thinking-2507's "<think>\n"),
 	// else "".
 	genSuffix string
+	// replyHead is what AssistantReply writes before the reasoning
+	// (replyHead: Qwen3's hybrid template's "<think>\n"), else "".
+	replyHead string
 	// templateWarning says how the prompts differ from the template's
 	// ("" where they do not, as far as Load can tell).
 	templateWarning string
@@ -84,6 +87,7 @@ func Load(path string) (*Tokenizer, error) {
 		return nil, errors.Join(err, t.Close())
 	}
 	t.template, t.bos, t.genSuffix, t.templateWarning = p.template, p.bos, p.genSuffix, p.warning
+	t.replyHead = replyHead(p.template, p.genSuffix)
 	return t, nil
 }
 

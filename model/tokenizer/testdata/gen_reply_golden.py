@@ -10,12 +10,18 @@ TestAssistantReplyGolden checks that the user turn's prompt
 "<|im_end|>\\n" is the template's text: what spiral sft trains on is
 what the template writes for that reply.
 
-The thinking template is that of the real Qwen3 tokenizer that
-scripts/setup.sh installs ($SPIRAL_QWEN3_TOKENIZER_DIR) with its
-generation prompt block writing '<|im_start|>assistant\\n<think>\\n'
-unconditionally, as Qwen3-4B-Thinking-2507's does (its assistant turns
-are written as Qwen3's: the reasoning in a <think> block before the
-answer); see gen_prompt_golden.py.
+The hybrid template is the chat_template of the real Qwen3 tokenizer
+that scripts/setup.sh installs ($SPIRAL_QWEN3_TOKENIZER_DIR): it writes
+the assistant turn after the last user turn as '<think>\\n' + the
+reasoning + '\\n</think>\\n\\n' + the answer, an empty block where the
+message has no reasoning, whatever enable_thinking is (which only
+changes its generation prompt; spiral prompts as its default does, so
+the cases' texts, rendered with enable_thinking unset, true and false,
+are one). The thinking template is the same with its generation prompt
+block writing '<|im_start|>assistant\\n<think>\\n' unconditionally, as
+Qwen3-4B-Thinking-2507's does (its assistant turns are written as
+Qwen3's: the reasoning in a <think> block before the answer); see
+gen_prompt_golden.py.
 
 Run by hand (not in CI) after changing the cases:
 
@@ -55,13 +61,29 @@ def main():
         ("plain_chatml", PLAIN, REASONING + " ", ANSWER,
          {"role": "assistant", "content": REASONING + " " + ANSWER}),
     ]
+    for thinking_mode in (None, True, False):
+        suffix = {None: "", True: "_enable_thinking", False: "_disable_thinking"}[thinking_mode]
+        cases += [
+            ("qwen3_hybrid_reasoning_content" + suffix, hybrid, REASONING, ANSWER,
+             {"role": "assistant", "reasoning_content": REASONING, "content": ANSWER}, thinking_mode),
+            ("qwen3_hybrid_think_in_content" + suffix, hybrid, REASONING, ANSWER,
+             {"role": "assistant", "content": "<think>\n" + REASONING + "\n</think>\n\n" + ANSWER}, thinking_mode),
+            ("qwen3_hybrid_empty_reasoning_content" + suffix, hybrid, "", ANSWER,
+             {"role": "assistant", "reasoning_content": "", "content": ANSWER}, thinking_mode),
+            ("qwen3_hybrid_no_reasoning" + suffix, hybrid, "", ANSWER,
+             {"role": "assistant", "content": ANSWER}, thinking_mode),
+        ]
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
                                         extensions=[jinja2.ext.loopcontrols])
     out = []
-    for name, template, reasoning, answer, message in cases:
-        text = env.from_string(template).render(messages=[USER, message], add_generation_prompt=False)
-        out.append({"name": name, "template": template, "user": USER["content"],
-                    "reasoning": reasoning, "answer": answer, "message": message, "text": text})
+    for name, template, reasoning, answer, message, *mode in cases:
+        kwargs = {} if not mode or mode[0] is None else {"enable_thinking": mode[0]}
+        text = env.from_string(template).render(messages=[USER, message], add_generation_prompt=False, **kwargs)
+        case = {"name": name, "template": template, "user": USER["content"],
+                "reasoning": reasoning, "answer": answer, "message": message, "text": text}
+        if kwargs:
+            case["enable_thinking"] = kwargs["enable_thinking"]
+        out.append(case)
     path = os.path.join(HERE, "reply_golden.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump({"source": "jinja2 %s rendering as transformers' apply_chat_template" % jinja2.__version__,
