@@ -684,7 +684,14 @@ func (c *comparison) report(w io.Writer, dir string) error {
 	}
 	if len(budget) > 0 {
 		// Each label's accuracy at its largest budget, as pass@k's and
-		// RSA's headline figures.
+		// RSA's headline figures, in the order of the budgets.
+		var budgets []int
+		for _, g := range budget {
+			budgets = append(budgets, int(g.X[len(g.X)-1]))
+		}
+		for _, b := range sortedInts(budgets) {
+			sum.column(fmt.Sprintf("sequential at budget %d", b))
+		}
 		for _, g := range budget {
 			last := len(g.X) - 1
 			sum.seeds(g.Label, "sequential", g.N)
@@ -815,11 +822,27 @@ func (c *comparison) tokenCurves() (curves []report.Seeds, leftOut []string, err
 // two labels has its per-problem counts.
 func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *summary) error {
 	ref := groups[0]
-	for _, g := range groups {
+	lasts := make([]int, len(groups))
+	var ks []int
+	majority := map[int]bool{}
+	for i, g := range groups {
 		last := len(g.X) - 1
 		for last > 0 && c.maxK > 0 && int(g.X[last]) > c.maxK {
 			last-- // the summary's largest k is the comparison's
 		}
+		lasts[i] = last
+		ks = append(ks, int(g.X[0]), int(g.X[last]))
+		majority[int(g.X[last])] = int(g.X[last]) > 1
+	}
+	// The columns in the order of k, whichever label brought them.
+	for _, k := range sortedInts(ks) {
+		sum.column(fmt.Sprintf("pass@%d", k))
+		if majority[k] {
+			sum.column(fmt.Sprintf("majority@%d", k))
+		}
+	}
+	for i, g := range groups {
+		last := lasts[i]
 		sum.seeds(g.Label, "pass@k", g.N)
 		sum.set(g.Label, fmt.Sprintf("pass@%d", int(g.X[0])), g.Y[0].String())
 		sum.set(g.Label, fmt.Sprintf("pass@%d", int(g.X[last])), g.Y[last].String())
@@ -1032,6 +1055,19 @@ func intervalText(iv report.RatioInterval) string {
 // over its step 0 and over the reference.
 func compareRSA(w io.Writer, groups []report.Seeds, sum *summary) error {
 	ref := groups[0].RSA()
+	// Each label's step 0, step 4 and last step, in the order of the
+	// steps, whichever label brought them.
+	steps := []int{0}
+	for _, g := range groups {
+		for j, x := range g.X {
+			if rsaSummaryStep(g, j) {
+				steps = append(steps, int(x))
+			}
+		}
+	}
+	for _, s := range sortedInts(steps) {
+		sum.column(fmt.Sprintf("RSA step %d", s))
+	}
 	fmt.Fprintf(w, "RSA: accuracy per step, mean over seeds (gain over step 0; over %s)\n", groups[0].Label)
 	for i, g := range groups {
 		gains, err := report.RSAGains(ref, g.RSA())
@@ -1050,13 +1086,19 @@ func compareRSA(w io.Writer, groups []report.Seeds, sum *summary) error {
 		sum.seeds(g.Label, "RSA", g.N)
 		sum.set(g.Label, "RSA step 0", g.Y[0].String())
 		for j, x := range g.X {
-			if int(x) == 4 || j == len(g.X)-1 {
+			if rsaSummaryStep(g, j) {
 				sum.set(g.Label, fmt.Sprintf("RSA step %d", int(x)), g.Y[j].String())
 			}
 		}
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// rsaSummaryStep says whether g's j-th step has a column in summary.md
+// besides step 0: step 4 and its last.
+func rsaSummaryStep(g report.Seeds, j int) bool {
+	return int(g.X[j]) == 4 || j == len(g.X)-1
 }
 
 // compareBudget prints the first label's sequential accuracy over each
@@ -1332,8 +1374,17 @@ type seedCount struct {
 	n    int
 }
 
+// newSummary is an empty table whose first column, after the model's,
+// is the seeds.
 func newSummary() *summary {
-	return &summary{cells: map[[2]string]string{}, counts: map[string][]seedCount{}}
+	return &summary{cols: []string{"seeds"}, cells: map[[2]string]string{}, counts: map[string][]seedCount{}}
+}
+
+// sortedInts is ns sorted, each once.
+func sortedInts(ns []int) []int {
+	ns = slices.Clone(ns)
+	slices.Sort(ns)
+	return slices.Compact(ns)
 }
 
 // seeds counts label's n seeds of what (a mode, or runs) in the seeds
@@ -1358,10 +1409,18 @@ func (s *summary) set(label, col, v string) {
 	if !slices.Contains(s.labels, label) {
 		s.labels = append(s.labels, label)
 	}
+	s.column(col)
+	s.cells[[2]string{label, col}] = v
+}
+
+// column adds col after the table's columns, where it has none of that
+// name: a mode's columns are added in order of their k, step or budget
+// before its labels' cells are set, which would add them in the order
+// the labels bring them.
+func (s *summary) column(col string) {
 	if !slices.Contains(s.cols, col) {
 		s.cols = append(s.cols, col)
 	}
-	s.cells[[2]string{label, col}] = v
 }
 
 // markdown renders the table (mean and, over several seeds, the range)

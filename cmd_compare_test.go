@@ -633,6 +633,68 @@ func TestCompareSummaryMajorityOfOneSample(t *testing.T) {
 	}
 }
 
+// TestCompareSummaryColumnOrder: summary.md's columns of a mode are in
+// the order of their k, RSA step or budget, whichever label comes first.
+// They were in the order the labels brought them: a reference of more
+// samples, RSA steps or a larger budget than a later label put that
+// label's columns after its own ("| pass@1 | pass@8 | majority@8 |
+// pass@4 | majority@4 |", "| RSA step 0 | RSA step 4 | RSA step 6 | RSA
+// step 2 |").
+func TestCompareSummaryColumnOrder(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		return p
+	}
+	passk := func(name, label string, ks ...int) string {
+		var pts []string
+		for _, k := range ks {
+			pts = append(pts, fmt.Sprintf(`{"k": %d, "pass_at_k": 0.%d, "majority_at_k": 0.%d}`, k, 1+k, 1+k))
+		}
+		return write(name, fmt.Sprintf(`{"meta": {"mode": "passk", "model": %q, "problems": 1}, "config": {"samples": %d}, "points": [%s]}`,
+			label, ks[len(ks)-1], strings.Join(pts, ", ")))
+	}
+	rsa := func(name, label string, steps int) string {
+		var pts []string
+		for s := 0; s <= steps; s++ {
+			pts = append(pts, fmt.Sprintf(`{"step": %d, "accuracy": 0.5, "majority": 0.5}`, s))
+		}
+		return write(name, fmt.Sprintf(`{"meta": {"mode": "rsa", "model": %q, "problems": 1}, "steps": [%s]}`, label, strings.Join(pts, ", ")))
+	}
+	budget := func(name, label string, budgets ...int) string {
+		var pts []string
+		for _, b := range budgets {
+			pts = append(pts, fmt.Sprintf(`{"budget": %d, "accuracy": 0.5, "mean_tokens": %d}`, b, b-1))
+		}
+		return write(name, fmt.Sprintf(`{"meta": {"mode": "sequential", "model": %q, "problems": 1}, "config": {"samples": 1}, "points": [%s]}`, label, strings.Join(pts, ", ")))
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"pass@k, more samples first", []string{passk("b8.json", "b", 1, 2, 4, 8), passk("a4.json", "a", 1, 2, 4)},
+			"| model | seeds | pass@1 | pass@4 | majority@4 | pass@8 | majority@8 | efficiency of b over it |"},
+		{"pass@k, fewer samples first", []string{passk("a4.json", "a", 1, 2, 4), passk("b8.json", "b", 1, 2, 4, 8)},
+			"| model | seeds | pass@1 | pass@4 | majority@4 | pass@8 | majority@8 | efficiency of a over it |"},
+		{"rsa, more steps first", []string{rsa("r6.json", "a", 6), rsa("r2.json", "b", 2)},
+			"| model | seeds | RSA step 0 | RSA step 2 | RSA step 4 | RSA step 6 |"},
+		{"sequential, larger budget first", []string{budget("s8.json", "a", 2, 4, 8), budget("s4.json", "b", 2, 4)},
+			"| model | seeds | sequential at budget 4 | sequential at budget 8 |"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "cmp")
+			var stderr bytes.Buffer
+			require.Zero(t, run(context.Background(), append([]string{"compare", "--out", out}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			b, err := os.ReadFile(filepath.Join(out, "summary.md"))
+			require.NoError(t, err)
+			header, _, _ := strings.Cut(string(b), "\n")
+			require.Equal(t, tc.want, header)
+		})
+	}
+}
+
 // TestComparePassAtKPlotTitle: compare's passk plot of labels each
 // evaluated with one sample a problem draws no majority@k curve (the vote
 // of one sample is its pass@1), and its title still read "pass@k and
