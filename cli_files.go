@@ -422,7 +422,11 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, tra
 		case err == nil && overwrite:
 			replaced = true
 		case err == nil:
-			return nil, false, usageError{fmt.Errorf("--out %s: %s already exists and differs from %s, which the export of %s needs beside it (another model's?): give --overwrite to replace it, or another --out", out, f.to, f, r.onnx)}
+			from := f.String()
+			if r.embedded && s.from != "" && filepath.Dir(s.from) == r.dir {
+				from = "the embedded model's " + s.name // its file in the cache, no path the user gave
+			}
+			return nil, false, usageError{fmt.Errorf("--out %s: %s already exists and differs from %s, which the export of %s needs beside it (another model's?): give --overwrite to replace it, or another --out", out, f.to, from, r.name())}
 		case !errors.Is(err, fs.ErrNotExist):
 			return nil, false, outError("--out", out, err)
 		}

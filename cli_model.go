@@ -55,6 +55,16 @@ func (r resolvedModel) reportName() string {
 	return reportModelName(r.path())
 }
 
+// given names the model in an error as the command was given it:
+// "--model PATH", or "the embedded model" where no --model was given (its
+// file in the cache is no path the user gave).
+func (r resolvedModel) given() string {
+	if r.embedded {
+		return "the embedded model"
+	}
+	return "--model " + r.path()
+}
+
 // path is the model's file, or its directory when it has none here.
 func (r resolvedModel) path() string {
 	if r.onnx == "" {
@@ -670,7 +680,7 @@ func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir
 	var pol *model.Policy
 	var opened lmgraph.LoRA
 	var loaded loadedCheckpoint
-	path, err := loadCheckpoint(ckpt, s.onnx, warn, func(path string, st rl.RunSettings) error {
+	path, err := loadCheckpoint(ckpt, s.resolvedModel, warn, func(path string, st rl.RunSettings) error {
 		loaded.settings = st
 		lora := settingsLoRA(st)
 		if pol != nil && lora.String() != opened.String() {
@@ -778,10 +788,10 @@ func checkCheckpointFlag(ckpt string) error {
 // as train does when it resumes, with the same warning to warn for each
 // newer one skipped (checkpoint.Pick, rl.WarnSkippedCheckpoints). Each
 // checkpoint's run settings (state.json) are read and its source checked
-// against the model at src before load gets them: a checkpoint of another
+// against the model r before load gets them: a checkpoint of another
 // model stops the search, as a layout mismatch in checkpoint.Load does.
 // It returns the path loaded.
-func loadCheckpoint(ckpt, src string, warn io.Writer, load func(path string, st rl.RunSettings) error) (string, error) {
+func loadCheckpoint(ckpt string, r resolvedModel, warn io.Writer, load func(path string, st rl.RunSettings) error) (string, error) {
 	if err := checkCheckpointFlag(ckpt); err != nil {
 		return "", err
 	}
@@ -801,13 +811,13 @@ func loadCheckpoint(ckpt, src string, warn io.Writer, load func(path string, st 
 		// the layout check of checkpoint.Load.
 		if st.ModelID != "" {
 			if srcID == "" {
-				if srcID, err = model.SourceID(src); err != nil {
+				if srcID, err = model.SourceID(r.onnx); err != nil {
 					return checkpoint.Final(err)
 				}
 			}
 			if st.ModelID != srcID {
-				return checkpoint.Final(fmt.Errorf("checkpoint %s was trained from %s (model id %.12s), not from --model %s (model id %.12s)",
-					path, st.Model, st.ModelID, src, srcID))
+				return checkpoint.Final(fmt.Errorf("checkpoint %s was trained from %s (model id %.12s), not from %s (model id %.12s)",
+					path, st.Model, st.ModelID, r.given(), srcID))
 			}
 		}
 		return load(path, st)

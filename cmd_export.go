@@ -146,7 +146,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			return err
 		}
 		if *format == "onnx" && model.SameFile(*out, r.onnx) {
-			return usageError{fmt.Errorf("--out %s is the file of --model %s: the export would replace the model it reads, which the checkpoint's run was trained from; give another --out", *out, r.onnx)}
+			return usageError{fmt.Errorf("--out %s is the file of %s: the export would replace the model it reads, which the checkpoint's run was trained from; give another --out", *out, r.given())}
 		}
 		foreign, err := exportForeignFiles(*format, outDir, filepath.Base(*out), r.onnx)
 		if err != nil {
@@ -242,7 +242,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			stale = slices.DeleteFunc(stale, func(name string) bool { return slices.Contains(earlier, name) })
 			if len(stale) > 0 && !*overwrite {
 				return usageError{fmt.Errorf("--out %s: %s is a tokenizer or generation file that the export of %s does not write (the model has none) and no earlier export wrote there: yours or another model's, which transformers would read as the export's; give --overwrite to remove it (%s), or another --out",
-					*out, filepath.Join(outDir, stale[0]), r.onnx, strings.Join(stale, ", "))}
+					*out, filepath.Join(outDir, stale[0]), r.name(), strings.Join(stale, ", "))}
 			}
 			foreign = append(foreign, stale...)
 		}
@@ -263,7 +263,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			if len(stale) > 0 && !*overwrite {
 				return usageError{fmt.Errorf("--out %s: %s is a tokenizer or generation file that the export of %s does not write (the model has none): another model's, which transformers and spiral would read as the export's; give --overwrite to remove it (%s), or another --out",
-					*out, filepath.Join(outDir, stale[0]), r.onnx, strings.Join(stale, ", "))}
+					*out, filepath.Join(outDir, stale[0]), r.name(), strings.Join(stale, ", "))}
 			}
 			foreign = append(foreign, stale...)
 		}
@@ -280,12 +280,12 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			if err == nil || *ckpt == "" {
 				return err
 			}
-			return fmt.Errorf("export %s onto --model %s: %w", from, r.onnx, err)
+			return fmt.Errorf("export %s onto %s: %w", from, r.given(), err)
 		}
 		if *ckpt != "" {
 			fullFineTune := ""         // the checkpoint of a full fine-tune, which peft has no adapters of
 			var trained rl.RunSettings // the loaded checkpoint's
-			path, err := loadCheckpoint(*ckpt, r.onnx, env.stderr, func(path string, st rl.RunSettings) error {
+			path, err := loadCheckpoint(*ckpt, r, env.stderr, func(path string, st rl.RunSettings) error {
 				// Told from its settings before its weights are read
 				// (gigabytes, for a real model); the run's older
 				// checkpoints are of a full fine-tune too.
@@ -574,5 +574,5 @@ func refuseOtherHFConfig(r resolvedModel, dir string) error {
 			return nil
 		}
 	}
-	return usageError{fmt.Errorf("--out %s holds %s, which differs from the one the export of %s writes (another model's?): give --overwrite to replace that model, or another --out", dir, path, r.onnx)}
+	return usageError{fmt.Errorf("--out %s holds %s, which differs from the one the export of %s writes (another model's?): give --overwrite to replace that model, or another --out", dir, path, r.name())}
 }

@@ -413,7 +413,7 @@ func TestExportONNXStaleSideFiles(t *testing.T) {
 	}
 	code, _, stderr = export(args...)
 	require.Equal(t, exitUsage, code, stderr)
-	require.Equal(t, "spiral export: --out "+out+": "+filepath.Join(dir, "onnx", "merges.txt")+" is a tokenizer or generation file that the export of "+embeddedModelPath(t)+" does not write (the model has none): another model's, which transformers and spiral would read as the export's; give --overwrite to remove it (merges.txt, chat_template.jinja), or another --out\n", stderr)
+	require.Equal(t, "spiral export: --out "+out+": "+filepath.Join(dir, "onnx", "merges.txt")+" is a tokenizer or generation file that the export of embedded does not write (the model has none): another model's, which transformers and spiral would read as the export's; give --overwrite to remove it (merges.txt, chat_template.jinja), or another --out\n", stderr)
 
 	code, stdout, stderr := export(append(args, "--overwrite")...)
 	require.Zero(t, code, stderr)
@@ -499,7 +499,7 @@ func TestExportHFRefusesAnotherModelsConfig(t *testing.T) {
 	} {
 		code, stderr = cli(args...)
 		require.Equal(t, exitUsage, code, stderr)
-		require.Equal(t, "spiral export: --out "+hf+" holds "+filepath.Join(hf, "config.json")+", which differs from the one the export of "+embeddedModelPath(t)+" writes (another model's?): give --overwrite to replace that model, or another --out\n", stderr)
+		require.Equal(t, "spiral export: --out "+hf+" holds "+filepath.Join(hf, "config.json")+", which differs from the one the export of embedded writes (another model's?): give --overwrite to replace that model, or another --out\n", stderr)
 		got, err := os.ReadFile(filepath.Join(hf, "config.json"))
 		require.NoError(t, err)
 		require.Equal(t, cfg, got, "the model there left as it was")
@@ -972,7 +972,7 @@ func TestExportHFKeepsFilesNoExportWrote(t *testing.T) {
 	}
 	code, _, stderr = export()
 	require.Equal(t, exitUsage, code, stderr)
-	require.Equal(t, "spiral export: --out "+out+": "+filepath.Join(out, "special_tokens_map.json")+" is a tokenizer or generation file that the export of "+emb+
+	require.Equal(t, "spiral export: --out "+out+": "+filepath.Join(out, "special_tokens_map.json")+" is a tokenizer or generation file that the export of embedded"+
 		" does not write (the model has none) and no earlier export wrote there: yours or another model's, which transformers would read as the export's; give --overwrite to remove it (special_tokens_map.json, chat_template.jinja), or another --out\n", stderr)
 	for name, s := range mine {
 		got, err := os.ReadFile(filepath.Join(out, name))
@@ -1016,6 +1016,64 @@ func TestExportNamesTheEmbeddedModel(t *testing.T) {
 			line, _, _ := strings.Cut(stdout.String(), "\n")
 			require.True(t, strings.HasPrefix(line, "wrote "+out+": "+tc.want), "%q", line)
 			require.NotContains(t, line, cache)
+		})
+	}
+}
+
+// TestExportErrorsNameTheEmbeddedModel: the errors of an export of the
+// embedded model (no --model) that name the model named its file in the
+// cache (~/.cache/spiral/embedded-*/model.onnx), a path the user never
+// gave, and said "--model" for it; they name it "embedded", as the
+// export's line does (TestExportNamesTheEmbeddedModel).
+func TestExportErrorsNameTheEmbeddedModel(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("SPIRAL_CACHE_DIR", cache)
+	dir := t.TempDir()
+	// A LoRA run on another model, whose checkpoint is not the embedded
+	// model's.
+	src := filepath.Join(dir, "src")
+	require.Zero(t, run(context.Background(), []string{"init-model", "--layers", "1", "--hidden", "32", "--out", src}, &cliEnv{stdout: io.Discard, stderr: io.Discard}))
+	otherRun := filepath.Join(dir, "other-run")
+	var trainErr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"train", "--model", src, "--out", otherRun, "--lora-rank", "2", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &trainErr}), trainErr.String())
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		setup func(out string) // before the export
+		want  string
+	}{
+		{"hf stale side file", []string{"--format", "hf"}, func(out string) {
+			require.NoError(t, os.MkdirAll(out, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(out, "merges.txt"), []byte("x"), 0o644))
+		}, "the export of embedded does not write"},
+		{"onnx stale side file", []string{"--format", "onnx", "--checkpoint", otherRun}, func(out string) {
+			require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(out), "merges.txt"), []byte("x"), 0o644))
+		}, "the export of embedded does not write"},
+		{"hf another config", []string{"--format", "hf"}, func(out string) {
+			require.NoError(t, os.MkdirAll(out, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(out, "config.json"), []byte("{}"), 0o644))
+		}, "differs from the one the export of embedded writes"},
+		{"onnx another config", []string{"--format", "onnx", "--checkpoint", otherRun}, func(out string) {
+			require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(out), "config.json"), []byte("{}"), 0o644))
+		}, "which the export of embedded needs beside it"},
+		{"another model's checkpoint", []string{"--format", "onnx", "--checkpoint", otherRun}, nil, "not from the embedded model (model id "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			if tc.args[1] == "onnx" {
+				out = filepath.Join(out, "model.onnx")
+			}
+			if tc.setup != nil {
+				tc.setup(out)
+			}
+			var stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"export", "--out", out}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.NotZero(t, code, stderr.String())
+			require.Contains(t, stderr.String(), tc.want)
+			require.NotContains(t, stderr.String(), cache)
 		})
 	}
 }

@@ -2727,7 +2727,7 @@ func TestCheckpointFileNamed(t *testing.T) {
 		{filepath.Join(ckpt, "model.safetensors"), " (such as " + ckpt + ", which holds it)"},
 		{other, ""},
 	} {
-		_, err := loadCheckpoint(c.path, "model.onnx", io.Discard, func(string, rl.RunSettings) error {
+		_, err := loadCheckpoint(c.path, resolvedModel{onnx: "model.onnx"}, io.Discard, func(string, rl.RunSettings) error {
 			t.Fatal("nothing to load")
 			return nil
 		})
@@ -2750,7 +2750,7 @@ func TestCheckpointMissingNamed(t *testing.T) {
 		{missing, "--checkpoint " + missing + ": no such file or directory"},
 		{empty, "--checkpoint " + empty + ": no checkpoint in " + empty + " (want a checkpoint directory or a run's checkpoints/ directory)"},
 	} {
-		_, err := loadCheckpoint(c.path, "model.onnx", io.Discard, func(string, rl.RunSettings) error {
+		_, err := loadCheckpoint(c.path, resolvedModel{onnx: "model.onnx"}, io.Discard, func(string, rl.RunSettings) error {
 			t.Fatal("nothing to load")
 			return nil
 		})
@@ -2777,7 +2777,7 @@ func TestCheckpointSetAsidePending(t *testing.T) {
 		{ckpts, "--checkpoint " + ckpts + ": no such file or directory" + fmt.Sprintf(why, pending)},
 		{ckpts + "/", "--checkpoint " + ckpts + "/: no such file or directory" + fmt.Sprintf(why, pending)},
 	} {
-		_, err := loadCheckpoint(c.path, "model.onnx", io.Discard, func(string, rl.RunSettings) error {
+		_, err := loadCheckpoint(c.path, resolvedModel{onnx: "model.onnx"}, io.Discard, func(string, rl.RunSettings) error {
 			t.Fatal("nothing to load")
 			return nil
 		})
