@@ -241,8 +241,16 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			earlier := model.HFSideFiles(outDir)
 			stale = slices.DeleteFunc(stale, func(name string) bool { return slices.Contains(earlier, name) })
 			if len(stale) > 0 && !*overwrite {
-				return usageError{fmt.Errorf("--out %s: %s is a tokenizer or generation file that the export of %s does not write (the model has none) and no earlier export wrote there: yours or another model's, which transformers would read as the export's; give --overwrite to remove it (%s), or another --out",
-					*out, filepath.Join(outDir, stale[0]), r.name(), strings.Join(stale, ", "))}
+				// Weights that record no files (an export's records
+				// config.json at least) are an older spiral's export or
+				// another tool's model: whether they came with the file
+				// is not known.
+				whose := " and no earlier export wrote there: yours or another model's"
+				if _, err := os.Stat(filepath.Join(outDir, model.HFWeightsFile)); err == nil && len(earlier) == 0 {
+					whose = fmt.Sprintf(", beside a %s that records no files written with it (an older spiral's export, or another tool's model): its or yours", model.HFWeightsFile)
+				}
+				return usageError{fmt.Errorf("--out %s: %s is a tokenizer or generation file that the export of %s does not write (the model has none)%s, which transformers would read as the export's; give --overwrite to remove it (%s), or another --out",
+					*out, filepath.Join(outDir, stale[0]), r.name(), whose, strings.Join(stale, ", "))}
 			}
 			foreign = append(foreign, stale...)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/model/params"
 )
 
 // TestExportRefusesAnotherModelsDirectory: an export into a directory
@@ -1018,6 +1019,65 @@ func TestExportNamesTheEmbeddedModel(t *testing.T) {
 			require.NotContains(t, line, cache)
 		})
 	}
+}
+
+// stripSideFilesRecord rewrites dir's model.safetensors without the
+// record of the files its export wrote (model.HFSideFilesKey), as an
+// export by a spiral older than that record leaves it.
+func stripSideFilesRecord(t *testing.T, dir string) {
+	t.Helper()
+	path := filepath.Join(dir, model.HFWeightsFile)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	f, err := params.Decode(b)
+	require.NoError(t, err)
+	require.NotEmpty(t, f.Metadata[model.HFSideFilesKey], "an export records its files")
+	var out bytes.Buffer
+	require.NoError(t, params.Encode(&out, f.Tensors, map[string]string{"format": "pt"}))
+	require.NoError(t, os.WriteFile(path, out.Bytes(), 0o644))
+	require.Empty(t, model.HFSideFiles(dir))
+}
+
+// TestExportHFOverAnOlderSpiralsExport: an hf export into the directory
+// of one by an older spiral (its model.safetensors records no files)
+// refused a tokenizer file that old export wrote and this one does not,
+// saying "no earlier export wrote there", which spiral cannot know
+// there. It is still refused (exit 2, nothing changed), saying what it
+// does know: the weights there record no files, as an older spiral's
+// export or another tool's; --overwrite removes it.
+func TestExportHFOverAnOlderSpiralsExport(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	emb := embeddedModelPath(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "hf")
+	export := func(args ...string) (int, string) {
+		var stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"export", "--format", "hf", "--out", out}, args...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+		return code, stderr.String()
+	}
+	// The older export's tokenizer had a special_tokens_map.json.
+	tokDir := filepath.Join(dir, "tok")
+	require.NoError(t, os.Mkdir(tokDir, 0o755))
+	tok, err := os.ReadFile(filepath.Join(filepath.Dir(emb), "tokenizer.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(tokDir, "tokenizer.json"), tok, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(tokDir, "special_tokens_map.json"), []byte(`{"eos_token": "<|im_end|>"}`), 0o644))
+	code, stderr := export("--tokenizer", filepath.Join(tokDir, "tokenizer.json"))
+	require.Zero(t, code, stderr)
+	stripSideFilesRecord(t, out)
+	side := filepath.Join(out, "special_tokens_map.json")
+
+	code, stderr = export()
+	require.Equal(t, exitUsage, code, stderr)
+	require.Equal(t, "spiral export: --out "+out+": "+side+" is a tokenizer or generation file that the export of embedded does not write (the model has none), beside a "+
+		"model.safetensors that records no files written with it (an older spiral's export, or another tool's model): its or yours, which transformers would read as the export's; give --overwrite to remove it (special_tokens_map.json), or another --out\n", stderr)
+	require.NotContains(t, stderr, "no earlier export")
+	require.FileExists(t, side, "left as it was")
+
+	code, stderr = export("--overwrite")
+	require.Zero(t, code, stderr)
+	require.NoFileExists(t, side)
+	require.NotEmpty(t, model.HFSideFiles(out), "the new export records its files")
 }
 
 // TestExportErrorsNameTheEmbeddedModel: the errors of an export of the
