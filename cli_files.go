@@ -14,6 +14,7 @@ import (
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/model/checkpoint"
+	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/rl"
 )
 
@@ -364,7 +365,11 @@ func (s sidecar) String() string {
 // alone; one with other contents is a usage error naming both (it may be
 // another model's in that directory), so nothing is replaced silently
 // and, asked before the export is written, nothing is written; the
-// source's own files (out beside the model) are left as they are.
+// source's own files (out beside the model) are left as they are. A
+// re-export over an earlier export's graph replaces that export's own
+// tokenizer and generation files (ownSideFiles) of other contents
+// (another --tokenizer's) without overwrite, as an hf re-export
+// replaces its own.
 // defaults holds files by name, written where the model has none of its
 // own (the chat template and stop ids of a model spiral made, as the hf
 // export writes them: tokenizer.HFConfigFiles). With overwrite, a file
@@ -385,6 +390,7 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, tra
 	for _, f := range model.ModelSideFiles(r.onnx, r.tokenizer) {
 		sides = append(sides, side{f.Name, f.From, f.Name == "tokenizer.json" && r.tokenizerGiven})
 	}
+	own := ownSideFiles(r, out)
 	for _, s := range sides {
 		b, err := os.ReadFile(s.from)
 		if d, ok := defaults[s.name]; ok && errors.Is(err, fs.ErrNotExist) {
@@ -419,6 +425,8 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, tra
 		case err == nil && bytes.Equal(have, b):
 			// A copy of the source's config.json, which the trained
 			// weights' replaces.
+		case err == nil && slices.Contains(own, s.name):
+			// The earlier export's, of another --tokenizer.
 		case err == nil && overwrite:
 			replaced = true
 		case err == nil:
@@ -433,6 +441,57 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, tra
 		files = append(files, f)
 	}
 	return files, replaced, nil
+}
+
+// ownSideFiles returns the tokenizer and generation files beside out, an
+// onnx export's file, that the earlier export whose graph out is
+// recorded writing there (model.ONNXSideFiles): that export's own, which
+// a re-export replaces (another --tokenizer's) or removes (those it
+// does not write) without --overwrite, as an hf re-export does the
+// files its model.safetensors records. None where out is not alone in
+// its directory (soleGraph), as another graph there would be read with
+// them; config.json is never among them, as hf's differing one is
+// another model's.
+func ownSideFiles(r resolvedModel, out string) []string {
+	if !soleGraph(r, out) {
+		return nil
+	}
+	return slices.DeleteFunc(model.ONNXSideFiles(out), func(name string) bool { return !slices.Contains(model.SideFileNames(), name) })
+}
+
+// exportedSideNames returns the names of the files an onnx export of r
+// has beside it once written, which it records (model.ExportTrained):
+// those of model.ModelSideFiles that r has, or defaults holds
+// (exportSidecars' files, and those of theirs already there).
+func exportedSideNames(r resolvedModel, defaults map[string][]byte) []string {
+	var names []string
+	for _, f := range model.ModelSideFiles(r.onnx, r.tokenizer) {
+		if _, err := os.Stat(f.From); err == nil || defaults[f.Name] != nil {
+			names = append(names, f.Name)
+		}
+	}
+	return names
+}
+
+// soleGraph reports whether out, an onnx export's file, is a file there
+// already, alone in its directory: no other graph nor graph's data file
+// beside it and its own, outside --model's (r's) own directory, whose
+// files are the model's.
+func soleGraph(r resolvedModel, out string) bool {
+	dir, base := filepath.Dir(out), filepath.Base(out)
+	if st, err := os.Stat(out); err != nil || !st.Mode().IsRegular() || model.SameFile(dir, filepath.Dir(r.onnx)) {
+		return false
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if name := e.Name(); isGraphFile(name) && name != base && name != base+onnx.DataFileSuffix {
+			return false
+		}
+	}
+	return true
 }
 
 // staleSideFiles returns the names of the tokenizer and generation files

@@ -254,7 +254,8 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			}
 			foreign = append(foreign, stale...)
 		}
-		var sides []sidecar // what the onnx export writes beside it
+		var sides []sidecar  // what the onnx export writes beside it
+		var dropped []string // the earlier onnx export's files there that this one does not write
 		if *format == "onnx" {
 			var replaced bool
 			if sides, replaced, err = exportSidecars(r, *out, tokFiles, *ckpt != "", *overwrite); err != nil {
@@ -269,6 +270,11 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			if err != nil {
 				return err
 			}
+			// The earlier export's own (recorded in its graph) go in
+			// the commit, as hf's do.
+			own := ownSideFiles(r, *out)
+			dropped = slices.DeleteFunc(slices.Clone(stale), func(name string) bool { return !slices.Contains(own, name) })
+			stale = slices.DeleteFunc(stale, func(name string) bool { return slices.Contains(own, name) })
 			if len(stale) > 0 && !*overwrite {
 				return usageError{fmt.Errorf("--out %s: %s is a tokenizer or generation file that the export of %s does not write (the model has none): another model's, which transformers and spiral would read as the export's; give --overwrite to remove it (%s), or another --out",
 					*out, filepath.Join(outDir, stale[0]), r.name(), strings.Join(stale, ", "))}
@@ -381,7 +387,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 				return outError("--out", *out, err)
 			}
 			defer stage.Discard()
-			n, nParams, err := model.ExportTrained(ctx, r.onnx, lora, w, filepath.Join(stage.Dir(), base), *external)
+			n, nParams, err := model.ExportTrained(ctx, r.onnx, lora, w, filepath.Join(stage.Dir(), base), *external, exportedSideNames(r, tokFiles))
 			if err != nil {
 				return exported(err)
 			}
@@ -395,7 +401,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := stage.Commit(append(names, foreign...)...); err != nil {
+			if err := stage.Commit(slices.Concat(names, dropped, foreign)...); err != nil {
 				return fmt.Errorf("--out %s: %w", *out, err)
 			}
 			fmt.Fprintf(env.stdout, "wrote %s: %s with %s (%d tensors, %d parameters)\n", *out, r.name(), from, n, nParams)

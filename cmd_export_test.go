@@ -1080,6 +1080,80 @@ func TestExportHFOverAnOlderSpiralsExport(t *testing.T) {
 	require.NotEmpty(t, model.HFSideFiles(out), "the new export records its files")
 }
 
+// TestExportONNXReexportWithAnotherTokenizer: an onnx re-export over its
+// own --out with another --tokenizer was refused without --overwrite
+// ("tokenizer.json already exists and differs ... (another model's?)"),
+// and one back to the model's tokenizer refused the chat_template.jinja
+// the earlier export wrote, where an hf re-export into its own
+// directory replaces its files, recorded in its model.safetensors. The
+// onnx export records its files in the graph's metadata now, and a
+// re-export over that graph replaces or removes them as hf's does; a
+// file no export wrote, and the files beside another graph (read with
+// them too), or beside a new --out, are refused as before.
+func TestExportONNXReexportWithAnotherTokenizer(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	emb := embeddedModelPath(t)
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	trainTinyLoRA(t, runDir)
+	// Another tokenizer: the model's own, with other pretty-printing and
+	// a tokenizer_config.json of its own.
+	tokDir := filepath.Join(dir, "tok")
+	require.NoError(t, os.Mkdir(tokDir, 0o755))
+	tok, err := os.ReadFile(filepath.Join(filepath.Dir(emb), "tokenizer.json"))
+	require.NoError(t, err)
+	other := append(bytes.Clone(tok), '\n')
+	require.NoError(t, os.WriteFile(filepath.Join(tokDir, "tokenizer.json"), other, 0o644))
+	tokConfig := []byte(`{"model_max_length": 77}`)
+	require.NoError(t, os.WriteFile(filepath.Join(tokDir, "tokenizer_config.json"), tokConfig, 0o644))
+	export := func(out string, args ...string) (int, string) {
+		var stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"export", "--checkpoint", runDir, "--out", out}, args...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+		return code, stderr.String()
+	}
+	read := func(path string) []byte {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		return b
+	}
+	withTok := []string{"--tokenizer", filepath.Join(tokDir, "tokenizer.json")}
+
+	out := filepath.Join(dir, "onnx", "model.onnx")
+	code, stderr := export(out)
+	require.Zero(t, code, stderr)
+	code, stderr = export(out, withTok...)
+	require.Zero(t, code, stderr)
+	require.Equal(t, other, read(filepath.Join(dir, "onnx", "tokenizer.json")))
+	require.Equal(t, tokConfig, read(filepath.Join(dir, "onnx", "tokenizer_config.json")))
+	// spiral's chat template, as the tokenizer's config has none.
+	template := filepath.Join(dir, "onnx", "chat_template.jinja")
+	require.FileExists(t, template)
+	code, stderr = export(out)
+	require.Zero(t, code, stderr, "and back")
+	require.Equal(t, tok, read(filepath.Join(dir, "onnx", "tokenizer.json")))
+	require.NoFileExists(t, template, "the earlier export's, which this one does not write")
+	// A file no export wrote there is still refused.
+	require.NoError(t, os.WriteFile(template, []byte("{{ mine }}"), 0o644))
+	code, stderr = export(out)
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, template+" is a tokenizer or generation file that the export of embedded does not write")
+	require.NoError(t, os.Remove(template))
+
+	// Another graph beside it, read with the same tokenizer: refused.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "onnx", "decoder_model.onnx"), []byte("x"), 0o644))
+	code, stderr = export(out, withTok...)
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, "tokenizer.json already exists and differs from")
+	require.NoError(t, os.Remove(filepath.Join(dir, "onnx", "decoder_model.onnx")))
+
+	// A new --out in a directory holding the tokenizer: not a re-export.
+	fresh := filepath.Join(dir, "onnx", "other.onnx")
+	code, stderr = export(fresh, withTok...)
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, "tokenizer.json already exists and differs from")
+	require.NoFileExists(t, fresh)
+}
+
 // TestExportErrorsNameTheEmbeddedModel: the errors of an export of the
 // embedded model (no --model) that name the model named its file in the
 // cache (~/.cache/spiral/embedded-*/model.onnx), a path the user never

@@ -201,7 +201,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 		fmt.Fprintln(env.stderr, "spiral: interrupted while the model was written; its last step is saved: rerun the command to write it")
 		return err
 	}
-	if _, _, err := model.ExportTrained(ctx, sess.onnx, arts.LoRA, pol.Weights, filepath.Join(stage.Dir(), "model.onnx"), false); err != nil {
+	if _, _, err := model.ExportTrained(ctx, sess.onnx, arts.LoRA, pol.Weights, filepath.Join(stage.Dir(), "model.onnx"), false, nil); err != nil {
 		if ctx.Err() != nil {
 			return interrupted(err)
 		}

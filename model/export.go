@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"unsafe"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/onnx"
@@ -27,16 +30,23 @@ import (
 // directory of out is created. ONNX Runtime then computes with exactly the
 // stores' weights.
 func Export(ctx context.Context, src string, ties []lmgraph.Tie, out string, external bool, stores ...*params.Store) error {
-	return export(ctx, src, ties, out, external, nil, stores...)
+	return export(ctx, src, ties, out, external, nil, nil, stores...)
 }
 
 // export is Export with merges: each base weight named in merges is
 // written as read from src with its adapter's scale x A B added, one
-// tensor at a time (no copy of the merged weights is kept).
-func export(ctx context.Context, src string, ties []lmgraph.Tie, out string, external bool, merges map[string]loraFactors, stores ...*params.Store) error {
+// tensor at a time (no copy of the merged weights is kept). files, when
+// not nil, names the files written beside out, recorded in its metadata
+// (SideFilesKey, ONNXSideFiles); a record src holds is left out either
+// way, as it names the files beside src.
+func export(ctx context.Context, src string, ties []lmgraph.Tie, out string, external bool, files []string, merges map[string]loraFactors, stores ...*params.Store) error {
 	m, err := onnx.LoadGraph(src)
 	if err != nil {
 		return fmt.Errorf("model: export: %w", err)
+	}
+	m.Proto.MetadataProps = slices.DeleteFunc(m.Proto.MetadataProps, func(p *onnxpb.StringStringEntryProto) bool { return p.GetKey() == SideFilesKey })
+	if files != nil {
+		m.Proto.MetadataProps = append(m.Proto.MetadataProps, &onnxpb.StringStringEntryProto{Key: proto.String(SideFilesKey), Value: proto.String(strings.Join(files, ","))})
 	}
 	byName := map[string]*params.Tensor{}
 	total := len(merges)
@@ -183,6 +193,24 @@ func writeTransposed(w io.Writer, x []float32, rows, cols int) error {
 		}
 		if err := writeFloats(w, row); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// ONNXSideFiles returns the names of the files beside the ONNX model at
+// path that the export which wrote it recorded writing (SideFilesKey in
+// its metadata, ExportTrained's files); none where there is no such
+// file, or one that records none (another tool's, an older spiral's) or
+// cannot be read, since such a file vouches for none.
+func ONNXSideFiles(path string) []string {
+	m, err := onnx.LoadGraph(path)
+	if err != nil {
+		return nil
+	}
+	for _, p := range m.Proto.GetMetadataProps() {
+		if p.GetKey() == SideFilesKey && p.GetValue() != "" {
+			return strings.Split(p.GetValue(), ",")
 		}
 	}
 	return nil

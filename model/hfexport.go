@@ -572,7 +572,13 @@ func otherCheckpoints(dir string) ([]string, error) {
 // comma-separated), so that a later export into the directory can tell
 // them from files no export of spiral's wrote there (HFSideFiles reads
 // it).
-const HFSideFilesKey = "spiral_files"
+const HFSideFilesKey = SideFilesKey
+
+// SideFilesKey is the key under which an export records the files it
+// wrote beside the model, their names comma-separated: in an hf
+// export's model.safetensors metadata (HFSideFilesKey) and an onnx
+// export's metadata_props (ExportTrained, ONNXSideFiles).
+const SideFilesKey = "spiral_files"
 
 // HFSideFiles returns the names of the files beside dir's
 // model.safetensors that the ExportHF which wrote it recorded writing

@@ -370,14 +370,17 @@ func transposeInto(dst, x []float32, rows, cols int) {
 // number of the graph's weight tensors written with trained values, and
 // their parameters: trained's, or under LoRA the base weights the
 // adapters are merged into (not the adapters, which the graph lacks). It
-// stops, writing nothing, when ctx ends.
-func ExportTrained(ctx context.Context, src string, l lmgraph.LoRA, trained *params.Store, out string, external bool) (tensors, parameters int, err error) {
+// stops, writing nothing, when ctx ends. files, when not nil, names the
+// files the caller writes beside out (config.json, the tokenizer's...),
+// recorded in its metadata (SideFilesKey), so that a later export over
+// it can tell them from files no export wrote there (ONNXSideFiles).
+func ExportTrained(ctx context.Context, src string, l lmgraph.LoRA, trained *params.Store, out string, external bool, files []string) (tensors, parameters int, err error) {
 	ties, err := Ties(src)
 	if err != nil {
 		return 0, 0, err
 	}
 	if !l.Enabled() {
-		if err := Export(ctx, src, ties, out, external, trained); err != nil {
+		if err := export(ctx, src, ties, out, external, files, nil, trained); err != nil {
 			return 0, 0, err
 		}
 		return trained.Len(), trained.NumParams(), nil
@@ -386,7 +389,7 @@ func ExportTrained(ctx context.Context, src string, l lmgraph.LoRA, trained *par
 	if err != nil {
 		return 0, 0, err
 	}
-	if err := export(ctx, src, ties, out, external, merges); err != nil {
+	if err := export(ctx, src, ties, out, external, files, merges); err != nil {
 		return 0, 0, err
 	}
 	for _, f := range merges {

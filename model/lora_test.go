@@ -159,7 +159,7 @@ func TestLoRAMatchesMergedModel(t *testing.T) {
 func requireONNXMergedStream(t *testing.T, src, want string, adapters *params.Store) {
 	t.Helper()
 	got := filepath.Join(t.TempDir(), "model.onnx")
-	tensors, parameters, err := model.ExportTrained(context.Background(), src, testLoRA, adapters, got, false)
+	tensors, parameters, err := model.ExportTrained(context.Background(), src, testLoRA, adapters, got, false, nil)
 	require.NoError(t, err)
 	// It counts the base weights it wrote merged, not the adapters (A
 	// and B of each), which the graph lacks.
@@ -180,7 +180,7 @@ func requireONNXMergedStream(t *testing.T, src, want string, adapters *params.St
 	require.NoError(t, err)
 	ext, extGot := filepath.Join(t.TempDir(), "model.onnx"), filepath.Join(t.TempDir(), "model.onnx")
 	require.NoError(t, model.Export(context.Background(), src, ties, ext, true, merged))
-	_, _, err = model.ExportTrained(context.Background(), src, testLoRA, adapters, extGot, true)
+	_, _, err = model.ExportTrained(context.Background(), src, testLoRA, adapters, extGot, true, nil)
 	require.NoError(t, err)
 	for _, suffix := range []string{"", "_data"} {
 		a, err := os.ReadFile(ext + suffix)
