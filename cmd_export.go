@@ -211,6 +211,18 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 				return err
 			}
 		}
+		// So would peft load a causal LM's adapter into it, under other
+		// module names: the base the adapter names (config.json's
+		// _name_or_path, or a --base-model directory) is checked.
+		if *format == "peft" {
+			base, err := baseModelName(*baseModel)
+			if err != nil {
+				return err
+			}
+			if err := model.CheckPEFTBaseConfig(r.onnx, base); err != nil {
+				return err
+			}
+		}
 		// The tokenizer's Hugging Face files, which hf writes where the
 		// model has none; peft writes the adapters alone.
 		var tokFiles map[string][]byte

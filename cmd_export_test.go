@@ -1211,3 +1211,59 @@ func TestExportErrorsNameTheEmbeddedModel(t *testing.T) {
 		})
 	}
 }
+
+// TestExportPEFTRefusesAMultimodalBase: a peft export of a model whose
+// config.json is a multimodal model's (Qwen3-VL's: its text model in
+// text_config) wrote an adapter naming that model as its base, its keys
+// a causal LM's (base_model.model.model.layers.N...), where
+// transformers' multimodal classes hold the language model's modules
+// under model.language_model.: peft then finds no weights of the
+// adapter's keys (with a warning at most), the adapter not applied. It
+// is refused, as the hf export refuses that config (exit 1, naming the
+// file, nothing written), and so is a --base-model directory holding
+// such a config.json.
+func TestExportPEFTRefusesAMultimodalBase(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	multimodal := func(dir string) string {
+		cfgPath := filepath.Join(dir, model.ConfigFile)
+		b, err := os.ReadFile(cfgPath)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(cfgPath, fmt.Appendf(nil, `{"architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl", "_name_or_path": "Qwen/Qwen3-VL-2B-Instruct", "text_config": %s}`, b), 0o644))
+		return cfgPath
+	}
+	src := filepath.Join(dir, "src")
+	require.Zero(t, run(context.Background(), []string{"init-model", "--layers", "1", "--hidden", "32", "--out", src}, &cliEnv{stdout: io.Discard, stderr: io.Discard}))
+	runDir := filepath.Join(dir, "run")
+	var trainErr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"train", "--model", src, "--out", runDir, "--lora-rank", "2", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &trainErr}), trainErr.String())
+	// A base model directory with a multimodal config.json.
+	base := filepath.Join(dir, "base")
+	require.NoError(t, os.Mkdir(base, 0o755))
+	b, err := os.ReadFile(filepath.Join(src, model.ConfigFile))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(base, model.ConfigFile), b, 0o644))
+	baseCfg := multimodal(base)
+
+	export := func(out string, args ...string) (int, string) {
+		var stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"export", "--format", "peft", "--model", src, "--checkpoint", runDir, "--out", out}, args...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+		return code, stderr.String()
+	}
+	out := filepath.Join(dir, "peft")
+	code, stderr := export(out, "--base-model", base)
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "spiral export: model: peft export: --base-model "+base+": "+baseCfg+" is the config of a multimodal model (architectures Qwen3VLForConditionalGeneration), its text model's in text_config")
+	require.NoDirExists(t, out)
+
+	code, stderr = export(out) // the text model's config.json: as before
+	require.Zero(t, code, stderr)
+	require.NoError(t, os.RemoveAll(out))
+
+	srcCfg := multimodal(src)
+	code, stderr = export(out)
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "spiral export: model: peft export: "+srcCfg+" is the config of a multimodal model (architectures Qwen3VLForConditionalGeneration), its text model's in text_config")
+	require.NoDirExists(t, out)
+}

@@ -404,12 +404,63 @@ func checkConfigShape(path string, cfg HFConfig, srcs []hfSource) error {
 // directory, as SGLang's, does not build it from the config.)
 func CheckCausalLMConfig(src string) error {
 	path := filepath.Join(filepath.Dir(src), ConfigFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	which, into, err := multimodalConfig(path)
 	if err != nil {
 		return fmt.Errorf("model: hf export: %w", err)
+	}
+	if which == "" {
+		return nil
+	}
+	return fmt.Errorf("model: hf export: %s is the config of a multimodal model (%s), its text model's in %s: the export writes the language model alone, a causal LM's checkpoint under transformers' Qwen3 names (model.layers.N...), which transformers would load into %s, leaving its other modules (a vision tower; a language model under other names) drawn at random; put the text model's own config.json beside the model (%s's fields at its top level, and its causal LM class, such as Qwen3ForCausalLM, in architectures), or export with --format onnx",
+		path, which, textConfigKey, into, textConfigKey)
+}
+
+// CheckPEFTBaseConfig refuses a peft export whose base model is
+// multimodal: the config.json beside the model at src (whose
+// _name_or_path the adapter names by default), or, where base (the
+// adapter's base_model_name_or_path) is a directory, the one in it.
+// ExportPEFT's keys are a causal LM's modules (base_model.model.
+// model.layers.N...), and transformers' multimodal classes (Qwen3-VL's,
+// Gemma 3's, Llava's) hold their language model's under other names
+// (model.language_model.layers.N...): peft would find none of the
+// adapter's weights there, leaving the adapter at its initialisation (no
+// change to the model) with a warning at most, or mapped by conversion
+// rules that differ between transformers versions.
+func CheckPEFTBaseConfig(src, base string) error {
+	paths := []string{filepath.Join(filepath.Dir(src), ConfigFile)}
+	if st, err := os.Stat(base); base != "" && err == nil && st.IsDir() {
+		paths = append(paths, filepath.Join(base, ConfigFile))
+	}
+	for i, path := range paths {
+		which, _, err := multimodalConfig(path)
+		if err != nil {
+			return fmt.Errorf("model: peft export: %w", err)
+		}
+		if which == "" {
+			continue
+		}
+		of, fix := "", "put the text model's own config.json beside the model (its causal LM class, such as Qwen3ForCausalLM, in architectures), or export with --format onnx"
+		if i > 0 {
+			of, fix = "--base-model "+base+": ", "give the text model's directory, a causal LM's, as --base-model"
+		}
+		return fmt.Errorf("model: peft export: %s%s is the config of a multimodal model (%s), its text model's in %s: the adapter's weights are a causal LM's (base_model.model.model.layers.N...), which peft would not find in that model, whose language model transformers holds under other names (model.language_model.layers.N...), leaving the adapter unapplied; %s",
+			of, path, which, textConfigKey, fix)
+	}
+	return nil
+}
+
+// multimodalConfig reads the config.json at path (absent is none) and,
+// where it is a multimodal model's (its text model in text_config, which
+// ReadHFConfig reads), returns which it is (its architectures, else its
+// model_type) and the model transformers would build from it; "" for
+// any other.
+func multimodalConfig(path string) (which, into string, err error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", err
 	}
 	var cfg struct {
 		Architectures []string        `json:"architectures"`
@@ -417,20 +468,19 @@ func CheckCausalLMConfig(src string) error {
 		TextConfig    json.RawMessage `json:"text_config"`
 	}
 	if err := json.Unmarshal(b, &cfg); err != nil {
-		return fmt.Errorf("model: hf export: %s: %w", path, err)
+		return "", "", fmt.Errorf("%s: %w", path, err)
 	}
 	if len(cfg.TextConfig) == 0 || string(cfg.TextConfig) == "null" {
-		return nil
+		return "", "", nil
 	}
-	which, into := "no architectures stated", "that model"
+	which, into = "no architectures stated", "that model"
 	switch {
 	case len(cfg.Architectures) > 0:
 		which, into = "architectures "+strings.Join(cfg.Architectures, ", "), strings.Join(cfg.Architectures, ", ")
 	case cfg.ModelType != "":
 		which = "model_type " + cfg.ModelType
 	}
-	return fmt.Errorf("model: hf export: %s is the config of a multimodal model (%s), its text model's in %s: the export writes the language model alone, a causal LM's checkpoint under transformers' Qwen3 names (model.layers.N...), which transformers would load into %s, leaving its other modules (a vision tower; a language model under other names) drawn at random; put the text model's own config.json beside the model (%s's fields at its top level, and its causal LM class, such as Qwen3ForCausalLM, in architectures), or export with --format onnx",
-		path, which, textConfigKey, into, textConfigKey)
+	return which, into, nil
 }
 
 // checkRotary refuses the config.json at path (cfg) when it asks for
