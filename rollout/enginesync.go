@@ -67,13 +67,15 @@ func exportVersion(ctx context.Context, dir string, step int, export Export) (na
 // keep's: the version the engine served before, and those an earlier
 // process or a failed sync left (a run resumed with the same --sync-dir
 // would otherwise leave one model's weights behind at every restart).
+// Nothing else there goes: a directory named like a version but for
+// more (isVersionName), such as one copied aside to keep, is not one.
 func removeOtherVersions(dir, keep string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("rollout: weight sync: %w", err)
 	}
 	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), versionPrefix) && e.Name() != keep {
+		if e.IsDir() && isVersionName(e.Name()) && e.Name() != keep {
 			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 				return fmt.Errorf("rollout: weight sync: %w", err)
 			}

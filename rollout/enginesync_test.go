@@ -108,10 +108,19 @@ func TestVLLMLoRASync(t *testing.T) {
 
 // TestSGLangDiskSync replays SGLang's update_weights_from_disk (at the
 // server root, not under /v1), which answers {"success", "message"}.
+// The versions an earlier run left in --sync-dir go; a directory named
+// like one but no version's (spiral-step-000001-good, a version the user
+// copied aside to keep) went with them, as every directory whose name
+// began spiral-step- did, though README says only versions go: it stays.
 func TestSGLangDiskSync(t *testing.T) {
 	dir := t.TempDir()
-	// A version an earlier run left goes with the first sync.
+	// A version an earlier run left goes with the first sync; what is no
+	// version's stays (a version copied aside to keep, notes).
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "spiral-step-000002"), 0o755))
+	for _, kept := range []string{"spiral-step-000001-good", "notes"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, kept), 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("mine"), 0o644))
 	eng := &recordedEngine{t: t, want: []exchange{
 		{"POST", "/update_weights_from_disk", map[string]string{"model_path": filepath.Join(dir, "spiral-step-000003")}, 200, `{"success": true, "message": "Succeeded to update model weights."}`},
 		{"POST", "/update_weights_from_disk", map[string]string{"model_path": filepath.Join(dir, "spiral-step-000004")}, 200, `{"success": false, "message": "Failed to get weights iterator: shape mismatch"}`},
@@ -123,6 +132,10 @@ func TestSGLangDiskSync(t *testing.T) {
 	require.NoError(t, s.Sync(context.Background(), 3))
 	require.Equal(t, "spiral-step-000003", s.Version())
 	require.NoDirExists(t, filepath.Join(dir, "spiral-step-000002"))
+	for _, kept := range []string{"spiral-step-000001-good", "notes"} {
+		require.DirExists(t, filepath.Join(dir, kept), "no version's: the user's")
+	}
+	require.FileExists(t, filepath.Join(dir, "README.md"))
 	require.ErrorContains(t, s.Sync(context.Background(), 4), "shape mismatch")
 	require.Equal(t, "served", o.Model(), "SGLang keeps serving under its own name")
 }
