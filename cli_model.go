@@ -726,7 +726,7 @@ type loadedCheckpoint struct {
 // checkpoints of older versions still, which
 // are not checked), and with another the model's token ids are read as
 // other text. The run records no path of it, so the warning names the
-// fingerprints and the file used.
+// fingerprints and the file used (the embedded model's by that name).
 func warnOtherTokenizer(w io.Writer, path string, trained rl.RunSettings, r resolvedModel) {
 	if trained.Tokenizer == "" {
 		return
@@ -735,8 +735,12 @@ func warnOtherTokenizer(w io.Writer, path string, trained rl.RunSettings, r reso
 	if err != nil || id == trained.Tokenizer || bytesID == trained.Tokenizer {
 		return // none to read: the command's own error where it needs one
 	}
+	used := r.tokenizer
+	if r.embedded && !r.tokenizerGiven {
+		used = "the embedded model's tokenizer.json" // its file in the cache, no path the user gave
+	}
 	fmt.Fprintf(w, "spiral: warning: checkpoint %s was trained with another tokenizer (its run's tokenizer %s) than %s (%s): the model's token ids mean other text with it; give the run's --tokenizer\n",
-		path, trained.Tokenizer, r.tokenizer, id)
+		path, trained.Tokenizer, used, id)
 }
 
 // openPolicy opens the model with the graphs of lora (none when

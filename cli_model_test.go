@@ -428,6 +428,41 @@ func TestNoContextWarning(t *testing.T) {
 	}
 }
 
+// TestWarnOtherTokenizerNamesTheEmbeddedModels: the warning for a
+// checkpoint of another tokenizer than the embedded model's (no --model,
+// no --tokenizer) named that tokenizer's file in the cache
+// (~/.cache/spiral/embedded-*/tokenizer.json), a path the user never
+// gave; it names it "the embedded model's tokenizer.json", as the
+// commands name the model "embedded". A --tokenizer given is named as
+// given.
+func TestWarnOtherTokenizerNamesTheEmbeddedModels(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("SPIRAL_CACHE_DIR", cache)
+	var mf modelFlags
+	r, err := mf.resolve(io.Discard)
+	require.NoError(t, err)
+	require.True(t, r.embedded)
+	given := r
+	given.tokenizerGiven = true
+	for _, tc := range []struct {
+		name string
+		r    resolvedModel
+		want string
+	}{
+		{"its own", r, " than the embedded model's tokenizer.json ("},
+		{"given", given, " than " + r.tokenizer + " ("},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var w bytes.Buffer
+			warnOtherTokenizer(&w, "ckpt", rl.RunSettings{Tokenizer: "0123456789abcdef0123456789abcdef"}, tc.r)
+			require.Contains(t, w.String(), tc.want)
+			if !tc.r.tokenizerGiven {
+				require.NotContains(t, w.String(), cache)
+			}
+		})
+	}
+}
+
 // TestWarnOtherTokenizerBytesRecorded: a checkpoint whose run recorded
 // the fingerprint that older versions took of its tokenizer.json's bytes
 // (tokenizer.ByteFingerprint) is of the tokenizer given when that is the
