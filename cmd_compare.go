@@ -1425,7 +1425,8 @@ func (s *summary) column(col string) {
 
 // markdown renders the table (mean and, over several seeds, the range)
 // and, where a label has several seeds in a mode or of its runs, a line
-// under it saying what a value's parentheses hold. A "|" in a label, as
+// under it saying what a value's parentheses hold; a column without
+// cells is left out. A "|" in a label, as
 // a column's name or a cell, is escaped as \|, and a line break is a
 // space: either would end the cell or the row.
 func (s *summary) markdown() string {
@@ -1436,11 +1437,19 @@ func (s *summary) markdown() string {
 		}
 		return "| " + strings.Join(cells, " | ") + " |\n"
 	}
+	// A column no label has a cell in (the seeds of a table set by hand)
+	// is left out.
+	var cols []string
+	for _, c := range s.cols {
+		if slices.ContainsFunc(s.labels, func(l string) bool { return s.cells[[2]string{l, c}] != "" }) {
+			cols = append(cols, c)
+		}
+	}
 	var b strings.Builder
-	b.WriteString(row(append([]string{"model"}, s.cols...)) + "|---|" + strings.Repeat("---|", len(s.cols)) + "\n")
+	b.WriteString(row(append([]string{"model"}, cols...)) + "|---|" + strings.Repeat("---|", len(cols)) + "\n")
 	for _, l := range s.labels {
 		cells := []string{l}
-		for _, c := range s.cols {
+		for _, c := range cols {
 			v := s.cells[[2]string{l, c}]
 			if v == "" {
 				v = "-"
