@@ -836,8 +836,9 @@ const restart = "give --fresh to discard them and start over, or another --out"
 // kept); with unloaded (a checkpoint not yet loaded: key has neither
 // its name nor its weights), the key's checkpoint is not compared.
 // What lacks a setting that key's extra records of every evaluation
-// (all but a template file's) was saved by an older spiral, which no
-// flags make resumable: it is refused as such.
+// (all but a template file's) was saved by an older spiral, and what
+// records one that key's extra does not (but a template file's) by a
+// newer one, which no flags make resumable: each is refused as such.
 func refuseSaved(path, what string, was, key report.EvalKey, unloaded, traces bool) error {
 	if unloaded {
 		was.Model, was.CheckpointDigest = key.Model, key.CheckpointDigest
@@ -851,6 +852,16 @@ func refuseSaved(path, what string, was, key report.EvalKey, unloaded, traces bo
 	if len(unrecorded) > 0 {
 		slices.Sort(unrecorded)
 		return fmt.Errorf("%s holds %s, saved by an older spiral, which did not record its %s: %s", path, what, strings.Join(unrecorded, ", "), restart)
+	}
+	var unknown []string
+	for k := range was.Extra {
+		if _, ok := key.Extra[k]; !ok && k != searchTemplateKey && k != aggregateTemplateKey {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return fmt.Errorf("%s holds %s, saved by a newer spiral, which records its %s, unknown to this one: resume it with that spiral, or %s", path, what, strings.Join(unknown, ", "), restart)
 	}
 	// Problems of which one's are the first of the other's: another
 	// --limit, named as the flag (and the problems it skipped with it).

@@ -779,6 +779,39 @@ func TestRefuseSavedOfAnOlderSpiral(t *testing.T) {
 	require.NoError(t, refuseSaved(path, what, now, now, false, false), "the same settings")
 }
 
+// TestRefuseSavedOfANewerSpiral: a saved evaluation's key that records
+// a setting this spiral does not know (extra's min_p, say, of a newer
+// spiral that records it) was refused as "min_p 0.05, not none: rerun
+// with those to resume it", which no flags of this spiral can do. It is
+// refused as a file of a newer spiral, naming the settings and --fresh;
+// a template file's setting, which only its flag records, is still of
+// other settings, rerun with the flag.
+func TestRefuseSavedOfANewerSpiral(t *testing.T) {
+	const path, what = "out/passk.problems.jsonl.partial", "3 of the 4 problems of an interrupted passk evaluation"
+	key := func(extra map[string]string) report.EvalKey {
+		return report.EvalKey{Mode: report.ModePassAtK, Samples: 2, Model: "m", Dataset: "d", Seed: 1, Extra: extra,
+			ProblemIDs: []string{"a", "b", "c", "d"}, ProblemsDigest: "x"}
+	}
+	now := key(map[string]string{"temperature": "1"})
+	for _, tc := range []struct {
+		name  string
+		extra map[string]string
+		want  string
+	}{
+		{"a setting this spiral does not record", map[string]string{"temperature": "1", "min_p": "0.05"},
+			path + " holds " + what + ", saved by a newer spiral, which records its min_p, unknown to this one: resume it with that spiral, or give --fresh to discard them and start over, or another --out"},
+		{"two, and another value", map[string]string{"temperature": "0.6", "min_p": "0.05", "typical_p": "0.9"},
+			path + " holds " + what + ", saved by a newer spiral, which records its min_p, typical_p, unknown to this one: resume it with that spiral, or give --fresh to discard them and start over, or another --out"},
+		{"a template file given then", map[string]string{"temperature": "1", "search_template": "s.txt (sha256 00)"},
+			path + " holds " + what + " of other settings (search_template s.txt (sha256 00), not none): rerun with those to resume it, or give --fresh to discard them and start over, or another --out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := refuseSaved(path, what, key(tc.extra), now, false, false)
+			require.EqualError(t, err, tc.want)
+		})
+	}
+}
+
 // TestEvalResumesAGrownLimit: an interrupted pass@k evaluation of the
 // first 12 problems, rerun with a larger --limit (all 20), was refused
 // for its other problem ids, though its problems are the first 12 of
