@@ -175,7 +175,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		// openEvalProblems and openEvalSteps check that too, once it
 		// is loaded.
 		if f.mode == "rsa" {
-			_, err = resumableRSA(base+report.StepsSuffix, keyOf(), f.ckpt != "", f.traces)
+			_, err = resumableRSA(base+report.StepsSuffix, keyOf(), problems, f.ckpt != "", f.traces)
 		} else {
 			_, err = resumable(base+report.ProblemsSuffix, keyOf(), problems, f.ckpt != "", f.traces)
 		}
@@ -213,7 +213,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	if f.mode == "rsa" {
 		// Saved after each step, resumed from the step after the last
 		// by a rerun of the same settings.
-		if steps, err = openEvalSteps(base+report.StepsSuffix, keyOf(), meta.Timestamp, f.fresh, f.traces, env.stderr); err != nil {
+		if steps, err = openEvalSteps(base+report.StepsSuffix, keyOf(), problems, meta.Timestamp, f.fresh, f.traces, env.stderr); err != nil {
 			return err
 		}
 		meta.Timestamp = steps.started
@@ -795,7 +795,8 @@ func openEvalProblems(path string, key report.EvalKey, problems []data.Problem, 
 // file, or one that holds no problem). It resumes those of the same key,
 // and those of an evaluation of the first of problems (a smaller
 // --limit: the saved problem ids the first of key's, and their texts and
-// answers as the saved problems_digest has them), each trace being
+// answers as the saved problems_digest has them: other ones are refused
+// as such, not as another --limit), each trace being
 // seeded by its problem's index and sample alone; how many problems each
 // skipped as too long for the model (extra's skipped_problems, which
 // determines no result) is not compared. It refuses them where they are
@@ -812,14 +813,19 @@ func resumable(path string, key report.EvalKey, problems []data.Problem, unloade
 		return nil, fmt.Errorf("%w: the file holds what an interrupted evaluation finished: %s", err, restart)
 	}
 	was := s.Key
-	if n := len(was.ProblemIDs); n < len(problems) && slices.Equal(was.ProblemIDs, key.ProblemIDs[:n]) && was.ProblemsDigest == data.ProblemsDigest(problems[:n]) {
-		was.ProblemIDs, was.ProblemsDigest = key.ProblemIDs, key.ProblemsDigest
+	if n := len(was.ProblemIDs); n < len(problems) && slices.Equal(was.ProblemIDs, key.ProblemIDs[:n]) {
+		// Of another --limit it resumes, or, where their texts or
+		// answers changed, of other problems (not of another --limit).
+		was.ProblemIDs = key.ProblemIDs
+		if was.ProblemsDigest == data.ProblemsDigest(problems[:n]) {
+			was.ProblemsDigest = key.ProblemsDigest
+		}
 	}
 	if v, ok := key.Extra[skippedProblemsKey]; ok && was.Extra[skippedProblemsKey] != "" {
 		was.Extra = maps.Clone(was.Extra)
 		was.Extra[skippedProblemsKey] = v
 	}
-	if err := refuseSaved(path, s.Describe(), was, key, unloaded, traces); err != nil {
+	if err := refuseSaved(path, s.Describe(), was, key, problems, unloaded, traces); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -829,17 +835,18 @@ func resumable(path string, key report.EvalKey, problems []data.Problem, unloade
 const restart = "give --fresh to discard them and start over, or another --out"
 
 // refuseSaved refuses what an interrupted evaluation saved in the file
-// at path (described by what) for an evaluation of key where it is of
-// another key, was (naming how; problems of which one's are the first
-// of the other's as another --limit, the saved one's to finish it), or
-// where traces (--traces, whose traces of what was saved were not
+// at path (described by what) for an evaluation of key, of problems,
+// where it is of another key, was (naming how; problems of which one's
+// are the first of the other's as another --limit, the saved one's to
+// finish it, and, where the saved ones are the fewer, their texts or
+// answers where these first problems' differ), or where traces (--traces, whose traces of what was saved were not
 // kept); with unloaded (a checkpoint not yet loaded: key has neither
 // its name nor its weights), the key's checkpoint is not compared.
 // What lacks a setting that key's extra records of every evaluation
 // (all but a template file's) was saved by an older spiral, and what
 // records one that key's extra does not (but a template file's) by a
 // newer one, which no flags make resumable: each is refused as such.
-func refuseSaved(path, what string, was, key report.EvalKey, unloaded, traces bool) error {
+func refuseSaved(path, what string, was, key report.EvalKey, problems []data.Problem, unloaded, traces bool) error {
 	if unloaded {
 		was.Model, was.CheckpointDigest = key.Model, key.CheckpointDigest
 	}
@@ -865,11 +872,16 @@ func refuseSaved(path, what string, was, key report.EvalKey, unloaded, traces bo
 	}
 	// Problems of which one's are the first of the other's: another
 	// --limit, named as the flag (and the problems it skipped with it).
-	var limit string
+	var limit, otherTexts string
 	n := len(was.ProblemIDs)
 	if m := len(key.ProblemIDs); n != m && slices.Equal(was.ProblemIDs[:min(n, m)], key.ProblemIDs[:min(n, m)]) {
 		skipped, _ := strconv.Atoi(was.Extra[skippedProblemsKey])
 		limit = fmt.Sprintf("--limit %d", n+skipped)
+		if n < m && n <= len(problems) && was.ProblemsDigest != data.ProblemsDigest(problems[:n]) {
+			// Said with the --limit: a rerun of that one would be
+			// refused for them.
+			otherTexts = fmt.Sprintf("the first %d problems of other texts or answers (problems_digest)", n)
+		}
 		was.ProblemIDs, was.ProblemsDigest = key.ProblemIDs, key.ProblemsDigest
 		if v, ok := key.Extra[skippedProblemsKey]; ok && was.Extra[skippedProblemsKey] != "" {
 			was.Extra = maps.Clone(was.Extra)
@@ -877,6 +889,9 @@ func refuseSaved(path, what string, was, key report.EvalKey, unloaded, traces bo
 		}
 	}
 	diff := was.Diff(key)
+	if otherTexts != "" {
+		diff = append(diff, otherTexts)
+	}
 	switch {
 	case limit != "" && len(diff) == 0:
 		return fmt.Errorf("%s holds %s of %s, not of these %s: rerun with %s to finish it, or %s",
@@ -895,13 +910,13 @@ func refuseSaved(path, what string, was, key report.EvalKey, unloaded, traces bo
 }
 
 // resumableRSA reads the file at path in which an interrupted RSA
-// evaluation saved its steps, for an evaluation of key: it returns them
+// evaluation saved its steps, for an evaluation of key, of problems: it returns them
 // where the evaluation resumes them (they are of key, or of another
 // --rsa-steps that saved no more steps than key's has: no step depends
 // on how many follow it, each seeded by its step, problem and member
 // alone), nil where there is none; it refuses them as refuseSaved does,
 // and a file that does not read.
-func resumableRSA(path string, key report.EvalKey, unloaded, traces bool) (*report.SavedRSA, error) {
+func resumableRSA(path string, key report.EvalKey, problems []data.Problem, unloaded, traces bool) (*report.SavedRSA, error) {
 	s, err := report.ReadRSA(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -915,7 +930,7 @@ func resumableRSA(path string, key report.EvalKey, unloaded, traces bool) (*repo
 		cfg.Steps = key.RSA.Steps
 		was.RSA = &cfg
 	}
-	if err := refuseSaved(path, s.Describe(), was, key, unloaded, traces); err != nil {
+	if err := refuseSaved(path, s.Describe(), was, key, problems, unloaded, traces); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -953,12 +968,12 @@ func discardSaved(path, what string, stderr io.Writer) error {
 	return nil
 }
 
-// openEvalSteps opens the file at path for an RSA evaluation of key that
-// starts now: one there that resumableRSA resumes is resumed, as stderr
+// openEvalSteps opens the file at path for an RSA evaluation of key, of
+// problems, that starts now: one there that resumableRSA resumes is resumed, as stderr
 // is told (one of another --rsa-steps saved under key from its next
 // step on), and one it refuses is refused, unless fresh (--fresh), which
 // removes it.
-func openEvalSteps(path string, key report.EvalKey, now time.Time, fresh, traces bool, stderr io.Writer) (*evalSteps, error) {
+func openEvalSteps(path string, key report.EvalKey, problems []data.Problem, now time.Time, fresh, traces bool, stderr io.Writer) (*evalSteps, error) {
 	p := &evalSteps{path: path, key: key, started: now}
 	if fresh {
 		s, err := report.ReadRSA(path)
@@ -974,7 +989,7 @@ func openEvalSteps(path string, key report.EvalKey, now time.Time, fresh, traces
 		}
 		return p, nil
 	}
-	s, err := resumableRSA(path, key, false, traces)
+	s, err := resumableRSA(path, key, problems, false, traces)
 	if err != nil || s == nil {
 		return p, err
 	}

@@ -772,11 +772,11 @@ func TestRefuseSavedOfAnOlderSpiral(t *testing.T) {
 			path + " holds " + what + " of other settings (search_template none, not s.txt (sha256 00)): rerun with those to resume it, or give --fresh to discard them and start over, or another --out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := refuseSaved(path, what, key(tc.extra), now, false, false)
+			err := refuseSaved(path, what, key(tc.extra), now, nil, false, false)
 			require.EqualError(t, err, tc.want)
 		})
 	}
-	require.NoError(t, refuseSaved(path, what, now, now, false, false), "the same settings")
+	require.NoError(t, refuseSaved(path, what, now, now, nil, false, false), "the same settings")
 }
 
 // TestRefuseSavedOfANewerSpiral: a saved evaluation's key that records
@@ -806,7 +806,7 @@ func TestRefuseSavedOfANewerSpiral(t *testing.T) {
 			path + " holds " + what + " of other settings (search_template s.txt (sha256 00), not none): rerun with those to resume it, or give --fresh to discard them and start over, or another --out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := refuseSaved(path, what, key(tc.extra), now, false, false)
+			err := refuseSaved(path, what, key(tc.extra), now, nil, false, false)
 			require.EqualError(t, err, tc.want)
 		})
 	}
@@ -893,6 +893,58 @@ func TestEvalResumesAGrownLimit(t *testing.T) {
 	got.Meta.Timestamp = want.Meta.Timestamp
 	requireSameReportJSON(t, got, filepath.Join(whole, "passk.json"))
 	require.NoFileExists(t, partial)
+}
+
+// TestEvalRefusesAGrownLimitOnOtherTexts: an interrupted evaluation of
+// the first problems, whose texts then changed in the file (the ids
+// kept), rerun with a larger --limit, was refused as "of --limit 12 ...:
+// rerun with --limit 12 to finish it", and that rerun then refused for
+// the texts: two reruns to learn the cause. The first refusal names the
+// texts: pass@k's alone (a larger --limit resumes its problems), rsa's
+// beside the --limit (it does not resume another --limit).
+func TestEvalRefusesAGrownLimitOnOtherTexts(t *testing.T) {
+	eng, engineURL := startResumeEngine(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		mode, partial string
+		args          []string
+		failAt        int32
+		want          string
+	}{
+		{"passk", "passk" + report.ProblemsSuffix, []string{"--samples", "4"}, 41,
+			" holds 8 of the 12 problems of an interrupted passk evaluation of other settings (problems of other texts or answers (problems_digest)): "},
+		{"rsa", "rsa" + report.StepsSuffix, []string{"--population", "2", "--subset", "2", "--rsa-steps", "2"}, 2*24 + 5,
+			" holds 2 of the 3 steps of an interrupted rsa evaluation of other settings (the first 12 problems of other texts or answers (problems_digest); the first 12 problems (--limit 12), not these 20): "},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			problems := writeNumberedProblems(t, filepath.Join(dir, tc.mode+".jsonl"), 20)
+			out := filepath.Join(dir, tc.mode)
+			evalIn := func(extra ...string) (int, string) {
+				var stderr bytes.Buffer
+				args := append([]string{"eval", "--mode", tc.mode, "--data", problems, "--max-new-tokens", "64", "--quiet", "--out", out,
+					"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, tc.args...)
+				code := run(context.Background(), append(args, extra...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+				return code, stderr.String()
+			}
+			eng.served.Store(0)
+			eng.failAt.Store(tc.failAt)
+			code, stderr := evalIn("--limit", "12")
+			require.Equal(t, exitFailure, code, stderr)
+			partial := filepath.Join(out, tc.partial)
+			require.FileExists(t, partial, stderr)
+
+			// The texts edited, the ids kept.
+			b, err := os.ReadFile(problems)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(problems, bytes.Replace(b, []byte(`"Problem 1"`), []byte(`"Problem one"`), 1), 0o644))
+			eng.served.Store(0)
+			eng.failAt.Store(0)
+			code, stderr = evalIn()
+			require.Equal(t, exitFailure, code, stderr)
+			require.Contains(t, stderr, partial+tc.want)
+			require.Zero(t, eng.served.Load(), "nothing generated")
+		})
+	}
 }
 
 // TestEvalResumesSequential: a sequential evaluation (the token budget
