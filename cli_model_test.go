@@ -471,7 +471,8 @@ func TestWarnOtherTokenizerBytesRecorded(t *testing.T) {
 	path := filepath.Join("model", "tokenizer", "testdata", "char_tokenizer.json")
 	bytesID, err := tokenizer.ByteFingerprint(path)
 	require.NoError(t, err)
-	r := resolvedModel{tokenizer: path}
+	var r resolvedModel
+	r.setTokenizer(path)
 	for _, tc := range []struct {
 		name, recorded string
 		warned         bool
@@ -487,6 +488,56 @@ func TestWarnOtherTokenizerBytesRecorded(t *testing.T) {
 				return
 			}
 			require.Empty(t, w.String())
+		})
+	}
+}
+
+// TestTokenizerFingerprintsTakenOnce: eval --checkpoint took the
+// tokenizer's fingerprint (tokenizer.json read, parsed and written again:
+// 0.5 to 2.6 s for Qwen3's 11 MB) for its resume key and again for the
+// checkpoint's warning, and the fingerprint of its bytes both times,
+// which neither needs where the run recorded the content's. Each is
+// taken once a command, by the copies of the resolved model it passes
+// along, and the bytes' only where the run's fingerprint is not the
+// content's.
+func TestTokenizerFingerprintsTakenOnce(t *testing.T) {
+	path := filepath.Join("model", "tokenizer", "testdata", "char_tokenizer.json")
+	id, err := tokenizer.Fingerprint(path)
+	require.NoError(t, err)
+	bytesID, err := tokenizer.ByteFingerprint(path)
+	require.NoError(t, err)
+	require.NotEqual(t, id, bytesID)
+	for _, tc := range []struct {
+		name, recorded   string
+		warned           bool
+		content, ofBytes int
+	}{
+		{"the run's is the content's", id, false, 1, 0},
+		{"the run's is the bytes'", bytesID, false, 1, 1},
+		{"another", "0123456789abcdef0123456789abcdef", true, 1, 1},
+		{"none recorded", "", false, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r resolvedModel
+			r.setTokenizer(path)
+			taken := map[bool]int{}
+			of := r.prints.of
+			r.prints.of = func(path string, bytes bool) (string, error) {
+				taken[bytes]++
+				return of(path, bytes)
+			}
+			// As eval --checkpoint asks: its resume key, then the
+			// checkpoint's warning, on the session's copy, twice.
+			got, err := r.tokenizerID()
+			require.NoError(t, err)
+			require.Equal(t, id, got)
+			sess := &modelSession{resolvedModel: r}
+			for range 2 {
+				var w bytes.Buffer
+				warnOtherTokenizer(&w, "ckpt", rl.RunSettings{Tokenizer: tc.recorded}, sess.resolvedModel)
+				require.Equal(t, tc.warned, w.Len() > 0, w.String())
+			}
+			require.Equal(t, map[bool]int{false: tc.content, true: tc.ofBytes}, map[bool]int{false: taken[false], true: taken[true]})
 		})
 	}
 }

@@ -144,7 +144,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	// The prompts' tokenizer, whose ids sequential and rsa save: a
 	// rerun with another reads them, and tokenizes its prompts, as
 	// other text.
-	tokID, _, err := sess.tokenizerID()
+	tokID, err := sess.tokenizerID()
 	if err != nil {
 		return err
 	}

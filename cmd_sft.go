@@ -123,7 +123,11 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	tokID, tokBytes, err := sess.tokenizerID()
+	tokID, err := sess.tokenizerID()
+	if err != nil {
+		return err
+	}
+	tokBytes, err := sess.tokenizerBytesID()
 	if err != nil {
 		return err
 	}

@@ -185,7 +185,11 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	tokID, tokBytes, err := sess.tokenizerID()
+	tokID, err := sess.tokenizerID()
+	if err != nil {
+		return err
+	}
+	tokBytes, err := sess.tokenizerBytesID()
 	if err != nil {
 		return err
 	}
