@@ -97,6 +97,71 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	if err := checkRequests(len(problems), "problems", f.draws(), f.drawsFlag()); err != nil {
 		return err
 	}
+	name := sess.reportName()
+	if f.engine.engine == "openai" {
+		name = f.engine.model + "@" + f.engine.baseURL
+	}
+	// The prompts' tokenizer, whose ids sequential and rsa save: a
+	// rerun with another reads them, and tokenizes its prompts, as
+	// other text.
+	tokID, err := sess.tokenizerID()
+	if err != nil {
+		return err
+	}
+	// metaOf is the report's meta of an evaluation of problems, of which
+	// skipped were too long for the model, sampling with c, of the model
+	// of content id modelID. The checkpoint's name and weights, and the
+	// start, are the load's.
+	metaOf := func(c rollout.SamplerConfig, problems []data.Problem, skipped int, modelID string) report.Meta {
+		return report.Meta{Model: name, Label: f.label, ModelDigest: modelID, Dataset: dsName, Problems: len(problems), Seed: f.seed,
+			Extra:      reportExtra(c, f.reward.rule, tmpl, tf, skipped),
+			ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
+	}
+	// pass@k and the sequential budget sweep save their problems as
+	// they finish, RSA its state after each step, which a rerun of the
+	// same settings resumes: keyOf is the key of an evaluation of meta.
+	keyOf := func(meta report.Meta) report.EvalKey {
+		if f.mode != "rsa" {
+			key := report.KeyOf(report.Mode(f.mode), meta, f.samples)
+			key.Tokenizer = tokID
+			return key
+		}
+		key, cfg := report.KeyOf(report.ModeRSA, meta, f.rsa.Population), f.rsa
+		key.RSA, key.Tokenizer = &cfg, tokID
+		return key
+	}
+	base := filepath.Join(f.out, f.mode)
+	// refuseOther refuses what an interrupted evaluation of another key
+	// than key saved, but for what unknown leaves out (resumable,
+	// resumableRSA).
+	refuseOther := func(key report.EvalKey, problems []data.Problem, unknown unknowns) error {
+		if f.mode == "rsa" {
+			_, err := resumableRSA(base+report.StepsSuffix, key, problems, unknown, f.traces)
+			return err
+		}
+		_, err := resumable(base+report.ProblemsSuffix, key, problems, unknown, f.traces)
+		return err
+	}
+	// A commit killed within its renames is finished first, as the
+	// report's stage would: it removes the file of the problems or
+	// steps that its evaluation saved, which would otherwise be read
+	// here as an interrupted evaluation's.
+	if err := atomicfile.FinishKilled(f.out); err != nil {
+		return outError("--out", f.out, err)
+	}
+	if f.engine.engine == "openai" && !f.fresh {
+		// A serving engine's check waits for it (up to --engine-timeout,
+		// for a server still loading its model): the settings known
+		// before the context it serves is are compared first.
+		c, err := sess.samplerConfig(f.sf, onTask, 0, io.Discard) // its errors and warnings engineSamplerConfig's
+		if err != nil {
+			return err
+		}
+		unknown := unknowns{context: true, traceLength: f.sf.cfg.MaxNewTokens == 0 && !sess.embedded && !onTask}
+		if err := refuseOther(keyOf(metaOf(c, problems, 0, "")), nil, unknown); err != nil {
+			return err
+		}
+	}
 	samplerCfg, _, err := sess.engineSamplerConfig(ctx, f.engine, "", f.sf, onTask, env.stderr)
 	if err != nil {
 		return err
@@ -132,54 +197,14 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 			return err
 		}
 	}
-	name := sess.reportName()
-	if f.engine.engine == "openai" {
-		name = f.engine.model + "@" + f.engine.baseURL
-	}
-	// The checkpoint's name and weights, and the start, are the load's.
-	meta := report.Meta{Model: name, Label: f.label, ModelDigest: modelID, Dataset: dsName, Problems: len(problems), Seed: f.seed,
-		Extra:      reportExtra(samplerCfg, f.reward.rule, tmpl, tf, skipped),
-		ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
-	base := filepath.Join(f.out, f.mode)
-	// The prompts' tokenizer, whose ids sequential and rsa save: a
-	// rerun with another reads them, and tokenizes its prompts, as
-	// other text.
-	tokID, err := sess.tokenizerID()
-	if err != nil {
-		return err
-	}
-	// pass@k and the sequential budget sweep save their problems as
-	// they finish, RSA its state after each step, which a rerun of the
-	// same settings resumes.
-	keyOf := func() report.EvalKey {
-		if f.mode != "rsa" {
-			key := report.KeyOf(report.Mode(f.mode), meta, f.samples)
-			key.Tokenizer = tokID
-			return key
-		}
-		key, cfg := report.KeyOf(report.ModeRSA, meta, f.rsa.Population), f.rsa
-		key.RSA, key.Tokenizer = &cfg, tokID
-		return key
-	}
-	// A commit killed within its renames is finished first, as the
-	// report's stage would: it removes the file of the problems or
-	// steps that its evaluation saved, which would otherwise be read
-	// here as an interrupted evaluation's.
-	if err := atomicfile.FinishKilled(f.out); err != nil {
-		return outError("--out", f.out, err)
-	}
+	meta := metaOf(samplerCfg, problems, skipped, modelID)
 	if !f.fresh {
 		// What an interrupted evaluation of other settings saved is
 		// refused before the model loads (minutes, for a real model),
 		// by all but the checkpoint, which only its load picks:
 		// openEvalProblems and openEvalSteps check that too, once it
 		// is loaded.
-		if f.mode == "rsa" {
-			_, err = resumableRSA(base+report.StepsSuffix, keyOf(), problems, f.ckpt != "", f.traces)
-		} else {
-			_, err = resumable(base+report.ProblemsSuffix, keyOf(), problems, f.ckpt != "", f.traces)
-		}
-		if err != nil {
+		if err := refuseOther(keyOf(meta), problems, unknowns{checkpoint: f.ckpt != ""}); err != nil {
 			return err
 		}
 	}
@@ -213,7 +238,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	if f.mode == "rsa" {
 		// Saved after each step, resumed from the step after the last
 		// by a rerun of the same settings.
-		if steps, err = openEvalSteps(base+report.StepsSuffix, keyOf(), problems, meta.Timestamp, f.fresh, f.traces, env.stderr); err != nil {
+		if steps, err = openEvalSteps(base+report.StepsSuffix, keyOf(meta), problems, meta.Timestamp, f.fresh, f.traces, env.stderr); err != nil {
 			return err
 		}
 		meta.Timestamp = steps.started
@@ -221,7 +246,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		// Saved as its problems finish, resumed by a rerun of the same
 		// settings: a long evaluation on a serving engine, failed or
 		// interrupted at 90%, does not start over.
-		key := keyOf()
+		key := keyOf(meta)
 		if saved, err = openEvalProblems(base+report.ProblemsSuffix, key, problems, meta.Timestamp, f.fresh, f.traces, env.stderr); err != nil {
 			return err
 		}
@@ -666,11 +691,13 @@ func (c *cutCounter) note(w io.Writer, maxNew int, rule rl.RewardRule) {
 }
 
 // reportExtra's keys that refuseSaved names: the count of the problems
-// skipped as too long for the model, and the template files', which
+// skipped as too long for the model and the trace length, which may
+// depend on a serving engine's context, and the template files', which
 // only their flags record (reportExtra records the others of every
 // evaluation).
 const (
 	skippedProblemsKey   = "skipped_problems"
+	maxNewTokensKey      = "max_new_tokens"
 	searchTemplateKey    = "search_template"
 	aggregateTemplateKey = "aggregate_template"
 )
@@ -689,7 +716,7 @@ func reportExtra(samplerCfg rollout.SamplerConfig, rule rl.RewardRule, tmpl temp
 		"temperature":      strconv.FormatFloat(samplerCfg.Temperature, 'g', -1, 64),
 		"top_p":            strconv.FormatFloat(samplerCfg.TopP, 'g', -1, 64),
 		"top_k":            strconv.Itoa(samplerCfg.TopK),
-		"max_new_tokens":   strconv.Itoa(samplerCfg.MaxNewTokens),
+		maxNewTokensKey:    strconv.Itoa(samplerCfg.MaxNewTokens),
 		"reward_rule":      rule.String(),
 		skippedProblemsKey: strconv.Itoa(skipped),
 		"templates":        tmpl.digest(),
@@ -762,7 +789,7 @@ func openEvalProblems(path string, key report.EvalKey, problems []data.Problem, 
 		}
 		return p, nil
 	}
-	s, err := resumable(path, key, problems, false, traces)
+	s, err := resumable(path, key, problems, unknowns{}, traces)
 	if err != nil || s == nil {
 		return p, err
 	}
@@ -802,9 +829,8 @@ func openEvalProblems(path string, key report.EvalKey, problems []data.Problem, 
 // determines no result) is not compared. It refuses them where they are
 // of another key (naming how), or where traces (--traces, whose traces
 // of the saved problems were not kept), and a file that does not read;
-// with unloaded (a checkpoint not yet loaded: key has neither its name
-// nor its weights), the key's checkpoint is not compared.
-func resumable(path string, key report.EvalKey, problems []data.Problem, unloaded, traces bool) (*report.SavedProblems, error) {
+// what unknown names is not compared.
+func resumable(path string, key report.EvalKey, problems []data.Problem, unknown unknowns, traces bool) (*report.SavedProblems, error) {
 	s, err := report.ReadProblems(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || err == nil && len(s.Problems) == 0:
@@ -825,10 +851,23 @@ func resumable(path string, key report.EvalKey, problems []data.Problem, unloade
 		was.Extra = maps.Clone(was.Extra)
 		was.Extra[skippedProblemsKey] = v
 	}
-	if err := refuseSaved(path, s.Describe(), was, key, problems, unloaded, traces); err != nil {
+	if err := refuseSaved(path, s.Describe(), was, key, problems, unknown, traces); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// unknowns are what the key of an evaluation does not know yet where what
+// an interrupted evaluation saved is compared with it, and so are not
+// compared: with checkpoint, the checkpoint's name and weights, before
+// its load picks it; with context, before a serving engine's check says
+// the context it serves the model with, what depends on it: the
+// problems that fit it (their ids, texts and answers, and how many were
+// skipped), the aggregation prompts' limit and, with traceLength, the
+// trace length (no --max-new-tokens given on a real model: its default
+// is half the context).
+type unknowns struct {
+	checkpoint, context, traceLength bool
 }
 
 // restart is how a refusal of what an interrupted evaluation saved ends.
@@ -839,16 +878,32 @@ const restart = "give --fresh to discard them and start over, or another --out"
 // where it is of another key, was (naming how; problems of which one's
 // are the first of the other's as another --limit, the saved one's to
 // finish it, and, where the saved ones are the fewer, their texts or
-// answers where these first problems' differ), or where traces (--traces, whose traces of what was saved were not
-// kept); with unloaded (a checkpoint not yet loaded: key has neither
-// its name nor its weights), the key's checkpoint is not compared.
+// answers where these first problems' differ), or where traces
+// (--traces, whose traces of what was saved were not kept); what
+// unknown names is not compared.
 // What lacks a setting that key's extra records of every evaluation
 // (all but a template file's) was saved by an older spiral, and what
 // records one that key's extra does not (but a template file's) by a
 // newer one, which no flags make resumable: each is refused as such.
-func refuseSaved(path, what string, was, key report.EvalKey, problems []data.Problem, unloaded, traces bool) error {
-	if unloaded {
+func refuseSaved(path, what string, was, key report.EvalKey, problems []data.Problem, unknown unknowns, traces bool) error {
+	if unknown.checkpoint {
 		was.Model, was.CheckpointDigest = key.Model, key.CheckpointDigest
+	}
+	if unknown.context {
+		was.ProblemIDs, was.ProblemsDigest = key.ProblemIDs, key.ProblemsDigest
+		was.Extra = maps.Clone(was.Extra)
+		for _, k := range []string{skippedProblemsKey, maxNewTokensKey} {
+			// One the saved evaluation did not record is an older
+			// spiral's, refused as such below.
+			if _, ok := was.Extra[k]; ok && (k != maxNewTokensKey || unknown.traceLength) {
+				was.Extra[k] = key.Extra[k]
+			}
+		}
+		if was.RSA != nil && key.RSA != nil {
+			cfg := *was.RSA
+			cfg.PromptLimit = key.RSA.PromptLimit
+			was.RSA = &cfg
+		}
 	}
 	var unrecorded []string
 	for k := range key.Extra {
@@ -860,15 +915,15 @@ func refuseSaved(path, what string, was, key report.EvalKey, problems []data.Pro
 		slices.Sort(unrecorded)
 		return fmt.Errorf("%s holds %s, saved by an older spiral, which did not record its %s: %s", path, what, strings.Join(unrecorded, ", "), restart)
 	}
-	var unknown []string
+	var newer []string
 	for k := range was.Extra {
 		if _, ok := key.Extra[k]; !ok && k != searchTemplateKey && k != aggregateTemplateKey {
-			unknown = append(unknown, k)
+			newer = append(newer, k)
 		}
 	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		return fmt.Errorf("%s holds %s, saved by a newer spiral, which records its %s, unknown to this one: resume it with that spiral, or %s", path, what, strings.Join(unknown, ", "), restart)
+	if len(newer) > 0 {
+		slices.Sort(newer)
+		return fmt.Errorf("%s holds %s, saved by a newer spiral, which records its %s, unknown to this one: resume it with that spiral, or %s", path, what, strings.Join(newer, ", "), restart)
 	}
 	// Problems of which one's are the first of the other's: another
 	// --limit, named as the flag (and the problems it skipped with it).
@@ -910,13 +965,13 @@ func refuseSaved(path, what string, was, key report.EvalKey, problems []data.Pro
 }
 
 // resumableRSA reads the file at path in which an interrupted RSA
-// evaluation saved its steps, for an evaluation of key, of problems: it returns them
-// where the evaluation resumes them (they are of key, or of another
+// evaluation saved its steps, for an evaluation of key, of problems: it
+// returns them where the evaluation resumes them (they are of key, or of another
 // --rsa-steps that saved no more steps than key's has: no step depends
 // on how many follow it, each seeded by its step, problem and member
 // alone), nil where there is none; it refuses them as refuseSaved does,
 // and a file that does not read.
-func resumableRSA(path string, key report.EvalKey, problems []data.Problem, unloaded, traces bool) (*report.SavedRSA, error) {
+func resumableRSA(path string, key report.EvalKey, problems []data.Problem, unknown unknowns, traces bool) (*report.SavedRSA, error) {
 	s, err := report.ReadRSA(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -930,7 +985,7 @@ func resumableRSA(path string, key report.EvalKey, problems []data.Problem, unlo
 		cfg.Steps = key.RSA.Steps
 		was.RSA = &cfg
 	}
-	if err := refuseSaved(path, s.Describe(), was, key, problems, unloaded, traces); err != nil {
+	if err := refuseSaved(path, s.Describe(), was, key, problems, unknown, traces); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -989,7 +1044,7 @@ func openEvalSteps(path string, key report.EvalKey, problems []data.Problem, now
 		}
 		return p, nil
 	}
-	s, err := resumableRSA(path, key, problems, false, traces)
+	s, err := resumableRSA(path, key, problems, unknowns{}, traces)
 	if err != nil || s == nil {
 		return p, err
 	}

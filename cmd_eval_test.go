@@ -527,6 +527,10 @@ func TestEvalChunk(t *testing.T) {
 // that answers 400 from its failAt-th completion on (0: never).
 type resumeEngine struct {
 	served, failAt atomic.Int32
+	// loading, when set, answers every request 503, as a server still
+	// loading its model does; asked counts the requests so answered.
+	loading atomic.Bool
+	asked   atomic.Int32
 	// interrupt, when set, is called at the interruptAt-th completion
 	// (Ctrl-C, as the evaluation's context is cancelled).
 	interrupt   func()
@@ -534,6 +538,11 @@ type resumeEngine struct {
 }
 
 func (e *resumeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if e.loading.Load() {
+		e.asked.Add(1)
+		http.Error(w, "loading the model", http.StatusServiceUnavailable)
+		return
+	}
 	if r.URL.Path == "/v1/models" {
 		_, _ = w.Write([]byte(`{"data":[{"id":"served"}]}`))
 		return
@@ -745,6 +754,74 @@ func TestEvalRefusesOtherSettingsBeforeTheLoad(t *testing.T) {
 	require.NoFileExists(t, partial)
 }
 
+// TestEvalRefusesOtherSettingsBeforeTheEngine: a rerun on a serving
+// engine of an interrupted evaluation with another --seed, --temperature
+// or --subset, settings that do not depend on the context the engine
+// serves, was refused only after the engine's check, which waits up to
+// --engine-timeout for a server still loading its model: one that never
+// answered ended the rerun with its error, the settings unsaid. They are
+// compared before the wait; the same settings go on to the engine.
+func TestEvalRefusesOtherSettingsBeforeTheEngine(t *testing.T) {
+	eng, engineURL := startResumeEngine(t)
+	dir := t.TempDir()
+	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 20)
+	for _, tc := range []struct {
+		mode, partial string
+		args          []string
+		failAt        int32
+		other         [][]string // each refused before the wait
+		want          []string
+	}{
+		{"passk", "passk" + report.ProblemsSuffix, []string{"--samples", "4"}, 41,
+			[][]string{{"--seed", "2"}, {"--temperature", "0.5"}, {"--max-new-tokens", "32"}, {"--traces"}},
+			[]string{"(seed 1, not 2)", "(temperature 1, not 0.5)", "(max_new_tokens 64, not 32)", "whose traces were not kept"}},
+		{"rsa", "rsa" + report.StepsSuffix, []string{"--population", "2", "--subset", "2", "--rsa-steps", "2"}, 2*40 + 5,
+			[][]string{{"--subset", "1"}},
+			[]string{"(--subset 2, not 1)"}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			out := filepath.Join(dir, tc.mode)
+			evalIn := func(extra ...string) (int, string, time.Duration) {
+				var stderr bytes.Buffer
+				args := append([]string{"eval", "--mode", tc.mode, "--data", problems, "--max-new-tokens", "64", "--quiet", "--out", out,
+					"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, tc.args...)
+				start := time.Now()
+				code := run(context.Background(), append(args, extra...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+				return code, stderr.String(), time.Since(start)
+			}
+			eng.loading.Store(false)
+			eng.served.Store(0)
+			eng.failAt.Store(tc.failAt)
+			code, stderr, _ := evalIn()
+			require.Equal(t, exitFailure, code, stderr)
+			partial := filepath.Join(out, tc.partial)
+			before, err := os.ReadFile(partial)
+			require.NoError(t, err, stderr)
+
+			eng.loading.Store(true)
+			for i, other := range tc.other {
+				eng.asked.Store(0)
+				code, stderr, took := evalIn(append([]string{"--engine-timeout", "60s"}, other...)...)
+				require.Equal(t, exitFailure, code, stderr)
+				require.Contains(t, stderr, partial+" holds ", other)
+				require.Contains(t, stderr, tc.want[i], other)
+				require.Zero(t, eng.asked.Load(), "%v: the engine was not asked", other)
+				require.Less(t, took, 30*time.Second, "%v: refused without waiting for the engine", other)
+			}
+			// The same settings wait for the engine, and the saved work
+			// is kept.
+			eng.asked.Store(0)
+			code, stderr, _ = evalIn("--engine-timeout", "1s")
+			require.Equal(t, exitFailure, code, stderr)
+			require.Contains(t, stderr, "rollout: engine: "+engineURL+"/models")
+			require.NotZero(t, eng.asked.Load())
+			after, err := os.ReadFile(partial)
+			require.NoError(t, err)
+			require.Equal(t, string(before), string(after))
+		})
+	}
+}
+
 // TestRefuseSavedOfAnOlderSpiral: a saved evaluation's key that lacks a
 // setting this spiral records of every evaluation (extra's min_p, say,
 // were a newer spiral to add it) was refused as "min_p none, not 0.05:
@@ -772,11 +849,11 @@ func TestRefuseSavedOfAnOlderSpiral(t *testing.T) {
 			path + " holds " + what + " of other settings (search_template none, not s.txt (sha256 00)): rerun with those to resume it, or give --fresh to discard them and start over, or another --out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := refuseSaved(path, what, key(tc.extra), now, nil, false, false)
+			err := refuseSaved(path, what, key(tc.extra), now, nil, unknowns{}, false)
 			require.EqualError(t, err, tc.want)
 		})
 	}
-	require.NoError(t, refuseSaved(path, what, now, now, nil, false, false), "the same settings")
+	require.NoError(t, refuseSaved(path, what, now, now, nil, unknowns{}, false), "the same settings")
 }
 
 // TestRefuseSavedOfANewerSpiral: a saved evaluation's key that records
@@ -806,7 +883,7 @@ func TestRefuseSavedOfANewerSpiral(t *testing.T) {
 			path + " holds " + what + " of other settings (search_template s.txt (sha256 00), not none): rerun with those to resume it, or give --fresh to discard them and start over, or another --out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := refuseSaved(path, what, key(tc.extra), now, nil, false, false)
+			err := refuseSaved(path, what, key(tc.extra), now, nil, unknowns{}, false)
 			require.EqualError(t, err, tc.want)
 		})
 	}
