@@ -117,17 +117,29 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 			Extra:      reportExtra(c, f.reward.rule, tmpl, tf, skipped),
 			ProblemIDs: report.ProblemIDs(problems), ProblemsDigest: data.ProblemsDigest(problems)}
 	}
+	// The local engine's settings that may change the last bits of the
+	// logits alone, which a rerun with others resumes, warned of
+	// (report.EvalKey.Numerics).
+	var numerics map[string]string
+	if f.engine.engine == "local" {
+		device := "cpu" // after --device auto's fallback
+		if sess.rt.Device().Kind == model.CUDA {
+			device = "cuda"
+		}
+		numerics = map[string]string{"--gen-batch": strconv.Itoa(f.sf.cfg.BatchSize), "--gen-call-mib": strconv.Itoa(f.sf.callMiB),
+			"--threads": strconv.Itoa(f.rf.threads), "--deterministic": strconv.FormatBool(f.rf.deterministic), "--device": device}
+	}
 	// pass@k and the sequential budget sweep save their problems as
 	// they finish, RSA its state after each step, which a rerun of the
 	// same settings resumes: keyOf is the key of an evaluation of meta.
 	keyOf := func(meta report.Meta) report.EvalKey {
 		if f.mode != "rsa" {
 			key := report.KeyOf(report.Mode(f.mode), meta, f.samples)
-			key.Tokenizer = tokID
+			key.Tokenizer, key.Numerics = tokID, numerics
 			return key
 		}
 		key, cfg := report.KeyOf(report.ModeRSA, meta, f.rsa.Population), f.rsa
-		key.RSA, key.Tokenizer = &cfg, tokID
+		key.RSA, key.Tokenizer, key.Numerics = &cfg, tokID, numerics
 		return key
 	}
 	base := filepath.Join(f.out, f.mode)
@@ -793,10 +805,14 @@ func openEvalProblems(path string, key report.EvalKey, problems []data.Problem, 
 	if err != nil || s == nil {
 		return p, err
 	}
+	numerics := s.Key.NumericsDiff(key)
+	if len(numerics) > 0 {
+		p.key.Numerics = s.Key.Numerics // what its saved problems were sampled with
+	}
 	first := ""
 	if n := len(s.Key.ProblemIDs); n < len(key.ProblemIDs) {
 		first = fmt.Sprintf(" by an evaluation of the first %d", n)
-		p.w, err = report.RekeyProblems(path, s, key)
+		p.w, err = report.RekeyProblems(path, s, p.key)
 	} else {
 		p.w, err = report.AppendProblems(path, s)
 	}
@@ -813,7 +829,21 @@ func openEvalProblems(path string, key report.EvalKey, problems []data.Problem, 
 		cut = ", less its last line, cut short"
 	}
 	fmt.Fprintf(stderr, "spiral: resuming: %d of %s already evaluated (saved in %s%s%s)\n", len(s.Problems), rollout.Plural(len(key.ProblemIDs), "problem"), path, first, cut)
+	warnOtherNumerics(stderr, path, numerics)
 	return p, nil
+}
+
+// warnOtherNumerics warns on w where what an interrupted evaluation saved
+// in the file at path is resumed with other settings of the local engine
+// (diff, report.EvalKey.NumericsDiff), which determine no result but may
+// change the last bits of the model's logits, and so, rarely, a sampled
+// token: the report may then differ from an uninterrupted evaluation's.
+// The file goes on recording the saved ones.
+func warnOtherNumerics(w io.Writer, path string, diff []string) {
+	if len(diff) > 0 {
+		fmt.Fprintf(w, "spiral: warning: %s was saved with %s: resumed, but these change the last bits of the model's logits, so a rare sampled token, and the report, may differ from an uninterrupted evaluation's; rerun with the saved ones for that one's report bit for bit, or give --fresh to start over\n",
+			path, strings.Join(diff, "; "))
+	}
 }
 
 // resumable reads the file at path in which an interrupted evaluation
@@ -1054,11 +1084,16 @@ func openEvalSteps(path string, key report.EvalKey, problems []data.Problem, now
 		}
 	}
 	p.resumed, p.started, p.saved = s.State(), s.Started, len(s.Steps)
+	numerics := s.Key.NumericsDiff(key)
+	if len(numerics) > 0 {
+		p.key.Numerics = s.Key.Numerics // what its saved steps were sampled with
+	}
 	other := ""
 	if s.Key.RSA.Steps != key.RSA.Steps {
 		other = fmt.Sprintf(" by an evaluation of --rsa-steps %d", s.Key.RSA.Steps)
 	}
 	fmt.Fprintf(stderr, "spiral: resuming: %d of %d RSA steps already evaluated (saved in %s%s)\n", len(s.Steps), key.RSA.Steps+1, path, other)
+	warnOtherNumerics(stderr, path, numerics)
 	return p, nil
 }
 

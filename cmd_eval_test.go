@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spiral-rl/spiral/data"
+	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/embedded"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
@@ -818,6 +820,59 @@ func TestEvalRefusesOtherSettingsBeforeTheEngine(t *testing.T) {
 			after, err := os.ReadFile(partial)
 			require.NoError(t, err)
 			require.Equal(t, string(before), string(after))
+		})
+	}
+}
+
+// TestEvalResumesOtherNumerics: --gen-batch, --gen-call-mib, --threads,
+// --deterministic and --device, which on the local engine determine no
+// result but may change the last bits of the model's logits (and so,
+// rarely, a sampled token), were not in what an interrupted evaluation
+// saved: a rerun with others resumed it without a word, its report then
+// possibly not the uninterrupted one's. They are recorded; a rerun with
+// others resumes, warned of, naming them; with the same, no warning.
+func TestEvalResumesOtherNumerics(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	out := filepath.Join(t.TempDir(), "eval")
+	evalIn := func(extra ...string) (int, string) {
+		var stderr bytes.Buffer
+		args := append([]string{"eval", "--mode", "passk", "--limit", "2", "--samples", "1", "--max-new-tokens", "4", "--quiet", "--threads", "1", "--out", out}, extra...)
+		return run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String()
+	}
+	code, stderr := evalIn("--gen-batch", "5")
+	require.Zero(t, code, stderr)
+	var rep report.PassAtK
+	require.NoError(t, report.ReadJSON(filepath.Join(out, "passk.json"), &rep))
+	partial := filepath.Join(out, "passk"+report.ProblemsSuffix)
+	for _, tc := range []struct {
+		name string
+		args []string
+		warn string
+	}{
+		{"the same", []string{"--gen-batch", "5"}, ""},
+		{"another --gen-batch", []string{"--gen-batch", "3"}, "spiral: warning: " + partial + " was saved with --gen-batch 5, not 3: resumed, but these change the last bits of the model's logits"},
+		{"another --gen-batch and --gen-call-mib", []string{"--gen-batch", "3", "--gen-call-mib", "64"},
+			fmt.Sprintf("spiral: warning: %s was saved with --gen-batch 5, not 3; --gen-call-mib %d, not 64: resumed", partial, model.DefaultCallBytes>>20)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// What an evaluation with --gen-batch 5 interrupted after its
+			// first problem saved.
+			key := report.KeyOf(report.ModePassAtK, rep.Meta, 1)
+			key.Numerics = map[string]string{"--gen-batch": "5", "--gen-call-mib": strconv.Itoa(int(model.DefaultCallBytes >> 20)),
+				"--threads": "1", "--deterministic": "false", "--device": "cpu"}
+			w, err := report.CreateProblems(partial, key, rep.Meta.Timestamp)
+			require.NoError(t, err)
+			require.NoError(t, w.Write([]report.ProblemRecord{{Problem: 0, ID: rep.Meta.ProblemIDs[0], Samples: []report.SampleRecord{{Answer: "7", Finish: rollout.FinishLength}}}}))
+			require.NoError(t, w.Close())
+
+			code, stderr := evalIn(tc.args...)
+			require.Zero(t, code, stderr)
+			require.Contains(t, stderr, "spiral: resuming: 1 of 2 problems already evaluated (saved in "+partial+")\n")
+			if tc.warn == "" {
+				require.NotContains(t, stderr, "warning")
+				return
+			}
+			require.Contains(t, stderr, tc.warn)
 		})
 	}
 }

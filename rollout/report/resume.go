@@ -52,6 +52,14 @@ type EvalKey struct {
 	// another, the prompts and the saved ids are other text. "" in
 	// files of versions before it, which it does not refuse.
 	Tokenizer string `json:"tokenizer,omitempty"`
+	// Numerics records, flag by flag ("--gen-batch": "64"), the local
+	// engine's settings that determine no result but may change the
+	// last bits of the model's logits (eval records --gen-batch,
+	// --gen-call-mib, --threads, --deterministic and the device), and
+	// so, rarely, a sampled token. Diff does not compare them: a rerun
+	// with others resumes (NumericsDiff). None on a serving engine, nor
+	// in files of versions before it.
+	Numerics map[string]string `json:"numerics,omitempty"`
 }
 
 // KeyOf is the key of an evaluation of mode with the report meta m and
@@ -126,6 +134,19 @@ func (k EvalKey) Diff(now EvalKey) []string {
 		out = append(out, fmt.Sprintf("%d problems of other ids or order, not these %d", len(k.ProblemIDs), len(now.ProblemIDs)))
 	case k.ProblemsDigest != now.ProblemsDigest:
 		out = append(out, "problems of other texts or answers (problems_digest)")
+	}
+	return out
+}
+
+// NumericsDiff says how k's Numerics, a saved evaluation's, differ from
+// now's, one phrase a flag both record ("--gen-batch 64, not 32"), in
+// the flags' order; none where neither records it.
+func (k EvalKey) NumericsDiff(now EvalKey) []string {
+	var out []string
+	for _, flag := range slices.Sorted(maps.Keys(k.Numerics)) {
+		if is, ok := now.Numerics[flag]; ok && is != k.Numerics[flag] {
+			out = append(out, fmt.Sprintf("%s %s, not %s", flag, k.Numerics[flag], is))
+		}
 	}
 	return out
 }

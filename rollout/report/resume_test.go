@@ -182,6 +182,37 @@ func TestEvalKeyDiff(t *testing.T) {
 	require.Equal(t, []string{"mode rsa, not passk", "rsa --population 2 --subset 2 --rsa-steps 3, not none"}, rsa(cfg).Diff(resumeKey()))
 }
 
+// TestEvalKeyNumericsDiff: the local engine's flags that change only the
+// last bits of the logits (--gen-batch, --threads...) are recorded in the
+// key but are no difference of Diff's, which would refuse the resume;
+// NumericsDiff names those that differ, each flag alone, and none that
+// either key does not record (a file of a version before them, or a
+// serving engine's evaluation).
+func TestEvalKeyNumericsDiff(t *testing.T) {
+	numerics := func(m map[string]string) EvalKey {
+		k := resumeKey()
+		k.Numerics = m
+		return k
+	}
+	local := map[string]string{"--gen-batch": "64", "--threads": "0", "--device": "cpu"}
+	for _, tc := range []struct {
+		name     string
+		was, now map[string]string
+		want     []string
+	}{
+		{"the same", local, local, nil},
+		{"two others", local, map[string]string{"--gen-batch": "32", "--threads": "0", "--device": "cuda"}, []string{"--device cpu, not cuda", "--gen-batch 64, not 32"}},
+		{"none recorded then", nil, local, nil},
+		{"none recorded now", local, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			was, now := numerics(tc.was), numerics(tc.now)
+			require.Equal(t, tc.want, was.NumericsDiff(now))
+			require.Empty(t, was.Diff(now), "resumed")
+		})
+	}
+}
+
 // TestRekeyProblems: a saved evaluation resumed by one of more problems
 // (a larger --limit) is rewritten under the larger key with its intact
 // problems, a last line cut short left out, and takes the new ones,
