@@ -866,7 +866,7 @@ func resumable(path string, key report.EvalKey, problems []data.Problem, unknown
 	case errors.Is(err, fs.ErrNotExist) || err == nil && len(s.Problems) == 0:
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("%w: the file holds what an interrupted evaluation finished: %s", err, restart)
+		return nil, unreadSaved(err, "what an interrupted evaluation finished")
 	}
 	was := s.Key
 	if n := len(was.ProblemIDs); n < len(problems) && slices.Equal(was.ProblemIDs, key.ProblemIDs[:n]) {
@@ -898,6 +898,17 @@ func resumable(path string, key report.EvalKey, problems []data.Problem, unknown
 // is half the context).
 type unknowns struct {
 	checkpoint, context, traceLength bool
+}
+
+// unreadSaved is the refusal of a saved evaluation that did not read
+// (err), which holds what: one with a field this spiral does not know
+// (report.NewerError) was saved by a newer spiral, and resumes with it.
+func unreadSaved(err error, what string) error {
+	var newer *report.NewerError
+	if errors.As(err, &newer) {
+		return fmt.Errorf("%w: saved by a newer spiral, whose settings this one does not know: resume it with that spiral, or %s", err, restart)
+	}
+	return fmt.Errorf("%w: the file holds %s: %s", err, what, restart)
 }
 
 // restart is how a refusal of what an interrupted evaluation saved ends.
@@ -1007,7 +1018,7 @@ func resumableRSA(path string, key report.EvalKey, problems []data.Problem, unkn
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("%w: the file holds the steps an interrupted evaluation finished: %s", err, restart)
+		return nil, unreadSaved(err, "the steps an interrupted evaluation finished")
 	}
 	was := s.Key
 	if key.RSA != nil && was.RSA.Steps != key.RSA.Steps && len(s.Steps) <= key.RSA.Steps+1 {

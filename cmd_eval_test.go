@@ -944,6 +944,36 @@ func TestRefuseSavedOfANewerSpiral(t *testing.T) {
 	}
 }
 
+// TestResumableOfANewerSpiral: a saved evaluation whose key holds a field
+// this spiral does not know (a newer spiral's) was refused as a file
+// that does not read ("json: unknown field"), as if damaged. It is
+// refused as a newer spiral's, offering that spiral, --fresh or another
+// --out.
+func TestResumableOfANewerSpiral(t *testing.T) {
+	dir := t.TempDir()
+	key := report.EvalKey{Mode: report.ModePassAtK, Samples: 1, Model: "m", Dataset: "d", Seed: 1, Extra: map[string]string{"temperature": "1"},
+		ProblemIDs: []string{"a", "b"}, ProblemsDigest: "x"}
+	problems := filepath.Join(dir, "passk"+report.ProblemsSuffix)
+	w, err := report.CreateProblems(problems, key, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, w.Write([]report.ProblemRecord{{Problem: 0, ID: "a", Samples: []report.SampleRecord{{Answer: "7", Finish: rollout.FinishStop}}}}))
+	require.NoError(t, w.Close())
+	rsaKey := key
+	rsaKey.Mode, rsaKey.Samples, rsaKey.RSA = report.ModeRSA, 1, &rollout.RSAConfig{Population: 1, SubsetSize: 1, Steps: 2}
+	steps := filepath.Join(dir, "rsa"+report.StepsSuffix)
+	require.NoError(t, report.SaveRSA(steps, report.RSAOf(rsaKey, time.Now(), rollout.RSAState{Steps: []rollout.RSAStep{{Step: 0}}, Population: [][]rollout.Trace{{{}}, {{}}}}, nil)))
+	for _, path := range []string{problems, steps} {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, bytes.Replace(b, []byte(`"mode":`), []byte(`"min_p":"0.05","mode":`), 1), 0o644))
+	}
+	const want = `json: unknown field "min_p": saved by a newer spiral, whose settings this one does not know: resume it with that spiral, or give --fresh to discard them and start over, or another --out`
+	_, err = resumable(problems, key, nil, unknowns{}, false)
+	require.EqualError(t, err, problems+": line 1: "+want)
+	_, err = resumableRSA(steps, rsaKey, nil, unknowns{}, false)
+	require.EqualError(t, err, steps+": "+want)
+}
+
 // TestEvalResumesAGrownLimit: an interrupted pass@k evaluation of the
 // first 12 problems, rerun with a larger --limit (all 20), was refused
 // for its other problem ids, though its problems are the first 12 of

@@ -219,7 +219,9 @@ type SavedProblems struct {
 
 // ReadProblems reads the saved evaluation at path. A last line cut short
 // (or that does not read, as a crash may leave it) is left out and said
-// (Cut); any other line that does not read, a record of a problem index
+// (Cut); a line with a field this version does not know is a
+// *NewerError naming the line; any other line that does not read, a
+// record of a problem index
 // or id the key does not list, one of another number of samples than the
 // key's or a problem recorded twice is an error naming the line.
 func ReadProblems(path string) (*SavedProblems, error) {
@@ -236,17 +238,18 @@ func ReadProblems(path string) (*SavedProblems, error) {
 		var rec ProblemRecord
 		if line == 1 {
 			var h problemsHeader
-			if err = strictUnmarshal(text, &h); err == nil && h.Key.Samples < 1 {
+			if err = savedUnmarshal(text, &h); err == nil && h.Key.Samples < 1 {
 				err = fmt.Errorf("%d samples a problem", h.Key.Samples)
 			}
 			s.Key, s.Started = h.Key, h.Started
-		} else if err = strictUnmarshal(text, &rec); err == nil {
+		} else if err = savedUnmarshal(text, &rec); err == nil {
 			err = s.check(rec, seen)
 		}
 		if err == nil && !whole {
 			err = errors.New("cut short")
 		}
-		if line > 1 && last && err != nil {
+		var newer *NewerError
+		if line > 1 && last && err != nil && !errors.As(err, &newer) {
 			s.Cut = true
 			break
 		}
@@ -281,6 +284,24 @@ func (s *SavedProblems) check(rec ProblemRecord, seen map[int]bool) error {
 		return fmt.Errorf("problem %q recorded twice", rec.ID)
 	}
 	return nil
+}
+
+// NewerError is the error of a saved evaluation holding a field this
+// version does not know, which a newer spiral's records: Err, the
+// decoder's, names it.
+type NewerError struct{ Err error }
+
+func (e *NewerError) Error() string { return e.Err.Error() }
+func (e *NewerError) Unwrap() error { return e.Err }
+
+// savedUnmarshal is strictUnmarshal of what a saved evaluation holds: b
+// that reads but for fields v does not have is a *NewerError.
+func savedUnmarshal(b []byte, v any) error {
+	err := strictUnmarshal(b, v)
+	if err != nil && json.Unmarshal(b, v) == nil {
+		return &NewerError{err}
+	}
+	return err
 }
 
 func strictUnmarshal(b []byte, v any) error {

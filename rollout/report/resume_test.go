@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -280,4 +282,63 @@ func TestSavedRSA(t *testing.T) {
 	require.NoError(t, SaveRSA(path, &bad))
 	_, err = ReadRSA(path)
 	require.ErrorContains(t, err, path+`: problem "b" has 1 members, want 2`)
+}
+
+// TestReadSavedOfANewerSpiral: a saved evaluation whose key, or whose
+// records, hold a field this version does not know (a newer spiral's,
+// such as a key recording more than this one's) failed as any file that
+// does not read ("json: unknown field"), which reads as a damaged file.
+// It is a *NewerError, which names the field, so that eval says whose
+// file it is; a line cut short is still left out, not such an error.
+func TestReadSavedOfANewerSpiral(t *testing.T) {
+	dir := t.TempDir()
+	// A problems file whose key (line 1) or whose first record (line 2)
+	// records a field this version does not know.
+	problems := filepath.Join(dir, "passk"+ProblemsSuffix)
+	w, err := CreateProblems(problems, resumeKey(), time.Now())
+	require.NoError(t, err)
+	require.NoError(t, w.Write([]ProblemRecord{resumeRecord(0, "a"), resumeRecord(1, "b")}))
+	require.NoError(t, w.Close())
+	written, err := os.ReadFile(problems)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, old, new, want string
+	}{
+		{"the key", `"mode":`, `"min_p":"0.05","mode":`, `line 1: json: unknown field "min_p"`},
+		{"a record", `{"problem":0,`, `{"problem":0,"logprob":-1.5,`, `line 2: json: unknown field "logprob"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, os.WriteFile(problems, bytes.Replace(written, []byte(tc.old), []byte(tc.new), 1), 0o644))
+			_, err := ReadProblems(problems)
+			var newer *NewerError
+			require.True(t, errors.As(err, &newer), "%v", err)
+			require.ErrorContains(t, err, problems+": "+tc.want)
+		})
+	}
+	// A line cut short is not a newer spiral's.
+	require.NoError(t, os.WriteFile(problems, written[:len(written)-5], 0o644))
+	s, err := ReadProblems(problems)
+	require.NoError(t, err)
+	require.True(t, s.Cut)
+	// Another type is a damaged file, not a newer spiral's.
+	require.NoError(t, os.WriteFile(problems, bytes.Replace(written, []byte(`"seed":1`), []byte(`"seed":"one"`), 1), 0o644))
+	_, err = ReadProblems(problems)
+	var newer *NewerError
+	require.Error(t, err)
+	require.False(t, errors.As(err, &newer), "%v", err)
+
+	steps := filepath.Join(dir, "rsa"+StepsSuffix)
+	key := resumeKey()
+	key.Mode, key.RSA = ModeRSA, &rollout.RSAConfig{Population: 2, SubsetSize: 2, Steps: 3}
+	st := rollout.RSAState{Steps: []rollout.RSAStep{{Step: 0, Population: 2}}, Population: make([][]rollout.Trace, 3)}
+	for i := range st.Population {
+		st.Population[i] = make([]rollout.Trace, 2)
+	}
+	require.NoError(t, SaveRSA(steps, RSAOf(key, time.Now(), st, nil)))
+	b, err := os.ReadFile(steps)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(steps, bytes.Replace(b, []byte(`"subset_size":`), []byte(`"min_p":"0.05","subset_size":`), 1), 0o644))
+	_, err = ReadRSA(steps)
+	require.True(t, errors.As(err, &newer), "%v", err)
+	require.ErrorContains(t, err, steps+": json: unknown field \"min_p\"")
 }

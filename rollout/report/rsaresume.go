@@ -44,7 +44,8 @@ func SaveRSA(path string, s *SavedRSA) error {
 }
 
 // ReadRSA reads the saved RSA evaluation at path, refusing one that does
-// not read, whose steps are not 0, 1, ... up to at most its key's, or
+// not read (one with a field this version does not know as a
+// *NewerError), whose steps are not 0, 1, ... up to at most its key's, or
 // whose population is not its key's population of each of its problems.
 func ReadRSA(path string) (*SavedRSA, error) {
 	b, err := os.ReadFile(path)
@@ -52,7 +53,7 @@ func ReadRSA(path string) (*SavedRSA, error) {
 		return nil, err
 	}
 	s := &SavedRSA{}
-	if err := strictUnmarshal(b, s); err != nil {
+	if err := savedUnmarshal(b, s); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	k := s.Key
