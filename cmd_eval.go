@@ -146,12 +146,12 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	// refuseOther refuses what an interrupted evaluation of another key
 	// than key saved, but for what unknown leaves out (resumable,
 	// resumableRSA).
-	refuseOther := func(key report.EvalKey, problems []data.Problem, unknown unknowns) error {
+	refuseOther := func(key report.EvalKey, problems, all []data.Problem, unknown unknowns) error {
 		if f.mode == "rsa" {
-			_, err := resumableRSA(base+report.StepsSuffix, key, problems, unknown, f.traces)
+			_, err := resumableRSA(base+report.StepsSuffix, key, problems, all, unknown, f.traces)
 			return err
 		}
-		_, err := resumable(base+report.ProblemsSuffix, key, problems, unknown, f.traces)
+		_, err := resumable(base+report.ProblemsSuffix, key, problems, all, unknown, f.traces)
 		return err
 	}
 	// A commit killed within its renames is finished first, as the
@@ -170,7 +170,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 			return err
 		}
 		unknown := unknowns{context: true, traceLength: f.sf.cfg.MaxNewTokens == 0 && !sess.embedded && !onTask}
-		if err := refuseOther(keyOf(metaOf(c, problems, 0, "")), nil, unknown); err != nil {
+		if err := refuseOther(keyOf(metaOf(c, problems, 0, "")), nil, nil, unknown); err != nil {
 			return err
 		}
 	}
@@ -216,7 +216,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		// by all but the checkpoint, which only its load picks:
 		// openEvalProblems and openEvalSteps check that too, once it
 		// is loaded.
-		if err := refuseOther(keyOf(meta), problems, unknowns{checkpoint: f.ckpt != ""}); err != nil {
+		if err := refuseOther(keyOf(meta), problems, ds.Problems, unknowns{checkpoint: f.ckpt != ""}); err != nil {
 			return err
 		}
 	}
@@ -801,7 +801,9 @@ func openEvalProblems(path string, key report.EvalKey, problems []data.Problem, 
 		}
 		return p, nil
 	}
-	s, err := resumable(path, key, problems, unknowns{}, traces)
+	// The check before the load, given the data set's problems, refused
+	// a file of another --limit on other texts: none is needed here.
+	s, err := resumable(path, key, problems, nil, unknowns{}, traces)
 	if err != nil || s == nil {
 		return p, err
 	}
@@ -847,20 +849,21 @@ func warnOtherNumerics(w io.Writer, path string, diff []string) {
 }
 
 // resumable reads the file at path in which an interrupted evaluation
-// saved its problems, for an evaluation of key, of problems: it returns
-// them where the evaluation resumes them, nil where there are none (no
-// file, or one that holds no problem). It resumes those of the same key,
-// and those of an evaluation of the first of problems (a smaller
-// --limit: the saved problem ids the first of key's, and their texts and
-// answers as the saved problems_digest has them: other ones are refused
-// as such, not as another --limit), each trace being
-// seeded by its problem's index and sample alone; how many problems each
+// saved its problems, for an evaluation of key, of problems (of the data
+// set's all, which refuseSaved reads): it returns them where the
+// evaluation resumes them, nil where there are none (no file, or one
+// that holds no problem). It resumes those of the same key, and those of
+// an evaluation of the first of problems (a smaller --limit: the saved
+// problem ids the first of key's, and their texts and answers as the
+// saved problems_digest has them: other ones are refused as such, not
+// as another --limit), each trace being seeded by its problem's index
+// and sample alone; how many problems each
 // skipped as too long for the model (extra's skipped_problems, which
 // determines no result) is not compared. It refuses them where they are
 // of another key (naming how), or where traces (--traces, whose traces
 // of the saved problems were not kept), and a file that does not read;
 // what unknown names is not compared.
-func resumable(path string, key report.EvalKey, problems []data.Problem, unknown unknowns, traces bool) (*report.SavedProblems, error) {
+func resumable(path string, key report.EvalKey, problems, all []data.Problem, unknown unknowns, traces bool) (*report.SavedProblems, error) {
 	s, err := report.ReadProblems(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || err == nil && len(s.Problems) == 0:
@@ -881,10 +884,33 @@ func resumable(path string, key report.EvalKey, problems []data.Problem, unknown
 		was.Extra = maps.Clone(was.Extra)
 		was.Extra[skippedProblemsKey] = v
 	}
-	if err := refuseSaved(path, s.Describe(), was, key, problems, unknown, traces); err != nil {
+	if err := refuseSaved(path, s.Describe(), was, key, problems, all, unknown, traces); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// digestOf is the problems_digest of the problems of all whose ids are
+// ids, in their order, as all has them now; false where one of ids is
+// not in all, or not once.
+func digestOf(all []data.Problem, ids []string) (string, bool) {
+	at := make(map[string]int, len(all))
+	for i, p := range all {
+		if _, twice := at[p.ID]; twice {
+			at[p.ID] = -1
+			continue
+		}
+		at[p.ID] = i
+	}
+	of := make([]data.Problem, len(ids))
+	for j, id := range ids {
+		i, ok := at[id]
+		if !ok || i < 0 {
+			return "", false
+		}
+		of[j] = all[i]
+	}
+	return data.ProblemsDigest(of), true
 }
 
 // unknowns are what the key of an evaluation does not know yet where what
@@ -915,18 +941,19 @@ func unreadSaved(err error, what string) error {
 const restart = "give --fresh to discard them and start over, or another --out"
 
 // refuseSaved refuses what an interrupted evaluation saved in the file
-// at path (described by what) for an evaluation of key, of problems,
-// where it is of another key, was (naming how; problems of which one's
-// are the first of the other's as another --limit, the saved one's to
-// finish it, and, where the saved ones are the fewer, their texts or
-// answers where these first problems' differ), or where traces
-// (--traces, whose traces of what was saved were not kept); what
-// unknown names is not compared.
+// at path (described by what) for an evaluation of key, of problems (of
+// the data set's all), where it is of another key, was (naming how;
+// problems of which one's are the first of the other's as another
+// --limit, the saved one's to finish it, and their texts or answers
+// where these first problems', or, where the saved ones are the more,
+// those of all of their ids (digestOf; none given: not compared),
+// differ), or where traces (--traces, whose traces of what was saved
+// were not kept); what unknown names is not compared.
 // What lacks a setting that key's extra records of every evaluation
 // (all but a template file's) was saved by an older spiral, and what
 // records one that key's extra does not (but a template file's) by a
 // newer one, which no flags make resumable: each is refused as such.
-func refuseSaved(path, what string, was, key report.EvalKey, problems []data.Problem, unknown unknowns, traces bool) error {
+func refuseSaved(path, what string, was, key report.EvalKey, problems, all []data.Problem, unknown unknowns, traces bool) error {
 	if unknown.checkpoint {
 		was.Model, was.CheckpointDigest = key.Model, key.CheckpointDigest
 	}
@@ -973,9 +1000,15 @@ func refuseSaved(path, what string, was, key report.EvalKey, problems []data.Pro
 	if m := len(key.ProblemIDs); n != m && slices.Equal(was.ProblemIDs[:min(n, m)], key.ProblemIDs[:min(n, m)]) {
 		skipped, _ := strconv.Atoi(was.Extra[skippedProblemsKey])
 		limit = fmt.Sprintf("--limit %d", n+skipped)
-		if n < m && n <= len(problems) && was.ProblemsDigest != data.ProblemsDigest(problems[:n]) {
-			// Said with the --limit: a rerun of that one would be
-			// refused for them.
+		// Said with the --limit: a rerun of that one would be refused
+		// for them.
+		now, ok := "", false
+		if n < m && n <= len(problems) {
+			now, ok = data.ProblemsDigest(problems[:n]), true
+		} else if n > m {
+			now, ok = digestOf(all, was.ProblemIDs)
+		}
+		if ok && now != was.ProblemsDigest {
 			otherTexts = fmt.Sprintf("the first %d problems of other texts or answers (problems_digest)", n)
 		}
 		was.ProblemIDs, was.ProblemsDigest = key.ProblemIDs, key.ProblemsDigest
@@ -1006,13 +1039,13 @@ func refuseSaved(path, what string, was, key report.EvalKey, problems []data.Pro
 }
 
 // resumableRSA reads the file at path in which an interrupted RSA
-// evaluation saved its steps, for an evaluation of key, of problems: it
-// returns them where the evaluation resumes them (they are of key, or of another
-// --rsa-steps that saved no more steps than key's has: no step depends
+// evaluation saved its steps, for an evaluation of key, of problems (of
+// the data set's all): it returns them where the evaluation resumes them
+// (they are of key, or of another --rsa-steps that saved no more steps than key's has: no step depends
 // on how many follow it, each seeded by its step, problem and member
 // alone), nil where there is none; it refuses them as refuseSaved does,
 // and a file that does not read.
-func resumableRSA(path string, key report.EvalKey, problems []data.Problem, unknown unknowns, traces bool) (*report.SavedRSA, error) {
+func resumableRSA(path string, key report.EvalKey, problems, all []data.Problem, unknown unknowns, traces bool) (*report.SavedRSA, error) {
 	s, err := report.ReadRSA(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -1026,7 +1059,7 @@ func resumableRSA(path string, key report.EvalKey, problems []data.Problem, unkn
 		cfg.Steps = key.RSA.Steps
 		was.RSA = &cfg
 	}
-	if err := refuseSaved(path, s.Describe(), was, key, problems, unknown, traces); err != nil {
+	if err := refuseSaved(path, s.Describe(), was, key, problems, all, unknown, traces); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -1085,7 +1118,7 @@ func openEvalSteps(path string, key report.EvalKey, problems []data.Problem, now
 		}
 		return p, nil
 	}
-	s, err := resumableRSA(path, key, problems, unknowns{}, traces)
+	s, err := resumableRSA(path, key, problems, nil, unknowns{}, traces) // as openEvalProblems
 	if err != nil || s == nil {
 		return p, err
 	}

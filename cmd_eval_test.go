@@ -904,11 +904,11 @@ func TestRefuseSavedOfAnOlderSpiral(t *testing.T) {
 			path + " holds " + what + " of other settings (search_template none, not s.txt (sha256 00)): rerun with those to resume it, or give --fresh to discard them and start over, or another --out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := refuseSaved(path, what, key(tc.extra), now, nil, unknowns{}, false)
+			err := refuseSaved(path, what, key(tc.extra), now, nil, nil, unknowns{}, false)
 			require.EqualError(t, err, tc.want)
 		})
 	}
-	require.NoError(t, refuseSaved(path, what, now, now, nil, unknowns{}, false), "the same settings")
+	require.NoError(t, refuseSaved(path, what, now, now, nil, nil, unknowns{}, false), "the same settings")
 }
 
 // TestRefuseSavedOfANewerSpiral: a saved evaluation's key that records
@@ -938,7 +938,7 @@ func TestRefuseSavedOfANewerSpiral(t *testing.T) {
 			path + " holds " + what + " of other settings (search_template s.txt (sha256 00), not none): rerun with those to resume it, or give --fresh to discard them and start over, or another --out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := refuseSaved(path, what, key(tc.extra), now, nil, unknowns{}, false)
+			err := refuseSaved(path, what, key(tc.extra), now, nil, nil, unknowns{}, false)
 			require.EqualError(t, err, tc.want)
 		})
 	}
@@ -968,9 +968,9 @@ func TestResumableOfANewerSpiral(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, bytes.Replace(b, []byte(`"mode":`), []byte(`"min_p":"0.05","mode":`), 1), 0o644))
 	}
 	const want = `json: unknown field "min_p": saved by a newer spiral, whose settings this one does not know: resume it with that spiral, or give --fresh to discard them and start over, or another --out`
-	_, err = resumable(problems, key, nil, unknowns{}, false)
+	_, err = resumable(problems, key, nil, nil, unknowns{}, false)
 	require.EqualError(t, err, problems+": line 1: "+want)
-	_, err = resumableRSA(steps, rsaKey, nil, unknowns{}, false)
+	_, err = resumableRSA(steps, rsaKey, nil, nil, unknowns{}, false)
 	require.EqualError(t, err, steps+": "+want)
 }
 
@@ -1105,6 +1105,69 @@ func TestEvalRefusesAGrownLimitOnOtherTexts(t *testing.T) {
 			require.Equal(t, exitFailure, code, stderr)
 			require.Contains(t, stderr, partial+tc.want)
 			require.Zero(t, eng.served.Load(), "nothing generated")
+		})
+	}
+}
+
+// TestEvalRefusesASmallerLimitOnOtherTexts: an interrupted evaluation of
+// the first 12 problems, whose 11th's text then changed in the file (its
+// id kept), rerun with --limit 4, was refused as "of --limit 12 ...:
+// rerun with --limit 12 to finish it", and that rerun then refused for
+// the texts. The first refusal names the texts, as the data set has the
+// saved problems now (by their ids).
+func TestEvalRefusesASmallerLimitOnOtherTexts(t *testing.T) {
+	eng, engineURL := startResumeEngine(t)
+	dir := t.TempDir()
+	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 20)
+	out := filepath.Join(dir, "eval")
+	evalIn := func(extra ...string) (int, string) {
+		var stderr bytes.Buffer
+		args := append([]string{"eval", "--mode", "passk", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out,
+			"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, extra...)
+		return run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String()
+	}
+	eng.failAt.Store(41) // the first call's 8 problems done
+	code, stderr := evalIn("--limit", "12")
+	require.Equal(t, exitFailure, code, stderr)
+	partial := filepath.Join(out, "passk"+report.ProblemsSuffix)
+	require.FileExists(t, partial, stderr)
+	eng.failAt.Store(0)
+	code, stderr = evalIn("--limit", "4")
+	require.Equal(t, exitFailure, code, stderr)
+	require.Contains(t, stderr, " of --limit 12, not of these 4 problems: rerun with --limit 12 to finish it", "the texts alike")
+
+	b, err := os.ReadFile(problems)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(problems, bytes.Replace(b, []byte(`"Problem 10"`), []byte(`"Problem ten"`), 1), 0o644))
+	eng.served.Store(0)
+	code, stderr = evalIn("--limit", "4")
+	require.Equal(t, exitFailure, code, stderr)
+	require.Contains(t, stderr, partial+" holds 8 of the 12 problems of an interrupted passk evaluation of other settings (the first 12 problems of other texts or answers (problems_digest); the first 12 problems (--limit 12), not these 4): ")
+	require.Zero(t, eng.served.Load(), "nothing generated")
+}
+
+// TestDigestOf: the saved problems' digest is taken of the data set's
+// problems of their ids, in the saved order; where an id is missing, or
+// given twice (which of the two was saved is not known), none is.
+func TestDigestOf(t *testing.T) {
+	p := func(id, text string) data.Problem { return data.Problem{ID: id, Problem: text, Answer: "1"} }
+	all := []data.Problem{p("a", "A"), p("b", "B"), p("c", "C"), p("d", "D"), p("d", "D2")}
+	for _, tc := range []struct {
+		name string
+		ids  []string
+		want []data.Problem // nil: none
+	}{
+		{"in order", []string{"a", "b"}, all[:2]},
+		{"some skipped", []string{"a", "c"}, []data.Problem{all[0], all[2]}},
+		{"missing", []string{"a", "e"}, nil},
+		{"twice in the data", []string{"a", "d"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := digestOf(all, tc.ids)
+			require.Equal(t, tc.want != nil, ok)
+			if tc.want != nil {
+				require.Equal(t, data.ProblemsDigest(tc.want), got)
+			}
 		})
 	}
 }
