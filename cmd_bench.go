@@ -546,8 +546,9 @@ type benchTrainStep struct {
 
 // trainStep makes bench train's step on pol of the model r, over b's
 // rows (RandomTrainBatch's, in groups of --group sharing a prompt), with
-// opt its optimizer; an auto --micro-batch-tokens that cannot read r's
-// config.json is noted on env.stderr, as train notes it.
+// opt its optimizer; an auto --micro-batch-tokens without r's
+// config.json, or that cannot read it, is noted on env.stderr, as train
+// notes it.
 func (f *benchFlags) trainStep(env *cliEnv, r resolvedModel, pol *model.Policy, opt *optim.AdamW, b model.TrainBatch) *benchTrainStep {
 	cfg := rl.DefaultConfig()
 	mbt := f.microBatchTokens

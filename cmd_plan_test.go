@@ -147,9 +147,11 @@ func TestPlanLoRARankPastProjection(t *testing.T) {
 }
 
 // TestAutoMicroBatchTokens: --micro-batch-tokens 0 sizes training calls
-// from config.json's shape; without a config.json it is 4,096, and a
-// config.json it cannot read gives 4,096 too, now with a note saying
-// why, not silently as if there were none. A Qwen2, Llama or Mistral
+// from config.json's shape; without a config.json it is 4,096, with a
+// note naming the file (it was silent: a bare model.onnx export of
+// Qwen3-4B trained in calls of 4,096 tokens and one of Qwen3-0.6B too,
+// the user told nothing of either), and a config.json it cannot read
+// gives 4,096 too, with a note saying why. A Qwen2, Llama or Mistral
 // config.json is read as plan reads it (memplan.ParseConfig), where it
 // was refused as not Qwen3's: Qwen2.5-7B's shape (28 layers of 3,584,
 // 28 heads of 128) keeps 29 x 3,584 x 4 + 4 x (10 x 3,584 + 8 x 3,584)
@@ -164,7 +166,8 @@ func TestAutoMicroBatchTokens(t *testing.T) {
 		note         string
 	}{
 		{"Qwen3-0.6B's shape", qwen3Config, 16384, ""},
-		{"no config.json", "", 4096, ""},
+		{"no config.json", "", 4096,
+			"spiral: note: --micro-batch-tokens auto: there is no DIR/config.json, whose shape sizes training calls: training calls of 4096 tokens (give --micro-batch-tokens to choose)\n"},
 		{"Qwen2.5-7B's shape", `{"model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584, "intermediate_size": 18944, "num_attention_heads": 28,
 			"num_key_value_heads": 4, "vocab_size": 152064}`, 6374, ""},
 		{"a config.json without the widths", `{"model_type": "qwen2", "num_hidden_layers": 24, "hidden_size": 896}`, 4096,

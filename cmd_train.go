@@ -413,12 +413,15 @@ func noteUnpackedRows(w io.Writer, flag, name string, learner interface{ PackedR
 // within 512..16384, for a model whose config.json is beside it
 // (Qwen3-0.6B: 16,384 tokens, Qwen3-4B: 7,013; a Qwen2, Llama or
 // Mistral config.json read as plan reads it, memplan.ParseConfig);
-// without one, 4,096, and with one it cannot read too, noted on warn. A
-// row longer than the bound is a micro-batch of its own.
+// without one, 4,096, and with one it cannot read too, each noted on
+// warn with the file. A row longer than the bound is a micro-batch of its
+// own.
 func autoMicroBatchTokens(modelPath string, warn io.Writer) int {
 	const fallback = 4096
-	a, err := memplan.LoadConfig(filepath.Join(filepath.Dir(modelPath), model.ConfigFile))
+	path := filepath.Join(filepath.Dir(modelPath), model.ConfigFile)
+	a, err := memplan.LoadConfig(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(warn, "spiral: note: --micro-batch-tokens auto: there is no %s, whose shape sizes training calls: training calls of %d tokens (give --micro-batch-tokens to choose)\n", path, fallback)
 		return fallback
 	}
 	if err != nil {
