@@ -63,7 +63,7 @@ func (t *Task) LongestAggregate(n int) (Example, error) {
 func (t *Task) longest() []longestParts {
 	t.longestOnce.Do(func() {
 		byCandidate := map[int]longestParts{}
-		t.eachSolveItem(func(it Item) {
+		t.eachItem(func(it Item) {
 			p := it.longestParts(t.cfg.MinOperand, t.cfg.MaxOperand)
 			if q, ok := byCandidate[len(p.candidate)]; !ok || p.size(0) > q.size(0) {
 				byCandidate[len(p.candidate)] = p
@@ -76,11 +76,12 @@ func (t *Task) longest() []longestParts {
 	return t.longestParts
 }
 
-// eachSolveItem calls fn with every solve problem Sample can draw, of
-// either split: every count of operands, operand values, operators and
-// position of the unknown, less the expressions whose values could pass
-// maxValue.
-func (t *Task) eachSolveItem(fn func(Item)) {
+// eachItem calls fn with every problem Sample can draw, of either
+// split: every count of operands, operand values, operators and, in the
+// solve form, position of the unknown, less the expressions whose values
+// could pass maxValue. The Item's Operands and Ops are fn's to read
+// during the call only: the next call's reuse them.
+func (t *Task) eachItem(fn func(Item)) {
 	for n := t.cfg.MinOperands; n <= t.cfg.MaxOperands; n++ {
 		operands := make([]int, n)
 		ops := make([]byte, n-1)
@@ -94,10 +95,14 @@ func (t *Task) eachSolveItem(fn func(Item)) {
 			for i := range ops {
 				ops[i] = t.cfg.Ops[digits[n+i]]
 			}
-			if maxValueBound(ops, t.cfg.MaxOperand) <= maxValue {
+			switch {
+			case maxValueBound(ops, t.cfg.MaxOperand) > maxValue:
+			case t.cfg.Form == FormSolve:
 				for u := range n {
 					fn(solveItem(operands, ops, u))
 				}
+			default:
+				fn(build(operands, ops))
 			}
 			i := len(digits) - 1
 			for ; i >= 0; i-- {

@@ -2,6 +2,7 @@ package synth
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -391,26 +392,91 @@ func TestWarmStartHoldsNoTestProblem(t *testing.T) {
 // embedded task holds are refused at once, with how many it holds, and
 // none drawn. Problems drew until 20 times as many draws as it had found
 // problems found no new one: spiral train --eval-problems 5000 took 7 s
-// to refuse. A task whose split sizes are not known still draws.
+// to refuse.
 func TestProblemsPastTheSplitDrawNothing(t *testing.T) {
 	embedded, err := Embedded()
 	require.NoError(t, err)
-	small, err := New(Config{MinOperands: 2, MaxOperands: 2, MinOperand: 1, MaxOperand: 3, Ops: "+", TestPercent: 50}, EmbeddedSeed)
-	require.NoError(t, err)
 	for _, c := range []struct {
-		name       string
-		task       *Task
-		split      Split
-		n          int
-		found      int
-		drawsThese bool
+		name  string
+		split Split
+		n     int
+		found int
 	}{
-		{"embedded test, one past", embedded, Test, 1135, 1134, false},
-		{"embedded test, far past", embedded, Test, 5000, 1134, false},
-		{"embedded train, one past", embedded, Train, 9992, 9991, false},
-		{"another task", small, Test, 100, -1, true},
+		{"embedded test, one past", Test, 1135, 1134},
+		{"embedded test, far past", Test, 5000, 1134},
+		{"embedded train, one past", Train, 9992, 9991},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			draws := 0
+			_, err := embedded.problems(c.split, c.n, 7, func(r *rand.Rand, s Split) (Item, string, error) {
+				draws++
+				return embedded.sample(r, s)
+			})
+			var few *TooFewError
+			require.ErrorAs(t, err, &few)
+			require.Equal(t, TooFewError{Split: c.split, Found: c.found, Want: c.n}, *few)
+			require.Zero(t, draws, "drew problems to refuse %d", c.n)
+		})
+	}
+}
+
+// TestProblemsPastACountedSplit: a task of few expressions (at most
+// maxCounted) counts its split's problems once its draws stall (1,000 in
+// a row found none), and refuses more than there are then, with their
+// number: it drew until 20 times as many draws as it had found problems
+// found no new one, so spiral data synth --form compute --max-operand 1
+// --max-operands 12 --problems 100000 took 6 s (and --max-operand 2
+// --min-operands 6 --max-operands 6, 3 s) to find that a few thousand
+// exist. The draws counted are fewer than 20 for each problem found, the
+// fruitless ones alone that the refusal took. A counted split's every
+// problem is still found, and a task of more expressions is not counted.
+func TestProblemsPastACountedSplit(t *testing.T) {
+	task := func(cfg Config) *Task {
+		tk, err := New(cfg, EmbeddedSeed)
+		require.NoError(t, err)
+		return tk
+	}
+	// 2 operands of 1..20 and the three operators: 1,200 expressions.
+	compute := task(Config{MinOperands: 2, MaxOperands: 2, MinOperand: 1, MaxOperand: 20, TestPercent: 50})
+	computeSplits := splitSizesOf(compute, func(yield func(Item) bool) {
+		for _, operands := range tuples(ints(1, 20), 2) {
+			for _, ops := range tuples([]byte("+-*"), 1) {
+				if !yield(build(operands, ops)) {
+					return
+				}
+			}
+		}
+	})
+	// The solve form of 2 or 3 operands of 1..3 and the three operators,
+	// each operand in turn the unknown: 2*9*3 + 3*27*9 = 783 equations.
+	solve := task(Config{Form: FormSolve, MinOperands: 2, MaxOperands: 3, MinOperand: 1, MaxOperand: 3, TestPercent: 50})
+	solveSplits := splitSizesOf(solve, func(yield func(Item) bool) {
+		for n := 2; n <= 3; n++ {
+			for _, operands := range tuples(ints(1, 3), n) {
+				for _, ops := range tuples([]byte("+-*"), n-1) {
+					for u := range n {
+						if !yield(solveItem(operands, ops, u)) {
+							return
+						}
+					}
+				}
+			}
+		}
+	})
+	for _, c := range []struct {
+		name  string
+		task  *Task
+		split Split
+		n     int
+		found int
+	}{
+		{"compute test, one past", compute, Test, computeSplits[Test] + 1, computeSplits[Test]},
+		{"compute train, far past", compute, Train, 100_000, computeSplits[Train]},
+		{"solve test, one past", solve, Test, solveSplits[Test] + 1, solveSplits[Test]},
+		{"solve train, one past", solve, Train, solveSplits[Train] + 1, solveSplits[Train]},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Greater(t, c.found, 100, "enough problems that 20 draws each pass 1,000")
 			draws := 0
 			_, err := c.task.problems(c.split, c.n, 7, func(r *rand.Rand, s Split) (Item, string, error) {
 				draws++
@@ -418,14 +484,54 @@ func TestProblemsPastTheSplitDrawNothing(t *testing.T) {
 			})
 			var few *TooFewError
 			require.ErrorAs(t, err, &few)
-			require.Equal(t, c.split, few.Split)
-			require.Equal(t, c.n, few.Want)
-			if c.drawsThese {
-				require.Positive(t, draws)
-				return
-			}
-			require.Equal(t, c.found, few.Found)
-			require.Zero(t, draws, "drew problems to refuse %d", c.n)
+			require.Equal(t, TooFewError{Split: c.split, Found: c.found, Want: c.n}, *few)
+			require.Less(t, draws, 20*c.found, "drew until 20 draws a problem found none")
 		})
 	}
+	for _, s := range []Split{Train, Test} {
+		items, err := solve.Problems(s, solveSplits[s], 1)
+		require.NoError(t, err, s)
+		require.Len(t, items, solveSplits[s])
+	}
+	// The default compute task: 3 or 4 operands of 1..15, about 1.4
+	// million expressions.
+	_, counted := task(Config{}).splitSizes()
+	require.False(t, counted, "more than maxCounted expressions")
+}
+
+// splitSizesOf returns the problems of each of task's splits among the
+// items that each yields, each counted once (by its canonical form).
+func splitSizesOf(task *Task, each iter.Seq[Item]) map[Split]int {
+	keys := map[string]bool{}
+	sizes := map[Split]int{}
+	for it := range each {
+		if key := CanonicalExpr(it.Expr); !keys[key] {
+			keys[key] = true
+			sizes[task.SplitOf(it.Expr)]++
+		}
+	}
+	return sizes
+}
+
+// ints returns lo..hi.
+func ints(lo, hi int) []int {
+	var out []int
+	for v := lo; v <= hi; v++ {
+		out = append(out, v)
+	}
+	return out
+}
+
+// tuples returns every sequence of n values of xs.
+func tuples[T any](xs []T, n int) [][]T {
+	if n == 0 {
+		return [][]T{nil}
+	}
+	var out [][]T
+	for _, head := range tuples(xs, n-1) {
+		for _, x := range xs {
+			out = append(out, append(slices.Clone(head), x))
+		}
+	}
+	return out
 }

@@ -178,9 +178,14 @@ type Task struct {
 	// (longest).
 	longestOnce  sync.Once
 	longestParts []longestParts
-	// sizes are the problems of each split, by Split, where known (the
-	// embedded task's), else zeros.
-	sizes [2]int
+	// sizes are the problems of each split, by Split, where New knows
+	// them (known: the embedded task's); else splitSizes counts them,
+	// once, into counted, where it can (countable).
+	sizes     [2]int
+	known     bool
+	countOnce sync.Once
+	counted   [2]int
+	countable bool
 }
 
 // New returns the task for cfg (zero fields take defaults) whose train/test
@@ -191,9 +196,86 @@ func New(cfg Config, seed uint64) (*Task, error) {
 	}
 	t := &Task{cfg: cfg.WithDefaults(), seed: seed, tmpl: Templates()}
 	if t.cfg == EmbeddedConfig.WithDefaults() && seed == EmbeddedSeed {
-		t.sizes = [2]int{Train: embeddedTrainSize, Test: embeddedTestSize}
+		t.sizes, t.known = [2]int{Train: embeddedTrainSize, Test: embeddedTestSize}, true
 	}
 	return t, nil
+}
+
+// maxCounted bounds the expressions that splitSizes enumerates to count
+// the problems of each split: 2^19, counted in about a second.
+const maxCounted = 1 << 19
+
+// splitSizes returns the problems of each split, by Split, and whether
+// they are known: the embedded task's, or counted, where Sample draws
+// from at most maxCounted expressions (expressions), by enumerating
+// them all (eachItem), each problem once (by its canonical form). The
+// count costs about as much as as many tries of Sample, so Problems asks
+// for it only once its draws stall, and where it costs less than the
+// draws it saves (worthCounting).
+func (t *Task) splitSizes() ([2]int, bool) {
+	if t.known {
+		return t.sizes, true
+	}
+	t.countOnce.Do(func() {
+		if t.expressions(maxCounted) > maxCounted {
+			return
+		}
+		seen := map[string]bool{}
+		t.eachItem(func(it Item) {
+			if key := CanonicalExpr(it.Expr); !seen[key] {
+				seen[key] = true
+				t.counted[t.splitOfKey(key)]++
+			}
+		})
+		t.countable = true
+	})
+	return t.counted, t.countable
+}
+
+// worthCounting reports whether counting the problems of each split
+// (splitSizes) costs less than the draws it saves in refusing a request
+// past those of split s, found of them found so far: 20 draws for each
+// found, less the stalled ones made, each about 100 / the split's
+// percent tries of Sample, where the count takes about a try's time for
+// each expression. The embedded task's are known, at no cost.
+func (t *Task) worthCounting(s Split, found int) bool {
+	if t.known {
+		return true
+	}
+	percent := t.cfg.TestPercent
+	if s == Train {
+		percent = 100 - percent
+	}
+	tries := max(20*found-stalled, 0) * 100 / percent
+	return t.expressions(maxCounted) <= min(tries, maxCounted)
+}
+
+// expressions returns how many expressions eachItem enumerates at most
+// (those whose values could pass maxValue among them), or limit+1 where
+// they are more than limit: every count of operands, operand values,
+// operators and, in the solve form, position of the unknown.
+func (t *Task) expressions(limit int) int {
+	values := t.cfg.MaxOperand - t.cfg.MinOperand + 1
+	total := 0
+	for n := t.cfg.MinOperands; n <= t.cfg.MaxOperands; n++ {
+		count := 1
+		if t.cfg.Form == FormSolve {
+			count = n
+		}
+		for i := range 2*n - 1 {
+			base := values
+			if i >= n {
+				base = len(t.cfg.Ops)
+			}
+			if count *= base; count > limit {
+				return limit + 1
+			}
+		}
+		if total += count; total > limit {
+			return limit + 1
+		}
+	}
+	return total
 }
 
 // SplitOf returns the split an expression (Item.Expr) belongs to:
@@ -348,12 +430,20 @@ func maxValueBound(ops []byte, maxOperand int) int {
 	return sum
 }
 
+// stalled is how many draws in a row that find no new problem stall
+// Problems' draws: the fewest that end them (past 20 for each problem
+// found), and where the split's problems are counted (splitSizes).
+const stalled = 1000
+
 // Problems returns n distinct problems of split s, drawn from a PCG
 // generator seeded with (seed, split). It fails when the configuration has
 // too few distinct problems: after 100n + 1000 draws, or sooner, once
 // 20 times as many draws as it has found problems (at least 1000) in a row
 // found no new one, so a request far above the D distinct problems fails
-// within about 20D draws instead of 100n. Were the D drawn uniformly, even
+// within about 20D draws instead of 100n; where the split's problems can
+// be counted (splitSizes) at less cost than those draws, once 1,000
+// draws in a row found none, as soon as the count says that n is more
+// than there are. Were the D drawn uniformly, even
 // the last one would take D draws on average, and asking for all of them
 // would fail this way with probability about e^-20; but each operand
 // count is drawn equally often, so a problem with the most operands is
@@ -373,15 +463,21 @@ func (t *Task) Problems(s Split, n int, seed uint64) ([]Item, error) {
 
 // problems is Problems, drawing each problem with draw (t.sample).
 func (t *Task) problems(s Split, n int, seed uint64, draw func(*rand.Rand, Split) (Item, string, error)) ([]Item, error) {
-	if s >= 0 && int(s) < len(t.sizes) && t.sizes[s] > 0 && n > t.sizes[s] {
+	split := s >= 0 && int(s) < len(t.sizes) // a split that sizes index
+	if split && t.known && n > t.sizes[s] {
 		return nil, &TooFewError{Split: s, Found: t.sizes[s], Want: n}
 	}
 	r := rand.New(rand.NewPCG(seed, uint64(s)+0x5851F42D4C957F2D))
 	items := make([]Item, 0, min(n, 1<<16))
 	seen := make(map[string]bool, min(n, 1<<16))
 	for tries, sinceNew := 0, 0; len(items) < n; tries, sinceNew = tries+1, sinceNew+1 {
-		if tries > 100*n+1000 || sinceNew > max(20*len(items), 1000) {
+		if tries > 100*n+1000 || sinceNew > max(20*len(items), stalled) {
 			return nil, &TooFewError{Split: s, Found: len(items), Want: n}
+		}
+		if sinceNew == stalled && split && t.worthCounting(s, len(items)) {
+			if sizes, known := t.splitSizes(); known && n > sizes[s] {
+				return nil, &TooFewError{Split: s, Found: sizes[s], Want: n}
+			}
 		}
 		it, key, err := draw(r, s)
 		var none *noneDrawnError
