@@ -157,7 +157,8 @@ func (c *cancelAt) Write(p []byte) (int, error) {
 // as train refuses it (TestTrainRefusesOtherSettingsBeforeThePolicy): it
 // was refused only by the resume, after. The run's artifacts path is a
 // file here, so that loading the policy fails: the refusal must come
-// first; with --override the rerun goes on to the policy.
+// first; with --override the rerun goes on to the policy. The refusal
+// exits 2, the flags' mistake (it exited 1).
 func TestSFTRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
@@ -175,16 +176,17 @@ func TestSFTRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		args []string
+		code int
 		want string
 	}{
-		{"other --lr", []string{"--lr", "1e-3"}, "spiral sft: " + out + " holds a run with other settings: schedule.peak_lr (--lr): 0.003 -> 0.001; rerun with --override to continue with the new ones, or use another --out or --fresh\n"},
-		{"another --tokenizer", []string{"--tokenizer", other}, "spiral sft: " + out + " holds a run with other settings: tokenizer (--tokenizer): "},
-		{"--override", []string{"--lr", "1e-3", "--override"}, "spiral sft: model: artifacts: mkdir " + artifacts + ": not a directory\n"},
+		{"other --lr", []string{"--lr", "1e-3"}, exitUsage, "spiral sft: " + out + " holds a run with other settings: schedule.peak_lr (--lr): 0.003 -> 0.001; rerun with --override to continue with the new ones, or use another --out or --fresh\n"},
+		{"another --tokenizer", []string{"--tokenizer", other}, exitUsage, "spiral sft: " + out + " holds a run with other settings: tokenizer (--tokenizer): "},
+		{"--override", []string{"--lr", "1e-3", "--override"}, exitFailure, "spiral sft: model: artifacts: mkdir " + artifacts + ": not a directory\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stderr.Reset()
 			rerun := append(append([]string{}, args...), tc.args...)
-			require.Equal(t, exitFailure, run(context.Background(), rerun, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			require.Equal(t, tc.code, run(context.Background(), rerun, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
 			require.Contains(t, stderr.String(), tc.want)
 		})
 	}

@@ -296,7 +296,8 @@ func TestTrainFinalRSANamesAModelGivenFromItsDirectory(t *testing.T) {
 // were compared only after the wait, so an engine that never answered
 // ended the rerun with its error, the settings unsaid. The run's data
 // file moved is the run's, by the problems that fit as many as the run's
-// did, and goes on to the engine.
+// did, and goes on to the engine. Each refusal exits 2, the flags'
+// mistake (it exited 1); the engine's error still exits 1.
 func TestTrainRefusesAnotherRunBeforeTheEngine(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	var asked atomic.Int32
@@ -343,7 +344,11 @@ func TestTrainRefusesAnotherRunBeforeTheEngine(t *testing.T) {
 			args := append(append(append(append([]string{}, small...), engine...), "--engine-timeout", tc.timeout), tc.args...)
 			start := time.Now()
 			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
-			require.Equal(t, exitFailure, code, stderr.String())
+			if tc.engine {
+				require.Equal(t, exitFailure, code, stderr.String())
+			} else {
+				require.Equal(t, exitUsage, code, stderr.String())
+			}
 			for _, want := range tc.want {
 				require.Contains(t, stderr.String(), want)
 			}
@@ -398,7 +403,10 @@ func thinkingTemplate(t *testing.T, from, dir string) string {
 // a word, training the run's weights on ids that meant other text; so
 // is its tokenizer.json beside a chat template whose generation prompt
 // opens <think> (the prompts' ids differ); the model's own tokenizer
-// given by --tokenizer is the run's.
+// given by --tokenizer is the run's. A settings refusal exits 2, as the
+// command-line mistake it is (the flags contradict the run in --out): it
+// exited 1, as a failure; the data file edited in place, no flag's
+// doing, still does.
 func TestTrainRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
@@ -415,15 +423,16 @@ func TestTrainRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
 		name     string
 		args     []string
 		problems string
+		code     int
 		want     string
 	}{
-		{"other --lr", []string{"--lr", "1e-3"}, problems, "spiral train: " + runDir + " holds a run with other settings: schedule.peak_lr (--lr): 0.0001 -> 0.001; rerun with --override to continue with the new ones, or use another --out or --fresh\n"},
-		{"the data edited", nil, problems + `{"problem": "Compute 3+3", "answer": "6"}` + "\n",
+		{"other --lr", []string{"--lr", "1e-3"}, problems, exitUsage, "spiral train: " + runDir + " holds a run with other settings: schedule.peak_lr (--lr): 0.0001 -> 0.001; rerun with --override to continue with the new ones, or use another --out or --fresh\n"},
+		{"the data edited", nil, problems + `{"problem": "Compute 3+3", "answer": "6"}` + "\n", exitFailure,
 			"the run drew from 2 usable problems and " + train + " now has 3: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh\n"},
-		{"--override", []string{"--lr", "1e-3", "--override"}, problems, "spiral train: model: artifacts: mkdir " + filepath.Join(runDir, rl.ArtifactsDir) + ": not a directory\n"},
-		{"another --tokenizer", []string{"--tokenizer", otherTok}, problems, "spiral train: " + runDir + " holds a run with other settings: tokenizer (--tokenizer): "},
-		{"the model's tokenizer given", []string{"--tokenizer", embeddedDir}, problems, "spiral train: model: artifacts: mkdir "},
-		{"its tokenizer.json with another chat template", []string{"--tokenizer", otherTemplate}, problems, "spiral train: " + runDir + " holds a run with other settings: tokenizer (--tokenizer): "},
+		{"--override", []string{"--lr", "1e-3", "--override"}, problems, exitFailure, "spiral train: model: artifacts: mkdir " + filepath.Join(runDir, rl.ArtifactsDir) + ": not a directory\n"},
+		{"another --tokenizer", []string{"--tokenizer", otherTok}, problems, exitUsage, "spiral train: " + runDir + " holds a run with other settings: tokenizer (--tokenizer): "},
+		{"the model's tokenizer given", []string{"--tokenizer", embeddedDir}, problems, exitFailure, "spiral train: model: artifacts: mkdir "},
+		{"its tokenizer.json with another chat template", []string{"--tokenizer", otherTemplate}, problems, exitUsage, "spiral train: " + runDir + " holds a run with other settings: tokenizer (--tokenizer): "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NoError(t, os.RemoveAll(runDir))
@@ -436,7 +445,7 @@ func TestTrainRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
 			require.NoError(t, os.WriteFile(train, []byte(tc.problems), 0o644))
 			stderr.Reset()
 			rerun := append(append(append([]string{}, args...), "--steps", "2"), tc.args...)
-			require.Equal(t, exitFailure, run(context.Background(), rerun, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			require.Equal(t, tc.code, run(context.Background(), rerun, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
 			require.Contains(t, stderr.String(), tc.want)
 		})
 	}
@@ -486,7 +495,7 @@ func TestRerunComparesTheTemplatesRead(t *testing.T) {
 				require.Zero(t, code, stderr.String())
 				return
 			}
-			require.Equal(t, exitFailure, code, stderr.String())
+			require.Equal(t, exitUsage, code, stderr.String())
 			require.Contains(t, stderr.String(), tc.want)
 		})
 	}

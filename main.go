@@ -26,10 +26,13 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/spiral-rl/spiral/rl"
 )
 
 // exitUsage is the exit status for command-line mistakes (unknown flag or
-// command, bad flag value); exitInterrupted for a command stopped by
+// command, bad flag value, flags that contradict the run of train's or
+// sft's --out: rl.OtherRunError); exitInterrupted for a command stopped by
 // SIGINT, SIGTERM or SIGHUP; exitFailure for everything else that fails.
 const (
 	exitUsage       = 2
@@ -250,7 +253,8 @@ func run(ctx context.Context, args []string, env *cliEnv) int {
 		}
 		printError(env.stderr, cmd.name, err)
 		var ue usageError
-		if errors.As(err, &ue) {
+		var other *rl.OtherRunError // the flags contradict the run in --out
+		if errors.As(err, &ue) || errors.As(err, &other) {
 			return exitUsage
 		}
 		return exitFailure

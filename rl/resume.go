@@ -163,13 +163,31 @@ func resumeRefusal(err error, ckptDir string) error {
 	return fmt.Errorf("resume: %w (use --fresh to start over)", err)
 }
 
+// OtherRunError is the refusal of a rerun into a run directory whose
+// checkpoints are of another run than the rerun's flags describe: of
+// the other command (train's, sft's), another model, data set,
+// algorithm, LoRA setting or --train and --freeze selection, or, without
+// --override, other settings. The flags are at fault, not a file: the
+// way on is other flags (the run's, --override, another --out or
+// --fresh).
+type OtherRunError struct{ Err error }
+
+func (e *OtherRunError) Error() string { return e.Err.Error() }
+func (e *OtherRunError) Unwrap() error { return e.Err }
+
+// otherRun is the OtherRunError of the message format and args
+// (fmt.Errorf's).
+func otherRun(format string, args ...any) error {
+	return &OtherRunError{fmt.Errorf(format, args...)}
+}
+
 // otherLoRARun refuses the run in dir trained with the LoRA setting prev
 // (nil: full fine-tuning), not now: its checkpoints hold other tensors.
 func otherLoRARun(dir string, prev, now *lmgraph.LoRA) error {
 	if loraString(prev) == loraString(now) {
 		return nil
 	}
-	return fmt.Errorf("%s holds a run with %s; this one is %s: use the same LoRA flags, another --out, or --fresh",
+	return otherRun("%s holds a run with %s; this one is %s: use the same LoRA flags, another --out, or --fresh",
 		dir, loraString(prev), loraString(now))
 }
 
@@ -182,7 +200,7 @@ func otherSelection(dir, setting, prev, now string) error {
 	if prev == "" || now == "" || prev == now {
 		return nil
 	}
-	return fmt.Errorf("%s holds a run that trains other parameters (%s: %s -> %s): use the same --train and --freeze, another --out, or --fresh",
+	return otherRun("%s holds a run that trains other parameters (%s: %s -> %s): use the same --train and --freeze, another --out, or --fresh",
 		dir, setting, prev, now)
 }
 
@@ -259,7 +277,7 @@ func checkSettings(dir string, diff []string, override bool, warn io.Writer) err
 		return nil
 	}
 	if !override {
-		return fmt.Errorf("%s holds a run with other settings: %s; rerun with --override to continue with the new ones, or use another --out or --fresh",
+		return otherRun("%s holds a run with other settings: %s; rerun with --override to continue with the new ones, or use another --out or --fresh",
 			dir, strings.Join(diff, ", "))
 	}
 	fmt.Fprintf(warn, "spiral: --override: continuing %s with new settings: %s\n", dir, strings.Join(diff, ", "))

@@ -993,7 +993,7 @@ func recordedRun(dir, path string, config json.RawMessage, now RunSettings) (Run
 			nowData = fmt.Sprintf("%s (%s)", now.Data, now.DataPath)
 			changed += ": another file of that name"
 		}
-		return RunSettings{}, fmt.Errorf("%s holds a run of %s on %s (%s); this one is %s on %s (%s)%s: use another --out, or --fresh",
+		return RunSettings{}, otherRun("%s holds a run of %s on %s (%s); this one is %s on %s (%s)%s: use another --out, or --fresh",
 			dir, prevModel, prevData, prev.RL.Algo, nowModel, nowData, now.RL.Algo, changed)
 	}
 	return prev, nil
@@ -1011,7 +1011,7 @@ func recordedSettingsOf(dir, path string, config json.RawMessage) (RunSettings, 
 		SFT *SFTConfig `json:"sft"`
 	}
 	if json.Unmarshal(config, &sft) == nil && sft.SFT != nil {
-		return RunSettings{}, fmt.Errorf("%s holds checkpoints of spiral sft, not of train: use another --out, or --fresh", dir)
+		return RunSettings{}, otherRun("%s holds checkpoints of spiral sft, not of train: use another --out, or --fresh", dir)
 	}
 	if prev.LoRA != nil { // targets saved in the order given, by older versions
 		c := prev.LoRA.Canonical()

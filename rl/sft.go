@@ -674,10 +674,10 @@ func recordedSFT(dir, path string, config json.RawMessage, now SFTSettings) (SFT
 		return SFTSettings{}, fmt.Errorf("checkpoint %s: run settings: %w (use another --out, or --fresh)", path, err)
 	}
 	if prev.SFT == nil {
-		return SFTSettings{}, fmt.Errorf("%s holds checkpoints of spiral train, not of sft: use another --out, or --fresh", dir)
+		return SFTSettings{}, otherRun("%s holds checkpoints of spiral train, not of sft: use another --out, or --fresh", dir)
 	}
 	if !sameModel(prev.Model, prev.ModelID, now.Model, now.ModelID) {
-		return SFTSettings{}, fmt.Errorf("%s holds an sft run of %s (model id %.12s); this one is of %s (model id %.12s): use another --out, or --fresh",
+		return SFTSettings{}, otherRun("%s holds an sft run of %s (model id %.12s); this one is of %s (model id %.12s): use another --out, or --fresh",
 			dir, prev.Model, prev.ModelID, now.Model, now.ModelID)
 	}
 	return prev, nil

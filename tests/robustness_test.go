@@ -243,7 +243,7 @@ func TestOtherSelectionRefusedBeforeArtifacts(t *testing.T) {
 	before, err := os.ReadFile(manifest)
 	require.NoError(t, err)
 	r = spiralIn(t, dir, nil, append(args, "--steps", "2", "--freeze", "norm")...)
-	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, run+` holds a run that trains other parameters (sampling.selection: train="" freeze="" -> train="" freeze="norm")`)
 	after, err := os.ReadFile(manifest)
 	require.NoError(t, err)

@@ -306,7 +306,7 @@ func TestSFTOtherModelRefusedBeforeArtifacts(t *testing.T) {
 	m := filepath.Join(dir, "m")
 	requireExit(t, spiral(t, nil, "init-model", "--out", m, "--seed", "5"), 0, nil)
 	r := spiral(t, nil, append([]string{"sft", "--model", filepath.Join(m, "model.onnx")}, small...)...)
-	requireExit(t, r, 1, nil, out+" holds an sft run of embedded", "use another --out, or --fresh")
+	requireExit(t, r, 2, nil, out+" holds an sft run of embedded", "use another --out, or --fresh")
 	require.Equal(t, before, artifacts(), "the run's artifacts are untouched")
 }
 
@@ -336,7 +336,7 @@ func TestSFTResumeOtherTokenizer(t *testing.T) {
 	require.NoError(t, err)
 
 	r := spiral(t, nil, append(args, "--tokenizer", other)...)
-	requireExit(t, r, 1, nil, "holds a run with other settings: tokenizer (--tokenizer): ", "rerun with --override")
+	requireExit(t, r, 2, nil, "holds a run with other settings: tokenizer (--tokenizer): ", "rerun with --override")
 	require.NotContains(t, r.stdout, "resumed from")
 	after, err := os.ReadFile(filepath.Join(out, "sft.jsonl.partial"))
 	require.NoError(t, err)

@@ -546,7 +546,7 @@ func TestLoRAWorkflow(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "(step 2)")
 	r = spiral(t, nil, append(args, "--steps", "4", "--lora-rank", "8")...)
-	require.Equal(t, 1, r.code, "another rank cannot resume these adapters")
+	require.Equal(t, 2, r.code, "another rank cannot resume these adapters")
 	require.Contains(t, r.stderr, "use the same LoRA flags")
 
 	r = spiral(t, nil, "eval", "--checkpoint", ckpts, "--limit", "3", "--samples", "2", "--out", filepath.Join(dir, "eval"), "--quiet")
@@ -723,7 +723,7 @@ func TestResumeFromAnotherDirectory(t *testing.T) {
 	other := filepath.Join(dir, "o.jsonl")
 	require.NoError(t, os.WriteFile(other, []byte(strings.ReplaceAll(rows, "2+2", "2+3")), 0o644))
 	r = spiralIn(t, dir, nil, append(args("", "4"), "--data", other)...)
-	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "run holds a run of embedded on "+same+" (spiral); this one is embedded on "+other+" (spiral)")
 }
 
@@ -739,7 +739,7 @@ func TestResumeOtherTemplates(t *testing.T) {
 	tmpl := filepath.Join(dir, "search.txt")
 	require.NoError(t, os.WriteFile(tmpl, []byte("{{.Problem}} =\n"), 0o644))
 	r = shortTrain(t, run, "--steps", "3", "--search-template", tmpl)
-	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, 2, r.code, r.stderr)
 	require.Regexp(t, `holds a run with other settings: sampling\.search_template \(--search-template\): "[0-9a-f]{32}" -> "[0-9a-f]{32}"; rerun with --override`, r.stderr)
 	r = shortTrain(t, run, "--steps", "3", "--search-template", tmpl, "--override")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -1163,6 +1163,6 @@ func TestOtherModelRefusedBeforeArtifacts(t *testing.T) {
 	m := filepath.Join(dir, "m")
 	requireExit(t, spiral(t, nil, "init-model", "--out", m, "--seed", "5"), 0, nil)
 	r = spiral(t, nil, append([]string{"train", "--model", filepath.Join(m, "model.onnx")}, small...)...)
-	requireExit(t, r, 1, nil, run+" holds a run of embedded", "use another --out, or --fresh")
+	requireExit(t, r, 2, nil, run+" holds a run of embedded", "use another --out, or --fresh")
 	require.Equal(t, before, artifacts(), "the run's artifacts are untouched")
 }
