@@ -147,7 +147,8 @@ func (f *modelFlags) resolve(warn io.Writer) (resolvedModel, error) {
 // one holding what an hf or peft export writes (spiral's or another
 // tool's) is named as such, with what to give instead, since "the
 // directory of an export" would read as that directory, and so is a
-// run's (runPathError).
+// run's (runPathError); those are usage errors (exit 2), the path of
+// what another flag or tool takes, as each given as --checkpoint is.
 func noONNXError(dir string) error {
 	has := func(name string) bool {
 		_, err := os.Stat(filepath.Join(dir, name))
@@ -160,11 +161,11 @@ func noONNXError(dir string) error {
 	}
 	for _, name := range hfWeightsFiles {
 		if has(name) {
-			return fmt.Errorf("--model: directory %s holds a Hugging Face model (%s) and no model.onnx: spiral runs ONNX models; give the ONNX model it was exported from (with --checkpoint for a run's weights) or an ONNX export (spiral export --format onnx, optimum-cli export onnx)", dir, name)
+			return usageError{fmt.Errorf("--model: directory %s holds a Hugging Face model (%s) and no model.onnx: spiral runs ONNX models; give the ONNX model it was exported from (with --checkpoint for a run's weights) or an ONNX export (spiral export --format onnx, optimum-cli export onnx)", dir, name)}
 		}
 	}
 	if has(model.PEFTConfigFile) {
-		return fmt.Errorf("--model: directory %s holds a peft adapter (%s) and no model.onnx: give the ONNX base model as --model and the LoRA run as --checkpoint, or a merged export (spiral export --format onnx)", dir, model.PEFTConfigFile)
+		return usageError{fmt.Errorf("--model: directory %s holds a peft adapter (%s) and no model.onnx: give the ONNX base model as --model and the LoRA run as --checkpoint, or a merged export (spiral export --format onnx)", dir, model.PEFTConfigFile)}
 	}
 	return fmt.Errorf("--model: directory %s holds no model.onnx (give the .onnx file, or the directory of an export)", dir)
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,23 +27,34 @@ import (
 // TestResolveDirectoryWithoutONNX: a directory without model.onnx that
 // holds what `spiral export --format hf` or `--format peft` writes is
 // named as such, with what to give instead, rather than asked for "the
-// directory of an export", which it is.
+// directory of an export", which it is. Those two are path mistakes
+// (exit 2), as the same directories given as --checkpoint are
+// (TestCheckpointIsAnExport): they exited 1. An empty directory, as an
+// empty --checkpoint ("no checkpoint in"), still exits 1.
 func TestResolveDirectoryWithoutONNX(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, want string
+		code             int
 	}{
-		{"empty", "", "--model: directory DIR holds no model.onnx (give the .onnx file, or the directory of an export)"},
-		{"hf", "model.safetensors", "--model: directory DIR holds a Hugging Face model (model.safetensors) and no model.onnx: spiral runs ONNX models; give the ONNX model it was exported from (with --checkpoint for a run's weights) or an ONNX export (spiral export --format onnx, optimum-cli export onnx)"},
-		{"peft", "adapter_config.json", "--model: directory DIR holds a peft adapter (adapter_config.json) and no model.onnx: give the ONNX base model as --model and the LoRA run as --checkpoint, or a merged export (spiral export --format onnx)"},
+		{"empty", "", "--model: directory DIR holds no model.onnx (give the .onnx file, or the directory of an export)", exitFailure},
+		{"hf", "model.safetensors", "--model: directory DIR holds a Hugging Face model (model.safetensors) and no model.onnx: spiral runs ONNX models; give the ONNX model it was exported from (with --checkpoint for a run's weights) or an ONNX export (spiral export --format onnx, optimum-cli export onnx)", exitUsage},
+		{"peft", "adapter_config.json", "--model: directory DIR holds a peft adapter (adapter_config.json) and no model.onnx: give the ONNX base model as --model and the LoRA run as --checkpoint, or a merged export (spiral export --format onnx)", exitUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			if tc.file != "" {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, tc.file), []byte("{}"), 0o644))
 			}
+			want := strings.ReplaceAll(tc.want, "DIR", dir)
 			f := modelFlags{model: dir}
 			_, err := f.resolve(io.Discard)
-			require.EqualError(t, err, strings.ReplaceAll(tc.want, "DIR", dir))
+			require.EqualError(t, err, want)
+			for _, cmd := range [][]string{{"generate", "hi"}, {"eval", "--out", filepath.Join(t.TempDir(), "e")}, {"train", "--out", filepath.Join(t.TempDir(), "r")}} {
+				var stderr bytes.Buffer
+				args := append(slices.Clone(cmd), "--model", dir, "--threads", "1")
+				require.Equal(t, tc.code, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), "%q: %s", args, stderr.String())
+				require.Equal(t, "spiral "+cmd[0]+": "+want+"\n", stderr.String(), "%q", args)
+			}
 		})
 	}
 }
