@@ -953,6 +953,9 @@ const restart = "give --fresh to discard them and start over, or another --out"
 // (all but a template file's) was saved by an older spiral, and what
 // records one that key's extra does not (but a template file's) by a
 // newer one, which no flags make resumable: each is refused as such.
+// The others are usage errors (exit 2), the flags' to change, as
+// train's and sft's refusals of a run of other settings are
+// (rl.OtherRunError).
 func refuseSaved(path, what string, was, key report.EvalKey, problems, all []data.Problem, unknown unknowns, traces bool) error {
 	if unknown.checkpoint {
 		was.Model, was.CheckpointDigest = key.Model, key.CheckpointDigest
@@ -1023,17 +1026,17 @@ func refuseSaved(path, what string, was, key report.EvalKey, problems, all []dat
 	}
 	switch {
 	case limit != "" && len(diff) == 0:
-		return fmt.Errorf("%s holds %s of %s, not of these %s: rerun with %s to finish it, or %s",
-			path, what, limit, rollout.Plural(len(key.ProblemIDs), "problem"), limit, restart)
+		return usageError{fmt.Errorf("%s holds %s of %s, not of these %s: rerun with %s to finish it, or %s",
+			path, what, limit, rollout.Plural(len(key.ProblemIDs), "problem"), limit, restart)}
 	case limit != "":
 		diff = append(diff, fmt.Sprintf("the first %d problems (%s), not these %d", n, limit, len(key.ProblemIDs)))
 		fallthrough
 	case len(diff) > 0:
-		return fmt.Errorf("%s holds %s of other settings (%s): rerun with those to resume it, or %s",
-			path, what, strings.Join(diff, "; "), restart)
+		return usageError{fmt.Errorf("%s holds %s of other settings (%s): rerun with those to resume it, or %s",
+			path, what, strings.Join(diff, "; "), restart)}
 	}
 	if traces {
-		return fmt.Errorf("--traces: %s holds %s, whose traces were not kept: rerun without --traces to resume it, or %s", path, what, restart)
+		return usageError{fmt.Errorf("--traces: %s holds %s, whose traces were not kept: rerun without --traces to resume it, or %s", path, what, restart)}
 	}
 	return nil
 }

@@ -643,7 +643,7 @@ func TestEvalResumesPassAtK(t *testing.T) {
 	} {
 		eng.served.Store(0)
 		code, _, stderr := evalIn(out, tc.args...)
-		require.Equal(t, exitFailure, code, tc.name)
+		require.Equal(t, exitUsage, code, tc.name)
 		require.Contains(t, stderr, tc.want, tc.name)
 		require.Zero(t, eng.served.Load(), "%s: nothing generated", tc.name)
 		again, err := report.ReadProblems(partial)
@@ -742,7 +742,7 @@ func TestEvalRefusesOtherSettingsBeforeTheLoad(t *testing.T) {
 	} {
 		require.NoError(t, os.RemoveAll(artifacts))
 		code, stderr := evalIn(tc.args...)
-		require.Equal(t, exitFailure, code, tc.name)
+		require.Equal(t, exitUsage, code, tc.name)
 		require.Contains(t, stderr, tc.want, tc.name)
 		require.NoDirExists(t, artifacts, "%s: refused before the model loaded", tc.name)
 		again, err := report.ReadProblems(partial)
@@ -1019,7 +1019,7 @@ func TestEvalResumesAGrownLimit(t *testing.T) {
 	eng.served.Store(0)
 	eng.failAt.Store(0)
 	code, _, stderr = evalIn(out, "--limit", "4")
-	require.Equal(t, exitFailure, code, stderr)
+	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, "spiral eval: "+partial+" holds 8 of the 12 problems of an interrupted passk evaluation of --limit 12, not of these 4 problems: "+
 		"rerun with --limit 12 to finish it, or give --fresh to discard them and start over, or another --out\n", "fewer problems: the saved ones' --limit named")
 
@@ -1276,7 +1276,7 @@ func TestEvalResumesRSA(t *testing.T) {
 		{"traces", []string{"--traces"}, "--traces: " + partial + " holds 2 of the 4 steps of an interrupted rsa evaluation, whose traces were not kept"},
 	} {
 		code, _, stderr := evalIn(out, tc.args...)
-		require.Equal(t, exitFailure, code, tc.name)
+		require.Equal(t, exitUsage, code, tc.name)
 		require.Contains(t, stderr, tc.want, tc.name)
 		require.Zero(t, eng.served.Load(), "%s: nothing generated", tc.name)
 	}
@@ -1368,7 +1368,7 @@ func TestEvalResumesRSAWithMoreSteps(t *testing.T) {
 	eng.served.Store(0)
 	eng.failAt.Store(0)
 	code, _, stderr = evalIn(out, "1")
-	require.Equal(t, exitFailure, code, stderr)
+	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, partial+" holds 3 of the 6 steps of an interrupted rsa evaluation of other settings (--rsa-steps 5, not 1): rerun with those to resume it")
 	require.Zero(t, eng.served.Load(), "nothing generated")
 }
@@ -1420,7 +1420,7 @@ func TestEvalRefusesAnotherTokenizer(t *testing.T) {
 			eng.served.Store(0)
 			eng.failAt.Store(0)
 			code, stderr = evalIn("--tokenizer", otherTok)
-			require.Equal(t, exitFailure, code, stderr)
+			require.Equal(t, exitUsage, code, stderr)
 			require.Contains(t, stderr, partial+" holds "+tc.kept+" of other settings (tokenizer (--tokenizer) ")
 			require.Zero(t, eng.served.Load(), "nothing generated")
 			after, err := os.ReadFile(partial)
