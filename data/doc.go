@@ -32,6 +32,7 @@
 //   - The gold answer comes from [LoadOptions.AnswerField], or the first of
 //     [AnswerFields] present, looked up at the top level and then one level
 //     down (reward_model.ground_truth). Dotted paths name nested fields.
+//     A field read as both the problem and the gold answer is an error.
 //     A JSON number that is an integer of up to 16 digits, by its digits,
 //     loses its fraction and exponent (27.0 -> "27", 1e3 -> "1000"; not
 //     0.99999999999999999), any other stays as written; Parquet numbers

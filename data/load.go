@@ -61,13 +61,19 @@ const (
 	MaxAnswerBytes  = 10_000
 )
 
-// Validate reports an unknown Format.
+// Validate reports an unknown Format, and a ProblemField that is the
+// AnswerField too, which would grade every problem against its own text.
 func (o LoadOptions) Validate() error {
+	var errs []error
+	if o.ProblemField != "" && o.ProblemField == o.AnswerField {
+		errs = append(errs, fmt.Errorf("--problem-field and --answer-field both name %q: every gold answer would be its problem's own text", o.ProblemField))
+	}
 	switch o.Format {
 	case "", "jsonl", "json", "parquet":
-		return nil
+	default:
+		errs = append(errs, fmt.Errorf("--format %q: want jsonl, json or parquet (or nothing, to detect it)", o.Format))
 	}
-	return fmt.Errorf("--format %q: want jsonl, json or parquet (or nothing, to detect it)", o.Format)
+	return errors.Join(errs...)
 }
 
 // Field names tried, in order, when a field is not given. Matching is exact
@@ -425,6 +431,16 @@ func detectFields(row map[string]any, opt LoadOptions, keyed bool) (*fieldMap, e
 		if m.answer, ok = findField(row, AnswerFields, true); !ok {
 			return nil, fmt.Errorf("no answer field: none of %v among the fields %s; name it with --answer-field", AnswerFields, showFields(fieldNames(row)))
 		}
+	}
+	if m.problem == m.answer {
+		problemBy, answerBy := "detected", "detected"
+		if opt.ProblemField != "" {
+			problemBy = "--problem-field"
+		}
+		if opt.AnswerField != "" {
+			answerBy = "--answer-field"
+		}
+		return nil, fmt.Errorf("field %q is read as the problem (%s) and as the gold answer (%s): every gold answer would be its problem's own text; name the other field with --problem-field or --answer-field", m.problem, problemBy, answerBy)
 	}
 	switch {
 	case m.id == "-":

@@ -296,6 +296,11 @@ func TestLoadErrors(t *testing.T) {
 		{name: "explicit nested field absent", file: "a.jsonl", content: `{"q": {"text": "p"}, "answer": "1"}` + "\n", opt: LoadOptions{ProblemField: "q.body"}, want: []string{"a.jsonl:1:", `field "q.body": missing (the row's fields: [answer q])`}},
 		{name: "nested field under null", file: "a.jsonl", content: `{"prompt": "p", "reward_model": {"ground_truth": "1"}}` + "\n" + `{"prompt": "q", "reward_model": null}` + "\n", want: []string{"a.jsonl:2:", `field "reward_model.ground_truth": missing ("reward_model" is null, want an object)`}},
 		{name: "nested field under a string", file: "a.jsonl", content: `{"problem": "p", "meta": {"gold": {"v": "1"}}}` + "\n" + `{"problem": "q", "meta": {"gold": "2"}}` + "\n", opt: LoadOptions{AnswerField: "meta.gold.v"}, want: []string{"a.jsonl:2:", `field "meta.gold.v": missing ("meta.gold" is a string, want an object)`}},
+		// One field read as both the problem and its gold answer: every
+		// problem was kept, graded against its own text, in silence.
+		{name: "answer field named the detected problem field", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n", opt: LoadOptions{AnswerField: "problem"}, want: []string{`a.jsonl:1: field "problem" is read as the problem (detected) and as the gold answer (--answer-field): every gold answer would be its problem's own text`}},
+		{name: "problem field named the detected answer field", file: "a.jsonl", content: `{"question": "p", "answer": "1"}` + "\n", opt: LoadOptions{ProblemField: "answer"}, want: []string{`a.jsonl:1: field "answer" is read as the problem (--problem-field) and as the gold answer (detected)`}},
+		{name: "both fields named alike", file: "a.jsonl", content: `{"q": "p", "answer": "1"}` + "\n", opt: LoadOptions{ProblemField: "q", AnswerField: "q"}, want: []string{`a.jsonl:1: field "q" is read as the problem (--problem-field) and as the gold answer (--answer-field)`}},
 		{name: "explicit id field absent", file: "a.jsonl", content: `{"problem": "p", "answer": "1", "id": 3}` + "\n", opt: LoadOptions{IDField: "nope"}, want: []string{"a.jsonl:1:", `id field "nope": missing or null`}},
 		// An empty id of a named field was taken for none: the row got a
 		// positional id in silence, where a missing or null one is refused.
@@ -551,6 +556,32 @@ func TestRenamedIDs(t *testing.T) {
 			if tc.count > 0 {
 				require.Equal(t, fmt.Sprintf(tc.first, path, path), first.String())
 			}
+		})
+	}
+}
+
+// TestLoadOptionsValidate: the data flags' usage errors, each said on
+// its own line where several are found at once.
+func TestLoadOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  LoadOptions
+		want string // "" for none
+	}{
+		{"nothing given", LoadOptions{}, ""},
+		{"fields given, format unknown", LoadOptions{ProblemField: "q", AnswerField: "a", IDField: "q", Format: "xml"}, `--format "xml": want jsonl, json or parquet (or nothing, to detect it)`},
+		{"known format", LoadOptions{Format: FormatParquet}, ""},
+		{"one field as problem and answer", LoadOptions{ProblemField: "q", AnswerField: "q"}, `--problem-field and --answer-field both name "q": every gold answer would be its problem's own text`},
+		{"both", LoadOptions{ProblemField: "q", AnswerField: "q", Format: "csv"},
+			`--problem-field and --answer-field both name "q": every gold answer would be its problem's own text` + "\n" + `--format "csv": want jsonl, json or parquet (or nothing, to detect it)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.opt.Validate()
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, tc.want)
 		})
 	}
 }

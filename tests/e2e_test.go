@@ -193,6 +193,9 @@ func TestUsageErrors(t *testing.T) {
 		// message said "widen the operand range or count").
 		{"more held-out problems than the embedded split has", []string{"train", "--eval-problems", "5000"}, "--eval-problems 5000: the embedded task's test split has 1134 problems: want at most that\n"},
 		{"held-out flags without held-out data", []string{"train", "--data", "problems.jsonl", "--eval-samples", "8"}, "--eval-samples: training on --data problems.jsonl evaluates held-out problems from --eval-data only"},
+		{"one field as problem and answer", []string{"train", "--data", "problems.jsonl", "--problem-field", "q", "--answer-field", "q"}, `--problem-field and --answer-field both name "q": every gold answer would be its problem's own text`},
+		{"one field as problem and answer, eval", []string{"eval", "--data", "problems.jsonl", "--problem-field", "q", "--answer-field", "q"}, `--problem-field and --answer-field both name "q"`},
+		{"one field as problem and answer, inspect", []string{"data", "inspect", "--problem-field", "q", "--answer-field", "q", "problems.jsonl"}, `--problem-field and --answer-field both name "q"`},
 		{"no aggregation rounds", []string{"train", "--agg-rounds", "0"}, "--agg-rounds is 0; want >= 1"},
 		{"aggregation rounds for GRPO", []string{"train", "--algo", "grpo", "--agg-rounds", "2"}, "--algo grpo with --agg-rounds 2: GRPO samples --group traces a problem and aggregates none"},
 		{"export format", []string{"export", "--format", "bogus", "--out", "x"}, `--format "bogus": want onnx, hf or peft`},
