@@ -355,8 +355,15 @@ func (r resolvedModel) loadTokenizer() (*tokenizer.Tokenizer, error) {
 		if _, err := statFlag("--tokenizer", r.tokenizer); err != nil {
 			return nil, err
 		}
-	} else if _, err := os.Stat(r.tokenizer); err != nil {
+	} else if st, err := os.Stat(r.tokenizer); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no tokenizer: %s does not exist (pass --tokenizer)", r.tokenizer)
+	} else if err != nil {
+		// There, but not to be read (permission denied, a symbolic
+		// link loop): not missing.
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	} else if st.IsDir() {
+		// tokenizer.Load would look for a tokenizer.json inside it.
+		return nil, fmt.Errorf("tokenizer: %s is a directory: want the model's %s file (or pass --tokenizer)", r.tokenizer, tokenizer.TokenizerFile)
 	}
 	tok, err := tokenizer.Load(r.tokenizer)
 	if err != nil && r.tokenizerGiven {

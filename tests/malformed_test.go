@@ -87,6 +87,15 @@ func TestMalformedInputs(t *testing.T) {
 	f.write(t, "garbage/model.onnx", "\xff\xff\xff\xff not onnx")
 	notok := f.modelDir(t, "notok", nil)
 	require.NoError(t, os.Remove(filepath.Join(notok, "tokenizer.json")))
+	// A tokenizer.json beside the model that is there but cannot be
+	// read: it was said not to exist, or (a directory) to lack a
+	// tokenizer.json of its own.
+	looptok := f.modelDir(t, "looptok", nil)
+	require.NoError(t, os.Remove(filepath.Join(looptok, "tokenizer.json")))
+	require.NoError(t, os.Symlink("tokenizer.json", filepath.Join(looptok, "tokenizer.json")))
+	dirtok := f.modelDir(t, "dirtok", nil)
+	require.NoError(t, os.Remove(filepath.Join(dirtok, "tokenizer.json")))
+	require.NoError(t, os.Mkdir(filepath.Join(dirtok, "tokenizer.json"), 0o755))
 	badtok := f.modelDir(t, "badtok", nil)
 	f.write(t, "badtok/tokenizer.json", "{not json")
 	bigtok := f.modelDir(t, "bigtok", nil)
@@ -268,6 +277,8 @@ func TestMalformedInputs(t *testing.T) {
 		fail("float64 weight in generate", []string{qwen3.NormWeight, "float64", "float32"}, "generate", "--model", f64, "hi"),
 		// Tokenizers.
 		fail("missing tokenizer", []string{"notok/tokenizer.json", "--tokenizer"}, "eval", "--model", notok, "--quiet"),
+		fail("tokenizer a symbolic link loop", []string{"looptok/tokenizer.json: too many levels of symbolic links"}, "eval", "--model", looptok, "--quiet"),
+		fail("tokenizer a directory", []string{"dirtok/tokenizer.json is a directory: want the model's tokenizer.json file (or pass --tokenizer)"}, "eval", "--model", dirtok, "--quiet"),
 		usage("missing --tokenizer file", "--tokenizer "+f.path("absent-tok.json")+": no such file or directory", "eval", "--model", good, "--tokenizer", f.path("absent-tok.json"), "--quiet"),
 		fail("corrupt tokenizer", []string{"badtok/tokenizer.json"}, "eval", "--model", badtok, "--quiet"),
 		fail("tokenizer wider than the model", []string{"bigtok/tokenizer.json", "ids but model", "embedding rows"}, "eval", "--model", bigtok, "--quiet"),
