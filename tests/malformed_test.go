@@ -85,6 +85,7 @@ func TestMalformedInputs(t *testing.T) {
 	require.NoError(t, os.MkdirAll(f.path("nockpt"), 0o755)) // a directory without a checkpoint
 	f.write(t, "nomodel/tokenizer.json", "{}")
 	f.write(t, "garbage/model.onnx", "\xff\xff\xff\xff not onnx")
+	require.NoError(t, os.MkdirAll(f.path("dironnx/model.onnx"), 0o755))
 	notok := f.modelDir(t, "notok", nil)
 	require.NoError(t, os.Remove(filepath.Join(notok, "tokenizer.json")))
 	// A tokenizer.json beside the model that is there but cannot be
@@ -267,6 +268,7 @@ func TestMalformedInputs(t *testing.T) {
 		// Model files.
 		fail("empty model file", []string{"empty/model.onnx", "the file is empty"}, "train", "--model", f.path("empty"), "--quiet"),
 		fail("directory without model.onnx", []string{f.path("nomodel"), "holds no model.onnx"}, "train", "--model", f.path("nomodel"), "--quiet"),
+		fail("model.onnx a directory", []string{"dironnx/model.onnx", "is a directory: want an ONNX model file"}, "eval", "--model", f.path("dironnx"), "--quiet"),
 		fail("not an ONNX file", []string{"garbage/model.onnx", "not a valid ONNX model"}, "eval", "--model", f.path("garbage"), "--quiet"),
 		usage("missing model", "--model "+f.path("absent")+": no such file or directory", "eval", "--model", f.path("absent"), "--quiet"),
 		// Retried until --engine-timeout (a server still starting), then

@@ -200,6 +200,13 @@ func TestLoadErrors(t *testing.T) {
 		}
 		return p
 	}
+	mkdir := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
 	// externalModel saves a model with one external tensor "w" [4] float32
 	// whose external_data entries are kv, next to a data file of dataLen
 	// bytes (none if dataLen < 0).
@@ -259,6 +266,9 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`tensor "w"`, "too large"}, nil},
 		{"no location", externalModel("noloc", 64, "offset", "0"),
 			[]string{"external data has no location"}, nil},
+		// A directory where the model file is wanted: it was "not a valid
+		// ONNX model (truncated or corrupt protobuf, 4096 bytes)".
+		{"model file a directory", mkdir("dir.onnx"), []string{"dir.onnx", "is a directory: want an ONNX model file"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,8 +25,8 @@ import (
 // (location inside the model's directory, the file present, offset and
 // length within it) and data is read on demand with ReadFloat32s,
 // Float32At, WriteData and Inline. A multi-gigabyte export then costs
-// only its graph in memory. An empty file or one that is not a
-// ModelProto is an error saying so.
+// only its graph in memory. An empty file, a directory or one that is
+// not a ModelProto is an error saying so.
 func LoadGraph(path string) (*Model, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -36,6 +36,9 @@ func LoadGraph(path string) (*Model, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("onnx: load %q: %w", path, err)
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("onnx: load %q: is a directory: want an ONNX model file", path)
 	}
 	if st.Size() == 0 {
 		return nil, fmt.Errorf("onnx: load %q: the file is empty (0 bytes), not an ONNX model", path)
@@ -348,7 +351,7 @@ const graphField protowire.Number = 7
 // the file, and a length-delimited graph among them. Fields ModelProto
 // does not have (yet), or of another wire type than its own, are
 // skipped, as the decoder skips them: a later ONNX may add fields. It
-// names the file and the problem.
+// names the file and the problem (a directory's too).
 func Probe(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -358,6 +361,10 @@ func Probe(path string) error {
 	st, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("onnx: %w", err)
+	}
+	if st.IsDir() {
+		// Read as its size in bytes, it had an "unreadable field tag".
+		return fmt.Errorf("onnx: %s: is a directory: want an ONNX model file", path)
 	}
 	if st.Size() == 0 {
 		return fmt.Errorf("onnx: %s: the file is empty (0 bytes), not an ONNX model", path)

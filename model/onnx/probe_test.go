@@ -40,6 +40,8 @@ func TestProbe(t *testing.T) {
 		{"garbage", write("garbage.onnx", []byte("\xff\xff\xff\xff not onnx")), "not a valid ONNX model"},
 		{"truncated", write("short.onnx", full[:len(full)-5]), "truncated or corrupt protobuf"},
 		{"no graph", write("nograph.onnx", []byte{0x08, 0x08}), "no graph"},
+		// It was read as 4096 bytes with an "unreadable field tag".
+		{"a directory", func() string { p := filepath.Join(dir, "dir.onnx"); require.NoError(t, os.Mkdir(p, 0o755)); return p }(), "is a directory: want an ONNX model file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Probe(tc.path)
