@@ -606,6 +606,10 @@ func openChecked(path, name string, st State) (f *os.File, r *crcReader, h *para
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("checkpoint: %w", err)
 	}
+	if fi.IsDir() {
+		// Its size is the directory's, not a file's cut short.
+		return nil, nil, nil, fmt.Errorf("checkpoint: %s is a directory, not the checkpoint's %s file (damaged)", file, name)
+	}
 	if want := st.Files[name].Size; fi.Size() != want {
 		return nil, nil, nil, fmt.Errorf("checkpoint: %s: %d bytes, state.json records %d (truncated or corrupted)", file, fi.Size(), want)
 	}

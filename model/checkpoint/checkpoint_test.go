@@ -208,6 +208,16 @@ func TestCorruptionDetectedAndOlderSurvives(t *testing.T) {
 			require.NoError(t, errors.Join(err, f.Close()))
 		}, "corrupted: extra data after the JSON object"},
 		{"weights file missing", ModelFile, func(t *testing.T, p string) { require.NoError(t, os.Remove(p)) }, "no such file"},
+		// A directory in a file's place was said to be the file, "4096
+		// bytes, state.json records N (truncated or corrupted)".
+		{"weights file a directory", ModelFile, func(t *testing.T, p string) {
+			require.NoError(t, os.Remove(p))
+			require.NoError(t, os.Mkdir(p, 0o755))
+		}, "is a directory, not the checkpoint's " + ModelFile + " file (damaged)"},
+		{"optimizer file a directory", OptimizerFile, func(t *testing.T, p string) {
+			require.NoError(t, os.Remove(p))
+			require.NoError(t, os.Mkdir(p, 0o755))
+		}, "is a directory, not the checkpoint's " + OptimizerFile + " file (damaged)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
