@@ -255,6 +255,10 @@ func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget 
 		if sel, known, err = graphSelection(graph, arch, sel, selectionFlags(f.train, f.freeze)); err != nil {
 			return modelFlagUsage(err)
 		}
+	} else if graph != "" && lora.Rank == 0 {
+		if err := graphParams(graph, arch); err != nil {
+			return err
+		}
 	}
 	trained := arch.LoRAParams(lora.Rank, lora.Targets)
 	if known != nil {
@@ -448,6 +452,25 @@ func graphSelection(path string, arch memplan.Arch, sel lmgraph.Selection, flags
 		return lmgraph.Selection{}, nil, fmt.Errorf("--model %s: %s trains %d parameters of its graph, %d by config.json's shapes: config.json does not describe the graph", path, flags, n, byConfig.Params)
 	}
 	return hf, nil, nil
+}
+
+// graphParams refuses a config.json that does not describe the graph at
+// path by its parameters' count, as graphSelection refuses it for a
+// selection: a full fine-tune is planned by config.json's shapes alone,
+// which would otherwise be another model's in silence.
+func graphParams(path string, arch memplan.Arch) error {
+	t, err := model.TrainedHFParameters(path, lmgraph.Selection{})
+	if err != nil {
+		return err
+	}
+	var n int64
+	for _, size := range t.Sizes {
+		n += size
+	}
+	if all := arch.Params(); n != all {
+		return fmt.Errorf("--model %s: its graph has %d parameters, config.json's shapes %d: config.json does not describe the graph", path, n, all)
+	}
+	return nil
 }
 
 // graphLoRA finds the adapters of l on the model's graph at path as

@@ -580,10 +580,30 @@ func TestPlanGraphNotConfig(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.onnx"), graph, 0o666))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "qwen2", "num_hidden_layers": 2, "hidden_size": 64,
 		"intermediate_size": 96, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 24, "vocab_size": 128, "tie_word_embeddings": true}`), 0o666))
-	var stderr bytes.Buffer
-	code := run(context.Background(), []string{"plan", "--model", dir, "--device-memory", "1GB", "--train", "q_norm"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
-	require.Equal(t, exitFailure, code)
-	require.Equal(t, "spiral plan: --model "+filepath.Join(dir, "model.onnx")+": --train \"q_norm\" trains 48 parameters of its graph, 0 by config.json's shapes: config.json does not describe the graph\n", stderr.String())
+	// Without --train or --freeze, a full fine-tune, it was planned by
+	// config.json's shapes in silence: another model's peaks. Its counts
+	// are the graph's parameters and config.json's.
+	t0, err := model.TrainedHFParameters(filepath.Join(dir, "model.onnx"), lmgraph.Selection{})
+	require.NoError(t, err)
+	var inGraph int64
+	for _, n := range t0.Sizes {
+		inGraph += n
+	}
+	arch, err := memplan.LoadConfig(filepath.Join(dir, "config.json"))
+	require.NoError(t, err)
+	require.NotEqual(t, inGraph, arch.Params())
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--train", "q_norm"}, "--train \"q_norm\" trains 48 parameters of its graph, 0 by config.json's shapes"},
+		{nil, fmt.Sprintf("its graph has %d parameters, config.json's shapes %d", inGraph, arch.Params())},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"plan", "--model", dir, "--device-memory", "1GB"}, c.args...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitFailure, code, "%q: %s", c.args, stderr.String())
+		require.Equal(t, "spiral plan: --model "+filepath.Join(dir, "model.onnx")+": "+c.want+": config.json does not describe the graph\n", stderr.String())
+	}
 }
 
 // TestPlanGraphWithoutTransformersNames: a graph whose parameters have
