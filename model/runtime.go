@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -250,10 +251,17 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 			return fmt.Errorf("model: ONNX Runtime library %s (from %s): %s", c.path, c.what, why)
 		}
 		if _, err := os.Stat(c.path); err != nil {
-			if explicit {
-				return nil, fail("no such file")
+			// There but not to be reached (a symbolic link loop, a
+			// directory that may not be searched) is not missing.
+			why := "no such file"
+			var pe *fs.PathError
+			if !errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe) {
+				why = pe.Err.Error()
 			}
-			tried = append(tried, fmt.Sprintf("%s: %s: no such file", c.what, c.path))
+			if explicit {
+				return nil, fail(why)
+			}
+			tried = append(tried, fmt.Sprintf("%s: %s: %s", c.what, c.path, why))
 			break
 		}
 		// The file found, by its absolute path: the system loader would

@@ -119,6 +119,24 @@ func TestOpenRuntimeExplicitEnvNotReplaced(t *testing.T) {
 	require.ErrorContains(t, err, "/nonexistent/env/libonnxruntime.so (from $ONNXRUNTIME_LIB): no such file")
 }
 
+// TestOpenRuntimeEnvUnreadable: a $ONNXRUNTIME_LIB that is there but
+// cannot be reached (a symbolic link loop; a directory on the way that
+// may not be searched) was said to be "no such file"; the error is the
+// system's.
+func TestOpenRuntimeEnvUnreadable(t *testing.T) {
+	lib := realLibrary(t)
+	if !inSubprocess(t) {
+		return
+	}
+	dir := t.TempDir()
+	loop := filepath.Join(dir, "libonnxruntime.so")
+	require.NoError(t, os.Symlink(loop, loop))
+	t.Setenv(model.LibEnvVar, loop)
+	t.Setenv("SPIRAL_CACHE_DIR", filepath.Dir(filepath.Dir(lib)))
+	_, err := model.OpenRuntime(model.RuntimeOptions{})
+	require.ErrorContains(t, err, loop+" (from $ONNXRUNTIME_LIB): too many levels of symbolic links")
+}
+
 // TestOpenRuntimeBadLibraryFile: a --ort-lib that is not a shared library
 // is an error naming it and carrying the loader's message.
 func TestOpenRuntimeBadLibraryFile(t *testing.T) {
