@@ -1696,6 +1696,18 @@ func scanJSONLines(path string, b []byte, line func([]byte) error) error {
 	return sc.Err()
 }
 
+// stepAfter refuses the step of a line of metrics.jsonl or eval.jsonl
+// that is not past prev, the step of the line before (-1 for none):
+// train logs each step once, increasing, cutting a log back to the step
+// it resumes from, so a step repeated or gone back is another run's
+// lines joined on, whose figures would count twice.
+func stepAfter(step, prev int) error {
+	if step <= prev {
+		return fmt.Errorf("step %d after step %d: want each step once, increasing, as train logs them (lines of another run joined on?)", step, prev)
+	}
+	return nil
+}
+
 // RunCurves are a run's per-step series for comparisons across runs
 // (spiral compare --run).
 type RunCurves struct {
@@ -1754,6 +1766,9 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 	var ms []Metrics
 	torn, err := readJSONLinesTorn(metrics, func(b []byte) error {
 		m, err := decodeMetrics(b)
+		if err == nil && len(ms) > 0 {
+			err = stepAfter(m.Step, ms[len(ms)-1].Step)
+		}
 		ms = append(ms, m)
 		return err
 	})
@@ -1792,11 +1807,16 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 	evals := filepath.Join(dir, EvalFile)
 	var lines []EvalLine
 	last := "" // the last held-out problems' fingerprint
+	prev := -1 // the step of the line before
 	torn, err = readJSONLinesTorn(evals, func(b []byte) error {
 		var e EvalLine
 		if err := json.Unmarshal(b, &e); err != nil {
 			return err
 		}
+		if err := stepAfter(e.Step, prev); err != nil {
+			return err
+		}
+		prev = e.Step
 		if len(e.Points) > 0 {
 			lines = append(lines, e)
 			if e.Digest != "" {

@@ -1863,6 +1863,10 @@ func TestReadRunCurvesTornLastLine(t *testing.T) {
 		{"null line", m1 + "\nnull\n" + m2 + "\n", "", 0, 0, nil, `no training step ("step" = 0): want a step's metrics, as train writes them`, MetricsFile + ":2"},
 		{"empty object", m1 + "\n{}\n" + m2 + "\n", "", 0, 0, nil, `no training step ("step" = 0)`, MetricsFile + ":2"},
 		{"empty object last", m1 + "\n" + m2 + "\n{}", "", 0, 0, nil, `no training step ("step" = 0)`, MetricsFile + ":3"},
+		// Lines of steps logged before (two runs' logs joined) were
+		// counted again: their traces, tokens and entropies twice.
+		{"a step repeated", m1 + "\n" + m2 + "\n" + m1 + "\n" + m2 + "\n", "", 0, 0, nil, "step 1 after step 2: want each step once, increasing, as train logs them", MetricsFile + ":3"},
+		{"an evaluation repeated", m1 + "\n" + m2 + "\n", e0 + "\n" + e0 + "\n", 0, 0, nil, "step 0 after step 0: want each step once, increasing, as train logs them", EvalFile + ":2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -364,8 +364,10 @@ func (l *tensorBoardLog) close() {
 // up to it, counted back from there; a line without them (an evaluation)
 // takes the wall time of the last line before it that had them. It
 // returns the wall time the first line's seconds began at, too. A file
-// that does not exist has no events.
-func logEvents(path, seconds string, event func([]byte, float64) (tfevents.Event, error)) (events []tfevents.Event, start float64, torn bool, err error) {
+// that does not exist has no events. With increasing, a line whose step
+// is not past the line's before is an error (stepAfter: train's logs; an
+// sft evaluation's line shares its step's).
+func logEvents(path, seconds string, increasing bool, event func([]byte, float64) (tfevents.Event, error)) (events []tfevents.Event, start float64, torn bool, err error) {
 	st, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, false, nil
@@ -386,6 +388,13 @@ func logEvents(path, seconds string, event func([]byte, float64) (tfevents.Event
 		}
 		ends = append(ends, total)
 		e, err := event(b, 0)
+		if err == nil && increasing {
+			prev := -1
+			if len(events) > 0 {
+				prev = int(events[len(events)-1].Step)
+			}
+			err = stepAfter(int(e.Step), prev)
+		}
 		events = append(events, e)
 		return err
 	})
@@ -405,11 +414,11 @@ func logEvents(path, seconds string, event func([]byte, float64) (tfevents.Event
 // time); torn names the logs whose last line was cut short and left out.
 func trainEvents(dir string) (events []tfevents.Event, torn []string, err error) {
 	metrics, evals := filepath.Join(dir, MetricsFile), filepath.Join(dir, EvalFile)
-	ms, start, mt, err := logEvents(metrics, "step_seconds", metricsEvent)
+	ms, start, mt, err := logEvents(metrics, "step_seconds", true, metricsEvent)
 	if err != nil {
 		return nil, nil, err
 	}
-	es, _, et, err := logEvents(evals, "", evalEvent)
+	es, _, et, err := logEvents(evals, "", true, evalEvent)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -455,7 +464,7 @@ func sftLog(dir string) string {
 // sftEvents are the events of the sft log at path (sftLog), its
 // evaluations at the wall time of their step's end.
 func sftEvents(path string) (events []tfevents.Event, torn []string, err error) {
-	events, _, t, err := logEvents(path, "seconds", sftEvent)
+	events, _, t, err := logEvents(path, "seconds", false, sftEvent)
 	if t {
 		torn = []string{path}
 	}

@@ -482,6 +482,27 @@ func TestExportTensorBoard(t *testing.T) {
 	_, err = exportTensorBoard(bad)
 	require.ErrorContains(t, err, fmt.Sprintf(`%s:2: no training step ("step" = 0)`, filepath.Join(bad, MetricsFile)))
 	require.NoDirExists(t, filepath.Join(bad, TensorBoardDir))
+
+	// A log whose steps repeat (two runs' logs joined) was converted,
+	// each repeated step's figures written twice.
+	for _, tc := range []struct {
+		name, metrics, evals, want string
+	}{
+		{"metrics", `{"step":1}` + "\n" + `{"step":2}` + "\n" + `{"step":2}` + "\n", "", MetricsFile + ":3: step 2 after step 2: want each step once, increasing, as train logs them"},
+		{"evaluations", `{"step":1}` + "\n", `{"step":1,"points":[{"k":1,"pass_at_k":0.5}]}` + "\n" + `{"step":0,"points":[{"k":1,"pass_at_k":0.5}]}` + "\n",
+			EvalFile + ":2: step 0 after step 1: want each step once, increasing, as train logs them"},
+	} {
+		t.Run("repeated steps in "+tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, MetricsFile), []byte(tc.metrics), 0o644))
+			if tc.evals != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, EvalFile), []byte(tc.evals), 0o644))
+			}
+			_, err := exportTensorBoard(dir)
+			require.ErrorContains(t, err, filepath.Join(dir, tc.want))
+			require.NoDirExists(t, filepath.Join(dir, TensorBoardDir))
+		})
+	}
 }
 
 // TestSFTTensorBoard: sft --tensorboard logs each line of sft.jsonl as an
