@@ -14,7 +14,9 @@
 // text, or JSON text as Parquet, naming the format it holds. A pipe or
 // a device (a shell's process substitution, <(zcat rows.jsonl.gz)) is
 // read whole into memory, as none can be read at an offset, once its
-// first bytes pass the checks a file's do. A JSONL line may start with a UTF-8 byte order
+// first bytes pass the checks a file's do, and, with its format named
+// or found, hold no NUL byte or byte that is not UTF-8 in JSON text and
+// open Parquet with its magic bytes. A JSONL line may start with a UTF-8 byte order
 // mark, as every line that starts a file joined from files that each
 // have one does (cat a.jsonl b.jsonl); it is dropped. Every row is first turned into plain Go values
 // (maps, slices, strings, numbers), so the same field mapping and

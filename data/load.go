@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Problem is one math problem with its gold answer.
@@ -311,7 +312,11 @@ func Load(path string, opt LoadOptions) (*Dataset, error) {
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("data: %s: %w", path, err)
 		}
-		if _, err := contentFormat(path, opt, head); err != nil {
+		format, err := contentFormat(path, opt, head)
+		if err != nil {
+			return nil, err
+		}
+		if err := headError(path, opt, format, head); err != nil {
 			return nil, err
 		}
 		b, err := io.ReadAll(br)
@@ -321,6 +326,39 @@ func Load(path string, opt LoadOptions) (*Dataset, error) {
 		return loadBytes(path, opt, b)
 	}
 	return load(path, opt, f, st.Size())
+}
+
+// headError returns the error that refuses the content of path, a pipe
+// or device, by head, its opening bytes, of the format named or found
+// (contentFormat), else nil: JSON text that holds a NUL byte, which no
+// JSON text has (/dev/zero), or a byte that is not UTF-8 (a binary
+// stream), refused as loading head alone refuses it, at the same line;
+// Parquet without its magic bytes. Such content is not read on, however
+// long it is.
+func headError(path string, opt LoadOptions, format string, head []byte) error {
+	switch format {
+	case FormatParquet:
+		if !bytes.HasPrefix(head, []byte("PAR1")) {
+			return fmt.Errorf(`data: %s: not a readable Parquet file: missing "PAR1" magic bytes`, path)
+		}
+	case FormatJSONL, FormatJSON:
+		whole := head // less a character cut at its end, no fault
+		for k := 1; k <= min(utf8.UTFMax, len(head)); k++ {
+			if c := head[len(head)-k:]; utf8.RuneStart(c[0]) {
+				if !utf8.FullRune(c) {
+					whole = head[:len(head)-k]
+				}
+				break
+			}
+		}
+		if bytes.IndexByte(whole, 0) >= 0 || invalidUTF8(whole) >= 0 {
+			// The fault is in head: its lines, the rows read up to it,
+			// are refused where the whole content's are.
+			_, err := loadBytes(path, opt, whole)
+			return err
+		}
+	}
+	return nil
 }
 
 // loadBytes is load of content held in memory, read from path.

@@ -72,6 +72,13 @@ func TestLoadPipeRefusedByItsHead(t *testing.T) {
 		{"zeros", "zero", LoadOptions{}, make([]byte, 1<<16), "cannot detect the format"},
 		{"gzip named", "rows.jsonl", LoadOptions{}, append([]byte("\x1f\x8b\x08\x00"), make([]byte, 1<<16)...), "gzip-compressed"},
 		{"parquet given --format jsonl", "63", LoadOptions{Format: FormatJSONL}, append([]byte("PAR1"), make([]byte, 1<<16)...), "the file is Parquet"},
+		// A format given, the head was not looked at past its format:
+		// read whole, an endless pipe or device took memory until none
+		// was left. Refused as a file of that content is.
+		{"zeros given --format jsonl", "rows", LoadOptions{Format: FormatJSONL}, make([]byte, 1<<16), `rows:1: malformed JSON: invalid character '\x00' looking for beginning of value`},
+		{"zeros given --format json", "rows", LoadOptions{Format: FormatJSON}, make([]byte, 1<<16), `rows:1: malformed JSON: invalid character '\x00' looking for beginning of value`},
+		{"zeros given --format parquet", "rows", LoadOptions{Format: FormatParquet}, make([]byte, 1<<16), `rows: not a readable Parquet file: missing "PAR1" magic bytes`},
+		{"rows, then bytes not UTF-8, named .jsonl", "rows.jsonl", LoadOptions{}, []byte(`{"problem": "p", "answer": "1"}` + "\n" + "\xff\xfe\xfd"), "rows.jsonl:2: byte 1 of the line (0xFF) is not valid UTF-8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fifo := filepath.Join(t.TempDir(), tc.pipe)
