@@ -754,7 +754,10 @@ func Resume(ctx context.Context, dir string, w *params.Store, opt *optim.AdamW) 
 // checkpoint behind), and returns the path of the first one load takes
 // and one error per newer checkpoint that it skipped (for the caller to
 // report; each names the file at fault when load's errors do, as Load's
-// and ReadState's do). load reads one checkpoint directory, typically
+// and ReadState's do). An intact checkpoint whose state.json records
+// another step than its name (renamed, or copied in from another run),
+// which would be taken for the step its name says, stops the search,
+// marked by Final, naming both. load reads one checkpoint directory, typically
 // with Load. Only an error that may be the checkpoint's damage is
 // skipped: one that the system gave reading it (Unreadable: EIO, EMFILE,
 // EACCES, ...) stops the search, with the checkpoint's path added. An
@@ -786,6 +789,19 @@ search:
 		skipped = nil
 		for i := len(list) - 1; i >= 0; i-- {
 			before, berr := os.Stat(list[i].Path)
+			// The search goes by the steps the names say: an intact
+			// checkpoint (its state as its weights record it: a state
+			// garbled is damage, for load to find) of another step would
+			// be resumed in its place, and a Save would then remove the
+			// checkpoints named past it.
+			if st, err := ReadCheckedState(list[i].Path); err == nil && st.Step != list[i].Step {
+				fix := "move it out of " + dir
+				if _, err := os.Lstat(filepath.Join(dir, DirName(st.Step))); errors.Is(err, fs.ErrNotExist) {
+					fix = fmt.Sprintf("rename it %s, or %s", DirName(st.Step), fix)
+				}
+				return "", skipped, Final(fmt.Errorf("checkpoint: %s: its state.json records step %d, not the step %d its name says (renamed, or copied in from another run?): %s",
+					list[i].Path, st.Step, list[i].Step, fix))
+			}
 			err := load(list[i].Path)
 			if err == nil {
 				return list[i].Path, skipped, nil

@@ -686,6 +686,61 @@ func TestNewest(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoCheckpoint)
 }
 
+// TestNewestRenamedCheckpoint: a checkpoint directory whose name says
+// another step than its state.json (renamed, or copied in from another
+// run) was taken by its name: a ckpt-000005 of step 1 was resumed
+// before the run's own ckpt-000002, going back to step 1, and the first
+// Save after it removed both as checkpoints "the run resumed past
+// (damaged)". The search stops at it, naming both steps; given itself,
+// it loads.
+func TestNewestRenamedCheckpoint(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		from, to int64 // of checkpoints of steps 1 and 3
+		copied   bool  // the checkpoint of step from stays too
+		stops    bool
+	}{
+		{"named past the newest", 1, 5, false, true},
+		{"named the newest", 3, 4, false, true},
+		{"copied past the newest", 1, 5, true, true},
+		// Below the newest, which loads, it is not reached.
+		{"named below the newest", 1, 2, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			saveSteps(t, dir, []int64{1, 3}, Options{})
+			from, renamed := filepath.Join(dir, DirName(tc.from)), filepath.Join(dir, DirName(tc.to))
+			if tc.copied {
+				require.NoError(t, os.CopyFS(renamed, os.DirFS(from)))
+			} else {
+				require.NoError(t, os.Rename(from, renamed))
+			}
+			w, o := fresh(t)
+			path, _, _, err := Resume(context.Background(), dir, w, o)
+			if tc.stops {
+				fix := "rename it " + DirName(tc.from) + ", or move it out of " + dir
+				if tc.copied {
+					fix = "move it out of " + dir
+				}
+				want := fmt.Sprintf("checkpoint: %s: its state.json records step %d, not the step %d its name says (renamed, or copied in from another run?): %s",
+					renamed, tc.from, tc.to, fix)
+				require.EqualError(t, err, want)
+				require.True(t, IsFinal(err))
+				_, _, err = Pick(dir, func(string) error { return nil })
+				require.EqualError(t, err, want)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, filepath.Join(dir, DirName(3)), path)
+			}
+			_, _, err = Pick(renamed, func(p string) error {
+				_, err := Load(context.Background(), p, w, o)
+				return err
+			})
+			require.NoError(t, err, "given itself, a checkpoint is loaded whatever its name")
+		})
+	}
+}
+
 // TestPick: a checkpoint directory given itself is loaded or its error
 // returned, never swapped for an older one; a run's checkpoints/
 // directory gives its newest checkpoint that loads, as Resume does.
