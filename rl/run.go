@@ -1444,7 +1444,8 @@ func restoreAside(dir string) error {
 // the log matches the weights; it is rewritten atomically. It drops
 // lines that are not log lines too, and returns those before the last
 // (damaged: not JSON, or without a step), each naming the file and line,
-// for the run to warn of; blank lines, a last line cut short (a run
+// for the run to warn of (a byte order mark opening it is dropped, as
+// readLog drops it, and its line kept); blank lines, a last line cut short (a run
 // killed while writing it) and every line of a log emptied (step -1) it
 // drops without a word.
 func truncateLog(path string, step int) (damaged []error, err error) {
@@ -1455,6 +1456,9 @@ func truncateLog(path string, step int) (damaged []error, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("rl: %w", err)
 	}
+	// A byte order mark (readLog) is dropped, not its line.
+	bom := bytes.HasPrefix(b, []byte(byteOrderMark))
+	b = bytes.TrimPrefix(b, []byte(byteOrderMark))
 	var keep bytes.Buffer
 	dropped := false
 	// The file is in memory already: its lines are cut from it, whatever
@@ -1480,7 +1484,7 @@ func truncateLog(path string, step int) (damaged []error, err error) {
 			damaged = append(damaged, fmt.Errorf("%s:%d: %w", path, n, err))
 		}
 	}
-	if !dropped && (len(b) == 0 || b[len(b)-1] == '\n') {
+	if !dropped && !bom && (len(b) == 0 || b[len(b)-1] == '\n') {
 		return nil, nil
 	}
 	// Rewritten too when its last line, kept, lacks its newline (a write
@@ -1652,10 +1656,21 @@ func readMetrics(path string) ([]Metrics, error) {
 	return ms, err
 }
 
-// readJSONLines calls line with each line of the file at path, naming the
-// file and line in an error.
-func readJSONLines(path string, line func([]byte) error) error {
+// byteOrderMark is the UTF-8 byte order mark, which an editor saving a
+// log on Windows may write at its start.
+const byteOrderMark = "\ufeff"
+
+// readLog reads the JSON-lines log at path, less a byte order mark that
+// opens it, which would make its first line malformed JSON.
+func readLog(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
+	return bytes.TrimPrefix(b, []byte(byteOrderMark)), err
+}
+
+// readJSONLines calls line with each line of the file at path (readLog),
+// naming the file and line in an error.
+func readJSONLines(path string, line func([]byte) error) error {
+	b, err := readLog(path)
 	if err != nil {
 		return err
 	}
@@ -1667,7 +1682,7 @@ func readJSONLines(path string, line func([]byte) error) error {
 // writing it, or is writing it now) is left out, torn saying so, rather
 // than an error; such a line anywhere else is still one.
 func readJSONLinesTorn(path string, line func([]byte) error) (torn bool, err error) {
-	b, err := os.ReadFile(path)
+	b, err := readLog(path)
 	if err != nil {
 		return false, err
 	}

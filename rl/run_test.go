@@ -1865,6 +1865,10 @@ func TestReadRunCurvesTornLastLine(t *testing.T) {
 		{"empty object last", m1 + "\n" + m2 + "\n{}", "", 0, 0, nil, `no training step ("step" = 0)`, MetricsFile + ":3"},
 		// Lines of steps logged before (two runs' logs joined) were
 		// counted again: their traces, tokens and entropies twice.
+		// A byte order mark, as an editor saving the file on Windows
+		// writes: the first line was malformed JSON ("invalid character
+		// 'ï'"), and a resume dropped it as damaged.
+		{"byte order marks", "\ufeff" + m1 + "\n" + m2 + "\n", "\ufeff" + e0 + "\n", 2, 1, nil, "", ""},
 		{"a step repeated", m1 + "\n" + m2 + "\n" + m1 + "\n" + m2 + "\n", "", 0, 0, nil, "step 1 after step 2: want each step once, increasing, as train logs them", MetricsFile + ":3"},
 		{"an evaluation repeated", m1 + "\n" + m2 + "\n", e0 + "\n" + e0 + "\n", 0, 0, nil, "step 0 after step 0: want each step once, increasing, as train logs them", EvalFile + ":2"},
 	} {
@@ -2362,6 +2366,10 @@ func TestTruncateLogDamagedLines(t *testing.T) {
 		{"a torn last line", "{\"step\":1}\n{\"step\":2}\n{\"st", "{\"step\":1}\n{\"step\":2}\n", nil},
 		{"a torn last line ended", "{\"step\":1}\n{\"st\n", "{\"step\":1}\n", nil},
 		{"blank lines", "{\"step\":1}\n\n{\"step\":2}\r\n\r\n", "{\"step\":1}\n{\"step\":2}\r\n", nil},
+		// An editor's byte order mark is no damage: its line is kept,
+		// the mark dropped.
+		{"a byte order mark", "\ufeff{\"step\":1}\n{\"step\":2}\n{\"step\":3}\n", "{\"step\":1}\n{\"step\":2}\n", nil},
+		{"a byte order mark, nothing past the step", "\ufeff{\"step\":1}\n{\"step\":2}\n", "{\"step\":1}\n{\"step\":2}\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "metrics.jsonl")
