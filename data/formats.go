@@ -616,6 +616,12 @@ func (c *lineCounter) startsWith(ch byte) bool {
 	return c.off < int64(len(c.b)) && c.b[c.off] == ch
 }
 
+// isProblemField reports whether key is one of ProblemFields, as
+// findField matches them: a row's key, not a row's id.
+func isProblemField(key string) bool {
+	return slices.ContainsFunc(ProblemFields, func(n string) bool { return strings.EqualFold(strings.TrimPrefix(key, "\uFEFF"), n) })
+}
+
 // jqIdent matches the keys jq names bare (.train); others are quoted
 // (.["my split"]).
 var jqIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -637,31 +643,31 @@ func splitHint(path, key string) string {
 	return fmt.Sprintf("extract the split to use into a file of its own, e.g. jq '%s' %s > %s", sel, path, out)
 }
 
-// objectRows interprets a top-level JSON object: either every value is a
-// row (keyed by id) or exactly one value is an array of rows. keyLines
-// are the lines of the keys, elemLines those of the elements of the
-// array values.
+// objectRows interprets a top-level JSON object: either its values are
+// rows (keyed by id) or exactly one value is an array of rows. Without
+// an array, values that are at least half objects, under keys none of
+// which is a problem field's (the object is no row itself), are rows,
+// one that is no object (a version number, a row removed as null)
+// refused as a row of its type. keyLines are the lines of the keys,
+// elemLines those of the elements of the array values.
 func objectRows(path string, keys []string, vals []any, keyLines []int, elemLines map[int][]int, fn func(record) error) error {
-	allObjects := len(vals) > 0
-	for _, v := range vals {
-		if _, ok := v.(map[string]any); !ok {
-			allObjects = false
-			break
+	objects := 0
+	var arrays []int
+	for i, v := range vals {
+		switch v.(type) {
+		case map[string]any:
+			objects++
+		case []any:
+			arrays = append(arrays, i)
 		}
 	}
-	if allObjects {
+	if len(vals) > 0 && (objects == len(vals) || len(arrays) == 0 && 2*objects >= len(vals) && !slices.ContainsFunc(keys, isProblemField)) {
 		for i, v := range vals {
 			if err := fn(record{loc: fmt.Sprintf("%s:row %q", path, keys[i]), line: keyLines[i], key: keys[i], value: v}); err != nil {
 				return err
 			}
 		}
 		return nil
-	}
-	var arrays []int
-	for i, v := range vals {
-		if _, ok := v.([]any); ok {
-			arrays = append(arrays, i)
-		}
 	}
 	if len(arrays) != 1 {
 		hint, named := "", ""

@@ -324,6 +324,17 @@ func TestLoadErrors(t *testing.T) {
 		{name: "jsonl last line cut after a key", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n" + `{"problem": "q", "answer":`, want: []string{"a.jsonl:2: malformed JSON: the line ends inside its JSON value (cut short?)"}},
 		{name: "jsonl line cut inside a string", file: "a.jsonl", content: `{"problem": "p", "answer": "1}` + "\n", want: []string{"a.jsonl:1: malformed JSON: the line ends inside its JSON value (cut short?)"}},
 		{name: "json top level string", file: "a.json", content: `"rows"`, want: []string{"a.json:1:", "top-level JSON value is a string"}},
+		// An object of rows keyed by id with an entry that is no row (a
+		// version number, a row removed as null) was "not an object of
+		// rows", said to look like JSON Lines to name .jsonl: the entry
+		// is refused as an array's element of its type is.
+		{name: "json object of rows with a number", file: "a.json", content: "{\"version\": 2,\n \"a\": {\"problem\": \"p\", \"answer\": \"1\"},\n \"b\": {\"problem\": \"q\", \"answer\": \"2\"}}",
+			want: []string{`a.json:row "version" (line 1): row is a number, want an object`}},
+		{name: "json object of rows with a null", file: "a.json", content: "{\n \"a\": {\"problem\": \"p\", \"answer\": \"1\"},\n \"b\": null\n}\n",
+			want: []string{`a.json:row "b" (line 3): row is null, want an object`}},
+		// One row, its answer nested, is still one row named .json.
+		{name: "one row with a nested answer named .json", file: "a.json", content: `{"question": "p", "reward_model": {"ground_truth": "1"}, "extra_info": {"index": 0}}` + "\n",
+			want: []string{"holds 0 arrays", "looks like JSON Lines", "--format jsonl"}},
 		{name: "json object with two arrays", file: "a.json", content: `{"a": [], "b": []}`, want: []string{"holds 2 arrays"}},
 		// A file of splits: the arrays named, and how to take one (no
 		// option picks an array); it said "holds 2 arrays" alone.
