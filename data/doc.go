@@ -47,6 +47,10 @@
 //     or the text after a final "####" marker (GSM8K); fields that are
 //     worked solutions by name ([SolutionFields]) must contain one of the
 //     two.
+//   - The id comes from [LoadOptions.IDField], which every row must hold,
+//     or the first of [IDFields] present in the first row that holds one
+//     (an object of rows keyed by id takes its keys); a row without it,
+//     before that row or after, is numbered: "<file name>:<record number>".
 //   - Malformed rows (one that repeats a key among its own, or a field
 //     read whose objects repeat one, a chat message's "content" or a
 //     nested answer's key: which value is meant is ambiguous; a repeat in

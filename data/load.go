@@ -20,9 +20,11 @@ import (
 
 // Problem is one math problem with its gold answer.
 type Problem struct {
-	// ID is the row's own id (the first of [IDFields] present, or the key
-	// of a JSON object of rows) when it has one, else
-	// "<file name>:<record number>". IDs are unique within a Dataset.
+	// ID is the row's own id (its value of the id field,
+	// [LoadOptions.IDField] or else the first of [IDFields] in the first
+	// row that holds one, or the key of a JSON object of rows) when it
+	// has one, else "<file name>:<record number>". IDs are unique within
+	// a Dataset.
 	ID string `json:"id"`
 	// Problem is the problem statement, without any instruction suffix.
 	Problem string `json:"problem"`
@@ -42,7 +44,8 @@ type LoadOptions struct {
 	// [AnswerFields], also one level down (reward_model.ground_truth).
 	AnswerField string
 	// IDField names the id field, which every row must hold, not empty;
-	// "" detects one of [IDFields]; "-" uses positional ids.
+	// "" detects one of [IDFields] in the first row that holds one, rows
+	// without it numbered; "-" uses positional ids.
 	IDField string
 	// Format is "jsonl", "json" or "parquet"; "" detects it from the
 	// extension (.jsonl/.ndjson, .json, .parquet) or, failing that, the
@@ -391,7 +394,7 @@ func load(path string, opt LoadOptions, src source, size int64) (*Dataset, error
 			return rep.where()
 		}
 		if m == nil {
-			fm, err := detectFields(row, opt, r.key != "")
+			fm, err := detectFields(row, opt)
 			if err != nil {
 				return fmt.Errorf("data: %s: %w", r.where(), err)
 			}
@@ -399,6 +402,14 @@ func load(path string, opt LoadOptions, src source, size int64) (*Dataset, error
 			b.ds.Mapping.ProblemField = fm.problem
 			b.ds.Mapping.AnswerField = fm.answer
 			b.ds.Mapping.IDField = fm.id
+		}
+		if m.id == "" && opt.IDField == "" && r.key == "" {
+			// An id is optional: the id field is the first of IDFields
+			// in the first row that holds one, and the rows without it,
+			// before that row or after, are numbered.
+			if m.id, _ = findField(row, IDFields, false); m.id != "" {
+				b.ds.Mapping.IDField = m.id
+			}
 		}
 		n++
 		return b.addRow(r, row, m, opt, n-1)
@@ -457,7 +468,11 @@ type fieldMap struct {
 	solution            bool // the answer field is a worked solution
 }
 
-func detectFields(row map[string]any, opt LoadOptions, keyed bool) (*fieldMap, error) {
+// detectFields returns the mapping that opt names, the problem and
+// answer fields that it leaves out detected in row; an id field left out
+// is not detected here, as a row may lack one (load finds it in the
+// first row that holds one).
+func detectFields(row map[string]any, opt LoadOptions) (*fieldMap, error) {
 	m := &fieldMap{problem: opt.ProblemField, answer: opt.AnswerField, id: opt.IDField}
 	var ok bool
 	if m.problem == "" {
@@ -480,11 +495,8 @@ func detectFields(row map[string]any, opt LoadOptions, keyed bool) (*fieldMap, e
 		}
 		return nil, fmt.Errorf("field %q is read as the problem (%s) and as the gold answer (%s): every gold answer would be its problem's own text; name the other field with --problem-field or --answer-field", m.problem, problemBy, answerBy)
 	}
-	switch {
-	case m.id == "-":
+	if m.id == "-" {
 		m.id = ""
-	case m.id == "" && !keyed:
-		m.id, _ = findField(row, IDFields, false)
 	}
 	leaf := m.answer[strings.LastIndex(m.answer, ".")+1:]
 	for _, s := range SolutionFields {

@@ -596,3 +596,63 @@ func TestLoadOptionsValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadIDDetectedPastFirstRow: the id field is detected in the first
+// row that holds one, not in the first row alone; the rows without it,
+// before it or after, are numbered (--id-field's "rows without it
+// numbered").
+func TestLoadIDDetectedPastFirstRow(t *testing.T) {
+	cases := []struct {
+		name, file, content string
+		opt                 LoadOptions
+		idField             string
+		ids                 []string
+	}{
+		{
+			name:    "first row without an id",
+			file:    "f.jsonl",
+			content: `{"problem": "b", "answer": "2"}` + "\n" + `{"problem": "a", "answer": "1", "id": "x"}` + "\n" + `{"problem": "c", "answer": "3"}` + "\n",
+			idField: "id",
+			ids:     []string{"f.jsonl:0", "x", "f.jsonl:2"},
+		},
+		{
+			name:    "json array, the id of the third row",
+			file:    "f.json",
+			content: `[{"problem": "b", "answer": "2"}, {"problem": "a", "answer": "1"}, {"problem": "c", "answer": "3", "unique_id": "u/3"}]`,
+			idField: "unique_id",
+			ids:     []string{"f.json:0", "f.json:1", "u/3"},
+		},
+		{
+			name:    "no row with an id",
+			file:    "f.jsonl",
+			content: `{"problem": "b", "answer": "2"}` + "\n" + `{"problem": "a", "answer": "1"}` + "\n",
+			ids:     []string{"f.jsonl:0", "f.jsonl:1"},
+		},
+		{
+			name:    "row numbers asked for",
+			file:    "f.jsonl",
+			content: `{"problem": "b", "answer": "2"}` + "\n" + `{"problem": "a", "answer": "1", "id": "x"}` + "\n",
+			opt:     LoadOptions{IDField: "-"},
+			ids:     []string{"f.jsonl:0", "f.jsonl:1"},
+		},
+		{
+			name:    "object of rows keyed by id",
+			file:    "f.json",
+			content: `{"k1": {"problem": "b", "answer": "2"}, "k2": {"problem": "a", "answer": "1", "id": "x"}}`,
+			ids:     []string{"k1", "k2"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ds, err := Load(writeFile(t, tc.file, tc.content), tc.opt)
+			require.NoError(t, err)
+			var ids []string
+			for _, p := range ds.Problems {
+				ids = append(ids, p.ID)
+			}
+			require.Equal(t, tc.ids, ids)
+			require.Equal(t, tc.idField, ds.Mapping.IDField)
+			require.Equal(t, [2]string{"problem", "answer"}, [2]string{ds.Mapping.ProblemField, ds.Mapping.AnswerField})
+		})
+	}
+}
