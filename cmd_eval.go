@@ -306,7 +306,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		res, err := ev.RSA(ctx, problems, f.rsa, f.seed)
 		bar.done()
 		if err != nil {
-			steps.noteKept(env.stderr)
+			steps.noteKept(env.stderr, err, f.traces)
 			return err
 		}
 		rep := report.NewRSA(meta, res)
@@ -324,7 +324,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		res, err := ev.PassAtK(ctx, problems, rollout.PassAtKConfig{Samples: f.samples}, f.seed)
 		bar.done()
 		if err != nil {
-			saved.noteKept(env.stderr)
+			saved.noteKept(env.stderr, err, f.traces)
 			return err
 		}
 		rep := report.NewPassAtK(meta, res)
@@ -336,7 +336,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		res, err := ev.Sequential(ctx, problems, rollout.BudgetConfig{Samples: f.samples, MaxTokens: samplerCfg.MaxNewTokens}, f.seed)
 		bar.done()
 		if err != nil {
-			saved.noteKept(env.stderr)
+			saved.noteKept(env.stderr, err, f.traces)
 			return err
 		}
 		rep := report.NewBudget(meta, res)
@@ -1160,11 +1160,17 @@ func (p *evalSteps) save(cuts *cutCounter) func(rollout.RSAState) error {
 	}
 }
 
-// noteKept tells w, where the evaluation failed or was interrupted, how
-// many steps the file keeps for a rerun to resume from, if any.
-func (p *evalSteps) noteKept(w io.Writer) {
-	if p.saved > 0 {
+// noteKept tells w, where the evaluation failed or was interrupted
+// (err), how many steps the file keeps for a rerun to resume from; where
+// it keeps none, interrupted, and saves steps (not traces), that nothing
+// is saved, which Ctrl-C's message ("it keeps the steps it finished")
+// does not say.
+func (p *evalSteps) noteKept(w io.Writer, err error, traces bool) {
+	switch {
+	case p.saved > 0:
 		fmt.Fprintf(w, "spiral: note: %d of the %d RSA steps were evaluated and saved in %s: rerun the command to resume from there\n", p.saved, p.key.RSA.Steps+1, p.path)
+	case errors.Is(err, context.Canceled) && !traces:
+		fmt.Fprintln(w, "spiral: note: no RSA step was finished: nothing saved, a rerun starts over")
 	}
 }
 
@@ -1192,11 +1198,18 @@ func (p *evalProblems) save(problems []data.Problem) func([]rollout.SampledProbl
 	}
 }
 
-// noteKept tells w, where the evaluation failed or was interrupted, how
-// many problems the file keeps for a rerun to resume from, if any.
-func (p *evalProblems) noteKept(w io.Writer) {
-	if p.saved > 0 {
+// noteKept tells w, where the evaluation failed or was interrupted
+// (err), how many problems the file keeps for a rerun to resume from;
+// where it keeps none, interrupted, and saves problems (not traces),
+// that nothing is saved, which Ctrl-C's message ("it keeps the problems
+// it finished") does not say: a Generate call can hold all the problems
+// (evalChunk), none of which is saved before it ends.
+func (p *evalProblems) noteKept(w io.Writer, err error, traces bool) {
+	switch {
+	case p.saved > 0:
 		fmt.Fprintf(w, "spiral: note: %d of the %s were evaluated and saved in %s: rerun the command to resume from there\n", p.saved, rollout.Plural(len(p.key.ProblemIDs), "problem"), p.path)
+	case errors.Is(err, context.Canceled) && !traces:
+		fmt.Fprintln(w, "spiral: note: no problem was finished: nothing saved, a rerun starts over")
 	}
 }
 

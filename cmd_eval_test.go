@@ -1517,3 +1517,48 @@ func startResumeEngine(t *testing.T) (*resumeEngine, string) {
 	t.Cleanup(hs.Close)
 	return eng, hs.URL + "/v1"
 }
+
+// TestEvalInterruptedBeforeAnyFinished: an evaluation interrupted
+// (Ctrl-C) before its first problem, or RSA step, finished saves nothing,
+// its Ctrl-C message having said it keeps what it finished: it says so
+// (pass@k of 128 problems runs them all in one call). One with --traces,
+// which saves nothing and said nothing of it, says nothing more.
+func TestEvalInterruptedBeforeAnyFinished(t *testing.T) {
+	const nothing = "spiral: note: no %s was finished: nothing saved, a rerun starts over\n"
+	eng, engineURL := startResumeEngine(t)
+	dir := t.TempDir()
+	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 6)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"passk", []string{"--mode", "passk", "--samples", "4"}, fmt.Sprintf(nothing, "problem")},
+		{"sequential", []string{"--mode", "sequential", "--samples", "2"}, fmt.Sprintf(nothing, "problem")},
+		{"rsa", []string{"--mode", "rsa", "--population", "2", "--subset", "2", "--rsa-steps", "3"}, fmt.Sprintf(nothing, "RSA step")},
+		{"passk --traces", []string{"--mode", "passk", "--samples", "4", "--traces"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			eng.served.Store(0)
+			eng.interrupt, eng.interruptAt = cancel, 3
+			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"eval", "--data", problems, "--max-new-tokens", "64", "--quiet", "--out", out,
+				"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, tc.args...)
+			code := run(ctx, args, &cliEnv{stdout: &stdout, stderr: &stderr})
+			require.NotZero(t, code, stderr.String())
+			require.ErrorIs(t, ctx.Err(), context.Canceled, "interrupted")
+			require.NotContains(t, stderr.String(), "saved in")
+			if tc.want == "" {
+				require.NotContains(t, stderr.String(), "nothing saved")
+			} else {
+				require.Contains(t, stderr.String(), tc.want)
+			}
+			mode := tc.args[1]
+			require.NoFileExists(t, filepath.Join(out, mode+report.ProblemsSuffix))
+			require.NoFileExists(t, filepath.Join(out, mode+report.StepsSuffix))
+		})
+	}
+}
