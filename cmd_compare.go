@@ -144,12 +144,23 @@ func setupCompare(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) er
 		// commit removes a name its stage lacks): of runs, the run plots;
 		// of reports, tokens, which every mode feeds. An earlier
 		// comparison's would show other runs or labels beside this one's.
+		// A plot it draws or claims replaces an earlier comparison's of
+		// the name in every format (passk.png beside a new passk.svg would
+		// set two comparisons side by side), but eval's own plot of a
+		// report in --out (passk.png beside passk.json), which --figures
+		// svg or pdf keeps (checkOut).
 		names := []string{"summary.md"}
 		for _, p := range comparePlots {
 			name := p + "." + c.figures
 			_, err := os.Stat(filepath.Join(stage.Dir(), name))
-			if err == nil || c.claims(p) {
-				names = append(names, name)
+			if err != nil && !c.claims(p) {
+				continue
+			}
+			names = append(names, name)
+			for _, f := range report.PlotFormats {
+				if f != c.figures && !evalPlot(*out, p, f) {
+					names = append(names, p+"."+f)
+				}
 			}
 		}
 		if err := stage.Commit(names...); err != nil {
@@ -230,6 +241,16 @@ func (g *givenPaths) add(arg, path, what string) error {
 	}
 	g.args, g.infos = append(g.args, arg), append(g.infos, st)
 	return nil
+}
+
+// evalPlot says whether p.format in out is eval's own plot of a report
+// there: MODE.png beside MODE.json.
+func evalPlot(out, p, format string) bool {
+	if format != "png" || !slices.Contains([]report.Mode{report.ModePassAtK, report.ModeRSA, report.ModeSequential}, report.Mode(p)) {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(out, p+".json"))
+	return err == nil
 }
 
 // checkOut refuses out when it holds an eval report (MODE.json) of a

@@ -1187,6 +1187,58 @@ func TestCompareTokensPlotOfAnEarlierComparison(t *testing.T) {
 	}
 }
 
+// TestComparePlotsOfAnEarlierFormat: a comparison in one --figures
+// format removes the plots of the same names an earlier comparison drew
+// in another (passk.png beside passk.svg showed two comparisons in one
+// --out); eval's own plot of a report in --out (passk.png beside
+// passk.json), which --figures svg is there to keep, and the plots of
+// modes not compared stay.
+func TestComparePlotsOfAnEarlierFormat(t *testing.T) {
+	dir := t.TempDir()
+	var reps []string
+	for _, label := range []string{"a", "b"} {
+		p := filepath.Join(dir, label+".json")
+		require.NoError(t, report.WriteJSON(p, report.PassAtK{Meta: report.Meta{Mode: report.ModePassAtK, Label: label, Problems: 2}, Config: rollout.PassAtKConfig{Samples: 4},
+			Points: []rollout.KPoint{{K: 1, PassAtK: 0.5, MajorityAtK: 0.5}, {K: 4, PassAtK: 0.8, MajorityAtK: 0.6}}}))
+		reps = append(reps, p)
+	}
+	for _, tc := range []struct {
+		name    string
+		figures string
+		before  []string // files in --out before the comparison
+		want    []string
+	}{
+		{"svg over png", "svg", []string{"passk.png", "tokens.png", "rsa.png"}, []string{"passk.svg", "rsa.png", "summary.md"}},
+		{"pdf over png and svg", "pdf", []string{"passk.png", "passk.svg", "tokens.svg"}, []string{"passk.pdf", "summary.md"}},
+		{"png over svg", "png", []string{"passk.svg", "tokens.pdf"}, []string{"passk.png", "summary.md"}},
+		{"eval's own plot kept", "svg", []string{"passk.json", "passk.png"}, []string{"passk.json", "passk.png", "passk.svg", "summary.md"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, "out-"+strings.ReplaceAll(tc.name, " ", "-"))
+			require.NoError(t, os.MkdirAll(out, 0o755))
+			for _, name := range tc.before {
+				content := "an earlier comparison's plot"
+				if name == "passk.json" {
+					b, err := os.ReadFile(reps[0])
+					require.NoError(t, err)
+					content = string(b)
+				}
+				require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte(content), 0o644))
+			}
+			var stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"compare", "--figures", tc.figures, "--out", out}, reps...), &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Zero(t, code, stderr.String())
+			entries, err := os.ReadDir(out)
+			require.NoError(t, err)
+			var got []string
+			for _, e := range entries {
+				got = append(got, e.Name())
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
 // TestCompareRunNoUpdateOfEachKind: compare --run's note on a run none
 // of whose steps updated the weights is true of both kinds of no-update
 // step: one that drew no informative problem and one whose informative

@@ -27,15 +27,13 @@ import (
 // PlotSize/DPI inches.
 const DPI = 96
 
-// PlotFormat reports whether format is one a plot is written in: png (at
-// DPI), svg or pdf (vector graphics, for a paper's figures).
-func PlotFormat(format string) bool {
-	switch format {
-	case "png", "svg", "pdf":
-		return true
-	}
-	return false
-}
+// PlotFormats are the formats a plot is written in, its file's
+// extension: png (at DPI), svg or pdf (vector graphics, for a paper's
+// figures).
+var PlotFormats = []string{"png", "svg", "pdf"}
+
+// PlotFormat reports whether format is one of PlotFormats.
+func PlotFormat(format string) bool { return slices.Contains(PlotFormats, format) }
 
 // CheckPlotPath reports whether path names a file a plot can be written
 // as: its extension, in any case, chooses the format (PlotFormat). A
