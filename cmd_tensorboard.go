@@ -15,7 +15,8 @@ import (
 
 // setupTensorBoard converts the logs of training runs made without
 // --tensorboard (train's metrics.jsonl and eval.jsonl, sft's sft.jsonl)
-// into TensorBoard event files in each run's tensorboard/.
+// into TensorBoard event files in each run's tensorboard/, or the steps
+// of a run that went on without it that its event files lack.
 func setupTensorBoard(*pflag.FlagSet) func(context.Context, *cliEnv, []string) error {
 	return func(_ context.Context, env *cliEnv, args []string) (err error) {
 		if len(args) == 0 {
@@ -101,7 +102,21 @@ func setupTensorBoard(*pflag.FlagSet) func(context.Context, *cliEnv, []string) e
 			if x.Events == 1 {
 				events = "event"
 			}
-			fmt.Fprintf(env.stdout, "wrote %s (%d %s from %s)\n", x.Path, x.Events, events, strings.Join(x.Logs, " and "))
+			// A run that went on without --tensorboard gets the steps its
+			// event files lack, beside them.
+			lacked := ""
+			if len(x.Beside) > 0 {
+				names := make([]string, len(x.Beside))
+				for i, b := range x.Beside {
+					names[i] = filepath.Base(b)
+				}
+				verb := "lack"
+				if len(names) == 1 {
+					verb = "lacks"
+				}
+				lacked = fmt.Sprintf(": %s, which %s %s", rl.StepList(x.Lacked), strings.Join(names, ", "), verb)
+			}
+			fmt.Fprintf(env.stdout, "wrote %s (%d %s from %s%s)\n", x.Path, x.Events, events, strings.Join(x.Logs, " and "), lacked)
 		}
 		return nil
 	}

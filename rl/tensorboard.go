@@ -481,7 +481,10 @@ func sftEvents(path string) (events []tfevents.Event, torn []string, err error) 
 // hold the logs' events already, every figure of them and no other
 // (written by --tensorboard, or by an earlier conversion, such as one of
 // several runs that was stopped before it converted the others): Write
-// writes nothing then.
+// writes nothing then. Beside names those that hold part of them and no
+// other figure (a run that went on without --tensorboard): Write writes
+// the rest alone, the figures of the steps Lacked, in a new file named
+// after them.
 type TensorBoardExport struct {
 	Path      string
 	Events    int
@@ -489,6 +492,8 @@ type TensorBoardExport struct {
 	Torn      []string
 	Removed   []string
 	Converted []string
+	Beside    []string
+	Lacked    []int64
 
 	events []tfevents.Event
 	// tb is the directory the events go to: the run's TensorBoardDir,
@@ -508,7 +513,12 @@ type TensorBoardExport struct {
 // holds spiral's event files with events already (written live, or by an
 // earlier export) other than the logs' events, each figure once
 // (TensorBoard would show the conversion's beside them); those that hold
-// exactly them are named in Converted, for Write to leave. The finished
+// exactly them are named in Converted, for Write to leave, and those
+// that hold part of them in Beside, for Write to add the figures they
+// lack (the steps Lacked), unless a figure lacks a step before one of
+// it they hold (TensorBoard, reading the new file after theirs, would
+// drop the steps of the figure it read past that one), which is refused
+// naming the steps. The finished
 // sft run's sft.jsonl beside an --overwrite stopped before it logged a
 // step, or killed before it began its log, goes to
 // SFTFinishedTensorBoardDir, where that run's events are until the
@@ -563,8 +573,18 @@ func PrepareTensorBoard(dir string) (TensorBoardExport, error) {
 	}
 	_, err = x.emptyFiles()
 	var converted *convertedError
-	if errors.As(err, &converted) && converted.holds(x.events) {
+	if !errors.As(err, &converted) {
+		return x, err
+	}
+	missing, ok := converted.lacking(x.events)
+	switch {
+	case !ok:
+	case len(missing) == 0:
 		x.Converted, err = converted.files, nil
+	default:
+		if converted.early = converted.before(missing); len(converted.early) == 0 {
+			x.Beside, x.Lacked, x.events, err = converted.files, eventSteps(missing), missing, nil
+		}
 	}
 	return x, err
 }
@@ -577,10 +597,17 @@ type convertedError struct {
 	files   []string // those with events, in the order of their names
 	scalars map[stepTag]float32
 	twice   bool // a scalar of a step and tag more than once
+	// early are the steps the files lack of a figure of the logs before
+	// a step of it they hold, where they hold nothing but the logs'.
+	early []int64
 }
 
 func (e *convertedError) Error() string {
-	return fmt.Sprintf("%s holds TensorBoard events already (%s, written by --tensorboard or an earlier conversion): TensorBoard shows them; remove %s to convert the logs again", e.tb, filepath.Base(e.files[0]), e.tb)
+	held := fmt.Sprintf("%s holds TensorBoard events already (%s, written by --tensorboard or an earlier conversion)", e.tb, filepath.Base(e.files[0]))
+	if len(e.early) > 0 {
+		return fmt.Sprintf("%s, which lack %s of the logs, before steps of the same figures they hold (TensorBoard, reading them after those, would drop those): remove %s to convert the logs again", held, StepList(e.early), e.tb)
+	}
+	return fmt.Sprintf("%s: TensorBoard shows them; remove %s to convert the logs again", held, e.tb)
 }
 
 // stepTag is a scalar's step and tag.
@@ -589,23 +616,87 @@ type stepTag struct {
 	tag  string
 }
 
-// holds says whether the event files hold exactly the scalars of events,
-// each once, with its value: the logs converted already.
-func (e *convertedError) holds(events []tfevents.Event) bool {
+// lacking returns the scalars of events that the event files lack, as
+// events, and whether the files hold none but scalars of events, each
+// once, with its value (the logs converted already where none lack).
+func (e *convertedError) lacking(events []tfevents.Event) ([]tfevents.Event, bool) {
 	if e.scalars == nil || e.twice {
-		return false
+		return nil, false
 	}
+	var missing []tfevents.Event
 	n := 0
 	for _, ev := range events {
+		lack := ev
+		lack.Scalars = nil
 		for _, sc := range ev.Scalars {
 			v, ok := e.scalars[stepTag{ev.Step, sc.Tag}]
-			if !ok || v != sc.Value {
-				return false
+			switch {
+			case !ok:
+				lack.Scalars = append(lack.Scalars, sc)
+			case v != sc.Value:
+				return nil, false
+			default:
+				n++
 			}
-			n++
+		}
+		if len(lack.Scalars) > 0 {
+			missing = append(missing, lack)
 		}
 	}
-	return n == len(e.scalars)
+	return missing, n == len(e.scalars)
+}
+
+// before returns the steps of missing (lacking's) with a scalar of a
+// tag that the files hold at a later step, in order, each once.
+func (e *convertedError) before(missing []tfevents.Event) []int64 {
+	last := map[string]int64{}
+	for k := range e.scalars {
+		if s, ok := last[k.tag]; !ok || k.step > s {
+			last[k.tag] = k.step
+		}
+	}
+	var early []tfevents.Event
+	for _, ev := range missing {
+		if slices.ContainsFunc(ev.Scalars, func(sc tfevents.Scalar) bool {
+			s, ok := last[sc.Tag]
+			return ok && ev.Step < s
+		}) {
+			early = append(early, ev)
+		}
+	}
+	return eventSteps(early)
+}
+
+// eventSteps returns the steps of events, in order, each once.
+func eventSteps(events []tfevents.Event) []int64 {
+	steps := make([]int64, len(events))
+	for i, ev := range events {
+		steps[i] = ev.Step
+	}
+	slices.Sort(steps)
+	return slices.Compact(steps)
+}
+
+// StepList writes steps (in order, each once) for a message: "step 2",
+// "steps 2-4", "steps 0, 2-4, 7".
+func StepList(steps []int64) string {
+	var parts []string
+	for i := 0; i < len(steps); {
+		j := i
+		for j+1 < len(steps) && steps[j+1] == steps[j]+1 {
+			j++
+		}
+		part := strconv.FormatInt(steps[i], 10)
+		if j > i {
+			part += "-" + strconv.FormatInt(steps[j], 10)
+		}
+		parts = append(parts, part)
+		i = j + 1
+	}
+	if len(steps) == 1 {
+		return "step " + parts[0]
+	}
+	return "steps " + strings.Join(parts, ", ")
 }
 
 // emptyFiles returns spiral's event files in x's directory (x.tb) that
@@ -613,8 +704,8 @@ func (e *convertedError) holds(events []tfevents.Event) bool {
 // their first scalar event: a run with --tensorboard killed before its
 // first step), which the conversion replaces; files that hold one, or that cannot be
 // read (their checksums failing), are a *convertedError naming the
-// first: TensorBoard shows their events, which the conversion would
-// double.
+// first (returned with the empty files): TensorBoard shows their
+// events, which the conversion would double.
 func (x *TensorBoardExport) emptyFiles() ([]string, error) {
 	files, err := tfevents.Files(x.tb)
 	if err != nil {
@@ -649,7 +740,7 @@ func (x *TensorBoardExport) emptyFiles() ([]string, error) {
 		}
 	}
 	if len(held.files) > 0 {
-		return nil, held
+		return empty, held
 	}
 	return empty, nil
 }
@@ -664,12 +755,18 @@ func (x *TensorBoardExport) emptyFiles() ([]string, error) {
 // same command converts; it removed them after the new file, and one
 // killed between the two left them for good, that command refused as
 // converted already. It sets x.Path, x.Events and x.Removed. A run
-// whose events are there already (x.Converted) it leaves as it is.
+// whose events are there already (x.Converted) it leaves as it is; one
+// that holds part of them in the files x.Beside, and no other event
+// file with events, gets the rest.
 func (x *TensorBoardExport) Write() error {
 	if len(x.Converted) > 0 {
 		return nil
 	}
 	empty, err := x.emptyFiles()
+	var converted *convertedError
+	if len(x.Beside) > 0 && errors.As(err, &converted) && slices.Equal(converted.files, x.Beside) {
+		err = nil
+	}
 	if err != nil {
 		return err
 	}

@@ -442,10 +442,38 @@ func TestExportTensorBoard(t *testing.T) {
 	again, err := tfevents.Files(filepath.Join(live, TensorBoardDir))
 	require.NoError(t, err)
 	require.Equal(t, liveFiles, again, "nothing written")
-	_, err = tfevents.Truncate(liveFiles[0], 1) // the events of step 2 go
+	// The events of step 2 go, as a run resumed without --tensorboard
+	// past step 1 leaves them: the conversion writes those alone, in a
+	// new file named after the live one, and the two hold every figure
+	// of the logs once; converted again, they are left as they are.
+	_, err = tfevents.Truncate(liveFiles[0], 1)
+	require.NoError(t, err)
+	x, err = exportTensorBoard(live)
+	require.NoError(t, err)
+	require.Equal(t, liveFiles, x.Beside)
+	require.Equal(t, []int64{2}, x.Lacked)
+	both, err := tfevents.Files(filepath.Join(live, TensorBoardDir))
+	require.NoError(t, err)
+	require.Equal(t, []string{liveFiles[0], x.Path}, both)
+	logged, _, err := trainEvents(live)
+	require.NoError(t, err)
+	require.Equal(t, scalarsOf(logged), tbScalars(t, live))
+	x, err = exportTensorBoard(live)
+	require.NoError(t, err)
+	require.Equal(t, both, x.Converted)
+	require.Empty(t, x.Path)
+	// Events of a step the logs lack are refused, as are the steps of
+	// a curve that the events lack before steps of it they hold
+	// (TensorBoard drops a curve's later steps when an earlier follows).
+	_, err = tfevents.WriteFile(filepath.Join(live, TensorBoardDir), time.Now(), []tfevents.Event{{Step: 9, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 1}}}})
 	require.NoError(t, err)
 	_, err = exportTensorBoard(live)
 	require.ErrorContains(t, err, filepath.Join(live, TensorBoardDir)+" holds TensorBoard events already")
+	require.NoError(t, tfevents.RemoveFiles(filepath.Join(live, TensorBoardDir)))
+	_, err = tfevents.WriteFile(filepath.Join(live, TensorBoardDir), time.Now(), logged[len(logged)-1:])
+	require.NoError(t, err)
+	_, err = exportTensorBoard(live)
+	require.ErrorContains(t, err, "which lack step")
 
 	dir := t.TempDir()
 	metrics := `{"step":1,"search":{"reward":0.5},"loss":0.25,"step_seconds":10}` + "\n" +
@@ -672,7 +700,8 @@ func TestTensorBoardLogWriteFails(t *testing.T) {
 // killed before its first step) hold nothing the conversion would
 // double: they are removed, named in Removed, and the logs converted,
 // rather than the run refused as holding events already; a file with one
-// scalar event beside them is still refused, and removes none.
+// scalar event beside them that is not the logs' is still refused, and
+// removes none.
 func TestExportTensorBoardEmptyFiles(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, MetricsFile), []byte(`{"step":1,"loss":0.5,"step_seconds":2}`+"\n"), 0o644))
@@ -690,7 +719,7 @@ func TestExportTensorBoardEmptyFiles(t *testing.T) {
 	fullTB := filepath.Join(full, TensorBoardDir)
 	fullHeader, err := tfevents.WriteFile(fullTB, time.Unix(1700000000, 0), nil)
 	require.NoError(t, err)
-	one, err := tfevents.WriteFile(fullTB, time.Unix(1700000000, 0), []tfevents.Event{{Step: 1, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 0.5}}}})
+	one, err := tfevents.WriteFile(fullTB, time.Unix(1700000000, 0), []tfevents.Event{{Step: 1, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 0.25}}}})
 	require.NoError(t, err)
 	_, err = exportTensorBoard(full)
 	require.ErrorContains(t, err, fullTB+" holds TensorBoard events already ("+filepath.Base(one)+",")
@@ -1098,5 +1127,20 @@ func TestExportTensorBoardFinishedSetAside(t *testing.T) {
 			require.Empty(t, x.Converted)
 			require.Equal(t, filepath.Join(dir, tc.wantTB), filepath.Dir(x.Path))
 		})
+	}
+}
+
+// TestStepList: the steps a message names, runs of them as ranges.
+func TestStepList(t *testing.T) {
+	for _, tc := range []struct {
+		steps []int64
+		want  string
+	}{
+		{[]int64{2}, "step 2"},
+		{[]int64{2, 3}, "steps 2-3"},
+		{[]int64{0, 2, 3, 4, 7}, "steps 0, 2-4, 7"},
+		{[]int64{1, 3}, "steps 1, 3"},
+	} {
+		require.Equal(t, tc.want, StepList(tc.steps), "%v", tc.steps)
 	}
 }
