@@ -1204,6 +1204,28 @@ func TestOrtLibMissing(t *testing.T) {
 	}
 }
 
+// TestOrtLibEnvErrors: a $ONNXRUNTIME_LIB that is missing or does not
+// load is named without the model package's prefix, which said nothing
+// ("spiral version: model: ONNX Runtime library F (from
+// $ONNXRUNTIME_LIB): no such file").
+func TestOrtLibEnvErrors(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	nope := filepath.Join(dir, "libnope.so")
+	short := filepath.Join(dir, "libshort.so")
+	require.NoError(t, os.WriteFile(short, []byte("not a library"), 0o644))
+	for _, tc := range []struct{ lib, want string }{
+		{nope, "spiral version: ONNX Runtime library " + nope + " (from $ONNXRUNTIME_LIB): no such file\n"},
+		{short, "spiral version: ONNX Runtime library " + short + " (from $ONNXRUNTIME_LIB): does not load: "},
+	} {
+		t.Setenv("ONNXRUNTIME_LIB", tc.lib)
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"version"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitFailure, code, stderr.String())
+		require.True(t, strings.HasPrefix(stderr.String(), tc.want), "%s", stderr.String())
+	}
+}
+
 // TestDataInspectDirectory: spiral data inspect DIR is a usage error
 // naming the argument and what it must be, as --data DIR is; it said
 // "data: DIR: is a directory, want a data file" (exit 1).

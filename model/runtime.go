@@ -38,7 +38,7 @@ func CacheDir() (string, error) {
 	}
 	d, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("model: locate cache directory: %w", err)
+		return "", fmt.Errorf("locate spiral's cache directory: %w", err)
 	}
 	return filepath.Join(d, "spiral"), nil
 }
@@ -194,7 +194,7 @@ type LibraryNotFoundError struct {
 }
 
 func (e *LibraryNotFoundError) Error() string {
-	return fmt.Sprintf("model: no ONNX Runtime library could be loaded; tried:\n  %s\nrun %s to install ONNX Runtime %s, or pass --ort-lib / set %s",
+	return fmt.Sprintf("no ONNX Runtime library could be loaded; tried:\n  %s\nrun %s to install ONNX Runtime %s, or pass --ort-lib / set %s",
 		strings.Join(e.Tried, "\n  "), SetupCommand, ORTVersion, LibEnvVar)
 }
 
@@ -206,19 +206,19 @@ func (e *LibraryNotFoundError) Error() string {
 func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 	dev, auto, err := ParseDevice(opt.Device)
 	if err != nil {
-		return nil, fmt.Errorf("model: device %w", err)
+		return nil, fmt.Errorf("device %w", err)
 	}
 	if opt.Threads < 0 {
-		return nil, fmt.Errorf("model: threads %d: want >= 0", opt.Threads)
+		return nil, fmt.Errorf("threads %d: want >= 0", opt.Threads)
 	}
 	if opt.Deterministic && opt.Threads > 1 {
-		return nil, fmt.Errorf("model: deterministic runs use one thread; %d threads asked", opt.Threads)
+		return nil, fmt.Errorf("deterministic runs use one thread; %d threads asked", opt.Threads)
 	}
 	if _, ok := opt.CUDAOptions["device_id"]; ok {
-		return nil, errors.New(`model: CUDA option "device_id": the device is chosen by the device ("cuda:N")`)
+		return nil, errors.New(`CUDA option "device_id": the device is chosen by the device ("cuda:N")`)
 	}
 	if ort.IsInitialized() {
-		return nil, errors.New("model: an ONNX Runtime environment is already open in this process")
+		return nil, errors.New("an ONNX Runtime environment is already open in this process")
 	}
 	// An explicit library (--ort-lib, else $ONNXRUNTIME_LIB) is the only
 	// one tried: someone pointing at a CUDA build must not silently get
@@ -248,7 +248,7 @@ func OpenRuntime(opt RuntimeOptions) (*Runtime, error) {
 		}
 		explicit := i < 2
 		fail := func(why string) error {
-			return fmt.Errorf("model: ONNX Runtime library %s (from %s): %s", c.path, c.what, why)
+			return fmt.Errorf("ONNX Runtime library %s (from %s): %s", c.path, c.what, why)
 		}
 		if _, err := os.Stat(c.path); err != nil {
 			// There but not to be reached (a symbolic link loop, a
@@ -360,7 +360,7 @@ func (r *Runtime) Close() error {
 	}
 	arenaErr := r.UnshareDeviceArena()
 	if err := ort.DestroyEnvironment(); err != nil {
-		return errors.Join(arenaErr, fmt.Errorf("model: close ONNX Runtime: %w", err))
+		return errors.Join(arenaErr, fmt.Errorf("close ONNX Runtime: %w", err))
 	}
 	// Again, in case the telemetry made it anew since.
 	removeTelemetryLog(os.TempDir(), os.Getpid())
@@ -398,27 +398,27 @@ const SpinningEntry = "session.intra_op.allow_spinning"
 func (r *Runtime) NewSessionOptions() (*ort.SessionOptions, error) {
 	so, err := ort.NewSessionOptions()
 	if err != nil {
-		return nil, fmt.Errorf("model: session options: %w", err)
+		return nil, fmt.Errorf("ONNX Runtime session options: %w", err)
 	}
 	if err := so.AddSessionConfigEntry(SpinningEntry, "0"); err != nil {
-		return nil, errors.Join(fmt.Errorf("model: session config %s=0: %w", SpinningEntry, err), so.Destroy())
+		return nil, errors.Join(fmt.Errorf("ONNX Runtime session config %s=0: %w", SpinningEntry, err), so.Destroy())
 	}
 	if r.threads > 0 {
 		if err := so.SetIntraOpNumThreads(r.threads); err != nil {
-			return nil, errors.Join(fmt.Errorf("model: set %d threads: %w", r.threads, err), so.Destroy())
+			return nil, errors.Join(fmt.Errorf("ONNX Runtime session: set %d threads: %w", r.threads, err), so.Destroy())
 		}
 	}
 	if r.deterministic {
 		if err := so.SetInterOpNumThreads(1); err != nil {
-			return nil, errors.Join(fmt.Errorf("model: set one inter-op thread: %w", err), so.Destroy())
+			return nil, errors.Join(fmt.Errorf("ONNX Runtime session: set one inter-op thread: %w", err), so.Destroy())
 		}
 		if err := r.api.SetDeterministicCompute(so, true); err != nil {
-			return nil, errors.Join(fmt.Errorf("model: %w", err), so.Destroy())
+			return nil, errors.Join(fmt.Errorf("ONNX Runtime session: %w", err), so.Destroy())
 		}
 	}
 	if r.arena != nil {
 		if err := so.AddSessionConfigEntry(ortc.UseEnvAllocatorsEntry, "1"); err != nil {
-			return nil, errors.Join(fmt.Errorf("model: session config %s=1: %w", ortc.UseEnvAllocatorsEntry, err), so.Destroy())
+			return nil, errors.Join(fmt.Errorf("ONNX Runtime session config %s=1: %w", ortc.UseEnvAllocatorsEntry, err), so.Destroy())
 		}
 	}
 	if r.device.Kind == CUDA {
@@ -457,10 +457,10 @@ func (r *Runtime) loadCUDA() error {
 	dir := filepath.Dir(r.lib)
 	provider := filepath.Join(dir, CUDAProvider)
 	if _, err := os.Stat(provider); err != nil {
-		return fmt.Errorf("model: ONNX Runtime library %s (from %s) is not a CUDA build: no %s beside it; run %s --cuda to install one, or name one with --ort-lib", r.lib, r.libFrom, CUDAProvider, SetupCommand)
+		return fmt.Errorf("ONNX Runtime library %s (from %s) is not a CUDA build: no %s beside it; run %s --cuda to install one, or name one with --ort-lib", r.lib, r.libFrom, CUDAProvider, SetupCommand)
 	}
 	if _, err := os.Stat(filepath.Join(dir, SharedProvider)); err != nil {
-		return fmt.Errorf("model: ONNX Runtime library %s (from %s) is an incomplete CUDA build: no %s beside it; run %s --cuda to install one, or name one with --ort-lib", r.lib, r.libFrom, SharedProvider, SetupCommand)
+		return fmt.Errorf("ONNX Runtime library %s (from %s) is an incomplete CUDA build: no %s beside it; run %s --cuda to install one, or name one with --ort-lib", r.lib, r.libFrom, SharedProvider, SetupCommand)
 	}
 	for _, name := range CUDALibraries {
 		path := filepath.Join(dir, name)
@@ -468,7 +468,7 @@ func (r *Runtime) loadCUDA() error {
 			continue // the machine's own CUDA installation, if any, is used
 		}
 		if err := ortc.LoadLibrary(path); err != nil {
-			return fmt.Errorf("model: CUDA library %s does not load: %v", path, err)
+			return fmt.Errorf("CUDA library %s does not load: %v", path, err)
 		}
 	}
 	// The provider itself is not loaded here: its constructors need ONNX
@@ -477,12 +477,12 @@ func (r *Runtime) loadCUDA() error {
 	// loaded instead, so that the loader names the one missing.
 	f, err := elf.Open(provider)
 	if err != nil {
-		return fmt.Errorf("model: the CUDA execution provider %s: %w", provider, err)
+		return fmt.Errorf("the CUDA execution provider %s: %w", provider, err)
 	}
 	needed, err := f.ImportedLibraries()
 	f.Close()
 	if err != nil {
-		return fmt.Errorf("model: the CUDA execution provider %s: %w", provider, err)
+		return fmt.Errorf("the CUDA execution provider %s: %w", provider, err)
 	}
 	for _, lib := range needed {
 		if err := ortc.CheckLibrary(lib); err != nil {
@@ -490,11 +490,11 @@ func (r *Runtime) loadCUDA() error {
 			if strings.Contains(lib, "libcuda.so") {
 				hint = " (libcuda.so.1 is the NVIDIA driver's: no driver is installed, or no GPU)"
 			}
-			return fmt.Errorf("model: the CUDA execution provider %s does not load: %v%s", provider, err, hint)
+			return fmt.Errorf("the CUDA execution provider %s does not load: %v%s", provider, err, hint)
 		}
 	}
 	if err := ortc.CheckLibrary(CUDNN); err != nil {
-		return fmt.Errorf("model: cuDNN, which the CUDA execution provider %s opens when it runs, does not load: %v; run %s --cuda to install it beside the provider, or put the directory of %s on LD_LIBRARY_PATH", provider, err, SetupCommand, CUDNN)
+		return fmt.Errorf("cuDNN, which the CUDA execution provider %s opens when it runs, does not load: %v; run %s --cuda to install it beside the provider, or put the directory of %s on LD_LIBRARY_PATH", provider, err, SetupCommand, CUDNN)
 	}
 	return nil
 }
@@ -502,16 +502,16 @@ func (r *Runtime) loadCUDA() error {
 func (r *Runtime) appendCUDA(so *ort.SessionOptions) error {
 	co, err := ort.NewCUDAProviderOptions()
 	if err != nil {
-		return fmt.Errorf("model: ONNX Runtime library %s has no CUDA execution provider (CUDA provider options: %v)", r.lib, err)
+		return fmt.Errorf("ONNX Runtime library %s has no CUDA execution provider (CUDA provider options: %v)", r.lib, err)
 	}
 	defer co.Destroy()
 	options := map[string]string{"device_id": strconv.Itoa(r.device.ID)}
 	maps.Copy(options, r.cudaOptions)
 	if err := co.Update(options); err != nil {
-		return fmt.Errorf("model: ONNX Runtime library %s cannot set up the CUDA execution provider for device %d with options %v: %w", r.lib, r.device.ID, options, err)
+		return fmt.Errorf("ONNX Runtime library %s cannot set up the CUDA execution provider for device %d with options %v: %w", r.lib, r.device.ID, options, err)
 	}
 	if err := so.AppendExecutionProviderCUDA(co); err != nil {
-		return fmt.Errorf("model: ONNX Runtime library %s cannot append the CUDA execution provider for device %d: %v", r.lib, r.device.ID, err)
+		return fmt.Errorf("ONNX Runtime library %s cannot append the CUDA execution provider for device %d: %v", r.lib, r.device.ID, err)
 	}
 	return nil
 }
