@@ -804,7 +804,7 @@ func TestEvalRefusesOtherSettingsBeforeTheEngine(t *testing.T) {
 			for i, other := range tc.other {
 				eng.asked.Store(0)
 				code, stderr, took := evalIn(append([]string{"--engine-timeout", "60s"}, other...)...)
-				require.Equal(t, exitFailure, code, stderr)
+				require.Equal(t, exitUsage, code, stderr)
 				require.Contains(t, stderr, partial+" holds ", other)
 				require.Contains(t, stderr, tc.want[i], other)
 				require.Zero(t, eng.asked.Load(), "%v: the engine was not asked", other)
@@ -1102,7 +1102,7 @@ func TestEvalRefusesAGrownLimitOnOtherTexts(t *testing.T) {
 			eng.served.Store(0)
 			eng.failAt.Store(0)
 			code, stderr = evalIn()
-			require.Equal(t, exitFailure, code, stderr)
+			require.Equal(t, exitUsage, code, stderr)
 			require.Contains(t, stderr, partial+tc.want)
 			require.Zero(t, eng.served.Load(), "nothing generated")
 		})
@@ -1133,7 +1133,7 @@ func TestEvalRefusesASmallerLimitOnOtherTexts(t *testing.T) {
 	require.FileExists(t, partial, stderr)
 	eng.failAt.Store(0)
 	code, stderr = evalIn("--limit", "4")
-	require.Equal(t, exitFailure, code, stderr)
+	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, " of --limit 12, not of these 4 problems: rerun with --limit 12 to finish it", "the texts alike")
 
 	b, err := os.ReadFile(problems)
@@ -1141,7 +1141,7 @@ func TestEvalRefusesASmallerLimitOnOtherTexts(t *testing.T) {
 	require.NoError(t, os.WriteFile(problems, bytes.Replace(b, []byte(`"Problem 10"`), []byte(`"Problem ten"`), 1), 0o644))
 	eng.served.Store(0)
 	code, stderr = evalIn("--limit", "4")
-	require.Equal(t, exitFailure, code, stderr)
+	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, partial+" holds 8 of the 12 problems of an interrupted passk evaluation of other settings (the first 12 problems of other texts or answers (problems_digest); the first 12 problems (--limit 12), not these 4): ")
 	require.Zero(t, eng.served.Load(), "nothing generated")
 }
