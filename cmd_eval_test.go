@@ -589,11 +589,7 @@ func TestEvalResumesPassAtK(t *testing.T) {
 	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 20)
 	ctx := context.Background()
 	evalIn := func(out string, extra ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		args := append([]string{"eval", "--mode", "passk", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out,
-			"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, extra...)
-		code := run(ctx, args, &cliEnv{stdout: &stdout, stderr: &stderr})
-		return code, stdout.String(), stderr.String()
+		return evalOnEngine(ctx, engineURL, append([]string{"--mode", "passk", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out}, extra...)...)
 	}
 	readReport := func(out string) report.PassAtK {
 		var rep report.PassAtK
@@ -784,12 +780,9 @@ func TestEvalRefusesOtherSettingsBeforeTheEngine(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			out := filepath.Join(dir, tc.mode)
 			evalIn := func(extra ...string) (int, string, time.Duration) {
-				var stderr bytes.Buffer
-				args := append([]string{"eval", "--mode", tc.mode, "--data", problems, "--max-new-tokens", "64", "--quiet", "--out", out,
-					"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, tc.args...)
 				start := time.Now()
-				code := run(context.Background(), append(args, extra...), &cliEnv{stdout: io.Discard, stderr: &stderr})
-				return code, stderr.String(), time.Since(start)
+				code, _, stderr := evalOnEngine(context.Background(), engineURL, append(append([]string{"--mode", tc.mode, "--data", problems, "--max-new-tokens", "64", "--quiet", "--out", out}, tc.args...), extra...)...)
+				return code, stderr, time.Since(start)
 			}
 			eng.loading.Store(false)
 			eng.served.Store(0)
@@ -997,11 +990,7 @@ func TestEvalResumesAGrownLimit(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(problems, []byte(lines.String()), 0o644))
 	evalIn := func(out string, extra ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		args := append([]string{"eval", "--mode", "passk", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out,
-			"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, extra...)
-		code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
-		return code, stdout.String(), stderr.String()
+		return evalOnEngine(context.Background(), engineURL, append([]string{"--mode", "passk", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out}, extra...)...)
 	}
 	whole := filepath.Join(dir, "whole")
 	code, wantOut, wantErr := evalIn(whole)
@@ -1082,11 +1071,8 @@ func TestEvalRefusesAGrownLimitOnOtherTexts(t *testing.T) {
 			problems := writeNumberedProblems(t, filepath.Join(dir, tc.mode+".jsonl"), 20)
 			out := filepath.Join(dir, tc.mode)
 			evalIn := func(extra ...string) (int, string) {
-				var stderr bytes.Buffer
-				args := append([]string{"eval", "--mode", tc.mode, "--data", problems, "--max-new-tokens", "64", "--quiet", "--out", out,
-					"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, tc.args...)
-				code := run(context.Background(), append(args, extra...), &cliEnv{stdout: io.Discard, stderr: &stderr})
-				return code, stderr.String()
+				code, _, stderr := evalOnEngine(context.Background(), engineURL, append(append([]string{"--mode", tc.mode, "--data", problems, "--max-new-tokens", "64", "--quiet", "--out", out}, tc.args...), extra...)...)
+				return code, stderr
 			}
 			eng.served.Store(0)
 			eng.failAt.Store(tc.failAt)
@@ -1121,10 +1107,8 @@ func TestEvalRefusesASmallerLimitOnOtherTexts(t *testing.T) {
 	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 20)
 	out := filepath.Join(dir, "eval")
 	evalIn := func(extra ...string) (int, string) {
-		var stderr bytes.Buffer
-		args := append([]string{"eval", "--mode", "passk", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out,
-			"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, extra...)
-		return run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String()
+		code, _, stderr := evalOnEngine(context.Background(), engineURL, append([]string{"--mode", "passk", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out}, extra...)...)
+		return code, stderr
 	}
 	eng.failAt.Store(41) // the first call's 8 problems done
 	code, stderr := evalIn("--limit", "12")
@@ -1183,11 +1167,7 @@ func TestEvalResumesSequential(t *testing.T) {
 	dir := t.TempDir()
 	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 20)
 	evalIn := func(out string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		args := []string{"eval", "--mode", "sequential", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out,
-			"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}
-		code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
-		return code, stdout.String(), stderr.String()
+		return evalOnEngine(context.Background(), engineURL, "--mode", "sequential", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out)
 	}
 	whole := filepath.Join(dir, "whole")
 	code, wantOut, wantErr := evalIn(whole)
@@ -1240,11 +1220,7 @@ func TestEvalResumesRSA(t *testing.T) {
 	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 6)
 	ctx := context.Background()
 	evalIn := func(out string, extra ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		args := append([]string{"eval", "--mode", "rsa", "--data", problems, "--population", "2", "--subset", "2", "--rsa-steps", "3", "--max-new-tokens", "64", "--quiet", "--out", out,
-			"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, extra...)
-		code := run(ctx, args, &cliEnv{stdout: &stdout, stderr: &stderr})
-		return code, stdout.String(), stderr.String()
+		return evalOnEngine(ctx, engineURL, append([]string{"--mode", "rsa", "--data", problems, "--population", "2", "--subset", "2", "--rsa-steps", "3", "--max-new-tokens", "64", "--quiet", "--out", out}, extra...)...)
 	}
 	whole := filepath.Join(dir, "whole")
 	code, wantOut, wantErr := evalIn(whole)
@@ -1322,11 +1298,7 @@ func TestEvalResumesRSAWithMoreSteps(t *testing.T) {
 	dir := t.TempDir()
 	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 6)
 	evalIn := func(out, steps string, extra ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		args := append([]string{"eval", "--mode", "rsa", "--data", problems, "--population", "2", "--subset", "2", "--rsa-steps", steps, "--max-new-tokens", "64", "--quiet", "--out", out,
-			"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, extra...)
-		code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
-		return code, stdout.String(), stderr.String()
+		return evalOnEngine(context.Background(), engineURL, append([]string{"--mode", "rsa", "--data", problems, "--population", "2", "--subset", "2", "--rsa-steps", steps, "--max-new-tokens", "64", "--quiet", "--out", out}, extra...)...)
 	}
 	whole := filepath.Join(dir, "whole")
 	code, wantOut, wantErr := evalIn(whole, "5")
@@ -1403,11 +1375,8 @@ func TestEvalRefusesAnotherTokenizer(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			out := filepath.Join(dir, tc.mode)
 			evalIn := func(extra ...string) (int, string) {
-				var stderr bytes.Buffer
-				args := append([]string{"eval", "--mode", tc.mode, "--data", problems, "--max-new-tokens", "64", "--quiet", "--out", out,
-					"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, tc.args...)
-				code := run(context.Background(), append(args, extra...), &cliEnv{stdout: io.Discard, stderr: &stderr})
-				return code, stderr.String()
+				code, _, stderr := evalOnEngine(context.Background(), engineURL, append(append([]string{"--mode", tc.mode, "--data", problems, "--max-new-tokens", "64", "--quiet", "--out", out}, tc.args...), extra...)...)
+				return code, stderr
 			}
 			eng.served.Store(0)
 			eng.failAt.Store(tc.failAt)
@@ -1449,10 +1418,8 @@ func TestEvalFinishesAKilledCommitFirst(t *testing.T) {
 	problems := writeNumberedProblems(t, filepath.Join(dir, "problems.jsonl"), 20)
 	out := filepath.Join(dir, "eval")
 	evalIn := func(extra ...string) (int, string) {
-		var stderr bytes.Buffer
-		args := append([]string{"eval", "--mode", "passk", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out,
-			"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, extra...)
-		return run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String()
+		code, _, stderr := evalOnEngine(context.Background(), engineURL, append([]string{"--mode", "passk", "--data", problems, "--samples", "4", "--max-new-tokens", "64", "--quiet", "--out", out}, extra...)...)
+		return code, stderr
 	}
 	eng.failAt.Store(41)
 	code, stderr := evalIn()
@@ -1518,6 +1485,16 @@ func startResumeEngine(t *testing.T) (*resumeEngine, string) {
 	return eng, hs.URL + "/v1"
 }
 
+// evalOnEngine runs spiral eval with args on the fake serving engine at
+// engineURL (one request at a time), returning its exit status, stdout
+// and stderr.
+func evalOnEngine(ctx context.Context, engineURL string, args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	args = append([]string{"eval", "--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, args...)
+	code := run(ctx, args, &cliEnv{stdout: &stdout, stderr: &stderr})
+	return code, stdout.String(), stderr.String()
+}
+
 // TestEvalInterruptedBeforeAnyFinished: an evaluation interrupted
 // (Ctrl-C) before its first problem, or RSA step, finished saves nothing,
 // its Ctrl-C message having said it keeps what it finished: it says so
@@ -1544,17 +1521,14 @@ func TestEvalInterruptedBeforeAnyFinished(t *testing.T) {
 			eng.served.Store(0)
 			eng.interrupt, eng.interruptAt = cancel, 3
 			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
-			var stdout, stderr bytes.Buffer
-			args := append([]string{"eval", "--data", problems, "--max-new-tokens", "64", "--quiet", "--out", out,
-				"--engine", "openai", "--base-url", engineURL, "--served-model", "served", "--engine-concurrency", "1"}, tc.args...)
-			code := run(ctx, args, &cliEnv{stdout: &stdout, stderr: &stderr})
-			require.NotZero(t, code, stderr.String())
+			code, _, stderr := evalOnEngine(ctx, engineURL, append([]string{"--data", problems, "--max-new-tokens", "64", "--quiet", "--out", out}, tc.args...)...)
+			require.NotZero(t, code, stderr)
 			require.ErrorIs(t, ctx.Err(), context.Canceled, "interrupted")
-			require.NotContains(t, stderr.String(), "saved in")
+			require.NotContains(t, stderr, "saved in")
 			if tc.want == "" {
-				require.NotContains(t, stderr.String(), "nothing saved")
+				require.NotContains(t, stderr, "nothing saved")
 			} else {
-				require.Contains(t, stderr.String(), tc.want)
+				require.Contains(t, stderr, tc.want)
 			}
 			mode := tc.args[1]
 			require.NoFileExists(t, filepath.Join(out, mode+report.ProblemsSuffix))
