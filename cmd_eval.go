@@ -940,6 +940,19 @@ func unreadSaved(err error, what string) error {
 // restart is how a refusal of what an interrupted evaluation saved ends.
 const restart = "give --fresh to discard them and start over, or another --out"
 
+// settingsOnlyIn lists, sorted, the settings of extra that other lacks,
+// but a template file's, which an evaluation records only where given.
+func settingsOnlyIn(extra, other map[string]string) []string {
+	var only []string
+	for k := range extra {
+		if _, ok := other[k]; !ok && k != searchTemplateKey && k != aggregateTemplateKey {
+			only = append(only, k)
+		}
+	}
+	slices.Sort(only)
+	return only
+}
+
 // refuseSaved refuses what an interrupted evaluation saved in the file
 // at path (described by what) for an evaluation of key, of problems (of
 // the data set's all), where it is of another key, was (naming how;
@@ -976,24 +989,10 @@ func refuseSaved(path, what string, was, key report.EvalKey, problems, all []dat
 			was.RSA = &cfg
 		}
 	}
-	var unrecorded []string
-	for k := range key.Extra {
-		if _, ok := was.Extra[k]; !ok && k != searchTemplateKey && k != aggregateTemplateKey {
-			unrecorded = append(unrecorded, k)
-		}
-	}
-	if len(unrecorded) > 0 {
-		slices.Sort(unrecorded)
+	if unrecorded := settingsOnlyIn(key.Extra, was.Extra); len(unrecorded) > 0 {
 		return fmt.Errorf("%s holds %s, saved by an older spiral, which did not record its %s: %s", path, what, strings.Join(unrecorded, ", "), restart)
 	}
-	var newer []string
-	for k := range was.Extra {
-		if _, ok := key.Extra[k]; !ok && k != searchTemplateKey && k != aggregateTemplateKey {
-			newer = append(newer, k)
-		}
-	}
-	if len(newer) > 0 {
-		slices.Sort(newer)
+	if newer := settingsOnlyIn(was.Extra, key.Extra); len(newer) > 0 {
 		return fmt.Errorf("%s holds %s, saved by a newer spiral, which records its %s, unknown to this one: resume it with that spiral, or %s", path, what, strings.Join(newer, ", "), restart)
 	}
 	// Problems of which one's are the first of the other's: another
