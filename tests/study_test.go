@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -269,15 +270,17 @@ func TestStudyFlagsAnEarlierCheckpoint(t *testing.T) {
 	script, err := filepath.Abs(filepath.Join("..", "scripts", "study.sh"))
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "study")
-	env := []string{"OUT=" + out, "STEPS=2", "SEEDS=1", "ALGOS=grpo", "PROBLEMS=1", "EVALN=1", "PASSK_SAMPLES=1", "JOBS=1"}
+	knobs := []string{"SEEDS=1", "ALGOS=grpo", "PROBLEMS=1", "EVALN=1", "PASSK_SAMPLES=1", "JOBS=1"}
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(studyKnobs, k) {
-			env = append(env, kv)
+			knobs = append(knobs, kv)
 		}
 	}
 	const warning = "study: warning: grpo seed 1 was evaluated at grpo-s1/ckpt-000001, not grpo-s1/ckpt-000002, its last step"
-	study := func() string {
+	// study runs the study of steps in out, returning its stderr.
+	study := func(out string, steps int) string {
 		t.Helper()
+		env := append([]string{"OUT=" + out, fmt.Sprintf("STEPS=%d", steps)}, knobs...)
 		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, bash, script)
@@ -290,13 +293,16 @@ func TestStudyFlagsAnEarlierCheckpoint(t *testing.T) {
 		require.NoError(t, cmd.Run(), stderr.String())
 		return stderr.String()
 	}
-	require.NotContains(t, study(), "study: warning:", "the run's last checkpoint evaluated")
+	require.NotContains(t, study(out, 2), "study: warning:", "the run's last checkpoint evaluated")
 
-	// The last checkpoint damaged, an earlier one beside it (a copy, of
-	// another name), the run's evaluations to do again.
+	// The last checkpoint damaged, an earlier one beside it (a study of
+	// one step's: a copy of the last under another name is refused as
+	// renamed), the run's evaluations to do again.
+	short := filepath.Join(t.TempDir(), "study")
+	study(short, 1)
 	ckpts := filepath.Join(out, "runs", "grpo-s1", "checkpoints")
 	last := filepath.Join(ckpts, "ckpt-000002")
-	require.NoError(t, os.CopyFS(filepath.Join(ckpts, "ckpt-000001"), os.DirFS(last)))
+	require.NoError(t, os.CopyFS(filepath.Join(ckpts, "ckpt-000001"), os.DirFS(filepath.Join(short, "runs", "grpo-s1", "checkpoints", "ckpt-000001"))))
 	require.NoError(t, os.Truncate(filepath.Join(last, "model.safetensors"), 100))
 	evals, err := filepath.Glob(filepath.Join(out, "eval", "grpo-*-1"))
 	require.NoError(t, err)
@@ -304,10 +310,10 @@ func TestStudyFlagsAnEarlierCheckpoint(t *testing.T) {
 	for _, dir := range evals {
 		require.NoError(t, os.RemoveAll(dir))
 	}
-	require.Contains(t, study(), warning)
+	require.Contains(t, study(out, 2), warning)
 	// Kept evaluations: the rerun's job log no longer holds eval's own
 	// warning, the report still says it.
-	stderr := study()
+	stderr := study(out, 2)
 	require.Equal(t, 1, strings.Count(stderr, warning), stderr)
 	for _, file := range []string{"compare.txt", "summary.md"} {
 		b, err := os.ReadFile(filepath.Join(out, "report", file))

@@ -118,7 +118,7 @@ func TestWorkflow(t *testing.T) {
 
 	// Another algorithm in the same directory is refused.
 	r = spiral(t, nil, append(args, "--steps", "4", "--algo", "grpo")...)
-	require.Equal(t, 1, r.code)
+	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "--fresh")
 
 	// --fresh starts over and keeps the previous run aside.
@@ -310,7 +310,7 @@ func TestInterruptSavesCheckpoint(t *testing.T) {
 	require.Contains(t, strings.Join(names, " "), "ckpt-", "a checkpoint was written on interrupt")
 	// Other settings are refused, naming them, unless --override.
 	r = spiral(t, nil, "train", "--model", m, "--out", run, "--steps", "1", "--quiet")
-	require.Equal(t, 1, r.code)
+	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "rl.pipeline.n1 (--n1): 4 -> 8")
 	require.Contains(t, r.stderr, "--override")
 	r = spiral(t, nil, append([]string{"train", "--model", m, "--out", run, "--steps", "1", "--quiet"}, shape...)...)
