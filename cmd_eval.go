@@ -21,6 +21,7 @@ import (
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/model"
 	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/model/smallfile"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 	"github.com/spiral-rl/spiral/rollout/report"
@@ -523,7 +524,7 @@ func reportModelName(path string) string {
 // silently; one of the same model, weights and name is a re-evaluation,
 // not noted.
 func noteReplacedReport(w io.Writer, path, mode string, meta report.Meta) {
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, smallfile.Limit)
 	if err != nil {
 		return // none there (one that cannot be read fails the commit)
 	}

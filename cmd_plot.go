@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/spiral-rl/spiral/model/smallfile"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
 
@@ -169,7 +170,7 @@ func reportMode(cmd, path string) (report.Mode, error) {
 		}
 		return "", usageError{fmt.Errorf("%s is a directory: plot takes eval reports (%s, ...); a training run draws its own training.png, and `spiral compare --run LABEL=%s` compares runs", path, reports, path)}
 	}
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, smallfile.Limit)
 	if err != nil {
 		return "", err
 	}

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"text/template"
+
+	"github.com/spiral-rl/spiral/model/smallfile"
 )
 
 // The default prompt templates, for real models.
@@ -209,7 +210,7 @@ func (t *Templates) CheckAggregate(n int) error {
 // error does not name the file (the *TemplateError that carries it
 // does): a read error is the *fs.PathError's cause.
 func readTemplate(path string) (src, crlf string, err error) {
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, smallfile.Limit)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/spiral-rl/spiral/model/smallfile"
 	"github.com/spiral-rl/spiral/model/tokenizer"
 )
 
@@ -233,7 +233,7 @@ func editConfig(b []byte, edit func(key string, v json.RawMessage) (json.RawMess
 // level (text_config's names the text model it was made from).
 func ReadHFConfig(modelPath string) (cfg HFConfig, found bool, err error) {
 	path := filepath.Join(filepath.Dir(modelPath), ConfigFile)
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, smallfile.Limit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return HFConfig{}, false, nil
 	}
@@ -299,7 +299,7 @@ func (c HFConfig) checkSizes() error {
 // end each completion that writes it; "" where every id is one.
 func ReadGenerationEOS(modelPath string, tok *tokenizer.Tokenizer) (ids []int32, warning string, err error) {
 	path := filepath.Join(filepath.Dir(modelPath), tokenizer.GenerationConfigFile)
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, smallfile.Limit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", nil
 	}

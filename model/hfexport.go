@@ -19,6 +19,7 @@ import (
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 	"github.com/spiral-rl/spiral/model/params"
+	"github.com/spiral-rl/spiral/model/smallfile"
 )
 
 // HFParam is one tensor of a Hugging Face (transformers) Qwen3 checkpoint
@@ -455,7 +456,7 @@ func CheckPEFTBaseConfig(src, base string) error {
 // model_type) and the model transformers would build from it; "" for
 // any other.
 func multimodalConfig(path string) (which, into string, err error) {
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, smallfile.Limit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", "", nil
 	}

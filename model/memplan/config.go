@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/qwen3"
+	"github.com/spiral-rl/spiral/model/smallfile"
 )
 
 // The architectures plan knows (config.json's model_type; Arch.Type),
@@ -174,7 +174,7 @@ func (a Arch) check() error {
 
 // LoadConfig reads the config.json at path (ParseConfig).
 func LoadConfig(path string) (Arch, error) {
-	data, err := os.ReadFile(path)
+	data, err := smallfile.Read(path, smallfile.Limit)
 	if err != nil {
 		return Arch{}, fmt.Errorf("memplan: %w", err)
 	}

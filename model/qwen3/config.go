@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strings"
+
+	"github.com/spiral-rl/spiral/model/smallfile"
 )
 
 // Config is the architecture of a Qwen3 decoder. Its JSON names are those
@@ -203,7 +204,7 @@ func parseConfig(data []byte) (Config, error) {
 
 // LoadConfig reads and parses the config.json at path (see ParseConfig).
 func LoadConfig(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := smallfile.Read(path, smallfile.Limit)
 	if err != nil {
 		return Config{}, fmt.Errorf("qwen3: %w", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	hf "github.com/daulet/tokenizers"
+
+	"github.com/spiral-rl/spiral/model/smallfile"
 )
 
 // File names looked up by Load when it is given a directory.
@@ -74,7 +76,7 @@ func Load(path string) (*Tokenizer, error) {
 		file = filepath.Join(path, TokenizerFile)
 	}
 	dir := filepath.Dir(file)
-	data, err := os.ReadFile(file)
+	data, err := smallfile.Read(file, smallfile.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: load %q: %w", file, err)
 	}
@@ -124,7 +126,7 @@ func fingerprint(path string, canonical bool) (string, error) {
 	} else if info.IsDir() {
 		file = filepath.Join(path, TokenizerFile)
 	}
-	data, err := os.ReadFile(file)
+	data, err := smallfile.Read(file, smallfile.Limit)
 	if err != nil {
 		return "", fmt.Errorf("tokenizer: load %q: %w", file, err)
 	}
@@ -274,7 +276,7 @@ func readChatTemplate(dir string) (tmpl, bos, from string, err error) {
 	}
 	from = config
 	file := filepath.Join(dir, TemplateFile)
-	switch data, err := os.ReadFile(file); {
+	switch data, err := smallfile.Read(file, smallfile.Limit); {
 	case err == nil: // transformers reads it in place of the config's
 		tmpl, from = string(data), file
 	case !errors.Is(err, fs.ErrNotExist):
@@ -297,7 +299,7 @@ func readChatTemplate(dir string) (tmpl, bos, from string, err error) {
 // noDefault, the error transformers raises, which a chat_template.jinja
 // beside the config overrides. A missing file is not an error.
 func readConfigTemplate(path string) (tmpl, bos string, noDefault, err error) {
-	data, err := os.ReadFile(path)
+	data, err := smallfile.Read(path, smallfile.Limit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", "", nil, nil
 	}

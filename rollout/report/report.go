@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"time"
 
 	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/model/smallfile"
 	"github.com/spiral-rl/spiral/rollout"
 )
 
@@ -200,7 +200,7 @@ func WriteJSON(path string, v any) error {
 // points, k not increasing, ...), so that every reader of reports gets
 // only reports it can use.
 func ReadJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, smallfile.Limit)
 	if err != nil {
 		return fmt.Errorf("report: read: %w", err)
 	}
