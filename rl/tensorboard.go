@@ -778,10 +778,13 @@ func (x *TensorBoardExport) Write() error {
 	return nil
 }
 
-// fileExists says whether path names a file (or anything but nothing).
+// fileExists says whether path names a file (or anything but nothing):
+// one that cannot be stat'ed for another reason than its absence (a
+// symbolic link loop, a directory that may not be searched) is there,
+// for its reader to say the system's error.
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
-	return err == nil
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 // isDir says whether path is a directory (through a link).

@@ -505,6 +505,15 @@ func TestExportTensorBoard(t *testing.T) {
 	_, err = exportTensorBoard(t.TempDir())
 	require.ErrorContains(t, err, "holds no metrics.jsonl (spiral train) or sft.jsonl (spiral sft)")
 
+	// A log that is there but cannot be read (a symbolic link loop) was
+	// said to be missing: the system's error is said instead.
+	for _, name := range []string{MetricsFile, SFTLogFile} {
+		loop := t.TempDir()
+		require.NoError(t, os.Symlink(name, filepath.Join(loop, name)))
+		_, err = exportTensorBoard(loop)
+		require.ErrorContains(t, err, filepath.Join(loop, name)+": too many levels of symbolic links", name)
+	}
+
 	bad := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(bad, MetricsFile), []byte(`{"step":1}`+"\n"+`{"loss":1}`+"\n"), 0o644))
 	_, err = exportTensorBoard(bad)
