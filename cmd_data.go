@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -200,6 +201,14 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 	}
 	if st, err := os.Stat(f.out); err == nil && st.IsDir() {
 		return usageError{fmt.Errorf("--out %s is a directory: want the JSONL file to write, such as %s", f.out, filepath.Join(f.out, "problems.jsonl"))}
+	}
+	// A symbolic link that cannot be followed (a loop) is a bad value, as
+	// one among its directories is (makeParentDir); one to no file is
+	// written through, as a shell's > writes it.
+	if _, err := os.Stat(f.out); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := linkLeadsNowhere("--out", f.out, f.out); err != nil {
+			return err
+		}
 	}
 	// A directory's name not there yet ("sub/"): its parent would be made,
 	// and the file then fail to take the directory's name.

@@ -91,6 +91,22 @@ func TestDataSynthOutDirectoryName(t *testing.T) {
 	require.Len(t, entries, 1, "nothing made")
 }
 
+// TestDataSynthOutLinkLoop: data synth --out LOOP, a symbolic link that
+// cannot be followed, exited 1 ("--out: open loop1: too many levels of
+// symbolic links") where --out LOOP/x.jsonl exited 2: both are a bad
+// value of the flag (exit 2), naming the link and its target.
+func TestDataSynthOutLinkLoop(t *testing.T) {
+	t.Chdir(t.TempDir())
+	require.NoError(t, os.Symlink("loop2", "loop1"))
+	require.NoError(t, os.Symlink("loop1", "loop2"))
+	for _, out := range []string{"loop1", filepath.Join("loop1", "x.jsonl")} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{"data", "synth", "--problems", "2", "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, out)
+		require.Equal(t, "spiral data: --out "+out+": loop1 is a symbolic link to loop2, which cannot be followed (too many levels of symbolic links): correct the link, or give another --out\n", stderr.String())
+	}
+}
+
 // TestDataSynthOwnBounds: data synth's operand flags have bounds of their
 // own below the count flags' 2^20, which the usage error states: it said
 // "--max-operand 2000000: want 1..1048576", then refused 1048576 as "want
