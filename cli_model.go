@@ -352,8 +352,15 @@ func isRegular(path string) bool {
 
 func (r resolvedModel) loadTokenizer() (*tokenizer.Tokenizer, error) {
 	if r.tokenizerGiven {
-		if _, err := statFlag("--tokenizer", r.tokenizer); err != nil {
+		st, err := statFlag("--tokenizer", r.tokenizer)
+		if err != nil {
 			return nil, err
+		}
+		// setTokenizer took the tokenizer.json of a directory holding
+		// one; one that holds none is said to, as a --model directory
+		// without model.onnx is (noONNXError).
+		if _, err := os.Lstat(filepath.Join(r.tokenizer, tokenizer.TokenizerFile)); st.IsDir() && errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("--tokenizer: directory %s holds no %s (give the %s file, or the directory of a model or export that holds one)", r.tokenizer, tokenizer.TokenizerFile, tokenizer.TokenizerFile)
 		}
 	} else if st, err := os.Stat(r.tokenizer); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no tokenizer: %s does not exist (pass --tokenizer)", r.tokenizer)

@@ -149,19 +149,24 @@ func TestChatTemplateBOSWarning(t *testing.T) {
 // TestTokenizerFlagNamed: a --tokenizer that cannot be loaded (a
 // directory without tokenizer.json, a file that is not a tokenizer) is
 // named by its flag, as one that does not exist is; it said only
-// "tokenizer: load ...".
+// "tokenizer: load ...". A directory without tokenizer.json is said to
+// hold none, as a --model directory without model.onnx is; it was the
+// system's "open DIR/tokenizer.json: no such file or directory".
 func TestTokenizerFlagNamed(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	empty, bad := t.TempDir(), filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte("{"), 0o644))
 	for _, tc := range []struct{ path, want string }{
-		{empty, "spiral generate: --tokenizer: tokenizer: load \"" + filepath.Join(empty, "tokenizer.json") + "\": open " + filepath.Join(empty, "tokenizer.json") + ": no such file or directory\n"},
-		{bad, "spiral generate: --tokenizer: tokenizer: load \"" + bad + "\": "},
+		{empty, "--tokenizer: directory " + empty + " holds no tokenizer.json (give the tokenizer.json file, or the directory of a model or export that holds one)\n"},
+		{bad, "--tokenizer: tokenizer: load \"" + bad + "\": "},
 	} {
-		var stderr bytes.Buffer
-		code := run(context.Background(), []string{"generate", "--tokenizer", tc.path, "--threads", "1", "1+1="}, &cliEnv{stdout: io.Discard, stderr: &stderr})
-		require.Equal(t, exitFailure, code, stderr.String())
-		require.True(t, strings.HasPrefix(stderr.String(), tc.want), stderr.String())
+		for _, cmd := range [][]string{{"generate", "1+1="}, {"eval", "--out", filepath.Join(t.TempDir(), "e")}} {
+			var stderr bytes.Buffer
+			args := append(slices.Clone(cmd), "--tokenizer", tc.path, "--threads", "1")
+			code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, exitFailure, code, stderr.String())
+			require.True(t, strings.HasPrefix(stderr.String(), "spiral "+cmd[0]+": "+tc.want), stderr.String())
+		}
 	}
 }
 
