@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,22 @@ func TestLoadErrors(t *testing.T) {
 	good, err := BuildCharTokenizerJSON([]rune("ab"))
 	require.NoError(t, err)
 	noSpecials := strings.Replace(string(good), `"<|im_end|>"`, `"<|other|>"`, 1)
+	// noUnk is good as a model of type typ whose vocab lacks its
+	// unk_token, which made every text with a piece outside the vocab
+	// encode to no token at all.
+	noUnk := func(typ string, unk any) string {
+		var f map[string]any
+		require.NoError(t, json.Unmarshal(good, &f))
+		m := f["model"].(map[string]any)
+		delete(m["vocab"].(map[string]any), UnknownToken)
+		m["type"], m["unk_token"] = typ, unk
+		if unk == nil {
+			delete(m, "unk_token")
+		}
+		b, err := json.Marshal(f)
+		require.NoError(t, err)
+		return string(b)
+	}
 	cases := []struct {
 		name   string
 		files  map[string]string // relative path -> contents
@@ -33,6 +50,9 @@ func TestLoadErrors(t *testing.T) {
 		{"vocab of wrong type", map[string]string{"t.json": `{"model": {"vocab": 3}}`}, "t.json", "t.json", "neither an object nor a list"},
 		{"negative id", map[string]string{"t.json": `{"model": {"vocab": {"a": -1}}}`}, "t.json", "t.json", "outside"},
 		{"missing specials", map[string]string{"t.json": noSpecials}, "t.json", "t.json", "lacks <|im_end|>"},
+		{"WordLevel unk_token outside the vocab", map[string]string{"t.json": noUnk("WordLevel", UnknownToken)}, "t.json", "t.json", `model (type "WordLevel"): unk_token "<unk>" is not in its vocab, and every text with a piece outside it would encode to no token`},
+		{"WordLevel default unk_token outside the vocab", map[string]string{"t.json": noUnk("WordLevel", nil)}, "t.json", "t.json", `model (type "WordLevel"): unk_token "<unk>" is not in its vocab`},
+		{"WordPiece unk_token outside the vocab", map[string]string{"t.json": noUnk("WordPiece", "[UNK]")}, "t.json", "t.json", `model (type "WordPiece"): unk_token "[UNK]" is not in its vocab`},
 		{"rejected by native library", map[string]string{"t.json": strings.Replace(string(good), `"WordLevel"`, `"NoSuchModel"`, 1)}, "t.json", "t.json", "native tokenizers library rejected"},
 		{"malformed config", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": "{"}, "d", "d/tokenizer_config.json", "malformed JSON"},
 		{"non-ChatML template", map[string]string{"d/tokenizer.json": string(good), "d/tokenizer_config.json": `{"chat_template": "{{ bos_token }}[INST]"}`}, "d", "d/tokenizer_config.json", "not ChatML"},

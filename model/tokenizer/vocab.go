@@ -43,9 +43,23 @@ type rawFile struct {
 		Special bool    `json:"special"`
 	} `json:"added_tokens"`
 	Model *struct {
-		Type  string          `json:"type"`
-		Vocab json.RawMessage `json:"vocab"`
+		Type     string          `json:"type"`
+		Vocab    json.RawMessage `json:"vocab"`
+		UnkToken *string         `json:"unk_token"`
 	} `json:"model"`
+}
+
+// defaultUnkToken returns the unk_token of a model of type typ where
+// tokenizer.json states none (the native library's default), and
+// whether typ must have it in its vocab: WordLevel and WordPiece.
+func defaultUnkToken(typ string) (string, bool) {
+	switch typ {
+	case "WordLevel":
+		return "<unk>", true
+	case "WordPiece":
+		return "[UNK]", true
+	}
+	return "", false
 }
 
 // parseVocabulary validates data as a tokenizer.json and extracts its
@@ -84,6 +98,18 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 				return nil, fmt.Errorf("model vocab: %w", err)
 			}
 			v.ids[tok] = int32(id)
+		}
+		// A WordLevel or WordPiece model gives a piece outside its vocab
+		// the id of its unk_token there; where that is not in the vocab
+		// the native library fails the whole text, which Encode can
+		// only take for no token at all.
+		if unk, ok := defaultUnkToken(f.Model.Type); ok {
+			if f.Model.UnkToken != nil {
+				unk = *f.Model.UnkToken
+			}
+			if _, ok := m[unk]; !ok {
+				return nil, fmt.Errorf("model (type %q): unk_token %q is not in its vocab, and every text with a piece outside it would encode to no token", f.Model.Type, unk)
+			}
 		}
 	case vocab[0] == '[': // Unigram: [[piece, score], ...], id = index
 		var list []json.RawMessage
