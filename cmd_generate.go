@@ -78,8 +78,15 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 		} else {
 			ids[i] = pr.UserTurn(p)
 		}
-		if len(ids[i]) == 0 {
+		switch {
+		case len(ids[i]) > 0:
+		case f.raw && p == "":
 			return usageError{fmt.Errorf("prompt %d is empty: with --raw the text is fed as it is, and an empty one has no token to continue", i)}
+		default:
+			// A text, or a chat turn, that the native library failed to
+			// encode (a piece a Unigram model without unk_id has no id
+			// for fails the whole text): the tokenizer's fault.
+			return fmt.Errorf("prompt %d: the tokenizer %s encodes it to no token, which leaves nothing to continue", i, sess.tokenizer)
 		}
 	}
 	cfg, served, err := sess.engineSamplerConfig(ctx, f.engine, "", f.sf, false, env.stderr)

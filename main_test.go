@@ -22,6 +22,7 @@ import (
 
 	"github.com/spiral-rl/spiral/data/synth"
 	"github.com/spiral-rl/spiral/model"
+	"github.com/spiral-rl/spiral/model/tokenizer"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
@@ -1452,6 +1453,45 @@ func TestGeneratePromptBeforeEngine(t *testing.T) {
 	require.Equal(t, exitUsage, code, stderr.String())
 	require.Equal(t, "spiral generate: prompt 0 is empty: with --raw the text is fed as it is, and an empty one has no token to continue\n", stderr.String())
 	require.Less(t, time.Since(start), 10*time.Second)
+}
+
+// TestGeneratePromptEncodedToNothing: a prompt that the tokenizer
+// encodes to no token (a Unigram model without unk_id given a character
+// outside its vocab: the native library fails the whole text) was said
+// to be "empty: with --raw ...", though it is not and --raw was not
+// given; the tokenizer is named as what gave no token.
+func TestGeneratePromptEncodedToNothing(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	b, err := tokenizer.BuildCharTokenizerJSON([]rune("0123456789+="))
+	require.NoError(t, err)
+	var f map[string]any
+	require.NoError(t, json.Unmarshal(b, &f))
+	m := f["model"].(map[string]any)
+	vocab := m["vocab"].(map[string]any)
+	pieces := make([][]any, len(vocab))
+	for piece, id := range vocab {
+		pieces[int(id.(float64))] = []any{piece, -1.0}
+	}
+	f["model"] = map[string]any{"type": "Unigram", "vocab": pieces}
+	b, err = json.Marshal(f)
+	require.NoError(t, err)
+	tok := filepath.Join(t.TempDir(), "tokenizer.json")
+	require.NoError(t, os.WriteFile(tok, b, 0o644))
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"1+x="}, exitFailure, "spiral generate: prompt 0: the tokenizer " + tok + " encodes it to no token, which leaves nothing to continue\n"},
+		{[]string{"--raw", "1+x="}, exitFailure, "spiral generate: prompt 0: the tokenizer " + tok + " encodes it to no token, which leaves nothing to continue\n"},
+		{[]string{"--raw", ""}, exitUsage, "spiral generate: prompt 0 is empty: with --raw the text is fed as it is, and an empty one has no token to continue\n"},
+	} {
+		var stderr bytes.Buffer
+		args := append([]string{"generate", "--tokenizer", tok, "--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m", "--engine-timeout", "1ms"}, tc.args...)
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, tc.code, code, stderr.String())
+		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
+	}
 }
 
 // TestLoRAAlphaPastFloat32: --lora-alpha is refused as a usage error
