@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spiral-rl/spiral/model/jsonerr"
 	"github.com/spiral-rl/spiral/model/smallfile"
 	"github.com/spiral-rl/spiral/model/tokenizer"
 )
@@ -245,12 +246,12 @@ func ReadHFConfig(modelPath string) (cfg HFConfig, found bool, err error) {
 		TextConfig json.RawMessage `json:"text_config"`
 	}
 	if err := json.Unmarshal(b, &file); err != nil {
-		return HFConfig{}, false, fmt.Errorf("model: %s: %w", path, err)
+		return HFConfig{}, false, fmt.Errorf("model: %s: %w", path, jsonerr.Describe(b, &file, err))
 	}
 	cfg = file.HFConfig
 	if len(file.TextConfig) > 0 && string(file.TextConfig) != "null" {
 		if err := json.Unmarshal(file.TextConfig, &cfg); err != nil {
-			return HFConfig{}, false, fmt.Errorf("model: %s: text_config: %w", path, err)
+			return HFConfig{}, false, fmt.Errorf("model: %s: text_config: %w", path, jsonerr.Describe(file.TextConfig, &cfg, err))
 		}
 		cfg.NameOrPath = file.NameOrPath
 	}
@@ -310,7 +311,7 @@ func ReadGenerationEOS(modelPath string, tok *tokenizer.Tokenizer) (ids []int32,
 		EOS json.RawMessage `json:"eos_token_id"`
 	}
 	if err := json.Unmarshal(b, &gc); err != nil {
-		return nil, "", fmt.Errorf("model: %s: %w", path, err)
+		return nil, "", fmt.Errorf("model: %s: %w", path, jsonerr.Describe(b, &gc, err))
 	}
 	if len(gc.EOS) == 0 || string(gc.EOS) == "null" {
 		return nil, "", nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -199,6 +200,49 @@ func TestReadHFConfigRefusesSizes(t *testing.T) {
 				return
 			}
 			require.EqualError(t, err, "model: "+path+": "+tc.err)
+		})
+	}
+}
+
+// TestSideFileJSONErrors: a config.json, generation_config.json or
+// tokenizer_config.json of the wrong JSON type, or with a field of the
+// wrong type, is refused naming the file, the field by its JSON path and
+// the JSON types; it said "cannot unmarshal array into Go value of type
+// struct { model.HFConfig; ... }" or "Go struct field
+// .HFConfig.max_position_embeddings of type int".
+func TestSideFileJSONErrors(t *testing.T) {
+	tok := thinkTokenizer(t)
+	for _, tc := range []struct {
+		file, body, want string
+	}{
+		{model.ConfigFile, `[]`, "an object expected, got an array"},
+		{model.ConfigFile, `{"max_position_embeddings": "4096"}`, "max_position_embeddings: an integer expected, got a string"},
+		{model.ConfigFile, `{"tie_word_embeddings": 1}`, "tie_word_embeddings: true or false expected, got a number"},
+		{model.ConfigFile, `{"text_config": {"num_attention_heads": 2.5}}`, "text_config: num_attention_heads: an integer expected, got the number 2.5"},
+		{model.ConfigFile, `{"text_config": []}`, "text_config: an object expected, got an array"},
+		{tokenizer.GenerationConfigFile, `[]`, "an object expected, got an array"},
+		{tokenizer.ConfigFile, `[]`, "malformed JSON: an object expected, got an array"},
+	} {
+		t.Run(tc.file+" "+tc.body, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, tc.file)
+			require.NoError(t, os.WriteFile(path, []byte(tc.body), 0o644))
+			var err error
+			switch tc.file {
+			case model.ConfigFile:
+				_, _, err = model.ReadHFConfig(filepath.Join(dir, "model.onnx"))
+			case tokenizer.GenerationConfigFile:
+				_, _, err = model.ReadGenerationEOS(filepath.Join(dir, "model.onnx"), tok)
+			default:
+				b, berr := tokenizer.BuildByteTokenizerJSON()
+				require.NoError(t, berr)
+				require.NoError(t, os.WriteFile(filepath.Join(dir, tokenizer.TokenizerFile), b, 0o644))
+				_, err = tokenizer.Load(dir)
+			}
+			require.Error(t, err)
+			require.Contains(t, err.Error(), path)
+			require.True(t, strings.HasSuffix(err.Error(), ": "+tc.want), "%v", err)
+			require.NotContains(t, err.Error(), "Go ")
 		})
 	}
 }

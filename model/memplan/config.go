@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spiral-rl/spiral/model/jsonerr"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/qwen3"
 	"github.com/spiral-rl/spiral/model/smallfile"
@@ -75,7 +76,7 @@ func ParseConfig(data []byte) (Arch, error) {
 		MLPBias       bool     `json:"mlp_bias"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
-		return Arch{}, err
+		return Arch{}, jsonerr.Describe(data, &head, err)
 	}
 	typ, err := typeOf(head.ModelType, head.Architectures)
 	if err != nil {
@@ -105,7 +106,7 @@ func ParseConfig(data []byte) (Arch, error) {
 		Context      int  `json:"max_position_embeddings"`
 	}
 	if err := json.Unmarshal(data, &c); err != nil {
-		return Arch{}, err
+		return Arch{}, jsonerr.Describe(data, &c, err)
 	}
 	a := Arch{Type: typ, Tied: c.Tied, Context: c.Context, AttentionBias: typ == "llama" && head.AttentionBias, MLPBias: typ == "llama" && head.MLPBias}
 	var errs []string

@@ -135,6 +135,12 @@ func TestParseConfigDefaults(t *testing.T) {
 		{"missing widths", `{"model_type": "llama", "hidden_size": 64}`,
 			"num_hidden_layers: absent or null, want >= 1; intermediate_size: absent or null, want >= 1; num_attention_heads: absent or null, want >= 1; vocab_size: absent or null, want >= 1"},
 		{"qwen3 as qwen3.ParseConfig reads it", `{"model_type": "qwen3", ` + shape + `, "head_dim": 3}`, "head_dim 3: want an even number >= 2"},
+		// The JSON's types, not Go's ("Go value of type struct {
+		// ModelType string ...", "Go struct field Config.num_hidden_layers").
+		{"an array", `[]`, "an object expected, got an array"},
+		{"a llama width of another type", `{"model_type": "llama", "num_hidden_layers": "2"}`, "num_hidden_layers: an integer expected, got a string"},
+		{"a qwen3 width of another type", `{"model_type": "qwen3", "num_hidden_layers": "2"}`, "num_hidden_layers: an integer expected, got a string"},
+		{"a qwen3 rope_theta of another type", `{"model_type": "qwen3", "rope_parameters": {"rope_theta": "1e6"}}`, "rope_parameters.rope_theta: a number expected, got a string"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := memplan.ParseConfig([]byte(c.config))

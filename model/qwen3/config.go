@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/spiral-rl/spiral/model/jsonerr"
 	"github.com/spiral-rl/spiral/model/smallfile"
 )
 
@@ -146,7 +147,7 @@ func ParseConfig(data []byte) (Config, error) {
 func parseConfig(data []byte) (Config, error) {
 	var c Config
 	if err := json.Unmarshal(data, &c); err != nil {
-		return Config{}, err
+		return Config{}, jsonerr.Describe(data, &c, err)
 	}
 	var extra struct {
 		ModelType string `json:"model_type"`
@@ -155,7 +156,7 @@ func parseConfig(data []byte) (Config, error) {
 		RopeParameters map[string]json.RawMessage `json:"rope_parameters"`
 	}
 	if err := json.Unmarshal(data, &extra); err != nil {
-		return Config{}, err
+		return Config{}, jsonerr.Describe(data, &extra, err)
 	}
 	if extra.ModelType != "" && extra.ModelType != "qwen3" {
 		return Config{}, fmt.Errorf("model_type %q, want \"qwen3\"", extra.ModelType)
@@ -175,7 +176,7 @@ func parseConfig(data []byte) (Config, error) {
 	case given(keys, "rope_theta"):
 	case given(extra.RopeParameters, "rope_theta"):
 		if err := json.Unmarshal(extra.RopeParameters["rope_theta"], &c.RopeTheta); err != nil {
-			return Config{}, fmt.Errorf("rope_parameters.rope_theta: %w", err)
+			return Config{}, fmt.Errorf("rope_parameters.rope_theta: %w", jsonerr.Describe(extra.RopeParameters["rope_theta"], &c.RopeTheta, err))
 		}
 	default:
 		c.RopeTheta = 10000

@@ -100,7 +100,7 @@ func TestConfigErrors(t *testing.T) {
 		json string
 		want string
 	}{
-		{"malformed", `{"hidden_size": `, "qwen3: config: unexpected end of JSON input"},
+		{"malformed", `{"hidden_size": `, "qwen3: config: line 1, column 17: unexpected end of JSON input"},
 		{"wrong type", `{"hidden_size": "big"}`, "hidden_size"},
 		{"other model", `{"model_type": "llama"}`, `model_type "llama"`},
 		{"kv heads", `{"num_hidden_layers": 1, "hidden_size": 8, "num_attention_heads": 4, "num_key_value_heads": 3, "intermediate_size": 8, "vocab_size": 8}`,

@@ -15,6 +15,7 @@ import (
 
 	hf "github.com/daulet/tokenizers"
 
+	"github.com/spiral-rl/spiral/model/jsonerr"
 	"github.com/spiral-rl/spiral/model/smallfile"
 )
 
@@ -311,7 +312,7 @@ func readConfigTemplate(path string) (tmpl, bos string, noDefault, err error) {
 		BOSToken     json.RawMessage `json:"bos_token"`
 	}
 	if err := json.Unmarshal(data, &cfg); err != nil {
-		return "", "", nil, fmt.Errorf("malformed JSON: %w", describeJSONError(data, err))
+		return "", "", nil, fmt.Errorf("malformed JSON: %w", jsonerr.Describe(data, &cfg, err))
 	}
 	if len(cfg.BOSToken) > 0 && string(cfg.BOSToken) != "null" {
 		var added struct {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/spiral-rl/spiral/model/jsonerr"
 )
 
 // Names of the ChatML special tokens: every tokenizer loaded by this
@@ -70,7 +72,7 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 	}
 	var f rawFile
 	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("malformed JSON: %w", describeJSONError(data, err))
+		return nil, fmt.Errorf("malformed JSON: %w", jsonerr.Describe(data, &f, err))
 	}
 	if f.Model == nil {
 		return nil, errors.New(`no "model" object`)
@@ -148,24 +150,4 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 	}
 	v.size = int(maxID) + 1
 	return v, nil
-}
-
-// describeJSONError adds the line and column to encoding/json's errors,
-// which report only a byte offset.
-func describeJSONError(data []byte, err error) error {
-	var off int64 = -1
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		off = syn.Offset
-	case errors.As(err, &typ):
-		off = typ.Offset
-	}
-	if off < 0 || off > int64(len(data)) {
-		return err
-	}
-	line := 1 + bytes.Count(data[:off], []byte("\n"))
-	col := int(off) - bytes.LastIndexByte(data[:off], '\n')
-	return fmt.Errorf("line %d, column %d: %w", line, col, err)
 }
