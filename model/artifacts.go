@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -282,6 +283,9 @@ func prepareArtifacts(ctx context.Context, src, dir string, opt ArtifactOptions)
 	}
 	if m, err := readManifest(dir); err == nil && m.Version == ArtifactsVersion && m.Fingerprint == fp &&
 		m.Selection == opt.key() && m.Decoding == decodingKey(hf) && m.Tying == tyingKey(hf) && filesIntact(dir, m.Files) {
+		if err := checkConfigGraph(src, hf, m.Layers, m.KVHeads, m.HeadDim, m.Vocab); err != nil {
+			return nil, err
+		}
 		return &Artifacts{Dir: dir, Manifest: *m, hf: hf}, nil
 	}
 	stopped := func() error {
@@ -300,6 +304,9 @@ func prepareArtifacts(ctx context.Context, src, dir string, opt ArtifactOptions)
 	g := src1.Graph()
 	sig, err := ReadSignature(g, src)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkConfigGraph(src, hf, sig.Layers, sig.KVHeads, sig.HeadDim, sig.Vocab); err != nil {
 		return nil, err
 	}
 	if err := checkOperators(src1, src); err != nil {
@@ -456,6 +463,32 @@ func prepareArtifacts(ctx context.Context, src, dir string, opt ArtifactOptions)
 	}
 	removeStalePieces(dir, man.Files)
 	return &Artifacts{Dir: dir, Manifest: man, Rebuilt: true, hf: hf}, nil
+}
+
+// checkConfigGraph refuses the config.json beside the model at src (hf)
+// where a size it states is not the graph's (layers, KV heads, head
+// width, vocabulary: its Signature's): another model's config.json,
+// whose context length, head count and shapes the commands would take
+// for this model's. A size the file does not state is not compared.
+func checkConfigGraph(src string, hf HFConfig, layers, kvHeads, headDim, vocab int) error {
+	var diffs []string
+	for _, f := range []struct {
+		field       string
+		stated, has int
+	}{
+		{"num_hidden_layers", hf.NumHiddenLayers, layers},
+		{"num_key_value_heads", hf.NumKeyValueHeads, kvHeads},
+		{"head_dim", hf.HeadDim, headDim},
+		{"vocab_size", hf.VocabSize, vocab},
+	} {
+		if f.stated != 0 && f.has > 0 && f.stated != f.has {
+			diffs = append(diffs, fmt.Sprintf("%s %d, but the graph has %d", f.field, f.stated, f.has))
+		}
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("model: %s: %s: config.json does not describe the graph (another model's config.json?)", filepath.Join(filepath.Dir(src), ConfigFile), strings.Join(diffs, "; "))
 }
 
 // removeStalePieces removes the program graphs in dir (piece-*.onnx) that

@@ -48,6 +48,9 @@ type HFConfig struct {
 	PartialRotaryFactor float64 `json:"partial_rotary_factor"`
 	// NumAttentionHeads is the number of query heads.
 	NumAttentionHeads int `json:"num_attention_heads"`
+	// NumKeyValueHeads is the number of key and value heads (0 where
+	// the file does not say: as many as the query heads).
+	NumKeyValueHeads int `json:"num_key_value_heads"`
 	// NameOrPath is the Hugging Face id or directory the model was made
 	// from (transformers' _name_or_path; optimum's exports keep it).
 	NameOrPath string `json:"_name_or_path"`

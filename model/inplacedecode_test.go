@@ -451,3 +451,37 @@ func TestArtifactsFollowTieConfig(t *testing.T) {
 		require.Equal(t, len(ties), len(a.Manifest.Ties), "step %d: the artifacts' ties are Export's", i)
 	}
 }
+
+// TestArtifactsRefuseConfigOfAnotherGraph: a config.json beside the
+// model that states another layer count, KV head count, head width or
+// vocabulary than the graph has (another model's, copied in) was used in
+// silence by train, eval and generate for the context length, the head
+// count and the micro-batch size; it is refused naming the file, each
+// field and the graph's value, whether the artifacts are built or
+// already there. A config.json that states none of them passes.
+func TestArtifactsRefuseConfigOfAnotherGraph(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, qwen3.WriteDir(dir, qwen3.Tiny(), 3))
+	src, path := filepath.Join(dir, "model.onnx"), filepath.Join(dir, model.ConfigFile)
+	good, err := os.ReadFile(path)
+	require.NoError(t, err)
+	other := qwen3.Tiny()
+	other.Layers, other.KVHeads, other.HeadDim, other.Vocab = 36, 4, 16, 151936
+	bad, err := other.HFConfigJSON()
+	require.NoError(t, err)
+	want := "model: " + path + ": num_hidden_layers 36, but the graph has 2; num_key_value_heads 4, but the graph has 2; head_dim 16, but the graph has 32; vocab_size 151936, but the graph has 100: config.json does not describe the graph (another model's config.json?)"
+	for _, built := range []bool{false, true} {
+		arts := t.TempDir()
+		if built {
+			require.NoError(t, os.WriteFile(path, good, 0o666))
+			_, err := model.PrepareArtifacts(context.Background(), src, arts, model.ArtifactOptions{})
+			require.NoError(t, err)
+		}
+		require.NoError(t, os.WriteFile(path, bad, 0o666))
+		_, err = model.PrepareArtifacts(context.Background(), src, arts, model.ArtifactOptions{})
+		require.EqualError(t, err, want, "built before: %v", built)
+	}
+	require.NoError(t, os.WriteFile(path, []byte(`{"max_position_embeddings": 512}`), 0o666))
+	_, err = model.PrepareArtifacts(context.Background(), src, t.TempDir(), model.ArtifactOptions{})
+	require.NoError(t, err)
+}
