@@ -24,6 +24,7 @@ import (
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/optim"
 	"github.com/spiral-rl/spiral/model/params"
+	"github.com/spiral-rl/spiral/model/smallfile"
 	"github.com/spiral-rl/spiral/rollout"
 	"github.com/spiral-rl/spiral/rollout/report"
 	"github.com/spiral-rl/spiral/rollout/report/tfevents"
@@ -1661,8 +1662,14 @@ func readMetrics(path string) ([]Metrics, error) {
 const byteOrderMark = "\ufeff"
 
 // readLog reads the JSON-lines log at path, less a byte order mark that
-// opens it, which would make its first line malformed JSON.
+// opens it, which would make its first line malformed JSON. A path that
+// is not a regular file (a named pipe, a device: /dev/zero linked in
+// its place) is refused by its kind, unread: no run wrote it, and it
+// may not end.
 func readLog(path string) ([]byte, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: a %s, not a regular file: want the log a run wrote", path, smallfile.Kind(st.Mode()))
+	}
 	b, err := os.ReadFile(path)
 	return bytes.TrimPrefix(b, []byte(byteOrderMark)), err
 }
