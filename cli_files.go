@@ -15,6 +15,7 @@ import (
 	"github.com/spiral-rl/spiral/model/atomicfile"
 	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/onnx"
+	"github.com/spiral-rl/spiral/model/smallfile"
 	"github.com/spiral-rl/spiral/rl"
 )
 
@@ -392,7 +393,7 @@ func exportSidecars(r resolvedModel, out string, defaults map[string][]byte, tra
 	}
 	own := ownSideFiles(r, out)
 	for _, s := range sides {
-		b, err := os.ReadFile(s.from)
+		b, err := smallfile.ReadRegular(s.from, smallfile.Limit)
 		if d, ok := defaults[s.name]; ok && errors.Is(err, fs.ErrNotExist) {
 			b, err, s.from = d, nil, ""
 		}
@@ -543,7 +544,7 @@ func refuseOwnSideFiles(r resolvedModel, dir string, defaults map[string][]byte)
 		if err != nil {
 			return outError("--out", dir, err)
 		}
-		b, err := os.ReadFile(f.From)
+		b, err := smallfile.ReadRegular(f.From, smallfile.Limit)
 		from := f.From
 		if errors.Is(err, fs.ErrNotExist) {
 			d, ok := defaults[f.Name]

@@ -19,6 +19,7 @@ import (
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/params"
+	"github.com/spiral-rl/spiral/model/smallfile"
 	"github.com/spiral-rl/spiral/rl"
 )
 
@@ -583,7 +584,7 @@ func refuseOtherHFConfig(r resolvedModel, dir string) error {
 	if err != nil {
 		return outError("--out", dir, err)
 	}
-	b, err := os.ReadFile(src)
+	b, err := smallfile.ReadRegular(src, smallfile.Limit)
 	if err != nil {
 		return nil // model.ExportHF names it
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/smallfile"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
 )
@@ -221,7 +222,7 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	names := []string{"model.onnx" + onnx.DataFileSuffix, "model.onnx"}
 	for _, c := range model.ModelSideFiles(sess.onnx, sess.tokenizer) {
 		names = append(names, c.Name)
-		b, err := os.ReadFile(c.From)
+		b, err := smallfile.ReadRegular(c.From, smallfile.Limit)
 		if c.Name != "tokenizer.json" && errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

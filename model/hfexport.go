@@ -770,7 +770,7 @@ func ExportHF(ctx context.Context, src, tokenizer, dir string, trained *params.S
 	for _, f := range ModelSideFiles(src, tokenizer) {
 		name := f.Name
 		names = append(names, name)
-		b, err := os.ReadFile(f.From)
+		b, err := smallfile.ReadRegular(f.From, smallfile.Limit)
 		if errors.Is(err, fs.ErrNotExist) && name != ConfigFile {
 			d, ok := defaults[name]
 			if !ok {

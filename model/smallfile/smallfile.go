@@ -50,6 +50,17 @@ func Read(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
+// ReadRegular is Read of a file that must be a regular one (following
+// symbolic links): a model's side file, which no pipe or device stands
+// for, is refused by its kind before it is opened (an *fs.PathError, Op
+// "read", naming path and the kind), rather than read up to limit.
+func ReadRegular(path string, limit int64) ([]byte, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("a %s, not a regular file", Kind(st.Mode()))}
+	}
+	return Read(path, limit)
+}
+
 // Kind names the type of a file that is not regular, by its mode: "named
 // pipe (FIFO)", "character device", "device", "socket", "directory",
 // else "non-regular file".

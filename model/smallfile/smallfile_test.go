@@ -66,3 +66,26 @@ func TestRead(t *testing.T) {
 		t.Errorf("Read(missing) error = %v, want fs.ErrNotExist naming the file", err)
 	}
 }
+
+func TestReadRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo, file := filepath.Join(dir, "fifo"), filepath.Join(dir, "file")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{fifo, "read " + fifo + ": a named pipe (FIFO), not a regular file"},
+		{"/dev/zero", "read /dev/zero: a character device, not a regular file"},
+		{dir, "read " + dir + ": a directory, not a regular file"},
+	} {
+		if b, err := ReadRegular(tc.path, Limit); err == nil || err.Error() != tc.want {
+			t.Errorf("ReadRegular(%s) = %d bytes, %v; want error %q", tc.path, len(b), err, tc.want)
+		}
+	}
+	if b, err := ReadRegular(file, Limit); err != nil || string(b) != "x" {
+		t.Errorf("ReadRegular(file) = %q, %v; want \"x\"", b, err)
+	}
+}
