@@ -13,13 +13,14 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/spiral-rl/spiral/model/jsonerr"
 )
 
 // OpenAIConfig configures OpenAI, a Generator that sends every request to
@@ -608,28 +609,7 @@ func jsonProblem(err error) string {
 	if te.Field != "" {
 		at = te.Field
 	}
-	return fmt.Sprintf("%s is %s, want %s", at, te.Value, jsonType(te.Type))
-}
-
-// jsonType names the JSON value a Go type decodes from.
-func jsonType(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Pointer:
-		return jsonType(t.Elem())
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Int, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uint:
-		return fmt.Sprintf("an integer within %s", t.Kind())
-	}
-	return t.String()
+	return fmt.Sprintf("%s is %s, want %s", at, te.Value, jsonerr.Type(te.Type))
 }
 
 // maxErrorBody is the most of an error answer's text an error message

@@ -31,7 +31,7 @@ func Describe(data []byte, v any, err error) error {
 			return fmt.Errorf("line %d, column %d: %w", line, col, err)
 		}
 	case errors.As(err, &typ):
-		what := fmt.Sprintf("%s expected, got %s", jsonType(typ.Type), jsonValue(typ.Value))
+		what := fmt.Sprintf("%s expected, got %s", Type(typ.Type), jsonValue(typ.Value))
 		if path := jsonPath(reflect.TypeOf(v), typ.Field); path != "" {
 			what = path + ": " + what
 		}
@@ -82,14 +82,16 @@ func taggedField(t reflect.Type, key string) (reflect.StructField, bool) {
 	})
 }
 
-// jsonType names the JSON value a Go type decodes from.
-func jsonType(t reflect.Type) string {
+// Type names the JSON value a Go type decodes from: "an integer" (one of
+// fewer than 64 bits with the range it must be within: "an integer
+// within int32"), "an object"...
+func Type(t reflect.Type) string {
 	if t == nil {
 		return "another value"
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
-		return jsonType(t.Elem())
+		return Type(t.Elem())
 	case reflect.Slice, reflect.Array:
 		return "an array"
 	case reflect.Struct, reflect.Map:
@@ -100,8 +102,10 @@ func jsonType(t reflect.Type) string {
 		return "true or false"
 	case reflect.Float32, reflect.Float64:
 		return "a number"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+	case reflect.Int, reflect.Int64:
 		return "an integer"
+	case reflect.Int8, reflect.Int16, reflect.Int32:
+		return fmt.Sprintf("an integer within %s", t.Kind())
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return "a non-negative integer"
 	}
