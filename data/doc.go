@@ -49,7 +49,8 @@
 //     two.
 //   - The id comes from [LoadOptions.IDField], which every row must hold,
 //     or the first of [IDFields] present in the first row that holds one
-//     (an object of rows keyed by id takes its keys); a row without it,
+//     (an object of rows keyed by id takes its keys, unless IDField is
+//     "-"); a row without it,
 //     before that row or after, is numbered: "<file name>:<record number>".
 //   - Malformed rows (one that repeats a key among its own, or a field
 //     read whose objects repeat one, a chat message's "content" or a

@@ -45,7 +45,8 @@ type LoadOptions struct {
 	AnswerField string
 	// IDField names the id field, which every row must hold, not empty;
 	// "" detects one of [IDFields] in the first row that holds one, rows
-	// without it numbered; "-" uses positional ids.
+	// without it numbered; "-" uses positional ids, also for an object of
+	// rows, whose keys are otherwise the ids.
 	IDField string
 	// Format is "jsonl", "json" or "parquet"; "" detects it from the
 	// extension (.jsonl/.ndjson, .json, .parquet) or, failing that, the
@@ -650,6 +651,9 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 		skipReason = fmt.Sprintf("field %q: no final answer (\\boxed{} or ####) in the worked solution", m.answer)
 	}
 	id := r.key
+	if opt.IDField == "-" {
+		id = "" // row numbers, not an object of rows' keys
+	}
 	if m.id != "" {
 		iv, ok := lookup(row, m.id)
 		if rep := repeatIn(iv); rep != nil {

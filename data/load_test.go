@@ -641,6 +641,15 @@ func TestLoadIDDetectedPastFirstRow(t *testing.T) {
 			content: `{"k1": {"problem": "b", "answer": "2"}, "k2": {"problem": "a", "answer": "1", "id": "x"}}`,
 			ids:     []string{"k1", "k2"},
 		},
+		{
+			// "-" is row numbers whatever the file's shape: not the
+			// keys of an object of rows.
+			name:    "object of rows, row numbers asked for",
+			file:    "f.json",
+			content: `{"k1": {"problem": "b", "answer": "2"}, "k2": {"problem": "a", "answer": "1", "id": "x"}}`,
+			opt:     LoadOptions{IDField: "-"},
+			ids:     []string{"f.json:0", "f.json:1"},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
