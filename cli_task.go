@@ -190,7 +190,21 @@ func loadProblems(flag, path string, opt data.LoadOptions, warn io.Writer) (*dat
 		return fmt.Sprintf("%s: %d more rows skipped (spiral data inspect lists them all)", path, n)
 	})
 	reportRenamed(warn, path, ds)
+	reportUnbalanced(warn, path, ds)
 	return ds, nil
+}
+
+// reportUnbalanced warns once of the problems of ds (read from path)
+// whose gold answer's braces do not balance: how many, and the first.
+func reportUnbalanced(warn io.Writer, path string, ds *data.Dataset) {
+	n, first := ds.UnbalancedAnswers()
+	switch n {
+	case 0:
+	case 1:
+		fmt.Fprintf(warn, "spiral: warning: %s: a row's gold answer has unbalanced braces, which no answer is graded right against: %s\n", path, first)
+	default:
+		fmt.Fprintf(warn, "spiral: warning: %s: %d rows' gold answers have unbalanced braces, which no answer is graded right against (the first: %s)\n", path, n, first)
+	}
 }
 
 // reportRenamed warns once of the problems of ds (read from path) whose

@@ -42,6 +42,36 @@ func TestLoadProblemsWarnsOfRenamedIDs(t *testing.T) {
 	}
 }
 
+// TestLoadProblemsWarnsOfUnbalancedAnswers: gold answers whose braces
+// do not balance ("{3", "\boxed{3"), which no response is graded right
+// against, are kept and warned of once, with the count and the first.
+func TestLoadProblemsWarnsOfUnbalancedAnswers(t *testing.T) {
+	row := func(p, a string) string { return `{"problem": "` + p + `", "answer": "` + a + `"}` + "\n" }
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{name: "none", content: row("p1", "1") + row("p2", `\\{1\\}`)},
+		{name: "one", content: row("p1", "1") + row("p2", "{3"),
+			want: `spiral: warning: %[1]s: a row's gold answer has unbalanced braces, which no answer is graded right against: %[1]s:2` + "\n"},
+		{name: "two", content: row("p1", `\\boxed{3`) + row("p2", "2") + row("p3", "3}"),
+			want: `spiral: warning: %[1]s: 2 rows' gold answers have unbalanced braces, which no answer is graded right against (the first: %[1]s:1)` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "p.jsonl")
+			require.NoError(t, os.WriteFile(path, []byte(tc.content), 0o666))
+			var warn strings.Builder
+			ds, err := loadProblems("--data", path, data.LoadOptions{}, &warn)
+			require.NoError(t, err)
+			require.Len(t, ds.Problems, strings.Count(tc.content, "\n"), "rows kept")
+			want := ""
+			if tc.want != "" {
+				want = strings.ReplaceAll(tc.want, "%[1]s", path)
+			}
+			require.Equal(t, want, warn.String())
+		})
+	}
+}
+
 // TestLoadProblemsNamesTheFileOfMoreSkipped: the count of the skipped
 // rows past the first 10 names its file, as each row's warning does:
 // with --data and --eval-data both read, "12 more rows skipped" said of

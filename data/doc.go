@@ -62,7 +62,8 @@
 //     text) or row (JSON, Parquet), and the field. Empty problems, empty
 //     answers, duplicate problems and rows over the caps (MaxProblemBytes,
 //     MaxAnswerBytes) are skipped and reported by [Dataset.Skipped]; they
-//     are never silently kept or dropped.
+//     are never silently kept or dropped. A gold answer whose braces do
+//     not balance is kept and counted ([Dataset.UnbalancedAnswers]).
 //
 // Problem.Source is "path:LINE" for JSONL (1-based line), "path:row N" for
 // Parquet (0-based row), and for a JSON document the row followed by the

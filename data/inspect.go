@@ -51,6 +51,9 @@ func Inspect(w io.Writer, path string, opt LoadOptions) error {
 	if ds.renamed > 0 {
 		fmt.Fprintf(&b, "  first renamed: %s\n", ds.firstRenamed)
 	}
+	if ds.unbalanced > 0 {
+		fmt.Fprintf(&b, "  kept with a gold answer of unbalanced braces, never graded right: %d (the first: %s)\n", ds.unbalanced, ds.firstUnbalanced)
+	}
 	for i, p := range ds.Problems[:min(inspectExamples, len(ds.Problems))] {
 		fmt.Fprintf(&b, "\nexample %d  id=%s  source=%s\n", i+1, oneLine(p.ID), p.Source)
 		fmt.Fprintf(&b, "  problem: %s\n", clip(p.Problem))

@@ -88,3 +88,12 @@ func TestInspectRenamedIDs(t *testing.T) {
 	require.NoError(t, Inspect(&out, path, LoadOptions{}))
 	require.Contains(t, out.String(), "records:  2 read, 2 kept, 0 skipped, 1 kept with a repeated id renamed\n  first renamed: "+path+`:2 repeats the id "a" of `+path+`:1, renamed "a~2"`+"\n")
 }
+
+// TestInspectUnbalancedAnswers: the rows kept whose gold answer's braces
+// do not balance are counted, with the first of them.
+func TestInspectUnbalancedAnswers(t *testing.T) {
+	path := writeFile(t, "gold.jsonl", `{"problem": "p1", "answer": "1"}`+"\n"+`{"problem": "p2", "answer": "{2"}`+"\n"+`{"problem": "p3", "answer": "3}"}`+"\n")
+	var out strings.Builder
+	require.NoError(t, Inspect(&out, path, LoadOptions{}))
+	require.Contains(t, out.String(), "records:  3 read, 3 kept, 0 skipped\n  kept with a gold answer of unbalanced braces, never graded right: 2 (the first: "+path+":2)\n")
+}

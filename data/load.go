@@ -146,6 +146,10 @@ type Dataset struct {
 	// one's and was made unique; first is the first of them.
 	renamed      int
 	firstRenamed RenamedID
+	// unbalanced counts the problems kept whose gold answer's braces
+	// do not balance; firstUnbalanced is the first one's source.
+	unbalanced      int
+	firstUnbalanced string
 }
 
 // RenamedID is a kept problem whose id repeated that of an earlier
@@ -165,6 +169,33 @@ func (r RenamedID) String() string {
 // RenamedIDs returns how many kept problems had their repeated id made
 // unique, and the first of them.
 func (d *Dataset) RenamedIDs() (int, RenamedID) { return d.renamed, d.firstRenamed }
+
+// UnbalancedAnswers returns how many kept problems have a gold answer
+// whose braces do not balance ("{3", an unclosed "\boxed{3"), which no
+// response is graded right against, and the first one's source ("" for
+// none). Such rows are kept: the data may mean them.
+func (d *Dataset) UnbalancedAnswers() (int, string) { return d.unbalanced, d.firstUnbalanced }
+
+// bracesBalance reports whether the braces of s that open or close a
+// group balance: each closes one opened before it, and none is left
+// open. An escaped brace ("\{", set notation and "\left\{") is text;
+// one after a backslash pair ("\\{", a line break and a group) is not.
+func bracesBalance(s string) bool {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++ // the escaped character, a brace or a backslash
+		case '{':
+			depth++
+		case '}':
+			if depth--; depth < 0 {
+				return false
+			}
+		}
+	}
+	return depth == 0
+}
 
 // Len returns the number of kept problems.
 func (d *Dataset) Len() int { return len(d.Problems) }
@@ -285,6 +316,12 @@ func (b *builder) add(id, problem, answer, src, skipReason string, n int) bool {
 	}
 	b.ids[id] = src
 	b.ds.Problems = append(b.ds.Problems, Problem{ID: id, Problem: problem, Answer: answer, Source: src})
+	if !bracesBalance(answer) {
+		if b.ds.unbalanced == 0 {
+			b.ds.firstUnbalanced = src
+		}
+		b.ds.unbalanced++
+	}
 	return true
 }
 

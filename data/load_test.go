@@ -1,6 +1,7 @@
 package data
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -567,6 +568,45 @@ func TestRenamedIDs(t *testing.T) {
 			if tc.count > 0 {
 				require.Equal(t, fmt.Sprintf(tc.first, path, path), first.String())
 			}
+		})
+	}
+}
+
+// TestUnbalancedAnswers: the problems kept whose gold answer has a
+// brace not closed or not opened ("{3", an unclosed "\boxed{3"), which no
+// response is ever graded right against, are counted with the first's
+// source; escaped braces (set notation, "\left\{ x \right.") are not
+// braces of a group.
+func TestUnbalancedAnswers(t *testing.T) {
+	row := func(p, a string) string {
+		b, err := json.Marshal(map[string]string{"problem": p, "answer": a})
+		if err != nil {
+			panic(err)
+		}
+		return string(b) + "\n"
+	}
+	for _, tc := range []struct {
+		name, content string
+		count         int
+		first         string // its line
+	}{
+		{name: "none", content: row("p1", `\frac{1}{2}`) + row("p2", `\{1, 2\}`) + row("p3", `\left\{ 1 \right.`) + row("p4", `\boxed{5}`) + row("p5", `a\\{b}`)},
+		{name: "unclosed boxed and group", count: 2, first: "2",
+			content: row("p1", "1") + row("p2", `\boxed{3`) + row("p3", "{3") + row("p4", "4")},
+		{name: "closed before opened", count: 2, first: "1", content: row("p1", "3}") + row("p2", "}{") + row("p3", "3")},
+		{name: "a skipped row is not counted", content: row("p1", "1") + row("p1", "{3")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, "gold.jsonl", tc.content)
+			ds, err := Load(path, LoadOptions{})
+			require.NoError(t, err)
+			n, first := ds.UnbalancedAnswers()
+			require.Equal(t, tc.count, n)
+			want := ""
+			if tc.count > 0 {
+				want = path + ":" + tc.first
+			}
+			require.Equal(t, want, first)
 		})
 	}
 }
