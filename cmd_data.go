@@ -182,7 +182,7 @@ func writeSynth(env *cliEnv, f *synthFlags) error {
 	ds, err := task.Dataset(split, f.problems, synth.EmbeddedSeed)
 	var few *synth.TooFewError
 	if errors.As(err, &few) {
-		return usageError{fmt.Errorf("--problems %d: only %s found with these settings: ask for fewer, or widen --min-operand..--max-operand or --min-operands..--max-operands", f.problems, rollout.Plural(few.Found, fmt.Sprintf("distinct %s problem", few.Split)))}
+		return tooFewProblems(f.problems, few)
 	}
 	if err != nil {
 		return usageError{err}
@@ -253,4 +253,17 @@ func checkSynthOut(out string) error {
 	}
 	return usageError{fmt.Errorf("--out %s: data synth writes JSON Lines, which --data and data inspect do not read from a %s file (%s): want a .jsonl path, such as %s",
 		out, ext, as, strings.TrimSuffix(out, ext)+".jsonl")}
+}
+
+// tooFewProblems is the usage error of a --problems n past the distinct
+// problems that few found: all there are where it counted them, else at
+// least as many as its draws found.
+func tooFewProblems(n int, few *synth.TooFewError) error {
+	found := rollout.Plural(few.Found, fmt.Sprintf("distinct %s problem", few.Split))
+	if few.Exact {
+		found = "only " + found + " found"
+	} else {
+		found = "at least " + found + " (found by drawing, not counted)"
+	}
+	return usageError{fmt.Errorf("--problems %d: %s with these settings: ask for fewer, or widen --min-operand..--max-operand or --min-operands..--max-operands", n, found)}
 }

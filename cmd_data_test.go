@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/data/synth"
 )
 
 // TestDataSynthOutDash: `spiral data synth --out -` wrote a file named
@@ -153,5 +155,33 @@ func TestDataUnknownSubcommand(t *testing.T) {
 		code := run(context.Background(), append([]string{"data"}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr})
 		require.Equal(t, exitUsage, code, "%q: %s", tc.args, stderr.String())
 		require.Equal(t, tc.want, stderr.String(), "%q", tc.args)
+	}
+}
+
+// TestTooFewProblemsSaysWhetherExact: a --problems past the problems
+// found says "only N" where they were counted, all the split holds, and
+// "at least N" where the draws alone found them: spiral data synth
+// --form compute --max-operand 1 --min-operands 2 --max-operands 12
+// --problems 1048576 said "only 269", of 284.
+func TestTooFewProblemsSaysWhetherExact(t *testing.T) {
+	const widen = " with these settings: ask for fewer, or widen --min-operand..--max-operand or --min-operands..--max-operands"
+	for _, tc := range []struct {
+		name string
+		few  synth.TooFewError
+		want string
+	}{
+		{"counted", synth.TooFewError{Split: synth.Test, Found: 284, Want: 1 << 20, Exact: true},
+			"--problems 1048576: only 284 distinct test problems found" + widen},
+		{"counted, one", synth.TooFewError{Split: synth.Test, Found: 1, Want: 5, Exact: true},
+			"--problems 5: only 1 distinct test problem found" + widen},
+		{"drawn", synth.TooFewError{Split: synth.Train, Found: 676, Want: 1 << 20},
+			"--problems 1048576: at least 676 distinct train problems (found by drawing, not counted)" + widen},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tooFewProblems(tc.few.Want, &tc.few)
+			var usage usageError
+			require.ErrorAs(t, err, &usage)
+			require.EqualError(t, err, tc.want)
+		})
 	}
 }

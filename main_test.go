@@ -3491,4 +3491,10 @@ func TestDataSynthTooFewNamesTheFlags(t *testing.T) {
 	code = run(context.Background(), []string{"data", "synth", "--form", "compute", "--max-operand", "1", "--min-operands", "2", "--max-operands", "2", "--problems", "5"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
 	require.Equal(t, exitUsage, code, stderr.String())
 	require.Equal(t, "spiral data: --problems 5: only 0 distinct test problems found with these settings: ask for fewer, or widen --min-operand..--max-operand or --min-operands..--max-operands\n", stderr.String())
+	// 265,719 expressions, counted once the draws stall, though before
+	// counting was worth their cost: it said "only 269" of the 284.
+	stderr.Reset()
+	code = run(context.Background(), []string{"data", "synth", "--form", "compute", "--max-operand", "1", "--min-operands", "2", "--max-operands", "12", "--problems", "1048576"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+	require.Equal(t, exitUsage, code, stderr.String())
+	require.Equal(t, "spiral data: --problems 1048576: only 284 distinct test problems found with these settings: ask for fewer, or widen --min-operand..--max-operand or --min-operands..--max-operands\n", stderr.String())
 }

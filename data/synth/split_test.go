@@ -414,7 +414,7 @@ func TestProblemsPastTheSplitDrawNothing(t *testing.T) {
 			})
 			var few *TooFewError
 			require.ErrorAs(t, err, &few)
-			require.Equal(t, TooFewError{Split: c.split, Found: c.found, Want: c.n}, *few)
+			require.Equal(t, TooFewError{Split: c.split, Found: c.found, Want: c.n, Exact: true}, *few)
 			require.Zero(t, draws, "drew problems to refuse %d", c.n)
 		})
 	}
@@ -484,7 +484,7 @@ func TestProblemsPastACountedSplit(t *testing.T) {
 			})
 			var few *TooFewError
 			require.ErrorAs(t, err, &few)
-			require.Equal(t, TooFewError{Split: c.split, Found: c.found, Want: c.n}, *few)
+			require.Equal(t, TooFewError{Split: c.split, Found: c.found, Want: c.n, Exact: true}, *few)
 			require.Less(t, draws, 20*c.found, "drew until 20 draws a problem found none")
 		})
 	}
@@ -534,4 +534,59 @@ func tuples[T any](xs []T, n int) [][]T {
 		}
 	}
 	return out
+}
+
+// TestProblemsTooFewSaysWhetherExact: a refusal's count is exact (all the
+// split holds) where the split's problems are known or can be counted,
+// which they are once the draws stall, whatever that cost; else it is the
+// problems the draws found, a lower bound, and says so ("at least").
+// spiral data synth --form compute --max-operand 1 --min-operands 2
+// --max-operands 12 --problems 1048576 said "only 269 distinct test
+// problems found", of 284: its draws stalled before counting was worth
+// their cost, and the 269 was given as all there were.
+func TestProblemsTooFewSaysWhetherExact(t *testing.T) {
+	task := func(cfg Config) *Task {
+		tk, err := New(cfg, EmbeddedSeed)
+		require.NoError(t, err)
+		return tk
+	}
+	// 2 operands of 1..20 and the three operators: 1,200 expressions.
+	counted := task(Config{MinOperands: 2, MaxOperands: 2, MinOperand: 1, MaxOperand: 20, TestPercent: 50})
+	sizes, ok := counted.splitSizes()
+	require.True(t, ok)
+	for _, c := range []struct {
+		name  string
+		task  *Task
+		n     int
+		want  TooFewError
+		error string
+	}{
+		{"counted", counted, 100_000, TooFewError{Split: Test, Found: sizes[Test], Want: 100_000, Exact: true},
+			fmt.Sprintf("synth: only %d distinct test problems, want 100000; widen the operand range or count", sizes[Test])},
+		// The default compute task: about 1.4 million expressions, more
+		// than maxCounted.
+		{"not counted", task(Config{}), 100_000, TooFewError{Split: Test, Found: 1, Want: 100_000},
+			"synth: at least 1 distinct test problems (found by drawing, not counted), want 100000; widen the operand range or count"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// Every draw the same problem: the draws stall at once,
+			// before counting is worth their cost.
+			var first *Item
+			var firstKey string
+			_, err := c.task.problems(Test, c.n, 7, func(r *rand.Rand, s Split) (Item, string, error) {
+				if first == nil {
+					it, key, err := c.task.sample(r, s)
+					if err != nil {
+						return Item{}, "", err
+					}
+					first, firstKey = &it, key
+				}
+				return *first, firstKey, nil
+			})
+			var few *TooFewError
+			require.ErrorAs(t, err, &few)
+			require.Equal(t, c.want, *few)
+			require.EqualError(t, err, c.error)
+		})
+	}
 }

@@ -50,14 +50,19 @@ type Config struct {
 }
 
 // TooFewError is a request for more distinct problems of a split than
-// Problems found (Found: all there are, or nearly).
+// Problems found. With Exact, Found is all the split holds (known or
+// counted); else it is those the draws found, of at least as many.
 type TooFewError struct {
 	Split       Split
 	Found, Want int
+	Exact       bool
 }
 
 func (e *TooFewError) Error() string {
-	return fmt.Sprintf("synth: only %d distinct %s problems found, want %d; widen the operand range or count", e.Found, e.Split, e.Want)
+	if e.Exact {
+		return fmt.Sprintf("synth: only %d distinct %s problems, want %d; widen the operand range or count", e.Found, e.Split, e.Want)
+	}
+	return fmt.Sprintf("synth: at least %d distinct %s problems (found by drawing, not counted), want %d; widen the operand range or count", e.Found, e.Split, e.Want)
 }
 
 // Forms of problem.
@@ -465,24 +470,33 @@ func (t *Task) Problems(s Split, n int, seed uint64) ([]Item, error) {
 func (t *Task) problems(s Split, n int, seed uint64, draw func(*rand.Rand, Split) (Item, string, error)) ([]Item, error) {
 	split := s >= 0 && int(s) < len(t.sizes) // a split that sizes index
 	if split && t.known && n > t.sizes[s] {
-		return nil, &TooFewError{Split: s, Found: t.sizes[s], Want: n}
+		return nil, &TooFewError{Split: s, Found: t.sizes[s], Want: n, Exact: true}
 	}
 	r := rand.New(rand.NewPCG(seed, uint64(s)+0x5851F42D4C957F2D))
 	items := make([]Item, 0, min(n, 1<<16))
 	seen := make(map[string]bool, min(n, 1<<16))
+	// tooFew is the refusal once the draws have failed: with the
+	// split's problems where they can be counted (at most about a
+	// second's count, once), else with those the draws found.
+	tooFew := func() error {
+		if sizes, known := t.splitSizes(); split && known && n > sizes[s] {
+			return &TooFewError{Split: s, Found: sizes[s], Want: n, Exact: true}
+		}
+		return &TooFewError{Split: s, Found: len(items), Want: n}
+	}
 	for tries, sinceNew := 0, 0; len(items) < n; tries, sinceNew = tries+1, sinceNew+1 {
 		if tries > 100*n+1000 || sinceNew > max(20*len(items), stalled) {
-			return nil, &TooFewError{Split: s, Found: len(items), Want: n}
+			return nil, tooFew()
 		}
 		if sinceNew == stalled && split && t.worthCounting(s, len(items)) {
 			if sizes, known := t.splitSizes(); known && n > sizes[s] {
-				return nil, &TooFewError{Split: s, Found: sizes[s], Want: n}
+				return nil, &TooFewError{Split: s, Found: sizes[s], Want: n, Exact: true}
 			}
 		}
 		it, key, err := draw(r, s)
 		var none *noneDrawnError
 		if errors.As(err, &none) {
-			return nil, &TooFewError{Split: s, Found: len(items), Want: n}
+			return nil, tooFew()
 		}
 		if err != nil {
 			return nil, err

@@ -206,7 +206,7 @@ func TestProblemsTooFew(t *testing.T) {
 	_, err = task.Problems(Test, 5, 1)
 	var few *TooFewError
 	require.ErrorAs(t, err, &few)
-	require.Equal(t, TooFewError{Split: Test, Found: 0, Want: 5}, *few)
+	require.Equal(t, TooFewError{Split: Test, Found: 0, Want: 5, Exact: true}, *few)
 }
 
 // TestProblemsAll asks for every problem of a small split, one more, and
@@ -239,7 +239,7 @@ func TestProblemsAll(t *testing.T) {
 		require.Len(t, items, want[s])
 		for _, n := range []int{want[s] + 1, 100_000_000} {
 			_, err = task.Problems(s, n, 1)
-			require.ErrorContains(t, err, fmt.Sprintf("only %d distinct %s problems found, want %d", want[s], s, n))
+			require.ErrorContains(t, err, fmt.Sprintf("only %d distinct %s problems, want %d", want[s], s, n))
 		}
 	}
 }
