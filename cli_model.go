@@ -887,8 +887,11 @@ func loadCheckpoint(ckpt string, r resolvedModel, warn io.Writer, load func(path
 				}
 			}
 			if st.ModelID != srcID {
-				return checkpoint.Final(fmt.Errorf("checkpoint %s was trained from %s (model id %.12s), not from %s (model id %.12s)",
-					path, st.Model, st.ModelID, r.given(), srcID))
+				// --checkpoint and --model contradict each other: a
+				// usage error, as a train rerun into a run of another
+				// model is (rl.OtherRunError).
+				return checkpoint.Final(usageError{fmt.Errorf("checkpoint %s was trained from %s (model id %.12s), not from %s (model id %.12s)",
+					path, st.Model, st.ModelID, r.given(), srcID)})
 			}
 		}
 		return load(path, st)

@@ -313,7 +313,10 @@ func TestMalformedInputs(t *testing.T) {
 		usage("eval output that is a file", "--out "+data+": mkdir "+data+": not a directory", "eval", "--model", good, "--out", data, "--quiet"),
 		usage("eval output empty", "--out is empty", "eval", "--model", good, "--out", "", "--quiet"),
 		// Checkpoints.
-		fail("checkpoint of another model", []string{"was trained from", "--model " + other}, "eval", "--model", other, "--checkpoint", ckpt, "--quiet"),
+		// --checkpoint and --model contradict each other: a usage error,
+		// as a train rerun into a run of another model is.
+		{"checkpoint of another model", []string{"eval", "--model", other, "--checkpoint", ckpt, "--quiet"}, 2, []string{"was trained from", "--model " + other}},
+		{"export: checkpoint of another model", []string{"export", "--model", other, "--checkpoint", ckpt, "--out", f.path("exp-other/m.onnx")}, 2, []string{"was trained from", "--model " + other}},
 		fail("no checkpoint there", []string{"--checkpoint", f.path("nockpt"), "no checkpoint in"}, "eval", "--model", good, "--checkpoint", f.path("nockpt"), "--quiet"),
 		usage("missing checkpoint", "--checkpoint "+f.path("absent-ckpt")+": no such file or directory", "eval", "--model", good, "--checkpoint", f.path("absent-ckpt"), "--quiet"),
 		fail("corrupt checkpoint", []string{"corrupt/ckpt-000001/model.safetensors", "CRC-32C"}, "export", "--model", good, "--checkpoint", corrupt, "--out", f.path("exp/m.onnx")),
