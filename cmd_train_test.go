@@ -405,8 +405,10 @@ func thinkingTemplate(t *testing.T, from, dir string) string {
 // opens <think> (the prompts' ids differ); the model's own tokenizer
 // given by --tokenizer is the run's. A settings refusal exits 2, as the
 // command-line mistake it is (the flags contradict the run in --out): it
-// exited 1, as a failure; the data file edited in place, no flag's
-// doing, still does.
+// exited 1, as a failure. So does the data file edited in place, whose
+// way on is a command line too (--override, another --out or --fresh),
+// as the held-out file's or the model's edited in place and eval's
+// saved problems of other texts are.
 func TestTrainRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
@@ -427,8 +429,10 @@ func TestTrainRefusesOtherSettingsBeforeThePolicy(t *testing.T) {
 		want     string
 	}{
 		{"other --lr", []string{"--lr", "1e-3"}, problems, exitUsage, "spiral train: " + runDir + " holds a run with other settings: schedule.peak_lr (--lr): 0.0001 -> 0.001; rerun with --override to continue with the new ones, or use another --out or --fresh\n"},
-		{"the data edited", nil, problems + `{"problem": "Compute 3+3", "answer": "6"}` + "\n", exitFailure,
+		{"the data edited", nil, problems + `{"problem": "Compute 3+3", "answer": "6"}` + "\n", exitUsage,
 			"the run drew from 2 usable problems and " + train + " now has 3: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh\n"},
+		{"the data edited, as many rows", nil, `{"problem": "Compute 1+1", "answer": "2"}` + "\n" + `{"problem": "Compute 3+3", "answer": "6"}` + "\n", exitUsage,
+			"the run drew from other problems than the 2 usable ones " + train + " now holds (the file changed): restore the file, rerun with --override"},
 		{"--override", []string{"--lr", "1e-3", "--override"}, problems, exitFailure, "spiral train: model: artifacts: mkdir " + filepath.Join(runDir, rl.ArtifactsDir) + ": not a directory\n"},
 		{"another --tokenizer", []string{"--tokenizer", otherTok}, problems, exitUsage, "spiral train: " + runDir + " holds a run with other settings: tokenizer (--tokenizer): "},
 		{"the model's tokenizer given", []string{"--tokenizer", embeddedDir}, problems, exitFailure, "spiral train: model: artifacts: mkdir "},

@@ -167,9 +167,9 @@ func resumeRefusal(err error, ckptDir string) error {
 // checkpoints are of another run than the rerun's flags describe: of
 // the other command (train's, sft's), another model, data set,
 // algorithm, LoRA setting or --train and --freeze selection, or, without
-// --override, other settings. The flags are at fault, not a file: the
-// way on is other flags (the run's, --override, another --out or
-// --fresh).
+// --override, other settings or training problems (the data file edited
+// in place). No file is bad: the way on is other flags (the run's,
+// --override, another --out or --fresh).
 type OtherRunError struct{ Err error }
 
 func (e *OtherRunError) Error() string { return e.Err.Error() }

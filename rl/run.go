@@ -739,9 +739,11 @@ func dataChange(cur, now data.Cursor, name string) (changed, overridden string) 
 }
 
 // otherProblems refuses to resume from the checkpoint at path, whose run
-// drew from other problems (changed: dataChange's), without --override.
+// drew from other problems (changed: dataChange's), without --override:
+// an OtherRunError, as other held-out problems or the model's other
+// contents are, the way on being other flags.
 func otherProblems(path, changed string) error {
-	return fmt.Errorf("checkpoint %s: %s: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh", path, changed)
+	return otherRun("checkpoint %s: %s: restore the file, rerun with --override to go on from a new epoch of it, or use another --out or --fresh", path, changed)
 }
 
 // finalWritten reports whether the rsa.json at path is the final RSA
