@@ -120,7 +120,9 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	}
 	// The local engine's settings that may change the last bits of the
 	// logits alone, which a rerun with others resumes, warned of
-	// (report.EvalKey.Numerics).
+	// (report.EvalKey.Numerics). The threads are those the sessions run
+	// (1 under --deterministic, one per physical core for --threads 0),
+	// not the flag: --threads 0 on a machine of other cores runs others.
 	var numerics map[string]string
 	if f.engine.engine == "local" {
 		device := "cpu" // after --device auto's fallback
@@ -128,7 +130,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 			device = "cuda"
 		}
 		numerics = map[string]string{"--gen-batch": strconv.Itoa(f.sf.cfg.BatchSize), "--gen-call-mib": strconv.Itoa(f.sf.callMiB),
-			"--threads": strconv.Itoa(f.rf.threads), "--deterministic": strconv.FormatBool(f.rf.deterministic), "--device": device}
+			"--threads": strconv.Itoa(sess.rt.Threads()), "--deterministic": strconv.FormatBool(f.rf.deterministic), "--device": device}
 	}
 	// pass@k and the sequential budget sweep save their problems as
 	// they finish, RSA its state after each step, which a rerun of the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -837,22 +838,40 @@ func TestEvalResumesOtherNumerics(t *testing.T) {
 	var rep report.PassAtK
 	require.NoError(t, report.ReadJSON(filepath.Join(out, "passk.json"), &rep))
 	partial := filepath.Join(out, "passk"+report.ProblemsSuffix)
+	// The threads --threads 0 runs: one per physical core.
+	rt, err := model.OpenRuntime(model.RuntimeOptions{})
+	require.NoError(t, err)
+	cores := rt.Threads()
+	require.NoError(t, rt.Close())
 	for _, tc := range []struct {
-		name string
-		args []string
-		warn string
+		name  string
+		saved map[string]string // of the saved key's numerics, in place of the first run's
+		args  []string
+		warn  string
 	}{
-		{"the same", []string{"--gen-batch", "5"}, ""},
-		{"another --gen-batch", []string{"--gen-batch", "3"}, "spiral: warning: " + partial + " was saved with --gen-batch 5, not 3: resumed, but these change the last bits of the model's logits"},
-		{"another --gen-batch and --gen-call-mib", []string{"--gen-batch", "3", "--gen-call-mib", "64"},
+		{"the same", nil, []string{"--gen-batch", "5"}, ""},
+		{"another --gen-batch", nil, []string{"--gen-batch", "3"}, "spiral: warning: " + partial + " was saved with --gen-batch 5, not 3: resumed, but these change the last bits of the model's logits"},
+		{"another --gen-batch and --gen-call-mib", nil, []string{"--gen-batch", "3", "--gen-call-mib", "64"},
 			fmt.Sprintf("spiral: warning: %s was saved with --gen-batch 5, not 3; --gen-call-mib %d, not 64: resumed", partial, model.DefaultCallBytes>>20)},
+		// The threads recorded are those the sessions ran: --threads 0
+		// under --deterministic runs one, as --threads 1 does; without
+		// it, one per physical core, which a machine of another count
+		// does not.
+		{"--deterministic --threads 0, saved as --threads 1", map[string]string{"--deterministic": "true"}, []string{"--gen-batch", "5", "--deterministic", "--threads", "0"}, ""},
+		{"--threads 0, saved with the cores' count", map[string]string{"--threads": strconv.Itoa(cores)}, []string{"--gen-batch", "5", "--threads", "0"}, ""},
+		{"--threads 0, saved on a machine of more cores", map[string]string{"--threads": strconv.Itoa(cores + 8)}, []string{"--gen-batch", "5", "--threads", "0"},
+			fmt.Sprintf("spiral: warning: %s was saved with --threads %d, not %d: resumed", partial, cores+8, cores)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if cores == 0 && tc.saved["--threads"] != "" {
+				t.Skip("no physical core count on this system")
+			}
 			// What an evaluation with --gen-batch 5 interrupted after its
 			// first problem saved.
 			key := report.KeyOf(report.ModePassAtK, rep.Meta, 1)
 			key.Numerics = map[string]string{"--gen-batch": "5", "--gen-call-mib": strconv.Itoa(int(model.DefaultCallBytes >> 20)),
 				"--threads": "1", "--deterministic": "false", "--device": "cpu"}
+			maps.Copy(key.Numerics, tc.saved)
 			w, err := report.CreateProblems(partial, key, rep.Meta.Timestamp)
 			require.NoError(t, err)
 			require.NoError(t, w.Write([]report.ProblemRecord{{Problem: 0, ID: rep.Meta.ProblemIDs[0], Samples: []report.SampleRecord{{Answer: "7", Finish: rollout.FinishLength}}}}))

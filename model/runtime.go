@@ -381,6 +381,40 @@ func (r *Runtime) LibraryPath() string { return r.lib }
 // Device returns the device sessions run on (CPU after an auto fallback).
 func (r *Runtime) Device() Device { return r.device }
 
+// Threads returns the intra-op thread count each session runs: the one
+// given, 1 where deterministic, and for 0 (ONNX Runtime's default, one
+// per physical core) the physical cores the system lists; 0 where it
+// lists none (not Linux, or no sysfs), which only ONNX Runtime knows.
+func (r *Runtime) Threads() int {
+	if r.threads > 0 {
+		return r.threads
+	}
+	return physicalCores(sysCPUDir)
+}
+
+// sysCPUDir is the sysfs directory that lists Linux's CPUs.
+const sysCPUDir = "/sys/devices/system/cpu"
+
+// physicalCores counts the physical cores that the sysfs CPU directory
+// dir lists: its CPUs' (cpuN) distinct pairs of package and core id, the
+// hyperthreads of a core counted once; 0 where none reads.
+func physicalCores(dir string) int {
+	ids, _ := filepath.Glob(filepath.Join(dir, "cpu[0-9]*", "topology", "core_id"))
+	cores := make(map[[2]string]bool, len(ids))
+	for _, path := range ids {
+		core, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		pkg, err := os.ReadFile(filepath.Join(filepath.Dir(path), "physical_package_id"))
+		if err != nil {
+			continue
+		}
+		cores[[2]string{strings.TrimSpace(string(pkg)), strings.TrimSpace(string(core))}] = true
+	}
+	return len(cores)
+}
+
 // SpinningEntry is the session configuration entry that NewSessionOptions
 // sets to "0", so that the intra-op threads of a session sleep when a call
 // is done instead of spinning for the next one. Every session here runs

@@ -42,3 +42,53 @@ func TestRemoveTelemetryLog(t *testing.T) {
 		})
 	}
 }
+
+// TestPhysicalCores: the physical cores a sysfs cpu directory lists are
+// its CPUs' distinct (package, core) pairs, hyperthread siblings counted
+// once; a directory that lists none, or none that reads, counts 0.
+func TestPhysicalCores(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cpus map[string][2]string // cpuN: physical_package_id, core_id
+		want int
+	}{
+		{"none listed", nil, 0},
+		{"one core", map[string][2]string{"cpu0": {"0", "0"}}, 1},
+		{"two siblings of a core", map[string][2]string{"cpu0": {"0", "0"}, "cpu1": {"0", "0"}}, 1},
+		{"four threads of two cores", map[string][2]string{"cpu0": {"0", "0"}, "cpu1": {"0", "1"}, "cpu2": {"0", "0"}, "cpu3": {"0", "1"}}, 2},
+		{"one core id in two packages", map[string][2]string{"cpu0": {"0", "0"}, "cpu1": {"1", "0"}}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for cpu, ids := range tc.cpus {
+				topology := filepath.Join(dir, cpu, "topology")
+				require.NoError(t, os.MkdirAll(topology, 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(topology, "physical_package_id"), []byte(ids[0]+"\n"), 0o644))
+				require.NoError(t, os.WriteFile(filepath.Join(topology, "core_id"), []byte(ids[1]+"\n"), 0o644))
+			}
+			// Not a CPU: left out.
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, "cpufreq", "topology"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "cpufreq", "topology", "core_id"), []byte("9\n"), 0o644))
+			require.Equal(t, tc.want, physicalCores(dir))
+		})
+	}
+}
+
+// TestRuntimeThreads: Threads is what sessions run: the count NewRuntime
+// set (--threads as given, 1 under --deterministic), and for 0, ONNX
+// Runtime's default of one per physical core, the cores counted.
+func TestRuntimeThreads(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		threads int
+		want    int
+	}{
+		{"given", 3, 3},
+		{"one", 1, 1},
+		{"0: one per physical core", 0, physicalCores(sysCPUDir)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, (&Runtime{threads: tc.threads}).Threads())
+		})
+	}
+}
