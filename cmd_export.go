@@ -78,15 +78,17 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			instead); err != nil {
 			return err
 		}
+		// --base-model as the adapter records it ("" unless given, which
+		// peft alone takes).
+		baseName, err := baseModelName(*baseModel)
+		if err != nil {
+			return err
+		}
 		// The adapter's base in its own directory: adapter_config.json
 		// would name the adapter as its base, and --overwrite remove the
 		// base model there as another model's.
-		if *format == "peft" && *baseModel != "" {
-			base, err := baseModelName(*baseModel)
-			if err != nil {
-				return err
-			}
-			if abs, err := filepath.Abs(*out); err == nil && (base == abs || model.SameFile(base, *out)) {
+		if baseName != "" {
+			if abs, err := filepath.Abs(*out); err == nil && (baseName == abs || model.SameFile(baseName, *out)) {
 				return usageError{fmt.Errorf("--base-model %s is --out %s: the adapter would name its own directory as its base model, which peft and transformers load from base_model_name_or_path (and --overwrite would remove the model there); give the adapter a directory of its own, such as --out %s",
 					*baseModel, *out, filepath.Join(filepath.Dir(filepath.Clean(*out)), "peft"))}
 			}
@@ -216,11 +218,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		// module names: the base the adapter names (config.json's
 		// _name_or_path, or a --base-model directory) is checked.
 		if *format == "peft" {
-			base, err := baseModelName(*baseModel)
-			if err != nil {
-				return err
-			}
-			if err := model.CheckPEFTBaseConfig(r.onnx, base); err != nil {
+			if err := model.CheckPEFTBaseConfig(r.onnx, baseName); err != nil {
 				return err
 			}
 		}
@@ -346,10 +344,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 		}
 		switch *format {
 		case "peft":
-			base, err := baseModelName(*baseModel)
-			if err != nil {
-				return err
-			}
+			base := baseName
 			if base == "" {
 				hf, err := r.hfConfig()
 				if err != nil {
