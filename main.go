@@ -32,8 +32,10 @@ import (
 
 // exitUsage is the exit status for command-line mistakes (unknown flag or
 // command, bad flag value, flags that contradict the run of train's or
-// sft's --out: rl.OtherRunError); exitInterrupted for a command stopped by
-// SIGINT, SIGTERM or SIGHUP; exitFailure for everything else that fails.
+// sft's --out, rl.OtherRunError, or what eval saved in its --out, or a
+// --checkpoint of another model than --model); exitInterrupted for a
+// command stopped by SIGINT, SIGTERM or SIGHUP; exitFailure for
+// everything else that fails.
 const (
 	exitUsage       = 2
 	exitFailure     = 1
