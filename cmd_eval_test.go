@@ -1055,13 +1055,7 @@ func TestEvalResumesAGrownLimit(t *testing.T) {
 	require.Equal(t, int32(3*4), eng.served.Load(), "only the problems not saved")
 	require.Equal(t, wantOut, strings.Replace(gotOut, out, whole, -1), "the table and the files written")
 	require.Equal(t, wantErr, strings.Replace(gotErr, resumed, "", 1), "the notes")
-	var got report.PassAtK
-	require.NoError(t, report.ReadJSON(filepath.Join(out, "passk.json"), &got))
-	require.True(t, saved.Started.Equal(got.Meta.Timestamp), "the first run's start")
-	var want report.PassAtK
-	require.NoError(t, report.ReadJSON(filepath.Join(whole, "passk.json"), &want))
-	got.Meta.Timestamp = want.Meta.Timestamp
-	requireSameReportJSON(t, got, filepath.Join(whole, "passk.json"))
+	requireResumedReport(t, out, whole, "passk.json", saved.Started, func(r *report.PassAtK) *report.Meta { return &r.Meta })
 	require.NoFileExists(t, partial)
 }
 
@@ -1215,12 +1209,7 @@ func TestEvalResumesSequential(t *testing.T) {
 	require.Equal(t, int32(12*4), eng.served.Load(), "only the problems not saved")
 	require.Equal(t, wantOut, strings.Replace(gotOut, out, whole, -1), "the table and the files written")
 	require.Equal(t, wantErr, strings.Replace(gotErr, resumed, "", 1), "the notes")
-	var got, want report.Budget
-	require.NoError(t, report.ReadJSON(filepath.Join(out, "sequential.json"), &got))
-	require.NoError(t, report.ReadJSON(filepath.Join(whole, "sequential.json"), &want))
-	require.True(t, saved.Started.Equal(got.Meta.Timestamp), "the interrupted evaluation's start")
-	got.Meta.Timestamp = want.Meta.Timestamp
-	requireSameReportJSON(t, got, filepath.Join(whole, "sequential.json"))
+	requireResumedReport(t, out, whole, "sequential.json", saved.Started, func(r *report.Budget) *report.Meta { return &r.Meta })
 	require.NoFileExists(t, partial)
 }
 
@@ -1283,12 +1272,7 @@ func TestEvalResumesRSA(t *testing.T) {
 	require.Equal(t, int32(2*12), eng.served.Load(), "steps 2 and 3 alone")
 	require.Equal(t, wantOut, strings.Replace(gotOut, out, whole, -1), "the table and the files written")
 	require.Equal(t, wantErr, strings.Replace(gotErr, resumed, "", 1), "the notes: the traces cut alike")
-	var got, want report.RSA
-	require.NoError(t, report.ReadJSON(filepath.Join(out, "rsa.json"), &got))
-	require.NoError(t, report.ReadJSON(filepath.Join(whole, "rsa.json"), &want))
-	require.True(t, saved.Started.Equal(got.Meta.Timestamp), "the interrupted evaluation's start")
-	got.Meta.Timestamp = want.Meta.Timestamp
-	requireSameReportJSON(t, got, filepath.Join(whole, "rsa.json"))
+	requireResumedReport(t, out, whole, "rsa.json", saved.Started, func(r *report.RSA) *report.Meta { return &r.Meta })
 	require.NoFileExists(t, partial, "removed with the report's commit")
 
 	// --fresh discards them and starts over.
@@ -1343,12 +1327,7 @@ func TestEvalResumesRSAWithMoreSteps(t *testing.T) {
 	require.Equal(t, int32(4*12), eng.served.Load(), "steps 2 to 5 alone")
 	require.Equal(t, wantOut, strings.Replace(gotOut, out, whole, -1), "the table and the files written")
 	require.Equal(t, wantErr, strings.Replace(gotErr, resumed, "", 1), "the notes")
-	var got, want report.RSA
-	require.NoError(t, report.ReadJSON(filepath.Join(out, "rsa.json"), &got))
-	require.NoError(t, report.ReadJSON(filepath.Join(whole, "rsa.json"), &want))
-	require.True(t, saved.Started.Equal(got.Meta.Timestamp), "the interrupted evaluation's start")
-	got.Meta.Timestamp = want.Meta.Timestamp
-	requireSameReportJSON(t, got, filepath.Join(whole, "rsa.json"))
+	requireResumedReport(t, out, whole, "rsa.json", saved.Started, func(r *report.RSA) *report.Meta { return &r.Meta })
 	require.NoFileExists(t, partial)
 
 	// 3 steps saved, and a rerun of 2 (--rsa-steps 1): refused.
@@ -1476,6 +1455,20 @@ func writeNumberedProblems(t *testing.T, path string, n int) string {
 	}
 	require.NoError(t, os.WriteFile(path, []byte(lines.String()), 0o644))
 	return path
+}
+
+// requireResumedReport checks the report name that a resumed evaluation
+// wrote in out against the uninterrupted evaluation's in whole: its start
+// the interrupted evaluation's (started), all else bit for bit (meta
+// gives a report's meta).
+func requireResumedReport[R any](t *testing.T, out, whole, name string, started time.Time, meta func(*R) *report.Meta) {
+	t.Helper()
+	var got, want R
+	require.NoError(t, report.ReadJSON(filepath.Join(out, name), &got))
+	require.NoError(t, report.ReadJSON(filepath.Join(whole, name), &want))
+	require.True(t, started.Equal(meta(&got).Timestamp), "the interrupted evaluation's start")
+	meta(&got).Timestamp = meta(&want).Timestamp
+	requireSameReportJSON(t, got, filepath.Join(whole, name))
 }
 
 // requireSameReportJSON requires the report got, written as eval writes
