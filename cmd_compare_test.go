@@ -591,6 +591,20 @@ func TestCompareSummarySeeds(t *testing.T) {
 	}
 }
 
+// writePassKOfOneProblem writes at path a pass@k report of label on one
+// problem, of ks[len(ks)-1] samples, with a point at each of ks (pass@k
+// and majority@k written "0.N", N = 4+k), and returns path.
+func writePassKOfOneProblem(t *testing.T, path, label string, ks ...int) string {
+	t.Helper()
+	var pts []string
+	for _, k := range ks {
+		pts = append(pts, fmt.Sprintf(`{"k": %d, "pass_at_k": 0.%d, "majority_at_k": 0.%d}`, k, 4+k, 4+k))
+	}
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`{"meta": {"mode": "passk", "model": %q, "problems": 1}, "config": {"samples": %d}, "points": [%s]}`,
+		label, ks[len(ks)-1], strings.Join(pts, ", "))), 0o644))
+	return path
+}
+
 // TestCompareSummaryMajorityOfOneSample: a label evaluated with
 // --samples 1 has pass@k at k = 1 only, and summary.md gave it a
 // majority@1 column, the vote of one sample, which is its pass@1: the
@@ -601,14 +615,7 @@ func TestCompareSummarySeeds(t *testing.T) {
 func TestCompareSummaryMajorityOfOneSample(t *testing.T) {
 	dir := t.TempDir()
 	passk := func(name, label string, ks ...int) string {
-		var pts []string
-		for _, k := range ks {
-			pts = append(pts, fmt.Sprintf(`{"k": %d, "pass_at_k": 0.%d, "majority_at_k": 0.%d}`, k, 4+k, 4+k))
-		}
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(`{"meta": {"mode": "passk", "model": %q, "problems": 1}, "config": {"samples": %d}, "points": [%s]}`,
-			label, ks[len(ks)-1], strings.Join(pts, ", "))), 0o644))
-		return p
+		return writePassKOfOneProblem(t, filepath.Join(dir, name), label, ks...)
 	}
 	for _, tc := range []struct {
 		name string
@@ -703,14 +710,7 @@ func TestCompareSummaryColumnOrder(t *testing.T) {
 func TestComparePassAtKPlotTitle(t *testing.T) {
 	dir := t.TempDir()
 	passk := func(name, label string, ks ...int) string {
-		var pts []string
-		for _, k := range ks {
-			pts = append(pts, fmt.Sprintf(`{"k": %d, "pass_at_k": 0.%d, "majority_at_k": 0.%d}`, k, 4+k, 4+k))
-		}
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(`{"meta": {"mode": "passk", "model": %q, "problems": 1}, "config": {"samples": %d}, "points": [%s]}`,
-			label, ks[len(ks)-1], strings.Join(pts, ", "))), 0o644))
-		return p
+		return writePassKOfOneProblem(t, filepath.Join(dir, name), label, ks...)
 	}
 	for _, tc := range []struct {
 		name     string
