@@ -7,8 +7,8 @@ import (
 	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
 )
 
-// Attr is a node attribute; build one with AttrInt, AttrInts, AttrFloat,
-// AttrString or AttrTensor, or take one from an existing node.
+// Attr is a node attribute; build one with AttrInt, AttrInts, AttrFloat
+// or AttrTensor, or take one from an existing node.
 type Attr = *onnxpb.AttributeProto
 
 // AttrInt returns the INT attribute name=v.
@@ -24,11 +24,6 @@ func AttrInts(name string, v ...int64) Attr {
 // AttrFloat returns the FLOAT attribute name=v.
 func AttrFloat(name string, v float32) Attr {
 	return &onnxpb.AttributeProto{Name: ptr(name), Type: onnxpb.AttributeProto_FLOAT.Enum(), F: ptr(v)}
-}
-
-// AttrString returns the STRING attribute name=v.
-func AttrString(name, v string) Attr {
-	return &onnxpb.AttributeProto{Name: ptr(name), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte(v)}
 }
 
 // AttrTensor returns the TENSOR attribute name=t (t is not copied).

@@ -314,15 +314,6 @@ func (m *Model) WriteData(t *onnxpb.TensorProto, w io.Writer) error {
 	return nil
 }
 
-// Inline reads t's external data into raw_data (a tensor of m), so that t
-// no longer refers to m's files.
-func (m *Model) Inline(t *onnxpb.TensorProto) error {
-	if !IsExternal(t) {
-		return nil
-	}
-	return m.readExternal(t)
-}
-
 // InlineAll reads the data of every tensor of m that lives in a file
 // (initializers, node attributes, nested graphs) into memory, except the
 // initializers keep names, so that m no longer refers to its files but
