@@ -333,15 +333,17 @@ func (l *tensorBoardLog) write(v any, event func([]byte, float64) (tfevents.Even
 
 // fail ends the log for err, with a warning naming err and what the run
 // does without the log: the training goes on, its JSON log complete,
-// which spiral tensorboard converts once the run is done.
+// whose steps the event files lack spiral tensorboard adds once the run
+// is done (PrepareTensorBoard: those the files hold, a last event cut
+// short left out, are kept).
 func (l *tensorBoardLog) fail(err error) {
 	if l.w != nil {
 		// err says what went wrong; the file is given up either way.
 		_ = l.w.Close()
 		l.w = nil
 	}
-	fmt.Fprintf(l.warn, "spiral: warning: --tensorboard: %v: the run goes on without TensorBoard events (%s logs every step: once the run is done, remove %s and run spiral tensorboard %s to convert it)\n",
-		err, filepath.Base(l.log), filepath.Join(l.dir, TensorBoardDir), l.dir)
+	fmt.Fprintf(l.warn, "spiral: warning: --tensorboard: %v: the run goes on without TensorBoard events (%s logs every step: once the run is done, run spiral tensorboard %s to add the steps the event files in %s lack)\n",
+		err, filepath.Base(l.log), l.dir, filepath.Join(l.dir, TensorBoardDir))
 }
 
 // close closes the log's event file; a failure to (its sync) warns, as

@@ -2,7 +2,9 @@ package rl
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -677,7 +679,7 @@ func TestTensorBoardUnwritable(t *testing.T) {
 			require.NoError(t, os.WriteFile(tb, []byte("not a directory"), 0o644))
 			warn, log, lines := c.run(t, dir)
 			require.Equal(t, "spiral: warning: --tensorboard: tfevents: open "+tb+": not a directory: the run goes on without TensorBoard events ("+
-				log+" logs every step: once the run is done, remove "+tb+" and run spiral tensorboard "+dir+" to convert it)\n", warn)
+				log+" logs every step: once the run is done, run spiral tensorboard "+dir+" to add the steps the event files in "+tb+" lack)\n", warn)
 			b, err := os.ReadFile(filepath.Join(dir, log))
 			require.NoError(t, err)
 			require.Len(t, slices.DeleteFunc(strings.Split(string(b), "\n"), func(s string) bool { return s == "" }), lines)
@@ -697,11 +699,77 @@ func TestTensorBoardLogWriteFails(t *testing.T) {
 	path := l.w.Path()
 	require.NoError(t, l.w.Close())
 	l.write(EvalLine{Step: 1}, evalEvent)
-	require.Equal(t, "spiral: warning: --tensorboard: tfevents: write "+path+": file already closed: the run goes on without TensorBoard events (metrics.jsonl logs every step: once the run is done, remove "+
-		filepath.Join(dir, TensorBoardDir)+" and run spiral tensorboard "+dir+" to convert it)\n", warn.String())
+	require.Equal(t, "spiral: warning: --tensorboard: tfevents: write "+path+": file already closed: the run goes on without TensorBoard events (metrics.jsonl logs every step: once the run is done, run spiral tensorboard "+
+		dir+" to add the steps the event files in "+filepath.Join(dir, TensorBoardDir)+" lack)\n", warn.String())
 	l.write(EvalLine{Step: 2}, evalEvent)
 	l.close()
 	require.Equal(t, 1, strings.Count(warn.String(), "warning"))
+}
+
+// TestExportTensorBoardAfterTheLiveLogFailed: a run whose live log
+// failed (tensorBoardLog.fail) went on without events, leaving an event
+// file of the steps before the failure and, where a write failed within
+// it, the failing step's event cut short (here a 3-step run's file cut
+// within step 2's first record, as such a write leaves it). spiral
+// tensorboard adds the steps the file lacks, beside it, so that the two
+// hold every figure of the logs once; its warning had advised removing
+// tensorboard/ first, which the conversion does not need. The warning
+// says what the conversion does instead.
+func TestExportTensorBoardAfterTheLiveLogFailed(t *testing.T) {
+	dir := t.TempDir()
+	h := newRunHarness(t, dir, 3)
+	h.cfg.TensorBoard = true
+	require.NoError(t, h.run(context.Background()))
+	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	// The first record of step 2, each record being its data's length
+	// (8 bytes), their checksum (4), the data and its checksum (4).
+	cut := -1
+	for off := 0; off+12 <= len(b) && cut < 0; {
+		end := off + 16 + int(binary.LittleEndian.Uint64(b[off:]))
+		_, events, torn, err := tfevents.Decode(b[:end])
+		require.NoError(t, err)
+		require.False(t, torn)
+		if len(events) > 0 && events[len(events)-1].Step == 2 {
+			cut = off + 10 // within its length's checksum
+		}
+		off = end
+	}
+	require.Positive(t, cut, "a record of step 2")
+	require.NoError(t, os.WriteFile(files[0], b[:cut], 0o644))
+	_, held, torn, err := tfevents.Decode(b[:cut])
+	require.NoError(t, err)
+	require.True(t, torn)
+
+	x, err := exportTensorBoard(dir)
+	require.NoError(t, err)
+	require.Equal(t, files, x.Beside)
+	require.Equal(t, []int64{2, 3}, x.Lacked)
+	added, err := os.ReadFile(x.Path)
+	require.NoError(t, err)
+	_, events, torn, err := tfevents.Decode(added)
+	require.NoError(t, err)
+	require.False(t, torn)
+	logged, _, err := trainEvents(dir)
+	require.NoError(t, err)
+	all := slices.Concat(held, events)
+	require.Equal(t, scalarsOf(logged), scalarsOf(all))
+	n, m := 0, 0
+	for _, e := range all {
+		n += len(e.Scalars)
+	}
+	for _, e := range logged {
+		m += len(e.Scalars)
+	}
+	require.Equal(t, m, n, "a scalar written twice")
+
+	var warn strings.Builder
+	(&tensorBoardLog{log: filepath.Join(dir, MetricsFile), dir: dir, warn: &warn}).fail(errors.New("write failed"))
+	require.Equal(t, "spiral: warning: --tensorboard: write failed: the run goes on without TensorBoard events (metrics.jsonl logs every step: once the run is done, run spiral tensorboard "+
+		dir+" to add the steps the event files in "+filepath.Join(dir, TensorBoardDir)+" lack)\n", warn.String())
 }
 
 // TestExportTensorBoardEmptyFiles: event files that hold no scalar event
