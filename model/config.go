@@ -176,7 +176,7 @@ func float32Field(key string, v json.RawMessage) (json.RawMessage, bool) {
 func editConfig(b []byte, edit func(key string, v json.RawMessage) (json.RawMessage, bool)) ([]byte, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {
-		return nil, fmt.Errorf("model: %s: %w", ConfigFile, err)
+		return nil, fmt.Errorf("model: %s: %w", ConfigFile, jsonerr.Describe(b, &fields, err))
 	}
 	changed := false
 	for k, v := range fields {

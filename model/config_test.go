@@ -15,7 +15,10 @@ import (
 
 // TestTrainedConfig: the config.json of trained weights is the source's
 // without _name_or_path, its other fields in their order; one without it
-// is kept byte for byte; one that does not parse is an error.
+// is kept byte for byte; one that does not parse is an error in the
+// file's terms, as ReadHFConfig's (jsonerr): encoding/json's Go types
+// ("into Go value of type map[string]json.RawMessage") and byte offsets
+// were shown.
 func TestTrainedConfig(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`{"_name_or_path": "Qwen/Qwen3-0.6B", "vocab_size": 151936, "rope_scaling": null, "layer_types": ["full_attention"]}`,
@@ -28,8 +31,14 @@ func TestTrainedConfig(t *testing.T) {
 		require.NoError(t, err, tc.in)
 		require.Equal(t, tc.want, string(got), tc.in)
 	}
-	_, err := model.TrainedConfig([]byte(`[1]`))
-	require.ErrorContains(t, err, "model: config.json: json: cannot unmarshal array")
+	for _, tc := range []struct{ in, want string }{
+		{`[1]`, "model: config.json: an object expected, got an array"},
+		{`"Qwen/Qwen3-0.6B"`, "model: config.json: an object expected, got a string"},
+		{"{\n  \"vocab_size\": 49", "model: config.json: line 2, column 19: unexpected end of JSON input"},
+	} {
+		_, err := model.TrainedConfig([]byte(tc.in))
+		require.EqualError(t, err, tc.want, tc.in)
+	}
 }
 
 // thinkTokenizer is spiral's byte-level tokenizer (bytes 0 to 255,
