@@ -123,6 +123,9 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	// (report.EvalKey.Numerics). The threads are those the sessions run
 	// (1 under --deterministic, one per physical core for --threads 0),
 	// not the flag: --threads 0 on a machine of other cores runs others.
+	// The ONNX Runtime library (--ort-lib) is recorded by the version it
+	// reports, as spiral version shows it: another release may compute
+	// other last bits.
 	var numerics map[string]string
 	if f.engine.engine == "local" {
 		device := "cpu" // after --device auto's fallback
@@ -130,7 +133,8 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 			device = "cuda"
 		}
 		numerics = map[string]string{"--gen-batch": strconv.Itoa(f.sf.cfg.BatchSize), "--gen-call-mib": strconv.Itoa(f.sf.callMiB),
-			"--threads": strconv.Itoa(sess.rt.Threads()), "--deterministic": strconv.FormatBool(f.rf.deterministic), "--device": device}
+			"--threads": strconv.Itoa(sess.rt.Threads()), "--deterministic": strconv.FormatBool(f.rf.deterministic), "--device": device,
+			"onnxruntime": sess.rt.Version()}
 	}
 	// pass@k and the sequential budget sweep save their problems as
 	// they finish, RSA its state after each step, which a rerun of the

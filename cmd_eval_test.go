@@ -824,7 +824,10 @@ func TestEvalRefusesOtherSettingsBeforeTheEngine(t *testing.T) {
 // rarely, a sampled token), were not in what an interrupted evaluation
 // saved: a rerun with others resumed it without a word, its report then
 // possibly not the uninterrupted one's. They are recorded; a rerun with
-// others resumes, warned of, naming them; with the same, no warning.
+// others resumes, warned of, naming them; with the same, no warning. So
+// is the ONNX Runtime library's version (another --ort-lib), which was
+// not recorded either; a file saved without it (by an older spiral)
+// resumes without a warning, as one without any of them does.
 func TestEvalResumesOtherNumerics(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	out := filepath.Join(t.TempDir(), "eval")
@@ -841,11 +844,11 @@ func TestEvalResumesOtherNumerics(t *testing.T) {
 	// The threads --threads 0 runs: one per physical core.
 	rt, err := model.OpenRuntime(model.RuntimeOptions{})
 	require.NoError(t, err)
-	cores := rt.Threads()
+	cores, ortVersion := rt.Threads(), rt.Version()
 	require.NoError(t, rt.Close())
 	for _, tc := range []struct {
 		name  string
-		saved map[string]string // of the saved key's numerics, in place of the first run's
+		saved map[string]string // of the saved key's numerics, in place of the first run's ("": none)
 		args  []string
 		warn  string
 	}{
@@ -861,6 +864,12 @@ func TestEvalResumesOtherNumerics(t *testing.T) {
 		{"--threads 0, saved with the cores' count", map[string]string{"--threads": strconv.Itoa(cores)}, []string{"--gen-batch", "5", "--threads", "0"}, ""},
 		{"--threads 0, saved on a machine of more cores", map[string]string{"--threads": strconv.Itoa(cores + 8)}, []string{"--gen-batch", "5", "--threads", "0"},
 			fmt.Sprintf("spiral: warning: %s was saved with --threads %d, not %d: resumed", partial, cores+8, cores)},
+		// Another ONNX Runtime library may compute other last bits;
+		// a file that records none (of an older spiral) says nothing
+		// of the one it ran.
+		{"another ONNX Runtime", map[string]string{"onnxruntime": "0.9.0"}, []string{"--gen-batch", "5"},
+			fmt.Sprintf("spiral: warning: %s was saved with onnxruntime 0.9.0, not %s: resumed", partial, ortVersion)},
+		{"no ONNX Runtime recorded", map[string]string{"onnxruntime": ""}, []string{"--gen-batch", "5"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if cores == 0 && tc.saved["--threads"] != "" {
@@ -870,8 +879,9 @@ func TestEvalResumesOtherNumerics(t *testing.T) {
 			// first problem saved.
 			key := report.KeyOf(report.ModePassAtK, rep.Meta, 1)
 			key.Numerics = map[string]string{"--gen-batch": "5", "--gen-call-mib": strconv.Itoa(int(model.DefaultCallBytes >> 20)),
-				"--threads": "1", "--deterministic": "false", "--device": "cpu"}
+				"--threads": "1", "--deterministic": "false", "--device": "cpu", "onnxruntime": ortVersion}
 			maps.Copy(key.Numerics, tc.saved)
+			maps.DeleteFunc(key.Numerics, func(_, v string) bool { return v == "" }) // not recorded
 			w, err := report.CreateProblems(partial, key, rep.Meta.Timestamp)
 			require.NoError(t, err)
 			require.NoError(t, w.Write([]report.ProblemRecord{{Problem: 0, ID: rep.Meta.ProblemIDs[0], Samples: []report.SampleRecord{{Answer: "7", Finish: rollout.FinishLength}}}}))

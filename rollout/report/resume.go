@@ -55,10 +55,12 @@ type EvalKey struct {
 	// Numerics records, flag by flag ("--gen-batch": "64"), the local
 	// engine's settings that determine no result but may change the
 	// last bits of the model's logits (eval records --gen-batch,
-	// --gen-call-mib, --threads, --deterministic and the device), and
-	// so, rarely, a sampled token. Diff does not compare them: a rerun
-	// with others resumes (NumericsDiff). None on a serving engine, nor
-	// in files of versions before it.
+	// --gen-call-mib, --threads, --deterministic and the device, and
+	// the ONNX Runtime library's version as "onnxruntime"), and so,
+	// rarely, a sampled token. Diff does not compare them: a rerun with
+	// others resumes (NumericsDiff). None on a serving engine, nor in
+	// files of versions before it; "onnxruntime" none in files of the
+	// versions before that.
 	Numerics map[string]string `json:"numerics,omitempty"`
 }
 
