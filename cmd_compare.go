@@ -300,6 +300,21 @@ type reportSource struct {
 	problems    report.ProblemSet
 	points      []int
 	settings    []evalSetting
+	// finalRSA: a training run's final RSA report (finalRSAReport).
+	finalRSA bool
+}
+
+// finalRSAReport says whether the report at path is a training run's
+// final RSA report: rl.FinalRSAFile beside the run's rl.MetricsFile, as
+// train refuses an evaluation's rsa.json in its --out (refuseEvalReport)
+// and eval a run directory's. Its meta's seed is the run's --seed (plus
+// the final RSA's offset) and its label the run's --algo.
+func finalRSAReport(path string) bool {
+	if filepath.Base(path) != rl.FinalRSAFile {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(filepath.Dir(path), rl.MetricsFile))
+	return err == nil
 }
 
 // evalSetting is one setting of an evaluation that shapes what it
@@ -377,6 +392,7 @@ func (c *comparison) read(path string) error {
 		}
 		c.rsa = append(c.rsa, r)
 		src.label, src.meta, src.problems, src.settings = r.Meta.Name(), r.Meta, r.ProblemSet(), evalSettings(r.Meta, &r.Config)
+		src.finalRSA = finalRSAReport(path)
 		for _, st := range r.Steps {
 			src.points = append(src.points, st.Step)
 		}
@@ -402,7 +418,9 @@ func (c *comparison) read(path string) error {
 // that measured other points than its first: other k, RSA steps or
 // budgets, or that were evaluated with other settings (evalSettings),
 // naming both files; reports of a label eval gave by default that
-// evaluated other checkpoints or models (otherModels); and a --run label's
+// evaluated other checkpoints or models (otherModels), and training runs'
+// final RSA reports of one label and seed that evaluated other
+// checkpoints (runsOfOneSeed); and a --run label's
 // runs that logged other training steps than its first, or held out
 // evaluations at other steps (of those that logged any), or whose newest
 // checkpoints record other training settings than the seed
@@ -410,6 +428,9 @@ func (c *comparison) read(path string) error {
 // directories.
 func (c *comparison) checkSeeds() error {
 	if err := c.otherModels(); err != nil {
+		return err
+	}
+	if err := c.runsOfOneSeed(); err != nil {
 		return err
 	}
 	for _, g := range report.Group(c.runs, func(r labelledRun) string { return r.label }) {
@@ -492,6 +513,30 @@ func (c *comparison) otherModels() error {
 			}
 			seen[s.label] = append(seen[s.label], s)
 		}
+	}
+	return nil
+}
+
+// runsOfOneSeed refuses training runs' final RSA reports (rsa.json,
+// labelled by the run's --algo, so that compare averages one algorithm's
+// runs as seeds) of one label that record one seed, the runs' --seed,
+// and other checkpoint weights, naming both files: runs of one --seed
+// with other settings (another --lr, say), or one run trained twice,
+// which are not two seeds. Reports that record no weights (of versions
+// before them) are not checked.
+func (c *comparison) runsOfOneSeed() error {
+	seen := map[string][]reportSource{}
+	for _, s := range c.sources[report.ModeRSA] {
+		if !s.finalRSA || s.meta.CheckpointDigest == "" {
+			continue
+		}
+		for _, f := range seen[s.label] {
+			if f.meta.Seed == s.meta.Seed && f.meta.CheckpointDigest != s.meta.CheckpointDigest {
+				return fmt.Errorf("%s and %s, final RSA reports of training runs that share the label %s (their --algo) and the seed %d, evaluated other checkpoints (weights %s and %s): runs of one --seed (of other settings, or one run trained twice), which compare would average as two seeds: compare runs of other --seed as seeds, or leave one out (or set meta.label in one to compare them)",
+					f.path, s.path, s.label, s.meta.Seed, f.meta.CheckpointDigest, s.meta.CheckpointDigest)
+			}
+		}
+		seen[s.label] = append(seen[s.label], s)
 	}
 	return nil
 }

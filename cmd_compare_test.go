@@ -1588,6 +1588,57 @@ func TestCompareDefaultLabelsOfOtherCheckpoints(t *testing.T) {
 	require.Contains(t, stderr.String(), "spiral: note: "+a+", the passk report of "+label+" (weights "+repA.Meta.CheckpointDigest+"), will be replaced by this evaluation's, of "+label+" (weights "+repB.Meta.CheckpointDigest+")\n")
 }
 
+// TestCompareFinalRSAOfRunsOfOneSeed: train's final RSA report, rsa.json
+// in its run directory, is labelled by the --algo, so that compare
+// averages the rsa.json of one algorithm's runs as seeds; two runs of
+// one --seed (here with another --lr), whose reports record one seed and
+// other checkpoint weights, were averaged as two seeds of the label
+// without a word. They are refused, naming both files, as reports of
+// eval's default label of other checkpoints are; runs of other seeds are
+// compared as before.
+func TestCompareFinalRSAOfRunsOfOneSeed(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	train := func(name, seed, lr string) (string, report.RSA) {
+		out := filepath.Join(dir, name)
+		var stderr bytes.Buffer
+		require.Zero(t, run(context.Background(), []string{"train", "--out", out, "--seed", seed, "--lr", lr, "--lora-rank", "2", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+			"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "1", "--eval-problems", "2", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+		path := filepath.Join(out, rl.FinalRSAFile)
+		var rep report.RSA
+		require.NoError(t, report.ReadJSON(path, &rep))
+		return path, rep
+	}
+	a, repA := train("a", "1", "1e-4")
+	b, repB := train("b", "1", "3e-4")
+	c, repC := train("c", "2", "1e-4")
+	require.Equal(t, repA.Meta.Seed, repB.Meta.Seed, "one --seed")
+	require.NotEqual(t, repA.Meta.Seed, repC.Meta.Seed)
+	require.NotEqual(t, repA.Meta.CheckpointDigest, repB.Meta.CheckpointDigest, "other weights")
+	for _, r := range []report.RSA{repA, repB, repC} {
+		require.Equal(t, "spiral", r.Meta.Name(), "the --algo's label")
+	}
+	for _, tc := range []struct {
+		name, other, want string // want: stderr's error line, "" for compared
+	}{
+		{"runs of one --seed", b, "spiral compare: " + a + " and " + b + ", final RSA reports of training runs that share the label spiral (their --algo) and the seed " +
+			fmt.Sprint(repA.Meta.Seed) + ", evaluated other checkpoints (weights " + repA.Meta.CheckpointDigest + " and " + repB.Meta.CheckpointDigest +
+			"): runs of one --seed (of other settings, or one run trained twice), which compare would average as two seeds: compare runs of other --seed as seeds, or leave one out (or set meta.label in one to compare them)\n"},
+		{"runs of other seeds", c, ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"compare", a, tc.other}, &cliEnv{stdout: &stdout, stderr: &stderr})
+		if tc.want == "" {
+			require.Zero(t, code, "%s: %s", tc.name, stderr.String())
+			require.Contains(t, stdout.String(), "spiral (n = 2)", tc.name)
+			continue
+		}
+		require.Equal(t, exitFailure, code, tc.name)
+		require.Equal(t, tc.want, stderr.String(), tc.name)
+		require.Empty(t, stdout.String(), tc.name)
+	}
+}
+
 // TestCompareDefaultLabelsOfOtherModels: two models in directories of
 // one name (sft's default --out runs/sft in two working directories),
 // each evaluated as --model runs/sft from its own, get one default label,
