@@ -18,14 +18,19 @@ import (
 // Describe returns err, json.Unmarshal's error decoding data into v,
 // as a user reads it: a *json.UnmarshalTypeError as the JSON path of
 // the value (none for the whole document), the JSON value expected and
-// the one found; a *json.SyntaxError with its line and column; any
-// other error as it is. The caller names the file.
+// the one found; a *json.SyntaxError with its line and column, those of
+// the character it names (encoding/json's offset is past it), or where
+// the input ends; any other error as it is. The caller names the file.
 func Describe(data []byte, v any, err error) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		if off := syn.Offset; off >= 0 && off <= int64(len(data)) {
+		off := syn.Offset
+		if off > 0 && strings.HasPrefix(syn.Error(), "invalid character ") {
+			off-- // the character's own
+		}
+		if off >= 0 && off <= int64(len(data)) {
 			line := 1 + bytes.Count(data[:off], []byte("\n"))
 			col := int(off) - bytes.LastIndexByte(data[:off], '\n')
 			return fmt.Errorf("line %d, column %d: %w", line, col, err)

@@ -39,7 +39,12 @@ func TestDescribe(t *testing.T) {
 		{`{"layer_types": {}}`, "layer_types: an array expected, got an object"},
 		{`{"layer_types": ["full", 2]}`, "layer_types: a string expected, got a number"},
 		{`{"Heads": -1}`, "Heads: a non-negative integer expected, got the number -1"},
-		{"{\n  \"a\": 1,\n  \"b\": }", "line 3, column 9: invalid character '}' looking for beginning of value"},
+		// A syntax error at the character it names (encoding/json's
+		// offset is past it), or past the end where the input ends.
+		{"{\n  \"a\": 1,\n  \"b\": }", "line 3, column 8: invalid character '}' looking for beginning of value"},
+		{"x", "line 1, column 1: invalid character 'x' looking for beginning of value"},
+		{"{\"a\" 1}", "line 1, column 6: invalid character '1' after object key"},
+		{"{}\n}", "line 2, column 1: invalid character '}' after top-level value"},
 		{"{\"a\": 1", "line 1, column 8: unexpected end of JSON input"},
 	} {
 		var f file
