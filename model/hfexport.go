@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/model/jsonerr"
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
@@ -469,7 +470,7 @@ func multimodalConfig(path string) (which, into string, err error) {
 		TextConfig    json.RawMessage `json:"text_config"`
 	}
 	if err := json.Unmarshal(b, &cfg); err != nil {
-		return "", "", fmt.Errorf("%s: %w", path, err)
+		return "", "", fmt.Errorf("%s: %w", path, jsonerr.Describe(b, &cfg, err))
 	}
 	if len(cfg.TextConfig) == 0 || string(cfg.TextConfig) == "null" {
 		return "", "", nil

@@ -770,7 +770,12 @@ func TestExportHFRefusesAnotherTying(t *testing.T) {
 // weights go by other names, the language model too) drawn at random,
 // with a warning only. It is refused (CheckCausalLMConfig, which spiral
 // export calls before it loads a checkpoint), naming the file and its
-// architectures; a text_config of null is no multimodal model's.
+// architectures; a text_config of null is no multimodal model's. A
+// config whose architectures or model_type is of another JSON type (which
+// ReadHFConfig does not read, so the model loads) is an error in the
+// file's terms (jsonerr), as ReadHFConfig's are: encoding/json's Go types
+// were shown ("cannot unmarshal string into Go struct field
+// .architectures of type []string").
 func TestCheckCausalLMConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name, wrap, err string // wrap: the config around the fixture's (%s), as text_config; "": text_config null
@@ -780,6 +785,8 @@ func TestCheckCausalLMConfig(t *testing.T) {
 		{"no architectures", `{"model_type": "llava", "text_config": %s}`,
 			"model: hf export: %s is the config of a multimodal model (model_type llava), its text model's in text_config: the export writes the language model alone, a causal LM's checkpoint under transformers' Qwen3 names (model.layers.N...), which transformers would load into that model, leaving its other modules (a vision tower; a language model under other names) drawn at random; put the text model's own config.json beside the model (text_config's fields at its top level, and its causal LM class, such as Qwen3ForCausalLM, in architectures), or export with --format onnx"},
 		{"null", "", ""},
+		{"architectures a string", `{"architectures": "Qwen3VLForConditionalGeneration", "text_config": %s}`, "model: hf export: %s: architectures: an array expected, got a string"},
+		{"model_type a number", `{"model_type": 3, "text_config": %s}`, "model: hf export: %s: model_type: a string expected, got a number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyHFFixture(t)
