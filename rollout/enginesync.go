@@ -108,6 +108,12 @@ type VLLMLoRASync struct {
 // first sync: the base model).
 func (s *VLLMLoRASync) Version() string { return s.prev }
 
+// noAdapterFound is in the message of vLLM's 404 to a load whose
+// adapter directory it did not find (its LoRAAdapterNotFoundError's
+// "Loading lora NAME failed: No adapter found for PATH"), as against
+// the 404 of a vLLM without the endpoint (runtime loading not enabled).
+const noAdapterFound = "No adapter found for"
+
 // Sync exports, loads and switches to the adapter of step.
 func (s *VLLMLoRASync) Sync(ctx context.Context, step int) error {
 	name, dir, err := exportVersion(ctx, s.Dir, step, s.Export)
@@ -131,7 +137,13 @@ func (s *VLLMLoRASync) Sync(ctx context.Context, step int) error {
 		if ids, lerr := e.servedModels(ctx); lerr != nil || !slices.Contains(ids, name) {
 			var se *statusError
 			if errors.As(err, &se) && se.status == http.StatusNotFound {
-				err = fmt.Errorf("%w (vLLM serves it when started with --enable-lora and the environment variable VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)", err)
+				if strings.Contains(se.message, noAdapterFound) {
+					// The endpoint is there: the engine did not find the
+					// directory on its machine.
+					err = fmt.Errorf("%w (the engine found no adapter at %s, where spiral wrote it: --sync-dir must be the same path on the engine's machine, a filesystem both share)", err, dir)
+				} else {
+					err = fmt.Errorf("%w (vLLM serves it when started with --enable-lora and the environment variable VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)", err)
+				}
 			}
 			return fmt.Errorf("rollout: weight sync: load adapter %s: %w", name, err)
 		}

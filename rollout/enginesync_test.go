@@ -207,6 +207,38 @@ func TestVLLMLoRASyncNotEnabled(t *testing.T) {
 	require.Equal(t, "served", o.Model())
 }
 
+// TestVLLMLoRASyncNoAdapterFound: vLLM answers a 404 too when the
+// adapter's directory is not there on its machine (a --sync-dir that is
+// not shared), with its LoRAAdapterNotFoundError's message in either of
+// its error shapes: the error says where the engine looked and that
+// --sync-dir must be the same path there, not how to enable runtime
+// LoRA loading, which it has.
+func TestVLLMLoRASyncNoAdapterFound(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "spiral-step-000001")
+	msg := "Loading lora spiral-step-000001 failed: No adapter found for " + path
+	for _, tc := range []struct{ name, answer string }{
+		{"error object", `{"error":{"message":"` + msg + `","type":"NotFoundError","param":null,"code":404}}`},
+		{"older vLLM", `{"object":"error","message":"` + msg + `","type":"NotFoundError","param":null,"code":404}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := &recordedEngine{t: t, want: []exchange{
+				{"GET", "/v1/models", nil, 200, `{"object":"list","data":[{"id":"served","object":"model"}]}`},
+				{"POST", "/v1/load_lora_adapter", map[string]string{"lora_name": "spiral-step-000001", "lora_path": path}, 404, tc.answer},
+				{"GET", "/v1/models", nil, 200, `{"object":"list","data":[{"id":"served","object":"model"}]}`},
+			}}
+			srv := httptest.NewServer(eng)
+			defer srv.Close()
+			o := syncEngine(t, srv.URL)
+			s := &rollout.VLLMLoRASync{Engine: o, Dir: dir, Export: mkdirExport}
+			err := s.Sync(context.Background(), 1)
+			require.EqualError(t, err, "rollout: weight sync: load adapter spiral-step-000001: rollout: engine: "+srv.URL+"/v1/load_lora_adapter: HTTP 404: "+msg+
+				" (the engine found no adapter at "+path+", where spiral wrote it: --sync-dir must be the same path on the engine's machine, a filesystem both share)")
+			require.Equal(t, "served", o.Model())
+		})
+	}
+}
+
 // TestVLLMLoRASyncLostAnswer: a load whose answer the connection lost is
 // retried and refused as already loaded (vLLM's 400); the engine lists
 // the adapter, so the sync goes on to it rather than failing the run.
