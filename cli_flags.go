@@ -567,6 +567,8 @@ func (f *engineFlags) validate() error {
 				errs = append(errs, fmt.Errorf("--api-key-env %s: the variable is not set", f.keyEnv))
 			} else if key == "" {
 				errs = append(errs, fmt.Errorf("--api-key-env %s: the variable is empty", f.keyEnv))
+			} else if err := rollout.CheckAPIKey(key); err != nil {
+				errs = append(errs, fmt.Errorf("--api-key-env %s: %w", f.keyEnv, err))
 			}
 		}
 		if f.timeout <= 0 {

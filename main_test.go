@@ -1683,14 +1683,23 @@ func TestEvalRSAIntoRunDirectory(t *testing.T) {
 
 // TestAPIKeyEnv: --api-key-env naming a variable that is unset, or set
 // but empty, is refused saying which (an empty one was said to be unset).
+// So is a key an HTTP header cannot carry, such as one ending in the
+// carriage return of an env file written on Windows: Go refused every
+// request before sending it, which was reported as the server not being
+// reachable, and the model check waited for it up to --engine-timeout.
+// The key itself is not printed.
 func TestAPIKeyEnv(t *testing.T) {
 	t.Setenv("SPIRAL_TEST_EMPTY_KEY", "")
 	t.Setenv("SPIRAL_TEST_KEY", "k")
+	t.Setenv("SPIRAL_TEST_CRLF_KEY", "s3cret\r")
+	t.Setenv("SPIRAL_TEST_NEWLINE_KEY", "s3cret\nother")
 	for _, tc := range []struct {
 		env, want string
 	}{
 		{"SPIRAL_TEST_UNSET_KEY", "--api-key-env SPIRAL_TEST_UNSET_KEY: the variable is not set"},
 		{"SPIRAL_TEST_EMPTY_KEY", "--api-key-env SPIRAL_TEST_EMPTY_KEY: the variable is empty"},
+		{"SPIRAL_TEST_CRLF_KEY", "--api-key-env SPIRAL_TEST_CRLF_KEY: the API key holds a carriage return (byte 7 of 7), which an HTTP header cannot carry (a line ending read with it?)"},
+		{"SPIRAL_TEST_NEWLINE_KEY", "--api-key-env SPIRAL_TEST_NEWLINE_KEY: the API key holds a line feed (byte 7 of 12), which an HTTP header cannot carry (a line ending read with it?)"},
 		{"SPIRAL_TEST_KEY", ""},
 	} {
 		f := engineFlags{engine: "openai", baseURL: "http://127.0.0.1:1/v1", model: "m", keyEnv: tc.env, concurrency: 1, timeout: time.Second}

@@ -160,6 +160,29 @@ func CheckBaseURL(s string) error {
 	return nil
 }
 
+// CheckAPIKey checks that an API key can be sent as a bearer token: an
+// HTTP header holds no control character but a tab (Go refuses a request
+// with one before sending it, an error that reads as a server not
+// reachable). The byte is named by its position, never the key by its
+// text.
+func CheckAPIKey(key string) error {
+	for i := 0; i < len(key); i++ {
+		b := key[i]
+		if b >= 0x20 && b != 0x7f || b == '\t' {
+			continue
+		}
+		what, hint := fmt.Sprintf("the control character %#02x", b), ""
+		switch b {
+		case '\r':
+			what, hint = "a carriage return", " (a line ending read with it?)"
+		case '\n':
+			what, hint = "a line feed", " (a line ending read with it?)"
+		}
+		return fmt.Errorf("the API key holds %s (byte %d of %d), which an HTTP header cannot carry%s", what, i+1, len(key), hint)
+	}
+	return nil
+}
+
 // NewOpenAI checks cfg and fills its defaults.
 func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.BaseURL == "" || cfg.Model == "" {
@@ -167,6 +190,9 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	}
 	if err := CheckBaseURL(cfg.BaseURL); err != nil {
 		return nil, fmt.Errorf("rollout: engine: base URL %w", err)
+	}
+	if err := CheckAPIKey(cfg.APIKey); err != nil {
+		return nil, fmt.Errorf("rollout: engine: %w", err)
 	}
 	if cfg.Sampling.MaxNewTokens <= 0 {
 		return nil, fmt.Errorf("rollout: engine: max new tokens %d: want > 0", cfg.Sampling.MaxNewTokens)

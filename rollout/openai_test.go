@@ -938,6 +938,11 @@ func TestOpenAIConfig(t *testing.T) {
 		{"credentials", func(c *rollout.OpenAIConfig) { c.BaseURL = "http://me:s3cret@x/v1" }, "base URL http://me:xxxxx@x/v1 names a user (and password): give the API key with --api-key-env instead"},
 		{"user alone", func(c *rollout.OpenAIConfig) { c.BaseURL = "http://me@x/v1" }, "base URL http://me@x/v1 names a user"},
 		{"negative timeout", func(c *rollout.OpenAIConfig) { c.Timeout = -time.Second }, "timeout -1s: want > 0"},
+		// Go refuses such a header before sending the request, which
+		// would be retried as a server not reachable.
+		{"API key with a line ending", func(c *rollout.OpenAIConfig) { c.APIKey = "s3cret\r\n" }, "rollout: engine: the API key holds a carriage return (byte 7 of 8), which an HTTP header cannot carry (a line ending read with it?)"},
+		{"API key with a control character", func(c *rollout.OpenAIConfig) { c.APIKey = "a\x00b" }, "rollout: engine: the API key holds the control character 0x00 (byte 2 of 3), which an HTTP header cannot carry"},
+		{"API key with a tab and a space", func(c *rollout.OpenAIConfig) { c.APIKey = "a\tb c" }, ""},
 		{"negative vocabulary", func(c *rollout.OpenAIConfig) { c.Vocab = -1 }, "vocabulary size -1"},
 		{"no max tokens", func(c *rollout.OpenAIConfig) { c.Sampling.MaxNewTokens = 0 }, "max new tokens 0"},
 	} {
