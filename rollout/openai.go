@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -358,7 +359,8 @@ func (e *connError) Unwrap() error { return e.err }
 // retryable reports whether another attempt may succeed where err
 // failed: a 429, a 5xx or a connection error. Anything else (a 4xx, an
 // answer that is not the expected JSON, a host name that does not
-// resolve, as a mistyped --base-url's) would fail again.
+// resolve, as a mistyped --base-url's, a TLS certificate that does not
+// verify, an http server at an https URL) would fail again.
 func retryable(err error) bool {
 	var se *statusError
 	if errors.As(err, &se) {
@@ -366,6 +368,13 @@ func retryable(err error) bool {
 	}
 	var dns *net.DNSError
 	if errors.As(err, &dns) && dns.IsNotFound {
+		return false
+	}
+	// A server whose TLS certificate does not verify, or that answers an
+	// https URL in plain HTTP, answers every attempt alike.
+	var cert *tls.CertificateVerificationError
+	var record tls.RecordHeaderError
+	if errors.As(err, &cert) || errors.As(err, &record) || errors.Is(err, http.ErrSchemeMismatch) {
 		return false
 	}
 	var ce *connError
@@ -587,6 +596,14 @@ func (o *OpenAI) call(ctx context.Context, method, url string, body []byte, out 
 	var re *redirectError
 	if errors.As(err, &re) { // the same again: not retried
 		return fmt.Errorf("rollout: engine: %s %w", url, re)
+	}
+	var cert *tls.CertificateVerificationError
+	if errors.As(err, &cert) {
+		return &connError{fmt.Errorf("rollout: engine: %s: %w (the server's TLS certificate does not verify; on Linux, SSL_CERT_FILE or SSL_CERT_DIR name the certificates to trust)", url, err)}
+	}
+	var record tls.RecordHeaderError
+	if errors.As(err, &record) || errors.Is(err, http.ErrSchemeMismatch) {
+		return &connError{fmt.Errorf("rollout: engine: %s: %w (the server does not speak TLS: an http:// --base-url?)", url, err)}
 	}
 	if err != nil {
 		return &connError{fmt.Errorf("rollout: engine: %s is not reachable: %w", url, err)}

@@ -1214,6 +1214,43 @@ func TestOpenAICheckModelWaitsForServer(t *testing.T) {
 	})
 }
 
+// TestOpenAICheckModelTLSFailure: an https --base-url whose server's
+// certificate does not verify (self-signed), or that is an http server,
+// would fail every attempt alike: the model check fails at once, naming
+// the cause, where it was retried as a server still starting up to
+// Timeout (10 minutes by default), each retry saying it was "not
+// reachable".
+func TestOpenAICheckModelTLSFailure(t *testing.T) {
+	tlsSrv := httptest.NewTLSServer(newFake())
+	defer tlsSrv.Close()
+	plain := httptest.NewServer(newFake())
+	defer plain.Close()
+	for _, tc := range []struct {
+		name, url string
+		want      []string
+	}{
+		{"self-signed certificate", tlsSrv.URL, []string{"tls: failed to verify certificate: x509: certificate signed by unknown authority",
+			"(the server's TLS certificate does not verify; on Linux, SSL_CERT_FILE or SSL_CERT_DIR name the certificates to trust)"}},
+		{"an http server", "https://" + strings.TrimPrefix(plain.URL, "http://"), []string{"http: server gave HTTP response to HTTPS client (the server does not speak TLS: an http:// --base-url?)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := engineConfig(tc.url)
+			var warn bytes.Buffer
+			cfg.Warn, cfg.Backoff, cfg.Timeout = &warn, 10*time.Millisecond, 3*time.Second
+			eng, err := rollout.NewOpenAI(cfg)
+			require.NoError(t, err)
+			start := time.Now()
+			err = checkModel(eng)
+			require.Less(t, time.Since(start), time.Second, "not retried")
+			for _, w := range tc.want {
+				require.ErrorContains(t, err, w)
+			}
+			require.NotContains(t, err.Error(), "no answer within")
+			require.Empty(t, warn.String(), "no retry announced")
+		})
+	}
+}
+
 // checkModel is eng's model check, its context length left out.
 func checkModel(eng *rollout.OpenAI) error {
 	_, err := eng.CheckModel(context.Background())
