@@ -592,9 +592,10 @@ func (s *modelSession) stopIDs(warn io.Writer) ([]int32, error) {
 // on a real model), so that a wrong --served-model or an engine not
 // reachable is said at once. It returns the context the engine serves
 // the model with where that is below config.json's (vLLM's or
-// SGLang's --max-model-len, --context-length), noted on warn, for
-// samplerConfig; 0 otherwise: the engine refuses a request whose prompt
-// and max_tokens pass it. syncDir is train's --sync-dir with
+// SGLang's --max-model-len, --context-length; on SGLang one position
+// less, as it refuses a request whose prompt and max_tokens reach it),
+// noted on warn, for samplerConfig; 0 otherwise: the engine refuses a
+// request whose prompt and max_tokens pass it. syncDir is train's --sync-dir with
 // --engine-sync sglang ("" otherwise: rollout.OpenAIConfig.SyncDir).
 func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir string, warn io.Writer) (int, error) {
 	if f.engine == "local" {
@@ -607,7 +608,7 @@ func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir s
 	if err != nil {
 		return 0, err
 	}
-	served, err := eng.CheckModel(ctx)
+	served, listed, err := eng.CheckModel(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -623,7 +624,11 @@ func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir s
 	if model == 0 {
 		below = fmt.Sprintf("and %s states none (config.json max_position_embeddings)", s.path())
 	}
-	fmt.Fprintf(warn, "spiral: note: %s serves %s with a context of %d positions (max_model_len), %s: prompts and traces are fitted to it\n", f.baseURL, f.model, served, below)
+	why := "max_model_len"
+	if served != listed {
+		why = fmt.Sprintf("its max_model_len %d less one: SGLang refuses a request whose prompt and max_tokens reach it", listed)
+	}
+	fmt.Fprintf(warn, "spiral: note: %s serves %s with a context of %d positions (%s), %s: prompts and traces are fitted to it\n", f.baseURL, f.model, served, why, below)
 	return served, nil
 }
 

@@ -737,15 +737,18 @@ func errorAnswer(raw []byte, success bool) (string, bool) {
 }
 
 // CheckModel asks the server which models it serves (GET /models) and
-// fails, naming them, when Model is not one; it returns the context
-// length the server serves Model with, which may be below the model's
-// (vLLM's and SGLang's max_model_len, set by their --max-model-len and
-// --context-length; 0 where the list does not say, as llama.cpp's,
-// whose meta.n_ctx_train is the model's). It is the first request,
-// made as the engine and spiral are often started together: a server
-// that cannot be reached (or answers a 429 or 5xx) is retried until
-// Timeout, while it loads its model.
-func (o *OpenAI) CheckModel(ctx context.Context) (int, error) {
+// fails, naming them, when Model is not one. It returns listed, the
+// context length the server serves Model with, which may be below the
+// model's (vLLM's and SGLang's max_model_len, set by their
+// --max-model-len and --context-length; 0 where the list does not say,
+// as llama.cpp's, whose meta.n_ctx_train is the model's), and usable,
+// the positions a request's prompt and max_tokens may fill together:
+// listed, but on SGLang (owned_by "sglang"), which refuses a request
+// that reaches its context where vLLM refuses one that passes it, one
+// less. It is the first request, made as the engine and spiral are
+// often started together: a server that cannot be reached (or answers a
+// 429 or 5xx) is retried until Timeout, while it loads its model.
+func (o *OpenAI) CheckModel(ctx context.Context) (usable, listed int, err error) {
 	// A server that does not answer is announced, instead of waiting
 	// silently up to Timeout.
 	noticed := make(chan struct{})
@@ -760,34 +763,34 @@ func (o *OpenAI) CheckModel(ctx context.Context) (int, error) {
 	var se *statusError
 	if errors.As(err, &se) && se.status == http.StatusNotFound {
 		// The usual cause: a base URL without the API's /v1.
-		return 0, fmt.Errorf("%w (--base-url must be the API root, under which /models and /completions lie: with vLLM and SGLang, ending in /v1)", err)
+		return 0, 0, fmt.Errorf("%w (--base-url must be the API root, under which /models and /completions lie: with vLLM and SGLang, ending in /v1)", err)
 	}
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	ids := make([]string, len(models))
 	for i, m := range models {
 		if m.ID == o.cfg.Model {
-			return m.MaxModelLen, nil
+			return m.usableContext(), m.MaxModelLen, nil
 		}
 		ids[i] = m.ID
 	}
 	if o.cfg.SyncDir != "" {
 		dir, err := filepath.Abs(o.cfg.SyncDir) // as the sync sends it
 		if err != nil {
-			return 0, fmt.Errorf("rollout: engine: %w", err)
+			return 0, 0, fmt.Errorf("rollout: engine: %w", err)
 		}
 		for _, m := range models {
 			if filepath.Dir(m.ID) == dir && isVersionName(filepath.Base(m.ID)) {
 				o.warnf("spiral: note: %s serves %s, a version synced into --sync-dir (SGLang names its model after the weights it loaded last), not %q: this run loads its own first\n", o.cfg.BaseURL, m.ID, o.cfg.Model)
-				return m.MaxModelLen, nil
+				return m.usableContext(), m.MaxModelLen, nil
 			}
 		}
 	}
 	if len(ids) == 0 {
-		return 0, fmt.Errorf("rollout: engine: %s does not serve %q (%s/models lists no model)", o.cfg.BaseURL, o.cfg.Model, o.cfg.BaseURL)
+		return 0, 0, fmt.Errorf("rollout: engine: %s does not serve %q (%s/models lists no model)", o.cfg.BaseURL, o.cfg.Model, o.cfg.BaseURL)
 	}
-	return 0, fmt.Errorf("rollout: engine: %s does not serve %q (it serves %s); set --served-model", o.cfg.BaseURL, o.cfg.Model, strings.Join(ids, ", "))
+	return 0, 0, fmt.Errorf("rollout: engine: %s does not serve %q (it serves %s); set --served-model", o.cfg.BaseURL, o.cfg.Model, strings.Join(ids, ", "))
 }
 
 // servedModel is a model of the server's list (GET /models).
@@ -796,6 +799,20 @@ type servedModel struct {
 	// MaxModelLen is the context it is served with (vLLM, SGLang); 0
 	// when not said.
 	MaxModelLen int `json:"max_model_len"`
+	// OwnedBy names the server ("vllm", "sglang", "llamacpp").
+	OwnedBy string `json:"owned_by"`
+}
+
+// usableContext is the positions a request's prompt and max_tokens may
+// fill together (0: not said): MaxModelLen, but one less on SGLang,
+// whose TokenizerManager refuses a request of prompt + max_new_tokens
+// >= its context_len (vLLM: > max_model_len), with a 400 that fails the
+// whole batch.
+func (m servedModel) usableContext() int {
+	if m.OwnedBy == "sglang" && m.MaxModelLen > 0 {
+		return m.MaxModelLen - 1
+	}
+	return m.MaxModelLen
 }
 
 // listModels returns the models the server serves (GET /models): its

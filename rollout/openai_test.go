@@ -35,8 +35,9 @@ type fakeEngine struct {
 	delay  time.Duration
 	models []string
 	// maxModelLen, when > 0, is the models' max_model_len (vLLM's and
-	// SGLang's /v1/models).
+	// SGLang's /v1/models); ownedBy, when set, their owned_by.
 	maxModelLen int
+	ownedBy     string
 	finish      string
 	tokensOf    func(prompt []int32, seed int64) []int32
 	// answer, when set, is the body of every 200 answer to a completion.
@@ -73,6 +74,9 @@ func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			card := map[string]any{"id": m}
 			if f.maxModelLen > 0 {
 				card["max_model_len"] = f.maxModelLen
+			}
+			if f.ownedBy != "" {
+				card["owned_by"] = f.ownedBy
 			}
 			data = append(data, card)
 		}
@@ -1253,29 +1257,39 @@ func TestOpenAICheckModelTLSFailure(t *testing.T) {
 
 // checkModel is eng's model check, its context length left out.
 func checkModel(eng *rollout.OpenAI) error {
-	_, err := eng.CheckModel(context.Background())
+	_, _, err := eng.CheckModel(context.Background())
 	return err
 }
 
 // TestOpenAIServedContext: the model check returns the context the
 // server serves the model with (vLLM's and SGLang's max_model_len in
 // /v1/models, which --max-model-len sets below config.json's), 0 when
-// the list does not say (llama.cpp's).
+// the list does not say (llama.cpp's), and the positions a request's
+// prompt and max_tokens may fill: the same, but on SGLang (owned_by
+// "sglang"), which refuses a request whose prompt and max_tokens reach
+// its context (vLLM one that passes it), one less.
 func TestOpenAIServedContext(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		len  int
-	}{{"vLLM --max-model-len 4096", 4096}, {"not said", 0}} {
+		name, ownedBy  string
+		listed, usable int
+	}{
+		{"vLLM --max-model-len 4096", "vllm", 4096, 4096},
+		{"SGLang --context-length 4096", "sglang", 4096, 4095},
+		{"another server", "", 4096, 4096},
+		{"not said", "", 0, 0},
+		{"SGLang, not said", "sglang", 0, 0},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := newFake()
-			fake.models, fake.maxModelLen = []string{"other", "served"}, tc.len
+			fake.models, fake.maxModelLen, fake.ownedBy = []string{"other", "served"}, tc.listed, tc.ownedBy
 			srv := httptest.NewServer(fake)
 			defer srv.Close()
 			eng, err := rollout.NewOpenAI(engineConfig(srv.URL))
 			require.NoError(t, err)
-			n, err := eng.CheckModel(context.Background())
+			usable, listed, err := eng.CheckModel(context.Background())
 			require.NoError(t, err)
-			require.Equal(t, tc.len, n)
+			require.Equal(t, tc.listed, listed)
+			require.Equal(t, tc.usable, usable)
 		})
 	}
 }

@@ -563,6 +563,61 @@ func TestServedContext(t *testing.T) {
 	require.Equal(t, int32(served/2), maxTokens.Load(), "the default trace length: half the served context")
 }
 
+// TestServedContextSGLang: SGLang refuses a request whose prompt and
+// max_tokens reach its context (>=, with a 400), where vLLM refuses one
+// that passes it: a prompt that, with --max-new-tokens, filled SGLang's
+// max_model_len exactly (as aggregation prompts cut to fit the context
+// often do) failed the whole evaluation, or a training step, on its
+// first request. On an SGLang (owned_by "sglang") requests are fitted to
+// one position less, so such a prompt is skipped as too long up front,
+// as any other is, and no request reaches the context.
+func TestServedContextSGLang(t *testing.T) {
+	requireRuntime(t)
+	const served = 600
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m")
+	if r := spiral(t, nil, "init-model", "--out", m, "--layers", "1", "--max-positions", "4096"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	// The search prompt of "1+1" is 93 tokens: with 507 new tokens it
+	// fills the 600 positions; that of "1" is shorter.
+	data := filepath.Join(dir, "p.jsonl")
+	require.NoError(t, os.WriteFile(data, []byte(`{"problem":"1+1","answer":"2"}`+"\n"+`{"problem":"1","answer":"1"}`+"\n"), 0o666))
+	var longest atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			_, _ = fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":"sglang","root":"m","max_model_len":%d}]}`, served)
+			return
+		}
+		var body struct {
+			Prompt    []int32 `json:"prompt"`
+			MaxTokens int     `json:"max_tokens"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, `{"message":"bad request"}`, http.StatusBadRequest)
+			return
+		}
+		need := len(body.Prompt) + body.MaxTokens
+		for cur := longest.Load(); int32(need) > cur && !longest.CompareAndSwap(cur, int32(need)); cur = longest.Load() {
+		}
+		if need >= served { // SGLang's TokenizerManager check
+			http.Error(w, fmt.Sprintf(`{"object":"error","message":"Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the input messages and %d tokens for the completion.","type":"BadRequest","code":400}`,
+				served, need, len(body.Prompt), body.MaxTokens), http.StatusBadRequest)
+			return
+		}
+		_, _ = w.Write([]byte(`{"choices":[{"index":0,"text":"","token_ids":[3,4],"finish_reason":"stop"}]}`))
+	}))
+	defer hs.Close()
+	r := spiral(t, nil, "eval", "--model", m, "--data", data, "--samples", "1", "--quiet", "--out", filepath.Join(dir, "eval"), "--max-new-tokens", "507",
+		"--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "m")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, fmt.Sprintf("spiral: note: %s/v1 serves m with a context of %d positions (its max_model_len %d less one: SGLang refuses a request whose prompt and max_tokens reach it), below the %d of %s (config.json max_position_embeddings): prompts and traces are fitted to it\n",
+		hs.URL, served-1, served, 4096, m))
+	require.Contains(t, r.stderr, "skipped "+data+":1: search prompt of 93 tokens + 507 new tokens need 600 positions; the model has 599")
+	require.Positive(t, longest.Load())
+	require.Less(t, longest.Load(), int32(served))
+}
+
 // TestTrainEngineRestarted: an SGLang restarted in the middle of a run
 // comes back serving the weights it was started with, under the same
 // name: the rollouts its requests (retried, or the next step's) get are
