@@ -595,8 +595,9 @@ func (s *modelSession) stopIDs(warn io.Writer) ([]int32, error) {
 // SGLang's --max-model-len, --context-length; on SGLang one position
 // less, as it refuses a request whose prompt and max_tokens reach it),
 // noted on warn, for samplerConfig; 0 otherwise: the engine refuses a
-// request whose prompt and max_tokens pass it. syncDir is train's --sync-dir with
-// --engine-sync sglang ("" otherwise: rollout.OpenAIConfig.SyncDir).
+// request whose prompt and max_tokens pass it. syncDir is train's
+// --sync-dir with --engine-sync sglang ("" otherwise:
+// rollout.OpenAIConfig.SyncDir).
 func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir string, warn io.Writer) (int, error) {
 	if f.engine == "local" {
 		return 0, nil

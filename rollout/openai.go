@@ -737,15 +737,15 @@ func errorAnswer(raw []byte, success bool) (string, bool) {
 }
 
 // CheckModel asks the server which models it serves (GET /models) and
-// fails, naming them, when Model is not one. It returns listed, the
-// context length the server serves Model with, which may be below the
-// model's (vLLM's and SGLang's max_model_len, set by their
+// fails, naming them, when Model is not one. It returns usable, the
+// positions a request's prompt and max_tokens may fill together, and
+// listed, the context length the server serves Model with, which may be
+// below the model's (vLLM's and SGLang's max_model_len, set by their
 // --max-model-len and --context-length; 0 where the list does not say,
-// as llama.cpp's, whose meta.n_ctx_train is the model's), and usable,
-// the positions a request's prompt and max_tokens may fill together:
-// listed, but on SGLang (owned_by "sglang"), which refuses a request
-// that reaches its context where vLLM refuses one that passes it, one
-// less. It is the first request, made as the engine and spiral are
+// as llama.cpp's, whose meta.n_ctx_train is the model's). usable is
+// listed, but one less on SGLang (owned_by "sglang"), which refuses a
+// request that reaches its context where vLLM refuses one that passes
+// it. It is the first request, made as the engine and spiral are
 // often started together: a server that cannot be reached (or answers a
 // 429 or 5xx) is retried until Timeout, while it loads its model.
 func (o *OpenAI) CheckModel(ctx context.Context) (usable, listed int, err error) {
