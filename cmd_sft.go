@@ -132,7 +132,8 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	settings := rl.SFTSettings{Model: sess.name(), ModelID: modelID, Selection: arts.Selection.String(), Tokenizer: tokID, TokenizerBytes: tokBytes}
+	replyHead := sess.tok.ReplyHead()
+	settings := rl.SFTSettings{Model: sess.name(), ModelID: modelID, Selection: arts.Selection.String(), Tokenizer: tokID, TokenizerBytes: tokBytes, ReplyHead: &replyHead}
 	if arts.LoRA.Enabled() {
 		settings.LoRA = &arts.LoRA
 	}

@@ -345,6 +345,7 @@ var settingFlags = map[string]string{
 	"sft.eval_problems":             "--eval-problems",
 	"sft.seed":                      "--seed",
 	"tokenizer":                     "--tokenizer",
+	"reply_head":                    "--tokenizer's chat template",
 }
 
 // withFlags returns the setting at the flattened path key followed by
@@ -375,8 +376,12 @@ func flatDiff(a, b any, name func(key string, fa, fb map[string]string) string) 
 				}
 				return
 			}
-			b, _ := json.Marshal(v)
-			out[prefix] = string(b)
+			// Its text as it is: "<think>", not "\u003cthink\u003e".
+			var b strings.Builder
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(v)
+			out[prefix] = strings.TrimSuffix(b.String(), "\n")
 		}
 		walk("", v)
 		return out

@@ -214,6 +214,7 @@ func TestSFTSettingsDiffNamesFlags(t *testing.T) {
 		"sft.eval_problems":            "sft.eval_problems (--eval-problems)",
 		"sft.seed":                     "sft.seed (--seed)",
 		"tokenizer":                    "tokenizer (--tokenizer)",
+		"reply_head":                   "reply_head (--tokenizer's chat template)",
 	}
 	// The bytes' fingerprint of the tokenizer is none either (as train's).
 	require.Empty(t, sftSettingsDiff(s, changedAt(t, s, "tokenizer_bytes")))

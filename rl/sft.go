@@ -255,6 +255,14 @@ type SFTSettings struct {
 	// this tokenizer may record as its Tokenizer; recorded beside it, no
 	// setting of its own (RunSettings.TokenizerBytes).
 	TokenizerBytes string `json:"tokenizer_bytes,omitempty"`
+	// ReplyHead is what the chat template writes to open the
+	// assistant's reply, before the reasoning (TurnPrompter.ReplyHead:
+	// Qwen3's hybrid template's "<think>\n", "" for most), which
+	// Tokenizer's fingerprint leaves out: a rerun whose template writes
+	// another, beside the same tokenizer.json, would train on replies
+	// rendered otherwise. nil in checkpoints of older versions, which
+	// record none.
+	ReplyHead *string `json:"reply_head,omitempty"`
 	// Schedule and SFT are the run's (RunSFT sets them); SFT is nil in a
 	// checkpoint of spiral train.
 	Schedule optim.Schedule `json:"schedule"`
@@ -567,6 +575,11 @@ func resumeSFT(ctx context.Context, cfg SFTConfig, p SFTParts, src *rand.PCG) (i
 	if err := checkSettings(p.Dir, sftSettingsDiff(prev, p.Settings), cfg.Override, p.Warn); err != nil {
 		return 0, err
 	}
+	if prev.ReplyHead == nil && p.Settings.ReplyHead != nil && *p.Settings.ReplyHead != "" {
+		// An older version recorded none: its replies may have opened
+		// without the head (versions before it wrote one had none).
+		fmt.Fprintf(p.Warn, "spiral: warning: %s: its checkpoints record no reply head (an older spiral's, whose replies may have opened otherwise); the examples from here on open theirs with %q, as --tokenizer's chat template writes it\n", p.Dir, *p.Settings.ReplyHead)
+	}
 	warnOtherSFTEvals(p.Warn, *prev.SFT, cfg, int(st.Step))
 	// The examples go on from the generator's state, unless --override
 	// gave another seed: then from that seed's stream (src as given),
@@ -686,9 +699,9 @@ func recordedSFT(dir, path string, config json.RawMessage, now SFTSettings) (SFT
 // sftSettingsDiff lists the settings that differ between an sft run's
 // checkpoint (a) and its rerun (b) as "path (flags): old -> new"
 // (flatDiff, withFlags), the
-// model left to its own check, and the selection and the tokenizer where
-// both record one (one's tokenizer taken as the other's where it is the
-// other's TokenizerBytes: sameTokenizer).
+// model left to its own check, and the selection, the tokenizer and the
+// reply head where both record one (one's tokenizer taken as the other's
+// where it is the other's TokenizerBytes: sameTokenizer).
 func sftSettingsDiff(a, b SFTSettings) []string {
 	a.Tokenizer, b.Tokenizer = sameTokenizer(a.Tokenizer, a.TokenizerBytes, b.Tokenizer, b.TokenizerBytes)
 	a.TokenizerBytes, b.TokenizerBytes = "", ""
@@ -709,7 +722,7 @@ func sftSettingsDiff(a, b SFTSettings) []string {
 			if fa["schedule.peak_lr"] != fb["schedule.peak_lr"] {
 				return ""
 			}
-		case "selection", "tokenizer":
+		case "selection", "tokenizer", "reply_head":
 			if fa[k] == "" || fb[k] == "" {
 				return "" // recorded by neither, or not by older versions
 			}

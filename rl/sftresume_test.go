@@ -796,3 +796,61 @@ func TestSFTWithoutCheckpointKeepsLoggedSteps(t *testing.T) {
 		})
 	}
 }
+
+// TestSFTResumeReplyHead: the reply head that the chat template writes
+// (Qwen3's hybrid template's "<think>\n", plain ChatML's none) is a
+// setting of the run, as the tokenizer is: a rerun whose template writes
+// another, the same tokenizer.json beside it, is refused (exit 2,
+// naming it) before the policy is loaded and on resuming, rather than
+// training on examples rendered otherwise; a checkpoint of an older
+// version, which records none, resumes, warned of where the template
+// now writes one (that version's replies had none).
+func TestSFTResumeReplyHead(t *testing.T) {
+	src := sftModelDir(t)
+	head := func(s string) *string { return &s }
+	for _, c := range []struct {
+		name     string
+		recorded *string
+		now      *string
+		refusal  string // "": resumed
+		warning  string // "": none
+	}{
+		{name: "another head", recorded: head(""), now: head("<think>\n"),
+			refusal: `reply_head (--tokenizer's chat template): "" -> "<think>\n"`},
+		{name: "the head dropped", recorded: head("<think>\n"), now: head(""),
+			refusal: `reply_head (--tokenizer's chat template): "<think>\n" -> ""`},
+		{name: "the same head", recorded: head("<think>\n"), now: head("<think>\n")},
+		{name: "none recorded, none now", recorded: nil, now: head("")},
+		{name: "none recorded, one now", recorded: nil, now: head("<think>\n"),
+			warning: `spiral: warning: %s: its checkpoints record no reply head (an older spiral's, whose replies may have opened otherwise); the examples from here on open theirs with "<think>\n", as --tokenizer's chat template writes it` + "\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := newSFTHarness(t, src, dir)
+			h.parts.Settings.ReplyHead = c.recorded
+			require.ErrorIs(t, h.run(2), context.Canceled)
+
+			h = newSFTHarness(t, src, dir)
+			h.parts.Settings.ReplyHead = c.now
+			checked := CheckSFTRunSettings(h.cfg, SFTParts{Dir: dir, Settings: h.parts.Settings, Schedule: h.parts.Schedule})
+			err := h.run(0)
+			if c.refusal != "" {
+				for _, err := range []error{checked, err} {
+					var other *OtherRunError
+					require.ErrorAs(t, err, &other)
+					require.ErrorContains(t, err, c.refusal)
+				}
+				require.NotContains(t, h.out.String(), "resumed from")
+				return
+			}
+			require.NoError(t, checked)
+			require.NoError(t, err)
+			require.Contains(t, h.out.String(), "resumed from")
+			warned := ""
+			if c.warning != "" {
+				warned = fmt.Sprintf(c.warning, dir)
+			}
+			require.Equal(t, warned, h.warn.String())
+		})
+	}
+}
