@@ -176,7 +176,8 @@ func checkAggregateTemplate(tmpl templateSet, f templateFlags, sizes ...subsetSi
 
 // loadProblems loads the problem file that flag names and reports the
 // rows it skipped on warn, one line each (the first maxReported of them,
-// then a count). A path that is not there, or is a directory, is a usage
+// then a count), and in one line each the rows whose repeated id was
+// made unique and those whose gold answer's braces do not balance. A path that is not there, or is a directory, is a usage
 // error naming the flag; its other errors name flag too.
 func loadProblems(flag, path string, opt data.LoadOptions, warn io.Writer) (*data.Dataset, error) {
 	if err := checkDataFile(flag, path); err != nil {
@@ -189,34 +190,23 @@ func loadProblems(flag, path string, opt data.LoadOptions, warn io.Writer) (*dat
 	reportSkipped(warn, ds.Skipped(), func(n int) string {
 		return fmt.Sprintf("%s: %d more rows skipped (spiral data inspect lists them all)", path, n)
 	})
-	reportRenamed(warn, path, ds)
-	reportUnbalanced(warn, path, ds)
+	n, renamed := ds.RenamedIDs()
+	warnRows(warn, path, n, renamed.String(), "a row repeats the id of an earlier row and was given another", "rows repeat the id of an earlier row and were given others")
+	n, unbalanced := ds.UnbalancedAnswers()
+	warnRows(warn, path, n, unbalanced, "a row's gold answer has unbalanced braces, which no answer is graded right against", "rows' gold answers have unbalanced braces, which no answer is graded right against")
 	return ds, nil
 }
 
-// reportUnbalanced warns once of the problems of ds (read from path)
-// whose gold answer's braces do not balance: how many, and the first.
-func reportUnbalanced(warn io.Writer, path string, ds *data.Dataset) {
-	n, first := ds.UnbalancedAnswers()
+// warnRows warns once of the n rows of the data file path that one
+// check found, naming first, the first of them: "a row ..." (one) or
+// "N rows ..." (many).
+func warnRows(warn io.Writer, path string, n int, first, one, many string) {
 	switch n {
 	case 0:
 	case 1:
-		fmt.Fprintf(warn, "spiral: warning: %s: a row's gold answer has unbalanced braces, which no answer is graded right against: %s\n", path, first)
+		fmt.Fprintf(warn, "spiral: warning: %s: %s: %s\n", path, one, first)
 	default:
-		fmt.Fprintf(warn, "spiral: warning: %s: %d rows' gold answers have unbalanced braces, which no answer is graded right against (the first: %s)\n", path, n, first)
-	}
-}
-
-// reportRenamed warns once of the problems of ds (read from path) whose
-// repeated id was made unique: how many, and the first.
-func reportRenamed(warn io.Writer, path string, ds *data.Dataset) {
-	n, first := ds.RenamedIDs()
-	switch n {
-	case 0:
-	case 1:
-		fmt.Fprintf(warn, "spiral: warning: %s: a row repeats the id of an earlier row and was given another: %s\n", path, first)
-	default:
-		fmt.Fprintf(warn, "spiral: warning: %s: %d rows repeat the id of an earlier row and were given others (the first: %s)\n", path, n, first)
+		fmt.Fprintf(warn, "spiral: warning: %s: %d %s (the first: %s)\n", path, n, many, first)
 	}
 }
 
