@@ -177,7 +177,9 @@ func checkAggregateTemplate(tmpl templateSet, f templateFlags, sizes ...subsetSi
 // loadProblems loads the problem file that flag names and reports the
 // rows it skipped on warn, one line each (the first maxReported of them,
 // then a count), and in one line each the rows whose repeated id was
-// made unique and those whose gold answer's braces do not balance. A path that is not there, or is a directory, is a usage
+// made unique, those whose gold answer's braces do not balance and those
+// that hold a field detection takes before the one read
+// (data.Dataset.OtherFields). A path that is not there, or is a directory, is a usage
 // error naming the flag; its other errors name flag too.
 func loadProblems(flag, path string, opt data.LoadOptions, warn io.Writer) (*data.Dataset, error) {
 	if err := checkDataFile(flag, path); err != nil {
@@ -194,6 +196,9 @@ func loadProblems(flag, path string, opt data.LoadOptions, warn io.Writer) (*dat
 	warnRows(warn, path, n, renamed.String(), "a row repeats the id of an earlier row and was given another", "rows repeat the id of an earlier row and were given others")
 	n, unbalanced := ds.UnbalancedAnswers()
 	warnRows(warn, path, n, unbalanced, "a row's gold answer has unbalanced braces, which no answer is graded right against", "rows' gold answers have unbalanced braces, which no answer is graded right against")
+	for _, o := range ds.OtherFields() {
+		warnRows(warn, path, o.Rows, o.First, "a row holds "+o.String(), "rows hold "+o.String())
+	}
 	return ds, nil
 }
 

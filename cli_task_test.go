@@ -72,6 +72,43 @@ func TestLoadProblemsWarnsOfUnbalancedAnswers(t *testing.T) {
 	}
 }
 
+// TestLoadProblemsWarnsOfOtherFields: rows that hold a field detection
+// takes before the one detected in the first row, which every row is
+// read by (an "answer" beside the first row's worked "solution"), are
+// warned of once for each of the problem and the answer, with the count
+// and the first: their gold answers were read from "solution" in
+// silence.
+func TestLoadProblemsWarnsOfOtherFields(t *testing.T) {
+	const (
+		solution = `{"problem": "p1", "solution": "so \\boxed{1}"}` + "\n"
+		both     = `{"problem": "p2", "answer": "2", "solution": "so \\boxed{2}"}` + "\n"
+		question = `{"question": "q3", "problem": "p3", "answer": "3", "solution": "so \\boxed{3}"}` + "\n"
+	)
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{name: "none", content: solution + strings.ReplaceAll(solution, "1", "2")},
+		{name: "one", content: solution + both,
+			want: `spiral: warning: %[1]s: a row holds "answer" beside "solution", the answer field of the first row, which every row's gold answer is read from: %[1]s:2` + "\n"},
+		{name: "an answer and a problem", content: `{"question": "q1", "solution": "so \\boxed{1}"}` + "\n" + question + strings.ReplaceAll(question, "3", "4"),
+			want: `spiral: warning: %[1]s: 2 rows hold "problem" beside "question", the problem field of the first row, which every row's problem is read from (the first: %[1]s:2)` + "\n" +
+				`spiral: warning: %[1]s: 2 rows hold "answer" beside "solution", the answer field of the first row, which every row's gold answer is read from (the first: %[1]s:2)` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "p.jsonl")
+			require.NoError(t, os.WriteFile(path, []byte(tc.content), 0o666))
+			var warn strings.Builder
+			_, err := loadProblems("--data", path, data.LoadOptions{}, &warn)
+			require.NoError(t, err)
+			want := ""
+			if tc.want != "" {
+				want = strings.ReplaceAll(tc.want, "%[1]s", path)
+			}
+			require.Equal(t, want, warn.String())
+		})
+	}
+}
+
 // TestLoadProblemsNamesTheFileOfMoreSkipped: the count of the skipped
 // rows past the first 10 names its file, as each row's warning does:
 // with --data and --eval-data both read, "12 more rows skipped" said of

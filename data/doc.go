@@ -31,6 +31,11 @@
 //     reason step by step, and put your final answer within \boxed{}." is cut
 //     from the end (see [InstructionSuffixes]), because the search template
 //     adds its own.
+//   - A problem or answer field detected in the first row is read in
+//     every row: a later row without it that holds another detection
+//     knows is an error naming both; one that holds it beside one
+//     detection takes first is read by it and counted
+//     ([Dataset.OtherFields]).
 //   - The gold answer comes from [LoadOptions.AnswerField], or the first of
 //     [AnswerFields] present, looked up at the top level and then one level
 //     down (reward_model.ground_truth). Dotted paths name nested fields.

@@ -51,6 +51,9 @@ func Inspect(w io.Writer, path string, opt LoadOptions) error {
 	if ds.renamed > 0 {
 		fmt.Fprintf(&b, "  first renamed: %s\n", ds.firstRenamed)
 	}
+	for _, o := range ds.others {
+		fmt.Fprintf(&b, "  holding %s: %d (the first: %s)\n", o, o.Rows, o.First)
+	}
 	if ds.unbalanced > 0 {
 		fmt.Fprintf(&b, "  kept with a gold answer of unbalanced braces, never graded right: %d (the first: %s)\n", ds.unbalanced, ds.firstUnbalanced)
 	}

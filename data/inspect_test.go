@@ -97,3 +97,20 @@ func TestInspectUnbalancedAnswers(t *testing.T) {
 	require.NoError(t, Inspect(&out, path, LoadOptions{}))
 	require.Contains(t, out.String(), "records:  3 read, 3 kept, 0 skipped\n  kept with a gold answer of unbalanced braces, never graded right: 2 (the first: "+path+":2)\n")
 }
+
+// TestInspectOtherFields: rows that hold a field detection takes before
+// the one detected in the first row, which every row is read by (an
+// "answer" beside the first row's "solution"), are counted with the
+// first, under the records.
+func TestInspectOtherFields(t *testing.T) {
+	rows := []string{
+		`{"problem": "Q1", "solution": "so \\boxed{1}"}`,
+		`{"problem": "Q2", "answer": "2", "solution": "so \\boxed{2}"}`,
+		`{"problem": "Q3", "answer": "3", "solution": "so \\boxed{3}"}`,
+	}
+	path := writeFile(t, "set.jsonl", strings.Join(rows, "\n")+"\n")
+	var out strings.Builder
+	require.NoError(t, Inspect(&out, path, LoadOptions{}))
+	require.Contains(t, out.String(), "records:  3 read, 3 kept, 0 skipped\n"+
+		`  holding "answer" beside "solution", the answer field of the first row, which every row's gold answer is read from: 2 (the first: `+path+":2)\n")
+}

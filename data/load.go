@@ -150,7 +150,45 @@ type Dataset struct {
 	// do not balance; firstUnbalanced is the first one's source.
 	unbalanced      int
 	firstUnbalanced string
+	// others are the fields that later rows hold beside the detected
+	// ones, which detection takes first: one for the problem, one for
+	// the answer, where rows hold one, in the order their first rows
+	// were read.
+	others []OtherField
 }
+
+// OtherField counts the rows of a file that hold a field detection
+// takes before the one detected in the file's first row, which lacks
+// it, and every row is read by (an "answer" beside the first row's
+// worked "solution"): the rows' problem or gold answer is read from
+// Field, not Other.
+type OtherField struct {
+	// Role is "problem" or "answer".
+	Role string
+	// Field is the field read, detected in the first row; Other the one
+	// detection takes in the first row that holds one, First's.
+	Field, Other string
+	// Rows counts the rows that hold one; First is the first's source.
+	Rows  int
+	First string
+}
+
+// String says what the rows hold, for "N rows hold ...": `"answer"
+// beside "solution", the answer field of the first row, which every
+// row's gold answer is read from`.
+func (o OtherField) String() string {
+	what := o.Role
+	if what == "answer" {
+		what = "gold answer"
+	}
+	return fmt.Sprintf("%q beside %q, the %s field of the first row, which every row's %s is read from", o.Other, o.Field, o.Role, what)
+}
+
+// OtherFields returns, for the problem and the answer where rows hold
+// one, in the order their first rows were read, the rows that hold a
+// field detection takes before the one detected in the first row, which
+// every row is read by.
+func (d *Dataset) OtherFields() []OtherField { return slices.Clone(d.others) }
 
 // RenamedID is a kept problem whose id repeated that of an earlier
 // problem and was made unique ("a" becomes "a~2").
@@ -437,9 +475,12 @@ func load(path string, opt LoadOptions, src source, size int64) (*Dataset, error
 				return fmt.Errorf("data: %s: %w", r.where(), err)
 			}
 			m = fm
+			m.first = r.where()
 			b.ds.Mapping.ProblemField = fm.problem
 			b.ds.Mapping.AnswerField = fm.answer
 			b.ds.Mapping.IDField = fm.id
+		} else if err := b.checkFields(r, row, m, opt); err != nil {
+			return err
 		}
 		if m.id == "" && opt.IDField == "" && r.key == "" {
 			// An id is optional: the id field is the first of IDFields
@@ -503,7 +544,45 @@ func contentFormat(path string, opt LoadOptions, head []byte) (string, error) {
 // fieldMap is the resolved mapping of one file.
 type fieldMap struct {
 	problem, answer, id string
-	solution            bool // the answer field is a worked solution
+	solution            bool   // the answer field is a worked solution
+	first               string // the source of the row detected in
+}
+
+// checkFields checks row, a row after the first, against the problem
+// and answer fields of m that were detected (in the first row), not
+// named by opt: a row without the field that holds another detection
+// knows is an error naming both, as the rows disagree on where their
+// problem or answer is; one that holds the field beside one detection
+// takes before it is read by the field, and counted (OtherFields).
+// A row without any is left to addRow, which says the field is missing.
+func (b *builder) checkFields(r record, row map[string]any, m *fieldMap, opt LoadOptions) error {
+	for _, f := range []struct {
+		role, field, flag string
+		names             []string
+		nested, named     bool
+	}{
+		{"problem", m.problem, "--problem-field", ProblemFields, false, opt.ProblemField != ""},
+		{"answer", m.answer, "--answer-field", AnswerFields, true, opt.AnswerField != ""},
+	} {
+		if f.named {
+			continue
+		}
+		own, ok := findField(row, f.names, f.nested)
+		if !ok || own == f.field {
+			continue
+		}
+		if _, holds := lookup(row, f.field); !holds {
+			return fmt.Errorf("data: %s: field %q: missing (%s); the %s field %q is the first row's (%s), %q this row's: name one that every row holds with %s",
+				r.where(), f.field, whyMissing(row, f.field), f.role, f.field, m.first, own, f.flag)
+		}
+		i := slices.IndexFunc(b.ds.others, func(o OtherField) bool { return o.Role == f.role })
+		if i < 0 {
+			i = len(b.ds.others)
+			b.ds.others = append(b.ds.others, OtherField{Role: f.role, Field: f.field, Other: own, First: r.where()})
+		}
+		b.ds.others[i].Rows++
+	}
+	return nil
 }
 
 // detectFields returns the mapping that opt names, the problem and

@@ -705,3 +705,64 @@ func TestLoadIDDetectedPastFirstRow(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadFieldsOfLaterRows: the problem and answer fields are detected
+// once per file, in its first row, and read in every row. A later row
+// without that field but with another that detection knows is an error
+// naming both rows' fields (it said only that the field was missing);
+// one holding that field beside one detection takes before it (an
+// "answer" beside the first row's worked "solution") is read by the
+// file's field as before, and counted with the first such row
+// (Dataset.OtherFields), which was silent.
+func TestLoadFieldsOfLaterRows(t *testing.T) {
+	for _, tc := range []struct {
+		name, content string
+		opt           LoadOptions
+		err           string // "": loads; %[1]s is the path
+		answers       []string
+		others        []OtherField // %[1]s in First is the path
+	}{
+		{name: "rows agree", content: `{"problem": "a", "solution": "so \\boxed{1}"}` + "\n" + `{"problem": "b", "solution": "so \\boxed{2}"}` + "\n",
+			answers: []string{"1", "2"}},
+		{name: "a later row's answer in another field",
+			content: `{"problem": "a", "solution": "so \\boxed{1}"}` + "\n" + `{"problem": "b", "answer": "2"}` + "\n",
+			err:     `data: %[1]s:2: field "solution": missing (the row's fields: [answer problem]); the answer field "solution" is the first row's (%[1]s:1), "answer" this row's: name one that every row holds with --answer-field`},
+		{name: "a later row's problem in another field",
+			content: `{"question": "a", "answer": "1"}` + "\n" + `{"problem": "b", "answer": "2"}` + "\n",
+			err:     `data: %[1]s:2: field "question": missing (the row's fields: [answer problem]); the problem field "question" is the first row's (%[1]s:1), "problem" this row's: name one that every row holds with --problem-field`},
+		{name: "later rows hold an answer detection takes first",
+			content: `{"problem": "a", "solution": "so \\boxed{1}"}` + "\n" + `{"problem": "b", "answer": "7", "solution": "so \\boxed{2}"}` + "\n" +
+				`{"problem": "c", "solution": "so \\boxed{3}"}` + "\n" + `{"problem": "d", "answer": "9", "solution": "so \\boxed{4}"}` + "\n",
+			answers: []string{"1", "2", "3", "4"},
+			others:  []OtherField{{Role: "answer", Field: "solution", Other: "answer", Rows: 2, First: "%[1]s:2"}}},
+		{name: "and a problem",
+			content: `{"question": "a", "answer": "1"}` + "\n" + `{"question": "b", "problem": "B", "answer": "2"}` + "\n",
+			answers: []string{"1", "2"},
+			others:  []OtherField{{Role: "problem", Field: "question", Other: "problem", Rows: 1, First: "%[1]s:2"}}},
+		{name: "a field named is read as it is",
+			content: `{"problem": "a", "solution": "so \\boxed{1}"}` + "\n" + `{"problem": "b", "answer": "7", "solution": "so \\boxed{2}"}` + "\n",
+			opt:     LoadOptions{AnswerField: "solution"},
+			answers: []string{"1", "2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, "f.jsonl", tc.content)
+			ds, err := Load(path, tc.opt)
+			if tc.err != "" {
+				require.EqualError(t, err, fmt.Sprintf(tc.err, path))
+				return
+			}
+			require.NoError(t, err)
+			var answers []string
+			for _, p := range ds.Problems {
+				answers = append(answers, p.Answer)
+			}
+			require.Equal(t, tc.answers, answers)
+			var want []OtherField
+			for _, o := range tc.others {
+				o.First = fmt.Sprintf(o.First, path)
+				want = append(want, o)
+			}
+			require.Equal(t, want, ds.OtherFields())
+		})
+	}
+}
