@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/spiral-rl/spiral/data"
 	"github.com/spiral-rl/spiral/data/synth"
@@ -357,6 +358,59 @@ func usableDigest(s *modelSession, tmpl templateSet, problems []data.Problem, ca
 	return data.ProblemsDigest(kept), nil
 }
 
+// lostWhy says why a tokenizer loses a character (IndexLost).
+const lostWhy = "a BPE model whose unk_token is not in its vocab, or a Unigram model without unk_id"
+
+// refuseLost refuses the prompts that the model's tokenizer would
+// encode to no token (tokenizer.Tokenizer.IndexLost: a character that
+// its model has no id for and no unknown token to give fails the native
+// library's whole text): a template's own text, rendered as
+// warnUnreadable renders it, naming the flag that replaces the template,
+// else the problems whose text holds such a character (a count and the
+// first, with the character and its byte). Each would be fed to the
+// model as no token at all.
+func refuseLost(s *modelSession, tmpl templateSet, problems []data.Problem, candidates int) error {
+	search, err := tmpl.Search("")
+	if err != nil {
+		return err
+	}
+	templates := []struct{ name, flag, text string }{{"search", "--search-template", search}}
+	if candidates > 0 {
+		agg, err := tmpl.Aggregate("", make([]string, candidates))
+		if err != nil {
+			return err
+		}
+		templates = append(templates, struct{ name, flag, text string }{"aggregation", "--aggregate-template", agg})
+	}
+	for _, t := range templates {
+		if at := s.tok.IndexLost(t.text); at >= 0 {
+			r, _ := utf8.DecodeRuneInString(t.text[at:])
+			return fmt.Errorf("the %s template has %q (byte %d of its text), which the model's tokenizer %s has no id for and no unknown token to give (%s): it encodes every prompt of the template to no token; give one it can encode (%s)",
+				t.name, r, at, s.tokenizer, lostWhy, t.flag)
+		}
+	}
+	var first *data.Problem
+	firstAt, count := 0, 0
+	for i := range problems {
+		if at := s.tok.IndexLost(problems[i].Problem); at >= 0 {
+			if first == nil {
+				first, firstAt = &problems[i], at
+			}
+			count++
+		}
+	}
+	if count == 0 {
+		return nil
+	}
+	r, _ := utf8.DecodeRuneInString(first.Problem[firstAt:])
+	hold := "hold"
+	if count == 1 {
+		hold = "holds"
+	}
+	return fmt.Errorf("%d of %s %s a character that the model's tokenizer %s has no id for and no unknown token to give (%s): it encodes their prompts to no token; first %s: %q (byte %d) in %q",
+		count, rollout.Plural(len(problems), "problem"), hold, s.tokenizer, lostWhy, first.Source, r, firstAt, first.Problem)
+}
+
 // countID counts the occurrences of id in ids.
 func countID(ids []int32, id int32) int {
 	n := 0
@@ -377,7 +431,12 @@ func countID(ids []int32, id int32) int {
 // by checkAggregateTemplate), or not at all when candidates is 0 (the
 // command renders no aggregation prompt). A tokenizer without an unknown
 // token (byte-level BPE) reads everything, and nothing is reported.
+// Text that the tokenizer encodes to no token at all is refused first
+// (refuseLost).
 func warnUnreadable(s *modelSession, tmpl templateSet, problems []data.Problem, candidates int, warn io.Writer) error {
+	if err := refuseLost(s, tmpl, problems, candidates); err != nil {
+		return err
+	}
 	unk, ok := s.tok.TokenID(tokenizer.UnknownToken)
 	if !ok {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
@@ -70,6 +71,13 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 	for i, p := range prompts {
 		// As train and eval warn of problems the tokenizer cannot read
 		// (warnUnreadable); a byte-level BPE has no unknown token.
+		if at := sess.tok.IndexLost(p); at >= 0 {
+			// The native library fails the text that holds it, the
+			// whole prompt but for a NUL before it (--raw): no token
+			// for it, or for the rest of the prompt too.
+			r, _ := utf8.DecodeRuneInString(p[at:])
+			return fmt.Errorf("prompt %d: the tokenizer %s has no id for %q (byte %d) and no unknown token to give (%s): it encodes the text that holds it to no token", i, sess.tokenizer, r, at, lostWhy)
+		}
 		if n := countID(sess.tok.Encode(p), unk); hasUnk && n > 0 {
 			fmt.Fprintf(env.stderr, "spiral: warning: prompt %d has %s the model's tokenizer does not know (%s), which the model cannot read\n", i, rollout.Plural(n, "character"), tokenizer.UnknownToken)
 		}
@@ -83,9 +91,10 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 		case f.raw && p == "":
 			return usageError{fmt.Errorf("prompt %d is empty: with --raw the text is fed as it is, and an empty one has no token to continue", i)}
 		default:
-			// A text, or a chat turn, that the native library failed to
-			// encode (a piece a Unigram model without unk_id has no id
-			// for fails the whole text): the tokenizer's fault.
+			// A text, or a chat turn, that gives no token though no
+			// character of the prompt is lost (IndexLost): white space
+			// the tokenizer drops, or the chat template's own text lost.
+			// The tokenizer's doing.
 			return fmt.Errorf("prompt %d: the tokenizer %s encodes it to no token, which leaves nothing to continue", i, sess.tokenizer)
 		}
 	}

@@ -1455,14 +1455,12 @@ func TestGeneratePromptBeforeEngine(t *testing.T) {
 	require.Less(t, time.Since(start), 10*time.Second)
 }
 
-// TestGeneratePromptEncodedToNothing: a prompt that the tokenizer
-// encodes to no token (a Unigram model without unk_id given a character
-// outside its vocab: the native library fails the whole text) was said
-// to be "empty: with --raw ...", though it is not and --raw was not
-// given; the tokenizer is named as what gave no token.
-func TestGeneratePromptEncodedToNothing(t *testing.T) {
-	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
-	b, err := tokenizer.BuildCharTokenizerJSON([]rune("0123456789+="))
+// unigramTokenizer writes a tokenizer.json of a Unigram model without
+// unk_id over the characters of alphabet (and ChatML's), whose native
+// library fails a whole text holding any other, and returns its path.
+func unigramTokenizer(t *testing.T, alphabet string) string {
+	t.Helper()
+	b, err := tokenizer.BuildCharTokenizerJSON([]rune(alphabet))
 	require.NoError(t, err)
 	var f map[string]any
 	require.NoError(t, json.Unmarshal(b, &f))
@@ -1477,13 +1475,31 @@ func TestGeneratePromptEncodedToNothing(t *testing.T) {
 	require.NoError(t, err)
 	tok := filepath.Join(t.TempDir(), "tokenizer.json")
 	require.NoError(t, os.WriteFile(tok, b, 0o644))
+	return tok
+}
+
+// TestGeneratePromptEncodedToNothing: a prompt that the tokenizer
+// encodes to no token (a Unigram model without unk_id given a character
+// outside its vocab: the native library fails the whole text) was said
+// to be "empty: with --raw ...", though it is not and --raw was not
+// given; the tokenizer is named, with the character it has no id for
+// and where (it said only that it "encodes it to no token").
+func TestGeneratePromptEncodedToNothing(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	tok := unigramTokenizer(t, "0123456789+=")
+	lost := func(char string, at int) string {
+		return fmt.Sprintf("spiral generate: prompt 0: the tokenizer %s has no id for %s (byte %d) and no unknown token to give (a BPE model whose unk_token is not in its vocab, or a Unigram model without unk_id): it encodes the text that holds it to no token\n", tok, char, at)
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
 		want string
 	}{
-		{[]string{"1+x="}, exitFailure, "spiral generate: prompt 0: the tokenizer " + tok + " encodes it to no token, which leaves nothing to continue\n"},
-		{[]string{"--raw", "1+x="}, exitFailure, "spiral generate: prompt 0: the tokenizer " + tok + " encodes it to no token, which leaves nothing to continue\n"},
+		{[]string{"1+x="}, exitFailure, lost("'x'", 2)},
+		{[]string{"--raw", "1+x="}, exitFailure, lost("'x'", 2)},
+		// A NUL ends a piece that Encode encodes alone: "1+" was fed
+		// and the rest lost, without a word.
+		{[]string{"--raw", "1+\x002=¶"}, exitFailure, lost("'¶'", 5)},
 		{[]string{"--raw", ""}, exitUsage, "spiral generate: prompt 0 is empty: with --raw the text is fed as it is, and an empty one has no token to continue\n"},
 	} {
 		var stderr bytes.Buffer
@@ -2095,6 +2111,36 @@ func TestUnreadableProblemsBesideTemplate(t *testing.T) {
 		{nil, note + unreadable + loraRankRefused},
 	} {
 		requireStderrOfUsage(t, append([]string{"train", "--data", problems, "--problems", "2", "--algo", "grpo", "--final-rsa-steps", "0", "--lora-rank", "65", "--quiet", "--out", filepath.Join(dir, "run")}, tc.args...), tc.want)
+	}
+}
+
+// TestProblemsEncodedToNothing: a problem or template with a character
+// that the tokenizer has no id for and no unknown token to give (a
+// Unigram model without unk_id) encodes each prompt that holds it to no
+// token, which train fed the model without a word; it is refused naming
+// the template, or the problems with the first, its character and byte.
+func TestProblemsEncodedToNothing(t *testing.T) {
+	skipWithoutRuntime(t)
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	tok := unigramTokenizer(t, "0123456789+=x")
+	search := filepath.Join(dir, "search.txt")
+	require.NoError(t, os.WriteFile(search, []byte("{{.Problem}} ¶\n"), 0o644))
+	problems := filepath.Join(dir, "p.jsonl")
+	require.NoError(t, os.WriteFile(problems, []byte(`{"problem": "1+2=x", "answer": "3"}`+"\n"+`{"problem": "1+3=x ¶", "answer": "4"}`+"\n"), 0o644))
+	const why = "has no id for and no unknown token to give (a BPE model whose unk_token is not in its vocab, or a Unigram model without unk_id)"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "spiral train: 1 of 2 problems holds a character that the model's tokenizer " + tok + " " + why + ": it encodes their prompts to no token; first " + problems + `:2: '¶' (byte 6) in "1+3=x ¶"` + "\n"},
+		{[]string{"--search-template", search}, "spiral train: the search template has '¶' (byte 1 of its text), which the model's tokenizer " + tok + " " + why + ": it encodes every prompt of the template to no token; give one it can encode (--search-template)\n"},
+	} {
+		var stderr bytes.Buffer
+		args := append([]string{"train", "--tokenizer", tok, "--data", problems, "--problems", "2", "--algo", "grpo", "--final-rsa-steps", "0", "--lora-rank", "65", "--quiet", "--out", filepath.Join(dir, "run")}, tc.args...)
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitFailure, code, stderr.String())
+		require.True(t, strings.HasSuffix(stderr.String(), tc.want), "%q:\n%s", tc.args, stderr.String())
 	}
 }
 

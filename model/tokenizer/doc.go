@@ -23,6 +23,12 @@
 //   - NUL (U+0000) cannot cross the native library's C-string boundary:
 //     Encode drops NUL characters from its input, and Decode drops tokens
 //     whose text is a NUL byte.
+//   - A text holding a character that the model has no id for and no
+//     unknown token to give (a BPE model whose unk_token is not in its
+//     vocab, a Unigram model without unk_id) fails the native library,
+//     whose error the binding drops: Encode gives no token for that text
+//     (the piece between NULs), and IndexLost finds the character, for
+//     callers to refuse it.
 //   - The backend is github.com/daulet/tokenizers (the Rust Hugging Face
 //     tokenizers library through cgo); the JSON is first validated with
 //     encoding/json so that bad files give errors naming the file and the

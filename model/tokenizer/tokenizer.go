@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	hf "github.com/daulet/tokenizers"
 
@@ -389,6 +390,36 @@ func (t *Tokenizer) Encode(text string) []int32 {
 		}
 	}
 	return ids
+}
+
+// IndexLost returns the byte index in text of the first character that
+// Encode loses, or -1 where it loses none. The native library fails a
+// whole text that holds a character its model has no id for and no
+// unknown token to give (a BPE model whose unk_token is not in its vocab,
+// a Unigram model without unk_id), and Encode, which cannot tell that
+// failure from no token, gives none for the whole piece (the text between
+// NULs) that holds it: the character is the first of that piece, not
+// white space, that gives no token on its own, else the piece's first
+// that is not white space. A piece of white space alone that gives no
+// token is none lost (a pre-tokenizer that splits on white space drops
+// it). Tokenizers that give every character an id (byte-level BPE, one
+// with an unknown token in its vocab) lose none.
+func (t *Tokenizer) IndexLost(text string) int {
+	t.mustBeOpen()
+	start := 0
+	for piece := range strings.SplitSeq(text, "\x00") {
+		first := strings.IndexFunc(piece, func(r rune) bool { return !unicode.IsSpace(r) })
+		if first >= 0 && len(t.hf.EncodeWithOptions(piece, false).IDs) == 0 {
+			for i, r := range piece[first:] {
+				if !unicode.IsSpace(r) && len(t.hf.EncodeWithOptions(string(r), false).IDs) == 0 {
+					return start + first + i
+				}
+			}
+			return start + first
+		}
+		start += len(piece) + 1
+	}
+	return -1
 }
 
 // Decode returns the text of ids, special tokens included. Ids outside

@@ -1,0 +1,74 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestIndexLost: the native library fails a whole text holding a
+// character that a BPE model whose unk_token is not in its vocab, or a
+// Unigram model without unk_id, has no id for, and Encode, which cannot
+// say so, gives no token for it: IndexLost finds the first such
+// character (in the piece between NULs that Encode lost), where the
+// tokenizers that give every character an id (the char tokenizer's
+// <unk>, byte-level BPE, Qwen3's) lose none.
+func TestIndexLost(t *testing.T) {
+	good, err := BuildCharTokenizerJSON([]rune("ab "))
+	require.NoError(t, err)
+	// variant is good with its model's vocab, less <unk>, given to edit.
+	variant := func(edit func(m map[string]any, vocab map[string]any)) *Tokenizer {
+		var f map[string]any
+		require.NoError(t, json.Unmarshal(good, &f))
+		m := f["model"].(map[string]any)
+		vocab := m["vocab"].(map[string]any)
+		delete(vocab, UnknownToken)
+		edit(m, vocab)
+		b, err := json.Marshal(f)
+		require.NoError(t, err)
+		tok, err := FromBytes(b)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, tok.Close()) })
+		return tok
+	}
+	bpe := variant(func(m, vocab map[string]any) { m["type"], m["merges"] = "BPE", []any{} })
+	unigram := variant(func(m, vocab map[string]any) {
+		pieces := make([][]any, len(vocab))
+		for piece, id := range vocab {
+			pieces[int(id.(float64))] = []any{piece, -1.0}
+		}
+		m["type"], m["vocab"] = "Unigram", pieces
+		delete(m, "unk_token")
+	})
+	for _, tc := range []struct {
+		name string
+		tok  *Tokenizer
+		text string
+		want int
+	}{
+		{"BPE, all in the vocab", bpe, "ab ba", -1},
+		{"BPE, one character outside", bpe, "ab ca", 3},
+		{"BPE, the first of two", bpe, "a¶ c", 1},
+		{"BPE, in the piece after a NUL", bpe, "ab\x00b c", 5},
+		{"BPE, empty", bpe, "", -1},
+		{"Unigram, one character outside", unigram, "abc", 2},
+		{"Unigram, all in the vocab", unigram, "ba ab", -1},
+		{"char tokenizer's <unk>", newGenerated(t, buildTestChar), "1+¶=2", -1},
+		{"byte-level BPE", newGenerated(t, BuildByteTokenizerJSON), "¶ x\x00y", -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, tc.tok.IndexLost(tc.text))
+		})
+	}
+	// What IndexLost finds, Encode loses: the whole piece.
+	require.Empty(t, bpe.Encode("ab ca"))
+	require.Len(t, bpe.Encode("ab\x00b c"), 2)
+}
+
+// TestIndexLostQwen3: the real Qwen3 tokenizer, byte-level BPE, loses
+// no character.
+func TestIndexLostQwen3(t *testing.T) {
+	tok := loadQwen3(t)
+	require.Equal(t, -1, tok.IndexLost("Solve $x^2 = 4$, ¶ 中文 🙂\x00<|im_end|>\n"))
+}
