@@ -319,6 +319,11 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 		if len(held) == 0 {
 			return fmt.Errorf("no held-out problems to evaluate: the first %s of %s %s for the model (listed above)", rollout.Plural(n, "problem"), heldName, tooLong(n))
 		}
+		// As the training problems are (warnUnreadable): one the
+		// tokenizer encodes to no token would be evaluated as none.
+		if err := refuseLost(sess, tmpl, held, heldCandidates); err != nil {
+			return err
+		}
 		heldSkipped = n - len(held)
 	}
 	// The problems the run draws from by content, as its data cursor

@@ -2128,16 +2128,21 @@ func TestProblemsEncodedToNothing(t *testing.T) {
 	require.NoError(t, os.WriteFile(search, []byte("{{.Problem}} ¶\n"), 0o644))
 	problems := filepath.Join(dir, "p.jsonl")
 	require.NoError(t, os.WriteFile(problems, []byte(`{"problem": "1+2=x", "answer": "3"}`+"\n"+`{"problem": "1+3=x ¶", "answer": "4"}`+"\n"), 0o644))
+	good := filepath.Join(dir, "good.jsonl")
+	require.NoError(t, os.WriteFile(good, []byte(`{"problem": "1+2=x", "answer": "3"}`+"\n"+`{"problem": "2+2=x", "answer": "4"}`+"\n"), 0o644))
 	const why = "has no id for and no unknown token to give (a BPE model whose unk_token is not in its vocab, or a Unigram model without unk_id)"
+	lost := "1 of 2 problems holds a character that the model's tokenizer " + tok + " " + why + ": it encodes their prompts to no token; first " + problems + `:2: '¶' (byte 6) in "1+3=x ¶"` + "\n"
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{nil, "spiral train: 1 of 2 problems holds a character that the model's tokenizer " + tok + " " + why + ": it encodes their prompts to no token; first " + problems + `:2: '¶' (byte 6) in "1+3=x ¶"` + "\n"},
-		{[]string{"--search-template", search}, "spiral train: the search template has '¶' (byte 1 of its text), which the model's tokenizer " + tok + " " + why + ": it encodes every prompt of the template to no token; give one it can encode (--search-template)\n"},
+		{[]string{"--data", problems}, "spiral train: " + lost},
+		{[]string{"--data", problems, "--search-template", search}, "spiral train: the search template has '¶' (byte 1 of its text), which the model's tokenizer " + tok + " " + why + ": it encodes every prompt of the template to no token; give one it can encode (--search-template)\n"},
+		// The held-out problems too, which were evaluated as no token.
+		{[]string{"--data", good, "--eval-data", problems}, "spiral train: " + lost},
 	} {
 		var stderr bytes.Buffer
-		args := append([]string{"train", "--tokenizer", tok, "--data", problems, "--problems", "2", "--algo", "grpo", "--final-rsa-steps", "0", "--lora-rank", "65", "--quiet", "--out", filepath.Join(dir, "run")}, tc.args...)
+		args := append([]string{"train", "--tokenizer", tok, "--problems", "2", "--algo", "grpo", "--final-rsa-steps", "0", "--lora-rank", "65", "--quiet", "--out", filepath.Join(dir, "run")}, tc.args...)
 		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
 		require.Equal(t, exitFailure, code, stderr.String())
 		require.True(t, strings.HasSuffix(stderr.String(), tc.want), "%q:\n%s", tc.args, stderr.String())
