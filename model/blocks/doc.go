@@ -30,18 +30,28 @@
 //     (causal: keys 0..q1), so no [heads x T x T] tensor exists at once.
 //     The nodes before it (projections, norms, rotary embedding) form the
 //     block's Pre piece; the rest (output projection, MLP, residuals) its
-//     Post piece.
+//     Post piece, less the Tail.
+//   - Tail: the nodes after the layer's last residual cut when they act on
+//     each position alone (positionwiseTail): the MLP with its norm and
+//     residual add, and in the last layer the final norm. The executor
+//     runs it on chunks of positions, so the MLP's wide intermediates
+//     never exist for all positions at once.
 //   - Head: the LM-head MatMul and what follows it to the logits, which
-//     must act on each position alone; the executor runs it with the loss
-//     on chunks of the loss positions (autodiff.HeadLossGraph), so no
+//     must act on each position alone. When the logits are one MatMul
+//     with a parameter table (tableHead), the executor runs the loss in
+//     the graphs of tableHeadGraphs, over chunks of the loss positions and
+//     blocks of the vocabulary; any other head in an
+//     autodiff.HeadLossGraph over chunks of the loss positions. So no
 //     [rows x tokens x vocab] tensor exists.
 //   - Embedding: when the first activation is a Gather from a parameter
 //     table, the executor gathers and scatters its rows itself, so its
 //     gradient is never a dense table-sized tensor.
 //
-// Every piece comes with its backward graph (autodiff.Differentiate of
-// sum(output x output gradient)), which recomputes the piece's forward
-// from its inputs. Pieces are stored with canonical value names, so that
+// Every piece comes with its backward graph (autodiff.Differentiate with
+// the outputs' gradients as the seeds of the vector-Jacobian product,
+// autodiff.Options.Seeds), which recomputes from the piece's inputs only
+// the forward values its gradients need (not an output that nothing else
+// reads, such as the attention core's product with the values). Pieces are stored with canonical value names, so that
 // the layers of one architecture share one forward and one backward
 // graph (Program.Graphs), fed different parameters.
 package blocks
