@@ -3,7 +3,9 @@
 // past_key_values.* -> logits, present.*) for training: which initializers
 // are the model's parameters and which are constants or buffers, and which
 // initializers are exact copies of another (a tied head that an exporter
-// wrote twice).
+// wrote twice). It also chooses the trained parameters among them
+// (Selection: --train, --freeze) and adds LoRA's adapters to the graph
+// (AddLoRA).
 //
 // Conventions:
 //
