@@ -381,7 +381,7 @@ func runPlan(env *cliEnv, arch memplan.Arch, graph string, f *planFlags, budget 
 		return err
 	}
 	// Not a row of the table: its width would pad every other row.
-	fmt.Fprintf(env.stdout, "  per training step: the activations of the executor's calls (not planned; bench train's call_copy_bytes)\n")
+	fmt.Fprintf(env.stdout, "  per training step: the batch's token inputs, the loss's per-position numbers and the embedding's gradient (not planned; bench train's call_copy_bytes)\n")
 	fmt.Fprintf(env.stdout, "\nfits in %s:\n", gib(budget))
 	for _, rows := range []int{1, 2, 4, 8, 16} {
 		what := fmt.Sprintf("%2d rows:", rows)

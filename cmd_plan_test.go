@@ -908,3 +908,17 @@ func TestPlanBadLoRAValueAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanTrainingStepTraffic: plan's host <-> device section said a
+// training step's traffic was "the activations of the executor's
+// calls"; they stay in device memory (model/activations.go, model
+// TestExecutorActivationsStayOnDevice), and what crosses is the batch's
+// token inputs, the loss's per-position numbers and the embedding's
+// gradient, which the line now names.
+func TestPlanTrainingStepTraffic(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"plan", "--model", "qwen3-4b", "--device-memory", "80GB"}, &cliEnv{stdout: &stdout, stderr: &stderr})
+	require.Zero(t, code, stderr.String())
+	require.Contains(t, stdout.String(), "  per training step: the batch's token inputs, the loss's per-position numbers and the embedding's gradient (not planned; bench train's call_copy_bytes)\n")
+	require.NotContains(t, stdout.String(), "activations of the executor's calls")
+}

@@ -683,10 +683,11 @@ type Traffic struct {
 	// engine's sync) brings down: the trained parameters and their
 	// moments. Frozen is the frozen parameters (a LoRA run's base, or
 	// those a full fine-tune's Selection leaves out, within Weights),
-	// which stay. A training step's own traffic is the
-	// activations that cross with the executor's calls, which are not
-	// on the device layer yet (not planned; bench train's
-	// call_copy_bytes measures them).
+	// which stay. A training step's own traffic, what crosses with the
+	// executor's calls (the batch's token inputs, the loss's
+	// per-position numbers and the embedding's gradient: the
+	// activations stay on the device), is not planned; bench train's
+	// call_copy_bytes measures it.
 	Moments    int64 `json:"moments_bytes"`
 	Checkpoint int64 `json:"checkpoint_bytes"`
 	Frozen     int64 `json:"frozen_bytes"`
