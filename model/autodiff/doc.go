@@ -1,6 +1,9 @@
 // Package autodiff generates ONNX training graphs: reverse-mode
-// differentiation of an ONNX forward graph (Differentiate) and the causal-LM
-// policy-gradient training graph built on it (TrainingGraph).
+// differentiation of an ONNX forward graph (Differentiate), the causal LM's
+// forward graph that model/blocks cuts into the training program
+// (ForwardGraph), the loss graph of an LM head that is not one product with
+// a table (HeadLossGraph), and the whole causal-LM policy-gradient training
+// graph (TrainingGraph), which spiral keeps as the tests' oracle.
 //
 // Conventions:
 //
@@ -12,6 +15,10 @@
 //     zero gradient.
 //   - The loss must be a float tensor; its seed gradient is ones of its shape,
 //     so a non-scalar loss is differentiated as the sum of its elements.
+//     Without a loss, Options.Seeds gives the seeds as graph inputs, one per
+//     value: the vector-Jacobian product the training program's backward
+//     graphs compute, which, unlike a surrogate loss, leaves no node that
+//     reads the seeded values, so Prune can drop their computation.
 //   - Emitted nodes use opset-18 forms of the default domain (Reduce* with
 //     axes as an input, ScatterND/ScatterElements with reduction="add"), so the
 //     model must import the default domain at opset >= 18. Rules read both
