@@ -2,10 +2,11 @@
 //
 // A Model wraps the generated protobuf message *onnxpb.ModelProto (field
 // Proto), which graph transforms edit directly. Load and Parse decode a
-// model; Save encodes one atomically; GraphBuilder builds graphs node by
-// node with fresh value names; NewTensor and the Float32s / Float64s /
-// Int64s / Int32s helpers move tensor data between TensorProto and Go
-// slices.
+// model; LoadGraph decodes its graph and leaves large tensors' data in
+// their files, read on demand; Save encodes one atomically; GraphBuilder
+// builds graphs node by node with fresh value names; NewTensor and the
+// Float32s / Float64s / RawBytes helpers move tensor data between
+// TensorProto and Go slices.
 //
 // Conventions:
 //
@@ -16,7 +17,7 @@
 //     data_location=EXTERNAL (external_data keys location, offset, length;
 //     location relative to the model file's directory, as model.onnx_data or
 //     model.onnx.data in real exports) into raw_data, so a loaded Model never
-//     refers to files. Save moves initializers of the main graph at or over
+//     refers to files (LoadGraph's does, until InlineAll). Save moves initializers of the main graph at or over
 //     SaveOptions.SizeThreshold bytes into one side file, tensors of 1 MiB
 //     or more aligned to 64 KiB as onnx.save_model aligns them.
 //   - A serialized ModelProto is limited to 2 GiB - 1 bytes (MaxProtoSize) by

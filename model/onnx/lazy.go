@@ -24,7 +24,7 @@ import (
 // through a reference into the file itself). References are checked
 // (location inside the model's directory, the file present, offset and
 // length within it) and data is read on demand with ReadFloat32s,
-// Float32At, WriteData and Inline. A multi-gigabyte export then costs
+// Float32At, WriteData and InlineAll. A multi-gigabyte export then costs
 // only its graph in memory. An empty file, a directory or one that is
 // not a ModelProto is an error saying so.
 func LoadGraph(path string) (*Model, error) {
