@@ -62,7 +62,8 @@
 // Only standard ai.onnx operators at opset 18 appear (Gather, MatMul, Add,
 // Mul, Pow, ReduceMean, Sqrt, Reciprocal, Sigmoid, Softmax, Transpose,
 // Reshape, Concat, Slice, Unsqueeze, Expand, Where, Cast, Cos, Sin, Neg,
-// Shape, Range, LessOrEqual, And, Constant): the autodiff package
-// differentiates this graph. Small constants (axes, shapes, inv_freq) are
+// Shape, Range, LessOrEqual, And, Constant; with Config.PositionsFromMask
+// also CumSum, Sub and Max): the autodiff package differentiates this
+// graph. Small constants (axes, shapes, inv_freq) are
 // Constant nodes, so that every initializer is a trainable weight.
 package qwen3
