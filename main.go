@@ -11,8 +11,9 @@
 // generate, artifacts, export, init-model, bench, plan, compare, plot, tensorboard, data, version. `spiral COMMAND
 // --help` gives its usage line and lists its flags with their defaults.
 //
-// This file is wiring only: flags are bound here (one pflag.FlagSet per
-// command) and handed to the packages that do the work.
+// The package is wiring: main.go picks the command (commands),
+// whose flags are bound in its cmd_*.go and cli_flags.go (one
+// pflag.FlagSet per command) and handed to the packages that do the work.
 package main
 
 import (
