@@ -5,7 +5,9 @@
 //
 // The items follow the executor's design: the parameters, their
 // gradients and AdamW's moments; every layer's input, kept through the
-// step; the attention mask tables; one layer's working set while it is
+// step; the layers' values kept for the backward pass, up to
+// --kept-mib (LayerValueBytesPerToken); the attention mask tables; one
+// layer's working set while it is
 // recomputed and differentiated; one chunk of positions of its MLP (the
 // executor runs a layer's position-wise tail on chunks); one
 // attention-core call; one loss tile; a fixed runtime baseline. The
@@ -14,7 +16,9 @@
 // counts are the executor's, not fitted; testdata/measured.json holds the
 // peaks spiral bench measured on the Qwen3-0.6B config and its 8-layer
 // variant, and a test keeps every prediction within 15% of them (`make
-// bench-scale` prints prediction and measurement side by side).
+// bench-scale` prints prediction and measurement side by side). It also
+// predicts what crosses between host and device memory on the device
+// layer (DeviceTraffic).
 package memplan
 
 import (
