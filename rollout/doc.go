@@ -1,9 +1,11 @@
 // Package rollout owns generation: the batched sampling engine over
 // model.LM (KV cache, temperature / top-p / top-k, stop ids, the policy's
-// log-probability of every sampled token) and the inference scaffolds
-// built on it: SPIRAL's Search -> Subsets -> Aggregate pipeline, and the
-// evaluation scaffolds sequential (token budget), pass@k, majority@k and
-// recursive self-aggregation (RSA).
+// log-probability of every sampled token), a serving engine behind the
+// same Generator interface (OpenAI: vLLM or SGLang through their
+// OpenAI-compatible API, with the weight syncs of enginesync.go), and the
+// inference scaffolds built on them: SPIRAL's Search -> Subsets ->
+// Aggregate pipeline, and the evaluation scaffolds sequential (token
+// budget), pass@k, majority@k and recursive self-aggregation (RSA).
 //
 // Conventions:
 //
