@@ -300,8 +300,13 @@ type reportSource struct {
 	problems    report.ProblemSet
 	points      []int
 	settings    []evalSetting
-	// finalRSA: a training run's final RSA report (finalRSAReport).
-	finalRSA bool
+	// finalRSA: a training run's final RSA report (finalRSAReport);
+	// trained the run settings that the checkpoint it evaluated records,
+	// and trainedFrom that checkpoint (rl.EvaluatedSettings; nil where
+	// none of its run's does).
+	finalRSA    bool
+	trained     *rl.RunSettings
+	trainedFrom checkpoint.Entry
 }
 
 // finalRSAReport says whether the report at path is a training run's
@@ -392,7 +397,11 @@ func (c *comparison) read(path string) error {
 		}
 		c.rsa = append(c.rsa, r)
 		src.label, src.meta, src.problems, src.settings = r.Meta.Name(), r.Meta, r.ProblemSet(), evalSettings(r.Meta, &r.Config)
-		src.finalRSA = finalRSAReport(path)
+		if src.finalRSA = finalRSAReport(path); src.finalRSA {
+			if src.trained, src.trainedFrom, err = rl.EvaluatedSettings(filepath.Dir(path), r.Meta.CheckpointDigest); err != nil {
+				return fmt.Errorf("%s, a training run's final RSA report: its run's settings: %w", path, err)
+			}
+		}
 		for _, st := range r.Steps {
 			src.points = append(src.points, st.Step)
 		}
@@ -420,7 +429,8 @@ func (c *comparison) read(path string) error {
 // naming both files; reports of a label eval gave by default that
 // evaluated other checkpoints or models (otherModels), and training runs'
 // final RSA reports of one label and seed that evaluated other
-// checkpoints (runsOfOneSeed); and a --run label's
+// checkpoints (runsOfOneSeed), or of one label whose checkpoints were
+// trained otherwise (runsTrainedOtherwise); and a --run label's
 // runs that logged other training steps than its first, or held out
 // evaluations at other steps (of those that logged any), or whose newest
 // checkpoints record other training settings than the seed
@@ -431,6 +441,9 @@ func (c *comparison) checkSeeds() error {
 		return err
 	}
 	if err := c.runsOfOneSeed(); err != nil {
+		return err
+	}
+	if err := c.runsTrainedOtherwise(); err != nil {
 		return err
 	}
 	for _, g := range report.Group(c.runs, func(r labelledRun) string { return r.label }) {
@@ -537,6 +550,37 @@ func (c *comparison) runsOfOneSeed() error {
 			}
 		}
 		seen[s.label] = append(seen[s.label], s)
+	}
+	return nil
+}
+
+// runsTrainedOtherwise refuses training runs' final RSA reports of one
+// label (their --algo's) whose evaluated checkpoints record other
+// training settings than the seed (rl.SeedSettingsDiff) or another step,
+// naming both reports and checkpoints, as --run refuses a label's runs
+// trained otherwise: runs of another --lr or --steps, say, which compare
+// would average as seeds of one training. Reports whose run keeps no
+// checkpoint of their weights (copied out of their run, or of versions
+// before the weights were recorded) are not checked.
+func (c *comparison) runsTrainedOtherwise() error {
+	first := map[string]reportSource{}
+	for _, s := range c.sources[report.ModeRSA] {
+		if s.trained == nil {
+			continue
+		}
+		f, ok := first[s.label]
+		if !ok {
+			first[s.label] = s
+			continue
+		}
+		var d []string
+		if f.trainedFrom.Step != s.trainedFrom.Step {
+			d = append(d, fmt.Sprintf("step (--steps): %d -> %d", f.trainedFrom.Step, s.trainedFrom.Step))
+		}
+		if d = append(d, rl.SeedSettingsDiff(*f.trained, *s.trained)...); len(d) > 0 {
+			return fmt.Errorf("label %s: seeds %s and %s, final RSA reports of training runs (labelled by their --algo), were trained with other settings (%s against %s): %s: train a label's seeds alike, or leave one out (or set meta.label in one to compare them)",
+				s.label, f.path, s.path, filepath.Join(f.trainedFrom.Path, checkpoint.StateFile), filepath.Join(s.trainedFrom.Path, checkpoint.StateFile), strings.Join(d, "; "))
+		}
 	}
 	return nil
 }

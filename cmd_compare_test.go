@@ -1595,39 +1595,66 @@ func TestCompareDefaultLabelsOfOtherCheckpoints(t *testing.T) {
 // other checkpoint weights, were averaged as two seeds of the label
 // without a word. They are refused, naming both files, as reports of
 // eval's default label of other checkpoints are; runs of other seeds are
-// compared as before.
+// compared as before. Runs of other seeds trained otherwise (another
+// --lr, or --steps) were averaged as seeds in silence too, while --run
+// refuses them: the settings and step of the checkpoint each report
+// evaluated (its weights') are checked as --run's are
+// (rl.SeedSettingsDiff), naming both checkpoints' state.json; copies of
+// the reports outside their runs are not checked, as before.
 func TestCompareFinalRSAOfRunsOfOneSeed(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
-	train := func(name, seed, lr string) (string, report.RSA) {
+	train := func(name, seed, lr, steps string) (string, report.RSA) {
 		out := filepath.Join(dir, name)
 		var stderr bytes.Buffer
-		require.Zero(t, run(context.Background(), []string{"train", "--out", out, "--seed", seed, "--lr", lr, "--lora-rank", "2", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+		require.Zero(t, run(context.Background(), []string{"train", "--out", out, "--seed", seed, "--lr", lr, "--lora-rank", "2", "--steps", steps, "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
 			"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "1", "--eval-problems", "2", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
 		path := filepath.Join(out, rl.FinalRSAFile)
 		var rep report.RSA
 		require.NoError(t, report.ReadJSON(path, &rep))
 		return path, rep
 	}
-	a, repA := train("a", "1", "1e-4")
-	b, repB := train("b", "1", "3e-4")
-	c, repC := train("c", "2", "1e-4")
+	a, repA := train("a", "1", "1e-4", "1")
+	b, repB := train("b", "1", "3e-4", "1")
+	c, repC := train("c", "2", "1e-4", "1")
+	d, repD := train("d", "2", "3e-4", "1")
+	e, repE := train("e", "3", "1e-4", "2")
 	require.Equal(t, repA.Meta.Seed, repB.Meta.Seed, "one --seed")
 	require.NotEqual(t, repA.Meta.Seed, repC.Meta.Seed)
 	require.NotEqual(t, repA.Meta.CheckpointDigest, repB.Meta.CheckpointDigest, "other weights")
-	for _, r := range []report.RSA{repA, repB, repC} {
+	for _, r := range []report.RSA{repA, repB, repC, repD, repE} {
 		require.Equal(t, "spiral", r.Meta.Name(), "the --algo's label")
 	}
+	// Copies of a's and d's reports outside their runs: no run to read
+	// the settings of.
+	copied := func(from, name string) string {
+		to := filepath.Join(dir, "copies", name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(to), 0o755))
+		b, err := os.ReadFile(from)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(to, b, 0o644))
+		return to
+	}
+	state := func(rsa string, step int64) string {
+		return filepath.Join(filepath.Dir(rsa), rl.CheckpointsDir, checkpoint.DirName(step), checkpoint.StateFile)
+	}
+	trainedOtherwise := func(other string, step int64, diff string) string {
+		return "spiral compare: label spiral: seeds " + a + " and " + other + ", final RSA reports of training runs (labelled by their --algo), were trained with other settings (" +
+			state(a, 1) + " against " + state(other, step) + "): " + diff + ": train a label's seeds alike, or leave one out (or set meta.label in one to compare them)\n"
+	}
 	for _, tc := range []struct {
-		name, other, want string // want: stderr's error line, "" for compared
+		name, ref, other, want string // want: stderr's error line, "" for compared
 	}{
-		{"runs of one --seed", b, "spiral compare: " + a + " and " + b + ", final RSA reports of training runs that share the label spiral (their --algo) and the seed " +
+		{"runs of one --seed", a, b, "spiral compare: " + a + " and " + b + ", final RSA reports of training runs that share the label spiral (their --algo) and the seed " +
 			fmt.Sprint(repA.Meta.Seed) + ", evaluated other checkpoints (weights " + repA.Meta.CheckpointDigest + " and " + repB.Meta.CheckpointDigest +
 			"): runs of one --seed (of other settings, or one run trained twice), which compare would average as two seeds: compare runs of other --seed as seeds, or leave one out (or set meta.label in one to compare them)\n"},
-		{"runs of other seeds", c, ""},
+		{"runs of other seeds", a, c, ""},
+		{"runs of other seeds and --lr", a, d, trainedOtherwise(d, 1, "schedule.peak_lr (--lr): 0.0001 -> 0.0003")},
+		{"runs of other seeds and --steps", a, e, trainedOtherwise(e, 2, "step (--steps): 1 -> 2")},
+		{"copies outside their runs", copied(a, "a.json"), copied(d, "d.json"), ""},
 	} {
 		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), []string{"compare", a, tc.other}, &cliEnv{stdout: &stdout, stderr: &stderr})
+		code := run(context.Background(), []string{"compare", tc.ref, tc.other}, &cliEnv{stdout: &stdout, stderr: &stderr})
 		if tc.want == "" {
 			require.Zero(t, code, "%s: %s", tc.name, stderr.String())
 			require.Contains(t, stdout.String(), "spiral (n = 2)", tc.name)

@@ -1876,30 +1876,54 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 
 // newestSettings returns the run settings that the newest checkpoint in
 // dir's checkpoints whose state.json reads records, and that checkpoint
-// (its weights are not read); nil and "" where there is none. A
-// state.json that the system fails to read (checkpoint.Unreadable: EIO,
-// EACCES, ...) is no damage to pass over for an older checkpoint's
-// settings, which may be others: it is the error, naming the file.
+// (its weights are not read); nil and "" where there is none
+// (settingsWhere).
 func newestSettings(dir string) (*RunSettings, string, error) {
+	s, e, err := settingsWhere(dir, func(checkpoint.State) bool { return true })
+	return s, e.Path, err
+}
+
+// EvaluatedSettings returns the run settings that the checkpoint in
+// dir's checkpoints whose weights' fingerprint is weights
+// (checkpoint.State.WeightsDigest, as a final RSA report's meta records
+// the checkpoint it evaluated) records, and that checkpoint (its weights
+// are not read): what the run's FinalRSAFile was trained with. Nil where
+// weights is "" (a report of a version before it was recorded) or no
+// readable checkpoint of dir records them (settingsWhere).
+func EvaluatedSettings(dir, weights string) (*RunSettings, checkpoint.Entry, error) {
+	if weights == "" {
+		return nil, checkpoint.Entry{}, nil
+	}
+	return settingsWhere(dir, func(st checkpoint.State) bool { return st.WeightsDigest() == weights })
+}
+
+// settingsWhere returns the run settings that the newest checkpoint in
+// dir's checkpoints whose state.json reads, records settings and is one
+// that match takes records, and that checkpoint; nil where there is
+// none. A state.json that the system fails to read
+// (checkpoint.Unreadable: EIO, EACCES, ...) is no damage to pass over
+// for an older checkpoint's settings, which may be others: it is the
+// error, naming the file.
+func settingsWhere(dir string, match func(checkpoint.State) bool) (*RunSettings, checkpoint.Entry, error) {
 	list, err := checkpoint.List(filepath.Join(dir, CheckpointsDir))
 	if err != nil {
-		return nil, "", nil
+		return nil, checkpoint.Entry{}, nil
 	}
 	for i := len(list) - 1; i >= 0; i-- {
 		st, err := checkpoint.ReadState(list[i].Path)
 		if checkpoint.Unreadable(err) {
-			return nil, "", fmt.Errorf("%w (a failure to read %s, not damage: its run's settings are not taken from an older checkpoint; rerun once it reads)", err, list[i].Path)
+			return nil, checkpoint.Entry{}, fmt.Errorf("%w (a failure to read %s, not damage: its run's settings are not taken from an older checkpoint; rerun once it reads)", err, list[i].Path)
 		}
-		if err != nil || len(st.Config) == 0 {
+		if err != nil || len(st.Config) == 0 || !match(st) {
 			continue
 		}
 		var s RunSettings
 		if err := json.Unmarshal(st.Config, &s); err != nil {
 			continue
 		}
-		return &s, list[i].Path, nil
+		return &s, list[i], nil
 	}
-	return nil, "", nil
+	return nil, checkpoint.Entry{}, nil
 }
 
 // SeedSettingsDiff lists what b records otherwise than a besides the
