@@ -91,6 +91,55 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
+// TestLoadVocabTypeErrors: a model.vocab value of the wrong JSON type
+// was said in encoding/json's Go types ("model vocab: json: cannot
+// unmarshal string into Go value of type int64"), without the token,
+// and a vocab of the other shape than its model type's was left to the
+// native library ("invalid type: sequence, expected a map at line 1
+// column 506"). They are said in the file's terms (jsonerr), naming the
+// field: the token of an entry, and the model type of a vocab.
+func TestLoadVocabTypeErrors(t *testing.T) {
+	good, err := BuildCharTokenizerJSON([]rune("ab"))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		typ  string // the model's type
+		// entry sets the vocab's token "a" to its value; vocab, where
+		// entry is nil, is the whole vocab.
+		entry, vocab any
+		want         string
+	}{
+		{"id as a string", "WordLevel", "1", nil, `model.vocab["a"]: an integer expected, got a string`},
+		{"id as a fraction", "WordLevel", 1.5, nil, `model.vocab["a"]: an integer expected, got the number 1.5`},
+		{"id past int64", "WordLevel", json.Number("1e30"), nil, `model.vocab["a"]: an integer expected, got the number 1e30`},
+		{"id as an array", "BPE", []int{1}, nil, `model.vocab["a"]: an integer expected, got an array`},
+		{"id as an object", "WordPiece", map[string]int{"id": 1}, nil, `model.vocab["a"]: an integer expected, got an object`},
+		{"array for a WordLevel model", "WordLevel", nil, [][]any{{"a", 0}}, `model.vocab: an object expected, got an array (a model of type "WordLevel" maps each token to its id)`},
+		{"array for a BPE model", "BPE", nil, [][]any{{"a", 0}}, `model.vocab: an object expected, got an array (a model of type "BPE" maps each token to its id)`},
+		{"object for a Unigram model", "Unigram", nil, map[string]int{"a": 0}, `model.vocab: an array expected, got an object (a model of type "Unigram" lists [piece, score] pairs)`},
+		{"string for a Unigram model", "Unigram", nil, "a", `model.vocab: an array expected, got a string (a model of type "Unigram" lists [piece, score] pairs)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var f map[string]any
+			require.NoError(t, json.Unmarshal(good, &f))
+			m := f["model"].(map[string]any)
+			m["type"] = tc.typ
+			if tc.entry != nil {
+				m["vocab"].(map[string]any)["a"] = tc.entry
+			} else {
+				m["vocab"] = tc.vocab
+			}
+			b, err := json.Marshal(f)
+			require.NoError(t, err)
+			path := filepath.Join(t.TempDir(), TokenizerFile)
+			require.NoError(t, os.WriteFile(path, b, 0o644))
+			tok, err := Load(path)
+			require.Nil(t, tok)
+			require.EqualError(t, err, fmt.Sprintf("tokenizer: load %q: %s", path, tc.want))
+		})
+	}
+}
+
 func TestLoadDirectory(t *testing.T) {
 	good, err := BuildByteTokenizerJSON()
 	require.NoError(t, err)

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/spiral-rl/spiral/model/jsonerr"
 )
@@ -87,17 +89,28 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 		return nil
 	}
 	vocab := bytes.TrimSpace(f.Model.Vocab)
-	switch {
-	case len(vocab) == 0 || bytes.Equal(vocab, []byte("null")):
+	if len(vocab) == 0 || bytes.Equal(vocab, []byte("null")) {
 		return nil, fmt.Errorf(`model (type %q) has no "vocab"`, f.Model.Type)
-	case vocab[0] == '{': // BPE, WordLevel, WordPiece: token -> id
+	}
+	// A model of a type known here must hold its type's vocab, an
+	// object (BPE, WordLevel, WordPiece) or a list (Unigram), as the
+	// native library does; one of another type is read as what it holds.
+	object, list := vocab[0] == '{', vocab[0] == '['
+	switch f.Model.Type {
+	case "BPE", "WordLevel", "WordPiece":
+		object, list = true, false
+	case "Unigram":
+		object, list = false, true
+	}
+	switch {
+	case object: // BPE, WordLevel, WordPiece: token -> id
 		var m map[string]int64
 		if err := json.Unmarshal(vocab, &m); err != nil {
-			return nil, fmt.Errorf("model vocab: %w", err)
+			return nil, vocabError(vocab, f.Model.Type, err)
 		}
 		for tok, id := range m {
 			if err := checkID(id, fmt.Sprintf("vocab token %q", tok)); err != nil {
-				return nil, fmt.Errorf("model vocab: %w", err)
+				return nil, fmt.Errorf("model.vocab: %w", err)
 			}
 			v.ids[tok] = int32(id)
 		}
@@ -113,27 +126,27 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 				return nil, fmt.Errorf("model (type %q): unk_token %q is not in its vocab, and every text with a piece outside it would encode to no token", f.Model.Type, unk)
 			}
 		}
-	case vocab[0] == '[': // Unigram: [[piece, score], ...], id = index
-		var list []json.RawMessage
-		if err := json.Unmarshal(vocab, &list); err != nil {
-			return nil, fmt.Errorf("model vocab: %w", err)
+	case list: // Unigram: [[piece, score], ...], id = index
+		var entries []json.RawMessage
+		if err := json.Unmarshal(vocab, &entries); err != nil {
+			return nil, fmt.Errorf("model.vocab: %w (a model of type %q lists [piece, score] pairs)", jsonerr.Describe(vocab, &entries, err), f.Model.Type)
 		}
-		for i, raw := range list {
+		for i, raw := range entries {
 			var pair []any
 			if err := json.Unmarshal(raw, &pair); err != nil || len(pair) != 2 {
-				return nil, fmt.Errorf("model vocab entry %d: want [piece, score], got %s", i, raw)
+				return nil, fmt.Errorf("model.vocab[%d]: want [piece, score], got %s", i, raw)
 			}
 			piece, ok := pair[0].(string)
 			if !ok {
-				return nil, fmt.Errorf("model vocab entry %d: piece is not a string", i)
+				return nil, fmt.Errorf("model.vocab[%d]: piece is not a string", i)
 			}
 			if err := checkID(int64(i), fmt.Sprintf("vocab token %q", piece)); err != nil {
-				return nil, fmt.Errorf("model vocab: %w", err)
+				return nil, fmt.Errorf("model.vocab: %w", err)
 			}
 			v.ids[piece] = int32(i)
 		}
 	default:
-		return nil, fmt.Errorf("model vocab is neither an object nor a list")
+		return nil, fmt.Errorf("model.vocab is neither an object nor a list")
 	}
 	for i, a := range f.AddedTokens {
 		if a.ID == nil || a.Content == nil {
@@ -150,4 +163,23 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 	}
 	v.size = int(maxID) + 1
 	return v, nil
+}
+
+// vocabError says err, json.Unmarshal's error decoding vocab, the
+// model.vocab of a model of type typ, into a token -> id map, in the
+// file's terms (jsonerr): the entry of a token whose id is no integer
+// (of several, the first token in sorted order), or the vocab, no
+// object.
+func vocabError(vocab []byte, typ string, err error) error {
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(vocab, &raw) == nil {
+		for _, tok := range slices.Sorted(maps.Keys(raw)) {
+			var id int64
+			if err := json.Unmarshal(raw[tok], &id); err != nil {
+				return fmt.Errorf("model.vocab[%q]: %w", tok, jsonerr.Describe(raw[tok], &id, err))
+			}
+		}
+	}
+	var m map[string]int64
+	return fmt.Errorf("model.vocab: %w (a model of type %q maps each token to its id)", jsonerr.Describe(vocab, &m, err), typ)
 }
