@@ -2,6 +2,8 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -70,5 +72,79 @@ func TestIndexLost(t *testing.T) {
 // no character.
 func TestIndexLostQwen3(t *testing.T) {
 	tok := loadQwen3(t)
-	require.Equal(t, -1, tok.IndexLost("Solve $x^2 = 4$, ¶ 中文 🙂\x00<|im_end|>\n"))
+	text := "Solve $x^2 = 4$, ¶ 中文 🙂\x00<|im_end|>\n"
+	require.Equal(t, -1, tok.IndexLost(text))
+	require.True(t, tok.vocab.idForEveryCharacter, "known from tokenizer.json")
+	require.Equal(t, -1, tok.indexLost(text))
+}
+
+// TestIdForEveryCharacter: the tokenizers that IndexLost answers from
+// tokenizer.json alone (idForEveryCharacter) are those whose model
+// gives every character an id, and none of them loses one of random
+// texts when IndexLost encodes them to find out (indexLost); for the
+// others it encodes.
+func TestIdForEveryCharacter(t *testing.T) {
+	char, err := BuildCharTokenizerJSON([]rune("ab "))
+	require.NoError(t, err)
+	bytes, err := BuildByteTokenizerJSON()
+	require.NoError(t, err)
+	// variant is base's tokenizer.json given to edit.
+	variant := func(base []byte, edit func(f, m, vocab map[string]any)) *Tokenizer {
+		var f map[string]any
+		require.NoError(t, json.Unmarshal(base, &f))
+		m := f["model"].(map[string]any)
+		edit(f, m, m["vocab"].(map[string]any))
+		b, err := json.Marshal(f)
+		require.NoError(t, err)
+		tok, err := FromBytes(b)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, tok.Close()) })
+		return tok
+	}
+	toBPE := func(m map[string]any) { m["type"], m["merges"] = "BPE", []any{} }
+	toUnigram := func(m, vocab map[string]any, unkID bool) {
+		pieces := make([][]any, len(vocab))
+		for piece, id := range vocab {
+			pieces[int(id.(float64))] = []any{piece, -1.0}
+		}
+		m["type"], m["vocab"] = "Unigram", pieces
+		delete(m, "unk_token")
+		if unkID {
+			m["unk_id"] = vocab[UnknownToken]
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		tok  *Tokenizer
+		want bool
+	}{
+		{"WordLevel with <unk>", newGenerated(t, buildTestChar), true},
+		{"BPE, unk_token in the vocab", variant(char, func(f, m, vocab map[string]any) { toBPE(m) }), true},
+		{"BPE, unk_token not in the vocab", variant(char, func(f, m, vocab map[string]any) { toBPE(m); delete(vocab, UnknownToken) }), false},
+		{"BPE, no unk_token", variant(char, func(f, m, vocab map[string]any) { toBPE(m); m["unk_token"] = nil }), false},
+		{"byte-level BPE", newGenerated(t, BuildByteTokenizerJSON), true},
+		{"byte-level BPE in a Sequence", variant(bytes, func(f, m, vocab map[string]any) {
+			f["pre_tokenizer"] = map[string]any{"type": "Sequence", "pretokenizers": []any{map[string]any{"type": "Digits", "individual_digits": true}, f["pre_tokenizer"]}}
+		}), true},
+		{"byte-level BPE short of a byte", variant(bytes, func(f, m, vocab map[string]any) { delete(vocab, "Ġ") }), false},
+		{"BPE on bytes without a ByteLevel pre-tokenizer", variant(bytes, func(f, m, vocab map[string]any) { f["pre_tokenizer"] = nil }), false},
+		{"Unigram with unk_id", variant(char, func(f, m, vocab map[string]any) { toUnigram(m, vocab, true) }), true},
+		{"Unigram without unk_id", variant(char, func(f, m, vocab map[string]any) { toUnigram(m, vocab, false) }), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, tc.tok.vocab.idForEveryCharacter)
+			if !tc.want {
+				return // IndexLost encodes: TestIndexLost
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			alphabet := []rune("ab \x00¶中🙂\n\t<|>Ġ")
+			for range 200 {
+				var b strings.Builder
+				for range rng.IntN(12) {
+					b.WriteRune(alphabet[rng.IntN(len(alphabet))])
+				}
+				require.Equal(t, -1, tc.tok.indexLost(b.String()), "%q", b.String())
+			}
+		})
+	}
 }

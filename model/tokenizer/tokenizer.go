@@ -403,9 +403,18 @@ func (t *Tokenizer) Encode(text string) []int32 {
 // that is not white space. A piece of white space alone that gives no
 // token is none lost (a pre-tokenizer that splits on white space drops
 // it). Tokenizers that give every character an id (byte-level BPE, one
-// with an unknown token in its vocab) lose none.
+// with an unknown token in its vocab) lose none, and are known to from
+// tokenizer.json without encoding text.
 func (t *Tokenizer) IndexLost(text string) int {
 	t.mustBeOpen()
+	if t.vocab.idForEveryCharacter {
+		return -1
+	}
+	return t.indexLost(text)
+}
+
+// indexLost is IndexLost found by encoding text.
+func (t *Tokenizer) indexLost(text string) int {
 	start := 0
 	for piece := range strings.SplitSeq(text, "\x00") {
 		first := strings.IndexFunc(piece, func(r rune) bool { return !unicode.IsSpace(r) })

@@ -37,6 +37,10 @@ type vocabulary struct {
 	ids   map[string]int32 // token string -> id; added tokens win over the model vocabulary
 	added []AddedToken
 	size  int // max id + 1
+	// idForEveryCharacter: the model gives every character an id (see
+	// givesEveryCharacter), so Encode loses none and IndexLost need
+	// not encode to know it.
+	idForEveryCharacter bool
 }
 
 // rawFile is the part of tokenizer.json that is parsed here.
@@ -50,7 +54,63 @@ type rawFile struct {
 		Type     string          `json:"type"`
 		Vocab    json.RawMessage `json:"vocab"`
 		UnkToken *string         `json:"unk_token"`
+		UnkID    json.RawMessage `json:"unk_id"` // Unigram
 	} `json:"model"`
+	PreTokenizer json.RawMessage `json:"pre_tokenizer"`
+}
+
+// givesEveryCharacter reports whether the model of f, whose token -> id
+// map is m (nil for a Unigram model), gives every character an id, so
+// that the native library never fails a text for one it has no id for
+// (Tokenizer.IndexLost): a WordLevel or WordPiece model (parseVocabulary
+// refuses one whose unk_token is not in its vocab), a BPE model whose
+// unk_token is in its vocab, or one behind a ByteLevel pre-tokenizer
+// whose vocab holds all 256 characters that byte-level BPE writes bytes
+// as, and a Unigram model with an unk_id. Any other model may lose
+// characters (false: IndexLost encodes to find out).
+func givesEveryCharacter(f *rawFile, m map[string]int64) bool {
+	switch f.Model.Type {
+	case "WordLevel", "WordPiece":
+		return true
+	case "Unigram":
+		var id *int64
+		return json.Unmarshal(f.Model.UnkID, &id) == nil && id != nil
+	case "BPE":
+		if f.Model.UnkToken != nil {
+			if _, ok := m[*f.Model.UnkToken]; ok {
+				return true
+			}
+		}
+		if !byteLevel(f.PreTokenizer) {
+			return false
+		}
+		for _, r := range byteLevelAlphabet() {
+			if _, ok := m[string(r)]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// byteLevel reports whether the pre_tokenizer raw is ByteLevel or a
+// Sequence holding one; false for anything it cannot read.
+func byteLevel(raw json.RawMessage) bool {
+	var p struct {
+		Type          string            `json:"type"`
+		Pretokenizers []json.RawMessage `json:"pretokenizers"`
+	}
+	if json.Unmarshal(raw, &p) != nil {
+		return false
+	}
+	switch p.Type {
+	case "ByteLevel":
+		return true
+	case "Sequence":
+		return slices.ContainsFunc(p.Pretokenizers, byteLevel)
+	}
+	return false
 }
 
 // defaultUnkToken returns the unk_token of a model of type typ where
@@ -126,6 +186,7 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 				return nil, fmt.Errorf("model (type %q): unk_token %q is not in its vocab, and every text with a piece outside it would encode to no token", f.Model.Type, unk)
 			}
 		}
+		v.idForEveryCharacter = givesEveryCharacter(&f, m)
 	case list: // Unigram: [[piece, score], ...], id = index
 		var entries []json.RawMessage
 		if err := json.Unmarshal(vocab, &entries); err != nil {
@@ -145,6 +206,7 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 			}
 			v.ids[piece] = int32(i)
 		}
+		v.idForEveryCharacter = givesEveryCharacter(&f, nil)
 	default:
 		return nil, fmt.Errorf("model.vocab is neither an object nor a list")
 	}
