@@ -175,6 +175,37 @@ func refuseUnderFile(flag, dir string) error {
 	}
 }
 
+// refuseUnwritable refuses, before any work, a directory flag's path dir
+// in which no file can be made (a usage error naming the flag, dir and
+// the directory looked at, as refuseUnderFile's is): a file is made and
+// removed in dir, or where dir is not there yet in the nearest directory
+// above it, where making it would write. Only writing finds both a
+// directory whose permissions refuse the user and a read-only file
+// system. Train checks --sync-dir so, which it first writes in at the
+// first weight sync, after the policy's artifacts are built and the
+// first rollouts sampled.
+func refuseUnwritable(flag, dir string) error {
+	d := dir
+	for {
+		if _, err := os.Stat(d); !errors.Is(err, fs.ErrNotExist) || d == filepath.Dir(d) {
+			break
+		}
+		d = filepath.Dir(d)
+	}
+	f, err := os.CreateTemp(d, ".spiral-write-check-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the temporary name says nothing to the user
+		}
+		return usageError{fmt.Errorf("%s %s: cannot write in %s: %w", flag, dir, d, err)}
+	}
+	if err := errors.Join(f.Close(), os.Remove(f.Name())); err != nil {
+		return usageError{fmt.Errorf("%s %s: %w", flag, dir, err)}
+	}
+	return nil
+}
+
 // housekeptBy finds what of a training run's own housekeeping would take
 // away an output directory dir with what is written there: ckpt, the
 // spiral checkpoint directory that dir is or lies in

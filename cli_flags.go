@@ -831,14 +831,19 @@ func (f *trainFlags) requests() error {
 }
 
 // checkInputs refuses the input files given that are not there, cannot
-// be opened or are directories, and an --out or --sync-dir that is a
-// file or lies under one (usage errors naming their flags), before ONNX
+// be opened or are directories, an --out or --sync-dir that is a file or
+// lies under one, and a --sync-dir that cannot be written in
+// (refuseUnwritable; usage errors naming their flags), before ONNX
 // Runtime is looked for or the model read, as a missing --model is: a
 // machine without the runtime said only that.
 func (f *trainFlags) checkInputs() error {
 	errs := []error{checkDataFile("--data", f.data), checkDataFile("--eval-data", f.evalData), f.tmpl.check(), refuseUnderFile("--out", f.run.Dir)}
 	if f.engine.engine == "openai" {
-		errs = append(errs, refuseUnderFile("--sync-dir", f.sync.dir))
+		err := refuseUnderFile("--sync-dir", f.sync.dir)
+		if err == nil {
+			err = refuseUnwritable("--sync-dir", f.sync.dir)
+		}
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -3404,6 +3404,43 @@ func TestOutUnderAFileBeforeRuntime(t *testing.T) {
 	require.NoDirExists(t, filepath.Join(dir, "run"))
 }
 
+// TestSyncDirUnwritableBeforeRuntime: train's --sync-dir, or the
+// directory it would be made in, where no file can be made is refused
+// before ONNX Runtime is looked for, naming the flag and the directory
+// (exit 2, as one under a file is): it was found only at the first
+// weight sync, after the policy's artifacts were built and the first
+// rollouts sampled. The tests run as root, whom no permission bits stop,
+// so the directory is one of sysfs, where even root makes no file (Linux;
+// skipped where a file can be made there).
+func TestSyncDirUnwritableBeforeRuntime(t *testing.T) {
+	const ro = "/sys/kernel"
+	f, err := os.CreateTemp(ro, "spiral-test-*")
+	if err == nil {
+		require.NoError(t, errors.Join(f.Close(), os.Remove(f.Name())))
+		t.Skipf("a file can be made in %s here", ro)
+	}
+	if _, err := os.Stat(ro); err != nil {
+		t.Skipf("no directory %s here: %v", ro, err)
+	}
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir()) // no runtime installed there
+	t.Setenv(model.LibEnvVar, "")
+	dir := t.TempDir()
+	openai := []string{"--engine", "openai", "--base-url", "http://127.0.0.1:1/v1", "--served-model", "m", "--engine-sync", "sglang", "--out", filepath.Join(dir, "run")}
+	for _, tc := range []struct {
+		sync, want string
+	}{
+		{ro, "spiral train: --sync-dir " + ro + ": cannot write in " + ro + ": permission denied"},
+		{filepath.Join(ro, "spiral", "sync"), "spiral train: --sync-dir " + filepath.Join(ro, "spiral", "sync") + ": cannot write in " + ro + ": permission denied"},
+	} {
+		var stderr bytes.Buffer
+		args := append([]string{"train", "--sync-dir", tc.sync}, openai...)
+		code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+		require.Equal(t, exitUsage, code, "%q: %s", args, stderr.String())
+		require.Equal(t, tc.want+"\n", stderr.String(), "%q", args)
+	}
+	require.NoDirExists(t, filepath.Join(dir, "run"))
+}
+
 // TestGenerateGreedyNote: generate --temperature 0 with --n above 1 notes
 // that the completions of a prompt are all the same, as eval does of its
 // samples; it printed --n copies without a word.
