@@ -824,9 +824,9 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	// from.
 	ckpt := filepath.Join(cfg.Dir, CheckpointsDir, checkpoint.DirName(int64(tr.Step())))
 	model := p.Model + "@" + CheckpointName(ckpt)
-	// Its weights' fingerprint, as eval records it of a checkpoint
-	// (none where the checkpoint cannot be read: the report does not
-	// need it).
+	// The checkpoint's fingerprint, as eval records it
+	// (checkpoint.State.WeightsDigest; none where the checkpoint cannot
+	// be read: the report does not need it).
 	st, _ := checkpoint.ReadState(ckpt)
 	meta := report.Meta{Model: model, Label: tr.Config().Algo, CheckpointDigest: st.WeightsDigest(), Dataset: p.HeldName,
 		Problems: len(p.Held), Seed: seed, Timestamp: time.Now().UTC(), Extra: p.ReportExtra,

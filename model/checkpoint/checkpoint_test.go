@@ -139,6 +139,39 @@ func TestWeightsOnly(t *testing.T) {
 	require.ErrorContains(t, err, "no optimiser state")
 }
 
+// TestWeightsDigestCoversState: WeightsDigest is the checksum of the
+// whole ModelFile, whose metadata records the step and a checksum of the
+// data cursor and configuration: byte-identical tensors saved at another
+// step, data position or configuration (a run of other settings) have
+// another digest; the same checkpoint saved again, or copied, the same.
+func TestWeightsDigestCoversState(t *testing.T) {
+	w, _ := trained(t, rand.New(rand.NewPCG(5, 6)), 0)
+	base := State{Step: 3, DataCursor: json.RawMessage(`{"offset":1}`), Config: json.RawMessage(`{"lr":1e-6}`)}
+	digest := func(st State) string {
+		t.Helper()
+		path, err := Save(t.TempDir(), w, nil, st, Options{})
+		require.NoError(t, err)
+		got, err := ReadState(path)
+		require.NoError(t, err)
+		return got.WeightsDigest()
+	}
+	want := digest(base)
+	require.Regexp(t, `^crc32c:[0-9a-f]{8}:[0-9]+$`, want)
+	require.Equal(t, want, digest(base), "the same checkpoint saved again")
+	for _, tc := range []struct {
+		name string
+		edit func(*State)
+	}{
+		{"step", func(st *State) { st.Step = 4 }},
+		{"data cursor", func(st *State) { st.DataCursor = json.RawMessage(`{"offset":2}`) }},
+		{"configuration", func(st *State) { st.Config = json.RawMessage(`{"lr":2e-6}`) }},
+	} {
+		st := base
+		tc.edit(&st)
+		require.NotEqual(t, want, digest(st), "%s: the tensors are the same, the file not", tc.name)
+	}
+}
+
 // saveSteps saves checkpoints at the given steps (training one step
 // between them) and returns the weights saved at each.
 func saveSteps(t *testing.T, dir string, steps []int64, o Options) map[int64]*params.Store {

@@ -54,10 +54,13 @@ type Meta struct {
 	// file without an id field) are the same for another file at the same
 	// path, the texts are not. Absent from reports written before it.
 	ProblemsDigest string `json:"problems_digest,omitempty"`
-	// CheckpointDigest fingerprints the weights of the checkpoint
-	// evaluated (checkpoint.State.WeightsDigest): Model names it by its
-	// run directory's name and its own, which another run's checkpoint
-	// in a directory of the same name shares, a copy of it too. What
+	// CheckpointDigest fingerprints the checkpoint evaluated
+	// (checkpoint.State.WeightsDigest): its weights file, whose metadata
+	// records its step and a checksum of its run's settings and data
+	// position, so that checkpoints of runs of other settings differ even
+	// where their tensors are the same. Model names it by its run
+	// directory's name and its own, which another run's checkpoint in a
+	// directory of the same name shares, a copy of it too. What
 	// compare checks to refuse reports of one default label (Label "")
 	// that evaluated other checkpoints. Absent for a model evaluated
 	// without a checkpoint, and from reports written before it.

@@ -33,9 +33,10 @@ type EvalKey struct {
 	Samples int    `json:"samples"`
 	Model   string `json:"model"`
 	// CheckpointDigest and ModelDigest are the meta's fingerprints of
-	// the weights evaluated (a checkpoint's, a model's): a model of
-	// the same name in another directory, or retrained in place, is
-	// another evaluation.
+	// what was evaluated, a checkpoint (its step and run settings with
+	// its weights: Meta.CheckpointDigest) or a model: a model of the
+	// same name in another directory, or retrained in place, is another
+	// evaluation.
 	CheckpointDigest string            `json:"checkpoint_digest,omitempty"`
 	ModelDigest      string            `json:"model_digest,omitempty"`
 	Dataset          string            `json:"dataset"`
