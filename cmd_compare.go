@@ -428,13 +428,12 @@ func (c *comparison) read(path string) error {
 // budgets, or that were evaluated with other settings (evalSettings),
 // naming both files; reports of a label eval gave by default that
 // evaluated other checkpoints or models (otherModels), and training runs'
-// final RSA reports of one label and seed that evaluated other
-// checkpoints (runsOfOneSeed), or of one label whose checkpoints were
-// trained otherwise (runsTrainedOtherwise); and a --run label's
-// runs that logged other training steps than its first, or held out
-// evaluations at other steps (of those that logged any), or whose newest
-// checkpoints record other training settings than the seed
-// (rl.SeedSettingsDiff; of those that kept one), naming both
+// final RSA reports of one label and seed (runsOfOneSeed), or of one
+// label whose checkpoints were trained otherwise (runsTrainedOtherwise);
+// and a --run label's runs that logged other training steps than its
+// first, or held out evaluations at other steps (of those that logged
+// any), or whose newest checkpoints record other training settings than
+// the seed (rl.SeedSettingsDiff; of those that kept one), naming both
 // directories.
 func (c *comparison) checkSeeds() error {
 	if err := c.otherModels(); err != nil {
@@ -533,10 +532,10 @@ func (c *comparison) otherModels() error {
 // runsOfOneSeed refuses training runs' final RSA reports (rsa.json,
 // labelled by the run's --algo, so that compare averages one algorithm's
 // runs as seeds) of one label that record one seed, the runs' --seed,
-// and other checkpoint weights, naming both files: runs of one --seed
-// with other settings (another --lr, say), or one run trained twice,
-// which are not two seeds. Reports that record no weights (of versions
-// before them) are not checked.
+// naming both files: with other checkpoint weights, runs of one --seed
+// with other settings (another --lr, say), and with the same, one run
+// trained twice (or copied), which are not two seeds. Reports that
+// record no weights (of versions before them) are not checked.
 func (c *comparison) runsOfOneSeed() error {
 	seen := map[string][]reportSource{}
 	for _, s := range c.sources[report.ModeRSA] {
@@ -544,10 +543,15 @@ func (c *comparison) runsOfOneSeed() error {
 			continue
 		}
 		for _, f := range seen[s.label] {
-			if f.meta.Seed == s.meta.Seed && f.meta.CheckpointDigest != s.meta.CheckpointDigest {
-				return fmt.Errorf("%s and %s, final RSA reports of training runs that share the label %s (their --algo) and the seed %d, evaluated other checkpoints (weights %s and %s): runs of one --seed (of other settings, or one run trained twice), which compare would average as two seeds: compare runs of other --seed as seeds, or leave one out (or set meta.label in one to compare them)",
-					f.path, s.path, s.label, s.meta.Seed, f.meta.CheckpointDigest, s.meta.CheckpointDigest)
+			if f.meta.Seed != s.meta.Seed {
+				continue
 			}
+			if f.meta.CheckpointDigest == s.meta.CheckpointDigest {
+				return fmt.Errorf("%s and %s, final RSA reports of training runs that share the label %s (their --algo) and the seed %d, evaluated one checkpoint's weights (weights %s): one run trained twice (or copied), which compare would average as two seeds: leave one out, or train one again with another --seed",
+					f.path, s.path, s.label, s.meta.Seed, s.meta.CheckpointDigest)
+			}
+			return fmt.Errorf("%s and %s, final RSA reports of training runs that share the label %s (their --algo) and the seed %d, evaluated other checkpoints (weights %s and %s): runs of one --seed (of other settings, or one run trained twice), which compare would average as two seeds: compare runs of other --seed as seeds, or leave one out (or set meta.label in one to compare them)",
+				f.path, s.path, s.label, s.meta.Seed, f.meta.CheckpointDigest, s.meta.CheckpointDigest)
 		}
 		seen[s.label] = append(seen[s.label], s)
 	}

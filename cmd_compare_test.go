@@ -1600,7 +1600,11 @@ func TestCompareDefaultLabelsOfOtherCheckpoints(t *testing.T) {
 // refuses them: the settings and step of the checkpoint each report
 // evaluated (its weights') are checked as --run's are
 // (rl.SeedSettingsDiff), naming both checkpoints' state.json; copies of
-// the reports outside their runs are not checked, as before.
+// the reports outside their runs are not checked, as before. One run
+// trained twice (one --seed and settings, into two --out: the same
+// weights, --threads 1 training deterministically) was averaged as two
+// seeds too, only other weights being refused: it is refused, as one run
+// twice.
 func TestCompareFinalRSAOfRunsOfOneSeed(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	dir := t.TempDir()
@@ -1622,6 +1626,8 @@ func TestCompareFinalRSAOfRunsOfOneSeed(t *testing.T) {
 	require.Equal(t, repA.Meta.Seed, repB.Meta.Seed, "one --seed")
 	require.NotEqual(t, repA.Meta.Seed, repC.Meta.Seed)
 	require.NotEqual(t, repA.Meta.CheckpointDigest, repB.Meta.CheckpointDigest, "other weights")
+	twice, repTwice := train("twice", "1", "1e-4", "1")
+	require.Equal(t, repA.Meta.CheckpointDigest, repTwice.Meta.CheckpointDigest, "one run trained twice")
 	for _, r := range []report.RSA{repA, repB, repC, repD, repE} {
 		require.Equal(t, "spiral", r.Meta.Name(), "the --algo's label")
 	}
@@ -1648,6 +1654,9 @@ func TestCompareFinalRSAOfRunsOfOneSeed(t *testing.T) {
 		{"runs of one --seed", a, b, "spiral compare: " + a + " and " + b + ", final RSA reports of training runs that share the label spiral (their --algo) and the seed " +
 			fmt.Sprint(repA.Meta.Seed) + ", evaluated other checkpoints (weights " + repA.Meta.CheckpointDigest + " and " + repB.Meta.CheckpointDigest +
 			"): runs of one --seed (of other settings, or one run trained twice), which compare would average as two seeds: compare runs of other --seed as seeds, or leave one out (or set meta.label in one to compare them)\n"},
+		{"one run trained twice", a, twice, "spiral compare: " + a + " and " + twice + ", final RSA reports of training runs that share the label spiral (their --algo) and the seed " +
+			fmt.Sprint(repA.Meta.Seed) + ", evaluated one checkpoint's weights (weights " + repA.Meta.CheckpointDigest +
+			"): one run trained twice (or copied), which compare would average as two seeds: leave one out, or train one again with another --seed\n"},
 		{"runs of other seeds", a, c, ""},
 		{"runs of other seeds and --lr", a, d, trainedOtherwise(d, 1, "schedule.peak_lr (--lr): 0.0001 -> 0.0003")},
 		{"runs of other seeds and --steps", a, e, trainedOtherwise(e, 2, "step (--steps): 1 -> 2")},
