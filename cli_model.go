@@ -767,7 +767,7 @@ func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir
 			pol, opened = p, lora
 		}
 		state, err := checkpoint.Load(ctx, path, pol.Weights, nil)
-		loaded.weights = state.WeightsDigest()
+		loaded.digest = state.Digest()
 		return err
 	})
 	if err != nil {
@@ -785,7 +785,7 @@ func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir
 type loadedCheckpoint struct {
 	path     string         // "" for none
 	settings rl.RunSettings // its run's
-	weights  string         // checkpoint.State.WeightsDigest
+	digest   string         // checkpoint.State.Digest
 }
 
 // warnOtherTokenizer warns on w where the checkpoint at path, of the run

@@ -497,7 +497,7 @@ func (c *comparison) checkSeeds() error {
 
 // otherModels refuses reports of one label that eval gave them by
 // default (meta.label unset: the model as given, with its checkpoint's
-// run directory and name) and that record other checkpoint weights
+// run directory and name) and that record other checkpoints
 // (meta.checkpoint_digest) or other models (meta.model_digest), in any
 // mode, naming both files: checkpoints of two runs in directories of one
 // name (the default --out runs/spiral in two working directories), or
@@ -515,7 +515,7 @@ func (c *comparison) otherModels() error {
 			}
 			for _, f := range seen[s.label] {
 				if d, e := f.meta.CheckpointDigest, s.meta.CheckpointDigest; d != "" && e != "" && d != e {
-					return fmt.Errorf("%s and %s share the label %s, eval's default (the model with its checkpoint's run directory and name), but evaluated different checkpoints (weights %s and %s; of runs in directories of one name?), %s",
+					return fmt.Errorf("%s and %s share the label %s, eval's default (the model with its checkpoint's run directory and name), but evaluated different checkpoints (checkpoint_digest %s and %s; of runs in directories of one name?), %s",
 						f.path, s.path, s.label, d, e, fix)
 				}
 				if d, e := f.meta.ModelDigest, s.meta.ModelDigest; d != "" && e != "" && d != e {
@@ -532,10 +532,10 @@ func (c *comparison) otherModels() error {
 // runsOfOneSeed refuses training runs' final RSA reports (rsa.json,
 // labelled by the run's --algo, so that compare averages one algorithm's
 // runs as seeds) of one label that record one seed, the runs' --seed,
-// naming both files: with other checkpoint weights, runs of one --seed
-// with other settings (another --lr, say), and with the same, one run
+// naming both files: with other checkpoints, runs of one --seed with
+// other settings (another --lr, say), and with the same, one run
 // trained twice (or copied), which are not two seeds. Reports that
-// record no weights (of versions before them) are not checked.
+// record no checkpoint_digest (of versions before it) are not checked.
 func (c *comparison) runsOfOneSeed() error {
 	seen := map[string][]reportSource{}
 	for _, s := range c.sources[report.ModeRSA] {
@@ -547,10 +547,10 @@ func (c *comparison) runsOfOneSeed() error {
 				continue
 			}
 			if f.meta.CheckpointDigest == s.meta.CheckpointDigest {
-				return fmt.Errorf("%s and %s, final RSA reports of training runs that share the label %s (their --algo) and the seed %d, evaluated one checkpoint's weights (weights %s): one run trained twice (or copied), which compare would average as two seeds: leave one out, or train one again with another --seed",
+				return fmt.Errorf("%s and %s, final RSA reports of training runs that share the label %s (their --algo) and the seed %d, evaluated one checkpoint (checkpoint_digest %s): one run trained twice (or copied), which compare would average as two seeds: leave one out, or train one again with another --seed",
 					f.path, s.path, s.label, s.meta.Seed, s.meta.CheckpointDigest)
 			}
-			return fmt.Errorf("%s and %s, final RSA reports of training runs that share the label %s (their --algo) and the seed %d, evaluated other checkpoints (weights %s and %s): runs of one --seed (of other settings, or one run trained twice), which compare would average as two seeds: compare runs of other --seed as seeds, or leave one out (or set meta.label in one to compare them)",
+			return fmt.Errorf("%s and %s, final RSA reports of training runs that share the label %s (their --algo) and the seed %d, evaluated other checkpoints (checkpoint_digest %s and %s): runs of one --seed (of other settings, or one run trained twice), which compare would average as two seeds: compare runs of other --seed as seeds, or leave one out (or set meta.label in one to compare them)",
 				f.path, s.path, s.label, s.meta.Seed, f.meta.CheckpointDigest, s.meta.CheckpointDigest)
 		}
 		seen[s.label] = append(seen[s.label], s)
@@ -564,8 +564,8 @@ func (c *comparison) runsOfOneSeed() error {
 // naming both reports and checkpoints, as --run refuses a label's runs
 // trained otherwise: runs of another --lr or --steps, say, which compare
 // would average as seeds of one training. Reports whose run keeps no
-// checkpoint of their weights (copied out of their run, or of versions
-// before the weights were recorded) are not checked.
+// checkpoint of their checkpoint_digest (copied out of their run, or of
+// versions before it was recorded) are not checked.
 func (c *comparison) runsTrainedOtherwise() error {
 	first := map[string]reportSource{}
 	for _, s := range c.sources[report.ModeRSA] {
@@ -707,7 +707,7 @@ func (c *comparison) candidateCapDifferences() string {
 
 // repeatedSeeds lists, one indented line each, the pairs of reports of
 // one label and mode that record one model (and the same checkpoint
-// weights and model id, where both record them: checkpoints of two runs
+// and model id, where both record them: checkpoints of two runs
 // in directories of one name share a model's name, as models do), one
 // seed, the same problems and the same settings (evalSettings and all of
 // meta's extra, each alike, some recorded): one evaluation run twice
@@ -715,9 +715,9 @@ func (c *comparison) candidateCapDifferences() string {
 // twice in the label's mean, range and bootstrap. "" when none.
 func (c *comparison) repeatedSeeds() string {
 	same := func(a, b reportSource) bool {
-		otherWeights := a.meta.CheckpointDigest != "" && b.meta.CheckpointDigest != "" && a.meta.CheckpointDigest != b.meta.CheckpointDigest ||
+		otherDigest := a.meta.CheckpointDigest != "" && b.meta.CheckpointDigest != "" && a.meta.CheckpointDigest != b.meta.CheckpointDigest ||
 			a.meta.ModelDigest != "" && b.meta.ModelDigest != "" && a.meta.ModelDigest != b.meta.ModelDigest
-		if a.label != b.label || a.meta.Model != b.meta.Model || otherWeights || a.meta.Seed != b.meta.Seed || len(a.settings) != len(b.settings) ||
+		if a.label != b.label || a.meta.Model != b.meta.Model || otherDigest || a.meta.Seed != b.meta.Seed || len(a.settings) != len(b.settings) ||
 			!maps.Equal(a.meta.Extra, b.meta.Extra) || a.problems.Difference(b.problems) != "" || b.problems.Difference(a.problems) != "" {
 			return false
 		}

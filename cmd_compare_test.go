@@ -1542,10 +1542,10 @@ func TestCompareDefaultLabelsOfOtherCheckpoints(t *testing.T) {
 	const label = "embedded@run/ckpt-000001"
 	for _, r := range []report.PassAtK{repA, repB, repC} {
 		require.Equal(t, label, r.Meta.Name(), "one default label")
-		require.NotEmpty(t, r.Meta.CheckpointDigest, "the checkpoint's weights recorded")
+		require.NotEmpty(t, r.Meta.CheckpointDigest, "the checkpoint's digest recorded")
 	}
-	require.NotEqual(t, repA.Meta.CheckpointDigest, repB.Meta.CheckpointDigest, "two runs' weights")
-	require.Equal(t, repA.Meta.CheckpointDigest, repC.Meta.CheckpointDigest, "a copy's weights")
+	require.NotEqual(t, repA.Meta.CheckpointDigest, repB.Meta.CheckpointDigest, "two runs' checkpoints")
+	require.Equal(t, repA.Meta.CheckpointDigest, repC.Meta.CheckpointDigest, "a copy of one checkpoint")
 	// labelled writes a copy of the report at path with the label given.
 	labelled := func(path, name string) string {
 		var rep report.PassAtK
@@ -1563,7 +1563,7 @@ func TestCompareDefaultLabelsOfOtherCheckpoints(t *testing.T) {
 		want, warn string // want: stderr's error line; warn: a line stderr starts with
 	}{
 		{name: "two runs' checkpoints", args: []string{a, b}, code: exitFailure,
-			want: "spiral compare: " + a + " and " + b + " share the label " + label + ", eval's default (the model with its checkpoint's run directory and name), but evaluated different checkpoints (weights " + repA.Meta.CheckpointDigest + " and " + repB.Meta.CheckpointDigest + "; of runs in directories of one name?), which compare would take for one model, its reports of a mode averaged as seeds: give their evaluations --label, one each to compare them, or one for both to average them as seeds (or set meta.label in the reports)\n"},
+			want: "spiral compare: " + a + " and " + b + " share the label " + label + ", eval's default (the model with its checkpoint's run directory and name), but evaluated different checkpoints (checkpoint_digest " + repA.Meta.CheckpointDigest + " and " + repB.Meta.CheckpointDigest + "; of runs in directories of one name?), which compare would take for one model, its reports of a mode averaged as seeds: give their evaluations --label, one each to compare them, or one for both to average them as seeds (or set meta.label in the reports)\n"},
 		{name: "a copy of one checkpoint", args: []string{a, c}, warn: twice},
 		{name: "labels given", args: []string{labelled(a, "la"), labelled(b, "lb")}},
 	} {
@@ -1585,14 +1585,14 @@ func TestCompareDefaultLabelsOfOtherCheckpoints(t *testing.T) {
 	stderr.Reset()
 	require.Zero(t, run(context.Background(), []string{"eval", "--checkpoint", runB, "--mode", "passk", "--limit", "1", "--samples", "2", "--max-new-tokens", "4", "--quiet", "--threads", "1", "--out", out},
 		&cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
-	require.Contains(t, stderr.String(), "spiral: note: "+a+", the passk report of "+label+" (weights "+repA.Meta.CheckpointDigest+"), will be replaced by this evaluation's, of "+label+" (weights "+repB.Meta.CheckpointDigest+")\n")
+	require.Contains(t, stderr.String(), "spiral: note: "+a+", the passk report of "+label+" (checkpoint_digest "+repA.Meta.CheckpointDigest+"), will be replaced by this evaluation's, of "+label+" (checkpoint_digest "+repB.Meta.CheckpointDigest+")\n")
 }
 
 // TestCompareFinalRSAOfRunsOfOneSeed: train's final RSA report, rsa.json
 // in its run directory, is labelled by the --algo, so that compare
 // averages the rsa.json of one algorithm's runs as seeds; two runs of
 // one --seed (here with another --lr), whose reports record one seed and
-// other checkpoint weights, were averaged as two seeds of the label
+// other checkpoints, were averaged as two seeds of the label
 // without a word. They are refused, naming both files, as reports of
 // eval's default label of other checkpoints are; runs of other seeds are
 // compared as before. Runs of other seeds trained otherwise (another
@@ -1625,7 +1625,7 @@ func TestCompareFinalRSAOfRunsOfOneSeed(t *testing.T) {
 	e, repE := train("e", "3", "1e-4", "2")
 	require.Equal(t, repA.Meta.Seed, repB.Meta.Seed, "one --seed")
 	require.NotEqual(t, repA.Meta.Seed, repC.Meta.Seed)
-	require.NotEqual(t, repA.Meta.CheckpointDigest, repB.Meta.CheckpointDigest, "other weights")
+	require.NotEqual(t, repA.Meta.CheckpointDigest, repB.Meta.CheckpointDigest, "other checkpoints")
 	twice, repTwice := train("twice", "1", "1e-4", "1")
 	require.Equal(t, repA.Meta.CheckpointDigest, repTwice.Meta.CheckpointDigest, "one run trained twice")
 	for _, r := range []report.RSA{repA, repB, repC, repD, repE} {
@@ -1652,10 +1652,10 @@ func TestCompareFinalRSAOfRunsOfOneSeed(t *testing.T) {
 		name, ref, other, want string // want: stderr's error line, "" for compared
 	}{
 		{"runs of one --seed", a, b, "spiral compare: " + a + " and " + b + ", final RSA reports of training runs that share the label spiral (their --algo) and the seed " +
-			fmt.Sprint(repA.Meta.Seed) + ", evaluated other checkpoints (weights " + repA.Meta.CheckpointDigest + " and " + repB.Meta.CheckpointDigest +
+			fmt.Sprint(repA.Meta.Seed) + ", evaluated other checkpoints (checkpoint_digest " + repA.Meta.CheckpointDigest + " and " + repB.Meta.CheckpointDigest +
 			"): runs of one --seed (of other settings, or one run trained twice), which compare would average as two seeds: compare runs of other --seed as seeds, or leave one out (or set meta.label in one to compare them)\n"},
 		{"one run trained twice", a, twice, "spiral compare: " + a + " and " + twice + ", final RSA reports of training runs that share the label spiral (their --algo) and the seed " +
-			fmt.Sprint(repA.Meta.Seed) + ", evaluated one checkpoint's weights (weights " + repA.Meta.CheckpointDigest +
+			fmt.Sprint(repA.Meta.Seed) + ", evaluated one checkpoint (checkpoint_digest " + repA.Meta.CheckpointDigest +
 			"): one run trained twice (or copied), which compare would average as two seeds: leave one out, or train one again with another --seed\n"},
 		{"runs of other seeds", a, c, ""},
 		{"runs of other seeds and --lr", a, d, trainedOtherwise(d, 1, "schedule.peak_lr (--lr): 0.0001 -> 0.0003")},

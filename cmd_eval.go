@@ -209,7 +209,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	}
 	// The model's content id, which tells it from a model in a directory
 	// of the same name elsewhere (the name reports give it); a
-	// checkpoint's weights tell its evaluation apart.
+	// checkpoint's digest tells its evaluation apart.
 	var modelID string
 	if f.engine.engine == "local" && f.ckpt == "" && !sess.embedded {
 		if modelID, err = model.SourceID(sess.onnx); err != nil {
@@ -248,7 +248,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	ev := rollout.Evaluator{Gen: gen, Prompter: sess.prompter(tmpl), Judge: rl.NewJudge(f.reward.rule), Progress: bar.add}
 	if ckpt.path != "" {
 		meta.Model += "@" + rl.CheckpointName(ckpt.path)
-		meta.CheckpointDigest = ckpt.weights
+		meta.CheckpointDigest = ckpt.digest
 	}
 	meta.Timestamp = time.Now().UTC()
 	noteReplacedReport(env.stderr, base+".json", f.mode, meta)
@@ -523,11 +523,11 @@ func reportModelName(path string) string {
 // noteReplacedReport notes on w that the report at path, of the given
 // mode, which the evaluation described by meta replaces, is another
 // model's, checkpoint's or label's (its meta's model or name differs, or
-// the checkpoint weights or model ids both record: another run's
+// the checkpoint or model digests both record: another run's
 // checkpoint of the same name, another model of that name), or no
 // report that names its model. The report is replaced all the same
 // (make study and users re-evaluate into the same --out), but not
-// silently; one of the same model, weights and name is a re-evaluation,
+// silently; one of the same model, checkpoint and name is a re-evaluation,
 // not noted.
 func noteReplacedReport(w io.Writer, path, mode string, meta report.Meta) {
 	b, err := smallfile.Read(path, smallfile.Limit)
@@ -546,19 +546,19 @@ func noteReplacedReport(w io.Writer, path, mode string, meta report.Meta) {
 		return
 	}
 	// A checkpoint of another run in a directory of the same name has
-	// the same name, as another model there has: its weights or id tell
+	// the same name, as another model there has: its digest or id tell
 	// it apart, where both record them.
-	otherWeights := old.Meta.CheckpointDigest != "" && meta.CheckpointDigest != "" && old.Meta.CheckpointDigest != meta.CheckpointDigest
+	otherCheckpoint := old.Meta.CheckpointDigest != "" && meta.CheckpointDigest != "" && old.Meta.CheckpointDigest != meta.CheckpointDigest
 	otherModel := old.Meta.ModelDigest != "" && meta.ModelDigest != "" && old.Meta.ModelDigest != meta.ModelDigest
-	if old.Meta.Model == meta.Model && old.Meta.Name() == meta.Name() && !otherWeights && !otherModel {
+	if old.Meta.Model == meta.Model && old.Meta.Name() == meta.Name() && !otherCheckpoint && !otherModel {
 		return
 	}
 	was, is := evaluated(old.Meta), evaluated(meta)
 	switch {
 	case was != is:
-	case otherWeights:
-		was += " (weights " + old.Meta.CheckpointDigest + ")"
-		is += " (weights " + meta.CheckpointDigest + ")"
+	case otherCheckpoint:
+		was += " (checkpoint_digest " + old.Meta.CheckpointDigest + ")"
+		is += " (checkpoint_digest " + meta.CheckpointDigest + ")"
 	default:
 		was += fmt.Sprintf(" (id %.12s)", old.Meta.ModelDigest)
 		is += fmt.Sprintf(" (id %.12s)", meta.ModelDigest)
@@ -922,7 +922,7 @@ func digestOf(all []data.Problem, ids []string) (string, bool) {
 
 // unknowns are what the key of an evaluation does not know yet where what
 // an interrupted evaluation saved is compared with it, and so are not
-// compared: with checkpoint, the checkpoint's name and weights, before
+// compared: with checkpoint, the checkpoint's name and digest, before
 // its load picks it; with context, before a serving engine's check says
 // the context it serves the model with, what depends on it: the
 // problems that fit it (their ids, texts and answers, and how many were

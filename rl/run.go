@@ -825,10 +825,10 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	ckpt := filepath.Join(cfg.Dir, CheckpointsDir, checkpoint.DirName(int64(tr.Step())))
 	model := p.Model + "@" + CheckpointName(ckpt)
 	// The checkpoint's fingerprint, as eval records it
-	// (checkpoint.State.WeightsDigest; none where the checkpoint cannot
+	// (checkpoint.State.Digest; none where the checkpoint cannot
 	// be read: the report does not need it).
 	st, _ := checkpoint.ReadState(ckpt)
-	meta := report.Meta{Model: model, Label: tr.Config().Algo, CheckpointDigest: st.WeightsDigest(), Dataset: p.HeldName,
+	meta := report.Meta{Model: model, Label: tr.Config().Algo, CheckpointDigest: st.Digest(), Dataset: p.HeldName,
 		Problems: len(p.Held), Seed: seed, Timestamp: time.Now().UTC(), Extra: p.ReportExtra,
 		ProblemIDs: report.ProblemIDs(p.Held), ProblemsDigest: p.Settings.HeldOut.Digest}
 	rsaPath := filepath.Join(cfg.Dir, FinalRSAFile)
@@ -1884,17 +1884,17 @@ func newestSettings(dir string) (*RunSettings, string, error) {
 }
 
 // EvaluatedSettings returns the run settings that the checkpoint in
-// dir's checkpoints whose weights' fingerprint is weights
-// (checkpoint.State.WeightsDigest, as a final RSA report's meta records
-// the checkpoint it evaluated) records, and that checkpoint (its weights
-// are not read): what the run's FinalRSAFile was trained with. Nil where
-// weights is "" (a report of a version before it was recorded) or no
-// readable checkpoint of dir records them (settingsWhere).
-func EvaluatedSettings(dir, weights string) (*RunSettings, checkpoint.Entry, error) {
-	if weights == "" {
+// dir's checkpoints whose fingerprint is digest (checkpoint.State.Digest,
+// as a final RSA report's meta records the checkpoint it evaluated)
+// records, and that checkpoint (its weights are not read): what the
+// run's FinalRSAFile was trained with. Nil where digest is "" (a report
+// of a version before it was recorded) or no readable checkpoint of dir
+// has it (settingsWhere).
+func EvaluatedSettings(dir, digest string) (*RunSettings, checkpoint.Entry, error) {
+	if digest == "" {
 		return nil, checkpoint.Entry{}, nil
 	}
-	return settingsWhere(dir, func(st checkpoint.State) bool { return st.WeightsDigest() == weights })
+	return settingsWhere(dir, func(st checkpoint.State) bool { return st.Digest() == digest })
 }
 
 // settingsWhere returns the run settings that the newest checkpoint in

@@ -2851,8 +2851,8 @@ func TestCheckSettingsBeforeEngine(t *testing.T) {
 	}
 }
 
-// TestFinalRSARecordsTheCheckpoint: rsa.json records the weights of the
-// checkpoint it evaluated (state.json's fingerprint of them), as eval's
+// TestFinalRSARecordsTheCheckpoint: rsa.json records the digest of the
+// checkpoint it evaluated (checkpoint.State.Digest), as eval's
 // report of a checkpoint does, so that compare tells the final
 // evaluations of two runs in directories of one name apart: their
 // models, named by that name and the step's checkpoint, are alike.
@@ -2865,6 +2865,6 @@ func TestFinalRSARecordsTheCheckpoint(t *testing.T) {
 	require.NoError(t, report.ReadJSON(filepath.Join(dir, FinalRSAFile), &rep))
 	st, err := checkpoint.ReadState(filepath.Join(dir, CheckpointsDir, checkpoint.DirName(2)))
 	require.NoError(t, err)
-	require.NotEmpty(t, st.WeightsDigest())
-	require.Equal(t, st.WeightsDigest(), rep.Meta.CheckpointDigest)
+	require.NotEmpty(t, st.Digest())
+	require.Equal(t, st.Digest(), rep.Meta.CheckpointDigest)
 }

@@ -72,7 +72,7 @@ type State struct {
 	Files map[string]FileInfo `json:"files"`
 }
 
-// WeightsDigest fingerprints the checkpoint by what st records of its
+// Digest fingerprints the checkpoint by what st records of its
 // weights file, ModelFile, "crc32c:CRC:SIZE" (hexadecimal CRC-32C, size
 // in bytes): the whole file, whose metadata records the step and a
 // checksum of the data cursor and configuration (checkCounts), not its
@@ -80,7 +80,7 @@ type State struct {
 // another run's (but for a CRC-32C collision) or another step's, even
 // where the tensors are byte-identical (a run of other settings that
 // leave them alone); "" where st records no ModelFile.
-func (st State) WeightsDigest() string {
+func (st State) Digest() string {
 	f, ok := st.Files[ModelFile]
 	if !ok {
 		return ""

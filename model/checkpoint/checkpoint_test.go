@@ -139,12 +139,12 @@ func TestWeightsOnly(t *testing.T) {
 	require.ErrorContains(t, err, "no optimiser state")
 }
 
-// TestWeightsDigestCoversState: WeightsDigest is the checksum of the
-// whole ModelFile, whose metadata records the step and a checksum of the
+// TestDigestCoversState: Digest is the checksum of the whole ModelFile,
+// whose metadata records the step and a checksum of the
 // data cursor and configuration: byte-identical tensors saved at another
 // step, data position or configuration (a run of other settings) have
 // another digest; the same checkpoint saved again, or copied, the same.
-func TestWeightsDigestCoversState(t *testing.T) {
+func TestDigestCoversState(t *testing.T) {
 	w, _ := trained(t, rand.New(rand.NewPCG(5, 6)), 0)
 	base := State{Step: 3, DataCursor: json.RawMessage(`{"offset":1}`), Config: json.RawMessage(`{"lr":1e-6}`)}
 	digest := func(st State) string {
@@ -153,7 +153,7 @@ func TestWeightsDigestCoversState(t *testing.T) {
 		require.NoError(t, err)
 		got, err := ReadState(path)
 		require.NoError(t, err)
-		return got.WeightsDigest()
+		return got.Digest()
 	}
 	want := digest(base)
 	require.Regexp(t, `^crc32c:[0-9a-f]{8}:[0-9]+$`, want)

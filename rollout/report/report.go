@@ -55,7 +55,7 @@ type Meta struct {
 	// path, the texts are not. Absent from reports written before it.
 	ProblemsDigest string `json:"problems_digest,omitempty"`
 	// CheckpointDigest fingerprints the checkpoint evaluated
-	// (checkpoint.State.WeightsDigest): its weights file, whose metadata
+	// (checkpoint.State.Digest): its weights file, whose metadata
 	// records its step and a checksum of its run's settings and data
 	// position, so that checkpoints of runs of other settings differ even
 	// where their tensors are the same. Model names it by its run

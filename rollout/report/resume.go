@@ -88,7 +88,7 @@ func (k EvalKey) Diff(now EvalKey) []string {
 		field("samples", k.Samples, now.Samples)
 	}
 	field("model", k.Model, now.Model)
-	field("checkpoint weights", k.CheckpointDigest, now.CheckpointDigest)
+	field("checkpoint (checkpoint_digest)", k.CheckpointDigest, now.CheckpointDigest)
 	field("model id", k.ModelDigest, now.ModelDigest)
 	if k.Tokenizer != "" {
 		field("tokenizer (--tokenizer)", k.Tokenizer, now.Tokenizer)

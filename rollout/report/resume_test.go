@@ -156,7 +156,7 @@ func TestEvalKeyDiff(t *testing.T) {
 	was, now = resumeKey(), resumeKey()
 	was.CheckpointDigest, now.CheckpointDigest = "crc32c:1/8", "crc32c:2/8"
 	was.ModelDigest, now.ModelDigest = "m1", "m2"
-	require.Equal(t, []string{"checkpoint weights crc32c:1/8, not crc32c:2/8", "model id m1, not m2"}, was.Diff(now))
+	require.Equal(t, []string{"checkpoint (checkpoint_digest) crc32c:1/8, not crc32c:2/8", "model id m1, not m2"}, was.Diff(now))
 	require.Equal(t, "crc32c:2/8", KeyOf(ModePassAtK, Meta{CheckpointDigest: "crc32c:2/8", ModelDigest: "m2"}, 4).CheckpointDigest)
 	// Another tokenizer: the prompts' ids, and the ids saved, are
 	// other text. A file of a version before the key recorded one is
