@@ -595,31 +595,35 @@ func (s *modelSession) stopIDs(warn io.Writer) ([]int32, error) {
 // SGLang's --max-model-len, --context-length; on SGLang one position
 // less, as it refuses a request whose prompt and max_tokens reach it),
 // noted on warn, for samplerConfig; 0 otherwise: the engine refuses a
-// request whose prompt and max_tokens pass it. syncDir is train's
-// --sync-dir with --engine-sync sglang ("" otherwise:
+// request whose prompt and max_tokens pass it. sglangListed is the
+// max_model_len an SGLang lists where served is that less one (0
+// otherwise): versions of spiral before 2026-12-07 fitted to the listed
+// one, and a run or evaluation they saved records a prompt limit (or
+// default trace length) one more, which its resume's refusal explains.
+// syncDir is train's --sync-dir with --engine-sync sglang ("" otherwise:
 // rollout.OpenAIConfig.SyncDir).
-func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir string, warn io.Writer) (int, error) {
+func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir string, warn io.Writer) (served, sglangListed int, err error) {
 	if f.engine == "local" {
-		return 0, nil
+		return 0, 0, nil
 	}
 	// The check asks for no completion: no sampling setting is sent.
 	cfg := f.config(rollout.SamplerConfig{MaxNewTokens: 1}, warn)
 	cfg.SyncDir = syncDir
 	eng, err := rollout.NewOpenAI(cfg)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	served, listed, err := eng.CheckModel(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	hf, err := s.hfConfig()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	model := hf.MaxPositionEmbeddings
 	if served <= 0 || model > 0 && served >= model {
-		return 0, nil
+		return 0, 0, nil
 	}
 	below := fmt.Sprintf("below the %d of %s (config.json max_position_embeddings)", model, s.path())
 	if model == 0 {
@@ -627,36 +631,37 @@ func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir s
 	}
 	why := "max_model_len"
 	if served != listed {
+		sglangListed = listed
 		why = fmt.Sprintf("its max_model_len %d less one: SGLang refuses a request whose prompt and max_tokens reach it", listed)
 	}
 	fmt.Fprintf(warn, "spiral: note: %s serves %s with a context of %d positions (%s), %s: prompts and traces are fitted to it\n", f.baseURL, f.model, served, why, below)
-	return served, nil
+	return served, sglangListed, nil
 }
 
 // engineSamplerConfig is samplerConfig on the context the serving
 // engine of e serves the model with (checkEngine, which it returns as
-// served), the sampling flags f checked first against config.json's:
-// an engine serves at most that context, so flags that do not fit it are
-// refused at once, not after a wait of up to --engine-timeout for a
-// server still loading its model. Where neither states a context, a
+// served, with its sglangListed), the sampling flags f checked first
+// against config.json's: an engine serves at most that context, so flags
+// that do not fit it are refused at once, not after a wait of up to
+// --engine-timeout for a server still loading its model. Where neither states a context, a
 // config.json without max_position_embeddings, or none, is warned of on
 // warn (noContextWarning): prompts and traces are then of any length.
-func (s *modelSession) engineSamplerConfig(ctx context.Context, e engineFlags, syncDir string, f samplingFlags, onEmbeddedTask bool, warn io.Writer) (c rollout.SamplerConfig, served int, err error) {
+func (s *modelSession) engineSamplerConfig(ctx context.Context, e engineFlags, syncDir string, f samplingFlags, onEmbeddedTask bool, warn io.Writer) (c rollout.SamplerConfig, served, sglangListed int, err error) {
 	if c, err = s.samplerConfig(f, onEmbeddedTask, 0, warn); err != nil {
-		return c, 0, err
+		return c, 0, 0, err
 	}
-	if served, err = s.checkEngine(ctx, e, syncDir, warn); err != nil {
-		return c, 0, err
+	if served, sglangListed, err = s.checkEngine(ctx, e, syncDir, warn); err != nil {
+		return c, 0, 0, err
 	}
 	if served == 0 {
 		w, err := s.noContextWarning(fmt.Sprintf("prompts and traces are not fitted to it (--max-new-tokens %d a trace): a longer one runs past the positions the model was trained on", c.MaxNewTokens))
 		if w != "" {
 			fmt.Fprintf(warn, "spiral: warning: %s\n", w)
 		}
-		return c, 0, err
+		return c, 0, 0, err
 	}
 	c, err = s.samplerConfig(f, onEmbeddedTask, served, io.Discard) // its warnings said by the first
-	return c, served, err
+	return c, served, sglangListed, err
 }
 
 // generator returns where generation runs: the local sampler on pol, or

@@ -432,7 +432,7 @@ func TestNoContextWarning(t *testing.T) {
 				sf.cfg.MaxNewTokens = 96
 			}
 			var warn bytes.Buffer
-			c, served, err := s.engineSamplerConfig(context.Background(), engineFlags{engine: "local"}, "", sf, false, &warn)
+			c, served, _, err := s.engineSamplerConfig(context.Background(), engineFlags{engine: "local"}, "", sf, false, &warn)
 			require.NoError(t, err)
 			require.Zero(t, served)
 			require.Equal(t, tc.context, c.ContextLength)

@@ -181,7 +181,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 			return err
 		}
 	}
-	samplerCfg, _, err := sess.engineSamplerConfig(ctx, f.engine, "", f.sf, onTask, env.stderr)
+	samplerCfg, _, sglangListed, err := sess.engineSamplerConfig(ctx, f.engine, "", f.sf, onTask, env.stderr)
 	if err != nil {
 		return err
 	}
@@ -223,7 +223,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 		// by all but the checkpoint, which only its load picks:
 		// openEvalProblems and openEvalSteps check that too, once it
 		// is loaded.
-		if err := refuseOther(keyOf(meta), problems, ds.Problems, unknowns{checkpoint: f.ckpt != ""}); err != nil {
+		if err := refuseOther(keyOf(meta), problems, ds.Problems, unknowns{checkpoint: f.ckpt != "", sglangListed: sglangListed}); err != nil {
 			return err
 		}
 	}
@@ -928,10 +928,21 @@ func digestOf(all []data.Problem, ids []string) (string, bool) {
 // problems that fit it (their ids, texts and answers, and how many were
 // skipped), the aggregation prompts' limit and, with traceLength, the
 // trace length (no --max-new-tokens given on a real model: its default
-// is half the context).
+// is half the context). sglangListed, which the key does not record
+// either, is the max_model_len of the SGLang that serves the model where
+// its context is that less one (checkEngine), for a refusal of a saved
+// RSA evaluation's prompt limit one more to say why (sglangEvalNote).
 type unknowns struct {
 	checkpoint, context, traceLength bool
+	sglangListed                     int
 }
+
+// sglangEvalNote says why an RSA evaluation that a version before
+// 2026-12-07 saved on an SGLang records a prompt limit one more than
+// now: SGLang's context, which it fitted to, is one position less since
+// (rollout.OpenAI.CheckModel), and its saved steps were fitted to the
+// other limit.
+const sglangEvalNote = "SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it, and no flags resume what a spiral before then saved on it"
 
 // unreadSaved is the refusal of a saved evaluation that did not read
 // (err), which holds what: one with a field this spiral does not know
@@ -968,7 +979,10 @@ func settingsOnlyIn(extra, other map[string]string) []string {
 // where these first problems', or, where the saved ones are the more,
 // those of all of their ids (digestOf; none given: not compared),
 // differ), or where traces (--traces, whose traces of what was saved
-// were not kept); what unknown names is not compared.
+// were not kept); what unknown names is not compared. An RSA
+// evaluation's prompt limit one more than key's on an SGLang
+// (unknown.sglangListed) is refused saying why (sglangEvalNote), alone
+// as what an older spiral saved.
 // What lacks a setting that key's extra records of every evaluation
 // (all but a template file's) was saved by an older spiral, and what
 // records one that key's extra does not (but a template file's) by a
@@ -995,6 +1009,13 @@ func refuseSaved(path, what string, was, key report.EvalKey, problems, all []dat
 			cfg.PromptLimit = key.RSA.PromptLimit
 			was.RSA = &cfg
 		}
+	}
+	var sglang string // the prompt limit of a spiral before SGLang's was one less
+	if unknown.sglangListed > 0 && was.RSA != nil && key.RSA != nil && was.RSA.PromptLimit == key.RSA.PromptLimit+1 {
+		sglang = fmt.Sprintf("aggregation prompts of up to %d tokens (the model's context less --max-new-tokens), not %d: %s", was.RSA.PromptLimit, key.RSA.PromptLimit, sglangEvalNote)
+		cfg := *was.RSA
+		cfg.PromptLimit = key.RSA.PromptLimit
+		was.RSA = &cfg
 	}
 	if unrecorded := settingsOnlyIn(key.Extra, was.Extra); len(unrecorded) > 0 {
 		return fmt.Errorf("%s holds %s, saved by an older spiral, which did not record its %s: %s", path, what, strings.Join(unrecorded, ", "), restart)
@@ -1029,6 +1050,12 @@ func refuseSaved(path, what string, was, key report.EvalKey, problems, all []dat
 	diff := was.Diff(key)
 	if otherTexts != "" {
 		diff = append(diff, otherTexts)
+	}
+	if sglang != "" {
+		if len(diff) == 0 && limit == "" {
+			return fmt.Errorf("%s holds %s of %s: %s", path, what, sglang, restart)
+		}
+		diff = append(diff, sglang)
 	}
 	switch {
 	case limit != "" && len(diff) == 0:

@@ -98,7 +98,7 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 			return fmt.Errorf("prompt %d: the tokenizer %s encodes it to no token, which leaves nothing to continue", i, sess.tokenizer)
 		}
 	}
-	cfg, served, err := sess.engineSamplerConfig(ctx, f.engine, "", f.sf, false, env.stderr)
+	cfg, served, _, err := sess.engineSamplerConfig(ctx, f.engine, "", f.sf, false, env.stderr)
 	if err != nil {
 		return err
 	}

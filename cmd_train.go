@@ -275,7 +275,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	if f.sync.mode == "sglang" {
 		syncDir = f.sync.dir
 	}
-	samplerCfg, _, err := sess.engineSamplerConfig(ctx, f.engine, syncDir, f.sf, onTask, env.stderr)
+	samplerCfg, _, sglangListed, err := sess.engineSamplerConfig(ctx, f.engine, syncDir, f.sf, onTask, env.stderr)
 	if err != nil {
 		return err
 	}
@@ -343,7 +343,8 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	stream := data.NewStream(ds, cfg.Seed)
 	run := f.run
 	run.FinalRSA.CandidateTokens, run.FinalRSA.PromptLimit = cfg.Pipeline.CandidateTokens, cfg.Pipeline.PromptLimit
-	parts := rl.RunParts{Problems: stream, Held: held, HeldName: heldName, HeldPath: heldPath, Settings: settings(samplerCfg, dataID), CRLFTemplates: tmpl.crlfDigest()}
+	parts := rl.RunParts{Problems: stream, Held: held, HeldName: heldName, HeldPath: heldPath, Settings: settings(samplerCfg, dataID), CRLFTemplates: tmpl.crlfDigest(),
+		SGLangListed: sglangListed}
 	// A rerun with other settings (without --override) or on other
 	// usable problems is refused before the policy is loaded, which
 	// reads the model's weights (minutes, for a real model), as resuming

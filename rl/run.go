@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -251,6 +252,13 @@ type RunParts struct {
 	// it is another than Settings' ("" where no file has them): a
 	// checkpoint recording it is of these templates, and resumes.
 	CRLFTemplates string
+	// SGLangListed is the max_model_len that the serving engine, an
+	// SGLang, lists, where prompts and traces are fitted to one position
+	// less (rollout.OpenAI.CheckModel); 0 otherwise. A run that a
+	// version before 2026-12-07 started on it recorded a prompt limit, or
+	// a default trace length, one more: its resume's refusal says why
+	// (sglangNote).
+	SGLangListed int
 	// Out receives the run's lines (steps, evaluations, checkpoints);
 	// Warn its warnings.
 	Out, Warn io.Writer
@@ -646,7 +654,7 @@ func CheckRunSettings(cfg RunConfig, p RunParts) error {
 		if err != nil {
 			return err
 		}
-		diff, _ := resumedDiff(prev, now, p.CRLFTemplates)
+		diff, _ := resumedDiff(prev, now, p)
 		if err := checkSettings(cfg.Dir, diff, false, io.Discard); err != nil {
 			return err
 		}
@@ -701,23 +709,23 @@ func CheckSettingsBeforeEngine(cfg RunConfig, p RunParts, traceByContext bool) e
 			held.Samples = known.HeldOut.Samples
 			known.HeldOut = &held
 		}
-		diff, _ := resumedDiff(prev, known, p.CRLFTemplates)
+		diff, _ := resumedDiff(prev, known, p)
 		return checkSettings(cfg.Dir, diff, false, io.Discard)
 	})
 }
 
-// resumedDiff is the settings difference (settingsDiff) between the
-// run's settings prev and now's, whose templates fingerprint taken as
-// versions that kept CRLF line ends took it is crlfTemplates (""
-// where no template file has them): a run that recorded that one is of
-// these templates (crlf), not of others.
-func resumedDiff(prev, now RunSettings, crlfTemplates string) (diff []string, crlf bool) {
-	crlf = crlfTemplates != "" && prev.TemplatePrints().Both == crlfTemplates
+// resumedDiff is the settings difference (settingsDiff, on p's
+// SGLangListed) between the run's settings prev and now's, whose
+// templates fingerprint taken as versions that kept CRLF line ends took
+// it is p.CRLFTemplates ("" where no template file has them): a run
+// that recorded that one is of these templates (crlf), not of others.
+func resumedDiff(prev, now RunSettings, p RunParts) (diff []string, crlf bool) {
+	crlf = p.CRLFTemplates != "" && prev.TemplatePrints().Both == p.CRLFTemplates
 	if crlf {
 		prev.Sampling = maps.Clone(prev.Sampling)
 		prev.Sampling[templatesField] = now.Sampling[templatesField]
 	}
-	return settingsDiff(prev, now), crlf
+	return servedSettingsDiff(prev, now, p.SGLangListed), crlf
 }
 
 // dataChange says how the usable problems of the data set name, whose
@@ -920,7 +928,7 @@ func resume(ctx context.Context, cfg RunConfig, p RunParts) (*HeldOut, error) {
 	}
 	// The same template files, which this version reads with LF line
 	// ends: the run goes on, recording their new fingerprint.
-	diff, crlf := resumedDiff(prev, p.Settings, p.CRLFTemplates)
+	diff, crlf := resumedDiff(prev, p.Settings, p)
 	if err := checkSettings(cfg.Dir, diff, cfg.Override, p.Warn); err != nil {
 		return nil, err
 	}
@@ -1121,6 +1129,21 @@ func loraString(l *lmgraph.LoRA) string {
 // One's tokenizer is taken as the other's where it is the other's
 // TokenizerBytes (sameTokenizer).
 func settingsDiff(a, b RunSettings) []string {
+	return servedSettingsDiff(a, b, 0)
+}
+
+// sglangNote says why a run that a version before 2026-12-07 started
+// on an SGLang recorded a prompt limit, or a default trace length, one
+// more than now: SGLang's context, which it fitted to, is one position
+// less since (rollout.OpenAI.CheckModel).
+const sglangNote = "SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it: --override continues"
+
+// servedSettingsDiff is settingsDiff, b's model served by an SGLang
+// that lists the context sglangListed (RunParts.SGLangListed; 0: none):
+// a's prompt limit one more than b's, or a's trace length the default
+// half of that context where b's is half of one less (a version before
+// 2026-12-07 fitted to the listed context), is said with sglangNote.
+func servedSettingsDiff(a, b RunSettings, sglangListed int) []string {
 	a.Tokenizer, b.Tokenizer = sameTokenizer(a.Tokenizer, a.TokenizerBytes, b.Tokenizer, b.TokenizerBytes)
 	a.TokenizerBytes, b.TokenizerBytes = "", ""
 	// 0 aggregation rounds are 1 (runs from before --agg-rounds recorded
@@ -1175,7 +1198,13 @@ func settingsDiff(a, b RunSettings) []string {
 			if fa[maxNewTokensKey] != fb[maxNewTokensKey] {
 				return ""
 			}
+			if was, is := a.RL.Pipeline.PromptLimit, b.RL.Pipeline.PromptLimit; sglangListed > 0 && was == is+1 {
+				return k + " (the model's context less --max-new-tokens; " + sglangNote + ")"
+			}
 			return k + " (the model's context less --max-new-tokens)"
+		}
+		if k == maxNewTokensKey && sglangListed > 0 && fa[k] == strconv.Itoa(sglangListed/2) && fb[k] == strconv.Itoa((sglangListed-1)/2) {
+			return k + " (--max-new-tokens, by default half the context; " + sglangNote + ")"
 		}
 		return withFlags(k)
 	})

@@ -27,6 +27,7 @@ import (
 	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
+	"github.com/spiral-rl/spiral/rollout/report"
 )
 
 // samplerServer is an OpenAI-compatible completions server on loopback
@@ -618,6 +619,53 @@ func TestServedContextSGLang(t *testing.T) {
 	require.Less(t, longest.Load(), int32(served))
 }
 
+// TestEvalRSAResumeOnSGLang: an RSA evaluation that a version before
+// 2026-12-07 saved on an SGLang was fitted to its max_model_len, now to
+// one less (TestServedContextSGLang): its prompt limit is one more than
+// the rerun's, which refuses it. The refusal says why, and that no flags
+// resume it, where it said "rerun with those" (which none could give).
+// An engine that lists itself as vLLM stands for the older spiral: it
+// fitted to the same context.
+func TestEvalRSAResumeOnSGLang(t *testing.T) {
+	requireRuntime(t)
+	const served, maxNew = 1200, 100
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m")
+	if r := spiral(t, nil, "init-model", "--out", m, "--layers", "1", "--max-positions", "4096"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	data := filepath.Join(dir, "p.jsonl")
+	require.NoError(t, os.WriteFile(data, []byte(`{"problem":"1+1","answer":"2"}`+"\n"), 0o666))
+	var owner atomic.Value
+	owner.Store("vllm")
+	var requests atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			_, _ = fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":%q,"root":"m","max_model_len":%d}]}`, owner.Load(), served)
+			return
+		}
+		if requests.Add(1) > 2 { // the first step's two done: the run fails at the second
+			http.Error(w, `{"object":"error","message":"stopped here","type":"BadRequest","code":400}`, http.StatusBadRequest)
+			return
+		}
+		_, _ = w.Write([]byte(`{"choices":[{"index":0,"text":"","token_ids":[3,4],"finish_reason":"stop"}]}`))
+	}))
+	defer hs.Close()
+	out := filepath.Join(dir, "eval")
+	args := []string{"eval", "--model", m, "--data", data, "--mode", "rsa", "--population", "2", "--subset", "2", "--rsa-steps", "2", "--quiet", "--out", out,
+		"--max-new-tokens", fmt.Sprint(maxNew), "--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "m"}
+	r := spiral(t, nil, args...)
+	require.NotEqual(t, 0, r.code, r.stderr)
+	steps := filepath.Join(out, "rsa"+report.StepsSuffix)
+	require.FileExists(t, steps, r.stderr)
+	owner.Store("sglang")
+	r = spiral(t, nil, args...)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, fmt.Sprintf("%s holds ", steps))
+	require.Contains(t, r.stderr, fmt.Sprintf(" of aggregation prompts of up to %d tokens (the model's context less --max-new-tokens), not %d: SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it, and no flags resume what a spiral before then saved on it: give --fresh to discard them and start over, or another --out\n",
+		served-maxNew, served-1-maxNew))
+}
+
 // TestTrainEngineRestarted: an SGLang restarted in the middle of a run
 // comes back serving the weights it was started with, under the same
 // name: the rollouts its requests (retried, or the next step's) get are
@@ -701,6 +749,56 @@ func TestTrainResumesOnSyncedSGLang(t *testing.T) {
 		"--out", filepath.Join(t.TempDir(), "run"), "--engine-sync", "sglang", "--sync-dir", syncDir, "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "m")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "spiral: note: "+hs.URL+"/v1 serves "+filepath.Join(syncDir, "spiral-step-000003")+", a version synced into --sync-dir (SGLang names its model after the weights it loaded last), not \"m\": this run loads its own first\n")
+}
+
+// TestTrainResumeOnSGLang: a run that a version before 2026-12-07
+// started on an SGLang fitted to its max_model_len, now to one less
+// (TestServedContextSGLang): its recorded prompt limit is one more than
+// the rerun's, which refuses it as another setting. The refusal says
+// why, and that --override continues it. An engine that lists itself as
+// vLLM stands for the older spiral: it fitted to the same context.
+func TestTrainResumeOnSGLang(t *testing.T) {
+	requireRuntime(t)
+	const served, maxNew = 1200, 96
+	syncDir := filepath.Join(t.TempDir(), "sync")
+	var mu sync.Mutex
+	owner, loaded := "vllm", "m"
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/models":
+			_ = json.NewEncoder(w).Encode(map[string]any{"data": []any{map[string]any{"id": loaded, "root": loaded, "owned_by": owner, "max_model_len": served}}})
+		case "/get_model_info":
+			_ = json.NewEncoder(w).Encode(map[string]any{"model_path": loaded})
+		case "/update_weights_from_disk":
+			var body struct {
+				Path string `json:"model_path"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&body)
+			loaded = body.Path
+			_, _ = w.Write([]byte(`{"success":true,"message":"Succeeded to update model weights."}`))
+		case "/v1/completions":
+			_, _ = w.Write([]byte(`{"choices":[{"text":"","token_ids":[3,4],"finish_reason":"stop"}]}`))
+		default:
+			http.Error(w, `{"message":"not here"}`, http.StatusNotFound)
+		}
+	}))
+	defer hs.Close()
+	run := filepath.Join(t.TempDir(), "run")
+	args := func(steps string) []string {
+		return []string{"train", "--steps", steps, "--problems", "1", "--n1", "2", "--k", "2", "--n", "1", "--n2", "2", "--threads", "1", "--quiet", "--max-new-tokens", fmt.Sprint(maxNew),
+			"--out", run, "--engine-sync", "sglang", "--sync-dir", syncDir, "--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "m"}
+	}
+	r := spiral(t, nil, args("1")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	mu.Lock()
+	owner = "sglang"
+	mu.Unlock()
+	r = spiral(t, nil, args("2")...)
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, fmt.Sprintf("%s holds a run with other settings: rl.pipeline.prompt_limit (the model's context less --max-new-tokens; SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it: --override continues): %d -> %d; rerun with --override",
+		run, served-maxNew, served-1-maxNew))
 }
 
 // TestTrainRefusesLockedRunBeforeEngine: a run directory another train
