@@ -721,30 +721,10 @@ func TestTrainEngineRestarted(t *testing.T) {
 func TestTrainResumesOnSyncedSGLang(t *testing.T) {
 	requireRuntime(t)
 	syncDir := filepath.Join(t.TempDir(), "sync")
-	var mu sync.Mutex
-	loaded := filepath.Join(syncDir, "spiral-step-000003") // an earlier run's last version
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch r.URL.Path {
-		case "/v1/models":
-			_ = json.NewEncoder(w).Encode(map[string]any{"data": []any{map[string]any{"id": loaded, "root": loaded}}})
-		case "/get_model_info":
-			_ = json.NewEncoder(w).Encode(map[string]any{"model_path": loaded})
-		case "/update_weights_from_disk":
-			var body struct {
-				Path string `json:"model_path"`
-			}
-			_ = json.NewDecoder(r.Body).Decode(&body)
-			loaded = body.Path
-			_, _ = w.Write([]byte(`{"success":true,"message":"Succeeded to update model weights."}`))
-		case "/v1/completions":
-			_, _ = w.Write([]byte(`{"choices":[{"text":"","token_ids":[3,4],"finish_reason":"stop"}]}`))
-		default:
-			http.Error(w, `{"message":"not here"}`, http.StatusNotFound)
-		}
-	}))
-	defer hs.Close()
+	// An earlier run's last version.
+	hs := syncingSGLang(t, filepath.Join(syncDir, "spiral-step-000003"), func(loaded string) map[string]any {
+		return map[string]any{"id": loaded, "root": loaded}
+	})
 	r := spiral(t, nil, "train", "--steps", "1", "--problems", "1", "--n1", "2", "--k", "2", "--n", "1", "--n2", "2", "--threads", "1", "--quiet",
 		"--out", filepath.Join(t.TempDir(), "run"), "--engine-sync", "sglang", "--sync-dir", syncDir, "--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "m")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -761,30 +741,11 @@ func TestTrainResumeOnSGLang(t *testing.T) {
 	requireRuntime(t)
 	const served, maxNew = 1200, 96
 	syncDir := filepath.Join(t.TempDir(), "sync")
-	var mu sync.Mutex
-	owner, loaded := "vllm", "m"
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch r.URL.Path {
-		case "/v1/models":
-			_ = json.NewEncoder(w).Encode(map[string]any{"data": []any{map[string]any{"id": loaded, "root": loaded, "owned_by": owner, "max_model_len": served}}})
-		case "/get_model_info":
-			_ = json.NewEncoder(w).Encode(map[string]any{"model_path": loaded})
-		case "/update_weights_from_disk":
-			var body struct {
-				Path string `json:"model_path"`
-			}
-			_ = json.NewDecoder(r.Body).Decode(&body)
-			loaded = body.Path
-			_, _ = w.Write([]byte(`{"success":true,"message":"Succeeded to update model weights."}`))
-		case "/v1/completions":
-			_, _ = w.Write([]byte(`{"choices":[{"text":"","token_ids":[3,4],"finish_reason":"stop"}]}`))
-		default:
-			http.Error(w, `{"message":"not here"}`, http.StatusNotFound)
-		}
-	}))
-	defer hs.Close()
+	var owner atomic.Value
+	owner.Store("vllm")
+	hs := syncingSGLang(t, "m", func(loaded string) map[string]any {
+		return map[string]any{"id": loaded, "root": loaded, "owned_by": owner.Load(), "max_model_len": served}
+	})
 	run := filepath.Join(t.TempDir(), "run")
 	args := func(steps string) []string {
 		return []string{"train", "--steps", steps, "--problems", "1", "--n1", "2", "--k", "2", "--n", "1", "--n2", "2", "--threads", "1", "--quiet", "--max-new-tokens", fmt.Sprint(maxNew),
@@ -792,9 +753,7 @@ func TestTrainResumeOnSGLang(t *testing.T) {
 	}
 	r := spiral(t, nil, args("1")...)
 	require.Equal(t, 0, r.code, r.stderr)
-	mu.Lock()
-	owner = "sglang"
-	mu.Unlock()
+	owner.Store("sglang")
 	r = spiral(t, nil, args("2")...)
 	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, fmt.Sprintf("%s holds a run with other settings: rl.pipeline.prompt_limit (the model's context less --max-new-tokens; SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it: --override continues): %d -> %d; rerun with --override",
@@ -857,4 +816,35 @@ func TestTrainRefusesCheckpointsFileBeforeEngine(t *testing.T) {
 	require.Equal(t, "spiral train: --out "+run+": "+ckpts+" is a file, not a directory of checkpoints: move it away, or use --fresh (which moves it aside into previous-*)\n", r.stderr)
 	require.Less(t, time.Since(start), 15*time.Second, "the refusal waited for the engine")
 	require.NoDirExists(t, filepath.Join(run, rl.ArtifactsDir))
+}
+
+// syncingSGLang starts a fake SGLang, closed when t ends, that serves
+// the weights update_weights_from_disk loaded last as its model, as
+// SGLang names its model after them (loaded at first): entry gives its
+// /v1/models entry for that path. Its completions are two tokens.
+func syncingSGLang(t *testing.T, loaded string, entry func(loaded string) map[string]any) *httptest.Server {
+	var mu sync.Mutex
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/models":
+			_ = json.NewEncoder(w).Encode(map[string]any{"data": []any{entry(loaded)}})
+		case "/get_model_info":
+			_ = json.NewEncoder(w).Encode(map[string]any{"model_path": loaded})
+		case "/update_weights_from_disk":
+			var body struct {
+				Path string `json:"model_path"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&body)
+			loaded = body.Path
+			_, _ = w.Write([]byte(`{"success":true,"message":"Succeeded to update model weights."}`))
+		case "/v1/completions":
+			_, _ = w.Write([]byte(`{"choices":[{"text":"","token_ids":[3,4],"finish_reason":"stop"}]}`))
+		default:
+			http.Error(w, `{"message":"not here"}`, http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(hs.Close)
+	return hs
 }
